@@ -1,0 +1,1 @@
+"""unified: one typed event stream over Google agent backends."""
