@@ -1,0 +1,396 @@
+"""The UnifiedEvent protocol: one typed stream, whatever backend runs the task.
+
+This module is the contract between `unified` and its consumers. It imports nothing else of
+`unified`, so it can be vendored, exported as JSON Schema (`unified schema`) and read by
+non-Python consumers. `docs/protocol.md` describes every kind, field and ordering guarantee.
+
+Ordering guarantees (enforced by the stream guard, not by each backend):
+- `seq` starts at 0 and rises by one per event; `result` is the last event, exactly once.
+- `warning` events about options a backend cannot honour come before `session_started`.
+- every `tool_result` answers an earlier `tool_use` with the same `tool_use_id`;
+- every subagent event, and every event carrying a `subagent_task_id`, belongs to a task
+  announced by an earlier `subagent_started`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+
+PROTOCOL_VERSION = "1.0"
+"""Bumped in its minor part for added kinds or optional fields, in its major part for anything else."""
+
+JsonValue: TypeAlias = Any
+"""Any value that survives `json.dumps` / `json.loads` unchanged."""
+
+SupportLevel = Literal["full", "partial", "emulated", "none"]
+ResultStatus = Literal["success", "error", "cancelled", "max_turns", "interrupted"]
+UserInputSource = Literal["model-tool", "permission", "mcp-elicitation"]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Usage(BaseModel):
+    """Token counts for a run, a turn or a subagent.
+
+    `input_tokens` includes `cached_tokens` (as the Gemini API counts them); `output_tokens`
+    excludes `thinking_tokens`. `estimated` is true when any figure was not reported by the
+    backend but estimated (about 4 characters a token), so a consumer never mistakes a guess
+    for a measurement.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    thinking_tokens: int = 0
+    cached_tokens: int = 0
+    tool_use_tokens: int = 0
+    estimated: bool = False
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens + self.thinking_tokens + self.tool_use_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            thinking_tokens=self.thinking_tokens + other.thinking_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            tool_use_tokens=self.tool_use_tokens + other.tool_use_tokens,
+            estimated=self.estimated or other.estimated,
+        )
+
+    def is_empty(self) -> bool:
+        return self.total_tokens == 0 and self.cached_tokens == 0
+
+
+class _EventBase(BaseModel):
+    """Fields every event carries. `seq` and `timestamp` are assigned by the stream guard."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seq: int = -1
+    timestamp: datetime = Field(default_factory=_now)
+    session_id: str | None = None
+    subagent_task_id: str | None = None
+    is_subagent: bool = False
+    native: JsonValue | None = Field(
+        default=None, description="The raw backend event, only when the caller asked for it (debugging)."
+    )
+
+    @model_validator(mode="after")
+    def _subagent_flag(self) -> _EventBase:
+        if self.subagent_task_id is not None:
+            self.is_subagent = True
+        return self
+
+
+class SessionStarted(_EventBase):
+    """The backend has a session: from here on `session_id` is set on every event."""
+
+    type: Literal["session_started"] = "session_started"
+    protocol_version: str = PROTOCOL_VERSION
+    backend: str
+    model: str | None = None
+    short_id: str | None = None
+    resumed: bool = False
+    cwd: str | None = None
+    transport: str | None = Field(default=None, description="e.g. 'acp', 'stream-json', 'http'.")
+    capabilities: dict[str, SupportLevel] = Field(default_factory=dict)
+
+
+class TextDelta(_EventBase):
+    """A piece of the assistant's visible answer; append it."""
+
+    type: Literal["text_delta"] = "text_delta"
+    text: str
+
+
+class AssistantMessage(_EventBase):
+    """The whole visible text of one model turn, aggregated from its `text_delta`s."""
+
+    type: Literal["assistant_message"] = "assistant_message"
+    text: str
+
+
+class Thinking(_EventBase):
+    """A thought summary.
+
+    `replace=True`: this text supersedes the previous thought as the current one (overwrite).
+    `replace=False`: this text continues the current thought (append).
+    """
+
+    type: Literal["thinking"] = "thinking"
+    text: str
+    replace: bool
+    subject: str | None = None
+    signature: str | None = Field(default=None, description="Opaque thought signature (base64), if any.")
+
+
+class ToolUse(_EventBase):
+    """The model asked for a tool call. `server_side` calls run on Google's side (search, code)."""
+
+    type: Literal["tool_use"] = "tool_use"
+    tool_use_id: str
+    name: str
+    input: dict[str, JsonValue] = Field(default_factory=dict)
+    server_side: bool = False
+
+
+class ToolProgress(_EventBase):
+    """Interim news from a running tool call (status, partial output)."""
+
+    type: Literal["tool_progress"] = "tool_progress"
+    tool_use_id: str
+    status: str | None = None
+    message: str | None = None
+
+
+class PermissionDecision(_EventBase):
+    """Whether a tool call was allowed to run, and who decided (a policy rule, the user, the mode)."""
+
+    type: Literal["permission_decision"] = "permission_decision"
+    tool_use_id: str
+    tool_name: str
+    decision: Literal["allow", "deny"]
+    decided_by: Literal["policy", "user", "approval_mode", "backend", "timeout"]
+    rule: str | None = None
+    reason: str | None = None
+
+
+class ToolResult(_EventBase):
+    """The outcome of an earlier `tool_use` with the same id."""
+
+    type: Literal["tool_result"] = "tool_result"
+    tool_use_id: str
+    output: JsonValue | None = None
+    is_error: bool = False
+    server_side: bool = False
+
+
+class SubagentStarted(_EventBase):
+    """A subagent (a delegated task with its own conversation) began; `task_id` keys its events."""
+
+    type: Literal["subagent_started"] = "subagent_started"
+    task_id: str
+    agent_name: str
+    description: str | None = None
+    parent_tool_use_id: str | None = None
+
+
+class SubagentProgress(_EventBase):
+    type: Literal["subagent_progress"] = "subagent_progress"
+    task_id: str
+    agent_name: str | None = None
+    status: str | None = None
+    message: str | None = None
+
+
+class SubagentCompleted(_EventBase):
+    type: Literal["subagent_completed"] = "subagent_completed"
+    task_id: str
+    agent_name: str | None = None
+    status: Literal["completed", "failed", "cancelled", "timeout", "max_turns"] = "completed"
+    result: str | None = None
+    usage: Usage | None = None
+
+
+class QuestionOption(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    label: str
+    description: str | None = None
+
+
+class Question(BaseModel):
+    """One question of a `user_input_request`. An empty `options` list means free text."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    prompt: str
+    header: str | None = None
+    options: list[QuestionOption] = Field(default_factory=list)
+    multi_select: bool = False
+
+
+PERMISSION_QUESTION_ID = "permission"
+ALLOW_ONCE = "allow_once"
+ALLOW_ALWAYS = "allow_always"
+DENY = "deny"
+
+
+class UserInputRequest(_EventBase):
+    """The run waits for an answer from the caller's `on_user_input` callback.
+
+    Permission prompts (`source="permission"`) have one question with id `permission` and the
+    options `allow_once`, `allow_always`, `deny`.
+    """
+
+    type: Literal["user_input_request"] = "user_input_request"
+    request_id: str
+    source: UserInputSource
+    questions: list[Question]
+    tool_use_id: str | None = None
+    tool_name: str | None = None
+    details: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class UserInputResponse(BaseModel):
+    """The caller's answer: question id → chosen option id(s) or free text. `cancelled` = no answer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    answers: dict[str, str | list[str]] = Field(default_factory=dict)
+    cancelled: bool = False
+
+    @classmethod
+    def allow(cls, *, always: bool = False) -> UserInputResponse:
+        return cls(answers={PERMISSION_QUESTION_ID: ALLOW_ALWAYS if always else ALLOW_ONCE})
+
+    @classmethod
+    def deny(cls) -> UserInputResponse:
+        return cls(answers={PERMISSION_QUESTION_ID: DENY})
+
+    def permission(self) -> Literal["allow_once", "allow_always", "deny"]:
+        """Read this answer as a permission decision; anything unclear is a denial."""
+        answer = self.answers.get(PERMISSION_QUESTION_ID)
+        if self.cancelled or answer not in (ALLOW_ONCE, ALLOW_ALWAYS):
+            return "deny"
+        return "allow_always" if answer == ALLOW_ALWAYS else "allow_once"
+
+
+class WarningEvent(_EventBase):
+    """Something the caller should know that does not stop the run."""
+
+    type: Literal["warning"] = "warning"
+    code: str
+    message: str
+
+
+class ErrorEvent(_EventBase):
+    """Something failed. `fatal` errors are followed by `result(status="error")`."""
+
+    type: Literal["error"] = "error"
+    code: str
+    message: str
+    retryable: bool = False
+    fatal: bool = False
+    details: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class Result(_EventBase):
+    """The last event of every stream, exactly once."""
+
+    type: Literal["result"] = "result"
+    status: ResultStatus
+    final_text: str = ""
+    usage: Usage = Field(default_factory=Usage)
+    duration_ms: int = 0
+    turns: int = 0
+    short_id: str | None = None
+    error: str | None = None
+
+
+UnifiedEvent = Annotated[
+    SessionStarted
+    | TextDelta
+    | AssistantMessage
+    | Thinking
+    | ToolUse
+    | ToolProgress
+    | PermissionDecision
+    | ToolResult
+    | SubagentStarted
+    | SubagentProgress
+    | SubagentCompleted
+    | UserInputRequest
+    | WarningEvent
+    | ErrorEvent
+    | Result,
+    Field(discriminator="type"),
+]
+
+EVENT_TYPES: tuple[type[_EventBase], ...] = (
+    SessionStarted,
+    TextDelta,
+    AssistantMessage,
+    Thinking,
+    ToolUse,
+    ToolProgress,
+    PermissionDecision,
+    ToolResult,
+    SubagentStarted,
+    SubagentProgress,
+    SubagentCompleted,
+    UserInputRequest,
+    WarningEvent,
+    ErrorEvent,
+    Result,
+)
+
+_ADAPTER: TypeAdapter[UnifiedEvent] = TypeAdapter(UnifiedEvent)
+
+
+def parse_event(data: str | bytes | dict[str, Any]) -> UnifiedEvent:
+    """Read one event from its JSON text or its dict form."""
+    if isinstance(data, dict):
+        return _ADAPTER.validate_python(data)
+    return _ADAPTER.validate_json(data)
+
+
+def event_json_schema() -> dict[str, Any]:
+    """JSON Schema of `UnifiedEvent`, for consumers in other languages."""
+    schema = _ADAPTER.json_schema(mode="serialization")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "UnifiedEvent"
+    schema["description"] = f"unified event protocol {PROTOCOL_VERSION}"
+    return schema
+
+
+def dump_event(event: _EventBase) -> str:
+    """One event as a JSON line (no `native` unless it was captured)."""
+    return event.model_dump_json(exclude_none=False)
+
+
+__all__ = [
+    "ALLOW_ALWAYS",
+    "ALLOW_ONCE",
+    "DENY",
+    "EVENT_TYPES",
+    "PERMISSION_QUESTION_ID",
+    "PROTOCOL_VERSION",
+    "AssistantMessage",
+    "ErrorEvent",
+    "PermissionDecision",
+    "Question",
+    "QuestionOption",
+    "Result",
+    "ResultStatus",
+    "SessionStarted",
+    "SubagentCompleted",
+    "SubagentProgress",
+    "SubagentStarted",
+    "SupportLevel",
+    "TextDelta",
+    "Thinking",
+    "ToolProgress",
+    "ToolResult",
+    "ToolUse",
+    "UnifiedEvent",
+    "Usage",
+    "UserInputRequest",
+    "UserInputResponse",
+    "UserInputSource",
+    "WarningEvent",
+    "dump_event",
+    "event_json_schema",
+    "parse_event",
+]

@@ -1,0 +1,147 @@
+"""Caller-facing parameter types: what an orchestrator passes to `execute()`.
+
+Kept apart from the event protocol (what comes back) and free of any backend SDK, so that
+`import unified` stays light and every layer can share the same vocabulary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from unified.events import UserInputRequest, UserInputResponse
+
+BackendName = Literal["gemini-cli", "generate-content", "interactions", "scripted"]
+"""The backends `unified` can drive. `scripted` is the in-process test backend of `unified.testing`."""
+
+BackendChoice = BackendName | Literal["auto"]
+
+ApprovalMode = Literal["default", "auto_edit", "yolo", "plan"]
+"""How tool calls that change things are approved.
+
+default: read-only tools run, writes and shell ask the user (deny when nobody can answer);
+auto_edit: file edits run, shell asks; yolo: everything runs; plan: read-only, writes and shell are denied.
+"""
+
+UserInputHandler = Callable[[UserInputRequest], Awaitable[UserInputResponse]]
+"""Answers a `user_input_request` (a permission prompt, an `ask_user` question, an MCP elicitation)."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class StdioMcpServer(_Frozen):
+    """An MCP server started as a subprocess speaking JSON-RPC on stdio."""
+
+    type: Literal["stdio"] = "stdio"
+    name: str
+    command: str
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: Path | None = None
+    timeout_s: float = 30.0
+
+
+class HttpMcpServer(_Frozen):
+    """An MCP server reached over streamable HTTP."""
+
+    type: Literal["http"] = "http"
+    name: str
+    url: str
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout_s: float = 30.0
+
+
+class SseMcpServer(_Frozen):
+    """An MCP server reached over the older HTTP+SSE transport."""
+
+    type: Literal["sse"] = "sse"
+    name: str
+    url: str
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout_s: float = 30.0
+
+
+McpServer = Annotated[StdioMcpServer | HttpMcpServer | SseMcpServer, Field(discriminator="type")]
+
+
+class ThinkingConfig(_Frozen):
+    """How much the model may think, and whether thought summaries come back.
+
+    Gemini 2.5 models take a token `budget` (-1 = dynamic, 0 = off where the model allows it);
+    Gemini 3 models and the Interactions API take a `level`. Give one; a backend that cannot
+    honour the one given says so with a `warning` event.
+    """
+
+    budget: int | None = Field(default=None, ge=-1)
+    level: Literal["minimal", "low", "medium", "high"] | None = None
+    include_thoughts: bool = True
+
+    @model_validator(mode="after")
+    def _one_of(self) -> ThinkingConfig:
+        if self.budget is not None and self.level is not None:
+            raise ValueError("give either a thinking budget or a thinking level, not both")
+        return self
+
+
+ImageMime = Literal["image/png", "image/jpeg", "image/webp", "image/gif"]
+
+
+class ImageInput(_Frozen):
+    """An image attached to the prompt, as bytes with its MIME type."""
+
+    mime_type: ImageMime
+    data: bytes
+
+    @classmethod
+    def from_path(cls, path: str | Path) -> ImageInput:
+        """Read an image file, detecting its type from its first bytes, not its name."""
+        data = Path(path).read_bytes()
+        signatures: tuple[tuple[bytes, ImageMime], ...] = (
+            (b"\x89PNG\r\n\x1a\n", "image/png"),
+            (b"\xff\xd8\xff", "image/jpeg"),
+            (b"GIF87a", "image/gif"),
+            (b"GIF89a", "image/gif"),
+        )
+        for magic, mime in signatures:
+            if data.startswith(magic):
+                return cls(mime_type=mime, data=data)
+        if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+            return cls(mime_type="image/webp", data=data)
+        raise ValueError(f"{path} is not a PNG, JPEG, GIF or WebP image")
+
+
+class ExecuteParams(BaseModel):
+    """Everything one run needs. Only `prompt` is required.
+
+    An option the chosen backend cannot honour produces a `warning` event before
+    `session_started` (or an `error` when ignoring it would change what the run does).
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    prompt: str
+    images: tuple[ImageInput, ...] = ()
+    backend: BackendChoice = "auto"
+    model: str | None = None
+    cwd: Path = Field(default_factory=Path.cwd)
+    resume: str | None = Field(default=None, description="A session's short id, unique prefix or full id.")
+    approval_mode: ApprovalMode = "default"
+    thinking: ThinkingConfig | None = None
+    mcp_servers: tuple[McpServer, ...] = ()
+    excluded_tools: tuple[str, ...] = ()
+    include_directories: tuple[Path, ...] = ()
+    max_turns: int | None = Field(default=None, ge=1)
+    idle_timeout_s: float | None = Field(default=None, gt=0, description="Longest silence between events.")
+    total_timeout_s: float | None = Field(default=None, gt=0)
+    on_user_input: UserInputHandler | None = None
+    user_input_timeout_s: float = Field(default=300.0, gt=0)
+    system_instruction: str | None = None
+    include_native: bool = Field(default=False, description="Keep each raw backend event in `native`.")
+    backend_options: dict[str, object] = Field(
+        default_factory=dict, description="Backend-specific settings, documented per backend."
+    )
