@@ -1,0 +1,97 @@
+"""Typed exceptions. Each says what happened and what to do about it.
+
+Inside a run, adapters raise these; the stream guard turns them into an `error` event and a
+`result(status="error")`, so a consumer iterating events never sees a traceback. Outside a run
+(routing, session lookup, configuration), they reach the caller as exceptions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class UnifiedError(Exception):
+    """Base of every error `unified` raises on purpose.
+
+    `code` is stable and machine-readable; `hint` tells the reader what to do next.
+    """
+
+    code: str = "unified_error"
+    retryable: bool = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        code: str | None = None,
+        retryable: bool | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        self.message = message
+        self.hint = hint
+        if code is not None:
+            self.code = code
+        if retryable is not None:
+            self.retryable = retryable
+        self.details: dict[str, Any] = dict(details or {})
+        super().__init__(f"{message} ({hint})" if hint else message)
+
+
+class ConfigurationError(UnifiedError):
+    """The parameters or settings given cannot work together."""
+
+    code = "configuration_error"
+
+
+class BackendUnavailable(UnifiedError):
+    """A backend cannot run here: a missing binary, a missing SDK, no usable credentials."""
+
+    code = "backend_unavailable"
+
+
+class RoutingError(UnifiedError):
+    """No backend offers what the run requires with the credentials present."""
+
+    code = "no_backend"
+
+
+class AuthError(UnifiedError):
+    """The backend refused the credentials (HTTP 401/403, CLI exit 41)."""
+
+    code = "auth_error"
+
+
+class RateLimited(UnifiedError):
+    """The backend said to slow down (HTTP 429) and the retries ran out."""
+
+    code = "rate_limited"
+    retryable = True
+
+
+class BackendError(UnifiedError):
+    """The backend failed: an API error, a crashed subprocess, a broken stream."""
+
+    code = "backend_error"
+
+
+class SessionError(UnifiedError):
+    code = "session_error"
+
+
+class SessionNotFound(SessionError):
+    code = "session_not_found"
+
+
+class AmbiguousSession(SessionError):
+    code = "ambiguous_session"
+
+
+class CorruptSession(SessionError):
+    code = "corrupt_session"
+
+
+class ProtocolViolation(UnifiedError):
+    """A backend broke an invariant of the event stream: a bug in `unified`, please report it."""
+
+    code = "protocol_violation"

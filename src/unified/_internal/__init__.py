@@ -1,0 +1,1 @@
+"""Machinery shared by every backend; not part of the public API."""

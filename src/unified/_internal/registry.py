@@ -1,0 +1,61 @@
+"""Where each backend lives, as import paths: nothing is imported until a run needs it.
+
+`execute()` must not pay for google-genai or the ACP SDK unless their backend runs, so the
+registry maps names to "module:attribute" strings and imports on demand.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
+
+from unified._errors import BackendUnavailable, ConfigurationError
+
+if TYPE_CHECKING:
+    from unified._internal.backend import Backend
+    from unified.sessions import SessionLocator
+    from unified.types import ExecuteParams
+
+BackendFactory = Callable[["ExecuteParams"], "Backend"]
+LocatorFactory = Callable[[], "SessionLocator"]
+
+BACKENDS: dict[str, str] = {
+    "gemini-cli": "unified.adapters.gemini_cli:create_backend",
+    "generate-content": "unified.adapters.generate_content:create_backend",
+    "interactions": "unified.adapters.interactions:create_backend",
+    "scripted": "unified.testing.scripted:create_backend",
+}
+
+SESSION_LOCATORS: dict[str, str] = {
+    "gemini-cli": "unified.adapters.gemini_cli:create_session_locator",
+    "generate-content": "unified.adapters.generate_content:create_session_locator",
+    "interactions": "unified.adapters.interactions:create_session_locator",
+}
+
+
+def _load(table: dict[str, str], name: str, what: str) -> object:
+    try:
+        target = table[name]
+    except KeyError:
+        raise ConfigurationError(
+            f"unknown backend {name!r}", hint=f"choose one of: {', '.join(sorted(table))}"
+        ) from None
+    module_name, _, attribute = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise BackendUnavailable(
+            f"the {name} backend cannot load its {what}: {exc}",
+            hint="reinstall unified with its dependencies (pip install unified)",
+        ) from exc
+    return getattr(module, attribute)
+
+
+def load_backend_factory(name: str) -> BackendFactory:
+    return cast("BackendFactory", _load(BACKENDS, name, "adapter"))
+
+
+def load_session_locator(name: str) -> SessionLocator:
+    factory = cast("LocatorFactory", _load(SESSION_LOCATORS, name, "session locator"))
+    return factory()
