@@ -1,0 +1,431 @@
+"""The stream guard: the one place that makes every backend's stream well-formed.
+
+Adapters push events; the guard assigns `seq` and `session_id`, aggregates `text_delta`s into
+`assistant_message`s, sums usage (estimating what a backend failed to report, and saying so),
+checks the protocol's invariants, enforces idle and total timeouts, and ends every stream with
+exactly one `result`, whether the adapter returned, raised, crashed or was cancelled.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Literal
+
+import anyio
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from unified._errors import ProtocolViolation, UnifiedError
+from unified._internal.backend import Backend, RunOutcome
+from unified.events import (
+    AssistantMessage,
+    ErrorEvent,
+    JsonValue,
+    Result,
+    ResultStatus,
+    SessionStarted,
+    SubagentCompleted,
+    SubagentProgress,
+    SubagentStarted,
+    TextDelta,
+    Thinking,
+    ToolResult,
+    ToolUse,
+    UnifiedEvent,
+    Usage,
+    UserInputRequest,
+    UserInputResponse,
+    WarningEvent,
+)
+from unified.types import ExecuteParams
+
+_BUFFER = 64
+"""Events in flight between adapter and consumer: bounded, so a slow consumer slows the backend
+instead of growing memory."""
+
+StopReason = Literal["cancelled", "interrupted", "idle_timeout", "total_timeout"]
+
+_PASS_BEFORE_SESSION = (WarningEvent, ErrorEvent, SessionStarted)
+
+
+def estimate_tokens(chars: int) -> int:
+    """About four characters a token: the fallback when a backend reports nothing."""
+    return math.ceil(chars / 4)
+
+
+class _ConsumerGone(Exception):
+    """The consumer closed the stream; the run unwinds without anyone to tell."""
+
+
+class _Aggregator:
+    """Per-run bookkeeping: open tool calls, subagent tasks, message text, usage."""
+
+    def __init__(self) -> None:
+        self.tool_uses: set[str] = set()
+        self.answered: set[str] = set()
+        self.tasks: set[str] = set()
+        self.finished_tasks: set[str] = set()
+        self.buffers: dict[str | None, list[str]] = {}
+        self.last_message = ""
+        self.usage = Usage()
+        self.subagent_usage = Usage()
+        self.text_chars = 0
+        self.thought_chars = 0
+        self.session: SessionStarted | None = None
+
+    def violation(self, event: UnifiedEvent) -> str | None:
+        """Why `event` breaks the protocol, or None."""
+        if self.session is None and not isinstance(event, _PASS_BEFORE_SESSION):
+            return f"a {event.type} event came before session_started"
+        if isinstance(event, SessionStarted) and self.session is not None:
+            return "a second session_started"
+        if isinstance(event, (AssistantMessage, Result)):
+            return f"adapters must not emit {event.type}: the stream guard makes it"
+        if isinstance(event, ToolUse) and event.tool_use_id in self.tool_uses:
+            return f"tool_use id {event.tool_use_id!r} was used twice"
+        if isinstance(event, ToolResult):
+            if event.tool_use_id not in self.tool_uses:
+                return f"tool_result answers {event.tool_use_id!r}, which no earlier tool_use announced"
+            if event.tool_use_id in self.answered:
+                return f"tool_use {event.tool_use_id!r} was answered twice"
+        if isinstance(event, SubagentStarted) and event.task_id in self.tasks:
+            return f"subagent task {event.task_id!r} was started twice"
+        if isinstance(event, (SubagentProgress, SubagentCompleted)) and event.task_id not in self.tasks:
+            return f"{event.type} for subagent task {event.task_id!r}, which no subagent_started announced"
+        if isinstance(event, SubagentCompleted) and event.task_id in self.finished_tasks:
+            return f"subagent task {event.task_id!r} completed twice"
+        if (
+            event.subagent_task_id is not None
+            and not isinstance(event, SubagentStarted)
+            and event.subagent_task_id not in self.tasks
+        ):
+            return f"event carries subagent_task_id {event.subagent_task_id!r}, which was never started"
+        return None
+
+    def record(self, event: UnifiedEvent) -> None:
+        if isinstance(event, SessionStarted):
+            self.session = event
+        elif isinstance(event, ToolUse):
+            self.tool_uses.add(event.tool_use_id)
+        elif isinstance(event, ToolResult):
+            self.answered.add(event.tool_use_id)
+        elif isinstance(event, SubagentStarted):
+            self.tasks.add(event.task_id)
+        elif isinstance(event, SubagentCompleted):
+            self.finished_tasks.add(event.task_id)
+            if event.usage is not None:
+                self.subagent_usage = self.subagent_usage + event.usage
+        elif isinstance(event, TextDelta):
+            self.buffers.setdefault(event.subagent_task_id, []).append(event.text)
+            if event.subagent_task_id is None:
+                self.text_chars += len(event.text)
+        elif isinstance(event, Thinking) and event.subagent_task_id is None:
+            self.thought_chars += len(event.text)
+
+    def add_usage(self, usage: Usage) -> None:
+        """Add one report of main-chat usage, estimating zeros the text proves wrong."""
+        if usage.output_tokens == 0 and self.text_chars:
+            usage = usage.model_copy(update={"output_tokens": estimate_tokens(self.text_chars), "estimated": True})
+        if usage.thinking_tokens == 0 and self.thought_chars:
+            usage = usage.model_copy(update={"thinking_tokens": estimate_tokens(self.thought_chars), "estimated": True})
+        self.usage = self.usage + usage
+        self.text_chars = 0
+        self.thought_chars = 0
+
+    def total_usage(self) -> Usage:
+        if self.text_chars or self.thought_chars:
+            self.add_usage(Usage())  # output nobody reported: estimate it, flagged
+        return self.usage + self.subagent_usage
+
+
+class _Context:
+    """The RunContext an adapter sees; every emit goes through the guard's checks."""
+
+    def __init__(self, guard: StreamGuard) -> None:
+        self._guard = guard
+        self.turns = 0
+
+    @property
+    def params(self) -> ExecuteParams:
+        return self._guard.params
+
+    @property
+    def session_id(self) -> str | None:
+        session = self._guard.agg.session
+        return session.session_id if session else None
+
+    async def emit(self, event: UnifiedEvent) -> None:
+        await self._guard.accept(event)
+
+    def add_usage(self, usage: Usage) -> None:
+        self._guard.agg.add_usage(usage)
+
+    async def end_message(self, subagent_task_id: str | None = None) -> None:
+        await self._guard.flush_message(subagent_task_id)
+
+    async def ask_user(self, request: UserInputRequest) -> UserInputResponse:
+        return await self._guard.ask_user(request)
+
+    def native(self, raw: JsonValue) -> JsonValue | None:
+        return raw if self._guard.params.include_native else None
+
+
+class StreamGuard:
+    """Runs one backend and delivers its events, well-formed, to one consumer."""
+
+    def __init__(
+        self,
+        params: ExecuteParams,
+        backend: Backend,
+        send: MemoryObjectSendStream[UnifiedEvent],
+        *,
+        strict: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.params = params
+        self.backend = backend
+        self.agg = _Aggregator()
+        self.strict = strict
+        self._send = send
+        self._seq = 0
+        self._clock = clock
+        self._started = clock()
+        self._last_activity = self._started
+        self._paused = 0
+        self._scope: anyio.CancelScope | None = None
+        self._stop_reason: StopReason | None = None
+        self._consumer_gone = False
+        self._ctx = _Context(self)
+
+    # -- what adapters call -------------------------------------------------------------------
+
+    async def accept(self, event: UnifiedEvent) -> None:
+        problem = self.agg.violation(event)
+        if problem is not None:
+            if self.strict:
+                raise ProtocolViolation(f"{problem}: {event.model_dump_json()}")
+            await self._deliver(
+                ErrorEvent(
+                    code="protocol_violation",
+                    message=f"{self.backend.name} adapter broke the event protocol: {problem}. "
+                    "This is a bug in unified; please report it with this event.",
+                    details={"event": event.model_dump(mode="json")},
+                )
+            )
+            if isinstance(event, (AssistantMessage, Result)):
+                return  # the guard owns these kinds; a second one would break the stream's shape
+        if not isinstance(event, (TextDelta, Thinking, SessionStarted, WarningEvent)):
+            await self.flush_message(event.subagent_task_id)
+        self.agg.record(event)
+        await self._deliver(event)
+
+    async def flush_message(self, scope: str | None) -> None:
+        parts = self.agg.buffers.pop(scope, None)
+        if not parts:
+            return
+        text = "".join(parts)
+        if scope is None:
+            self.agg.last_message = text
+        await self._deliver(AssistantMessage(text=text, subagent_task_id=scope))
+
+    async def ask_user(self, request: UserInputRequest) -> UserInputResponse:
+        await self.accept(request)
+        handler = self.params.on_user_input
+        if handler is None:
+            return UserInputResponse(cancelled=True)
+        self._paused += 1
+        try:
+            with anyio.move_on_after(self.params.user_input_timeout_s) as timer:
+                return await handler(request)
+            await self._warn(
+                "user_input_timeout",
+                f"no answer to {request.request_id} within {self.params.user_input_timeout_s:g}s; treated as no answer",
+            )
+        except Exception as exc:  # the caller's callback failed: the run goes on without an answer
+            await self._warn("user_input_handler_failed", f"on_user_input raised {type(exc).__name__}: {exc}")
+        finally:
+            self._paused -= 1
+            self._last_activity = self._clock()
+        del timer
+        return UserInputResponse(cancelled=True)
+
+    # -- delivery ------------------------------------------------------------------------------
+
+    async def _deliver(self, event: UnifiedEvent) -> None:
+        event.seq = self._seq
+        self._seq += 1
+        session = self.agg.session
+        if session is not None and event.session_id is None:
+            event.session_id = session.session_id
+        if not self.params.include_native:
+            event.native = None
+        self._paused += 1  # a slow consumer is not an idle backend
+        try:
+            await self._send.send(event)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._consumer_gone = True
+            self.stop("cancelled")
+            raise _ConsumerGone from None
+        finally:
+            self._paused -= 1
+            self._last_activity = self._clock()
+
+    async def _warn(self, code: str, message: str) -> None:
+        await self._deliver(WarningEvent(code=code, message=message))
+
+    # -- the run -------------------------------------------------------------------------------
+
+    def stop(self, reason: StopReason) -> None:
+        """Ask the run to end (from any task); the stream still ends with a `result`."""
+        if self._stop_reason is None:
+            self._stop_reason = reason
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def run(self) -> None:
+        """Drive the backend to its end, then emit the one `result`. Never raises."""
+        outcome: RunOutcome | None = None
+        failure: BaseException | None = None
+        try:
+            async with self._send:
+                try:
+                    for option, explanation, fatal in self.backend.unsupported_options(self.params):
+                        if fatal:
+                            raise UnifiedError(
+                                f"the {self.backend.name} backend cannot honour {option}: {explanation}",
+                                code="unsupported_option",
+                                hint="drop the option or choose another backend",
+                            )
+                        await self._warn("unsupported_option", f"{option}: {explanation}")
+                    async with anyio.create_task_group() as tg:
+                        self._scope = tg.cancel_scope
+                        if self._stop_reason is not None:
+                            tg.cancel_scope.cancel()
+                        tg.start_soon(self._watchdog, tg)
+                        outcome = await self.backend.run(self._ctx)
+                        tg.cancel_scope.cancel()  # stops the watchdog
+                except _ConsumerGone:
+                    return
+                except Exception as exc:  # every failure becomes an error event
+                    failure = exc
+                if self._consumer_gone:
+                    return
+                with anyio.CancelScope(shield=True):
+                    await self._finish(outcome, failure)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return  # the consumer closed the stream: nobody left to tell
+
+    async def _watchdog(self, tg: TaskGroup) -> None:
+        idle = self.params.idle_timeout_s
+        total = self.params.total_timeout_s
+        while True:
+            now = self._clock()
+            deadlines: list[tuple[float, StopReason]] = []
+            if total is not None:
+                deadlines.append((self._started + total, "total_timeout"))
+            if idle is not None and not self._paused:
+                deadlines.append((self._last_activity + idle, "idle_timeout"))
+            due = [reason for at, reason in deadlines if at <= now]
+            if due:
+                self.stop(due[0])
+                return
+            wait = min((at - now for at, _ in deadlines), default=0.5)
+            await anyio.sleep(min(max(wait, 0.01), 0.5))
+
+    async def _finish(self, outcome: RunOutcome | None, failure: BaseException | None) -> None:
+        for scope in list(self.agg.buffers):
+            await self.flush_message(scope)
+        status: ResultStatus
+        error: str | None = None
+        if failure is not None:
+            status, error = "error", await self._report_failure(failure)
+        elif outcome is None:
+            reason = self._stop_reason or "cancelled"
+            if reason in ("idle_timeout", "total_timeout"):
+                limit = self.params.idle_timeout_s if reason == "idle_timeout" else self.params.total_timeout_s
+                what = "no event" if reason == "idle_timeout" else "the run did not finish"
+                error = f"{what} within {limit:g}s ({reason.replace('_', ' ')})"
+                await self._deliver(
+                    ErrorEvent(code=reason, message=f"{error}; the run was stopped", retryable=True, fatal=True)
+                )
+                status = "error"
+            else:
+                status = "interrupted" if reason == "interrupted" else "cancelled"
+        else:
+            status, error = outcome.status, outcome.error
+        session = self.agg.session
+        final_text = outcome.final_text if outcome and outcome.final_text is not None else self.agg.last_message
+        await self._deliver(
+            Result(
+                status=status,
+                final_text=final_text,
+                usage=self.agg.total_usage(),
+                duration_ms=round((self._clock() - self._started) * 1000),
+                turns=self._ctx.turns,
+                short_id=(outcome.short_id if outcome and outcome.short_id else session.short_id if session else None),
+                error=error,
+            )
+        )
+
+    async def _report_failure(self, failure: BaseException) -> str:
+        if isinstance(failure, UnifiedError):
+            message = f"{failure.message} ({failure.hint})" if failure.hint else failure.message
+            await self._deliver(
+                ErrorEvent(
+                    code=failure.code,
+                    message=message,
+                    retryable=failure.retryable,
+                    fatal=True,
+                    details=failure.details,
+                )
+            )
+            return message
+        message = (
+            f"{type(failure).__name__}: {failure}. This is a bug in unified's {self.backend.name} adapter; "
+            "please report it with the events above."
+        )
+        await self._deliver(ErrorEvent(code="internal_error", message=message, fatal=True))
+        return message
+
+
+class GuardedStream:
+    """Hosts a StreamGuard's task for one consumer; `unified.EventStream` is its public face.
+
+    The guard's task group is entered by the consumer's task on first use and exited when the
+    stream ends or is closed, so the consumer must iterate from one task (or use `async with`).
+    """
+
+    def __init__(self, guard_factory: Callable[[MemoryObjectSendStream[UnifiedEvent]], StreamGuard]) -> None:
+        send, receive = anyio.create_memory_object_stream[UnifiedEvent](_BUFFER)
+        self._receive: MemoryObjectReceiveStream[UnifiedEvent] = receive
+        self.guard = guard_factory(send)
+        self._tg: TaskGroup | None = None
+        self._done = False
+
+    async def start(self) -> None:
+        if self._tg is None and not self._done:
+            self._tg = anyio.create_task_group()
+            await self._tg.__aenter__()
+            self._tg.start_soon(self.guard.run)
+
+    async def next(self) -> UnifiedEvent:
+        await self.start()
+        try:
+            return await self._receive.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            await self.close()
+            raise StopAsyncIteration from None
+
+    async def close(self) -> None:
+        """End the run if it is still going and release its task; safe to call twice."""
+        if self._done:
+            return
+        self._done = True
+        self._receive.close()
+        if self._tg is not None:
+            self.guard.stop("cancelled")
+            tg, self._tg = self._tg, None
+            with anyio.CancelScope(shield=True):
+                await tg.__aexit__(None, None, None)

@@ -1,0 +1,147 @@
+"""`execute()`: one call, any backend, one stream of UnifiedEvents."""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+from collections.abc import AsyncIterator, Iterator
+from types import TracebackType
+from typing import Any
+
+import anyio
+
+from unified._errors import UnifiedError
+from unified._internal.backend import Backend, RunContext, RunOutcome
+from unified._internal.registry import load_backend_factory
+from unified._internal.stream import GuardedStream, StreamGuard
+from unified.events import UnifiedEvent
+from unified.types import ExecuteParams
+
+
+class _Unavailable:
+    """Stands in for a backend that could not be chosen or loaded, so the stream still explains why."""
+
+    def __init__(self, name: str, failure: UnifiedError) -> None:
+        self.name = name
+        self._failure = failure
+
+    def unsupported_options(self, params: ExecuteParams) -> list[tuple[str, str, bool]]:
+        return []
+
+    async def run(self, ctx: RunContext) -> RunOutcome:
+        raise self._failure
+
+
+def _make_backend(params: ExecuteParams) -> Backend:
+    name: str = params.backend
+    try:
+        if name == "auto":
+            from unified.routing import select_backend_for
+
+            name = select_backend_for(params).backend
+        return load_backend_factory(name)(params)
+    except UnifiedError as exc:
+        return _Unavailable(name, exc)
+
+
+class EventStream(AsyncIterator[UnifiedEvent]):
+    """The events of one run. Iterate it; `cancel()` ends the run early with `result(cancelled)`.
+
+    Prefer `async with execute(params) as events:` so the run is cleaned up even when you stop
+    reading early; bare `async for` works too when you read to the end from one task.
+    """
+
+    def __init__(self, params: ExecuteParams, *, backend: Backend | None = None, strict: bool = False) -> None:
+        self.params = params
+        chosen = backend if backend is not None else _make_backend(params)
+        self._stream = GuardedStream(lambda send: StreamGuard(params, chosen, send, strict=strict))
+
+    @property
+    def backend(self) -> str:
+        return self._stream.guard.backend.name
+
+    def cancel(self, *, interrupted: bool = False) -> None:
+        """End the run: the backend is stopped, its processes ended, and `result` still arrives."""
+        self._stream.guard.stop("interrupted" if interrupted else "cancelled")
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> UnifiedEvent:
+        return await self._stream.next()
+
+    async def aclose(self) -> None:
+        await self._stream.close()
+
+    async def __aenter__(self) -> EventStream:
+        await self._stream.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+def execute(params: ExecuteParams | None = None, /, **fields: Any) -> EventStream:
+    """Run one task on a backend and stream its events.
+
+    Pass an `ExecuteParams` or its fields: `execute(prompt="hi", backend="gemini-cli")`.
+    Nothing heavy is imported until the chosen backend runs.
+    """
+    if params is None:
+        params = ExecuteParams(**fields)
+    elif fields:
+        params = params.model_copy(update=fields)
+    return EventStream(params)
+
+
+def execute_sync(params: ExecuteParams | None = None, /, **fields: Any) -> Iterator[UnifiedEvent]:
+    """`execute()` for synchronous code: events arrive as they happen, from a worker thread's loop.
+
+    Closing the iterator early cancels the run.
+    """
+    stream_params = params if params is not None else ExecuteParams(**fields)
+    events: queue.Queue[UnifiedEvent | BaseException | None] = queue.Queue(maxsize=64)
+    stop = threading.Event()
+
+    async def watch_stop(stream: EventStream) -> None:
+        while not stop.is_set():  # noqa: ASYNC110 - set from the caller's thread, outside any event loop
+            await anyio.sleep(0.05)
+        stream.cancel()
+
+    async def pump() -> None:
+        try:
+            async with execute(stream_params) as stream, anyio.create_task_group() as tg:
+                tg.start_soon(watch_stop, stream)
+                async for event in stream:
+                    while not stop.is_set():
+                        try:
+                            events.put_nowait(event)
+                            break
+                        except queue.Full:
+                            await anyio.sleep(0.005)
+                tg.cancel_scope.cancel()
+        except BaseException as exc:  # delivered to the caller's thread, raised there
+            events.put(exc)
+            raise
+        finally:
+            events.put(None)
+
+    worker = threading.Thread(target=anyio.run, args=(pump,), name="unified-execute-sync", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item = events.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while worker.is_alive():
+            with contextlib.suppress(queue.Empty):
+                events.get(timeout=0.05)
+        worker.join()
