@@ -1,0 +1,249 @@
+"""Render script turns as the JSON Google's servers send, so FakeGemini stays a thin HTTP shell.
+
+Shapes follow what google-genai 3.x parses: camelCase REST JSON for the generateContent family,
+snake_case events for the Interactions API stream.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from unified.testing.scenario import (
+    CodeExecutionCall,
+    CodeExecutionResult,
+    Fault,
+    FunctionCallStep,
+    GoogleSearchCall,
+    GoogleSearchResult,
+    InteractionTurn,
+    ModelTurn,
+    ServerStep,
+    Step,
+    TextStep,
+    ThoughtStep,
+    Usage,
+)
+
+JsonObject = dict[str, Any]
+
+_HTTP_FAULTS: dict[str, tuple[int, str, str]] = {
+    "rate_limit": (429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
+    "server_error": (500, "INTERNAL", "An internal error has occurred."),
+    "unavailable": (503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
+}
+
+
+def b64(text: str) -> str:
+    """Signatures are bytes on the wire, base64-encoded; scripts hold them as plain text."""
+    return base64.b64encode(text.encode()).decode()
+
+
+def error_body(code: int, status: str, message: str, details: list[JsonObject] | None = None) -> JsonObject:
+    """The google.rpc.Status envelope every Google API error uses."""
+    error: JsonObject = {"code": code, "message": message, "status": status}
+    if details:
+        error["details"] = details
+    return {"error": error}
+
+
+def fault_error(fault: Fault, model: str | None) -> tuple[int, JsonObject]:
+    """The HTTP status and body of an HTTP fault (stream faults reuse the 500 body for their error chunk)."""
+    code, status, default_message = _HTTP_FAULTS.get(fault.kind, _HTTP_FAULTS["server_error"])
+    message = fault.message or default_message
+    details: list[JsonObject] = []
+    if fault.kind == "rate_limit":
+        details = [
+            {
+                "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                "violations": [
+                    {
+                        "quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+                        "quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier",
+                        "quotaDimensions": {"location": "global", "model": model or "unknown"},
+                        "quotaValue": "10",
+                    }
+                ],
+            },
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": fault.retry_delay},
+        ]
+    return code, error_body(code, status, message, details)
+
+
+# --- generateContent family -------------------------------------------------------------------------
+
+
+def usage_metadata(usage: Usage) -> JsonObject:
+    meta: JsonObject = {
+        "promptTokenCount": usage.input_tokens,
+        "candidatesTokenCount": usage.output_tokens,
+        "totalTokenCount": usage.total_tokens,
+    }
+    if usage.thought_tokens:
+        meta["thoughtsTokenCount"] = usage.thought_tokens
+    if usage.cached_tokens:
+        meta["cachedContentTokenCount"] = usage.cached_tokens
+    if usage.tool_use_tokens:
+        meta["toolUsePromptTokenCount"] = usage.tool_use_tokens
+    return meta
+
+
+def split_text(text: str, pieces: int) -> list[str]:
+    """Split into at most ``pieces`` non-empty, nearly equal parts (one part for empty text)."""
+    if not text:
+        return []
+    pieces = min(pieces, len(text))
+    size, extra = divmod(len(text), pieces)
+    out: list[str] = []
+    start = 0
+    for i in range(pieces):
+        end = start + size + (1 if i < extra else 0)
+        out.append(text[start:end])
+        start = end
+    return out
+
+
+def _chunk(parts: list[JsonObject], model: str) -> JsonObject:
+    return {
+        "candidates": [{"content": {"parts": parts, "role": "model"}, "index": 0}],
+        "modelVersion": model,
+    }
+
+
+def model_chunks(turn: ModelTurn, model: str) -> list[JsonObject]:
+    """A ModelTurn as streamGenerateContent chunks."""
+    chunks: list[JsonObject] = []
+    for thought in turn.thoughts:
+        part: JsonObject = {"text": thought.text, "thought": True}
+        if thought.signature is not None:
+            part["thoughtSignature"] = b64(thought.signature)
+        chunks.append(_chunk([part], model))
+    for i, piece in enumerate(split_text(turn.text, turn.text_chunks)):
+        part = {"text": piece}
+        if i == 0 and turn.text_signature is not None:
+            part["thoughtSignature"] = b64(turn.text_signature)
+        chunks.append(_chunk([part], model))
+    if turn.function_calls:
+        parts: list[JsonObject] = []
+        for call in turn.function_calls:
+            payload: JsonObject = {"name": call.name, "args": call.args}
+            if call.id is not None:
+                payload["id"] = call.id
+            part = {"functionCall": payload}
+            if call.signature is not None:
+                part["thoughtSignature"] = b64(call.signature)
+            parts.append(part)
+        chunks.append(_chunk(parts, model))
+    if not chunks:
+        chunks.append(_chunk([{"text": ""}], model))
+    last = chunks[-1]
+    last["candidates"][0]["finishReason"] = turn.finish_reason
+    if turn.usage is not None:
+        last["usageMetadata"] = usage_metadata(turn.usage)
+    return chunks
+
+
+def merge_chunks(chunks: list[JsonObject]) -> JsonObject:
+    """What generateContent answers for the same turn: all parts in one response, last chunk's metadata."""
+    merged: JsonObject = {}
+    parts: list[JsonObject] = []
+    candidate: JsonObject = {}
+    for chunk in chunks:
+        for key, value in chunk.items():
+            if key != "candidates":
+                merged[key] = value
+        for cand in chunk.get("candidates", [])[:1]:
+            parts.extend(cand.get("content", {}).get("parts", []))
+            candidate.update({k: v for k, v in cand.items() if k != "content"})
+    candidate["content"] = {"parts": parts, "role": "model"}
+    merged["candidates"] = [candidate]
+    return merged
+
+
+# --- Interactions API -------------------------------------------------------------------------------
+
+
+def interaction_usage(usage: Usage) -> JsonObject:
+    return {
+        "total_input_tokens": usage.input_tokens,
+        "total_output_tokens": usage.output_tokens,
+        "total_thought_tokens": usage.thought_tokens,
+        "total_cached_tokens": usage.cached_tokens,
+        "total_tool_use_tokens": usage.tool_use_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+
+
+def as_interaction_turn(turn: ModelTurn) -> InteractionTurn:
+    """The Interactions API rendering of a ModelTurn, so one scenario drives every backend."""
+    steps: list[Step] = []
+    if turn.thoughts:
+        signatures = [t.signature for t in turn.thoughts if t.signature is not None]
+        steps.append(
+            ThoughtStep(summary=[t.text for t in turn.thoughts], signature=signatures[-1] if signatures else None)
+        )
+    if turn.text:
+        steps.append(TextStep(text=turn.text, chunks=turn.text_chunks))
+    steps.extend(FunctionCallStep(name=c.name, arguments=c.args, id=c.id) for c in turn.function_calls)
+    return InteractionTurn(steps=steps, usage=turn.usage, chunk_delay=turn.chunk_delay)
+
+
+@dataclass
+class RenderedStep:
+    """A step as step.start payload, step.delta payloads, and the final form stored on the interaction."""
+
+    start: JsonObject
+    deltas: list[JsonObject] = field(default_factory=list)
+    final: JsonObject = field(default_factory=dict)
+    usage: Usage | None = None
+
+
+def render_step(step: Step, call_id: str) -> RenderedStep:
+    """``call_id`` names a function call that the script left without an id."""
+    if isinstance(step, TextStep):
+        pieces = split_text(step.text, step.chunks)
+        return RenderedStep(
+            start={"type": "model_output"},
+            deltas=[{"type": "text", "text": piece} for piece in pieces],
+            final={"type": "model_output", "content": [{"type": "text", "text": step.text}]},
+            usage=step.usage,
+        )
+    if isinstance(step, ThoughtStep):
+        deltas: list[JsonObject] = [
+            {"type": "thought_summary", "content": {"type": "text", "text": s}} for s in step.summary
+        ]
+        final: JsonObject = {"type": "thought", "summary": [{"type": "text", "text": s} for s in step.summary]}
+        if step.signature is not None:
+            deltas.append({"type": "thought_signature", "signature": b64(step.signature)})
+            final["signature"] = b64(step.signature)
+        return RenderedStep(start={"type": "thought"}, deltas=deltas, final=final, usage=step.usage)
+    if isinstance(step, FunctionCallStep):
+        final = {"type": "function_call", "id": step.id or call_id, "name": step.name, "arguments": step.arguments}
+        if not step.arguments_delta:
+            return RenderedStep(start=final, final=final, usage=step.usage)
+        encoded = json.dumps(step.arguments)
+        return RenderedStep(
+            start={**final, "arguments": {}},
+            deltas=[{"type": "arguments_delta", "arguments": piece} for piece in split_text(encoded, 3)],
+            final=final,
+            usage=step.usage,
+        )
+    wire: JsonObject
+    if isinstance(step, GoogleSearchCall):
+        wire = {"type": step.type, "id": step.id, "arguments": {"queries": step.queries}}
+    elif isinstance(step, GoogleSearchResult):
+        wire = {
+            "type": step.type,
+            "call_id": step.call_id,
+            "result": [{"search_suggestions": step.search_suggestions}],
+        }
+    elif isinstance(step, CodeExecutionCall):
+        wire = {"type": step.type, "id": step.id, "arguments": {"code": step.code, "language": step.language}}
+    elif isinstance(step, CodeExecutionResult):
+        wire = {"type": step.type, "call_id": step.call_id, "result": step.result, "is_error": step.is_error}
+    else:
+        assert isinstance(step, ServerStep)
+        wire = {"type": step.type, **step.data}
+    return RenderedStep(start=wire, final=wire, usage=step.usage)

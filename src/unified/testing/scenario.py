@@ -1,0 +1,299 @@
+"""Scripts for FakeGemini: the ordered model turns a fake server plays, plus the faults it injects.
+
+A script is data, so the same scenario can be written in Python, YAML or JSON, and the Gemini CLI's own
+``--fake-responses`` recordings load as scripts unchanged (one :class:`RecordedTurn` per JSONL line).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ApiMethod",
+    "CodeExecutionCall",
+    "CodeExecutionResult",
+    "Fault",
+    "FaultKind",
+    "FunctionCall",
+    "FunctionCallStep",
+    "GoogleSearchCall",
+    "GoogleSearchResult",
+    "InteractionStatus",
+    "InteractionTurn",
+    "ModelTurn",
+    "RecordedTurn",
+    "Script",
+    "ServerStep",
+    "Step",
+    "TextStep",
+    "Thought",
+    "ThoughtStep",
+    "Turn",
+    "Usage",
+]
+
+ApiMethod = Literal["generateContentStream", "generateContent", "countTokens", "embedContent", "interactions"]
+"""What a turn can answer: the CLI's method names for the generateContent family, ``interactions`` for
+``POST /interactions`` (create)."""
+
+FaultKind = Literal["rate_limit", "server_error", "unavailable", "mid_stream_error", "cut_stream"]
+
+InteractionStatus = Literal[
+    "in_progress",
+    "requires_action",
+    "completed",
+    "failed",
+    "cancelled",
+    "incomplete",
+    "budget_exceeded",
+    "queued",
+    "idle",
+    "requires_continuation",
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Fault(_Model):
+    """One injected failure.
+
+    HTTP faults (``rate_limit`` 429 with RetryInfo + QuotaFailure, ``server_error`` 500, ``unavailable``
+    503) answer instead of the turn and leave it queued, so a retry gets the real answer. Stream faults
+    deliver ``after`` chunks (or interaction events) of the turn and then fail: ``mid_stream_error``
+    sends an error chunk (an ``error`` event for interactions), ``cut_stream`` drops the connection
+    without the final chunk. Stream faults consume the turn; a cut interaction stays resumable.
+    """
+
+    kind: FaultKind
+    after: int = Field(default=1, ge=0)
+    retry_delay: str = "15s"
+    message: str | None = None
+
+    @property
+    def is_http(self) -> bool:
+        return self.kind in ("rate_limit", "server_error", "unavailable")
+
+
+class Usage(_Model):
+    """Token counts, rendered as ``usageMetadata`` (generateContent) or ``usage`` (interactions)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    thought_tokens: int = 0
+    cached_tokens: int = 0
+    tool_use_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens + self.thought_tokens + self.tool_use_tokens
+
+
+class _TurnBase(_Model):
+    fault: Fault | None = None
+    chunk_delay: float = Field(default=0.0, ge=0.0, description="Seconds to sleep before each chunk/event.")
+
+
+class RecordedTurn(_TurnBase):
+    """One line of a ``--fake-responses`` file, served verbatim (``response`` is camelCase REST JSON)."""
+
+    kind: Literal["recorded"] = "recorded"
+    method: Literal["generateContentStream", "generateContent", "countTokens", "embedContent"]
+    response: list[dict[str, Any]] | dict[str, Any]
+
+    def serves(self, method: ApiMethod) -> bool:
+        return method == self.method
+
+
+class Thought(_Model):
+    """A thought summary part; ``signature`` is the raw signature text, sent base64-encoded like the API."""
+
+    text: str
+    signature: str | None = None
+
+
+class FunctionCall(_Model):
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = None
+    signature: str | None = None
+
+
+class ModelTurn(_TurnBase):
+    """A model answer described by meaning, rendered for whichever API asks.
+
+    Streamed as: one chunk per thought, ``text`` split into ``text_chunks`` chunks, then all function
+    calls in one chunk (parallel calls); the last chunk carries ``finishReason`` and usage. Served to
+    generateContent (merged), streamGenerateContent, or the Interactions API (as thought /
+    model_output / function_call steps) unless ``method`` pins one.
+    """
+
+    kind: Literal["model"] = "model"
+    method: Literal["generateContentStream", "generateContent", "interactions"] | None = None
+    thoughts: list[Thought] = Field(default_factory=list)
+    text: str = ""
+    text_chunks: int = Field(default=1, ge=1)
+    text_signature: str | None = None
+    function_calls: list[FunctionCall] = Field(default_factory=list)
+    usage: Usage | None = None
+    finish_reason: str = "STOP"
+
+    def serves(self, method: ApiMethod) -> bool:
+        if self.method is not None:
+            return method == self.method
+        return method in ("generateContentStream", "generateContent", "interactions")
+
+
+class _StepBase(_Model):
+    usage: Usage | None = Field(default=None, description="Sent as this step's step.stop usage.")
+
+
+class TextStep(_StepBase):
+    type: Literal["model_output"] = "model_output"
+    text: str
+    chunks: int = Field(default=1, ge=1)
+
+
+class ThoughtStep(_StepBase):
+    """A thought step: each summary is one ``thought_summary`` delta, then a ``thought_signature`` one."""
+
+    type: Literal["thought"] = "thought"
+    summary: list[str] = Field(default_factory=list)
+    signature: str | None = None
+
+
+class FunctionCallStep(_StepBase):
+    """A function call; ``arguments_delta`` streams the JSON arguments as deltas instead of in step.start."""
+
+    type: Literal["function_call"] = "function_call"
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = None
+    arguments_delta: bool = False
+
+
+class GoogleSearchCall(_StepBase):
+    type: Literal["google_search_call"] = "google_search_call"
+    id: str
+    queries: list[str] = Field(default_factory=list)
+
+
+class GoogleSearchResult(_StepBase):
+    type: Literal["google_search_result"] = "google_search_result"
+    call_id: str
+    search_suggestions: str = ""
+
+
+class CodeExecutionCall(_StepBase):
+    type: Literal["code_execution_call"] = "code_execution_call"
+    id: str
+    code: str
+    language: str = "python"
+
+
+class CodeExecutionResult(_StepBase):
+    type: Literal["code_execution_result"] = "code_execution_result"
+    call_id: str
+    result: str
+    is_error: bool = False
+
+
+class ServerStep(_StepBase):
+    """Any other step, sent verbatim in step.start (``data`` must hold the wire fields except ``type``)."""
+
+    type: Literal[
+        "url_context_call",
+        "url_context_result",
+        "file_search_call",
+        "file_search_result",
+        "google_maps_call",
+        "google_maps_result",
+        "mcp_server_tool_call",
+        "mcp_server_tool_result",
+    ]
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+Step = Annotated[
+    TextStep
+    | ThoughtStep
+    | FunctionCallStep
+    | GoogleSearchCall
+    | GoogleSearchResult
+    | CodeExecutionCall
+    | CodeExecutionResult
+    | ServerStep,
+    Field(discriminator="type"),
+]
+
+
+class InteractionTurn(_TurnBase):
+    """One interaction the server creates on ``POST /interactions``.
+
+    ``status`` defaults to ``requires_action`` when a function_call step is present, else ``completed``.
+    A ``background=true`` create answers ``queued``; each GET then advances the status, through
+    ``background_polls`` ``in_progress`` answers, to the final one.
+    """
+
+    kind: Literal["interaction"] = "interaction"
+    steps: list[Step] = Field(default_factory=list)
+    status: InteractionStatus | None = None
+    usage: Usage | None = None
+    id: str | None = None
+    background_polls: int = Field(default=1, ge=0)
+
+    def serves(self, method: ApiMethod) -> bool:
+        return method == "interactions"
+
+    @property
+    def final_status(self) -> InteractionStatus:
+        if self.status is not None:
+            return self.status
+        has_call = any(isinstance(step, FunctionCallStep) for step in self.steps)
+        return "requires_action" if has_call else "completed"
+
+
+Turn = Annotated[RecordedTurn | ModelTurn | InteractionTurn, Field(discriminator="kind")]
+
+
+class Script(_Model):
+    """The turns a FakeGemini plays, in order.
+
+    ``order="per_method"`` (default; the CLI's ``--fake-responses-non-strict``): a request takes the
+    first unplayed turn that serves its method, so interleaved recordings play through a client that
+    makes only some of the calls. ``order="global"`` (the CLI's strict ``--fake-responses``): a request
+    must match the next unplayed turn, else the server answers an error. ``request_faults`` injects a
+    fault at a 0-based request index, counting every request the server receives.
+    """
+
+    turns: list[Turn] = Field(default_factory=list)
+    order: Literal["per_method", "global"] = "per_method"
+    request_faults: dict[int, Fault] = Field(default_factory=dict)
+
+    @classmethod
+    def from_fake_responses(cls, source: str | Path, **options: Any) -> Script:
+        """Load the Gemini CLI's ``--fake-responses`` JSONL (a path, or the text itself)."""
+        text = source.read_text(encoding="utf-8") if isinstance(source, Path) else source
+        turns = [RecordedTurn.model_validate(json.loads(line)) for line in text.splitlines() if line.strip()]
+        return cls.model_validate({"turns": turns, **options})
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Script:
+        """Load by suffix: ``.responses``/``.jsonl`` as CLI recordings, ``.json``, ``.yaml``/``.yml``.
+
+        YAML needs PyYAML, imported only here so the fake server itself does not depend on it.
+        """
+        path = Path(path)
+        if path.suffix in (".responses", ".jsonl"):
+            return cls.from_fake_responses(path)
+        text = path.read_text(encoding="utf-8")
+        if path.suffix in (".yaml", ".yml"):
+            import yaml
+
+            return cls.model_validate(yaml.safe_load(text))
+        return cls.model_validate_json(text)
