@@ -1,0 +1,66 @@
+"""The local tool runtime the API backends (generateContent, Interactions) give their model.
+
+It knows nothing of adapters or backends; an adapter drives it like this::
+
+    async with ToolRuntime(params.cwd, include_directories=params.include_directories,
+                           approval_mode=params.approval_mode, excluded_tools=params.excluded_tools,
+                           ask=ask) as tools:                  # ask: PermissionRequest -> PermissionAnswer
+        for problem in await tools.connect_mcp(params.mcp_servers):
+            ...                                                # emit a `warning` event
+        declarations = tools.declarations(model_family="gemini-3")   # -> the model's tool list
+        ...
+        outcomes = await tools.run_batch(calls, observer)     # one model turn's function calls
+        # each ToolOutcome.response is the function response, verbatim; inline_data are extra parts
+
+`ask` is where an adapter emits `PermissionRequest.to_event(request_id)` (a `user_input_request`
+with source `permission`) and maps the caller's `UserInputResponse.permission()` back. The
+observer receives each call's `PermissionDecision` and `ToolProgress` events, ready to emit.
+Tool contracts and the policy format: docs/tools.md.
+"""
+
+from unified.tools._base import InlineData, ModelFamily, ToolError, ToolOutput, ToolSpec
+from unified.tools._files import ReadMode
+from unified.tools.policy import Decision, Policy, PolicyError, Rule, Verdict
+from unified.tools.runtime import (
+    ALIASES,
+    AskPermission,
+    McpConnectError,
+    NullObserver,
+    PermissionAnswer,
+    PermissionRequest,
+    ToolCall,
+    ToolObserver,
+    ToolOutcome,
+    ToolRuntime,
+)
+
+
+def model_family(model_id: str | None) -> ModelFamily:
+    """The declaration set for a model id: Gemini 3 models get theirs, everything else the legacy one."""
+    return "gemini-3" if model_id and "gemini-3" in model_id.lower() else "default-legacy"
+
+
+__all__ = [
+    "ALIASES",
+    "AskPermission",
+    "Decision",
+    "InlineData",
+    "McpConnectError",
+    "ModelFamily",
+    "NullObserver",
+    "PermissionAnswer",
+    "PermissionRequest",
+    "Policy",
+    "PolicyError",
+    "ReadMode",
+    "Rule",
+    "ToolCall",
+    "ToolError",
+    "ToolObserver",
+    "ToolOutcome",
+    "ToolOutput",
+    "ToolRuntime",
+    "ToolSpec",
+    "Verdict",
+    "model_family",
+]

@@ -1,0 +1,284 @@
+"""run_shell_command and its background-process readers (seed 000, "Shell").
+
+Each command leads its own process group, so a timeout or a cancelled run kills everything it
+started (`kill -- -PGID`), not just the shell.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+from pydantic import Field
+
+from unified.tools._base import Params, Progress, ToolError, ToolOutput
+from unified.tools._paths import Workspace
+
+SHELL_OUTPUT_CAP = 32 * 1024
+BACKGROUND_READ_CAP = 64 * 1024
+_DRAIN_AFTER_EXIT_S = 0.2
+_PROGRESS_EVERY_S = 1.0
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _describe_duration(seconds: float) -> str:
+    if seconds >= 60 and seconds % 60 == 0:
+        minutes = int(seconds // 60)
+        return f"{minutes} minute{'s' if minutes != 1 else ''}"
+    return f"{seconds:g} seconds"
+
+
+@dataclass
+class BackgroundProcess:
+    pid: int
+    command: str
+    log: Path
+    popen: subprocess.Popen[bytes]
+
+    def status(self) -> str:
+        code = self.popen.poll()
+        if code is None:
+            return "RUNNING"
+        if code < 0:
+            return f"KILLED ({signal.Signals(-code).name})"
+        return f"EXITED ({code})"
+
+
+@dataclass
+class ShellConfig:
+    """Shell settings and the session's background processes (owned by the runtime)."""
+
+    workspace: Workspace
+    inactivity_timeout_s: float = 300.0
+    output_cap: int = SHELL_OUTPUT_CAP
+    background: dict[int, BackgroundProcess] = field(default_factory=dict)
+    _log_dir: Path | None = None
+
+    def log_dir(self) -> Path:
+        if self._log_dir is None:
+            self._log_dir = Path(tempfile.mkdtemp(prefix="unified-shell-"))
+        return self._log_dir
+
+    async def close(self) -> None:
+        """Kill every background group still running and drop their logs."""
+        for proc in self.background.values():
+            if proc.popen.poll() is None:
+                _kill_group(proc.pid)
+                await anyio.to_thread.run_sync(proc.popen.wait)
+        if self._log_dir is not None:
+            await anyio.to_thread.run_sync(_remove_tree, self._log_dir)
+            self._log_dir = None
+
+
+def _remove_tree(path: Path) -> None:
+    for child in path.iterdir():
+        child.unlink(missing_ok=True)
+    path.rmdir()
+
+
+def _environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"})
+    return env
+
+
+class ShellParams(Params):
+    command: str = Field(description="The bash command to run.")
+    description: str | None = Field(default=None, description="A short note of what the command does.")
+    dir_path: str | None = Field(default=None, description="Directory to run in; the workspace root if left out.")
+    is_background: bool = Field(
+        default=False, description="Run in the background and return after delay_ms; do not use `&`."
+    )
+    delay_ms: int = Field(default=200, ge=0, description="How long a background command runs before the call returns.")
+
+
+async def _cwd(config: ShellConfig, raw: str | None) -> Path:
+    path = await config.workspace.resolve(raw or ".")
+    if not await anyio.Path(path).is_dir():
+        raise ToolError(f"Path is not a directory: {config.workspace.display(path)}")
+    return path
+
+
+async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progress) -> ToolOutput:
+    if not p.command.strip():
+        raise ToolError("command must not be empty.")
+    cwd = await _cwd(config, p.dir_path)
+    if p.is_background:
+        return await _run_background(config, p, cwd)
+    jobs_file = config.log_dir() / f"jobs-{os.urandom(6).hex()}"
+    script = f"trap 'jobs -p > {shlex.quote(str(jobs_file))} 2>/dev/null' EXIT\n{p.command}"
+    try:
+        process = await anyio.open_process(
+            ["bash", "-c", script],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=_environment(),
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise ToolError(f"Error: could not start bash: {exc}") from exc
+    pgid = process.pid
+    buf = bytearray()
+    dropped = 0
+    last_output = anyio.current_time()
+    last_progress = 0.0
+    timed_out = False
+    drained = anyio.Event()
+
+    async def pump() -> None:
+        nonlocal dropped, last_output, last_progress
+        assert process.stdout is not None
+        try:
+            async for chunk in process.stdout:
+                buf.extend(chunk)
+                if len(buf) > config.output_cap:
+                    dropped += len(buf) - config.output_cap
+                    del buf[: len(buf) - config.output_cap]
+                last_output = anyio.current_time()
+                if last_output - last_progress >= _PROGRESS_EVERY_S:
+                    last_progress = last_output
+                    tail = chunk.decode("utf-8", errors="replace").strip().splitlines()
+                    if tail:
+                        await progress(tail[-1][:200])
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+        drained.set()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pump)
+            while True:
+                remaining = last_output + config.inactivity_timeout_s - anyio.current_time()
+                with anyio.move_on_after(max(remaining, 0)):
+                    await process.wait()
+                    break
+                if anyio.current_time() - last_output >= config.inactivity_timeout_s:
+                    timed_out = True
+                    _kill_group(pgid)
+                    await process.wait()
+                    break
+            # `cmd &` children may hold the pipe open: read what is there, then stop listening.
+            with anyio.move_on_after(_DRAIN_AFTER_EXIT_S):
+                await drained.wait()
+            tg.cancel_scope.cancel()
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            _kill_group(pgid)
+            await process.wait()
+        raise
+    finally:
+        with anyio.CancelScope(shield=True):
+            await process.aclose()
+    text = buf.decode("utf-8", errors="replace").rstrip("\n")
+    if dropped:
+        text = f"[output cut: the first {dropped} bytes were dropped, the last {len(buf)} kept]\n{text}"
+    if timed_out:
+        head = (
+            "Command was automatically cancelled because it exceeded the timeout of "
+            f"{_describe_duration(config.inactivity_timeout_s)} without output."
+        )
+        if text.strip():
+            raise ToolError(f"{head} Below is the output before it was cancelled:\n{text}")
+        raise ToolError(f"{head} There was no output before it was cancelled.")
+    lines = [f"Output: {text if text.strip() else '(empty)'}"]
+    code = process.returncode
+    if code is not None and code > 0:
+        lines.append(f"Exit Code: {code}")
+    if code is not None and code < 0:
+        lines.append(f"Signal: {signal.Signals(-code).name}")
+    background = await anyio.to_thread.run_sync(_read_jobs, jobs_file)
+    if background:
+        lines.append(f"Background PIDs: {', '.join(background)}")
+    lines.append(f"Process Group PGID: {pgid}")
+    return ToolOutput("\n".join(lines))
+
+
+def _read_jobs(path: Path) -> list[str]:
+    try:
+        pids = path.read_text().split()
+    except OSError:
+        return []
+    path.unlink(missing_ok=True)
+    return pids
+
+
+async def _run_background(config: ShellConfig, p: ShellParams, cwd: Path) -> ToolOutput:
+    log = config.log_dir() / f"bg-{os.urandom(6).hex()}.log"
+
+    def spawn() -> subprocess.Popen[bytes]:
+        with log.open("wb") as out:
+            return subprocess.Popen(
+                ["bash", "-c", p.command],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=cwd,
+                env=_environment(),
+                start_new_session=True,
+            )
+
+    try:
+        popen = await anyio.to_thread.run_sync(spawn)
+    except OSError as exc:
+        raise ToolError(f"Error: could not start bash: {exc}") from exc
+    proc = BackgroundProcess(popen.pid, p.command, log, popen)
+    config.background[popen.pid] = proc
+    await anyio.sleep(p.delay_ms / 1000)
+    so_far = (await anyio.Path(log).read_bytes()).decode("utf-8", errors="replace")
+    return ToolOutput(
+        f"Command moved to the background (PID {popen.pid}, {proc.status()}).\n"
+        f"Output so far: {so_far if so_far.strip() else '(empty)'}\n"
+        f"Process Group PGID: {popen.pid}\n"
+        "Read its output with read_background_output; see all with list_background_processes."
+    )
+
+
+class ListBackgroundParams(Params):
+    pass
+
+
+async def list_background_processes(config: ShellConfig, p: ListBackgroundParams, progress: Progress) -> ToolOutput:
+    if not config.background:
+        return ToolOutput("No background processes found.")
+    return ToolOutput(
+        "\n".join(f"- [PID {pid}] {proc.status()}: `{proc.command}`" for pid, proc in config.background.items())
+    )
+
+
+class ReadBackgroundParams(Params):
+    pid: int = Field(description="PID of a background process started by run_shell_command.")
+    lines: int = Field(default=100, ge=1, description="How many of the last lines to return.")
+    delay_ms: int = Field(default=0, ge=0, description="Wait this long before reading.")
+
+
+async def read_background_output(config: ShellConfig, p: ReadBackgroundParams, progress: Progress) -> ToolOutput:
+    proc = config.background.get(p.pid)
+    if proc is None:
+        raise ToolError(f"Access denied. Background process ID {p.pid} not found in this session's history.")
+    await anyio.sleep(p.delay_ms / 1000)
+
+    def tail() -> tuple[list[str], int]:
+        size = proc.log.stat().st_size
+        with proc.log.open("rb") as f:
+            f.seek(max(0, size - BACKGROUND_READ_CAP))
+            lines = f.read().decode("utf-8", errors="replace").splitlines()
+        return lines[-p.lines :], len(lines)
+
+    shown, total = await anyio.to_thread.run_sync(tail)
+    if not shown:
+        return ToolOutput(f"No output yet from background process {p.pid} ({proc.status()}).")
+    return ToolOutput(f"Showing last {len(shown)} of {total} lines ({proc.status()}):\n" + "\n".join(shown))

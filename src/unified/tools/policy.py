@@ -1,0 +1,201 @@
+"""The permission gate as data: priority-sorted rules read from TOML (seed 003).
+
+A rule matches on tool name (shell-style wildcards), approval mode, an argument regex and, for
+shell commands, command prefixes. The highest effective priority wins; ties go to the rule read
+first. Rules come in tiers so that a tier always outranks the ones below it, whatever their own
+numbers: effective priority = tier + priority / 1000 (default 1, session "allow always" 3,
+user file 4), as the Gemini CLI layers its policy files.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from unified.types import ApprovalMode
+
+DEFAULT_TIER = 1
+SESSION_TIER = 3
+USER_TIER = 4
+SESSION_PRIORITY = 950
+
+_MODES: tuple[ApprovalMode, ...] = ("plan", "default", "auto_edit", "yolo")
+"""Approval modes from least to most permissive: an "allow always" holds in its mode and above."""
+
+_RULE_KEYS = {"name", "toolName", "decision", "priority", "modes", "argsPattern", "commandPrefix"}
+_CHAIN = re.compile(r"&&|\|\||[;|\n]")
+_SUBSTITUTION = ("$(", "`", "<(", ">(")
+
+
+class Decision(StrEnum):
+    ALLOW = "allow"
+    DENY = "deny"
+    ASK_USER = "ask_user"
+
+
+class PolicyError(ValueError):
+    """A policy file that cannot be honoured exactly as written."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One row of the policy table."""
+
+    tool_names: tuple[str, ...]
+    decision: Decision
+    priority: float
+    name: str
+    modes: frozenset[str] | None = None
+    args_pattern: re.Pattern[str] | None = None
+    command_prefixes: tuple[str, ...] | None = None
+
+    def matches(self, tool: str, args: Mapping[str, Any], mode: ApprovalMode) -> bool:
+        if not any(fnmatch.fnmatchcase(tool, pattern) for pattern in self.tool_names):
+            return False
+        if self.modes is not None and mode not in self.modes:
+            return False
+        if self.args_pattern is not None:
+            text = json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+            if not self.args_pattern.search(text):
+                return False
+        if self.command_prefixes is not None:
+            return _command_matches(str(args.get("command", "")), self.command_prefixes)
+        return True
+
+
+def _command_matches(command: str, prefixes: Sequence[str]) -> bool:
+    """Every chained part (`a && b; c | d`) must start with an allowed prefix; substitutions never match."""
+    if any(token in command for token in _SUBSTITUTION):
+        return False
+    parts = [part.strip() for part in _CHAIN.split(command) if part.strip()]
+    return bool(parts) and all(
+        any(part == prefix or part.startswith(prefix + " ") for prefix in prefixes) for part in parts
+    )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    decision: Decision
+    rule: Rule | None
+
+
+def _strings(value: Any, key: str, where: str) -> tuple[str, ...]:
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not items or not all(isinstance(i, str) for i in items):
+        raise PolicyError(f"{where}: {key} must be a string or a non-empty list of strings")
+    return tuple(items)
+
+
+def parse_rules(text: str, *, source: str, tier: int) -> list[Rule]:
+    """The `[[rule]]` tables of one TOML document; every problem is named with its rule."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PolicyError(f"{source}: invalid TOML: {exc}") from exc
+    unknown_top = set(data) - {"rule"}
+    if unknown_top:
+        raise PolicyError(f"{source}: unknown top-level keys {sorted(unknown_top)}; expected [[rule]] tables")
+    rules: list[Rule] = []
+    for index, raw in enumerate(data.get("rule", [])):
+        where = f"{source} rule {index + 1}"
+        problems: list[str] = []
+        unknown = set(raw) - _RULE_KEYS
+        if unknown:
+            problems.append(f"unknown keys {sorted(unknown)}")
+        if "toolName" not in raw:
+            problems.append("toolName is required")
+        try:
+            decision = Decision(raw.get("decision"))
+        except ValueError:
+            problems.append(f"decision must be one of allow, deny, ask_user (got {raw.get('decision')!r})")
+        priority = raw.get("priority", 0)
+        if not isinstance(priority, int | float) or not 0 <= priority < 1000:
+            problems.append(f"priority must be a number from 0 to 999 (got {priority!r})")
+        modes = raw.get("modes")
+        if modes is not None and (not isinstance(modes, list) or not set(modes) <= set(_MODES)):
+            problems.append(f"modes must be a list drawn from {list(_MODES)} (got {modes!r})")
+        pattern = None
+        if "argsPattern" in raw:
+            try:
+                pattern = re.compile(str(raw["argsPattern"]))
+            except re.error as exc:
+                problems.append(f"argsPattern is not a valid regex: {exc}")
+        if problems:
+            raise PolicyError(f"{where}: " + "; ".join(problems))
+        prefixes = raw.get("commandPrefix")
+        rules.append(
+            Rule(
+                tool_names=_strings(raw["toolName"], "toolName", where),
+                decision=decision,
+                priority=tier + priority / 1000,
+                name=str(raw.get("name", f"{source}#{index + 1}")),
+                modes=frozenset(modes) if modes is not None else None,
+                args_pattern=pattern,
+                command_prefixes=_strings(prefixes, "commandPrefix", where) if prefixes is not None else None,
+            )
+        )
+    return rules
+
+
+@dataclass(frozen=True)
+class Policy:
+    """An immutable, priority-sorted rule list; `with_*` methods return extended copies."""
+
+    rules: tuple[Rule, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        ordered = sorted(enumerate(self.rules), key=lambda pair: (-pair[1].priority, pair[0]))
+        object.__setattr__(self, "rules", tuple(rule for _, rule in ordered))
+
+    @classmethod
+    def default(cls) -> Policy:
+        """The shipped `default_policy.toml`."""
+        text = resources.files("unified.tools").joinpath("default_policy.toml").read_text(encoding="utf-8")
+        return cls(tuple(parse_rules(text, source="default", tier=DEFAULT_TIER)))
+
+    def with_rules(self, rules: Sequence[Rule]) -> Policy:
+        return Policy((*self.rules, *rules))
+
+    def with_toml(self, text: str, *, source: str = "user", tier: int = USER_TIER) -> Policy:
+        return self.with_rules(parse_rules(text, source=source, tier=tier))
+
+    def with_file(self, path: Path) -> Policy:
+        """Adds a user rules file (blocking read: call while setting up, before the run)."""
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise PolicyError(f"cannot read policy file {path}: {exc}") from exc
+        return self.with_toml(text, source=str(path))
+
+    def evaluate(self, tool: str, args: Mapping[str, Any], mode: ApprovalMode) -> Verdict:
+        for rule in self.rules:
+            if rule.matches(tool, args, mode):
+                return Verdict(rule.decision, rule)
+        return Verdict(Decision.ASK_USER, None)
+
+
+def session_rule(tool: str, args: Mapping[str, Any], mode: ApprovalMode) -> Rule:
+    """The narrowed rule an "allow always" answer adds: this tool (and, for the shell, this
+    command's first word) in this approval mode and the more permissive ones."""
+    prefixes = None
+    label = tool
+    if tool == "run_shell_command":
+        words = str(args.get("command", "")).split()
+        prefixes = (words[0],) if words else None
+        label = f"{tool}:{words[0]}" if words else tool
+    return Rule(
+        tool_names=(tool,),
+        decision=Decision.ALLOW,
+        priority=SESSION_TIER + SESSION_PRIORITY / 1000,
+        name=f"session:{label}",
+        modes=frozenset(_MODES[_MODES.index(mode) :]),
+        command_prefixes=prefixes,
+    )
