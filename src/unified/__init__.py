@@ -1,1 +1,75 @@
-"""unified: one typed event stream over Google agent backends."""
+"""unified: one typed event stream over Google agent backends.
+
+    from unified import ExecuteParams, execute
+
+    async with execute(ExecuteParams(prompt="Fix the failing test", backend="auto")) as events:
+        async for event in events:
+            print(event.type)
+
+The backends (the Gemini CLI over ACP, the generateContent API, the Interactions API) load only
+when a run needs them. `unified.events` is the protocol; `unified.testing` holds the fake server
+and the scripted backend for offline tests.
+"""
+
+from unified._errors import (
+    AmbiguousSession,
+    AuthError,
+    BackendError,
+    BackendUnavailable,
+    ConfigurationError,
+    CorruptSession,
+    ProtocolViolation,
+    RateLimited,
+    RoutingError,
+    SessionError,
+    SessionNotFound,
+    UnifiedError,
+)
+from unified.events import PROTOCOL_VERSION, UnifiedEvent, Usage, UserInputRequest, UserInputResponse
+from unified.query import EventStream, execute, execute_sync
+from unified.types import (
+    ApprovalMode,
+    BackendChoice,
+    ExecuteParams,
+    HttpMcpServer,
+    ImageInput,
+    McpServer,
+    SseMcpServer,
+    StdioMcpServer,
+    ThinkingConfig,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "AmbiguousSession",
+    "ApprovalMode",
+    "AuthError",
+    "BackendChoice",
+    "BackendError",
+    "BackendUnavailable",
+    "ConfigurationError",
+    "CorruptSession",
+    "EventStream",
+    "ExecuteParams",
+    "HttpMcpServer",
+    "ImageInput",
+    "McpServer",
+    "ProtocolViolation",
+    "RateLimited",
+    "RoutingError",
+    "SessionError",
+    "SessionNotFound",
+    "SseMcpServer",
+    "StdioMcpServer",
+    "ThinkingConfig",
+    "UnifiedError",
+    "UnifiedEvent",
+    "Usage",
+    "UserInputRequest",
+    "UserInputResponse",
+    "__version__",
+    "execute",
+    "execute_sync",
+]

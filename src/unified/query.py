@@ -75,7 +75,7 @@ class EventStream(AsyncIterator[UnifiedEvent]):
         await self._stream.close()
 
     async def __aenter__(self) -> EventStream:
-        await self._stream.start()
+        await self._stream.start(managed=True)
         return self
 
     async def __aexit__(
@@ -113,15 +113,16 @@ def execute_sync(params: ExecuteParams | None = None, /, **fields: Any) -> Itera
 
     async def pump() -> None:
         try:
-            async with execute(stream_params) as stream, anyio.create_task_group() as tg:
-                tg.start_soon(watch_stop, stream)
-                async for event in stream:
-                    while not stop.is_set():
-                        try:
-                            events.put_nowait(event)
-                            break
-                        except queue.Full:
-                            await anyio.sleep(0.005)
+            async with anyio.create_task_group() as tg:
+                async with execute(stream_params) as stream:
+                    tg.start_soon(watch_stop, stream)
+                    async for event in stream:
+                        while not stop.is_set():
+                            try:
+                                events.put_nowait(event)
+                                break
+                            except queue.Full:
+                                await anyio.sleep(0.005)
                 tg.cancel_scope.cancel()
         except BaseException as exc:  # delivered to the caller's thread, raised there
             events.put(exc)

@@ -291,33 +291,39 @@ class StreamGuard:
         try:
             async with self._send:
                 try:
-                    for option, explanation, fatal in self.backend.unsupported_options(self.params):
-                        if fatal:
-                            raise UnifiedError(
-                                f"the {self.backend.name} backend cannot honour {option}: {explanation}",
-                                code="unsupported_option",
-                                hint="drop the option or choose another backend",
-                            )
-                        await self._warn("unsupported_option", f"{option}: {explanation}")
+                    await self._announce_unsupported_options()
                     async with anyio.create_task_group() as tg:
                         self._scope = tg.cancel_scope
                         if self._stop_reason is not None:
                             tg.cancel_scope.cancel()
-                        tg.start_soon(self._watchdog, tg)
-                        outcome = await self.backend.run(self._ctx)
+                        tg.start_soon(self._watchdog)
+                        try:
+                            outcome = await self.backend.run(self._ctx)
+                        except Exception as exc:  # caught here, inside, so it is not wrapped in a group
+                            failure = exc
                         tg.cancel_scope.cancel()  # stops the watchdog
                 except _ConsumerGone:
                     return
                 except Exception as exc:  # every failure becomes an error event
                     failure = exc
-                if self._consumer_gone:
+                if self._consumer_gone or isinstance(failure, _ConsumerGone):
                     return
                 with anyio.CancelScope(shield=True):
                     await self._finish(outcome, failure)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+        except (_ConsumerGone, anyio.BrokenResourceError, anyio.ClosedResourceError):
             return  # the consumer closed the stream: nobody left to tell
 
-    async def _watchdog(self, tg: TaskGroup) -> None:
+    async def _announce_unsupported_options(self) -> None:
+        for option, explanation, fatal in self.backend.unsupported_options(self.params):
+            if fatal:
+                raise UnifiedError(
+                    f"the {self.backend.name} backend cannot honour {option}: {explanation}",
+                    code="unsupported_option",
+                    hint="drop the option or choose another backend",
+                )
+            await self._warn("unsupported_option", f"{option}: {explanation}")
+
+    async def _watchdog(self) -> None:
         idle = self.params.idle_timeout_s
         total = self.params.total_timeout_s
         while True:
@@ -393,8 +399,8 @@ class StreamGuard:
 class GuardedStream:
     """Hosts a StreamGuard's task for one consumer; `unified.EventStream` is its public face.
 
-    The guard's task group is entered by the consumer's task on first use and exited when the
-    stream ends or is closed, so the consumer must iterate from one task (or use `async with`).
+    The guard's task group lives in the consumer's task: entered by `async with` (and left at its
+    end) or, for a bare `async for`, entered on the first event and left after the last one.
     """
 
     def __init__(self, guard_factory: Callable[[MemoryObjectSendStream[UnifiedEvent]], StreamGuard]) -> None:
@@ -403,9 +409,12 @@ class GuardedStream:
         self.guard = guard_factory(send)
         self._tg: TaskGroup | None = None
         self._done = False
+        self._managed = False
 
-    async def start(self) -> None:
+    async def start(self, *, managed: bool = False) -> None:
+        """Start the run. `managed`: an `async with` block owns the task and will call `close()`."""
         if self._tg is None and not self._done:
+            self._managed = managed
             self._tg = anyio.create_task_group()
             await self._tg.__aenter__()
             self._tg.start_soon(self.guard.run)
@@ -415,7 +424,8 @@ class GuardedStream:
         try:
             return await self._receive.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
-            await self.close()
+            if not self._managed:  # bare `async for`: nobody else will release the task
+                await self.close()
             raise StopAsyncIteration from None
 
     async def close(self) -> None:
@@ -427,5 +437,4 @@ class GuardedStream:
         if self._tg is not None:
             self.guard.stop("cancelled")
             tg, self._tg = self._tg, None
-            with anyio.CancelScope(shield=True):
-                await tg.__aexit__(None, None, None)
+            await tg.__aexit__(None, None, None)

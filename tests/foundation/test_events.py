@@ -1,0 +1,119 @@
+"""The protocol: every kind round-trips through JSON exactly, and the schema names every kind."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from unified import events as ev
+from unified.events import EVENT_TYPES, PROTOCOL_VERSION, event_json_schema, parse_event
+
+SAMPLES: list[ev._EventBase] = [
+    ev.SessionStarted(
+        backend="gemini-cli",
+        model="gemini-2.5-flash",
+        session_id="s-1",
+        short_id="s-1",
+        resumed=True,
+        capabilities={"thinking": "full", "mcp": "partial"},
+    ),
+    ev.TextDelta(text="héllo ✓", subagent_task_id="task-1"),
+    ev.AssistantMessage(text="whole turn"),
+    ev.Thinking(text="**Plan** read first", replace=True, subject="Plan", signature="c2ln"),
+    ev.ToolUse(tool_use_id="c1", name="read_file", input={"path": "a.txt", "nested": {"n": [1, 2.5, None]}}),
+    ev.ToolProgress(tool_use_id="c1", status="running", message="50%"),
+    ev.PermissionDecision(
+        tool_use_id="c1",
+        tool_name="write_file",
+        decision="deny",
+        decided_by="policy",
+        rule="plan-denies-writes",
+        reason="plan mode",
+    ),
+    ev.ToolResult(tool_use_id="c1", output={"error": "missing"}, is_error=True, server_side=True),
+    ev.SubagentStarted(task_id="task-1", agent_name="codebase_investigator", parent_tool_use_id="c9"),
+    ev.SubagentProgress(task_id="task-1", status="running", message="reading"),
+    ev.SubagentCompleted(
+        task_id="task-1",
+        status="failed",
+        result="gave up",
+        usage=ev.Usage(input_tokens=10, output_tokens=3, estimated=True),
+    ),
+    ev.UserInputRequest(
+        request_id="r1",
+        source="permission",
+        tool_use_id="c1",
+        tool_name="write_file",
+        questions=[
+            ev.Question(
+                id="permission",
+                prompt="Allow?",
+                options=[
+                    ev.QuestionOption(id="allow_once", label="Allow once"),
+                    ev.QuestionOption(id="deny", label="Deny"),
+                ],
+            )
+        ],
+        details={"diff": "+a"},
+    ),
+    ev.WarningEvent(code="unsupported_option", message="thinking budget ignored"),
+    ev.ErrorEvent(code="rate_limited", message="429", retryable=True, fatal=False, details={"retry_after_s": 15}),
+    ev.Result(
+        status="max_turns",
+        final_text="done",
+        usage=ev.Usage(input_tokens=5, cached_tokens=2),
+        duration_ms=12,
+        turns=3,
+        short_id="abcd1234",
+        error=None,
+    ),
+]
+
+
+def test_samples_cover_every_kind() -> None:
+    assert {type(s) for s in SAMPLES} == set(EVENT_TYPES)
+
+
+@pytest.mark.parametrize("event", SAMPLES, ids=lambda e: e.type)
+def test_json_round_trip_is_exact(event: ev._EventBase) -> None:
+    text = event.model_dump_json()
+    back = parse_event(text)
+    assert back == event
+    assert back.model_dump_json() == text
+    assert parse_event(json.loads(text)) == event
+
+
+def test_subagent_flag_follows_task_id() -> None:
+    assert ev.TextDelta(text="x", subagent_task_id="t").is_subagent is True
+    assert ev.TextDelta(text="x").is_subagent is False
+
+
+def test_unknown_kind_and_extra_fields_are_rejected() -> None:
+    with pytest.raises(ValueError, match="does not match any of the expected tags"):
+        parse_event({"type": "telepathy"})
+    with pytest.raises(ValueError, match="Extra inputs are not permitted"):
+        parse_event({"type": "text_delta", "text": "a", "colour": "red"})
+
+
+def test_schema_names_every_kind_and_version() -> None:
+    schema: dict[str, Any] = event_json_schema()
+    kinds = {d["properties"]["type"]["const"] for d in schema["$defs"].values() if "type" in d.get("properties", {})}
+    assert kinds == {t.model_fields["type"].default for t in EVENT_TYPES}
+    assert PROTOCOL_VERSION in schema["description"]
+    assert schema["discriminator"]["propertyName"] == "type"
+
+
+def test_permission_answers() -> None:
+    assert ev.UserInputResponse.allow().permission() == "allow_once"
+    assert ev.UserInputResponse.allow(always=True).permission() == "allow_always"
+    assert ev.UserInputResponse.deny().permission() == "deny"
+    assert ev.UserInputResponse(cancelled=True).permission() == "deny"
+    assert ev.UserInputResponse(answers={"permission": "maybe"}).permission() == "deny"
+
+
+def test_usage_adds_and_flags_estimates() -> None:
+    total = ev.Usage(input_tokens=1, output_tokens=2) + ev.Usage(thinking_tokens=3, estimated=True)
+    assert (total.input_tokens, total.output_tokens, total.thinking_tokens, total.estimated) == (1, 2, 3, True)
+    assert total.total_tokens == 6

@@ -1,0 +1,69 @@
+"""The public entry points: execute(), execute_sync(), lazy backends, and errors as events."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import unified
+from unified import ExecuteParams, execute, execute_sync
+from unified.events import ErrorEvent, Result, SessionStarted, TextDelta
+from unified.testing.scripted import EndMessage, ScriptedBackend
+
+
+@pytest.mark.anyio
+async def test_execute_runs_the_scripted_backend_through_the_registry(tmp_path: Path) -> None:
+    events = [e async for e in execute(prompt="hello", backend="scripted", cwd=tmp_path)]
+    assert isinstance(events[0], SessionStarted)
+    assert events[0].cwd == str(tmp_path)
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success"
+    assert "hello" in result.final_text
+    assert result.usage.output_tokens == 17
+
+
+@pytest.mark.anyio
+async def test_a_script_passed_in_backend_options_is_played() -> None:
+    script = ScriptedBackend([SessionStarted(backend="scripted", session_id="s"), TextDelta(text="hi"), EndMessage()])
+    events = [e async for e in execute(prompt="x", backend="scripted", backend_options={"script": script})]
+    assert [e.type for e in events] == ["session_started", "text_delta", "assistant_message", "result"]
+
+
+@pytest.mark.anyio
+async def test_an_unknown_backend_is_an_error_event_not_an_exception() -> None:
+    params = ExecuteParams.model_construct(**{**ExecuteParams(prompt="x").__dict__, "backend": "telepathy"})
+    events = [e async for e in unified.EventStream(params)]
+    assert [e.type for e in events] == ["error", "result"]
+    error = events[0]
+    assert isinstance(error, ErrorEvent)
+    assert "unknown backend 'telepathy'" in error.message
+    assert "gemini-cli" in error.message  # says what to choose instead
+
+
+def test_execute_sync_streams_events_in_order() -> None:
+    events = list(execute_sync(prompt="sync please", backend="scripted"))
+    assert [e.seq for e in events] == list(range(len(events)))
+    assert isinstance(events[-1], Result)
+    assert events[-1].status == "success"
+
+
+def test_execute_sync_can_stop_early() -> None:
+    stream = execute_sync(prompt="x", backend="scripted")
+    first = next(stream)
+    stream.close()  # type: ignore[attr-defined]
+    assert first.type == "session_started"
+
+
+def test_import_unified_stays_light() -> None:
+    code = (
+        "import sys, json, unified, unified.events, unified.types;"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('google', 'acp', 'mcp', 'httpx', 'rich', 'typer'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == []

@@ -1,0 +1,350 @@
+"""The stream guard's invariants, on asyncio and trio: whatever the backend does, the stream is well-formed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import pytest
+
+from unified import BackendError, ExecuteParams, UnifiedEvent, UserInputRequest, UserInputResponse
+from unified._internal.backend import RunContext, RunOutcome
+from unified.events import (
+    AssistantMessage,
+    ErrorEvent,
+    Question,
+    Result,
+    SessionStarted,
+    SubagentCompleted,
+    SubagentStarted,
+    TextDelta,
+    Thinking,
+    ToolResult,
+    ToolUse,
+    Usage,
+    WarningEvent,
+)
+from unified.query import EventStream
+from unified.testing.scripted import Ask, EndMessage, Fail, ScriptedBackend, Sleep, Step
+
+pytestmark = pytest.mark.anyio
+
+START = SessionStarted(backend="scripted", session_id="sess-1", short_id="sess-1")
+
+
+def params(**kw: Any) -> ExecuteParams:
+    return ExecuteParams(prompt="p", backend="scripted", **kw)
+
+
+async def run(
+    steps: Sequence[Step], *, outcome: RunOutcome | None = None, strict: bool = False, **kw: Any
+) -> tuple[list[UnifiedEvent], ScriptedBackend]:
+    backend = ScriptedBackend(list(steps), outcome or RunOutcome())
+    out: list[UnifiedEvent] = []
+    async with EventStream(params(**kw), backend=backend, strict=strict) as stream:
+        async for event in stream:
+            out.append(event)
+    return out, backend
+
+
+def assert_well_formed(events: list[UnifiedEvent]) -> Result:
+    assert [e.seq for e in events] == list(range(len(events)))
+    results = [e for e in events if isinstance(e, Result)]
+    assert len(results) == 1
+    assert events[-1] is results[0]
+    return results[0]
+
+
+async def test_normal_run_aggregates_messages_usage_and_ids() -> None:
+    events, _ = await run(
+        [
+            START,
+            Thinking(text="hmm", replace=True),
+            TextDelta(text="Let me "),
+            TextDelta(text="look."),
+            ToolUse(tool_use_id="c1", name="read_file", input={"path": "a"}),
+            ToolResult(tool_use_id="c1", output="A"),
+            Usage(input_tokens=100, output_tokens=7, thinking_tokens=2),
+            EndMessage(),
+            TextDelta(text="Done."),
+            Usage(input_tokens=120, output_tokens=2),
+            EndMessage(),
+        ]
+    )
+    result = assert_well_formed(events)
+    kinds = [e.type for e in events]
+    assert kinds == [
+        "session_started",
+        "thinking",
+        "text_delta",
+        "text_delta",
+        "assistant_message",
+        "tool_use",
+        "tool_result",
+        "text_delta",
+        "assistant_message",
+        "result",
+    ]
+    assert [e.text for e in events if isinstance(e, AssistantMessage)] == ["Let me look.", "Done."]
+    assert all(e.session_id == "sess-1" for e in events)
+    assert result.status == "success"
+    assert result.final_text == "Done."
+    assert result.turns == 2
+    assert result.short_id == "sess-1"
+    assert result.usage == Usage(input_tokens=220, output_tokens=9, thinking_tokens=2)
+
+
+async def test_zero_output_tokens_are_estimated_and_flagged() -> None:
+    events, _ = await run(
+        [
+            START,
+            TextDelta(text="x" * 41),
+            Thinking(text="t" * 8, replace=True),
+            Usage(input_tokens=10, output_tokens=0),
+            EndMessage(),
+        ]
+    )
+    usage = assert_well_formed(events).usage
+    assert (usage.output_tokens, usage.thinking_tokens, usage.estimated) == (11, 2, True)
+
+
+async def test_unreported_usage_is_estimated_not_zero() -> None:
+    events, _ = await run([START, TextDelta(text="abcdefgh")])
+    usage = assert_well_formed(events).usage
+    assert (usage.output_tokens, usage.estimated) == (2, True)
+
+
+async def test_subagent_usage_counts_in_the_total() -> None:
+    events, _ = await run(
+        [
+            START,
+            SubagentStarted(task_id="t1", agent_name="generalist"),
+            TextDelta(text="inner", subagent_task_id="t1"),
+            SubagentCompleted(task_id="t1", usage=Usage(input_tokens=5, output_tokens=5)),
+            TextDelta(text="outer"),
+            Usage(input_tokens=1, output_tokens=1),
+        ]
+    )
+    result = assert_well_formed(events)
+    inner = [e for e in events if isinstance(e, AssistantMessage) and e.subagent_task_id == "t1"]
+    assert [m.text for m in inner] == ["inner"]
+    assert inner[0].is_subagent
+    assert result.final_text == "outer"
+    assert result.usage == Usage(input_tokens=6, output_tokens=6)
+
+
+async def test_typed_failure_gives_error_then_result() -> None:
+    events, _ = await run(
+        [
+            START,
+            TextDelta(text="partial"),
+            Fail(BackendError("gemini exited with code 41", hint="check GEMINI_API_KEY", code="auth_error")),
+        ]
+    )
+    result = assert_well_formed(events)
+    errors = [e for e in events if isinstance(e, ErrorEvent)]
+    assert len(errors) == 1
+    assert errors[0].code == "auth_error"
+    assert errors[0].fatal
+    assert "check GEMINI_API_KEY" in errors[0].message
+    assert result.status == "error"
+    assert "code 41" in (result.error or "")
+    assert result.final_text == "partial"  # what arrived before the crash is not lost
+
+
+async def test_unexpected_exception_is_reported_as_a_bug_not_a_traceback() -> None:
+    events, _ = await run([START, Fail(KeyError("candidates"))])
+    result = assert_well_formed(events)
+    error = next(e for e in events if isinstance(e, ErrorEvent))
+    assert error.code == "internal_error"
+    assert "KeyError" in error.message
+    assert "bug in unified" in error.message
+    assert result.status == "error"
+
+
+async def test_cancel_ends_with_cancelled_result_and_runs_cleanup() -> None:
+    cleaned = anyio.Event()
+
+    class Slow(ScriptedBackend):
+        async def run(self, ctx: RunContext) -> RunOutcome:
+            try:
+                await ctx.emit(START.model_copy())
+                await anyio.sleep(30)
+                return RunOutcome()
+            finally:
+                cleaned.set()
+
+    out: list[UnifiedEvent] = []
+    with anyio.fail_after(5):
+        async with EventStream(params(), backend=Slow([])) as stream:
+            async for event in stream:
+                out.append(event)
+                if isinstance(event, SessionStarted):
+                    stream.cancel()
+    assert cleaned.is_set()
+    result = assert_well_formed(out)
+    assert result.status == "cancelled"
+
+
+async def test_interrupt_is_its_own_status() -> None:
+    out: list[UnifiedEvent] = []
+    async with EventStream(params(), backend=ScriptedBackend([START, Sleep(30)])) as stream:
+        async for event in stream:
+            out.append(event)
+            if isinstance(event, SessionStarted):
+                stream.cancel(interrupted=True)
+    assert assert_well_formed(out).status == "interrupted"
+
+
+async def test_idle_timeout() -> None:
+    with anyio.fail_after(5):
+        events, _ = await run([START, Sleep(30)], idle_timeout_s=0.2)
+    result = assert_well_formed(events)
+    error = next(e for e in events if isinstance(e, ErrorEvent))
+    assert (error.code, error.retryable, result.status) == ("idle_timeout", True, "error")
+
+
+async def test_total_timeout_even_when_events_keep_coming() -> None:
+    chatter: list[Step] = [START]
+    for _ in range(200):
+        chatter += [TextDelta(text="."), Sleep(0.02)]
+    with anyio.fail_after(5):
+        events, _ = await run(chatter, total_timeout_s=0.3, idle_timeout_s=1)
+    result = assert_well_formed(events)
+    assert next(e for e in events if isinstance(e, ErrorEvent)).code == "total_timeout"
+    assert result.status == "error"
+    assert len(events) < 200
+
+
+async def test_closing_early_stops_the_backend() -> None:
+    cleaned = anyio.Event()
+
+    class Endless(ScriptedBackend):
+        async def run(self, ctx: RunContext) -> RunOutcome:
+            try:
+                await ctx.emit(START.model_copy())
+                while True:
+                    await ctx.emit(TextDelta(text="x"))
+            finally:
+                cleaned.set()
+
+    seen = 0
+    with anyio.fail_after(5):
+        async with EventStream(params(), backend=Endless([])) as stream:
+            async for _ in stream:
+                seen += 1
+                if seen == 10:
+                    break
+    assert cleaned.is_set()
+
+
+@pytest.mark.parametrize(
+    ("steps", "problem"),
+    [
+        ([START, ToolResult(tool_use_id="ghost", output="?")], "which no earlier tool_use announced"),
+        ([START, ToolUse(tool_use_id="a", name="x"), ToolUse(tool_use_id="a", name="x")], "used twice"),
+        (
+            [START, ToolUse(tool_use_id="a", name="x"), ToolResult(tool_use_id="a"), ToolResult(tool_use_id="a")],
+            "answered twice",
+        ),
+        ([START, SubagentCompleted(task_id="t9")], "which no subagent_started announced"),
+        ([START, TextDelta(text="x", subagent_task_id="t9")], "never started"),
+        ([TextDelta(text="too early")], "before session_started"),
+        ([START, START], "a second session_started"),
+        ([START, AssistantMessage(text="mine")], "must not emit assistant_message"),
+        ([START, Result(status="success")], "must not emit result"),
+    ],
+)
+async def test_violations_are_reported_with_the_event(steps: list[Step], problem: str) -> None:
+    events, _ = await run(steps)
+    assert_well_formed(events)
+    report = next(e for e in events if isinstance(e, ErrorEvent) and e.code == "protocol_violation")
+    assert problem in report.message
+    assert report.details["event"]["type"] == steps[-1].type  # type: ignore[union-attr]
+
+
+async def test_strict_mode_fails_the_run_on_a_violation() -> None:
+    events, _ = await run([START, ToolResult(tool_use_id="ghost")], strict=True)
+    result = assert_well_formed(events)
+    assert result.status == "error"
+    assert "ghost" in (result.error or "")
+
+
+def _question() -> UserInputRequest:
+    return UserInputRequest(
+        request_id="r1", source="permission", questions=[Question(id="permission", prompt="Allow write_file?")]
+    )
+
+
+async def test_user_input_reaches_the_handler_and_back() -> None:
+    seen: list[str] = []
+
+    async def handler(request: UserInputRequest) -> UserInputResponse:
+        seen.append(request.request_id)
+        return UserInputResponse.allow(always=True)
+
+    events, backend = await run([START, Ask(_question())], on_user_input=handler)
+    assert_well_formed(events)
+    assert seen == ["r1"]
+    assert backend.answers[0].permission() == "allow_always"
+    assert any(e.type == "user_input_request" for e in events)
+
+
+async def test_user_input_without_handler_is_no_answer() -> None:
+    events, backend = await run([START, Ask(_question())])
+    assert_well_formed(events)
+    assert backend.answers[0].cancelled
+
+
+async def test_user_input_timeout_and_handler_failure_become_warnings() -> None:
+    async def slow(request: UserInputRequest) -> UserInputResponse:
+        await anyio.sleep(30)
+        raise AssertionError("unreachable")
+
+    async def broken(request: UserInputRequest) -> UserInputResponse:
+        raise RuntimeError("UI went away")
+
+    events, backend = await run(
+        [START, Ask(_question())], on_user_input=slow, user_input_timeout_s=0.1, idle_timeout_s=0.05
+    )
+    assert backend.answers[0].cancelled
+    assert [e.code for e in events if isinstance(e, WarningEvent)] == ["user_input_timeout"]
+    assert assert_well_formed(events).status == "success"  # waiting on the user is not idleness
+    events, backend = await run([START, Ask(_question())], on_user_input=broken)
+    assert backend.answers[0].cancelled
+    warning = next(e for e in events if isinstance(e, WarningEvent))
+    assert "UI went away" in warning.message
+
+
+async def test_unsupported_options_warn_before_session_started() -> None:
+    backend = ScriptedBackend([START], unsupported=[("thinking", "this backend cannot think", False)])
+    out = [e async for e in EventStream(params(), backend=backend)]
+    assert [e.type for e in out] == ["warning", "session_started", "result"]
+    fatal = ScriptedBackend([START], unsupported=[("images", "no image input", True)])
+    out = [e async for e in EventStream(params(), backend=fatal)]
+    assert [e.type for e in out] == ["error", "result"]
+    assert out[-1].status == "error"  # type: ignore[union-attr]
+
+
+async def test_native_is_dropped_unless_asked() -> None:
+    raw = {"sessionUpdate": "agent_message_chunk"}
+    events, _ = await run([START, TextDelta(text="a", native=raw)])
+    assert all(e.native is None for e in events)
+    events, _ = await run([START, TextDelta(text="a", native=raw)], include_native=True)
+    assert next(e for e in events if isinstance(e, TextDelta)).native == raw
+
+
+async def test_max_turns_outcome_passes_through() -> None:
+    events, _ = await run(
+        [START, TextDelta(text="still going")], outcome=RunOutcome(status="max_turns", error="stopped after 3 turns")
+    )
+    result = assert_well_formed(events)
+    assert (result.status, result.error, result.final_text) == ("max_turns", "stopped after 3 turns", "still going")
+
+
+async def test_a_deadline_inside_the_async_with_block_is_fine() -> None:
+    async with EventStream(params(), backend=ScriptedBackend([START, TextDelta(text="a")])) as stream:
+        with anyio.fail_after(5):
+            events = [e async for e in stream]
+    assert assert_well_formed(events).final_text == "a"
