@@ -1,0 +1,389 @@
+"""Interactions API stream → UnifiedEvents, as a pure state machine over wire-shaped dicts.
+
+The translator sees plain JSON (what the SDK's events dump to, or an `UnknownInteractionSSEEvent`'s
+`raw`), never SDK objects: it stays testable with synthesized sequences and survives SDK type churn.
+It does no I/O; the loop feeds it events and acts on the signals it returns (run these function
+calls, report this usage, the interaction ended with this status).
+
+Two dialects arrive on the wire. The current one (`interaction.created`, `interaction.status_update`,
+`step.start` / `step.delta` / `step.stop`, `interaction.completed`, `error`) and the deprecated one
+(`interaction.start`, `content.start` / `content.delta` / `content.stop`, `interaction.complete`),
+which is renamed into the current one first and then handled by the same code.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from unified.events import JsonValue, TextDelta, Thinking, ToolResult, ToolUse, UnifiedEvent, Usage
+
+_LEGACY_EVENTS = {
+    "interaction.start": "interaction.created",
+    "interaction.complete": "interaction.completed",
+    "content.start": "step.start",
+    "content.delta": "step.delta",
+    "content.stop": "step.stop",
+}
+_LEGACY_STEP_TYPES = {"text": "model_output"}
+"""Legacy `content.start` names content blocks by their content type; a text block is a model_output step."""
+
+UNPARSED_ARGUMENTS = "_unparsed_arguments"
+TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled", "incomplete", "budget_exceeded"})
+_CLIENT_STEPS = frozenset({"function_call", "function_result", "user_input", "model_output", "thought"})
+_MEDIA_DELTAS = frozenset({"image", "audio", "video", "document"})
+
+
+@dataclass(frozen=True)
+class FunctionCall:
+    """A client-side call the loop must run before the interaction can continue."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class StatusChange:
+    """The interaction's status moved (from a status update or the completed event)."""
+
+    interaction_id: str | None
+    status: str
+    continuation_token: str | None = None
+
+
+@dataclass(frozen=True)
+class StreamFailure:
+    """An `error` event: the API reports a failure in-band instead of an HTTP status."""
+
+    code: str
+    message: str
+
+
+Signal = UnifiedEvent | FunctionCall | StatusChange | StreamFailure
+
+
+def usage_from_wire(raw: Mapping[str, Any] | None) -> Usage:
+    """The API's `usage` object → our Usage (input includes cached tokens, as the API counts them)."""
+    if not raw:
+        return Usage()
+    return Usage(
+        input_tokens=int(raw.get("total_input_tokens") or 0),
+        output_tokens=int(raw.get("total_output_tokens") or 0),
+        thinking_tokens=int(raw.get("total_thought_tokens") or 0),
+        cached_tokens=int(raw.get("total_cached_tokens") or 0),
+        tool_use_tokens=int(raw.get("total_tool_use_tokens") or 0),
+    )
+
+
+def server_tool_name(step: Mapping[str, Any]) -> str:
+    """`google_search_call` → `google_search`; MCP calls are named `server/tool`."""
+    kind = str(step.get("type", ""))
+    if kind.startswith("mcp_server_tool"):
+        server, name = step.get("server_name"), step.get("name")
+        if server and name:
+            return f"{server}/{name}"
+        return str(name or server or "mcp")
+    return kind.removesuffix("_call").removesuffix("_result")
+
+
+@dataclass
+class _Step:
+    """One step being assembled from its start, deltas and stop."""
+
+    data: dict[str, Any]
+    text: list[str] = field(default_factory=list)
+    thoughts: list[str] = field(default_factory=list)
+    arguments: list[str] = field(default_factory=list)
+    annotations: list[JsonValue] = field(default_factory=list)
+    closed: bool = False
+
+    @property
+    def type(self) -> str:
+        return str(self.data.get("type", ""))
+
+    def wire(self) -> dict[str, Any]:
+        """The finished step as the API would list it (what `store=false` mode resends)."""
+        out = dict(self.data)
+        if self.type == "model_output":
+            content = [dict(part) for part in out.get("content") or []]
+            if self.text:
+                part: dict[str, Any] = {"type": "text", "text": "".join(self.text)}
+                if self.annotations:
+                    part["annotations"] = list(self.annotations)
+                content.append(part)
+            out["content"] = content
+        elif self.type == "thought" and self.thoughts:
+            summary = list(out.get("summary") or [])
+            summary.append({"type": "text", "text": "".join(self.thoughts)})
+            out["summary"] = summary
+        elif self.type == "function_call":
+            out["arguments"] = self.call_arguments()
+        return out
+
+    def call_arguments(self) -> dict[str, Any]:
+        """Arguments given whole in step.start, merged with any streamed `arguments_delta` JSON."""
+        given = self.data.get("arguments")
+        merged: dict[str, Any] = dict(given) if isinstance(given, dict) else {}
+        if self.arguments:
+            text = "".join(self.arguments)
+            try:
+                streamed = json.loads(text)
+            except json.JSONDecodeError:
+                streamed = {UNPARSED_ARGUMENTS: text}  # the tool rejects it and the model reads why
+            if isinstance(streamed, dict):
+                merged.update(streamed)
+        return merged
+
+
+class Translator:
+    """Feeds on one conversation's events (several interactions) and returns what they mean.
+
+    Stateful only as far as a stream is: open steps by index, ids already announced as `tool_use`,
+    the latest usage. Resuming a dropped stream feeds the same translator, so a step cut in the middle
+    continues where it stopped.
+    """
+
+    def __init__(self) -> None:
+        self.interaction_id: str | None = None
+        self.status: str | None = None
+        self.continuation_token: str | None = None
+        self.usage = Usage()
+        self.steps: dict[int, _Step] = {}
+        self.announced: set[str] = set()
+        self.answered: set[str] = set()
+        self.calls: list[FunctionCall] = []
+        self.legacy = False
+
+    # -- per interaction -------------------------------------------------------------------------
+
+    def begin_interaction(self) -> None:
+        """Forget the previous interaction's steps, calls and usage; keep the announced tool ids."""
+        self.interaction_id = None
+        self.status = None
+        self.continuation_token = None
+        self.usage = Usage()
+        self.steps = {}
+        self.calls = []
+
+    def model_steps(self) -> list[dict[str, Any]]:
+        """This interaction's finished steps in order (thoughts keep their signatures)."""
+        return [self.steps[i].wire() for i in sorted(self.steps)]
+
+    # -- events ----------------------------------------------------------------------------------
+
+    def feed(self, event: Mapping[str, Any]) -> list[Signal]:
+        kind = str(event.get("event_type") or event.get("type") or "")
+        if kind in _LEGACY_EVENTS:
+            self.legacy = True
+            kind = _LEGACY_EVENTS[kind]
+        if kind == "interaction.created":
+            return self._interaction(event.get("interaction") or {}, final=False)
+        if kind == "interaction.status_update":
+            return self._status(event.get("interaction_id"), event.get("status"), event.get("continuation_token"))
+        if kind == "step.start":
+            return self._start(int(event.get("index", 0)), event.get("step") or event.get("content") or {})
+        if kind == "step.delta":
+            self._track_usage((event.get("metadata") or {}).get("total_usage"))
+            return self._delta(int(event.get("index", 0)), event.get("delta") or {})
+        if kind == "step.stop":
+            self._track_usage(event.get("usage"))
+            return self._stop(int(event.get("index", 0)))
+        if kind == "interaction.completed":
+            return self._interaction(event.get("interaction") or {}, final=True)
+        if kind == "error":
+            error = event.get("error") or {}
+            return [StreamFailure(str(error.get("code") or "error"), str(error.get("message") or "unknown error"))]
+        return []  # unknown kinds (future additions) are skipped: never fatal
+
+    def feed_interaction(self, resource: Mapping[str, Any]) -> list[Signal]:
+        """A whole Interaction (a polled background run, a non-streamed create) as if it had streamed."""
+        final = resource.get("status") in TERMINAL_STATUSES or resource.get("status") == "requires_action"
+        head = {k: v for k, v in resource.items() if k != "steps" and not (final and k == "status")}
+        out: list[Signal] = self._interaction(head, final=False)
+        for index, step in enumerate(resource.get("steps") or []):
+            if index in self.steps:
+                continue  # already seen on an earlier poll
+            out += self._start(index, step)
+            out += self._stop(index)
+        if final:
+            out += self._interaction(resource, final=True)
+        return out
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _interaction(self, interaction: Mapping[str, Any], *, final: bool) -> list[Signal]:
+        if interaction.get("id"):
+            self.interaction_id = str(interaction["id"])
+        if final:
+            out: list[Signal] = []
+            for index in sorted(self.steps):
+                out += self._stop(index)  # a stream that never closed a step still ends it
+            if interaction.get("usage"):
+                self.usage = usage_from_wire(interaction["usage"])  # the interaction's own total wins
+            status = interaction.get("status")
+            if status:
+                out += self._status(self.interaction_id, status, interaction.get("continuation_token"))
+            return out
+        status = interaction.get("status")
+        return self._status(self.interaction_id, status, None) if status else []
+
+    def _status(self, interaction_id: Any, status: Any, token: Any) -> list[Signal]:
+        if interaction_id:
+            self.interaction_id = str(interaction_id)
+        if token:
+            self.continuation_token = str(token)
+        if not status or status == self.status:
+            return []
+        self.status = str(status)
+        return [StatusChange(self.interaction_id, self.status, self.continuation_token)]
+
+    def _track_usage(self, raw: Any) -> None:
+        """Step usage is the interaction's running total: keep the largest figure of each field."""
+        if not isinstance(raw, Mapping):
+            return
+        seen = usage_from_wire(raw)
+        self.usage = Usage(
+            **{
+                name: max(getattr(self.usage, name), getattr(seen, name))
+                for name in ("input_tokens", "output_tokens", "thinking_tokens", "cached_tokens", "tool_use_tokens")
+            }
+        )
+
+    def _start(self, index: int, step: Mapping[str, Any]) -> list[Signal]:
+        data = dict(step)
+        data["type"] = _LEGACY_STEP_TYPES.get(str(data.get("type", "")), data.get("type", ""))
+        current = _Step(data)
+        self.steps[index] = current
+        out: list[Signal] = []
+        if current.type == "model_output":
+            for part in data.get("content") or []:
+                if isinstance(part, Mapping) and part.get("type") == "text" and part.get("text"):
+                    out.append(TextDelta(text=str(part["text"])))
+        elif current.type == "thought":
+            for part in data.get("summary") or []:
+                if isinstance(part, Mapping) and part.get("text"):
+                    out.append(Thinking(text=str(part["text"]), replace=False))
+        elif current.type == "text" and data.get("text"):  # a legacy text block may start with its text
+            out.append(TextDelta(text=str(data["text"])))
+        return out
+
+    def _delta(self, index: int, delta: Mapping[str, Any]) -> list[Signal]:
+        current = self.steps.get(index)
+        if current is None:  # a delta without a start (legacy streams may skip content.start)
+            current = self.steps[index] = _Step({"type": _delta_step_type(delta)})
+        kind = str(delta.get("type", ""))
+        if kind == "text":
+            if current.type not in ("model_output", "thought"):
+                current.data["type"] = "model_output"
+            text = str(delta.get("text") or "")
+            current.text.append(text)
+            return [TextDelta(text=text)] if text else []
+        if kind == "thought_summary":
+            content = delta.get("content") or {}
+            text = str(content.get("text") or "") if isinstance(content, Mapping) else ""
+            current.thoughts.append(text)
+            return [Thinking(text=text, replace=False)] if text else []
+        if kind == "thought_signature":
+            if delta.get("signature"):
+                current.data["signature"] = delta["signature"]
+            return []
+        if kind == "arguments_delta":
+            current.arguments.append(str(delta.get("arguments") or delta.get("partial_arguments") or ""))
+            return []
+        if kind == "text_annotation_delta":
+            current.annotations.extend(delta.get("annotations") or [])
+            return []
+        if kind in _MEDIA_DELTAS:
+            current.data.setdefault("media", []).append(dict(delta))
+            return []
+        _merge(current.data, delta)
+        return []
+
+    def _stop(self, index: int) -> list[Signal]:
+        current = self.steps.get(index)
+        if current is None or current.closed:
+            return []
+        current.closed = True
+        data, kind = current.data, current.type
+        if kind == "thought" and data.get("signature"):
+            return [Thinking(text="", replace=False, signature=str(data["signature"]))]
+        if kind == "function_call":
+            call = FunctionCall(
+                id=str(data.get("id") or f"call_{self.interaction_id}_{index}"),
+                name=str(data.get("name") or ""),
+                arguments=current.call_arguments(),
+            )
+            self.calls.append(call)
+            return [*self._announce(call.id, call.name, call.arguments, server_side=False), call]
+        if kind in _CLIENT_STEPS:
+            return []
+        if kind.endswith("_call"):
+            call_id = str(data.get("id") or f"{kind}_{self.interaction_id}_{index}")
+            return self._announce(call_id, server_tool_name(data), _server_input(data), server_side=True)
+        if kind.endswith("_result"):
+            call_id = str(data.get("call_id") or data.get("id") or f"{kind}_{self.interaction_id}_{index}")
+            if call_id in self.answered:
+                return []
+            out: list[Signal] = []
+            if call_id not in self.announced:  # a result whose call the stream never showed
+                out += self._announce(call_id, server_tool_name(data), {}, server_side=True)
+            self.answered.add(call_id)
+            output = data.get("result", {k: v for k, v in data.items() if k not in ("type", "call_id", "signature")})
+            out.append(
+                ToolResult(tool_use_id=call_id, output=output, is_error=bool(data.get("is_error")), server_side=True)
+            )
+            return out
+        return []
+
+    def _announce(self, call_id: str, name: str, arguments: dict[str, Any], *, server_side: bool) -> list[Signal]:
+        if call_id in self.announced:
+            return []
+        self.announced.add(call_id)
+        return [ToolUse(tool_use_id=call_id, name=name, input=arguments, server_side=server_side)]
+
+
+def _server_input(step: Mapping[str, Any]) -> dict[str, Any]:
+    arguments = step.get("arguments")
+    out: dict[str, Any] = dict(arguments) if isinstance(arguments, Mapping) else {}
+    for key in ("search_type", "server_name"):
+        if step.get(key):
+            out.setdefault(key, step[key])
+    return out
+
+
+def _delta_step_type(delta: Mapping[str, Any]) -> str:
+    kind = str(delta.get("type", ""))
+    if kind in ("text", "text_annotation_delta"):
+        return "model_output"
+    if kind in ("thought_summary", "thought_signature"):
+        return "thought"
+    if kind == "arguments_delta":
+        return "function_call"
+    return kind
+
+
+def _merge(data: dict[str, Any], delta: Mapping[str, Any]) -> None:
+    """Fold a typed delta (a server tool's call or result, a legacy function_call) into its step."""
+    for key, value in delta.items():
+        if key == "type":
+            if not data.get("type"):
+                data["type"] = value
+            continue
+        old = data.get(key)
+        if isinstance(old, dict) and isinstance(value, Mapping):
+            old.update(value)
+        elif isinstance(old, list) and isinstance(value, list):
+            old.extend(value)
+        elif key == "result" and isinstance(old, str) and isinstance(value, str):
+            data[key] = old + value
+        else:
+            data[key] = value
+
+
+def translate(events: Iterable[Mapping[str, Any]]) -> list[Signal]:
+    """Translate a whole recorded stream at once (tests, cassettes, replays)."""
+    translator = Translator()
+    return [signal for event in events for signal in translator.feed(event)]
