@@ -117,3 +117,15 @@ def test_usage_adds_and_flags_estimates() -> None:
     total = ev.Usage(input_tokens=1, output_tokens=2) + ev.Usage(thinking_tokens=3, estimated=True)
     assert (total.input_tokens, total.output_tokens, total.thinking_tokens, total.estimated) == (1, 2, 3, True)
     assert total.total_tokens == 6
+
+
+def test_protocol_doc_covers_every_kind_and_its_example_parses() -> None:
+    from pathlib import Path
+
+    doc = (Path(__file__).parents[2] / "docs" / "protocol.md").read_text()
+    for kind in EVENT_TYPES:
+        assert f"`{kind.model_fields['type'].default}`" in doc
+    example = doc.split("```json\n", 1)[1].split("```", 1)[0].strip().splitlines()
+    parsed = [parse_event(line) for line in example]
+    assert [e.seq for e in parsed] == list(range(len(parsed)))
+    assert parsed[-1].type == "result"
