@@ -1,0 +1,44 @@
+"""Clients of the real google-genai SDK pointed at a FakeGemini over real HTTP on 127.0.0.1."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import httpx
+import pytest
+from google import genai
+from google.genai import types
+
+from unified.testing.fake_gemini import FakeGemini
+
+ClientFactory = Callable[[FakeGemini], genai.Client]
+
+
+@pytest.fixture
+def client_for() -> Iterator[ClientFactory]:
+    """Build SDK clients with injected httpx clients (the SDK's own stack would be httpx2/aiohttp) and
+    no retries, so a fault surfaces on its first occurrence; close them after the test."""
+    opened: list[httpx.Client] = []
+
+    def make(server: FakeGemini) -> genai.Client:
+        sync = httpx.Client()
+        opened.append(sync)
+        options = types.HttpOptions(
+            base_url=server.base_url,
+            api_version="v1beta",
+            httpx_client=sync,
+            httpx_async_client=httpx.AsyncClient(),
+            retry_options=types.HttpRetryOptions(attempts=1),
+        )
+        return genai.Client(api_key="test-key", http_options=options)
+
+    yield make
+    for client in opened:
+        client.close()
+
+
+@pytest.fixture
+def asyncio_only(anyio_backend: str) -> None:
+    """google-genai's async Interactions client calls asyncio.to_thread in its hooks: it cannot run on trio."""
+    if anyio_backend != "asyncio":
+        pytest.skip("google-genai's async Interactions client is asyncio-only")

@@ -1,0 +1,218 @@
+"""The Interactions API as google-genai's own client parses it: streams, resume, polling, cancel, delete."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+from google import genai
+from google.genai import _interactions as ierr
+from google.genai import interactions as it
+
+from unified.testing.fake_gemini import FakeGemini
+from unified.testing.scenario import (
+    CodeExecutionCall,
+    CodeExecutionResult,
+    Fault,
+    FunctionCallStep,
+    GoogleSearchCall,
+    GoogleSearchResult,
+    InteractionTurn,
+    ModelTurn,
+    TextStep,
+    Thought,
+    ThoughtStep,
+    Usage,
+)
+
+ClientFactory = Callable[[FakeGemini], genai.Client]
+MODEL = "gemini-3-flash-preview"
+
+TOOL_TURN = InteractionTurn(
+    steps=[
+        ThoughtStep(summary=["Planning", "Checking the weather"], signature="sig-1"),
+        TextStep(text="Let me look that up.", chunks=2, usage=Usage(output_tokens=5)),
+        FunctionCallStep(name="get_weather", arguments={"city": "Paris"}, id="call-a"),
+        FunctionCallStep(name="get_time", arguments={"tz": "CET"}, id="call-b", arguments_delta=True),
+    ],
+    usage=Usage(input_tokens=10, output_tokens=7, thought_tokens=3),
+)
+
+
+def _kinds(events: list[Any]) -> list[str]:
+    return [e.event_type for e in events]
+
+
+def test_streamed_create_parses(client_for: ClientFactory) -> None:
+    with FakeGemini([TOOL_TURN]) as server:
+        events = list(client_for(server).interactions.create(model=MODEL, input="weather?", stream=True))
+    assert not any(isinstance(e, it.UnknownInteractionSSEEvent) for e in events)
+    assert _kinds(events)[:2] == ["interaction.created", "interaction.status_update"]
+    assert _kinds(events)[-2:] == ["interaction.status_update", "interaction.completed"]
+    assert len({e.event_id for e in events}) == len(events)
+    starts = [e.step for e in events if isinstance(e, it.StepStart)]
+    assert [s.type for s in starts] == ["thought", "model_output", "function_call", "function_call"]
+    assert isinstance(starts[2], it.FunctionCallStep)
+    assert starts[2].arguments == {"city": "Paris"}
+    assert isinstance(starts[3], it.FunctionCallStep)
+    assert starts[3].arguments == {}
+    deltas = [e.delta for e in events if isinstance(e, it.StepDelta)]
+    assert [d.type for d in deltas[:3]] == ["thought_summary", "thought_summary", "thought_signature"]
+    assert "".join(d.text for d in deltas if isinstance(d, it.TextDelta)) == "Let me look that up."
+    assert "".join(d.arguments or "" for d in deltas if isinstance(d, it.ArgumentsDelta)) == '{"tz": "CET"}'
+    stops = [e for e in events if isinstance(e, it.StepStop)]
+    assert stops[1].usage is not None
+    assert stops[1].usage.total_output_tokens == 5
+    done = events[-1]
+    assert isinstance(done, it.InteractionCompletedEvent)
+    assert done.interaction.status == "requires_action"
+    assert done.interaction.usage is not None
+    assert done.interaction.usage.total_tokens == 20
+
+
+def test_non_streamed_create_and_chain(client_for: ClientFactory) -> None:
+    with FakeGemini([TOOL_TURN, ModelTurn(text="Sunny.")]) as server:
+        client = client_for(server)
+        first = client.interactions.create(model=MODEL, input="weather?")
+        assert first.status == "requires_action"
+        assert first.id is not None
+        assert [s.type for s in first.steps or []] == ["thought", "model_output", "function_call", "function_call"]
+        second = client.interactions.create(
+            model=MODEL,
+            previous_interaction_id=first.id,
+            input=[{"type": "function_result", "call_id": "call-a", "name": "get_weather", "result": "sun"}],
+        )
+        assert second.status == "completed"
+        assert second.previous_interaction_id == first.id
+        assert second.output_text == "Sunny."
+        with pytest.raises(ierr.NotFoundError):
+            client.interactions.create(model=MODEL, input="x", previous_interaction_id="nope")
+    sent = server.requests_for("interactions.create")[1].body
+    assert sent["input"][0]["call_id"] == "call-a"
+
+
+def test_resume_with_last_event_id(client_for: ClientFactory) -> None:
+    turn = TOOL_TURN.model_copy(update={"fault": Fault(kind="cut_stream", after=5)})
+    with FakeGemini([turn]) as server:
+        client = client_for(server)
+        seen: list[Any] = []
+        with pytest.raises(ierr.APIConnectionError):
+            seen.extend(client.interactions.create(model=MODEL, input="weather?", stream=True))
+        assert len(seen) == 5
+        first = seen[0]
+        assert isinstance(first, it.InteractionCreatedEvent)
+        rest = list(client.interactions.get(first.interaction.id, stream=True, last_event_id=seen[-1].event_id))
+        full = list(client.interactions.get(first.interaction.id, stream=True))
+    assert [e.event_id for e in seen + rest] == [e.event_id for e in full]
+    assert server.requests[1].query == {"stream": "true", "last_event_id": seen[-1].event_id}
+
+
+def test_background_polling_cancel_and_delete(client_for: ClientFactory) -> None:
+    agent_turn = InteractionTurn(steps=[TextStep(text="Report.")], background_polls=2)
+    with FakeGemini([agent_turn, agent_turn]) as server:
+        client = client_for(server)
+        created = client.interactions.create(
+            agent="deep-research-pro-preview-12-2025", input="research", background=True
+        )
+        assert created.status == "queued"
+        assert created.id is not None
+        statuses = [client.interactions.get(created.id).status for _ in range(4)]
+        assert statuses == ["in_progress", "in_progress", "completed", "completed"]
+        assert client.interactions.get(created.id).output_text == "Report."
+
+        other = client.interactions.create(agent="deep-research-pro-preview-12-2025", input="r", background=True)
+        assert other.id is not None
+        assert client.interactions.cancel(other.id).status == "cancelled"
+        assert client.interactions.get(other.id).status == "cancelled"
+        with pytest.raises(ierr.BadRequestError):
+            client.interactions.cancel(created.id)
+
+        client.interactions.delete(created.id)
+        with pytest.raises(ierr.NotFoundError):
+            client.interactions.get(created.id)
+    assert [r.api_method for r in server.requests][-3:] == [
+        "interactions.cancel",
+        "interactions.delete",
+        "interactions.get",
+    ]
+    assert server.requests[-3].path.endswith(f"/interactions/{created.id}/cancel")
+
+
+def test_server_side_steps(client_for: ClientFactory) -> None:
+    turn = InteractionTurn(
+        steps=[
+            GoogleSearchCall(id="s1", queries=["paris weather"]),
+            GoogleSearchResult(call_id="s1", search_suggestions="<div/>"),
+            CodeExecutionCall(id="c1", code="print(1)"),
+            CodeExecutionResult(call_id="c1", result="1\n"),
+            TextStep(text="Done."),
+        ]
+    )
+    with FakeGemini([turn]) as server:
+        events = list(client_for(server).interactions.create(model=MODEL, input="x", stream=True))
+    steps = [e.step for e in events if isinstance(e, it.StepStart)]
+    assert [type(s).__name__ for s in steps] == [
+        "GoogleSearchCallStep",
+        "GoogleSearchResultStep",
+        "CodeExecutionCallStep",
+        "CodeExecutionResultStep",
+        "ModelOutputStep",
+    ]
+    done = events[-1]
+    assert isinstance(done, it.InteractionCompletedEvent)
+    assert done.interaction.status == "completed"
+
+
+def test_model_turn_renders_as_interaction(client_for: ClientFactory) -> None:
+    turn = ModelTurn(thoughts=[Thought(text="hmm", signature="s")], text="Hi", text_chunks=2)
+    with FakeGemini([turn]) as server:
+        answer = client_for(server).interactions.create(model=MODEL, input="x")
+    assert [s.type for s in answer.steps or []] == ["thought", "model_output"]
+    assert answer.output_text == "Hi"
+
+
+def test_interaction_faults(client_for: ClientFactory) -> None:
+    turn = InteractionTurn(steps=[TextStep(text="ok")])
+    with FakeGemini([turn.model_copy(update={"fault": Fault(kind="rate_limit", retry_delay="7s")})]) as server:
+        client = client_for(server)
+        with pytest.raises(ierr.RateLimitError) as caught:
+            client.interactions.create(model=MODEL, input="x")
+        assert caught.value.status_code == 429
+        assert "7s" in str(caught.value.body)
+        assert client.interactions.create(model=MODEL, input="x").status == "completed"
+    with FakeGemini([turn.model_copy(update={"fault": Fault(kind="mid_stream_error", after=3)})]) as server:
+        events = list(client_for(server).interactions.create(model=MODEL, input="x", stream=True))
+        error = events[-1]
+        assert isinstance(error, it.ErrorEvent)
+        assert error.error is not None
+        assert error.error.code == "INTERNAL"
+        assert len(events) == 4
+        iid = events[0].interaction.id if isinstance(events[0], it.InteractionCreatedEvent) else ""
+        assert client_for(server).interactions.get(iid).status == "failed"
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("asyncio_only")
+async def test_async_interactions(client_for: ClientFactory) -> None:
+    async with FakeGemini([TOOL_TURN, TOOL_TURN]) as server:
+        client = client_for(server).aio
+        stream = await client.interactions.create(model=MODEL, input="x", stream=True)
+        events = [e async for e in stream]
+        assert _kinds(events)[-1] == "interaction.completed"
+        created = events[0]
+        assert isinstance(created, it.InteractionCreatedEvent)
+        resumed = await client.interactions.get(created.interaction.id, stream=True, last_event_id=events[-3].event_id)
+        assert [e.event_id async for e in resumed] == [e.event_id for e in events[-2:]]
+        second = await client.interactions.create(
+            model=MODEL, input="x", previous_interaction_id=created.interaction.id
+        )
+        assert second.status == "requires_action"
+
+
+def test_unknown_route_is_404() -> None:
+    with FakeGemini() as server:
+        response = httpx.get(f"{server.base_url}/v1beta/models")
+    assert response.status_code == 404
+    assert server.requests[0].api_method == "unknown"
