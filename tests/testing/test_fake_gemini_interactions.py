@@ -41,6 +41,12 @@ TOOL_TURN = InteractionTurn(
 )
 
 
+def _resource(answer: object) -> it.Interaction:
+    """The SDK's overloads leave a non-streaming answer typed as a union with the stream."""
+    assert isinstance(answer, it.Interaction)
+    return answer
+
+
 def _kinds(events: list[Any]) -> list[str]:
     return [e.event_type for e in events]
 
@@ -75,14 +81,16 @@ def test_streamed_create_parses(client_for: ClientFactory) -> None:
 def test_non_streamed_create_and_chain(client_for: ClientFactory) -> None:
     with FakeGemini([TOOL_TURN, ModelTurn(text="Sunny.")]) as server:
         client = client_for(server)
-        first = client.interactions.create(model=MODEL, input="weather?")
+        first = _resource(client.interactions.create(model=MODEL, input="weather?"))
         assert first.status == "requires_action"
         assert first.id is not None
         assert [s.type for s in first.steps or []] == ["thought", "model_output", "function_call", "function_call"]
-        second = client.interactions.create(
-            model=MODEL,
-            previous_interaction_id=first.id,
-            input=[{"type": "function_result", "call_id": "call-a", "name": "get_weather", "result": "sun"}],
+        second = _resource(
+            client.interactions.create(
+                model=MODEL,
+                previous_interaction_id=first.id,
+                input=[{"type": "function_result", "call_id": "call-a", "name": "get_weather", "result": "sun"}],
+            )
         )
         assert second.status == "completed"
         assert second.previous_interaction_id == first.id
@@ -168,7 +176,7 @@ def test_server_side_steps(client_for: ClientFactory) -> None:
 def test_model_turn_renders_as_interaction(client_for: ClientFactory) -> None:
     turn = ModelTurn(thoughts=[Thought(text="hmm", signature="s")], text="Hi", text_chunks=2)
     with FakeGemini([turn]) as server:
-        answer = client_for(server).interactions.create(model=MODEL, input="x")
+        answer = _resource(client_for(server).interactions.create(model=MODEL, input="x"))
     assert [s.type for s in answer.steps or []] == ["thought", "model_output"]
     assert answer.output_text == "Hi"
 
@@ -181,7 +189,7 @@ def test_interaction_faults(client_for: ClientFactory) -> None:
             client.interactions.create(model=MODEL, input="x")
         assert caught.value.status_code == 429
         assert "7s" in str(caught.value.body)
-        assert client.interactions.create(model=MODEL, input="x").status == "completed"
+        assert _resource(client.interactions.create(model=MODEL, input="x")).status == "completed"
     with FakeGemini([turn.model_copy(update={"fault": Fault(kind="mid_stream_error", after=3)})]) as server:
         events = list(client_for(server).interactions.create(model=MODEL, input="x", stream=True))
         error = events[-1]
@@ -199,6 +207,7 @@ async def test_async_interactions(client_for: ClientFactory) -> None:
     async with FakeGemini([TOOL_TURN, TOOL_TURN]) as server:
         client = client_for(server).aio
         stream = await client.interactions.create(model=MODEL, input="x", stream=True)
+        assert not isinstance(stream, it.Interaction)
         events = [e async for e in stream]
         assert _kinds(events)[-1] == "interaction.completed"
         created = events[0]
@@ -208,7 +217,7 @@ async def test_async_interactions(client_for: ClientFactory) -> None:
         second = await client.interactions.create(
             model=MODEL, input="x", previous_interaction_id=created.interaction.id
         )
-        assert second.status == "requires_action"
+        assert _resource(second).status == "requires_action"
 
 
 def test_unknown_route_is_404() -> None:
