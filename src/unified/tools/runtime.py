@@ -38,7 +38,7 @@ from unified.tools._base import (
 )
 from unified.tools._paths import Workspace
 from unified.tools.custom import function_tool
-from unified.tools.policy import Decision, Policy, session_rule
+from unified.tools.policy import DEFAULT_TIER, Decision, Policy, session_rule
 from unified.types import ApprovalMode, McpServer
 
 PermissionAnswer = Literal["allow_once", "allow_always", "deny"]
@@ -374,7 +374,9 @@ class ToolRuntime:
     async def _decide(self, call: ToolCall, tool: str, args: dict[str, Any]) -> PermissionDecision:
         verdict = self.policy.evaluate(tool, args, self.approval_mode)
         rule = verdict.rule
-        by: Literal["policy", "approval_mode"] = "approval_mode" if rule and rule.modes else "policy"
+        # The shipped per-mode rows are "the approval mode deciding"; every other rule is policy.
+        shipped_mode_rule = rule is not None and rule.modes is not None and int(rule.priority) == DEFAULT_TIER
+        by: Literal["policy", "approval_mode"] = "approval_mode" if shipped_mode_rule else "policy"
         name = rule.name if rule else None
 
         def decided(decision: Literal["allow", "deny"], reason: str, **kw: Any) -> PermissionDecision:

@@ -1,0 +1,157 @@
+"""run_shell_command and the background-process tools: real bash, real process groups."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import anyio
+import pytest
+
+from unified.events import PermissionDecision, ToolProgress
+from unified.tools import ToolCall, ToolOutcome, ToolRuntime
+
+pytestmark = pytest.mark.anyio
+Get = Callable[[ToolOutcome], str]
+Call = Callable[..., Awaitable[ToolOutcome]]
+
+
+def live_group_members(pgid: int) -> list[int]:
+    """PIDs in the process group that are not zombies, from /proc."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            members.append(int(entry.name))
+    return members
+
+
+async def wait_group_gone(pgid: int) -> list[int]:
+    for _ in range(40):
+        members = live_group_members(pgid)
+        if not members:
+            return members
+        await anyio.sleep(0.05)
+    return live_group_members(pgid)
+
+
+async def shell(ws: Path, command: str, **kw: float) -> ToolOutcome:
+    async with ToolRuntime(ws, approval_mode="yolo", **kw) as rt:  # type: ignore[arg-type]
+        [outcome] = await rt.run_batch([ToolCall("s", "run_shell_command", {"command": command})])
+    return outcome
+
+
+async def test_exit_code_and_output(ws: Path, ok: Get) -> None:
+    text = ok(await shell(ws, "echo out; echo err >&2; exit 3"))
+    lines = text.splitlines()
+    assert lines[:4] == ["Output: out", "err", "Exit Code: 3", lines[3]]
+    assert lines[3].startswith("Process Group PGID: ")
+
+
+async def test_success_with_no_output(ws: Path, ok: Get) -> None:
+    text = ok(await shell(ws, "true"))
+    assert text.startswith("Output: (empty)\nProcess Group PGID: ")
+    assert "Exit Code" not in text
+
+
+async def test_signal_is_reported(ws: Path, ok: Get) -> None:
+    assert "\nSignal: SIGTERM\n" in ok(await shell(ws, "echo x; kill -TERM $$"))
+
+
+async def test_inactivity_timeout_keeps_output(ws: Path, err: Get) -> None:
+    message = err(await shell(ws, "echo before; sleep 10", shell_timeout_s=0.5))
+    assert message == (
+        "Command was automatically cancelled because it exceeded the timeout of 0.5 seconds without output. "
+        "Below is the output before it was cancelled:\nbefore"
+    )
+    silent = err(await shell(ws, "sleep 10", shell_timeout_s=0.3))
+    assert silent.endswith("without output. There was no output before it was cancelled.")
+
+
+async def test_output_resets_the_inactivity_timer(ws: Path, ok: Get) -> None:
+    text = ok(await shell(ws, "for i in 1 2 3 4; do echo $i; sleep 0.2; done", shell_timeout_s=0.5))
+    assert text.startswith("Output: 1\n2\n3\n4\n")
+
+
+async def test_output_cap_keeps_the_tail(ws: Path, ok: Get) -> None:
+    text = ok(await shell(ws, "seq 1 2000", shell_output_cap=100))
+    first, rest = text.split("\n", 1)
+    assert first.startswith("Output: [output cut: the first ")
+    assert first.endswith(" bytes were dropped, the last 100 kept]")
+    assert "\n2000\n" in rest
+    assert "\n1000\n" not in rest
+
+
+async def test_dir_path_and_errors(ws: Path, call: Call, ok: Get, err: Get) -> None:
+    (ws / "sub").mkdir()
+    (ws / "f").write_text("")
+    assert ok(await call("run_shell_command", command="pwd", dir_path="sub")).startswith(f"Output: {ws / 'sub'}\n")
+    assert err(await call("run_shell_command", command="pwd", dir_path="f")) == "Path is not a directory: f"
+    assert err(await call("run_shell_command", command="  ")) == "command must not be empty."
+
+
+async def test_ampersand_children_are_reported(ws: Path, ok: Get) -> None:
+    text = ok(await shell(ws, "sleep 5 & echo started"))
+    assert text.startswith("Output: started\n")
+    [bg_line] = [line for line in text.splitlines() if line.startswith("Background PIDs: ")]
+    pid = int(bg_line.removeprefix("Background PIDs: "))
+    os.kill(pid, signal.SIGKILL)
+
+
+async def test_cancellation_kills_the_whole_group(ws: Path) -> None:
+    async with ToolRuntime(ws, approval_mode="yolo") as rt:
+        with anyio.move_on_after(0.5):
+            await rt.run_batch([ToolCall("s", "run_shell_command", {"command": "echo $$ > pid; sleep 30 & sleep 30"})])
+    pgid = int((ws / "pid").read_text())
+    assert await wait_group_gone(pgid) == []
+
+
+async def test_progress_events(ws: Path) -> None:
+    progress: list[ToolProgress] = []
+
+    class Observer:
+        async def decision(self, call: ToolCall, event: PermissionDecision) -> None:
+            return None
+
+        async def progress(self, call: ToolCall, event: ToolProgress) -> None:
+            progress.append(event)
+
+    rt = ToolRuntime(ws, approval_mode="yolo")
+    await rt.run_batch([ToolCall("p1", "run_shell_command", {"command": "echo working"})], Observer())
+    assert [(e.tool_use_id, e.message) for e in progress] == [("p1", "working")]
+
+
+async def test_background_process_listed_and_readable(ws: Path, ok: Get, err: Get) -> None:
+    async with ToolRuntime(ws, approval_mode="yolo") as rt:
+
+        async def run(name: str, **args: object) -> ToolOutcome:
+            [outcome] = await rt.run_batch([ToolCall("b", name, args)])
+            return outcome
+
+        assert ok(await run("list_background_processes")) == "No background processes found."
+        started = ok(await run("run_shell_command", command="echo one; echo two; sleep 30", is_background=True))
+        assert started.startswith("Command moved to the background (PID ")
+        assert "Output so far: one\ntwo" in started
+        pid = int(started.split("PID ")[1].split(",")[0])
+        listed = ok(await run("list_background_processes"))
+        assert listed == f"- [PID {pid}] RUNNING: `echo one; echo two; sleep 30`"
+        tail = ok(await run("read_background_output", pid=pid, lines=1))
+        assert tail == "Showing last 1 of 2 lines (RUNNING):\ntwo"
+        denied = err(await run("read_background_output", pid=1))
+        assert denied == "Access denied. Background process ID 1 not found in this session's history."
+        quick = ok(await run("run_shell_command", command="exit 4", is_background=True, delay_ms=300))
+        quick_pid = int(quick.split("PID ")[1].split(",")[0])
+        assert f"- [PID {quick_pid}] EXITED (4): `exit 4`" in ok(await run("list_background_processes"))
+        assert ok(await run("read_background_output", pid=quick_pid)) == (
+            f"No output yet from background process {quick_pid} (EXITED (4))."
+        )
+    # closing the runtime kills what is still running
+    assert await wait_group_gone(pid) == []
