@@ -1,0 +1,21 @@
+"""The Gemini CLI backend: drives the `gemini` binary over ACP (stream-json as the fallback)."""
+
+from __future__ import annotations
+
+from unified._internal.backend import Backend
+from unified.adapters.gemini_cli.adapter import GeminiCliBackend
+from unified.adapters.gemini_cli.pool import AcpPool, default_pool
+from unified.adapters.gemini_cli.sessions import GeminiSessionLocator
+from unified.sessions import SessionLocator
+from unified.types import ExecuteParams
+
+
+def create_backend(params: ExecuteParams) -> Backend:
+    return GeminiCliBackend(params)
+
+
+def create_session_locator() -> SessionLocator:
+    return GeminiSessionLocator()
+
+
+__all__ = ["AcpPool", "GeminiCliBackend", "GeminiSessionLocator", "create_backend", "create_session_locator", "default_pool"]

@@ -1,0 +1,548 @@
+"""The Gemini CLI backend: one run = one ACP session in a (warm or cold) `gemini --acp` process.
+
+backend_options (all optional):
+- `gemini_binary`: path of the `gemini` executable (else UNIFIED_GEMINI_BIN, .gemini-cli, PATH);
+- `transport`: "acp" (default) or "stream-json" (`gemini -p`, for CLIs without ACP; loses thoughts,
+  permission prompts and subagent detail);
+- `pool_size`: warm processes kept by the default pool; 0 = a cold process per run;
+- `pool`: an `AcpPool` to use instead of the default one;
+- `fake_responses`: a `--fake-responses` JSONL file (offline tests); `fake_responses_strict`
+  (default True) picks `--fake-responses` over `--fake-responses-non-strict`;
+- `env`: extra environment variables for the child.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+import platformdirs
+
+from unified._errors import AuthError, BackendError, ConfigurationError, RateLimited, SessionNotFound
+from unified._internal.backend import RunContext, RunOutcome
+from unified.adapters.gemini_cli.home import child_env, gemini_home
+from unified.adapters.gemini_cli.pool import AcpPool, Lease, default_pool, pool_key
+from unified.adapters.gemini_cli.sessions import GeminiSessionLocator, ResumeGuard
+from unified.adapters.gemini_cli.subagents import SubagentWatcher
+from unified.adapters.gemini_cli.transport import (
+    AcpConnection,
+    AcpRequestError,
+    ChildProcess,
+    ConnectionClosed,
+    Inbox,
+    error_for_exit,
+    json_line_warning,
+    locate,
+)
+from unified.adapters.gemini_cli.translate import (
+    AcpTranslator,
+    TurnBoundary,
+    tool_name_of,
+    usage_of_prompt_result,
+)
+from unified.events import (
+    ALLOW_ALWAYS,
+    ALLOW_ONCE,
+    DENY,
+    PERMISSION_QUESTION_ID,
+    PermissionDecision,
+    Question,
+    QuestionOption,
+    SessionStarted,
+    SubagentCompleted,
+    SubagentStarted,
+    UnifiedEvent,
+    Usage,
+    UserInputRequest,
+    WarningEvent,
+)
+from unified.sessions import short_id_of
+from unified.types import ApprovalMode, ExecuteParams, HttpMcpServer, McpServer, SseMcpServer
+
+BACKEND = "gemini-cli"
+FAKE_MODEL = "gemini-2.5-flash"
+"""With recorded responses a concrete model is required: `auto` would consume a line routing."""
+ACP_MODES: dict[ApprovalMode, str] = {"default": "default", "auto_edit": "autoEdit", "yolo": "yolo", "plan": "plan"}
+CANCEL_GRACE_S = 2.0
+_SAME_MINUTE = re.compile(r"invalid session identifier", re.IGNORECASE)
+
+CAPABILITIES_ACP: dict[str, Any] = {
+    "text": "full",
+    "thinking": "full",
+    "tools": "full",
+    "permissions": "full",
+    "ask_user": "full",
+    "subagents": "full",
+    "usage": "full",
+    "resume": "full",
+    "images": "full",
+    "mcp": "full",
+}
+CAPABILITIES_STREAM_JSON: dict[str, Any] = {
+    "text": "full",
+    "thinking": "none",
+    "tools": "full",
+    "permissions": "none",
+    "ask_user": "none",
+    "subagents": "partial",
+    "usage": "partial",
+    "resume": "full",
+    "images": "none",
+    "mcp": "full",
+}
+
+
+def _option(params: ExecuteParams, name: str, kind: type[Any], default: Any = None) -> Any:
+    value = params.backend_options.get(name, default)
+    if value is not None and not isinstance(value, kind):
+        raise ConfigurationError(
+            f"backend_options[{name!r}] must be {kind.__name__}, not {type(value).__name__}",
+            hint="see docs/backends/gemini-cli.md for the options",
+        )
+    return value
+
+
+def mcp_to_acp(server: McpServer) -> dict[str, Any]:
+    """Typed MCP servers → ACP `mcpServers` entries (`env`/`headers` as name/value lists)."""
+    if isinstance(server, HttpMcpServer | SseMcpServer):
+        return {
+            "type": server.type,
+            "name": server.name,
+            "url": server.url,
+            "headers": [{"name": k, "value": v} for k, v in server.headers.items()],
+        }
+    return {
+        "name": server.name,
+        "command": server.command,
+        "args": list(server.args),
+        "env": [{"name": k, "value": v} for k, v in server.env.items()],
+    }
+
+
+def _prompt_blocks(params: ExecuteParams) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": params.prompt}]
+    for image in params.images:
+        blocks.append({"type": "image", "mimeType": image.mime_type, "data": base64.b64encode(image.data).decode()})
+    return blocks
+
+
+def _mode_allows(mode: ApprovalMode, kind: object) -> bool:
+    """What the approval mode decides when nobody answers a permission prompt."""
+    if mode == "yolo":
+        return True
+    if mode == "auto_edit":
+        return kind == "edit"
+    return False
+
+
+def _workdir() -> Path:
+    """A neutral cwd for the processes: the CLI files a startup session under its cwd's project."""
+    path = Path(platformdirs.user_cache_dir("unified")) / "gemini-cli" / "workdir"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+class GeminiCliBackend:
+    name = BACKEND
+
+    def __init__(self, params: ExecuteParams) -> None:
+        self.params = params
+        self.transport = _option(params, "transport", str, "acp")
+        if self.transport not in ("acp", "stream-json"):
+            raise ConfigurationError(
+                f"unknown gemini-cli transport {self.transport!r}", hint="use 'acp' or 'stream-json'"
+            )
+        extra_env = _option(params, "env", dict, {})
+        self.env = child_env({str(k): str(v) for k, v in extra_env.items()})
+        self.binary = locate(_option(params, "gemini_binary", str | os.PathLike), self.env)  # type: ignore[arg-type]
+        fake = _option(params, "fake_responses", str | os.PathLike)  # type: ignore[arg-type]
+        self.fake_responses = Path(fake).resolve() if fake is not None else None
+        self.model = params.model or (FAKE_MODEL if self.fake_responses else None)
+        pool = params.backend_options.get("pool")
+        if pool is not None and not isinstance(pool, AcpPool):
+            raise ConfigurationError("backend_options['pool'] must be an AcpPool", hint="or leave it out")
+        size = _option(params, "pool_size", int)
+        self.pool: AcpPool = pool or (AcpPool(size=0) if size == 0 else default_pool())
+        if size and pool is None:
+            self.pool.size = size
+
+    # --- options ------------------------------------------------------------------------------
+
+    def unsupported_options(self, params: ExecuteParams) -> list[tuple[str, str, bool]]:
+        problems: list[tuple[str, str, bool]] = []
+        if params.system_instruction is not None:
+            problems.append(("system_instruction", "the Gemini CLI has no per-session system instruction", False))
+        if params.thinking is not None:
+            problems.append(("thinking", "the Gemini CLI picks its own thinking budget (8192)", False))
+        if params.max_turns is not None:
+            problems.append(("max_turns", "set model.maxSessionTurns in the CLI's settings instead", False))
+        if self.transport == "stream-json":
+            if params.images:
+                problems.append(("images", "the stream-json transport takes a text prompt only", True))
+            if params.on_user_input is not None:
+                problems.append(("on_user_input", "stream-json cannot ask: the approval mode decides", False))
+        return problems
+
+    def _argv(self) -> list[str]:
+        argv = [str(self.binary.path), "--acp"]
+        if self.fake_responses is not None:
+            strict = _option(self.params, "fake_responses_strict", bool, True)
+            argv += ["--fake-responses" if strict else "--fake-responses-non-strict", str(self.fake_responses)]
+        for directory in self.params.include_directories:
+            argv += ["--include-directories", str(Path(directory).resolve())]
+        return argv
+
+    # --- the run ------------------------------------------------------------------------------
+
+    async def run(self, ctx: RunContext) -> RunOutcome:
+        if self.transport == "stream-json":
+            from unified.adapters.gemini_cli.stream_json import run_stream_json
+
+            return await run_stream_json(self, ctx)
+        argv = self._argv()
+
+        async def spawn() -> AcpConnection:
+            connection = AcpConnection(ChildProcess(argv, cwd=_workdir(), env=self.env))
+            try:
+                info = await connection.request(
+                    "initialize",
+                    # Never advertise fs capabilities: with them the 0.61 CLI cannot create new files.
+                    {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}}},
+                )
+            except (ConnectionClosed, AcpRequestError) as exc:
+                code = await connection.child.wait_exit(2.0)
+                tail = connection.child.stderr.text()
+                await connection.close()
+                raise error_for_exit(code, tail, f"gemini --acp failed to start ({exc})") from exc
+            connection.agent_info = dict(info.get("agentInfo") or {})
+            return connection
+
+        async with self.pool.lease(pool_key(argv, self.env), spawn) as lease:
+            return await _AcpRun(self, ctx, lease).run()
+
+
+class _AcpRun:
+    """One run inside a leased process."""
+
+    def __init__(self, backend: GeminiCliBackend, ctx: RunContext, lease: Lease) -> None:
+        self.backend = backend
+        self.ctx = ctx
+        self.params = ctx.params
+        self.lease = lease
+        self.connection = lease.connection
+        self.inbox = Inbox()
+        self.session_id = ""
+        self.translator = AcpTranslator()
+        self.watcher: SubagentWatcher | None = None
+
+    async def run(self) -> RunOutcome:
+        cwd = self.params.cwd.expanduser().resolve()
+        if not cwd.is_dir():
+            raise ConfigurationError(f"cwd {cwd} is not a directory", hint="pass an existing working directory")
+        guard: ResumeGuard | None = None
+        try:
+            if self.params.resume:
+                guard = await self._load(cwd)
+            else:
+                await self._new(cwd)
+            return await self._prompt(cwd, resumed=guard is not None)
+        except ConnectionClosed as exc:
+            self.lease.retire()
+            child = self.connection.child
+            code = await child.wait_exit(2.0)
+            raise error_for_exit(code, child.stderr.text(), f"gemini exited during the run ({exc})") from exc
+        finally:
+            if self.session_id:
+                self.connection.close_inbox(self.session_id)
+            if guard is not None:
+                for repair in guard.after():
+                    await self._warn("session_repaired", repair)
+
+    # --- session setup ------------------------------------------------------------------------
+
+    async def _request(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        try:
+            return await self.connection.request(method, params)
+        except AcpRequestError as exc:
+            raise _error_from_acp(exc) from exc
+
+    async def _new(self, cwd: Path) -> None:
+        result = await self._request(
+            "session/new", {"cwd": str(cwd), "mcpServers": [mcp_to_acp(s) for s in self.params.mcp_servers]}
+        )
+        self._opened(str(result["sessionId"]))
+        await self._configure()
+
+    def _opened(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.translator.session_id = session_id
+        self.inbox = self.connection.open_inbox(session_id)
+
+    async def _configure(self) -> None:
+        if self.backend.model:
+            await self._request("session/set_model", {"sessionId": self.session_id, "modelId": self.backend.model})
+        mode = ACP_MODES[self.params.approval_mode]
+        if mode != "default":
+            await self._request("session/set_mode", {"sessionId": self.session_id, "modeId": mode})
+
+    async def _load(self, cwd: Path) -> ResumeGuard:
+        """`session/load` by short id, protected against the CLI's two resume bugs."""
+        ref = str(self.params.resume)
+        info = GeminiSessionLocator(self.backend.env).resolve(ref, str(cwd))
+        guard = ResumeGuard(gemini_home(self.backend.env), info.session_id)
+        guard.before()
+        params = {
+            "sessionId": info.session_id,
+            "cwd": str(cwd),
+            "mcpServers": [mcp_to_acp(s) for s in self.params.mcp_servers],
+        }
+        self._opened(info.session_id)
+        for attempt in range(2):
+            try:
+                await self.connection.request("session/load", params)
+                break
+            except AcpRequestError as exc:
+                if attempt or not _SAME_MINUTE.search(exc.message):
+                    raise _error_from_acp(exc) from exc
+                # The 0.61 CLI cannot load a session in the UTC minute it was created in.
+                guard.after()
+                await self._warn("resume_delayed", "waiting for the next minute: the CLI cannot load a session yet")
+                await _sleep_to_next_minute()
+                guard.before()
+        # session/load replays the history as updates; none of it belongs to this run.
+        self.inbox.messages.clear()
+        await self._configure()
+        return guard
+
+    # --- the prompt ---------------------------------------------------------------------------
+
+    async def _prompt(self, cwd: Path, *, resumed: bool) -> RunOutcome:
+        ctx = self.ctx
+        short = short_id_of(self.session_id)
+        await ctx.emit(
+            SessionStarted(
+                backend=BACKEND,
+                model=self.backend.model,
+                short_id=short,
+                resumed=resumed,
+                cwd=str(cwd),
+                transport="acp",
+                capabilities=CAPABILITIES_ACP,
+                session_id=self.session_id,
+            )
+        )
+        self.watcher = SubagentWatcher(gemini_home(self.backend.env), self.session_id, ctx)
+        request_id = await self.connection.start_request(
+            "session/prompt", {"sessionId": self.session_id, "prompt": _prompt_blocks(self.params)}, self.inbox
+        )
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self.watcher.run)
+                try:
+                    answer = await self._pump(request_id)
+                finally:
+                    tg.cancel_scope.cancel()
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self._cancel(request_id)
+            raise
+        finally:
+            self.connection.forget(request_id)
+        return await self._finish(answer, short)
+
+    async def _pump(self, request_id: int) -> dict[str, Any]:
+        while True:
+            message = await self.connection.receive(self.inbox)
+            if message.get("id") == request_id and "method" not in message:
+                return message
+            warning = json_line_warning(message)
+            if warning is not None:
+                await self._warn("malformed_line", warning)
+                continue
+            method = message.get("method")
+            params = message.get("params") if isinstance(message.get("params"), dict) else {}
+            if method == "session/update":
+                for item in self.translator.update(params.get("update") or {}):
+                    await self._deliver(item, message)
+            elif method == "session/request_permission" and "id" in message:
+                await self._permission(message["id"], params, message)
+            elif "id" in message and method:
+                await self.connection.respond_error(message["id"], -32601, f"{method} is not supported")
+
+    async def _deliver(self, item: UnifiedEvent | TurnBoundary, raw: Any) -> None:
+        ctx = self.ctx
+        if isinstance(item, TurnBoundary):
+            await ctx.end_message()
+            ctx.turns += 1
+            return
+        assert self.watcher is not None
+        if isinstance(item, SubagentCompleted):
+            usage = await self.watcher.finish(item.task_id)
+            item = item.model_copy(update={"usage": usage})
+        item.native = ctx.native(raw)
+        await ctx.emit(item)
+        if isinstance(item, SubagentStarted):
+            self.watcher.track(item.task_id, item.agent_name)
+
+    async def _permission(self, request_id: Any, params: dict[str, Any], raw: Any) -> None:
+        for item in self.translator.permission_request(params):
+            await self._deliver(item, raw)
+        call = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
+        call_id = str(call.get("toolCallId", ""))
+        tool_name = self.translator.tool_name(call_id) if call_id else tool_name_of("", call.get("kind"))
+        options = [o for o in params.get("options") or [] if isinstance(o, dict)]
+        is_question = tool_name == "ask_user"
+        decided_by = "approval_mode"
+        choice: str = DENY
+        answer = None
+        if self.params.on_user_input is not None:
+            answer = await self.ctx.ask_user(self._question(request_id, call, call_id, tool_name, is_question))
+            if not answer.cancelled:
+                decided_by = "user"
+                choice = ALLOW_ONCE if is_question and answer.answers else answer.permission()
+        if decided_by == "approval_mode":
+            choice = ALLOW_ONCE if _mode_allows(self.params.approval_mode, call.get("kind")) else DENY
+        option = _pick_option(options, choice)
+        await self.ctx.emit(
+            PermissionDecision(
+                tool_use_id=call_id,
+                tool_name=tool_name,
+                decision="deny" if choice == DENY else "allow",
+                decided_by=decided_by,  # type: ignore[arg-type]
+                reason=None if decided_by == "user" else f"approval mode {self.params.approval_mode}",
+                session_id=self.session_id,
+            )
+        )
+        outcome: dict[str, Any] = (
+            {"outcome": "selected", "optionId": option} if option is not None else {"outcome": "cancelled"}
+        )
+        await self.connection.respond(request_id, {"outcome": outcome})
+        if choice == DENY and call_id:
+            # The CLI sends no update for a rejected call: close it here so it has its result.
+            for item in self.translator.denied(call_id, f"denied ({decided_by.replace('_', ' ')})"):
+                await self._deliver(item, raw)
+
+    def _question(
+        self, request_id: Any, call: Mapping[str, Any], call_id: str, tool_name: str, is_question: bool
+    ) -> UserInputRequest:
+        title = str(call.get("title") or tool_name)
+        details = {k: call[k] for k in ("kind", "locations", "content") if k in call}
+        if is_question:
+            return UserInputRequest(
+                request_id=f"{self.session_id}:{request_id}",
+                source="model-tool",
+                questions=[Question(id="answer", prompt=title)],
+                tool_use_id=call_id or None,
+                tool_name=tool_name,
+                details=details,
+                session_id=self.session_id,
+            )
+        return UserInputRequest(
+            request_id=f"{self.session_id}:{request_id}",
+            source="permission",
+            questions=[
+                Question(
+                    id=PERMISSION_QUESTION_ID,
+                    prompt=f"Allow {tool_name}: {title}?",
+                    options=[
+                        QuestionOption(id=ALLOW_ONCE, label="Allow once"),
+                        QuestionOption(id=ALLOW_ALWAYS, label="Allow for this session"),
+                        QuestionOption(id=DENY, label="Deny"),
+                    ],
+                )
+            ],
+            tool_use_id=call_id or None,
+            tool_name=tool_name,
+            details=details,
+            session_id=self.session_id,
+        )
+
+    async def _finish(self, answer: dict[str, Any], short: str) -> RunOutcome:
+        ctx = self.ctx
+        if isinstance(answer.get("error"), dict):
+            raise _error_from_acp(AcpRequestError("session/prompt", answer["error"]))
+        result = answer.get("result") if isinstance(answer.get("result"), dict) else {}
+        usage = usage_of_prompt_result(result)
+        if usage is not None:
+            ctx.add_usage(self._estimated(usage))
+        await ctx.end_message()
+        stop = result.get("stopReason")
+        if stop == "cancelled":
+            return RunOutcome(status="cancelled", short_id=short)
+        if stop == "max_turn_requests":
+            return RunOutcome(status="max_turns", short_id=short)
+        if stop == "refusal":
+            return RunOutcome(status="error", error="the model refused to answer", short_id=short)
+        if stop == "max_tokens":
+            await self._warn("max_tokens", "the answer was cut at the model's output token limit")
+        return RunOutcome(status="success", short_id=short)
+
+    def _estimated(self, usage: Usage) -> Usage:
+        """Gemini 2.5 Flash may report 0 output tokens: estimate ceil(chars / 4) over text and thoughts."""
+        chars = self.translator.text_chars + self.translator.thought_chars
+        if usage.output_tokens or not chars:
+            return usage
+        return usage.model_copy(
+            update={
+                "output_tokens": math.ceil(self.translator.text_chars / 4),
+                "thinking_tokens": usage.thinking_tokens or math.ceil(self.translator.thought_chars / 4),
+                "estimated": True,
+            }
+        )
+
+    async def _cancel(self, request_id: int) -> None:
+        """`session/cancel`, wait briefly for the prompt to end; else retire the process.
+
+        A cold (transient) process is ended by the lease anyway; a warm one that settles keeps
+        serving its other sessions undisturbed.
+        """
+        try:
+            await self.connection.notify("session/cancel", {"sessionId": self.session_id})
+            with anyio.move_on_after(CANCEL_GRACE_S):
+                while True:
+                    message = await self.connection.receive(self.inbox)
+                    if message.get("id") == request_id and "method" not in message:
+                        return
+                    if message.get("method") == "session/request_permission" and "id" in message:
+                        await self.connection.respond(message["id"], {"outcome": {"outcome": "cancelled"}})
+        except ConnectionClosed:
+            pass
+        self.lease.retire()
+
+    async def _warn(self, code: str, message: str) -> None:
+        await self.ctx.emit(WarningEvent(code=code, message=message, session_id=self.session_id or None))
+
+
+def _pick_option(options: list[dict[str, Any]], choice: str) -> str | None:
+    """The ACP option for our decision, by its `kind` (ids differ between agents)."""
+    wanted = {ALLOW_ONCE: ("allow_once",), ALLOW_ALWAYS: ("allow_always", "allow_once"), DENY: ("reject_once", "reject_always")}
+    for kind in wanted[choice]:
+        for option in options:
+            if option.get("kind") == kind and isinstance(option.get("optionId"), str):
+                return str(option["optionId"])
+    return None
+
+
+def _error_from_acp(exc: AcpRequestError) -> BackendError | AuthError | RateLimited | SessionNotFound:
+    text = f"{exc.method}: {exc.message}"
+    details = {"code": exc.code, "data": exc.data}
+    if exc.code in (401, 403) or "authenticat" in exc.message.lower():
+        return AuthError(text, hint="check GEMINI_API_KEY / Vertex settings / `gemini` login", details=details)
+    if exc.code == 429 or "RESOURCE_EXHAUSTED" in exc.message:
+        return RateLimited(text, hint="wait and retry, or use another key or project", details=details)
+    if exc.method == "session/load":
+        return SessionNotFound(text, hint="run `unified sessions list --backend gemini-cli`", details=details)
+    return BackendError(text, hint="see the message; the CLI's stderr has more", details=details)
+
+
+async def _sleep_to_next_minute() -> None:
+    import time
+
+    await anyio.sleep(60.5 - time.time() % 60)
+

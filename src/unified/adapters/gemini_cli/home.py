@@ -1,0 +1,88 @@
+"""The child's environment and the settings override that keeps sessions safe.
+
+The CLI's session cleanup deletes a conversation when `--resume` left an empty duplicate file of
+it (FIELD-NOTES §1, "DATA-LOSS BUG"). We never touch the user's own settings.json: instead every
+child gets `GEMINI_CLI_SYSTEM_SETTINGS_PATH` pointing at a file of ours that is the machine's
+system settings (if any) plus `general.sessionRetention.enabled = false`. System settings win over
+user and workspace settings, so no configuration can turn the cleanup back on for our children.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+SYSTEM_SETTINGS_ENV = "GEMINI_CLI_SYSTEM_SETTINGS_PATH"
+_DEFAULT_SYSTEM_SETTINGS = Path("/etc/gemini-cli/settings.json")
+_OVERRIDES: dict[str, Any] = {"general": {"sessionRetention": {"enabled": False}, "enableAutoUpdate": False}}
+
+SECRET_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS")
+AUTH_ENV = (
+    *SECRET_ENV,
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_GENAI_USE_GCA",
+    "GOOGLE_CLOUD_PROJECT",
+    "GOOGLE_CLOUD_LOCATION",
+    "GOOGLE_GEMINI_BASE_URL",
+    "GOOGLE_VERTEX_BASE_URL",
+    "CODE_ASSIST_ENDPOINT",
+)
+"""Variables that choose and carry credentials: passed to the child untouched, never logged."""
+
+
+def gemini_home(env: Mapping[str, str]) -> Path:
+    """`<GEMINI_CLI_HOME or HOME>/.gemini`, as the CLI computes it."""
+    base = env.get("GEMINI_CLI_HOME") or env.get("HOME") or str(Path.home())
+    return Path(base) / ".gemini"
+
+
+def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = dict(value) if isinstance(value, Mapping) else value
+    return merged
+
+
+def system_settings_file(env: Mapping[str, str]) -> Path:
+    """Write (once per content) the settings override and return its path."""
+    source = Path(env.get(SYSTEM_SETTINGS_ENV) or _DEFAULT_SYSTEM_SETTINGS)
+    base: dict[str, Any] = {}
+    if source.is_file():
+        try:
+            loaded = json.loads(source.read_text())
+        except (OSError, ValueError):
+            loaded = {}
+        base = loaded if isinstance(loaded, dict) else {}
+    text = json.dumps(_merge(base, _OVERRIDES), indent=2, sort_keys=True)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    directory = Path(platformdirs.user_cache_dir("unified")) / "gemini-cli"
+    target = directory / f"system-settings-{digest}.json"
+    if not target.exists():
+        directory.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(text)
+        temporary.replace(target)
+    return target
+
+
+def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The caller's environment (auth included) plus `extra`, with our settings override."""
+    env = dict(os.environ)
+    env.update(extra or {})
+    env[SYSTEM_SETTINGS_ENV] = str(system_settings_file(env))
+    return env
+
+
+def auth_fingerprint(env: Mapping[str, str]) -> str:
+    """A digest of the auth variables: pool key material that never holds a secret in clear."""
+    material = "\0".join(f"{name}={env.get(name, '')}" for name in AUTH_ENV)
+    return hashlib.sha256(material.encode()).hexdigest()[:16]

@@ -1,0 +1,301 @@
+"""ACP messages from `gemini --acp` → UnifiedEvents. Pure: no I/O, no process, easy to replay.
+
+What the 0.61 binary sends (see docs/backends/gemini-cli.md for the whole table):
+- `agent_message_chunk` is a piece of the answer, except `[MODE_UPDATE] <mode>`, which announces a
+  mode change and is not text;
+- `agent_thought_chunk` is a whole thought summary (`**Subject**\\nbody`), never a continuation, so
+  it becomes `thinking(replace=True)`;
+- tool calls carry no name and no arguments: the name is the prefix of `toolCallId`
+  (`read_file__read_file_<ts>_<n>`) and the input is what ACP shows (title, paths, diff);
+- a call that needs approval is first seen in `session/request_permission`, and a call denied by
+  policy is first seen as a failed `tool_call_update`: both synthesize the `tool_use`;
+- `invoke_agent` is a `tool_call` titled `Delegating to agent '<name>'` (kind `think`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from unified.events import (
+    PermissionDecision,
+    SubagentCompleted,
+    SubagentStarted,
+    TextDelta,
+    Thinking,
+    ToolProgress,
+    ToolResult,
+    ToolUse,
+    UnifiedEvent,
+    Usage,
+)
+
+MODE_UPDATE_PREFIX = "[MODE_UPDATE]"
+_AGENT_TITLE = re.compile(r"^Delegating to agent '(?P<name>[^']+)'")
+_SUBJECT = re.compile(r"^\s*\*\*(?P<subject>[^*\n]+)\*\*\s*\n?(?P<body>.*)$", re.DOTALL)
+_POLICY_DENIAL = re.compile(r"denied by policy", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnBoundary:
+    """A new model turn starts: the adapter closes the current assistant message and counts a turn."""
+
+
+Item = UnifiedEvent | TurnBoundary
+
+
+@dataclass(slots=True)
+class _Tool:
+    name: str
+    subagent: str | None = None
+    done: bool = False
+
+
+@dataclass(slots=True)
+class AcpTranslator:
+    """Turns the `session/update`s of one prompt (or several: it keeps state per session) into events."""
+
+    session_id: str | None = None
+    tools: dict[str, _Tool] = field(default_factory=dict)
+    text_chars: int = 0
+    thought_chars: int = 0
+    _tools_since_text: bool = False
+    _content_seen: bool = False
+
+    # --- session/update -----------------------------------------------------------------------
+
+    def update(self, update: Mapping[str, Any]) -> list[Item]:
+        kind = update.get("sessionUpdate")
+        if kind == "agent_message_chunk":
+            text = _text_of(update.get("content"))
+            if text is None or text.startswith(MODE_UPDATE_PREFIX):
+                return []
+            self.text_chars += len(text)
+            return [*self._content_starts(), TextDelta(text=text, session_id=self.session_id)]
+        if kind == "agent_thought_chunk":
+            text = _text_of(update.get("content"))
+            if not text:
+                return []
+            self.thought_chars += len(text)
+            match = _SUBJECT.match(text)
+            subject = match["subject"].strip() if match else None
+            return [
+                *self._content_starts(),
+                Thinking(text=text, replace=True, subject=subject, session_id=self.session_id),
+            ]
+        if kind == "tool_call":
+            return self._tool_call(update)
+        if kind == "tool_call_update":
+            return self._tool_call_update(update)
+        # available_commands_update, current_mode_update, user_message_chunk (history replay), plan:
+        # nothing a consumer of the run needs.
+        return []
+
+    def _content_starts(self) -> list[Item]:
+        """Text or thoughts after tool results begin a new model turn."""
+        items: list[Item] = []
+        if self._tools_since_text or not self._content_seen:
+            items.append(TurnBoundary())
+        self._tools_since_text = False
+        self._content_seen = True
+        return items
+
+    def _announce(self, call: Mapping[str, Any]) -> list[Item]:
+        call_id = str(call.get("toolCallId", ""))
+        if call_id in self.tools:
+            return []
+        title = str(call.get("title") or "")
+        name = tool_name_of(call_id, call.get("kind"))
+        agent = _AGENT_TITLE.match(title)
+        subagent = agent["name"] if agent else None
+        if subagent is not None:
+            name = "invoke_agent"
+        self.tools[call_id] = _Tool(name=name, subagent=subagent)
+        items: list[Item] = []
+        if not self._content_seen:
+            items.append(TurnBoundary())
+            self._content_seen = True
+        self._tools_since_text = True
+        tool_input = _input_of(call)
+        if subagent is not None:
+            tool_input.setdefault("agent_name", subagent)
+        items.append(ToolUse(tool_use_id=call_id, name=name, input=tool_input, session_id=self.session_id))
+        if subagent is not None:
+            items.append(
+                SubagentStarted(
+                    task_id=call_id,
+                    agent_name=subagent,
+                    description=title,
+                    parent_tool_use_id=call_id,
+                    session_id=self.session_id,
+                )
+            )
+        return items
+
+    def _tool_call(self, call: Mapping[str, Any]) -> list[Item]:
+        items = self._announce(call)
+        if call.get("status") in ("completed", "failed"):
+            items += self._finish(call)
+        return items
+
+    def _tool_call_update(self, call: Mapping[str, Any]) -> list[Item]:
+        call_id = str(call.get("toolCallId", ""))
+        status = call.get("status")
+        known = call_id in self.tools
+        items = self._announce(call)
+        if status in ("completed", "failed"):
+            output = _output_of(call)
+            if not known and status == "failed" and isinstance(output, str) and _POLICY_DENIAL.search(output):
+                tool = self.tools[call_id]
+                items.append(
+                    PermissionDecision(
+                        tool_use_id=call_id,
+                        tool_name=tool.name,
+                        decision="deny",
+                        decided_by="policy",
+                        reason=output,
+                        session_id=self.session_id,
+                    )
+                )
+            return items + self._finish(call)
+        if known and status:
+            text = _output_of(call)
+            items.append(
+                ToolProgress(
+                    tool_use_id=call_id,
+                    status=str(status),
+                    message=text if isinstance(text, str) else None,
+                    session_id=self.session_id,
+                )
+            )
+        return items
+
+    def _finish(self, call: Mapping[str, Any]) -> list[Item]:
+        call_id = str(call.get("toolCallId", ""))
+        tool = self.tools[call_id]
+        if tool.done:
+            return []
+        tool.done = True
+        is_error = call.get("status") == "failed"
+        output = _output_of(call)
+        items: list[Item] = []
+        if tool.subagent is not None:
+            items.append(
+                SubagentCompleted(
+                    task_id=call_id,
+                    agent_name=tool.subagent,
+                    status="failed" if is_error else "completed",
+                    result=output if isinstance(output, str) else None,
+                    session_id=self.session_id,
+                )
+            )
+        items.append(ToolResult(tool_use_id=call_id, output=output, is_error=is_error, session_id=self.session_id))
+        return items
+
+    # --- permissions --------------------------------------------------------------------------
+
+    def permission_request(self, params: Mapping[str, Any]) -> list[Item]:
+        """The `tool_use` of a call first seen when it asks for permission."""
+        call = params.get("toolCall")
+        return self._announce(call) if isinstance(call, Mapping) else []
+
+    def denied(self, call_id: str, reason: str) -> list[Item]:
+        """The result of a call the client refused (the CLI reports nothing more about it)."""
+        if call_id not in self.tools:
+            return []
+        return self._finish({"toolCallId": call_id, "status": "failed", "rawOutput": reason})
+
+    def tool_name(self, call_id: str) -> str:
+        tool = self.tools.get(call_id)
+        return tool.name if tool else tool_name_of(call_id, None)
+
+    def open_subagents(self) -> list[str]:
+        return [call_id for call_id, tool in self.tools.items() if tool.subagent and not tool.done]
+
+    def subagent_name(self, call_id: str) -> str | None:
+        tool = self.tools.get(call_id)
+        return tool.subagent if tool else None
+
+
+# --- the prompt's result ------------------------------------------------------------------------
+
+
+def usage_of_prompt_result(result: Mapping[str, Any]) -> Usage | None:
+    """`_meta.quota.token_count` of a `session/prompt` result (main chat only, no subagents)."""
+    meta = result.get("_meta")
+    quota = meta.get("quota") if isinstance(meta, Mapping) else None
+    counts = quota.get("token_count") if isinstance(quota, Mapping) else None
+    if not isinstance(counts, Mapping):
+        return None
+    return Usage(
+        input_tokens=_int(counts.get("input_tokens")),
+        output_tokens=_int(counts.get("output_tokens")),
+        thinking_tokens=_int(counts.get("thoughts_tokens", counts.get("thinking_tokens"))),
+        cached_tokens=_int(counts.get("cached_tokens", counts.get("cached_content_tokens"))),
+    )
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def tool_name_of(call_id: str, kind: object) -> str:
+    """`read_file__read_file_1795990988374_0` → `read_file`; MCP and odd ids fall back to the id."""
+    head, sep, _ = call_id.partition("__")
+    if sep and head:
+        return head
+    return str(kind) if kind else call_id
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and value > 0 else 0
+
+
+def _text_of(content: object) -> str | None:
+    if isinstance(content, Mapping) and content.get("type") == "text":
+        text = content.get("text")
+        return text if isinstance(text, str) else None
+    return None
+
+
+def _input_of(call: Mapping[str, Any]) -> dict[str, Any]:
+    raw = call.get("rawInput")
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    tool_input: dict[str, Any] = {}
+    if call.get("title"):
+        tool_input["title"] = call["title"]
+    paths = [loc.get("path") for loc in call.get("locations") or [] if isinstance(loc, Mapping) and loc.get("path")]
+    if paths:
+        tool_input["paths"] = paths
+    diffs = _diffs_of(call)
+    if diffs:
+        tool_input["diffs"] = diffs
+    return tool_input
+
+
+def _diffs_of(call: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"path": item.get("path"), "old_text": item.get("oldText"), "new_text": item.get("newText")}
+        for item in call.get("content") or []
+        if isinstance(item, Mapping) and item.get("type") == "diff"
+    ]
+
+
+def _output_of(call: Mapping[str, Any]) -> Any:
+    """Text blocks joined; else the diffs written; else None (ACP omits most read outputs)."""
+    raw = call.get("rawOutput")
+    if raw is not None:
+        return raw
+    texts = [
+        text
+        for item in call.get("content") or []
+        if isinstance(item, Mapping) and item.get("type") == "content"
+        for text in [_text_of(item.get("content"))]
+        if text is not None
+    ]
+    if texts:
+        return "\n".join(texts)
+    diffs = _diffs_of(call)
+    return {"diffs": diffs} if diffs else None
