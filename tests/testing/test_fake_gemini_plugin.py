@@ -1,0 +1,17 @@
+"""The pytest plugin's fixture serves a script added after start."""
+
+from __future__ import annotations
+
+import httpx
+
+from unified.testing.fake_gemini import FakeGemini
+from unified.testing.scenario import ModelTurn
+
+pytest_plugins = ["unified.testing.pytest_plugin"]
+
+
+def test_fixture_serves_added_turns(fake_gemini: FakeGemini) -> None:
+    fake_gemini.add(ModelTurn(text="hi", method="generateContent"))
+    response = httpx.post(f"{fake_gemini.base_url}/v1/models/m:generateContent", json={}, timeout=5)
+    assert response.json()["candidates"][0]["content"]["parts"] == [{"text": "hi"}]
+    fake_gemini.assert_done()
