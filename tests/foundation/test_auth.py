@@ -1,0 +1,158 @@
+"""Auth detection from the environment and the isolated home; no secret ever kept or shown."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from unified._internal.redact import REDACTED, redact, secret_values
+from unified.auth import detect_auth
+
+SECRET = "AIzaSy-a-fake-secret-value-1234567890"
+
+
+def _write_json(path: Path, data: object) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_nothing_found_in_a_clean_home(isolated_home: Path) -> None:
+    report = detect_auth()
+    assert report.modes == ()
+    assert report.usable_modes == ()
+    assert report.describe() == "no credentials found"
+
+
+def test_api_key_google_wins_over_gemini() -> None:
+    report = detect_auth({"GEMINI_API_KEY": SECRET, "GOOGLE_API_KEY": SECRET + "x"})
+    mode = report.get("api_key")
+    assert mode is not None
+    assert mode.source == "GOOGLE_API_KEY"
+    assert any("both set" in note for note in mode.notes)
+    assert report.usable_modes == ("api_key",)
+
+
+def test_gemini_api_key_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GEMINI_API_KEY", SECRET)
+    mode = detect_auth().get("api_key")
+    assert mode is not None
+    assert mode.source == "GEMINI_API_KEY"
+
+
+def test_vertex_from_env_flag_project_and_location() -> None:
+    report = detect_auth(
+        {"GOOGLE_GENAI_USE_VERTEXAI": "true", "GOOGLE_CLOUD_PROJECT": "proj-1", "GOOGLE_CLOUD_LOCATION": "europe-west4"}
+    )
+    mode = report.get("vertex")
+    assert mode is not None
+    assert mode.usable
+    assert mode.source == "GOOGLE_GENAI_USE_VERTEXAI"
+    assert mode.detail is not None
+    assert "proj-1" in mode.detail
+    assert "europe-west4" in mode.detail
+
+
+def test_vertex_flag_without_project_is_incomplete() -> None:
+    mode = detect_auth({"GOOGLE_GENAI_USE_VERTEXAI": "1"}).get("vertex")
+    assert mode is not None
+    assert not mode.usable
+    assert "GOOGLE_CLOUD_PROJECT" in mode.problems[0]
+
+
+def test_vertex_from_gcloud_adc_file_reads_only_the_project(isolated_home: Path) -> None:
+    adc = _write_json(
+        isolated_home / ".config" / "gcloud" / "application_default_credentials.json",
+        {"type": "authorized_user", "refresh_token": SECRET, "quota_project_id": "adc-proj"},
+    )
+    report = detect_auth()
+    mode = report.get("vertex")
+    assert mode is not None
+    assert mode.usable
+    assert mode.source == str(adc)
+    assert "adc-proj" in (mode.detail or "")
+    assert SECRET not in report.model_dump_json()
+
+
+def test_vertex_from_google_application_credentials(tmp_path: Path) -> None:
+    key_file = _write_json(tmp_path / "sa.json", {"type": "service_account", "private_key": SECRET})
+    mode = detect_auth({"GOOGLE_APPLICATION_CREDENTIALS": str(key_file), "GOOGLE_CLOUD_PROJECT": "p"}).get("vertex")
+    assert mode is not None
+    assert mode.usable
+    assert str(key_file) in (mode.detail or "")
+
+
+def test_vertex_express_mode_with_api_key() -> None:
+    mode = detect_auth({"GOOGLE_GENAI_USE_VERTEXAI": "true", "GOOGLE_API_KEY": SECRET}).get("vertex")
+    assert mode is not None
+    assert mode.usable
+    assert "express" in (mode.detail or "")
+
+
+def test_code_assist_from_cli_home(isolated_home: Path) -> None:
+    creds = _write_json(isolated_home / ".gemini" / "oauth_creds.json", {"access_token": SECRET, "refresh_token": "r"})
+    report = detect_auth()
+    mode = report.get("code_assist")
+    assert mode is not None
+    assert mode.usable
+    assert mode.source == str(creds)
+    assert SECRET not in repr(report) + str(report) + report.model_dump_json() + report.describe()
+
+
+def test_code_assist_follows_gemini_cli_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cli_home = tmp_path / "cli-home"
+    _write_json(cli_home / ".gemini" / "oauth_creds.json", {"access_token": "t"})
+    assert detect_auth().get("code_assist") is None
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(cli_home))
+    assert detect_auth().has("code_assist")
+
+
+def test_code_assist_flag_without_creds_is_incomplete() -> None:
+    mode = detect_auth({"GOOGLE_GENAI_USE_GCA": "true"}).get("code_assist")
+    assert mode is not None
+    assert not mode.usable
+    assert "log in" in mode.problems[0]
+
+
+def test_gateway_keeps_only_the_origin() -> None:
+    report = detect_auth({"GOOGLE_GEMINI_BASE_URL": f"https://user:{SECRET}@gw.example:8443/v1?key={SECRET}"})
+    mode = report.get("gateway")
+    assert mode is not None
+    assert mode.detail == "https://gw.example:8443"
+    assert SECRET not in report.model_dump_json()
+
+
+def test_cli_selected_type_is_read_from_settings(isolated_home: Path) -> None:
+    _write_json(isolated_home / ".gemini" / "settings.json", {"security": {"auth": {"selectedType": "gemini-api-key"}}})
+    assert detect_auth().cli_selected_type == "gemini-api-key"
+
+
+def test_no_secret_in_any_form_of_the_report(isolated_home: Path) -> None:
+    env = {
+        "GEMINI_API_KEY": SECRET,
+        "GOOGLE_API_KEY": SECRET[::-1],
+        "GOOGLE_GENAI_USE_VERTEXAI": "true",
+        "GOOGLE_CLOUD_PROJECT": "p",
+        "GOOGLE_CLOUD_LOCATION": "us-central1",
+        "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:9",
+    }
+    report = detect_auth(env)
+    assert set(report.usable_modes) == {"api_key", "vertex", "gateway"}
+    for text in (repr(report), str(report), report.model_dump_json(), report.describe()):
+        assert SECRET not in text
+        assert SECRET[::-1] not in text
+
+
+def test_redact_replaces_known_and_guessed_secrets() -> None:
+    env = {
+        "GEMINI_API_KEY": "dummy",
+        "MY_SERVICE_TOKEN": "tok-0123456789",
+        "SHORT_TOKEN": "abc",
+        "GOOGLE_APPLICATION_CREDENTIALS": "/etc/creds.json",
+        "PATH": "/usr/bin",
+    }
+    text = "key=dummy auth=tok-0123456789 abc /etc/creds.json /usr/bin"
+    assert redact(text, env) == f"key={REDACTED} auth={REDACTED} abc /etc/creds.json /usr/bin"
+    assert secret_values({"A_API_KEY": "x" * 10, "B_API_KEY": "x" * 12}) == ["x" * 12, "x" * 10]

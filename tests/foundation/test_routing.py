@@ -1,0 +1,164 @@
+"""backend="auto": which backend each auth mode leads to, and the explanations when none qualifies."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from unified._errors import ConfigurationError, RoutingError
+from unified.auth import AuthReport, detect_auth
+from unified.events import UserInputRequest, UserInputResponse
+from unified.routing import requirements_of, select_backend, select_backend_for
+from unified.types import ExecuteParams, ImageInput, StdioMcpServer, ThinkingConfig
+
+NO_HOME = Path("/nonexistent-unified-home")
+
+
+def _auth(env: dict[str, str]) -> AuthReport:
+    return detect_auth(env, home=NO_HOME)
+
+
+API_KEY = {"GEMINI_API_KEY": "k"}
+VERTEX = {"GOOGLE_GENAI_USE_VERTEXAI": "true", "GOOGLE_CLOUD_PROJECT": "p", "GOOGLE_CLOUD_LOCATION": "us-central1"}
+GATEWAY = {"GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:8080"}
+
+
+def _code_assist(home: Path) -> AuthReport:
+    creds = home / ".gemini" / "oauth_creds.json"
+    creds.parent.mkdir(parents=True, exist_ok=True)
+    creds.write_text('{"access_token": "t"}', encoding="utf-8")
+    return detect_auth({}, home=home)
+
+
+def test_api_key_prefers_generate_content_with_the_others_as_alternatives() -> None:
+    selection = select_backend(_auth(API_KEY))
+    assert selection.backend == "generate-content"
+    assert selection.alternatives == ("gemini-cli", "interactions")
+    assert "GEMINI_API_KEY" in selection.reason
+
+
+def test_vertex_excludes_interactions() -> None:
+    selection = select_backend(_auth(VERTEX))
+    assert selection.backend == "generate-content"
+    assert selection.alternatives == ("gemini-cli",)
+    assert "Vertex AI" in selection.reason
+
+
+def test_code_assist_login_only_works_with_gemini_cli(tmp_path: Path) -> None:
+    selection = select_backend(_code_assist(tmp_path))
+    assert selection.backend == "gemini-cli"
+    assert selection.alternatives == ()
+    assert "Code Assist" in selection.reason
+
+
+def test_gateway_works_with_every_api_backend() -> None:
+    selection = select_backend(_auth(GATEWAY))
+    assert selection.backend == "generate-content"
+    assert set(selection.alternatives) == {"gemini-cli", "interactions"}
+
+
+def test_nothing_present_explains_what_to_set() -> None:
+    with pytest.raises(RoutingError) as caught:
+        select_backend(_auth({}))
+    message = str(caught.value)
+    assert "no usable Google credentials" in message
+    assert "GEMINI_API_KEY" in message
+    assert "gemini` once and log in" in message
+
+
+def test_incomplete_credentials_are_named() -> None:
+    with pytest.raises(RoutingError, match="Vertex AI from GOOGLE_GENAI_USE_VERTEXAI: incomplete, no project"):
+        select_backend(_auth({"GOOGLE_GENAI_USE_VERTEXAI": "true"}))
+
+
+def test_capability_picks_the_only_backend_offering_it() -> None:
+    auth = _auth(API_KEY)
+    assert select_backend(auth, ["background_agents"]).backend == "interactions"
+    assert select_backend(auth, ["subagent_lifecycle"]).backend == "gemini-cli"
+
+
+def test_better_levels_win_over_the_preference_order() -> None:
+    selection = select_backend(_auth(API_KEY), ["permission_requests", "plan_mode"])
+    assert selection.backend == "gemini-cli"  # full beats generate-content's emulated
+    assert "permission_requests full" in selection.reason
+
+
+def test_capability_missing_for_the_only_authenticated_backend(tmp_path: Path) -> None:
+    with pytest.raises(RoutingError) as caught:
+        select_backend(_code_assist(tmp_path), ["background_agents"])
+    message = str(caught.value)
+    assert "no backend offering background_agents can run with the credentials present" in message
+    assert "gemini-cli does not support background_agents" in message
+    assert "generate-content needs" in message
+    assert "for interactions: set GEMINI_API_KEY" in message
+
+
+def test_no_backend_offers_the_combination() -> None:
+    with pytest.raises(RoutingError, match="drop a requirement") as caught:
+        select_backend(_auth(API_KEY), ["background_agents", "subagent_lifecycle"])
+    assert "interactions does not support subagent_lifecycle" in str(caught.value)
+
+
+def test_unknown_capability_is_refused() -> None:
+    with pytest.raises(RoutingError, match="unknown capability 'teleport'"):
+        select_backend(_auth(API_KEY), ["teleport"])
+
+
+def test_prefer_wins_when_it_qualifies_and_is_explained_when_not() -> None:
+    auth = _auth(API_KEY)
+    assert select_backend(auth, prefer="interactions").backend == "interactions"
+    assert select_backend(auth, prefer="scripted").backend == "scripted"
+    passed_over = select_backend(auth, ["subagent_lifecycle"], prefer="interactions")
+    assert passed_over.backend == "gemini-cli"
+    assert "preferred interactions does not support subagent_lifecycle" in passed_over.reason
+    with pytest.raises(ConfigurationError, match="unknown backend"):
+        select_backend(auth, prefer="nope")
+
+
+def test_scripted_is_never_chosen_alone() -> None:
+    with pytest.raises(RoutingError):
+        select_backend(_auth({}))
+
+
+async def _answer(request: UserInputRequest) -> UserInputResponse:
+    return UserInputResponse.allow()
+
+
+def test_requirements_of_params(tmp_path: Path) -> None:
+    assert requirements_of(ExecuteParams(prompt="hi")) == set()
+    params = ExecuteParams(
+        prompt="hi",
+        resume="abc12345",
+        mcp_servers=(StdioMcpServer(name="s", command="srv"),),
+        thinking=ThinkingConfig(budget=1024),
+        on_user_input=_answer,
+    )
+    assert requirements_of(params) == {"session_resume", "mcp", "thinking", "user_input", "permission_requests"}
+    yolo = ExecuteParams(prompt="hi", approval_mode="yolo", on_user_input=_answer)
+    assert requirements_of(yolo) == {"user_input"}
+    assert requirements_of(ExecuteParams(prompt="hi", approval_mode="plan")) == {"plan_mode"}
+    png = tmp_path / "a.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(8))
+    assert requirements_of(ExecuteParams(prompt="hi", images=(ImageInput.from_path(png),))) == {"image_input"}
+    hidden = ExecuteParams(prompt="hi", thinking=ThinkingConfig(level="low", include_thoughts=False))
+    assert requirements_of(hidden) == set()
+
+
+def test_select_backend_for_uses_the_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GEMINI_API_KEY", "k")
+    assert select_backend_for(ExecuteParams(prompt="hi")).backend == "generate-content"
+    assert select_backend_for(ExecuteParams(prompt="hi", approval_mode="plan")).backend == "gemini-cli"
+
+
+def test_light_imports() -> None:
+    code = (
+        "import sys, json, unified, unified.routing, unified.auth, unified.capabilities;"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {'google','acp','mcp','typer','rich'}"
+        " or m.startswith('google.genai'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
