@@ -1,0 +1,68 @@
+"""Offline, deterministic testing for `unified` and for orchestrators built on it.
+
+- `FakeGemini`: a real HTTP server on 127.0.0.1 speaking the Gemini API (generateContent, SSE
+  streams, the Interactions API, Vertex paths), driven by a script (the Gemini CLI's
+  `--fake-responses` recordings or our scenario models), with fault injection and a request log.
+- `ScriptedBackend`: an in-process backend playing a script of UnifiedEvents through the same
+  stream guard as the real backends.
+
+See docs/testing.md.
+"""
+
+from unified.testing.fake_gemini import REDACTED, FakeGemini, RecordedRequest
+from unified.testing.scenario import (
+    ApiMethod,
+    CodeExecutionCall,
+    CodeExecutionResult,
+    Fault,
+    FaultKind,
+    FunctionCall,
+    FunctionCallStep,
+    GoogleSearchCall,
+    GoogleSearchResult,
+    InteractionStatus,
+    InteractionTurn,
+    ModelTurn,
+    RecordedTurn,
+    Script,
+    ServerStep,
+    Step,
+    TextStep,
+    Thought,
+    ThoughtStep,
+    Turn,
+    Usage,
+)
+from unified.testing.scripted import Ask, EndMessage, Fail, ScriptedBackend, Sleep
+
+__all__ = [
+    "REDACTED",
+    "ApiMethod",
+    "Ask",
+    "CodeExecutionCall",
+    "CodeExecutionResult",
+    "EndMessage",
+    "Fail",
+    "FakeGemini",
+    "Fault",
+    "FaultKind",
+    "FunctionCall",
+    "FunctionCallStep",
+    "GoogleSearchCall",
+    "GoogleSearchResult",
+    "InteractionStatus",
+    "InteractionTurn",
+    "ModelTurn",
+    "RecordedRequest",
+    "RecordedTurn",
+    "Script",
+    "ScriptedBackend",
+    "ServerStep",
+    "Sleep",
+    "Step",
+    "TextStep",
+    "Thought",
+    "ThoughtStep",
+    "Turn",
+    "Usage",
+]
