@@ -20,6 +20,7 @@ async def test_execute_runs_the_scripted_backend_through_the_registry(tmp_path: 
     events = [e async for e in execute(prompt="hello", backend="scripted", cwd=tmp_path)]
     assert isinstance(events[0], SessionStarted)
     assert events[0].cwd == str(tmp_path)
+    assert events[0].capabilities["streaming_text"] == "full"  # filled from the capability matrix
     result = events[-1]
     assert isinstance(result, Result)
     assert result.status == "success"

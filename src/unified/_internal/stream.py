@@ -17,7 +17,7 @@ import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from unified._errors import ProtocolViolation, UnifiedError
+from unified._errors import ConfigurationError, ProtocolViolation, UnifiedError
 from unified._internal.backend import Backend, RunOutcome
 from unified.events import (
     AssistantMessage,
@@ -29,6 +29,7 @@ from unified.events import (
     SubagentCompleted,
     SubagentProgress,
     SubagentStarted,
+    SupportLevel,
     TextDelta,
     Thinking,
     ToolResult,
@@ -48,6 +49,16 @@ instead of growing memory."""
 StopReason = Literal["cancelled", "interrupted", "idle_timeout", "total_timeout"]
 
 _PASS_BEFORE_SESSION = (WarningEvent, ErrorEvent, SessionStarted)
+
+
+def _capability_snapshot(backend: str) -> dict[str, SupportLevel]:
+    """The matrix's row for `backend`, loaded only once a session starts (keeps `import unified` light)."""
+    from unified import capabilities
+
+    try:
+        return capabilities.snapshot(backend)
+    except ConfigurationError:  # a backend outside the matrix (a consumer's own): nothing to claim
+        return {}
 
 
 def estimate_tokens(chars: int) -> int:
@@ -216,6 +227,8 @@ class StreamGuard:
             )
             if isinstance(event, (AssistantMessage, Result)):
                 return  # the guard owns these kinds; a second one would break the stream's shape
+        if isinstance(event, SessionStarted) and not event.capabilities:
+            event.capabilities = _capability_snapshot(event.backend)
         if not isinstance(event, (TextDelta, Thinking, SessionStarted, WarningEvent)):
             await self.flush_message(event.subagent_task_id)
         self.agg.record(event)
