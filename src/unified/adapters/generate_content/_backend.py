@@ -1,0 +1,46 @@
+"""The Backend object the registry hands to the stream guard; the loop itself lives in `_loop.py`."""
+
+from __future__ import annotations
+
+from unified._internal.backend import RunContext, RunOutcome
+from unified.adapters.generate_content._options import (
+    DEFAULT_MODEL,
+    model_family,
+    plan_thinking,
+    unknown_options,
+)
+from unified.adapters.generate_content._sessions import BACKEND
+from unified.types import ExecuteParams
+
+
+class GenerateContentBackend:
+    """Drives one run over the Gemini API's streamGenerateContent."""
+
+    name = BACKEND
+
+    def __init__(self, params: ExecuteParams) -> None:
+        self._params = params
+
+    def unsupported_options(self, params: ExecuteParams) -> list[tuple[str, str, bool]]:
+        problems = [(option, why, False) for option, why in unknown_options(params.backend_options)]
+        model = params.model or DEFAULT_MODEL
+        plan = plan_thinking(model, params.thinking)
+        if plan is not None:
+            problems.extend(("thinking", note, False) for note in plan.notes)
+        builtins = [k for k in ("google_search", "url_context", "code_execution") if params.backend_options.get(k)]
+        local = params.backend_options.get("local_tools", True)
+        if builtins and local and model_family(model) != "gemini-3":
+            problems.append(
+                (
+                    "backend_options." + builtins[0],
+                    f"{model} may refuse built-in tools combined with function calling (Gemini 3 only); "
+                    "set local_tools=False if the API answers 400",
+                    False,
+                )
+            )
+        return problems
+
+    async def run(self, ctx: RunContext) -> RunOutcome:
+        from unified.adapters.generate_content._loop import Loop  # google-genai loads only now
+
+        return await Loop(ctx).run()

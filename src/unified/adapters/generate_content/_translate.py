@@ -1,0 +1,251 @@
+"""GenerateContentResponse chunks → UnifiedEvents, for one model turn. Pure: no I/O, no clock.
+
+Thinking semantics: in every real recording we have (`fixtures/gemini-cli-responses/`), each
+thought part is a complete summary (`**Subject**\\n\\nbody`), and the next thought part is a new
+summary, not a continuation of the previous one. So each thought part becomes one
+`thinking(replace=True)` event whose `subject` is the bold heading.
+
+The translator also keeps what the loop needs after the stream: the model's parts exactly as
+received (to echo them back with their thought signatures), the function calls, the finish
+reason and the usage of the last chunk that carried any.
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.genai import types
+
+from unified.events import ErrorEvent, TextDelta, Thinking, ToolResult, ToolUse, UnifiedEvent, Usage, WarningEvent
+
+_SUBJECT = re.compile(r"^\s*\*\*(?P<subject>[^*\n]+)\*\*\s*")
+
+_OK_FINISH = {"STOP", "FINISH_REASON_UNSPECIFIED", "CONTINUATION"}
+_WARN_FINISH = {"MAX_TOKENS", "OTHER", "LANGUAGE"}
+_FINISH_TEXT = {
+    "MAX_TOKENS": "the answer was cut off at the output token limit (raise max_output_tokens)",
+    "SAFETY": "the answer was blocked by the safety filters",
+    "RECITATION": "the answer was blocked for reciting copyrighted material",
+    "BLOCKLIST": "the answer contained a blocklisted term",
+    "PROHIBITED_CONTENT": "the answer was blocked as prohibited content",
+    "SPII": "the answer was blocked for containing sensitive personal information",
+    "MALFORMED_FUNCTION_CALL": "the model produced a function call that could not be parsed",
+    "UNEXPECTED_TOOL_CALL": "the model called a tool that was not offered",
+    "TOO_MANY_TOOL_CALLS": "the model made too many tool calls in one turn",
+    "MISSING_THOUGHT_SIGNATURE": "the history sent lacks a thought signature the model requires",
+    "LANGUAGE": "the model stopped: unsupported language",
+    "OTHER": "the model stopped for an unspecified reason",
+}
+
+
+def b64(data: bytes | None) -> str | None:
+    return base64.b64encode(data).decode("ascii") if data else None
+
+
+def usage_of(meta: types.GenerateContentResponseUsageMetadata | None) -> Usage:
+    """Our Usage from `usageMetadata`; missing counts are 0 (the guard estimates output, flagged)."""
+    if meta is None:
+        return Usage()
+    return Usage(
+        input_tokens=meta.prompt_token_count or 0,
+        output_tokens=meta.candidates_token_count or 0,
+        thinking_tokens=meta.thoughts_token_count or 0,
+        cached_tokens=meta.cached_content_token_count or 0,
+        tool_use_tokens=meta.tool_use_prompt_token_count or 0,
+    )
+
+
+def split_subject(text: str) -> tuple[str | None, str]:
+    """`**Subject**\\n\\nbody` → ("Subject", text); the text keeps its heading so nothing is lost."""
+    match = _SUBJECT.match(text)
+    return (match.group("subject").strip(), text) if match else (None, text)
+
+
+def _json(model: Any) -> Any:
+    return model.model_dump(mode="json", exclude_none=True) if model is not None else None
+
+
+@dataclass
+class LocalCall:
+    """A function call the loop must run: `tool_use_id` is unique in the run, `call_id` is the model's."""
+
+    tool_use_id: str
+    name: str
+    args: dict[str, Any]
+    call_id: str | None
+
+
+@dataclass
+class TurnTranslator:
+    """Feed it the chunks of one streamed turn; it returns the events to emit for each."""
+
+    turn: int
+    taken_ids: set[str] = field(default_factory=set)
+    """tool_use ids already used in this run (the guard rejects duplicates)."""
+    include_native: bool = False
+    parts: list[types.Part] = field(default_factory=list)
+    calls: list[LocalCall] = field(default_factory=list)
+    finish_reason: str | None = None
+    finish_message: str | None = None
+    block_reason: str | None = None
+    usage: Usage | None = None
+    text: str = ""
+    emitted: int = 0
+    grounding: types.GroundingMetadata | None = None
+    url_context: types.UrlContextMetadata | None = None
+    _open_server_calls: list[str] = field(default_factory=list)
+    _counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+
+    def _new_id(self, prefix: str, wanted: str | None = None) -> str:
+        candidate = wanted or f"{prefix}_{self.turn}_{next(self._counter)}"
+        while candidate in self.taken_ids:
+            candidate = f"{wanted or prefix}_{self.turn}_{next(self._counter)}"
+        self.taken_ids.add(candidate)
+        return candidate
+
+    def feed(self, chunk: types.GenerateContentResponse) -> list[UnifiedEvent]:
+        events: list[UnifiedEvent] = []
+        if chunk.usage_metadata is not None:
+            self.usage = usage_of(chunk.usage_metadata)
+        feedback = chunk.prompt_feedback
+        if feedback is not None and feedback.block_reason is not None:
+            self.block_reason = feedback.block_reason.value
+            self.finish_message = feedback.block_reason_message
+        candidate = chunk.candidates[0] if chunk.candidates else None
+        if candidate is not None:
+            if candidate.content is not None:
+                for part in candidate.content.parts or []:
+                    events.extend(self._part(part))
+            if candidate.finish_reason is not None:
+                self.finish_reason = candidate.finish_reason.value
+                self.finish_message = candidate.finish_message
+            if candidate.grounding_metadata is not None:
+                self.grounding = candidate.grounding_metadata
+            if candidate.url_context_metadata is not None:
+                self.url_context = candidate.url_context_metadata
+        if events and self.include_native:
+            events[0].native = chunk.model_dump(mode="json", exclude_none=True)
+        self.emitted += len(events)
+        return events
+
+    def _part(self, part: types.Part) -> list[UnifiedEvent]:
+        if part.text is not None and not part.text and part.thought_signature is None and not part.thought:
+            return []  # an empty text part carries nothing; echoing it back would be rejected
+        self.parts.append(part)
+        if part.thought and part.text is not None:
+            subject, text = split_subject(part.text)
+            return [Thinking(text=text, replace=True, subject=subject, signature=b64(part.thought_signature))]
+        if part.text is not None:
+            self.text += part.text
+            return [TextDelta(text=part.text)] if part.text else []
+        if part.function_call is not None:
+            call = part.function_call
+            name = call.name or ""
+            tool_use_id = self._new_id("call", call.id)
+            self.calls.append(LocalCall(tool_use_id, name, dict(call.args or {}), call.id))
+            return [ToolUse(tool_use_id=tool_use_id, name=name, input=dict(call.args or {}))]
+        if part.executable_code is not None:
+            code = part.executable_code
+            tool_use_id = self._new_id("code", code.id)
+            self._open_server_calls.append(tool_use_id)
+            language = code.language.value if code.language is not None else None
+            return [
+                ToolUse(
+                    tool_use_id=tool_use_id,
+                    name="code_execution",
+                    input={"code": code.code or "", "language": language},
+                    server_side=True,
+                )
+            ]
+        if part.code_execution_result is not None:
+            result = part.code_execution_result
+            outcome = result.outcome.value if result.outcome is not None else None
+            output = {"outcome": outcome, "output": result.output or ""}
+            return self._server_result("code_execution", result.id, output, outcome not in (None, "OUTCOME_OK"))
+        if part.tool_call is not None:
+            tool = part.tool_call
+            tool_use_id = self._new_id("tool", tool.id)
+            self._open_server_calls.append(tool_use_id)
+            name = tool.tool_type.value.lower() if tool.tool_type is not None else "server_tool"
+            return [ToolUse(tool_use_id=tool_use_id, name=name, input=dict(tool.args or {}), server_side=True)]
+        if part.tool_response is not None:
+            response = part.tool_response
+            name = response.tool_type.value.lower() if response.tool_type is not None else "server_tool"
+            return self._server_result(name, response.id, dict(response.response or {}), False)
+        return []  # inline data, files and other media reach the history unchanged
+
+    def _server_result(self, name: str, wanted: str | None, output: Any, is_error: bool) -> list[UnifiedEvent]:
+        events: list[UnifiedEvent] = []
+        if wanted is not None and wanted in self._open_server_calls:
+            tool_use_id = wanted
+            self._open_server_calls.remove(wanted)
+        elif wanted is None and self._open_server_calls:
+            tool_use_id = self._open_server_calls.pop(0)
+        else:  # a result whose call we never saw: announce the call so the stream stays well-formed
+            tool_use_id = self._new_id(name, wanted)
+            events.append(ToolUse(tool_use_id=tool_use_id, name=name, server_side=True))
+        events.append(ToolResult(tool_use_id=tool_use_id, output=output, is_error=is_error, server_side=True))
+        return events
+
+    def finish(self) -> list[UnifiedEvent]:
+        """Events due once the stream ended: grounding as server-side tool data, finish-reason reports."""
+        events: list[UnifiedEvent] = []
+        if self.grounding is not None:
+            meta = _json(self.grounding)
+            if meta:
+                queries = meta.get("webSearchQueries") or meta.get("web_search_queries") or []
+                events.extend(self._server_pair("google_search", {"queries": queries}, meta))
+        if self.url_context is not None:
+            meta = _json(self.url_context)
+            if meta:
+                urls = [u.get("retrieved_url") for u in meta.get("url_metadata", [])]
+                events.extend(self._server_pair("url_context", {"urls": urls}, meta))
+        problem = self.stop_problem()
+        if problem is not None:
+            code = f"finish_{problem[0].lower()}"
+            if problem[0] in _WARN_FINISH:
+                events.append(WarningEvent(code=code, message=problem[1]))
+            else:
+                events.append(ErrorEvent(code=code, message=problem[1], fatal=True, details={"reason": problem[0]}))
+        self.emitted += len(events)
+        return events
+
+    def _server_pair(self, name: str, args: dict[str, Any], output: Any) -> list[UnifiedEvent]:
+        tool_use_id = self._new_id(name)
+        return [
+            ToolUse(tool_use_id=tool_use_id, name=name, input=args, server_side=True),
+            ToolResult(tool_use_id=tool_use_id, output=output, server_side=True),
+        ]
+
+    def stop_problem(self) -> tuple[str, str] | None:
+        """(reason, message) when the turn ended other than normally; None for STOP."""
+        if self.block_reason is not None:
+            detail = f": {self.finish_message}" if self.finish_message else ""
+            return self.block_reason, f"the prompt was blocked ({self.block_reason}){detail}"
+        reason = self.finish_reason
+        if reason is None or reason in _OK_FINISH:
+            return None
+        text = _FINISH_TEXT.get(reason, f"the model stopped with finish reason {reason}")
+        detail = f" ({self.finish_message})" if self.finish_message else ""
+        return reason, f"{text}{detail} [finishReason {reason}]"
+
+    @property
+    def fatal(self) -> str | None:
+        """The message that ends the run, when the finish reason is more than a warning."""
+        problem = self.stop_problem()
+        return problem[1] if problem is not None and problem[0] not in _WARN_FINISH else None
+
+    def content(self) -> types.Content:
+        """The model's turn, parts unchanged (thought signatures included), for the history."""
+        return types.Content(role="model", parts=list(self.parts))
+
+
+def call_key(call: LocalCall) -> str:
+    """Identity of a call for runaway-loop detection: name plus canonical arguments."""
+    return f"{call.name}:{json.dumps(call.args, sort_keys=True, default=str)}"
