@@ -20,7 +20,6 @@ from html import escape
 from importlib.resources import files
 from typing import Any, cast, get_args
 
-from unified._errors import ConfigurationError
 from unified.auth import AUTH_MODES, AuthModeName
 from unified.events import SupportLevel
 
@@ -141,19 +140,19 @@ BACKENDS: tuple[str, ...] = tuple(MATRIX.backends)
 
 
 def column(backend: str) -> BackendColumn:
+    """One column by name; like a mapping, an unknown name is a KeyError (naming the choices)."""
     try:
         return MATRIX.backends[backend]
     except KeyError:
-        raise ConfigurationError(f"unknown backend {backend!r}", hint=f"choose one of: {', '.join(BACKENDS)}") from None
+        raise KeyError(f"unknown backend {backend!r}; choose one of: {', '.join(BACKENDS)}") from None
 
 
 def cell(backend: str, capability: str) -> Cell:
+    cells = column(backend).cells
     try:
-        return column(backend).cells[capability]
+        return cells[capability]
     except KeyError:
-        raise ConfigurationError(
-            f"unknown capability {capability!r}", hint=f"choose among: {', '.join(CAPABILITIES)}"
-        ) from None
+        raise KeyError(f"unknown capability {capability!r}; choose among: {', '.join(CAPABILITIES)}") from None
 
 
 def level(backend: str, capability: str) -> SupportLevel:

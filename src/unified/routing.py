@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from unified import capabilities
-from unified._errors import RoutingError
+from unified._errors import ConfigurationError, RoutingError
 from unified.auth import AUTH_MODE_TITLES, AuthReport, detect_auth
 from unified.types import ExecuteParams
 
@@ -67,7 +67,10 @@ def select_backend(auth: AuthReport, requires: Iterable[str] = (), prefer: str |
         )
     candidates = _auto_backends()
     if prefer is not None and prefer not in candidates:
-        capabilities.column(prefer)  # an unknown name is a ConfigurationError naming the choices
+        if prefer not in capabilities.BACKENDS:
+            raise ConfigurationError(
+                f"unknown backend {prefer!r}", hint=f"choose one of: {', '.join(capabilities.BACKENDS)}"
+            )
         candidates.append(prefer)  # a backend auto never picks alone (scripted) may still be asked for
 
     usable = auth.usable_modes

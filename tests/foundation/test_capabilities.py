@@ -11,7 +11,6 @@ from typing import get_args
 import pytest
 
 from unified import capabilities
-from unified._errors import ConfigurationError
 from unified.capabilities import CAPABILITIES, LEVELS, MATRIX, load_matrix, render_markdown
 from unified.types import BackendName
 
@@ -68,9 +67,9 @@ def test_snapshot_and_lookup_errors() -> None:
     snap = capabilities.snapshot("interactions")
     assert list(snap) == list(CAPABILITIES)
     assert snap["background_agents"] == "full"
-    with pytest.raises(ConfigurationError, match="unknown backend"):
+    with pytest.raises(KeyError, match="unknown backend"):
         capabilities.level("claude", "thinking")
-    with pytest.raises(ConfigurationError, match="unknown capability"):
+    with pytest.raises(KeyError, match="unknown capability"):
         capabilities.level("interactions", "teleport")
 
 
