@@ -272,9 +272,13 @@ class ToolRuntime:
 
     async def aclose(self) -> None:
         """Close MCP sessions and kill background processes still running."""
-        with anyio.CancelScope(shield=True):
+        # The MCP task groups were entered outside any scope opened here, so they must be left
+        # outside one too; only the process clean-up is shielded from cancellation.
+        try:
             await self._stack.aclose()
-            await self._shell.close()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._shell.close()
 
     def add(self, spec: ToolSpec) -> None:
         if spec.name in self._tools:
@@ -294,7 +298,11 @@ class ToolRuntime:
             try:
                 specs = await connect_server(server, self._stack)
             except Exception as exc:
-                errors.append(McpConnectError(server.name, f"MCP server {server.name!r} failed to start: {exc}"))
+                cause: BaseException = exc
+                while isinstance(cause, BaseExceptionGroup) and cause.exceptions:
+                    cause = cause.exceptions[0]
+                reason = f"{type(cause).__name__}: {cause}"
+                errors.append(McpConnectError(server.name, f"MCP server {server.name!r} failed to start: {reason}"))
                 continue
             for spec in specs:
                 self.add(spec)

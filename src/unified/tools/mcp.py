@@ -1,0 +1,113 @@
+"""MCP servers (stdio / streamable HTTP / SSE) as tools, through the `mcp` SDK's `Client`.
+
+Each server lives in its own task inside a task group the runtime's exit stack owns, so a
+connection is opened and closed by the same task (anyio's rule), a slow server can be timed out
+without tearing down the others, and a server dying mid-session cannot cancel the caller's run.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from contextlib import AsyncExitStack
+from typing import Any
+
+import anyio
+import mcp_types
+from anyio.abc import TaskStatus
+from mcp import Client, StdioServerParameters
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from unified.tools._base import InlineData, Progress, ToolError, ToolOutput, ToolSpec
+from unified.types import HttpMcpServer, McpServer, SseMcpServer, StdioMcpServer
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def tool_name(server: str, tool: str) -> str:
+    """`mcp__<server>__<tool>`, reduced to the characters and 64-char length function names allow."""
+    return f"mcp__{_UNSAFE.sub('_', server)}__{_UNSAFE.sub('_', tool)}"[:64]
+
+
+def _client(server: McpServer) -> Client:
+    target: Any
+    if isinstance(server, StdioMcpServer):
+        target = StdioServerParameters(
+            command=server.command,
+            args=list(server.args),
+            env=dict(server.env) or None,
+            cwd=server.cwd,
+        )
+    elif isinstance(server, HttpMcpServer):
+        target = streamable_http_client(server.url, http_client=create_mcp_http_client(headers=dict(server.headers)))
+    elif isinstance(server, SseMcpServer):
+        target = sse_client(server.url, headers=dict(server.headers), timeout=server.timeout_s)
+    return Client(target, read_timeout_seconds=server.timeout_s)
+
+
+async def _serve(
+    server: McpServer, *, task_status: TaskStatus[tuple[Client, list[mcp_types.Tool]]] = anyio.TASK_STATUS_IGNORED
+) -> None:
+    started = False
+    try:
+        async with _client(server) as client:
+            tools = (await client.list_tools()).tools
+            task_status.started((client, tools))
+            started = True
+            await anyio.sleep_forever()
+    except Exception:
+        if not started:
+            raise
+        # A server that dies later answers its calls with errors; the run goes on.
+
+
+def _output(result: mcp_types.CallToolResult) -> ToolOutput:
+    texts: list[str] = []
+    media: list[InlineData] = []
+    for block in result.content:
+        if isinstance(block, mcp_types.TextContent):
+            texts.append(block.text)
+        elif isinstance(block, mcp_types.ImageContent):
+            media.append(InlineData(block.mime_type, base64.b64decode(block.data)))
+        else:
+            texts.append(block.model_dump_json(exclude_none=True))
+    if not texts and result.structured_content is not None:
+        texts.append(json.dumps(result.structured_content))
+    text = "\n".join(texts)
+    if result.is_error:
+        raise ToolError(text or "The MCP tool reported an error without a message.")
+    return ToolOutput(text, tuple(media))
+
+
+def _spec(server: str, client: Client, tool: mcp_types.Tool) -> ToolSpec:
+    async def run(args: dict[str, Any], progress: Progress) -> ToolOutput:
+        try:
+            result = await client.call_tool(tool.name, args)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+            raise ToolError(f"MCP server {server!r} is no longer connected.") from exc
+        return _output(result)
+
+    schema = dict(tool.input_schema) if tool.input_schema else {"type": "object", "properties": {}}
+    return ToolSpec(
+        name=tool_name(server, tool.name),
+        kind="other",
+        params=None,
+        run=run,
+        description=tool.description or f"The {tool.name} tool of the {server} MCP server.",
+        schema=schema,
+    )
+
+
+async def connect_server(server: McpServer, stack: AsyncExitStack) -> list[ToolSpec]:
+    """Starts `server`, lists its tools, and keeps it connected until `stack` closes."""
+    tg = await stack.enter_async_context(anyio.create_task_group())
+    stack.callback(tg.cancel_scope.cancel)
+    try:
+        with anyio.fail_after(server.timeout_s):
+            client, tools = await tg.start(_serve, server)
+    except TimeoutError:
+        raise TimeoutError(f"no answer within {server.timeout_s:g} s") from None
+    return [_spec(server.name, client, tool) for tool in tools]
