@@ -8,7 +8,7 @@ google.genai is imported here, and this module only when a run starts.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from google import genai
@@ -45,20 +45,26 @@ def make_client(settings: Settings, http: httpx.AsyncClient) -> genai.Client:
     return genai.Client(api_key=settings.api_key, http_options=options)
 
 
+def _declaration(spec: dict[str, Any]) -> types.FunctionDeclaration:
+    """`parametersJsonSchema` carries the runtime's JSON Schema verbatim (the SDK's `Schema` would reject
+    keywords it does not model)."""
+    return types.FunctionDeclaration(
+        name=spec["name"], description=spec.get("description"), parameters_json_schema=spec.get("parameters")
+    )
+
+
 def generation_config(
     settings: Settings,
     *,
     system_instruction: str | None,
-    declarations: list[dict[str, object]],
+    declarations: list[dict[str, Any]],
     thinking: ThinkingPlan | None,
     server_side_invocations: bool,
 ) -> types.GenerateContentConfig:
     """The per-request config: our tools, thinking, and the SDK's own loops switched off."""
     tools: list[types.Tool] = []
     if declarations:
-        tools.append(
-            types.Tool(function_declarations=[types.FunctionDeclaration.model_validate(d) for d in declarations])
-        )
+        tools.append(types.Tool(function_declarations=[_declaration(d) for d in declarations]))
     if settings.google_search:
         tools.append(types.Tool(google_search=types.GoogleSearch()))
     if settings.url_context:
