@@ -171,3 +171,7 @@ async def test_glob_patterns_sorted_newest_first(ws: Path, call: Call, ok: Get) 
 async def test_glob_errors(call: Call, err: Get) -> None:
     assert err(await call("glob", pattern=" ")) == "pattern must not be empty."
     assert err(await call("glob", pattern="*", dir_path="missing")) == "Path not found: missing"
+
+
+async def test_glob_invalid_pattern(call: Call, err: Get) -> None:
+    assert err(await call("glob", pattern="[z-a]")).startswith("Invalid glob pattern '[z-a]': bad character range")

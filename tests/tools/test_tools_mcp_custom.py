@@ -16,6 +16,8 @@ from unified.types import HttpMcpServer, StdioMcpServer
 pytestmark = pytest.mark.anyio
 
 SERVER = '''
+import os
+
 from mcp.server.mcpserver import MCPServer
 
 server = MCPServer("demo")
@@ -31,6 +33,12 @@ def add(a: int, b: int) -> str:
 def fail() -> str:
     """Always fails."""
     raise ValueError("broken on purpose")
+
+
+@server.tool()
+def die() -> str:
+    """Ends the server process."""
+    os._exit(1)
 
 
 server.run()
@@ -57,6 +65,10 @@ async def test_stdio_mcp_server_tools_under_policy(ws: Path, server_script: Path
         assert added.response == {"output": "42"}
         assert failed.is_error
         assert failed.response == {"error": "Error executing tool fail"}
+        [died] = await rt.run_batch([ToolCall("d", "mcp__demo__die", {})])
+        assert died.response == {"error": "MCP server 'demo' failed the call: Connection closed"}
+        [after] = await rt.run_batch([ToolCall("4", "mcp__demo__add", {"a": 1, "b": 1})])
+        assert after.response == died.response
         # the same tools under a stricter mode: plan denies them
         rt.approval_mode = "plan"
         [denied] = await rt.run_batch([ToolCall("3", "mcp__demo__add", {"a": 1, "b": 1})])

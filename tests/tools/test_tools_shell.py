@@ -155,3 +155,11 @@ async def test_background_process_listed_and_readable(ws: Path, ok: Get, err: Ge
         )
     # closing the runtime kills what is still running
     assert await wait_group_gone(pid) == []
+
+
+async def test_spawn_failure_is_an_error(ws: Path, monkeypatch: pytest.MonkeyPatch, err: Get) -> None:
+    monkeypatch.setenv("PATH", str(ws / "no-bin"))
+    assert err(await shell(ws, "echo hi")).startswith("Error: could not start bash: ")
+    async with ToolRuntime(ws, approval_mode="yolo") as rt:
+        [bg] = await rt.run_batch([ToolCall("b", "run_shell_command", {"command": "echo", "is_background": True})])
+    assert err(bg).startswith("Error: could not start bash: ")

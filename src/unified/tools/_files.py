@@ -71,10 +71,7 @@ async def _read_bytes(path: Path, shown: str) -> bytes:
             raise ToolError(f"Path is a directory, not a file: {shown}")
         return path.read_bytes()
 
-    try:
-        return await anyio.to_thread.run_sync(read)
-    except PermissionError as exc:
-        raise ToolError(f"Permission denied: {shown}") from exc
+    return await anyio.to_thread.run_sync(read)
 
 
 # --- read_file ---------------------------------------------------------------------------------

@@ -48,10 +48,7 @@ class Workspace:
         candidate = self.root / text
         if text.startswith("@") and not candidate.exists():
             candidate = self.root / text[1:]
-        try:
-            real = Path(os.path.realpath(candidate, strict=False))
-        except (OSError, ValueError) as exc:
-            raise ToolError(f"Failed to resolve path: {exc}") from exc
+        real = Path(os.path.realpath(candidate))
         if not self.contains(real):
             allowed = ", ".join(str(r) for r in self.roots)
             raise ToolError(

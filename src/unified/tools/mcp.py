@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import mcp_types
 from anyio.abc import TaskStatus
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -86,8 +86,8 @@ def _spec(server: str, client: Client, tool: mcp_types.Tool) -> ToolSpec:
     async def run(args: dict[str, Any], progress: Progress) -> ToolOutput:
         try:
             result = await client.call_tool(tool.name, args)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
-            raise ToolError(f"MCP server {server!r} is no longer connected.") from exc
+        except MCPError as exc:
+            raise ToolError(f"MCP server {server!r} failed the call: {exc}") from exc
         return _output(result)
 
     schema = dict(tool.input_schema) if tool.input_schema else {"type": "object", "properties": {}}
