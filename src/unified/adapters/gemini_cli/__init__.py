@@ -18,4 +18,11 @@ def create_session_locator() -> SessionLocator:
     return GeminiSessionLocator()
 
 
-__all__ = ["AcpPool", "GeminiCliBackend", "GeminiSessionLocator", "create_backend", "create_session_locator", "default_pool"]
+__all__ = [
+    "AcpPool",
+    "GeminiCliBackend",
+    "GeminiSessionLocator",
+    "create_backend",
+    "create_session_locator",
+    "default_pool",
+]

@@ -8,7 +8,8 @@ backend_options (all optional):
 - `pool`: an `AcpPool` to use instead of the default one;
 - `fake_responses`: a `--fake-responses` JSONL file (offline tests); `fake_responses_strict`
   (default True) picks `--fake-responses` over `--fake-responses-non-strict`;
-- `env`: extra environment variables for the child.
+- `env`: extra environment variables for the child;
+- `acp_transcript`: a list that receives every JSON-RPC message both ways (cassette recording).
 """
 
 from __future__ import annotations
@@ -213,7 +214,10 @@ class GeminiCliBackend:
                 info = await connection.request(
                     "initialize",
                     # Never advertise fs capabilities: with them the 0.61 CLI cannot create new files.
-                    {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}}},
+                    {
+                        "protocolVersion": 1,
+                        "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}},
+                    },
                 )
             except (ConnectionClosed, AcpRequestError) as exc:
                 code = await connection.child.wait_exit(2.0)
@@ -223,7 +227,11 @@ class GeminiCliBackend:
             connection.agent_info = dict(info.get("agentInfo") or {})
             return connection
 
+        transcript = self.params.backend_options.get("acp_transcript")
+
         async with self.pool.lease(pool_key(argv, self.env), spawn) as lease:
+            if isinstance(transcript, list):
+                lease.connection.transcript = transcript
             return await _AcpRun(self, ctx, lease).run()
 
 
@@ -521,7 +529,11 @@ class _AcpRun:
 
 def _pick_option(options: list[dict[str, Any]], choice: str) -> str | None:
     """The ACP option for our decision, by its `kind` (ids differ between agents)."""
-    wanted = {ALLOW_ONCE: ("allow_once",), ALLOW_ALWAYS: ("allow_always", "allow_once"), DENY: ("reject_once", "reject_always")}
+    wanted = {
+        ALLOW_ONCE: ("allow_once",),
+        ALLOW_ALWAYS: ("allow_always", "allow_once"),
+        DENY: ("reject_once", "reject_always"),
+    }
     for kind in wanted[choice]:
         for option in options:
             if option.get("kind") == kind and isinstance(option.get("optionId"), str):
@@ -545,4 +557,3 @@ async def _sleep_to_next_minute() -> None:
     import time
 
     await anyio.sleep(60.5 - time.time() % 60)
-

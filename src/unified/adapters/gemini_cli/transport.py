@@ -397,6 +397,9 @@ class AcpConnection:
         """Messages for no known session (startup notices, malformed lines); read by whoever asks."""
         self.closed = False
         self.agent_info: dict[str, Any] = {}
+        self.transcript: list[dict[str, Any]] | None = None
+        """When a list, every message both ways is appended as `{"dir": "send"|"recv", "msg": ...}`
+        (recording cassettes for the Node-free unit tests)."""
 
     # registration
     def open_inbox(self, session_id: str) -> Inbox:
@@ -413,6 +416,8 @@ class AcpConnection:
     async def _send(self, message: dict[str, Any]) -> None:
         if self.closed:
             raise ConnectionClosed("the gemini process has exited")
+        if self.transcript is not None:
+            self.transcript.append({"dir": "send", "msg": message})
         data = (json.dumps(message, separators=(",", ":")) + "\n").encode()
         try:
             await self.child.write(data)
@@ -490,6 +495,8 @@ class AcpConnection:
         if not isinstance(message, dict):
             self._broadcast_warning(f"ignored a JSON line that is not an object: {line[:200]!r}")
             return
+        if self.transcript is not None:
+            self.transcript.append({"dir": "recv", "msg": message})
         if "method" not in message:
             target = self._answers.get(message.get("id", -1)) if isinstance(message.get("id"), int) else None
             (target or self._unrouted).put(message)

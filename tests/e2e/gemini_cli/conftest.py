@@ -1,0 +1,87 @@
+"""Runs of the real pinned `gemini` binary, offline, against recorded model responses.
+
+Every test gets the isolated HOME/GEMINI_CLI_HOME of tests/conftest.py, a deterministic
+settings.json in it (FIELD-NOTES §1), `GEMINI_API_KEY=dummy`, and a workspace directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gemini_cli_helpers import LOCAL_BINARY
+
+from unified import ExecuteParams
+from unified.events import UnifiedEvent
+from unified.query import EventStream
+
+SETTINGS = {
+    "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+    "general": {"sessionRetention": {"enabled": False}, "enableAutoUpdate": False},
+    "telemetry": {"enabled": False},
+    "privacy": {"usageStatisticsEnabled": False},
+    "ide": {"enabled": False},
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.gemini_cli)
+            item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(autouse=True)
+def gemini_setup(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    binary = os.environ.get("UNIFIED_GEMINI_BIN") or str(LOCAL_BINARY)
+    if not Path(binary).exists():
+        pytest.skip("the pinned gemini binary is not installed (run .ci/install-gemini-cli.sh)")
+    monkeypatch.setenv("UNIFIED_GEMINI_BIN", binary)
+    monkeypatch.setenv("GEMINI_API_KEY", "dummy")
+    settings = isolated_home / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps(SETTINGS))
+    return isolated_home
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "ws"
+    path.mkdir()
+    (path / "notes.txt").write_text("alpha\nbeta\n")
+    return path
+
+
+@pytest.fixture
+def responses(tmp_path: Path) -> Callable[..., Path]:
+    """Write a `--fake-responses` file from `stream_line(...)` strings."""
+    counter = iter(range(1000))
+
+    def write(*lines: str) -> Path:
+        path = tmp_path / f"model-{next(counter)}.responses"
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+    return write
+
+
+@pytest.fixture
+def run_gemini(workspace: Path) -> Callable[..., Awaitable[list[UnifiedEvent]]]:
+    """Run one prompt through `unified`'s stream guard (strict: a protocol slip fails the test)."""
+
+    async def run(fake: Path, prompt: str = "go", **fields: Any) -> list[UnifiedEvent]:
+        options = {"fake_responses": str(fake), "pool_size": 0, **fields.pop("backend_options", {})}
+        fields.setdefault("cwd", workspace)
+        params = ExecuteParams(prompt=prompt, backend="gemini-cli", backend_options=options, **fields)
+        events: list[UnifiedEvent] = []
+        async with EventStream(params, strict=True) as stream:
+            async for event in stream:
+                events.append(event)
+        return events
+
+    return run

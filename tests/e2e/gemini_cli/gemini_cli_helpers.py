@@ -1,0 +1,61 @@
+"""Helpers for the gemini e2e tests: model responses, event kinds, a /proc scan for orphans."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from unified.events import UnifiedEvent
+
+ROOT = Path(__file__).resolve().parents[3]
+LOCAL_BINARY = ROOT / ".gemini-cli" / "node_modules" / ".bin" / "gemini"
+Run = Callable[..., Awaitable[list[UnifiedEvent]]]
+"""The `run_gemini` fixture: (responses file, prompt, **ExecuteParams fields) → events."""
+RECORDINGS = ROOT.parent / "shared" / "fixtures" / "gemini-cli-responses"
+
+
+def stream_line(*parts: dict[str, Any], prompt_tokens: int = 100, output_tokens: int = 5) -> str:
+    """One `generateContentStream` call answering with `parts` in a single chunk."""
+    chunk = {
+        "candidates": [{"content": {"parts": list(parts), "role": "model"}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {
+            "promptTokenCount": prompt_tokens,
+            "candidatesTokenCount": output_tokens,
+            "totalTokenCount": prompt_tokens + output_tokens,
+        },
+    }
+    return json.dumps({"method": "generateContentStream", "response": [chunk]})
+
+
+def call(name: str, **args: Any) -> dict[str, Any]:
+    return {"functionCall": {"name": name, "args": args}}
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"text": value}
+
+
+def thought(value: str) -> dict[str, Any]:
+    return {"text": value, "thought": True}
+
+
+def kinds(events: list[UnifiedEvent]) -> list[str]:
+    return [e.type for e in events]
+
+
+def gemini_pids() -> set[int]:
+    """Live processes whose command line mentions gemini (a /proc scan, no psutil)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+            status = (entry / "stat").read_text().split()
+        except OSError:
+            continue
+        if b"gemini" in cmdline and status[2] != "Z":
+            found.add(int(entry.name))
+    return found

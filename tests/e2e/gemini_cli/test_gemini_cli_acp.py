@@ -1,0 +1,232 @@
+"""The real `gemini` 0.61 binary over ACP, offline (`--fake-responses`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import pytest
+from gemini_cli_helpers import RECORDINGS, Run, call, gemini_pids, kinds, stream_line, text, thought
+
+from unified import ExecuteParams, UserInputRequest, UserInputResponse
+from unified.adapters.gemini_cli import AcpPool
+from unified.events import (
+    PermissionDecision,
+    Result,
+    SessionStarted,
+    SubagentCompleted,
+    SubagentStarted,
+    TextDelta,
+    Thinking,
+    ToolResult,
+    ToolUse,
+)
+from unified.query import EventStream
+
+pytestmark = pytest.mark.anyio
+
+Responses = Callable[..., Path]
+
+
+def result_of(events: list[object]) -> Result:
+    last = events[-1]
+    assert isinstance(last, Result)
+    return last
+
+
+async def test_text_and_thoughts(run_gemini: Run, responses: Responses) -> None:
+    fake = responses(stream_line(thought("**Planning**\nSay hi politely."), text("Hello "), text("there.")))
+    events = await run_gemini(fake)
+    assert kinds(events) == ["session_started", "thinking", "text_delta", "assistant_message", "result"]
+    started = events[0]
+    assert isinstance(started, SessionStarted)
+    assert started.transport == "acp"
+    assert started.short_id
+    thinking = events[1]
+    assert isinstance(thinking, Thinking)
+    assert thinking.replace
+    assert thinking.subject == "Planning"
+    result = result_of(events)
+    assert result.status == "success"
+    assert result.final_text == "Hello there."
+    assert result.usage.input_tokens == 100
+    assert result.usage.output_tokens == 5
+
+
+async def test_tool_call_then_answer(run_gemini: Run, responses: Responses) -> None:
+    fake = responses(stream_line(call("read_file", file_path="notes.txt")), stream_line(text("It says alpha.")))
+    events = await run_gemini(fake)
+    use = next(e for e in events if isinstance(e, ToolUse))
+    done = next(e for e in events if isinstance(e, ToolResult))
+    assert use.name == "read_file"
+    assert done.tool_use_id == use.tool_use_id
+    assert not done.is_error
+    assert result_of(events).turns == 2
+
+
+async def test_parallel_calls(run_gemini: Run, responses: Responses, workspace: Path) -> None:
+    (workspace / "two.txt").write_text("two")
+    fake = responses(
+        stream_line(call("read_file", file_path="notes.txt"), call("read_file", file_path="two.txt")),
+        stream_line(text("Both read.")),
+    )
+    events = await run_gemini(fake)
+    uses = [e for e in events if isinstance(e, ToolUse)]
+    results = [e for e in events if isinstance(e, ToolResult)]
+    assert len(uses) == 2
+    assert {r.tool_use_id for r in results} == {u.tool_use_id for u in uses}
+
+
+async def test_plan_mode_denies_write(run_gemini: Run, responses: Responses, workspace: Path) -> None:
+    fake = responses(stream_line(call("write_file", file_path="new.txt", content="x")), stream_line(text("Denied.")))
+    events = await run_gemini(fake, approval_mode="plan")
+    decision = next(e for e in events if isinstance(e, PermissionDecision))
+    assert decision.decision == "deny"
+    assert decision.decided_by == "policy"
+    assert next(e for e in events if isinstance(e, ToolResult)).is_error
+    assert not (workspace / "new.txt").exists()
+
+
+@pytest.mark.parametrize("allow", [True, False])
+async def test_permission_through_on_user_input(
+    run_gemini: Run, responses: Responses, workspace: Path, allow: bool
+) -> None:
+    fake = responses(stream_line(call("write_file", file_path="new.txt", content="x")), stream_line(text("ok")))
+    asked: list[UserInputRequest] = []
+
+    async def answer(request: UserInputRequest) -> UserInputResponse:
+        asked.append(request)
+        return UserInputResponse.allow() if allow else UserInputResponse.deny()
+
+    events = await run_gemini(fake, on_user_input=answer)
+    assert [r.source for r in asked] == ["permission"]
+    assert asked[0].tool_name == "write_file"
+    decision = next(e for e in events if isinstance(e, PermissionDecision))
+    assert (decision.decision, decision.decided_by) == ("allow" if allow else "deny", "user")
+    assert (workspace / "new.txt").exists() is allow
+    assert next(e for e in events if isinstance(e, ToolResult)).is_error is not allow
+    assert "user_input_request" in kinds(events)
+
+
+async def test_default_mode_without_handler_denies_visibly(run_gemini: Run, responses: Responses) -> None:
+    fake = responses(stream_line(call("write_file", file_path="new.txt", content="x")), stream_line(text("ok")))
+    events = await run_gemini(fake)
+    decision = next(e for e in events if isinstance(e, PermissionDecision))
+    assert (decision.decision, decision.decided_by) == ("deny", "approval_mode")
+
+
+async def test_subagent_with_inner_tool_calls(run_gemini: Run, responses: Responses) -> None:
+    fake = responses(
+        stream_line(call("invoke_agent", agent_name="generalist", prompt="read notes.txt")),
+        stream_line(call("read_file", file_path="notes.txt"), prompt_tokens=50, output_tokens=7),
+        stream_line(call("complete_task", result={"response": "alpha and beta"}), prompt_tokens=60, output_tokens=8),
+        stream_line(text("The notes say alpha and beta.")),
+    )
+    events = await run_gemini(fake, approval_mode="yolo")
+    started = next(e for e in events if isinstance(e, SubagentStarted))
+    inner = [e for e in events if isinstance(e, ToolUse) and e.subagent_task_id == started.task_id]
+    assert started.agent_name == "generalist"
+    assert [u.name for u in inner] == ["read_file", "complete_task"]
+    completed = next(e for e in events if isinstance(e, SubagentCompleted))
+    assert completed.status == "completed"
+    assert completed.usage is not None
+    assert completed.usage.input_tokens == 110
+    assert completed.usage.output_tokens == 15
+    assert kinds(events).index("subagent_completed") > max(events.index(u) for u in inner)
+
+
+async def test_api_error_is_a_typed_error(run_gemini: Run, responses: Responses) -> None:
+    fake = responses(stream_line(call("read_file", file_path="notes.txt")))  # runs out: the model call fails
+    events = await run_gemini(fake)
+    result = result_of(events)
+    assert result.status == "error"
+    assert "No more mock responses" in (result.error or "")
+    assert kinds(events)[-2] == "error"
+
+
+async def test_every_recording_plays_through(run_gemini: Run, workspace: Path) -> None:
+    recordings = sorted(RECORDINGS.glob("*.responses"))
+    assert len(recordings) >= 16
+    pool = AcpPool(size=0)
+    with anyio.fail_after(120):
+        async with anyio.create_task_group() as tg:
+            outcomes: dict[str, Result] = {}
+
+            async def play(recording: Path) -> None:
+                events = await run_gemini(
+                    recording,
+                    prompt="Please do the task.",
+                    approval_mode="yolo",
+                    backend_options={"fake_responses_strict": False, "pool": pool},
+                )
+                assert isinstance(events[0], SessionStarted | type(events[0]))
+                outcomes[recording.name] = result_of(events)
+
+            limiter = anyio.CapacityLimiter(4)
+
+            async def limited(recording: Path) -> None:
+                async with limiter:
+                    await play(recording)
+
+            for recording in recordings:
+                tg.start_soon(limited, recording)
+    assert set(outcomes) == {r.name for r in recordings}
+    assert any(r.status == "success" for r in outcomes.values())
+
+
+async def test_cancellation_leaves_no_process(run_gemini: Run, responses: Responses, workspace: Path) -> None:
+    before = gemini_pids()
+    fake = responses(stream_line(call("run_shell_command", command="sleep 30")), stream_line(text("done")))
+    params = ExecuteParams(
+        prompt="wait",
+        backend="gemini-cli",
+        cwd=workspace,
+        approval_mode="yolo",
+        backend_options={"fake_responses": str(fake), "pool_size": 0},
+    )
+    seen: list[str] = []
+    async with EventStream(params, strict=True) as stream:
+        async for event in stream:
+            seen.append(event.type)
+            if event.type == "tool_use":
+                stream.cancel()
+    assert seen[-1] == "result"
+    assert "tool_use" in seen
+    with anyio.fail_after(5):
+        while gemini_pids() - before:  # noqa: ASYNC110 -- polling /proc, there is no event to wait on
+            await anyio.sleep(0.05)
+
+
+async def test_two_concurrent_runs_share_one_warm_process(responses: Responses, workspace: Path) -> None:
+    fake = responses(stream_line(text("one")), stream_line(text("two")), stream_line(text("three")))
+    pool = AcpPool(size=1)
+    try:
+        finals: list[str] = []
+
+        async def one(prompt: str) -> None:
+            params = ExecuteParams(
+                prompt=prompt,
+                backend="gemini-cli",
+                cwd=workspace,
+                backend_options={"fake_responses": str(fake), "fake_responses_strict": False, "pool": pool},
+            )
+            async with EventStream(params, strict=True) as stream:
+                events = [e async for e in stream]
+            assert result_of(events).status == "success"
+            finals.append(result_of(events).final_text)
+
+        await one("warm up")
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(one, "first")
+            tg.start_soon(one, "second")
+        assert pool.spawned == 1
+        assert len(finals) == 3
+    finally:
+        await pool.aclose()
+    assert not pool.pids()
+
+
+async def test_text_delta_only_for_real_text_after_mode_switch(run_gemini: Run, responses: Responses) -> None:
+    events = await run_gemini(responses(stream_line(text("fine"))), approval_mode="auto_edit")
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["fine"]
