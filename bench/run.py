@@ -1,0 +1,39 @@
+"""Run every benchmark, print the table, write bench/results.json.
+
+./scripts/bench            # full sizes (under 10 minutes on 2 cores)
+./scripts/bench --quick    # tiny sizes: checks the harness works (the test suite runs this)
+./scripts/bench startup    # only the named benchmarks
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from pathlib import Path
+
+from bench.harness import Outcome, render_table, write_report
+
+BENCHMARKS = ["startup"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("names", nargs="*", help=f"benchmarks to run (default: all of {', '.join(BENCHMARKS)})")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, to check the harness")
+    parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results.json")
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.names) - set(BENCHMARKS))
+    if unknown:
+        parser.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
+    outcomes: list[Outcome] = []
+    for name in args.names or BENCHMARKS:
+        module = importlib.import_module(f"bench.bench_{name}")
+        print(f"running {name} ...", flush=True)
+        outcomes.append(module.run(args.quick))
+    write_report(outcomes, args.output, quick=args.quick)
+    print(render_table(outcomes))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
