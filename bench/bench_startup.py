@@ -27,7 +27,7 @@ def run(quick: bool) -> Outcome:
     if cli:
         helped, baseline2 = alternate(lambda: _command([cli, "--help"]), lambda: _command(base), runs)
         outcome.figures += [
-            Figure("python -c pass (with --help)", "s", baseline2),
+            Figure("python -c pass (2)", "s", baseline2),
             Figure("unified --help", "s", helped),
         ]
         help_ms = (outcome.figures[3].median - outcome.figures[2].median) * 1000
