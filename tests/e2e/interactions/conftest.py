@@ -1,0 +1,62 @@
+"""Runs of the interactions backend through `unified.execute`, the real SDK and real HTTP to FakeGemini."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import unified
+from unified.events import UnifiedEvent
+from unified.testing.fake_gemini import FakeGemini
+from unified.types import ExecuteParams
+
+MODEL = "gemini-3-flash-preview"
+
+Params = Callable[..., ExecuteParams]
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGemini]:
+    with FakeGemini() as server:
+        yield server
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "notes.txt").write_text("alpha\nbeta\n", encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def params(fake: FakeGemini, workspace: Path) -> Params:
+    """ExecuteParams for the interactions backend against `fake`; keyword arguments override."""
+
+    def make(prompt: str = "hello", **fields: Any) -> ExecuteParams:
+        options: dict[str, object] = {
+            "api_key": "test-key",
+            "base_url": fake.base_url,
+            "retry_delay_scale": 0.01,
+            "poll_interval_s": 0.01,
+            **fields.pop("backend_options", {}),
+        }
+        fields.setdefault("model", MODEL)
+        return ExecuteParams(prompt=prompt, backend="interactions", cwd=workspace, backend_options=options, **fields)
+
+    return make
+
+
+async def collect(params: ExecuteParams) -> list[Any]:
+    """Every event of one run (typed `Any` so tests read kind-specific fields without casts)."""
+    events: list[UnifiedEvent] = []
+    async with unified.execute(params) as stream:
+        events.extend([event async for event in stream])
+    return list(events)
+
+
+def of_type(events: list[UnifiedEvent], kind: str) -> list[Any]:
+    return [e for e in events if e.type == kind]
