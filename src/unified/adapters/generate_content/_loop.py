@@ -179,7 +179,7 @@ class Loop:
         session = self.session
         assert session is not None
         last_keys: list[str] = []
-        repeats = 0
+        repeats = botched = 0
         max_turns = self.params.max_turns
         while True:
             if max_turns is not None and self.ctx.turns >= max_turns:
@@ -191,6 +191,14 @@ class Loop:
             await self.ctx.end_message()
             session.usage = session.usage + usage
             session.turns += 1
+            if turn.botched:
+                botched += 1
+                if botched > self.settings.max_retries:
+                    return RunOutcome(
+                        status="error", error=f"the model's turn ended malformed {botched} times in a row"
+                    )
+                continue
+            botched = 0
             if turn.parts:
                 self.contents.append(turn.content())
             if turn.fatal is not None:

@@ -28,6 +28,8 @@ _SUBJECT = re.compile(r"^\s*\*\*(?P<subject>[^*\n]+)\*\*\s*")
 
 _OK_FINISH = {"STOP", "FINISH_REASON_UNSPECIFIED", "CONTINUATION"}
 _WARN_FINISH = {"MAX_TOKENS", "OTHER", "LANGUAGE"}
+_RETRY_FINISH = {"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "MALFORMED_RESPONSE"}
+"""The model botched the turn itself: asking again usually works (the Gemini CLI retries these too)."""
 _FINISH_TEXT = {
     "MAX_TOKENS": "the answer was cut off at the output token limit (raise max_output_tokens)",
     "SAFETY": "the answer was blocked by the safety filters",
@@ -209,7 +211,9 @@ class TurnTranslator:
         problem = self.stop_problem()
         if problem is not None:
             code = f"finish_{problem[0].lower()}"
-            if problem[0] in _WARN_FINISH:
+            if problem[0] in _RETRY_FINISH:
+                events.append(WarningEvent(code=code, message=f"{problem[1]}; asking the model again"))
+            elif problem[0] in _WARN_FINISH:
                 events.append(WarningEvent(code=code, message=problem[1]))
             else:
                 events.append(ErrorEvent(code=code, message=problem[1], fatal=True, details={"reason": problem[0]}))
@@ -239,7 +243,14 @@ class TurnTranslator:
     def fatal(self) -> str | None:
         """The message that ends the run, when the finish reason is more than a warning."""
         problem = self.stop_problem()
-        return problem[1] if problem is not None and problem[0] not in _WARN_FINISH else None
+        if problem is None or problem[0] in _WARN_FINISH or problem[0] in _RETRY_FINISH:
+            return None
+        return problem[1]
+
+    @property
+    def botched(self) -> bool:
+        """The model must be asked again: its turn ended malformed (nothing of it goes into the history)."""
+        return self.block_reason is None and self.finish_reason in _RETRY_FINISH
 
     def content(self) -> types.Content:
         """The model's turn, parts unchanged (thought signatures included), for the history."""
