@@ -140,6 +140,7 @@ def test_grounding_metadata_reaches_the_consumer() -> None:
     assert isinstance(use, ToolUse)
     assert isinstance(result, ToolResult)
     assert (use.name, use.input, use.server_side) == ("google_search", {"queries": ["weather paris"]}, True)
+    assert isinstance(result.output, dict)
     assert result.output["grounding_chunks"][0]["web"]["uri"] == "https://example.com"
 
 
@@ -151,6 +152,7 @@ def test_finish_reasons_are_reported(reason: str, kind: type) -> None:
     translator.feed(chunk([{"text": "x"}], finishReason=reason))
     (event,) = translator.finish()
     assert isinstance(event, kind)
+    assert isinstance(event, ErrorEvent | WarningEvent)
     assert reason in event.message
     assert (translator.fatal is not None) is (kind is ErrorEvent)
 

@@ -14,13 +14,13 @@ from unified.testing.scenario import RecordedTurn
 pytestmark = pytest.mark.anyio
 
 RECORDINGS = Path("/work/shared/fixtures/gemini-cli-responses")
-FILES = sorted(RECORDINGS.glob("*.responses")) if RECORDINGS.is_dir() else []
+FILES = {p.stem: p.read_text() for p in sorted(RECORDINGS.glob("*.responses"))} if RECORDINGS.is_dir() else {}
 
 
 @pytest.mark.skipif(not FILES, reason="the shared recordings are not on this machine")
-@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
-async def test_recording_plays_into_a_valid_stream(harness: Harness, path: Path) -> None:
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+@pytest.mark.parametrize("name", FILES)
+async def test_recording_plays_into_a_valid_stream(harness: Harness, name: str) -> None:
+    lines = [json.loads(line) for line in FILES[name].splitlines() if line.strip()]
     streams = [line for line in lines if line["method"] == "generateContentStream"]
     harness.server.add(*[RecordedTurn.model_validate(line) for line in streams])
     # plan mode: recorded reads run in the temp workspace, recorded writes and shell commands are refused
