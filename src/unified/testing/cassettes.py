@@ -1,0 +1,130 @@
+"""Record and replay HTTP traffic of the API backends with vcrpy, secrets scrubbed, network blocked.
+
+The API backends inject their own `httpx.AsyncClient` into google-genai, and vcrpy (>= 7) patches
+httpx, so every request of a run can be recorded once and replayed offline::
+
+    from unified.testing.cassettes import use_cassette
+
+    with use_cassette(Path("cassettes/generate-content"), "text-turn") as cassette:
+        events = [e async for e in execute(params)]
+
+Replays use record mode `none`: a request the cassette lacks fails instead of reaching a
+network, and leaving the block with interactions unplayed fails too (`cassette.all_played`).
+Setting `UNIFIED_RECORD=1` re-records every cassette used (mode `all`). Recorded cassettes get
+a YAML comment at the top saying what they were recorded against (`source`), and
+`x-goog-api-key`, `authorization`, cookies and `key=`/`access_token=` query parameters never
+reach the file. vcrpy is a test dependency: this module imports it only when used.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+RECORD_ENV = "UNIFIED_RECORD"
+SECRET_HEADERS = (
+    "x-goog-api-key",
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "x-goog-iam-authorization-token",
+)
+SECRET_RESPONSE_HEADERS = ("set-cookie",)
+SECRET_QUERY = ("key", "access_token")
+REDACTED = "<redacted>"
+MATCH_ON = ("method", "path", "query")
+"""Not host and port (a recording server's port is random), not body (tool descriptions may change)."""
+
+DEFAULT_SOURCE = "unified.testing.FakeGemini on 127.0.0.1 (a local fake server), not Google's API"
+
+
+def recording() -> bool:
+    """True when `UNIFIED_RECORD=1`: cassettes are re-recorded instead of replayed."""
+    return os.environ.get(RECORD_ENV, "").strip() == "1"
+
+
+def scrub_request(request: Any) -> Any:
+    """vcrpy `before_record_request` hook: redact credentials in headers and the query string."""
+    for name in list(request.headers):
+        if name.lower() in SECRET_HEADERS:
+            request.headers[name] = REDACTED
+    if any(key in SECRET_QUERY for key, _ in request.query):
+        from urllib.parse import urlencode, urlsplit, urlunsplit
+
+        parts = urlsplit(request.uri)
+        query = urlencode([(k, REDACTED if k in SECRET_QUERY else v) for k, v in request.query])
+        request.uri = urlunsplit(parts._replace(query=query))
+    return request
+
+
+def scrub_response(response: dict[str, Any]) -> dict[str, Any]:
+    """vcrpy `before_record_response` hook: drop cookies the server set."""
+    headers = response.get("headers", {})
+    for name in list(headers):
+        if name.lower() in SECRET_RESPONSE_HEADERS:
+            del headers[name]
+    return response
+
+
+class _AnnotatedYaml:
+    """vcrpy's YAML serializer plus a leading comment that says where the cassette came from."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def serialize(self, cassette_dict: dict[str, Any]) -> str:
+        from vcr.serializers import yamlserializer
+
+        stamp = datetime.now(UTC).strftime("%Y-%m-%d")
+        header = (
+            f"# Recorded {stamp} against {self.source}.\n"
+            f"# Secrets scrubbed ({', '.join(SECRET_HEADERS)}, query {', '.join(SECRET_QUERY)}).\n"
+            f"# Re-record with {RECORD_ENV}=1.\n"
+        )
+        return header + str(yamlserializer.serialize(cassette_dict))
+
+    def deserialize(self, cassette_string: str) -> dict[str, Any]:
+        from vcr.serializers import yamlserializer
+
+        data: dict[str, Any] = yamlserializer.deserialize(cassette_string)
+        return data
+
+
+def make_vcr(directory: Path, *, source: str = DEFAULT_SOURCE) -> Any:
+    """A `vcr.VCR` set up for unified's cassettes (record mode from `UNIFIED_RECORD`)."""
+    import vcr
+
+    recorder = vcr.VCR(
+        cassette_library_dir=str(directory),
+        record_mode="all" if recording() else "none",
+        match_on=list(MATCH_ON),
+        before_record_request=scrub_request,
+        before_record_response=scrub_response,
+        decode_compressed_response=True,
+    )
+    recorder.register_serializer("annotated-yaml", _AnnotatedYaml(source))
+    recorder.serializer = "annotated-yaml"
+    return recorder
+
+
+@contextmanager
+def use_cassette(directory: Path, name: str, *, source: str = DEFAULT_SOURCE) -> Iterator[Any]:
+    """Replay (or, with `UNIFIED_RECORD=1`, record) `<directory>/<name>.yaml`.
+
+    On replay, raises AssertionError if the block left interactions of the cassette unplayed.
+    """
+    path = name if name.endswith(".yaml") else f"{name}.yaml"
+    if not recording() and not (directory / path).is_file():
+        raise FileNotFoundError(f"no cassette {directory / path}; record it with {RECORD_ENV}=1")
+    with make_vcr(directory, source=source).use_cassette(path) as cassette:
+        yield cassette
+    if not recording() and not cassette.all_played:
+        played = sum(cassette.play_counts.values())
+        raise AssertionError(
+            f"cassette {directory / path} has unplayed interactions ({played} of {len(cassette)} played): "
+            f"the code made fewer requests than were recorded; re-record with {RECORD_ENV}=1 if that is intended"
+        )

@@ -1,0 +1,63 @@
+"""unified.testing.cassettes: scrubbed recording, offline replay, unplayed interactions caught."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from unified.testing.cassettes import RECORD_ENV, REDACTED, use_cassette
+from unified.testing.fake_gemini import FakeGemini
+from unified.testing.scenario import ModelTurn
+
+SECRET = "AIza-very-secret-key"
+
+
+def record(directory: Path, monkeypatch: pytest.MonkeyPatch, calls: int) -> None:
+    monkeypatch.setenv(RECORD_ENV, "1")
+    turns = [ModelTurn(text=f"answer {i}", method="generateContent") for i in range(calls)]
+    with FakeGemini(turns) as server, use_cassette(directory, "demo"), httpx.Client() as client:
+        for _ in range(calls):
+            client.post(
+                f"{server.base_url}/v1beta/models/m:generateContent?key={SECRET}",
+                json={"contents": []},
+                headers={"x-goog-api-key": SECRET, "Authorization": f"Bearer {SECRET}", "Cookie": "sid=1"},
+            )
+    monkeypatch.delenv(RECORD_ENV)
+
+
+def test_recording_scrubs_secrets_and_says_where_it_came_from(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    record(tmp_path, monkeypatch, 1)
+    text = (tmp_path / "demo.yaml").read_text()
+    assert SECRET not in text
+    assert "sid=1" not in text
+    assert REDACTED in text
+    assert text.startswith("# Recorded ")
+    assert "FakeGemini" in text.splitlines()[0]
+
+
+def test_replay_needs_no_network_and_plays_everything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    record(tmp_path, monkeypatch, 2)
+    with use_cassette(tmp_path, "demo"), httpx.Client() as client:
+        for i in range(2):
+            response = client.post("http://127.0.0.1:9/v1beta/models/m:generateContent?key=other", json={})
+            assert response.json()["candidates"][0]["content"]["parts"][0]["text"] == f"answer {i}"
+
+
+def test_unplayed_interactions_fail_the_replay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    record(tmp_path, monkeypatch, 2)
+    with pytest.raises(AssertionError, match="unplayed"), use_cassette(tmp_path, "demo"), httpx.Client() as client:
+        client.post("http://127.0.0.1:9/v1beta/models/m:generateContent?key=x", json={})
+
+
+def test_an_unrecorded_request_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    record(tmp_path, monkeypatch, 1)
+    with pytest.raises(Exception, match="Can't play back this request"):
+        with use_cassette(tmp_path, "demo"), httpx.Client() as client:
+            client.post("http://127.0.0.1:9/v1beta/models/other:generateContent?key=x", json={})
+
+
+def test_a_missing_cassette_says_how_to_record_it(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=RECORD_ENV), use_cassette(tmp_path, "absent"):
+        pass
