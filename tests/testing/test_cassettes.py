@@ -6,6 +6,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from vcr.errors import CannotOverwriteExistingCassetteException
 
 from unified.testing.cassettes import RECORD_ENV, REDACTED, use_cassette
 from unified.testing.fake_gemini import FakeGemini
@@ -53,9 +54,9 @@ def test_unplayed_interactions_fail_the_replay(tmp_path: Path, monkeypatch: pyte
 
 def test_an_unrecorded_request_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     record(tmp_path, monkeypatch, 1)
-    with pytest.raises(Exception, match="Can't play back this request"):
-        with use_cassette(tmp_path, "demo"), httpx.Client() as client:
-            client.post("http://127.0.0.1:9/v1beta/models/other:generateContent?key=x", json={})
+    refused = pytest.raises(CannotOverwriteExistingCassetteException, match="Can't play back this request")
+    with refused, use_cassette(tmp_path, "demo"), httpx.Client() as client:
+        client.post("http://127.0.0.1:9/v1beta/models/other:generateContent?key=x", json={})
 
 
 def test_a_missing_cassette_says_how_to_record_it(tmp_path: Path) -> None:
