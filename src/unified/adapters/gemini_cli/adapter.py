@@ -9,6 +9,7 @@ backend_options (all optional):
 - `fake_responses`: a `--fake-responses` JSONL file (offline tests); `fake_responses_strict`
   (default True) picks `--fake-responses` over `--fake-responses-non-strict`;
 - `env`: extra environment variables for the child;
+- `acp_resume`: resume with ACP `session/load` (fails on 0.61, see the docs) instead of stream-json;
 - `acp_transcript`: a list that receives every JSON-RPC message both ways (cassette recording).
 """
 
@@ -168,6 +169,7 @@ class GeminiCliBackend:
         pool = params.backend_options.get("pool")
         if pool is not None and not isinstance(pool, AcpPool):
             raise ConfigurationError("backend_options['pool'] must be an AcpPool", hint="or leave it out")
+        self.acp_resume = bool(_option(params, "acp_resume", bool, False))
         size = _option(params, "pool_size", int)
         self.pool: AcpPool = pool or (AcpPool(size=0) if size == 0 else default_pool())
         if size and pool is None:
@@ -202,14 +204,24 @@ class GeminiCliBackend:
     # --- the run ------------------------------------------------------------------------------
 
     async def run(self, ctx: RunContext) -> RunOutcome:
-        if self.transport == "stream-json":
+        if self.transport == "stream-json" or (self.params.resume and not self.acp_resume):
             from unified.adapters.gemini_cli.stream_json import run_stream_json
 
+            if self.transport == "acp":
+                await ctx.emit(
+                    WarningEvent(
+                        code="resume_via_stream_json",
+                        message="gemini 0.61 answers session/load with 'No previous sessions found for this "
+                        "project'; this resumed run uses `gemini -p --resume <id>` (no thoughts, no permission prompts)",
+                    )
+                )
             return await run_stream_json(self, ctx)
         argv = self._argv()
+        # `session/load` only finds sessions of the project the process was started in.
+        spawn_cwd = self.params.cwd.expanduser().resolve() if self.params.resume else _workdir()
 
         async def spawn() -> AcpConnection:
-            connection = AcpConnection(ChildProcess(argv, cwd=_workdir(), env=self.env))
+            connection = AcpConnection(ChildProcess(argv, cwd=spawn_cwd, env=self.env))
             try:
                 info = await connection.request(
                     "initialize",
@@ -229,7 +241,7 @@ class GeminiCliBackend:
 
         transcript = self.params.backend_options.get("acp_transcript")
 
-        async with self.pool.lease(pool_key(argv, self.env), spawn) as lease:
+        async with self.pool.lease(pool_key([*argv, str(spawn_cwd)], self.env), spawn) as lease:
             if isinstance(transcript, list):
                 lease.connection.transcript = transcript
             return await _AcpRun(self, ctx, lease).run()
