@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import anyio
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.anyio
 Responses = Callable[..., Path]
 
 
-def result_of(events: list[object]) -> Result:
+def result_of(events: Sequence[object]) -> Result:
     last = events[-1]
     assert isinstance(last, Result)
     return last

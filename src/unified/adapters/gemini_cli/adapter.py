@@ -21,7 +21,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import platformdirs
@@ -32,21 +32,22 @@ from unified.adapters.gemini_cli.home import child_env, gemini_home
 from unified.adapters.gemini_cli.pool import AcpPool, Lease, default_pool, pool_key
 from unified.adapters.gemini_cli.sessions import GeminiSessionLocator, ResumeGuard
 from unified.adapters.gemini_cli.subagents import SubagentWatcher
+from unified.adapters.gemini_cli.translate import (
+    AcpTranslator,
+    TurnBoundary,
+    tool_name_of,
+    usage_of_prompt_result,
+)
 from unified.adapters.gemini_cli.transport import (
     AcpConnection,
     AcpRequestError,
     ChildProcess,
     ConnectionClosed,
     Inbox,
+    as_dict,
     error_for_exit,
     json_line_warning,
     locate,
-)
-from unified.adapters.gemini_cli.translate import (
-    AcpTranslator,
-    TurnBoundary,
-    tool_name_of,
-    usage_of_prompt_result,
 )
 from unified.events import (
     ALLOW_ALWAYS,
@@ -211,8 +212,8 @@ class GeminiCliBackend:
                 await ctx.emit(
                     WarningEvent(
                         code="resume_via_stream_json",
-                        message="gemini 0.61 answers session/load with 'No previous sessions found for this "
-                        "project'; this resumed run uses `gemini -p --resume <id>` (no thoughts, no permission prompts)",
+                        message="gemini 0.61 answers session/load with 'No previous sessions found for this project'; "
+                        "this resumed run uses `gemini -p --resume <id>` (no thoughts, no permission prompts)",
                     )
                 )
             return await run_stream_json(self, ctx)
@@ -386,7 +387,7 @@ class _AcpRun:
                 await self._warn("malformed_line", warning)
                 continue
             method = message.get("method")
-            params = message.get("params") if isinstance(message.get("params"), dict) else {}
+            params = as_dict(message.get("params"))
             if method == "session/update":
                 for item in self.translator.update(params.get("update") or {}):
                     await self._deliver(item, message)
@@ -413,12 +414,12 @@ class _AcpRun:
     async def _permission(self, request_id: Any, params: dict[str, Any], raw: Any) -> None:
         for item in self.translator.permission_request(params):
             await self._deliver(item, raw)
-        call = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
+        call = as_dict(params.get("toolCall"))
         call_id = str(call.get("toolCallId", ""))
         tool_name = self.translator.tool_name(call_id) if call_id else tool_name_of("", call.get("kind"))
         options = [o for o in params.get("options") or [] if isinstance(o, dict)]
         is_question = tool_name == "ask_user"
-        decided_by = "approval_mode"
+        decided_by: Literal["user", "approval_mode"] = "approval_mode"
         choice: str = DENY
         answer = None
         if self.params.on_user_input is not None:
@@ -434,7 +435,7 @@ class _AcpRun:
                 tool_use_id=call_id,
                 tool_name=tool_name,
                 decision="deny" if choice == DENY else "allow",
-                decided_by=decided_by,  # type: ignore[arg-type]
+                decided_by=decided_by,
                 reason=None if decided_by == "user" else f"approval mode {self.params.approval_mode}",
                 session_id=self.session_id,
             )
@@ -487,7 +488,7 @@ class _AcpRun:
         ctx = self.ctx
         if isinstance(answer.get("error"), dict):
             raise _error_from_acp(AcpRequestError("session/prompt", answer["error"]))
-        result = answer.get("result") if isinstance(answer.get("result"), dict) else {}
+        result = as_dict(answer.get("result"))
         usage = usage_of_prompt_result(result)
         if usage is not None:
             ctx.add_usage(self._estimated(usage))

@@ -17,8 +17,10 @@ servers, so a run leases a process, opens its own session, and gives the process
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import signal
+import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -138,10 +140,8 @@ class AcpPool:
         child = entry.connection.child
         entry.connection.closed = True
         child.kill_group(signal.SIGKILL)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             child.popen.wait(timeout=5)
-        except Exception:  # noqa: BLE001 -- best effort at shutdown; the group got SIGKILL
-            pass
         child.drain_stderr()
         for stream in (child.popen.stdin, child.popen.stdout, child.popen.stderr):
             if stream is not None:

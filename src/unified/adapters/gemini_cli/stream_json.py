@@ -19,7 +19,7 @@ from unified._internal.backend import RunContext, RunOutcome
 from unified.adapters.gemini_cli.home import gemini_home
 from unified.adapters.gemini_cli.sessions import GeminiSessionLocator, ResumeGuard
 from unified.adapters.gemini_cli.translate import Item, TurnBoundary
-from unified.adapters.gemini_cli.transport import ChildProcess, LineFramer, error_for_exit
+from unified.adapters.gemini_cli.transport import ChildProcess, LineFramer, as_dict, error_for_exit
 from unified.events import (
     ErrorEvent,
     SessionStarted,
@@ -81,7 +81,7 @@ class StreamJsonTranslator:
             self._after_tools = True
             call_id = str(data.get("tool_id") or "")
             name = str(data.get("tool_name") or "")
-            args = data.get("parameters") if isinstance(data.get("parameters"), dict) else {}
+            args = as_dict(data.get("parameters"))
             uses: list[Item] = [ToolUse(tool_use_id=call_id, name=name, input=args, session_id=sid)]
             if name == "invoke_agent":
                 agent = str(args.get("agent_name") or "subagent")
@@ -121,7 +121,7 @@ class StreamJsonTranslator:
             return [ErrorEvent(code="gemini_error", message=message, session_id=sid)]
         if kind == "result":
             self.final = dict(data)
-            stats = data.get("stats") if isinstance(data.get("stats"), dict) else {}
+            stats = as_dict(data.get("stats"))
             self.usage = Usage(
                 input_tokens=int(stats.get("input_tokens") or 0),
                 output_tokens=int(stats.get("output_tokens") or 0),
@@ -167,7 +167,7 @@ async def run_stream_json(backend: GeminiCliBackend, ctx: RunContext) -> RunOutc
     short = short_id_of(translator.session_id) if translator.session_id else None
     final = translator.final
     if final is not None and final.get("status") == "error":
-        error = final.get("error") if isinstance(final.get("error"), dict) else {}
+        error = as_dict(final.get("error"))
         raise BackendError(
             f"gemini failed: {error.get('message') or 'unknown error'} ({error.get('type') or 'error'})",
             hint="see the message; `gemini-client-error-*.json` in the temp dir has the request",

@@ -35,7 +35,7 @@ from typing import Any
 
 import anyio
 
-from unified._errors import AuthError, BackendError, BackendUnavailable, ConfigurationError
+from unified._errors import AuthError, BackendError, BackendUnavailable
 
 PINNED_VERSION = "0.61.0"
 MIN_VERSION = (0, 61, 0)
@@ -251,7 +251,9 @@ class ChildProcess:
             )
         except OSError as exc:
             raise BackendUnavailable(f"could not start {argv[0]}: {exc}", hint=INSTALL_HINT) from exc
-        assert self.popen.stdin and self.popen.stdout and self.popen.stderr
+        assert self.popen.stdin is not None
+        assert self.popen.stdout is not None
+        assert self.popen.stderr is not None
         self.stdin_fd = self.popen.stdin.fileno()
         self.stdout_fd = self.popen.stdout.fileno()
         self.stderr_fd = self.popen.stderr.fileno()
@@ -316,9 +318,10 @@ class ChildProcess:
                 return
             self.stderr.add(chunk)
 
-    async def wait_exit(self, timeout: float) -> int | None:
-        deadline = time.monotonic() + timeout
-        while self.popen.poll() is None and time.monotonic() < deadline:
+    async def wait_exit(self, grace: float) -> int | None:
+        """The exit code once the child is gone, or None if it still runs after `grace` seconds."""
+        deadline = time.monotonic() + grace
+        while self.popen.poll() is None and time.monotonic() < deadline:  # noqa: ASYNC110 -- no pidfd in anyio
             await anyio.sleep(0.02)
         self.drain_stderr()
         return self.popen.poll()
@@ -527,8 +530,6 @@ def json_line_warning(message: Mapping[str, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def check_cwd(cwd: Path) -> Path:
-    resolved = cwd.expanduser().resolve()
-    if not resolved.is_dir():
-        raise ConfigurationError(f"cwd {resolved} is not a directory", hint="pass an existing working directory")
-    return resolved
+def as_dict(value: object) -> dict[str, Any]:
+    """`value` if it is a JSON object, else an empty one (protocol fields are never trusted)."""
+    return value if isinstance(value, dict) else {}
