@@ -1,0 +1,112 @@
+"""Recorded interactions scenarios replayed offline: the SDK's real requests against cassettes, no server.
+
+With UNIFIED_RECORD=1 each test starts FakeGemini with its script and re-records its cassette; the
+cassette's header says it was recorded against FakeGemini, not Google.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import MODEL, collect, of_type
+from unified.testing.cassettes import recording, use_cassette
+from unified.testing.fake_gemini import FakeGemini
+from unified.testing.scenario import (
+    CodeExecutionCall,
+    CodeExecutionResult,
+    Fault,
+    FunctionCallStep,
+    InteractionTurn,
+    TextStep,
+    ThoughtStep,
+    Turn,
+    Usage,
+)
+from unified.types import ExecuteParams
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+CASSETTES = Path(__file__).resolve().parents[3] / "cassettes" / "interactions"
+NOWHERE = "http://127.0.0.1:9"
+"""Replays point here: a request vcrpy let through would fail to connect rather than reach anything."""
+
+
+@asynccontextmanager
+async def endpoint(turns: list[Turn], faults: dict[int, Fault] | None = None) -> AsyncIterator[str]:
+    if not recording():
+        yield NOWHERE
+        return
+    async with FakeGemini(turns) as server:
+        for index, fault in (faults or {}).items():
+            server.inject(fault, at_request=index)
+        yield server.base_url
+
+
+async def replay(
+    name: str, turns: list[Turn], cwd: Path, faults: dict[int, Fault] | None = None, **options: Any
+) -> list[Any]:
+    async with endpoint(turns, faults) as base_url:
+        params = ExecuteParams(
+            prompt="what is in notes.txt?",
+            backend="interactions",
+            model=MODEL,
+            cwd=cwd,
+            backend_options={"api_key": "test-key", "base_url": base_url, "retry_delay_scale": 0.01, **options},
+        )
+        with use_cassette(CASSETTES, name):
+            return await collect(params)
+
+
+async def test_cassette_text_with_thinking(workspace: Path) -> None:
+    turns: list[Turn] = [
+        InteractionTurn(
+            steps=[ThoughtStep(summary=["Plan."], signature="sig"), TextStep(text="Just text.", chunks=2)],
+            usage=Usage(input_tokens=4, output_tokens=3, thought_tokens=2),
+        )
+    ]
+    events = await replay("text-turn", turns, workspace)
+    assert [t.text for t in of_type(events, "thinking")] == ["Plan.", ""]
+    result = events[-1]
+    assert result.final_text == "Just text."
+    assert result.usage.thinking_tokens == 2
+
+
+async def test_cassette_tool_call(workspace: Path) -> None:
+    turns: list[Turn] = [
+        InteractionTurn(
+            steps=[
+                FunctionCallStep(name="read_file", arguments={"file_path": "notes.txt"}, id="c1", arguments_delta=True)
+            ]
+        ),
+        InteractionTurn(steps=[TextStep(text="It says alpha.")]),
+    ]
+    events = await replay("tool-call", turns, workspace)
+    assert "alpha" in str(of_type(events, "tool_result")[0].output)
+    assert events[-1].final_text == "It says alpha."
+
+
+async def test_cassette_rate_limit_retry(workspace: Path) -> None:
+    turns: list[Turn] = [InteractionTurn(steps=[TextStep(text="after the wait")])]
+    events = await replay("rate-limit-retry", turns, workspace, {0: Fault(kind="rate_limit", retry_delay="3s")})
+    assert [w.code for w in of_type(events, "warning")] == ["retry"]
+    assert events[-1].final_text == "after the wait"
+
+
+async def test_cassette_server_tools(workspace: Path) -> None:
+    turns: list[Turn] = [
+        InteractionTurn(
+            steps=[
+                CodeExecutionCall(id="x1", code="print(6*7)"),
+                CodeExecutionResult(call_id="x1", result="42\n"),
+                TextStep(text="42."),
+            ]
+        )
+    ]
+    events = await replay("server-tools", turns, workspace, code_execution=True)
+    assert [(u.name, u.server_side) for u in of_type(events, "tool_use")] == [("code_execution", True)]
+    assert of_type(events, "tool_result")[0].output == "42\n"
