@@ -1,0 +1,102 @@
+"""The chat-file locator on hand-made files in the CLI's 0.61 layout."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from unified._errors import AmbiguousSession, SessionNotFound
+from unified.adapters.gemini_cli.sessions import GeminiSessionLocator, ResumeGuard, read_chat
+
+
+def write_session(home: Path, slug: str, session_id: str, prompt: str, extra: list[dict[str, object]]) -> Path:
+    chats = home / ".gemini" / "tmp" / slug / "chats"
+    chats.mkdir(parents=True, exist_ok=True)
+    path = chats / f"session-2026-11-29T10-00-{session_id[:8]}.jsonl"
+    records = [
+        {"sessionId": session_id, "projectHash": "h", "startTime": "2026-11-29T10:00:00Z", "kind": "main"},
+        {"id": "u1", "type": "user", "content": [{"text": prompt}]},
+        *extra,
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    return path
+
+
+def test_list_resolve_and_replay(isolated_home: Path, tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (isolated_home / ".gemini").mkdir()
+    (isolated_home / ".gemini" / "projects.json").write_text(json.dumps({"projects": {str(ws): "ws"}}))
+    path = write_session(
+        isolated_home,
+        "ws",
+        "abcdef12-0000",
+        "first prompt",
+        [
+            {"id": "g1", "type": "gemini", "content": "a"},
+            {"id": "g1", "type": "gemini", "content": "a", "toolCalls": [{"id": "t"}]},
+            {"$set": {"lastUpdated": "2026-11-29T11:00:00Z", "summary": "did a thing"}},
+            "not json",
+        ],
+    )
+    with path.open("a") as handle:
+        handle.write("{broken\n")
+    write_session(isolated_home, "ws", "abcdff34-0000", "second", [])
+    locator = GeminiSessionLocator()
+    sessions = locator.list_sessions(str(ws))
+    assert {s.short_id for s in sessions} == {"abcdef12", "abcdff34"}
+    info = locator.resolve("abcdef", str(ws))
+    assert info.summary == "did a thing"
+    assert info.first_prompt == "first prompt"
+    with pytest.raises(AmbiguousSession):
+        locator.resolve("abcd", str(ws))
+    with pytest.raises(SessionNotFound):
+        locator.resolve("zzz", str(ws))
+    chat = read_chat(path)
+    assert [m["id"] for m in chat.messages] == ["u1", "g1"]
+    assert chat.messages[1].get("toolCalls")
+    assert chat.bad_lines == 2
+
+
+def test_corrupt_file_is_reported_not_deleted(isolated_home: Path) -> None:
+    chats = isolated_home / ".gemini" / "tmp" / "ws" / "chats"
+    chats.mkdir(parents=True)
+    bad = chats / "session-2026-11-29T10-00-deadbeef.jsonl"
+    bad.write_text("garbage\n")
+    locator = GeminiSessionLocator()
+    assert locator.list_sessions() == []
+    assert locator.problems
+    assert bad.exists()
+
+
+def test_checkpoint_and_rewind(isolated_home: Path) -> None:
+    path = write_session(
+        isolated_home,
+        "ws",
+        "11112222-x",
+        "p",
+        [
+            {"id": "g1", "type": "gemini", "content": "a"},
+            {"id": "u2", "type": "user", "content": [{"text": "again"}]},
+            {"$rewindTo": "u2"},
+            {"$set": {"messages": [{"id": "u9", "type": "user", "content": "only"}]}},
+        ],
+    )
+    assert [m["id"] for m in read_chat(path).messages] == ["u9"]
+
+
+def test_resume_guard_restores_and_removes_empty_duplicate(isolated_home: Path) -> None:
+    real = write_session(isolated_home, "ws", "cafe0000-1", "keep me", [{"id": "g1", "type": "gemini", "content": "a"}])
+    guard = ResumeGuard(isolated_home / ".gemini", "cafe0000-1")
+    guard.before()
+    original = real.read_text()
+    # What the CLI's bugs leave behind: a bare checkpoint, and an empty twin of the session.
+    real.write_text(real.read_text().splitlines()[0] + '\n{"$set": {"messages": []}}\n')
+    twin = real.with_name("session-2026-11-29T10-01-cafe0000.jsonl")
+    twin.write_text(json.dumps({"sessionId": "cafe0000-1", "kind": "main"}) + "\n")
+    repairs = guard.after()
+    assert len(repairs) == 2
+    assert real.read_text() == original
+    assert not twin.exists()
