@@ -63,7 +63,7 @@ async def record(name: str, mode: str, lines: list[str], base: Path) -> None:
         prompt="go",
         backend="gemini-cli",
         cwd=workspace,
-        approval_mode=mode,  # type: ignore[arg-type]
+        approval_mode=mode,
         on_user_input=allow,
         backend_options={"fake_responses": str(fake), "pool_size": 0, "acp_transcript": transcript},
     )

@@ -11,7 +11,7 @@ from unified._errors import AmbiguousSession, SessionNotFound
 from unified.adapters.gemini_cli.sessions import GeminiSessionLocator, ResumeGuard, read_chat
 
 
-def write_session(home: Path, slug: str, session_id: str, prompt: str, extra: list[dict[str, object]]) -> Path:
+def write_session(home: Path, slug: str, session_id: str, prompt: str, extra: list[object]) -> Path:
     chats = home / ".gemini" / "tmp" / slug / "chats"
     chats.mkdir(parents=True, exist_ok=True)
     path = chats / f"session-2026-11-29T10-00-{session_id[:8]}.jsonl"
