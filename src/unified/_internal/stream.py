@@ -49,6 +49,7 @@ instead of growing memory."""
 StopReason = Literal["cancelled", "interrupted", "idle_timeout", "total_timeout"]
 
 _PASS_BEFORE_SESSION = (WarningEvent, ErrorEvent, SessionStarted)
+_STREAMED = frozenset({TextDelta, Thinking})
 
 
 def _capability_snapshot(backend: str) -> dict[str, SupportLevel]:
@@ -88,6 +89,8 @@ class _Aggregator:
 
     def violation(self, event: UnifiedEvent) -> str | None:
         """Why `event` breaks the protocol, or None."""
+        if type(event) in _STREAMED and event.subagent_task_id is None and self.session is not None:
+            return None  # the bulk of every stream: nothing below can apply (checked first, as it is hot)
         if self.session is None and not isinstance(event, _PASS_BEFORE_SESSION):
             return f"a {event.type} event came before session_started"
         if isinstance(event, SessionStarted) and self.session is not None:
@@ -116,7 +119,11 @@ class _Aggregator:
         return None
 
     def record(self, event: UnifiedEvent) -> None:
-        if isinstance(event, SessionStarted):
+        if isinstance(event, TextDelta):  # the most frequent kind first
+            self.buffers.setdefault(event.subagent_task_id, []).append(event.text)
+            if event.subagent_task_id is None:
+                self.text_chars += len(event.text)
+        elif isinstance(event, SessionStarted):
             self.session = event
         elif isinstance(event, ToolUse):
             self.tool_uses.add(event.tool_use_id)
@@ -128,10 +135,6 @@ class _Aggregator:
             self.finished_tasks.add(event.task_id)
             if event.usage is not None:
                 self.subagent_usage = self.subagent_usage + event.usage
-        elif isinstance(event, TextDelta):
-            self.buffers.setdefault(event.subagent_task_id, []).append(event.text)
-            if event.subagent_task_id is None:
-                self.text_chars += len(event.text)
         elif isinstance(event, Thinking) and event.subagent_task_id is None:
             self.thought_chars += len(event.text)
 
@@ -272,11 +275,17 @@ class StreamGuard:
         session = self.agg.session
         if session is not None and event.session_id is None:
             event.session_id = session.session_id
-        if not self.params.include_native:
+        if event.native is not None and not self.params.include_native:
             event.native = None
         self._paused += 1  # a slow consumer is not an idle backend
         try:
-            await self._send.send(event)
+            # The buffer usually has room: hand the event over without a trip through the event loop
+            # (anyio's send() always yields once, which cost more than translating the event). The
+            # bounded buffer still makes the adapter yield, and see cancellation, every _BUFFER events.
+            try:
+                self._send.send_nowait(event)
+            except anyio.WouldBlock:
+                await self._send.send(event)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             self._consumer_gone = True
             self.stop("cancelled")
@@ -433,9 +442,13 @@ class GuardedStream:
             self._tg.start_soon(self.guard.run)
 
     async def next(self) -> UnifiedEvent:
-        await self.start()
+        if self._tg is None:
+            await self.start()
         try:
-            return await self._receive.receive()
+            try:
+                return self._receive.receive_nowait()  # buffered events need no trip through the event loop
+            except anyio.WouldBlock:
+                return await self._receive.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             if not self._managed:  # bare `async for`: nobody else will release the task
                 await self.close()
