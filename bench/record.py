@@ -35,8 +35,9 @@ async def _acp_one(responses: Path, cwd: Path, strict: bool) -> tuple[list[dict[
         "pool_size": 0,
         "acp_transcript": transcript,
     }
-    params = ExecuteParams(prompt="go", backend="gemini-cli", model=MODEL, cwd=cwd, approval_mode="yolo",
-                           backend_options=options)
+    params = ExecuteParams(
+        prompt="go", backend="gemini-cli", model=MODEL, cwd=cwd, approval_mode="yolo", backend_options=options
+    )
     status = "none"
     async with EventStream(params) as stream:
         async for event in stream:
@@ -59,7 +60,7 @@ def record_acp() -> None:
             print(f"acp {responses.stem}: {len(messages)} messages, result {status}")
 
 
-def _turn_of(chunks: list[dict[str, Any]], arguments_delta: bool) -> InteractionTurn:
+def _turn_of(chunks: list[dict[str, Any]], arguments_delta: bool, ids: str) -> InteractionTurn:
     """One recorded generateContentStream call as the Interactions API would stream the same answer."""
     thoughts: list[str] = []
     texts: list[str] = []
@@ -75,13 +76,22 @@ def _turn_of(chunks: list[dict[str, Any]], arguments_delta: bool) -> Interaction
                     texts.append(part["text"])
                 elif "functionCall" in part:
                     call = part["functionCall"]
-                    steps.append(FunctionCallStep(name=call["name"], arguments=call.get("args") or {},
-                                                  arguments_delta=arguments_delta))
+                    steps.append(
+                        FunctionCallStep(
+                            id=f"{ids}-{len(steps)}",
+                            name=call["name"],
+                            arguments=call.get("args") or {},
+                            arguments_delta=arguments_delta,
+                        )
+                    )
     head: list[Step] = [ThoughtStep(summary=thoughts, signature="sig")] if thoughts else []
     if texts:
         head.append(TextStep(text="".join(texts), chunks=len(texts)))
-    total = Usage(input_tokens=usage.get("promptTokenCount", 0), output_tokens=usage.get("candidatesTokenCount", 0),
-                  thought_tokens=usage.get("thoughtsTokenCount", 0))
+    total = Usage(
+        input_tokens=usage.get("promptTokenCount", 0),
+        output_tokens=usage.get("candidatesTokenCount", 0),
+        thought_tokens=usage.get("thoughtsTokenCount", 0),
+    )
     return InteractionTurn(steps=[*head, *steps], usage=total)
 
 
@@ -90,7 +100,11 @@ def record_interactions() -> None:
     out.mkdir(parents=True, exist_ok=True)
     for n, responses in enumerate(recordings()):
         calls = [json.loads(line) for line in responses.read_text().splitlines() if line.strip()]
-        turns = [_turn_of(c["response"], n % 2 == 1) for c in calls if c["method"] == "generateContentStream"]
+        turns = [
+            _turn_of(c["response"], n % 2 == 1, f"{responses.stem}-{k}")
+            for k, c in enumerate(calls)
+            if c["method"] == "generateContentStream"
+        ]
         lines: list[str] = []
         with FakeGemini(turns) as fake, httpx.Client(base_url=fake.base_url) as http:
             for _ in turns:

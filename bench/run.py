@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bench.harness import Outcome, render_table, write_report
 
-BENCHMARKS = ["startup"]
+BENCHMARKS = ["translate", "startup"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,204 @@
+"""Translation throughput: native events → translator → stream guard → consumer, no I/O.
+
+Per backend, one "cycle" is every recorded session back to back: the GenerateContentResponse chunks of
+the shared Gemini CLI recordings, the ACP messages the real `gemini --acp` sent for them, and the
+Interactions API events FakeGemini rendered for them (bench/record.py). Cycles are replayed until at
+least 100,000 native events have passed, each cycle as one run through the real StreamGuard (fresh
+translators, unique tool ids). The baseline is `json.loads` of the very same lines, the floor for any
+parser. The natives are parsed once up front, so the figure is what the translator and guard add;
+for generateContent the SDK's own parse (json → GenerateContentResponse) is shown apart: not ours.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import anyio
+from google.genai import types
+
+from bench._env import TRANSCRIPTS, recordings
+from bench.harness import Figure, Outcome, alternate
+from unified._internal.backend import RunContext, RunOutcome
+from unified.adapters.gemini_cli.translate import AcpTranslator, TurnBoundary
+from unified.adapters.generate_content._translate import TurnTranslator
+from unified.adapters.interactions._translate import Translator
+from unified.events import EVENT_TYPES, ErrorEvent, SessionStarted
+from unified.query import EventStream
+from unified.types import ExecuteParams
+
+_PARAMS = ExecuteParams(prompt="bench", backend="generate-content")
+Feed = Callable[[RunContext, Sequence[Any]], Any]
+
+
+@dataclass
+class Corpus:
+    """One cycle of a backend's natives: the raw lines (for the baseline) and their parsed form."""
+
+    backend: str
+    lines: list[str]
+    natives: list[Any]
+
+
+def _gc_corpus() -> Corpus:
+    lines: list[str] = []
+    natives: list[Any] = []
+    for path in recordings():
+        for record in map(json.loads, path.read_text().splitlines()):
+            if record["method"] != "generateContentStream":
+                continue
+            turn = [json.dumps(chunk) for chunk in record["response"]]
+            lines += turn
+            natives.append([types.GenerateContentResponse.model_validate(json.loads(line)) for line in turn])
+    return Corpus("generate-content", lines, natives)
+
+
+def _transcript_corpus(backend: str, folder: str, keep: Callable[[dict[str, Any]], bool]) -> Corpus:
+    lines: list[str] = []
+    natives: list[Any] = []
+    for path in sorted((TRANSCRIPTS / folder).glob("*.jsonl")):
+        session = [line for line in path.read_text().splitlines() if keep(json.loads(line))]
+        lines += session
+        natives.append([json.loads(line) for line in session])
+    return Corpus(backend, lines, natives)
+
+
+def corpora() -> list[Corpus]:
+    return [
+        _gc_corpus(),
+        _transcript_corpus("gemini-cli", "acp", lambda m: m.get("method") == "session/update"),
+        _transcript_corpus("interactions", "interactions", lambda m: True),
+    ]
+
+
+async def _feed_gc(ctx: RunContext, sessions: Sequence[Any]) -> None:
+    taken: set[str] = set()
+    for turns in sessions:
+        ctx.turns += 1
+        translator = TurnTranslator(turn=ctx.turns, taken_ids=taken)
+        for chunk in turns:
+            for event in translator.feed(chunk):
+                await ctx.emit(event)
+        for event in translator.finish():
+            await ctx.emit(event)
+        await ctx.end_message()
+
+
+async def _feed_acp(ctx: RunContext, sessions: Sequence[Any]) -> None:
+    for session in sessions:
+        translator = AcpTranslator(session_id="s")
+        for message in session:
+            for item in translator.update(message["params"]["update"]):
+                if isinstance(item, TurnBoundary):
+                    await ctx.end_message()
+                    ctx.turns += 1
+                else:
+                    await ctx.emit(item)
+
+
+async def _feed_interactions(ctx: RunContext, sessions: Sequence[Any]) -> None:
+    for session in sessions:
+        translator = Translator()
+        for event in session:
+            for signal in translator.feed(event):
+                if isinstance(signal, EVENT_TYPES):
+                    await ctx.emit(signal)
+        await ctx.end_message()
+
+
+_FEEDS: dict[str, Feed] = {"generate-content": _feed_gc, "gemini-cli": _feed_acp, "interactions": _feed_interactions}
+
+
+@dataclass
+class _Replay:
+    """A backend that replays one cycle of natives through a real translator."""
+
+    backend: str
+    sessions: Sequence[Any]
+    name: str = "bench-replay"
+
+    def unsupported_options(self, params: ExecuteParams) -> list[tuple[str, str, bool]]:
+        return []
+
+    async def run(self, ctx: RunContext) -> RunOutcome:
+        await ctx.emit(SessionStarted(backend=self.backend, session_id="bench-session", capabilities={"text": "full"}))
+        await _FEEDS[self.backend](ctx, self.sessions)
+        return RunOutcome()
+
+
+async def replay(corpus: Corpus, cycles: int) -> tuple[int, int]:
+    """(unified events delivered, protocol violations) over `cycles` runs."""
+    delivered = violations = 0
+    for _ in range(cycles):
+        async with EventStream(_PARAMS, backend=_Replay(corpus.backend, corpus.natives)) as stream:
+            async for event in stream:
+                delivered += 1
+                if isinstance(event, ErrorEvent) and event.code == "protocol_violation":
+                    violations += 1
+    return delivered, violations
+
+
+def _loads_all(lines: list[str], cycles: int) -> None:
+    loads = json.loads
+    for _ in range(cycles):
+        for line in lines:
+            loads(line)
+
+
+def _sdk_parse(lines: list[str], cycles: int) -> None:
+    validate = types.GenerateContentResponse.model_validate
+    for _ in range(cycles):
+        for line in lines:
+            validate(json.loads(line))
+
+
+def _rates(times: list[float], events: int) -> list[float]:
+    return [events / t for t in times]
+
+
+def _replay_into(counts: list[tuple[int, int]], corpus: Corpus, cycles: int) -> None:
+    counts.append(anyio.run(replay, corpus, cycles))
+
+
+def _median_ratio(subject: list[float], baseline: list[float]) -> tuple[float, float, float]:
+    """(min, median, max) of the per-pair ratios: each pair was timed back to back."""
+    ratios = sorted(s / b for s, b in zip(subject, baseline, strict=True))
+    return ratios[0], ratios[len(ratios) // 2], ratios[-1]
+
+
+def run(quick: bool) -> Outcome:
+    target_events = 2_000 if quick else 100_000
+    runs = 2 if quick else 5
+    outcome = Outcome("translate")
+    for corpus in corpora():
+        cycles = math.ceil(target_events / len(corpus.lines))
+        natives = cycles * len(corpus.lines)
+        counts: list[tuple[int, int]] = []
+        subject, baseline = alternate(
+            partial(_replay_into, counts, corpus, cycles), partial(_loads_all, corpus.lines, cycles), runs
+        )
+        delivered, violations = counts[-1]
+        name = corpus.backend
+        outcome.figures += [
+            Figure(f"{name}: translate+guard", "native events/s", _rates(subject, natives)),
+            Figure(f"{name}: json.loads", "lines/s", _rates(baseline, natives)),
+        ]
+        low, mid, high = _median_ratio(subject, baseline)
+        outcome.ratio(f"{name}: translate+guard / json.loads", mid, "< 3x", mid < 3)
+        outcome.notes.append(
+            f"{name}: {natives} native events in {cycles} runs -> {delivered} unified events, "
+            f"{violations} protocol violations; ratio min {low:.2f} max {high:.2f}"
+        )
+        if name == "generate-content":
+            sdk, base = alternate(
+                partial(_sdk_parse, corpus.lines, cycles), partial(_loads_all, corpus.lines, cycles), runs
+            )
+            outcome.figures.append(Figure(f"{name}: SDK parse (not ours)", "native events/s", _rates(sdk, natives)))
+            outcome.ratio(
+                f"{name}: SDK parse / json.loads (not ours)", _median_ratio(sdk, base)[1], "informational", True
+            )
+    return outcome
