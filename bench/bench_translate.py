@@ -22,7 +22,7 @@ import anyio
 from google.genai import types
 
 from bench._env import TRANSCRIPTS, recordings
-from bench.harness import Figure, Outcome, alternate
+from bench.harness import Figure, Outcome, alternate, spread
 from unified._internal.backend import RunContext, RunOutcome
 from unified.adapters.gemini_cli.translate import AcpTranslator, TurnBoundary
 from unified.adapters.generate_content._translate import TurnTranslator
@@ -166,8 +166,7 @@ def _replay_into(counts: list[tuple[int, int]], corpus: Corpus, cycles: int) -> 
 
 def _median_ratio(subject: list[float], baseline: list[float]) -> tuple[float, float, float]:
     """(min, median, max) of the per-pair ratios: each pair was timed back to back."""
-    ratios = sorted(s / b for s, b in zip(subject, baseline, strict=True))
-    return ratios[0], ratios[len(ratios) // 2], ratios[-1]
+    return spread([s / b for s, b in zip(subject, baseline, strict=True)])
 
 
 def run(quick: bool) -> Outcome:

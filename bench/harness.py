@@ -83,6 +83,11 @@ def alternate(
     return subject_times, baseline_times
 
 
+def spread(values: list[float]) -> tuple[float, float, float]:
+    """(min, median, max): how a ratio over paired runs is reported."""
+    return min(values), statistics.median(values), max(values)
+
+
 def versions() -> dict[str, str]:
     out: dict[str, str] = {"python": platform.python_version()}
     for dist in ("unified", "google-genai", "pydantic", "anyio", "httpx"):
