@@ -1,0 +1,258 @@
+"""The machinery of the conformance suite: backend columns, the run of one scenario, the normaliser.
+
+A scenario (see `conformance_scenarios.py`) is data; this module turns it into a FakeGemini script,
+`ExecuteParams` for one backend, a run through `unified.execute`, and a normalised *shape* of the
+event stream that can be compared across backends.
+
+The shape keeps what every backend must agree on and drops what legitimately differs:
+- `session_started`, `assistant_message` (the guard makes it), `tool_progress` and `warning`s
+  (retry notices, option notes) are dropped; the first event is checked separately;
+- a run of `text_delta`s is one `text`, a run of `thinking`s is one `thinking`;
+- a tool call is one item at the position of its `tool_use`: `tool <name> ok|error`, its name
+  mapped through `unified.tools.ALIASES` (the CLI's `list_directory` is our `list_dir`), with
+  `[ask <source>]` for a `user_input_request` about it and `[<decision> by user]` or `[deny]` for a
+  permission decision that matters (automatic allows by a read-only policy are not reported by
+  every backend, so they are dropped);
+- a subagent is one item, `subagent <name> <status>: (<inner shape>)`, right after its parent's
+  tool item; events carrying its `subagent_task_id` make up the inner shape;
+- `error <code> [fatal]` and `result <status>` end it. Inputs and outputs are never part of the shape (the CLI
+  reports a tool's input as ACP locations, not as the model's arguments).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+
+from unified import capabilities
+from unified.events import (
+    ErrorEvent,
+    PermissionDecision,
+    Result,
+    SessionStarted,
+    SubagentCompleted,
+    SubagentStarted,
+    TextDelta,
+    Thinking,
+    ToolResult,
+    ToolUse,
+    UnifiedEvent,
+    UserInputRequest,
+    UserInputResponse,
+)
+from unified.query import EventStream
+from unified.testing import FakeGemini, RecordedRequest
+from unified.tools import ALIASES
+from unified.types import BackendName, ExecuteParams
+
+Shape = tuple[str, ...]
+MODEL = "gemini-2.5-flash"
+"""One concrete model for every backend: the CLI needs one (with `auto` it would spend a turn routing)."""
+RUN_TIMEOUT_S = 45.0
+CLI_SETTINGS: dict[str, Any] = {
+    "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+    "general": {"sessionRetention": {"enabled": False}, "enableAutoUpdate": False},
+    "telemetry": {"enabled": False},
+    "privacy": {"usageStatisticsEnabled": False},
+    "ide": {"enabled": False},
+}
+"""FIELD-NOTES §1: settings for deterministic offline CLI runs; `selectedType` makes the CLI use
+GOOGLE_GEMINI_BASE_URL with an API key instead of choosing the `gateway` auth type."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of the capability matrix that the suite drives: a backend and how to point it at FakeGemini."""
+
+    name: str
+    backend: BackendName
+    options: Callable[[FakeGemini], dict[str, object]]
+    needs_cli: bool = False
+
+    def level(self, capability: str) -> str:
+        return capabilities.level(self.name, capability)
+
+
+def _cli_options(server: FakeGemini) -> dict[str, object]:
+    return {"env": server.cli_env, "pool_size": 0}
+
+
+def _http_options(server: FakeGemini) -> dict[str, object]:
+    # Retry waits shrunk a thousandfold: a scripted 429 asking for seconds takes milliseconds.
+    return {"api_key": "fake-gemini-key", "base_url": server.base_url, "retry_delay_scale": 0.001}
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("gemini-cli", "gemini-cli", _cli_options, needs_cli=True),
+    Column("generate-content", "generate-content", _http_options),
+    Column("interactions", "interactions", _http_options),
+)
+NOT_DRIVEN: Mapping[str, str] = {
+    "scripted": "plays a script of UnifiedEvents, not a model: FakeGemini cannot drive it "
+    "(its guarantees are tested in tests/foundation)",
+    "gemini-cli/stream-json": "the headless fallback transport is covered by tests/e2e/gemini_cli, not here",
+}
+"""Matrix columns the suite does not drive, and why; the coverage test names them rather than skipping silently."""
+
+
+# --- the normaliser ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Tool:
+    name: str
+    outcome: str = "no result"
+    notes: list[str] = field(default_factory=list)
+    subagents: list[_Subagent] = field(default_factory=list)
+
+    def render(self) -> list[str]:
+        notes = "".join(f" [{n}]" for n in self.notes)
+        return [f"tool {self.name} {self.outcome}{notes}", *(line for s in self.subagents for line in s.render())]
+
+
+@dataclass
+class _Subagent:
+    name: str
+    status: str = "not completed"
+    inner: list[_Tool | str] = field(default_factory=list)
+
+    def render(self) -> list[str]:
+        return [f"subagent {self.name} {self.status}: ({', '.join(_flatten(self.inner))})"]
+
+
+def _flatten(items: Sequence[_Tool | str]) -> list[str]:
+    return [line for item in items for line in (item.render() if isinstance(item, _Tool) else [item])]
+
+
+def shape_of(events: Sequence[UnifiedEvent]) -> Shape:
+    """The normalised shape of a stream (see the module docstring for what is kept)."""
+    main: list[_Tool | str] = []
+    tools: dict[str, _Tool] = {}
+    subagents: dict[str, _Subagent] = {}
+
+    def scope(event: UnifiedEvent) -> list[_Tool | str]:
+        task = event.subagent_task_id
+        return subagents[task].inner if task in subagents else main
+
+    for event in events:
+        items = scope(event)
+        if isinstance(event, TextDelta | Thinking):
+            kind = "text" if isinstance(event, TextDelta) else "thinking"
+            if not items or items[-1] != kind:
+                items.append(kind)
+        elif isinstance(event, ToolUse):
+            tools[event.tool_use_id] = _Tool(ALIASES.get(event.name, event.name))
+            items.append(tools[event.tool_use_id])
+        elif isinstance(event, ToolResult) and event.tool_use_id in tools:
+            tools[event.tool_use_id].outcome = "error" if event.is_error else "ok"
+        elif isinstance(event, PermissionDecision) and event.tool_use_id in tools:
+            if event.decided_by == "user":
+                tools[event.tool_use_id].notes.append(f"{event.decision} by user")
+            elif event.decision == "deny":
+                tools[event.tool_use_id].notes.append("deny")
+        elif isinstance(event, UserInputRequest):
+            if event.tool_use_id in tools:
+                tools[event.tool_use_id].notes.append(f"ask {event.source}")
+            else:
+                items.append(f"ask {event.source}")
+        elif isinstance(event, SubagentStarted):
+            subagents[event.task_id] = _Subagent(event.agent_name)
+            parent = tools.get(event.parent_tool_use_id or "")
+            if parent is not None:
+                parent.subagents.append(subagents[event.task_id])
+            else:
+                items.append(f"subagent {event.agent_name}")
+        elif isinstance(event, SubagentCompleted) and event.task_id in subagents:
+            subagents[event.task_id].status = event.status
+        elif isinstance(event, ErrorEvent):
+            items.append(f"error {event.code}{' fatal' if event.fatal else ''}")
+        elif isinstance(event, Result):
+            items.append(f"result {event.status}")
+    return tuple(_flatten(main))
+
+
+# --- one run ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """What a scenario run left behind: events, the requests FakeGemini saw, the workspace, timings."""
+
+    column: Column
+    events: list[UnifiedEvent]
+    requests: list[RecordedRequest]
+    workspace: Path
+    seconds: float
+    first: Run | None = None
+    """For a resume scenario: the run that created the session."""
+
+    @property
+    def started(self) -> SessionStarted:
+        started = next((e for e in self.events if isinstance(e, SessionStarted)), None)
+        assert started is not None, f"no session_started in {[e.type for e in self.events]}"
+        return started
+
+    @property
+    def result(self) -> Result:
+        last = self.events[-1]
+        assert isinstance(last, Result), f"the stream did not end with a result: {[e.type for e in self.events]}"
+        return last
+
+    def model_bodies(self) -> list[str]:
+        """Every model request's JSON body, as text (generateContent family and interactions.create)."""
+        wanted = ("generateContentStream", "generateContent", "interactions.create")
+        return [json.dumps(r.body) for r in self.requests if r.api_method in wanted]
+
+
+Answer = Literal["allow", "deny"]
+
+
+def answering(
+    answer: Answer, asked: list[UserInputRequest]
+) -> Callable[[UserInputRequest], Awaitable[UserInputResponse]]:
+    """An `on_user_input` handler that records each request and gives the same answer to every permission."""
+
+    async def handler(request: UserInputRequest) -> UserInputResponse:
+        asked.append(request)
+        return UserInputResponse.allow() if answer == "allow" else UserInputResponse.deny()
+
+    return handler
+
+
+async def execute_once(
+    column: Column,
+    server: FakeGemini,
+    workspace: Path,
+    *,
+    prompt: str,
+    cancel_after_first_event: bool = False,
+    **fields: Any,
+) -> list[UnifiedEvent]:
+    """One run of `column` against `server`, strict: a protocol slip by the adapter fails the test."""
+    params = ExecuteParams(
+        prompt=prompt,
+        backend=column.backend,
+        model=MODEL,
+        cwd=workspace,
+        backend_options=column.options(server),
+        **fields,
+    )
+    events: list[UnifiedEvent] = []
+    with anyio.fail_after(RUN_TIMEOUT_S):
+        async with EventStream(params, strict=True) as stream:
+            async for event in stream:
+                if cancel_after_first_event and not events:
+                    stream.cancel()
+                events.append(event)
+    return events
+
+
+def b64(text: str) -> str:
+    """Signatures travel base64-encoded; FakeGemini scripts hold them as plain text."""
+    return base64.b64encode(text.encode()).decode()

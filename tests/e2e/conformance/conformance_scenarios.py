@@ -1,0 +1,274 @@
+"""The conformance scenarios: one list, each played by FakeGemini against every backend.
+
+Each scenario is data: a FakeGemini script of `ModelTurn`s (served to streamGenerateContent for the
+gemini CLI and generate-content, and as Interactions steps for interactions), `ExecuteParams`
+tweaks, the capabilities it observes, and the expected normalised shape (see `conformance_harness`).
+A backend whose matrix cell is `none` for a capability named in `alternatives` gets that
+alternative shape instead, so every difference between backends is declared here by name.
+
+Tool calls: the scripts call only tools that the gemini CLI and unified's own runtime
+(src/unified/tools) both accept with the same arguments: `read_file{file_path}` and
+`write_file{file_path, content}` (our runtime takes the CLI's parameter names; `ALIASES` maps the
+CLI's `list_directory`/`replace` to ours). The one exception is the MCP scenario, whose tool name
+differs per backend (the CLI's `<tool>` vs our `mcp__<server>__<tool>`): `turns_for` gives each
+backend its own script there, and the shape uses the name both share after normalisation.
+
+`observes` names the capabilities a scenario proves working when its expected (not alternative)
+shape appears; `CAPABILITY_CHECKS` adds the evidence a shape alone cannot show (several deltas for
+streaming, a signature echoed to the model, usage equal to what the server reported, ...).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from conformance_harness import Answer, Run, Shape, b64
+
+from unified.events import TextDelta, Thinking
+from unified.testing import Fault, FunctionCall, ModelTurn, Thought, Usage
+from unified.types import ApprovalMode
+
+PNG_1x1 = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360f8cf00000301010018dd8db40000000049454e44ae426082"
+)
+
+
+@dataclass(frozen=True)
+class FirstRun:
+    """A run made before the scenario's own run (its session is the one resumed)."""
+
+    prompt: str
+    turns: tuple[ModelTurn, ...]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    turns: tuple[ModelTurn, ...]
+    shape: Shape
+    observes: tuple[str, ...] = ()
+    alternatives: Mapping[str, Shape] = field(default_factory=dict)
+    """capability → the shape a backend with `none` for it shows instead."""
+    prompt: str = "Please do the task."
+    approval_mode: ApprovalMode = "default"
+    answer: Answer | None = None
+    """How `on_user_input` answers every request; None: no handler."""
+    cancel_after_first_event: bool = False
+    first_run: FirstRun | None = None
+    """Resume: run this first, then the scenario with `resume=<its short id>`."""
+    images: bool = False
+    final_text: str | None = None
+    files: Mapping[str, bool] = field(default_factory=dict)
+    """Workspace paths that must (True) or must not (False) exist after the run."""
+
+
+TEXT = "Hello from the fake model."
+NOTES = FunctionCall(name="read_file", args={"file_path": "notes.txt"})
+WRITE = FunctionCall(name="write_file", args={"file_path": "new.txt", "content": "written\n"})
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        "plain_text",
+        (ModelTurn(text=TEXT, text_chunks=3, usage=Usage(input_tokens=12, output_tokens=6)),),
+        ("text", "result success"),
+        observes=("streaming_text", "usage_accuracy"),
+        final_text=TEXT,
+    ),
+    Scenario(
+        "thinking",
+        (
+            ModelTurn(
+                thoughts=[Thought(text="**Greeting**\nThe user wants a hello.")],
+                text="Hi.",
+                usage=Usage(input_tokens=10, output_tokens=1, thought_tokens=8),
+            ),
+        ),
+        ("thinking", "text", "result success"),
+        observes=("thinking",),
+        final_text="Hi.",
+    ),
+    Scenario(
+        "one_tool_call",
+        (
+            ModelTurn(
+                thoughts=[Thought(text="**Reading**\nRead notes.txt first.", signature="sig-thought")],
+                function_calls=[NOTES.model_copy(update={"signature": "sig-call"})],
+            ),
+            ModelTurn(text="The notes say alpha."),
+        ),
+        ("thinking", "tool read_file ok", "text", "result success"),
+        observes=("tool_use", "thought_signatures"),
+        final_text="The notes say alpha.",
+    ),
+    Scenario(
+        "parallel_tool_calls",
+        (
+            ModelTurn(function_calls=[NOTES, FunctionCall(name="read_file", args={"file_path": "more.txt"})]),
+            ModelTurn(text="Both read."),
+        ),
+        ("tool read_file ok", "tool read_file ok", "text", "result success"),
+        observes=("tool_use",),
+    ),
+    Scenario(
+        "failing_tool",
+        (
+            ModelTurn(function_calls=[FunctionCall(name="read_file", args={"file_path": "missing.txt"})]),
+            ModelTurn(text="There is no such file."),
+        ),
+        ("tool read_file error", "text", "result success"),
+        observes=("tool_use",),
+    ),
+    Scenario(
+        "subagent",
+        (
+            ModelTurn(
+                function_calls=[
+                    FunctionCall(name="invoke_agent", args={"agent_name": "generalist", "prompt": "Read notes.txt."})
+                ]
+            ),
+            ModelTurn(function_calls=[NOTES]),
+            ModelTurn(function_calls=[FunctionCall(name="complete_task", args={"result": {"response": "alpha"}})]),
+            ModelTurn(text="The subagent says alpha."),
+        ),
+        (
+            "tool invoke_agent ok",
+            "subagent generalist completed: (tool read_file ok, tool complete_task ok)",
+            "text",
+            "result success",
+        ),
+        observes=("subagent_lifecycle",),
+        alternatives={
+            # Without subagents the script's turns all reach the main loop, where invoke_agent and
+            # complete_task are unknown tools.
+            "subagent_lifecycle": (
+                "tool invoke_agent error",
+                "tool read_file ok",
+                "tool complete_task error",
+                "text",
+                "result success",
+            )
+        },
+        approval_mode="yolo",
+    ),
+    Scenario(
+        "permission_approved",
+        (ModelTurn(function_calls=[WRITE]), ModelTurn(text="Written.")),
+        ("tool write_file ok [ask permission] [allow by user]", "text", "result success"),
+        observes=("permission_requests",),
+        answer="allow",
+        files={"new.txt": True},
+    ),
+    Scenario(
+        "permission_denied",
+        (ModelTurn(function_calls=[WRITE]), ModelTurn(text="Not written.")),
+        ("tool write_file error [ask permission] [deny by user]", "text", "result success"),
+        observes=("permission_requests",),
+        answer="deny",
+        files={"new.txt": False},
+    ),
+    Scenario(
+        "plan_mode_refuses_write",
+        (ModelTurn(function_calls=[WRITE]), ModelTurn(text="I may not write in plan mode.")),
+        ("tool write_file error [deny]", "text", "result success"),
+        observes=("plan_mode",),
+        approval_mode="plan",
+        files={"new.txt": False},
+    ),
+    Scenario(
+        "image_input",
+        (ModelTurn(text="A single pixel."),),
+        ("text", "result success"),
+        observes=("image_input",),
+        images=True,
+    ),
+    Scenario(
+        "api_error",
+        # A quota error asking for an hour's wait: every backend gives up at once instead of retrying.
+        (ModelTurn(text="Never sent.", fault=Fault(kind="rate_limit", retry_delay="3600s")),),
+        ("error rate_limited fatal", "result error"),
+    ),
+    Scenario(
+        "cancelled",
+        (ModelTurn(text="A slow answer that never finishes.", text_chunks=4, chunk_delay=2.0),),
+        ("result cancelled",),
+        observes=("cancellation",),
+        cancel_after_first_event=True,
+    ),
+    Scenario(
+        "resume_by_short_id",
+        (ModelTurn(text="You said 42."),),
+        ("text", "result success"),
+        observes=("session_resume",),
+        prompt="What number did I say?",
+        first_run=FirstRun("Remember the number 42.", (ModelTurn(text="Noted."),)),
+        final_text="You said 42.",
+    ),
+)
+"""Ordered so the resume scenario runs last (see `test_conformance.py`)."""
+
+
+# --- evidence beyond the shape --------------------------------------------------------------------------
+
+
+def _streaming(run: Run) -> str | None:
+    deltas = [e for e in run.events if isinstance(e, TextDelta)]
+    return None if len(deltas) >= 2 else f"the 3-chunk answer arrived as {len(deltas)} text_delta event(s)"
+
+
+def _thinking(run: Run) -> str | None:
+    thoughts = [e.text for e in run.events if isinstance(e, Thinking) and e.text]
+    return None if any("The user wants a hello." in t for t in thoughts) else f"no thought summary text: {thoughts}"
+
+
+def _signatures(run: Run) -> str | None:
+    signature = b64("sig-call")
+    exposed = any(isinstance(e, Thinking) and e.signature for e in run.events)
+    echoed = any(signature in body for body in run.model_bodies()[1:])
+    if exposed or echoed:
+        return None
+    return "the call's thought signature was neither exposed on a thinking event nor echoed back to the model"
+
+
+def _usage(run: Run) -> str | None:
+    usage = run.result.usage
+    got = (usage.input_tokens, usage.output_tokens, usage.thinking_tokens, usage.estimated)
+    return None if got == (12, 6, 0, False) else f"usage {got}, the server reported (12, 6, 0) exactly"
+
+
+def _image(run: Run) -> str | None:
+    # google-genai sends bytes URL-safe base64-encoded; both alphabets are valid on the wire.
+    encodings = (base64.b64encode(PNG_1x1).decode(), base64.urlsafe_b64encode(PNG_1x1).decode())
+    found = any(data in body for body in run.model_bodies() for data in encodings)
+    return None if found else "the image never reached the model"
+
+
+def _cancellation(run: Run) -> str | None:
+    if run.result.status != "cancelled":
+        return f"result status {run.result.status}"
+    # The scripted answer takes 8 s to stream: ending well before shows the run was really stopped.
+    return None if run.seconds < 6.0 else f"the cancelled run took {run.seconds:.1f}s to end"
+
+
+def _resume(run: Run) -> str | None:
+    assert run.first is not None
+    first, started = run.first.started, run.started
+    if not started.resumed or started.short_id != first.short_id:
+        return f"session_started resumed={started.resumed} short_id={started.short_id}, first run {first.short_id}"
+    bodies = run.model_bodies()
+    carried = bodies and ("Remember the number 42." in bodies[-1] or "previous_interaction_id" in bodies[-1])
+    return None if carried else "the resumed run's model request carries neither the history nor a previous interaction"
+
+
+CAPABILITY_CHECKS: Mapping[str, Callable[[Run], str | None]] = {
+    "streaming_text": _streaming,
+    "thinking": _thinking,
+    "thought_signatures": _signatures,
+    "usage_accuracy": _usage,
+    "image_input": _image,
+    "cancellation": _cancellation,
+    "session_resume": _resume,
+}
+"""Evidence for a capability beyond the shape; capabilities not listed are shown by the shape alone."""

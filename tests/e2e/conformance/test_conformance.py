@@ -1,0 +1,166 @@
+"""The cross-backend conformance suite: every scenario against every backend, one expected shape.
+
+Each (backend, scenario) pair runs through `unified.execute` with the real adapter against one
+FakeGemini (the gemini CLI reaches it through GOOGLE_GEMINI_BASE_URL with a dummy API key). The
+normalised stream must equal the scenario's shape, or its declared alternative where the capability
+matrix says `none`; the capabilities the scenario observes must show their evidence. The HTTP
+backends run on asyncio and trio; the gemini CLI (a subprocess, ~2 s a run) on asyncio only: its
+trio coverage lives in tests/e2e/gemini_cli.
+
+`test_every_declared_capability_is_observed` is the coverage rule: every `full` or `partial` cell
+of the matrix for a driven backend needs a scenario that observes it on that backend.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conformance_harness import (
+    CLI_SETTINGS,
+    COLUMNS,
+    NOT_DRIVEN,
+    Column,
+    Run,
+    Shape,
+    answering,
+    execute_once,
+    shape_of,
+)
+from conformance_scenarios import CAPABILITY_CHECKS, SCENARIOS, PNG_1x1, Scenario
+
+from unified import capabilities
+from unified.events import SessionStarted, UserInputRequest
+from unified.testing import FakeGemini
+from unified.types import ImageInput
+
+pytestmark = pytest.mark.anyio
+
+LOCAL_CLI = Path(__file__).resolve().parents[3] / ".gemini-cli" / "node_modules" / ".bin" / "gemini"
+
+
+def _cases() -> Iterator[object]:
+    for scenario in SCENARIOS:
+        for column in COLUMNS:
+            loops = ("asyncio",) if column.needs_cli else ("asyncio", "trio")
+            marks = [pytest.mark.gemini_cli] if column.needs_cli else []
+            for loop in loops:
+                yield pytest.param(loop, column, scenario, id=f"{column.name}-{scenario.name}-{loop}", marks=marks)
+
+
+def expected_shape(scenario: Scenario, column: Column) -> tuple[Shape, str | None]:
+    """The scenario's shape for this backend, and the capability whose `none` chose an alternative."""
+    for capability, alternative in scenario.alternatives.items():
+        if column.level(capability) == "none":
+            return alternative, capability
+    return scenario.shape, None
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "notes.txt").write_text("alpha\nbeta\n")
+    (root / "more.txt").write_text("gamma\n")
+    return root
+
+
+@pytest.fixture
+def cli_ready(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pinned binary and deterministic settings in the per-test HOME (children inherit HOME/GEMINI_CLI_HOME)."""
+    binary = os.environ.get("UNIFIED_GEMINI_BIN") or str(LOCAL_CLI)
+    if not Path(binary).exists():
+        pytest.skip("the pinned gemini binary is not installed (run .ci/install-gemini-cli.sh)")
+    monkeypatch.setenv("UNIFIED_GEMINI_BIN", binary)
+    settings = isolated_home / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps(CLI_SETTINGS))
+
+
+async def run_scenario(column: Column, scenario: Scenario, workspace: Path) -> tuple[Run, list[UserInputRequest]]:
+    first_turns = scenario.first_run.turns if scenario.first_run else ()
+    asked: list[UserInputRequest] = []
+    async with FakeGemini([*first_turns, *scenario.turns]) as server:
+        first: Run | None = None
+        resume: str | None = None
+        if scenario.first_run is not None:
+            events = await execute_once(column, server, workspace, prompt=scenario.first_run.prompt)
+            first = Run(column, events, server.requests, workspace, 0.0)
+            resume = first.started.short_id
+            assert first.result.status == "success", shape_of(events)
+        seen = len(server.requests)
+        events = await execute_once(
+            column,
+            server,
+            workspace,
+            prompt=scenario.prompt,
+            approval_mode=scenario.approval_mode,
+            on_user_input=answering(scenario.answer, asked) if scenario.answer else None,
+            resume=resume,
+            images=(ImageInput(mime_type="image/png", data=PNG_1x1),) if scenario.images else (),
+            cancel_after_first_event=scenario.cancel_after_first_event,
+        )
+        seconds = (events[-1].timestamp - events[0].timestamp).total_seconds()
+        run = Run(column, events, server.requests[seen:], workspace, seconds, first)
+        assert not server.problems, f"the backend asked FakeGemini for more than the script holds: {server.problems}"
+    return run, asked
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(("anyio_backend", "column", "scenario"), list(_cases()))
+async def test_scenario(
+    anyio_backend: str, column: Column, scenario: Scenario, workspace: Path, request: pytest.FixtureRequest
+) -> None:
+    if column.needs_cli:
+        request.getfixturevalue("cli_ready")
+    run, asked = await run_scenario(column, scenario, workspace)
+    shape, substituted = expected_shape(scenario, column)
+    got = shape_of(run.events)
+    kinds = [e.type for e in run.events]
+    assert got == shape, f"{column.name} / {scenario.name}: shape {got}, expected {shape}; events {kinds}"
+    assert isinstance(next(e for e in run.events if e.type != "warning"), SessionStarted), kinds
+    if scenario.final_text is not None:
+        assert run.result.final_text == scenario.final_text
+    for path, exists in scenario.files.items():
+        assert (workspace / path).exists() is exists, f"{path} exists={not exists} after the run"
+    if scenario.answer is not None:
+        assert asked, "on_user_input was never called"
+    problems = {
+        capability: problem
+        for capability in scenario.observes
+        if capability != substituted and capability in CAPABILITY_CHECKS
+        if (problem := CAPABILITY_CHECKS[capability](run)) is not None
+    }
+    assert not problems, f"{column.name} / {scenario.name}: capability evidence missing: {problems}"
+
+
+def test_every_declared_capability_is_observed() -> None:
+    """Every `full`/`partial` cell of a driven backend is observed by a scenario that runs its main shape there."""
+    unaccounted = set(capabilities.BACKENDS) - {c.name for c in COLUMNS} - set(NOT_DRIVEN)
+    assert not unaccounted, f"matrix columns neither driven by the suite nor listed in NOT_DRIVEN: {unaccounted}"
+    named = {c for s in SCENARIOS for c in (*s.observes, *s.alternatives)}
+    assert named <= set(capabilities.CAPABILITIES), f"unknown capabilities: {named - set(capabilities.CAPABILITIES)}"
+    unobserved = [
+        f"{column.name}/{capability} ({cell.level}: {cell.note})"
+        for column in COLUMNS
+        for capability, cell in capabilities.column(column.name).cells.items()
+        if cell.level in ("full", "partial")
+        if not any(capability in s.observes and expected_shape(s, column)[1] != capability for s in SCENARIOS)
+    ]
+    assert not unobserved, "declared but observed by no scenario:\n" + "\n".join(unobserved)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize("column", COLUMNS, ids=[c.name for c in COLUMNS])
+async def test_session_started_capabilities_are_the_matrix(
+    anyio_backend: str, column: Column, workspace: Path, request: pytest.FixtureRequest
+) -> None:
+    """`session_started.capabilities` is the matrix's row, so a consumer reads the same levels routing uses."""
+    if column.needs_cli:
+        request.getfixturevalue("cli_ready")
+    run, _ = await run_scenario(column, SCENARIOS[0], workspace)
+    assert run.started.capabilities == capabilities.snapshot(column.name)
