@@ -1,0 +1,134 @@
+"""Overhead over the raw Gemini CLI, and what the warm process pool buys.
+
+The same recorded session (`--fake-responses`, strict) is run three ways from a cold start:
+- baseline: the `gemini` binary itself, `-p ... --output-format stream-json`, its stdout read line by line;
+- the gemini-cli backend on the stream-json transport: the very same argv, so the ratio is exactly ours;
+- the gemini-cli backend on ACP (its default): a different CLI mode, shown for information.
+Time to first output is the first assistant text. Then time to the FIRST EVENT of a new run: a warm pool
+(one `gemini --acp` already initialized) against a cold `gemini -p` start to its first stdout line.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from functools import partial
+from pathlib import Path
+
+import anyio
+
+from bench._env import MODEL, RECORDINGS, gemini_binary, isolated_home, workspace
+from bench.harness import Figure, Outcome, spread
+from unified.adapters.gemini_cli.home import child_env
+from unified.adapters.gemini_cli.pool import AcpPool
+from unified.events import Result, TextDelta
+from unified.query import EventStream
+from unified.types import ExecuteParams
+
+SESSION = RECORDINGS / "json-output.france.responses"
+Timing = tuple[float, float]
+
+
+def direct(binary: Path, cwd: Path, *, first_line: bool = False) -> Timing:
+    """(wall, first assistant message) of `gemini -p`; with `first_line`, stop timing at its first line."""
+    argv = [str(binary), "-p", "go", "--output-format", "stream-json", "--approval-mode", "default"]
+    argv += ["-m", MODEL, "--fake-responses", str(SESSION)]
+    start = time.perf_counter()
+    first = 0.0
+    with subprocess.Popen(
+        argv, cwd=cwd, env=child_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    ) as child:
+        assert child.stdout is not None
+        for line in child.stdout:
+            if first_line:
+                first = time.perf_counter() - start
+                child.kill()
+                break
+            if not first and b'"role":"assistant"' in line.replace(b" ", b""):
+                first = time.perf_counter() - start
+    if child.returncode not in (0, -9):
+        raise RuntimeError(f"gemini -p exited {child.returncode}")
+    return time.perf_counter() - start, first
+
+
+async def through_unified(params: ExecuteParams, *, first_event: bool = False) -> Timing:
+    start = time.perf_counter()
+    first = 0.0
+    result: Result | None = None
+    async with EventStream(params) as stream:
+        async for event in stream:
+            if not first and (first_event or isinstance(event, TextDelta)):
+                first = time.perf_counter() - start
+            if isinstance(event, Result):
+                result = event
+    if result is None or result.status != "success":
+        raise RuntimeError(f"gemini-cli run did not succeed: {result}")
+    return time.perf_counter() - start, first
+
+
+def _params(cwd: Path, **options: object) -> ExecuteParams:
+    opts: dict[str, object] = {"fake_responses": str(SESSION), "pool_size": 0, **options}
+    return ExecuteParams(prompt="go", backend="gemini-cli", model=MODEL, cwd=cwd, backend_options=opts)
+
+
+def _compare(outcome: Outcome, name: str, subject: list[Timing], baseline: list[Timing], *, target: bool) -> None:
+    outcome.figures += [
+        Figure(f"{name}: wall", "s", [t[0] for t in subject]),
+        Figure(f"{name}: first output", "s", [t[1] for t in subject]),
+    ]
+    low, ratio, high = spread([s[0] / b[0] for s, b in zip(subject, baseline, strict=True)])
+    first_low, first, first_high = spread([(s[1] - b[1]) * 1000 for s, b in zip(subject, baseline, strict=True)])
+    outcome.ratio(
+        f"{name} / gemini -p: wall ratio", ratio, "<= 1.05" if target else "informational", ratio <= 1.05 or not target
+    )
+    outcome.ratio(
+        f"{name}: first output, ms added", first, "< 1 ms" if target else "informational", first < 1 or not target
+    )
+    outcome.notes.append(
+        f"{name}: wall ratio min {low:.3f} max {high:.3f}; ms added min {first_low:.1f} max {first_high:.1f}"
+    )
+
+
+async def _warm_first_events(params: ExecuteParams, runs: int) -> list[float]:
+    """One untimed run fills the pool; each later run's first event comes from the warm process."""
+    await through_unified(params, first_event=True)
+    return [(await through_unified(params, first_event=True))[1] for _ in range(runs)]
+
+
+def run(quick: bool) -> Outcome:
+    outcome = Outcome("cli_overhead")
+    binary = gemini_binary()
+    if binary is None:
+        outcome.notes.append("skipped: the pinned gemini binary is not installed (scripts/setup installs it)")
+        return outcome
+    runs = 1 if quick else 5
+    with isolated_home() as home:
+        cwd = workspace(home)
+        baseline: list[Timing] = []
+        stream_json: list[Timing] = []
+        acp: list[Timing] = []
+        cold_first: list[float] = []
+        for _ in range(runs):
+            baseline.append(direct(binary, cwd))
+            stream_json.append(anyio.run(partial(through_unified, _params(cwd, transport="stream-json"))))
+            acp.append(anyio.run(partial(through_unified, _params(cwd))))
+            cold_first.append(direct(binary, cwd, first_line=True)[1])
+        outcome.figures += [
+            Figure("gemini -p: wall", "s", [t[0] for t in baseline]),
+            Figure("gemini -p: first output", "s", [t[1] for t in baseline]),
+        ]
+        _compare(outcome, "unified stream-json", stream_json, baseline, target=True)
+        _compare(outcome, "unified ACP (cold)", acp, baseline, target=False)
+        pool = AcpPool(size=1)
+        warm_params = _params(cwd, pool=pool, pool_size=1, fake_responses_strict=False)
+        try:
+            warm = anyio.run(_warm_first_events, warm_params, max(runs, 3))
+        finally:
+            pool.close_now()
+        outcome.figures += [
+            Figure("cold gemini -p: first stdout line", "s", cold_first),
+            Figure("warm pool: first event", "s", warm),
+        ]
+        speedup = spread(cold_first)[1] / spread(warm)[1]
+        outcome.ratio("first event: cold gemini -p / warm pool", speedup, "> 10x", speedup > 10)
+    return outcome
