@@ -2,9 +2,10 @@
 
 It knows nothing of adapters or backends; an adapter drives it like this::
 
+    user_input = ctx.ask_user if params.on_user_input else None   # nobody to ask: ASK_USER means deny
     async with ToolRuntime(params.cwd, include_directories=params.include_directories,
                            approval_mode=params.approval_mode, excluded_tools=params.excluded_tools,
-                           ask=ask) as tools:                  # ask: PermissionRequest -> PermissionAnswer
+                           user_input=user_input) as tools:
         for problem in await tools.connect_mcp(params.mcp_servers):
             ...                                                # emit a `warning` event
         declarations = tools.declarations(model_family="gemini-3")   # -> the model's tool list
@@ -12,12 +13,15 @@ It knows nothing of adapters or backends; an adapter drives it like this::
         outcomes = await tools.run_batch(calls, observer)     # one model turn's function calls
         # each ToolOutcome.response is the function response, verbatim; inline_data are extra parts
 
-`ask` is where an adapter emits `PermissionRequest.to_event(request_id)` (a `user_input_request`
-with source `permission`) and maps the caller's `UserInputResponse.permission()` back. The
-observer receives each call's `PermissionDecision` and `ToolProgress` events, ready to emit.
+`user_input` bridges the run's questions to the caller: permission prompts become a
+`user_input_request` with source `permission`, and the `ask_user` tool (offered only then) one
+with source `model-tool`. A lower-level `ask: PermissionRequest -> PermissionAnswer` hook
+replaces the permission half alone. The observer receives each call's `PermissionDecision` and
+`ToolProgress` events, ready to emit.
 Tool contracts and the policy format: docs/tools.md.
 """
 
+from unified.tools._ask_user import UserInputBridge
 from unified.tools._base import InlineData, ModelFamily, ToolError, ToolOutput, ToolSpec
 from unified.tools._files import ReadMode
 from unified.tools.policy import Decision, Policy, PolicyError, Rule, Verdict
@@ -61,6 +65,7 @@ __all__ = [
     "ToolOutput",
     "ToolRuntime",
     "ToolSpec",
+    "UserInputBridge",
     "Verdict",
     "model_family",
 ]

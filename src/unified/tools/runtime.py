@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import itertools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from unified.events import (
     UserInputRequest,
 )
 from unified.tools import _files, _search, _shell
+from unified.tools._ask_user import UserInputBridge, ask_user_tool
 from unified.tools._base import (
     InlineData,
     ModelFamily,
@@ -86,6 +88,12 @@ class PermissionRequest:
 
 
 AskPermission = Callable[[PermissionRequest], Awaitable[PermissionAnswer]]
+
+
+async def _permission_via(user_input: UserInputBridge, request: PermissionRequest) -> PermissionAnswer:
+    """A permission prompt as a `user_input_request` (source `permission`) through the run's bridge."""
+    answer = await user_input(request.to_event(f"permission-{request.call.id}"))
+    return answer.permission()
 
 
 class ToolObserver(Protocol):
@@ -243,6 +251,7 @@ class ToolRuntime:
         rules_file: Path | None = None,
         excluded_tools: Sequence[str] = (),
         ask: AskPermission | None = None,
+        user_input: UserInputBridge | None = None,
         read_mode: _files.ReadMode = "default-cap",
         line_cap: int = 2000,
         shell_timeout_s: float = 300.0,
@@ -256,10 +265,15 @@ class ToolRuntime:
         self.policy = base.with_file(rules_file) if rules_file is not None else base
         self._excluded = tuple(ALIASES.get(name, name) for name in excluded_tools)
         self._ask = ask
+        if user_input is not None and ask is None:
+            self._ask = functools.partial(_permission_via, user_input)
         self._ask_lock = anyio.Lock()
         files = _files.FileConfig(self.workspace, read_mode, line_cap)
         self._shell = _shell.ShellConfig(self.workspace, shell_timeout_s, shell_output_cap)
         self._tools: dict[str, ToolSpec] = {t.name: t for t in _builtin_tools(files, self._shell)}
+        if user_input is not None:
+            questions = itertools.count(1)
+            self.add(ask_user_tool(user_input, lambda: f"question-{next(questions)}"))
         self._stack = AsyncExitStack()
 
     async def __aenter__(self) -> ToolRuntime:

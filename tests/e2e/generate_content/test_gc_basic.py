@@ -194,3 +194,26 @@ async def test_runaway_loop_is_stopped(harness: Harness) -> None:
     uses = {e.tool_use_id for e in events if isinstance(e, ToolUse)}
     assert uses == {e.tool_use_id for e in events if isinstance(e, ToolResult)}
     harness.server.assert_done()
+
+
+async def test_ask_user_tool_reaches_on_user_input_and_the_answer_reaches_the_model(harness: Harness) -> None:
+    question = {"questions": [{"question": "Which port?", "options": [{"label": "8080"}, {"label": "9090"}]}]}
+    harness.server.add(
+        ModelTurn(function_calls=[FunctionCall(name="ask_user", args=question)]),
+        ModelTurn(text="Using 9090."),
+    )
+    asked: list[UserInputRequest] = []
+
+    async def on_user_input(request: UserInputRequest) -> UserInputResponse:
+        asked.append(request)
+        return UserInputResponse(answers={"q1": "option-2"})
+
+    events = await harness.run(on_user_input=on_user_input)
+    assert [r.source for r in asked] == ["model-tool"]
+    assert [o.label for o in asked[0].questions[0].options] == ["8080", "9090"]
+    result = next(e for e in events if isinstance(e, ToolResult))
+    assert result.output == {"answers": {"Which port?": "9090"}}
+    sent = harness.bodies()[1]["contents"][-1]["parts"][0]["functionResponse"]
+    assert sent["name"] == "ask_user"
+    assert sent["response"] == {"output": {"answers": {"Which port?": "9090"}}}
+    assert result_of(events).final_text == "Using 9090."

@@ -149,6 +149,22 @@ async def test_permission(fake: FakeGemini, params: Params, workspace: Path, ans
     assert of_type(events, "tool_result")[0].is_error == (answer == "deny")
 
 
+async def test_ask_user_tool(fake: FakeGemini, params: Params) -> None:
+    question = {"questions": [{"question": "Which port?", "options": [{"label": "8080"}, {"label": "9090"}]}]}
+    fake.add(call_turn(FunctionCallStep(name="ask_user", arguments=question, id="q")), text_turn("Using 8080."))
+    asked: list[UserInputRequest] = []
+
+    async def on_user_input(request: UserInputRequest) -> UserInputResponse:
+        asked.append(request)
+        return UserInputResponse(answers={"q1": "option-1"})
+
+    events = await collect(params(on_user_input=on_user_input))
+    assert [r.source for r in asked] == ["model-tool"]
+    assert of_type(events, "tool_result")[0].output == {"answers": {"Which port?": "8080"}}
+    sent = [r.body for r in fake.requests_for("interactions.create")][1]["input"]
+    assert any(item.get("call_id") == "q" and "8080" in str(item.get("result")) for item in sent)
+
+
 async def test_plan_mode_refuses_a_write(fake: FakeGemini, params: Params, workspace: Path) -> None:
     fake.add(
         call_turn(FunctionCallStep(name="write_file", arguments={"file_path": "out.txt", "content": "x"}, id="w")),

@@ -25,7 +25,7 @@ from unified.adapters.generate_content._options import DEFAULT_MODEL, Settings, 
 from unified.adapters.generate_content._sessions import BACKEND
 from unified.adapters.generate_content._translate import LocalCall, TurnTranslator, call_key
 from unified.events import PermissionDecision, SessionStarted, ToolProgress, ToolResult, Usage, WarningEvent
-from unified.tools import PermissionAnswer, PermissionRequest, ToolCall, ToolOutcome, ToolRuntime, model_family
+from unified.tools import ToolCall, ToolOutcome, ToolRuntime, model_family
 
 if TYPE_CHECKING:
     from google import genai
@@ -129,7 +129,7 @@ class Loop:
                     include_directories=params.include_directories,
                     approval_mode=params.approval_mode,
                     excluded_tools=params.excluded_tools,
-                    ask=self._ask,
+                    user_input=self.ctx.ask_user if params.on_user_input is not None else None,
                 ) as tools:
                     for problem in await tools.connect_mcp(params.mcp_servers):
                         await self.ctx.emit(WarningEvent(code="mcp_unavailable", message=problem.message))
@@ -162,10 +162,6 @@ class Loop:
         assert session is not None
         session.state["contents"] = [_dump(c) for c in self.contents]
         await anyio.to_thread.run_sync(self.store.save, session)
-
-    async def _ask(self, request: PermissionRequest) -> PermissionAnswer:
-        answer = await self.ctx.ask_user(request.to_event(f"permission-{request.call.id}"))
-        return answer.permission()
 
     async def _converse(self, client: genai.Client, tools: ToolRuntime | None) -> RunOutcome:
         declarations = tools.declarations(model_family(self.model)) if tools is not None else []

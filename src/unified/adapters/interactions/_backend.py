@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import json
-import uuid
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
@@ -46,7 +45,7 @@ from unified.events import (
     ToolResult,
     WarningEvent,
 )
-from unified.tools import PermissionAnswer, PermissionRequest, ToolCall, ToolOutcome, ToolRuntime, model_family
+from unified.tools import ToolCall, ToolOutcome, ToolRuntime, model_family
 from unified.types import ExecuteParams, ThinkingConfig
 
 _ENDED = TERMINAL_STATUSES | {"requires_action", "requires_continuation"}
@@ -163,7 +162,7 @@ class _Run:
             include_directories=self.params.include_directories,
             approval_mode=self.params.approval_mode,
             excluded_tools=self.params.excluded_tools,
-            ask=self._ask if self.params.on_user_input is not None else None,
+            user_input=self.ctx.ask_user if self.params.on_user_input is not None else None,
         )
         try:
             async with runtime:
@@ -178,10 +177,6 @@ class _Run:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(self.store.save, self.session)
                 await client.aclose()
-
-    async def _ask(self, request: PermissionRequest) -> PermissionAnswer:
-        answer = await self.ctx.ask_user(request.to_event(f"permission-{uuid.uuid4().hex[:12]}"))
-        return answer.permission()
 
     async def _cancel_open(self, client: InteractionsClient) -> None:
         """A run stopped mid-interaction cancels it server-side (best effort, bounded)."""
