@@ -1,0 +1,200 @@
+"""Sessions at scale: 10,000 sessions on disk, in the Gemini CLI's layout and in our own store.
+
+Sizes are skewed as real histories are: most a few KB, some tens of KB, a few of about a megabyte.
+For each layout: time to resolve one short id, time to list every session, and bytes read per call
+(from /proc/self/io `rchar`, so every read the code makes is counted). The baseline is the floor for
+a lookup: find the one file by the short id in its name (both layouts put the id in the file name)
+and read its first line. Target: resolve under 20 ms.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from functools import partial
+from pathlib import Path
+
+from bench._env import isolated_home
+from bench.harness import Figure, Outcome, spread
+from unified._internal.session_store import SessionStore, StoredSession
+from unified.adapters.gemini_cli.sessions import GeminiSessionLocator
+
+PROJECTS = 20
+_WORDS = [
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "reads",
+    "a",
+    "file",
+    "and",
+    "answers",
+    "with",
+    "a",
+    "long",
+    "explanation",
+    "of",
+    "what",
+    "it",
+    "found",
+]
+
+
+def _size(rng: random.Random) -> int:
+    """Bytes of conversation: 90% about 4 KB, 9.5% about 40 KB, 0.5% about 1 MB."""
+    roll = rng.random()
+    base = 1_000_000 if roll < 0.005 else 40_000 if roll < 0.1 else 4_000
+    return int(base * rng.uniform(0.5, 1.5))
+
+
+def _text(rng: random.Random, size: int) -> str:
+    words = rng.choices(_WORDS, k=max(1, size // 6))
+    return " ".join(words)[:size]
+
+
+def _cli_file(directory: Path, session_id: str, start: datetime, size: int, rng: random.Random) -> None:
+    stamp = start.strftime("%Y-%m-%dT%H-%M")
+    lines = [
+        {
+            "sessionId": session_id,
+            "projectHash": "0" * 64,
+            "startTime": start.isoformat(),
+            "kind": "main",
+            "lastUpdated": start.isoformat(),
+        },
+        {"id": "u0", "timestamp": start.isoformat(), "type": "user", "content": [{"text": _text(rng, 80)}]},
+    ]
+    written, n = 0, 1
+    while written < size:
+        text = _text(rng, min(2_000, size - written) or 1)
+        written += len(text) + 200
+        kind = "gemini" if n % 2 else "user"
+        record: dict[str, object] = {"id": f"m{n}", "timestamp": start.isoformat(), "type": kind, "content": text}
+        if kind == "gemini":
+            record |= {"model": "gemini-2.5-flash", "tokens": {"input": 900, "output": 120, "total": 1020}}
+        lines.append(record)
+        n += 1
+    lines.append({"$set": {"lastUpdated": (start + timedelta(minutes=n)).isoformat()}})
+    path = directory / f"session-{stamp}-{session_id[:8]}.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def build_cli(home: Path, count: int, rng: random.Random) -> list[str]:
+    projects = {str(home / f"proj-{p}"): f"proj-{p}" for p in range(PROJECTS)}
+    (home / ".gemini" / "projects.json").write_text(json.dumps({"projects": projects}))
+    ids: list[str] = []
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    for n in range(count):
+        directory = home / ".gemini" / "tmp" / f"proj-{n % PROJECTS}" / "chats"
+        directory.mkdir(parents=True, exist_ok=True)
+        session_id = str(uuid.UUID(int=rng.getrandbits(128)))
+        _cli_file(directory, session_id, start + timedelta(minutes=7 * n), _size(rng), rng)
+        ids.append(session_id)
+    return ids
+
+
+def build_store(root: Path, count: int, rng: random.Random) -> list[str]:
+    """Files in exactly the format SessionStore.save writes (without its per-file fsync)."""
+    store = SessionStore("generate-content", root)
+    store.directory.mkdir(parents=True)
+    ids: list[str] = []
+    for _ in range(count):
+        session = StoredSession(
+            "generate-content",
+            str(uuid.UUID(int=rng.getrandbits(128))),
+            model="gemini-2.5-flash",
+            cwd="/w",
+            first_prompt=_text(rng, 80),
+        )
+        size = _size(rng)
+        contents = [
+            {"role": "user" if i % 2 else "model", "parts": [{"text": _text(rng, 2_000)}]}
+            for i in range(size // 2_000 + 1)
+        ]
+        header = json.dumps(session.header(), separators=(",", ":"))
+        body = json.dumps({"contents": contents}, separators=(",", ":"))
+        store.path_of(session.session_id).write_text(f'{{"header": {header},\n"state": {body}}}\n')
+        ids.append(session.session_id)
+    return ids
+
+
+def _rchar() -> int:
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    return 0
+
+
+def measure(fn: Callable[[], object]) -> tuple[float, int]:
+    """(seconds, bytes read) of one call."""
+    before = _rchar()
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start, _rchar() - before
+
+
+def _floor(pattern: str, root: Path) -> Callable[[], object]:
+    def lookup() -> object:
+        path = next(root.glob(pattern))
+        with path.open("rb") as fh:
+            return fh.readline()
+
+    return lookup
+
+
+def run(quick: bool) -> Outcome:
+    count, runs = (200, 2) if quick else (10_000, 5)
+    outcome = Outcome("sessions")
+    rng = random.Random(8)
+    with isolated_home() as home:
+        cli_ids = build_cli(home, count, rng)
+        store_root = home / "store"
+        store_ids = build_store(store_root, count, rng)
+        locator = GeminiSessionLocator({"GEMINI_CLI_HOME": str(home), "HOME": str(home)})
+        store = SessionStore("generate-content", store_root)
+        layouts: list[
+            tuple[str, list[str], Callable[[str], object], Callable[[], object], Callable[[str], Callable[[], object]]]
+        ] = [
+            (
+                "gemini-cli",
+                cli_ids,
+                locator.resolve,
+                locator.list_sessions,
+                lambda short: _floor(f"*/chats/session-*-{short}.jsonl", home / ".gemini" / "tmp"),
+            ),
+            (
+                "unified store",
+                store_ids,
+                store.resolve,
+                store.list_sessions,
+                lambda short: _floor(f"{short}*.json", store.directory),
+            ),
+        ]
+        for name, ids, resolve, list_all, floor in layouts:
+            resolved: list[tuple[float, int]] = []
+            floors: list[tuple[float, int]] = []
+            listed: list[tuple[float, int]] = []
+            for _ in range(runs):
+                short = rng.choice(ids)[:8]
+                floors.append(measure(floor(short)))
+                resolved.append(measure(partial(resolve, short)))
+                listed.append(measure(list_all))
+            outcome.figures += [
+                Figure(f"{name}: resolve short id", "s", [t for t, _ in resolved]),
+                Figure(f"{name}: floor (glob by name + first line)", "s", [t for t, _ in floors]),
+                Figure(f"{name}: list all", "s", [t for t, _ in listed]),
+                Figure(f"{name}: bytes read per resolve", "bytes", [float(b) for _, b in resolved]),
+                Figure(f"{name}: bytes read by the floor", "bytes", [float(b) for _, b in floors]),
+            ]
+            resolve_ms = spread([t * 1000 for t, _ in resolved])[1]
+            outcome.ratio(f"{name}: resolve ms ({count} sessions)", resolve_ms, "< 20 ms", resolve_ms < 20)
+            ratio = spread([r[0] / f[0] for r, f in zip(resolved, floors, strict=True)])[1]
+            outcome.ratio(f"{name}: resolve / floor", ratio, "informational", True)
+            read_ratio = spread([r[1] / max(f[1], 1) for r, f in zip(resolved, floors, strict=True)])[1]
+            outcome.ratio(f"{name}: bytes read, resolve / floor", read_ratio, "informational", True)
+    return outcome
