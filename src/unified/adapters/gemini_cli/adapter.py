@@ -9,7 +9,6 @@ backend_options (all optional):
 - `fake_responses`: a `--fake-responses` JSONL file (offline tests); `fake_responses_strict`
   (default True) picks `--fake-responses` over `--fake-responses-non-strict`;
 - `env`: extra environment variables for the child;
-- `acp_resume`: resume with ACP `session/load` (fails on 0.61, see the docs) instead of stream-json;
 - `acp_transcript`: a list that receives every JSON-RPC message both ways (cassette recording).
 """
 
@@ -18,7 +17,6 @@ from __future__ import annotations
 import base64
 import math
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -30,7 +28,7 @@ from unified._errors import AuthError, BackendError, ConfigurationError, RateLim
 from unified._internal.backend import RunContext, RunOutcome
 from unified.adapters.gemini_cli.home import child_env, gemini_home
 from unified.adapters.gemini_cli.pool import AcpPool, Lease, default_pool, pool_key
-from unified.adapters.gemini_cli.sessions import GeminiSessionLocator, ResumeGuard
+from unified.adapters.gemini_cli.sessions import GeminiSessionLocator, ResumeGuard, read_chat, replay_count
 from unified.adapters.gemini_cli.subagents import SubagentWatcher
 from unified.adapters.gemini_cli.translate import (
     AcpTranslator,
@@ -73,7 +71,9 @@ FAKE_MODEL = "gemini-2.5-flash"
 """With recorded responses a concrete model is required: `auto` would consume a line routing."""
 ACP_MODES: dict[ApprovalMode, str] = {"default": "default", "auto_edit": "autoEdit", "yolo": "yolo", "plan": "plan"}
 CANCEL_GRACE_S = 2.0
-_SAME_MINUTE = re.compile(r"invalid session identifier", re.IGNORECASE)
+REPLAY_QUIET_S = 2.0
+"""How long the history replay of `session/load` may pause before we stop waiting for the rest."""
+_REPLAYED = frozenset({"user_message_chunk", "agent_thought_chunk", "agent_message_chunk", "tool_call"})
 
 CAPABILITIES_ACP: dict[str, Any] = {
     "text": "full",
@@ -170,7 +170,6 @@ class GeminiCliBackend:
         pool = params.backend_options.get("pool")
         if pool is not None and not isinstance(pool, AcpPool):
             raise ConfigurationError("backend_options['pool'] must be an AcpPool", hint="or leave it out")
-        self.acp_resume = bool(_option(params, "acp_resume", bool, False))
         size = _option(params, "pool_size", int)
         self.pool: AcpPool = pool or (AcpPool(size=0) if size == 0 else default_pool())
         if size and pool is None:
@@ -205,21 +204,14 @@ class GeminiCliBackend:
     # --- the run ------------------------------------------------------------------------------
 
     async def run(self, ctx: RunContext) -> RunOutcome:
-        if self.transport == "stream-json" or (self.params.resume and not self.acp_resume):
-            from unified.adapters.gemini_cli.stream_json import run_stream_json
+        from unified.adapters.gemini_cli.stream_json import run_stream_json
 
-            if self.transport == "acp":
-                await ctx.emit(
-                    WarningEvent(
-                        code="resume_via_stream_json",
-                        message="gemini 0.61 answers session/load with 'No previous sessions found for this project'; "
-                        "this resumed run uses `gemini -p --resume <id>` (no thoughts, no permission prompts)",
-                    )
-                )
+        if self.transport == "stream-json":
             return await run_stream_json(self, ctx)
         argv = self._argv()
-        # `session/load` only finds sessions of the project the process was started in.
-        spawn_cwd = self.params.cwd.expanduser().resolve() if self.params.resume else _workdir()
+        # `session/load` looks the session up under its `cwd` parameter, not the process's cwd,
+        # so resumed runs share the warm processes too.
+        spawn_cwd = _workdir()
 
         async def spawn() -> AcpConnection:
             connection = AcpConnection(ChildProcess(argv, cwd=spawn_cwd, env=self.env))
@@ -238,14 +230,24 @@ class GeminiCliBackend:
                 await connection.close()
                 raise error_for_exit(code, tail, f"gemini --acp failed to start ({exc})") from exc
             connection.agent_info = dict(info.get("agentInfo") or {})
+            connection.can_load = as_dict(info.get("agentCapabilities")).get("loadSession") is True
             return connection
 
         transcript = self.params.backend_options.get("acp_transcript")
 
         async with self.pool.lease(pool_key([*argv, str(spawn_cwd)], self.env), spawn) as lease:
-            if isinstance(transcript, list):
-                lease.connection.transcript = transcript
-            return await _AcpRun(self, ctx, lease).run()
+            if not self.params.resume or lease.connection.can_load:
+                if isinstance(transcript, list):
+                    lease.connection.transcript = transcript
+                return await _AcpRun(self, ctx, lease).run()
+        await ctx.emit(
+            WarningEvent(
+                code="resume_via_stream_json",
+                message="this gemini does not offer ACP session/load; the resumed run uses `gemini -p --resume` "
+                "(no thoughts, no permission prompts)",
+            )
+        )
+        return await run_stream_json(self, ctx)
 
 
 class _AcpRun:
@@ -266,13 +268,12 @@ class _AcpRun:
         cwd = self.params.cwd.expanduser().resolve()
         if not cwd.is_dir():
             raise ConfigurationError(f"cwd {cwd} is not a directory", hint="pass an existing working directory")
-        guard: ResumeGuard | None = None
         try:
             if self.params.resume:
-                guard = await self._load(cwd)
+                await self._load(cwd)
             else:
                 await self._new(cwd)
-            return await self._prompt(cwd, resumed=guard is not None)
+            return await self._prompt(cwd, resumed=bool(self.params.resume))
         except ConnectionClosed as exc:
             self.lease.retire()
             child = self.connection.child
@@ -281,9 +282,6 @@ class _AcpRun:
         finally:
             if self.session_id:
                 self.connection.close_inbox(self.session_id)
-            if guard is not None:
-                for repair in guard.after():
-                    await self._warn("session_repaired", repair)
 
     # --- session setup ------------------------------------------------------------------------
 
@@ -294,11 +292,12 @@ class _AcpRun:
             raise _error_from_acp(exc) from exc
 
     async def _new(self, cwd: Path) -> None:
-        result = await self._request(
-            "session/new", {"cwd": str(cwd), "mcpServers": [mcp_to_acp(s) for s in self.params.mcp_servers]}
-        )
+        result = await self._request("session/new", {"cwd": str(cwd), "mcpServers": self._mcp_servers()})
         self._opened(str(result["sessionId"]))
         await self._configure()
+
+    def _mcp_servers(self) -> list[dict[str, Any]]:
+        return [mcp_to_acp(server) for server in self.params.mcp_servers]
 
     def _opened(self, session_id: str) -> None:
         self.session_id = session_id
@@ -312,34 +311,40 @@ class _AcpRun:
         if mode != "default":
             await self._request("session/set_mode", {"sessionId": self.session_id, "modeId": mode})
 
-    async def _load(self, cwd: Path) -> ResumeGuard:
-        """`session/load` by short id, protected against the CLI's two resume bugs."""
-        ref = str(self.params.resume)
-        info = GeminiSessionLocator(self.backend.env).resolve(ref, str(cwd))
+    async def _load(self, cwd: Path) -> None:
+        """`session/load` by short id, its history replay skipped, guarded against the CLI's resume bugs."""
+        info = GeminiSessionLocator(self.backend.env).resolve(str(self.params.resume), str(cwd))
+        replayed = replay_count(read_chat(Path(str(info.path))).messages)
         guard = ResumeGuard(gemini_home(self.backend.env), info.session_id)
         guard.before()
-        params = {
-            "sessionId": info.session_id,
-            "cwd": str(cwd),
-            "mcpServers": [mcp_to_acp(s) for s in self.params.mcp_servers],
-        }
         self._opened(info.session_id)
-        for attempt in range(2):
-            try:
-                await self.connection.request("session/load", params)
-                break
-            except AcpRequestError as exc:
-                if attempt or not _SAME_MINUTE.search(exc.message):
-                    raise _error_from_acp(exc) from exc
-                # The 0.61 CLI cannot load a session in the UTC minute it was created in.
-                guard.after()
-                await self._warn("resume_delayed", "waiting for the next minute: the CLI cannot load a session yet")
-                await _sleep_to_next_minute()
-                guard.before()
-        # session/load replays the history as updates; none of it belongs to this run.
-        self.inbox.messages.clear()
+        try:
+            await self._request(
+                "session/load",
+                {"sessionId": info.session_id, "cwd": str(cwd), "mcpServers": self._mcp_servers()},
+            )
+        finally:
+            # Right away, not at the end of the run: the empty duplicate must not outlive the load.
+            for repair in guard.after():
+                await self._warn("session_repaired", repair)
         await self._configure()
-        return guard
+        await self._skip_replay(replayed)
+
+    async def _skip_replay(self, expected: int) -> None:
+        """Consume the history `session/load` replays: it is the past, not this run's events.
+
+        The CLI sends the replay without awaiting it, so it can trail the load's answer; we count
+        it off (see `replay_count`) and stop early only if it pauses for `REPLAY_QUIET_S`.
+        """
+        seen = 0
+        while seen < expected:
+            with anyio.move_on_after(REPLAY_QUIET_S) as quiet:
+                message = await self.connection.receive(self.inbox)
+            if quiet.cancelled_caught:
+                return
+            update = as_dict(as_dict(message.get("params")).get("update"))
+            if message.get("method") == "session/update" and update.get("sessionUpdate") in _REPLAYED:
+                seen += 1
 
     # --- the prompt ---------------------------------------------------------------------------
 
@@ -564,9 +569,3 @@ def _error_from_acp(exc: AcpRequestError) -> BackendError | AuthError | RateLimi
     if exc.method == "session/load":
         return SessionNotFound(text, hint="run `unified sessions list --backend gemini-cli`", details=details)
     return BackendError(text, hint="see the message; the CLI's stderr has more", details=details)
-
-
-async def _sleep_to_next_minute() -> None:
-    import time
-
-    await anyio.sleep(60.5 - time.time() % 60)

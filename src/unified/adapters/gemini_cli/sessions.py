@@ -19,7 +19,7 @@ import json
 import shutil
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -305,13 +305,56 @@ def conversation_size(path: Path) -> int:
     return sum(1 for m in chat.messages if m.get("type") == "gemini" or prompt_text(m))
 
 
+def replay_count(messages: list[dict[str, Any]]) -> int:
+    """How many `session/update`s `session/load` replays for these messages (the CLI's `streamHistory`).
+
+    User messages with any content, then per answer its thoughts, its text and its tool calls. The
+    replay is not awaited by the CLI and can trail the `session/load` answer: counting tells the
+    adapter when it is over, so none of it is mistaken for the new prompt's events.
+    """
+    count = 0
+    for message in messages:
+        content = message.get("content")
+        parts = content if isinstance(content, list) else [content]
+        has_content = any(
+            (isinstance(part, str) and part.strip())
+            or (isinstance(part, Mapping) and (not isinstance(part.get("text"), str) or part["text"].strip()))
+            for part in parts
+            if part
+        )
+        if message.get("type") == "user":
+            count += bool(has_content)
+        elif message.get("type") == "gemini":
+            thoughts, calls = message.get("thoughts"), message.get("toolCalls")
+            count += len(thoughts) if isinstance(thoughts, list) else 0
+            count += bool(has_content)
+            count += len(calls) if isinstance(calls, list) else 0
+    return count
+
+
+def _file_minute(path: Path) -> datetime | None:
+    """The minute a chat file's name carries (`session-<YYYY-MM-DDTHH-MM>-<id8>.jsonl`)."""
+    try:
+        return datetime.strptime(path.name[len("session-") : len("session-") + 16], "%Y-%m-%dT%H-%M").replace(
+            tzinfo=UTC
+        )
+    except ValueError:
+        return None
+
+
 class ResumeGuard:
     """Protects a conversation across `session/load` / `--resume` (FIELD-NOTES §1, two CLI bugs).
 
-    Before: copy every file of the session aside. After: a file that lost messages is restored
-    (the same-minute `session/load` bug overwrites history with a bare checkpoint), and an empty
-    duplicate created during the run is removed (left behind, the CLI's next cleanup would take it
-    for a corrupt session and delete every file with that id suffix, the real one included).
+    Both bugs have one cause: before looking the session up, the CLI starts a fresh recording of it
+    in `session-<current UTC minute>-<id8>.jsonl`. In the minute the session was created that is the
+    session's own file, and the fresh record's checkpoint replaces the history (the load then finds
+    nothing: "No previous sessions found" / "Invalid session identifier"); in a later minute it is
+    an empty duplicate, which the CLI's next session cleanup takes for a corrupt session, deleting
+    every file with that id suffix, the real one included.
+
+    Before: a file named for the current minute is renamed to an earlier, free minute (so the fresh
+    record can never land in it), and every file of the session is copied aside. After: a file that
+    lost messages anyway is restored, and the empty duplicate is removed.
     """
 
     def __init__(self, home: Path, session_id: str) -> None:
@@ -323,9 +366,23 @@ class ResumeGuard:
 
     def before(self) -> None:
         self._backup_dir.mkdir(parents=True, exist_ok=True)
+        now = datetime.now(UTC).replace(second=0, microsecond=0)
         for index, path in enumerate(session_files(self.home, self.session_id)):
+            minute = _file_minute(path)
+            if minute is not None and minute >= now:
+                path = self._move_before(path, now)
             shutil.copy2(path, self._backup_dir / f"{index}-{path.name}")
             self._saved[path] = conversation_size(path)
+
+    @staticmethod
+    def _move_before(path: Path, now: datetime) -> Path:
+        minute = now
+        while True:
+            minute -= timedelta(minutes=1)
+            target = path.with_name(f"session-{minute:%Y-%m-%dT%H-%M}-{path.name.rsplit('-', 1)[1]}")
+            if not target.exists():
+                path.rename(target)
+                return target
 
     def after(self) -> list[str]:
         """Repair what the CLI broke; returns what was done (for a warning event)."""

@@ -400,6 +400,8 @@ class AcpConnection:
         """Messages for no known session (startup notices, malformed lines); read by whoever asks."""
         self.closed = False
         self.agent_info: dict[str, Any] = {}
+        self.can_load = False
+        """Whether the agent offers `session/load` (its `agentCapabilities.loadSession`)."""
         self.transcript: list[dict[str, Any]] | None = None
         """When a list, every message both ways is appended as `{"dir": "send"|"recv", "msg": ...}`
         (recording cassettes for the Node-free unit tests)."""
