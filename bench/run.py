@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bench.harness import Outcome, render_table, write_report
 
-BENCHMARKS = ["translate", "sdk_overhead", "cli_overhead", "startup"]
+BENCHMARKS = ["translate", "sdk_overhead", "cli_overhead", "sessions", "startup", "concurrency"]
 
 
 def main(argv: list[str] | None = None) -> int:
