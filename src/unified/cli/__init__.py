@@ -1,0 +1,1 @@
+"""The `unified` command line: run a task, inspect capabilities, auth and sessions."""

@@ -1,0 +1,373 @@
+"""The `unified` command: `run`, `capabilities`, `schema`, `doctor` and `sessions`.
+
+Only this package imports typer and rich, so `import unified` stays light. Everything printed
+passes through `redact()`: no secret from the environment reaches the terminal or a log, whatever
+a backend or a model says.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, cast, get_args
+
+import anyio
+import typer
+from anyio import CancelScope
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from unified import capabilities as matrix
+from unified._errors import AmbiguousSession, SessionNotFound, UnifiedError
+from unified._internal import registry
+from unified._internal.redact import redact
+from unified.cli.doctor import doctor_report
+from unified.cli.interactive import make_user_input_handler
+from unified.cli.render import Renderer
+from unified.events import Result, ResultStatus, dump_event, event_json_schema
+from unified.query import EventStream, execute
+from unified.sessions import SessionInfo, SessionLocator
+from unified.types import ApprovalMode, BackendChoice, ExecuteParams
+
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,  # locals may hold secrets
+    help="Drive Google agent backends (Gemini CLI, generateContent, Interactions) through one event stream.",
+)
+sessions_app = typer.Typer(no_args_is_help=True, help="List, show and delete stored sessions.")
+app.add_typer(sessions_app, name="sessions")
+
+EXIT_CODES: dict[ResultStatus, int] = {"success": 0, "error": 1, "max_turns": 1, "cancelled": 130, "interrupted": 130}
+BACKEND_CHOICES: tuple[str, ...] = tuple(value for arg in get_args(BackendChoice) for value in get_args(arg))
+APPROVAL_CHOICES: tuple[str, ...] = get_args(ApprovalMode)
+EXIT_BROKEN_PIPE = 141
+"""What a shell reports for a process ended by SIGPIPE."""
+LEVEL_STYLES = {"full": "green", "partial": "yellow", "emulated": "cyan", "none": "dim red"}
+
+
+def _console(*, stderr: bool = False) -> Console:
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def _say(text: str, *, style: str = "", stderr: bool = False) -> None:
+    _console(stderr=stderr).print(Text(redact(text), style=style))
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    _say(f"error: {message}", style="bold red", stderr=True)
+    return typer.Exit(code)
+
+
+def _choice(values: tuple[str, ...]) -> Callable[[str | None], str | None]:
+    def check(value: str | None) -> str | None:
+        if value is not None and value not in values:
+            raise typer.BadParameter(f"{value!r} is not one of: {', '.join(values)}")
+        return value
+
+    return check
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(redact(json.dumps(data, indent=2, default=str)) + "\n")
+
+
+# --------------------------------------------------------------------------------------------- run
+
+
+@app.command()
+def run(
+    prompt: Annotated[str, typer.Argument(help="What the agent should do.")],
+    backend: Annotated[
+        str, typer.Option(callback=_choice(BACKEND_CHOICES), help=f"One of: {', '.join(BACKEND_CHOICES)}.")
+    ] = "auto",
+    model: Annotated[str | None, typer.Option(help="Model name (default: the backend's).")] = None,
+    resume: Annotated[str | None, typer.Option(help="Continue a session: short id, unique prefix or full id.")] = None,
+    approval_mode: Annotated[
+        str, typer.Option(callback=_choice(APPROVAL_CHOICES), help=f"One of: {', '.join(APPROVAL_CHOICES)}.")
+    ] = "default",
+    cwd: Annotated[Path | None, typer.Option(help="The agent's working directory (default: here).")] = None,
+    json_lines: Annotated[bool, typer.Option("--json", help="Print one JSON event per line.")] = False,
+    max_turns: Annotated[int | None, typer.Option(min=1, help="Stop after this many model turns.")] = None,
+    timeout: Annotated[float | None, typer.Option(min=0.001, help="Total time limit in seconds.")] = None,
+    approve: Annotated[
+        bool | None,
+        typer.Option(
+            "--approve/--deny",
+            help="Answer every permission request: allow once, or deny. Without either, a terminal asks.",
+        ),
+    ] = None,
+) -> None:
+    """Run PROMPT and show its events as they happen. Ctrl-C cancels the run cleanly (exit 130)."""
+    try:
+        params = ExecuteParams(
+            prompt=prompt,
+            backend=cast("BackendChoice", backend),
+            model=model,
+            resume=resume,
+            approval_mode=cast("ApprovalMode", approval_mode),
+            cwd=(cwd or Path.cwd()).resolve(),
+            max_turns=max_turns,
+            total_timeout_s=timeout,
+            on_user_input=make_user_input_handler(
+                approve, interactive=sys.stdin.isatty(), console=_console(stderr=True)
+            ),
+        )
+    except ValidationError as exc:
+        raise _fail(str(exc), 2) from None
+    try:
+        code = anyio.run(_run, params, json_lines)
+    except KeyboardInterrupt:  # where no signal receiver could be installed
+        code = EXIT_CODES["interrupted"]
+    raise typer.Exit(code)
+
+
+async def _run(params: ExecuteParams, json_lines: bool) -> int:
+    renderer = Renderer()
+    console = _console()
+    status: ResultStatus = "interrupted"  # unless a result arrives
+    async with execute(params) as stream, anyio.create_task_group() as tg:
+        tg.start_soon(_cancel_on_interrupt, stream, tg.cancel_scope)
+        async for event in stream:
+            try:
+                if json_lines:
+                    sys.stdout.write(redact(dump_event(event)) + "\n")
+                    sys.stdout.flush()
+                else:
+                    shown = renderer.render(event)
+                    if shown is not None:
+                        console.print(shown, end="")
+            except BrokenPipeError:  # the reader left (`| head`): stop the run, say nothing more
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                stream.cancel()
+                tg.cancel_scope.cancel()
+                return EXIT_BROKEN_PIPE
+            if isinstance(event, Result):
+                status = event.status
+        tg.cancel_scope.cancel()
+    return EXIT_CODES[status]
+
+
+async def _cancel_on_interrupt(stream: EventStream, scope: CancelScope) -> None:
+    """First Ctrl-C cancels the run, whose `result` still arrives; a second one stops waiting for it."""
+    try:
+        with anyio.open_signal_receiver(signal.SIGINT) as signals:
+            interrupted = False
+            async for _ in signals:
+                if interrupted:
+                    scope.cancel()
+                    return
+                interrupted = True
+                _say("interrupting… (Ctrl-C again to stop waiting)", style="yellow", stderr=True)
+                stream.cancel(interrupted=True)
+    except NotImplementedError:  # no signal receivers on Windows: KeyboardInterrupt ends the run
+        return
+
+
+# ----------------------------------------------------------------------------- capabilities, schema
+
+
+@app.command()
+def capabilities(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole matrix as JSON.")] = False,
+    backend: Annotated[
+        str | None, typer.Option(callback=_choice(matrix.BACKENDS), help="Show one backend's levels with notes.")
+    ] = None,
+) -> None:
+    """Print the capability matrix: what each backend can do."""
+    if as_json:
+        _print_json(matrix.to_json())
+        return
+    console = _console()
+    if backend is not None:
+        column = matrix.column(backend)
+        table = Table("capability", "level", "note", title=f"{backend}: {column.title}", expand=False)
+        for name, cell in column.cells.items():
+            table.add_row(name, Text(cell.level, style=LEVEL_STYLES[cell.level]), cell.note)
+        console.print(table)
+        return
+    table = Table("capability", *matrix.BACKENDS, title="Capability matrix (--backend NAME shows the notes)")
+    for name in matrix.CAPABILITIES:
+        levels = [matrix.level(b, name) for b in matrix.BACKENDS]
+        table.add_row(name, *[Text(level, style=LEVEL_STYLES[level]) for level in levels])
+    console.print(table)
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of UnifiedEvent, for consumers in other languages."""
+    _print_json(event_json_schema())
+
+
+# ------------------------------------------------------------------------------------------- doctor
+
+
+@app.command()
+def doctor(as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON.")] = False) -> None:
+    """Report the credentials found (never their values), the gemini binary and what each backend can do here."""
+    report = doctor_report()
+    ready = any(b["ready"] for b in report["backends"] if b["backend"] != "scripted")
+    if as_json:
+        _print_json(report)
+        raise typer.Exit(0 if ready else 1)
+    auth = report["auth"]
+    _say("Credentials", style="bold")
+    if not auth["modes"]:
+        _say("  none found: set GEMINI_API_KEY, configure Vertex AI, or log in with `gemini`", style="yellow")
+    for mode in auth["modes"]:
+        mark, style = ("✓", "green") if mode["usable"] else ("✗", "red")
+        detail = f" ({mode['detail']})" if mode["detail"] else ""
+        _say(f"  {mark} {mode['mode']} from {mode['source']}{detail}", style=style)
+        for problem in mode["problems"]:
+            _say(f"      problem: {problem}", style="red")
+        for item in mode["notes"]:
+            _say(f"      note: {item}", style="dim")
+    for item in auth["notes"]:
+        _say(f"  note: {item}", style="dim")
+
+    gemini = report["gemini"]
+    _say("gemini binary", style="bold")
+    if gemini["path"] is None:
+        _say(f"  ✗ {gemini['found_by']}", style="red")
+    else:
+        version, style = (gemini["version"], "green") if gemini["version"] else (gemini["problem"], "red")
+        _say(f"  {gemini['path']} (from {gemini['found_by']}): {version}", style=style)
+
+    _say("Backends", style="bold")
+    for status in report["backends"]:
+        mark, style = ("✓ ready", "green") if status["ready"] else ("✗ not ready", "red")
+        _say(f"  {status['backend']}: {mark}", style=style)
+        for problem in status["problems"]:
+            _say(f"      {problem}", style="red")
+        levels = status["capabilities"]
+        _say(f"      full: {', '.join(levels['full']) or '-'}", style="dim")
+        for level in ("partial", "emulated", "none"):
+            if levels[level]:
+                _say(f"      {level}: {', '.join(levels[level])}", style="dim")
+
+    auto = report["auto"]
+    _say('backend="auto"', style="bold")
+    if auto["backend"]:
+        _say(f"  → {auto['reason']}", style="green")
+    else:
+        _say(f"  ✗ {auto['reason']}", style="red")
+    raise typer.Exit(0 if ready else 1)
+
+
+# ----------------------------------------------------------------------------------------- sessions
+
+_SESSION_BACKENDS: tuple[str, ...] = tuple(registry.SESSION_LOCATORS)
+
+
+def _locators(backend: str | None) -> list[tuple[str, SessionLocator | str]]:
+    """Each wanted backend's locator, or why it cannot be loaded (a backend not installed or not written yet)."""
+    found: list[tuple[str, SessionLocator | str]] = []
+    for name in (backend,) if backend else _SESSION_BACKENDS:
+        try:
+            found.append((name, registry.load_session_locator(name)))
+        except (UnifiedError, ImportError, AttributeError) as exc:
+            found.append((name, f"sessions of {name} are not available: {exc}"))
+    return found
+
+
+def _resolve(ref: str, backend: str | None, cwd: str | None) -> tuple[SessionLocator, SessionInfo]:
+    """The one session `ref` names, searching every backend unless one is given."""
+    matches: list[tuple[SessionLocator, SessionInfo]] = []
+    unavailable: list[str] = []
+    for name, locator in _locators(backend):
+        if isinstance(locator, str):
+            unavailable.append(locator)
+            continue
+        try:
+            matches.append((locator, locator.resolve(ref, cwd)))
+        except SessionNotFound as exc:
+            if backend:
+                raise _fail(str(exc)) from None
+        except AmbiguousSession as exc:
+            raise _fail(f"{name}: {exc}") from None
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        names = ", ".join(info.backend for _, info in matches)
+        raise _fail(f"{ref!r} names sessions of several backends ({names}); pass --backend")
+    raise _fail("; ".join([f"no session matches {ref!r}", *unavailable]))
+
+
+SessionBackendOption = Annotated[
+    str | None,
+    typer.Option(callback=_choice(_SESSION_BACKENDS), help=f"Only this backend: {', '.join(_SESSION_BACKENDS)}."),
+]
+CwdOption = Annotated[Path | None, typer.Option(help="The project whose sessions to use (default: the backend's).")]
+
+
+def _cwd(cwd: Path | None) -> str | None:
+    return str(cwd.resolve()) if cwd else None
+
+
+@sessions_app.command("list")
+def sessions_list(
+    backend: SessionBackendOption = None,
+    cwd: CwdOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the sessions as JSON.")] = False,
+) -> None:
+    """List stored sessions, most recent first."""
+    sessions: list[SessionInfo] = []
+    unavailable: list[str] = []
+    for _, locator in _locators(backend):
+        if isinstance(locator, str):
+            unavailable.append(locator)
+            continue
+        try:
+            sessions += locator.list_sessions(_cwd(cwd))
+        except UnifiedError as exc:
+            unavailable.append(str(exc))
+    sessions.sort(key=lambda s: str(s.updated_at or s.started_at or ""), reverse=True)
+    if as_json:
+        _print_json([s.model_dump(mode="json") for s in sessions])
+    else:
+        table = Table("short id", "backend", "updated", "summary")
+        for s in sessions:
+            when = str(s.updated_at or s.started_at or "")[:19]
+            table.add_row(s.short_id, s.backend, when, redact((s.summary or s.first_prompt or "")[:80]))
+        _console().print(table)
+    for message in unavailable:
+        _say(message, style="yellow", stderr=True)
+    if unavailable and backend:
+        raise typer.Exit(1)
+
+
+@sessions_app.command("show")
+def sessions_show(ref: str, backend: SessionBackendOption = None, cwd: CwdOption = None) -> None:
+    """Print one session's conversation as JSON."""
+    locator, info = _resolve(ref, backend, _cwd(cwd))
+    try:
+        _print_json(locator.show(info.session_id, _cwd(cwd)))
+    except UnifiedError as exc:
+        raise _fail(str(exc)) from None
+
+
+@sessions_app.command("delete")
+def sessions_delete(
+    ref: str,
+    backend: SessionBackendOption = None,
+    cwd: CwdOption = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Delete one session (asks first unless --yes)."""
+    locator, info = _resolve(ref, backend, _cwd(cwd))
+    label = f"{info.backend} session {info.short_id} ({(info.summary or info.first_prompt or '')[:60]})"
+    if not yes:
+        if not sys.stdin.isatty():
+            raise _fail(f"refusing to delete {label} without --yes", 2)
+        typer.confirm(redact(f"Delete {label}?"), abort=True)
+    try:
+        locator.delete(info.session_id, _cwd(cwd))
+    except UnifiedError as exc:
+        raise _fail(str(exc)) from None
+    _say(f"deleted {label}", style="green")
