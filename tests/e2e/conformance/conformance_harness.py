@@ -9,12 +9,14 @@ The shape keeps what every backend must agree on and drops what legitimately dif
   (retry notices, option notes) are dropped; the first event is checked separately;
 - a run of `text_delta`s is one `text`, a run of `thinking`s is one `thinking`;
 - a tool call is one item at the position of its `tool_use`: `tool <name> ok|error`, its name
-  mapped through `unified.tools.ALIASES` (the CLI's `list_directory` is our `list_dir`), with
+  mapped through `unified.tools.ALIASES` (the CLI's `list_directory` is our `list_dir`), our MCP
+  names `mcp__<server>__<tool>` written as the CLI's `mcp_<server>_<tool>`, with
   `[ask <source>]` for a `user_input_request` about it and `[<decision> by user]` or `[deny]` for a
   permission decision that matters (automatic allows by a read-only policy are not reported by
   every backend, so they are dropped);
 - a subagent is one item, `subagent <name> <status>: (<inner shape>)`, right after its parent's
-  tool item; events carrying its `subagent_task_id` make up the inner shape;
+  tool item (or where it started, if no tool call started it); events carrying its
+  `subagent_task_id` make up the inner shape;
 - `error <code> [fatal]` and `result <status>` end it. Inputs and outputs are never part of the shape (the CLI
   reports a tool's input as ACP locations, not as the model's arguments).
 """
@@ -110,6 +112,7 @@ class _Tool:
     outcome: str = "no result"
     notes: list[str] = field(default_factory=list)
     subagents: list[_Subagent] = field(default_factory=list)
+    """Subagents this call started; rendered right after it."""
 
     def render(self) -> list[str]:
         notes = "".join(f" [{n}]" for n in self.notes)
@@ -120,23 +123,32 @@ class _Tool:
 class _Subagent:
     name: str
     status: str = "not completed"
-    inner: list[_Tool | str] = field(default_factory=list)
+    inner: list[_Item] = field(default_factory=list)
 
     def render(self) -> list[str]:
         return [f"subagent {self.name} {self.status}: ({', '.join(_flatten(self.inner))})"]
 
 
-def _flatten(items: Sequence[_Tool | str]) -> list[str]:
-    return [line for item in items for line in (item.render() if isinstance(item, _Tool) else [item])]
+_Item = _Tool | _Subagent | str
 
 
-def shape_of(events: Sequence[UnifiedEvent]) -> Shape:
-    """The normalised shape of a stream (see the module docstring for what is kept)."""
-    main: list[_Tool | str] = []
+def _flatten(items: Sequence[_Item]) -> list[str]:
+    return [line for item in items for line in ([item] if isinstance(item, str) else item.render())]
+
+
+def tool_name(name: str, aliases: Mapping[str, str]) -> str:
+    """Our runtime's name for a tool: the CLI's aliases, and `mcp__server__tool` written the CLI's way."""
+    name = aliases.get(name, ALIASES.get(name, name))
+    return name.replace("__", "_") if name.startswith("mcp__") else name
+
+
+def shape_of(events: Sequence[UnifiedEvent], aliases: Mapping[str, str] | None = None) -> Shape:
+    """The normalised shape of a stream (see the module docstring); `aliases` renames tools per scenario."""
+    main: list[_Item] = []
     tools: dict[str, _Tool] = {}
     subagents: dict[str, _Subagent] = {}
 
-    def scope(event: UnifiedEvent) -> list[_Tool | str]:
+    def scope(event: UnifiedEvent) -> list[_Item]:
         task = event.subagent_task_id
         return subagents[task].inner if task in subagents else main
 
@@ -147,7 +159,7 @@ def shape_of(events: Sequence[UnifiedEvent]) -> Shape:
             if not items or items[-1] != kind:
                 items.append(kind)
         elif isinstance(event, ToolUse):
-            tools[event.tool_use_id] = _Tool(ALIASES.get(event.name, event.name))
+            tools[event.tool_use_id] = _Tool(tool_name(event.name, aliases or {}))
             items.append(tools[event.tool_use_id])
         elif isinstance(event, ToolResult) and event.tool_use_id in tools:
             tools[event.tool_use_id].outcome = "error" if event.is_error else "ok"
@@ -166,8 +178,8 @@ def shape_of(events: Sequence[UnifiedEvent]) -> Shape:
             parent = tools.get(event.parent_tool_use_id or "")
             if parent is not None:
                 parent.subagents.append(subagents[event.task_id])
-            else:
-                items.append(f"subagent {event.agent_name}")
+            else:  # a task of its own (an Interactions background agent)
+                items.append(subagents[event.task_id])
         elif isinstance(event, SubagentCompleted) and event.task_id in subagents:
             subagents[event.task_id].status = event.status
         elif isinstance(event, ErrorEvent):
@@ -216,10 +228,13 @@ Answer = Literal["allow", "deny"]
 def answering(
     answer: Answer, asked: list[UserInputRequest]
 ) -> Callable[[UserInputRequest], Awaitable[UserInputResponse]]:
-    """An `on_user_input` handler that records each request and gives the same answer to every permission."""
+    """An `on_user_input` handler that records each request, gives `answer` to every permission prompt and
+    the first option to every question."""
 
     async def handler(request: UserInputRequest) -> UserInputResponse:
         asked.append(request)
+        if request.source != "permission":  # a question: pick each question's first option
+            return UserInputResponse(answers={q.id: q.options[0].id if q.options else "yes" for q in request.questions})
         return UserInputResponse.allow() if answer == "allow" else UserInputResponse.deny()
 
     return handler
@@ -232,6 +247,7 @@ async def execute_once(
     *,
     prompt: str,
     cancel_after_first_event: bool = False,
+    options: Mapping[str, object] | None = None,
     **fields: Any,
 ) -> list[UnifiedEvent]:
     """One run of `column` against `server`, strict: a protocol slip by the adapter fails the test."""
@@ -240,7 +256,7 @@ async def execute_once(
         backend=column.backend,
         model=MODEL,
         cwd=workspace,
-        backend_options=column.options(server),
+        backend_options={**column.options(server), **(options or {})},
         **fields,
     )
     events: list[UnifiedEvent] = []

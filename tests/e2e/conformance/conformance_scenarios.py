@@ -24,10 +24,22 @@ import base64
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from conformance_harness import Answer, Run, Shape, b64
+from conformance_harness import MODEL, Answer, Run, Shape, b64
 
 from unified.events import TextDelta, Thinking
-from unified.testing import Fault, FunctionCall, ModelTurn, Thought, Usage
+from unified.testing import (
+    Fault,
+    FunctionCall,
+    GoogleSearchCall,
+    GoogleSearchResult,
+    InteractionTurn,
+    ModelTurn,
+    RecordedTurn,
+    TextStep,
+    Thought,
+    Turn,
+    Usage,
+)
 from unified.types import ApprovalMode
 
 PNG_1x1 = bytes.fromhex(
@@ -41,17 +53,30 @@ class FirstRun:
     """A run made before the scenario's own run (its session is the one resumed)."""
 
     prompt: str
-    turns: tuple[ModelTurn, ...]
+    turns: tuple[Turn, ...]
 
 
 @dataclass(frozen=True)
 class Scenario:
     name: str
-    turns: tuple[ModelTurn, ...]
+    turns: tuple[Turn, ...]
     shape: Shape
     observes: tuple[str, ...] = ()
     alternatives: Mapping[str, Shape] = field(default_factory=dict)
-    """capability → the shape a backend with `none` for it shows instead."""
+    """capability → the shape a backend with `none` for it shows instead (the capability is not observed there)."""
+    differences: Mapping[tuple[str, str], Shape] = field(default_factory=dict)
+    """(backend, capability) → the shape a `partial` cell's note announces for that backend (still observed)."""
+    known_gaps: Mapping[str, str] = field(default_factory=dict)
+    """backend → why it fails today (an adapter bug or an over-claimed cell): run as a strict xfail, and
+    its observations do not count for coverage. Remove the entry when the adapter is fixed."""
+    turns_for: Mapping[str, tuple[Turn, ...]] = field(default_factory=dict)
+    """backend → its own script, where the backends' tools differ (names, server-side tools)."""
+    options_for: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    """backend → extra backend_options."""
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    """Tool names the normaliser treats as the same tool (see `conformance_harness.tool_name`)."""
+    mcp: bool = False
+    """Connect the stdio MCP server `mcp_echo_server.py` as server `echo`."""
     prompt: str = "Please do the task."
     approval_mode: ApprovalMode = "default"
     answer: Answer | None = None
@@ -64,8 +89,35 @@ class Scenario:
     files: Mapping[str, bool] = field(default_factory=dict)
     """Workspace paths that must (True) or must not (False) exist after the run."""
 
+    def script(self, backend: str) -> tuple[Turn, ...]:
+        return self.turns_for.get(backend, self.turns)
+
+    def expected(self, backend: str, level: Callable[[str], str]) -> tuple[Shape, str | None]:
+        """The shape for `backend` (whose matrix levels `level` gives), and the capability a `none` replaced."""
+        for capability, alternative in self.alternatives.items():
+            if level(capability) == "none":
+                return alternative, capability
+        for (name, capability), difference in self.differences.items():
+            if name == backend and level(capability) == "partial":
+                return difference, None
+        return self.shape, None
+
 
 TEXT = "Hello from the fake model."
+CLI_ASK_USER_GAP = (
+    'gemini 0.61 registers no ask_user tool over ACP: the call fails inside the CLI (\'Tool "ask_user" not '
+    "found in registry') and neither the call nor its error reaches the ACP stream"
+)
+RUNTIME_ASK_USER_GAP = "unified's tool runtime offers no ask_user tool (the matrix says emulated): the call fails"
+GROUNDED = {
+    "candidates": [
+        {
+            "content": {"parts": [{"text": "Found it."}], "role": "model"},
+            "finishReason": "STOP",
+            "groundingMetadata": {"webSearchQueries": ["unified"]},
+        }
+    ]
+}
 NOTES = FunctionCall(name="read_file", args={"file_path": "notes.txt"})
 WRITE = FunctionCall(name="write_file", args={"file_path": "new.txt", "content": "written\n"})
 
@@ -196,6 +248,89 @@ SCENARIOS: tuple[Scenario, ...] = (
         ("result cancelled",),
         observes=("cancellation",),
         cancel_after_first_event=True,
+    ),
+    Scenario(
+        "server_side_tool",
+        (),
+        ("tool google_search ok", "text", "result success"),
+        observes=("server_side_tools",),
+        turns_for={
+            # The CLI's google_web_search is a CLI tool that asks the model (generateContent) to search.
+            "gemini-cli": (
+                ModelTurn(function_calls=[FunctionCall(name="google_web_search", args={"query": "unified"})]),
+                ModelTurn(method="generateContent", text="unified is a Python library."),
+                ModelTurn(text="Found it."),
+            ),
+            "generate-content": (RecordedTurn(method="generateContentStream", response=[GROUNDED]),),
+            "interactions": (
+                InteractionTurn(
+                    steps=[
+                        GoogleSearchCall(id="search-1", queries=["unified"]),
+                        GoogleSearchResult(call_id="search-1", search_suggestions="unified"),
+                        TextStep(text="Found it."),
+                    ]
+                ),
+            ),
+        },
+        options_for={"generate-content": {"google_search": True}, "interactions": {"google_search": True}},
+        aliases={"google_web_search": "google_search"},
+        # generateContent reports a search as grounding metadata, which arrives with the last chunk.
+        differences={("generate-content", "server_side_tools"): ("text", "tool google_search ok", "result success")},
+    ),
+    Scenario(
+        "mcp_tool",
+        (
+            ModelTurn(function_calls=[FunctionCall(name="mcp__echo__echo", args={"text": "hi"})]),
+            ModelTurn(text="Echoed."),
+        ),
+        ("tool mcp_echo_echo ok", "text", "result success"),
+        observes=("mcp",),
+        turns_for={
+            "gemini-cli": (
+                ModelTurn(function_calls=[FunctionCall(name="mcp_echo_echo", args={"text": "hi"})]),
+                ModelTurn(text="Echoed."),
+            )
+        },
+        approval_mode="yolo",
+        mcp=True,
+    ),
+    Scenario(
+        "ask_user",
+        (
+            ModelTurn(
+                function_calls=[
+                    FunctionCall(
+                        name="ask_user",
+                        args={
+                            "questions": [
+                                {
+                                    "question": "Which colour?",
+                                    "header": "Colour",
+                                    "options": [{"label": "red"}, {"label": "blue"}],
+                                }
+                            ]
+                        },
+                    )
+                ]
+            ),
+            ModelTurn(text="Red it is."),
+        ),
+        ("tool ask_user ok [ask model-tool]", "text", "result success"),
+        observes=("user_input",),
+        answer="allow",
+        known_gaps={
+            "gemini-cli": CLI_ASK_USER_GAP,
+            "generate-content": RUNTIME_ASK_USER_GAP,
+            "interactions": RUNTIME_ASK_USER_GAP,
+        },
+    ),
+    Scenario(
+        "background_agent",
+        (ModelTurn(text="Done in the background."),),
+        (f"subagent {MODEL} completed: ()", "text", "result success"),
+        observes=("background_agents",),
+        alternatives={"background_agents": ("text", "result success")},
+        options_for={"interactions": {"background": True, "poll_interval_s": 0.01}},
     ),
     Scenario(
         "resume_by_short_id",

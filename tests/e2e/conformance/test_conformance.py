@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,11 +36,19 @@ from conformance_scenarios import CAPABILITY_CHECKS, SCENARIOS, PNG_1x1, Scenari
 from unified import capabilities
 from unified.events import SessionStarted, UserInputRequest
 from unified.testing import FakeGemini
-from unified.types import ImageInput
+from unified.types import ImageInput, StdioMcpServer
 
 pytestmark = pytest.mark.anyio
 
 LOCAL_CLI = Path(__file__).resolve().parents[3] / ".gemini-cli" / "node_modules" / ".bin" / "gemini"
+
+
+MCP_SERVER = Path(__file__).with_name("mcp_echo_server.py")
+SNAPSHOT_GAPS = {
+    "gemini-cli": "the adapter sends its own CAPABILITIES_ACP dict (keys text, tools, ...) instead of the matrix row",
+    "interactions": "the adapter sends its own CAPABILITIES dict (streaming, local_tools, ...), not the matrix row",
+}
+"""Adapters whose session_started.capabilities is not the matrix row today (strict xfail: remove when fixed)."""
 
 
 def _cases() -> Iterator[object]:
@@ -47,16 +56,15 @@ def _cases() -> Iterator[object]:
         for column in COLUMNS:
             loops = ("asyncio",) if column.needs_cli else ("asyncio", "trio")
             marks = [pytest.mark.gemini_cli] if column.needs_cli else []
+            if column.name in scenario.known_gaps:
+                marks.append(pytest.mark.xfail(strict=True, reason=scenario.known_gaps[column.name]))
             for loop in loops:
                 yield pytest.param(loop, column, scenario, id=f"{column.name}-{scenario.name}-{loop}", marks=marks)
 
 
 def expected_shape(scenario: Scenario, column: Column) -> tuple[Shape, str | None]:
     """The scenario's shape for this backend, and the capability whose `none` chose an alternative."""
-    for capability, alternative in scenario.alternatives.items():
-        if column.level(capability) == "none":
-            return alternative, capability
-    return scenario.shape, None
+    return scenario.expected(column.name, column.level)
 
 
 @pytest.fixture
@@ -83,7 +91,9 @@ def cli_ready(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 async def run_scenario(column: Column, scenario: Scenario, workspace: Path) -> tuple[Run, list[UserInputRequest]]:
     first_turns = scenario.first_run.turns if scenario.first_run else ()
     asked: list[UserInputRequest] = []
-    async with FakeGemini([*first_turns, *scenario.turns]) as server:
+    options = scenario.options_for.get(column.name, {})
+    mcp = (StdioMcpServer(name="echo", command=sys.executable, args=(str(MCP_SERVER),), timeout_s=20),)
+    async with FakeGemini([*first_turns, *scenario.script(column.name)]) as server:
         first: Run | None = None
         resume: str | None = None
         if scenario.first_run is not None:
@@ -102,6 +112,8 @@ async def run_scenario(column: Column, scenario: Scenario, workspace: Path) -> t
             resume=resume,
             images=(ImageInput(mime_type="image/png", data=PNG_1x1),) if scenario.images else (),
             cancel_after_first_event=scenario.cancel_after_first_event,
+            options=options,
+            mcp_servers=mcp if scenario.mcp else (),
         )
         seconds = (events[-1].timestamp - events[0].timestamp).total_seconds()
         run = Run(column, events, server.requests[seen:], workspace, seconds, first)
@@ -118,7 +130,7 @@ async def test_scenario(
         request.getfixturevalue("cli_ready")
     run, asked = await run_scenario(column, scenario, workspace)
     shape, substituted = expected_shape(scenario, column)
-    got = shape_of(run.events)
+    got = shape_of(run.events, scenario.aliases)
     kinds = [e.type for e in run.events]
     assert got == shape, f"{column.name} / {scenario.name}: shape {got}, expected {shape}; events {kinds}"
     assert isinstance(next(e for e in run.events if e.type != "warning"), SessionStarted), kinds
@@ -138,7 +150,7 @@ async def test_scenario(
 
 
 def test_every_declared_capability_is_observed() -> None:
-    """Every `full`/`partial` cell of a driven backend is observed by a scenario that runs its main shape there."""
+    """Every `full`/`partial` cell of a driven backend is observed by a scenario expected to pass there."""
     unaccounted = set(capabilities.BACKENDS) - {c.name for c in COLUMNS} - set(NOT_DRIVEN)
     assert not unaccounted, f"matrix columns neither driven by the suite nor listed in NOT_DRIVEN: {unaccounted}"
     named = {c for s in SCENARIOS for c in (*s.observes, *s.alternatives)}
@@ -148,14 +160,26 @@ def test_every_declared_capability_is_observed() -> None:
         for column in COLUMNS
         for capability, cell in capabilities.column(column.name).cells.items()
         if cell.level in ("full", "partial")
-        if not any(capability in s.observes and expected_shape(s, column)[1] != capability for s in SCENARIOS)
+        if not any(
+            capability in s.observes and column.name not in s.known_gaps and expected_shape(s, column)[1] != capability
+            for s in SCENARIOS
+        )
     ]
     assert not unobserved, "declared but observed by no scenario:\n" + "\n".join(unobserved)
 
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
-@pytest.mark.parametrize("column", COLUMNS, ids=[c.name for c in COLUMNS])
+@pytest.mark.parametrize(
+    "column",
+    [
+        pytest.param(
+            c, marks=[pytest.mark.xfail(strict=True, reason=SNAPSHOT_GAPS[c.name])] if c.name in SNAPSHOT_GAPS else []
+        )
+        for c in COLUMNS
+    ],
+    ids=[c.name for c in COLUMNS],
+)
 async def test_session_started_capabilities_are_the_matrix(
     anyio_backend: str, column: Column, workspace: Path, request: pytest.FixtureRequest
 ) -> None:
