@@ -192,7 +192,10 @@ def capabilities(
             table.add_row(name, Text(cell.level, style=LEVEL_STYLES[cell.level]), cell.note)
         console.print(table)
         return
-    table = Table("capability", *matrix.BACKENDS, title="Capability matrix (--backend NAME shows the notes)")
+    table = Table(title="Capability matrix (--backend NAME shows the notes)")
+    table.add_column("capability", no_wrap=True)
+    for name in matrix.BACKENDS:
+        table.add_column(name, overflow="fold")  # narrow terminals wrap long backend names, never cut them
     for name in matrix.CAPABILITIES:
         levels = [matrix.level(b, name) for b in matrix.BACKENDS]
         table.add_row(name, *[Text(level, style=LEVEL_STYLES[level]) for level in levels])

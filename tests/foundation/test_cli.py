@@ -1,0 +1,361 @@
+"""The `unified` command: schema, capabilities, doctor, run, sessions; and never a secret in its output."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+import jsonschema  # type: ignore[import-untyped]
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from unified import capabilities
+from unified._errors import BackendUnavailable, SessionNotFound
+from unified._internal import registry
+from unified._internal.backend import RunContext, RunOutcome
+from unified.cli import main as cli
+from unified.cli.doctor import find_gemini
+from unified.cli.interactive import ask_in_terminal, make_user_input_handler
+from unified.events import (
+    EVENT_TYPES,
+    Question,
+    QuestionOption,
+    Result,
+    SessionStarted,
+    TextDelta,
+    UserInputRequest,
+    UserInputResponse,
+    dump_event,
+    parse_event,
+)
+from unified.query import EventStream
+from unified.sessions import SessionInfo, SessionLocator, resolve_ref
+from unified.types import ExecuteParams
+
+SECRETS = {
+    "GEMINI_API_KEY": "AIzaSy-a-fake-secret-value-1234567890",
+    "GOOGLE_API_KEY": "AIzaSy-another-fake-secret-0987654321",
+}
+OAUTH_TOKEN = "ya29.fake-oauth-access-token-abcdefghijkl"
+runner = CliRunner()
+
+
+def _invoke(*args: str) -> tuple[int, str]:
+    result = runner.invoke(cli.app, list(args))
+    return result.exit_code, result.output
+
+
+def _assert_no_secret(text: str) -> None:
+    for value in (*SECRETS.values(), OAUTH_TOKEN):
+        assert value not in text
+
+
+def test_schema_is_valid_json_schema_with_every_event_kind() -> None:
+    code, output = _invoke("schema")
+    assert code == 0
+    schema = json.loads(output)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    for event_type in EVENT_TYPES:
+        kind = event_type.model_fields["type"].default
+        assert f'"{kind}"' in output, kind
+    sample = json.loads(dump_event(TextDelta(text="hi", seq=0)))
+    jsonschema.validate(sample, schema)
+
+
+def test_capabilities_json_round_trips() -> None:
+    code, output = _invoke("capabilities", "--json")
+    assert code == 0
+    data = json.loads(output)
+    assert data == capabilities.to_json()
+    for backend, column in data["backends"].items():
+        assert {name: cell["level"] for name, cell in column["cells"].items()} == capabilities.snapshot(backend)
+
+
+def test_capabilities_table_and_notes() -> None:
+    code, output = _invoke("capabilities")
+    assert code == 0
+    assert "background_agents" in output
+    code, output = _invoke("capabilities", "--backend", "interactions")
+    assert code == 0
+    assert "replace=false" in output
+    code, output = _invoke("capabilities", "--backend", "nope")
+    assert code == 2
+
+
+@pytest.fixture
+def secret_env(isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every kind of credential, with secret values, plus a gemini binary that prints the key."""
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", f"https://gw.example/v1?key={SECRETS['GEMINI_API_KEY']}")
+    monkeypatch.setenv("MY_SERVICE_TOKEN", OAUTH_TOKEN)
+    creds = isolated_home / ".gemini" / "oauth_creds.json"
+    creds.parent.mkdir(parents=True)
+    creds.write_text(json.dumps({"access_token": OAUTH_TOKEN}), encoding="utf-8")
+    gemini = tmp_path / "bin" / "gemini"
+    gemini.parent.mkdir()
+    gemini.write_text('#!/bin/sh\necho "0.61.0 $GEMINI_API_KEY"\n', encoding="utf-8")
+    gemini.chmod(0o755)
+    monkeypatch.setenv("UNIFIED_GEMINI_BIN", str(gemini))
+    return gemini
+
+
+def test_doctor_reports_auth_and_binary_without_secrets(secret_env: Path) -> None:
+    code, output = _invoke("doctor")
+    assert code == 0
+    _assert_no_secret(output)
+    assert "api_key from GOOGLE_API_KEY" in output
+    assert "code_assist from" in output
+    assert "https://gw.example" in output
+    assert f"{secret_env} (from UNIFIED_GEMINI_BIN): 0.61.0 [REDACTED]" in output
+    assert "generate-content: ✓ ready" in output
+    code, output = _invoke("doctor", "--json")
+    assert code == 0
+    _assert_no_secret(output)
+    report = json.loads(output)
+    assert {m["mode"] for m in report["auth"]["modes"]} == {"api_key", "code_assist", "gateway"}
+    assert report["auto"]["backend"] == "generate-content"
+
+
+def test_doctor_without_anything_says_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    code, output = _invoke("doctor")
+    assert code == 1
+    assert "none found: set GEMINI_API_KEY" in output
+    assert "not found (UNIFIED_GEMINI_BIN, .gemini-cli, PATH)" in output
+
+
+def test_gemini_lookup_order(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    local = project / ".gemini-cli" / "node_modules" / ".bin" / "gemini"
+    local.parent.mkdir(parents=True)
+    local.touch()
+    nested = project / "src" / "pkg"
+    nested.mkdir(parents=True)
+    assert find_gemini({}, nested) == (local, f"project-local {project / '.gemini-cli'}")
+    explicit = tmp_path / "my-gemini"
+    explicit.touch()
+    assert find_gemini({"UNIFIED_GEMINI_BIN": str(explicit)}, nested) == (explicit, "UNIFIED_GEMINI_BIN")
+    missing, why = find_gemini({"UNIFIED_GEMINI_BIN": str(tmp_path / "none")}, nested)
+    assert missing is None
+    assert "does not exist" in why
+    on_path = tmp_path / "path-bin" / "gemini"
+    on_path.parent.mkdir()
+    on_path.touch()
+    on_path.chmod(0o755)
+    assert find_gemini({"PATH": str(on_path.parent)}, tmp_path) == (on_path, "PATH")
+
+
+def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", "from unified.cli.main import app; app(prog_name='unified')", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_run_scripted_in_a_subprocess_without_secrets(secret_env: Path, tmp_path: Path) -> None:
+    env = dict(os.environ)
+    prompt = f"repeat {SECRETS['GEMINI_API_KEY']} and {SECRETS['GOOGLE_API_KEY']}"
+    human = _cli("run", prompt, "--backend", "scripted", "--cwd", str(tmp_path), env=env)
+    assert human.returncode == 0, human.stderr
+    _assert_no_secret(human.stdout + human.stderr)
+    assert "[REDACTED]" in human.stdout
+    assert "● session 5c71pted (scripted" in human.stdout
+    assert "usage: input 42" in human.stdout
+
+    lines = _cli("run", prompt, "--backend", "scripted", "--json", env=env)
+    assert lines.returncode == 0, lines.stderr
+    _assert_no_secret(lines.stdout + lines.stderr)
+    events = [parse_event(line) for line in lines.stdout.splitlines()]
+    assert [e.seq for e in events] == list(range(len(events)))
+    assert isinstance(events[0], SessionStarted)
+    assert isinstance(events[-1], Result)
+    assert events[-1].status == "success"
+
+
+def test_run_exit_codes() -> None:
+    code, output = _invoke("run", "hi")
+    assert code == 1
+    assert "no usable Google credentials" in output
+    code, _ = _invoke("run", "hi", "--max-turns", "0")
+    assert code == 2
+    code, output = _invoke("run", "hi", "--backend", "claude")
+    assert code == 2
+
+
+class _SlowBackend:
+    """Starts a session, interrupts itself as a user's Ctrl-C would, then waits to be cancelled."""
+
+    name = "scripted"
+
+    def unsupported_options(self, params: ExecuteParams) -> list[tuple[str, str, bool]]:
+        return []
+
+    async def run(self, ctx: RunContext) -> RunOutcome:
+        await ctx.emit(SessionStarted(backend="scripted", session_id="slow-0001", short_id="slow0001"))
+        await anyio.sleep(0.2)  # the CLI's signal receiver is listening by now
+        signal.raise_signal(signal.SIGINT)
+        await anyio.sleep(30)
+        return RunOutcome()
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "trio"])
+def test_ctrl_c_cancels_cleanly_with_exit_130(
+    loop: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(cli, "execute", lambda params: EventStream(params, backend=_SlowBackend()))
+    params = ExecuteParams(prompt="hi", backend="scripted")
+    assert anyio.run(cli._run, params, True, backend=loop) == 130
+    events = [parse_event(line) for line in capsys.readouterr().out.splitlines()]
+    assert isinstance(events[-1], Result)
+    assert events[-1].status == "interrupted"
+
+
+def _permission() -> UserInputRequest:
+    return UserInputRequest(
+        request_id="r1",
+        source="permission",
+        tool_name="write_file",
+        questions=[
+            Question(
+                id="permission",
+                prompt="Allow write_file?",
+                options=[
+                    QuestionOption(id="allow_once", label="Allow once"),
+                    QuestionOption(id="allow_always", label="Allow always"),
+                    QuestionOption(id="deny", label="Deny"),
+                ],
+            )
+        ],
+    )
+
+
+def _question() -> UserInputRequest:
+    return UserInputRequest(
+        request_id="r2",
+        source="model-tool",
+        questions=[
+            Question(
+                id="colors",
+                prompt="Which colours?",
+                multi_select=True,
+                options=[QuestionOption(id="r", label="Red"), QuestionOption(id="g", label="Green")],
+            ),
+            Question(id="name", prompt="Your name?"),
+        ],
+    )
+
+
+@pytest.mark.anyio
+async def test_approve_and_deny_answer_permission_requests() -> None:
+    console = Console(file=io.StringIO())
+    assert make_user_input_handler(None, interactive=False, console=console) is None
+    approve = make_user_input_handler(True, interactive=False, console=console)
+    deny = make_user_input_handler(False, interactive=False, console=console)
+    assert approve is not None
+    assert deny is not None
+    assert (await approve(_permission())).permission() == "allow_once"
+    assert (await deny(_permission())).permission() == "deny"
+    assert (await approve(_question())).cancelled
+
+
+def test_terminal_prompt_reads_numbers_labels_and_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    answers = iter(["7", "1, green", "Ada"])
+    monkeypatch.setattr("builtins.input", lambda *_: next(answers))
+    out = io.StringIO()
+    response = ask_in_terminal(_question(), Console(file=out))
+    assert response == UserInputResponse(answers={"colors": ["r", "g"], "name": "Ada"})
+    assert "please answer with numbers" in out.getvalue()
+    monkeypatch.setattr("builtins.input", lambda *_: "Deny")
+    assert ask_in_terminal(_permission(), Console(file=io.StringIO())).permission() == "deny"
+
+    def closed(*_: Any) -> str:
+        raise EOFError
+
+    monkeypatch.setattr("builtins.input", closed)
+    assert ask_in_terminal(_permission(), Console(file=io.StringIO())).cancelled
+
+
+class _MemoryLocator:
+    backend = "gemini-cli"
+
+    def __init__(self) -> None:
+        now = datetime(2026, 11, 29, tzinfo=UTC)
+        self.sessions = {
+            sid: SessionInfo(backend="gemini-cli", session_id=sid, short_id=sid[:8], updated_at=now, summary=summary)
+            for sid, summary in (("aaaa1111-0000", "first task"), ("bbbb2222-0000", "second task"))
+        }
+
+    def list_sessions(self, cwd: str | None = None) -> list[SessionInfo]:
+        return list(self.sessions.values())
+
+    def resolve(self, ref: str, cwd: str | None = None) -> SessionInfo:
+        return resolve_ref(ref, self.sessions.values(), self.backend)
+
+    def show(self, ref: str, cwd: str | None = None) -> dict[str, Any]:
+        return {"session_id": self.resolve(ref).session_id, "messages": [{"type": "user", "content": "hi"}]}
+
+    def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
+        return self.sessions.pop(self.resolve(ref).session_id)
+
+
+@pytest.fixture
+def locator(monkeypatch: pytest.MonkeyPatch) -> _MemoryLocator:
+    memory = _MemoryLocator()
+
+    def load(name: str) -> SessionLocator:
+        if name == "gemini-cli":
+            return memory
+        raise BackendUnavailable(f"the {name} backend cannot load its session locator: not installed")
+
+    monkeypatch.setattr(registry, "load_session_locator", load)
+    return memory
+
+
+def test_sessions_list_show_delete(locator: _MemoryLocator) -> None:
+    code, output = _invoke("sessions", "list")
+    assert code == 0
+    assert "aaaa1111" in output
+    assert "second task" in output
+    assert "sessions of interactions are not available" in output
+    code, output = _invoke("sessions", "list", "--backend", "gemini-cli", "--json")
+    assert code == 0
+    assert [s["short_id"] for s in json.loads(output)] == ["aaaa1111", "bbbb2222"]
+    code, output = _invoke("sessions", "show", "bbbb")
+    assert code == 0
+    assert json.loads(output)["session_id"] == "bbbb2222-0000"
+    code, output = _invoke("sessions", "delete", "aaaa")
+    assert code == 2
+    assert "without --yes" in output
+    code, output = _invoke("sessions", "delete", "aaaa", "--yes")
+    assert code == 0
+    assert "deleted gemini-cli session aaaa1111" in output
+    assert list(locator.sessions) == ["bbbb2222-0000"]
+
+
+def test_sessions_errors_are_messages(locator: _MemoryLocator) -> None:
+    code, output = _invoke("sessions", "show", "zzzz")
+    assert code == 1
+    assert "no session matches 'zzzz'" in output
+    code, output = _invoke("sessions", "list", "--backend", "interactions")
+    assert code == 1
+    assert "not installed" in output
+    code, output = _invoke("sessions", "show", "zzzz", "--backend", "gemini-cli")
+    assert code == 1
+    assert "no gemini-cli session matches" in output
+    with pytest.raises(SessionNotFound):
+        locator.resolve("zzzz")
