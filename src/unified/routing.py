@@ -1,8 +1,10 @@
 """`backend="auto"`: pick the backend that can authenticate here and offers what the run needs.
 
 A backend qualifies when one of its auth modes is present and usable and every required
-capability is at least `emulated` in the capability matrix. Among those, the one with the best
-levels for the required capabilities wins; ties go to the fixed preference order below. When
+capability is at least `emulated` in the capability matrix. Among those, the one with the fewest
+`partial` levels (limits the note spells out) for the required capabilities wins; ties go to the
+fixed preference order below. `emulated` counts as fully supported: unified builds it, the
+backend's own limits do not apply. When
 nothing qualifies, the `RoutingError` says which capability or credential is missing and what to
 do, because "no backend" alone would leave the caller guessing.
 
@@ -23,7 +25,6 @@ PREFERENCE: tuple[str, ...] = ("generate-content", "gemini-cli", "interactions")
 """Tie-break order: unified's own loop on the stable API first (no subprocess, every tool local),
 then the real Gemini CLI (the only one for a Code Assist login), then the beta Interactions API."""
 
-_SCORE = {"full": 3, "partial": 2, "emulated": 1, "none": 0}
 
 _AUTH_HINTS = {
     "api_key": "set GEMINI_API_KEY (or GOOGLE_API_KEY)",
@@ -95,7 +96,7 @@ def select_backend(auth: AuthReport, requires: Iterable[str] = (), prefer: str |
 
     def rank(entry: tuple[str, str]) -> tuple[int, int]:
         name = entry[0]
-        return (-sum(_SCORE[capabilities.level(name, c)] for c in required), candidates.index(name))
+        return (sum(capabilities.level(name, c) == "partial" for c in required), candidates.index(name))
 
     ranked = sorted(qualifying, key=rank)
     chosen = next((e for e in ranked if e[0] == prefer), ranked[0])

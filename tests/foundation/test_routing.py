@@ -81,10 +81,14 @@ def test_capability_picks_the_only_backend_offering_it() -> None:
     assert select_backend(auth, ["subagent_lifecycle"]).backend == "gemini-cli"
 
 
-def test_better_levels_win_over_the_preference_order() -> None:
-    selection = select_backend(_auth(API_KEY), ["permission_requests", "plan_mode"])
-    assert selection.backend == "gemini-cli"  # full beats generate-content's emulated
-    assert "permission_requests full" in selection.reason
+def test_partial_support_loses_to_full_or_emulated() -> None:
+    selection = select_backend(_auth(API_KEY), ["server_side_tools"])
+    assert selection.backend == "interactions"  # full beats generate-content's and gemini-cli's partial
+    assert selection.alternatives == ("generate-content", "gemini-cli")
+    assert "server_side_tools full" in selection.reason
+    emulated = select_backend(_auth(API_KEY), ["permission_requests", "plan_mode", "user_input"])
+    assert emulated.backend == "generate-content"  # emulated by unified counts as supported
+    assert emulated.alternatives == ("interactions", "gemini-cli")  # gemini-cli's user_input is partial
 
 
 def test_capability_missing_for_the_only_authenticated_backend(tmp_path: Path) -> None:
@@ -151,7 +155,10 @@ def test_requirements_of_params(tmp_path: Path) -> None:
 def test_select_backend_for_uses_the_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GEMINI_API_KEY", "k")
     assert select_backend_for(ExecuteParams(prompt="hi")).backend == "generate-content"
-    assert select_backend_for(ExecuteParams(prompt="hi", approval_mode="plan")).backend == "gemini-cli"
+    assert select_backend_for(ExecuteParams(prompt="hi", approval_mode="plan")).backend == "generate-content"
+    monkeypatch.delenv("GEMINI_API_KEY")
+    with pytest.raises(RoutingError):
+        select_backend_for(ExecuteParams(prompt="hi"))
 
 
 def test_light_imports() -> None:
