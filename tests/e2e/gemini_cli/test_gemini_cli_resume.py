@@ -1,44 +1,131 @@
-"""Resume by short id with the real binary; the conversation survives the CLI's resume bugs."""
+"""Resume by short id through ACP `session/load`, with the real binary; the conversation survives both CLI bugs.
+
+Both bugs come from the fresh `session-<current minute>-<id8>.jsonl` record the CLI starts before
+it looks a session up: in the session's own minute it overwrites the history (the load then fails
+with "No previous sessions found"), in a later minute it is an empty duplicate that the next
+start's cleanup answers by deleting the session. Each test reproduces one condition, then checks
+every message is in the file and that a real later start, with cleanup on, deletes nothing.
+"""
 
 from __future__ import annotations
 
+import json
+import subprocess
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import anyio
 import pytest
-from gemini_cli_helpers import Run, stream_line, text
+from gemini_cli_helpers import LOCAL_BINARY, Run, kinds, stream_line, text
 
-from unified.adapters.gemini_cli.sessions import GeminiSessionLocator, conversation_size, session_files
-from unified.events import Result, SessionStarted
+from unified.adapters.gemini_cli.sessions import GeminiSessionLocator, read_chat, session_files
+from unified.events import Result, SessionStarted, WarningEvent
 
 pytestmark = pytest.mark.anyio
+Responses = Callable[..., Path]
 
 
-async def test_resume_by_short_id_keeps_the_conversation(
-    run_gemini: Run, responses: Callable[..., Path], isolated_home: Path, workspace: Path
-) -> None:
-    first = await run_gemini(responses(stream_line(text("first answer"))), prompt="remember 42")
-    started = first[0]
+def conversation(path: Path) -> list[str]:
+    """The prompts and answers in a chat file, in order (the CLI's preamble left out)."""
+    found = []
+    for message in read_chat(path).messages:
+        content = message.get("content")
+        value = content if isinstance(content, str) else "".join(p.get("text", "") for p in content or [])
+        if not value.startswith("<session_context>"):
+            found.append(value)
+    return found
+
+
+async def first_session(run_gemini: Run, responses: Responses) -> SessionStarted:
+    events = await run_gemini(responses(stream_line(text("first answer"))), prompt="remember 42")
+    started = events[0]
     assert isinstance(started, SessionStarted)
-    assert started.short_id is not None
-    home = isolated_home / ".gemini"
-    [original] = session_files(home, started.session_id or "")
-    size_before = conversation_size(original)
+    return started
 
-    # Same minute as the creation, and a short prefix the CLI itself would reject (exit 42).
-    second = await run_gemini(
-        responses(stream_line(text("still 42"))), prompt="what was it?", resume=started.short_id[:6]
-    )
-    resumed = next(e for e in second if isinstance(e, SessionStarted))
-    assert resumed.session_id == started.session_id
-    assert resumed.resumed
-    result = second[-1]
+
+async def resume(run_gemini: Run, responses: Responses, ref: str, answer: str, prompt: str, **fields: object) -> list:
+    events = await run_gemini(responses(stream_line(text(answer))), prompt=prompt, resume=ref, **fields)
+    result = events[-1]
     assert isinstance(result, Result)
-    assert result.status == "success"
-    assert result.final_text == "still 42"
+    assert (result.status, result.final_text) == ("success", answer)
+    return events
 
-    # One file, holding both exchanges: no empty duplicate left for the CLI's cleanup to trip on.
-    assert session_files(home, started.session_id or "") == [original]
-    assert conversation_size(original) == size_before + 2
-    listed = GeminiSessionLocator().resolve(started.short_id, str(workspace))
-    assert listed.first_prompt == "remember 42"
+
+async def later_start_with_cleanup(home: Path, workspace: Path) -> None:
+    """Start the real CLI in the workspace with session cleanup ON and wait until its cleanup ran.
+
+    A decoy session with an empty duplicate (the bug's leftover) proves the cleanup did run: it is
+    deleted, while the real session must be left alone.
+    """
+    chats = home / "tmp" / "ws" / "chats"
+    decoy_id = "dec0dec0-0000-4000-8000-000000000000"
+    header = {"sessionId": decoy_id, "projectHash": "x", "startTime": "2026-01-01T00:00:00Z", "kind": "main"}
+    decoy = chats / "session-2026-01-01T00-00-dec0dec0.jsonl"
+    decoy.write_text(json.dumps(header) + "\n" + json.dumps({"id": "u", "type": "user", "content": "hi"}) + "\n")
+    (chats / "session-2026-01-01T00-01-dec0dec0.jsonl").write_text(json.dumps(header) + "\n")
+    # User settings: the CLI ignores a system settings file unless root owns it and every parent.
+    settings = json.loads((home / "settings.json").read_text())
+    settings["general"]["sessionRetention"] = {"enabled": True, "maxAge": "3650d"}
+    (home / "settings.json").write_text(json.dumps(settings))
+    child = await anyio.open_process([str(LOCAL_BINARY), "--acp"], cwd=workspace, stdout=subprocess.DEVNULL)
+    try:
+        with anyio.fail_after(20):
+            while decoy.exists():  # noqa: ASYNC110 -- waiting on another process's file system work
+                await anyio.sleep(0.1)
+    finally:
+        child.kill()
+        await child.aclose()
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the trio run is the test below
+async def test_same_minute_load_keeps_every_message(
+    run_gemini: Run, responses: Responses, isolated_home: Path, workspace: Path
+) -> None:
+    """Bug 1: `session/load` in the session's creation minute (twice, by a 6-character prefix)."""
+    started = await first_session(run_gemini, responses)
+    home = isolated_home / ".gemini"
+    assert started.short_id is not None
+    assert started.session_id is not None
+
+    second = await resume(run_gemini, responses, started.short_id[:6], "still 42", "what was it?")
+    resumed = next(e for e in second if isinstance(e, SessionStarted))
+    assert (resumed.session_id, resumed.resumed, resumed.transport) == (started.session_id, True, "acp")
+    # The replayed history is not re-emitted: only this run's answer.
+    assert kinds(second)[-4:] == ["session_started", "text_delta", "assistant_message", "result"]
+    repairs = [e.message for e in second if isinstance(e, WarningEvent) and e.code == "session_repaired"]
+    assert len(repairs) == 1
+    assert "empty duplicate" in repairs[0]
+    await resume(run_gemini, responses, started.short_id, "yes, 42", "sure?")
+
+    [path] = session_files(home, started.session_id)
+    assert conversation(path) == ["remember 42", "first answer", "what was it?", "still 42", "sure?", "yes, 42"]
+    await later_start_with_cleanup(home, workspace)
+    assert session_files(home, started.session_id) == [path]
+    assert GeminiSessionLocator().resolve(started.short_id, str(workspace)).first_prompt == "remember 42"
+
+
+@pytest.mark.parametrize("anyio_backend", ["trio"])
+@pytest.mark.parametrize("transport", ["acp", "stream-json"])
+async def test_load_in_a_later_minute_leaves_no_empty_duplicate(
+    run_gemini: Run, responses: Responses, isolated_home: Path, workspace: Path, transport: str
+) -> None:
+    """Bug 2: the session is from an earlier minute, so the CLI writes an empty duplicate of it."""
+    started = await first_session(run_gemini, responses)
+    home = isolated_home / ".gemini"
+    assert started.session_id is not None
+    assert started.short_id is not None
+    [path] = session_files(home, started.session_id)
+    earlier = datetime.now(UTC) - timedelta(minutes=5)
+    path = path.rename(path.with_name(f"session-{earlier:%Y-%m-%dT%H-%M}-{started.short_id}.jsonl"))
+
+    events = await resume(
+        run_gemini, responses, started.short_id, "still 42", "what?", backend_options={"transport": transport}
+    )
+    assert next(e for e in events if isinstance(e, SessionStarted)).transport == transport
+    repairs = [e.message for e in events if isinstance(e, WarningEvent) and e.code == "session_repaired"]
+    assert any("empty duplicate" in r for r in repairs)
+    assert session_files(home, started.session_id) == [path]
+    assert conversation(path) == ["remember 42", "first answer", "what?", "still 42"]
+    await later_start_with_cleanup(home, workspace)
+    assert conversation(path) == ["remember 42", "first answer", "what?", "still 42"]

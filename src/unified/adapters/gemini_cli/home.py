@@ -52,20 +52,11 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def system_settings_file(env: Mapping[str, str]) -> Path:
-    """Write (once per content) the settings override and return its path."""
-    source = Path(env.get(SYSTEM_SETTINGS_ENV) or _DEFAULT_SYSTEM_SETTINGS)
-    base: dict[str, Any] = {}
-    if source.is_file():
-        try:
-            loaded = json.loads(source.read_text())
-        except (OSError, ValueError):
-            loaded = {}
-        base = loaded if isinstance(loaded, dict) else {}
-    text = json.dumps(_merge(base, _OVERRIDES), indent=2, sort_keys=True)
+def cache_file(stem: str, suffix: str, text: str) -> Path:
+    """A file in our cache named by a digest of its content, written once (atomically)."""
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     directory = Path(platformdirs.user_cache_dir("unified")) / "gemini-cli"
-    target = directory / f"system-settings-{digest}.json"
+    target = directory / f"{stem}-{digest}{suffix}"
     if not target.exists():
         directory.mkdir(parents=True, exist_ok=True)
         temporary = target.with_suffix(f".{os.getpid()}.tmp")
@@ -74,11 +65,33 @@ def system_settings_file(env: Mapping[str, str]) -> Path:
     return target
 
 
-def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def system_settings_file(env: Mapping[str, str], run_settings: Mapping[str, Any] | None = None) -> Path:
+    """Write (once per content) the machine's system settings + ours + the run's, and return its path.
+
+    The run's settings (excluded tools, turn limit, thinking) live here because the CLI reads
+    settings once per process, not per ACP session: runs with different ones get different
+    processes (the pool key covers the environment, and so this file's name).
+    """
+    source = Path(env.get(SYSTEM_SETTINGS_ENV) or _DEFAULT_SYSTEM_SETTINGS)
+    base: dict[str, Any] = {}
+    if source.is_file():
+        try:
+            loaded = json.loads(source.read_text())
+        except (OSError, ValueError):
+            loaded = {}
+        base = loaded if isinstance(loaded, dict) else {}
+    merged = _merge(_merge(base, _OVERRIDES), run_settings or {})
+    exclude = [*base.get("tools", {}).get("exclude", []), *merged.get("tools", {}).get("exclude", [])]
+    if exclude:
+        merged["tools"]["exclude"] = sorted(set(exclude))
+    return cache_file("system-settings", ".json", json.dumps(merged, indent=2, sort_keys=True))
+
+
+def child_env(extra: Mapping[str, str] | None = None, run_settings: Mapping[str, Any] | None = None) -> dict[str, str]:
     """The caller's environment (auth included) plus `extra`, with our settings override."""
     env = dict(os.environ)
     env.update(extra or {})
-    env[SYSTEM_SETTINGS_ENV] = str(system_settings_file(env))
+    env[SYSTEM_SETTINGS_ENV] = str(system_settings_file(env, run_settings))
     return env
 
 
