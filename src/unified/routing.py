@@ -144,11 +144,11 @@ def requirements_of(params: ExecuteParams) -> set[str]:
         required.add("plan_mode")
     if params.thinking is not None and params.thinking.include_thoughts:
         required.add("thinking")
-    if params.on_user_input is not None:
-        required.add("user_input")
-        if params.approval_mode in ("default", "auto_edit"):
-            # The caller wants to be asked before writes and shell commands.
-            required.add("permission_requests")
+    if params.on_user_input is not None and params.approval_mode in ("default", "auto_edit"):
+        # The caller wants to be asked before writes and shell commands. A handler does not make
+        # `user_input` a requirement: it is the ability to answer, and a model that cannot ask
+        # still does the task, so demanding it would exclude backends for nothing.
+        required.add("permission_requests")
     return required
 
 

@@ -86,9 +86,9 @@ def test_partial_support_loses_to_full_or_emulated() -> None:
     assert selection.backend == "interactions"  # full beats generate-content's and gemini-cli's partial
     assert selection.alternatives == ("generate-content", "gemini-cli")
     assert "server_side_tools full" in selection.reason
-    emulated = select_backend(_auth(API_KEY), ["permission_requests", "plan_mode", "user_input"])
+    emulated = select_backend(_auth(API_KEY), ["permission_requests", "plan_mode", "cancellation"])
     assert emulated.backend == "generate-content"  # emulated by unified counts as supported
-    assert emulated.alternatives == ("interactions", "gemini-cli")  # gemini-cli's user_input is partial
+    assert emulated.alternatives == ("interactions", "gemini-cli")  # gemini-cli's cancellation is partial
 
 
 def test_capability_missing_for_the_only_authenticated_backend(tmp_path: Path) -> None:
@@ -141,9 +141,9 @@ def test_requirements_of_params(tmp_path: Path) -> None:
         thinking=ThinkingConfig(budget=1024),
         on_user_input=_answer,
     )
-    assert requirements_of(params) == {"session_resume", "mcp", "thinking", "user_input", "permission_requests"}
+    assert requirements_of(params) == {"session_resume", "mcp", "thinking", "permission_requests"}
     yolo = ExecuteParams(prompt="hi", approval_mode="yolo", on_user_input=_answer)
-    assert requirements_of(yolo) == {"user_input"}
+    assert requirements_of(yolo) == set()
     assert requirements_of(ExecuteParams(prompt="hi", approval_mode="plan")) == {"plan_mode"}
     png = tmp_path / "a.png"
     png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(8))
