@@ -1,8 +1,9 @@
 """Translation throughput: native events → translator → stream guard → consumer, no I/O.
 
 Per backend, one "cycle" is every recorded session back to back: the GenerateContentResponse chunks of
-the shared Gemini CLI recordings, the ACP messages the real `gemini --acp` sent for them, and the
-Interactions API events FakeGemini rendered for them (bench/record.py). Cycles are replayed until at
+the shared Gemini CLI recordings; the ACP messages the real `gemini --acp` sent for them (bench/record.py)
+plus the project's gemini-cli cassettes (thoughts, permissions, a subagent); the Interactions API events
+FakeGemini rendered for them plus the project's interactions cassettes (server-side tools). Cycles are replayed until at
 least 100,000 native events have passed, each cycle as one run through the real StreamGuard (fresh
 translators, unique tool ids). The baseline is `json.loads` of the very same lines, the floor for any
 parser. The natives are parsed once up front, so the figure is what the translator and guard add;
@@ -19,9 +20,10 @@ from functools import partial
 from typing import Any
 
 import anyio
+import yaml
 from google.genai import types
 
-from bench._env import TRANSCRIPTS, recordings
+from bench._env import ROOT, TRANSCRIPTS, recordings
 from bench.harness import Figure, Outcome, alternate, spread
 from unified._internal.backend import RunContext, RunOutcome
 from unified.adapters.gemini_cli.translate import AcpTranslator, TurnBoundary
@@ -57,20 +59,53 @@ def _gc_corpus() -> Corpus:
     return Corpus("generate-content", lines, natives)
 
 
+_ID_KEYS = frozenset({"toolCallId", "id", "call_id", "interaction_id"})
+
+
+def _scoped(value: Any, scope: str) -> Any:
+    """`value` with every id prefixed by `scope`: transcripts recorded apart may reuse ids (call_1_0)."""
+    if isinstance(value, dict):
+        return {
+            k: f"{scope}/{v}" if k in _ID_KEYS and isinstance(v, str) else _scoped(v, scope) for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_scoped(v, scope) for v in value]
+    return value
+
+
+def _sessions(folder: str) -> list[tuple[str, list[dict[str, Any]]]]:
+    """(name, native messages) of every recorded session for one backend: ours and the project's cassettes."""
+    found: list[tuple[str, list[dict[str, Any]]]] = []
+    for path in sorted((TRANSCRIPTS / folder).glob("*.jsonl")):
+        found.append((path.stem, [json.loads(line) for line in path.read_text().splitlines()]))
+    if folder == "acp":
+        for path in sorted((ROOT / "cassettes" / "gemini-cli").glob("*.jsonl")):
+            records = [json.loads(line) for line in path.read_text().splitlines()]
+            found.append((path.stem, [r["msg"] for r in records if r.get("dir") == "recv"]))
+    else:
+        for path in sorted((ROOT / "cassettes" / "interactions").glob("*.yaml")):
+            for exchange in yaml.safe_load(path.read_text())["interactions"]:
+                body = exchange["response"]["body"]["string"]
+                events = [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: {")]
+                found.append((path.stem, events))
+    return found
+
+
 def _transcript_corpus(backend: str, folder: str, keep: Callable[[dict[str, Any]], bool]) -> Corpus:
     lines: list[str] = []
     natives: list[Any] = []
-    for path in sorted((TRANSCRIPTS / folder).glob("*.jsonl")):
-        session = [line for line in path.read_text().splitlines() if keep(json.loads(line))]
-        lines += session
-        natives.append([json.loads(line) for line in session])
+    for n, (name, messages) in enumerate(_sessions(folder)):
+        session = [_scoped(m, f"{name}-{n}") for m in messages if keep(m)]
+        lines += [json.dumps(m) for m in session]
+        natives.append(session)
     return Corpus(backend, lines, natives)
 
 
 def corpora() -> list[Corpus]:
+    acp_methods = ("session/update", "session/request_permission")
     return [
         _gc_corpus(),
-        _transcript_corpus("gemini-cli", "acp", lambda m: m.get("method") == "session/update"),
+        _transcript_corpus("gemini-cli", "acp", lambda m: m.get("method") in acp_methods),
         _transcript_corpus("interactions", "interactions", lambda m: True),
     ]
 
@@ -92,7 +127,12 @@ async def _feed_acp(ctx: RunContext, sessions: Sequence[Any]) -> None:
     for session in sessions:
         translator = AcpTranslator(session_id="s")
         for message in session:
-            for item in translator.update(message["params"]["update"]):
+            params = message["params"]
+            if message["method"] == "session/request_permission":
+                items = translator.permission_request(params)
+            else:
+                items = translator.update(params["update"])
+            for item in items:
                 if isinstance(item, TurnBoundary):
                     await ctx.end_message()
                     ctx.turns += 1

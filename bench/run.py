@@ -29,7 +29,13 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.names or BENCHMARKS:
         module = importlib.import_module(f"bench.bench_{name}")
         print(f"running {name} ...", flush=True)
-        outcomes.append(module.run(args.quick))
+        try:
+            outcomes.append(module.run(args.quick))
+        except Exception as exc:  # one broken backend must not hide every other figure
+            failed = Outcome(name)
+            failed.ratio("completed", 0.0, "runs to the end", False)
+            failed.notes.append(f"failed: {type(exc).__name__}: {exc}")
+            outcomes.append(failed)
     write_report(outcomes, args.output, quick=args.quick)
     print(render_table(outcomes))
     return 0
