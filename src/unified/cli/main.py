@@ -7,6 +7,7 @@ a backend or a model says.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -32,6 +33,7 @@ from unified.cli.interactive import make_user_input_handler
 from unified.cli.render import Renderer
 from unified.events import Result, ResultStatus, dump_event, event_json_schema
 from unified.query import EventStream, execute
+from unified.routing import select_backend_for
 from unified.sessions import SessionInfo, SessionLocator
 from unified.types import ApprovalMode, BackendChoice, ExecuteParams
 
@@ -121,6 +123,9 @@ def run(
         )
     except ValidationError as exc:
         raise _fail(str(exc), 2) from None
+    if params.backend == "auto" and not json_lines:
+        with contextlib.suppress(UnifiedError):  # the run itself reports why nothing qualifies
+            _say(f"auto → {select_backend_for(params).reason}", style="dim", stderr=True)
     try:
         code = anyio.run(_run, params, json_lines)
     except KeyboardInterrupt:  # where no signal receiver could be installed
