@@ -17,7 +17,7 @@ import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from unified._errors import ConfigurationError, ProtocolViolation, UnifiedError
+from unified._errors import ProtocolViolation, UnifiedError
 from unified._internal.backend import Backend, RunOutcome
 from unified.events import (
     AssistantMessage,
@@ -58,7 +58,7 @@ def _capability_snapshot(backend: str) -> dict[str, SupportLevel]:
 
     try:
         return capabilities.snapshot(backend)
-    except ConfigurationError:  # a backend outside the matrix (a consumer's own): nothing to claim
+    except KeyError:  # a backend outside the matrix (a consumer's own): nothing to claim
         return {}
 
 
