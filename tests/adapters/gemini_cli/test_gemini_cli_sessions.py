@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from unified._errors import AmbiguousSession, SessionNotFound
-from unified.adapters.gemini_cli.sessions import GeminiSessionLocator, ResumeGuard, read_chat
+from unified.adapters.gemini_cli.sessions import (
+    GeminiSessionLocator,
+    ResumeGuard,
+    read_chat,
+    replay_count,
+    session_files,
+)
 
 
 def write_session(home: Path, slug: str, session_id: str, prompt: str, extra: list[object]) -> Path:
@@ -100,3 +107,26 @@ def test_resume_guard_restores_and_removes_empty_duplicate(isolated_home: Path) 
     assert len(repairs) == 2
     assert real.read_text() == original
     assert not twin.exists()
+
+
+def test_resume_guard_moves_a_same_minute_file_out_of_the_clis_way(isolated_home: Path) -> None:
+    real = write_session(isolated_home, "ws", "beef0000-1", "keep me", [{"id": "g1", "type": "gemini", "content": "a"}])
+    now = datetime.now(UTC)
+    same_minute = real.rename(real.with_name(f"session-{now:%Y-%m-%dT%H-%M}-beef0000.jsonl"))
+    ResumeGuard(isolated_home / ".gemini", "beef0000-1").before()
+    [moved] = session_files(isolated_home / ".gemini", "beef0000-1")
+    assert moved != same_minute
+    assert moved.name < same_minute.name
+    assert read_chat(moved).messages[0]["content"] == [{"text": "keep me"}]
+
+
+def test_replay_count_mirrors_the_clis_history_replay() -> None:
+    messages = [
+        {"type": "user", "content": [{"text": "<session_context>..."}]},
+        {"type": "user", "content": [{"text": "hi"}]},
+        {"type": "gemini", "content": "", "thoughts": [{"subject": "s"}], "toolCalls": [{"id": "1"}, {"id": "2"}]},
+        {"type": "gemini", "content": "done"},
+        {"type": "info", "content": "ignored"},
+        {"type": "user", "content": [{"text": "  "}]},
+    ]
+    assert replay_count(messages) == 6

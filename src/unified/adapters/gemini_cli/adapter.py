@@ -15,6 +15,7 @@ backend_options (all optional):
 from __future__ import annotations
 
 import base64
+import json
 import math
 import os
 from collections.abc import Mapping
@@ -26,7 +27,7 @@ import platformdirs
 
 from unified._errors import AuthError, BackendError, ConfigurationError, RateLimited, SessionNotFound
 from unified._internal.backend import RunContext, RunOutcome
-from unified.adapters.gemini_cli.home import child_env, gemini_home
+from unified.adapters.gemini_cli.home import cache_file, child_env, gemini_home
 from unified.adapters.gemini_cli.pool import AcpPool, Lease, default_pool, pool_key
 from unified.adapters.gemini_cli.sessions import GeminiSessionLocator, ResumeGuard, read_chat, replay_count
 from unified.adapters.gemini_cli.subagents import SubagentWatcher
@@ -80,12 +81,12 @@ CAPABILITIES_ACP: dict[str, Any] = {
     "thinking": "full",
     "tools": "full",
     "permissions": "full",
-    "ask_user": "full",
+    "ask_user": "none",  # 0.61 removes its ask_user tool in ACP mode
     "subagents": "full",
     "usage": "full",
     "resume": "full",
     "images": "full",
-    "mcp": "full",
+    "mcp": "partial",  # a server that fails to start is not reported over ACP
 }
 CAPABILITIES_STREAM_JSON: dict[str, Any] = {
     "text": "full",
@@ -97,7 +98,7 @@ CAPABILITIES_STREAM_JSON: dict[str, Any] = {
     "usage": "partial",
     "resume": "full",
     "images": "none",
-    "mcp": "full",
+    "mcp": "none",
 }
 
 
@@ -161,8 +162,11 @@ class GeminiCliBackend:
             raise ConfigurationError(
                 f"unknown gemini-cli transport {self.transport!r}", hint="use 'acp' or 'stream-json'"
             )
-        extra_env = _option(params, "env", dict, {})
-        self.env = child_env({str(k): str(v) for k, v in extra_env.items()})
+        extra_env = {str(k): str(v) for k, v in _option(params, "env", dict, {}).items()}
+        if params.system_instruction is not None:
+            # Replaces the CLI's whole system prompt; read per process, so it is part of the pool key.
+            extra_env["GEMINI_SYSTEM_MD"] = str(cache_file("system", ".md", params.system_instruction))
+        self.env = child_env(extra_env)
         self.binary = locate(_option(params, "gemini_binary", str | os.PathLike), self.env)  # type: ignore[arg-type]
         fake = _option(params, "fake_responses", str | os.PathLike)  # type: ignore[arg-type]
         self.fake_responses = Path(fake).resolve() if fake is not None else None
@@ -179,12 +183,24 @@ class GeminiCliBackend:
 
     def unsupported_options(self, params: ExecuteParams) -> list[tuple[str, str, bool]]:
         problems: list[tuple[str, str, bool]] = []
-        if params.system_instruction is not None:
-            problems.append(("system_instruction", "the Gemini CLI has no per-session system instruction", False))
         if params.thinking is not None:
-            problems.append(("thinking", "the Gemini CLI picks its own thinking budget (8192)", False))
+            problems.append(
+                (
+                    "thinking",
+                    "gemini 0.61 takes thinking settings only from settings files (modelConfigs), which unified "
+                    "does not write; the CLI uses its own (budget 8192 on 2.5 models, level high on 3)",
+                    False,
+                )
+            )
         if params.max_turns is not None:
-            problems.append(("max_turns", "set model.maxSessionTurns in the CLI's settings instead", False))
+            problems.append(
+                (
+                    "max_turns",
+                    "gemini 0.61 takes its turn limit only from settings files (model.maxSessionTurns), which "
+                    "unified does not write",
+                    False,
+                )
+            )
         if self.transport == "stream-json":
             if params.images:
                 problems.append(("images", "the stream-json transport takes a text prompt only", True))
@@ -199,7 +215,18 @@ class GeminiCliBackend:
             argv += ["--fake-responses" if strict else "--fake-responses-non-strict", str(self.fake_responses)]
         for directory in self.params.include_directories:
             argv += ["--include-directories", str(Path(directory).resolve())]
-        return argv
+        return argv + self.policy_flags()
+
+    def policy_flags(self) -> list[str]:
+        """`excluded_tools` as a `--policy` file of deny rules (0.61 has no exclude flag; settings are the
+        user's). A deny rule without arguments removes the tool from what the model is offered."""
+        if not self.params.excluded_tools:
+            return []
+        rules = "".join(
+            f'[[rule]]\ntoolName = {json.dumps(name)}\ndecision = "deny"\npriority = 999\n\n'
+            for name in sorted(set(self.params.excluded_tools))
+        )
+        return ["--policy", str(cache_file("exclude-tools", ".toml", rules))]
 
     # --- the run ------------------------------------------------------------------------------
 
@@ -368,12 +395,18 @@ class _AcpRun:
             "session/prompt", {"sessionId": self.session_id, "prompt": _prompt_blocks(self.params)}, self.inbox
         )
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self.watcher.run)
-                try:
-                    answer = await self._pump(request_id)
-                finally:
-                    tg.cancel_scope.cancel()
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self.watcher.run)
+                    try:
+                        answer = await self._pump(request_id)
+                    finally:
+                        tg.cancel_scope.cancel()
+            except BaseExceptionGroup as group:
+                # A dead process surfaces from the task group wrapped; `run` explains it.
+                if all(isinstance(exc, ConnectionClosed) for exc in group.exceptions):
+                    raise group.exceptions[0] from None
+                raise
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 await self._cancel(request_id)

@@ -1,10 +1,12 @@
-"""The child's environment and the settings override that keeps sessions safe.
+"""The child's environment, the settings override, and content-addressed files handed to the CLI.
 
 The CLI's session cleanup deletes a conversation when `--resume` left an empty duplicate file of
-it (FIELD-NOTES §1, "DATA-LOSS BUG"). We never touch the user's own settings.json: instead every
-child gets `GEMINI_CLI_SYSTEM_SETTINGS_PATH` pointing at a file of ours that is the machine's
-system settings (if any) plus `general.sessionRetention.enabled = false`. System settings win over
-user and workspace settings, so no configuration can turn the cleanup back on for our children.
+it (FIELD-NOTES §1, "DATA-LOSS BUG"). We never touch the user's own settings.json: every child gets
+`GEMINI_CLI_SYSTEM_SETTINGS_PATH` pointing at a file of ours that is the machine's system settings
+(if any) plus `general.sessionRetention.enabled = false`. Caveat (0.61): the CLI skips a system
+settings file with a "Security Warning" unless root owns it and every parent directory and none is
+writable by group or others, so this helps root only; `ResumeGuard` (sessions.py), which removes
+the duplicate right after the load, is the protection that always holds.
 """
 
 from __future__ import annotations
@@ -65,13 +67,8 @@ def cache_file(stem: str, suffix: str, text: str) -> Path:
     return target
 
 
-def system_settings_file(env: Mapping[str, str], run_settings: Mapping[str, Any] | None = None) -> Path:
-    """Write (once per content) the machine's system settings + ours + the run's, and return its path.
-
-    The run's settings (excluded tools, turn limit, thinking) live here because the CLI reads
-    settings once per process, not per ACP session: runs with different ones get different
-    processes (the pool key covers the environment, and so this file's name).
-    """
+def system_settings_file(env: Mapping[str, str]) -> Path:
+    """Write (once per content) the machine's system settings plus ours and return its path."""
     source = Path(env.get(SYSTEM_SETTINGS_ENV) or _DEFAULT_SYSTEM_SETTINGS)
     base: dict[str, Any] = {}
     if source.is_file():
@@ -80,18 +77,14 @@ def system_settings_file(env: Mapping[str, str], run_settings: Mapping[str, Any]
         except (OSError, ValueError):
             loaded = {}
         base = loaded if isinstance(loaded, dict) else {}
-    merged = _merge(_merge(base, _OVERRIDES), run_settings or {})
-    exclude = [*base.get("tools", {}).get("exclude", []), *merged.get("tools", {}).get("exclude", [])]
-    if exclude:
-        merged["tools"]["exclude"] = sorted(set(exclude))
-    return cache_file("system-settings", ".json", json.dumps(merged, indent=2, sort_keys=True))
+    return cache_file("system-settings", ".json", json.dumps(_merge(base, _OVERRIDES), indent=2, sort_keys=True))
 
 
-def child_env(extra: Mapping[str, str] | None = None, run_settings: Mapping[str, Any] | None = None) -> dict[str, str]:
+def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The caller's environment (auth included) plus `extra`, with our settings override."""
     env = dict(os.environ)
     env.update(extra or {})
-    env[SYSTEM_SETTINGS_ENV] = str(system_settings_file(env, run_settings))
+    env[SYSTEM_SETTINGS_ENV] = str(system_settings_file(env))
     return env
 
 

@@ -141,6 +141,7 @@ async def run_stream_json(backend: GeminiCliBackend, ctx: RunContext) -> RunOutc
         argv += ["-m", backend.model]
     if backend.fake_responses is not None:
         argv += ["--fake-responses", str(backend.fake_responses)]
+    argv += backend.policy_flags()
     guard: ResumeGuard | None = None
     if params.resume:
         info = GeminiSessionLocator(backend.env).resolve(params.resume, str(cwd))

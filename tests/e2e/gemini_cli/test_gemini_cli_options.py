@@ -1,0 +1,189 @@
+"""Pass-through options, MCP servers, `ask_user`, crashes and cancellation, with the real 0.61 binary.
+
+One backend (asyncio) for most: the trio path is the same code and runs in the other e2e modules.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import pytest
+from gemini_cli_helpers import Run, call, kinds, stream_line, text
+
+from unified import ExecuteParams, UserInputRequest, UserInputResponse
+from unified.adapters.gemini_cli import AcpPool
+from unified.events import ErrorEvent, Result, ToolResult, ToolUse, WarningEvent
+from unified.query import EventStream
+from unified.types import StdioMcpServer
+
+pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
+Responses = Callable[..., Path]
+
+MCP_SERVER = '''
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("notes")
+
+
+@server.tool()
+def lookup(key: str) -> str:
+    """Look a key up in the notes."""
+    return f"value-of-{key}"
+
+
+server.run()
+'''
+
+
+def result_of(events: list[object]) -> Result:
+    last = events[-1]
+    assert isinstance(last, Result)
+    return last
+
+
+async def test_excluded_tools_are_not_offered(run_gemini: Run, responses: Responses) -> None:
+    fake = responses(stream_line(call("read_file", file_path="notes.txt")), stream_line(text("could not read")))
+    events = await run_gemini(fake, excluded_tools=("read_file",))
+    # The CLI answers the model's call of an unknown tool with an error and shows nothing over ACP;
+    # test_tool_call_then_answer is the control (the same call, not excluded, reads the file).
+    assert kinds(events) == ["session_started", "text_delta", "assistant_message", "result"]
+    assert result_of(events).final_text == "could not read"
+    assert not [e for e in events if isinstance(e, WarningEvent) and "excluded_tools" in e.message]
+
+
+async def test_system_instruction_replaces_the_system_prompt(
+    run_gemini: Run, responses: Responses, tmp_path: Path
+) -> None:
+    written = tmp_path / "sent-system.md"
+    events = await run_gemini(
+        responses(stream_line(text("arr"))),
+        system_instruction="You are a pirate. Answer in pirate speak.",
+        backend_options={"env": {"GEMINI_WRITE_SYSTEM_MD": str(written)}},  # the CLI writes what it sends
+    )
+    assert result_of(events).status == "success"
+    assert written.read_text().startswith("You are a pirate. Answer in pirate speak.")
+    assert not [e for e in events if isinstance(e, WarningEvent) and "system_instruction" in e.message]
+
+
+@pytest.mark.parametrize("option", ["thinking", "max_turns"])
+async def test_unsupported_options_warn(run_gemini: Run, responses: Responses, option: str) -> None:
+    value: object = {"budget": 1024} if option == "thinking" else 1
+    events = await run_gemini(responses(stream_line(text("ok"))), **{option: value})
+    assert any(isinstance(e, WarningEvent) and option in e.message for e in events)
+    assert result_of(events).status == "success"
+
+
+async def test_ask_user_is_not_offered_over_acp(run_gemini: Run, responses: Responses) -> None:
+    """0.61 removes `ask_user` from the tools in ACP mode: the model's call fails, nobody is asked."""
+    asked: list[UserInputRequest] = []
+
+    async def answer(request: UserInputRequest) -> UserInputResponse:
+        asked.append(request)
+        return UserInputResponse.allow()
+
+    fake = responses(stream_line(call("ask_user", question="Which color?")), stream_line(text("never mind")))
+    events = await run_gemini(fake, on_user_input=answer)
+    assert not asked
+    assert kinds(events) == ["session_started", "text_delta", "assistant_message", "result"]
+    assert result_of(events).final_text == "never mind"
+
+
+async def test_mcp_server_tool_is_called(run_gemini: Run, responses: Responses, tmp_path: Path) -> None:
+    script = tmp_path / "notes_server.py"
+    script.write_text(MCP_SERVER)
+    server = StdioMcpServer(name="notes", command=sys.executable, args=(str(script),))
+    fake = responses(stream_line(call("mcp_notes_lookup", key="alpha")), stream_line(text("found it")))
+    events = await run_gemini(fake, mcp_servers=(server,), approval_mode="yolo")
+    use = next(e for e in events if isinstance(e, ToolUse))
+    done = next(e for e in events if isinstance(e, ToolResult))
+    assert (done.tool_use_id, done.is_error) == (use.tool_use_id, False)
+    assert "value-of-alpha" in str(done.output)
+    assert result_of(events).final_text == "found it"
+
+
+async def test_crash_mid_stream_is_an_explained_error(responses: Responses, workspace: Path) -> None:
+    fake = responses(stream_line(call("run_shell_command", command="sleep 30")), stream_line(text("done")))
+    params = ExecuteParams(
+        prompt="wait",
+        backend="gemini-cli",
+        cwd=workspace,
+        approval_mode="yolo",
+        backend_options={"fake_responses": str(fake), "pool_size": 0},
+    )
+    events = []
+    async with EventStream(params, strict=True) as stream:
+        async for event in stream:
+            events.append(event)
+            if isinstance(event, ToolUse):
+                # The whole group: `gemini` is a node launcher with a node child holding the pipes.
+                [leader] = [p for p in _children(os.getpid()) if b"gemini" in _cmdline(p)]
+                os.killpg(leader, signal.SIGKILL)
+    error = next(e for e in events if isinstance(e, ErrorEvent))
+    assert "killed by signal 9" in error.message
+    assert error.details["exit_code"] == -9
+    assert result_of(events).status == "error"
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(stat[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+async def test_cancelled_run_leaves_its_neighbour_alone(responses: Responses, workspace: Path) -> None:
+    fake = responses(
+        stream_line(call("run_shell_command", command="sleep 30")),
+        stream_line(text("the neighbour's whole answer")),
+    )
+    pool = AcpPool(size=1)
+    outcomes: dict[str, list[str]] = {}
+    shell_started = anyio.Event()
+
+    async def one(name: str, prompt: str) -> None:
+        params = ExecuteParams(
+            prompt=prompt,
+            backend="gemini-cli",
+            cwd=workspace,
+            approval_mode="yolo",
+            backend_options={"fake_responses": str(fake), "fake_responses_strict": False, "pool": pool},
+        )
+        seen: list[str] = []
+        async with EventStream(params, strict=True) as stream:
+            async for event in stream:
+                seen.append(event.type)
+                if name == "victim" and isinstance(event, ToolUse):
+                    shell_started.set()
+                    stream.cancel()
+                if isinstance(event, Result):
+                    seen.append(f"{event.status}:{event.final_text}")
+        outcomes[name] = seen
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(one, "victim", "sleep")
+            await shell_started.wait()
+            tg.start_soon(one, "neighbour", "answer")
+        assert pool.spawned == 1
+        assert outcomes["victim"][-1].startswith("cancelled")
+        assert outcomes["neighbour"][-1] == "success:the neighbour's whole answer"
+    finally:
+        await pool.aclose()
