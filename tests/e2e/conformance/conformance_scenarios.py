@@ -340,7 +340,6 @@ SCENARIOS: tuple[Scenario, ...] = (
         final_text="You said 42.",
     ),
 )
-"""Ordered so the resume scenario runs last (see `test_conformance.py`)."""
 
 
 # --- evidence beyond the shape --------------------------------------------------------------------------
