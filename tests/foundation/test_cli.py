@@ -129,6 +129,7 @@ def test_doctor_reports_auth_and_binary_without_secrets(secret_env: Path) -> Non
 def test_doctor_without_anything_says_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("UNIFIED_GEMINI_BIN", raising=False)  # scripts/test points it at the pinned binary
     code, output = _invoke("doctor")
     assert code == 1
     assert "none found: set GEMINI_API_KEY" in output

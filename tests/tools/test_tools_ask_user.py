@@ -58,7 +58,7 @@ async def test_questions_reach_the_caller_and_answers_the_model(ws: Path, mode: 
     }
     [request] = bridge.requests
     assert request.source == "model-tool"
-    assert request.request_id == "question-1"
+    assert (request.request_id, request.tool_use_id, request.tool_name) == ("question-1", "a", "ask_user")
     assert [q.prompt for q in request.questions] == ["Which database?", "Which features?", "Project name?"]
     assert [o.label for o in request.questions[0].options] == ["Postgres", "SQLite"]
     assert request.questions[0].header == "DB"

@@ -8,11 +8,15 @@ excludes its own `ask_user` without an interactive user. The question reaches th
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 
 from pydantic import Field
 
 from unified.events import Question, QuestionOption, UserInputRequest, UserInputResponse
 from unified.tools._base import Params, Progress, ToolError, ToolOutput, ToolSpec
+
+CURRENT_CALL_ID: ContextVar[str | None] = ContextVar("unified_tool_call_id", default=None)
+"""The id of the call being run, set by the runtime, so a question can name the tool_use it belongs to."""
 
 UserInputBridge = Callable[[UserInputRequest], Awaitable[UserInputResponse]]
 """Emits a `user_input_request` and returns the caller's answer (an adapter passes `ctx.ask_user`)."""
@@ -55,7 +59,14 @@ def ask_user_tool(bridge: UserInputBridge, request_ids: Callable[[], str]) -> To
             )
             for i, q in enumerate(params.questions)
         ]
-        response = await bridge(UserInputRequest(request_id=request_ids(), source="model-tool", questions=questions))
+        request = UserInputRequest(
+            request_id=request_ids(),
+            source="model-tool",
+            questions=questions,
+            tool_use_id=CURRENT_CALL_ID.get(),
+            tool_name="ask_user",
+        )
+        response = await bridge(request)
         if response.cancelled:
             raise ToolError("The user did not answer. Continue with your best judgement or stop and explain why.")
         answers: dict[str, str | list[str]] = {}

@@ -27,7 +27,7 @@ from unified.events import (
     UserInputRequest,
 )
 from unified.tools import _files, _search, _shell
-from unified.tools._ask_user import UserInputBridge, ask_user_tool
+from unified.tools._ask_user import CURRENT_CALL_ID, UserInputBridge, ask_user_tool
 from unified.tools._base import (
     InlineData,
     ModelFamily,
@@ -431,12 +431,15 @@ class ToolRuntime:
         async def progress(message: str) -> None:
             await obs.progress(call, ToolProgress(tool_use_id=call.id, status="running", message=message))
 
+        token = CURRENT_CALL_ID.set(call.id)
         try:
             result = await ready.spec.run(ready.params, progress)
         except ToolError as exc:
             return _error(call, str(exc), ready.decision)
         except Exception as exc:
             return _error(call, f"Tool {call.name} failed unexpectedly: {type(exc).__name__}: {exc}", ready.decision)
+        finally:
+            CURRENT_CALL_ID.reset(token)
         return ToolOutcome(call.id, call.name, {"output": result.output}, False, result.inline_data, ready.decision)
 
 

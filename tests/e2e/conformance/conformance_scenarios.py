@@ -104,7 +104,6 @@ class Scenario:
 
 
 TEXT = "Hello from the fake model."
-RUNTIME_ASK_USER_GAP = "unified's tool runtime offers no ask_user tool (the matrix says emulated): the call fails"
 GROUNDED = {
     "candidates": [
         {
@@ -317,10 +316,6 @@ SCENARIOS: tuple[Scenario, ...] = (
         # found in registry') and neither the call nor its error reaches the stream.
         alternatives={"user_input": ("text", "result success")},
         answer="allow",
-        known_gaps={
-            "generate-content": RUNTIME_ASK_USER_GAP,
-            "interactions": RUNTIME_ASK_USER_GAP,
-        },
     ),
     Scenario(
         "background_agent",

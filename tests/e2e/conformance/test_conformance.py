@@ -46,7 +46,6 @@ LOCAL_CLI = Path(__file__).resolve().parents[3] / ".gemini-cli" / "node_modules"
 MCP_SERVER = Path(__file__).with_name("mcp_echo_server.py")
 SNAPSHOT_GAPS = {
     "gemini-cli": "the adapter sends its own CAPABILITIES_ACP dict (keys text, tools, ...) instead of the matrix row",
-    "interactions": "the adapter sends its own CAPABILITIES dict (streaming, local_tools, ...), not the matrix row",
 }
 """Adapters whose session_started.capabilities is not the matrix row today (strict xfail: remove when fixed)."""
 

@@ -40,7 +40,6 @@ from unified.events import (
     SubagentCompleted,
     SubagentProgress,
     SubagentStarted,
-    SupportLevel,
     ToolProgress,
     ToolResult,
     WarningEvent,
@@ -50,19 +49,6 @@ from unified.types import ExecuteParams, ThinkingConfig
 
 _ENDED = TERMINAL_STATUSES | {"requires_action", "requires_continuation"}
 """Statuses after which the current stream has nothing more to say."""
-
-CAPABILITIES: dict[str, SupportLevel] = {
-    "streaming": "full",
-    "thinking": "full",
-    "local_tools": "full",
-    "server_tools": "full",
-    "resume": "full",
-    "stream_resume": "full",
-    "background_agents": "full",
-    "images": "full",
-    "mcp": "full",
-}
-
 
 def thinking_level(thinking: ThinkingConfig) -> str | None:
     """The Interactions API takes a level only: a budget is mapped to the nearest one."""
@@ -153,7 +139,6 @@ class _Run:
                 resumed=self.resumed,
                 cwd=str(self.params.cwd),
                 transport="http",
-                capabilities=CAPABILITIES,
             )
         )
         client = InteractionsClient(self.settings, on_retry=lambda message: self.warn("retry", message))
