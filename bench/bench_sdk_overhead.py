@@ -177,7 +177,7 @@ def _pair(
 
 
 def run(quick: bool) -> Outcome:
-    chunks, tool_turns, runs = (200, 3, 2) if quick else (10_000, 50, 5)
+    chunks, tool_turns, runs = (200, 3, 2) if quick else (10_000, 50, 4)
     outcome = Outcome("sdk_overhead")
     with isolated_home() as home, FakeGemini() as fake:
         cwd = workspace(home)
