@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -121,7 +122,7 @@ def test_resume_guard_moves_a_same_minute_file_out_of_the_clis_way(isolated_home
 
 
 def test_replay_count_mirrors_the_clis_history_replay() -> None:
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"type": "user", "content": [{"text": "<session_context>..."}]},
         {"type": "user", "content": [{"text": "hi"}]},
         {"type": "gemini", "content": "", "thoughts": [{"subject": "s"}], "toolCalls": [{"id": "1"}, {"id": "2"}]},

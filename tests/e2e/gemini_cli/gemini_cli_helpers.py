@@ -45,17 +45,30 @@ def kinds(events: list[UnifiedEvent]) -> list[str]:
     return [e.type for e in events]
 
 
-def gemini_pids() -> set[int]:
-    """Live processes whose command line mentions gemini (a /proc scan, no psutil)."""
-    found = set()
+def _processes() -> dict[int, tuple[bytes, int]]:
+    """Live (not zombie) processes: pid → (command line, session id). A /proc scan, no psutil."""
+    found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
-            status = (entry / "stat").read_text().split()
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if b"gemini" in cmdline and status[2] != "Z":
-            found.add(int(entry.name))
+        if fields[0] != "Z":
+            found[int(entry.name)] = (cmdline, int(fields[3]))
     return found
+
+
+def sessions_of(marker: str) -> set[int]:
+    """The session ids of processes whose command line mentions `marker` (a test's own responses file).
+
+    The adapter starts every gemini in a new session, so its descendants (node, shells, MCP servers)
+    keep that id even when orphaned; other suites' gemini processes on the machine do not match.
+    """
+    return {sid for cmdline, sid in _processes().values() if marker.encode() in cmdline}
+
+
+def alive_in(sessions: set[int]) -> set[int]:
+    return {pid for pid, (_, sid) in _processes().items() if sid in sessions}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from gemini_cli_helpers import RECORDINGS, Run, call, gemini_pids, kinds, stream_line, text, thought
+from gemini_cli_helpers import RECORDINGS, Run, alive_in, call, kinds, sessions_of, stream_line, text, thought
 
 from unified import ExecuteParams, UserInputRequest, UserInputResponse
 from unified.adapters.gemini_cli import AcpPool
@@ -177,7 +177,6 @@ async def test_every_recording_plays_through(run_gemini: Run, workspace: Path) -
 
 
 async def test_cancellation_leaves_no_process(run_gemini: Run, responses: Responses, workspace: Path) -> None:
-    before = gemini_pids()
     fake = responses(stream_line(call("run_shell_command", command="sleep 30")), stream_line(text("done")))
     params = ExecuteParams(
         prompt="wait",
@@ -187,15 +186,17 @@ async def test_cancellation_leaves_no_process(run_gemini: Run, responses: Respon
         backend_options={"fake_responses": str(fake), "pool_size": 0},
     )
     seen: list[str] = []
+    sessions: set[int] = set()
     async with EventStream(params, strict=True) as stream:
         async for event in stream:
             seen.append(event.type)
             if event.type == "tool_use":
+                sessions = sessions_of(str(fake))
                 stream.cancel()
     assert seen[-1] == "result"
-    assert "tool_use" in seen
+    assert sessions
     with anyio.fail_after(5):
-        while gemini_pids() - before:  # noqa: ASYNC110 -- polling /proc, there is no event to wait on
+        while alive_in(sessions):  # noqa: ASYNC110 -- polling /proc, there is no event to wait on
             await anyio.sleep(0.05)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import anyio
@@ -40,7 +40,7 @@ server.run()
 '''
 
 
-def result_of(events: list[object]) -> Result:
+def result_of(events: Sequence[object]) -> Result:
     last = events[-1]
     assert isinstance(last, Result)
     return last
@@ -150,12 +150,15 @@ def _children(pid: int) -> list[int]:
 
 
 async def test_cancelled_run_leaves_its_neighbour_alone(responses: Responses, workspace: Path) -> None:
+    # Each ACP session replays the responses file from its start, so both runs get the same script;
+    # only the first to run the command (the victim, started first) sleeps.
     fake = responses(
-        stream_line(call("run_shell_command", command="sleep 30")),
+        stream_line(call("run_shell_command", command="if mkdir first.lock; then sleep 30; fi")),
         stream_line(text("the neighbour's whole answer")),
     )
     pool = AcpPool(size=1)
     outcomes: dict[str, list[str]] = {}
+    started = anyio.current_time()
     shell_started = anyio.Event()
 
     async def one(name: str, prompt: str) -> None:
@@ -164,7 +167,7 @@ async def test_cancelled_run_leaves_its_neighbour_alone(responses: Responses, wo
             backend="gemini-cli",
             cwd=workspace,
             approval_mode="yolo",
-            backend_options={"fake_responses": str(fake), "fake_responses_strict": False, "pool": pool},
+            backend_options={"fake_responses": str(fake), "pool": pool},
         )
         seen: list[str] = []
         async with EventStream(params, strict=True) as stream:
@@ -185,5 +188,15 @@ async def test_cancelled_run_leaves_its_neighbour_alone(responses: Responses, wo
         assert pool.spawned == 1
         assert outcomes["victim"][-1].startswith("cancelled")
         assert outcomes["neighbour"][-1] == "success:the neighbour's whole answer"
+        assert anyio.current_time() - started < 20  # nobody waited for the victim's `sleep 30`
     finally:
         await pool.aclose()
+
+
+async def test_mcp_server_that_cannot_start_is_a_warning(run_gemini: Run, responses: Responses) -> None:
+    broken = StdioMcpServer(name="broken", command="no-such-mcp-server-binary")
+    events = await run_gemini(responses(stream_line(text("ok"))), mcp_servers=(broken,))
+    warning = next(e for e in events if isinstance(e, WarningEvent) and e.code == "mcp_server_unavailable")
+    assert "'broken'" in warning.message
+    assert "no-such-mcp-server-binary" in warning.message
+    assert result_of(events).final_text == "ok"

@@ -20,7 +20,7 @@ import pytest
 from gemini_cli_helpers import LOCAL_BINARY, Run, kinds, stream_line, text
 
 from unified.adapters.gemini_cli.sessions import GeminiSessionLocator, read_chat, session_files
-from unified.events import Result, SessionStarted, WarningEvent
+from unified.events import Result, SessionStarted, UnifiedEvent, WarningEvent
 
 pytestmark = pytest.mark.anyio
 Responses = Callable[..., Path]
@@ -44,8 +44,12 @@ async def first_session(run_gemini: Run, responses: Responses) -> SessionStarted
     return started
 
 
-async def resume(run_gemini: Run, responses: Responses, ref: str, answer: str, prompt: str, **fields: object) -> list:
-    events = await run_gemini(responses(stream_line(text(answer))), prompt=prompt, resume=ref, **fields)
+async def resume(
+    run_gemini: Run, responses: Responses, ref: str, answer: str, prompt: str, **fields: object
+) -> list[UnifiedEvent]:
+    events: list[UnifiedEvent] = await run_gemini(
+        responses(stream_line(text(answer))), prompt=prompt, resume=ref, **fields
+    )
     result = events[-1]
     assert isinstance(result, Result)
     assert (result.status, result.final_text) == ("success", answer)

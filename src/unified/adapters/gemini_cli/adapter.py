@@ -18,6 +18,7 @@ import base64
 import json
 import math
 import os
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -65,7 +66,7 @@ from unified.events import (
     WarningEvent,
 )
 from unified.sessions import short_id_of
-from unified.types import ApprovalMode, ExecuteParams, HttpMcpServer, McpServer, SseMcpServer
+from unified.types import ApprovalMode, ExecuteParams, HttpMcpServer, McpServer, SseMcpServer, StdioMcpServer
 
 BACKEND = "gemini-cli"
 FAKE_MODEL = "gemini-2.5-flash"
@@ -319,12 +320,27 @@ class _AcpRun:
             raise _error_from_acp(exc) from exc
 
     async def _new(self, cwd: Path) -> None:
+        await self._warn_unstartable_mcp(cwd)
         result = await self._request("session/new", {"cwd": str(cwd), "mcpServers": self._mcp_servers()})
         self._opened(str(result["sessionId"]))
         await self._configure()
 
     def _mcp_servers(self) -> list[dict[str, Any]]:
         return [mcp_to_acp(server) for server in self.params.mcp_servers]
+
+    async def _warn_unstartable_mcp(self, cwd: Path) -> None:
+        """Warn about stdio MCP servers whose command does not exist.
+
+        0.61 does not report a failed MCP server over ACP (one stderr line at exit, naming no server),
+        so the failure we can see beforehand is ours to report.
+        """
+        for server in self.params.mcp_servers:
+            if isinstance(server, StdioMcpServer) and not _command_exists(server.command, cwd, self.backend.env):
+                await self._warn(
+                    "mcp_server_unavailable",
+                    f"MCP server {server.name!r} cannot start: command {server.command!r} was not found "
+                    f"(PATH of the gemini process, relative paths from {cwd}); its tools will be missing",
+                )
 
     def _opened(self, session_id: str) -> None:
         self.session_id = session_id
@@ -345,6 +361,7 @@ class _AcpRun:
         guard = ResumeGuard(gemini_home(self.backend.env), info.session_id)
         guard.before()
         self._opened(info.session_id)
+        await self._warn_unstartable_mcp(cwd)
         try:
             await self._request(
                 "session/load",
@@ -576,6 +593,13 @@ class _AcpRun:
 
     async def _warn(self, code: str, message: str) -> None:
         await self.ctx.emit(WarningEvent(code=code, message=message, session_id=self.session_id or None))
+
+
+def _command_exists(command: str, cwd: Path, env: Mapping[str, str]) -> bool:
+    """Whether the CLI could spawn `command` (it runs MCP servers with the session's cwd)."""
+    if os.sep in command:
+        return os.access(cwd / Path(command).expanduser(), os.X_OK)
+    return shutil.which(command, path=env.get("PATH")) is not None
 
 
 def _pick_option(options: list[dict[str, Any]], choice: str) -> str | None:
