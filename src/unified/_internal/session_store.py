@@ -34,8 +34,10 @@ _HEADER_PREFIX = '{"header": '
 
 
 def sessions_root() -> Path:
-    """`<user data dir>/unified/sessions` (honours XDG_DATA_HOME on Linux)."""
-    return Path(platformdirs.user_data_dir("unified", appauthor=False)) / "sessions"
+    """`$UNIFIED_DATA_DIR/sessions`, else `<user data dir>/unified/sessions` (XDG_DATA_HOME on Linux)."""
+    override = os.environ.get("UNIFIED_DATA_DIR")
+    base = Path(override) if override else Path(platformdirs.user_data_dir("unified", appauthor=False))
+    return base / "sessions"
 
 
 def _now() -> datetime:

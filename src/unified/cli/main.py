@@ -1,4 +1,4 @@
-"""The `unified` command: `run`, `capabilities`, `schema`, `doctor` and `sessions`.
+"""The `unified` command: `run`, `demo`, `replay`, `capabilities`, `schema`, `doctor` and `sessions`.
 
 Only this package imports typer and rich, so `import unified` stays light. Everything printed
 passes through `redact()`: no secret from the environment reaches the terminal or a log, whatever
@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, cast, get_args
@@ -30,12 +31,12 @@ from unified._internal import registry
 from unified._internal.redact import redact
 from unified.cli.doctor import doctor_report
 from unified.cli.interactive import make_user_input_handler
-from unified.cli.render import Renderer
-from unified.events import Result, ResultStatus, dump_event, event_json_schema
+from unified.cli.render import Renderer, format_usage
+from unified.events import Result, ResultStatus, UnifiedEvent, dump_event, event_json_schema
 from unified.query import EventStream, execute
 from unified.routing import select_backend_for
 from unified.sessions import SessionInfo, SessionLocator
-from unified.types import ApprovalMode, BackendChoice, ExecuteParams
+from unified.types import ApprovalMode, BackendChoice, BackendName, ExecuteParams
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -50,6 +51,7 @@ EXIT_CODES: dict[ResultStatus, int] = {"success": 0, "error": 1, "max_turns": 1,
 BACKEND_CHOICES: tuple[str, ...] = tuple(value for arg in get_args(BackendChoice) for value in get_args(arg))
 APPROVAL_CHOICES: tuple[str, ...] = get_args(ApprovalMode)
 EXIT_BROKEN_PIPE = 141
+DEMO_BACKENDS = ("gemini-cli", "generate-content", "interactions")
 """What a shell reports for a process ended by SIGPIPE."""
 LEVEL_STYLES = {"full": "green", "partial": "yellow", "emulated": "cyan", "none": "dim red"}
 
@@ -173,6 +175,85 @@ async def _cancel_on_interrupt(stream: EventStream, scope: CancelScope) -> None:
                 stream.cancel(interrupted=True)
     except NotImplementedError:  # no signal receivers on Windows: KeyboardInterrupt ends the run
         return
+
+
+# ----------------------------------------------------------------------------- demo, replay
+
+
+@app.command()
+def demo(
+    backend: Annotated[
+        str, typer.Option(callback=_choice(("all", *DEMO_BACKENDS)), help="all, or one of the three backends.")
+    ] = "all",
+    json_lines: Annotated[bool, typer.Option("--json", help="Print one JSON event per line.")] = False,
+) -> None:
+    """Run a built-in task on every backend, offline: real adapters, a scripted model on 127.0.0.1."""
+    from unified.cli.demo import run_demo
+
+    chosen = cast("tuple[BackendName, ...]", DEMO_BACKENDS if backend == "all" else (backend,))
+    renderer: dict[str, Renderer] = {}
+    console = _console()
+
+    def show(name: str, event: UnifiedEvent) -> None:
+        if json_lines:
+            sys.stdout.write(redact(dump_event(event)) + "\n")
+            return
+        if name not in renderer:
+            renderer[name] = Renderer()
+            console.print(Text(f"\n━━ {name} ━━", style="bold"))
+        shown = renderer[name].render(event)
+        if shown is not None:
+            console.print(shown, end="")
+
+    runs = anyio.run(run_demo, chosen, show)
+    if not json_lines:
+        table = Table(title="the same task, three backends")
+        for column in ("backend", "result", "events", "tool calls", "tokens"):
+            table.add_column(column)
+        for one in runs:
+            result = one.result
+            table.add_row(
+                one.backend,
+                result.status if result else "no result",
+                str(len(one.events)),
+                ", ".join(one.tools),
+                format_usage(result.usage).removeprefix("usage: ") if result else "",
+            )
+        console.print(table)
+    failed = [one.backend for one in runs if one.result is None or one.result.status != "success"]
+    raise typer.Exit(1 if failed else 0)
+
+
+@app.command()
+def replay(
+    cassette: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A file under cassettes/.")],
+    json_lines: Annotated[bool, typer.Option("--json", help="Print one JSON event per line.")] = False,
+    native: Annotated[bool, typer.Option(help="Keep each raw backend event in `native`.")] = False,
+) -> None:
+    """Play a recorded cassette through the real adapter code, offline, and show the unified events."""
+    from unified.testing.replay import ReplayError, replay_events
+
+    async def play() -> int:
+        renderer, console = Renderer(), _console()
+        status: ResultStatus = "error"
+        with tempfile.TemporaryDirectory(prefix="unified-replay-") as data:
+            os.environ["UNIFIED_DATA_DIR"] = data  # a replayed session is not a session of the user's
+            async for event in replay_events(cassette, include_native=native):
+                if json_lines:
+                    sys.stdout.write(redact(dump_event(event)) + "\n")
+                else:
+                    shown = renderer.render(event)
+                    if shown is not None:
+                        console.print(shown, end="")
+                if isinstance(event, Result):
+                    status = event.status
+        return EXIT_CODES[status]
+
+    try:
+        code = anyio.run(play)
+    except ReplayError as exc:
+        raise _fail(str(exc), 2) from None
+    raise typer.Exit(code)
 
 
 # ----------------------------------------------------------------------------- capabilities, schema

@@ -1,0 +1,71 @@
+"""`unified demo` (the README's main command) and `unified replay`, run as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from unified.events import Result, parse_event
+
+ROOT = Path(__file__).parents[2]
+
+
+def _unified(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HOME": str(home), "GEMINI_CLI_HOME": str(home), "XDG_DATA_HOME": str(home / "data")}
+    return subprocess.run(
+        [sys.executable, "-m", "unified.cli", *args], capture_output=True, text=True, env=env, timeout=180, check=False
+    )
+
+
+@pytest.mark.e2e
+@pytest.mark.gemini_cli
+def test_demo_runs_the_same_task_on_every_backend(isolated_home: Path) -> None:
+    done = _unified("demo", "--json", home=isolated_home)
+    assert done.returncode == 0, done.stderr
+    events = [parse_event(line) for line in done.stdout.splitlines()]
+    results = [e for e in events if isinstance(e, Result)]
+    assert [r.status for r in results] == ["success"] * 3
+    started = [e.backend for e in events if e.type == "session_started"]  # type: ignore[union-attr]
+    assert started == ["gemini-cli", "generate-content", "interactions"]
+    tools = [e.name for e in events if e.type == "tool_use"]  # type: ignore[union-attr]
+    assert tools == ["list_directory", "read_file"] * 3
+    assert all("ship the adapter layer on Friday" in r.final_text for r in results)
+    assert not (isolated_home / "data" / "unified").exists()  # the demo's sessions stayed in its temp dir
+
+
+def test_demo_renders_for_a_person(isolated_home: Path) -> None:
+    done = _unified("demo", "--backend", "generate-content", home=isolated_home)
+    assert done.returncode == 0, done.stderr
+    assert "the same task, three backends" in done.stdout
+    assert "read_file" in done.stdout
+    assert "success" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "cassette",
+    [
+        "cassettes/gemini-cli/tools-permission.jsonl",
+        "cassettes/generate-content/tool-call.yaml",
+        "cassettes/interactions/tool-call.yaml",
+    ],
+)
+def test_replay_command(cassette: str, isolated_home: Path) -> None:
+    done = _unified("replay", str(ROOT / cassette), "--json", home=isolated_home)
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert events[-1]["type"] == "result"
+    assert events[-1]["status"] == "success"
+    assert any(e["type"] == "tool_use" for e in events)  # every cassette in tests/testing/test_replay.py plays
+
+
+def test_replay_of_something_that_is_not_a_cassette(tmp_path: Path, isolated_home: Path) -> None:
+    bogus = tmp_path / "notes.txt"
+    bogus.write_text("hello")
+    done = _unified("replay", str(bogus), home=isolated_home)
+    assert done.returncode == 2
+    assert "cassette" in done.stderr.lower()
