@@ -30,9 +30,9 @@ def test_demo_runs_the_same_task_on_every_backend(isolated_home: Path) -> None:
     events = [parse_event(line) for line in done.stdout.splitlines()]
     results = [e for e in events if isinstance(e, Result)]
     assert [r.status for r in results] == ["success"] * 3
-    started = [e.backend for e in events if e.type == "session_started"]  # type: ignore[union-attr]
+    started = [e.backend for e in events if e.type == "session_started"]
     assert started == ["gemini-cli", "generate-content", "interactions"]
-    tools = [e.name for e in events if e.type == "tool_use"]  # type: ignore[union-attr]
+    tools = [e.name for e in events if e.type == "tool_use"]
     assert tools == ["list_directory", "read_file"] * 3
     assert all("ship the adapter layer on Friday" in r.final_text for r in results)
     assert not (isolated_home / "data" / "unified").exists()  # the demo's sessions stayed in its temp dir

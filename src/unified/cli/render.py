@@ -142,8 +142,8 @@ class Renderer:
             shown = " · ".join(f for f in facts if f)
             return self._styled(f"● session {event.short_id or event.session_id or '?'} ({shown})", "session")
         if isinstance(event, Thinking):
-            shown = event.subject and event.subject not in event.text.split("\n", 1)[0]
-            subject = f"{event.subject}: " if shown else ""  # the summary usually opens with its subject
+            opening = event.text.split("\n", 1)[0]  # a summary usually opens with its own subject
+            subject = f"{event.subject}: " if event.subject and event.subject not in opening else ""
             return self._styled(f"✻ {subject}{event.text}", "thinking")
         if isinstance(event, ToolUse):
             where = " [server]" if event.server_side else ""
