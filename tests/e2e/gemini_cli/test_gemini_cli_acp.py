@@ -25,6 +25,8 @@ from unified.events import (
 from unified.query import EventStream
 
 pytestmark = pytest.mark.anyio
+ASYNCIO_ONLY = pytest.mark.parametrize("anyio_backend", ["asyncio"])
+"""For tests whose trio path adds nothing: text, cancellation and the shared warm process run on both."""
 
 Responses = Callable[..., Path]
 
@@ -54,6 +56,7 @@ async def test_text_and_thoughts(run_gemini: Run, responses: Responses) -> None:
     assert result.usage.output_tokens == 5
 
 
+@ASYNCIO_ONLY
 async def test_tool_call_then_answer(run_gemini: Run, responses: Responses) -> None:
     fake = responses(stream_line(call("read_file", file_path="notes.txt")), stream_line(text("It says alpha.")))
     events = await run_gemini(fake)
@@ -65,6 +68,7 @@ async def test_tool_call_then_answer(run_gemini: Run, responses: Responses) -> N
     assert result_of(events).turns == 2
 
 
+@ASYNCIO_ONLY
 async def test_parallel_calls(run_gemini: Run, responses: Responses, workspace: Path) -> None:
     (workspace / "two.txt").write_text("two")
     fake = responses(
@@ -78,6 +82,7 @@ async def test_parallel_calls(run_gemini: Run, responses: Responses, workspace: 
     assert {r.tool_use_id for r in results} == {u.tool_use_id for u in uses}
 
 
+@ASYNCIO_ONLY
 async def test_plan_mode_denies_write(run_gemini: Run, responses: Responses, workspace: Path) -> None:
     fake = responses(stream_line(call("write_file", file_path="new.txt", content="x")), stream_line(text("Denied.")))
     events = await run_gemini(fake, approval_mode="plan")
@@ -89,6 +94,7 @@ async def test_plan_mode_denies_write(run_gemini: Run, responses: Responses, wor
 
 
 @pytest.mark.parametrize("allow", [True, False])
+@ASYNCIO_ONLY
 async def test_permission_through_on_user_input(
     run_gemini: Run, responses: Responses, workspace: Path, allow: bool
 ) -> None:
@@ -109,6 +115,7 @@ async def test_permission_through_on_user_input(
     assert "user_input_request" in kinds(events)
 
 
+@ASYNCIO_ONLY
 async def test_default_mode_without_handler_denies_visibly(run_gemini: Run, responses: Responses) -> None:
     fake = responses(stream_line(call("write_file", file_path="new.txt", content="x")), stream_line(text("ok")))
     events = await run_gemini(fake)
@@ -116,6 +123,7 @@ async def test_default_mode_without_handler_denies_visibly(run_gemini: Run, resp
     assert (decision.decision, decision.decided_by) == ("deny", "approval_mode")
 
 
+@ASYNCIO_ONLY
 async def test_subagent_with_inner_tool_calls(run_gemini: Run, responses: Responses) -> None:
     fake = responses(
         stream_line(call("invoke_agent", agent_name="generalist", prompt="read notes.txt")),
@@ -136,6 +144,7 @@ async def test_subagent_with_inner_tool_calls(run_gemini: Run, responses: Respon
     assert kinds(events).index("subagent_completed") > max(events.index(u) for u in inner)
 
 
+@ASYNCIO_ONLY
 async def test_api_error_is_a_typed_error(run_gemini: Run, responses: Responses) -> None:
     fake = responses(stream_line(call("read_file", file_path="notes.txt")))  # runs out: the model call fails
     events = await run_gemini(fake)
@@ -229,6 +238,7 @@ async def test_two_concurrent_runs_share_one_warm_process(responses: Responses, 
     assert not pool.pids()
 
 
+@ASYNCIO_ONLY
 async def test_text_delta_only_for_real_text_after_mode_switch(run_gemini: Run, responses: Responses) -> None:
     events = await run_gemini(responses(stream_line(text("fine"))), approval_mode="auto_edit")
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["fine"]
