@@ -19,6 +19,7 @@ import anyio
 import pytest
 from gemini_cli_helpers import LOCAL_BINARY, Run, kinds, stream_line, text
 
+from unified.adapters.gemini_cli import AcpPool
 from unified.adapters.gemini_cli.sessions import GeminiSessionLocator, read_chat, session_files
 from unified.events import Result, SessionStarted, UnifiedEvent, WarningEvent
 
@@ -35,6 +36,12 @@ def conversation(path: Path) -> list[str]:
         if not value.startswith("<session_context>"):
             found.append(value)
     return found
+
+
+def result_of(events: list[UnifiedEvent]) -> Result:
+    result = events[-1]
+    assert isinstance(result, Result)
+    return result
 
 
 async def first_session(run_gemini: Run, responses: Responses) -> SessionStarted:
@@ -133,3 +140,26 @@ async def test_load_in_a_later_minute_leaves_no_empty_duplicate(
     assert conversation(path) == ["remember 42", "first answer", "what?", "still 42"]
     await later_start_with_cleanup(home, workspace)
     assert conversation(path) == ["remember 42", "first answer", "what?", "still 42"]
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_resume_in_the_warm_process_that_created_the_session(
+    run_gemini: Run, responses: Responses, isolated_home: Path
+) -> None:
+    """`session/load` uses its `cwd` parameter, so one warm process (started elsewhere) serves both runs."""
+    fake = responses(stream_line(text("same script")))  # every session plays the file from its start
+    pool = AcpPool(size=1)
+    try:
+        options = {"pool": pool}
+        first = await run_gemini(fake, prompt="remember 7", backend_options=options)
+        started = first[0]
+        assert isinstance(started, SessionStarted)
+        assert started.session_id is not None
+        events = await run_gemini(fake, prompt="and now?", resume=started.short_id, backend_options=options)
+        assert next(e for e in events if isinstance(e, SessionStarted)).resumed
+        assert result_of(events).final_text == "same script"
+        assert pool.spawned == 1
+    finally:
+        await pool.aclose()
+    [path] = session_files(isolated_home / ".gemini", started.session_id)
+    assert conversation(path) == ["remember 7", "same script", "and now?", "same script"]
