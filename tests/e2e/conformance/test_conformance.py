@@ -44,10 +44,6 @@ LOCAL_CLI = Path(__file__).resolve().parents[3] / ".gemini-cli" / "node_modules"
 
 
 MCP_SERVER = Path(__file__).with_name("mcp_echo_server.py")
-SNAPSHOT_GAPS = {
-    "gemini-cli": "the adapter sends its own CAPABILITIES_ACP dict (keys text, tools, ...) instead of the matrix row",
-}
-"""Adapters whose session_started.capabilities is not the matrix row today (strict xfail: remove when fixed)."""
 
 
 def _cases() -> Iterator[object]:
@@ -169,16 +165,7 @@ def test_every_declared_capability_is_observed() -> None:
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
-@pytest.mark.parametrize(
-    "column",
-    [
-        pytest.param(
-            c, marks=[pytest.mark.xfail(strict=True, reason=SNAPSHOT_GAPS[c.name])] if c.name in SNAPSHOT_GAPS else []
-        )
-        for c in COLUMNS
-    ],
-    ids=[c.name for c in COLUMNS],
-)
+@pytest.mark.parametrize("column", COLUMNS, ids=[c.name for c in COLUMNS])
 async def test_session_started_capabilities_are_the_matrix(
     anyio_backend: str, column: Column, workspace: Path, request: pytest.FixtureRequest
 ) -> None:

@@ -77,31 +77,6 @@ REPLAY_QUIET_S = 2.0
 """How long the history replay of `session/load` may pause before we stop waiting for the rest."""
 _REPLAYED = frozenset({"user_message_chunk", "agent_thought_chunk", "agent_message_chunk", "tool_call"})
 
-CAPABILITIES_ACP: dict[str, Any] = {
-    "text": "full",
-    "thinking": "full",
-    "tools": "full",
-    "permissions": "full",
-    "ask_user": "none",  # 0.61 removes its ask_user tool in ACP mode
-    "subagents": "full",
-    "usage": "full",
-    "resume": "full",
-    "images": "full",
-    "mcp": "partial",  # a server that fails to start is not reported over ACP
-}
-CAPABILITIES_STREAM_JSON: dict[str, Any] = {
-    "text": "full",
-    "thinking": "none",
-    "tools": "full",
-    "permissions": "none",
-    "ask_user": "none",
-    "subagents": "partial",
-    "usage": "partial",
-    "resume": "full",
-    "images": "none",
-    "mcp": "none",
-}
-
 
 def _option(params: ExecuteParams, name: str, kind: type[Any], default: Any = None) -> Any:
     value = params.backend_options.get(name, default)
@@ -403,7 +378,6 @@ class _AcpRun:
                 resumed=resumed,
                 cwd=str(cwd),
                 transport="acp",
-                capabilities=CAPABILITIES_ACP,
                 session_id=self.session_id,
             )
         )

@@ -20,6 +20,7 @@ from unified.adapters.gemini_cli.home import gemini_home
 from unified.adapters.gemini_cli.sessions import GeminiSessionLocator, ResumeGuard
 from unified.adapters.gemini_cli.translate import Item, TurnBoundary
 from unified.adapters.gemini_cli.transport import ChildProcess, LineFramer, as_dict, error_for_exit
+from unified.capabilities import snapshot
 from unified.events import (
     ErrorEvent,
     SessionStarted,
@@ -37,6 +38,10 @@ if TYPE_CHECKING:
     from unified.adapters.gemini_cli.adapter import GeminiCliBackend
 
 STREAM_JSON_MODES = {"default": "default", "auto_edit": "auto_edit", "yolo": "yolo", "plan": "plan"}
+
+
+STREAM_JSON_COLUMN = "gemini-cli/stream-json"
+"""The capability matrix's column for this transport: what it loses is declared there."""
 
 
 @dataclass(slots=True)
@@ -131,8 +136,6 @@ class StreamJsonTranslator:
 
 
 async def run_stream_json(backend: GeminiCliBackend, ctx: RunContext) -> RunOutcome:
-    from unified.adapters.gemini_cli.adapter import CAPABILITIES_STREAM_JSON
-
     params = ctx.params
     cwd = params.cwd.expanduser().resolve()
     argv = [str(backend.binary.path), "-p", params.prompt, "--output-format", "stream-json"]
@@ -148,7 +151,9 @@ async def run_stream_json(backend: GeminiCliBackend, ctx: RunContext) -> RunOutc
         argv += ["--resume", info.session_id]  # the CLI takes no prefix: always the full id
         guard = ResumeGuard(gemini_home(backend.env), info.session_id)
         guard.before()
-    translator = StreamJsonTranslator(cwd=str(cwd), resumed=guard is not None, capabilities=CAPABILITIES_STREAM_JSON)
+    translator = StreamJsonTranslator(
+        cwd=str(cwd), resumed=guard is not None, capabilities=snapshot(STREAM_JSON_COLUMN)
+    )
     child = ChildProcess(argv, cwd=cwd, env=backend.env)
     framer = LineFramer()
     try:
