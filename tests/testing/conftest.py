@@ -35,10 +35,3 @@ def client_for() -> Iterator[ClientFactory]:
     yield make
     for client in opened:
         client.close()
-
-
-@pytest.fixture
-def asyncio_only(anyio_backend: str) -> None:
-    """google-genai's async Interactions client calls asyncio.to_thread in its hooks: it cannot run on trio."""
-    if anyio_backend != "asyncio":
-        pytest.skip("google-genai's async Interactions client is asyncio-only")
