@@ -270,3 +270,43 @@ class SessionStore:
         with self.lease(info.session_id):
             self.path_of(info.session_id).unlink()
         return info
+
+
+class StoreSessionLocator:
+    """The SessionLocator of an API backend over its SessionStore (`unified sessions list|show|delete`).
+
+    Sessions are not scoped by project: `cwd` only filters `list_sessions`. `show` prints the
+    header fields every backend has, then what `show_state` adds from the backend's own state.
+    """
+
+    def __init__(self, backend: str, store: SessionStore | None = None) -> None:
+        self.backend = backend
+        self.store = store or SessionStore(backend)
+
+    def list_sessions(self, cwd: str | None = None) -> list[SessionInfo]:
+        return [s for s in self.store.list_sessions() if cwd is None or s.cwd == cwd]
+
+    def resolve(self, ref: str, cwd: str | None = None) -> SessionInfo:
+        return self.store.resolve(ref)
+
+    def show(self, ref: str, cwd: str | None = None) -> dict[str, Any]:
+        session = self.store.load(ref)
+        return {
+            "backend": self.backend,
+            "session_id": session.session_id,
+            "short_id": session.short_id,
+            "model": session.model,
+            "cwd": session.cwd,
+            "first_prompt": session.first_prompt,
+            "turns": session.turns,
+            "usage": session.usage.model_dump(),
+            **self.show_state(session),
+        }
+
+    def show_state(self, session: StoredSession) -> dict[str, Any]:
+        """The backend-specific part of `show` (the conversation as the backend stores it)."""
+        return {}
+
+    def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
+        """Remove our record of one session (refused while a run holds it)."""
+        return self.store.delete(ref)

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from unified._internal.session_store import SessionStore, StoredSession
-from unified.sessions import SessionInfo
+from unified._internal.session_store import SessionStore, StoredSession, StoreSessionLocator
 
 BACKEND = "interactions"
 
@@ -28,37 +27,20 @@ def append_interaction(session: StoredSession, interaction_id: str) -> None:
         ids.append(interaction_id)
 
 
-class InteractionsSessionLocator:
-    """The SessionLocator of the interactions backend, over the shared store."""
+class InteractionsSessionLocator(StoreSessionLocator):
+    """The SessionLocator of the interactions backend, over the shared store.
+
+    `delete` removes our record only: the server's interactions expire on their own.
+    """
 
     backend = BACKEND
 
     def __init__(self, store: SessionStore | None = None) -> None:
-        self.store = store or SessionStore(BACKEND)
+        super().__init__(BACKEND, store)
 
-    def list_sessions(self, cwd: str | None = None) -> list[SessionInfo]:
-        sessions = self.store.list_sessions()
-        return [s for s in sessions if cwd is None or s.cwd == cwd]
-
-    def resolve(self, ref: str, cwd: str | None = None) -> SessionInfo:
-        return self.store.resolve(ref)
-
-    def show(self, ref: str, cwd: str | None = None) -> dict[str, Any]:
-        session = self.store.load(ref)
+    def show_state(self, session: StoredSession) -> dict[str, Any]:
         return {
-            "backend": BACKEND,
-            "session_id": session.session_id,
-            "short_id": session.short_id,
-            "model": session.model,
-            "cwd": session.cwd,
-            "first_prompt": session.first_prompt,
-            "turns": session.turns,
-            "usage": session.usage.model_dump(),
             "interactions": chain(session),
             "store": session.state.get("store", True),
             "steps": session.state.get("steps", []),
         }
-
-    def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
-        """Deletes our record only: the server's interactions expire on their own."""
-        return self.store.delete(ref)
