@@ -40,7 +40,17 @@ ApiMethod = Literal["generateContentStream", "generateContent", "countTokens", "
 """What a turn can answer: the CLI's method names for the generateContent family, ``interactions`` for
 ``POST /interactions`` (create)."""
 
-FaultKind = Literal["rate_limit", "server_error", "unavailable", "mid_stream_error", "cut_stream"]
+FaultKind = Literal[
+    "rate_limit",
+    "server_error",
+    "unavailable",
+    "bad_request",
+    "unauthenticated",
+    "permission_denied",
+    "not_found",
+    "mid_stream_error",
+    "cut_stream",
+]
 
 InteractionStatus = Literal[
     "in_progress",
@@ -64,7 +74,9 @@ class Fault(_Model):
     """One injected failure.
 
     HTTP faults (``rate_limit`` 429 with RetryInfo + QuotaFailure, ``server_error`` 500, ``unavailable``
-    503) answer instead of the turn and leave it queued, so a retry gets the real answer. Stream faults
+    503, ``bad_request`` 400, ``unauthenticated`` 401, ``permission_denied`` 403, ``not_found`` 404;
+    ``message`` replaces the default text, e.g. "API key not valid...") answer instead of the turn and
+    leave it queued, so a retry gets the real answer. Stream faults
     deliver ``after`` chunks (or interaction events) of the turn and then fail: ``mid_stream_error``
     sends an error chunk (an ``error`` event for interactions), ``cut_stream`` drops the connection
     without the final chunk. Stream faults consume the turn; a cut interaction stays resumable.
@@ -77,7 +89,7 @@ class Fault(_Model):
 
     @property
     def is_http(self) -> bool:
-        return self.kind in ("rate_limit", "server_error", "unavailable")
+        return self.kind not in ("mid_stream_error", "cut_stream")
 
 
 class Usage(_Model):

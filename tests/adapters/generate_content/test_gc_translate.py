@@ -192,7 +192,7 @@ def test_retry_delay_is_read_from_retry_info() -> None:
             "fatal",
             "missing_thought_signature",
         ),
-        (404, "models/gemini-9 is not found for API version v1beta", "fatal", "configuration_error"),
+        (404, "models/gemini-9 is not found for API version v1beta", "fatal", "model_not_found"),
         (400, "Invalid JSON payload", "fatal", "bad_request"),
     ],
 )

@@ -141,3 +141,32 @@ async def test_resume_of_unknown_session_is_a_typed_error(harness: Harness) -> N
     events = await harness.run(resume="deadbeef")
     error = next(e for e in events if isinstance(e, ErrorEvent))
     assert error.code == "session_not_found"
+
+
+@pytest.mark.parametrize(
+    ("kind", "message", "code", "hint"),
+    [
+        ("bad_request", "API key not valid. Please pass a valid API key.", "auth_error", "GEMINI_API_KEY"),
+        ("unauthenticated", None, "auth_error", "GEMINI_API_KEY"),
+        ("permission_denied", None, "auth_error", "Vertex AI permissions"),
+        ("not_found", None, "model_not_found", "check the model name"),
+        (
+            "bad_request",
+            "Function call is missing a thought_signature in functionCall parts.",
+            "missing_thought_signature",
+            "thought signature",
+        ),
+        ("bad_request", "Invalid value at 'generation_config.temperature'", "bad_request", "fix the request"),
+    ],
+)
+async def test_client_errors_are_not_retried_and_say_what_to_fix(
+    harness: Harness, kind: str, message: str | None, code: str, hint: str
+) -> None:
+    harness.server.add(ModelTurn(text="never", fault=Fault.model_validate({"kind": kind, "message": message})))
+    events = await harness.run()
+    error = next(e for e in events if isinstance(e, ErrorEvent))
+    assert (error.code, error.fatal, error.retryable) == (code, True, False)
+    assert hint in error.message
+    assert not any(isinstance(e, WarningEvent) and e.code == "retrying" for e in events)
+    assert len(harness.server.requests_for("generateContentStream")) == 1  # asked once, not retried
+    assert result_of(events).status == "error"

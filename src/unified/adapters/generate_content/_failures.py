@@ -100,6 +100,7 @@ def _api_failure(exc: errors.APIError, model: str) -> Failure:
         error = ConfigurationError(
             f"the Gemini API does not serve model {model!r} ({code} {exc.status}): {message}",
             hint="check the model name (e.g. gemini-2.5-flash, gemini-3-flash-preview) and api_version",
+            code="model_not_found",
             details=details,
         )
     else:
