@@ -10,6 +10,7 @@ import pytest
 from unified.events import PermissionDecision, ToolProgress, UserInputResponse
 from unified.tools import (
     Decision,
+    EventForwarder,
     PermissionAnswer,
     PermissionRequest,
     Policy,
@@ -74,6 +75,21 @@ async def test_decision_events_name_rule_and_reason(ws: Path) -> None:
     }
     assert noask.decision is not None
     assert noask.decision.decided_by == "policy"
+
+
+async def test_event_forwarder_emits_decisions_and_progress_in_order(ws: Path) -> None:
+    emitted: list[PermissionDecision | ToolProgress] = []
+
+    async def emit(event: PermissionDecision | ToolProgress) -> None:
+        emitted.append(event)
+
+    [out] = await ToolRuntime(ws, approval_mode="yolo").run_batch([SHELL], EventForwarder(emit))
+    assert not out.is_error
+    assert isinstance(emitted[0], PermissionDecision)
+    assert emitted[0] == out.decision
+    assert [(type(e).__name__, e.tool_use_id) for e in emitted[1:]] == [("ToolProgress", "s")]
+    assert isinstance(emitted[1], ToolProgress)
+    assert emitted[1].message == "hi"
 
 
 async def test_changing_a_rule_changes_the_decision(ws: Path) -> None:

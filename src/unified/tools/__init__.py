@@ -10,14 +10,14 @@ It knows nothing of adapters or backends; an adapter drives it like this::
             ...                                                # emit a `warning` event
         declarations = tools.declarations(model_family="gemini-3")   # -> the model's tool list
         ...
-        outcomes = await tools.run_batch(calls, observer)     # one model turn's function calls
+        outcomes = await tools.run_batch(calls, EventForwarder(ctx.emit))  # one model turn's calls
         # each ToolOutcome.response is the function response, verbatim; inline_data are extra parts
 
 `user_input` bridges the run's questions to the caller: permission prompts become a
 `user_input_request` with source `permission`, and the `ask_user` tool (offered only then) one
 with source `model-tool`. A lower-level `ask: PermissionRequest -> PermissionAnswer` hook
 replaces the permission half alone. The observer receives each call's `PermissionDecision` and
-`ToolProgress` events, ready to emit.
+`ToolProgress` events, ready to emit; `EventForwarder(emit)` passes them straight to `emit`.
 Tool contracts and the policy format: docs/tools.md.
 """
 
@@ -28,6 +28,7 @@ from unified.tools.policy import Decision, Policy, PolicyError, Rule, Verdict
 from unified.tools.runtime import (
     ALIASES,
     AskPermission,
+    EventForwarder,
     McpConnectError,
     NullObserver,
     PermissionAnswer,
@@ -48,6 +49,7 @@ __all__ = [
     "ALIASES",
     "AskPermission",
     "Decision",
+    "EventForwarder",
     "InlineData",
     "McpConnectError",
     "ModelFamily",

@@ -114,6 +114,19 @@ class NullObserver:
         return None
 
 
+class EventForwarder:
+    """An observer that hands every report, unchanged, to one `emit` (e.g. a run's `ctx.emit`)."""
+
+    def __init__(self, emit: Callable[[PermissionDecision | ToolProgress], Awaitable[None]]) -> None:
+        self._emit = emit
+
+    async def decision(self, call: ToolCall, event: PermissionDecision) -> None:
+        await self._emit(event)
+
+    async def progress(self, call: ToolCall, event: ToolProgress) -> None:
+        await self._emit(event)
+
+
 @dataclass(frozen=True)
 class ToolOutcome:
     """The answer to one call. `response` is exactly the function response for the model."""

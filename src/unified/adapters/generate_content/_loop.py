@@ -24,8 +24,8 @@ from unified.adapters.generate_content._failures import classify
 from unified.adapters.generate_content._options import DEFAULT_MODEL, Settings, plan_thinking, resolve_settings
 from unified.adapters.generate_content._sessions import BACKEND
 from unified.adapters.generate_content._translate import LocalCall, TurnTranslator, call_key
-from unified.events import PermissionDecision, SessionStarted, ToolProgress, ToolResult, Usage, WarningEvent
-from unified.tools import ToolCall, ToolOutcome, ToolRuntime, model_family
+from unified.events import SessionStarted, ToolResult, Usage, WarningEvent
+from unified.tools import EventForwarder, ToolCall, ToolOutcome, ToolRuntime, model_family
 
 if TYPE_CHECKING:
     from google import genai
@@ -39,19 +39,6 @@ async def _close(stream: AsyncIterator[Any]) -> None:
     if aclose is not None:
         with anyio.CancelScope(shield=True):
             await aclose()
-
-
-class _Observer:
-    """Turns the tool runtime's reports into events."""
-
-    def __init__(self, ctx: RunContext) -> None:
-        self._ctx = ctx
-
-    async def decision(self, call: ToolCall, event: PermissionDecision) -> None:
-        await self._ctx.emit(event)
-
-    async def progress(self, call: ToolCall, event: ToolProgress) -> None:
-        await self._ctx.emit(event)
 
 
 def _dump(content: types.Content) -> dict[str, Any]:
@@ -222,7 +209,7 @@ class Loop:
             outcomes = [ToolOutcome(c.tool_use_id, c.name, {"error": message}, True) for c in calls]
         else:
             batch = [ToolCall(c.tool_use_id, c.name, c.args) for c in calls]
-            outcomes = await tools.run_batch(batch, _Observer(self.ctx))
+            outcomes = await tools.run_batch(batch, EventForwarder(self.ctx.emit))
         for call, outcome in zip(calls, outcomes, strict=True):
             shown = outcome.response.get("error" if outcome.is_error else "output", outcome.response)
             await self.ctx.emit(ToolResult(tool_use_id=call.tool_use_id, output=shown, is_error=outcome.is_error))

@@ -35,20 +35,19 @@ from unified.adapters.interactions._translate import (
     Translator,
 )
 from unified.events import (
-    PermissionDecision,
     SessionStarted,
     SubagentCompleted,
     SubagentProgress,
     SubagentStarted,
-    ToolProgress,
     ToolResult,
     WarningEvent,
 )
-from unified.tools import ToolCall, ToolOutcome, ToolRuntime, model_family
+from unified.tools import EventForwarder, ToolCall, ToolOutcome, ToolRuntime, model_family
 from unified.types import ExecuteParams, ThinkingConfig
 
 _ENDED = TERMINAL_STATUSES | {"requires_action", "requires_continuation"}
 """Statuses after which the current stream has nothing more to say."""
+
 
 def thinking_level(thinking: ThinkingConfig) -> str | None:
     """The Interactions API takes a level only: a budget is mapped to the nearest one."""
@@ -94,19 +93,6 @@ class InteractionsBackend:
             session.state["store"] = settings.store
         with store.lease(session.session_id):
             return await _Run(ctx, settings, store, session).run()
-
-
-class _Observer:
-    """Forwards the tool runtime's permission decisions and progress as events."""
-
-    def __init__(self, ctx: RunContext) -> None:
-        self._ctx = ctx
-
-    async def decision(self, call: ToolCall, event: PermissionDecision) -> None:
-        await self._ctx.emit(event)
-
-    async def progress(self, call: ToolCall, event: ToolProgress) -> None:
-        await self._ctx.emit(event)
 
 
 class _Run:
@@ -287,7 +273,7 @@ class _Run:
     async def _run_calls(self, runtime: ToolRuntime, calls: list[FunctionCall]) -> list[dict[str, Any]]:
         """Run one turn's calls under the policy; their results are the next interaction's input."""
         batch = [ToolCall(call.id, call.name, call.arguments) for call in calls]
-        outcomes = await runtime.run_batch(batch, _Observer(self.ctx))
+        outcomes = await runtime.run_batch(batch, EventForwarder(self.ctx.emit))
         results: list[dict[str, Any]] = []
         for outcome in outcomes:
             response = outcome.response
