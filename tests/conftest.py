@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,7 +27,7 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(autouse=True)
-def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A throwaway HOME, GEMINI_CLI_HOME and XDG tree, and no auth from the developer's shell."""
     home = tmp_path / "home"
     home.mkdir()
@@ -40,4 +39,4 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
     for name in _AUTH_ENV:
         monkeypatch.delenv(name, raising=False)
-    yield home
+    return home

@@ -86,9 +86,9 @@ def test_partial_support_loses_to_full_or_emulated() -> None:
     assert selection.backend == "interactions"  # full beats generate-content's and gemini-cli's partial
     assert selection.alternatives == ("generate-content", "gemini-cli")
     assert "server_side_tools full" in selection.reason
-    emulated = select_backend(_auth(API_KEY), ["permission_requests", "plan_mode", "cancellation"])
+    emulated = select_backend(_auth(API_KEY), ["permission_requests", "plan_mode", "usage_accuracy"])
     assert emulated.backend == "generate-content"  # emulated by unified counts as supported
-    assert emulated.alternatives == ("interactions", "gemini-cli")  # gemini-cli's cancellation is partial
+    assert emulated.alternatives == ("interactions", "gemini-cli")  # gemini-cli's usage_accuracy is partial
 
 
 def test_capability_missing_for_the_only_authenticated_backend(tmp_path: Path) -> None:
