@@ -8,9 +8,9 @@ import httpx
 import pytest
 from vcr.errors import CannotOverwriteExistingCassetteException
 
-from unified.testing.cassettes import RECORD_ENV, REDACTED, use_cassette
+from unified.testing.cassettes import RECORD_ENV, REDACTED, UNREACHABLE, cassette_endpoint, use_cassette
 from unified.testing.fake_gemini import FakeGemini
-from unified.testing.scenario import ModelTurn
+from unified.testing.scenario import Fault, ModelTurn
 
 SECRET = "AIza-very-secret-key"
 
@@ -62,3 +62,21 @@ def test_an_unrecorded_request_is_refused(tmp_path: Path, monkeypatch: pytest.Mo
 def test_a_missing_cassette_says_how_to_record_it(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match=RECORD_ENV), use_cassette(tmp_path, "absent"):
         pass
+
+
+@pytest.mark.anyio
+async def test_cassette_endpoint_is_unreachable_on_replay_and_the_script_when_recording(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(RECORD_ENV, raising=False)
+    async with cassette_endpoint([ModelTurn(text="unused")]) as url:
+        assert url == UNREACHABLE
+    monkeypatch.setenv(RECORD_ENV, "1")
+    turns = [ModelTurn(text="recorded answer", method="generateContent")]
+    async with cassette_endpoint(turns, {0: Fault(kind="rate_limit")}) as url, httpx.AsyncClient() as client:
+        assert url != UNREACHABLE
+        first = await client.post(f"{url}/v1beta/models/m:generateContent", json={"contents": []})
+        second = await client.post(f"{url}/v1beta/models/m:generateContent", json={"contents": []})
+    assert first.status_code == 429
+    assert second.status_code == 200
+    assert "recorded answer" in second.text

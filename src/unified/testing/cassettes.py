@@ -10,7 +10,9 @@ httpx, so every request of a run can be recorded once and replayed offline::
 
 Replays use record mode `none`: a request the cassette lacks fails instead of reaching a
 network, and leaving the block with interactions unplayed fails too (`cassette.all_played`).
-Setting `UNIFIED_RECORD=1` re-records every cassette used (mode `all`). Recorded cassettes get
+Setting `UNIFIED_RECORD=1` re-records every cassette used (mode `all`); `cassette_endpoint(turns)`
+gives the `base_url` to point the run at either way (an unreachable address on replay, a
+FakeGemini serving the script while recording). Recorded cassettes get
 a YAML comment at the top saying what they were recorded against (`source`), and
 `x-goog-api-key`, `authorization`, cookies and `key=`/`access_token=` query parameters never
 reach the file. vcrpy is a test dependency: this module imports it only when used.
@@ -19,11 +21,14 @@ reach the file. vcrpy is a test dependency: this module imports it only when use
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from unified.testing.scenario import Fault, Turn
 
 RECORD_ENV = "UNIFIED_RECORD"
 SECRET_HEADERS = (
@@ -40,6 +45,8 @@ MATCH_ON = ("method", "path", "query")
 """Not host and port (a recording server's port is random), not body (tool descriptions may change)."""
 
 DEFAULT_SOURCE = "unified.testing.FakeGemini on 127.0.0.1 (a local fake server), not Google's API"
+UNREACHABLE = "http://127.0.0.1:9"
+"""Where replays point a backend: a request vcrpy let through would fail to connect rather than reach anything."""
 
 
 def recording() -> bool:
@@ -128,3 +135,21 @@ def use_cassette(directory: Path, name: str, *, source: str = DEFAULT_SOURCE) ->
             f"cassette {directory / path} has unplayed interactions ({played} of {len(cassette)} played): "
             f"the code made fewer requests than were recorded; re-record with {RECORD_ENV}=1 if that is intended"
         )
+
+
+@asynccontextmanager
+async def cassette_endpoint(turns: Iterable[Turn], faults: Mapping[int, Fault] | None = None) -> AsyncIterator[str]:
+    """The `base_url` for a run inside `use_cassette`.
+
+    On replay, `UNREACHABLE`. When recording (`UNIFIED_RECORD=1`), a FakeGemini serving `turns`,
+    with each of `faults` injected at its request index, running until the block ends.
+    """
+    if not recording():
+        yield UNREACHABLE
+        return
+    from unified.testing.fake_gemini import FakeGemini
+
+    async with FakeGemini(turns) as server:
+        for index, fault in (faults or {}).items():
+            server.inject(fault, at_request=index)
+        yield server.base_url

@@ -5,8 +5,6 @@ With UNIFIED_RECORD=1 each test starts FakeGemini with its script and re-records
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -14,32 +12,18 @@ from gc_harness import FAST, result_of
 
 from unified import execute
 from unified.events import ToolResult, UnifiedEvent, WarningEvent
-from unified.testing.cassettes import recording, use_cassette
-from unified.testing.fake_gemini import FakeGemini
+from unified.testing.cassettes import cassette_endpoint, use_cassette
 from unified.testing.scenario import Fault, FunctionCall, ModelTurn, Thought, Turn, Usage
 from unified.types import ExecuteParams
 
 pytestmark = pytest.mark.anyio
 
 CASSETTES = Path(__file__).resolve().parents[3] / "cassettes" / "generate-content"
-NOWHERE = "http://127.0.0.1:9"
-"""Replays point here: if vcrpy let a request through, it would fail to connect rather than reach anything."""
-
-
-@asynccontextmanager
-async def endpoint(turns: list[Turn], faults: dict[int, Fault] | None = None) -> AsyncIterator[str]:
-    if not recording():
-        yield NOWHERE
-        return
-    async with FakeGemini(turns) as server:
-        for index, fault in (faults or {}).items():
-            server.inject(fault, at_request=index)
-        yield server.base_url
 
 
 async def replay(name: str, turns: list[Turn], cwd: Path, faults: dict[int, Fault] | None = None) -> list[UnifiedEvent]:
     events: list[UnifiedEvent] = []
-    async with endpoint(turns, faults) as base_url:
+    async with cassette_endpoint(turns, faults) as base_url:
         params = ExecuteParams(
             prompt="what is in a.txt?",
             backend="generate-content",

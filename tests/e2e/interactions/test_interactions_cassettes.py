@@ -6,16 +6,13 @@ cassette's header says it was recorded against FakeGemini, not Google.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from conftest import MODEL, collect, of_type
-from unified.testing.cassettes import recording, use_cassette
-from unified.testing.fake_gemini import FakeGemini
+from unified.testing.cassettes import cassette_endpoint, use_cassette
 from unified.testing.scenario import (
     CodeExecutionCall,
     CodeExecutionResult,
@@ -32,25 +29,12 @@ from unified.types import ExecuteParams
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 CASSETTES = Path(__file__).resolve().parents[3] / "cassettes" / "interactions"
-NOWHERE = "http://127.0.0.1:9"
-"""Replays point here: a request vcrpy let through would fail to connect rather than reach anything."""
-
-
-@asynccontextmanager
-async def endpoint(turns: list[Turn], faults: dict[int, Fault] | None = None) -> AsyncIterator[str]:
-    if not recording():
-        yield NOWHERE
-        return
-    async with FakeGemini(turns) as server:
-        for index, fault in (faults or {}).items():
-            server.inject(fault, at_request=index)
-        yield server.base_url
 
 
 async def replay(
     name: str, turns: list[Turn], cwd: Path, faults: dict[int, Fault] | None = None, **options: Any
 ) -> list[Any]:
-    async with endpoint(turns, faults) as base_url:
+    async with cassette_endpoint(turns, faults) as base_url:
         params = ExecuteParams(
             prompt="what is in notes.txt?",
             backend="interactions",
