@@ -131,3 +131,34 @@ def test_replay_count_mirrors_the_clis_history_replay() -> None:
         {"type": "user", "content": [{"text": "  "}]},
     ]
     assert replay_count(messages) == 6
+
+
+def test_resolve_reads_only_the_files_that_can_match(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import unified.adapters.gemini_cli.sessions as sessions
+
+    for n in range(40):
+        write_session(isolated_home, "ws", f"{n:08x}-1111-4000-8000-000000000000", f"prompt {n}", [])
+    write_session(isolated_home, "ws", "abcd0001-2222", "twin one", [])
+    write_session(isolated_home, "ws", "abcd0002-3333", "twin two", [])
+    read: list[str] = []
+    real = sessions.summarize
+
+    def counting(path: Path, project: str | None) -> Any:
+        read.append(path.name)
+        return real(path, project)
+
+    monkeypatch.setattr(sessions, "summarize", counting)
+    locator = GeminiSessionLocator()
+    assert locator.resolve("0000001f").first_prompt == "prompt 31"
+    assert read == ["session-2026-11-29T10-00-0000001f.jsonl"]
+    read.clear()
+    assert locator.resolve("ABCD0002-3333").session_id == "abcd0002-3333"  # a full id, any case
+    assert len(read) == 1
+    read.clear()
+    with pytest.raises(AmbiguousSession, match="abcd0001"):
+        locator.resolve("abcd")
+    assert len(read) == 2
+    with pytest.raises(SessionNotFound, match="recent sessions"):  # only a miss reads the whole listing
+        locator.resolve("ffff")
+    with pytest.raises(SessionNotFound):
+        locator.resolve("../../etc")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -27,9 +28,11 @@ import platformdirs
 
 from unified._errors import CorruptSession
 from unified.adapters.gemini_cli.home import gemini_home
-from unified.sessions import SessionInfo, resolve_ref, short_id_of
+from unified.sessions import SHORT_ID_LENGTH, SessionInfo, resolve_ref, short_id_of
 
 BACKEND = "gemini-cli"
+_ID_CHARS = re.compile(r"[0-9a-z_-]+")
+"""What a session id is made of (the CLI accepts [A-Za-z0-9_-]); anything else cannot name a file."""
 _HEAD_BYTES = 64 * 1024
 _TAIL_BYTES = 64 * 1024
 _CONTEXT_PREFIX = "<session_context>"
@@ -238,10 +241,14 @@ class GeminiSessionLocator:
                 return
 
     def list_sessions(self, cwd: str | None = None) -> list[SessionInfo]:
+        return self._collect(cwd, "session-*.jsonl")
+
+    def _collect(self, cwd: str | None, pattern: str) -> list[SessionInfo]:
+        """Sessions from the chat files matching `pattern`, newest first, one per id (its largest file)."""
         self.problems = []
         best: dict[str, tuple[int, SessionInfo]] = {}
         for directory, project in self._project_dirs(cwd):
-            for path in sorted((directory / "chats").glob("session-*.jsonl")):
+            for path in sorted((directory / "chats").glob(pattern)):
                 try:
                     info = summarize(path, project)
                 except (CorruptSession, OSError) as exc:
@@ -257,6 +264,15 @@ class GeminiSessionLocator:
         return sessions
 
     def resolve(self, ref: str, cwd: str | None = None) -> SessionInfo:
+        """Reads only the files whose name can match `ref` (their names end in the id's first 8
+        characters); the full listing is read only to explain a miss."""
+        key = ref.strip().lower()
+        if _ID_CHARS.fullmatch(key):
+            stem = key[:SHORT_ID_LENGTH]
+            wildcard = "" if len(stem) == SHORT_ID_LENGTH else "*"
+            found = self._collect(cwd, f"session-*-{stem}{wildcard}.jsonl")
+            if found:
+                return resolve_ref(ref, found, BACKEND)
         return resolve_ref(ref, self.list_sessions(cwd), BACKEND)
 
     def show(self, ref: str, cwd: str | None = None) -> dict[str, Any]:

@@ -154,7 +154,7 @@ async def run_stream_json(backend: GeminiCliBackend, ctx: RunContext) -> RunOutc
     translator = StreamJsonTranslator(
         cwd=str(cwd), resumed=guard is not None, capabilities=snapshot(STREAM_JSON_COLUMN)
     )
-    child = ChildProcess(argv, cwd=cwd, env=backend.env)
+    child = ChildProcess(argv, cwd=cwd, env=backend.env, stdin=False)
     framer = LineFramer()
     try:
         while chunk := await child.read_stdout():

@@ -238,27 +238,28 @@ def _set_nonblocking(fd: int) -> None:
 class ChildProcess:
     """A child in its own process group with non-blocking pipes, usable from any event loop."""
 
-    def __init__(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> None:
+    def __init__(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], stdin: bool = True) -> None:
+        """`stdin=False` gives the child /dev/null: `gemini -p` first reads a piped stdin to its end."""
         try:
             self.popen = subprocess.Popen(
                 list(argv),
                 cwd=cwd,
                 env=dict(env),
-                stdin=subprocess.PIPE,
+                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
             )
         except OSError as exc:
             raise BackendUnavailable(f"could not start {argv[0]}: {exc}", hint=INSTALL_HINT) from exc
-        assert self.popen.stdin is not None
         assert self.popen.stdout is not None
         assert self.popen.stderr is not None
-        self.stdin_fd = self.popen.stdin.fileno()
+        self.stdin_fd = self.popen.stdin.fileno() if self.popen.stdin is not None else None
         self.stdout_fd = self.popen.stdout.fileno()
         self.stderr_fd = self.popen.stderr.fileno()
         for fd in (self.stdin_fd, self.stdout_fd, self.stderr_fd):
-            _set_nonblocking(fd)
+            if fd is not None:
+                _set_nonblocking(fd)
         self.pid = self.popen.pid
         self.stderr = StderrTail()
         self._write_lock = anyio.Lock()
@@ -269,6 +270,8 @@ class ChildProcess:
         return self.popen.poll()
 
     async def write(self, data: bytes) -> None:
+        if self.stdin_fd is None:
+            raise ConnectionError("this gemini process was started without stdin")
         async with self._write_lock:
             view = memoryview(data)
             while view:
