@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from interactions_harness import MODEL, Params
 
-import unified
-from unified.events import UnifiedEvent
 from unified.testing.fake_gemini import FakeGemini
 from unified.types import ExecuteParams
-
-MODEL = "gemini-3-flash-preview"
-
-Params = Callable[..., ExecuteParams]
 
 
 @pytest.fixture
@@ -48,15 +43,3 @@ def params(fake: FakeGemini, workspace: Path) -> Params:
         return ExecuteParams(prompt=prompt, backend="interactions", cwd=workspace, backend_options=options, **fields)
 
     return make
-
-
-async def collect(params: ExecuteParams) -> list[Any]:
-    """Every event of one run (typed `Any` so tests read kind-specific fields without casts)."""
-    events: list[UnifiedEvent] = []
-    async with unified.execute(params) as stream:
-        events.extend([event async for event in stream])
-    return list(events)
-
-
-def of_type(events: list[UnifiedEvent], kind: str) -> list[Any]:
-    return [e for e in events if e.type == kind]
