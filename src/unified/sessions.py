@@ -87,9 +87,7 @@ def resolve_ref(ref: str, sessions: Iterable[SessionInfo], backend: str) -> Sess
     if exact:
         return exact[0]
     matches = [
-        s
-        for s in candidates
-        if s.session_id.lower().startswith(wanted) or s.short_id.lower().startswith(wanted)
+        s for s in candidates if s.session_id.lower().startswith(wanted) or s.short_id.lower().startswith(wanted)
     ]
     unique = {s.session_id: s for s in matches}
     if len(unique) == 1:

@@ -16,9 +16,9 @@ import anyio
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "e2e" / "gemini_cli"))
+sys.path.insert(0, str(ROOT))  # run as a script: `python tests/adapters/gemini_cli/record_gemini_cli_cassettes.py`
 
-from gemini_cli_helpers import LOCAL_BINARY, call, stream_line, text, thought  # noqa: E402
+from tests.e2e.gemini_cli.gemini_cli_helpers import LOCAL_BINARY, call, stream_line, text, thought  # noqa: E402
 
 SCENARIOS: dict[str, tuple[str, list[str]]] = {
     "text-thoughts": ("default", [stream_line(thought("**Planning**\nSay hi."), text("Hello there."))]),

@@ -24,8 +24,7 @@ import base64
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from conformance_harness import MODEL, Answer, Run, Shape, b64
-
+from tests.e2e.conformance.conformance_harness import MODEL, Answer, Run, Shape, b64
 from unified.events import TextDelta, Thinking
 from unified.testing import (
     Fault,

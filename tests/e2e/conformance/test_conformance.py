@@ -20,7 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conformance_harness import (
+
+from tests.e2e.conformance.conformance_harness import (
     CLI_SETTINGS,
     COLUMNS,
     NOT_DRIVEN,
@@ -31,8 +32,7 @@ from conformance_harness import (
     execute_once,
     shape_of,
 )
-from conformance_scenarios import CAPABILITY_CHECKS, SCENARIOS, PNG_1x1, Scenario
-
+from tests.e2e.conformance.conformance_scenarios import CAPABILITY_CHECKS, SCENARIOS, PNG_1x1, Scenario
 from unified import capabilities
 from unified.events import SessionStarted, UserInputRequest
 from unified.testing import FakeGemini

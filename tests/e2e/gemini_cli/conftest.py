@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gemini_cli_helpers import LOCAL_BINARY
 
+from tests.e2e.gemini_cli.gemini_cli_helpers import LOCAL_BINARY
 from unified import ExecuteParams
 from unified.events import UnifiedEvent
 from unified.query import EventStream

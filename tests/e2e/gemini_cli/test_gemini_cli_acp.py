@@ -7,8 +7,18 @@ from pathlib import Path
 
 import anyio
 import pytest
-from gemini_cli_helpers import RECORDINGS, Run, alive_in, call, kinds, sessions_of, stream_line, text, thought
 
+from tests.e2e.gemini_cli.gemini_cli_helpers import (
+    RECORDINGS,
+    Run,
+    alive_in,
+    call,
+    kinds,
+    sessions_of,
+    stream_line,
+    text,
+    thought,
+)
 from unified import ExecuteParams, UserInputRequest, UserInputResponse
 from unified.adapters.gemini_cli import AcpPool
 from unified.events import (

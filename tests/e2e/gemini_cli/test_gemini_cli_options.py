@@ -13,8 +13,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from gemini_cli_helpers import Run, call, kinds, stream_line, text
 
+from tests.e2e.gemini_cli.gemini_cli_helpers import Run, call, kinds, stream_line, text
 from unified import ExecuteParams, UserInputRequest, UserInputResponse
 from unified.adapters.gemini_cli import AcpPool
 from unified.events import ErrorEvent, Result, ToolResult, ToolUse, WarningEvent

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from gemini_cli_helpers import LOCAL_BINARY, Run, kinds, stream_line, text
 
+from tests.e2e.gemini_cli.gemini_cli_helpers import LOCAL_BINARY, Run, kinds, stream_line, text
 from unified.adapters.gemini_cli import AcpPool
 from unified.adapters.gemini_cli.sessions import GeminiSessionLocator, read_chat, session_files
 from unified.events import Result, SessionStarted, UnifiedEvent, WarningEvent

@@ -1,5 +1,5 @@
 """Fixtures of the generate-content end-to-end tests (the harness lives in gc_harness.py)."""
 
-from gc_harness import harness
+from tests.e2e.generate_content.gc_harness import harness
 
 __all__ = ["harness"]

@@ -6,8 +6,8 @@ import base64
 from pathlib import Path
 
 import pytest
-from gc_harness import Harness, result_of
 
+from tests.e2e.generate_content.gc_harness import Harness, result_of
 from unified.events import (
     PermissionDecision,
     SessionStarted,

@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gc_harness import FAST, result_of
 
+from tests.e2e.generate_content.gc_harness import FAST, result_of
 from unified import execute
 from unified.events import ToolResult, UnifiedEvent, WarningEvent
 from unified.testing.cassettes import cassette_endpoint, use_cassette

@@ -6,8 +6,8 @@ import base64
 
 import anyio
 import pytest
-from gc_harness import Harness, result_of
 
+from tests.e2e.generate_content.gc_harness import Harness, result_of
 from unified import execute
 from unified.events import ErrorEvent, SessionStarted, TextDelta, UnifiedEvent, WarningEvent
 from unified.sessions import short_id_of

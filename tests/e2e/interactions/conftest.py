@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from interactions_harness import MODEL, Params
 
+from tests.e2e.interactions.interactions_harness import MODEL, Params
 from unified.testing.fake_gemini import FakeGemini
 from unified.types import ExecuteParams
 

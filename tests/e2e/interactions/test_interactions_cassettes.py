@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from interactions_harness import MODEL, collect, of_type
 
+from tests.e2e.interactions.interactions_harness import MODEL, collect, of_type
 from unified.testing.cassettes import cassette_endpoint, use_cassette
 from unified.testing.scenario import (
     CodeExecutionCall,

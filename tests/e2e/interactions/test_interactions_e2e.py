@@ -6,9 +6,9 @@ from pathlib import Path
 
 import anyio
 import pytest
-from interactions_harness import MODEL, Params, collect, of_type
 
 import unified
+from tests.e2e.interactions.interactions_harness import MODEL, Params, collect, of_type
 from unified.adapters.interactions import create_session_locator
 from unified.events import UserInputRequest, UserInputResponse
 from unified.testing.fake_gemini import FakeGemini

@@ -15,8 +15,8 @@ from typing import Any
 
 import httpx
 import pytest
-from interactions_harness import collect, of_type
 
+from tests.e2e.interactions.interactions_harness import collect, of_type
 from unified.adapters.interactions import _client
 from unified.types import ExecuteParams
 
