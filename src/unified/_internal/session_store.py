@@ -15,14 +15,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import socket
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import anyio
 import platformdirs
 
 from unified._errors import CorruptSession, SessionError
@@ -31,6 +33,10 @@ from unified.sessions import SessionInfo, resolve_ref, short_id_of
 
 FORMAT_VERSION = 1
 _HEADER_PREFIX = '{"header": '
+
+
+_ID_CHARS = re.compile(r"[0-9a-z_-]+")
+"""What our session ids are made of; a reference with anything else cannot name a file."""
 
 
 def sessions_root() -> Path:
@@ -209,6 +215,17 @@ class SessionStore:
             return None
         return f"process {pid} on {host}"
 
+    @contextlib.asynccontextmanager
+    async def lease_async(self, session_id: str) -> AsyncIterator[None]:
+        """`lease` for a run on an event loop: the lock file's I/O happens in a worker thread."""
+        lease = self.lease(session_id)
+        await anyio.to_thread.run_sync(lease.__enter__)
+        try:
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(lease.__exit__, None, None, None)
+
     # -- reading ----------------------------------------------------------------------------------
 
     def _read_header(self, path: Path) -> dict[str, Any]:
@@ -238,11 +255,14 @@ class SessionStore:
 
     def list_sessions(self) -> list[SessionInfo]:
         """Every readable session, newest first; unreadable files are reported and skipped."""
+        return self._collect("*.json")
+
+    def _collect(self, pattern: str) -> list[SessionInfo]:
         self.skipped = []
         infos: list[SessionInfo] = []
         if not self.directory.is_dir():
             return infos
-        for path in self.directory.glob("*.json"):
+        for path in self.directory.glob(pattern):
             try:
                 infos.append(_info(self._read_header(path), path))
             except FileNotFoundError:
@@ -256,6 +276,12 @@ class SessionStore:
         return infos
 
     def resolve(self, ref: str) -> SessionInfo:
+        """Reads only the files named after ids that start with `ref`; the whole listing only to explain a miss."""
+        key = ref.strip().lower()
+        if _ID_CHARS.fullmatch(key):
+            found = self._collect(f"{key}*.json")
+            if found:
+                return resolve_ref(ref, found, self.backend)
         return resolve_ref(ref, self.list_sessions(), self.backend)
 
     def load(self, ref: str) -> StoredSession:

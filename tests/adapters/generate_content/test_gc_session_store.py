@@ -113,3 +113,33 @@ def test_locator_lists_shows_and_deletes() -> None:
     assert shown["contents"] == session.state["contents"]
     locator.delete(session.short_id)
     assert locator.list_sessions() == []
+
+
+def test_data_dir_override(isolated_home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("UNIFIED_DATA_DIR", str(tmp_path / "elsewhere"))
+    assert sessions_root() == tmp_path / "elsewhere" / "sessions"
+
+
+def test_resolve_reads_only_files_named_like_the_reference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = SessionStore("generate-content", tmp_path)
+    sessions = [store.new(model="m", cwd="/w", first_prompt=f"p{n}") for n in range(30)]
+    for session in sessions:
+        store.save(session)
+    read: list[str] = []
+    real = SessionStore._read_header
+
+    def counting(self: SessionStore, path: Path) -> dict[str, object]:
+        read.append(path.name)
+        return real(self, path)
+
+    monkeypatch.setattr(SessionStore, "_read_header", counting)
+    target = sessions[7]
+    assert store.resolve(target.short_id.upper()).session_id == target.session_id
+    assert read == [f"{target.session_id}.json"]
+    read.clear()
+    assert store.resolve(target.session_id).session_id == target.session_id
+    assert len(read) == 1
+    with pytest.raises(SessionNotFound):
+        store.resolve("zzzz")  # a miss lists everything to say what there is
+    with pytest.raises(SessionNotFound):
+        store.resolve("../x")

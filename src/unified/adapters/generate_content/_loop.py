@@ -91,7 +91,7 @@ class Loop:
             session = self.store.new(model=self.model, cwd=str(params.cwd), first_prompt=params.prompt)
         session.model = self.model
         self.session = session
-        async with self._lease(session), self._http() as http:
+        async with self.store.lease_async(session.session_id), self._http() as http:
             await self.ctx.emit(
                 SessionStarted(
                     session_id=session.session_id,
@@ -124,16 +124,6 @@ class Loop:
             finally:
                 with anyio.CancelScope(shield=True):
                     await self._save()
-
-    @contextlib.asynccontextmanager
-    async def _lease(self, session: StoredSession) -> AsyncIterator[None]:
-        lease = self.store.lease(session.session_id)
-        await anyio.to_thread.run_sync(lease.__enter__)
-        try:
-            yield
-        finally:
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(lease.__exit__, None, None, None)
 
     @contextlib.asynccontextmanager
     async def _http(self) -> AsyncIterator[Any]:

@@ -91,7 +91,7 @@ class InteractionsBackend:
                 first_prompt=ctx.params.prompt,
             )
             session.state["store"] = settings.store
-        with store.lease(session.session_id):
+        async with store.lease_async(session.session_id):
             return await _Run(ctx, settings, store, session).run()
 
 
