@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from google.genai import errors, types
 
-from unified.adapters.generate_content._failures import classify, retry_delay
+from unified._internal.api_errors import retry_delay
+from unified.adapters.generate_content._failures import classify
 from unified.adapters.generate_content._options import model_family, plan_thinking
 from unified.adapters.generate_content._translate import TurnTranslator, split_subject
 from unified.events import ErrorEvent, TextDelta, Thinking, ToolResult, ToolUse, UnifiedEvent, WarningEvent

@@ -228,7 +228,7 @@ async def test_api_error(fake: FakeGemini, params: Params) -> None:
     error = of_type(events, "error")[0]
     assert error.fatal
     assert error.code == "backend_error"
-    assert error.details["status"] == 500
+    assert (error.details["http_status"], error.details["status"]) == (500, "INTERNAL")
     assert events[-1].status == "error"
 
 
@@ -348,3 +348,28 @@ async def test_a_run_finishes_well_under_the_timeout(fake: FakeGemini, params: P
     with anyio.fail_after(10):
         events = await collect(params(total_timeout_s=10))
     assert events[-1].status == "success"
+
+
+@pytest.mark.parametrize(
+    ("kind", "message", "code", "hint"),
+    [
+        ("bad_request", "API key not valid. Please pass a valid API key.", "auth_error", "GEMINI_API_KEY"),
+        ("unauthenticated", None, "auth_error", "GEMINI_API_KEY"),
+        ("permission_denied", None, "auth_error", "Vertex AI permissions"),
+        ("not_found", None, "model_not_found", "check the model name"),
+        ("bad_request", "Invalid value at 'generation_config'", "bad_request", "fix the request"),
+    ],
+)
+async def test_client_errors_are_not_retried_and_say_what_to_fix(
+    fake: FakeGemini, params: Params, kind: str, message: str | None, code: str, hint: str
+) -> None:
+    fake.add(
+        InteractionTurn(steps=[TextStep(text="never")], fault=Fault.model_validate({"kind": kind, "message": message}))
+    )
+    events = await collect(params())
+    error = of_type(events, "error")[0]
+    assert (error.code, error.fatal, error.retryable) == (code, True, False)
+    assert hint in error.message
+    assert not [w for w in of_type(events, "warning") if w.code == "retry"]
+    assert len(fake.requests_for("interactions.create")) == 1  # asked once, not retried
+    assert events[-1].status == "error"

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import random
-import re
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -23,7 +22,8 @@ import anyio
 import httpx
 import sniffio
 
-from unified._errors import AuthError, BackendError, BackendUnavailable, RateLimited, UnifiedError
+from unified._errors import BackendError, BackendUnavailable, UnifiedError
+from unified._internal.api_errors import RETRYABLE_STATUS, api_error, retry_delay
 from unified.adapters.interactions._options import Settings
 
 if TYPE_CHECKING:
@@ -33,8 +33,6 @@ T = TypeVar("T")
 OnRetry = Callable[[str], Awaitable[None]]
 """Called with a human-readable message before each retry wait."""
 
-RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
 
 
 def to_json(event: Any) -> dict[str, Any]:
@@ -44,18 +42,6 @@ def to_json(event: Any) -> dict[str, Any]:
         return dict(raw) if isinstance(raw, Mapping) else {}
     dumped: dict[str, Any] = event.model_dump(mode="json", by_alias=True, exclude_none=True)
     return dumped
-
-
-def retry_delay_of(body: Any) -> float | None:
-    """`google.rpc.RetryInfo.retryDelay` ("15s", "0.5s") from an error body, in seconds."""
-    error = body.get("error") if isinstance(body, Mapping) else None
-    details = error.get("details") if isinstance(error, Mapping) else None
-    for detail in details or []:
-        if isinstance(detail, Mapping) and str(detail.get("@type", "")).endswith("google.rpc.RetryInfo"):
-            match = _DURATION.match(str(detail.get("retryDelay", "")))
-            if match:
-                return float(match.group(1))
-    return None
 
 
 def describe(exc: BaseException) -> tuple[int | None, Any, str]:
@@ -82,24 +68,18 @@ def is_api_error(exc: BaseException) -> bool:
     return isinstance(exc, (_interactions.APIError, errors.APIError, httpx.TransportError))
 
 
-def to_unified(exc: BaseException, what: str) -> UnifiedError:
-    """An SDK or transport failure → the typed error the stream guard reports."""
+def to_unified(exc: BaseException, what: str, model: str | None = None) -> UnifiedError:
+    """An SDK or transport failure → the typed error the stream guard reports (see `_internal.api_errors`)."""
     status, body, message = describe(exc)
-    details: dict[str, Any] = {"status": status}
-    if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
-        details["error"] = dict(body["error"])
-    text = f"{what} failed: {message}"
-    if status in (401, 403):
-        return AuthError(
-            text, hint="check GEMINI_API_KEY / Vertex credentials and the project's access", details=details
-        )
-    if status == 429:
-        return RateLimited(text, hint="wait and retry, or raise the quota", details=details)
-    if status == 404:
-        return BackendError(text, hint="the interaction or model does not exist (or has expired)", details=details)
     if status is None:
-        return BackendError(text, hint="check the network and the base URL", retryable=True, details=details)
-    return BackendError(text, retryable=status in RETRYABLE_STATUS, details=details)
+        return BackendError(
+            f"{what} failed: {message}", hint="check the network and the base URL", retryable=True, details={}
+        )
+    error = body.get("error") if isinstance(body, Mapping) else None
+    status_text = error.get("status") if isinstance(error, Mapping) else None
+    failure = api_error(status, status_text if isinstance(status_text, str) else None, message, body=body, model=model)
+    failure.details["during"] = what
+    return failure
 
 
 class InteractionsClient:
@@ -183,7 +163,7 @@ class InteractionsClient:
                 retryable = status in RETRYABLE_STATUS or is_connection_error(exc)
                 if not retryable or attempt >= self.settings.max_retries:
                     raise to_unified(exc, what) from exc
-                asked = retry_delay_of(body)
+                asked = retry_delay(body)
                 if asked is not None and asked > self.settings.max_retry_delay_s:
                     raise to_unified(exc, what) from exc  # the server asks for a longer wait than we allow
                 delay = asked if asked is not None else min(0.5 * 2**attempt, 8.0) * (0.5 + random.random() / 2)

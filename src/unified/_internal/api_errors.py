@@ -1,0 +1,93 @@
+"""What an HTTP error from the Gemini API means, for every backend that calls it.
+
+Both API backends talk to the same service, which answers errors as a `google.rpc.Status`
+envelope (`{"error": {"code", "message", "status", "details": [...]}}`). The meaning of an error
+(retry it, wait as the server says, or stop and tell the user what to fix) does not depend on
+which SDK surface raised it, so it is decided here once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from unified._errors import AuthError, BackendError, ConfigurationError, RateLimited, UnifiedError
+
+RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+_DURATION = re.compile(r"^\s*(?P<seconds>\d+(?:\.\d+)?)s\s*$")
+
+
+def _status_details(body: Any) -> list[Any]:
+    """The `details` list of an error body, whether given the envelope, the status, or the list."""
+    for _ in range(3):  # envelope → status → details, however deep the caller started
+        if isinstance(body, list):
+            return body
+        if not isinstance(body, Mapping):
+            return []
+        body = body.get("error", body.get("details"))
+    return []
+
+
+def retry_delay(body: Any) -> float | None:
+    """`google.rpc.RetryInfo.retryDelay` ("15s", "0.5s") of an error body, in seconds, if any."""
+    for item in _status_details(body):
+        if isinstance(item, Mapping) and str(item.get("@type", "")).endswith("google.rpc.RetryInfo"):
+            match = _DURATION.match(str(item.get("retryDelay", "")))
+            if match:
+                return float(match.group("seconds"))
+    return None
+
+
+def api_error(code: int, status: str | None, message: str, *, body: Any, model: str | None) -> UnifiedError:
+    """The typed error for one HTTP error answer; `retryable` says whether asking again may help."""
+    details: dict[str, Any] = {"http_status": code, "status": status, "message": message}
+    what = f"({code} {status or ''})".replace(" )", ")")
+    if code == 429:
+        delay = retry_delay(body)
+        if delay is not None:
+            details["retry_after_s"] = delay
+        hint = f"wait {delay:g}s and run again" if delay else "wait and run again, or check your quota"
+        return RateLimited(f"the Gemini API rate limit was hit: {message}", hint=hint, details=details)
+    if code in RETRYABLE_STATUS:
+        return BackendError(
+            f"the Gemini API failed {what}: {message}",
+            hint="a server-side problem; run again later",
+            retryable=True,
+            details=details,
+        )
+    lowered = message.lower()
+    if code in (401, 403) or "api key" in lowered or "api_key" in lowered:
+        return AuthError(
+            f"the Gemini API refused the credentials {what}: {message}",
+            hint="check GEMINI_API_KEY / GOOGLE_API_KEY (or the project's Vertex AI permissions)",
+            details=details,
+        )
+    if "thought_signature" in lowered or "thought signature" in lowered:
+        return BackendError(
+            f"the Gemini API rejected the history: {message}",
+            hint="a model turn lost its thought signature; resume only sessions written by unified, "
+            "or start a new session",
+            code="missing_thought_signature",
+            details=details,
+        )
+    if code == 404 and "interaction" in lowered:
+        return BackendError(
+            f"the Interactions API no longer holds that interaction {what}: {message}",
+            hint="stored interactions expire; start a new session",
+            code="interaction_not_found",
+            details=details,
+        )
+    if code == 404 or ("model" in lowered and ("not found" in lowered or "not supported" in lowered)):
+        return ConfigurationError(
+            f"the Gemini API does not serve {f'model {model!r}' if model else 'the requested model'} {what}: {message}",
+            hint="check the model name (e.g. gemini-2.5-flash, gemini-3-flash-preview) and api_version",
+            code="model_not_found",
+            details=details,
+        )
+    return BackendError(
+        f"the Gemini API rejected the request {what}: {message}",
+        hint="fix the request (model options, tools, thinking settings) as the message says",
+        code="bad_request",
+        details=details,
+    )

@@ -1,0 +1,60 @@
+"""One reading of Gemini API error answers for every backend: retry, wait, or say what to fix."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from unified._errors import AuthError, BackendError, ConfigurationError, RateLimited
+from unified._internal.api_errors import api_error, retry_delay
+
+RETRY_INFO = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "15s"}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"error": {"code": 429, "details": [{"@type": "x.QuotaFailure"}, RETRY_INFO]}},  # the envelope
+        {"code": 429, "details": [RETRY_INFO]},  # the status inside it
+        [RETRY_INFO],  # the details list alone
+    ],
+)
+def test_retry_delay_wherever_the_caller_starts(body: Any) -> None:
+    assert retry_delay(body) == 15.0
+
+
+@pytest.mark.parametrize("body", [None, {}, {"error": {}}, [{"@type": "x.RetryInfo", "retryDelay": "soon"}], "15s"])
+def test_no_retry_delay(body: Any) -> None:
+    assert retry_delay(body) is None
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "kind", "error_code", "retryable"),
+    [
+        (429, "quota", RateLimited, "rate_limited", True),
+        (500, "oops", BackendError, "backend_error", True),
+        (503, "overloaded", BackendError, "backend_error", True),
+        (400, "API key not valid. Please pass a valid API key.", AuthError, "auth_error", False),
+        (403, "denied", AuthError, "auth_error", False),
+        (400, "Function call is missing a thought_signature", BackendError, "missing_thought_signature", False),
+        (404, "Interaction abc not found", BackendError, "interaction_not_found", False),
+        (404, "models/gemini-9 is not found", ConfigurationError, "model_not_found", False),
+        (400, "Invalid value", BackendError, "bad_request", False),
+    ],
+)
+def test_classification(code: int, message: str, kind: type, error_code: str, retryable: bool) -> None:
+    error = api_error(code, "STATUS", message, body={"error": {"details": [RETRY_INFO]}}, model="gemini-9")
+    assert isinstance(error, kind)
+    assert (error.code, error.retryable) == (error_code, retryable)
+    assert message in error.message
+    assert error.hint
+    assert error.details["http_status"] == code
+
+
+def test_rate_limit_says_how_long_to_wait() -> None:
+    error = api_error(429, "RESOURCE_EXHAUSTED", "quota", body=[RETRY_INFO], model=None)
+    assert error.details["retry_after_s"] == 15.0
+    assert error.hint == "wait 15s and run again"
+    unknown_model = api_error(404, None, "not found", body=None, model=None)
+    assert "the requested model" in unknown_model.message
