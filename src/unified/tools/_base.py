@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -60,7 +61,7 @@ class ToolSpec:
 
     def declaration(self, family: ModelFamily) -> dict[str, Any]:
         text = self.gemini3_description if family == "gemini-3" and self.gemini3_description else None
-        schema = copy.deepcopy(self.schema or clean_schema(self.params.model_json_schema() if self.params else {}))
+        schema = copy.deepcopy(self.schema or (params_schema(self.params) if self.params else {}))
         schema.setdefault("type", "object")
         schema.setdefault("properties", {})
         schema["properties"]["wait_for_previous"] = {
@@ -69,6 +70,15 @@ class ToolSpec:
             "has finished; leave it out to let calls run in parallel.",
         }
         return {"name": self.name, "description": text or self.description, "parameters": schema}
+
+
+@functools.cache
+def params_schema(params: type[Params]) -> dict[str, Any]:
+    """A parameter model's declaration schema, built once per process (pydantic takes milliseconds a model).
+
+    Callers get the shared dict: copy it before changing it.
+    """
+    return clean_schema(params.model_json_schema())
 
 
 def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import functools
 import itertools
@@ -36,7 +37,7 @@ from unified.tools._base import (
     ToolError,
     ToolOutput,
     ToolSpec,
-    clean_schema,
+    params_schema,
 )
 from unified.tools._paths import Workspace
 from unified.tools.custom import function_tool
@@ -151,7 +152,7 @@ def _builtin_tools(files: _files.FileConfig, shell: _shell.ShellConfig) -> list[
     def bind(fn: Callable[[Any, Any, Progress], Awaitable[ToolOutput]], config: Any) -> Any:
         return functools.partial(fn, config)
 
-    read_schema = _files.ReadFileParams.model_json_schema()
+    read_schema = copy.deepcopy(params_schema(_files.ReadFileParams))
     read_schema["properties"]["limit"]["description"] = _files.read_file_limit_text(files)
     return [
         ToolSpec(
@@ -165,7 +166,7 @@ def _builtin_tools(files: _files.FileConfig, shell: _shell.ShellConfig) -> list[
             "Reads a file. Read only what your next step needs: page with `offset` and `limit`; a windowed "
             "read ends with `[showing lines a-b of n; continue with offset: m]`. PNG, JPEG, GIF and WebP "
             "images come back as images.",
-            schema=clean_schema(read_schema),
+            schema=read_schema,
         ),
         ToolSpec(
             "write_file",

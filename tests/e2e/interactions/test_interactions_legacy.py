@@ -1,7 +1,7 @@
 """The deprecated event dialect (interaction.start, content.*, interaction.complete) through the real SDK.
 
 FakeGemini only speaks the current dialect, so these runs answer from an `httpx.MockTransport`
-mounted under the backend's own httpx clients: the SDK still parses real SSE bytes and hands the
+mounted under the httpx clients unified builds: the SDK still parses real SSE bytes and hands the
 old events over as `UnknownInteractionSSEEvent(raw=...)`.
 """
 
@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from tests.e2e.interactions.interactions_harness import collect, of_type
-from unified.adapters.interactions import _client
+from unified._internal import http as _http
 from unified.types import ExecuteParams
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -73,7 +73,7 @@ async def test_legacy_stream_runs_a_tool_loop(monkeypatch: pytest.MonkeyPatch, w
         Timeout=httpx.Timeout,
         TransportError=httpx.TransportError,
     )
-    monkeypatch.setattr(_client, "httpx", mocked)  # only the backend's own clients; the SDK is untouched
+    monkeypatch.setattr(_http, "httpx", mocked)  # only the clients unified builds; the SDK is untouched
     params = ExecuteParams(
         prompt="what is in notes?",
         backend="interactions",

@@ -14,6 +14,7 @@ import httpx
 from google import genai
 from google.genai import types
 
+from unified._internal.http import async_client, sync_client
 from unified.adapters.generate_content._options import Settings
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
 def open_http(settings: Settings) -> httpx.AsyncClient:
     """Our httpx client; the SDK passes a per-request timeout, so this one only sets connection limits."""
-    return httpx.AsyncClient(timeout=httpx.Timeout(settings.timeout_s, connect=min(settings.timeout_s, 30.0)))
+    return async_client(settings.timeout_s)
 
 
 def make_client(settings: Settings, http: httpx.AsyncClient) -> genai.Client:
@@ -32,6 +33,7 @@ def make_client(settings: Settings, http: httpx.AsyncClient) -> genai.Client:
         base_url=settings.base_url,
         timeout=int(settings.timeout_s * 1000),  # the SDK sends timeout=None to httpx otherwise: no timeout at all
         httpx_async_client=http,
+        httpx_client=sync_client(settings.timeout_s),  # unused, but spares the SDK building its own
         retry_options=types.HttpRetryOptions(attempts=1),  # retries are ours: they honour RetryInfo
     )
     if settings.vertexai:

@@ -24,6 +24,7 @@ import sniffio
 
 from unified._errors import BackendError, BackendUnavailable, UnifiedError
 from unified._internal.api_errors import RETRYABLE_STATUS, api_error, retry_delay
+from unified._internal.http import async_client, sync_client
 from unified.adapters.interactions._options import Settings
 
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 OnRetry = Callable[[str], Awaitable[None]]
 """Called with a human-readable message before each retry wait."""
-
 
 
 def to_json(event: Any) -> dict[str, Any]:
@@ -89,9 +89,8 @@ class InteractionsClient:
         self.settings = settings
         self._on_retry = on_retry
         self._asyncio = sniffio.current_async_library() == "asyncio"
-        timeout = httpx.Timeout(settings.timeout_s, connect=30.0)
-        self._http = httpx.AsyncClient(timeout=timeout)
-        self._sync_http = httpx.Client(timeout=timeout)
+        self._http = async_client(settings.timeout_s)
+        self._sync_http = sync_client(settings.timeout_s)
         self._client = self._build(settings)
 
     def _build(self, settings: Settings) -> Client:
