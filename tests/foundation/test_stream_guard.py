@@ -88,6 +88,7 @@ async def test_normal_run_aggregates_messages_usage_and_ids() -> None:
     ]
     assert [e.text for e in events if isinstance(e, AssistantMessage)] == ["Let me look.", "Done."]
     assert all(e.session_id == "sess-1" for e in events)
+    assert {"seq", "session_id"} <= set(events[2].model_dump(exclude_unset=True))  # assigned, not defaulted
     assert result.status == "success"
     assert result.final_text == "Done."
     assert result.turns == 2

@@ -270,11 +270,15 @@ class StreamGuard:
     # -- delivery ------------------------------------------------------------------------------
 
     async def _deliver(self, event: UnifiedEvent) -> None:
-        event.seq = self._seq
+        # What pydantic's __setattr__ does for an unvalidated field, without its checks (hot path).
+        fields, assigned = event.__dict__, event.__pydantic_fields_set__
+        fields["seq"] = self._seq
+        assigned.add("seq")
         self._seq += 1
         session = self.agg.session
         if session is not None and event.session_id is None:
-            event.session_id = session.session_id
+            fields["session_id"] = session.session_id
+            assigned.add("session_id")
         if event.native is not None and not self.params.include_native:
             event.native = None
         self._paused += 1  # a slow consumer is not an idle backend

@@ -96,13 +96,18 @@ class TurnTranslator:
     finish_reason: str | None = None
     finish_message: str | None = None
     block_reason: str | None = None
-    usage: Usage | None = None
+    usage_metadata: types.GenerateContentResponseUsageMetadata | None = None
+    """The latest chunk's (only the last chunk's is complete); read as `usage` once the turn ends."""
     text: str = ""
     emitted: int = 0
     grounding: types.GroundingMetadata | None = None
     url_context: types.UrlContextMetadata | None = None
     _open_server_calls: list[str] = field(default_factory=list)
     _counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+
+    @property
+    def usage(self) -> Usage | None:
+        return usage_of(self.usage_metadata) if self.usage_metadata is not None else None
 
     def _new_id(self, prefix: str, wanted: str | None = None) -> str:
         candidate = wanted or f"{prefix}_{self.turn}_{next(self._counter)}"
@@ -114,7 +119,7 @@ class TurnTranslator:
     def feed(self, chunk: types.GenerateContentResponse) -> list[UnifiedEvent]:
         events: list[UnifiedEvent] = []
         if chunk.usage_metadata is not None:
-            self.usage = usage_of(chunk.usage_metadata)
+            self.usage_metadata = chunk.usage_metadata
         feedback = chunk.prompt_feedback
         if feedback is not None and feedback.block_reason is not None:
             self.block_reason = feedback.block_reason.value
