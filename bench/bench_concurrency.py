@@ -27,7 +27,7 @@ from bench.harness import Figure, Outcome, spread
 from unified._internal.backend import RunContext, RunOutcome
 from unified.events import Result, SessionStarted, TextDelta, ToolResult, ToolUse
 from unified.query import EventStream, execute
-from unified.testing import FakeGemini, ModelTurn, fake_gemini
+from unified.testing import FakeGemini, ModelTurn
 from unified.types import ExecuteParams
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -126,10 +126,6 @@ async def firehose(count: int) -> tuple[list[int], float, int]:
 
 
 def run(quick: bool) -> Outcome:
-    # FakeGemini's server keeps socketserver's listen backlog of 5: a burst of 100 connects overflows it and
-    # the kernel resets some (unified's retries hide that, the raw SDK fails). Load generation, not the
-    # code under test, so the bench widens it.
-    fake_gemini._Server.request_queue_size = 256
     n, chunks, runs, events = (10, 20, 1, 20_000) if quick else (100, 50, 3, 1_000_000)
     outcome = Outcome("concurrency")
     with isolated_home() as home, FakeGemini() as fake:

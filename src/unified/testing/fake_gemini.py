@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import sys
 import threading
 import time
 from collections.abc import Iterable
@@ -519,10 +520,17 @@ class FakeGemini:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 256  # a burst of concurrent clients (100 runs at once) must not be refused
 
     def __init__(self, fake: FakeGemini) -> None:
         self.fake = fake
         super().__init__(("127.0.0.1", 0), _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up (a pooled keep-alive connection closed, a cancelled run) is normal here."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
