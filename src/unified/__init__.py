@@ -11,6 +11,8 @@ when a run needs them. `unified.events` is the protocol; `unified.testing` holds
 and the scripted backend for offline tests.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from unified._errors import (
     AmbiguousSession,
     AuthError,
@@ -26,7 +28,6 @@ from unified._errors import (
     UnifiedError,
 )
 from unified.events import PROTOCOL_VERSION, UnifiedEvent, Usage, UserInputRequest, UserInputResponse
-from unified.query import EventStream, execute, execute_sync
 from unified.types import (
     ApprovalMode,
     BackendChoice,
@@ -40,6 +41,20 @@ from unified.types import (
 )
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from unified.query import EventStream, execute, execute_sync
+
+_RUNTIME = {"EventStream", "execute", "execute_sync"}
+"""Loaded on first use: the run machinery (anyio, the stream guard) is not needed to read events or types."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _RUNTIME:
+        from unified import query
+
+        return getattr(query, name)
+    raise AttributeError(f"module 'unified' has no attribute {name!r}")
 
 __all__ = [
     "PROTOCOL_VERSION",
