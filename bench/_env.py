@@ -13,8 +13,10 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from unified.testing import recordings_dir
+
 ROOT = Path(__file__).resolve().parent.parent
-RECORDINGS = ROOT.parent / "shared" / "fixtures" / "gemini-cli-responses"
+RECORDINGS = recordings_dir()
 TRANSCRIPTS = Path(__file__).resolve().parent / "transcripts"
 GEMINI_SETTINGS = {
     "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},

@@ -12,13 +12,14 @@ import pytest
 from google import genai
 from google.genai import types
 
+from unified.testing import recordings, recordings_dir
 from unified.testing.fake_gemini import FakeGemini
 from unified.testing.scenario import RecordedTurn, Script
 
 ClientFactory = Callable[[FakeGemini], genai.Client]
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "gemini-cli-responses"
-RECORDINGS = sorted(FIXTURES.glob("*.responses"))
+FIXTURES = recordings_dir()
+RECORDINGS = recordings()
 MODEL = "gemini-2.5-flash"
 
 

@@ -3,12 +3,14 @@
 - `FakeGemini`: a real HTTP server on 127.0.0.1 speaking the Gemini API (generateContent, SSE
   streams, the Interactions API, Vertex paths), driven by a script (the Gemini CLI's
   `--fake-responses` recordings or our scenario models), with fault injection and a request log.
+- `recordings()`: the real model recordings (Gemini CLI `--fake-responses` JSONL) shipped with unified.
 - `ScriptedBackend`: an in-process backend playing a script of UnifiedEvents through the same
   stream guard as the real backends.
 
 See docs/testing.md.
 """
 
+from unified.testing._recordings import recordings, recordings_dir
 from unified.testing.fake_gemini import REDACTED, FakeGemini, RecordedRequest
 from unified.testing.scenario import (
     ApiMethod,
@@ -65,4 +67,6 @@ __all__ = [
     "ThoughtStep",
     "Turn",
     "Usage",
+    "recordings",
+    "recordings_dir",
 ]

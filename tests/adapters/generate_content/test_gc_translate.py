@@ -14,10 +14,10 @@ from unified.adapters.generate_content._failures import classify
 from unified.adapters.generate_content._options import model_family, plan_thinking
 from unified.adapters.generate_content._translate import TurnTranslator, split_subject
 from unified.events import ErrorEvent, TextDelta, Thinking, ToolResult, ToolUse, UnifiedEvent, WarningEvent
+from unified.testing import recordings, recordings_dir
 from unified.types import ThinkingConfig
 
-RECORDINGS = Path("/work/shared/fixtures/gemini-cli-responses")
-needs_recordings = pytest.mark.skipif(not RECORDINGS.is_dir(), reason="the shared recordings are not here")
+RECORDINGS = recordings_dir()
 
 
 def streams(name: str) -> list[list[dict[str, Any]]]:
@@ -34,7 +34,6 @@ def play(chunks: list[dict[str, Any]], turn: int = 1) -> tuple[TurnTranslator, l
     return translator, events
 
 
-@needs_recordings
 def test_each_thought_part_is_a_whole_summary() -> None:
     translator, events = play(streams("hooks-system.multiple-events.responses")[0])
     thoughts = [e for e in events if isinstance(e, Thinking)]
@@ -53,7 +52,6 @@ def test_each_thought_part_is_a_whole_summary() -> None:
     )
 
 
-@needs_recordings
 def test_signatures_stay_on_the_parts_for_the_echo() -> None:
     translator, _ = play(streams("hooks-system.multiple-events.responses")[0])
     content = translator.content()
@@ -64,7 +62,6 @@ def test_signatures_stay_on_the_parts_for_the_echo() -> None:
     assert types.Content.model_validate(dumped) == content  # what the session stores round-trips exactly
 
 
-@needs_recordings
 def test_parallel_calls_get_distinct_ids() -> None:
     translator, events = play(streams("parallel-tools.responses")[0])
     ids = [e.tool_use_id for e in events if isinstance(e, ToolUse)]
@@ -74,7 +71,6 @@ def test_parallel_calls_get_distinct_ids() -> None:
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "All waves completed successfully."
 
 
-@needs_recordings
 def test_malformed_function_call_is_reported_and_marked_for_a_retry() -> None:
     translator, events = play(streams("context-compress-interactive.compress.responses")[0])
     assert translator.botched
@@ -83,8 +79,7 @@ def test_malformed_function_call_is_reported_and_marked_for_a_retry() -> None:
     assert warning.code == "finish_malformed_function_call"
 
 
-@needs_recordings
-@pytest.mark.parametrize("path", sorted(RECORDINGS.glob("*.responses")) if RECORDINGS.is_dir() else [])
+@pytest.mark.parametrize("path", recordings())
 def test_every_recorded_stream_translates(path: Path) -> None:
     ids: set[str] = set()
     uses: list[str] = []

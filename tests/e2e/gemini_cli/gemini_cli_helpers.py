@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from unified.events import UnifiedEvent
+from unified.testing import recordings_dir
 
 ROOT = Path(__file__).resolve().parents[3]
 LOCAL_BINARY = ROOT / ".gemini-cli" / "node_modules" / ".bin" / "gemini"
 Run = Callable[..., Awaitable[list[UnifiedEvent]]]
 """The `run_gemini` fixture: (responses file, prompt, **ExecuteParams fields) → events."""
-RECORDINGS = ROOT.parent / "shared" / "fixtures" / "gemini-cli-responses"
+RECORDINGS = recordings_dir()
 
 
 def stream_line(*parts: dict[str, Any], prompt_tokens: int = 100, output_tokens: int = 5) -> str:

@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from tests.e2e.generate_content.gc_harness import Harness, result_of
 from unified.events import Result, SessionStarted, Thinking, ToolResult, ToolUse
+from unified.testing import recordings
 from unified.testing.scenario import RecordedTurn
 
 pytestmark = pytest.mark.anyio
 
-RECORDINGS = Path("/work/shared/fixtures/gemini-cli-responses")
-FILES = {p.stem: p.read_text() for p in sorted(RECORDINGS.glob("*.responses"))} if RECORDINGS.is_dir() else {}
+FILES = {p.stem: p.read_text() for p in recordings()}
 
 
-@pytest.mark.skipif(not FILES, reason="the shared recordings are not on this machine")
 @pytest.mark.parametrize("name", FILES)
 async def test_recording_plays_into_a_valid_stream(harness: Harness, name: str) -> None:
     lines = [json.loads(line) for line in FILES[name].splitlines() if line.strip()]

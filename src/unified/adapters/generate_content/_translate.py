@@ -1,6 +1,6 @@
 """GenerateContentResponse chunks → UnifiedEvents, for one model turn. Pure: no I/O, no clock.
 
-Thinking semantics: in every real recording we have (`fixtures/gemini-cli-responses/`), each
+Thinking semantics: in every real recording we have (`unified.testing.recordings()`), each
 thought part is a complete summary (`**Subject**\\n\\nbody`), and the next thought part is a new
 summary, not a continuation of the previous one. So each thought part becomes one
 `thinking(replace=True)` event whose `subject` is the bold heading.
