@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+# No test may probe the GCE metadata server (a non-loopback address) while looking for Vertex AI
+# credentials; google-auth reads this once, when it is first imported.
+os.environ["NO_GCE_CHECK"] = "true"
 
 _AUTH_ENV = (
     "GEMINI_API_KEY",

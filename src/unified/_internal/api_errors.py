@@ -91,3 +91,23 @@ def api_error(code: int, status: str | None, message: str, *, body: Any, model: 
         code="bad_request",
         details=details,
     )
+
+
+def credentials_error(exc: BaseException) -> UnifiedError | None:
+    """google-auth failing to find or refresh credentials (Vertex AI without ADC), as a typed error."""
+    try:
+        from google.auth import exceptions
+    except ImportError:  # google-auth comes with google-genai; without it there is nothing to classify
+        return None
+    if isinstance(exc, exceptions.DefaultCredentialsError):
+        return AuthError(
+            "Vertex AI mode found no Application Default Credentials",
+            hint="run `gcloud auth application-default login`, set GOOGLE_APPLICATION_CREDENTIALS, "
+            "or use an API key (GEMINI_API_KEY) instead",
+        )
+    if isinstance(exc, exceptions.GoogleAuthError):
+        return AuthError(
+            f"the Google credentials could not be used: {exc}",
+            hint="refresh them with `gcloud auth application-default login`",
+        )
+    return None

@@ -170,3 +170,25 @@ async def test_client_errors_are_not_retried_and_say_what_to_fix(
     assert not any(isinstance(e, WarningEvent) and e.code == "retrying" for e in events)
     assert len(harness.server.requests_for("generateContentStream")) == 1  # asked once, not retried
     assert result_of(events).status == "error"
+
+
+async def test_vertex_express_mode_with_an_api_key(harness: Harness) -> None:
+    harness.server.add(ModelTurn(text="from vertex"))
+    events = await harness.run(backend_options={"vertexai": True})
+    assert result_of(events).final_text == "from vertex"
+    [request] = harness.server.requests_for("generateContentStream")
+    assert "/publishers/google/models/gemini-2.5-flash:streamGenerateContent" in request.path
+
+
+async def test_vertex_without_credentials_says_how_to_get_them(harness: Harness, anyio_backend: str) -> None:
+    events = await harness.run(backend_options={"vertexai": True, "api_key": "", "project": "p"})
+    error = next(e for e in events if isinstance(e, ErrorEvent))
+    assert error.fatal
+    if anyio_backend == "trio":  # google-genai's ADC token refresh is asyncio-only: said before anything runs
+        assert error.code == "backend_unavailable"
+        assert "run under asyncio" in error.message
+    else:
+        assert error.code == "auth_error"
+        assert "Application Default Credentials" in error.message
+        assert "gcloud auth application-default login" in error.message
+    assert harness.server.requests == []  # nothing was sent without credentials

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import sniffio
+
+from unified._errors import BackendUnavailable
 from unified._internal.backend import RunContext, RunOutcome
 from unified.adapters.generate_content._options import (
     DEFAULT_MODEL,
     model_family,
     plan_thinking,
+    resolve_settings,
     unknown_options,
 )
 from unified.adapters.generate_content._sessions import BACKEND
@@ -41,6 +45,13 @@ class GenerateContentBackend:
         return problems
 
     async def run(self, ctx: RunContext) -> RunOutcome:
+        settings = resolve_settings(ctx.params)
+        if settings.vertexai and not settings.api_key and sniffio.current_async_library() != "asyncio":
+            raise BackendUnavailable(
+                "Vertex AI with Application Default Credentials cannot run on trio: google-genai refreshes "
+                "the token with asyncio",
+                hint="run under asyncio, use Vertex AI express mode with an API key, or the interactions backend",
+            )
         from unified.adapters.generate_content._loop import Loop  # google-genai loads only now
 
-        return await Loop(ctx).run()
+        return await Loop(ctx, settings).run()

@@ -15,7 +15,7 @@ import httpx
 from google.genai import errors
 
 from unified._errors import BackendError, RateLimited, UnifiedError
-from unified._internal.api_errors import api_error
+from unified._internal.api_errors import api_error, credentials_error
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,9 @@ def classify(exc: BaseException, model: str) -> Failure | None:
     """The meaning of `exc`, or None when it is not a request failure (a bug: let it propagate)."""
     if isinstance(exc, errors.APIError):
         return _api_failure(exc, model)
+    credentials = credentials_error(exc)
+    if credentials is not None:
+        return Failure("fatal", credentials)
     if isinstance(exc, (httpx.TransportError, errors.UnknownApiResponseError)):
         return Failure(
             "transient",

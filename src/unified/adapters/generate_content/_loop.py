@@ -21,7 +21,7 @@ from unified._internal.backend import RunContext, RunOutcome
 from unified._internal.session_store import SessionStore, StoredSession
 from unified.adapters.generate_content._client import generation_config, make_client, open_http
 from unified.adapters.generate_content._failures import classify
-from unified.adapters.generate_content._options import DEFAULT_MODEL, Settings, plan_thinking, resolve_settings
+from unified.adapters.generate_content._options import DEFAULT_MODEL, Settings, plan_thinking
 from unified.adapters.generate_content._sessions import BACKEND
 from unified.adapters.generate_content._translate import LocalCall, TurnTranslator, call_key
 from unified.events import SessionStarted, ToolResult, Usage, WarningEvent
@@ -70,10 +70,10 @@ def _repair(contents: list[types.Content]) -> None:
 class Loop:
     """One run of the generate-content backend."""
 
-    def __init__(self, ctx: RunContext) -> None:
+    def __init__(self, ctx: RunContext, settings: Settings) -> None:
         self.ctx = ctx
         self.params = ctx.params
-        self.settings: Settings = resolve_settings(self.params)
+        self.settings = settings
         self.store = SessionStore(BACKEND)
         self.session: StoredSession | None = None
         self.contents: list[types.Content] = []

@@ -23,7 +23,7 @@ import httpx
 import sniffio
 
 from unified._errors import BackendError, BackendUnavailable, UnifiedError
-from unified._internal.api_errors import RETRYABLE_STATUS, api_error, retry_delay
+from unified._internal.api_errors import RETRYABLE_STATUS, api_error, credentials_error, retry_delay
 from unified._internal.http import async_client, sync_client
 from unified.adapters.interactions._options import Settings
 
@@ -157,6 +157,9 @@ class InteractionsClient:
                 return await call()
             except Exception as exc:
                 if not is_api_error(exc):
+                    credentials = credentials_error(exc)
+                    if credentials is not None:
+                        raise credentials from exc
                     raise
                 status, body, message = describe(exc)
                 retryable = status in RETRYABLE_STATUS or is_connection_error(exc)
