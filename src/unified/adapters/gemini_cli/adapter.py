@@ -10,6 +10,12 @@ backend_options (all optional):
   (default True) picks `--fake-responses` over `--fake-responses-non-strict`;
 - `env`: extra environment variables for the child;
 - `acp_transcript`: a list that receives every JSON-RPC message both ways (cassette recording).
+
+Tool outputs: ACP omits them for reads and listings, so a main-session `tool_result` is held until the
+call's record reaches the session's chat file (`chat_tail.ChatTail`) and then carries its
+`functionResponse.response`; nothing overtakes a held result (ACP's order is kept), and without a
+record in time it goes out as ACP gave it. `tool_use.input` stays ACP's title/paths: the CLI records
+the model's arguments only once the call has finished (measured on 0.61).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import platformdirs
 
 from unified._errors import AuthError, BackendError, ConfigurationError, RateLimited, SessionNotFound
 from unified._internal.backend import RunContext, RunOutcome
+from unified.adapters.gemini_cli.chat_tail import ChatTail, tool_response
 from unified.adapters.gemini_cli.home import cache_file, child_env, gemini_home
 from unified.adapters.gemini_cli.pool import AcpPool, Lease, default_pool, pool_key
 from unified.adapters.gemini_cli.sessions import GeminiSessionLocator, ResumeGuard, read_chat, replay_count
@@ -60,6 +67,7 @@ from unified.events import (
     SessionStarted,
     SubagentCompleted,
     SubagentStarted,
+    ToolResult,
     UnifiedEvent,
     Usage,
     UserInputRequest,
@@ -75,6 +83,10 @@ ACP_MODES: dict[ApprovalMode, str] = {"default": "default", "auto_edit": "autoEd
 CANCEL_GRACE_S = 2.0
 REPLAY_QUIET_S = 2.0
 """How long the history replay of `session/load` may pause before we stop waiting for the rest."""
+SETTLE_INTERVAL_S = 0.1
+"""How often a held `tool_result` looks for its call's record in the chat file."""
+FLUSH_GRACE_S = 1.0
+"""How long a held `tool_result` may still wait for its record when the stream must move on."""
 _REPLAYED = frozenset({"user_message_chunk", "agent_thought_chunk", "agent_message_chunk", "tool_call"})
 
 
@@ -266,6 +278,10 @@ class _AcpRun:
         self.session_id = ""
         self.translator = AcpTranslator()
         self.watcher: SubagentWatcher | None = None
+        self.chat: ChatTail | None = None
+        self._held: list[tuple[ToolResult, Any]] = []
+        self._emit_lock = anyio.Lock()
+        self._chat_warned = False
 
     async def run(self) -> RunOutcome:
         cwd = self.params.cwd.expanduser().resolve()
@@ -382,6 +398,8 @@ class _AcpRun:
             )
         )
         self.watcher = SubagentWatcher(gemini_home(self.backend.env), self.session_id, ctx)
+        self.chat = ChatTail(gemini_home(self.backend.env), self.session_id)
+        self.chat.start()
         request_id = await self.connection.start_request(
             "session/prompt", {"sessionId": self.session_id, "prompt": _prompt_blocks(self.params)}, self.inbox
         )
@@ -389,6 +407,7 @@ class _AcpRun:
             try:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(self.watcher.run)
+                    tg.start_soon(self._settle_loop)
                     try:
                         answer = await self._pump(request_id)
                     finally:
@@ -401,6 +420,8 @@ class _AcpRun:
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 await self._cancel(request_id)
+                async with self._emit_lock:
+                    await self._flush(wait=False)
             raise
         finally:
             self.connection.forget(request_id)
@@ -426,6 +447,72 @@ class _AcpRun:
                 await self.connection.respond_error(message["id"], -32601, f"{method} is not supported")
 
     async def _deliver(self, item: UnifiedEvent | TurnBoundary, raw: Any) -> None:
+        async with self._emit_lock:
+            if isinstance(item, ToolResult) and self._from_chat_file(item, raw):
+                self._held.append((item, raw))
+                await self._settle()
+                return
+            if self._held:
+                # Nothing overtakes a held result: the stream keeps ACP's order, only a little later.
+                await self._flush()
+            await self._deliver_now(item, raw)
+
+    # --- tool outputs from the chat file --------------------------------------------------------
+
+    def _from_chat_file(self, result: ToolResult, raw: Any) -> bool:
+        """Whether the chat file holds this result's real output: a main-session call the CLI ran
+        (not one we denied, whose result is ours) and not a subagent (its detail is the watcher's)."""
+        return (
+            result.subagent_task_id is None
+            and self.translator.subagent_name(result.tool_use_id) is None
+            and isinstance(raw, dict)
+            and raw.get("method") == "session/update"
+        )
+
+    async def _settle(self, *, rescan: bool = False) -> None:
+        """Emit, in order, the held results whose call record has reached the chat file, with its output."""
+        while self._held and self.chat is not None:
+            result, raw = self._held[0]
+            record = self.chat.lookup(result.tool_use_id, rescan=rescan)
+            answer = tool_response(record) if record is not None else None
+            if answer is None:
+                return
+            self._held.pop(0)
+            output, is_error = answer
+            await self._deliver_now(result.model_copy(update={"output": output, "is_error": is_error}), raw)
+
+    async def _settle_loop(self) -> None:
+        while True:
+            await anyio.sleep(SETTLE_INTERVAL_S)
+            if self._held:
+                async with self._emit_lock:
+                    await self._settle()
+
+    async def _flush(self, *, wait: bool = True) -> None:
+        """Emit every held result: with its recorded output if it arrives within `FLUSH_GRACE_S`, else
+        with what ACP said (today's fallback) and, if the chat file is missing or unreadable, a warning."""
+        if not self._held:
+            return
+        await self._settle(rescan=True)
+        if wait and self.chat is not None and self.chat.tails:
+            with anyio.move_on_after(FLUSH_GRACE_S):
+                while self._held:
+                    await anyio.sleep(SETTLE_INTERVAL_S / 2)
+                    await self._settle()
+        if not self._held:
+            return
+        held, self._held = self._held, []
+        if not self._chat_warned and self.chat is not None and (self.chat.unreadable or not self.chat.tails):
+            self._chat_warned = True
+            await self._warn(
+                "tool_output_unavailable",
+                f"the session's chat file could not be read ({self.chat.unreadable or 'no file found'}); "
+                "tool results carry only what ACP reports (no output for reads and listings)",
+            )
+        for result, raw in held:
+            await self._deliver_now(result, raw)
+
+    async def _deliver_now(self, item: UnifiedEvent | TurnBoundary, raw: Any) -> None:
         ctx = self.ctx
         if isinstance(item, TurnBoundary):
             await ctx.end_message()
@@ -521,6 +608,8 @@ class _AcpRun:
         usage = usage_of_prompt_result(result)
         if usage is not None:
             ctx.add_usage(self._estimated(usage))
+        async with self._emit_lock:
+            await self._flush()
         await ctx.end_message()
         stop = result.get("stopReason")
         if stop == "cancelled":

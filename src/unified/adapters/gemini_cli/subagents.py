@@ -11,7 +11,6 @@ sequential calls; parallel delegations started in the same instant may swap).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import anyio
 
 from unified._internal.backend import RunContext
+from unified.adapters.gemini_cli.chat_tail import JsonlTail
 from unified.events import SubagentProgress, ToolResult, ToolUse, Usage
 
 POLL_INTERVAL_S = 0.1
@@ -29,12 +29,14 @@ class _ChildFile:
     path: Path
     task_id: str
     agent_name: str | None
-    offset: int = 0
-    partial: bytes = b""
+    tail: JsonlTail = field(init=False)
     tokens: dict[str, dict[str, Any]] = field(default_factory=dict)
     announced: set[str] = field(default_factory=set)
     answered: set[str] = field(default_factory=set)
     said: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.tail = JsonlTail(self.path)
 
     def usage(self) -> Usage:
         total = Usage()
@@ -100,20 +102,11 @@ class SubagentWatcher:
 
     async def _read(self, child: _ChildFile) -> None:
         try:
-            with child.path.open("rb") as handle:
-                handle.seek(child.offset)
-                data = handle.read()
+            records = child.tail.read()
         except OSError:
             return
-        child.offset += len(data)
-        lines = (child.partial + data).split(b"\n")
-        child.partial = lines.pop()
-        for line in lines:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and record.get("type") == "gemini":
+        for record in records:
+            if record.get("type") == "gemini":
                 await self._message(child, record)
 
     async def _message(self, child: _ChildFile, record: dict[str, Any]) -> None:

@@ -6,7 +6,10 @@ What the 0.61 binary sends (see docs/backends/gemini-cli.md for the whole table)
 - `agent_thought_chunk` is a whole thought summary (`**Subject**\\nbody`), never a continuation, so
   it becomes `thinking(replace=True)`;
 - tool calls carry no name and no arguments: the name is the prefix of `toolCallId`
-  (`read_file__read_file_<ts>_<n>`) and the input is what ACP shows (title, paths, diff);
+  (`read_file__read_file_<ts>_<n>`) and the input is what ACP shows (title, paths, diff): the CLI
+  writes the real arguments to its chat file only after the call finished, too late for `tool_use`;
+- a completed read or listing carries no output: the result's output here is ACP's (often null) and
+  the adapter replaces it with the chat file's record (`chat_tail.py`) when it has one;
 - a call that needs approval is first seen in `session/request_permission`, and a call denied by
   policy is first seen as a failed `tool_call_update`: both synthesize the `tool_use`;
 - `invoke_agent` is a `tool_call` titled `Delegating to agent '<name>'` (kind `think`).

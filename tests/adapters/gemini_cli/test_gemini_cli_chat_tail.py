@@ -1,0 +1,130 @@
+"""Reading tool outputs from a session's chat file: pure parsing and incremental tailing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from unified.adapters.gemini_cli.chat_tail import ChatTail, JsonlTail, split_records, tool_calls_of, tool_response
+
+SESSION = "2c2d3ac7-996e-4646-87d6-13776bec6cd4"
+READ_ID = "read_file__read_file_1795994544707_0"
+
+
+def call(call_id: str, status: str, response: dict[str, Any], **args: Any) -> dict[str, Any]:
+    name = call_id.partition("__")[0]
+    return {
+        "id": call_id,
+        "name": name,
+        "args": args,
+        "result": [{"functionResponse": {"id": call_id, "name": name, "response": response}}],
+        "status": status,
+        "resultDisplay": "shown",
+    }
+
+
+def message(*calls: dict[str, Any], message_id: str = "m1") -> dict[str, Any]:
+    return {"id": message_id, "type": "gemini", "content": "", "toolCalls": list(calls)}
+
+
+def line(record: dict[str, Any]) -> bytes:
+    return json.dumps(record).encode() + b"\n"
+
+
+def test_split_records_keeps_the_unfinished_line() -> None:
+    data = line({"a": 1}) + b"not json\n" + b'{"b": '
+    records, rest = split_records(b"", data)
+    assert records == [{"a": 1}]
+    assert rest == b'{"b": '
+    records, rest = split_records(rest, b"2}\n")
+    assert records == [{"b": 2}]
+    assert rest == b""
+
+
+def test_tool_response_of_success_error_and_unfinished() -> None:
+    ok = call(READ_ID, "success", {"output": "hello notes\n"}, file_path="notes.txt")
+    assert tool_response(ok) == ({"output": "hello notes\n"}, False)
+    failed = call(READ_ID, "error", {"error": "File not found: x"})
+    assert tool_response(failed) == ({"error": "File not found: x"}, True)
+    assert tool_response({**ok, "status": "executing"}) is None
+    assert tool_response({"id": READ_ID, "status": "success", "resultDisplay": "done"}) == ("done", False)
+
+
+def test_tool_calls_of_messages_and_checkpoints() -> None:
+    first = call(READ_ID, "success", {"output": "x"})
+    assert tool_calls_of(message(first)) == [first]
+    assert tool_calls_of({"$set": {"messages": [{"type": "user"}, message(first)]}}) == [first]
+    assert tool_calls_of({"$set": {"lastUpdated": "t"}}) == []
+    assert tool_calls_of({"type": "gemini", "toolCalls": [{"no": "id"}]}) == []
+
+
+def test_jsonl_tail_reads_only_new_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(line({"n": 1}) + b'{"n": ')
+    tail = JsonlTail(path)
+    assert tail.read() == [{"n": 1}]
+    offset = tail.offset
+    assert offset == path.stat().st_size
+    with path.open("ab") as handle:
+        handle.write(b"2}\n" + line({"n": 3}))
+    assert tail.read() == [{"n": 2}, {"n": 3}]
+    assert tail.offset > offset
+    assert tail.read() == []
+    path.write_bytes(line({"n": 9}))  # rewritten shorter: start over
+    assert tail.read() == [{"n": 9}]
+
+
+def chat_file(home: Path, session_id: str = SESSION, minute: str = "2026-11-29T10-00") -> Path:
+    chats = home / ".gemini" / "tmp" / "ws" / "chats"
+    chats.mkdir(parents=True, exist_ok=True)
+    path = chats / f"session-{minute}-{session_id[:8]}.jsonl"
+    path.write_bytes(line({"sessionId": session_id, "projectHash": "h", "kind": "main"}))
+    return path
+
+
+def test_chat_tail_finds_the_last_record_and_ignores_older_ones(tmp_path: Path) -> None:
+    home = tmp_path / ".gemini"
+    path = chat_file(tmp_path)
+    old = call(READ_ID, "success", {"output": "from an earlier prompt"})
+    with path.open("ab") as handle:
+        handle.write(line(message(old, message_id="old")))
+    tail = ChatTail(home, SESSION)
+    tail.start()  # from the current end: the earlier prompt's record is not this prompt's
+    assert tail.lookup(READ_ID) is None
+    list_id = "list_directory__list_directory_1_1"
+    first = call(READ_ID, "success", {"output": "hello notes\n"}, file_path="notes.txt")
+    with path.open("ab") as handle:
+        handle.write(line(message(first)))
+        handle.write(line(message(first, call(list_id, "success", {"output": "Directory listing"}))))
+    record = tail.lookup(READ_ID)
+    assert record is not None
+    assert record["args"] == {"file_path": "notes.txt"}
+    assert tool_response(record) == ({"output": "hello notes\n"}, False)
+    listing = tail.lookup(list_id)
+    assert listing is not None
+    assert tool_response(listing) == ({"output": "Directory listing"}, False)
+
+
+def test_chat_tail_follows_a_file_that_appears_later_and_only_its_session(tmp_path: Path) -> None:
+    home = tmp_path / ".gemini"
+    tail = ChatTail(home, SESSION)
+    tail.start()
+    assert tail.lookup(READ_ID) is None
+    other = chat_file(tmp_path, session_id="ffffffff-other")
+    with other.open("ab") as handle:
+        handle.write(line(message(call(READ_ID, "success", {"output": "not ours"}))))
+    path = chat_file(tmp_path, minute="2026-11-29T10-05")
+    with path.open("ab") as handle:
+        handle.write(line(message(call(READ_ID, "success", {"output": "ours"}))))
+    record = tail.lookup(READ_ID, rescan=True)
+    assert record is not None
+    assert tool_response(record) == ({"output": "ours"}, False)
+    assert tail.unreadable is None
+
+
+def test_chat_tail_without_a_file_finds_nothing(tmp_path: Path) -> None:
+    tail = ChatTail(tmp_path / "nowhere", SESSION)
+    tail.start()
+    assert tail.lookup(READ_ID, rescan=True) is None
+    assert not tail.tails
