@@ -56,6 +56,7 @@ def __getattr__(name: str) -> Any:
         return getattr(query, name)
     raise AttributeError(f"module 'unified' has no attribute {name!r}")
 
+
 __all__ = [
     "PROTOCOL_VERSION",
     "AmbiguousSession",

@@ -19,8 +19,11 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-PROTOCOL_VERSION = "1.0"
-"""Bumped in its minor part for added kinds or optional fields, in its major part for anything else."""
+PROTOCOL_VERSION = "1.1"
+"""Bumped in its minor part for added kinds or optional fields, in its major part for anything else.
+
+1.1: `tool_result.input`.
+"""
 
 JsonValue: TypeAlias = Any
 """Any value that survives `json.dumps` / `json.loads` unchanged."""
@@ -172,6 +175,11 @@ class ToolResult(_EventBase):
     output: JsonValue | None = None
     is_error: bool = False
     server_side: bool = False
+    input: dict[str, JsonValue] | None = Field(
+        default=None,
+        description="The call's arguments as the model gave them, when its tool_use could not carry them "
+        "(the Gemini CLI over ACP reveals them only once the call has finished).",
+    )
 
 
 class SubagentStarted(_EventBase):

@@ -34,8 +34,10 @@ async def test_read_file_output_is_the_files_text(run_gemini: Run, responses: Re
     done = results(events)[use.tool_use_id]
     assert done.output == {"output": "alpha\nbeta\n"}
     assert not done.is_error
-    # The arguments are not knowable when the call starts: the input stays what ACP shows.
+    # The arguments are not knowable when the call starts: the input stays what ACP shows, and the
+    # model's own arguments arrive with the result.
     assert use.input["title"] == "notes.txt"
+    assert done.input == {"file_path": "notes.txt"}
     assert "warning" not in kinds(events)
 
 

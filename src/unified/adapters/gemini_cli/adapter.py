@@ -479,7 +479,9 @@ class _AcpRun:
                 return
             self._held.pop(0)
             output, is_error = answer
-            await self._deliver_now(result.model_copy(update={"output": output, "is_error": is_error}), raw)
+            args = record.get("args") if record is not None else None
+            update = {"output": output, "is_error": is_error, "input": args if isinstance(args, dict) else None}
+            await self._deliver_now(result.model_copy(update=update), raw)
 
     async def _settle_loop(self) -> None:
         while True:
