@@ -222,7 +222,7 @@ def test_server_side_tools_become_server_side_tool_events() -> None:
     ]
     names = [t.name for t in tools if isinstance(t, ToolUse)]
     assert names == ["google_search", "code_execution", "url_context", "kb/lookup", "file_search"]
-    assert tools[0].input == {"queries": ["q"]}  # type: ignore[union-attr]
+    assert tools[0].input == {"queries": ["q"]}
     assert tools[3].output == "1\n"  # type: ignore[union-attr]
     assert not any(isinstance(s, FunctionCall) for s in signals)
 
