@@ -1,6 +1,6 @@
 """Record the native transcripts bench_translate replays: `python -m bench.record`.
 
-- ACP: every recording in unified.testing.recordings() (src/unified/testing/recordings/) played by the real pinned `gemini --acp`
+- ACP: every recording in `unified.testing.recordings()` played by the real pinned `gemini --acp`
   (via the gemini-cli backend's `acp_transcript` hook); the messages it received are kept verbatim.
 - Interactions: each recorded model call re-rendered as an Interactions API turn (thought, text in as
   many deltas as the recording had chunks, function calls, some with streamed arguments) and served by
