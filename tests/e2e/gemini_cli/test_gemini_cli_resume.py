@@ -163,3 +163,24 @@ async def test_resume_in_the_warm_process_that_created_the_session(
         await pool.aclose()
     [path] = session_files(isolated_home / ".gemini", started.session_id)
     assert conversation(path) == ["remember 7", "same script", "and now?", "same script"]
+
+
+async def test_unknown_short_id_fails_before_any_process_starts(tmp_path: Path) -> None:
+    from unified import ExecuteParams, execute
+
+    pool = AcpPool(size=1)
+    params = ExecuteParams(
+        prompt="again",
+        backend="gemini-cli",
+        cwd=tmp_path,
+        resume="zzzz9999",
+        backend_options={"gemini_binary": str(LOCAL_BINARY), "pool": pool},
+    )
+    async with execute(params) as stream:
+        events = [e async for e in stream]
+    assert kinds(events) == ["error", "result"]
+    error = events[0]
+    assert error.type == "error"
+    assert error.code == "session_not_found"
+    assert "unified sessions list" in error.message
+    assert pool.spawned == 0

@@ -221,6 +221,9 @@ class GeminiCliBackend:
     async def run(self, ctx: RunContext) -> RunOutcome:
         from unified.adapters.gemini_cli.stream_json import run_stream_json
 
+        if ctx.params.resume:  # an unknown or ambiguous id fails here, before a process is started
+            where = str(ctx.params.cwd.expanduser().resolve())
+            await anyio.to_thread.run_sync(GeminiSessionLocator(self.env).resolve, ctx.params.resume, where)
         if self.transport == "stream-json":
             return await run_stream_json(self, ctx)
         argv = self._argv()
