@@ -69,3 +69,35 @@ def test_replay_of_something_that_is_not_a_cassette(tmp_path: Path, isolated_hom
     done = _unified("replay", str(bogus), home=isolated_home)
     assert done.returncode == 2
     assert "cassette" in done.stderr.lower()
+
+
+@pytest.mark.anyio
+async def test_sessions_commands_on_real_stores(isolated_home: Path, tmp_path: Path) -> None:
+    """`unified sessions` over the real locators: a generate-content run's store and a Gemini CLI chat file."""
+    from typer.testing import CliRunner
+
+    from tests.adapters.gemini_cli.test_gemini_cli_sessions import write_session
+    from unified import execute
+    from unified.cli import main as cli
+    from unified.testing import FakeGemini, ModelTurn
+
+    with FakeGemini([ModelTurn(text="stored")]) as server:
+        options = {"api_key": "k", "base_url": server.base_url}
+        async with execute(
+            prompt="remember me", backend="generate-content", cwd=tmp_path, backend_options=options
+        ) as s:
+            short_id = [e async for e in s][-1].short_id  # type: ignore[union-attr]
+    write_session(isolated_home, "proj", "cafe1234-0000-4000-8000-000000000000", "from the cli", [])
+    runner = CliRunner()
+    listed = runner.invoke(cli.app, ["sessions", "list", "--json"])
+    assert listed.exit_code == 0, listed.output
+    rows = {row["short_id"]: row for row in json.loads(listed.output)}
+    assert rows[str(short_id)]["first_prompt"] == "remember me"
+    assert rows["cafe1234"]["backend"] == "gemini-cli"
+    shown = runner.invoke(cli.app, ["sessions", "show", str(short_id), "--backend", "generate-content"])
+    assert shown.exit_code == 0, shown.output
+    assert "stored" in shown.output
+    gone = runner.invoke(cli.app, ["sessions", "delete", str(short_id), "--backend", "generate-content", "--yes"])
+    assert gone.exit_code == 0, gone.output
+    again = runner.invoke(cli.app, ["sessions", "list", "--backend", "generate-content", "--json"])
+    assert json.loads(again.output) == []

@@ -419,6 +419,8 @@ def sessions_list(
     sessions.sort(key=lambda s: str(s.updated_at or s.started_at or ""), reverse=True)
     if as_json:
         _print_json([s.model_dump(mode="json") for s in sessions])
+    elif not sessions:
+        _say(f"no {backend + ' ' if backend else ''}sessions yet: `unified run` starts one", style="dim")
     else:
         table = Table("short id", "backend", "updated", "summary")
         for s in sessions:
