@@ -10,7 +10,9 @@ import pytest
 from google import genai
 from google.genai import _interactions as ierr
 from google.genai import interactions as it
+from pydantic import BaseModel
 
+from unified.adapters.interactions._translate import translate
 from unified.testing.fake_gemini import FakeGemini
 from unified.testing.scenario import (
     CodeExecutionCall,
@@ -227,3 +229,52 @@ def test_unknown_route_is_404() -> None:
         response = httpx.get(f"{server.base_url}/v1beta/models")
     assert response.status_code == 404
     assert server.requests[0].api_method == "unknown"
+
+
+def test_legacy_dialect_arrives_as_unknown_events(client_for: ClientFactory) -> None:
+    turn = TOOL_TURN.model_copy(update={"dialect": "legacy", "id": "old-1"})
+    with FakeGemini([turn]) as server:
+        events = list(client_for(server).interactions.create(model=MODEL, input="weather?", stream=True))
+        stored = server.interaction("old-1")
+    assert all(isinstance(e, it.UnknownInteractionSSEEvent) for e in events)
+    raw = [e.raw for e in events if isinstance(e, it.UnknownInteractionSSEEvent)]
+    kinds = [r["event_type"] for r in raw]
+    assert kinds[0] == "interaction.start"
+    assert kinds[-1] == "interaction.complete"
+    assert set(kinds[1:-1]) == {"content.start", "content.delta", "content.stop"}
+    assert [r["content"]["type"] for r in raw if r["event_type"] == "content.start"] == [
+        "thought",
+        "text",
+        "function_call",
+        "function_call",
+    ]
+    deltas = [r["delta"] for r in raw if r["event_type"] == "content.delta"]
+    assert deltas[0] == {"type": "thought_summary", "content": {"text": "Planning"}}
+    assert "".join(d["text"] for d in deltas if d["type"] == "text") == "Let me look that up."
+    calls = [d for d in deltas if d["type"] == "function_call"]
+    assert calls[1] == {"type": "function_call", "id": "call-b", "name": "get_time", "arguments": {"tz": "CET"}}
+    assert raw[-1]["interaction"]["status"] == "requires_action"
+    assert raw[-1]["interaction"]["usage"]["total_tokens"] == 20
+    # The stored interaction is the same resource whichever dialect streamed it.
+    assert stored is not None
+    assert [s["type"] for s in stored["steps"]] == ["thought", "model_output", "function_call", "function_call"]
+
+
+def test_both_dialects_translate_alike(client_for: ClientFactory) -> None:
+    """The adapter's translator is the reference for the legacy shapes: it must read the same run."""
+    legacy = TOOL_TURN.model_copy(update={"dialect": "legacy", "id": "same"})
+    current = TOOL_TURN.model_copy(update={"id": "same"})
+    with FakeGemini([legacy, current]) as server:
+        client = client_for(server)
+        runs: list[list[dict[str, Any]]] = []
+        for _ in range(2):
+            stream = client.interactions.create(model=MODEL, input="weather?", stream=True)
+            assert not isinstance(stream, it.Interaction)
+            runs.append(
+                [e.raw if isinstance(e, it.UnknownInteractionSSEEvent) else e.model_dump(mode="json") for e in stream]
+            )
+    legacy_signals, current_signals = (
+        [s.model_dump(exclude={"timestamp"}) if isinstance(s, BaseModel) else s for s in translate(run)] for run in runs
+    )
+    assert legacy_signals == current_signals
+    assert len(legacy_signals) > 5

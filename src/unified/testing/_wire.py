@@ -194,6 +194,25 @@ def as_interaction_turn(turn: ModelTurn) -> InteractionTurn:
     return InteractionTurn(steps=steps, usage=turn.usage, chunk_delay=turn.chunk_delay)
 
 
+INTERACTION_EVENTS = {
+    "current": {
+        "created": "interaction.created",
+        "start": "step.start",
+        "delta": "step.delta",
+        "stop": "step.stop",
+        "completed": "interaction.completed",
+    },
+    "legacy": {
+        "created": "interaction.start",
+        "start": "content.start",
+        "delta": "content.delta",
+        "stop": "content.stop",
+        "completed": "interaction.complete",
+    },
+}
+"""Event names per dialect; the legacy ``content.start`` puts its payload under ``content``, not ``step``."""
+
+
 @dataclass
 class RenderedStep:
     """A step as step.start payload, step.delta payloads, and the final form stored on the interaction."""
@@ -251,3 +270,19 @@ def render_step(step: Step, call_id: str) -> RenderedStep:
         assert isinstance(step, ServerStep)
         wire = {"type": step.type, **step.data}
     return RenderedStep(start=wire, final=wire, usage=step.usage)
+
+
+def render_legacy_step(step: Step, call_id: str) -> RenderedStep:
+    """A step as a deprecated-dialect content block: ``content.start`` names only the block's type
+    (``text`` for model output), the deltas carry the rest; a function call or server tool step
+    arrives whole in one delta. ``final`` (what the interaction stores) is the current dialect's."""
+    rendered = render_step(step, call_id)
+    if isinstance(step, TextStep):
+        return RenderedStep(start={"type": "text"}, deltas=rendered.deltas, final=rendered.final, usage=step.usage)
+    if isinstance(step, ThoughtStep):
+        deltas: list[JsonObject] = [{"type": "thought_summary", "content": {"text": s}} for s in step.summary]
+        if step.signature is not None:
+            deltas.append({"type": "thought_signature", "signature": b64(step.signature)})
+        return RenderedStep(start={"type": "thought"}, deltas=deltas, final=rendered.final, usage=step.usage)
+    final = rendered.final
+    return RenderedStep(start={"type": final["type"]}, deltas=[final], final=final, usage=step.usage)

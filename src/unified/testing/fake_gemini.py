@@ -450,7 +450,9 @@ class FakeGemini:
     def _store(self, turn: InteractionTurn, owner: JsonObject, previous: str | None) -> _Interaction:
         number = next(self._ids)
         iid = turn.id or f"fake-interaction-{number}"
-        rendered = [_wire.render_step(step, f"call_{number}_{i}") for i, step in enumerate(turn.steps)]
+        legacy = turn.dialect == "legacy"
+        render = _wire.render_legacy_step if legacy else _wire.render_step
+        rendered = [render(step, f"call_{number}_{i}") for i, step in enumerate(turn.steps)]
         usage = _wire.interaction_usage(turn.usage) if turn.usage is not None else None
         stored = _Interaction(
             id=iid,
@@ -461,24 +463,25 @@ class FakeGemini:
             previous_interaction_id=previous,
             created=_now(),
         )
+        names = _wire.INTERACTION_EVENTS[turn.dialect]
+        payload_key = "content" if legacy else "step"
         head: JsonObject = {"id": iid, "status": "in_progress", **owner, "created": stored.created}
-        events: list[JsonObject] = [
-            {"event_type": "interaction.created", "interaction": head},
-            {"event_type": "interaction.status_update", "interaction_id": iid, "status": "in_progress"},
-        ]
+        events: list[JsonObject] = [{"event_type": names["created"], "interaction": head}]
+        if not legacy:  # the deprecated dialect has no status updates
+            events.append({"event_type": "interaction.status_update", "interaction_id": iid, "status": "in_progress"})
         for index, step in enumerate(rendered):
-            events.append({"event_type": "step.start", "index": index, "step": step.start})
-            events.extend({"event_type": "step.delta", "index": index, "delta": d} for d in step.deltas)
-            stop: JsonObject = {"event_type": "step.stop", "index": index}
+            events.append({"event_type": names["start"], "index": index, payload_key: step.start})
+            events.extend({"event_type": names["delta"], "index": index, "delta": d} for d in step.deltas)
+            stop: JsonObject = {"event_type": names["stop"], "index": index}
             if step.usage is not None:
                 stop["usage"] = _wire.interaction_usage(step.usage)
             events.append(stop)
-        if stored.status != "completed":
+        if stored.status != "completed" and not legacy:
             events.append({"event_type": "interaction.status_update", "interaction_id": iid, "status": stored.status})
         tail: JsonObject = {"id": iid, "status": stored.status, **owner, "created": stored.created}
         if usage is not None:
             tail["usage"] = usage
-        events.append({"event_type": "interaction.completed", "interaction": tail})
+        events.append({"event_type": names["completed"], "interaction": tail})
         for n, event in enumerate(events):
             event["event_id"] = f"{iid}.{n}"
         stored.events = events

@@ -250,6 +250,12 @@ class InteractionTurn(_TurnBase):
     ``status`` defaults to ``requires_action`` when a function_call step is present, else ``completed``.
     A ``background=true`` create answers ``queued``; each GET then advances the status, through
     ``background_polls`` ``in_progress`` answers, to the final one.
+
+    ``dialect="legacy"`` streams the same steps in the deprecated event dialect that real servers may
+    still send (google-genai hands those over as ``UnknownInteractionSSEEvent``): ``interaction.start``,
+    per step ``content.start`` (only the block's type; a text block is ``text``), ``content.delta``
+    (text pieces, thought summaries and signature; a function call or server tool step whole, in one
+    delta), ``content.stop``, then ``interaction.complete``; no ``interaction.status_update`` events.
     """
 
     kind: Literal["interaction"] = "interaction"
@@ -258,6 +264,7 @@ class InteractionTurn(_TurnBase):
     usage: Usage | None = None
     id: str | None = None
     background_polls: int = Field(default=1, ge=0)
+    dialect: Literal["current", "legacy"] = "current"
 
     def serves(self, method: ApiMethod) -> bool:
         return method == "interactions"
