@@ -278,3 +278,53 @@ def test_both_dialects_translate_alike(client_for: ClientFactory) -> None:
     )
     assert legacy_signals == current_signals
     assert len(legacy_signals) > 5
+
+
+@pytest.mark.parametrize("dialect", ["current", "legacy"])
+def test_cancel_while_the_create_stream_is_sent(client_for: ClientFactory, dialect: str) -> None:
+    turn = InteractionTurn(steps=[TextStep(text="x" * 30, chunks=30)], chunk_delay=0.02, dialect=dialect)
+    with FakeGemini([turn]) as server:
+        client = client_for(server)
+        stream = client.interactions.create(model=MODEL, input="long", stream=True)
+        assert not isinstance(stream, it.Interaction)
+        raw: list[dict[str, Any]] = []
+        for event in stream:
+            raw.append(event.raw if isinstance(event, it.UnknownInteractionSSEEvent) else event.model_dump(mode="json"))
+            if len(raw) == 5:
+                iid = raw[0]["interaction"]["id"]
+                running = server.interaction(iid)
+                assert running is not None
+                assert running["status"] == "in_progress"
+                cancelled = client.interactions.cancel(iid)
+                assert cancelled.status == "cancelled"
+        stored = server.interaction(iid)
+        replay = [
+            e.raw["event_id"] if isinstance(e, it.UnknownInteractionSSEEvent) else e.event_id
+            for e in client.interactions.get(iid, stream=True)
+        ]
+    assert len(raw) < 30
+    kinds = [e["event_type"] for e in raw]
+    if dialect == "current":
+        assert kinds[-2:] == ["interaction.status_update", "interaction.completed"]
+        assert raw[-2]["status"] == "cancelled"
+    else:
+        assert kinds[-1] == "interaction.complete"
+        assert "interaction.status_update" not in kinds
+    assert raw[-1]["interaction"]["status"] == "cancelled"
+    assert stored is not None
+    assert stored["status"] == "cancelled"
+    assert [s["type"] for s in stored["steps"]] == ["model_output"]
+    assert replay == [e["event_id"] for e in raw]  # a resume sees the same cancelled stream
+    assert [r.status for r in server.requests_for("interactions.cancel")] == [200]
+
+
+def test_a_streamed_interaction_is_in_progress_until_sent(client_for: ClientFactory) -> None:
+    turn = InteractionTurn(steps=[TextStep(text="abc", chunks=3)], chunk_delay=0.01)
+    with FakeGemini([turn]) as server:
+        events = list(client_for(server).interactions.create(model=MODEL, input="x", stream=True))
+        stored = server.interaction("fake-interaction-1")
+        with pytest.raises(ierr.BadRequestError):
+            client_for(server).interactions.cancel("fake-interaction-1")
+    assert isinstance(events[-1], it.InteractionCompletedEvent)
+    assert stored is not None
+    assert stored["status"] == "completed"

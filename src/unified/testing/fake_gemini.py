@@ -96,6 +96,8 @@ class _Sse:
     delay: float
     cut_after: int | None = None
     done_sentinel: bool = False
+    interaction: _Interaction | None = None
+    """Set while a created interaction streams: the handler reports progress so a cancel can stop it."""
 
 
 @dataclass
@@ -123,6 +125,14 @@ class _Interaction:
     created: str
     events: list[JsonObject] = field(default_factory=list)
     pending_statuses: list[str] = field(default_factory=list)
+    legacy: bool = False
+    stream_status: str | None = None
+    """While its create stream is being sent the interaction is ``in_progress``; this is the status it
+    reaches when the stream's last event goes out (or the stream is cut)."""
+    stream_sent: int = 0
+    """Events of the create stream committed to the wire so far."""
+    cancelled_at: int | None = None
+    """A cancel during the stream: the index in ``events`` where the cancellation tail starts."""
 
     def resource(self) -> JsonObject:
         body: JsonObject = {"id": self.id, "status": self.status, **self.owner, "created": self.created}
@@ -433,6 +443,8 @@ class FakeGemini:
             stored.status = "failed"
         if payload.get("stream") is True:
             sse = _Sse(list(stored.events), turn.chunk_delay + self._chunk_delay, done_sentinel=True)
+            sse.interaction = stored
+            stored.stream_status, stored.status = stored.status, "in_progress"
             if fault is not None and fault.kind == "cut_stream":
                 sse.cut_after = min(fault.after, len(stored.events) - 1)
             return sse, None, fault
@@ -462,6 +474,7 @@ class FakeGemini:
             usage=usage,
             previous_interaction_id=previous,
             created=_now(),
+            legacy=legacy,
         )
         names = _wire.INTERACTION_EVENTS[turn.dialect]
         payload_key = "content" if legacy else "step"
@@ -513,7 +526,60 @@ class FakeGemini:
             return _error(400, "FAILED_PRECONDITION", f"Interaction {iid} is already {stored.status}")
         stored.status = "cancelled"
         stored.pending_statuses.clear()
+        if stored.stream_status is not None:
+            self._cancel_stream(stored)
         return _Json(200, stored.resource())
+
+    def _cancel_stream(self, stored: _Interaction) -> None:
+        """A cancel while the create stream is still being sent: what was sent stays, then the stream
+        ends as the server would end a cancelled run, ``interaction.status_update`` to ``cancelled``
+        (not in the legacy dialect, which has no status updates) and the terminal event with status
+        ``cancelled``. Only the steps that had started remain on the interaction."""
+        stored.stream_status = None
+        sent = stored.events[: stored.stream_sent]
+        started = {e["index"] for e in sent if e["event_type"] in ("step.start", "content.start")}
+        stored.steps = [step for i, step in enumerate(stored.steps) if i in started]
+        tail: list[JsonObject] = []
+        if not stored.legacy:
+            tail.append({"event_type": "interaction.status_update", "interaction_id": stored.id, "status": "cancelled"})
+        final: JsonObject = {"id": stored.id, "status": "cancelled", **stored.owner, "created": stored.created}
+        tail.append(
+            {"event_type": "interaction.complete" if stored.legacy else "interaction.completed", "interaction": final}
+        )
+        for n, event in enumerate(tail, start=len(sent)):
+            event["event_id"] = f"{stored.id}.{n}"
+        stored.events = sent + tail
+        stored.cancelled_at = len(sent)
+
+    def _stream_progress(self, sse: _Sse, n: int) -> list[JsonObject] | None:
+        """Called by the handler before it sends event ``n`` of a create stream. Returns the events to
+        send from ``n`` on when a cancel replaced them, else None; the interaction takes its final
+        status just before the stream's last event goes out."""
+        stored = sse.interaction
+        if stored is None:
+            return None
+        with self._lock:
+            if stored.cancelled_at is not None:
+                sse.interaction = None
+                return stored.events[stored.cancelled_at :]
+            if stored.stream_status is None:
+                sse.interaction = None
+                return None
+            stored.stream_sent = n + 1
+            if n >= len(sse.events) - 1:
+                stored.status, stored.stream_status = stored.stream_status, None
+                sse.interaction = None
+            return None
+
+    def _stream_cut(self, sse: _Sse) -> None:
+        """A cut stream ends its interaction's foreground run (it stays resumable with ``last_event_id``)."""
+        stored = sse.interaction
+        if stored is None:
+            return
+        with self._lock:
+            sse.interaction = None
+            if stored.stream_status is not None:
+                stored.status, stored.stream_status = stored.stream_status, None
 
     def _delete(self, iid: str) -> _Reply:
         if self._interactions.pop(iid, None) is None:
@@ -561,6 +627,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._write(reply)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+            if isinstance(reply, _Sse) and reply.interaction is not None:
+                self._play_out(reply)
+
+    def _send(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
     def _write(self, reply: _Reply) -> None:
         if isinstance(reply, _Drop):
@@ -578,15 +649,33 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        frames: list[bytes] = [b"data: " + json.dumps(event).encode() + b"\n\n" for event in reply.events]
-        if reply.done_sentinel:
-            frames.append(b"data: [DONE]\n\n")
-        for n, frame in enumerate(frames):
+        fake = self.server.fake
+        events = reply.events
+        n = 0
+        while n < len(events):
             if n == reply.cut_after:
                 # No terminating zero-length chunk: clients see an incomplete body, as on a dropped link.
+                fake._stream_cut(reply)
                 self.close_connection = True
                 return
             if reply.delay:
                 time.sleep(reply.delay)
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
+            if (tail := fake._stream_progress(reply, n)) is not None:
+                events = reply.events = [*events[:n], *tail]
+            self._send(b"data: " + json.dumps(events[n]).encode() + b"\n\n")
+            n += 1
+        if reply.done_sentinel:
+            self._send(b"data: [DONE]\n\n")
         self.wfile.write(b"0\r\n\r\n")
+
+    def _play_out(self, reply: _Sse) -> None:
+        """The client hung up mid-stream; the run goes on at the same pace, as on a real server, so the
+        interaction stays cancellable until its last event would have been sent."""
+        fake = self.server.fake
+        progress = reply.interaction
+        n = progress.stream_sent if progress is not None else 0
+        while reply.interaction is not None and n < len(reply.events) and fake._server is self.server:
+            if reply.delay:
+                time.sleep(reply.delay)
+            fake._stream_progress(reply, n)
+            n += 1
