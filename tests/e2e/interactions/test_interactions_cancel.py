@@ -14,19 +14,8 @@ from unified.testing.scenario import InteractionTurn, TextStep
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
-TRIO_GAP = (
-    "adapter bug (interactions/_client.py `_events`, trio path): the cancelled `next(iterator)` is left"
-    " running in an abandoned worker thread and the `finally` calls `stream.close()` in another thread,"
-    " which raises 'ValueError: generator already executing'; the server-side cancel succeeds, but the"
-    " run ends with result(status='error') instead of 'cancelled'"
-)
 
-
-async def test_cancel_during_a_foreground_stream(
-    fake: FakeGemini, params: Params, anyio_backend: str, request: pytest.FixtureRequest
-) -> None:
-    if anyio_backend == "trio":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=TRIO_GAP))
+async def test_cancel_during_a_foreground_stream(fake: FakeGemini, params: Params) -> None:
     # 40 text pieces 0.05 s apart: the stream would take over 2 s; the run is cancelled at the first.
     fake.add(InteractionTurn(steps=[TextStep(text="word " * 40, chunks=40)], chunk_delay=0.05))
     seen: list[Any] = []

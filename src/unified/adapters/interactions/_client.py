@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import random
+import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -82,6 +83,43 @@ def to_unified(exc: BaseException, what: str, model: str | None = None) -> Unifi
     return failure
 
 
+class _ThreadedReader:
+    """Reads the SDK's sync stream in worker threads (the trio path), and closes it safely.
+
+    A read cancelled mid-wait leaves its thread running inside the stream, which must not be closed
+    under it (httpx refuses a generator that is already executing). Then the thread closes the
+    stream itself as soon as its read returns (the server-side cancel that follows ends the stream).
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._iterator = iter(stream)
+        self._lock = threading.Lock()
+        self._busy = False
+        self._abandoned = False
+
+    def _read(self) -> Any:
+        try:
+            return next(self._iterator, None)
+        finally:
+            with self._lock:
+                self._busy = False
+                if self._abandoned:
+                    self._stream.close()
+
+    async def next(self) -> Any:
+        with self._lock:
+            self._busy = True
+        return await anyio.to_thread.run_sync(self._read, abandon_on_cancel=True)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._busy:
+                self._abandoned = True
+                return
+        self._stream.close()
+
+
 class InteractionsClient:
     """One run's connection to the Interactions API."""
 
@@ -130,22 +168,20 @@ class InteractionsClient:
 
     async def _events(self, stream: Any) -> AsyncGenerator[dict[str, Any], None]:
         """The stream's events as wire JSON; the stream is closed however iteration ends."""
-        try:
-            if self._asyncio:
+        if self._asyncio:
+            try:
                 async for event in stream:
                     yield to_json(event)
-            else:
-                iterator = iter(stream)
-                while (
-                    event := await anyio.to_thread.run_sync(next, iterator, None, abandon_on_cancel=True)
-                ) is not None:
-                    yield to_json(event)
-        finally:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                if self._asyncio:
+            finally:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                     await stream.close()
-                else:
-                    await anyio.to_thread.run_sync(stream.close, abandon_on_cancel=True)
+            return
+        reader = _ThreadedReader(stream)
+        try:
+            while (event := await reader.next()) is not None:
+                yield to_json(event)
+        finally:
+            reader.close()
 
     # -- retries ----------------------------------------------------------------------------------
 
