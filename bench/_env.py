@@ -7,25 +7,17 @@ directory; a benchmark that touched either would be both unsafe and unrepeatable
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from unified.testing import recordings_dir
+from unified.testing.wiring import prepare_cli_home
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDINGS = recordings_dir()
 TRANSCRIPTS = Path(__file__).resolve().parent / "transcripts"
-GEMINI_SETTINGS = {
-    "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
-    "general": {"sessionRetention": {"enabled": False}, "enableAutoUpdate": False},
-    "telemetry": {"enabled": False},
-    "privacy": {"usageStatisticsEnabled": False},
-    "ide": {"enabled": False},
-}
-"""FIELD-NOTES §1: the settings that make offline runs of the CLI deterministic."""
 MODEL = "gemini-2.5-flash"
 
 
@@ -46,8 +38,7 @@ def isolated_home() -> Iterator[Path]:
     saved = {name: os.environ.get(name) for name in names}
     with tempfile.TemporaryDirectory(prefix="unified-bench-") as tmp:
         home = Path(tmp)
-        (home / ".gemini").mkdir()
-        (home / ".gemini" / "settings.json").write_text(json.dumps(GEMINI_SETTINGS))
+        prepare_cli_home(home)
         os.environ.update(
             HOME=tmp,
             GEMINI_CLI_HOME=tmp,

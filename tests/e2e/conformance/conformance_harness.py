@@ -50,6 +50,7 @@ from unified.events import (
 )
 from unified.query import EventStream
 from unified.testing import FakeGemini, RecordedRequest
+from unified.testing.wiring import backend_options_for
 from unified.tools import ALIASES
 from unified.types import BackendName, ExecuteParams
 
@@ -57,15 +58,6 @@ Shape = tuple[str, ...]
 MODEL = "gemini-2.5-flash"
 """One concrete model for every backend: the CLI needs one (with `auto` it would spend a turn routing)."""
 RUN_TIMEOUT_S = 45.0
-CLI_SETTINGS: dict[str, Any] = {
-    "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
-    "general": {"sessionRetention": {"enabled": False}, "enableAutoUpdate": False},
-    "telemetry": {"enabled": False},
-    "privacy": {"usageStatisticsEnabled": False},
-    "ide": {"enabled": False},
-}
-"""FIELD-NOTES §1: settings for deterministic offline CLI runs; `selectedType` makes the CLI use
-GOOGLE_GEMINI_BASE_URL with an API key instead of choosing the `gateway` auth type."""
 
 
 @dataclass(frozen=True)
@@ -82,18 +74,18 @@ class Column:
 
 
 def _cli_options(server: FakeGemini) -> dict[str, object]:
-    return {"env": server.cli_env, "pool_size": 0}
+    return backend_options_for(server, "gemini-cli")  # HOME is the test's, prepared by the cli_ready fixture
 
 
-def _http_options(server: FakeGemini) -> dict[str, object]:
+def _http_options(backend: BackendName) -> Callable[[FakeGemini], dict[str, object]]:
     # Retry waits shrunk a thousandfold: a scripted 429 asking for seconds takes milliseconds.
-    return {"api_key": "fake-gemini-key", "base_url": server.base_url, "retry_delay_scale": 0.001}
+    return lambda server: {**backend_options_for(server, backend), "retry_delay_scale": 0.001}
 
 
 COLUMNS: tuple[Column, ...] = (
     Column("gemini-cli", "gemini-cli", _cli_options, needs_cli=True),
-    Column("generate-content", "generate-content", _http_options),
-    Column("interactions", "interactions", _http_options),
+    Column("generate-content", "generate-content", _http_options("generate-content")),
+    Column("interactions", "interactions", _http_options("interactions")),
 )
 NOT_DRIVEN: Mapping[str, str] = {
     "scripted": "plays a script of UnifiedEvents, not a model: FakeGemini cannot drive it "

@@ -13,7 +13,6 @@ of the matrix for a driven backend needs a scenario that observes it on that bac
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Iterator
@@ -22,7 +21,6 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conformance.conformance_harness import (
-    CLI_SETTINGS,
     COLUMNS,
     NOT_DRIVEN,
     Column,
@@ -36,6 +34,7 @@ from tests.e2e.conformance.conformance_scenarios import CAPABILITY_CHECKS, SCENA
 from unified import capabilities
 from unified.events import SessionStarted, UserInputRequest
 from unified.testing import FakeGemini
+from unified.testing.wiring import prepare_cli_home
 from unified.types import ImageInput, StdioMcpServer
 
 pytestmark = pytest.mark.anyio
@@ -76,11 +75,9 @@ def cli_ready(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The pinned binary and deterministic settings in the per-test HOME (children inherit HOME/GEMINI_CLI_HOME)."""
     binary = os.environ.get("UNIFIED_GEMINI_BIN") or str(LOCAL_CLI)
     if not Path(binary).exists():
-        pytest.skip("the pinned gemini binary is not installed (run .ci/install-gemini-cli.sh)")
+        pytest.fail(f"the pinned gemini binary is not at {binary}: run .ci/install-gemini-cli.sh (scripts/test does)")
     monkeypatch.setenv("UNIFIED_GEMINI_BIN", binary)
-    settings = isolated_home / ".gemini" / "settings.json"
-    settings.parent.mkdir(parents=True, exist_ok=True)
-    settings.write_text(json.dumps(CLI_SETTINGS))
+    prepare_cli_home(isolated_home)
 
 
 async def run_scenario(column: Column, scenario: Scenario, workspace: Path) -> tuple[Run, list[UserInputRequest]]:

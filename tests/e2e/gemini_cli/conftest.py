@@ -6,7 +6,6 @@ settings.json in it (FIELD-NOTES §1), `GEMINI_API_KEY=dummy`, and a workspace d
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -18,14 +17,7 @@ from tests.e2e.gemini_cli.gemini_cli_helpers import LOCAL_BINARY
 from unified import ExecuteParams
 from unified.events import UnifiedEvent
 from unified.query import EventStream
-
-SETTINGS = {
-    "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
-    "general": {"sessionRetention": {"enabled": False}, "enableAutoUpdate": False},
-    "telemetry": {"enabled": False},
-    "privacy": {"usageStatisticsEnabled": False},
-    "ide": {"enabled": False},
-}
+from unified.testing.wiring import prepare_cli_home
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -40,13 +32,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def gemini_setup(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     binary = os.environ.get("UNIFIED_GEMINI_BIN") or str(LOCAL_BINARY)
     if not Path(binary).exists():
-        pytest.skip("the pinned gemini binary is not installed (run .ci/install-gemini-cli.sh)")
+        pytest.fail(f"the pinned gemini binary is not at {binary}: run .ci/install-gemini-cli.sh (scripts/test does)")
     monkeypatch.setenv("UNIFIED_GEMINI_BIN", binary)
     monkeypatch.setenv("GEMINI_API_KEY", "dummy")
-    settings = isolated_home / ".gemini" / "settings.json"
-    settings.parent.mkdir(parents=True, exist_ok=True)
-    settings.write_text(json.dumps(SETTINGS))
-    return isolated_home
+    return prepare_cli_home(isolated_home)
 
 
 @pytest.fixture
