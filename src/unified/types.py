@@ -6,12 +6,13 @@ Kept apart from the event protocol (what comes back) and free of any backend SDK
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from unified._internal.redact import redact_mapping
 from unified.events import UserInputRequest, UserInputResponse
 
 BackendName = Literal["gemini-cli", "generate-content", "interactions", "scripted"]
@@ -30,8 +31,18 @@ UserInputHandler = Callable[[UserInputRequest], Awaitable[UserInputResponse]]
 """Answers a `user_input_request` (a permission prompt, an `ask_user` question, an MCP elicitation)."""
 
 
+ReprArgs = Iterable[tuple[str | None, Any]]
+"""What pydantic's `__repr_args__` yields: (field name, value) pairs."""
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def __repr_args__(self) -> ReprArgs:  # headers and env may hold tokens: never in a repr or a log line
+        return [
+            (name, redact_mapping(value) if isinstance(value, dict) else value)
+            for name, value in super().__repr_args__()
+        ]
 
 
 class StdioMcpServer(_Frozen):
@@ -145,3 +156,9 @@ class ExecuteParams(BaseModel):
     backend_options: dict[str, object] = Field(
         default_factory=dict, description="Backend-specific settings, documented per backend."
     )
+
+    def __repr_args__(self) -> ReprArgs:  # an api_key in backend_options must not reach a repr or a log line
+        return [
+            (name, redact_mapping(value) if name == "backend_options" else value)
+            for name, value in super().__repr_args__()
+        ]

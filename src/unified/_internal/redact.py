@@ -47,3 +47,19 @@ def redact(text: str, env: Mapping[str, str] | None = None) -> str:
     for value in secret_values(env):
         text = text.replace(value, REDACTED)
     return text
+
+
+_SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|passwd|authorization|cookie|credential)", re.IGNORECASE)
+"""Mapping keys (option names, header names, environment names) whose values are secrets."""
+
+
+def redact_mapping(value: object) -> object:
+    """`value` with every entry under a secret-looking key replaced, however deep: for reprs and logs."""
+    if isinstance(value, Mapping):
+        return {
+            key: REDACTED if isinstance(key, str) and _SECRET_KEY.search(key) and item else redact_mapping(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact_mapping(item) for item in value)
+    return value
