@@ -251,6 +251,32 @@ class UserInputRequest(_EventBase):
     details: dict[str, JsonValue] = Field(default_factory=dict)
 
 
+def permission_request(
+    request_id: str,
+    prompt: str,
+    *,
+    tool_use_id: str | None,
+    tool_name: str | None,
+    details: dict[str, JsonValue] | None = None,
+    session_id: str | None = None,
+) -> UserInputRequest:
+    """The one shape of a permission prompt: question `permission`, options allow once / always / deny."""
+    options = [
+        QuestionOption(id=ALLOW_ONCE, label="Allow once"),
+        QuestionOption(id=ALLOW_ALWAYS, label="Allow for this session"),
+        QuestionOption(id=DENY, label="Deny"),
+    ]
+    return UserInputRequest(
+        request_id=request_id,
+        source="permission",
+        questions=[Question(id=PERMISSION_QUESTION_ID, prompt=prompt, options=options)],
+        tool_use_id=tool_use_id,
+        tool_name=tool_name,
+        details=details or {},
+        session_id=session_id,
+    )
+
+
 class UserInputResponse(BaseModel):
     """The caller's answer: question id → chosen option id(s) or free text. `cancelled` = no answer."""
 
@@ -401,4 +427,5 @@ __all__ = [
     "dump_event",
     "event_json_schema",
     "parse_event",
+    "permission_request",
 ]

@@ -17,15 +17,10 @@ import anyio
 from pydantic import ValidationError
 
 from unified.events import (
-    ALLOW_ALWAYS,
-    ALLOW_ONCE,
-    DENY,
-    PERMISSION_QUESTION_ID,
     PermissionDecision,
-    Question,
-    QuestionOption,
     ToolProgress,
     UserInputRequest,
+    permission_request,
 )
 from unified.tools import _files, _search, _shell
 from unified.tools._ask_user import CURRENT_CALL_ID, UserInputBridge, ask_user_tool
@@ -73,15 +68,9 @@ class PermissionRequest:
 
     def to_event(self, request_id: str) -> UserInputRequest:
         """The `user_input_request` (source `permission`) an adapter emits for this request."""
-        options = [
-            QuestionOption(id=ALLOW_ONCE, label="Allow once"),
-            QuestionOption(id=ALLOW_ALWAYS, label="Allow always (this session)"),
-            QuestionOption(id=DENY, label="Deny"),
-        ]
-        return UserInputRequest(
-            request_id=request_id,
-            source="permission",
-            questions=[Question(id=PERMISSION_QUESTION_ID, prompt=self.summary, options=options)],
+        return permission_request(
+            request_id,
+            self.summary,
             tool_use_id=self.call.id,
             tool_name=self.call.name,
             details={"args": dict(self.call.args)},

@@ -60,10 +60,8 @@ from unified.events import (
     ALLOW_ALWAYS,
     ALLOW_ONCE,
     DENY,
-    PERMISSION_QUESTION_ID,
     PermissionDecision,
     Question,
-    QuestionOption,
     SessionStarted,
     SubagentCompleted,
     SubagentStarted,
@@ -72,6 +70,7 @@ from unified.events import (
     Usage,
     UserInputRequest,
     WarningEvent,
+    permission_request,
 )
 from unified.sessions import short_id_of
 from unified.types import ApprovalMode, ExecuteParams, HttpMcpServer, McpServer, SseMcpServer, StdioMcpServer
@@ -585,20 +584,9 @@ class _AcpRun:
                 details=details,
                 session_id=self.session_id,
             )
-        return UserInputRequest(
-            request_id=f"{self.session_id}:{request_id}",
-            source="permission",
-            questions=[
-                Question(
-                    id=PERMISSION_QUESTION_ID,
-                    prompt=f"Allow {tool_name}: {title}?",
-                    options=[
-                        QuestionOption(id=ALLOW_ONCE, label="Allow once"),
-                        QuestionOption(id=ALLOW_ALWAYS, label="Allow for this session"),
-                        QuestionOption(id=DENY, label="Deny"),
-                    ],
-                )
-            ],
+        return permission_request(
+            f"{self.session_id}:{request_id}",
+            f"Allow {tool_name}: {title}?",
             tool_use_id=call_id or None,
             tool_name=tool_name,
             details=details,
