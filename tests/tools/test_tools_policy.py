@@ -176,13 +176,13 @@ async def test_ask_user_allow_once_allow_always_and_deny(ws: Path) -> None:
         ("allow", "user"),
         ("allow", "user"),
     ]
-    assert rec.decisions[2].rule == "session:run_shell_command:echo"
+    assert rec.decisions[2].rule == "session:run_shell_command:echo 2"
     assert asked[0].summary == "Allow running `echo 0`?"
-    # the session rule now answers for `echo`, but not for other commands
+    # the session rule now answers for the approved command (however quoted), not for others
     [again, other] = await rt.run_batch(
         [
-            ToolCall("4", "run_shell_command", {"command": "echo again"}),
-            ToolCall("5", "run_shell_command", {"command": "ls"}),
+            ToolCall("4", "run_shell_command", {"command": "echo  '2'"}),
+            ToolCall("5", "run_shell_command", {"command": "echo again"}),
         ]
     )
     assert not again.is_error

@@ -1,10 +1,11 @@
 """The permission gate as data: priority-sorted rules read from TOML (seed 003).
 
 A rule matches on tool name (shell-style wildcards), approval mode, an argument regex and, for
-shell commands, command prefixes. The highest effective priority wins; ties go to the rule read
-first. Rules come in tiers so that a tier always outranks the ones below it, whatever their own
-numbers: effective priority = tier + priority / 1000 (default 1, session "allow always" 3,
-user file 4), as the Gemini CLI layers its policy files.
+shell commands, command prefixes judged against every command bash would run (`_shell_syntax`):
+a deny or ask rule applies if any of them matches, an allow rule only if all of them do. The
+highest effective priority wins; ties go to the rule read first. Rules come in tiers so that a
+tier always outranks the ones below it, whatever their own numbers: effective priority =
+tier + priority / 1000 (default 1, session "allow always" 3, user file 4), as the Gemini CLI layers its policy files.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import Enum, StrEnum
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from unified.tools import _shell_syntax
 from unified.types import ApprovalMode
 
 DEFAULT_TIER = 1
@@ -31,8 +33,6 @@ _MODES: tuple[ApprovalMode, ...] = ("plan", "default", "auto_edit", "yolo")
 """Approval modes from least to most permissive: an "allow always" holds in its mode and above."""
 
 _RULE_KEYS = {"name", "toolName", "decision", "priority", "modes", "argsPattern", "commandPrefix"}
-_CHAIN = re.compile(r"&&|\|\||[;|\n]")
-_SUBSTITUTION = ("$(", "`", "<(", ">(")
 
 
 class Decision(StrEnum):
@@ -56,29 +56,94 @@ class Rule:
     modes: frozenset[str] | None = None
     args_pattern: re.Pattern[str] | None = None
     command_prefixes: tuple[str, ...] | None = None
+    command_shape: tuple[object, ...] | None = None
+    """For an "allow always" rule: the exact shape (`shell_shape`) of the approved command."""
 
-    def matches(self, tool: str, args: Mapping[str, Any], mode: ApprovalMode) -> bool:
+    def match(self, tool: str, args: Mapping[str, Any], mode: ApprovalMode) -> Match:
+        """Whether this rule applies; MAYBE when a shell command has parts only known at run time."""
         if not any(fnmatch.fnmatchcase(tool, pattern) for pattern in self.tool_names):
-            return False
+            return Match.NO
         if self.modes is not None and mode not in self.modes:
-            return False
+            return Match.NO
         if self.args_pattern is not None:
             text = json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
             if not self.args_pattern.search(text):
-                return False
-        if self.command_prefixes is not None:
-            return _command_matches(str(args.get("command", "")), self.command_prefixes)
-        return True
+                return Match.NO
+        command = str(args.get("command", ""))
+        if self.command_shape is not None and shell_shape(command) != self.command_shape:
+            return Match.NO
+        if self.command_prefixes is None:
+            return Match.YES
+        parts = _shell_syntax.parse(command)
+        if self.decision is Decision.ALLOW:
+            return _allow_all(parts, self.command_prefixes)
+        return _deny_any(parts, self.command_prefixes)
+
+    def matches(self, tool: str, args: Mapping[str, Any], mode: ApprovalMode) -> bool:
+        return self.match(tool, args, mode) is Match.YES
 
 
-def _command_matches(command: str, prefixes: Sequence[str]) -> bool:
-    """Every chained part (`a && b; c | d`) must start with an allowed prefix; substitutions never match."""
-    if any(token in command for token in _SUBSTITUTION):
-        return False
-    parts = [part.strip() for part in _CHAIN.split(command) if part.strip()]
-    return bool(parts) and all(
-        any(part == prefix or part.startswith(prefix + " ") for prefix in prefixes) for part in parts
-    )
+class Match(Enum):
+    NO = "no"
+    MAYBE = "maybe"
+    YES = "yes"
+
+
+def _prefix_match(part: _shell_syntax.SimpleCommand, prefix: str) -> Match:
+    """Word-wise: `git push` matches `git push origin`, not `git pushy`; the command word by basename."""
+    wanted = prefix.split()
+    if not wanted:
+        return Match.NO
+    if part.unknown is not None:
+        return Match.MAYBE
+    wanted[0] = _shell_syntax.command_name(wanted[0])
+    words = [part.name, *part.words[1:]]
+    for index, expected in enumerate(wanted):
+        if index >= len(words):
+            return Match.MAYBE if part.open_tail else Match.NO
+        if words[index] is None:
+            return Match.MAYBE
+        if words[index] != expected:
+            return Match.NO
+    return Match.YES
+
+
+def _deny_any(parts: Sequence[_shell_syntax.SimpleCommand], prefixes: Sequence[str]) -> Match:
+    """A deny (or ask) rule applies if any command run, at any depth, or any wrapper it runs under
+    matches; MAYBE if one could match once bash expands it."""
+    result = Match.NO
+    for part in parts:
+        wrappers = {_shell_syntax.command_name(wrapper.split()[0]) for wrapper in part.via}
+        for prefix in prefixes:
+            found = Match.YES if prefix.strip() in wrappers else _prefix_match(part, prefix)
+            if found is Match.YES:
+                return Match.YES
+            if found is Match.MAYBE:
+                result = Match.MAYBE
+    return result
+
+
+def _allow_all(parts: Sequence[_shell_syntax.SimpleCommand], prefixes: Sequence[str]) -> Match:
+    """An allow rule applies only if every command run matches a prefix and none writes a file
+    through a redirection or sets a variable (`PATH=..`, `GIT_PAGER=..` change what runs)."""
+    if not parts:
+        return Match.NO
+    for part in parts:
+        if part.unknown is not None or part.writes or part.assigns:
+            return Match.NO
+        if not any(_prefix_match(part, prefix) is Match.YES for prefix in prefixes):
+            return Match.NO
+    return Match.YES
+
+
+def shell_shape(command: str) -> tuple[object, ...]:
+    """What "allow always" on a shell command covers: the same commands with the same words,
+    wrappers, redirections and assignments, however quoted or spaced. A command with a part only
+    known at run time is covered only by its identical text."""
+    parts = _shell_syntax.parse(command)
+    if any(part.unknown is not None for part in parts):
+        return ("text", command)
+    return tuple(part.shape() for part in parts)
 
 
 @dataclass(frozen=True)
@@ -176,26 +241,34 @@ class Policy:
         return self.with_toml(text, source=str(path))
 
     def evaluate(self, tool: str, args: Mapping[str, Any], mode: ApprovalMode) -> Verdict:
+        """The first matching rule decides, except that an allow never outranks a deny or ask rule
+        above it that could match once bash expands the command: then the user is asked."""
+        doubt: Rule | None = None
         for rule in self.rules:
-            if rule.matches(tool, args, mode):
+            found = rule.match(tool, args, mode)
+            if found is Match.MAYBE and doubt is None:
+                doubt = rule
+            if found is Match.YES:
+                if rule.decision is Decision.ALLOW and doubt is not None:
+                    return Verdict(Decision.ASK_USER, doubt)
                 return Verdict(rule.decision, rule)
-        return Verdict(Decision.ASK_USER, None)
+        return Verdict(Decision.ASK_USER, doubt)
 
 
 def session_rule(tool: str, args: Mapping[str, Any], mode: ApprovalMode) -> Rule:
-    """The narrowed rule an "allow always" answer adds: this tool (and, for the shell, this
-    command's first word) in this approval mode and the more permissive ones."""
-    prefixes = None
+    """The narrowed rule an "allow always" answer adds: this tool in this approval mode and the
+    more permissive ones, and for the shell only this command's shape (`shell_shape`)."""
+    shape = None
     label = tool
     if tool == "run_shell_command":
-        words = str(args.get("command", "")).split()
-        prefixes = (words[0],) if words else None
-        label = f"{tool}:{words[0]}" if words else tool
+        command = str(args.get("command", ""))
+        shape = shell_shape(command)
+        label = f"{tool}:{' '.join(command.split())}"
     return Rule(
         tool_names=(tool,),
         decision=Decision.ALLOW,
         priority=SESSION_TIER + SESSION_PRIORITY / 1000,
         name=f"session:{label}",
         modes=frozenset(_MODES[_MODES.index(mode) :]),
-        command_prefixes=prefixes,
+        command_shape=shape,
     )

@@ -22,7 +22,7 @@ from unified.events import (
     UserInputRequest,
     permission_request,
 )
-from unified.tools import _files, _search, _shell
+from unified.tools import _files, _search, _shell, _shell_syntax
 from unified.tools._ask_user import CURRENT_CALL_ID, UserInputBridge, ask_user_tool
 from unified.tools._base import (
     InlineData,
@@ -457,9 +457,26 @@ def _error(call: ToolCall, message: str, decision: PermissionDecision | None = N
     return ToolOutcome(call.id, call.name, {"error": message}, True, (), decision)
 
 
+_SUMMARY_PARTS = 6
+
+
 def _summary(tool: str, args: Mapping[str, Any]) -> str:
     if tool == "run_shell_command":
-        return f"Allow running `{args.get('command', '')}`?"
+        command = str(args.get("command", ""))
+        return f"Allow running `{command}`?" + _shell_parts(command)
     if "file_path" in args:
         return f"Allow {tool} on {args['file_path']}?"
     return f"Allow {tool}?"
+
+
+def _shell_parts(command: str) -> str:
+    """What bash would really run, when the text alone could mislead a reader (several commands,
+    wrappers, substitutions, redirections, parts only known at run time); else nothing."""
+    parts = _shell_syntax.parse(command)
+    if len(parts) == 1 and parts[0].text.strip() == command.strip() and not parts[0].via:
+        return ""
+    if not parts:
+        return ""
+    shown = [f"`{part.display()}`" for part in parts[:_SUMMARY_PARTS]]
+    more = len(parts) - _SUMMARY_PARTS
+    return "\nIt runs: " + ", ".join(shown) + (f" and {more} more" if more > 0 else "")
