@@ -473,9 +473,10 @@ def _shell_parts(command: str) -> str:
     """What bash would really run, when the text alone could mislead a reader (several commands,
     wrappers, substitutions, redirections, parts only known at run time); else nothing."""
     parts = _shell_syntax.parse(command)
-    if len(parts) == 1 and parts[0].text.strip() == command.strip() and not parts[0].via:
-        return ""
     if not parts:
+        return ""
+    [first, *rest] = parts
+    if not rest and first.text.strip() == command.strip() and not first.via and first.unknown is None:
         return ""
     shown = [f"`{part.display()}`" for part in parts[:_SUMMARY_PARTS]]
     more = len(parts) - _SUMMARY_PARTS
