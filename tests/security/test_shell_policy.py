@@ -73,6 +73,14 @@ HOSTILE: list[tuple[str, str, Decision]] = [
     ("eval-words", "eval rm -rf victim", DENY),
     ("builtin-eval", "builtin eval 'rm -rf victim'", DENY),
     ("trap", "trap 'rm -rf victim' EXIT", DENY),
+    ("pipe-stderr", "echo hi |& rm -rf victim", DENY),
+    ("until-condition", "until rm -rf victim; do :; done", DENY),
+    ("select-body", "select x in a; do rm -rf victim; break; done", DENY),
+    ("test-substitution", "[[ $(rm -rf victim) ]]", DENY),
+    ("fd-process-substitution", "exec 3< <(rm -rf victim)", DENY),
+    ("coproc", "coproc rm -rf victim", DENY),
+    ("watch", "watch -n 1 rm -rf victim", DENY),
+    ("busybox", "busybox rm -rf victim", DENY),
     # the command word disguised
     ("absolute-path", "/bin/rm -rf victim", DENY),
     ("dotted-path", "/usr/bin/../../bin/rm -rf victim", DENY),
@@ -83,6 +91,8 @@ HOSTILE: list[tuple[str, str, Decision]] = [
     ("ansi-c-hex", "$'\\x72m' -rf victim", DENY),
     ("ansi-c-octal", "$'\\162\\155' -rf victim", DENY),
     ("line-continuation", "r\\\nm -rf victim", DENY),
+    ("quoted-eval", "e\"v\"al 'rm -rf victim'", DENY),
+    ("escaped-shell", "b\\ash -c 'rm -rf victim'", DENY),
     # wrappers resolved to the command they run
     ("env", "env rm -rf victim", DENY),
     ("env-assign-ignore", "env -i FOO=1 rm -rf victim", DENY),
@@ -98,6 +108,11 @@ HOSTILE: list[tuple[str, str, Decision]] = [
     ("timeout-signal", "timeout -s KILL 10 rm -rf victim", DENY),
     ("stdbuf-setsid", "stdbuf -o0 setsid rm -rf victim", DENY),
     ("sudo", "sudo -u root rm -rf victim", DENY),
+    ("exec-argv0", "exec -a x rm -rf victim", DENY),
+    ("nice-numeric", "nice -10 rm -rf victim", DENY),
+    ("command-eval", "command eval 'rm -rf victim'", DENY),
+    ("env-shell", "env bash -c 'rm -rf victim'", DENY),
+    ("xargs-shell", "echo victim | xargs sh -c 'rm -rf \"$@\"' _", DENY),
     ("wrapper-chain", "nice timeout 5 env FOO=1 command rm -rf victim", DENY),
     ("xargs", "echo victim | xargs rm -rf", DENY),
     ("xargs-0", "printf 'victim\\0' | xargs -0 rm -rf", DENY),
@@ -123,6 +138,14 @@ HOSTILE: list[tuple[str, str, Decision]] = [
     ("alias", "shopt -s expand_aliases\nalias x='rm -rf'\nx victim", ASK),
     ("arithmetic-injection", "x='a[$(rm -rf victim)]'; echo $((x))", ASK),
     ("prompt-expansion", "x='$(rm -rf victim)'; echo ${x@P}", ASK),
+    ("ifs-words", "rm$IFS-rf$IFS victim", ASK),
+    ("array-command", 'x=(rm -rf victim); "${x[@]}"', ASK),
+    ("read-into-name", "read -r c <<< rm; $c -rf victim", ASK),
+    ("printf-into-name", "printf -v c rm; $c -rf victim", ASK),
+    ("source-generated", "source <(echo 'rm -rf victim')", ASK),
+    ("bash-generated", "bash <(echo 'rm -rf victim')", ASK),
+    ("source-stdin", ". /dev/stdin <<< 'rm -rf victim'", ASK),
+    ("hash-remap", "hash -p /bin/rm ls; ls victim", ASK),
     ("unparseable", "rm -rf victim )(", DENY),
 ]
 
@@ -153,6 +176,12 @@ E2E = [
     "pipe-into-bash",
     "alias",
     "arithmetic-injection",
+    "pipe-stderr",
+    "quoted-eval",
+    "xargs-shell",
+    "source-generated",
+    "hash-remap",
+    "ifs-words",
 ]
 
 pytestmark = pytest.mark.anyio

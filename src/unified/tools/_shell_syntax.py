@@ -364,6 +364,10 @@ class _Walker:
             self.script(args[:1], inv, name)
         elif name == "alias" and any(a is None or "=" in a for a in args):
             self.out.append(inv.unknown("an alias definition changes what later words run"))
+        elif name == "hash" and "-p" in args:
+            self.out.append(inv.unknown("hash -p changes which program a name runs"))
+        elif name in ("source", ".") and args and _generated_file(args[0]):
+            self.out.append(inv.unknown(f"{name} of commands generated at run time"))
         elif name in _WRAPPERS:
             _WRAPPERS[name](self, words, inv)
         else:
@@ -413,7 +417,10 @@ class _Walker:
             else:
                 self.nested(rest[0], inv, f"{name} -c")
         elif rest and not reads_stdin:
-            self.out.append(inv.command(words))
+            if _generated_file(rest[0]):
+                self.out.append(inv.unknown(f"{name} of a script generated at run time"))
+            else:
+                self.out.append(inv.command(words))
         elif inv.stdin is not None:
             self.nested(inv.stdin, inv, name)
         else:
@@ -535,6 +542,8 @@ def _wrapper(options: _Options, *, takes_env: bool = False, default: str | None 
         if "-S" in seen or "--split-string" in seen:
             walker.out.append(inv.unknown(f"{name} -S splits a string into a command"))
             return
+        if name == "time" and ("-o" in seen or "--output" in seen):
+            inv = replace(inv, writes=(*inv.writes, seen.get("-o") or seen["--output"]))
         assigns = list(inv.assigns)
         while takes_env and rest and rest[0] is not None and re.match(r"[A-Za-z_]\w*=", rest[0]):
             assigns.append(rest[0].split("=", 1)[0])
@@ -568,6 +577,16 @@ def _command_builtin(walker: _Walker, words: list[Word], inv: _Invocation) -> No
         walker.out.append(inv.command(words))
         return
     walker.resolve(args, replace(inv, via=(*inv.via, "command")))
+
+
+def _watch(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    """`watch [opts] cmd args` runs `sh -c "cmd args"` again and again."""
+    split = _Options(valued="nqg", flags="bcdeptwx").split(words[1:])
+    if isinstance(split, str):
+        walker.out.append(inv.unknown(f"watch: {split}"))
+        return
+    walker.out.append(inv.command(words[:1] + split[0]))
+    walker.script(split[1], inv, "watch")
 
 
 def _find(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
@@ -669,8 +688,16 @@ _WRAPPERS: dict[str, _Handler] = {
         default="echo",
     ),
     "find": _find,
+    "watch": _watch,
+    "busybox": _wrapper(_Options()),
+    "coproc": _wrapper(_Options()),
 }
 """Commands that run other commands, and how to find the command they run."""
+
+
+def _generated_file(word: Word) -> bool:
+    """A script operand whose content only exists at run time: `<(..)`, a variable, /dev/stdin."""
+    return word is None or word.startswith(("/dev/", "/proc/"))
 
 
 def _descendants(node: Node, kinds: tuple[str, ...]) -> Iterator[Node]:
