@@ -58,6 +58,7 @@ HOSTILE: list[tuple[str, str, Decision]] = [
     ("substitution-in-redirect", "echo hi > $(rm -rf victim)", DENY),
     ("substitution-in-heredoc", "cat <<EOF\n$(rm -rf victim)\nEOF", DENY),
     ("substitution-in-arithmetic", "echo $((1 + $(rm -rf victim)))", DENY),
+    ("nested-backticks", "echo `echo \\`rm -rf victim\\``", DENY),
     ("process-substitution-in", "cat <(rm -rf victim)", DENY),
     ("process-substitution-out", "echo hi > >(rm -rf victim)", DENY),
     ("bash-c", "bash -c 'rm -rf victim'", DENY),
@@ -146,6 +147,8 @@ HOSTILE: list[tuple[str, str, Decision]] = [
     ("bash-generated", "bash <(echo 'rm -rf victim')", ASK),
     ("source-stdin", ". /dev/stdin <<< 'rm -rf victim'", ASK),
     ("hash-remap", "hash -p /bin/rm ls; ls victim", ASK),
+    ("pipe-into-bash-under-heredoc", "{ echo 'rm -rf victim' | bash; } <<EOF\nls\nEOF", ASK),
+    ("deep-nesting", "echo " + "$(" * 1000 + "rm -rf victim" + ")" * 1000, ASK),
     ("unparseable", "rm -rf victim )(", DENY),
 ]
 
@@ -182,6 +185,8 @@ E2E = [
     "source-generated",
     "hash-remap",
     "ifs-words",
+    "nested-backticks",
+    "pipe-into-bash-under-heredoc",
 ]
 
 pytestmark = pytest.mark.anyio

@@ -104,7 +104,10 @@ def parse(command: str) -> tuple[SimpleCommand, ...]:
 
 @functools.lru_cache(maxsize=512)
 def _parse_cached(command: str) -> tuple[SimpleCommand, ...]:
-    return tuple(_Walker(command, depth=0, via=()).run())
+    try:
+        return tuple(_Walker(command, depth=0, via=()).run())
+    except RecursionError:
+        return (SimpleCommand((), command, unknown="nested too deeply to follow"),)
 
 
 _parser_lock = threading.Lock()
@@ -165,10 +168,27 @@ class _Walker:
         elif kind in ("test_command", "arithmetic_expansion") or self._is_arith(node):
             self.flag_quoted_substitutions(node)
             self.children(node, ctx)
+        elif kind == "pipeline":
+            self.pipeline(node, ctx)
+        elif kind == "command_substitution" and self.text(node).startswith("`") and "\\" in self.text(node):
+            self.backticks(node)
         elif kind == "expansion" and re.search(r"@[A-Za-z]\}$", self.text(node)):
             self.out.append(self.unknown(self.text(node), "a ${var@op} transformation may run code"))
         else:
             self.children(node, ctx)
+
+    def pipeline(self, node: Node, ctx: _Context) -> None:
+        """Only the first command of a pipeline reads the heredoc; the others read the pipe."""
+        first = True
+        for child in node.children:
+            self.visit(child, ctx if first else replace(ctx, stdin_script=None))
+            first = first and not child.is_named
+
+    def backticks(self, node: Node) -> None:
+        r"""Inside backticks bash first removes the backslash of \\, \` and \$, so `\`rm x\`` nests a
+        substitution tree-sitter reads as plain words: the unescaped body is parsed again."""
+        body = re.sub(r"\\([\\`$])", r"\1", self.text(node)[1:-1])
+        self.out.extend(_Walker(body, depth=self.depth + 1, via=self.via).run())
 
     def children(self, node: Node, ctx: _Context) -> None:
         for child in node.children:
@@ -191,6 +211,7 @@ class _Walker:
         for child in node.children:
             if child.type == "file_redirect":
                 writes.extend(self.redirect_writes(child))
+                stdin = None if self.reads_file(child) else stdin
             elif child.type == "heredoc_redirect":
                 stdin = self.heredoc_text(child)
             elif child.type == "herestring_redirect":
@@ -213,6 +234,10 @@ class _Walker:
         if target in _HARMLESS_TARGETS:
             return []
         return [target if target is not None else "?"]
+
+    def reads_file(self, node: Node) -> bool:
+        """`< file`: standard input no longer comes from an enclosing heredoc."""
+        return any(c.type == "<" for c in node.children) and node.child_by_field_name("descriptor") is None
 
     def heredoc_text(self, node: Node) -> str | None:
         body = next((c for c in node.children if c.type == "heredoc_body"), None)
@@ -279,6 +304,7 @@ class _Walker:
                 continue
             if child.type == "file_redirect":
                 writes.extend(self.redirect_writes(child))
+                stdin = None if self.reads_file(child) else stdin
             elif child.type == "herestring_redirect":
                 stdin = self.herestring_text(child)
             elif child.type == "heredoc_redirect":
