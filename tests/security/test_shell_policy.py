@@ -251,6 +251,20 @@ def test_deny_prefixes_match_word_by_word() -> None:
     assert decide("echo origin | xargs git") is ASK
 
 
+def test_deny_rule_naming_a_wrapper_or_shell() -> None:
+    policy = Policy.default().with_toml(
+        '[[rule]]\ntoolName = "run_shell_command"\ncommandPrefix = ["sudo", "bash -c", "eval"]\ndecision = "deny"\n'
+    )
+
+    def decide(command: str) -> Decision:
+        return policy.evaluate(SHELL, {"command": command}, "yolo").decision
+
+    assert decide("sudo -n ls") is DENY
+    assert decide("echo hi && bash -c 'ls'") is DENY
+    assert decide("env sh -c 'eval ls'") is DENY
+    assert decide("bash script.sh") is Decision.ALLOW
+
+
 NOT_ALLOWED = [
     "git status > pwned",
     "git status >> pwned",
@@ -445,6 +459,6 @@ async def test_prompt_lists_what_really_runs(workspace: Path) -> None:
         await tools.run_batch([ToolCall(str(i), SHELL, {"command": c}) for i, c in enumerate(commands)])
     hidden, wrapped, unknown, plain = summaries
     assert hidden.endswith("\nIt runs: `echo hi`, `rm -rf …`")
-    assert wrapped.endswith("\nIt runs: `bash -c rm -rf victim`")
+    assert wrapped.endswith("\nIt runs: `rm -rf victim (via bash -c)`")
     assert "unknown: its command name is only known at run time" in unknown
     assert plain == "Allow running `ls -la`?"

@@ -77,7 +77,7 @@ class SimpleCommand:
             shown += " …"
         for target in self.writes:
             shown += f" > {target}"
-        return " ".join((*self.via, shown)) if self.via else shown
+        return f"{shown} (via {', '.join(self.via)})" if self.via else shown
 
     def shape(self) -> tuple[object, ...]:
         """What an "allow always" answer is scoped to: everything but the source text."""

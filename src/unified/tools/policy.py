@@ -79,9 +79,6 @@ class Rule:
             return _allow_all(parts, self.command_prefixes)
         return _deny_any(parts, self.command_prefixes)
 
-    def matches(self, tool: str, args: Mapping[str, Any], mode: ApprovalMode) -> bool:
-        return self.match(tool, args, mode) is Match.YES
-
 
 class Match(Enum):
     NO = "no"
@@ -113,9 +110,9 @@ def _deny_any(parts: Sequence[_shell_syntax.SimpleCommand], prefixes: Sequence[s
     matches; MAYBE if one could match once bash expands it."""
     result = Match.NO
     for part in parts:
-        wrappers = {_shell_syntax.command_name(wrapper.split()[0]) for wrapper in part.via}
+        wrappers = {*part.via, *(_shell_syntax.command_name(wrapper.split()[0]) for wrapper in part.via)}
         for prefix in prefixes:
-            found = Match.YES if prefix.strip() in wrappers else _prefix_match(part, prefix)
+            found = Match.YES if " ".join(prefix.split()) in wrappers else _prefix_match(part, prefix)
             if found is Match.YES:
                 return Match.YES
             if found is Match.MAYBE:
