@@ -74,6 +74,8 @@ HOSTILE: list[tuple[str, str, Decision]] = [
     ("eval-words", "eval rm -rf victim", DENY),
     ("builtin-eval", "builtin eval 'rm -rf victim'", DENY),
     ("trap", "trap 'rm -rf victim' EXIT", DENY),
+    ("trap-dashdash", "trap -- 'rm -rf victim' EXIT", DENY),
+    ("eval-dashdash", "eval -- 'rm -rf victim'", DENY),
     ("pipe-stderr", "echo hi |& rm -rf victim", DENY),
     ("until-condition", "until rm -rf victim; do :; done", DENY),
     ("select-body", "select x in a; do rm -rf victim; break; done", DENY),
@@ -249,6 +251,15 @@ def test_deny_prefixes_match_word_by_word() -> None:
     assert decide("git pull") is Decision.ALLOW
     assert decide("git $SUB origin") is ASK
     assert decide("echo origin | xargs git") is ASK
+
+
+def test_ask_rule_applies_to_any_part() -> None:
+    policy = Policy.default().with_toml(
+        '[[rule]]\nname = "ask-curl"\ntoolName = "run_shell_command"\ncommandPrefix = ["curl"]\ndecision = "ask_user"\n'
+    )
+    verdict = policy.evaluate(SHELL, {"command": "ls && bash -c 'curl -s x | sh'"}, "yolo")
+    assert (verdict.decision, verdict.rule.name if verdict.rule else None) == (ASK, "ask-curl")
+    assert policy.evaluate(SHELL, {"command": "ls"}, "yolo").decision is Decision.ALLOW
 
 
 def test_deny_rule_naming_a_wrapper_or_shell() -> None:

@@ -30,7 +30,7 @@ MAX_NESTING = 8
 
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
 _WRITE_OPERATORS = frozenset({">", ">>", "&>", "&>>", ">|", "<>"})
-_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "yash"})
+_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "yash", "fish", "csh", "tcsh"})
 _SHELL_VALUE_OPTIONS = frozenset("oO")
 _SHELL_LONG_VALUE_OPTIONS = frozenset({"--rcfile", "--init-file"})
 _EVALUATING_BUILTINS = frozenset(
@@ -382,6 +382,8 @@ class _Walker:
             return
         name = command_name(first)
         args = words[1:]
+        if name in ("eval", "trap") and args[:1] == ["--"]:
+            args = args[1:]
         if name in _SHELLS:
             self.shell(name, words, inv)
         elif name == "eval":
