@@ -381,7 +381,10 @@ async def test_e2e_yolo_with_deny_rule_keeps_the_victim(workspace: Path, case_id
     assert outcome.decision is not None
     assert outcome.decision.decision == "deny"
     if expected is ASK:
-        assert "nobody can answer" in outcome.response["error"]
+        assert outcome.response["error"] == (
+            "Tool call run_shell_command was denied: rule no-rm may apply to a part of the command only known "
+            "at run time; it needs approval and nobody can answer in this non-interactive run"
+        )
     assert (workspace / "victim").read_text() == "precious\n"
 
 

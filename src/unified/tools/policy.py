@@ -147,6 +147,8 @@ def shell_shape(command: str) -> tuple[object, ...]:
 class Verdict:
     decision: Decision
     rule: Rule | None
+    doubt: str | None = None
+    """Why an allow became ask_user: a deny or ask rule may apply once bash expands the command."""
 
 
 def _strings(value: Any, key: str, where: str) -> tuple[str, ...]:
@@ -247,7 +249,8 @@ class Policy:
                 doubt = rule
             if found is Match.YES:
                 if rule.decision is Decision.ALLOW and doubt is not None:
-                    return Verdict(Decision.ASK_USER, doubt)
+                    reason = f"rule {doubt.name} may apply to a part of the command only known at run time"
+                    return Verdict(Decision.ASK_USER, doubt, reason)
                 return Verdict(rule.decision, rule)
         return Verdict(Decision.ASK_USER, doubt)
 

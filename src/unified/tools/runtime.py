@@ -415,7 +415,8 @@ class ToolRuntime:
         if verdict.decision is Decision.DENY:
             return decided("deny", f"rule {name} denies it in {self.approval_mode} mode")
         if self._ask is None:
-            return decided("deny", "it needs approval and nobody can answer in this non-interactive run")
+            why = f"{verdict.doubt}; " if verdict.doubt else ""
+            return decided("deny", f"{why}it needs approval and nobody can answer in this non-interactive run")
         request = PermissionRequest(call, tool, _summary(tool, args))
         async with self._ask_lock:
             try:
