@@ -71,8 +71,8 @@ class SimpleCommand:
     def display(self) -> str:
         """A one-line rendering for a permission prompt."""
         if self.unknown is not None:
-            return f"{self.text.strip() or '?'} (unknown: {self.unknown})"
-        shown = " ".join(_quote(word) for word in self.words) if self.words else " ".join(self.assigns) + "="
+            return f"{_clip(' '.join(self.text.split())) or '?'} (unknown: {self.unknown})"
+        shown = _clip(" ".join([*(f"{name}=…" for name in self.assigns), *(_quote(word) for word in self.words)]))
         if self.open_tail:
             shown += " …"
         for target in self.writes:
@@ -89,6 +89,10 @@ def command_name(word: str) -> str:
     return word.rstrip("/").rsplit("/", 1)[-1] or word
 
 
+def _clip(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _quote(word: Word) -> str:
     if word is None:
         return "…"
@@ -97,13 +101,10 @@ def _quote(word: Word) -> str:
     return "'" + word.replace("'", "'\\''") + "'"
 
 
-def parse(command: str) -> tuple[SimpleCommand, ...]:
-    """Every simple command `bash -c command` would run, in source order (cached)."""
-    return _parse_cached(command)
-
-
 @functools.lru_cache(maxsize=512)
-def _parse_cached(command: str) -> tuple[SimpleCommand, ...]:
+def parse(command: str) -> tuple[SimpleCommand, ...]:
+    """Every simple command `bash -c command` would run, in the order found (a substitution before
+    the command whose word it makes); cached, as every rule of a policy asks for the same command."""
     try:
         return tuple(_Walker(command, depth=0, via=()).run())
     except RecursionError:
