@@ -263,7 +263,8 @@ def session_rule(tool: str, args: Mapping[str, Any], mode: ApprovalMode) -> Rule
     if tool == "run_shell_command":
         command = str(args.get("command", ""))
         shape = shell_shape(command)
-        label = f"{tool}:{' '.join(command.split())}"
+        words = " ".join(command.split())
+        label = f"{tool}:{words if len(words) <= 80 else words[:79] + '…'}"
     return Rule(
         tool_names=(tool,),
         decision=Decision.ALLOW,
