@@ -43,6 +43,11 @@ HOSTILE: list[tuple[str, str, Decision]] = [
     ("brace-group", "{ rm -rf victim; }", DENY),
     ("nested-groups", "echo hi && (cd . && { rm -rf victim; })", DENY),
     ("if-body", "if true; then rm -rf victim; fi", DENY),
+    ("negated-if", "! if true; then rm -rf victim; fi", DENY),
+    ("negated-group", "true && ! { rm -rf victim; }", DENY),
+    ("timed-group", "time { rm -rf victim; }", DENY),
+    ("timed-negation", "time ! rm -rf victim", DENY),
+    ("named-coproc-group", "coproc x { rm -rf victim; }", DENY),
     ("if-condition", "if rm -rf victim; then :; fi", DENY),
     ("while-body", "while true; do rm -rf victim; break; done", DENY),
     ("for-body", "for f in victim; do rm -rf $f; done", DENY),
@@ -58,6 +63,8 @@ HOSTILE: list[tuple[str, str, Decision]] = [
     ("substitution-in-redirect", "echo hi > $(rm -rf victim)", DENY),
     ("substitution-in-heredoc", "cat <<EOF\n$(rm -rf victim)\nEOF", DENY),
     ("substitution-in-arithmetic", "echo $((1 + $(rm -rf victim)))", DENY),
+    ("backticks-in-expansion", "echo ${x:-`rm -rf victim`}", DENY),
+    ("substitution-in-pattern", "x=abc; echo ${x#$(rm -rf victim)}", DENY),
     ("nested-backticks", "echo `echo \\`rm -rf victim\\``", DENY),
     ("process-substitution-in", "cat <(rm -rf victim)", DENY),
     ("process-substitution-out", "echo hi > >(rm -rf victim)", DENY),
@@ -100,6 +107,7 @@ HOSTILE: list[tuple[str, str, Decision]] = [
     ("env", "env rm -rf victim", DENY),
     ("env-assign-ignore", "env -i FOO=1 rm -rf victim", DENY),
     ("env-unset", "env -u HOME rm -rf victim", DENY),
+    ("env-dash", "env - rm -rf victim", DENY),
     ("command", "command rm -rf victim", DENY),
     ("command-p", "command -p rm -rf victim", DENY),
     ("assignment-prefix", "FOO=1 rm -rf victim", DENY),
@@ -189,6 +197,12 @@ E2E = [
     "ifs-words",
     "nested-backticks",
     "pipe-into-bash-under-heredoc",
+    "backticks-in-expansion",
+    "substitution-in-pattern",
+    "negated-if",
+    "negated-group",
+    "timed-group",
+    "env-dash",
 ]
 
 pytestmark = pytest.mark.anyio
@@ -339,6 +353,16 @@ def test_allow_rule_still_allows_legitimate_commands(command: str) -> None:
     assert verdict.decision is Decision.ALLOW
     assert verdict.rule is not None
     assert verdict.rule.name == "git-read"
+
+
+def test_quoted_heredoc_text_is_data() -> None:
+    """Backticks and `$(..)` in a quoted heredoc are text; in an unquoted one they run."""
+    policy = Policy.default().with_toml(
+        '[[rule]]\ntoolName = "run_shell_command"\ncommandPrefix = ["cat"]\ndecision = "allow"\n'
+    )
+    quoted = "cat <<'EOF'\nrun `make` or $(make)\nEOF"
+    assert policy.evaluate(SHELL, {"command": quoted}, "default").decision is Decision.ALLOW
+    assert policy.evaluate(SHELL, {"command": quoted.replace("'EOF'", "EOF")}, "default").decision is ASK
 
 
 def test_allow_rule_and_deny_rule_together() -> None:

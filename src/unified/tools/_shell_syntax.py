@@ -37,7 +37,16 @@ _EVALUATING_BUILTINS = frozenset(
     {"let", "test", "[", "declare", "typeset", "local", "export", "readonly", "unset", "read", "printf", "mapfile"}
 )
 """Builtins that may evaluate quoted text as arithmetic, where `a[$(cmd)]` runs cmd."""
+_RESERVED = frozenset(
+    {"!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for", "select", "case", "esac"}
+)
+"""Reserved words. tree-sitter-bash misreads a compound command after `!`, `time` or `coproc` as a
+simple command named `if`, `{`, `then`..., so such a word in command position is looked through."""
 _QUOTED_SUBSTITUTION = re.compile(r"\$\(|`")
+_UNPARSED_SUBSTITUTION = re.compile(r"(?<!\\)(?:\\\\)*(?:`|\$\()")
+"""A substitution left inside a leaf token: tree-sitter-bash keeps `${x:-`cmd`}` and `${x#$(cmd)}`
+as plain text, but bash runs them."""
+_LEAVES = frozenset({"word", "regex", "string_content", "extglob_pattern", "heredoc_content"})
 _GLOB = re.compile(r"(?<!\\)(?:\\\\)*(?:[*?\[]|\{[^}]*(?:,|\.\.)[^}]*\})")
 """An unescaped glob character or brace expansion (`{a,b}`, `{1..3}`): the word is made at run time."""
 
@@ -173,6 +182,8 @@ class _Walker:
             self.pipeline(node, ctx)
         elif kind == "command_substitution" and self.text(node).startswith("`") and "\\" in self.text(node):
             self.backticks(node)
+        elif kind in _LEAVES and _UNPARSED_SUBSTITUTION.search(self.text(node)):
+            self.leaf_substitutions(node)
         elif kind == "expansion" and re.search(r"@[A-Za-z]\}$", self.text(node)):
             self.out.append(self.unknown(self.text(node), "a ${var@op} transformation may run code"))
         else:
@@ -185,11 +196,18 @@ class _Walker:
             self.visit(child, ctx if first else replace(ctx, stdin_script=None))
             first = first and not child.is_named
 
+    def leaf_substitutions(self, node: Node) -> None:
+        """Parses the token again as words (`: TOKEN`), so its substitutions are seen; this may find
+        commands bash would not run (a `;` inside `${..}`), never fewer."""
+        script = ": " + self.text(node)
+        for part in _Walker(script, depth=self.depth + 1, via=self.via).run():
+            if part.text != script:
+                self.out.append(part)
+
     def backticks(self, node: Node) -> None:
         r"""Inside backticks bash first removes the backslash of \\, \` and \$, so `\`rm x\`` nests a
         substitution tree-sitter reads as plain words: the unescaped body is parsed again."""
-        body = re.sub(r"\\([\\`$])", r"\1", self.text(node)[1:-1])
-        self.out.extend(_Walker(body, depth=self.depth + 1, via=self.via).run())
+        self.out.extend(_Walker(_unbacktick(self.text(node)[1:-1]), depth=self.depth + 1, via=self.via).run())
 
     def children(self, node: Node, ctx: _Context) -> None:
         for child in node.children:
@@ -344,7 +362,7 @@ class _Walker:
         kind = node.type
         text = self.text(node)
         if kind == "word":
-            if _GLOB.search(text) or text.startswith("~"):
+            if _GLOB.search(text) or text.startswith("~") or _UNPARSED_SUBSTITUTION.search(text):
                 return None
             return _unescape(text)
         if kind == "number":
@@ -380,6 +398,9 @@ class _Walker:
         first = words[0]
         if first is None:
             self.out.append(inv.unknown("its command name is only known at run time"))
+            return
+        if first in _RESERVED:
+            self.resolve(words[1:], inv)
             return
         name = command_name(first)
         args = words[1:]
@@ -491,6 +512,8 @@ class _Options:
     """Short options whose value, if any, is attached (`xargs -i{}`)."""
     numeric_flags: bool = False
     """`-10` is an option (nice)."""
+    lone_dash: bool = False
+    """`-` alone is an option (env: the same as -i)."""
     positionals: int = 0
     """Operands before the command (the duration of `timeout`)."""
     separate_command: bool = False
@@ -522,7 +545,7 @@ class _Options:
                     return f"an option it does not know ({word})"
                 index += 1
                 continue
-            if self.numeric_flags and re.fullmatch(r"-\d+", word):
+            if (self.numeric_flags and re.fullmatch(r"-\d+", word)) or (self.lone_dash and word == "-"):
                 index += 1
                 continue
             if len(word) > 1 and word[0] == "-":
@@ -618,6 +641,14 @@ def _watch(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
     walker.script(split[1], inv, "watch")
 
 
+def _coproc(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    """`coproc cmd args` or `coproc NAME { compound; }` (the NAME only before a compound command)."""
+    args = words[1:]
+    if len(args) > 1 and args[1] in _RESERVED:
+        args = args[1:]
+    walker.resolve(args, replace(inv, via=(*inv.via, "coproc")))
+
+
 def _find(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
     """`find ... -exec cmd {} ;` runs cmd per file: find itself, then each -exec command."""
     own: list[Word] = []
@@ -649,6 +680,7 @@ _WRAPPERS: dict[str, _Handler] = {
             flags="i0v",
             long_valued=frozenset({"unset", "chdir"}),
             long_flags=frozenset({"ignore-environment", "null", "debug"}),
+            lone_dash=True,
         ),
         takes_env=True,
     ),
@@ -719,7 +751,7 @@ _WRAPPERS: dict[str, _Handler] = {
     "find": _find,
     "watch": _watch,
     "busybox": _wrapper(_Options()),
-    "coproc": _wrapper(_Options()),
+    "coproc": _coproc,
 }
 """Commands that run other commands, and how to find the command they run."""
 
@@ -739,6 +771,11 @@ def _descendants(node: Node, kinds: tuple[str, ...]) -> Iterator[Node]:
 def _unescape(text: str) -> str:
     """Quote removal for an unquoted word: `\\x` is x, a line continuation disappears."""
     return re.sub(r"\\(.)", lambda m: m.group(1), text.replace("\\\n", ""), flags=re.S)
+
+
+def _unbacktick(body: str) -> str:
+    """The script inside backticks: bash drops the backslash of \\\\, \\` and \\$ first."""
+    return re.sub(r"\\([\\`$])", r"\1", body)
 
 
 def _unescape_double(text: str) -> str:
