@@ -100,7 +100,8 @@ def _link_appeared(shown: str) -> ToolError:
 
 
 def _open_root(workspace: Workspace, root: Path) -> int:
-    fd = os.open(root, _DIR_FLAGS)
+    # Followed on purpose: what counts is that the directory opened is the one recorded.
+    fd = os.open(root, _DIR_FLAGS & ~os.O_NOFOLLOW)
     info = os.fstat(fd)
     known = workspace.root_ids.setdefault(root, (info.st_dev, info.st_ino))
     if known != (info.st_dev, info.st_ino):
@@ -121,7 +122,9 @@ def _step(fd: int, part: str, shown: str, create: bool) -> int:
                 os.mkdir(part, dir_fd=fd)
             return os.open(part, _DIR_FLAGS, dir_fd=fd)
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
+        # With O_DIRECTORY, Linux reports a link as "not a directory" rather than ELOOP.
+        info = lstat_in(fd, part) if exc.errno == errno.ENOTDIR else None
+        if exc.errno == errno.ELOOP or (info is not None and stat.S_ISLNK(info.st_mode)):
             raise _link_appeared(shown) from None
         raise
 
