@@ -83,7 +83,7 @@ async def in_worker(work: Callable[[StopFlag], T]) -> T:
 # --- opening -------------------------------------------------------------------------------------
 
 
-def special_kind(mode: int) -> str | None:
+def _special_kind(mode: int) -> str | None:
     """ "a FIFO", "a socket", ... for a special file's mode; None for files, directories and links."""
     return next((kind for test, kind in _SPECIAL_KINDS if test(mode)), None)
 
@@ -201,7 +201,7 @@ def check_regular(info: os.stat_result, shown: str, verb: str) -> None:
         raise ToolError(f"Path is a directory, not a file: {shown}")
     if stat.S_ISLNK(info.st_mode):
         raise _link_appeared(shown)
-    kind = special_kind(info.st_mode)
+    kind = _special_kind(info.st_mode)
     if kind is not None:
         raise _refusal(shown, kind, verb)
 

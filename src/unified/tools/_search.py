@@ -64,7 +64,8 @@ class SearchParams(Params):
     )
 
 
-Hit = tuple[Path, _safe_io.Line]
+Hit = tuple[Path, int, str, int]
+"""File, line number, the line's first `SEARCH_LINE_CHARS` characters, the line's length."""
 
 
 def _scan_file(fd: int, path: Path, rx: re.Pattern[str], hits: list[Hit], limit: int, stop: StopFlag) -> None:
@@ -73,7 +74,7 @@ def _scan_file(fd: int, path: Path, rx: re.Pattern[str], hits: list[Hit], limit:
     try:
         for line in _safe_io.LineStream(fd, stop, SEARCH_MATCH_CHARS).lines():
             if rx.search(line.text):
-                hits.append((path, line))
+                hits.append((path, line.number, line.text[:SEARCH_LINE_CHARS], line.length))
                 if len(hits) >= limit:
                     return
     except _safe_io.BinaryContent:
@@ -139,11 +140,10 @@ async def search(config: FileConfig, p: SearchParams, progress: Progress) -> Too
     if not hits:
         return ToolOutput(f'No matches found for pattern "{p.query}" in path "{shown}".')
     rows = [f'Found {len(hits)} match(es) for pattern "{p.query}" in path "{shown}":']
-    for file, line in hits:
-        text = line.text
-        if line.length > SEARCH_LINE_CHARS:
-            text = f"{text[:SEARCH_LINE_CHARS]} ({line.length - SEARCH_LINE_CHARS} more chars...)"
-        rows.append(f"{workspace.display(file)}:{line.number}: {text}")
+    for file, number, text, length in hits:
+        if length > SEARCH_LINE_CHARS:
+            text = f"{text} ({length - SEARCH_LINE_CHARS} more chars...)"
+        rows.append(f"{workspace.display(file)}:{number}: {text}")
     if len(hits) == limit:
         rows.append(f"[limit of {limit} matches reached; the list may be cut: narrow the query or the path]")
     return ToolOutput("\n".join(rows))
