@@ -441,3 +441,20 @@ async def test_writes_replace_the_file_keeping_its_mode(ws: Path, outside: Path,
     assert stat.S_IMODE(script.stat().st_mode) == 0o751
     assert (outside / "hard").read_text() == "echo a\n"
     assert os.listdir(ws) == ["run.sh"]
+
+
+async def test_links_inside_the_workspace_still_work(ws: Path, call: Call) -> None:
+    (ws / "real").mkdir()
+    (ws / "real/f.txt").write_text("needle one\n")
+    _link(ws / "alias.txt", "real/f.txt")
+    _link(ws / "dir", ws / "real")
+    assert output(await call("read_file", file_path="dir/f.txt")) == "needle one\n"
+    assert "alias.txt:1: needle one" in output(await call("search", query="needle"))
+    assert output(await call("list_dir", dir_path="dir")) == "Directory listing for real:\nf.txt"
+    output(await call("edit_file", file_path="alias.txt", old_string="one", new_string="two"))
+    assert (ws / "alias.txt").is_symlink()
+    assert (ws / "real/f.txt").read_text() == "needle two\n"
+    _link(ws.parent / "ws-link", ws)
+    rooted = ToolRuntime(ws.parent / "ws-link", approval_mode="yolo")
+    [outcome] = await rooted.run_batch([ToolCall("r", "read_file", {"file_path": "alias.txt"})])
+    assert output(outcome) == "needle two\n"

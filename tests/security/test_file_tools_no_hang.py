@@ -148,3 +148,35 @@ async def test_interactions_run_with_a_fifo_ends_with_a_result(tmp_path: Path) -
     assert_fifo_refused(events)
     assert events[-1].type == "result"
     assert events[-1].status == "success"
+
+
+async def test_a_cancelled_sync_custom_tool_returns_while_it_still_runs(tmp_path: Path) -> None:
+    started = anyio.Event()
+    release = threading.Event()
+
+    def slow_tool() -> str:
+        """Blocks until released."""
+        anyio.from_thread.run_sync(started.set)
+        release.wait(HANG_GUARD_S)
+        return "done"
+
+    runtime = ToolRuntime(tmp_path, approval_mode="yolo")
+    runtime.register(slow_tool)
+    scope = anyio.CancelScope()
+    outcomes: list[list[ToolOutcome]] = []
+
+    async def run() -> None:
+        with scope:
+            outcomes.append(await runtime.run_batch([ToolCall("c", "slow_tool", {})]))
+
+    try:
+        with anyio.fail_after(HANG_GUARD_S):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run)
+                await started.wait()
+                scope.cancel()
+        assert scope.cancelled_caught
+        assert outcomes == []
+        assert not release.is_set()  # the call returned while the function was still blocked
+    finally:
+        release.set()
