@@ -7,6 +7,8 @@ child warms the tools up on a small file, notes its peak, runs one call and repo
 from __future__ import annotations
 
 import json
+import os
+import random
 import subprocess
 import sys
 import textwrap
@@ -15,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from unified.tools import _safe_io
 
 MiB = 1024 * 1024
 SIZE = 200 * MiB
@@ -118,3 +122,39 @@ def test_a_huge_image_is_measured_not_read(big: Path) -> None:
     growth, response = measure(big, "read_file", file_path="image.png")
     assert growth < GROWTH_LIMIT_KIB, f"peak RSS grew {growth} KiB"
     assert response["output"] == f"Image image.png (image/png, {SIZE:,} bytes) is over the 8 MiB limit; not attached."
+
+
+def _whole_file_lines(data: bytes, keep: int) -> list[tuple[int, str, int, bool, bool]]:
+    """What streaming must equal: decode the whole file, split on `\\n`, drop one final `\\r`."""
+    parts = data.decode("utf-8", errors="replace").split("\n")
+    lines = []
+    for number, part in enumerate(parts, 1):
+        ended = number < len(parts)
+        if not ended and not part:
+            break
+        body = part.removesuffix("\r")
+        lines.append((number, body[:keep], len(body), body != part, ended))
+    return lines
+
+
+def test_streamed_lines_equal_the_whole_file_split(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines, CRs, multibyte and invalid UTF-8 cut across chunk edges: tiny chunks, random files."""
+    rng = random.Random(11)
+    pieces = [b"a", b"\n", b"\r", b"\r\n", "é".encode(), "😀".encode(), b"\xff", b"\xe2\x82", b"xyz" * 5]
+    path = tmp_path / "f"
+    for _ in range(800):
+        data = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 60)))
+        path.write_bytes(data)
+        keep = rng.randint(1, 12)
+        first = rng.randint(1, 8)
+        last = rng.choice([None, first + rng.randint(0, 5)])
+        monkeypatch.setattr(_safe_io, "CHUNK", rng.randint(1, 9))
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            stream = _safe_io.LineStream(fd, _safe_io.StopFlag(), keep)
+            got = [(x.number, x.text, x.length, x.cr, x.ended) for x in stream.lines(first, last)]
+        finally:
+            os.close(fd)
+        expected = _whole_file_lines(data, keep)
+        assert got == [e for e in expected if e[0] >= first and (last is None or e[0] <= last)], (data, keep)
+        assert stream.total == len(expected)
