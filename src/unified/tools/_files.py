@@ -1,22 +1,25 @@
 """read_file, write_file, edit_file, list_dir, tree and glob (seeds 000 and 002).
 
-All disk work happens in worker threads (`anyio.to_thread`), so a slow disk never stalls the loop.
+All disk work goes through `_safe_io` in cancellable worker threads: confined opens that never
+follow a link, special files refused, text streamed in chunks (docs/tools.md, "Limits").
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import anyio.to_thread
 from pydantic import Field
 
+from unified.tools import _safe_io
 from unified.tools._base import InlineData, Params, Progress, ToolError, ToolOutput
-from unified.tools._ignore import IgnoreRules, scan, walk_files
+from unified.tools._ignore import IgnoreRules, WalkedFile, scan, walk_files
 from unified.tools._paths import Workspace
+from unified.tools._safe_io import StopFlag
 
 ReadMode = Literal["unlimited", "default-cap"]
 """What a read_file call without `limit` returns: the rest of the file, or `line_cap` lines."""
@@ -24,6 +27,8 @@ ReadMode = Literal["unlimited", "default-cap"]
 READ_BYTE_CEILING = 256 * 1024
 MAX_LINE_CHARS = 2000
 MAX_IMAGE_BYTES = 8 * 1024 * 1024
+EDIT_MAX_BYTES = 16 * 1024 * 1024
+"""Largest file edit_file edits (it holds the file in memory) and largest content write_file writes."""
 TREE_MAX_LINES = 1000
 TREE_MAX_BYTES = 16 * 1024
 TREE_MAX_DEPTH = 10
@@ -54,26 +59,6 @@ class FileConfig:
     line_cap: int = 2000
 
 
-def split_lines(text: str) -> list[str]:
-    """Lines with their endings kept, split on `\\n` only (so `\\r\\n` and form feeds survive)."""
-    parts = text.split("\n")
-    lines = [p + "\n" for p in parts[:-1]]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return lines
-
-
-async def _read_bytes(path: Path, shown: str) -> bytes:
-    def read() -> bytes:
-        if not path.exists():
-            raise ToolError(f"File not found: {shown}")
-        if path.is_dir():
-            raise ToolError(f"Path is a directory, not a file: {shown}")
-        return path.read_bytes()
-
-    return await anyio.to_thread.run_sync(read)
-
-
 # --- read_file ---------------------------------------------------------------------------------
 
 
@@ -89,49 +74,58 @@ def read_file_limit_text(config: FileConfig) -> str:
     return "How many lines to read. Left out, the file is read to its end."
 
 
-async def read_file(config: FileConfig, p: ReadFileParams, progress: Progress) -> ToolOutput:
-    path = await config.workspace.resolve(p.file_path)
-    shown = config.workspace.display(path)
-    data = await _read_bytes(path, shown)
-    mime = image_mime(data[:16])
-    if mime is not None:
+def _render(line: _safe_io.Line) -> str:
+    body = line.text
+    if line.cut:
+        body += f"... [line cut, {line.length - MAX_LINE_CHARS} more chars]"
+    return body + ("\r" if line.cr else "") + ("\n" if line.ended else "")
+
+
+def _read_image(fd: int, size: int, mime: str, shown: str, stop: StopFlag) -> ToolOutput:
+    label = f"Image {shown} ({mime}, {size:,} bytes)"
+    if size <= MAX_IMAGE_BYTES:
+        os.lseek(fd, 0, os.SEEK_SET)
+        data = _safe_io.read_at_most(fd, MAX_IMAGE_BYTES + 1, stop)
         label = f"Image {shown} ({mime}, {len(data):,} bytes)"
-        if len(data) > MAX_IMAGE_BYTES:
-            return ToolOutput(f"{label} is over the 8 MiB limit; not attached.")
-        return ToolOutput(f"{label} attached.", (InlineData(mime, data),))
-    if b"\0" in data:
-        raise ToolError(f"Cannot display content of binary file: {shown}")
-    lines = split_lines(data.decode("utf-8", errors="replace"))
-    total = len(lines)
-    if p.offset > max(total, 1):
-        raise ToolError(f"offset {p.offset} is past the end of {shown}, which has {total} lines.")
+        if len(data) <= MAX_IMAGE_BYTES:
+            return ToolOutput(f"{label} attached.", (InlineData(mime, data),))
+    return ToolOutput(f"{label} is over the 8 MiB limit; not attached.")
+
+
+def _read_text(fd: int, config: FileConfig, p: ReadFileParams, shown: str, stop: StopFlag) -> ToolOutput:
+    """The window of lines asked for, streamed: only the lines returned are held."""
     if p.limit is not None:
-        count = p.limit
+        count: int | None = p.limit
     elif config.read_mode == "default-cap":
         count = config.line_cap
     else:
-        count = total
-    start = p.offset - 1
-    window = lines[start : start + count]
+        count = None
+    stream = _safe_io.LineStream(fd, stop, MAX_LINE_CHARS)
     out: list[str] = []
     used = 0
     cut_lines = 0
-    for line in window:
-        body = line.rstrip("\r\n")
-        if len(body) > MAX_LINE_CHARS:
-            line = (
-                f"{body[:MAX_LINE_CHARS]}... [line cut, {len(body) - MAX_LINE_CHARS} more chars]" + (line[len(body) :])
-            )
-            cut_lines += 1
-        size = len(line.encode("utf-8"))
-        if used + size > READ_BYTE_CEILING and out:
-            break
-        out.append(line)
-        used += size
+    stopped_at_ceiling = False
+    try:
+        for line in stream.lines(p.offset, None if count is None else p.offset + count - 1):
+            rendered = _render(line)
+            size = len(rendered.encode("utf-8"))
+            if used + size > READ_BYTE_CEILING and out:
+                stopped_at_ceiling = True
+                stream.last = line.number - 1
+                continue
+            out.append(rendered)
+            used += size
+            cut_lines += line.cut
+    except _safe_io.BinaryContent:
+        raise ToolError(f"Cannot display content of binary file: {shown}") from None
+    total = stream.total
+    if p.offset > max(total, 1):
+        raise ToolError(f"offset {p.offset} is past the end of {shown}, which has {total} lines.")
+    start = p.offset - 1
     end = start + len(out)
     text = "".join(out)
     notes: list[str] = []
-    if len(out) < len(window):
+    if stopped_at_ceiling:
         notes.append("[read stopped at the 256 KiB byte ceiling]")
     if cut_lines:
         notes.append(f"[{cut_lines} line(s) longer than {MAX_LINE_CHARS} characters were cut]")
@@ -144,6 +138,24 @@ async def read_file(config: FileConfig, p: ReadFileParams, progress: Progress) -
             text += "\n"
         text += "\n".join(notes)
     return ToolOutput(text)
+
+
+async def read_file(config: FileConfig, p: ReadFileParams, progress: Progress) -> ToolOutput:
+    path = await config.workspace.resolve(p.file_path)
+    shown = config.workspace.display(path)
+
+    def read(stop: StopFlag) -> ToolOutput:
+        fd, info = _safe_io.open_file(config.workspace, path, shown, "read")
+        try:
+            mime = image_mime(os.read(fd, 16))
+            if mime is not None:
+                return _read_image(fd, info.st_size, mime, shown, stop)
+            os.lseek(fd, 0, os.SEEK_SET)
+            return _read_text(fd, config, p, shown, stop)
+        finally:
+            os.close(fd)
+
+    return await _safe_io.in_worker(read)
 
 
 # --- write_file --------------------------------------------------------------------------------
@@ -175,6 +187,29 @@ class WriteFileParams(Params):
     content: str = Field(description="The complete new content of the file.")
 
 
+def _encode(text: str, what: str, shown: str) -> bytes:
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ToolError(
+            f"{what} is not valid Unicode text (a lone surrogate at character {exc.start}); {shown} was not changed."
+        ) from None
+    if len(data) > EDIT_MAX_BYTES:
+        raise ToolError(f"{what} is {len(data):,} bytes, over the 16 MiB limit; {shown} was not changed.")
+    return data
+
+
+def _wholly_crlf(fd: int, stop: StopFlag) -> bool:
+    """Every line ending of the file is CRLF (and it has at least one)."""
+    endings = crlf = 0
+    previous = b""
+    for chunk in _safe_io.chunks(fd, stop):
+        endings += chunk.count(b"\n")
+        crlf += chunk.count(b"\r\n") + (previous == b"\r" and chunk[:1] == b"\n")
+        previous = chunk[-1:]
+    return endings > 0 and crlf == endings
+
+
 async def write_file(config: FileConfig, p: WriteFileParams, progress: Progress) -> ToolOutput:
     path = await config.workspace.resolve(p.file_path)
     shown = config.workspace.display(path)
@@ -184,21 +219,30 @@ async def write_file(config: FileConfig, p: WriteFileParams, progress: Progress)
             f"content holds an omission placeholder at line {found[0]} ({found[1]!r}); "
             "write_file replaces the whole file, so give its complete content."
         )
+    _encode(p.content, "content", shown)
 
-    def write() -> str:
-        if path.is_dir():
-            raise ToolError(f"Path is a directory, not a file: {shown}")
-        existed = path.exists()
-        content = p.content
-        if existed and b"\r\n" in path.read_bytes():
-            content = content.replace("\r\n", "\n").replace("\n", "\r\n")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(content.encode("utf-8"))
-        if existed:
+    def write(stop: StopFlag) -> str:
+        parent = _safe_io.open_parent(config.workspace, path, shown, create=True)
+        try:
+            existing = _safe_io.lstat_in(parent, path.name)
+            content = p.content
+            mode = None
+            if existing is not None:
+                fd, opened = _safe_io.open_in(parent, path.name, shown, "write")
+                try:
+                    if _wholly_crlf(fd, stop):
+                        content = content.replace("\r\n", "\n").replace("\n", "\r\n")
+                finally:
+                    os.close(fd)
+                mode = opened.st_mode
+            _safe_io.replace_file(parent, path.name, _encode(content, "content", shown), mode)
+        finally:
+            os.close(parent)
+        if existing is not None:
             return f"Successfully overwrote file: {shown}."
         return f"Successfully created and wrote to new file: {shown}."
 
-    return ToolOutput(await anyio.to_thread.run_sync(write))
+    return ToolOutput(await _safe_io.in_worker(write))
 
 
 # --- edit_file ---------------------------------------------------------------------------------
@@ -215,48 +259,84 @@ class EditFileParams(Params):
     )
 
 
+def _ending_at(text: str, at: int) -> str:
+    """The line ending where a match starting at `at` lands: its own line's, else the one before."""
+    newline = text.find("\n", at)
+    if newline < 0:
+        newline = text.rfind("\n", 0, at)
+    return "\r\n" if newline > 0 and text[newline - 1] == "\r" else "\n"
+
+
+def _replace(text: str, p: EditFileParams, shown: str) -> tuple[str, int]:
+    """`text` with `old_string` replaced, touching nothing else.
+
+    `old_string` is matched as given; failing that, with LF endings, then (in a file with CRLF)
+    with CRLF endings. The new text's line endings become those of the line it lands in.
+    """
+    as_lf = p.old_string.replace("\r\n", "\n")
+    forms = [p.old_string, as_lf, as_lf.replace("\n", "\r\n") if "\r\n" in text else as_lf]
+    target = next((form for form in forms if form in text), None)
+    if target is None:
+        raise ToolError(
+            f"old_string was not found in {shown}. The file differs from what you expect: "
+            "re-read it with read_file and copy the text to replace exactly, whitespace included."
+        )
+    count = text.count(target)
+    if count > 1 and not p.allow_multiple:
+        raise ToolError(
+            f"old_string occurs {count} times in {shown}. Include more surrounding lines so it "
+            "matches exactly one place, or set allow_multiple to true to replace every occurrence."
+        )
+    new_lf = p.new_string.replace("\r\n", "\n")
+    pieces: list[str] = []
+    pos = 0
+    while (at := text.find(target, pos)) >= 0:
+        pieces += [text[pos:at], new_lf.replace("\n", _ending_at(text, at)) if "\n" in new_lf else new_lf]
+        pos = at + len(target)
+    pieces.append(text[pos:])
+    return "".join(pieces), count
+
+
 async def edit_file(config: FileConfig, p: EditFileParams, progress: Progress) -> ToolOutput:
     path = await config.workspace.resolve(p.file_path)
     shown = config.workspace.display(path)
     if p.old_string == p.new_string:
         raise ToolError(f"old_string and new_string are identical; nothing would change in {shown}.")
+    created = _encode(p.new_string, "new_string", shown)
 
-    def edit() -> str:
-        if path.is_dir():
-            raise ToolError(f"Path is a directory, not a file: {shown}")
-        if not path.exists():
-            if p.old_string:
-                raise ToolError(f"File not found: {shown}")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(p.new_string.encode("utf-8"))
-            return f"Created new file: {shown}."
-        if not p.old_string:
-            raise ToolError(
-                f"old_string is empty but {shown} already exists; give the text to replace, "
-                "or use write_file to overwrite the whole file."
-            )
-        raw = path.read_bytes().decode("utf-8", errors="replace")
-        crlf = "\r\n" in raw
-        text = raw.replace("\r\n", "\n")
-        old = p.old_string.replace("\r\n", "\n")
-        count = text.count(old)
-        if count == 0:
-            raise ToolError(
-                f"old_string was not found in {shown}. The file differs from what you expect: "
-                "re-read it with read_file and copy the text to replace exactly, whitespace included."
-            )
-        if count > 1 and not p.allow_multiple:
-            raise ToolError(
-                f"old_string occurs {count} times in {shown}. Include more surrounding lines so it "
-                "matches exactly one place, or set allow_multiple to true to replace every occurrence."
-            )
-        new = text.replace(old, p.new_string.replace("\r\n", "\n"))
-        if crlf:
-            new = new.replace("\n", "\r\n")
-        path.write_bytes(new.encode("utf-8"))
+    def edit(stop: StopFlag) -> str:
+        parent = _safe_io.open_parent(config.workspace, path, shown, create=not p.old_string)
+        try:
+            existing = _safe_io.lstat_in(parent, path.name)
+            if existing is None:
+                if p.old_string:
+                    raise ToolError(f"File not found: {shown}")
+                _safe_io.replace_file(parent, path.name, created, None)
+                return f"Created new file: {shown}."
+            _safe_io.check_regular(existing, shown, "edit")
+            if not p.old_string:
+                raise ToolError(
+                    f"old_string is empty but {shown} already exists; give the text to replace, "
+                    "or use write_file to overwrite the whole file."
+                )
+            fd, opened = _safe_io.open_in(parent, path.name, shown, "edit")
+            try:
+                raw = b"" if opened.st_size > EDIT_MAX_BYTES else _safe_io.read_at_most(fd, EDIT_MAX_BYTES + 1, stop)
+            finally:
+                os.close(fd)
+            if opened.st_size > EDIT_MAX_BYTES or len(raw) > EDIT_MAX_BYTES:
+                raise ToolError(
+                    f"{shown} is over the 16 MiB limit of edit_file; change it with a shell command instead."
+                )
+            if b"\0" in raw:
+                raise ToolError(f"Cannot edit binary file: {shown}")
+            text, count = _replace(raw.decode("utf-8", errors="surrogateescape"), p, shown)
+            _safe_io.replace_file(parent, path.name, text.encode("utf-8", errors="surrogateescape"), opened.st_mode)
+        finally:
+            os.close(parent)
         return f"Successfully modified file: {shown} ({count} replacement{'s' if count > 1 else ''})."
 
-    return ToolOutput(await anyio.to_thread.run_sync(edit))
+    return ToolOutput(await _safe_io.in_worker(edit))
 
 
 # --- list_dir ----------------------------------------------------------------------------------
@@ -267,27 +347,36 @@ class ListDirParams(Params):
     ignore: list[str] = Field(default_factory=list, description="Glob patterns of entry names to leave out.")
 
 
-async def _directory(config: FileConfig, raw: str) -> tuple[Path, str]:
-    path = await config.workspace.resolve(raw)
-    shown = config.workspace.display(path)
-    if not await anyio.Path(path).exists():
-        raise ToolError(f"Path not found: {shown}")
-    if not await anyio.Path(path).is_dir():
-        raise ToolError(f"Path is not a directory: {shown}")
-    return path, shown
+def _shows_as_dir(workspace: Workspace, directory: Path, entry: os.DirEntry[str]) -> bool:
+    """A directory, or a link to one inside the workspace (a link leading outside is not looked through)."""
+    if entry.is_dir(follow_symlinks=False):
+        return True
+    if not entry.is_symlink():
+        return False
+    real = Path(os.path.realpath(directory / entry.name))
+    return workspace.contains(real) and real.is_dir()
 
 
 async def list_dir(config: FileConfig, p: ListDirParams, progress: Progress) -> ToolOutput:
-    path, shown = await _directory(config, p.dir_path)
-    entries = await anyio.to_thread.run_sync(scan, path, None)
+    path = await config.workspace.resolve(p.dir_path)
+    shown = config.workspace.display(path)
     patterns = [glob_regex(g) for g in p.ignore]
-    kept = [e for e in entries if not any(rx.fullmatch(e.name) for rx in patterns)]
-    if not kept:
-        suffix = f" ({len(entries)} ignored)" if entries else ""
+
+    def listing(stop: StopFlag) -> tuple[list[str], int]:
+        fd = _safe_io.open_directory(config.workspace, path, shown)
+        try:
+            entries = scan(fd, path, None)
+        finally:
+            os.close(fd)
+        kept = [e for e in entries if not any(rx.fullmatch(e.name) for rx in patterns)]
+        names = [e.name + "/" if _shows_as_dir(config.workspace, path, e) else e.name for e in kept]
+        return names, len(entries) - len(kept)
+
+    names, ignored = await _safe_io.in_worker(listing)
+    if not names:
+        suffix = f" ({ignored} ignored)" if ignored else ""
         return ToolOutput(f"Directory {shown} is empty.{suffix}")
-    names = [e.name + "/" if e.is_dir() else e.name for e in kept]
     names.sort(key=lambda n: (not n.endswith("/"), n))
-    ignored = len(entries) - len(kept)
     tail = f"\n({ignored} ignored)" if ignored else ""
     return ToolOutput(f"Directory listing for {shown}:\n" + "\n".join(names) + tail)
 
@@ -304,7 +393,8 @@ class TreeParams(Params):
     )
 
 
-def render_tree(root: Path, depth: int, top: Path) -> str:
+def render_tree(workspace: Workspace, root: Path, root_fd: int, depth: int, stop: StopFlag) -> str:
+    """The tree under an open directory; subdirectories are opened without following links."""
     lines: list[str] = []
     size = 0
     cut: str | None = None
@@ -321,25 +411,30 @@ def render_tree(root: Path, depth: int, top: Path) -> str:
         size += len(line.encode("utf-8")) + 1
         return True
 
-    def visit(directory: Path, rules: IgnoreRules, level: int) -> bool:
-        for entry in scan(directory, rules):
+    def visit(dir_fd: int, directory: Path, rules: IgnoreRules, level: int) -> bool:
+        stop.check()
+        for entry in scan(dir_fd, directory, rules):
             indent = "  " * (level - 1)
-            if not entry.is_dir(follow_symlinks=False):
+            child = _safe_io.open_child_dir(dir_fd, entry.name) if entry.is_dir(follow_symlinks=False) else None
+            if child is None:
                 if not emit(f"{indent}{entry.name}"):
                     return False
                 continue
-            child = Path(entry.path)
-            child_rules = rules.child(child)
-            if level == depth:
-                hidden = len(scan(child, child_rules))
-                note = f" ({hidden} entries not shown)" if hidden else ""
-                if not emit(f"{indent}{entry.name}/{note}"):
+            try:
+                path = directory / entry.name
+                child_rules = rules.child(path, child)
+                if level == depth:
+                    hidden = len(scan(child, path, child_rules))
+                    note = f" ({hidden} entries not shown)" if hidden else ""
+                    if not emit(f"{indent}{entry.name}/{note}"):
+                        return False
+                elif not emit(f"{indent}{entry.name}/") or not visit(child, path, child_rules, level + 1):
                     return False
-            elif not emit(f"{indent}{entry.name}/") or not visit(child, child_rules, level + 1):
-                return False
+            finally:
+                os.close(child)
         return True
 
-    visit(root, IgnoreRules.for_directory(root, top), 1)
+    visit(root_fd, root, IgnoreRules.for_directory(workspace, root), 1)
     if not lines:
         return "(empty directory)"
     if cut:
@@ -350,9 +445,18 @@ def render_tree(root: Path, depth: int, top: Path) -> str:
 async def tree(config: FileConfig, p: TreeParams, progress: Progress) -> ToolOutput:
     if p.depth < 1:
         raise ToolError("depth must be at least 1.")
-    path, _ = await _directory(config, p.path)
+    path = await config.workspace.resolve(p.path)
+    shown = config.workspace.display(path)
     depth = min(p.depth, TREE_MAX_DEPTH)
-    return ToolOutput(await anyio.to_thread.run_sync(render_tree, path, depth, config.workspace.root))
+
+    def render(stop: StopFlag) -> str:
+        fd = _safe_io.open_directory(config.workspace, path, shown)
+        try:
+            return render_tree(config.workspace, path, fd, depth, stop)
+        finally:
+            os.close(fd)
+
+    return ToolOutput(await _safe_io.in_worker(render))
 
 
 # --- glob --------------------------------------------------------------------------------------
@@ -408,31 +512,55 @@ class GlobParams(Params):
     respect_ignore_files: bool = Field(default=True, description="Leave out what .gitignore / .ignore files exclude.")
 
 
+def _glob_mtime(found: WalkedFile) -> float | None:
+    """Sort key of a glob hit; None leaves the entry out (a directory behind a link)."""
+    try:
+        if not found.is_link:
+            return os.stat(found.name, dir_fd=found.dir_fd, follow_symlinks=False).st_mtime
+        info = os.stat(os.path.realpath(found.path))
+    except OSError:
+        return 0.0
+    return None if stat.S_ISDIR(info.st_mode) else info.st_mtime
+
+
 async def glob(config: FileConfig, p: GlobParams, progress: Progress) -> ToolOutput:
     if not p.pattern.strip():
         raise ToolError("pattern must not be empty.")
-    root, shown = await _directory(config, p.dir_path)
+    workspace = config.workspace
+    root = await workspace.resolve(p.dir_path)
+    shown = workspace.display(root)
     rx = glob_regex(p.pattern.removeprefix("./"))
 
-    def find() -> list[Path]:
-        rules = IgnoreRules.for_directory(root, config.workspace.root) if p.respect_ignore_files else None
-        hits = [f for f in walk_files(root, rules) if rx.fullmatch(f.relative_to(root).as_posix())]
+    def find(stop: StopFlag) -> tuple[list[Path], list[str]]:
+        fd = _safe_io.open_directory(workspace, root, shown)
+        try:
+            rules = IgnoreRules.for_directory(workspace, root) if p.respect_ignore_files else None
+            hits: list[tuple[float, Path]] = []
+            outside: list[str] = []
+            for found in walk_files(fd, root, rules, stop):
+                if not rx.fullmatch(found.path.relative_to(root).as_posix()):
+                    continue
+                if found.is_link and not workspace.contains(Path(os.path.realpath(found.path))):
+                    outside.append(workspace.display(found.path))
+                    continue
+                mtime = _glob_mtime(found)
+                if mtime is not None:
+                    hits.append((mtime, found.path))
+        finally:
+            os.close(fd)
+        return [f for _, f in sorted(hits, key=lambda hit: (-hit[0], str(hit[1])))], outside
 
-        def mtime(f: Path) -> float:
-            try:
-                return os.stat(f).st_mtime
-            except OSError:
-                return 0.0
-
-        return sorted(hits, key=lambda f: (-mtime(f), str(f)))
-
-    hits = await anyio.to_thread.run_sync(find)
+    hits, outside = await _safe_io.in_worker(find)
+    note: list[str] = []
+    if outside:
+        named = ", ".join(outside[:5]) + (", ..." if len(outside) > 5 else "")
+        note.append(f"[{len(outside)} link(s) pointing outside the workspace left out: {named}]")
     if not hits:
-        return ToolOutput(f'No files found matching pattern "{p.pattern}" within {shown}')
+        return ToolOutput("\n".join([f'No files found matching pattern "{p.pattern}" within {shown}', *note]))
     head = (
         f'Found {len(hits)} file(s) matching "{p.pattern}" within {shown}, sorted by modification time (newest first):'
     )
     body = [str(f) for f in hits[:GLOB_MAX_RESULTS]]
     if len(hits) > GLOB_MAX_RESULTS:
         body.append(f"[{len(hits) - GLOB_MAX_RESULTS} more not shown; narrow the pattern]")
-    return ToolOutput("\n".join([head, *body]))
+    return ToolOutput("\n".join([head, *body, *note]))

@@ -2,7 +2,8 @@
 
 `.gitignore` and `.ignore` files at every level (nested, with negations), `.git/info/exclude` of
 the enclosing repository, and `.git` itself. The deepest file with an opinion decides, and within
-one directory `.ignore` outranks `.gitignore`, as ripgrep does. Blocking: call from a worker thread.
+one directory `.ignore` outranks `.gitignore`, as ripgrep does. Directories are read through open
+descriptors (`_safe_io`), never through a link. Blocking: call from a worker thread.
 """
 
 from __future__ import annotations
@@ -14,7 +15,12 @@ from pathlib import Path
 
 import pathspec
 
+from unified.tools import _safe_io
+from unified.tools._paths import Workspace
+
 _IGNORE_FILES = (".gitignore", ".ignore")
+IGNORE_FILE_MAX_BYTES = 1024 * 1024
+"""What is read of one ignore file; the rest of a larger one is not read."""
 
 
 @dataclass(frozen=True)
@@ -23,12 +29,27 @@ class _Layer:
     spec: pathspec.GitIgnoreSpec
 
 
-def _read_layer(base: Path, file: Path) -> _Layer | None:
-    try:
-        lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
+def _read_layer(base: Path, dir_fd: int, name: str) -> _Layer | None:
+    data = _safe_io.read_small(dir_fd, name, IGNORE_FILE_MAX_BYTES)
+    if data is None:
         return None
-    return _Layer(base, pathspec.GitIgnoreSpec.from_lines(lines))
+    return _Layer(base, pathspec.GitIgnoreSpec.from_lines(data.decode("utf-8", errors="replace").splitlines()))
+
+
+def _repo_exclude(repo: Path, repo_fd: int) -> _Layer | None:
+    git = _safe_io.open_child_dir(repo_fd, ".git")
+    if git is None:
+        return None
+    try:
+        info = _safe_io.open_child_dir(git, "info")
+    finally:
+        os.close(git)
+    if info is None:
+        return None
+    try:
+        return _read_layer(repo, info, "exclude")
+    finally:
+        os.close(info)
 
 
 class IgnoreRules:
@@ -38,24 +59,32 @@ class IgnoreRules:
         self._layers = layers
 
     @classmethod
-    def for_directory(cls, directory: Path, top: Path) -> IgnoreRules:
-        """Rules for `directory`, reading ignore files from `top` (the workspace root) down to it."""
+    def for_directory(cls, workspace: Workspace, directory: Path) -> IgnoreRules:
+        """Rules for `directory`, reading ignore files from the workspace root down to it."""
+        top = workspace.root
         chain = [directory]
         if directory.is_relative_to(top):
             chain = [top, *(top / p for p in _prefixes(directory.relative_to(top)))]
-        layers: list[_Layer] = []
-        repo = next((d for d in reversed(chain) if (d / ".git").exists()), None)
-        if repo is not None:
-            exclude = _read_layer(repo, repo / ".git" / "info" / "exclude")
-            if exclude:
-                layers.append(exclude)
-        rules = cls(tuple(layers))
-        for d in chain:
-            rules = rules.child(d)
-        return rules
+        fds: list[int] = []
+        try:
+            for d in chain:
+                fds.append(_safe_io.open_directory(workspace, d, workspace.display(d)))
+            layers: list[_Layer] = []
+            repo = next((i for i in reversed(range(len(chain))) if _safe_io.lstat_in(fds[i], ".git") is not None), None)
+            if repo is not None:
+                exclude = _repo_exclude(chain[repo], fds[repo])
+                if exclude:
+                    layers.append(exclude)
+            rules = cls(tuple(layers))
+            for d, fd in zip(chain, fds, strict=True):
+                rules = rules.child(d, fd)
+            return rules
+        finally:
+            for fd in fds:
+                os.close(fd)
 
-    def child(self, directory: Path) -> IgnoreRules:
-        added = [layer for name in _IGNORE_FILES if (layer := _read_layer(directory, directory / name))]
+    def child(self, directory: Path, dir_fd: int) -> IgnoreRules:
+        added = [layer for name in _IGNORE_FILES if (layer := _read_layer(directory, dir_fd, name))]
         return IgnoreRules(self._layers + tuple(added)) if added else self
 
     def ignored(self, path: Path, is_dir: bool) -> bool:
@@ -77,32 +106,45 @@ def _prefixes(rel: Path) -> Iterator[Path]:
         yield Path(*parts[:i])
 
 
-def scan(directory: Path, rules: IgnoreRules | None) -> list[os.DirEntry[str]]:
-    """The entries of one directory not ignored, sorted by name; unreadable dirs read as empty."""
-    try:
-        with os.scandir(directory) as it:
-            entries = sorted(it, key=lambda e: e.name)
-    except OSError:
-        return []
+def scan(dir_fd: int, directory: Path, rules: IgnoreRules | None) -> list[os.DirEntry[str]]:
+    """The entries of an open directory not ignored, sorted by name; unreadable dirs read as empty.
+
+    A symbolic link counts as a file for the ignore rules (as in git), whatever it points to.
+    """
+    entries = _safe_io.list_entries(dir_fd)
     if rules is None:
         return entries
-    return [e for e in entries if not rules.ignored(Path(e.path), _is_dir(e))]
+    return [e for e in entries if not rules.ignored(directory / e.name, e.is_dir(follow_symlinks=False))]
 
 
-def _is_dir(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_dir()
-    except OSError:
-        return False
+@dataclass(frozen=True)
+class WalkedFile:
+    """A non-directory entry met by `walk_files`; `dir_fd` is open only while the walk is at it."""
+
+    path: Path
+    dir_fd: int
+    name: str
+    is_link: bool
 
 
-def walk_files(root: Path, rules: IgnoreRules | None) -> Iterator[Path]:
-    """Every file under `root` in path order, pruning ignored directories; symlinked dirs not followed."""
-    for entry in scan(root, rules):
-        path = Path(entry.path)
+def walk_files(
+    dir_fd: int, directory: Path, rules: IgnoreRules | None, stop: _safe_io.StopFlag
+) -> Iterator[WalkedFile]:
+    """Every non-directory entry under an open directory in path order, pruning ignored directories.
+
+    Subdirectories are opened relative to their parent without following links, so the walk never
+    leaves the tree it started in; links are yielded as entries (`is_link`) for the caller to judge.
+    """
+    stop.check()
+    for entry in scan(dir_fd, directory, rules):
+        path = directory / entry.name
         if entry.is_dir(follow_symlinks=False):
-            yield from walk_files(path, rules.child(path) if rules else None)
-        elif _is_dir(entry):
-            continue
+            child = _safe_io.open_child_dir(dir_fd, entry.name)
+            if child is None:
+                continue
+            try:
+                yield from walk_files(child, path, rules.child(path, child) if rules else None, stop)
+            finally:
+                os.close(child)
         else:
-            yield path
+            yield WalkedFile(path, dir_fd, entry.name, entry.is_symlink())

@@ -1,7 +1,8 @@
 """Workspace confinement: every path a tool touches is resolved and checked here first.
 
 Symlinks are resolved before the check (seed 000), so a link inside the workspace that points
-outside it is refused rather than followed.
+outside it is refused rather than followed. The check names the path; `_safe_io` then opens it
+without following any link, so a path changed after the check cannot escape either.
 """
 
 from __future__ import annotations
@@ -23,6 +24,15 @@ class Workspace:
         self.root = Path(os.path.realpath(root))
         extra = [Path(os.path.realpath(self.root / d)) for d in include_directories]
         self.roots: tuple[Path, ...] = (self.root, *dict.fromkeys(r for r in extra if r != self.root))
+        self.root_ids: dict[Path, tuple[int, int]] = {}
+        """Device and inode of each root, recorded now (or at first use), so a root later replaced
+        by a link is noticed (see `_safe_io`)."""
+        for r in self.roots:
+            try:
+                info = os.stat(r)
+            except OSError:
+                continue
+            self.root_ids[r] = (info.st_dev, info.st_ino)
 
     def contains(self, path: Path) -> bool:
         return any(path == root or path.is_relative_to(root) for root in self.roots)
@@ -37,7 +47,7 @@ class Workspace:
 
     async def resolve(self, raw: str) -> Path:
         """The real, confined path for a tool argument, or a `ToolError` the model can act on."""
-        return await anyio.to_thread.run_sync(self._resolve_sync, raw)
+        return await anyio.to_thread.run_sync(self._resolve_sync, raw, abandon_on_cancel=True)
 
     def _resolve_sync(self, raw: str) -> Path:
         text = raw.replace("\0", "")

@@ -1,20 +1,30 @@
-"""search: a per-line regex scan of the workspace under the ignore rules (seed 002, "Searching")."""
+"""search: a per-line regex scan of the workspace under the ignore rules (seed 002, "Searching").
+
+Files are streamed line by line through `_safe_io` (confined, special files refused, bounded lines),
+and the scan stops at the match limit.
+"""
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from pathlib import Path
 
-import anyio.to_thread
 from pydantic import Field
 
+from unified.tools import _safe_io
 from unified.tools._base import Params, Progress, ToolError, ToolOutput
 from unified.tools._files import FileConfig
-from unified.tools._ignore import IgnoreRules, walk_files
+from unified.tools._ignore import IgnoreRules, WalkedFile, walk_files
+from unified.tools._paths import Workspace
+from unified.tools._safe_io import StopFlag
 
 SEARCH_DEFAULT_LIMIT = 50
 SEARCH_MAX_LIMIT = 200
 SEARCH_LINE_CHARS = 200
+SEARCH_MATCH_CHARS = 64 * 1024
+"""A line is tried on its first 64 Ki characters; the rest of a longer line is not searched."""
 
 _POSIX_CLASSES = {
     "alpha": "a-zA-Z",
@@ -54,25 +64,64 @@ class SearchParams(Params):
     )
 
 
-def _scan(root: Path, rx: re.Pattern[str], limit: int, workspace_root: Path) -> list[tuple[Path, int, str]]:
-    if root.is_file():
-        files: list[Path] = [root]
-    else:
-        files = list(walk_files(root, IgnoreRules.for_directory(root, workspace_root)))
-    hits: list[tuple[Path, int, str]] = []
-    for file in files:
-        try:
-            data = file.read_bytes()
-        except OSError:
-            continue
-        if b"\0" in data:
-            continue
-        for number, line in enumerate(data.decode("utf-8", errors="replace").split("\n"), 1):
-            line = line.removesuffix("\r")
-            if rx.search(line):
-                hits.append((file, number, line))
+Hit = tuple[Path, int, str, int]
+"""File, line number, the line's first `SEARCH_LINE_CHARS` characters, the line's length."""
+
+
+def _scan_file(fd: int, path: Path, rx: re.Pattern[str], hits: list[Hit], limit: int, stop: StopFlag) -> None:
+    """Appends the file's matching lines; a file with a NUL byte adds none."""
+    before = len(hits)
+    try:
+        for line in _safe_io.LineStream(fd, stop, SEARCH_MATCH_CHARS).lines():
+            if rx.search(line.text):
+                hits.append((path, line.number, line.text[:SEARCH_LINE_CHARS], line.length))
                 if len(hits) >= limit:
-                    return hits
+                    return
+    except _safe_io.BinaryContent:
+        del hits[before:]
+
+
+def _open_walked(workspace: Workspace, found: WalkedFile) -> int | None:
+    """A read fd for a file met in a walk, or None to skip it silently (special, a link leading out)."""
+    try:
+        if not found.is_link:
+            fd, _ = _safe_io.open_in(found.dir_fd, found.name, found.name, "search")
+            return fd
+        real = Path(os.path.realpath(found.path))
+        if not workspace.contains(real):
+            return None
+        fd, _ = _safe_io.open_file(workspace, real, found.name, "search")
+        return fd
+    except (ToolError, OSError):
+        return None
+
+
+def _scan(workspace: Workspace, root: Path, shown: str, rx: re.Pattern[str], limit: int, stop: StopFlag) -> list[Hit]:
+    hits: list[Hit] = []
+    mode = _safe_io.entry_mode(workspace, root, shown)
+    if mode is None:
+        raise ToolError(f"Path not found: {shown}")
+    if not stat.S_ISDIR(mode):
+        fd, _ = _safe_io.open_file(workspace, root, shown, "search")
+        try:
+            _scan_file(fd, root, rx, hits, limit, stop)
+        finally:
+            os.close(fd)
+        return hits
+    fd = _safe_io.open_directory(workspace, root, shown)
+    try:
+        for found in walk_files(fd, root, IgnoreRules.for_directory(workspace, root), stop):
+            file = _open_walked(workspace, found)
+            if file is None:
+                continue
+            try:
+                _scan_file(file, found.path, rx, hits, limit, stop)
+            finally:
+                os.close(file)
+            if len(hits) >= limit:
+                break
+    finally:
+        os.close(fd)
     return hits
 
 
@@ -86,17 +135,15 @@ async def search(config: FileConfig, p: SearchParams, progress: Progress) -> Too
     workspace = config.workspace
     root = await workspace.resolve(p.path)
     shown = workspace.display(root)
-    if not await anyio.Path(root).exists():
-        raise ToolError(f"Path not found: {shown}")
     limit = min(p.limit, SEARCH_MAX_LIMIT)
-    hits = await anyio.to_thread.run_sync(_scan, root, rx, limit, workspace.root)
+    hits = await _safe_io.in_worker(lambda stop: _scan(workspace, root, shown, rx, limit, stop))
     if not hits:
         return ToolOutput(f'No matches found for pattern "{p.query}" in path "{shown}".')
     rows = [f'Found {len(hits)} match(es) for pattern "{p.query}" in path "{shown}":']
-    for file, number, line in hits:
-        if len(line) > SEARCH_LINE_CHARS:
-            line = f"{line[:SEARCH_LINE_CHARS]} ({len(line) - SEARCH_LINE_CHARS} more chars...)"
-        rows.append(f"{workspace.display(file)}:{number}: {line}")
+    for file, number, text, length in hits:
+        if length > SEARCH_LINE_CHARS:
+            text = f"{text} ({length - SEARCH_LINE_CHARS} more chars...)"
+        rows.append(f"{workspace.display(file)}:{number}: {text}")
     if len(hits) == limit:
         rows.append(f"[limit of {limit} matches reached; the list may be cut: narrow the query or the path]")
     return ToolOutput("\n".join(rows))

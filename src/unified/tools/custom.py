@@ -39,7 +39,7 @@ def function_tool(fn: Callable[..., Any], *, name: str | None = None, descriptio
         if inspect.iscoroutinefunction(fn):
             value = await fn(**kwargs)
         else:
-            value = await anyio.to_thread.run_sync(lambda: fn(**kwargs))
+            value = await anyio.to_thread.run_sync(lambda: fn(**kwargs), abandon_on_cancel=True)
         return ToolOutput(value if isinstance(value, str) else to_jsonable_python(value))
 
     return ToolSpec(
