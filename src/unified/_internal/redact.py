@@ -86,7 +86,12 @@ class Redactor:
         """`text` with every whole occurrence of a secret replaced."""
         if self.pattern is None or not self.found_in(text):
             return text
-        return self.pattern.sub(replacement, text)
+        for _ in self.values:  # a short secret glued to a long one stands whole once the long one is replaced
+            replaced = self.pattern.sub(replacement, text)
+            if replaced == text or not self.found_in(replaced):
+                return replaced
+            text = replaced
+        return text
 
     def json(self, value: object, replacement: str = REDACTED) -> object:
         """`value` (JSON-like: str, dict, list, tuple) with secrets replaced in every string, keys included.

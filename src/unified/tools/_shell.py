@@ -106,9 +106,9 @@ class GroupWatch:
         """Put group `pgid` (just started) under watch."""
         self.groups.add(pgid)
         async with self._lock:
-            if self._pipe is not None:
-                self._send(f"+ {pgid}\n")
+            if self._send(f"+ {pgid}\n"):
                 return
+            # First use, or the watchdog was killed: start one and tell it everything.
             self._pipe = await anyio.to_thread.run_sync(self._start)
             if self._pipe is not None:
                 self._closer = weakref.finalize(self, os.close, self._pipe)
@@ -154,13 +154,16 @@ class GroupWatch:
         helper.wait()  # it detaches at once: its first process exits after forking the watchdog
         return write
 
-    def _send(self, lines: str) -> None:
-        if self._pipe is None or not lines:
-            return
+    def _send(self, lines: str) -> bool:
+        """Whether the watchdog got `lines`."""
+        if self._pipe is None:
+            return False
         try:
             os.write(self._pipe, lines.encode())
-        except OSError:  # the watchdog was killed: the next shell call starts another
+        except OSError:  # the watchdog was killed: the next `add` starts another
             self._release()
+            return False
+        return True
 
     def _release(self) -> None:
         """Close our end of the pipe: the watchdog kills what it still knows of and exits."""
