@@ -385,6 +385,27 @@ async def test_server_error_text_quoting_the_key_is_redacted(
     assert any(f"API key not valid: {REDACTED}" in text for text in reports), reports  # the text got through
 
 
+FAILING_GEMINI = """#!/bin/sh
+if [ "$1" = "--version" ]; then echo 0.61.0; exit 0; fi
+echo "Error: API key $GEMINI_API_KEY rejected by https://x.test/?key=$GEMINI_API_KEY" >&2
+exit 1
+"""
+
+
+@pytest.mark.anyio
+async def test_gemini_cli_stderr_quoting_the_key_is_redacted(
+    ws: Path, tmp_path: Path, secret_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    binary = tmp_path / "gemini"
+    binary.write_text(FAILING_GEMINI)
+    binary.chmod(0o755)
+    monkeypatch.setenv("UNIFIED_GEMINI_BIN", str(binary))
+    events = await run(ExecuteParams(prompt="go", backend="gemini-cli", cwd=ws, backend_options={"pool_size": 0}))
+    assert_events_clean(events)
+    errors = [e for e in events if isinstance(e, ErrorEvent)]
+    assert any(f"API key {REDACTED} rejected" in e.message for e in errors), errors  # the stderr got through
+
+
 # --- the stream guard, one event kind at a time -------------------------------------------------
 
 
