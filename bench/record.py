@@ -1,10 +1,11 @@
 """Record the native transcripts bench_translate replays: `python -m bench.record`.
 
 - ACP: every recording in `unified.testing.recordings()` played by the real pinned `gemini --acp`
-  (via the gemini-cli backend's `acp_transcript` hook); the messages it received are kept verbatim.
+  (via the gemini-cli backend's `acp_transcript` hook); the messages it received are kept verbatim,
+  secrets scrubbed (`unified.testing.cassettes.scrub_text`).
 - Interactions: each recorded model call re-rendered as an Interactions API turn (thought, text in as
   many deltas as the recording had chunks, function calls, some with streamed arguments) and served by
-  FakeGemini over real HTTP; the SSE `data:` lines are kept verbatim.
+  FakeGemini over real HTTP; the SSE `data:` lines are kept verbatim, secrets scrubbed.
 
 Both land in bench/transcripts/ and are committed, so the benchmark itself needs neither Node nor a server.
 """
@@ -23,6 +24,7 @@ from bench._env import MODEL, TRANSCRIPTS, gemini_binary, isolated_home, recordi
 from unified.events import Result
 from unified.query import EventStream
 from unified.testing import FakeGemini, FunctionCallStep, InteractionTurn, TextStep, ThoughtStep
+from unified.testing.cassettes import scrub_text
 from unified.testing.scenario import Step, Usage
 from unified.types import ExecuteParams
 
@@ -56,7 +58,7 @@ def record_acp() -> None:
             messages, status = anyio.run(_acp_one, responses, workspace(home, responses.stem), True)
             if status != "success":  # recordings with incidental calls (summaries, routing) need non-strict order
                 messages, status = anyio.run(_acp_one, responses, workspace(home, responses.stem + "-ns"), False)
-            (out / f"{responses.stem}.jsonl").write_text("".join(json.dumps(m) + "\n" for m in messages))
+            (out / f"{responses.stem}.jsonl").write_text("".join(scrub_text(json.dumps(m)) + "\n" for m in messages))
             print(f"acp {responses.stem}: {len(messages)} messages, result {status}")
 
 
@@ -111,7 +113,7 @@ def record_interactions() -> None:
                 body = {"model": "gemini-3-flash-preview", "input": "go", "stream": True}
                 with http.stream("POST", "/v1beta/interactions", json=body) as reply:
                     lines += [line[6:] for line in reply.iter_lines() if line.startswith("data: {")]
-        (out / f"{responses.stem}.jsonl").write_text("".join(line + "\n" for line in lines))
+        (out / f"{responses.stem}.jsonl").write_text("".join(scrub_text(line) + "\n" for line in lines))
         print(f"interactions {responses.stem}: {len(lines)} events")
 
 

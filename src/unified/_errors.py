@@ -2,12 +2,15 @@
 
 Inside a run, adapters raise these; the stream guard turns them into an `error` event and a
 `result(status="error")`, so a consumer iterating events never sees a traceback. Outside a run
-(routing, session lookup, configuration), they reach the caller as exceptions.
+(routing, session lookup, configuration), they reach the caller as exceptions. Either way their
+message, hint and details carry no secret of the environment: they are redacted when the error is made.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from unified._internal.redact import redactor
 
 
 class UnifiedError(Exception):
@@ -28,14 +31,16 @@ class UnifiedError(Exception):
         retryable: bool | None = None,
         details: dict[str, Any] | None = None,
     ) -> None:
-        self.message = message
-        self.hint = hint
+        clean = redactor()
+        self.message = clean(message)
+        self.hint = None if hint is None else clean(hint)
         if code is not None:
             self.code = code
         if retryable is not None:
             self.retryable = retryable
-        self.details: dict[str, Any] = dict(details or {})
-        super().__init__(f"{message} ({hint})" if hint else message)
+        cleaned = clean.json(dict(details or {}))
+        self.details: dict[str, Any] = cleaned if isinstance(cleaned, dict) else {}
+        super().__init__(f"{self.message} ({self.hint})" if self.hint else self.message)
 
 
 class ConfigurationError(UnifiedError):

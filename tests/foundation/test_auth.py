@@ -147,12 +147,13 @@ def test_no_secret_in_any_form_of_the_report(isolated_home: Path) -> None:
 
 def test_redact_replaces_known_and_guessed_secrets() -> None:
     env = {
-        "GEMINI_API_KEY": "dummy",
+        "GEMINI_API_KEY": "dummy-key",
+        "GOOGLE_API_KEY": "dummy",  # known, but too short to tell from ordinary text
         "MY_SERVICE_TOKEN": "tok-0123456789",
         "SHORT_TOKEN": "abc",
         "GOOGLE_APPLICATION_CREDENTIALS": "/etc/creds.json",
         "PATH": "/usr/bin",
     }
-    text = "key=dummy auth=tok-0123456789 abc /etc/creds.json /usr/bin"
-    assert redact(text, env) == f"key={REDACTED} auth={REDACTED} abc /etc/creds.json /usr/bin"
+    text = "key=dummy-key short=dummy auth=tok-0123456789 abc /etc/creds.json /usr/bin"
+    assert redact(text, env) == f"key={REDACTED} short=dummy auth={REDACTED} abc /etc/creds.json /usr/bin"
     assert secret_values({"A_API_KEY": "x" * 10, "B_API_KEY": "x" * 12}) == ["x" * 12, "x" * 10]

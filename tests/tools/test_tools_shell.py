@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -98,12 +96,16 @@ async def test_dir_path_and_errors(ws: Path, call: Call, ok: Get, err: Get) -> N
     assert err(await call("run_shell_command", command="  ")) == "command must not be empty."
 
 
-async def test_ampersand_children_are_reported(ws: Path, ok: Get) -> None:
-    text = ok(await shell(ws, "sleep 5 & echo started"))
-    assert text.startswith("Output: started\n")
-    [bg_line] = [line for line in text.splitlines() if line.startswith("Background PIDs: ")]
-    pid = int(bg_line.removeprefix("Background PIDs: "))
-    os.kill(pid, signal.SIGKILL)
+async def test_ampersand_children_are_reported_and_end_with_the_runtime(ws: Path, ok: Get) -> None:
+    async with ToolRuntime(ws, approval_mode="yolo") as rt:
+        [outcome] = await rt.run_batch([ToolCall("s", "run_shell_command", {"command": "sleep 30 & echo started"})])
+        text = ok(outcome)
+        assert text.startswith("Output: started\n")
+        [bg_line] = [line for line in text.splitlines() if line.startswith("Background PIDs: ")]
+        pid = int(bg_line.removeprefix("Background PIDs: "))
+        pgid = int(text.rsplit("Process Group PGID: ", 1)[1])
+        assert pid in live_group_members(pgid)  # outlives its shell while the runtime is open
+    assert await wait_group_gone(pgid) == []  # and is killed when it closes
 
 
 async def test_cancellation_kills_the_whole_group(ws: Path) -> None:

@@ -1,20 +1,42 @@
-"""Keep secrets from the environment out of anything `unified` prints or logs.
+"""Keep secrets from the environment out of anything `unified` prints, logs, emits or records.
 
 Error messages from SDKs and subprocesses sometimes quote a request URL or a header with the API
-key in it; a model may even echo a key it was shown. Whatever writes text a person or a log will
-read (the CLI, diagnostics, bug reports) passes it through `redact()` first.
+key in it; a shell command may print the environment; a model may echo a key it was shown. Every
+event passes the stream guard, which replaces secret values; the CLI, the tool runtime, error
+messages and the cassette recorders use the same `Redactor` (docs/protocol.md, "Secrets").
+
+What counts as a secret value:
+- the value of a known credential variable (`GEMINI_API_KEY`, `GOOGLE_API_KEY`, ...) or of a
+  variable whose name says it holds one (`*_TOKEN`, `*_SECRET`, `*_PASSWORD`, `*API_KEY`, ...);
+- the value of any variable shaped like a credential (`AIza...`, `ya29....`, a private key);
+- only if at least `MIN_SECRET_LENGTH` characters long: a shorter "secret" cannot be told apart from
+  ordinary text (with `GEMINI_API_KEY=test`, hiding "test" would also mangle "latest").
+
+A value shorter than `ANYWHERE_LENGTH` is replaced only where it stands whole, not inside a longer
+word ("passwords" keeps its "s" when the password is "password"), but still inside URLs
+(`?key=...&`), headers, JSON strings (`"\\n<key>"`), percent-encoded text (`%3D<key>`) and colored
+terminal output (`ESC[1m<key>`). A longer value is replaced wherever it occurs: glued to other
+characters it is still the secret (API keys and tokens are this long), never a coincidence.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 REDACTED = "[REDACTED]"
 
+MIN_SECRET_LENGTH = 8
+"""Shorter values are never treated as secrets, whatever their variable: too likely to be ordinary words."""
+
+ANYWHERE_LENGTH = 20
+"""Values this long are replaced even inside a longer word; shorter ones only where they stand whole."""
+
 KNOWN_SECRET_VARIABLES = frozenset({"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_API_KEY", "GOOGLE_CLOUD_API_KEY"})
-"""Always secret, however short the value."""
+"""Always secret (at `MIN_SECRET_LENGTH` or longer)."""
 
 _SECRET_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|PRIVATE_KEY|ACCESS_KEY|AUTH)$", re.IGNORECASE)
 """Other variables whose names say they hold a secret."""
@@ -22,31 +44,153 @@ _SECRET_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|PRIVATE_KEY|A
 _NOT_SECRET = frozenset({"GOOGLE_APPLICATION_CREDENTIALS"})
 """A path to a credentials file, not a credential: showing it helps diagnose auth problems."""
 
-_MIN_GUESSED_LENGTH = 8
-"""Values of guessed secret variables shorter than this are left alone: too likely to be ordinary words."""
+KEY_SHAPES = re.compile(
+    r"AIza[0-9A-Za-z_\-]{30,}"  # Google API key
+    r"|ya29\.[0-9A-Za-z_\-.]{10,}"  # Google OAuth access token
+    r"|1//[0-9A-Za-z_\-]{20,}"  # Google OAuth refresh token
+    r"|GOCSPX-[0-9A-Za-z_\-]{10,}"  # Google OAuth client secret
+    r"|(?:ghp|gho|ghu|ghs|ghr|github_pat)_[0-9A-Za-z_]{30,}"  # GitHub tokens
+    r"|AKIA[0-9A-Z]{16}"  # AWS access key id
+    r"|xox[abpr]-[0-9A-Za-z\-]{10,}"  # Slack tokens
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)"
+)
+"""Strings that are credentials by their shape alone, wherever they appear."""
+
+_WORD = re.compile(r"\w")
+_BEFORE = (
+    r"(?:(?<!\w)"  # not preceded by a letter, digit or underscore...
+    r"|(?<=\\[nrtbfv0])|(?<=\\u[0-9A-Fa-f]{4})"  # ...unless that ends a JSON/C escape,
+    r"|(?<=%[0-9A-Fa-f]{2})"  # a percent-encoded byte,
+    + "".join(rf"|(?<=\x1b\[[0-9;]{{{n}}}[A-Za-z])" for n in range(8))  # or a terminal color code
+    + ")"
+)
+_AFTER = r"(?!\w)"
+
+
+@dataclass(frozen=True, eq=False)
+class Redactor:
+    """Replaces one set of secret values; build it with `redactor()`, which caches it."""
+
+    values: tuple[str, ...]
+    """Longest first, so a secret containing another is replaced whole."""
+    pattern: re.Pattern[str] | None
+
+    def __bool__(self) -> bool:
+        return bool(self.values)
+
+    def found_in(self, text: str) -> bool:
+        """Whether any secret occurs in `text`, even inside a word: the cheap test before a replace."""
+        return any(map(text.__contains__, self.values))
+
+    def __call__(self, text: str, replacement: str = REDACTED) -> str:
+        """`text` with every whole occurrence of a secret replaced."""
+        if self.pattern is None or not self.found_in(text):
+            return text
+        for _ in self.values:  # a short secret glued to a long one stands whole once the long one is replaced
+            replaced = self.pattern.sub(replacement, text)
+            if replaced == text or not self.found_in(replaced):
+                return replaced
+            text = replaced
+        return text
+
+    def json(self, value: object, replacement: str = REDACTED) -> object:
+        """`value` (JSON-like: str, dict, list, tuple) with secrets replaced in every string, keys included.
+
+        Returns `value` itself when nothing changed, so callers can tell by identity.
+        """
+        if not self.values:
+            return value
+        if isinstance(value, str):
+            return self(value, replacement)
+        if isinstance(value, dict):
+            items = [(self.json(k, replacement), self.json(v, replacement)) for k, v in value.items()]
+            if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items(), strict=True)):
+                return value
+            return dict(items)
+        if isinstance(value, (list, tuple)):
+            parts = [self.json(item, replacement) for item in value]
+            if all(new is old for new, old in zip(parts, value, strict=True)):
+                return value
+            return type(value)(parts)
+        return value
+
+
+def _pattern(values: tuple[str, ...]) -> re.Pattern[str] | None:
+    if not values:
+        return None
+    alternatives = []
+    for value in values:
+        whole = len(value) < ANYWHERE_LENGTH
+        before = _BEFORE if whole and _WORD.match(value[0]) else ""
+        after = _AFTER if whole and _WORD.match(value[-1]) else ""
+        alternatives.append(f"{before}{re.escape(value)}{after}")
+    return re.compile("|".join(alternatives))
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(values: tuple[str, ...]) -> Redactor:
+    return Redactor(values, _pattern(values))
+
+
+def is_secret(name: str, value: str) -> bool:
+    """Whether environment variable `name` holding `value` is a secret (see the module docstring)."""
+    value = value.strip()
+    if len(value) < MIN_SECRET_LENGTH or name.upper() in _NOT_SECRET:
+        return False
+    upper = name.upper()
+    return upper in KNOWN_SECRET_VARIABLES or bool(_SECRET_NAME.search(upper)) or bool(KEY_SHAPES.search(value))
+
+
+def _secret_values(items: Iterable[tuple[str, str]]) -> tuple[str, ...]:
+    found = {value.strip() for name, value in items if is_secret(name, value)}
+    return tuple(sorted(found, key=lambda v: (-len(v), v)))
+
+
+_environ_cache: tuple[object, tuple[str, ...]] | None = None
+
+
+def _environ_secrets() -> tuple[str, ...]:
+    """The process environment's secret values, recomputed only when the environment changed.
+
+    The cache key is the environment's raw names and values (`os.environ._data`, a plain dict):
+    building it costs about a microsecond, where decoding every variable costs tens.
+    """
+    global _environ_cache
+    raw = getattr(os.environ, "_data", None)
+    key: object = (tuple(raw), tuple(raw.values())) if isinstance(raw, dict) else tuple(os.environ.items())
+    cached = _environ_cache
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    values = _secret_values(os.environ.items())
+    _environ_cache = (key, values)
+    return values
 
 
 def secret_values(env: Mapping[str, str] | None = None) -> list[str]:
-    """The secret values found in `env` (default: the process environment), longest first.
+    """The secret values found in `env` (default: the process environment), longest first."""
+    return list(_environ_secrets() if env is None else _secret_values(env.items()))
 
-    Longest first so that a key containing another key is replaced whole.
+
+def redactor(env: Mapping[str, str] | None = None, extra: Iterable[str] = ()) -> Redactor:
+    """The (cached) Redactor for the secrets of `env` (default: the process environment) plus `extra`.
+
+    `extra` values shorter than `MIN_SECRET_LENGTH` are ignored like any other.
     """
-    source = os.environ if env is None else env
-    found: set[str] = set()
-    for name, value in source.items():
-        value = value.strip()
-        if not value or name.upper() in _NOT_SECRET:
-            continue
-        if name.upper() in KNOWN_SECRET_VARIABLES or (_SECRET_NAME.search(name) and len(value) >= _MIN_GUESSED_LENGTH):
-            found.add(value)
-    return sorted(found, key=len, reverse=True)
+    values = _environ_secrets() if env is None else _secret_values(env.items())
+    more = {v.strip() for v in extra if len(v.strip()) >= MIN_SECRET_LENGTH} - set(values)
+    if more:
+        values = tuple(sorted({*values, *more}, key=lambda v: (-len(v), v)))
+    return _compiled(values)
 
 
 def redact(text: str, env: Mapping[str, str] | None = None) -> str:
     """`text` with every secret value of `env` (default: the process environment) replaced by `[REDACTED]`."""
-    for value in secret_values(env):
-        text = text.replace(value, REDACTED)
-    return text
+    return redactor(env)(text)
+
+
+def redact_key_shapes(text: str, replacement: str = REDACTED) -> str:
+    """`text` with every credential-shaped string (`KEY_SHAPES`) replaced, whoever's it is."""
+    return KEY_SHAPES.sub(replacement, text)
 
 
 _SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|passwd|authorization|cookie|credential)", re.IGNORECASE)
@@ -63,3 +207,24 @@ def redact_mapping(value: object) -> object:
     if isinstance(value, (list, tuple)):
         return type(value)(redact_mapping(item) for item in value)
     return value
+
+
+def secrets_in(value: object) -> list[str]:
+    """Every string under a secret-looking key of `value` (options, headers, env given in code), however deep.
+
+    A bearer credential (`Authorization: Bearer <token>`) gives the token as well as the header value.
+    """
+    found: list[str] = []
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(key, str) and _SECRET_KEY.search(key) and isinstance(item, str):
+                found.append(item)
+                scheme, _, credential = item.partition(" ")
+                if credential and scheme.isalpha():
+                    found.append(credential)
+            else:
+                found.extend(secrets_in(item))
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            found.extend(secrets_in(item))
+    return found

@@ -2,8 +2,9 @@
 
 Adapters push events; the guard assigns `seq` and `session_id`, aggregates `text_delta`s into
 `assistant_message`s, sums usage (estimating what a backend failed to report, and saying so),
-checks the protocol's invariants, enforces idle and total timeouts, and ends every stream with
-exactly one `result`, whether the adapter returned, raised, crashed or was cancelled.
+checks the protocol's invariants, enforces idle and total timeouts, replaces secret values in
+every event (server error text, tool output and model text may quote a key), and ends every stream
+with exactly one `result`, whether the adapter returned, raised, crashed or was cancelled.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from typing import Literal
 import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from pydantic import BaseModel
 
 from unified._errors import ProtocolViolation, UnifiedError
 from unified._internal.backend import Backend, RunOutcome
+from unified._internal.redact import Redactor, redactor, secrets_in
 from unified.events import (
     AssistantMessage,
     ErrorEvent,
@@ -65,6 +68,49 @@ def _capability_snapshot(backend: str) -> dict[str, SupportLevel]:
 def estimate_tokens(chars: int) -> int:
     """About four characters a token: the fallback when a backend reports nothing."""
     return math.ceil(chars / 4)
+
+
+def _run_redactor(params: ExecuteParams) -> Redactor:
+    """Secrets of the environment, plus those given in code: backend options, MCP headers and env."""
+    given = secrets_in(params.backend_options)
+    for server in params.mcp_servers:
+        given += secrets_in(server.model_dump())
+    return redactor(extra=given)
+
+
+def _scrubbed(value: object, clean: Redactor) -> object:
+    """`value` with secrets replaced in every string, however deep; `value` itself when none was found.
+
+    Containers and models are copied, never changed in place: an adapter may still hold them.
+    """
+    if isinstance(value, str):
+        return clean(value) if clean.found_in(value) else value
+    if isinstance(value, BaseModel):
+        changes = {k: new for k, v in value.__dict__.items() if (new := _scrubbed(v, clean)) is not v}
+        return value.model_copy(update=changes) if changes else value
+    if isinstance(value, dict):
+        pairs = [(_scrubbed(k, clean), _scrubbed(v, clean)) for k, v in value.items()]
+        if all(nk is k and nv is v for (nk, nv), (k, v) in zip(pairs, value.items(), strict=True)):
+            return value
+        return dict(pairs)
+    if isinstance(value, (list, tuple)):
+        parts = [_scrubbed(item, clean) for item in value]
+        return type(value)(parts) if any(n is not o for n, o in zip(parts, value, strict=True)) else value
+    return value
+
+
+def _scrub(event: UnifiedEvent, clean: Redactor) -> None:
+    """Replace the secrets in `event`'s fields (the event is the guard's to deliver; its values are not)."""
+    fields = event.__dict__
+    if type(event) in _STREAMED:  # the bulk of every stream: one string to test
+        text = fields["text"]
+        if clean.found_in(text):
+            fields["text"] = clean(text)
+        return
+    for name, value in list(fields.items()):
+        new = _scrubbed(value, clean)
+        if new is not value:
+            fields[name] = new
 
 
 class _ConsumerGone(Exception):
@@ -211,6 +257,7 @@ class StreamGuard:
         self._scope: anyio.CancelScope | None = None
         self._stop_reason: StopReason | None = None
         self._consumer_gone = False
+        self._redactor = _run_redactor(params)
         self._ctx = _Context(self)
 
     # -- what adapters call -------------------------------------------------------------------
@@ -281,6 +328,8 @@ class StreamGuard:
             assigned.add("session_id")
         if event.native is not None and not self.params.include_native:
             event.native = None
+        if self._redactor:  # with no secret to hide, no event is looked at
+            _scrub(event, self._redactor)
         self._paused += 1  # a slow consumer is not an idle backend
         try:
             # The buffer usually has room: hand the event over without a trip through the event loop

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from rich.text import Text
 
-from unified._internal.redact import REDACTED, secret_values
+from unified._internal.redact import Redactor, redactor
 from unified.events import (
     ErrorEvent,
     PermissionDecision,
@@ -85,19 +85,14 @@ class Renderer:
 
     env: Mapping[str, str] | None = None
     """Whose secrets to hide (default: the process environment)."""
-    _secrets: list[str] = field(init=False)
+    _clean: Redactor = field(init=False)
     _open: tuple[str, str | None] | None = field(default=None, init=False)
     """The streamed line still open: ("text" | "thinking", subagent task id)."""
     _errors_shown: set[str] = field(default_factory=set, init=False)
     """Error messages already printed, so the result does not repeat them."""
 
     def __post_init__(self) -> None:
-        self._secrets = secret_values(self.env)
-
-    def _clean(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, REDACTED)
-        return text
+        self._clean = redactor(self.env)
 
     def render(self, event: UnifiedEvent) -> Text | None:
         """What to print for `event` (with its own line ends), or None when it adds nothing to show."""

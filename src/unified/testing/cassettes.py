@@ -15,17 +15,23 @@ gives the `base_url` to point the run at either way (an unreachable address on r
 FakeGemini serving the script while recording). Recorded cassettes get
 a YAML comment at the top saying what they were recorded against (`source`), and
 `x-goog-api-key`, `authorization`, cookies and `key=`/`access_token=` query parameters never
-reach the file. vcrpy is a test dependency: this module imports it only when used.
+reach the file; nor does, anywhere in a request or response (URL, header, body), a secret value
+of the environment or a credential-shaped string (`AIza...`, `ya29....`, bearer tokens, OAuth
+token fields): `scrub_text` replaces them, and the JSON-RPC transcript recorders use it too.
+vcrpy is a test dependency: this module imports it only when used.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from unified._internal.redact import redact_key_shapes, redactor
 
 if TYPE_CHECKING:
     from unified.testing.scenario import Fault, Turn
@@ -49,31 +55,68 @@ UNREACHABLE = "http://127.0.0.1:9"
 """Where replays point a backend: a request vcrpy let through would fail to connect rather than reach anything."""
 
 
+_TOKEN_FIELD = re.compile(
+    r"""(?P<head>["']?\b(?:refresh_token|access_token|id_token|client_secret|api_?key)["']?\s*[:=]\s*["']?)"""
+    r"""(?!<redacted>)(?P<value>[^\s"'&,;}]+)""",
+    re.IGNORECASE,
+)
+"""OAuth token fields and api keys in JSON or form bodies: `"refresh_token": "..."`, `api_key=...`."""
+_BEARER = re.compile(r"(?P<head>\b[Bb]earer\s+)(?!<redacted>)[A-Za-z0-9._~+/\-]{8,}=*")
+
+
+def scrub_text(text: str) -> str:
+    """`text` without the environment's secret values and without credential-shaped strings."""
+    text = redact_key_shapes(redactor()(text, REDACTED), REDACTED)
+    text = _BEARER.sub(lambda m: m["head"] + REDACTED, text)
+    return _TOKEN_FIELD.sub(lambda m: m["head"] + REDACTED, text)
+
+
+def scrub_body(body: bytes | str | None) -> bytes | str | None:
+    """`scrub_text` for a recorded body; bytes that are not UTF-8 survive unchanged around what it replaces."""
+    if isinstance(body, bytes):
+        return scrub_text(body.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+    return scrub_text(body) if isinstance(body, str) else body
+
+
 def recording() -> bool:
     """True when `UNIFIED_RECORD=1`: cassettes are re-recorded instead of replayed."""
     return os.environ.get(RECORD_ENV, "").strip() == "1"
 
 
 def scrub_request(request: Any) -> Any:
-    """vcrpy `before_record_request` hook: redact credentials in headers and the query string."""
+    """vcrpy `before_record_request` hook: redact credentials in headers, the URL and the body."""
     for name in list(request.headers):
         if name.lower() in SECRET_HEADERS:
             request.headers[name] = REDACTED
+        else:
+            request.headers[name] = scrub_text(request.headers[name])
     if any(key in SECRET_QUERY for key, _ in request.query):
         from urllib.parse import urlencode, urlsplit, urlunsplit
 
         parts = urlsplit(request.uri)
         query = urlencode([(k, REDACTED if k in SECRET_QUERY else v) for k, v in request.query])
         request.uri = urlunsplit(parts._replace(query=query))
+    request.uri = scrub_text(request.uri)
+    request.body = scrub_body(request.body_bytes)
     return request
 
 
 def scrub_response(response: dict[str, Any]) -> dict[str, Any]:
-    """vcrpy `before_record_response` hook: drop cookies the server set."""
+    """vcrpy `before_record_response` hook: drop cookies the server set, redact credentials in the rest."""
     headers = response.get("headers", {})
     for name in list(headers):
         if name.lower() in SECRET_RESPONSE_HEADERS:
             del headers[name]
+        else:
+            headers[name] = [scrub_text(value) for value in headers[name]]
+    body = response.get("body") or {}
+    content = scrub_body(body.get("string"))
+    if content is not None:
+        body["string"] = content
+        size = len(content if isinstance(content, bytes) else content.encode())
+        for name in list(headers):
+            if name.lower() == "content-length":
+                headers[name] = [str(size)]
     return response
 
 
@@ -89,7 +132,8 @@ class _AnnotatedYaml:
         stamp = datetime.now(UTC).strftime("%Y-%m-%d")
         header = (
             f"# Recorded {stamp} against {self.source}.\n"
-            f"# Secrets scrubbed ({', '.join(SECRET_HEADERS)}, query {', '.join(SECRET_QUERY)}).\n"
+            f"# Secrets scrubbed ({', '.join(SECRET_HEADERS)}, query {', '.join(SECRET_QUERY)}, "
+            "secret values and credential-shaped strings in URLs and bodies).\n"
             f"# Re-record with {RECORD_ENV}=1.\n"
         )
         return header + str(yamlserializer.serialize(cassette_dict))

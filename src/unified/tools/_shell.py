@@ -1,17 +1,23 @@
 """run_shell_command and its background-process readers (seed 000, "Shell").
 
 Each command leads its own process group, so a timeout or a cancelled run kills everything it
-started (`kill -- -PGID`), not just the shell.
+started (`kill -- -PGID`), not just the shell; so do the runtime's close and its host's death (see
+`_watchdog`). The shell gets an environment without credentials: the variables of
+`SHELL_ENV_ALLOWLIST` (plus any the caller allows), never a secret value (docs/tools.md).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import os
 import shlex
 import signal
 import subprocess
+import sys
 import tempfile
+import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +25,8 @@ import anyio
 import anyio.to_thread
 from pydantic import Field
 
+from unified._internal.redact import is_secret, redactor
+from unified.tools import _watchdog
 from unified.tools._base import Params, Progress, ToolError, ToolOutput
 from unified.tools._paths import Workspace
 
@@ -26,6 +34,28 @@ SHELL_OUTPUT_CAP = 32 * 1024
 BACKGROUND_READ_CAP = 64 * 1024
 _DRAIN_AFTER_EXIT_S = 0.2
 _PROGRESS_EVERY_S = 1.0
+
+SHELL_ENV_ALLOWLIST = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TERM",
+    "COLORTERM",
+    "TZ",
+    "TMPDIR",
+)
+"""The host's variables a shell command sees (`*` and `?` wildcards); every other one is dropped.
+
+Not PWD/OLDPWD: bash sets them for the directory it starts in, which is not the host's.
+"""
+
+SHELL_SETTINGS: Mapping[str, str] = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
+"""Set for every command: nothing may wait for a keypress or a password no one will type."""
 
 
 def _kill_group(pgid: int) -> None:
@@ -56,6 +86,93 @@ class BackgroundProcess:
         return f"EXITED ({code})"
 
 
+class GroupWatch:
+    """The host's end of the watchdog that kills a runtime's process groups if the host dies.
+
+    Started on the first shell call; knows every group a shell call started that may still run.
+    """
+
+    def __init__(self) -> None:
+        self.marker = os.urandom(8).hex()
+        """The value of `_watchdog.OWNER_VARIABLE` in this runtime's shells."""
+        self.groups: set[int] = set()
+        self._lock = anyio.Lock()
+        self._pipe: int | None = None
+        """The write end of the watchdog's pipe."""
+        self._closer: weakref.finalize[[int], GroupWatch] | None = None
+        """Closes `_pipe`: at `close()`, or when a runtime nobody closed is collected or the host exits."""
+
+    async def add(self, pgid: int) -> None:
+        """Put group `pgid` (just started) under watch."""
+        self.groups.add(pgid)
+        async with self._lock:
+            if self._send(f"+ {pgid}\n"):
+                return
+            # First use, or the watchdog was killed: start one and tell it everything.
+            self._pipe = await anyio.to_thread.run_sync(self._start)
+            if self._pipe is not None:
+                self._closer = weakref.finalize(self, os.close, self._pipe)
+                self._send("".join(f"+ {group}\n" for group in self.groups))
+
+    def prune(self) -> None:
+        """Forget the groups that have no process left, so a reused group number is never killed."""
+        for pgid in list(self.groups):
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                self.groups.discard(pgid)
+                self._send(f"- {pgid}\n")
+            except PermissionError:
+                pass  # the number now belongs to someone else's group; the watchdog checks before it kills
+
+    async def close(self) -> None:
+        """Kill every group still running (`cmd &` children included), then let the watchdog go."""
+        self.prune()
+        groups, self.groups = list(self.groups), set()
+        for pgid in groups:
+            await anyio.to_thread.run_sync(_watchdog.kill_owned_group, pgid, self.marker)
+        self._release()
+
+    def _start(self) -> int | None:
+        """Start the watchdog; the write end of its pipe, or None where it cannot run."""
+        if not sys.executable:  # an embedded interpreter: nothing to run the watchdog with
+            return None
+        read, write = os.pipe()
+        try:
+            helper = subprocess.Popen(
+                [sys.executable, "-I", "-S", _watchdog.__file__, self.marker],
+                stdin=read,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # no terminal signal reaches it
+            )
+        except OSError:
+            os.close(write)
+            return None
+        finally:
+            os.close(read)
+        helper.wait()  # it detaches at once: its first process exits after forking the watchdog
+        return write
+
+    def _send(self, lines: str) -> bool:
+        """Whether the watchdog got `lines`."""
+        if self._pipe is None:
+            return False
+        try:
+            os.write(self._pipe, lines.encode())
+        except OSError:  # the watchdog was killed: the next `add` starts another
+            self._release()
+            return False
+        return True
+
+    def _release(self) -> None:
+        """Close our end of the pipe: the watchdog kills what it still knows of and exits."""
+        if self._closer is not None:
+            self._closer()
+        self._closer = None
+        self._pipe = None
+
+
 @dataclass
 class ShellConfig:
     """Shell settings and the session's background processes (owned by the runtime)."""
@@ -63,7 +180,12 @@ class ShellConfig:
     workspace: Workspace
     inactivity_timeout_s: float = 300.0
     output_cap: int = SHELL_OUTPUT_CAP
+    env_allowlist: tuple[str, ...] = ()
+    """Names (wildcards allowed) of the host's variables to pass on besides `SHELL_ENV_ALLOWLIST`."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Variables to set in every command, as given (the caller's deliberate choice, secrets included)."""
     background: dict[int, BackgroundProcess] = field(default_factory=dict)
+    watch: GroupWatch = field(default_factory=GroupWatch)
     _log_dir: Path | None = None
 
     def log_dir(self) -> Path:
@@ -71,12 +193,29 @@ class ShellConfig:
             self._log_dir = Path(tempfile.mkdtemp(prefix="unified-shell-"))
         return self._log_dir
 
+    def environment(self) -> dict[str, str]:
+        """What a command's environment holds: allowlisted host variables without secrets, then ours."""
+        allowed = (*SHELL_ENV_ALLOWLIST, *self.env_allowlist)
+        holds_secret = redactor().found_in
+        env = {
+            name: value
+            for name, value in os.environ.items()
+            if any(fnmatch.fnmatchcase(name, pattern) for pattern in allowed)
+            and not is_secret(name, value)
+            and not holds_secret(value)
+        }
+        env.update(SHELL_SETTINGS)
+        env.update(self.env)
+        env[_watchdog.OWNER_VARIABLE] = self.watch.marker
+        return env
+
     async def close(self) -> None:
-        """Kill every background group still running and drop their logs."""
+        """Kill every group still running (background processes and `cmd &` children) and drop the logs."""
         for proc in self.background.values():
             if proc.popen.poll() is None:
                 _kill_group(proc.pid)
                 await anyio.to_thread.run_sync(proc.popen.wait)
+        await self.watch.close()
         if self._log_dir is not None:
             await anyio.to_thread.run_sync(_remove_tree, self._log_dir)
             self._log_dir = None
@@ -86,12 +225,6 @@ def _remove_tree(path: Path) -> None:
     for child in path.iterdir():
         child.unlink(missing_ok=True)
     path.rmdir()
-
-
-def _environment() -> dict[str, str]:
-    env = dict(os.environ)
-    env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"})
-    return env
 
 
 class ShellParams(Params):
@@ -126,12 +259,14 @@ async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progr
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             cwd=cwd,
-            env=_environment(),
+            env=config.environment(),
             start_new_session=True,
         )
     except OSError as exc:
         raise ToolError(f"Error: could not start bash: {exc}") from exc
     pgid = process.pid
+    with anyio.CancelScope(shield=True):  # a group started must be watched, cancelled or not
+        await config.watch.add(pgid)
     buf = bytearray()
     dropped = 0
     last_output = anyio.current_time()
@@ -183,6 +318,7 @@ async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progr
     finally:
         with anyio.CancelScope(shield=True):
             await process.aclose()
+        config.watch.prune()
     text = buf.decode("utf-8", errors="replace").rstrip("\n")
     if dropped:
         text = f"[output cut: the first {dropped} bytes were dropped, the last {len(buf)} kept]\n{text}"
@@ -227,7 +363,7 @@ async def _run_background(config: ShellConfig, p: ShellParams, cwd: Path) -> Too
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 cwd=cwd,
-                env=_environment(),
+                env=config.environment(),
                 start_new_session=True,
             )
 
@@ -235,6 +371,8 @@ async def _run_background(config: ShellConfig, p: ShellParams, cwd: Path) -> Too
         popen = await anyio.to_thread.run_sync(spawn)
     except OSError as exc:
         raise ToolError(f"Error: could not start bash: {exc}") from exc
+    with anyio.CancelScope(shield=True):
+        await config.watch.add(popen.pid)
     proc = BackgroundProcess(popen.pid, p.command, log, popen)
     config.background[popen.pid] = proc
     await anyio.sleep(p.delay_ms / 1000)

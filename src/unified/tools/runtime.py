@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol
 import anyio
 from pydantic import ValidationError
 
+from unified._internal.redact import redactor
 from unified.events import (
     PermissionDecision,
     ToolProgress,
@@ -242,6 +243,11 @@ class ToolRuntime:
 
     Use it as an async context manager (`async with ToolRuntime(...) as tools:`) so MCP sessions
     and background processes end with it.
+
+    A shell command sees only the host variables of `_shell.SHELL_ENV_ALLOWLIST` and
+    `shell_env_allowlist` (names, `*`/`?` wildcards) whose values are not secrets, plus
+    `shell_env`, set as given. No tool's output or error reaches the model with a secret value
+    of the environment in it (docs/tools.md, "The shell's environment").
     """
 
     def __init__(
@@ -259,6 +265,8 @@ class ToolRuntime:
         line_cap: int = 2000,
         shell_timeout_s: float = 300.0,
         shell_output_cap: int = _shell.SHELL_OUTPUT_CAP,
+        shell_env_allowlist: Sequence[str] = (),
+        shell_env: Mapping[str, str] | None = None,
     ) -> None:
         if line_cap < 1:
             raise ValueError(f"line_cap must be at least 1 (got {line_cap})")
@@ -272,7 +280,13 @@ class ToolRuntime:
             self._ask = functools.partial(_permission_via, user_input)
         self._ask_lock = anyio.Lock()
         files = _files.FileConfig(self.workspace, read_mode, line_cap)
-        self._shell = _shell.ShellConfig(self.workspace, shell_timeout_s, shell_output_cap)
+        self._shell = _shell.ShellConfig(
+            self.workspace,
+            shell_timeout_s,
+            shell_output_cap,
+            env_allowlist=tuple(shell_env_allowlist),
+            env=dict(shell_env or {}),
+        )
         self._tools: dict[str, ToolSpec] = {t.name: t for t in _builtin_tools(files, self._shell)}
         if user_input is not None:
             questions = itertools.count(1)
@@ -444,7 +458,8 @@ class ToolRuntime:
             return _error(call, f"Tool {call.name} failed unexpectedly: {type(exc).__name__}: {exc}", ready.decision)
         finally:
             CURRENT_CALL_ID.reset(token)
-        return ToolOutcome(call.id, call.name, {"output": result.output}, False, result.inline_data, ready.decision)
+        output = redactor()(result.output)
+        return ToolOutcome(call.id, call.name, {"output": output}, False, result.inline_data, ready.decision)
 
 
 @dataclass(frozen=True)
@@ -455,7 +470,7 @@ class _Ready:
 
 
 def _error(call: ToolCall, message: str, decision: PermissionDecision | None = None) -> ToolOutcome:
-    return ToolOutcome(call.id, call.name, {"error": message}, True, (), decision)
+    return ToolOutcome(call.id, call.name, {"error": redactor()(message)}, True, (), decision)
 
 
 _SUMMARY_PARTS = 6

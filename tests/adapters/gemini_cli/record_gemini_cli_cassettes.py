@@ -48,6 +48,7 @@ SCENARIOS: dict[str, tuple[str, list[str]]] = {
 async def record(name: str, mode: str, lines: list[str], base: Path) -> None:
     from unified import ExecuteParams, UserInputRequest, UserInputResponse
     from unified.query import EventStream
+    from unified.testing.cassettes import scrub_text
 
     workspace = base / name
     workspace.mkdir()
@@ -78,7 +79,7 @@ async def record(name: str, mode: str, lines: list[str], base: Path) -> None:
         "paths_are_from": str(workspace),
     }
     target = ROOT / "cassettes" / "gemini-cli" / f"{name}.jsonl"
-    target.write_text("\n".join(json.dumps(x) for x in [meta, *transcript]) + "\n")
+    target.write_text("\n".join(scrub_text(json.dumps(x)) for x in [meta, *transcript]) + "\n")
 
 
 async def main() -> None:
