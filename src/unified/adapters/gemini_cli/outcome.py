@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,18 +22,15 @@ class PromptEnd:
     """`(code, message)` of a `WarningEvent`, for an answer that succeeded with a caveat."""
 
 
-def prompt_end(answer: dict[str, Any], short_id: str, *, text_chars: int, thought_chars: int) -> PromptEnd:
+def prompt_end(answer: dict[str, Any], short_id: str) -> PromptEnd:
     """The run's end from the JSON-RPC answer to `session/prompt`; an error answer raises its typed error.
 
-    `text_chars`/`thought_chars` (what the stream carried) back the estimate when the CLI reports
-    no output tokens.
+    The usage is the CLI's report; the stream guard estimates the zeros Gemini 2.5 Flash may report.
     """
     if isinstance(answer.get("error"), dict):
         raise error_from_acp(AcpRequestError("session/prompt", answer["error"]))
     result = as_dict(answer.get("result"))
     usage = usage_of_prompt_result(result)
-    if usage is not None:
-        usage = estimated_usage(usage, text_chars, thought_chars)
     stop = result.get("stopReason")
     if stop == "cancelled":
         return PromptEnd(RunOutcome(status="cancelled", short_id=short_id), usage)
@@ -46,19 +42,6 @@ def prompt_end(answer: dict[str, Any], short_id: str, *, text_chars: int, though
     if stop == "max_tokens":
         warning = ("max_tokens", "the answer was cut at the model's output token limit")
     return PromptEnd(RunOutcome(status="success", short_id=short_id), usage, warning)
-
-
-def estimated_usage(usage: Usage, text_chars: int, thought_chars: int) -> Usage:
-    """Gemini 2.5 Flash may report 0 output tokens: estimate ceil(chars / 4) over text and thoughts."""
-    if usage.output_tokens or not (text_chars + thought_chars):
-        return usage
-    return usage.model_copy(
-        update={
-            "output_tokens": math.ceil(text_chars / 4),
-            "thinking_tokens": usage.thinking_tokens or math.ceil(thought_chars / 4),
-            "estimated": True,
-        }
-    )
 
 
 def error_from_acp(exc: AcpRequestError) -> BackendError | AuthError | RateLimited | SessionNotFound:

@@ -123,9 +123,7 @@ class AcpRun:
             raise
         finally:
             self.connection.forget(request_id)
-        end = prompt_end(
-            answer, short, text_chars=self.translator.text_chars, thought_chars=self.translator.thought_chars
-        )
+        end = prompt_end(answer, short)
         if end.usage is not None:
             ctx.add_usage(end.usage)
         await hold.flush()
