@@ -298,9 +298,19 @@ class FakeAcp:
     the outcome of each permission request, `processes` every process started.
     """
 
-    def __init__(self, *prompts: Script, load_session: bool = True) -> None:
+    def __init__(
+        self,
+        *prompts: Script,
+        load_session: bool = True,
+        write_chat: bool = True,
+        faults: Mapping[str, Crash | ErrorAnswer] | None = None,
+    ) -> None:
+        """`write_chat=False`: no chat file (as when the CLI cannot write one); `faults`: the answer to a
+        setup method (`initialize`, `session/new`, `session/load`, ...) is that crash or error instead."""
         self.prompts: list[Script] = list(prompts)
         self.load_session = load_session
+        self.write_chat = write_chat
+        self.faults = dict(faults or {})
         self.received: list[dict[str, Any]] = []
         self.permission_answers: list[dict[str, Any]] = []
         self.processes: list[FakeAcpProcess] = []
@@ -420,6 +430,14 @@ class FakeAcpProcess:
         }.get(str(method))
         if "id" not in message:
             return
+        fault = self.agent.faults.get(str(method))
+        if isinstance(fault, Crash):
+            self.stderr.add(fault.stderr.encode())
+            self._end(fault.exit_code)
+            return
+        if isinstance(fault, ErrorAnswer):
+            self._send({"id": message["id"], "error": {"code": fault.code, "message": fault.message}})
+            return
         if handler is None:
             self._send({"id": message["id"], "error": {"code": -32601, "message": f'"Method not found": {method}'}})
             return
@@ -441,11 +459,12 @@ class FakeAcpProcess:
         session_id = str(uuid.uuid4())
         cwd = str(params.get("cwd") or "")
         chats = gemini_home(self.env) / "tmp" / hashlib.sha256(cwd.encode()).hexdigest() / "chats"
-        chats.mkdir(parents=True, exist_ok=True)
         now = datetime.now(UTC)
         path = chats / f"session-{now:%Y-%m-%dT%H-%M}-{session_id[:8]}.jsonl"
-        header = {"sessionId": session_id, "startTime": now.isoformat(), "lastUpdated": now.isoformat(), "kind": "main"}
-        path.write_text(json.dumps(header) + "\n")
+        if self.agent.write_chat:
+            chats.mkdir(parents=True, exist_ok=True)
+            header = {"sessionId": session_id, "startTime": now.isoformat(), "lastUpdated": now.isoformat()}
+            path.write_text(json.dumps({**header, "kind": "main"}) + "\n")
         session = self._sessions[session_id] = _Session(session_id, path)
         modes = [{"id": mode, "name": mode} for mode in sorted(MODES)]
         result = {
@@ -597,6 +616,8 @@ class FakeAcpProcess:
         self._send({"id": request_id, "result": result})
 
     def _append(self, session: _Session, message: dict[str, Any]) -> None:
+        if not self.agent.write_chat:
+            return
         record = {"id": str(uuid.uuid4()), "timestamp": datetime.now(UTC).isoformat(), **message}
         with session.chat_file.open("a") as handle:
             handle.write(json.dumps(record) + "\n")

@@ -16,8 +16,10 @@ import pytest
 
 from unified import ExecuteParams, UserInputRequest, UserInputResponse
 from unified._errors import ConfigurationError
-from unified.adapters.gemini_cli import AcpPool
+from unified.adapters.gemini_cli import AcpPool, hold_back
+from unified.adapters.gemini_cli import run as run_module
 from unified.adapters.gemini_cli.options import GeminiCliOptions, gemini_cli_options
+from unified.adapters.gemini_cli.transport import MAX_LINE_BYTES
 from unified.events import (
     ErrorEvent,
     PermissionDecision,
@@ -309,6 +311,84 @@ async def test_cancel_while_a_permission_is_pending(tmp_path: Path) -> None:
         events = [event async for event in stream]
     assert result_of(events).status == "cancelled"
     assert "session/cancel" in fake.methods()
+    assert no_process_left(fake)
+
+
+async def test_prompt_that_never_answers_a_cancel_retires_its_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(run_module, "CANCEL_GRACE_S", 0.05)
+    fake = FakeAcp([text("working"), Hang(answers_cancel=False)])
+    pool = AcpPool(size=1)  # warm: only the retirement can end it
+    params = ExecuteParams(
+        prompt="go", backend="gemini-cli", cwd=tmp_path, backend_options={"start_process": fake, "pool": pool}
+    )
+    events: list[UnifiedEvent] = []
+    async with EventStream(params, strict=True) as stream:
+        async for event in stream:
+            events.append(event)
+            if isinstance(event, TextDelta):
+                stream.cancel()
+    assert result_of(events).status == "cancelled"
+    assert no_process_left(fake)
+    assert pool.pids() == []
+
+
+async def test_oversized_line_is_dropped_with_a_warning(tmp_path: Path) -> None:
+    huge = b'{"jsonrpc":"2.0","method":"session/update","params":{"pad":"' + b"x" * MAX_LINE_BYTES + b'"}}\n'
+    events = await run(FakeAcp([RawLine(huge), text("after"), Finish()]), tmp_path)
+    warning = one(events, WarningEvent)
+    assert (warning.code, "byte cap" in warning.message) == ("malformed_line", True)
+    assert result_of(events).final_text == "after"
+
+
+@pytest.mark.parametrize(
+    ("method", "fault", "code", "words"),
+    [
+        ("initialize", Crash(exit_code=41, stderr="no credentials"), "auth_error", "failed to start"),
+        ("initialize", ErrorAnswer(-32603, "internal"), "backend_error", "failed to start"),
+        ("session/new", ErrorAnswer(401, "Unauthenticated"), "auth_error", "session/new"),
+        ("session/set_model", ErrorAnswer(-32602, "unknown model"), "backend_error", "session/set_model"),
+    ],
+)
+async def test_setup_failures_are_typed_errors(
+    tmp_path: Path, method: str, fault: Crash | ErrorAnswer, code: str, words: str
+) -> None:
+    fake = FakeAcp([text("never"), Finish()], faults={method: fault})
+    events = await run(fake, tmp_path, model="gemini-2.5-flash")
+    error = one(events, ErrorEvent)
+    assert (error.code, words in error.message) == (code, True)
+    assert result_of(events).status == "error"
+    assert "session/prompt" not in fake.methods()
+    assert no_process_left(fake)
+
+
+async def test_a_result_whose_record_never_comes_goes_out_as_acp_gave_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hold_back, "FLUSH_GRACE_S", 0.05)
+    content = [{"type": "content", "content": {"type": "text", "text": "acp says"}}]
+    fake = FakeAcp([tool_call(READ), tool_done(READ, "never written", content=content, record=False), text("done")])
+    events = await run(fake, tmp_path)
+    assert one(events, ToolResult).output == "acp says"
+    assert not [e for e in events if isinstance(e, WarningEvent)]  # the chat file exists: no warning
+
+
+async def test_without_a_chat_file_results_fall_back_with_one_warning(tmp_path: Path) -> None:
+    fake = FakeAcp(
+        [tool_call(READ), tool_done(READ), tool_call("ls__ls_2"), tool_done("ls__ls_2"), text("ok")], write_chat=False
+    )
+    events = await run(fake, tmp_path)
+    assert [r.output for r in events if isinstance(r, ToolResult)] == [None, None]
+    assert one(events, WarningEvent).code == "tool_output_unavailable"
+
+
+async def test_a_load_the_agent_refuses_is_session_not_found(tmp_path: Path) -> None:
+    fake = FakeAcp([text("first"), Finish()], faults={})
+    first = one(await run(fake, tmp_path), SessionStarted)
+    fake.faults["session/load"] = ErrorAnswer(-32603, "Invalid session identifier")
+    events = await run(fake, tmp_path, resume=first.short_id)
+    assert one(events, ErrorEvent).code == "session_not_found"
     assert no_process_left(fake)
 
 
