@@ -5,12 +5,16 @@
   `--fake-responses` recordings or our scenario models), with fault injection and a request log.
 - `recordings()`: the real model recordings (Gemini CLI `--fake-responses` JSONL) shipped with unified.
 - `ScriptedBackend`: an in-process backend playing a script of UnifiedEvents through the same
-  stream guard as the real backends.
+  stream guard as the real backends; importing `unified.testing` registers it as `backend="scripted"`.
+- `FakeAcp`: an in-process ACP agent standing in for `gemini --acp` behind the real gemini-cli
+  adapter (its `start_process` option), scripted or replaying a recorded transcript.
 
 See docs/testing.md.
 """
 
+from unified._internal.registry import register_backend
 from unified.testing._recordings import recordings, recordings_dir
+from unified.testing.fake_acp import FakeAcp, script_from_transcript
 from unified.testing.fake_gemini import REDACTED, FakeGemini, RecordedRequest
 from unified.testing.scenario import (
     ApiMethod,
@@ -37,6 +41,8 @@ from unified.testing.scenario import (
 )
 from unified.testing.scripted import Ask, EndMessage, Fail, ScriptedBackend, Sleep
 
+register_backend("scripted", "unified.testing.scripted:create_backend")
+
 __all__ = [
     "REDACTED",
     "ApiMethod",
@@ -45,6 +51,7 @@ __all__ = [
     "CodeExecutionResult",
     "EndMessage",
     "Fail",
+    "FakeAcp",
     "FakeGemini",
     "Fault",
     "FaultKind",
@@ -69,4 +76,5 @@ __all__ = [
     "Usage",
     "recordings",
     "recordings_dir",
+    "script_from_transcript",
 ]

@@ -17,10 +17,7 @@ servers, so a run leases a process, opens its own session, and gives the process
 from __future__ import annotations
 
 import atexit
-import contextlib
 import hashlib
-import signal
-import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -137,15 +134,8 @@ class AcpPool:
         """End an idle process without awaiting (it may belong to another, finished loop)."""
         if entry in self._entries:
             self._entries.remove(entry)
-        child = entry.connection.child
         entry.connection.closed = True
-        child.kill_group(signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            child.popen.wait(timeout=5)
-        child.drain_stderr()
-        for stream in (child.popen.stdin, child.popen.stdout, child.popen.stderr):
-            if stream is not None:
-                stream.close()
+        entry.connection.child.kill_now()
 
     async def _close(self, entry: _Entry) -> None:
         if entry in self._entries:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
 from unified._errors import BackendError
 from unified._internal.backend import RunContext, RunOutcome
 from unified.adapters.gemini_cli.home import gemini_home
+from unified.adapters.gemini_cli.launch import Launch
 from unified.adapters.gemini_cli.sessions import GeminiSessionLocator, ResumeGuard
 from unified.adapters.gemini_cli.translate import Item, TurnBoundary
 from unified.adapters.gemini_cli.transport import ChildProcess, LineFramer, as_dict, error_for_exit
@@ -33,9 +34,6 @@ from unified.events import (
     WarningEvent,
 )
 from unified.sessions import short_id_of
-
-if TYPE_CHECKING:
-    from unified.adapters.gemini_cli.adapter import GeminiCliBackend
 
 STREAM_JSON_MODES = {"default": "default", "auto_edit": "auto_edit", "yolo": "yolo", "plan": "plan"}
 
@@ -135,26 +133,26 @@ class StreamJsonTranslator:
         return []
 
 
-async def run_stream_json(backend: GeminiCliBackend, ctx: RunContext) -> RunOutcome:
+async def run_stream_json(launch: Launch, ctx: RunContext) -> RunOutcome:
     params = ctx.params
     cwd = params.cwd.expanduser().resolve()
-    argv = [str(backend.binary.path), "-p", params.prompt, "--output-format", "stream-json"]
+    argv = [str(launch.binary), "-p", params.prompt, "--output-format", "stream-json"]
     argv += ["--approval-mode", STREAM_JSON_MODES[params.approval_mode]]
-    if backend.model:
-        argv += ["-m", backend.model]
-    if backend.fake_responses is not None:
-        argv += ["--fake-responses", str(backend.fake_responses)]
-    argv += backend.policy_flags()
+    if launch.model:
+        argv += ["-m", launch.model]
+    if launch.fake_responses is not None:
+        argv += ["--fake-responses", str(launch.fake_responses)]
+    argv += launch.policy_flags()
     guard: ResumeGuard | None = None
     if params.resume:
-        info = GeminiSessionLocator(backend.env).resolve(params.resume, str(cwd))
+        info = GeminiSessionLocator(launch.env).resolve(params.resume, str(cwd))
         argv += ["--resume", info.session_id]  # the CLI takes no prefix: always the full id
-        guard = ResumeGuard(gemini_home(backend.env), info.session_id)
+        guard = ResumeGuard(gemini_home(launch.env), info.session_id)
         guard.before()
     translator = StreamJsonTranslator(
         cwd=str(cwd), resumed=guard is not None, capabilities=snapshot(STREAM_JSON_COLUMN)
     )
-    child = ChildProcess(argv, cwd=cwd, env=backend.env, stdin=False)
+    child = ChildProcess(argv, cwd=cwd, env=launch.env, stdin=False)
     framer = LineFramer()
     try:
         while chunk := await child.read_stdout():

@@ -62,8 +62,6 @@ class AcpTranslator:
 
     session_id: str | None = None
     tools: dict[str, _Tool] = field(default_factory=dict)
-    text_chars: int = 0
-    thought_chars: int = 0
     _tools_since_text: bool = False
     _content_seen: bool = False
 
@@ -75,13 +73,11 @@ class AcpTranslator:
             text = _text_of(update.get("content"))
             if text is None or text.startswith(MODE_UPDATE_PREFIX):
                 return []
-            self.text_chars += len(text)
             return [*self._content_starts(), TextDelta(text=text, session_id=self.session_id)]
         if kind == "agent_thought_chunk":
             text = _text_of(update.get("content"))
             if not text:
                 return []
-            self.thought_chars += len(text)
             match = _SUBJECT.match(text)
             subject = match["subject"].strip() if match else None
             return [

@@ -10,6 +10,9 @@ Decisions:
   process in the pool outlives a run and must serve runs on later loops (each `anyio.run`, each
   test, asyncio or trio). Its pipes are non-blocking file descriptors awaited with
   `anyio.wait_readable` / `anyio.wait_writable`, which every anyio backend supports.
+- The seam: `AcpConnection` talks to an `AgentProcess` (bytes in, bytes out, stderr tail, exit
+  status), not to a subprocess. `ChildProcess` is the real one; `unified.testing.FakeAcp` is an
+  in-process agent speaking the same JSON-RPC, so the run logic is tested without Node.
 - No background reader task either (a task group would tie the process to one loop again): the
   runs sharing a process take turns reading it ("leader/follower"). Whoever waits for a message
   takes the read lock, reads one chunk, and files every complete line into the inbox it belongs to
@@ -31,7 +34,7 @@ from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 
@@ -231,6 +234,36 @@ class StderrTail:
 # --- processes ----------------------------------------------------------------------------------
 
 
+class AgentProcess(Protocol):
+    """What `AcpConnection` and the pool need of an ACP agent: its stdio as bytes and its fate.
+
+    Implementations must not tie themselves to one event loop: a warm process serves later loops.
+    """
+
+    pid: int
+    """The OS process id (a fake's own number)."""
+    stderr: StderrTail
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit code once it ended (negative: killed by that signal), else None."""
+
+    async def write(self, data: bytes) -> None:
+        """Write to its stdin; `ConnectionError` once it is closed."""
+
+    async def read_stdout(self) -> bytes:
+        """The next chunk of its stdout, b"" at end of file."""
+
+    async def wait_exit(self, grace: float) -> int | None:
+        """The exit code once it is gone, or None if it still runs after `grace` seconds."""
+
+    async def terminate(self, grace: float = 1.0) -> int | None:
+        """End it (and whatever it started), politely first; returns the exit code."""
+
+    def kill_now(self) -> None:
+        """End it at once without awaiting (from any loop, or none: interpreter exit)."""
+
+
 def _set_nonblocking(fd: int) -> None:
     os.set_blocking(fd, False)
 
@@ -334,6 +367,17 @@ class ChildProcess:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, sig)
 
+    def kill_now(self) -> None:
+        """SIGKILL the group, reap the child, close the pipes."""
+        self.kill_group(signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout=5)
+        self.drain_stderr()
+        for stream in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+
     async def terminate(self, grace: float = 1.0) -> int | None:
         """SIGTERM the group, SIGKILL it after `grace` seconds, reap the child, close the pipes."""
         if self.popen.poll() is None:
@@ -349,6 +393,11 @@ class ChildProcess:
                 with contextlib.suppress(OSError):
                     stream.close()
         return self.popen.poll()
+
+
+def start_child(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> ChildProcess:
+    """The default `ProcessStarter`: the real `gemini --acp` subprocess."""
+    return ChildProcess(argv, cwd=cwd, env=env)
 
 
 # --- JSON-RPC -----------------------------------------------------------------------------------
@@ -392,7 +441,7 @@ class Malformed:
 class AcpConnection:
     """JSON-RPC 2.0 over a `gemini --acp` child, shared by the sessions (runs) it hosts."""
 
-    def __init__(self, child: ChildProcess) -> None:
+    def __init__(self, child: AgentProcess) -> None:
         self.child = child
         self._framer = LineFramer()
         self._read_lock = anyio.Lock()

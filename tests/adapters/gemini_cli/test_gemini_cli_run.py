@@ -1,0 +1,533 @@
+"""The gemini-cli run logic on the in-process fake ACP agent (`unified.testing.fake_acp`): no Node.
+
+Everything between the agent's stdout and the event stream is the real adapter: the JSON-RPC
+connection and its framing, the pool, session setup, the translator, the tool-output hold-back
+(the fake writes the chat file where the CLI does), the permission bridge, the outcome mapping
+and cancellation. The same behaviours on the real binary are in tests/e2e/gemini_cli/.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from unified import ExecuteParams, UserInputRequest, UserInputResponse
+from unified._errors import ConfigurationError
+from unified.adapters.gemini_cli import AcpPool, hold_back
+from unified.adapters.gemini_cli import run as run_module
+from unified.adapters.gemini_cli.options import GeminiCliOptions, gemini_cli_options
+from unified.adapters.gemini_cli.transport import MAX_LINE_BYTES
+from unified.events import (
+    ErrorEvent,
+    PermissionDecision,
+    Result,
+    SessionStarted,
+    TextDelta,
+    Thinking,
+    ToolResult,
+    ToolUse,
+    UnifiedEvent,
+    WarningEvent,
+)
+from unified.query import EventStream
+from unified.testing.fake_acp import (
+    Crash,
+    ErrorAnswer,
+    FakeAcp,
+    Finish,
+    Hang,
+    Permission,
+    RawLine,
+    Update,
+    script_from_transcript,
+    text,
+    thought,
+    tool_call,
+    tool_done,
+)
+from unified.types import StdioMcpServer
+
+pytestmark = pytest.mark.anyio
+
+REPO = Path(__file__).resolve().parents[3]
+TRANSCRIPTS = sorted(
+    [*(REPO / "cassettes" / "gemini-cli").glob("*.jsonl"), *(REPO / "bench/transcripts/acp").glob("*")]
+)
+USAGE = {"input_tokens": 100, "output_tokens": 5, "thoughts_tokens": 7}
+READ = "read_file__read_file_1795991675407_0"
+WRITE = "write_file__write_file_1795991675468_1"
+WRITE_CALL = {"toolCallId": WRITE, "status": "pending", "title": "Writing to new.txt", "kind": "edit"}
+
+
+async def run(fake: FakeAcp, cwd: Path, prompt: str = "go", **fields: Any) -> list[UnifiedEvent]:
+    options = {"start_process": fake, "pool_size": 0, **fields.pop("backend_options", {})}
+    params = ExecuteParams(prompt=prompt, backend="gemini-cli", cwd=cwd, backend_options=options, **fields)
+    async with EventStream(params, strict=True) as stream:
+        return [event async for event in stream]
+
+
+def result_of(events: Sequence[UnifiedEvent]) -> Result:
+    results = [e for e in events if isinstance(e, Result)]
+    assert len(results) == 1
+    assert events[-1] is results[0]
+    return results[0]
+
+
+def one(events: Sequence[UnifiedEvent], kind: type[Any]) -> Any:
+    found = [e for e in events if isinstance(e, kind)]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def no_process_left(fake: FakeAcp) -> bool:
+    return bool(fake.processes) and all(p.closed for p in fake.processes)
+
+
+# --- the stream ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def cwd(tmp_path: Path) -> Path:
+    return tmp_path.resolve()
+
+
+async def test_text_thoughts_and_usage(cwd: Path) -> None:
+    fake = FakeAcp([thought("**Planning**\nSay hi."), text("Hello "), text("there."), Finish(token_count=USAGE)])
+    events = await run(fake, cwd)
+    kinds = [e.type for e in events]
+    assert kinds == ["session_started", "thinking", "text_delta", "text_delta", "assistant_message", "result"]
+    started = one(events, SessionStarted)
+    assert (started.transport, started.resumed, started.cwd) == ("acp", False, str(cwd))
+    assert one(events, Thinking).subject == "Planning"
+    result = result_of(events)
+    assert (result.status, result.final_text, result.turns) == ("success", "Hello there.", 1)
+    usage = result.usage
+    assert (usage.input_tokens, usage.output_tokens, usage.thinking_tokens, usage.estimated) == (100, 5, 7, False)
+    assert fake.methods() == ["initialize", "session/new", "session/prompt"]
+    assert no_process_left(fake)
+
+
+async def test_zero_output_tokens_are_estimated_from_the_text(tmp_path: Path) -> None:
+    fake = FakeAcp([thought("t" * 10), text("x" * 9), Finish(token_count={"input_tokens": 50, "output_tokens": 0})])
+    usage = result_of(await run(fake, tmp_path)).usage
+    assert (usage.input_tokens, usage.output_tokens, usage.thinking_tokens, usage.estimated) == (50, 3, 3, True)
+
+
+async def test_tool_result_carries_the_chat_files_output_and_args(tmp_path: Path) -> None:
+    fake = FakeAcp(
+        [
+            tool_call(READ, title="notes.txt"),
+            tool_done(READ, "alpha\nbeta\n", args={"file_path": "notes.txt"}),
+            text("It says alpha."),
+            Finish(token_count=USAGE),
+        ]
+    )
+    events = await run(fake, tmp_path)
+    use, done = one(events, ToolUse), one(events, ToolResult)
+    assert (use.name, use.input) == ("read_file", {"title": "notes.txt"})
+    assert (done.tool_use_id, done.output, done.is_error) == (READ, {"output": "alpha\nbeta\n"}, False)
+    assert done.input == {"file_path": "notes.txt"}
+    assert [e.type for e in events].index("tool_result") < [e.type for e in events].index("text_delta")
+    assert result_of(events).turns == 2
+
+
+async def test_failed_call_keeps_its_error_and_order(tmp_path: Path) -> None:
+    other = "list_directory__list_directory_1_1"
+    fake = FakeAcp(
+        [
+            tool_call(READ),
+            tool_call(other, kind="search"),
+            tool_done(READ, "File not found", failed=True),
+            tool_done(other, "a.txt"),
+            text("done"),
+        ]
+    )
+    events = await run(fake, tmp_path)
+    results = [e for e in events if isinstance(e, ToolResult)]
+    assert [(r.tool_use_id, r.is_error, r.output) for r in results] == [
+        (READ, True, {"error": "File not found"}),
+        (other, False, {"output": "a.txt"}),
+    ]
+
+
+# --- the permission bridge ----------------------------------------------------------------------
+
+
+def write_script() -> list[Any]:
+    return [
+        Permission(WRITE_CALL, if_allowed=[tool_done(WRITE, "ok", kind="edit")]),
+        text("finished"),
+        Finish(token_count=USAGE),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("answer", "option", "decision", "failed"),
+    [
+        (UserInputResponse.allow(), "proceed_once", "allow", False),
+        (UserInputResponse.allow(always=True), "proceed_always", "allow", False),
+        (UserInputResponse.deny(), "cancel", "deny", True),
+    ],
+)
+async def test_permission_answered_by_the_user(
+    tmp_path: Path, answer: UserInputResponse, option: str, decision: str, failed: bool
+) -> None:
+    asked: list[UserInputRequest] = []
+
+    async def on_user_input(request: UserInputRequest) -> UserInputResponse:
+        asked.append(request)
+        return answer
+
+    fake = FakeAcp(write_script())
+    events = await run(fake, tmp_path, on_user_input=on_user_input)
+    assert [(r.source, r.tool_name) for r in asked] == [("permission", "write_file")]
+    assert fake.permission_answers == [{"outcome": "selected", "optionId": option}]
+    made = one(events, PermissionDecision)
+    assert (made.decision, made.decided_by, made.tool_use_id) == (decision, "user", WRITE)
+    assert one(events, ToolResult).is_error is failed
+    assert result_of(events).status == "success"
+
+
+@pytest.mark.parametrize(
+    ("mode", "decision"), [("default", "deny"), ("auto_edit", "allow"), ("yolo", "allow"), ("plan", "deny")]
+)
+async def test_permission_without_anyone_to_ask_follows_the_approval_mode(
+    tmp_path: Path, mode: str, decision: str
+) -> None:
+    fake = FakeAcp(write_script())
+    events = await run(fake, tmp_path, approval_mode=mode)
+    made = one(events, PermissionDecision)
+    assert (made.decision, made.decided_by, made.reason) == (decision, "approval_mode", f"approval mode {mode}")
+    assert fake.permission_answers == [
+        {"outcome": "selected", "optionId": "proceed_once" if decision == "allow" else "cancel"}
+    ]
+    assert one(events, ToolResult).is_error is (decision == "deny")
+    modes = [m["params"]["modeId"] for m in fake.received if m.get("method") == "session/set_mode"]
+    assert modes == ([] if mode == "default" else [{"auto_edit": "autoEdit"}.get(mode, mode)])
+
+
+# --- ends: stop reasons, errors, faults ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("stop", "status", "warning"),
+    [
+        ("end_turn", "success", None),
+        ("max_tokens", "success", "max_tokens"),
+        ("refusal", "error", None),
+        ("cancelled", "cancelled", None),
+        ("max_turn_requests", "max_turns", None),
+    ],
+)
+async def test_stop_reasons(tmp_path: Path, stop: str, status: str, warning: str | None) -> None:
+    events = await run(FakeAcp([text("partial"), Finish(stop, USAGE)]), tmp_path)
+    result = result_of(events)
+    assert result.status == status
+    assert [e.code for e in events if isinstance(e, WarningEvent)] == ([warning] if warning else [])
+    assert result.usage.input_tokens == 100  # counted whatever the ending
+    if stop == "refusal":
+        assert result.error == "the model refused to answer"
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "error_code"),
+    [
+        (429, "RESOURCE_EXHAUSTED: quota", "rate_limited"),
+        (401, "unauthenticated", "auth_error"),
+        (-32603, "No more mock responses for generateContent", "backend_error"),
+    ],
+)
+async def test_error_answer_is_a_typed_error(tmp_path: Path, code: int, message: str, error_code: str) -> None:
+    events = await run(FakeAcp([text("trying"), ErrorAnswer(code, message)]), tmp_path)
+    error = one(events, ErrorEvent)
+    assert error.code == error_code
+    assert message in error.message
+    assert result_of(events).status == "error"
+    assert events[-2] is error
+
+
+async def test_crash_mid_prompt_is_one_explained_error(tmp_path: Path) -> None:
+    fake = FakeAcp([tool_call(READ), Crash(exit_code=-9, stderr="FATAL ERROR: heap out of memory\n")])
+    events = await run(fake, tmp_path)
+    error = one(events, ErrorEvent)
+    assert error.code == "backend_error"
+    assert "killed by signal 9" in error.message
+    assert "heap out of memory" in error.message
+    assert error.details["exit_code"] == -9
+    assert result_of(events).status == "error"
+    assert no_process_left(fake)
+
+
+async def test_crash_with_an_auth_exit_code_is_an_auth_error(tmp_path: Path) -> None:
+    events = await run(FakeAcp([Crash(exit_code=41)]), tmp_path)
+    assert one(events, ErrorEvent).code == "auth_error"
+
+
+async def test_malformed_line_is_a_warning_and_the_run_goes_on(tmp_path: Path) -> None:
+    fake = FakeAcp([RawLine(b"this is not JSON\n"), RawLine(b"[1, 2]\n"), text("still here"), Finish()])
+    events = await run(fake, tmp_path)
+    warnings = [e for e in events if isinstance(e, WarningEvent)]
+    assert [w.code for w in warnings] == ["malformed_line", "malformed_line"]
+    assert "not JSON" in warnings[0].message
+    assert result_of(events).final_text == "still here"
+
+
+async def test_cancel_mid_prompt_sends_session_cancel_and_leaves_no_process(tmp_path: Path) -> None:
+    fake = FakeAcp([text("working"), Hang()])
+    params = ExecuteParams(
+        prompt="go", backend="gemini-cli", cwd=tmp_path, backend_options={"start_process": fake, "pool_size": 0}
+    )
+    events: list[UnifiedEvent] = []
+    async with EventStream(params, strict=True) as stream:
+        async for event in stream:
+            events.append(event)
+            if isinstance(event, TextDelta):
+                stream.cancel()
+    assert result_of(events).status == "cancelled"
+    assert fake.methods()[-1] == "session/cancel"
+    assert no_process_left(fake)
+
+
+async def test_cancel_while_a_permission_is_pending(tmp_path: Path) -> None:
+    fake = FakeAcp(write_script())
+    stream_box: list[EventStream] = []
+
+    async def on_user_input(request: UserInputRequest) -> UserInputResponse:
+        stream_box[0].cancel()
+        return UserInputResponse(cancelled=True)
+
+    params = ExecuteParams(
+        prompt="go",
+        backend="gemini-cli",
+        cwd=tmp_path,
+        on_user_input=on_user_input,
+        backend_options={"start_process": fake, "pool_size": 0},
+    )
+    async with EventStream(params, strict=True) as stream:
+        stream_box.append(stream)
+        events = [event async for event in stream]
+    assert result_of(events).status == "cancelled"
+    assert "session/cancel" in fake.methods()
+    assert no_process_left(fake)
+
+
+async def test_prompt_that_never_answers_a_cancel_retires_its_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(run_module, "CANCEL_GRACE_S", 0.05)
+    fake = FakeAcp([text("working"), Hang(answers_cancel=False)])
+    pool = AcpPool(size=1)  # warm: only the retirement can end it
+    params = ExecuteParams(
+        prompt="go", backend="gemini-cli", cwd=tmp_path, backend_options={"start_process": fake, "pool": pool}
+    )
+    events: list[UnifiedEvent] = []
+    async with EventStream(params, strict=True) as stream:
+        async for event in stream:
+            events.append(event)
+            if isinstance(event, TextDelta):
+                stream.cancel()
+    assert result_of(events).status == "cancelled"
+    assert no_process_left(fake)
+    assert pool.pids() == []
+
+
+async def test_oversized_line_is_dropped_with_a_warning(tmp_path: Path) -> None:
+    huge = b'{"jsonrpc":"2.0","method":"session/update","params":{"pad":"' + b"x" * MAX_LINE_BYTES + b'"}}\n'
+    events = await run(FakeAcp([RawLine(huge), text("after"), Finish()]), tmp_path)
+    warning = one(events, WarningEvent)
+    assert (warning.code, "byte cap" in warning.message) == ("malformed_line", True)
+    assert result_of(events).final_text == "after"
+
+
+@pytest.mark.parametrize(
+    ("method", "fault", "code", "words"),
+    [
+        ("initialize", Crash(exit_code=41, stderr="no credentials"), "auth_error", "failed to start"),
+        ("initialize", ErrorAnswer(-32603, "internal"), "backend_error", "failed to start"),
+        ("session/new", ErrorAnswer(401, "Unauthenticated"), "auth_error", "session/new"),
+        ("session/set_model", ErrorAnswer(-32602, "unknown model"), "backend_error", "session/set_model"),
+    ],
+)
+async def test_setup_failures_are_typed_errors(
+    tmp_path: Path, method: str, fault: Crash | ErrorAnswer, code: str, words: str
+) -> None:
+    fake = FakeAcp([text("never"), Finish()], faults={method: fault})
+    events = await run(fake, tmp_path, model="gemini-2.5-flash")
+    error = one(events, ErrorEvent)
+    assert (error.code, words in error.message) == (code, True)
+    assert result_of(events).status == "error"
+    assert "session/prompt" not in fake.methods()
+    assert no_process_left(fake)
+
+
+async def test_a_result_whose_record_never_comes_goes_out_as_acp_gave_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hold_back, "FLUSH_GRACE_S", 0.05)
+    content = [{"type": "content", "content": {"type": "text", "text": "acp says"}}]
+    fake = FakeAcp([tool_call(READ), tool_done(READ, "never written", content=content, record=False), text("done")])
+    events = await run(fake, tmp_path)
+    assert one(events, ToolResult).output == "acp says"
+    assert not [e for e in events if isinstance(e, WarningEvent)]  # the chat file exists: no warning
+
+
+async def test_without_a_chat_file_results_fall_back_with_one_warning(tmp_path: Path) -> None:
+    fake = FakeAcp(
+        [tool_call(READ), tool_done(READ), tool_call("ls__ls_2"), tool_done("ls__ls_2"), text("ok")], write_chat=False
+    )
+    events = await run(fake, tmp_path)
+    assert [r.output for r in events if isinstance(r, ToolResult)] == [None, None]
+    assert one(events, WarningEvent).code == "tool_output_unavailable"
+
+
+async def test_a_load_the_agent_refuses_is_session_not_found(tmp_path: Path) -> None:
+    fake = FakeAcp([text("first"), Finish()], faults={})
+    first = one(await run(fake, tmp_path), SessionStarted)
+    fake.faults["session/load"] = ErrorAnswer(-32603, "Invalid session identifier")
+    events = await run(fake, tmp_path, resume=first.short_id)
+    assert one(events, ErrorEvent).code == "session_not_found"
+    assert no_process_left(fake)
+
+
+# --- sessions and processes ---------------------------------------------------------------------
+
+
+async def test_resume_loads_the_session_and_skips_its_history(tmp_path: Path) -> None:
+    fake = FakeAcp(
+        [thought("**Reading**\nfirst"), tool_call(READ), tool_done(READ, "alpha"), text("first answer"), Finish()],
+        [text("second answer"), Finish(token_count=USAGE)],
+    )
+    first = one(await run(fake, tmp_path), SessionStarted)
+    events = await run(fake, tmp_path, prompt="again", resume=first.short_id)
+    started = one(events, SessionStarted)
+    assert (started.session_id, started.resumed) == (first.session_id, True)
+    assert [e.type for e in events] == ["session_started", "text_delta", "assistant_message", "result"]
+    assert result_of(events).final_text == "second answer"
+    assert fake.methods().count("session/load") == 1
+    assert len(fake.processes) == 2
+    assert no_process_left(fake)
+
+
+async def test_resume_of_an_unknown_id_fails_before_any_process_starts(tmp_path: Path) -> None:
+    fake = FakeAcp()
+    events = await run(fake, tmp_path, resume="deadbeef")
+    assert one(events, ErrorEvent).code == "session_not_found"
+    assert fake.processes == []
+
+
+async def test_a_warm_process_serves_the_next_run(tmp_path: Path) -> None:
+    fake = FakeAcp([text("one"), Finish()], [text("two"), Finish()])
+    pool = AcpPool(size=1)
+    try:
+        for expected in ("one", "two"):
+            events = await run(fake, tmp_path, backend_options={"pool": pool, "pool_size": None})
+            assert result_of(events).final_text == expected
+        assert len(fake.processes) == 1
+        assert fake.methods().count("initialize") == 1
+        assert not fake.processes[0].closed
+    finally:
+        await pool.aclose()
+    assert no_process_left(fake)
+
+
+async def test_session_setup_sends_model_mcp_servers_and_warns_about_a_missing_command(tmp_path: Path) -> None:
+    server = StdioMcpServer(name="notes", command="no-such-command-anywhere", args=("--x",), env={"K": "v"})
+    fake = FakeAcp([text("ok"), Finish()])
+    events = await run(fake, tmp_path, model="gemini-2.5-pro", mcp_servers=(server,))
+    warning = one(events, WarningEvent)
+    assert warning.code == "mcp_server_unavailable"
+    assert "'notes'" in warning.message
+    new = next(m for m in fake.received if m.get("method") == "session/new")
+    assert new["params"]["mcpServers"] == [
+        {"name": "notes", "command": "no-such-command-anywhere", "args": ["--x"], "env": [{"name": "K", "value": "v"}]}
+    ]
+    model = next(m for m in fake.received if m.get("method") == "session/set_model")
+    assert model["params"]["modelId"] == "gemini-2.5-pro"
+    assert one(events, SessionStarted).model == "gemini-2.5-pro"
+
+
+async def test_acp_transcript_receives_both_directions(tmp_path: Path) -> None:
+    transcript: list[dict[str, Any]] = []
+    await run(FakeAcp([text("hi"), Finish()]), tmp_path, backend_options={"acp_transcript": transcript})
+    directions = {(entry["dir"], entry["msg"].get("method")) for entry in transcript}
+    assert ("send", "session/prompt") in directions
+    assert ("recv", "session/update") in directions
+
+
+# --- recorded transcripts played by the fake ----------------------------------------------------
+
+
+@pytest.mark.parametrize("path", TRANSCRIPTS, ids=lambda p: p.name)
+async def test_recorded_transcript_plays_through(tmp_path: Path, path: Path) -> None:
+    script = script_from_transcript(path)
+    events = await run(FakeAcp(script), tmp_path, approval_mode="yolo")
+    result = result_of(events)
+    errors = [s for s in script if isinstance(s, ErrorAnswer)]
+    assert result.status == ("error" if errors else "success"), result.error
+    if errors:
+        assert errors[0].message in (result.error or "")
+    uses = {e.tool_use_id for e in events if isinstance(e, ToolUse)}
+    assert uses == {e.tool_use_id for e in events if isinstance(e, ToolResult)}
+    updates = [step.update for step in script if isinstance(step, Update)]
+    chunks = [u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk"]
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "".join(
+        c for c in chunks if not c.startswith("[MODE_UPDATE]")
+    )
+    calls = {u["toolCallId"] for u in updates if u["sessionUpdate"] in ("tool_call", "tool_call_update")}
+    assert uses == calls
+
+
+# --- options ------------------------------------------------------------------------------------
+
+
+async def test_misspelt_option_is_an_error_before_any_process_starts(tmp_path: Path) -> None:
+    fake = FakeAcp([text("never"), Finish()])
+    events = await run(fake, tmp_path, backend_options={"pool_sise": 2})
+    error = one(events, ErrorEvent)
+    assert error.code == "configuration_error"
+    assert "pool_sise" in error.message
+    assert "pool_size" in error.message  # the known keys are named
+    assert fake.processes == []
+
+
+@pytest.mark.parametrize(
+    ("raw", "key"),
+    [
+        ({"pool_size": "2"}, "pool_size"),
+        ({"pool_size": -1}, "pool_size"),
+        ({"pool_size": True}, "pool_size"),
+        ({"transport": "grpc"}, "transport"),
+        ({"env": {"A": 1}}, "env.A"),
+        ({"pool": object()}, "pool"),
+        ({"acp_transcript": ()}, "acp_transcript"),
+        ({"start_process": "gemini"}, "start_process"),
+        ({"fake_responses_strict": "no"}, "fake_responses_strict"),
+    ],
+)
+def test_bad_option_values_name_their_key(raw: dict[str, object], key: str) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        gemini_cli_options(raw)
+    assert f"backend_options.{key}:" in str(caught.value)
+
+
+def test_options_keep_the_callers_objects() -> None:
+    transcript: list[dict[str, Any]] = []
+    pool = AcpPool(size=0)
+    options = gemini_cli_options({"acp_transcript": transcript, "pool": pool, "gemini_binary": "/opt/gemini"})
+    assert options.acp_transcript is transcript
+    assert options.pool is pool
+    assert options.gemini_binary == Path("/opt/gemini")
+    assert gemini_cli_options(options) is options
+    assert GeminiCliOptions().transport == "acp"
+
+
+async def test_start_process_does_not_combine_with_stream_json(tmp_path: Path) -> None:
+    fake = FakeAcp()
+    events = await run(fake, tmp_path, backend_options={"transport": "stream-json"})
+    error = one(events, ErrorEvent)
+    assert error.code == "configuration_error"
+    assert "start_process" in error.message
+    assert fake.processes == []
