@@ -322,17 +322,23 @@ class FileSessionStore:
     def _load(self, backend: str, session_id: str) -> StoredSession:
         path = self.path_of(backend, session_id)
         try:
-            raw = path.read_bytes()
+            return self._read_session(path)
         except FileNotFoundError:
             raise SessionNotFound(
                 f"no {backend} session {session_id!r} in {path.parent}",
                 hint="run `unified sessions list` to see the sessions there are",
             ) from None
+
+    def _read_session(self, path: Path) -> StoredSession:
+        raw = path.read_bytes()
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise _corrupt(str(path), f"it is not UTF-8 ({exc})") from exc
-        return _parse(text, str(path))
+        session = _parse(text, str(path))
+        if session.session_id != path.stem:
+            raise _corrupt(str(path), f"it names session {session.session_id!r}, not {path.stem!r}")
+        return session
 
     # -- writing -------------------------------------------------------------------------------------
 
@@ -340,7 +346,7 @@ class FileSessionStore:
         target = self.path_of(session.backend, session.session_id)
         target.parent.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
-            self._read_header(target)  # a record we cannot read is never replaced: this raises why
+            self._read_session(target)  # a record we cannot read is never replaced: this raises why
         session.updated_at = _now()
         data = serialize(session).encode("utf-8")
         tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
