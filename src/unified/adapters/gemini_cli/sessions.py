@@ -255,8 +255,15 @@ class GeminiSessionLocator:
                         yield directory, owner.get(directory.name) or self._marked_root(directory)
             return
         path = Path(cwd).expanduser().resolve()
+        marked: dict[str, list[str]] = {}
+        if self.root.is_dir():
+            for directory in self.root.iterdir():
+                root = self._marked_root(directory)
+                if root is not None:
+                    marked.setdefault(root, []).append(directory.name)
         for candidate in (path, *path.parents):
             names = [projects[str(candidate)]] if str(candidate) in projects else []
+            names += [name for name in marked.get(str(candidate), []) if name not in names]
             names.append(hashlib.sha256(str(candidate).encode()).hexdigest())
             found = [self.root / name for name in names if (self.root / name / "chats").is_dir()]
             for directory in found:
