@@ -18,10 +18,13 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 
+import anyio
+
 from bench._env import isolated_home
 from bench.harness import Figure, Outcome, spread
-from unified._internal.session_store import SessionStore, StoredSession
+from unified._internal.session_store import FileSessionStore, serialize
 from unified.adapters.gemini_cli.sessions import GeminiSessionLocator
+from unified.sessions import StoredSession
 
 PROJECTS = 20
 _WORDS = [
@@ -99,9 +102,9 @@ def build_cli(home: Path, count: int, rng: random.Random) -> list[str]:
 
 
 def build_store(root: Path, count: int, rng: random.Random) -> list[str]:
-    """Files in exactly the format SessionStore.save writes (without its per-file fsync)."""
-    store = SessionStore("generate-content", root)
-    store.directory.mkdir(parents=True)
+    """Files in exactly the format FileSessionStore.save writes (without its per-file fsync)."""
+    store = FileSessionStore(root)
+    (root / "generate-content").mkdir(parents=True)
     ids: list[str] = []
     for _ in range(count):
         session = StoredSession(
@@ -116,9 +119,8 @@ def build_store(root: Path, count: int, rng: random.Random) -> list[str]:
             {"role": "user" if i % 2 else "model", "parts": [{"text": _text(rng, 2_000)}]}
             for i in range(size // 2_000 + 1)
         ]
-        header = json.dumps(session.header(), separators=(",", ":"))
-        body = json.dumps({"contents": contents}, separators=(",", ":"))
-        store.path_of(session.session_id).write_text(f'{{"header": {header},\n"state": {body}}}\n')
+        session.state["contents"] = contents
+        store.path_of("generate-content", session.session_id).write_text(serialize(session))
         ids.append(session.session_id)
     return ids
 
@@ -156,7 +158,14 @@ def run(quick: bool) -> Outcome:
         store_root = home / "store"
         store_ids = build_store(store_root, count, rng)
         locator = GeminiSessionLocator({"GEMINI_CLI_HOME": str(home), "HOME": str(home)})
-        store = SessionStore("generate-content", store_root)
+        store = FileSessionStore(store_root)
+
+        def store_resolve(short: str) -> object:
+            return anyio.run(store.resolve, "generate-content", short)
+
+        def store_list() -> object:
+            return anyio.run(store.list_sessions, "generate-content")
+
         layouts: list[
             tuple[str, list[str], Callable[[str], object], Callable[[], object], Callable[[str], Callable[[], object]]]
         ] = [
@@ -170,9 +179,9 @@ def run(quick: bool) -> Outcome:
             (
                 "unified store",
                 store_ids,
-                store.resolve,
-                store.list_sessions,
-                lambda short: _floor(f"{short}*.json", store.directory),
+                store_resolve,
+                store_list,
+                lambda short: _floor(f"{short}*.json", store_root / "generate-content"),
             ),
         ]
         for name, ids, resolve, list_all, floor in layouts:

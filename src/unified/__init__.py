@@ -24,10 +24,13 @@ from unified._errors import (
     RateLimited,
     RoutingError,
     SessionError,
+    SessionInUse,
     SessionNotFound,
     UnifiedError,
+    UnsupportedSessionFormat,
 )
 from unified.events import PROTOCOL_VERSION, UnifiedEvent, Usage, UserInputRequest, UserInputResponse
+from unified.sessions import SessionInfo, SessionStore, StoredSession
 from unified.types import (
     ApprovalMode,
     BackendChoice,
@@ -43,10 +46,13 @@ from unified.types import (
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from unified._internal.session_store import FileSessionStore, MemorySessionStore
     from unified.query import EventStream, execute, execute_sync
 
 _RUNTIME = {"EventStream", "execute", "execute_sync"}
 """Loaded on first use: the run machinery (anyio, the stream guard) is not needed to read events or types."""
+_STORES = {"FileSessionStore", "MemorySessionStore"}
+"""Loaded on first use, like the run machinery (they need anyio and platformdirs)."""
 
 
 def __getattr__(name: str) -> Any:
@@ -54,6 +60,10 @@ def __getattr__(name: str) -> Any:
         from unified import query
 
         return getattr(query, name)
+    if name in _STORES:
+        from unified._internal import session_store
+
+        return getattr(session_store, name)
     raise AttributeError(f"module 'unified' has no attribute {name!r}")
 
 
@@ -69,19 +79,26 @@ __all__ = [
     "CorruptSession",
     "EventStream",
     "ExecuteParams",
+    "FileSessionStore",
     "HttpMcpServer",
     "ImageInput",
     "McpServer",
+    "MemorySessionStore",
     "ProtocolViolation",
     "RateLimited",
     "RoutingError",
     "SessionError",
+    "SessionInUse",
+    "SessionInfo",
     "SessionNotFound",
+    "SessionStore",
     "SseMcpServer",
     "StdioMcpServer",
+    "StoredSession",
     "ThinkingConfig",
     "UnifiedError",
     "UnifiedEvent",
+    "UnsupportedSessionFormat",
     "Usage",
     "UserInputRequest",
     "UserInputResponse",

@@ -93,7 +93,21 @@ class AmbiguousSession(SessionError):
 
 
 class CorruptSession(SessionError):
+    """A stored session cannot be read; the file is left exactly as it is."""
+
     code = "corrupt_session"
+
+
+class UnsupportedSessionFormat(SessionError):
+    """A stored session was written by a newer `unified`; it is left exactly as it is."""
+
+    code = "unsupported_session_format"
+
+
+class SessionInUse(SessionError):
+    """Another run holds the session's lease."""
+
+    code = "session_in_use"
 
 
 class ProtocolViolation(UnifiedError):

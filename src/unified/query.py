@@ -11,10 +11,10 @@ from typing import Any
 
 import anyio
 
-from unified._errors import UnifiedError
+from unified._errors import RoutingError, UnifiedError
 from unified._internal.backend import Backend, RunContext, RunOutcome
 from unified._internal.registry import load_backend_factory
-from unified._internal.stream import GuardedStream, StreamGuard
+from unified._internal.stream import GuardedStream, StreamGuard, announce_unsupported_options
 from unified.events import UnifiedEvent
 from unified.types import ExecuteParams
 
@@ -33,9 +33,48 @@ class _Unavailable:
         raise self._failure
 
 
+class _SessionOwner:
+    """`backend="auto"` with `resume`: the backend that owns the session runs it.
+
+    Which backend owns a short id is known only by asking every backend's sessions (the API
+    backends' through `params.session_store`, which may be a database), so it is found when the
+    run starts; routing then only checks that this backend can run with the credentials present.
+    """
+
+    def __init__(self, params: ExecuteParams) -> None:
+        self.params = params
+        self.name = "auto"
+
+    def unsupported_options(self, params: ExecuteParams) -> list[tuple[str, str, bool]]:
+        return []  # the owner's are announced once it is known, in `run`
+
+    async def run(self, ctx: RunContext) -> RunOutcome:
+        from unified import sessions
+        from unified.routing import select_backend_for
+
+        store = self.params.session_store
+        info = await sessions.resolve(str(self.params.resume), store=store)
+        # A backend that scopes sessions by project (gemini-cli) says here where this one lives.
+        where = str(self.params.cwd.expanduser().resolve())
+        await sessions.resolve(info.session_id, backend=info.backend, cwd=where, store=store)
+        try:
+            select_backend_for(self.params, only=info.backend)
+        except RoutingError as exc:
+            raise RoutingError(
+                f"session {info.short_id} belongs to the {info.backend} backend, which cannot run here: {exc.message}",
+                hint=exc.hint,
+            ) from None
+        backend = load_backend_factory(info.backend)(self.params)
+        self.name = backend.name
+        await announce_unsupported_options(backend, self.params, ctx.emit)
+        return await backend.run(ctx)
+
+
 def _make_backend(params: ExecuteParams) -> Backend:
     name: str = params.backend
     try:
+        if name == "auto" and params.resume:
+            return _SessionOwner(params)
         if name == "auto":
             from unified.routing import select_backend_for
 

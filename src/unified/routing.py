@@ -53,10 +53,13 @@ def _missing(backend: str, requires: list[str]) -> list[str]:
     return [c for c in requires if capabilities.level(backend, c) not in capabilities.QUALIFYING_LEVELS]
 
 
-def select_backend(auth: AuthReport, requires: Iterable[str] = (), prefer: str | None = None) -> BackendSelection:
+def select_backend(
+    auth: AuthReport, requires: Iterable[str] = (), prefer: str | None = None, only: str | None = None
+) -> BackendSelection:
     """The best backend for the credentials in `auth` that offers every capability in `requires`.
 
     `prefer` wins whenever it qualifies; otherwise the reason says why it was passed over.
+    `only` considers that one backend alone (a resumed session's owner: no other can continue it).
     Raises `RoutingError` naming the missing capability or credential when nothing qualifies.
     """
     required = sorted(set(requires))
@@ -66,7 +69,9 @@ def select_backend(auth: AuthReport, requires: Iterable[str] = (), prefer: str |
             f"unknown capability {', '.join(map(repr, unknown))}",
             hint=f"capabilities are: {', '.join(capabilities.CAPABILITIES)}",
         )
-    candidates = _auto_backends()
+    candidates = [only] if only is not None else _auto_backends()
+    if only is not None and only not in capabilities.BACKENDS:
+        raise ConfigurationError(f"unknown backend {only!r}", hint=f"choose one of: {', '.join(capabilities.BACKENDS)}")
     if prefer is not None and prefer not in candidates:
         if prefer not in capabilities.BACKENDS:
             raise ConfigurationError(
@@ -152,6 +157,6 @@ def requirements_of(params: ExecuteParams) -> set[str]:
     return required
 
 
-def select_backend_for(params: ExecuteParams, prefer: str | None = None) -> BackendSelection:
+def select_backend_for(params: ExecuteParams, prefer: str | None = None, only: str | None = None) -> BackendSelection:
     """`select_backend` for one run: the credentials of this process and the needs of `params`."""
-    return select_backend(detect_auth(), requirements_of(params), prefer=prefer)
+    return select_backend(detect_auth(), requirements_of(params), prefer=prefer, only=only)

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from unified._internal.redact import redact_mapping
 from unified.events import UserInputRequest, UserInputResponse
+from unified.sessions import SessionStore
 
 BackendName = Literal["gemini-cli", "generate-content", "interactions", "scripted"]
 """The backends `unified` can drive. `scripted` is the in-process test backend of `unified.testing`."""
@@ -153,6 +154,11 @@ class ExecuteParams(BaseModel):
     user_input_timeout_s: float = Field(default=300.0, gt=0)
     system_instruction: str | None = None
     include_native: bool = Field(default=False, description="Keep each raw backend event in `native`.")
+    session_store: SessionStore | None = Field(
+        default=None,
+        description="Where the API backends keep sessions (None: the files under UNIFIED_DATA_DIR or the "
+        "user data dir); see docs/sessions.md.",
+    )
     backend_options: dict[str, object] = Field(
         default_factory=dict, description="Backend-specific settings, documented per backend."
     )

@@ -38,7 +38,7 @@ from unified.events import (
     parse_event,
 )
 from unified.query import EventStream
-from unified.sessions import SessionInfo, SessionLocator, resolve_ref
+from unified.sessions import SessionInfo, SessionLocator, SessionStore, resolve_ref
 from unified.types import ExecuteParams
 
 SECRETS = {
@@ -301,24 +301,24 @@ class _MemoryLocator:
             for sid, summary in (("aaaa1111-0000", "first task"), ("bbbb2222-0000", "second task"))
         }
 
-    def list_sessions(self, cwd: str | None = None) -> list[SessionInfo]:
+    async def list_sessions(self, cwd: str | None = None) -> list[SessionInfo]:
         return list(self.sessions.values())
 
-    def resolve(self, ref: str, cwd: str | None = None) -> SessionInfo:
+    async def resolve(self, ref: str, cwd: str | None = None) -> SessionInfo:
         return resolve_ref(ref, self.sessions.values(), self.backend)
 
-    def show(self, ref: str, cwd: str | None = None) -> dict[str, Any]:
-        return {"session_id": self.resolve(ref).session_id, "messages": [{"type": "user", "content": "hi"}]}
+    async def show(self, ref: str, cwd: str | None = None) -> dict[str, Any]:
+        return {"session_id": (await self.resolve(ref)).session_id, "messages": [{"type": "user", "content": "hi"}]}
 
-    def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
-        return self.sessions.pop(self.resolve(ref).session_id)
+    async def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
+        return self.sessions.pop((await self.resolve(ref)).session_id)
 
 
 @pytest.fixture
 def locator(monkeypatch: pytest.MonkeyPatch) -> _MemoryLocator:
     memory = _MemoryLocator()
 
-    def load(name: str) -> SessionLocator:
+    def load(name: str, store: SessionStore | None = None) -> SessionLocator:
         if name == "gemini-cli":
             return memory
         raise BackendUnavailable(f"the {name} backend cannot load its session locator: not installed")
@@ -359,4 +359,4 @@ def test_sessions_errors_are_messages(locator: _MemoryLocator) -> None:
     assert code == 1
     assert "no gemini-cli session matches" in output
     with pytest.raises(SessionNotFound):
-        locator.resolve("zzzz")
+        anyio.run(locator.resolve, "zzzz")

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
 from unified.events import Result, parse_event
@@ -88,16 +89,22 @@ async def test_sessions_commands_on_real_stores(isolated_home: Path, tmp_path: P
         ) as s:
             short_id = [e async for e in s][-1].short_id  # type: ignore[union-attr]
     write_session(isolated_home, "proj", "cafe1234-0000-4000-8000-000000000000", "from the cli", [])
-    runner = CliRunner()
-    listed = runner.invoke(cli.app, ["sessions", "list", "--json"])
+    runner = CliRunner()  # the CLI runs its own event loop: invoked from a worker thread, as from a shell
+    listed = await anyio.to_thread.run_sync(runner.invoke, cli.app, ["sessions", "list", "--json"])
     assert listed.exit_code == 0, listed.output
     rows = {row["short_id"]: row for row in json.loads(listed.output)}
     assert rows[str(short_id)]["first_prompt"] == "remember me"
     assert rows["cafe1234"]["backend"] == "gemini-cli"
-    shown = runner.invoke(cli.app, ["sessions", "show", str(short_id), "--backend", "generate-content"])
+    shown = await anyio.to_thread.run_sync(
+        runner.invoke, cli.app, ["sessions", "show", str(short_id), "--backend", "generate-content"]
+    )
     assert shown.exit_code == 0, shown.output
     assert "stored" in shown.output
-    gone = runner.invoke(cli.app, ["sessions", "delete", str(short_id), "--backend", "generate-content", "--yes"])
+    gone = await anyio.to_thread.run_sync(
+        runner.invoke, cli.app, ["sessions", "delete", str(short_id), "--backend", "generate-content", "--yes"]
+    )
     assert gone.exit_code == 0, gone.output
-    again = runner.invoke(cli.app, ["sessions", "list", "--backend", "generate-content", "--json"])
+    again = await anyio.to_thread.run_sync(
+        runner.invoke, cli.app, ["sessions", "list", "--backend", "generate-content", "--json"]
+    )
     assert json.loads(again.output) == []

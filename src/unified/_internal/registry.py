@@ -21,11 +21,11 @@ from unified._errors import BackendUnavailable, ConfigurationError
 
 if TYPE_CHECKING:
     from unified._internal.backend import Backend
-    from unified.sessions import SessionLocator
+    from unified.sessions import SessionLocator, SessionStore
     from unified.types import ExecuteParams
 
 BackendFactory = Callable[["ExecuteParams"], "Backend"]
-LocatorFactory = Callable[[], "SessionLocator"]
+LocatorFactory = Callable[["SessionStore | None"], "SessionLocator"]
 
 BACKENDS: dict[str, str] = {
     "gemini-cli": "unified.adapters.gemini_cli:create_backend",
@@ -36,7 +36,7 @@ ENTRY_POINT_GROUP = "unified.backends"
 _registered: dict[str, str] = {}
 
 SESSION_LOCATORS: dict[str, str] = {
-    "gemini-cli": "unified.adapters.gemini_cli:create_session_locator",
+    "gemini-cli": "unified.adapters.gemini_cli.sessions:create_session_locator",
     "generate-content": "unified.adapters.generate_content:create_session_locator",
     "interactions": "unified.adapters.interactions:create_session_locator",
 }
@@ -82,6 +82,7 @@ def load_backend_factory(name: str) -> BackendFactory:
     return cast("BackendFactory", _load(known_backends(), name, "adapter"))
 
 
-def load_session_locator(name: str) -> SessionLocator:
+def load_session_locator(name: str, store: SessionStore | None = None) -> SessionLocator:
+    """The SessionLocator of backend `name`; the API backends' read `store` (None: the default file store)."""
     factory = cast("LocatorFactory", _load(SESSION_LOCATORS, name, "session locator"))
-    return factory()
+    return factory(store)

@@ -1,25 +1,28 @@
-"""unified's own session store for the API backends (generateContent, Interactions).
+"""The built-in SessionStores: `FileSessionStore` (the default) and `MemorySessionStore`.
 
-One JSON file per session under `<user data dir>/unified/sessions/<backend>/<id>.json`. The file
-is a single JSON object whose first line holds the small `header` (id, model, cwd, timestamps,
-usage, first prompt) and whose rest holds the backend's opaque `state`, so `list` reads one line
-per file instead of whole conversations. Writes go to a temp file in the same directory and are
-moved into place with `os.replace`, so a reader never sees half a file. A run that owns a session
-holds a lease (an `O_EXCL` lock file naming its pid), so two processes never resume and overwrite
-the same conversation; a lease whose process died is taken over. A file that cannot be read is
-reported and skipped, never deleted.
+File layout: one JSON file per session, `<root>/<backend>/<id>.json`, root being
+`$UNIFIED_DATA_DIR/sessions` or `<user data dir>/unified/sessions`. The file is one JSON object
+whose first line holds the small `header` (format, id, model, cwd, timestamps, usage, first
+prompt) and whose rest holds the backend's opaque `state`, so listing reads one line (and the
+last two bytes, to see the file is whole) per file. Writes go to a temp file in the same
+directory, fsynced, then `os.replace`d into place: a reader never sees half a file.
+
+Leases: `<id>.lock` is held with `flock(LOCK_EX | LOCK_NB)` on a descriptor kept open for the
+run, so the kernel releases it when the holder exits, however it dies; its content (pid, host)
+only names the holder in the error message and is never trusted to decide anything. Taking a
+lease never waits. See docs/sessions.md for the guarantees and their limits.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
 import socket
-import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass, field
+import threading
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,16 +30,27 @@ from typing import Any
 import anyio
 import platformdirs
 
-from unified._errors import CorruptSession, SessionError
+from unified._errors import (
+    CorruptSession,
+    SessionError,
+    SessionInUse,
+    SessionNotFound,
+    UnsupportedSessionFormat,
+)
+from unified._internal.redact import redact
 from unified.events import Usage
-from unified.sessions import SessionInfo, resolve_ref, short_id_of
+from unified.sessions import SessionInfo, SessionProblem, SessionStore, StoredSession, resolve_ref, short_id_of
 
 FORMAT_VERSION = 1
+"""The document format this `unified` writes and reads; a larger number is a newer `unified`'s."""
 _HEADER_PREFIX = '{"header": '
-
+_END = b"}\n"
+"""How every document we write ends; raw newlines occur only here and after the header line."""
 
 _ID_CHARS = re.compile(r"[0-9a-z_-]+")
-"""What our session ids are made of; a reference with anything else cannot name a file."""
+"""What our session ids (and a reference that can name a file) are made of."""
+_NAME_CHARS = re.compile(r"[0-9A-Za-z_-]+")
+"""What a backend name or a session id must be made of to become a path component."""
 
 
 def sessions_root() -> Path:
@@ -46,277 +60,444 @@ def sessions_root() -> Path:
     return base / "sessions"
 
 
+def default_store() -> SessionStore:
+    """The store a run uses when `ExecuteParams.session_store` is None: files under `sessions_root()`."""
+    return FileSessionStore()
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
 
-@dataclass
-class StoredSession:
-    """A session as a backend holds it during a run: metadata plus backend-owned `state`."""
-
-    backend: str
-    session_id: str
-    model: str | None = None
-    cwd: str | None = None
-    first_prompt: str | None = None
-    created_at: datetime = field(default_factory=_now)
-    updated_at: datetime = field(default_factory=_now)
-    usage: Usage = field(default_factory=Usage)
-    turns: int = 0
-    state: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def short_id(self) -> str:
-        return short_id_of(self.session_id)
-
-    def header(self) -> dict[str, Any]:
-        return {
-            "format": FORMAT_VERSION,
-            "backend": self.backend,
-            "id": self.session_id,
-            "short_id": self.short_id,
-            "model": self.model,
-            "cwd": self.cwd,
-            "first_prompt": self.first_prompt,
-            "created_at": self.created_at.isoformat(),
-            "updated_at": self.updated_at.isoformat(),
-            "usage": self.usage.model_dump(),
-            "turns": self.turns,
-        }
-
-    @classmethod
-    def from_document(cls, header: dict[str, Any], state: dict[str, Any]) -> StoredSession:
-        return cls(
-            backend=header["backend"],
-            session_id=header["id"],
-            model=header.get("model"),
-            cwd=header.get("cwd"),
-            first_prompt=header.get("first_prompt"),
-            created_at=datetime.fromisoformat(header["created_at"]),
-            updated_at=datetime.fromisoformat(header["updated_at"]),
-            usage=Usage.model_validate(header.get("usage") or {}),
-            turns=int(header.get("turns") or 0),
-            state=state,
-        )
+# --- the document, shared by both stores -----------------------------------------------------------
 
 
-def _info(header: dict[str, Any], path: Path) -> SessionInfo:
-    return SessionInfo(
-        backend=header["backend"],
-        session_id=header["id"],
-        short_id=header.get("short_id") or short_id_of(header["id"]),
-        started_at=datetime.fromisoformat(header["created_at"]),
-        updated_at=datetime.fromisoformat(header["updated_at"]),
-        first_prompt=header.get("first_prompt"),
-        cwd=header.get("cwd"),
-        model=header.get("model"),
-        path=str(path),
-        extra={"usage": header.get("usage") or {}, "turns": header.get("turns") or 0},
+def serialize(session: StoredSession) -> str:
+    """The stored document of `session`, known secret values redacted."""
+    header = {
+        "format": FORMAT_VERSION,
+        "backend": session.backend,
+        "id": session.session_id,
+        "short_id": session.short_id,
+        "model": session.model,
+        "cwd": session.cwd,
+        "first_prompt": session.first_prompt,
+        "created_at": session.created_at.isoformat(),
+        "updated_at": session.updated_at.isoformat(),
+        "usage": session.usage.model_dump(),
+        "turns": session.turns,
+    }
+    head = json.dumps(header, ensure_ascii=False, separators=(",", ":"))
+    body = json.dumps(session.state, ensure_ascii=False, separators=(",", ":"))
+    return redact(f'{_HEADER_PREFIX}{head},\n"state": {body}}}\n')
+
+
+def _corrupt(where: str, why: str) -> CorruptSession:
+    return CorruptSession(
+        f"session {where} is corrupt: {why}",
+        hint="it was left unchanged; move it away (or repair it by hand) and start a new session",
+        details={"path": where},
     )
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-class SessionStore:
-    """The sessions of one backend. Methods do blocking file I/O: call them via `anyio.to_thread`."""
-
-    def __init__(self, backend: str, root: Path | None = None, *, on_corrupt: Callable[[str], None] | None = None):
-        self.backend = backend
-        self.directory = (root or sessions_root()) / backend
-        self._on_corrupt = on_corrupt
-        self.skipped: list[str] = []
-        """Why each unreadable file was skipped by the last `list_sessions` (also sent to `on_corrupt`)."""
-
-    # -- paths ------------------------------------------------------------------------------------
-
-    def path_of(self, session_id: str) -> Path:
-        return self.directory / f"{session_id}.json"
-
-    def _lock_path(self, session_id: str) -> Path:
-        return self.directory / f"{session_id}.lock"
-
-    # -- writing ----------------------------------------------------------------------------------
-
-    def new(self, *, model: str | None, cwd: str | None, first_prompt: str | None) -> StoredSession:
-        """A fresh session with a new id (nothing is written until `save`)."""
-        return StoredSession(
-            backend=self.backend, session_id=str(uuid.uuid4()), model=model, cwd=cwd, first_prompt=first_prompt
+def _checked_header(raw: object, where: str) -> dict[str, Any]:
+    """`raw` if it is a header this `unified` can read; else the error that says why not."""
+    if not isinstance(raw, dict):
+        raise _corrupt(where, "its header is not a JSON object")
+    version = raw.get("format")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise _corrupt(where, f"its format number is {version!r}")
+    if version > FORMAT_VERSION:
+        raise UnsupportedSessionFormat(
+            f"session {where} has format {version}: it was written by a newer unified "
+            f"(this one reads format {FORMAT_VERSION})",
+            hint="upgrade unified to resume it; the file was left unchanged",
+            details={"path": where, "format": version},
         )
+    return raw
 
-    def save(self, session: StoredSession) -> Path:
-        """Write atomically: temp file in the same directory, fsync, `os.replace`."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        session.updated_at = _now()
-        header = json.dumps(session.header(), ensure_ascii=False, separators=(",", ":"))
-        body = json.dumps(session.state, ensure_ascii=False, separators=(",", ":"))
-        text = f'{_HEADER_PREFIX}{header},\n"state": {body}}}\n'
-        target = self.path_of(session.session_id)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-        try:
-            with tmp.open("w", encoding="utf-8") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, target)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
-        return target
 
-    @contextlib.contextmanager
-    def lease(self, session_id: str) -> Iterator[None]:
-        """Own a session for a run: a second process gets a SessionError naming the holder."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        lock = self._lock_path(session_id)
-        owner = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": _now().isoformat()})
-        for _ in range(2):
-            try:
-                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                holder = self._stale_holder(lock)
-                if holder is None:
-                    continue  # the stale lock was removed; try once more
-                raise SessionError(
-                    f"session {short_id_of(session_id)} is in use by {holder}",
-                    hint="wait for that run to finish, or start a new session",
-                    details={"lock": str(lock)},
-                ) from None
-            with os.fdopen(fd, "w") as fh:
-                fh.write(owner)
-            break
-        else:
-            raise SessionError(f"could not lock session {short_id_of(session_id)}", hint=f"remove {lock} if stale")
-        try:
-            yield
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                lock.unlink()
+def _info(header: dict[str, Any], where: str) -> SessionInfo:
+    try:
+        session_id = header["id"]
+        if not isinstance(session_id, str):
+            raise TypeError(f"id is {session_id!r}")
+        usage = Usage.model_validate(header.get("usage") or {})
+        return SessionInfo(
+            backend=str(header["backend"]),
+            session_id=session_id,
+            short_id=short_id_of(session_id),
+            started_at=datetime.fromisoformat(header["created_at"]),
+            updated_at=datetime.fromisoformat(header["updated_at"]),
+            first_prompt=header.get("first_prompt"),
+            cwd=header.get("cwd"),
+            model=header.get("model"),
+            path=where,
+            extra={"usage": usage.model_dump(), "turns": int(header.get("turns") or 0)},
+        )
+    except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        raise _corrupt(where, f"its header has a wrong or missing field ({type(exc).__name__}: {exc})") from exc
 
-    def _stale_holder(self, lock: Path) -> str | None:
-        """Who holds `lock`, or None after removing it because its process is gone."""
-        try:
-            data = json.loads(lock.read_text(encoding="utf-8"))
-            pid, host = int(data["pid"]), str(data["host"])
-        except FileNotFoundError:
-            return None
-        except (ValueError, KeyError, TypeError):
-            return f"an unreadable lock file {lock}"
-        if host == socket.gethostname() and not _pid_alive(pid):
-            with contextlib.suppress(FileNotFoundError):
-                lock.unlink()
-            return None
-        return f"process {pid} on {host}"
+
+def _parse(text: str, where: str) -> StoredSession:
+    """The session in a stored document, or CorruptSession/UnsupportedSessionFormat."""
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise _corrupt(where, f"it is not valid JSON ({exc})") from exc
+    if not isinstance(document, dict) or "header" not in document:
+        raise _corrupt(where, "it has no header")
+    header = _checked_header(document["header"], where)
+    state = document.get("state")
+    if not isinstance(state, dict):
+        raise _corrupt(where, "its state is not a JSON object")
+    info = _info(header, where)  # validates every field used below
+    return StoredSession(
+        backend=info.backend,
+        session_id=info.session_id,
+        model=info.model,
+        cwd=info.cwd,
+        first_prompt=info.first_prompt,
+        created_at=datetime.fromisoformat(header["created_at"]),
+        updated_at=datetime.fromisoformat(header["updated_at"]),
+        usage=Usage.model_validate(info.extra["usage"]),
+        turns=int(info.extra["turns"]),
+        state=state,
+    )
+
+
+def _unreadable(backend: str, session_id: str, where: str, error: SessionError) -> SessionInfo:
+    """The listing entry of a record that cannot be read: reported, never hidden."""
+    kind = "newer_format" if isinstance(error, UnsupportedSessionFormat) else "corrupt"
+    return SessionInfo(
+        backend=backend,
+        session_id=session_id,
+        short_id=short_id_of(session_id),
+        path=where,
+        problem=SessionProblem(kind=kind, message=error.message, hint=error.hint or ""),
+    )
+
+
+def _newest_first(infos: list[SessionInfo]) -> list[SessionInfo]:
+    return sorted(infos, key=lambda s: s.updated_at or datetime.min.replace(tzinfo=UTC), reverse=True)
+
+
+def _checked_name(kind: str, value: str) -> str:
+    if not _NAME_CHARS.fullmatch(value):
+        raise SessionError(
+            f"{kind} {value!r} cannot name a stored session",
+            hint="use letters, digits, '-' and '_' only",
+        )
+    return value
+
+
+def _in_use(session_id: str, holder: str) -> SessionInUse:
+    return SessionInUse(
+        f"session {short_id_of(session_id)} is in use by another run ({holder}); wait for it to finish",
+        hint="or start a new session; a lease is released as soon as its run ends, even if it crashed",
+        details={"session_id": session_id},
+    )
+
+
+def _holder_record() -> bytes:
+    return json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": _now().isoformat()}).encode()
+
+
+def _describe_holder(record: bytes) -> str:
+    try:
+        data = json.loads(record)
+        return f"pid {int(data['pid'])} on host {data['host']}"
+    except (ValueError, KeyError, TypeError):
+        return "a run that has not recorded its pid yet"
+
+
+# --- files ----------------------------------------------------------------------------------------
+
+
+class FileSessionStore:
+    """Sessions as files under `root` (default: `sessions_root()`), one directory per backend.
+
+    Guarantees (docs/sessions.md): atomic replacement on save; a lease held by at most one
+    open descriptor at a time, across processes, released by the kernel when its holder dies;
+    a file it cannot read is reported, never rewritten, never deleted. Leases need a local
+    filesystem (flock is advisory and not reliable over some network filesystems).
+    """
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root if root is not None else sessions_root()
+
+    def path_of(self, backend: str, session_id: str) -> Path:
+        return self.root / _checked_name("backend", backend) / f"{_checked_name('session id', session_id)}.json"
+
+    def _lock_path(self, backend: str, session_id: str) -> Path:
+        return self.path_of(backend, session_id).with_suffix(".lock")
+
+    # -- the protocol --------------------------------------------------------------------------------
+
+    async def list_sessions(self, backend: str) -> list[SessionInfo]:
+        return await anyio.to_thread.run_sync(self._collect, backend, "*.json")
+
+    async def resolve(self, backend: str, ref: str) -> SessionInfo:
+        return await anyio.to_thread.run_sync(self._resolve, backend, ref)
+
+    async def load(self, backend: str, session_id: str) -> StoredSession:
+        return await anyio.to_thread.run_sync(self._load, backend, session_id)
+
+    async def save(self, session: StoredSession) -> None:
+        await anyio.to_thread.run_sync(self._save, session)
+
+    async def delete(self, backend: str, session_id: str) -> None:
+        await anyio.to_thread.run_sync(self._delete, backend, session_id)
 
     @contextlib.asynccontextmanager
-    async def lease_async(self, session_id: str) -> AsyncIterator[None]:
-        """`lease` for a run on an event loop: the lock file's I/O happens in a worker thread."""
-        lease = self.lease(session_id)
-        await anyio.to_thread.run_sync(lease.__enter__)
+    async def lease(self, backend: str, session_id: str) -> AsyncIterator[None]:
+        held = self._hold(backend, session_id)
+        await anyio.to_thread.run_sync(held.__enter__)
         try:
             yield
         finally:
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(lease.__exit__, None, None, None)
+                await anyio.to_thread.run_sync(held.__exit__, None, None, None)
 
-    # -- reading ----------------------------------------------------------------------------------
+    # -- reading -------------------------------------------------------------------------------------
 
     def _read_header(self, path: Path) -> dict[str, Any]:
-        with path.open(encoding="utf-8") as fh:
-            first = fh.readline()
-        if first.startswith(_HEADER_PREFIX) and first.rstrip().endswith(","):
-            with contextlib.suppress(ValueError):
-                header: dict[str, Any] = json.loads(first.rstrip()[len(_HEADER_PREFIX) : -1])
-                return header
-        return self._read_document(path)[0]  # not written by us in the fast layout: read it all
-
-    def _read_document(self, path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The header, reading the first line and the last two bytes (a cut file fails here)."""
+        where = str(path)
+        with path.open("rb") as handle:
+            first = handle.readline()
+            handle.seek(max(path.stat().st_size - len(_END), 0))
+            end = handle.read()
+        if end != _END:
+            raise _corrupt(where, "it is truncated (it does not end as unified writes it)")
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-            header, state = doc["header"], doc["state"]
-            if not isinstance(header, dict) or not isinstance(state, dict) or "id" not in header:
-                raise TypeError("header and state must be objects")
+            line = first.decode("utf-8").rstrip()
+        except UnicodeDecodeError as exc:
+            raise _corrupt(where, f"it is not UTF-8 ({exc})") from exc
+        if line.startswith(_HEADER_PREFIX) and line.endswith(","):
+            with contextlib.suppress(ValueError):
+                return _checked_header(json.loads(line[len(_HEADER_PREFIX) : -1]), where)
+        document = self._read_document(path)  # not in our one-line layout: read it all
+        return _checked_header(document.get("header"), where)
+
+    def _read_document(self, path: Path) -> dict[str, Any]:
+        try:
+            document = json.loads(path.read_bytes().decode("utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise _corrupt(str(path), f"it is not valid JSON ({exc})") from exc
+        if not isinstance(document, dict):
+            raise _corrupt(str(path), "it is not a JSON object")
+        return document
+
+    def _entry(self, backend: str, path: Path) -> SessionInfo | None:
+        """The listing entry of one file, None if it vanished meanwhile."""
+        try:
+            info = _info(self._read_header(path), str(path))
+            if info.session_id != path.stem:
+                raise _corrupt(str(path), f"it names session {info.session_id!r}, not {path.stem!r}")
+            return info
         except FileNotFoundError:
-            raise
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-            raise CorruptSession(
-                f"session file {path} is corrupt ({type(exc).__name__}: {exc})",
-                hint="it was left in place; move it away or fix it by hand",
-                details={"path": str(path)},
-            ) from exc
-        return header, state
+            return None
+        except OSError as exc:
+            return _unreadable(backend, path.stem, str(path), _corrupt(str(path), f"it cannot be read ({exc})"))
+        except (CorruptSession, UnsupportedSessionFormat) as exc:
+            return _unreadable(backend, path.stem, str(path), exc)
 
-    def list_sessions(self) -> list[SessionInfo]:
-        """Every readable session, newest first; unreadable files are reported and skipped."""
-        return self._collect("*.json")
+    def _collect(self, backend: str, pattern: str) -> list[SessionInfo]:
+        directory = self.root / _checked_name("backend", backend)
+        if not directory.is_dir():
+            return []
+        entries = (self._entry(backend, path) for path in directory.glob(pattern))
+        return _newest_first([e for e in entries if e is not None])
 
-    def _collect(self, pattern: str) -> list[SessionInfo]:
-        self.skipped = []
-        infos: list[SessionInfo] = []
-        if not self.directory.is_dir():
-            return infos
-        for path in self.directory.glob(pattern):
-            try:
-                infos.append(_info(self._read_header(path), path))
-            except FileNotFoundError:
-                continue  # deleted while we listed
-            except (CorruptSession, KeyError, ValueError, TypeError) as exc:
-                reason = exc.message if isinstance(exc, CorruptSession) else f"session file {path} is corrupt: {exc}"
-                self.skipped.append(reason)
-                if self._on_corrupt is not None:
-                    self._on_corrupt(reason)
-        infos.sort(key=lambda s: s.updated_at or datetime.min.replace(tzinfo=UTC), reverse=True)
-        return infos
-
-    def resolve(self, ref: str) -> SessionInfo:
+    def _resolve(self, backend: str, ref: str) -> SessionInfo:
         """Reads only the files named after ids that start with `ref`; the whole listing only to explain a miss."""
         key = ref.strip().lower()
         if _ID_CHARS.fullmatch(key):
-            found = self._collect(f"{key}*.json")
+            found = self._collect(backend, f"{key}*.json")
             if found:
-                return resolve_ref(ref, found, self.backend)
-        return resolve_ref(ref, self.list_sessions(), self.backend)
+                return resolve_ref(ref, found, backend)
+        return resolve_ref(ref, self._collect(backend, "*.json"), backend)
 
-    def load(self, ref: str) -> StoredSession:
-        """The whole session `ref` names (short id, unique prefix or full id)."""
-        info = self.resolve(ref)
-        header, state = self._read_document(self.path_of(info.session_id))
-        return StoredSession.from_document(header, state)
+    def _load(self, backend: str, session_id: str) -> StoredSession:
+        path = self.path_of(backend, session_id)
+        try:
+            return self._read_session(path)
+        except FileNotFoundError:
+            raise SessionNotFound(
+                f"no {backend} session {session_id!r} in {path.parent}",
+                hint="run `unified sessions list` to see the sessions there are",
+            ) from None
 
-    def delete(self, ref: str) -> SessionInfo:
-        """Remove one session; refused while a run holds it."""
-        info = self.resolve(ref)
-        with self.lease(info.session_id):
-            self.path_of(info.session_id).unlink()
-        return info
+    def _read_session(self, path: Path) -> StoredSession:
+        raw = path.read_bytes()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _corrupt(str(path), f"it is not UTF-8 ({exc})") from exc
+        session = _parse(text, str(path))
+        if session.session_id != path.stem:
+            raise _corrupt(str(path), f"it names session {session.session_id!r}, not {path.stem!r}")
+        return session
+
+    # -- writing -------------------------------------------------------------------------------------
+
+    def _save(self, session: StoredSession) -> None:
+        target = self.path_of(session.backend, session.session_id)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            self._read_session(target)  # a record we cannot read is never replaced: this raises why
+        session.updated_at = _now()
+        data = serialize(session).encode("utf-8")
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, target)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+
+    def _delete(self, backend: str, session_id: str) -> None:
+        path = self.path_of(backend, session_id)
+        with self._hold(backend, session_id):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                raise SessionNotFound(f"no {backend} session {session_id!r} in {path.parent}") from None
+
+    @contextlib.contextmanager
+    def _hold(self, backend: str, session_id: str) -> Iterator[None]:
+        """The lease, blocking-I/O side: flock the lock file, record who holds it, unlink it on release.
+
+        The file is unlinked while still locked, so a taker that opened it just before can lock
+        a file no longer at the path: it checks that the inode it locked is the one at the path
+        and tries again if not. That keeps "one holder" true without ever leaving lock files behind.
+        """
+        lock = self._lock_path(backend, session_id)
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _describe_holder(os.pread(fd, 4096, 0))
+                os.close(fd)
+                raise _in_use(session_id, holder) from None
+            locked = os.fstat(fd)
+            try:
+                current = os.stat(lock)
+                if (current.st_ino, current.st_dev) == (locked.st_ino, locked.st_dev):
+                    break
+            except FileNotFoundError:
+                pass
+            os.close(fd)  # we locked a file its last holder had already unlinked
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, _holder_record(), 0)
+            yield
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                lock.unlink()
+            os.close(fd)
+
+
+# --- memory ---------------------------------------------------------------------------------------
+
+
+class MemorySessionStore:
+    """Sessions in this process's memory, for tests and short-lived orchestrators.
+
+    Stores the same redacted documents the file store writes (only ever written by `save`, so
+    always readable), and a loaded session never shares objects with the one saved. Leases
+    exclude other runs of this process only: the store is not shared with other processes, so
+    there is nothing else to exclude.
+    """
+
+    def __init__(self) -> None:
+        self._documents: dict[tuple[str, str], str] = {}
+        self._held: set[tuple[str, str]] = set()
+        self._guard = threading.Lock()
+
+    @staticmethod
+    def _where(backend: str, session_id: str) -> str:
+        return f"memory:{backend}/{session_id}"
+
+    def _entries(self, backend: str) -> list[SessionInfo]:
+        with self._guard:
+            documents = [(sid, text) for (owner, sid), text in self._documents.items() if owner == backend]
+        return _newest_first([_info(json.loads(text)["header"], self._where(backend, sid)) for sid, text in documents])
+
+    async def list_sessions(self, backend: str) -> list[SessionInfo]:
+        return self._entries(backend)
+
+    async def resolve(self, backend: str, ref: str) -> SessionInfo:
+        return resolve_ref(ref, self._entries(backend), backend)
+
+    async def load(self, backend: str, session_id: str) -> StoredSession:
+        with self._guard:
+            text = self._documents.get((backend, session_id))
+        if text is None:
+            raise SessionNotFound(f"no {backend} session {session_id!r} in this process's memory store")
+        return _parse(text, self._where(backend, session_id))
+
+    async def save(self, session: StoredSession) -> None:
+        key = (session.backend, session.session_id)
+        with self._guard:
+            session.updated_at = _now()
+            self._documents[key] = serialize(session)
+
+    async def delete(self, backend: str, session_id: str) -> None:
+        key = (backend, session_id)
+        with self._guard:
+            if key in self._held:
+                raise _in_use(session_id, f"pid {os.getpid()} on host {socket.gethostname()}")
+            if self._documents.pop(key, None) is None:
+                raise SessionNotFound(f"no {backend} session {session_id!r} in this process's memory store")
+
+    @contextlib.asynccontextmanager
+    async def lease(self, backend: str, session_id: str) -> AsyncIterator[None]:
+        key = (backend, session_id)
+        with self._guard:
+            if key in self._held:
+                raise _in_use(session_id, f"pid {os.getpid()} on host {socket.gethostname()}")
+            self._held.add(key)
+        try:
+            yield
+        finally:
+            with self._guard:
+                self._held.discard(key)
+
+
+# --- the API backends' SessionLocator -------------------------------------------------------------
 
 
 class StoreSessionLocator:
-    """The SessionLocator of an API backend over its SessionStore (`unified sessions list|show|delete`).
+    """The SessionLocator of an API backend over a SessionStore (`unified sessions list|show|delete`).
 
-    Sessions are not scoped by project: `cwd` only filters `list_sessions`. `show` prints the
-    header fields every backend has, then what `show_state` adds from the backend's own state.
+    Sessions are not scoped by project: `cwd` only filters the listing (unreadable records, whose
+    cwd is unknown, are always listed). `show` gives the header fields every backend has, then
+    what `show_state` adds from the backend's own state.
     """
 
-    def __init__(self, backend: str, store: SessionStore | None = None) -> None:
-        self.backend = backend
-        self.store = store or SessionStore(backend)
+    backend: str
 
-    def list_sessions(self, cwd: str | None = None) -> list[SessionInfo]:
-        return [s for s in self.store.list_sessions() if cwd is None or s.cwd == cwd]
+    def __init__(self, store: SessionStore | None = None) -> None:
+        self.store = store if store is not None else default_store()
 
-    def resolve(self, ref: str, cwd: str | None = None) -> SessionInfo:
-        return self.store.resolve(ref)
+    async def list_sessions(self, cwd: str | None = None) -> list[SessionInfo]:
+        found = await self.store.list_sessions(self.backend)
+        return [s for s in found if cwd is None or s.problem is not None or s.cwd == cwd]
 
-    def show(self, ref: str, cwd: str | None = None) -> dict[str, Any]:
-        session = self.store.load(ref)
+    async def resolve(self, ref: str, cwd: str | None = None) -> SessionInfo:
+        return await self.store.resolve(self.backend, ref)
+
+    async def show(self, ref: str, cwd: str | None = None) -> dict[str, Any]:
+        info = await self.resolve(ref)
+        session = await self.store.load(self.backend, info.session_id)
         return {
             "backend": self.backend,
             "session_id": session.session_id,
@@ -324,6 +505,8 @@ class StoreSessionLocator:
             "model": session.model,
             "cwd": session.cwd,
             "first_prompt": session.first_prompt,
+            "created_at": session.created_at.isoformat(),
+            "updated_at": session.updated_at.isoformat(),
             "turns": session.turns,
             "usage": session.usage.model_dump(),
             **self.show_state(session),
@@ -333,6 +516,8 @@ class StoreSessionLocator:
         """The backend-specific part of `show` (the conversation as the backend stores it)."""
         return {}
 
-    def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
+    async def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
         """Remove our record of one session (refused while a run holds it)."""
-        return self.store.delete(ref)
+        info = await self.resolve(ref)
+        await self.store.delete(self.backend, info.session_id)
+        return info

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Literal
 
 import anyio
@@ -232,6 +232,20 @@ class _Context:
         return raw if self._guard.params.include_native else None
 
 
+async def announce_unsupported_options(
+    backend: Backend, params: ExecuteParams, emit: Callable[[UnifiedEvent], Awaitable[None]]
+) -> None:
+    """A `warning` per option `backend` cannot honour; a fatal one raises instead (before the run starts)."""
+    for option, explanation, fatal in backend.unsupported_options(params):
+        if fatal:
+            raise UnifiedError(
+                f"the {backend.name} backend cannot honour {option}: {explanation}",
+                code="unsupported_option",
+                hint="drop the option or choose another backend",
+            )
+        await emit(WarningEvent(code="unsupported_option", message=f"{option}: {explanation}"))
+
+
 class StreamGuard:
     """Runs one backend and delivers its events, well-formed, to one consumer."""
 
@@ -389,14 +403,7 @@ class StreamGuard:
             return  # the consumer closed the stream: nobody left to tell
 
     async def _announce_unsupported_options(self) -> None:
-        for option, explanation, fatal in self.backend.unsupported_options(self.params):
-            if fatal:
-                raise UnifiedError(
-                    f"the {self.backend.name} backend cannot honour {option}: {explanation}",
-                    code="unsupported_option",
-                    hint="drop the option or choose another backend",
-                )
-            await self._warn("unsupported_option", f"{option}: {explanation}")
+        await announce_unsupported_options(self.backend, self.params, self._deliver)
 
     async def _watchdog(self) -> None:
         idle = self.params.idle_timeout_s

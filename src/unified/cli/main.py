@@ -26,8 +26,8 @@ from rich.table import Table
 from rich.text import Text
 
 from unified import capabilities as matrix
-from unified._errors import AmbiguousSession, SessionNotFound, UnifiedError
-from unified._internal import registry
+from unified import sessions
+from unified._errors import UnifiedError
 from unified._internal.redact import redact
 from unified.cli.doctor import doctor_report
 from unified.cli.interactive import make_user_input_handler
@@ -35,7 +35,7 @@ from unified.cli.render import Renderer, format_usage
 from unified.events import Result, ResultStatus, UnifiedEvent, dump_event, event_json_schema
 from unified.query import EventStream, execute
 from unified.routing import select_backend_for
-from unified.sessions import SessionInfo, SessionLocator
+from unified.sessions import SessionInfo
 from unified.types import ApprovalMode, BackendChoice, BackendName, ExecuteParams
 
 app = typer.Typer(
@@ -351,41 +351,15 @@ def doctor(as_json: Annotated[bool, typer.Option("--json", help="Print the findi
 
 # ----------------------------------------------------------------------------------------- sessions
 
-_SESSION_BACKENDS: tuple[str, ...] = tuple(registry.SESSION_LOCATORS)
+_SESSION_BACKENDS: tuple[str, ...] = sessions.session_backends()
 
 
-def _locators(backend: str | None) -> list[tuple[str, SessionLocator | str]]:
-    """Each wanted backend's locator, or why it cannot be loaded (a backend not installed or not written yet)."""
-    found: list[tuple[str, SessionLocator | str]] = []
-    for name in (backend,) if backend else _SESSION_BACKENDS:
-        try:
-            found.append((name, registry.load_session_locator(name)))
-        except (UnifiedError, ImportError, AttributeError) as exc:
-            found.append((name, f"sessions of {name} are not available: {exc}"))
-    return found
-
-
-def _resolve(ref: str, backend: str | None, cwd: str | None) -> tuple[SessionLocator, SessionInfo]:
+def _resolve(ref: str, backend: str | None, cwd: str | None) -> SessionInfo:
     """The one session `ref` names, searching every backend unless one is given."""
-    matches: list[tuple[SessionLocator, SessionInfo]] = []
-    unavailable: list[str] = []
-    for name, locator in _locators(backend):
-        if isinstance(locator, str):
-            unavailable.append(locator)
-            continue
-        try:
-            matches.append((locator, locator.resolve(ref, cwd)))
-        except SessionNotFound as exc:
-            if backend:
-                raise _fail(str(exc)) from None
-        except AmbiguousSession as exc:
-            raise _fail(f"{name}: {exc}") from None
-    if len(matches) == 1:
-        return matches[0]
-    if matches:
-        names = ", ".join(info.backend for _, info in matches)
-        raise _fail(f"{ref!r} names sessions of several backends ({names}); pass --backend")
-    raise _fail("; ".join([f"no session matches {ref!r}", *unavailable]))
+    try:
+        return anyio.run(lambda: sessions.resolve(ref, backend=backend, cwd=cwd))
+    except UnifiedError as exc:
+        raise _fail(str(exc)) from None
 
 
 SessionBackendOption = Annotated[
@@ -405,40 +379,36 @@ def sessions_list(
     cwd: CwdOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the sessions as JSON.")] = False,
 ) -> None:
-    """List stored sessions, most recent first."""
-    sessions: list[SessionInfo] = []
-    unavailable: list[str] = []
-    for _, locator in _locators(backend):
-        if isinstance(locator, str):
-            unavailable.append(locator)
-            continue
-        try:
-            sessions += locator.list_sessions(_cwd(cwd))
-        except UnifiedError as exc:
-            unavailable.append(str(exc))
-    sessions.sort(key=lambda s: str(s.updated_at or s.started_at or ""), reverse=True)
+    """List stored sessions, most recent first; unreadable ones in a section of their own."""
+    try:
+        listing = anyio.run(lambda: sessions.list_sessions(backend=backend, cwd=_cwd(cwd)))
+    except UnifiedError as exc:
+        raise _fail(str(exc)) from None
     if as_json:
-        _print_json([s.model_dump(mode="json") for s in sessions])
-    elif not sessions:
+        _print_json([s.model_dump(mode="json") for s in [*listing.sessions, *listing.unreadable]])
+    elif not listing.sessions:
         _say(f"no {backend + ' ' if backend else ''}sessions yet: `unified run` starts one", style="dim")
     else:
         table = Table("short id", "backend", "updated", "summary")
-        for s in sessions:
+        for s in listing.sessions:
             when = str(s.updated_at or s.started_at or "")[:19]
             table.add_row(s.short_id, s.backend, when, redact((s.summary or s.first_prompt or "")[:80]))
         _console().print(table)
-    for message in unavailable:
-        _say(message, style="yellow", stderr=True)
-    if unavailable and backend:
-        raise typer.Exit(1)
+    if listing.unreadable and not as_json:
+        _say(f"{len(listing.unreadable)} unreadable session(s), left unchanged:", style="bold yellow")
+        for s in listing.unreadable:
+            assert s.problem is not None
+            _say(f"  {s.backend} {s.short_id}: {s.problem.message} ({s.problem.hint})", style="yellow")
+    for name, why in listing.unavailable.items():
+        _say(f"sessions of {name} are not available: {why}", style="yellow", stderr=True)
 
 
 @sessions_app.command("show")
 def sessions_show(ref: str, backend: SessionBackendOption = None, cwd: CwdOption = None) -> None:
     """Print one session's conversation as JSON."""
-    locator, info = _resolve(ref, backend, _cwd(cwd))
+    info = _resolve(ref, backend, _cwd(cwd))
     try:
-        _print_json(locator.show(info.session_id, _cwd(cwd)))
+        _print_json(anyio.run(lambda: sessions.show(info.session_id, backend=info.backend, cwd=_cwd(cwd))))
     except UnifiedError as exc:
         raise _fail(str(exc)) from None
 
@@ -451,14 +421,14 @@ def sessions_delete(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Delete one session (asks first unless --yes)."""
-    locator, info = _resolve(ref, backend, _cwd(cwd))
+    info = _resolve(ref, backend, _cwd(cwd))
     label = f"{info.backend} session {info.short_id} ({(info.summary or info.first_prompt or '')[:60]})"
     if not yes:
         if not sys.stdin.isatty():
             raise _fail(f"refusing to delete {label} without --yes", 2)
         typer.confirm(redact(f"Delete {label}?"), abort=True)
     try:
-        locator.delete(info.session_id, _cwd(cwd))
+        anyio.run(lambda: sessions.delete(info.session_id, backend=info.backend, cwd=_cwd(cwd)))
     except UnifiedError as exc:
         raise _fail(str(exc)) from None
     _say(f"deleted {label}", style="green")

@@ -1,33 +1,40 @@
-"""The shared session store: atomic files, cheap listing, leases across processes, corrupt files kept."""
+"""The file session store as generate-content uses it: atomic files, cheap listing, leases, the locator."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from unified._errors import AmbiguousSession, CorruptSession, SessionError, SessionNotFound
-from unified._internal.session_store import SessionStore, sessions_root
-from unified.adapters.generate_content import create_session_locator
+from unified._errors import AmbiguousSession, CorruptSession, SessionInUse, SessionNotFound
+from unified._internal.session_store import FileSessionStore, sessions_root
+from unified.adapters.generate_content import BACKEND, create_session_locator
 from unified.events import Usage
+from unified.sessions import StoredSession
+
+pytestmark = pytest.mark.anyio
+
+
+def _new(first_prompt: str = "x", cwd: str | None = None) -> StoredSession:
+    return StoredSession.new(BACKEND, model="gemini-2.5-flash", cwd=cwd, first_prompt=first_prompt)
 
 
 def test_root_is_under_the_user_data_dir(isolated_home: Path) -> None:
     assert sessions_root() == isolated_home / ".local" / "share" / "unified" / "sessions"
 
 
-def test_save_list_load_round_trip(tmp_path: Path) -> None:
-    store = SessionStore("generate-content", tmp_path)
-    session = store.new(model="gemini-2.5-flash", cwd="/w", first_prompt="hello")
+async def test_save_list_load_round_trip(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    session = _new("hello", "/w")
     session.state["contents"] = [{"role": "user", "parts": [{"text": "hello"}]}]
     session.usage = Usage(input_tokens=3, output_tokens=2)
-    path = store.save(session)
+    await store.save(session)
+    path = store.path_of(BACKEND, session.session_id)
     assert path.parent == tmp_path / "generate-content"
     assert json.loads(path.read_text())["header"]["short_id"] == session.short_id
-    (info,) = store.list_sessions()
+    assert path.stat().st_mode & 0o077 == 0  # conversations are private to the user
+    (info,) = await store.list_sessions(BACKEND)
     assert (info.session_id, info.model, info.cwd, info.first_prompt) == (
         session.session_id,
         "gemini-2.5-flash",
@@ -35,111 +42,96 @@ def test_save_list_load_round_trip(tmp_path: Path) -> None:
         "hello",
     )
     assert info.extra["usage"]["input_tokens"] == 3
-    loaded = store.load(session.short_id)
+    loaded = await store.load(BACKEND, (await store.resolve(BACKEND, session.short_id)).session_id)
     assert loaded.state == session.state
     assert loaded.usage == session.usage
     assert not list(path.parent.glob("*.tmp"))
 
 
-def test_resolve_by_prefix_and_ambiguity(tmp_path: Path) -> None:
-    store = SessionStore("generate-content", tmp_path)
+async def test_resolve_by_prefix_and_ambiguity(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
     for sid in ("abc11111-0000", "abc22222-0000"):
-        session = store.new(model=None, cwd=None, first_prompt=sid)
+        session = _new(sid)
         session.session_id = sid
-        store.save(session)
-    assert store.resolve("abc2").session_id == "abc22222-0000"
+        await store.save(session)
+    assert (await store.resolve(BACKEND, "abc2")).session_id == "abc22222-0000"
     with pytest.raises(AmbiguousSession):
-        store.resolve("abc")
+        await store.resolve(BACKEND, "abc")
     with pytest.raises(SessionNotFound):
-        store.resolve("zzz")
+        await store.resolve(BACKEND, "zzz")
 
 
-def test_corrupt_file_is_reported_skipped_and_kept(tmp_path: Path) -> None:
-    reports: list[str] = []
-    store = SessionStore("generate-content", tmp_path, on_corrupt=reports.append)
-    good = store.new(model=None, cwd=None, first_prompt="ok")
-    store.save(good)
-    bad = store.directory / "0bad0000-feed.json"
+async def test_corrupt_file_is_listed_as_such_and_kept(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    good = _new("ok")
+    await store.save(good)
+    bad = tmp_path / BACKEND / "0bad0000-feed.json"
     bad.write_text("{not json")
-    assert [s.session_id for s in store.list_sessions()] == [good.session_id]
-    assert len(reports) == 1
-    assert str(bad) in reports[0]
-    assert bad.exists()
+    listed = await store.list_sessions(BACKEND)
+    assert [s.session_id for s in listed if s.problem is None] == [good.session_id]
+    (broken,) = [s for s in listed if s.problem is not None]
+    assert broken.problem is not None
+    assert broken.problem.kind == "corrupt"
+    assert str(bad) in broken.problem.message
+    assert bad.read_text() == "{not json"
     with pytest.raises(CorruptSession) as caught:
-        store._read_document(bad)
+        await store.load(BACKEND, "0bad0000-feed")
     assert str(bad) in caught.value.message
 
 
-def test_lease_excludes_another_process_and_is_taken_over_when_stale(tmp_path: Path) -> None:
-    store = SessionStore("generate-content", tmp_path)
-    session = store.new(model=None, cwd=None, first_prompt="x")
-    store.save(session)
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys, time; from pathlib import Path; from unified._internal.session_store import SessionStore\n"
-            f"s = SessionStore('generate-content', Path({str(tmp_path)!r}))\n"
-            f"with s.lease({session.session_id!r}):\n    print('held', flush=True); time.sleep(30)",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline().strip() == "held"
-        with pytest.raises(SessionError) as caught, store.lease(session.session_id):
-            pass
-        assert f"process {holder.pid}" in caught.value.message
-        with pytest.raises(SessionError):
-            store.delete(session.short_id)
-    finally:
-        holder.kill()
-        holder.wait()
-    with store.lease(session.session_id):  # the holder died without unlocking: its lease is stale
-        pass
-    assert store.delete(session.short_id).session_id == session.session_id
-    assert store.list_sessions() == []
+async def test_a_held_lease_refuses_delete(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    session = _new()
+    await store.save(session)
+    async with store.lease(BACKEND, session.session_id):
+        with pytest.raises(SessionInUse):
+            await store.delete(BACKEND, session.session_id)
+    await store.delete(BACKEND, session.session_id)
+    assert await store.list_sessions(BACKEND) == []
+    assert not list((tmp_path / BACKEND).iterdir())  # no lock file left behind
 
 
-def test_locator_lists_shows_and_deletes() -> None:
+async def test_locator_lists_shows_and_deletes() -> None:
     locator = create_session_locator()
-    session = locator.store.new(model="m", cwd="/p", first_prompt="hi")
+    session = _new("hi", "/p")
     session.state["contents"] = [{"role": "user", "parts": [{"text": "hi"}]}]
-    locator.store.save(session)
-    assert [s.short_id for s in locator.list_sessions(cwd="/p")] == [session.short_id]
-    assert locator.list_sessions(cwd="/elsewhere") == []
-    shown = locator.show(session.short_id)
+    await locator.store.save(session)
+    assert [s.short_id for s in await locator.list_sessions(cwd="/p")] == [session.short_id]
+    assert await locator.list_sessions(cwd="/elsewhere") == []
+    shown = await locator.show(session.short_id)
     assert shown["contents"] == session.state["contents"]
-    locator.delete(session.short_id)
-    assert locator.list_sessions() == []
+    await locator.delete(session.short_id)
+    assert await locator.list_sessions() == []
 
 
 def test_data_dir_override(isolated_home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("UNIFIED_DATA_DIR", str(tmp_path / "elsewhere"))
     assert sessions_root() == tmp_path / "elsewhere" / "sessions"
+    assert FileSessionStore().root == tmp_path / "elsewhere" / "sessions"
 
 
-def test_resolve_reads_only_files_named_like_the_reference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = SessionStore("generate-content", tmp_path)
-    sessions = [store.new(model="m", cwd="/w", first_prompt=f"p{n}") for n in range(30)]
+async def test_resolve_reads_only_files_named_like_the_reference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = FileSessionStore(tmp_path)
+    sessions = [_new(f"p{n}", "/w") for n in range(30)]
     for session in sessions:
-        store.save(session)
+        await store.save(session)
     read: list[str] = []
-    real = SessionStore._read_header
+    real = FileSessionStore._read_header
 
-    def counting(self: SessionStore, path: Path) -> dict[str, object]:
+    def counting(self: FileSessionStore, path: Path) -> dict[str, object]:
         read.append(path.name)
         return real(self, path)
 
-    monkeypatch.setattr(SessionStore, "_read_header", counting)
+    monkeypatch.setattr(FileSessionStore, "_read_header", counting)
     target = sessions[7]
-    assert store.resolve(target.short_id.upper()).session_id == target.session_id
+    assert (await store.resolve(BACKEND, target.short_id.upper())).session_id == target.session_id
     assert read == [f"{target.session_id}.json"]
     read.clear()
-    assert store.resolve(target.session_id).session_id == target.session_id
+    assert (await store.resolve(BACKEND, target.session_id)).session_id == target.session_id
     assert len(read) == 1
     with pytest.raises(SessionNotFound):
-        store.resolve("zzzz")  # a miss lists everything to say what there is
+        await store.resolve(BACKEND, "zzzz")  # a miss lists everything to say what there is
     with pytest.raises(SessionNotFound):
-        store.resolve("../x")
+        await store.resolve(BACKEND, "../x")

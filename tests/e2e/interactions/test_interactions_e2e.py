@@ -197,7 +197,7 @@ async def test_resume_by_short_id(fake: FakeGemini, params: Params) -> None:
     body = fake.requests_for("interactions.create")[1].body
     assert body["previous_interaction_id"] == "fake-interaction-1"
     locator = create_session_locator()
-    shown = locator.show(short_id)
+    shown = await locator.show(short_id)
     assert shown["interactions"] == ["fake-interaction-1", "fake-interaction-2"]
     assert shown["turns"] == 2
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from unified._internal.backend import Backend
 from unified.adapters.gemini_cli.adapter import GeminiCliBackend
 from unified.adapters.gemini_cli.pool import AcpPool, default_pool
-from unified.adapters.gemini_cli.sessions import GeminiSessionLocator
-from unified.sessions import SessionLocator
+from unified.adapters.gemini_cli.sessions import GeminiSessionLocator, GeminiSessions, create_session_locator
 from unified.types import ExecuteParams
 
 
@@ -14,14 +13,11 @@ def create_backend(params: ExecuteParams) -> Backend:
     return GeminiCliBackend(params)
 
 
-def create_session_locator() -> SessionLocator:
-    return GeminiSessionLocator()
-
-
 __all__ = [
     "AcpPool",
     "GeminiCliBackend",
     "GeminiSessionLocator",
+    "GeminiSessions",
     "create_backend",
     "create_session_locator",
     "default_pool",

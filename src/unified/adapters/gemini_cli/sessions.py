@@ -6,8 +6,14 @@ Layout (0.61): `<GEMINI_CLI_HOME or HOME>/.gemini/tmp/<slug>/chats/session-<YYYY
 records (the same id is appended again as tool calls attach: the last one wins), `$set` updates
 (`lastUpdated`, `summary`, `messages` = a checkpoint replacing every message) and `$rewindTo`.
 
+Each `tmp/<slug>/` directory belongs to one project root, named by `projects.json` or by the
+directory's own `.project_root` file; a session's cwd is that root. Resolving with a cwd searches
+that project first and, on a miss, every project, so a session started elsewhere fails with an
+error naming its project and how to resume it there.
+
 Listing reads the head (up to the first real prompt) and a tail of each file, not the whole file.
-A file we cannot read is reported in `problems` and skipped; nothing here deletes a file except
+A file we cannot read is reported in `problems` (and by `GeminiSessions.list_sessions` as an
+entry with `problem` set); nothing here deletes a file except
 `delete()` on the caller's explicit request and `remove_empty_duplicates()`, which only removes a
 file the CLI has just created with no messages for a session that has a real file elsewhere.
 """
@@ -24,11 +30,20 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import anyio
 import platformdirs
 
-from unified._errors import CorruptSession
+from unified._errors import CorruptSession, SessionNotFound
 from unified.adapters.gemini_cli.home import gemini_home
-from unified.sessions import SHORT_ID_LENGTH, SessionInfo, resolve_ref, short_id_of
+from unified.sessions import (
+    SHORT_ID_LENGTH,
+    SessionInfo,
+    SessionLocator,
+    SessionProblem,
+    SessionStore,
+    resolve_ref,
+    short_id_of,
+)
 
 BACKEND = "gemini-cli"
 _ID_CHARS = re.compile(r"[0-9a-z_-]+")
@@ -36,6 +51,8 @@ _ID_CHARS = re.compile(r"[0-9a-z_-]+")
 _HEAD_BYTES = 64 * 1024
 _TAIL_BYTES = 64 * 1024
 _CONTEXT_PREFIX = "<session_context>"
+_PROJECT_ROOT_FILE = ".project_root"
+"""The CLI's marker in each `tmp/<slug>/` directory: the project root it belongs to."""
 
 
 def _parse_time(value: object) -> datetime | None:
@@ -205,7 +222,7 @@ class GeminiSessionLocator:
         import os
 
         self._env = dict(env if env is not None else os.environ)
-        self.problems: list[str] = []
+        self.problems: list[tuple[Path, str]] = []
         """Files skipped during the last listing, with the reason."""
 
     @property
@@ -221,6 +238,13 @@ class GeminiSessionLocator:
         projects = data.get("projects") if isinstance(data, dict) else None
         return {str(k): str(v) for k, v in projects.items()} if isinstance(projects, dict) else {}
 
+    @staticmethod
+    def _marked_root(directory: Path) -> str | None:
+        try:
+            return (directory / _PROJECT_ROOT_FILE).read_text(encoding="utf-8").strip() or None
+        except (OSError, UnicodeDecodeError):
+            return None
+
     def _project_dirs(self, cwd: str | None) -> Iterator[tuple[Path, str | None]]:
         projects = self._projects()
         owner = {slug: root for root, slug in projects.items()}
@@ -228,11 +252,18 @@ class GeminiSessionLocator:
             if self.root.is_dir():
                 for directory in sorted(self.root.iterdir()):
                     if (directory / "chats").is_dir():
-                        yield directory, owner.get(directory.name)
+                        yield directory, owner.get(directory.name) or self._marked_root(directory)
             return
         path = Path(cwd).expanduser().resolve()
+        marked: dict[str, list[str]] = {}
+        if self.root.is_dir():
+            for directory in self.root.iterdir():
+                root = self._marked_root(directory)
+                if root is not None:
+                    marked.setdefault(root, []).append(directory.name)
         for candidate in (path, *path.parents):
             names = [projects[str(candidate)]] if str(candidate) in projects else []
+            names += [name for name in marked.get(str(candidate), []) if name not in names]
             names.append(hashlib.sha256(str(candidate).encode()).hexdigest())
             found = [self.root / name for name in names if (self.root / name / "chats").is_dir()]
             for directory in found:
@@ -252,7 +283,7 @@ class GeminiSessionLocator:
                 try:
                     info = summarize(path, project)
                 except (CorruptSession, OSError) as exc:
-                    self.problems.append(f"{path}: {exc}")
+                    self.problems.append((path, str(exc)))
                     continue
                 if info is None:
                     continue
@@ -264,8 +295,38 @@ class GeminiSessionLocator:
         return sessions
 
     def resolve(self, ref: str, cwd: str | None = None) -> SessionInfo:
-        """Reads only the files whose name can match `ref` (their names end in the id's first 8
-        characters); the full listing is read only to explain a miss."""
+        """The session `ref` names (in the project at `cwd`, when given).
+
+        Reads only the files whose name can match `ref` (their names end in the id's first 8
+        characters); the full listing is read only to explain a miss. A session of another
+        project is not resumable from `cwd` (the CLI looks sessions up per project): the error
+        names its project and how to resume it there.
+        """
+        try:
+            return self._resolve(ref, cwd)
+        except SessionNotFound:
+            if cwd is None:
+                raise
+            try:
+                elsewhere = self._resolve(ref, None)
+            except SessionNotFound:
+                raise SessionNotFound(
+                    f"no gemini-cli session matches {ref!r} in the project at {cwd} nor in any other project "
+                    f"under {self.root}",
+                    hint="run `unified sessions list` to see every session",
+                    details={"ref": ref, "searched": str(self.root)},
+                ) from None
+        project = elsewhere.cwd or f"the project whose chats are in {Path(str(elsewhere.path)).parent.parent}"
+        raise SessionNotFound(
+            f"gemini-cli session {elsewhere.short_id} belongs to {project}, not to {cwd}: "
+            "the Gemini CLI resumes a session only in its own project",
+            hint=f"resume it from there: `unified run --cwd {project} --resume {elsewhere.short_id} ...`"
+            if elsewhere.cwd
+            else "run it with --cwd set to that project's root",
+            details={"ref": ref, "session_id": elsewhere.session_id, "cwd": elsewhere.cwd, "path": elsewhere.path},
+        )
+
+    def _resolve(self, ref: str, cwd: str | None) -> SessionInfo:
         key = ref.strip().lower()
         if _ID_CHARS.fullmatch(key):
             stem = key[:SHORT_ID_LENGTH]
@@ -293,6 +354,52 @@ class GeminiSessionLocator:
                 twin.unlink()
         shutil.rmtree(path.parent / info.session_id, ignore_errors=True)
         return info
+
+
+class GeminiSessions:
+    """The SessionLocator of gemini-cli for `unified.sessions`: the chat-file locator, off the event loop.
+
+    Each call gets a fresh `GeminiSessionLocator` (its `problems` are per listing); unreadable
+    chat files are listed as entries with `problem` set, named by the id suffix of their file name.
+    """
+
+    backend = BACKEND
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        self._env = env
+
+    async def list_sessions(self, cwd: str | None = None) -> list[SessionInfo]:
+        locator = GeminiSessionLocator(self._env)
+        found = await anyio.to_thread.run_sync(locator.list_sessions, cwd)
+        unreadable = [
+            SessionInfo(
+                backend=BACKEND,
+                session_id=path.stem.rsplit("-", 1)[-1],
+                short_id=path.stem.rsplit("-", 1)[-1],
+                path=str(path),
+                problem=SessionProblem(
+                    kind="corrupt",
+                    message=why,
+                    hint="the Gemini CLI cannot resume it either; it was left unchanged",
+                ),
+            )
+            for path, why in locator.problems
+        ]
+        return found + unreadable
+
+    async def resolve(self, ref: str, cwd: str | None = None) -> SessionInfo:
+        return await anyio.to_thread.run_sync(GeminiSessionLocator(self._env).resolve, ref, cwd)
+
+    async def show(self, ref: str, cwd: str | None = None) -> dict[str, Any]:
+        return await anyio.to_thread.run_sync(GeminiSessionLocator(self._env).show, ref, cwd)
+
+    async def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
+        return await anyio.to_thread.run_sync(GeminiSessionLocator(self._env).delete, ref, cwd)
+
+
+def create_session_locator(store: SessionStore | None = None) -> SessionLocator:
+    """The registry's entry: gemini-cli keeps its own chat files, so a SessionStore does not apply."""
+    return GeminiSessions()
 
 
 # --- guards used by the adapter -----------------------------------------------------------------

@@ -12,6 +12,7 @@ from unified.adapters.generate_content._backend import GenerateContentBackend
 from unified.adapters.generate_content._sessions import BACKEND, GenerateContentSessionLocator
 
 if TYPE_CHECKING:
+    from unified.sessions import SessionStore
     from unified.types import ExecuteParams
 
 
@@ -19,8 +20,8 @@ def create_backend(params: ExecuteParams) -> GenerateContentBackend:
     return GenerateContentBackend(params)
 
 
-def create_session_locator() -> GenerateContentSessionLocator:
-    return GenerateContentSessionLocator()
+def create_session_locator(store: SessionStore | None = None) -> GenerateContentSessionLocator:
+    return GenerateContentSessionLocator(store)
 
 
 __all__ = [

@@ -18,13 +18,14 @@ from google.genai import types
 from unified import capabilities
 from unified._errors import UnifiedError
 from unified._internal.backend import RunContext, RunOutcome
-from unified._internal.session_store import SessionStore, StoredSession
+from unified._internal.session_store import default_store
 from unified.adapters.generate_content._client import generation_config, make_client, open_http
 from unified.adapters.generate_content._failures import classify
 from unified.adapters.generate_content._options import DEFAULT_MODEL, Settings, plan_thinking
 from unified.adapters.generate_content._sessions import BACKEND
 from unified.adapters.generate_content._translate import LocalCall, TurnTranslator, call_key
 from unified.events import SessionStarted, ToolResult, Usage, WarningEvent
+from unified.sessions import StoredSession
 from unified.tools import EventForwarder, ToolCall, ToolOutcome, ToolRuntime, model_family
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ class Loop:
         self.ctx = ctx
         self.params = ctx.params
         self.settings = settings
-        self.store = SessionStore(BACKEND)
+        self.store = self.params.session_store or default_store()
         self.session: StoredSession | None = None
         self.contents: list[types.Content] = []
         self.taken_ids: set[str] = set()
@@ -83,15 +84,15 @@ class Loop:
     async def run(self) -> RunOutcome:
         params = self.params
         if params.resume:
-            session = await anyio.to_thread.run_sync(self.store.load, params.resume)
+            session = await self.store.load(BACKEND, (await self.store.resolve(BACKEND, params.resume)).session_id)
             self.model = params.model or session.model or DEFAULT_MODEL
             self.contents = [types.Content.model_validate(c) for c in session.state.get("contents", [])]
             _repair(self.contents)
         else:
-            session = self.store.new(model=self.model, cwd=str(params.cwd), first_prompt=params.prompt)
+            session = StoredSession.new(BACKEND, model=self.model, cwd=str(params.cwd), first_prompt=params.prompt)
         session.model = self.model
         self.session = session
-        async with self.store.lease_async(session.session_id), self._http() as http:
+        async with self.store.lease(BACKEND, session.session_id), self._http() as http:
             await self.ctx.emit(
                 SessionStarted(
                     session_id=session.session_id,
@@ -138,7 +139,7 @@ class Loop:
         session = self.session
         assert session is not None
         session.state["contents"] = [_dump(c) for c in self.contents]
-        await anyio.to_thread.run_sync(self.store.save, session)
+        await self.store.save(session)
 
     async def _converse(self, client: genai.Client, tools: ToolRuntime | None) -> RunOutcome:
         declarations = tools.declarations(model_family(self.model)) if tools is not None else []

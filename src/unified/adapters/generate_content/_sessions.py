@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from unified._internal.session_store import SessionStore, StoredSession, StoreSessionLocator
+from unified._internal.session_store import StoreSessionLocator
+from unified.sessions import StoredSession
 
 BACKEND = "generate-content"
 
@@ -18,12 +19,7 @@ class GenerateContentSessionLocator(StoreSessionLocator):
 
     backend = BACKEND
 
-    def __init__(self, store: SessionStore | None = None) -> None:
-        super().__init__(BACKEND, store)
-
     def show_state(self, session: StoredSession) -> dict[str, Any]:
         return {
-            "created_at": session.created_at.isoformat(),
-            "updated_at": session.updated_at.isoformat(),
             "contents": session.state.get("contents", []),
         }

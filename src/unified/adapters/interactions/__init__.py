@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from unified.adapters.interactions._backend import InteractionsBackend
 from unified.adapters.interactions._sessions import InteractionsSessionLocator
+from unified.sessions import SessionStore
 from unified.types import ExecuteParams
 
 
@@ -15,8 +16,8 @@ def create_backend(params: ExecuteParams) -> InteractionsBackend:
     return InteractionsBackend(params)
 
 
-def create_session_locator() -> InteractionsSessionLocator:
-    return InteractionsSessionLocator()
+def create_session_locator(store: SessionStore | None = None) -> InteractionsSessionLocator:
+    return InteractionsSessionLocator(store)
 
 
 __all__ = ["InteractionsBackend", "InteractionsSessionLocator", "create_backend", "create_session_locator"]

@@ -22,7 +22,7 @@ import anyio
 
 from unified._errors import BackendError
 from unified._internal.backend import RunContext, RunOutcome
-from unified._internal.session_store import SessionStore, StoredSession
+from unified._internal.session_store import default_store
 from unified.adapters.interactions._client import InteractionsClient, is_api_error, is_connection_error, to_unified
 from unified.adapters.interactions._options import DEFAULT_MODEL, Settings, resolve_settings, unknown_options
 from unified.adapters.interactions._sessions import BACKEND, append_interaction, chain
@@ -42,6 +42,7 @@ from unified.events import (
     ToolResult,
     WarningEvent,
 )
+from unified.sessions import SessionStore, StoredSession
 from unified.tools import EventForwarder, ToolCall, ToolOutcome, ToolRuntime, model_family
 from unified.types import ExecuteParams, ThinkingConfig
 
@@ -81,17 +82,18 @@ class InteractionsBackend:
 
     async def run(self, ctx: RunContext) -> RunOutcome:
         settings = resolve_settings(ctx.params)
-        store = SessionStore(BACKEND)
+        store = ctx.params.session_store or default_store()
         if ctx.params.resume:
-            session = await anyio.to_thread.run_sync(store.load, ctx.params.resume)
+            session = await store.load(BACKEND, (await store.resolve(BACKEND, ctx.params.resume)).session_id)
         else:
-            session = store.new(
+            session = StoredSession.new(
+                BACKEND,
                 model=settings.agent or ctx.params.model or DEFAULT_MODEL,
                 cwd=str(ctx.params.cwd),
                 first_prompt=ctx.params.prompt,
             )
             session.state["store"] = settings.store
-        async with store.lease_async(session.session_id):
+        async with store.lease(BACKEND, session.session_id):
             return await _Run(ctx, settings, store, session).run()
 
 
@@ -146,7 +148,7 @@ class _Run:
             raise
         finally:
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(self.store.save, self.session)
+                await self.store.save(self.session)
                 await client.aclose()
 
     async def _cancel_open(self, client: InteractionsClient) -> None:
@@ -186,7 +188,7 @@ class _Run:
             if not self.store_mode:
                 history += self.translator.model_steps()
                 self.session.state["steps"] = history
-            await anyio.to_thread.run_sync(self.store.save, self.session)
+            await self.store.save(self.session)
             await self._finish_task(status)
             if self.failure is not None:
                 raise BackendError(

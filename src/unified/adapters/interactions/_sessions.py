@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from unified._internal.session_store import SessionStore, StoredSession, StoreSessionLocator
+from unified._internal.session_store import StoreSessionLocator
+from unified.sessions import StoredSession
 
 BACKEND = "interactions"
 
@@ -34,9 +35,6 @@ class InteractionsSessionLocator(StoreSessionLocator):
     """
 
     backend = BACKEND
-
-    def __init__(self, store: SessionStore | None = None) -> None:
-        super().__init__(BACKEND, store)
 
     def show_state(self, session: StoredSession) -> dict[str, Any]:
         return {

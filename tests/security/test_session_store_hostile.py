@@ -1,0 +1,397 @@
+"""The file session store under hostile conditions: racing processes, killed holders, damaged files.
+
+Hostile cases tried (each asserted below):
+- lease races: 30 trials of 4 processes racing for one session over a stale lock file (10 naming a
+  dead pid, 10 a live unrelated pid, 10 garbage), plus 4 processes x 5 contended handovers each;
+- a holder killed with SIGKILL; a lock file naming a live unrelated pid (2 cases);
+- 10 damaged or foreign session files, each through load, resolve, list, save and the CLI;
+  one with a damaged state (header intact) through load and save.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import multiprocessing
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+from multiprocessing.synchronize import Barrier
+from pathlib import Path
+
+import anyio
+import pytest
+from typer.testing import CliRunner
+
+from unified._errors import CorruptSession, SessionError, SessionInUse, UnsupportedSessionFormat
+from unified._internal.session_store import FileSessionStore
+from unified.cli import main as cli
+from unified.sessions import StoredSession
+
+BACKEND = "generate-content"
+HANG_GUARD_S = 120.0
+"""Only a hang guard for barrier waits: a normal step takes milliseconds."""
+CONTENDERS = 4
+TRIALS = 30
+
+
+def _append(log: Path, line: str) -> None:
+    """One line appended with one write(2) on an O_APPEND descriptor: lines never tear."""
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, (line + "\n").encode())
+    finally:
+        os.close(fd)
+
+
+def _saved(root: Path, first_prompt: str = "hi") -> StoredSession:
+    session = StoredSession.new(BACKEND, model="m", cwd="/w", first_prompt=first_prompt)
+    anyio.run(FileSessionStore(root).save, session)
+    return session
+
+
+# --- racing takeover -----------------------------------------------------------------------------
+
+
+def _contender(root: str, session_id: str, log: str, start: Barrier, attempted: Barrier, released: Barrier) -> None:
+    """One racing process: per trial, try the lease once, hold it until everyone has tried."""
+    store = FileSessionStore(Path(root))
+    me = os.getpid()
+
+    async def attempt() -> None:
+        try:
+            async with store.lease(BACKEND, session_id):
+                _append(Path(log), f"begin {me}")
+                await anyio.to_thread.run_sync(attempted.wait, HANG_GUARD_S)
+                _append(Path(log), f"end {me}")
+        except SessionInUse as exc:
+            _append(Path(log), f"refused {me} {json.dumps(exc.message)}")
+            await anyio.to_thread.run_sync(attempted.wait, HANG_GUARD_S)
+
+    for _ in range(TRIALS):
+        start.wait(HANG_GUARD_S)
+        anyio.run(attempt)
+        released.wait(HANG_GUARD_S)
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_racing_processes_over_a_stale_lock_never_both_hold(tmp_path: Path) -> None:
+    session = _saved(tmp_path)
+    lock = tmp_path / BACKEND / f"{session.session_id}.lock"
+    log = tmp_path / "holders.log"
+    context = multiprocessing.get_context("spawn")
+    start, attempted, released = (context.Barrier(CONTENDERS + 1) for _ in range(3))
+    workers = [
+        context.Process(
+            target=_contender, args=(str(tmp_path), session.session_id, str(log), start, attempted, released)
+        )
+        for _ in range(CONTENDERS)
+    ]
+    for worker in workers:
+        worker.start()
+    live_unrelated = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    stale_records = [
+        json.dumps({"pid": _dead_pid(), "host": socket.gethostname(), "since": "2026-01-01T00:00:00+00:00"}),
+        json.dumps({"pid": live_unrelated.pid, "host": socket.gethostname()}),
+        "garbage \x00 not json",
+    ]
+    try:
+        for trial in range(TRIALS):
+            lock.write_text(stale_records[trial % 3])  # what a crash (or main's lock format) leaves behind
+            _append(log, f"trial {trial}")
+            start.wait(HANG_GUARD_S)
+            attempted.wait(HANG_GUARD_S)
+            released.wait(HANG_GUARD_S)
+    finally:
+        for worker in workers:
+            worker.join(HANG_GUARD_S)
+        assert live_unrelated.stdin is not None
+        live_unrelated.stdin.close()
+        live_unrelated.wait()
+    assert [w.exitcode for w in workers] == [0] * CONTENDERS
+
+    trials = log.read_text().split("trial ")[1:]
+    assert len(trials) == TRIALS
+    holders_per_trial = []
+    for block in trials:
+        lines = block.splitlines()[1:]
+        begins = [line.split()[1] for line in lines if line.startswith("begin ")]
+        ends = [line.split()[1] for line in lines if line.startswith("end ")]
+        refusals = [line for line in lines if line.startswith("refused ")]
+        holders_per_trial.append(len(begins))
+        assert begins == ends
+        assert len(refusals) == CONTENDERS - len(begins)
+        for refusal in refusals:
+            message = json.loads(refusal.split(" ", 2)[2])
+            assert "is in use by another run" in message
+            assert "wait for it to finish" in message
+            assert f"pid {begins[0]} on host" in message or "has not recorded its pid yet" in message
+    assert holders_per_trial == [1] * TRIALS  # every trial: exactly one holder, never two, never none
+
+
+def _handover(root: str, session_id: str, log: str, rounds: int, start: Barrier) -> None:
+    """Takes the lease `rounds` times, retrying at once when it is held; writes 5 lines while holding."""
+    store = FileSessionStore(Path(root))
+    me = os.getpid()
+
+    async def hold_once() -> bool:
+        try:
+            async with store.lease(BACKEND, session_id):
+                for step in range(5):
+                    _append(Path(log), f"{me} {step}")
+                return True
+        except SessionInUse:
+            return False
+
+    start.wait(HANG_GUARD_S)
+    taken = 0
+    while taken < rounds:
+        taken += anyio.run(hold_once)
+
+
+def test_contended_handovers_never_interleave(tmp_path: Path) -> None:
+    """Release unlinks the lock file while holding it: a taker that locked the unlinked file retries."""
+    session = _saved(tmp_path)
+    log = tmp_path / "holds.log"
+    rounds = 5
+    context = multiprocessing.get_context("spawn")
+    start = context.Barrier(CONTENDERS)
+    workers = [
+        context.Process(target=_handover, args=(str(tmp_path), session.session_id, str(log), rounds, start))
+        for _ in range(CONTENDERS)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(HANG_GUARD_S)
+    assert [w.exitcode for w in workers] == [0] * CONTENDERS
+    lines = [line.split() for line in log.read_text().splitlines()]
+    assert len(lines) == CONTENDERS * rounds * 5
+    for block in range(0, len(lines), 5):
+        holds = lines[block : block + 5]
+        assert [step for _, step in holds] == ["0", "1", "2", "3", "4"]
+        assert len({pid for pid, _ in holds}) == 1, f"two holders interleaved: {holds}"
+    assert not list((tmp_path / BACKEND).glob("*.lock"))  # released leases leave no lock file
+
+
+def test_a_taker_that_locks_an_unlinked_lock_file_tries_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The narrow race the handovers above can only sometimes hit, made certain.
+
+    The taker opens the lock file; before it calls flock, the holder releases (unlinks the file,
+    then closes it). The taker's flock then succeeds on a file no longer at the path: unless it
+    notices, a third taker creates a new file there and two runs hold the session.
+    """
+    session = _saved(tmp_path)
+    store = FileSessionStore(tmp_path)
+    first = store._hold(BACKEND, session.session_id)
+    first.__enter__()
+    real_flock = fcntl.flock
+    calls = 0
+
+    def flock_after_the_holder_left(fd: int, operation: int) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            first.__exit__(None, None, None)
+        real_flock(fd, operation)
+
+    monkeypatch.setattr(fcntl, "flock", flock_after_the_holder_left)
+    with store._hold(BACKEND, session.session_id):
+        assert calls == 2  # locked the orphan, saw it was not the file at the path, took the new one
+        monkeypatch.setattr(fcntl, "flock", real_flock)
+        with pytest.raises(SessionInUse), store._hold(BACKEND, session.session_id):
+            pass
+
+
+# --- a killed holder, an unrelated pid ---------------------------------------------------------------
+
+_HOLDER = """
+import sys, anyio
+from pathlib import Path
+from unified._internal.session_store import FileSessionStore
+
+async def main() -> None:
+    async with FileSessionStore(Path(sys.argv[1])).lease("generate-content", sys.argv[2]):
+        print("held", flush=True)
+        await anyio.to_thread.run_sync(sys.stdin.read)
+
+anyio.run(main)
+"""
+
+
+def test_a_holder_killed_with_sigkill_releases_the_lease_at_once(tmp_path: Path) -> None:
+    session = _saved(tmp_path)
+    store = FileSessionStore(tmp_path)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(tmp_path), session.session_id],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(SessionInUse) as caught:
+            anyio.run(store.delete, BACKEND, session.session_id)
+        assert f"pid {holder.pid} on host {socket.gethostname()}" in caught.value.message
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    lock = tmp_path / BACKEND / f"{session.session_id}.lock"
+    assert json.loads(lock.read_text())["pid"] == holder.pid  # the dead holder's record is still there
+
+    async def take() -> None:
+        async with store.lease(BACKEND, session.session_id):
+            pass
+
+    anyio.run(take)  # no timer, no liveness guess: the kernel dropped the dead holder's lock
+    anyio.run(store.delete, BACKEND, session.session_id)
+    assert not (tmp_path / BACKEND / f"{session.session_id}.json").exists()
+
+
+@pytest.mark.parametrize("pid", ["init", "sibling"])
+def test_a_lock_file_naming_a_live_unrelated_pid_does_not_block(tmp_path: Path, pid: str) -> None:
+    session = _saved(tmp_path)
+    sibling = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        named = 1 if pid == "init" else sibling.pid
+        lock = tmp_path / BACKEND / f"{session.session_id}.lock"
+        lock.write_text(json.dumps({"pid": named, "host": socket.gethostname(), "since": "2026-01-01T00:00:00"}))
+        store = FileSessionStore(tmp_path)
+
+        async def take() -> int:
+            async with store.lease(BACKEND, session.session_id):
+                return int(json.loads(lock.read_text())["pid"])
+
+        assert anyio.run(take) == os.getpid()  # taken at once, and the record now names its real holder
+    finally:
+        assert sibling.stdin is not None
+        sibling.stdin.close()
+        sibling.wait()
+
+
+# --- damaged and foreign files ----------------------------------------------------------------------
+
+
+def _valid(root: Path) -> tuple[StoredSession, Path]:
+    session = _saved(root, "a prompt")
+    return session, root / BACKEND / f"{session.session_id}.json"
+
+
+def _header_edit(change: Callable[[dict[str, object]], None]) -> Callable[[bytes, str], bytes]:
+    def damage(data: bytes, session_id: str) -> bytes:
+        document = json.loads(data)
+        change(document["header"])
+        return json.dumps(document).encode() + b"\n"
+
+    return damage
+
+
+def _set(key: str, value: object) -> Callable[[dict[str, object]], None]:
+    def change(header: dict[str, object]) -> None:
+        header[key] = value
+
+    return change
+
+
+def _drop(key: str) -> Callable[[dict[str, object]], None]:
+    def change(header: dict[str, object]) -> None:
+        del header[key]
+
+    return change
+
+
+DAMAGE: dict[str, tuple[Callable[[bytes, str], bytes], type[SessionError]]] = {
+    "invalid JSON": (lambda data, sid: b"{not json at all\n", CorruptSession),
+    "truncated in the state": (lambda data, sid: data[: len(data) * 2 // 3], CorruptSession),
+    "truncated after the header line": (lambda data, sid: data.split(b"\n")[0] + b"\n", CorruptSession),
+    "empty file": (lambda data, sid: b"", CorruptSession),
+    "not UTF-8": (lambda data, sid: b"\xff\xfe\x00garbage}\n", CorruptSession),
+    "wrong type: created_at is a number": (_header_edit(_set("created_at", 5)), CorruptSession),
+    "wrong type: usage is a string": (_header_edit(_set("usage", "lots")), CorruptSession),
+    "format missing": (_header_edit(_drop("format")), CorruptSession),
+    "format 999 (a newer unified)": (_header_edit(_set("format", 999)), UnsupportedSessionFormat),
+    "another session's record under this name": (
+        lambda data, sid: data.replace(sid.encode(), b"0ther000-0000-0000-0000-000000000000"),
+        CorruptSession,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(DAMAGE))
+def test_a_damaged_file_is_reported_everywhere_and_never_rewritten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    root = tmp_path / "sessions"
+    damage, error = DAMAGE[case]
+    session, path = _valid(root)
+    healthy, _ = _valid(root)
+    path.write_bytes(damage(path.read_bytes(), session.session_id))
+    before = path.read_bytes()
+    store = FileSessionStore(root)
+
+    with pytest.raises(error) as loaded:
+        anyio.run(store.load, BACKEND, session.session_id)
+    assert str(path) in loaded.value.message
+    assert "left unchanged" in str(loaded.value.hint)
+    if error is UnsupportedSessionFormat:
+        assert "newer unified" in loaded.value.message
+        assert "upgrade" in str(loaded.value.hint)
+    with pytest.raises(error):
+        anyio.run(store.resolve, BACKEND, session.short_id)
+    listed = anyio.run(store.list_sessions, BACKEND)
+    assert [s.session_id for s in listed if s.problem is None] == [healthy.session_id]
+    (reported,) = [s for s in listed if s.problem is not None]
+    assert reported.session_id == session.session_id
+    assert reported.problem is not None
+    assert reported.problem.kind == ("newer_format" if error is UnsupportedSessionFormat else "corrupt")
+    with pytest.raises(error):
+        anyio.run(store.save, session)  # a record it could not read is never replaced
+    with pytest.raises(error):
+        anyio.run(store.resolve, BACKEND, session.session_id)
+
+    monkeypatch.setenv("UNIFIED_DATA_DIR", str(tmp_path))
+    result = CliRunner().invoke(cli.app, ["sessions", "list", "--backend", BACKEND])
+    assert result.exit_code == 0, result.output
+    listing, _, unreadable = result.output.partition("unreadable session(s), left unchanged:")
+    assert healthy.short_id in listing
+    assert session.short_id in unreadable
+    assert str(path) in unreadable.replace("\n", "")
+    as_json = json.loads(CliRunner().invoke(cli.app, ["sessions", "list", "--backend", BACKEND, "--json"]).output)
+    assert [s["problem"]["kind"] for s in as_json if s["session_id"] == session.session_id] == [reported.problem.kind]
+    assert path.read_bytes() == before  # no read, list, save or CLI call changed a byte
+
+
+def test_a_damaged_state_behind_a_sound_header_fails_load_and_save(tmp_path: Path) -> None:
+    """Listing reads headers only (docs/sessions.md); loading and saving read the whole record."""
+    session, path = _valid(tmp_path)
+    path.write_bytes(path.read_bytes().replace(b'"state": {}', b'"state": 5'))
+    before = path.read_bytes()
+    store = FileSessionStore(tmp_path)
+    with pytest.raises(CorruptSession, match="state is not a JSON object"):
+        anyio.run(store.load, BACKEND, session.session_id)
+    with pytest.raises(CorruptSession):
+        anyio.run(store.save, session)
+    assert path.read_bytes() == before
+
+
+def test_saved_documents_hold_no_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "AIzaSyD-very-secret-key-0123456789"
+    monkeypatch.setenv("GEMINI_API_KEY", secret)
+    session = StoredSession.new(BACKEND, model="m", cwd="/w", first_prompt=f"use {secret}")
+    session.state["contents"] = [{"role": "user", "parts": [{"text": f"env says GEMINI_API_KEY={secret}"}]}]
+    store = FileSessionStore(tmp_path)
+    anyio.run(store.save, session)
+    text = (tmp_path / BACKEND / f"{session.session_id}.json").read_text()
+    assert secret not in text
+    assert "[REDACTED]" in text
+    loaded = anyio.run(store.load, BACKEND, session.session_id)
+    assert secret not in json.dumps(loaded.state)
