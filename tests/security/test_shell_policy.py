@@ -47,6 +47,10 @@ HOSTILE: list[tuple[str, str, Decision]] = [
     ("negated-group", "true && ! { rm -rf victim; }", DENY),
     ("timed-group", "time { rm -rf victim; }", DENY),
     ("timed-negation", "time ! rm -rf victim", DENY),
+    ("timed-nested-groups", "time { { exec rm -rf victim; }; }", DENY),
+    ("timed-group-assignment", "time { FOO=1 rm -rf victim; }", DENY),
+    ("newline-in-quoted-script", 'sh -c "true\n! rm -rf victim"', DENY),
+    ("escaped-ansi-c-in-expansion-backticks", "echo ${u:-`timeout 5 \\$'\\\\x72m' -rf victim`}", DENY),
     ("named-coproc-group", "coproc x { rm -rf victim; }", DENY),
     ("if-condition", "if rm -rf victim; then :; fi", DENY),
     ("while-body", "while true; do rm -rf victim; break; done", DENY),
@@ -203,7 +207,20 @@ E2E = [
     "negated-group",
     "timed-group",
     "env-dash",
+    "timed-nested-groups",
+    "newline-in-quoted-script",
+    "escaped-ansi-c-in-expansion-backticks",
 ]
+
+LIMITS = [
+    "echo 'rm -rf victim' > s.sh; bash s.sh",
+    "echo 'rm -rf victim' > s.sh; . ./s.sh",
+    "python3 -c 'import shutil; shutil.rmtree(\"victim\")'",
+    "cp /bin/rm ./del; ./del -rf victim",
+    "find . -name victim -delete",
+]
+"""Documented limits (docs/tools.md, "What a policy cannot promise"): code the shell runs from a file
+or an interpreter is not seen. Pinned so the documentation stays true."""
 
 pytestmark = pytest.mark.anyio
 
@@ -381,6 +398,78 @@ def workspace(tmp_path: Path) -> Path:
     root.mkdir()
     (root / "victim").write_text("precious\n")
     return root
+
+
+@pytest.mark.parametrize("command", LIMITS)
+def test_what_a_deny_rule_cannot_see(command: str) -> None:
+    verdict = Policy.default().with_toml(DENY_RM).evaluate(SHELL, {"command": command}, "yolo")
+    assert verdict.decision is Decision.ALLOW
+
+
+_NAMES = ["rm", "/bin/rm", "\\rm", "r''m", '"rm"', "$'\\x72m'", "r\\\nm", "'r'm"]
+_PREFIXES = ["", "env ", "env - ", "command ", "exec ", "nice -5 ", "time ", "timeout 5 ", "FOO=1 ", "eval ", "! "]
+_LAYERS = [
+    "{{ {}; }}",
+    "( {} )",
+    "echo $( {} )",
+    "true && {}",
+    "false || {}",
+    "true; {}",
+    "true | {}",
+    "true\n{}",
+    "! if true; then {}; fi",
+    "time {{ {}; }}",
+    "for i in 1; do {}; done",
+    "f(){{ {}; }}; f",
+    "cat <({})",
+    'echo "$({})"',
+    "echo ${{u:-$({})}}",
+]
+
+
+def _shell_layers(seed: int, count: int) -> list[str]:
+    """Random nestings of separators, compound commands, substitutions, shells and quoting around
+    `rm -f victim` (a fixed seed: the same cases every run)."""
+    import random
+
+    rng = random.Random(seed)
+
+    def wrap(inner: str) -> str:
+        pick = rng.randrange(len(_LAYERS) + 3)
+        if pick == len(_LAYERS):
+            return "bash -c '" + inner.replace("'", "'\\''") + "'"
+        if pick == len(_LAYERS) + 1:
+            return "bash <<'E'\n" + inner + "\nE"
+        if pick == len(_LAYERS) + 2:
+            return "echo `" + inner.replace("\\", "\\\\").replace("`", "\\`").replace("$", "\\$") + "`"
+        return _LAYERS[pick].format(inner)
+
+    cases: set[str] = set()
+    while len(cases) < count:
+        command = rng.choice(_PREFIXES) + rng.choice(_NAMES) + " -f victim"
+        for _ in range(rng.randint(1, 3)):
+            command = wrap(command)
+        cases.add(command)
+    return sorted(cases)
+
+
+def test_differential_against_bash(tmp_path: Path) -> None:
+    """Each generated command is run by the real bash: none that deletes the victim may be allowed."""
+    import subprocess
+
+    policy = Policy.default().with_toml(DENY_RM)
+    deleted = allowed_and_deleted = 0
+    for index, command in enumerate(_shell_layers(seed=11, count=150)):
+        root = tmp_path / str(index)
+        root.mkdir()
+        (root / "victim").write_text("precious\n")
+        subprocess.run(["bash", "-c", command], cwd=root, capture_output=True, stdin=subprocess.DEVNULL, check=False)
+        if not (root / "victim").exists():
+            deleted += 1
+            if policy.evaluate(SHELL, {"command": command}, "yolo").decision is Decision.ALLOW:
+                allowed_and_deleted += 1
+    assert deleted > 100
+    assert allowed_and_deleted == 0
 
 
 async def test_e2e_control_without_the_rule_the_forms_do_delete(workspace: Path) -> None:

@@ -13,6 +13,7 @@ can refuse to guess. The tree-sitter import happens on the first parse, not at `
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -42,6 +43,7 @@ _RESERVED = frozenset(
 )
 """Reserved words. tree-sitter-bash misreads a compound command after `!`, `time` or `coproc` as a
 simple command named `if`, `{`, `then`..., so such a word in command position is looked through."""
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 _QUOTED_SUBSTITUTION = re.compile(r"\$\(|`")
 _UNPARSED_SUBSTITUTION = re.compile(r"(?<!\\)(?:\\\\)*(?:`|\$\()")
 """A substitution left inside a leaf token: tree-sitter-bash keeps `${x:-`cmd`}` and `${x#$(cmd)}`
@@ -145,6 +147,7 @@ class _Walker:
         self.depth = depth
         self.via = via
         self.out: list[SimpleCommand] = []
+        self.misparsed = False
 
     def run(self) -> list[SimpleCommand]:
         if self.depth > MAX_NESTING:
@@ -155,7 +158,19 @@ class _Walker:
         if root.has_error:
             self.out.append(self.unknown(self.source, "bash syntax the parser does not understand"))
         self.visit(root, _Context())
+        if self.misparsed:
+            self.rescan()
         return self.out
+
+    def rescan(self) -> None:
+        """tree-sitter-bash leaves some substitutions as plain text (`${x:-`cmd`}`, `${x#$(cmd)}`)
+        that bash runs. When a token still holds one, every `$(..)` and backtick body of the line is
+        found by a plain scan and parsed again: it may find commands bash would not run, never fewer."""
+        bodies, complete = _embedded_scripts(self.source)
+        for body in bodies:
+            self.out.extend(_Walker(body, depth=self.depth + 1, via=self.via).run())
+        if not complete:
+            self.out.append(self.unknown(self.source, "a substitution the parser could not delimit"))
 
     def text(self, node: Node) -> str:
         return self.data[node.start_byte : node.end_byte].decode("utf-8", "surrogateescape")
@@ -183,7 +198,7 @@ class _Walker:
         elif kind == "command_substitution" and self.text(node).startswith("`") and "\\" in self.text(node):
             self.backticks(node)
         elif kind in _LEAVES and _UNPARSED_SUBSTITUTION.search(self.text(node)):
-            self.leaf_substitutions(node)
+            self.misparsed = True
         elif kind == "expansion" and re.search(r"@[A-Za-z]\}$", self.text(node)):
             self.out.append(self.unknown(self.text(node), "a ${var@op} transformation may run code"))
         else:
@@ -195,14 +210,6 @@ class _Walker:
         for child in node.children:
             self.visit(child, ctx if first else replace(ctx, stdin_script=None))
             first = first and not child.is_named
-
-    def leaf_substitutions(self, node: Node) -> None:
-        """Parses the token again as words (`: TOKEN`), so its substitutions are seen; this may find
-        commands bash would not run (a `;` inside `${..}`), never fewer."""
-        script = ": " + self.text(node)
-        for part in _Walker(script, depth=self.depth + 1, via=self.via).run():
-            if part.text != script:
-                self.out.append(part)
 
     def backticks(self, node: Node) -> None:
         r"""Inside backticks bash first removes the backslash of \\, \` and \$, so `\`rm x\`` nests a
@@ -372,18 +379,19 @@ class _Walker:
         if kind == "ansi_c_string":
             return _ansi_c(text[2:-1])
         if kind in ("string", "translated_string"):
-            pieces: list[str] = []
-            for child in node.children:
-                if child.type == "string_content":
-                    pieces.append(_unescape_double(self.text(child)))
-                elif child.is_named:
-                    return None
-            return "".join(pieces)
+            if any(child.is_named and child.type != "string_content" for child in node.children):
+                return None
+            # the whole text between the quotes: tree-sitter leaves newlines between its pieces out
+            return _unescape_double(text[text.index('"') + 1 : -1])
         if kind == "concatenation":
-            unquoted = "".join(self.text(c) if c.type == "word" else "_" for c in node.children)
+            children = node.children
+            gaps = (self.data[a.end_byte : b.start_byte] for a, b in itertools.pairwise(children))
+            if any(gap.replace(b"\\\n", b"") for gap in gaps):
+                return None
+            unquoted = "".join(self.text(c) if c.type == "word" else "_" for c in children)
             if _GLOB.search(unquoted):
                 return None
-            parts = [self.literal(child) for child in node.children]
+            parts = [self.literal(child) for child in children]
             return None if any(p is None for p in parts) else "".join(p for p in parts if p is not None)
         return None
 
@@ -401,6 +409,15 @@ class _Walker:
             return
         if first in _RESERVED:
             self.resolve(words[1:], inv)
+            return
+        tokens = first.split()
+        if len(tokens) > 1 and tokens[0] in _RESERVED:
+            # tree-sitter-bash can even make one word of `{ {`
+            self.resolve([*tokens, *words[1:]], inv)
+            return
+        if _ASSIGNMENT.match(first):
+            # an assignment tree-sitter left as a word (after a misread reserved word)
+            self.resolve(words[1:], replace(inv, assigns=(*inv.assigns, first.split("=", 1)[0])))
             return
         name = command_name(first)
         args = words[1:]
@@ -771,6 +788,76 @@ def _descendants(node: Node, kinds: tuple[str, ...]) -> Iterator[Node]:
 def _unescape(text: str) -> str:
     """Quote removal for an unquoted word: `\\x` is x, a line continuation disappears."""
     return re.sub(r"\\(.)", lambda m: m.group(1), text.replace("\\\n", ""), flags=re.S)
+
+
+def _embedded_scripts(text: str) -> tuple[list[str], bool]:
+    """The bodies of the `$(..)` and backtick substitutions in `text` outside single quotes (backtick
+    bodies unescaped), and whether every one was closed."""
+    bodies: list[str] = []
+    index, in_double = 0, False
+    while index < len(text):
+        char = text[index]
+        if char == "\\":
+            index += 2
+        elif char == "'" and not in_double:
+            end = _skip_single(text, index)
+            if end < 0:
+                return bodies, False
+            index = end
+        elif char == '"':
+            in_double = not in_double
+            index += 1
+        elif char == "`":
+            end = index + 1
+            while end < len(text) and text[end] != "`":
+                end += 2 if text[end] == "\\" else 1
+            if end >= len(text):
+                return bodies, False
+            bodies.append(_unbacktick(text[index + 1 : end]))
+            index = end + 1
+        elif text.startswith("$(", index):
+            end = _closing_paren(text, index + 2)
+            if end < 0:
+                return bodies, False
+            bodies.append(text[index + 2 : end])
+            index = end + 1
+        else:
+            index += 1
+    return bodies, True
+
+
+def _skip_single(text: str, index: int) -> int:
+    """The index after the single-quoted string (or `$'..'`) opening at `index`; -1 if unclosed."""
+    ansi_c = index > 0 and text[index - 1] == "$"
+    end = index + 1
+    while end < len(text) and text[end] != "'":
+        end += 2 if ansi_c and text[end] == "\\" else 1
+    return end + 1 if end < len(text) else -1
+
+
+def _closing_paren(text: str, index: int) -> int:
+    """The index of the `)` closing a `$(` whose body starts at `index`; -1 if none."""
+    depth, in_double = 1, False
+    while index < len(text):
+        char = text[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char == "'" and not in_double:
+            index = _skip_single(text, index)
+            if index < 0:
+                return -1
+            continue
+        if char == '"':
+            in_double = not in_double
+        elif not in_double and char == "(":
+            depth += 1
+        elif not in_double and char == ")":
+            depth -= 1
+            if depth == 0:
+                return index
+        index += 1
+    return -1
 
 
 def _unbacktick(body: str) -> str:
