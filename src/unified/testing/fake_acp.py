@@ -279,7 +279,7 @@ class _Wait:
 class _Session:
     session_id: str
     chat_file: Path
-    prompt_text: list[str] = field(default_factory=list)
+    answer: list[str] = field(default_factory=list)
     thoughts: list[str] = field(default_factory=list)
 
 
@@ -375,6 +375,7 @@ class FakeAcpProcess:
         return chunk
 
     async def wait_exit(self, grace: float) -> int | None:
+        """A fake ends the moment it is told to: nothing to wait for."""
         return self._returncode
 
     async def terminate(self, grace: float = 1.0) -> int | None:
@@ -515,7 +516,7 @@ class FakeAcpProcess:
             return
         prompt = " ".join(str(b.get("text", "")) for b in params.get("prompt") or [] if isinstance(b, dict))
         self._append(session, {"type": "user", "content": [{"text": prompt}]})
-        session.prompt_text, session.thoughts, self._cancelled = [], [], False
+        session.answer, session.thoughts, self._cancelled = [], [], False
         player = self._play(session, request_id, self.agent.next_script())
         self._advance(player, None)
 
@@ -602,14 +603,14 @@ class FakeAcpProcess:
         content = update.get("content")
         value = content.get("text") if isinstance(content, Mapping) else None
         if isinstance(value, str) and update.get("sessionUpdate") == "agent_message_chunk":
-            session.prompt_text.append(value)
+            session.answer.append(value)
         elif isinstance(value, str) and update.get("sessionUpdate") == "agent_thought_chunk":
             session.thoughts.append(value)
 
     def _finish(self, session: _Session, request_id: Any, step: Finish) -> None:
-        if session.prompt_text or session.thoughts:
+        if session.answer or session.thoughts:
             thoughts = [{"subject": "", "description": t} for t in session.thoughts]
-            self._append(session, {"type": "gemini", "content": "".join(session.prompt_text), "thoughts": thoughts})
+            self._append(session, {"type": "gemini", "content": "".join(session.answer), "thoughts": thoughts})
         result: dict[str, Any] = {"stopReason": step.stop_reason}
         if step.token_count is not None:
             result["_meta"] = {"quota": {"token_count": dict(step.token_count)}}
