@@ -132,7 +132,10 @@ async def test_the_allowlist_passes_what_commands_need(ws: Path, secret_env: Non
 
 
 @pytest.mark.anyio
-async def test_the_caller_extends_the_allowlist_but_never_with_a_secret(ws: Path, secret_env: None) -> None:
+async def test_the_caller_extends_the_allowlist_but_never_with_a_secret(
+    ws: Path, secret_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VISIBLE_COPY", f"copy:{GOOGLE_KEY}")  # an allowed name holding another's secret
     outcome = await shell(
         ws,
         "env > seen.txt",
@@ -145,6 +148,7 @@ async def test_the_caller_extends_the_allowlist_but_never_with_a_secret(ws: Path
     assert "BUILD_MODE=release\n" in seen
     assert_clean(seen)  # allowlisted by name, still dropped: their values are secrets
     assert "MY_SERVICE_TOKEN" not in seen
+    assert "VISIBLE_COPY" not in seen
 
 
 @pytest.mark.anyio
