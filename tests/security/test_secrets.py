@@ -9,6 +9,7 @@ printed, what the MCP server really had), so a redacted output cannot hide a lea
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -131,7 +132,10 @@ async def test_the_allowlist_passes_what_commands_need(ws: Path, secret_env: Non
 
 
 @pytest.mark.anyio
-async def test_the_caller_extends_the_allowlist_but_never_with_a_secret(ws: Path, secret_env: None) -> None:
+async def test_the_caller_extends_the_allowlist_but_never_with_a_secret(
+    ws: Path, secret_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VISIBLE_COPY", f"copy:{GOOGLE_KEY}")  # an allowed name holding another's secret
     outcome = await shell(
         ws,
         "env > seen.txt",
@@ -144,6 +148,7 @@ async def test_the_caller_extends_the_allowlist_but_never_with_a_secret(ws: Path
     assert "BUILD_MODE=release\n" in seen
     assert_clean(seen)  # allowlisted by name, still dropped: their values are secrets
     assert "MY_SERVICE_TOKEN" not in seen
+    assert "VISIBLE_COPY" not in seen
 
 
 @pytest.mark.anyio
@@ -229,6 +234,7 @@ async def test_a_file_holding_the_key_is_redacted_for_the_model(ws: Path, secret
 
 MCP_ENV_SERVER = """
 import json
+import logging
 import os
 import sys
 
@@ -573,8 +579,9 @@ def recording(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 @pytest.mark.e2e
 @pytest.mark.parametrize("backend", ["generate-content", "interactions"])
 async def test_recorded_cassettes_hold_no_secret_in_any_body(
-    tmp_path: Path, ws: Path, secret_env: None, recording: None, backend: str
+    tmp_path: Path, ws: Path, secret_env: None, recording: None, backend: str, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG, logger="vcr")
     oauth = "ya29.a0-an-oauth-token-nobody-declared-0123"
     answer = f'Your key is {KEY}, the token {oauth}, and {{"refresh_token": "1//0refresh-token-value-xyz"}}'
     prompt = f"my key is {KEY} and my token {TOKEN}"  # in the request body
@@ -595,6 +602,9 @@ async def test_recorded_cassettes_hold_no_secret_in_any_body(
     assert "my key is <redacted>" in json.dumps(data)  # the request body is there, scrubbed
     assert "Your key is <redacted>" in json.dumps(data)  # and the response body
     assert_events_clean(events)
+    assert "Appending request" in caplog.text  # vcrpy logs what it records...
+    assert_clean(caplog.text)  # ...scrubbed
+    assert oauth not in caplog.text
 
 
 def test_transcript_lines_are_scrubbed(secret_env: None) -> None:

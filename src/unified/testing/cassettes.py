@@ -17,12 +17,14 @@ a YAML comment at the top saying what they were recorded against (`source`), and
 `x-goog-api-key`, `authorization`, cookies and `key=`/`access_token=` query parameters never
 reach the file; nor does, anywhere in a request or response (URL, header, body), a secret value
 of the environment or a credential-shaped string (`AIza...`, `ya29....`, bearer tokens, OAuth
-token fields): `scrub_text` replaces them, and the JSON-RPC transcript recorders use it too.
+token fields): `scrub_text` replaces them, in vcrpy's log lines too, and the JSON-RPC transcript
+recorders use it as well.
 vcrpy is a test dependency: this module imports it only when used.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
@@ -76,6 +78,21 @@ def scrub_body(body: bytes | str | None) -> bytes | str | None:
     if isinstance(body, bytes):
         return scrub_text(body.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
     return scrub_text(body) if isinstance(body, str) else body
+
+
+_VCR_LOGGERS = ("vcr", "vcr.cassette", "vcr.matchers", "vcr.request", "vcr.stubs", "vcr.stubs.httpx_stubs")
+"""vcrpy's loggers that print requests and responses (`Appending request ... and response ...`), unscrubbed."""
+
+
+class _ScrubbingFilter(logging.Filter):
+    """Scrubs a log record's text before any handler sees it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = scrub_text(record.getMessage()), None
+        return True
+
+
+_SCRUB_LOGS = _ScrubbingFilter()
 
 
 def recording() -> bool:
@@ -157,6 +174,8 @@ def make_vcr(directory: Path, *, source: str = DEFAULT_SOURCE) -> Any:
         before_record_response=scrub_response,
         decode_compressed_response=True,
     )
+    for name in _VCR_LOGGERS:
+        logging.getLogger(name).addFilter(_SCRUB_LOGS)  # a no-op when already there
     recorder.register_serializer("annotated-yaml", _AnnotatedYaml(source))
     recorder.serializer = "annotated-yaml"
     return recorder

@@ -196,13 +196,13 @@ class ShellConfig:
     def environment(self) -> dict[str, str]:
         """What a command's environment holds: allowlisted host variables without secrets, then ours."""
         allowed = (*SHELL_ENV_ALLOWLIST, *self.env_allowlist)
-        holds_secret = redactor().found_in
+        clean = redactor()
         env = {
             name: value
             for name, value in os.environ.items()
             if any(fnmatch.fnmatchcase(name, pattern) for pattern in allowed)
             and not is_secret(name, value)
-            and not holds_secret(value)
+            and clean(value) == value  # holds no secret value of another variable
         }
         env.update(SHELL_SETTINGS)
         env.update(self.env)
