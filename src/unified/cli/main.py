@@ -19,6 +19,7 @@ from typing import Annotated, Any, cast, get_args
 
 import anyio
 import typer
+import typer.core
 from anyio import CancelScope
 from pydantic import ValidationError
 from rich.console import Console
@@ -26,38 +27,86 @@ from rich.table import Table
 from rich.text import Text
 
 from unified import capabilities as matrix
-from unified._errors import AmbiguousSession, SessionNotFound, UnifiedError
+from unified._errors import AmbiguousSession, ConfigurationError, SessionNotFound, UnifiedError
 from unified._internal import registry
 from unified._internal.redact import redact
 from unified.cli.doctor import doctor_report
 from unified.cli.interactive import make_user_input_handler
 from unified.cli.render import Renderer, format_usage
 from unified.events import Result, ResultStatus, UnifiedEvent, dump_event, event_json_schema
-from unified.query import EventStream, execute
+from unified.query import EventStream, check_params, execute
 from unified.routing import select_backend_for
 from unified.sessions import SessionInfo, SessionLocator
 from unified.types import ApprovalMode, BackendChoice, BackendName, ExecuteParams
 
+
+def _flags_without_values(params: list[Any]) -> list[Any]:
+    for param in params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""  # typer's rich help would show `<bool>` after a flag that takes no value
+    return params
+
+
+class _Command(typer.core.TyperCommand):
+    """Help as people read it: `unified run [OPTIONS] PROMPT`, and flags without a `<bool>` value."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                name = (param.metavar or param.name or "").upper()
+                pieces.append(name if param.required else f"[{name}]")
+        return pieces
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _flags_without_values(super().get_params(ctx))
+
+
+class _Group(typer.core.TyperGroup):
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _flags_without_values(super().get_params(ctx))
+
+
 app = typer.Typer(
+    cls=_Group,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_show_locals=False,  # locals may hold secrets
     help="Drive Google agent backends (Gemini CLI, generateContent, Interactions) through one event stream.",
 )
-sessions_app = typer.Typer(no_args_is_help=True, help="List, show and delete stored sessions.")
+sessions_app = typer.Typer(cls=_Group, no_args_is_help=True, help="List, show and delete stored sessions.")
 app.add_typer(sessions_app, name="sessions")
 
 EXIT_CODES: dict[ResultStatus, int] = {"success": 0, "error": 1, "max_turns": 1, "cancelled": 130, "interrupted": 130}
+"""A run's exit code from its result (docs/cli.md lists every exit code)."""
+EXIT_BAD_INPUT = 2
+"""A bad argument, option, file or setting: nothing ran."""
+EXIT_BROKEN_PIPE = 141
+"""What a shell reports for a process ended by SIGPIPE: the reader of stdout left (`| head`)."""
+EXIT_INTERNAL = 70
+"""An exception `unified` did not expect: a bug (EX_SOFTWARE)."""
 BACKEND_CHOICES: tuple[str, ...] = tuple(value for arg in get_args(BackendChoice) for value in get_args(arg))
 APPROVAL_CHOICES: tuple[str, ...] = get_args(ApprovalMode)
-EXIT_BROKEN_PIPE = 141
 DEMO_BACKENDS = ("gemini-cli", "generate-content", "interactions")
-"""What a shell reports for a process ended by SIGPIPE."""
 LEVEL_STYLES = {"full": "green", "partial": "yellow", "emulated": "cyan", "none": "dim red"}
 
 
+class _ReaderLeft(Exception):
+    """stdout's reader left (`| head`): the command stops and exits 141, saying nothing more.
+
+    Not an OSError on purpose: typer turns a BrokenPipeError into exit code 1.
+    """
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """Rich would exit 1 here."""
+        self.quiet = True
+        raise _ReaderLeft
+
+
 def _console(*, stderr: bool = False) -> Console:
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+    return _Console(stderr=stderr, highlight=False, soft_wrap=True)
 
 
 def _say(text: str, *, style: str = "", stderr: bool = False) -> None:
@@ -79,7 +128,38 @@ def _choice(values: tuple[str, ...]) -> Callable[[str | None], str | None]:
 
 
 def _print_json(data: Any) -> None:
-    sys.stdout.write(redact(json.dumps(data, indent=2, default=str)) + "\n")
+    try:
+        sys.stdout.write(redact(json.dumps(data, indent=2, default=str)) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise _ReaderLeft from None
+
+
+def _one_line(exc: ValidationError) -> str:
+    """A pydantic error as one line: `field: problem; field: problem`."""
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"])
+        message = str(error["msg"]).removeprefix("Value error, ")
+        parts.append(f"{where}: {message}" if where else message)
+    return "; ".join(parts)
+
+
+def _reader_left() -> int:
+    """stdout's reader is gone (`| head`): send what is left to /dev/null so exiting prints nothing."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_BROKEN_PIPE
+
+
+def _write_line(line: str) -> None:
+    """One line of JSON Lines output, flushed at once so a pipe sees each event as it happens."""
+    try:
+        sys.stdout.write(redact(line) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise _ReaderLeft from None
 
 
 # --------------------------------------------------------------------------------------------- run
@@ -123,8 +203,11 @@ def run(
                 approve, interactive=sys.stdin.isatty(), console=_console(stderr=True)
             ),
         )
+        check_params(params)
     except ValidationError as exc:
-        raise _fail(str(exc), 2) from None
+        raise _fail(_one_line(exc), EXIT_BAD_INPUT) from None
+    except ConfigurationError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
     if params.backend == "auto" and not json_lines:
         with contextlib.suppress(UnifiedError):  # the run itself reports why nothing qualifies
             _say(f"auto → {select_backend_for(params).reason}", style="dim", stderr=True)
@@ -144,17 +227,15 @@ async def _run(params: ExecuteParams, json_lines: bool) -> int:
         async for event in stream:
             try:
                 if json_lines:
-                    sys.stdout.write(redact(dump_event(event)) + "\n")
-                    sys.stdout.flush()
+                    _write_line(dump_event(event))
                 else:
                     shown = renderer.render(event)
                     if shown is not None:
                         console.print(shown, end="")
-            except BrokenPipeError:  # the reader left (`| head`): stop the run, say nothing more
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            except _ReaderLeft:  # stop the run, say nothing more
                 stream.cancel()
                 tg.cancel_scope.cancel()
-                return EXIT_BROKEN_PIPE
+                return _reader_left()
             if isinstance(event, Result):
                 status = event.status
         tg.cancel_scope.cancel()
@@ -196,7 +277,7 @@ def demo(
 
     def show(name: str, event: UnifiedEvent) -> None:
         if json_lines:
-            sys.stdout.write(redact(dump_event(event)) + "\n")
+            _write_line(dump_event(event))
             return
         if name not in renderer:
             renderer[name] = Renderer()
@@ -226,33 +307,52 @@ def demo(
 
 @app.command()
 def replay(
-    cassette: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A file under cassettes/.")],
+    cassette: Annotated[Path, typer.Argument(help="A recorded cassette: a .yaml file or a gemini-cli .jsonl file.")],
     json_lines: Annotated[bool, typer.Option("--json", help="Print one JSON event per line.")] = False,
     native: Annotated[bool, typer.Option(help="Keep each raw backend event in `native`.")] = False,
+    cwd: Annotated[
+        Path | None,
+        typer.Option(help="Where the replayed tools run, e.g. a copy of the recorded workspace (default: empty)."),
+    ] = None,
 ) -> None:
     """Play a recorded cassette through the real adapter code, offline, and show the unified events."""
-    from unified.testing.replay import ReplayError, replay_events
+    from unified.testing.replay import ReplayError, describe, replay_events
+
+    workdir = cwd.expanduser().resolve() if cwd is not None else None
+    try:
+        describe(cassette)  # a bad file is reported before anything runs
+        if workdir is not None and not workdir.is_dir():
+            raise ConfigurationError(
+                f"--cwd {workdir} {'is not a directory' if workdir.exists() else 'does not exist'}",
+                hint="pass the directory the replayed tools should run in",
+            )
+    except (ReplayError, ConfigurationError) as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
 
     async def play() -> int:
         renderer, console = Renderer(), _console()
         status: ResultStatus = "error"
         with tempfile.TemporaryDirectory(prefix="unified-replay-") as data:
             os.environ["UNIFIED_DATA_DIR"] = data  # a replayed session is not a session of the user's
-            async for event in replay_events(cassette, include_native=native):
-                if json_lines:
-                    sys.stdout.write(redact(dump_event(event)) + "\n")
-                else:
-                    shown = renderer.render(event)
-                    if shown is not None:
-                        console.print(shown, end="")
-                if isinstance(event, Result):
-                    status = event.status
+            async with contextlib.aclosing(replay_events(cassette, include_native=native, cwd=workdir)) as events:
+                async for event in events:
+                    try:
+                        if json_lines:
+                            _write_line(dump_event(event))
+                        else:
+                            shown = renderer.render(event)
+                            if shown is not None:
+                                console.print(shown, end="")
+                    except _ReaderLeft:
+                        return _reader_left()
+                    if isinstance(event, Result):
+                        status = event.status
         return EXIT_CODES[status]
 
     try:
         code = anyio.run(play)
     except ReplayError as exc:
-        raise _fail(str(exc), 2) from None
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
     raise typer.Exit(code)
 
 
@@ -435,7 +535,7 @@ def sessions_list(
 
 @sessions_app.command("show")
 def sessions_show(ref: str, backend: SessionBackendOption = None, cwd: CwdOption = None) -> None:
-    """Print one session's conversation as JSON."""
+    """Print one session's conversation as JSON. REF: a short id, a unique prefix or a full session id."""
     locator, info = _resolve(ref, backend, _cwd(cwd))
     try:
         _print_json(locator.show(info.session_id, _cwd(cwd)))
@@ -450,7 +550,7 @@ def sessions_delete(
     cwd: CwdOption = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
-    """Delete one session (asks first unless --yes)."""
+    """Delete one session (asks first unless --yes). REF: a short id, a unique prefix or a full session id."""
     locator, info = _resolve(ref, backend, _cwd(cwd))
     label = f"{info.backend} session {info.short_id} ({(info.summary or info.first_prompt or '')[:60]})"
     if not yes:
@@ -462,3 +562,59 @@ def sessions_delete(
     except UnifiedError as exc:
         raise _fail(str(exc)) from None
     _say(f"deleted {label}", style="green")
+
+
+# ------------------------------------------------------------------------------------ entry point
+
+
+for _info in (*app.registered_commands, *sessions_app.registered_commands):
+    _info.cls = _Command
+
+
+def _usage_error(exc: Exception) -> int | None:
+    """The exit code of a command-line usage error (typer's own click or a vendored one), else None."""
+    code = getattr(exc, "exit_code", None)
+    if not isinstance(code, int) or not callable(getattr(exc, "format_message", None)):
+        return None
+    if type(exc).__name__ == "NoArgsIsHelpError":  # `unified` or `unified sessions` alone: the help
+        text = exc.ctx.get_help()  # type: ignore[attr-defined]  # typer's rich help prints itself
+        if text.strip():
+            _console().print(text)
+        return EXIT_BAD_INPUT
+    ctx = getattr(exc, "ctx", None)
+    where = f" (see `{ctx.command_path} --help`)" if ctx is not None and code == EXIT_BAD_INPUT else ""
+    _say(f"error: {exc.format_message()}{where}", style="bold red", stderr=True)  # type: ignore[attr-defined]
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The `unified` console script: every failure ends as one `error:` line and an exit code.
+
+    Usage errors exit 2, a reader of stdout that left (`| head`) 141, an unexpected exception 70
+    (its traceback only with UNIFIED_DEBUG=1); docs/cli.md lists them all.
+    """
+    try:
+        code = app(args=argv, prog_name="unified", standalone_mode=False)
+        sys.stdout.flush()  # here, not at exit, so a reader that left is reported like any other
+    except typer.Abort:
+        _say("aborted", style="yellow", stderr=True)
+        return EXIT_CODES["interrupted"]
+    except (_ReaderLeft, BrokenPipeError):
+        return _reader_left()
+    except UnifiedError as exc:
+        _say(f"error: {exc}", style="bold red", stderr=True)
+        return EXIT_BAD_INPUT if isinstance(exc, ConfigurationError) else 1
+    except Exception as exc:
+        usage = _usage_error(exc)
+        if usage is not None:
+            return usage
+        if os.environ.get("UNIFIED_DEBUG") == "1":
+            raise
+        _say(
+            f"error: unexpected {type(exc).__name__}: {exc} (a bug in unified; rerun with UNIFIED_DEBUG=1 "
+            "for the traceback and report it)",
+            style="bold red",
+            stderr=True,
+        )
+        return EXIT_INTERNAL
+    return code if isinstance(code, int) else 0

@@ -310,7 +310,8 @@ class _AcpRun:
         try:
             return await self.connection.request(method, params)
         except AcpRequestError as exc:
-            raise _error_from_acp(exc) from exc
+            self.connection.child.drain_stderr()
+            raise _error_from_acp(exc, self.connection.child.stderr.text()) from exc
 
     async def _new(self, cwd: Path) -> None:
         await self._warn_unstartable_mcp(cwd)
@@ -596,7 +597,9 @@ class _AcpRun:
     async def _finish(self, answer: dict[str, Any], short: str) -> RunOutcome:
         ctx = self.ctx
         if isinstance(answer.get("error"), dict):
-            raise _error_from_acp(AcpRequestError("session/prompt", answer["error"]))
+            raise _error_from_acp(
+                AcpRequestError("session/prompt", answer["error"]), self.connection.child.stderr.text()
+            )
         result = as_dict(answer.get("result"))
         usage = usage_of_prompt_result(result)
         if usage is not None:
@@ -672,13 +675,22 @@ def _pick_option(options: list[dict[str, Any]], choice: str) -> str | None:
     return None
 
 
-def _error_from_acp(exc: AcpRequestError) -> BackendError | AuthError | RateLimited | SessionNotFound:
+def _error_from_acp(
+    exc: AcpRequestError, stderr_tail: str = ""
+) -> BackendError | AuthError | RateLimited | SessionNotFound:
     text = f"{exc.method}: {exc.message}"
-    details = {"code": exc.code, "data": exc.data}
+    details = {"code": exc.code, "data": exc.data, "stderr_tail": stderr_tail.strip()}
     if exc.code in (401, 403) or "authenticat" in exc.message.lower():
         return AuthError(text, hint="check GEMINI_API_KEY / Vertex settings / `gemini` login", details=details)
     if exc.code == 429 or "RESOURCE_EXHAUSTED" in exc.message:
         return RateLimited(text, hint="wait and retry, or use another key or project", details=details)
     if exc.method == "session/load":
         return SessionNotFound(text, hint="run `unified sessions list --backend gemini-cli`", details=details)
+    if exc.method == "session/set_mode":  # the CLI refuses yolo/auto_edit in a folder it does not trust
+        return BackendError(
+            text,
+            hint="the CLI allows this approval mode only in a trusted folder: trust it in `gemini` (/permissions) "
+            "or set security.folderTrust.enabled to false in the CLI's settings.json; its stderr has more",
+            details=details,
+        )
     return BackendError(text, hint="see the message; the CLI's stderr has more", details=details)
