@@ -449,6 +449,29 @@ def doctor(as_json: Annotated[bool, typer.Option("--json", help="Print the findi
     raise typer.Exit(0 if ready else 1)
 
 
+@app.command("install-gemini")
+def install_gemini_command(
+    prefix: Annotated[
+        Path | None, typer.Option(help="Where to install (default: the user data dir, where unified looks).")
+    ] = None,
+) -> None:
+    """Install the pinned gemini CLI (needs Node.js 20+) with npm, where unified finds it. Never global."""
+    from unified._internal.gemini_install import user_install_prefix
+    from unified.adapters.gemini_cli.transport import PINNED_VERSION
+    from unified.cli.install import install_gemini
+
+    target = (prefix or user_install_prefix()).expanduser().resolve()
+    try:
+        binary, ran = install_gemini(target, PINNED_VERSION, os.environ)
+    except ConfigurationError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    except UnifiedError as exc:
+        raise _fail(str(exc)) from None
+    _say(f"gemini-cli {PINNED_VERSION} {'installed' if ran else 'already installed'}: {binary}", style="green")
+    if prefix is not None:
+        _say(f"unified looks elsewhere by default: export UNIFIED_GEMINI_BIN={binary}", style="yellow")
+
+
 # ----------------------------------------------------------------------------------------- sessions
 
 _SESSION_BACKENDS: tuple[str, ...] = tuple(registry.SESSION_LOCATORS)
