@@ -1,4 +1,4 @@
-"""The `unified` command: `run`, `demo`, `replay`, `capabilities`, `schema`, `doctor` and `sessions`.
+"""The `unified` command: `run`, `demo`, `replay`, `record`, `capabilities`, `schema`, `doctor`, `sessions`.
 
 Only this package imports typer and rich, so `import unified` stays light. Everything printed
 passes through `redact()`: no secret from the environment reaches the terminal or a log, whatever
@@ -8,6 +8,7 @@ a backend or a model says.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -354,6 +355,62 @@ def replay(
     except ReplayError as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     raise typer.Exit(code)
+
+
+@app.command()
+def record(
+    cassette: Annotated[Path, typer.Argument(help="The file to write: .yaml (API backends) or .jsonl (gemini-cli).")],
+    prompt: Annotated[str, typer.Argument(help="What the agent should do.")],
+    backend: Annotated[
+        str, typer.Option(callback=_choice(DEMO_BACKENDS), help=f"One of: {', '.join(DEMO_BACKENDS)}.")
+    ] = "generate-content",
+    model: Annotated[str | None, typer.Option(help="Model name (default: the backend's).")] = None,
+    approval_mode: Annotated[
+        str, typer.Option(callback=_choice(APPROVAL_CHOICES), help=f"One of: {', '.join(APPROVAL_CHOICES)}.")
+    ] = "default",
+    cwd: Annotated[Path | None, typer.Option(help="The agent's working directory (default: here).")] = None,
+    source: Annotated[
+        str | None, typer.Option(help="What answered, written into the cassette (default: says it was a live run).")
+    ] = None,
+    approve: Annotated[
+        bool | None,
+        typer.Option("--approve/--deny", help="Answer every permission request: allow once, or deny."),
+    ] = None,
+    json_lines: Annotated[bool, typer.Option("--json", help="Print one JSON event per line.")] = False,
+) -> None:
+    """Run PROMPT for real and record it as CASSETTE, for `unified replay` (credentials as for `run`)."""
+    from unified.testing.record import RecordError, record_run
+
+    try:
+        params = ExecuteParams(
+            prompt=prompt,
+            backend=cast("BackendChoice", backend),
+            model=model,
+            approval_mode=cast("ApprovalMode", approval_mode),
+            cwd=(cwd or Path.cwd()).resolve(),
+            on_user_input=make_user_input_handler(
+                approve, interactive=sys.stdin.isatty(), console=_console(stderr=True)
+            ),
+        )
+        check_params(params)
+    except ValidationError as exc:
+        raise _fail(_one_line(exc), EXIT_BAD_INPUT) from None
+    except ConfigurationError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    what = source or f"a live {backend} run recorded with `unified record`"
+    try:
+        events = anyio.run(functools.partial(record_run, params, cassette, source=what))
+    except RecordError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    renderer, console = Renderer(), _console()
+    for event in events:
+        if json_lines:
+            _write_line(dump_event(event))
+        elif (shown := renderer.render(event)) is not None:
+            console.print(shown, end="")
+    result = events[-1] if events and isinstance(events[-1], Result) else None
+    _say(f"recorded {cassette}", style="dim", stderr=True)
+    raise typer.Exit(EXIT_CODES[result.status] if result else 1)
 
 
 # ----------------------------------------------------------------------------- capabilities, schema
