@@ -678,7 +678,8 @@ def _pick_option(options: list[dict[str, Any]], choice: str) -> str | None:
 def _error_from_acp(
     exc: AcpRequestError, stderr_tail: str = ""
 ) -> BackendError | AuthError | RateLimited | SessionNotFound:
-    text = f"{exc.method}: {exc.message}"
+    reason = exc.data.get("details") if isinstance(exc.data, dict) else None  # e.g. why set_mode was refused
+    text = f"{exc.method}: {exc.message}" + (f": {reason}" if isinstance(reason, str) and reason else "")
     details = {"code": exc.code, "data": exc.data, "stderr_tail": stderr_tail.strip()}
     if exc.code in (401, 403) or "authenticat" in exc.message.lower():
         return AuthError(text, hint="check GEMINI_API_KEY / Vertex settings / `gemini` login", details=details)
