@@ -20,4 +20,7 @@ fi
 
 echo "installing @google/gemini-cli@$VERSION into $PREFIX (found: ${installed:-none})"
 npm install --prefix "$PREFIX" --no-audit --no-fund "@google/gemini-cli@$VERSION"
-"$PREFIX/node_modules/.bin/gemini" --version
+# The CLI writes into its home even for --version: give it a throwaway one, never the user's ~/.gemini.
+probe_home="$(mktemp -d)"
+HOME="$probe_home" GEMINI_CLI_HOME="$probe_home" "$PREFIX/node_modules/.bin/gemini" --version
+rm -rf "$probe_home"

@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 
-from unified._errors import RoutingError, UnifiedError
+from unified._errors import ConfigurationError, RoutingError, UnifiedError
 from unified._internal.backend import Backend, RunContext, RunOutcome
 from unified._internal.registry import load_backend_factory
 from unified._internal.stream import GuardedStream, StreamGuard, announce_unsupported_options
@@ -70,6 +70,21 @@ class _SessionOwner:
         return await backend.run(ctx)
 
 
+def check_params(params: ExecuteParams) -> None:
+    """Reject what no backend can run, the same way on every backend, before anything starts.
+
+    Raises `ConfigurationError` for a `cwd` that is missing or not a directory and for a blank
+    prompt (a prompt of images only is allowed).
+    """
+    cwd = params.cwd.expanduser()
+    if not cwd.exists():
+        raise ConfigurationError(f"cwd {cwd} does not exist", hint="pass an existing directory as cwd")
+    if not cwd.is_dir():
+        raise ConfigurationError(f"cwd {cwd} is not a directory", hint="pass a directory as cwd, not a file")
+    if not params.prompt.strip() and not params.images:
+        raise ConfigurationError("the prompt is empty", hint="say what the agent should do")
+
+
 def _make_backend(params: ExecuteParams) -> Backend:
     name: str = params.backend
     try:
@@ -87,11 +102,14 @@ def _make_backend(params: ExecuteParams) -> Backend:
 class EventStream(AsyncIterator[UnifiedEvent]):
     """The events of one run. Iterate it; `cancel()` ends the run early with `result(cancelled)`.
 
+    Raises `ConfigurationError` at once for parameters no backend can run (see `check_params`).
+
     Prefer `async with execute(params) as events:` so the run is cleaned up even when you stop
     reading early; bare `async for` works too when you read to the end from one task.
     """
 
     def __init__(self, params: ExecuteParams, *, backend: Backend | None = None, strict: bool = False) -> None:
+        check_params(params)
         self.params = params
         chosen = backend if backend is not None else _make_backend(params)
         self._stream = GuardedStream(lambda send: StreamGuard(params, chosen, send, strict=strict))
@@ -142,6 +160,7 @@ def execute_sync(params: ExecuteParams | None = None, /, **fields: Any) -> Itera
     Closing the iterator early cancels the run.
     """
     stream_params = params if params is not None else ExecuteParams(**fields)
+    check_params(stream_params)  # raised here, in the caller's thread, not inside the worker's loop
     events: queue.Queue[UnifiedEvent | BaseException | None] = queue.Queue(maxsize=64)
     stop = threading.Event()
 

@@ -133,7 +133,8 @@ def test_doctor_without_anything_says_what_to_do(tmp_path: Path, monkeypatch: py
     code, output = _invoke("doctor")
     assert code == 1
     assert "none found: set GEMINI_API_KEY" in output
-    assert "not found (UNIFIED_GEMINI_BIN, .gemini-cli, PATH)" in output
+    assert "not found (UNIFIED_GEMINI_BIN, .gemini-cli, unified install-gemini, PATH)" in output
+    assert "run `unified install-gemini`" in output
 
 
 def test_gemini_lookup_order(tmp_path: Path) -> None:

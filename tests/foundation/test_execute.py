@@ -68,3 +68,33 @@ def test_import_unified_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == []
+
+
+BACKENDS = ["gemini-cli", "generate-content", "interactions", "scripted", "auto"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"cwd": Path("/nonexistent/unified-cwd")}, "cwd /nonexistent/unified-cwd does not exist"),
+        ({"cwd": Path(__file__)}, "is not a directory"),
+        ({"prompt": ""}, "the prompt is empty"),
+        ({"prompt": "  \n\t"}, "the prompt is empty"),
+    ],
+)
+def test_every_backend_rejects_what_no_backend_can_run_before_it_starts(
+    backend: str, fields: dict[str, object], message: str, tmp_path: Path
+) -> None:
+    params = ExecuteParams(**{"prompt": "hi", "cwd": tmp_path, "backend": backend, **fields})
+    with pytest.raises(unified.ConfigurationError, match=message) as caught:
+        execute(params)
+    assert caught.value.hint  # says what to do
+    with pytest.raises(unified.ConfigurationError, match=message):
+        list(execute_sync(params))
+
+
+def test_a_prompt_of_images_only_is_allowed(tmp_path: Path) -> None:
+    image = unified.ImageInput(mime_type="image/png", data=b"\x89PNG\r\n\x1a\n")
+    stream = execute(ExecuteParams(prompt="", images=(image,), backend="scripted", cwd=tmp_path))
+    assert stream.params.images == (image,)

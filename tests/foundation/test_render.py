@@ -168,3 +168,20 @@ def test_secrets_are_redacted_everywhere() -> None:
     )
     assert SECRET not in text
     assert "[REDACTED]" in text
+
+
+def test_a_failed_gemini_cli_shows_its_stderr_tail_once_and_redacted() -> None:
+    tail = "\n".join(f"noise {n}" for n in range(30)) + f"\nTrust this folder first (key {SECRET})"
+    text = _plain(
+        [ErrorEvent(code="backend_error", message="session/set_mode: Internal error", details={"stderr_tail": tail})],
+        env={"GEMINI_API_KEY": SECRET},
+    )
+    assert "the gemini CLI's stderr (last lines):" in text
+    assert "  Trust this folder first" in text
+    assert SECRET not in text
+    assert "noise 9\n" not in text  # only the last lines
+    assert "noise 29" in text
+    already_in_message = _plain(
+        [ErrorEvent(code="backend_error", message=f"gemini exited: 1\n{tail}", details={"stderr_tail": tail})]
+    )
+    assert "stderr (last lines)" not in already_in_message

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import httpx
@@ -80,3 +81,44 @@ async def test_cassette_endpoint_is_unreachable_on_replay_and_the_script_when_re
     assert first.status_code == 429
     assert second.status_code == 200
     assert "recorded answer" in second.text
+
+
+def _record_prompt(directory: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    monkeypatch.setenv(RECORD_ENV, "1")
+    turns = [ModelTurn(text="hello", method="generateContent")]
+    with FakeGemini(turns) as server, use_cassette(directory, "prompted"), httpx.Client() as client:
+        client.post(
+            f"{server.base_url}/v1beta/models/m:generateContent",
+            json={"contents": [{"role": "user", "parts": [{"text": text}]}]},
+        )
+    monkeypatch.delenv(RECORD_ENV)
+
+
+def _send_swallowing_refusal(url: str, text: str) -> None:
+    """What an adapter does: the refused request becomes an error of the run, not an exception here."""
+    with httpx.Client() as client, contextlib.suppress(CannotOverwriteExistingCassetteException):
+        client.post(url, json={"contents": [{"role": "user", "parts": [{"text": text}]}]})
+
+
+def test_a_changed_prompt_is_reported_as_the_first_differing_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _record_prompt(tmp_path, monkeypatch, "say hi")
+    with use_cassette(tmp_path, "prompted"):  # the recorded prompt replays
+        _send_swallowing_refusal("http://127.0.0.1:9/v1beta/models/m:generateContent", "say hi")
+    expected = (
+        r"request 1 \(POST /v1beta/models/m:generateContent\) differs from the recorded POST "
+        r"/v1beta/models/m:generateContent: prompt: prompt 'say bye' instead of the recorded 'say hi'"
+    )
+    with pytest.raises(AssertionError, match=expected), use_cassette(tmp_path, "prompted"):
+        _send_swallowing_refusal("http://127.0.0.1:9/v1beta/models/m:generateContent", "say bye")
+
+
+def test_a_changed_model_is_reported_as_a_different_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _record_prompt(tmp_path, monkeypatch, "say hi")
+    expected = (
+        r"request 1 \(POST /v1beta/models/other:generateContent\) differs from the recorded POST "
+        r"/v1beta/models/m:generateContent: path"
+    )
+    with pytest.raises(AssertionError, match=expected), use_cassette(tmp_path, "prompted"):
+        _send_swallowing_refusal("http://127.0.0.1:9/v1beta/models/other:generateContent", "say hi")

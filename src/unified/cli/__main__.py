@@ -1,5 +1,7 @@
 """`python -m unified.cli`: the `unified` command without the console script."""
 
-from unified.cli.main import app
+import sys
 
-app(prog_name="unified")
+from unified.cli.main import main
+
+sys.exit(main())

@@ -11,6 +11,7 @@ import importlib.util
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,12 @@ from typing import Any
 from unified import capabilities
 from unified._errors import RoutingError
 from unified._internal import registry
+from unified._internal.gemini_install import user_installed_binary
 from unified.auth import AUTH_MODE_TITLES, AuthReport, detect_auth
 from unified.routing import select_backend
 
-VERSION_TIMEOUT_S = 10.0
+VERSION_TIMEOUT_S = 60.0
+"""A hang guard: Node starts the CLI in a few seconds, over ten on a busy machine."""
 PROJECT_LOCAL_GEMINI = Path(".gemini-cli") / "node_modules" / ".bin" / "gemini"
 
 _SDK_MODULES = {"generate-content": "google.genai", "interactions": "google.genai"}
@@ -29,7 +32,7 @@ _SDK_MODULES = {"generate-content": "google.genai", "interactions": "google.gena
 
 
 def find_gemini(env: Mapping[str, str], cwd: Path) -> tuple[Path | None, str]:
-    """The `gemini` binary and how it was found: UNIFIED_GEMINI_BIN, the project's `.gemini-cli`, PATH."""
+    """The `gemini` binary and how it was found, in the adapter's order (see its `find_binary`)."""
     explicit = env.get("UNIFIED_GEMINI_BIN", "").strip()
     if explicit:
         path = Path(explicit).expanduser()
@@ -39,22 +42,35 @@ def find_gemini(env: Mapping[str, str], cwd: Path) -> tuple[Path | None, str]:
     for base in (cwd, *cwd.parents):
         if (base / PROJECT_LOCAL_GEMINI).exists():
             return base / PROJECT_LOCAL_GEMINI, f"project-local {base / '.gemini-cli'}"
+    installed = user_installed_binary()
+    if installed is not None:
+        return installed, "unified install-gemini"
     found = shutil.which("gemini", path=env.get("PATH"))
-    return (Path(found), "PATH") if found else (None, "not found (UNIFIED_GEMINI_BIN, .gemini-cli, PATH)")
+    if found:
+        return Path(found), "PATH"
+    return (
+        None,
+        "not found (UNIFIED_GEMINI_BIN, .gemini-cli, unified install-gemini, PATH): run `unified install-gemini`",
+    )
 
 
 def gemini_version(binary: Path, env: Mapping[str, str]) -> tuple[str | None, str | None]:
-    """(version, problem): runs `gemini --version` with a short timeout."""
+    """(version, problem): runs `gemini --version` with a short timeout.
+
+    The CLI writes into its home even for `--version` (a `projects.json` temp file), so it runs
+    with a throwaway HOME and GEMINI_CLI_HOME: asking for a version never touches `~/.gemini`.
+    """
     try:
-        done = subprocess.run(
-            [str(binary), "--version"],
-            capture_output=True,
-            text=True,
-            timeout=VERSION_TIMEOUT_S,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
+        with tempfile.TemporaryDirectory(prefix="unified-gemini-version-") as home:
+            done = subprocess.run(
+                [str(binary), "--version"],
+                capture_output=True,
+                text=True,
+                timeout=VERSION_TIMEOUT_S,
+                env={**env, "HOME": home, "GEMINI_CLI_HOME": home},
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
     except subprocess.TimeoutExpired:
         return None, f"`gemini --version` did not answer within {VERSION_TIMEOUT_S:g} s"
     except OSError as exc:

@@ -1,4 +1,4 @@
-"""The `unified` command: `run`, `demo`, `replay`, `capabilities`, `schema`, `doctor` and `sessions`.
+"""The `unified` command: `run`, `demo`, `replay`, `record`, `capabilities`, `schema`, `doctor`, `sessions`.
 
 Only this package imports typer and rich, so `import unified` stays light. Everything printed
 passes through `redact()`: no secret from the environment reaches the terminal or a log, whatever
@@ -8,6 +8,7 @@ a backend or a model says.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -19,6 +20,7 @@ from typing import Annotated, Any, cast, get_args
 
 import anyio
 import typer
+import typer.core
 from anyio import CancelScope
 from pydantic import ValidationError
 from rich.console import Console
@@ -27,37 +29,85 @@ from rich.text import Text
 
 from unified import capabilities as matrix
 from unified import sessions
-from unified._errors import UnifiedError
+from unified._errors import ConfigurationError, UnifiedError
 from unified._internal.redact import redact
 from unified.cli.doctor import doctor_report
 from unified.cli.interactive import make_user_input_handler
 from unified.cli.render import Renderer, format_usage
 from unified.events import Result, ResultStatus, UnifiedEvent, dump_event, event_json_schema
-from unified.query import EventStream, execute
+from unified.query import EventStream, check_params, execute
 from unified.routing import select_backend_for
 from unified.sessions import SessionInfo
 from unified.types import ApprovalMode, BackendChoice, BackendName, ExecuteParams
 
+
+def _flags_without_values(params: list[Any]) -> list[Any]:
+    for param in params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""  # typer's rich help would show `<bool>` after a flag that takes no value
+    return params
+
+
+class _Command(typer.core.TyperCommand):
+    """Help as people read it: `unified run [OPTIONS] PROMPT`, and flags without a `<bool>` value."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                name = (param.metavar or param.name or "").upper()
+                pieces.append(name if param.required else f"[{name}]")
+        return pieces
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _flags_without_values(super().get_params(ctx))
+
+
+class _Group(typer.core.TyperGroup):
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _flags_without_values(super().get_params(ctx))
+
+
 app = typer.Typer(
+    cls=_Group,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_show_locals=False,  # locals may hold secrets
     help="Drive Google agent backends (Gemini CLI, generateContent, Interactions) through one event stream.",
 )
-sessions_app = typer.Typer(no_args_is_help=True, help="List, show and delete stored sessions.")
+sessions_app = typer.Typer(cls=_Group, no_args_is_help=True, help="List, show and delete stored sessions.")
 app.add_typer(sessions_app, name="sessions")
 
 EXIT_CODES: dict[ResultStatus, int] = {"success": 0, "error": 1, "max_turns": 1, "cancelled": 130, "interrupted": 130}
+"""A run's exit code from its result (docs/cli.md lists every exit code)."""
+EXIT_BAD_INPUT = 2
+"""A bad argument, option, file or setting: nothing ran."""
+EXIT_BROKEN_PIPE = 141
+"""What a shell reports for a process ended by SIGPIPE: the reader of stdout left (`| head`)."""
+EXIT_INTERNAL = 70
+"""An exception `unified` did not expect: a bug (EX_SOFTWARE)."""
 BACKEND_CHOICES: tuple[str, ...] = tuple(value for arg in get_args(BackendChoice) for value in get_args(arg))
 APPROVAL_CHOICES: tuple[str, ...] = get_args(ApprovalMode)
-EXIT_BROKEN_PIPE = 141
 DEMO_BACKENDS = ("gemini-cli", "generate-content", "interactions")
-"""What a shell reports for a process ended by SIGPIPE."""
 LEVEL_STYLES = {"full": "green", "partial": "yellow", "emulated": "cyan", "none": "dim red"}
 
 
+class _ReaderLeft(Exception):
+    """stdout's reader left (`| head`): the command stops and exits 141, saying nothing more.
+
+    Not an OSError on purpose: typer turns a BrokenPipeError into exit code 1.
+    """
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """Rich would exit 1 here."""
+        self.quiet = True
+        raise _ReaderLeft
+
+
 def _console(*, stderr: bool = False) -> Console:
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+    return _Console(stderr=stderr, highlight=False, soft_wrap=True)
 
 
 def _say(text: str, *, style: str = "", stderr: bool = False) -> None:
@@ -79,7 +129,38 @@ def _choice(values: tuple[str, ...]) -> Callable[[str | None], str | None]:
 
 
 def _print_json(data: Any) -> None:
-    sys.stdout.write(redact(json.dumps(data, indent=2, default=str)) + "\n")
+    try:
+        sys.stdout.write(redact(json.dumps(data, indent=2, default=str)) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise _ReaderLeft from None
+
+
+def _one_line(exc: ValidationError) -> str:
+    """A pydantic error as one line: `field: problem; field: problem`."""
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"])
+        message = str(error["msg"]).removeprefix("Value error, ")
+        parts.append(f"{where}: {message}" if where else message)
+    return "; ".join(parts)
+
+
+def _reader_left() -> int:
+    """stdout's reader is gone (`| head`): send what is left to /dev/null so exiting prints nothing."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_BROKEN_PIPE
+
+
+def _write_line(line: str) -> None:
+    """One line of JSON Lines output, flushed at once so a pipe sees each event as it happens."""
+    try:
+        sys.stdout.write(redact(line) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise _ReaderLeft from None
 
 
 # --------------------------------------------------------------------------------------------- run
@@ -123,8 +204,11 @@ def run(
                 approve, interactive=sys.stdin.isatty(), console=_console(stderr=True)
             ),
         )
+        check_params(params)
     except ValidationError as exc:
-        raise _fail(str(exc), 2) from None
+        raise _fail(_one_line(exc), EXIT_BAD_INPUT) from None
+    except ConfigurationError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
     if params.backend == "auto" and not json_lines:
         with contextlib.suppress(UnifiedError):  # the run itself reports why nothing qualifies
             _say(f"auto → {select_backend_for(params).reason}", style="dim", stderr=True)
@@ -144,17 +228,15 @@ async def _run(params: ExecuteParams, json_lines: bool) -> int:
         async for event in stream:
             try:
                 if json_lines:
-                    sys.stdout.write(redact(dump_event(event)) + "\n")
-                    sys.stdout.flush()
+                    _write_line(dump_event(event))
                 else:
                     shown = renderer.render(event)
                     if shown is not None:
                         console.print(shown, end="")
-            except BrokenPipeError:  # the reader left (`| head`): stop the run, say nothing more
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            except _ReaderLeft:  # stop the run, say nothing more
                 stream.cancel()
                 tg.cancel_scope.cancel()
-                return EXIT_BROKEN_PIPE
+                return _reader_left()
             if isinstance(event, Result):
                 status = event.status
         tg.cancel_scope.cancel()
@@ -196,7 +278,7 @@ def demo(
 
     def show(name: str, event: UnifiedEvent) -> None:
         if json_lines:
-            sys.stdout.write(redact(dump_event(event)) + "\n")
+            _write_line(dump_event(event))
             return
         if name not in renderer:
             renderer[name] = Renderer()
@@ -226,34 +308,109 @@ def demo(
 
 @app.command()
 def replay(
-    cassette: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A file under cassettes/.")],
+    cassette: Annotated[Path, typer.Argument(help="A recorded cassette: a .yaml file or a gemini-cli .jsonl file.")],
     json_lines: Annotated[bool, typer.Option("--json", help="Print one JSON event per line.")] = False,
     native: Annotated[bool, typer.Option(help="Keep each raw backend event in `native`.")] = False,
+    cwd: Annotated[
+        Path | None,
+        typer.Option(help="Where the replayed tools run, e.g. a copy of the recorded workspace (default: empty)."),
+    ] = None,
 ) -> None:
     """Play a recorded cassette through the real adapter code, offline, and show the unified events."""
-    from unified.testing.replay import ReplayError, replay_events
+    from unified.testing.replay import ReplayError, describe, replay_events
+
+    workdir = cwd.expanduser().resolve() if cwd is not None else None
+    try:
+        describe(cassette)  # a bad file is reported before anything runs
+        if workdir is not None and not workdir.is_dir():
+            raise ConfigurationError(
+                f"--cwd {workdir} {'is not a directory' if workdir.exists() else 'does not exist'}",
+                hint="pass the directory the replayed tools should run in",
+            )
+    except (ReplayError, ConfigurationError) as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
 
     async def play() -> int:
         renderer, console = Renderer(), _console()
         status: ResultStatus = "error"
         with tempfile.TemporaryDirectory(prefix="unified-replay-") as data:
             os.environ["UNIFIED_DATA_DIR"] = data  # a replayed session is not a session of the user's
-            async for event in replay_events(cassette, include_native=native):
-                if json_lines:
-                    sys.stdout.write(redact(dump_event(event)) + "\n")
-                else:
-                    shown = renderer.render(event)
-                    if shown is not None:
-                        console.print(shown, end="")
-                if isinstance(event, Result):
-                    status = event.status
+            async with contextlib.aclosing(replay_events(cassette, include_native=native, cwd=workdir)) as events:
+                async for event in events:
+                    try:
+                        if json_lines:
+                            _write_line(dump_event(event))
+                        else:
+                            shown = renderer.render(event)
+                            if shown is not None:
+                                console.print(shown, end="")
+                    except _ReaderLeft:
+                        return _reader_left()
+                    if isinstance(event, Result):
+                        status = event.status
         return EXIT_CODES[status]
 
     try:
         code = anyio.run(play)
     except ReplayError as exc:
-        raise _fail(str(exc), 2) from None
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
     raise typer.Exit(code)
+
+
+@app.command()
+def record(
+    cassette: Annotated[Path, typer.Argument(help="The file to write: .yaml (API backends) or .jsonl (gemini-cli).")],
+    prompt: Annotated[str, typer.Argument(help="What the agent should do.")],
+    backend: Annotated[
+        str, typer.Option(callback=_choice(DEMO_BACKENDS), help=f"One of: {', '.join(DEMO_BACKENDS)}.")
+    ] = "generate-content",
+    model: Annotated[str | None, typer.Option(help="Model name (default: the backend's).")] = None,
+    approval_mode: Annotated[
+        str, typer.Option(callback=_choice(APPROVAL_CHOICES), help=f"One of: {', '.join(APPROVAL_CHOICES)}.")
+    ] = "default",
+    cwd: Annotated[Path | None, typer.Option(help="The agent's working directory (default: here).")] = None,
+    source: Annotated[
+        str | None, typer.Option(help="What answered, written into the cassette (default: says it was a live run).")
+    ] = None,
+    approve: Annotated[
+        bool | None,
+        typer.Option("--approve/--deny", help="Answer every permission request: allow once, or deny."),
+    ] = None,
+    json_lines: Annotated[bool, typer.Option("--json", help="Print one JSON event per line.")] = False,
+) -> None:
+    """Run PROMPT for real and record it as CASSETTE, for `unified replay` (credentials as for `run`)."""
+    from unified.testing.record import RecordError, record_run
+
+    try:
+        params = ExecuteParams(
+            prompt=prompt,
+            backend=cast("BackendChoice", backend),
+            model=model,
+            approval_mode=cast("ApprovalMode", approval_mode),
+            cwd=(cwd or Path.cwd()).resolve(),
+            on_user_input=make_user_input_handler(
+                approve, interactive=sys.stdin.isatty(), console=_console(stderr=True)
+            ),
+        )
+        check_params(params)
+    except ValidationError as exc:
+        raise _fail(_one_line(exc), EXIT_BAD_INPUT) from None
+    except ConfigurationError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    what = source or f"a live {backend} run recorded with `unified record`"
+    try:
+        events = anyio.run(functools.partial(record_run, params, cassette, source=what))
+    except RecordError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    renderer, console = Renderer(), _console()
+    for event in events:
+        if json_lines:
+            _write_line(dump_event(event))
+        elif (shown := renderer.render(event)) is not None:
+            console.print(shown, end="")
+    result = events[-1] if events and isinstance(events[-1], Result) else None
+    _say(f"recorded {cassette}", style="dim", stderr=True)
+    raise typer.Exit(EXIT_CODES[result.status] if result else 1)
 
 
 # ----------------------------------------------------------------------------- capabilities, schema
@@ -349,6 +506,29 @@ def doctor(as_json: Annotated[bool, typer.Option("--json", help="Print the findi
     raise typer.Exit(0 if ready else 1)
 
 
+@app.command("install-gemini")
+def install_gemini_command(
+    prefix: Annotated[
+        Path | None, typer.Option(help="Where to install (default: the user data dir, where unified looks).")
+    ] = None,
+) -> None:
+    """Install the pinned gemini CLI (needs Node.js 20+) with npm, where unified finds it. Never global."""
+    from unified._internal.gemini_install import user_install_prefix
+    from unified.adapters.gemini_cli.transport import PINNED_VERSION
+    from unified.cli.install import install_gemini
+
+    target = (prefix or user_install_prefix()).expanduser().resolve()
+    try:
+        binary, ran = install_gemini(target, PINNED_VERSION, os.environ)
+    except ConfigurationError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    except UnifiedError as exc:
+        raise _fail(str(exc)) from None
+    _say(f"gemini-cli {PINNED_VERSION} {'installed' if ran else 'already installed'}: {binary}", style="green")
+    if prefix is not None:
+        _say(f"unified looks elsewhere by default: export UNIFIED_GEMINI_BIN={binary}", style="yellow")
+
+
 # ----------------------------------------------------------------------------------------- sessions
 
 _SESSION_BACKENDS: tuple[str, ...] = sessions.session_backends()
@@ -405,7 +585,7 @@ def sessions_list(
 
 @sessions_app.command("show")
 def sessions_show(ref: str, backend: SessionBackendOption = None, cwd: CwdOption = None) -> None:
-    """Print one session's conversation as JSON."""
+    """Print one session's conversation as JSON. REF: a short id, a unique prefix or a full session id."""
     info = _resolve(ref, backend, _cwd(cwd))
     try:
         _print_json(anyio.run(lambda: sessions.show(info.session_id, backend=info.backend, cwd=_cwd(cwd))))
@@ -420,7 +600,7 @@ def sessions_delete(
     cwd: CwdOption = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
-    """Delete one session (asks first unless --yes)."""
+    """Delete one session (asks first unless --yes). REF: a short id, a unique prefix or a full session id."""
     info = _resolve(ref, backend, _cwd(cwd))
     label = f"{info.backend} session {info.short_id} ({(info.summary or info.first_prompt or '')[:60]})"
     if not yes:
@@ -432,3 +612,59 @@ def sessions_delete(
     except UnifiedError as exc:
         raise _fail(str(exc)) from None
     _say(f"deleted {label}", style="green")
+
+
+# ------------------------------------------------------------------------------------ entry point
+
+
+for _info in (*app.registered_commands, *sessions_app.registered_commands):
+    _info.cls = _Command
+
+
+def _usage_error(exc: Exception) -> int | None:
+    """The exit code of a command-line usage error (typer's own click or a vendored one), else None."""
+    code = getattr(exc, "exit_code", None)
+    if not isinstance(code, int) or not callable(getattr(exc, "format_message", None)):
+        return None
+    if type(exc).__name__ == "NoArgsIsHelpError":  # `unified` or `unified sessions` alone: the help
+        text = exc.ctx.get_help()  # type: ignore[attr-defined]  # typer's rich help prints itself
+        if text.strip():
+            _console().print(text)
+        return EXIT_BAD_INPUT
+    ctx = getattr(exc, "ctx", None)
+    where = f" (see `{ctx.command_path} --help`)" if ctx is not None and code == EXIT_BAD_INPUT else ""
+    _say(f"error: {exc.format_message()}{where}", style="bold red", stderr=True)  # type: ignore[attr-defined]
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The `unified` console script: every failure ends as one `error:` line and an exit code.
+
+    Usage errors exit 2, a reader of stdout that left (`| head`) 141, an unexpected exception 70
+    (its traceback only with UNIFIED_DEBUG=1); docs/cli.md lists them all.
+    """
+    try:
+        code = app(args=argv, prog_name="unified", standalone_mode=False)
+        sys.stdout.flush()  # here, not at exit, so a reader that left is reported like any other
+    except typer.Abort:
+        _say("aborted", style="yellow", stderr=True)
+        return EXIT_CODES["interrupted"]
+    except (_ReaderLeft, BrokenPipeError):
+        return _reader_left()
+    except UnifiedError as exc:
+        _say(f"error: {exc}", style="bold red", stderr=True)
+        return EXIT_BAD_INPUT if isinstance(exc, ConfigurationError) else 1
+    except Exception as exc:
+        usage = _usage_error(exc)
+        if usage is not None:
+            return usage
+        if os.environ.get("UNIFIED_DEBUG") == "1":
+            raise
+        _say(
+            f"error: unexpected {type(exc).__name__}: {exc} (a bug in unified; rerun with UNIFIED_DEBUG=1 "
+            "for the traceback and report it)",
+            style="bold red",
+            stderr=True,
+        )
+        return EXIT_INTERNAL
+    return code if isinstance(code, int) else 0

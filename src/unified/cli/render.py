@@ -40,6 +40,9 @@ INDENT = "  │ "
 PREVIEW_CHARS = 400
 """Tool inputs and outputs are cut to this length: the JSON stream has them whole."""
 
+STDERR_LINES = 20
+"""How much of a failed gemini CLI's stderr an error shows (the JSON stream has all the adapter kept)."""
+
 STYLES = {
     "session": "bold cyan",
     "thinking": "dim italic",
@@ -176,7 +179,13 @@ class Renderer:
         if isinstance(event, ErrorEvent):
             self._errors_shown.add(event.message)
             flags = ", ".join(f for f, on in (("fatal", event.fatal), ("retryable", event.retryable)) if on)
-            return self._styled(f"error [{event.code}{', ' + flags if flags else ''}]: {event.message}", "error")
+            text = f"error [{event.code}{', ' + flags if flags else ''}]: {event.message}"
+            tail = event.details.get("stderr_tail")
+            if isinstance(tail, str) and tail.strip() and tail.strip() not in event.message:
+                text += "\nthe gemini CLI's stderr (last lines):\n" + "\n".join(
+                    "  " + line for line in tail.strip().splitlines()[-STDERR_LINES:]
+                )
+            return self._styled(text, "error")
         if isinstance(event, Result):
             return self._result(event)
         return None  # assistant_message: its text was shown as it streamed

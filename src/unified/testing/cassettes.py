@@ -24,6 +24,7 @@ vcrpy is a test dependency: this module imports it only when used.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -32,6 +33,7 @@ from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from unified._internal.redact import redact_key_shapes, redactor
 
@@ -49,8 +51,9 @@ SECRET_HEADERS = (
 SECRET_RESPONSE_HEADERS = ("set-cookie",)
 SECRET_QUERY = ("key", "access_token")
 REDACTED = "<redacted>"
-MATCH_ON = ("method", "path", "query")
-"""Not host and port (a recording server's port is random), not body (tool descriptions may change)."""
+MATCH_ON = ("method", "path", "query", "prompt")
+"""Not host and port (a recording server's port is random), not the whole body (tool descriptions and
+tool outputs may change): `prompt` compares the model named in the body and the user's prompt."""
 
 DEFAULT_SOURCE = "unified.testing.FakeGemini on 127.0.0.1 (a local fake server), not Google's API"
 UNREACHABLE = "http://127.0.0.1:9"
@@ -162,20 +165,96 @@ class _AnnotatedYaml:
         return data
 
 
-def make_vcr(directory: Path, *, source: str = DEFAULT_SOURCE) -> Any:
-    """A `vcr.VCR` set up for unified's cassettes (record mode from `UNIFIED_RECORD`)."""
+def _prompt_of(request: Any) -> tuple[str | None, str | None]:
+    """(model named in the body, the user's prompt text) of a generateContent or interactions request."""
+    try:
+        body = json.loads(request.body or b"{}")
+    except (ValueError, TypeError):
+        return None, None
+    if not isinstance(body, dict):
+        return None, None
+    model = body.get("model") if isinstance(body.get("model"), str) else None
+    for content in body.get("contents") or []:  # generateContent: the first user turn
+        if isinstance(content, dict) and content.get("role", "user") == "user":
+            texts = [str(p["text"]) for p in content.get("parts", []) if isinstance(p, dict) and "text" in p]
+            if texts:
+                return model, "".join(texts)
+    items = body.get("input")
+    if isinstance(items, str):
+        return model, items
+    for item in items if isinstance(items, list) else []:  # interactions: the user_input item
+        if isinstance(item, dict) and item.get("type") == "user_input":
+            parts = item.get("content", [])
+            return model, "".join(str(c.get("text", "")) for c in parts if isinstance(c, dict))
+    return model, None
+
+
+def prompt(live: Any, recorded: Any) -> None:
+    """vcrpy matcher: the same model in the body and the same user prompt as the recording."""
+    (model, text), (recorded_model, recorded_text) = _prompt_of(live), _prompt_of(recorded)
+    if model != recorded_model:
+        raise AssertionError(f"model {model!r} instead of the recorded {recorded_model!r}")
+    if text != recorded_text:
+        raise AssertionError(f"prompt {text!r} instead of the recorded {recorded_text!r}")
+
+
+class _RequestLog:
+    """Every request the code made inside a cassette, in order (scrubbed as vcrpy would record it)."""
+
+    def __init__(self) -> None:
+        self.requests: list[Any] = []
+        self._seen: set[tuple[str, str, bytes]] = set()
+
+    def reset(self) -> None:
+        """Forget what came through so far (vcrpy passes the cassette's own requests through on load)."""
+        self.requests.clear()
+        self._seen.clear()
+
+    def __call__(self, request: Any) -> Any:
+        request = scrub_request(request)
+        body = request.body if isinstance(request.body, bytes) else str(request.body or "").encode()
+        key = (request.method, request.uri, body)
+        if key not in self._seen:  # vcrpy passes each request through here more than once
+            self._seen.add(key)
+            self.requests.append(request)
+        return request
+
+
+def first_difference(cassette: Any, made: list[Any]) -> str | None:
+    """The first request the code made that no recorded request matches, and how it differs."""
+    from vcr.matchers import requests_match
+
+    for number, request in enumerate(made, 1):
+        if any(requests_match(request, stored, cassette._match_on) for stored in cassette.requests):
+            continue
+        where = f"request {number} ({request.method} {urlsplit(request.uri).path})"
+        similar = cassette.find_requests_with_most_matches(request)
+        if not similar:
+            return f"{where} is like none in the cassette"
+        stored, _, failed = similar[0]
+        why = "; ".join(f"{name}: {message}".strip().rstrip(":") for name, message in failed)
+        return f"{where} differs from the recorded {stored.method} {urlsplit(stored.uri).path}: {why}"
+    return None
+
+
+def make_vcr(directory: Path, *, source: str = DEFAULT_SOURCE, log: _RequestLog | None = None) -> Any:
+    """A `vcr.VCR` set up for unified's cassettes (record mode from `UNIFIED_RECORD`).
+
+    `log`, if given, receives every request made under it (see `first_difference`).
+    """
     import vcr
 
     recorder = vcr.VCR(
         cassette_library_dir=str(directory),
         record_mode="all" if recording() else "none",
         match_on=list(MATCH_ON),
-        before_record_request=scrub_request,
+        before_record_request=log or scrub_request,
         before_record_response=scrub_response,
         decode_compressed_response=True,
     )
     for name in _VCR_LOGGERS:
         logging.getLogger(name).addFilter(_SCRUB_LOGS)  # a no-op when already there
+    recorder.register_matcher("prompt", prompt)
     recorder.register_serializer("annotated-yaml", _AnnotatedYaml(source))
     recorder.serializer = "annotated-yaml"
     return recorder
@@ -190,9 +269,18 @@ def use_cassette(directory: Path, name: str, *, source: str = DEFAULT_SOURCE) ->
     path = name if name.endswith(".yaml") else f"{name}.yaml"
     if not recording() and not (directory / path).is_file():
         raise FileNotFoundError(f"no cassette {directory / path}; record it with {RECORD_ENV}=1")
-    with make_vcr(directory, source=source).use_cassette(path) as cassette:
+    log = _RequestLog()
+    with make_vcr(directory, source=source, log=log).use_cassette(path) as cassette:
+        log.reset()
         yield cassette
-    if not recording() and not cassette.all_played:
+    if recording():
+        return
+    difference = first_difference(cassette, log.requests)
+    if difference is not None:
+        raise AssertionError(
+            f"cassette {directory / path}: {difference}; re-record with {RECORD_ENV}=1 if the change is intended"
+        )
+    if not cassette.all_played:
         played = sum(cassette.play_counts.values())
         raise AssertionError(
             f"cassette {directory / path} has unplayed interactions ({played} of {len(cassette)} played): "

@@ -163,6 +163,10 @@ def _error(code: int, status: str, message: str) -> _Json:
     return _Json(code, _wire.error_body(code, status, message))
 
 
+CLI_MODEL = "gemini-2.5-flash"
+"""The model a `gemini` binary pointed at FakeGemini uses when the run names none."""
+
+
 class FakeGemini:
     """A scripted Gemini server; use as ``with FakeGemini(script) as server:`` (or ``async with``).
 
@@ -240,8 +244,17 @@ class FakeGemini:
 
     @property
     def cli_env(self) -> dict[str, str]:
-        """Environment for a real ``gemini`` binary (with ``selectedType=gemini-api-key`` in its settings)."""
-        return {"GOOGLE_GEMINI_BASE_URL": self.base_url, "GEMINI_API_KEY": "fake-gemini-key"}
+        """Environment for a real ``gemini`` binary (with ``selectedType=gemini-api-key`` in its settings).
+
+        ``GEMINI_MODEL`` pins the CLI's default model: without a model the CLI's router would first
+        make extra ``generateContent`` calls, each consuming a scripted turn (see docs/testing.md).
+        A model given to the run (``--model``, ``ExecuteParams.model``) still wins.
+        """
+        return {
+            "GOOGLE_GEMINI_BASE_URL": self.base_url,
+            "GEMINI_API_KEY": "fake-gemini-key",
+            "GEMINI_MODEL": CLI_MODEL,
+        }
 
     # --- scripting ----------------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ import re
 import stat
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,17 +61,36 @@ class CassetteInfo:
 
 
 def describe(path: Path) -> CassetteInfo:
-    """Read a cassette's metadata without running anything."""
-    if path.suffix == ".jsonl":
-        return _describe_transcript(path)
-    if path.suffix in (".yaml", ".yml"):
-        return _describe_http(path)
-    raise ReplayError(f"{path}: not a cassette (expected a .yaml vcrpy cassette or a .jsonl gemini-cli transcript)")
+    """Read a cassette's metadata without running anything.
+
+    Raises `ReplayError`, saying what is wrong, for a missing, unreadable or malformed file.
+    """
+    if path.suffix not in (".jsonl", ".yaml", ".yml"):
+        raise ReplayError(f"{path}: not a cassette (expected a .yaml vcrpy cassette or a .jsonl gemini-cli transcript)")
+    if not path.is_file():
+        raise ReplayError(f"{path}: {'is a directory' if path.is_dir() else 'no such file'}; pass a cassette file")
+    try:
+        return _describe_transcript(path) if path.suffix == ".jsonl" else _describe_http(path)
+    except ReplayError:
+        raise
+    except UnicodeDecodeError as exc:
+        raise ReplayError(f"{path}: not a text file ({exc.reason}); pass a cassette file") from exc
+    except OSError as exc:
+        raise ReplayError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError, IndexError) as exc:
+        raise ReplayError(f"{path}: not a cassette of the expected shape ({type(exc).__name__}: {exc})") from exc
+    except Exception as exc:  # yaml.YAMLError: PyYAML is imported only for YAML cassettes
+        if type(exc).__module__.startswith("yaml"):
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or exc
+            raise ReplayError(f"{path}: malformed YAML{where}: {problem}") from exc
+        raise
 
 
 async def replay_events(
     path: Path, *, include_native: bool = False, cwd: Path | None = None
-) -> AsyncIterator[UnifiedEvent]:
+) -> AsyncGenerator[UnifiedEvent, None]:
     """Play the cassette at `path` through its backend's real adapter and yield the UnifiedEvents.
 
     `include_native` keeps each raw backend event in `event.native` (as `ExecuteParams` does);
@@ -86,7 +105,10 @@ async def replay_events(
             params = _transcript_params(info, workdir, stack, include_native)
         else:
             params = _http_params(info, workdir, include_native)
-            stack.enter_context(_vcr_block(path))
+            try:
+                stack.enter_context(_vcr_block(path))
+            except Exception as exc:  # vcrpy reads the whole file: a later interaction may be malformed
+                raise ReplayError(f"{path}: vcrpy cannot load it ({type(exc).__name__}: {exc})") from exc
         from unified.query import execute
 
         async with execute(params) as stream:
@@ -107,9 +129,12 @@ def _describe_http(path: Path) -> CassetteInfo:
     text = path.read_text(encoding="utf-8")
     data = yaml.safe_load(text)
     interactions = data.get("interactions") if isinstance(data, dict) else None
-    if not interactions:
+    if not interactions or not isinstance(interactions, list):
         raise ReplayError(f"{path}: a YAML file without vcrpy interactions")
-    request = interactions[0]["request"]
+    first = interactions[0]
+    request = first.get("request") if isinstance(first, dict) else None
+    if not isinstance(request, dict) or not request.get("uri") or not isinstance(first.get("response"), dict):
+        raise ReplayError(f"{path}: the first interaction lacks a request uri or a response (a truncated file?)")
     url = urlsplit(str(request["uri"]))
     body = json.loads(request.get("body") or "{}")
     source = _SOURCE_LINE.search(text)
@@ -171,7 +196,15 @@ def _vcr_block(path: Path) -> Iterator[None]:
 
 
 def _read_transcript(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    lines: list[Any] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                lines.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ReplayError(f"{path}: line {number} is not JSON ({exc.msg}, column {exc.colno})") from exc
+    if any(not isinstance(line, dict) for line in lines):
+        raise ReplayError(f"{path}: every line of a gemini-cli transcript is a JSON object")
     if not lines or "dir" in lines[0]:
         raise ReplayError(f"{path}: a gemini-cli transcript starts with a metadata line")
     entries = lines[1:]

@@ -2,8 +2,8 @@
 
 The same scripted server can stand behind all three backends: the API backends through their
 `base_url`, the real `gemini` binary through `GOOGLE_GEMINI_BASE_URL` with an API key and the
-settings that make it run offline and deterministically (FIELD-NOTES §1). The CLI's home is
-always a directory the caller gives, never the user's `~/.gemini`.
+settings that make it run offline and deterministically (docs/testing.md, "Integration tests").
+The CLI's home is always a directory the caller gives, never the user's `~/.gemini`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The child's environment, the settings override, and content-addressed files handed to the CLI.
 
 The CLI's session cleanup deletes a conversation when `--resume` left an empty duplicate file of
-it (FIELD-NOTES §1, "DATA-LOSS BUG"). We never touch the user's own settings.json: every child gets
-`GEMINI_CLI_SYSTEM_SETTINGS_PATH` pointing at a file of ours that is the machine's system settings
-(if any) plus `general.sessionRetention.enabled = false`. Caveat (0.61): the CLI skips a system
+it (docs/backends/gemini-cli.md, Quirks 7 and 8). We never touch the user's own settings.json:
+every child gets `GEMINI_CLI_SYSTEM_SETTINGS_PATH` pointing at a file of ours that is the machine's
+system settings (if any) plus `general.sessionRetention.enabled = false`. Caveat (0.61): the CLI skips a system
 settings file with a "Security Warning" unless root owns it and every parent directory and none is
 writable by group or others, so this helps root only; `ResumeGuard` (sessions.py), which removes
 the duplicate right after the load, is the protection that always holds.

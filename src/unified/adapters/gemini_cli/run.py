@@ -123,7 +123,7 @@ class AcpRun:
             raise
         finally:
             self.connection.forget(request_id)
-        end = prompt_end(answer, short)
+        end = prompt_end(answer, short, self.connection.child.stderr.text())
         if end.usage is not None:
             ctx.add_usage(end.usage)
         await hold.flush()

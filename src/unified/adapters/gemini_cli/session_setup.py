@@ -76,7 +76,7 @@ class SessionSetup:
         try:
             return await self.connection.request(method, params)
         except AcpRequestError as exc:
-            raise error_from_acp(exc) from exc
+            raise error_from_acp(exc, self.connection.child.stderr.text()) from exc
 
     async def _new(self, cwd: Path) -> None:
         await self._warn_unstartable_mcp(cwd)

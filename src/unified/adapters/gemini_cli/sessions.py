@@ -466,7 +466,7 @@ def _file_minute(path: Path) -> datetime | None:
 
 
 class ResumeGuard:
-    """Protects a conversation across `session/load` / `--resume` (FIELD-NOTES §1, two CLI bugs).
+    """Protects a conversation across `session/load` / `--resume` (two CLI bugs: docs/backends/gemini-cli.md, Quirk 7).
 
     Both bugs have one cause: before looking the session up, the CLI starts a fresh recording of it
     in `session-<current UTC minute>-<id8>.jsonl`. In the minute the session was created that is the

@@ -29,6 +29,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
@@ -39,13 +40,14 @@ from typing import Any, Protocol
 import anyio
 
 from unified._errors import AuthError, BackendError, BackendUnavailable
+from unified._internal.gemini_install import user_installed_binary
 
 PINNED_VERSION = "0.61.0"
 MIN_VERSION = (0, 61, 0)
 MAX_VERSION_EXCLUSIVE = (0, 62, 0)
 INSTALL_HINT = (
-    f"install the supported CLI: `npm install --prefix .gemini-cli @google/gemini-cli@{PINNED_VERSION}` "
-    "(or run .ci/install-gemini-cli.sh), or point UNIFIED_GEMINI_BIN / backend_options['gemini_binary'] at it"
+    f"install the supported CLI with `unified install-gemini` (Node.js 20+; @google/gemini-cli@{PINNED_VERSION}), "
+    "or point UNIFIED_GEMINI_BIN / backend_options['gemini_binary'] at it"
 )
 MAX_LINE_BYTES = 8 * 1024 * 1024
 """A JSON-RPC line longer than this is dropped with a warning (a tool output can be large)."""
@@ -108,7 +110,7 @@ def _project_local_binary() -> Path | None:
 
 
 def find_binary(explicit: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path:
-    """Explicit option, then `UNIFIED_GEMINI_BIN`, then the project-local `.gemini-cli`, then PATH."""
+    """Explicit option, `UNIFIED_GEMINI_BIN`, the project-local `.gemini-cli`, `unified install-gemini`'s, PATH."""
     for source, value in (
         ("backend_options['gemini_binary']", explicit),
         ("UNIFIED_GEMINI_BIN", env.get("UNIFIED_GEMINI_BIN")),
@@ -118,7 +120,7 @@ def find_binary(explicit: str | os.PathLike[str] | None, env: Mapping[str, str])
             if not path.exists():
                 raise BackendUnavailable(f"{source} points at {path}, which does not exist", hint=INSTALL_HINT)
             return path
-    local = _project_local_binary()
+    local = _project_local_binary() or user_installed_binary()  # the second from `unified install-gemini`
     if local is not None:
         return local
     found = shutil.which("gemini", path=env.get("PATH"))
@@ -153,9 +155,15 @@ def probe_version(binary: Path, env: Mapping[str, str]) -> tuple[int, int, int]:
     text = _package_version(binary)
     if text is None:
         try:
-            done = subprocess.run(
-                [str(binary), "--version"], capture_output=True, text=True, timeout=30, env=dict(env), check=False
-            )
+            with tempfile.TemporaryDirectory(prefix="unified-gemini-version-") as home:  # never the user's ~/.gemini
+                done = subprocess.run(
+                    [str(binary), "--version"],
+                    capture_output=True,
+                    text=True,
+                    timeout=30,
+                    env={**env, "HOME": home, "GEMINI_CLI_HOME": home},
+                    check=False,
+                )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise BackendUnavailable(f"could not run {binary} --version: {exc}", hint=INSTALL_HINT) from exc
         text = done.stdout

@@ -1,0 +1,150 @@
+"""Bad input through the real `unified` command: one `error:` line, a documented exit code, no traceback.
+
+Each case runs `python -m unified.cli` as a subprocess, as a user's shell would, and a reader that
+leaves (`| head -1`) is a real pipe whose read end is closed.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[2]
+TOOL_CALL = ROOT / "cassettes" / "interactions" / "tool-call.yaml"
+EXIT_BAD_INPUT = 2
+EXIT_BROKEN_PIPE = 141
+
+
+def _unified(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "unified.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=dict(os.environ),
+        timeout=120,  # a hang guard only: each case takes a second or two
+        check=False,
+    )
+
+
+def _assert_one_error_line(done: subprocess.CompletedProcess[str], code: int, *phrases: str) -> None:
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == code, done.stderr
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("error: ")
+    for phrase in phrases:
+        assert phrase in lines[0]
+    assert done.stdout == ""
+
+
+@pytest.fixture
+def bad_files(tmp_path: Path) -> Path:
+    text = TOOL_CALL.read_text()
+    (tmp_path / "broken.yaml").write_text("interactions: [\n  - {request: 1\n")
+    (tmp_path / "truncated.yaml").write_text(text[: len(text) // 2])
+    (tmp_path / "headless.yaml").write_text(text[: text.index("interactions:") + len("interactions:\n- ")])
+    (tmp_path / "other.yaml").write_text("name: not a cassette\n")
+    (tmp_path / "broken.jsonl").write_text('{"recorded_from": "x"}\n{not json\n')
+    (tmp_path / "binary.jsonl").write_bytes(b"\xff\xfe\x00\x01")
+    (tmp_path / "notes.txt").write_text("hello\n")
+    (tmp_path / "folder.yaml").mkdir()
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("name", "phrase"),
+    [
+        ("broken.yaml", "malformed YAML at line 2"),
+        ("truncated.yaml", "malformed YAML at line"),
+        ("headless.yaml", "lacks a request uri or a response"),
+        ("other.yaml", "without vcrpy interactions"),
+        ("broken.jsonl", "line 2 is not JSON"),
+        ("binary.jsonl", "not a text file"),
+        ("notes.txt", "not a cassette"),
+        ("folder.yaml", "is a directory"),
+        ("missing.yaml", "no such file"),
+    ],
+)
+def test_replay_of_a_bad_file(bad_files: Path, name: str, phrase: str) -> None:
+    _assert_one_error_line(_unified("replay", str(bad_files / name)), EXIT_BAD_INPUT, phrase)
+
+
+@pytest.mark.parametrize(
+    ("args", "phrase"),
+    [
+        (("run",), "Missing argument"),
+        (("run", ""), "the prompt is empty"),
+        (("run", " \n\t"), "the prompt is empty"),
+        (("run", "hi", "--cwd", "/nonexistent/dir"), "does not exist"),
+        (("run", "hi", "--cwd", str(TOOL_CALL)), "is not a directory"),
+        (("run", "hi", "--backend", "claude"), "'claude' is not one of"),
+        (("run", "hi", "--max-turns", "0"), "--max-turns"),
+        (("run", "hi", "--bogus"), "No such option"),
+        (("nonsense",), "No such command"),
+        (("replay", str(TOOL_CALL), "--cwd", "/nonexistent/dir"), "does not exist"),
+        (("replay", str(TOOL_CALL), "--cwd", str(TOOL_CALL)), "is not a directory"),
+    ],
+)
+def test_bad_arguments(args: tuple[str, ...], phrase: str) -> None:
+    _assert_one_error_line(_unified(*args), EXIT_BAD_INPUT, phrase)
+
+
+def _with_reader_gone(*args: str) -> tuple[int, str]:
+    """Run `unified ARGS` with stdout a pipe whose reader has already left."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "unified.cli", *args],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,  # a hang guard only
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    return done.returncode, done.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("replay", str(TOOL_CALL), "--json"),
+        ("replay", str(TOOL_CALL)),
+        ("run", "hi", "--backend", "scripted", "--json"),
+        ("run", "hi", "--backend", "scripted"),
+        ("capabilities", "--json"),
+        ("capabilities",),
+        ("schema",),
+        ("demo", "--backend", "generate-content", "--json"),
+        ("demo", "--backend", "interactions"),
+    ],
+)
+def test_a_reader_that_left_ends_the_command_quietly(args: tuple[str, ...]) -> None:
+    code, stderr = _with_reader_gone(*args)
+    assert stderr == ""
+    assert code == EXIT_BROKEN_PIPE
+
+
+def test_replay_piped_into_head_in_a_shell() -> None:
+    command = f'{sys.executable} -m unified.cli replay {TOOL_CALL} --json | head -1; echo "rc=${{PIPESTATUS[0]}}" >&2'
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120, check=False)
+    assert len(done.stdout.splitlines()) == 1
+    assert '"type":"session_started"' in done.stdout
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip() in ("rc=0", f"rc={EXIT_BROKEN_PIPE}")  # 0 when every event fit in the pipe first
+
+
+def test_help_reads_as_usage() -> None:
+    done = _unified("run", "--help")
+    assert done.returncode == 0
+    assert "unified run [OPTIONS] PROMPT" in done.stdout
+    assert "<bool>" not in done.stdout
+    assert "{prompt}" not in done.stdout
+    shown = _unified("sessions", "show", "--help")
+    assert "REF: a short id" in shown.stdout

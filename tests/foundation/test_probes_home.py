@@ -1,0 +1,58 @@
+"""Probes `unified` runs on its own (`doctor`, the adapter's version check) leave the user's home alone."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from unified.adapters.gemini_cli.transport import probe_version
+from unified.cli.doctor import gemini_version
+
+PINNED = Path(__file__).parents[2] / ".gemini-cli" / "node_modules" / ".bin" / "gemini"
+
+
+def _tree(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def _pinned_binary() -> Path:
+    binary = Path(os.environ.get("UNIFIED_GEMINI_BIN") or PINNED)
+    if not binary.exists():
+        pytest.fail(f"the pinned gemini binary is not at {binary}: run .ci/install-gemini-cli.sh (scripts/test does)")
+    return binary
+
+
+@pytest.mark.e2e
+@pytest.mark.gemini_cli
+def test_doctor_runs_the_real_gemini_version_without_writing_into_home(isolated_home: Path) -> None:
+    binary = _pinned_binary()
+    before = _tree(isolated_home)
+    version, problem = gemini_version(binary, dict(os.environ))
+    assert problem is None
+    assert version is not None
+    assert version[0].isdigit()
+    done = subprocess.run(
+        [sys.executable, "-m", "unified.cli", "doctor", "--json"],
+        env={**os.environ, "UNIFIED_GEMINI_BIN": str(binary)},
+        capture_output=True,
+        text=True,
+        timeout=120,  # a hang guard only
+        check=False,
+    )
+    assert '"version": "' in done.stdout, done.stderr
+    assert _tree(isolated_home) == before
+
+
+def test_the_adapter_version_probe_runs_in_a_throwaway_home(isolated_home: Path, tmp_path: Path) -> None:
+    """A binary outside an npm package is asked for its version; like the CLI, this one writes into its home."""
+    binary = tmp_path / "bin" / "gemini"
+    binary.parent.mkdir()
+    binary.write_text('#!/bin/sh\nmkdir -p "$HOME/.gemini" && touch "$HOME/.gemini/projects.json.tmp"\necho 0.61.0\n')
+    binary.chmod(0o755)
+    before = _tree(isolated_home)
+    assert probe_version(binary, dict(os.environ)) == (0, 61, 0)
+    assert _tree(isolated_home) == before
