@@ -5,7 +5,8 @@ Hostile cases tried (each asserted below):
   dead pid, 10 a live unrelated pid, 10 garbage), plus 4 processes x 5 contended handovers each;
 - a holder killed with SIGKILL; a lock file naming a live unrelated pid (2 cases);
 - 10 damaged or foreign session files, each through load, resolve, list, save and the CLI;
-  one with a damaged state (header intact) through load and save.
+  one with a damaged state (header intact) through load and save;
+- resuming a format-999 and a corrupt session through `execute()` on both API backends (4 cases).
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ def test_racing_processes_over_a_stale_lock_never_both_hold(tmp_path: Path) -> N
             message = json.loads(refusal.split(" ", 2)[2])
             assert "is in use by another run" in message
             assert "wait for it to finish" in message
-            assert f"pid {begins[0]} on host" in message or "has not recorded its pid yet" in message
+            assert f"pid {begins[0]} on host {socket.gethostname()}" in message  # never a stale record's pid
     assert holders_per_trial == [1] * TRIALS  # every trial: exactly one holder, never two, never none
 
 
@@ -395,3 +396,43 @@ def test_saved_documents_hold_no_secret(tmp_path: Path, monkeypatch: pytest.Monk
     assert "[REDACTED]" in text
     loaded = anyio.run(store.load, BACKEND, session.session_id)
     assert secret not in json.dumps(loaded.state)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("backend", ["generate-content", "interactions"])
+@pytest.mark.parametrize(
+    ("case", "code"),
+    [("format 999 (a newer unified)", "unsupported_session_format"), ("invalid JSON", "corrupt_session")],
+)
+async def test_resuming_an_unreadable_session_fails_and_leaves_it_unchanged(
+    tmp_path: Path, backend: str, case: str, code: str
+) -> None:
+    from unified import execute
+    from unified.events import ErrorEvent, Result
+    from unified.testing.fake_gemini import FakeGemini
+    from unified.types import ExecuteParams
+
+    store = FileSessionStore()  # the default store a run uses
+    session = StoredSession.new(backend, model="gemini-2.5-flash", cwd=str(tmp_path), first_prompt="before")
+    await store.save(session)
+    path = store.path_of(backend, session.session_id)
+    path.write_bytes(DAMAGE[case][0](path.read_bytes(), session.session_id))
+    before = path.read_bytes()
+    with FakeGemini() as server:
+        params = ExecuteParams(
+            prompt="after",
+            backend=backend,
+            cwd=tmp_path,
+            resume=session.short_id,
+            backend_options={"api_key": "test-key", "base_url": server.base_url},
+        )
+        async with execute(params) as stream:
+            events = [event async for event in stream]
+        assert server.requests == []  # nothing was sent: the run stopped at the session
+    errors = [e for e in events if isinstance(e, ErrorEvent)]
+    assert [e.code for e in errors] == [code]
+    assert str(path) in errors[0].message
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "error"
+    assert path.read_bytes() == before  # not resumed, not rewritten as format 1

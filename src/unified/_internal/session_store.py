@@ -8,9 +8,10 @@ last two bytes, to see the file is whole) per file. Writes go to a temp file in 
 directory, fsynced, then `os.replace`d into place: a reader never sees half a file.
 
 Leases: `<id>.lock` is held with `flock(LOCK_EX | LOCK_NB)` on a descriptor kept open for the
-run, so the kernel releases it when the holder exits, however it dies; its content (pid, host)
-only names the holder in the error message and is never trusted to decide anything. Taking a
-lease never waits. See docs/sessions.md for the guarantees and their limits.
+run, so the kernel releases it when the holder exits, however it dies. The error names the holder
+from the kernel's lock table (Linux), else from the pid and host the holder wrote in the file;
+neither is ever used to decide anything. Taking a lease never waits. See docs/sessions.md for the
+guarantees and their limits.
 """
 
 from __future__ import annotations
@@ -203,9 +204,32 @@ def _holder_record() -> bytes:
     return json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": _now().isoformat()}).encode()
 
 
-def _describe_holder(record: bytes) -> str:
+def _kernel_holder(fd: int) -> int | None:
+    """The pid holding the flock on `fd`'s file, as the kernel reports it (Linux `/proc/locks`).
+
+    The record in the lock file can be stale for an instant (a holder that just took over a
+    crashed run's file has not rewritten it yet); the kernel's table cannot.
+    """
+    stat = os.fstat(fd)
+    key = f"{os.major(stat.st_dev):02x}:{os.minor(stat.st_dev):02x}:{stat.st_ino}"
     try:
-        data = json.loads(record)
+        table = Path("/proc/locks").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    for line in table.splitlines():
+        fields = line.split()  # "1: FLOCK  ADVISORY  WRITE 12345 fd:01:1234567 0 EOF"
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == key and fields[4].isdigit():
+            return int(fields[4])
+    return None
+
+
+def _describe_holder(fd: int) -> str:
+    """Who holds the lease on `fd`'s lock file: the kernel's answer, else the holder's own record."""
+    pid = _kernel_holder(fd)
+    if pid is not None:
+        return f"pid {pid} on host {socket.gethostname()}"
+    try:
+        data = json.loads(os.pread(fd, 4096, 0))
         return f"pid {int(data['pid'])} on host {data['host']}"
     except (ValueError, KeyError, TypeError):
         return "a run that has not recorded its pid yet"
@@ -384,7 +408,7 @@ class FileSessionStore:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                holder = _describe_holder(os.pread(fd, 4096, 0))
+                holder = _describe_holder(fd)
                 os.close(fd)
                 raise _in_use(session_id, holder) from None
             locked = os.fstat(fd)

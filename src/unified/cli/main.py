@@ -566,8 +566,10 @@ def sessions_list(
         raise _fail(str(exc)) from None
     if as_json:
         _print_json([s.model_dump(mode="json") for s in [*listing.sessions, *listing.unreadable]])
-    elif not listing.sessions:
+    elif not listing.sessions and not listing.unreadable:
         _say(f"no {backend + ' ' if backend else ''}sessions yet: `unified run` starts one", style="dim")
+    elif not listing.sessions:
+        _say(f"no readable {backend + ' ' if backend else ''}sessions", style="dim")
     else:
         table = Table("short id", "backend", "updated", "summary")
         for s in listing.sessions:
