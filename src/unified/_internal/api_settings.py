@@ -29,6 +29,8 @@ API_OPTION_TYPES: Mapping[str, tuple[type, ...]] = {
     "base_url": (str,),
     "api_version": (str,),
     "timeout_s": (int, float),
+    "request_deadline_s": (int, float),
+    "loop_threshold": (int,),
     "max_retries": (int,),
     "max_retry_delay_s": (int, float),
     "retry_delay_scale": (int, float),
@@ -48,13 +50,19 @@ class ApiSettings:
     location: str | None = None
     base_url: str | None = None
     api_version: str = "v1beta"
-    timeout_s: float = 300.0
+    timeout_s: float = 90.0
+    """Per attempt: the longest wait to connect (at most 30 s), for the response headers, or between
+    two chunks of a stream."""
+    request_deadline_s: float = 180.0
+    """Per model request, over all its attempts: no retry starts after this (the error says what was tried)."""
     max_retries: int = 3
     """Retries of one model request after a retryable failure (not counting the first try)."""
     max_retry_delay_s: float = 60.0
     """A 429 asking to wait longer than this ends the run at once with `rate_limited`."""
     retry_delay_scale: float = 1.0
     """Multiplies every wait; tests set it small so RetryInfo delays of seconds take milliseconds."""
+    loop_threshold: int = 4
+    """The same call with the same arguments this many turns in a row is a runaway loop."""
     local_tools: bool = True
     google_search: bool = False
     url_context: bool = False

@@ -57,6 +57,10 @@ class RunContext(Protocol):
         an estimate (`ceil(chars / 4)`) and flags the usage `estimated`.
         """
 
+    async def end_turn(self, usage: Usage) -> Usage:
+        """One model request of the main conversation finished: count it, add its usage (estimated
+        as `add_usage` does), close its assistant message. Returns the usage as counted."""
+
     async def end_message(self, subagent_task_id: str | None = None) -> None:
         """Close the current assistant message (of the main agent or of one subagent)."""
 

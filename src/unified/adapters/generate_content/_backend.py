@@ -1,4 +1,4 @@
-"""The Backend object the registry hands to the stream guard; the loop itself lives in `_loop.py`."""
+"""The Backend object the registry hands to the stream guard: the shared agent loop around `_turns.py`."""
 
 from __future__ import annotations
 
@@ -52,6 +52,7 @@ class GenerateContentBackend:
                 "the token with asyncio",
                 hint="run under asyncio, use Vertex AI express mode with an API key, or the interactions backend",
             )
-        from unified.adapters.generate_content._loop import Loop  # google-genai loads only now
+        from unified._internal.agent_loop import AgentLoop
+        from unified.adapters.generate_content._turns import GenerateContentTurns  # google-genai loads only now
 
-        return await Loop(ctx, settings).run()
+        return await AgentLoop(ctx, GenerateContentTurns(ctx.params, settings)).run()

@@ -22,7 +22,6 @@ BUILTIN_TOOLS = GOOGLE_TOOLS
 
 _OPTION_TYPES: dict[str, tuple[type, ...]] = {
     **API_OPTION_TYPES,
-    "loop_threshold": (int,),
     "temperature": (int, float),
     "max_output_tokens": (int,),
 }
@@ -35,8 +34,6 @@ class Settings(ApiSettings):
     `max_retries` counts retries of one model turn after a 429, 5xx or dropped stream.
     """
 
-    loop_threshold: int = 4
-    """The same call with the same arguments this many turns in a row is a runaway loop."""
     temperature: float | None = None
     max_output_tokens: int | None = None
 

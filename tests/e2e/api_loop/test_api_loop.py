@@ -1,0 +1,262 @@
+"""The shared agent loop's behaviour, run as the same scenario on both API backends against FakeGemini."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import unified
+from unified._internal.session_store import SessionStore
+from unified.events import ErrorEvent, Result, SessionStarted, ToolResult, UnifiedEvent, WarningEvent
+from unified.testing.fake_gemini import FakeGemini
+from unified.testing.scenario import Fault, FunctionCall, ModelTurn, Usage
+from unified.types import ExecuteParams
+
+pytestmark = pytest.mark.anyio
+
+BACKENDS = ["generate-content", "interactions"]
+MODEL = "gemini-3-flash-preview"
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGemini]:
+    with FakeGemini() as server:
+        yield server
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "notes.txt").write_text("alpha\n", encoding="utf-8")
+    return root
+
+
+def params(backend: str, fake: FakeGemini, workspace: Path, prompt: str = "hi", **fields: Any) -> ExecuteParams:
+    options = {"api_key": "test-key", "base_url": fake.base_url, "retry_delay_scale": 0.001}
+    options.update(fields.pop("backend_options", {}))
+    fields.setdefault("model", MODEL)
+    return ExecuteParams(prompt=prompt, backend=backend, cwd=workspace, backend_options=options, **fields)
+
+
+async def collect(p: ExecuteParams) -> list[UnifiedEvent]:
+    async with unified.execute(p) as stream:
+        return [event async for event in stream]
+
+
+def result(events: list[UnifiedEvent]) -> Result:
+    last = events[-1]
+    assert isinstance(last, Result)
+    return last
+
+
+def warnings(events: list[UnifiedEvent], code: str) -> list[WarningEvent]:
+    return [e for e in events if isinstance(e, WarningEvent) and e.code == code]
+
+
+def request_bodies(fake: FakeGemini, backend: str) -> list[Any]:
+    method = "generateContentStream" if backend == "generate-content" else "interactions.create"
+    return [r.body for r in fake.requests_for(method)]
+
+
+def read_notes(call_id: str = "c1") -> ModelTurn:
+    return ModelTurn(function_calls=[FunctionCall(name="read_file", args={"file_path": "notes.txt"}, id=call_id)])
+
+
+async def test_max_turns_counts_requests_and_does_not_run_the_last_calls(
+    backend: str, fake: FakeGemini, workspace: Path
+) -> None:
+    fake.add(ModelTurn(function_calls=[FunctionCall(name="write_file", args={"file_path": "x.txt", "content": "x"})]))
+    events = await collect(params(backend, fake, workspace, max_turns=1, approval_mode="yolo"))
+    assert (result(events).status, result(events).turns) == ("max_turns", 1)
+    (answer,) = [e for e in events if isinstance(e, ToolResult)]
+    assert answer.is_error
+    assert not (workspace / "x.txt").exists()
+    assert len(request_bodies(fake, backend)) == 1
+
+
+async def test_rate_limit_waits_as_the_server_asks(backend: str, fake: FakeGemini, workspace: Path) -> None:
+    fake.add(ModelTurn(text="after waiting"))
+    fake.inject(Fault(kind="rate_limit", retry_delay="2s"), at_request=0)
+    events = await collect(params(backend, fake, workspace))
+    (warning,) = warnings(events, "retrying")
+    assert "retry 1/3 in 2s as the server asked" in warning.message
+    assert result(events).final_text == "after waiting"
+
+
+async def test_server_error_is_retried_with_backoff(backend: str, fake: FakeGemini, workspace: Path) -> None:
+    fake.add(ModelTurn(text="recovered"))
+    fake.inject(Fault(kind="server_error"), at_request=0)
+    fake.inject(Fault(kind="unavailable"), at_request=1)
+    events = await collect(params(backend, fake, workspace))
+    retries = warnings(events, "retrying")
+    assert [w.message.split("; ")[-1][:9] for w in retries] == ["retry 1/3", "retry 2/3"]
+    assert not any("as the server asked" in w.message for w in retries)
+    assert result(events).final_text == "recovered"
+
+
+async def test_retries_that_run_out_say_what_was_tried(backend: str, fake: FakeGemini, workspace: Path) -> None:
+    for index in range(3):
+        fake.inject(Fault(kind="server_error"), at_request=index)
+    events = await collect(params(backend, fake, workspace, backend_options={"max_retries": 2}))
+    error = next(e for e in events if isinstance(e, ErrorEvent))
+    assert "gave up after 3 attempts" in error.message
+    assert "max_retries=2" in error.message
+    assert result(events).status == "error"
+
+
+async def test_runaway_loop_is_stopped(backend: str, fake: FakeGemini, workspace: Path) -> None:
+    fake.add(*[read_notes(f"c{n}") for n in range(3)])
+    events = await collect(params(backend, fake, workspace, backend_options={"loop_threshold": 3}))
+    error = next(e for e in events if isinstance(e, ErrorEvent))
+    assert error.code == "runaway_loop"
+    assert result(events).turns == 3
+    assert [e.is_error for e in events if isinstance(e, ToolResult)] == [False, False, True]
+
+
+async def test_an_empty_answer_is_asked_again(backend: str, fake: FakeGemini, workspace: Path) -> None:
+    fake.add(ModelTurn(text="never seen", fault=Fault(kind="empty_stream")), ModelTurn(text="second try"))
+    events = await collect(params(backend, fake, workspace))
+    (warning,) = warnings(events, "malformed_turn")
+    assert "empty" in warning.message
+    assert (result(events).status, result(events).final_text) == ("success", "second try")
+
+
+async def test_empty_answers_that_keep_coming_are_a_clear_error(
+    backend: str, fake: FakeGemini, workspace: Path
+) -> None:
+    fake.add(*[ModelTurn(text="x", fault=Fault(kind="empty_stream")) for _ in range(2)])
+    events = await collect(params(backend, fake, workspace, backend_options={"max_retries": 1}))
+    assert result(events).status == "error"
+    assert result(events).error is not None
+    assert "malformed 2 times" in str(result(events).error)
+    assert result(events).final_text == ""
+
+
+async def test_the_tool_round_reaches_the_model_after_a_failed_request_and_a_resume(
+    backend: str, fake: FakeGemini, workspace: Path
+) -> None:
+    fake.add(read_notes())
+    fake.inject(Fault(kind="bad_request", message="refused"), at_request=1)
+    first = await collect(params(backend, fake, workspace, "read the notes"))
+    assert result(first).status == "error"
+    short_id = result(first).short_id
+    assert short_id
+    fake.add(ModelTurn(text="the notes say alpha"))
+    second = await collect(params(backend, fake, workspace, "go on", resume=short_id))
+    assert result(second).final_text == "the notes say alpha"
+    sent = json.dumps(request_bodies(fake, backend)[-1])
+    assert "alpha" in sent  # the tool's output, kept on disk before the failed request went out
+    assert '"c1"' in sent
+
+
+async def test_stored_sessions_carry_the_usage_the_result_reported(
+    backend: str, fake: FakeGemini, workspace: Path
+) -> None:
+    fake.add(read_notes(), ModelTurn(text="done", usage=Usage(input_tokens=7, output_tokens=3)))
+    events = await collect(params(backend, fake, workspace))
+    reported = result(events)
+    stored = SessionStore(backend).load(str(reported.short_id))
+    assert stored.turns == reported.turns == 2
+    assert stored.usage.input_tokens == reported.usage.input_tokens
+    assert stored.usage.output_tokens == reported.usage.output_tokens > 0
+
+
+async def test_a_stalled_stream_times_out_per_attempt(backend: str, fake: FakeGemini, workspace: Path) -> None:
+    fake.add(ModelTurn(text="one two three", text_chunks=3, fault=Fault(kind="stall", after=1)))
+    events = await collect(params(backend, fake, workspace, backend_options={"timeout_s": 0.5}))
+    if backend == "generate-content":  # part of the answer was shown: the turn cannot be asked again
+        error = next(e for e in events if isinstance(e, ErrorEvent))
+        assert result(events).status == "error"
+        assert "sent nothing for timeout_s=0.5s" in error.message
+    else:  # the interaction goes on server-side: reconnect from the last event seen
+        (warning,) = warnings(events, "stream_resumed")
+        assert "sent nothing for timeout_s=0.5s" in warning.message
+        assert result(events).final_text == "one two three"
+
+
+async def test_a_server_that_never_answers_exhausts_the_request_budget(
+    backend: str, fake: FakeGemini, workspace: Path
+) -> None:
+    for index in range(10):
+        fake.inject(Fault(kind="no_headers"), at_request=index)
+    options = {"timeout_s": 0.3, "request_deadline_s": 0.5, "max_retries": 9, "retry_delay_scale": 0.0}
+    events = await collect(params(backend, fake, workspace, backend_options=options))
+    error = next(e for e in events if isinstance(e, ErrorEvent))
+    assert "request_deadline_s=0.5" in error.message
+    assert "timeout_s=0.3 per attempt" in error.message
+    assert len(fake.requests) < 10  # the budget, not max_retries, ended it
+
+
+async def test_the_guard_idle_timeout_catches_what_the_http_timeout_does_not(
+    backend: str, fake: FakeGemini, workspace: Path
+) -> None:
+    fake.add(ModelTurn(text="one two", text_chunks=2, fault=Fault(kind="stall", after=1)))
+    events = await collect(params(backend, fake, workspace, idle_timeout_s=0.5))
+    error = next(e for e in events if isinstance(e, ErrorEvent))
+    assert error.code == "idle_timeout"
+    assert "0.5s" in error.message
+
+
+_CHILD = """
+import anyio, sys, unified
+from unified.types import ExecuteParams
+
+async def main() -> None:
+    params = ExecuteParams(prompt="remember the plan", backend=sys.argv[1], cwd=sys.argv[2], model=sys.argv[4],
+                           backend_options={"api_key": "test-key", "base_url": sys.argv[3]})
+    async with unified.execute(params) as stream:
+        async for event in stream:
+            if event.type == "session_started":
+                print(event.short_id, flush=True)
+
+anyio.run(main)
+"""
+
+
+def test_a_session_killed_right_after_it_was_announced_can_be_resumed(
+    backend: str, fake: FakeGemini, workspace: Path
+) -> None:
+    fake.add(ModelTurn(text="never finished", fault=Fault(kind="stall", after=0)), ModelTurn(text="resumed fine"))
+    src = str(Path(unified.__file__).parent.parent)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, backend, str(workspace), fake.base_url, MODEL],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": src},
+        text=True,
+    )
+    assert child.stdout is not None
+    short_id = child.stdout.readline().strip()
+    hang_guard = time.monotonic() + 60
+    while not fake.requests and time.monotonic() < hang_guard:  # its request is held by the stall
+        time.sleep(0.01)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    assert short_id
+    stored = SessionStore(backend).load(short_id)
+    assert stored.first_prompt == "remember the plan"
+    events = anyio_run(params(backend, fake, workspace, "and now?", resume=short_id))
+    started = events[0]
+    assert isinstance(started, SessionStarted)
+    assert (started.resumed, started.short_id) == (True, short_id)
+    assert result(events).final_text == "resumed fine"
+
+
+def anyio_run(p: ExecuteParams) -> list[UnifiedEvent]:
+    import anyio
+
+    return anyio.run(collect, p)
