@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any, Protocol
 
 import anyio
@@ -69,14 +69,15 @@ class TurnClient(Protocol):
     @property
     def settings(self) -> ApiSettings: ...
 
-    async def __aenter__(self) -> TurnClient: ...
+    @property
+    def connection(self) -> AbstractAsyncContextManager[object]:
+        """Entered once per run: opens the HTTP clients, closes them when the run ends."""
+
+    async def abandon(self) -> None:
+        """The run is ending on a failure or a cancellation: release server-side work (best effort)."""
 
     def choose_model(self, stored: str | None) -> str:
         """The model of this run (the caller's, else the resumed session's, else the default); sets `model`."""
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None: ...
 
     def begin(self, session: StoredSession, declarations: list[dict[str, Any]]) -> None:
         """Read the session's history and queue the prompt as the first request's input."""
@@ -135,24 +136,33 @@ class AgentLoop:
                 )
             )
             try:
-                async with self.client:
-                    if not self.settings.local_tools:
-                        self.client.begin(session, [])
-                        return await self._turns(session, None)
-                    async with ToolRuntime(
-                        params.cwd,
-                        include_directories=params.include_directories,
-                        approval_mode=params.approval_mode,
-                        excluded_tools=params.excluded_tools,
-                        user_input=self.ctx.ask_user if params.on_user_input is not None else None,
-                    ) as tools:
-                        for problem in await tools.connect_mcp(params.mcp_servers):
-                            await self._warn("mcp_unavailable", problem.message)
-                        self.client.begin(session, tools.declarations(model_family(self.client.model)))
-                        return await self._turns(session, tools)
+                async with self.client.connection:
+                    try:
+                        return await self._with_tools(session)
+                    except BaseException:
+                        with anyio.CancelScope(shield=True):
+                            await self.client.abandon()
+                        raise
             finally:
                 with anyio.CancelScope(shield=True):
                     await self._save(session)
+
+    async def _with_tools(self, session: StoredSession) -> RunOutcome:
+        params = self.params
+        if not self.settings.local_tools:
+            self.client.begin(session, [])
+            return await self._turns(session, None)
+        async with ToolRuntime(
+            params.cwd,
+            include_directories=params.include_directories,
+            approval_mode=params.approval_mode,
+            excluded_tools=params.excluded_tools,
+            user_input=self.ctx.ask_user if params.on_user_input is not None else None,
+        ) as tools:
+            for problem in await tools.connect_mcp(params.mcp_servers):
+                await self._warn("mcp_unavailable", problem.message)
+            self.client.begin(session, tools.declarations(model_family(self.client.model)))
+            return await self._turns(session, tools)
 
     async def _save(self, session: StoredSession) -> None:
         await anyio.to_thread.run_sync(self.store.save, session)

@@ -8,13 +8,18 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import anyio
+import anyio.to_thread
+import httpx
 import pytest
 
 import unified
+from tests.e2e.generate_content.gc_harness import Harness
+from unified._internal import genai_client, http
 from unified._internal.session_store import SessionStore
 from unified.events import ErrorEvent, Result, SessionStarted, ToolResult, UnifiedEvent, WarningEvent
 from unified.testing.fake_gemini import FakeGemini
@@ -25,6 +30,7 @@ pytestmark = pytest.mark.anyio
 
 BACKENDS = ["generate-content", "interactions"]
 MODEL = "gemini-3-flash-preview"
+ClientT = TypeVar("ClientT", httpx.AsyncClient, httpx.Client)
 
 
 @pytest.fixture(params=BACKENDS)
@@ -33,17 +39,14 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeGemini]:
-    with FakeGemini() as server:
-        yield server
+def fake(harness: Harness) -> FakeGemini:
+    return harness.server
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "notes.txt").write_text("alpha\n", encoding="utf-8")
-    return root
+def workspace(harness: Harness) -> Path:
+    (harness.workspace / "notes.txt").write_text("alpha\n", encoding="utf-8")
+    return harness.workspace
 
 
 def params(backend: str, fake: FakeGemini, workspace: Path, prompt: str = "hi", **fields: Any) -> ExecuteParams:
@@ -228,35 +231,75 @@ anyio.run(main)
 """
 
 
-def test_a_session_killed_right_after_it_was_announced_can_be_resumed(
-    backend: str, fake: FakeGemini, workspace: Path
+async def test_a_session_killed_right_after_it_was_announced_can_be_resumed(
+    backend: str, fake: FakeGemini, workspace: Path, anyio_backend: str
 ) -> None:
+    if anyio_backend == "trio":
+        pytest.skip("the child process is the subject; one event loop in the parent is enough")
     fake.add(ModelTurn(text="never finished", fault=Fault(kind="stall", after=0)), ModelTurn(text="resumed fine"))
-    src = str(Path(unified.__file__).parent.parent)
-    child = subprocess.Popen(
-        [sys.executable, "-c", _CHILD, backend, str(workspace), fake.base_url, MODEL],
-        stdout=subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": src},
-        text=True,
-    )
-    assert child.stdout is not None
-    short_id = child.stdout.readline().strip()
-    hang_guard = time.monotonic() + 60
-    while not fake.requests and time.monotonic() < hang_guard:  # its request is held by the stall
-        time.sleep(0.01)
-    child.send_signal(signal.SIGKILL)
-    child.wait()
+    short_id = await anyio.to_thread.run_sync(_announced_then_killed, backend, fake, workspace)
     assert short_id
     stored = SessionStore(backend).load(short_id)
     assert stored.first_prompt == "remember the plan"
-    events = anyio_run(params(backend, fake, workspace, "and now?", resume=short_id))
+    events = await collect(params(backend, fake, workspace, "and now?", resume=short_id))
     started = events[0]
     assert isinstance(started, SessionStarted)
     assert (started.resumed, started.short_id) == (True, short_id)
     assert result(events).final_text == "resumed fine"
 
 
-def anyio_run(p: ExecuteParams) -> list[UnifiedEvent]:
-    import anyio
+def _announced_then_killed(backend: str, fake: FakeGemini, workspace: Path) -> str:
+    """The short id a child run printed from session_started; the child is SIGKILLed while its request hangs."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, backend, str(workspace), fake.base_url, MODEL],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(Path(unified.__file__).parent.parent)},
+        text=True,
+    )
+    assert child.stdout is not None
+    short_id = child.stdout.readline().strip()
+    hang_guard = time.monotonic() + 60
+    while not fake.requests and time.monotonic() < hang_guard:  # its first request, held by the stall
+        time.sleep(0.01)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    return short_id
 
-    return anyio.run(collect, p)
+
+async def test_every_http_client_a_run_opens_is_closed_when_it_ends(
+    backend: str, fake: FakeGemini, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened: list[httpx.AsyncClient | httpx.Client] = []
+
+    def recording(make: Callable[[float], ClientT]) -> Callable[[float], ClientT]:
+        def make_and_record(timeout_s: float) -> ClientT:
+            client = make(timeout_s)
+            opened.append(client)
+            return client
+
+        return make_and_record
+
+    monkeypatch.setattr(genai_client, "async_client", recording(http.async_client))
+    monkeypatch.setattr(genai_client, "sync_client", recording(http.sync_client))
+    fake.add(ModelTurn(text="ok"))
+    fake.inject(Fault(kind="bad_request"), at_request=1)
+    await collect(params(backend, fake, workspace))
+    await collect(params(backend, fake, workspace))  # a run that fails closes them too
+    assert len(opened) == 4
+    assert all(client.is_closed for client in opened)
+
+
+async def test_an_answer_that_never_says_it_ended_is_not_a_success(
+    backend: str, fake: FakeGemini, workspace: Path
+) -> None:
+    fake.add(ModelTurn(text="half an answer", fault=Fault(kind="no_finish")))
+    events = await collect(params(backend, fake, workspace))
+    if backend == "generate-content":  # shown, so not asked again: an error that says so
+        error = next(e for e in events if isinstance(e, ErrorEvent))
+        assert error.code == "stream_incomplete"
+        assert "without a finishReason" in error.message
+        assert result(events).status == "error"
+    else:  # the interaction's own record says how it ended: reconnect and read it
+        (warning,) = warnings(events, "stream_resumed")
+        assert "ended before the interaction did" in warning.message
+        assert (result(events).status, result(events).final_text) == ("success", "half an answer")

@@ -8,7 +8,6 @@ and continuation are off: the shared agent loop (`unified._internal.agent_loop`)
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from types import TracebackType
 from typing import Any
 
 import anyio
@@ -83,14 +82,12 @@ class GenerateContentTurns:
         self._translator: TurnTranslator | None = None
         self._turn = 0
 
-    async def __aenter__(self) -> GenerateContentTurns:
-        await self._genai.__aenter__()
-        return self
+    @property
+    def connection(self) -> GenaiClient:
+        return self._genai
 
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self._genai.__aexit__(kind, exc, tb)
+    async def abandon(self) -> None:
+        """Nothing runs server-side between requests."""
 
     def choose_model(self, stored: str | None) -> str:
         self.model = self.params.model or stored or DEFAULT_MODEL

@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
-from types import TracebackType
 from typing import Any, TypeVar
 
 import anyio
@@ -130,29 +129,20 @@ class _ThreadedReader:
         self._stream.close()
 
 
-class InteractionsClient:
+class InteractionsClient(GenaiClient):
     """One run's connection to the Interactions API (`async with`: the HTTP clients close on exit)."""
 
     def __init__(self, settings: Settings, warn: Warn) -> None:
-        self.settings = settings
+        super().__init__(settings)
+        self.settings: Settings = settings
         self._warn = warn
         self._asyncio = sniffio.current_async_library() == "asyncio"
-        self._genai = GenaiClient(settings)
-
-    async def __aenter__(self) -> InteractionsClient:
-        await self._genai.__aenter__()
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self._genai.__aexit__(kind, exc, tb)
 
     async def _invoke(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """`client.aio.interactions.<method>` on asyncio, the sync twin in a worker thread elsewhere."""
         if self._asyncio:
-            return await getattr(self._genai.client.aio.interactions, method)(*args, **kwargs)
-        call = functools.partial(getattr(self._genai.client.interactions, method), *args, **kwargs)
+            return await getattr(self.client.aio.interactions, method)(*args, **kwargs)
+        call = functools.partial(getattr(self.client.interactions, method), *args, **kwargs)
         return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
 
     async def _events(self, stream: Any) -> AsyncGenerator[dict[str, Any], None]:

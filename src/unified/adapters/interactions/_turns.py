@@ -18,7 +18,6 @@ import base64
 import json
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from types import TracebackType
 from typing import Any
 
 import anyio
@@ -80,19 +79,9 @@ class InteractionsTurns:
         self.model = self.settings.agent or self.params.model or stored or DEFAULT_MODEL
         return self.model
 
-    async def __aenter__(self) -> InteractionsTurns:
-        await self.client.__aenter__()
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        try:
-            if exc is not None:
-                with anyio.CancelScope(shield=True):
-                    await self._cancel_open()
-        finally:
-            await self.client.__aexit__(kind, exc, tb)
+    @property
+    def connection(self) -> InteractionsClient:
+        return self.client
 
     async def emit(self, event: UnifiedEvent) -> None:
         assert self._emit is not None, "events are emitted only while a turn is sent"
@@ -104,7 +93,7 @@ class InteractionsTurns:
     def classify(self, exc: BaseException) -> Failure | None:
         return classify(exc)
 
-    async def _cancel_open(self) -> None:
+    async def abandon(self) -> None:
         """A run stopped mid-interaction cancels it server-side (best effort, bounded)."""
         iid, status = self.translator.interaction_id, self.translator.status
         if iid is None or status in _ENDED:
