@@ -24,7 +24,7 @@ from unified._internal.session_store import SessionStore
 from unified.events import ErrorEvent, Result, SessionStarted, ToolResult, UnifiedEvent, WarningEvent
 from unified.testing.fake_gemini import FakeGemini
 from unified.testing.scenario import Fault, FunctionCall, ModelTurn, Usage
-from unified.types import ExecuteParams
+from unified.types import ExecuteParams, ThinkingConfig
 
 pytestmark = pytest.mark.anyio
 
@@ -217,7 +217,7 @@ async def test_the_guard_idle_timeout_catches_what_the_http_timeout_does_not(
 
 _CHILD = """
 import anyio, sys, unified
-from unified.types import ExecuteParams
+from unified.types import ExecuteParams, ThinkingConfig
 
 async def main() -> None:
     params = ExecuteParams(prompt="remember the plan", backend=sys.argv[1], cwd=sys.argv[2], model=sys.argv[4],
@@ -303,3 +303,19 @@ async def test_an_answer_that_never_says_it_ended_is_not_a_success(
         (warning,) = warnings(events, "stream_resumed")
         assert "ended before the interaction did" in warning.message
         assert (result(events).status, result(events).final_text) == ("success", "half an answer")
+
+
+async def test_budget_zero_is_sent_as_the_same_level_on_both_backends(
+    backend: str, fake: FakeGemini, workspace: Path
+) -> None:
+    fake.add(ModelTurn(text="ok"))
+    events = await collect(params(backend, fake, workspace, thinking=ThinkingConfig(budget=0)))
+    assert result(events).status == "success"
+    (body,) = request_bodies(fake, backend)
+    if backend == "generate-content":
+        level = body["generationConfig"]["thinkingConfig"]["thinking_level"].lower()
+    else:
+        level = body["generation_config"]["thinking_level"]
+    assert level == "minimal"
+    (note,) = warnings(events, "unsupported_option")
+    assert "budget 0 sent as minimal" in note.message

@@ -5,14 +5,10 @@ from __future__ import annotations
 import sniffio
 
 from unified._errors import BackendUnavailable
+from unified._internal.api_settings import GOOGLE_TOOLS
 from unified._internal.backend import RunContext, RunOutcome
-from unified.adapters.generate_content._options import (
-    DEFAULT_MODEL,
-    model_family,
-    plan_thinking,
-    resolve_settings,
-    unknown_options,
-)
+from unified._internal.models import builtin_tool_problems
+from unified.adapters.generate_content._options import DEFAULT_MODEL, plan_thinking, resolve_settings, unknown_options
 from unified.adapters.generate_content._sessions import BACKEND
 from unified.types import ExecuteParams
 
@@ -31,17 +27,9 @@ class GenerateContentBackend:
         plan = plan_thinking(model, params.thinking)
         if plan is not None:
             problems.extend(("thinking", note, False) for note in plan.notes)
-        builtins = [k for k in ("google_search", "url_context", "code_execution") if params.backend_options.get(k)]
-        local = params.backend_options.get("local_tools", True)
-        if builtins and local and model_family(model) != "gemini-3":
-            problems.append(
-                (
-                    "backend_options." + builtins[0],
-                    f"{model} may refuse built-in tools combined with function calling (Gemini 3 only); "
-                    "set local_tools=False if the API answers 400",
-                    False,
-                )
-            )
+        enabled = tuple(name for name in GOOGLE_TOOLS if params.backend_options.get(name))
+        local = bool(params.backend_options.get("local_tools", True))
+        problems.extend((option, why, False) for option, why in builtin_tool_problems(model, enabled, local))
         return problems
 
     async def run(self, ctx: RunContext) -> RunOutcome:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
 
 from unified._internal import api_settings
 from unified._internal.api_settings import API_OPTION_TYPES, GOOGLE_TOOLS, ApiSettings
+from unified._internal.models import LEVEL_BUDGETS, plan_level, profile
 from unified.adapters.generate_content._sessions import BACKEND
 from unified.types import ExecuteParams, ThinkingConfig
 
@@ -56,28 +56,6 @@ def resolve_settings(params: ExecuteParams, env: Mapping[str, str] | None = None
 
 # -- thinking ---------------------------------------------------------------------------------------
 
-Family = Literal["gemini-3", "gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.5-flash-lite", "no-thinking"]
-
-_BUDGET_RANGE: dict[str, tuple[int, int]] = {
-    "gemini-2.5-pro": (128, 32768),
-    "gemini-2.5-flash": (1, 24576),
-    "gemini-2.5-flash-lite": (512, 24576),
-}
-_LEVEL_TO_BUDGET = {"minimal": 0, "low": 1024, "medium": 8192, "high": 24576}
-
-
-def model_family(model: str) -> Family:
-    name = model.lower().rsplit("/", 1)[-1]
-    if name.startswith("gemini-3") or name.startswith("gemini-flash-latest") or name.startswith("gemini-pro-latest"):
-        return "gemini-3"
-    if name.startswith("gemini-2.5-pro"):
-        return "gemini-2.5-pro"
-    if name.startswith("gemini-2.5-flash-lite"):
-        return "gemini-2.5-flash-lite"
-    if name.startswith("gemini-2.5"):
-        return "gemini-2.5-flash"
-    return "no-thinking"
-
 
 @dataclass(frozen=True)
 class ThinkingPlan:
@@ -90,46 +68,27 @@ class ThinkingPlan:
 
 
 def plan_thinking(model: str, thinking: ThinkingConfig | None) -> ThinkingPlan | None:
-    """Map a budget or level onto what the model family takes (2.5: budget, 3.x: level)."""
-    family = model_family(model)
+    """Map a budget or level onto what the model takes (its profile in `unified._internal.models`)."""
+    known = profile(model)
     if thinking is None:
-        return None if family == "no-thinking" else ThinkingPlan()
+        return None if known.thinking == "none" else ThinkingPlan()
     notes: list[str] = []
-    if family == "no-thinking":
+    if known.thinking == "none":
         if thinking.budget not in (None, 0) or thinking.level is not None:
             notes.append(f"{model} does not think; the thinking setting is ignored")
         return ThinkingPlan(include_thoughts=False, notes=tuple(notes))
-    if family == "gemini-3":
-        level: str | None = thinking.level
-        if thinking.budget is not None:
-            level = _budget_to_level(thinking.budget)
-            shown = level or "the model's default (dynamic)"
-            notes.append(f"{model} takes a thinking level, not a budget; budget {thinking.budget} sent as {shown}")
-        if level is not None and "pro" in model and level in ("minimal", "medium"):
-            mapped = "low" if level == "minimal" else "high"
-            notes.append(f"{model} takes thinking level low or high; {level!r} sent as {mapped!r}")
-            level = mapped
+    if known.thinking == "level":
+        level, notes = plan_level(model, thinking.level, thinking.budget)
         return ThinkingPlan(level=level, include_thoughts=thinking.include_thoughts, notes=tuple(notes))
     budget = thinking.budget
     if thinking.level is not None:
-        budget = _LEVEL_TO_BUDGET[thinking.level]
+        budget = LEVEL_BUDGETS[thinking.level]
         notes.append(f"{model} takes a thinking budget, not a level; level {thinking.level!r} sent as budget {budget}")
-    if budget is not None and budget != -1:
-        low, high = _BUDGET_RANGE[family]
-        allowed_off = family != "gemini-2.5-pro"
-        if not (budget == 0 and allowed_off) and not low <= budget <= high:
+    if budget is not None and budget != -1 and known.budget_range is not None:
+        low, high = known.budget_range
+        if not (budget == 0 and known.budget_off) and not low <= budget <= high:
             clamped = min(max(budget, low), high)
             why = "cannot turn thinking off" if budget == 0 else f"takes budgets {low}..{high}"
             notes.append(f"{model} {why}; budget {budget} sent as {clamped}")
             budget = clamped
     return ThinkingPlan(budget=budget, include_thoughts=thinking.include_thoughts, notes=tuple(notes))
-
-
-def _budget_to_level(budget: int) -> str | None:
-    if budget == -1:
-        return None
-    if budget <= 1024:
-        return "low"
-    if budget <= 8192:
-        return "medium"
-    return "high"

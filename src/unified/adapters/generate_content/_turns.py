@@ -17,6 +17,7 @@ from unified._errors import BackendError
 from unified._internal.agent_loop import Emit, TurnEnd
 from unified._internal.backend import RunOutcome
 from unified._internal.genai_client import GenaiClient
+from unified._internal.models import profile
 from unified._internal.retry import Failure
 from unified._internal.session_store import StoredSession
 from unified.adapters.generate_content._client import generation_config
@@ -25,7 +26,7 @@ from unified.adapters.generate_content._options import DEFAULT_MODEL, Settings, 
 from unified.adapters.generate_content._sessions import BACKEND
 from unified.adapters.generate_content._translate import TurnTranslator
 from unified.events import Usage
-from unified.tools import ToolCall, ToolOutcome, model_family
+from unified.tools import ToolCall, ToolOutcome
 from unified.types import ExecuteParams
 
 _CANCELLED_CALL = "this call never ran: the previous run ended before it could"
@@ -105,7 +106,7 @@ class GenerateContentTurns:
             system_instruction=self.params.system_instruction,
             declarations=declarations,
             thinking=plan_thinking(self.model, self.params.thinking),
-            server_side_invocations=model_family(self.model) == "gemini-3",
+            server_side_invocations=profile(self.model).builtins_with_functions,
         )
 
     def classify(self, exc: BaseException) -> Failure | None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from unified._internal.api_settings import GOOGLE_TOOLS
 from unified._internal.backend import RunContext, RunOutcome
-from unified.adapters.interactions._options import resolve_settings, thinking_level, unknown_options
+from unified._internal.models import builtin_tool_problems, plan_level
+from unified.adapters.interactions._options import DEFAULT_MODEL, resolve_settings, unknown_options
 from unified.adapters.interactions._sessions import BACKEND
 from unified.types import ExecuteParams
 
@@ -17,9 +19,14 @@ class InteractionsBackend:
     def unsupported_options(self, params: ExecuteParams) -> list[tuple[str, str, bool]]:
         problems = [(option, why, False) for option, why in unknown_options(params.backend_options)]
         agent = params.backend_options.get("agent")
-        if params.thinking is not None and params.thinking.budget is not None:
-            level = thinking_level(params.thinking) or "the model's default"
-            problems.append(("thinking.budget", f"the Interactions API takes a level; sent as {level}", False))
+        model = params.model or DEFAULT_MODEL
+        if not agent:
+            enabled = tuple(name for name in GOOGLE_TOOLS if params.backend_options.get(name))
+            local = bool(params.backend_options.get("local_tools", True))
+            problems.extend((option, why, False) for option, why in builtin_tool_problems(model, enabled, local))
+        if params.thinking is not None and not agent:
+            notes = plan_level(model, params.thinking.level, params.thinking.budget)[1]
+            problems.extend(("thinking", note, False) for note in notes)
         if agent:
             if params.model:
                 problems.append(("model", f"an agent run ({agent}) uses no model; it is ignored", False))

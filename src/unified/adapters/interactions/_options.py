@@ -16,7 +16,7 @@ from unified._errors import ConfigurationError
 from unified._internal import api_settings
 from unified._internal.api_settings import API_OPTION_TYPES, GOOGLE_TOOLS, ApiSettings
 from unified.adapters.interactions._sessions import BACKEND
-from unified.types import ExecuteParams, ThinkingConfig
+from unified.types import ExecuteParams
 
 DEFAULT_MODEL = "gemini-3-flash-preview"
 SERVER_TOOLS = GOOGLE_TOOLS
@@ -75,14 +75,3 @@ def resolve_settings(params: ExecuteParams, env: Mapping[str, str] | None = None
     if settings.background and not settings.store:
         raise ConfigurationError("background interactions need store=true", hint="drop store=false or background")
     return settings
-
-
-def thinking_level(thinking: ThinkingConfig) -> str | None:
-    """The Interactions API takes a level only: a budget is mapped to the nearest one."""
-    if thinking.level is not None:
-        return thinking.level
-    if thinking.budget is None or thinking.budget == -1:
-        return None
-    if thinking.budget == 0:
-        return "minimal"
-    return "low" if thinking.budget <= 1024 else "medium" if thinking.budget <= 8192 else "high"

@@ -26,6 +26,7 @@ from unified._errors import BackendError
 from unified._internal.agent_loop import Emit, TurnEnd
 from unified._internal.api_errors import timed_out
 from unified._internal.backend import RunOutcome
+from unified._internal.models import plan_level
 from unified._internal.retry import Failure
 from unified._internal.session_store import StoredSession
 from unified.adapters.interactions._client import (
@@ -35,7 +36,7 @@ from unified.adapters.interactions._client import (
     is_connection_error,
     to_unified,
 )
-from unified.adapters.interactions._options import DEFAULT_MODEL, Settings, thinking_level
+from unified.adapters.interactions._options import DEFAULT_MODEL, Settings
 from unified.adapters.interactions._sessions import BACKEND, append_interaction, chain
 from unified.adapters.interactions._translate import (
     TERMINAL_STATUSES,
@@ -229,7 +230,7 @@ class InteractionsTurns:
         if thinking is None:
             return {}
         config: dict[str, Any] = {"thinking_summaries": "auto" if thinking.include_thoughts else "none"}
-        level = thinking_level(thinking)
+        level = plan_level(self.model, thinking.level, thinking.budget)[0]
         if level is not None:
             config["thinking_level"] = level
         return config
