@@ -31,7 +31,7 @@ import anyio
 import anyio.to_thread
 
 from unified._errors import UnifiedError
-from unified._internal.api_settings import ApiSettings
+from unified._internal.api_settings import ApiOptions
 from unified._internal.backend import RunContext, RunOutcome
 from unified._internal.retry import Failure, retrying
 from unified._internal.session_store import SessionStore, StoredSession
@@ -67,7 +67,7 @@ class TurnClient(Protocol):
     model: str
 
     @property
-    def settings(self) -> ApiSettings: ...
+    def settings(self) -> ApiOptions: ...
 
     @property
     def connection(self) -> AbstractAsyncContextManager[object]:

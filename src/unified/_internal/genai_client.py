@@ -18,7 +18,7 @@ import anyio.to_thread
 import httpx
 
 from unified._errors import BackendUnavailable
-from unified._internal.api_settings import ApiSettings
+from unified._internal.api_settings import ApiOptions
 from unified._internal.http import async_client, sync_client
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ DEFAULT_VERTEX_LOCATION = "global"
 class GenaiClient:
     """`async with GenaiClient(settings) as g: g.client...` — both httpx clients are closed on exit."""
 
-    def __init__(self, settings: ApiSettings) -> None:
+    def __init__(self, settings: ApiOptions) -> None:
         self.settings = settings
         self.http: httpx.AsyncClient | None = None
         self.sync_http: httpx.Client | None = None

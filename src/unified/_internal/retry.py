@@ -21,7 +21,7 @@ from typing import Literal, TypeVar
 import anyio
 
 from unified._errors import UnifiedError
-from unified._internal.api_settings import ApiSettings
+from unified._internal.api_settings import ApiOptions
 
 T = TypeVar("T")
 
@@ -50,7 +50,7 @@ async def retrying(
     call: Callable[[], Awaitable[T]],
     *,
     classify: Callable[[BaseException], Failure | None],
-    settings: ApiSettings,
+    settings: ApiOptions,
     warn: Callable[[str, str], Awaitable[None]],
     shown: Callable[[], bool] = lambda: False,
     clock: Callable[[], float] = time.monotonic,
@@ -94,7 +94,7 @@ async def retrying(
             await anyio.sleep(delay * settings.retry_delay_scale)
 
 
-def _tell_what_was_tried(error: UnifiedError, attempts: int, elapsed: float, settings: ApiSettings) -> None:
+def _tell_what_was_tried(error: UnifiedError, attempts: int, elapsed: float, settings: ApiOptions) -> None:
     """Retries that ran out say how many attempts were made, over how long, under which limits."""
     tried = (
         f"gave up after {attempts} attempts in {elapsed:.3g}s (timeout_s={settings.timeout_s:g} per attempt, "

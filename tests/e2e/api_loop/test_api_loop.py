@@ -319,3 +319,24 @@ async def test_budget_zero_is_sent_as_the_same_level_on_both_backends(
     assert level == "minimal"
     (note,) = warnings(events, "unsupported_option")
     assert "budget 0 sent as minimal" in note.message
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        ({"typo_key": 1}, "backend_options.typo_key: unknown option"),
+        ({"max_retries": "3"}, "backend_options.max_retries: Input should be a valid integer"),
+        ({"api_version": "v9"}, "backend_options.api_version: Input should be 'v1', 'v1beta', 'v1alpha' or 'v1beta1'"),
+        ({"timeout_s": 0}, "backend_options.timeout_s: Input should be greater than 0"),
+    ],
+)
+async def test_a_bad_option_is_the_same_configuration_error_before_anything_starts(
+    backend: str, fake: FakeGemini, workspace: Path, options: dict[str, object], problem: str
+) -> None:
+    events = await collect(params(backend, fake, workspace, backend_options=options))
+    assert not any(isinstance(e, SessionStarted) for e in events)
+    error = next(e for e in events if isinstance(e, ErrorEvent))
+    assert error.code == "configuration_error"
+    assert error.message.startswith(f"invalid backend_options for {backend}: {problem}")
+    assert "test-key" not in error.message
+    assert fake.requests == []

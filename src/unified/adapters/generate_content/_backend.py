@@ -5,10 +5,14 @@ from __future__ import annotations
 import sniffio
 
 from unified._errors import BackendUnavailable
-from unified._internal.api_settings import GOOGLE_TOOLS
 from unified._internal.backend import RunContext, RunOutcome
-from unified._internal.models import builtin_tool_problems
-from unified.adapters.generate_content._options import DEFAULT_MODEL, plan_thinking, resolve_settings, unknown_options
+from unified._internal.options import parse_options
+from unified.adapters.generate_content._options import (
+    DEFAULT_MODEL,
+    GenerateContentOptions,
+    plan_thinking,
+    resolve_settings,
+)
 from unified.adapters.generate_content._sessions import BACKEND
 from unified.types import ExecuteParams
 
@@ -22,14 +26,13 @@ class GenerateContentBackend:
         self._params = params
 
     def unsupported_options(self, params: ExecuteParams) -> list[tuple[str, str, bool]]:
-        problems = [(option, why, False) for option, why in unknown_options(params.backend_options)]
+        """A bad option is a ConfigurationError (raised); the rest are warnings."""
+        options = parse_options(GenerateContentOptions, params.backend_options, BACKEND)
         model = params.model or DEFAULT_MODEL
+        problems = options.model_warnings(model)
         plan = plan_thinking(model, params.thinking)
         if plan is not None:
             problems.extend(("thinking", note, False) for note in plan.notes)
-        enabled = tuple(name for name in GOOGLE_TOOLS if params.backend_options.get(name))
-        local = bool(params.backend_options.get("local_tools", True))
-        problems.extend((option, why, False) for option, why in builtin_tool_problems(model, enabled, local))
         return problems
 
     async def run(self, ctx: RunContext) -> RunOutcome:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from google.genai import types
 
-from unified.adapters.generate_content._options import Settings
+from unified.adapters.generate_content._options import GenerateContentOptions
 
 if TYPE_CHECKING:
     from unified.adapters.generate_content._options import ThinkingPlan
@@ -25,7 +25,7 @@ def _declaration(spec: dict[str, Any]) -> types.FunctionDeclaration:
 
 
 def generation_config(
-    settings: Settings,
+    settings: GenerateContentOptions,
     *,
     system_instruction: str | None,
     declarations: list[dict[str, Any]],
@@ -50,7 +50,7 @@ def generation_config(
             thinking_level=types.ThinkingLevel(thinking.level.upper()) if thinking.level else None,
         )
     tool_config = None
-    if server_side_invocations and declarations and settings.builtin_tools:
+    if server_side_invocations and declarations and settings.google_tools:
         tool_config = types.ToolConfig(include_server_side_tool_invocations=True)
     return types.GenerateContentConfig(
         system_instruction=system_instruction,

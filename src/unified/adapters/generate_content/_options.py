@@ -1,9 +1,8 @@
-"""The generate-content backend's settings: `backend_options`, environment and model-family rules.
+"""The generate-content backend's typed options and thinking plan.
 
 The connection, retry and tool options shared with the interactions backend, and how credentials
 are read, live in `unified._internal.api_settings`; this module adds this backend's own options.
-Kept free of google-genai so `unsupported_options` (which runs before the stream starts) and the
-session locator stay cheap.
+Kept free of google-genai so options are checked before the stream starts, cheaply.
 """
 
 from __future__ import annotations
@@ -11,47 +10,30 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from pydantic import Field
+
 from unified._internal import api_settings
-from unified._internal.api_settings import API_OPTION_TYPES, GOOGLE_TOOLS, ApiSettings
+from unified._internal.api_settings import ApiOptions
 from unified._internal.models import LEVEL_BUDGETS, plan_level, profile
 from unified.adapters.generate_content._sessions import BACKEND
 from unified.types import ExecuteParams, ThinkingConfig
 
 DEFAULT_MODEL = "gemini-2.5-flash"
-BUILTIN_TOOLS = GOOGLE_TOOLS
-
-_OPTION_TYPES: dict[str, tuple[type, ...]] = {
-    **API_OPTION_TYPES,
-    "temperature": (int, float),
-    "max_output_tokens": (int,),
-}
 
 
-@dataclass(frozen=True)
-class Settings(ApiSettings):
-    """Everything the client and the loop need, resolved once per run.
+class GenerateContentOptions(ApiOptions):
+    """`backend_options` of the generate-content backend (docs/backends/generate-content.md).
 
     `max_retries` counts retries of one model turn after a 429, 5xx or dropped stream.
     """
 
     temperature: float | None = None
-    max_output_tokens: int | None = None
-
-    @property
-    def builtin_tools(self) -> tuple[str, ...]:
-        return self.google_tools
+    max_output_tokens: int | None = Field(default=None, gt=0)
 
 
-def unknown_options(options: Mapping[str, object]) -> list[tuple[str, str]]:
-    """(option, why) for each backend option this backend does not know or cannot read."""
-    return api_settings.unknown_options(options, _OPTION_TYPES)
-
-
-def resolve_settings(params: ExecuteParams, env: Mapping[str, str] | None = None) -> Settings:
+def resolve_settings(params: ExecuteParams, env: Mapping[str, str] | None = None) -> GenerateContentOptions:
     """Options beat the environment; the environment follows google-genai's own names and order."""
-    return api_settings.resolve_api_settings(
-        params, env, backend=BACKEND, settings_type=Settings, option_types=_OPTION_TYPES
-    )
+    return api_settings.resolve_api_settings(params, env, backend=BACKEND, options_type=GenerateContentOptions)
 
 
 # -- thinking ---------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from unified._internal.retry import Failure
 from unified._internal.session_store import StoredSession
 from unified.adapters.generate_content._client import generation_config
 from unified.adapters.generate_content._failures import classify
-from unified.adapters.generate_content._options import DEFAULT_MODEL, Settings, plan_thinking
+from unified.adapters.generate_content._options import DEFAULT_MODEL, GenerateContentOptions, plan_thinking
 from unified.adapters.generate_content._sessions import BACKEND
 from unified.adapters.generate_content._translate import TurnTranslator
 from unified.events import Usage
@@ -71,7 +71,7 @@ class GenerateContentTurns:
 
     backend = BACKEND
 
-    def __init__(self, params: ExecuteParams, settings: Settings) -> None:
+    def __init__(self, params: ExecuteParams, settings: GenerateContentOptions) -> None:
         self.params = params
         self.settings = settings
         self.model = params.model or DEFAULT_MODEL

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from unified._internal.api_settings import GOOGLE_TOOLS
 from unified._internal.backend import RunContext, RunOutcome
-from unified._internal.models import builtin_tool_problems, plan_level
-from unified.adapters.interactions._options import DEFAULT_MODEL, resolve_settings, unknown_options
+from unified._internal.models import plan_level
+from unified._internal.options import parse_options
+from unified.adapters.interactions._options import DEFAULT_MODEL, InteractionsOptions, resolve_settings
 from unified.adapters.interactions._sessions import BACKEND
 from unified.types import ExecuteParams
 
@@ -17,13 +17,11 @@ class InteractionsBackend:
         self.params = params
 
     def unsupported_options(self, params: ExecuteParams) -> list[tuple[str, str, bool]]:
-        problems = [(option, why, False) for option, why in unknown_options(params.backend_options)]
-        agent = params.backend_options.get("agent")
+        """A bad option is a ConfigurationError (raised); the rest are warnings."""
+        options = parse_options(InteractionsOptions, params.backend_options, BACKEND)
+        agent = options.agent
         model = params.model or DEFAULT_MODEL
-        if not agent:
-            enabled = tuple(name for name in GOOGLE_TOOLS if params.backend_options.get(name))
-            local = bool(params.backend_options.get("local_tools", True))
-            problems.extend((option, why, False) for option, why in builtin_tool_problems(model, enabled, local))
+        problems = [] if agent else options.model_warnings(model)
         if params.thinking is not None and not agent:
             notes = plan_level(model, params.thinking.level, params.thinking.budget)[1]
             problems.extend(("thinking", note, False) for note in notes)

@@ -25,7 +25,7 @@ from unified._errors import BackendError, UnifiedError
 from unified._internal.api_errors import RETRYABLE_STATUS, api_error, credentials_error, retry_delay
 from unified._internal.genai_client import GenaiClient
 from unified._internal.retry import Failure, retrying
-from unified.adapters.interactions._options import Settings
+from unified.adapters.interactions._options import InteractionsOptions
 
 T = TypeVar("T")
 Warn = Callable[[str, str], Awaitable[None]]
@@ -132,9 +132,9 @@ class _ThreadedReader:
 class InteractionsClient(GenaiClient):
     """One run's connection to the Interactions API (`async with`: the HTTP clients close on exit)."""
 
-    def __init__(self, settings: Settings, warn: Warn) -> None:
+    def __init__(self, settings: InteractionsOptions, warn: Warn) -> None:
         super().__init__(settings)
-        self.settings: Settings = settings
+        self.settings: InteractionsOptions = settings
         self._warn = warn
         self._asyncio = sniffio.current_async_library() == "asyncio"
 

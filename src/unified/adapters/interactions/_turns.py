@@ -36,7 +36,7 @@ from unified.adapters.interactions._client import (
     is_connection_error,
     to_unified,
 )
-from unified.adapters.interactions._options import DEFAULT_MODEL, Settings
+from unified.adapters.interactions._options import DEFAULT_MODEL, InteractionsOptions
 from unified.adapters.interactions._sessions import BACKEND, append_interaction, chain
 from unified.adapters.interactions._translate import (
     TERMINAL_STATUSES,
@@ -59,7 +59,7 @@ class InteractionsTurns:
 
     backend = BACKEND
 
-    def __init__(self, params: ExecuteParams, settings: Settings) -> None:
+    def __init__(self, params: ExecuteParams, settings: InteractionsOptions) -> None:
         self.params = params
         self.settings = settings
         self.model = settings.agent or params.model or DEFAULT_MODEL
@@ -208,7 +208,7 @@ class InteractionsTurns:
             config = self._generation_config()
             if config:
                 body["generation_config"] = config
-        tools: list[dict[str, Any]] = [{"type": name} for name in settings.server_tools]
+        tools: list[dict[str, Any]] = [{"type": name} for name in settings.google_tools]
         if not settings.agent:
             tools += [{"type": "function", **declaration} for declaration in self.declarations]
         if tools:
