@@ -23,7 +23,7 @@ from unified._internal import genai_client, http
 from unified._internal.session_store import SessionStore
 from unified.events import ErrorEvent, Result, SessionStarted, ToolResult, UnifiedEvent, WarningEvent
 from unified.testing.fake_gemini import FakeGemini
-from unified.testing.scenario import Fault, FunctionCall, ModelTurn, Usage
+from unified.testing.scenario import Fault, FunctionCall, InteractionTurn, ModelTurn, TextStep, Usage
 from unified.types import ExecuteParams, ThinkingConfig
 
 pytestmark = pytest.mark.anyio
@@ -340,3 +340,20 @@ async def test_a_bad_option_is_the_same_configuration_error_before_anything_star
     assert error.message.startswith(f"invalid backend_options for {backend}: {problem}")
     assert "test-key" not in error.message
     assert fake.requests == []
+
+
+async def test_a_botched_turn_is_asked_again_and_kept_out_of_the_history(
+    backend: str, fake: FakeGemini, workspace: Path
+) -> None:
+    botched: ModelTurn | InteractionTurn
+    if backend == "generate-content":
+        botched = ModelTurn(text="oops", finish_reason="MALFORMED_FUNCTION_CALL")
+    else:
+        botched = InteractionTurn(steps=[TextStep(text="oops")], status="requires_action")
+    fake.add(botched, ModelTurn(text="fixed"))
+    events = await collect(params(backend, fake, workspace))
+    (warning,) = warnings(events, "malformed_turn")
+    assert "asking the model again" in warning.message
+    assert (result(events).status, result(events).turns) == ("success", 2)
+    retried = json.dumps(request_bodies(fake, backend)[-1])
+    assert "oops" not in retried
