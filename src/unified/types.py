@@ -148,7 +148,12 @@ class ExecuteParams(BaseModel):
     excluded_tools: tuple[str, ...] = ()
     include_directories: tuple[Path, ...] = ()
     max_turns: int | None = Field(default=None, ge=1)
-    idle_timeout_s: float | None = Field(default=None, gt=0, description="Longest silence between events.")
+    idle_timeout_s: float | None = Field(
+        default=180.0,
+        gt=0,
+        description="Longest silence between events while the backend is expected to speak (time inside a "
+        "local tool call or waiting for the user does not count); None turns the check off.",
+    )
     total_timeout_s: float | None = Field(default=None, gt=0)
     on_user_input: UserInputHandler | None = None
     user_input_timeout_s: float = Field(default=300.0, gt=0)

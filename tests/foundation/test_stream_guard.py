@@ -206,6 +206,22 @@ async def test_idle_timeout() -> None:
     assert (error.code, error.retryable, result.status) == ("idle_timeout", True, "error")
 
 
+async def test_time_inside_a_local_tool_call_is_not_idle_time() -> None:
+    long_tool: list[Step] = [START, ToolUse(tool_use_id="t1", name="run_shell_command"), Sleep(0.6)]
+    long_tool += [ToolResult(tool_use_id="t1", output="built"), TextDelta(text="done")]
+    events, _ = await run(long_tool, idle_timeout_s=0.2)
+    assert assert_well_formed(events).status == "success"
+    assert not any(isinstance(e, ErrorEvent) for e in events)
+
+
+async def test_a_silent_server_side_tool_is_idle_time() -> None:
+    with anyio.fail_after(5):
+        events, _ = await run(
+            [START, ToolUse(tool_use_id="s1", name="google_search", server_side=True), Sleep(30)], idle_timeout_s=0.2
+        )
+    assert next(e for e in events if isinstance(e, ErrorEvent)).code == "idle_timeout"
+
+
 async def test_total_timeout_even_when_events_keep_coming() -> None:
     chatter: list[Step] = [START]
     for _ in range(200):

@@ -12,6 +12,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import httpx
+
 from unified._errors import AuthError, BackendError, ConfigurationError, RateLimited, UnifiedError
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -91,6 +93,13 @@ def api_error(code: int, status: str | None, message: str, *, body: Any, model: 
         code="bad_request",
         details=details,
     )
+
+
+def timed_out(exc: BaseException, timeout_s: float) -> str | None:
+    """For a client-side timeout (httpx's, or the SDK's wrapper of it): what waited too long, naming the setting."""
+    if not isinstance(exc, httpx.TimeoutException) and type(exc).__name__ != "APITimeoutError":
+        return None
+    return f"the Gemini API sent nothing for timeout_s={timeout_s:g}s ({type(exc).__name__})"
 
 
 def credentials_error(exc: BaseException) -> UnifiedError | None:

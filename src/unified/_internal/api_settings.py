@@ -1,60 +1,60 @@
-"""The settings every API backend (generateContent, Interactions) shares: connection, retries, tools.
+"""The options every API backend (generateContent, Interactions) shares: connection, retries, tools.
 
-Each backend keeps its own `Settings` subclass with its extra options, its own option table
-(`API_OPTION_TYPES` plus its extras) and its own rules; what is here is how they all read
-credentials, base URL and API version from `backend_options` and the environment. Free of
-google-genai so `unsupported_options` (which runs before the stream starts) stays cheap.
+Each backend's typed options (`GenerateContentOptions`, `InteractionsOptions`) subclass `ApiOptions`
+with their extras; what is here is how they are parsed (`unified._internal.options.parse_options`:
+an unknown key or a bad value is the same ConfigurationError on every backend) and how credentials,
+base URL and location are read from the options and the environment. Free of google-genai so the
+options can be checked before the stream starts.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Literal, TypeVar
 
-from unified._errors import BackendUnavailable, ConfigurationError
+from pydantic import ConfigDict, Field
+
+from unified._errors import BackendUnavailable
+from unified._internal.models import builtin_tool_problems
+from unified._internal.options import BackendOptions, parse_options
 from unified.types import ExecuteParams
 
 GOOGLE_TOOLS = ("google_search", "url_context", "code_execution")
 """Google's server-side tools, each switched on by a boolean option of the same name."""
 
-API_VERSIONS = ("v1", "v1beta", "v1alpha", "v1beta1")
-
-API_OPTION_TYPES: Mapping[str, tuple[type, ...]] = {
-    "api_key": (str,),
-    "vertexai": (bool,),
-    "project": (str,),
-    "location": (str,),
-    "base_url": (str,),
-    "api_version": (str,),
-    "timeout_s": (int, float),
-    "max_retries": (int,),
-    "max_retry_delay_s": (int, float),
-    "retry_delay_scale": (int, float),
-    "local_tools": (bool,),
-    **{name: (bool,) for name in GOOGLE_TOOLS},
-}
-"""The options every API backend reads, with the types each accepts."""
+ApiVersion = Literal["v1", "v1beta", "v1alpha", "v1beta1"]
 
 
-@dataclass(frozen=True)
-class ApiSettings:
-    """The fields every API backend's `Settings` starts with."""
+class ApiOptions(BackendOptions):
+    """The options every API backend takes (each backend's own model adds its extras).
 
-    api_key: str | None = None
-    vertexai: bool = False
+    As passed, credentials and endpoints may be unset (None); `resolve_api_settings` fills them
+    from the environment, so inside a run they are resolved.
+    """
+
+    model_config = ConfigDict(strict=True)
+
+    api_key: str | None = Field(default=None, repr=False)
+    vertexai: bool | None = None
+    """None: from GOOGLE_GENAI_USE_VERTEXAI."""
     project: str | None = None
     location: str | None = None
     base_url: str | None = None
-    api_version: str = "v1beta"
-    timeout_s: float = 300.0
-    max_retries: int = 3
+    api_version: ApiVersion = "v1beta"
+    timeout_s: float = Field(default=90.0, gt=0)
+    """Per attempt: the longest wait to connect (at most 30 s), for the response headers, or between
+    two chunks of a stream."""
+    request_deadline_s: float = Field(default=180.0, gt=0)
+    """Per model request, over all its attempts: no retry starts after this (the error says what was tried)."""
+    max_retries: int = Field(default=3, ge=0)
     """Retries of one model request after a retryable failure (not counting the first try)."""
-    max_retry_delay_s: float = 60.0
+    max_retry_delay_s: float = Field(default=60.0, ge=0)
     """A 429 asking to wait longer than this ends the run at once with `rate_limited`."""
-    retry_delay_scale: float = 1.0
+    retry_delay_scale: float = Field(default=1.0, ge=0)
     """Multiplies every wait; tests set it small so RetryInfo delays of seconds take milliseconds."""
+    loop_threshold: int = Field(default=4, ge=2)
+    """The same call with the same arguments this many turns in a row is a runaway loop."""
     local_tools: bool = True
     google_search: bool = False
     url_context: bool = False
@@ -65,22 +65,14 @@ class ApiSettings:
         """The Google server-side tools switched on, in `GOOGLE_TOOLS` order."""
         return tuple(name for name in GOOGLE_TOOLS if getattr(self, name))
 
+    def model_warnings(self, model: str) -> list[tuple[str, str, bool]]:
+        """`Backend.unsupported_options` rows for the built-in tools `model` may refuse (never fatal)."""
+        return [
+            (option, why, False) for option, why in builtin_tool_problems(model, self.google_tools, self.local_tools)
+        ]
 
-SettingsT = TypeVar("SettingsT", bound=ApiSettings)
 
-
-def unknown_options(
-    options: Mapping[str, object], option_types: Mapping[str, tuple[type, ...]]
-) -> list[tuple[str, str]]:
-    """(option, why) for each backend option not in `option_types`, or of a type it does not accept."""
-    problems: list[tuple[str, str]] = []
-    for key, value in options.items():
-        kinds = option_types.get(key)
-        if kinds is None:
-            problems.append((f"backend_options.{key}", f"unknown option; known: {', '.join(sorted(option_types))}"))
-        elif not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-            problems.append((f"backend_options.{key}", f"expected {'/'.join(k.__name__ for k in kinds)}"))
-    return problems
+OptionsT = TypeVar("OptionsT", bound=ApiOptions)
 
 
 def truthy(value: str | None) -> bool:
@@ -89,28 +81,21 @@ def truthy(value: str | None) -> bool:
 
 
 def resolve_api_settings(
-    params: ExecuteParams,
-    env: Mapping[str, str] | None,
-    *,
-    backend: str,
-    settings_type: type[SettingsT],
-    option_types: Mapping[str, tuple[type, ...]],
-    api_version_hint: str = "use 'v1' or 'v1beta' (default)",
-) -> SettingsT:
-    """`settings_type` from `params.backend_options` (those in `option_types`) and the environment.
+    params: ExecuteParams, env: Mapping[str, str] | None, *, backend: str, options_type: type[OptionsT]
+) -> OptionsT:
+    """`options_type` parsed from `params.backend_options`, credentials and endpoints filled from the environment.
 
     Options beat the environment; the environment follows google-genai's own names and order.
-    Raises BackendUnavailable (naming `backend`) without credentials, ConfigurationError for an
-    unknown `api_version`. Values are not type-checked here: `unknown_options` reports those.
+    Raises ConfigurationError for a bad option (`parse_options`), BackendUnavailable (naming
+    `backend`) without credentials.
     """
     env = os.environ if env is None else env
-    options: dict[str, Any] = {k: v for k, v in params.backend_options.items() if k in option_types}
-    vertexai = bool(options.pop("vertexai", truthy(env.get("GOOGLE_GENAI_USE_VERTEXAI"))))
-    api_key = options.pop("api_key", None) or env.get("GOOGLE_API_KEY") or env.get("GEMINI_API_KEY")
-    project = options.pop("project", None) or env.get("GOOGLE_CLOUD_PROJECT")
-    location = options.pop("location", None) or env.get("GOOGLE_CLOUD_LOCATION")
-    base_env = "GOOGLE_VERTEX_BASE_URL" if vertexai else "GOOGLE_GEMINI_BASE_URL"
-    base_url = options.pop("base_url", None) or env.get(base_env) or None
+    options = parse_options(options_type, params.backend_options, backend)
+    vertexai = options.vertexai if options.vertexai is not None else truthy(env.get("GOOGLE_GENAI_USE_VERTEXAI"))
+    api_key = options.api_key or env.get("GOOGLE_API_KEY") or env.get("GEMINI_API_KEY")
+    project = options.project or env.get("GOOGLE_CLOUD_PROJECT")
+    location = options.location or env.get("GOOGLE_CLOUD_LOCATION")
+    base_url = options.base_url or env.get("GOOGLE_VERTEX_BASE_URL" if vertexai else "GOOGLE_GEMINI_BASE_URL") or None
     if not vertexai and not api_key:
         raise BackendUnavailable(
             f"the {backend} backend needs an API key",
@@ -121,8 +106,12 @@ def resolve_api_settings(
             "Vertex AI mode needs a project",
             hint="set GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION (credentials come from ADC)",
         )
-    if "api_version" in options and options["api_version"] not in API_VERSIONS:
-        raise ConfigurationError(f"unknown api_version {options['api_version']!r}", hint=api_version_hint)
-    return settings_type(
-        api_key=api_key, vertexai=vertexai, project=project, location=location, base_url=base_url, **options
+    return options.model_copy(
+        update={
+            "api_key": api_key,
+            "vertexai": vertexai,
+            "project": project,
+            "location": location,
+            "base_url": base_url,
+        }
     )

@@ -1,7 +1,8 @@
 """The contract between the stream guard and a backend adapter.
 
-An adapter implements `Backend.run(ctx)`: it pushes UnifiedEvents through `ctx.emit`, reports
-token usage with `ctx.add_usage`, bridges questions with `ctx.ask_user`, and returns a
+An adapter implements `Backend.run(ctx)`: it pushes UnifiedEvents through `ctx.emit`, ends each
+model turn with `ctx.end_turn(usage)` (turn count, usage and assistant message in one call; or
+reports usage alone with `ctx.add_usage`), bridges questions with `ctx.ask_user`, and returns a
 `RunOutcome`. It never assigns `seq`, never emits `assistant_message` or `result`: the guard
 does that, once, for every backend alike. Raising a `UnifiedError` ends the run with a typed
 `error` event; any other exception is reported as a bug in the adapter.
@@ -56,6 +57,10 @@ class RunContext(Protocol):
         If `usage.output_tokens` is 0 although the turn produced text, the guard replaces it by
         an estimate (`ceil(chars / 4)`) and flags the usage `estimated`.
         """
+
+    async def end_turn(self, usage: Usage) -> Usage:
+        """One model request of the main conversation finished: count it, add its usage (estimated
+        as `add_usage` does), close its assistant message. Returns the usage as counted."""
 
     async def end_message(self, subagent_task_id: str | None = None) -> None:
         """Close the current assistant message (of the main agent or of one subagent)."""

@@ -123,6 +123,8 @@ class _Aggregator:
     def __init__(self) -> None:
         self.tool_uses: set[str] = set()
         self.answered: set[str] = set()
+        self.running_locally: set[str] = set()
+        """Local tool calls announced and not answered yet: their time is the tool's, not idle time."""
         self.tasks: set[str] = set()
         self.finished_tasks: set[str] = set()
         self.buffers: dict[str | None, list[str]] = {}
@@ -173,8 +175,11 @@ class _Aggregator:
             self.session = event
         elif isinstance(event, ToolUse):
             self.tool_uses.add(event.tool_use_id)
+            if not event.server_side:
+                self.running_locally.add(event.tool_use_id)
         elif isinstance(event, ToolResult):
             self.answered.add(event.tool_use_id)
+            self.running_locally.discard(event.tool_use_id)
         elif isinstance(event, SubagentStarted):
             self.tasks.add(event.task_id)
         elif isinstance(event, SubagentCompleted):
@@ -184,8 +189,8 @@ class _Aggregator:
         elif isinstance(event, Thinking) and event.subagent_task_id is None:
             self.thought_chars += len(event.text)
 
-    def add_usage(self, usage: Usage) -> None:
-        """Add one report of main-chat usage, estimating zeros the text proves wrong."""
+    def add_usage(self, usage: Usage) -> Usage:
+        """Add one report of main-chat usage, estimating zeros the text proves wrong; returns it as added."""
         if usage.output_tokens == 0 and self.text_chars:
             usage = usage.model_copy(update={"output_tokens": estimate_tokens(self.text_chars), "estimated": True})
         if usage.thinking_tokens == 0 and self.thought_chars:
@@ -193,6 +198,7 @@ class _Aggregator:
         self.usage = self.usage + usage
         self.text_chars = 0
         self.thought_chars = 0
+        return usage
 
     def total_usage(self) -> Usage:
         if self.text_chars or self.thought_chars:
@@ -221,6 +227,12 @@ class _Context:
 
     def add_usage(self, usage: Usage) -> None:
         self._guard.agg.add_usage(usage)
+
+    async def end_turn(self, usage: Usage) -> Usage:
+        self.turns += 1
+        counted = self._guard.agg.add_usage(usage)
+        await self._guard.flush_message(None)
+        return counted
 
     async def end_message(self, subagent_task_id: str | None = None) -> None:
         await self._guard.flush_message(subagent_task_id)
@@ -413,7 +425,7 @@ class StreamGuard:
             deadlines: list[tuple[float, StopReason]] = []
             if total is not None:
                 deadlines.append((self._started + total, "total_timeout"))
-            if idle is not None and not self._paused:
+            if idle is not None and not self._paused and not self.agg.running_locally:
                 deadlines.append((self._last_activity + idle, "idle_timeout"))
             due = [reason for at, reason in deadlines if at <= now]
             if due:

@@ -95,6 +95,8 @@ class _Sse:
     events: list[JsonObject]
     delay: float
     cut_after: int | None = None
+    stall_after: int | None = None
+    """Send this many events, then nothing more until the server stops (a stalled server)."""
     done_sentinel: bool = False
     interaction: _Interaction | None = None
     """Set while a created interaction streams: the handler reports progress so a cancel can stop it."""
@@ -105,7 +107,12 @@ class _Drop:
     """Close the connection without answering (a non-streaming call hit by ``cut_stream``)."""
 
 
-_Reply = _Json | _Sse | _Drop
+@dataclass
+class _Hang:
+    """Never answer (``no_headers``): the connection stays open until the server stops."""
+
+
+_Reply = _Json | _Sse | _Drop | _Hang
 
 
 @dataclass
@@ -193,12 +200,15 @@ class FakeGemini:
         self._ids = itertools.count(1)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self.stopping = threading.Event()
+        """Set by `stop`: releases every connection a ``stall`` or ``no_headers`` fault holds."""
 
     # --- lifecycle ----------------------------------------------------------------------------------
 
     def start(self) -> Self:
         if self._server is not None:
             raise RuntimeError("FakeGemini is already running")
+        self.stopping.clear()
         self._server = _Server(self)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="FakeGemini", daemon=True
@@ -209,6 +219,7 @@ class FakeGemini:
     def stop(self) -> None:
         server, thread = self._server, self._thread
         self._server = self._thread = None
+        self.stopping.set()
         if server is not None:
             server.shutdown()
             server.server_close()
@@ -385,7 +396,7 @@ class FakeGemini:
         self, api_method: ApiMethod, model: str, method: str, path: str, body: Any, fault: Fault | None
     ) -> tuple[_Reply, str | None, Fault | None]:
         if fault is not None and fault.is_http:
-            return _Json(*_wire.fault_error(fault, model)), None, fault
+            return _http_fault(fault, model), None, fault
         slot = self._take(api_method, method, path)
         if isinstance(slot, str):
             if api_method == "countTokens":
@@ -395,7 +406,7 @@ class FakeGemini:
         fault, consumed = self._fault_for(slot, fault)
         if not consumed:
             assert fault is not None
-            return _Json(*_wire.fault_error(fault, model)), None, fault
+            return _http_fault(fault, model), None, fault
         turn = slot.turn
         chunks: list[JsonObject]
         if isinstance(turn, RecordedTurn):
@@ -417,6 +428,12 @@ class FakeGemini:
             after = min(fault.after, max(len(events) - 1, 0))
             if fault.kind == "cut_stream":
                 sse.cut_after = after
+            elif fault.kind == "stall":
+                sse.stall_after = after
+            elif fault.kind == "empty_stream":
+                sse.events = []
+            elif fault.kind == "no_finish":
+                sse.events = [_without_finish(chunk) for chunk in events]
             else:
                 sse.events = [*events[:after], _wire.fault_error(fault, model)[1]]
         return sse
@@ -429,7 +446,7 @@ class FakeGemini:
         owner = {"agent": payload["agent"]} if "agent" in payload else {"model": payload.get("model")}
         model = payload.get("model") or payload.get("agent")
         if fault is not None and fault.is_http:
-            return _Json(*_wire.fault_error(fault, model)), None, fault
+            return _http_fault(fault, model), None, fault
         previous = payload.get("previous_interaction_id")
         if previous is not None and previous not in self._interactions:
             return _error(404, "NOT_FOUND", f"Interaction {previous} not found"), None, fault
@@ -439,7 +456,7 @@ class FakeGemini:
         fault, consumed = self._fault_for(slot, fault)
         if not consumed:
             assert fault is not None
-            return _Json(*_wire.fault_error(fault, model)), None, fault
+            return _http_fault(fault, model), None, fault
         turn = slot.turn
         if isinstance(turn, ModelTurn):
             turn = _wire.as_interaction_turn(turn)
@@ -460,6 +477,12 @@ class FakeGemini:
             stored.stream_status, stored.status = stored.status, "in_progress"
             if fault is not None and fault.kind == "cut_stream":
                 sse.cut_after = min(fault.after, len(stored.events) - 1)
+            elif fault is not None and fault.kind == "stall":
+                sse.stall_after = min(fault.after, len(stored.events) - 1)
+            elif fault is not None and fault.kind == "empty_stream":
+                sse.events, sse.interaction = [], None
+            elif fault is not None and fault.kind == "no_finish":
+                sse.events = [e for e in sse.events if not _ends_interaction(e)]
             return sse, None, fault
         if fault is not None:
             return (
@@ -600,6 +623,23 @@ class FakeGemini:
         return _Json(200, {})
 
 
+def _http_fault(fault: Fault, model: str | None) -> _Reply:
+    return _Hang() if fault.kind == "no_headers" else _Json(*_wire.fault_error(fault, model))
+
+
+def _without_finish(chunk: JsonObject) -> JsonObject:
+    """A generateContent chunk with no ``finishReason`` on any candidate."""
+    candidates = [{k: v for k, v in c.items() if k != "finishReason"} for c in chunk.get("candidates") or []]
+    return {**chunk, "candidates": candidates} if "candidates" in chunk else chunk
+
+
+def _ends_interaction(event: JsonObject) -> bool:
+    kind = event.get("event_type")
+    return kind == "interaction.completed" or (
+        kind == "interaction.status_update" and event.get("status") in _TERMINAL | {"requires_action"}
+    )
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # a burst of concurrent clients (100 runs at once) must not be refused
@@ -647,6 +687,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
     def _write(self, reply: _Reply) -> None:
+        fake = self.server.fake
+        if isinstance(reply, _Hang):
+            fake.stopping.wait()
+            self.close_connection = True
+            return
         if isinstance(reply, _Drop):
             self.close_connection = True
             return
@@ -662,10 +707,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        fake = self.server.fake
         events = reply.events
         n = 0
-        while n < len(events):
+        while n < len(events) or n == reply.stall_after:
+            if n == reply.stall_after:
+                self.wfile.flush()
+                fake.stopping.wait()
+                self.close_connection = True
+                return
             if n == reply.cut_after:
                 # No terminating zero-length chunk: clients see an incomplete body, as on a dropped link.
                 fake._stream_cut(reply)

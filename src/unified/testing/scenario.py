@@ -50,6 +50,10 @@ FaultKind = Literal[
     "not_found",
     "mid_stream_error",
     "cut_stream",
+    "stall",
+    "no_headers",
+    "empty_stream",
+    "no_finish",
 ]
 
 InteractionStatus = Literal[
@@ -80,6 +84,11 @@ class Fault(_Model):
     deliver ``after`` chunks (or interaction events) of the turn and then fail: ``mid_stream_error``
     sends an error chunk (an ``error`` event for interactions), ``cut_stream`` drops the connection
     without the final chunk. Stream faults consume the turn; a cut interaction stays resumable.
+    Silence and incomplete answers: ``no_headers`` reads the request and never answers (like an HTTP
+    fault it leaves the turn queued); ``stall`` sends the headers and ``after`` chunks, then nothing;
+    both hang until the server stops. ``empty_stream`` answers 200 with a stream of no chunks;
+    ``no_finish`` streams the turn without its ``finishReason`` (generateContent) or without the
+    events that end the interaction (interactions, whose stored resource still ends normally).
     """
 
     kind: FaultKind
@@ -89,7 +98,7 @@ class Fault(_Model):
 
     @property
     def is_http(self) -> bool:
-        return self.kind not in ("mid_stream_error", "cut_stream")
+        return self.kind not in ("mid_stream_error", "cut_stream", "stall", "empty_stream", "no_finish")
 
 
 class Usage(_Model):

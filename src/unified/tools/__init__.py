@@ -21,6 +21,7 @@ replaces the permission half alone. The observer receives each call's `Permissio
 Tool contracts and the policy format: docs/tools.md.
 """
 
+from unified._internal.models import profile
 from unified.tools._ask_user import UserInputBridge
 from unified.tools._base import InlineData, ModelFamily, ToolError, ToolOutput, ToolSpec
 from unified.tools._files import ReadMode
@@ -41,8 +42,9 @@ from unified.tools.runtime import (
 
 
 def model_family(model_id: str | None) -> ModelFamily:
-    """The declaration set for a model id: Gemini 3 models get theirs, everything else the legacy one."""
-    return "gemini-3" if model_id and "gemini-3" in model_id.lower() else "default-legacy"
+    """The declaration set for a model id: Gemini 3 models get theirs, everything else the legacy one
+    (the model profiles in `unified._internal.models` decide)."""
+    return profile(model_id).tool_family
 
 
 __all__ = [

@@ -179,7 +179,9 @@ async def test_max_turns(harness: Harness) -> None:
     result = result_of(events)
     assert result.status == "max_turns"
     assert result.turns == 1
-    assert any(isinstance(e, ToolResult) for e in events)  # the calls of the last turn still ran
+    (answer,) = [e for e in events if isinstance(e, ToolResult)]
+    assert answer.is_error  # the last turn's calls are answered "not run", not run
+    assert answer.output == "not run: the run reached max_turns=1"
 
 
 async def test_runaway_loop_is_stopped(harness: Harness) -> None:

@@ -177,11 +177,14 @@ async def test_plan_mode_refuses_a_write(fake: FakeGemini, params: Params, works
     assert of_type(events, "user_input_request") == []
 
 
-async def test_max_turns_stops_before_running_calls(fake: FakeGemini, params: Params) -> None:
+async def test_max_turns_answers_the_last_calls_as_not_run(fake: FakeGemini, params: Params) -> None:
     fake.add(call_turn(FunctionCallStep(name="list_dir", arguments={}, id="c1")))
     events = await collect(params(max_turns=1))
     assert events[-1].status == "max_turns"
-    assert of_type(events, "tool_result") == []
+    (result,) = of_type(events, "tool_result")
+    assert result.is_error
+    assert result.output == "not run: the run reached max_turns=1"
+    assert of_type(events, "permission_decision") == []  # the tool never reached the runtime
 
 
 async def test_resume_by_short_id(fake: FakeGemini, params: Params) -> None:
@@ -244,7 +247,7 @@ async def test_rate_limit_is_retried_with_the_servers_delay(fake: FakeGemini, pa
     events = await collect(params())
     warnings = of_type(events, "warning")
     assert len(warnings) == 1
-    assert warnings[0].code == "retry"
+    assert warnings[0].code == "retrying"
     assert "in 2s as the server asked" in warnings[0].message
     assert events[-1].status == "success"
     assert events[-1].final_text == "after waiting"
@@ -370,6 +373,6 @@ async def test_client_errors_are_not_retried_and_say_what_to_fix(
     error = of_type(events, "error")[0]
     assert (error.code, error.fatal, error.retryable) == (code, True, False)
     assert hint in error.message
-    assert not [w for w in of_type(events, "warning") if w.code == "retry"]
+    assert not [w for w in of_type(events, "warning") if w.code == "retrying"]
     assert len(fake.requests_for("interactions.create")) == 1  # asked once, not retried
     assert events[-1].status == "error"

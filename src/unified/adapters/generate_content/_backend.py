@@ -1,4 +1,4 @@
-"""The Backend object the registry hands to the stream guard; the loop itself lives in `_loop.py`."""
+"""The Backend object the registry hands to the stream guard: the shared agent loop around `_turns.py`."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import sniffio
 
 from unified._errors import BackendUnavailable
 from unified._internal.backend import RunContext, RunOutcome
+from unified._internal.options import parse_options
 from unified.adapters.generate_content._options import (
     DEFAULT_MODEL,
-    model_family,
+    GenerateContentOptions,
     plan_thinking,
     resolve_settings,
-    unknown_options,
 )
 from unified.adapters.generate_content._sessions import BACKEND
 from unified.types import ExecuteParams
@@ -26,22 +26,13 @@ class GenerateContentBackend:
         self._params = params
 
     def unsupported_options(self, params: ExecuteParams) -> list[tuple[str, str, bool]]:
-        problems = [(option, why, False) for option, why in unknown_options(params.backend_options)]
+        """A bad option is a ConfigurationError (raised); the rest are warnings."""
+        options = parse_options(GenerateContentOptions, params.backend_options, BACKEND)
         model = params.model or DEFAULT_MODEL
+        problems = options.model_warnings(model)
         plan = plan_thinking(model, params.thinking)
         if plan is not None:
             problems.extend(("thinking", note, False) for note in plan.notes)
-        builtins = [k for k in ("google_search", "url_context", "code_execution") if params.backend_options.get(k)]
-        local = params.backend_options.get("local_tools", True)
-        if builtins and local and model_family(model) != "gemini-3":
-            problems.append(
-                (
-                    "backend_options." + builtins[0],
-                    f"{model} may refuse built-in tools combined with function calling (Gemini 3 only); "
-                    "set local_tools=False if the API answers 400",
-                    False,
-                )
-            )
         return problems
 
     async def run(self, ctx: RunContext) -> RunOutcome:
@@ -52,6 +43,7 @@ class GenerateContentBackend:
                 "the token with asyncio",
                 hint="run under asyncio, use Vertex AI express mode with an API key, or the interactions backend",
             )
-        from unified.adapters.generate_content._loop import Loop  # google-genai loads only now
+        from unified._internal.agent_loop import AgentLoop
+        from unified.adapters.generate_content._turns import GenerateContentTurns  # google-genai loads only now
 
-        return await Loop(ctx, settings).run()
+        return await AgentLoop(ctx, GenerateContentTurns(ctx.params, settings)).run()

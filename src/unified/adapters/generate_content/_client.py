@@ -1,50 +1,19 @@
-"""The google-genai client, on an httpx client we own.
+"""The per-request `GenerateContentConfig`: our tools, thinking, and the SDK's own loops switched off.
 
-google-genai 3.x would otherwise pick its own HTTP stack (httpx2, or aiohttp when importable),
-which respx and vcrpy's httpx patch cannot see. Injecting our `httpx.AsyncClient` makes every
-request visible to test doubles and cassettes, and lets us close the connection pool ourselves.
-google.genai is imported here, and this module only when a run starts.
+google.genai is imported here, and this module only when a run starts (the client itself is built
+by `unified._internal.genai_client`, shared with the interactions backend).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import httpx
-from google import genai
 from google.genai import types
 
-from unified._internal.http import async_client, sync_client
-from unified.adapters.generate_content._options import Settings
+from unified.adapters.generate_content._options import GenerateContentOptions
 
 if TYPE_CHECKING:
     from unified.adapters.generate_content._options import ThinkingPlan
-
-
-def open_http(settings: Settings) -> httpx.AsyncClient:
-    """Our httpx client; the SDK passes a per-request timeout, so this one only sets connection limits."""
-    return async_client(settings.timeout_s)
-
-
-def make_client(settings: Settings, http: httpx.AsyncClient) -> genai.Client:
-    """API-key or Vertex (ADC) mode, with base URL, API version and timeout applied."""
-    options = types.HttpOptions(
-        api_version=settings.api_version,
-        base_url=settings.base_url,
-        timeout=int(settings.timeout_s * 1000),  # the SDK sends timeout=None to httpx otherwise: no timeout at all
-        httpx_async_client=http,
-        httpx_client=sync_client(settings.timeout_s),  # unused, but spares the SDK building its own
-        retry_options=types.HttpRetryOptions(attempts=1),  # retries are ours: they honour RetryInfo
-    )
-    if settings.vertexai:
-        return genai.Client(
-            vertexai=True,
-            api_key=settings.api_key if not settings.project else None,
-            project=settings.project,
-            location=settings.location or "global",
-            http_options=options,
-        )
-    return genai.Client(api_key=settings.api_key, http_options=options)
 
 
 def _declaration(spec: dict[str, Any]) -> types.FunctionDeclaration:
@@ -56,7 +25,7 @@ def _declaration(spec: dict[str, Any]) -> types.FunctionDeclaration:
 
 
 def generation_config(
-    settings: Settings,
+    settings: GenerateContentOptions,
     *,
     system_instruction: str | None,
     declarations: list[dict[str, Any]],
@@ -81,7 +50,7 @@ def generation_config(
             thinking_level=types.ThinkingLevel(thinking.level.upper()) if thinking.level else None,
         )
     tool_config = None
-    if server_side_invocations and declarations and settings.builtin_tools:
+    if server_side_invocations and declarations and settings.google_tools:
         tool_config = types.ToolConfig(include_server_side_tool_invocations=True)
     return types.GenerateContentConfig(
         system_instruction=system_instruction,

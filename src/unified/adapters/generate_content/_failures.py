@@ -2,32 +2,21 @@
 
 google-genai raises `errors.APIError` (4xx `ClientError`, 5xx `ServerError`) for HTTP errors and
 for `{"error": ...}` chunks in the middle of a stream; httpx raises transport errors when a
-connection drops. The SDK's own retries ignore the server's `RetryInfo.retryDelay`, so the loop
-does its own (see `_loop.py`).
+connection drops. The SDK's own retries ignore the server's `RetryInfo.retryDelay`, so the agent
+loop does its own (`unified._internal.retry`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
 import httpx
 from google.genai import errors
 
-from unified._errors import BackendError, RateLimited, UnifiedError
-from unified._internal.api_errors import api_error, credentials_error
+from unified._errors import BackendError, RateLimited
+from unified._internal.api_errors import api_error, credentials_error, timed_out
+from unified._internal.retry import Failure
 
 
-@dataclass(frozen=True)
-class Failure:
-    """A classified failure: `kind` decides the retry, `error` is raised when retries are over."""
-
-    kind: Literal["rate_limit", "transient", "fatal"]
-    error: UnifiedError
-    retry_delay_s: float | None = None
-
-
-def classify(exc: BaseException, model: str) -> Failure | None:
+def classify(exc: BaseException, model: str, timeout_s: float) -> Failure | None:
     """The meaning of `exc`, or None when it is not a request failure (a bug: let it propagate)."""
     if isinstance(exc, errors.APIError):
         return _api_failure(exc, model)
@@ -35,10 +24,11 @@ def classify(exc: BaseException, model: str) -> Failure | None:
     if credentials is not None:
         return Failure("fatal", credentials)
     if isinstance(exc, (httpx.TransportError, errors.UnknownApiResponseError)):
+        why = timed_out(exc, timeout_s) or f"the connection to the Gemini API broke ({type(exc).__name__}: {exc})"
         return Failure(
             "transient",
             BackendError(
-                f"the connection to the Gemini API broke mid-answer ({type(exc).__name__}: {exc})",
+                why,
                 hint="run again; part of the answer may already have been shown",
                 code="stream_interrupted",
                 retryable=True,

@@ -1,85 +1,42 @@
-"""The generate-content backend's settings: `backend_options`, environment and model-family rules.
+"""The generate-content backend's typed options and thinking plan.
 
 The connection, retry and tool options shared with the interactions backend, and how credentials
 are read, live in `unified._internal.api_settings`; this module adds this backend's own options.
-Kept free of google-genai so `unsupported_options` (which runs before the stream starts) and the
-session locator stay cheap.
+Kept free of google-genai so options are checked before the stream starts, cheaply.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+
+from pydantic import Field
 
 from unified._internal import api_settings
-from unified._internal.api_settings import API_OPTION_TYPES, GOOGLE_TOOLS, ApiSettings
+from unified._internal.api_settings import ApiOptions
+from unified._internal.models import LEVEL_BUDGETS, plan_level, profile
 from unified.adapters.generate_content._sessions import BACKEND
 from unified.types import ExecuteParams, ThinkingConfig
 
 DEFAULT_MODEL = "gemini-2.5-flash"
-BUILTIN_TOOLS = GOOGLE_TOOLS
-
-_OPTION_TYPES: dict[str, tuple[type, ...]] = {
-    **API_OPTION_TYPES,
-    "loop_threshold": (int,),
-    "temperature": (int, float),
-    "max_output_tokens": (int,),
-}
 
 
-@dataclass(frozen=True)
-class Settings(ApiSettings):
-    """Everything the client and the loop need, resolved once per run.
+class GenerateContentOptions(ApiOptions):
+    """`backend_options` of the generate-content backend (docs/backends/generate-content.md).
 
     `max_retries` counts retries of one model turn after a 429, 5xx or dropped stream.
     """
 
-    loop_threshold: int = 4
-    """The same call with the same arguments this many turns in a row is a runaway loop."""
     temperature: float | None = None
-    max_output_tokens: int | None = None
-
-    @property
-    def builtin_tools(self) -> tuple[str, ...]:
-        return self.google_tools
+    max_output_tokens: int | None = Field(default=None, gt=0)
 
 
-def unknown_options(options: Mapping[str, object]) -> list[tuple[str, str]]:
-    """(option, why) for each backend option this backend does not know or cannot read."""
-    return api_settings.unknown_options(options, _OPTION_TYPES)
-
-
-def resolve_settings(params: ExecuteParams, env: Mapping[str, str] | None = None) -> Settings:
+def resolve_settings(params: ExecuteParams, env: Mapping[str, str] | None = None) -> GenerateContentOptions:
     """Options beat the environment; the environment follows google-genai's own names and order."""
-    return api_settings.resolve_api_settings(
-        params, env, backend=BACKEND, settings_type=Settings, option_types=_OPTION_TYPES
-    )
+    return api_settings.resolve_api_settings(params, env, backend=BACKEND, options_type=GenerateContentOptions)
 
 
 # -- thinking ---------------------------------------------------------------------------------------
-
-Family = Literal["gemini-3", "gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.5-flash-lite", "no-thinking"]
-
-_BUDGET_RANGE: dict[str, tuple[int, int]] = {
-    "gemini-2.5-pro": (128, 32768),
-    "gemini-2.5-flash": (1, 24576),
-    "gemini-2.5-flash-lite": (512, 24576),
-}
-_LEVEL_TO_BUDGET = {"minimal": 0, "low": 1024, "medium": 8192, "high": 24576}
-
-
-def model_family(model: str) -> Family:
-    name = model.lower().rsplit("/", 1)[-1]
-    if name.startswith("gemini-3") or name.startswith("gemini-flash-latest") or name.startswith("gemini-pro-latest"):
-        return "gemini-3"
-    if name.startswith("gemini-2.5-pro"):
-        return "gemini-2.5-pro"
-    if name.startswith("gemini-2.5-flash-lite"):
-        return "gemini-2.5-flash-lite"
-    if name.startswith("gemini-2.5"):
-        return "gemini-2.5-flash"
-    return "no-thinking"
 
 
 @dataclass(frozen=True)
@@ -93,46 +50,27 @@ class ThinkingPlan:
 
 
 def plan_thinking(model: str, thinking: ThinkingConfig | None) -> ThinkingPlan | None:
-    """Map a budget or level onto what the model family takes (2.5: budget, 3.x: level)."""
-    family = model_family(model)
+    """Map a budget or level onto what the model takes (its profile in `unified._internal.models`)."""
+    known = profile(model)
     if thinking is None:
-        return None if family == "no-thinking" else ThinkingPlan()
+        return None if known.thinking == "none" else ThinkingPlan()
     notes: list[str] = []
-    if family == "no-thinking":
+    if known.thinking == "none":
         if thinking.budget not in (None, 0) or thinking.level is not None:
             notes.append(f"{model} does not think; the thinking setting is ignored")
         return ThinkingPlan(include_thoughts=False, notes=tuple(notes))
-    if family == "gemini-3":
-        level: str | None = thinking.level
-        if thinking.budget is not None:
-            level = _budget_to_level(thinking.budget)
-            shown = level or "the model's default (dynamic)"
-            notes.append(f"{model} takes a thinking level, not a budget; budget {thinking.budget} sent as {shown}")
-        if level is not None and "pro" in model and level in ("minimal", "medium"):
-            mapped = "low" if level == "minimal" else "high"
-            notes.append(f"{model} takes thinking level low or high; {level!r} sent as {mapped!r}")
-            level = mapped
+    if known.thinking == "level":
+        level, notes = plan_level(model, thinking.level, thinking.budget)
         return ThinkingPlan(level=level, include_thoughts=thinking.include_thoughts, notes=tuple(notes))
     budget = thinking.budget
     if thinking.level is not None:
-        budget = _LEVEL_TO_BUDGET[thinking.level]
+        budget = LEVEL_BUDGETS[thinking.level]
         notes.append(f"{model} takes a thinking budget, not a level; level {thinking.level!r} sent as budget {budget}")
-    if budget is not None and budget != -1:
-        low, high = _BUDGET_RANGE[family]
-        allowed_off = family != "gemini-2.5-pro"
-        if not (budget == 0 and allowed_off) and not low <= budget <= high:
+    if budget is not None and budget != -1 and known.budget_range is not None:
+        low, high = known.budget_range
+        if not (budget == 0 and known.budget_off) and not low <= budget <= high:
             clamped = min(max(budget, low), high)
             why = "cannot turn thinking off" if budget == 0 else f"takes budgets {low}..{high}"
             notes.append(f"{model} {why}; budget {budget} sent as {clamped}")
             budget = clamped
     return ThinkingPlan(budget=budget, include_thoughts=thinking.include_thoughts, notes=tuple(notes))
-
-
-def _budget_to_level(budget: int) -> str | None:
-    if budget == -1:
-        return None
-    if budget <= 1024:
-        return "low"
-    if budget <= 8192:
-        return "medium"
-    return "high"

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import itertools
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -214,11 +213,9 @@ class TurnTranslator:
                 urls = [u.get("retrieved_url") for u in meta.get("url_metadata", [])]
                 events.extend(self._server_pair("url_context", {"urls": urls}, meta))
         problem = self.stop_problem()
-        if problem is not None:
+        if problem is not None and problem[0] not in _RETRY_FINISH:  # a botched turn: the loop says it asks again
             code = f"finish_{problem[0].lower()}"
-            if problem[0] in _RETRY_FINISH:
-                events.append(WarningEvent(code=code, message=f"{problem[1]}; asking the model again"))
-            elif problem[0] in _WARN_FINISH:
+            if problem[0] in _WARN_FINISH:
                 events.append(WarningEvent(code=code, message=problem[1]))
             else:
                 events.append(ErrorEvent(code=code, message=problem[1], fatal=True, details={"reason": problem[0]}))
@@ -253,15 +250,26 @@ class TurnTranslator:
         return problem[1]
 
     @property
-    def botched(self) -> bool:
-        """The model must be asked again: its turn ended malformed (nothing of it goes into the history)."""
-        return self.block_reason is None and self.finish_reason in _RETRY_FINISH
+    def malformed(self) -> str | None:
+        """Why the model must be asked again (nothing of the turn goes into the history), or None.
+
+        A botched turn (a malformed function call, ...), or a stream that ended without a
+        finishReason before anything was shown (an empty answer, as the Gemini CLI also retries).
+        """
+        if self.block_reason is not None:
+            return None
+        if self.finish_reason in _RETRY_FINISH:
+            problem = self.stop_problem()
+            return problem[1] if problem else self.finish_reason
+        if self.finish_reason is None and self.emitted == 0:
+            return "the model's answer was empty (the stream ended without content or a finishReason)"
+        return None
+
+    @property
+    def truncated(self) -> bool:
+        """The stream ended without a finishReason after showing output: the answer may be cut off."""
+        return self.block_reason is None and self.finish_reason is None and self.emitted > 0
 
     def content(self) -> types.Content:
         """The model's turn, parts unchanged (thought signatures included), for the history."""
         return types.Content(role="model", parts=list(self.parts))
-
-
-def call_key(call: LocalCall) -> str:
-    """Identity of a call for runaway-loop detection: name plus canonical arguments."""
-    return f"{call.name}:{json.dumps(call.args, sort_keys=True, default=str)}"

@@ -2,38 +2,34 @@
 
 google-genai is imported here only, and only when a run starts, so `import unified` stays light.
 The SDK's async path is asyncio-only (its hooks call `asyncio.to_thread`), so under trio the
-same calls go through the SDK's sync client in worker threads; both paths use httpx clients we
-inject, so respx and vcrpy see every request. The SDK's own retries (on by default for the
-Interactions API: 5 attempts) are switched off and replaced by ours: bounded, honouring the
-server's `RetryInfo.retryDelay`, and announced as a `warning` per retry so a slow run explains
-itself. Errors come from two unrelated families (`google.genai.errors` and
-`google.genai._interactions`); both become typed `UnifiedError`s.
+same calls go through the SDK's sync client in worker threads; both paths use the httpx clients
+of `unified._internal.genai_client`, so respx and vcrpy see every request. The SDK's own retries
+are off: `create` is retried by the agent loop, `get` (reconnecting, polling) here, both under the
+one policy of `unified._internal.retry`. Errors come from two unrelated families
+(`google.genai.errors` and `google.genai._interactions`); both become typed `UnifiedError`s.
 Everything the client returns is plain JSON (dicts), which the translator consumes.
 """
 
 from __future__ import annotations
 
 import functools
-import random
 import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import httpx
 import sniffio
 
-from unified._errors import BackendError, BackendUnavailable, UnifiedError
+from unified._errors import BackendError, UnifiedError
 from unified._internal.api_errors import RETRYABLE_STATUS, api_error, credentials_error, retry_delay
-from unified._internal.http import async_client, sync_client
-from unified.adapters.interactions._options import Settings
-
-if TYPE_CHECKING:
-    from google.genai import Client
+from unified._internal.genai_client import GenaiClient
+from unified._internal.retry import Failure, retrying
+from unified.adapters.interactions._options import InteractionsOptions
 
 T = TypeVar("T")
-OnRetry = Callable[[str], Awaitable[None]]
-"""Called with a human-readable message before each retry wait."""
+Warn = Callable[[str, str], Awaitable[None]]
+"""Emits a `warning` event (code, message)."""
 
 
 def to_json(event: Any) -> dict[str, Any]:
@@ -83,6 +79,19 @@ def to_unified(exc: BaseException, what: str, model: str | None = None) -> Unifi
     return failure
 
 
+def classify(exc: BaseException) -> Failure | None:
+    """What a failed Interactions API call means for the retry policy (None: not a request failure)."""
+    if not is_api_error(exc):
+        credentials = credentials_error(exc)
+        return Failure("fatal", credentials) if credentials is not None else None
+    status, body, _ = describe(exc)
+    error = to_unified(exc, "an Interactions API request")
+    if status == 429:
+        return Failure("rate_limit", error, retry_delay(body))
+    retryable = status in RETRYABLE_STATUS or is_connection_error(exc)
+    return Failure("transient" if retryable else "fatal", error, retry_delay(body))
+
+
 class _ThreadedReader:
     """Reads the SDK's sync stream in worker threads (the trio path), and closes it safely.
 
@@ -120,50 +129,20 @@ class _ThreadedReader:
         self._stream.close()
 
 
-class InteractionsClient:
-    """One run's connection to the Interactions API."""
+class InteractionsClient(GenaiClient):
+    """One run's connection to the Interactions API (`async with`: the HTTP clients close on exit)."""
 
-    def __init__(self, settings: Settings, on_retry: OnRetry) -> None:
-        self.settings = settings
-        self._on_retry = on_retry
+    def __init__(self, settings: InteractionsOptions, warn: Warn) -> None:
+        super().__init__(settings)
+        self.settings: InteractionsOptions = settings
+        self._warn = warn
         self._asyncio = sniffio.current_async_library() == "asyncio"
-        self._http = async_client(settings.timeout_s)
-        self._sync_http = sync_client(settings.timeout_s)
-        self._client = self._build(settings)
-
-    def _build(self, settings: Settings) -> Client:
-        try:
-            from google import genai
-            from google.genai import types
-        except ImportError as exc:  # pragma: no cover - google-genai is a dependency
-            raise BackendUnavailable(f"google-genai is not importable: {exc}", hint="pip install google-genai") from exc
-        options = types.HttpOptions(
-            base_url=settings.base_url,
-            api_version=settings.api_version,
-            httpx_client=self._sync_http,
-            httpx_async_client=self._http,
-            retry_options=types.HttpRetryOptions(attempts=1),  # ours replace them
-        )
-        if settings.vertexai:
-            return genai.Client(
-                vertexai=True,
-                api_key=settings.api_key if not settings.project else None,
-                project=settings.project,
-                location=settings.location,
-                http_options=options,
-            )
-        return genai.Client(api_key=settings.api_key, http_options=options)
-
-    async def aclose(self) -> None:
-        with anyio.CancelScope(shield=True):
-            await self._http.aclose()
-            await anyio.to_thread.run_sync(self._sync_http.close, abandon_on_cancel=True)
 
     async def _invoke(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """`client.aio.interactions.<method>` on asyncio, the sync twin in a worker thread elsewhere."""
         if self._asyncio:
-            return await getattr(self._client.aio.interactions, method)(*args, **kwargs)
-        call = functools.partial(getattr(self._client.interactions, method), *args, **kwargs)
+            return await getattr(self.client.aio.interactions, method)(*args, **kwargs)
+        call = functools.partial(getattr(self.client.interactions, method), *args, **kwargs)
         return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
 
     async def _events(self, stream: Any) -> AsyncGenerator[dict[str, Any], None]:
@@ -183,49 +162,17 @@ class InteractionsClient:
         finally:
             reader.close()
 
-    # -- retries ----------------------------------------------------------------------------------
-
-    async def retrying(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
-        """Run `call`, retrying 408/409/429/5xx and connection errors up to `max_retries` times."""
-        attempt = 0
-        while True:
-            try:
-                return await call()
-            except Exception as exc:
-                if not is_api_error(exc):
-                    credentials = credentials_error(exc)
-                    if credentials is not None:
-                        raise credentials from exc
-                    raise
-                status, body, message = describe(exc)
-                retryable = status in RETRYABLE_STATUS or is_connection_error(exc)
-                if not retryable or attempt >= self.settings.max_retries:
-                    raise to_unified(exc, what) from exc
-                asked = retry_delay(body)
-                if asked is not None and asked > self.settings.max_retry_delay_s:
-                    raise to_unified(exc, what) from exc  # the server asks for a longer wait than we allow
-                delay = asked if asked is not None else min(0.5 * 2**attempt, 8.0) * (0.5 + random.random() / 2)
-                attempt += 1
-                await self._on_retry(
-                    f"{what}: {status or 'connection error'} ({message[:200]}); "
-                    f"retry {attempt}/{self.settings.max_retries} in {delay:g}s"
-                    + (" as the server asked" if asked is not None else "")
-                )
-                await anyio.sleep(delay * self.settings.retry_delay_scale)
+    async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:
+        return await retrying(call, classify=classify, settings=self.settings, warn=self._warn)
 
     # -- calls ------------------------------------------------------------------------------------
 
     async def create_stream(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
-        async def call() -> Any:
-            return await self._invoke("create", **body, stream=True, **_no_continuation(body))
-
-        return self._events(await self.retrying("interactions.create", call))
+        """Not retried here: the agent loop retries the whole turn while nothing of it was shown."""
+        return self._events(await self._invoke("create", **body, stream=True, **_no_continuation(body)))
 
     async def create(self, body: dict[str, Any]) -> dict[str, Any]:
-        async def call() -> Any:
-            return await self._invoke("create", **body, **_no_continuation(body))
-
-        return to_json(await self.retrying("interactions.create", call))
+        return to_json(await self._invoke("create", **body, **_no_continuation(body)))
 
     async def resume_stream(
         self, interaction_id: str, last_event_id: str | None
@@ -235,13 +182,13 @@ class InteractionsClient:
         async def call() -> Any:
             return await self._invoke("get", interaction_id, stream=True, **extra)
 
-        return self._events(await self.retrying("interactions.get", call))
+        return self._events(await self._retrying(call))
 
     async def get(self, interaction_id: str) -> dict[str, Any]:
         async def call() -> Any:
             return await self._invoke("get", interaction_id)
 
-        return to_json(await self.retrying("interactions.get", call))
+        return to_json(await self._retrying(call))
 
     async def cancel(self, interaction_id: str) -> None:
         """Best effort, once: called while a run is being torn down."""

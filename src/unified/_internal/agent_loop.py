@@ -1,0 +1,258 @@
+"""The agent loop of every backend whose tools run locally (today generate-content and interactions).
+
+The loop owns what must behave the same on each of them (docs/backends/api-loop.md):
+
+- the session: created and saved, with its first prompt, before `session_started` announces it (a
+  process killed right after can be resumed); leased for the run; saved after every model turn and
+  after every tool round, so a round's results are on disk before the next request is sent;
+- the tool runtime and its MCP servers;
+- `max_turns`: at most N model requests; when the limit is hit after a turn that asked for tools,
+  the tools are not run (each call is answered "not run" in the history) and the run ends `max_turns`;
+- protection: the same call with the same arguments `loop_threshold` turns in a row stops the run
+  (`runaway_loop`); a malformed turn (the model botched it, or the stream ended empty) is asked
+  again up to `max_retries` times;
+- retries of a request that failed before showing anything (`unified._internal.retry`);
+- per-turn accounting in one call (`RunContext.end_turn`), mirrored into the stored session.
+
+A backend supplies a `TurnClient`: it sends one turn, translates its stream into events, and keeps
+in the session's state whatever its next request needs (the whole history, or the chain of
+server-side interaction ids).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import anyio
+import anyio.to_thread
+
+from unified._errors import UnifiedError
+from unified._internal.api_settings import ApiOptions
+from unified._internal.backend import RunContext, RunOutcome
+from unified._internal.retry import Failure, retrying
+from unified._internal.session_store import default_store
+from unified.events import SessionStarted, ToolResult, UnifiedEvent, Usage, WarningEvent
+from unified.sessions import SessionStore, StoredSession
+from unified.tools import EventForwarder, ToolCall, ToolOutcome, ToolRuntime, model_family
+
+Emit = Callable[[UnifiedEvent], Awaitable[None]]
+
+NOT_RUN_NO_TOOLS = "no local tools are available in this run (backend_options.local_tools is false)"
+
+
+@dataclass
+class TurnEnd:
+    """How one model request ended, as the loop needs to know it."""
+
+    usage: Usage = field(default_factory=Usage)
+    calls: list[ToolCall] = field(default_factory=list)
+    """Local function calls to run before the next request."""
+    outcome: RunOutcome | None = None
+    """Set when the run ends with this turn."""
+    error: UnifiedError | None = None
+    """Raised once the turn is recorded: the backend reported a failure in-band."""
+    malformed: str | None = None
+    """Why the turn must be asked again (it is not kept in the history)."""
+    continues: bool = False
+    """The backend asks to be continued with no new input (a continuation token)."""
+
+
+class TurnClient(Protocol):
+    """One backend's side of the loop. Entered once per run (opening and closing its HTTP clients)."""
+
+    backend: str
+    model: str
+
+    @property
+    def settings(self) -> ApiOptions: ...
+
+    @property
+    def connection(self) -> AbstractAsyncContextManager[object]:
+        """Entered once per run: opens the HTTP clients, closes them when the run ends."""
+
+    async def abandon(self) -> None:
+        """The run is ending on a failure or a cancellation: release server-side work (best effort)."""
+
+    def choose_model(self, stored: str | None) -> str:
+        """The model of this run (the caller's, else the resumed session's, else the default); sets `model`."""
+
+    def begin(self, session: StoredSession, declarations: list[dict[str, Any]]) -> None:
+        """Read the session's history and queue the prompt as the first request's input."""
+
+    async def send(self, emit: Emit) -> TurnEnd:
+        """Send one request (whatever the state says goes into it) and translate its answer."""
+
+    def classify(self, exc: BaseException) -> Failure | None:
+        """What a failure raised by `send` means (None: not a request failure)."""
+
+    def keep_turn(self, session: StoredSession, turn: TurnEnd) -> None:
+        """Record a finished (not malformed) turn in the session's state."""
+
+    def keep_tool_round(self, session: StoredSession, calls: list[ToolCall], outcomes: list[ToolOutcome]) -> None:
+        """Record the calls' results in the state as the next request's input."""
+
+
+def call_key(call: ToolCall) -> str:
+    """Identity of a call for runaway-loop detection: name plus canonical arguments."""
+    return f"{call.name}:{json.dumps(call.args, sort_keys=True, default=str)}"
+
+
+def refused(calls: list[ToolCall], message: str) -> list[ToolOutcome]:
+    return [ToolOutcome(c.id, c.name, {"error": message}, True) for c in calls]
+
+
+class AgentLoop:
+    """One run of an API backend: the session, the tools and the turns, around a `TurnClient`."""
+
+    def __init__(self, ctx: RunContext, client: TurnClient) -> None:
+        self.ctx = ctx
+        self.params = ctx.params
+        self.client = client
+        self.settings = client.settings
+        self.store: SessionStore = ctx.params.session_store or default_store()
+        """The only place the API backends touch the session store."""
+
+    async def run(self) -> RunOutcome:
+        params = self.params
+        backend = self.client.backend
+        if params.resume:
+            found = await self.store.resolve(backend, params.resume)
+            session = await self.store.load(backend, found.session_id)
+        else:
+            session = StoredSession.new(backend, model=None, cwd=str(params.cwd), first_prompt=params.prompt)
+        session.model = self.client.choose_model(session.model)
+        async with self.store.lease(backend, session.session_id):
+            await self._save(session)  # before session_started: the short id it announces is resumable
+            await self.ctx.emit(
+                SessionStarted(
+                    session_id=session.session_id,
+                    backend=self.client.backend,
+                    model=self.client.model,
+                    short_id=session.short_id,
+                    resumed=params.resume is not None,
+                    cwd=str(params.cwd),
+                    transport="http",
+                )
+            )
+            try:
+                async with self.client.connection:
+                    try:
+                        return await self._with_tools(session)
+                    except BaseException:
+                        with anyio.CancelScope(shield=True):
+                            await self.client.abandon()
+                        raise
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._save(session)
+
+    async def _with_tools(self, session: StoredSession) -> RunOutcome:
+        params = self.params
+        if not self.settings.local_tools:
+            self.client.begin(session, [])
+            return await self._turns(session, None)
+        async with ToolRuntime(
+            params.cwd,
+            include_directories=params.include_directories,
+            approval_mode=params.approval_mode,
+            excluded_tools=params.excluded_tools,
+            user_input=self.ctx.ask_user if params.on_user_input is not None else None,
+        ) as tools:
+            for problem in await tools.connect_mcp(params.mcp_servers):
+                await self._warn("mcp_unavailable", problem.message)
+            self.client.begin(session, tools.declarations(model_family(self.client.model)))
+            return await self._turns(session, tools)
+
+    async def _save(self, session: StoredSession) -> None:
+        await self.store.save(session)
+
+    async def _warn(self, code: str, message: str) -> None:
+        await self.ctx.emit(WarningEvent(code=code, message=message))
+
+    async def _turns(self, session: StoredSession, tools: ToolRuntime | None) -> RunOutcome:
+        max_turns = self.params.max_turns
+        last_keys: list[str] = []
+        repeats = malformed = 0
+        while True:
+            if max_turns is not None and self.ctx.turns >= max_turns:
+                return RunOutcome(status="max_turns", error=f"stopped after max_turns={max_turns} model requests")
+            turn = await self._request()
+            counted = await self.ctx.end_turn(turn.usage)
+            session.usage = session.usage + counted
+            session.turns += 1
+            if turn.malformed is not None:
+                malformed += 1
+                if malformed > self.settings.max_retries:
+                    return RunOutcome(
+                        status="error", error=f"{turn.malformed}; the model's turn was malformed {malformed} times"
+                    )
+                await self._warn("malformed_turn", f"{turn.malformed}; asking the model again")
+                continue
+            malformed = 0
+            self.client.keep_turn(session, turn)
+            await self._save(session)
+            if turn.error is not None:
+                raise turn.error
+            if turn.outcome is not None:
+                return turn.outcome
+            if turn.continues or not turn.calls:
+                continue
+            keys = sorted(call_key(c) for c in turn.calls)
+            repeats = repeats + 1 if keys == last_keys else 1
+            last_keys = keys
+            if repeats >= self.settings.loop_threshold:
+                await self._refuse(session, turn.calls, "not run: the same call was repeated too often (runaway loop)")
+                raise UnifiedError(
+                    f"runaway loop: the model made the same call ({turn.calls[0].name} with the same arguments) "
+                    f"{repeats} turns in a row, so the run was stopped",
+                    code="runaway_loop",
+                    hint="rephrase the task, or raise backend_options.loop_threshold if the repetition is intended",
+                )
+            if max_turns is not None and self.ctx.turns >= max_turns:
+                await self._refuse(session, turn.calls, f"not run: the run reached max_turns={max_turns}")
+                return RunOutcome(
+                    status="max_turns",
+                    error=f"stopped after max_turns={max_turns} model requests; the last turn's calls were not run",
+                )
+            outcomes = await self._run_calls(tools, turn.calls)
+            self.client.keep_tool_round(session, turn.calls, outcomes)
+            await self._save(session)  # the round is on disk before the next request goes out
+
+    async def _request(self) -> TurnEnd:
+        """One model request, asked again while nothing of it has been shown."""
+        shown = 0
+
+        async def emit(event: UnifiedEvent) -> None:
+            nonlocal shown
+            shown += 1
+            await self.ctx.emit(event)
+
+        async def attempt() -> TurnEnd:
+            nonlocal shown
+            shown = 0
+            return await self.client.send(emit)
+
+        return await retrying(
+            attempt, classify=self.client.classify, settings=self.settings, warn=self._warn, shown=lambda: shown > 0
+        )
+
+    async def _run_calls(self, tools: ToolRuntime | None, calls: list[ToolCall]) -> list[ToolOutcome]:
+        if tools is None:
+            outcomes = refused(calls, NOT_RUN_NO_TOOLS)
+        else:
+            outcomes = await tools.run_batch(calls, EventForwarder(self.ctx.emit))
+        for outcome in outcomes:
+            shown = outcome.response.get("error" if outcome.is_error else "output", outcome.response)
+            await self.ctx.emit(ToolResult(tool_use_id=outcome.call_id, output=shown, is_error=outcome.is_error))
+        return outcomes
+
+    async def _refuse(self, session: StoredSession, calls: list[ToolCall], message: str) -> None:
+        """Answer calls that will not run, in the stream and in the history (so a resume is valid)."""
+        for call in calls:
+            await self.ctx.emit(ToolResult(tool_use_id=call.id, output=message, is_error=True))
+        self.client.keep_tool_round(session, calls, refused(calls, message))
+        await self._save(session)

@@ -1,0 +1,58 @@
+"""Model profiles: one table of per-model facts, read the same way by every backend and the tool runtime."""
+
+from __future__ import annotations
+
+import pytest
+
+from unified._internal.models import budget_to_level, builtin_tool_problems, plan_level, profile
+from unified.adapters.generate_content._options import plan_thinking
+from unified.tools import model_family
+from unified.types import ThinkingConfig
+
+
+@pytest.mark.parametrize(
+    ("model", "family"),
+    [
+        ("gemini-3-flash-preview", "gemini-3"),
+        ("models/gemini-3.1-pro-preview", "gemini-3"),
+        ("gemini-flash-latest", "gemini-3"),
+        ("gemini-pro-latest", "gemini-3"),
+        ("gemini-2.5-flash", "default-legacy"),
+        ("gemini-2.0-flash", "default-legacy"),
+        (None, "default-legacy"),
+    ],
+)
+def test_the_tool_family_comes_from_the_profile(model: str | None, family: str) -> None:
+    assert model_family(model) == family
+
+
+@pytest.mark.parametrize(
+    ("budget", "level"), [(-1, None), (0, "minimal"), (1, "low"), (1024, "low"), (8192, "medium"), (30000, "high")]
+)
+def test_one_budget_to_level_mapping(budget: int, level: str | None) -> None:
+    assert budget_to_level(budget) == level
+
+
+@pytest.mark.parametrize("model", ["gemini-3-flash-preview", "gemini-flash-latest", "gemini-3-pro-preview"])
+def test_both_backends_send_the_same_level_for_budget_zero(model: str) -> None:
+    plan = plan_thinking(model, ThinkingConfig(budget=0))
+    assert plan is not None
+    interactions_level, notes = plan_level(model, None, 0)
+    assert plan.level == interactions_level
+    assert interactions_level == ("low" if "pro" in model else "minimal")
+    assert notes
+
+
+def test_builtin_tools_are_checked_against_the_profile() -> None:
+    assert builtin_tool_problems("gemini-3-flash-preview", ("google_search",), local_tools=True) == []
+    legacy = builtin_tool_problems("gemini-2.5-flash", ("url_context",), local_tools=True)
+    assert [why for _, why in legacy] == [
+        "gemini-2.5-flash may refuse built-in tools combined with function calling (Gemini 3 only); "
+        "set local_tools=False if the API answers 400"
+    ]
+    image = builtin_tool_problems("gemini-3-pro-image", ("code_execution",), local_tools=False)
+    assert image == [
+        ("backend_options.code_execution", "gemini-3-pro-image does not document the built-in tool code_execution")
+    ]
+    assert builtin_tool_problems("some-future-model", ("code_execution",), local_tools=True) == []
+    assert profile("gemini-2.5-pro").budget_range == (128, 32768)
