@@ -239,10 +239,8 @@ anyio.run(main)
 
 
 async def test_a_session_killed_right_after_it_was_announced_can_be_resumed(
-    backend: str, fake: FakeGemini, workspace: Path, anyio_backend: str
+    backend: str, fake: FakeGemini, workspace: Path
 ) -> None:
-    if anyio_backend == "trio":
-        pytest.skip("the child process is the subject; one event loop in the parent is enough")
     fake.add(ModelTurn(text="never finished", fault=Fault(kind="stall", after=0)), ModelTurn(text="resumed fine"))
     short_id = await anyio.to_thread.run_sync(_announced_then_killed, backend, fake, workspace)
     assert short_id
