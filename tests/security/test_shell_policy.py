@@ -9,6 +9,7 @@ against a victim file. Allow rules must not be stretched over commands they do n
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -453,9 +454,31 @@ def _shell_layers(seed: int, count: int) -> list[str]:
     return sorted(cases)
 
 
+def _run_bash_bounded(command: str, cwd: Path) -> None:
+    """`bash -c command` in its own process group, killed whole if it outlives the hang guard (a
+    generated nesting that loops must neither hang the suite nor leave processes behind)."""
+    import os
+    import signal
+    import subprocess
+
+    child = subprocess.Popen(
+        ["bash", "-c", command],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        child.wait(timeout=60)  # hang guard: each case normally ends in milliseconds
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+
+
 def test_differential_against_bash(tmp_path: Path) -> None:
     """Each generated command is run by the real bash: none that deletes the victim may be allowed."""
-    import subprocess
 
     policy = Policy.default().with_toml(DENY_RM)
     deleted = allowed_and_deleted = 0
@@ -463,7 +486,7 @@ def test_differential_against_bash(tmp_path: Path) -> None:
         root = tmp_path / str(index)
         root.mkdir()
         (root / "victim").write_text("precious\n")
-        subprocess.run(["bash", "-c", command], cwd=root, capture_output=True, stdin=subprocess.DEVNULL, check=False)
+        _run_bash_bounded(command, root)
         if not (root / "victim").exists():
             deleted += 1
             if policy.evaluate(SHELL, {"command": command}, "yolo").decision is Decision.ALLOW:
