@@ -67,18 +67,29 @@ def test_vertex_from_gcloud_adc_file_reads_only_the_project(isolated_home: Path)
         isolated_home / ".config" / "gcloud" / "application_default_credentials.json",
         {"type": "authorized_user", "refresh_token": SECRET, "quota_project_id": "adc-proj"},
     )
-    report = detect_auth()
+    unflagged = detect_auth().get("vertex")
+    # Without GOOGLE_GENAI_USE_VERTEXAI the API backends use the Gemini API: the file alone is not usable.
+    assert unflagged is not None
+    assert not unflagged.usable
+    assert unflagged.source == str(adc)
+    assert "GOOGLE_GENAI_USE_VERTEXAI" in unflagged.problems[0]
+    report = detect_auth({"HOME": str(isolated_home), "GOOGLE_GENAI_USE_VERTEXAI": "true"})
     mode = report.get("vertex")
     assert mode is not None
     assert mode.usable
-    assert mode.source == str(adc)
-    assert "adc-proj" in (mode.detail or "")
+    assert mode.source == "GOOGLE_GENAI_USE_VERTEXAI"
+    assert f"project adc-proj from the credentials file, location global, credentials {adc}" in (mode.detail or "")
     assert SECRET not in report.model_dump_json()
 
 
 def test_vertex_from_google_application_credentials(tmp_path: Path) -> None:
     key_file = _write_json(tmp_path / "sa.json", {"type": "service_account", "private_key": SECRET})
-    mode = detect_auth({"GOOGLE_APPLICATION_CREDENTIALS": str(key_file), "GOOGLE_CLOUD_PROJECT": "p"}).get("vertex")
+    env = {
+        "GOOGLE_APPLICATION_CREDENTIALS": str(key_file),
+        "GOOGLE_CLOUD_PROJECT": "p",
+        "GOOGLE_GENAI_USE_VERTEXAI": "1",
+    }
+    mode = detect_auth(env).get("vertex")
     assert mode is not None
     assert mode.usable
     assert str(key_file) in (mode.detail or "")
@@ -120,8 +131,12 @@ def test_gateway_keeps_only_the_origin() -> None:
     report = detect_auth({"GOOGLE_GEMINI_BASE_URL": f"https://user:{SECRET}@gw.example:8443/v1?key={SECRET}"})
     mode = report.get("gateway")
     assert mode is not None
-    assert mode.detail == "https://gw.example:8443"
-    assert SECRET not in report.model_dump_json()
+    assert mode.detail == "to https://gw.example:8443"
+    assert not mode.usable  # google-genai will not start without a key, gateway or not
+    assert "set GEMINI_API_KEY" in mode.problems[0]
+    assert SECRET not in report.model_dump_json() + repr(report) + report.describe()
+    keyed = detect_auth({"GOOGLE_GEMINI_BASE_URL": "https://gw.example:8443/v1", "GEMINI_API_KEY": "k" * 12})
+    assert keyed.usable_modes == ("gateway",)
 
 
 def test_cli_selected_type_is_read_from_settings(isolated_home: Path) -> None:
@@ -139,7 +154,11 @@ def test_no_secret_in_any_form_of_the_report(isolated_home: Path) -> None:
         "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:9",
     }
     report = detect_auth(env)
-    assert set(report.usable_modes) == {"api_key", "vertex", "gateway"}
+    # google-genai: on Vertex AI a project from the environment beats a key from it, and the
+    # Gemini API's base URL does not apply, so the only mode is Vertex AI with ADC.
+    assert report.usable_modes == ("vertex",)
+    assert report.api is not None
+    assert (report.api.kind, report.api.api_key) == ("vertex_adc", None)
     for text in (repr(report), str(report), report.model_dump_json(), report.describe()):
         assert SECRET not in text
         assert SECRET[::-1] not in text
