@@ -165,7 +165,10 @@ def resolve_api_auth(
             api_key=key,
             key_source=key_source,
             problems=tuple(problems),
-            hint="unset GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION, or drop the key" if problems else None,
+            hint="give an API key alone (express mode: unset GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION) "
+            "or a project with credentials (ADC), not both"
+            if problems
+            else None,
             notes=tuple(notes),
         )
     adc = _adc_file(env, user_home)
