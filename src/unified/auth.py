@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 AuthModeName = Literal["api_key", "vertex", "code_assist", "gateway"]
 AUTH_MODES: tuple[AuthModeName, ...] = ("api_key", "vertex", "code_assist", "gateway")
@@ -28,6 +28,223 @@ AUTH_MODE_TITLES: dict[AuthModeName, str] = {
 }
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
+
+ApiAuthKind = Literal["api_key", "vertex_adc", "vertex_express", "gateway"]
+API_AUTH_TITLES: dict[ApiAuthKind, str] = {
+    "api_key": "Gemini API key",
+    "vertex_adc": "Vertex AI with Application Default Credentials",
+    "vertex_express": "Vertex AI express mode (API key, no project)",
+    "gateway": "Gateway (custom GOOGLE_GEMINI_BASE_URL)",
+}
+GEMINI_API_URL = "https://generativelanguage.googleapis.com/"
+VERTEX_GLOBAL_URL = "https://aiplatform.googleapis.com/"
+_VERTEX_VARIANT: dict[ApiAuthKind, str] = {"vertex_adc": "with ADC", "vertex_express": "express mode"}
+_VERTEX_MULTI_REGIONS = frozenset({"us", "eu"})
+"""google-genai sends these locations to `aiplatform.<location>.rep.googleapis.com`."""
+
+
+def _sdk_flag(value: str | None) -> bool | None:
+    """google-genai's reading of a boolean variable: unset is None, only `true`/`1` (any case) are true."""
+    return None if value is None else value.lower() in ("true", "1")
+
+
+class ApiAuth(BaseModel):
+    """How the API backends (generate-content, interactions) authenticate here, as google-genai will.
+
+    The one resolution behind `detect_auth` (routing, `doctor`) and the client builder
+    (`unified._internal.genai_client`), so what is said is what is sent. The key and the full base
+    URL (a gateway's may carry a token) are excluded from `repr` and from dumps; `endpoint` shows
+    the base URL's origin only.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: ApiAuthKind
+    vertexai: bool
+    base_url: str = Field(repr=False, exclude=True)
+    endpoint: str
+    api_key: str | None = Field(default=None, repr=False, exclude=True)
+    key_source: str | None = None
+    project: str | None = None
+    project_source: str | None = None
+    location: str | None = None
+    credentials: str | None = None
+    """Vertex with ADC: where the credentials come from (never their content)."""
+    problems: tuple[str, ...] = ()
+    hint: str | None = None
+    notes: tuple[str, ...] = ()
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def usable(self) -> bool:
+        return not self.problems
+
+    def describe(self) -> str:
+        """One line, secret-free: the mode, where each setting came from, where requests go, the first problem."""
+        text = f"{API_AUTH_TITLES[self.kind]}, {self.settings()}"
+        if self.problems:
+            text += f": not usable, {self.problems[0]}"
+        return text
+
+    def settings(self) -> str:
+        """Where each setting came from and where requests go (secret-free)."""
+        parts = [_VERTEX_VARIANT[self.kind]] if self.kind in _VERTEX_VARIANT else []
+        if self.key_source:
+            parts.append(f"key from {self.key_source}")
+        if self.project:
+            parts.append(f"project {self.project} from {self.project_source}")
+        if self.location:
+            parts.append(f"location {self.location}")
+        if self.credentials:
+            parts.append(f"credentials {self.credentials}")
+        parts.append(f"to {self.endpoint}")
+        return ", ".join(parts)
+
+
+def resolve_api_auth(
+    env: Mapping[str, str] | None = None,
+    *,
+    home: Path | None = None,
+    api_key: str | None = None,
+    vertexai: bool | None = None,
+    project: str | None = None,
+    location: str | None = None,
+    base_url: str | None = None,
+    credentials: bool = False,
+) -> ApiAuth:
+    """The API backends' auth from explicit settings (the backend options) and `env`, in google-genai's order.
+
+    Explicit values beat the environment. Vertex AI is on when `vertexai` is True, else when
+    GOOGLE_GENAI_USE_ENTERPRISE (then GOOGLE_GENAI_USE_VERTEXAI) is `true` or `1`. On Vertex, a
+    project or location (GOOGLE_CLOUD_PROJECT/LOCATION) beats an API key from the environment:
+    the run uses ADC and the key is ignored; express mode needs the key and no project or location.
+    `credentials` says the caller supplies google-auth credentials (they beat any key from the
+    environment). Nothing is contacted; `problems` say what google-genai would refuse up front.
+    """
+    env = os.environ if env is None else env
+    user_home = home or Path(env.get("HOME") or Path.home())
+    if vertexai is None:
+        enterprise = _sdk_flag(env.get("GOOGLE_GENAI_USE_ENTERPRISE"))
+        vertexai = enterprise if enterprise is not None else bool(_sdk_flag(env.get("GOOGLE_GENAI_USE_VERTEXAI")))
+    env_key_source = next((n for n in ("GOOGLE_API_KEY", "GEMINI_API_KEY") if env.get(n)), None)
+    env_key = env[env_key_source] if env_key_source else None
+    key, key_source = (api_key, "the api_key option") if api_key else (env_key, env_key_source)
+    if not vertexai:
+        return _gemini_api_auth(env, key, key_source, base_url)
+
+    notes: list[str] = []
+    problems: list[str] = []
+    env_project = env.get("GOOGLE_CLOUD_PROJECT") or None
+    env_location = env.get("GOOGLE_CLOUD_LOCATION") or None
+    if credentials and api_key:
+        problems.append("credentials and an API key were both given: google-genai takes one or the other")
+    elif credentials or ((project or location) and not api_key):
+        key = key_source = None
+    elif api_key and not (project or location):
+        env_project = env_location = None  # an explicit key beats a project/location from the environment
+    elif env_key and (env_project or env_location) and not (project or location):
+        notes.append(
+            f"{env_key_source} is ignored: GOOGLE_CLOUD_PROJECT/LOCATION win over a key from the environment "
+            "(unset them for Vertex AI express mode)"
+        )
+        key = key_source = None
+    chosen_project, project_source = (
+        (project, "the project option") if project else (env_project, "GOOGLE_CLOUD_PROJECT")
+    )
+    chosen_location = location or env_location
+    custom = base_url or env.get("GOOGLE_VERTEX_BASE_URL") or None
+    if key and (chosen_project or chosen_location):
+        problems.append("an API key and a project/location were both given: pass one (key: express mode)")
+    if key:
+        url = custom or VERTEX_GLOBAL_URL
+        return ApiAuth(
+            kind="vertex_express",
+            vertexai=True,
+            base_url=url,
+            endpoint=_origin(url),
+            api_key=key,
+            key_source=key_source,
+            problems=tuple(problems),
+            hint="give an API key alone (express mode: unset GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION) "
+            "or a project with credentials (ADC), not both"
+            if problems
+            else None,
+            notes=tuple(notes),
+        )
+    adc = _adc_file(env, user_home)
+    source = "supplied in the credentials option" if credentials else None
+    if adc is not None and source is None:
+        content = _read_json_object(adc)
+        if content is None:
+            problems.append(f"the credentials file {adc} is missing or not JSON")
+        else:
+            source = str(adc)
+            if chosen_project is None:
+                # Only the project is read: the file's tokens and keys never leave it.
+                field = content.get("quota_project_id") or content.get("project_id")
+                chosen_project, project_source = (
+                    (field, "the credentials file") if isinstance(field, str) else (None, "")
+                )
+    if source is None and not problems:
+        notes.append(
+            "no Application Default Credentials found (run `gcloud auth application-default login` or set "
+            "GOOGLE_APPLICATION_CREDENTIALS); on Google Cloud the metadata server may still provide them"
+        )
+    if chosen_project is None:
+        problems.append("Vertex AI with ADC needs a project: set GOOGLE_CLOUD_PROJECT")
+    chosen_location = chosen_location or "global"
+    if custom:
+        url = custom
+    elif chosen_location == "global":
+        url = VERTEX_GLOBAL_URL
+    elif chosen_location in _VERTEX_MULTI_REGIONS:
+        url = f"https://aiplatform.{chosen_location}.rep.googleapis.com/"
+    else:
+        url = f"https://{chosen_location}-aiplatform.googleapis.com/"
+    return ApiAuth(
+        kind="vertex_adc",
+        vertexai=True,
+        base_url=url,
+        endpoint=_origin(url),
+        project=chosen_project,
+        project_source=project_source if chosen_project else None,
+        location=chosen_location,
+        credentials=source,
+        problems=tuple(problems),
+        hint=(
+            "set GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION and run `gcloud auth application-default login`, "
+            "or set GOOGLE_API_KEY alone for express mode"
+        )
+        if problems
+        else None,
+        notes=tuple(notes),
+    )
+
+
+def _gemini_api_auth(env: Mapping[str, str], key: str | None, key_source: str | None, base_url: str | None) -> ApiAuth:
+    custom = base_url or env.get("GOOGLE_GEMINI_BASE_URL") or None
+    url = custom or GEMINI_API_URL
+    problems: tuple[str, ...] = ()
+    hint = None
+    if key is None and custom:
+        problems = (
+            "a gateway without an API key: google-genai sends every Gemini API request with a key and "
+            "will not start without one",
+        )
+        hint = "set GEMINI_API_KEY to the key your gateway expects (any value if it ignores the x-goog-api-key header)"
+    elif key is None:
+        problems = ("no API key",)
+        hint = "set GEMINI_API_KEY (or GOOGLE_API_KEY), or use Vertex AI with GOOGLE_GENAI_USE_VERTEXAI=true"
+    return ApiAuth(
+        kind="gateway" if custom else "api_key",
+        vertexai=False,
+        base_url=url,
+        endpoint=_origin(url),
+        api_key=key,
+        key_source=key_source,
+        problems=problems,
+        hint=hint,
+    )
 
 
 class AuthMode(BaseModel):
@@ -66,6 +283,8 @@ class AuthReport(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     modes: tuple[AuthMode, ...] = ()
+    api: ApiAuth | None = None
+    """What the API backends will do here (`resolve_api_auth`); routing and `doctor` print it."""
     cli_selected_type: str | None = None
     """`security.auth.selectedType` of the Gemini CLI's settings: it wins over the environment for the CLI."""
     notes: tuple[str, ...] = ()
@@ -91,42 +310,71 @@ def detect_auth(env: Mapping[str, str] | None = None, home: Path | None = None) 
     """Find the auth modes present in `env` (default: the process environment) and under `home`.
 
     `home` stands for both the Gemini CLI's home (default `GEMINI_CLI_HOME`, then `HOME`) and the
-    user's home where gcloud keeps Application Default Credentials (default `HOME`).
+    user's home where gcloud keeps Application Default Credentials (default `HOME`). The API
+    backends' mode comes from `resolve_api_auth`, the same resolution their client is built from.
     """
     env = dict(os.environ if env is None else env)
     user_home = home or Path(env.get("HOME") or Path.home())
     cli_home = home or Path(env.get("GEMINI_CLI_HOME") or user_home)
-    found = [
-        mode
-        for mode in (
-            _api_key(env),
-            _vertex(env, user_home),
-            _code_assist(env, cli_home),
-            _gateway(env),
-        )
-        if mode is not None
-    ]
+    api = resolve_api_auth(env, home=user_home)
+    found = [*_api_modes(api, env, user_home), *filter(None, [_code_assist(env, cli_home)])]
     selected = _cli_selected_type(cli_home / ".gemini" / "settings.json")
     notes = []
     if selected is not None:
         notes.append(f"the Gemini CLI's settings select auth type {selected!r}; the gemini-cli backend follows them")
-    return AuthReport(modes=tuple(found), cli_selected_type=selected, notes=tuple(notes))
+    return AuthReport(modes=tuple(found), api=api, cli_selected_type=selected, notes=tuple(notes))
+
+
+_API_MODE: dict[ApiAuthKind, AuthModeName] = {
+    "api_key": "api_key",
+    "gateway": "gateway",
+    "vertex_adc": "vertex",
+    "vertex_express": "vertex",
+}
+
+
+def _api_modes(api: ApiAuth, env: Mapping[str, str], user_home: Path) -> list[AuthMode]:
+    """The mode the API backends will use (if anything points at one), plus ADC left unused."""
+    modes = []
+    flag = next((n for n in ("GOOGLE_GENAI_USE_ENTERPRISE", "GOOGLE_GENAI_USE_VERTEXAI") if _set(env, n)), None)
+    if api.vertexai:
+        source = flag or "the vertexai option"
+    else:
+        source = api.key_source or ("GOOGLE_GEMINI_BASE_URL" if api.kind == "gateway" else "")
+    if source:
+        notes = list(api.notes)
+        if _set(env, "GOOGLE_API_KEY") and not _set(env, "GEMINI_API_KEY") and api.key_source == "GOOGLE_API_KEY":
+            notes.append("the Gemini CLI itself reads GEMINI_API_KEY, not GOOGLE_API_KEY")
+        if _set(env, "GOOGLE_API_KEY") and _set(env, "GEMINI_API_KEY"):
+            notes.append("GOOGLE_API_KEY and GEMINI_API_KEY are both set: google-genai uses GOOGLE_API_KEY")
+        if api.kind == "gateway":
+            notes.append(
+                "the Gemini CLI needs security.auth.selectedType = 'gemini-api-key' to send an API key to a gateway"
+            )
+        problems = tuple(f"{p}; {api.hint}" if api.hint and i == 0 else p for i, p in enumerate(api.problems))
+        modes.append(
+            AuthMode(
+                mode=_API_MODE[api.kind],
+                source=source,
+                detail=api.settings(),
+                problems=problems,
+                notes=tuple(notes),
+            )
+        )
+    adc = _adc_file(env, user_home)
+    if adc is not None and not api.vertexai:
+        modes.append(
+            AuthMode(
+                mode="vertex",
+                source=str(adc),
+                problems=("GOOGLE_GENAI_USE_VERTEXAI is not set: set it to true to use these credentials",),
+            )
+        )
+    return modes
 
 
 def _set(env: Mapping[str, str], name: str) -> bool:
     return bool(env.get(name, "").strip())
-
-
-def _api_key(env: Mapping[str, str]) -> AuthMode | None:
-    present = [name for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY") if _set(env, name)]
-    if not present:
-        return None
-    notes = []
-    if len(present) == 2:
-        notes.append("GOOGLE_API_KEY and GEMINI_API_KEY are both set: google-genai uses GOOGLE_API_KEY")
-    elif present == ["GOOGLE_API_KEY"]:
-        notes.append("the Gemini CLI itself reads GEMINI_API_KEY, not GOOGLE_API_KEY")
-    return AuthMode(mode="api_key", source=present[0], notes=tuple(notes))
 
 
 def _adc_file(env: Mapping[str, str], user_home: Path) -> Path | None:
@@ -145,63 +393,6 @@ def _read_json_object(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
-
-
-def _vertex(env: Mapping[str, str], user_home: Path) -> AuthMode | None:
-    flag = env.get("GOOGLE_GENAI_USE_VERTEXAI", "").strip().lower() in _TRUE
-    adc = _adc_file(env, user_home)
-    if not flag and adc is None:
-        return None
-    problems: list[str] = []
-    notes: list[str] = []
-    credentials: str | None = None
-    adc_project: str | None = None
-    if adc is not None:
-        content = _read_json_object(adc)
-        if content is None:
-            problems.append(f"the credentials file {adc} is missing or not JSON")
-        else:
-            credentials = str(adc)
-            # Only the project is read: the file's tokens and keys never leave it.
-            project_field = content.get("quota_project_id") or content.get("project_id")
-            adc_project = project_field if isinstance(project_field, str) else None
-    express = flag and _set(env, "GOOGLE_API_KEY")
-    if express and credentials is None:
-        problems.clear()
-        credentials = "GOOGLE_API_KEY (Vertex express mode)"
-
-    project = env.get("GOOGLE_CLOUD_PROJECT", "").strip() or None
-    project_source = "GOOGLE_CLOUD_PROJECT" if project else "credentials file"
-    project = project or adc_project
-    location = env.get("GOOGLE_CLOUD_LOCATION", "").strip() or None
-    if project is None and not express:
-        problems.append("no project: set GOOGLE_CLOUD_PROJECT")
-    if location is None and not express:
-        notes.append("GOOGLE_CLOUD_LOCATION is not set (the Gemini CLI requires it for Vertex AI)")
-    if credentials is None and not problems and not express:
-        notes.append(
-            "no Application Default Credentials found (run `gcloud auth application-default login` or set "
-            "GOOGLE_APPLICATION_CREDENTIALS); on Google Cloud the metadata server may still provide them"
-        )
-    if not flag:
-        notes.append("GOOGLE_GENAI_USE_VERTEXAI is not set: Vertex AI is used only when a backend is told to")
-    if _set(env, "GOOGLE_VERTEX_BASE_URL"):
-        notes.append(f"GOOGLE_VERTEX_BASE_URL moves the Vertex host to {_origin(env['GOOGLE_VERTEX_BASE_URL'])}")
-
-    parts = []
-    if project:
-        parts.append(f"project {project} from {project_source}")
-    if location:
-        parts.append(f"location {location}")
-    if credentials:
-        parts.append(f"credentials {credentials}")
-    return AuthMode(
-        mode="vertex",
-        source="GOOGLE_GENAI_USE_VERTEXAI" if flag else str(adc),
-        detail=", ".join(parts) or None,
-        problems=tuple(problems),
-        notes=tuple(notes),
-    )
 
 
 def _code_assist(env: Mapping[str, str], cli_home: Path) -> AuthMode | None:
@@ -239,20 +430,6 @@ def _origin(url: str) -> str:
     if not parts.scheme or not parts.hostname:
         return "(not a URL)"
     return f"{parts.scheme}://{parts.hostname}{port}"
-
-
-def _gateway(env: Mapping[str, str]) -> AuthMode | None:
-    if not _set(env, "GOOGLE_GEMINI_BASE_URL"):
-        return None
-    return AuthMode(
-        mode="gateway",
-        source="GOOGLE_GEMINI_BASE_URL",
-        detail=_origin(env["GOOGLE_GEMINI_BASE_URL"]),
-        notes=(
-            "requests go to this host instead of Google's; the Gemini CLI needs "
-            "security.auth.selectedType = 'gemini-api-key' to send an API key there",
-        ),
-    )
 
 
 def _cli_selected_type(settings: Path) -> str | None:

@@ -29,9 +29,10 @@ then the real Gemini CLI (the only one for a Code Assist login), then the beta I
 _AUTH_HINTS = {
     "api_key": "set GEMINI_API_KEY (or GOOGLE_API_KEY)",
     "vertex": "set GOOGLE_GENAI_USE_VERTEXAI=true, GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION "
-    "and run `gcloud auth application-default login`",
+    "and run `gcloud auth application-default login` (or GOOGLE_GENAI_USE_VERTEXAI=true and GOOGLE_API_KEY "
+    "alone: express mode)",
     "code_assist": "run `gemini` once and log in with Google",
-    "gateway": "set GOOGLE_GEMINI_BASE_URL to your gateway",
+    "gateway": "set GOOGLE_GEMINI_BASE_URL to your gateway and GEMINI_API_KEY to the key it expects",
 }
 
 
@@ -93,7 +94,7 @@ def select_backend(
             rejected[name] = f"does not support {', '.join(missing)}"
             continue
         found = auth.get(modes[0]) if modes else None
-        via = f"{AUTH_MODE_TITLES[found.mode]} from {found.source}" if found else "no credentials needed"
+        via = found.summary() if found else "no credentials needed"
         qualifying.append((name, via))
 
     if not qualifying:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from unified._internal.redact import REDACTED, redact, secret_values
-from unified.auth import detect_auth
+from unified.auth import detect_auth, resolve_api_auth
 
 SECRET = "AIzaSy-a-fake-secret-value-1234567890"
 
@@ -67,18 +68,29 @@ def test_vertex_from_gcloud_adc_file_reads_only_the_project(isolated_home: Path)
         isolated_home / ".config" / "gcloud" / "application_default_credentials.json",
         {"type": "authorized_user", "refresh_token": SECRET, "quota_project_id": "adc-proj"},
     )
-    report = detect_auth()
+    unflagged = detect_auth().get("vertex")
+    # Without GOOGLE_GENAI_USE_VERTEXAI the API backends use the Gemini API: the file alone is not usable.
+    assert unflagged is not None
+    assert not unflagged.usable
+    assert unflagged.source == str(adc)
+    assert "GOOGLE_GENAI_USE_VERTEXAI" in unflagged.problems[0]
+    report = detect_auth({"HOME": str(isolated_home), "GOOGLE_GENAI_USE_VERTEXAI": "true"})
     mode = report.get("vertex")
     assert mode is not None
     assert mode.usable
-    assert mode.source == str(adc)
-    assert "adc-proj" in (mode.detail or "")
+    assert mode.source == "GOOGLE_GENAI_USE_VERTEXAI"
+    assert f"project adc-proj from the credentials file, location global, credentials {adc}" in (mode.detail or "")
     assert SECRET not in report.model_dump_json()
 
 
 def test_vertex_from_google_application_credentials(tmp_path: Path) -> None:
     key_file = _write_json(tmp_path / "sa.json", {"type": "service_account", "private_key": SECRET})
-    mode = detect_auth({"GOOGLE_APPLICATION_CREDENTIALS": str(key_file), "GOOGLE_CLOUD_PROJECT": "p"}).get("vertex")
+    env = {
+        "GOOGLE_APPLICATION_CREDENTIALS": str(key_file),
+        "GOOGLE_CLOUD_PROJECT": "p",
+        "GOOGLE_GENAI_USE_VERTEXAI": "1",
+    }
+    mode = detect_auth(env).get("vertex")
     assert mode is not None
     assert mode.usable
     assert str(key_file) in (mode.detail or "")
@@ -120,8 +132,12 @@ def test_gateway_keeps_only_the_origin() -> None:
     report = detect_auth({"GOOGLE_GEMINI_BASE_URL": f"https://user:{SECRET}@gw.example:8443/v1?key={SECRET}"})
     mode = report.get("gateway")
     assert mode is not None
-    assert mode.detail == "https://gw.example:8443"
-    assert SECRET not in report.model_dump_json()
+    assert mode.detail == "to https://gw.example:8443"
+    assert not mode.usable  # google-genai will not start without a key, gateway or not
+    assert "set GEMINI_API_KEY" in mode.problems[0]
+    assert SECRET not in report.model_dump_json() + repr(report) + report.describe()
+    keyed = detect_auth({"GOOGLE_GEMINI_BASE_URL": "https://gw.example:8443/v1", "GEMINI_API_KEY": "k" * 12})
+    assert keyed.usable_modes == ("gateway",)
 
 
 def test_cli_selected_type_is_read_from_settings(isolated_home: Path) -> None:
@@ -139,7 +155,11 @@ def test_no_secret_in_any_form_of_the_report(isolated_home: Path) -> None:
         "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:9",
     }
     report = detect_auth(env)
-    assert set(report.usable_modes) == {"api_key", "vertex", "gateway"}
+    # google-genai: on Vertex AI a project from the environment beats a key from it, and the
+    # Gemini API's base URL does not apply, so the only mode is Vertex AI with ADC.
+    assert report.usable_modes == ("vertex",)
+    assert report.api is not None
+    assert (report.api.kind, report.api.api_key) == ("vertex_adc", None)
     for text in (repr(report), str(report), report.model_dump_json(), report.describe()):
         assert SECRET not in text
         assert SECRET[::-1] not in text
@@ -157,3 +177,82 @@ def test_redact_replaces_known_and_guessed_secrets() -> None:
     text = "key=dummy-key short=dummy auth=tok-0123456789 abc /etc/creds.json /usr/bin"
     assert redact(text, env) == f"key={REDACTED} short=dummy auth={REDACTED} abc /etc/creds.json /usr/bin"
     assert secret_values({"A_API_KEY": "x" * 10, "B_API_KEY": "x" * 12}) == ["x" * 12, "x" * 10]
+
+
+VERTEX_ENV = {"GOOGLE_GENAI_USE_VERTEXAI": "true", "GOOGLE_CLOUD_PROJECT": "env-proj", "GOOGLE_API_KEY": SECRET}
+
+
+_RESOLUTION_CASES: list[tuple[dict[str, str], dict[str, Any], tuple[str, str | None, str | None, bool]]] = [
+    # google-genai's precedence (its BaseApiClient.__init__), one row per branch.
+    (VERTEX_ENV, {}, ("vertex_adc", "env-proj", "global", False)),
+    (VERTEX_ENV, {"api_key": "explicit-key"}, ("vertex_express", None, None, True)),
+    ({**VERTEX_ENV, "GOOGLE_CLOUD_PROJECT": ""}, {}, ("vertex_express", None, None, True)),
+    (
+        {"GOOGLE_GENAI_USE_VERTEXAI": "true", "GOOGLE_API_KEY": SECRET},
+        {"project": "p"},
+        ("vertex_adc", "p", "global", False),
+    ),
+    (VERTEX_ENV, {"credentials": True}, ("vertex_adc", "env-proj", "global", False)),
+    ({**VERTEX_ENV, "GOOGLE_GENAI_USE_VERTEXAI": "yes"}, {}, ("api_key", None, None, True)),
+    ({**VERTEX_ENV, "GOOGLE_GENAI_USE_ENTERPRISE": "false"}, {}, ("api_key", None, None, True)),
+    (
+        {"GOOGLE_GENAI_USE_VERTEXAI": "true", "GOOGLE_CLOUD_LOCATION": "eu", "GOOGLE_CLOUD_PROJECT": "p"},
+        {},
+        ("vertex_adc", "p", "eu", False),
+    ),
+]
+
+
+@pytest.mark.parametrize(("env", "explicit", "expected"), _RESOLUTION_CASES)
+def test_resolution_follows_google_genai(
+    env: dict[str, str], explicit: dict[str, Any], expected: tuple[str, str | None, str | None, bool]
+) -> None:
+    auth = resolve_api_auth(env, home=Path("/nonexistent"), **explicit)
+    assert (auth.kind, auth.project, auth.location, auth.api_key is not None) == expected
+    assert auth.problems == ()
+    if auth.kind == "vertex_express":
+        assert auth.base_url == "https://aiplatform.googleapis.com/"
+    if auth.location == "eu":
+        assert auth.base_url == "https://aiplatform.eu.rep.googleapis.com/"
+
+
+@pytest.mark.parametrize(("env", "explicit", "expected"), _RESOLUTION_CASES)
+def test_google_genai_itself_agrees(
+    env: dict[str, str],
+    explicit: dict[str, Any],
+    expected: tuple[str, str | None, str | None, bool],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The real SDK, left to read the same environment, picks the same mode, project, location and host."""
+    from google import genai
+    from google.oauth2.credentials import Credentials
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    given = {**explicit, "credentials": Credentials(token="t")} if explicit.get("credentials") else explicit  # type: ignore[no-untyped-call]
+    sdk = genai.Client(**given)._api_client
+    ours = resolve_api_auth(env, home=Path("/nonexistent"), **explicit)
+    assert (bool(sdk.vertexai), bool(sdk.api_key), sdk._http_options.base_url) == (
+        ours.vertexai,
+        ours.api_key is not None,
+        ours.base_url,
+    )
+    if ours.vertexai:
+        assert (sdk.project or None, sdk.location or None) == (ours.project, ours.location)
+
+
+def test_resolved_auth_never_shows_its_key_or_full_base_url() -> None:
+    auth = resolve_api_auth(
+        {"GEMINI_API_KEY": SECRET, "GOOGLE_GEMINI_BASE_URL": f"https://gw.example/p?token={SECRET}"}
+    )
+    assert auth.api_key == SECRET
+    assert SECRET in auth.base_url  # sent as given ...
+    for text in (repr(auth), str(auth), auth.model_dump_json(), auth.describe()):
+        assert SECRET not in text  # ... never shown
+    assert auth.describe() == "Gateway (custom GOOGLE_GEMINI_BASE_URL), key from GEMINI_API_KEY, to https://gw.example"
+
+
+def test_a_key_with_an_explicit_project_is_refused_up_front() -> None:
+    auth = resolve_api_auth({}, vertexai=True, api_key=SECRET, project="p")
+    assert not auth.usable
+    assert "both given" in auth.problems[0]

@@ -113,16 +113,17 @@ def test_doctor_reports_auth_and_binary_without_secrets(secret_env: Path) -> Non
     code, output = _invoke("doctor")
     assert code == 0
     _assert_no_secret(output)
-    assert "api_key from GOOGLE_API_KEY" in output
+    # A key and a base URL: google-genai sends the key to the gateway, and that is the one mode said.
+    assert "gateway from GOOGLE_API_KEY (key from GOOGLE_API_KEY, to https://gw.example)" in output
     assert "code_assist from" in output
-    assert "https://gw.example" in output
     assert f"{secret_env} (from UNIFIED_GEMINI_BIN): 0.61.0 [REDACTED]" in output
     assert "generate-content: ✓ ready" in output
     code, output = _invoke("doctor", "--json")
     assert code == 0
     _assert_no_secret(output)
     report = json.loads(output)
-    assert {m["mode"] for m in report["auth"]["modes"]} == {"api_key", "code_assist", "gateway"}
+    assert {m["mode"] for m in report["auth"]["modes"]} == {"code_assist", "gateway"}
+    assert (report["auth"]["api"]["kind"], report["auth"]["api"]["endpoint"]) == ("gateway", "https://gw.example")
     assert report["auto"]["backend"] == "generate-content"
 
 

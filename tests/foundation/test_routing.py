@@ -24,7 +24,7 @@ def _auth(env: dict[str, str]) -> AuthReport:
 
 API_KEY = {"GEMINI_API_KEY": "k"}
 VERTEX = {"GOOGLE_GENAI_USE_VERTEXAI": "true", "GOOGLE_CLOUD_PROJECT": "p", "GOOGLE_CLOUD_LOCATION": "us-central1"}
-GATEWAY = {"GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:8080"}
+GATEWAY = {"GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:8080", "GEMINI_API_KEY": "k"}
 
 
 def _code_assist(home: Path) -> AuthReport:
@@ -59,6 +59,12 @@ def test_gateway_works_with_every_api_backend() -> None:
     selection = select_backend(_auth(GATEWAY))
     assert selection.backend == "generate-content"
     assert set(selection.alternatives) == {"gemini-cli", "interactions"}
+    assert selection.reason.startswith("generate-content: Gateway (custom GOOGLE_GEMINI_BASE_URL) from GEMINI_API_KEY")
+
+
+def test_a_gateway_without_a_key_is_not_ready_and_says_what_to_set() -> None:
+    with pytest.raises(RoutingError, match=r"a gateway without an API key.*set GEMINI_API_KEY"):
+        select_backend(_auth({"GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:8080"}))
 
 
 def test_nothing_present_explains_what_to_set() -> None:
@@ -71,7 +77,10 @@ def test_nothing_present_explains_what_to_set() -> None:
 
 
 def test_incomplete_credentials_are_named() -> None:
-    with pytest.raises(RoutingError, match="Vertex AI from GOOGLE_GENAI_USE_VERTEXAI: incomplete, no project"):
+    with pytest.raises(
+        RoutingError,
+        match=r"Vertex AI from GOOGLE_GENAI_USE_VERTEXAI .*: incomplete, Vertex AI with ADC needs a project",
+    ):
         select_backend(_auth({"GOOGLE_GENAI_USE_VERTEXAI": "true"}))
 
 

@@ -76,8 +76,9 @@ async def test_cassette_endpoint_is_unreachable_on_replay_and_the_script_when_re
     turns = [ModelTurn(text="recorded answer", method="generateContent")]
     async with cassette_endpoint(turns, {0: Fault(kind="rate_limit")}) as url, httpx.AsyncClient() as client:
         assert url != UNREACHABLE
-        first = await client.post(f"{url}/v1beta/models/m:generateContent", json={"contents": []})
-        second = await client.post(f"{url}/v1beta/models/m:generateContent", json={"contents": []})
+        key = {"x-goog-api-key": SECRET}
+        first = await client.post(f"{url}/v1beta/models/m:generateContent", json={"contents": []}, headers=key)
+        second = await client.post(f"{url}/v1beta/models/m:generateContent", json={"contents": []}, headers=key)
     assert first.status_code == 429
     assert second.status_code == 200
     assert "recorded answer" in second.text
@@ -90,6 +91,7 @@ def _record_prompt(directory: Path, monkeypatch: pytest.MonkeyPatch, text: str) 
         client.post(
             f"{server.base_url}/v1beta/models/m:generateContent",
             json={"contents": [{"role": "user", "parts": [{"text": text}]}]},
+            headers={"x-goog-api-key": SECRET},
         )
     monkeypatch.delenv(RECORD_ENV)
 

@@ -12,6 +12,7 @@ pytest_plugins = ["unified.testing.pytest_plugin"]
 
 def test_fixture_serves_added_turns(fake_gemini: FakeGemini) -> None:
     fake_gemini.add(ModelTurn(text="hi", method="generateContent"))
-    response = httpx.post(f"{fake_gemini.base_url}/v1/models/m:generateContent", json={}, timeout=5)
+    url = f"{fake_gemini.base_url}/v1/models/m:generateContent"
+    response = httpx.post(url, json={}, headers={"x-goog-api-key": "k"}, timeout=5)
     assert response.json()["candidates"][0]["content"]["parts"] == [{"text": "hi"}]
     fake_gemini.assert_done()

@@ -3,7 +3,7 @@
 Each backend's typed options (`GenerateContentOptions`, `InteractionsOptions`) subclass `ApiOptions`
 with their extras; what is here is how they are parsed (`unified._internal.options.parse_options`:
 an unknown key or a bad value is the same ConfigurationError on every backend) and how credentials,
-base URL and location are read from the options and the environment. Free of google-genai so the
+base URL and location are resolved (`unified.auth.resolve_api_auth`). Free of google-genai so the
 options can be checked before the stream starts.
 """
 
@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import ConfigDict, Field
 
-from unified._errors import BackendUnavailable
+from unified._errors import AuthError, ConfigurationError
 from unified._internal.models import builtin_tool_problems
 from unified._internal.options import BackendOptions, parse_options
+from unified.auth import ApiAuth, resolve_api_auth
 from unified.types import ExecuteParams
 
 GOOGLE_TOOLS = ("google_search", "url_context", "code_execution")
@@ -41,7 +42,12 @@ class ApiOptions(BackendOptions):
     project: str | None = None
     location: str | None = None
     base_url: str | None = None
-    api_version: ApiVersion = "v1beta"
+    credentials: Any = Field(default=None, repr=False, exclude=True)
+    """google-auth credentials for Vertex AI (instead of Application Default Credentials)."""
+    auth: ApiAuth | None = Field(default=None, exclude=True)
+    """Set by `resolve_api_settings`, never by the caller: what the client is built from."""
+    api_version: ApiVersion | None = None
+    """None: v1beta on the Gemini API, v1beta1 on Vertex AI."""
     timeout_s: float = Field(default=90.0, gt=0)
     """Per attempt: the longest wait to connect (at most 30 s), for the response headers, or between
     two chunks of a stream."""
@@ -75,43 +81,41 @@ class ApiOptions(BackendOptions):
 OptionsT = TypeVar("OptionsT", bound=ApiOptions)
 
 
-def truthy(value: str | None) -> bool:
-    """An environment flag: `1`, `true` or `yes` (any case, spaces ignored)."""
-    return (value or "").strip().lower() in ("1", "true", "yes")
-
-
 def resolve_api_settings(
     params: ExecuteParams, env: Mapping[str, str] | None, *, backend: str, options_type: type[OptionsT]
 ) -> OptionsT:
-    """`options_type` parsed from `params.backend_options`, credentials and endpoints filled from the environment.
+    """`options_type` parsed from `params.backend_options`, its auth resolved by `unified.auth.resolve_api_auth`.
 
-    Options beat the environment; the environment follows google-genai's own names and order.
-    Raises ConfigurationError for a bad option (`parse_options`), BackendUnavailable (naming
-    `backend`) without credentials.
+    Options beat the environment; the environment follows google-genai's own names and order
+    (docs/auth.md). Raises ConfigurationError for a bad option (`parse_options`), AuthError
+    (`auth_error`, naming `backend` and the variable to set) when google-genai would refuse the
+    credentials before sending anything.
     """
     env = os.environ if env is None else env
     options = parse_options(options_type, params.backend_options, backend)
-    vertexai = options.vertexai if options.vertexai is not None else truthy(env.get("GOOGLE_GENAI_USE_VERTEXAI"))
-    api_key = options.api_key or env.get("GOOGLE_API_KEY") or env.get("GEMINI_API_KEY")
-    project = options.project or env.get("GOOGLE_CLOUD_PROJECT")
-    location = options.location or env.get("GOOGLE_CLOUD_LOCATION")
-    base_url = options.base_url or env.get("GOOGLE_VERTEX_BASE_URL" if vertexai else "GOOGLE_GEMINI_BASE_URL") or None
-    if not vertexai and not api_key:
-        raise BackendUnavailable(
-            f"the {backend} backend needs an API key",
-            hint="set GEMINI_API_KEY (or GOOGLE_API_KEY), or use Vertex AI with GOOGLE_GENAI_USE_VERTEXAI=true",
+    if options.auth is not None:
+        raise ConfigurationError(
+            f"the {backend} backend's option 'auth' is not an input",
+            hint="pass api_key, vertexai, project, location, base_url or credentials",
         )
-    if vertexai and not api_key and not project:
-        raise BackendUnavailable(
-            "Vertex AI mode needs a project",
-            hint="set GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION (credentials come from ADC)",
-        )
+    auth = resolve_api_auth(
+        env,
+        api_key=options.api_key,
+        vertexai=options.vertexai,
+        project=options.project,
+        location=options.location,
+        base_url=options.base_url,
+        credentials=options.credentials is not None,
+    )
+    if auth.problems:
+        raise AuthError(f"the {backend} backend cannot authenticate: {'; '.join(auth.problems)}", hint=auth.hint)
     return options.model_copy(
         update={
-            "api_key": api_key,
-            "vertexai": vertexai,
-            "project": project,
-            "location": location,
-            "base_url": base_url,
+            "auth": auth,
+            "api_key": auth.api_key,
+            "vertexai": auth.vertexai,
+            "project": auth.project,
+            "location": auth.location,
+            "base_url": auth.base_url,
         }
     )

@@ -3,7 +3,8 @@
 google-genai would otherwise pick its own HTTP stack (httpx2, or aiohttp when importable), which
 respx and vcrpy's httpx patch cannot see, and build a TLS context per client. We inject both of
 the clients it may use (async, and sync for the trio path), apply the base URL, API version, the
-per-attempt timeout and the Vertex AI location default once, switch the SDK's retries off (ours
+per-attempt timeout once, build the client from the resolved auth
+(`ApiOptions.auth`, see `unified.auth.resolve_api_auth`) and nothing else, switch the SDK's retries off (ours
 honour RetryInfo: `unified._internal.retry`), and close both httpx clients when the run ends.
 google.genai is imported only when a run enters this context.
 """
@@ -23,8 +24,6 @@ from unified._internal.http import async_client, sync_client
 
 if TYPE_CHECKING:
     from google import genai
-
-DEFAULT_VERTEX_LOCATION = "global"
 
 
 class GenaiClient:
@@ -50,24 +49,25 @@ class GenaiClient:
         settings = self.settings
         self.http = async_client(settings.timeout_s)
         self.sync_http = sync_client(settings.timeout_s)
+        auth = settings.auth
+        assert auth is not None, "GenaiClient needs settings from resolve_api_settings"
         options = types.HttpOptions(
-            api_version=settings.api_version,
-            base_url=settings.base_url,
+            api_version=settings.api_version or ("v1beta1" if auth.vertexai else "v1beta"),
+            base_url=auth.base_url,
             timeout=int(settings.timeout_s * 1000),  # the SDK sends timeout=None to httpx otherwise: no timeout
             httpx_async_client=self.http,
             httpx_client=self.sync_http,
             retry_options=types.HttpRetryOptions(attempts=1),  # retries are ours: they honour RetryInfo
         )
-        if settings.vertexai:
-            self._client = genai.Client(
-                vertexai=True,
-                api_key=settings.api_key if not settings.project else None,
-                project=settings.project,
-                location=settings.location or DEFAULT_VERTEX_LOCATION,
-                http_options=options,
-            )
-        else:
-            self._client = genai.Client(api_key=settings.api_key, http_options=options)
+        # Every value is explicit, so google-genai's own reading of the environment changes nothing.
+        self._client = genai.Client(
+            vertexai=auth.vertexai,
+            api_key=auth.api_key,
+            credentials=settings.credentials if auth.kind == "vertex_adc" else None,
+            project=auth.project,
+            location=auth.location,
+            http_options=options,
+        )
         return self
 
     async def __aexit__(

@@ -100,6 +100,8 @@ def _backend_status(name: str, auth: AuthReport, gemini: dict[str, Any]) -> dict
     modes = [m for m in column.auth if auth.has(m)]
     if column.auth and not modes:
         problems.append(f"needs credentials: {' or '.join(AUTH_MODE_TITLES[m] for m in column.auth)}")
+        found = [m for m in (auth.get(mode) for mode in column.auth) if m is not None and m.problems]
+        problems += [f"{m.summary()}" for m in found]
     if name == "gemini-cli" and gemini["path"] is None:
         problems.append("the gemini binary was not found")
     levels = {level: [c for c, cell in column.cells.items() if cell.level == level] for level in capabilities.LEVELS}
@@ -108,6 +110,7 @@ def _backend_status(name: str, auth: AuthReport, gemini: dict[str, Any]) -> dict
         "title": column.title,
         "ready": not problems,
         "auth": modes,
+        "auth_detail": [m.summary() for m in (auth.get(mode) for mode in modes) if m is not None],
         "problems": problems,
         "capabilities": levels,
     }

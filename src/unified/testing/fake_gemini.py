@@ -326,7 +326,11 @@ class FakeGemini:
         with self._lock:
             index = len(self._requests)
             fault = self._request_faults.pop(index, None)
-            api_method, model, reply, error, fault = self._route(method, url.path, query, body, fault)
+            refusal = _refuse_credentials(url.path, query, {k.lower(): v for k, v in headers.items()})
+            if refusal is None:
+                api_method, model, reply, error, fault = self._route(method, url.path, query, body, fault)
+            else:
+                api_method, model, reply, error, fault = "refused", None, refusal, f"refused {url.path}", None
             self._requests.append(
                 RecordedRequest(
                     index=index,
@@ -621,6 +625,45 @@ class FakeGemini:
         if self._interactions.pop(iid, None) is None:
             return _error(404, "NOT_FOUND", f"Interaction {iid} not found")
         return _Json(200, {})
+
+
+_UNAUTHENTICATED = (
+    "Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or "
+    "other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project."
+)
+_UNREGISTERED = (
+    "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or "
+    "other form of API consumer identity to call this API."
+)
+_PLACEHOLDERS = frozenset({"None", "null", "undefined", ""})
+
+
+def _refuse_credentials(path: str, query: dict[str, str], headers: dict[str, str]) -> _Json | None:
+    """The error Google's servers give a request that cannot be whose it claims to be, or None to serve it.
+
+    Only API routes are checked (an unknown route stays a 404). A `projects/None` path (a client
+    that formatted a missing project) is refused as the real API refuses an unknown project; a
+    Vertex AI path needs a bearer token (`projects/P/locations/L/...`, ADC) or an API key (express
+    mode, no `projects/`); a Gemini API path needs an API key or a bearer token.
+    """
+    if not (_MODEL_PATH.match(path) or _INTERACTIONS_PATH.match(path)):
+        return None
+    segments = path.split("/")
+    for name in ("projects", "locations"):
+        if name in segments:
+            value = segments[segments.index(name) + 1]
+            if value in _PLACEHOLDERS:
+                kind = "project" if name == "projects" else "location"
+                return _error(
+                    403, "PERMISSION_DENIED", f"Permission denied on resource {kind} {value} (or it may not exist)."
+                )
+    has_key = bool(headers.get("x-goog-api-key") or query.get("key"))
+    has_token = headers.get("authorization", "").startswith("Bearer ") and len(headers["authorization"]) > 7
+    if "projects" in segments:
+        return None if has_token or has_key else _error(401, "UNAUTHENTICATED", _UNAUTHENTICATED)
+    if "publishers" in segments:  # Vertex AI express mode: the key is the only credential
+        return None if has_key else _error(401, "UNAUTHENTICATED", _UNAUTHENTICATED)
+    return None if has_key or has_token else _error(403, "PERMISSION_DENIED", _UNREGISTERED)
 
 
 def _http_fault(fault: Fault, model: str | None) -> _Reply:
