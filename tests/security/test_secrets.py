@@ -590,7 +590,9 @@ async def test_recorded_cassettes_hold_no_secret_in_any_body(
     )
     with use_cassette(tmp_path, "leaky") as cassette:
         async with cassette_endpoint(turns) as base_url:
-            options = {"api_key": KEY, "base_url": base_url, "retry_delay_scale": 0.01, "poll_interval_s": 0.01}
+            options: dict[str, object] = {"api_key": KEY, "base_url": base_url, "retry_delay_scale": 0.01}
+            if backend == "interactions":
+                options["poll_interval_s"] = 0.01  # an interactions option: generate-content refuses it
             params = ExecuteParams(prompt=prompt, backend=backend, cwd=ws, backend_options=options)
             events = await run(params)
         bodies = [str(r.body) for r in cassette.requests]
