@@ -34,6 +34,7 @@ from unified.sessions import SessionInfo, SessionStore, StoredSession
 from unified.types import (
     ApprovalMode,
     BackendChoice,
+    BackendOptions,
     ExecuteParams,
     HttpMcpServer,
     ImageInput,
@@ -47,12 +48,21 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from unified._internal.session_store import FileSessionStore, MemorySessionStore
+    from unified.adapters.gemini_cli.options import GeminiCliOptions
+    from unified.adapters.generate_content._options import GenerateContentOptions
+    from unified.adapters.interactions._options import InteractionsOptions
     from unified.query import EventStream, execute, execute_sync
 
 _RUNTIME = {"EventStream", "execute", "execute_sync"}
 """Loaded on first use: the run machinery (anyio, the stream guard) is not needed to read events or types."""
 _STORES = {"FileSessionStore", "MemorySessionStore"}
 """Loaded on first use, like the run machinery (they need anyio and platformdirs)."""
+_OPTIONS = {
+    "GeminiCliOptions": "unified.adapters.gemini_cli.options",
+    "GenerateContentOptions": "unified.adapters.generate_content._options",
+    "InteractionsOptions": "unified.adapters.interactions._options",
+}
+"""Each backend's typed `backend_options`, loaded with (only) that backend's package on first use."""
 
 
 def __getattr__(name: str) -> Any:
@@ -64,6 +74,10 @@ def __getattr__(name: str) -> Any:
         from unified._internal import session_store
 
         return getattr(session_store, name)
+    if name in _OPTIONS:
+        import importlib
+
+        return getattr(importlib.import_module(_OPTIONS[name]), name)
     raise AttributeError(f"module 'unified' has no attribute {name!r}")
 
 
@@ -74,14 +88,18 @@ __all__ = [
     "AuthError",
     "BackendChoice",
     "BackendError",
+    "BackendOptions",
     "BackendUnavailable",
     "ConfigurationError",
     "CorruptSession",
     "EventStream",
     "ExecuteParams",
     "FileSessionStore",
+    "GeminiCliOptions",
+    "GenerateContentOptions",
     "HttpMcpServer",
     "ImageInput",
+    "InteractionsOptions",
     "McpServer",
     "MemorySessionStore",
     "ProtocolViolation",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from unified._internal.redact import redactor
+from unified.redaction import redactor
 
 
 class UnifiedError(Exception):

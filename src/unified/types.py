@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from unified._internal.redact import redact_mapping
 from unified.events import UserInputRequest, UserInputResponse
+from unified.redaction import redact_mapping
 from unified.sessions import SessionStore
 
 BackendName = Literal["gemini-cli", "generate-content", "interactions", "scripted"]
@@ -44,6 +44,18 @@ class _Frozen(BaseModel):
             (name, redact_mapping(value) if isinstance(value, dict) else value)
             for name, value in super().__repr_args__()
         ]
+
+
+class BackendOptions(BaseModel):
+    """Base of each backend's typed options (`GeminiCliOptions`, `GenerateContentOptions`,
+    `InteractionsOptions`, all exported by `unified`): an unknown key or a wrong type is a
+    `ConfigurationError` before the run starts, the same on every backend."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    def __repr_args__(self) -> ReprArgs:  # an api_key must not reach a repr or a log line
+        shown = redact_mapping(dict(super().__repr_args__()))
+        return list(shown.items()) if isinstance(shown, dict) else []
 
 
 class StdioMcpServer(_Frozen):
@@ -164,8 +176,10 @@ class ExecuteParams(BaseModel):
         description="Where the API backends keep sessions (None: the files under UNIFIED_DATA_DIR or the "
         "user data dir); see docs/sessions.md.",
     )
-    backend_options: dict[str, object] = Field(
-        default_factory=dict, description="Backend-specific settings, documented per backend."
+    backend_options: dict[str, object] | BackendOptions = Field(
+        default_factory=dict,
+        description="Backend-specific settings: the backend's typed options (e.g. `GenerateContentOptions`) "
+        "or a dict of the same keys; documented per backend.",
     )
 
     def __repr_args__(self) -> ReprArgs:  # an api_key in backend_options must not reach a repr or a log line
@@ -173,3 +187,8 @@ class ExecuteParams(BaseModel):
             (name, redact_mapping(value) if name == "backend_options" else value)
             for name, value in super().__repr_args__()
         ]
+
+    def backend_options_dict(self) -> dict[str, object]:
+        """`backend_options` as a plain mapping, whichever form the caller gave."""
+        options = self.backend_options
+        return dict(options) if isinstance(options, dict) else options.model_dump(exclude_unset=True)

@@ -28,7 +28,7 @@ def test_reprs_hide_keys_headers_and_env() -> None:
         assert TOKEN not in text
     assert "/home/me" in repr(params)  # only secrets are hidden
     assert "LANG" in repr(params.mcp_servers[2])
-    assert params.backend_options["api_key"] == KEY  # the value itself is untouched
+    assert params.backend_options_dict()["api_key"] == KEY  # the value itself is untouched
 
 
 @pytest.mark.anyio

@@ -23,7 +23,6 @@ import pytest
 import yaml
 
 from unified import BackendError, ExecuteParams, UnifiedError, execute
-from unified._internal.redact import REDACTED, is_secret, redact, redactor, secret_values
 from unified.events import (
     ErrorEvent,
     Question,
@@ -37,6 +36,7 @@ from unified.events import (
     WarningEvent,
 )
 from unified.query import EventStream
+from unified.redaction import REDACTED, is_secret, redact, redactor, secret_values
 from unified.testing.cassettes import RECORD_ENV, cassette_endpoint, scrub_text, use_cassette
 from unified.testing.fake_gemini import FakeGemini
 from unified.testing.scenario import (

@@ -17,9 +17,9 @@ from pydantic import ConfigDict, Field
 
 from unified._errors import AuthError, ConfigurationError
 from unified._internal.models import builtin_tool_problems
-from unified._internal.options import BackendOptions, parse_options
+from unified._internal.options import parse_options
 from unified.auth import ApiAuth, resolve_api_auth
-from unified.types import ExecuteParams
+from unified.types import BackendOptions, ExecuteParams
 
 GOOGLE_TOOLS = ("google_search", "url_context", "code_execution")
 """Google's server-side tools, each switched on by a boolean option of the same name."""

@@ -1,9 +1,8 @@
-"""Typed per-backend options: each backend declares one pydantic model, and every backend reports
-a bad key or value the same way, before anything starts.
+"""Typed per-backend options: every backend reports a bad key or value the same way, before anything starts.
 
-A backend's model subclasses `BackendOptions` and lives beside its adapter (free of SDK imports, so
-callers can build it cheaply). `ExecuteParams.backend_options` takes either that model or a plain
-dict of the same keys; `parse_options` turns either into the model.
+A backend's model subclasses the public `unified.types.BackendOptions` and lives beside its adapter
+(free of SDK imports, so callers can build it cheaply). `ExecuteParams.backend_options` takes either
+that model or a plain dict of the same keys; `parse_options` turns either into the model.
 """
 
 from __future__ import annotations
@@ -11,16 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from unified._errors import ConfigurationError
-
-
-class BackendOptions(BaseModel):
-    """Base of every backend's options: unknown keys are an error, values are checked by type."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
-
+from unified.types import BackendOptions
 
 OptionsT = TypeVar("OptionsT", bound=BackendOptions)
 

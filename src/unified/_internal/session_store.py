@@ -38,8 +38,8 @@ from unified._errors import (
     SessionNotFound,
     UnsupportedSessionFormat,
 )
-from unified._internal.redact import redact
 from unified.events import Usage
+from unified.redaction import redact
 from unified.sessions import SessionInfo, SessionProblem, SessionStore, StoredSession, resolve_ref, short_id_of
 
 FORMAT_VERSION = 1

@@ -21,7 +21,6 @@ from pydantic import BaseModel
 
 from unified._errors import ProtocolViolation, UnifiedError
 from unified._internal.backend import Backend, RunOutcome
-from unified._internal.redact import Redactor, redactor, secrets_in
 from unified.events import (
     AssistantMessage,
     ErrorEvent,
@@ -43,6 +42,7 @@ from unified.events import (
     UserInputResponse,
     WarningEvent,
 )
+from unified.redaction import Redactor, redactor, secrets_in
 from unified.types import ExecuteParams
 
 _BUFFER = 64
@@ -72,7 +72,7 @@ def estimate_tokens(chars: int) -> int:
 
 def _run_redactor(params: ExecuteParams) -> Redactor:
     """Secrets of the environment, plus those given in code: backend options, MCP headers and env."""
-    given = secrets_in(params.backend_options)
+    given = secrets_in(params.backend_options_dict())
     for server in params.mcp_servers:
         given += secrets_in(server.model_dump())
     return redactor(extra=given)

@@ -8,8 +8,8 @@ import anyio
 from rich.console import Console
 from rich.text import Text
 
-from unified._internal.redact import redact
 from unified.events import Question, UserInputRequest, UserInputResponse
+from unified.redaction import redact
 from unified.types import UserInputHandler
 
 

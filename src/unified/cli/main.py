@@ -30,12 +30,12 @@ from rich.text import Text
 from unified import capabilities as matrix
 from unified import sessions
 from unified._errors import ConfigurationError, UnifiedError
-from unified._internal.redact import redact
 from unified.cli.doctor import doctor_report
 from unified.cli.interactive import make_user_input_handler
 from unified.cli.render import Renderer, format_usage
 from unified.events import Result, ResultStatus, UnifiedEvent, dump_event, event_json_schema
 from unified.query import EventStream, check_params, execute
+from unified.redaction import redact
 from unified.routing import select_backend_for
 from unified.sessions import SessionInfo
 from unified.types import ApprovalMode, BackendChoice, BackendName, ExecuteParams

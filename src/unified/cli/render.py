@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 
 from rich.text import Text
 
-from unified._internal.redact import Redactor, redactor
 from unified.events import (
     ErrorEvent,
     PermissionDecision,
@@ -33,6 +32,7 @@ from unified.events import (
     UserInputRequest,
     WarningEvent,
 )
+from unified.redaction import Redactor, redactor
 
 INDENT = "  │ "
 """Prefix of every line a subagent produced."""

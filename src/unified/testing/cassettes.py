@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from unified._internal.redact import redact_key_shapes, redactor
+from unified.redaction import redact_key_shapes, redactor
 
 if TYPE_CHECKING:
     from unified.testing.scenario import Fault, Turn

@@ -19,8 +19,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from unified._internal.redact import redact
 from unified.events import UnifiedEvent
+from unified.redaction import redact
 from unified.types import ExecuteParams
 
 __all__ = ["RecordError", "record_run"]
@@ -61,7 +61,11 @@ async def _run(params: ExecuteParams) -> list[UnifiedEvent]:
 
 async def _record_transcript(params: ExecuteParams, path: Path, source: str) -> list[UnifiedEvent]:
     transcript: list[dict[str, Any]] = []
-    options = {**params.backend_options, "acp_transcript": transcript, "pool_size": 0}  # a cold process: all of it
+    options = {
+        **params.backend_options_dict(),
+        "acp_transcript": transcript,
+        "pool_size": 0,
+    }  # a cold process: all of it
     events = await _run(params.model_copy(update={"backend_options": options}))
     meta = {
         "cassette": path.stem,

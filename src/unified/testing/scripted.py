@@ -113,7 +113,7 @@ def demo_script(prompt: str, cwd: str) -> list[Step]:
 
 def create_backend(params: ExecuteParams) -> ScriptedBackend:
     """The registry's entry point: `backend_options["script"]` or the built-in demo script."""
-    script = params.backend_options.get("script")
+    script = params.backend_options_dict().get("script")
     if script is None:
         return ScriptedBackend(demo_script(params.prompt, str(params.cwd)))
     if isinstance(script, ScriptedBackend):

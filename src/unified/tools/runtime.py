@@ -16,13 +16,13 @@ from typing import Any, Literal, Protocol
 import anyio
 from pydantic import ValidationError
 
-from unified._internal.redact import redactor
 from unified.events import (
     PermissionDecision,
     ToolProgress,
     UserInputRequest,
     permission_request,
 )
+from unified.redaction import redactor
 from unified.tools import _files, _search, _shell, _shell_syntax
 from unified.tools._ask_user import CURRENT_CALL_ID, UserInputBridge, ask_user_tool
 from unified.tools._base import (

@@ -362,3 +362,28 @@ async def test_a_botched_turn_is_asked_again_and_kept_out_of_the_history(
     assert (result(events).status, result(events).turns) == ("success", 2)
     retried = json.dumps(request_bodies(fake, backend)[-1])
     assert "oops" not in retried
+
+
+async def test_typed_options_run_as_their_dict_does(backend: str, fake: FakeGemini, workspace: Path) -> None:
+    fake.add(ModelTurn(text="typed"))
+    typed = unified.GenerateContentOptions if backend == "generate-content" else unified.InteractionsOptions
+    options = typed(api_key="test-key", base_url=fake.base_url, retry_delay_scale=0.001)
+    events = await collect(
+        ExecuteParams(prompt="hi", backend=backend, cwd=workspace, model=MODEL, backend_options=options)
+    )
+    assert result(events).final_text == "typed"
+    assert "test-key" not in repr(options)
+
+
+async def test_options_typed_for_another_backend_are_refused_before_any_request(
+    backend: str, fake: FakeGemini, workspace: Path
+) -> None:
+    other = unified.InteractionsOptions if backend == "generate-content" else unified.GenerateContentOptions
+    options = other(api_key="test-key", base_url=fake.base_url)
+    events = await collect(
+        ExecuteParams(prompt="hi", backend=backend, cwd=workspace, model=MODEL, backend_options=options)
+    )
+    errors = [e for e in events if isinstance(e, ErrorEvent)]
+    assert [e.code for e in errors] == ["configuration_error"]
+    assert other.__name__ in errors[0].message
+    assert fake.requests == []
