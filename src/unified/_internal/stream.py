@@ -19,13 +19,16 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic import BaseModel
 
-from unified._errors import ProtocolViolation, UnifiedError
+from unified._errors import ProtocolViolation, RunStopped, UnifiedError
 from unified._internal.backend import Backend, RunOutcome
 from unified._internal.redact import Redactor, redactor, secrets_in
 from unified.events import (
+    ERROR_CODES,
+    WARNING_CODES,
     AssistantMessage,
     ErrorEvent,
     JsonValue,
+    PermissionDecision,
     Result,
     ResultStatus,
     SessionStarted,
@@ -42,6 +45,7 @@ from unified.events import (
     UserInputRequest,
     UserInputResponse,
     WarningEvent,
+    tool_output_text,
 )
 from unified.types import ExecuteParams
 
@@ -52,6 +56,8 @@ instead of growing memory."""
 StopReason = Literal["cancelled", "interrupted", "idle_timeout", "total_timeout"]
 
 _PASS_BEFORE_SESSION = (WarningEvent, ErrorEvent, SessionStarted)
+RENAMED_CODES = {"retry": "retrying"}
+"""Codes a backend still emits under an old name, delivered under the registry's (docs/protocol.md, Codes)."""
 _STREAMED = frozenset({TextDelta, Thinking})
 
 
@@ -113,6 +119,21 @@ def _scrub(event: UnifiedEvent, clean: Redactor) -> None:
             fields[name] = new
 
 
+def _normalise(event: UnifiedEvent) -> None:
+    """Bring what the normal form fixes to it (docs/protocol.md, "Normal form"), for every backend.
+
+    A `tool_result.output` set without validation (`model_copy`) becomes text plus `data`; a
+    renamed code gets its registry name.
+    """
+    if isinstance(event, ToolResult) and not isinstance(event.output, str | None):
+        text, extras = tool_output_text(event.output)
+        event.__dict__["output"] = text
+        if extras is not None and event.data is None:
+            event.__dict__["data"] = extras
+    elif isinstance(event, WarningEvent | ErrorEvent) and event.code in RENAMED_CODES:
+        event.__dict__["code"] = RENAMED_CODES[event.code]
+
+
 class _ConsumerGone(Exception):
     """The consumer closed the stream; the run unwinds without anyone to tell."""
 
@@ -123,6 +144,7 @@ class _Aggregator:
     def __init__(self) -> None:
         self.tool_uses: set[str] = set()
         self.answered: set[str] = set()
+        self.decided: set[str] = set()
         self.tasks: set[str] = set()
         self.finished_tasks: set[str] = set()
         self.buffers: dict[str | None, list[str]] = {}
@@ -150,6 +172,15 @@ class _Aggregator:
                 return f"tool_result answers {event.tool_use_id!r}, which no earlier tool_use announced"
             if event.tool_use_id in self.answered:
                 return f"tool_use {event.tool_use_id!r} was answered twice"
+        if isinstance(event, PermissionDecision):
+            if event.tool_use_id not in self.tool_uses:
+                return f"permission_decision for {event.tool_use_id!r}, which no earlier tool_use announced"
+            if event.tool_use_id in self.decided:
+                return f"tool_use {event.tool_use_id!r} got a second permission_decision"
+        if isinstance(event, WarningEvent) and event.code not in WARNING_CODES:
+            return f"warning code {event.code!r} is not in the registry (unified.events.WarningCode)"
+        if isinstance(event, ErrorEvent) and event.code not in ERROR_CODES:
+            return f"error code {event.code!r} is not in the registry (unified.events.ErrorCode)"
         if isinstance(event, SubagentStarted) and event.task_id in self.tasks:
             return f"subagent task {event.task_id!r} was started twice"
         if isinstance(event, (SubagentProgress, SubagentCompleted)) and event.task_id not in self.tasks:
@@ -175,6 +206,8 @@ class _Aggregator:
             self.tool_uses.add(event.tool_use_id)
         elif isinstance(event, ToolResult):
             self.answered.add(event.tool_use_id)
+        elif isinstance(event, PermissionDecision):
+            self.decided.add(event.tool_use_id)
         elif isinstance(event, SubagentStarted):
             self.tasks.add(event.task_id)
         elif isinstance(event, SubagentCompleted):
@@ -277,6 +310,7 @@ class StreamGuard:
     # -- what adapters call -------------------------------------------------------------------
 
     async def accept(self, event: UnifiedEvent) -> None:
+        _normalise(event)
         problem = self.agg.violation(event)
         if problem is not None:
             if self.strict:
@@ -427,7 +461,9 @@ class StreamGuard:
             await self.flush_message(scope)
         status: ResultStatus
         error: str | None = None
-        if failure is not None:
+        if isinstance(failure, RunStopped):
+            status = "interrupted"  # the caller's permission answer stopped the run: not a failure
+        elif failure is not None:
             status, error = "error", await self._report_failure(failure)
         elif outcome is None:
             reason = self._stop_reason or "cancelled"
