@@ -116,7 +116,9 @@ async def test_zero_output_tokens_are_estimated_from_the_text(tmp_path: Path) ->
     assert (usage.input_tokens, usage.output_tokens, usage.thinking_tokens, usage.estimated) == (50, 3, 3, True)
 
 
-async def test_tool_result_carries_the_chat_files_output_and_args(tmp_path: Path) -> None:
+async def test_tool_use_is_held_until_the_chat_file_gives_its_arguments(tmp_path: Path) -> None:
+    """Normal form: tool_use.input is the model's arguments (ACP sends only a title); the result's
+    output is the text the model read; the CLI allowing the call itself is a `backend` decision."""
     fake = FakeAcp(
         [
             tool_call(READ, title="notes.txt"),
@@ -127,9 +129,13 @@ async def test_tool_result_carries_the_chat_files_output_and_args(tmp_path: Path
     )
     events = await run(fake, tmp_path)
     use, done = one(events, ToolUse), one(events, ToolResult)
-    assert (use.name, use.input) == ("read_file", {"title": "notes.txt"})
-    assert (done.tool_use_id, done.output, done.is_error) == (READ, {"output": "alpha\nbeta\n"}, False)
-    assert done.input == {"file_path": "notes.txt"}
+    assert (use.name, use.input) == ("read_file", {"file_path": "notes.txt"})
+    assert (done.tool_use_id, done.output, done.is_error) == (READ, "alpha\nbeta\n", False)
+    assert done.input is None  # the tool_use already carried the arguments
+    decision = one(events, PermissionDecision)
+    assert (decision.tool_use_id, decision.decision, decision.decided_by) == (READ, "allow", "backend")
+    kinds = [e.type for e in events]
+    assert kinds.index("tool_use") < kinds.index("permission_decision") < kinds.index("tool_result")
     assert [e.type for e in events].index("tool_result") < [e.type for e in events].index("text_delta")
     assert result_of(events).turns == 2
 
@@ -148,8 +154,8 @@ async def test_failed_call_keeps_its_error_and_order(tmp_path: Path) -> None:
     events = await run(fake, tmp_path)
     results = [e for e in events if isinstance(e, ToolResult)]
     assert [(r.tool_use_id, r.is_error, r.output) for r in results] == [
-        (READ, True, {"error": "File not found"}),
-        (other, False, {"output": "a.txt"}),
+        (READ, True, "File not found"),
+        (other, False, "a.txt"),
     ]
 
 
