@@ -155,7 +155,9 @@ class Renderer:
             allowed = event.decision == "allow"
             why = f" ({event.decided_by}{': ' + event.rule if event.rule else ''})"
             reason = f" {event.reason}" if event.reason else ""
-            text = f"{'✓ allowed' if allowed else '✗ denied'} {event.tool_name}{why}{reason}"
+            changed = f"\n  with input {_preview(event.input)}" if event.input is not None else ""
+            told = f"\n  message: {event.message}" if event.message else ""
+            text = f"{'✓ allowed' if allowed else '✗ denied'} {event.tool_name}{why}{reason}{changed}{told}"
             return self._styled(text, "allow" if allowed else "deny")
         if isinstance(event, SubagentStarted):
             about = f": {event.description}" if event.description else ""
