@@ -42,7 +42,6 @@ WarningCode = Literal[
     "retrying",
     "stream_resumed",
     "incomplete",
-    "max_tokens",
     "mcp_unavailable",
     "mcp_server_unavailable",
     "malformed_line",
