@@ -292,7 +292,9 @@ async def test_unknown_excluded_and_invalid_calls(ws: Path) -> None:
         .response["error"]
         .startswith('Tool "edit_file" not found. Available tools: read_file, write_file, list_dir')
     )
-    assert outcomes[0].decision is None
+    # Normal form: every call has exactly one decision, a call that cannot run at all the runtime's own.
+    decisions = [o.decision for o in outcomes]
+    assert [(d.decision, d.decided_by) for d in decisions if d is not None] == [("deny", "backend")] * 3
     assert outcomes[1].response == {
         "error": "Invalid parameters provided to read_file. Reason: bogus: Extra inputs are not permitted"
     }

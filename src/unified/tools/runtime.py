@@ -395,7 +395,7 @@ class ToolRuntime:
         spec = self._available(call.name)
         if spec is None:
             names = ", ".join(self.tool_names())
-            return _error(call, f'Tool "{call.name}" not found. Available tools: {names}')
+            return await _refused(call, obs, f'Tool "{call.name}" not found. Available tools: {names}')
         args = {k: v for k, v in call.args.items() if k != "wait_for_previous"}
         params: Any = args
         if spec.params is not None:
@@ -405,7 +405,7 @@ class ToolRuntime:
                 reasons = "; ".join(
                     f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
                 )
-                return _error(call, f"Invalid parameters provided to {call.name}. Reason: {reasons}")
+                return await _refused(call, obs, f"Invalid parameters provided to {call.name}. Reason: {reasons}")
         event = await self._decide(call, spec.name, args)
         if event.input is not None and spec.params is not None:
             try:  # the user changed the input: it must be as valid as the model's
@@ -497,6 +497,15 @@ class _Ready:
     spec: ToolSpec
     params: Params | dict[str, Any]
     decision: PermissionDecision
+
+
+async def _refused(call: ToolCall, obs: ToolObserver, message: str) -> ToolOutcome:
+    """A call that cannot run at all (unknown tool, invalid arguments): its one decision is the runtime's."""
+    event = PermissionDecision(
+        tool_use_id=call.id, tool_name=call.name, decision="deny", decided_by="backend", reason=message
+    )
+    await obs.decision(call, event)
+    return _error(call, message, event)
 
 
 def _error(call: ToolCall, message: str, decision: PermissionDecision | None = None) -> ToolOutcome:
