@@ -14,8 +14,8 @@ Ordering guarantees (enforced by the stream guard, not by each backend):
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 import json
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
@@ -543,10 +543,9 @@ __all__ = [
     "PERMISSION_QUESTION_ID",
     "PROTOCOL_VERSION",
     "WARNING_CODES",
+    "AssistantMessage",
     "DecidedBy",
     "ErrorCode",
-    "WarningCode",
-    "AssistantMessage",
     "ErrorEvent",
     "PermissionDecision",
     "Question",
@@ -568,6 +567,7 @@ __all__ = [
     "UserInputRequest",
     "UserInputResponse",
     "UserInputSource",
+    "WarningCode",
     "WarningEvent",
     "dump_event",
     "event_json_schema",

@@ -9,8 +9,8 @@ import anyio
 import pytest
 
 from unified import BackendError, ExecuteParams, UnifiedEvent, UserInputRequest, UserInputResponse
-from unified._internal.backend import RunContext, RunOutcome
 from unified._errors import RunStopped
+from unified._internal.backend import RunContext, RunOutcome
 from unified.events import (
     ERROR_CODES,
     WARNING_CODES,

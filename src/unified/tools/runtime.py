@@ -402,16 +402,16 @@ class ToolRuntime:
             try:
                 params = spec.params.model_validate(args)
             except ValidationError as exc:
-                reasons = "; ".join(
-                    f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
-                )
-                return await _refused(call, obs, f"Invalid parameters provided to {call.name}. Reason: {reasons}")
+                reason = _reasons(exc)
+                return await _refused(call, obs, f"Invalid parameters provided to {call.name}. Reason: {reason}")
         event = await self._decide(call, spec.name, args)
         if event.input is not None and spec.params is not None:
             try:  # the user changed the input: it must be as valid as the model's
                 params = spec.params.model_validate(event.input)
             except ValidationError as exc:
-                reasons = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors())
+                reasons = "; ".join(
+                    f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+                )
                 event = event.model_copy(
                     update={"decision": "deny", "reason": f"the input the user gave is invalid: {reasons}"}
                 )
@@ -497,6 +497,10 @@ class _Ready:
     spec: ToolSpec
     params: Params | dict[str, Any]
     decision: PermissionDecision
+
+
+def _reasons(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors())
 
 
 async def _refused(call: ToolCall, obs: ToolObserver, message: str) -> ToolOutcome:
