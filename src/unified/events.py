@@ -48,7 +48,6 @@ WarningCode = Literal[
     "session_repaired",
     "resume_via_stream_json",
     "tool_output_unavailable",
-    "tool_input_unavailable",
     "user_input_timeout",
     "user_input_handler_failed",
     "permission_answer_unsupported",
