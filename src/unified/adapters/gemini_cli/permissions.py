@@ -8,7 +8,8 @@ ACP's answer is only an option id: it cannot change the call's input nor carry a
 model. An answer with `updated_input` is therefore a denial (running the model's input instead
 would do what the user did not approve) and a denial's `message` reaches the stream but not the
 model; each gives a `warning(permission_answer_unsupported)`. `stop` rejects the call and raises
-`RunStopped`: the run cancels the prompt and ends `interrupted`.
+`RunStopped`: the prompt is cancelled (`session/cancel`, then the request answered `cancelled`) and
+the run ends `interrupted`.
 """
 
 from __future__ import annotations
@@ -120,12 +121,16 @@ class PermissionBridge:
                 stops_run=stops,
             )
             await self.ctx.emit(decision)
+        if stops:
+            # Cancel first, then answer `cancelled` (ACP's order): a plain rejection would let the CLI
+            # send the denial to the model before the cancel arrives.
+            await self.connection.notify("session/cancel", {"sessionId": self.session_id})
+            await self.connection.respond(request_id, {"outcome": {"outcome": "cancelled"}})
+            raise RunStopped(f"the user stopped the run at {tool_name} ({call_id})", hint="resume the session to go on")
         outcome: dict[str, Any] = (
             {"outcome": "selected", "optionId": option} if option is not None else {"outcome": "cancelled"}
         )
         await self.connection.respond(request_id, {"outcome": outcome})
-        if stops:
-            raise RunStopped(f"the user stopped the run at {tool_name} ({call_id})", hint="resume the session to go on")
         if choice == DENY and call_id:
             for item in self.translator.denied(call_id, f"denied ({decided_by.replace('_', ' ')})"):
                 await self._deliver(item, raw)
