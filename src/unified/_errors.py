@@ -114,3 +114,12 @@ class ProtocolViolation(UnifiedError):
     """A backend broke an invariant of the event stream: a bug in `unified`, please report it."""
 
     code = "protocol_violation"
+
+
+class RunStopped(UnifiedError):
+    """The caller's permission answer stopped the run (`UserInputResponse.stop_run`).
+
+    Not a failure: the stream guard ends the run with `result(status="interrupted")` and no `error`.
+    """
+
+    code = "stopped_by_user"

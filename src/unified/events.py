@@ -14,15 +14,19 @@ Ordering guarantees (enforced by the stream guard, not by each backend):
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-PROTOCOL_VERSION = "1.1"
+PROTOCOL_VERSION = "2.0"
 """Bumped in its minor part for added kinds or optional fields, in its major part for anything else.
 
 1.1: `tool_result.input`.
+2.0: `tool_result.output` is text (what the model read) with structured extras in `tool_result.data`;
+`warning`/`error` codes come from one registry (`WarningCode`, `ErrorCode`); `permission_decision`
+gains `input` and `message`; a permission answer can change the input, carry a message, or stop the run.
 """
 
 JsonValue: TypeAlias = Any
@@ -31,6 +35,82 @@ JsonValue: TypeAlias = Any
 SupportLevel = Literal["full", "partial", "emulated", "none"]
 ResultStatus = Literal["success", "error", "cancelled", "max_turns", "interrupted"]
 UserInputSource = Literal["model-tool", "permission", "mcp-elicitation"]
+
+
+WarningCode = Literal[
+    "unsupported_option",
+    "retrying",
+    "stream_resumed",
+    "incomplete",
+    "mcp_unavailable",
+    "mcp_server_unavailable",
+    "malformed_line",
+    "session_repaired",
+    "resume_via_stream_json",
+    "tool_output_unavailable",
+    "user_input_timeout",
+    "user_input_handler_failed",
+    "permission_answer_unsupported",
+    "gemini_warning",
+    "finish_max_tokens",
+    "finish_other",
+    "finish_language",
+    "finish_malformed_function_call",
+    "finish_unexpected_tool_call",
+    "finish_malformed_response",
+    "malformed_turn",
+]
+"""Every `warning.code`, each documented once in docs/protocol.md ("Codes")."""
+
+ErrorCode = Literal[
+    "unified_error",
+    "internal_error",
+    "protocol_violation",
+    "configuration_error",
+    "unsupported_option",
+    "backend_unavailable",
+    "no_backend",
+    "auth_error",
+    "rate_limited",
+    "backend_error",
+    "bad_request",
+    "model_not_found",
+    "missing_thought_signature",
+    "interaction_not_found",
+    "stream_interrupted",
+    "stream_incomplete",
+    "runaway_loop",
+    "gemini_error",
+    "session_error",
+    "session_not_found",
+    "ambiguous_session",
+    "corrupt_session",
+    "unsupported_session_format",
+    "session_in_use",
+    "idle_timeout",
+    "total_timeout",
+    "stopped_by_user",
+    "finish_safety",
+    "finish_recitation",
+    "finish_blocklist",
+    "finish_prohibited_content",
+    "finish_spii",
+    "finish_image_safety",
+    "finish_image_prohibited_content",
+    "finish_image_other",
+    "finish_no_image",
+    "finish_image_recitation",
+    "finish_too_many_tool_calls",
+    "finish_missing_thought_signature",
+    "finish_model_armor",
+    "finish_jailbreak",
+    "finish_finish_reason_unspecified",
+    "finish_blocked_reason_unspecified",
+]
+"""Every `error.code` (and `UnifiedError.code`), each documented once in docs/protocol.md ("Codes")."""
+
+WARNING_CODES: frozenset[str] = frozenset(get_args(WarningCode))
+ERROR_CODES: frozenset[str] = frozenset(get_args(ErrorCode))
 
 
 def _now() -> datetime:
@@ -155,31 +235,78 @@ class ToolProgress(_EventBase):
     message: str | None = None
 
 
+DecidedBy = Literal["policy", "user", "approval_mode", "backend", "timeout"]
+
+
 class PermissionDecision(_EventBase):
-    """Whether a tool call was allowed to run, and who decided (a policy rule, the user, the mode)."""
+    """Whether a tool call may run, and who decided; exactly one per client-side `tool_use`.
+
+    `decided_by`: `policy` (a rule), `approval_mode` (the mode's shipped default), `user` (the
+    caller's `on_user_input`), `backend` (the backend's own policy, e.g. the Gemini CLI allowing a
+    read-only call without asking), `timeout` (nobody answered in time).
+    """
 
     type: Literal["permission_decision"] = "permission_decision"
     tool_use_id: str
     tool_name: str
     decision: Literal["allow", "deny"]
-    decided_by: Literal["policy", "user", "approval_mode", "backend", "timeout"]
+    decided_by: DecidedBy
     rule: str | None = None
     reason: str | None = None
+    input: dict[str, JsonValue] | None = Field(
+        default=None, description="The input the call runs with when the user changed it (else null: the tool_use's)."
+    )
+    message: str | None = Field(default=None, description="The user's message the model receives with a denial.")
+    stops_run: bool = Field(default=False, description="The user stopped the run here (result: interrupted).")
+
+
+def tool_output_text(output: JsonValue) -> tuple[str | None, dict[str, JsonValue] | None]:
+    """(text, structured extras) of a tool's output in any shape a backend reports it.
+
+    A function response `{"output": text}` or `{"error": text}` is that text (what the model read);
+    any other structure is its JSON text, with the structure itself as the extras.
+    """
+    if output is None or isinstance(output, str):
+        return output, None
+    if isinstance(output, dict):
+        keys = set(output)
+        if keys in ({"output"}, {"error"}) and isinstance(output.get("output", output.get("error")), str):
+            return str(output.get("output", output.get("error"))), None
+        return json.dumps(output, ensure_ascii=False, default=str), output
+    return json.dumps(output, ensure_ascii=False, default=str), {"value": output}
 
 
 class ToolResult(_EventBase):
-    """The outcome of an earlier `tool_use` with the same id."""
+    """The outcome of an earlier `tool_use` with the same id.
+
+    `output` is text: what the model read (for an error, the error text). Structured extras (a
+    server-side tool's payload, a structured MCP result) are in `data`. A backend may hand over
+    any JSON value: it is normalised on construction (`tool_output_text`).
+    """
 
     type: Literal["tool_result"] = "tool_result"
     tool_use_id: str
-    output: JsonValue | None = None
+    output: str | None = None
+    data: dict[str, JsonValue] | None = Field(
+        default=None, description="Structured extras of the output (server-side tool payloads, structured results)."
+    )
     is_error: bool = False
     server_side: bool = False
     input: dict[str, JsonValue] | None = Field(
         default=None,
-        description="The call's arguments as the model gave them, when its tool_use could not carry them "
-        "(the Gemini CLI over ACP reveals them only once the call has finished).",
+        description="The arguments the call ran with, when they differ from its tool_use's input (changed by "
+        "the user's permission answer) or that tool_use could not carry them; else null.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _normal_output(cls, values: Any) -> Any:
+        if isinstance(values, dict) and "output" in values and not isinstance(values["output"], str | None):
+            text, extras = tool_output_text(values["output"])
+            values = {**values, "output": text}
+            if extras is not None and values.get("data") is None:
+                values["data"] = extras
+        return values
 
 
 class SubagentStarted(_EventBase):
@@ -278,25 +405,39 @@ def permission_request(
 
 
 class UserInputResponse(BaseModel):
-    """The caller's answer: question id → chosen option id(s) or free text. `cancelled` = no answer."""
+    """The caller's answer: question id → chosen option id(s) or free text. `cancelled` = no answer.
+
+    For a permission prompt also: `updated_input` (allow, and run the call with this input instead),
+    `message` (with a denial: the text the model receives), `stop` (deny and end the run; its
+    `result.status` is `interrupted`). Use the constructors `allow`, `deny`, `stop_run`.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     answers: dict[str, str | list[str]] = Field(default_factory=dict)
     cancelled: bool = False
+    updated_input: dict[str, JsonValue] | None = None
+    message: str | None = None
+    stop: bool = False
 
     @classmethod
-    def allow(cls, *, always: bool = False) -> UserInputResponse:
-        return cls(answers={PERMISSION_QUESTION_ID: ALLOW_ALWAYS if always else ALLOW_ONCE})
+    def allow(cls, *, always: bool = False, updated_input: dict[str, JsonValue] | None = None) -> UserInputResponse:
+        answer = ALLOW_ALWAYS if always else ALLOW_ONCE
+        return cls(answers={PERMISSION_QUESTION_ID: answer}, updated_input=updated_input)
 
     @classmethod
-    def deny(cls) -> UserInputResponse:
-        return cls(answers={PERMISSION_QUESTION_ID: DENY})
+    def deny(cls, message: str | None = None) -> UserInputResponse:
+        return cls(answers={PERMISSION_QUESTION_ID: DENY}, message=message)
+
+    @classmethod
+    def stop_run(cls, message: str | None = None) -> UserInputResponse:
+        """Deny the call and end the run (`result.status` `interrupted`)."""
+        return cls(answers={PERMISSION_QUESTION_ID: DENY}, message=message, stop=True)
 
     def permission(self) -> Literal["allow_once", "allow_always", "deny"]:
         """Read this answer as a permission decision; anything unclear is a denial."""
         answer = self.answers.get(PERMISSION_QUESTION_ID)
-        if self.cancelled or answer not in (ALLOW_ONCE, ALLOW_ALWAYS):
+        if self.cancelled or self.stop or answer not in (ALLOW_ONCE, ALLOW_ALWAYS):
             return "deny"
         return "allow_always" if answer == ALLOW_ALWAYS else "allow_once"
 
@@ -305,7 +446,7 @@ class WarningEvent(_EventBase):
     """Something the caller should know that does not stop the run."""
 
     type: Literal["warning"] = "warning"
-    code: str
+    code: str = Field(description="One of `WarningCode` (docs/protocol.md, Codes); the stream guard checks it.")
     message: str
 
 
@@ -313,7 +454,7 @@ class ErrorEvent(_EventBase):
     """Something failed. `fatal` errors are followed by `result(status="error")`."""
 
     type: Literal["error"] = "error"
-    code: str
+    code: str = Field(description="One of `ErrorCode` (docs/protocol.md, Codes); the stream guard checks it.")
     message: str
     retryable: bool = False
     fatal: bool = False
@@ -398,10 +539,14 @@ __all__ = [
     "ALLOW_ALWAYS",
     "ALLOW_ONCE",
     "DENY",
+    "ERROR_CODES",
     "EVENT_TYPES",
     "PERMISSION_QUESTION_ID",
     "PROTOCOL_VERSION",
+    "WARNING_CODES",
     "AssistantMessage",
+    "DecidedBy",
+    "ErrorCode",
     "ErrorEvent",
     "PermissionDecision",
     "Question",
@@ -423,9 +568,11 @@ __all__ = [
     "UserInputRequest",
     "UserInputResponse",
     "UserInputSource",
+    "WarningCode",
     "WarningEvent",
     "dump_event",
     "event_json_schema",
     "parse_event",
     "permission_request",
+    "tool_output_text",
 ]

@@ -134,6 +134,25 @@ def test_permission_decisions_and_questions_are_visible() -> None:
     assert "✓ allowed read_file (policy: read-only)\n" in text
 
 
+def test_decision_shows_a_changed_input_and_the_users_message() -> None:
+    text = _plain(
+        [
+            PermissionDecision(
+                tool_use_id="1",
+                tool_name="write_file",
+                decision="allow",
+                decided_by="user",
+                input={"file_path": "safe.txt"},
+            ),
+            PermissionDecision(
+                tool_use_id="2", tool_name="run_shell_command", decision="deny", decided_by="user", message="not now"
+            ),
+        ]
+    )
+    assert '✓ allowed write_file (user)\n  with input {"file_path": "safe.txt"}\n' in text
+    assert "✗ denied run_shell_command (user)\n  message: not now\n" in text
+
+
 def test_result_usage_and_error_once() -> None:
     text = _plain(
         [

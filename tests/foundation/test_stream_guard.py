@@ -9,10 +9,14 @@ import anyio
 import pytest
 
 from unified import BackendError, ExecuteParams, UnifiedEvent, UserInputRequest, UserInputResponse
+from unified._errors import RunStopped
 from unified._internal.backend import RunContext, RunOutcome
 from unified.events import (
+    ERROR_CODES,
+    WARNING_CODES,
     AssistantMessage,
     ErrorEvent,
+    PermissionDecision,
     Question,
     Result,
     SessionStarted,
@@ -31,6 +35,7 @@ from unified.testing.scripted import Ask, EndMessage, Fail, ScriptedBackend, Sle
 pytestmark = pytest.mark.anyio
 
 START = SessionStarted(backend="scripted", session_id="sess-1", short_id="sess-1")
+DECIDED = PermissionDecision(tool_use_id="a", tool_name="x", decision="allow", decided_by="policy")
 
 
 def params(**kw: Any) -> ExecuteParams:
@@ -271,6 +276,10 @@ async def test_closing_early_stops_the_backend() -> None:
         ([START, START], "a second session_started"),
         ([START, AssistantMessage(text="mine")], "must not emit assistant_message"),
         ([START, Result(status="success")], "must not emit result"),
+        ([START, DECIDED], "permission_decision for 'a', which no earlier tool_use announced"),
+        ([START, ToolUse(tool_use_id="a", name="x"), DECIDED, DECIDED], "got a second permission_decision"),
+        ([START, WarningEvent(code="retry_soon", message="m")], "warning code 'retry_soon' is not in the registry"),
+        ([START, ErrorEvent(code="oops", message="m")], "error code 'oops' is not in the registry"),
     ],
 )
 async def test_violations_are_reported_with_the_event(steps: list[Step], problem: str) -> None:
@@ -279,6 +288,51 @@ async def test_violations_are_reported_with_the_event(steps: list[Step], problem
     report = next(e for e in events if isinstance(e, ErrorEvent) and e.code == "protocol_violation")
     assert problem in report.message
     assert report.details["event"]["type"] == steps[-1].type  # type: ignore[union-attr]
+
+
+async def test_normal_form_output_text_and_renamed_code() -> None:
+    """A dict output slipped past validation (model_copy) becomes text plus data; `retry` is `retrying`."""
+    use = ToolUse(tool_use_id="a", name="read_file")
+    raw = ToolResult(tool_use_id="a").model_copy(update={"output": {"output": "alpha"}})
+    server = ToolResult(tool_use_id="b").model_copy(update={"output": {"queries": ["q"]}})
+    events, _ = await run(
+        [START, use, raw, ToolUse(tool_use_id="b", name="s"), server, WarningEvent(code="retry", message="m")],
+        strict=True,
+    )
+    assert_well_formed(events)
+    results = [e for e in events if isinstance(e, ToolResult)]
+    assert [(r.output, r.data) for r in results] == [("alpha", None), ('{"queries": ["q"]}', {"queries": ["q"]})]
+    assert [e.code for e in events if isinstance(e, WarningEvent)] == ["retrying"]
+
+
+async def test_run_stopped_by_the_user_ends_interrupted_without_an_error() -> None:
+    events, _ = await run([START, TextDelta(text="so far"), Fail(RunStopped("the user stopped the run"))])
+    result = assert_well_formed(events)
+    assert result.status == "interrupted"
+    assert not [e for e in events if isinstance(e, ErrorEvent)]
+    assert result.final_text == "so far"
+
+
+def test_every_code_in_the_registry_is_documented_once() -> None:
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "protocol.md").read_text()
+    table = doc.split("## Codes", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1:3] for line in table.splitlines() if line.startswith("| `")]
+    documented = [(kind.strip(), code.strip().strip("`")) for code, kind in rows]
+    expected = sorted([("warning", c) for c in WARNING_CODES] + [("error", c) for c in ERROR_CODES])
+    assert sorted(documented) == expected
+
+
+def test_every_unified_error_code_is_in_the_registry() -> None:
+    from unified._errors import UnifiedError
+
+    found, todo = set(), [UnifiedError]
+    while todo:
+        cls = todo.pop()
+        found.add(cls.code)
+        todo.extend(cls.__subclasses__())
+    assert found <= ERROR_CODES, found - ERROR_CODES
 
 
 async def test_strict_mode_fails_the_run_on_a_violation() -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from unified._errors import RunStopped
 from unified.events import PermissionDecision, ToolProgress, UserInputResponse
 from unified.tools import (
     Decision,
@@ -202,6 +203,70 @@ async def test_ask_failure_denies(ws: Path) -> None:
     }
 
 
+async def test_answer_with_changed_input_runs_that_input(ws: Path) -> None:
+    """Allow with a changed input: the tool runs the user's input, and the decision says so."""
+
+    async def ask(request: PermissionRequest) -> UserInputResponse:
+        return UserInputResponse.allow(updated_input={"file_path": "safe.txt", "content": "reviewed\n"})
+
+    rec = Recorder()
+    [out] = await ToolRuntime(ws, ask=ask).run_batch([WRITE], rec)
+    assert not out.is_error, out.response
+    assert (ws / "safe.txt").read_text() == "reviewed\n"
+    assert not (ws / "x.txt").exists()
+    [decision] = rec.decisions
+    assert (decision.decision, decision.decided_by) == ("allow", "user")
+    assert decision.input == {"file_path": "safe.txt", "content": "reviewed\n"}
+
+
+async def test_changed_input_that_is_invalid_is_denied(ws: Path) -> None:
+    async def ask(request: PermissionRequest) -> UserInputResponse:
+        return UserInputResponse.allow(updated_input={"file_path": 3})
+
+    rec = Recorder()
+    [out] = await ToolRuntime(ws, ask=ask).run_batch([WRITE], rec)
+    assert out.is_error
+    assert "the input the user gave is invalid" in out.response["error"]
+    assert rec.decisions[0].decision == "deny"
+    assert not (ws / "x.txt").exists()
+
+
+async def test_deny_with_a_message_reaches_the_model(ws: Path) -> None:
+    async def ask(request: PermissionRequest) -> UserInputResponse:
+        return UserInputResponse.deny("use the staging directory instead")
+
+    rec = Recorder()
+    [out] = await ToolRuntime(ws, ask=ask).run_batch([SHELL], rec)
+    assert out.response == {
+        "error": "Tool call run_shell_command was denied: the user denied it. "
+        "The user says: use the staging directory instead"
+    }
+    assert rec.decisions[0].message == "use the staging directory instead"
+
+
+async def test_stop_the_run_raises_run_stopped_after_the_decision(ws: Path) -> None:
+    async def ask(request: PermissionRequest) -> UserInputResponse:
+        return UserInputResponse.stop_run("enough")
+
+    rec = Recorder()
+    with pytest.raises(RunStopped, match="the user stopped the run at write_file"):
+        await ToolRuntime(ws, ask=ask).run_batch([WRITE], rec)
+    [decision] = rec.decisions
+    assert (decision.decision, decision.decided_by, decision.stops_run) == ("deny", "user", True)
+    assert not (ws / "x.txt").exists()
+
+
+async def test_no_answer_leaves_the_policy_deciding(ws: Path) -> None:
+    async def ask(request: PermissionRequest) -> UserInputResponse:
+        return UserInputResponse(cancelled=True)
+
+    rec = Recorder()
+    [out] = await ToolRuntime(ws, ask=ask).run_batch([SHELL], rec)
+    assert out.is_error
+    assert rec.decisions[0].decided_by in ("policy", "approval_mode")  # not the user: there was no answer
+    assert "nobody answered" in (rec.decisions[0].reason or "")
+
+
 def test_permission_request_event_round_trip() -> None:
     event = PermissionRequest(SHELL, "run_shell_command", "Allow running `echo hi`?").to_event("req-1")
     assert event.source == "permission"
@@ -227,7 +292,9 @@ async def test_unknown_excluded_and_invalid_calls(ws: Path) -> None:
         .response["error"]
         .startswith('Tool "edit_file" not found. Available tools: read_file, write_file, list_dir')
     )
-    assert outcomes[0].decision is None
+    # Normal form: every call has exactly one decision, a call that cannot run at all the runtime's own.
+    decisions = [o.decision for o in outcomes]
+    assert [(d.decision, d.decided_by) for d in decisions if d is not None] == [("deny", "backend")] * 3
     assert outcomes[1].response == {
         "error": "Invalid parameters provided to read_file. Reason: bogus: Extra inputs are not permitted"
     }

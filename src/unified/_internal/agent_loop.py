@@ -247,7 +247,10 @@ class AgentLoop:
             outcomes = await tools.run_batch(calls, EventForwarder(self.ctx.emit))
         for outcome in outcomes:
             shown = outcome.response.get("error" if outcome.is_error else "output", outcome.response)
-            await self.ctx.emit(ToolResult(tool_use_id=outcome.call_id, output=shown, is_error=outcome.is_error))
+            ran_with = outcome.decision.input if outcome.decision is not None else None  # the user changed it
+            await self.ctx.emit(
+                ToolResult(tool_use_id=outcome.call_id, output=shown, is_error=outcome.is_error, input=ran_with)
+            )
         return outcomes
 
     async def _refuse(self, session: StoredSession, calls: list[ToolCall], message: str) -> None:

@@ -19,12 +19,15 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic import BaseModel
 
-from unified._errors import ProtocolViolation, UnifiedError
+from unified._errors import ProtocolViolation, RunStopped, UnifiedError
 from unified._internal.backend import Backend, RunOutcome
 from unified.events import (
+    ERROR_CODES,
+    WARNING_CODES,
     AssistantMessage,
     ErrorEvent,
     JsonValue,
+    PermissionDecision,
     Result,
     ResultStatus,
     SessionStarted,
@@ -41,6 +44,7 @@ from unified.events import (
     UserInputRequest,
     UserInputResponse,
     WarningEvent,
+    tool_output_text,
 )
 from unified.redaction import Redactor, redactor, secrets_in
 from unified.types import ExecuteParams
@@ -113,6 +117,18 @@ def _scrub(event: UnifiedEvent, clean: Redactor) -> None:
             fields[name] = new
 
 
+def _normalise(event: UnifiedEvent) -> None:
+    """Bring what the normal form fixes to it (docs/protocol.md, "Normal form"), for every backend.
+
+    A `tool_result.output` set without validation (`model_copy`) becomes text plus `data`.
+    """
+    if isinstance(event, ToolResult) and not isinstance(event.output, str | None):
+        text, extras = tool_output_text(event.output)
+        event.__dict__["output"] = text
+        if extras is not None and event.data is None:
+            event.__dict__["data"] = extras
+
+
 class _ConsumerGone(Exception):
     """The consumer closed the stream; the run unwinds without anyone to tell."""
 
@@ -125,6 +141,7 @@ class _Aggregator:
         self.answered: set[str] = set()
         self.running_locally: set[str] = set()
         """Local tool calls announced and not answered yet: their time is the tool's, not idle time."""
+        self.decided: set[str] = set()
         self.tasks: set[str] = set()
         self.finished_tasks: set[str] = set()
         self.buffers: dict[str | None, list[str]] = {}
@@ -152,6 +169,15 @@ class _Aggregator:
                 return f"tool_result answers {event.tool_use_id!r}, which no earlier tool_use announced"
             if event.tool_use_id in self.answered:
                 return f"tool_use {event.tool_use_id!r} was answered twice"
+        if isinstance(event, PermissionDecision):
+            if event.tool_use_id not in self.tool_uses:
+                return f"permission_decision for {event.tool_use_id!r}, which no earlier tool_use announced"
+            if event.tool_use_id in self.decided:
+                return f"tool_use {event.tool_use_id!r} got a second permission_decision"
+        if isinstance(event, WarningEvent) and event.code not in WARNING_CODES:
+            return f"warning code {event.code!r} is not in the registry (unified.events.WarningCode)"
+        if isinstance(event, ErrorEvent) and event.code not in ERROR_CODES:
+            return f"error code {event.code!r} is not in the registry (unified.events.ErrorCode)"
         if isinstance(event, SubagentStarted) and event.task_id in self.tasks:
             return f"subagent task {event.task_id!r} was started twice"
         if isinstance(event, (SubagentProgress, SubagentCompleted)) and event.task_id not in self.tasks:
@@ -180,6 +206,8 @@ class _Aggregator:
         elif isinstance(event, ToolResult):
             self.answered.add(event.tool_use_id)
             self.running_locally.discard(event.tool_use_id)
+        elif isinstance(event, PermissionDecision):
+            self.decided.add(event.tool_use_id)
         elif isinstance(event, SubagentStarted):
             self.tasks.add(event.task_id)
         elif isinstance(event, SubagentCompleted):
@@ -289,6 +317,7 @@ class StreamGuard:
     # -- what adapters call -------------------------------------------------------------------
 
     async def accept(self, event: UnifiedEvent) -> None:
+        _normalise(event)
         problem = self.agg.violation(event)
         if problem is not None:
             if self.strict:
@@ -439,7 +468,9 @@ class StreamGuard:
             await self.flush_message(scope)
         status: ResultStatus
         error: str | None = None
-        if failure is not None:
+        if isinstance(failure, RunStopped):
+            status = "interrupted"  # the caller's permission answer stopped the run: not a failure
+        elif failure is not None:
             status, error = "error", await self._report_failure(failure)
         elif outcome is None:
             reason = self._stop_reason or "cancelled"

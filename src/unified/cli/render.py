@@ -76,7 +76,8 @@ def format_usage(usage: Usage) -> str:
     return line + " (estimated)" if usage.estimated else line
 
 
-def _preview(value: object) -> str:
+def preview(value: object) -> str:
+    """`value` as one short text (JSON for structures), cut at `PREVIEW_CHARS`."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     text = text.strip()
     return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + f"… ({len(text)} chars)"
@@ -146,19 +147,21 @@ class Renderer:
         if isinstance(event, ToolUse):
             where = " [server]" if event.server_side else ""
             return self._styled(
-                f"→ {event.name}{where} {_preview(event.input)}", "server_tool" if event.server_side else "tool"
+                f"→ {event.name}{where} {preview(event.input)}", "server_tool" if event.server_side else "tool"
             )
         if isinstance(event, ToolProgress):
             return self._styled(f"… {event.status or ''} {event.message or ''}".rstrip(), "progress")
         if isinstance(event, ToolResult):
             mark = "✗ error" if event.is_error else "←"
-            output = "" if event.output is None else " " + _preview(event.output)
+            output = "" if event.output is None else " " + preview(event.output)
             return self._styled(f"{mark}{output}", "result_error" if event.is_error else "result_ok")
         if isinstance(event, PermissionDecision):
             allowed = event.decision == "allow"
             why = f" ({event.decided_by}{': ' + event.rule if event.rule else ''})"
             reason = f" {event.reason}" if event.reason else ""
-            text = f"{'✓ allowed' if allowed else '✗ denied'} {event.tool_name}{why}{reason}"
+            changed = f"\n  with input {preview(event.input)}" if event.input is not None else ""
+            told = f"\n  message: {event.message}" if event.message else ""
+            text = f"{'✓ allowed' if allowed else '✗ denied'} {event.tool_name}{why}{reason}{changed}{told}"
             return self._styled(text, "allow" if allowed else "deny")
         if isinstance(event, SubagentStarted):
             about = f": {event.description}" if event.description else ""

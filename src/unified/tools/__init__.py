@@ -15,8 +15,8 @@ It knows nothing of adapters or backends; an adapter drives it like this::
 
 `user_input` bridges the run's questions to the caller: permission prompts become a
 `user_input_request` with source `permission`, and the `ask_user` tool (offered only then) one
-with source `model-tool`. A lower-level `ask: PermissionRequest -> PermissionAnswer` hook
-replaces the permission half alone. The observer receives each call's `PermissionDecision` and
+with source `model-tool`. A lower-level `ask: PermissionRequest -> PermissionAnswer | UserInputResponse`
+hook replaces the permission half alone. The observer receives each call's `PermissionDecision` and
 `ToolProgress` events, ready to emit; `EventForwarder(emit)` passes them straight to `emit`.
 Tool contracts and the policy format: docs/tools.md.
 """

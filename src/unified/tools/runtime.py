@@ -16,10 +16,12 @@ from typing import Any, Literal, Protocol
 import anyio
 from pydantic import ValidationError
 
+from unified._errors import RunStopped
 from unified.events import (
     PermissionDecision,
     ToolProgress,
     UserInputRequest,
+    UserInputResponse,
     permission_request,
 )
 from unified.redaction import redactor
@@ -78,13 +80,13 @@ class PermissionRequest:
         )
 
 
-AskPermission = Callable[[PermissionRequest], Awaitable[PermissionAnswer]]
+AskPermission = Callable[[PermissionRequest], Awaitable[PermissionAnswer | UserInputResponse]]
+"""A permission hook: a bare answer, or a whole `UserInputResponse` (changed input, a message, stop)."""
 
 
-async def _permission_via(user_input: UserInputBridge, request: PermissionRequest) -> PermissionAnswer:
+async def _permission_via(user_input: UserInputBridge, request: PermissionRequest) -> UserInputResponse:
     """A permission prompt as a `user_input_request` (source `permission`) through the run's bridge."""
-    answer = await user_input(request.to_event(f"permission-{request.call.id}"))
-    return answer.permission()
+    return await user_input(request.to_event(f"permission-{request.call.id}"))
 
 
 class ToolObserver(Protocol):
@@ -393,21 +395,38 @@ class ToolRuntime:
         spec = self._available(call.name)
         if spec is None:
             names = ", ".join(self.tool_names())
-            return _error(call, f'Tool "{call.name}" not found. Available tools: {names}')
+            return await _refused(call, obs, f'Tool "{call.name}" not found. Available tools: {names}')
         args = {k: v for k, v in call.args.items() if k != "wait_for_previous"}
         params: Any = args
         if spec.params is not None:
             try:
                 params = spec.params.model_validate(args)
             except ValidationError as exc:
+                reason = _reasons(exc)
+                return await _refused(call, obs, f"Invalid parameters provided to {call.name}. Reason: {reason}")
+        event = await self._decide(call, spec.name, args)
+        if event.input is not None and spec.params is not None:
+            try:  # the user changed the input: it must be as valid as the model's
+                params = spec.params.model_validate(event.input)
+            except ValidationError as exc:
                 reasons = "; ".join(
                     f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
                 )
-                return _error(call, f"Invalid parameters provided to {call.name}. Reason: {reasons}")
-        event = await self._decide(call, spec.name, args)
+                event = event.model_copy(
+                    update={"decision": "deny", "reason": f"the input the user gave is invalid: {reasons}"}
+                )
+        elif event.input is not None:
+            params = event.input
         await obs.decision(call, event)
+        if event.stops_run:
+            raise RunStopped(
+                f"the user stopped the run at {call.name} ({call.id})",
+                hint="resume the session to go on",
+                details={"tool_use_id": call.id},
+            )
         if event.decision == "deny":
-            return _error(call, f"Tool call {call.name} was denied: {event.reason}", event)
+            told = f". The user says: {event.message}" if event.message else ""
+            return _error(call, f"Tool call {call.name} was denied: {event.reason}{told}", event)
         return _Ready(spec, params, event)
 
     async def _decide(self, call: ToolCall, tool: str, args: dict[str, Any]) -> PermissionDecision:
@@ -434,16 +453,27 @@ class ToolRuntime:
         request = PermissionRequest(call, tool, _summary(tool, args))
         async with self._ask_lock:
             try:
-                answer = await self._ask(request)
+                reply = await self._ask(request)
             except Exception as exc:
                 return decided("deny", f"the permission prompt failed ({type(exc).__name__}: {exc})")
-        if answer == "allow_always":
+        response = reply if isinstance(reply, UserInputResponse) else None
+        answer = response.permission() if response is not None else reply
+        message = response.message if response is not None else None
+        if response is not None and response.stop:
+            return decided("deny", "the user stopped the run", decided_by="user", message=message, stops_run=True)
+        if response is not None and response.cancelled:  # no answer: the approval mode's default stands
+            why = f"{verdict.doubt}; " if verdict.doubt else ""
+            return decided("deny", f"{why}it needs approval and nobody answered")
+        changed = response.updated_input if response is not None and answer != "deny" else None
+        if answer == "allow_always" and changed is None:
             added = session_rule(tool, args, self.approval_mode)
             self.policy = self.policy.with_rules([added])
             return decided("allow", "the user allowed it for this session", decided_by="user", rule=added.name)
-        if answer == "allow_once":
+        if answer in ("allow_once", "allow_always"):
+            if changed is not None:
+                return decided("allow", "the user allowed it with a changed input", decided_by="user", input=changed)
             return decided("allow", "the user allowed it once", decided_by="user")
-        return decided("deny", "the user denied it", decided_by="user")
+        return decided("deny", "the user denied it", decided_by="user", message=message)
 
     async def _execute(self, call: ToolCall, ready: _Ready, obs: ToolObserver) -> ToolOutcome:
         async def progress(message: str) -> None:
@@ -467,6 +497,19 @@ class _Ready:
     spec: ToolSpec
     params: Params | dict[str, Any]
     decision: PermissionDecision
+
+
+def _reasons(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors())
+
+
+async def _refused(call: ToolCall, obs: ToolObserver, message: str) -> ToolOutcome:
+    """A call that cannot run at all (unknown tool, invalid arguments): its one decision is the runtime's."""
+    event = PermissionDecision(
+        tool_use_id=call.id, tool_name=call.name, decision="deny", decided_by="backend", reason=message
+    )
+    await obs.decision(call, event)
+    return _error(call, message, event)
 
 
 def _error(call: ToolCall, message: str, decision: PermissionDecision | None = None) -> ToolOutcome:

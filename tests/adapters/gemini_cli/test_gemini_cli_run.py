@@ -116,7 +116,9 @@ async def test_zero_output_tokens_are_estimated_from_the_text(tmp_path: Path) ->
     assert (usage.input_tokens, usage.output_tokens, usage.thinking_tokens, usage.estimated) == (50, 3, 3, True)
 
 
-async def test_tool_result_carries_the_chat_files_output_and_args(tmp_path: Path) -> None:
+async def test_tool_use_is_held_until_the_chat_file_gives_its_arguments(tmp_path: Path) -> None:
+    """Normal form: tool_use.input is the model's arguments (ACP sends only a title); the result's
+    output is the text the model read; the CLI allowing the call itself is a `backend` decision."""
     fake = FakeAcp(
         [
             tool_call(READ, title="notes.txt"),
@@ -127,9 +129,13 @@ async def test_tool_result_carries_the_chat_files_output_and_args(tmp_path: Path
     )
     events = await run(fake, tmp_path)
     use, done = one(events, ToolUse), one(events, ToolResult)
-    assert (use.name, use.input) == ("read_file", {"title": "notes.txt"})
-    assert (done.tool_use_id, done.output, done.is_error) == (READ, {"output": "alpha\nbeta\n"}, False)
-    assert done.input == {"file_path": "notes.txt"}
+    assert (use.name, use.input) == ("read_file", {"file_path": "notes.txt"})
+    assert (done.tool_use_id, done.output, done.is_error) == (READ, "alpha\nbeta\n", False)
+    assert done.input is None  # the tool_use already carried the arguments
+    decision = one(events, PermissionDecision)
+    assert (decision.tool_use_id, decision.decision, decision.decided_by) == (READ, "allow", "backend")
+    kinds = [e.type for e in events]
+    assert kinds.index("tool_use") < kinds.index("permission_decision") < kinds.index("tool_result")
     assert [e.type for e in events].index("tool_result") < [e.type for e in events].index("text_delta")
     assert result_of(events).turns == 2
 
@@ -148,8 +154,8 @@ async def test_failed_call_keeps_its_error_and_order(tmp_path: Path) -> None:
     events = await run(fake, tmp_path)
     results = [e for e in events if isinstance(e, ToolResult)]
     assert [(r.tool_use_id, r.is_error, r.output) for r in results] == [
-        (READ, True, {"error": "File not found"}),
-        (other, False, {"output": "a.txt"}),
+        (READ, True, "File not found"),
+        (other, False, "a.txt"),
     ]
 
 
@@ -209,6 +215,69 @@ async def test_permission_without_anyone_to_ask_follows_the_approval_mode(
     assert modes == ([] if mode == "default" else [{"auto_edit": "autoEdit"}.get(mode, mode)])
 
 
+@pytest.mark.parametrize(
+    ("answer", "warned"),
+    [
+        (UserInputResponse.allow(updated_input={"file_path": "other.txt", "content": "x"}), True),
+        (UserInputResponse.deny("write to staging/ instead"), True),
+        (UserInputResponse.deny(), False),
+    ],
+)
+async def test_answers_acp_cannot_carry_are_denials_with_a_warning(
+    tmp_path: Path, answer: UserInputResponse, warned: bool
+) -> None:
+    """ACP answers with an option id only: a changed input cannot run (denied), a message cannot reach the model."""
+
+    async def on_user_input(request: UserInputRequest) -> UserInputResponse:
+        return answer
+
+    fake = FakeAcp(write_script())
+    events = await run(fake, tmp_path, on_user_input=on_user_input)
+    assert fake.permission_answers == [{"outcome": "selected", "optionId": "cancel"}]
+    made = one(events, PermissionDecision)
+    assert (made.decision, made.decided_by) == ("deny", "user")
+    codes = [e.code for e in events if isinstance(e, WarningEvent)]
+    assert codes == (["permission_answer_unsupported"] if warned else [])
+    assert one(events, ToolResult).is_error
+    assert result_of(events).status == "success"
+
+
+async def test_stop_answer_rejects_the_call_and_ends_the_run_interrupted(tmp_path: Path) -> None:
+    async def on_user_input(request: UserInputRequest) -> UserInputResponse:
+        return UserInputResponse.stop_run()
+
+    fake = FakeAcp([Permission(WRITE_CALL, if_allowed=[tool_done(WRITE, "ok", kind="edit")]), Hang()])
+    events = await run(fake, tmp_path, on_user_input=on_user_input)
+    made = one(events, PermissionDecision)
+    assert (made.decision, made.decided_by, made.stops_run) == ("deny", "user", True)
+    assert any(m.get("method") == "session/cancel" for m in fake.received)
+    assert not [e for e in events if e.type == "error"]
+    assert result_of(events).status == "interrupted"
+
+
+async def test_every_tool_call_has_exactly_one_decision(tmp_path: Path) -> None:
+    other = "list_directory__list_directory_1_1"
+
+    async def on_user_input(request: UserInputRequest) -> UserInputResponse:
+        return UserInputResponse.allow()
+
+    fake = FakeAcp(
+        [
+            tool_call(READ),
+            tool_done(READ, "alpha", args={"file_path": "notes.txt"}),
+            Permission(WRITE_CALL, if_allowed=[tool_done(WRITE, "ok", kind="edit")]),
+            tool_call(other, kind="search"),
+            tool_done(other, "a.txt", args={"dir_path": "."}),
+            text("done"),
+        ]
+    )
+    events = await run(fake, tmp_path, on_user_input=on_user_input)
+    uses = [e.tool_use_id for e in events if isinstance(e, ToolUse)]
+    decided = [(e.tool_use_id, e.decided_by) for e in events if isinstance(e, PermissionDecision)]
+    assert uses == [READ, WRITE, other]
+    assert decided == [(READ, "backend"), (WRITE, "user"), (other, "backend")]
+
+
 # --- ends: stop reasons, errors, faults ---------------------------------------------------------
 
 
@@ -216,7 +285,7 @@ async def test_permission_without_anyone_to_ask_follows_the_approval_mode(
     ("stop", "status", "warning"),
     [
         ("end_turn", "success", None),
-        ("max_tokens", "success", "max_tokens"),
+        ("max_tokens", "success", "finish_max_tokens"),
         ("refusal", "error", None),
         ("cancelled", "cancelled", None),
         ("max_turn_requests", "max_turns", None),

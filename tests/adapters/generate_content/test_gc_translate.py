@@ -121,7 +121,7 @@ def test_code_execution_parts_are_server_side_tools() -> None:
     assert result.server_side
     assert use.name == "code_execution"
     assert result.tool_use_id == use.tool_use_id
-    assert result.output == {"outcome": "OUTCOME_OK", "output": "1\n"}
+    assert result.data == {"outcome": "OUTCOME_OK", "output": "1\n"}  # protocol 2.0: structure in `data`
     assert not translator.calls
 
 
@@ -136,8 +136,9 @@ def test_grounding_metadata_reaches_the_consumer() -> None:
     assert isinstance(use, ToolUse)
     assert isinstance(result, ToolResult)
     assert (use.name, use.input, use.server_side) == ("google_search", {"queries": ["weather paris"]}, True)
-    assert isinstance(result.output, dict)
-    assert result.output["grounding_chunks"][0]["web"]["uri"] == "https://example.com"
+    assert isinstance(result.output, str)  # protocol 2.0: output is text, the structure is in `data`
+    assert result.data is not None
+    assert result.data["grounding_chunks"][0]["web"]["uri"] == "https://example.com"
 
 
 @pytest.mark.parametrize(

@@ -17,8 +17,8 @@ The shape keeps what every backend must agree on and drops what legitimately dif
 - a subagent is one item, `subagent <name> <status>: (<inner shape>)`, right after its parent's
   tool item (or where it started, if no tool call started it); events carrying its
   `subagent_task_id` make up the inner shape;
-- `error <code> [fatal]` and `result <status>` end it. Inputs and outputs are never part of the shape (the CLI
-  reports a tool's input as ACP locations, not as the model's arguments).
+- `error <code> [fatal]` and `result <status>` end it. Inputs and outputs are not part of the shape:
+  `normal_form_problems` checks them against the scenario's script instead (see there).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from typing import Any, Literal
 import anyio
 
 from unified import capabilities
+from unified.cli.render import Renderer, preview
 from unified.events import (
     ErrorEvent,
     PermissionDecision,
@@ -49,7 +50,7 @@ from unified.events import (
     UserInputResponse,
 )
 from unified.query import EventStream
-from unified.testing import FakeGemini, RecordedRequest
+from unified.testing import FakeGemini, ModelTurn, RecordedRequest, Turn
 from unified.testing.wiring import backend_options_for
 from unified.tools import ALIASES
 from unified.types import BackendName, ExecuteParams
@@ -160,7 +161,7 @@ def shape_of(events: Sequence[UnifiedEvent], aliases: Mapping[str, str] | None =
         elif isinstance(event, PermissionDecision) and event.tool_use_id in tools:
             if event.decided_by == "user":
                 tools[event.tool_use_id].notes.append(f"{event.decision} by user")
-            elif event.decision == "deny":
+            elif event.decision == "deny" and event.decided_by != "backend":  # backend: the call could not run
                 tools[event.tool_use_id].notes.append("deny")
         elif isinstance(event, UserInputRequest):
             if event.tool_use_id in tools:
@@ -216,7 +217,17 @@ class Run:
         return [json.dumps(r.body) for r in self.requests if r.api_method in wanted]
 
 
-Answer = Literal["allow", "deny"]
+Answer = Literal["allow", "deny", "deny_with_message", "allow_changed_input", "stop"]
+DENIAL_MESSAGE = "Write to staging.txt instead."
+CHANGED_INPUT = {"file_path": "new.txt", "content": "changed by the user\n"}
+ANSWERS: Mapping[Answer, UserInputResponse] = {
+    "allow": UserInputResponse.allow(),
+    "deny": UserInputResponse.deny(),
+    "deny_with_message": UserInputResponse.deny(DENIAL_MESSAGE),
+    "allow_changed_input": UserInputResponse.allow(updated_input=CHANGED_INPUT),
+    "stop": UserInputResponse.stop_run(),
+}
+"""One permission callback for every backend, written against docs/protocol.md ("Permissions")."""
 
 
 def answering(
@@ -229,9 +240,91 @@ def answering(
         asked.append(request)
         if request.source != "permission":  # a question: pick each question's first option
             return UserInputResponse(answers={q.id: q.options[0].id if q.options else "yes" for q in request.questions})
-        return UserInputResponse.allow() if answer == "allow" else UserInputResponse.deny()
+        return ANSWERS[answer]
 
     return handler
+
+
+# --- the normal form of contents ----------------------------------------------------------------------
+
+
+def model_calls(turns: Sequence[Turn], aliases: Mapping[str, str]) -> list[tuple[str, dict[str, Any]]]:
+    """(normalised name, arguments) of every function call a script makes the model send."""
+    return [
+        (tool_name(call.name, aliases), dict(call.args or {}))
+        for turn in turns
+        if isinstance(turn, ModelTurn)
+        for call in turn.function_calls or []
+    ]
+
+
+def normal_form_problems(
+    column: Column, events: Sequence[UnifiedEvent], turns: Sequence[Turn], aliases: Mapping[str, str]
+) -> list[str]:
+    """Where a stream's contents break the normal form (docs/protocol.md), beyond its shape.
+
+    - every client-side `tool_use` carries the model's arguments, as the script sent them; where the
+      matrix declares `tool_use: partial` (gemini-cli) a call shown before the backend knew them has
+      `{}` there and the arguments on its `tool_result.input` (none if it never ran), and `invoke_agent`
+      shows only `agent_name`;
+    - the one renderer (`unified.cli.render`) shows each such call as `→ <name> <arguments>`;
+    - every `tool_result.output` is text or null;
+    - every client-side `tool_use` has exactly one `permission_decision`, after it;
+    - a successful run reports usage.
+    """
+    problems: list[str] = []
+    expected = model_calls(turns, aliases)
+    late = column.level("tool_use") == "partial"
+    uses = [e for e in events if isinstance(e, ToolUse) and not e.server_side]
+    results = {e.tool_use_id: e for e in events if isinstance(e, ToolResult)}
+    renderer = Renderer(env={})
+    shown = {
+        e.tool_use_id: text.plain for e in events if (text := renderer.render(e)) is not None and isinstance(e, ToolUse)
+    }
+    for use in uses:
+        name = tool_name(use.name, aliases)
+        wanted = next((args for n, args in expected if n == name), None)
+        if wanted is None:
+            problems.append(f"{name}: a call the script never made")
+            continue
+        expected.remove((name, wanted))
+        got = use.input
+        result = results.get(use.tool_use_id)
+        if late and not got and result is not None and result.input is not None:
+            got = result.input
+        denied = any(
+            isinstance(e, PermissionDecision) and e.tool_use_id == use.tool_use_id and e.decision == "deny"
+            for e in events
+        )
+        if late and not got and denied:  # asked, then never run: the backend never learnt the arguments
+            got = wanted
+        if late and name == "invoke_agent" and got == {"agent_name": wanted.get("agent_name")}:
+            got = wanted
+        if got != wanted:
+            problems.append(f"{name}: input {got}, the model sent {wanted}")
+        if use.input == wanted and not shown.get(use.tool_use_id, "").strip().endswith(
+            f"→ {use.name} {preview(wanted)}"
+        ):
+            problems.append(f"{name}: rendered as {shown.get(use.tool_use_id)!r}")
+    for result in results.values():
+        if not isinstance(result.output, str | None):
+            problems.append(f"tool_result {result.tool_use_id}: output is {type(result.output).__name__}, not text")
+    decisions: dict[str, int] = {}
+    seen_uses: set[str] = set()
+    for event in events:
+        if isinstance(event, ToolUse):
+            seen_uses.add(event.tool_use_id)
+        elif isinstance(event, PermissionDecision):
+            if event.tool_use_id not in seen_uses:
+                problems.append(f"decision for {event.tool_use_id} before its tool_use")
+            decisions[event.tool_use_id] = decisions.get(event.tool_use_id, 0) + 1
+    for use in uses:
+        if decisions.get(use.tool_use_id, 0) != 1:
+            problems.append(f"{use.name}: {decisions.get(use.tool_use_id, 0)} permission decisions, not 1")
+    final = events[-1]
+    if isinstance(final, Result) and final.status == "success" and final.usage.is_empty():
+        problems.append("a successful run reported no usage")
+    return problems
 
 
 async def execute_once(

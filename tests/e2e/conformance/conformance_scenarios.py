@@ -24,8 +24,16 @@ import base64
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from tests.e2e.conformance.conformance_harness import MODEL, Answer, Run, Shape, b64
-from unified.events import TextDelta, Thinking
+from tests.e2e.conformance.conformance_harness import (
+    CHANGED_INPUT,
+    DENIAL_MESSAGE,
+    MODEL,
+    Answer,
+    Run,
+    Shape,
+    b64,
+)
+from unified.events import PermissionDecision, TextDelta, Thinking, WarningEvent
 from unified.testing import (
     Fault,
     FunctionCall,
@@ -216,6 +224,37 @@ SCENARIOS: tuple[Scenario, ...] = (
         files={"new.txt": False},
     ),
     Scenario(
+        "permission_denied_with_message",
+        (ModelTurn(function_calls=[WRITE]), ModelTurn(text="I will use staging.txt.")),
+        ("tool write_file error [ask permission] [deny by user]", "text", "result success"),
+        observes=("permission_requests",),
+        answer="deny_with_message",
+        files={"new.txt": False},
+    ),
+    Scenario(
+        "permission_allowed_with_changed_input",
+        (ModelTurn(function_calls=[WRITE]), ModelTurn(text="Written.")),
+        ("tool write_file ok [ask permission] [allow by user]", "text", "result success"),
+        observes=("permission_requests",),
+        answer="allow_changed_input",
+        # ACP cannot change a call's input: gemini-cli denies it instead, with a warning.
+        differences={
+            ("gemini-cli", "permission_requests"): (
+                "tool write_file error [ask permission] [deny by user]",
+                "text",
+                "result success",
+            )
+        },
+    ),
+    Scenario(
+        "permission_stops_the_run",
+        (ModelTurn(function_calls=[WRITE]),),
+        ("tool write_file no result [ask permission] [deny by user]", "result interrupted"),
+        observes=("permission_requests",),
+        answer="stop",
+        files={"new.txt": False},
+    ),
+    Scenario(
         "plan_mode_refuses_write",
         (ModelTurn(function_calls=[WRITE]), ModelTurn(text="I may not write in plan mode.")),
         ("tool write_file error [deny]", "text", "result success"),
@@ -388,6 +427,26 @@ def _resume(run: Run) -> str | None:
     return None if carried else "the resumed run's model request carries neither the history nor a previous interaction"
 
 
+def _permission_answers(run: Run) -> str | None:
+    """A denial's message reaches the model and a changed input is what runs; where the matrix says
+    `partial`, the run instead warns (`permission_answer_unsupported`) and the changed input is denied."""
+    warned = any(isinstance(e, WarningEvent) and e.code == "permission_answer_unsupported" for e in run.events)
+    partial = run.column.level("permission_requests") == "partial"
+    by_user = [e for e in run.events if isinstance(e, PermissionDecision) and e.decided_by == "user"]
+    written = run.workspace / "new.txt"
+    if any(d.message == DENIAL_MESSAGE for d in by_user):
+        told = any(DENIAL_MESSAGE in body for body in run.model_bodies())
+        return None if told or (partial and warned) else "the denial's message reached neither the model nor a warning"
+    if any(d.input is not None for d in by_user):
+        if partial:
+            return "a backend declared partial reports a changed input as run"
+        content = written.read_text() if written.exists() else None
+        return None if content == CHANGED_INPUT["content"] else f"the changed input did not run: new.txt is {content!r}"
+    if warned and (not partial or written.exists()):
+        return "permission_answer_unsupported from a backend that claims full support, or the call ran anyway"
+    return None
+
+
 CAPABILITY_CHECKS: Mapping[str, Callable[[Run], str | None]] = {
     "streaming_text": _streaming,
     "thinking": _thinking,
@@ -396,5 +455,6 @@ CAPABILITY_CHECKS: Mapping[str, Callable[[Run], str | None]] = {
     "image_input": _image,
     "cancellation": _cancellation,
     "session_resume": _resume,
+    "permission_requests": _permission_answers,
 }
 """Evidence for a capability beyond the shape; capabilities not listed are shown by the shape alone."""

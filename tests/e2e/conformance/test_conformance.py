@@ -28,6 +28,7 @@ from tests.e2e.conformance.conformance_harness import (
     Shape,
     answering,
     execute_once,
+    normal_form_problems,
     shape_of,
 )
 from tests.e2e.conformance.conformance_scenarios import CAPABILITY_CHECKS, SCENARIOS, PNG_1x1, Scenario
@@ -132,6 +133,8 @@ async def test_scenario(
         assert (workspace / path).exists() is exists, f"{path} exists={not exists} after the run"
     if scenario.answer is not None and substituted is None:
         assert asked, "on_user_input was never called"
+    normal = normal_form_problems(column, run.events, scenario.script(column.name), scenario.aliases)
+    assert not normal, f"{column.name} / {scenario.name}: contents differ from the normal form: {normal}"
     problems = {
         capability: problem
         for capability in scenario.observes

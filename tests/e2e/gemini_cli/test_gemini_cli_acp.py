@@ -125,6 +125,37 @@ async def test_permission_through_on_user_input(
     assert "user_input_request" in kinds(events)
 
 
+@pytest.mark.parametrize(
+    ("command", "asks"),
+    [("echo hi", False), ("echo hi > out.txt", True)],
+)
+@ASYNCIO_ONLY
+async def test_shell_in_default_mode_every_call_has_one_decision(
+    run_gemini: Run, responses: Responses, workspace: Path, command: str, asks: bool
+) -> None:
+    """0.61 runs a command it deems safe (`echo hi`) without asking, whatever the handler would say: the
+    stream says so (`decided_by="backend"`); a command with a redirection reaches the handler."""
+    fake = responses(stream_line(call("run_shell_command", command=command)), stream_line(text("ok")))
+    asked: list[UserInputRequest] = []
+
+    async def deny_all(request: UserInputRequest) -> UserInputResponse:
+        asked.append(request)
+        return UserInputResponse.deny()
+
+    events = await run_gemini(fake, on_user_input=deny_all)
+    decisions = [e for e in events if isinstance(e, PermissionDecision)]
+    assert len(decisions) == 1
+    if asks:
+        assert [r.tool_name for r in asked] == ["run_shell_command"]
+        assert (decisions[0].decision, decisions[0].decided_by) == ("deny", "user")
+        assert not (workspace / "out.txt").exists()
+    else:
+        assert asked == []
+        assert (decisions[0].decision, decisions[0].decided_by) == ("allow", "backend")
+        (use,) = [e for e in events if isinstance(e, ToolUse)]
+        assert use.input["command"] == command  # the held tool_use carries the model's arguments
+
+
 @ASYNCIO_ONLY
 async def test_default_mode_without_handler_denies_visibly(run_gemini: Run, responses: Responses) -> None:
     fake = responses(stream_line(call("write_file", file_path="new.txt", content="x")), stream_line(text("ok")))

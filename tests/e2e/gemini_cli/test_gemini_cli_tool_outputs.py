@@ -32,12 +32,11 @@ async def test_read_file_output_is_the_files_text(run_gemini: Run, responses: Re
     events = await run_gemini(fake)
     (use,) = uses(events)
     done = results(events)[use.tool_use_id]
-    assert done.output == {"output": "alpha\nbeta\n"}
+    assert done.output == "alpha\nbeta\n"
     assert not done.is_error
-    # The arguments are not knowable when the call starts: the input stays what ACP shows, and the
-    # model's own arguments arrive with the result.
-    assert use.input["title"] == "notes.txt"
-    assert done.input == {"file_path": "notes.txt"}
+    # Normal form: the tool_use waited for the chat file's record, so it carries the model's arguments.
+    assert use.input == {"file_path": "notes.txt"}
+    assert done.input is None
     assert "warning" not in kinds(events)
 
 
@@ -47,9 +46,7 @@ async def test_list_directory_output_lists_the_files(run_gemini: Run, responses:
     fake = responses(stream_line(call("list_directory", dir_path=".")), stream_line(text("Listed.")))
     events = await run_gemini(fake)
     (use,) = uses(events)
-    output = results(events)[use.tool_use_id].output
-    assert isinstance(output, dict)
-    listing = output["output"]
+    listing = results(events)[use.tool_use_id].output
     assert isinstance(listing, str)
     assert "notes.txt" in listing
     assert "second.md" in listing
@@ -62,8 +59,8 @@ async def test_failing_call_output_has_the_error(run_gemini: Run, responses: Res
     (use,) = uses(events)
     done = results(events)[use.tool_use_id]
     assert done.is_error
-    assert isinstance(done.output, dict)
-    assert "missing.txt" in str(done.output["error"])
+    assert isinstance(done.output, str)
+    assert "missing.txt" in done.output
 
 
 @ASYNCIO_ONLY
@@ -80,8 +77,8 @@ async def test_parallel_calls_get_their_own_outputs(run_gemini: Run, responses: 
     events = await run_gemini(fake)
     first, second, third = uses(events)
     done = results(events)
-    assert done[first.tool_use_id].output == {"output": "alpha\nbeta\n"}
-    assert done[second.tool_use_id].output == {"output": "second file\n"}
+    assert done[first.tool_use_id].output == "alpha\nbeta\n"
+    assert done[second.tool_use_id].output == "second file\n"
     assert done[third.tool_use_id].is_error
     assert "absent.txt" in str(done[third.tool_use_id].output)
     # ACP's order is kept: every result follows its own tool_use, none overtakes another event.
@@ -102,8 +99,8 @@ async def test_sequential_turns_in_a_resumed_session(run_gemini: Run, responses:
     (use,) = uses(events)
     assert use.name == "list_directory"
     output = results(events)[use.tool_use_id].output
-    assert isinstance(output, dict)
-    assert "notes.txt" in str(output["output"])
+    assert isinstance(output, str)
+    assert "notes.txt" in output
 
 
 @ASYNCIO_ONLY
@@ -128,7 +125,7 @@ async def test_each_session_of_a_warm_process_reads_its_own_file(
             (use,) = uses(events)
             outputs.append(results(events)[use.tool_use_id].output)
         assert pool.spawned == 1
-        assert outputs == [{"output": "alpha\nbeta\n"}, {"output": "other project\n"}, {"output": "alpha\nbeta\n"}]
+        assert outputs == ["alpha\nbeta\n", "other project\n", "alpha\nbeta\n"]
     finally:
         await pool.aclose()
 

@@ -214,7 +214,7 @@ async def test_ask_user_tool_reaches_on_user_input_and_the_answer_reaches_the_mo
     assert [r.source for r in asked] == ["model-tool"]
     assert [o.label for o in asked[0].questions[0].options] == ["8080", "9090"]
     result = next(e for e in events if isinstance(e, ToolResult))
-    assert result.output == {"answers": {"Which port?": "9090"}}
+    assert result.data == {"answers": {"Which port?": "9090"}}  # protocol 2.0: structure in `data`
     sent = harness.bodies()[1]["contents"][-1]["parts"][0]["functionResponse"]
     assert sent["name"] == "ask_user"
     assert sent["response"] == {"output": {"answers": {"Which port?": "9090"}}}

@@ -77,7 +77,7 @@ async def test_cassette_tool_call(workspace: Path) -> None:
 async def test_cassette_rate_limit_retry(workspace: Path) -> None:
     turns: list[Turn] = [InteractionTurn(steps=[TextStep(text="after the wait")])]
     events = await replay("rate-limit-retry", turns, workspace, {0: Fault(kind="rate_limit", retry_delay="3s")})
-    assert [w.code for w in of_type(events, "warning")] == ["retrying"]
+    assert [w.code for w in of_type(events, "warning")] == ["retrying"]  # the registry's one retry code
     assert events[-1].final_text == "after the wait"
 
 

@@ -160,7 +160,7 @@ async def test_ask_user_tool(fake: FakeGemini, params: Params) -> None:
 
     events = await collect(params(on_user_input=on_user_input))
     assert [r.source for r in asked] == ["model-tool"]
-    assert of_type(events, "tool_result")[0].output == {"answers": {"Which port?": "8080"}}
+    assert of_type(events, "tool_result")[0].data == {"answers": {"Which port?": "8080"}}  # protocol 2.0
     sent = [r.body for r in fake.requests_for("interactions.create")][1]["input"]
     assert any(item.get("call_id") == "q" and "8080" in str(item.get("result")) for item in sent)
 
@@ -295,7 +295,9 @@ async def test_server_side_tools(fake: FakeGemini, params: Params) -> None:
     uses, results = of_type(events, "tool_use"), of_type(events, "tool_result")
     assert [(u.name, u.server_side) for u in uses] == [("google_search", True), ("code_execution", True)]
     assert uses[0].input == {"queries": ["weather paris"]}
-    assert [r.output for r in results] == [[{"search_suggestions": "<div/>"}], "4\n"]
+    # protocol 2.0: output is text; a structured payload is also in `data`
+    assert [r.output for r in results] == ['[{"search_suggestions": "<div/>"}]', "4\n"]
+    assert results[0].data == {"value": [{"search_suggestions": "<div/>"}]}
     assert all(r.server_side for r in results)
     tools = fake.requests_for("interactions.create")[0].body["tools"]
     assert {"type": "google_search"} in tools

@@ -4,10 +4,9 @@ The options are `GeminiCliOptions` (`options.py`); how the process is started is
 (`launch.py`); the run itself is `run.AcpRun`, over the `AgentProcess` seam of `transport.py`
 (the real subprocess, or an in-process fake agent in tests). See docs/backends/gemini-cli.md.
 
-Tool outputs: ACP omits them for reads and listings, so a main-session `tool_result` is held until the
-call's record reaches the session's chat file (`hold_back.py`) and then carries its
-`functionResponse.response`. `tool_use.input` stays ACP's title/paths: the CLI records the model's
-arguments only once the call has finished (measured on 0.61).
+Tool calls: ACP sends neither the model's arguments nor the output of reads and listings, so a
+main-session `tool_use` and `tool_result` are held until the call's record reaches the session's chat
+file (`hold_back.py`) and then carry its `args` and `functionResponse.response`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
-"""Holding a `tool_result` back until the session's chat file has the call's record (its real output).
+"""Holding a `tool_use` and its `tool_result` back until the session's chat file has the call's record.
 
-ACP omits the output of reads and listings; the CLI writes it to the chat file a few milliseconds
-after ACP's completed update (see `chat_tail.py`). A held result goes out with the record's
-`functionResponse.response` and `args` once the record appears; nothing overtakes a held result,
-so the stream keeps ACP's order, only a little later. Without a record in time (`FLUSH_GRACE_S`
-once the stream must move on) it goes out as ACP gave it, with one warning if the chat file is
-missing or unreadable.
+ACP sends neither the model's arguments nor the output of reads and listings; the CLI writes both to
+the chat file a few milliseconds after ACP's completed update (see `chat_tail.py`). A held
+`tool_use` goes out with the record's `args` as its input, a held `tool_result` with the record's
+function response as its output (normalised to text by the protocol). Nothing overtakes a held
+item: later items queue behind it, so the stream keeps ACP's order, only later. Before a permission
+prompt (`flush`), or when the chat file is missing, held items wait at most `FLUSH_GRACE_S` for
+their record and then go out as ACP gave them (an empty input, ACP's output), with one warning if
+the chat file is missing or unreadable.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import anyio
 
 from unified.adapters.gemini_cli.chat_tail import ChatTail, tool_response
 from unified.adapters.gemini_cli.translate import Item
-from unified.events import ToolResult
+from unified.events import ToolResult, ToolUse
 
 SETTLE_INTERVAL_S = 0.1
 """How often a held `tool_result` looks for its call's record in the chat file."""
@@ -29,76 +31,103 @@ Warn = Callable[[str, str], Awaitable[None]]
 
 
 class ToolOutputHold:
-    """Orders the delivery of one prompt's items, holding chat-file-backed results until settled."""
+    """Orders the delivery of one prompt's items, holding chat-file-backed calls until settled."""
 
     def __init__(self, chat: ChatTail, deliver_now: Deliver, warn: Warn) -> None:
         self.chat = chat
         self._deliver_now = deliver_now
         self._warn = warn
-        self._held: list[tuple[ToolResult, Any]] = []
+        self._queue: list[tuple[Item, Any, bool]] = []
+        """(item, raw, waits for its record), in arrival order."""
+        self._with_args: set[str] = set()
+        """Calls whose `tool_use` went out with the recorded arguments (their result need not repeat them)."""
         self._lock = anyio.Lock()
         self._warned = False
 
     @property
     def holding(self) -> int:
-        return len(self._held)
+        return sum(1 for _, _, waits in self._queue if waits)
 
     async def deliver(self, item: Item, raw: Any, *, hold: bool) -> None:
-        """Deliver `item` in order; `hold`: it is a result whose output the chat file should supply."""
+        """Deliver `item` in order; `hold`: a tool_use or tool_result the chat file should complete."""
         async with self._lock:
-            if hold and isinstance(item, ToolResult):
-                self._held.append((item, raw))
-                await self._settle()
+            waits = hold and isinstance(item, ToolUse | ToolResult)
+            if not waits and not self._queue:
+                await self._deliver_now(item, raw)
                 return
-            if self._held:
-                await self._flush(wait=True)
-            await self._deliver_now(item, raw)
+            self._queue.append((item, raw, waits))
+            await self._settle()
+            if self._queue and not self.chat.tails:
+                self.chat.poll(rescan=True)
+                if not self.chat.tails:  # no chat file at all: nothing to wait for
+                    await self._flush(wait=False)
 
     async def settle_loop(self) -> None:
-        """Run beside the prompt: release held results as their records arrive."""
+        """Run beside the prompt: release held items as their records arrive."""
         while True:
             await anyio.sleep(SETTLE_INTERVAL_S)
-            if self._held:
+            if self._queue:
                 async with self._lock:
                     await self._settle()
 
     async def flush(self, *, wait: bool = True) -> None:
-        """Deliver every held result (at the prompt's end, or at once when `wait` is False: cancellation)."""
+        """Deliver every queued item (before a permission prompt, at the prompt's end, or at once when
+        `wait` is False: cancellation)."""
         async with self._lock:
             await self._flush(wait=wait)
 
     async def _settle(self, *, rescan: bool = False) -> None:
-        """Emit, in order, the held results whose call record has reached the chat file, with its output."""
-        while self._held:
-            result, raw = self._held[0]
-            record = self.chat.lookup(result.tool_use_id, rescan=rescan)
-            answer = tool_response(record) if record is not None else None
-            if record is None or answer is None:
-                return
-            self._held.pop(0)
-            output, is_error = answer
-            args = record.get("args")
-            update = {"output": output, "is_error": is_error, "input": args if isinstance(args, dict) else None}
-            await self._deliver_now(result.model_copy(update=update), raw)
+        """Emit, in order, the queued items up to the first whose record has not reached the chat file."""
+        while self._queue:
+            item, raw, waits = self._queue[0]
+            if waits:
+                completed = self._completed(item, rescan=rescan)
+                if completed is None:
+                    return
+                item = completed
+            self._queue.pop(0)
+            await self._deliver_now(item, raw)
+
+    def _completed(self, item: Item, *, rescan: bool) -> Item | None:
+        """`item` completed from its call's record; None while the record is missing."""
+        assert isinstance(item, ToolUse | ToolResult)
+        record = self.chat.lookup(item.tool_use_id, rescan=rescan)
+        if record is None:
+            return None
+        args = record.get("args")
+        if isinstance(item, ToolUse):
+            if not isinstance(args, dict):
+                return item
+            self._with_args.add(item.tool_use_id)
+            return item.model_copy(update={"input": args})
+        answer = tool_response(record)
+        if answer is None:
+            return None
+        output, is_error = answer
+        late_input = args if isinstance(args, dict) and item.tool_use_id not in self._with_args else None
+        return ToolResult.model_validate(
+            {**item.model_dump(), "output": output, "data": None, "is_error": is_error, "input": late_input}
+        )
 
     async def _flush(self, *, wait: bool) -> None:
-        if not self._held:
+        if not self._queue:
             return
         await self._settle(rescan=True)
         if wait and self.chat.tails:
             with anyio.move_on_after(FLUSH_GRACE_S):
-                while self._held:
+                while self.holding:
                     await anyio.sleep(SETTLE_INTERVAL_S / 2)
                     await self._settle()
-        if not self._held:
+        if not self._queue:
             return
-        held, self._held = self._held, []
-        if not self._warned and (self.chat.unreadable or not self.chat.tails):
+        unsettled = self.holding
+        queued, self._queue = self._queue, []
+        if unsettled and not self._warned and (self.chat.unreadable or not self.chat.tails):
             self._warned = True
             await self._warn(
                 "tool_output_unavailable",
                 f"the session's chat file could not be read ({self.chat.unreadable or 'no file found'}); "
-                "tool results carry only what ACP reports (no output for reads and listings)",
+                "tool calls carry only what ACP reports (no arguments, no output for reads and listings)",
             )
-        for result, raw in held:
-            await self._deliver_now(result, raw)
+        for item, raw, _ in queued:
+            await self._deliver_now(item, raw)

@@ -40,7 +40,7 @@ def prompt_end(answer: dict[str, Any], short_id: str, stderr_tail: str = "") -> 
         return PromptEnd(RunOutcome(status="error", error="the model refused to answer", short_id=short_id), usage)
     warning = None
     if stop == "max_tokens":
-        warning = ("max_tokens", "the answer was cut at the model's output token limit")
+        warning = ("finish_max_tokens", "the answer was cut at the model's output token limit")
     return PromptEnd(RunOutcome(status="success", short_id=short_id), usage, warning)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 
-from unified._errors import ConfigurationError
+from unified._errors import ConfigurationError, RunStopped
 from unified._internal.backend import RunContext, RunOutcome
 from unified.adapters.gemini_cli.chat_tail import ChatTail
 from unified.adapters.gemini_cli.hold_back import ToolOutputHold
@@ -27,7 +27,7 @@ from unified.adapters.gemini_cli.session_setup import SessionSetup
 from unified.adapters.gemini_cli.subagents import SubagentWatcher
 from unified.adapters.gemini_cli.translate import AcpTranslator, Item, TurnBoundary
 from unified.adapters.gemini_cli.transport import ConnectionClosed, as_dict, error_for_exit, json_line_warning
-from unified.events import SessionStarted, SubagentCompleted, SubagentStarted, ToolResult, WarningEvent
+from unified.events import SessionStarted, SubagentCompleted, SubagentStarted, ToolResult, ToolUse, WarningEvent
 from unified.sessions import short_id_of
 from unified.types import ExecuteParams
 
@@ -98,7 +98,7 @@ class AcpRun:
         delivery = _Delivery(ctx, watcher)
         hold = ToolOutputHold(chat, delivery.deliver_now, self._warn)
         sink = _Sink(hold, self.translator)
-        bridge = PermissionBridge(ctx, self.connection, self.translator, self.session_id, sink.deliver)
+        bridge = PermissionBridge(ctx, self.connection, self.translator, self.session_id, sink.deliver, hold.flush)
         request_id = await self.connection.start_request(
             "session/prompt", {"sessionId": self.session_id, "prompt": prompt_blocks(self.params)}, self.setup.inbox
         )
@@ -115,7 +115,14 @@ class AcpRun:
                 # A dead process surfaces from the task group wrapped; `run` explains it.
                 if all(isinstance(exc, ConnectionClosed) for exc in group.exceptions):
                     raise group.exceptions[0] from None
+                if all(isinstance(exc, RunStopped) for exc in group.exceptions):
+                    raise group.exceptions[0] from None
                 raise
+        except RunStopped:  # the caller's permission answer ended the run: end the prompt, then report it
+            with anyio.CancelScope(shield=True):
+                await self._cancel(request_id)
+                await hold.flush(wait=False)
+            raise
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 await self._cancel(request_id)
@@ -186,15 +193,16 @@ class _Sink:
         await self.hold.deliver(item, raw, hold=self._from_chat_file(item, raw))
 
     def _from_chat_file(self, item: Item, raw: Any) -> bool:
-        """Whether the chat file holds this result's real output: a main-session call the CLI ran
-        (not one we denied, whose result is ours) and not a subagent (its detail is the watcher's)."""
-        return (
-            isinstance(item, ToolResult)
-            and item.subagent_task_id is None
-            and self.translator.subagent_name(item.tool_use_id) is None
-            and isinstance(raw, dict)
-            and raw.get("method") == "session/update"
-        )
+        """Whether the chat file completes this item: a main-session call the CLI ran (not one we
+        denied, whose result is ours; not one first seen in a permission prompt, whose `tool_use` must
+        precede the prompt), not a subagent (its detail is the watcher's) and without ACP `rawInput`."""
+        if not (isinstance(item, ToolUse | ToolResult) and item.subagent_task_id is None):
+            return False
+        if self.translator.subagent_name(item.tool_use_id) is not None:
+            return False
+        if isinstance(item, ToolUse) and item.input:
+            return False
+        return isinstance(raw, dict) and raw.get("method") == "session/update"
 
 
 class _Delivery:

@@ -19,7 +19,8 @@ import anyio
 
 from unified._internal.backend import RunContext
 from unified.adapters.gemini_cli.chat_tail import JsonlTail
-from unified.events import SubagentProgress, ToolResult, ToolUse, Usage
+from unified.adapters.gemini_cli.translate import BACKEND_ALLOWED
+from unified.events import PermissionDecision, SubagentProgress, ToolResult, ToolUse, Usage
 
 POLL_INTERVAL_S = 0.1
 
@@ -126,7 +127,18 @@ class SubagentWatcher:
             if call_id not in child.announced:
                 child.announced.add(call_id)
                 args = call.get("args") if isinstance(call.get("args"), dict) else {}
-                await self._ctx.emit(ToolUse(tool_use_id=call_id, name=str(call.get("name")), input=args, **common))
+                name = str(call.get("name"))
+                await self._ctx.emit(ToolUse(tool_use_id=call_id, name=name, input=args, **common))
+                # A subagent's calls are never put to the client: the CLI decided them itself.
+                decision = PermissionDecision(
+                    tool_use_id=call_id,
+                    tool_name=name,
+                    decision="allow",
+                    decided_by="backend",
+                    reason=BACKEND_ALLOWED,
+                    **common,
+                )
+                await self._ctx.emit(decision)
             if call.get("status") in ("success", "error", "cancelled") and call_id not in child.answered:
                 child.answered.add(call_id)
                 await self._ctx.emit(

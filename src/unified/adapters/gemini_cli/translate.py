@@ -6,8 +6,10 @@ What the 0.61 binary sends (see docs/backends/gemini-cli.md for the whole table)
 - `agent_thought_chunk` is a whole thought summary (`**Subject**\\nbody`), never a continuation, so
   it becomes `thinking(replace=True)`;
 - tool calls carry no name and no arguments: the name is the prefix of `toolCallId`
-  (`read_file__read_file_<ts>_<n>`) and the input is what ACP shows (title, paths, diff): the CLI
-  writes the real arguments to its chat file only after the call finished, too late for `tool_use`;
+  (`read_file__read_file_<ts>_<n>`); the input is `rawInput` when ACP sends it, else empty: the
+  adapter fills in the model's arguments from the chat file (`hold_back.py`), never ACP's title;
+- a call first seen in a `tool_call` update was allowed by the CLI itself (a call needing approval is
+  first seen in `session/request_permission`): its `permission_decision` says `decided_by="backend"`;
 - a completed read or listing carries no output: the result's output here is ACP's (often null) and
   the adapter replaces it with the chat file's record (`chat_tail.py`) when it has one;
 - a call that needs approval is first seen in `session/request_permission`, and a call denied by
@@ -20,9 +22,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from unified.events import (
+    DecidedBy,
     PermissionDecision,
     SubagentCompleted,
     SubagentStarted,
@@ -49,11 +52,15 @@ class TurnBoundary:
 Item = UnifiedEvent | TurnBoundary
 
 
+BACKEND_ALLOWED = "the Gemini CLI ran it without asking (its own policy allows it)"
+
+
 @dataclass(slots=True)
 class _Tool:
     name: str
     subagent: str | None = None
     done: bool = False
+    decided: bool = False
 
 
 @dataclass(slots=True)
@@ -135,6 +142,10 @@ class AcpTranslator:
 
     def _tool_call(self, call: Mapping[str, Any]) -> list[Item]:
         items = self._announce(call)
+        uses = [i for i, item in enumerate(items) if isinstance(item, ToolUse)]
+        if uses:  # right after its tool_use (before a subagent_started)
+            decision = self.decided(str(call.get("toolCallId", "")), "allow", "backend", BACKEND_ALLOWED)
+            items.insert(uses[0] + 1, decision)
         if call.get("status") in ("completed", "failed"):
             items += self._finish(call)
         return items
@@ -147,17 +158,9 @@ class AcpTranslator:
         if status in ("completed", "failed"):
             output = _output_of(call)
             if not known and status == "failed" and isinstance(output, str) and _POLICY_DENIAL.search(output):
-                tool = self.tools[call_id]
-                items.append(
-                    PermissionDecision(
-                        tool_use_id=call_id,
-                        tool_name=tool.name,
-                        decision="deny",
-                        decided_by="policy",
-                        reason=output,
-                        session_id=self.session_id,
-                    )
-                )
+                items.append(self.decided(call_id, "deny", "policy", output))
+            elif not known:
+                items.append(self.decided(call_id, "allow", "backend", BACKEND_ALLOWED))
             return items + self._finish(call)
         if known and status:
             text = _output_of(call)
@@ -194,6 +197,23 @@ class AcpTranslator:
         return items
 
     # --- permissions --------------------------------------------------------------------------
+
+    def decided(
+        self, call_id: str, decision: Literal["allow", "deny"], by: DecidedBy, reason: str | None, **extra: Any
+    ) -> PermissionDecision:
+        """The one `permission_decision` of a call (the bridge's, the CLI policy's or the CLI's own allow)."""
+        tool = self.tools.get(call_id)
+        if tool is not None:
+            tool.decided = True
+        return PermissionDecision(
+            tool_use_id=call_id,
+            tool_name=self.tool_name(call_id),
+            decision=decision,
+            decided_by=by,
+            reason=reason,
+            session_id=self.session_id,
+            **extra,
+        )
 
     def permission_request(self, params: Mapping[str, Any]) -> list[Item]:
         """The `tool_use` of a call first seen when it asks for permission."""
@@ -259,19 +279,9 @@ def _text_of(content: object) -> str | None:
 
 
 def _input_of(call: Mapping[str, Any]) -> dict[str, Any]:
+    """The model's arguments if ACP sends them (`rawInput`); else empty, for the chat file to fill in."""
     raw = call.get("rawInput")
-    if isinstance(raw, Mapping):
-        return dict(raw)
-    tool_input: dict[str, Any] = {}
-    if call.get("title"):
-        tool_input["title"] = call["title"]
-    paths = [loc.get("path") for loc in call.get("locations") or [] if isinstance(loc, Mapping) and loc.get("path")]
-    if paths:
-        tool_input["paths"] = paths
-    diffs = _diffs_of(call)
-    if diffs:
-        tool_input["diffs"] = diffs
-    return tool_input
+    return dict(raw) if isinstance(raw, Mapping) else {}
 
 
 def _diffs_of(call: Mapping[str, Any]) -> list[dict[str, Any]]:
