@@ -166,6 +166,29 @@ def _write_line(line: str) -> None:
 # --------------------------------------------------------------------------------------------- run
 
 
+def _checked_params(
+    prompt: str, backend: str, approval_mode: str, cwd: Path | None, approve: bool | None, **fields: Any
+) -> ExecuteParams:
+    """The run's parameters from the command line, checked as `execute()` would, or exit 2 with one line."""
+    try:
+        params = ExecuteParams(
+            prompt=prompt,
+            backend=cast("BackendChoice", backend),
+            approval_mode=cast("ApprovalMode", approval_mode),
+            cwd=(cwd or Path.cwd()).resolve(),
+            on_user_input=make_user_input_handler(
+                approve, interactive=sys.stdin.isatty(), console=_console(stderr=True)
+            ),
+            **fields,
+        )
+        check_params(params)
+    except ValidationError as exc:
+        raise _fail(_one_line(exc), EXIT_BAD_INPUT) from None
+    except ConfigurationError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    return params
+
+
 @app.command()
 def run(
     prompt: Annotated[str, typer.Argument(help="What the agent should do.")],
@@ -190,25 +213,17 @@ def run(
     ] = None,
 ) -> None:
     """Run PROMPT and show its events as they happen. Ctrl-C cancels the run cleanly (exit 130)."""
-    try:
-        params = ExecuteParams(
-            prompt=prompt,
-            backend=cast("BackendChoice", backend),
-            model=model,
-            resume=resume,
-            approval_mode=cast("ApprovalMode", approval_mode),
-            cwd=(cwd or Path.cwd()).resolve(),
-            max_turns=max_turns,
-            total_timeout_s=timeout,
-            on_user_input=make_user_input_handler(
-                approve, interactive=sys.stdin.isatty(), console=_console(stderr=True)
-            ),
-        )
-        check_params(params)
-    except ValidationError as exc:
-        raise _fail(_one_line(exc), EXIT_BAD_INPUT) from None
-    except ConfigurationError as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    params = _checked_params(
+        prompt,
+        backend,
+        approval_mode,
+        cwd,
+        approve,
+        model=model,
+        resume=resume,
+        max_turns=max_turns,
+        total_timeout_s=timeout,
+    )
     if params.backend == "auto" and not json_lines:
         with contextlib.suppress(UnifiedError):  # the run itself reports why nothing qualifies
             _say(f"auto → {select_backend_for(params).reason}", style="dim", stderr=True)
@@ -381,22 +396,7 @@ def record(
     """Run PROMPT for real and record it as CASSETTE, for `unified replay` (credentials as for `run`)."""
     from unified.testing.record import RecordError, record_run
 
-    try:
-        params = ExecuteParams(
-            prompt=prompt,
-            backend=cast("BackendChoice", backend),
-            model=model,
-            approval_mode=cast("ApprovalMode", approval_mode),
-            cwd=(cwd or Path.cwd()).resolve(),
-            on_user_input=make_user_input_handler(
-                approve, interactive=sys.stdin.isatty(), console=_console(stderr=True)
-            ),
-        )
-        check_params(params)
-    except ValidationError as exc:
-        raise _fail(_one_line(exc), EXIT_BAD_INPUT) from None
-    except ConfigurationError as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    params = _checked_params(prompt, backend, approval_mode, cwd, approve, model=model)
     what = source or f"a live {backend} run recorded with `unified record`"
     try:
         events = anyio.run(functools.partial(record_run, params, cassette, source=what))
