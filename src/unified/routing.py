@@ -159,5 +159,18 @@ def requirements_of(params: ExecuteParams) -> set[str]:
 
 
 def select_backend_for(params: ExecuteParams, prefer: str | None = None, only: str | None = None) -> BackendSelection:
-    """`select_backend` for one run: the credentials of this process and the needs of `params`."""
+    """`select_backend` for one run: the credentials of this process and the needs of `params`.
+
+    A need no backend can meet because of the model itself (thoughts from a model that does not
+    think, per the model facts of `unified._internal.models`) is a `RoutingError` naming the model.
+    """
+    from unified._internal.models import UNKNOWN, profile
+
+    model = profile(params.model)
+    wants_thoughts = params.thinking is not None and params.thinking.include_thoughts
+    if wants_thoughts and model is not UNKNOWN and model.thinking == "none":
+        raise RoutingError(
+            f"{params.model} does not think, so no backend can return its thoughts",
+            hint="set thinking.include_thoughts to false, or choose a thinking model (e.g. gemini-3-flash-preview)",
+        )
     return select_backend(detect_auth(), requirements_of(params), prefer=prefer, only=only)

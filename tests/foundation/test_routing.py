@@ -178,3 +178,13 @@ def test_light_imports() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
+
+
+def test_thoughts_from_a_model_that_does_not_think_are_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GEMINI_API_KEY", "a-key-long-enough-0000")
+    thinking = ThinkingConfig(level="low")
+    image_model = ExecuteParams(prompt="draw", model="gemini-3-pro-image-preview", thinking=thinking)
+    with pytest.raises(RoutingError, match="gemini-3-pro-image-preview does not think"):
+        select_backend_for(image_model)
+    for thinker in ("gemini-3-flash-preview", "some-future-model"):  # a thinking model, a model with no facts
+        assert select_backend_for(image_model.model_copy(update={"model": thinker})).backend == "generate-content"
