@@ -13,8 +13,8 @@ import anyio
 
 from unified._errors import ConfigurationError, RoutingError, UnifiedError
 from unified._internal.backend import Backend, RunContext, RunOutcome
-from unified._internal.registry import load_backend_factory
 from unified._internal.stream import GuardedStream, StreamGuard, announce_unsupported_options
+from unified.backends import load_backend_factory
 from unified.events import UnifiedEvent
 from unified.types import ExecuteParams
 

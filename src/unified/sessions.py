@@ -237,14 +237,14 @@ class SessionListing:
 
 def session_backends() -> tuple[str, ...]:
     """The backends that keep sessions, in the order listings search them."""
-    from unified._internal.registry import SESSION_LOCATORS
+    from unified.backends import SESSION_LOCATORS
 
     return tuple(SESSION_LOCATORS)
 
 
 def locator(backend: str, store: SessionStore | None = None) -> SessionLocator:
     """The SessionLocator of one backend; the API backends' use `store` (default: the file store)."""
-    from unified._internal.registry import load_session_locator
+    from unified.backends import load_session_locator
 
     return load_session_locator(backend, store)
 

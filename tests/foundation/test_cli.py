@@ -18,9 +18,9 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
+from unified import backends as registry
 from unified import capabilities
 from unified._errors import BackendUnavailable, SessionNotFound
-from unified._internal import registry
 from unified._internal.backend import RunContext, RunOutcome
 from unified.cli import main as cli
 from unified.cli.doctor import find_gemini

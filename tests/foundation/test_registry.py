@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from unified import backends as registry
 from unified._errors import ConfigurationError
-from unified._internal import registry
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -22,7 +22,7 @@ def test_the_production_registry_does_not_name_the_testing_package() -> None:
 def test_loading_a_production_backend_does_not_import_the_testing_package() -> None:
     code = (
         "import sys\n"
-        "from unified._internal.registry import load_backend_factory\n"
+        "from unified.backends import load_backend_factory\n"
         "load_backend_factory('gemini-cli')\n"
         "print(sorted(m for m in sys.modules if m.startswith('unified.testing')))\n"
     )

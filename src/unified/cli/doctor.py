@@ -16,10 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from unified import capabilities
-from unified._errors import RoutingError
-from unified._internal import registry
-from unified._internal.gemini_install import user_installed_binary
+from unified import RoutingError, capabilities
+from unified import backends as registry
 from unified.auth import AUTH_MODE_TITLES, AuthReport, detect_auth
 from unified.routing import select_backend
 
@@ -42,6 +40,8 @@ def find_gemini(env: Mapping[str, str], cwd: Path) -> tuple[Path | None, str]:
     for base in (cwd, *cwd.parents):
         if (base / PROJECT_LOCAL_GEMINI).exists():
             return base / PROJECT_LOCAL_GEMINI, f"project-local {base / '.gemini-cli'}"
+    from unified.adapters.gemini_cli import user_installed_binary
+
     installed = user_installed_binary()
     if installed is not None:
         return installed, "unified install-gemini"

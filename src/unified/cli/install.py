@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from unified._errors import BackendUnavailable, ConfigurationError
+from unified import BackendUnavailable, ConfigurationError
 
 MIN_NODE = (20, 0, 0)
 NODE_HINT = "install Node.js 20 or newer (https://nodejs.org or your package manager), then run this again"

@@ -27,9 +27,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from unified import ConfigurationError, UnifiedError, sessions
 from unified import capabilities as matrix
-from unified import sessions
-from unified._errors import ConfigurationError, UnifiedError
 from unified.cli.doctor import doctor_report
 from unified.cli.interactive import make_user_input_handler
 from unified.cli.render import Renderer, format_usage
@@ -513,8 +512,7 @@ def install_gemini_command(
     ] = None,
 ) -> None:
     """Install the pinned gemini CLI (needs Node.js 20+) with npm, where unified finds it. Never global."""
-    from unified._internal.gemini_install import user_install_prefix
-    from unified.adapters.gemini_cli.transport import PINNED_VERSION
+    from unified.adapters.gemini_cli import PINNED_VERSION, user_install_prefix
     from unified.cli.install import install_gemini
 
     target = (prefix or user_install_prefix()).expanduser().resolve()

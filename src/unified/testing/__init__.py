@@ -12,7 +12,7 @@
 See docs/testing.md.
 """
 
-from unified._internal.registry import register_backend
+from unified.backends import register_backend
 from unified.testing._recordings import recordings, recordings_dir
 from unified.testing.fake_acp import FakeAcp, script_from_transcript
 from unified.testing.fake_gemini import REDACTED, FakeGemini, RecordedRequest

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from unified._internal.backend import Backend
+from unified._internal.gemini_install import user_install_prefix, user_installed_binary
 from unified.adapters.gemini_cli.adapter import GeminiCliBackend
 from unified.adapters.gemini_cli.pool import AcpPool, default_pool
 from unified.adapters.gemini_cli.sessions import GeminiSessionLocator, GeminiSessions, create_session_locator
+from unified.adapters.gemini_cli.transport import PINNED_VERSION
 from unified.types import ExecuteParams
 
 
@@ -14,6 +16,7 @@ def create_backend(params: ExecuteParams) -> Backend:
 
 
 __all__ = [
+    "PINNED_VERSION",
     "AcpPool",
     "GeminiCliBackend",
     "GeminiSessionLocator",
@@ -21,4 +24,6 @@ __all__ = [
     "create_backend",
     "create_session_locator",
     "default_pool",
+    "user_install_prefix",
+    "user_installed_binary",
 ]

@@ -1,4 +1,5 @@
-"""Where each backend lives, as import paths: nothing is imported until a run needs it.
+"""The backends `unified` knows (public: how other packages add one). Where each lives, as import
+paths: nothing is imported until a run needs it.
 
 `execute()` must not pay for google-genai or the ACP SDK unless their backend runs, so the
 registry maps names to "module:attribute" strings and imports on demand.
