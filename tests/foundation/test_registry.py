@@ -15,7 +15,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def test_the_production_registry_does_not_name_the_testing_package() -> None:
-    assert "unified.testing" not in (SRC / "unified" / "_internal" / "registry.py").read_text()
+    assert "unified.testing" not in (SRC / "unified" / "backends.py").read_text()
     assert set(registry.BACKENDS) == {"gemini-cli", "generate-content", "interactions"}
 
 
