@@ -24,7 +24,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
-from typing import Any, SupportsIndex
+from typing import Any
 
 from unified._internal.redact import redact
 from unified.adapters.gemini_cli.chat_tail import FINAL_STATUSES, JsonlTail, tool_calls_of
@@ -70,8 +70,8 @@ async def _run(params: ExecuteParams) -> list[UnifiedEvent]:
 
 
 async def _record_transcript(params: ExecuteParams, path: Path, source: str) -> list[UnifiedEvent]:
-    env: Mapping[str, Any] = params.backend_options.get("env") or {}
-    transcript = ChatCapture(gemini_home({**os.environ, **env}))
+    env = params.backend_options.get("env")  # where the adapter points the CLI's home, if anywhere
+    transcript = ChatCapture(gemini_home({**os.environ, **(env if isinstance(env, Mapping) else {})}))
     options = {**params.backend_options, "acp_transcript": transcript, "pool_size": 0}  # a cold process: all of it
     events = await _run(params.model_copy(update={"backend_options": options}))
     transcript.collect()  # the process has exited: whatever it wrote last is on disk now
@@ -105,9 +105,6 @@ class ChatCapture(list[dict[str, Any]]):
     def append(self, entry: dict[str, Any]) -> None:
         self.collect()
         super().append(entry)
-
-    def insert(self, index: SupportsIndex, entry: dict[str, Any]) -> None:
-        raise TypeError("a transcript is appended to, in order")
 
     def collect(self) -> None:
         """Take in the chat records written since the last look."""
