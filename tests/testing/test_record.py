@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,7 +13,8 @@ import pytest
 
 from unified import ExecuteParams
 from unified.events import Result, ToolResult, UnifiedEvent
-from unified.testing import FakeGemini, FunctionCall, ModelTurn
+from unified.testing import FakeAcp, FakeGemini, FunctionCall, ModelTurn
+from unified.testing.fake_acp import Finish, text, tool_call, tool_done
 from unified.testing.record import RecordError, place_chat_records, record_run
 from unified.testing.replay import describe, replay_events
 from unified.testing.wiring import backend_options_for
@@ -106,6 +108,39 @@ async def test_a_gemini_cli_run_records_and_replays(tmp_path: Path) -> None:
     assert any('"dir": "chat"' in line for line in cassette.read_text().splitlines())
     assert _tool_results(replayed) == _tool_results(recorded)
     assert _tool_results(recorded)[0][1:] == ({"output": "alpha\n"}, {"file_path": "notes.txt"})
+    assert not [e for e in replayed if e.type == "warning"]
+
+
+@pytest.mark.anyio
+async def test_a_gemini_cli_recording_keeps_the_chat_records_scrubbed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A secret in a tool's output is scrubbed from the chat record, and the replay shows the scrubbed output."""
+    monkeypatch.setenv("GEMINI_API_KEY", SECRET)
+    call_id = "read_file__read_file_1_0"
+    fake = FakeAcp(
+        [
+            tool_call(call_id, title="notes.txt"),
+            tool_done(call_id, f"the key is {SECRET}", args={"file_path": "notes.txt"}),
+            text("Read."),
+            Finish(),
+        ]
+    )
+    cassette = tmp_path / "fake.jsonl"
+    params = ExecuteParams(
+        prompt="read", backend="gemini-cli", cwd=_workspace(tmp_path), backend_options={"start_process": fake}
+    )
+    recorded = await record_run(params, cassette, source="unified.testing.FakeAcp, not the CLI")
+    text_of_file = cassette.read_text()
+    assert SECRET not in text_of_file
+    entries = [json.loads(line) for line in text_of_file.splitlines()[1:]]
+    kinds = [(e["dir"], e.get("msg", {}).get("params", {}).get("update", {}).get("status")) for e in entries]
+    record_at = next(i for i, e in enumerate(entries) if e["dir"] == "chat" and "toolCalls" in e["record"])
+    assert record_at < kinds.index(("recv", "completed"))  # there before the update that needs it
+    assert "the key is <redacted>" in json.dumps(entries[record_at])
+    replayed = [event async for event in replay_events(cassette)]
+    assert _tool_results(replayed) == [(call_id, {"output": "the key is <redacted>"}, {"file_path": "notes.txt"})]
+    assert [r[0] for r in _tool_results(recorded)] == [call_id]
     assert not [e for e in replayed if e.type == "warning"]
 
 
