@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from unified import ExecuteParams
-from unified.events import Result, UnifiedEvent
-from unified.testing import FakeGemini, FunctionCall, ModelTurn
-from unified.testing.record import RecordError, record_run
+from unified.events import Result, ToolResult, UnifiedEvent
+from unified.testing import FakeAcp, FakeGemini, FunctionCall, ModelTurn
+from unified.testing.fake_acp import Finish, text, tool_call, tool_done
+from unified.testing.record import RecordError, place_chat_records, record_run
 from unified.testing.replay import describe, replay_events
 from unified.testing.wiring import backend_options_for
 
@@ -102,6 +105,88 @@ async def test_a_gemini_cli_run_records_and_replays(tmp_path: Path) -> None:
     assert (info.backend, info.prompt) == ("gemini-cli", "What do the notes say?")
     replayed = [event async for event in replay_events(cassette, cwd=workspace)]
     assert _result(replayed).final_text == "The notes say alpha."
+    assert any('"dir": "chat"' in line for line in cassette.read_text().splitlines())
+    assert _tool_results(replayed) == _tool_results(recorded)
+    assert _tool_results(recorded)[0][1:] == ({"output": "alpha\n"}, {"file_path": "notes.txt"})
+    assert not [e for e in replayed if e.type == "warning"]
+
+
+@pytest.mark.anyio
+async def test_a_gemini_cli_recording_keeps_the_chat_records_scrubbed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A secret in a tool's output is scrubbed from the chat record, and the replay shows the scrubbed output."""
+    monkeypatch.setenv("GEMINI_API_KEY", SECRET)
+    call_id = "read_file__read_file_1_0"
+    fake = FakeAcp(
+        [
+            tool_call(call_id, title="notes.txt"),
+            tool_done(call_id, f"the key is {SECRET}", args={"file_path": "notes.txt"}),
+            text("Read."),
+            Finish(),
+        ]
+    )
+    cassette = tmp_path / "fake.jsonl"
+    params = ExecuteParams(
+        prompt="read", backend="gemini-cli", cwd=_workspace(tmp_path), backend_options={"start_process": fake}
+    )
+    recorded = await record_run(params, cassette, source="unified.testing.FakeAcp, not the CLI")
+    text_of_file = cassette.read_text()
+    assert SECRET not in text_of_file
+    entries = [json.loads(line) for line in text_of_file.splitlines()[1:]]
+    kinds = [(e["dir"], e.get("msg", {}).get("params", {}).get("update", {}).get("status")) for e in entries]
+    record_at = next(i for i, e in enumerate(entries) if e["dir"] == "chat" and "toolCalls" in e["record"])
+    assert record_at < kinds.index(("recv", "completed"))  # there before the update that needs it
+    assert "the key is <redacted>" in json.dumps(entries[record_at])
+    replayed = [event async for event in replay_events(cassette)]
+    assert _tool_results(replayed) == [(call_id, {"output": "the key is <redacted>"}, {"file_path": "notes.txt"})]
+    assert [r[0] for r in _tool_results(recorded)] == [call_id]
+    assert not [e for e in replayed if e.type == "warning"]
+
+
+def _tool_results(events: list[UnifiedEvent]) -> list[tuple[str, object, object]]:
+    return [(e.tool_use_id, e.output, e.input) for e in events if isinstance(e, ToolResult)]
+
+
+def _acp_update(call_id: str, status: str) -> dict[str, Any]:
+    update = {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": status}
+    return {"dir": "recv", "msg": {"method": "session/update", "params": {"update": update}}}
+
+
+def _chat(file: str, call_id: str | None, status: str = "success") -> dict[str, Any]:
+    record: dict[str, object] = {"type": "user", "content": "x"}
+    if call_id is not None:
+        record = {"type": "gemini", "toolCalls": [{"id": call_id, "status": status}]}
+    return {"dir": "chat", "file": file, "record": record}
+
+
+def test_a_chat_record_goes_before_the_acp_update_that_needs_it() -> None:
+    session, child = "tmp/p/chats/session-a.jsonl", "tmp/p/chats/sid/agent.jsonl"
+    prompt: dict[str, Any] = {"dir": "send", "msg": {"method": "session/prompt"}}
+    entries = [
+        prompt,
+        _chat(session, None),  # written before anything needs it: stays
+        _acp_update("c1", "in_progress"),
+        _acp_update("c1", "completed"),
+        _chat(child, "k1"),  # another file, not needed by ACP: stays
+        _chat(session, None),  # before c1's record in its file: moves up with it
+        _chat(session, "c1"),  # written after the update that needs it: moves before it
+        _acp_update("c2", "failed"),
+        _chat(session, "c2", "error"),
+    ]
+    placed = place_chat_records(entries)
+    assert placed == [
+        prompt,
+        entries[1],
+        entries[2],
+        entries[5],
+        entries[6],
+        entries[3],
+        entries[4],
+        entries[8],
+        entries[7],
+    ]
+    assert place_chat_records(entries[:5]) == entries[:5]
 
 
 def test_the_record_command_refuses_a_blank_prompt(tmp_path: Path) -> None:

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
-from unified.events import PermissionDecision, Result, SessionStarted, UnifiedEvent
+from unified.adapters.gemini_cli.chat_tail import tool_calls_of, tool_response
+from unified.events import PermissionDecision, Result, SessionStarted, ToolResult, ToolUse, UnifiedEvent, WarningEvent
 from unified.testing.replay import ReplayError, describe, replay_events
 
 pytestmark = pytest.mark.anyio
 
 CASSETTES = Path(__file__).resolve().parents[2] / "cassettes"
 ALL = sorted(p for p in CASSETTES.glob("*/*") if p.suffix in (".yaml", ".jsonl"))
+GEMINI_CLI = sorted((CASSETTES / "gemini-cli").glob("*.jsonl"))
 
 
 async def play(path: Path, *, include_native: bool = False, cwd: Path | None = None) -> list[UnifiedEvent]:
@@ -105,3 +111,109 @@ def test_describe_rejects_other_files(tmp_path: Path) -> None:
     bare.write_text("\n".join(bare.read_text().splitlines()[1:]))  # no metadata line
     with pytest.raises(ReplayError):
         describe(bare)
+
+
+# --- gemini-cli cassettes carry the chat-file side channel ---------------------------------------------
+
+
+def recorded_calls(path: Path) -> dict[str, dict[str, Any]]:
+    """The finished tool calls in a cassette's chat records, by id (the last record of a call wins)."""
+    calls: dict[str, dict[str, Any]] = {}
+    for line in path.read_text().splitlines()[1:]:
+        entry = json.loads(line)
+        if entry["dir"] == "chat":
+            calls.update({c["id"]: c for c in tool_calls_of(entry["record"]) if tool_response(c) is not None})
+    return calls
+
+
+def without_chat_records(source: Path, target: Path) -> Path:
+    """`source` as cassettes were before they carried the side channel: metadata and ACP messages only."""
+    lines = [line for line in source.read_text().splitlines() if json.loads(line).get("dir") != "chat"]
+    target.write_text("\n".join(lines) + "\n")
+    return target
+
+
+@pytest.mark.parametrize("path", GEMINI_CLI, ids=[p.stem for p in GEMINI_CLI])
+async def test_a_gemini_cli_replay_has_the_recorded_tool_inputs_and_outputs(path: Path) -> None:
+    calls = recorded_calls(path)
+    events = await play(path)
+    assert not [e for e in events if isinstance(e, WarningEvent)], "no tool_output_unavailable (nor any) warning"
+    delegations = {e.tool_use_id for e in events if isinstance(e, ToolUse) and e.name == "invoke_agent"}
+    results = [e for e in events if isinstance(e, ToolResult) and e.tool_use_id not in delegations]
+    assert len(results) == len([c for c in calls.values() if c["name"] != "invoke_agent"])
+    for result in results:
+        call = calls[result.tool_use_id]
+        response = call["result"][0]["functionResponse"]["response"]
+        if result.subagent_task_id is None:  # a main-session call: the response as the model saw it
+            assert (result.output, result.input, result.is_error) == (
+                response,
+                call["args"],
+                call["status"] != "success",
+            )
+        else:  # a subagent's call, from its own chat file
+            assert result.output == response.get("output", response.get("error"))
+        assert result.output
+    assert result_of(events).status == "success"
+
+
+def test_the_shipped_gemini_cli_cassettes_carry_tool_outputs() -> None:
+    with_tools = {p.stem: recorded_calls(p) for p in GEMINI_CLI}
+    assert {name for name, calls in with_tools.items() if calls} == {"plan-denied", "subagent", "tools-permission"}
+    read = next(c for c in with_tools["tools-permission"].values() if c["name"] == "read_file")
+    assert read["args"] == {"file_path": "notes.txt"}
+    assert tool_response(read) == ({"output": "alpha\n"}, False)
+
+
+def test_replay_command_shows_the_recorded_tool_outputs() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "unified.cli",
+            "replay",
+            str(CASSETTES / "gemini-cli" / "tools-permission.jsonl"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,  # a hang guard, 10x+ a normal replay
+        check=False,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    outputs = {e["tool_use_id"].split("__")[0]: (e["input"], e["output"]) for e in events if e["type"] == "tool_result"}
+    assert outputs["read_file"] == ({"file_path": "notes.txt"}, {"output": "alpha\n"})
+    assert outputs["write_file"][0] == {"file_path": "b.txt", "content": "x"}
+    assert "Successfully created and wrote to new file" in outputs["write_file"][1]["output"]
+    assert "tool_output_unavailable" not in done.stdout + done.stderr
+
+
+async def test_a_cassette_without_chat_records_replays_with_the_warning(tmp_path: Path) -> None:
+    old = without_chat_records(CASSETTES / "gemini-cli" / "tools-permission.jsonl", tmp_path / "old.jsonl")
+    events = await play(old)
+    warnings = [e for e in events if isinstance(e, WarningEvent)]
+    assert [w.code for w in warnings] == ["tool_output_unavailable"]
+    read = next(e for e in events if isinstance(e, ToolResult) and e.tool_use_id.startswith("read_file"))
+    assert (read.output, read.input) == (None, None)  # only what ACP reports
+    assert result_of(events).final_text == "Done."
+
+
+@pytest.mark.parametrize(
+    "chat",
+    [
+        {"dir": "chat", "file": "tmp/p/chats/../../../../.bashrc.jsonl", "record": {}},
+        {"dir": "chat", "file": "/etc/tmp/p/chats/x.jsonl", "record": {}},
+        {"dir": "chat", "file": "settings.json", "record": {}},
+        {"dir": "chat", "file": "tmp/p/chats/x.txt", "record": {}},
+        {"dir": "chat", "file": "tmp/p/chats/x.jsonl", "record": "not an object"},
+        {"dir": "chat", "record": {}},
+    ],
+    ids=["parent-dirs", "absolute", "not-a-chat-file", "not-jsonl", "record-not-object", "no-file"],
+)
+def test_a_chat_record_that_would_write_elsewhere_is_refused(chat: dict[str, Any], tmp_path: Path) -> None:
+    lines = (CASSETTES / "gemini-cli" / "text-thoughts.jsonl").read_text().splitlines()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([lines[0], json.dumps(chat), *lines[1:]]) + "\n")
+    with pytest.raises(ReplayError, match="line 2 is a chat record"):
+        describe(bad)

@@ -8,6 +8,10 @@ Two kinds of cassette exist (see `unified.testing.cassettes` and `cassettes/`):
 - a JSONL transcript of the `gemini-cli` backend (a metadata line, then the ACP JSON-RPC messages
   `{"dir": "send"|"recv", "msg": ...}`): the adapter spawns, instead of Node, a small Python peer
   that answers from the transcript, so the real transport, framing, pool and translator all run.
+  The CLI's chat-file records, recorded between them as `{"dir": "chat", "file", "record"}`, are
+  appended by the peer to that file under the replay's own CLI home at their place in the
+  transcript, so the adapter finds tool arguments and outputs where the CLI leaves them; a
+  transcript without them replays with a `tool_output_unavailable` warning and ACP's bare results.
 
 What to run is read from the cassette itself: the backend from the API paths (or the transcript),
 the prompt and model from the first request, the approval mode from the transcript. Tools run for
@@ -26,7 +30,7 @@ import tempfile
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, cast
 from urllib.parse import urlsplit
 
@@ -208,9 +212,33 @@ def _read_transcript(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     if not lines or "dir" in lines[0]:
         raise ReplayError(f"{path}: a gemini-cli transcript starts with a metadata line")
     entries = lines[1:]
-    if any(e.get("dir") not in ("send", "recv") or not isinstance(e.get("msg"), dict) for e in entries):
-        raise ReplayError(f"{path}: every line after the metadata must be {{'dir': 'send'|'recv', 'msg': {{...}}}}")
+    for number, entry in enumerate(entries, 2):
+        if entry.get("dir") == "chat":
+            if not isinstance(entry.get("record"), dict) or not _is_chat_file(entry.get("file")):
+                raise ReplayError(
+                    f"{path}: line {number} is a chat record without a JSON object `record` or with a `file` "
+                    "that is not a relative tmp/<project>/chats/....jsonl path"
+                )
+        elif entry.get("dir") not in ("send", "recv") or not isinstance(entry.get("msg"), dict):
+            raise ReplayError(
+                f"{path}: line {number} is neither {{'dir': 'send'|'recv', 'msg': {{...}}}} "
+                "nor {'dir': 'chat', 'file': ..., 'record': {...}}"
+            )
     return lines[0], entries
+
+
+def _is_chat_file(file: object) -> bool:
+    """A chat file's path relative to the CLI home, which cannot point anywhere else."""
+    if not isinstance(file, str):
+        return False
+    parts = PurePosixPath(file).parts
+    return (
+        len(parts) >= 4
+        and parts[0] == "tmp"
+        and parts[2] == "chats"
+        and file.endswith(".jsonl")
+        and not any(part in ("", ".", "..") or "\\" in part for part in parts)
+    )
 
 
 def _sent(entries: list[dict[str, Any]], method: str) -> dict[str, Any] | None:
@@ -244,7 +272,7 @@ def _recorded_answers(entries: list[dict[str, Any]]) -> list[UserInputResponse]:
     kinds: dict[Any, dict[str, str]] = {}
     answers: list[UserInputResponse] = []
     for entry in entries:
-        msg = entry["msg"]
+        msg = entry.get("msg", {})  # a chat record has none
         if entry["dir"] == "recv" and msg.get("method") == "session/request_permission":
             options = msg.get("params", {}).get("options", [])
             kinds[msg.get("id")] = {str(o.get("optionId")): str(o.get("kind")) for o in options}
@@ -301,10 +329,15 @@ def serve_transcript() -> int:
 
     Each message the adapter sends must match the next recorded `send` (same method, or both a
     response); the recorded `recv` messages that followed it are then written out, with the ids of
-    answers rewritten to the live request ids. `initialize` (sent before recording starts) is
-    answered here. A mismatch ends the peer with the reason on stderr, which the adapter reports.
+    answers rewritten to the live request ids, and the `chat` records among them appended to their
+    chat file under this process's CLI home, each before the message after it. `initialize` (sent
+    before recording starts) is answered here. A mismatch ends the peer with the reason on stderr,
+    which the adapter reports.
     """
     _, entries = _read_transcript(Path(os.environ[TRANSCRIPT_ENV]))
+    from unified.adapters.gemini_cli.home import gemini_home
+
+    home = gemini_home(os.environ)
     ids: dict[Any, Any] = {}
     position = 0
 
@@ -312,6 +345,24 @@ def serve_transcript() -> int:
         sys.stdout.write(json.dumps(message, separators=(",", ":")) + "\n")
         sys.stdout.flush()
 
+    def play_until_next_send() -> None:
+        """Write the recorded agent messages and chat records up to the next thing the adapter sends."""
+        nonlocal position
+        while position < len(entries) and entries[position]["dir"] != "send":
+            entry = entries[position]
+            position += 1
+            if entry["dir"] == "chat":
+                chat_file = home / entry["file"]
+                chat_file.parent.mkdir(parents=True, exist_ok=True)
+                with chat_file.open("a", encoding="utf-8") as handle:  # before the message that needs it
+                    handle.write(json.dumps(entry["record"]) + "\n")
+                continue
+            reply = dict(entry["msg"])
+            if "method" not in reply and reply.get("id") in ids:
+                reply["id"] = ids[reply["id"]]
+            write(reply)
+
+    play_until_next_send()
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -320,7 +371,7 @@ def serve_transcript() -> int:
         if method == "initialize":
             write({"jsonrpc": "2.0", "id": message["id"], "result": _INITIALIZE_RESULT})
             continue
-        if position >= len(entries) or entries[position]["dir"] != "send":
+        if position >= len(entries):
             if "id" not in message or method is None:
                 continue  # a notification or answer the recording never needed (e.g. a late cancel)
             sys.stderr.write(f"replay: the transcript has nothing more to answer {method}\n")
@@ -334,12 +385,7 @@ def serve_transcript() -> int:
         position += 1
         if method is not None and "id" in recorded:
             ids[recorded["id"]] = message.get("id")
-        while position < len(entries) and entries[position]["dir"] == "recv":
-            reply = dict(entries[position]["msg"])
-            position += 1
-            if "method" not in reply and reply.get("id") in ids:
-                reply["id"] = ids[reply["id"]]
-            write(reply)
+        play_until_next_send()
     return 0
 
 

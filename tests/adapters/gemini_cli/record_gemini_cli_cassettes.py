@@ -10,7 +10,6 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import anyio
 
@@ -20,6 +19,7 @@ sys.path.insert(0, str(ROOT))  # run as a script: `python tests/adapters/gemini_
 
 from tests.e2e.gemini_cli.gemini_cli_helpers import LOCAL_BINARY, call, stream_line, text, thought  # noqa: E402
 
+SOURCE = "real @google/gemini-cli 0.61.0 binary (`gemini --acp`) against --fake-responses, not Google's servers"
 SCENARIOS: dict[str, tuple[str, list[str]]] = {
     "text-thoughts": ("default", [stream_line(thought("**Planning**\nSay hi."), text("Hello there."))]),
     "tools-permission": (
@@ -47,15 +47,13 @@ SCENARIOS: dict[str, tuple[str, list[str]]] = {
 
 async def record(name: str, mode: str, lines: list[str], base: Path) -> None:
     from unified import ExecuteParams, UserInputRequest, UserInputResponse
-    from unified.query import EventStream
-    from unified.testing.cassettes import scrub_text
+    from unified.testing.record import record_run
 
     workspace = base / name
     workspace.mkdir()
     (workspace / "notes.txt").write_text("alpha\n")
     fake = base / f"{name}.responses"
     fake.write_text("\n".join(lines) + "\n")
-    transcript: list[dict[str, Any]] = []
 
     async def allow(request: UserInputRequest) -> UserInputResponse:
         return UserInputResponse.allow()
@@ -66,20 +64,10 @@ async def record(name: str, mode: str, lines: list[str], base: Path) -> None:
         cwd=workspace,
         approval_mode=mode,
         on_user_input=allow,
-        backend_options={"fake_responses": str(fake), "pool_size": 0, "acp_transcript": transcript},
+        backend_options={"fake_responses": str(fake)},
     )
-    async with EventStream(params) as stream:
-        async for _ in stream:
-            pass
-    meta = {
-        "cassette": name,
-        "recorded_from": "real @google/gemini-cli 0.61.0 binary (`gemini --acp`) against --fake-responses, "
-        "not Google's servers",
-        "approval_mode": mode,
-        "paths_are_from": str(workspace),
-    }
-    target = ROOT / "cassettes" / "gemini-cli" / f"{name}.jsonl"
-    target.write_text("\n".join(scrub_text(json.dumps(x)) for x in [meta, *transcript]) + "\n")
+    # record_run scrubs every line and keeps the chat-file records (tool arguments and outputs).
+    await record_run(params, ROOT / "cassettes" / "gemini-cli" / f"{name}.jsonl", source=SOURCE)
 
 
 async def main() -> None:

@@ -34,9 +34,9 @@ def replay(name: str) -> tuple[list[Item], list[dict[str, Any]]]:
     results = []
     for line in lines[1:]:
         entry = json.loads(line)
-        message = entry["msg"]
-        if entry["dir"] != "recv":
+        if entry["dir"] != "recv":  # the client's messages and the chat-file records are not translated
             continue
+        message = entry["msg"]
         if message.get("method") == "session/update":
             items += translator.update(message["params"]["update"])
         elif message.get("method") == "session/request_permission":
