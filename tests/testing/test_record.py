@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from unified import ExecuteParams
-from unified.events import Result, ToolResult, UnifiedEvent
+from unified.events import Result, ToolResult, ToolUse, UnifiedEvent
 from unified.testing import FakeAcp, FakeGemini, FunctionCall, ModelTurn
 from unified.testing.fake_acp import Finish, text, tool_call, tool_done
 from unified.testing.record import RecordError, place_chat_records, record_run
@@ -107,7 +107,7 @@ async def test_a_gemini_cli_run_records_and_replays(tmp_path: Path) -> None:
     assert _result(replayed).final_text == "The notes say alpha."
     assert any('"dir": "chat"' in line for line in cassette.read_text().splitlines())
     assert _tool_results(replayed) == _tool_results(recorded)
-    assert _tool_results(recorded)[0][1:] == ({"output": "alpha\n"}, {"file_path": "notes.txt"})
+    assert _tool_results(recorded)[0][1:] == ("alpha\n", {"file_path": "notes.txt"})
     assert not [e for e in replayed if e.type == "warning"]
 
 
@@ -139,13 +139,18 @@ async def test_a_gemini_cli_recording_keeps_the_chat_records_scrubbed(
     assert record_at < kinds.index(("recv", "completed"))  # there before the update that needs it
     assert "the key is <redacted>" in json.dumps(entries[record_at])
     replayed = [event async for event in replay_events(cassette)]
-    assert _tool_results(replayed) == [(call_id, {"output": "the key is <redacted>"}, {"file_path": "notes.txt"})]
+    assert _tool_results(replayed) == [(call_id, "the key is <redacted>", {"file_path": "notes.txt"})]
     assert [r[0] for r in _tool_results(recorded)] == [call_id]
     assert not [e for e in replayed if e.type == "warning"]
 
 
 def _tool_results(events: list[UnifiedEvent]) -> list[tuple[str, object, object]]:
-    return [(e.tool_use_id, e.output, e.input) for e in events if isinstance(e, ToolResult)]
+    """(id, output, the model's arguments) of each call: the arguments from its tool_use, or from its
+    tool_result when the tool_use had to go out before them (a call that asked permission)."""
+    inputs = {e.tool_use_id: e.input for e in events if isinstance(e, ToolUse)}
+    return [
+        (e.tool_use_id, e.output, inputs.get(e.tool_use_id) or e.input) for e in events if isinstance(e, ToolResult)
+    ]
 
 
 def _acp_update(call_id: str, status: str) -> dict[str, Any]:

@@ -14,7 +14,16 @@ import pytest
 import yaml
 
 from unified.adapters.gemini_cli.chat_tail import tool_calls_of, tool_response
-from unified.events import PermissionDecision, Result, SessionStarted, ToolResult, ToolUse, UnifiedEvent, WarningEvent
+from unified.events import (
+    PermissionDecision,
+    Result,
+    SessionStarted,
+    ToolResult,
+    ToolUse,
+    UnifiedEvent,
+    WarningEvent,
+    tool_output_text,
+)
 from unified.testing.replay import ReplayError, describe, replay_events
 
 pytestmark = pytest.mark.anyio
@@ -58,8 +67,9 @@ async def test_transcript_replay_runs_the_acp_adapter(tmp_path: Path) -> None:
 async def test_transcript_permission_gets_the_recorded_answer(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("alpha\n")
     events = await play(CASSETTES / "gemini-cli" / "tools-permission.jsonl", cwd=tmp_path)
-    decision = next(e for e in events if isinstance(e, PermissionDecision))
-    assert (decision.decision, decision.decided_by) == ("allow", "user")
+    decisions = [(e.tool_name, e.decision, e.decided_by) for e in events if isinstance(e, PermissionDecision)]
+    # read_file ran on the CLI's own say-so; write_file asked, and the recorded answer allowed it
+    assert decisions == [("read_file", "allow", "backend"), ("write_file", "allow", "user")]
 
 
 async def test_a_diverging_adapter_fails_the_run_with_the_reason(tmp_path: Path) -> None:
@@ -140,13 +150,17 @@ async def test_a_gemini_cli_replay_has_the_recorded_tool_inputs_and_outputs(path
     assert not [e for e in events if isinstance(e, WarningEvent)], "no tool_output_unavailable (nor any) warning"
     delegations = {e.tool_use_id for e in events if isinstance(e, ToolUse) and e.name == "invoke_agent"}
     results = [e for e in events if isinstance(e, ToolResult) and e.tool_use_id not in delegations]
+    inputs = {e.tool_use_id: e.input for e in events if isinstance(e, ToolUse)}
     assert len(results) == len([c for c in calls.values() if c["name"] != "invoke_agent"])
     for result in results:
         call = calls[result.tool_use_id]
         response = call["result"][0]["functionResponse"]["response"]
         if result.subagent_task_id is None:  # a main-session call: the response as the model saw it
-            assert (result.output, result.input, result.is_error) == (
-                response,
+            # the model's arguments are on the tool_use, or on the result when the tool_use went out
+            # before them (a call that asked permission: protocol 2.0, docs/protocol.md)
+            arguments = inputs[result.tool_use_id] or result.input
+            assert (result.output, arguments, result.is_error) == (
+                tool_output_text(response)[0],
                 call["args"],
                 call["status"] != "success",
             )
@@ -182,10 +196,15 @@ def test_replay_command_shows_the_recorded_tool_outputs() -> None:
     )
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
-    outputs = {e["tool_use_id"].split("__")[0]: (e["input"], e["output"]) for e in events if e["type"] == "tool_result"}
-    assert outputs["read_file"] == ({"file_path": "notes.txt"}, {"output": "alpha\n"})
+    inputs = {e["tool_use_id"]: e["input"] for e in events if e["type"] == "tool_use"}
+    outputs = {
+        e["tool_use_id"].split("__")[0]: (inputs[e["tool_use_id"]] or e["input"], e["output"])
+        for e in events
+        if e["type"] == "tool_result"
+    }
+    assert outputs["read_file"] == ({"file_path": "notes.txt"}, "alpha\n")
     assert outputs["write_file"][0] == {"file_path": "b.txt", "content": "x"}
-    assert "Successfully created and wrote to new file" in outputs["write_file"][1]["output"]
+    assert "Successfully created and wrote to new file" in outputs["write_file"][1]
     assert "tool_output_unavailable" not in done.stdout + done.stderr
 
 
