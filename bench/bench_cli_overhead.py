@@ -19,8 +19,8 @@ import anyio
 
 from bench._env import MODEL, RECORDINGS, gemini_binary, isolated_home, workspace
 from bench.harness import Figure, Outcome, spread
-from unified.adapters.gemini_cli.home import child_env
-from unified.adapters.gemini_cli.pool import AcpPool
+from unified.adapters.gemini_cli._home import child_env
+from unified.adapters.gemini_cli._pool import AcpPool
 from unified.events import Result, TextDelta
 from unified.query import EventStream
 from unified.types import ExecuteParams

@@ -23,7 +23,7 @@ import anyio
 from bench._env import isolated_home
 from bench.harness import Figure, Outcome, spread
 from unified._internal.session_store import FileSessionStore, serialize
-from unified.adapters.gemini_cli.sessions import GeminiSessionLocator
+from unified.adapters.gemini_cli._sessions import GeminiSessionLocator
 from unified.sessions import StoredSession
 
 PROJECTS = 20

@@ -26,7 +26,7 @@ from google.genai import types
 from bench._env import ROOT, TRANSCRIPTS, recordings
 from bench.harness import Figure, Outcome, alternate, spread
 from unified._internal.backend import RunContext, RunOutcome
-from unified.adapters.gemini_cli.translate import AcpTranslator, TurnBoundary
+from unified.adapters.gemini_cli._translate import AcpTranslator, TurnBoundary
 from unified.adapters.generate_content._translate import TurnTranslator
 from unified.adapters.interactions._translate import Translator
 from unified.events import EVENT_TYPES, ErrorEvent, SessionStarted

@@ -48,7 +48,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from unified._internal.session_store import FileSessionStore, MemorySessionStore
-    from unified.adapters.gemini_cli.options import GeminiCliOptions
+    from unified.adapters.gemini_cli._options import GeminiCliOptions
     from unified.adapters.generate_content._options import GenerateContentOptions
     from unified.adapters.interactions._options import InteractionsOptions
     from unified.query import EventStream, execute, execute_sync
@@ -58,7 +58,7 @@ _RUNTIME = {"EventStream", "execute", "execute_sync"}
 _STORES = {"FileSessionStore", "MemorySessionStore"}
 """Loaded on first use, like the run machinery (they need anyio and platformdirs)."""
 _OPTIONS = {
-    "GeminiCliOptions": "unified.adapters.gemini_cli.options",
+    "GeminiCliOptions": "unified.adapters.gemini_cli._options",
     "GenerateContentOptions": "unified.adapters.generate_content._options",
     "InteractionsOptions": "unified.adapters.interactions._options",
 }

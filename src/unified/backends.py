@@ -37,7 +37,7 @@ ENTRY_POINT_GROUP = "unified.backends"
 _registered: dict[str, str] = {}
 
 SESSION_LOCATORS: dict[str, str] = {
-    "gemini-cli": "unified.adapters.gemini_cli.sessions:create_session_locator",
+    "gemini-cli": "unified.adapters.gemini_cli._sessions:create_session_locator",
     "generate-content": "unified.adapters.generate_content:create_session_locator",
     "interactions": "unified.adapters.interactions:create_session_locator",
 }

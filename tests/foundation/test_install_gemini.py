@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from unified._internal.gemini_install import user_install_prefix
-from unified.adapters.gemini_cli.transport import PINNED_VERSION
+from unified.adapters.gemini_cli._transport import PINNED_VERSION
 from unified.cli.doctor import find_gemini
 
 

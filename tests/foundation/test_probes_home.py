@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from unified.adapters.gemini_cli.transport import probe_version
+from unified.adapters.gemini_cli._transport import probe_version
 from unified.cli.doctor import gemini_version
 
 PINNED = Path(__file__).parents[2] / ".gemini-cli" / "node_modules" / ".bin" / "gemini"

@@ -15,7 +15,7 @@ from tests.e2e.generate_content.gc_harness import Harness, harness  # noqa: F401
 from tests.e2e.interactions.interactions_harness import MODEL, collect
 from unified import execute, sessions
 from unified._errors import AmbiguousSession, SessionNotFound
-from unified.adapters.gemini_cli.sessions import GeminiSessionLocator
+from unified.adapters.gemini_cli._sessions import GeminiSessionLocator
 from unified.cli import main as cli
 from unified.events import Result, SessionStarted, UnifiedEvent
 from unified.sessions import MemorySessionStore, StoredSession

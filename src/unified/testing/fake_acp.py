@@ -29,9 +29,9 @@ from typing import Any, TypeAlias
 
 import anyio
 
-from unified.adapters.gemini_cli.home import gemini_home
-from unified.adapters.gemini_cli.sessions import read_chat, session_files
-from unified.adapters.gemini_cli.transport import LineFramer, StderrTail
+from unified.adapters.gemini_cli._home import gemini_home
+from unified.adapters.gemini_cli._sessions import read_chat, session_files
+from unified.adapters.gemini_cli._transport import LineFramer, StderrTail
 
 __all__ = [
     "Crash",

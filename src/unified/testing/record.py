@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from unified.adapters.gemini_cli.chat_tail import FINAL_STATUSES, JsonlTail, tool_calls_of
-from unified.adapters.gemini_cli.home import gemini_home
+from unified.adapters.gemini_cli._chat_tail import FINAL_STATUSES, JsonlTail, tool_calls_of
+from unified.adapters.gemini_cli._home import gemini_home
 from unified.events import UnifiedEvent
 from unified.redaction import redact
 from unified.sessions import short_id_of

@@ -294,7 +294,7 @@ def _answering(answers: list[UserInputResponse]) -> Callable[[UserInputRequest],
 
 
 def _transcript_params(info: CassetteInfo, cwd: Path, stack: ExitStack, include_native: bool) -> ExecuteParams:
-    from unified.adapters.gemini_cli.transport import PINNED_VERSION
+    from unified.adapters.gemini_cli._transport import PINNED_VERSION
 
     _, entries = _read_transcript(info.path)
     scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="unified-replay-")))
@@ -335,7 +335,7 @@ def serve_transcript() -> int:
     which the adapter reports.
     """
     _, entries = _read_transcript(Path(os.environ[TRANSCRIPT_ENV]))
-    from unified.adapters.gemini_cli.home import gemini_home
+    from unified.adapters.gemini_cli._home import gemini_home
 
     home = gemini_home(os.environ)
     ids: dict[Any, Any] = {}

@@ -16,10 +16,11 @@ import pytest
 
 from unified import ExecuteParams, UserInputRequest, UserInputResponse
 from unified._errors import ConfigurationError
-from unified.adapters.gemini_cli import AcpPool, hold_back
-from unified.adapters.gemini_cli import run as run_module
-from unified.adapters.gemini_cli.options import GeminiCliOptions, gemini_cli_options
-from unified.adapters.gemini_cli.transport import MAX_LINE_BYTES
+from unified.adapters.gemini_cli import AcpPool
+from unified.adapters.gemini_cli import _hold_back as hold_back
+from unified.adapters.gemini_cli import _run as run_module
+from unified.adapters.gemini_cli._options import GeminiCliOptions, gemini_cli_options
+from unified.adapters.gemini_cli._transport import MAX_LINE_BYTES
 from unified.events import (
     ErrorEvent,
     PermissionDecision,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from unified._internal.backend import Backend
 from unified._internal.gemini_install import user_install_prefix, user_installed_binary
-from unified.adapters.gemini_cli.adapter import GeminiCliBackend
-from unified.adapters.gemini_cli.pool import AcpPool, default_pool
-from unified.adapters.gemini_cli.sessions import GeminiSessionLocator, GeminiSessions, create_session_locator
-from unified.adapters.gemini_cli.transport import PINNED_VERSION
+from unified.adapters.gemini_cli._adapter import GeminiCliBackend
+from unified.adapters.gemini_cli._pool import AcpPool, default_pool
+from unified.adapters.gemini_cli._sessions import GeminiSessionLocator, GeminiSessions, create_session_locator
+from unified.adapters.gemini_cli._transport import PINNED_VERSION
 from unified.types import ExecuteParams
 
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import anyio
 
-from unified.adapters.gemini_cli.chat_tail import ChatTail, tool_response
-from unified.adapters.gemini_cli.translate import Item
+from unified.adapters.gemini_cli._chat_tail import ChatTail, tool_response
+from unified.adapters.gemini_cli._translate import Item
 from unified.events import ToolResult, ToolUse
 
 SETTLE_INTERVAL_S = 0.1

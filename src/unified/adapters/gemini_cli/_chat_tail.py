@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from unified.adapters.gemini_cli.sessions import session_files
+from unified.adapters.gemini_cli._sessions import session_files
 
 FINAL_STATUSES = frozenset({"success", "error", "cancelled"})
 RESCAN_INTERVAL_S = 0.5

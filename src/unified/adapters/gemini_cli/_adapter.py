@@ -18,13 +18,13 @@ import platformdirs
 
 from unified._errors import ConfigurationError
 from unified._internal.backend import RunContext, RunOutcome
-from unified.adapters.gemini_cli.launch import BACKEND, Launch
-from unified.adapters.gemini_cli.options import gemini_cli_options
-from unified.adapters.gemini_cli.pool import AcpPool, default_pool, pool_key
-from unified.adapters.gemini_cli.run import AcpRun
-from unified.adapters.gemini_cli.sessions import GeminiSessionLocator
-from unified.adapters.gemini_cli.stream_json import run_stream_json
-from unified.adapters.gemini_cli.transport import (
+from unified.adapters.gemini_cli._launch import BACKEND, Launch
+from unified.adapters.gemini_cli._options import gemini_cli_options
+from unified.adapters.gemini_cli._pool import AcpPool, default_pool, pool_key
+from unified.adapters.gemini_cli._run import AcpRun
+from unified.adapters.gemini_cli._sessions import GeminiSessionLocator
+from unified.adapters.gemini_cli._stream_json import run_stream_json
+from unified.adapters.gemini_cli._transport import (
     AcpConnection,
     AcpRequestError,
     ConnectionClosed,

@@ -16,11 +16,11 @@ import anyio
 
 from unified._errors import BackendError
 from unified._internal.backend import RunContext, RunOutcome
-from unified.adapters.gemini_cli.home import gemini_home
-from unified.adapters.gemini_cli.launch import Launch
-from unified.adapters.gemini_cli.sessions import GeminiSessionLocator, ResumeGuard
-from unified.adapters.gemini_cli.translate import Item, TurnBoundary
-from unified.adapters.gemini_cli.transport import ChildProcess, LineFramer, as_dict, error_for_exit
+from unified.adapters.gemini_cli._home import gemini_home
+from unified.adapters.gemini_cli._launch import Launch
+from unified.adapters.gemini_cli._sessions import GeminiSessionLocator, ResumeGuard
+from unified.adapters.gemini_cli._translate import Item, TurnBoundary
+from unified.adapters.gemini_cli._transport import ChildProcess, LineFramer, as_dict, error_for_exit
 from unified.capabilities import snapshot
 from unified.events import (
     ErrorEvent,

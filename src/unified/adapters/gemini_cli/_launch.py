@@ -10,9 +10,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from unified.adapters.gemini_cli.home import cache_file, child_env
-from unified.adapters.gemini_cli.options import GeminiCliOptions
-from unified.adapters.gemini_cli.transport import locate
+from unified.adapters.gemini_cli._home import cache_file, child_env
+from unified.adapters.gemini_cli._options import GeminiCliOptions
+from unified.adapters.gemini_cli._transport import locate
 from unified.types import ExecuteParams
 
 BACKEND = "gemini-cli"

@@ -15,11 +15,11 @@ from typing import Any
 
 import anyio
 
-from unified.adapters.gemini_cli.home import gemini_home
-from unified.adapters.gemini_cli.launch import Launch
-from unified.adapters.gemini_cli.outcome import error_from_acp
-from unified.adapters.gemini_cli.sessions import GeminiSessionLocator, ResumeGuard, read_chat, replay_count
-from unified.adapters.gemini_cli.transport import AcpConnection, AcpRequestError, Inbox, as_dict
+from unified.adapters.gemini_cli._home import gemini_home
+from unified.adapters.gemini_cli._launch import Launch
+from unified.adapters.gemini_cli._outcome import error_from_acp
+from unified.adapters.gemini_cli._sessions import GeminiSessionLocator, ResumeGuard, read_chat, replay_count
+from unified.adapters.gemini_cli._transport import AcpConnection, AcpRequestError, Inbox, as_dict
 from unified.types import ApprovalMode, ExecuteParams, HttpMcpServer, McpServer, SseMcpServer, StdioMcpServer
 
 ACP_MODES: dict[ApprovalMode, str] = {"default": "default", "auto_edit": "autoEdit", "yolo": "yolo", "plan": "plan"}

@@ -14,8 +14,8 @@ from typing import Any, Literal
 from pydantic import Field, StrictBool, StrictInt, field_validator
 
 from unified._internal.options import parse_options
-from unified.adapters.gemini_cli.pool import AcpPool
-from unified.adapters.gemini_cli.transport import AgentProcess
+from unified.adapters.gemini_cli._pool import AcpPool
+from unified.adapters.gemini_cli._transport import AgentProcess
 from unified.types import BackendOptions
 
 BACKEND = "gemini-cli"

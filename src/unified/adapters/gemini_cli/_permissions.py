@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 from unified._errors import RunStopped
 from unified._internal.backend import RunContext
-from unified.adapters.gemini_cli.translate import AcpTranslator, Item, tool_name_of
-from unified.adapters.gemini_cli.transport import AcpConnection, as_dict
+from unified.adapters.gemini_cli._translate import AcpTranslator, Item, tool_name_of
+from unified.adapters.gemini_cli._transport import AcpConnection, as_dict
 from unified.events import (
     ALLOW_ALWAYS,
     ALLOW_ONCE,

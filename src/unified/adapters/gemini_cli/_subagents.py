@@ -18,8 +18,8 @@ from typing import Any
 import anyio
 
 from unified._internal.backend import RunContext
-from unified.adapters.gemini_cli.chat_tail import JsonlTail
-from unified.adapters.gemini_cli.translate import BACKEND_ALLOWED
+from unified.adapters.gemini_cli._chat_tail import JsonlTail
+from unified.adapters.gemini_cli._translate import BACKEND_ALLOWED
 from unified.events import PermissionDecision, SubagentProgress, ToolResult, ToolUse, Usage
 
 POLL_INTERVAL_S = 0.1

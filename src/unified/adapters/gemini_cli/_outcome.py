@@ -7,8 +7,8 @@ from typing import Any
 
 from unified._errors import AuthError, BackendError, RateLimited, SessionNotFound
 from unified._internal.backend import RunOutcome
-from unified.adapters.gemini_cli.translate import usage_of_prompt_result
-from unified.adapters.gemini_cli.transport import AcpRequestError, as_dict
+from unified.adapters.gemini_cli._translate import usage_of_prompt_result
+from unified.adapters.gemini_cli._transport import AcpRequestError, as_dict
 from unified.events import Usage
 
 

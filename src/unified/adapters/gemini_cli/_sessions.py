@@ -34,7 +34,7 @@ import anyio
 import platformdirs
 
 from unified._errors import CorruptSession, SessionNotFound
-from unified.adapters.gemini_cli.home import gemini_home
+from unified.adapters.gemini_cli._home import gemini_home
 from unified.sessions import (
     SHORT_ID_LENGTH,
     SessionInfo,

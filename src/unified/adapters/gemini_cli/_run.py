@@ -16,17 +16,17 @@ import anyio
 
 from unified._errors import ConfigurationError, RunStopped
 from unified._internal.backend import RunContext, RunOutcome
-from unified.adapters.gemini_cli.chat_tail import ChatTail
-from unified.adapters.gemini_cli.hold_back import ToolOutputHold
-from unified.adapters.gemini_cli.home import gemini_home
-from unified.adapters.gemini_cli.launch import BACKEND, Launch
-from unified.adapters.gemini_cli.outcome import prompt_end
-from unified.adapters.gemini_cli.permissions import PermissionBridge
-from unified.adapters.gemini_cli.pool import Lease
-from unified.adapters.gemini_cli.session_setup import SessionSetup
-from unified.adapters.gemini_cli.subagents import SubagentWatcher
-from unified.adapters.gemini_cli.translate import AcpTranslator, Item, TurnBoundary
-from unified.adapters.gemini_cli.transport import ConnectionClosed, as_dict, error_for_exit, json_line_warning
+from unified.adapters.gemini_cli._chat_tail import ChatTail
+from unified.adapters.gemini_cli._hold_back import ToolOutputHold
+from unified.adapters.gemini_cli._home import gemini_home
+from unified.adapters.gemini_cli._launch import BACKEND, Launch
+from unified.adapters.gemini_cli._outcome import prompt_end
+from unified.adapters.gemini_cli._permissions import PermissionBridge
+from unified.adapters.gemini_cli._pool import Lease
+from unified.adapters.gemini_cli._session_setup import SessionSetup
+from unified.adapters.gemini_cli._subagents import SubagentWatcher
+from unified.adapters.gemini_cli._translate import AcpTranslator, Item, TurnBoundary
+from unified.adapters.gemini_cli._transport import ConnectionClosed, as_dict, error_for_exit, json_line_warning
 from unified.events import SessionStarted, SubagentCompleted, SubagentStarted, ToolResult, ToolUse, WarningEvent
 from unified.sessions import short_id_of
 from unified.types import ExecuteParams

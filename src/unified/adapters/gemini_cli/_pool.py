@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import anyio
 import anyio.lowlevel
 
-from unified.adapters.gemini_cli.transport import AcpConnection
+from unified.adapters.gemini_cli._transport import AcpConnection
 
 DEFAULT_SIZE = 2
 DEFAULT_IDLE_TTL = 300.0
