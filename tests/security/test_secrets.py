@@ -357,7 +357,9 @@ async def test_a_model_run_env_leaks_nowhere(ws: Path, isolated_home: Path, secr
 @pytest.mark.anyio
 @pytest.mark.e2e
 @pytest.mark.parametrize("backend", ["generate-content", "interactions"])
-async def test_a_model_echoing_a_key_shows_no_key_in_events(ws: Path, secret_env: None, backend: str) -> None:
+async def test_a_model_echoing_a_key_shows_no_key_in_events_or_session_files(
+    ws: Path, isolated_home: Path, secret_env: None, backend: str
+) -> None:
     turns = call_then_text(backend, "echo hi", f"I will not repeat {KEY}, nor {TOKEN}.")
     async with FakeGemini(turns) as server:
         params = gc_params(server, ws) if backend == "generate-content" else interactions_params(server, ws)
@@ -366,6 +368,10 @@ async def test_a_model_echoing_a_key_shows_no_key_in_events(ws: Path, secret_env
     result = events[-1]
     assert isinstance(result, Result)
     assert result.final_text == f"I will not repeat {REDACTED}, nor {REDACTED}."
+    if backend == "generate-content":  # it stores the model's answer in its history (interactions: the server)
+        assert files_holding(isolated_home, "I will not repeat"), "the answer was not stored: the case proves nothing"
+    for secret in SECRETS:
+        assert files_holding(isolated_home, secret) == []
 
 
 @pytest.mark.anyio
