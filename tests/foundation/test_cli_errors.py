@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.e2e  # runs real subprocesses
+
 ROOT = Path(__file__).parents[2]
 TOOL_CALL = ROOT / "cassettes" / "interactions" / "tool-call.yaml"
 EXIT_BAD_INPUT = 2

@@ -11,9 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from unified._internal.gemini_install import user_install_prefix
 from unified.adapters.gemini_cli.transport import PINNED_VERSION
 from unified.cli.doctor import find_gemini
+
+pytestmark = pytest.mark.e2e  # runs real subprocesses
 
 
 def _install(path: str, *args: str) -> subprocess.CompletedProcess[str]:

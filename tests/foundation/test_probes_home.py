@@ -12,6 +12,8 @@ import pytest
 from unified.adapters.gemini_cli.transport import probe_version
 from unified.cli.doctor import gemini_version
 
+pytestmark = pytest.mark.e2e  # runs real subprocesses
+
 PINNED = Path(__file__).parents[2] / ".gemini-cli" / "node_modules" / ".bin" / "gemini"
 
 

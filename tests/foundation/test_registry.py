@@ -19,6 +19,7 @@ def test_the_production_registry_does_not_name_the_testing_package() -> None:
     assert set(registry.BACKENDS) == {"gemini-cli", "generate-content", "interactions"}
 
 
+@pytest.mark.e2e  # runs a real subprocess
 def test_loading_a_production_backend_does_not_import_the_testing_package() -> None:
     code = (
         "import sys\n"

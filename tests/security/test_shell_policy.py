@@ -477,6 +477,7 @@ def _run_bash_bounded(command: str, cwd: Path) -> None:
         child.wait()
 
 
+@pytest.mark.e2e  # runs a real subprocess
 def test_differential_against_bash(tmp_path: Path) -> None:
     """Each generated command is run by the real bash: none that deletes the victim may be allowed."""
 
@@ -495,6 +496,7 @@ def test_differential_against_bash(tmp_path: Path) -> None:
     assert allowed_and_deleted == 0
 
 
+@pytest.mark.e2e  # runs a real subprocess
 async def test_e2e_control_without_the_rule_the_forms_do_delete(workspace: Path) -> None:
     """Guards the end-to-end cases below: run unguarded, each form really deletes the victim."""
     lost: list[str] = []
@@ -574,6 +576,7 @@ def test_allow_always_on_an_unknown_command_covers_only_its_text() -> None:
     assert policy.evaluate(SHELL, {"command": "$EDITOR other"}, "default").decision is ASK
 
 
+@pytest.mark.e2e  # runs a real subprocess
 async def test_allow_always_through_the_runtime(workspace: Path) -> None:
     asked: list[str] = []
     answers: list[PermissionAnswer] = ["allow_always"]

@@ -104,6 +104,7 @@ async def test_a_gemini_cli_run_records_and_replays(tmp_path: Path) -> None:
     assert _result(replayed).final_text == "The notes say alpha."
 
 
+@pytest.mark.e2e  # runs a real subprocess
 def test_the_record_command_refuses_a_blank_prompt(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "unified.cli", "record", str(tmp_path / "x.yaml"), "  "],

@@ -11,7 +11,7 @@ import pytest
 from unified.events import PermissionDecision, ToolProgress
 from unified.tools import ToolCall, ToolOutcome, ToolRuntime
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]  # runs real subprocesses
 Get = Callable[[ToolOutcome], str]
 Call = Callable[..., Awaitable[ToolOutcome]]
 
