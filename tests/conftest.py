@@ -8,6 +8,7 @@ once, so a new test file lands in the tier of the folder it lives in and cannot 
 
 from __future__ import annotations
 
+import multiprocessing.util
 import os
 import subprocess
 from pathlib import Path
@@ -48,16 +49,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(autouse=True)
 def unit_tier_spawns_nothing(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every subprocess API (subprocess, asyncio, trio, anyio) goes through `Popen._execute_child`."""
-    if request.node.get_closest_marker("unit") is not None:
+    """Every way to start a process (subprocess, asyncio, trio and anyio all end in `Popen._execute_child`;
+    multiprocessing in `spawnv_passfds` or `os.fork`) fails in a unit test, saying where the test belongs."""
+    if request.node.get_closest_marker("unit") is None:
+        return
 
-        def refuse(*args: Any, **kwargs: Any) -> None:
-            raise AssertionError(
-                f"{request.node.nodeid} starts a subprocess ({args[1]!r}) but is in the unit tier: "
-                "mark it @pytest.mark.e2e or move it under tests/e2e/"
-            )
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(
+            f"{request.node.nodeid} starts a process but is in the unit tier: "
+            "mark it @pytest.mark.e2e or move it under tests/e2e/"
+        )
 
-        monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)
+    monkeypatch.setattr(multiprocessing.util, "spawnv_passfds", refuse)
+    monkeypatch.setattr(os, "fork", refuse)
+    monkeypatch.setattr(os, "posix_spawn", refuse)
+    monkeypatch.setattr(os, "posix_spawnp", refuse)
 
 
 @pytest.fixture(params=["asyncio", "trio"])

@@ -159,6 +159,7 @@ def _handover(root: str, session_id: str, log: str, rounds: int, start: Barrier)
         taken += anyio.run(hold_once)
 
 
+@pytest.mark.e2e  # runs real subprocesses
 def test_contended_handovers_never_interleave(tmp_path: Path) -> None:
     """Release unlinks the lock file while holding it: a taker that locked the unlinked file retries."""
     session = _saved(tmp_path)

@@ -19,6 +19,7 @@ from tests.e2e.gemini_cli.gemini_cli_helpers import (
     text,
     thought,
 )
+from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams, UserInputRequest, UserInputResponse
 from unified.adapters.gemini_cli import AcpPool
 from unified.events import (
@@ -210,7 +211,7 @@ async def test_cancellation_leaves_no_process(run_gemini: Run, responses: Respon
                 stream.cancel()
     assert seen[-1] == "result"
     assert sessions
-    with anyio.fail_after(5):
+    with anyio.fail_after(HANG_GUARD_S):
         while alive_in(sessions):  # noqa: ASYNC110 -- polling /proc, there is no event to wait on
             await anyio.sleep(0.05)
 
