@@ -169,7 +169,7 @@ def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         env=env,
-        timeout=60,
+        timeout=HANG_GUARD_S,
         check=False,
     )
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.hang_guard import HANG_GUARD_S
 from unified.events import Result, parse_event
 
 ROOT = Path(__file__).parents[2]
@@ -19,7 +20,12 @@ ROOT = Path(__file__).parents[2]
 def _unified(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HOME": str(home), "GEMINI_CLI_HOME": str(home), "XDG_DATA_HOME": str(home / "data")}
     return subprocess.run(
-        [sys.executable, "-m", "unified.cli", *args], capture_output=True, text=True, env=env, timeout=180, check=False
+        [sys.executable, "-m", "unified.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=HANG_GUARD_S,
+        check=False,
     )
 
 

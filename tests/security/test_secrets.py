@@ -22,6 +22,7 @@ import anyio
 import pytest
 import yaml
 
+from tests.hang_guard import HANG_GUARD_S
 from unified import BackendError, ExecuteParams, UnifiedError, execute
 from unified._internal.redact import REDACTED, is_secret, redact, redactor, secret_values
 from unified.events import (
@@ -214,7 +215,7 @@ def test_the_host_environment_read_through_proc_is_redacted(ws: Path, secret_env
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     command = "tr '\\0' '\\n' < /proc/$PPID/environ"
     host = subprocess.run(
-        [sys.executable, "-c", HOST, str(ws), command], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", HOST, str(ws), command], env=env, capture_output=True, text=True, timeout=HANG_GUARD_S
     )
     assert host.returncode == 0, host.stderr
     output = json.loads(host.stdout)["output"]

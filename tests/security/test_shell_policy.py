@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.hang_guard import HANG_GUARD_S
 from unified.tools import Decision, PermissionAnswer, PermissionRequest, Policy, ToolCall, ToolRuntime
 from unified.tools.policy import session_rule
 from unified.types import ApprovalMode
@@ -470,7 +471,7 @@ def _run_bash_bounded(command: str, cwd: Path) -> None:
         start_new_session=True,
     )
     try:
-        child.wait(timeout=60)  # hang guard: each case normally ends in milliseconds
+        child.wait(timeout=HANG_GUARD_S)  # hang guard: each case normally ends in milliseconds
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(child.pid, signal.SIGKILL)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams
 from unified.events import Result, UnifiedEvent
 from unified.testing import FakeGemini, FunctionCall, ModelTurn
@@ -110,7 +111,7 @@ def test_the_record_command_refuses_a_blank_prompt(tmp_path: Path) -> None:
         [sys.executable, "-m", "unified.cli", "record", str(tmp_path / "x.yaml"), "  "],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG_GUARD_S,
         check=False,
     )
     assert done.returncode == 2
