@@ -1,11 +1,23 @@
-"""Shared test setup: every async test runs on asyncio and trio; no test sees a real home."""
+"""Shared test setup: the two tiers, asyncio and trio for every async test, and no test sees a real home.
+
+Tiers (README "Tests"): a test is `e2e` when it lives under tests/e2e/ or tests/bench/ or carries
+`@pytest.mark.e2e` itself (it runs a real binary, a real subprocess or a real HTTP round trip
+through a backend); every other test is `unit`, and a unit test that starts a subprocess fails at
+once, so a new test file lands in the tier of the folder it lives in and cannot drift out of it.
+"""
 
 from __future__ import annotations
 
+import multiprocessing.util
 import os
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+TESTS_ROOT = Path(__file__).parent
+E2E_FOLDERS = frozenset({"e2e", "bench"})
 
 # No test may probe the GCE metadata server (a non-loopback address) while looking for Vertex AI
 # credentials; google-auth reads this once, when it is first imported.
@@ -24,6 +36,35 @@ _AUTH_ENV = (
     "CODE_ASSIST_ENDPOINT",
     "GEMINI_MODEL",
 )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        top = item.path.relative_to(TESTS_ROOT).parts[0]
+        if top in E2E_FOLDERS and item.get_closest_marker("e2e") is None:
+            item.add_marker(pytest.mark.e2e)
+        if item.get_closest_marker("e2e") is None:
+            item.add_marker(pytest.mark.unit)
+
+
+@pytest.fixture(autouse=True)
+def unit_tier_spawns_nothing(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every way to start a process (subprocess, asyncio, trio and anyio all end in `Popen._execute_child`;
+    multiprocessing in `spawnv_passfds` or `os.fork`) fails in a unit test, saying where the test belongs."""
+    if request.node.get_closest_marker("unit") is None:
+        return
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(
+            f"{request.node.nodeid} starts a process but is in the unit tier: "
+            "mark it @pytest.mark.e2e or move it under tests/e2e/"
+        )
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)
+    monkeypatch.setattr(multiprocessing.util, "spawnv_passfds", refuse)
+    monkeypatch.setattr(os, "fork", refuse)
+    monkeypatch.setattr(os, "posix_spawn", refuse)
+    monkeypatch.setattr(os, "posix_spawnp", refuse)
 
 
 @pytest.fixture(params=["asyncio", "trio"])

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.hang_guard import HANG_GUARD_S
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -21,7 +23,7 @@ def test_quick_run_writes_results(tmp_path: Path) -> None:
         cwd=ROOT,
         check=True,
         capture_output=True,
-        timeout=120,
+        timeout=HANG_GUARD_S,
     )
     report = json.loads(output.read_text())
     assert report["quick"] is True

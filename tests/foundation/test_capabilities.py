@@ -101,6 +101,7 @@ def test_markdown_names_every_capability_and_backend() -> None:
         assert f"`{backend}`" in text
 
 
+@pytest.mark.e2e  # runs a real subprocess
 def test_module_command_prints_markdown_and_json() -> None:
     markdown = subprocess.run(
         [sys.executable, "-m", "unified.capabilities", "--markdown"], capture_output=True, text=True, check=True

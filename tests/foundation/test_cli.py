@@ -8,6 +8,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,6 +21,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
+from tests.hang_guard import HANG_GUARD_S
 from unified import backends as registry
 from unified import capabilities
 from unified._errors import BackendUnavailable, SessionNotFound
@@ -109,6 +113,7 @@ def secret_env(isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     return gemini
 
 
+@pytest.mark.e2e  # runs a real subprocess
 def test_doctor_reports_auth_and_binary_without_secrets(secret_env: Path) -> None:
     code, output = _invoke("doctor")
     assert code == 0
@@ -165,11 +170,12 @@ def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         env=env,
-        timeout=60,
+        timeout=HANG_GUARD_S,
         check=False,
     )
 
 
+@pytest.mark.e2e  # runs a real subprocess
 def test_run_scripted_in_a_subprocess_without_secrets(secret_env: Path, tmp_path: Path) -> None:
     env = dict(os.environ)
     prompt = f"repeat {SECRETS['GEMINI_API_KEY']} and {SECRETS['GOOGLE_API_KEY']}"
@@ -201,18 +207,22 @@ def test_run_exit_codes() -> None:
 
 
 class _SlowBackend:
-    """Starts a session, interrupts itself as a user's Ctrl-C would, then waits to be cancelled."""
+    """Starts a session, interrupts itself as a user's Ctrl-C would once the CLI listens for it, then waits."""
 
     name = "scripted"
+
+    def __init__(self) -> None:
+        self.listening = threading.Event()
 
     def unsupported_options(self, params: ExecuteParams) -> list[tuple[str, str, bool]]:
         return []
 
     async def run(self, ctx: RunContext) -> RunOutcome:
         await ctx.emit(SessionStarted(backend="scripted", session_id="slow-0001", short_id="slow0001"))
-        await anyio.sleep(0.2)  # the CLI's signal receiver is listening by now
+        while not self.listening.is_set():  # noqa: ASYNC110 -- set by the CLI's receiver, in a task of its own
+            await anyio.sleep(0.01)
         signal.raise_signal(signal.SIGINT)
-        await anyio.sleep(30)
+        await anyio.sleep(HANG_GUARD_S)  # cancelled at once; a run that ignores the cancel ends without "interrupted"
         return RunOutcome()
 
 
@@ -220,7 +230,17 @@ class _SlowBackend:
 def test_ctrl_c_cancels_cleanly_with_exit_130(
     loop: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(cli, "execute", lambda params: EventStream(params, backend=_SlowBackend()))
+    backend = _SlowBackend()
+    open_receiver = anyio.open_signal_receiver
+
+    @contextmanager
+    def announced_receiver(*signals: signal.Signals) -> Iterator[Any]:
+        with open_receiver(*signals) as receiver:
+            backend.listening.set()
+            yield receiver
+
+    monkeypatch.setattr(anyio, "open_signal_receiver", announced_receiver)
+    monkeypatch.setattr(cli, "execute", lambda params: EventStream(params, backend=backend))
     params = ExecuteParams(prompt="hi", backend="scripted")
     assert anyio.run(cli._run, params, True, backend=loop) == 130
     events = [parse_event(line) for line in capsys.readouterr().out.splitlines()]

@@ -11,6 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.hang_guard import HANG_GUARD_S
 from unified.events import Result, parse_event
 
 ROOT = Path(__file__).parents[2]
@@ -19,7 +20,12 @@ ROOT = Path(__file__).parents[2]
 def _unified(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HOME": str(home), "GEMINI_CLI_HOME": str(home), "XDG_DATA_HOME": str(home / "data")}
     return subprocess.run(
-        [sys.executable, "-m", "unified.cli", *args], capture_output=True, text=True, env=env, timeout=180, check=False
+        [sys.executable, "-m", "unified.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=HANG_GUARD_S,
+        check=False,
     )
 
 
@@ -39,6 +45,7 @@ def test_demo_runs_the_same_task_on_every_backend(isolated_home: Path) -> None:
     assert not (isolated_home / "data" / "unified").exists()  # the demo's sessions stayed in its temp dir
 
 
+@pytest.mark.e2e  # runs a real subprocess
 def test_demo_renders_for_a_person(isolated_home: Path) -> None:
     done = _unified("demo", "--backend", "generate-content", home=isolated_home)
     assert done.returncode == 0, done.stderr
@@ -55,6 +62,7 @@ def test_demo_renders_for_a_person(isolated_home: Path) -> None:
         "cassettes/interactions/tool-call.yaml",
     ],
 )
+@pytest.mark.e2e  # runs a real subprocess
 def test_replay_command(cassette: str, isolated_home: Path) -> None:
     done = _unified("replay", str(ROOT / cassette), "--json", home=isolated_home)
     assert done.returncode == 0, done.stderr
@@ -64,6 +72,7 @@ def test_replay_command(cassette: str, isolated_home: Path) -> None:
     assert any(e["type"] == "tool_use" for e in events)  # every cassette in tests/testing/test_replay.py plays
 
 
+@pytest.mark.e2e  # runs a real subprocess
 def test_replay_of_something_that_is_not_a_cassette(tmp_path: Path, isolated_home: Path) -> None:
     bogus = tmp_path / "notes.txt"
     bogus.write_text("hello")

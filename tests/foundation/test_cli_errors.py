@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.hang_guard import HANG_GUARD_S
+
+pytestmark = pytest.mark.e2e  # runs real subprocesses
+
 ROOT = Path(__file__).parents[2]
 TOOL_CALL = ROOT / "cassettes" / "interactions" / "tool-call.yaml"
 EXIT_BAD_INPUT = 2
@@ -26,7 +30,7 @@ def _unified(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
         text=True,
         cwd=cwd,
         env=dict(os.environ),
-        timeout=120,  # a hang guard only: each case takes a second or two
+        timeout=HANG_GUARD_S,  # a hang guard only: each case takes a second or two
         check=False,
     )
 
@@ -103,7 +107,7 @@ def _with_reader_gone(*args: str) -> tuple[int, str]:
             stdout=write_end,
             stderr=subprocess.PIPE,
             text=True,
-            timeout=120,  # a hang guard only
+            timeout=HANG_GUARD_S,  # a hang guard only
             check=False,
         )
     finally:
@@ -133,7 +137,7 @@ def test_a_reader_that_left_ends_the_command_quietly(args: tuple[str, ...]) -> N
 
 def test_replay_piped_into_head_in_a_shell() -> None:
     command = f'{sys.executable} -m unified.cli replay {TOOL_CALL} --json | head -1; echo "rc=${{PIPESTATUS[0]}}" >&2'
-    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=HANG_GUARD_S, check=False)
     assert len(done.stdout.splitlines()) == 1
     assert '"type":"session_started"' in done.stdout
     assert "Traceback" not in done.stderr

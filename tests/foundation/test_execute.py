@@ -60,6 +60,7 @@ def test_execute_sync_can_stop_early() -> None:
     assert first.type == "session_started"
 
 
+@pytest.mark.e2e  # runs a real subprocess
 def test_import_unified_stays_light() -> None:
     code = (
         "import sys, json, unified, unified.events, unified.types;"

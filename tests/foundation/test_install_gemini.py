@@ -11,9 +11,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests.hang_guard import HANG_GUARD_S
 from unified._internal.gemini_install import user_install_prefix
 from unified.adapters.gemini_cli._transport import PINNED_VERSION
 from unified.cli.doctor import find_gemini
+
+pytestmark = pytest.mark.e2e  # runs real subprocesses
 
 
 def _install(path: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -22,7 +27,7 @@ def _install(path: str, *args: str) -> subprocess.CompletedProcess[str]:
         env={**os.environ, "PATH": path},
         capture_output=True,
         text=True,
-        timeout=120,  # a hang guard only
+        timeout=HANG_GUARD_S,  # a hang guard only
         check=False,
     )
 

@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.hang_guard import HANG_GUARD_S
 from unified.adapters.gemini_cli._transport import probe_version
 from unified.cli.doctor import gemini_version
+
+pytestmark = pytest.mark.e2e  # runs real subprocesses
 
 PINNED = Path(__file__).parents[2] / ".gemini-cli" / "node_modules" / ".bin" / "gemini"
 
@@ -40,7 +43,7 @@ def test_doctor_runs_the_real_gemini_version_without_writing_into_home(isolated_
         env={**os.environ, "UNIFIED_GEMINI_BIN": str(binary)},
         capture_output=True,
         text=True,
-        timeout=120,  # a hang guard only
+        timeout=HANG_GUARD_S,  # a hang guard only
         check=False,
     )
     assert '"version": "' in done.stdout, done.stderr

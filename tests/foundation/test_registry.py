@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.hang_guard import HANG_GUARD_S
 from unified import backends as registry
 from unified._errors import ConfigurationError
 
@@ -19,6 +20,7 @@ def test_the_production_registry_does_not_name_the_testing_package() -> None:
     assert set(registry.BACKENDS) == {"gemini-cli", "generate-content", "interactions"}
 
 
+@pytest.mark.e2e  # runs a real subprocess
 def test_loading_a_production_backend_does_not_import_the_testing_package() -> None:
     code = (
         "import sys\n"
@@ -26,7 +28,9 @@ def test_loading_a_production_backend_does_not_import_the_testing_package() -> N
         "load_backend_factory('gemini-cli')\n"
         "print(sorted(m for m in sys.modules if m.startswith('unified.testing')))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=HANG_GUARD_S
+    )
     assert done.stdout.strip() == "[]"
 
 

@@ -170,6 +170,7 @@ def test_select_backend_for_uses_the_process_environment(monkeypatch: pytest.Mon
         select_backend_for(ExecuteParams(prompt="hi"))
 
 
+@pytest.mark.e2e  # runs a real subprocess
 def test_light_imports() -> None:
     code = (
         "import sys, json, unified, unified.routing, unified.auth, unified.capabilities;"

@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.hang_guard import HANG_GUARD_S
 from unified import BackendError, ExecuteParams, UnifiedEvent, UserInputRequest, UserInputResponse
 from unified._errors import RunStopped
 from unified._internal.backend import RunContext, RunOutcome
@@ -182,7 +183,7 @@ async def test_cancel_ends_with_cancelled_result_and_runs_cleanup() -> None:
                 cleaned.set()
 
     out: list[UnifiedEvent] = []
-    with anyio.fail_after(5):
+    with anyio.fail_after(HANG_GUARD_S):
         async with EventStream(params(), backend=Slow([])) as stream:
             async for event in stream:
                 out.append(event)
@@ -204,7 +205,7 @@ async def test_interrupt_is_its_own_status() -> None:
 
 
 async def test_idle_timeout() -> None:
-    with anyio.fail_after(5):
+    with anyio.fail_after(HANG_GUARD_S):
         events, _ = await run([START, Sleep(30)], idle_timeout_s=0.2)
     result = assert_well_formed(events)
     error = next(e for e in events if isinstance(e, ErrorEvent))
@@ -220,7 +221,7 @@ async def test_time_inside_a_local_tool_call_is_not_idle_time() -> None:
 
 
 async def test_a_silent_server_side_tool_is_idle_time() -> None:
-    with anyio.fail_after(5):
+    with anyio.fail_after(HANG_GUARD_S):
         events, _ = await run(
             [START, ToolUse(tool_use_id="s1", name="google_search", server_side=True), Sleep(30)], idle_timeout_s=0.2
         )
@@ -231,7 +232,7 @@ async def test_total_timeout_even_when_events_keep_coming() -> None:
     chatter: list[Step] = [START]
     for _ in range(200):
         chatter += [TextDelta(text="."), Sleep(0.02)]
-    with anyio.fail_after(5):
+    with anyio.fail_after(HANG_GUARD_S):
         events, _ = await run(chatter, total_timeout_s=0.3, idle_timeout_s=1)
     result = assert_well_formed(events)
     assert next(e for e in events if isinstance(e, ErrorEvent)).code == "total_timeout"
@@ -252,7 +253,7 @@ async def test_closing_early_stops_the_backend() -> None:
                 cleaned.set()
 
     seen = 0
-    with anyio.fail_after(5):
+    with anyio.fail_after(HANG_GUARD_S):
         async with EventStream(params(), backend=Endless([])) as stream:
             async for _ in stream:
                 seen += 1
@@ -412,6 +413,6 @@ async def test_max_turns_outcome_passes_through() -> None:
 
 async def test_a_deadline_inside_the_async_with_block_is_fine() -> None:
     async with EventStream(params(), backend=ScriptedBackend([START, TextDelta(text="a")])) as stream:
-        with anyio.fail_after(5):
+        with anyio.fail_after(HANG_GUARD_S):
             events = [e async for e in stream]
     assert assert_well_formed(events).final_text == "a"

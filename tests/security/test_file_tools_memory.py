@@ -74,6 +74,7 @@ def measure(ws: Path, tool: str, **args: Any) -> tuple[int, dict[str, Any]]:
     return int(report["growth_kib"]), dict(report["response"])
 
 
+@pytest.mark.e2e  # runs a real subprocess
 def test_read_file_one_200_mb_line(big: Path) -> None:
     growth, response = measure(big, "read_file", file_path="one-line.txt")
     assert growth < GROWTH_LIMIT_KIB, f"peak RSS grew {growth} KiB"
@@ -82,6 +83,7 @@ def test_read_file_one_200_mb_line(big: Path) -> None:
     )
 
 
+@pytest.mark.e2e  # runs a real subprocess
 def test_read_file_200_mb_of_lines_counts_them_all(big: Path) -> None:
     lines = 1024 * (SIZE // MiB)
     growth, response = measure(big, "read_file", file_path="lines.txt")
@@ -98,6 +100,7 @@ def test_read_file_200_mb_of_lines_counts_them_all(big: Path) -> None:
 
 
 @pytest.mark.parametrize(("name", "query"), [("one-line.txt", "z"), ("one-line.txt", "x"), ("lines.txt", "z")])
+@pytest.mark.e2e  # runs a real subprocess
 def test_search_streams_a_200_mb_file(big: Path, name: str, query: str) -> None:
     growth, response = measure(big, "search", query=query, path=name)
     assert growth < GROWTH_LIMIT_KIB, f"peak RSS grew {growth} KiB"
@@ -107,6 +110,7 @@ def test_search_streams_a_200_mb_file(big: Path, name: str, query: str) -> None:
         assert response["output"].splitlines()[1] == f"{name}:1: " + "x" * 200 + f" ({SIZE - 200} more chars...)"
 
 
+@pytest.mark.e2e  # runs a real subprocess
 def test_search_stops_at_the_match_limit(big: Path) -> None:
     growth, response = measure(big, "search", query="y", path="lines.txt", limit=3)
     assert growth < GROWTH_LIMIT_KIB, f"peak RSS grew {growth} KiB"
@@ -118,6 +122,7 @@ def test_search_stops_at_the_match_limit(big: Path) -> None:
     ]
 
 
+@pytest.mark.e2e  # runs a real subprocess
 def test_a_huge_image_is_measured_not_read(big: Path) -> None:
     growth, response = measure(big, "read_file", file_path="image.png")
     assert growth < GROWTH_LIMIT_KIB, f"peak RSS grew {growth} KiB"

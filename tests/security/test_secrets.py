@@ -22,6 +22,7 @@ import anyio
 import pytest
 import yaml
 
+from tests.hang_guard import HANG_GUARD_S
 from unified import BackendError, ExecuteParams, UnifiedError, execute
 from unified.events import (
     ErrorEvent,
@@ -112,6 +113,7 @@ LEAKY_COMMANDS = [
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("command", LEAKY_COMMANDS)
+@pytest.mark.e2e  # runs a real subprocess
 async def test_no_shell_command_sees_a_secret(ws: Path, secret_env: None, command: str) -> None:
     outcome = await shell(ws, f"({command}) > seen.txt 2>&1; echo ran >> seen.txt; cat seen.txt")
     raw = (ws / "seen.txt").read_bytes()  # what the command really printed, before any redaction
@@ -121,6 +123,7 @@ async def test_no_shell_command_sees_a_secret(ws: Path, secret_env: None, comman
 
 
 @pytest.mark.anyio
+@pytest.mark.e2e  # runs a real subprocess
 async def test_the_allowlist_passes_what_commands_need(ws: Path, secret_env: None, isolated_home: Path) -> None:
     outcome = await shell(ws, "env")
     lines = str(outcome.response["output"]).removeprefix("Output: ").splitlines()
@@ -132,6 +135,7 @@ async def test_the_allowlist_passes_what_commands_need(ws: Path, secret_env: Non
 
 
 @pytest.mark.anyio
+@pytest.mark.e2e  # runs a real subprocess
 async def test_the_caller_extends_the_allowlist_but_never_with_a_secret(
     ws: Path, secret_env: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -152,6 +156,7 @@ async def test_the_caller_extends_the_allowlist_but_never_with_a_secret(
 
 
 @pytest.mark.anyio
+@pytest.mark.e2e  # runs a real subprocess
 async def test_a_credential_handed_over_on_purpose_is_set_but_not_shown(ws: Path, secret_env: None) -> None:
     outcome = await shell(
         ws,
@@ -168,6 +173,7 @@ async def test_a_credential_handed_over_on_purpose_is_set_but_not_shown(ws: Path
 
 
 @pytest.mark.anyio
+@pytest.mark.e2e  # runs a real subprocess
 async def test_a_background_command_sees_no_secret(ws: Path, secret_env: None) -> None:
     async with ToolRuntime(ws, approval_mode="yolo") as rt:
         args = {"command": "env > seen.txt; cat /proc/self/environ; env", "is_background": True, "delay_ms": 0}
@@ -201,6 +207,7 @@ anyio.run(main)
 """
 
 
+@pytest.mark.e2e  # runs a real subprocess
 def test_the_host_environment_read_through_proc_is_redacted(ws: Path, secret_env: None) -> None:
     """Any process of the same user can read the host's /proc/<pid>/environ, as the host started (the
     shell is its child): the second layer, redaction of every tool output, keeps the values from the model.
@@ -208,7 +215,7 @@ def test_the_host_environment_read_through_proc_is_redacted(ws: Path, secret_env
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     command = "tr '\\0' '\\n' < /proc/$PPID/environ"
     host = subprocess.run(
-        [sys.executable, "-c", HOST, str(ws), command], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", HOST, str(ws), command], env=env, capture_output=True, text=True, timeout=HANG_GUARD_S
     )
     assert host.returncode == 0, host.stderr
     output = json.loads(host.stdout)["output"]
@@ -256,6 +263,7 @@ server.run()
 
 
 @pytest.mark.anyio
+@pytest.mark.e2e  # runs a real subprocess
 async def test_an_mcp_stdio_server_gets_a_safe_environment(ws: Path, tmp_path: Path, secret_env: None) -> None:
     script = tmp_path / "envdump.py"
     script.write_text(MCP_ENV_SERVER)
@@ -405,6 +413,7 @@ exit 1
 
 
 @pytest.mark.anyio
+@pytest.mark.e2e  # runs a real subprocess
 async def test_gemini_cli_stderr_quoting_the_key_is_redacted(
     ws: Path, tmp_path: Path, secret_env: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:

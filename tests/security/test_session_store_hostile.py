@@ -84,6 +84,7 @@ def _dead_pid() -> int:
     return child.pid
 
 
+@pytest.mark.e2e  # runs a real subprocess
 def test_racing_processes_over_a_stale_lock_never_both_hold(tmp_path: Path) -> None:
     session = _saved(tmp_path)
     lock = tmp_path / BACKEND / f"{session.session_id}.lock"
@@ -158,6 +159,7 @@ def _handover(root: str, session_id: str, log: str, rounds: int, start: Barrier)
         taken += anyio.run(hold_once)
 
 
+@pytest.mark.e2e  # runs real subprocesses
 def test_contended_handovers_never_interleave(tmp_path: Path) -> None:
     """Release unlinks the lock file while holding it: a taker that locked the unlinked file retries."""
     session = _saved(tmp_path)
@@ -228,6 +230,7 @@ anyio.run(main)
 """
 
 
+@pytest.mark.e2e  # runs a real subprocess
 def test_a_holder_killed_with_sigkill_releases_the_lease_at_once(tmp_path: Path) -> None:
     session = _saved(tmp_path)
     store = FileSessionStore(tmp_path)
@@ -259,6 +262,7 @@ def test_a_holder_killed_with_sigkill_releases_the_lease_at_once(tmp_path: Path)
 
 
 @pytest.mark.parametrize("pid", ["init", "sibling"])
+@pytest.mark.e2e  # runs a real subprocess
 def test_a_lock_file_naming_a_live_unrelated_pid_does_not_block(tmp_path: Path, pid: str) -> None:
     session = _saved(tmp_path)
     sibling = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)

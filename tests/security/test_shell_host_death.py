@@ -21,6 +21,7 @@ import pytest
 from unified.tools import ToolCall, ToolRuntime
 from unified.tools._watchdog import OWNER_VARIABLE, group_members, kill_owned_group
 
+pytestmark = pytest.mark.e2e  # runs real subprocesses
 HANG_GUARD_S = 60.0
 """Far above the fraction of a second each wait takes: only a hang trips it."""
 
@@ -31,7 +32,6 @@ from pathlib import Path
 import anyio
 
 from unified.tools import ToolCall, ToolRuntime
-
 
 async def main() -> None:
     ws = Path(sys.argv[1])

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.hang_guard import HANG_GUARD_S
 from unified.tools import Decision, PermissionAnswer, PermissionRequest, Policy, ToolCall, ToolRuntime
 from unified.tools.policy import session_rule
 from unified.types import ApprovalMode
@@ -470,13 +471,14 @@ def _run_bash_bounded(command: str, cwd: Path) -> None:
         start_new_session=True,
     )
     try:
-        child.wait(timeout=60)  # hang guard: each case normally ends in milliseconds
+        child.wait(timeout=HANG_GUARD_S)  # hang guard: each case normally ends in milliseconds
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(child.pid, signal.SIGKILL)
         child.wait()
 
 
+@pytest.mark.e2e  # runs a real subprocess
 def test_differential_against_bash(tmp_path: Path) -> None:
     """Each generated command is run by the real bash: none that deletes the victim may be allowed."""
 
@@ -495,6 +497,7 @@ def test_differential_against_bash(tmp_path: Path) -> None:
     assert allowed_and_deleted == 0
 
 
+@pytest.mark.e2e  # runs a real subprocess
 async def test_e2e_control_without_the_rule_the_forms_do_delete(workspace: Path) -> None:
     """Guards the end-to-end cases below: run unguarded, each form really deletes the victim."""
     lost: list[str] = []
@@ -574,6 +577,7 @@ def test_allow_always_on_an_unknown_command_covers_only_its_text() -> None:
     assert policy.evaluate(SHELL, {"command": "$EDITOR other"}, "default").decision is ASK
 
 
+@pytest.mark.e2e  # runs a real subprocess
 async def test_allow_always_through_the_runtime(workspace: Path) -> None:
     asked: list[str] = []
     answers: list[PermissionAnswer] = ["allow_always"]

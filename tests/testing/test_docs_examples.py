@@ -23,6 +23,7 @@ def test_the_doc_has_runnable_examples() -> None:
 
 
 @pytest.mark.parametrize(("line", "code"), examples(), ids=[f"line-{line}" for line, _ in examples()])
+@pytest.mark.e2e  # runs a real subprocess
 def test_example_runs(line: int, code: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)  # examples name repository paths such as cassettes/...
     exec(compile(code, f"{DOC}:{line}", "exec"), {"__name__": f"docs_testing_line_{line}"})

@@ -14,6 +14,7 @@ from google.genai import errors, types
 from google.genai import interactions as it
 from google.oauth2.credentials import Credentials
 
+from tests.hang_guard import HANG_GUARD_S
 from unified.testing.fake_gemini import REDACTED, FakeGemini
 from unified.testing.scenario import (
     Fault,
@@ -162,7 +163,7 @@ def test_log_shows_echoed_signature_and_redacts_secrets(client_for: ClientFactor
         result = types.Part(function_response=types.FunctionResponse(id="call-1", name="ls", response={"output": "a"}))
         history = [types.Content(role="user", parts=[types.Part(text="list")]), model_content]
         client.models.generate_content(model=MODEL, contents=[*history, types.Content(role="user", parts=[result])])
-        httpx.post(f"{server.base_url}/v1beta/models/{MODEL}:countTokens?key=sk-secret", json={}, timeout=5)
+        httpx.post(f"{server.base_url}/v1beta/models/{MODEL}:countTokens?key=sk-secret", json={}, timeout=HANG_GUARD_S)
     second = server.requests[1].body["contents"]
     assert second[1]["parts"][0]["thoughtSignature"] == base64.b64encode(b"sig-xyz").decode()
     assert second[2]["parts"][0]["functionResponse"]["id"] == "call-1"

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams
 from unified.events import Result, ToolResult, ToolUse, UnifiedEvent
 from unified.testing import FakeAcp, FakeGemini, FunctionCall, ModelTurn
@@ -194,12 +195,13 @@ def test_a_chat_record_goes_before_the_acp_update_that_needs_it() -> None:
     assert place_chat_records(entries[:5]) == entries[:5]
 
 
+@pytest.mark.e2e  # runs a real subprocess
 def test_the_record_command_refuses_a_blank_prompt(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "unified.cli", "record", str(tmp_path / "x.yaml"), "  "],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG_GUARD_S,
         check=False,
     )
     assert done.returncode == 2

@@ -47,6 +47,7 @@ def test_there_are_cassettes_of_every_backend() -> None:
 
 
 @pytest.mark.parametrize("path", ALL, ids=[f"{p.parent.name}/{p.name}" for p in ALL])
+@pytest.mark.e2e  # runs a real subprocess
 async def test_every_cassette_replays(path: Path) -> None:
     events = await play(path)
     started = next(e for e in events if e.type != "warning")
@@ -55,6 +56,7 @@ async def test_every_cassette_replays(path: Path) -> None:
     assert result_of(events).status == "success", [e.type for e in events]
 
 
+@pytest.mark.e2e  # runs a real subprocess
 async def test_transcript_replay_runs_the_acp_adapter(tmp_path: Path) -> None:
     events = await play(CASSETTES / "gemini-cli" / "text-thoughts.jsonl")
     assert [e.type for e in events] == ["session_started", "thinking", "text_delta", "assistant_message", "result"]
@@ -64,6 +66,7 @@ async def test_transcript_replay_runs_the_acp_adapter(tmp_path: Path) -> None:
     assert result_of(events).final_text == "Hello there."
 
 
+@pytest.mark.e2e  # runs a real subprocess
 async def test_transcript_permission_gets_the_recorded_answer(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("alpha\n")
     events = await play(CASSETTES / "gemini-cli" / "tools-permission.jsonl", cwd=tmp_path)
@@ -72,6 +75,7 @@ async def test_transcript_permission_gets_the_recorded_answer(tmp_path: Path) ->
     assert decisions == [("read_file", "allow", "backend"), ("write_file", "allow", "user")]
 
 
+@pytest.mark.e2e  # runs a real subprocess
 async def test_a_diverging_adapter_fails_the_run_with_the_reason(tmp_path: Path) -> None:
     source = CASSETTES / "gemini-cli" / "text-thoughts.jsonl"
     lines = source.read_text().splitlines()

@@ -52,6 +52,7 @@ def server_script(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.e2e  # runs a real subprocess
 async def test_stdio_mcp_server_tools_under_policy(ws: Path, server_script: Path) -> None:
     demo = StdioMcpServer(name="demo", command=sys.executable, args=(str(server_script),), timeout_s=20)
     async with ToolRuntime(ws, approval_mode="yolo") as rt:
@@ -86,6 +87,7 @@ async def test_failed_servers_are_reported_not_raised(ws: Path) -> None:
         assert not [n for n in rt.tool_names() if n.startswith("mcp__")]
 
 
+@pytest.mark.e2e  # runs a real subprocess
 async def test_slow_server_times_out(ws: Path, tmp_path: Path) -> None:
     script = tmp_path / "silent.py"
     script.write_text("import time\ntime.sleep(30)\n")

@@ -7,6 +7,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.hang_guard import HANG_GUARD_S
 from unified._errors import RunStopped
 from unified.events import PermissionDecision, ToolProgress, UserInputResponse
 from unified.tools import (
@@ -50,6 +51,7 @@ SHELL = ToolCall("s", "run_shell_command", {"command": "echo hi"})
         ("plan", ["allow", "deny", "deny"]),
     ],
 )
+@pytest.mark.e2e  # runs a real subprocess
 async def test_shipped_defaults_per_mode(ws: Path, mode: ApprovalMode, expected: list[str]) -> None:
     rec = Recorder()
     outcomes = await ToolRuntime(ws, approval_mode=mode).run_batch([READ, WRITE, SHELL], rec)
@@ -78,6 +80,7 @@ async def test_decision_events_name_rule_and_reason(ws: Path) -> None:
     assert noask.decision.decided_by == "policy"
 
 
+@pytest.mark.e2e  # runs a real subprocess
 async def test_event_forwarder_emits_decisions_and_progress_in_order(ws: Path) -> None:
     emitted: list[PermissionDecision | ToolProgress] = []
 
@@ -93,6 +96,7 @@ async def test_event_forwarder_emits_decisions_and_progress_in_order(ws: Path) -
     assert emitted[1].message == "hi"
 
 
+@pytest.mark.e2e  # runs a real subprocess
 async def test_changing_a_rule_changes_the_decision(ws: Path) -> None:
     rules = '[[rule]]\nname = "shell-ok"\ntoolName = "run_shell_command"\ndecision = "allow"\npriority = 1\n'
     [before] = await ToolRuntime(ws).run_batch([SHELL])
@@ -104,6 +108,7 @@ async def test_changing_a_rule_changes_the_decision(ws: Path) -> None:
     assert after.decision.rule == "shell-ok"
 
 
+@pytest.mark.e2e  # runs a real subprocess
 async def test_rules_file_with_args_pattern_and_command_prefix(ws: Path, tmp_path: Path) -> None:
     rules = tmp_path / "rules.toml"
     rules.write_text(
@@ -158,6 +163,7 @@ def test_missing_rules_file(ws: Path) -> None:
         ToolRuntime(ws, rules_file=ws / "nope.toml")
 
 
+@pytest.mark.e2e  # runs a real subprocess
 async def test_ask_user_allow_once_allow_always_and_deny(ws: Path) -> None:
     answers: list[PermissionAnswer] = ["deny", "allow_once", "allow_always"]
     asked: list[PermissionRequest] = []
@@ -320,29 +326,37 @@ def test_declarations_per_family(ws: Path) -> None:
 
 async def test_scheduling_parallel_reads_ordered_edits_and_barrier(ws: Path) -> None:
     log: list[str] = []
+    started = {tag: anyio.Event() for tag in "abcd"}
+    ended = {tag: anyio.Event() for tag in "abcd"}
 
-    async def slow(tag: str, delay: float) -> str:
+    async def step(tag: str, after_start: str, after_end: str) -> str:
+        """Waits for another step to start or to end: run one at a time, `a` and `b` would wait forever."""
         log.append(f"start {tag}")
-        await anyio.sleep(delay)
+        started[tag].set()
+        if after_start:
+            await started[after_start].wait()
+        if after_end:
+            await ended[after_end].wait()
         log.append(f"end {tag}")
+        ended[tag].set()
         return tag
 
     rt = ToolRuntime(ws, approval_mode="yolo")
-    rt.register(slow)
+    rt.register(step)
     calls = [
-        ToolCall("1", "slow", {"tag": "a", "delay": 0.2}),
-        ToolCall("2", "slow", {"tag": "b", "delay": 0.05}),
-        ToolCall("3", "slow", {"tag": "c", "delay": 0.01, "wait_for_previous": True}),
+        ToolCall("1", "step", {"tag": "a", "after_start": "", "after_end": "b"}),
+        ToolCall("2", "step", {"tag": "b", "after_start": "a", "after_end": ""}),
+        ToolCall("3", "step", {"tag": "c", "after_start": "", "after_end": "", "wait_for_previous": True}),
         ToolCall("4", "write_file", {"file_path": "f.txt", "content": "one"}),
         ToolCall("5", "edit_file", {"file_path": "f.txt", "old_string": "one", "new_string": "two"}),
-        ToolCall("6", "slow", {"tag": "d", "delay": 0.01}),
+        ToolCall("6", "step", {"tag": "d", "after_start": "", "after_end": ""}),
     ]
-    outcomes = await rt.run_batch(calls)
+    with anyio.fail_after(HANG_GUARD_S):  # a scheduler that runs `a` and `b` one after the other hangs here
+        outcomes = await rt.run_batch(calls)
     assert [o.call_id for o in outcomes] == ["1", "2", "3", "4", "5", "6"]
     assert all(not o.is_error for o in outcomes), [o.response for o in outcomes]
-    assert sorted(log[:2]) == ["start a", "start b"]
-    assert log[2:4] == ["end b", "end a"]
-    assert log[4:] == ["start c", "end c", "start d", "end d"]
+    assert sorted(log[:2]) == ["start a", "start b"]  # trio may start a batch's tasks in any order
+    assert log[2:] == ["end b", "end a", "start c", "end c", "start d", "end d"]
     assert (ws / "f.txt").read_text() == "two"
 
 

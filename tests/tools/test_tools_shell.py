@@ -8,10 +8,11 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.hang_guard import HANG_GUARD_S
 from unified.events import PermissionDecision, ToolProgress
 from unified.tools import ToolCall, ToolOutcome, ToolRuntime
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]  # runs real subprocesses
 Get = Callable[[ToolOutcome], str]
 Call = Callable[..., Awaitable[ToolOutcome]]
 
@@ -33,11 +34,10 @@ def live_group_members(pgid: int) -> list[int]:
 
 
 async def wait_group_gone(pgid: int) -> list[int]:
-    for _ in range(40):
-        members = live_group_members(pgid)
-        if not members:
-            return members
-        await anyio.sleep(0.05)
+    """The group's live members once it is empty, or at the hang guard: /proc offers no event to wait on."""
+    with anyio.move_on_after(HANG_GUARD_S):
+        while live_group_members(pgid):  # noqa: ASYNC110 -- polling /proc
+            await anyio.sleep(0.05)
     return live_group_members(pgid)
 
 
@@ -109,9 +109,13 @@ async def test_ampersand_children_are_reported_and_end_with_the_runtime(ws: Path
 
 
 async def test_cancellation_kills_the_whole_group(ws: Path) -> None:
-    async with ToolRuntime(ws, approval_mode="yolo") as rt:
-        with anyio.move_on_after(0.5):
-            await rt.run_batch([ToolCall("s", "run_shell_command", {"command": "echo $$ > pid; sleep 30 & sleep 30"})])
+    command = {"command": "echo $$ > pid.tmp; mv pid.tmp pid; sleep 30 & sleep 30"}
+    async with ToolRuntime(ws, approval_mode="yolo") as rt, anyio.create_task_group() as tg:
+        tg.start_soon(rt.run_batch, [ToolCall("s", "run_shell_command", command)])
+        with anyio.fail_after(HANG_GUARD_S):
+            while not (ws / "pid").exists():  # noqa: ASYNC110 -- the shell's own file is the event
+                await anyio.sleep(0.01)
+        tg.cancel_scope.cancel()
     pgid = int((ws / "pid").read_text())
     assert await wait_group_gone(pgid) == []
 

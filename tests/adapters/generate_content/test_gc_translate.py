@@ -89,6 +89,19 @@ def test_every_recorded_stream_translates(path: Path) -> None:
         events += translator.finish()
         uses += [e.tool_use_id for e in events if isinstance(e, ToolUse)]
         assert translator.finish_reason is not None
+        parts = [
+            part
+            for c in chunks
+            for cand in c.get("candidates", [])[:1]
+            for part in cand.get("content", {}).get("parts", [])
+        ]
+        answer = "".join(p["text"] for p in parts if "text" in p and not p.get("thought"))
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == answer  # not a character dropped
+        thinking = [e.text for e in events if isinstance(e, Thinking)]
+        for thought in (p["text"] for p in parts if p.get("thought") and p.get("text")):
+            assert any(thought.strip() in text for text in thinking), thought
+        calls = [p["functionCall"]["name"] for p in parts if "functionCall" in p]
+        assert [e.name for e in events if isinstance(e, ToolUse)] == calls
     assert len(uses) == len(set(uses))
 
 

@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 import anyio
 
+from tests.hang_guard import HANG_GUARD_S
 from unified import capabilities
 from unified.cli.render import Renderer, preview
 from unified.events import (
@@ -58,7 +59,8 @@ from unified.types import BackendName, ExecuteParams
 Shape = tuple[str, ...]
 MODEL = "gemini-2.5-flash"
 """One concrete model for every backend: the CLI needs one (with `auto` it would spend a turn routing)."""
-RUN_TIMEOUT_S = 45.0
+RUN_TIMEOUT_S = HANG_GUARD_S
+"""A hang guard only (tests/hang_guard.py): a run normally ends in seconds, and a loaded machine must not trip it."""
 
 
 @dataclass(frozen=True)

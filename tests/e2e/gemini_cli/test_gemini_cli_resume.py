@@ -19,6 +19,7 @@ import anyio
 import pytest
 
 from tests.e2e.gemini_cli.gemini_cli_helpers import LOCAL_BINARY, Run, kinds, stream_line, text
+from tests.hang_guard import HANG_GUARD_S
 from unified.adapters.gemini_cli import AcpPool
 from unified.adapters.gemini_cli._sessions import GeminiSessionLocator, read_chat, session_files
 from unified.events import Result, SessionStarted, UnifiedEvent, WarningEvent
@@ -81,7 +82,7 @@ async def later_start_with_cleanup(home: Path, workspace: Path) -> None:
     (home / "settings.json").write_text(json.dumps(settings))
     child = await anyio.open_process([str(LOCAL_BINARY), "--acp"], cwd=workspace, stdout=subprocess.DEVNULL)
     try:
-        with anyio.fail_after(20):
+        with anyio.fail_after(HANG_GUARD_S):
             while decoy.exists():  # noqa: ASYNC110 -- waiting on another process's file system work
                 await anyio.sleep(0.1)
     finally:

@@ -8,6 +8,7 @@ import anyio
 import pytest
 
 from tests.e2e.generate_content.gc_harness import Harness, result_of
+from tests.hang_guard import HANG_GUARD_S
 from unified import execute
 from unified.events import ErrorEvent, SessionStarted, TextDelta, UnifiedEvent, WarningEvent
 from unified.sessions import short_id_of
@@ -97,7 +98,7 @@ async def test_dropped_stream_before_output_is_retried(harness: Harness) -> None
 async def test_cancellation_ends_with_cancelled(harness: Harness) -> None:
     harness.server.add(ModelTurn(text="slow " * 20, text_chunks=20, chunk_delay=0.05))
     events: list[UnifiedEvent] = []
-    with anyio.fail_after(10):
+    with anyio.fail_after(HANG_GUARD_S):
         async with execute(harness.params()) as stream:
             async for event in stream:
                 events.append(event)

@@ -9,6 +9,7 @@ import pytest
 
 import unified
 from tests.e2e.interactions.interactions_harness import Params
+from tests.hang_guard import HANG_GUARD_S
 from unified.testing.fake_gemini import FakeGemini
 from unified.testing.scenario import InteractionTurn, TextStep
 
@@ -19,7 +20,7 @@ async def test_cancel_during_a_foreground_stream(fake: FakeGemini, params: Param
     # 40 text pieces 0.05 s apart: the stream would take over 2 s; the run is cancelled at the first.
     fake.add(InteractionTurn(steps=[TextStep(text="word " * 40, chunks=40)], chunk_delay=0.05))
     seen: list[Any] = []
-    with anyio.fail_after(10):
+    with anyio.fail_after(HANG_GUARD_S):
         async with unified.execute(params("write a long answer")) as events:
             async for event in events:
                 seen.append(event)

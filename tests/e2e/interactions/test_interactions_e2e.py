@@ -9,6 +9,7 @@ import pytest
 
 import unified
 from tests.e2e.interactions.interactions_harness import MODEL, Params, collect, of_type
+from tests.hang_guard import HANG_GUARD_S
 from unified.adapters.interactions import create_session_locator
 from unified.events import UserInputRequest, UserInputResponse
 from unified.testing.fake_gemini import FakeGemini
@@ -350,7 +351,7 @@ async def test_cancellation_cancels_the_interaction(fake: FakeGemini, params: Pa
 
 async def test_a_run_finishes_well_under_the_timeout(fake: FakeGemini, params: Params) -> None:
     fake.add(text_turn("quick"))
-    with anyio.fail_after(10):
+    with anyio.fail_after(HANG_GUARD_S):
         events = await collect(params(total_timeout_s=10))
     assert events[-1].status == "success"
 
