@@ -233,6 +233,16 @@ def run(
     raise typer.Exit(code)
 
 
+def _show(event: UnifiedEvent, json_lines: bool, renderer: Renderer, console: Console) -> None:
+    """One event on stdout: a JSON line, or the renderer's text (`_ReaderLeft` once stdout's reader is gone)."""
+    if json_lines:
+        _write_line(dump_event(event))
+        return
+    shown = renderer.render(event)
+    if shown is not None:
+        console.print(shown, end="")
+
+
 async def _run(params: ExecuteParams, json_lines: bool) -> int:
     renderer = Renderer()
     console = _console()
@@ -241,12 +251,7 @@ async def _run(params: ExecuteParams, json_lines: bool) -> int:
         tg.start_soon(_cancel_on_interrupt, stream, tg.cancel_scope)
         async for event in stream:
             try:
-                if json_lines:
-                    _write_line(dump_event(event))
-                else:
-                    shown = renderer.render(event)
-                    if shown is not None:
-                        console.print(shown, end="")
+                _show(event, json_lines, renderer, console)
             except _ReaderLeft:  # stop the run, say nothing more
                 stream.cancel()
                 tg.cancel_scope.cancel()
@@ -352,12 +357,7 @@ def replay(
             async with contextlib.aclosing(replay_events(cassette, include_native=native, cwd=workdir)) as events:
                 async for event in events:
                     try:
-                        if json_lines:
-                            _write_line(dump_event(event))
-                        else:
-                            shown = renderer.render(event)
-                            if shown is not None:
-                                console.print(shown, end="")
+                        _show(event, json_lines, renderer, console)
                     except _ReaderLeft:
                         return _reader_left()
                     if isinstance(event, Result):
