@@ -73,12 +73,9 @@ def _now() -> datetime:
 # --- the document, shared by both stores -----------------------------------------------------------
 
 
-def serialize(session: StoredSession) -> str:
-    """The stored document of `session`, known secret values redacted."""
-    header = {
-        "format": FORMAT_VERSION,
-        "backend": session.backend,
-        "id": session.session_id,
+def _described(session: StoredSession) -> dict[str, Any]:
+    """What a session says about itself besides its id and state: stored in its header, shown by `show`."""
+    return {
         "short_id": session.short_id,
         "model": session.model,
         "cwd": session.cwd,
@@ -88,6 +85,11 @@ def serialize(session: StoredSession) -> str:
         "usage": session.usage.model_dump(),
         "turns": session.turns,
     }
+
+
+def serialize(session: StoredSession) -> str:
+    """The stored document of `session`, known secret values redacted."""
+    header = {"format": FORMAT_VERSION, "backend": session.backend, "id": session.session_id, **_described(session)}
     head = json.dumps(header, ensure_ascii=False, separators=(",", ":"))
     body = json.dumps(session.state, ensure_ascii=False, separators=(",", ":"))
     return redact(f'{_HEADER_PREFIX}{head},\n"state": {body}}}\n')
@@ -525,14 +527,7 @@ class StoreSessionLocator:
         return {
             "backend": self.backend,
             "session_id": session.session_id,
-            "short_id": session.short_id,
-            "model": session.model,
-            "cwd": session.cwd,
-            "first_prompt": session.first_prompt,
-            "created_at": session.created_at.isoformat(),
-            "updated_at": session.updated_at.isoformat(),
-            "turns": session.turns,
-            "usage": session.usage.model_dump(),
+            **_described(session),
             **self.show_state(session),
         }
 
