@@ -147,6 +147,7 @@ def without_chat_records(source: Path, target: Path) -> Path:
     return target
 
 
+@pytest.mark.e2e  # runs a real subprocess (the stand-in gemini)
 @pytest.mark.parametrize("path", GEMINI_CLI, ids=[p.stem for p in GEMINI_CLI])
 async def test_a_gemini_cli_replay_has_the_recorded_tool_inputs_and_outputs(path: Path) -> None:
     calls = recorded_calls(path)
@@ -182,6 +183,7 @@ def test_the_shipped_gemini_cli_cassettes_carry_tool_outputs() -> None:
     assert tool_response(read) == ({"output": "alpha\n"}, False)
 
 
+@pytest.mark.e2e  # runs a real subprocess (the stand-in gemini)
 def test_replay_command_shows_the_recorded_tool_outputs() -> None:
     done = subprocess.run(
         [
@@ -212,6 +214,7 @@ def test_replay_command_shows_the_recorded_tool_outputs() -> None:
     assert "tool_output_unavailable" not in done.stdout + done.stderr
 
 
+@pytest.mark.e2e  # runs a real subprocess (the stand-in gemini)
 async def test_a_cassette_without_chat_records_replays_with_the_warning(tmp_path: Path) -> None:
     old = without_chat_records(CASSETTES / "gemini-cli" / "tools-permission.jsonl", tmp_path / "old.jsonl")
     events = await play(old)

@@ -15,6 +15,7 @@ import anyio
 import pytest
 
 from tests.e2e.gemini_cli.gemini_cli_helpers import Run, call, kinds, stream_line, text
+from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams, UserInputRequest, UserInputResponse
 from unified.adapters.gemini_cli import AcpPool
 from unified.events import ErrorEvent, Result, ToolResult, ToolUse, WarningEvent
@@ -153,7 +154,7 @@ async def test_cancelled_run_leaves_its_neighbour_alone(responses: Responses, wo
     # Each ACP session replays the responses file from its start, so both runs get the same script;
     # only the first to run the command (the victim, started first) sleeps.
     fake = responses(
-        stream_line(call("run_shell_command", command="if mkdir first.lock; then sleep 30; fi")),
+        stream_line(call("run_shell_command", command="if mkdir first.lock; then sleep 3000; fi")),
         stream_line(text("the neighbour's whole answer")),
     )
     pool = AcpPool(size=1)
@@ -188,7 +189,7 @@ async def test_cancelled_run_leaves_its_neighbour_alone(responses: Responses, wo
         assert pool.spawned == 1
         assert outcomes["victim"][-1].startswith("cancelled")
         assert outcomes["neighbour"][-1] == "success:the neighbour's whole answer"
-        assert anyio.current_time() - started < 20  # nobody waited for the victim's `sleep 30`
+        assert anyio.current_time() - started < HANG_GUARD_S  # nobody waited for the victim's `sleep 3000`
     finally:
         await pool.aclose()
 

@@ -7,7 +7,9 @@ function response as its output (normalised to text by the protocol). Nothing ov
 item: later items queue behind it, so the stream keeps ACP's order, only later. Before a permission
 prompt (`flush`), or when the chat file is missing, held items wait at most `FLUSH_GRACE_S` for
 their record and then go out as ACP gave them (an empty input, ACP's output), with one warning if
-the chat file is missing or unreadable.
+the chat file is missing or unreadable. The CLI records a call only once it has finished, so a held
+`tool_use` also goes out as ACP gave it after `TOOL_USE_GRACE_S`: a long-running call (a shell command)
+is announced while it runs, and its arguments come on its `tool_result.input`.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ SETTLE_INTERVAL_S = 0.1
 """How often a held `tool_result` looks for its call's record in the chat file."""
 FLUSH_GRACE_S = 1.0
 """How long a held `tool_result` may still wait for its record when the stream must move on."""
+TOOL_USE_GRACE_S = 1.0
+"""How long a `tool_use` waits for its call's record (its arguments) before it is announced without them."""
 
 Deliver = Callable[[Item, Any], Awaitable[None]]
 Warn = Callable[[str, str], Awaitable[None]]
@@ -37,8 +41,8 @@ class ToolOutputHold:
         self.chat = chat
         self._deliver_now = deliver_now
         self._warn = warn
-        self._queue: list[tuple[Item, Any, bool]] = []
-        """(item, raw, waits for its record), in arrival order."""
+        self._queue: list[tuple[Item, Any, bool, float]] = []
+        """(item, raw, waits for its record, when it was queued), in arrival order."""
         self._with_args: set[str] = set()
         """Calls whose `tool_use` went out with the recorded arguments (their result need not repeat them)."""
         self._lock = anyio.Lock()
@@ -46,7 +50,7 @@ class ToolOutputHold:
 
     @property
     def holding(self) -> int:
-        return sum(1 for _, _, waits in self._queue if waits)
+        return sum(1 for _, _, waits, _ in self._queue if waits)
 
     async def deliver(self, item: Item, raw: Any, *, hold: bool) -> None:
         """Deliver `item` in order; `hold`: a tool_use or tool_result the chat file should complete."""
@@ -55,7 +59,7 @@ class ToolOutputHold:
             if not waits and not self._queue:
                 await self._deliver_now(item, raw)
                 return
-            self._queue.append((item, raw, waits))
+            self._queue.append((item, raw, waits, anyio.current_time()))
             await self._settle()
             if self._queue and not self.chat.tails:
                 self.chat.poll(rescan=True)
@@ -79,11 +83,13 @@ class ToolOutputHold:
     async def _settle(self, *, rescan: bool = False) -> None:
         """Emit, in order, the queued items up to the first whose record has not reached the chat file."""
         while self._queue:
-            item, raw, waits = self._queue[0]
+            item, raw, waits, since = self._queue[0]
             if waits:
                 completed = self._completed(item, rescan=rescan)
                 if completed is None:
-                    return
+                    if not isinstance(item, ToolUse) or anyio.current_time() - since < TOOL_USE_GRACE_S:
+                        return
+                    completed = item  # still running: announce it now, its arguments come with its result
                 item = completed
             self._queue.pop(0)
             await self._deliver_now(item, raw)
@@ -129,5 +135,5 @@ class ToolOutputHold:
                 f"the session's chat file could not be read ({self.chat.unreadable or 'no file found'}); "
                 "tool calls carry only what ACP reports (no arguments, no output for reads and listings)",
             )
-        for item, raw, _ in queued:
+        for item, raw, _, _ in queued:
             await self._deliver_now(item, raw)
