@@ -20,7 +20,7 @@ import httpx
 
 from unified._errors import BackendUnavailable
 from unified._internal.api_settings import ApiOptions
-from unified._internal.http import async_client, sync_client
+from unified._internal.http import async_client, sync_client, tls_context
 
 if TYPE_CHECKING:
     from google import genai
@@ -58,6 +58,8 @@ class GenaiClient:
             httpx_async_client=self.http,
             httpx_client=self.sync_http,
             retry_options=types.HttpRetryOptions(attempts=1),  # retries are ours: they honour RetryInfo
+            # google-genai builds a TLS context for Live API websockets in every client unless given one.
+            async_client_args={"ssl": tls_context()},
         )
         # Every value is explicit, so google-genai's own reading of the environment changes nothing.
         self._client = genai.Client(

@@ -67,7 +67,7 @@ def gemini_version(binary: Path, env: Mapping[str, str]) -> tuple[str | None, st
                 capture_output=True,
                 text=True,
                 timeout=VERSION_TIMEOUT_S,
-                env={**env, "HOME": home, "GEMINI_CLI_HOME": home},
+                env={**env, "HOME": home, "GEMINI_CLI_HOME": home, "GEMINI_CLI_NO_RELAUNCH": "true"},
                 stdin=subprocess.DEVNULL,
                 check=False,
             )

@@ -81,11 +81,27 @@ def system_settings_file(env: Mapping[str, str]) -> Path:
 
 
 def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The caller's environment (auth included) plus `extra`, with our settings override."""
+    """The caller's environment (auth included) plus `extra`, with our settings override, in one node.
+
+    Left alone, `gemini` starts a second node process of itself only to raise its heap limit to half
+    the machine's memory, which doubles every cold start (measured 3.2-4.2 s against 1.4-2.2 s). We
+    give node that heap limit ourselves and tell the CLI not to relaunch; a caller who sets
+    `GEMINI_CLI_NO_RELAUNCH` or a heap limit of their own keeps theirs.
+    """
     env = dict(os.environ)
     env.update(extra or {})
     env[SYSTEM_SETTINGS_ENV] = str(system_settings_file(env))
+    if "GEMINI_CLI_NO_RELAUNCH" not in env:
+        env["GEMINI_CLI_NO_RELAUNCH"] = "true"
+        node_options = env.get("NODE_OPTIONS", "")
+        if "--max-old-space-size" not in node_options:
+            env["NODE_OPTIONS"] = f"{node_options} --max-old-space-size={_half_memory_mb()}".strip()
     return env
+
+
+def _half_memory_mb() -> int:
+    """Half the machine's memory in MiB: the heap limit the CLI's own relaunch would ask for."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (2 * 1024 * 1024)
 
 
 def auth_fingerprint(env: Mapping[str, str]) -> str:

@@ -161,7 +161,7 @@ def probe_version(binary: Path, env: Mapping[str, str]) -> tuple[int, int, int]:
                     capture_output=True,
                     text=True,
                     timeout=30,
-                    env={**env, "HOME": home, "GEMINI_CLI_HOME": home},
+                    env={**env, "HOME": home, "GEMINI_CLI_HOME": home, "GEMINI_CLI_NO_RELAUNCH": "true"},
                     check=False,
                 )
         except (OSError, subprocess.TimeoutExpired) as exc:
