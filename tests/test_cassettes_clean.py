@@ -18,8 +18,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-import yaml
 
+from unified.testing._yaml import load_yaml
 from unified.testing.cassettes import REDACTED, SECRET_HEADERS, SECRET_RESPONSE_HEADERS
 
 CASSETTES = Path(__file__).resolve().parents[1] / "cassettes"
@@ -58,7 +58,7 @@ def leaks(path: Path) -> Iterator[str]:
 
 def _header_leaks(path: Path) -> Iterator[str]:
     """vcrpy writes header values on the lines after their names: check them structurally."""
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = load_yaml(path.read_text(encoding="utf-8")) or {}
     for index, interaction in enumerate(data.get("interactions") or []):
         for part, names in (("request", SECRET_HEADERS), ("response", (*SECRET_HEADERS, *SECRET_RESPONSE_HEADERS))):
             headers = (interaction.get(part) or {}).get("headers") or {}
@@ -78,7 +78,7 @@ def source_of(path: Path) -> tuple[str, list[str]]:
         meta = json.loads(text.splitlines()[0])
         return str(meta.get("recorded_from", "")), []
     match = re.search(r"^#\s*Recorded\s+\S+\s+against\s+(.+)$", text, re.MULTILINE)
-    data = yaml.safe_load(text) or {}
+    data = load_yaml(text) or {}
     hosts = [urlsplit(str(i["request"]["uri"])).hostname or "" for i in data.get("interactions") or []]
     return (match.group(1) if match else ""), hosts
 

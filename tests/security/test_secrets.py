@@ -20,7 +20,6 @@ from typing import Any
 
 import anyio
 import pytest
-import yaml
 
 from tests.hang_guard import HANG_GUARD_S
 from unified import BackendError, ExecuteParams, UnifiedError, execute
@@ -38,6 +37,7 @@ from unified.events import (
 )
 from unified.query import EventStream
 from unified.redaction import REDACTED, is_secret, redact, redactor, secret_values
+from unified.testing._yaml import load_yaml
 from unified.testing.cassettes import RECORD_ENV, cassette_endpoint, scrub_text, use_cassette
 from unified.testing.fake_gemini import FakeGemini
 from unified.testing.scenario import (
@@ -615,7 +615,7 @@ async def test_recorded_cassettes_hold_no_secret_in_any_body(
     written = (tmp_path / "leaky.yaml").read_text()
     for needle in (*SECRETS, oauth, "1//0refresh-token-value-xyz"):
         assert needle not in written
-    data = yaml.safe_load(written)
+    data = load_yaml(written)
     assert "my key is <redacted>" in json.dumps(data)  # the request body is there, scrubbed
     assert "Your key is <redacted>" in json.dumps(data)  # and the response body
     assert_events_clean(events)

@@ -24,6 +24,7 @@ from unified.events import (
     WarningEvent,
     tool_output_text,
 )
+from unified.testing._yaml import load_yaml
 from unified.testing.replay import ReplayError, describe, replay_events
 
 pytestmark = pytest.mark.anyio
@@ -90,7 +91,7 @@ async def test_a_diverging_adapter_fails_the_run_with_the_reason(tmp_path: Path)
 async def test_http_replay_never_reaches_a_network(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Record mode `none` even under UNIFIED_RECORD=1: a request the cassette lacks fails, and the file is untouched."""
     monkeypatch.setenv("UNIFIED_RECORD", "1")
-    data = yaml.safe_load((CASSETTES / "generate-content" / "tool-call.yaml").read_text())
+    data = load_yaml((CASSETTES / "generate-content" / "tool-call.yaml").read_text())
     data["interactions"] = data["interactions"][:1]  # the answer to the tool result is missing
     copy = tmp_path / "truncated.yaml"
     copy.write_text(yaml.safe_dump(data))

@@ -128,10 +128,10 @@ replay = replay_events
 
 
 def _describe_http(path: Path) -> CassetteInfo:
-    import yaml
+    from unified.testing._yaml import load_yaml
 
     text = path.read_text(encoding="utf-8")
-    data = yaml.safe_load(text)
+    data = load_yaml(text)
     interactions = data.get("interactions") if isinstance(data, dict) else None
     if not interactions or not isinstance(interactions, list):
         raise ReplayError(f"{path}: a YAML file without vcrpy interactions")

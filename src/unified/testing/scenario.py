@@ -321,7 +321,7 @@ class Script(_Model):
             return cls.from_fake_responses(path)
         text = path.read_text(encoding="utf-8")
         if path.suffix in (".yaml", ".yml"):
-            import yaml
+            from unified.testing._yaml import load_yaml
 
-            return cls.model_validate(yaml.safe_load(text))
+            return cls.model_validate(load_yaml(text))
         return cls.model_validate_json(text)
