@@ -14,6 +14,7 @@ from unified.testing.wiring import backend_options_for
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the same on either loop; trio: test_gemini_cli_acp.py
 async def test_a_run_without_a_model_uses_only_the_scripted_turn(workspace: Path, tmp_path: Path) -> None:
     async with FakeGemini([ModelTurn(text="pinned answer")]) as server:
         options = backend_options_for(server, "gemini-cli", cli_home=tmp_path / "cli-home")

@@ -13,6 +13,7 @@ from unified.events import ErrorEvent, Result
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the CLI decides this; trio: test_gemini_cli_acp.py
 async def test_yolo_in_an_untrusted_folder_says_to_trust_it(
     run_gemini: Run, responses: Callable[..., Path], gemini_setup: Path
 ) -> None:
