@@ -233,7 +233,7 @@ def as_interaction_turn(turn: ModelTurn) -> InteractionTurn:
     for tool in turn.server_tools:
         steps.extend(_server_tool_steps(tool))
     if turn.text:
-        steps.append(TextStep(text=turn.text, chunks=turn.text_chunks))
+        steps.append(TextStep(text=turn.text, chunks=turn.text_chunks, annotations=turn.annotations))
     steps.extend(FunctionCallStep(name=c.name, arguments=c.args, id=c.id) for c in turn.function_calls)
     return InteractionTurn(steps=steps, usage=turn.usage, chunk_delay=turn.chunk_delay)
 
@@ -299,10 +299,15 @@ def render_step(step: Step, call_id: str) -> RenderedStep:
     """``call_id`` names a function call that the script left without an id."""
     if isinstance(step, TextStep):
         pieces = split_text(step.text, step.chunks)
+        text: JsonObject = {"type": "text", "text": step.text}
+        text_deltas: list[JsonObject] = [{"type": "text", "text": piece} for piece in pieces]
+        if step.annotations:
+            text["annotations"] = step.annotations
+            text_deltas.append({"type": "text_annotation_delta", "annotations": step.annotations})
         return RenderedStep(
             start={"type": "model_output"},
-            deltas=[{"type": "text", "text": piece} for piece in pieces],
-            final={"type": "model_output", "content": [{"type": "text", "text": step.text}]},
+            deltas=text_deltas,
+            final={"type": "model_output", "content": [text]},
             usage=step.usage,
         )
     if isinstance(step, ThoughtStep):

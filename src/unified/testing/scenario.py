@@ -175,7 +175,8 @@ class ModelTurn(_TurnBase):
     Streamed as: one chunk per thought, one per server tool (``server_tools``), ``text`` split into
     ``text_chunks`` chunks, then all function calls in one chunk (parallel calls); the last chunk
     carries ``finishReason``, usage and ``grounding`` (``groundingMetadata`` as REST JSON, sent
-    verbatim; generateContent only: the Interactions API cites sources in text annotations). Served to
+    verbatim; generateContent only). The Interactions API cites sources in text ``annotations``
+    (``file_citation``, ``place_citation``, ``url_citation``; Interactions only). Served to
     generateContent (merged), streamGenerateContent, or the Interactions API (as thought /
     server tool / model_output / function_call steps) unless ``method`` pins one.
     """
@@ -189,6 +190,7 @@ class ModelTurn(_TurnBase):
     function_calls: list[FunctionCall] = Field(default_factory=list)
     server_tools: list[ServerTool] = Field(default_factory=list)
     grounding: dict[str, Any] | None = None
+    annotations: list[dict[str, Any]] = Field(default_factory=list)
     usage: Usage | None = None
     finish_reason: str = "STOP"
 
@@ -203,9 +205,12 @@ class _StepBase(_Model):
 
 
 class TextStep(_StepBase):
+    """Model output; ``annotations`` (citations) follow the text as one ``text_annotation_delta``."""
+
     type: Literal["model_output"] = "model_output"
     text: str
     chunks: int = Field(default=1, ge=1)
+    annotations: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class ThoughtStep(_StepBase):

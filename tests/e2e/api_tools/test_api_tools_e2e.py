@@ -196,23 +196,35 @@ MAPS_GROUNDING = {
     ],
     "googleMapsWidgetContextToken": "widget-1",
 }
+PLACE_CITATION = {
+    "type": "place_citation",
+    "name": "Café X",
+    "place_id": "places/abc",
+    "url": "https://maps.google.com/?cid=1",
+    "start_index": 4,
+    "end_index": 11,
+}
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 async def test_google_maps_with_location_and_widget(server: FakeGemini, workspace: Path, backend: str) -> None:
-    server.add(ModelTurn(server_tools=[MAPS], text="Try Café X.", grounding=MAPS_GROUNDING))
+    server.add(
+        ModelTurn(server_tools=[MAPS], text="Try Café X.", grounding=MAPS_GROUNDING, annotations=[PLACE_CITATION])
+    )
     options = {
         "google_maps": {"enable_widget": True},
         "user_location": {"latitude": 48.8566, "longitude": 2.3522},
         "local_tools": False,
     }
     events = await run(params(server, workspace, backend, "gemini-2.5-flash", **options))
-    ((use, result),) = server_pairs(events)
+    pairs = server_pairs(events)
+    use, result = pairs[0]
     assert use.name == "google_maps"
     assert use.input["queries"] == ["cafe near me"]
     assert result.data is not None
     (body,) = bodies(server, backend)
     if backend == "generate-content":
+        assert len(pairs) == 1  # no invocations asked: the grounding metadata is all there is
         assert builtin_tools(body, backend) == [{"googleMaps": {"enableWidget": True}}]
         assert body["toolConfig"] == {"retrievalConfig": {"lat_lng": {"latitude": 48.8566, "longitude": 2.3522}}}
         assert result.data["grounding_chunks"][0]["maps"]["place_id"] == "places/abc"
@@ -223,6 +235,9 @@ async def test_google_maps_with_location_and_widget(server: FakeGemini, workspac
         ]
         assert use.tool_use_id == "map-1"
         assert "places/abc" in str(result.output)
+        cited_use, cited = pairs[1]  # the text's place citations, as a pair of their own
+        assert cited_use.name == "google_maps"
+        assert cited.data == {"annotations": [PLACE_CITATION]}
     assert text_of(events) == "Try Café X."
 
 
@@ -291,13 +306,23 @@ RETRIEVED = {
     ],
     "groundingSupports": [{"segment": {"endIndex": 12, "text": "Page the SRE"}, "groundingChunkIndices": [0]}],
 }
+FILE_CITATION = {
+    "type": "file_citation",
+    "file_name": "oncall.md",
+    "source": "Page the SRE on call.",
+    "custom_metadata": {"team": "infra"},
+    "start_index": 0,
+    "end_index": 12,
+}
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 async def test_file_search_with_function_calling(server: FakeGemini, workspace: Path, backend: str) -> None:
     """Gemini 3 may combine File Search with function calling (not with other built-in tools)."""
     lookup = ServerTool(tool="file_search", id="fs-1", arguments={"query": "who to page"}, signature="sig-fs")
-    server.add(ModelTurn(server_tools=[lookup], text="Page the SRE on call.", grounding=RETRIEVED))
+    server.add(
+        ModelTurn(server_tools=[lookup], text="Page the SRE on call.", grounding=RETRIEVED, annotations=[FILE_CITATION])
+    )
     events = await run(params(server, workspace, backend, GEMINI_3, file_search=FILE_SEARCH))
     pairs = server_pairs(events)
     assert pairs[0][0].tool_use_id == "fs-1"
@@ -328,7 +353,9 @@ async def test_file_search_with_function_calling(server: FakeGemini, workspace: 
                 "top_k": 3,
             }
         ]
-        assert len(pairs) == 1
+        cited_use, cited = pairs[1]
+        assert cited_use.name == "file_search"
+        assert cited.data == {"annotations": [FILE_CITATION]}
 
 
 # -- function-calling modes ---------------------------------------------------------------------------
