@@ -266,3 +266,10 @@ def test_the_documented_combinations_pass() -> None:
     assert tool_problems("gemini-3-flash-preview", ["functions", "file_search"]) == []
     vertex = tool_problems("gemini-3-flash-preview", ["functions", "google_search", "vertexai"])
     assert [(p.rule, p.fatal) for p in vertex] == [("builtins_with_functions_on_vertex", False)]
+
+
+def test_the_doc_names_every_rule_and_model_row() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "api-tools.md").read_text(encoding="utf-8")
+    rows, rules = load()
+    assert [r.id for r in rules if f"`{r.id}`" not in doc] == []
+    assert [row.prefix for row in rows if f"`{row.prefix.rstrip('-')}" not in doc] == []
