@@ -177,6 +177,22 @@ async def test_tool_checks_warn_sends_a_refused_combination_with_a_warning(
 
 
 @pytest.mark.parametrize("backend", API_BACKENDS)
+async def test_a_resume_is_checked_against_the_sessions_model(server: FakeGemini, tmp_path: Path, backend: str) -> None:
+    """Without `model`, a resume runs on the session's model: it is checked once the session is read."""
+    server.add(ModelTurn(text="searched"))
+    first = await run(params(server, backend, "gemini-2.5-flash", tmp_path, google_search=True, local_tools=False))
+    started = first[0]
+    assert isinstance(started, SessionStarted)
+    assert started.short_id is not None
+    again = params(server, backend, "gemini-2.5-flash", tmp_path, google_search=True).model_copy(
+        update={"model": None, "resume": started.short_id}
+    )
+    error = await refused(server, again)
+    assert "[rule builtins_with_functions]" in error.message
+    assert "gemini-2.5-flash cannot combine built-in tools with function calling" in error.message
+
+
+@pytest.mark.parametrize("backend", API_BACKENDS)
 async def test_an_allowed_function_name_nobody_offers_fails_before_any_request(
     server: FakeGemini, tmp_path: Path, backend: str
 ) -> None:

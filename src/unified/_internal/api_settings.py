@@ -135,19 +135,24 @@ class ApiOptions(BackendOptions):
         """The Google built-in tools switched on, in `BUILTIN_TOOLS` order."""
         return tuple(name for name in BUILTIN_TOOLS if getattr(self, name) not in (False, None))
 
-    def tool_features(self, *, functions: bool, vertexai: bool) -> list[str]:
-        """This request's features as `api_tools.toml` names them (shared by both backends)."""
+    def tool_features(self, *, functions: bool, invocations: bool) -> list[str]:
+        """This request's features as `api_tools.toml` names them. `functions`: function declarations
+        are sent (the local tools, MCP servers among them); `invocations`: the backend sends
+        `server_side_tool_invocations` (generateContent does, the Interactions API has no such setting)."""
         features = list(self.google_tools)
         if functions:
             features.append("functions")
         if self.function_calling is not None and self.function_calling.mode != "validated":
             features.append(f"mode_{self.function_calling.mode}")
-        if vertexai:
+        if invocations and self.server_side_tool_invocations is not None:
+            features.append("invocations_on" if self.server_side_tool_invocations else "invocations_off")
+        if self.vertex():
             features.append("vertexai")
         return features
 
-    def check_tools(self, backend: str, model: str, features: list[str]) -> list[tuple[str, str, bool]]:
-        """`Backend.unsupported_options` rows for what `api_tools.toml` says of these tools on `model`.
+    def check_tools(self, backend: str, model: str | None, features: list[str]) -> list[tuple[str, str, bool]]:
+        """`Backend.unsupported_options` rows for what `api_tools.toml` says of these tools on `model`
+        (None: not known yet, a resume that takes the session's model: the model-free rules only).
 
         Raises ConfigurationError naming every rule the request breaks, before anything is sent
         (with `tool_checks="warn"` those become warnings too).

@@ -166,7 +166,7 @@ def tool_problems(model: str | None, features: Iterable[str]) -> list[ToolProble
     others = ", ".join(t for t in BUILTIN_TOOLS if t in present and t != "file_search")
     for rule in load()[1]:
         if _applies(rule, model, present):
-            fill = {"model": model or "the default model", "others": others}
+            fill = {"model": model or "the model", "others": others}
             problems.append(
                 ToolProblem(
                     rule.id,
@@ -185,5 +185,5 @@ def _shown(tool: str) -> str:
 
 def _turn_off(tool: str) -> str:
     if tool == "functions":
-        return "set local_tools=false and pass no mcp_servers, or choose another model"
+        return "set local_tools=false, or choose another model"
     return f"turn {tool} off or choose another model"

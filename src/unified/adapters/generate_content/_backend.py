@@ -30,12 +30,9 @@ class GenerateContentBackend:
         (raised before any request); the rest are warnings."""
         options = parse_options(GenerateContentOptions, params.backend_options, BACKEND)
         model = params.model or DEFAULT_MODEL
-        features = options.tool_features(
-            functions=options.local_tools or bool(params.mcp_servers), vertexai=options.vertex()
-        )
-        if options.server_side_tool_invocations is not None:
-            features.append("invocations_on" if options.server_side_tool_invocations else "invocations_off")
-        problems = options.check_tools(BACKEND, model, features)
+        resumed_model = params.resume is not None and params.model is None  # checked once the session loads
+        features = options.tool_features(functions=options.local_tools, invocations=True)
+        problems = options.check_tools(BACKEND, None if resumed_model else model, features)
         plan = plan_thinking(model, params.thinking)
         if plan is not None:
             problems.extend(("thinking", note, False) for note in plan.notes)

@@ -96,6 +96,9 @@ class GenerateContentTurns:
 
     def choose_model(self, stored: str | None) -> str:
         self.model = self.params.model or stored or DEFAULT_MODEL
+        if self.params.model is None and stored is not None:  # the tools were checked without a model
+            features = self.settings.tool_features(functions=self.settings.local_tools, invocations=True)
+            self.settings.check_tools(BACKEND, self.model, features)
         return self.model
 
     def begin(self, session: StoredSession, declarations: list[dict[str, Any]]) -> None:

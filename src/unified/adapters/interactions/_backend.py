@@ -22,9 +22,9 @@ class InteractionsBackend:
         options = parse_options(InteractionsOptions, params.backend_options, BACKEND)
         agent = options.agent
         model = params.model or DEFAULT_MODEL
-        functions = not agent and (options.local_tools or bool(params.mcp_servers))
-        features = options.tool_features(functions=functions, vertexai=options.vertex())
-        problems = options.check_tools(BACKEND, agent or model, features)
+        resumed_model = params.resume is not None and params.model is None  # checked once the session loads
+        features = options.tool_features(functions=not agent and options.local_tools, invocations=False)
+        problems = options.check_tools(BACKEND, agent or (None if resumed_model else model), features)
         if options.server_side_tool_invocations is not None:
             why = "the Interactions API always streams the built-in tools' steps; the option is ignored"
             problems.append(("backend_options.server_side_tool_invocations", why, False))

@@ -79,6 +79,9 @@ class InteractionsTurns:
 
     def choose_model(self, stored: str | None) -> str:
         self.model = self.settings.agent or self.params.model or stored or DEFAULT_MODEL
+        if not (self.settings.agent or self.params.model) and stored is not None:  # checked without a model
+            features = self.settings.tool_features(functions=self.settings.local_tools, invocations=False)
+            self.settings.check_tools(BACKEND, self.model, features)
         return self.model
 
     @property
