@@ -380,3 +380,26 @@ async def test_function_calling_mode_reaches_the_wire(
     else:
         choice = body["generation_config"]["tool_choice"]
         assert choice == ({"allowed_tools": {"mode": mode, "tools": list(names)}} if names else mode)
+
+
+# -- Vertex AI: no server-side tool invocations -------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["option", "environment"])
+async def test_vertex_sends_builtins_with_functions_without_invocations(
+    server: FakeGemini, workspace: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """google-genai refuses includeServerSideToolInvocations on Vertex AI: it is left out, with a warning."""
+    server.add(ModelTurn(text="Sunny."))
+    options: dict[str, Any] = {"google_search": True}
+    if how == "option":
+        options["vertexai"] = True
+    else:
+        monkeypatch.setenv("GOOGLE_GENAI_USE_VERTEXAI", "true")
+    events = await run(params(server, workspace, "generate-content", GEMINI_3, **options))
+    warnings = [e.message for e in events if e.type == "warning"]
+    assert any("[rule builtins_with_functions_on_vertex]" in w for w in warnings)
+    (request,) = server.requests_for("generateContentStream")
+    assert request.path.startswith("/v1beta1/publishers/google/models/")  # Vertex AI express mode
+    assert builtin_tools(request.body, "generate-content") == [{"googleSearch": {}}]
+    assert "toolConfig" not in request.body
