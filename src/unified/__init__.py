@@ -47,6 +47,7 @@ from unified.types import (
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from unified._internal.api_settings import FileSearchTool, FunctionCalling, GoogleMapsTool, LatLng
     from unified._internal.session_store import FileSessionStore, MemorySessionStore
     from unified.adapters.gemini_cli._options import GeminiCliOptions
     from unified.adapters.generate_content._options import GenerateContentOptions
@@ -61,8 +62,12 @@ _OPTIONS = {
     "GeminiCliOptions": "unified.adapters.gemini_cli._options",
     "GenerateContentOptions": "unified.adapters.generate_content._options",
     "InteractionsOptions": "unified.adapters.interactions._options",
+    "FileSearchTool": "unified._internal.api_settings",
+    "FunctionCalling": "unified._internal.api_settings",
+    "GoogleMapsTool": "unified._internal.api_settings",
+    "LatLng": "unified._internal.api_settings",
 }
-"""Each backend's typed `backend_options`, loaded with (only) that backend's package on first use."""
+"""Each backend's typed `backend_options` (and the API backends' tool settings), loaded on first use."""
 
 
 def __getattr__(name: str) -> Any:
@@ -94,12 +99,16 @@ __all__ = [
     "CorruptSession",
     "EventStream",
     "ExecuteParams",
+    "FileSearchTool",
     "FileSessionStore",
+    "FunctionCalling",
     "GeminiCliOptions",
     "GenerateContentOptions",
+    "GoogleMapsTool",
     "HttpMcpServer",
     "ImageInput",
     "InteractionsOptions",
+    "LatLng",
     "McpServer",
     "MemorySessionStore",
     "ProtocolViolation",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from unified._internal.models import budget_to_level, builtin_tool_problems, plan_level, profile
+from unified._internal.models import budget_to_level, plan_level, profile
 from unified.adapters.generate_content._options import plan_thinking
 from unified.tools import model_family
 from unified.types import ThinkingConfig
@@ -43,16 +43,5 @@ def test_both_backends_send_the_same_level_for_budget_zero(model: str) -> None:
     assert notes
 
 
-def test_builtin_tools_are_checked_against_the_profile() -> None:
-    assert builtin_tool_problems("gemini-3-flash-preview", ("google_search",), local_tools=True) == []
-    legacy = builtin_tool_problems("gemini-2.5-flash", ("url_context",), local_tools=True)
-    assert [why for _, why in legacy] == [
-        "gemini-2.5-flash may refuse built-in tools combined with function calling (Gemini 3 only); "
-        "set local_tools=False if the API answers 400"
-    ]
-    image = builtin_tool_problems("gemini-3-pro-image", ("code_execution",), local_tools=False)
-    assert image == [
-        ("backend_options.code_execution", "gemini-3-pro-image does not document the built-in tool code_execution")
-    ]
-    assert builtin_tool_problems("some-future-model", ("code_execution",), local_tools=True) == []
+def test_budget_ranges_come_from_the_profile() -> None:
     assert profile("gemini-2.5-pro").budget_range == (128, 32768)

@@ -10,21 +10,72 @@ options can be checked before the stream starts.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal, TypeVar
 
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from unified._errors import AuthError, ConfigurationError
-from unified._internal.models import builtin_tool_problems
+from unified._internal.api_tools import BUILTIN_TOOLS, ToolProblem, tool_problems
 from unified._internal.options import parse_options
 from unified.auth import ApiAuth, resolve_api_auth
 from unified.types import BackendOptions, ExecuteParams
 
-GOOGLE_TOOLS = ("google_search", "url_context", "code_execution")
-"""Google's server-side tools, each switched on by a boolean option of the same name."""
-
 ApiVersion = Literal["v1", "v1beta", "v1alpha", "v1beta1"]
+FunctionCallingMode = Literal["auto", "any", "none", "validated"]
+
+
+class _ToolSetting(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GoogleMapsTool(_ToolSetting):
+    """Grounding with Google Maps (`google_maps=GoogleMapsTool(...)`, or `google_maps=True` for the defaults).
+
+    The user's location, which Maps grounding uses, is the separate `user_location` option.
+    """
+
+    enable_widget: bool = False
+    """Ask for a `googleMapsWidgetContextToken` (a Places widget) in the grounding metadata."""
+
+
+class FileSearchTool(_ToolSetting):
+    """Retrieval from File Search stores (Gemini Developer API only); docs/api-tools.md."""
+
+    store_names: tuple[str, ...] = Field(min_length=1)
+    """The stores to search, as the API names them: `fileSearchStores/<id>`."""
+    metadata_filter: str | None = None
+    """A filter over the documents' custom metadata (AIP-160 syntax, e.g. `author = "Ada"`)."""
+    top_k: int | None = Field(default=None, ge=1)
+    """How many chunks to retrieve."""
+
+
+class LatLng(_ToolSetting):
+    """A point in WGS84 degrees: the user's location for Google Maps (and Search) grounding."""
+
+    latitude: float = Field(ge=-90, le=90)
+    longitude: float = Field(ge=-180, le=180)
+
+
+class FunctionCalling(_ToolSetting):
+    """How the model may call functions (`toolConfig.functionCallingConfig`; Interactions: `tool_choice`).
+
+    auto: call or answer; any: must call; none: never call; validated: call or answer, calls checked
+    against their schema (the only mode when built-in tools are combined with functions).
+    """
+
+    mode: FunctionCallingMode
+    allowed_function_names: tuple[str, ...] = ()
+    """Restricts the callable functions (tool names as the model sees them); only with any or validated."""
+
+    @model_validator(mode="after")
+    def _names_need_a_forcing_mode(self) -> FunctionCalling:
+        if self.allowed_function_names and self.mode not in ("any", "validated"):
+            raise ValueError(
+                f"allowed_function_names works only with mode 'any' or 'validated', not {self.mode!r} "
+                "(drop the names or change the mode)"
+            )
+        return self
 
 
 class ApiOptions(BackendOptions):
@@ -65,17 +116,84 @@ class ApiOptions(BackendOptions):
     google_search: bool = False
     url_context: bool = False
     code_execution: bool = False
+    google_maps: bool | GoogleMapsTool = False
+    file_search: FileSearchTool | None = None
+    user_location: LatLng | None = None
+    """Where the user is, for Google Maps (and Search) grounding."""
+    function_calling: FunctionCalling | None = None
+    """None: the API's default (auto; validated when built-in tools are combined with functions)."""
+    server_side_tool_invocations: bool | None = None
+    """generateContent on Gemini 3: return the built-in tools' calls and results as `toolCall` /
+    `toolResponse` parts (echoed back in the history). None: on exactly when the API requires it
+    (built-in tools combined with function calling)."""
+    tool_checks: Literal["error", "warn"] = "error"
+    """`warn`: a tool combination `api_tools.toml` says the API refuses is sent anyway, with a warning
+    (for when the documentation lags behind the models)."""
 
     @property
     def google_tools(self) -> tuple[str, ...]:
-        """The Google server-side tools switched on, in `GOOGLE_TOOLS` order."""
-        return tuple(name for name in GOOGLE_TOOLS if getattr(self, name))
+        """The Google built-in tools switched on, in `BUILTIN_TOOLS` order."""
+        return tuple(name for name in BUILTIN_TOOLS if getattr(self, name) not in (False, None))
 
-    def model_warnings(self, model: str) -> list[tuple[str, str, bool]]:
-        """`Backend.unsupported_options` rows for the built-in tools `model` may refuse (never fatal)."""
-        return [
-            (option, why, False) for option, why in builtin_tool_problems(model, self.google_tools, self.local_tools)
-        ]
+    def tool_features(self, *, functions: bool, invocations: bool) -> list[str]:
+        """This request's features as `api_tools.toml` names them. `functions`: function declarations
+        are sent (the local tools, MCP servers among them); `invocations`: the backend sends
+        `server_side_tool_invocations` (generateContent does, the Interactions API has no such setting)."""
+        features = list(self.google_tools)
+        if functions:
+            features.append("functions")
+        if self.function_calling is not None and self.function_calling.mode != "validated":
+            features.append(f"mode_{self.function_calling.mode}")
+        if invocations and self.server_side_tool_invocations is not None:
+            features.append("invocations_on" if self.server_side_tool_invocations else "invocations_off")
+        if self.vertex():
+            features.append("vertexai")
+        return features
+
+    def check_tools(self, backend: str, model: str | None, features: list[str]) -> list[tuple[str, str, bool]]:
+        """`Backend.unsupported_options` rows for what `api_tools.toml` says of these tools on `model`
+        (None: not known yet, a resume that takes the session's model: the model-free rules only).
+
+        Raises ConfigurationError naming every rule the request breaks, before anything is sent
+        (with `tool_checks="warn"` those become warnings too).
+        """
+        problems = tool_problems(model, features)
+        refused = [p for p in problems if p.fatal and self.tool_checks == "error"]
+        if refused:
+            raise ConfigurationError(
+                f"the {backend} backend will not send this request: "
+                + "; ".join(f"{p.message} [rule {p.rule}]" for p in refused),
+                hint="; ".join(_unique(p.hint for p in refused))
+                + " (docs/api-tools.md; tool_checks='warn' sends it anyway)",
+                details={"rules": [p.rule for p in refused], "model": model},
+            )
+        return [(p.option, _warning(p), False) for p in problems]
+
+    def check_allowed_names(self, backend: str, declarations: list[dict[str, Any]]) -> None:
+        """Raise ConfigurationError when `function_calling.allowed_function_names` names a function the
+        run does not offer (the API would answer 400); checked once the tools are known, before sending."""
+        if self.function_calling is None:
+            return
+        offered = [str(d.get("name")) for d in declarations]
+        missing = [name for name in self.function_calling.allowed_function_names if name not in offered]
+        if missing:
+            raise ConfigurationError(
+                f"the {backend} backend offers no function named {', '.join(map(repr, missing))} "
+                "(backend_options.function_calling.allowed_function_names)",
+                hint="name offered tools only: " + (", ".join(offered) or "none are offered (local_tools is off)"),
+            )
+
+    def vertex(self) -> bool:
+        """Whether the run goes to Vertex AI (the option, else google-genai's environment flags)."""
+        return bool(self.vertexai if self.vertexai is not None else resolve_api_auth(os.environ).vertexai)
+
+
+def _warning(problem: ToolProblem) -> str:
+    return f"{problem.message}: {problem.hint} [rule {problem.rule}]"
+
+
+def _unique(texts: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(texts))
 
 
 OptionsT = TypeVar("OptionsT", bound=ApiOptions)

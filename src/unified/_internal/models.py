@@ -7,13 +7,14 @@ Each profile says, for the model ids it matches (by prefix of the id's last path
   API's `-latest` aliases (`gemini-flash-latest`, `gemini-pro-latest`, `gemini-flash-lite-latest`)
   serve Gemini 3 models today, so they get the Gemini 3 set;
 - `thinking`: how the model takes a thinking setting: a `level` (Gemini 3), a `budget` in tokens
-  with its range (Gemini 2.5), or `none`; which levels it accepts; whether budget 0 turns it off;
-- `builtin_tools`: which Google server-side tools it documents (google_search, url_context,
-  code_execution); `builtins_with_functions`: whether it may combine them with function calling.
+  with its range (Gemini 2.5), or `none`; which levels it accepts; whether budget 0 turns it off.
+
+Which Google built-in tools a model supports, and which combinations the API refuses, are data of
+their own (`api_tools.toml`, read by `unified._internal.api_tools`), keyed by the same model ids.
 
 A budget maps to a level, and a level to a budget, the same way on every backend (`budget_to_level`,
 `LEVEL_BUDGETS`). Unknown models get `UNKNOWN`: legacy declarations, no thinking config, no claim
-about built-in tools.
+about their family (so no family rule of `api_tools.toml` applies to them).
 """
 
 from __future__ import annotations
@@ -23,10 +24,8 @@ from typing import Literal
 
 ToolFamily = Literal["gemini-3", "default-legacy"]
 ThinkingLevel = Literal["minimal", "low", "medium", "high"]
-BuiltinTool = Literal["google_search", "url_context", "code_execution"]
 
 ALL_LEVELS: tuple[ThinkingLevel, ...] = ("minimal", "low", "medium", "high")
-ALL_BUILTINS: frozenset[BuiltinTool] = frozenset({"google_search", "url_context", "code_execution"})
 LEVEL_BUDGETS: dict[ThinkingLevel, int] = {"minimal": 0, "low": 1024, "medium": 8192, "high": 24576}
 """A level sent to a model that takes a budget."""
 
@@ -40,19 +39,17 @@ class ModelProfile:
     budget_range: tuple[int, int] | None = None
     budget_off: bool = False
     """Budget 0 turns thinking off (outside `budget_range`)."""
-    builtin_tools: frozenset[BuiltinTool] = ALL_BUILTINS
-    builtins_with_functions: bool = False
 
 
 def _gemini3(prefix: str, levels: tuple[ThinkingLevel, ...] = ALL_LEVELS) -> ModelProfile:
-    return ModelProfile(prefix, "gemini-3", "level", levels=levels, builtins_with_functions=True)
+    return ModelProfile(prefix, "gemini-3", "level", levels=levels)
 
 
 _PRO_LEVELS: tuple[ThinkingLevel, ...] = ("low", "high")
 
 PROFILES: tuple[ModelProfile, ...] = (
-    ModelProfile("gemini-3.1-flash-image", "gemini-3", "none", builtin_tools=frozenset({"google_search"})),
-    ModelProfile("gemini-3-pro-image", "gemini-3", "none", builtin_tools=frozenset({"google_search"})),
+    ModelProfile("gemini-3.1-flash-image", "gemini-3", "none"),
+    ModelProfile("gemini-3-pro-image", "gemini-3", "none"),
     _gemini3("gemini-3.1-pro", _PRO_LEVELS),
     _gemini3("gemini-3-pro", _PRO_LEVELS),
     _gemini3("gemini-pro-latest", _PRO_LEVELS),
@@ -102,25 +99,3 @@ def plan_level(
         notes.append(f"{model} takes thinking level {' or '.join(levels)}; {level!r} sent as {fitted!r}")
         level = fitted
     return level, notes
-
-
-def builtin_tool_problems(model: str | None, enabled: tuple[str, ...], local_tools: bool) -> list[tuple[str, str]]:
-    """(option, why) for each enabled Google built-in tool the model does not document, or cannot
-    combine with function calling (only Gemini 3 can); warnings, as the documentation may lag."""
-    known = profile(model)
-    if known is UNKNOWN:
-        return []
-    problems = [
-        (f"backend_options.{name}", f"{model} does not document the built-in tool {name}")
-        for name in enabled
-        if name not in known.builtin_tools
-    ]
-    if enabled and local_tools and not known.builtins_with_functions:
-        problems.append(
-            (
-                f"backend_options.{enabled[0]}",
-                f"{model} may refuse built-in tools combined with function calling (Gemini 3 only); "
-                "set local_tools=False if the API answers 400",
-            )
-        )
-    return problems

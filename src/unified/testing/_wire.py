@@ -21,6 +21,7 @@ from unified.testing.scenario import (
     InteractionTurn,
     ModelTurn,
     ServerStep,
+    ServerTool,
     Step,
     TextStep,
     ThoughtStep,
@@ -116,14 +117,53 @@ def _chunk(parts: list[JsonObject], model: str) -> JsonObject:
     }
 
 
-def model_chunks(turn: ModelTurn, model: str) -> list[JsonObject]:
-    """A ModelTurn as streamGenerateContent chunks."""
+_TOOL_TYPES = {
+    "google_search": "GOOGLE_SEARCH_WEB",
+    "google_maps": "GOOGLE_MAPS",
+    "url_context": "URL_CONTEXT",
+    "file_search": "FILE_SEARCH",
+}
+"""The generateContent `toolType` of each built-in tool a `toolCall` part can name."""
+
+
+def wants_invocations(body: Any) -> bool:
+    """Whether a generateContent request asked for `toolCall` / `toolResponse` parts (either casing)."""
+    config = body.get("toolConfig") or body.get("tool_config") if isinstance(body, dict) else None
+    if not isinstance(config, dict):
+        return False
+    return bool(config.get("includeServerSideToolInvocations") or config.get("include_server_side_tool_invocations"))
+
+
+def server_tool_parts(tool: ServerTool, invocations: bool) -> list[JsonObject]:
+    """A built-in tool's call and result as generateContent parts (none for a hidden invocation)."""
+    call: JsonObject
+    if tool.tool == "code_execution":
+        code = {"language": "PYTHON", "code": str(tool.arguments.get("code", "")), "id": tool.id}
+        outcome = {"outcome": "OUTCOME_OK", "output": "", **tool.response, "id": tool.id}
+        call, result = {"executableCode": code}, {"codeExecutionResult": outcome}
+    elif invocations:
+        kind = _TOOL_TYPES[tool.tool]
+        call = {"toolCall": {"id": tool.id, "toolType": kind, "args": tool.arguments}}
+        result = {"toolResponse": {"id": tool.id, "toolType": kind, "response": tool.response}}
+    else:
+        return []
+    if tool.signature is not None:
+        call["thoughtSignature"] = b64(tool.signature)
+    return [call, result]
+
+
+def model_chunks(turn: ModelTurn, model: str, *, invocations: bool = False) -> list[JsonObject]:
+    """A ModelTurn as streamGenerateContent chunks; `invocations`: the request asked for server-side
+    tool invocations (see `wants_invocations`)."""
     chunks: list[JsonObject] = []
     for thought in turn.thoughts:
         part: JsonObject = {"text": thought.text, "thought": True}
         if thought.signature is not None:
             part["thoughtSignature"] = b64(thought.signature)
         chunks.append(_chunk([part], model))
+    for tool in turn.server_tools:
+        if shown := server_tool_parts(tool, invocations):
+            chunks.append(_chunk(shown, model))
     for i, piece in enumerate(split_text(turn.text, turn.text_chunks)):
         part = {"text": piece}
         if i == 0 and turn.text_signature is not None:
@@ -144,6 +184,8 @@ def model_chunks(turn: ModelTurn, model: str) -> list[JsonObject]:
         chunks.append(_chunk([{"text": ""}], model))
     last = chunks[-1]
     last["candidates"][0]["finishReason"] = turn.finish_reason
+    if turn.grounding is not None:
+        last["candidates"][0]["groundingMetadata"] = turn.grounding
     if turn.usage is not None:
         last["usageMetadata"] = usage_metadata(turn.usage)
     return chunks
@@ -188,10 +230,40 @@ def as_interaction_turn(turn: ModelTurn) -> InteractionTurn:
         steps.append(
             ThoughtStep(summary=[t.text for t in turn.thoughts], signature=signatures[-1] if signatures else None)
         )
+    for tool in turn.server_tools:
+        steps.extend(_server_tool_steps(tool))
     if turn.text:
-        steps.append(TextStep(text=turn.text, chunks=turn.text_chunks))
+        steps.append(TextStep(text=turn.text, chunks=turn.text_chunks, annotations=turn.annotations))
     steps.extend(FunctionCallStep(name=c.name, arguments=c.args, id=c.id) for c in turn.function_calls)
     return InteractionTurn(steps=steps, usage=turn.usage, chunk_delay=turn.chunk_delay)
+
+
+def _server_tool_steps(tool: ServerTool) -> list[Step]:
+    """A built-in tool's call and result as Interactions API steps."""
+    signature = tool.signature
+    if tool.tool == "google_search":
+        suggestions = tool.interaction_result if isinstance(tool.interaction_result, str) else ""
+        return [
+            GoogleSearchCall(id=tool.id, queries=list(tool.arguments.get("queries", [])), signature=signature),
+            GoogleSearchResult(call_id=tool.id, search_suggestions=suggestions, signature=signature),
+        ]
+    if tool.tool == "code_execution":
+        output = str(tool.response.get("output", ""))
+        failed = tool.response.get("outcome", "OUTCOME_OK") != "OUTCOME_OK"
+        code = str(tool.arguments.get("code", ""))
+        return [
+            CodeExecutionCall(id=tool.id, code=code, signature=signature),
+            CodeExecutionResult(call_id=tool.id, result=output, is_error=failed, signature=signature),
+        ]
+    call: JsonObject = {"id": tool.id, "arguments": tool.arguments}
+    result: JsonObject = {"call_id": tool.id}
+    if tool.interaction_result is not None:
+        result["result"] = tool.interaction_result
+    kind = tool.tool
+    return [
+        ServerStep.model_validate({"type": f"{kind}_call", "data": call, "signature": signature}),
+        ServerStep.model_validate({"type": f"{kind}_result", "data": result, "signature": signature}),
+    ]
 
 
 INTERACTION_EVENTS = {
@@ -227,10 +299,15 @@ def render_step(step: Step, call_id: str) -> RenderedStep:
     """``call_id`` names a function call that the script left without an id."""
     if isinstance(step, TextStep):
         pieces = split_text(step.text, step.chunks)
+        text: JsonObject = {"type": "text", "text": step.text}
+        text_deltas: list[JsonObject] = [{"type": "text", "text": piece} for piece in pieces]
+        if step.annotations:
+            text["annotations"] = step.annotations
+            text_deltas.append({"type": "text_annotation_delta", "annotations": step.annotations})
         return RenderedStep(
             start={"type": "model_output"},
-            deltas=[{"type": "text", "text": piece} for piece in pieces],
-            final={"type": "model_output", "content": [{"type": "text", "text": step.text}]},
+            deltas=text_deltas,
+            final={"type": "model_output", "content": [text]},
             usage=step.usage,
         )
     if isinstance(step, ThoughtStep):
@@ -269,6 +346,8 @@ def render_step(step: Step, call_id: str) -> RenderedStep:
     else:
         assert isinstance(step, ServerStep)
         wire = {"type": step.type, **step.data}
+    if step.signature is not None:
+        wire["signature"] = b64(step.signature)
     return RenderedStep(start=wire, final=wire, usage=step.usage)
 
 

@@ -417,7 +417,7 @@ class FakeGemini:
             chunks = turn.response if isinstance(turn.response, list) else [turn.response]
         else:
             assert isinstance(turn, ModelTurn)
-            chunks = _wire.model_chunks(turn, model)
+            chunks = _wire.model_chunks(turn, model, invocations=_wire.wants_invocations(body))
         if api_method != "generateContentStream":
             if fault is not None:
                 reply: _Reply = _Drop() if fault.kind == "cut_stream" else _Json(*_wire.fault_error(fault, model))

@@ -28,6 +28,7 @@ __all__ = [
     "RecordedTurn",
     "Script",
     "ServerStep",
+    "ServerTool",
     "Step",
     "TextStep",
     "Thought",
@@ -145,13 +146,39 @@ class FunctionCall(_Model):
     signature: str | None = None
 
 
+BuiltinToolName = Literal["google_search", "google_maps", "url_context", "file_search", "code_execution"]
+
+
+class ServerTool(_Model):
+    """A Google built-in tool's call and result inside a ModelTurn, rendered for whichever API asks.
+
+    generateContent: ``code_execution`` as ``executableCode`` / ``codeExecutionResult`` parts (code in
+    ``arguments["code"]``, ``response`` = ``{"outcome", "output"}``); the other tools as ``toolCall`` /
+    ``toolResponse`` parts (``args`` = ``arguments``, ``response``), sent, as the API does, only when
+    the request set ``toolConfig.includeServerSideToolInvocations``. ``signature`` goes on the call
+    part as its ``thoughtSignature``. Interactions API: a ``<tool>_call`` step (``arguments``) and a
+    ``<tool>_result`` step whose ``result`` is ``interaction_result`` (none sent when None; for
+    code_execution, the response's output), both carrying ``signature``.
+    """
+
+    tool: BuiltinToolName
+    id: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    response: dict[str, Any] = Field(default_factory=dict)
+    interaction_result: Any = None
+    signature: str | None = None
+
+
 class ModelTurn(_TurnBase):
     """A model answer described by meaning, rendered for whichever API asks.
 
-    Streamed as: one chunk per thought, ``text`` split into ``text_chunks`` chunks, then all function
-    calls in one chunk (parallel calls); the last chunk carries ``finishReason`` and usage. Served to
+    Streamed as: one chunk per thought, one per server tool (``server_tools``), ``text`` split into
+    ``text_chunks`` chunks, then all function calls in one chunk (parallel calls); the last chunk
+    carries ``finishReason``, usage and ``grounding`` (``groundingMetadata`` as REST JSON, sent
+    verbatim; generateContent only). The Interactions API cites sources in text ``annotations``
+    (``file_citation``, ``place_citation``, ``url_citation``; Interactions only). Served to
     generateContent (merged), streamGenerateContent, or the Interactions API (as thought /
-    model_output / function_call steps) unless ``method`` pins one.
+    server tool / model_output / function_call steps) unless ``method`` pins one.
     """
 
     kind: Literal["model"] = "model"
@@ -161,6 +188,9 @@ class ModelTurn(_TurnBase):
     text_chunks: int = Field(default=1, ge=1)
     text_signature: str | None = None
     function_calls: list[FunctionCall] = Field(default_factory=list)
+    server_tools: list[ServerTool] = Field(default_factory=list)
+    grounding: dict[str, Any] | None = None
+    annotations: list[dict[str, Any]] = Field(default_factory=list)
     usage: Usage | None = None
     finish_reason: str = "STOP"
 
@@ -175,9 +205,12 @@ class _StepBase(_Model):
 
 
 class TextStep(_StepBase):
+    """Model output; ``annotations`` (citations) follow the text as one ``text_annotation_delta``."""
+
     type: Literal["model_output"] = "model_output"
     text: str
     chunks: int = Field(default=1, ge=1)
+    annotations: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class ThoughtStep(_StepBase):
@@ -198,33 +231,37 @@ class FunctionCallStep(_StepBase):
     arguments_delta: bool = False
 
 
-class GoogleSearchCall(_StepBase):
+class _ServerStepBase(_StepBase):
+    signature: str | None = Field(default=None, description="Sent base64-encoded as the step's `signature`.")
+
+
+class GoogleSearchCall(_ServerStepBase):
     type: Literal["google_search_call"] = "google_search_call"
     id: str
     queries: list[str] = Field(default_factory=list)
 
 
-class GoogleSearchResult(_StepBase):
+class GoogleSearchResult(_ServerStepBase):
     type: Literal["google_search_result"] = "google_search_result"
     call_id: str
     search_suggestions: str = ""
 
 
-class CodeExecutionCall(_StepBase):
+class CodeExecutionCall(_ServerStepBase):
     type: Literal["code_execution_call"] = "code_execution_call"
     id: str
     code: str
     language: str = "python"
 
 
-class CodeExecutionResult(_StepBase):
+class CodeExecutionResult(_ServerStepBase):
     type: Literal["code_execution_result"] = "code_execution_result"
     call_id: str
     result: str
     is_error: bool = False
 
 
-class ServerStep(_StepBase):
+class ServerStep(_ServerStepBase):
     """Any other step, sent verbatim in step.start (``data`` must hold the wire fields except ``type``)."""
 
     type: Literal[

@@ -26,10 +26,13 @@ class GenerateContentBackend:
         self._params = params
 
     def unsupported_options(self, params: ExecuteParams) -> list[tuple[str, str, bool]]:
-        """A bad option is a ConfigurationError (raised); the rest are warnings."""
+        """A bad option, or tools the API refuses together (`api_tools.toml`), is a ConfigurationError
+        (raised before any request); the rest are warnings."""
         options = parse_options(GenerateContentOptions, params.backend_options, BACKEND)
         model = params.model or DEFAULT_MODEL
-        problems = options.model_warnings(model)
+        resumed_model = params.resume is not None and params.model is None  # checked once the session loads
+        features = options.tool_features(functions=options.local_tools, invocations=True)
+        problems = options.check_tools(BACKEND, None if resumed_model else model, features)
         plan = plan_thinking(model, params.thinking)
         if plan is not None:
             problems.extend(("thinking", note, False) for note in plan.notes)

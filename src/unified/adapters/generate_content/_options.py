@@ -31,6 +31,15 @@ class GenerateContentOptions(ApiOptions):
     max_output_tokens: int | None = Field(default=None, gt=0)
 
 
+def server_side_invocations(settings: GenerateContentOptions, model: str, *, functions: bool) -> bool:
+    """`includeServerSideToolInvocations`: as the option says, else on exactly when the API requires it
+    (built-in tools combined with function calling on Gemini 3; google-genai refuses it on Vertex AI)."""
+    if settings.server_side_tool_invocations is not None:
+        return settings.server_side_tool_invocations
+    gemini3 = profile(model).tool_family == "gemini-3"
+    return functions and bool(settings.google_tools) and gemini3 and not settings.vertexai
+
+
 def resolve_settings(params: ExecuteParams, env: Mapping[str, str] | None = None) -> GenerateContentOptions:
     """Options beat the environment; the environment follows google-genai's own names and order."""
     return api_settings.resolve_api_settings(params, env, backend=BACKEND, options_type=GenerateContentOptions)

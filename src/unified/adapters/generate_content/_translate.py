@@ -72,6 +72,50 @@ def _json(model: Any) -> Any:
     return model.model_dump(mode="json", exclude_none=True) if model is not None else None
 
 
+_TOOL_TYPE_NAMES = {"GOOGLE_SEARCH_WEB": "google_search", "GOOGLE_SEARCH_IMAGE": "google_search"}
+"""`toolType`s named as the option (and the Interactions API's step) that switches the tool on."""
+
+
+def server_tool_name(tool_type: types.ToolType | None) -> str:
+    """A `toolCall`/`toolResponse` part's tool: `GOOGLE_MAPS` → `google_maps`, both searches → `google_search`."""
+    if tool_type is None:
+        return "server_tool"
+    return _TOOL_TYPE_NAMES.get(tool_type.value, tool_type.value.lower())
+
+
+def grounding_sources(grounding: types.GroundingMetadata) -> list[tuple[str, dict[str, Any], Any]]:
+    """`groundingMetadata` as (tool, input, output) per source it cites, for a server-side pair each.
+
+    The chunks say the source: `web` (or none, with search queries) → google_search, `maps` →
+    google_maps, `retrievedContext` → file_search (input: the stores cited). Each output is the whole
+    metadata, so `groundingSupports` indices stay valid.
+    """
+    meta = _json(grounding)
+    if not meta:
+        return []
+    queries = meta.get("web_search_queries") or []
+    chunks = [c for c in meta.get("grounding_chunks") or [] if isinstance(c, dict)]
+    stores = sorted({str(c["retrieved_context"]["file_search_store"]) for c in chunks if _store_of(c)})
+    found = {
+        "google_search": any("web" in c or "image" in c for c in chunks),
+        "google_maps": any("maps" in c for c in chunks) or "google_maps_widget_context_token" in meta,
+        "file_search": any("retrieved_context" in c for c in chunks),
+    }
+    if not any(found.values()):
+        found["google_search"] = True  # queries or supports alone: the search tool's, as before chunks
+    inputs: dict[str, dict[str, Any]] = {
+        "google_search": {"queries": queries},
+        "google_maps": {"queries": queries},
+        "file_search": {"stores": stores} if stores else {},
+    }
+    return [(name, inputs[name], meta) for name, present in found.items() if present]
+
+
+def _store_of(chunk: dict[str, Any]) -> bool:
+    context = chunk.get("retrieved_context")
+    return isinstance(context, dict) and bool(context.get("file_search_store"))
+
+
 @dataclass
 class LocalCall:
     """A function call the loop must run: `tool_use_id` is unique in the run, `call_id` is the model's."""
@@ -178,11 +222,11 @@ class TurnTranslator:
             tool = part.tool_call
             tool_use_id = self._new_id("tool", tool.id)
             self._open_server_calls.append(tool_use_id)
-            name = tool.tool_type.value.lower() if tool.tool_type is not None else "server_tool"
+            name = server_tool_name(tool.tool_type)
             return [ToolUse(tool_use_id=tool_use_id, name=name, input=dict(tool.args or {}), server_side=True)]
         if part.tool_response is not None:
             response = part.tool_response
-            name = response.tool_type.value.lower() if response.tool_type is not None else "server_tool"
+            name = server_tool_name(response.tool_type)
             return self._server_result(name, response.id, dict(response.response or {}), False)
         return []  # inline data, files and other media reach the history unchanged
 
@@ -203,10 +247,8 @@ class TurnTranslator:
         """Events due once the stream ended: grounding as server-side tool data, finish-reason reports."""
         events: list[UnifiedEvent] = []
         if self.grounding is not None:
-            meta = _json(self.grounding)
-            if meta:
-                queries = meta.get("webSearchQueries") or meta.get("web_search_queries") or []
-                events.extend(self._server_pair("google_search", {"queries": queries}, meta))
+            for name, args, meta in grounding_sources(self.grounding):
+                events.extend(self._server_pair(name, args, meta))
         if self.url_context is not None:
             meta = _json(self.url_context)
             if meta:

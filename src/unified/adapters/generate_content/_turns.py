@@ -17,11 +17,15 @@ from unified._errors import BackendError
 from unified._internal.agent_loop import Emit, TurnEnd
 from unified._internal.backend import RunOutcome
 from unified._internal.genai_client import GenaiClient
-from unified._internal.models import profile
 from unified._internal.retry import Failure
 from unified.adapters.generate_content._client import generation_config
 from unified.adapters.generate_content._failures import classify
-from unified.adapters.generate_content._options import DEFAULT_MODEL, GenerateContentOptions, plan_thinking
+from unified.adapters.generate_content._options import (
+    DEFAULT_MODEL,
+    GenerateContentOptions,
+    plan_thinking,
+    server_side_invocations,
+)
 from unified.adapters.generate_content._sessions import BACKEND
 from unified.adapters.generate_content._translate import TurnTranslator
 from unified.events import Usage
@@ -92,6 +96,9 @@ class GenerateContentTurns:
 
     def choose_model(self, stored: str | None) -> str:
         self.model = self.params.model or stored or DEFAULT_MODEL
+        if self.params.model is None and stored is not None:  # the tools were checked without a model
+            features = self.settings.tool_features(functions=self.settings.local_tools, invocations=True)
+            self.settings.check_tools(BACKEND, self.model, features)
         return self.model
 
     def begin(self, session: StoredSession, declarations: list[dict[str, Any]]) -> None:
@@ -101,12 +108,13 @@ class GenerateContentTurns:
         parts += [types.Part(inline_data=types.Blob(mime_type=i.mime_type, data=i.data)) for i in self.params.images]
         self.contents.append(types.Content(role="user", parts=parts))
         session.state["contents"] = [_dump(c) for c in self.contents]
+        self.settings.check_allowed_names(BACKEND, declarations)
         self.config = generation_config(
             self.settings,
             system_instruction=self.params.system_instruction,
             declarations=declarations,
             thinking=plan_thinking(self.model, self.params.thinking),
-            server_side_invocations=profile(self.model).builtins_with_functions,
+            invocations=server_side_invocations(self.settings, self.model, functions=bool(declarations)),
         )
 
     def classify(self, exc: BaseException) -> Failure | None:

@@ -17,11 +17,24 @@ class InteractionsBackend:
         self.params = params
 
     def unsupported_options(self, params: ExecuteParams) -> list[tuple[str, str, bool]]:
-        """A bad option is a ConfigurationError (raised); the rest are warnings."""
+        """A bad option, or tools the API refuses together (`api_tools.toml`), is a ConfigurationError
+        (raised before any request); the rest are warnings."""
         options = parse_options(InteractionsOptions, params.backend_options, BACKEND)
         agent = options.agent
         model = params.model or DEFAULT_MODEL
-        problems = [] if agent else options.model_warnings(model)
+        resumed_model = params.resume is not None and params.model is None  # checked once the session loads
+        features = options.tool_features(functions=not agent and options.local_tools, invocations=False)
+        problems = options.check_tools(BACKEND, agent or (None if resumed_model else model), features)
+        if options.server_side_tool_invocations is not None:
+            why = "the Interactions API always streams the built-in tools' steps; the option is ignored"
+            problems.append(("backend_options.server_side_tool_invocations", why, False))
+        if options.user_location is not None and not options.google_maps:
+            why = "the Interactions API takes the user's location on the google_maps tool only; it is ignored"
+            problems.append(("backend_options.user_location", why, False))
+        if agent and options.function_calling is not None:
+            problems.append(
+                ("backend_options.function_calling", "agents take no generation config; it is ignored", False)
+            )
         if params.thinking is not None and not agent:
             notes = plan_level(model, params.thinking.level, params.thinking.budget)[1]
             problems.extend(("thinking", note, False) for note in notes)

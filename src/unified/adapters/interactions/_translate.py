@@ -34,6 +34,8 @@ UNPARSED_ARGUMENTS = "_unparsed_arguments"
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled", "incomplete", "budget_exceeded"})
 _CLIENT_STEPS = frozenset({"function_call", "function_result", "user_input", "model_output", "thought"})
 _MEDIA_DELTAS = frozenset({"image", "audio", "video", "document"})
+_CITATION_TOOLS = {"file_citation": "file_search", "place_citation": "google_maps", "url_citation": "google_search"}
+"""The built-in tool whose results a text annotation cites."""
 
 
 @dataclass(frozen=True)
@@ -318,6 +320,8 @@ class Translator:
             )
             self.calls.append(call)
             return [*self._announce(call.id, call.name, call.arguments, server_side=False), call]
+        if kind == "model_output" and current.annotations:
+            return self._citations(index, current.annotations)
         if kind in _CLIENT_STEPS:
             return []
         if kind.endswith("_call"):
@@ -337,6 +341,23 @@ class Translator:
             )
             return out
         return []
+
+    def _citations(self, index: int, annotations: list[JsonValue]) -> list[Signal]:
+        """A model output's citations, as generateContent's grounding metadata is shown: one server-side
+        pair per tool cited (`file_citation` → file_search, `place_citation` → google_maps,
+        `url_citation` → google_search), the annotations in the result's data."""
+        cited: dict[str, list[JsonValue]] = {}
+        for annotation in annotations:
+            tool = _CITATION_TOOLS.get(str(annotation.get("type"))) if isinstance(annotation, Mapping) else None
+            if tool is not None:
+                cited.setdefault(tool, []).append(annotation)
+        out: list[Signal] = []
+        for tool, found in cited.items():
+            call_id = f"{tool}_citations_{self.interaction_id}_{index}"
+            out += self._announce(call_id, tool, {}, server_side=True)
+            self.answered.add(call_id)
+            out.append(ToolResult(tool_use_id=call_id, output={"annotations": found}, server_side=True))
+        return out
 
     def _announce(self, call_id: str, name: str, arguments: dict[str, Any], *, server_side: bool) -> list[Signal]:
         if call_id in self.announced:

@@ -25,6 +25,7 @@ import anyio
 from unified._errors import BackendError
 from unified._internal.agent_loop import Emit, TurnEnd
 from unified._internal.api_errors import timed_out
+from unified._internal.api_settings import GoogleMapsTool
 from unified._internal.backend import RunOutcome
 from unified._internal.models import plan_level
 from unified._internal.retry import Failure
@@ -78,6 +79,9 @@ class InteractionsTurns:
 
     def choose_model(self, stored: str | None) -> str:
         self.model = self.settings.agent or self.params.model or stored or DEFAULT_MODEL
+        if not (self.settings.agent or self.params.model) and stored is not None:  # checked without a model
+            features = self.settings.tool_features(functions=self.settings.local_tools, invocations=False)
+            self.settings.check_tools(BACKEND, self.model, features)
         return self.model
 
     @property
@@ -109,6 +113,8 @@ class InteractionsTurns:
     # -- the state between turns ----------------------------------------------------------------
 
     def begin(self, session: StoredSession, declarations: list[dict[str, Any]]) -> None:
+        if not self.settings.agent:
+            self.settings.check_allowed_names(BACKEND, declarations)
         self.declarations = declarations
         self.store_mode = bool(session.state.setdefault("store", self.settings.store))
         ids = chain(session)
@@ -208,7 +214,7 @@ class InteractionsTurns:
             config = self._generation_config()
             if config:
                 body["generation_config"] = config
-        tools: list[dict[str, Any]] = [{"type": name} for name in settings.google_tools]
+        tools = builtin_tools(settings)
         if not settings.agent:
             tools += [{"type": "function", **declaration} for declaration in self.declarations]
         if tools:
@@ -226,10 +232,14 @@ class InteractionsTurns:
         return body
 
     def _generation_config(self) -> dict[str, Any]:
+        config: dict[str, Any] = {}
+        choice = tool_choice(self.settings)
+        if choice is not None:
+            config["tool_choice"] = choice
         thinking = self.params.thinking
         if thinking is None:
-            return {}
-        config: dict[str, Any] = {"thinking_summaries": "auto" if thinking.include_thoughts else "none"}
+            return config
+        config["thinking_summaries"] = "auto" if thinking.include_thoughts else "none"
         level = plan_level(self.model, thinking.level, thinking.budget)[0]
         if level is not None:
             config["thinking_level"] = level
@@ -331,6 +341,41 @@ class InteractionsTurns:
         task, self.task_id = self.task_id, None
         ended = {"completed": "completed", "cancelled": "cancelled"}.get(status or "", "failed")
         await self.emit(SubagentCompleted(task_id=task, status=ended, agent_name=self.settings.agent))
+
+
+def builtin_tools(settings: InteractionsOptions) -> list[dict[str, Any]]:
+    """The Google built-in tools switched on, as the Interactions API's tool objects (docs/api-tools.md).
+
+    The API takes the user's location on the `google_maps` tool only.
+    """
+    tools: list[dict[str, Any]] = []
+    for name in settings.google_tools:
+        tool: dict[str, Any] = {"type": name}
+        if name == "google_maps":
+            if isinstance(settings.google_maps, GoogleMapsTool) and settings.google_maps.enable_widget:
+                tool["enable_widget"] = True
+            if settings.user_location is not None:
+                tool["latitude"] = settings.user_location.latitude
+                tool["longitude"] = settings.user_location.longitude
+        elif name == "file_search" and settings.file_search is not None:
+            search = settings.file_search
+            tool["file_search_store_names"] = list(search.store_names)
+            if search.metadata_filter is not None:
+                tool["metadata_filter"] = search.metadata_filter
+            if search.top_k is not None:
+                tool["top_k"] = search.top_k
+        tools.append(tool)
+    return tools
+
+
+def tool_choice(settings: InteractionsOptions) -> str | dict[str, Any] | None:
+    """`generation_config.tool_choice`: the mode, or `{allowed_tools: {mode, tools}}` with names."""
+    calling = settings.function_calling
+    if calling is None:
+        return None
+    if calling.allowed_function_names:
+        return {"allowed_tools": {"mode": calling.mode, "tools": list(calling.allowed_function_names)}}
+    return calling.mode
 
 
 def _function_result(outcome: ToolOutcome) -> dict[str, Any]:
