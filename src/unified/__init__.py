@@ -26,6 +26,7 @@ from unified._errors import (
     SessionError,
     SessionInUse,
     SessionNotFound,
+    SessionStoreUnavailable,
     UnifiedError,
     UnsupportedSessionFormat,
 )
@@ -47,6 +48,7 @@ from unified.types import (
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from unified._internal.postgres_store import PostgresSessionStore
     from unified._internal.session_store import FileSessionStore, MemorySessionStore
     from unified.adapters.gemini_cli._options import GeminiCliOptions
     from unified.adapters.generate_content._options import GenerateContentOptions
@@ -74,6 +76,10 @@ def __getattr__(name: str) -> Any:
         from unified._internal import session_store
 
         return getattr(session_store, name)
+    if name == "PostgresSessionStore":  # psycopg is imported when a store is created, not here
+        from unified._internal import postgres_store
+
+        return postgres_store.PostgresSessionStore
     if name in _OPTIONS:
         import importlib
 
@@ -102,6 +108,7 @@ __all__ = [
     "InteractionsOptions",
     "McpServer",
     "MemorySessionStore",
+    "PostgresSessionStore",
     "ProtocolViolation",
     "RateLimited",
     "RoutingError",
@@ -109,6 +116,7 @@ __all__ = [
     "SessionInUse",
     "SessionInfo",
     "SessionNotFound",
+    "SessionStoreUnavailable",
     "SessionStore",
     "SseMcpServer",
     "StdioMcpServer",

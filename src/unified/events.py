@@ -87,6 +87,7 @@ ErrorCode = Literal[
     "corrupt_session",
     "unsupported_session_format",
     "session_in_use",
+    "session_store_unavailable",
     "idle_timeout",
     "total_timeout",
     "stopped_by_user",
