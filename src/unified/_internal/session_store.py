@@ -484,8 +484,9 @@ class FileSessionStore:
 class MemorySessionStore:
     """Sessions in this process's memory, for tests and short-lived orchestrators.
 
-    Stores the same redacted documents the file store writes (only ever written by `save`, so
-    always readable), and a loaded session never shares objects with the one saved. Leases
+    Stores the same redacted documents the file store writes, and a loaded session never shares
+    objects with the one saved. A document that cannot be read (only a test puts one there) is
+    reported and never replaced, as by the other stores. Leases
     exclude other runs of this process only: the store is not shared with other processes, so
     there is nothing else to exclude.
     """
@@ -502,7 +503,16 @@ class MemorySessionStore:
     def _entries(self, backend: str) -> list[SessionInfo]:
         with self._guard:
             documents = [(sid, text) for (owner, sid), text in self._documents.items() if owner == backend]
-        return _newest_first([_info(json.loads(text)["header"], self._where(backend, sid)) for sid, text in documents])
+        return _newest_first([self._entry(backend, sid, text) for sid, text in documents])
+
+    def _entry(self, backend: str, session_id: str, text: str) -> SessionInfo:
+        """The listing entry of one document; an unreadable one (put there by hand) is reported, not hidden."""
+        where = self._where(backend, session_id)
+        try:
+            session = _parse(text, where)
+        except (CorruptSession, UnsupportedSessionFormat) as exc:
+            return _unreadable(backend, session_id, where, exc)
+        return _info({"backend": backend, "id": session.session_id, **_described(session)}, where)
 
     async def list_sessions(self, backend: str) -> list[SessionInfo]:
         return self._entries(backend)
@@ -520,6 +530,9 @@ class MemorySessionStore:
     async def save(self, session: StoredSession) -> None:
         key = (session.backend, session.session_id)
         with self._guard:
+            existing = self._documents.get(key)
+            if existing is not None:  # a record we cannot read is never replaced: this raises why
+                _parse(existing, self._where(*key))
             session.updated_at = _now()
             self._documents[key] = serialize(session)
 

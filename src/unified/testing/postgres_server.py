@@ -97,9 +97,10 @@ class PostgresServer:
         )
         self.port = _free_port()
         log = (self._root / "server.log").open("wb")
+        settings = ["fsync=off", "full_page_writes=off", "max_connections=200"]
         self._process = subprocess.Popen(
-            [self.bin_dir / "postgres", "-D", data, "-p", str(self.port), "-h", "127.0.0.1", "-k", ""]
-            + ["-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=200"],
+            [str(self.bin_dir / "postgres"), "-D", str(data), "-p", str(self.port), "-h", "127.0.0.1", "-k", ""]
+            + [part for setting in settings for part in ("-c", setting)],
             stdout=log,
             stderr=subprocess.STDOUT,
             **self._as_server_user(),
