@@ -46,6 +46,7 @@ WarningCode = Literal[
     "mcp_server_unavailable",
     "malformed_line",
     "session_repaired",
+    "session_not_shared",
     "resume_via_stream_json",
     "tool_output_unavailable",
     "user_input_timeout",
