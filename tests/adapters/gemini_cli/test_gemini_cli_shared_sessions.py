@@ -36,6 +36,15 @@ async def run(fake: FakeAcp, cwd: Path, store: SessionStore, prompt: str, **fiel
         return [event async for event in stream]
 
 
+def ids_of(events: list[UnifiedEvent]) -> tuple[str, str]:
+    """The session id and short id a run announced."""
+    started = events[0]
+    assert isinstance(started, SessionStarted)
+    assert started.session_id
+    assert started.short_id
+    return started.session_id, started.short_id
+
+
 def move_to_another_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> Path:
     home = tmp_path / name
     home.mkdir(exist_ok=True)
@@ -62,24 +71,22 @@ async def test_a_session_resumes_by_short_id_on_a_worker_that_never_saw_it(
 ) -> None:
     store = MemorySessionStore()
     fake = FakeAcp([text("first answer"), Finish()], [text("second answer"), Finish()])
-    first = await run(fake, cwd, store, "remember 42")
-    started = first[0]
-    assert isinstance(started, SessionStarted)
-    stored = await store.load(BACKEND, started.session_id)
-    assert list(stored.state[CHAT_FILES]) == [p.name for p in session_files(gemini_home({}), started.session_id)]
+    session_id, short = ids_of(await run(fake, cwd, store, "remember 42"))
+    stored = await store.load(BACKEND, session_id)
+    assert list(stored.state[CHAT_FILES]) == [p.name for p in session_files(gemini_home({}), session_id)]
     assert stored.first_prompt == "remember 42"
 
     worker_b = move_to_another_worker(tmp_path, monkeypatch, "worker-b")
     assert not (worker_b / ".gemini").exists()
-    second = await run(fake, cwd, store, "what did I say?", resume=started.short_id)
+    second = await run(fake, cwd, store, "what did I say?", resume=short)
     again = second[0]
     assert isinstance(again, SessionStarted)
-    assert (again.session_id, again.resumed) == (started.session_id, True)
+    assert (again.session_id, again.resumed) == (session_id, True)
     result = second[-1]
     assert isinstance(result, Result)
     assert result.final_text == "second answer"
-    assert prompts_in(worker_b, started.session_id) == ["remember 42", "what did I say?"]
-    saved = (await store.load(BACKEND, started.session_id)).state[CHAT_FILES]
+    assert prompts_in(worker_b, session_id) == ["remember 42", "what did I say?"]
+    saved = (await store.load(BACKEND, session_id)).state[CHAT_FILES]
     assert "what did I say?" in "".join(saved.values())  # B's turn is in the store for the next worker
 
 
@@ -90,23 +97,21 @@ async def test_the_store_copy_replaces_an_older_local_one(
     store = MemorySessionStore()
     fake = FakeAcp([text("one"), Finish()], [text("two"), Finish()], [text("three"), Finish()])
     worker_a = move_to_another_worker(tmp_path, monkeypatch, "worker-a")
-    started = (await run(fake, cwd, store, "first"))[0]
-    assert isinstance(started, SessionStarted)
+    session_id, short = ids_of(await run(fake, cwd, store, "first"))
     move_to_another_worker(tmp_path, monkeypatch, "worker-b")
-    await run(fake, cwd, store, "second", resume=started.short_id)
+    await run(fake, cwd, store, "second", resume=short)
     move_to_another_worker(tmp_path, monkeypatch, "worker-a")
-    events = await run(fake, cwd, store, "third", resume=started.short_id)
+    events = await run(fake, cwd, store, "third", resume=short)
     assert not [e for e in events if isinstance(e, ErrorEvent)]
-    assert prompts_in(worker_a, started.session_id) == ["first", "second", "third"]
+    assert prompts_in(worker_a, session_id) == ["first", "second", "third"]
 
 
 async def test_a_resume_is_refused_while_another_worker_holds_the_session(cwd: Path) -> None:
     store = MemorySessionStore()
     fake = FakeAcp([text("one"), Finish()])
-    started = (await run(fake, cwd, store, "first"))[0]
-    assert isinstance(started, SessionStarted)
-    async with store.lease(BACKEND, started.session_id):
-        events = await run(fake, cwd, store, "second", resume=started.short_id)
+    session_id, short = ids_of(await run(fake, cwd, store, "first"))
+    async with store.lease(BACKEND, session_id):
+        events = await run(fake, cwd, store, "second", resume=short)
     error = next(e for e in events if isinstance(e, ErrorEvent))
     assert error.code == "session_in_use"
     assert len(fake.processes) == 1  # no process was started for the refused run
@@ -117,12 +122,11 @@ async def test_an_unreachable_store_fails_the_resume_without_a_local_fallback(
 ) -> None:
     store = MemorySessionStore()
     fake = FakeAcp([text("one"), Finish()])
-    started = (await run(fake, cwd, store, "first"))[0]
-    assert isinstance(started, SessionStarted)
-    assert session_files(gemini_home({}), started.session_id)  # the local copy exists...
+    session_id, short = ids_of(await run(fake, cwd, store, "first"))
+    assert session_files(gemini_home({}), session_id)  # the local copy exists...
     monkeypatch.setenv("UNIFIED_SESSION_STORE_URL", "postgresql://nobody@127.0.0.1:1/none")
     options = {"start_process": fake, "pool_size": 0}
-    params = ExecuteParams(prompt="x", backend=BACKEND, cwd=cwd, backend_options=options, resume=started.short_id)
+    params = ExecuteParams(prompt="x", backend=BACKEND, cwd=cwd, backend_options=options, resume=short)
     async with EventStream(params, strict=True) as stream:
         events = [event async for event in stream]
     error = next(e for e in events if isinstance(e, ErrorEvent))
@@ -135,14 +139,13 @@ async def test_unified_sessions_lists_shows_and_deletes_a_session_only_the_store
     tmp_path: Path, cwd: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = MemorySessionStore()
-    started = (await run(FakeAcp([text("an answer"), Finish()]), cwd, store, "a question"))[0]
-    assert isinstance(started, SessionStarted)
+    _session_id, short = ids_of(await run(FakeAcp([text("an answer"), Finish()]), cwd, store, "a question"))
     move_to_another_worker(tmp_path, monkeypatch, "worker-b")
     listing = await sessions.list_sessions(backend=BACKEND, store=store)
-    assert [(s.short_id, s.first_prompt) for s in listing.sessions] == [(started.short_id, "a question")]
-    shown = await sessions.show(started.short_id, backend=BACKEND, store=store)
+    assert [(s.short_id, s.first_prompt) for s in listing.sessions] == [(short, "a question")]
+    shown = await sessions.show(short, backend=BACKEND, store=store)
     assert [m["type"] for m in shown["messages"]] == ["user", "gemini"]
-    await sessions.delete(started.short_id, backend=BACKEND, store=store)
+    await sessions.delete(short, backend=BACKEND, store=store)
     assert await store.list_sessions(BACKEND) == []
 
 
