@@ -19,6 +19,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import uuid
@@ -58,6 +59,16 @@ def postgres_bin_dir() -> Path:
     )
 
 
+def _open_to_others(path: Path) -> bool:
+    """Whether a user other than its owner can reach and run `path` (every parent searchable)."""
+    try:
+        if not path.stat().st_mode & stat.S_IXOTH:
+            return False
+        return all(parent.stat().st_mode & stat.S_IXOTH for parent in path.resolve().parents)
+    except OSError:
+        return False
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -88,6 +99,8 @@ class PostgresServer:
         self._root = Path(tempfile.mkdtemp(prefix="unified-pg-"))
         if os.geteuid() == 0:
             os.chown(self._root, _NOBODY, _NOBODY)
+            if not _open_to_others(self.bin_dir / "postgres"):
+                self.bin_dir = self._copy_install()
         data = self._root / "data"
         subprocess.run(
             [self.bin_dir / "initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"],
@@ -108,6 +121,21 @@ class PostgresServer:
         log.close()
         self._wait_ready()
         return self
+
+    def _copy_install(self) -> Path:
+        """A copy of the installation `nobody` can run (the original sits under a private directory,
+        e.g. a checkout in root's home); the binaries find their libraries relative to themselves."""
+        assert self._root is not None
+        install = self.bin_dir.parent
+        site = self._root / "install"
+        shutil.copytree(install, site / install.parent.name / install.name, symlinks=True)
+        # A wheel's binaries load their bundled libraries from `$ORIGIN/../../../<package>.libs`.
+        bundled = install.parent.parent / f"{install.parent.name}.libs"
+        if bundled.is_dir():
+            shutil.copytree(bundled, site / bundled.name, symlinks=True)
+        for path in (site, *site.rglob("*")):
+            os.chown(path, _NOBODY, _NOBODY, follow_symlinks=False)
+        return site / install.parent.name / install.name / self.bin_dir.name
 
     def _wait_ready(self) -> None:
         """Until the server accepts a query (it says so by answering, not after a fixed wait)."""
