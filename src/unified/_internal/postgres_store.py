@@ -140,9 +140,10 @@ class PostgresSessionStore:
     def _unavailable(self, exc: Exception) -> SessionStoreUnavailable:
         why = str(exc).strip().replace(self._secret, "***") if self._secret else str(exc).strip()
         return SessionStoreUnavailable(
-            f"the session store {self.label} cannot be reached: {why}",
-            hint="start the database or fix UNIFIED_SESSION_STORE_URL; unified does not fall back to local "
-            "files, which would fork the session's history",
+            f"the session store {self.label} cannot be reached or refused the request: {why}",
+            hint="start the database, fix UNIFIED_SESSION_STORE_URL or the user's rights (it creates and "
+            "writes the table unified_sessions); unified does not fall back to local files, which would "
+            "fork the session's history",
             details={"store": self.label},
         )
 
@@ -172,7 +173,7 @@ class PostgresSessionStore:
             if not self._schema_ready:
                 self._create_schema(connection)
             yield connection
-        except self._psycopg.OperationalError as exc:
+        except self._psycopg.Error as exc:
             connection.close()
             raise self._unavailable(exc) from None
         except BaseException:
@@ -222,7 +223,7 @@ class PostgresSessionStore:
             yield
         finally:
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(connection.close)  # ending the connection releases the lock
+                await anyio.to_thread.run_sync(self._release, connection, lock_key(backend, session_id))
 
     # -- blocking side -------------------------------------------------------------------------------
 
@@ -332,13 +333,23 @@ class PostgresSessionStore:
             taken = connection.execute("SELECT pg_try_advisory_lock(%s)", (lock_key(backend, session_id),))
             if not _first(taken.fetchone()):
                 raise _in_use(session_id, self._holder(connection, backend, session_id))
-        except self._psycopg.OperationalError as exc:
+        except self._psycopg.Error as exc:
             connection.close()
             raise self._unavailable(exc) from None
         except BaseException:
             connection.close()
             raise
         return connection
+
+    def _release(self, connection: psycopg.Connection[Any], key: int) -> None:
+        """Unlock, answered by the server, then close: a close alone returns before the server has
+        ended the session, so the next taker could still find the lock held for an instant."""
+        try:
+            connection.execute("SELECT pg_advisory_unlock(%s)", (key,))
+        except self._psycopg.Error:
+            pass  # the connection is gone, and with it the lock
+        finally:
+            connection.close()
 
     @staticmethod
     def _holder(connection: psycopg.Connection[Any], backend: str, session_id: str) -> str:
