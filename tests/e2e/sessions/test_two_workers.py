@@ -104,6 +104,16 @@ def test_worker_b_resumes_by_short_id_what_worker_a_started(backend: str, postgr
         assert "what number did I say?" in sent
         assert server.problems == []
 
+        if backend != "gemini-cli":
+            return  # show and delete of an API backend's record: the store conformance suite
+        shown = worker_a.unified("sessions", "show", short, "--backend", backend)  # A sees B's turn too
+        assert shown.returncode == 0, shown.stderr
+        assert "what number did I say?" in shown.stdout, shown.stdout[-2000:]
+        deleted = worker_a.unified("sessions", "delete", short, "--backend", backend, "--yes")
+        assert deleted.returncode == 0, deleted.stderr
+        listed = worker_a.unified("sessions", "list", "--backend", backend, "--json")
+        assert short not in listed.stdout  # gone from the store (and from A's CLI home)
+
 
 def test_a_store_that_is_down_is_a_typed_error_not_a_local_fallback(tmp_path: Path) -> None:
     with FakeGemini() as server:
