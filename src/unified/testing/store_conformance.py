@@ -104,9 +104,13 @@ class StoreConformance:
         assert sorted(ambiguous.value.details["candidates"]) == ids[:2]
         with pytest.raises(SessionNotFound):
             await store.resolve(backend, "cccc")
+        for hostile in ("a%", "aaaa_111", "*", "a'; DROP TABLE unified_sessions; --", "../aaaa"):
+            with pytest.raises(SessionNotFound):  # no wildcard, quote or path of the engine works here
+                await store.resolve(backend, hostile)
         with pytest.raises(SessionNotFound):
-            await store.resolve(backend, "a%")  # a wildcard of the engine is not a wildcard here
+            await store.resolve(backend, "   ")
         assert await store.list_sessions(f"{backend}-other") == []
+        assert len(await store.list_sessions(backend)) == 3  # and nothing above changed the store
 
     @pytest.mark.anyio
     async def test_save_replaces_the_whole_record_and_load_returns_a_copy(
