@@ -1,7 +1,8 @@
 """A store in a process of its own, for `unified.testing.store_conformance.StoreProcessConformance`.
 
-argv[1] is a base64 pickle of (store factory, action, backend, session id), written by the test
-process itself. It prints "ready", waits for "go" on stdin, then:
+The first line on stdin is a base64 pickle of (store factory, action, backend, session id), written
+by the test process itself (never argv, which every user can read). It prints "ready", waits for
+"go" on stdin, then:
 - "lease": takes the lease, prints "held" (or "in use") and keeps it until stdin closes;
 - "save-loop": saves versions 1, 2, ... of a large state, printing "saving N" before each, until killed.
 """
@@ -55,7 +56,7 @@ async def _save_loop(factory: StoreFactory, backend: str, session_id: str) -> No
 
 
 def main() -> None:
-    factory, action, backend, session_id = pickle.loads(base64.b64decode(sys.argv[1]))
+    factory, action, backend, session_id = pickle.loads(base64.b64decode(sys.stdin.readline()))
     _say("ready")
     if sys.stdin.readline().strip() != "go":
         return

@@ -242,13 +242,14 @@ class _Worker:
     """A store in another process (`python -m unified._internal.store_worker`), driven line by line."""
 
     def __init__(self, factory: StoreFactory, action: str, backend: str, session_id: str) -> None:
-        job = base64.b64encode(pickle.dumps((factory, action, backend, session_id))).decode()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "unified._internal.store_worker", job],
+            [sys.executable, "-m", "unified._internal.store_worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
         )
+        # On stdin, not argv: the factory may carry a store URL with its password, which any user sees in argv.
+        self.say(base64.b64encode(pickle.dumps((factory, action, backend, session_id))).decode())
 
     def say(self, line: str) -> None:
         assert self.process.stdin is not None
