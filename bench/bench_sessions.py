@@ -1,10 +1,17 @@
-"""Sessions at scale: 10,000 sessions on disk, in the Gemini CLI's layout and in our own store.
+"""Sessions at scale: 10,000 sessions on disk, in the Gemini CLI's layout and in our own store;
+100,000 in the PostgreSQL store on a throwaway local server.
 
 Sizes are skewed as real histories are: most a few KB, some tens of KB, a few of about a megabyte.
 For each layout: time to resolve one short id, time to list every session, and bytes read per call
 (from /proc/self/io `rchar`, so every read the code makes is counted). The baseline is the floor for
 a lookup: find the one file by the short id in its name (both layouts put the id in the file name)
 and read its first line. Target: resolve under 20 ms.
+
+PostgreSQL (`PostgresSessionStore`): resolve by short id and save (a whole 4 KB session, one
+transaction), each as a ratio to the engine's floor measured in the same run, a bare
+`SELECT document ... WHERE backend = $1 AND session_id = $2` on an open connection. The rows are
+bulk-loaded with COPY in the store's own format (states of about 500 bytes: resolve reads headers
+only, so state size does not change it).
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ import json
 import random
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -22,7 +29,8 @@ import anyio
 
 from bench._env import isolated_home
 from bench.harness import Figure, Outcome, spread
-from unified._internal.session_store import FileSessionStore, serialize
+from unified._internal.postgres_store import TABLE, PostgresSessionStore
+from unified._internal.session_store import FileSessionStore, header_text, serialize
 from unified.adapters.gemini_cli._sessions import GeminiSessionLocator
 from unified.sessions import StoredSession
 
@@ -206,4 +214,87 @@ def run(quick: bool) -> Outcome:
             outcome.ratio(f"{name}: resolve / floor", ratio, "informational", True)
             read_ratio = spread([r[1] / max(f[1], 1) for r, f in zip(resolved, floors, strict=True)])[1]
             outcome.ratio(f"{name}: bytes read, resolve / floor", read_ratio, "informational", True)
+    postgres(outcome, 1_000 if quick else 100_000, 20 if quick else 200, rng)
     return outcome
+
+
+def postgres(outcome: Outcome, count: int, runs: int, rng: random.Random) -> None:
+    """The PostgreSQL store's rows: resolve and save against a bare SELECT of one record."""
+    from unified.testing.postgres_server import PostgresServer, postgres_bin_dir
+
+    try:
+        postgres_bin_dir()
+        import psycopg
+    except (RuntimeError, ImportError) as exc:
+        outcome.notes.append(f"postgres rows skipped: {exc}")
+        return
+    with PostgresServer() as server:
+        url = server.create_database()
+        store = PostgresSessionStore(url)
+        ids = _load_rows(store, url, count, rng)
+        with psycopg.connect(url, autocommit=True) as connection:
+            connection.execute("ANALYZE")
+            bare = f"SELECT document FROM {TABLE} WHERE backend = %s AND session_id = %s"
+
+            def floor(session_id: str) -> float:
+                start = time.perf_counter()
+                connection.execute(bare, ("generate-content", session_id)).fetchone()
+                return time.perf_counter() - start
+
+            async def timed(call: Callable[[], Awaitable[object]]) -> float:
+                start = time.perf_counter()
+                await call()
+                return time.perf_counter() - start
+
+            async def series() -> tuple[list[float], list[float], list[float]]:
+                floors, resolves, saves = [], [], []
+                session = await store.load("generate-content", ids[0])
+                session.state["contents"] = [{"role": "user", "parts": [{"text": _text(rng, 4_000)}]}]
+                for _ in range(runs):
+                    session_id = rng.choice(ids)
+                    floors.append(floor(session_id))
+                    resolves.append(await timed(partial(store.resolve, "generate-content", session_id[:8])))
+                    saves.append(await timed(partial(store.save, session)))
+                return floors, resolves, saves
+
+            floors, resolves, saves = anyio.run(series)
+        store.close()
+    name = f"postgres store ({count} sessions)"
+    outcome.figures += [
+        Figure(f"{name}: resolve short id", "s", resolves),
+        Figure(f"{name}: save 4 KB session", "s", saves),
+        Figure(f"{name}: floor (bare SELECT of one record)", "s", floors),
+    ]
+    resolve_ms = spread([t * 1000 for t in resolves])[1]
+    outcome.ratio(f"postgres: resolve ms ({count} sessions)", resolve_ms, "< 20 ms", resolve_ms < 20)
+    outcome.ratio("postgres: resolve / bare SELECT", spread(resolves)[1] / spread(floors)[1], "informational", True)
+    outcome.ratio("postgres: save ms", spread([t * 1000 for t in saves])[1], "informational", True)
+    outcome.ratio("postgres: save / bare SELECT", spread(saves)[1] / spread(floors)[1], "informational", True)
+
+
+def _load_rows(store: PostgresSessionStore, url: str, count: int, rng: random.Random) -> list[str]:
+    """`count` sessions in the store's table, in its own format, by COPY (a save each would take minutes)."""
+    import psycopg
+
+    anyio.run(store.list_sessions, "generate-content")  # creates the schema
+    ids: list[str] = []
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    with psycopg.connect(url, autocommit=True) as connection, connection.cursor() as cursor:
+        columns = "backend, session_id, format, updated_at, header, document"
+        with cursor.copy(f"COPY {TABLE} ({columns}) FROM STDIN") as copy:
+            for n in range(count):
+                session = StoredSession(
+                    "generate-content",
+                    str(uuid.UUID(int=rng.getrandbits(128))),
+                    model="gemini-2.5-flash",
+                    cwd="/w",
+                    first_prompt=_text(rng, 80),
+                    updated_at=start + timedelta(seconds=n),
+                )
+                session.state["contents"] = [{"role": "user", "parts": [{"text": _text(rng, 400)}]}]
+                document = serialize(session)
+                copy.write_row(
+                    ("generate-content", session.session_id, 1, session.updated_at, header_text(document), document)
+                )
+                ids.append(session.session_id)
+    return ids

@@ -11,10 +11,14 @@ from __future__ import annotations
 import multiprocessing.util
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from unified.testing.postgres_server import PostgresServer
 
 TESTS_ROOT = Path(__file__).parent
 E2E_FOLDERS = frozenset({"e2e", "bench"})
@@ -86,3 +90,18 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in _AUTH_ENV:
         monkeypatch.delenv(name, raising=False)
     return home
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One throwaway PostgreSQL server per xdist worker (its own port and temp dir), stopped at the end."""
+    from unified.testing.postgres_server import PostgresServer
+
+    with PostgresServer() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """A fresh, empty database on the worker's server, for one test."""
+    return postgres_server.create_database()

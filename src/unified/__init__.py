@@ -26,6 +26,7 @@ from unified._errors import (
     SessionError,
     SessionInUse,
     SessionNotFound,
+    SessionStoreUnavailable,
     UnifiedError,
     UnsupportedSessionFormat,
 )
@@ -48,6 +49,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from unified._internal.api_settings import FileSearchTool, FunctionCalling, GoogleMapsTool, LatLng
+    from unified._internal.postgres_store import PostgresSessionStore
     from unified._internal.session_store import FileSessionStore, MemorySessionStore
     from unified.adapters.gemini_cli._options import GeminiCliOptions
     from unified.adapters.generate_content._options import GenerateContentOptions
@@ -79,6 +81,10 @@ def __getattr__(name: str) -> Any:
         from unified._internal import session_store
 
         return getattr(session_store, name)
+    if name == "PostgresSessionStore":  # psycopg is imported when a store is created, not here
+        from unified._internal import postgres_store
+
+        return postgres_store.PostgresSessionStore
     if name in _OPTIONS:
         import importlib
 
@@ -111,6 +117,7 @@ __all__ = [
     "LatLng",
     "McpServer",
     "MemorySessionStore",
+    "PostgresSessionStore",
     "ProtocolViolation",
     "RateLimited",
     "RoutingError",
@@ -119,6 +126,7 @@ __all__ = [
     "SessionInfo",
     "SessionNotFound",
     "SessionStore",
+    "SessionStoreUnavailable",
     "SseMcpServer",
     "StdioMcpServer",
     "StoredSession",

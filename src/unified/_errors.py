@@ -110,6 +110,12 @@ class SessionInUse(SessionError):
     code = "session_in_use"
 
 
+class SessionStoreUnavailable(SessionError):
+    """The configured session store cannot be reached; nothing falls back to another store."""
+
+    code = "session_store_unavailable"
+
+
 class ProtocolViolation(UnifiedError):
     """A backend broke an invariant of the event stream: a bug in `unified`, please report it."""
 

@@ -9,6 +9,8 @@ What counts as a secret value:
 - the value of a known credential variable (`GEMINI_API_KEY`, `GOOGLE_API_KEY`, ...) or of a
   variable whose name says it holds one (`*_TOKEN`, `*_SECRET`, `*_PASSWORD`, `*API_KEY`, ...);
 - the value of any variable shaped like a credential (`AIza...`, `ya29....`, a private key);
+- the value of any variable holding a URL with a password (`postgresql://user:PASSWORD@host/db`),
+  and that password on its own;
 - only if at least `MIN_SECRET_LENGTH` characters long: a shorter "secret" cannot be told apart from
   ordinary text (with `GEMINI_API_KEY=test`, hiding "test" would also mangle "latest").
 
@@ -55,6 +57,9 @@ KEY_SHAPES = re.compile(
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)"
 )
 """Strings that are credentials by their shape alone, wherever they appear."""
+
+_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^:/@\s]*:([^@/\s]+)@")
+"""A URL carrying a password (`postgresql://user:PASSWORD@host/db`, as UNIFIED_SESSION_STORE_URL may)."""
 
 _WORD = re.compile(r"\w")
 _BEFORE = (
@@ -138,11 +143,21 @@ def is_secret(name: str, value: str) -> bool:
     if len(value) < MIN_SECRET_LENGTH or name.upper() in _NOT_SECRET:
         return False
     upper = name.upper()
-    return upper in KNOWN_SECRET_VARIABLES or bool(_SECRET_NAME.search(upper)) or bool(KEY_SHAPES.search(value))
+    return (
+        upper in KNOWN_SECRET_VARIABLES
+        or bool(_SECRET_NAME.search(upper))
+        or bool(KEY_SHAPES.search(value))
+        or bool(_URL_PASSWORD.search(value))
+    )
 
 
 def _secret_values(items: Iterable[tuple[str, str]]) -> tuple[str, ...]:
-    found = {value.strip() for name, value in items if is_secret(name, value)}
+    found: set[str] = set()
+    for name, value in items:
+        if is_secret(name, value):
+            found.add(value.strip())
+            # The password of a URL is secret on its own too (a driver's error may quote it alone).
+            found.update(p for p in _URL_PASSWORD.findall(value) if len(p) >= MIN_SECRET_LENGTH)
     return tuple(sorted(found, key=lambda v: (-len(v), v)))
 
 

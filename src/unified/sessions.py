@@ -29,7 +29,8 @@ from unified._errors import (
 from unified.events import Usage
 
 if TYPE_CHECKING:
-    from unified._internal.session_store import FileSessionStore, MemorySessionStore
+    from unified._internal.postgres_store import PostgresSessionStore
+    from unified._internal.session_store import FileSessionStore, MemorySessionStore, store_from_url
 
 SHORT_ID_LENGTH = 8
 
@@ -334,7 +335,7 @@ async def delete(
     return await locator(info.backend, store).delete(info.session_id, cwd)
 
 
-_STORES = {"FileSessionStore", "MemorySessionStore"}
+_STORES = {"FileSessionStore", "MemorySessionStore", "store_from_url"}
 """Loaded on first use: the implementations need anyio and platformdirs, listing types does not."""
 
 
@@ -343,6 +344,10 @@ def __getattr__(name: str) -> Any:
         from unified._internal import session_store
 
         return getattr(session_store, name)
+    if name == "PostgresSessionStore":  # psycopg is imported when a store is created, not here
+        from unified._internal import postgres_store
+
+        return postgres_store.PostgresSessionStore
     raise AttributeError(f"module 'unified.sessions' has no attribute {name!r}")
 
 
@@ -350,6 +355,7 @@ __all__ = [
     "SHORT_ID_LENGTH",
     "FileSessionStore",
     "MemorySessionStore",
+    "PostgresSessionStore",
     "SessionInfo",
     "SessionListing",
     "SessionLocator",
@@ -364,4 +370,5 @@ __all__ = [
     "session_backends",
     "short_id_of",
     "show",
+    "store_from_url",
 ]

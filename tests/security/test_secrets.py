@@ -551,6 +551,16 @@ def test_credential_shaped_values_are_secrets_whatever_their_name() -> None:
     assert not is_secret("GOOGLE_APPLICATION_CREDENTIALS", "/home/me/creds.json")
 
 
+def test_a_url_with_a_password_is_a_secret_and_so_is_its_password(monkeypatch: pytest.MonkeyPatch) -> None:
+    url = "postgresql://unified:hunter2-store-password@db.internal:5432/sessions"
+    assert is_secret("UNIFIED_SESSION_STORE_URL", url)
+    assert not is_secret("UNIFIED_SESSION_STORE_URL", "postgresql://unified@db.internal:5432/sessions")
+    monkeypatch.setenv("UNIFIED_SESSION_STORE_URL", url)
+    text = redact(f"connecting to {url} failed: password 'hunter2-store-password' rejected")
+    assert "hunter2-store-password" not in text
+    assert "db.internal" not in text.replace(REDACTED, "")  # the whole URL is replaced where it stands
+
+
 def test_the_redactor_is_cached_until_the_environment_changes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
     first = redactor()

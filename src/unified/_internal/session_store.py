@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import re
@@ -32,6 +33,7 @@ import anyio
 import platformdirs
 
 from unified._errors import (
+    ConfigurationError,
     CorruptSession,
     SessionError,
     SessionInUse,
@@ -61,9 +63,44 @@ def sessions_root() -> Path:
     return base / "sessions"
 
 
+STORE_URL_ENV = "UNIFIED_SESSION_STORE_URL"
+"""Names the session store every run and `unified sessions` use when none is passed."""
+
+
+def store_from_url(url: str) -> SessionStore:
+    """The store a URL names: `postgresql://...` (or `postgres://...`), or `file:///path` (a directory).
+
+    Raises ConfigurationError for any other scheme, or when the PostgreSQL driver is missing.
+    """
+    scheme = url.partition("://")[0].lower()
+    if scheme in ("postgresql", "postgres"):
+        return _postgres_store(url)
+    if scheme == "file":
+        return FileSessionStore(Path(url.partition("://")[2]))
+    raise ConfigurationError(
+        f"the session store URL names an unknown kind of store ({scheme or 'no scheme'!s})",
+        hint=f"set {STORE_URL_ENV} to postgresql://user:password@host:port/database or file:///directory",
+    )
+
+
+@functools.cache
+def _postgres_store(url: str) -> SessionStore:
+    """One store per URL in a process, so runs share its idle connections."""
+    from unified._internal.postgres_store import PostgresSessionStore
+
+    return PostgresSessionStore(url)
+
+
+def configured_store() -> SessionStore | None:
+    """The store `UNIFIED_SESSION_STORE_URL` names, None when it is not set."""
+    url = os.environ.get(STORE_URL_ENV, "").strip()
+    return store_from_url(url) if url else None
+
+
 def default_store() -> SessionStore:
-    """The store a run uses when `ExecuteParams.session_store` is None: files under `sessions_root()`."""
-    return FileSessionStore()
+    """The store a run uses when `ExecuteParams.session_store` is None: the one `UNIFIED_SESSION_STORE_URL`
+    names, else files under `sessions_root()`."""
+    return configured_store() or FileSessionStore()
 
 
 def _now() -> datetime:
@@ -95,6 +132,21 @@ def serialize(session: StoredSession) -> str:
     return redact(f'{_HEADER_PREFIX}{head},\n"state": {body}}}\n')
 
 
+def header_text(document: str) -> str:
+    """The header of a document `serialize` wrote, as JSON text (its first line, unwrapped)."""
+    first = document.split("\n", 1)[0]
+    return first[len(_HEADER_PREFIX) : -1]
+
+
+def unsupported_format(where: str, version: int) -> UnsupportedSessionFormat:
+    return UnsupportedSessionFormat(
+        f"session {where} has format {version}: it was written by a newer unified "
+        f"(this one reads format {FORMAT_VERSION})",
+        hint="upgrade unified to resume it; the record was left unchanged",
+        details={"path": where, "format": version},
+    )
+
+
 def _corrupt(where: str, why: str) -> CorruptSession:
     return CorruptSession(
         f"session {where} is corrupt: {why}",
@@ -111,12 +163,7 @@ def _checked_header(raw: object, where: str) -> dict[str, Any]:
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise _corrupt(where, f"its format number is {version!r}")
     if version > FORMAT_VERSION:
-        raise UnsupportedSessionFormat(
-            f"session {where} has format {version}: it was written by a newer unified "
-            f"(this one reads format {FORMAT_VERSION})",
-            hint="upgrade unified to resume it; the file was left unchanged",
-            details={"path": where, "format": version},
-        )
+        raise unsupported_format(where, version)
     return raw
 
 
@@ -437,8 +484,9 @@ class FileSessionStore:
 class MemorySessionStore:
     """Sessions in this process's memory, for tests and short-lived orchestrators.
 
-    Stores the same redacted documents the file store writes (only ever written by `save`, so
-    always readable), and a loaded session never shares objects with the one saved. Leases
+    Stores the same redacted documents the file store writes, and a loaded session never shares
+    objects with the one saved. A document that cannot be read (only a test puts one there) is
+    reported and never replaced, as by the other stores. Leases
     exclude other runs of this process only: the store is not shared with other processes, so
     there is nothing else to exclude.
     """
@@ -455,7 +503,16 @@ class MemorySessionStore:
     def _entries(self, backend: str) -> list[SessionInfo]:
         with self._guard:
             documents = [(sid, text) for (owner, sid), text in self._documents.items() if owner == backend]
-        return _newest_first([_info(json.loads(text)["header"], self._where(backend, sid)) for sid, text in documents])
+        return _newest_first([self._entry(backend, sid, text) for sid, text in documents])
+
+    def _entry(self, backend: str, session_id: str, text: str) -> SessionInfo:
+        """The listing entry of one document; an unreadable one (put there by hand) is reported, not hidden."""
+        where = self._where(backend, session_id)
+        try:
+            session = _parse(text, where)
+        except (CorruptSession, UnsupportedSessionFormat) as exc:
+            return _unreadable(backend, session_id, where, exc)
+        return _info({"backend": backend, "id": session.session_id, **_described(session)}, where)
 
     async def list_sessions(self, backend: str) -> list[SessionInfo]:
         return self._entries(backend)
@@ -473,6 +530,9 @@ class MemorySessionStore:
     async def save(self, session: StoredSession) -> None:
         key = (session.backend, session.session_id)
         with self._guard:
+            existing = self._documents.get(key)
+            if existing is not None:  # a record we cannot read is never replaced: this raises why
+                _parse(existing, self._where(*key))
             session.updated_at = _now()
             self._documents[key] = serialize(session)
 

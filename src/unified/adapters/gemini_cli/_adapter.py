@@ -23,6 +23,7 @@ from unified.adapters.gemini_cli._options import gemini_cli_options
 from unified.adapters.gemini_cli._pool import AcpPool, default_pool, pool_key
 from unified.adapters.gemini_cli._run import AcpRun
 from unified.adapters.gemini_cli._sessions import GeminiSessionLocator
+from unified.adapters.gemini_cli._shared_sessions import SharedSessions, shared_store
 from unified.adapters.gemini_cli._stream_json import run_stream_json
 from unified.adapters.gemini_cli._transport import (
     AcpConnection,
@@ -91,6 +92,12 @@ class GeminiCliBackend:
         return problems
 
     async def run(self, ctx: RunContext) -> RunOutcome:
+        store = shared_store(ctx.params)
+        if store is None:
+            return await self._run(ctx)
+        return await SharedSessions(store, self.launch.env, ctx).run(self._run)
+
+    async def _run(self, ctx: RunContext) -> RunOutcome:
         if ctx.params.resume:  # an unknown or ambiguous id fails here, before a process is started
             where = str(ctx.params.cwd.expanduser().resolve())
             await anyio.to_thread.run_sync(GeminiSessionLocator(self.launch.env).resolve, ctx.params.resume, where)

@@ -20,6 +20,7 @@ file the CLI has just created with no messages for a session that has a real fil
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -110,6 +111,11 @@ def read_chat(path: Path) -> ChatFile:
         raw = path.read_bytes()
     except OSError as exc:
         raise CorruptSession(f"cannot read {path}: {exc}", hint="check the file's permissions") from exc
+    return parse_chat(raw, path)
+
+
+def parse_chat(raw: bytes, path: Path) -> ChatFile:
+    """Replay the content of a chat file (`path` names it in errors and in the result)."""
     lines = raw.splitlines()
     header = _loads(lines[0]) if lines else None
     if header is None or "sessionId" not in header:
@@ -229,7 +235,7 @@ class GeminiSessionLocator:
     def root(self) -> Path:
         return gemini_home(self._env) / "tmp"
 
-    def _projects(self) -> dict[str, str]:
+    def projects(self) -> dict[str, str]:
         """Project root → directory name under tmp/ (slug), from projects.json."""
         try:
             data = json.loads((gemini_home(self._env) / "projects.json").read_text())
@@ -245,8 +251,8 @@ class GeminiSessionLocator:
         except (OSError, UnicodeDecodeError):
             return None
 
-    def _project_dirs(self, cwd: str | None) -> Iterator[tuple[Path, str | None]]:
-        projects = self._projects()
+    def project_dirs(self, cwd: str | None) -> Iterator[tuple[Path, str | None]]:
+        projects = self.projects()
         owner = {slug: root for root, slug in projects.items()}
         if cwd is None:
             if self.root.is_dir():
@@ -278,7 +284,7 @@ class GeminiSessionLocator:
         """Sessions from the chat files matching `pattern`, newest first, one per id (its largest file)."""
         self.problems = []
         best: dict[str, tuple[int, SessionInfo]] = {}
-        for directory, project in self._project_dirs(cwd):
+        for directory, project in self.project_dirs(cwd):
             for path in sorted((directory / "chats").glob(pattern)):
                 try:
                     info = summarize(path, project)
@@ -361,12 +367,15 @@ class GeminiSessions:
 
     Each call gets a fresh `GeminiSessionLocator` (its `problems` are per listing); unreadable
     chat files are listed as entries with `problem` set, named by the id suffix of their file name.
+    With a shared `store` (docs/sessions.md), the sessions saved there are listed, resolved, shown
+    and deleted too: those this worker has never run have no local files.
     """
 
     backend = BACKEND
 
-    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, env: Mapping[str, str] | None = None, store: SessionStore | None = None) -> None:
         self._env = env
+        self._store = store
 
     async def list_sessions(self, cwd: str | None = None) -> list[SessionInfo]:
         locator = GeminiSessionLocator(self._env)
@@ -385,21 +394,51 @@ class GeminiSessions:
             )
             for path, why in locator.problems
         ]
+        if self._store is not None:
+            local = {info.session_id for info in found}
+            shared = await self._store.list_sessions(BACKEND)
+            found += [s for s in shared if s.session_id not in local and (cwd is None or s.problem or s.cwd == cwd)]
         return found + unreadable
 
     async def resolve(self, ref: str, cwd: str | None = None) -> SessionInfo:
-        return await anyio.to_thread.run_sync(GeminiSessionLocator(self._env).resolve, ref, cwd)
+        """A session of the shared store first (it is resumable from any project), else a local one."""
+        return (await self._find(ref, cwd))[0]
+
+    async def _find(self, ref: str, cwd: str | None) -> tuple[SessionInfo, bool]:
+        """The session `ref` names, and whether it is the shared store's."""
+        if self._store is not None:
+            try:
+                return await self._store.resolve(BACKEND, ref), True
+            except SessionNotFound:
+                pass
+        return await anyio.to_thread.run_sync(GeminiSessionLocator(self._env).resolve, ref, cwd), False
 
     async def show(self, ref: str, cwd: str | None = None) -> dict[str, Any]:
-        return await anyio.to_thread.run_sync(GeminiSessionLocator(self._env).show, ref, cwd)
+        info, shared = await self._find(ref, cwd)
+        if self._store is None or not shared:
+            return await anyio.to_thread.run_sync(GeminiSessionLocator(self._env).show, info.session_id, cwd)
+        from unified.adapters.gemini_cli._shared_sessions import state_summary
+
+        session = await self._store.load(BACKEND, info.session_id)
+        return {"session": info.model_dump(mode="json"), **state_summary(session)}
 
     async def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
-        return await anyio.to_thread.run_sync(GeminiSessionLocator(self._env).delete, ref, cwd)
+        """Delete the session: from the shared store and this worker's chat files, when it is the store's."""
+        info, shared = await self._find(ref, cwd)
+        if self._store is None or not shared:
+            return await anyio.to_thread.run_sync(GeminiSessionLocator(self._env).delete, info.session_id, cwd)
+        await self._store.delete(BACKEND, info.session_id)
+        with contextlib.suppress(SessionNotFound):
+            await anyio.to_thread.run_sync(GeminiSessionLocator(self._env).delete, info.session_id, None)
+        return info
 
 
 def create_session_locator(store: SessionStore | None = None) -> SessionLocator:
-    """The registry's entry: gemini-cli keeps its own chat files, so a SessionStore does not apply."""
-    return GeminiSessions()
+    """The registry's entry: the CLI's own chat files, plus the sessions in `store` (or the one
+    `UNIFIED_SESSION_STORE_URL` names) when one is given."""
+    from unified._internal.session_store import configured_store
+
+    return GeminiSessions(store=store if store is not None else configured_store())
 
 
 # --- guards used by the adapter -----------------------------------------------------------------
