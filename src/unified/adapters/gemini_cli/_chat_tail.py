@@ -116,8 +116,9 @@ class ChatTail:
     tails: dict[Path, JsonlTail] = field(default_factory=dict)
     calls: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Finished calls by id, from this prompt's records and from any checkpoint read meanwhile."""
-    recorded: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Finished calls this prompt appended as message records (never a checkpoint's older ones)."""
+    answered: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Call id → the `functionResponse` this prompt sent the model (a `user` record), for every call the
+    CLI answered: also those it never reported over ACP (a tool it lacks: "Tool not found")."""
     tokens: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Message id → the `tokens` of one model call of this prompt."""
     unreadable: str | None = None
@@ -155,8 +156,11 @@ class ChatTail:
                 for call in tool_calls_of(record):
                     if call.get("status") in FINAL_STATUSES:
                         self.calls[call["id"]] = call
-                        if "$set" not in record:
-                            self.recorded[call["id"]] = call
+                if record.get("type") == "user" and isinstance(record.get("content"), list):
+                    for part in record["content"]:
+                        response = part.get("functionResponse") if isinstance(part, dict) else None
+                        if isinstance(response, dict) and isinstance(response.get("id"), str):
+                            self.answered[response["id"]] = response
                 counts = record.get("tokens")
                 if record.get("type") == "gemini" and isinstance(counts, dict) and isinstance(record.get("id"), str):
                     self.tokens[record["id"]] = counts

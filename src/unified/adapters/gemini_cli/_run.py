@@ -16,7 +16,7 @@ import anyio
 
 from unified._errors import ConfigurationError, RunStopped
 from unified._internal.backend import RunContext, RunOutcome
-from unified.adapters.gemini_cli._chat_tail import ChatTail, tool_response
+from unified.adapters.gemini_cli._chat_tail import ChatTail
 from unified.adapters.gemini_cli._hold_back import ToolOutputHold
 from unified.adapters.gemini_cli._home import gemini_home
 from unified.adapters.gemini_cli._launch import BACKEND, Launch
@@ -130,37 +130,36 @@ class AcpRun:
             raise
         finally:
             self.connection.forget(request_id)
-        end = prompt_end(answer, short, self.connection.child.stderr.text())
         await hold.flush()
         chat.poll(rescan=True)
         await self._calls_acp_never_showed(chat, delivery)
-        usage = chat.usage() or end.usage  # the chat file's exact per-call counts; else ACP's one-call report
-        if usage is not None:
-            ctx.add_usage(usage)
+        recorded = chat.usage()  # the chat file's exact per-call counts, also when the prompt failed
+        if recorded is not None:
+            ctx.add_usage(recorded)
+        end = prompt_end(answer, short, self.connection.child.stderr.text())
+        if recorded is None and end.usage is not None:  # no chat file: ACP's report of one call
+            ctx.add_usage(end.usage)
         await ctx.end_message()
         if end.warning is not None:
             await self._warn(*end.warning)
         return end.outcome
 
     async def _calls_acp_never_showed(self, chat: ChatTail, delivery: _Delivery) -> None:
-        """Calls the CLI recorded but never reported over ACP (a tool it does not have: "Tool not found"),
-        shown as a `tool_use` and its error `tool_result` once the prompt has ended."""
-        for call_id, record in chat.recorded.items():
+        """Calls the CLI answered but never reported over ACP (a tool it does not have: "Tool not found"),
+        shown as a `tool_use` (no arguments: the CLI records none for them) and its `tool_result`, once
+        the prompt has ended."""
+        for call_id, response in chat.answered.items():
             if call_id in self.translator.tools:
                 continue
-            answer = tool_response(record)
-            if answer is None:
-                continue
-            output, is_error = answer
-            args = record.get("args")
-            name = record.get("name")
+            output = response.get("response")
+            name = response.get("name")
             use = ToolUse(
                 tool_use_id=call_id,
                 name=name if isinstance(name, str) and name else tool_name_of(call_id, None),
-                input=args if isinstance(args, dict) else {},
                 session_id=self.session_id,
             )
             await delivery.deliver_now(use, None)
+            is_error = not isinstance(output, dict) or "error" in output
             result = ToolResult(tool_use_id=call_id, output=output, is_error=is_error, session_id=self.session_id)
             await delivery.deliver_now(result, None)
 
