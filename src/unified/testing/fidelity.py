@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -322,10 +323,24 @@ class Verdict:
 # --- differences the capability matrix declares (src/unified/capabilities.toml) ----------------------
 
 RETRIED_BY_CLI = (
-    "the Gemini CLI asked the model again for an answer with nothing visible or a malformed call, a retry "
+    "the Gemini CLI asked the model again for an answer with nothing visible (or only whitespace) or a malformed "
+    "call, a retry "
     "neither ACP nor its chat file shows: that call's tokens are missing or estimated, and a retry past the "
     "recording's end fails (capabilities: gemini-cli usage_accuracy)"
 )
+HELPER_CALLS_BY_CLI = (
+    "the Gemini CLI's own model calls (its web search, routing, summaries) are not in its chat file: their "
+    "tokens are missing (capabilities: gemini-cli usage_accuracy)"
+)
+_USAGE_PROBLEM = re.compile(r"=(?P<have>\d+)(?: \(estimated\))?, recording says (?P<want>\d+)$")
+
+
+def _below(problem: str) -> bool:
+    """A usage problem whose figure is lower than the recording's."""
+    match = _USAGE_PROBLEM.search(problem)
+    return match is not None and int(match["have"]) < int(match["want"])
+
+
 IMAGES_DROPPED_BY_CLI = (
     "the Gemini CLI drops generated images: neither ACP nor its chat file carries them "
     "(capabilities: gemini-cli image_output)"
@@ -339,10 +354,14 @@ SERVER_MCP_RUN_BY_CLI = (
 
 def _retried_by_cli(turn: RecordedTurn) -> bool:
     """An answer the Gemini CLI treats as invalid and asks again for: nothing visible (no chunks, no parts,
-    only thoughts) or a malformed call."""
+    only thoughts or whitespace) or a malformed call."""
     chunks = turn.response if isinstance(turn.response, list) else [turn.response]
     finishes = {c.get("finishReason") for chunk in chunks for c in chunk.get("candidates") or []}
-    visible = any(not part.get("thought") for chunk in chunks for part in _parts(chunk))
+    visible = any(
+        not part.get("thought") and (str(part.get("text", "")).strip() or set(part) - {"text", "thoughtSignature"})
+        for chunk in chunks
+        for part in _parts(chunk)
+    )
     return not visible or "MALFORMED_FUNCTION_CALL" in finishes
 
 
@@ -352,9 +371,10 @@ def _has_server_mcp(turn: RecordedTurn) -> bool:
 
 
 def declared_differences(
-    backend: str, turns: Sequence[RecordedTurn], problems: list[str]
+    backend: str, turns: Sequence[RecordedTurn], problems: list[str], *, helper_calls: bool = False
 ) -> tuple[list[str], list[str]]:
-    """Split a run's problems into (failures, declared differences) for what the served turns held."""
+    """Split a run's problems into (failures, declared differences) for what the served turns held;
+    `helper_calls`: the run also made unary model calls (the CLI's own, e.g. for its web search)."""
     if backend != "gemini-cli":
         return problems, []
     retried = any(_retried_by_cli(t) for t in turns)
@@ -368,6 +388,8 @@ def declared_differences(
             or (problem.startswith("ends error") and END_OF_RECORDING in problem)
         ):
             declared.append(f"{problem}: {RETRIED_BY_CLI}")
+        elif helper_calls and problem.startswith("usage ") and _below(problem):
+            declared.append(f"{problem}: {HELPER_CALLS_BY_CLI}")
         elif problem.endswith("neither shown nor warned about"):
             declared.append(f"{problem}: {IMAGES_DROPPED_BY_CLI}")
         elif server_mcp and problem.startswith(("tool calls differ", "ends error")):
@@ -386,12 +408,9 @@ def _sentinel() -> RecordedTurn:
     )
 
 
-def _stream_turns_served(server: FakeGemini) -> int:
-    return sum(
-        1
-        for r in server.requests_for("generateContentStream")
-        if r.status == 200 and r.error is None and r.fault is None
-    )
+def _turns_served(server: FakeGemini, api_method: str) -> int:
+    """Recorded turns of this method the server has answered (not a fault, not a script error)."""
+    return sum(1 for r in server.requests_for(api_method) if r.status == 200 and r.error is None and r.fault is None)
 
 
 async def play(
@@ -409,6 +428,8 @@ async def play(
     from unified.types import ExecuteParams
 
     turns = recording.model_turns()
+    side = [t for t in recording.side_turns() if t.method == "generateContent"]
+    helpers_served = 0
     verdict = Verdict(recording.name, backend, turns=len(turns))
     script = Script(turns=[*turns, *recording.side_turns(), *(_sentinel() for _ in range(SENTINELS))])
     async with FakeGemini(script) as server:
@@ -432,11 +453,17 @@ async def play(
                     events.append(event)
             verdict.runs += 1
             verdict.events.append(events)
-            served = _stream_turns_served(server)
+            served = _turns_served(server, "generateContentStream")
+            helpers = _turns_served(server, "generateContent")
             expected = expected_of(turns[verdict.served : served])
+            helper_usage = expected_of(side[helpers_served:helpers]).usage
+            expected.usage += helper_usage
+            helpers_served = helpers
             prefix = f"run {verdict.runs}: " if verdict.runs > 1 else ""
             found = check_run(events, expected, exact_calls=backend != "gemini-cli")
-            failures, declared = declared_differences(backend, turns[verdict.served : served], found)
+            failures, declared = declared_differences(
+                backend, turns[verdict.served : served], found, helper_calls=not helper_usage.is_empty()
+            )
             verdict.problems += [prefix + p for p in failures]
             verdict.declared += [prefix + p for p in declared]
             progressed = served > verdict.served
