@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from google import genai
 from google.genai import types
 
+from unified._errors import BackendError
+from unified.adapters.generate_content._failures import classify
 from unified.adapters.generate_content._translate import TurnTranslator
 from unified.events import TextDelta, Thinking, ToolResult, ToolUse, UnifiedEvent, WarningEvent
 from unified.testing.fidelity import Recording, corpus, expected_of
@@ -86,3 +89,18 @@ def test_a_function_response_without_its_call_is_still_a_well_formed_server_side
         ("ToolResult", True),
     ]
     assert translator.calls == []
+
+
+def test_a_request_google_genai_refuses_is_a_typed_backend_error() -> None:
+    """What echoing an unassembled streaming piece to the Developer API did: the SDK raises before sending."""
+    client = genai.Client(api_key="test-key", http_options=types.HttpOptions(base_url="http://127.0.0.1:9"))
+    piece = types.Part(function_call=types.FunctionCall(name="greet", will_continue=True))
+    with pytest.raises(ValueError, match="will_continue") as caught:
+        client.models.generate_content(model="gemini-2.5-flash", contents=[types.Content(role="model", parts=[piece])])
+    failure = classify(caught.value, "gemini-2.5-flash", 30.0)
+    assert failure is not None
+    assert failure.kind == "fatal"
+    assert isinstance(failure.error, BackendError)
+    assert failure.error.code == "backend_error"
+    assert "will_continue" in str(failure.error)
+    assert classify(ValueError("a bug of ours"), "gemini-2.5-flash", 30.0) is None  # still reported as a bug
