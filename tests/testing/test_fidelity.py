@@ -21,7 +21,18 @@ from unified.events import (
     WarningEvent,
 )
 from unified.testing import real_recordings, real_recordings_manifest, recordings
-from unified.testing.fidelity import Expected, Recording, check_run, corpus, expected_of, play, render_report
+from unified.testing.fidelity import (
+    IMAGES_DROPPED_BY_CLI,
+    Expected,
+    Recording,
+    Verdict,
+    check_run,
+    corpus,
+    declared_differences,
+    expected_of,
+    play,
+    render_report,
+)
 from unified.testing.scenario import RecordedTurn, Script
 
 CORPUS = corpus()
@@ -222,16 +233,42 @@ def test_usage_the_recording_lacks_may_be_estimated_but_must_say_so() -> None:
 
 def test_the_report_counts_each_backend() -> None:
     recording = CORPUS[0]
-    from unified.testing.fidelity import Verdict
-
     verdicts = {
         (recording.name, "generate-content"): Verdict(recording.name, "generate-content"),
         (recording.name, "gemini-cli"): Verdict(recording.name, "gemini-cli", problems=["text differs | x"]),
     }
     report = render_report([recording], verdicts, ["generate-content", "gemini-cli"])
-    assert "| generate-content | 1 | 0 |" in report
-    assert "| gemini-cli | 0 | 1 |" in report
+    assert "| generate-content | 1 | 0 | 0 |" in report
+    assert "| gemini-cli | 0 | 0 | 1 |" in report
     assert "fail: text differs \\| x" in report
+    verdicts[(recording.name, "gemini-cli")] = Verdict(recording.name, "gemini-cli", declared=["images dropped"])
+    report = render_report([recording], verdicts, ["generate-content", "gemini-cli"])
+    assert "| gemini-cli | 0 | 1 | 0 |" in report
+    assert "declared: images dropped" in report
+
+
+def test_a_difference_is_declared_only_for_the_backend_and_the_data_that_explain_it() -> None:
+    image = _recorded(
+        {
+            "candidates": [
+                {"content": {"role": "model", "parts": [{"text": "here"}, {"inlineData": {"mimeType": "image/png"}}]}}
+            ]
+        }
+    )
+    problem = "1 generated image(s) neither shown nor warned about"
+    assert declared_differences("generate-content", [image], [problem]) == ([problem], [])
+    failures, declared = declared_differences("gemini-cli", [image], [problem])
+    assert failures == []
+    assert IMAGES_DROPPED_BY_CLI in declared[0]
+    usage = "usage input_tokens=10, recording says 20"
+    assert declared_differences("gemini-cli", [TURN], [usage]) == ([usage], [])  # no retry, no helper call
+    empty = _recorded(
+        {"candidates": [{"content": {"role": "model", "parts": [{"text": "\n"}]}, "finishReason": "STOP"}]}
+    )
+    assert declared_differences("gemini-cli", [empty, TURN], [usage])[0] == []
+    assert declared_differences("gemini-cli", [TURN], [usage], helper_calls=True)[0] == []
+    above = "usage input_tokens=30, recording says 20"
+    assert declared_differences("gemini-cli", [TURN], [above], helper_calls=True) == ([above], [])
 
 
 def test_a_unary_recording_is_played_as_one_chunk_streams() -> None:
