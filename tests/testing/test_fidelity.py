@@ -23,6 +23,7 @@ from unified.events import (
 from unified.testing import real_recordings, real_recordings_manifest, recordings
 from unified.testing.fidelity import (
     IMAGES_DROPPED_BY_CLI,
+    STREAMED_ARGUMENTS_UNKNOWN_TO_CLI,
     Expected,
     Recording,
     Verdict,
@@ -267,6 +268,17 @@ def test_a_difference_is_declared_only_for_the_backend_and_the_data_that_explain
     )
     assert declared_differences("gemini-cli", [empty, TURN], [usage])[0] == []
     assert declared_differences("gemini-cli", [TURN], [usage], helper_calls=True)[0] == []
+    pieces = _recorded(
+        {
+            "candidates": [
+                {"content": {"role": "model", "parts": [{"functionCall": {"name": "f", "willContinue": True}}]}}
+            ]
+        }
+    )
+    calls = "tool calls differ: got [], the recording has [f]"
+    failures, declared = declared_differences("gemini-cli", [pieces], [calls, "seq has gaps or repeats"])
+    assert failures == ["seq has gaps or repeats"]  # never a broken invariant
+    assert STREAMED_ARGUMENTS_UNKNOWN_TO_CLI in declared[0]
     above = "usage input_tokens=30, recording says 20"
     assert declared_differences("gemini-cli", [TURN], [above], helper_calls=True) == ([above], [])
 
