@@ -60,6 +60,7 @@ WarningCode = Literal[
     "finish_unexpected_tool_call",
     "finish_malformed_response",
     "malformed_turn",
+    "output_not_shown",
 ]
 """Every `warning.code`, each documented once in docs/protocol.md ("Codes")."""
 

@@ -3,7 +3,8 @@
 - `FakeGemini`: a real HTTP server on 127.0.0.1 speaking the Gemini API (generateContent, SSE
   streams, the Interactions API, Vertex paths), driven by a script (the Gemini CLI's
   `--fake-responses` recordings or our scenario models), with fault injection and a request log.
-- `recordings()`: the real model recordings (Gemini CLI `--fake-responses` JSONL) shipped with unified.
+- `recordings()`, `real_recordings()`: the two corpora of real model recordings (Gemini CLI
+  `--fake-responses` JSONL) shipped with unified; `unified.testing.fidelity` plays them and checks the stream.
 - `ScriptedBackend`: an in-process backend playing a script of UnifiedEvents through the same
   stream guard as the real backends; importing `unified.testing` registers it as `backend="scripted"`.
 - `FakeAcp`: an in-process ACP agent standing in for `gemini --acp` behind the real gemini-cli
@@ -13,7 +14,13 @@ See docs/testing.md.
 """
 
 from unified.backends import register_backend
-from unified.testing._recordings import recordings, recordings_dir
+from unified.testing._recordings import (
+    real_recordings,
+    real_recordings_dir,
+    real_recordings_manifest,
+    recordings,
+    recordings_dir,
+)
 from unified.testing.fake_acp import FakeAcp, script_from_transcript
 from unified.testing.fake_gemini import REDACTED, FakeGemini, RecordedRequest
 from unified.testing.scenario import (
@@ -76,6 +83,9 @@ __all__ = [
     "ThoughtStep",
     "Turn",
     "Usage",
+    "real_recordings",
+    "real_recordings_dir",
+    "real_recordings_manifest",
     "recordings",
     "recordings_dir",
     "script_from_transcript",

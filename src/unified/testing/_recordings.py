@@ -1,9 +1,12 @@
-"""Real recordings of real Gemini models, shipped with `unified.testing` (see recordings/README.md)."""
+"""Real recordings of real Gemini models, shipped with `unified.testing` (see recordings/README.md and
+recordings/real/README.md)."""
 
 from __future__ import annotations
 
+import json
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 
 def recordings_dir() -> Path:
@@ -12,5 +15,23 @@ def recordings_dir() -> Path:
 
 
 def recordings() -> list[Path]:
-    """Every recording, sorted by name: playable by FakeGemini and by `gemini --fake-responses`."""
+    """Every recording of the first corpus, sorted by name: playable by FakeGemini and by `gemini --fake-responses`."""
     return sorted(recordings_dir().glob("*.responses"))
+
+
+def real_recordings_dir() -> Path:
+    """The second corpus: 94 recordings from the Gemini CLI's and the JS SDK's own test suites."""
+    return recordings_dir() / "real"
+
+
+def real_recordings_manifest() -> list[dict[str, Any]]:
+    """One entry a recording of the second corpus: its source, models, request features and `play` mode
+    (`as-is`, or `generateContent-as-one-chunk-stream` for files holding only unary answers)."""
+    manifest = json.loads((real_recordings_dir() / "manifest.json").read_text(encoding="utf-8"))
+    entries: list[dict[str, Any]] = manifest["recordings"]
+    return entries
+
+
+def real_recordings() -> list[Path]:
+    """Every recording of the second corpus, in manifest order (`<group>/<name>.responses`)."""
+    return [real_recordings_dir() / entry["file"] for entry in real_recordings_manifest()]

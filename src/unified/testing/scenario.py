@@ -326,6 +326,11 @@ class InteractionTurn(_TurnBase):
 Turn = Annotated[RecordedTurn | ModelTurn | InteractionTurn, Field(discriminator="kind")]
 
 
+def _played(line: Any) -> Any:
+    """The keys of a recorded line that the CLI plays (``method``, ``response``)."""
+    return {k: v for k, v in line.items() if k in ("method", "response")} if isinstance(line, dict) else line
+
+
 class Script(_Model):
     """The turns a FakeGemini plays, in order.
 
@@ -342,9 +347,13 @@ class Script(_Model):
 
     @classmethod
     def from_fake_responses(cls, source: str | Path, **options: Any) -> Script:
-        """Load the Gemini CLI's ``--fake-responses`` JSONL (a path, or the text itself)."""
+        """Load the Gemini CLI's ``--fake-responses`` JSONL (a path, or the text itself).
+
+        A line's other keys (older CLIs also recorded the ``request``) are ignored, as the CLI's own
+        loader ignores them.
+        """
         text = source.read_text(encoding="utf-8") if isinstance(source, Path) else source
-        turns = [RecordedTurn.model_validate(json.loads(line)) for line in text.splitlines() if line.strip()]
+        turns = [RecordedTurn.model_validate(_played(json.loads(line))) for line in text.splitlines() if line.strip()]
         return cls.model_validate({"turns": turns, **options})
 
     @classmethod

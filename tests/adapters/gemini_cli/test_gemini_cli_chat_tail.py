@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from unified.adapters.gemini_cli._chat_tail import ChatTail, JsonlTail, split_records, tool_calls_of, tool_response
+from unified.events import Usage
 
 SESSION = "2c2d3ac7-996e-4646-87d6-13776bec6cd4"
 READ_ID = "read_file__read_file_1795994544707_0"
@@ -128,3 +129,44 @@ def test_chat_tail_without_a_file_finds_nothing(tmp_path: Path) -> None:
     tail.start()
     assert tail.lookup(READ_ID, rescan=True) is None
     assert not tail.tails
+
+
+def test_usage_is_the_sum_of_this_prompts_per_call_tokens(tmp_path: Path) -> None:
+    path = chat_file(tmp_path)
+    home = tmp_path / ".gemini"
+    earlier = {"id": "old", "type": "gemini", "tokens": {"input": 999, "output": 9}}
+    with path.open("ab") as handle:
+        handle.write(line(earlier))  # an earlier prompt's call: not this run's
+    tail = ChatTail(home, SESSION)
+    tail.start()
+    first = {"input": 12778, "output": 24, "cached": 0, "thoughts": 60, "tool": 0, "total": 12862}
+    second = {"input": 12939, "output": 3, "cached": 12203, "thoughts": 0, "tool": 17, "total": 12959}
+    with path.open("ab") as handle:
+        handle.write(line({"id": "a", "type": "gemini", "content": "", "tokens": first}))
+        handle.write(line({**message(call(READ_ID, "success", {"output": "x"}), message_id="a"), "tokens": first}))
+        handle.write(line({"id": "b", "type": "gemini", "content": "done", "tokens": second}))
+        handle.write(line({"$set": {"messages": [earlier]}}))
+    tail.poll()
+    assert tail.usage() == Usage(
+        input_tokens=12778 + 12939, output_tokens=27, thinking_tokens=60, cached_tokens=12203, tool_use_tokens=17
+    )
+
+
+def test_usage_without_token_records_is_unknown(tmp_path: Path) -> None:
+    chat_file(tmp_path)
+    tail = ChatTail(tmp_path / ".gemini", SESSION)
+    tail.start()
+    tail.poll()
+    assert tail.usage() is None
+
+
+def test_function_responses_of_this_prompt_are_collected(tmp_path: Path) -> None:
+    path = chat_file(tmp_path)
+    tail = ChatTail(tmp_path / ".gemini", SESSION)
+    tail.start()
+    missing = {"id": "customDivide__customDivide_1_0", "name": "customDivide", "response": {"error": "Tool not found"}}
+    with path.open("ab") as handle:
+        handle.write(line({"id": "u1", "type": "user", "content": [{"functionResponse": missing}]}))
+        handle.write(line({"id": "u2", "type": "user", "content": [{"text": "a prompt"}]}))
+    tail.poll()
+    assert tail.answered == {"customDivide__customDivide_1_0": missing}

@@ -171,8 +171,10 @@ def test_duplicate_model_call_ids_are_made_unique() -> None:
     taken: set[str] = set()
     first = TurnTranslator(turn=1, taken_ids=taken)
     first.feed(chunk([{"functionCall": {"name": "f", "args": {}, "id": "c1"}}], finishReason="STOP"))
+    first.finish()  # a call is announced once the next part, or the end of the stream, shows it is local
     second = TurnTranslator(turn=2, taken_ids=taken)
     second.feed(chunk([{"functionCall": {"name": "f", "args": {}, "id": "c1"}}], finishReason="STOP"))
+    second.finish()
     assert first.calls[0].tool_use_id == "c1"
     assert second.calls[0].tool_use_id != "c1"
     assert second.calls[0].call_id == "c1"  # the model's own id still answers the call

@@ -10,6 +10,11 @@ message id) each time a call attaches. Measured on 0.61: a call is written only 
 while ACP's `tool_call` is pending or in progress. So the arguments cannot be known when `tool_use`
 is emitted; the output can be had for `tool_result` by waiting for the record.
 
+The same file holds each model call's exact token counts: a `gemini` message record carries
+`tokens` (`input`, `output`, `cached`, `thoughts`, `tool`), written once per API call (a record
+appended again for the same message keeps its id). ACP's prompt result reports one call's input and
+output only, so the run's usage is the sum of these records (`ChatTail.usage`).
+
 `JsonlTail` reads only the bytes appended since its last read (a partial last line is kept for the
 next read); `ChatTail` follows every file of one session (found by id, so a file renamed by
 `ResumeGuard` or created late is picked up) from the sizes they had when the prompt started.
@@ -24,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from unified.adapters.gemini_cli._sessions import session_files
+from unified.events import Usage
 
 FINAL_STATUSES = frozenset({"success", "error", "cancelled"})
 RESCAN_INTERVAL_S = 0.5
@@ -109,6 +115,12 @@ class ChatTail:
     session_id: str
     tails: dict[Path, JsonlTail] = field(default_factory=dict)
     calls: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Finished calls by id, from this prompt's records and from any checkpoint read meanwhile."""
+    answered: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Call id → the `functionResponse` this prompt sent the model (a `user` record), for every call the
+    CLI answered: also those it never reported over ACP (a tool it lacks: "Tool not found")."""
+    tokens: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Message id → the `tokens` of one model call of this prompt."""
     unreadable: str | None = None
     _scanned_at: float = float("-inf")
 
@@ -144,6 +156,29 @@ class ChatTail:
                 for call in tool_calls_of(record):
                     if call.get("status") in FINAL_STATUSES:
                         self.calls[call["id"]] = call
+                if record.get("type") == "user" and isinstance(record.get("content"), list):
+                    for part in record["content"]:
+                        response = part.get("functionResponse") if isinstance(part, dict) else None
+                        if isinstance(response, dict) and isinstance(response.get("id"), str):
+                            self.answered[response["id"]] = response
+                counts = record.get("tokens")
+                if record.get("type") == "gemini" and isinstance(counts, dict) and isinstance(record.get("id"), str):
+                    self.tokens[record["id"]] = counts
+
+    def usage(self) -> Usage | None:
+        """The sum of this prompt's recorded per-call tokens; None when no call was recorded."""
+        if not self.tokens:
+            return None
+        total = Usage()
+        for counts in self.tokens.values():
+            total += Usage(
+                input_tokens=_count(counts.get("input")),
+                output_tokens=_count(counts.get("output")),
+                thinking_tokens=_count(counts.get("thoughts")),
+                cached_tokens=_count(counts.get("cached")),
+                tool_use_tokens=_count(counts.get("tool")),
+            )
+        return total
 
     def _files(self) -> list[Path]:
         try:
@@ -151,3 +186,7 @@ class ChatTail:
         except OSError as exc:
             self.unreadable = f"cannot list the chat files: {exc}"
             return []
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and value > 0 else 0

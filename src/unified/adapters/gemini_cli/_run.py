@@ -25,7 +25,7 @@ from unified.adapters.gemini_cli._permissions import PermissionBridge
 from unified.adapters.gemini_cli._pool import Lease
 from unified.adapters.gemini_cli._session_setup import SessionSetup
 from unified.adapters.gemini_cli._subagents import SubagentWatcher
-from unified.adapters.gemini_cli._translate import AcpTranslator, Item, TurnBoundary
+from unified.adapters.gemini_cli._translate import AcpTranslator, Item, TurnBoundary, tool_name_of
 from unified.adapters.gemini_cli._transport import ConnectionClosed, as_dict, error_for_exit, json_line_warning
 from unified.events import SessionStarted, SubagentCompleted, SubagentStarted, ToolResult, ToolUse, WarningEvent
 from unified.sessions import short_id_of
@@ -130,14 +130,38 @@ class AcpRun:
             raise
         finally:
             self.connection.forget(request_id)
-        end = prompt_end(answer, short, self.connection.child.stderr.text())
-        if end.usage is not None:
-            ctx.add_usage(end.usage)
         await hold.flush()
+        chat.poll(rescan=True)
+        await self._calls_acp_never_showed(chat, delivery)
+        recorded = chat.usage()  # the chat file's exact per-call counts, also when the prompt failed
+        if recorded is not None:
+            ctx.add_usage(recorded)
+        end = prompt_end(answer, short, self.connection.child.stderr.text())
+        if recorded is None and end.usage is not None:  # no chat file: ACP's report of one call
+            ctx.add_usage(end.usage)
         await ctx.end_message()
         if end.warning is not None:
             await self._warn(*end.warning)
         return end.outcome
+
+    async def _calls_acp_never_showed(self, chat: ChatTail, delivery: _Delivery) -> None:
+        """Calls the CLI answered but never reported over ACP (a tool it does not have: "Tool not found"),
+        shown as a `tool_use` (no arguments: the CLI records none for them) and its `tool_result`, once
+        the prompt has ended."""
+        for call_id, response in chat.answered.items():
+            if call_id in self.translator.tools:
+                continue
+            output = response.get("response")
+            name = response.get("name")
+            use = ToolUse(
+                tool_use_id=call_id,
+                name=name if isinstance(name, str) and name else tool_name_of(call_id, None),
+                session_id=self.session_id,
+            )
+            await delivery.deliver_now(use, None)
+            is_error = not isinstance(output, dict) or "error" in output
+            result = ToolResult(tool_use_id=call_id, output=output, is_error=is_error, session_id=self.session_id)
+            await delivery.deliver_now(result, None)
 
     async def _pump(self, request_id: int, sink: _Sink, bridge: PermissionBridge) -> dict[str, Any]:
         """Route the session's messages until the prompt's answer arrives; returns that answer."""

@@ -5,9 +5,18 @@ thought part is a complete summary (`**Subject**\\n\\nbody`), and the next thoug
 summary, not a continuation of the previous one. So each thought part becomes one
 `thinking(replace=True)` event whose `subject` is the bold heading.
 
-The translator also keeps what the loop needs after the stream: the model's parts exactly as
-received (to echo them back with their thought signatures), the function calls, the finish
-reason and the usage of the last chunk that carried any.
+The translator also keeps what the loop needs after the stream: the model's parts as received (to
+echo them back with their thought signatures), the function calls, the finish reason and the usage
+of the last chunk that carried any.
+
+Function calls are announced once the next part that is not a call arrives (or the stream ends):
+- arguments streamed in pieces (Vertex `streamFunctionCallArguments`: a call with `willContinue`,
+  then `partialArgs` pieces, then an empty call) are assembled into one call with its full
+  arguments, kept in the history as one ordinary call (the Developer API client rejects the pieces);
+- a call the server answers itself in the same turn (a `functionResponse` in the model's output:
+  server-side MCP) is a server-side tool use, never a local call.
+A generated image (`inlineData` in the output) has no event kind: it stays in the history and an
+`output_not_shown` warning says so (docs/capabilities.md, image_output).
 """
 
 from __future__ import annotations
@@ -127,6 +136,84 @@ class LocalCall:
 
 
 @dataclass
+class _CallInProgress:
+    """A function call not yet announced: complete, or still receiving its arguments in pieces."""
+
+    name: str
+    call_id: str | None
+    signature: bytes | None
+    args: dict[str, Any] = field(default_factory=dict)
+    open_strings: set[str] = field(default_factory=set)
+    """Argument paths whose string value continues in the next piece."""
+
+    def add(self, pieces: list[types.PartialArg]) -> None:
+        for piece in pieces:
+            path = piece.json_path or ""
+            if piece.string_value is not None:
+                before = _get_path(self.args, path) if path in self.open_strings else None
+                _set_path(self.args, path, (before if isinstance(before, str) else "") + piece.string_value)
+                if piece.will_continue:
+                    self.open_strings.add(path)
+                else:
+                    self.open_strings.discard(path)
+            elif piece.number_value is not None:
+                number = piece.number_value
+                _set_path(self.args, path, int(number) if float(number).is_integer() else number)
+            elif piece.bool_value is not None:
+                _set_path(self.args, path, piece.bool_value)
+            elif piece.null_value is not None:
+                _set_path(self.args, path, None)
+
+    def part(self) -> types.Part:
+        """The call as one ordinary part, as the history must hold it."""
+        call = types.FunctionCall(id=self.call_id, name=self.name, args=self.args)
+        return types.Part(function_call=call, thought_signature=self.signature)
+
+
+_PATH_STEP = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
+
+
+def _steps(path: str) -> list[str | int]:
+    """`$.a.b[0]` → ["a", "b", 0]."""
+    return [name if name else int(index) for name, index in _PATH_STEP.findall(path.removeprefix("$"))]
+
+
+def _get_path(args: dict[str, Any], path: str) -> Any:
+    node: Any = args
+    for step in _steps(path):
+        node = _get(node, step)
+    return node
+
+
+def _set_path(args: dict[str, Any], path: str, value: Any) -> None:
+    """Put `value` at `path`, making the objects and lists on the way (a path that does not fit is ignored)."""
+    steps = _steps(path)
+    if not steps:
+        return
+    node: Any = args
+    for step, following in itertools.pairwise(steps):
+        if _get(node, step) is None and not _put(node, step, [] if isinstance(following, int) else {}):
+            return
+        node = _get(node, step)
+    _put(node, steps[-1], value)
+
+
+def _get(node: Any, step: str | int) -> Any:
+    if isinstance(step, int):
+        return node[step] if isinstance(node, list) and step < len(node) else None
+    return node.get(step) if isinstance(node, dict) else None
+
+
+def _put(node: Any, step: str | int, value: Any) -> bool:
+    if isinstance(step, int) and isinstance(node, list):
+        node.extend([None] * (step + 1 - len(node)))
+    elif not (isinstance(step, str) and isinstance(node, dict)):
+        return False
+    node[step] = value
+    return True
+
+
+@dataclass
 class TurnTranslator:
     """Feed it the chunks of one streamed turn; it returns the events to emit for each."""
 
@@ -146,6 +233,8 @@ class TurnTranslator:
     grounding: types.GroundingMetadata | None = None
     url_context: types.UrlContextMetadata | None = None
     _open_server_calls: list[str] = field(default_factory=list)
+    _streaming_call: _CallInProgress | None = None
+    _unannounced: list[_CallInProgress] = field(default_factory=list)
     _counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
     @property
@@ -187,19 +276,75 @@ class TurnTranslator:
     def _part(self, part: types.Part) -> list[UnifiedEvent]:
         if part.text is not None and not part.text and part.thought_signature is None and not part.thought:
             return []  # an empty text part carries nothing; echoing it back would be rejected
+        if part.function_call is not None:
+            self._function_call(part.function_call, part.thought_signature)
+            return []
+        if part.function_response is not None:
+            return self._server_function_response(part)
+        events = self._announce_calls()
         self.parts.append(part)
+        return events + self._content_part(part)
+
+    def _function_call(self, call: types.FunctionCall, signature: bytes | None) -> None:
+        """Queue a call (or one piece of a call whose arguments stream) until it can be announced."""
+        pending = self._streaming_call
+        if pending is None:
+            pending = _CallInProgress(call.name or "", call.id, signature, dict(call.args or {}))
+        else:  # the next piece of the call being streamed
+            pending.name = pending.name or call.name or ""
+            pending.call_id = pending.call_id or call.id
+            pending.signature = pending.signature or signature
+            pending.args.update(call.args or {})
+        pending.add(list(call.partial_args or []))
+        self._streaming_call = pending if call.will_continue else None
+        if not call.will_continue:
+            self._unannounced.append(pending)
+
+    def _announce_calls(self) -> list[UnifiedEvent]:
+        """The queued calls are local calls: announce them, keep them for the loop and the history."""
+        events: list[UnifiedEvent] = []
+        for pending in self._unannounced:
+            tool_use_id = self._new_id("call", pending.call_id)
+            self.calls.append(LocalCall(tool_use_id, pending.name, pending.args, pending.call_id))
+            self.parts.append(pending.part())
+            events.append(ToolUse(tool_use_id=tool_use_id, name=pending.name, input=pending.args))
+        self._unannounced = []
+        return events
+
+    def _server_function_response(self, part: types.Part) -> list[UnifiedEvent]:
+        """A `functionResponse` in the model's own output: the server ran that call (server-side MCP)."""
+        response = part.function_response
+        assert response is not None
+        name = response.name or "server_tool"
+        match = next(
+            (
+                c
+                for c in self._unannounced
+                if (response.id is not None and c.call_id == response.id) or (response.id is None and c.name == name)
+            ),
+            None,
+        )
+        events: list[UnifiedEvent] = []
+        if match is not None:
+            self._unannounced.remove(match)
+            self.parts.append(match.part())
+            tool_use_id = self._new_id("mcp", match.call_id)
+            events.append(ToolUse(tool_use_id=tool_use_id, name=name, input=match.args, server_side=True))
+        else:  # a result whose call we never saw: announce the call so the stream stays well-formed
+            tool_use_id = self._new_id("mcp", response.id)
+            events.append(ToolUse(tool_use_id=tool_use_id, name=name, server_side=True))
+        self.parts.append(part)
+        output = dict(response.response or {})
+        events.append(ToolResult(tool_use_id=tool_use_id, output=output, server_side=True, is_error="error" in output))
+        return events
+
+    def _content_part(self, part: types.Part) -> list[UnifiedEvent]:
         if part.thought and part.text is not None:
             subject, text = split_subject(part.text)
             return [Thinking(text=text, replace=True, subject=subject, signature=b64(part.thought_signature))]
         if part.text is not None:
             self.text += part.text
             return [TextDelta(text=part.text)] if part.text else []
-        if part.function_call is not None:
-            call = part.function_call
-            name = call.name or ""
-            tool_use_id = self._new_id("call", call.id)
-            self.calls.append(LocalCall(tool_use_id, name, dict(call.args or {}), call.id))
-            return [ToolUse(tool_use_id=tool_use_id, name=name, input=dict(call.args or {}))]
         if part.executable_code is not None:
             code = part.executable_code
             tool_use_id = self._new_id("code", code.id)
@@ -228,7 +373,15 @@ class TurnTranslator:
             response = part.tool_response
             name = server_tool_name(response.tool_type)
             return self._server_result(name, response.id, dict(response.response or {}), False)
-        return []  # inline data, files and other media reach the history unchanged
+        if part.inline_data is not None:
+            blob = part.inline_data
+            size = len(blob.data or b"")
+            message = (
+                f"the model generated {blob.mime_type or 'media'} ({size} bytes), which no event carries: "
+                "it is kept in the session's history, not shown"
+            )
+            return [WarningEvent(code="output_not_shown", message=message)]
+        return []  # files and other media reach the history unchanged
 
     def _server_result(self, name: str, wanted: str | None, output: Any, is_error: bool) -> list[UnifiedEvent]:
         events: list[UnifiedEvent] = []
@@ -244,8 +397,12 @@ class TurnTranslator:
         return events
 
     def finish(self) -> list[UnifiedEvent]:
-        """Events due once the stream ended: grounding as server-side tool data, finish-reason reports."""
-        events: list[UnifiedEvent] = []
+        """Events due once the stream ended: the calls not yet announced, grounding as server-side tool data,
+        finish-reason reports."""
+        if self._streaming_call is not None:  # the pieces stopped without the closing part: use what came
+            self._unannounced.append(self._streaming_call)
+            self._streaming_call = None
+        events: list[UnifiedEvent] = self._announce_calls()
         if self.grounding is not None:
             for name, args, meta in grounding_sources(self.grounding):
                 events.extend(self._server_pair(name, args, meta))
