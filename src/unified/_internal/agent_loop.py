@@ -23,6 +23,7 @@ server-side interaction ids).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
@@ -252,9 +253,8 @@ class AgentLoop:
                     status="max_turns",
                     error=f"stopped after max_turns={max_turns} model requests; the last turn's calls were not run",
                 )
-            calls = turn.calls
-            outcomes = await self._while_saving(session, lambda: self._run_calls(tools, calls))
-            self.client.keep_tool_round(session, calls, outcomes)
+            outcomes = await self._while_saving(session, functools.partial(self._run_calls, tools, turn.calls))
+            self.client.keep_tool_round(session, turn.calls, outcomes)
             unsaved = session  # the round is written while the next request is in flight
 
     async def _request(self) -> TurnEnd:
