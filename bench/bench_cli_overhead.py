@@ -124,7 +124,7 @@ def run(quick: bool) -> Outcome:
         pool = AcpPool(size=1)
         warm_params = _params(cwd, pool=pool, pool_size=1, fake_responses_strict=False)
         try:
-            warm = anyio.run(_warm_first_events, warm_params, max(runs, 3))
+            warm = anyio.run(_warm_first_events, warm_params, 1 if quick else max(runs, 3))
         finally:
             pool.close_now()
         outcome.figures += [

@@ -199,16 +199,18 @@ async def _pair(
     subject: Callable[[], Awaitable[Timing]],
     baseline: Callable[[], Awaitable[Timing]],
     runs: int,
+    *,
+    warm_up: bool,
 ) -> tuple[list[Timing], list[Timing]]:
-    """Alternate runs after one untimed warm-up of each (first-use imports are not overhead per run)."""
+    """Alternate runs, after one untimed warm-up of each (first-use imports are not overhead per run)."""
     subject_t: list[Timing] = []
     baseline_t: list[Timing] = []
-    for n in range(runs + 1):
+    for n in range(runs + 1 if warm_up else runs):
         for fn, sink in ((baseline, baseline_t), (subject, subject_t)):
             fake.add(*turns())
             timing = await fn()
             fake.assert_done()
-            if n:
+            if n or not warm_up:
                 sink.append(timing)
     return subject_t, baseline_t
 
@@ -231,7 +233,7 @@ async def _scenarios(
                 return await through_unified(params)
 
             for label, turns in scenarios.items():
-                subject_t, baseline_t = await _pair(fake, turns, subject, baseline_fn, runs)
+                subject_t, baseline_t = await _pair(fake, turns, subject, baseline_fn, runs, warm_up=not quick)
                 name = f"{backend}, {label}"
                 outcome.figures += [
                     Figure(f"{name}: unified wall", "s", [t[0] for t in subject_t]),
@@ -254,7 +256,7 @@ async def _scenarios(
 
 
 def run(quick: bool) -> Outcome:
-    chunks, tool_turns, runs = (200, 3, 1) if quick else (10_000, 50, 3)
+    chunks, tool_turns, runs = (50, 2, 1) if quick else (10_000, 50, 3)
     outcome = Outcome("sdk_overhead")
     with isolated_home() as home, FakeGemini() as fake:
         anyio.run(partial(_scenarios, outcome, fake, home, chunks, tool_turns, runs, quick=quick))

@@ -136,6 +136,17 @@ def alternate(
     return subject_times, baseline_times
 
 
+def rounds(fns: list[Callable[[], object]], runs: int) -> list[list[float]]:
+    """Time each of `fns` once per round, `runs` rounds: `alternate` for more than two."""
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(runs):
+        for fn, sink in zip(fns, times, strict=True):
+            start = time.perf_counter()
+            fn()
+            sink.append(time.perf_counter() - start)
+    return times
+
+
 def spread(values: list[float]) -> tuple[float, float, float]:
     """(min, median, max): how a ratio over paired runs is reported."""
     return min(values), statistics.median(values), max(values)

@@ -42,8 +42,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.names or BENCHMARKS:
         module = importlib.import_module(f"bench.bench_{name}")
         print(f"running {name} ...", flush=True)
+        began = time.perf_counter()
         try:
             outcomes.append(module.run(args.quick))
+            print(f"  {name}: {time.perf_counter() - began:.1f} s", flush=True)
         except Exception as exc:  # one broken backend must not hide every other figure
             failed = Outcome(name)
             failed.ratio("completed", 0.0, "runs to the end", False)

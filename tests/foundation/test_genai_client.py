@@ -7,8 +7,11 @@ import threading
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 
+from unified._internal import genai_client
+from unified._internal import http as http_clients
 from unified._internal.genai_client import GenaiClient
 from unified._internal.imports import import_off_loop
 from unified.adapters.generate_content._options import GenerateContentOptions, resolve_settings
@@ -24,12 +27,22 @@ def settings(tmp_path: Path, **options: object) -> GenerateContentOptions:
     )
 
 
-async def test_runs_that_overlap_share_one_client_and_the_last_one_out_closes_it(tmp_path: Path) -> None:
+async def test_runs_that_overlap_share_one_client_and_the_last_one_out_closes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened: list[httpx.AsyncClient] = []
+
+    def recording(timeout_s: float) -> httpx.AsyncClient:
+        opened.append(http_clients.async_client(timeout_s))
+        return opened[-1]
+
+    monkeypatch.setattr(genai_client, "async_client", recording)
     same = settings(tmp_path)
     async with GenaiClient(same) as first, GenaiClient(settings(tmp_path)) as second:
         shared = first.client
         assert second.client is shared
-        http = shared._api_client._async_httpx_client
+        assert len(opened) == 1
+        (http,) = opened
         async with GenaiClient(settings(tmp_path, timeout_s=5.0)) as other:
             assert other.client is not shared  # other connection settings, other client
         assert not http.is_closed
