@@ -241,9 +241,7 @@ def test_ctrl_c_cancels_cleanly_with_exit_130(
 
     monkeypatch.setattr(anyio, "open_signal_receiver", announced_receiver)
     # the CLI imports `execute` from unified.query when a run starts
-    monkeypatch.setattr(
-        query, "execute", lambda params: EventStream(params, backend=backend)
-    )  # the CLI loads it lazily
+    monkeypatch.setattr(query, "execute", lambda params: EventStream(params, backend=backend))
     params = ExecuteParams(prompt="hi", backend="scripted")
     assert anyio.run(cli._run, params, True, backend=loop) == 130
     events = [parse_event(line) for line in capsys.readouterr().out.splitlines()]
