@@ -99,7 +99,7 @@ def run(quick: bool) -> Outcome:
     if binary is None:
         outcome.notes.append("skipped: the pinned gemini binary is not installed (scripts/setup installs it)")
         return outcome
-    runs = 1 if quick else 5
+    runs = 1 if quick else 3
     with isolated_home() as home:
         cwd = workspace(home)
         baseline: list[Timing] = []

@@ -50,7 +50,7 @@ def _added(outcome: Outcome, name: str, subject: list[float], baseline: list[flo
 
 
 def run(quick: bool) -> Outcome:
-    runs = 1 if quick else 15
+    runs = 1 if quick else 10
     outcome = Outcome("startup")
     python = sys.executable
     base = [python, "-c", "pass"]
