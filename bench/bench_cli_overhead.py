@@ -3,9 +3,10 @@
 The same recorded session (`--fake-responses`, strict) is run three ways from a cold start:
 - baseline: the `gemini` binary itself, `-p ... --output-format stream-json`, its stdout read line by line;
 - the gemini-cli backend on the stream-json transport: the very same argv, so the ratio is exactly ours;
-- the gemini-cli backend on ACP (its default): a different CLI mode, shown for information.
+- the gemini-cli backend on ACP (its default), started cold: a different CLI mode, held to the same wall target.
 Time to first output is the first assistant text. Then time to the FIRST EVENT of a new run: a warm pool
 (one `gemini --acp` already initialized) against a cold `gemini -p` start to its first stdout line.
+The baseline is the floor: nothing can show the CLI's output before the CLI prints it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 import anyio
 
 from bench._env import MODEL, RECORDINGS, gemini_binary, isolated_home, workspace
-from bench.harness import Figure, Outcome, spread
+from bench.harness import Figure, Outcome, profile_async, spread
 from unified.adapters.gemini_cli._home import child_env
 from unified.adapters.gemini_cli._pool import AcpPool
 from unified.events import Result, TextDelta
@@ -71,22 +72,19 @@ def _params(cwd: Path, **options: object) -> ExecuteParams:
     return ExecuteParams(prompt="go", backend="gemini-cli", model=MODEL, cwd=cwd, backend_options=opts)
 
 
-def _compare(outcome: Outcome, name: str, subject: list[Timing], baseline: list[Timing], *, target: bool) -> None:
+def _compare(outcome: Outcome, name: str, subject: list[Timing], baseline: list[Timing], *, first_target: bool) -> bool:
+    """Wall ratio (target <= 1.05) and first output ms added; True when every target held."""
     outcome.figures += [
         Figure(f"{name}: wall", "s", [t[0] for t in subject]),
         Figure(f"{name}: first output", "s", [t[1] for t in subject]),
     ]
     low, ratio, high = spread([s[0] / b[0] for s, b in zip(subject, baseline, strict=True)])
     first_low, first, first_high = spread([(s[1] - b[1]) * 1000 for s, b in zip(subject, baseline, strict=True)])
-    outcome.ratio(
-        f"{name} / gemini -p: wall ratio", ratio, "<= 1.05" if target else "informational", ratio <= 1.05 or not target
-    )
-    outcome.ratio(
-        f"{name}: first output, ms added", first, "< 1 ms" if target else "informational", first < 1 or not target
-    )
-    outcome.notes.append(
-        f"{name}: wall ratio min {low:.3f} max {high:.3f}; ms added min {first_low:.1f} max {first_high:.1f}"
-    )
+    outcome.ratio(f"{name} / gemini -p: wall ratio", ratio, "<= 1.05", ratio <= 1.05, low=low, high=high)
+    first_met = first < 1 or not first_target
+    target = "< 1 ms" if first_target else "informational"
+    outcome.ratio(f"{name}: first output, ms added", first, target, first_met, low=first_low, high=first_high)
+    return ratio <= 1.05 and first_met
 
 
 async def _warm_first_events(params: ExecuteParams, runs: int) -> list[float]:
@@ -101,7 +99,7 @@ def run(quick: bool) -> Outcome:
     if binary is None:
         outcome.notes.append("skipped: the pinned gemini binary is not installed (scripts/setup installs it)")
         return outcome
-    runs = 1 if quick else 5
+    runs = 1 if quick else 3
     with isolated_home() as home:
         cwd = workspace(home)
         baseline: list[Timing] = []
@@ -117,12 +115,16 @@ def run(quick: bool) -> Outcome:
             Figure("gemini -p: wall", "s", [t[0] for t in baseline]),
             Figure("gemini -p: first output", "s", [t[1] for t in baseline]),
         ]
-        _compare(outcome, "unified stream-json", stream_json, baseline, target=True)
-        _compare(outcome, "unified ACP (cold)", acp, baseline, target=False)
+        for name, timings, params, first_target in (
+            ("unified stream-json", stream_json, _params(cwd, transport="stream-json"), True),
+            ("unified ACP (cold)", acp, _params(cwd), False),
+        ):
+            if not _compare(outcome, name, timings, baseline, first_target=first_target) and not quick:
+                outcome.profiles[f"{name}: one run"] = anyio.run(profile_async, partial(through_unified, params))
         pool = AcpPool(size=1)
         warm_params = _params(cwd, pool=pool, pool_size=1, fake_responses_strict=False)
         try:
-            warm = anyio.run(_warm_first_events, warm_params, max(runs, 3))
+            warm = anyio.run(_warm_first_events, warm_params, 1 if quick else max(runs, 3))
         finally:
             pool.close_now()
         outcome.figures += [
@@ -130,5 +132,5 @@ def run(quick: bool) -> Outcome:
             Figure("warm pool: first event", "s", warm),
         ]
         speedup = spread(cold_first)[1] / spread(warm)[1]
-        outcome.ratio("first event: cold gemini -p / warm pool", speedup, "> 10x", speedup > 10)
+        outcome.ratio("first event: cold gemini -p / warm pool", speedup, "> 20x", speedup > 20)
     return outcome

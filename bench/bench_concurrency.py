@@ -1,8 +1,11 @@
 """Concurrency and memory: 100 concurrent runs in one process, and one run of 1,000,000 events.
 
 Part one runs 100 generate-content runs at once against FakeGemini, then (alternating) 100 raw
-google-genai streams of the same answers: throughput ratio, peak RSS added per run, and the longest
+google-genai streams of the same answers on ONE shared client built before the timer starts (the fair
+floor, `bench.bench_sdk_overhead.Baseline`): throughput ratio, peak RSS added per run, and the longest
 event-loop stall, seen by a ticker task that asks to wake every 5 ms and records how late it woke.
+The stall target: unified's longest stall under 10 ms, or no longer than the raw SDK's under the
+same load (then it is the load's, not unified's).
 Part two streams 1,000,000 events through the stream guard from a generator backend (text in
 100-delta messages, a tool call every 1,000 events) and samples RSS every 100,000: it must stay flat,
 because nothing may buffer the whole stream unless asked.
@@ -22,8 +25,8 @@ from typing import Any
 import anyio
 
 from bench._env import MODEL, isolated_home, workspace
-from bench.bench_sdk_overhead import raw_generate
-from bench.harness import Figure, Outcome, spread
+from bench.bench_sdk_overhead import Baseline
+from bench.harness import Figure, Outcome, profile_async, spread
 from unified._internal.backend import RunContext, RunOutcome
 from unified.events import Result, SessionStarted, TextDelta, ToolResult, ToolUse
 from unified.query import EventStream, execute
@@ -125,6 +128,14 @@ async def firehose(count: int) -> tuple[list[int], float, int]:
     return backend.samples, time.perf_counter() - start, received
 
 
+async def _round(n: int, raw: bool, fake: FakeGemini, cwd: Path, params: ExecuteParams) -> Load:
+    """`n` concurrent runs: raw SDK streams on one shared client, or unified runs."""
+    if raw:
+        async with Baseline(fake.base_url, cwd, cwd / "history.json") as baseline:
+            return await concurrent(n, baseline.generate)
+    return await concurrent(n, partial(_unified_run, params))
+
+
 def run(quick: bool) -> Outcome:
     n, chunks, runs, events = (10, 20, 1, 20_000) if quick else (100, 50, 3, 1_000_000)
     outcome = Outcome("concurrency")
@@ -135,27 +146,34 @@ def run(quick: bool) -> Outcome:
         subject: list[Load] = []
         baseline: list[Load] = []
         for attempt in range(runs + 1):  # the first round warms imports and connection code up, untimed
-            for one, sink in (
-                (partial(raw_generate, fake.base_url, cwd), baseline),
-                (partial(_unified_run, params), subject),
-            ):
+            for raw, sink in ((True, baseline), (False, subject)):
                 fake.add(*[ModelTurn(text="token " * chunks, text_chunks=chunks) for _ in range(n)])
-                load = anyio.run(concurrent, n, one)
+                load = anyio.run(_round, n, raw, fake, cwd, params)
                 fake.assert_done()
                 if attempt:
                     sink.append(load)
-    outcome.figures += [
-        Figure(f"{n} concurrent unified runs", "runs/s", [n / s.seconds for s in subject]),
-        Figure(f"{n} concurrent raw SDK streams", "runs/s", [n / b.seconds for b in baseline]),
-        Figure("unified: peak RSS added per run", "KiB", [s.peak_rss_per_run / 1024 for s in subject]),
-        Figure("raw SDK: peak RSS added per stream", "KiB", [b.peak_rss_per_run / 1024 for b in baseline]),
-        Figure("unified: longest event-loop stall", "ms", [s.stall * 1000 for s in subject]),
-        Figure("raw SDK: longest event-loop stall", "ms", [b.stall * 1000 for b in baseline]),
-    ]
-    throughput = spread([b.seconds / s.seconds for s, b in zip(subject, baseline, strict=True)])[1]
-    outcome.ratio("throughput, unified / raw SDK", throughput, ">= 0.95", throughput >= 0.95)
-    stall = spread([s.stall / max(b.stall, 1e-6) for s, b in zip(subject, baseline, strict=True)])[1]
-    outcome.ratio("longest stall, unified / raw SDK", stall, "informational", True)
+        outcome.figures += [
+            Figure(f"{n} concurrent unified runs", "runs/s", [n / s.seconds for s in subject]),
+            Figure(f"{n} concurrent raw SDK streams (shared client)", "runs/s", [n / b.seconds for b in baseline]),
+            Figure("unified: peak RSS added per run", "KiB", [s.peak_rss_per_run / 1024 for s in subject]),
+            Figure("raw SDK: peak RSS added per stream", "KiB", [b.peak_rss_per_run / 1024 for b in baseline]),
+            Figure("unified: longest event-loop stall", "ms", [s.stall * 1000 for s in subject]),
+            Figure("raw SDK: longest event-loop stall", "ms", [b.stall * 1000 for b in baseline]),
+        ]
+        pairs = list(zip(subject, baseline, strict=True))
+        low, throughput, high = spread([b.seconds / s.seconds for s, b in pairs])
+        outcome.ratio("throughput, unified / raw SDK", throughput, ">= 0.95", throughput >= 0.95, low=low, high=high)
+        low, stall, high = spread([s.stall / max(b.stall, 1e-6) for s, b in pairs])
+        longest = spread([s.stall * 1000 for s, _ in pairs])[1]
+        stall_met = longest < 10 or stall <= 1
+        outcome.ratio("longest stall, unified / raw SDK", stall, "< 10 ms or <= 1", stall_met, low=low, high=high)
+        outcome.notes.append(f"unified's longest event-loop stall, median of rounds: {longest:.1f} ms")
+        if not (stall_met and throughput >= 0.95) and not quick:
+            fake.add(*[ModelTurn(text="token " * chunks, text_chunks=chunks) for _ in range(n)])
+            outcome.profiles[f"{n} concurrent unified runs"] = anyio.run(
+                profile_async, partial(_round, n, False, fake, cwd, params)
+            )
+            fake.assert_done()
     samples, seconds, received = anyio.run(firehose, events)
     growth = (samples[-1] - samples[0]) / 2**20
     outcome.figures += [

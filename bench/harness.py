@@ -7,13 +7,15 @@ reports the ratio of their medians (with min and max so the spread is visible).
 
 from __future__ import annotations
 
+import cProfile
 import json
 import os
 import platform
+import pstats
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
@@ -61,12 +63,63 @@ class Outcome:
     ratios: dict[str, float] = field(default_factory=dict)
     targets: dict[str, str] = field(default_factory=dict)
     met: dict[str, bool] = field(default_factory=dict)
+    spreads: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """(min, max) over the paired runs of a ratio that is a median of pairs."""
     notes: list[str] = field(default_factory=list)
+    profiles: dict[str, str] = field(default_factory=dict)
+    """Where the time goes, for what missed its target: a summary of the top frames."""
 
-    def ratio(self, name: str, value: float, target: str, met: bool) -> None:
+    def ratio(
+        self, name: str, value: float, target: str, met: bool, *, low: float | None = None, high: float | None = None
+    ) -> None:
         self.ratios[name] = value
         self.targets[name] = target
         self.met[name] = met
+        if low is not None and high is not None:
+            self.spreads[name] = (low, high)
+
+
+def _where(path: str) -> str:
+    """A frame's file, short: from the package root (site-packages/, src/, the stdlib) on."""
+    for marker in ("site-packages/", "/src/", "/lib/python3"):
+        if marker in path:
+            tail = path.split(marker, 1)[1]
+            return tail.split("/", 1)[1] if marker == "/lib/python3" and "/" in tail else tail
+    return path
+
+
+def summarize(profiler: cProfile.Profile, top: int = 12) -> str:
+    """The `top` functions by own time, with their cumulative time: where the time goes."""
+    stats = pstats.Stats(profiler)
+    rows = sorted(stats.stats.items(), key=lambda item: item[1][2], reverse=True)  # type: ignore[attr-defined]
+    total = sum(row[1][2] for row in rows) or 1.0
+    lines = [f"total {total * 1000:.0f} ms (this thread); own ms, own %, cumulative ms, calls, function"]
+    for (path, line, func), (_, calls, own, cumulative, _) in rows[:top]:
+        share = own / total * 100
+        where = f"{func} ({_where(path)}:{line})"
+        lines.append(f"{own * 1000:8.1f} {share:5.1f}% {cumulative * 1000:9.1f} {calls:8d}  {where}")
+    return "\n".join(lines)
+
+
+def profile_sync(fn: Callable[[], object]) -> str:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        fn()
+    finally:
+        profiler.disable()
+    return summarize(profiler)
+
+
+async def profile_async(fn: Callable[[], Awaitable[object]]) -> str:
+    """Profile one awaited run (the event-loop thread only: worker threads are not seen)."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        await fn()
+    finally:
+        profiler.disable()
+    return summarize(profiler)
 
 
 def alternate(
@@ -81,6 +134,17 @@ def alternate(
             fn()
             sink.append(time.perf_counter() - start)
     return subject_times, baseline_times
+
+
+def rounds(fns: list[Callable[[], object]], runs: int) -> list[list[float]]:
+    """Time each of `fns` once per round, `runs` rounds: `alternate` for more than two."""
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(runs):
+        for fn, sink in zip(fns, times, strict=True):
+            start = time.perf_counter()
+            fn()
+            sink.append(time.perf_counter() - start)
+    return times
 
 
 def spread(values: list[float]) -> tuple[float, float, float]:
@@ -98,19 +162,29 @@ def versions() -> dict[str, str]:
     return out
 
 
+def load_average() -> list[float]:
+    """1, 5 and 15-minute load averages: how busy the shared machine was."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
 def machine() -> dict[str, Any]:
     return {
         "platform": platform.platform(),
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
         "python": sys.version.split()[0],
+        "load_average": load_average(),
     }
 
 
-def write_report(outcomes: list[Outcome], path: Path, *, quick: bool) -> dict[str, Any]:
+def write_report(
+    outcomes: list[Outcome], path: Path, *, quick: bool, seconds: float, load_at_start: list[float]
+) -> dict[str, Any]:
     report = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "quick": quick,
+        "seconds": round(seconds, 1),
+        "load_average_at_start": load_at_start,
         "machine": machine(),
         "versions": versions(),
         "benchmarks": [
@@ -122,13 +196,27 @@ def write_report(outcomes: list[Outcome], path: Path, *, quick: bool) -> dict[st
     return report
 
 
+def render_header(report: dict[str, Any]) -> str:
+    """Which run, on what machine, how busy it was, with which versions."""
+    m = report["machine"]
+    versions_text = ", ".join(f"{k} {v}" for k, v in report["versions"].items())
+    minutes, seconds = divmod(round(report["seconds"]), 60)
+    load_start = " / ".join(f"{x:g}" for x in report["load_average_at_start"])
+    load_end = " / ".join(f"{x:g}" for x in m["load_average"])
+    return (
+        f"Run of {report['date']} (`quick={str(report['quick']).lower()}`) on {m['platform']}, {m['cpus']} CPUs; "
+        f"load average (1 / 5 / 15 min) {load_start} at the start, {load_end} at the end; {versions_text}. "
+        f"Whole run: {minutes} min {seconds} s."
+    )
+
+
 def render_table(outcomes: list[Outcome]) -> str:
-    lines = ["| benchmark | ratio | value | target | met |", "|---|---|---|---|---|"]
+    lines = ["| benchmark | ratio | median | min | max | target | met |", "|---|---|---|---|---|---|---|"]
     for o in outcomes:
         for name, value in o.ratios.items():
-            lines.append(
-                f"| {o.benchmark} | {name} | {value:.3g} | {o.targets[name]} | {'yes' if o.met[name] else 'NO'} |"
-            )
+            low, high = (f"{x:.3g}" for x in o.spreads[name]) if name in o.spreads else ("", "")
+            met = "yes" if o.met[name] else "NO"
+            lines.append(f"| {o.benchmark} | {name} | {value:.3g} | {low} | {high} | {o.targets[name]} | {met} |")
     lines += ["", "| benchmark | figure | min | median | max | unit |", "|---|---|---|---|---|---|"]
     for o in outcomes:
         for f in o.figures:
@@ -136,4 +224,12 @@ def render_table(outcomes: list[Outcome]) -> str:
     notes = [f"- {o.benchmark}: {n}" for o in outcomes for n in o.notes]
     if notes:
         lines += ["", *notes]
+    missed = [(o.benchmark, name) for o in outcomes for name, met in o.met.items() if not met]
+    if missed:
+        lines += ["", "### Targets missed, and where the time goes", ""]
+        for benchmark, name in missed:
+            lines.append(f"- {benchmark}: **{name}**")
+        for o in outcomes:
+            for what, summary in o.profiles.items():
+                lines += ["", f"Profile, {o.benchmark}: {what}", "", "```", summary, "```"]
     return "\n".join(lines)

@@ -1,6 +1,6 @@
-"""Run every benchmark, print the table, write bench/results.json.
+"""Run every benchmark, print the table, write bench/results.json (and, for a full run, the README table).
 
-./scripts/bench            # full sizes (under 10 minutes on 2 cores)
+./scripts/bench            # full sizes (under 6 minutes on 2 cores); rewrites the table in bench/README.md
 ./scripts/bench --quick    # tiny sizes: checks the harness works (the test suite runs this)
 ./scripts/bench startup    # only the named benchmarks
 """
@@ -9,11 +9,22 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import time
 from pathlib import Path
 
-from bench.harness import Outcome, render_table, write_report
+from bench.harness import Outcome, load_average, render_header, render_table, write_report
 
 BENCHMARKS = ["translate", "sdk_overhead", "cli_overhead", "sessions", "startup", "concurrency"]
+README = Path(__file__).parent / "README.md"
+START, END = "<!-- results:start -->", "<!-- results:end -->"
+"""The README's latest-results section lies between these markers; a full run replaces it."""
+
+
+def update_readme(readme: Path, text: str) -> None:
+    document = readme.read_text()
+    head, _, rest = document.partition(START)
+    _, _, tail = rest.partition(END)
+    readme.write_text(f"{head}{START}\n{text}\n{END}{tail}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,19 +36,27 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(args.names) - set(BENCHMARKS))
     if unknown:
         parser.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
+    started = time.perf_counter()
+    load_at_start = load_average()
     outcomes: list[Outcome] = []
     for name in args.names or BENCHMARKS:
         module = importlib.import_module(f"bench.bench_{name}")
         print(f"running {name} ...", flush=True)
+        began = time.perf_counter()
         try:
             outcomes.append(module.run(args.quick))
+            print(f"  {name}: {time.perf_counter() - began:.1f} s", flush=True)
         except Exception as exc:  # one broken backend must not hide every other figure
             failed = Outcome(name)
             failed.ratio("completed", 0.0, "runs to the end", False)
             failed.notes.append(f"failed: {type(exc).__name__}: {exc}")
             outcomes.append(failed)
-    write_report(outcomes, args.output, quick=args.quick)
-    print(render_table(outcomes))
+    seconds = time.perf_counter() - started
+    report = write_report(outcomes, args.output, quick=args.quick, seconds=seconds, load_at_start=load_at_start)
+    text = f"{render_header(report)}\n\n{render_table(outcomes)}"
+    if not args.quick and not args.names and START in README.read_text():
+        update_readme(README, text)
+    print(text)
     return 0
 
 

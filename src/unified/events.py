@@ -14,6 +14,7 @@ Ordering guarantees (enforced by the stream guard, not by each backend):
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, TypeAlias, get_args
@@ -129,7 +130,7 @@ class Usage(BaseModel):
     for a measurement.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -159,7 +160,7 @@ class Usage(BaseModel):
 class _EventBase(BaseModel):
     """Fields every event carries. `seq` and `timestamp` are assigned by the stream guard."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     seq: int = -1
     timestamp: datetime = Field(default_factory=_now)
@@ -340,7 +341,7 @@ class SubagentCompleted(_EventBase):
 
 
 class QuestionOption(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     id: str
     label: str
@@ -350,7 +351,7 @@ class QuestionOption(BaseModel):
 class Question(BaseModel):
     """One question of a `user_input_request`. An empty `options` list means free text."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     id: str
     prompt: str
@@ -415,7 +416,7 @@ class UserInputResponse(BaseModel):
     `result.status` is `interrupted`). Use the constructors `allow`, `deny`, `stop_run`.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     answers: dict[str, str | list[str]] = Field(default_factory=dict)
     cancelled: bool = False
@@ -514,19 +515,35 @@ EVENT_TYPES: tuple[type[_EventBase], ...] = (
     Result,
 )
 
-_ADAPTER: TypeAdapter[UnifiedEvent] = TypeAdapter(UnifiedEvent)
+
+def build_validators() -> None:
+    """Build every event model's validator now.
+
+    The models defer it (`defer_build`) so that importing the protocol stays cheap for those who
+    only read types; the stream guard calls this when it loads, so no run builds one on its
+    event loop.
+    """
+    models: tuple[type[BaseModel], ...] = (*EVENT_TYPES, Usage, QuestionOption, Question, UserInputResponse)
+    for model in models:
+        model.model_rebuild()
+
+
+@functools.cache
+def _adapter() -> TypeAdapter[UnifiedEvent]:
+    """The validator of the whole union, built on first use: most importers never parse an event."""
+    return TypeAdapter(UnifiedEvent)
 
 
 def parse_event(data: str | bytes | dict[str, Any]) -> UnifiedEvent:
     """Read one event from its JSON text or its dict form."""
     if isinstance(data, dict):
-        return _ADAPTER.validate_python(data)
-    return _ADAPTER.validate_json(data)
+        return _adapter().validate_python(data)
+    return _adapter().validate_json(data)
 
 
 def event_json_schema() -> dict[str, Any]:
     """JSON Schema of `UnifiedEvent`, for consumers in other languages."""
-    schema = _ADAPTER.json_schema(mode="serialization")
+    schema = _adapter().json_schema(mode="serialization")
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "UnifiedEvent"
     schema["description"] = f"unified event protocol {PROTOCOL_VERSION}"
@@ -573,6 +590,7 @@ __all__ = [
     "UserInputSource",
     "WarningCode",
     "WarningEvent",
+    "build_validators",
     "dump_event",
     "event_json_schema",
     "parse_event",

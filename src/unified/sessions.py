@@ -43,7 +43,7 @@ def short_id_of(session_id: str) -> str:
 class SessionProblem(BaseModel):
     """Why a stored session cannot be read. The file stays as it is; nothing rewrites or deletes it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     kind: Literal["corrupt", "newer_format"]
     message: str
@@ -63,7 +63,7 @@ class SessionInfo(BaseModel):
     `unified`): listings report it instead of hiding it, and resolving it raises its error.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     backend: str
     session_id: str

@@ -37,7 +37,7 @@ ReprArgs = Iterable[tuple[str | None, Any]]
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     def __repr_args__(self) -> ReprArgs:  # headers and env may hold tokens: never in a repr or a log line
         return [
@@ -51,7 +51,7 @@ class BackendOptions(BaseModel):
     `InteractionsOptions`, all exported by `unified`): an unknown key or a wrong type is a
     `ConfigurationError` before the run starts, the same on every backend."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True, defer_build=True)
 
     def __repr_args__(self) -> ReprArgs:  # an api_key must not reach a repr or a log line
         shown = redact_mapping(dict(super().__repr_args__()))
@@ -146,7 +146,7 @@ class ExecuteParams(BaseModel):
     `session_started` (or an `error` when ignoring it would change what the run does).
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, defer_build=True)
 
     prompt: str
     images: tuple[ImageInput, ...] = ()

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from tests.hang_guard import HANG_GUARD_S
 from unified import backends as registry
-from unified import capabilities
+from unified import capabilities, query
 from unified._errors import BackendUnavailable, SessionNotFound
 from unified._internal.backend import RunContext, RunOutcome
 from unified.cli import main as cli
@@ -240,7 +240,8 @@ def test_ctrl_c_cancels_cleanly_with_exit_130(
             yield receiver
 
     monkeypatch.setattr(anyio, "open_signal_receiver", announced_receiver)
-    monkeypatch.setattr(cli, "execute", lambda params: EventStream(params, backend=backend))
+    # the CLI imports `execute` from unified.query when a run starts
+    monkeypatch.setattr(query, "execute", lambda params: EventStream(params, backend=backend))
     params = ExecuteParams(prompt="hi", backend="scripted")
     assert anyio.run(cli._run, params, True, backend=loop) == 130
     events = [parse_event(line) for line in capsys.readouterr().out.splitlines()]

@@ -129,3 +129,12 @@ def test_protocol_doc_covers_every_kind_and_its_example_parses() -> None:
     parsed = [parse_event(line) for line in example]
     assert [e.seq for e in parsed] == list(range(len(parsed)))
     assert parsed[-1].type == "result"
+
+
+def test_the_run_machinery_builds_every_event_validator_before_any_run() -> None:
+    """`import unified` defers them (start-up cost); loading the stream guard builds them, off any event loop."""
+    import unified.query  # noqa: F401  (what `unified.execute` loads)
+    from unified import events
+
+    assert all(model.__pydantic_complete__ for model in events.EVENT_TYPES)
+    assert events.Usage.__pydantic_complete__

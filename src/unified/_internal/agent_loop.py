@@ -3,8 +3,10 @@
 The loop owns what must behave the same on each of them (docs/backends/api-loop.md):
 
 - the session: created and saved, with its first prompt, before `session_started` announces it (a
-  process killed right after can be resumed); leased for the run; saved after every model turn and
-  after every tool round, so a round's results are on disk before the next request is sent;
+  process killed right after can be resumed); leased for the run; written after every model turn
+  (while its calls run) and after every tool round (while the next request is in flight), each
+  write finished before the session changes again, and saved once more before the run returns, so
+  it is durable before `result`;
 - the tool runtime and its MCP servers;
 - `max_turns`: at most N model requests; when the limit is hit after a turn that asked for tools,
   the tools are not run (each call is answered "not run" in the history) and the run ends `max_turns`;
@@ -21,11 +23,12 @@ server-side interaction ids).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -40,6 +43,7 @@ from unified.sessions import SessionStore, StoredSession
 from unified.tools import EventForwarder, ToolCall, ToolOutcome, ToolRuntime, model_family
 
 Emit = Callable[[UnifiedEvent], Awaitable[None]]
+T = TypeVar("T")
 
 NOT_RUN_NO_TOOLS = "no local tools are available in this run (backend_options.local_tools is false)"
 
@@ -170,6 +174,34 @@ class AgentLoop:
     async def _save(self, session: StoredSession) -> None:
         await self.store.save(session)
 
+    async def _while_saving(self, session: StoredSession | None, step: Callable[[], Awaitable[T]]) -> T:
+        """`step()` while `session` is written in the background; returns when both are done.
+
+        The save (an fsync, ~2 ms on a local disk) is off the critical path, not skipped: the step
+        must not change the session (the store may read it from a worker thread), and the write is
+        finished before the caller changes it again. A failure of the save is raised first.
+        """
+        if session is None:
+            return await step()
+        failures: list[Exception] = []
+        result: list[T] = []
+
+        async def write() -> None:
+            try:
+                await self._save(session)
+            except Exception as exc:
+                failures.insert(0, exc)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(write)
+            try:
+                result.append(await step())
+            except Exception as exc:  # raised after the write has finished, not as an ExceptionGroup
+                failures.append(exc)
+        if failures:
+            raise failures[0]
+        return result[0]
+
     async def _warn(self, code: str, message: str) -> None:
         await self.ctx.emit(WarningEvent(code=code, message=message))
 
@@ -177,10 +209,13 @@ class AgentLoop:
         max_turns = self.params.max_turns
         last_keys: list[str] = []
         repeats = malformed = 0
+        unsaved: StoredSession | None = None
+        """The session, when its last change is to be written while the next request is in flight."""
         while True:
             if max_turns is not None and self.ctx.turns >= max_turns:
                 return RunOutcome(status="max_turns", error=f"stopped after max_turns={max_turns} model requests")
-            turn = await self._request()
+            turn = await self._while_saving(unsaved, self._request)
+            unsaved = None
             counted = await self.ctx.end_turn(turn.usage)
             session.usage = session.usage + counted
             session.turns += 1
@@ -194,12 +229,12 @@ class AgentLoop:
                 continue
             malformed = 0
             self.client.keep_turn(session, turn)
-            await self._save(session)
             if turn.error is not None:
-                raise turn.error
+                raise turn.error  # `run` saves the session on the way out
             if turn.outcome is not None:
                 return turn.outcome
             if turn.continues or not turn.calls:
+                unsaved = session
                 continue
             keys = sorted(call_key(c) for c in turn.calls)
             repeats = repeats + 1 if keys == last_keys else 1
@@ -218,9 +253,9 @@ class AgentLoop:
                     status="max_turns",
                     error=f"stopped after max_turns={max_turns} model requests; the last turn's calls were not run",
                 )
-            outcomes = await self._run_calls(tools, turn.calls)
+            outcomes = await self._while_saving(session, functools.partial(self._run_calls, tools, turn.calls))
             self.client.keep_tool_round(session, turn.calls, outcomes)
-            await self._save(session)  # the round is on disk before the next request goes out
+            unsaved = session  # the round is written while the next request is in flight
 
     async def _request(self) -> TurnEnd:
         """One model request, asked again while nothing of it has been shown."""
@@ -254,8 +289,9 @@ class AgentLoop:
         return outcomes
 
     async def _refuse(self, session: StoredSession, calls: list[ToolCall], message: str) -> None:
-        """Answer calls that will not run, in the stream and in the history (so a resume is valid)."""
+        """Answer calls that will not run, in the stream and in the history (so a resume is valid).
+
+        The run ends right after, and `run` saves the session on the way out."""
         for call in calls:
             await self.ctx.emit(ToolResult(tool_use_id=call.id, output=message, is_error=True))
         self.client.keep_tool_round(session, calls, refused(calls, message))
-        await self._save(session)

@@ -2,81 +2,135 @@
 
 google-genai would otherwise pick its own HTTP stack (httpx2, or aiohttp when importable), which
 respx and vcrpy's httpx patch cannot see, and build a TLS context per client. We inject both of
-the clients it may use (async, and sync for the trio path), apply the base URL, API version, the
-per-attempt timeout once, build the client from the resolved auth
-(`ApiOptions.auth`, see `unified.auth.resolve_api_auth`) and nothing else, switch the SDK's retries off (ours
-honour RetryInfo: `unified._internal.retry`), and close both httpx clients when the run ends.
-google.genai is imported only when a run enters this context.
+the clients it may use (async, and sync for the trio path) and the process-wide TLS context (for
+its websocket path, which would load a CA bundle, ~25 ms, for every client), apply the base URL,
+API version, the per-attempt timeout once, build the client from the resolved auth
+(`ApiOptions.auth`, see `unified.auth.resolve_api_auth`) and nothing else, and switch the SDK's
+retries off (ours honour RetryInfo: `unified._internal.retry`).
+
+Runs that overlap in one event loop with the same connection settings share ONE client and its
+connection pool, as a careful user of the SDK would (100 concurrent runs: one client, not 100).
+An httpx async client belongs to the event loop it first ran on, so the sharing is per loop; the
+last run to leave closes the clients. google.genai is imported only when a run enters this context.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 import httpx
 
 from unified._errors import BackendUnavailable
 from unified._internal.api_settings import ApiOptions
 from unified._internal.http import async_client, sync_client, tls_context
+from unified._internal.imports import import_off_loop
 
 if TYPE_CHECKING:
     from google import genai
 
 
+@dataclass
+class _Shared:
+    """One event loop's client for one connection configuration, and how many runs are using it."""
+
+    client: genai.Client
+    http: httpx.AsyncClient
+    sync_http: httpx.Client
+    credentials: object
+    """Held so the `id()` in the key stays this object's while the entry lives."""
+    users: int = 0
+
+
+_shared: dict[tuple[Any, ...], _Shared] = {}
+
+
+def _key(settings: ApiOptions) -> tuple[Any, ...]:
+    """Everything the client is built from, and the running event loop (its httpx client is bound to it)."""
+    return (
+        anyio.lowlevel.current_token(),
+        settings.auth,
+        settings.api_version,
+        settings.timeout_s,
+        id(settings.credentials),
+    )
+
+
+def _build(settings: ApiOptions) -> _Shared:
+    try:
+        from google import genai
+        from google.genai import types
+    except ImportError as exc:  # pragma: no cover - google-genai is a dependency
+        raise BackendUnavailable(f"google-genai is not importable: {exc}", hint="pip install google-genai") from exc
+    auth = settings.auth
+    assert auth is not None, "GenaiClient needs settings from resolve_api_settings"
+    http = async_client(settings.timeout_s)
+    sync_http = sync_client(settings.timeout_s)
+    options = types.HttpOptions(
+        api_version=settings.api_version or ("v1beta1" if auth.vertexai else "v1beta"),
+        base_url=auth.base_url,
+        timeout=int(settings.timeout_s * 1000),  # the SDK sends timeout=None to httpx otherwise: no timeout
+        httpx_async_client=http,
+        httpx_client=sync_http,
+        async_client_args={"ssl": tls_context()},  # read only by its websocket path; saves a CA bundle load
+        retry_options=types.HttpRetryOptions(attempts=1),  # retries are ours: they honour RetryInfo
+    )
+    # Every value is explicit, so google-genai's own reading of the environment changes nothing.
+    client = genai.Client(
+        vertexai=auth.vertexai,
+        api_key=auth.api_key,
+        credentials=settings.credentials if auth.kind == "vertex_adc" else None,
+        project=auth.project,
+        location=auth.location,
+        http_options=options,
+    )
+    return _Shared(client, http, sync_http, settings.credentials)
+
+
 class GenaiClient:
-    """`async with GenaiClient(settings) as g: g.client...` — both httpx clients are closed on exit."""
+    """`async with GenaiClient(settings) as g: g.client...` — the clients close when their last run leaves."""
+
+    modules: tuple[str, ...] = ("google.genai",)
+    """What the client's calls import on first use, imported here off the event loop."""
 
     def __init__(self, settings: ApiOptions) -> None:
         self.settings = settings
-        self.http: httpx.AsyncClient | None = None
-        self.sync_http: httpx.Client | None = None
-        self._client: genai.Client | None = None
+        self._key: tuple[Any, ...] | None = None
+        self._shared: _Shared | None = None
 
     @property
     def client(self) -> genai.Client:
-        assert self._client is not None, "GenaiClient used outside its `async with`"
-        return self._client
+        assert self._shared is not None, "GenaiClient used outside its `async with`"
+        return self._shared.client
 
     async def __aenter__(self) -> GenaiClient:
-        try:
-            from google import genai
-            from google.genai import types
-        except ImportError as exc:  # pragma: no cover - google-genai is a dependency
-            raise BackendUnavailable(f"google-genai is not importable: {exc}", hint="pip install google-genai") from exc
-        settings = self.settings
-        self.http = async_client(settings.timeout_s)
-        self.sync_http = sync_client(settings.timeout_s)
-        auth = settings.auth
-        assert auth is not None, "GenaiClient needs settings from resolve_api_settings"
-        options = types.HttpOptions(
-            api_version=settings.api_version or ("v1beta1" if auth.vertexai else "v1beta"),
-            base_url=auth.base_url,
-            timeout=int(settings.timeout_s * 1000),  # the SDK sends timeout=None to httpx otherwise: no timeout
-            httpx_async_client=self.http,
-            httpx_client=self.sync_http,
-            retry_options=types.HttpRetryOptions(attempts=1),  # retries are ours: they honour RetryInfo
-            # google-genai builds a TLS context for Live API websockets in every client unless given one.
-            async_client_args={"ssl": tls_context()},
-        )
-        # Every value is explicit, so google-genai's own reading of the environment changes nothing.
-        self._client = genai.Client(
-            vertexai=auth.vertexai,
-            api_key=auth.api_key,
-            credentials=settings.credentials if auth.kind == "vertex_adc" else None,
-            project=auth.project,
-            location=auth.location,
-            http_options=options,
-        )
+        key = _key(self.settings)
+        shared = _shared.get(key)
+        if shared is None:
+            for module in self.modules:
+                await import_off_loop(module)
+            shared = _shared.get(key)  # another run of this loop may have built it meanwhile
+        if shared is None:
+            shared = _shared[key] = _build(self.settings)
+        shared.users += 1
+        self._key, self._shared = key, shared
         return self
 
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        shared, key = self._shared, self._key
+        self._shared = self._key = None
+        if shared is None or key is None:
+            return
+        shared.users -= 1
+        if shared.users:
+            return
+        del _shared[key]
         with anyio.CancelScope(shield=True):
-            if self.http is not None:
-                await self.http.aclose()
-            if self.sync_http is not None:
-                await anyio.to_thread.run_sync(self.sync_http.close, abandon_on_cancel=True)
+            await shared.http.aclose()
+            await anyio.to_thread.run_sync(shared.sync_http.close, abandon_on_cancel=True)

@@ -44,10 +44,13 @@ from unified.events import (
     UserInputRequest,
     UserInputResponse,
     WarningEvent,
+    build_validators,
     tool_output_text,
 )
 from unified.redaction import Redactor, redactor, secrets_in
 from unified.types import ExecuteParams
+
+build_validators()  # deferred by `import unified`; built here, before any run, not on its event loop
 
 _BUFFER = 64
 """Events in flight between adapter and consumer: bounded, so a slow consumer slows the backend

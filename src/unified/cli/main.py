@@ -16,7 +16,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, cast, get_args
+from typing import TYPE_CHECKING, Annotated, Any, cast, get_args
 
 import anyio
 import typer
@@ -33,11 +33,13 @@ from unified.cli.doctor import doctor_report
 from unified.cli.interactive import make_user_input_handler
 from unified.cli.render import Renderer, format_usage
 from unified.events import Result, ResultStatus, UnifiedEvent, dump_event, event_json_schema
-from unified.query import EventStream, check_params, execute
 from unified.redaction import redact
 from unified.routing import select_backend_for
 from unified.sessions import SessionInfo
 from unified.types import ApprovalMode, BackendChoice, BackendName, ExecuteParams
+
+if TYPE_CHECKING:
+    from unified.query import EventStream
 
 
 def _flags_without_values(params: list[Any]) -> list[Any]:
@@ -168,7 +170,12 @@ def _write_line(line: str) -> None:
 def _checked_params(
     prompt: str, backend: str, approval_mode: str, cwd: Path | None, approve: bool | None, **fields: Any
 ) -> ExecuteParams:
-    """The run's parameters from the command line, checked as `execute()` would, or exit 2 with one line."""
+    """The run's parameters from the command line, checked as `execute()` would, or exit 2 with one line.
+
+    Loads the run machinery (`unified.query`), which `unified --help` and the other commands never need.
+    """
+    from unified.query import check_params
+
     try:
         params = ExecuteParams(
             prompt=prompt,
@@ -247,6 +254,8 @@ async def _run(params: ExecuteParams, json_lines: bool) -> int:
     renderer = Renderer()
     console = _console()
     status: ResultStatus = "interrupted"  # unless a result arrives
+    from unified.query import execute  # loaded by `_checked_params`, before the event loop started
+
     async with execute(params) as stream, anyio.create_task_group() as tg:
         tg.start_soon(_cancel_on_interrupt, stream, tg.cancel_scope)
         async for event in stream:

@@ -17,6 +17,7 @@ import anyio
 from pydantic import ValidationError
 
 from unified._errors import RunStopped
+from unified._internal.imports import import_off_loop
 from unified.events import (
     PermissionDecision,
     ToolProgress,
@@ -323,8 +324,13 @@ class ToolRuntime:
         self.add(function_tool(fn, name=name, description=description))
 
     async def connect_mcp(self, servers: Sequence[McpServer]) -> list[McpConnectError]:
-        """Connects each server and offers its tools as `mcp__<server>__<tool>`; failures are returned."""
-        from unified.tools.mcp import connect_server
+        """Connects each server and offers its tools as `mcp__<server>__<tool>`; failures are returned.
+
+        The MCP SDK (~1 s to import) is imported only when a server is configured, off the event loop.
+        """
+        if not servers:
+            return []
+        connect_server = (await import_off_loop("unified.tools.mcp")).connect_server
 
         errors: list[McpConnectError] = []
         for server in servers:

@@ -19,9 +19,10 @@ import pytest
 
 import unified
 from tests.e2e.generate_content.gc_harness import Harness
+from tests.hang_guard import HANG_GUARD_S
 from unified._internal import genai_client, http
-from unified._internal.session_store import default_store
-from unified.events import ErrorEvent, Result, SessionStarted, ToolResult, UnifiedEvent, WarningEvent
+from unified._internal.session_store import MemorySessionStore, default_store
+from unified.events import ErrorEvent, Result, SessionStarted, TextDelta, ToolResult, UnifiedEvent, WarningEvent
 from unified.sessions import StoredSession
 from unified.testing.fake_gemini import FakeGemini
 from unified.testing.scenario import Fault, FunctionCall, InteractionTurn, ModelTurn, TextStep, Usage
@@ -387,3 +388,68 @@ async def test_options_typed_for_another_backend_are_refused_before_any_request(
     assert [e.code for e in errors] == ["configuration_error"]
     assert other.__name__ in errors[0].message
     assert fake.requests == []
+
+
+class _SaveWatcher(MemorySessionStore):
+    """A real in-memory store that holds the save after the first tool round until the next turn's answer shows.
+
+    If the loop waited for that save before sending the next request, the answer would never come
+    (the hang guard turns that into a failure): a run that ends proves the save ran while the
+    request was in flight.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.saved_turns: list[int] = []
+        self.next_answer_shown = anyio.Event()
+
+    async def save(self, session: StoredSession) -> None:
+        self.saved_turns.append(session.turns)
+        if len(self.saved_turns) == 3:  # initial, after turn 1 (its calls run meanwhile), after the tool round
+            with anyio.fail_after(HANG_GUARD_S):
+                await self.next_answer_shown.wait()
+        await super().save(session)
+
+
+async def test_the_tool_round_is_saved_while_the_next_request_is_in_flight_and_durable_before_result(
+    backend: str, fake: FakeGemini, workspace: Path
+) -> None:
+    fake.add(read_notes(), ModelTurn(text="the notes say alpha"))
+    store = _SaveWatcher()
+    stored_at_result: StoredSession | None = None
+    async with unified.execute(params(backend, fake, workspace, "read the notes", session_store=store)) as stream:
+        async for event in stream:
+            if isinstance(event, TextDelta):
+                store.next_answer_shown.set()
+            if isinstance(event, Result):
+                found = await store.resolve(backend, str(event.short_id))
+                stored_at_result = await store.load(backend, found.session_id)
+    assert stored_at_result is not None
+    assert stored_at_result.turns == 2  # the last turn was on the store before `result` was emitted
+    if backend == "generate-content":  # the whole history; the interactions backend keeps the server's ids
+        assert "the notes say alpha" in json.dumps(stored_at_result.state)
+    else:
+        assert len(stored_at_result.state["interactions"]) == 2
+    assert store.saved_turns == [0, 1, 1, 2]  # the last turn is saved once, on the way out
+
+
+def test_a_run_without_mcp_servers_never_imports_the_mcp_sdk(tmp_path: Path) -> None:
+    script = """
+import sys, anyio, unified
+from unified.testing import FakeGemini, ModelTurn
+async def main(base_url):
+    p = unified.ExecuteParams(prompt="hi", backend="generate-content", model="gemini-2.5-flash", cwd=sys.argv[1],
+        backend_options={"api_key": "k", "base_url": base_url})
+    async with unified.execute(p) as stream:
+        print([e.type async for e in stream][-1])
+with FakeGemini() as fake:
+    fake.add(ModelTurn(text="ok"))
+    anyio.run(main, fake.base_url)
+print(sorted(m for m in sys.modules if m == "mcp" or m.startswith("mcp.")))
+"""
+    env = {**os.environ, "PYTHONPATH": str(Path(unified.__file__).parent.parent)}
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, env=env, timeout=HANG_GUARD_S
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["result", "[]"]

@@ -6,6 +6,7 @@ import sniffio
 
 from unified._errors import BackendUnavailable
 from unified._internal.backend import RunContext, RunOutcome
+from unified._internal.imports import import_off_loop
 from unified._internal.options import parse_options
 from unified.adapters.generate_content._options import (
     DEFAULT_MODEL,
@@ -46,7 +47,7 @@ class GenerateContentBackend:
                 "the token with asyncio",
                 hint="run under asyncio, use Vertex AI express mode with an API key, or the interactions backend",
             )
+        turns = await import_off_loop("unified.adapters.generate_content._turns")  # with the agent loop and the tools
         from unified._internal.agent_loop import AgentLoop
-        from unified.adapters.generate_content._turns import GenerateContentTurns  # google-genai loads only now
 
-        return await AgentLoop(ctx, GenerateContentTurns(ctx.params, settings)).run()
+        return await AgentLoop(ctx, turns.GenerateContentTurns(ctx.params, settings)).run()

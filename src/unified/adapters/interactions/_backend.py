@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from unified._internal.backend import RunContext, RunOutcome
+from unified._internal.imports import import_off_loop
 from unified._internal.models import plan_level
 from unified._internal.options import parse_options
 from unified.adapters.interactions._options import DEFAULT_MODEL, InteractionsOptions, resolve_settings
@@ -47,7 +48,7 @@ class InteractionsBackend:
 
     async def run(self, ctx: RunContext) -> RunOutcome:
         settings = resolve_settings(ctx.params)
+        turns = await import_off_loop("unified.adapters.interactions._turns")  # with the agent loop and the tools
         from unified._internal.agent_loop import AgentLoop
-        from unified.adapters.interactions._turns import InteractionsTurns  # google-genai loads only now
 
-        return await AgentLoop(ctx, InteractionsTurns(ctx.params, settings)).run()
+        return await AgentLoop(ctx, turns.InteractionsTurns(ctx.params, settings)).run()

@@ -1,0 +1,73 @@
+"""One google-genai client per event loop and connection settings; heavy imports off the event loop."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+
+from unified._internal import genai_client
+from unified._internal import http as http_clients
+from unified._internal.genai_client import GenaiClient
+from unified._internal.imports import import_off_loop
+from unified.adapters.generate_content._options import GenerateContentOptions, resolve_settings
+from unified.types import ExecuteParams
+
+pytestmark = pytest.mark.anyio
+
+
+def settings(tmp_path: Path, **options: object) -> GenerateContentOptions:
+    backend_options = {"api_key": "test-key", "base_url": "http://127.0.0.1:9", **options}
+    return resolve_settings(
+        ExecuteParams(prompt="hi", backend="generate-content", cwd=tmp_path, backend_options=backend_options)
+    )
+
+
+async def test_runs_that_overlap_share_one_client_and_the_last_one_out_closes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened: list[httpx.AsyncClient] = []
+
+    def recording(timeout_s: float) -> httpx.AsyncClient:
+        opened.append(http_clients.async_client(timeout_s))
+        return opened[-1]
+
+    monkeypatch.setattr(genai_client, "async_client", recording)
+    same = settings(tmp_path)
+    async with GenaiClient(same) as first, GenaiClient(settings(tmp_path)) as second:
+        shared = first.client
+        assert second.client is shared
+        assert len(opened) == 1
+        (http,) = opened
+        async with GenaiClient(settings(tmp_path, timeout_s=5.0)) as other:
+            assert other.client is not shared  # other connection settings, other client
+        assert not http.is_closed
+    assert http.is_closed
+    async with GenaiClient(same) as later:
+        assert later.client is not shared  # the closed one is never handed out again
+
+
+async def test_each_event_loop_gets_its_own_client(tmp_path: Path) -> None:
+    """An httpx async client belongs to the loop it ran on; a worker thread's loop gets another."""
+    same = settings(tmp_path)
+
+    async def client_id() -> int:
+        async with GenaiClient(same) as g:
+            return id(g.client)
+
+    async with GenaiClient(same) as here:
+        elsewhere = await anyio.to_thread.run_sync(lambda: anyio.run(client_id))
+        assert elsewhere != id(here.client)
+
+
+async def test_a_heavy_module_is_imported_in_a_worker_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "heavy_probe_module.py").write_text("import threading\nIMPORTED_IN = threading.current_thread()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "heavy_probe_module", raising=False)
+    module = await import_off_loop("heavy_probe_module")
+    assert module.IMPORTED_IN is not threading.current_thread()
+    assert await import_off_loop("heavy_probe_module") is module  # loaded: returned as is
