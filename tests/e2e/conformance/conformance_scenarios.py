@@ -123,6 +123,24 @@ GROUNDED = {
 NOTES = FunctionCall(name="read_file", args={"file_path": "notes.txt"})
 WRITE = FunctionCall(name="write_file", args={"file_path": "new.txt", "content": "written\n"})
 
+IMAGE_CHUNKS = (
+    {"candidates": [{"content": {"role": "model", "parts": [{"text": "Here is the picture."}]}}]},
+    {
+        "candidates": [
+            {
+                "content": {
+                    "role": "model",
+                    "parts": [{"inlineData": {"mimeType": "image/png", "data": base64.b64encode(PNG_1x1).decode()}}],
+                },
+                "finishReason": "STOP",
+            }
+        ],
+        "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 3, "totalTokenCount": 8},
+    },
+)
+"""A streamed answer with text, then a generated image (the shape of the real image-output recordings)."""
+
+
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         "plain_text",
@@ -355,9 +373,23 @@ SCENARIOS: tuple[Scenario, ...] = (
         ("tool ask_user ok [ask model-tool]", "text", "result success"),
         observes=("user_input",),
         # gemini 0.61 registers no ask_user over ACP: the call fails inside the CLI ('Tool "ask_user" not
-        # found in registry') and neither the call nor its error reaches the stream.
-        alternatives={"user_input": ("text", "result success")},
+        # found in registry') without an ACP update; the adapter shows it from the chat file once the
+        # prompt has ended, so it comes after the text.
+        alternatives={"user_input": ("text", "tool ask_user error", "result success")},
         answer="allow",
+    ),
+    Scenario(
+        "image_output",
+        (ModelTurn(text="Here is the picture."),),
+        ("text", "result success"),
+        observes=("image_output",),
+        alternatives={"image_output": ("text", "result success")},
+        # The generateContent wire carries the image (an inlineData part, as in the real recordings);
+        # the Interactions script holds the text only (its cell is `none`).
+        turns_for={
+            backend: (RecordedTurn(method="generateContentStream", response=list(IMAGE_CHUNKS)),)
+            for backend in ("generate-content", "gemini-cli")
+        },
     ),
     Scenario(
         "background_agent",
@@ -414,6 +446,12 @@ def _image(run: Run) -> str | None:
     return None if found else "the image never reached the model"
 
 
+def _image_output(run: Run) -> str | None:
+    said = [e.message for e in run.events if isinstance(e, WarningEvent) and e.code == "output_not_shown"]
+    named = [m for m in said if "image/png" in m and f"{len(PNG_1x1)} bytes" in m]
+    return None if named else f"no output_not_shown warning naming the image/png of {len(PNG_1x1)} bytes: {said}"
+
+
 def _cancellation(run: Run) -> str | None:
     if run.result.status != "cancelled":
         return f"result status {run.result.status}"
@@ -457,6 +495,7 @@ CAPABILITY_CHECKS: Mapping[str, Callable[[Run], str | None]] = {
     "thought_signatures": _signatures,
     "usage_accuracy": _usage,
     "image_input": _image,
+    "image_output": _image_output,
     "cancellation": _cancellation,
     "session_resume": _resume,
     "permission_requests": _permission_answers,

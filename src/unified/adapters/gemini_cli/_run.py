@@ -27,7 +27,15 @@ from unified.adapters.gemini_cli._session_setup import SessionSetup
 from unified.adapters.gemini_cli._subagents import SubagentWatcher
 from unified.adapters.gemini_cli._translate import AcpTranslator, Item, TurnBoundary, tool_name_of
 from unified.adapters.gemini_cli._transport import ConnectionClosed, as_dict, error_for_exit, json_line_warning
-from unified.events import SessionStarted, SubagentCompleted, SubagentStarted, ToolResult, ToolUse, WarningEvent
+from unified.events import (
+    PermissionDecision,
+    SessionStarted,
+    SubagentCompleted,
+    SubagentStarted,
+    ToolResult,
+    ToolUse,
+    WarningEvent,
+)
 from unified.sessions import short_id_of
 from unified.types import ExecuteParams
 
@@ -146,8 +154,8 @@ class AcpRun:
 
     async def _calls_acp_never_showed(self, chat: ChatTail, delivery: _Delivery) -> None:
         """Calls the CLI answered but never reported over ACP (a tool it does not have: "Tool not found"),
-        shown as a `tool_use` (no arguments: the CLI records none for them) and its `tool_result`, once
-        the prompt has ended."""
+        shown as a `tool_use` (no arguments: the CLI records none for them), the backend's denial (as the
+        API backends report a call of a tool they lack) and its `tool_result`, once the prompt has ended."""
         for call_id, response in chat.answered.items():
             if call_id in self.translator.tools:
                 continue
@@ -159,6 +167,15 @@ class AcpRun:
                 session_id=self.session_id,
             )
             await delivery.deliver_now(use, None)
+            denial = PermissionDecision(
+                tool_use_id=call_id,
+                tool_name=use.name,
+                decision="deny",
+                decided_by="backend",
+                reason=f"the Gemini CLI has no tool named {use.name!r}",
+                session_id=self.session_id,
+            )
+            await delivery.deliver_now(denial, None)
             is_error = not isinstance(output, dict) or "error" in output
             result = ToolResult(tool_use_id=call_id, output=output, is_error=is_error, session_id=self.session_id)
             await delivery.deliver_now(result, None)
