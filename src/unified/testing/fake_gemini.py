@@ -210,8 +210,9 @@ class FakeGemini:
             raise RuntimeError("FakeGemini is already running")
         self.stopping.clear()
         self._server = _Server(self)
+        # stop() waits for the serve loop's next poll: at 50 ms, 110 short-lived servers idled 3.7 s.
         self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="FakeGemini", daemon=True
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.005}, name="FakeGemini", daemon=True
         )
         self._thread.start()
         return self
