@@ -35,6 +35,7 @@ from unified._errors import (
 )
 from unified._internal.session_store import (
     FORMAT_VERSION,
+    BlockingSessionStore,
     _checked_header,
     _corrupt,
     _in_use,
@@ -98,7 +99,7 @@ def _like_prefix(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-class PostgresSessionStore:
+class PostgresSessionStore(BlockingSessionStore):
     """Sessions in a PostgreSQL database named by `url` (`postgresql://user:password@host:port/db`).
 
     Guarantees (docs/sessions.md): a save is one transaction (the previous version stays whole if
@@ -200,21 +201,6 @@ class PostgresSessionStore:
             connection.close()
 
     # -- the protocol --------------------------------------------------------------------------------
-
-    async def list_sessions(self, backend: str) -> list[SessionInfo]:
-        return await anyio.to_thread.run_sync(self._list, backend)
-
-    async def resolve(self, backend: str, ref: str) -> SessionInfo:
-        return await anyio.to_thread.run_sync(self._resolve, backend, ref)
-
-    async def load(self, backend: str, session_id: str) -> StoredSession:
-        return await anyio.to_thread.run_sync(self._load, backend, session_id)
-
-    async def save(self, session: StoredSession) -> None:
-        await anyio.to_thread.run_sync(self._save, session)
-
-    async def delete(self, backend: str, session_id: str) -> None:
-        await anyio.to_thread.run_sync(self._delete, backend, session_id)
 
     @contextlib.asynccontextmanager
     async def lease(self, backend: str, session_id: str) -> AsyncIterator[None]:

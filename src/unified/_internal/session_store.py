@@ -24,6 +24,7 @@ import os
 import re
 import socket
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -287,7 +288,42 @@ def _describe_holder(fd: int) -> str:
 # --- files ----------------------------------------------------------------------------------------
 
 
-class FileSessionStore:
+class BlockingSessionStore(ABC):
+    """A store whose I/O blocks (files, a database driver): each protocol call but `lease` runs its
+    blocking twin in a worker thread, so no event loop waits on a disk or a socket."""
+
+    @abstractmethod
+    def _list(self, backend: str) -> list[SessionInfo]: ...
+
+    @abstractmethod
+    def _resolve(self, backend: str, ref: str) -> SessionInfo: ...
+
+    @abstractmethod
+    def _load(self, backend: str, session_id: str) -> StoredSession: ...
+
+    @abstractmethod
+    def _save(self, session: StoredSession) -> None: ...
+
+    @abstractmethod
+    def _delete(self, backend: str, session_id: str) -> None: ...
+
+    async def list_sessions(self, backend: str) -> list[SessionInfo]:
+        return await anyio.to_thread.run_sync(self._list, backend)
+
+    async def resolve(self, backend: str, ref: str) -> SessionInfo:
+        return await anyio.to_thread.run_sync(self._resolve, backend, ref)
+
+    async def load(self, backend: str, session_id: str) -> StoredSession:
+        return await anyio.to_thread.run_sync(self._load, backend, session_id)
+
+    async def save(self, session: StoredSession) -> None:
+        await anyio.to_thread.run_sync(self._save, session)
+
+    async def delete(self, backend: str, session_id: str) -> None:
+        await anyio.to_thread.run_sync(self._delete, backend, session_id)
+
+
+class FileSessionStore(BlockingSessionStore):
     """Sessions as files under `root` (default: `sessions_root()`), one directory per backend.
 
     Guarantees (docs/sessions.md): atomic replacement on save; a lease held by at most one
@@ -306,21 +342,6 @@ class FileSessionStore:
         return self.path_of(backend, session_id).with_suffix(".lock")
 
     # -- the protocol --------------------------------------------------------------------------------
-
-    async def list_sessions(self, backend: str) -> list[SessionInfo]:
-        return await anyio.to_thread.run_sync(self._collect, backend, "*.json")
-
-    async def resolve(self, backend: str, ref: str) -> SessionInfo:
-        return await anyio.to_thread.run_sync(self._resolve, backend, ref)
-
-    async def load(self, backend: str, session_id: str) -> StoredSession:
-        return await anyio.to_thread.run_sync(self._load, backend, session_id)
-
-    async def save(self, session: StoredSession) -> None:
-        await anyio.to_thread.run_sync(self._save, session)
-
-    async def delete(self, backend: str, session_id: str) -> None:
-        await anyio.to_thread.run_sync(self._delete, backend, session_id)
 
     @contextlib.asynccontextmanager
     async def lease(self, backend: str, session_id: str) -> AsyncIterator[None]:
@@ -375,6 +396,9 @@ class FileSessionStore:
             return _unreadable(backend, path.stem, str(path), _corrupt(str(path), f"it cannot be read ({exc})"))
         except (CorruptSession, UnsupportedSessionFormat) as exc:
             return _unreadable(backend, path.stem, str(path), exc)
+
+    def _list(self, backend: str) -> list[SessionInfo]:
+        return self._collect(backend, "*.json")
 
     def _collect(self, backend: str, pattern: str) -> list[SessionInfo]:
         directory = self.root / _checked_name("backend", backend)

@@ -18,7 +18,7 @@ from tests.e2e.gemini_cli.gemini_cli_helpers import Run, call, kinds, stream_lin
 from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams, UserInputRequest, UserInputResponse
 from unified.adapters.gemini_cli import AcpPool
-from unified.events import ErrorEvent, PermissionDecision, Result, ToolResult, ToolUse, WarningEvent
+from unified.events import ErrorEvent, PermissionDecision, Result, ToolResult, ToolUse, UnifiedEvent, WarningEvent
 from unified.query import EventStream
 from unified.types import StdioMcpServer
 
@@ -47,9 +47,18 @@ def result_of(events: Sequence[object]) -> Result:
     return last
 
 
-def _assert_not_found(events: Sequence[object], name: str) -> None:
+def _assert_not_found(events: list[UnifiedEvent], name: str) -> None:
     """The one call the CLI answered with "not found": shown with its name, denied by the backend (as the
-    API backends deny a tool they lack), and its error as the result."""
+    API backends deny a tool they lack), and its error as the result, after the turn's text."""
+    assert kinds(events) == [
+        "session_started",
+        "text_delta",
+        "assistant_message",
+        "tool_use",
+        "permission_decision",
+        "tool_result",
+        "result",
+    ]
     [use] = [e for e in events if isinstance(e, ToolUse)]
     [done] = [e for e in events if isinstance(e, ToolResult)]
     [decision] = [e for e in events if isinstance(e, PermissionDecision)]
@@ -66,15 +75,6 @@ async def test_excluded_tools_are_not_offered(run_gemini: Run, responses: Respon
     # The CLI answers the model's call of an unknown tool with an error and shows nothing over ACP; the
     # adapter shows it from the chat file once the prompt has ended. test_tool_call_then_answer is the
     # control (the same call, not excluded, reads the file).
-    assert kinds(events) == [
-        "session_started",
-        "text_delta",
-        "assistant_message",
-        "tool_use",
-        "permission_decision",
-        "tool_result",
-        "result",
-    ]
     _assert_not_found(events, "read_file")
     assert result_of(events).final_text == "could not read"
     assert not [e for e in events if isinstance(e, WarningEvent) and "excluded_tools" in e.message]
@@ -113,15 +113,6 @@ async def test_ask_user_is_not_offered_over_acp(run_gemini: Run, responses: Resp
     fake = responses(stream_line(call("ask_user", question="Which color?")), stream_line(text("never mind")))
     events = await run_gemini(fake, on_user_input=answer)
     assert not asked
-    assert kinds(events) == [
-        "session_started",
-        "text_delta",
-        "assistant_message",
-        "tool_use",
-        "permission_decision",
-        "tool_result",
-        "result",
-    ]
     _assert_not_found(events, "ask_user")
     assert result_of(events).final_text == "never mind"
 
