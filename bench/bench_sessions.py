@@ -109,19 +109,27 @@ def build_cli(home: Path, count: int, rng: random.Random) -> list[str]:
     return ids
 
 
+def _random_session(rng: random.Random, updated_at: datetime | None = None) -> StoredSession:
+    """A generate-content session with a random id and first prompt (its history is the caller's)."""
+    session = StoredSession(
+        "generate-content",
+        str(uuid.UUID(int=rng.getrandbits(128))),
+        model="gemini-2.5-flash",
+        cwd="/w",
+        first_prompt=_text(rng, 80),
+    )
+    if updated_at is not None:
+        session.updated_at = updated_at
+    return session
+
+
 def build_store(root: Path, count: int, rng: random.Random) -> list[str]:
     """Files in exactly the format FileSessionStore.save writes (without its per-file fsync)."""
     store = FileSessionStore(root)
     (root / "generate-content").mkdir(parents=True)
     ids: list[str] = []
     for _ in range(count):
-        session = StoredSession(
-            "generate-content",
-            str(uuid.UUID(int=rng.getrandbits(128))),
-            model="gemini-2.5-flash",
-            cwd="/w",
-            first_prompt=_text(rng, 80),
-        )
+        session = _random_session(rng)
         size = _size(rng)
         contents = [
             {"role": "user" if i % 2 else "model", "parts": [{"text": _text(rng, 2_000)}]}
@@ -283,14 +291,7 @@ def _load_rows(store: PostgresSessionStore, url: str, count: int, rng: random.Ra
         columns = "backend, session_id, format, updated_at, header, document"
         with cursor.copy(f"COPY {TABLE} ({columns}) FROM STDIN") as copy:
             for n in range(count):
-                session = StoredSession(
-                    "generate-content",
-                    str(uuid.UUID(int=rng.getrandbits(128))),
-                    model="gemini-2.5-flash",
-                    cwd="/w",
-                    first_prompt=_text(rng, 80),
-                    updated_at=start + timedelta(seconds=n),
-                )
+                session = _random_session(rng, updated_at=start + timedelta(seconds=n))
                 session.state["contents"] = [{"role": "user", "parts": [{"text": _text(rng, 400)}]}]
                 document = serialize(session)
                 copy.write_row(
