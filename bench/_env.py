@@ -12,8 +12,9 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from unified.testing import recordings_dir
-from unified.testing.wiring import prepare_cli_home
+from tests.harness.recordings import recordings_dir
+
+from unified.testing._wiring import prepare_cli_home
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDINGS = recordings_dir()

@@ -20,10 +20,10 @@ import anyio
 
 from bench._env import MODEL, RECORDINGS, gemini_binary, isolated_home, workspace
 from bench.harness import Figure, Outcome, profile_async, spread
-from unified.adapters.gemini_cli._home import child_env
-from unified.adapters.gemini_cli._pool import AcpPool
+from unified._adapters.gemini_cli._home import child_env
+from unified._adapters.gemini_cli._pool import AcpPool
+from unified._execute import EventStream
 from unified.events import Result, TextDelta
-from unified.query import EventStream
 from unified.types import ExecuteParams
 
 SESSION = RECORDINGS / "json-output.france.responses"

@@ -27,9 +27,9 @@ import anyio
 from bench._env import MODEL, isolated_home, workspace
 from bench.bench_sdk_overhead import Baseline
 from bench.harness import Figure, Outcome, profile_async, spread
-from unified._internal.backend import RunContext, RunOutcome
+from unified._execute import EventStream, execute
+from unified.backends import RunContext, RunOutcome, UnsupportedOption
 from unified.events import Result, SessionStarted, TextDelta, ToolResult, ToolUse
-from unified.query import EventStream, execute
 from unified.testing import FakeGemini, ModelTurn
 from unified.types import ExecuteParams
 
@@ -99,7 +99,7 @@ class _Firehose:
     every: int = 100_000
     name: str = "firehose"
 
-    def unsupported_options(self, params: ExecuteParams) -> list[tuple[str, str, bool]]:
+    def unsupported_options(self, params: ExecuteParams) -> list[UnsupportedOption]:
         return []
 
     async def run(self, ctx: RunContext) -> RunOutcome:

@@ -29,9 +29,9 @@ import anyio
 
 from bench._env import isolated_home
 from bench.harness import Figure, Outcome, spread
-from unified._internal.postgres_store import TABLE, PostgresSessionStore
-from unified._internal.session_store import FileSessionStore, header_text, serialize
-from unified.adapters.gemini_cli._sessions import GeminiSessionLocator
+from unified._adapters.gemini_cli._sessions import GeminiSessionLocator
+from unified._sessions.postgres import TABLE, PostgresSessionStore
+from unified._sessions.stores import FileSessionStore, header_text, serialize
 from unified.sessions import StoredSession
 
 PROJECTS = 20
@@ -228,7 +228,7 @@ def run(quick: bool) -> Outcome:
 
 def postgres(outcome: Outcome, count: int, runs: int, rng: random.Random) -> None:
     """The PostgreSQL store's rows: resolve and save against a bare SELECT of one record."""
-    from unified.testing.postgres_server import PostgresServer, postgres_bin_dir
+    from tests.harness.postgres_server import PostgresServer, postgres_bin_dir
 
     try:
         postgres_bin_dir()

@@ -63,5 +63,5 @@ def run(quick: bool) -> Outcome:
         helped, baseline2 = alternate(lambda: _command([cli, "--help"]), lambda: _command(base), runs)
         outcome.figures += [Figure("python -c pass (2)", "s", baseline2), Figure("unified --help", "s", helped)]
         if not _added(outcome, "unified --help, ms added", helped, baseline2, 250) and not quick:
-            outcome.profiles["unified --help"] = import_profile("import unified.cli.main")
+            outcome.profiles["unified --help"] = import_profile("import unified._cli.main")
     return outcome

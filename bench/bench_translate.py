@@ -28,12 +28,12 @@ from google.genai import types
 
 from bench._env import ROOT, TRANSCRIPTS, recordings
 from bench.harness import Figure, Outcome, profile_sync, rounds, spread
-from unified._internal.backend import RunContext, RunOutcome
-from unified.adapters.gemini_cli._translate import AcpTranslator, TurnBoundary
-from unified.adapters.generate_content._translate import TurnTranslator
-from unified.adapters.interactions._translate import Translator
+from unified._adapters.gemini_cli._translate import AcpTranslator, TurnBoundary
+from unified._adapters.generate_content._translate import TurnTranslator
+from unified._adapters.interactions._translate import Translator
+from unified._execute import EventStream
+from unified.backends import RunContext, RunOutcome, UnsupportedOption
 from unified.events import EVENT_TYPES, ErrorEvent, SessionStarted
-from unified.query import EventStream
 from unified.types import ExecuteParams
 
 _PARAMS = ExecuteParams(prompt="bench", backend="generate-content")
@@ -164,7 +164,7 @@ class _Replay:
     sessions: Sequence[Any]
     name: str = "bench-replay"
 
-    def unsupported_options(self, params: ExecuteParams) -> list[tuple[str, str, bool]]:
+    def unsupported_options(self, params: ExecuteParams) -> list[UnsupportedOption]:
         return []
 
     async def run(self, ctx: RunContext) -> RunOutcome:

@@ -2,7 +2,7 @@
 
 - ACP: every recording in `unified.testing.recordings()` played by the real pinned `gemini --acp`
   (via the gemini-cli backend's `acp_transcript` hook); the messages it received are kept verbatim,
-  secrets scrubbed (`unified.testing.cassettes.scrub_text`).
+  secrets scrubbed (`unified.testing._cassettes.scrub_text`).
 - Interactions: each recorded model call re-rendered as an Interactions API turn (thought, text in as
   many deltas as the recording had chunks, function calls, some with streamed arguments) and served by
   FakeGemini over real HTTP; the SSE `data:` lines are kept verbatim, secrets scrubbed.
@@ -21,11 +21,11 @@ import anyio
 import httpx
 
 from bench._env import MODEL, TRANSCRIPTS, gemini_binary, isolated_home, recordings, workspace
+from unified._execute import EventStream
 from unified.events import Result
-from unified.query import EventStream
 from unified.testing import FakeGemini, FunctionCallStep, InteractionTurn, TextStep, ThoughtStep
-from unified.testing.cassettes import scrub_text
-from unified.testing.scenario import Step, Usage
+from unified.testing._cassettes import scrub_text
+from unified.testing._scenario import Step, Usage
 from unified.types import ExecuteParams
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from unified.testing.postgres_server import PostgresServer
+    from tests.harness.postgres_server import PostgresServer
 
 TESTS_ROOT = Path(__file__).parent
 E2E_FOLDERS = frozenset({"e2e", "bench"})
@@ -95,7 +95,7 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
     """One throwaway PostgreSQL server per xdist worker (its own port and temp dir), stopped at the end."""
-    from unified.testing.postgres_server import PostgresServer
+    from tests.harness.postgres_server import PostgresServer
 
     with PostgresServer() as server:
         yield server

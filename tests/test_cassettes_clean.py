@@ -1,7 +1,7 @@
 """Every file under cassettes/ is free of secrets and says honestly what it was recorded against.
 
 Cassettes are committed and shipped, so a leaked key would be public. The recorders scrub what they
-know (`unified.testing.cassettes`, the gemini-cli transcript recorder); this scan is the net under
+know (`unified.testing._cassettes`, the gemini-cli transcript recorder); this scan is the net under
 them: any API key, OAuth token, bearer token, credential header or `key=` query value that is not
 `<redacted>` fails, naming the file and line. A cassette made against the local FakeGemini (or with
 the CLI's --fake-responses) must say so, and one claiming a real service must show requests to
@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from unified.testing._cassettes import REDACTED, SECRET_HEADERS, SECRET_RESPONSE_HEADERS
 from unified.testing._yaml import load_yaml
-from unified.testing.cassettes import REDACTED, SECRET_HEADERS, SECRET_RESPONSE_HEADERS
 
 CASSETTES = Path(__file__).resolve().parents[1] / "cassettes"
 _VALUE = r"""\s*["']?\s*[:=]\s*["']?(?!<redacted>|%3Credacted%3E)(?P<value>[^\s"',;}&]{4,})"""

@@ -1,19 +1,26 @@
-"""unified: one typed event stream over Google agent backends.
+"""unified: one typed event stream over many agent backends.
 
+    import anyio
     from unified import ExecuteParams, execute
 
-    async with execute(ExecuteParams(prompt="Fix the failing test", backend="auto")) as events:
-        async for event in events:
-            print(event.type)
+    async def main() -> None:
+        async with execute(ExecuteParams(prompt="Fix the failing test", backend="auto")) as events:
+            async for event in events:
+                print(event.type)
 
-The backends (the Gemini CLI over ACP, the generateContent API, the Interactions API) load only
-when a run needs them. `unified.events` is the protocol; `unified.testing` holds the fake server
-and the scripted backend for offline tests.
+    anyio.run(main)
+
+The public modules (docs/api.md says what each promises): `unified` (this one: the run, its
+parameters, the errors), `unified.events` (the protocol), `unified.types` (parameter types),
+`unified.errors`, `unified.sessions`, `unified.backends` (the backend contract), `unified.tools`
+(the local tool runtime), `unified.capabilities` (the matrix) and `unified.testing` (the test kit).
+Everything else is private. Backends load only when a run needs them.
 """
 
 from typing import TYPE_CHECKING, Any
 
-from unified._errors import (
+from unified._sessions.records import SessionInfo, SessionStore, StoredSession
+from unified.errors import (
     AmbiguousSession,
     AuthError,
     BackendError,
@@ -23,6 +30,7 @@ from unified._errors import (
     ProtocolViolation,
     RateLimited,
     RoutingError,
+    RunStopped,
     SessionError,
     SessionInUse,
     SessionNotFound,
@@ -31,7 +39,6 @@ from unified._errors import (
     UnsupportedSessionFormat,
 )
 from unified.events import PROTOCOL_VERSION, UnifiedEvent, Usage, UserInputRequest, UserInputResponse
-from unified.sessions import SessionInfo, SessionStore, StoredSession
 from unified.types import (
     ApprovalMode,
     BackendChoice,
@@ -48,47 +55,42 @@ from unified.types import (
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from unified._adapters.gemini_cli._options import GeminiCliOptions
+    from unified._adapters.generate_content._options import GenerateContentOptions
+    from unified._adapters.interactions._options import InteractionsOptions
+    from unified._execute import EventStream, execute, execute_sync
     from unified._internal.api_settings import FileSearchTool, FunctionCalling, GoogleMapsTool, LatLng
-    from unified._internal.postgres_store import PostgresSessionStore
-    from unified._internal.session_store import FileSessionStore, MemorySessionStore
-    from unified.adapters.gemini_cli._options import GeminiCliOptions
-    from unified.adapters.generate_content._options import GenerateContentOptions
-    from unified.adapters.interactions._options import InteractionsOptions
-    from unified.query import EventStream, execute, execute_sync
+    from unified._sessions.postgres import PostgresSessionStore
+    from unified._sessions.stores import FileSessionStore, MemorySessionStore
 
-_RUNTIME = {"EventStream", "execute", "execute_sync"}
-"""Loaded on first use: the run machinery (anyio, the stream guard) is not needed to read events or types."""
-_STORES = {"FileSessionStore", "MemorySessionStore"}
-"""Loaded on first use, like the run machinery (they need anyio and platformdirs)."""
-_OPTIONS = {
-    "GeminiCliOptions": "unified.adapters.gemini_cli._options",
-    "GenerateContentOptions": "unified.adapters.generate_content._options",
-    "InteractionsOptions": "unified.adapters.interactions._options",
+_LAZY = {
+    # the run machinery (anyio, the stream guard): not needed to read events or types
+    "EventStream": "unified._execute",
+    "execute": "unified._execute",
+    "execute_sync": "unified._execute",
+    # the stores need anyio and platformdirs; psycopg loads when a PostgreSQL store is made
+    "FileSessionStore": "unified._sessions.stores",
+    "MemorySessionStore": "unified._sessions.stores",
+    "PostgresSessionStore": "unified._sessions.postgres",
+    # each backend's typed `backend_options` (and the API backends' tool settings)
+    "GeminiCliOptions": "unified._adapters.gemini_cli._options",
+    "GenerateContentOptions": "unified._adapters.generate_content._options",
+    "InteractionsOptions": "unified._adapters.interactions._options",
     "FileSearchTool": "unified._internal.api_settings",
     "FunctionCalling": "unified._internal.api_settings",
     "GoogleMapsTool": "unified._internal.api_settings",
     "LatLng": "unified._internal.api_settings",
 }
-"""Each backend's typed `backend_options` (and the API backends' tool settings), loaded on first use."""
+"""Loaded on first use, so `import unified` stays light."""
 
 
 def __getattr__(name: str) -> Any:
-    if name in _RUNTIME:
-        from unified import query
-
-        return getattr(query, name)
-    if name in _STORES:
-        from unified._internal import session_store
-
-        return getattr(session_store, name)
-    if name == "PostgresSessionStore":  # psycopg is imported when a store is created, not here
-        from unified._internal import postgres_store
-
-        return postgres_store.PostgresSessionStore
-    if name in _OPTIONS:
+    if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(_OPTIONS[name]), name)
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'unified' has no attribute {name!r}")
 
 
@@ -121,6 +123,7 @@ __all__ = [
     "ProtocolViolation",
     "RateLimited",
     "RoutingError",
+    "RunStopped",
     "SessionError",
     "SessionInUse",
     "SessionInfo",

@@ -1,55 +1,290 @@
-"""The backends `unified` knows (public: how other packages add one). Where each lives, as import
-paths: nothing is imported until a run needs it.
+"""The backend contract: what a backend implements, and how one joins `unified`.
 
-`execute()` must not pay for google-genai or the ACP SDK unless their backend runs, so the
-registry maps names to "module:attribute" strings and imports on demand.
+A backend is three small things (docs/backends/README.md walks through adding one):
 
-`BACKENDS` names the production backends only. Others join from outside, so nothing here depends
-on them: `register_backend()` at import time (the testing package registers its scripted backend
-so), or an entry point in the `unified.backends` group (how an installed unified finds `scripted`
-without importing the testing package first, e.g. `unified run --backend scripted`).
+- a factory `(ExecuteParams) -> Backend`: one `Backend` instance drives one run. Its `run(ctx)`
+  pushes `UnifiedEvent`s through `ctx.emit`, ends each model turn with `ctx.end_turn(usage)`,
+  bridges questions with `ctx.ask_user`, and returns a `RunOutcome`. It never assigns `seq` and
+  never emits `assistant_message` or `result`: the stream guard does that, once, for every backend
+  alike. Raising a `UnifiedError` ends the run with a typed `error` event; any other exception is
+  reported as a bug in the backend (`internal_error`).
+- optionally a session locator factory `(SessionStore | None) -> SessionLocator`, so
+  `unified.sessions` and `unified sessions` list, resolve, show and delete its sessions.
+- a `BackendEntry` naming both as "module:attribute" strings, given to `register_backend()` or
+  published as an entry point of the `unified.backends` group. Nothing is imported until a run or
+  a session listing needs it, so `execute()` never pays for a backend (or its SDK) it does not run.
+
+A backend that drives an agent binary talks to it through an `AgentProcess`; tests substitute
+the test kit's `FakeAgentProcess` for the real subprocess.
+
+Stability: the names in `__all__` follow semantic versioning from 1.0 on. Until then a minor
+release may change them, and says so in its notes; `RunContext` may gain methods (a backend that
+only calls the documented ones keeps working), and `Backend` implementations must tolerate new
+optional `ExecuteParams` fields.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, cast
+from typing import Any, NamedTuple, Protocol, cast
 
-from unified._errors import BackendUnavailable, ConfigurationError
+from unified._sessions.records import SessionInfo, SessionStore
+from unified.errors import BackendUnavailable, ConfigurationError
+from unified.events import JsonValue, ResultStatus, UnifiedEvent, Usage, UserInputRequest, UserInputResponse
+from unified.types import ExecuteParams
 
-if TYPE_CHECKING:
-    from unified._internal.backend import Backend
-    from unified.sessions import SessionLocator, SessionStore
-    from unified.types import ExecuteParams
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "AgentProcess",
+    "Backend",
+    "BackendEntry",
+    "BackendFactory",
+    "RunContext",
+    "RunOutcome",
+    "SessionLocator",
+    "SessionLocatorFactory",
+    "UnsupportedOption",
+    "built_in_backends",
+    "known_backends",
+    "load_backend_factory",
+    "load_session_locator",
+    "register_backend",
+    "session_backends",
+]
 
-BackendFactory = Callable[["ExecuteParams"], "Backend"]
-LocatorFactory = Callable[["SessionStore | None"], "SessionLocator"]
 
-BACKENDS: dict[str, str] = {
-    "gemini-cli": "unified.adapters.gemini_cli:create_backend",
-    "generate-content": "unified.adapters.generate_content:create_backend",
-    "interactions": "unified.adapters.interactions:create_backend",
-}
+# --- what a backend implements ---------------------------------------------------------------------
+
+
+class UnsupportedOption(NamedTuple):
+    """One set `ExecuteParams` option a backend cannot honour, announced before the run starts."""
+
+    option: str
+    """The option's name, as the caller spelled it (`thinking.budget`, `backend_options.foo`)."""
+    explanation: str
+    """What happens instead, for the `warning` event (or the error's message when `fatal`)."""
+    fatal: bool
+    """True: ignoring it would change what the run does, so the run ends with a `configuration_error`."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """How a run ended, as the backend saw it. The guard turns it into the `result` event."""
+
+    status: ResultStatus = "success"
+    final_text: str | None = None
+    """None: the guard uses the last top-level `assistant_message`."""
+    error: str | None = None
+    short_id: str | None = None
+
+
+class RunContext(Protocol):
+    """What the stream guard offers a backend during one run."""
+
+    @property
+    def params(self) -> ExecuteParams: ...
+
+    @property
+    def session_id(self) -> str | None: ...
+
+    turns: int
+    """Model turns taken so far; the backend counts them, the guard reports them."""
+
+    async def emit(self, event: UnifiedEvent) -> None:
+        """Send one event downstream (may wait while the consumer catches up)."""
+
+    def add_usage(self, usage: Usage) -> None:
+        """Add the main conversation's usage for the turn(s) just finished.
+
+        If `usage.output_tokens` is 0 although the turn produced text, the guard replaces it by
+        an estimate (`ceil(chars / 4)`) and flags the usage `estimated`.
+        """
+
+    async def end_turn(self, usage: Usage) -> Usage:
+        """One model request of the main conversation finished: count it, add its usage (estimated
+        as `add_usage` does), close its assistant message. Returns the usage as counted."""
+
+    async def end_message(self, subagent_task_id: str | None = None) -> None:
+        """Close the current assistant message (of the main agent or of one subagent)."""
+
+    async def ask_user(self, request: UserInputRequest) -> UserInputResponse:
+        """Emit `request`, wait for the caller's `on_user_input` answer (or its timeout).
+
+        With no handler, or on timeout or a handler error, the answer is `cancelled=True` and a
+        `warning` says why; the backend then applies the approval mode.
+        """
+
+    def native(self, raw: JsonValue) -> JsonValue | None:
+        """`raw` if the caller asked for native events, else None."""
+
+
+class Backend(Protocol):
+    """One backend instance drives one run."""
+
+    name: str
+
+    async def run(self, ctx: RunContext) -> RunOutcome: ...
+
+    def unsupported_options(self, params: ExecuteParams) -> Sequence[UnsupportedOption]:
+        """Each set option this backend cannot honour (empty when it honours them all)."""
+        ...
+
+
+class SessionLocator(Protocol):
+    """One backend's sessions, as `unified.sessions` and `unified sessions` see them."""
+
+    backend: str
+
+    async def list_sessions(self, cwd: str | None = None) -> list[SessionInfo]:
+        """Every session (of the project at `cwd` when given); unreadable ones with `problem` set."""
+        ...
+
+    async def resolve(self, ref: str, cwd: str | None = None) -> SessionInfo:
+        """The one session `ref` names; raises SessionNotFound or AmbiguousSession."""
+        ...
+
+    async def show(self, ref: str, cwd: str | None = None) -> dict[str, Any]:
+        """The session's conversation as plain data, for `unified sessions show`."""
+        ...
+
+    async def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
+        """Remove one session (only ever on the caller's explicit request)."""
+        ...
+
+
+class AgentProcess(ABC):
+    """One running agent binary, as a backend that drives it sees it: lines in, lines out.
+
+    The seam between such a backend and the operating system. The real implementation starts the
+    binary in its own process group with an isolated home; the test kit's `FakeAgentProcess` is
+    an in-process stand-in, so a backend's translation, permission bridge and error mapping can be
+    tested without the binary. Lines are UTF-8 text without their newline.
+    """
+
+    @property
+    @abstractmethod
+    def pid(self) -> int | None:
+        """The process id (None for an in-process fake)."""
+
+    @property
+    @abstractmethod
+    def returncode(self) -> int | None:
+        """The exit status once the process has ended, else None."""
+
+    @abstractmethod
+    async def send(self, line: str) -> None:
+        """Write one line to the process's stdin; raises BackendError when it is gone."""
+
+    @abstractmethod
+    async def receive(self) -> str | None:
+        """The next line of stdout, or None at its end (the process closed it or died)."""
+
+    @abstractmethod
+    def stderr_tail(self) -> str:
+        """The last lines the process wrote to stderr (redacted, bounded): for error messages."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """End the process and every process it started; returns once they are gone. Idempotent."""
+
+
+# --- how a backend joins ---------------------------------------------------------------------------
+
+BackendFactory = Callable[[ExecuteParams], Backend]
+SessionLocatorFactory = Callable[[SessionStore | None], SessionLocator]
+
 ENTRY_POINT_GROUP = "unified.backends"
-_registered: dict[str, str] = {}
+"""Entry points in this group name a `BackendEntry` ("module:attribute"): how an installed package
+adds a backend without anyone importing it first."""
 
-SESSION_LOCATORS: dict[str, str] = {
-    "gemini-cli": "unified.adapters.gemini_cli._sessions:create_session_locator",
-    "generate-content": "unified.adapters.generate_content:create_session_locator",
-    "interactions": "unified.adapters.interactions:create_session_locator",
+
+@dataclass(frozen=True, slots=True)
+class BackendEntry:
+    """A backend as the registry knows it: import paths, so nothing loads before it is used."""
+
+    name: str
+    backend: str
+    """"module:attribute" of its `BackendFactory`."""
+    sessions: str | None = None
+    """"module:attribute" of its `SessionLocatorFactory`; None for a backend that keeps no sessions."""
+
+
+_BUILT_IN: dict[str, BackendEntry] = {
+    entry.name: entry
+    for entry in (
+        BackendEntry(
+            "gemini-cli",
+            "unified._adapters.gemini_cli:create_backend",
+            "unified._adapters.gemini_cli:create_session_locator",
+        ),
+        BackendEntry(
+            "generate-content",
+            "unified._adapters.generate_content:create_backend",
+            "unified._adapters.generate_content:create_session_locator",
+        ),
+        BackendEntry(
+            "interactions",
+            "unified._adapters.interactions:create_backend",
+            "unified._adapters.interactions:create_session_locator",
+        ),
+    )
 }
+_registered: dict[str, BackendEntry] = {}
 
 
-def _load(table: dict[str, str], name: str, what: str) -> object:
+def register_backend(name: str, backend: str, *, sessions: str | None = None) -> None:
+    """Make `name` runnable by `execute(backend=name)` and, given `sessions`, its sessions listable.
+
+    `backend` and `sessions` are "module:attribute" paths of a `BackendFactory` and a
+    `SessionLocatorFactory`. A built-in backend's name cannot be taken over.
+    """
+    entry = BackendEntry(name, backend, sessions)
+    if name in _BUILT_IN and _BUILT_IN[name] != entry:
+        raise ConfigurationError(f"backend {name!r} is built in", hint="register the backend under another name")
+    _registered[name] = entry
+
+
+def built_in_backends() -> Mapping[str, BackendEntry]:
+    """The backends that ship with `unified`, in the order listings show them."""
+    return _BUILT_IN
+
+
+@cache
+def _entry_point_backends() -> dict[str, BackendEntry]:
+    found: dict[str, BackendEntry] = {}
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            entry = point.load()
+        except Exception:
+            continue
+        if isinstance(entry, BackendEntry) and entry.name == point.name:
+            found[point.name] = entry
+    return found
+
+
+def known_backends() -> dict[str, BackendEntry]:
+    """Every loadable backend: the built-in ones (which no other can replace), then registered ones,
+    then entry points."""
+    others = {**_entry_point_backends(), **_registered}
+    return {**_BUILT_IN, **{name: entry for name, entry in others.items() if name not in _BUILT_IN}}
+
+
+def _entry(name: str) -> BackendEntry:
+    table = _BUILT_IN if name in _BUILT_IN else known_backends()
     try:
-        target = table[name]
+        return table[name]
     except KeyError:
         raise ConfigurationError(
-            f"unknown backend {name!r}", hint=f"choose one of: {', '.join(sorted(table))}"
+            f"unknown backend {name!r}", hint=f"choose one of: {', '.join(sorted(known_backends()))}"
         ) from None
+
+
+def _load(target: str, name: str, what: str) -> object:
     module_name, _, attribute = target.partition(":")
     try:
         module = importlib.import_module(module_name)
@@ -61,29 +296,20 @@ def _load(table: dict[str, str], name: str, what: str) -> object:
     return getattr(module, attribute)
 
 
-def register_backend(name: str, factory: str) -> None:
-    """Make `name` loadable by `execute(backend=name)`; `factory` is "module:attribute" of a
-    `(ExecuteParams) -> Backend`. A production backend's name cannot be taken over."""
-    if name in BACKENDS and BACKENDS[name] != factory:
-        raise ConfigurationError(f"backend {name!r} is built in", hint="register the backend under another name")
-    _registered[name] = factory
-
-
-@cache
-def _entry_point_backends() -> dict[str, str]:
-    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
-
-
-def known_backends() -> dict[str, str]:
-    """Every loadable backend: entry points, then registered ones, then the built-in ones (which win)."""
-    return {**_entry_point_backends(), **_registered, **BACKENDS}
-
-
 def load_backend_factory(name: str) -> BackendFactory:
-    return cast("BackendFactory", _load(known_backends(), name, "adapter"))
+    """The factory of backend `name`; ConfigurationError when no backend has that name."""
+    return cast("BackendFactory", _load(_entry(name).backend, name, "adapter"))
+
+
+def session_backends() -> tuple[str, ...]:
+    """The backends that keep sessions, in the order listings search them."""
+    return tuple(name for name, entry in known_backends().items() if entry.sessions is not None)
 
 
 def load_session_locator(name: str, store: SessionStore | None = None) -> SessionLocator:
-    """The SessionLocator of backend `name`; the API backends' read `store` (None: the default file store)."""
-    factory = cast("LocatorFactory", _load(SESSION_LOCATORS, name, "session locator"))
+    """The SessionLocator of backend `name`; the API backends' read `store` (None: the default store)."""
+    entry = _entry(name)
+    if entry.sessions is None:
+        raise ConfigurationError(f"the {name} backend keeps no sessions", hint="resume on a backend that keeps them")
+    factory = cast("SessionLocatorFactory", _load(entry.sessions, name, "session locator"))
     return factory(store)

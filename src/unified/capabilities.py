@@ -20,7 +20,7 @@ from html import escape
 from importlib.resources import files
 from typing import Any, cast, get_args
 
-from unified.auth import AUTH_MODES, AuthModeName
+from unified._auth import AUTH_MODES, AuthModeName
 from unified.events import SupportLevel
 
 LEVELS: tuple[SupportLevel, ...] = get_args(SupportLevel)

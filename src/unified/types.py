@@ -12,9 +12,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from unified._redaction import redact_mapping
+from unified._sessions.records import SessionStore
 from unified.events import UserInputRequest, UserInputResponse
-from unified.redaction import redact_mapping
-from unified.sessions import SessionStore
 
 BackendName = Literal["gemini-cli", "generate-content", "interactions", "scripted"]
 """The backends `unified` can drive. `scripted` is the in-process test backend of `unified.testing`."""

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from unified._errors import AuthError, BackendError, ConfigurationError, RateLimited
 from unified._internal.api_errors import api_error, retry_delay
+from unified.errors import AuthError, BackendError, ConfigurationError, RateLimited
 
 RETRY_INFO = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "15s"}
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from unified.auth import detect_auth, resolve_api_auth
-from unified.redaction import REDACTED, redact, secret_values
+from unified._auth import detect_auth, resolve_api_auth
+from unified._redaction import REDACTED, redact, secret_values
 
 SECRET = "AIzaSy-a-fake-secret-value-1234567890"
 

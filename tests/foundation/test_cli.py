@@ -22,13 +22,15 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from tests.hang_guard import HANG_GUARD_S
+from unified import _execute as query
 from unified import backends as registry
-from unified import capabilities, query
-from unified._errors import BackendUnavailable, SessionNotFound
-from unified._internal.backend import RunContext, RunOutcome
-from unified.cli import main as cli
-from unified.cli.doctor import find_gemini
-from unified.cli.interactive import ask_in_terminal, make_user_input_handler
+from unified import capabilities
+from unified._cli import main as cli
+from unified._cli.doctor import find_gemini
+from unified._cli.interactive import ask_in_terminal, make_user_input_handler
+from unified._execute import EventStream
+from unified.backends import RunContext, RunOutcome, SessionLocator, UnsupportedOption
+from unified.errors import BackendUnavailable, SessionNotFound
 from unified.events import (
     EVENT_TYPES,
     Question,
@@ -41,8 +43,7 @@ from unified.events import (
     dump_event,
     parse_event,
 )
-from unified.query import EventStream
-from unified.sessions import SessionInfo, SessionLocator, SessionStore, resolve_ref
+from unified.sessions import SessionInfo, SessionStore, resolve_ref
 from unified.types import ExecuteParams
 
 SECRETS = {
@@ -166,7 +167,7 @@ def test_gemini_lookup_order(tmp_path: Path) -> None:
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", "from unified.cli.main import app; app(prog_name='unified')", *args],
+        [sys.executable, "-c", "from unified._cli.main import app; app(prog_name='unified')", *args],
         capture_output=True,
         text=True,
         env=env,
@@ -214,7 +215,7 @@ class _SlowBackend:
     def __init__(self) -> None:
         self.listening = threading.Event()
 
-    def unsupported_options(self, params: ExecuteParams) -> list[tuple[str, str, bool]]:
+    def unsupported_options(self, params: ExecuteParams) -> list[UnsupportedOption]:
         return []
 
     async def run(self, ctx: RunContext) -> RunOutcome:
@@ -240,7 +241,7 @@ def test_ctrl_c_cancels_cleanly_with_exit_130(
             yield receiver
 
     monkeypatch.setattr(anyio, "open_signal_receiver", announced_receiver)
-    # the CLI imports `execute` from unified.query when a run starts
+    # the CLI imports `execute` from unified._execute when a run starts
     monkeypatch.setattr(query, "execute", lambda params: EventStream(params, backend=backend))
     params = ExecuteParams(prompt="hi", backend="scripted")
     assert anyio.run(cli._run, params, True, backend=loop) == 130

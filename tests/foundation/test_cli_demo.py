@@ -20,7 +20,7 @@ ROOT = Path(__file__).parents[2]
 def _unified(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HOME": str(home), "GEMINI_CLI_HOME": str(home), "XDG_DATA_HOME": str(home / "data")}
     return subprocess.run(
-        [sys.executable, "-m", "unified.cli", *args],
+        [sys.executable, "-m", "unified._cli", *args],
         capture_output=True,
         text=True,
         env=env,
@@ -88,7 +88,7 @@ async def test_sessions_commands_on_real_stores(isolated_home: Path, tmp_path: P
 
     from tests.adapters.gemini_cli.test_gemini_cli_sessions import write_session
     from unified import execute
-    from unified.cli import main as cli
+    from unified._cli import main as cli
     from unified.testing import FakeGemini, ModelTurn
 
     with FakeGemini([ModelTurn(text="stored")]) as server:

@@ -1,6 +1,6 @@
 """Bad input through the real `unified` command: one `error:` line, a documented exit code, no traceback.
 
-Each case runs `python -m unified.cli` as a subprocess, as a user's shell would, and a reader that
+Each case runs `python -m unified._cli` as a subprocess, as a user's shell would, and a reader that
 leaves (`| head -1`) is a real pipe whose read end is closed.
 """
 
@@ -25,7 +25,7 @@ EXIT_BROKEN_PIPE = 141
 
 def _unified(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "unified.cli", *args],
+        [sys.executable, "-m", "unified._cli", *args],
         capture_output=True,
         text=True,
         cwd=cwd,
@@ -103,7 +103,7 @@ def _with_reader_gone(*args: str) -> tuple[int, str]:
     os.close(read_end)
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "unified.cli", *args],
+            [sys.executable, "-m", "unified._cli", *args],
             stdout=write_end,
             stderr=subprocess.PIPE,
             text=True,
@@ -136,7 +136,7 @@ def test_a_reader_that_left_ends_the_command_quietly(args: tuple[str, ...]) -> N
 
 
 def test_replay_piped_into_head_in_a_shell() -> None:
-    command = f'{sys.executable} -m unified.cli replay {TOOL_CALL} --json | head -1; echo "rc=${{PIPESTATUS[0]}}" >&2'
+    command = f'{sys.executable} -m unified._cli replay {TOOL_CALL} --json | head -1; echo "rc=${{PIPESTATUS[0]}}" >&2'
     done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=HANG_GUARD_S, check=False)
     assert len(done.stdout.splitlines()) == 1
     assert '"type":"session_started"' in done.stdout

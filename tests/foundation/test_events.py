@@ -133,7 +133,7 @@ def test_protocol_doc_covers_every_kind_and_its_example_parses() -> None:
 
 def test_the_run_machinery_builds_every_event_validator_before_any_run() -> None:
     """`import unified` defers them (start-up cost); loading the stream guard builds them, off any event loop."""
-    import unified.query  # noqa: F401  (what `unified.execute` loads)
+    import unified._execute  # noqa: F401  (what `unified.execute` loads)
     from unified import events
 
     assert all(model.__pydantic_complete__ for model in events.EVENT_TYPES)

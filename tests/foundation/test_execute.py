@@ -12,7 +12,7 @@ import pytest
 import unified
 from unified import ExecuteParams, execute, execute_sync
 from unified.events import ErrorEvent, Result, SessionStarted, TextDelta
-from unified.testing.scripted import EndMessage, ScriptedBackend
+from unified.testing._scripted import EndMessage, ScriptedBackend
 
 
 @pytest.mark.anyio

@@ -10,11 +10,11 @@ import anyio
 import httpx
 import pytest
 
+from unified._adapters.generate_content._options import GenerateContentOptions, resolve_settings
 from unified._internal import genai_client
 from unified._internal import http as http_clients
 from unified._internal.genai_client import GenaiClient
 from unified._internal.imports import import_off_loop
-from unified.adapters.generate_content._options import GenerateContentOptions, resolve_settings
 from unified.types import ExecuteParams
 
 pytestmark = pytest.mark.anyio

@@ -14,16 +14,16 @@ from pathlib import Path
 import pytest
 
 from tests.hang_guard import HANG_GUARD_S
+from unified._adapters.gemini_cli._transport import PINNED_VERSION
+from unified._cli.doctor import find_gemini
 from unified._internal.gemini_install import user_install_prefix
-from unified.adapters.gemini_cli._transport import PINNED_VERSION
-from unified.cli.doctor import find_gemini
 
 pytestmark = pytest.mark.e2e  # runs real subprocesses
 
 
 def _install(path: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "unified.cli", "install-gemini", *args],
+        [sys.executable, "-m", "unified._cli", "install-gemini", *args],
         env={**os.environ, "PATH": path},
         capture_output=True,
         text=True,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from unified._adapters.generate_content._options import plan_thinking
 from unified._internal.models import budget_to_level, plan_level, profile
-from unified.adapters.generate_content._options import plan_thinking
 from unified.tools import model_family
 from unified.types import ThinkingConfig
 

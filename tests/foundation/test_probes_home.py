@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.hang_guard import HANG_GUARD_S
-from unified.adapters.gemini_cli._transport import probe_version
-from unified.cli.doctor import gemini_version
+from unified._adapters.gemini_cli._transport import probe_version
+from unified._cli.doctor import gemini_version
 
 pytestmark = pytest.mark.e2e  # runs real subprocesses
 
@@ -39,7 +39,7 @@ def test_doctor_runs_the_real_gemini_version_without_writing_into_home(isolated_
     assert version is not None
     assert version[0].isdigit()
     done = subprocess.run(
-        [sys.executable, "-m", "unified.cli", "doctor", "--json"],
+        [sys.executable, "-m", "unified._cli", "doctor", "--json"],
         env={**os.environ, "UNIFIED_GEMINI_BIN": str(binary)},
         capture_output=True,
         text=True,

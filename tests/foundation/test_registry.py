@@ -10,14 +10,14 @@ import pytest
 
 from tests.hang_guard import HANG_GUARD_S
 from unified import backends as registry
-from unified._errors import ConfigurationError
+from unified.errors import ConfigurationError
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def test_the_production_registry_does_not_name_the_testing_package() -> None:
     assert "unified.testing" not in (SRC / "unified" / "backends.py").read_text()
-    assert set(registry.BACKENDS) == {"gemini-cli", "generate-content", "interactions"}
+    assert set(registry.built_in_backends()) == {"gemini-cli", "generate-content", "interactions"}
 
 
 @pytest.mark.e2e  # runs a real subprocess
@@ -34,12 +34,44 @@ def test_loading_a_production_backend_does_not_import_the_testing_package() -> N
     assert done.stdout.strip() == "[]"
 
 
-def test_importing_unified_testing_registers_the_scripted_backend() -> None:
-    import unified.testing  # noqa: F401 -- the import is what registers it
+def test_the_scripted_backend_joins_through_its_entry_point_alone() -> None:
+    from unified.testing._scripted import BACKEND_ENTRY
 
+    registry._entry_point_backends.cache_clear()
+    assert "scripted" not in registry._registered
+    assert registry.known_backends()["scripted"] == BACKEND_ENTRY
     factory = registry.load_backend_factory("scripted")
-    assert factory.__module__ == "unified.testing.scripted"
-    assert registry.known_backends()["scripted"] == "unified.testing.scripted:create_backend"
+    assert factory.__module__ == "unified.testing._scripted"
+    assert "scripted" not in registry.session_backends()
+
+
+def test_a_registered_backend_brings_its_session_locator(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(registry, "_registered", {})
+    registry.register_backend(
+        "echo", "tests.foundation.test_registry:_no_backend", sessions="tests.foundation.test_registry:_no_sessions"
+    )
+    assert registry.known_backends()["echo"] == registry.BackendEntry(
+        "echo", "tests.foundation.test_registry:_no_backend", "tests.foundation.test_registry:_no_sessions"
+    )
+    assert "echo" in registry.session_backends()
+    assert registry.load_backend_factory("echo") is _no_backend
+    with pytest.raises(LookupError, match="echo keeps nothing"):
+        registry.load_session_locator("echo")
+
+
+def test_a_backend_without_sessions_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(registry, "_registered", {})
+    registry.register_backend("silent", "tests.foundation.test_registry:_no_backend")
+    with pytest.raises(ConfigurationError, match="keeps no sessions"):
+        registry.load_session_locator("silent")
+
+
+def _no_backend(params: object) -> object:
+    raise AssertionError("not run in these tests")
+
+
+def _no_sessions(store: object) -> object:
+    raise LookupError("echo keeps nothing")
 
 
 def test_a_built_in_name_cannot_be_taken_over() -> None:

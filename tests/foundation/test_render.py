@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from unified.cli.render import INDENT, Renderer, format_usage
+from unified._cli.render import INDENT, Renderer, format_usage
 from unified.events import (
     AssistantMessage,
     ErrorEvent,

@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from unified._errors import BackendError, UnifiedError
 from unified._internal.api_settings import ApiOptions
 from unified._internal.retry import BACKOFF_CAP_S, Failure, backoff_s, retrying
+from unified.errors import BackendError, UnifiedError
 
 pytestmark = pytest.mark.anyio
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from unified._errors import ConfigurationError, RoutingError
-from unified.auth import AuthReport, detect_auth
+from unified._auth import AuthReport, detect_auth
+from unified._routing import requirements_of, select_backend, select_backend_for
+from unified.errors import ConfigurationError, RoutingError
 from unified.events import UserInputRequest, UserInputResponse
-from unified.routing import requirements_of, select_backend, select_backend_for
 from unified.types import ExecuteParams, ImageInput, StdioMcpServer, ThinkingConfig
 
 NO_HOME = Path("/nonexistent-unified-home")
@@ -173,7 +173,7 @@ def test_select_backend_for_uses_the_process_environment(monkeypatch: pytest.Mon
 @pytest.mark.e2e  # runs a real subprocess
 def test_light_imports() -> None:
     code = (
-        "import sys, json, unified, unified.routing, unified.auth, unified.capabilities;"
+        "import sys, json, unified, unified._routing, unified._auth, unified.capabilities;"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {'google','acp','mcp','typer','rich'}"
         " or m.startswith('google.genai'))))"
     )

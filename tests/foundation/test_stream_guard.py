@@ -10,8 +10,9 @@ import pytest
 
 from tests.hang_guard import HANG_GUARD_S
 from unified import BackendError, ExecuteParams, UnifiedEvent, UserInputRequest, UserInputResponse
-from unified._errors import RunStopped
-from unified._internal.backend import RunContext, RunOutcome
+from unified._execute import EventStream
+from unified.backends import RunContext, RunOutcome, UnsupportedOption
+from unified.errors import RunStopped
 from unified.events import (
     ERROR_CODES,
     WARNING_CODES,
@@ -30,8 +31,7 @@ from unified.events import (
     Usage,
     WarningEvent,
 )
-from unified.query import EventStream
-from unified.testing.scripted import Ask, EndMessage, Fail, ScriptedBackend, Sleep, Step
+from unified.testing._scripted import Ask, EndMessage, Fail, ScriptedBackend, Sleep, Step
 
 pytestmark = pytest.mark.anyio
 
@@ -322,7 +322,7 @@ def test_every_code_in_the_registry_is_documented_once() -> None:
 
 
 def test_every_unified_error_code_is_in_the_registry() -> None:
-    from unified._errors import UnifiedError
+    from unified.errors import UnifiedError
 
     found, todo = set(), [UnifiedError]
     while todo:
@@ -386,10 +386,10 @@ async def test_user_input_timeout_and_handler_failure_become_warnings() -> None:
 
 
 async def test_unsupported_options_warn_before_session_started() -> None:
-    backend = ScriptedBackend([START], unsupported=[("thinking", "this backend cannot think", False)])
+    backend = ScriptedBackend([START], unsupported=[UnsupportedOption("thinking", "this backend cannot think", False)])
     out = [e async for e in EventStream(params(), backend=backend)]
     assert [e.type for e in out] == ["warning", "session_started", "result"]
-    fatal = ScriptedBackend([START], unsupported=[("images", "no image input", True)])
+    fatal = ScriptedBackend([START], unsupported=[UnsupportedOption("images", "no image input", True)])
     out = [e async for e in EventStream(params(), backend=fatal)]
     assert [e.type for e in out] == ["error", "result"]
     assert out[-1].status == "error"  # type: ignore[union-attr]

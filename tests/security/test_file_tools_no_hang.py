@@ -19,8 +19,8 @@ import pytest
 from tests.e2e.generate_content.gc_harness import Harness, harness, result_of
 from tests.e2e.interactions.interactions_harness import MODEL, collect
 from unified.events import ToolResult
-from unified.testing.fake_gemini import FakeGemini
-from unified.testing.scenario import (
+from unified.testing._fake_gemini import FakeGemini
+from unified.testing._scenario import (
     FunctionCall,
     FunctionCallStep,
     InteractionTurn,

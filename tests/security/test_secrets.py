@@ -23,6 +23,8 @@ import pytest
 
 from tests.hang_guard import HANG_GUARD_S
 from unified import BackendError, ExecuteParams, UnifiedError, execute
+from unified._execute import EventStream
+from unified._redaction import REDACTED, is_secret, redact, redactor, secret_values
 from unified.events import (
     ErrorEvent,
     Question,
@@ -35,12 +37,9 @@ from unified.events import (
     UserInputRequest,
     WarningEvent,
 )
-from unified.query import EventStream
-from unified.redaction import REDACTED, is_secret, redact, redactor, secret_values
-from unified.testing._yaml import load_yaml
-from unified.testing.cassettes import RECORD_ENV, cassette_endpoint, scrub_text, use_cassette
-from unified.testing.fake_gemini import FakeGemini
-from unified.testing.scenario import (
+from unified.testing._cassettes import RECORD_ENV, cassette_endpoint, scrub_text, use_cassette
+from unified.testing._fake_gemini import FakeGemini
+from unified.testing._scenario import (
     Fault,
     FunctionCall,
     FunctionCallStep,
@@ -48,7 +47,8 @@ from unified.testing.scenario import (
     ModelTurn,
     TextStep,
 )
-from unified.testing.scripted import Fail, ScriptedBackend, Step
+from unified.testing._scripted import Fail, ScriptedBackend, Step
+from unified.testing._yaml import load_yaml
 from unified.tools import ToolCall, ToolOutcome, ToolRuntime
 from unified.types import StdioMcpServer
 

@@ -27,9 +27,9 @@ import anyio
 import pytest
 from typer.testing import CliRunner
 
-from unified._errors import CorruptSession, SessionError, SessionInUse, UnsupportedSessionFormat
-from unified._internal.session_store import FileSessionStore
-from unified.cli import main as cli
+from unified._cli import main as cli
+from unified._sessions.stores import FileSessionStore
+from unified.errors import CorruptSession, SessionError, SessionInUse, UnsupportedSessionFormat
 from unified.sessions import StoredSession
 
 BACKEND = "generate-content"
@@ -219,7 +219,7 @@ def test_a_taker_that_locks_an_unlinked_lock_file_tries_again(tmp_path: Path, mo
 _HOLDER = """
 import sys, anyio
 from pathlib import Path
-from unified._internal.session_store import FileSessionStore
+from unified._sessions.stores import FileSessionStore
 
 async def main() -> None:
     async with FileSessionStore(Path(sys.argv[1])).lease("generate-content", sys.argv[2]):
@@ -413,7 +413,7 @@ async def test_resuming_an_unreadable_session_fails_and_leaves_it_unchanged(
 ) -> None:
     from unified import execute
     from unified.events import ErrorEvent, Result
-    from unified.testing.fake_gemini import FakeGemini
+    from unified.testing._fake_gemini import FakeGemini
     from unified.types import ExecuteParams
 
     store = FileSessionStore()  # the default store a run uses

@@ -16,7 +16,7 @@ import pytest
 
 from tests.hang_guard import HANG_GUARD_S
 from unified.tools import Decision, PermissionAnswer, PermissionRequest, Policy, ToolCall, ToolRuntime
-from unified.tools.policy import session_rule
+from unified.tools._policy import session_rule
 from unified.types import ApprovalMode
 
 SHELL = "run_shell_command"

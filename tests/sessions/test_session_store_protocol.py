@@ -11,7 +11,7 @@ import pytest
 
 import unified
 from unified import SessionStore
-from unified._errors import AmbiguousSession, SessionInUse, SessionNotFound
+from unified.errors import AmbiguousSession, SessionInUse, SessionNotFound
 from unified.events import Usage
 from unified.sessions import FileSessionStore, MemorySessionStore, StoredSession
 

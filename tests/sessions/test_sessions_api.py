@@ -14,13 +14,13 @@ from tests.adapters.gemini_cli.test_gemini_cli_sessions import write_session
 from tests.e2e.generate_content.gc_harness import Harness, harness  # noqa: F401 - the fixture
 from tests.e2e.interactions.interactions_harness import MODEL, collect
 from unified import execute, sessions
-from unified._errors import AmbiguousSession, SessionNotFound
-from unified.adapters.gemini_cli._sessions import GeminiSessionLocator
-from unified.cli import main as cli
+from unified._adapters.gemini_cli._sessions import GeminiSessionLocator
+from unified._cli import main as cli
+from unified.errors import AmbiguousSession, SessionNotFound
 from unified.events import Result, SessionStarted, UnifiedEvent
 from unified.sessions import MemorySessionStore, StoredSession
-from unified.testing.fake_gemini import FakeGemini
-from unified.testing.scenario import ModelTurn
+from unified.testing._fake_gemini import FakeGemini
+from unified.testing._scenario import ModelTurn
 from unified.types import ExecuteParams
 
 pytestmark = pytest.mark.anyio

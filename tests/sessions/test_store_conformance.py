@@ -1,4 +1,4 @@
-"""The store conformance suite (`unified.testing.store_conformance`) on the file and memory stores, in one process.
+"""The store conformance suite (`unified.testing._store_conformance`) on the file and memory stores, in one process.
 
 The cases that need several processes run for the file store in tests/e2e/sessions/; the memory
 store has no other process to exclude.
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from unified._internal.session_store import FileSessionStore, MemorySessionStore
+from unified._sessions.stores import FileSessionStore, MemorySessionStore
 from unified.sessions import SessionStore
-from unified.testing.store_conformance import StoreConformance, StoreFactory
+from unified.testing._store_conformance import StoreConformance, StoreFactory
 
 
 class FileStoreHooks:

@@ -10,7 +10,7 @@ from google import genai
 from google.genai import types
 
 from unified._internal.http import tls_context
-from unified.testing.fake_gemini import FakeGemini
+from unified.testing._fake_gemini import FakeGemini
 
 ClientFactory = Callable[[FakeGemini], genai.Client]
 

@@ -1,4 +1,4 @@
-"""unified.testing.cassettes: scrubbed recording, offline replay, unplayed interactions caught."""
+"""unified.testing._cassettes: scrubbed recording, offline replay, unplayed interactions caught."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import httpx
 import pytest
 from vcr.errors import CannotOverwriteExistingCassetteException
 
-from unified.testing.cassettes import RECORD_ENV, REDACTED, UNREACHABLE, cassette_endpoint, use_cassette
-from unified.testing.fake_gemini import FakeGemini
-from unified.testing.scenario import Fault, ModelTurn
+from unified.testing._cassettes import RECORD_ENV, REDACTED, UNREACHABLE, cassette_endpoint, use_cassette
+from unified.testing._fake_gemini import FakeGemini
+from unified.testing._scenario import Fault, ModelTurn
 
 SECRET = "AIza-very-secret-key"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from unified.testing.fake_gemini import FakeGemini
-from unified.testing.scenario import ModelTurn
+from unified.testing._fake_gemini import FakeGemini
+from unified.testing._scenario import ModelTurn
 
 KEY = {"x-goog-api-key": "k-0123456789"}
 BEARER = {"Authorization": "Bearer ya29.t"}

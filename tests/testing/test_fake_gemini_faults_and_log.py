@@ -15,8 +15,8 @@ from google.genai import interactions as it
 from google.oauth2.credentials import Credentials
 
 from tests.hang_guard import HANG_GUARD_S
-from unified.testing.fake_gemini import REDACTED, FakeGemini
-from unified.testing.scenario import (
+from unified.testing._fake_gemini import REDACTED, FakeGemini
+from unified.testing._scenario import (
     Fault,
     FunctionCall,
     InteractionTurn,

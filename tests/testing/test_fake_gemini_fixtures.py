@@ -12,9 +12,9 @@ import pytest
 from google import genai
 from google.genai import types
 
-from unified.testing import recordings, recordings_dir
-from unified.testing.fake_gemini import FakeGemini
-from unified.testing.scenario import RecordedTurn, Script
+from tests.harness.recordings import recordings, recordings_dir
+from unified.testing._fake_gemini import FakeGemini
+from unified.testing._scenario import RecordedTurn, Script
 
 ClientFactory = Callable[[FakeGemini], genai.Client]
 

@@ -12,9 +12,9 @@ from google.genai import _interactions as ierr
 from google.genai import interactions as it
 from pydantic import BaseModel
 
-from unified.adapters.interactions._translate import translate
-from unified.testing.fake_gemini import FakeGemini
-from unified.testing.scenario import (
+from unified._adapters.interactions._translate import translate
+from unified.testing._fake_gemini import FakeGemini
+from unified.testing._scenario import (
     CodeExecutionCall,
     CodeExecutionResult,
     Fault,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 
 from tests.hang_guard import HANG_GUARD_S
-from unified.testing.fake_gemini import FakeGemini
-from unified.testing.scenario import ModelTurn
+from unified.testing._fake_gemini import FakeGemini
+from unified.testing._scenario import ModelTurn
 
 pytest_plugins = ["unified.testing.pytest_plugin"]
 

@@ -8,20 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from unified.events import (
-    ErrorEvent,
-    Result,
-    SessionStarted,
-    TextDelta,
-    Thinking,
-    ToolResult,
-    ToolUse,
-    UnifiedEvent,
-    Usage,
-    WarningEvent,
-)
-from unified.testing import real_recordings, real_recordings_manifest, recordings
-from unified.testing.fidelity import (
+from tests.harness.fidelity import (
     IMAGES_DROPPED_BY_CLI,
     STREAMED_ARGUMENTS_UNKNOWN_TO_CLI,
     Expected,
@@ -34,7 +21,20 @@ from unified.testing.fidelity import (
     play,
     render_report,
 )
-from unified.testing.scenario import RecordedTurn, Script
+from tests.harness.recordings import real_recordings, real_recordings_manifest, recordings
+from unified.events import (
+    ErrorEvent,
+    Result,
+    SessionStarted,
+    TextDelta,
+    Thinking,
+    ToolResult,
+    ToolUse,
+    UnifiedEvent,
+    Usage,
+    WarningEvent,
+)
+from unified.testing._scenario import RecordedTurn, Script
 
 CORPUS = corpus()
 BY_NAME = {r.name: r for r in CORPUS}

@@ -15,10 +15,10 @@ from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams
 from unified.events import Result, ToolResult, ToolUse, UnifiedEvent
 from unified.testing import FakeAcp, FakeGemini, FunctionCall, ModelTurn
-from unified.testing.fake_acp import Finish, text, tool_call, tool_done
-from unified.testing.record import RecordError, place_chat_records, record_run
-from unified.testing.replay import describe, replay_events
-from unified.testing.wiring import backend_options_for
+from unified.testing._fake_acp import Finish, text, tool_call, tool_done
+from unified.testing._record import RecordError, place_chat_records, record_run
+from unified.testing._replay import describe, replay_events
+from unified.testing._wiring import backend_options_for
 
 SECRET = "AIzaSy-record-test-secret-0123456789"
 TURNS = [
@@ -199,7 +199,7 @@ def test_a_chat_record_goes_before_the_acp_update_that_needs_it() -> None:
 @pytest.mark.e2e  # runs a real subprocess
 def test_the_record_command_refuses_a_blank_prompt(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "unified.cli", "record", str(tmp_path / "x.yaml"), "  "],
+        [sys.executable, "-m", "unified._cli", "record", str(tmp_path / "x.yaml"), "  "],
         capture_output=True,
         text=True,
         timeout=HANG_GUARD_S,

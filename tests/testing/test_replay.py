@@ -1,4 +1,4 @@
-"""`unified.testing.replay`: every cassette in cassettes/ plays through the real adapters, offline."""
+"""`unified.testing._replay`: every cassette in cassettes/ plays through the real adapters, offline."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from unified.adapters.gemini_cli._chat_tail import tool_calls_of, tool_response
+from unified._adapters.gemini_cli._chat_tail import tool_calls_of, tool_response
 from unified.events import (
     PermissionDecision,
     Result,
@@ -24,8 +24,8 @@ from unified.events import (
     WarningEvent,
     tool_output_text,
 )
+from unified.testing._replay import ReplayError, describe, replay_events
 from unified.testing._yaml import load_yaml
-from unified.testing.replay import ReplayError, describe, replay_events
 
 pytestmark = pytest.mark.anyio
 
@@ -190,7 +190,7 @@ def test_replay_command_shows_the_recorded_tool_outputs() -> None:
         [
             sys.executable,
             "-m",
-            "unified.cli",
+            "unified._cli",
             "replay",
             str(CASSETTES / "gemini-cli" / "tools-permission.jsonl"),
             "--json",

@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 from unified.tools import ToolCall, ToolRuntime
-from unified.tools.mcp import tool_name
+from unified.tools._mcp import tool_name
 from unified.types import HttpMcpServer, StdioMcpServer
 
 pytestmark = pytest.mark.anyio

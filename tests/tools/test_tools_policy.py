@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from tests.hang_guard import HANG_GUARD_S
-from unified._errors import RunStopped
+from unified.errors import RunStopped
 from unified.events import PermissionDecision, ToolProgress, UserInputResponse
 from unified.tools import (
     Decision,

@@ -33,11 +33,11 @@ from typing import Any, Protocol, TypeVar
 import anyio
 import anyio.to_thread
 
-from unified._errors import UnifiedError
 from unified._internal.api_settings import ApiOptions
-from unified._internal.backend import RunContext, RunOutcome
 from unified._internal.retry import Failure, retrying
-from unified._internal.session_store import default_store
+from unified._sessions.config import default_store
+from unified.backends import RunContext, RunOutcome
+from unified.errors import UnifiedError
 from unified.events import SessionStarted, ToolResult, UnifiedEvent, Usage, WarningEvent
 from unified.sessions import SessionStore, StoredSession
 from unified.tools import EventForwarder, ToolCall, ToolOutcome, ToolRuntime, model_family

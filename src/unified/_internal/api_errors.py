@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from unified._errors import AuthError, BackendError, ConfigurationError, RateLimited, UnifiedError
+from unified.errors import AuthError, BackendError, ConfigurationError, RateLimited, UnifiedError
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 _DURATION = re.compile(r"^\s*(?P<seconds>\d+(?:\.\d+)?)s\s*$")

@@ -3,7 +3,7 @@
 Each backend's typed options (`GenerateContentOptions`, `InteractionsOptions`) subclass `ApiOptions`
 with their extras; what is here is how they are parsed (`unified._internal.options.parse_options`:
 an unknown key or a bad value is the same ConfigurationError on every backend) and how credentials,
-base URL and location are resolved (`unified.auth.resolve_api_auth`). Free of google-genai so the
+base URL and location are resolved (`unified._auth.resolve_api_auth`). Free of google-genai so the
 options can be checked before the stream starts.
 """
 
@@ -15,10 +15,11 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from unified._errors import AuthError, ConfigurationError
+from unified._auth import ApiAuth, resolve_api_auth
 from unified._internal.api_tools import BUILTIN_TOOLS, ToolProblem, tool_problems
 from unified._internal.options import parse_options
-from unified.auth import ApiAuth, resolve_api_auth
+from unified.backends import UnsupportedOption
+from unified.errors import AuthError, ConfigurationError
 from unified.types import BackendOptions, ExecuteParams
 
 ApiVersion = Literal["v1", "v1beta", "v1alpha", "v1beta1"]
@@ -150,7 +151,7 @@ class ApiOptions(BackendOptions):
             features.append("vertexai")
         return features
 
-    def check_tools(self, backend: str, model: str | None, features: list[str]) -> list[tuple[str, str, bool]]:
+    def check_tools(self, backend: str, model: str | None, features: list[str]) -> list[UnsupportedOption]:
         """`Backend.unsupported_options` rows for what `api_tools.toml` says of these tools on `model`
         (None: not known yet, a resume that takes the session's model: the model-free rules only).
 
@@ -167,7 +168,7 @@ class ApiOptions(BackendOptions):
                 + " (docs/api-tools.md; tool_checks='warn' sends it anyway)",
                 details={"rules": [p.rule for p in refused], "model": model},
             )
-        return [(p.option, _warning(p), False) for p in problems]
+        return [UnsupportedOption(p.option, _warning(p), False) for p in problems]
 
     def check_allowed_names(self, backend: str, declarations: list[dict[str, Any]]) -> None:
         """Raise ConfigurationError when `function_calling.allowed_function_names` names a function the
@@ -202,7 +203,7 @@ OptionsT = TypeVar("OptionsT", bound=ApiOptions)
 def resolve_api_settings(
     params: ExecuteParams, env: Mapping[str, str] | None, *, backend: str, options_type: type[OptionsT]
 ) -> OptionsT:
-    """`options_type` parsed from `params.backend_options`, its auth resolved by `unified.auth.resolve_api_auth`.
+    """`options_type` parsed from `params.backend_options`, its auth resolved by `unified._auth.resolve_api_auth`.
 
     Options beat the environment; the environment follows google-genai's own names and order
     (docs/auth.md). Raises ConfigurationError for a bad option (`parse_options`), AuthError

@@ -5,7 +5,7 @@ respx and vcrpy's httpx patch cannot see, and build a TLS context per client. We
 the clients it may use (async, and sync for the trio path) and the process-wide TLS context (for
 its websocket path, which would load a CA bundle, ~25 ms, for every client), apply the base URL,
 API version, the per-attempt timeout once, build the client from the resolved auth
-(`ApiOptions.auth`, see `unified.auth.resolve_api_auth`) and nothing else, and switch the SDK's
+(`ApiOptions.auth`, see `unified._auth.resolve_api_auth`) and nothing else, and switch the SDK's
 retries off (ours honour RetryInfo: `unified._internal.retry`).
 
 Runs that overlap in one event loop with the same connection settings share ONE client and its
@@ -25,10 +25,10 @@ import anyio.lowlevel
 import anyio.to_thread
 import httpx
 
-from unified._errors import BackendUnavailable
 from unified._internal.api_settings import ApiOptions
 from unified._internal.http import async_client, sync_client, tls_context
 from unified._internal.imports import import_off_loop
+from unified.errors import BackendUnavailable
 
 if TYPE_CHECKING:
     from google import genai

@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from pydantic import ValidationError
 
-from unified._errors import ConfigurationError
+from unified.errors import ConfigurationError
 from unified.types import BackendOptions
 
 OptionsT = TypeVar("OptionsT", bound=BackendOptions)

@@ -20,8 +20,8 @@ from typing import Literal, TypeVar
 
 import anyio
 
-from unified._errors import UnifiedError
 from unified._internal.api_settings import ApiOptions
+from unified.errors import UnifiedError
 
 T = TypeVar("T")
 

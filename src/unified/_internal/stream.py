@@ -19,8 +19,9 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic import BaseModel
 
-from unified._errors import ProtocolViolation, RunStopped, UnifiedError
-from unified._internal.backend import Backend, RunOutcome
+from unified._redaction import Redactor, redactor, secrets_in
+from unified.backends import Backend, RunOutcome
+from unified.errors import ProtocolViolation, RunStopped, UnifiedError
 from unified.events import (
     ERROR_CODES,
     WARNING_CODES,
@@ -47,7 +48,6 @@ from unified.events import (
     build_validators,
     tool_output_text,
 )
-from unified.redaction import Redactor, redactor, secrets_in
 from unified.types import ExecuteParams
 
 build_validators()  # deferred by `import unified`; built here, before any run, not on its event loop

@@ -1,55 +1,95 @@
-"""Offline, deterministic testing for `unified` and for orchestrators built on it.
+"""The test kit for orchestrators built on `unified`: offline, deterministic, on the real adapters.
 
 - `FakeGemini`: a real HTTP server on 127.0.0.1 speaking the Gemini API (generateContent, SSE
-  streams, the Interactions API, Vertex paths), driven by a script (the Gemini CLI's
-  `--fake-responses` recordings or our scenario models), with fault injection and a request log.
-- `recordings()`, `real_recordings()`: the two corpora of real model recordings (Gemini CLI
-  `--fake-responses` JSONL) shipped with unified; `unified.testing.fidelity` plays them and checks the stream.
-- `ScriptedBackend`: an in-process backend playing a script of UnifiedEvents through the same
-  stream guard as the real backends; importing `unified.testing` registers it as `backend="scripted"`.
+  streams, the Interactions API, Vertex paths), driven by a `Script` of model turns (or the Gemini
+  CLI's `--fake-responses` recordings), with fault injection and a request log;
+  `backend_options_for(server, backend)` points any Gemini backend at it.
+- `ScriptedBackend` (`backend="scripted"`): an in-process backend playing a script of UnifiedEvents
+  through the same stream guard as the real backends.
 - `FakeAcp`: an in-process ACP agent standing in for `gemini --acp` behind the real gemini-cli
   adapter (its `start_process` option), scripted or replaying a recorded transcript.
+- `record_run`, `replay_events`, `use_cassette`: record a run once, replay it offline through the
+  real adapter code (HTTP cassettes need `pip install 'unified[cassettes]'`).
+- `StoreConformance`, `StoreProcessConformance`: the conformance suite for your own `SessionStore`.
 
+Names load on first use, so importing this package costs nothing until a fake is needed.
 See docs/testing.md.
 """
 
-from unified.backends import register_backend
-from unified.testing._recordings import (
-    real_recordings,
-    real_recordings_dir,
-    real_recordings_manifest,
-    recordings,
-    recordings_dir,
-)
-from unified.testing.fake_acp import FakeAcp, script_from_transcript
-from unified.testing.fake_gemini import REDACTED, FakeGemini, RecordedRequest
-from unified.testing.scenario import (
-    ApiMethod,
-    CodeExecutionCall,
-    CodeExecutionResult,
-    Fault,
-    FaultKind,
-    FunctionCall,
-    FunctionCallStep,
-    GoogleSearchCall,
-    GoogleSearchResult,
-    InteractionStatus,
-    InteractionTurn,
-    ModelTurn,
-    RecordedTurn,
-    Script,
-    ServerStep,
-    ServerTool,
-    Step,
-    TextStep,
-    Thought,
-    ThoughtStep,
-    Turn,
-    Usage,
-)
-from unified.testing.scripted import Ask, EndMessage, Fail, ScriptedBackend, Sleep
+from __future__ import annotations
 
-register_backend("scripted", "unified.testing.scripted:create_backend")
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from unified.testing._cassettes import scrub_text, use_cassette
+    from unified.testing._fake_acp import FakeAcp, script_from_transcript
+    from unified.testing._fake_gemini import REDACTED, FakeGemini, RecordedRequest
+    from unified.testing._record import RecordError, record_run
+    from unified.testing._replay import ReplayError, replay_events
+    from unified.testing._scenario import (
+        ApiMethod,
+        CodeExecutionCall,
+        CodeExecutionResult,
+        Fault,
+        FaultKind,
+        FunctionCall,
+        FunctionCallStep,
+        GoogleSearchCall,
+        GoogleSearchResult,
+        InteractionStatus,
+        InteractionTurn,
+        ModelTurn,
+        RecordedTurn,
+        Script,
+        ServerStep,
+        ServerTool,
+        Step,
+        TextStep,
+        Thought,
+        ThoughtStep,
+        Turn,
+        Usage,
+    )
+    from unified.testing._scripted import Ask, EndMessage, Fail, ScriptedBackend, Sleep
+    from unified.testing._store_conformance import StoreConformance, StoreProcessConformance
+    from unified.testing._wiring import backend_options_for, prepare_cli_home
+
+_HOMES = {
+    "unified.testing._cassettes": ("scrub_text", "use_cassette"),
+    "unified.testing._fake_acp": ("FakeAcp", "script_from_transcript"),
+    "unified.testing._fake_gemini": ("REDACTED", "FakeGemini", "RecordedRequest"),
+    "unified.testing._record": ("RecordError", "record_run"),
+    "unified.testing._replay": ("ReplayError", "replay_events"),
+    "unified.testing._scenario": (
+        "ApiMethod",
+        "CodeExecutionCall",
+        "CodeExecutionResult",
+        "Fault",
+        "FaultKind",
+        "FunctionCall",
+        "FunctionCallStep",
+        "GoogleSearchCall",
+        "GoogleSearchResult",
+        "InteractionStatus",
+        "InteractionTurn",
+        "ModelTurn",
+        "RecordedTurn",
+        "Script",
+        "ServerStep",
+        "ServerTool",
+        "Step",
+        "TextStep",
+        "Thought",
+        "ThoughtStep",
+        "Turn",
+        "Usage",
+    ),
+    "unified.testing._scripted": ("Ask", "EndMessage", "Fail", "ScriptedBackend", "Sleep"),
+    "unified.testing._store_conformance": ("StoreConformance", "StoreProcessConformance"),
+    "unified.testing._wiring": ("backend_options_for", "prepare_cli_home"),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "REDACTED",
@@ -70,23 +110,37 @@ __all__ = [
     "InteractionStatus",
     "InteractionTurn",
     "ModelTurn",
+    "RecordError",
     "RecordedRequest",
     "RecordedTurn",
+    "ReplayError",
     "Script",
     "ScriptedBackend",
     "ServerStep",
     "ServerTool",
     "Sleep",
     "Step",
+    "StoreConformance",
+    "StoreProcessConformance",
     "TextStep",
     "Thought",
     "ThoughtStep",
     "Turn",
     "Usage",
-    "real_recordings",
-    "real_recordings_dir",
-    "real_recordings_manifest",
-    "recordings",
-    "recordings_dir",
+    "backend_options_for",
+    "prepare_cli_home",
+    "record_run",
+    "replay_events",
     "script_from_transcript",
+    "scrub_text",
+    "use_cassette",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'unified.testing' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

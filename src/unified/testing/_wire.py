@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from unified.testing.scenario import (
+from unified.testing._scenario import (
     CodeExecutionCall,
     CodeExecutionResult,
     Fault,

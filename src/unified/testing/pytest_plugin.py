@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from unified.testing.fake_gemini import FakeGemini
+from unified.testing._fake_gemini import FakeGemini
 
 
 @pytest.fixture

@@ -25,8 +25,8 @@ from unified._internal.models import profile
 from unified.tools._ask_user import UserInputBridge
 from unified.tools._base import InlineData, ModelFamily, ToolError, ToolOutput, ToolSpec
 from unified.tools._files import ReadMode
-from unified.tools.policy import Decision, Policy, PolicyError, Rule, Verdict
-from unified.tools.runtime import (
+from unified.tools._policy import Decision, Policy, PolicyError, Rule, Verdict
+from unified.tools._runtime import (
     ALIASES,
     AskPermission,
     EventForwarder,

@@ -25,7 +25,7 @@ import anyio
 import anyio.to_thread
 from pydantic import Field
 
-from unified.redaction import is_secret, redactor
+from unified._redaction import is_secret, redactor
 from unified.tools import _watchdog
 from unified.tools._base import Params, Progress, ToolError, ToolOutput
 from unified.tools._paths import Workspace

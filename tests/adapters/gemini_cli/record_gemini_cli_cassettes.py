@@ -47,7 +47,7 @@ SCENARIOS: dict[str, tuple[str, list[str]]] = {
 
 async def record(name: str, mode: str, lines: list[str], base: Path) -> None:
     from unified import ExecuteParams, UserInputRequest, UserInputResponse
-    from unified.testing.record import record_run
+    from unified.testing._record import record_run
 
     workspace = base / name
     workspace.mkdir()

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from unified.adapters.gemini_cli._chat_tail import ChatTail, JsonlTail, split_records, tool_calls_of, tool_response
+from unified._adapters.gemini_cli._chat_tail import ChatTail, JsonlTail, split_records, tool_calls_of, tool_response
 from unified.events import Usage
 
 SESSION = "2c2d3ac7-996e-4646-87d6-13776bec6cd4"

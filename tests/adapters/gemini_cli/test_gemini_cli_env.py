@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from unified.adapters.gemini_cli._home import SYSTEM_SETTINGS_ENV, child_env
+from unified._adapters.gemini_cli._home import SYSTEM_SETTINGS_ENV, child_env
 
 
 def _half_memory_mb() -> int:

@@ -1,4 +1,4 @@
-"""The gemini-cli run logic on the in-process fake ACP agent (`unified.testing.fake_acp`): no Node.
+"""The gemini-cli run logic on the in-process fake ACP agent (`unified.testing._fake_acp`): no Node.
 
 Everything between the agent's stdout and the event stream is the real adapter: the JSON-RPC
 connection and its framing, the pool, session setup, the translator, the tool-output hold-back
@@ -15,12 +15,13 @@ from typing import Any
 import pytest
 
 from unified import ExecuteParams, UserInputRequest, UserInputResponse
-from unified._errors import ConfigurationError
-from unified.adapters.gemini_cli import AcpPool
-from unified.adapters.gemini_cli import _hold_back as hold_back
-from unified.adapters.gemini_cli import _run as run_module
-from unified.adapters.gemini_cli._options import GeminiCliOptions, gemini_cli_options
-from unified.adapters.gemini_cli._transport import MAX_LINE_BYTES
+from unified._adapters.gemini_cli import AcpPool
+from unified._adapters.gemini_cli import _hold_back as hold_back
+from unified._adapters.gemini_cli import _run as run_module
+from unified._adapters.gemini_cli._options import GeminiCliOptions, gemini_cli_options
+from unified._adapters.gemini_cli._transport import MAX_LINE_BYTES
+from unified._execute import EventStream
+from unified.errors import ConfigurationError
 from unified.events import (
     ErrorEvent,
     PermissionDecision,
@@ -33,8 +34,7 @@ from unified.events import (
     UnifiedEvent,
     WarningEvent,
 )
-from unified.query import EventStream
-from unified.testing.fake_acp import (
+from unified.testing._fake_acp import (
     Crash,
     ErrorAnswer,
     FakeAcp,

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from unified._errors import AmbiguousSession, SessionNotFound
-from unified.adapters.gemini_cli._sessions import (
+from unified._adapters.gemini_cli._sessions import (
     GeminiSessionLocator,
     ResumeGuard,
     read_chat,
     replay_count,
     session_files,
 )
+from unified.errors import AmbiguousSession, SessionNotFound
 
 
 def write_session(home: Path, slug: str, session_id: str, prompt: str, extra: list[object]) -> Path:
@@ -134,7 +134,7 @@ def test_replay_count_mirrors_the_clis_history_replay() -> None:
 
 
 def test_resolve_reads_only_the_files_that_can_match(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import unified.adapters.gemini_cli._sessions as sessions
+    import unified._adapters.gemini_cli._sessions as sessions
 
     for n in range(40):
         write_session(isolated_home, "ws", f"{n:08x}-1111-4000-8000-000000000000", f"prompt {n}", [])

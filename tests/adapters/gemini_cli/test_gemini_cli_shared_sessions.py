@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 
 from unified import ExecuteParams, sessions
-from unified._errors import CorruptSession
-from unified._internal.session_store import MemorySessionStore
-from unified.adapters.gemini_cli._home import gemini_home
-from unified.adapters.gemini_cli._sessions import read_chat, session_files
-from unified.adapters.gemini_cli._shared_sessions import CHAT_FILES, write_chat_files
+from unified._adapters.gemini_cli._home import gemini_home
+from unified._adapters.gemini_cli._sessions import read_chat, session_files
+from unified._adapters.gemini_cli._shared_sessions import CHAT_FILES, write_chat_files
+from unified._execute import EventStream
+from unified._sessions.stores import MemorySessionStore
+from unified.errors import CorruptSession
 from unified.events import ErrorEvent, Result, SessionStarted, UnifiedEvent, WarningEvent
-from unified.query import EventStream
 from unified.sessions import SessionStore, StoredSession
-from unified.testing.fake_acp import FakeAcp, Finish, text
+from unified.testing._fake_acp import FakeAcp, Finish, text
 
 pytestmark = pytest.mark.anyio
 BACKEND = "gemini-cli"

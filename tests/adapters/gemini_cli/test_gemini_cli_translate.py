@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from unified.adapters.gemini_cli._translate import AcpTranslator, Item, TurnBoundary, usage_of_prompt_result
-from unified.adapters.gemini_cli._transport import LineFramer
+from unified._adapters.gemini_cli._translate import AcpTranslator, Item, TurnBoundary, usage_of_prompt_result
+from unified._adapters.gemini_cli._transport import LineFramer
 from unified.events import (
     PermissionDecision,
     SubagentCompleted,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from google.genai import types
 
-from unified.adapters.generate_content._translate import TurnTranslator, grounding_sources, server_tool_name
+from unified._adapters.generate_content._translate import TurnTranslator, grounding_sources, server_tool_name
 from unified.events import ToolResult, ToolUse
 
 

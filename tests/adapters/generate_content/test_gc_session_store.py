@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from unified._errors import AmbiguousSession, CorruptSession, SessionInUse, SessionNotFound
-from unified._internal.session_store import FileSessionStore, sessions_root
-from unified.adapters.generate_content import BACKEND, create_session_locator
+from unified._adapters.generate_content import BACKEND, create_session_locator
+from unified._sessions.stores import FileSessionStore, sessions_root
+from unified.errors import AmbiguousSession, CorruptSession, SessionInUse, SessionNotFound
 from unified.events import Usage
 from unified.sessions import StoredSession
 

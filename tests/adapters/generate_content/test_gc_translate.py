@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from google.genai import errors, types
 
+from tests.harness.recordings import recordings, recordings_dir
+from unified._adapters.generate_content._failures import classify
+from unified._adapters.generate_content._options import plan_thinking
+from unified._adapters.generate_content._translate import TurnTranslator, split_subject
 from unified._internal.api_errors import retry_delay
-from unified.adapters.generate_content._failures import classify
-from unified.adapters.generate_content._options import plan_thinking
-from unified.adapters.generate_content._translate import TurnTranslator, split_subject
 from unified.events import ErrorEvent, TextDelta, Thinking, ToolResult, ToolUse, UnifiedEvent, WarningEvent
-from unified.testing import recordings, recordings_dir
 from unified.types import ThinkingConfig
 
 RECORDINGS = recordings_dir()

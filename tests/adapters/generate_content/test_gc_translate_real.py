@@ -6,12 +6,12 @@ import pytest
 from google import genai
 from google.genai import types
 
-from unified._errors import BackendError
-from unified.adapters.generate_content._failures import classify
-from unified.adapters.generate_content._translate import TurnTranslator
+from tests.harness.fidelity import Recording, corpus, expected_of
+from unified._adapters.generate_content._failures import classify
+from unified._adapters.generate_content._translate import TurnTranslator
+from unified.errors import BackendError
 from unified.events import TextDelta, Thinking, ToolResult, ToolUse, UnifiedEvent, WarningEvent
-from unified.testing.fidelity import Recording, corpus, expected_of
-from unified.testing.scenario import RecordedTurn
+from unified.testing._scenario import RecordedTurn
 
 REAL = [r for r in corpus() if not r.name.startswith("gemini-cli-responses/")]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from unified.adapters.interactions._translate import Translator
+from unified._adapters.interactions._translate import Translator
 from unified.events import TextDelta, ToolResult, ToolUse
 
 

@@ -21,11 +21,12 @@ import unified
 from tests.e2e.generate_content.gc_harness import Harness
 from tests.hang_guard import HANG_GUARD_S
 from unified._internal import genai_client, http
-from unified._internal.session_store import MemorySessionStore, default_store
+from unified._sessions.config import default_store
+from unified._sessions.stores import MemorySessionStore
 from unified.events import ErrorEvent, Result, SessionStarted, TextDelta, ToolResult, UnifiedEvent, WarningEvent
 from unified.sessions import StoredSession
-from unified.testing.fake_gemini import FakeGemini
-from unified.testing.scenario import Fault, FunctionCall, InteractionTurn, ModelTurn, TextStep, Usage
+from unified.testing._fake_gemini import FakeGemini
+from unified.testing._scenario import Fault, FunctionCall, InteractionTurn, ModelTurn, TextStep, Usage
 from unified.types import ExecuteParams, ThinkingConfig
 
 pytestmark = pytest.mark.anyio

@@ -19,12 +19,12 @@ import pytest
 from google.oauth2.credentials import Credentials
 
 from unified import RoutingError, execute
-from unified.auth import detect_auth
-from unified.cli.doctor import doctor_report
+from unified._auth import detect_auth
+from unified._cli.doctor import doctor_report
+from unified._routing import select_backend
 from unified.events import ErrorEvent, Result, UnifiedEvent
-from unified.routing import select_backend
-from unified.testing.fake_gemini import REDACTED, FakeGemini
-from unified.testing.scenario import InteractionTurn, ModelTurn, TextStep
+from unified.testing._fake_gemini import REDACTED, FakeGemini
+from unified.testing._scenario import InteractionTurn, ModelTurn, TextStep
 from unified.types import ExecuteParams
 
 pytestmark = pytest.mark.anyio

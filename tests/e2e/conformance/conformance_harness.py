@@ -34,7 +34,8 @@ import anyio
 
 from tests.hang_guard import HANG_GUARD_S
 from unified import capabilities
-from unified.cli.render import Renderer, preview
+from unified._cli.render import Renderer, preview
+from unified._execute import EventStream
 from unified.events import (
     ErrorEvent,
     PermissionDecision,
@@ -50,9 +51,8 @@ from unified.events import (
     UserInputRequest,
     UserInputResponse,
 )
-from unified.query import EventStream
 from unified.testing import FakeGemini, ModelTurn, RecordedRequest, Turn
-from unified.testing.wiring import backend_options_for
+from unified.testing._wiring import backend_options_for
 from unified.tools import ALIASES
 from unified.types import BackendName, ExecuteParams
 
@@ -269,7 +269,7 @@ def normal_form_problems(
       matrix declares `tool_use: partial` (gemini-cli) a call shown before the backend knew them has
       `{}` there and the arguments on its `tool_result.input` (none if it never ran), and `invoke_agent`
       shows only `agent_name`;
-    - the one renderer (`unified.cli.render`) shows each such call as `→ <name> <arguments>`;
+    - the one renderer (`unified._cli.render`) shows each such call as `→ <name> <arguments>`;
     - every `tool_result.output` is text or null;
     - every client-side `tool_use` has exactly one `permission_decision`, after it;
     - a successful run reports usage.

@@ -35,7 +35,7 @@ from tests.e2e.conformance.conformance_scenarios import CAPABILITY_CHECKS, SCENA
 from unified import capabilities
 from unified.events import SessionStarted, UserInputRequest
 from unified.testing import FakeGemini
-from unified.testing.wiring import prepare_cli_home
+from unified.testing._wiring import prepare_cli_home
 from unified.types import ImageInput, StdioMcpServer
 
 pytestmark = pytest.mark.anyio

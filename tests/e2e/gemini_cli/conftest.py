@@ -15,9 +15,9 @@ import pytest
 
 from tests.e2e.gemini_cli.gemini_cli_helpers import LOCAL_BINARY
 from unified import ExecuteParams
+from unified._execute import EventStream
 from unified.events import UnifiedEvent
-from unified.query import EventStream
-from unified.testing.wiring import prepare_cli_home
+from unified.testing._wiring import prepare_cli_home
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -7,8 +7,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from tests.harness.recordings import recordings_dir
 from unified.events import UnifiedEvent
-from unified.testing import recordings_dir
 
 ROOT = Path(__file__).resolve().parents[3]
 LOCAL_BINARY = ROOT / ".gemini-cli" / "node_modules" / ".bin" / "gemini"

@@ -21,7 +21,8 @@ from tests.e2e.gemini_cli.gemini_cli_helpers import (
 )
 from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams, UserInputRequest, UserInputResponse
-from unified.adapters.gemini_cli import AcpPool
+from unified._adapters.gemini_cli import AcpPool
+from unified._execute import EventStream
 from unified.events import (
     PermissionDecision,
     Result,
@@ -33,7 +34,6 @@ from unified.events import (
     ToolResult,
     ToolUse,
 )
-from unified.query import EventStream
 
 pytestmark = pytest.mark.anyio
 ASYNCIO_ONLY = pytest.mark.parametrize("anyio_backend", ["asyncio"])

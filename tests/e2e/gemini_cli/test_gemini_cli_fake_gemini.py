@@ -9,8 +9,8 @@ import pytest
 from unified import ExecuteParams, execute
 from unified.events import Result
 from unified.testing import FakeGemini, ModelTurn
-from unified.testing.fake_gemini import CLI_MODEL
-from unified.testing.wiring import backend_options_for
+from unified.testing._fake_gemini import CLI_MODEL
+from unified.testing._wiring import backend_options_for
 
 
 @pytest.mark.anyio

@@ -1,4 +1,4 @@
-"""A sample of the real recordings through the real `gemini` binary, behind FakeGemini (`unified.testing.fidelity`).
+"""A sample of the real recordings through the real `gemini` binary, behind FakeGemini (`tests.harness.fidelity`).
 
 The whole corpus is `scripts/fidelity`'s job (docs/fidelity.md); this sample covers what the gemini-cli
 adapter must get right on real data: tools, thoughts, cached and tool-use tokens from the chat file, a
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness.fidelity import HELPER_CALLS_BY_CLI, RETRIED_BY_CLI, Verdict, corpus, expected_of, play
 from unified.events import Result, ToolResult, ToolUse, UnifiedEvent
-from unified.testing.fidelity import HELPER_CALLS_BY_CLI, RETRIED_BY_CLI, Verdict, corpus, expected_of, play
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
 """One cold start per run; the adapter's trio path is covered by the other gemini-cli tests."""

@@ -17,9 +17,9 @@ import pytest
 from tests.e2e.gemini_cli.gemini_cli_helpers import Run, call, kinds, stream_line, text
 from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams, UserInputRequest, UserInputResponse
-from unified.adapters.gemini_cli import AcpPool
+from unified._adapters.gemini_cli import AcpPool
+from unified._execute import EventStream
 from unified.events import ErrorEvent, PermissionDecision, Result, ToolResult, ToolUse, UnifiedEvent, WarningEvent
-from unified.query import EventStream
 from unified.types import StdioMcpServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]

@@ -20,8 +20,8 @@ import pytest
 
 from tests.e2e.gemini_cli.gemini_cli_helpers import LOCAL_BINARY, Run, kinds, stream_line, text
 from tests.hang_guard import HANG_GUARD_S
-from unified.adapters.gemini_cli import AcpPool
-from unified.adapters.gemini_cli._sessions import GeminiSessionLocator, read_chat, session_files
+from unified._adapters.gemini_cli import AcpPool
+from unified._adapters.gemini_cli._sessions import GeminiSessionLocator, read_chat, session_files
 from unified.events import Result, SessionStarted, UnifiedEvent, WarningEvent
 
 pytestmark = pytest.mark.anyio

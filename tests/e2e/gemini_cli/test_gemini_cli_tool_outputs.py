@@ -9,9 +9,9 @@ import pytest
 
 from tests.e2e.gemini_cli.gemini_cli_helpers import Run, call, kinds, stream_line, text
 from unified import ExecuteParams
-from unified.adapters.gemini_cli import AcpPool
+from unified._adapters.gemini_cli import AcpPool
+from unified._execute import EventStream
 from unified.events import ToolResult, ToolUse, UnifiedEvent, WarningEvent
-from unified.query import EventStream
 
 pytestmark = pytest.mark.anyio
 ASYNCIO_ONLY = pytest.mark.parametrize("anyio_backend", ["asyncio"])
@@ -134,7 +134,7 @@ async def test_each_session_of_a_warm_process_reads_its_own_file(
 async def test_without_a_chat_file_results_fall_back_with_one_warning(
     run_gemini: Run, responses: Responses, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("unified.adapters.gemini_cli._chat_tail.session_files", lambda home, session_id: [])
+    monkeypatch.setattr("unified._adapters.gemini_cli._chat_tail.session_files", lambda home, session_id: [])
     fake = responses(
         stream_line(call("read_file", file_path="notes.txt"), call("list_directory", dir_path=".")),
         stream_line(text("Done.")),

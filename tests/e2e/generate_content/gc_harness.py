@@ -11,7 +11,7 @@ import pytest
 
 from unified import execute
 from unified.events import Result, UnifiedEvent
-from unified.testing.fake_gemini import FakeGemini
+from unified.testing._fake_gemini import FakeGemini
 from unified.types import ExecuteParams
 
 FAST: dict[str, object] = {"api_key": "test-key", "retry_delay_scale": 0.001}

@@ -18,7 +18,7 @@ from unified.events import (
     UserInputRequest,
     UserInputResponse,
 )
-from unified.testing.scenario import FunctionCall, ModelTurn, Thought, Usage
+from unified.testing._scenario import FunctionCall, ModelTurn, Thought, Usage
 
 pytestmark = pytest.mark.anyio
 

@@ -12,8 +12,8 @@ import pytest
 from tests.e2e.generate_content.gc_harness import FAST, result_of
 from unified import execute
 from unified.events import ToolResult, UnifiedEvent, WarningEvent
-from unified.testing.cassettes import cassette_endpoint, use_cassette
-from unified.testing.scenario import Fault, FunctionCall, ModelTurn, Thought, Turn, Usage
+from unified.testing._cassettes import cassette_endpoint, use_cassette
+from unified.testing._scenario import Fault, FunctionCall, ModelTurn, Thought, Turn, Usage
 from unified.types import ExecuteParams
 
 pytestmark = pytest.mark.anyio

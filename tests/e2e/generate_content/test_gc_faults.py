@@ -12,7 +12,7 @@ from tests.hang_guard import HANG_GUARD_S
 from unified import execute
 from unified.events import ErrorEvent, SessionStarted, TextDelta, UnifiedEvent, WarningEvent
 from unified.sessions import short_id_of
-from unified.testing.scenario import Fault, FunctionCall, ModelTurn, Thought
+from unified.testing._scenario import Fault, FunctionCall, ModelTurn, Thought
 
 pytestmark = pytest.mark.anyio
 

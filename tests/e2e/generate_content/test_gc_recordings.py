@@ -7,9 +7,9 @@ import json
 import pytest
 
 from tests.e2e.generate_content.gc_harness import Harness, result_of
+from tests.harness.recordings import recordings
 from unified.events import Result, SessionStarted, Thinking, ToolResult, ToolUse
-from unified.testing import recordings
-from unified.testing.scenario import RecordedTurn
+from unified.testing._scenario import RecordedTurn
 
 pytestmark = pytest.mark.anyio
 

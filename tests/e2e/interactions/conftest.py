@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.interactions.interactions_harness import MODEL, Params
-from unified.testing.fake_gemini import FakeGemini
+from unified.testing._fake_gemini import FakeGemini
 from unified.types import ExecuteParams
 
 

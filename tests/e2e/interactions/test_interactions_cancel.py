@@ -10,8 +10,8 @@ import pytest
 import unified
 from tests.e2e.interactions.interactions_harness import Params
 from tests.hang_guard import HANG_GUARD_S
-from unified.testing.fake_gemini import FakeGemini
-from unified.testing.scenario import InteractionTurn, TextStep
+from unified.testing._fake_gemini import FakeGemini
+from unified.testing._scenario import InteractionTurn, TextStep
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from tests.e2e.interactions.interactions_harness import MODEL, collect, of_type
-from unified.testing.cassettes import cassette_endpoint, use_cassette
-from unified.testing.scenario import (
+from unified.testing._cassettes import cassette_endpoint, use_cassette
+from unified.testing._scenario import (
     CodeExecutionCall,
     CodeExecutionResult,
     Fault,

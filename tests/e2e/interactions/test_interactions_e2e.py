@@ -10,10 +10,10 @@ import pytest
 import unified
 from tests.e2e.interactions.interactions_harness import MODEL, Params, collect, of_type
 from tests.hang_guard import HANG_GUARD_S
-from unified.adapters.interactions import create_session_locator
+from unified._adapters.interactions import create_session_locator
 from unified.events import UserInputRequest, UserInputResponse
-from unified.testing.fake_gemini import FakeGemini
-from unified.testing.scenario import (
+from unified.testing._fake_gemini import FakeGemini
+from unified.testing._scenario import (
     CodeExecutionCall,
     CodeExecutionResult,
     Fault,

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e.interactions.interactions_harness import Params, collect, of_type
-from unified.testing.fake_gemini import FakeGemini
-from unified.testing.scenario import FunctionCallStep, InteractionTurn, TextStep, ThoughtStep, Usage
+from unified.testing._fake_gemini import FakeGemini
+from unified.testing._scenario import FunctionCallStep, InteractionTurn, TextStep, ThoughtStep, Usage
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

@@ -12,9 +12,10 @@ import anyio
 import psycopg
 import pytest
 
-from unified._errors import ConfigurationError, SessionStoreUnavailable
-from unified._internal.postgres_store import TABLE, PostgresSessionStore
-from unified._internal.session_store import FileSessionStore, default_store, store_from_url
+from unified._sessions.config import default_store, store_from_url
+from unified._sessions.postgres import TABLE, PostgresSessionStore
+from unified._sessions.stores import FileSessionStore
+from unified.errors import ConfigurationError, SessionStoreUnavailable
 from unified.sessions import StoredSession
 
 

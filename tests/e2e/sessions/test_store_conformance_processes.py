@@ -11,10 +11,10 @@ import psycopg
 import pytest
 
 from tests.sessions.test_store_conformance import FileStoreHooks
-from unified._internal.postgres_store import TABLE, PostgresSessionStore
-from unified._internal.session_store import FileSessionStore
+from unified._sessions.postgres import TABLE, PostgresSessionStore
+from unified._sessions.stores import FileSessionStore
 from unified.sessions import SessionStore
-from unified.testing.store_conformance import StoreConformance, StoreFactory, StoreProcessConformance
+from unified.testing._store_conformance import StoreConformance, StoreFactory, StoreProcessConformance
 
 
 class PostgresHooks:

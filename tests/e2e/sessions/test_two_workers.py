@@ -20,8 +20,8 @@ import pytest
 
 from tests.e2e.gemini_cli.gemini_cli_helpers import LOCAL_BINARY
 from unified.testing import FakeGemini, InteractionTurn, ModelTurn, TextStep
-from unified.testing.fake_gemini import CLI_MODEL
-from unified.testing.wiring import prepare_cli_home
+from unified.testing._fake_gemini import CLI_MODEL
+from unified.testing._wiring import prepare_cli_home
 
 HANG_GUARD_S = 300
 """Hang guard only: one `unified run` takes seconds."""
@@ -45,7 +45,7 @@ class Worker:
 
     def unified(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-c", "import sys; from unified.cli.main import main; sys.exit(main())", *args],
+            [sys.executable, "-c", "import sys; from unified._cli.main import main; sys.exit(main())", *args],
             env=self.env,
             cwd=self.workspace,
             capture_output=True,

@@ -1,0 +1,68 @@
+"""The gemini-cli backend's `backend_options`, as one typed model (see docs/backends/gemini-cli.md).
+
+Parsed when the backend is created, so a misspelt key (`pool_sise`) or a wrong type is a
+`ConfigurationError` naming the key and the known ones before any process starts. Free of the
+adapter's run code: building or checking options costs no process, pipe or SDK import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, StrictBool, StrictInt, field_validator
+
+from unified._adapters.gemini_cli._pool import AcpPool
+from unified._adapters.gemini_cli._transport import AgentProcess
+from unified._internal.options import parse_options
+from unified.types import BackendOptions
+
+BACKEND = "gemini-cli"
+
+ProcessStarter = Callable[[Sequence[str], Path, Mapping[str, str]], AgentProcess]
+"""Starts the ACP agent for `(argv, cwd, env)`; the default spawns the `gemini` binary."""
+
+
+class GeminiCliOptions(BackendOptions):
+    """Every option the gemini-cli backend reads; all optional."""
+
+    gemini_binary: Path | None = None
+    """The `gemini` executable (else `UNIFIED_GEMINI_BIN`, the project's `.gemini-cli/`, `PATH`)."""
+    transport: Literal["acp", "stream-json"] = "acp"
+    """`stream-json` (`gemini -p`) is for CLIs without ACP: no thoughts, permission prompts or subagent detail."""
+    pool_size: StrictInt | None = Field(default=None, ge=0)
+    """Warm processes kept by the default pool; 0 = a cold process per run."""
+    pool: AcpPool | None = None
+    """A pool to lease processes from instead of the default one."""
+    fake_responses: Path | None = None
+    """A `--fake-responses` JSONL file of recorded model answers (offline runs)."""
+    fake_responses_strict: StrictBool = True
+    """`--fake-responses` (True) or `--fake-responses-non-strict` (False)."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Extra environment variables for the child."""
+    acp_transcript: list[dict[str, Any]] | None = None
+    """A list that receives every JSON-RPC message both ways (cassette recording); kept by identity."""
+    start_process: ProcessStarter | None = None
+    """Starts the ACP agent instead of spawning `gemini --acp` (the transport seam; tests pass
+    `unified.testing.FakeAcp`). The binary is then not looked up."""
+
+    @field_validator("acp_transcript", mode="plain")
+    @classmethod
+    def _same_list(cls, value: object) -> list[dict[str, Any]] | None:
+        """The caller's own list, not a copy: the adapter appends to it and the caller reads it."""
+        if value is not None and not isinstance(value, list):
+            raise ValueError(f"must be a list, not {type(value).__name__}")
+        return value
+
+    @field_validator("start_process", mode="plain")
+    @classmethod
+    def _callable(cls, value: object) -> ProcessStarter | None:
+        if value is not None and not callable(value):
+            raise ValueError(f"must be callable (argv, cwd, env) -> AgentProcess, not {type(value).__name__}")
+        return value
+
+
+def gemini_cli_options(raw: Mapping[str, object] | BackendOptions) -> GeminiCliOptions:
+    """`raw` as `GeminiCliOptions`, or a `ConfigurationError` naming each bad key and the known ones."""
+    return parse_options(GeminiCliOptions, raw, BACKEND)

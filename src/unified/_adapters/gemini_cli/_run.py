@@ -1,0 +1,268 @@
+"""One ACP run inside a leased agent process: open the session, pump the prompt's messages, end it.
+
+The parts, each in its own module: `session_setup` (new/load), `translate` (updates → events,
+pure), `hold_back` (tool outputs from the chat file, in order), `permissions` (the bridge to
+`on_user_input`), `outcome` (stop reason and usage). This module pumps the messages between them
+and handles cancellation and a dying process.
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from unified._adapters.gemini_cli._chat_tail import ChatTail
+from unified._adapters.gemini_cli._hold_back import ToolOutputHold
+from unified._adapters.gemini_cli._home import gemini_home
+from unified._adapters.gemini_cli._launch import BACKEND, Launch
+from unified._adapters.gemini_cli._outcome import prompt_end
+from unified._adapters.gemini_cli._permissions import PermissionBridge
+from unified._adapters.gemini_cli._pool import Lease
+from unified._adapters.gemini_cli._session_setup import SessionSetup
+from unified._adapters.gemini_cli._subagents import SubagentWatcher
+from unified._adapters.gemini_cli._translate import AcpTranslator, Item, TurnBoundary, tool_name_of
+from unified._adapters.gemini_cli._transport import ConnectionClosed, as_dict, error_for_exit, json_line_warning
+from unified.backends import RunContext, RunOutcome
+from unified.errors import ConfigurationError, RunStopped
+from unified.events import (
+    PermissionDecision,
+    SessionStarted,
+    SubagentCompleted,
+    SubagentStarted,
+    ToolResult,
+    ToolUse,
+    WarningEvent,
+)
+from unified.sessions import short_id_of
+from unified.types import ExecuteParams
+
+CANCEL_GRACE_S = 2.0
+"""How long a cancelled prompt may take to end before its process is retired."""
+EXIT_GRACE_S = 2.0
+"""How long a process that closed its stdout may take to exit before its code is read."""
+
+
+def prompt_blocks(params: ExecuteParams) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": params.prompt}]
+    for image in params.images:
+        blocks.append({"type": "image", "mimeType": image.mime_type, "data": base64.b64encode(image.data).decode()})
+    return blocks
+
+
+class AcpRun:
+    """One run inside a leased process."""
+
+    def __init__(self, launch: Launch, ctx: RunContext, lease: Lease) -> None:
+        self.launch = launch
+        self.ctx = ctx
+        self.params = ctx.params
+        self.lease = lease
+        self.connection = lease.connection
+        self.setup = SessionSetup(self.connection, self.params, launch, self._warn)
+        self.translator = AcpTranslator()
+
+    @property
+    def session_id(self) -> str:
+        return self.setup.session_id
+
+    async def run(self) -> RunOutcome:
+        cwd = self.params.cwd.expanduser().resolve()
+        if not cwd.is_dir():
+            raise ConfigurationError(f"cwd {cwd} is not a directory", hint="pass an existing working directory")
+        try:
+            await self.setup.open(cwd)
+            self.translator.session_id = self.session_id
+            return await self._prompt(cwd, resumed=bool(self.params.resume))
+        except ConnectionClosed as exc:
+            self.lease.retire()
+            child = self.connection.child
+            code = await child.wait_exit(EXIT_GRACE_S)
+            raise error_for_exit(code, child.stderr.text(), f"gemini exited during the run ({exc})") from exc
+        finally:
+            if self.session_id:
+                self.connection.close_inbox(self.session_id)
+
+    async def _prompt(self, cwd: Path, *, resumed: bool) -> RunOutcome:
+        ctx = self.ctx
+        short = short_id_of(self.session_id)
+        await ctx.emit(
+            SessionStarted(
+                backend=BACKEND,
+                model=self.launch.model,
+                short_id=short,
+                resumed=resumed,
+                cwd=str(cwd),
+                transport="acp",
+                session_id=self.session_id,
+            )
+        )
+        home = gemini_home(self.launch.env)
+        watcher = SubagentWatcher(home, self.session_id, ctx)
+        chat = ChatTail(home, self.session_id)
+        chat.start()
+        delivery = _Delivery(ctx, watcher)
+        hold = ToolOutputHold(chat, delivery.deliver_now, self._warn)
+        sink = _Sink(hold, self.translator)
+        bridge = PermissionBridge(ctx, self.connection, self.translator, self.session_id, sink.deliver, hold.flush)
+        request_id = await self.connection.start_request(
+            "session/prompt", {"sessionId": self.session_id, "prompt": prompt_blocks(self.params)}, self.setup.inbox
+        )
+        try:
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(watcher.run)
+                    tg.start_soon(hold.settle_loop)
+                    try:
+                        answer = await self._pump(request_id, sink, bridge)
+                    finally:
+                        tg.cancel_scope.cancel()
+            except BaseExceptionGroup as group:
+                # A dead process surfaces from the task group wrapped; `run` explains it.
+                if all(isinstance(exc, ConnectionClosed) for exc in group.exceptions):
+                    raise group.exceptions[0] from None
+                if all(isinstance(exc, RunStopped) for exc in group.exceptions):
+                    raise group.exceptions[0] from None
+                raise
+        except RunStopped:  # the caller's permission answer ended the run: end the prompt, then report it
+            with anyio.CancelScope(shield=True):
+                await self._cancel(request_id)
+                await hold.flush(wait=False)
+            raise
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self._cancel(request_id)
+                await hold.flush(wait=False)
+            raise
+        finally:
+            self.connection.forget(request_id)
+        await hold.flush()
+        chat.poll(rescan=True)
+        await self._calls_acp_never_showed(chat, delivery)
+        recorded = chat.usage()  # the chat file's exact per-call counts, also when the prompt failed
+        if recorded is not None:
+            ctx.add_usage(recorded)
+        end = prompt_end(answer, short, self.connection.child.stderr.text())
+        if recorded is None and end.usage is not None:  # no chat file: ACP's report of one call
+            ctx.add_usage(end.usage)
+        await ctx.end_message()
+        if end.warning is not None:
+            await self._warn(*end.warning)
+        return end.outcome
+
+    async def _calls_acp_never_showed(self, chat: ChatTail, delivery: _Delivery) -> None:
+        """Calls the CLI answered but never reported over ACP (a tool it does not have: "Tool not found"),
+        shown as a `tool_use` (no arguments: the CLI records none for them), the backend's denial (as the
+        API backends report a call of a tool they lack) and its `tool_result`, once the prompt has ended."""
+        for call_id, response in chat.answered.items():
+            if call_id in self.translator.tools:
+                continue
+            output = response.get("response")
+            name = response.get("name")
+            use = ToolUse(
+                tool_use_id=call_id,
+                name=name if isinstance(name, str) and name else tool_name_of(call_id, None),
+                session_id=self.session_id,
+            )
+            await delivery.deliver_now(use, None)
+            denial = PermissionDecision(
+                tool_use_id=call_id,
+                tool_name=use.name,
+                decision="deny",
+                decided_by="backend",
+                reason=f"the Gemini CLI has no tool named {use.name!r}",
+                session_id=self.session_id,
+            )
+            await delivery.deliver_now(denial, None)
+            is_error = not isinstance(output, dict) or "error" in output
+            result = ToolResult(tool_use_id=call_id, output=output, is_error=is_error, session_id=self.session_id)
+            await delivery.deliver_now(result, None)
+
+    async def _pump(self, request_id: int, sink: _Sink, bridge: PermissionBridge) -> dict[str, Any]:
+        """Route the session's messages until the prompt's answer arrives; returns that answer."""
+        while True:
+            message = await self.connection.receive(self.setup.inbox)
+            if message.get("id") == request_id and "method" not in message:
+                return message
+            warning = json_line_warning(message)
+            if warning is not None:
+                await self._warn("malformed_line", warning)
+                continue
+            method = message.get("method")
+            params = as_dict(message.get("params"))
+            if method == "session/update":
+                for item in self.translator.update(params.get("update") or {}):
+                    await sink.deliver(item, message)
+            elif method == "session/request_permission" and "id" in message:
+                await bridge.answer(message["id"], params, message)
+            elif "id" in message and method:
+                await self.connection.respond_error(message["id"], -32601, f"{method} is not supported")
+
+    async def _cancel(self, request_id: int) -> None:
+        """`session/cancel`, wait briefly for the prompt to end; else retire the process.
+
+        A cold (transient) process is ended by the lease anyway; a warm one that settles keeps
+        serving its other sessions undisturbed.
+        """
+        try:
+            await self.connection.notify("session/cancel", {"sessionId": self.session_id})
+            with anyio.move_on_after(CANCEL_GRACE_S):
+                while True:
+                    message = await self.connection.receive(self.setup.inbox)
+                    if message.get("id") == request_id and "method" not in message:
+                        return
+                    if message.get("method") == "session/request_permission" and "id" in message:
+                        await self.connection.respond(message["id"], {"outcome": {"outcome": "cancelled"}})
+        except ConnectionClosed:
+            pass
+        self.lease.retire()
+
+    async def _warn(self, code: str, message: str) -> None:
+        await self.ctx.emit(WarningEvent(code=code, message=message, session_id=self.session_id or None))
+
+
+class _Sink:
+    """Where translated items go: a main-session result the CLI ran waits for its chat-file record."""
+
+    def __init__(self, hold: ToolOutputHold, translator: AcpTranslator) -> None:
+        self.hold = hold
+        self.translator = translator
+
+    async def deliver(self, item: Item, raw: Any) -> None:
+        await self.hold.deliver(item, raw, hold=self._from_chat_file(item, raw))
+
+    def _from_chat_file(self, item: Item, raw: Any) -> bool:
+        """Whether the chat file completes this item: a main-session call the CLI ran (not one we
+        denied, whose result is ours; not one first seen in a permission prompt, whose `tool_use` must
+        precede the prompt), not a subagent (its detail is the watcher's) and without ACP `rawInput`."""
+        if not (isinstance(item, ToolUse | ToolResult) and item.subagent_task_id is None):
+            return False
+        if self.translator.subagent_name(item.tool_use_id) is not None:
+            return False
+        if isinstance(item, ToolUse) and item.input:
+            return False
+        return isinstance(raw, dict) and raw.get("method") == "session/update"
+
+
+class _Delivery:
+    """The last step of every item: turn accounting, subagent usage, `native`, emit."""
+
+    def __init__(self, ctx: RunContext, watcher: SubagentWatcher) -> None:
+        self.ctx = ctx
+        self.watcher = watcher
+
+    async def deliver_now(self, item: Item, raw: Any) -> None:
+        ctx = self.ctx
+        if isinstance(item, TurnBoundary):
+            await ctx.end_message()
+            ctx.turns += 1
+            return
+        if isinstance(item, SubagentCompleted):
+            usage = await self.watcher.finish(item.task_id)
+            item = item.model_copy(update={"usage": usage})
+        item.native = ctx.native(raw)
+        await ctx.emit(item)
+        if isinstance(item, SubagentStarted):
+            self.watcher.track(item.task_id, item.agent_name)

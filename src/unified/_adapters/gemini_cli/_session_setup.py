@@ -1,0 +1,149 @@
+"""Opening the run's ACP session in a leased process: `session/new`, or `session/load` for a resume.
+
+Then the model and approval mode are set. A load's history replay is consumed here (it is the
+past, not this run's events) and the chat files are guarded against the CLI's resume bugs
+(`sessions.ResumeGuard`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from unified._adapters.gemini_cli._home import gemini_home
+from unified._adapters.gemini_cli._launch import Launch
+from unified._adapters.gemini_cli._outcome import error_from_acp
+from unified._adapters.gemini_cli._sessions import GeminiSessionLocator, ResumeGuard, read_chat, replay_count
+from unified._adapters.gemini_cli._transport import AcpConnection, AcpRequestError, Inbox, as_dict
+from unified.types import ApprovalMode, ExecuteParams, HttpMcpServer, McpServer, SseMcpServer, StdioMcpServer
+
+ACP_MODES: dict[ApprovalMode, str] = {"default": "default", "auto_edit": "autoEdit", "yolo": "yolo", "plan": "plan"}
+REPLAY_QUIET_S = 2.0
+"""How long the history replay of `session/load` may pause before we stop waiting for the rest."""
+_REPLAYED = frozenset({"user_message_chunk", "agent_thought_chunk", "agent_message_chunk", "tool_call"})
+
+Warn = Callable[[str, str], Awaitable[None]]
+
+
+def mcp_to_acp(server: McpServer) -> dict[str, Any]:
+    """Typed MCP servers → ACP `mcpServers` entries (`env`/`headers` as name/value lists)."""
+    if isinstance(server, HttpMcpServer | SseMcpServer):
+        return {
+            "type": server.type,
+            "name": server.name,
+            "url": server.url,
+            "headers": [{"name": k, "value": v} for k, v in server.headers.items()],
+        }
+    return {
+        "name": server.name,
+        "command": server.command,
+        "args": list(server.args),
+        "env": [{"name": k, "value": v} for k, v in server.env.items()],
+    }
+
+
+def command_exists(command: str, cwd: Path, env: Mapping[str, str]) -> bool:
+    """Whether the CLI could spawn `command` (it runs MCP servers with the session's cwd)."""
+    if os.sep in command:
+        return os.access(cwd / Path(command).expanduser(), os.X_OK)
+    return shutil.which(command, path=env.get("PATH")) is not None
+
+
+class SessionSetup:
+    """Opens one ACP session; `session_id` and `inbox` are set once it is known."""
+
+    def __init__(self, connection: AcpConnection, params: ExecuteParams, launch: Launch, warn: Warn) -> None:
+        self.connection = connection
+        self.params = params
+        self.launch = launch
+        self._warn = warn
+        self.session_id = ""
+        self.inbox = Inbox()
+
+    async def open(self, cwd: Path) -> str:
+        if self.params.resume:
+            await self._load(cwd)
+        else:
+            await self._new(cwd)
+        return self.session_id
+
+    async def request(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        try:
+            return await self.connection.request(method, params)
+        except AcpRequestError as exc:
+            raise error_from_acp(exc, self.connection.child.stderr.text()) from exc
+
+    async def _new(self, cwd: Path) -> None:
+        await self._warn_unstartable_mcp(cwd)
+        result = await self.request("session/new", {"cwd": str(cwd), "mcpServers": self._mcp_servers()})
+        self._opened(str(result["sessionId"]))
+        await self._configure()
+
+    def _mcp_servers(self) -> list[dict[str, Any]]:
+        return [mcp_to_acp(server) for server in self.params.mcp_servers]
+
+    async def _warn_unstartable_mcp(self, cwd: Path) -> None:
+        """Warn about stdio MCP servers whose command does not exist.
+
+        0.61 does not report a failed MCP server over ACP (one stderr line at exit, naming no server),
+        so the failure we can see beforehand is ours to report.
+        """
+        for server in self.params.mcp_servers:
+            if isinstance(server, StdioMcpServer) and not command_exists(server.command, cwd, self.launch.env):
+                await self._warn(
+                    "mcp_server_unavailable",
+                    f"MCP server {server.name!r} cannot start: command {server.command!r} was not found "
+                    f"(PATH of the gemini process, relative paths from {cwd}); its tools will be missing",
+                )
+
+    def _opened(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.inbox = self.connection.open_inbox(session_id)
+
+    async def _configure(self) -> None:
+        if self.launch.model:
+            await self.request("session/set_model", {"sessionId": self.session_id, "modelId": self.launch.model})
+        mode = ACP_MODES[self.params.approval_mode]
+        if mode != "default":
+            await self.request("session/set_mode", {"sessionId": self.session_id, "modeId": mode})
+
+    async def _load(self, cwd: Path) -> None:
+        """`session/load` by short id, its history replay skipped, guarded against the CLI's resume bugs."""
+        info = GeminiSessionLocator(self.launch.env).resolve(str(self.params.resume), str(cwd))
+        replayed = replay_count(read_chat(Path(str(info.path))).messages)
+        guard = ResumeGuard(gemini_home(self.launch.env), info.session_id)
+        guard.before()
+        self._opened(info.session_id)
+        await self._warn_unstartable_mcp(cwd)
+        try:
+            await self.request(
+                "session/load",
+                {"sessionId": info.session_id, "cwd": str(cwd), "mcpServers": self._mcp_servers()},
+            )
+        finally:
+            # Right away, not at the end of the run: the empty duplicate must not outlive the load.
+            for repair in guard.after():
+                await self._warn("session_repaired", repair)
+        await self._configure()
+        await self._skip_replay(replayed)
+
+    async def _skip_replay(self, expected: int) -> None:
+        """Consume the history `session/load` replays: it is the past, not this run's events.
+
+        The CLI sends the replay without awaiting it, so it can trail the load's answer; we count
+        it off (see `replay_count`) and stop early only if it pauses for `REPLAY_QUIET_S`.
+        """
+        seen = 0
+        while seen < expected:
+            with anyio.move_on_after(REPLAY_QUIET_S) as quiet:
+                message = await self.connection.receive(self.inbox)
+            if quiet.cancelled_caught:
+                return
+            update = as_dict(as_dict(message.get("params")).get("update"))
+            if message.get("method") == "session/update" and update.get("sessionUpdate") in _REPLAYED:
+                seen += 1

@@ -1,0 +1,204 @@
+"""The fallback transport: `gemini -p PROMPT --output-format stream-json`, one process per run.
+
+For CLIs (or environments) without ACP. What it loses against ACP: thoughts, permission prompts
+(the approval mode alone decides; in `default` mode writes and shell are simply not registered),
+the `ask_user` tool, subagent detail (only the `invoke_agent` call and an output-less result),
+per-turn usage (one total at the end) and images.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from unified._adapters.gemini_cli._home import gemini_home
+from unified._adapters.gemini_cli._launch import Launch
+from unified._adapters.gemini_cli._sessions import GeminiSessionLocator, ResumeGuard
+from unified._adapters.gemini_cli._translate import Item, TurnBoundary
+from unified._adapters.gemini_cli._transport import ChildProcess, LineFramer, as_dict, error_for_exit
+from unified.backends import RunContext, RunOutcome
+from unified.capabilities import snapshot
+from unified.errors import BackendError
+from unified.events import (
+    ErrorEvent,
+    SessionStarted,
+    SubagentCompleted,
+    SubagentStarted,
+    TextDelta,
+    ToolResult,
+    ToolUse,
+    Usage,
+    WarningEvent,
+)
+from unified.sessions import short_id_of
+
+STREAM_JSON_MODES = {"default": "default", "auto_edit": "auto_edit", "yolo": "yolo", "plan": "plan"}
+
+
+STREAM_JSON_COLUMN = "gemini-cli/stream-json"
+"""The capability matrix's column for this transport: what it loses is declared there."""
+
+
+@dataclass(slots=True)
+class StreamJsonTranslator:
+    """The six stream-json event types → UnifiedEvents (pure)."""
+
+    backend: str = "gemini-cli"
+    cwd: str | None = None
+    resumed: bool = False
+    capabilities: dict[str, Any] = field(default_factory=dict)
+    session_id: str | None = None
+    usage: Usage | None = None
+    final: dict[str, Any] | None = None
+    _agents: dict[str, str] = field(default_factory=dict)
+    _after_tools: bool = True
+
+    def event(self, data: Mapping[str, Any]) -> list[Item]:
+        kind = data.get("type")
+        sid = self.session_id
+        if kind == "init":
+            self.session_id = str(data.get("session_id") or "") or None
+            return [
+                SessionStarted(
+                    backend=self.backend,
+                    model=data.get("model") if isinstance(data.get("model"), str) else None,
+                    short_id=short_id_of(self.session_id) if self.session_id else None,
+                    resumed=self.resumed,
+                    cwd=self.cwd,
+                    transport="stream-json",
+                    capabilities=self.capabilities,
+                    session_id=self.session_id,
+                )
+            ]
+        if kind == "message":
+            text = data.get("content")
+            if data.get("role") != "assistant" or not isinstance(text, str) or not text:
+                return []
+            items: list[Item] = [TurnBoundary()] if self._after_tools else []
+            self._after_tools = False
+            return [*items, TextDelta(text=text, session_id=sid)]
+        if kind == "tool_use":
+            self._after_tools = True
+            call_id = str(data.get("tool_id") or "")
+            name = str(data.get("tool_name") or "")
+            args = as_dict(data.get("parameters"))
+            uses: list[Item] = [ToolUse(tool_use_id=call_id, name=name, input=args, session_id=sid)]
+            if name == "invoke_agent":
+                agent = str(args.get("agent_name") or "subagent")
+                self._agents[call_id] = agent
+                uses.append(
+                    SubagentStarted(
+                        task_id=call_id,
+                        agent_name=agent,
+                        description=str(args.get("prompt") or "") or None,
+                        parent_tool_use_id=call_id,
+                        session_id=sid,
+                    )
+                )
+            return uses
+        if kind == "tool_result":
+            call_id = str(data.get("tool_id") or "")
+            is_error = data.get("status") != "success"
+            error = data.get("error") if isinstance(data.get("error"), dict) else None
+            output = data.get("output") if not is_error else (error or {}).get("message", data.get("output"))
+            results: list[Item] = []
+            if call_id in self._agents:
+                results.append(
+                    SubagentCompleted(
+                        task_id=call_id,
+                        agent_name=self._agents.pop(call_id),
+                        status="failed" if is_error else "completed",
+                        result=output if isinstance(output, str) else None,
+                        session_id=sid,
+                    )
+                )
+            results.append(ToolResult(tool_use_id=call_id, output=output, is_error=is_error, session_id=sid))
+            return results
+        if kind == "error":
+            message = str(data.get("message") or "")
+            if data.get("severity") == "warning":
+                return [WarningEvent(code="gemini_warning", message=message, session_id=sid)]
+            return [ErrorEvent(code="gemini_error", message=message, session_id=sid)]
+        if kind == "result":
+            self.final = dict(data)
+            stats = as_dict(data.get("stats"))
+            self.usage = Usage(
+                input_tokens=int(stats.get("input_tokens") or 0),
+                output_tokens=int(stats.get("output_tokens") or 0),
+                cached_tokens=int(stats.get("cached") or 0),
+            )
+        return []
+
+
+async def run_stream_json(launch: Launch, ctx: RunContext) -> RunOutcome:
+    params = ctx.params
+    cwd = params.cwd.expanduser().resolve()
+    argv = [str(launch.binary), "-p", params.prompt, "--output-format", "stream-json"]
+    argv += ["--approval-mode", STREAM_JSON_MODES[params.approval_mode]]
+    if launch.model:
+        argv += ["-m", launch.model]
+    if launch.fake_responses is not None:
+        argv += ["--fake-responses", str(launch.fake_responses)]
+    argv += launch.policy_flags()
+    guard: ResumeGuard | None = None
+    if params.resume:
+        info = GeminiSessionLocator(launch.env).resolve(params.resume, str(cwd))
+        argv += ["--resume", info.session_id]  # the CLI takes no prefix: always the full id
+        guard = ResumeGuard(gemini_home(launch.env), info.session_id)
+        guard.before()
+    translator = StreamJsonTranslator(
+        cwd=str(cwd), resumed=guard is not None, capabilities=snapshot(STREAM_JSON_COLUMN)
+    )
+    child = ChildProcess(argv, cwd=cwd, env=launch.env, stdin=False)
+    framer = LineFramer()
+    try:
+        while chunk := await child.read_stdout():
+            for line in framer.feed(chunk):
+                await _handle_line(ctx, translator, line)
+        code = await child.wait_exit(10.0)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await child.terminate()
+            if guard is not None:
+                for repair in guard.after():
+                    await ctx.emit(WarningEvent(code="session_repaired", message=repair))
+    if translator.usage is not None:
+        ctx.add_usage(translator.usage)
+    await ctx.end_message()
+    short = short_id_of(translator.session_id) if translator.session_id else None
+    final = translator.final
+    if final is not None and final.get("status") == "error":
+        error = as_dict(final.get("error"))
+        raise BackendError(
+            f"gemini failed: {error.get('message') or 'unknown error'} ({error.get('type') or 'error'})",
+            hint="see the message; `gemini-client-error-*.json` in the temp dir has the request",
+            details={"exit_code": code, "error": error},
+        )
+    if final is None or code not in (0, None):
+        raise error_for_exit(code, child.stderr.text(), "gemini -p ended without a result")
+    return RunOutcome(status="success", short_id=short)
+
+
+async def _handle_line(ctx: RunContext, translator: StreamJsonTranslator, line: bytes | int) -> None:
+    import json
+
+    if isinstance(line, int):
+        await ctx.emit(WarningEvent(code="malformed_line", message=f"dropped an oversized {line}-byte line"))
+        return
+    try:
+        data = json.loads(line)
+    except ValueError:
+        await ctx.emit(WarningEvent(code="malformed_line", message=f"ignored a non-JSON line: {line[:200]!r}"))
+        return
+    if not isinstance(data, dict):
+        return
+    for item in translator.event(data):
+        if isinstance(item, TurnBoundary):
+            await ctx.end_message()
+            ctx.turns += 1
+        else:
+            item.native = ctx.native(data)
+            await ctx.emit(item)

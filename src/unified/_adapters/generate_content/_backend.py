@@ -1,0 +1,53 @@
+"""The Backend object the registry hands to the stream guard: the shared agent loop around `_turns.py`."""
+
+from __future__ import annotations
+
+import sniffio
+
+from unified._adapters.generate_content._options import (
+    DEFAULT_MODEL,
+    GenerateContentOptions,
+    plan_thinking,
+    resolve_settings,
+)
+from unified._adapters.generate_content._sessions import BACKEND
+from unified._internal.imports import import_off_loop
+from unified._internal.options import parse_options
+from unified.backends import RunContext, RunOutcome, UnsupportedOption
+from unified.errors import BackendUnavailable
+from unified.types import ExecuteParams
+
+
+class GenerateContentBackend:
+    """Drives one run over the Gemini API's streamGenerateContent."""
+
+    name = BACKEND
+
+    def __init__(self, params: ExecuteParams) -> None:
+        self._params = params
+
+    def unsupported_options(self, params: ExecuteParams) -> list[UnsupportedOption]:
+        """A bad option, or tools the API refuses together (`api_tools.toml`), is a ConfigurationError
+        (raised before any request); the rest are warnings."""
+        options = parse_options(GenerateContentOptions, params.backend_options, BACKEND)
+        model = params.model or DEFAULT_MODEL
+        resumed_model = params.resume is not None and params.model is None  # checked once the session loads
+        features = options.tool_features(functions=options.local_tools, invocations=True)
+        problems = options.check_tools(BACKEND, None if resumed_model else model, features)
+        plan = plan_thinking(model, params.thinking)
+        if plan is not None:
+            problems.extend(UnsupportedOption("thinking", note, False) for note in plan.notes)
+        return problems
+
+    async def run(self, ctx: RunContext) -> RunOutcome:
+        settings = resolve_settings(ctx.params)
+        if settings.vertexai and not settings.api_key and sniffio.current_async_library() != "asyncio":
+            raise BackendUnavailable(
+                "Vertex AI with Application Default Credentials cannot run on trio: google-genai refreshes "
+                "the token with asyncio",
+                hint="run under asyncio, use Vertex AI express mode with an API key, or the interactions backend",
+            )
+        turns = await import_off_loop("unified._adapters.generate_content._turns")  # with the agent loop and the tools
+        from unified._internal.agent_loop import AgentLoop
+
+        return await AgentLoop(ctx, turns.GenerateContentTurns(ctx.params, settings)).run()

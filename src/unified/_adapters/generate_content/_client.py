@@ -1,0 +1,105 @@
+"""The per-request `GenerateContentConfig`: our tools, thinking, and the SDK's own loops switched off.
+
+google.genai is imported here, and this module only when a run starts (the client itself is built
+by `unified._internal.genai_client`, shared with the interactions backend).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from google.genai import types
+
+from unified._adapters.generate_content._options import GenerateContentOptions
+from unified._internal.api_settings import GoogleMapsTool
+
+if TYPE_CHECKING:
+    from unified._adapters.generate_content._options import ThinkingPlan
+
+
+def _declaration(spec: dict[str, Any]) -> types.FunctionDeclaration:
+    """`parametersJsonSchema` carries the runtime's JSON Schema verbatim (the SDK's `Schema` would reject
+    keywords it does not model)."""
+    return types.FunctionDeclaration(
+        name=spec["name"], description=spec.get("description"), parameters_json_schema=spec.get("parameters")
+    )
+
+
+def builtin_tools(settings: GenerateContentOptions) -> list[types.Tool]:
+    """The Google built-in tools switched on, one `Tool` each (docs/api-tools.md)."""
+    tools: list[types.Tool] = []
+    if settings.google_search:
+        tools.append(types.Tool(google_search=types.GoogleSearch()))
+    if settings.google_maps:
+        widget = settings.google_maps.enable_widget if isinstance(settings.google_maps, GoogleMapsTool) else None
+        tools.append(types.Tool(google_maps=types.GoogleMaps(enable_widget=widget or None)))
+    if settings.url_context:
+        tools.append(types.Tool(url_context=types.UrlContext()))
+    if settings.code_execution:
+        tools.append(types.Tool(code_execution=types.ToolCodeExecution()))
+    if settings.file_search is not None:
+        search = settings.file_search
+        tools.append(
+            types.Tool(
+                file_search=types.FileSearch(
+                    file_search_store_names=list(search.store_names),
+                    metadata_filter=search.metadata_filter,
+                    top_k=search.top_k,
+                )
+            )
+        )
+    return tools
+
+
+def tool_config(settings: GenerateContentOptions, *, invocations: bool) -> types.ToolConfig | None:
+    """`toolConfig`: the function-calling mode, the user's location, server-side tool invocations."""
+    calling = None
+    if settings.function_calling is not None:
+        chosen = settings.function_calling
+        calling = types.FunctionCallingConfig(
+            mode=types.FunctionCallingConfigMode(chosen.mode.upper()),
+            allowed_function_names=list(chosen.allowed_function_names) or None,
+        )
+    retrieval = None
+    if settings.user_location is not None:
+        where = settings.user_location
+        retrieval = types.RetrievalConfig(lat_lng=types.LatLng(latitude=where.latitude, longitude=where.longitude))
+    if calling is None and retrieval is None and not invocations:
+        return None
+    return types.ToolConfig(
+        function_calling_config=calling,
+        retrieval_config=retrieval,
+        include_server_side_tool_invocations=True if invocations else None,
+    )
+
+
+def generation_config(
+    settings: GenerateContentOptions,
+    *,
+    system_instruction: str | None,
+    declarations: list[dict[str, Any]],
+    thinking: ThinkingPlan | None,
+    invocations: bool,
+) -> types.GenerateContentConfig:
+    """The per-request config: our tools, thinking, and the SDK's own loops switched off."""
+    tools: list[types.Tool] = []
+    if declarations:
+        tools.append(types.Tool(function_declarations=[_declaration(d) for d in declarations]))
+    tools += builtin_tools(settings)
+    thinking_config = None
+    if thinking is not None:
+        thinking_config = types.ThinkingConfig(
+            include_thoughts=thinking.include_thoughts,
+            thinking_budget=thinking.budget,
+            thinking_level=types.ThinkingLevel(thinking.level.upper()) if thinking.level else None,
+        )
+    return types.GenerateContentConfig(
+        system_instruction=system_instruction,
+        tools=tools or None,
+        tool_config=tool_config(settings, invocations=invocations),
+        thinking_config=thinking_config,
+        temperature=settings.temperature,
+        max_output_tokens=settings.max_output_tokens,
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+        automatic_continuation=False,
+    )

@@ -1,0 +1,65 @@
+"""What a failed model request means: retry it, wait and retry it, or stop with a typed error.
+
+google-genai raises `errors.APIError` (4xx `ClientError`, 5xx `ServerError`) for HTTP errors and
+for `{"error": ...}` chunks in the middle of a stream; httpx raises transport errors when a
+connection drops. It raises plain `ValueError`/`TypeError` when it refuses to build a request (a part
+the chosen API does not accept): that is the request's fault, not a bug here, so it is a typed
+backend error too. The SDK's own retries ignore the server's `RetryInfo.retryDelay`, so the agent
+loop does its own (`unified._internal.retry`).
+"""
+
+from __future__ import annotations
+
+import httpx
+from google.genai import errors
+
+from unified._internal.api_errors import api_error, credentials_error, timed_out
+from unified._internal.retry import Failure
+from unified.errors import BackendError, RateLimited
+
+
+def classify(exc: BaseException, model: str, timeout_s: float) -> Failure | None:
+    """The meaning of `exc`, or None when it is not a request failure (a bug: let it propagate)."""
+    if isinstance(exc, errors.APIError):
+        return _api_failure(exc, model)
+    if isinstance(exc, ValueError | TypeError) and _raised_by_genai(exc):
+        return Failure(
+            "fatal",
+            BackendError(
+                f"google-genai refused to send the request ({type(exc).__name__}: {exc})",
+                hint="the history or the options hold something this API does not accept (e.g. a Vertex-only "
+                "field on the Gemini Developer API): check the model and backend_options, or start a new session",
+            ),
+        )
+    credentials = credentials_error(exc)
+    if credentials is not None:
+        return Failure("fatal", credentials)
+    if isinstance(exc, (httpx.TransportError, errors.UnknownApiResponseError)):
+        why = timed_out(exc, timeout_s) or f"the connection to the Gemini API broke ({type(exc).__name__}: {exc})"
+        return Failure(
+            "transient",
+            BackendError(
+                why,
+                hint="run again; part of the answer may already have been shown",
+                code="stream_interrupted",
+                retryable=True,
+            ),
+        )
+    return None
+
+
+def _raised_by_genai(exc: BaseException) -> bool:
+    """Whether the innermost frame of `exc`'s traceback is google-genai's own code."""
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return str(tb.tb_frame.f_globals.get("__name__", "")).startswith("google.genai")
+
+
+def _api_failure(exc: errors.APIError, model: str) -> Failure:
+    error = api_error(exc.code, exc.status, exc.message or str(exc), body=exc.details, model=model)
+    if isinstance(error, RateLimited):
+        return Failure("rate_limit", error, error.details.get("retry_after_s"))
+    return Failure("transient" if error.retryable else "fatal", error)

@@ -1,0 +1,25 @@
+"""generate-content sessions: the whole conversation (`contents`, signatures included) in the shared store.
+
+The API keeps nothing between calls, so resuming resends the stored history exactly as the model
+produced it; the state holds `contents` as the SDK's JSON (thought signatures base64).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from unified._sessions.locator import StoreSessionLocator
+from unified.sessions import StoredSession
+
+BACKEND = "generate-content"
+
+
+class GenerateContentSessionLocator(StoreSessionLocator):
+    """The SessionLocator of this backend (`unified sessions list|show|delete`)."""
+
+    backend = BACKEND
+
+    def show_state(self, session: StoredSession) -> dict[str, Any]:
+        return {
+            "contents": session.state.get("contents", []),
+        }

@@ -1,0 +1,182 @@
+"""The generate-content turn client: one streamGenerateContent request per model turn.
+
+The API keeps nothing between calls, so every request sends the whole history (`contents`, thought
+signatures included), which the session's state holds. google-genai's automatic function calling
+and continuation are off: the shared agent loop (`unified._internal.agent_loop`) owns every request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+from google.genai import types
+
+from unified._adapters.generate_content._client import generation_config
+from unified._adapters.generate_content._failures import classify
+from unified._adapters.generate_content._options import (
+    DEFAULT_MODEL,
+    GenerateContentOptions,
+    plan_thinking,
+    server_side_invocations,
+)
+from unified._adapters.generate_content._sessions import BACKEND
+from unified._adapters.generate_content._translate import TurnTranslator
+from unified._internal.agent_loop import Emit, TurnEnd
+from unified._internal.genai_client import GenaiClient
+from unified._internal.retry import Failure
+from unified.backends import RunOutcome
+from unified.errors import BackendError
+from unified.events import Usage
+from unified.sessions import StoredSession
+from unified.tools import ToolCall, ToolOutcome
+from unified.types import ExecuteParams
+
+_CANCELLED_CALL = "this call never ran: the previous run ended before it could"
+
+
+async def _close(stream: AsyncIterator[Any]) -> None:
+    """Close the SDK's stream generator now (releasing the HTTP response), not when it is collected."""
+    aclose = getattr(stream, "aclose", None)
+    if aclose is not None:
+        with anyio.CancelScope(shield=True):
+            await aclose()
+
+
+def _dump(content: types.Content) -> dict[str, Any]:
+    return content.model_dump(mode="json", exclude_none=True)
+
+
+def _repair(contents: list[types.Content]) -> None:
+    """A run that stopped between a model's calls and their answers left calls unanswered; the API
+    would reject that history, so answer each with an error saying the call never ran."""
+    if not contents or contents[-1].role != "model":
+        return
+    calls = [p.function_call for p in contents[-1].parts or [] if p.function_call is not None]
+    if calls:
+        contents.append(
+            types.Content(
+                role="user",
+                parts=[
+                    types.Part(
+                        function_response=types.FunctionResponse(
+                            id=c.id, name=c.name, response={"error": _CANCELLED_CALL}
+                        )
+                    )
+                    for c in calls
+                ],
+            )
+        )
+
+
+class GenerateContentTurns:
+    """The `TurnClient` of the generate-content backend."""
+
+    backend = BACKEND
+
+    def __init__(self, params: ExecuteParams, settings: GenerateContentOptions) -> None:
+        self.params = params
+        self.settings = settings
+        self.model = params.model or DEFAULT_MODEL
+        self._genai = GenaiClient(settings)
+        self.contents: list[types.Content] = []
+        self.config: types.GenerateContentConfig | None = None
+        self.taken_ids: set[str] = set()
+        self._model_call_ids: dict[str, str | None] = {}
+        self._translator: TurnTranslator | None = None
+        self._turn = 0
+
+    @property
+    def connection(self) -> GenaiClient:
+        return self._genai
+
+    async def abandon(self) -> None:
+        """Nothing runs server-side between requests."""
+
+    def choose_model(self, stored: str | None) -> str:
+        self.model = self.params.model or stored or DEFAULT_MODEL
+        if self.params.model is None and stored is not None:  # the tools were checked without a model
+            features = self.settings.tool_features(functions=self.settings.local_tools, invocations=True)
+            self.settings.check_tools(BACKEND, self.model, features)
+        return self.model
+
+    def begin(self, session: StoredSession, declarations: list[dict[str, Any]]) -> None:
+        self.contents = [types.Content.model_validate(c) for c in session.state.get("contents", [])]
+        _repair(self.contents)
+        parts = [types.Part(text=self.params.prompt)]
+        parts += [types.Part(inline_data=types.Blob(mime_type=i.mime_type, data=i.data)) for i in self.params.images]
+        self.contents.append(types.Content(role="user", parts=parts))
+        session.state["contents"] = [_dump(c) for c in self.contents]
+        self.settings.check_allowed_names(BACKEND, declarations)
+        self.config = generation_config(
+            self.settings,
+            system_instruction=self.params.system_instruction,
+            declarations=declarations,
+            thinking=plan_thinking(self.model, self.params.thinking),
+            invocations=server_side_invocations(self.settings, self.model, functions=bool(declarations)),
+        )
+
+    def classify(self, exc: BaseException) -> Failure | None:
+        return classify(exc, self.model, self.settings.timeout_s)
+
+    async def send(self, emit: Emit) -> TurnEnd:
+        self._turn += 1
+        turn = self._translator = TurnTranslator(
+            turn=self._turn, taken_ids=self.taken_ids, include_native=self.params.include_native
+        )
+        stream = await self._genai.client.aio.models.generate_content_stream(
+            model=self.model, contents=list(self.contents), config=self.config
+        )
+        try:
+            async for chunk in stream:
+                for event in turn.feed(chunk):
+                    await emit(event)
+        finally:
+            await _close(stream)
+        for event in turn.finish():
+            await emit(event)
+        end = TurnEnd(usage=turn.usage or Usage())
+        end.malformed = turn.malformed
+        if end.malformed is not None:
+            return end
+        if turn.truncated:
+            end.error = BackendError(
+                "the answer stream ended without a finishReason: the answer may be cut off",
+                hint="run again; with a session, resume it",
+                code="stream_incomplete",
+                retryable=True,
+            )
+        elif turn.fatal is not None:
+            end.outcome = RunOutcome(status="error", error=turn.fatal)
+        elif turn.calls:
+            for call in turn.calls:
+                self._model_call_ids[call.tool_use_id] = call.call_id
+            end.calls = [ToolCall(c.tool_use_id, c.name, c.args) for c in turn.calls]
+        else:
+            end.outcome = RunOutcome(status="success")
+        return end
+
+    def keep_turn(self, session: StoredSession, turn: TurnEnd) -> None:
+        assert self._translator is not None
+        if self._translator.parts:
+            self.contents.append(self._translator.content())
+        session.state["contents"] = [_dump(c) for c in self.contents]
+
+    def keep_tool_round(self, session: StoredSession, calls: list[ToolCall], outcomes: list[ToolOutcome]) -> None:
+        """Function responses matched by the model's call id (none when the model gave none)."""
+        parts = [
+            types.Part(
+                function_response=types.FunctionResponse(
+                    id=self._model_call_ids.get(c.id), name=c.name, response=o.response
+                )
+            )
+            for c, o in zip(calls, outcomes, strict=True)
+        ]
+        parts += [
+            types.Part(inline_data=types.Blob(mime_type=d.mime_type, data=d.data))
+            for o in outcomes
+            for d in o.inline_data
+        ]
+        self.contents.append(types.Content(role="user", parts=parts))
+        session.state["contents"] = [_dump(c) for c in self.contents]

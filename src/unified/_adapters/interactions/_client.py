@@ -1,0 +1,208 @@
+"""A thin async client over `client.aio.interactions`: our httpx client, our retries, our errors.
+
+google-genai is imported here only, and only when a run starts, so `import unified` stays light.
+The SDK's async path is asyncio-only (its hooks call `asyncio.to_thread`), so under trio the
+same calls go through the SDK's sync client in worker threads; both paths use the httpx clients
+of `unified._internal.genai_client`, so respx and vcrpy see every request. The SDK's own retries
+are off: `create` is retried by the agent loop, `get` (reconnecting, polling) here, both under the
+one policy of `unified._internal.retry`. Errors come from two unrelated families
+(`google.genai.errors` and `google.genai._interactions`); both become typed `UnifiedError`s.
+Everything the client returns is plain JSON (dicts), which the translator consumes.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+import anyio
+import httpx
+import sniffio
+
+from unified._adapters.interactions._options import InteractionsOptions
+from unified._internal.api_errors import RETRYABLE_STATUS, api_error, credentials_error, retry_delay
+from unified._internal.genai_client import GenaiClient
+from unified._internal.retry import Failure, retrying
+from unified.errors import BackendError, UnifiedError
+
+T = TypeVar("T")
+Warn = Callable[[str, str], Awaitable[None]]
+"""Emits a `warning` event (code, message)."""
+
+
+def to_json(event: Any) -> dict[str, Any]:
+    """An SDK event or resource as the wire JSON the translator reads (unknown events keep their raw)."""
+    if getattr(event, "is_unknown", False):
+        raw = getattr(event, "raw", None)
+        return dict(raw) if isinstance(raw, Mapping) else {}
+    dumped: dict[str, Any] = event.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return dumped
+
+
+def describe(exc: BaseException) -> tuple[int | None, Any, str]:
+    """(HTTP status or None, error body, message) of an error from either SDK family or httpx."""
+    from google.genai import _interactions, errors
+
+    if isinstance(exc, _interactions.APIError):
+        return exc.status_code, exc.body, exc.message
+    if isinstance(exc, errors.APIError):
+        return exc.code, {"error": {"details": exc.details}} if exc.details else None, exc.message or str(exc)
+    return None, None, f"{type(exc).__name__}: {exc}"
+
+
+def is_connection_error(exc: BaseException) -> bool:
+    """A dropped link or timeout rather than an answer from the server."""
+    from google.genai import _interactions
+
+    return isinstance(exc, (httpx.TransportError, _interactions.APIConnectionError))
+
+
+def is_api_error(exc: BaseException) -> bool:
+    from google.genai import _interactions, errors
+
+    return isinstance(exc, (_interactions.APIError, errors.APIError, httpx.TransportError))
+
+
+def to_unified(exc: BaseException, what: str, model: str | None = None) -> UnifiedError:
+    """An SDK or transport failure → the typed error the stream guard reports (see `_internal.api_errors`)."""
+    status, body, message = describe(exc)
+    if status is None:
+        return BackendError(
+            f"{what} failed: {message}", hint="check the network and the base URL", retryable=True, details={}
+        )
+    error = body.get("error") if isinstance(body, Mapping) else None
+    status_text = error.get("status") if isinstance(error, Mapping) else None
+    failure = api_error(status, status_text if isinstance(status_text, str) else None, message, body=body, model=model)
+    failure.details["during"] = what
+    return failure
+
+
+def classify(exc: BaseException) -> Failure | None:
+    """What a failed Interactions API call means for the retry policy (None: not a request failure)."""
+    if not is_api_error(exc):
+        credentials = credentials_error(exc)
+        return Failure("fatal", credentials) if credentials is not None else None
+    status, body, _ = describe(exc)
+    error = to_unified(exc, "an Interactions API request")
+    if status == 429:
+        return Failure("rate_limit", error, retry_delay(body))
+    retryable = status in RETRYABLE_STATUS or is_connection_error(exc)
+    return Failure("transient" if retryable else "fatal", error, retry_delay(body))
+
+
+class _ThreadedReader:
+    """Reads the SDK's sync stream in worker threads (the trio path), and closes it safely.
+
+    A read cancelled mid-wait leaves its thread running inside the stream, which must not be closed
+    under it (httpx refuses a generator that is already executing). Then the thread closes the
+    stream itself as soon as its read returns (the server-side cancel that follows ends the stream).
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._iterator = iter(stream)
+        self._lock = threading.Lock()
+        self._busy = False
+        self._abandoned = False
+
+    def _read(self) -> Any:
+        try:
+            return next(self._iterator, None)
+        finally:
+            with self._lock:
+                self._busy = False
+                if self._abandoned:
+                    self._stream.close()
+
+    async def next(self) -> Any:
+        with self._lock:
+            self._busy = True
+        return await anyio.to_thread.run_sync(self._read, abandon_on_cancel=True)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._busy:
+                self._abandoned = True
+                return
+        self._stream.close()
+
+
+class InteractionsClient(GenaiClient):
+    """One run's connection to the Interactions API (`async with`: the HTTP clients close on exit)."""
+
+    modules = ("google.genai", "google.genai._gaos.google_genai")
+    """The second is what `client.aio.interactions` imports on first use (~0.7 s): not on the event loop."""
+
+    def __init__(self, settings: InteractionsOptions, warn: Warn) -> None:
+        super().__init__(settings)
+        self.settings: InteractionsOptions = settings
+        self._warn = warn
+        self._asyncio = sniffio.current_async_library() == "asyncio"
+
+    async def _invoke(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """`client.aio.interactions.<method>` on asyncio, the sync twin in a worker thread elsewhere."""
+        if self._asyncio:
+            return await getattr(self.client.aio.interactions, method)(*args, **kwargs)
+        call = functools.partial(getattr(self.client.interactions, method), *args, **kwargs)
+        return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+
+    async def _events(self, stream: Any) -> AsyncGenerator[dict[str, Any], None]:
+        """The stream's events as wire JSON; the stream is closed however iteration ends."""
+        if self._asyncio:
+            try:
+                async for event in stream:
+                    yield to_json(event)
+            finally:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    await stream.close()
+            return
+        reader = _ThreadedReader(stream)
+        try:
+            while (event := await reader.next()) is not None:
+                yield to_json(event)
+        finally:
+            reader.close()
+
+    async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:
+        return await retrying(call, classify=classify, settings=self.settings, warn=self._warn)
+
+    # -- calls ------------------------------------------------------------------------------------
+
+    async def create_stream(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
+        """Not retried here: the agent loop retries the whole turn while nothing of it was shown."""
+        return self._events(await self._invoke("create", **body, stream=True, **_no_continuation(body)))
+
+    async def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        return to_json(await self._invoke("create", **body, **_no_continuation(body)))
+
+    async def resume_stream(
+        self, interaction_id: str, last_event_id: str | None
+    ) -> AsyncGenerator[dict[str, Any], None]:
+        extra: dict[str, Any] = {"last_event_id": last_event_id} if last_event_id else {}
+
+        async def call() -> Any:
+            return await self._invoke("get", interaction_id, stream=True, **extra)
+
+        return self._events(await self._retrying(call))
+
+    async def get(self, interaction_id: str) -> dict[str, Any]:
+        async def call() -> Any:
+            return await self._invoke("get", interaction_id)
+
+        return to_json(await self._retrying(call))
+
+    async def cancel(self, interaction_id: str) -> None:
+        """Best effort, once: called while a run is being torn down."""
+        await self._invoke("cancel", interaction_id)
+
+
+def _no_continuation(body: Mapping[str, Any]) -> dict[str, Any]:
+    """Turn off the SDK's hidden continuation hops (the loop handles `requires_continuation` itself).
+
+    The SDK refuses the flag for background and agent interactions, whose loops the server runs.
+    """
+    if body.get("background") or "agent" in body:
+        return {}
+    return {"automatic_continuation": False}

@@ -1,0 +1,44 @@
+"""Interactions sessions: our short id → the chain of interaction ids the server holds.
+
+The server keeps the conversation (unless `store=false`); we keep only the chain, so resuming
+continues from its last interaction with `previous_interaction_id`. In `store=false` mode the
+server keeps nothing, so the state also holds the whole conversation as steps, resent each turn.
+Files live in the shared session store (`<user data dir>/unified/sessions/interactions/`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from unified._sessions.locator import StoreSessionLocator
+from unified.sessions import StoredSession
+
+BACKEND = "interactions"
+
+
+def chain(session: StoredSession) -> list[str]:
+    """The interaction ids of a session, oldest first."""
+    ids = session.state.get("interactions") or []
+    return [str(i) for i in ids]
+
+
+def append_interaction(session: StoredSession, interaction_id: str) -> None:
+    ids = session.state.setdefault("interactions", [])
+    if not ids or ids[-1] != interaction_id:
+        ids.append(interaction_id)
+
+
+class InteractionsSessionLocator(StoreSessionLocator):
+    """The SessionLocator of the interactions backend, over the shared store.
+
+    `delete` removes our record only: the server's interactions expire on their own.
+    """
+
+    backend = BACKEND
+
+    def show_state(self, session: StoredSession) -> dict[str, Any]:
+        return {
+            "interactions": chain(session),
+            "store": session.state.get("store", True),
+            "steps": session.state.get("steps", []),
+        }

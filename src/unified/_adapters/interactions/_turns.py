@@ -1,0 +1,398 @@
+"""The interactions turn client: one model turn is one interaction.
+
+The shared agent loop (`unified._internal.agent_loop`) sends each turn through here. A turn creates
+an interaction (streaming) and follows it to its end: `requires_action` hands the function calls to
+the loop, whose results become the next interaction's input, chained with `previous_interaction_id`
+(or, with `store=false`, by resending the whole conversation); `requires_continuation` continues
+with the token; the terminal statuses end the run. A dropped stream reconnects with
+`get(id, stream=True, last_event_id=...)`, skipping event ids already seen, so consumers get every
+event exactly once. Background agents are created, then streamed or polled; they appear as one
+subagent task whose progress events carry the status. Input not yet accepted by the server (the
+prompt, a tool round's results) waits in the session's state as `pending`, so a run that fails
+before sending it sends it on resume.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from typing import Any
+
+import anyio
+
+from unified._adapters.interactions._client import (
+    InteractionsClient,
+    classify,
+    is_api_error,
+    is_connection_error,
+    to_unified,
+)
+from unified._adapters.interactions._options import DEFAULT_MODEL, InteractionsOptions
+from unified._adapters.interactions._sessions import BACKEND, append_interaction, chain
+from unified._adapters.interactions._translate import (
+    TERMINAL_STATUSES,
+    FunctionCall,
+    Signal,
+    StatusChange,
+    StreamFailure,
+    Translator,
+)
+from unified._internal.agent_loop import Emit, TurnEnd
+from unified._internal.api_errors import timed_out
+from unified._internal.api_settings import GoogleMapsTool
+from unified._internal.models import plan_level
+from unified._internal.retry import Failure
+from unified.backends import RunOutcome
+from unified.errors import BackendError
+from unified.events import SubagentCompleted, SubagentProgress, SubagentStarted, UnifiedEvent, WarningEvent
+from unified.sessions import StoredSession
+from unified.tools import ToolCall, ToolOutcome
+from unified.types import ExecuteParams
+
+_ENDED = TERMINAL_STATUSES | {"requires_action", "requires_continuation"}
+"""Statuses after which the current stream has nothing more to say."""
+
+
+class InteractionsTurns:
+    """The `TurnClient` of the interactions backend."""
+
+    backend = BACKEND
+
+    def __init__(self, params: ExecuteParams, settings: InteractionsOptions) -> None:
+        self.params = params
+        self.settings = settings
+        self.model = settings.agent or params.model or DEFAULT_MODEL
+        self.client = InteractionsClient(settings, warn=self.warn)
+        self.translator = Translator()
+        self.seen: set[str] = set()
+        self.failure: StreamFailure | None = None
+        self.task_id: str | None = None
+        self.store_mode = settings.store
+        self.previous: str | None = None
+        self.history: list[dict[str, Any]] = []
+        self.pending: list[dict[str, Any]] = []
+        self.continuation: str | None = None
+        self.declarations: list[dict[str, Any]] = []
+        self._emit: Emit | None = None
+
+    def choose_model(self, stored: str | None) -> str:
+        self.model = self.settings.agent or self.params.model or stored or DEFAULT_MODEL
+        if not (self.settings.agent or self.params.model) and stored is not None:  # checked without a model
+            features = self.settings.tool_features(functions=self.settings.local_tools, invocations=False)
+            self.settings.check_tools(BACKEND, self.model, features)
+        return self.model
+
+    @property
+    def connection(self) -> InteractionsClient:
+        return self.client
+
+    async def emit(self, event: UnifiedEvent) -> None:
+        assert self._emit is not None, "events are emitted only while a turn is sent"
+        await self._emit(event)
+
+    async def warn(self, code: str, message: str) -> None:
+        await self.emit(WarningEvent(code=code, message=message))
+
+    def classify(self, exc: BaseException) -> Failure | None:
+        return classify(exc)
+
+    async def abandon(self) -> None:
+        """A run stopped mid-interaction cancels it server-side (best effort, bounded)."""
+        iid, status = self.translator.interaction_id, self.translator.status
+        if iid is None or status in _ENDED:
+            return
+        with anyio.move_on_after(5):
+            try:
+                await self.client.cancel(iid)
+            except Exception as exc:
+                if not is_api_error(exc):
+                    raise
+
+    # -- the state between turns ----------------------------------------------------------------
+
+    def begin(self, session: StoredSession, declarations: list[dict[str, Any]]) -> None:
+        if not self.settings.agent:
+            self.settings.check_allowed_names(BACKEND, declarations)
+        self.declarations = declarations
+        self.store_mode = bool(session.state.setdefault("store", self.settings.store))
+        ids = chain(session)
+        self.previous = ids[-1] if ids and self.store_mode else None
+        prompt = {"type": "user_input", "content": self._prompt_content()}
+        if self.store_mode:
+            self.pending = [*(session.state.get("pending") or []), prompt]
+            session.state["pending"] = self.pending
+        else:
+            self.history = [*(session.state.get("steps") or []), prompt]
+            session.state["steps"] = self.history
+
+    def keep_turn(self, session: StoredSession, turn: TurnEnd) -> None:
+        iid = self.translator.interaction_id
+        if iid is not None:
+            append_interaction(session, iid)
+        if self.store_mode:
+            self.previous = iid
+            self.pending = []  # the server holds it now
+            session.state["pending"] = self.pending
+        else:
+            self.history += self.translator.model_steps()
+            session.state["steps"] = self.history
+        self.continuation = self.translator.continuation_token if turn.continues else None
+
+    def keep_tool_round(self, session: StoredSession, calls: list[ToolCall], outcomes: list[ToolOutcome]) -> None:
+        results = [_function_result(outcome) for outcome in outcomes]
+        if self.store_mode:
+            self.pending = results
+            session.state["pending"] = results
+        else:
+            self.history += results
+            session.state["steps"] = self.history
+
+    # -- one turn -------------------------------------------------------------------------------
+
+    async def send(self, emit: Emit) -> TurnEnd:
+        self._emit = emit
+        try:
+            body = self._body(self.history if not self.store_mode else self.pending)
+            status = await self._interaction(body)
+            await self._finish_task(status)
+            return await self._end(status)
+        finally:
+            self._emit = None
+
+    async def _end(self, status: str | None) -> TurnEnd:
+        iid = self.translator.interaction_id
+        end = TurnEnd(usage=self.translator.usage)
+        if self.failure is not None:
+            end.error = BackendError(
+                f"the interaction failed: {self.failure.message}",
+                code="backend_error",
+                details={"code": self.failure.code, "interaction_id": iid},
+            )
+        elif status == "requires_continuation":
+            end.continues = True
+        elif status == "requires_action":
+            calls = list(self.translator.calls)
+            if calls:
+                end.calls = [ToolCall(call.id, call.name, call.arguments) for call in calls]
+            else:
+                end.malformed = "the interaction requires action but asked for no function call"
+        elif status == "completed":
+            end.outcome = RunOutcome(status="success")
+        elif status == "cancelled":
+            end.outcome = RunOutcome(status="cancelled")
+        elif status == "incomplete":
+            await self.warn("incomplete", "the interaction stopped early (e.g. max output tokens)")
+            end.outcome = RunOutcome(status="success")
+        elif status == "budget_exceeded":
+            end.outcome = RunOutcome(status="error", error="the interaction exceeded its budget")
+        elif iid is None and status is None:
+            end.malformed = "the interaction stream was empty (no event, no completion)"
+        else:
+            end.error = BackendError(f"the interaction ended with status {status!r}", details={"interaction_id": iid})
+        return end
+
+    def _prompt_content(self) -> list[dict[str, Any]]:
+        content: list[dict[str, Any]] = [{"type": "text", "text": self.params.prompt}]
+        for image in self.params.images:
+            data = base64.b64encode(image.data).decode("ascii")
+            content.append({"type": "image", "data": data, "mime_type": image.mime_type})
+        return content
+
+    def _body(self, steps: list[dict[str, Any]]) -> dict[str, Any]:
+        settings = self.settings
+        body: dict[str, Any] = {}
+        if steps:
+            body["input"] = steps
+        if settings.agent:
+            body["agent"] = settings.agent
+            if settings.agent_config:
+                body["agent_config"] = settings.agent_config
+        else:
+            body["model"] = self.model
+            config = self._generation_config()
+            if config:
+                body["generation_config"] = config
+        tools = builtin_tools(settings)
+        if not settings.agent:
+            tools += [{"type": "function", **declaration} for declaration in self.declarations]
+        if tools:
+            body["tools"] = tools
+        if self.previous is not None and self.store_mode:
+            body["previous_interaction_id"] = self.previous
+        if self.continuation is not None:
+            body["continuation_token"] = self.continuation
+        if self.params.system_instruction:
+            body["system_instruction"] = self.params.system_instruction
+        if not self.store_mode:
+            body["store"] = False
+        if settings.background:
+            body["background"] = True
+        return body
+
+    def _generation_config(self) -> dict[str, Any]:
+        config: dict[str, Any] = {}
+        choice = tool_choice(self.settings)
+        if choice is not None:
+            config["tool_choice"] = choice
+        thinking = self.params.thinking
+        if thinking is None:
+            return config
+        config["thinking_summaries"] = "auto" if thinking.include_thoughts else "none"
+        level = plan_level(self.model, thinking.level, thinking.budget)[0]
+        if level is not None:
+            config["thinking_level"] = level
+        return config
+
+    async def _interaction(self, body: dict[str, Any]) -> str | None:
+        """Create one interaction and follow it to its end; returns its final status."""
+        self.translator.begin_interaction()
+        self.failure = None
+        if not self.settings.background:
+            await self._follow(await self.client.create_stream(body))
+            return self.translator.status
+        created = await self.client.create(body)
+        await self._apply(self.translator.feed_interaction(created), created)
+        iid = self.translator.interaction_id
+        if iid is None:
+            raise BackendError("the background interaction came back without an id")
+        if self.task_id is None:
+            self.task_id = iid
+            description = self.params.prompt[:200]
+            agent = self.settings.agent or self.model
+            await self.emit(SubagentStarted(task_id=iid, agent_name=agent, description=description))
+            await self._progress(self.translator.status)
+        if self.settings.stream:
+            await self._follow(await self.client.resume_stream(iid, None))
+        else:
+            while self.translator.status not in _ENDED and self.failure is None:
+                await anyio.sleep(self.settings.poll_interval_s)
+                resource = await self.client.get(iid)
+                await self._apply(self.translator.feed_interaction(resource), resource)
+        return self.translator.status
+
+    async def _follow(self, events: AsyncGenerator[dict[str, Any], None]) -> None:
+        """Consume a stream to its end, reconnecting after a drop from the last event id seen."""
+        resumes = received = 0
+        last_event_id: str | None = None
+        while True:
+            dropped: BaseException | None = None
+            try:
+                async with aclosing(events):
+                    async for raw in events:
+                        received += 1
+                        event_id = raw.get("event_id")
+                        if isinstance(event_id, str):
+                            if event_id in self.seen:
+                                continue  # replayed after a reconnect: already delivered
+                            self.seen.add(event_id)
+                            last_event_id = event_id
+                        await self._apply(self.translator.feed(raw), raw)
+                        if self.failure is not None:
+                            return
+            except Exception as exc:
+                if not is_connection_error(exc):
+                    if is_api_error(exc):
+                        raise to_unified(exc, "the interaction stream") from exc
+                    raise
+                dropped = exc
+            if dropped is None and self.translator.status in _ENDED:
+                return
+            iid = self.translator.interaction_id
+            why = "it ended before the interaction did"
+            if dropped is not None:
+                why = timed_out(dropped, self.settings.timeout_s) or f"{type(dropped).__name__}: {dropped}"
+            if iid is None and not received and dropped is None:
+                return  # nothing at all came: `_end` reports the turn malformed and the loop asks again
+            if iid is None or resumes >= self.settings.max_stream_resumes:
+                raise BackendError(
+                    f"the interaction stream dropped ({why}) and could not be resumed",
+                    hint="retry the run; with a session, resume it",
+                    retryable=True,
+                    details={"interaction_id": iid, "resumes": resumes},
+                )
+            resumes += 1
+            await self.warn("stream_resumed", f"the stream dropped ({why}); reconnecting after event {last_event_id}")
+            events = await self.client.resume_stream(iid, last_event_id)
+
+    async def _apply(self, signals: list[Signal], raw: dict[str, Any]) -> None:
+        native = raw if self.params.include_native else None
+        for signal in signals:
+            if isinstance(signal, FunctionCall):
+                continue  # collected by the translator; run once the interaction asks for action
+            if isinstance(signal, StatusChange):
+                await self._progress(signal.status)
+                continue
+            if isinstance(signal, StreamFailure):
+                self.failure = signal
+                continue
+            if native is not None:
+                signal.native = native
+            await self.emit(signal)
+
+    async def _progress(self, status: str | None) -> None:
+        if self.task_id is not None and status is not None and status not in TERMINAL_STATUSES:
+            await self.emit(SubagentProgress(task_id=self.task_id, status=status, message=f"interaction {status}"))
+
+    async def _finish_task(self, status: str | None) -> None:
+        if self.task_id is None:
+            return
+        task, self.task_id = self.task_id, None
+        ended = {"completed": "completed", "cancelled": "cancelled"}.get(status or "", "failed")
+        await self.emit(SubagentCompleted(task_id=task, status=ended, agent_name=self.settings.agent))
+
+
+def builtin_tools(settings: InteractionsOptions) -> list[dict[str, Any]]:
+    """The Google built-in tools switched on, as the Interactions API's tool objects (docs/api-tools.md).
+
+    The API takes the user's location on the `google_maps` tool only.
+    """
+    tools: list[dict[str, Any]] = []
+    for name in settings.google_tools:
+        tool: dict[str, Any] = {"type": name}
+        if name == "google_maps":
+            if isinstance(settings.google_maps, GoogleMapsTool) and settings.google_maps.enable_widget:
+                tool["enable_widget"] = True
+            if settings.user_location is not None:
+                tool["latitude"] = settings.user_location.latitude
+                tool["longitude"] = settings.user_location.longitude
+        elif name == "file_search" and settings.file_search is not None:
+            search = settings.file_search
+            tool["file_search_store_names"] = list(search.store_names)
+            if search.metadata_filter is not None:
+                tool["metadata_filter"] = search.metadata_filter
+            if search.top_k is not None:
+                tool["top_k"] = search.top_k
+        tools.append(tool)
+    return tools
+
+
+def tool_choice(settings: InteractionsOptions) -> str | dict[str, Any] | None:
+    """`generation_config.tool_choice`: the mode, or `{allowed_tools: {mode, tools}}` with names."""
+    calling = settings.function_calling
+    if calling is None:
+        return None
+    if calling.allowed_function_names:
+        return {"allowed_tools": {"mode": calling.mode, "tools": list(calling.allowed_function_names)}}
+    return calling.mode
+
+
+def _function_result(outcome: ToolOutcome) -> dict[str, Any]:
+    """A tool outcome as a `function_result` input step; attached media go beside the JSON response."""
+    result: Any = outcome.response
+    if outcome.inline_data:
+        result = [{"type": "text", "text": json.dumps(outcome.response, ensure_ascii=False)}]
+        result += [
+            {"type": "image", "data": base64.b64encode(part.data).decode("ascii"), "mime_type": part.mime_type}
+            for part in outcome.inline_data
+        ]
+    item: dict[str, Any] = {
+        "type": "function_result",
+        "call_id": outcome.call_id,
+        "name": outcome.name,
+        "result": result,
+    }
+    if outcome.is_error:
+        item["is_error"] = True
+    return item

@@ -1,0 +1,89 @@
+"""Answering `user_input_request`s from the command line: fixed answers from a flag, or a terminal prompt."""
+
+from __future__ import annotations
+
+import threading
+
+import anyio
+from rich.console import Console
+from rich.text import Text
+
+from unified._redaction import redact
+from unified.events import Question, UserInputRequest, UserInputResponse
+from unified.types import UserInputHandler
+
+
+def make_user_input_handler(approve: bool | None, *, interactive: bool, console: Console) -> UserInputHandler | None:
+    """The `on_user_input` for `unified run`.
+
+    `approve` answers every permission request (True: allow once, False: deny); other questions go
+    to the terminal when there is one and are left unanswered (cancelled) otherwise. With neither a
+    flag nor a terminal there is no handler at all, so routing does not demand user-input support.
+    """
+    if approve is None and not interactive:
+        return None
+
+    async def handle(request: UserInputRequest) -> UserInputResponse:
+        if request.source == "permission" and approve is not None:
+            return UserInputResponse.allow() if approve else UserInputResponse.deny()
+        if not interactive:
+            return UserInputResponse(cancelled=True)
+        return await _ask_in_background(request, console)
+
+    return handle
+
+
+async def _ask_in_background(request: UserInputRequest, console: Console) -> UserInputResponse:
+    """Read the answer in a daemon thread: a cancelled run must not wait for someone to press Enter."""
+    answer: list[UserInputResponse] = []
+    done = threading.Event()
+
+    def ask() -> None:
+        answer.append(ask_in_terminal(request, console))
+        done.set()
+
+    threading.Thread(target=ask, name="unified-ask-user", daemon=True).start()
+    while not done.is_set():  # noqa: ASYNC110 - set from the reading thread, outside any event loop
+        await anyio.sleep(0.05)
+    return answer[0]
+
+
+def ask_in_terminal(request: UserInputRequest, console: Console) -> UserInputResponse:
+    """Ask each question on `console`; end of input means no answer (cancelled)."""
+    answers: dict[str, str | list[str]] = {}
+    try:
+        for question in request.questions:
+            answers[question.id] = _ask_one(question, console)
+    except EOFError:
+        return UserInputResponse(cancelled=True)
+    return UserInputResponse(answers=answers)
+
+
+def _ask_one(question: Question, console: Console) -> str | list[str]:
+    header = f"{question.header}: " if question.header else ""
+    console.print(Text(redact(f"? {header}{question.prompt}"), style="bold yellow"))
+    if not question.options:
+        return console.input("> ")
+    for number, option in enumerate(question.options, 1):
+        about = f" ({option.description})" if option.description else ""
+        console.print(Text(redact(f"  {number}. {option.label}{about}")))
+    hint = "numbers separated by commas" if question.multi_select else "a number"
+    while True:
+        picked = _pick(console.input(f"choose {hint}: "), question)
+        if picked:
+            return picked if question.multi_select else picked[0]
+        console.print(Text(f"please answer with {hint} between 1 and {len(question.options)}", style="yellow"))
+
+
+def _pick(raw: str, question: Question) -> list[str]:
+    """Option ids for an answer given as numbers or labels; empty when any part is not an option."""
+    picked: list[str] = []
+    for part in (p.strip() for p in raw.split(",") if p.strip()):
+        by_label = [o.id for o in question.options if part.lower() in (o.label.lower(), o.id.lower())]
+        if part.isdigit() and 1 <= int(part) <= len(question.options):
+            picked.append(question.options[int(part) - 1].id)
+        elif by_label:
+            picked.append(by_label[0])
+        else:
+            return []
+    return picked

@@ -1,0 +1,176 @@
+"""`backend="auto"`: pick the backend that can authenticate here and offers what the run needs.
+
+A backend qualifies when one of its auth modes is present and usable and every required
+capability is at least `emulated` in the capability matrix. Among those, the one with the fewest
+`partial` levels (limits the note spells out) for the required capabilities wins; ties go to the
+fixed preference order below. `emulated` counts as fully supported: unified builds it, the
+backend's own limits do not apply. When
+nothing qualifies, the `RoutingError` says which capability or credential is missing and what to
+do, because "no backend" alone would leave the caller guessing.
+
+Imports only the light parts of `unified`: routing runs before any backend SDK is loaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from unified import capabilities
+from unified._auth import AUTH_MODE_TITLES, AuthReport, detect_auth
+from unified.errors import ConfigurationError, RoutingError
+from unified.types import ExecuteParams
+
+PREFERENCE: tuple[str, ...] = ("generate-content", "gemini-cli", "interactions")
+"""Tie-break order: unified's own loop on the stable API first (no subprocess, every tool local),
+then the real Gemini CLI (the only one for a Code Assist login), then the beta Interactions API."""
+
+
+_AUTH_HINTS = {
+    "api_key": "set GEMINI_API_KEY (or GOOGLE_API_KEY)",
+    "vertex": "set GOOGLE_GENAI_USE_VERTEXAI=true, GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION "
+    "and run `gcloud auth application-default login` (or GOOGLE_GENAI_USE_VERTEXAI=true and GOOGLE_API_KEY "
+    "alone: express mode)",
+    "code_assist": "run `gemini` once and log in with Google",
+    "gateway": "set GOOGLE_GEMINI_BASE_URL to your gateway and GEMINI_API_KEY to the key it expects",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class BackendSelection:
+    """The chosen backend, why, and the other backends that would also have worked (best first)."""
+
+    backend: str
+    reason: str
+    alternatives: tuple[str, ...] = ()
+
+
+def _auto_backends() -> list[str]:
+    eligible = [b.name for b in capabilities.MATRIX.backends.values() if b.auto]
+    return sorted(eligible, key=lambda name: PREFERENCE.index(name) if name in PREFERENCE else len(PREFERENCE))
+
+
+def _missing(backend: str, requires: list[str]) -> list[str]:
+    return [c for c in requires if capabilities.level(backend, c) not in capabilities.QUALIFYING_LEVELS]
+
+
+def select_backend(
+    auth: AuthReport, requires: Iterable[str] = (), prefer: str | None = None, only: str | None = None
+) -> BackendSelection:
+    """The best backend for the credentials in `auth` that offers every capability in `requires`.
+
+    `prefer` wins whenever it qualifies; otherwise the reason says why it was passed over.
+    `only` considers that one backend alone (a resumed session's owner: no other can continue it).
+    Raises `RoutingError` naming the missing capability or credential when nothing qualifies.
+    """
+    required = sorted(set(requires))
+    unknown = [c for c in required if c not in capabilities.CAPABILITIES]
+    if unknown:
+        raise RoutingError(
+            f"unknown capability {', '.join(map(repr, unknown))}",
+            hint=f"capabilities are: {', '.join(capabilities.CAPABILITIES)}",
+        )
+    candidates = [only] if only is not None else _auto_backends()
+    if only is not None and only not in capabilities.BACKENDS:
+        raise ConfigurationError(f"unknown backend {only!r}", hint=f"choose one of: {', '.join(capabilities.BACKENDS)}")
+    if prefer is not None and prefer not in candidates:
+        if prefer not in capabilities.BACKENDS:
+            raise ConfigurationError(
+                f"unknown backend {prefer!r}", hint=f"choose one of: {', '.join(capabilities.BACKENDS)}"
+            )
+        candidates.append(prefer)  # a backend auto never picks alone (scripted) may still be asked for
+
+    usable = auth.usable_modes
+    qualifying: list[tuple[str, str]] = []
+    rejected: dict[str, str] = {}
+    for name in candidates:
+        column = capabilities.column(name)
+        modes = [m for m in column.auth if m in usable]
+        if column.auth and not modes:
+            rejected[name] = f"needs {' or '.join(AUTH_MODE_TITLES[m] for m in column.auth)}"
+            continue
+        missing = _missing(name, required)
+        if missing:
+            rejected[name] = f"does not support {', '.join(missing)}"
+            continue
+        found = auth.get(modes[0]) if modes else None
+        via = found.summary() if found else "no credentials needed"
+        qualifying.append((name, via))
+
+    if not qualifying:
+        raise RoutingError(_explain(auth, required, rejected), hint=_hint(auth, required, candidates))
+
+    def rank(entry: tuple[str, str]) -> tuple[int, int]:
+        name = entry[0]
+        return (sum(capabilities.level(name, c) == "partial" for c in required), candidates.index(name))
+
+    ranked = sorted(qualifying, key=rank)
+    chosen = next((e for e in ranked if e[0] == prefer), ranked[0])
+    reason = f"{chosen[0]}: {chosen[1]}"
+    if required:
+        levels = ", ".join(f"{c} {capabilities.level(chosen[0], c)}" for c in required)
+        reason += f"; requires {levels}"
+    if prefer is not None and chosen[0] != prefer:
+        reason += f" (preferred {prefer} {rejected[prefer]})"
+    return BackendSelection(
+        backend=chosen[0], reason=reason, alternatives=tuple(name for name, _ in ranked if name != chosen[0])
+    )
+
+
+def _explain(auth: AuthReport, required: list[str], rejected: dict[str, str]) -> str:
+    if not auth.usable_modes and all(r.startswith("needs ") for r in rejected.values()):
+        found = f"; found {auth.describe()}" if auth.modes else ""
+        return f"no backend can run: no usable Google credentials{found}"
+    per_backend = "; ".join(f"{name} {why}" for name, why in rejected.items())
+    need = f" offering {', '.join(required)}" if required else ""
+    return f"no backend{need} can run with the credentials present: {per_backend}"
+
+
+def _hint(auth: AuthReport, required: list[str], candidates: list[str]) -> str:
+    """What to change: the credentials of a backend that has the capabilities, or fewer requirements."""
+    capable = [name for name in candidates if not _missing(name, required)]
+    if not capable:
+        return "no backend offers all of these; drop a requirement (see `unified capabilities`)"
+    modes = []
+    for name in capable:
+        modes += [m for m in capabilities.column(name).auth if m not in modes]
+    return f"for {', '.join(capable)}: " + ", or ".join(_AUTH_HINTS[m] for m in modes)
+
+
+def requirements_of(params: ExecuteParams) -> set[str]:
+    """The capabilities a run needs, derived from what the caller asked for."""
+    required: set[str] = set()
+    if params.resume:
+        required.add("session_resume")
+    if params.images:
+        required.add("image_input")
+    if params.mcp_servers:
+        required.add("mcp")
+    if params.approval_mode == "plan":
+        required.add("plan_mode")
+    if params.thinking is not None and params.thinking.include_thoughts:
+        required.add("thinking")
+    if params.on_user_input is not None and params.approval_mode in ("default", "auto_edit"):
+        # The caller wants to be asked before writes and shell commands. A handler does not make
+        # `user_input` a requirement: it is the ability to answer, and a model that cannot ask
+        # still does the task, so demanding it would exclude backends for nothing.
+        required.add("permission_requests")
+    return required
+
+
+def select_backend_for(params: ExecuteParams, prefer: str | None = None, only: str | None = None) -> BackendSelection:
+    """`select_backend` for one run: the credentials of this process and the needs of `params`.
+
+    A need no backend can meet because of the model itself (thoughts from a model that does not
+    think, per the model facts of `unified._internal.models`) is a `RoutingError` naming the model.
+    """
+    from unified._internal.models import UNKNOWN, profile
+
+    model = profile(params.model)
+    wants_thoughts = params.thinking is not None and params.thinking.include_thoughts
+    if wants_thoughts and model is not UNKNOWN and model.thinking == "none":
+        raise RoutingError(
+            f"{params.model} does not think, so no backend can return its thoughts",
+            hint="set thinking.include_thoughts to false, or choose a thinking model (e.g. gemini-3-flash-preview)",
+        )
+    return select_backend(detect_auth(), requirements_of(params), prefer=prefer, only=only)

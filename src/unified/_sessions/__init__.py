@@ -1,0 +1,1 @@
+"""Sessions: records and the store protocol, the built-in stores, and the service over every backend."""

@@ -1,0 +1,60 @@
+"""Which session store a run uses: the one `UNIFIED_SESSION_STORE_URL` names, else the files.
+
+Kept apart from the stores themselves so that choosing one (which may load the PostgreSQL store)
+is not a dependency of the stores.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+from unified._exports import publish
+from unified._sessions.records import SessionStore
+from unified._sessions.stores import FileSessionStore
+from unified.errors import ConfigurationError
+
+__all__ = ["STORE_URL_ENV", "configured_store", "default_store", "store_from_url"]
+
+STORE_URL_ENV = "UNIFIED_SESSION_STORE_URL"
+"""Names the session store every run and `unified sessions` use when none is passed."""
+
+
+def store_from_url(url: str) -> SessionStore:
+    """The store a URL names: `postgresql://...` (or `postgres://...`), or `file:///path` (a directory).
+
+    Raises ConfigurationError for any other scheme, or when the PostgreSQL driver is missing.
+    """
+    scheme = url.partition("://")[0].lower()
+    if scheme in ("postgresql", "postgres"):
+        return _postgres_store(url)
+    if scheme == "file":
+        return FileSessionStore(Path(url.partition("://")[2]))
+    raise ConfigurationError(
+        f"the session store URL names an unknown kind of store ({scheme or 'no scheme'!s})",
+        hint=f"set {STORE_URL_ENV} to postgresql://user:password@host:port/database or file:///directory",
+    )
+
+
+@functools.cache
+def _postgres_store(url: str) -> SessionStore:
+    """One store per URL in a process, so runs share its idle connections."""
+    from unified._sessions.postgres import PostgresSessionStore
+
+    return PostgresSessionStore(url)
+
+
+def configured_store() -> SessionStore | None:
+    """The store `UNIFIED_SESSION_STORE_URL` names, None when it is not set."""
+    url = os.environ.get(STORE_URL_ENV, "").strip()
+    return store_from_url(url) if url else None
+
+
+def default_store() -> SessionStore:
+    """The store a run uses when `ExecuteParams.session_store` is None: the one `UNIFIED_SESSION_STORE_URL`
+    names, else files under `sessions_root()`."""
+    return configured_store() or FileSessionStore()
+
+
+publish("unified.sessions", ["store_from_url"], globals())

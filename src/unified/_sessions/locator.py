@@ -1,0 +1,52 @@
+"""The SessionLocator of the API backends: their sessions as a `SessionStore` holds them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from unified._sessions.config import default_store
+from unified._sessions.records import SessionInfo, SessionStore, StoredSession
+from unified._sessions.stores import described
+
+__all__ = ["StoreSessionLocator"]
+
+
+class StoreSessionLocator:
+    """The SessionLocator of an API backend over a SessionStore (`unified sessions list|show|delete`).
+
+    Sessions are not scoped by project: `cwd` only filters the listing (unreadable records, whose
+    cwd is unknown, are always listed). `show` gives the header fields every backend has, then
+    what `show_state` adds from the backend's own state.
+    """
+
+    backend: str
+
+    def __init__(self, store: SessionStore | None = None) -> None:
+        self.store = store if store is not None else default_store()
+
+    async def list_sessions(self, cwd: str | None = None) -> list[SessionInfo]:
+        found = await self.store.list_sessions(self.backend)
+        return [s for s in found if cwd is None or s.problem is not None or s.cwd == cwd]
+
+    async def resolve(self, ref: str, cwd: str | None = None) -> SessionInfo:
+        return await self.store.resolve(self.backend, ref)
+
+    async def show(self, ref: str, cwd: str | None = None) -> dict[str, Any]:
+        info = await self.resolve(ref)
+        session = await self.store.load(self.backend, info.session_id)
+        return {
+            "backend": self.backend,
+            "session_id": session.session_id,
+            **described(session),
+            **self.show_state(session),
+        }
+
+    def show_state(self, session: StoredSession) -> dict[str, Any]:
+        """The backend-specific part of `show` (the conversation as the backend stores it)."""
+        return {}
+
+    async def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
+        """Remove our record of one session (refused while a run holds it)."""
+        info = await self.resolve(ref)
+        await self.store.delete(self.backend, info.session_id)
+        return info

@@ -1,0 +1,544 @@
+"""The built-in SessionStores: `FileSessionStore` (the default) and `MemorySessionStore`.
+
+File layout: one JSON file per session, `<root>/<backend>/<id>.json`, root being
+`$UNIFIED_DATA_DIR/sessions` or `<user data dir>/unified/sessions`. The file is one JSON object
+whose first line holds the small `header` (format, id, model, cwd, timestamps, usage, first
+prompt) and whose rest holds the backend's opaque `state`, so listing reads one line (and the
+last two bytes, to see the file is whole) per file. Writes go to a temp file in the same
+directory, fsynced, then `os.replace`d into place: a reader never sees half a file.
+
+Leases: `<id>.lock` is held with `flock(LOCK_EX | LOCK_NB)` on a descriptor kept open for the
+run, so the kernel releases it when the holder exits, however it dies. The error names the holder
+from the kernel's lock table (Linux), else from the pid and host the holder wrote in the file;
+neither is ever used to decide anything. Taking a lease never waits. See docs/sessions.md for the
+guarantees and their limits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import socket
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+import platformdirs
+
+from unified._exports import publish
+from unified._redaction import redact
+from unified._sessions.records import SessionInfo, SessionProblem, StoredSession, resolve_ref, short_id_of
+from unified.errors import (
+    CorruptSession,
+    SessionError,
+    SessionInUse,
+    SessionNotFound,
+    UnsupportedSessionFormat,
+)
+from unified.events import Usage
+
+FORMAT_VERSION = 1
+"""The document format this `unified` writes and reads; a larger number is a newer `unified`'s."""
+_HEADER_PREFIX = '{"header": '
+_END = b"}\n"
+"""How every document we write ends; raw newlines occur only here and after the header line."""
+
+_ID_CHARS = re.compile(r"[0-9a-z_-]+")
+"""What our session ids (and a reference that can name a file) are made of."""
+_NAME_CHARS = re.compile(r"[0-9A-Za-z_-]+")
+"""What a backend name or a session id must be made of to become a path component."""
+
+
+def sessions_root() -> Path:
+    """`$UNIFIED_DATA_DIR/sessions`, else `<user data dir>/unified/sessions` (XDG_DATA_HOME on Linux)."""
+    override = os.environ.get("UNIFIED_DATA_DIR")
+    base = Path(override) if override else Path(platformdirs.user_data_dir("unified", appauthor=False))
+    return base / "sessions"
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+# --- the document, shared by both stores -----------------------------------------------------------
+
+
+def described(session: StoredSession) -> dict[str, Any]:
+    """What a session says about itself besides its id and state: stored in its header, shown by `show`."""
+    return {
+        "short_id": session.short_id,
+        "model": session.model,
+        "cwd": session.cwd,
+        "first_prompt": session.first_prompt,
+        "created_at": session.created_at.isoformat(),
+        "updated_at": session.updated_at.isoformat(),
+        "usage": session.usage.model_dump(),
+        "turns": session.turns,
+    }
+
+
+def serialize(session: StoredSession) -> str:
+    """The stored document of `session`, known secret values redacted."""
+    header = {"format": FORMAT_VERSION, "backend": session.backend, "id": session.session_id, **described(session)}
+    head = json.dumps(header, ensure_ascii=False, separators=(",", ":"))
+    body = json.dumps(session.state, ensure_ascii=False, separators=(",", ":"))
+    return redact(f'{_HEADER_PREFIX}{head},\n"state": {body}}}\n')
+
+
+def header_text(document: str) -> str:
+    """The header of a document `serialize` wrote, as JSON text (its first line, unwrapped)."""
+    first = document.split("\n", 1)[0]
+    return first[len(_HEADER_PREFIX) : -1]
+
+
+def unsupported_format(where: str, version: int) -> UnsupportedSessionFormat:
+    return UnsupportedSessionFormat(
+        f"session {where} has format {version}: it was written by a newer unified "
+        f"(this one reads format {FORMAT_VERSION})",
+        hint="upgrade unified to resume it; the record was left unchanged",
+        details={"path": where, "format": version},
+    )
+
+
+def _corrupt(where: str, why: str) -> CorruptSession:
+    return CorruptSession(
+        f"session {where} is corrupt: {why}",
+        hint="it was left unchanged; move it away (or repair it by hand) and start a new session",
+        details={"path": where},
+    )
+
+
+def _checked_header(raw: object, where: str) -> dict[str, Any]:
+    """`raw` if it is a header this `unified` can read; else the error that says why not."""
+    if not isinstance(raw, dict):
+        raise _corrupt(where, "its header is not a JSON object")
+    version = raw.get("format")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise _corrupt(where, f"its format number is {version!r}")
+    if version > FORMAT_VERSION:
+        raise unsupported_format(where, version)
+    return raw
+
+
+def _info(header: dict[str, Any], where: str) -> SessionInfo:
+    try:
+        session_id = header["id"]
+        if not isinstance(session_id, str):
+            raise TypeError(f"id is {session_id!r}")
+        usage = Usage.model_validate(header.get("usage") or {})
+        return SessionInfo(
+            backend=str(header["backend"]),
+            session_id=session_id,
+            short_id=short_id_of(session_id),
+            started_at=datetime.fromisoformat(header["created_at"]),
+            updated_at=datetime.fromisoformat(header["updated_at"]),
+            first_prompt=header.get("first_prompt"),
+            cwd=header.get("cwd"),
+            model=header.get("model"),
+            path=where,
+            extra={"usage": usage.model_dump(), "turns": int(header.get("turns") or 0)},
+        )
+    except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        raise _corrupt(where, f"its header has a wrong or missing field ({type(exc).__name__}: {exc})") from exc
+
+
+def _parse(text: str, where: str) -> StoredSession:
+    """The session in a stored document, or CorruptSession/UnsupportedSessionFormat."""
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise _corrupt(where, f"it is not valid JSON ({exc})") from exc
+    if not isinstance(document, dict) or "header" not in document:
+        raise _corrupt(where, "it has no header")
+    header = _checked_header(document["header"], where)
+    state = document.get("state")
+    if not isinstance(state, dict):
+        raise _corrupt(where, "its state is not a JSON object")
+    info = _info(header, where)  # validates every field used below
+    return StoredSession(
+        backend=info.backend,
+        session_id=info.session_id,
+        model=info.model,
+        cwd=info.cwd,
+        first_prompt=info.first_prompt,
+        created_at=datetime.fromisoformat(header["created_at"]),
+        updated_at=datetime.fromisoformat(header["updated_at"]),
+        usage=Usage.model_validate(info.extra["usage"]),
+        turns=int(info.extra["turns"]),
+        state=state,
+    )
+
+
+def _unreadable(backend: str, session_id: str, where: str, error: SessionError) -> SessionInfo:
+    """The listing entry of a record that cannot be read: reported, never hidden."""
+    kind = "newer_format" if isinstance(error, UnsupportedSessionFormat) else "corrupt"
+    return SessionInfo(
+        backend=backend,
+        session_id=session_id,
+        short_id=short_id_of(session_id),
+        path=where,
+        problem=SessionProblem(kind=kind, message=error.message, hint=error.hint or ""),
+    )
+
+
+def _newest_first(infos: list[SessionInfo]) -> list[SessionInfo]:
+    return sorted(infos, key=lambda s: s.updated_at or datetime.min.replace(tzinfo=UTC), reverse=True)
+
+
+def _checked_name(kind: str, value: str) -> str:
+    if not _NAME_CHARS.fullmatch(value):
+        raise SessionError(
+            f"{kind} {value!r} cannot name a stored session",
+            hint="use letters, digits, '-' and '_' only",
+        )
+    return value
+
+
+def _in_use(session_id: str, holder: str) -> SessionInUse:
+    return SessionInUse(
+        f"session {short_id_of(session_id)} is in use by another run ({holder}); wait for it to finish",
+        hint="or start a new session; a lease is released as soon as its run ends, even if it crashed",
+        details={"session_id": session_id},
+    )
+
+
+def _holder_record() -> bytes:
+    return json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": _now().isoformat()}).encode()
+
+
+def _kernel_holder(fd: int) -> int | None:
+    """The pid holding the flock on `fd`'s file, as the kernel reports it (Linux `/proc/locks`).
+
+    The record in the lock file can be stale for an instant (a holder that just took over a
+    crashed run's file has not rewritten it yet); the kernel's table cannot.
+    """
+    stat = os.fstat(fd)
+    key = f"{os.major(stat.st_dev):02x}:{os.minor(stat.st_dev):02x}:{stat.st_ino}"
+    try:
+        table = Path("/proc/locks").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    for line in table.splitlines():
+        fields = line.split()  # "1: FLOCK  ADVISORY  WRITE 12345 fd:01:1234567 0 EOF"
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == key and fields[4].isdigit():
+            return int(fields[4])
+    return None
+
+
+def _describe_holder(fd: int) -> str:
+    """Who holds the lease on `fd`'s lock file: the kernel's answer, else the holder's own record."""
+    pid = _kernel_holder(fd)
+    if pid is not None:
+        return f"pid {pid} on host {socket.gethostname()}"
+    try:
+        data = json.loads(os.pread(fd, 4096, 0))
+        return f"pid {int(data['pid'])} on host {data['host']}"
+    except (ValueError, KeyError, TypeError):
+        return "a run that has not recorded its pid yet"
+
+
+# --- files ----------------------------------------------------------------------------------------
+
+
+class BlockingSessionStore(ABC):
+    """A store whose I/O blocks (files, a database driver): each protocol call but `lease` runs its
+    blocking twin in a worker thread, so no event loop waits on a disk or a socket."""
+
+    @abstractmethod
+    def _list(self, backend: str) -> list[SessionInfo]: ...
+
+    @abstractmethod
+    def _resolve(self, backend: str, ref: str) -> SessionInfo: ...
+
+    @abstractmethod
+    def _load(self, backend: str, session_id: str) -> StoredSession: ...
+
+    @abstractmethod
+    def _save(self, session: StoredSession) -> None: ...
+
+    @abstractmethod
+    def _delete(self, backend: str, session_id: str) -> None: ...
+
+    async def list_sessions(self, backend: str) -> list[SessionInfo]:
+        return await anyio.to_thread.run_sync(self._list, backend)
+
+    async def resolve(self, backend: str, ref: str) -> SessionInfo:
+        return await anyio.to_thread.run_sync(self._resolve, backend, ref)
+
+    async def load(self, backend: str, session_id: str) -> StoredSession:
+        return await anyio.to_thread.run_sync(self._load, backend, session_id)
+
+    async def save(self, session: StoredSession) -> None:
+        await anyio.to_thread.run_sync(self._save, session)
+
+    async def delete(self, backend: str, session_id: str) -> None:
+        await anyio.to_thread.run_sync(self._delete, backend, session_id)
+
+
+class FileSessionStore(BlockingSessionStore):
+    """Sessions as files under `root` (default: `sessions_root()`), one directory per backend.
+
+    Guarantees (docs/sessions.md): atomic replacement on save; a lease held by at most one
+    open descriptor at a time, across processes, released by the kernel when its holder dies;
+    a file it cannot read is reported, never rewritten, never deleted. Leases need a local
+    filesystem (flock is advisory and not reliable over some network filesystems).
+    """
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root if root is not None else sessions_root()
+
+    def path_of(self, backend: str, session_id: str) -> Path:
+        return self.root / _checked_name("backend", backend) / f"{_checked_name('session id', session_id)}.json"
+
+    def _lock_path(self, backend: str, session_id: str) -> Path:
+        return self.path_of(backend, session_id).with_suffix(".lock")
+
+    # -- the protocol --------------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def lease(self, backend: str, session_id: str) -> AsyncIterator[None]:
+        held = self._hold(backend, session_id)
+        await anyio.to_thread.run_sync(held.__enter__)
+        try:
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(held.__exit__, None, None, None)
+
+    # -- reading -------------------------------------------------------------------------------------
+
+    def _read_header(self, path: Path) -> dict[str, Any]:
+        """The header, reading the first line and the last two bytes (a cut file fails here)."""
+        where = str(path)
+        with path.open("rb") as handle:
+            first = handle.readline()
+            handle.seek(max(path.stat().st_size - len(_END), 0))
+            end = handle.read()
+        if end != _END:
+            raise _corrupt(where, "it is truncated (it does not end as unified writes it)")
+        try:
+            line = first.decode("utf-8").rstrip()
+        except UnicodeDecodeError as exc:
+            raise _corrupt(where, f"it is not UTF-8 ({exc})") from exc
+        if line.startswith(_HEADER_PREFIX) and line.endswith(","):
+            with contextlib.suppress(ValueError):
+                return _checked_header(json.loads(line[len(_HEADER_PREFIX) : -1]), where)
+        document = self._read_document(path)  # not in our one-line layout: read it all
+        return _checked_header(document.get("header"), where)
+
+    def _read_document(self, path: Path) -> dict[str, Any]:
+        try:
+            document = json.loads(path.read_bytes().decode("utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise _corrupt(str(path), f"it is not valid JSON ({exc})") from exc
+        if not isinstance(document, dict):
+            raise _corrupt(str(path), "it is not a JSON object")
+        return document
+
+    def _entry(self, backend: str, path: Path) -> SessionInfo | None:
+        """The listing entry of one file, None if it vanished meanwhile."""
+        try:
+            info = _info(self._read_header(path), str(path))
+            if info.session_id != path.stem:
+                raise _corrupt(str(path), f"it names session {info.session_id!r}, not {path.stem!r}")
+            return info
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return _unreadable(backend, path.stem, str(path), _corrupt(str(path), f"it cannot be read ({exc})"))
+        except (CorruptSession, UnsupportedSessionFormat) as exc:
+            return _unreadable(backend, path.stem, str(path), exc)
+
+    def _list(self, backend: str) -> list[SessionInfo]:
+        return self._collect(backend, "*.json")
+
+    def _collect(self, backend: str, pattern: str) -> list[SessionInfo]:
+        directory = self.root / _checked_name("backend", backend)
+        if not directory.is_dir():
+            return []
+        entries = (self._entry(backend, path) for path in directory.glob(pattern))
+        return _newest_first([e for e in entries if e is not None])
+
+    def _resolve(self, backend: str, ref: str) -> SessionInfo:
+        """Reads only the files named after ids that start with `ref`; the whole listing only to explain a miss."""
+        key = ref.strip().lower()
+        if _ID_CHARS.fullmatch(key):
+            found = self._collect(backend, f"{key}*.json")
+            if found:
+                return resolve_ref(ref, found, backend)
+        return resolve_ref(ref, self._collect(backend, "*.json"), backend)
+
+    def _load(self, backend: str, session_id: str) -> StoredSession:
+        path = self.path_of(backend, session_id)
+        try:
+            return self._read_session(path)
+        except FileNotFoundError:
+            raise SessionNotFound(
+                f"no {backend} session {session_id!r} in {path.parent}",
+                hint="run `unified sessions list` to see the sessions there are",
+            ) from None
+
+    def _read_session(self, path: Path) -> StoredSession:
+        raw = path.read_bytes()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _corrupt(str(path), f"it is not UTF-8 ({exc})") from exc
+        session = _parse(text, str(path))
+        if session.session_id != path.stem:
+            raise _corrupt(str(path), f"it names session {session.session_id!r}, not {path.stem!r}")
+        return session
+
+    # -- writing -------------------------------------------------------------------------------------
+
+    def _save(self, session: StoredSession) -> None:
+        target = self.path_of(session.backend, session.session_id)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            self._read_session(target)  # a record we cannot read is never replaced: this raises why
+        session.updated_at = _now()
+        data = serialize(session).encode("utf-8")
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, target)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+
+    def _delete(self, backend: str, session_id: str) -> None:
+        path = self.path_of(backend, session_id)
+        with self._hold(backend, session_id):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                raise SessionNotFound(f"no {backend} session {session_id!r} in {path.parent}") from None
+
+    @contextlib.contextmanager
+    def _hold(self, backend: str, session_id: str) -> Iterator[None]:
+        """The lease, blocking-I/O side: flock the lock file, record who holds it, unlink it on release.
+
+        The file is unlinked while still locked, so a taker that opened it just before can lock
+        a file no longer at the path: it checks that the inode it locked is the one at the path
+        and tries again if not. That keeps "one holder" true without ever leaving lock files behind.
+        """
+        lock = self._lock_path(backend, session_id)
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _describe_holder(fd)
+                os.close(fd)
+                raise _in_use(session_id, holder) from None
+            locked = os.fstat(fd)
+            try:
+                current = os.stat(lock)
+                if (current.st_ino, current.st_dev) == (locked.st_ino, locked.st_dev):
+                    break
+            except FileNotFoundError:
+                pass
+            os.close(fd)  # we locked a file its last holder had already unlinked
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, _holder_record(), 0)
+            yield
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                lock.unlink()
+            os.close(fd)
+
+
+# --- memory ---------------------------------------------------------------------------------------
+
+
+class MemorySessionStore:
+    """Sessions in this process's memory, for tests and short-lived orchestrators.
+
+    Stores the same redacted documents the file store writes, and a loaded session never shares
+    objects with the one saved. A document that cannot be read (only a test puts one there) is
+    reported and never replaced, as by the other stores. Leases
+    exclude other runs of this process only: the store is not shared with other processes, so
+    there is nothing else to exclude.
+    """
+
+    def __init__(self) -> None:
+        self._documents: dict[tuple[str, str], str] = {}
+        self._held: set[tuple[str, str]] = set()
+        self._guard = threading.Lock()
+
+    @staticmethod
+    def _where(backend: str, session_id: str) -> str:
+        return f"memory:{backend}/{session_id}"
+
+    def _entries(self, backend: str) -> list[SessionInfo]:
+        with self._guard:
+            documents = [(sid, text) for (owner, sid), text in self._documents.items() if owner == backend]
+        return _newest_first([self._entry(backend, sid, text) for sid, text in documents])
+
+    def _entry(self, backend: str, session_id: str, text: str) -> SessionInfo:
+        """The listing entry of one document; an unreadable one (put there by hand) is reported, not hidden."""
+        where = self._where(backend, session_id)
+        try:
+            session = _parse(text, where)
+        except (CorruptSession, UnsupportedSessionFormat) as exc:
+            return _unreadable(backend, session_id, where, exc)
+        return _info({"backend": backend, "id": session.session_id, **described(session)}, where)
+
+    async def list_sessions(self, backend: str) -> list[SessionInfo]:
+        return self._entries(backend)
+
+    async def resolve(self, backend: str, ref: str) -> SessionInfo:
+        return resolve_ref(ref, self._entries(backend), backend)
+
+    async def load(self, backend: str, session_id: str) -> StoredSession:
+        with self._guard:
+            text = self._documents.get((backend, session_id))
+        if text is None:
+            raise SessionNotFound(f"no {backend} session {session_id!r} in this process's memory store")
+        return _parse(text, self._where(backend, session_id))
+
+    async def save(self, session: StoredSession) -> None:
+        key = (session.backend, session.session_id)
+        with self._guard:
+            existing = self._documents.get(key)
+            if existing is not None:  # a record we cannot read is never replaced: this raises why
+                _parse(existing, self._where(*key))
+            session.updated_at = _now()
+            self._documents[key] = serialize(session)
+
+    async def delete(self, backend: str, session_id: str) -> None:
+        key = (backend, session_id)
+        with self._guard:
+            if key in self._held:
+                raise _in_use(session_id, f"pid {os.getpid()} on host {socket.gethostname()}")
+            if self._documents.pop(key, None) is None:
+                raise SessionNotFound(f"no {backend} session {session_id!r} in this process's memory store")
+
+    @contextlib.asynccontextmanager
+    async def lease(self, backend: str, session_id: str) -> AsyncIterator[None]:
+        key = (backend, session_id)
+        with self._guard:
+            if key in self._held:
+                raise _in_use(session_id, f"pid {os.getpid()} on host {socket.gethostname()}")
+            self._held.add(key)
+        try:
+            yield
+        finally:
+            with self._guard:
+                self._held.discard(key)
+
+
+publish("unified.sessions", ["FileSessionStore", "MemorySessionStore"], globals())

@@ -1,0 +1,306 @@
+"""Record and replay HTTP traffic of the API backends with vcrpy, secrets scrubbed, network blocked.
+
+The API backends inject their own `httpx.AsyncClient` into google-genai, and vcrpy (>= 7) patches
+httpx, so every request of a run can be recorded once and replayed offline::
+
+    from unified.testing._cassettes import use_cassette
+
+    with use_cassette(Path("cassettes/generate-content"), "text-turn") as cassette:
+        events = [e async for e in execute(params)]
+
+Replays use record mode `none`: a request the cassette lacks fails instead of reaching a
+network, and leaving the block with interactions unplayed fails too (`cassette.all_played`).
+Setting `UNIFIED_RECORD=1` re-records every cassette used (mode `all`); `cassette_endpoint(turns)`
+gives the `base_url` to point the run at either way (an unreachable address on replay, a
+FakeGemini serving the script while recording). Recorded cassettes get
+a YAML comment at the top saying what they were recorded against (`source`), and
+`x-goog-api-key`, `authorization`, cookies and `key=`/`access_token=` query parameters never
+reach the file; nor does, anywhere in a request or response (URL, header, body), a secret value
+of the environment or a credential-shaped string (`AIza...`, `ya29....`, bearer tokens, OAuth
+token fields): `scrub_text` replaces them, in vcrpy's log lines too, and the JSON-RPC transcript
+recorders use it as well.
+vcrpy is a test dependency: this module imports it only when used.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from unified._redaction import redact_key_shapes, redactor
+
+if TYPE_CHECKING:
+    from unified.testing._scenario import Fault, Turn
+
+RECORD_ENV = "UNIFIED_RECORD"
+SECRET_HEADERS = (
+    "x-goog-api-key",
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "x-goog-iam-authorization-token",
+)
+SECRET_RESPONSE_HEADERS = ("set-cookie",)
+SECRET_QUERY = ("key", "access_token")
+REDACTED = "<redacted>"
+MATCH_ON = ("method", "path", "query", "prompt")
+"""Not host and port (a recording server's port is random), not the whole body (tool descriptions and
+tool outputs may change): `prompt` compares the model named in the body and the user's prompt."""
+
+DEFAULT_SOURCE = "unified.testing.FakeGemini on 127.0.0.1 (a local fake server), not Google's API"
+UNREACHABLE = "http://127.0.0.1:9"
+"""Where replays point a backend: a request vcrpy let through would fail to connect rather than reach anything."""
+
+
+_TOKEN_FIELD = re.compile(
+    r"""(?P<head>["']?\b(?:refresh_token|access_token|id_token|client_secret|api_?key)["']?\s*[:=]\s*["']?)"""
+    r"""(?!<redacted>)(?P<value>[^\s"'&,;}]+)""",
+    re.IGNORECASE,
+)
+"""OAuth token fields and api keys in JSON or form bodies: `"refresh_token": "..."`, `api_key=...`."""
+_BEARER = re.compile(r"(?P<head>\b[Bb]earer\s+)(?!<redacted>)[A-Za-z0-9._~+/\-]{8,}=*")
+
+
+def scrub_text(text: str) -> str:
+    """`text` without the environment's secret values and without credential-shaped strings."""
+    text = redact_key_shapes(redactor()(text, REDACTED), REDACTED)
+    text = _BEARER.sub(lambda m: m["head"] + REDACTED, text)
+    return _TOKEN_FIELD.sub(lambda m: m["head"] + REDACTED, text)
+
+
+def scrub_body(body: bytes | str | None) -> bytes | str | None:
+    """`scrub_text` for a recorded body; bytes that are not UTF-8 survive unchanged around what it replaces."""
+    if isinstance(body, bytes):
+        return scrub_text(body.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+    return scrub_text(body) if isinstance(body, str) else body
+
+
+_VCR_LOGGERS = ("vcr", "vcr.cassette", "vcr.matchers", "vcr.request", "vcr.stubs", "vcr.stubs.httpx_stubs")
+"""vcrpy's loggers that print requests and responses (`Appending request ... and response ...`), unscrubbed."""
+
+
+class _ScrubbingFilter(logging.Filter):
+    """Scrubs a log record's text before any handler sees it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = scrub_text(record.getMessage()), None
+        return True
+
+
+_SCRUB_LOGS = _ScrubbingFilter()
+
+
+def recording() -> bool:
+    """True when `UNIFIED_RECORD=1`: cassettes are re-recorded instead of replayed."""
+    return os.environ.get(RECORD_ENV, "").strip() == "1"
+
+
+def scrub_request(request: Any) -> Any:
+    """vcrpy `before_record_request` hook: redact credentials in headers, the URL and the body."""
+    for name in list(request.headers):
+        if name.lower() in SECRET_HEADERS:
+            request.headers[name] = REDACTED
+        else:
+            request.headers[name] = scrub_text(request.headers[name])
+    if any(key in SECRET_QUERY for key, _ in request.query):
+        from urllib.parse import urlencode, urlsplit, urlunsplit
+
+        parts = urlsplit(request.uri)
+        query = urlencode([(k, REDACTED if k in SECRET_QUERY else v) for k, v in request.query])
+        request.uri = urlunsplit(parts._replace(query=query))
+    request.uri = scrub_text(request.uri)
+    request.body = scrub_body(request.body_bytes)
+    return request
+
+
+def scrub_response(response: dict[str, Any]) -> dict[str, Any]:
+    """vcrpy `before_record_response` hook: drop cookies the server set, redact credentials in the rest."""
+    headers = response.get("headers", {})
+    for name in list(headers):
+        if name.lower() in SECRET_RESPONSE_HEADERS:
+            del headers[name]
+        else:
+            headers[name] = [scrub_text(value) for value in headers[name]]
+    body = response.get("body") or {}
+    content = scrub_body(body.get("string"))
+    if content is not None:
+        body["string"] = content
+        size = len(content if isinstance(content, bytes) else content.encode())
+        for name in list(headers):
+            if name.lower() == "content-length":
+                headers[name] = [str(size)]
+    return response
+
+
+class _AnnotatedYaml:
+    """vcrpy's YAML serializer plus a leading comment that says where the cassette came from."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def serialize(self, cassette_dict: dict[str, Any]) -> str:
+        from vcr.serializers import yamlserializer
+
+        stamp = datetime.now(UTC).strftime("%Y-%m-%d")
+        header = (
+            f"# Recorded {stamp} against {self.source}.\n"
+            f"# Secrets scrubbed ({', '.join(SECRET_HEADERS)}, query {', '.join(SECRET_QUERY)}, "
+            "secret values and credential-shaped strings in URLs and bodies).\n"
+            f"# Re-record with {RECORD_ENV}=1.\n"
+        )
+        return header + str(yamlserializer.serialize(cassette_dict))
+
+    def deserialize(self, cassette_string: str) -> dict[str, Any]:
+        from vcr.serializers import yamlserializer
+
+        data: dict[str, Any] = yamlserializer.deserialize(cassette_string)
+        return data
+
+
+def _prompt_of(request: Any) -> tuple[str | None, str | None]:
+    """(model named in the body, the user's prompt text) of a generateContent or interactions request."""
+    try:
+        body = json.loads(request.body or b"{}")
+    except (ValueError, TypeError):
+        return None, None
+    if not isinstance(body, dict):
+        return None, None
+    model = body.get("model") if isinstance(body.get("model"), str) else None
+    for content in body.get("contents") or []:  # generateContent: the first user turn
+        if isinstance(content, dict) and content.get("role", "user") == "user":
+            texts = [str(p["text"]) for p in content.get("parts", []) if isinstance(p, dict) and "text" in p]
+            if texts:
+                return model, "".join(texts)
+    items = body.get("input")
+    if isinstance(items, str):
+        return model, items
+    for item in items if isinstance(items, list) else []:  # interactions: the user_input item
+        if isinstance(item, dict) and item.get("type") == "user_input":
+            parts = item.get("content", [])
+            return model, "".join(str(c.get("text", "")) for c in parts if isinstance(c, dict))
+    return model, None
+
+
+def prompt(live: Any, recorded: Any) -> None:
+    """vcrpy matcher: the same model in the body and the same user prompt as the recording."""
+    (model, text), (recorded_model, recorded_text) = _prompt_of(live), _prompt_of(recorded)
+    if model != recorded_model:
+        raise AssertionError(f"model {model!r} instead of the recorded {recorded_model!r}")
+    if text != recorded_text:
+        raise AssertionError(f"prompt {text!r} instead of the recorded {recorded_text!r}")
+
+
+class _RequestLog:
+    """Every request the code made inside a cassette, in order (scrubbed as vcrpy would record it)."""
+
+    def __init__(self) -> None:
+        self.requests: list[Any] = []
+        self._seen: set[tuple[str, str, bytes]] = set()
+
+    def reset(self) -> None:
+        """Forget what came through so far (vcrpy passes the cassette's own requests through on load)."""
+        self.requests.clear()
+        self._seen.clear()
+
+    def __call__(self, request: Any) -> Any:
+        request = scrub_request(request)
+        body = request.body if isinstance(request.body, bytes) else str(request.body or "").encode()
+        key = (request.method, request.uri, body)
+        if key not in self._seen:  # vcrpy passes each request through here more than once
+            self._seen.add(key)
+            self.requests.append(request)
+        return request
+
+
+def first_difference(cassette: Any, made: list[Any]) -> str | None:
+    """The first request the code made that no recorded request matches, and how it differs."""
+    from vcr.matchers import requests_match
+
+    for number, request in enumerate(made, 1):
+        if any(requests_match(request, stored, cassette._match_on) for stored in cassette.requests):
+            continue
+        where = f"request {number} ({request.method} {urlsplit(request.uri).path})"
+        similar = cassette.find_requests_with_most_matches(request)
+        if not similar:
+            return f"{where} is like none in the cassette"
+        stored, _, failed = similar[0]
+        why = "; ".join(f"{name}: {message}".strip().rstrip(":") for name, message in failed)
+        return f"{where} differs from the recorded {stored.method} {urlsplit(stored.uri).path}: {why}"
+    return None
+
+
+def make_vcr(directory: Path, *, source: str = DEFAULT_SOURCE, log: _RequestLog | None = None) -> Any:
+    """A `vcr.VCR` set up for unified's cassettes (record mode from `UNIFIED_RECORD`).
+
+    `log`, if given, receives every request made under it (see `first_difference`).
+    """
+    import vcr
+
+    recorder = vcr.VCR(
+        cassette_library_dir=str(directory),
+        record_mode="all" if recording() else "none",
+        match_on=list(MATCH_ON),
+        before_record_request=log or scrub_request,
+        before_record_response=scrub_response,
+        decode_compressed_response=True,
+    )
+    for name in _VCR_LOGGERS:
+        logging.getLogger(name).addFilter(_SCRUB_LOGS)  # a no-op when already there
+    recorder.register_matcher("prompt", prompt)
+    recorder.register_serializer("annotated-yaml", _AnnotatedYaml(source))
+    recorder.serializer = "annotated-yaml"
+    return recorder
+
+
+@contextmanager
+def use_cassette(directory: Path, name: str, *, source: str = DEFAULT_SOURCE) -> Iterator[Any]:
+    """Replay (or, with `UNIFIED_RECORD=1`, record) `<directory>/<name>.yaml`.
+
+    On replay, raises AssertionError if the block left interactions of the cassette unplayed.
+    """
+    path = name if name.endswith(".yaml") else f"{name}.yaml"
+    if not recording() and not (directory / path).is_file():
+        raise FileNotFoundError(f"no cassette {directory / path}; record it with {RECORD_ENV}=1")
+    log = _RequestLog()
+    with make_vcr(directory, source=source, log=log).use_cassette(path) as cassette:
+        log.reset()
+        yield cassette
+    if recording():
+        return
+    difference = first_difference(cassette, log.requests)
+    if difference is not None:
+        raise AssertionError(
+            f"cassette {directory / path}: {difference}; re-record with {RECORD_ENV}=1 if the change is intended"
+        )
+    if not cassette.all_played:
+        played = sum(cassette.play_counts.values())
+        raise AssertionError(
+            f"cassette {directory / path} has unplayed interactions ({played} of {len(cassette)} played): "
+            f"the code made fewer requests than were recorded; re-record with {RECORD_ENV}=1 if that is intended"
+        )
+
+
+@asynccontextmanager
+async def cassette_endpoint(turns: Iterable[Turn], faults: Mapping[int, Fault] | None = None) -> AsyncIterator[str]:
+    """The `base_url` for a run inside `use_cassette`.
+
+    On replay, `UNREACHABLE`. When recording (`UNIFIED_RECORD=1`), a FakeGemini serving `turns`,
+    with each of `faults` injected at its request index, running until the block ends.
+    """
+    if not recording():
+        yield UNREACHABLE
+        return
+    from unified.testing._fake_gemini import FakeGemini
+
+    async with FakeGemini(turns) as server:
+        for index, fault in (faults or {}).items():
+            server.inject(fault, at_request=index)
+        yield server.base_url

@@ -1,0 +1,787 @@
+"""FakeGemini: a scripted Gemini API server on 127.0.0.1 for offline, deterministic tests.
+
+It is a real HTTP server in a background thread (not a transport mock), so the same script can stand
+behind google-genai's sync and async clients on any event loop and behind a real ``gemini`` subprocess
+(``GOOGLE_GEMINI_BASE_URL``). It speaks the generateContent family (Gemini API and Vertex paths) and the
+Interactions API, records every request with secrets redacted, and injects faults on cue.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import sys
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+from urllib.parse import parse_qsl, urlsplit
+
+import anyio.to_thread
+
+from unified.testing import _wire
+from unified.testing._scenario import (
+    ApiMethod,
+    Fault,
+    FaultKind,
+    InteractionTurn,
+    ModelTurn,
+    RecordedTurn,
+    Script,
+    Turn,
+)
+from unified.testing._wire import JsonObject
+
+__all__ = ["FakeGemini", "RecordedRequest"]
+
+REDACTED = "<redacted>"
+_SECRET_HEADERS = frozenset(
+    {"x-goog-api-key", "authorization", "proxy-authorization", "cookie", "x-goog-iam-authorization-token"}
+)
+_SECRET_QUERY = frozenset({"key", "access_token"})
+_TERMINAL = frozenset({"completed", "failed", "cancelled", "incomplete", "budget_exceeded"})
+
+_MODEL_PATH = re.compile(
+    r"^/(?P<ver>v1[a-z0-9]*)/(?:projects/[^/]+/locations/[^/]+/)?(?:publishers/[^/]+/)?"
+    r"models/(?P<model>[^/:]+):(?P<op>\w+)$"
+)
+_INTERACTIONS_PATH = re.compile(
+    r"^/(?P<ver>v1[a-z0-9]*)/(?:projects/[^/]+/locations/[^/]+/)?interactions"
+    r"(?:/(?P<id>[^/:]+)(?:[/:](?P<action>cancel))?)?$"
+)
+_MODEL_OPS: dict[str, ApiMethod] = {
+    "streamGenerateContent": "generateContentStream",
+    "generateContent": "generateContent",
+    "countTokens": "countTokens",
+    "embedContent": "embedContent",
+}
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the server saw it; ``api_method`` names the API call (``generateContentStream``,
+    ``interactions.create``, ``interactions.get``, ...), ``error`` the script problem it hit, if any."""
+
+    index: int
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: Any
+    api_method: str
+    model: str | None
+    status: int
+    fault: FaultKind | None = None
+    error: str | None = None
+
+
+# --- replies: computed under the lock, written by the handler thread -------------------------------
+
+
+@dataclass
+class _Json:
+    status: int
+    body: JsonObject
+
+
+@dataclass
+class _Sse:
+    events: list[JsonObject]
+    delay: float
+    cut_after: int | None = None
+    stall_after: int | None = None
+    """Send this many events, then nothing more until the server stops (a stalled server)."""
+    done_sentinel: bool = False
+    interaction: _Interaction | None = None
+    """Set while a created interaction streams: the handler reports progress so a cancel can stop it."""
+
+
+@dataclass
+class _Drop:
+    """Close the connection without answering (a non-streaming call hit by ``cut_stream``)."""
+
+
+@dataclass
+class _Hang:
+    """Never answer (``no_headers``): the connection stays open until the server stops."""
+
+
+_Reply = _Json | _Sse | _Drop | _Hang
+
+
+@dataclass
+class _Slot:
+    turn: Turn
+    fault_pending: bool
+
+
+@dataclass
+class _Interaction:
+    id: str
+    owner: JsonObject
+    status: str
+    steps: list[JsonObject]
+    usage: JsonObject | None
+    previous_interaction_id: str | None
+    created: str
+    events: list[JsonObject] = field(default_factory=list)
+    pending_statuses: list[str] = field(default_factory=list)
+    legacy: bool = False
+    stream_status: str | None = None
+    """While its create stream is being sent the interaction is ``in_progress``; this is the status it
+    reaches when the stream's last event goes out (or the stream is cut)."""
+    stream_sent: int = 0
+    """Events of the create stream committed to the wire so far."""
+    cancelled_at: int | None = None
+    """A cancel during the stream: the index in ``events`` where the cancellation tail starts."""
+
+    def resource(self) -> JsonObject:
+        body: JsonObject = {"id": self.id, "status": self.status, **self.owner, "created": self.created}
+        body["updated"] = _now()
+        if self.status not in ("queued", "in_progress"):
+            body["steps"] = self.steps
+            texts = [
+                c["text"]
+                for s in self.steps
+                if s["type"] == "model_output"
+                for c in s.get("content", [])
+                if c.get("type") == "text"
+            ]
+            if texts:
+                body["output_text"] = "".join(texts)
+        if self.usage is not None:
+            body["usage"] = self.usage
+        if self.previous_interaction_id is not None:
+            body["previous_interaction_id"] = self.previous_interaction_id
+        return body
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _error(code: int, status: str, message: str) -> _Json:
+    return _Json(code, _wire.error_body(code, status, message))
+
+
+CLI_MODEL = "gemini-2.5-flash"
+"""The model a `gemini` binary pointed at FakeGemini uses when the run names none."""
+
+
+class FakeGemini:
+    """A scripted Gemini server; use as ``with FakeGemini(script) as server:`` (or ``async with``).
+
+    ``script`` is a :class:`Script`, a list of turns, or a path loaded with :meth:`Script.from_file`
+    (CLI ``.responses`` JSONL, ``.json``, ``.yaml``). ``chunk_delay`` slows every stream (seconds
+    between chunks) on top of each turn's own delay. Point clients at :attr:`base_url`.
+    """
+
+    def __init__(self, script: Script | Iterable[Turn] | str | Path | None = None, *, chunk_delay: float = 0.0) -> None:
+        if script is None:
+            script = Script()
+        elif isinstance(script, str | Path):
+            script = Script.from_file(script)
+        elif not isinstance(script, Script):
+            script = Script(turns=list(script))
+        self._order = script.order
+        self._slots = [_Slot(turn, turn.fault is not None) for turn in script.turns]
+        self._request_faults = dict(script.request_faults)
+        self._chunk_delay = chunk_delay
+        self._lock = threading.Lock()
+        self._requests: list[RecordedRequest] = []
+        self._problems: list[str] = []
+        self._interactions: dict[str, _Interaction] = {}
+        self._ids = itertools.count(1)
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self.stopping = threading.Event()
+        """Set by `stop`: releases every connection a ``stall`` or ``no_headers`` fault holds."""
+
+    # --- lifecycle ----------------------------------------------------------------------------------
+
+    def start(self) -> Self:
+        if self._server is not None:
+            raise RuntimeError("FakeGemini is already running")
+        self.stopping.clear()
+        self._server = _Server(self)
+        # stop() waits for the serve loop's next poll: at 50 ms, 110 short-lived servers idled 3.7 s.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.005}, name="FakeGemini", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        server, thread = self._server, self._thread
+        self._server = self._thread = None
+        self.stopping.set()
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        if thread is not None:
+            thread.join()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> Self:
+        return self.start()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        # shutdown() waits for the serve loop's next poll: keep that off the event loop.
+        await anyio.to_thread.run_sync(self.stop)
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("FakeGemini is not running")
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def cli_env(self) -> dict[str, str]:
+        """Environment for a real ``gemini`` binary (with ``selectedType=gemini-api-key`` in its settings).
+
+        ``GEMINI_MODEL`` pins the CLI's default model: without a model the CLI's router would first
+        make extra ``generateContent`` calls, each consuming a scripted turn (see docs/testing.md).
+        A model given to the run (``--model``, ``ExecuteParams.model``) still wins.
+        """
+        return {
+            "GOOGLE_GEMINI_BASE_URL": self.base_url,
+            "GEMINI_API_KEY": "fake-gemini-key",
+            "GEMINI_MODEL": CLI_MODEL,
+        }
+
+    # --- scripting ----------------------------------------------------------------------------------
+
+    def add(self, *turns: Turn) -> None:
+        """Append turns to the script (also while running)."""
+        with self._lock:
+            self._slots.extend(_Slot(turn, turn.fault is not None) for turn in turns)
+
+    def inject(self, fault: Fault, *, at_request: int | None = None) -> None:
+        """Fail the request with this 0-based index (default: the next request the server receives)."""
+        with self._lock:
+            self._request_faults[len(self._requests) if at_request is None else at_request] = fault
+
+    # --- inspection ---------------------------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request received so far, in arrival order, secrets redacted."""
+        with self._lock:
+            return list(self._requests)
+
+    def requests_for(self, api_method: str) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.api_method == api_method]
+
+    @property
+    def problems(self) -> list[str]:
+        """Script errors served so far (exhausted script, order mismatch)."""
+        with self._lock:
+            return list(self._problems)
+
+    @property
+    def unplayed(self) -> list[Turn]:
+        with self._lock:
+            return [slot.turn for slot in self._slots]
+
+    def interaction(self, interaction_id: str) -> JsonObject | None:
+        """The stored interaction resource, as a GET would show it (without advancing a background one)."""
+        with self._lock:
+            stored = self._interactions.get(interaction_id)
+            return None if stored is None else stored.resource()
+
+    def assert_done(self) -> None:
+        """Fail if a request hit a script problem or a turn was never played."""
+        problems = self.problems
+        unplayed = self.unplayed
+        if problems or unplayed:
+            raise AssertionError(f"FakeGemini: problems={problems}, unplayed turns={len(unplayed)}")
+
+    # --- dispatch (handler threads) -----------------------------------------------------------------
+
+    def _dispatch(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> _Reply:
+        url = urlsplit(target)
+        query = dict(parse_qsl(url.query, keep_blank_values=True))
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except (ValueError, UnicodeDecodeError):
+            body = raw.decode("utf-8", "replace")
+        with self._lock:
+            index = len(self._requests)
+            fault = self._request_faults.pop(index, None)
+            refusal = _refuse_credentials(url.path, query, {k.lower(): v for k, v in headers.items()})
+            if refusal is None:
+                api_method, model, reply, error, fault = self._route(method, url.path, query, body, fault)
+            else:
+                api_method, model, reply, error, fault = "refused", None, refusal, f"refused {url.path}", None
+            self._requests.append(
+                RecordedRequest(
+                    index=index,
+                    method=method,
+                    path=url.path,
+                    query={k: REDACTED if k in _SECRET_QUERY else v for k, v in query.items()},
+                    headers={k.lower(): REDACTED if k.lower() in _SECRET_HEADERS else v for k, v in headers.items()},
+                    body=body,
+                    api_method=api_method,
+                    model=model,
+                    status=reply.status if isinstance(reply, _Json) else 200,
+                    fault=fault.kind if fault is not None else None,
+                    error=error,
+                )
+            )
+            if error is not None:
+                self._problems.append(error)
+            return reply
+
+    def _route(
+        self, method: str, path: str, query: dict[str, str], body: Any, fault: Fault | None
+    ) -> tuple[str, str | None, _Reply, str | None, Fault | None]:
+        """Returns (api_method, model, reply, script error, fault applied)."""
+        if (match := _MODEL_PATH.match(path)) and method == "POST" and match["op"] in _MODEL_OPS:
+            api_method = _MODEL_OPS[match["op"]]
+            model = match["model"]
+            reply, error, fault = self._generate(api_method, model, method, path, body, fault)
+            return api_method, model, reply, error, fault
+        if match := _INTERACTIONS_PATH.match(path):
+            iid, action = match["id"], match["action"]
+            if iid is None and method == "POST":
+                payload = body if isinstance(body, dict) else {}
+                model = payload.get("model") or payload.get("agent")
+                reply, error, fault = self._create_interaction(payload, method, path, fault)
+                return "interactions.create", model, reply, error, fault
+            if iid is not None and action == "cancel" and method == "POST":
+                return "interactions.cancel", None, self._cancel(iid), None, None
+            if iid is not None and action is None and method == "GET":
+                return "interactions.get", None, self._get(iid, query), None, None
+            if iid is not None and action is None and method == "DELETE":
+                return "interactions.delete", None, self._delete(iid), None, None
+        return "unknown", None, _error(404, "NOT_FOUND", f"FakeGemini has no route for {method} {path}"), None, None
+
+    def _take(self, api_method: ApiMethod, method: str, path: str) -> _Slot | str:
+        """The slot that answers this call, or the script error to answer instead."""
+        for slot in self._slots:
+            if slot.turn.serves(api_method):
+                return slot
+            if self._order == "global":
+                return (
+                    f"FakeGemini script mismatch: next turn is a {slot.turn.kind} turn"
+                    f" that does not serve {api_method}; got {method} {path}"
+                )
+        return f"FakeGemini script exhausted: no turn left for {method} {path}"
+
+    def _fault_for(self, slot: _Slot, fault: Fault | None) -> tuple[Fault | None, bool]:
+        """The fault to apply and whether the turn is consumed (HTTP faults leave it queued)."""
+        if fault is None and slot.fault_pending:
+            slot.fault_pending = False
+            fault = slot.turn.fault
+        if fault is None or not fault.is_http:
+            self._slots.remove(slot)
+            return fault, True
+        return fault, False
+
+    def _generate(
+        self, api_method: ApiMethod, model: str, method: str, path: str, body: Any, fault: Fault | None
+    ) -> tuple[_Reply, str | None, Fault | None]:
+        if fault is not None and fault.is_http:
+            return _http_fault(fault, model), None, fault
+        slot = self._take(api_method, method, path)
+        if isinstance(slot, str):
+            if api_method == "countTokens":
+                # Clients count tokens incidentally; an estimate keeps unscripted calls from failing.
+                return _Json(200, {"totalTokens": max(1, len(json.dumps(body)) // 4)}), None, fault
+            return _error(500, "INTERNAL", slot), slot, fault
+        fault, consumed = self._fault_for(slot, fault)
+        if not consumed:
+            assert fault is not None
+            return _http_fault(fault, model), None, fault
+        turn = slot.turn
+        chunks: list[JsonObject]
+        if isinstance(turn, RecordedTurn):
+            chunks = turn.response if isinstance(turn.response, list) else [turn.response]
+        else:
+            assert isinstance(turn, ModelTurn)
+            chunks = _wire.model_chunks(turn, model, invocations=_wire.wants_invocations(body))
+        if api_method != "generateContentStream":
+            if fault is not None:
+                reply: _Reply = _Drop() if fault.kind == "cut_stream" else _Json(*_wire.fault_error(fault, model))
+                return reply, None, fault
+            return _Json(200, chunks[0] if len(chunks) == 1 else _wire.merge_chunks(chunks)), None, None
+        return self._stream(chunks, turn.chunk_delay, fault, model), None, fault
+
+    def _stream(self, events: list[JsonObject], delay: float, fault: Fault | None, model: str | None) -> _Sse:
+        """SSE reply for a generate stream, with a stream fault applied after ``fault.after`` chunks."""
+        sse = _Sse(list(events), delay + self._chunk_delay)
+        if fault is not None:
+            after = min(fault.after, max(len(events) - 1, 0))
+            if fault.kind == "cut_stream":
+                sse.cut_after = after
+            elif fault.kind == "stall":
+                sse.stall_after = after
+            elif fault.kind == "empty_stream":
+                sse.events = []
+            elif fault.kind == "no_finish":
+                sse.events = [_without_finish(chunk) for chunk in events]
+            else:
+                sse.events = [*events[:after], _wire.fault_error(fault, model)[1]]
+        return sse
+
+    # --- Interactions API ---------------------------------------------------------------------------
+
+    def _create_interaction(
+        self, payload: JsonObject, method: str, path: str, fault: Fault | None
+    ) -> tuple[_Reply, str | None, Fault | None]:
+        owner = {"agent": payload["agent"]} if "agent" in payload else {"model": payload.get("model")}
+        model = payload.get("model") or payload.get("agent")
+        if fault is not None and fault.is_http:
+            return _http_fault(fault, model), None, fault
+        previous = payload.get("previous_interaction_id")
+        if previous is not None and previous not in self._interactions:
+            return _error(404, "NOT_FOUND", f"Interaction {previous} not found"), None, fault
+        slot = self._take("interactions", method, path)
+        if isinstance(slot, str):
+            return _error(500, "INTERNAL", slot), slot, fault
+        fault, consumed = self._fault_for(slot, fault)
+        if not consumed:
+            assert fault is not None
+            return _http_fault(fault, model), None, fault
+        turn = slot.turn
+        if isinstance(turn, ModelTurn):
+            turn = _wire.as_interaction_turn(turn)
+        assert isinstance(turn, InteractionTurn)
+        stored = self._store(turn, owner, previous)
+        if fault is not None and fault.kind == "mid_stream_error":
+            after = min(fault.after, len(stored.events) - 1)
+            message = fault.message or "An internal error has occurred."
+            stored.events = [
+                *stored.events[:after],
+                {"event_type": "error", "error": {"code": "INTERNAL", "message": message}},
+            ]
+            stored.events[-1]["event_id"] = f"{stored.id}.{after}"
+            stored.status = "failed"
+        if payload.get("stream") is True:
+            sse = _Sse(list(stored.events), turn.chunk_delay + self._chunk_delay, done_sentinel=True)
+            sse.interaction = stored
+            stored.stream_status, stored.status = stored.status, "in_progress"
+            if fault is not None and fault.kind == "cut_stream":
+                sse.cut_after = min(fault.after, len(stored.events) - 1)
+            elif fault is not None and fault.kind == "stall":
+                sse.stall_after = min(fault.after, len(stored.events) - 1)
+            elif fault is not None and fault.kind == "empty_stream":
+                sse.events, sse.interaction = [], None
+            elif fault is not None and fault.kind == "no_finish":
+                sse.events = [e for e in sse.events if not _ends_interaction(e)]
+            return sse, None, fault
+        if fault is not None:
+            return (
+                (_Drop() if fault.kind == "cut_stream" else _error(500, "INTERNAL", "Interaction failed")),
+                None,
+                fault,
+            )
+        if payload.get("background") is True:
+            stored.pending_statuses = ["in_progress"] * turn.background_polls + [stored.status]
+            stored.status = "queued"
+        return _Json(200, stored.resource()), None, None
+
+    def _store(self, turn: InteractionTurn, owner: JsonObject, previous: str | None) -> _Interaction:
+        number = next(self._ids)
+        iid = turn.id or f"fake-interaction-{number}"
+        legacy = turn.dialect == "legacy"
+        render = _wire.render_legacy_step if legacy else _wire.render_step
+        rendered = [render(step, f"call_{number}_{i}") for i, step in enumerate(turn.steps)]
+        usage = _wire.interaction_usage(turn.usage) if turn.usage is not None else None
+        stored = _Interaction(
+            id=iid,
+            owner=owner,
+            status=turn.final_status,
+            steps=[r.final for r in rendered],
+            usage=usage,
+            previous_interaction_id=previous,
+            created=_now(),
+            legacy=legacy,
+        )
+        names = _wire.INTERACTION_EVENTS[turn.dialect]
+        payload_key = "content" if legacy else "step"
+        head: JsonObject = {"id": iid, "status": "in_progress", **owner, "created": stored.created}
+        events: list[JsonObject] = [{"event_type": names["created"], "interaction": head}]
+        if not legacy:  # the deprecated dialect has no status updates
+            events.append({"event_type": "interaction.status_update", "interaction_id": iid, "status": "in_progress"})
+        for index, step in enumerate(rendered):
+            events.append({"event_type": names["start"], "index": index, payload_key: step.start})
+            events.extend({"event_type": names["delta"], "index": index, "delta": d} for d in step.deltas)
+            stop: JsonObject = {"event_type": names["stop"], "index": index}
+            if step.usage is not None:
+                stop["usage"] = _wire.interaction_usage(step.usage)
+            events.append(stop)
+        if stored.status != "completed" and not legacy:
+            events.append({"event_type": "interaction.status_update", "interaction_id": iid, "status": stored.status})
+        tail: JsonObject = {"id": iid, "status": stored.status, **owner, "created": stored.created}
+        if usage is not None:
+            tail["usage"] = usage
+        events.append({"event_type": names["completed"], "interaction": tail})
+        for n, event in enumerate(events):
+            event["event_id"] = f"{iid}.{n}"
+        stored.events = events
+        self._interactions[iid] = stored
+        return stored
+
+    def _get(self, iid: str, query: dict[str, str]) -> _Reply:
+        stored = self._interactions.get(iid)
+        if stored is None:
+            return _error(404, "NOT_FOUND", f"Interaction {iid} not found")
+        if query.get("stream") == "true":
+            events = stored.events
+            last = query.get("last_event_id")
+            if last is not None:
+                ids = [e["event_id"] for e in events]
+                if last not in ids:
+                    return _error(400, "INVALID_ARGUMENT", f"Unknown last_event_id {last}")
+                events = events[ids.index(last) + 1 :]
+            return _Sse(list(events), self._chunk_delay, done_sentinel=True)
+        if stored.pending_statuses:
+            stored.status = stored.pending_statuses.pop(0)
+        return _Json(200, stored.resource())
+
+    def _cancel(self, iid: str) -> _Reply:
+        stored = self._interactions.get(iid)
+        if stored is None:
+            return _error(404, "NOT_FOUND", f"Interaction {iid} not found")
+        if stored.status in _TERMINAL:
+            return _error(400, "FAILED_PRECONDITION", f"Interaction {iid} is already {stored.status}")
+        stored.status = "cancelled"
+        stored.pending_statuses.clear()
+        if stored.stream_status is not None:
+            self._cancel_stream(stored)
+        return _Json(200, stored.resource())
+
+    def _cancel_stream(self, stored: _Interaction) -> None:
+        """A cancel while the create stream is still being sent: what was sent stays, then the stream
+        ends as the server would end a cancelled run, ``interaction.status_update`` to ``cancelled``
+        (not in the legacy dialect, which has no status updates) and the terminal event with status
+        ``cancelled``. Only the steps that had started remain on the interaction."""
+        stored.stream_status = None
+        sent = stored.events[: stored.stream_sent]
+        started = {e["index"] for e in sent if e["event_type"] in ("step.start", "content.start")}
+        stored.steps = [step for i, step in enumerate(stored.steps) if i in started]
+        tail: list[JsonObject] = []
+        if not stored.legacy:
+            tail.append({"event_type": "interaction.status_update", "interaction_id": stored.id, "status": "cancelled"})
+        final: JsonObject = {"id": stored.id, "status": "cancelled", **stored.owner, "created": stored.created}
+        tail.append(
+            {"event_type": "interaction.complete" if stored.legacy else "interaction.completed", "interaction": final}
+        )
+        for n, event in enumerate(tail, start=len(sent)):
+            event["event_id"] = f"{stored.id}.{n}"
+        stored.events = sent + tail
+        stored.cancelled_at = len(sent)
+
+    def _stream_progress(self, sse: _Sse, n: int) -> list[JsonObject] | None:
+        """Called by the handler before it sends event ``n`` of a create stream. Returns the events to
+        send from ``n`` on when a cancel replaced them, else None; the interaction takes its final
+        status just before the stream's last event goes out."""
+        stored = sse.interaction
+        if stored is None:
+            return None
+        with self._lock:
+            if stored.cancelled_at is not None:
+                sse.interaction = None
+                return stored.events[stored.cancelled_at :]
+            if stored.stream_status is None:
+                sse.interaction = None
+                return None
+            stored.stream_sent = n + 1
+            if n >= len(sse.events) - 1:
+                stored.status, stored.stream_status = stored.stream_status, None
+                sse.interaction = None
+            return None
+
+    def _stream_cut(self, sse: _Sse) -> None:
+        """A cut stream ends its interaction's foreground run (it stays resumable with ``last_event_id``)."""
+        stored = sse.interaction
+        if stored is None:
+            return
+        with self._lock:
+            sse.interaction = None
+            if stored.stream_status is not None:
+                stored.status, stored.stream_status = stored.stream_status, None
+
+    def _delete(self, iid: str) -> _Reply:
+        if self._interactions.pop(iid, None) is None:
+            return _error(404, "NOT_FOUND", f"Interaction {iid} not found")
+        return _Json(200, {})
+
+
+_UNAUTHENTICATED = (
+    "Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or "
+    "other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project."
+)
+_UNREGISTERED = (
+    "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or "
+    "other form of API consumer identity to call this API."
+)
+_PLACEHOLDERS = frozenset({"None", "null", "undefined", ""})
+
+
+def _refuse_credentials(path: str, query: dict[str, str], headers: dict[str, str]) -> _Json | None:
+    """The error Google's servers give a request that cannot be whose it claims to be, or None to serve it.
+
+    Only API routes are checked (an unknown route stays a 404). A `projects/None` path (a client
+    that formatted a missing project) is refused as the real API refuses an unknown project; a
+    Vertex AI path needs a bearer token (`projects/P/locations/L/...`, ADC) or an API key (express
+    mode, no `projects/`); a Gemini API path needs an API key or a bearer token.
+    """
+    if not (_MODEL_PATH.match(path) or _INTERACTIONS_PATH.match(path)):
+        return None
+    segments = path.split("/")
+    for name in ("projects", "locations"):
+        if name in segments:
+            value = segments[segments.index(name) + 1]
+            if value in _PLACEHOLDERS:
+                kind = "project" if name == "projects" else "location"
+                return _error(
+                    403, "PERMISSION_DENIED", f"Permission denied on resource {kind} {value} (or it may not exist)."
+                )
+    has_key = bool(headers.get("x-goog-api-key") or query.get("key"))
+    has_token = headers.get("authorization", "").startswith("Bearer ") and len(headers["authorization"]) > 7
+    if "projects" in segments:
+        return None if has_token or has_key else _error(401, "UNAUTHENTICATED", _UNAUTHENTICATED)
+    if "publishers" in segments:  # Vertex AI express mode: the key is the only credential
+        return None if has_key else _error(401, "UNAUTHENTICATED", _UNAUTHENTICATED)
+    return None if has_key or has_token else _error(403, "PERMISSION_DENIED", _UNREGISTERED)
+
+
+def _http_fault(fault: Fault, model: str | None) -> _Reply:
+    return _Hang() if fault.kind == "no_headers" else _Json(*_wire.fault_error(fault, model))
+
+
+def _without_finish(chunk: JsonObject) -> JsonObject:
+    """A generateContent chunk with no ``finishReason`` on any candidate."""
+    candidates = [{k: v for k, v in c.items() if k != "finishReason"} for c in chunk.get("candidates") or []]
+    return {**chunk, "candidates": candidates} if "candidates" in chunk else chunk
+
+
+def _ends_interaction(event: JsonObject) -> bool:
+    kind = event.get("event_type")
+    return kind == "interaction.completed" or (
+        kind == "interaction.status_update" and event.get("status") in _TERMINAL | {"requires_action"}
+    )
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # a burst of concurrent clients (100 runs at once) must not be refused
+
+    def __init__(self, fake: FakeGemini) -> None:
+        self.fake = fake
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up (a pooled keep-alive connection closed, a cancelled run) is normal here."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive and chunked streams, as the SDKs' pooled clients expect
+    disable_nagle_algorithm = True  # headers and body go out in separate writes: no 40 ms delayed-ACK stalls
+    server: _Server
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    def do_POST(self) -> None:
+        self._serve()
+
+    def do_DELETE(self) -> None:
+        self._serve()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silent: the request log is :attr:`FakeGemini.requests`."""
+
+    def _serve(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        reply = self.server.fake._dispatch(self.command, self.path, dict(self.headers.items()), raw)
+        try:
+            self._write(reply)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+            if isinstance(reply, _Sse) and reply.interaction is not None:
+                self._play_out(reply)
+
+    def _send(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def _write(self, reply: _Reply) -> None:
+        fake = self.server.fake
+        if isinstance(reply, _Hang):
+            fake.stopping.wait()
+            self.close_connection = True
+            return
+        if isinstance(reply, _Drop):
+            self.close_connection = True
+            return
+        if isinstance(reply, _Json):
+            payload = json.dumps(reply.body).encode()
+            self.send_response(reply.status)
+            self.send_header("Content-Type", "application/json; charset=UTF-8")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        events = reply.events
+        n = 0
+        while n < len(events) or n == reply.stall_after:
+            if n == reply.stall_after:
+                self.wfile.flush()
+                fake.stopping.wait()
+                self.close_connection = True
+                return
+            if n == reply.cut_after:
+                # No terminating zero-length chunk: clients see an incomplete body, as on a dropped link.
+                fake._stream_cut(reply)
+                self.close_connection = True
+                return
+            if reply.delay:
+                time.sleep(reply.delay)
+            if (tail := fake._stream_progress(reply, n)) is not None:
+                events = reply.events = [*events[:n], *tail]
+            self._send(b"data: " + json.dumps(events[n]).encode() + b"\n\n")
+            n += 1
+        if reply.done_sentinel:
+            self._send(b"data: [DONE]\n\n")
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _play_out(self, reply: _Sse) -> None:
+        """The client hung up mid-stream; the run goes on at the same pace, as on a real server, so the
+        interaction stays cancellable until its last event would have been sent."""
+        fake = self.server.fake
+        progress = reply.interaction
+        n = progress.stream_sent if progress is not None else 0
+        while reply.interaction is not None and n < len(reply.events) and fake._server is self.server:
+            if reply.delay:
+                time.sleep(reply.delay)
+            fake._stream_progress(reply, n)
+            n += 1

@@ -1,0 +1,190 @@
+"""Record a run of any backend as a cassette that `unified replay` and `replay_events` play back.
+
+    events = await record_run(params, Path("cassettes/mine/tool-call.yaml"), source="Google's API")
+
+- `generate-content` and `interactions`: vcrpy writes every HTTP exchange of the run to a YAML
+  file (credential headers, cookies and `key=` query values scrubbed, see `cassettes`);
+- `gemini-cli`: the ACP JSON-RPC messages both ways go to a JSONL transcript, after a metadata
+  line saying what it was recorded from, with the approval mode and the workspace; between them,
+  `{"dir": "chat", "file": ..., "record": ...}` lines carry what the CLI wrote to its chat files
+  meanwhile (tool arguments and outputs ACP does not carry, see `chat_tail.py`), each placed
+  before the ACP message that makes the adapter look it up (docs/testing.md, "What a gemini-cli
+  cassette carries").
+
+The run is a real one: whatever `params` point at (Google's API with your credentials, a
+gateway, a FakeGemini) answers, and tools run in `params.cwd`. Every line written passes through
+`redact()` (a transcript through `cassettes.scrub_text`), so no secret from the environment
+reaches the file. `unified record` is this as a
+command (docs/testing.md, "Recording cassettes").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from unified._adapters.gemini_cli._chat_tail import FINAL_STATUSES, JsonlTail, tool_calls_of
+from unified._adapters.gemini_cli._home import gemini_home
+from unified._redaction import redact
+from unified.events import UnifiedEvent
+from unified.sessions import short_id_of
+from unified.types import ExecuteParams
+
+__all__ = ["RecordError", "record_run"]
+
+
+class RecordError(Exception):
+    """The cassette cannot be written as asked (wrong file type for the backend, an unknown backend)."""
+
+
+_SUFFIXES = {"gemini-cli": (".jsonl",), "generate-content": (".yaml", ".yml"), "interactions": (".yaml", ".yml")}
+
+
+async def record_run(params: ExecuteParams, path: Path, *, source: str) -> list[UnifiedEvent]:
+    """Run `params` once and write what went over the wire to `path` (replaced if it exists).
+
+    `source` says what answered (it goes into the file, for readers and for
+    tests/test_cassettes_clean.py). Returns the run's events. Raises `RecordError` when `path`'s
+    suffix does not fit the backend (`.jsonl` for gemini-cli, `.yaml` for the API backends).
+    """
+    backend = str(params.backend)
+    suffixes = _SUFFIXES.get(backend)
+    if suffixes is None:
+        raise RecordError(f"cannot record the {backend!r} backend: choose gemini-cli, generate-content or interactions")
+    if path.suffix not in suffixes:
+        raise RecordError(f"{path}: a {backend} cassette is a {' or '.join(suffixes)} file")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if backend == "gemini-cli":
+        return await _record_transcript(params, path, source)
+    return await _record_http(params, path, source)
+
+
+async def _run(params: ExecuteParams) -> list[UnifiedEvent]:
+    from unified._execute import execute
+
+    async with execute(params) as stream:
+        return [event async for event in stream]
+
+
+async def _record_transcript(params: ExecuteParams, path: Path, source: str) -> list[UnifiedEvent]:
+    options_given = params.backend_options_dict()
+    env = options_given.get("env")  # where the adapter points the CLI's home, if anywhere
+    transcript = ChatCapture(gemini_home({**os.environ, **(env if isinstance(env, Mapping) else {})}))
+    options = {**options_given, "acp_transcript": transcript, "pool_size": 0}  # a cold process: all of it
+    events = await _run(params.model_copy(update={"backend_options": options}))
+    transcript.collect()  # the process has exited: whatever it wrote last is on disk now
+    meta = {
+        "cassette": path.stem,
+        "recorded_from": source,
+        "approval_mode": params.approval_mode,
+        "paths_are_from": str(params.cwd),
+    }
+    _write_scrubbed(path, [meta, *place_chat_records(_of_the_run(list(transcript)))])
+    return events
+
+
+class ChatCapture(list[dict[str, Any]]):
+    """The ACP transcript list the adapter appends to, which also takes in the CLI's chat-file records.
+
+    Before each ACP message is appended, the records appended meanwhile to any chat file under
+    `<home>/tmp/*/chats/` (the session's file and its subagents' files) go in as
+    `{"dir": "chat", "file": <path relative to home>, "record": {...}}`, so the list keeps the
+    order in which the two channels were written. Files that exist already are read from their end.
+    """
+
+    def __init__(self, home: Path) -> None:
+        super().__init__()
+        self.home = home
+        self._tails = {path: JsonlTail(path, offset=path.stat().st_size) for path in self._files()}
+
+    def _files(self) -> list[Path]:
+        return sorted((self.home / "tmp").glob("*/chats/**/*.jsonl"))
+
+    def append(self, entry: dict[str, Any]) -> None:
+        self.collect()
+        super().append(entry)
+
+    def collect(self) -> None:
+        """Take in the chat records written since the last look."""
+        for path in self._files():
+            tail = self._tails.setdefault(path, JsonlTail(path))
+            file = path.relative_to(self.home).as_posix()
+            for record in tail.read():
+                super().append({"dir": "chat", "file": file, "record": record})
+
+
+def _of_the_run(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The entries without chat records of other sessions (the CLI starts one of its own in its
+    spawn directory before `session/new`): only the run's session files and its subagents' files."""
+    ids: set[str] = set()
+    for entry in entries:
+        msg = entry.get("msg", {})
+        for holder in (msg.get("result"), msg.get("params") if msg.get("method") == "session/load" else None):
+            if isinstance(holder, dict) and isinstance(holder.get("sessionId"), str):
+                ids.add(holder["sessionId"])
+
+    def of_the_run(file: str) -> bool:
+        path = PurePosixPath(file)
+        return any(path.name.endswith(f"-{short_id_of(i)}.jsonl") or i in path.parts for i in ids)
+
+    return [entry for entry in entries if entry["dir"] != "chat" or of_the_run(entry["file"])]
+
+
+def place_chat_records(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Move each chat record up to just before the ACP message that needs it, keeping each file's order.
+
+    The CLI writes a tool call's record a few milliseconds after ACP's `tool_call_update`
+    (completed or failed), but that update is what makes the adapter look the record up; a replay
+    that wrote it as late as it was recorded would make the adapter wait for it. So a record goes
+    before the first final update of any call it finishes, unless it was written earlier still;
+    a record goes no later than the records after it in its file. Everything else keeps its place.
+    """
+    needed_at: dict[str, int] = {}
+    for index, entry in enumerate(entries):
+        update = entry.get("msg", {}).get("params", {}).get("update") if entry["dir"] == "recv" else None
+        if isinstance(update, dict) and update.get("status") in ("completed", "failed"):
+            call_id = update.get("toolCallId")
+            if isinstance(call_id, str):
+                needed_at.setdefault(call_id, index)
+    slots: list[tuple[int, int, int]] = []  # (the entry it goes before, chat before ACP, original index)
+    earliest_later: dict[str, int] = {}
+    for index in range(len(entries) - 1, -1, -1):
+        entry = entries[index]
+        if entry["dir"] != "chat":
+            slots.append((index, 1, index))
+            continue
+        finished = [c["id"] for c in tool_calls_of(entry["record"]) if c.get("status") in FINAL_STATUSES]
+        slot = min([index, *(needed_at.get(call_id, index) for call_id in finished)])
+        slot = min(slot, earliest_later.get(entry["file"], slot))
+        earliest_later[entry["file"]] = slot
+        slots.append((slot, 0, index))
+    return [entries[index] for _, _, index in sorted(slots)]
+
+
+async def _record_http(params: ExecuteParams, path: Path, source: str) -> list[UnifiedEvent]:
+    from unified.testing._cassettes import make_vcr
+
+    recorder = make_vcr(path.parent, source=source)
+    recorder.record_mode = "all"
+    _remove(path)  # vcrpy would keep an existing cassette's interactions: start from none
+    with recorder.use_cassette(path.name):
+        events = await _run(params)
+    _write_redacted(path, path.read_text(encoding="utf-8"))  # noqa: ASYNC240 - one small file, after the run
+    return events
+
+
+def _remove(path: Path) -> None:
+    path.unlink(missing_ok=True)
+
+
+def _write_scrubbed(path: Path, lines: list[dict[str, Any]]) -> None:
+    from unified.testing._cassettes import scrub_text
+
+    path.write_text("".join(scrub_text(json.dumps(line)) + "\n" for line in lines), encoding="utf-8")
+
+
+def _write_redacted(path: Path, text: str) -> None:
+    path.write_text(redact(text), encoding="utf-8")

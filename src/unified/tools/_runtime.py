@@ -1,0 +1,548 @@
+"""ToolRuntime: declarations for the model, then policy-gated, scheduled execution of its calls."""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+import functools
+import itertools
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, Protocol
+
+import anyio
+from pydantic import ValidationError
+
+from unified._internal.imports import import_off_loop
+from unified._redaction import redactor
+from unified.errors import RunStopped
+from unified.events import (
+    PermissionDecision,
+    ToolProgress,
+    UserInputRequest,
+    UserInputResponse,
+    permission_request,
+)
+from unified.tools import _files, _search, _shell, _shell_syntax
+from unified.tools._ask_user import CURRENT_CALL_ID, UserInputBridge, ask_user_tool
+from unified.tools._base import (
+    InlineData,
+    ModelFamily,
+    Params,
+    Progress,
+    ToolError,
+    ToolOutput,
+    ToolSpec,
+    params_schema,
+)
+from unified.tools._custom import function_tool
+from unified.tools._paths import Workspace
+from unified.tools._policy import DEFAULT_TIER, Decision, Policy, session_rule
+from unified.types import ApprovalMode, McpServer
+
+PermissionAnswer = Literal["allow_once", "allow_always", "deny"]
+
+ALIASES: Mapping[str, str] = {"replace": "edit_file", "grep_search": "search", "list_directory": "list_dir"}
+"""Gemini CLI names accepted for our tools, in calls and in `excluded_tools`."""
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One function call of a model turn."""
+
+    id: str
+    name: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def wait_for_previous(self) -> bool:
+        return self.args.get("wait_for_previous") is True
+
+
+@dataclass(frozen=True)
+class PermissionRequest:
+    """A call the policy wants a human to approve."""
+
+    call: ToolCall
+    tool_name: str
+    summary: str
+
+    def to_event(self, request_id: str) -> UserInputRequest:
+        """The `user_input_request` (source `permission`) an adapter emits for this request."""
+        return permission_request(
+            request_id,
+            self.summary,
+            tool_use_id=self.call.id,
+            tool_name=self.call.name,
+            details={"args": dict(self.call.args)},
+        )
+
+
+AskPermission = Callable[[PermissionRequest], Awaitable[PermissionAnswer | UserInputResponse]]
+"""A permission hook: a bare answer, or a whole `UserInputResponse` (changed input, a message, stop)."""
+
+
+async def _permission_via(user_input: UserInputBridge, request: PermissionRequest) -> UserInputResponse:
+    """A permission prompt as a `user_input_request` (source `permission`) through the run's bridge."""
+    return await user_input(request.to_event(f"permission-{request.call.id}"))
+
+
+class ToolObserver(Protocol):
+    """Where the runtime reports what the adapter turns into events."""
+
+    async def decision(self, call: ToolCall, event: PermissionDecision) -> None: ...
+
+    async def progress(self, call: ToolCall, event: ToolProgress) -> None: ...
+
+
+class NullObserver:
+    """An observer that drops everything (tests, callers that need no events)."""
+
+    async def decision(self, call: ToolCall, event: PermissionDecision) -> None:
+        return None
+
+    async def progress(self, call: ToolCall, event: ToolProgress) -> None:
+        return None
+
+
+class EventForwarder:
+    """An observer that hands every report, unchanged, to one `emit` (e.g. a run's `ctx.emit`)."""
+
+    def __init__(self, emit: Callable[[PermissionDecision | ToolProgress], Awaitable[None]]) -> None:
+        self._emit = emit
+
+    async def decision(self, call: ToolCall, event: PermissionDecision) -> None:
+        await self._emit(event)
+
+    async def progress(self, call: ToolCall, event: ToolProgress) -> None:
+        await self._emit(event)
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """The answer to one call. `response` is exactly the function response for the model."""
+
+    call_id: str
+    name: str
+    response: dict[str, Any]
+    is_error: bool
+    inline_data: tuple[InlineData, ...] = ()
+    decision: PermissionDecision | None = None
+
+
+@dataclass(frozen=True)
+class McpConnectError:
+    """An MCP server that could not be used; the adapter reports it as a warning."""
+
+    server: str
+    message: str
+
+
+def _builtin_tools(files: _files.FileConfig, shell: _shell.ShellConfig) -> list[ToolSpec]:
+    def bind(fn: Callable[[Any, Any, Progress], Awaitable[ToolOutput]], config: Any) -> Any:
+        return functools.partial(fn, config)
+
+    read_schema = copy.deepcopy(params_schema(_files.ReadFileParams))
+    read_schema["properties"]["limit"]["description"] = _files.read_file_limit_text(files)
+    return [
+        ToolSpec(
+            "read_file",
+            "read",
+            _files.ReadFileParams,
+            bind(_files.read_file, files),
+            "Reads a file. Text comes back as lines from `offset`; a read that does not reach the end, "
+            "or starts after line 1, ends with a line saying which lines it shows and where to continue. "
+            "PNG, JPEG, GIF and WebP images come back as images.",
+            "Reads a file. Read only what your next step needs: page with `offset` and `limit`; a windowed "
+            "read ends with `[showing lines a-b of n; continue with offset: m]`. PNG, JPEG, GIF and WebP "
+            "images come back as images.",
+            schema=read_schema,
+        ),
+        ToolSpec(
+            "write_file",
+            "edit",
+            _files.WriteFileParams,
+            bind(_files.write_file, files),
+            "Writes content to a file, creating missing parent directories and overwriting an existing file.",
+            "Writes the complete content of a file, creating missing parent directories; overwrites existing "
+            "files. Best for new or small files; use edit_file for targeted changes to large ones.",
+        ),
+        ToolSpec(
+            "edit_file",
+            "edit",
+            _files.EditFileParams,
+            bind(_files.edit_file, files),
+            "Replaces exact text in a file. `old_string` must occur exactly once (include surrounding lines "
+            "to make it unique) unless `allow_multiple` is true; read the file first and copy the text "
+            "literally, whitespace included. An empty `old_string` creates a new file.",
+            "Replaces exact text in a file: `old_string` must match exactly one place unless "
+            "`allow_multiple` is true. Preferred for surgical edits.",
+        ),
+        ToolSpec(
+            "list_dir",
+            "read",
+            _files.ListDirParams,
+            bind(_files.list_dir, files),
+            "Lists the entries directly inside a directory; directories end with `/`.",
+        ),
+        ToolSpec(
+            "tree",
+            "read",
+            _files.TreeParams,
+            bind(_files.tree, files),
+            "Shows the directory tree beneath a path to a depth (2 by default, 10 at most), leaving out "
+            "what ignore files exclude. A directory at the depth bound says how many entries it holds.",
+        ),
+        ToolSpec(
+            "search",
+            "read",
+            _search.SearchParams,
+            bind(_search.search, files),
+            "Searches file contents for a regular expression, line by line, skipping ignored and binary files.",
+            "Searches file contents for a regular expression, line by line, skipping what .gitignore/.ignore "
+            "exclude and binary files. Returns path:line: text rows, 50 by default, 200 at most; prefer it "
+            "to grep in the shell.",
+        ),
+        ToolSpec(
+            "glob",
+            "read",
+            _files.GlobParams,
+            bind(_files.glob, files),
+            "Finds files whose path matches a glob pattern (e.g. `src/**/*.py`, `**/*.md`), returning "
+            "absolute paths sorted by modification time (newest first).",
+        ),
+        ToolSpec(
+            "run_shell_command",
+            "execute",
+            _shell.ShellParams,
+            bind(_shell.run_shell_command, shell),
+            "Runs `bash -c <command>` in its own process group. Returns Output (combined stdout/stderr, the "
+            "tail if long), then Exit Code if non-zero, Signal if killed, Background PIDs and Process Group "
+            "PGID. A command silent for too long is cancelled. Set is_background instead of using `&`. "
+            "Use quiet flags and disable pagers (git --no-pager).",
+        ),
+        ToolSpec(
+            "list_background_processes",
+            "read",
+            _shell.ListBackgroundParams,
+            bind(_shell.list_background_processes, shell),
+            "Lists the background shell processes of this session and their status.",
+        ),
+        ToolSpec(
+            "read_background_output",
+            "read",
+            _shell.ReadBackgroundParams,
+            bind(_shell.read_background_output, shell),
+            "Reads the last lines of a background shell process's output.",
+        ),
+    ]
+
+
+class ToolRuntime:
+    """The local tools of one session: their declarations, policy, scheduling and lifetime.
+
+    Use it as an async context manager (`async with ToolRuntime(...) as tools:`) so MCP sessions
+    and background processes end with it.
+
+    A shell command sees only the host variables of `_shell.SHELL_ENV_ALLOWLIST` and
+    `shell_env_allowlist` (names, `*`/`?` wildcards) whose values are not secrets, plus
+    `shell_env`, set as given. No tool's output or error reaches the model with a secret value
+    of the environment in it (docs/tools.md, "The shell's environment").
+    """
+
+    def __init__(
+        self,
+        workspace: Path,
+        *,
+        include_directories: Sequence[Path] = (),
+        approval_mode: ApprovalMode = "default",
+        policy: Policy | None = None,
+        rules_file: Path | None = None,
+        excluded_tools: Sequence[str] = (),
+        ask: AskPermission | None = None,
+        user_input: UserInputBridge | None = None,
+        read_mode: _files.ReadMode = "default-cap",
+        line_cap: int = 2000,
+        shell_timeout_s: float = 300.0,
+        shell_output_cap: int = _shell.SHELL_OUTPUT_CAP,
+        shell_env_allowlist: Sequence[str] = (),
+        shell_env: Mapping[str, str] | None = None,
+    ) -> None:
+        if line_cap < 1:
+            raise ValueError(f"line_cap must be at least 1 (got {line_cap})")
+        self.workspace = Workspace(workspace, include_directories)
+        self.approval_mode: ApprovalMode = approval_mode
+        base = policy if policy is not None else Policy.default()
+        self.policy = base.with_file(rules_file) if rules_file is not None else base
+        self._excluded = tuple(ALIASES.get(name, name) for name in excluded_tools)
+        self._ask = ask
+        if user_input is not None and ask is None:
+            self._ask = functools.partial(_permission_via, user_input)
+        self._ask_lock = anyio.Lock()
+        files = _files.FileConfig(self.workspace, read_mode, line_cap)
+        self._shell = _shell.ShellConfig(
+            self.workspace,
+            shell_timeout_s,
+            shell_output_cap,
+            env_allowlist=tuple(shell_env_allowlist),
+            env=dict(shell_env or {}),
+        )
+        self._tools: dict[str, ToolSpec] = {t.name: t for t in _builtin_tools(files, self._shell)}
+        if user_input is not None:
+            questions = itertools.count(1)
+            self.add(ask_user_tool(user_input, lambda: f"question-{next(questions)}"))
+        self._stack = AsyncExitStack()
+
+    async def __aenter__(self) -> ToolRuntime:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close MCP sessions and kill background processes still running."""
+        # The MCP task groups were entered outside any scope opened here, so they must be left
+        # outside one too; only the process clean-up is shielded from cancellation.
+        try:
+            await self._stack.aclose()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._shell.close()
+
+    def add(self, spec: ToolSpec) -> None:
+        if spec.name in self._tools:
+            raise ValueError(f"a tool named {spec.name!r} is already registered")
+        self._tools[spec.name] = spec
+
+    def register(self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> None:
+        """Offers a Python callable to the model (schema from its type hints, under the policy)."""
+        self.add(function_tool(fn, name=name, description=description))
+
+    async def connect_mcp(self, servers: Sequence[McpServer]) -> list[McpConnectError]:
+        """Connects each server and offers its tools as `mcp__<server>__<tool>`; failures are returned.
+
+        The MCP SDK (~1 s to import) is imported only when a server is configured, off the event loop.
+        """
+        if not servers:
+            return []
+        connect_server = (await import_off_loop("unified.tools._mcp")).connect_server
+
+        errors: list[McpConnectError] = []
+        for server in servers:
+            try:
+                specs = await connect_server(server, self._stack)
+            except Exception as exc:
+                cause: BaseException = exc
+                while isinstance(cause, BaseExceptionGroup) and cause.exceptions:
+                    cause = cause.exceptions[0]
+                reason = f"{type(cause).__name__}: {cause}"
+                errors.append(McpConnectError(server.name, f"MCP server {server.name!r} failed to start: {reason}"))
+                continue
+            for spec in specs:
+                self.add(spec)
+        return errors
+
+    def _available(self, name: str) -> ToolSpec | None:
+        spec = self._tools.get(ALIASES.get(name, name))
+        if spec is None or any(fnmatch.fnmatchcase(spec.name, pattern) for pattern in self._excluded):
+            return None
+        return spec
+
+    def tool_names(self) -> list[str]:
+        return [name for name in self._tools if self._available(name)]
+
+    def declarations(self, model_family: ModelFamily = "default-legacy") -> list[dict[str, Any]]:
+        """Function declarations (name, description, JSON-schema parameters) for the model."""
+        return [self._tools[name].declaration(model_family) for name in self.tool_names()]
+
+    async def run_batch(self, calls: Sequence[ToolCall], observer: ToolObserver | None = None) -> list[ToolOutcome]:
+        """Runs one model turn's calls; outcomes in call order.
+
+        Calls run concurrently, except that edit tools and calls with `wait_for_previous` wait for
+        everything before them and finish before anything after them starts. Within a concurrent
+        group every permission is settled first, in call order, one prompt at a time.
+        """
+        obs: ToolObserver = observer or NullObserver()
+        outcomes: dict[int, ToolOutcome] = {}
+        group: list[int] = []
+
+        async def flush() -> None:
+            prepared = [(i, await self._prepare(calls[i], obs)) for i in group]
+
+            async def execute(index: int, ready: _Ready) -> None:
+                outcomes[index] = await self._execute(calls[index], ready, obs)
+
+            async with anyio.create_task_group() as tg:
+                for index, ready in prepared:
+                    if isinstance(ready, ToolOutcome):
+                        outcomes[index] = ready
+                    else:
+                        tg.start_soon(execute, index, ready)
+            group.clear()
+
+        for index, call in enumerate(calls):
+            spec = self._available(call.name)
+            if call.wait_for_previous or (spec is not None and spec.kind == "edit"):
+                await flush()
+                group.append(index)
+                await flush()
+            else:
+                group.append(index)
+        await flush()
+        return [outcomes[i] for i in range(len(calls))]
+
+    async def _prepare(self, call: ToolCall, obs: ToolObserver) -> _Ready | ToolOutcome:
+        """Look-up, validation and the policy decision; an outcome if the call must not run."""
+        spec = self._available(call.name)
+        if spec is None:
+            names = ", ".join(self.tool_names())
+            return await _refused(call, obs, f'Tool "{call.name}" not found. Available tools: {names}')
+        args = {k: v for k, v in call.args.items() if k != "wait_for_previous"}
+        params: Any = args
+        if spec.params is not None:
+            try:
+                params = spec.params.model_validate(args)
+            except ValidationError as exc:
+                reason = _reasons(exc)
+                return await _refused(call, obs, f"Invalid parameters provided to {call.name}. Reason: {reason}")
+        event = await self._decide(call, spec.name, args)
+        if event.input is not None and spec.params is not None:
+            try:  # the user changed the input: it must be as valid as the model's
+                params = spec.params.model_validate(event.input)
+            except ValidationError as exc:
+                reasons = "; ".join(
+                    f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+                )
+                event = event.model_copy(
+                    update={"decision": "deny", "reason": f"the input the user gave is invalid: {reasons}"}
+                )
+        elif event.input is not None:
+            params = event.input
+        await obs.decision(call, event)
+        if event.stops_run:
+            raise RunStopped(
+                f"the user stopped the run at {call.name} ({call.id})",
+                hint="resume the session to go on",
+                details={"tool_use_id": call.id},
+            )
+        if event.decision == "deny":
+            told = f". The user says: {event.message}" if event.message else ""
+            return _error(call, f"Tool call {call.name} was denied: {event.reason}{told}", event)
+        return _Ready(spec, params, event)
+
+    async def _decide(self, call: ToolCall, tool: str, args: dict[str, Any]) -> PermissionDecision:
+        verdict = self.policy.evaluate(tool, args, self.approval_mode)
+        rule = verdict.rule
+        # The shipped per-mode rows are "the approval mode deciding"; every other rule is policy.
+        shipped_mode_rule = rule is not None and rule.modes is not None and int(rule.priority) == DEFAULT_TIER
+        by: Literal["policy", "approval_mode"] = "approval_mode" if shipped_mode_rule else "policy"
+        name = rule.name if rule else None
+
+        def decided(decision: Literal["allow", "deny"], reason: str, **kw: Any) -> PermissionDecision:
+            fields: dict[str, Any] = {"decided_by": by, "rule": name, **kw}
+            return PermissionDecision(
+                tool_use_id=call.id, tool_name=call.name, decision=decision, reason=reason, **fields
+            )
+
+        if verdict.decision is Decision.ALLOW:
+            return decided("allow", f"allowed by rule {name} in {self.approval_mode} mode")
+        if verdict.decision is Decision.DENY:
+            return decided("deny", f"rule {name} denies it in {self.approval_mode} mode")
+        if self._ask is None:
+            why = f"{verdict.doubt}; " if verdict.doubt else ""
+            return decided("deny", f"{why}it needs approval and nobody can answer in this non-interactive run")
+        request = PermissionRequest(call, tool, _summary(tool, args))
+        async with self._ask_lock:
+            try:
+                reply = await self._ask(request)
+            except Exception as exc:
+                return decided("deny", f"the permission prompt failed ({type(exc).__name__}: {exc})")
+        response = reply if isinstance(reply, UserInputResponse) else None
+        answer = response.permission() if response is not None else reply
+        message = response.message if response is not None else None
+        if response is not None and response.stop:
+            return decided("deny", "the user stopped the run", decided_by="user", message=message, stops_run=True)
+        if response is not None and response.cancelled:  # no answer: the approval mode's default stands
+            why = f"{verdict.doubt}; " if verdict.doubt else ""
+            return decided("deny", f"{why}it needs approval and nobody answered")
+        changed = response.updated_input if response is not None and answer != "deny" else None
+        if answer == "allow_always" and changed is None:
+            added = session_rule(tool, args, self.approval_mode)
+            self.policy = self.policy.with_rules([added])
+            return decided("allow", "the user allowed it for this session", decided_by="user", rule=added.name)
+        if answer in ("allow_once", "allow_always"):
+            if changed is not None:
+                return decided("allow", "the user allowed it with a changed input", decided_by="user", input=changed)
+            return decided("allow", "the user allowed it once", decided_by="user")
+        return decided("deny", "the user denied it", decided_by="user", message=message)
+
+    async def _execute(self, call: ToolCall, ready: _Ready, obs: ToolObserver) -> ToolOutcome:
+        async def progress(message: str) -> None:
+            await obs.progress(call, ToolProgress(tool_use_id=call.id, status="running", message=message))
+
+        token = CURRENT_CALL_ID.set(call.id)
+        try:
+            result = await ready.spec.run(ready.params, progress)
+        except ToolError as exc:
+            return _error(call, str(exc), ready.decision)
+        except Exception as exc:
+            return _error(call, f"Tool {call.name} failed unexpectedly: {type(exc).__name__}: {exc}", ready.decision)
+        finally:
+            CURRENT_CALL_ID.reset(token)
+        output = redactor()(result.output)
+        return ToolOutcome(call.id, call.name, {"output": output}, False, result.inline_data, ready.decision)
+
+
+@dataclass(frozen=True)
+class _Ready:
+    spec: ToolSpec
+    params: Params | dict[str, Any]
+    decision: PermissionDecision
+
+
+def _reasons(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors())
+
+
+async def _refused(call: ToolCall, obs: ToolObserver, message: str) -> ToolOutcome:
+    """A call that cannot run at all (unknown tool, invalid arguments): its one decision is the runtime's."""
+    event = PermissionDecision(
+        tool_use_id=call.id, tool_name=call.name, decision="deny", decided_by="backend", reason=message
+    )
+    await obs.decision(call, event)
+    return _error(call, message, event)
+
+
+def _error(call: ToolCall, message: str, decision: PermissionDecision | None = None) -> ToolOutcome:
+    return ToolOutcome(call.id, call.name, {"error": redactor()(message)}, True, (), decision)
+
+
+_SUMMARY_PARTS = 6
+
+
+def _summary(tool: str, args: Mapping[str, Any]) -> str:
+    if tool == "run_shell_command":
+        command = str(args.get("command", ""))
+        return f"Allow running `{command}`?" + _shell_parts(command)
+    if "file_path" in args:
+        return f"Allow {tool} on {args['file_path']}?"
+    return f"Allow {tool}?"
+
+
+def _shell_parts(command: str) -> str:
+    """What bash would really run, when the text alone could mislead a reader (several commands,
+    wrappers, substitutions, redirections, parts only known at run time); else nothing."""
+    parts = _shell_syntax.parse(command)
+    if not parts:
+        return ""
+    [first, *rest] = parts
+    if not rest and first.text.strip() == command.strip() and not first.via and first.unknown is None:
+        return ""
+    shown = [f"`{part.display()}`" for part in parts[:_SUMMARY_PARTS]]
+    more = len(parts) - _SUMMARY_PARTS
+    return "\nIt runs: " + ", ".join(shown) + (f" and {more} more" if more > 0 else "")
