@@ -29,8 +29,8 @@ from google.genai import types
 from bench._env import ROOT, TRANSCRIPTS, recordings
 from bench.harness import Figure, Outcome, profile_sync, rounds, spread
 from unified._adapters.gemini_cli._translate import AcpTranslator, TurnBoundary
-from unified._adapters.generate_content._translate import TurnTranslator
-from unified._adapters.interactions._translate import Translator
+from unified._adapters.generate_content._translate import GenerateContentTranslator
+from unified._adapters.interactions._translate import InteractionsTranslator
 from unified._execute import EventStream
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
 from unified.events import EVENT_TYPES, ErrorEvent, SessionStarted
@@ -117,7 +117,7 @@ async def _feed_gc(ctx: RunContext, sessions: Sequence[Any]) -> None:
     taken: set[str] = set()
     for turns in sessions:
         ctx.turns += 1
-        translator = TurnTranslator(turn=ctx.turns, taken_ids=taken)
+        translator = GenerateContentTranslator(turn=ctx.turns, taken_ids=taken)
         for chunk in turns:
             for event in translator.feed(chunk):
                 await ctx.emit(event)
@@ -145,7 +145,7 @@ async def _feed_acp(ctx: RunContext, sessions: Sequence[Any]) -> None:
 
 async def _feed_interactions(ctx: RunContext, sessions: Sequence[Any]) -> None:
     for session in sessions:
-        translator = Translator()
+        translator = InteractionsTranslator()
         for event in session:
             for signal in translator.feed(event):
                 if isinstance(signal, EVENT_TYPES):

@@ -92,7 +92,7 @@ def _turn_of(chunks: list[dict[str, Any]], arguments_delta: bool, ids: str) -> I
     total = Usage(
         input_tokens=usage.get("promptTokenCount", 0),
         output_tokens=usage.get("candidatesTokenCount", 0),
-        thought_tokens=usage.get("thoughtsTokenCount", 0),
+        thinking_tokens=usage.get("thoughtsTokenCount", 0),
     )
     return InteractionTurn(steps=[*head, *steps], usage=total)
 

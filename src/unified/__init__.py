@@ -41,7 +41,6 @@ from unified.errors import (
 from unified.events import PROTOCOL_VERSION, UnifiedEvent, Usage, UserInputRequest, UserInputResponse
 from unified.types import (
     ApprovalMode,
-    BackendChoice,
     BackendOptions,
     ExecuteParams,
     HttpMcpServer,
@@ -59,7 +58,7 @@ if TYPE_CHECKING:
     from unified._adapters.generate_content._options import GenerateContentOptions
     from unified._adapters.interactions._options import InteractionsOptions
     from unified._execute import EventStream, execute, execute_sync
-    from unified._internal.api_settings import FileSearchTool, FunctionCalling, GoogleMapsTool, LatLng
+    from unified._internal.api_options import FileSearchTool, FunctionCalling, GoogleMapsTool, LatLng
     from unified._sessions.postgres import PostgresSessionStore
     from unified._sessions.stores import FileSessionStore, MemorySessionStore
 
@@ -76,10 +75,10 @@ _LAZY = {
     "GeminiCliOptions": "unified._adapters.gemini_cli._options",
     "GenerateContentOptions": "unified._adapters.generate_content._options",
     "InteractionsOptions": "unified._adapters.interactions._options",
-    "FileSearchTool": "unified._internal.api_settings",
-    "FunctionCalling": "unified._internal.api_settings",
-    "GoogleMapsTool": "unified._internal.api_settings",
-    "LatLng": "unified._internal.api_settings",
+    "FileSearchTool": "unified._internal.api_options",
+    "FunctionCalling": "unified._internal.api_options",
+    "GoogleMapsTool": "unified._internal.api_options",
+    "LatLng": "unified._internal.api_options",
 }
 """Loaded on first use, so `import unified` stays light."""
 
@@ -99,7 +98,6 @@ __all__ = [
     "AmbiguousSession",
     "ApprovalMode",
     "AuthError",
-    "BackendChoice",
     "BackendError",
     "BackendOptions",
     "BackendUnavailable",

@@ -17,6 +17,21 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+__all__ = [
+    "API_AUTH_TITLES",
+    "AUTH_MODES",
+    "AUTH_MODE_TITLES",
+    "GEMINI_API_URL",
+    "VERTEX_GLOBAL_URL",
+    "ApiAuth",
+    "ApiAuthKind",
+    "AuthMode",
+    "AuthModeName",
+    "AuthReport",
+    "detect_auth",
+    "resolve_api_auth",
+]
+
 AuthModeName = Literal["api_key", "vertex", "code_assist", "gateway"]
 AUTH_MODES: tuple[AuthModeName, ...] = ("api_key", "vertex", "code_assist", "gateway")
 

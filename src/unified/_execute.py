@@ -8,11 +8,14 @@ from typing import Any
 
 from anyio.from_thread import start_blocking_portal
 
+from unified._exports import publish
 from unified._internal.stream import GuardedStream, StreamGuard, announce_unsupported_options
 from unified.backends import Backend, RunContext, RunOutcome, UnsupportedOption, load_backend_factory
 from unified.errors import ConfigurationError, RoutingError, UnifiedError
 from unified.events import UnifiedEvent
 from unified.types import ExecuteParams
+
+__all__ = ["EventStream", "check_params", "execute", "execute_sync"]
 
 
 class _Unavailable:
@@ -170,3 +173,6 @@ def execute_sync(params: ExecuteParams | None = None, /, **fields: Any) -> Itera
         finally:
             if not finished:
                 portal.call(stream.cancel)
+
+
+publish("unified", ["EventStream", "execute", "execute_sync"], globals())

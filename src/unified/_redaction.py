@@ -29,6 +29,22 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+__all__ = [
+    "ANYWHERE_LENGTH",
+    "KEY_SHAPES",
+    "KNOWN_SECRET_VARIABLES",
+    "MIN_SECRET_LENGTH",
+    "REDACTED",
+    "Redactor",
+    "is_secret",
+    "redact",
+    "redact_key_shapes",
+    "redact_mapping",
+    "redactor",
+    "secret_values",
+    "secrets_in",
+]
+
 REDACTED = "[REDACTED]"
 
 MIN_SECRET_LENGTH = 8

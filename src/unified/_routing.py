@@ -21,6 +21,8 @@ from unified._auth import AUTH_MODE_TITLES, AuthReport, detect_auth
 from unified.errors import ConfigurationError, RoutingError
 from unified.types import ExecuteParams
 
+__all__ = ["PREFERENCE", "BackendSelection", "requirements_of", "select_backend", "select_backend_for"]
+
 PREFERENCE: tuple[str, ...] = ("generate-content", "gemini-cli", "interactions")
 """Tie-break order: unified's own loop on the stable API first (no subprocess, every tool local),
 then the real Gemini CLI (the only one for a Code Assist login), then the beta Interactions API."""

@@ -10,9 +10,10 @@ A backend is three small things (docs/backends/README.md walks through adding on
   reported as a bug in the backend (`internal_error`).
 - optionally a session locator factory `(SessionStore | None) -> SessionLocator`, so
   `unified.sessions` and `unified sessions` list, resolve, show and delete its sessions.
-- a `BackendEntry` naming both as "module:attribute" strings, given to `register_backend()` or
-  published as an entry point of the `unified.backends` group. Nothing is imported until a run or
-  a session listing needs it, so `execute()` never pays for a backend (or its SDK) it does not run.
+- one registration naming both: `register_backend(name, factory, sessions=...)` in code, or a
+  `BackendEntry` published as an entry point of the `unified.backends` group. Given as
+  "module:attribute" strings, nothing is imported until a run or a session listing needs it, so
+  `execute()` never pays for a backend (or its SDK) it does not run.
 
 A backend that drives an agent binary talks to it through an `AgentProcess`; tests substitute
 the test kit's `FakeAgentProcess` for the real subprocess.
@@ -208,10 +209,10 @@ class BackendEntry:
     """A backend as the registry knows it: import paths, so nothing loads before it is used."""
 
     name: str
-    backend: str
-    """"module:attribute" of its `BackendFactory`."""
-    sessions: str | None = None
-    """"module:attribute" of its `SessionLocatorFactory`; None for a backend that keeps no sessions."""
+    backend: str | BackendFactory
+    """Its `BackendFactory`, or the "module:attribute" path of one (imported on first use)."""
+    sessions: str | SessionLocatorFactory | None = None
+    """Its `SessionLocatorFactory` (or a path of one); None for a backend that keeps no sessions."""
 
 
 _BUILT_IN: dict[str, BackendEntry] = {
@@ -237,11 +238,13 @@ _BUILT_IN: dict[str, BackendEntry] = {
 _registered: dict[str, BackendEntry] = {}
 
 
-def register_backend(name: str, backend: str, *, sessions: str | None = None) -> None:
+def register_backend(
+    name: str, backend: str | BackendFactory, *, sessions: str | SessionLocatorFactory | None = None
+) -> None:
     """Make `name` runnable by `execute(backend=name)` and, given `sessions`, its sessions listable.
 
-    `backend` and `sessions` are "module:attribute" paths of a `BackendFactory` and a
-    `SessionLocatorFactory`. A built-in backend's name cannot be taken over.
+    `backend` is a `BackendFactory` and `sessions` a `SessionLocatorFactory`, each given itself or
+    as a "module:attribute" path imported on first use. A built-in backend's name cannot be taken over.
     """
     entry = BackendEntry(name, backend, sessions)
     if name in _BUILT_IN and _BUILT_IN[name] != entry:
@@ -284,7 +287,9 @@ def _entry(name: str) -> BackendEntry:
         ) from None
 
 
-def _load(target: str, name: str, what: str) -> object:
+def _load(target: object, name: str, what: str) -> object:
+    if not isinstance(target, str):
+        return target
     module_name, _, attribute = target.partition(":")
     try:
         module = importlib.import_module(module_name)

@@ -23,6 +23,25 @@ from typing import Any, cast, get_args
 from unified._auth import AUTH_MODES, AuthModeName
 from unified.events import SupportLevel
 
+__all__ = [
+    "BACKENDS",
+    "CAPABILITIES",
+    "LEVELS",
+    "MATRIX",
+    "QUALIFYING_LEVELS",
+    "BackendColumn",
+    "Cell",
+    "Matrix",
+    "cell",
+    "column",
+    "level",
+    "load_matrix",
+    "note",
+    "render_markdown",
+    "snapshot",
+    "to_json",
+]
+
 LEVELS: tuple[SupportLevel, ...] = get_args(SupportLevel)
 QUALIFYING_LEVELS: frozenset[SupportLevel] = frozenset({"full", "partial", "emulated"})
 """Levels that satisfy a required capability when routing."""

@@ -16,10 +16,24 @@ from unified._redaction import redact_mapping
 from unified._sessions.records import SessionStore
 from unified.events import UserInputRequest, UserInputResponse
 
-BackendName = Literal["gemini-cli", "generate-content", "interactions", "scripted"]
-"""The backends `unified` can drive. `scripted` is the in-process test backend of `unified.testing`."""
+__all__ = [
+    "ApprovalMode",
+    "BackendName",
+    "BackendOptions",
+    "ExecuteParams",
+    "HttpMcpServer",
+    "ImageInput",
+    "ImageMime",
+    "McpServer",
+    "SseMcpServer",
+    "StdioMcpServer",
+    "ThinkingConfig",
+    "UserInputHandler",
+]
 
-BackendChoice = BackendName | Literal["auto"]
+BackendName = Literal["gemini-cli", "generate-content", "interactions"]
+"""The backends that ship with `unified` (`unified.backends.built_in_backends()`). `ExecuteParams.backend`
+also takes `"auto"`, the test kit's `"scripted"` and any backend registered through `unified.backends`."""
 
 ApprovalMode = Literal["default", "auto_edit", "yolo", "plan"]
 """How tool calls that change things are approved.
@@ -32,14 +46,14 @@ UserInputHandler = Callable[[UserInputRequest], Awaitable[UserInputResponse]]
 """Answers a `user_input_request` (a permission prompt, an `ask_user` question, an MCP elicitation)."""
 
 
-ReprArgs = Iterable[tuple[str | None, Any]]
+_ReprArgs = Iterable[tuple[str | None, Any]]
 """What pydantic's `__repr_args__` yields: (field name, value) pairs."""
 
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
-    def __repr_args__(self) -> ReprArgs:  # headers and env may hold tokens: never in a repr or a log line
+    def __repr_args__(self) -> _ReprArgs:  # headers and env may hold tokens: never in a repr or a log line
         return [
             (name, redact_mapping(value) if isinstance(value, dict) else value)
             for name, value in super().__repr_args__()
@@ -53,7 +67,7 @@ class BackendOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True, defer_build=True)
 
-    def __repr_args__(self) -> ReprArgs:  # an api_key must not reach a repr or a log line
+    def __repr_args__(self) -> _ReprArgs:  # an api_key must not reach a repr or a log line
         shown = redact_mapping(dict(super().__repr_args__()))
         return list(shown.items()) if isinstance(shown, dict) else []
 
@@ -150,7 +164,13 @@ class ExecuteParams(BaseModel):
 
     prompt: str
     images: tuple[ImageInput, ...] = ()
-    backend: BackendChoice = "auto"
+    backend: str = Field(
+        default="auto",
+        min_length=1,
+        description='"auto" (routing picks one), a built-in backend (`BackendName`), "scripted" (the test kit\'s) '
+        "or a backend registered through `unified.backends`; an unknown name ends the run with a "
+        "`configuration_error` listing the known ones.",
+    )
     model: str | None = None
     cwd: Path = Field(default_factory=Path.cwd)
     resume: str | None = Field(default=None, description="A session's short id, unique prefix or full id.")
@@ -182,7 +202,7 @@ class ExecuteParams(BaseModel):
         "or a dict of the same keys; documented per backend.",
     )
 
-    def __repr_args__(self) -> ReprArgs:  # an api_key in backend_options must not reach a repr or a log line
+    def __repr_args__(self) -> _ReprArgs:  # an api_key in backend_options must not reach a repr or a log line
         return [
             (name, redact_mapping(value) if name == "backend_options" else value)
             for name, value in super().__repr_args__()

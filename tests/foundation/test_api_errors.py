@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from unified._internal.api_errors import api_error, retry_delay
+from unified._internal.api_errors import error_from_status, retry_delay
 from unified.errors import AuthError, BackendError, ConfigurationError, RateLimited
 
 RETRY_INFO = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "15s"}
@@ -44,7 +44,7 @@ def test_no_retry_delay(body: Any) -> None:
     ],
 )
 def test_classification(code: int, message: str, kind: type, error_code: str, retryable: bool) -> None:
-    error = api_error(code, "STATUS", message, body={"error": {"details": [RETRY_INFO]}}, model="gemini-9")
+    error = error_from_status(code, "STATUS", message, body={"error": {"details": [RETRY_INFO]}}, model="gemini-9")
     assert isinstance(error, kind)
     assert (error.code, error.retryable) == (error_code, retryable)
     assert message in error.message
@@ -53,8 +53,8 @@ def test_classification(code: int, message: str, kind: type, error_code: str, re
 
 
 def test_rate_limit_says_how_long_to_wait() -> None:
-    error = api_error(429, "RESOURCE_EXHAUSTED", "quota", body=[RETRY_INFO], model=None)
+    error = error_from_status(429, "RESOURCE_EXHAUSTED", "quota", body=[RETRY_INFO], model=None)
     assert error.details["retry_after_s"] == 15.0
     assert error.hint == "wait 15s and run again"
-    unknown_model = api_error(404, None, "not found", body=None, model=None)
+    unknown_model = error_from_status(404, None, "not found", body=None, model=None)
     assert "the requested model" in unknown_model.message

@@ -10,7 +10,7 @@ import anyio
 import httpx
 import pytest
 
-from unified._adapters.generate_content._options import GenerateContentOptions, resolve_settings
+from unified._adapters.generate_content._options import GenerateContentOptions, resolve_options
 from unified._internal import genai_client
 from unified._internal import http as http_clients
 from unified._internal.genai_client import GenaiClient
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.anyio
 
 def settings(tmp_path: Path, **options: object) -> GenerateContentOptions:
     backend_options = {"api_key": "test-key", "base_url": "http://127.0.0.1:9", **options}
-    return resolve_settings(
+    return resolve_options(
         ExecuteParams(prompt="hi", backend="generate-content", cwd=tmp_path, backend_options=backend_options)
     )
 

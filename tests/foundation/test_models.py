@@ -6,7 +6,7 @@ import pytest
 
 from unified._adapters.generate_content._options import plan_thinking
 from unified._internal.models import budget_to_level, plan_level, profile
-from unified.tools import model_family
+from unified.tools import tool_family
 from unified.types import ThinkingConfig
 
 
@@ -23,7 +23,7 @@ from unified.types import ThinkingConfig
     ],
 )
 def test_the_tool_family_comes_from_the_profile(model: str | None, family: str) -> None:
-    assert model_family(model) == family
+    assert tool_family(model) == family
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from unified._internal.api_settings import ApiOptions
+from unified._internal.api_options import ApiOptions
 from unified._internal.retry import BACKOFF_CAP_S, Failure, backoff_s, retrying
 from unified.errors import BackendError, UnifiedError
 
@@ -42,11 +42,11 @@ async def test_retryinfo_wins_and_a_shown_attempt_is_never_repeated() -> None:
         return Failure("rate_limit", BackendError("slow down"), retry_delay_s=4.0) if isinstance(exc, Flaky) else None
 
     with pytest.raises(UnifiedError) as raised:
-        await retrying(call, classify=classify, settings=settings, warn=warn)
+        await retrying(call, classify=classify, options=settings, warn=warn)
     assert calls == 4
     assert said[0] == "retrying: slow down; retry 1/3 in 4s as the server asked"
     assert "gave up after 4 attempts" in raised.value.message
     calls = 0
     with pytest.raises(UnifiedError):
-        await retrying(call, classify=classify, settings=settings, warn=warn, shown=lambda: True)
+        await retrying(call, classify=classify, options=settings, warn=warn, shown=lambda: True)
     assert calls == 1

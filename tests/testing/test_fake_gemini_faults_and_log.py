@@ -50,7 +50,7 @@ def test_model_turn_streams_and_merges(client_for: ClientFactory) -> None:
         text="Reading both.",
         text_chunks=2,
         function_calls=[FunctionCall(name="read", args={"p": "a"}, signature="sig-f"), FunctionCall(name="read")],
-        usage=Usage(input_tokens=10, output_tokens=5, thought_tokens=2),
+        usage=Usage(input_tokens=10, output_tokens=5, thinking_tokens=2),
     )
     with FakeGemini([turn, turn]) as server:
         client = client_for(server)

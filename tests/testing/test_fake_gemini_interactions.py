@@ -39,7 +39,7 @@ TOOL_TURN = InteractionTurn(
         FunctionCallStep(name="get_weather", arguments={"city": "Paris"}, id="call-a"),
         FunctionCallStep(name="get_time", arguments={"tz": "CET"}, id="call-b", arguments_delta=True),
     ],
-    usage=Usage(input_tokens=10, output_tokens=7, thought_tokens=3),
+    usage=Usage(input_tokens=10, output_tokens=7, thinking_tokens=3),
 )
 
 

@@ -19,7 +19,7 @@ from unified.tools import (
     PolicyError,
     ToolCall,
     ToolRuntime,
-    model_family,
+    tool_family,
 )
 from unified.types import ApprovalMode
 
@@ -312,8 +312,8 @@ async def test_unknown_excluded_and_invalid_calls(ws: Path) -> None:
 def test_declarations_per_family(ws: Path) -> None:
     rt = ToolRuntime(ws)
     legacy = {d["name"]: d for d in rt.declarations()}
-    g3 = {d["name"]: d for d in rt.declarations(model_family=model_family("gemini-3-pro-preview"))}
-    assert model_family("gemini-2.5-flash") == "default-legacy"
+    g3 = {d["name"]: d for d in rt.declarations(family=tool_family("gemini-3-pro-preview"))}
+    assert tool_family("gemini-2.5-flash") == "default-legacy"
     assert legacy["read_file"]["description"] != g3["read_file"]["description"]
     assert legacy["tree"]["description"] == g3["tree"]["description"]
     for decl in legacy.values():

@@ -20,6 +20,8 @@ from unified.testing import FakeGemini, FunctionCall, ModelTurn, Thought, Usage
 from unified.testing._wiring import backend_options_for
 from unified.types import BackendName, ExecuteParams
 
+__all__ = ["ANSWER", "NOTES", "PROMPT", "DemoRun", "run_demo", "script"]
+
 PROMPT = "What is in this project, and what do the notes say?"
 NOTES = "Ship the adapter layer on Friday.\nBenchmarks first.\n"
 ANSWER = "The project holds a README and notes.txt. The notes say: ship the adapter layer on Friday, benchmarks first."
@@ -31,7 +33,7 @@ def script() -> list[ModelTurn]:
         ModelTurn(
             thoughts=[Thought(text="**Looking around**\n\nList the workspace before answering.", signature="demo-1")],
             function_calls=[FunctionCall(name="list_directory", args={"dir_path": "."})],
-            usage=Usage(input_tokens=812, output_tokens=9, thought_tokens=14),
+            usage=Usage(input_tokens=812, output_tokens=9, thinking_tokens=14),
         ),
         ModelTurn(
             function_calls=[FunctionCall(name="read_file", args={"file_path": "notes.txt"})],

@@ -21,6 +21,8 @@ from unified import backends as registry
 from unified._auth import AUTH_MODE_TITLES, AuthReport, detect_auth
 from unified._routing import select_backend
 
+__all__ = ["PROJECT_LOCAL_GEMINI", "VERSION_TIMEOUT_S", "doctor_report", "find_gemini", "gemini_version"]
+
 VERSION_TIMEOUT_S = 60.0
 """A hang guard: Node starts the CLI in a few seconds, over ten on a busy machine."""
 PROJECT_LOCAL_GEMINI = Path(".gemini-cli") / "node_modules" / ".bin" / "gemini"
@@ -91,7 +93,8 @@ def _module_present(name: str) -> bool:
 def _backend_status(name: str, auth: AuthReport, gemini: dict[str, Any]) -> dict[str, Any]:
     column = capabilities.column(name)
     problems = []
-    module = registry.built_in_backends()[name].backend.partition(":")[0]
+    factory = registry.built_in_backends()[name].backend
+    module = factory.partition(":")[0] if isinstance(factory, str) else factory.__module__
     if not _module_present(module):
         problems.append(f"its adapter module {module} is not installed")
     sdk = _SDK_MODULES.get(name)

@@ -12,6 +12,8 @@ from unified._redaction import redact
 from unified.events import Question, UserInputRequest, UserInputResponse
 from unified.types import UserInputHandler
 
+__all__ = ["ask_in_terminal", "make_user_input_handler"]
+
 
 def make_user_input_handler(approve: bool | None, *, interactive: bool, console: Console) -> UserInputHandler | None:
     """The `on_user_input` for `unified run`.

@@ -36,10 +36,36 @@ from unified._redaction import redact
 from unified._routing import select_backend_for
 from unified.events import Result, ResultStatus, UnifiedEvent, dump_event, event_json_schema
 from unified.sessions import SessionInfo
-from unified.types import ApprovalMode, BackendChoice, BackendName, ExecuteParams
+from unified.types import ApprovalMode, BackendName, ExecuteParams
 
 if TYPE_CHECKING:
     from unified._execute import EventStream
+
+__all__ = [
+    "APPROVAL_CHOICES",
+    "DEMO_BACKENDS",
+    "EXIT_BAD_INPUT",
+    "EXIT_BROKEN_PIPE",
+    "EXIT_CODES",
+    "EXIT_INTERNAL",
+    "LEVEL_STYLES",
+    "CwdOption",
+    "SessionBackendOption",
+    "app",
+    "capabilities",
+    "demo",
+    "doctor",
+    "install_gemini_command",
+    "main",
+    "record",
+    "replay",
+    "run",
+    "schema",
+    "sessions_app",
+    "sessions_delete",
+    "sessions_list",
+    "sessions_show",
+]
 
 
 def _flags_without_values(params: list[Any]) -> list[Any]:
@@ -87,7 +113,6 @@ EXIT_BROKEN_PIPE = 141
 """What a shell reports for a process ended by SIGPIPE: the reader of stdout left (`| head`)."""
 EXIT_INTERNAL = 70
 """An exception `unified` did not expect: a bug (EX_SOFTWARE)."""
-BACKEND_CHOICES: tuple[str, ...] = tuple(value for arg in get_args(BackendChoice) for value in get_args(arg))
 APPROVAL_CHOICES: tuple[str, ...] = get_args(ApprovalMode)
 DEMO_BACKENDS = ("gemini-cli", "generate-content", "interactions")
 LEVEL_STYLES = {"full": "green", "partial": "yellow", "emulated": "cyan", "none": "dim red"}
@@ -127,6 +152,16 @@ def _choice(values: tuple[str, ...]) -> Callable[[str | None], str | None]:
         return value
 
     return check
+
+
+def _known_backend(value: str) -> str:
+    """`auto` or a backend the registry knows (built in, registered, or an installed entry point)."""
+    from unified.backends import known_backends
+
+    choices = ("auto", *known_backends())
+    if value not in choices:
+        raise typer.BadParameter(f"{value!r} is not one of: {', '.join(choices)}")
+    return value
 
 
 def _print_json(data: Any) -> None:
@@ -179,7 +214,7 @@ def _checked_params(
     try:
         params = ExecuteParams(
             prompt=prompt,
-            backend=cast("BackendChoice", backend),
+            backend=backend,
             approval_mode=cast("ApprovalMode", approval_mode),
             cwd=(cwd or Path.cwd()).resolve(),
             on_user_input=make_user_input_handler(
@@ -199,7 +234,10 @@ def _checked_params(
 def run(
     prompt: Annotated[str, typer.Argument(help="What the agent should do.")],
     backend: Annotated[
-        str, typer.Option(callback=_choice(BACKEND_CHOICES), help=f"One of: {', '.join(BACKEND_CHOICES)}.")
+        str,
+        typer.Option(
+            callback=_known_backend, help="auto, or a backend: gemini-cli, generate-content, interactions, ..."
+        ),
     ] = "auto",
     model: Annotated[str | None, typer.Option(help="Model name (default: the backend's).")] = None,
     resume: Annotated[str | None, typer.Option(help="Continue a session: short id, unique prefix or full id.")] = None,

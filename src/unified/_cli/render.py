@@ -34,6 +34,8 @@ from unified.events import (
     WarningEvent,
 )
 
+__all__ = ["INDENT", "PREVIEW_CHARS", "STDERR_LINES", "STYLES", "Renderer", "format_usage", "preview"]
+
 INDENT = "  │ "
 """Prefix of every line a subagent produced."""
 

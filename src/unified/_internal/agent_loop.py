@@ -33,14 +33,16 @@ from typing import Any, Protocol, TypeVar
 import anyio
 import anyio.to_thread
 
-from unified._internal.api_settings import ApiOptions
+from unified._internal.api_options import ApiOptions
 from unified._internal.retry import Failure, retrying
 from unified._sessions.config import default_store
 from unified.backends import RunContext, RunOutcome
 from unified.errors import UnifiedError
 from unified.events import SessionStarted, ToolResult, UnifiedEvent, Usage, WarningEvent
 from unified.sessions import SessionStore, StoredSession
-from unified.tools import EventForwarder, ToolCall, ToolOutcome, ToolRuntime, model_family
+from unified.tools import EventForwarder, ToolCall, ToolOutcome, ToolRuntime, tool_family
+
+__all__ = ["NOT_RUN_NO_TOOLS", "AgentLoop", "Emit", "T", "TurnClient", "TurnEnd", "call_key", "refused"]
 
 Emit = Callable[[UnifiedEvent], Awaitable[None]]
 T = TypeVar("T")
@@ -72,7 +74,7 @@ class TurnClient(Protocol):
     model: str
 
     @property
-    def settings(self) -> ApiOptions: ...
+    def options(self) -> ApiOptions: ...
 
     @property
     def connection(self) -> AbstractAsyncContextManager[object]:
@@ -116,7 +118,7 @@ class AgentLoop:
         self.ctx = ctx
         self.params = ctx.params
         self.client = client
-        self.settings = client.settings
+        self.options = client.options
         self.store: SessionStore = ctx.params.session_store or default_store()
         """The only place the API backends touch the session store."""
 
@@ -156,7 +158,7 @@ class AgentLoop:
 
     async def _with_tools(self, session: StoredSession) -> RunOutcome:
         params = self.params
-        if not self.settings.local_tools:
+        if not self.options.local_tools:
             self.client.begin(session, [])
             return await self._turns(session, None)
         async with ToolRuntime(
@@ -168,7 +170,7 @@ class AgentLoop:
         ) as tools:
             for problem in await tools.connect_mcp(params.mcp_servers):
                 await self._warn("mcp_unavailable", problem.message)
-            self.client.begin(session, tools.declarations(model_family(self.client.model)))
+            self.client.begin(session, tools.declarations(tool_family(self.client.model)))
             return await self._turns(session, tools)
 
     async def _save(self, session: StoredSession) -> None:
@@ -221,7 +223,7 @@ class AgentLoop:
             session.turns += 1
             if turn.malformed is not None:
                 malformed += 1
-                if malformed > self.settings.max_retries:
+                if malformed > self.options.max_retries:
                     return RunOutcome(
                         status="error", error=f"{turn.malformed}; the model's turn was malformed {malformed} times"
                     )
@@ -239,7 +241,7 @@ class AgentLoop:
             keys = sorted(call_key(c) for c in turn.calls)
             repeats = repeats + 1 if keys == last_keys else 1
             last_keys = keys
-            if repeats >= self.settings.loop_threshold:
+            if repeats >= self.options.loop_threshold:
                 await self._refuse(session, turn.calls, "not run: the same call was repeated too often (runaway loop)")
                 raise UnifiedError(
                     f"runaway loop: the model made the same call ({turn.calls[0].name} with the same arguments) "
@@ -272,7 +274,7 @@ class AgentLoop:
             return await self.client.send(emit)
 
         return await retrying(
-            attempt, classify=self.client.classify, settings=self.settings, warn=self._warn, shown=lambda: shown > 0
+            attempt, classify=self.client.classify, options=self.options, warn=self._warn, shown=lambda: shown > 0
         )
 
     async def _run_calls(self, tools: ToolRuntime | None, calls: list[ToolCall]) -> list[ToolOutcome]:

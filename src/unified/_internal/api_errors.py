@@ -16,6 +16,8 @@ import httpx
 
 from unified.errors import AuthError, BackendError, ConfigurationError, RateLimited, UnifiedError
 
+__all__ = ["RETRYABLE_STATUS", "credentials_error", "error_from_status", "retry_delay", "timed_out"]
+
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 _DURATION = re.compile(r"^\s*(?P<seconds>\d+(?:\.\d+)?)s\s*$")
 
@@ -41,7 +43,7 @@ def retry_delay(body: Any) -> float | None:
     return None
 
 
-def api_error(code: int, status: str | None, message: str, *, body: Any, model: str | None) -> UnifiedError:
+def error_from_status(code: int, status: str | None, message: str, *, body: Any, model: str | None) -> UnifiedError:
     """The typed error for one HTTP error answer; `retryable` says whether asking again may help."""
     details: dict[str, Any] = {"http_status": code, "status": status, "message": message}
     what = f"({code} {status or ''})".replace(" )", ")")

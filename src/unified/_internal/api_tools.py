@@ -16,6 +16,18 @@ from typing import Any, Literal
 
 from unified._internal.models import UNKNOWN, profile
 
+__all__ = [
+    "BUILTIN_TOOLS",
+    "FEATURES",
+    "TOOL_NAMES",
+    "ModelTools",
+    "Rule",
+    "ToolProblem",
+    "load",
+    "model_tools",
+    "tool_problems",
+]
+
 BUILTIN_TOOLS = ("google_search", "google_maps", "url_context", "code_execution", "file_search")
 """Google's server-side tools, in the order they are listed and sent."""
 TOOL_NAMES = frozenset({"functions", *BUILTIN_TOOLS})

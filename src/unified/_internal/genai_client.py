@@ -8,7 +8,7 @@ API version, the per-attempt timeout once, build the client from the resolved au
 (`ApiOptions.auth`, see `unified._auth.resolve_api_auth`) and nothing else, and switch the SDK's
 retries off (ours honour RetryInfo: `unified._internal.retry`).
 
-Runs that overlap in one event loop with the same connection settings share ONE client and its
+Runs that overlap in one event loop with the same connection options share ONE client and its
 connection pool, as a careful user of the SDK would (100 concurrent runs: one client, not 100).
 An httpx async client belongs to the event loop it first ran on, so the sharing is per loop; the
 last run to leave closes the clients. google.genai is imported only when a run enters this context.
@@ -25,13 +25,15 @@ import anyio.lowlevel
 import anyio.to_thread
 import httpx
 
-from unified._internal.api_settings import ApiOptions
+from unified._internal.api_options import ApiOptions
 from unified._internal.http import async_client, sync_client, tls_context
 from unified._internal.imports import import_off_loop
 from unified.errors import BackendUnavailable
 
 if TYPE_CHECKING:
     from google import genai
+
+__all__ = ["GenaiClient"]
 
 
 @dataclass
@@ -49,31 +51,31 @@ class _Shared:
 _shared: dict[tuple[Any, ...], _Shared] = {}
 
 
-def _key(settings: ApiOptions) -> tuple[Any, ...]:
+def _key(options: ApiOptions) -> tuple[Any, ...]:
     """Everything the client is built from, and the running event loop (its httpx client is bound to it)."""
     return (
         anyio.lowlevel.current_token(),
-        settings.auth,
-        settings.api_version,
-        settings.timeout_s,
-        id(settings.credentials),
+        options.auth,
+        options.api_version,
+        options.timeout_s,
+        id(options.credentials),
     )
 
 
-def _build(settings: ApiOptions) -> _Shared:
+def _build(options: ApiOptions) -> _Shared:
     try:
         from google import genai
         from google.genai import types
     except ImportError as exc:  # pragma: no cover - google-genai is a dependency
         raise BackendUnavailable(f"google-genai is not importable: {exc}", hint="pip install google-genai") from exc
-    auth = settings.auth
-    assert auth is not None, "GenaiClient needs settings from resolve_api_settings"
-    http = async_client(settings.timeout_s)
-    sync_http = sync_client(settings.timeout_s)
-    options = types.HttpOptions(
-        api_version=settings.api_version or ("v1beta1" if auth.vertexai else "v1beta"),
+    auth = options.auth
+    assert auth is not None, "GenaiClient needs options from resolve_api_options"
+    http = async_client(options.timeout_s)
+    sync_http = sync_client(options.timeout_s)
+    http_options = types.HttpOptions(
+        api_version=options.api_version or ("v1beta1" if auth.vertexai else "v1beta"),
         base_url=auth.base_url,
-        timeout=int(settings.timeout_s * 1000),  # the SDK sends timeout=None to httpx otherwise: no timeout
+        timeout=int(options.timeout_s * 1000),  # the SDK sends timeout=None to httpx otherwise: no timeout
         httpx_async_client=http,
         httpx_client=sync_http,
         async_client_args={"ssl": tls_context()},  # read only by its websocket path; saves a CA bundle load
@@ -83,22 +85,22 @@ def _build(settings: ApiOptions) -> _Shared:
     client = genai.Client(
         vertexai=auth.vertexai,
         api_key=auth.api_key,
-        credentials=settings.credentials if auth.kind == "vertex_adc" else None,
+        credentials=options.credentials if auth.kind == "vertex_adc" else None,
         project=auth.project,
         location=auth.location,
-        http_options=options,
+        http_options=http_options,
     )
-    return _Shared(client, http, sync_http, settings.credentials)
+    return _Shared(client, http, sync_http, options.credentials)
 
 
 class GenaiClient:
-    """`async with GenaiClient(settings) as g: g.client...` — the clients close when their last run leaves."""
+    """`async with GenaiClient(options) as g: g.client...` — the clients close when their last run leaves."""
 
     modules: tuple[str, ...] = ("google.genai",)
     """What the client's calls import on first use, imported here off the event loop."""
 
-    def __init__(self, settings: ApiOptions) -> None:
-        self.settings = settings
+    def __init__(self, options: ApiOptions) -> None:
+        self.options = options
         self._key: tuple[Any, ...] | None = None
         self._shared: _Shared | None = None
 
@@ -108,14 +110,14 @@ class GenaiClient:
         return self._shared.client
 
     async def __aenter__(self) -> GenaiClient:
-        key = _key(self.settings)
+        key = _key(self.options)
         shared = _shared.get(key)
         if shared is None:
             for module in self.modules:
                 await import_off_loop(module)
             shared = _shared.get(key)  # another run of this loop may have built it meanwhile
         if shared is None:
-            shared = _shared[key] = _build(self.settings)
+            shared = _shared[key] = _build(self.options)
         shared.users += 1
         self._key, self._shared = key, shared
         return self

@@ -15,6 +15,8 @@ import ssl
 import certifi
 import httpx
 
+__all__ = ["async_client", "sync_client", "tls_context"]
+
 
 @functools.cache
 def tls_context() -> ssl.SSLContext:

@@ -14,6 +14,8 @@ from types import ModuleType
 
 import anyio.to_thread
 
+__all__ = ["import_off_loop"]
+
 
 async def import_off_loop(name: str) -> ModuleType:
     """`importlib.import_module(name)`, in a worker thread unless the module is already loaded."""

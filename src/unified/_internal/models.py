@@ -22,6 +22,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+__all__ = [
+    "ALL_LEVELS",
+    "LEVEL_BUDGETS",
+    "PROFILES",
+    "UNKNOWN",
+    "ModelProfile",
+    "ThinkingLevel",
+    "ToolFamily",
+    "budget_to_level",
+    "plan_level",
+    "profile",
+]
+
 ToolFamily = Literal["gemini-3", "default-legacy"]
 ThinkingLevel = Literal["minimal", "low", "medium", "high"]
 

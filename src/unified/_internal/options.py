@@ -15,6 +15,8 @@ from pydantic import ValidationError
 from unified.errors import ConfigurationError
 from unified.types import BackendOptions
 
+__all__ = ["OptionsT", "parse_options"]
+
 OptionsT = TypeVar("OptionsT", bound=BackendOptions)
 
 

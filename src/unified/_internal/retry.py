@@ -20,8 +20,10 @@ from typing import Literal, TypeVar
 
 import anyio
 
-from unified._internal.api_settings import ApiOptions
+from unified._internal.api_options import ApiOptions
 from unified.errors import UnifiedError
+
+__all__ = ["BACKOFF_CAP_S", "RETRY_WARNING", "Failure", "T", "backoff_s", "retrying"]
 
 T = TypeVar("T")
 
@@ -50,7 +52,7 @@ async def retrying(
     call: Callable[[], Awaitable[T]],
     *,
     classify: Callable[[BaseException], Failure | None],
-    settings: ApiOptions,
+    options: ApiOptions,
     warn: Callable[[str, str], Awaitable[None]],
     shown: Callable[[], bool] = lambda: False,
     clock: Callable[[], float] = time.monotonic,
@@ -74,31 +76,31 @@ async def retrying(
                 raise
             error = failure.error
             asked = failure.retry_delay_s
-            if failure.kind == "fatal" or shown() or attempt >= settings.max_retries:
+            if failure.kind == "fatal" or shown() or attempt >= options.max_retries:
                 if attempt and failure.kind != "fatal" and not shown():
-                    _tell_what_was_tried(error, attempt + 1, clock() - started, settings)
+                    _tell_what_was_tried(error, attempt + 1, clock() - started, options)
                 raise error from exc
-            if asked is not None and asked > settings.max_retry_delay_s:
+            if asked is not None and asked > options.max_retry_delay_s:
                 raise error from exc  # the server asks for a longer wait than allowed: say so at once
             delay = asked if asked is not None else backoff_s(attempt)
             elapsed = clock() - started
-            if elapsed + delay * settings.retry_delay_scale >= settings.request_deadline_s:
-                _tell_what_was_tried(error, attempt + 1, elapsed, settings)
+            if elapsed + delay * options.retry_delay_scale >= options.request_deadline_s:
+                _tell_what_was_tried(error, attempt + 1, elapsed, options)
                 raise error from exc
             attempt += 1
             await warn(
                 RETRY_WARNING,
-                f"{error.message}; retry {attempt}/{settings.max_retries} in {delay:.3g}s"
+                f"{error.message}; retry {attempt}/{options.max_retries} in {delay:.3g}s"
                 + (" as the server asked" if asked is not None else ""),
             )
-            await anyio.sleep(delay * settings.retry_delay_scale)
+            await anyio.sleep(delay * options.retry_delay_scale)
 
 
-def _tell_what_was_tried(error: UnifiedError, attempts: int, elapsed: float, settings: ApiOptions) -> None:
+def _tell_what_was_tried(error: UnifiedError, attempts: int, elapsed: float, options: ApiOptions) -> None:
     """Retries that ran out say how many attempts were made, over how long, under which limits."""
     tried = (
-        f"gave up after {attempts} attempts in {elapsed:.3g}s (timeout_s={settings.timeout_s:g} per attempt, "
-        f"request_deadline_s={settings.request_deadline_s:g} in all, max_retries={settings.max_retries})"
+        f"gave up after {attempts} attempts in {elapsed:.3g}s (timeout_s={options.timeout_s:g} per attempt, "
+        f"request_deadline_s={options.request_deadline_s:g} in all, max_retries={options.max_retries})"
     )
     error.message = f"{error.message}; {tried}"
     error.args = (f"{error.message} ({error.hint})" if error.hint else error.message,)

@@ -50,6 +50,8 @@ from unified.events import (
 )
 from unified.types import ExecuteParams
 
+__all__ = ["GuardedStream", "StopReason", "StreamGuard", "announce_unsupported_options", "estimate_tokens"]
+
 build_validators()  # deferred by `import unified`; built here, before any run, not on its event loop
 
 _BUFFER = 64

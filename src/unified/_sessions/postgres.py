@@ -31,17 +31,17 @@ from unified._sessions.records import SessionInfo, StoredSession, resolve_ref
 from unified._sessions.stores import (
     FORMAT_VERSION,
     BlockingSessionStore,
-    _checked_header,
-    _corrupt,
-    _in_use,
-    _info,
-    _newest_first,
-    _now,
-    _parse,
-    _unreadable,
+    checked_header,
+    corrupt_error,
     header_text,
+    in_use_error,
+    info_of_header,
+    newest_first,
+    parse_document,
     serialize,
+    unreadable_info,
     unsupported_format,
+    utc_now,
 )
 from unified.errors import (
     ConfigurationError,
@@ -53,6 +53,8 @@ from unified.errors import (
 
 if TYPE_CHECKING:
     import psycopg
+
+__all__ = ["TABLE", "PostgresSessionStore", "lock_key"]
 
 TABLE = "unified_sessions"
 _SCHEMA_LOCK = 0x756E6966_69656400
@@ -225,13 +227,13 @@ class PostgresSessionStore(BlockingSessionStore):
             try:
                 raw = json.loads(header)
             except ValueError as exc:
-                raise _corrupt(where, f"its header is not valid JSON ({exc})") from exc
-            info = _info(_checked_header(raw, where), where)
+                raise corrupt_error(where, f"its header is not valid JSON ({exc})") from exc
+            info = info_of_header(checked_header(raw, where), where)
             if info.session_id != session_id:
-                raise _corrupt(where, f"it names session {info.session_id!r}")
+                raise corrupt_error(where, f"it names session {info.session_id!r}")
             return info
         except (CorruptSession, UnsupportedSessionFormat) as exc:
-            return _unreadable(backend, session_id, where, exc)
+            return unreadable_info(backend, session_id, where, exc)
 
     def _list(self, backend: str) -> list[SessionInfo]:
         with self._connection() as connection:
@@ -239,7 +241,7 @@ class PostgresSessionStore(BlockingSessionStore):
                 f"SELECT session_id, format, header FROM {TABLE} WHERE backend = %s ORDER BY updated_at DESC",
                 (backend,),
             ).fetchall()
-        return _newest_first([self._entry(backend, *row) for row in rows])
+        return newest_first([self._entry(backend, *row) for row in rows])
 
     def _resolve(self, backend: str, ref: str) -> SessionInfo:
         """An index range scan over ids starting with `ref`; the five newest sessions only to explain a miss."""
@@ -277,9 +279,9 @@ class PostgresSessionStore(BlockingSessionStore):
         where = self._where(backend, session_id)
         if version > FORMAT_VERSION:
             raise unsupported_format(where, version)
-        session = _parse(document, where)
+        session = parse_document(document, where)
         if session.session_id != session_id or session.backend != backend:
-            raise _corrupt(where, f"it names {session.backend} session {session.session_id!r}")
+            raise corrupt_error(where, f"it names {session.backend} session {session.session_id!r}")
         return session
 
     def _save(self, session: StoredSession) -> None:
@@ -291,7 +293,7 @@ class PostgresSessionStore(BlockingSessionStore):
             ).fetchone()
             if row is not None:
                 self._readable(backend, session_id, *row)  # a record we cannot read is never replaced
-            session.updated_at = _now()
+            session.updated_at = utc_now()
             document = serialize(session)
             connection.execute(
                 f"INSERT INTO {TABLE} (backend, session_id, format, updated_at, header, document) "
@@ -305,7 +307,7 @@ class PostgresSessionStore(BlockingSessionStore):
         with self._connection() as connection, connection.transaction():
             free = connection.execute("SELECT pg_try_advisory_xact_lock(%s)", (lock_key(backend, session_id),))
             if not _first(free.fetchone()):
-                raise _in_use(session_id, self._holder(connection, backend, session_id))
+                raise in_use_error(session_id, self._holder(connection, backend, session_id))
             gone = connection.execute(
                 f"DELETE FROM {TABLE} WHERE backend = %s AND session_id = %s", (backend, session_id)
             )
@@ -319,7 +321,7 @@ class PostgresSessionStore(BlockingSessionStore):
         try:
             taken = connection.execute("SELECT pg_try_advisory_lock(%s)", (lock_key(backend, session_id),))
             if not _first(taken.fetchone()):
-                raise _in_use(session_id, self._holder(connection, backend, session_id))
+                raise in_use_error(session_id, self._holder(connection, backend, session_id))
         except self._psycopg.Error as exc:
             connection.close()
             raise self._unavailable(exc) from None

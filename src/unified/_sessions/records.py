@@ -158,7 +158,7 @@ class SessionStore(Protocol):
 
 
 def _describe(sessions: Sequence[SessionInfo], limit: int = 5) -> str:
-    recent = sorted(sessions, key=_recency, reverse=True)
+    recent = sorted(sessions, key=by_recency, reverse=True)
     lines = [
         f"  {s.short_id}  {(s.updated_at or s.started_at or '')!s:.19}  {(s.summary or s.first_prompt or '')[:60]}"
         for s in recent[:limit]
@@ -166,7 +166,7 @@ def _describe(sessions: Sequence[SessionInfo], limit: int = 5) -> str:
     return "\n".join(lines) if lines else "  (no sessions)"
 
 
-def _recency(info: SessionInfo) -> str:
+def by_recency(info: SessionInfo) -> str:
     return str(info.updated_at or info.started_at or "")
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from unified import backends as registry
 from unified._exports import publish
-from unified._sessions.records import SessionInfo, SessionStore, _recency
+from unified._sessions.records import SessionInfo, SessionStore, by_recency
 from unified.backends import SessionLocator
 from unified.errors import AmbiguousSession, SessionNotFound, UnifiedError
 
@@ -70,7 +70,7 @@ async def list_sessions(
             continue
         readable += [s for s in found if s.problem is None]
         unreadable += [s for s in found if s.problem is not None]
-    readable.sort(key=_recency, reverse=True)
+    readable.sort(key=by_recency, reverse=True)
     return SessionListing(readable, unreadable, unavailable)
 
 

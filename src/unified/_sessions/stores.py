@@ -44,6 +44,26 @@ from unified.errors import (
 )
 from unified.events import Usage
 
+__all__ = [
+    "FORMAT_VERSION",
+    "BlockingSessionStore",
+    "FileSessionStore",
+    "MemorySessionStore",
+    "checked_header",
+    "corrupt_error",
+    "described",
+    "header_text",
+    "in_use_error",
+    "info_of_header",
+    "newest_first",
+    "parse_document",
+    "serialize",
+    "sessions_root",
+    "unreadable_info",
+    "unsupported_format",
+    "utc_now",
+]
+
 FORMAT_VERSION = 1
 """The document format this `unified` writes and reads; a larger number is a newer `unified`'s."""
 _HEADER_PREFIX = '{"header": '
@@ -63,7 +83,7 @@ def sessions_root() -> Path:
     return base / "sessions"
 
 
-def _now() -> datetime:
+def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
@@ -107,7 +127,7 @@ def unsupported_format(where: str, version: int) -> UnsupportedSessionFormat:
     )
 
 
-def _corrupt(where: str, why: str) -> CorruptSession:
+def corrupt_error(where: str, why: str) -> CorruptSession:
     return CorruptSession(
         f"session {where} is corrupt: {why}",
         hint="it was left unchanged; move it away (or repair it by hand) and start a new session",
@@ -115,19 +135,19 @@ def _corrupt(where: str, why: str) -> CorruptSession:
     )
 
 
-def _checked_header(raw: object, where: str) -> dict[str, Any]:
+def checked_header(raw: object, where: str) -> dict[str, Any]:
     """`raw` if it is a header this `unified` can read; else the error that says why not."""
     if not isinstance(raw, dict):
-        raise _corrupt(where, "its header is not a JSON object")
+        raise corrupt_error(where, "its header is not a JSON object")
     version = raw.get("format")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise _corrupt(where, f"its format number is {version!r}")
+        raise corrupt_error(where, f"its format number is {version!r}")
     if version > FORMAT_VERSION:
         raise unsupported_format(where, version)
     return raw
 
 
-def _info(header: dict[str, Any], where: str) -> SessionInfo:
+def info_of_header(header: dict[str, Any], where: str) -> SessionInfo:
     try:
         session_id = header["id"]
         if not isinstance(session_id, str):
@@ -146,22 +166,22 @@ def _info(header: dict[str, Any], where: str) -> SessionInfo:
             extra={"usage": usage.model_dump(), "turns": int(header.get("turns") or 0)},
         )
     except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
-        raise _corrupt(where, f"its header has a wrong or missing field ({type(exc).__name__}: {exc})") from exc
+        raise corrupt_error(where, f"its header has a wrong or missing field ({type(exc).__name__}: {exc})") from exc
 
 
-def _parse(text: str, where: str) -> StoredSession:
+def parse_document(text: str, where: str) -> StoredSession:
     """The session in a stored document, or CorruptSession/UnsupportedSessionFormat."""
     try:
         document = json.loads(text)
     except ValueError as exc:
-        raise _corrupt(where, f"it is not valid JSON ({exc})") from exc
+        raise corrupt_error(where, f"it is not valid JSON ({exc})") from exc
     if not isinstance(document, dict) or "header" not in document:
-        raise _corrupt(where, "it has no header")
-    header = _checked_header(document["header"], where)
+        raise corrupt_error(where, "it has no header")
+    header = checked_header(document["header"], where)
     state = document.get("state")
     if not isinstance(state, dict):
-        raise _corrupt(where, "its state is not a JSON object")
-    info = _info(header, where)  # validates every field used below
+        raise corrupt_error(where, "its state is not a JSON object")
+    info = info_of_header(header, where)  # validates every field used below
     return StoredSession(
         backend=info.backend,
         session_id=info.session_id,
@@ -176,7 +196,7 @@ def _parse(text: str, where: str) -> StoredSession:
     )
 
 
-def _unreadable(backend: str, session_id: str, where: str, error: SessionError) -> SessionInfo:
+def unreadable_info(backend: str, session_id: str, where: str, error: SessionError) -> SessionInfo:
     """The listing entry of a record that cannot be read: reported, never hidden."""
     kind = "newer_format" if isinstance(error, UnsupportedSessionFormat) else "corrupt"
     return SessionInfo(
@@ -188,7 +208,7 @@ def _unreadable(backend: str, session_id: str, where: str, error: SessionError) 
     )
 
 
-def _newest_first(infos: list[SessionInfo]) -> list[SessionInfo]:
+def newest_first(infos: list[SessionInfo]) -> list[SessionInfo]:
     return sorted(infos, key=lambda s: s.updated_at or datetime.min.replace(tzinfo=UTC), reverse=True)
 
 
@@ -201,7 +221,7 @@ def _checked_name(kind: str, value: str) -> str:
     return value
 
 
-def _in_use(session_id: str, holder: str) -> SessionInUse:
+def in_use_error(session_id: str, holder: str) -> SessionInUse:
     return SessionInUse(
         f"session {short_id_of(session_id)} is in use by another run ({holder}); wait for it to finish",
         hint="or start a new session; a lease is released as soon as its run ends, even if it crashed",
@@ -210,7 +230,7 @@ def _in_use(session_id: str, holder: str) -> SessionInUse:
 
 
 def _holder_record() -> bytes:
-    return json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": _now().isoformat()}).encode()
+    return json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": utc_now().isoformat()}).encode()
 
 
 def _kernel_holder(fd: int) -> int | None:
@@ -322,39 +342,41 @@ class FileSessionStore(BlockingSessionStore):
             handle.seek(max(path.stat().st_size - len(_END), 0))
             end = handle.read()
         if end != _END:
-            raise _corrupt(where, "it is truncated (it does not end as unified writes it)")
+            raise corrupt_error(where, "it is truncated (it does not end as unified writes it)")
         try:
             line = first.decode("utf-8").rstrip()
         except UnicodeDecodeError as exc:
-            raise _corrupt(where, f"it is not UTF-8 ({exc})") from exc
+            raise corrupt_error(where, f"it is not UTF-8 ({exc})") from exc
         if line.startswith(_HEADER_PREFIX) and line.endswith(","):
             with contextlib.suppress(ValueError):
-                return _checked_header(json.loads(line[len(_HEADER_PREFIX) : -1]), where)
+                return checked_header(json.loads(line[len(_HEADER_PREFIX) : -1]), where)
         document = self._read_document(path)  # not in our one-line layout: read it all
-        return _checked_header(document.get("header"), where)
+        return checked_header(document.get("header"), where)
 
     def _read_document(self, path: Path) -> dict[str, Any]:
         try:
             document = json.loads(path.read_bytes().decode("utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:
-            raise _corrupt(str(path), f"it is not valid JSON ({exc})") from exc
+            raise corrupt_error(str(path), f"it is not valid JSON ({exc})") from exc
         if not isinstance(document, dict):
-            raise _corrupt(str(path), "it is not a JSON object")
+            raise corrupt_error(str(path), "it is not a JSON object")
         return document
 
     def _entry(self, backend: str, path: Path) -> SessionInfo | None:
         """The listing entry of one file, None if it vanished meanwhile."""
         try:
-            info = _info(self._read_header(path), str(path))
+            info = info_of_header(self._read_header(path), str(path))
             if info.session_id != path.stem:
-                raise _corrupt(str(path), f"it names session {info.session_id!r}, not {path.stem!r}")
+                raise corrupt_error(str(path), f"it names session {info.session_id!r}, not {path.stem!r}")
             return info
         except FileNotFoundError:
             return None
         except OSError as exc:
-            return _unreadable(backend, path.stem, str(path), _corrupt(str(path), f"it cannot be read ({exc})"))
+            return unreadable_info(
+                backend, path.stem, str(path), corrupt_error(str(path), f"it cannot be read ({exc})")
+            )
         except (CorruptSession, UnsupportedSessionFormat) as exc:
-            return _unreadable(backend, path.stem, str(path), exc)
+            return unreadable_info(backend, path.stem, str(path), exc)
 
     def _list(self, backend: str) -> list[SessionInfo]:
         return self._collect(backend, "*.json")
@@ -364,7 +386,7 @@ class FileSessionStore(BlockingSessionStore):
         if not directory.is_dir():
             return []
         entries = (self._entry(backend, path) for path in directory.glob(pattern))
-        return _newest_first([e for e in entries if e is not None])
+        return newest_first([e for e in entries if e is not None])
 
     def _resolve(self, backend: str, ref: str) -> SessionInfo:
         """Reads only the files named after ids that start with `ref`; the whole listing only to explain a miss."""
@@ -390,10 +412,10 @@ class FileSessionStore(BlockingSessionStore):
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise _corrupt(str(path), f"it is not UTF-8 ({exc})") from exc
-        session = _parse(text, str(path))
+            raise corrupt_error(str(path), f"it is not UTF-8 ({exc})") from exc
+        session = parse_document(text, str(path))
         if session.session_id != path.stem:
-            raise _corrupt(str(path), f"it names session {session.session_id!r}, not {path.stem!r}")
+            raise corrupt_error(str(path), f"it names session {session.session_id!r}, not {path.stem!r}")
         return session
 
     # -- writing -------------------------------------------------------------------------------------
@@ -403,7 +425,7 @@ class FileSessionStore(BlockingSessionStore):
         target.parent.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
             self._read_session(target)  # a record we cannot read is never replaced: this raises why
-        session.updated_at = _now()
+        session.updated_at = utc_now()
         data = serialize(session).encode("utf-8")
         tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
@@ -442,7 +464,7 @@ class FileSessionStore(BlockingSessionStore):
             except BlockingIOError:
                 holder = _describe_holder(fd)
                 os.close(fd)
-                raise _in_use(session_id, holder) from None
+                raise in_use_error(session_id, holder) from None
             locked = os.fstat(fd)
             try:
                 current = os.stat(lock)
@@ -486,16 +508,16 @@ class MemorySessionStore:
     def _entries(self, backend: str) -> list[SessionInfo]:
         with self._guard:
             documents = [(sid, text) for (owner, sid), text in self._documents.items() if owner == backend]
-        return _newest_first([self._entry(backend, sid, text) for sid, text in documents])
+        return newest_first([self._entry(backend, sid, text) for sid, text in documents])
 
     def _entry(self, backend: str, session_id: str, text: str) -> SessionInfo:
         """The listing entry of one document; an unreadable one (put there by hand) is reported, not hidden."""
         where = self._where(backend, session_id)
         try:
-            session = _parse(text, where)
+            session = parse_document(text, where)
         except (CorruptSession, UnsupportedSessionFormat) as exc:
-            return _unreadable(backend, session_id, where, exc)
-        return _info({"backend": backend, "id": session.session_id, **described(session)}, where)
+            return unreadable_info(backend, session_id, where, exc)
+        return info_of_header({"backend": backend, "id": session.session_id, **described(session)}, where)
 
     async def list_sessions(self, backend: str) -> list[SessionInfo]:
         return self._entries(backend)
@@ -508,22 +530,22 @@ class MemorySessionStore:
             text = self._documents.get((backend, session_id))
         if text is None:
             raise SessionNotFound(f"no {backend} session {session_id!r} in this process's memory store")
-        return _parse(text, self._where(backend, session_id))
+        return parse_document(text, self._where(backend, session_id))
 
     async def save(self, session: StoredSession) -> None:
         key = (session.backend, session.session_id)
         with self._guard:
             existing = self._documents.get(key)
             if existing is not None:  # a record we cannot read is never replaced: this raises why
-                _parse(existing, self._where(*key))
-            session.updated_at = _now()
+                parse_document(existing, self._where(*key))
+            session.updated_at = utc_now()
             self._documents[key] = serialize(session)
 
     async def delete(self, backend: str, session_id: str) -> None:
         key = (backend, session_id)
         with self._guard:
             if key in self._held:
-                raise _in_use(session_id, f"pid {os.getpid()} on host {socket.gethostname()}")
+                raise in_use_error(session_id, f"pid {os.getpid()} on host {socket.gethostname()}")
             if self._documents.pop(key, None) is None:
                 raise SessionNotFound(f"no {backend} session {session_id!r} in this process's memory store")
 
@@ -532,7 +554,7 @@ class MemorySessionStore:
         key = (backend, session_id)
         with self._guard:
             if key in self._held:
-                raise _in_use(session_id, f"pid {os.getpid()} on host {socket.gethostname()}")
+                raise in_use_error(session_id, f"pid {os.getpid()} on host {socket.gethostname()}")
             self._held.add(key)
         try:
             yield

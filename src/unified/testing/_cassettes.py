@@ -35,10 +35,32 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from unified._exports import publish
 from unified._redaction import redact_key_shapes, redactor
 
 if TYPE_CHECKING:
     from unified.testing._scenario import Fault, Turn
+
+__all__ = [
+    "DEFAULT_SOURCE",
+    "MATCH_ON",
+    "RECORD_ENV",
+    "REDACTED",
+    "SECRET_HEADERS",
+    "SECRET_QUERY",
+    "SECRET_RESPONSE_HEADERS",
+    "UNREACHABLE",
+    "cassette_endpoint",
+    "first_difference",
+    "make_vcr",
+    "prompt",
+    "recording",
+    "scrub_body",
+    "scrub_request",
+    "scrub_response",
+    "scrub_text",
+    "use_cassette",
+]
 
 RECORD_ENV = "UNIFIED_RECORD"
 SECRET_HEADERS = (
@@ -304,3 +326,6 @@ async def cassette_endpoint(turns: Iterable[Turn], faults: Mapping[int, Fault] |
         for index, fault in (faults or {}).items():
             server.inject(fault, at_request=index)
         yield server.base_url
+
+
+publish("unified.testing", ["scrub_text", "use_cassette"], globals())

@@ -25,6 +25,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import anyio.to_thread
 
+from unified._exports import publish
 from unified.testing import _wire
 from unified.testing._scenario import (
     ApiMethod,
@@ -785,3 +786,6 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(reply.delay)
             fake._stream_progress(reply, n)
             n += 1
+
+
+publish("unified.testing", ["FakeGemini", "RecordedRequest"], globals())

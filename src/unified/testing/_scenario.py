@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from unified._exports import publish
+
 __all__ = [
     "ApiMethod",
     "CodeExecutionCall",
@@ -107,13 +109,13 @@ class Usage(_Model):
 
     input_tokens: int = 0
     output_tokens: int = 0
-    thought_tokens: int = 0
+    thinking_tokens: int = 0
     cached_tokens: int = 0
     tool_use_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens + self.thought_tokens + self.tool_use_tokens
+        return self.input_tokens + self.output_tokens + self.thinking_tokens + self.tool_use_tokens
 
 
 class _TurnBase(_Model):
@@ -371,3 +373,28 @@ class Script(_Model):
 
             return cls.model_validate(load_yaml(text))
         return cls.model_validate_json(text)
+
+
+publish(
+    "unified.testing",
+    [
+        "CodeExecutionCall",
+        "CodeExecutionResult",
+        "Fault",
+        "FunctionCall",
+        "FunctionCallStep",
+        "GoogleSearchCall",
+        "GoogleSearchResult",
+        "InteractionTurn",
+        "ModelTurn",
+        "RecordedTurn",
+        "Script",
+        "ServerStep",
+        "ServerTool",
+        "TextStep",
+        "Thought",
+        "ThoughtStep",
+        "Usage",
+    ],
+    globals(),
+)

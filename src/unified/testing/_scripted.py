@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from unified._exports import publish
 from unified.backends import BackendEntry, RunContext, RunOutcome, UnsupportedOption
 from unified.errors import ConfigurationError
 from unified.events import (
@@ -26,6 +27,18 @@ from unified.events import (
     UserInputResponse,
 )
 from unified.types import ExecuteParams
+
+__all__ = [
+    "BACKEND_ENTRY",
+    "Ask",
+    "EndMessage",
+    "Fail",
+    "ScriptedBackend",
+    "Sleep",
+    "Step",
+    "create_backend",
+    "demo_script",
+]
 
 
 @dataclass(frozen=True)
@@ -128,3 +141,6 @@ def create_backend(params: ExecuteParams) -> ScriptedBackend:
 
 BACKEND_ENTRY = BackendEntry("scripted", "unified.testing._scripted:create_backend")
 """How an installed unified finds this backend: the `scripted` entry point of the `unified.backends` group."""
+
+
+publish("unified.testing", ["Ask", "EndMessage", "Fail", "ScriptedBackend", "Sleep"], globals())

@@ -35,6 +35,7 @@ from typing import Any
 import anyio
 import pytest
 
+from unified._exports import publish
 from unified.errors import (
     AmbiguousSession,
     CorruptSession,
@@ -46,6 +47,8 @@ from unified.events import Usage
 from unified.sessions import SessionStore, StoredSession
 from unified.testing._store_worker import StoreFactory as StoreFactory
 from unified.testing._store_worker import blob_of
+
+__all__ = ["HANG_GUARD_S", "StoreConformance", "StoreProcessConformance"]
 
 HANG_GUARD_S = 60.0
 """Hang guard only: how long a freed lease may take to become free again (normally milliseconds)."""
@@ -359,3 +362,6 @@ async def _check_whole(store: SessionStore, backend: str, session_id: str) -> No
     assert listed.problem is None
     loaded.state = {"version": 0}
     await store.save(loaded)  # and the store still takes saves
+
+
+publish("unified.testing", ["StoreConformance", "StoreProcessConformance"], globals())

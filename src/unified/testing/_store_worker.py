@@ -19,6 +19,8 @@ import anyio
 from unified.errors import SessionInUse
 from unified.sessions import SessionStore, StoredSession
 
+__all__ = ["StoreFactory", "blob_of", "main"]
+
 StoreFactory = Callable[[], SessionStore]
 _BLOB_CHARS = 2_000_000
 

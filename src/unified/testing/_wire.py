@@ -28,6 +28,25 @@ from unified.testing._scenario import (
     Usage,
 )
 
+__all__ = [
+    "INTERACTION_EVENTS",
+    "JsonObject",
+    "RenderedStep",
+    "as_interaction_turn",
+    "b64",
+    "error_body",
+    "fault_error",
+    "interaction_usage",
+    "merge_chunks",
+    "model_chunks",
+    "render_legacy_step",
+    "render_step",
+    "server_tool_parts",
+    "split_text",
+    "usage_metadata",
+    "wants_invocations",
+]
+
 JsonObject = dict[str, Any]
 
 _HTTP_FAULTS: dict[str, tuple[int, str, str]] = {
@@ -86,8 +105,8 @@ def usage_metadata(usage: Usage) -> JsonObject:
         "candidatesTokenCount": usage.output_tokens,
         "totalTokenCount": usage.total_tokens,
     }
-    if usage.thought_tokens:
-        meta["thoughtsTokenCount"] = usage.thought_tokens
+    if usage.thinking_tokens:
+        meta["thoughtsTokenCount"] = usage.thinking_tokens
     if usage.cached_tokens:
         meta["cachedContentTokenCount"] = usage.cached_tokens
     if usage.tool_use_tokens:
@@ -215,7 +234,7 @@ def interaction_usage(usage: Usage) -> JsonObject:
     return {
         "total_input_tokens": usage.input_tokens,
         "total_output_tokens": usage.output_tokens,
-        "total_thought_tokens": usage.thought_tokens,
+        "total_thought_tokens": usage.thinking_tokens,
         "total_cached_tokens": usage.cached_tokens,
         "total_tool_use_tokens": usage.tool_use_tokens,
         "total_tokens": usage.total_tokens,

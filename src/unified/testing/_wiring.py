@@ -12,7 +12,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from unified._exports import publish
 from unified.testing._fake_gemini import FakeGemini
+
+__all__ = ["OFFLINE_CLI_SETTINGS", "backend_options_for", "prepare_cli_home"]
 
 OFFLINE_CLI_SETTINGS: dict[str, Any] = {
     "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
@@ -49,3 +52,6 @@ def backend_options_for(server: FakeGemini, backend: str, *, cli_home: Path | No
     if backend in ("generate-content", "interactions"):
         return {"api_key": "fake-gemini-key", "base_url": server.base_url}
     raise ValueError(f"FakeGemini cannot stand behind the {backend!r} backend")
+
+
+publish("unified.testing", ["backend_options_for", "prepare_cli_home"], globals())

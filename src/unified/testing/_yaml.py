@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+__all__ = ["load_yaml"]
+
 
 def load_yaml(text: str) -> Any:
     import yaml

@@ -11,6 +11,8 @@ import pytest
 
 from unified.testing._fake_gemini import FakeGemini
 
+__all__ = ["fake_gemini"]
+
 
 @pytest.fixture
 def fake_gemini() -> Iterator[FakeGemini]:

@@ -8,7 +8,7 @@ It knows nothing of adapters or backends; an adapter drives it like this::
                            user_input=user_input) as tools:
         for problem in await tools.connect_mcp(params.mcp_servers):
             ...                                                # emit a `warning` event
-        declarations = tools.declarations(model_family="gemini-3")   # -> the model's tool list
+        declarations = tools.declarations(family="gemini-3")   # -> the model's tool list
         ...
         outcomes = await tools.run_batch(calls, EventForwarder(ctx.emit))  # one model turn's calls
         # each ToolOutcome.response is the function response, verbatim; inline_data are extra parts
@@ -21,9 +21,9 @@ hook replaces the permission half alone. The observer receives each call's `Perm
 Tool contracts and the policy format: docs/tools.md.
 """
 
-from unified._internal.models import profile
+from unified._internal.models import ToolFamily, profile
 from unified.tools._ask_user import UserInputBridge
-from unified.tools._base import InlineData, ModelFamily, ToolError, ToolOutput, ToolSpec
+from unified.tools._base import InlineData, ToolError, ToolOutput, ToolSpec
 from unified.tools._files import ReadMode
 from unified.tools._policy import Decision, Policy, PolicyError, Rule, Verdict
 from unified.tools._runtime import (
@@ -41,7 +41,7 @@ from unified.tools._runtime import (
 )
 
 
-def model_family(model_id: str | None) -> ModelFamily:
+def tool_family(model_id: str | None) -> ToolFamily:
     """The declaration set for a model id: Gemini 3 models get theirs, everything else the legacy one
     (the model profiles in `unified._internal.models` decide)."""
     return profile(model_id).tool_family
@@ -54,7 +54,6 @@ __all__ = [
     "EventForwarder",
     "InlineData",
     "McpConnectError",
-    "ModelFamily",
     "NullObserver",
     "PermissionAnswer",
     "PermissionRequest",
@@ -64,6 +63,7 @@ __all__ = [
     "Rule",
     "ToolCall",
     "ToolError",
+    "ToolFamily",
     "ToolObserver",
     "ToolOutcome",
     "ToolOutput",
@@ -71,5 +71,5 @@ __all__ = [
     "ToolSpec",
     "UserInputBridge",
     "Verdict",
-    "model_family",
+    "tool_family",
 ]

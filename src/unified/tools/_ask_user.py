@@ -15,6 +15,8 @@ from pydantic import Field
 from unified.events import Question, QuestionOption, UserInputRequest, UserInputResponse
 from unified.tools._base import Params, Progress, ToolError, ToolOutput, ToolSpec
 
+__all__ = ["CURRENT_CALL_ID", "AskOption", "AskQuestion", "AskUserParams", "UserInputBridge", "ask_user_tool"]
+
 CURRENT_CALL_ID: ContextVar[str | None] = ContextVar("unified_tool_call_id", default=None)
 """The id of the call being run, set by the runtime, so a question can name the tool_use it belongs to."""
 

@@ -10,7 +10,21 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-ModelFamily = Literal["default-legacy", "gemini-3"]
+from unified._exports import publish
+from unified._internal.models import ToolFamily
+
+__all__ = [
+    "InlineData",
+    "Params",
+    "Progress",
+    "ToolError",
+    "ToolKind",
+    "ToolOutput",
+    "ToolSpec",
+    "clean_schema",
+    "params_schema",
+]
+
 """Which declaration texts the model gets (seed 000: the Gemini 3 family has its own strings)."""
 
 ToolKind = Literal["read", "edit", "execute", "other"]
@@ -59,7 +73,7 @@ class ToolSpec:
     gemini3_description: str | None = None
     schema: dict[str, Any] = field(default_factory=dict)
 
-    def declaration(self, family: ModelFamily) -> dict[str, Any]:
+    def declaration(self, family: ToolFamily) -> dict[str, Any]:
         text = self.gemini3_description if family == "gemini-3" and self.gemini3_description else None
         schema = copy.deepcopy(self.schema or (params_schema(self.params) if self.params else {}))
         schema.setdefault("type", "object")
@@ -119,3 +133,6 @@ def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     if "properties" in cleaned:
         cleaned["type"] = "object"
     return cleaned
+
+
+publish("unified.tools", ["InlineData", "ToolError", "ToolOutput", "ToolSpec"], globals())

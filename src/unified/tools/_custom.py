@@ -13,6 +13,8 @@ from pydantic_core import to_jsonable_python
 
 from unified.tools._base import Params, Progress, ToolOutput, ToolSpec, clean_schema
 
+__all__ = ["function_tool"]
+
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$")
 
 

@@ -21,6 +21,36 @@ from unified.tools._ignore import IgnoreRules, WalkedFile, scan, walk_files
 from unified.tools._paths import Workspace
 from unified.tools._safe_io import StopFlag
 
+__all__ = [
+    "EDIT_MAX_BYTES",
+    "GLOB_MAX_RESULTS",
+    "MAX_IMAGE_BYTES",
+    "MAX_LINE_CHARS",
+    "READ_BYTE_CEILING",
+    "TREE_MAX_BYTES",
+    "TREE_MAX_DEPTH",
+    "TREE_MAX_LINES",
+    "EditFileParams",
+    "FileConfig",
+    "GlobParams",
+    "ListDirParams",
+    "ReadFileParams",
+    "ReadMode",
+    "TreeParams",
+    "WriteFileParams",
+    "edit_file",
+    "find_placeholder",
+    "glob",
+    "glob_regex",
+    "image_mime",
+    "list_dir",
+    "read_file",
+    "read_file_limit_text",
+    "render_tree",
+    "tree",
+    "write_file",
+]
+
 ReadMode = Literal["unlimited", "default-cap"]
 """What a read_file call without `limit` returns: the rest of the file, or `line_cap` lines."""
 

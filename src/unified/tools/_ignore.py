@@ -18,6 +18,8 @@ import pathspec
 from unified.tools import _safe_io
 from unified.tools._paths import Workspace
 
+__all__ = ["IGNORE_FILE_MAX_BYTES", "IgnoreRules", "WalkedFile", "scan", "walk_files"]
+
 _IGNORE_FILES = (".gitignore", ".ignore")
 IGNORE_FILE_MAX_BYTES = 1024 * 1024
 """What is read of one ignore file; the rest of a larger one is not read."""

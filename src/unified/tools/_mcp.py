@@ -24,6 +24,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from unified.tools._base import InlineData, Progress, ToolError, ToolOutput, ToolSpec
 from unified.types import HttpMcpServer, McpServer, SseMcpServer, StdioMcpServer
 
+__all__ = ["connect_server", "tool_name"]
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 

@@ -16,6 +16,8 @@ import anyio.to_thread
 
 from unified.tools._base import ToolError
 
+__all__ = ["Workspace"]
+
 
 class Workspace:
     """The workspace root plus any extra roots (`include_directories`) tools may reach."""

@@ -21,8 +21,25 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from unified._exports import publish
 from unified.tools import _shell_syntax
 from unified.types import ApprovalMode
+
+__all__ = [
+    "DEFAULT_TIER",
+    "SESSION_PRIORITY",
+    "SESSION_TIER",
+    "USER_TIER",
+    "Decision",
+    "Match",
+    "Policy",
+    "PolicyError",
+    "Rule",
+    "Verdict",
+    "parse_rules",
+    "session_rule",
+    "shell_shape",
+]
 
 DEFAULT_TIER = 1
 SESSION_TIER = 3
@@ -273,3 +290,6 @@ def session_rule(tool: str, args: Mapping[str, Any], mode: ApprovalMode) -> Rule
         modes=frozenset(_MODES[_MODES.index(mode) :]),
         command_shape=shape,
     )
+
+
+publish("unified.tools", ["Decision", "Policy", "PolicyError", "Rule", "Verdict"], globals())

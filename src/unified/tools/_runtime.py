@@ -16,7 +16,9 @@ from typing import Any, Literal, Protocol
 import anyio
 from pydantic import ValidationError
 
+from unified._exports import publish
 from unified._internal.imports import import_off_loop
+from unified._internal.models import ToolFamily
 from unified._redaction import redactor
 from unified.errors import RunStopped
 from unified.events import (
@@ -30,7 +32,6 @@ from unified.tools import _files, _search, _shell, _shell_syntax
 from unified.tools._ask_user import CURRENT_CALL_ID, UserInputBridge, ask_user_tool
 from unified.tools._base import (
     InlineData,
-    ModelFamily,
     Params,
     Progress,
     ToolError,
@@ -42,6 +43,20 @@ from unified.tools._custom import function_tool
 from unified.tools._paths import Workspace
 from unified.tools._policy import DEFAULT_TIER, Decision, Policy, session_rule
 from unified.types import ApprovalMode, McpServer
+
+__all__ = [
+    "ALIASES",
+    "AskPermission",
+    "EventForwarder",
+    "McpConnectError",
+    "NullObserver",
+    "PermissionAnswer",
+    "PermissionRequest",
+    "ToolCall",
+    "ToolObserver",
+    "ToolOutcome",
+    "ToolRuntime",
+]
 
 PermissionAnswer = Literal["allow_once", "allow_always", "deny"]
 
@@ -356,9 +371,9 @@ class ToolRuntime:
     def tool_names(self) -> list[str]:
         return [name for name in self._tools if self._available(name)]
 
-    def declarations(self, model_family: ModelFamily = "default-legacy") -> list[dict[str, Any]]:
+    def declarations(self, family: ToolFamily = "default-legacy") -> list[dict[str, Any]]:
         """Function declarations (name, description, JSON-schema parameters) for the model."""
-        return [self._tools[name].declaration(model_family) for name in self.tool_names()]
+        return [self._tools[name].declaration(family) for name in self.tool_names()]
 
     async def run_batch(self, calls: Sequence[ToolCall], observer: ToolObserver | None = None) -> list[ToolOutcome]:
         """Runs one model turn's calls; outcomes in call order.
@@ -546,3 +561,19 @@ def _shell_parts(command: str) -> str:
     shown = [f"`{part.display()}`" for part in parts[:_SUMMARY_PARTS]]
     more = len(parts) - _SUMMARY_PARTS
     return "\nIt runs: " + ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+publish(
+    "unified.tools",
+    [
+        "EventForwarder",
+        "McpConnectError",
+        "NullObserver",
+        "PermissionRequest",
+        "ToolCall",
+        "ToolObserver",
+        "ToolOutcome",
+        "ToolRuntime",
+    ],
+    globals(),
+)

@@ -35,6 +35,30 @@ import anyio.to_thread
 from unified.tools._base import ToolError
 from unified.tools._paths import Workspace
 
+__all__ = [
+    "CHUNK",
+    "BinaryContent",
+    "Line",
+    "LineStream",
+    "StopFlag",
+    "T",
+    "WorkStopped",
+    "check_regular",
+    "chunks",
+    "entry_mode",
+    "in_worker",
+    "list_entries",
+    "lstat_in",
+    "open_child_dir",
+    "open_directory",
+    "open_file",
+    "open_in",
+    "open_parent",
+    "read_at_most",
+    "read_small",
+    "replace_file",
+]
+
 T = TypeVar("T")
 
 CHUNK = 256 * 1024

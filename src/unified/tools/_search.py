@@ -20,6 +20,17 @@ from unified.tools._ignore import IgnoreRules, WalkedFile, walk_files
 from unified.tools._paths import Workspace
 from unified.tools._safe_io import StopFlag
 
+__all__ = [
+    "SEARCH_DEFAULT_LIMIT",
+    "SEARCH_LINE_CHARS",
+    "SEARCH_MATCH_CHARS",
+    "SEARCH_MAX_LIMIT",
+    "Hit",
+    "SearchParams",
+    "search",
+    "translate_rust_regex",
+]
+
 SEARCH_DEFAULT_LIMIT = 50
 SEARCH_MAX_LIMIT = 200
 SEARCH_LINE_CHARS = 200

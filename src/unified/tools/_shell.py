@@ -30,6 +30,22 @@ from unified.tools import _watchdog
 from unified.tools._base import Params, Progress, ToolError, ToolOutput
 from unified.tools._paths import Workspace
 
+__all__ = [
+    "BACKGROUND_READ_CAP",
+    "SHELL_ENV_ALLOWLIST",
+    "SHELL_OUTPUT_CAP",
+    "SHELL_SETTINGS",
+    "BackgroundProcess",
+    "GroupWatch",
+    "ListBackgroundParams",
+    "ReadBackgroundParams",
+    "ShellConfig",
+    "ShellParams",
+    "list_background_processes",
+    "read_background_output",
+    "run_shell_command",
+]
+
 SHELL_OUTPUT_CAP = 32 * 1024
 BACKGROUND_READ_CAP = 64 * 1024
 _DRAIN_AFTER_EXIT_S = 0.2

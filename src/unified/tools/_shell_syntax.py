@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
+__all__ = ["MAX_NESTING", "SimpleCommand", "Word", "command_name", "parse"]
+
 Word = str | None
 """One argv word after quote removal; None when bash only knows it at run time (an expansion, a glob)."""
 

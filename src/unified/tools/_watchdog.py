@@ -24,6 +24,8 @@ import signal
 import sys
 from pathlib import Path
 
+__all__ = ["OWNER_VARIABLE", "group_members", "kill_owned_group", "main", "owned_by"]
+
 OWNER_VARIABLE = "UNIFIED_SHELL_OWNER"
 """Set in every shell a runtime starts; its value names the runtime (a random token)."""
 

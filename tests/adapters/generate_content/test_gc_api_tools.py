@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from google.genai import types
 
-from unified._adapters.generate_content._translate import TurnTranslator, grounding_sources, server_tool_name
+from unified._adapters.generate_content._translate import GenerateContentTranslator, grounding_sources, server_tool_name
 from unified.events import ToolResult, ToolUse
 
 
@@ -38,7 +38,7 @@ def test_invocation_parts_are_named_as_their_options(tool_type: str | None, name
 
 
 def test_an_invocation_pair_keeps_its_id_and_its_part_for_the_echo() -> None:
-    translator = TurnTranslator(turn=1)
+    translator = GenerateContentTranslator(turn=1)
     call = {
         "toolCall": {"id": "t1", "toolType": "GOOGLE_MAPS", "args": {"queries": ["cafe"]}},
         "thoughtSignature": "c2ln",
@@ -90,7 +90,7 @@ def test_grounding_without_chunks_of_every_kind(meta: dict[str, Any], names: lis
 
 
 def test_grounding_pairs_come_at_the_end_of_the_turn() -> None:
-    translator = TurnTranslator(turn=1)
+    translator = GenerateContentTranslator(turn=1)
     meta = {"groundingChunks": [{"maps": {"title": "Café X", "placeId": "places/abc"}}]}
     assert [
         type(e).__name__

@@ -10,9 +10,9 @@ import pytest
 from google.genai import errors, types
 
 from tests.harness.recordings import recordings, recordings_dir
-from unified._adapters.generate_content._failures import classify
+from unified._adapters.generate_content._failures import failure_from_exception
 from unified._adapters.generate_content._options import plan_thinking
-from unified._adapters.generate_content._translate import TurnTranslator, split_subject
+from unified._adapters.generate_content._translate import GenerateContentTranslator, split_subject
 from unified._internal.api_errors import retry_delay
 from unified.events import ErrorEvent, TextDelta, Thinking, ToolResult, ToolUse, UnifiedEvent, WarningEvent
 from unified.types import ThinkingConfig
@@ -25,8 +25,8 @@ def streams(name: str) -> list[list[dict[str, Any]]]:
     return [line["response"] for line in lines if line["method"] == "generateContentStream"]
 
 
-def play(chunks: list[dict[str, Any]], turn: int = 1) -> tuple[TurnTranslator, list[UnifiedEvent]]:
-    translator = TurnTranslator(turn=turn)
+def play(chunks: list[dict[str, Any]], turn: int = 1) -> tuple[GenerateContentTranslator, list[UnifiedEvent]]:
+    translator = GenerateContentTranslator(turn=turn)
     events: list[UnifiedEvent] = []
     for chunk in chunks:
         events += translator.feed(types.GenerateContentResponse.model_validate(chunk))
@@ -84,7 +84,7 @@ def test_every_recorded_stream_translates(path: Path) -> None:
     ids: set[str] = set()
     uses: list[str] = []
     for turn, chunks in enumerate(streams(path.name), start=1):
-        translator = TurnTranslator(turn=turn, taken_ids=ids)
+        translator = GenerateContentTranslator(turn=turn, taken_ids=ids)
         events = [e for c in chunks for e in translator.feed(types.GenerateContentResponse.model_validate(c))]
         events += translator.finish()
         uses += [e.tool_use_id for e in events if isinstance(e, ToolUse)]
@@ -117,7 +117,7 @@ def chunk(parts: list[dict[str, Any]], **candidate: Any) -> types.GenerateConten
 
 
 def test_code_execution_parts_are_server_side_tools() -> None:
-    translator = TurnTranslator(turn=1)
+    translator = GenerateContentTranslator(turn=1)
     events = translator.feed(
         chunk(
             [
@@ -139,7 +139,7 @@ def test_code_execution_parts_are_server_side_tools() -> None:
 
 
 def test_grounding_metadata_reaches_the_consumer() -> None:
-    translator = TurnTranslator(turn=1)
+    translator = GenerateContentTranslator(turn=1)
     grounding = {
         "webSearchQueries": ["weather paris"],
         "groundingChunks": [{"web": {"uri": "https://example.com", "title": "Example"}}],
@@ -158,7 +158,7 @@ def test_grounding_metadata_reaches_the_consumer() -> None:
     ("reason", "kind"), [("SAFETY", ErrorEvent), ("MAX_TOKENS", WarningEvent), ("RECITATION", ErrorEvent)]
 )
 def test_finish_reasons_are_reported(reason: str, kind: type) -> None:
-    translator = TurnTranslator(turn=1)
+    translator = GenerateContentTranslator(turn=1)
     translator.feed(chunk([{"text": "x"}], finishReason=reason))
     (event,) = translator.finish()
     assert isinstance(event, kind)
@@ -169,10 +169,10 @@ def test_finish_reasons_are_reported(reason: str, kind: type) -> None:
 
 def test_duplicate_model_call_ids_are_made_unique() -> None:
     taken: set[str] = set()
-    first = TurnTranslator(turn=1, taken_ids=taken)
+    first = GenerateContentTranslator(turn=1, taken_ids=taken)
     first.feed(chunk([{"functionCall": {"name": "f", "args": {}, "id": "c1"}}], finishReason="STOP"))
     first.finish()  # a call is announced once the next part, or the end of the stream, shows it is local
-    second = TurnTranslator(turn=2, taken_ids=taken)
+    second = GenerateContentTranslator(turn=2, taken_ids=taken)
     second.feed(chunk([{"functionCall": {"name": "f", "args": {}, "id": "c1"}}], finishReason="STOP"))
     second.finish()
     assert first.calls[0].tool_use_id == "c1"
@@ -180,7 +180,7 @@ def test_duplicate_model_call_ids_are_made_unique() -> None:
     assert second.calls[0].call_id == "c1"  # the model's own id still answers the call
 
 
-def api_error(code: int, message: str, details: list[dict[str, Any]] | None = None) -> errors.APIError:
+def error_from_status(code: int, message: str, details: list[dict[str, Any]] | None = None) -> errors.APIError:
     body = {"error": {"code": code, "message": message, "status": "X", "details": details or []}}
     return errors.APIError(code, body)
 
@@ -209,7 +209,7 @@ def test_retry_delay_is_read_from_retry_info() -> None:
     ],
 )
 def test_failures_say_what_to_fix(code: int, message: str, kind: str, error_code: str) -> None:
-    failure = classify(api_error(code, message), "gemini-9", 90.0)
+    failure = failure_from_exception(error_from_status(code, message), "gemini-9", 90.0)
     assert failure is not None
     assert failure.kind == kind
     assert failure.error.code == error_code

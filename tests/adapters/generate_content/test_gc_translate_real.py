@@ -7,8 +7,8 @@ from google import genai
 from google.genai import types
 
 from tests.harness.fidelity import Recording, corpus, expected_of
-from unified._adapters.generate_content._failures import classify
-from unified._adapters.generate_content._translate import TurnTranslator
+from unified._adapters.generate_content._failures import failure_from_exception
+from unified._adapters.generate_content._translate import GenerateContentTranslator
 from unified.errors import BackendError
 from unified.events import TextDelta, Thinking, ToolResult, ToolUse, UnifiedEvent, WarningEvent
 from unified.testing._scenario import RecordedTurn
@@ -16,8 +16,8 @@ from unified.testing._scenario import RecordedTurn
 REAL = [r for r in corpus() if not r.name.startswith("gemini-cli-responses/")]
 
 
-def translate(turn: RecordedTurn, number: int, taken: set[str]) -> tuple[TurnTranslator, list[UnifiedEvent]]:
-    translator = TurnTranslator(turn=number, taken_ids=taken)
+def translate(turn: RecordedTurn, number: int, taken: set[str]) -> tuple[GenerateContentTranslator, list[UnifiedEvent]]:
+    translator = GenerateContentTranslator(turn=number, taken_ids=taken)
     chunks = turn.response if isinstance(turn.response, list) else [turn.response]
     events: list[UnifiedEvent] = []
     for chunk in chunks:
@@ -57,7 +57,7 @@ def _chunk(*parts: dict[str, object], finish: str | None = None) -> types.Genera
 
 
 def test_streamed_pieces_of_nested_arguments_assemble() -> None:
-    translator = TurnTranslator(turn=1)
+    translator = GenerateContentTranslator(turn=1)
     pieces = [
         {"name": "plan", "willContinue": True},
         {
@@ -81,7 +81,7 @@ def test_streamed_pieces_of_nested_arguments_assemble() -> None:
 
 
 def test_a_function_response_without_its_call_is_still_a_well_formed_server_side_pair() -> None:
-    translator = TurnTranslator(turn=1)
+    translator = GenerateContentTranslator(turn=1)
     events = translator.feed(_chunk({"functionResponse": {"name": "lookup", "response": {"ok": 1}}}, finish="STOP"))
     events += translator.finish()
     assert [(type(e).__name__, e.server_side) for e in events if isinstance(e, ToolUse | ToolResult)] == [
@@ -97,10 +97,12 @@ def test_a_request_google_genai_refuses_is_a_typed_backend_error() -> None:
     piece = types.Part(function_call=types.FunctionCall(name="greet", will_continue=True))
     with pytest.raises(ValueError, match="will_continue") as caught:
         client.models.generate_content(model="gemini-2.5-flash", contents=[types.Content(role="model", parts=[piece])])
-    failure = classify(caught.value, "gemini-2.5-flash", 30.0)
+    failure = failure_from_exception(caught.value, "gemini-2.5-flash", 30.0)
     assert failure is not None
     assert failure.kind == "fatal"
     assert isinstance(failure.error, BackendError)
     assert failure.error.code == "backend_error"
     assert "will_continue" in str(failure.error)
-    assert classify(ValueError("a bug of ours"), "gemini-2.5-flash", 30.0) is None  # still reported as a bug
+    assert (
+        failure_from_exception(ValueError("a bug of ours"), "gemini-2.5-flash", 30.0) is None
+    )  # still reported as a bug

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from unified._adapters.interactions._translate import Translator
+from unified._adapters.interactions._translate import InteractionsTranslator
 from unified.events import TextDelta, ToolResult, ToolUse
 
 
@@ -24,7 +24,7 @@ def events(*annotations: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def feed(raw: list[dict[str, Any]]) -> list[Any]:
-    translator = Translator()
+    translator = InteractionsTranslator()
     return [s for event in raw for s in translator.feed(event) if isinstance(s, TextDelta | ToolUse | ToolResult)]
 
 

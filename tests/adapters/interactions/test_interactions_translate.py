@@ -7,9 +7,9 @@ from typing import Any
 from unified._adapters.interactions._translate import (
     UNPARSED_ARGUMENTS,
     FunctionCall,
+    InteractionsTranslator,
     StatusChange,
     StreamFailure,
-    Translator,
     translate,
     usage_from_wire,
 )
@@ -78,7 +78,7 @@ def test_text_and_thinking_deltas_stream_in_order() -> None:
 
 
 def test_usage_prefers_the_interaction_total_over_step_figures() -> None:
-    translator = Translator()
+    translator = InteractionsTranslator()
     for event in [created(), start(0, {"type": "model_output"}), stop(0, usage={"total_output_tokens": 3})]:
         translator.feed(event)
     assert translator.usage.output_tokens == 3
@@ -87,7 +87,7 @@ def test_usage_prefers_the_interaction_total_over_step_figures() -> None:
 
 
 def test_step_usage_is_a_running_total_not_summed() -> None:
-    translator = Translator()
+    translator = InteractionsTranslator()
     for event in [
         created(),
         start(0, {"type": "model_output"}),
@@ -160,7 +160,7 @@ def test_broken_argument_json_reaches_the_tool_as_data() -> None:
 
 
 def test_parallel_calls_keep_their_order_and_ids() -> None:
-    translator = Translator()
+    translator = InteractionsTranslator()
     for event in [
         created(),
         start(0, {"type": "function_call", "id": "a", "name": "ls", "arguments": {}}),
@@ -253,7 +253,7 @@ def test_result_without_a_visible_call_is_announced_first() -> None:
 
 
 def test_annotations_and_signatures_are_kept_in_the_model_steps() -> None:
-    translator = Translator()
+    translator = InteractionsTranslator()
     citation = {"type": "url_citation", "url": "https://e.x", "start_index": 0, "end_index": 2}
     for event in [
         created(),
@@ -323,14 +323,14 @@ def test_legacy_dialect_translates_like_the_current_one() -> None:
 
 
 def test_legacy_deltas_without_a_start() -> None:
-    translator = Translator()
+    translator = InteractionsTranslator()
     signals = translator.feed({"event_type": "content.delta", "index": 0, "delta": {"type": "text", "text": "x"}})
     assert [type(s).__name__ for s in signals] == ["TextDelta"]
     assert translator.legacy
 
 
 def test_a_polled_interaction_replays_only_new_steps() -> None:
-    translator = Translator()
+    translator = InteractionsTranslator()
     first = translator.feed_interaction(
         {
             "id": "bg",
@@ -355,7 +355,7 @@ def test_a_polled_interaction_replays_only_new_steps() -> None:
 
 
 def test_status_updates_are_reported_once_each() -> None:
-    translator = Translator()
+    translator = InteractionsTranslator()
     assert translator.feed(created()) == [StatusChange("i1", "in_progress")]
     update = {"event_type": "interaction.status_update", "interaction_id": "i1", "status": "in_progress"}
     assert translator.feed(update) == []

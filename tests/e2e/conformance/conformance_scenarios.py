@@ -155,7 +155,7 @@ SCENARIOS: tuple[Scenario, ...] = (
             ModelTurn(
                 thoughts=[Thought(text="**Greeting**\nThe user wants a hello.")],
                 text="Hi.",
-                usage=Usage(input_tokens=10, output_tokens=1, thought_tokens=8),
+                usage=Usage(input_tokens=10, output_tokens=1, thinking_tokens=8),
             ),
         ),
         ("thinking", "text", "result success"),
@@ -288,7 +288,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         images=True,
     ),
     Scenario(
-        "api_error",
+        "error_from_status",
         # A quota error asking for an hour's wait: every backend gives up at once instead of retrying.
         (ModelTurn(text="Never sent.", fault=Fault(kind="rate_limit", retry_delay="3600s")),),
         ("error rate_limited fatal", "result error"),

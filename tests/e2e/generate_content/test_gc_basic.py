@@ -61,7 +61,7 @@ async def test_thinking_tool_call_and_signature_echo(harness: Harness) -> None:
         ModelTurn(
             thoughts=[Thought(text="**Reading the file**\n\nI should read a.txt.", signature="sig-thought")],
             function_calls=[FunctionCall(name="read_file", args={"file_path": "a.txt"}, id="c1", signature="sig-call")],
-            usage=Usage(input_tokens=10, output_tokens=5, thought_tokens=7),
+            usage=Usage(input_tokens=10, output_tokens=5, thinking_tokens=7),
         ),
         ModelTurn(text="It says alpha.", text_signature="sig-text", usage=Usage(input_tokens=20, output_tokens=4)),
     )

@@ -50,7 +50,7 @@ async def test_cassette_text_with_thinking(workspace: Path) -> None:
     turns: list[Turn] = [
         InteractionTurn(
             steps=[ThoughtStep(summary=["Plan."], signature="sig"), TextStep(text="Just text.", chunks=2)],
-            usage=Usage(input_tokens=4, output_tokens=3, thought_tokens=2),
+            usage=Usage(input_tokens=4, output_tokens=3, thinking_tokens=2),
         )
     ]
     events = await replay("text-turn", turns, workspace)

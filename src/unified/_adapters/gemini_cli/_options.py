@@ -15,6 +15,7 @@ from pydantic import Field, StrictBool, StrictInt, field_validator
 
 from unified._adapters.gemini_cli._pool import AcpPool
 from unified._adapters.gemini_cli._transport import AgentProcess
+from unified._exports import publish
 from unified._internal.options import parse_options
 from unified.types import BackendOptions
 
@@ -66,3 +67,6 @@ class GeminiCliOptions(BackendOptions):
 def gemini_cli_options(raw: Mapping[str, object] | BackendOptions) -> GeminiCliOptions:
     """`raw` as `GeminiCliOptions`, or a `ConfigurationError` naming each bad key and the known ones."""
     return parse_options(GeminiCliOptions, raw, BACKEND)
+
+
+publish("unified", ["GeminiCliOptions"], globals())

@@ -8,7 +8,7 @@ from unified._adapters.generate_content._options import (
     DEFAULT_MODEL,
     GenerateContentOptions,
     plan_thinking,
-    resolve_settings,
+    resolve_options,
 )
 from unified._adapters.generate_content._sessions import BACKEND
 from unified._internal.imports import import_off_loop
@@ -16,6 +16,8 @@ from unified._internal.options import parse_options
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
 from unified.errors import BackendUnavailable
 from unified.types import ExecuteParams
+
+__all__ = ["GenerateContentBackend"]
 
 
 class GenerateContentBackend:
@@ -40,8 +42,8 @@ class GenerateContentBackend:
         return problems
 
     async def run(self, ctx: RunContext) -> RunOutcome:
-        settings = resolve_settings(ctx.params)
-        if settings.vertexai and not settings.api_key and sniffio.current_async_library() != "asyncio":
+        options = resolve_options(ctx.params)
+        if options.vertexai and not options.api_key and sniffio.current_async_library() != "asyncio":
             raise BackendUnavailable(
                 "Vertex AI with Application Default Credentials cannot run on trio: google-genai refreshes "
                 "the token with asyncio",
@@ -50,4 +52,4 @@ class GenerateContentBackend:
         turns = await import_off_loop("unified._adapters.generate_content._turns")  # with the agent loop and the tools
         from unified._internal.agent_loop import AgentLoop
 
-        return await AgentLoop(ctx, turns.GenerateContentTurns(ctx.params, settings)).run()
+        return await AgentLoop(ctx, turns.GenerateContentTurns(ctx.params, options)).run()

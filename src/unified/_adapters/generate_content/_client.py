@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING, Any
 from google.genai import types
 
 from unified._adapters.generate_content._options import GenerateContentOptions
-from unified._internal.api_settings import GoogleMapsTool
+from unified._internal.api_options import GoogleMapsTool
 
 if TYPE_CHECKING:
     from unified._adapters.generate_content._options import ThinkingPlan
+
+__all__ = ["builtin_tools", "generation_config", "tool_config"]
 
 
 def _declaration(spec: dict[str, Any]) -> types.FunctionDeclaration:
@@ -25,20 +27,20 @@ def _declaration(spec: dict[str, Any]) -> types.FunctionDeclaration:
     )
 
 
-def builtin_tools(settings: GenerateContentOptions) -> list[types.Tool]:
+def builtin_tools(options: GenerateContentOptions) -> list[types.Tool]:
     """The Google built-in tools switched on, one `Tool` each (docs/api-tools.md)."""
     tools: list[types.Tool] = []
-    if settings.google_search:
+    if options.google_search:
         tools.append(types.Tool(google_search=types.GoogleSearch()))
-    if settings.google_maps:
-        widget = settings.google_maps.enable_widget if isinstance(settings.google_maps, GoogleMapsTool) else None
+    if options.google_maps:
+        widget = options.google_maps.enable_widget if isinstance(options.google_maps, GoogleMapsTool) else None
         tools.append(types.Tool(google_maps=types.GoogleMaps(enable_widget=widget or None)))
-    if settings.url_context:
+    if options.url_context:
         tools.append(types.Tool(url_context=types.UrlContext()))
-    if settings.code_execution:
+    if options.code_execution:
         tools.append(types.Tool(code_execution=types.ToolCodeExecution()))
-    if settings.file_search is not None:
-        search = settings.file_search
+    if options.file_search is not None:
+        search = options.file_search
         tools.append(
             types.Tool(
                 file_search=types.FileSearch(
@@ -51,18 +53,18 @@ def builtin_tools(settings: GenerateContentOptions) -> list[types.Tool]:
     return tools
 
 
-def tool_config(settings: GenerateContentOptions, *, invocations: bool) -> types.ToolConfig | None:
+def tool_config(options: GenerateContentOptions, *, invocations: bool) -> types.ToolConfig | None:
     """`toolConfig`: the function-calling mode, the user's location, server-side tool invocations."""
     calling = None
-    if settings.function_calling is not None:
-        chosen = settings.function_calling
+    if options.function_calling is not None:
+        chosen = options.function_calling
         calling = types.FunctionCallingConfig(
             mode=types.FunctionCallingConfigMode(chosen.mode.upper()),
             allowed_function_names=list(chosen.allowed_function_names) or None,
         )
     retrieval = None
-    if settings.user_location is not None:
-        where = settings.user_location
+    if options.user_location is not None:
+        where = options.user_location
         retrieval = types.RetrievalConfig(lat_lng=types.LatLng(latitude=where.latitude, longitude=where.longitude))
     if calling is None and retrieval is None and not invocations:
         return None
@@ -74,7 +76,7 @@ def tool_config(settings: GenerateContentOptions, *, invocations: bool) -> types
 
 
 def generation_config(
-    settings: GenerateContentOptions,
+    options: GenerateContentOptions,
     *,
     system_instruction: str | None,
     declarations: list[dict[str, Any]],
@@ -85,7 +87,7 @@ def generation_config(
     tools: list[types.Tool] = []
     if declarations:
         tools.append(types.Tool(function_declarations=[_declaration(d) for d in declarations]))
-    tools += builtin_tools(settings)
+    tools += builtin_tools(options)
     thinking_config = None
     if thinking is not None:
         thinking_config = types.ThinkingConfig(
@@ -96,10 +98,10 @@ def generation_config(
     return types.GenerateContentConfig(
         system_instruction=system_instruction,
         tools=tools or None,
-        tool_config=tool_config(settings, invocations=invocations),
+        tool_config=tool_config(options, invocations=invocations),
         thinking_config=thinking_config,
-        temperature=settings.temperature,
-        max_output_tokens=settings.max_output_tokens,
+        temperature=options.temperature,
+        max_output_tokens=options.max_output_tokens,
         automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
         automatic_continuation=False,
     )

@@ -13,12 +13,14 @@ from __future__ import annotations
 import httpx
 from google.genai import errors
 
-from unified._internal.api_errors import api_error, credentials_error, timed_out
+from unified._internal.api_errors import credentials_error, error_from_status, timed_out
 from unified._internal.retry import Failure
 from unified.errors import BackendError, RateLimited
 
+__all__ = ["failure_from_exception"]
 
-def classify(exc: BaseException, model: str, timeout_s: float) -> Failure | None:
+
+def failure_from_exception(exc: BaseException, model: str, timeout_s: float) -> Failure | None:
     """The meaning of `exc`, or None when it is not a request failure (a bug: let it propagate)."""
     if isinstance(exc, errors.APIError):
         return _api_failure(exc, model)
@@ -59,7 +61,7 @@ def _raised_by_genai(exc: BaseException) -> bool:
 
 
 def _api_failure(exc: errors.APIError, model: str) -> Failure:
-    error = api_error(exc.code, exc.status, exc.message or str(exc), body=exc.details, model=model)
+    error = error_from_status(exc.code, exc.status, exc.message or str(exc), body=exc.details, model=model)
     if isinstance(error, RateLimited):
         return Failure("rate_limit", error, error.details.get("retry_after_s"))
     return Failure("transient" if error.retryable else "fatal", error)

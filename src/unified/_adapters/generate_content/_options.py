@@ -1,7 +1,7 @@
 """The generate-content backend's typed options and thinking plan.
 
 The connection, retry and tool options shared with the interactions backend, and how credentials
-are read, live in `unified._internal.api_settings`; this module adds this backend's own options.
+are read, live in `unified._internal.api_options`; this module adds this backend's own options.
 Kept free of google-genai so options are checked before the stream starts, cheaply.
 """
 
@@ -13,10 +13,20 @@ from dataclasses import dataclass
 from pydantic import Field
 
 from unified._adapters.generate_content._sessions import BACKEND
-from unified._internal import api_settings
-from unified._internal.api_settings import ApiOptions
+from unified._exports import publish
+from unified._internal import api_options
+from unified._internal.api_options import ApiOptions
 from unified._internal.models import LEVEL_BUDGETS, plan_level, profile
 from unified.types import ExecuteParams, ThinkingConfig
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "GenerateContentOptions",
+    "ThinkingPlan",
+    "plan_thinking",
+    "resolve_options",
+    "server_side_invocations",
+]
 
 DEFAULT_MODEL = "gemini-2.5-flash"
 
@@ -31,18 +41,18 @@ class GenerateContentOptions(ApiOptions):
     max_output_tokens: int | None = Field(default=None, gt=0)
 
 
-def server_side_invocations(settings: GenerateContentOptions, model: str, *, functions: bool) -> bool:
+def server_side_invocations(options: GenerateContentOptions, model: str, *, functions: bool) -> bool:
     """`includeServerSideToolInvocations`: as the option says, else on exactly when the API requires it
     (built-in tools combined with function calling on Gemini 3; google-genai refuses it on Vertex AI)."""
-    if settings.server_side_tool_invocations is not None:
-        return settings.server_side_tool_invocations
+    if options.server_side_tool_invocations is not None:
+        return options.server_side_tool_invocations
     gemini3 = profile(model).tool_family == "gemini-3"
-    return functions and bool(settings.google_tools) and gemini3 and not settings.vertexai
+    return functions and bool(options.google_tools) and gemini3 and not options.vertexai
 
 
-def resolve_settings(params: ExecuteParams, env: Mapping[str, str] | None = None) -> GenerateContentOptions:
+def resolve_options(params: ExecuteParams, env: Mapping[str, str] | None = None) -> GenerateContentOptions:
     """Options beat the environment; the environment follows google-genai's own names and order."""
-    return api_settings.resolve_api_settings(params, env, backend=BACKEND, options_type=GenerateContentOptions)
+    return api_options.resolve_api_options(params, env, backend=BACKEND, options_type=GenerateContentOptions)
 
 
 # -- thinking ---------------------------------------------------------------------------------------
@@ -83,3 +93,6 @@ def plan_thinking(model: str, thinking: ThinkingConfig | None) -> ThinkingPlan |
             notes.append(f"{model} {why}; budget {budget} sent as {clamped}")
             budget = clamped
     return ThinkingPlan(budget=budget, include_thoughts=thinking.include_thoughts, notes=tuple(notes))
+
+
+publish("unified", ["GenerateContentOptions"], globals())

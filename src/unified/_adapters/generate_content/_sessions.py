@@ -11,6 +11,8 @@ from typing import Any
 from unified._sessions.locator import StoreSessionLocator
 from unified.sessions import StoredSession
 
+__all__ = ["BACKEND", "GenerateContentSessionLocator"]
+
 BACKEND = "generate-content"
 
 

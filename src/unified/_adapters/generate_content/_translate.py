@@ -32,6 +32,16 @@ from google.genai import types
 
 from unified.events import ErrorEvent, TextDelta, Thinking, ToolResult, ToolUse, UnifiedEvent, Usage, WarningEvent
 
+__all__ = [
+    "GenerateContentTranslator",
+    "LocalCall",
+    "b64",
+    "grounding_sources",
+    "server_tool_name",
+    "split_subject",
+    "usage_from_metadata",
+]
+
 _SUBJECT = re.compile(r"^\s*\*\*(?P<subject>[^*\n]+)\*\*\s*")
 
 _OK_FINISH = {"STOP", "FINISH_REASON_UNSPECIFIED", "CONTINUATION"}
@@ -58,7 +68,7 @@ def b64(data: bytes | None) -> str | None:
     return base64.b64encode(data).decode("ascii") if data else None
 
 
-def usage_of(meta: types.GenerateContentResponseUsageMetadata | None) -> Usage:
+def usage_from_metadata(meta: types.GenerateContentResponseUsageMetadata | None) -> Usage:
     """Our Usage from `usageMetadata`; missing counts are 0 (the guard estimates output, flagged)."""
     if meta is None:
         return Usage()
@@ -214,7 +224,7 @@ def _put(node: Any, step: str | int, value: Any) -> bool:
 
 
 @dataclass
-class TurnTranslator:
+class GenerateContentTranslator:
     """Feed it the chunks of one streamed turn; it returns the events to emit for each."""
 
     turn: int
@@ -239,7 +249,7 @@ class TurnTranslator:
 
     @property
     def usage(self) -> Usage | None:
-        return usage_of(self.usage_metadata) if self.usage_metadata is not None else None
+        return usage_from_metadata(self.usage_metadata) if self.usage_metadata is not None else None
 
     def _new_id(self, prefix: str, wanted: str | None = None) -> str:
         candidate = wanted or f"{prefix}_{self.turn}_{next(self._counter)}"

@@ -14,7 +14,7 @@ import anyio
 from google.genai import types
 
 from unified._adapters.generate_content._client import generation_config
-from unified._adapters.generate_content._failures import classify
+from unified._adapters.generate_content._failures import failure_from_exception
 from unified._adapters.generate_content._options import (
     DEFAULT_MODEL,
     GenerateContentOptions,
@@ -22,7 +22,7 @@ from unified._adapters.generate_content._options import (
     server_side_invocations,
 )
 from unified._adapters.generate_content._sessions import BACKEND
-from unified._adapters.generate_content._translate import TurnTranslator
+from unified._adapters.generate_content._translate import GenerateContentTranslator
 from unified._internal.agent_loop import Emit, TurnEnd
 from unified._internal.genai_client import GenaiClient
 from unified._internal.retry import Failure
@@ -32,6 +32,8 @@ from unified.events import Usage
 from unified.sessions import StoredSession
 from unified.tools import ToolCall, ToolOutcome
 from unified.types import ExecuteParams
+
+__all__ = ["GenerateContentTurns"]
 
 _CANCELLED_CALL = "this call never ran: the previous run ended before it could"
 
@@ -75,16 +77,16 @@ class GenerateContentTurns:
 
     backend = BACKEND
 
-    def __init__(self, params: ExecuteParams, settings: GenerateContentOptions) -> None:
+    def __init__(self, params: ExecuteParams, options: GenerateContentOptions) -> None:
         self.params = params
-        self.settings = settings
+        self.options = options
         self.model = params.model or DEFAULT_MODEL
-        self._genai = GenaiClient(settings)
+        self._genai = GenaiClient(options)
         self.contents: list[types.Content] = []
         self.config: types.GenerateContentConfig | None = None
         self.taken_ids: set[str] = set()
         self._model_call_ids: dict[str, str | None] = {}
-        self._translator: TurnTranslator | None = None
+        self._translator: GenerateContentTranslator | None = None
         self._turn = 0
 
     @property
@@ -97,8 +99,8 @@ class GenerateContentTurns:
     def choose_model(self, stored: str | None) -> str:
         self.model = self.params.model or stored or DEFAULT_MODEL
         if self.params.model is None and stored is not None:  # the tools were checked without a model
-            features = self.settings.tool_features(functions=self.settings.local_tools, invocations=True)
-            self.settings.check_tools(BACKEND, self.model, features)
+            features = self.options.tool_features(functions=self.options.local_tools, invocations=True)
+            self.options.check_tools(BACKEND, self.model, features)
         return self.model
 
     def begin(self, session: StoredSession, declarations: list[dict[str, Any]]) -> None:
@@ -108,21 +110,21 @@ class GenerateContentTurns:
         parts += [types.Part(inline_data=types.Blob(mime_type=i.mime_type, data=i.data)) for i in self.params.images]
         self.contents.append(types.Content(role="user", parts=parts))
         session.state["contents"] = [_dump(c) for c in self.contents]
-        self.settings.check_allowed_names(BACKEND, declarations)
+        self.options.check_allowed_names(BACKEND, declarations)
         self.config = generation_config(
-            self.settings,
+            self.options,
             system_instruction=self.params.system_instruction,
             declarations=declarations,
             thinking=plan_thinking(self.model, self.params.thinking),
-            invocations=server_side_invocations(self.settings, self.model, functions=bool(declarations)),
+            invocations=server_side_invocations(self.options, self.model, functions=bool(declarations)),
         )
 
     def classify(self, exc: BaseException) -> Failure | None:
-        return classify(exc, self.model, self.settings.timeout_s)
+        return failure_from_exception(exc, self.model, self.options.timeout_s)
 
     async def send(self, emit: Emit) -> TurnEnd:
         self._turn += 1
-        turn = self._translator = TurnTranslator(
+        turn = self._translator = GenerateContentTranslator(
             turn=self._turn, taken_ids=self.taken_ids, include_native=self.params.include_native
         )
         stream = await self._genai.client.aio.models.generate_content_stream(

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from unified._adapters.interactions._options import DEFAULT_MODEL, InteractionsOptions, resolve_settings
+from unified._adapters.interactions._options import DEFAULT_MODEL, InteractionsOptions, resolve_options
 from unified._adapters.interactions._sessions import BACKEND
 from unified._internal.imports import import_off_loop
 from unified._internal.models import plan_level
 from unified._internal.options import parse_options
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
 from unified.types import ExecuteParams
+
+__all__ = ["InteractionsBackend"]
 
 
 class InteractionsBackend:
@@ -51,8 +53,8 @@ class InteractionsBackend:
         return problems
 
     async def run(self, ctx: RunContext) -> RunOutcome:
-        settings = resolve_settings(ctx.params)
+        options = resolve_options(ctx.params)
         turns = await import_off_loop("unified._adapters.interactions._turns")  # with the agent loop and the tools
         from unified._internal.agent_loop import AgentLoop
 
-        return await AgentLoop(ctx, turns.InteractionsTurns(ctx.params, settings)).run()
+        return await AgentLoop(ctx, turns.InteractionsTurns(ctx.params, options)).run()

@@ -22,10 +22,22 @@ import httpx
 import sniffio
 
 from unified._adapters.interactions._options import InteractionsOptions
-from unified._internal.api_errors import RETRYABLE_STATUS, api_error, credentials_error, retry_delay
+from unified._internal.api_errors import RETRYABLE_STATUS, credentials_error, error_from_status, retry_delay
 from unified._internal.genai_client import GenaiClient
 from unified._internal.retry import Failure, retrying
 from unified.errors import BackendError, UnifiedError
+
+__all__ = [
+    "InteractionsClient",
+    "T",
+    "Warn",
+    "describe",
+    "error_from_exception",
+    "failure_from_exception",
+    "is_api_error",
+    "is_connection_error",
+    "to_json",
+]
 
 T = TypeVar("T")
 Warn = Callable[[str, str], Awaitable[None]]
@@ -65,7 +77,7 @@ def is_api_error(exc: BaseException) -> bool:
     return isinstance(exc, (_interactions.APIError, errors.APIError, httpx.TransportError))
 
 
-def to_unified(exc: BaseException, what: str, model: str | None = None) -> UnifiedError:
+def error_from_exception(exc: BaseException, what: str, model: str | None = None) -> UnifiedError:
     """An SDK or transport failure → the typed error the stream guard reports (see `_internal.api_errors`)."""
     status, body, message = describe(exc)
     if status is None:
@@ -74,18 +86,20 @@ def to_unified(exc: BaseException, what: str, model: str | None = None) -> Unifi
         )
     error = body.get("error") if isinstance(body, Mapping) else None
     status_text = error.get("status") if isinstance(error, Mapping) else None
-    failure = api_error(status, status_text if isinstance(status_text, str) else None, message, body=body, model=model)
+    failure = error_from_status(
+        status, status_text if isinstance(status_text, str) else None, message, body=body, model=model
+    )
     failure.details["during"] = what
     return failure
 
 
-def classify(exc: BaseException) -> Failure | None:
+def failure_from_exception(exc: BaseException) -> Failure | None:
     """What a failed Interactions API call means for the retry policy (None: not a request failure)."""
     if not is_api_error(exc):
         credentials = credentials_error(exc)
         return Failure("fatal", credentials) if credentials is not None else None
     status, body, _ = describe(exc)
-    error = to_unified(exc, "an Interactions API request")
+    error = error_from_exception(exc, "an Interactions API request")
     if status == 429:
         return Failure("rate_limit", error, retry_delay(body))
     retryable = status in RETRYABLE_STATUS or is_connection_error(exc)
@@ -135,9 +149,9 @@ class InteractionsClient(GenaiClient):
     modules = ("google.genai", "google.genai._gaos.google_genai")
     """The second is what `client.aio.interactions` imports on first use (~0.7 s): not on the event loop."""
 
-    def __init__(self, settings: InteractionsOptions, warn: Warn) -> None:
-        super().__init__(settings)
-        self.settings: InteractionsOptions = settings
+    def __init__(self, options: InteractionsOptions, warn: Warn) -> None:
+        super().__init__(options)
+        self.options: InteractionsOptions = options
         self._warn = warn
         self._asyncio = sniffio.current_async_library() == "asyncio"
 
@@ -166,7 +180,7 @@ class InteractionsClient(GenaiClient):
             reader.close()
 
     async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:
-        return await retrying(call, classify=classify, settings=self.settings, warn=self._warn)
+        return await retrying(call, classify=failure_from_exception, options=self.options, warn=self._warn)
 
     # -- calls ------------------------------------------------------------------------------------
 

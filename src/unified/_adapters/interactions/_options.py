@@ -1,7 +1,7 @@
 """The interactions backend's typed options.
 
 The connection, retry and tool options shared with the generate-content backend (same names, same
-meaning), and how credentials are read, live in `unified._internal.api_settings`; this module adds
+meaning), and how credentials are read, live in `unified._internal.api_options`; this module adds
 this backend's own options and rules. Free of google-genai so options are checked before the
 stream starts, cheaply.
 """
@@ -14,9 +14,12 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from unified._adapters.interactions._sessions import BACKEND
-from unified._internal import api_settings
-from unified._internal.api_settings import ApiOptions
+from unified._exports import publish
+from unified._internal import api_options
+from unified._internal.api_options import ApiOptions
 from unified.types import ExecuteParams
+
+__all__ = ["DEFAULT_MODEL", "InteractionsOptions", "resolve_options"]
 
 DEFAULT_MODEL = "gemini-3-flash-preview"
 
@@ -46,6 +49,9 @@ class InteractionsOptions(ApiOptions):
         return self
 
 
-def resolve_settings(params: ExecuteParams, env: Mapping[str, str] | None = None) -> InteractionsOptions:
+def resolve_options(params: ExecuteParams, env: Mapping[str, str] | None = None) -> InteractionsOptions:
     """Options beat the environment; the environment follows google-genai's own names and order."""
-    return api_settings.resolve_api_settings(params, env, backend=BACKEND, options_type=InteractionsOptions)
+    return api_options.resolve_api_options(params, env, backend=BACKEND, options_type=InteractionsOptions)
+
+
+publish("unified", ["InteractionsOptions"], globals())

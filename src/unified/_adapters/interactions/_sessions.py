@@ -13,6 +13,8 @@ from typing import Any
 from unified._sessions.locator import StoreSessionLocator
 from unified.sessions import StoredSession
 
+__all__ = ["BACKEND", "InteractionsSessionLocator", "append_interaction", "chain"]
+
 BACKEND = "interactions"
 
 

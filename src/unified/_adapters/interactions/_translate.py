@@ -20,6 +20,19 @@ from typing import Any
 
 from unified.events import JsonValue, TextDelta, Thinking, ToolResult, ToolUse, UnifiedEvent, Usage
 
+__all__ = [
+    "TERMINAL_STATUSES",
+    "UNPARSED_ARGUMENTS",
+    "FunctionCall",
+    "InteractionsTranslator",
+    "Signal",
+    "StatusChange",
+    "StreamFailure",
+    "server_tool_name",
+    "translate",
+    "usage_from_wire",
+]
+
 _LEGACY_EVENTS = {
     "interaction.start": "interaction.created",
     "interaction.complete": "interaction.completed",
@@ -140,7 +153,7 @@ class _Step:
         return merged
 
 
-class Translator:
+class InteractionsTranslator:
     """Feeds on one conversation's events (several interactions) and returns what they mean.
 
     Stateful only as far as a stream is: open steps by index, ids already announced as `tool_use`,
@@ -406,5 +419,5 @@ def _merge(data: dict[str, Any], delta: Mapping[str, Any]) -> None:
 
 def translate(events: Iterable[Mapping[str, Any]]) -> list[Signal]:
     """Translate a whole recorded stream at once (tests, cassettes, replays)."""
-    translator = Translator()
+    translator = InteractionsTranslator()
     return [signal for event in events for signal in translator.feed(event)]

@@ -24,24 +24,24 @@ import anyio
 
 from unified._adapters.interactions._client import (
     InteractionsClient,
-    classify,
+    error_from_exception,
+    failure_from_exception,
     is_api_error,
     is_connection_error,
-    to_unified,
 )
 from unified._adapters.interactions._options import DEFAULT_MODEL, InteractionsOptions
 from unified._adapters.interactions._sessions import BACKEND, append_interaction, chain
 from unified._adapters.interactions._translate import (
     TERMINAL_STATUSES,
     FunctionCall,
+    InteractionsTranslator,
     Signal,
     StatusChange,
     StreamFailure,
-    Translator,
 )
 from unified._internal.agent_loop import Emit, TurnEnd
 from unified._internal.api_errors import timed_out
-from unified._internal.api_settings import GoogleMapsTool
+from unified._internal.api_options import GoogleMapsTool
 from unified._internal.models import plan_level
 from unified._internal.retry import Failure
 from unified.backends import RunOutcome
@@ -50,6 +50,8 @@ from unified.events import SubagentCompleted, SubagentProgress, SubagentStarted,
 from unified.sessions import StoredSession
 from unified.tools import ToolCall, ToolOutcome
 from unified.types import ExecuteParams
+
+__all__ = ["InteractionsTurns", "builtin_tools", "tool_choice"]
 
 _ENDED = TERMINAL_STATUSES | {"requires_action", "requires_continuation"}
 """Statuses after which the current stream has nothing more to say."""
@@ -60,16 +62,16 @@ class InteractionsTurns:
 
     backend = BACKEND
 
-    def __init__(self, params: ExecuteParams, settings: InteractionsOptions) -> None:
+    def __init__(self, params: ExecuteParams, options: InteractionsOptions) -> None:
         self.params = params
-        self.settings = settings
-        self.model = settings.agent or params.model or DEFAULT_MODEL
-        self.client = InteractionsClient(settings, warn=self.warn)
-        self.translator = Translator()
+        self.options = options
+        self.model = options.agent or params.model or DEFAULT_MODEL
+        self.client = InteractionsClient(options, warn=self.warn)
+        self.translator = InteractionsTranslator()
         self.seen: set[str] = set()
         self.failure: StreamFailure | None = None
         self.task_id: str | None = None
-        self.store_mode = settings.store
+        self.store_mode = options.store
         self.previous: str | None = None
         self.history: list[dict[str, Any]] = []
         self.pending: list[dict[str, Any]] = []
@@ -78,10 +80,10 @@ class InteractionsTurns:
         self._emit: Emit | None = None
 
     def choose_model(self, stored: str | None) -> str:
-        self.model = self.settings.agent or self.params.model or stored or DEFAULT_MODEL
-        if not (self.settings.agent or self.params.model) and stored is not None:  # checked without a model
-            features = self.settings.tool_features(functions=self.settings.local_tools, invocations=False)
-            self.settings.check_tools(BACKEND, self.model, features)
+        self.model = self.options.agent or self.params.model or stored or DEFAULT_MODEL
+        if not (self.options.agent or self.params.model) and stored is not None:  # checked without a model
+            features = self.options.tool_features(functions=self.options.local_tools, invocations=False)
+            self.options.check_tools(BACKEND, self.model, features)
         return self.model
 
     @property
@@ -96,7 +98,7 @@ class InteractionsTurns:
         await self.emit(WarningEvent(code=code, message=message))
 
     def classify(self, exc: BaseException) -> Failure | None:
-        return classify(exc)
+        return failure_from_exception(exc)
 
     async def abandon(self) -> None:
         """A run stopped mid-interaction cancels it server-side (best effort, bounded)."""
@@ -113,10 +115,10 @@ class InteractionsTurns:
     # -- the state between turns ----------------------------------------------------------------
 
     def begin(self, session: StoredSession, declarations: list[dict[str, Any]]) -> None:
-        if not self.settings.agent:
-            self.settings.check_allowed_names(BACKEND, declarations)
+        if not self.options.agent:
+            self.options.check_allowed_names(BACKEND, declarations)
         self.declarations = declarations
-        self.store_mode = bool(session.state.setdefault("store", self.settings.store))
+        self.store_mode = bool(session.state.setdefault("store", self.options.store))
         ids = chain(session)
         self.previous = ids[-1] if ids and self.store_mode else None
         prompt = {"type": "user_input", "content": self._prompt_content()}
@@ -201,21 +203,21 @@ class InteractionsTurns:
         return content
 
     def _body(self, steps: list[dict[str, Any]]) -> dict[str, Any]:
-        settings = self.settings
+        options = self.options
         body: dict[str, Any] = {}
         if steps:
             body["input"] = steps
-        if settings.agent:
-            body["agent"] = settings.agent
-            if settings.agent_config:
-                body["agent_config"] = settings.agent_config
+        if options.agent:
+            body["agent"] = options.agent
+            if options.agent_config:
+                body["agent_config"] = options.agent_config
         else:
             body["model"] = self.model
             config = self._generation_config()
             if config:
                 body["generation_config"] = config
-        tools = builtin_tools(settings)
-        if not settings.agent:
+        tools = builtin_tools(options)
+        if not options.agent:
             tools += [{"type": "function", **declaration} for declaration in self.declarations]
         if tools:
             body["tools"] = tools
@@ -227,13 +229,13 @@ class InteractionsTurns:
             body["system_instruction"] = self.params.system_instruction
         if not self.store_mode:
             body["store"] = False
-        if settings.background:
+        if options.background:
             body["background"] = True
         return body
 
     def _generation_config(self) -> dict[str, Any]:
         config: dict[str, Any] = {}
-        choice = tool_choice(self.settings)
+        choice = tool_choice(self.options)
         if choice is not None:
             config["tool_choice"] = choice
         thinking = self.params.thinking
@@ -249,7 +251,7 @@ class InteractionsTurns:
         """Create one interaction and follow it to its end; returns its final status."""
         self.translator.begin_interaction()
         self.failure = None
-        if not self.settings.background:
+        if not self.options.background:
             await self._follow(await self.client.create_stream(body))
             return self.translator.status
         created = await self.client.create(body)
@@ -260,14 +262,14 @@ class InteractionsTurns:
         if self.task_id is None:
             self.task_id = iid
             description = self.params.prompt[:200]
-            agent = self.settings.agent or self.model
+            agent = self.options.agent or self.model
             await self.emit(SubagentStarted(task_id=iid, agent_name=agent, description=description))
             await self._progress(self.translator.status)
-        if self.settings.stream:
+        if self.options.stream:
             await self._follow(await self.client.resume_stream(iid, None))
         else:
             while self.translator.status not in _ENDED and self.failure is None:
-                await anyio.sleep(self.settings.poll_interval_s)
+                await anyio.sleep(self.options.poll_interval_s)
                 resource = await self.client.get(iid)
                 await self._apply(self.translator.feed_interaction(resource), resource)
         return self.translator.status
@@ -294,7 +296,7 @@ class InteractionsTurns:
             except Exception as exc:
                 if not is_connection_error(exc):
                     if is_api_error(exc):
-                        raise to_unified(exc, "the interaction stream") from exc
+                        raise error_from_exception(exc, "the interaction stream") from exc
                     raise
                 dropped = exc
             if dropped is None and self.translator.status in _ENDED:
@@ -302,10 +304,10 @@ class InteractionsTurns:
             iid = self.translator.interaction_id
             why = "it ended before the interaction did"
             if dropped is not None:
-                why = timed_out(dropped, self.settings.timeout_s) or f"{type(dropped).__name__}: {dropped}"
+                why = timed_out(dropped, self.options.timeout_s) or f"{type(dropped).__name__}: {dropped}"
             if iid is None and not received and dropped is None:
                 return  # nothing at all came: `_end` reports the turn malformed and the loop asks again
-            if iid is None or resumes >= self.settings.max_stream_resumes:
+            if iid is None or resumes >= self.options.max_stream_resumes:
                 raise BackendError(
                     f"the interaction stream dropped ({why}) and could not be resumed",
                     hint="retry the run; with a session, resume it",
@@ -340,25 +342,25 @@ class InteractionsTurns:
             return
         task, self.task_id = self.task_id, None
         ended = {"completed": "completed", "cancelled": "cancelled"}.get(status or "", "failed")
-        await self.emit(SubagentCompleted(task_id=task, status=ended, agent_name=self.settings.agent))
+        await self.emit(SubagentCompleted(task_id=task, status=ended, agent_name=self.options.agent))
 
 
-def builtin_tools(settings: InteractionsOptions) -> list[dict[str, Any]]:
+def builtin_tools(options: InteractionsOptions) -> list[dict[str, Any]]:
     """The Google built-in tools switched on, as the Interactions API's tool objects (docs/api-tools.md).
 
     The API takes the user's location on the `google_maps` tool only.
     """
     tools: list[dict[str, Any]] = []
-    for name in settings.google_tools:
+    for name in options.google_tools:
         tool: dict[str, Any] = {"type": name}
         if name == "google_maps":
-            if isinstance(settings.google_maps, GoogleMapsTool) and settings.google_maps.enable_widget:
+            if isinstance(options.google_maps, GoogleMapsTool) and options.google_maps.enable_widget:
                 tool["enable_widget"] = True
-            if settings.user_location is not None:
-                tool["latitude"] = settings.user_location.latitude
-                tool["longitude"] = settings.user_location.longitude
-        elif name == "file_search" and settings.file_search is not None:
-            search = settings.file_search
+            if options.user_location is not None:
+                tool["latitude"] = options.user_location.latitude
+                tool["longitude"] = options.user_location.longitude
+        elif name == "file_search" and options.file_search is not None:
+            search = options.file_search
             tool["file_search_store_names"] = list(search.store_names)
             if search.metadata_filter is not None:
                 tool["metadata_filter"] = search.metadata_filter
@@ -368,9 +370,9 @@ def builtin_tools(settings: InteractionsOptions) -> list[dict[str, Any]]:
     return tools
 
 
-def tool_choice(settings: InteractionsOptions) -> str | dict[str, Any] | None:
+def tool_choice(options: InteractionsOptions) -> str | dict[str, Any] | None:
     """`generation_config.tool_choice`: the mode, or `{allowed_tools: {mode, tools}}` with names."""
-    calling = settings.function_calling
+    calling = options.function_calling
     if calling is None:
         return None
     if calling.allowed_function_names:

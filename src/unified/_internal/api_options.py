@@ -16,11 +16,24 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from unified._auth import ApiAuth, resolve_api_auth
+from unified._exports import publish
 from unified._internal.api_tools import BUILTIN_TOOLS, ToolProblem, tool_problems
 from unified._internal.options import parse_options
 from unified.backends import UnsupportedOption
 from unified.errors import AuthError, ConfigurationError
 from unified.types import BackendOptions, ExecuteParams
+
+__all__ = [
+    "ApiOptions",
+    "ApiVersion",
+    "FileSearchTool",
+    "FunctionCalling",
+    "FunctionCallingMode",
+    "GoogleMapsTool",
+    "LatLng",
+    "OptionsT",
+    "resolve_api_options",
+]
 
 ApiVersion = Literal["v1", "v1beta", "v1alpha", "v1beta1"]
 FunctionCallingMode = Literal["auto", "any", "none", "validated"]
@@ -82,7 +95,7 @@ class FunctionCalling(_ToolSetting):
 class ApiOptions(BackendOptions):
     """The options every API backend takes (each backend's own model adds its extras).
 
-    As passed, credentials and endpoints may be unset (None); `resolve_api_settings` fills them
+    As passed, credentials and endpoints may be unset (None); `resolve_api_options` fills them
     from the environment, so inside a run they are resolved.
     """
 
@@ -97,7 +110,7 @@ class ApiOptions(BackendOptions):
     credentials: Any = Field(default=None, repr=False, exclude=True)
     """google-auth credentials for Vertex AI (instead of Application Default Credentials)."""
     auth: ApiAuth | None = Field(default=None, exclude=True)
-    """Set by `resolve_api_settings`, never by the caller: what the client is built from."""
+    """Set by `resolve_api_options`, never by the caller: what the client is built from."""
     api_version: ApiVersion | None = None
     """None: v1beta on the Gemini API, v1beta1 on Vertex AI."""
     timeout_s: float = Field(default=90.0, gt=0)
@@ -200,7 +213,7 @@ def _unique(texts: Iterable[str]) -> list[str]:
 OptionsT = TypeVar("OptionsT", bound=ApiOptions)
 
 
-def resolve_api_settings(
+def resolve_api_options(
     params: ExecuteParams, env: Mapping[str, str] | None, *, backend: str, options_type: type[OptionsT]
 ) -> OptionsT:
     """`options_type` parsed from `params.backend_options`, its auth resolved by `unified._auth.resolve_api_auth`.
@@ -238,3 +251,6 @@ def resolve_api_settings(
             "base_url": auth.base_url,
         }
     )
+
+
+publish("unified", ["FileSearchTool", "FunctionCalling", "GoogleMapsTool", "LatLng"], globals())
