@@ -36,7 +36,8 @@ import platformdirs
 
 from unified._adapters.gemini_cli._home import gemini_home
 from unified.backends import SessionLocator
-from unified.errors import CorruptSession, SessionNotFound
+from unified.conversations import Conversation
+from unified.errors import ConfigurationError, CorruptSession, SessionNotFound
 from unified.sessions import (
     SHORT_ID_LENGTH,
     SessionInfo,
@@ -412,6 +413,12 @@ class GeminiSessions:
             except SessionNotFound:
                 pass
         return await anyio.to_thread.run_sync(GeminiSessionLocator(self._env).resolve, ref, cwd), False
+
+    async def export(self, ref: str, cwd: str | None = None) -> Conversation:
+        info, _ = await self._find(ref, cwd)
+        raise ConfigurationError(  # replaced once the chat-file reader is on the shared layer (issue 26)
+            f"gemini-cli session {info.short_id} cannot be exported yet", hint="export a generate-content session"
+        )
 
     async def show(self, ref: str, cwd: str | None = None) -> dict[str, Any]:
         info, shared = await self._find(ref, cwd)
