@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
+from unified._adapters.gemini_cli._acp import AcpConnection
 from unified._adapters.gemini_cli._translate import AcpTranslator, Item, tool_name_of
-from unified._adapters.gemini_cli._transport import AcpConnection, as_dict
+from unified._binary.jsonrpc import as_dict
 from unified.backends import RunContext
 from unified.errors import RunStopped
 from unified.events import (
@@ -32,6 +33,8 @@ from unified.events import (
     permission_request,
 )
 from unified.types import ApprovalMode
+
+__all__ = ["PermissionBridge", "mode_allows", "pick_option"]
 
 Deliver = Callable[[Item, Any], Awaitable[None]]
 
