@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from unified._adapters.gemini_cli._chat_tail import tool_calls_of, tool_response
+from unified._adapters.gemini_cli._chat_records import tool_calls_of, tool_response
 from unified.events import (
     PermissionDecision,
     Result,

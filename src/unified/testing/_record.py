@@ -60,7 +60,7 @@ async def record_run(params: ExecuteParams, path: Path, *, source: str) -> list[
 
 
 async def _run(params: ExecuteParams) -> list[UnifiedEvent]:
-    from unified._execute import execute
+    from unified import execute
 
     async with execute(params) as stream:
         return [event async for event in stream]

@@ -112,7 +112,7 @@ async def replay_events(
                 stack.enter_context(_vcr_block(path))
             except Exception as exc:  # vcrpy reads the whole file: a later interaction may be malformed
                 raise ReplayError(f"{path}: vcrpy cannot load it ({type(exc).__name__}: {exc})") from exc
-        from unified._execute import execute
+        from unified import execute
 
         async with execute(params) as stream:
             async for event in stream:
