@@ -20,7 +20,7 @@ import hashlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 import anyio
@@ -63,10 +63,10 @@ class _Entry(Generic[T]):
     key: str
     loop: object
     resource: T
+    last_used: float
     transient: bool = False
     active: int = 0
     retired: bool = False
-    last_used: float = field(default_factory=time.monotonic)
 
     @property
     def usable(self) -> bool:
@@ -90,10 +90,18 @@ class Lease(Generic[T]):
 class WarmPool(Generic[T]):
     """See the module docstring."""
 
-    def __init__(self, size: int = DEFAULT_SIZE, idle_ttl: float = DEFAULT_IDLE_TTL, max_leases: int = 8) -> None:
+    def __init__(
+        self,
+        size: int = DEFAULT_SIZE,
+        idle_ttl: float = DEFAULT_IDLE_TTL,
+        max_leases: int = 8,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """`clock` says how long an entry has been idle (a test's own clock)."""
         self.size = size
         self.idle_ttl = idle_ttl
         self.max_leases = max_leases
+        self._clock = clock
         self._entries: list[_Entry[T]] = []
         self._spawn_lock = PerLoopLock()
         self.spawned = 0
@@ -117,7 +125,7 @@ class WarmPool(Generic[T]):
             if entry is None:
                 resource = await spawn()
                 self.spawned += 1
-                entry = _Entry(key, loop, resource, transient=not self._make_room())
+                entry = _Entry(key, loop, resource, self._clock(), transient=not self._make_room())
                 if not entry.transient:
                     self._entries.append(entry)
             entry.active += 1
@@ -125,7 +133,7 @@ class WarmPool(Generic[T]):
             yield Lease(entry.resource, warm, entry)
         finally:
             entry.active -= 1
-            entry.last_used = time.monotonic()
+            entry.last_used = self._clock()
             if entry.active == 0 and (entry.transient or not entry.usable):
                 with anyio.CancelScope(shield=True):
                     await self._close(entry)
@@ -143,7 +151,7 @@ class WarmPool(Generic[T]):
         return True
 
     def _evict(self) -> None:
-        now = time.monotonic()
+        now = self._clock()
         for entry in list(self._entries):
             if entry.active == 0 and (not entry.usable or now - entry.last_used > self.idle_ttl):
                 self._kill(entry)
