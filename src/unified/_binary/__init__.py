@@ -16,6 +16,21 @@ translation:
 - `follow`: following JSONL files (session logs) as the binary appends to them.
 
 Importing this package imports none of them: each is imported where it is used.
+
+How the binaries driven or planned map onto it (docs/backends/gemini-cli.md shows the first):
+
+- Gemini CLI (`gemini --acp`): spec `@google/gemini-cli`; home `GEMINI_CLI_HOME` (the user's);
+  `JsonRpcConnection` routed by `params.sessionId`; many sessions per pooled process; session
+  files `tmp/<project>/chats/*.jsonl`.
+- Claude Code (`claude -p --input-format stream-json --output-format stream-json`): spec
+  `@anthropic-ai/claude-code` (a native executable of about 400 MB); home `CLAUDE_CONFIG_DIR`;
+  JSON lines with an envelope of its own (`control_request` / `control_response` matched by
+  `request_id`) over the same `AgentProcess`; one session per process (`max_leases=1`); session
+  files `projects/<cwd>/<uuid>.jsonl`.
+- Codex (`codex app-server`): spec `@openai/codex`; home `CODEX_HOME` (with its `config.toml`);
+  `JsonRpcConnection(jsonrpc_field=False)` routed by `params.threadId`, its approval requests
+  answered through `on_request` or the thread's inbox; many threads per process; session files
+  `sessions/YYYY/MM/DD/rollout-*.jsonl`.
 """
 
 __all__: list[str] = []

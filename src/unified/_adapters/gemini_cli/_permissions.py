@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
 from unified._adapters.gemini_cli._acp import AcpConnection
-from unified._adapters.gemini_cli._translate import AcpTranslator, Item, tool_name_of
+from unified._adapters.gemini_cli._translate import AcpTranslator, Item, tool_name_from_call_id
 from unified._binary.jsonrpc import as_dict
 from unified.backends import RunContext
 from unified.errors import RunStopped
@@ -87,7 +87,7 @@ class PermissionBridge:
             await self._deliver(item, raw)
         call = as_dict(params.get("toolCall"))
         call_id = str(call.get("toolCallId", ""))
-        tool_name = self.translator.tool_name(call_id) if call_id else tool_name_of("", call.get("kind"))
+        tool_name = self.translator.tool_name(call_id) if call_id else tool_name_from_call_id("", call.get("kind"))
         options = [o for o in params.get("options") or [] if isinstance(o, dict)]
         is_question = tool_name == "ask_user"
         run_params = self.ctx.params

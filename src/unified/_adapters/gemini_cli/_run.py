@@ -24,7 +24,7 @@ from unified._adapters.gemini_cli._outcome import error_from_exit, prompt_end
 from unified._adapters.gemini_cli._permissions import PermissionBridge
 from unified._adapters.gemini_cli._session_setup import SessionSetup
 from unified._adapters.gemini_cli._subagents import SubagentWatcher
-from unified._adapters.gemini_cli._translate import AcpTranslator, Item, TurnBoundary, tool_name_of
+from unified._adapters.gemini_cli._translate import AcpTranslator, Item, TurnBoundary, tool_name_from_call_id
 from unified._binary.jsonrpc import ConnectionClosed, LineProblem, as_dict
 from unified._binary.pool import Lease
 from unified.backends import RunContext, RunOutcome
@@ -168,7 +168,7 @@ class AcpRun:
             name = response.get("name")
             use = ToolUse(
                 tool_use_id=call_id,
-                name=name if isinstance(name, str) and name else tool_name_of(call_id, None),
+                name=name if isinstance(name, str) and name else tool_name_from_call_id(call_id, None),
                 session_id=self.session_id,
             )
             await delivery.deliver_now(use, None)

@@ -43,7 +43,7 @@ __all__ = [
     "AcpTranslator",
     "Item",
     "TurnBoundary",
-    "tool_name_of",
+    "tool_name_from_call_id",
     "usage_from_prompt_result",
 ]
 
@@ -122,7 +122,7 @@ class AcpTranslator:
         if call_id in self.tools:
             return []
         title = str(call.get("title") or "")
-        name = tool_name_of(call_id, call.get("kind"))
+        name = tool_name_from_call_id(call_id, call.get("kind"))
         agent = _AGENT_TITLE.match(title)
         subagent = agent["name"] if agent else None
         if subagent is not None:
@@ -237,7 +237,7 @@ class AcpTranslator:
 
     def tool_name(self, call_id: str) -> str:
         tool = self.tools.get(call_id)
-        return tool.name if tool else tool_name_of(call_id, None)
+        return tool.name if tool else tool_name_from_call_id(call_id, None)
 
     def subagent_name(self, call_id: str) -> str | None:
         tool = self.tools.get(call_id)
@@ -265,7 +265,7 @@ def usage_from_prompt_result(result: Mapping[str, Any]) -> Usage | None:
 # --- helpers ------------------------------------------------------------------------------------
 
 
-def tool_name_of(call_id: str, kind: object) -> str:
+def tool_name_from_call_id(call_id: str, kind: object) -> str:
     """`read_file__read_file_1795990988374_0` → `read_file`; MCP and odd ids fall back to the id."""
     head, sep, _ = call_id.partition("__")
     if sep and head:
