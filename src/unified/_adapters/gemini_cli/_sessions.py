@@ -40,8 +40,8 @@ class GeminiSessionLocator:
         self._store = store
 
     async def list_sessions(self, cwd: str | None = None) -> list[SessionInfo]:
-        locator = ChatFiles(self._env)
-        found = await anyio.to_thread.run_sync(locator.list_sessions, cwd)
+        files = ChatFiles(self._env)
+        found = await anyio.to_thread.run_sync(files.list_sessions, cwd)
         unreadable = [
             SessionInfo(
                 backend=BACKEND,
@@ -54,7 +54,7 @@ class GeminiSessionLocator:
                     hint="the Gemini CLI cannot resume it either; it was left unchanged",
                 ),
             )
-            for path, why in locator.problems
+            for path, why in files.problems
         ]
         if self._store is not None:
             local = {info.session_id for info in found}
