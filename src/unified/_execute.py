@@ -72,14 +72,25 @@ class _SessionOwner:
 def check_params(params: ExecuteParams) -> None:
     """Reject what no backend can run, the same way on every backend, before anything starts.
 
-    Raises `ConfigurationError` for a `cwd` that is missing or not a directory and for a blank
-    prompt (a prompt of images only is allowed).
+    Raises `ConfigurationError` for a `cwd` that is missing or not a directory, for a blank prompt
+    (a prompt of images only is allowed), and for `retry` or `history` used the wrong way.
     """
     cwd = params.cwd.expanduser()
     if not cwd.exists():
         raise ConfigurationError(f"cwd {cwd} does not exist", hint="pass an existing directory as cwd")
     if not cwd.is_dir():
         raise ConfigurationError(f"cwd {cwd} is not a directory", hint="pass a directory as cwd, not a file")
+    if params.history is not None and params.resume is not None:
+        raise ConfigurationError(
+            "a run continues either a stored session (resume) or a conversation (history), not both",
+            hint="export the session (unified.sessions.export) and pass it as history, or resume it",
+        )
+    if params.retry:
+        if params.resume is None and params.history is None:
+            raise ConfigurationError("retry answers the last turn of a session again", hint="pass resume (or history)")
+        if params.prompt.strip() or params.images:
+            raise ConfigurationError("retry sends no new prompt", hint="leave the prompt empty when retrying")
+        return
     if not params.prompt.strip() and not params.images:
         raise ConfigurationError("the prompt is empty", hint="say what the agent should do")
 

@@ -35,6 +35,7 @@ from importlib.metadata import entry_points
 from typing import Any, NamedTuple, Protocol, cast
 
 from unified._sessions.records import SessionInfo, SessionStore
+from unified.conversations import Conversation
 from unified.errors import BackendUnavailable, ConfigurationError
 from unified.events import JsonValue, ResultStatus, UnifiedEvent, Usage, UserInputRequest, UserInputResponse
 from unified.types import ExecuteParams
@@ -152,6 +153,10 @@ class SessionLocator(Protocol):
 
     async def show(self, ref: str, cwd: str | None = None) -> dict[str, Any]:
         """The session's conversation as plain data, for `unified sessions show`."""
+        ...
+
+    async def export(self, ref: str, cwd: str | None = None) -> Conversation:
+        """The session's history as a portable `Conversation` (its `origin` naming the session)."""
         ...
 
     async def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:

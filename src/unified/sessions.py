@@ -22,7 +22,16 @@ from unified._sessions.records import (
     resolve_ref,
     short_id_of,
 )
-from unified._sessions.service import SessionListing, delete, list_sessions, locator, resolve, session_backends, show
+from unified._sessions.service import (
+    SessionListing,
+    delete,
+    export,
+    list_sessions,
+    locator,
+    resolve,
+    session_backends,
+    show,
+)
 
 if TYPE_CHECKING:
     from unified._sessions.config import store_from_url
@@ -40,6 +49,7 @@ __all__ = [
     "SessionStore",
     "StoredSession",
     "delete",
+    "export",
     "list_sessions",
     "locator",
     "resolve",

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from unified._redaction import redact_mapping
 from unified._sessions.records import SessionStore
+from unified.conversations import Conversation
 from unified.events import UserInputRequest, UserInputResponse
 
 __all__ = [
@@ -154,7 +155,7 @@ class ImageInput(_Frozen):
 
 
 class ExecuteParams(BaseModel):
-    """Everything one run needs. Only `prompt` is required.
+    """Everything one run needs: a `prompt` (or, with `retry`, none), the rest optional.
 
     An option the chosen backend cannot honour produces a `warning` event before
     `session_started` (or an `error` when ignoring it would change what the run does).
@@ -162,7 +163,7 @@ class ExecuteParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, defer_build=True)
 
-    prompt: str
+    prompt: str = ""
     images: tuple[ImageInput, ...] = ()
     backend: str = Field(
         default="auto",
@@ -174,6 +175,16 @@ class ExecuteParams(BaseModel):
     model: str | None = None
     cwd: Path = Field(default_factory=Path.cwd)
     resume: str | None = Field(default=None, description="A session's short id, unique prefix or full id.")
+    history: Conversation | None = Field(
+        default=None,
+        description="A conversation to continue (`unified.sessions.export(ref)`, or your own): the run is a new "
+        "session on this backend that starts from it, and its record names where it came from. Not with `resume`.",
+    )
+    retry: bool = Field(
+        default=False,
+        description="Answer the last user turn of `resume` (or `history`) again instead of adding a prompt: "
+        "for a turn that failed. `prompt` must then be empty.",
+    )
     approval_mode: ApprovalMode = "default"
     thinking: ThinkingConfig | None = None
     mcp_servers: tuple[McpServer, ...] = ()

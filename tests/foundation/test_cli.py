@@ -30,6 +30,7 @@ from unified._cli.doctor import find_gemini
 from unified._cli.interactive import ask_in_terminal, make_user_input_handler
 from unified._execute import EventStream
 from unified.backends import RunContext, RunOutcome, SessionLocator, UnsupportedOption
+from unified.conversations import Conversation, TextPart, UserTurn
 from unified.errors import BackendUnavailable, SessionNotFound
 from unified.events import (
     EVENT_TYPES,
@@ -336,6 +337,9 @@ class _MemoryLocator:
 
     async def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
         return self.sessions.pop((await self.resolve(ref)).session_id)
+
+    async def export(self, ref: str, cwd: str | None = None) -> Conversation:
+        return Conversation(turns=[UserTurn(parts=[TextPart(text="hi")])])
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ PUBLIC_MODULES = (
     "unified",
     "unified.backends",
     "unified.capabilities",
+    "unified.conversations",
     "unified.errors",
     "unified.events",
     "unified.sessions",

@@ -129,7 +129,11 @@ class AgentLoop:
             found = await self.store.resolve(backend, params.resume)
             session = await self.store.load(backend, found.session_id)
         else:
-            session = StoredSession.new(backend, model=None, cwd=str(params.cwd), first_prompt=params.prompt)
+            session = StoredSession.new(backend, model=None, cwd=str(params.cwd), first_prompt=params.prompt or None)
+            if params.history is not None:  # the new session's record says where it came from
+                session.state["continued_from"] = (
+                    params.history.origin.model_dump(mode="json") if params.history.origin is not None else None
+                )
         session.model = self.client.choose_model(session.model)
         async with self.store.lease(backend, session.session_id):
             await self._save(session)  # before session_started: the short id it announces is resumable

@@ -7,6 +7,7 @@ from typing import Any
 from unified._sessions.config import default_store
 from unified._sessions.records import SessionInfo, SessionStore, StoredSession
 from unified._sessions.stores import described
+from unified.conversations import Conversation, Origin
 
 __all__ = ["StoreSessionLocator"]
 
@@ -38,12 +39,29 @@ class StoreSessionLocator:
             "backend": self.backend,
             "session_id": session.session_id,
             **described(session),
+            **({"continued_from": session.state["continued_from"]} if "continued_from" in session.state else {}),
             **self.show_state(session),
         }
 
     def show_state(self, session: StoredSession) -> dict[str, Any]:
         """The backend-specific part of `show` (the conversation as the backend stores it)."""
         return {}
+
+    async def export(self, ref: str, cwd: str | None = None) -> Conversation:
+        info = await self.resolve(ref)
+        session = await self.store.load(self.backend, info.session_id)
+        origin = Origin(
+            backend=self.backend,
+            session_id=session.session_id,
+            short_id=session.short_id,
+            model=session.model,
+            cwd=session.cwd,
+        )
+        return self.conversation_of(session, origin)
+
+    def conversation_of(self, session: StoredSession, origin: Origin) -> Conversation:
+        """The backend's stored state as a Conversation."""
+        raise NotImplementedError(f"the {self.backend} backend cannot export its sessions")
 
     async def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
         """Remove our record of one session (refused while a run holds it)."""

@@ -15,9 +15,10 @@ from unified import backends as registry
 from unified._exports import publish
 from unified._sessions.records import SessionInfo, SessionStore, by_recency
 from unified.backends import SessionLocator
+from unified.conversations import Conversation
 from unified.errors import AmbiguousSession, SessionNotFound, UnifiedError
 
-__all__ = ["SessionListing", "delete", "list_sessions", "locator", "resolve", "session_backends", "show"]
+__all__ = ["SessionListing", "delete", "export", "list_sessions", "locator", "resolve", "session_backends", "show"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +116,15 @@ async def show(
     """One session's conversation as plain data."""
     info = await resolve(ref, backend=backend, cwd=cwd, store=store)
     return await locator(info.backend, store).show(info.session_id, cwd)
+
+
+async def export(
+    ref: str, *, backend: str | None = None, cwd: str | None = None, store: SessionStore | None = None
+) -> Conversation:
+    """One session's history as a portable `Conversation`, to continue on any backend
+    (`ExecuteParams(history=...)`) or to keep (`Conversation.to_json()`)."""
+    info = await resolve(ref, backend=backend, cwd=cwd, store=store)
+    return await locator(info.backend, store).export(info.session_id, cwd)
 
 
 async def delete(

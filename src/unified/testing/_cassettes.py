@@ -19,7 +19,8 @@ reach the file; nor does, anywhere in a request or response (URL, header, body),
 of the environment or a credential-shaped string (`AIza...`, `ya29....`, bearer tokens, OAuth
 token fields): `scrub_text` replaces them, in vcrpy's log lines too, and the JSON-RPC transcript
 recorders use it as well.
-vcrpy is a test dependency: this module imports it only when used.
+vcrpy comes with the `cassettes` extra: this module imports it only when used, and says how to
+install it when it is missing.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from urllib.parse import urlsplit
 
 from unified._exports import publish
 from unified._redaction import redact_key_shapes, redactor
+from unified.testing._yaml import import_extra
 
 if TYPE_CHECKING:
     from unified.testing._scenario import Fault, Turn
@@ -169,8 +171,7 @@ class _AnnotatedYaml:
         self.source = source
 
     def serialize(self, cassette_dict: dict[str, Any]) -> str:
-        from vcr.serializers import yamlserializer
-
+        yamlserializer = import_extra("vcr.serializers.yamlserializer", "writing a cassette")
         stamp = datetime.now(UTC).strftime("%Y-%m-%d")
         header = (
             f"# Recorded {stamp} against {self.source}.\n"
@@ -181,8 +182,7 @@ class _AnnotatedYaml:
         return header + str(yamlserializer.serialize(cassette_dict))
 
     def deserialize(self, cassette_string: str) -> dict[str, Any]:
-        from vcr.serializers import yamlserializer
-
+        yamlserializer = import_extra("vcr.serializers.yamlserializer", "reading a cassette")
         data: dict[str, Any] = yamlserializer.deserialize(cassette_string)
         return data
 
@@ -264,8 +264,7 @@ def make_vcr(directory: Path, *, source: str = DEFAULT_SOURCE, log: _RequestLog 
 
     `log`, if given, receives every request made under it (see `first_difference`).
     """
-    import vcr
-
+    vcr = import_extra("vcr", "an HTTP cassette")
     recorder = vcr.VCR(
         cassette_library_dir=str(directory),
         record_mode="all" if recording() else "none",

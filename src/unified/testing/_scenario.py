@@ -371,7 +371,7 @@ class Script(_Model):
         if path.suffix in (".yaml", ".yml"):
             from unified.testing._yaml import load_yaml
 
-            return cls.model_validate(load_yaml(text))
+            return cls.model_validate(load_yaml(text, "a YAML script"))
         return cls.model_validate_json(text)
 
 

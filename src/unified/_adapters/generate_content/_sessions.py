@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from unified._adapters.generate_content._conversation import conversation_from_contents
 from unified._sessions.locator import StoreSessionLocator
+from unified.conversations import Conversation, Origin
+from unified.events import Usage
 from unified.sessions import StoredSession
 
 __all__ = ["BACKEND", "GenerateContentSessionLocator"]
@@ -25,3 +28,9 @@ class GenerateContentSessionLocator(StoreSessionLocator):
         return {
             "contents": session.state.get("contents", []),
         }
+
+    def conversation_of(self, session: StoredSession, origin: Origin) -> Conversation:
+        usage = {int(k): Usage.model_validate(v) for k, v in (session.state.get("usage") or {}).items()}
+        return conversation_from_contents(
+            session.state.get("contents", []), model=session.model, origin=origin, usage=usage
+        )

@@ -14,6 +14,7 @@ import anyio
 from google.genai import types
 
 from unified._adapters.generate_content._client import generation_config
+from unified._adapters.generate_content._conversation import contents_from_conversation
 from unified._adapters.generate_content._failures import failure_from_exception
 from unified._adapters.generate_content._options import (
     DEFAULT_MODEL,
@@ -27,7 +28,7 @@ from unified._internal.agent_loop import Emit, TurnEnd
 from unified._internal.genai_client import GenaiClient
 from unified._internal.retry import Failure
 from unified.backends import RunOutcome
-from unified.errors import BackendError
+from unified.errors import BackendError, ConfigurationError
 from unified.events import Usage
 from unified.sessions import StoredSession
 from unified.tools import ToolCall, ToolOutcome
@@ -104,11 +105,23 @@ class GenerateContentTurns:
         return self.model
 
     def begin(self, session: StoredSession, declarations: list[dict[str, Any]]) -> None:
-        self.contents = [types.Content.model_validate(c) for c in session.state.get("contents", [])]
+        stored = session.state.get("contents")
+        if stored is None and self.params.history is not None:  # a new session continuing a conversation
+            stored = contents_from_conversation(self.params.history)
+        self.contents = [types.Content.model_validate(c) for c in stored or []]
         _repair(self.contents)
-        parts = [types.Part(text=self.params.prompt)]
-        parts += [types.Part(inline_data=types.Blob(mime_type=i.mime_type, data=i.data)) for i in self.params.images]
-        self.contents.append(types.Content(role="user", parts=parts))
+        if self.params.retry:
+            if not self.contents or self.contents[-1].role != "user":
+                raise ConfigurationError(
+                    "there is no failed turn to retry: the session's last turn was answered",
+                    hint="send a new prompt instead of retrying",
+                )
+        else:
+            parts = [types.Part(text=self.params.prompt)] if self.params.prompt else []
+            parts += [
+                types.Part(inline_data=types.Blob(mime_type=i.mime_type, data=i.data)) for i in self.params.images
+            ]
+            self.contents.append(types.Content(role="user", parts=parts))
         session.state["contents"] = [_dump(c) for c in self.contents]
         self.options.check_allowed_names(BACKEND, declarations)
         self.config = generation_config(
@@ -163,6 +176,8 @@ class GenerateContentTurns:
         assert self._translator is not None
         if self._translator.parts:
             self.contents.append(self._translator.content())
+            usage = session.state.setdefault("usage", {})  # per model content, for export
+            usage[str(len(self.contents) - 1)] = turn.usage.model_dump(exclude_defaults=True)
         session.state["contents"] = [_dump(c) for c in self.contents]
 
     def keep_tool_round(self, session: StoredSession, calls: list[ToolCall], outcomes: list[ToolOutcome]) -> None:

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from unified._adapters.interactions._conversation import conversation_from_steps
 from unified._sessions.locator import StoreSessionLocator
+from unified.conversations import Conversation, Origin
+from unified.events import Usage
 from unified.sessions import StoredSession
 
 __all__ = ["BACKEND", "InteractionsSessionLocator", "append_interaction", "chain"]
@@ -44,3 +47,7 @@ class InteractionsSessionLocator(StoreSessionLocator):
             "store": session.state.get("store", True),
             "steps": session.state.get("steps", []),
         }
+
+    def conversation_of(self, session: StoredSession, origin: Origin) -> Conversation:
+        usage = {int(k): Usage.model_validate(v) for k, v in (session.state.get("usage") or {}).items()}
+        return conversation_from_steps(session.state.get("steps", []), model=session.model, origin=origin, usage=usage)

@@ -29,6 +29,7 @@ from unified._adapters.interactions._client import (
     is_api_error,
     is_connection_error,
 )
+from unified._adapters.interactions._conversation import steps_from_conversation
 from unified._adapters.interactions._options import DEFAULT_MODEL, InteractionsOptions
 from unified._adapters.interactions._sessions import BACKEND, append_interaction, chain
 from unified._adapters.interactions._translate import (
@@ -45,7 +46,7 @@ from unified._internal.api_options import GoogleMapsTool
 from unified._internal.models import plan_level
 from unified._internal.retry import Failure
 from unified.backends import RunOutcome
-from unified.errors import BackendError
+from unified.errors import BackendError, ConfigurationError
 from unified.events import SubagentCompleted, SubagentProgress, SubagentStarted, UnifiedEvent, WarningEvent
 from unified.sessions import StoredSession
 from unified.tools import ToolCall, ToolOutcome
@@ -53,6 +54,8 @@ from unified.types import ExecuteParams
 
 __all__ = ["InteractionsTurns", "builtin_tools", "tool_choice"]
 
+_USER_STEPS = frozenset({"user_input", "function_result"})
+"""Steps the client sends; a history ending with one has a turn the model has not answered."""
 _ENDED = TERMINAL_STATUSES | {"requires_action", "requires_continuation"}
 """Statuses after which the current stream has nothing more to say."""
 
@@ -121,13 +124,26 @@ class InteractionsTurns:
         self.store_mode = bool(session.state.setdefault("store", self.options.store))
         ids = chain(session)
         self.previous = ids[-1] if ids and self.store_mode else None
-        prompt = {"type": "user_input", "content": self._prompt_content()}
-        if self.store_mode:
-            self.pending = [*(session.state.get("pending") or []), prompt]
-            session.state["pending"] = self.pending
+        stored = session.state.get("steps")
+        seeded = stored is None and self.params.history is not None  # a new session continuing a conversation
+        if seeded:
+            assert self.params.history is not None
+            stored = steps_from_conversation(self.params.history)
+        pending = list(stored or []) if seeded else list(session.state.get("pending") or [])
+        if self.params.retry:
+            if not (pending if self.store_mode else stored) or (stored or [{}])[-1].get("type") not in _USER_STEPS:
+                raise ConfigurationError(
+                    "there is no failed turn to retry: the session's last turn was answered",
+                    hint="send a new prompt instead of retrying",
+                )
+            new: list[dict[str, Any]] = []
         else:
-            self.history = [*(session.state.get("steps") or []), prompt]
-            session.state["steps"] = self.history
+            new = [{"type": "user_input", "content": self._prompt_content()}]
+        self.history = [*(stored or []), *new]  # every step, in both modes: what export reads
+        session.state["steps"] = self.history
+        if self.store_mode:
+            self.pending = [*pending, *new]
+            session.state["pending"] = self.pending
 
     def keep_turn(self, session: StoredSession, turn: TurnEnd) -> None:
         iid = self.translator.interaction_id
@@ -137,9 +153,12 @@ class InteractionsTurns:
             self.previous = iid
             self.pending = []  # the server holds it now
             session.state["pending"] = self.pending
-        else:
-            self.history += self.translator.model_steps()
-            session.state["steps"] = self.history
+        steps = self.translator.model_steps()
+        if steps:
+            usage = session.state.setdefault("usage", {})  # per model turn, for export
+            usage[str(sum(1 for key in usage))] = turn.usage.model_dump(exclude_defaults=True)
+        self.history += steps
+        session.state["steps"] = self.history
         self.continuation = self.translator.continuation_token if turn.continues else None
 
     def keep_tool_round(self, session: StoredSession, calls: list[ToolCall], outcomes: list[ToolOutcome]) -> None:
@@ -147,9 +166,8 @@ class InteractionsTurns:
         if self.store_mode:
             self.pending = results
             session.state["pending"] = results
-        else:
-            self.history += results
-            session.state["steps"] = self.history
+        self.history += results
+        session.state["steps"] = self.history
 
     # -- one turn -------------------------------------------------------------------------------
 
