@@ -20,8 +20,8 @@ import anyio
 
 from bench._env import MODEL, RECORDINGS, gemini_binary, isolated_home, workspace
 from bench.harness import Figure, Outcome, profile_async, spread
-from unified._adapters.gemini_cli._home import child_env
-from unified._adapters.gemini_cli._pool import AcpPool
+from unified._adapters.gemini_cli._acp import AcpPool
+from unified._adapters.gemini_cli._launch import gemini_env
 from unified._execute import EventStream
 from unified.events import Result, TextDelta
 from unified.types import ExecuteParams
@@ -37,7 +37,7 @@ def direct(binary: Path, cwd: Path, *, first_line: bool = False) -> Timing:
     start = time.perf_counter()
     first = 0.0
     with subprocess.Popen(
-        argv, cwd=cwd, env=child_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        argv, cwd=cwd, env=gemini_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
     ) as child:
         assert child.stdout is not None
         for line in child.stdout:

@@ -29,7 +29,7 @@ import anyio
 
 from bench._env import isolated_home
 from bench.harness import Figure, Outcome, spread
-from unified._adapters.gemini_cli._sessions import GeminiSessionLocator
+from unified._adapters.gemini_cli._chat_files import ChatFiles
 from unified._sessions.postgres import TABLE, PostgresSessionStore
 from unified._sessions.stores import FileSessionStore, header_text, serialize
 from unified.sessions import StoredSession
@@ -173,7 +173,7 @@ def run(quick: bool) -> Outcome:
         cli_ids = build_cli(home, count, rng)
         store_root = home / "store"
         store_ids = build_store(store_root, count, rng)
-        locator = GeminiSessionLocator({"GEMINI_CLI_HOME": str(home), "HOME": str(home)})
+        locator = ChatFiles({"GEMINI_CLI_HOME": str(home), "HOME": str(home)})
         store = FileSessionStore(store_root)
 
         def store_resolve(short: str) -> object:

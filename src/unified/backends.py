@@ -46,6 +46,7 @@ __all__ = [
     "Backend",
     "BackendEntry",
     "BackendFactory",
+    "MalformedLine",
     "RunContext",
     "RunOutcome",
     "SessionLocator",
@@ -163,13 +164,38 @@ class SessionLocator(Protocol):
         ...
 
 
+class MalformedLine(Exception):
+    """A line of an agent's stdout that cannot be read: longer than the line limit, or not UTF-8.
+
+    Raised by `AgentProcess.receive` for that one line (which is dropped); the stream goes on, so
+    the next `receive` returns the line after it. A backend reports it as a warning, never a crash.
+    """
+
+    def __init__(self, reason: str, size: int) -> None:
+        super().__init__(f"{reason} ({size} bytes)")
+        self.reason = reason
+        """What is wrong with it, in words (for a warning)."""
+        self.size = size
+        """Its length in bytes (without the newline)."""
+
+
 class AgentProcess(ABC):
     """One running agent binary, as a backend that drives it sees it: lines in, lines out.
 
     The seam between such a backend and the operating system. The real implementation starts the
-    binary in its own process group with an isolated home; the test kit's `FakeAgentProcess` is
-    an in-process stand-in, so a backend's translation, permission bridge and error mapping can be
-    tested without the binary. Lines are UTF-8 text without their newline.
+    binary in its own process group with an isolated environment and non-blocking pipes; the test
+    kit's `FakeAgentProcess` is an in-process stand-in (one handler from the lines it receives to
+    the lines it writes back), so a backend's protocol, translation, permission bridge and error
+    mapping are tested without the binary. Lines are text without their newline: JSON Lines for
+    every binary driven today (JSON-RPC, stream-json, a control protocol).
+
+    An implementation is not tied to the event loop that started it: a warm process outlives the
+    run that started it and serves later runs, on whichever loop (asyncio or trio) they use; `kill`
+    works from no loop at all. One task at a time calls `receive`; `send` may be called by several
+    (lines are never interleaved).
+
+    Stability: provisional until 1.0, like the rest of this module; a member may be added only with
+    a default implementation.
     """
 
     @property
@@ -180,23 +206,36 @@ class AgentProcess(ABC):
     @property
     @abstractmethod
     def returncode(self) -> int | None:
-        """The exit status once the process has ended, else None."""
+        """The exit status once the process has ended (negative: killed by that signal), else None."""
 
     @abstractmethod
     async def send(self, line: str) -> None:
-        """Write one line to the process's stdin; raises BackendError when it is gone."""
+        """Write one line (its newline is added) to the process's stdin; `ConnectionError` once it is gone."""
 
     @abstractmethod
     async def receive(self) -> str | None:
-        """The next line of stdout, or None at its end (the process closed it or died)."""
+        """The next line of stdout, or None at its end (the process closed it or died).
+
+        Raises `MalformedLine` for a line that cannot be read; the next call goes on after it.
+        """
 
     @abstractmethod
     def stderr_tail(self) -> str:
-        """The last lines the process wrote to stderr (redacted, bounded): for error messages."""
+        """The last lines the process wrote to stderr (bounded, secrets redacted): for error messages."""
+
+    @abstractmethod
+    async def wait(self, grace: float) -> int | None:
+        """The exit status once the process has ended, or None if it still runs after `grace` seconds."""
 
     @abstractmethod
     async def close(self) -> None:
-        """End the process and every process it started; returns once they are gone. Idempotent."""
+        """End the process and every process it started (politely first); returns once the process has
+        exited. Idempotent."""
+
+    @abstractmethod
+    def kill(self) -> None:
+        """End the process and every process it started at once, without awaiting: from any thread, under
+        any event loop or none (a warm process whose loop has finished; interpreter exit). Idempotent."""
 
 
 # --- how a backend joins ---------------------------------------------------------------------------

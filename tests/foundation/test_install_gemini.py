@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.hang_guard import HANG_GUARD_S
-from unified._adapters.gemini_cli._transport import PINNED_VERSION
+from unified._adapters.gemini_cli import GEMINI_CLI, PINNED_VERSION
 from unified._cli.doctor import find_gemini
-from unified._internal.gemini_install import user_install_prefix
 
 pytestmark = pytest.mark.e2e  # runs real subprocesses
 
@@ -56,7 +55,7 @@ def test_without_node_it_says_what_to_install(tmp_path: Path) -> None:
         "error: Node.js was not found on PATH; the gemini CLI needs Node.js 20+ (install Node.js 20 or newer "
         "(https://nodejs.org or your package manager), then run this again)"
     ]
-    assert not user_install_prefix().exists()
+    assert not GEMINI_CLI.user_prefix().exists()
 
 
 def test_an_old_node_is_refused_before_npm_runs(tmp_path: Path) -> None:
@@ -76,9 +75,9 @@ def test_install_puts_the_pinned_cli_where_the_lookup_finds_it(tmp_path: Path) -
     _script(bin_dir, "npm", NPM_STANDIN)
     done = _install(f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin")  # the stand-ins first, then mkdir and chmod
     assert done.returncode == 0, done.stderr
-    binary = user_install_prefix() / "node_modules" / ".bin" / "gemini"
+    binary = GEMINI_CLI.user_prefix() / "node_modules" / ".bin" / "gemini"
     assert done.stdout.strip() == f"gemini-cli {PINNED_VERSION} installed: {binary}"
-    assert f"install --prefix {user_install_prefix()} --no-audit --no-fund @google/gemini-cli@{PINNED_VERSION}" in (
+    assert f"install --prefix {GEMINI_CLI.user_prefix()} --no-audit --no-fund @google/gemini-cli@{PINNED_VERSION}" in (
         done.stderr
     )  # npm's output went to stderr
     assert find_gemini({"PATH": str(tmp_path / "nothing")}, tmp_path) == (binary, "unified install-gemini")

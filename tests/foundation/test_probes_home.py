@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.hang_guard import HANG_GUARD_S
-from unified._adapters.gemini_cli._transport import probe_version
+from unified._adapters.gemini_cli import GEMINI_CLI
+from unified._binary.install import probe_version
 from unified._cli.doctor import gemini_version
 
 pytestmark = pytest.mark.e2e  # runs real subprocesses
@@ -57,5 +58,5 @@ def test_the_adapter_version_probe_runs_in_a_throwaway_home(isolated_home: Path,
     binary.write_text('#!/bin/sh\nmkdir -p "$HOME/.gemini" && touch "$HOME/.gemini/projects.json.tmp"\necho 0.61.0\n')
     binary.chmod(0o755)
     before = _tree(isolated_home)
-    assert probe_version(binary, dict(os.environ)) == (0, 61, 0)
+    assert probe_version(GEMINI_CLI, binary, dict(os.environ)) == (0, 61, 0)
     assert _tree(isolated_home) == before

@@ -14,7 +14,7 @@ from tests.adapters.gemini_cli.test_gemini_cli_sessions import write_session
 from tests.e2e.generate_content.gc_harness import Harness, harness  # noqa: F401 - the fixture
 from tests.e2e.interactions.interactions_harness import MODEL, collect
 from unified import execute, sessions
-from unified._adapters.gemini_cli._sessions import GeminiSessionLocator
+from unified._adapters.gemini_cli._chat_files import ChatFiles
 from unified._cli import main as cli
 from unified.errors import AmbiguousSession, SessionNotFound
 from unified.events import Result, SessionStarted, UnifiedEvent
@@ -109,14 +109,14 @@ async def test_gemini_cli_session_from_another_directory_names_its_project(
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     with pytest.raises(SessionNotFound) as caught:
-        GeminiSessionLocator().resolve("9e9e9e9e", str(elsewhere))  # what the adapter does before a resume
+        ChatFiles().resolve("9e9e9e9e", str(elsewhere))  # what the adapter does before a resume
     message = f"{caught.value.message} {caught.value.hint}"
     assert f"belongs to {gemini_session}, not to {elsewhere}" in message
     assert f"unified run --cwd {gemini_session} --resume 9e9e9e9e" in message
     assert caught.value.details["cwd"] == str(gemini_session)
-    assert GeminiSessionLocator().resolve("9e9e9e9e", str(gemini_session)).session_id == GEMINI_ID
+    assert ChatFiles().resolve("9e9e9e9e", str(gemini_session)).session_id == GEMINI_ID
     with pytest.raises(SessionNotFound, match="nor in any other project"):
-        GeminiSessionLocator().resolve("77777777", str(elsewhere))
+        ChatFiles().resolve("77777777", str(elsewhere))
 
 
 async def test_gemini_cli_projects_registered_in_projects_json(isolated_home: Path, tmp_path: Path) -> None:

@@ -112,7 +112,6 @@ async def test_a_gemini_cli_run_records_and_replays(tmp_path: Path) -> None:
     assert not [e for e in replayed if e.type == "warning"]
 
 
-@pytest.mark.e2e  # runs a real subprocess (the stand-in gemini)
 @pytest.mark.anyio
 async def test_a_gemini_cli_recording_keeps_the_chat_records_scrubbed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from unified._adapters.gemini_cli._chat_tail import tool_calls_of, tool_response
+from unified._adapters.gemini_cli._chat_records import tool_calls_of, tool_response
 from unified.events import (
     PermissionDecision,
     Result,
@@ -48,7 +48,6 @@ def test_there_are_cassettes_of_every_backend() -> None:
 
 
 @pytest.mark.parametrize("path", ALL, ids=[f"{p.parent.name}/{p.name}" for p in ALL])
-@pytest.mark.e2e  # runs a real subprocess
 async def test_every_cassette_replays(path: Path) -> None:
     events = await play(path)
     started = next(e for e in events if e.type != "warning")
@@ -57,7 +56,6 @@ async def test_every_cassette_replays(path: Path) -> None:
     assert result_of(events).status == "success", [e.type for e in events]
 
 
-@pytest.mark.e2e  # runs a real subprocess
 async def test_transcript_replay_runs_the_acp_adapter(tmp_path: Path) -> None:
     events = await play(CASSETTES / "gemini-cli" / "text-thoughts.jsonl")
     assert [e.type for e in events] == ["session_started", "thinking", "text_delta", "assistant_message", "result"]
@@ -67,7 +65,6 @@ async def test_transcript_replay_runs_the_acp_adapter(tmp_path: Path) -> None:
     assert result_of(events).final_text == "Hello there."
 
 
-@pytest.mark.e2e  # runs a real subprocess
 async def test_transcript_permission_gets_the_recorded_answer(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("alpha\n")
     events = await play(CASSETTES / "gemini-cli" / "tools-permission.jsonl", cwd=tmp_path)
@@ -76,7 +73,6 @@ async def test_transcript_permission_gets_the_recorded_answer(tmp_path: Path) ->
     assert decisions == [("read_file", "allow", "backend"), ("write_file", "allow", "user")]
 
 
-@pytest.mark.e2e  # runs a real subprocess
 async def test_a_diverging_adapter_fails_the_run_with_the_reason(tmp_path: Path) -> None:
     source = CASSETTES / "gemini-cli" / "text-thoughts.jsonl"
     lines = source.read_text().splitlines()
@@ -148,7 +144,6 @@ def without_chat_records(source: Path, target: Path) -> Path:
     return target
 
 
-@pytest.mark.e2e  # runs a real subprocess (the stand-in gemini)
 @pytest.mark.parametrize("path", GEMINI_CLI, ids=[p.stem for p in GEMINI_CLI])
 async def test_a_gemini_cli_replay_has_the_recorded_tool_inputs_and_outputs(path: Path) -> None:
     calls = recorded_calls(path)
@@ -184,7 +179,7 @@ def test_the_shipped_gemini_cli_cassettes_carry_tool_outputs() -> None:
     assert tool_response(read) == ({"output": "alpha\n"}, False)
 
 
-@pytest.mark.e2e  # runs a real subprocess (the stand-in gemini)
+@pytest.mark.e2e  # runs `unified replay` as a subprocess
 def test_replay_command_shows_the_recorded_tool_outputs() -> None:
     done = subprocess.run(
         [
@@ -215,7 +210,6 @@ def test_replay_command_shows_the_recorded_tool_outputs() -> None:
     assert "tool_output_unavailable" not in done.stdout + done.stderr
 
 
-@pytest.mark.e2e  # runs a real subprocess (the stand-in gemini)
 async def test_a_cassette_without_chat_records_replays_with_the_warning(tmp_path: Path) -> None:
     old = without_chat_records(CASSETTES / "gemini-cli" / "tools-permission.jsonl", tmp_path / "old.jsonl")
     events = await play(old)

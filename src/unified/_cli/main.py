@@ -559,19 +559,19 @@ def install_gemini_command(
     ] = None,
 ) -> None:
     """Install the pinned gemini CLI (needs Node.js 20+) with npm, where unified finds it. Never global."""
-    from unified._adapters.gemini_cli import PINNED_VERSION, user_install_prefix
-    from unified._cli.install import install_gemini
+    from unified._binary.install import NodeUnavailable
+    from unified._cli.install import install_binary
 
-    target = (prefix or user_install_prefix()).expanduser().resolve()
     try:
-        binary, ran = install_gemini(target, PINNED_VERSION, os.environ)
-    except ConfigurationError as exc:
+        done = install_binary("gemini-cli", prefix, os.environ)
+    except NodeUnavailable as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     except UnifiedError as exc:
         raise _fail(str(exc)) from None
-    _say(f"gemini-cli {PINNED_VERSION} {'installed' if ran else 'already installed'}: {binary}", style="green")
-    if prefix is not None:
-        _say(f"unified looks elsewhere by default: export UNIFIED_GEMINI_BIN={binary}", style="yellow")
+    spec = done.spec
+    _say(f"{spec.name} {spec.version} {'installed' if done.ran else 'already installed'}: {done.binary}", style="green")
+    if not done.default_place:
+        _say(f"unified looks elsewhere by default: export {spec.env_var}={done.binary}", style="yellow")
 
 
 # ----------------------------------------------------------------------------------------- sessions

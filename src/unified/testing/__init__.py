@@ -6,6 +6,8 @@
   `backend_options_for(server, backend)` points any Gemini backend at it.
 - `ScriptedBackend` (`backend="scripted"`): an in-process backend playing a script of UnifiedEvents
   through the same stream guard as the real backends.
+- `FakeAgentProcess`: an in-process `AgentProcess` that is one handler from the lines a backend
+  sends to the lines it answers, for a backend that drives an agent binary.
 - `FakeAcp`: an in-process ACP agent standing in for `gemini --acp` behind the real gemini-cli
   adapter (its `start_process` option), scripted or replaying a recorded transcript.
 - `record_run`, `replay_events`, `use_cassette`: record a run once, replay it offline through the
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
     from unified.testing._cassettes import scrub_text, use_cassette
     from unified.testing._fake_acp import FakeAcp, script_from_transcript
     from unified.testing._fake_gemini import REDACTED, FakeGemini, RecordedRequest
+    from unified.testing._fake_process import FakeAgentProcess
     from unified.testing._record import RecordError, record_run
     from unified.testing._replay import ReplayError, replay_events
     from unified.testing._scenario import (
@@ -59,6 +62,7 @@ _HOMES = {
     "unified.testing._cassettes": ("scrub_text", "use_cassette"),
     "unified.testing._fake_acp": ("FakeAcp", "script_from_transcript"),
     "unified.testing._fake_gemini": ("REDACTED", "FakeGemini", "RecordedRequest"),
+    "unified.testing._fake_process": ("FakeAgentProcess",),
     "unified.testing._record": ("RecordError", "record_run"),
     "unified.testing._replay": ("ReplayError", "replay_events"),
     "unified.testing._scenario": (
@@ -100,6 +104,7 @@ __all__ = [
     "EndMessage",
     "Fail",
     "FakeAcp",
+    "FakeAgentProcess",
     "FakeGemini",
     "Fault",
     "FaultKind",

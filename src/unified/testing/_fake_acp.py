@@ -1,11 +1,11 @@
 """FakeAcp: an in-process ACP agent speaking the JSON-RPC of `gemini --acp` 0.61, for Node-free tests.
 
 Pass it as the gemini-cli backend's `start_process` option; every process the adapter starts is
-then a `FakeAcpProcess` that answers `initialize`, `session/new`, `session/load`,
-`session/set_model`, `session/set_mode`, `session/prompt` and `session/cancel` like the binary
-(message shapes from the recorded transcripts in `cassettes/gemini-cli/` and
-`bench/transcripts/acp/`), and writes the session's chat file where the CLI does, so resuming and
-the tool outputs read from that file work as with the binary.
+then a `FakeAcpProcess` (a `FakeAgentProcess` whose handler is this agent) that answers
+`initialize`, `session/new`, `session/load`, `session/set_model`, `session/set_mode`,
+`session/prompt` and `session/cancel` like the binary (message shapes from the recorded
+transcripts in `cassettes/gemini-cli/` and `bench/transcripts/acp/`), and writes the session's chat
+file where the CLI does, so resuming and the tool outputs read from that file work as with the binary.
 
 Each `session/prompt` plays the next script: `Update`s (`text`, `thought`, `tool_call`, ...),
 `Record`s (a finished call's chat-file record, as the CLI writes it just after ACP's update),
@@ -13,6 +13,9 @@ Each `session/prompt` plays the next script: `Update`s (`text`, `thought`, `tool
 `script_from_transcript` turns a recorded transcript into such a script.
 
 The fake is driven by what the adapter writes (no task of its own), so a test is deterministic.
+It is a fake of the CLI, so it carries its own knowledge of the CLI's chat files (where they are,
+how a resumed session's history is replayed), written here from the CLI's behaviour, not taken
+from the adapter.
 """
 
 from __future__ import annotations
@@ -27,11 +30,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeAlias
 
-import anyio
-
-from unified._adapters.gemini_cli._home import gemini_home
-from unified._adapters.gemini_cli._sessions import read_chat, session_files
-from unified._adapters.gemini_cli._transport import LineFramer, StderrTail
+from unified._exports import publish
+from unified.testing._fake_process import FakeAgentProcess
 
 __all__ = [
     "Crash",
@@ -46,6 +46,7 @@ __all__ = [
     "Script",
     "Step",
     "Update",
+    "cli_home",
     "script_from_transcript",
     "text",
     "thought",
@@ -330,81 +331,28 @@ class FakeAcp:
         return self.prompts.pop(0)
 
 
-class FakeAcpProcess:
-    """One fake `gemini --acp` process: an `AgentProcess` whose other end is `FakeAcp`'s scripts."""
+class FakeAcpProcess(FakeAgentProcess):
+    """One fake `gemini --acp` process: a `FakeAgentProcess` whose handler plays `FakeAcp`'s scripts."""
 
     def __init__(self, agent: FakeAcp, argv: list[str], env: dict[str, str]) -> None:
+        super().__init__(self._handle_line, pid=next(_pids), argv=argv, env=env)
         self.agent = agent
-        self.argv = argv
-        self.env = env
-        self.pid = next(_pids)
-        self.stderr = StderrTail()
-        self._returncode: int | None = None
-        self._out = bytearray()
-        self._eof = False
-        self._framer = LineFramer()
-        self._readable: anyio.Event | None = None
         self._sessions: dict[str, _Session] = {}
         self._request_ids = itertools.count(0)
         self._playing: tuple[_Player, _Wait] | None = None
         self._cancelled = False
 
-    # --- AgentProcess -------------------------------------------------------------------------
-
-    @property
-    def returncode(self) -> int | None:
-        return self._returncode
-
-    @property
-    def closed(self) -> bool:
-        """Whether the process has ended (no orphan: a run must leave every fake process closed)."""
-        return self._returncode is not None
-
-    async def write(self, data: bytes) -> None:
-        if self._returncode is not None:
-            raise ConnectionError("the fake agent has exited")
-        for line in self._framer.feed(data):
-            if isinstance(line, bytes):
-                self._handle(json.loads(line))
-
-    async def read_stdout(self) -> bytes:
-        while not self._out and not self._eof:
-            self._readable = anyio.Event()
-            await self._readable.wait()
-        chunk, self._out = bytes(self._out), bytearray()
-        return chunk
-
-    async def wait_exit(self, grace: float) -> int | None:
-        """A fake ends the moment it is told to: nothing to wait for."""
-        return self._returncode
-
-    async def terminate(self, grace: float = 1.0) -> int | None:
-        self._end(-15)
-        return self._returncode
-
-    def kill_now(self) -> None:
-        self._end(-9)
+    def _handle_line(self, line: str) -> None:
+        self._handle(json.loads(line))
 
     # --- the protocol -------------------------------------------------------------------------
 
     def _send(self, message: Mapping[str, Any]) -> None:
-        self._emit(json.dumps({"jsonrpc": "2.0", **message}, separators=(",", ":")).encode() + b"\n")
+        self.emit(json.dumps({"jsonrpc": "2.0", **message}, separators=(",", ":")))
 
-    def _emit(self, data: bytes) -> None:
-        if self._returncode is None:
-            self._out += data
-            self._wake()
-
-    def _wake(self) -> None:
-        if self._readable is not None:
-            self._readable.set()
-
-    def _end(self, code: int) -> None:
-        if self._returncode is None:
-            self._returncode = code
-        self._eof = True
+    def exit(self, code: int = 0) -> None:
+        super().exit(code)
         self._playing = None
-        self._wake()
 
     def _notify(self, session: _Session, update: Mapping[str, Any]) -> None:
         self._send({"method": "session/update", "params": {"sessionId": session.session_id, "update": dict(update)}})
@@ -433,8 +381,8 @@ class FakeAcpProcess:
             return
         fault = self.agent.faults.get(str(method))
         if isinstance(fault, Crash):
-            self.stderr.add(fault.stderr.encode())
-            self._end(fault.exit_code)
+            self.write_stderr(fault.stderr)
+            self.exit(fault.exit_code)
             return
         if isinstance(fault, ErrorAnswer):
             self._send({"id": message["id"], "error": {"code": fault.code, "message": fault.message}})
@@ -459,7 +407,7 @@ class FakeAcpProcess:
     def _new(self, request_id: Any, params: dict[str, Any]) -> None:
         session_id = str(uuid.uuid4())
         cwd = str(params.get("cwd") or "")
-        chats = gemini_home(self.env) / "tmp" / hashlib.sha256(cwd.encode()).hexdigest() / "chats"
+        chats = cli_home(self.env) / "tmp" / hashlib.sha256(cwd.encode()).hexdigest() / "chats"
         now = datetime.now(UTC)
         path = chats / f"session-{now:%Y-%m-%dT%H-%M}-{session_id[:8]}.jsonl"
         if self.agent.write_chat:
@@ -478,7 +426,7 @@ class FakeAcpProcess:
 
     def _load(self, request_id: Any, params: dict[str, Any]) -> None:
         session_id = str(params.get("sessionId") or "")
-        files = session_files(gemini_home(self.env), session_id) if self.agent.load_session else []
+        files = _session_files(cli_home(self.env), session_id) if self.agent.load_session else []
         if not files:
             error = {"code": -32603, "message": f"Invalid session identifier: {session_id}"}
             self._send({"id": request_id, "error": error})
@@ -486,7 +434,7 @@ class FakeAcpProcess:
         session = self._sessions[session_id] = _Session(session_id, files[0])
         self._send({"id": request_id, "result": {}})
         # Like the CLI, the history replay trails the load's answer.
-        for message in read_chat(files[0]).messages:
+        for message in _messages(files[0]):
             if message.get("type") == "user":
                 self._notify(session, {"sessionUpdate": "user_message_chunk", "content": _text_block(message)})
             elif message.get("type") == "gemini":
@@ -540,7 +488,7 @@ class FakeAcpProcess:
 
     def _play(self, session: _Session, request_id: Any, script: Script) -> _Player:
         answered = yield from self._steps(session, request_id, script)
-        if not answered and self._returncode is None:
+        if not answered and self.returncode is None:
             self._finish(session, request_id, Finish("cancelled" if self._cancelled else "end_turn"))
 
     def _steps(self, session: _Session, request_id: Any, script: Script) -> _Playing:
@@ -560,10 +508,10 @@ class FakeAcpProcess:
                 if (yield from self._steps(session, request_id, step.if_allowed if allowed else step.if_denied)):
                     return True
             elif isinstance(step, RawLine):
-                self._emit(step.data)
+                self.emit(*(line for line in step.data.split(b"\n") if line.strip()))
             elif isinstance(step, Crash):
-                self.stderr.add(step.stderr.encode())
-                self._end(step.exit_code)
+                self.write_stderr(step.stderr)
+                self.exit(step.exit_code)
                 return True
             elif isinstance(step, ErrorAnswer):
                 error = {"code": step.code, "message": step.message, "data": step.data}
@@ -629,3 +577,48 @@ def _text_block(message: Mapping[str, Any]) -> dict[str, Any]:
     parts = content if isinstance(content, list) else [content]
     value = " ".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in parts if p)
     return {"type": "text", "text": value}
+
+
+# --- the CLI's chat files, as the fake knows them -------------------------------------------------
+
+
+def cli_home(env: Mapping[str, str]) -> Path:
+    """Where the CLI keeps its state: `<GEMINI_CLI_HOME or HOME>/.gemini`."""
+    return Path(env.get("GEMINI_CLI_HOME") or env.get("HOME") or str(Path.home())) / ".gemini"
+
+
+def _header(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            value = json.loads(handle.readline() or b"{}")
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _session_files(home: Path, session_id: str) -> list[Path]:
+    """The chat files (of any project) of `session_id`: named by its first 8 characters, headed by it."""
+    pattern = f"*/chats/session-*-{session_id[:8]}.jsonl"
+    return [path for path in sorted((home / "tmp").glob(pattern)) if _header(path).get("sessionId") == session_id]
+
+
+def _messages(path: Path) -> list[dict[str, Any]]:
+    """The messages the CLI would load from a chat file: the last record per id, after the last
+    `$set.messages` checkpoint."""
+    order: dict[str, dict[str, Any]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines()[1:]:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict):
+            continue
+        checkpoint = record.get("$set", {}).get("messages") if isinstance(record.get("$set"), dict) else None
+        if isinstance(checkpoint, list):
+            order = {str(m["id"]): m for m in checkpoint if isinstance(m, dict) and "id" in m}
+        elif isinstance(record.get("id"), str) and "type" in record:
+            order[record["id"]] = record
+    return list(order.values())
+
+
+publish("unified.testing", ["FakeAcp", "script_from_transcript"], globals())

@@ -7,9 +7,9 @@
 - `gemini-cli`: the ACP JSON-RPC messages both ways go to a JSONL transcript, after a metadata
   line saying what it was recorded from, with the approval mode and the workspace; between them,
   `{"dir": "chat", "file": ..., "record": ...}` lines carry what the CLI wrote to its chat files
-  meanwhile (tool arguments and outputs ACP does not carry, see `chat_tail.py`), each placed
-  before the ACP message that makes the adapter look it up (docs/testing.md, "What a gemini-cli
-  cassette carries").
+  meanwhile (tool arguments and outputs ACP does not carry): both come from the backend's
+  `acp_transcript` option. Each chat record is placed before the ACP message that makes the
+  adapter look it up (docs/testing.md, "What a gemini-cli cassette carries").
 
 The run is a real one: whatever `params` point at (Google's API with your credentials, a
 gateway, a FakeGemini) answers, and tools run in `params.cwd`. Every line written passes through
@@ -21,13 +21,10 @@ command (docs/testing.md, "Recording cassettes").
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from unified._adapters.gemini_cli._chat_tail import FINAL_STATUSES, JsonlTail, tool_calls_of
-from unified._adapters.gemini_cli._home import gemini_home
+from unified._exports import publish
 from unified._redaction import redact
 from unified.events import UnifiedEvent
 from unified.sessions import short_id_of
@@ -63,57 +60,43 @@ async def record_run(params: ExecuteParams, path: Path, *, source: str) -> list[
 
 
 async def _run(params: ExecuteParams) -> list[UnifiedEvent]:
-    from unified._execute import execute
+    from unified import execute
 
     async with execute(params) as stream:
         return [event async for event in stream]
 
 
 async def _record_transcript(params: ExecuteParams, path: Path, source: str) -> list[UnifiedEvent]:
-    options_given = params.backend_options_dict()
-    env = options_given.get("env")  # where the adapter points the CLI's home, if anywhere
-    transcript = ChatCapture(gemini_home({**os.environ, **(env if isinstance(env, Mapping) else {})}))
-    options = {**options_given, "acp_transcript": transcript, "pool_size": 0}  # a cold process: all of it
+    transcript: list[dict[str, Any]] = []
+    options = {**params.backend_options_dict(), "acp_transcript": transcript, "pool_size": 0}  # cold: all of it
     events = await _run(params.model_copy(update={"backend_options": options}))
-    transcript.collect()  # the process has exited: whatever it wrote last is on disk now
     meta = {
         "cassette": path.stem,
         "recorded_from": source,
         "approval_mode": params.approval_mode,
         "paths_are_from": str(params.cwd),
     }
-    _write_scrubbed(path, [meta, *place_chat_records(_of_the_run(list(transcript)))])
+    _write_scrubbed(path, [meta, *place_chat_records(_of_the_run(transcript))])
     return events
 
 
-class ChatCapture(list[dict[str, Any]]):
-    """The ACP transcript list the adapter appends to, which also takes in the CLI's chat-file records.
+_FINAL_STATUSES = frozenset({"success", "error", "cancelled"})
 
-    Before each ACP message is appended, the records appended meanwhile to any chat file under
-    `<home>/tmp/*/chats/` (the session's file and its subagents' files) go in as
-    `{"dir": "chat", "file": <path relative to home>, "record": {...}}`, so the list keeps the
-    order in which the two channels were written. Files that exist already are read from their end.
-    """
 
-    def __init__(self, home: Path) -> None:
-        super().__init__()
-        self.home = home
-        self._tails = {path: JsonlTail(path, offset=path.stat().st_size) for path in self._files()}
-
-    def _files(self) -> list[Path]:
-        return sorted((self.home / "tmp").glob("*/chats/**/*.jsonl"))
-
-    def append(self, entry: dict[str, Any]) -> None:
-        self.collect()
-        super().append(entry)
-
-    def collect(self) -> None:
-        """Take in the chat records written since the last look."""
-        for path in self._files():
-            tail = self._tails.setdefault(path, JsonlTail(path))
-            file = path.relative_to(self.home).as_posix()
-            for record in tail.read():
-                super().append({"dir": "chat", "file": file, "record": record})
+def _finished_calls(record: dict[str, Any]) -> list[str]:
+    """The ids of the tool calls a chat record shows finished (in a `gemini` message, or in the
+    messages of a `$set.messages` checkpoint): the CLI's chat-file format, as the kit knows it."""
+    updates = record.get("$set")
+    messages = (
+        updates["messages"] if isinstance(updates, dict) and isinstance(updates.get("messages"), list) else [record]
+    )
+    return [
+        call["id"]
+        for message in messages
+        if isinstance(message, dict) and message.get("type") == "gemini"
+        for call in message.get("toolCalls") or []
+        if isinstance(call, dict) and isinstance(call.get("id"), str) and call.get("status") in _FINAL_STATUSES
+    ]
 
 
 def _of_the_run(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -156,7 +139,7 @@ def place_chat_records(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if entry["dir"] != "chat":
             slots.append((index, 1, index))
             continue
-        finished = [c["id"] for c in tool_calls_of(entry["record"]) if c.get("status") in FINAL_STATUSES]
+        finished = _finished_calls(entry["record"])
         slot = min([index, *(needed_at.get(call_id, index) for call_id in finished)])
         slot = min(slot, earliest_later.get(entry["file"], slot))
         earliest_later[entry["file"]] = slot
@@ -188,3 +171,6 @@ def _write_scrubbed(path: Path, lines: list[dict[str, Any]]) -> None:
 
 def _write_redacted(path: Path, text: str) -> None:
     path.write_text(redact(text), encoding="utf-8")
+
+
+publish("unified.testing", ["RecordError", "record_run"], globals())

@@ -6,10 +6,11 @@ Two kinds of cassette exist (see `unified.testing._cassettes` and `cassettes/`):
   through the adapter, google-genai and httpx, and vcrpy answers every request from the file in
   record mode `none`, so nothing reaches a network (a request the file lacks fails the run);
 - a JSONL transcript of the `gemini-cli` backend (a metadata line, then the ACP JSON-RPC messages
-  `{"dir": "send"|"recv", "msg": ...}`): the adapter spawns, instead of Node, a small Python peer
-  that answers from the transcript, so the real transport, framing, pool and translator all run.
+  `{"dir": "send"|"recv", "msg": ...}`): the adapter starts, instead of Node, a stand-in agent that
+  answers from the transcript (a `FakeAgentProcess`, given as the backend's `start_process`), so
+  the real JSON-RPC connection, pool, session setup and translator all run, in process.
   The CLI's chat-file records, recorded between them as `{"dir": "chat", "file", "record"}`, are
-  appended by the peer to that file under the replay's own CLI home at their place in the
+  appended by the stand-in to that file under the replay's own CLI home at their place in the
   transcript, so the adapter finds tool arguments and outputs where the CLI leaves them; a
   transcript without them replays with a `tool_output_unavailable` warning and ACP's bare results.
 
@@ -22,25 +23,23 @@ the recording's; permission prompts get the answers the recording gave. Retry wa
 from __future__ import annotations
 
 import json
-import os
 import re
-import stat
-import sys
 import tempfile
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, cast
 from urllib.parse import urlsplit
 
+from unified._exports import publish
 from unified.events import UnifiedEvent, UserInputRequest, UserInputResponse
+from unified.testing._fake_acp import cli_home
+from unified.testing._fake_process import FakeAgentProcess
 from unified.types import ApprovalMode, BackendName, ExecuteParams
 
 __all__ = ["CassetteInfo", "ReplayError", "describe", "replay", "replay_events"]
 
-TRANSCRIPT_ENV = "UNIFIED_REPLAY_TRANSCRIPT"
-"""Tells the stand-in `gemini` peer which transcript to serve."""
 _ACP_MODES: Mapping[str, ApprovalMode] = {"default": "default", "autoEdit": "auto_edit", "yolo": "yolo", "plan": "plan"}
 _SOURCE_LINE = re.compile(r"^#\s*Recorded\s+\S+\s+against\s+(?P<source>.+?)\.?\s*$", re.MULTILINE)
 _MODEL_IN_PATH = re.compile(r"/models/(?P<model>[^/:]+):")
@@ -113,7 +112,7 @@ async def replay_events(
                 stack.enter_context(_vcr_block(path))
             except Exception as exc:  # vcrpy reads the whole file: a later interaction may be malformed
                 raise ReplayError(f"{path}: vcrpy cannot load it ({type(exc).__name__}: {exc})") from exc
-        from unified._execute import execute
+        from unified import execute
 
         async with execute(params) as stream:
             async for event in stream:
@@ -294,24 +293,16 @@ def _answering(answers: list[UserInputResponse]) -> Callable[[UserInputRequest],
 
 
 def _transcript_params(info: CassetteInfo, cwd: Path, stack: ExitStack, include_native: bool) -> ExecuteParams:
-    from unified._adapters.gemini_cli._transport import PINNED_VERSION
-
     _, entries = _read_transcript(info.path)
     scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="unified-replay-")))
-    peer = scratch / "gemini"
-    # The adapter runs this instead of the CLI: it reports the pinned version and serves the transcript.
-    peer.write_text(
-        f"#!{sys.executable}\nimport sys\n"
-        "if sys.argv[1:] == ['--version']:\n"
-        f"    print({PINNED_VERSION!r})\n"
-        "else:\n"
-        "    from unified.testing._replay import serve_transcript\n"
-        "    sys.exit(serve_transcript())\n"
-    )
-    peer.chmod(peer.stat().st_mode | stat.S_IXUSR)
     home = scratch / "home"  # the CLI's home as the adapter sees it: empty, never the user's
     home.mkdir()
-    env = {TRANSCRIPT_ENV: str(info.path.resolve()), "HOME": str(home), "GEMINI_CLI_HOME": str(home)}
+
+    def start(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> FakeAgentProcess:
+        process = FakeAgentProcess(argv=argv, env=env)
+        process.handler = _TranscriptAgent(entries, process).answer
+        return process
+
     return ExecuteParams(
         prompt=info.prompt,
         backend="gemini-cli",
@@ -320,73 +311,75 @@ def _transcript_params(info: CassetteInfo, cwd: Path, stack: ExitStack, include_
         approval_mode=info.approval_mode,
         on_user_input=_answering(_recorded_answers(entries)),
         include_native=include_native,
-        backend_options={"gemini_binary": str(peer), "pool_size": 0, "env": env},
+        backend_options={
+            "start_process": start,
+            "pool_size": 0,
+            "env": {"HOME": str(home), "GEMINI_CLI_HOME": str(home)},
+        },
     )
 
 
-def serve_transcript() -> int:
-    """The stand-in `gemini --acp`: answers the adapter's JSON-RPC on stdio from a recorded transcript.
+class _TranscriptAgent:
+    """The stand-in `gemini --acp`: answers the adapter's JSON-RPC from a recorded transcript.
 
     Each message the adapter sends must match the next recorded `send` (same method, or both a
     response); the recorded `recv` messages that followed it are then written out, with the ids of
     answers rewritten to the live request ids, and the `chat` records among them appended to their
     chat file under this process's CLI home, each before the message after it. `initialize` (sent
-    before recording starts) is answered here. A mismatch ends the peer with the reason on stderr,
-    which the adapter reports.
+    before recording starts) is answered here. A mismatch ends the process (exit 1) with the reason
+    on stderr, which the adapter reports.
     """
-    _, entries = _read_transcript(Path(os.environ[TRANSCRIPT_ENV]))
-    from unified._adapters.gemini_cli._home import gemini_home
 
-    home = gemini_home(os.environ)
-    ids: dict[Any, Any] = {}
-    position = 0
+    def __init__(self, entries: list[dict[str, Any]], process: FakeAgentProcess) -> None:
+        self.entries = entries
+        self.process = process
+        self.home = cli_home(process.env)
+        self.ids: dict[Any, Any] = {}
+        self.position = 0
+        self._play_until_next_send()
 
-    def write(message: Mapping[str, Any]) -> None:
-        sys.stdout.write(json.dumps(message, separators=(",", ":")) + "\n")
-        sys.stdout.flush()
+    def _write(self, message: Mapping[str, Any]) -> None:
+        self.process.emit(json.dumps(message, separators=(",", ":")))
 
-    def play_until_next_send() -> None:
+    def _play_until_next_send(self) -> None:
         """Write the recorded agent messages and chat records up to the next thing the adapter sends."""
-        nonlocal position
-        while position < len(entries) and entries[position]["dir"] != "send":
-            entry = entries[position]
-            position += 1
+        while self.position < len(self.entries) and self.entries[self.position]["dir"] != "send":
+            entry = self.entries[self.position]
+            self.position += 1
             if entry["dir"] == "chat":
-                chat_file = home / entry["file"]
+                chat_file = self.home / entry["file"]
                 chat_file.parent.mkdir(parents=True, exist_ok=True)
                 with chat_file.open("a", encoding="utf-8") as handle:  # before the message that needs it
                     handle.write(json.dumps(entry["record"]) + "\n")
                 continue
             reply = dict(entry["msg"])
-            if "method" not in reply and reply.get("id") in ids:
-                reply["id"] = ids[reply["id"]]
-            write(reply)
+            if "method" not in reply and reply.get("id") in self.ids:
+                reply["id"] = self.ids[reply["id"]]
+            self._write(reply)
 
-    play_until_next_send()
-    for line in sys.stdin:
-        if not line.strip():
-            continue
+    def _fail(self, reason: str) -> None:
+        self.process.write_stderr(f"replay: {reason}\n")
+        self.process.exit(1)
+
+    def answer(self, line: str) -> None:
         message = json.loads(line)
         method = message.get("method")
         if method == "initialize":
-            write({"jsonrpc": "2.0", "id": message["id"], "result": _INITIALIZE_RESULT})
-            continue
-        if position >= len(entries):
-            if "id" not in message or method is None:
-                continue  # a notification or answer the recording never needed (e.g. a late cancel)
-            sys.stderr.write(f"replay: the transcript has nothing more to answer {method}\n")
-            return 1
-        recorded = entries[position]["msg"]
+            self._write({"jsonrpc": "2.0", "id": message["id"], "result": _INITIALIZE_RESULT})
+            return
+        if self.position >= len(self.entries):
+            # a request is a mismatch; a notification or answer the recording never needed (a late cancel) passes
+            if "id" in message and method is not None:
+                self._fail(f"the transcript has nothing more to answer {method}")
+            return
+        recorded = self.entries[self.position]["msg"]
         if recorded.get("method") != method:
-            sys.stderr.write(
-                f"replay: the adapter sent {method or 'an answer'}, the recording {recorded.get('method')}\n"
-            )
-            return 1
-        position += 1
+            self._fail(f"the adapter sent {method or 'an answer'}, the recording {recorded.get('method')}")
+            return
+        self.position += 1
         if method is not None and "id" in recorded:
-            ids[recorded["id"]] = message.get("id")
-        play_until_next_send()
-    return 0
+            self.ids[recorded["id"]] = message.get("id")
+        self._play_until_next_send()
 
 
 _INITIALIZE_RESULT: dict[str, Any] = {
@@ -394,3 +387,6 @@ _INITIALIZE_RESULT: dict[str, Any] = {
     "agentInfo": {"name": "gemini-cli (replayed transcript)"},
     "agentCapabilities": {"loadSession": False},
 }
+
+
+publish("unified.testing", ["ReplayError", "replay_events"], globals())

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from unified._adapters.gemini_cli._home import SYSTEM_SETTINGS_ENV, child_env
+from unified._adapters.gemini_cli._launch import SYSTEM_SETTINGS_ENV, gemini_env
 
 
 def _half_memory_mb() -> int:
@@ -16,7 +16,7 @@ def _half_memory_mb() -> int:
 def test_the_cli_runs_in_one_node_process_with_half_the_memory_as_heap(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GEMINI_CLI_NO_RELAUNCH", raising=False)
     monkeypatch.setenv("NODE_OPTIONS", "--enable-source-maps")
-    env = child_env({"EXTRA": "1"})
+    env = gemini_env({"EXTRA": "1"})
     assert env["GEMINI_CLI_NO_RELAUNCH"] == "true"
     assert env["NODE_OPTIONS"] == f"--enable-source-maps --max-old-space-size={_half_memory_mb()}"
     assert env["EXTRA"] == "1"
@@ -26,8 +26,8 @@ def test_the_cli_runs_in_one_node_process_with_half_the_memory_as_heap(monkeypat
 def test_a_caller_who_chose_keeps_their_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GEMINI_CLI_NO_RELAUNCH", raising=False)
     monkeypatch.setenv("NODE_OPTIONS", "--max-old-space-size=512")
-    assert child_env()["NODE_OPTIONS"] == "--max-old-space-size=512"
+    assert gemini_env()["NODE_OPTIONS"] == "--max-old-space-size=512"
     monkeypatch.delenv("NODE_OPTIONS")
-    env = child_env({"GEMINI_CLI_NO_RELAUNCH": ""})
+    env = gemini_env({"GEMINI_CLI_NO_RELAUNCH": ""})
     assert env["GEMINI_CLI_NO_RELAUNCH"] == ""
     assert "NODE_OPTIONS" not in env

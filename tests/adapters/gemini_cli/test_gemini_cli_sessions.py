@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from unified._adapters.gemini_cli._sessions import (
-    GeminiSessionLocator,
+from unified._adapters.gemini_cli._chat_files import (
+    ChatFiles,
     ResumeGuard,
     read_chat,
     replay_count,
@@ -52,7 +52,7 @@ def test_list_resolve_and_replay(isolated_home: Path, tmp_path: Path) -> None:
     with path.open("a") as handle:
         handle.write("{broken\n")
     write_session(isolated_home, "ws", "abcdff34-0000", "second", [])
-    locator = GeminiSessionLocator()
+    locator = ChatFiles()
     sessions = locator.list_sessions(str(ws))
     assert {s.short_id for s in sessions} == {"abcdef12", "abcdff34"}
     info = locator.resolve("abcdef", str(ws))
@@ -73,7 +73,7 @@ def test_corrupt_file_is_reported_not_deleted(isolated_home: Path) -> None:
     chats.mkdir(parents=True)
     bad = chats / "session-2026-11-29T10-00-deadbeef.jsonl"
     bad.write_text("garbage\n")
-    locator = GeminiSessionLocator()
+    locator = ChatFiles()
     assert locator.list_sessions() == []
     assert locator.problems
     assert bad.exists()
@@ -134,7 +134,7 @@ def test_replay_count_mirrors_the_clis_history_replay() -> None:
 
 
 def test_resolve_reads_only_the_files_that_can_match(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import unified._adapters.gemini_cli._sessions as sessions
+    import unified._adapters.gemini_cli._chat_files as sessions
 
     for n in range(40):
         write_session(isolated_home, "ws", f"{n:08x}-1111-4000-8000-000000000000", f"prompt {n}", [])
@@ -148,7 +148,7 @@ def test_resolve_reads_only_the_files_that_can_match(isolated_home: Path, monkey
         return real(path, project)
 
     monkeypatch.setattr(sessions, "summarize", counting)
-    locator = GeminiSessionLocator()
+    locator = ChatFiles()
     assert locator.resolve("0000001f").first_prompt == "prompt 31"
     assert read == ["session-2026-11-29T10-00-0000001f.jsonl"]
     read.clear()

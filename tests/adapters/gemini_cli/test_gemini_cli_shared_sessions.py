@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 from unified import ExecuteParams, sessions
-from unified._adapters.gemini_cli._home import gemini_home
-from unified._adapters.gemini_cli._sessions import read_chat, session_files
+from unified._adapters.gemini_cli._chat_files import gemini_home, read_chat, session_files
 from unified._adapters.gemini_cli._shared_sessions import CHAT_FILES, write_chat_files
 from unified._execute import EventStream
 from unified._sessions.stores import MemorySessionStore

@@ -21,7 +21,7 @@ import pytest
 from tests.e2e.gemini_cli.gemini_cli_helpers import LOCAL_BINARY, Run, kinds, stream_line, text
 from tests.hang_guard import HANG_GUARD_S
 from unified._adapters.gemini_cli import AcpPool
-from unified._adapters.gemini_cli._sessions import GeminiSessionLocator, read_chat, session_files
+from unified._adapters.gemini_cli._chat_files import ChatFiles, read_chat, session_files
 from unified.events import Result, SessionStarted, UnifiedEvent, WarningEvent
 
 pytestmark = pytest.mark.anyio
@@ -114,7 +114,7 @@ async def test_same_minute_load_keeps_every_message(
     assert conversation(path) == ["remember 42", "first answer", "what was it?", "still 42", "sure?", "yes, 42"]
     await later_start_with_cleanup(home, workspace)
     assert session_files(home, started.session_id) == [path]
-    assert GeminiSessionLocator().resolve(started.short_id, str(workspace)).first_prompt == "remember 42"
+    assert ChatFiles().resolve(started.short_id, str(workspace)).first_prompt == "remember 42"
 
 
 @pytest.mark.parametrize("anyio_backend", ["trio"])

@@ -134,7 +134,7 @@ async def test_each_session_of_a_warm_process_reads_its_own_file(
 async def test_without_a_chat_file_results_fall_back_with_one_warning(
     run_gemini: Run, responses: Responses, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("unified._adapters.gemini_cli._chat_tail.session_files", lambda home, session_id: [])
+    monkeypatch.setattr("unified._adapters.gemini_cli._chat_records.session_files", lambda home, session_id: [])
     fake = responses(
         stream_line(call("read_file", file_path="notes.txt"), call("list_directory", dir_path=".")),
         stream_line(text("Done.")),

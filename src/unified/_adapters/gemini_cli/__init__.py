@@ -2,28 +2,32 @@
 
 from __future__ import annotations
 
-from unified._adapters.gemini_cli._adapter import GeminiCliBackend
-from unified._adapters.gemini_cli._pool import AcpPool, default_pool
-from unified._adapters.gemini_cli._sessions import GeminiSessionLocator, GeminiSessions, create_session_locator
-from unified._adapters.gemini_cli._transport import PINNED_VERSION
-from unified._internal.gemini_install import user_install_prefix, user_installed_binary
+from pathlib import Path
+
+from unified._adapters.gemini_cli._acp import AcpPool, default_pool
+from unified._adapters.gemini_cli._backend import GeminiCliBackend
+from unified._adapters.gemini_cli._launch import GEMINI_CLI, PINNED_VERSION
+from unified._adapters.gemini_cli._sessions import GeminiSessionLocator, create_session_locator
 from unified.backends import Backend
 from unified.types import ExecuteParams
+
+__all__ = [
+    "GEMINI_CLI",
+    "PINNED_VERSION",
+    "AcpPool",
+    "GeminiCliBackend",
+    "GeminiSessionLocator",
+    "create_backend",
+    "create_session_locator",
+    "default_pool",
+    "user_installed_binary",
+]
 
 
 def create_backend(params: ExecuteParams) -> Backend:
     return GeminiCliBackend(params)
 
 
-__all__ = [
-    "PINNED_VERSION",
-    "AcpPool",
-    "GeminiCliBackend",
-    "GeminiSessionLocator",
-    "GeminiSessions",
-    "create_backend",
-    "create_session_locator",
-    "default_pool",
-    "user_install_prefix",
-    "user_installed_binary",
-]
+def user_installed_binary() -> Path | None:
+    """The `gemini` that `unified install-gemini` installed, if it is there (`unified doctor` asks)."""
+    return GEMINI_CLI.user_installed()

@@ -1,7 +1,7 @@
 """Holding a `tool_use` and its `tool_result` back until the session's chat file has the call's record.
 
 ACP sends neither the model's arguments nor the output of reads and listings; the CLI writes both to
-the chat file a few milliseconds after ACP's completed update (see `chat_tail.py`). A held
+the chat file a few milliseconds after ACP's completed update (see `_chat_records.py`). A held
 `tool_use` goes out with the record's `args` as its input, a held `tool_result` with the record's
 function response as its output (normalised to text by the protocol). Nothing overtakes a held
 item: later items queue behind it, so the stream keeps ACP's order, only later. Before a permission
@@ -19,9 +19,11 @@ from typing import Any
 
 import anyio
 
-from unified._adapters.gemini_cli._chat_tail import ChatTail, tool_response
+from unified._adapters.gemini_cli._chat_records import ChatRecords, tool_response
 from unified._adapters.gemini_cli._translate import Item
 from unified.events import ToolResult, ToolUse
+
+__all__ = ["ToolOutputHold"]
 
 SETTLE_INTERVAL_S = 0.1
 """How often a held `tool_result` looks for its call's record in the chat file."""
@@ -37,7 +39,7 @@ Warn = Callable[[str, str], Awaitable[None]]
 class ToolOutputHold:
     """Orders the delivery of one prompt's items, holding chat-file-backed calls until settled."""
 
-    def __init__(self, chat: ChatTail, deliver_now: Deliver, warn: Warn) -> None:
+    def __init__(self, chat: ChatRecords, deliver_now: Deliver, warn: Warn) -> None:
         self.chat = chat
         self._deliver_now = deliver_now
         self._warn = warn

@@ -7,22 +7,21 @@ adapter's run code: building or checking options costs no process, pipe or SDK i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, StrictBool, StrictInt, field_validator
 
-from unified._adapters.gemini_cli._pool import AcpPool
-from unified._adapters.gemini_cli._transport import AgentProcess
+from unified._adapters.gemini_cli._acp import AcpPool
+from unified._binary.process import ProcessStarter
 from unified._exports import publish
 from unified._internal.options import parse_options
 from unified.types import BackendOptions
 
-BACKEND = "gemini-cli"
+__all__ = ["GeminiCliOptions", "gemini_cli_options"]
 
-ProcessStarter = Callable[[Sequence[str], Path, Mapping[str, str]], AgentProcess]
-"""Starts the ACP agent for `(argv, cwd, env)`; the default spawns the `gemini` binary."""
+BACKEND = "gemini-cli"
 
 
 class GeminiCliOptions(BackendOptions):
@@ -43,10 +42,11 @@ class GeminiCliOptions(BackendOptions):
     env: dict[str, str] = Field(default_factory=dict)
     """Extra environment variables for the child."""
     acp_transcript: list[dict[str, Any]] | None = None
-    """A list that receives every JSON-RPC message both ways (cassette recording); kept by identity."""
+    """A list that receives every JSON-RPC message both ways and, between them, the records the CLI
+    appended to its chat files meanwhile (cassette recording); kept by identity."""
     start_process: ProcessStarter | None = None
     """Starts the ACP agent instead of spawning `gemini --acp` (the transport seam; tests pass
-    `unified.testing.FakeAcp`). The binary is then not looked up."""
+    `unified.testing.FakeAcp`, an `AgentProcess` starter). The binary is then not looked up."""
 
     @field_validator("acp_transcript", mode="plain")
     @classmethod

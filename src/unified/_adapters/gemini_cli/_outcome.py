@@ -1,15 +1,30 @@
-"""How a `session/prompt` ends: its answer → the run's status, usage and typed errors. Pure."""
+"""How a run ends: the `session/prompt` answer, a JSON-RPC error or the process's exit → the run's
+status, usage and typed errors. Pure."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from unified._adapters.gemini_cli._translate import usage_of_prompt_result
-from unified._adapters.gemini_cli._transport import AcpRequestError, as_dict
+from unified._adapters.gemini_cli._translate import usage_from_prompt_result
+from unified._binary.jsonrpc import RpcError, as_dict
 from unified.backends import RunOutcome
 from unified.errors import AuthError, BackendError, RateLimited, SessionNotFound
 from unified.events import Usage
+
+__all__ = ["EXIT_CODES", "PromptEnd", "error_from_acp", "error_from_exit", "explain_exit", "prompt_end"]
+
+EXIT_CODES: dict[int, str] = {
+    1: "general failure (see the error message)",
+    41: "authentication failed: no usable credentials for the selected auth type",
+    42: "invalid input (for example an unknown session for --resume)",
+    44: "sandbox error",
+    52: "configuration error (settings.json or a flag)",
+    53: "the session hit its turn limit",
+    54: "a tool failed fatally",
+    55: "the workspace is not trusted",
+    130: "cancelled (SIGINT)",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,9 +43,9 @@ def prompt_end(answer: dict[str, Any], short_id: str, stderr_tail: str = "") -> 
     The usage is the CLI's report; the stream guard estimates the zeros Gemini 2.5 Flash may report.
     """
     if isinstance(answer.get("error"), dict):
-        raise error_from_acp(AcpRequestError("session/prompt", answer["error"]), stderr_tail)
+        raise error_from_acp(RpcError("session/prompt", answer["error"]), stderr_tail)
     result = as_dict(answer.get("result"))
-    usage = usage_of_prompt_result(result)
+    usage = usage_from_prompt_result(result)
     stop = result.get("stopReason")
     if stop == "cancelled":
         return PromptEnd(RunOutcome(status="cancelled", short_id=short_id), usage)
@@ -44,9 +59,7 @@ def prompt_end(answer: dict[str, Any], short_id: str, stderr_tail: str = "") -> 
     return PromptEnd(RunOutcome(status="success", short_id=short_id), usage, warning)
 
 
-def error_from_acp(
-    exc: AcpRequestError, stderr_tail: str = ""
-) -> BackendError | AuthError | RateLimited | SessionNotFound:
+def error_from_acp(exc: RpcError, stderr_tail: str = "") -> BackendError | AuthError | RateLimited | SessionNotFound:
     """A JSON-RPC error answer as the typed error a caller can act on (with the CLI's stderr tail)."""
     reason = exc.data.get("details") if isinstance(exc.data, dict) else None  # e.g. why set_mode was refused
     text = f"{exc.method}: {exc.message}" + (f": {reason}" if isinstance(reason, str) and reason else "")
@@ -65,3 +78,25 @@ def error_from_acp(
             details=details,
         )
     return BackendError(text, hint="see the message; the CLI's stderr has more", details=details)
+
+
+def explain_exit(code: int | None) -> str:
+    if code is None:
+        return "the gemini process is still running"
+    if code < 0:
+        return f"killed by signal {-code}"
+    return f"exit code {code}: {EXIT_CODES.get(code, 'unexpected exit')}"
+
+
+def error_from_exit(code: int | None, stderr_tail: str, context: str) -> BackendError | AuthError:
+    """A typed error for a gemini process that ended early; the message carries the stderr tail."""
+    tail = stderr_tail.strip()
+    message = f"{context}: {explain_exit(code)}" + (f"\nstderr (last lines):\n{tail}" if tail else "")
+    details: dict[str, Any] = {"exit_code": code, "stderr_tail": tail}
+    if code == 41:
+        return AuthError(
+            message,
+            hint="set GEMINI_API_KEY, or GOOGLE_GENAI_USE_VERTEXAI with project/location, or log in with `gemini`",
+            details=details,
+        )
+    return BackendError(message, hint="see the stderr tail; rerun with the same options to reproduce", details=details)

@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
-from unified._adapters.gemini_cli._translate import AcpTranslator, Item, tool_name_of
-from unified._adapters.gemini_cli._transport import AcpConnection, as_dict
+from unified._adapters.gemini_cli._acp import AcpConnection
+from unified._adapters.gemini_cli._translate import AcpTranslator, Item, tool_name_from_call_id
+from unified._binary.jsonrpc import as_dict
 from unified.backends import RunContext
 from unified.errors import RunStopped
 from unified.events import (
@@ -32,6 +33,8 @@ from unified.events import (
     permission_request,
 )
 from unified.types import ApprovalMode
+
+__all__ = ["PermissionBridge", "mode_allows", "pick_option"]
 
 Deliver = Callable[[Item, Any], Awaitable[None]]
 
@@ -84,7 +87,7 @@ class PermissionBridge:
             await self._deliver(item, raw)
         call = as_dict(params.get("toolCall"))
         call_id = str(call.get("toolCallId", ""))
-        tool_name = self.translator.tool_name(call_id) if call_id else tool_name_of("", call.get("kind"))
+        tool_name = self.translator.tool_name(call_id) if call_id else tool_name_from_call_id("", call.get("kind"))
         options = [o for o in params.get("options") or [] if isinstance(o, dict)]
         is_question = tool_name == "ask_user"
         run_params = self.ctx.params

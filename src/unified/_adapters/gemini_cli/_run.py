@@ -1,9 +1,10 @@
 """One ACP run inside a leased agent process: open the session, pump the prompt's messages, end it.
 
-The parts, each in its own module: `session_setup` (new/load), `translate` (updates → events,
-pure), `hold_back` (tool outputs from the chat file, in order), `permissions` (the bridge to
-`on_user_input`), `outcome` (stop reason and usage). This module pumps the messages between them
-and handles cancellation and a dying process.
+The parts, each in its own module: `_session_setup` (new/load), `_translate` (updates → events,
+pure), `_chat_records` + `_hold_back` (tool arguments and outputs from the chat file, in order),
+`_subagents` (the child chat files), `_permissions` (the bridge to `on_user_input`), `_outcome`
+(stop reason, usage, errors). This module pumps the messages between them and handles
+cancellation and a dying process.
 """
 
 from __future__ import annotations
@@ -14,17 +15,18 @@ from typing import Any
 
 import anyio
 
-from unified._adapters.gemini_cli._chat_tail import ChatTail
+from unified._adapters.gemini_cli._acp import AcpConnection
+from unified._adapters.gemini_cli._chat_files import gemini_home
+from unified._adapters.gemini_cli._chat_records import ChatRecords
 from unified._adapters.gemini_cli._hold_back import ToolOutputHold
-from unified._adapters.gemini_cli._home import gemini_home
 from unified._adapters.gemini_cli._launch import BACKEND, Launch
-from unified._adapters.gemini_cli._outcome import prompt_end
+from unified._adapters.gemini_cli._outcome import error_from_exit, prompt_end
 from unified._adapters.gemini_cli._permissions import PermissionBridge
-from unified._adapters.gemini_cli._pool import Lease
 from unified._adapters.gemini_cli._session_setup import SessionSetup
 from unified._adapters.gemini_cli._subagents import SubagentWatcher
-from unified._adapters.gemini_cli._translate import AcpTranslator, Item, TurnBoundary, tool_name_of
-from unified._adapters.gemini_cli._transport import ConnectionClosed, as_dict, error_for_exit, json_line_warning
+from unified._adapters.gemini_cli._translate import AcpTranslator, Item, TurnBoundary, tool_name_from_call_id
+from unified._binary.jsonrpc import ConnectionClosed, LineProblem, as_dict
+from unified._binary.pool import Lease
 from unified.backends import RunContext, RunOutcome
 from unified.errors import ConfigurationError, RunStopped
 from unified.events import (
@@ -38,6 +40,8 @@ from unified.events import (
 )
 from unified.sessions import short_id_of
 from unified.types import ExecuteParams
+
+__all__ = ["AcpRun", "prompt_blocks"]
 
 CANCEL_GRACE_S = 2.0
 """How long a cancelled prompt may take to end before its process is retired."""
@@ -55,12 +59,12 @@ def prompt_blocks(params: ExecuteParams) -> list[dict[str, Any]]:
 class AcpRun:
     """One run inside a leased process."""
 
-    def __init__(self, launch: Launch, ctx: RunContext, lease: Lease) -> None:
+    def __init__(self, launch: Launch, ctx: RunContext, lease: Lease[AcpConnection]) -> None:
         self.launch = launch
         self.ctx = ctx
         self.params = ctx.params
         self.lease = lease
-        self.connection = lease.connection
+        self.connection = lease.resource
         self.setup = SessionSetup(self.connection, self.params, launch, self._warn)
         self.translator = AcpTranslator()
 
@@ -78,9 +82,9 @@ class AcpRun:
             return await self._prompt(cwd, resumed=bool(self.params.resume))
         except ConnectionClosed as exc:
             self.lease.retire()
-            child = self.connection.child
-            code = await child.wait_exit(EXIT_GRACE_S)
-            raise error_for_exit(code, child.stderr.text(), f"gemini exited during the run ({exc})") from exc
+            process = self.connection.process
+            code = await process.wait(EXIT_GRACE_S)
+            raise error_from_exit(code, process.stderr_tail(), f"gemini exited during the run ({exc})") from exc
         finally:
             if self.session_id:
                 self.connection.close_inbox(self.session_id)
@@ -101,7 +105,8 @@ class AcpRun:
         )
         home = gemini_home(self.launch.env)
         watcher = SubagentWatcher(home, self.session_id, ctx)
-        chat = ChatTail(home, self.session_id)
+        watcher.start()
+        chat = ChatRecords(home, self.session_id)
         chat.start()
         delivery = _Delivery(ctx, watcher)
         hold = ToolOutputHold(chat, delivery.deliver_now, self._warn)
@@ -144,7 +149,7 @@ class AcpRun:
         recorded = chat.usage()  # the chat file's exact per-call counts, also when the prompt failed
         if recorded is not None:
             ctx.add_usage(recorded)
-        end = prompt_end(answer, short, self.connection.child.stderr.text())
+        end = prompt_end(answer, short, self.connection.process.stderr_tail())
         if recorded is None and end.usage is not None:  # no chat file: ACP's report of one call
             ctx.add_usage(end.usage)
         await ctx.end_message()
@@ -152,7 +157,7 @@ class AcpRun:
             await self._warn(*end.warning)
         return end.outcome
 
-    async def _calls_acp_never_showed(self, chat: ChatTail, delivery: _Delivery) -> None:
+    async def _calls_acp_never_showed(self, chat: ChatRecords, delivery: _Delivery) -> None:
         """Calls the CLI answered but never reported over ACP (a tool it does not have: "Tool not found"),
         shown as a `tool_use` (no arguments: the CLI records none for them), the backend's denial (as the
         API backends report a call of a tool they lack) and its `tool_result`, once the prompt has ended."""
@@ -163,7 +168,7 @@ class AcpRun:
             name = response.get("name")
             use = ToolUse(
                 tool_use_id=call_id,
-                name=name if isinstance(name, str) and name else tool_name_of(call_id, None),
+                name=name if isinstance(name, str) and name else tool_name_from_call_id(call_id, None),
                 session_id=self.session_id,
             )
             await delivery.deliver_now(use, None)
@@ -184,12 +189,11 @@ class AcpRun:
         """Route the session's messages until the prompt's answer arrives; returns that answer."""
         while True:
             message = await self.connection.receive(self.setup.inbox)
+            if isinstance(message, LineProblem):
+                await self._warn("malformed_line", message.text)
+                continue
             if message.get("id") == request_id and "method" not in message:
                 return message
-            warning = json_line_warning(message)
-            if warning is not None:
-                await self._warn("malformed_line", warning)
-                continue
             method = message.get("method")
             params = as_dict(message.get("params"))
             if method == "session/update":
@@ -211,6 +215,8 @@ class AcpRun:
             with anyio.move_on_after(CANCEL_GRACE_S):
                 while True:
                     message = await self.connection.receive(self.setup.inbox)
+                    if isinstance(message, LineProblem):
+                        continue
                     if message.get("id") == request_id and "method" not in message:
                         return
                     if message.get("method") == "session/request_permission" and "id" in message:

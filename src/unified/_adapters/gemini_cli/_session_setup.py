@@ -2,7 +2,7 @@
 
 Then the model and approval mode are set. A load's history replay is consumed here (it is the
 past, not this run's events) and the chat files are guarded against the CLI's resume bugs
-(`sessions.ResumeGuard`).
+(`_chat_files.ResumeGuard`).
 """
 
 from __future__ import annotations
@@ -15,12 +15,14 @@ from typing import Any
 
 import anyio
 
-from unified._adapters.gemini_cli._home import gemini_home
+from unified._adapters.gemini_cli._acp import AcpConnection
+from unified._adapters.gemini_cli._chat_files import ChatFiles, ResumeGuard, gemini_home, read_chat, replay_count
 from unified._adapters.gemini_cli._launch import Launch
 from unified._adapters.gemini_cli._outcome import error_from_acp
-from unified._adapters.gemini_cli._sessions import GeminiSessionLocator, ResumeGuard, read_chat, replay_count
-from unified._adapters.gemini_cli._transport import AcpConnection, AcpRequestError, Inbox, as_dict
+from unified._binary.jsonrpc import Inbox, RpcError, as_dict
 from unified.types import ApprovalMode, ExecuteParams, HttpMcpServer, McpServer, SseMcpServer, StdioMcpServer
+
+__all__ = ["ACP_MODES", "SessionSetup", "acp_from_mcp_server", "command_exists"]
 
 ACP_MODES: dict[ApprovalMode, str] = {"default": "default", "auto_edit": "autoEdit", "yolo": "yolo", "plan": "plan"}
 REPLAY_QUIET_S = 2.0
@@ -30,7 +32,7 @@ _REPLAYED = frozenset({"user_message_chunk", "agent_thought_chunk", "agent_messa
 Warn = Callable[[str, str], Awaitable[None]]
 
 
-def mcp_to_acp(server: McpServer) -> dict[str, Any]:
+def acp_from_mcp_server(server: McpServer) -> dict[str, Any]:
     """Typed MCP servers → ACP `mcpServers` entries (`env`/`headers` as name/value lists)."""
     if isinstance(server, HttpMcpServer | SseMcpServer):
         return {
@@ -75,8 +77,8 @@ class SessionSetup:
     async def request(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
         try:
             return await self.connection.request(method, params)
-        except AcpRequestError as exc:
-            raise error_from_acp(exc, self.connection.child.stderr.text()) from exc
+        except RpcError as exc:
+            raise error_from_acp(exc, self.connection.process.stderr_tail()) from exc
 
     async def _new(self, cwd: Path) -> None:
         await self._warn_unstartable_mcp(cwd)
@@ -85,7 +87,7 @@ class SessionSetup:
         await self._configure()
 
     def _mcp_servers(self) -> list[dict[str, Any]]:
-        return [mcp_to_acp(server) for server in self.params.mcp_servers]
+        return [acp_from_mcp_server(server) for server in self.params.mcp_servers]
 
     async def _warn_unstartable_mcp(self, cwd: Path) -> None:
         """Warn about stdio MCP servers whose command does not exist.
@@ -114,7 +116,7 @@ class SessionSetup:
 
     async def _load(self, cwd: Path) -> None:
         """`session/load` by short id, its history replay skipped, guarded against the CLI's resume bugs."""
-        info = GeminiSessionLocator(self.launch.env).resolve(str(self.params.resume), str(cwd))
+        info = ChatFiles(self.launch.env).resolve(str(self.params.resume), str(cwd))
         replayed = replay_count(read_chat(Path(str(info.path))).messages)
         guard = ResumeGuard(gemini_home(self.launch.env), info.session_id)
         guard.before()
@@ -144,6 +146,8 @@ class SessionSetup:
                 message = await self.connection.receive(self.inbox)
             if quiet.cancelled_caught:
                 return
+            if not isinstance(message, dict):
+                continue  # a line the process could not give: not part of the replay
             update = as_dict(as_dict(message.get("params")).get("update"))
             if message.get("method") == "session/update" and update.get("sessionUpdate") in _REPLAYED:
                 seen += 1

@@ -1,372 +1,34 @@
-"""The Gemini CLI's chat files: list, resolve by short id, show, and guard against its data-loss bugs.
+"""The gemini-cli session locator: what `unified.sessions` and `unified sessions` see of the CLI's sessions.
 
-Layout (0.61): `<GEMINI_CLI_HOME or HOME>/.gemini/tmp/<slug>/chats/session-<YYYY-MM-DDTHH-MM>-<id8>.jsonl`,
-`<slug>` recorded per project root in `.gemini/projects.json`; older versions used
-`tmp/<sha256(root)>/`. Line 1 is the header (`sessionId`, `startTime`, `kind`); then message
-records (the same id is appended again as tool calls attach: the last one wins), `$set` updates
-(`lastUpdated`, `summary`, `messages` = a checkpoint replacing every message) and `$rewindTo`.
-
-Each `tmp/<slug>/` directory belongs to one project root, named by `projects.json` or by the
-directory's own `.project_root` file; a session's cwd is that root. Resolving with a cwd searches
-that project first and, on a miss, every project, so a session started elsewhere fails with an
-error naming its project and how to resume it there.
-
-Listing reads the head (up to the first real prompt) and a tail of each file, not the whole file.
-A file we cannot read is reported in `problems` (and by `GeminiSessions.list_sessions` as an
-entry with `problem` set); nothing here deletes a file except
-`delete()` on the caller's explicit request and `remove_empty_duplicates()`, which only removes a
-file the CLI has just created with no messages for a session that has a real file elsewhere.
+The CLI's own chat files (`_chat_files.py`) and, with a shared `SessionStore` (docs/sessions.md),
+the sessions saved there (`_shared_sessions.py`): a worker lists, resolves, shows and deletes the
+sessions it has never run too.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
-import re
-import shutil
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
-import platformdirs
 
-from unified._adapters.gemini_cli._home import gemini_home
+from unified._adapters.gemini_cli._chat_files import BACKEND, ChatFiles
+from unified._adapters.gemini_cli._shared_sessions import state_summary
+from unified._sessions.config import configured_store
 from unified.backends import SessionLocator
 from unified.conversations import Conversation
-from unified.errors import ConfigurationError, CorruptSession, SessionNotFound
-from unified.sessions import (
-    SHORT_ID_LENGTH,
-    SessionInfo,
-    SessionProblem,
-    SessionStore,
-    resolve_ref,
-    short_id_of,
-)
+from unified.errors import ConfigurationError, SessionNotFound
+from unified.sessions import SessionInfo, SessionProblem, SessionStore
 
-BACKEND = "gemini-cli"
-_ID_CHARS = re.compile(r"[0-9a-z_-]+")
-"""What a session id is made of (the CLI accepts [A-Za-z0-9_-]); anything else cannot name a file."""
-_HEAD_BYTES = 64 * 1024
-_TAIL_BYTES = 64 * 1024
-_CONTEXT_PREFIX = "<session_context>"
-_PROJECT_ROOT_FILE = ".project_root"
-"""The CLI's marker in each `tmp/<slug>/` directory: the project root it belongs to."""
-
-
-def _parse_time(value: object) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
-def _loads(line: bytes | str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(line)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def prompt_text(message: Mapping[str, Any]) -> str | None:
-    """The text of a real user prompt (not the CLI's `<session_context>` preamble, not a tool answer)."""
-    if message.get("type") != "user":
-        return None
-    content = message.get("content")
-    parts = [content] if isinstance(content, str) else content if isinstance(content, list) else []
-    texts = [
-        part if isinstance(part, str) else part.get("text")
-        for part in parts
-        if isinstance(part, str) or (isinstance(part, Mapping) and isinstance(part.get("text"), str))
-    ]
-    text = "\n".join(t for t in texts if t)
-    if not text or text.startswith(_CONTEXT_PREFIX):
-        return None
-    return text
-
-
-@dataclass(slots=True)
-class ChatFile:
-    """A whole chat file replayed: the records as the CLI would load them."""
-
-    path: Path
-    header: dict[str, Any]
-    messages: list[dict[str, Any]]
-    meta: dict[str, Any]
-    bad_lines: int
-
-    @property
-    def session_id(self) -> str:
-        return str(self.header.get("sessionId", ""))
-
-
-def read_chat(path: Path) -> ChatFile:
-    """Replay a chat file: last record per id, `$set` (checkpoints included) and `$rewindTo`."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise CorruptSession(f"cannot read {path}: {exc}", hint="check the file's permissions") from exc
-    return parse_chat(raw, path)
-
-
-def parse_chat(raw: bytes, path: Path) -> ChatFile:
-    """Replay the content of a chat file (`path` names it in errors and in the result)."""
-    lines = raw.splitlines()
-    header = _loads(lines[0]) if lines else None
-    if header is None or "sessionId" not in header:
-        raise CorruptSession(f"{path} has no session header", hint="the file is not a Gemini CLI chat file")
-    order: list[str] = []
-    by_id: dict[str, dict[str, Any]] = {}
-    meta: dict[str, Any] = {}
-    bad = 0
-    for line in lines[1:]:
-        if not line.strip():
-            continue
-        record = _loads(line)
-        if record is None:
-            bad += 1
-            continue
-        if "sessionId" in record and "kind" in record:
-            continue  # the header, written again when the CLI re-initialises the file
-        if isinstance(record.get("$set"), dict):
-            updates = dict(record["$set"])
-            checkpoint = updates.pop("messages", None)
-            if isinstance(checkpoint, list):
-                order = []
-                by_id = {}
-                for message in checkpoint:
-                    if isinstance(message, dict) and isinstance(message.get("id"), str):
-                        order.append(message["id"])
-                        by_id[message["id"]] = message
-            meta.update(updates)
-            continue
-        if "$rewindTo" in record:
-            target = record["$rewindTo"]
-            if target in by_id:
-                keep = order[: order.index(target)]
-                by_id = {key: by_id[key] for key in keep}
-                order = keep
-            continue
-        message_id = record.get("id")
-        if isinstance(message_id, str):
-            if message_id not in by_id:
-                order.append(message_id)
-            by_id[message_id] = record
-    return ChatFile(path, header, [by_id[key] for key in order], meta, bad)
-
-
-def _read_edges(path: Path) -> tuple[list[bytes], list[bytes]]:
-    """Complete lines from the file's head and (when it is large) its tail."""
-    with path.open("rb") as handle:
-        head = handle.read(_HEAD_BYTES)
-        size = path.stat().st_size
-        if size <= _HEAD_BYTES:
-            lines = head.splitlines()
-            return lines, lines
-        handle.seek(max(size - _TAIL_BYTES, 0))
-        tail = handle.read()
-    head_lines = head.splitlines()[:-1]  # the last one may be cut
-    tail_lines = tail.splitlines()[1:]
-    return head_lines, tail_lines
-
-
-def summarize(path: Path, project_dir: str | None) -> SessionInfo | None:
-    """A listing record from the head and tail of a chat file; None for a session with no prompt yet."""
-    head, tail = _read_edges(path)
-    header = _loads(head[0]) if head else None
-    if header is None or not isinstance(header.get("sessionId"), str):
-        raise CorruptSession(f"{path} has no session header", hint="the file is not a Gemini CLI chat file")
-    session_id = header["sessionId"]
-    first_prompt = None
-    for line in head[1:]:
-        record = _loads(line)
-        if record is None:
-            continue
-        candidates = record.get("$set", {}).get("messages", []) if isinstance(record.get("$set"), dict) else [record]
-        first_prompt = next((t for m in candidates if isinstance(m, dict) for t in [prompt_text(m)] if t), None)
-        if first_prompt:
-            break
-    if first_prompt is None and len(head) == len(tail) and head == tail:
-        return None
-    updated = _parse_time(header.get("lastUpdated"))
-    summary = model = None
-    for line in tail:
-        record = _loads(line)
-        if record is None:
-            continue
-        updates = record.get("$set")
-        if isinstance(updates, dict):
-            updated = _parse_time(updates.get("lastUpdated")) or updated
-            summary = updates.get("summary") if isinstance(updates.get("summary"), str) else summary
-        elif record.get("type") == "gemini" and isinstance(record.get("model"), str):
-            model = record["model"]
-    return SessionInfo(
-        backend=BACKEND,
-        session_id=session_id,
-        short_id=short_id_of(session_id),
-        started_at=_parse_time(header.get("startTime")),
-        updated_at=updated,
-        summary=summary,
-        first_prompt=first_prompt[:500] if first_prompt else None,
-        cwd=project_dir,
-        model=model,
-        path=str(path),
-    )
+__all__ = ["GeminiSessionLocator", "create_session_locator"]
 
 
 class GeminiSessionLocator:
-    """Sessions of the Gemini CLI under `<GEMINI_CLI_HOME or HOME>/.gemini/tmp`."""
+    """The `SessionLocator` of gemini-cli for `unified.sessions`: the CLI's chat files (`ChatFiles`, run off
+    the event loop) and, with a shared store, the sessions saved there.
 
-    backend = BACKEND
-
-    def __init__(self, env: Mapping[str, str] | None = None) -> None:
-        import os
-
-        self._env = dict(env if env is not None else os.environ)
-        self.problems: list[tuple[Path, str]] = []
-        """Files skipped during the last listing, with the reason."""
-
-    @property
-    def root(self) -> Path:
-        return gemini_home(self._env) / "tmp"
-
-    def projects(self) -> dict[str, str]:
-        """Project root → directory name under tmp/ (slug), from projects.json."""
-        try:
-            data = json.loads((gemini_home(self._env) / "projects.json").read_text())
-        except (OSError, ValueError):
-            return {}
-        projects = data.get("projects") if isinstance(data, dict) else None
-        return {str(k): str(v) for k, v in projects.items()} if isinstance(projects, dict) else {}
-
-    @staticmethod
-    def _marked_root(directory: Path) -> str | None:
-        try:
-            return (directory / _PROJECT_ROOT_FILE).read_text(encoding="utf-8").strip() or None
-        except (OSError, UnicodeDecodeError):
-            return None
-
-    def project_dirs(self, cwd: str | None) -> Iterator[tuple[Path, str | None]]:
-        projects = self.projects()
-        owner = {slug: root for root, slug in projects.items()}
-        if cwd is None:
-            if self.root.is_dir():
-                for directory in sorted(self.root.iterdir()):
-                    if (directory / "chats").is_dir():
-                        yield directory, owner.get(directory.name) or self._marked_root(directory)
-            return
-        path = Path(cwd).expanduser().resolve()
-        marked: dict[str, list[str]] = {}
-        if self.root.is_dir():
-            for directory in self.root.iterdir():
-                root = self._marked_root(directory)
-                if root is not None:
-                    marked.setdefault(root, []).append(directory.name)
-        for candidate in (path, *path.parents):
-            names = [projects[str(candidate)]] if str(candidate) in projects else []
-            names += [name for name in marked.get(str(candidate), []) if name not in names]
-            names.append(hashlib.sha256(str(candidate).encode()).hexdigest())
-            found = [self.root / name for name in names if (self.root / name / "chats").is_dir()]
-            for directory in found:
-                yield directory, str(candidate)
-            if found:
-                return
-
-    def list_sessions(self, cwd: str | None = None) -> list[SessionInfo]:
-        return self._collect(cwd, "session-*.jsonl")
-
-    def _collect(self, cwd: str | None, pattern: str) -> list[SessionInfo]:
-        """Sessions from the chat files matching `pattern`, newest first, one per id (its largest file)."""
-        self.problems = []
-        best: dict[str, tuple[int, SessionInfo]] = {}
-        for directory, project in self.project_dirs(cwd):
-            for path in sorted((directory / "chats").glob(pattern)):
-                try:
-                    info = summarize(path, project)
-                except (CorruptSession, OSError) as exc:
-                    self.problems.append((path, str(exc)))
-                    continue
-                if info is None:
-                    continue
-                size = path.stat().st_size
-                if info.session_id not in best or size > best[info.session_id][0]:
-                    best[info.session_id] = (size, info)
-        sessions = [info for _, info in best.values()]
-        sessions.sort(key=lambda s: s.updated_at or s.started_at or datetime.min.replace(tzinfo=None), reverse=True)
-        return sessions
-
-    def resolve(self, ref: str, cwd: str | None = None) -> SessionInfo:
-        """The session `ref` names (in the project at `cwd`, when given).
-
-        Reads only the files whose name can match `ref` (their names end in the id's first 8
-        characters); the full listing is read only to explain a miss. A session of another
-        project is not resumable from `cwd` (the CLI looks sessions up per project): the error
-        names its project and how to resume it there.
-        """
-        try:
-            return self._resolve(ref, cwd)
-        except SessionNotFound:
-            if cwd is None:
-                raise
-            try:
-                elsewhere = self._resolve(ref, None)
-            except SessionNotFound:
-                raise SessionNotFound(
-                    f"no gemini-cli session matches {ref!r} in the project at {cwd} nor in any other project "
-                    f"under {self.root}",
-                    hint="run `unified sessions list` to see every session",
-                    details={"ref": ref, "searched": str(self.root)},
-                ) from None
-        project = elsewhere.cwd or f"the project whose chats are in {Path(str(elsewhere.path)).parent.parent}"
-        raise SessionNotFound(
-            f"gemini-cli session {elsewhere.short_id} belongs to {project}, not to {cwd}: "
-            "the Gemini CLI resumes a session only in its own project",
-            hint=f"resume it from there: `unified run --cwd {project} --resume {elsewhere.short_id} ...`"
-            if elsewhere.cwd
-            else "run it with --cwd set to that project's root",
-            details={"ref": ref, "session_id": elsewhere.session_id, "cwd": elsewhere.cwd, "path": elsewhere.path},
-        )
-
-    def _resolve(self, ref: str, cwd: str | None) -> SessionInfo:
-        key = ref.strip().lower()
-        if _ID_CHARS.fullmatch(key):
-            stem = key[:SHORT_ID_LENGTH]
-            wildcard = "" if len(stem) == SHORT_ID_LENGTH else "*"
-            found = self._collect(cwd, f"session-*-{stem}{wildcard}.jsonl")
-            if found:
-                return resolve_ref(ref, found, BACKEND)
-        return resolve_ref(ref, self.list_sessions(cwd), BACKEND)
-
-    def show(self, ref: str, cwd: str | None = None) -> dict[str, Any]:
-        info = self.resolve(ref, cwd)
-        chat = read_chat(Path(str(info.path)))
-        return {
-            "session": info.model_dump(mode="json"),
-            "messages": chat.messages,
-            "skipped_lines": chat.bad_lines,
-        }
-
-    def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
-        info = self.resolve(ref, cwd)
-        path = Path(str(info.path))
-        for twin in path.parent.glob(f"session-*-{info.short_id}.jsonl"):
-            header = _loads(twin.read_bytes().split(b"\n", 1)[0])
-            if header is not None and header.get("sessionId") == info.session_id:
-                twin.unlink()
-        shutil.rmtree(path.parent / info.session_id, ignore_errors=True)
-        return info
-
-
-class GeminiSessions:
-    """The SessionLocator of gemini-cli for `unified.sessions`: the chat-file locator, off the event loop.
-
-    Each call gets a fresh `GeminiSessionLocator` (its `problems` are per listing); unreadable
+    Each call gets a fresh `ChatFiles` (its `problems` are per listing); unreadable
     chat files are listed as entries with `problem` set, named by the id suffix of their file name.
     With a shared `store` (docs/sessions.md), the sessions saved there are listed, resolved, shown
     and deleted too: those this worker has never run have no local files.
@@ -379,8 +41,8 @@ class GeminiSessions:
         self._store = store
 
     async def list_sessions(self, cwd: str | None = None) -> list[SessionInfo]:
-        locator = GeminiSessionLocator(self._env)
-        found = await anyio.to_thread.run_sync(locator.list_sessions, cwd)
+        files = ChatFiles(self._env)
+        found = await anyio.to_thread.run_sync(files.list_sessions, cwd)
         unreadable = [
             SessionInfo(
                 backend=BACKEND,
@@ -393,7 +55,7 @@ class GeminiSessions:
                     hint="the Gemini CLI cannot resume it either; it was left unchanged",
                 ),
             )
-            for path, why in locator.problems
+            for path, why in files.problems
         ]
         if self._store is not None:
             local = {info.session_id for info in found}
@@ -412,7 +74,7 @@ class GeminiSessions:
                 return await self._store.resolve(BACKEND, ref), True
             except SessionNotFound:
                 pass
-        return await anyio.to_thread.run_sync(GeminiSessionLocator(self._env).resolve, ref, cwd), False
+        return await anyio.to_thread.run_sync(ChatFiles(self._env).resolve, ref, cwd), False
 
     async def export(self, ref: str, cwd: str | None = None) -> Conversation:
         info, _ = await self._find(ref, cwd)
@@ -423,9 +85,7 @@ class GeminiSessions:
     async def show(self, ref: str, cwd: str | None = None) -> dict[str, Any]:
         info, shared = await self._find(ref, cwd)
         if self._store is None or not shared:
-            return await anyio.to_thread.run_sync(GeminiSessionLocator(self._env).show, info.session_id, cwd)
-        from unified._adapters.gemini_cli._shared_sessions import state_summary
-
+            return await anyio.to_thread.run_sync(ChatFiles(self._env).show, info.session_id, cwd)
         session = await self._store.load(BACKEND, info.session_id)
         return {"session": info.model_dump(mode="json"), **state_summary(session)}
 
@@ -433,137 +93,14 @@ class GeminiSessions:
         """Delete the session: from the shared store and this worker's chat files, when it is the store's."""
         info, shared = await self._find(ref, cwd)
         if self._store is None or not shared:
-            return await anyio.to_thread.run_sync(GeminiSessionLocator(self._env).delete, info.session_id, cwd)
+            return await anyio.to_thread.run_sync(ChatFiles(self._env).delete, info.session_id, cwd)
         await self._store.delete(BACKEND, info.session_id)
         with contextlib.suppress(SessionNotFound):
-            await anyio.to_thread.run_sync(GeminiSessionLocator(self._env).delete, info.session_id, None)
+            await anyio.to_thread.run_sync(ChatFiles(self._env).delete, info.session_id, None)
         return info
 
 
 def create_session_locator(store: SessionStore | None = None) -> SessionLocator:
     """The registry's entry: the CLI's own chat files, plus the sessions in `store` (or the one
     `UNIFIED_SESSION_STORE_URL` names) when one is given."""
-    from unified._sessions.config import configured_store
-
-    return GeminiSessions(store=store if store is not None else configured_store())
-
-
-# --- guards used by the adapter -----------------------------------------------------------------
-
-
-def session_files(home: Path, session_id: str) -> list[Path]:
-    """Every chat file (in any project) whose header names `session_id`."""
-    found = []
-    for path in (home / "tmp").glob(f"*/chats/session-*-{short_id_of(session_id)}.jsonl"):
-        try:
-            with path.open("rb") as handle:
-                header = _loads(handle.readline())
-        except OSError:
-            continue
-        if header is not None and header.get("sessionId") == session_id:
-            found.append(path)
-    return found
-
-
-def conversation_size(path: Path) -> int:
-    """How many messages (prompts and answers, not the preamble) the file holds."""
-    try:
-        chat = read_chat(path)
-    except CorruptSession:
-        return 0
-    return sum(1 for m in chat.messages if m.get("type") == "gemini" or prompt_text(m))
-
-
-def replay_count(messages: list[dict[str, Any]]) -> int:
-    """How many `session/update`s `session/load` replays for these messages (the CLI's `streamHistory`).
-
-    User messages with any content, then per answer its thoughts, its text and its tool calls. The
-    replay is not awaited by the CLI and can trail the `session/load` answer: counting tells the
-    adapter when it is over, so none of it is mistaken for the new prompt's events.
-    """
-    count = 0
-    for message in messages:
-        content = message.get("content")
-        parts = content if isinstance(content, list) else [content]
-        has_content = any(
-            (isinstance(part, str) and part.strip())
-            or (isinstance(part, Mapping) and (not isinstance(part.get("text"), str) or part["text"].strip()))
-            for part in parts
-            if part
-        )
-        if message.get("type") == "user":
-            count += bool(has_content)
-        elif message.get("type") == "gemini":
-            thoughts, calls = message.get("thoughts"), message.get("toolCalls")
-            count += len(thoughts) if isinstance(thoughts, list) else 0
-            count += bool(has_content)
-            count += len(calls) if isinstance(calls, list) else 0
-    return count
-
-
-def _file_minute(path: Path) -> datetime | None:
-    """The minute a chat file's name carries (`session-<YYYY-MM-DDTHH-MM>-<id8>.jsonl`)."""
-    try:
-        return datetime.strptime(path.name[len("session-") : len("session-") + 16], "%Y-%m-%dT%H-%M").replace(
-            tzinfo=UTC
-        )
-    except ValueError:
-        return None
-
-
-class ResumeGuard:
-    """Protects a conversation across `session/load` / `--resume` (two CLI bugs: docs/backends/gemini-cli.md, Quirk 7).
-
-    Both bugs have one cause: before looking the session up, the CLI starts a fresh recording of it
-    in `session-<current UTC minute>-<id8>.jsonl`. In the minute the session was created that is the
-    session's own file, and the fresh record's checkpoint replaces the history (the load then finds
-    nothing: "No previous sessions found" / "Invalid session identifier"); in a later minute it is
-    an empty duplicate, which the CLI's next session cleanup takes for a corrupt session, deleting
-    every file with that id suffix, the real one included.
-
-    Before: a file named for the current minute is renamed to an earlier, free minute (so the fresh
-    record can never land in it), and every file of the session is copied aside. After: a file that
-    lost messages anyway is restored, and the empty duplicate is removed.
-    """
-
-    def __init__(self, home: Path, session_id: str) -> None:
-        self.home = home
-        self.session_id = session_id
-        self._backup_dir = Path(platformdirs.user_cache_dir("unified")) / "gemini-cli" / "backups" / session_id
-        self._saved: dict[Path, int] = {}
-        self.repairs: list[str] = []
-
-    def before(self) -> None:
-        self._backup_dir.mkdir(parents=True, exist_ok=True)
-        now = datetime.now(UTC).replace(second=0, microsecond=0)
-        for index, path in enumerate(session_files(self.home, self.session_id)):
-            minute = _file_minute(path)
-            if minute is not None and minute >= now:
-                path = self._move_before(path, now)
-            shutil.copy2(path, self._backup_dir / f"{index}-{path.name}")
-            self._saved[path] = conversation_size(path)
-
-    @staticmethod
-    def _move_before(path: Path, now: datetime) -> Path:
-        minute = now
-        while True:
-            minute -= timedelta(minutes=1)
-            target = path.with_name(f"session-{minute:%Y-%m-%dT%H-%M}-{path.name.rsplit('-', 1)[1]}")
-            if not target.exists():
-                path.rename(target)
-                return target
-
-    def after(self) -> list[str]:
-        """Repair what the CLI broke; returns what was done (for a warning event)."""
-        for index, (path, size) in enumerate(self._saved.items()):
-            if conversation_size(path) < size:
-                shutil.copy2(self._backup_dir / f"{index}-{path.name}", path)
-                self.repairs.append(f"restored {path.name}: the CLI had dropped messages from it")
-        known = set(self._saved)
-        if known:
-            for path in session_files(self.home, self.session_id):
-                if path not in known and conversation_size(path) == 0:
-                    path.unlink()
-                    self.repairs.append(f"removed the empty duplicate {path.name} (it would get the session deleted)")
-        shutil.rmtree(self._backup_dir, ignore_errors=True)
-        return self.repairs
+    return GeminiSessionLocator(store=store if store is not None else configured_store())

@@ -23,11 +23,11 @@ from typing import Any
 
 import anyio
 
-from unified._adapters.gemini_cli._home import gemini_home
-from unified._adapters.gemini_cli._sessions import (
-    _PROJECT_ROOT_FILE,
+from unified._adapters.gemini_cli._chat_files import (
     BACKEND,
-    GeminiSessionLocator,
+    PROJECT_ROOT_FILE,
+    ChatFiles,
+    gemini_home,
     parse_chat,
     session_files,
     summarize,
@@ -38,6 +38,15 @@ from unified.errors import CorruptSession, SessionNotFound
 from unified.events import WarningEvent
 from unified.sessions import SessionStore, StoredSession, short_id_of
 from unified.types import ExecuteParams
+
+__all__ = [
+    "CHAT_FILES",
+    "SharedSessions",
+    "shared_store",
+    "state_summary",
+    "stored_session",
+    "write_chat_files",
+]
 
 CHAT_FILES = "chat_files"
 """The state key: chat file name -> its text."""
@@ -62,18 +71,18 @@ def project_chats(home: Path, cwd: Path) -> Path:
     """
     root = str(cwd)
     tmp = home / "tmp"
-    locator = GeminiSessionLocator({"GEMINI_CLI_HOME": str(home.parent)})
-    registered = locator.projects().get(root)
+    files = ChatFiles({"GEMINI_CLI_HOME": str(home.parent)})
+    registered = files.projects().get(root)
     if registered:
         (tmp / registered / "chats").mkdir(parents=True, exist_ok=True)
         return tmp / registered / "chats"
-    for directory, project in locator.project_dirs(root):  # a marked or (older CLIs) sha256-named one
+    for directory, project in files.project_dirs(root):  # a marked or (older CLIs) sha256-named one
         if project == root:
             return directory / "chats"
     base = _slug(cwd.name)
     for number in range(10_000):
         candidate = tmp / (base if number == 0 else f"{base}-{number}")
-        marker = candidate / _PROJECT_ROOT_FILE
+        marker = candidate / PROJECT_ROOT_FILE
         if not candidate.exists():
             (candidate / "chats").mkdir(parents=True)
             marker.write_text(root, encoding="utf-8")

@@ -14,12 +14,14 @@ from typing import Any
 
 import anyio
 
-from unified._adapters.gemini_cli._home import gemini_home
-from unified._adapters.gemini_cli._launch import Launch
-from unified._adapters.gemini_cli._sessions import GeminiSessionLocator, ResumeGuard
+from unified._adapters.gemini_cli._chat_files import ChatFiles, ResumeGuard, gemini_home
+from unified._adapters.gemini_cli._launch import GEMINI_CLI, Launch
+from unified._adapters.gemini_cli._outcome import error_from_exit
 from unified._adapters.gemini_cli._translate import Item, TurnBoundary
-from unified._adapters.gemini_cli._transport import ChildProcess, LineFramer, as_dict, error_for_exit
-from unified.backends import RunContext, RunOutcome
+from unified._binary.framing import parse_object
+from unified._binary.jsonrpc import as_dict
+from unified._binary.process import AgentSubprocess
+from unified.backends import MalformedLine, RunContext, RunOutcome
 from unified.capabilities import snapshot
 from unified.errors import BackendError
 from unified.events import (
@@ -34,6 +36,8 @@ from unified.events import (
     WarningEvent,
 )
 from unified.sessions import short_id_of
+
+__all__ = ["StreamJsonTranslator", "run_stream_json"]
 
 STREAM_JSON_MODES = {"default": "default", "auto_edit": "auto_edit", "yolo": "yolo", "plan": "plan"}
 
@@ -145,23 +149,30 @@ async def run_stream_json(launch: Launch, ctx: RunContext) -> RunOutcome:
     argv += launch.policy_flags()
     guard: ResumeGuard | None = None
     if params.resume:
-        info = GeminiSessionLocator(launch.env).resolve(params.resume, str(cwd))
+        info = ChatFiles(launch.env).resolve(params.resume, str(cwd))
         argv += ["--resume", info.session_id]  # the CLI takes no prefix: always the full id
         guard = ResumeGuard(gemini_home(launch.env), info.session_id)
         guard.before()
     translator = StreamJsonTranslator(
         cwd=str(cwd), resumed=guard is not None, capabilities=snapshot(STREAM_JSON_COLUMN)
     )
-    child = ChildProcess(argv, cwd=cwd, env=launch.env, stdin=False)
-    framer = LineFramer()
+    child = AgentSubprocess(argv, cwd=cwd, env=launch.env, stdin=False, hint=GEMINI_CLI.install_hint)
     try:
-        while chunk := await child.read_stdout():
-            for line in framer.feed(chunk):
-                await _handle_line(ctx, translator, line)
-        code = await child.wait_exit(10.0)
+        while True:
+            try:
+                line = await child.receive()
+            except MalformedLine as bad:
+                await ctx.emit(
+                    WarningEvent(code="malformed_line", message=f"dropped a {bad.size}-byte line: {bad.reason}")
+                )
+                continue
+            if line is None:
+                break
+            await _handle_line(ctx, translator, line)
+        code = await child.wait(10.0)
     finally:
         with anyio.CancelScope(shield=True):
-            await child.terminate()
+            await child.close()
             if guard is not None:
                 for repair in guard.after():
                     await ctx.emit(WarningEvent(code="session_repaired", message=repair))
@@ -178,22 +189,14 @@ async def run_stream_json(launch: Launch, ctx: RunContext) -> RunOutcome:
             details={"exit_code": code, "error": error},
         )
     if final is None or code not in (0, None):
-        raise error_for_exit(code, child.stderr.text(), "gemini -p ended without a result")
+        raise error_from_exit(code, child.stderr_tail(), "gemini -p ended without a result")
     return RunOutcome(status="success", short_id=short)
 
 
-async def _handle_line(ctx: RunContext, translator: StreamJsonTranslator, line: bytes | int) -> None:
-    import json
-
-    if isinstance(line, int):
-        await ctx.emit(WarningEvent(code="malformed_line", message=f"dropped an oversized {line}-byte line"))
-        return
-    try:
-        data = json.loads(line)
-    except ValueError:
-        await ctx.emit(WarningEvent(code="malformed_line", message=f"ignored a non-JSON line: {line[:200]!r}"))
-        return
-    if not isinstance(data, dict):
+async def _handle_line(ctx: RunContext, translator: StreamJsonTranslator, line: str) -> None:
+    data = parse_object(line)
+    if isinstance(data, str):
+        await ctx.emit(WarningEvent(code="malformed_line", message=f"ignored a line: {data}"))
         return
     for item in translator.event(data):
         if isinstance(item, TurnBoundary):

@@ -7,11 +7,11 @@ What the 0.61 binary sends (see docs/backends/gemini-cli.md for the whole table)
   it becomes `thinking(replace=True)`;
 - tool calls carry no name and no arguments: the name is the prefix of `toolCallId`
   (`read_file__read_file_<ts>_<n>`); the input is `rawInput` when ACP sends it, else empty: the
-  adapter fills in the model's arguments from the chat file (`hold_back.py`), never ACP's title;
+  adapter fills in the model's arguments from the chat file (`_hold_back.py`), never ACP's title;
 - a call first seen in a `tool_call` update was allowed by the CLI itself (a call needing approval is
   first seen in `session/request_permission`): its `permission_decision` says `decided_by="backend"`;
 - a completed read or listing carries no output: the result's output here is ACP's (often null) and
-  the adapter replaces it with the chat file's record (`chat_tail.py`) when it has one;
+  the adapter replaces it with the chat file's record (`_chat_records.py`) when it has one;
 - a call that needs approval is first seen in `session/request_permission`, and a call denied by
   policy is first seen as a failed `tool_call_update`: both synthesize the `tool_use`;
 - `invoke_agent` is a `tool_call` titled `Delegating to agent '<name>'` (kind `think`).
@@ -37,6 +37,15 @@ from unified.events import (
     UnifiedEvent,
     Usage,
 )
+
+__all__ = [
+    "BACKEND_ALLOWED",
+    "AcpTranslator",
+    "Item",
+    "TurnBoundary",
+    "tool_name_from_call_id",
+    "usage_from_prompt_result",
+]
 
 MODE_UPDATE_PREFIX = "[MODE_UPDATE]"
 _AGENT_TITLE = re.compile(r"^Delegating to agent '(?P<name>[^']+)'")
@@ -113,7 +122,7 @@ class AcpTranslator:
         if call_id in self.tools:
             return []
         title = str(call.get("title") or "")
-        name = tool_name_of(call_id, call.get("kind"))
+        name = tool_name_from_call_id(call_id, call.get("kind"))
         agent = _AGENT_TITLE.match(title)
         subagent = agent["name"] if agent else None
         if subagent is not None:
@@ -228,10 +237,7 @@ class AcpTranslator:
 
     def tool_name(self, call_id: str) -> str:
         tool = self.tools.get(call_id)
-        return tool.name if tool else tool_name_of(call_id, None)
-
-    def open_subagents(self) -> list[str]:
-        return [call_id for call_id, tool in self.tools.items() if tool.subagent and not tool.done]
+        return tool.name if tool else tool_name_from_call_id(call_id, None)
 
     def subagent_name(self, call_id: str) -> str | None:
         tool = self.tools.get(call_id)
@@ -241,7 +247,7 @@ class AcpTranslator:
 # --- the prompt's result ------------------------------------------------------------------------
 
 
-def usage_of_prompt_result(result: Mapping[str, Any]) -> Usage | None:
+def usage_from_prompt_result(result: Mapping[str, Any]) -> Usage | None:
     """`_meta.quota.token_count` of a `session/prompt` result (main chat only, no subagents)."""
     meta = result.get("_meta")
     quota = meta.get("quota") if isinstance(meta, Mapping) else None
@@ -259,7 +265,7 @@ def usage_of_prompt_result(result: Mapping[str, Any]) -> Usage | None:
 # --- helpers ------------------------------------------------------------------------------------
 
 
-def tool_name_of(call_id: str, kind: object) -> str:
+def tool_name_from_call_id(call_id: str, kind: object) -> str:
     """`read_file__read_file_1795990988374_0` → `read_file`; MCP and odd ids fall back to the id."""
     head, sep, _ = call_id.partition("__")
     if sep and head:

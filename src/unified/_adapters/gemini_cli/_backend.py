@@ -1,12 +1,13 @@
 """The Gemini CLI backend: one run = one ACP session in a (warm or cold) `gemini --acp` process.
 
-The options are `GeminiCliOptions` (`options.py`); how the process is started is `Launch`
-(`launch.py`); the run itself is `run.AcpRun`, over the `AgentProcess` seam of `transport.py`
-(the real subprocess, or an in-process fake agent in tests). See docs/backends/gemini-cli.md.
+The options are `GeminiCliOptions` (`_options.py`); how the process is started is `Launch`
+(`_launch.py`); the process is leased from the pool and initialized in `_acp.py`; the run itself is
+`_run.AcpRun`, over the `AgentProcess` seam (the real subprocess, or an in-process fake agent in
+tests). See docs/backends/gemini-cli.md.
 
 Tool calls: ACP sends neither the model's arguments nor the output of reads and listings, so a
 main-session `tool_use` and `tool_result` are held until the call's record reaches the session's chat
-file (`hold_back.py`) and then carry its `args` and `functionResponse.response`.
+file (`_hold_back.py`) and then carry its `args` and `functionResponse.response`.
 """
 
 from __future__ import annotations
@@ -16,28 +17,21 @@ from pathlib import Path
 import anyio
 import platformdirs
 
-from unified._adapters.gemini_cli._launch import BACKEND, Launch
+from unified._adapters.gemini_cli._acp import AcpConnection, AcpPool, connect, default_pool
+from unified._adapters.gemini_cli._chat_files import ChatFiles, gemini_home
+from unified._adapters.gemini_cli._chat_records import TranscriptCapture
+from unified._adapters.gemini_cli._launch import BACKEND, Launch, start_gemini
 from unified._adapters.gemini_cli._options import gemini_cli_options
-from unified._adapters.gemini_cli._pool import AcpPool, default_pool, pool_key
 from unified._adapters.gemini_cli._run import AcpRun
-from unified._adapters.gemini_cli._sessions import GeminiSessionLocator
 from unified._adapters.gemini_cli._shared_sessions import SharedSessions, shared_store
 from unified._adapters.gemini_cli._stream_json import run_stream_json
-from unified._adapters.gemini_cli._transport import (
-    AcpConnection,
-    AcpRequestError,
-    ConnectionClosed,
-    as_dict,
-    error_for_exit,
-    start_child,
-)
+from unified._binary.pool import pool_key
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
 from unified.errors import ConfigurationError
 from unified.events import WarningEvent
 from unified.types import ExecuteParams
 
-START_EXIT_GRACE_S = 2.0
-"""How long a process that failed `initialize` may take to exit before its code is read."""
+__all__ = ["GeminiCliBackend"]
 
 
 def _workdir() -> Path:
@@ -102,44 +96,36 @@ class GeminiCliBackend:
     async def _run(self, ctx: RunContext) -> RunOutcome:
         if ctx.params.resume:  # an unknown or ambiguous id fails here, before a process is started
             where = str(ctx.params.cwd.expanduser().resolve())
-            await anyio.to_thread.run_sync(GeminiSessionLocator(self.launch.env).resolve, ctx.params.resume, where)
+            await anyio.to_thread.run_sync(ChatFiles(self.launch.env).resolve, ctx.params.resume, where)
         if self.options.transport == "stream-json":
             return await run_stream_json(self.launch, ctx)
         argv = self.launch.acp_argv()
         # `session/load` looks the session up under its `cwd` parameter, not the process's cwd,
         # so resumed runs share the warm processes too.
         spawn_cwd = _workdir()
-        start_process = self.options.start_process or start_child
+        start = self.options.start_process or start_gemini
         env = self.launch.env
 
         async def spawn() -> AcpConnection:
-            connection = AcpConnection(start_process(argv, spawn_cwd, env))
-            try:
-                info = await connection.request(
-                    "initialize",
-                    # Never advertise fs capabilities: with them the 0.61 CLI cannot create new files.
-                    {
-                        "protocolVersion": 1,
-                        "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}},
-                    },
-                )
-            except (ConnectionClosed, AcpRequestError) as exc:
-                code = await connection.child.wait_exit(START_EXIT_GRACE_S)
-                tail = connection.child.stderr.text()
-                await connection.close()
-                raise error_for_exit(code, tail, f"gemini --acp failed to start ({exc})") from exc
-            connection.agent_info = dict(info.get("agentInfo") or {})
-            connection.can_load = as_dict(info.get("agentCapabilities")).get("loadSession") is True
-            return connection
+            return await connect(start, argv, spawn_cwd, env)
 
         transcript = self.options.acp_transcript
+        capture = TranscriptCapture(transcript, gemini_home(env)) if transcript is not None else None
         # The starter is part of the key: a fake agent never serves a run meant for the binary.
         key = pool_key([*argv, str(spawn_cwd), repr(self.options.start_process)], env)
-        async with self.pool.lease(key, spawn) as lease:
-            if not self.params.resume or lease.connection.can_load:
-                if transcript is not None:
-                    lease.connection.transcript = transcript
-                return await AcpRun(self.launch, ctx, lease).run()
+        try:
+            async with self.pool.lease(key, spawn) as lease:
+                if not self.params.resume or lease.resource.can_load:
+                    if capture is None:
+                        return await AcpRun(self.launch, ctx, lease).run()
+                    lease.resource.observer = capture.observe
+                    try:
+                        return await AcpRun(self.launch, ctx, lease).run()
+                    finally:
+                        lease.resource.observer = None
+        finally:
+            if capture is not None:  # what the CLI wrote last (a cold process has exited now)
+                capture.collect()
         await ctx.emit(
             WarningEvent(
                 code="resume_via_stream_json",

@@ -1,4 +1,7 @@
-"""Reading tool outputs from a session's chat file: pure parsing and incremental tailing."""
+"""Reading a prompt's tool calls, function responses and tokens from the session's chat file as it is written.
+
+The incremental reading itself (`JsonlFollower`) is tested with the layer, in tests/binary/.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from unified._adapters.gemini_cli._chat_tail import ChatTail, JsonlTail, split_records, tool_calls_of, tool_response
+from unified._adapters.gemini_cli._chat_records import ChatRecords, tool_calls_of, tool_response
 from unified.events import Usage
 
 SESSION = "2c2d3ac7-996e-4646-87d6-13776bec6cd4"
@@ -33,16 +36,6 @@ def line(record: dict[str, Any]) -> bytes:
     return json.dumps(record).encode() + b"\n"
 
 
-def test_split_records_keeps_the_unfinished_line() -> None:
-    data = line({"a": 1}) + b"not json\n" + b'{"b": '
-    records, rest = split_records(b"", data)
-    assert records == [{"a": 1}]
-    assert rest == b'{"b": '
-    records, rest = split_records(rest, b"2}\n")
-    assert records == [{"b": 2}]
-    assert rest == b""
-
-
 def test_tool_response_of_success_error_and_unfinished() -> None:
     ok = call(READ_ID, "success", {"output": "hello notes\n"}, file_path="notes.txt")
     assert tool_response(ok) == ({"output": "hello notes\n"}, False)
@@ -60,22 +53,6 @@ def test_tool_calls_of_messages_and_checkpoints() -> None:
     assert tool_calls_of({"type": "gemini", "toolCalls": [{"no": "id"}]}) == []
 
 
-def test_jsonl_tail_reads_only_new_bytes(tmp_path: Path) -> None:
-    path = tmp_path / "f.jsonl"
-    path.write_bytes(line({"n": 1}) + b'{"n": ')
-    tail = JsonlTail(path)
-    assert tail.read() == [{"n": 1}]
-    offset = tail.offset
-    assert offset == path.stat().st_size
-    with path.open("ab") as handle:
-        handle.write(b"2}\n" + line({"n": 3}))
-    assert tail.read() == [{"n": 2}, {"n": 3}]
-    assert tail.offset > offset
-    assert tail.read() == []
-    path.write_bytes(line({"n": 9}))  # rewritten shorter: start over
-    assert tail.read() == [{"n": 9}]
-
-
 def chat_file(home: Path, session_id: str = SESSION, minute: str = "2026-11-29T10-00") -> Path:
     chats = home / ".gemini" / "tmp" / "ws" / "chats"
     chats.mkdir(parents=True, exist_ok=True)
@@ -84,13 +61,13 @@ def chat_file(home: Path, session_id: str = SESSION, minute: str = "2026-11-29T1
     return path
 
 
-def test_chat_tail_finds_the_last_record_and_ignores_older_ones(tmp_path: Path) -> None:
+def test_chat_records_finds_the_last_record_and_ignores_older_ones(tmp_path: Path) -> None:
     home = tmp_path / ".gemini"
     path = chat_file(tmp_path)
     old = call(READ_ID, "success", {"output": "from an earlier prompt"})
     with path.open("ab") as handle:
         handle.write(line(message(old, message_id="old")))
-    tail = ChatTail(home, SESSION)
+    tail = ChatRecords(home, SESSION)
     tail.start()  # from the current end: the earlier prompt's record is not this prompt's
     assert tail.lookup(READ_ID) is None
     list_id = "list_directory__list_directory_1_1"
@@ -107,9 +84,9 @@ def test_chat_tail_finds_the_last_record_and_ignores_older_ones(tmp_path: Path) 
     assert tool_response(listing) == ({"output": "Directory listing"}, False)
 
 
-def test_chat_tail_follows_a_file_that_appears_later_and_only_its_session(tmp_path: Path) -> None:
+def test_chat_records_follows_a_file_that_appears_later_and_only_its_session(tmp_path: Path) -> None:
     home = tmp_path / ".gemini"
-    tail = ChatTail(home, SESSION)
+    tail = ChatRecords(home, SESSION)
     tail.start()
     assert tail.lookup(READ_ID) is None
     other = chat_file(tmp_path, session_id="ffffffff-other")
@@ -124,8 +101,8 @@ def test_chat_tail_follows_a_file_that_appears_later_and_only_its_session(tmp_pa
     assert tail.unreadable is None
 
 
-def test_chat_tail_without_a_file_finds_nothing(tmp_path: Path) -> None:
-    tail = ChatTail(tmp_path / "nowhere", SESSION)
+def test_chat_records_without_a_file_finds_nothing(tmp_path: Path) -> None:
+    tail = ChatRecords(tmp_path / "nowhere", SESSION)
     tail.start()
     assert tail.lookup(READ_ID, rescan=True) is None
     assert not tail.tails
@@ -137,7 +114,7 @@ def test_usage_is_the_sum_of_this_prompts_per_call_tokens(tmp_path: Path) -> Non
     earlier = {"id": "old", "type": "gemini", "tokens": {"input": 999, "output": 9}}
     with path.open("ab") as handle:
         handle.write(line(earlier))  # an earlier prompt's call: not this run's
-    tail = ChatTail(home, SESSION)
+    tail = ChatRecords(home, SESSION)
     tail.start()
     first = {"input": 12778, "output": 24, "cached": 0, "thoughts": 60, "tool": 0, "total": 12862}
     second = {"input": 12939, "output": 3, "cached": 12203, "thoughts": 0, "tool": 17, "total": 12959}
@@ -154,7 +131,7 @@ def test_usage_is_the_sum_of_this_prompts_per_call_tokens(tmp_path: Path) -> Non
 
 def test_usage_without_token_records_is_unknown(tmp_path: Path) -> None:
     chat_file(tmp_path)
-    tail = ChatTail(tmp_path / ".gemini", SESSION)
+    tail = ChatRecords(tmp_path / ".gemini", SESSION)
     tail.start()
     tail.poll()
     assert tail.usage() is None
@@ -162,7 +139,7 @@ def test_usage_without_token_records_is_unknown(tmp_path: Path) -> None:
 
 def test_function_responses_of_this_prompt_are_collected(tmp_path: Path) -> None:
     path = chat_file(tmp_path)
-    tail = ChatTail(tmp_path / ".gemini", SESSION)
+    tail = ChatRecords(tmp_path / ".gemini", SESSION)
     tail.start()
     missing = {"id": "customDivide__customDivide_1_0", "name": "customDivide", "response": {"error": "Tool not found"}}
     with path.open("ab") as handle:

@@ -1,0 +1,79 @@
+"""The environment an agent binary runs in, and the files handed to it by content.
+
+`child_env` builds a child's variables from three sources, in this order:
+
+1. the parent's (`os.environ`), filtered by the backend's `EnvPolicy`: the basics every program
+   needs (PATH, HOME, locale, temp dir, terminal) plus the variables the binary itself reads
+   (its credentials and settings). `allow=None` passes every variable: the policy of a backend
+   that has no allowlist yet;
+2. `extra`: what the caller gave for the child (a backend's `env` option), always passed;
+3. `home`: an isolated home, every variable of `home_vars` pointing at it (a throwaway home for a
+   version probe; a per-run home for a binary whose state must not touch the user's).
+
+The backend adds what only it knows (a settings override, a flag in the environment) afterwards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+__all__ = ["BASIC_ENV", "EnvPolicy", "cache_file", "child_env"]
+
+BASIC_ENV = frozenset(
+    {"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "COLORTERM", "TMPDIR", "TEMP", "TMP", "TZ", "LANG", "LANGUAGE"}
+)
+"""What any program may need, passed under every policy (with every `LC_*`)."""
+BASIC_PREFIXES = ("LC_",)
+
+
+@dataclass(frozen=True, slots=True)
+class EnvPolicy:
+    """Which of the parent's variables a backend's child sees, besides the basics."""
+
+    allow: frozenset[str] | None = None
+    """Names the binary reads (its credentials, its settings); None: every variable."""
+    allow_prefixes: tuple[str, ...] = ()
+    """Prefixes of names it reads (`GEMINI_CLI_`, ...)."""
+
+    def admits(self, name: str) -> bool:
+        if self.allow is None or name in BASIC_ENV or name in self.allow:
+            return True
+        return name.startswith((*BASIC_PREFIXES, *self.allow_prefixes))
+
+
+def child_env(
+    policy: EnvPolicy,
+    *,
+    extra: Mapping[str, str] | None = None,
+    parent: Mapping[str, str] | None = None,
+    home: Path | None = None,
+    home_vars: Iterable[str] = ("HOME",),
+) -> dict[str, str]:
+    """The child's variables: the `parent`'s (default `os.environ`) that `policy` admits, then `extra`,
+    then every one of `home_vars` set to `home` when it is given."""
+    source = os.environ if parent is None else parent
+    env = {name: value for name, value in source.items() if policy.admits(name)}
+    env.update(extra or {})
+    if home is not None:
+        env.update(dict.fromkeys(home_vars, str(home)))
+    return env
+
+
+def cache_file(folder: str, stem: str, suffix: str, text: str) -> Path:
+    """A file in unified's cache folder `folder`, named by a digest of its content, written once
+    (atomically): what a binary reads per process (a policy file, a settings override)."""
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    directory = Path(platformdirs.user_cache_dir("unified")) / folder
+    target = directory / f"{stem}-{digest}{suffix}"
+    if not target.exists():
+        directory.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(text)
+        temporary.replace(target)
+    return target

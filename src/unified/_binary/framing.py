@@ -1,0 +1,72 @@
+"""JSON Lines on an agent's pipes: a byte stream split into lines under a cap, and messages as lines.
+
+Every binary driven today writes one JSON value per stdout line (JSON-RPC for ACP and Codex's
+app-server, stream-json and its control protocol for Claude Code). A line longer than the cap is
+dropped without being buffered, and a line that is not UTF-8 is dropped too: each becomes a
+`MalformedLine` in the stream of lines, which the process raises from `receive` for that line
+only, so a bad line is a warning for the run, never a crash nor unbounded memory.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from unified.backends import MalformedLine
+
+__all__ = ["MAX_LINE_BYTES", "LineFramer", "json_line", "parse_object"]
+
+MAX_LINE_BYTES = 8 * 1024 * 1024
+"""The longest line read (a tool output can be large); a longer one is dropped with a `MalformedLine`."""
+
+
+class LineFramer:
+    """Splits a byte stream into text lines; blank lines are skipped, an unfinished last line is kept
+    for the next `feed` (and dropped at the end of the stream: a process that dies mid-line)."""
+
+    def __init__(self, limit: int = MAX_LINE_BYTES) -> None:
+        self.limit = limit
+        self._buffer = bytearray()
+        self._skipping = 0
+        """Bytes of an oversized line dropped so far (0: not inside one)."""
+
+    def feed(self, data: bytes) -> Iterator[str | MalformedLine]:
+        """The lines `data` completes, each as text or, when it cannot be read, a `MalformedLine`."""
+        while data:
+            newline = data.find(b"\n")
+            part, data = (data, b"") if newline < 0 else (data[:newline], data[newline + 1 :])
+            if self._skipping:
+                self._skipping += len(part)
+            elif len(self._buffer) + len(part) > self.limit:
+                self._skipping = len(self._buffer) + len(part)
+                self._buffer.clear()
+            else:
+                self._buffer += part
+            if newline < 0:
+                return
+            if self._skipping:
+                yield MalformedLine(f"over the {self.limit}-byte cap", self._skipping)
+                self._skipping = 0
+            elif self._buffer.strip():
+                try:
+                    yield self._buffer.decode("utf-8").rstrip("\r")
+                except UnicodeDecodeError as exc:
+                    yield MalformedLine(f"not UTF-8 ({exc.reason} at byte {exc.start})", len(self._buffer))
+            self._buffer.clear()
+
+
+def json_line(message: Mapping[str, Any]) -> str:
+    """`message` as one line of compact JSON (no raw newline can occur in it)."""
+    return json.dumps(message, separators=(",", ":"))
+
+
+def parse_object(line: str) -> dict[str, Any] | str:
+    """The JSON object on `line`, or why it is none (for a warning)."""
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return f"not JSON: {line[:200]!r}"
+    if not isinstance(value, dict):
+        return f"JSON that is not an object: {line[:200]!r}"
+    return value

@@ -1,0 +1,269 @@
+"""Finding, checking and installing a pinned agent binary from npm: one `BinarySpec` per binary.
+
+Where a binary is looked for, in order: the backend's option (`backend_options[spec.option]`), the
+environment variable `spec.env_var`, a project-local `<clone>/<spec.local_dir>/` (made by
+`scripts/setup` in a clone), the user data folder `unified install ...` installs into
+(`$XDG_DATA_HOME/unified/<spec.name>` on Linux), then `PATH`. Its version comes from the npm
+package's `package.json` when there is one (no start-up cost), else from `<binary> --version` run
+with a throwaway home (a probe never writes into the user's). It must be in `spec.supported`.
+
+`install` runs `npm install --prefix <folder> <package>@<version>`: into a folder of ours, never
+globally, after checking that Node.js is there and new enough (a missing or old Node is
+`NodeUnavailable`, saying what to install, before npm runs). npm's output goes to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import platformdirs
+
+from unified._binary.environment import EnvPolicy, child_env
+from unified.errors import BackendUnavailable
+
+__all__ = [
+    "NODE_HINT",
+    "Binary",
+    "BinarySpec",
+    "NodeUnavailable",
+    "Version",
+    "find_binary",
+    "install",
+    "installed_version",
+    "locate",
+    "node_version",
+    "probe_version",
+]
+
+Version = tuple[int, int, int]
+NODE_HINT = "install Node.js 20 or newer (https://nodejs.org or your package manager), then run this again"
+NPM_TIMEOUT_S = 900.0
+"""A hang guard for `npm install`: a first install downloads tens (Claude Code: hundreds) of MB."""
+PROBE_TIMEOUT_S = 30.0
+_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+
+
+def _text(version: Version) -> str:
+    return ".".join(map(str, version))
+
+
+@dataclass(frozen=True, slots=True)
+class BinarySpec:
+    """One agent binary as data: its npm package, the pinned version and where it may be found."""
+
+    name: str
+    """The backend's name: also the install folder's and the version messages' (`gemini-cli`)."""
+    package: str
+    """The npm package (`@google/gemini-cli`)."""
+    version: str
+    """The exact version `install` pins (`0.61.0`)."""
+    supported: tuple[Version, Version]
+    """The versions the backend drives: from the first (included) to the second (excluded)."""
+    bin: str
+    """The executable's name in `node_modules/.bin` and on PATH (`gemini`)."""
+    env_var: str
+    """The variable naming the binary's path (`UNIFIED_GEMINI_BIN`)."""
+    option: str
+    """The backend option naming it (`gemini_binary`)."""
+    local_dir: str
+    """The project-local install folder of a clone (`.gemini-cli`)."""
+    install_command: str
+    """The command that installs it (`unified install-gemini`)."""
+    title: str
+    """How messages name it (`the gemini CLI`)."""
+    home_vars: tuple[str, ...] = ("HOME",)
+    """Variables naming its home: a version probe points them at a throwaway folder."""
+    probe_env: Mapping[str, str] = field(default_factory=dict)
+    """More variables for the version probe (a quicker start)."""
+    min_node: Version = (20, 0, 0)
+
+    @property
+    def install_hint(self) -> str:
+        return (
+            f"install the supported CLI with `{self.install_command}` (Node.js {self.min_node[0]}+; "
+            f"{self.package}@{self.version}), or point {self.env_var} / backend_options['{self.option}'] at it"
+        )
+
+    def user_prefix(self) -> Path:
+        """The npm prefix `install` uses by default: the user data folder, where `find_binary` looks."""
+        return Path(platformdirs.user_data_dir("unified", appauthor=False)) / self.name
+
+    def binary_in(self, prefix: Path) -> Path:
+        return prefix / "node_modules" / ".bin" / self.bin
+
+    def user_installed(self) -> Path | None:
+        """The binary `install` put into the user data folder, if it is there."""
+        candidate = self.binary_in(self.user_prefix())
+        return candidate if candidate.exists() else None
+
+    def project_local(self) -> Path | None:
+        """The binary in a clone's `local_dir`: above the working directory, or above this package."""
+        for base in (Path.cwd(), *Path(__file__).resolve().parents):
+            candidate = self.binary_in(base / self.local_dir)
+            if candidate.exists():
+                return candidate
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Binary:
+    """A binary found and checked."""
+
+    path: Path
+    version: Version
+
+
+class NodeUnavailable(BackendUnavailable):
+    """Node.js is missing, broken or too old to install or run the binary."""
+
+
+def find_binary(spec: BinarySpec, explicit: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path:
+    """The binary's path, looked for in the order of the module docstring."""
+    for source, value in ((f"backend_options['{spec.option}']", explicit), (spec.env_var, env.get(spec.env_var))):
+        if value:
+            path = Path(value).expanduser()
+            if not path.exists():
+                raise BackendUnavailable(f"{source} points at {path}, which does not exist", hint=spec.install_hint)
+            return path
+    local = spec.project_local() or spec.user_installed()
+    if local is not None:
+        return local
+    found = shutil.which(spec.bin, path=env.get("PATH"))
+    if found is None:
+        raise BackendUnavailable(f"the `{spec.bin}` binary was not found", hint=spec.install_hint)
+    return Path(found)
+
+
+_probed: dict[tuple[str, str, float], Version] = {}
+
+
+def _package_version(spec: BinarySpec, binary: Path) -> str | None:
+    """The version in the npm package's package.json, if `binary` belongs to `spec.package`."""
+    for parent in binary.resolve().parents:
+        manifest = parent / "package.json"
+        if manifest.is_file():
+            try:
+                data = json.loads(manifest.read_text())
+            except (OSError, ValueError):
+                return None
+            return str(data.get("version")) if data.get("name") == spec.package else None
+    return None
+
+
+def probe_version(spec: BinarySpec, binary: Path, env: Mapping[str, str]) -> Version:
+    """The binary's version (cached per path and modification time)."""
+    key = (spec.name, str(binary), binary.stat().st_mtime)
+    if key in _probed:
+        return _probed[key]
+    text = _package_version(spec, binary)
+    if text is None:
+        try:
+            with tempfile.TemporaryDirectory(prefix=f"unified-{spec.name}-version-") as home:
+                probe = child_env(
+                    EnvPolicy(), parent=env, extra=spec.probe_env, home=Path(home), home_vars=spec.home_vars
+                )
+                done = subprocess.run(
+                    [str(binary), "--version"],
+                    capture_output=True,
+                    text=True,
+                    timeout=PROBE_TIMEOUT_S,
+                    env=probe,
+                    check=False,
+                )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise BackendUnavailable(f"could not run {binary} --version: {exc}", hint=spec.install_hint) from exc
+        text = done.stdout
+    match = _VERSION.search(text or "")
+    if match is None:
+        raise BackendUnavailable(f"{binary} did not report a version ({text!r})", hint=spec.install_hint)
+    version = (int(match[1]), int(match[2]), int(match[3]))
+    _probed[key] = version
+    return version
+
+
+def locate(spec: BinarySpec, explicit: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Binary:
+    """The binary to run, checked against the supported versions."""
+    path = find_binary(spec, explicit, env)
+    version = probe_version(spec, path, env)
+    low, high = spec.supported
+    if not low <= version < high:
+        raise BackendUnavailable(
+            f"{path} is {spec.name} {_text(version)}; unified supports {_text(low)} up to (not including) "
+            f"{_text(high)}",
+            hint=spec.install_hint,
+        )
+    return Binary(path, version)
+
+
+# --- installing -----------------------------------------------------------------------------------
+
+
+def node_version(spec: BinarySpec, env: Mapping[str, str]) -> Version:
+    """Node's version; `NodeUnavailable` when Node is missing, broken or older than `spec.min_node`."""
+    needs = f"{spec.title} needs Node.js {spec.min_node[0]}+"
+    node = shutil.which("node", path=env.get("PATH"))
+    if node is None:
+        raise NodeUnavailable(f"Node.js was not found on PATH; {needs}", hint=NODE_HINT)
+    try:
+        done = subprocess.run(
+            [node, "--version"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=dict(env), check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise NodeUnavailable(f"{node} --version failed: {exc}", hint=NODE_HINT) from exc
+    match = _VERSION.search(done.stdout)
+    if done.returncode != 0 or match is None:
+        raise NodeUnavailable(f"{node} did not report a version ({done.stdout.strip()!r})", hint=NODE_HINT)
+    version = (int(match[1]), int(match[2]), int(match[3]))
+    if version < spec.min_node:
+        raise NodeUnavailable(
+            f"Node.js {_text(version)} at {node} is too old; {spec.title} needs {spec.min_node[0]}+", hint=NODE_HINT
+        )
+    return version
+
+
+def installed_version(spec: BinarySpec, prefix: Path) -> str | None:
+    """The version of `spec.package` installed under the npm prefix `prefix`, if any."""
+    manifest = prefix / "node_modules" / Path(*spec.package.split("/")) / "package.json"
+    try:
+        return str(json.loads(manifest.read_text())["version"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def install(spec: BinarySpec, prefix: Path, env: Mapping[str, str]) -> tuple[Path, bool]:
+    """Install `spec.package@spec.version` under the npm prefix `prefix` (idempotent).
+
+    Returns the binary and whether npm ran. `NodeUnavailable` before npm runs; `BackendUnavailable`
+    when npm is missing or fails (its output, on stderr, says why).
+    """
+    binary = spec.binary_in(prefix)
+    if installed_version(spec, prefix) == spec.version and binary.exists():
+        return binary, False
+    node_version(spec, env)
+    npm = shutil.which("npm", path=env.get("PATH"))
+    if npm is None:
+        raise NodeUnavailable("npm was not found on PATH (it comes with Node.js)", hint=NODE_HINT)
+    prefix.mkdir(parents=True, exist_ok=True)
+    command = [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", f"{spec.package}@{spec.version}"]
+    try:
+        done = subprocess.run(
+            command, stdout=sys.stderr, stderr=sys.stderr, env=dict(env), timeout=NPM_TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise BackendUnavailable(
+            f"npm install did not finish within {NPM_TIMEOUT_S:g} s", hint="check the network and run this again"
+        ) from exc
+    if done.returncode != 0 or not binary.exists():
+        raise BackendUnavailable(
+            f"`{' '.join(command)}` failed (exit {done.returncode})", hint="see npm's output above; run this again"
+        )
+    return binary, True

@@ -1,0 +1,273 @@
+"""A JSON-RPC 2.0 connection over an `AgentProcess`, shared by the sessions (runs) one process hosts.
+
+Decisions:
+- Our own small client, not an SDK's: the ACP SDK's connection runs on asyncio streams, while
+  `unified` runs on asyncio and trio under anyio; messages stay plain dicts, read defensively.
+- No background reader (a task group would tie the process to one loop): the runs sharing a
+  process take turns reading it ("leader/follower"). Whoever waits for a message takes the read
+  lock, reads one line and files it in the inbox it belongs to; the lock is FIFO, so a waiter whose
+  message another reader filed gets the lock next and returns.
+- Routing: an answer goes to the inbox of its request (by id); a notification or a request from
+  the agent goes to the inbox its route key names. The key comes from the backend's `route`
+  (ACP: `params.sessionId`; Codex's app-server: `params.threadId`).
+- A request from the agent that no open inbox takes is answered by `on_request` (by default a
+  -32601 error), so the agent never waits for an answer nobody will give.
+- Messages for nobody (an answer to a forgotten request, a notification of a session no run has
+  open, such as a process's own startup session) are kept in `unrouted`, bounded: beyond
+  `UNROUTED_LIMIT` the oldest are dropped and counted in `unrouted_dropped`. A pooled connection
+  may live for hours; nothing it receives may pile up.
+- A line that is not a JSON object (or that the process could not read) becomes a `LineProblem`
+  in every open session inbox (in `unrouted` when none is open): each run warns, none crashes.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from unified._binary.framing import json_line, parse_object
+from unified._binary.loops import PerLoopLock
+from unified.backends import AgentProcess, MalformedLine
+
+__all__ = [
+    "UNROUTED_LIMIT",
+    "ConnectionClosed",
+    "Inbox",
+    "Incoming",
+    "JsonRpcConnection",
+    "LineProblem",
+    "Message",
+    "RpcError",
+    "as_dict",
+    "reject_request",
+]
+
+UNROUTED_LIMIT = 100
+"""Messages for nobody kept at most (the newest); the rest are dropped and counted."""
+METHOD_NOT_FOUND = -32601
+
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class LineProblem:
+    """A line from the agent that could not be used, filed where messages go (a warning for the run)."""
+
+    text: str
+
+
+Incoming = Message | LineProblem
+Direction = Literal["send", "recv"]
+
+
+class RpcError(Exception):
+    """The agent answered a request with a JSON-RPC error."""
+
+    def __init__(self, method: str, error: Mapping[str, Any]) -> None:
+        self.method = method
+        self.code = int(error.get("code", 0) or 0)
+        self.message = str(error.get("message", ""))
+        self.data = error.get("data")
+        super().__init__(f"{method} failed ({self.code}): {self.message}")
+
+
+class ConnectionClosed(Exception):
+    """The process ended (or closed its stdout, or was closed) while a caller was waiting on it."""
+
+
+@dataclass(slots=True)
+class Inbox:
+    """The messages of one session (its notifications, the agent's requests) or of one request (its answer)."""
+
+    messages: deque[Incoming] = field(default_factory=deque)
+
+    def put(self, message: Incoming) -> None:
+        self.messages.append(message)
+
+    def pop(self) -> Incoming | None:
+        return self.messages.popleft() if self.messages else None
+
+
+def as_dict(value: object) -> dict[str, Any]:
+    """`value` if it is a JSON object, else an empty one (protocol fields are never trusted)."""
+    return value if isinstance(value, dict) else {}
+
+
+async def reject_request(connection: JsonRpcConnection, message: Message) -> None:
+    """The default `on_request`: a request nobody handles gets "method not found"."""
+    await connection.respond_error(message["id"], METHOD_NOT_FOUND, f"{message.get('method')} is not supported")
+
+
+class JsonRpcConnection:
+    """JSON-RPC 2.0 over one agent process (see the module docstring)."""
+
+    def __init__(
+        self,
+        process: AgentProcess,
+        *,
+        name: str = "the agent",
+        route: Callable[[Message], str | None] = lambda message: None,
+        on_request: Callable[[JsonRpcConnection, Message], Awaitable[None]] = reject_request,
+        jsonrpc_field: bool = True,
+    ) -> None:
+        """`name` names the agent in messages; `jsonrpc_field=False` leaves out `"jsonrpc": "2.0"` (Codex's
+        app-server neither sends nor needs it)."""
+        self.process = process
+        self.name = name
+        self._route_key = route
+        self._on_request = on_request
+        self._jsonrpc_field = jsonrpc_field
+        self._read_lock = PerLoopLock()
+        self._next_id = 0
+        self._answers: dict[Any, Inbox] = {}
+        self._sessions: dict[str, Inbox] = {}
+        self._orphans: list[Message] = []
+        """Requests from the agent for no open inbox, to be answered by `on_request`."""
+        self.unrouted: deque[Incoming] = deque(maxlen=UNROUTED_LIMIT)
+        self.unrouted_dropped = 0
+        self.closed = False
+        self.observer: Callable[[Direction, Message], None] | None = None
+        """Called with every message both ways (cassette recording)."""
+
+    @property
+    def alive(self) -> bool:
+        """Whether the process still runs and the connection is open (it can take another session)."""
+        return not self.closed and self.process.returncode is None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid
+
+    # --- inboxes --------------------------------------------------------------------------------
+
+    def open_inbox(self, key: str) -> Inbox:
+        """The inbox of route key `key` (a session), made if needed."""
+        return self._sessions.setdefault(key, Inbox())
+
+    def close_inbox(self, key: str) -> None:
+        self._sessions.pop(key, None)
+
+    # --- sending --------------------------------------------------------------------------------
+
+    async def _send(self, message: Message) -> None:
+        if self.closed:
+            raise ConnectionClosed(f"{self.name} has exited")
+        if self._jsonrpc_field:
+            message = {"jsonrpc": "2.0", **message}
+        if self.observer is not None:
+            self.observer("send", message)
+        try:
+            await self.process.send(json_line(message))
+        except ConnectionError as exc:
+            self.closed = True
+            raise ConnectionClosed(str(exc)) from exc
+
+    async def notify(self, method: str, params: Mapping[str, Any]) -> None:
+        await self._send({"method": method, "params": dict(params)})
+
+    async def respond(self, request_id: Any, result: Mapping[str, Any]) -> None:
+        await self._send({"id": request_id, "result": dict(result)})
+
+    async def respond_error(self, request_id: Any, code: int, message: str) -> None:
+        await self._send({"id": request_id, "error": {"code": code, "message": message}})
+
+    async def start_request(self, method: str, params: Mapping[str, Any], inbox: Inbox | None = None) -> int:
+        """Send a request; its answer (`{"id", "result"|"error"}`) arrives in `inbox`. `forget` it when done."""
+        self._next_id += 1
+        request_id = self._next_id
+        self._answers[request_id] = inbox if inbox is not None else Inbox()
+        await self._send({"id": request_id, "method": method, "params": dict(params)})
+        return request_id
+
+    def forget(self, request_id: int) -> None:
+        """Stop waiting for the answer to `request_id` (a late one goes to `unrouted`)."""
+        self._answers.pop(request_id, None)
+
+    async def request(self, method: str, params: Mapping[str, Any]) -> Message:
+        """Send a request and wait for its answer's result; an error answer raises `RpcError`."""
+        inbox = Inbox()
+        request_id = await self.start_request(method, params, inbox)
+        try:
+            while True:
+                answer = await self.receive(inbox)
+                if isinstance(answer, dict):
+                    break
+        finally:
+            self.forget(request_id)
+        if isinstance(answer.get("error"), dict):
+            raise RpcError(method, answer["error"])
+        return as_dict(answer.get("result"))
+
+    # --- receiving ------------------------------------------------------------------------------
+
+    async def receive(self, inbox: Inbox) -> Incoming:
+        """The next message for `inbox`, reading the process ourselves when nobody else is."""
+        while True:
+            message = inbox.pop()
+            if message is not None:
+                return message
+            if self.closed:
+                raise ConnectionClosed(f"{self.name} has exited")
+            async with self._read_lock.get():
+                if inbox.messages or self.closed:
+                    continue
+                try:
+                    line = await self.process.receive()
+                except MalformedLine as bad:
+                    self._broadcast(LineProblem(f"dropped a {bad.size}-byte line from {self.name}: {bad.reason}"))
+                    continue
+                if line is None:
+                    self.closed = True
+                    continue
+                self._file(line)
+            await self._answer_orphans()
+
+    def _file(self, line: str) -> None:
+        message = parse_object(line)
+        if isinstance(message, str):
+            self._broadcast(LineProblem(f"ignored a line from {self.name}: {message}"))
+            return
+        if self.observer is not None:
+            self.observer("recv", message)
+        if "method" not in message:
+            request_id = message.get("id")
+            target = self._answers.get(request_id) if isinstance(request_id, int | str) else None
+        else:
+            key = self._route_key(message)
+            target = self._sessions.get(key) if key is not None else None
+            if target is None and "id" in message:
+                self._orphans.append(message)
+                return
+        if target is not None:
+            target.put(message)
+        else:
+            self._keep_unrouted(message)
+
+    def _broadcast(self, problem: LineProblem) -> None:
+        for inbox in self._sessions.values():
+            inbox.put(problem)
+        if not self._sessions:
+            self._keep_unrouted(problem)
+
+    def _keep_unrouted(self, message: Incoming) -> None:
+        if len(self.unrouted) == self.unrouted.maxlen:
+            self.unrouted_dropped += 1
+        self.unrouted.append(message)
+
+    async def _answer_orphans(self) -> None:
+        while self._orphans and not self.closed:
+            await self._on_request(self, self._orphans.pop(0))
+
+    # --- the end --------------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Close the connection and end the process (awaited)."""
+        self.closed = True
+        await self.process.close()
+
+    def kill(self) -> None:
+        """Close the connection and end the process at once, from any loop or none."""
+        self.closed = True
+        self.process.kill()

@@ -1,0 +1,183 @@
+"""A bounded pool of warm agent processes (or connections to them), leased per run.
+
+A cold start of an agent binary takes seconds; a new session in a running one, milliseconds. A
+binary that hosts several sessions (ACP, Codex's app-server) serves several runs at once.
+
+- Key: whatever makes two runs interchangeable (the backend builds it with `pool_key`: argv and
+  environment) plus the event loop: a process is loop-agnostic, but the locks guarding its pipes
+  are per loop, and a run never shares a pipe with another loop's run.
+- Bounded: at most `size` entries stay warm; a run that finds every warm entry busy with another
+  key gets a transient one, closed when it ends. `size=0`: every run starts cold.
+- At most `max_leases` runs share one entry at a time (1 for a binary with one session each).
+- Idle entries are evicted after `idle_ttl` seconds, checked on every lease (no timer task).
+- An entry that died, or that a run `retire()`d (a cancel it could not settle), takes no new runs
+  and is closed once its last run leaves, so the others finish undisturbed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+import anyio
+
+from unified._binary.loops import PerLoopLock, current_loop
+
+__all__ = ["DEFAULT_IDLE_TTL", "DEFAULT_SIZE", "Lease", "Poolable", "WarmPool", "pool_key"]
+
+DEFAULT_SIZE = 2
+DEFAULT_IDLE_TTL = 300.0
+
+
+class Poolable(Protocol):
+    """What the pool needs of what it keeps warm (a `JsonRpcConnection` is one)."""
+
+    @property
+    def alive(self) -> bool:
+        """Whether it can take another run (its process runs and its pipes are open)."""
+
+    @property
+    def pid(self) -> int | None: ...
+
+    async def close(self) -> None: ...
+
+    def kill(self) -> None:
+        """End it without awaiting: it may belong to another, finished event loop."""
+
+
+T = TypeVar("T", bound=Poolable)
+
+
+def pool_key(argv: Sequence[str], env: Mapping[str, str]) -> str:
+    """A digest of what a process was started with (never the environment's values in clear)."""
+    material = "\0".join([*argv, "\1", *(f"{k}={v}" for k, v in sorted(env.items()))])
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+@dataclass(eq=False, slots=True)
+class _Entry(Generic[T]):
+    key: str
+    loop: object
+    resource: T
+    last_used: float
+    transient: bool = False
+    active: int = 0
+    retired: bool = False
+
+    @property
+    def usable(self) -> bool:
+        return not self.retired and self.resource.alive
+
+
+@dataclass(slots=True)
+class Lease(Generic[T]):
+    """A run's share of a warm (or a fresh) entry."""
+
+    resource: T
+    warm: bool
+    """Whether an earlier run started it."""
+    _entry: _Entry[T]
+
+    def retire(self) -> None:
+        """Take it out of service: no new run gets it, and it is closed once its last run leaves."""
+        self._entry.retired = True
+
+
+class WarmPool(Generic[T]):
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        size: int = DEFAULT_SIZE,
+        idle_ttl: float = DEFAULT_IDLE_TTL,
+        max_leases: int = 8,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """`clock` says how long an entry has been idle (a test's own clock)."""
+        self.size = size
+        self.idle_ttl = idle_ttl
+        self.max_leases = max_leases
+        self._clock = clock
+        self._entries: list[_Entry[T]] = []
+        self._spawn_lock = PerLoopLock()
+        self.spawned = 0
+        """Entries started so far (tests read it to prove reuse)."""
+
+    @asynccontextmanager
+    async def lease(self, key: str, spawn: Callable[[], Awaitable[T]]) -> AsyncIterator[Lease[T]]:
+        """An entry for one run: a warm one with the same key if any has room, else a new one from `spawn`."""
+        loop = current_loop()
+        async with self._spawn_lock.get():
+            self._evict()
+            entry = next(
+                (
+                    e
+                    for e in self._entries
+                    if e.key == key and e.loop is loop and e.usable and e.active < self.max_leases
+                ),
+                None,
+            )
+            warm = entry is not None
+            if entry is None:
+                resource = await spawn()
+                self.spawned += 1
+                entry = _Entry(key, loop, resource, self._clock(), transient=not self._make_room())
+                if not entry.transient:
+                    self._entries.append(entry)
+            entry.active += 1
+        try:
+            yield Lease(entry.resource, warm, entry)
+        finally:
+            entry.active -= 1
+            entry.last_used = self._clock()
+            if entry.active == 0 and (entry.transient or not entry.usable):
+                with anyio.CancelScope(shield=True):
+                    await self._close(entry)
+
+    def _make_room(self) -> bool:
+        """Whether a new entry may stay warm (evicting the least recently used idle one if needed)."""
+        if self.size <= 0:
+            return False
+        if len(self._entries) < self.size:
+            return True
+        idle = sorted((e for e in self._entries if e.active == 0), key=lambda e: e.last_used)
+        if not idle:
+            return False
+        self._kill(idle[0])
+        return True
+
+    def _evict(self) -> None:
+        now = self._clock()
+        for entry in list(self._entries):
+            if entry.active == 0 and (not entry.usable or now - entry.last_used > self.idle_ttl):
+                self._kill(entry)
+
+    def _kill(self, entry: _Entry[T]) -> None:
+        if entry in self._entries:
+            self._entries.remove(entry)
+        entry.resource.kill()
+
+    async def _close(self, entry: _Entry[T]) -> None:
+        if entry in self._entries:
+            self._entries.remove(entry)
+        await entry.resource.close()
+
+    async def aclose(self) -> None:
+        """End every entry (runs still using one see it close)."""
+        entries, self._entries = self._entries, []
+        with anyio.CancelScope(shield=True):
+            for entry in entries:
+                await entry.resource.close()
+
+    def close_now(self) -> None:
+        """`aclose` without awaiting, for interpreter exit."""
+        for entry in list(self._entries):
+            self._kill(entry)
+
+    def pids(self) -> list[int | None]:
+        """The process ids of the entries kept warm."""
+        return [e.resource.pid for e in self._entries]

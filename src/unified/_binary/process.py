@@ -1,0 +1,244 @@
+"""The real `AgentProcess`: an agent binary in its own process group, usable from any event loop.
+
+Decisions:
+- `subprocess.Popen(start_new_session=True)`, not `anyio.open_process`: an anyio process belongs
+  to the event loop that spawned it, but a warm process outlives its run and serves runs of later
+  loops (each `anyio.run`, asyncio or trio). Its pipes are non-blocking file descriptors awaited
+  with `anyio.wait_readable` / `anyio.wait_writable`, which every anyio backend supports.
+- Its own session, hence its own process group: closing it signals the whole group, so what the
+  binary started (shells, MCP servers, a relaunched copy of itself) ends with it.
+- No background task: whoever calls `receive` reads, and stderr is drained meanwhile, so neither
+  pipe can fill up and block the child.
+- The stderr tail is bounded and redacted with the child's own environment, so a secret passed
+  only to the child (an API key in the backend's `env` option) never reaches an error message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import anyio
+
+from unified._binary.framing import MAX_LINE_BYTES, LineFramer
+from unified._binary.loops import PerLoopLock
+from unified._redaction import redactor
+from unified.backends import AgentProcess, MalformedLine
+from unified.errors import BackendUnavailable
+
+__all__ = ["STDERR_TAIL_BYTES", "AgentSubprocess", "ProcessStarter", "StderrTail", "start_subprocess"]
+
+STDERR_TAIL_BYTES = 8192
+TERM_GRACE_S = 1.0
+"""How long a closed process may take to exit after SIGTERM before its group gets SIGKILL."""
+KILL_GRACE_S = 5.0
+"""How long the kernel may take to reap a process after SIGKILL (a hang guard: it is immediate)."""
+_POLL_S = 0.02
+
+ProcessStarter = Callable[[Sequence[str], Path, Mapping[str, str]], AgentProcess]
+"""Starts an agent for `(argv, cwd, env)`: `start_subprocess`, or a test's fake."""
+
+
+class StderrTail:
+    """The last `limit` bytes of a child's stderr: its notices, and the reason when it dies."""
+
+    def __init__(self, limit: int = STDERR_TAIL_BYTES) -> None:
+        self._limit = limit
+        self._data = bytearray()
+        self._cut = False
+
+    def add(self, chunk: bytes) -> None:
+        self._data += chunk
+        if len(self._data) > self._limit:
+            del self._data[: len(self._data) - self._limit]
+            self._cut = True
+
+    def text(self) -> str:
+        """The tail as text; once cut, from its first whole line (half a line could hide half a secret)."""
+        text = self._data.decode("utf-8", "replace")
+        if self._cut and "\n" in text:
+            text = text.split("\n", 1)[1]
+        return text
+
+
+class AgentSubprocess(AgentProcess):
+    """The binary as a child process: see the module docstring."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        stdin: bool = True,
+        line_limit: int = MAX_LINE_BYTES,
+        hint: str | None = None,
+    ) -> None:
+        """`stdin=False` gives the child /dev/null (a CLI that reads a piped stdin to its end first);
+        `hint` is what a `BackendUnavailable` says to do when the binary cannot be started."""
+        try:
+            self.popen = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=dict(env),
+                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise BackendUnavailable(f"could not start {argv[0]}: {exc}", hint=hint) from exc
+        assert self.popen.stdout is not None
+        assert self.popen.stderr is not None
+        self._stdin = self.popen.stdin.fileno() if self.popen.stdin is not None else None
+        self._stdout = self.popen.stdout.fileno()
+        self._stderr = self.popen.stderr.fileno()
+        for fd in (self._stdin, self._stdout, self._stderr):
+            if fd is not None:
+                os.set_blocking(fd, False)
+        self._name = str(argv[0])
+        self._redact = redactor(env)
+        self._tail = StderrTail()
+        self._framer = LineFramer(line_limit)
+        self._lines: deque[str | MalformedLine] = deque()
+        self._write_lock = PerLoopLock()
+        self._stderr_open = True
+        self._eof = False
+        self._closed = False
+
+    # --- AgentProcess ---------------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.poll()
+
+    async def send(self, line: str) -> None:
+        if self._stdin is None:
+            raise ConnectionError(f"{self._name} was started without stdin")
+        async with self._write_lock.get():
+            view = memoryview((line + "\n").encode())
+            while view:
+                if self._closed:
+                    raise ConnectionError("the process was closed")
+                try:
+                    written = os.write(self._stdin, view)
+                except BlockingIOError:
+                    await anyio.wait_writable(self._stdin)
+                    continue
+                except OSError as exc:
+                    raise ConnectionError(f"the process's stdin is closed: {exc}") from exc
+                view = view[written:]
+
+    async def receive(self) -> str | None:
+        while True:
+            if self._lines:
+                line = self._lines.popleft()
+                if isinstance(line, MalformedLine):
+                    raise line
+                return line
+            if self._eof or self._closed:
+                return None
+            chunk = await self._read_stdout()
+            if chunk:
+                self._lines.extend(self._framer.feed(chunk))
+            else:
+                self._eof = True
+
+    def stderr_tail(self) -> str:
+        self._drain_stderr()
+        return self._redact(self._tail.text())
+
+    async def wait(self, grace: float) -> int | None:
+        deadline = time.monotonic() + grace
+        while self.popen.poll() is None and time.monotonic() < deadline:  # noqa: ASYNC110 -- no pidfd in anyio
+            await anyio.sleep(_POLL_S)
+        self._drain_stderr()
+        return self.popen.poll()
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        if self.popen.poll() is None:
+            self._signal_group(signal.SIGTERM)
+            if await self.wait(TERM_GRACE_S) is None:
+                self._signal_group(signal.SIGKILL)
+                await self.wait(KILL_GRACE_S)
+        self._finish()
+
+    def kill(self) -> None:
+        if self._closed:
+            return
+        self._signal_group(signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout=KILL_GRACE_S)
+        self._finish()
+
+    # --- the pipes ------------------------------------------------------------------------------
+
+    def _finish(self) -> None:
+        """After the leader is gone: the stragglers of its group (a shell it started), then the pipes."""
+        self._signal_group(signal.SIGKILL)
+        self._drain_stderr()
+        self._closed = True
+        for stream in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+
+    def _signal_group(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.popen.pid, sig)
+
+    async def _read_stdout(self) -> bytes:
+        """The next chunk of stdout (b'' at its end), draining stderr meanwhile so neither pipe fills."""
+        while True:
+            chunk = self._try_read(self._stdout)
+            if chunk is not None:
+                return chunk
+            self._drain_stderr()
+            if not self._stderr_open:
+                await anyio.wait_readable(self._stdout)
+                continue
+            async with anyio.create_task_group() as tg:
+
+                async def wait_for(fd: int) -> None:
+                    await anyio.wait_readable(fd)
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(wait_for, self._stdout)
+                tg.start_soon(wait_for, self._stderr)
+
+    def _try_read(self, fd: int) -> bytes | None:
+        if self._closed:
+            return b""
+        try:
+            return os.read(fd, 65536)
+        except BlockingIOError:
+            return None
+        except OSError:
+            return b""
+
+    def _drain_stderr(self) -> None:
+        while self._stderr_open and not self._closed:
+            chunk = self._try_read(self._stderr)
+            if chunk is None:
+                return
+            if not chunk:
+                self._stderr_open = False
+                return
+            self._tail.add(chunk)
+
+
+def start_subprocess(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> AgentSubprocess:
+    """The default `ProcessStarter`: the binary itself, as a child process."""
+    return AgentSubprocess(argv, cwd=cwd, env=env)

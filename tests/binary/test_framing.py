@@ -1,0 +1,55 @@
+"""Line framing: a byte stream split into lines under a cap; a bad line is a value, never an exception."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from unified._binary.framing import LineFramer, json_line, parse_object
+from unified.backends import MalformedLine
+
+
+def lines(framer: LineFramer, *chunks: bytes) -> list[str | tuple[str, int]]:
+    out: list[str | tuple[str, int]] = []
+    for chunk in chunks:
+        for line in framer.feed(chunk):
+            out.append((line.reason, line.size) if isinstance(line, MalformedLine) else line)
+    return out
+
+
+def test_lines_are_split_across_chunks_and_blank_lines_skipped() -> None:
+    framer = LineFramer()
+    assert lines(framer, b'{"a":1}\n{"b"', b":2}\r\n\n  \n", b'{"c":3}') == ['{"a":1}', '{"b":2}']
+    assert lines(framer, b"\n") == ['{"c":3}']  # the unfinished line waited for its newline
+
+
+@pytest.mark.parametrize(
+    ("chunks", "expected"),
+    [
+        ([b"x" * 20 + b"\n", b'{"ok":1}\n'], [("over the 16-byte cap", 20), '{"ok":1}']),
+        ([b"x" * 12, b"x" * 12 + b"\n{}\n"], [("over the 16-byte cap", 24), "{}"]),
+        ([b"x" * 16 + b"\n"], ["x" * 16]),
+    ],
+)
+def test_a_line_over_the_cap_is_dropped_unbuffered(chunks: list[bytes], expected: list[object]) -> None:
+    framer = LineFramer(limit=16)
+    assert lines(framer, *chunks) == expected
+    assert len(framer._buffer) == 0  # nothing of the oversized line is kept
+
+
+def test_a_line_that_is_not_utf8_is_malformed_and_the_next_one_reads() -> None:
+    framer = LineFramer()
+    found = lines(framer, b"\xff\xfe oops\n", "ünïcode ok\n".encode())
+    assert found[1] == "ünïcode ok"
+    assert found[0] == ("not UTF-8 (invalid start byte at byte 0)", 7)
+
+
+def test_json_lines_round_trip_and_parse_objects_only() -> None:
+    message = {"text": "two\nlines", "n": [1, 2]}
+    line = json_line(message)
+    assert "\n" not in line
+    assert parse_object(line) == message
+    assert parse_object("not json") == "not JSON: 'not json'"
+    assert str(parse_object("[1, 2]")).startswith("JSON that is not an object")
+    assert json.loads(line) == message

@@ -1,0 +1,207 @@
+"""The JSON-RPC connection over a `FakeAgentProcess`: ids, routing, the agent's requests, errors, bounds."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import pytest
+
+from unified._binary.jsonrpc import (
+    UNROUTED_LIMIT,
+    ConnectionClosed,
+    Inbox,
+    JsonRpcConnection,
+    LineProblem,
+    Message,
+    RpcError,
+    as_dict,
+)
+from unified.testing import FakeAgentProcess
+
+pytestmark = pytest.mark.anyio
+
+
+def by_session(message: Message) -> str | None:
+    session = as_dict(message.get("params")).get("sessionId")
+    return session if isinstance(session, str) else None
+
+
+def echo_agent(line: str) -> list[str]:
+    """Answers every request with its params; `fail` with an error; notifications get nothing."""
+    message = json.loads(line)
+    if "id" not in message or "method" not in message:
+        return []
+    if message["method"] == "fail":
+        return [json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": {"code": 429, "message": "slow down"}})]
+    return [json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": message.get("params")})]
+
+
+def note(session: str, n: int) -> str:
+    return json.dumps({"jsonrpc": "2.0", "method": "update", "params": {"sessionId": session, "n": n}})
+
+
+async def test_a_request_gets_its_answer_and_the_wire_carries_jsonrpc_2() -> None:
+    process = FakeAgentProcess(echo_agent)
+    connection = JsonRpcConnection(process)
+    assert await connection.request("ping", {"x": 1}) == {"x": 1}
+    assert json.loads(process.received[0]) == {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": 1}}
+
+
+async def test_an_error_answer_is_a_typed_exception() -> None:
+    connection = JsonRpcConnection(FakeAgentProcess(echo_agent))
+    with pytest.raises(RpcError) as caught:
+        await connection.request("fail", {})
+    assert (caught.value.method, caught.value.code, caught.value.message) == ("fail", 429, "slow down")
+
+
+async def test_without_the_jsonrpc_field_as_codex_app_server_speaks() -> None:
+    process = FakeAgentProcess(lambda line: [json.dumps({"id": json.loads(line)["id"], "result": {"ok": True}})])
+    connection = JsonRpcConnection(process, jsonrpc_field=False)
+    assert await connection.request("initialize", {}) == {"ok": True}
+    assert "jsonrpc" not in json.loads(process.received[0])
+
+
+async def test_notifications_go_to_their_session_and_others_to_unrouted() -> None:
+    process = FakeAgentProcess(echo_agent)
+    connection = JsonRpcConnection(process, route=by_session)
+    inbox = connection.open_inbox("s1")
+    process.emit(note("elsewhere", 0), note("s1", 1))
+    message = await connection.receive(inbox)
+    assert isinstance(message, dict)
+    assert message["params"]["n"] == 1
+    assert [m["params"]["sessionId"] for m in connection.unrouted if isinstance(m, dict)] == ["elsewhere"]
+
+
+async def test_two_waiters_each_get_their_own_messages_whoever_reads() -> None:
+    process = FakeAgentProcess()
+    connection = JsonRpcConnection(process, route=by_session)
+    inboxes = {name: connection.open_inbox(name) for name in ("a", "b")}
+    got: dict[str, list[int]] = {"a": [], "b": []}
+
+    async def reader(name: str) -> None:
+        while len(got[name]) < 3:
+            message = await connection.receive(inboxes[name])
+            assert isinstance(message, dict)
+            got[name].append(message["params"]["n"])
+
+    process.emit(*(note(name, n) for n in range(3) for name in ("b", "a")))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(reader, "a")
+        tg.start_soon(reader, "b")
+    assert got == {"a": [0, 1, 2], "b": [0, 1, 2]}
+
+
+async def test_a_routed_request_from_the_agent_is_its_sessions_to_answer() -> None:
+    process = FakeAgentProcess()
+    connection = JsonRpcConnection(process, route=by_session)
+    inbox = connection.open_inbox("s1")
+    ask = {"jsonrpc": "2.0", "id": "p1", "method": "session/request_permission", "params": {"sessionId": "s1"}}
+    process.emit(json.dumps(ask))
+    message = await connection.receive(inbox)
+    assert message == ask
+    await connection.respond("p1", {"outcome": "ok"})
+    assert json.loads(process.received[-1]) == {"jsonrpc": "2.0", "id": "p1", "result": {"outcome": "ok"}}
+
+
+async def test_a_request_nobody_takes_is_answered_method_not_found_by_default() -> None:
+    process = FakeAgentProcess(echo_agent)
+    connection = JsonRpcConnection(process, route=by_session)
+    orphan = {"jsonrpc": "2.0", "id": 7, "method": "fs/read", "params": {"sessionId": "gone"}}
+    process.emit(json.dumps(orphan))
+    assert await connection.request("ping", {}) == {}  # reading for it answered the orphan on the way
+    answers = [json.loads(line) for line in process.received if "error" in line]
+    assert answers == [{"jsonrpc": "2.0", "id": 7, "error": {"code": -32601, "message": "fs/read is not supported"}}]
+    assert not connection.unrouted
+
+
+async def test_a_request_nobody_takes_goes_to_on_request() -> None:
+    seen: list[Message] = []
+
+    async def handle(connection: JsonRpcConnection, message: Message) -> None:
+        seen.append(message)
+        await connection.respond(message["id"], {"handled": True})
+
+    process = FakeAgentProcess(echo_agent)
+    connection = JsonRpcConnection(process, on_request=handle)
+    process.emit(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "item/requestApproval", "params": {}}))
+    await connection.request("ping", {})
+    assert [m["id"] for m in seen] == [3]
+    assert json.loads(process.received[-1])["result"] == {"handled": True}
+
+
+async def test_unrouted_messages_are_bounded_and_counted() -> None:
+    process = FakeAgentProcess(echo_agent)
+    connection = JsonRpcConnection(process, route=by_session)
+    process.emit(*(note("nobody", n) for n in range(UNROUTED_LIMIT + 25)))
+    process.emit(json.dumps({"jsonrpc": "2.0", "id": 999, "result": {}}))  # an answer nobody waits for
+    await connection.request("ping", {})
+    assert len(connection.unrouted) == UNROUTED_LIMIT
+    assert connection.unrouted_dropped == 26
+    last = connection.unrouted[-1]
+    assert isinstance(last, dict)
+    assert last["id"] == 999  # the newest are kept
+
+
+async def test_bad_lines_are_problems_for_every_open_session() -> None:
+    process = FakeAgentProcess(line_limit=90)
+    connection = JsonRpcConnection(process, name="agent", route=by_session)
+    inboxes = [connection.open_inbox("a"), connection.open_inbox("b")]
+    process.emit("not json", b"x" * 100, b"\xff\n", note("a", 1))
+    for inbox in inboxes:
+        problems = [await connection.receive(inbox) for _ in range(3)]
+        assert all(isinstance(p, LineProblem) for p in problems)
+        texts = [p.text for p in problems if isinstance(p, LineProblem)]
+        assert "not JSON" in texts[0]
+        assert "100-byte line from agent: over the 90-byte cap" in texts[1]
+        assert "not UTF-8" in texts[2]
+    assert await connection.receive(inboxes[0]) == json.loads(note("a", 1))
+
+
+async def test_the_process_ending_closes_the_connection_for_every_waiter() -> None:
+    process = FakeAgentProcess()
+    connection = JsonRpcConnection(process, route=by_session)
+    inbox = connection.open_inbox("s")
+    request = anyio.Event()
+
+    async def wait_for_answer() -> None:
+        with pytest.raises(ConnectionClosed):
+            await connection.request("never", {})
+
+    def received(line: str) -> list[str]:
+        request.set()
+        return []
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(wait_for_answer)
+        process.handler = received
+        await request.wait()
+        process.exit(1)
+        with pytest.raises(ConnectionClosed):
+            await connection.receive(inbox)
+    assert not connection.alive
+    with pytest.raises(ConnectionClosed):
+        await connection.notify("late", {})
+
+
+async def test_the_observer_sees_both_directions_and_close_ends_the_process() -> None:
+    seen: list[tuple[str, Any]] = []
+    process = FakeAgentProcess(echo_agent, pid=42)
+    connection = JsonRpcConnection(process)
+    connection.observer = lambda direction, message: seen.append((direction, message.get("method", "answer")))
+    await connection.request("ping", {})
+    assert seen == [("send", "ping"), ("recv", "answer")]
+    assert (connection.pid, connection.alive) == (42, True)
+    await connection.close()
+    assert process.returncode == -15
+    assert not connection.alive
+
+
+def test_an_inbox_is_first_in_first_out() -> None:
+    inbox = Inbox()
+    inbox.put({"n": 1})
+    inbox.put(LineProblem("bad"))
+    assert inbox.pop() == {"n": 1}
+    assert inbox.pop() == LineProblem("bad")
+    assert inbox.pop() is None

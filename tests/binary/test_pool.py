@@ -1,0 +1,186 @@
+"""The warm pool: reuse by key, a bound, an idle TTL, retirement, and nothing left running."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import anyio
+import pytest
+
+from unified._binary.pool import WarmPool, pool_key
+
+pytestmark = pytest.mark.anyio
+
+_pids = itertools.count(1)
+
+
+@dataclass(eq=False)
+class Resource:
+    pid: int = field(default_factory=lambda: next(_pids))
+    alive: bool = True
+    closed: bool = False
+    killed: bool = False
+
+    async def close(self) -> None:
+        self.closed, self.alive = True, False
+
+    def kill(self) -> None:
+        self.killed, self.alive = True, False
+
+    @property
+    def ended(self) -> bool:
+        return self.closed or self.killed
+
+
+class Spawner:
+    def __init__(self) -> None:
+        self.made: list[Resource] = []
+
+    async def __call__(self) -> Resource:
+        self.made.append(Resource())
+        return self.made[-1]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_a_warm_entry_serves_the_next_run_of_the_same_key() -> None:
+    pool: WarmPool[Resource] = WarmPool(size=2)
+    spawn = Spawner()
+    async with pool.lease("k", spawn) as first:
+        assert not first.warm
+    async with pool.lease("k", spawn) as second:
+        assert second.warm
+        assert second.resource is first.resource
+    async with pool.lease("other", spawn) as third:
+        assert third.resource is not first.resource
+    assert (pool.spawned, len(spawn.made)) == (2, 2)
+    assert sorted(p for p in pool.pids() if p is not None) == sorted(r.pid for r in spawn.made)
+    await pool.aclose()
+    assert all(r.closed for r in spawn.made)
+    assert pool.pids() == []
+
+
+async def test_size_zero_starts_cold_and_ends_each_entry_with_its_run() -> None:
+    pool: WarmPool[Resource] = WarmPool(size=0)
+    spawn = Spawner()
+    for _ in range(2):
+        async with pool.lease("k", spawn) as lease:
+            assert not lease.resource.ended
+    assert [r.closed for r in spawn.made] == [True, True]
+    assert pool.pids() == []
+
+
+async def test_beyond_the_bound_the_least_recently_used_idle_entry_goes() -> None:
+    clock = Clock()
+    pool: WarmPool[Resource] = WarmPool(size=1, clock=clock)
+    spawn = Spawner()
+    async with pool.lease("a", spawn):
+        pass
+    clock.now = 1
+    async with pool.lease("b", spawn):
+        pass
+    old, new = spawn.made
+    assert (old.killed, new.ended) == (True, False)
+    assert pool.pids() == [new.pid]
+    await pool.aclose()
+
+
+async def test_every_entry_busy_gives_a_transient_one() -> None:
+    pool: WarmPool[Resource] = WarmPool(size=1)
+    spawn = Spawner()
+    async with pool.lease("a", spawn) as busy:
+        async with pool.lease("b", spawn) as transient:
+            assert transient.resource is not busy.resource
+        assert transient.resource.closed  # it never joined the pool
+        assert not busy.resource.ended
+    assert pool.pids() == [busy.resource.pid]
+    await pool.aclose()
+
+
+async def test_runs_share_an_entry_up_to_max_leases() -> None:
+    pool: WarmPool[Resource] = WarmPool(size=2, max_leases=2)
+    spawn = Spawner()
+    async with pool.lease("k", spawn) as a, pool.lease("k", spawn) as b, pool.lease("k", spawn) as c:
+        assert a.resource is b.resource
+        assert c.resource is not a.resource
+    assert len(spawn.made) == 2
+    await pool.aclose()
+
+
+async def test_idle_entries_are_evicted_after_the_ttl() -> None:
+    clock = Clock()
+    pool: WarmPool[Resource] = WarmPool(size=2, idle_ttl=300, clock=clock)
+    spawn = Spawner()
+    async with pool.lease("k", spawn):
+        pass
+    clock.now = 299
+    async with pool.lease("k", spawn) as again:
+        assert again.warm
+    clock.now = 299 + 301
+    async with pool.lease("k", spawn) as fresh:
+        assert not fresh.warm
+    assert spawn.made[0].killed
+    await pool.aclose()
+
+
+async def test_a_retired_entry_closes_when_its_last_run_leaves_and_serves_no_one_new() -> None:
+    pool: WarmPool[Resource] = WarmPool(size=2)
+    spawn = Spawner()
+    async with pool.lease("k", spawn) as first:
+        async with pool.lease("k", spawn) as second:
+            assert second.resource is first.resource
+            second.retire()
+        assert not first.resource.ended  # the other run finishes undisturbed
+        async with pool.lease("k", spawn) as third:
+            assert third.resource is not first.resource
+    assert first.resource.closed
+    await pool.aclose()
+
+
+async def test_a_dead_entry_is_replaced() -> None:
+    pool: WarmPool[Resource] = WarmPool(size=2)
+    spawn = Spawner()
+    async with pool.lease("k", spawn) as first:
+        pass
+    first.resource.alive = False  # its process died while idle
+    async with pool.lease("k", spawn) as second:
+        assert second.resource is not first.resource
+    await pool.aclose()
+
+
+async def test_close_now_kills_without_awaiting() -> None:
+    pool: WarmPool[Resource] = WarmPool(size=2)
+    spawn = Spawner()
+    async with pool.lease("k", spawn):
+        pass
+    pool.close_now()
+    assert spawn.made[0].killed
+    assert pool.pids() == []
+
+
+def test_each_event_loop_gets_its_own_entries() -> None:
+    pool: WarmPool[Resource] = WarmPool(size=2)
+    spawn = Spawner()
+
+    async def one_run() -> None:
+        async with pool.lease("k", spawn):
+            pass
+
+    anyio.run(one_run)
+    anyio.run(one_run, backend="trio")  # another loop: the first loop's entry is not shared
+    assert len(spawn.made) == 2
+    pool.close_now()
+
+
+def test_the_key_is_a_digest_of_argv_and_environment() -> None:
+    key = pool_key(["gemini", "--acp"], {"GEMINI_API_KEY": "secret-value"})
+    assert "secret-value" not in key
+    assert key == pool_key(["gemini", "--acp"], {"GEMINI_API_KEY": "secret-value"})
+    assert key != pool_key(["gemini", "--acp"], {"GEMINI_API_KEY": "other"})

@@ -1,0 +1,174 @@
+"""The real `AgentProcess` on real child processes: lines both ways, bad lines, any event loop, the whole
+group ended on close (checked on the grandchild's pid), a bounded and redacted stderr tail."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.hang_guard import HANG_GUARD_S
+from unified._binary.install import BinarySpec, probe_version
+from unified._binary.process import STDERR_TAIL_BYTES, AgentSubprocess
+from unified.backends import MalformedLine
+from unified.errors import BackendUnavailable
+
+pytestmark = [pytest.mark.e2e, pytest.mark.anyio]  # real child processes
+
+UPPER = "import sys\nfor line in sys.stdin:\n    print(line.strip().upper(), flush=True)\n"
+
+
+def python(code: str, cwd: Path, env: dict[str, str] | None = None, line_limit: int = 1 << 20) -> AgentSubprocess:
+    return AgentSubprocess(
+        [sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, env=env or dict(os.environ), line_limit=line_limit
+    )
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` is a process that has not exited (absent or a zombie: it has)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def gone(pid: int) -> bool:
+    """Waits (bounded by the hang guard) for a killed process to finish exiting: SIGKILL is asynchronous."""
+    deadline = time.monotonic() + HANG_GUARD_S
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return not alive(pid)
+
+
+async def test_lines_go_both_ways_and_close_ends_it(tmp_path: Path) -> None:
+    process = python(UPPER, tmp_path)
+    await process.send("hello")
+    await process.send("world")
+    assert [await process.receive(), await process.receive()] == ["HELLO", "WORLD"]
+    assert process.returncode is None
+    await process.close()
+    assert process.returncode is not None
+    assert await process.receive() is None
+    with pytest.raises(ConnectionError):
+        await process.send("late")
+    await process.close()  # idempotent
+
+
+async def test_bad_lines_are_malformed_and_the_stream_goes_on(tmp_path: Path) -> None:
+    code = """
+        import sys
+        out = sys.stdout.buffer
+        out.write(b"x" * 5000 + b"\\n")
+        out.write(b"\\xff\\xfe\\n")
+        out.write(b"ok\\n")
+        out.flush()
+    """
+    process = python(code, tmp_path, line_limit=1000)
+    with pytest.raises(MalformedLine) as long_line:
+        await process.receive()
+    assert (long_line.value.size, long_line.value.reason) == (5000, "over the 1000-byte cap")
+    with pytest.raises(MalformedLine) as not_text:
+        await process.receive()
+    assert not_text.value.reason.startswith("not UTF-8")
+    assert await process.receive() == "ok"
+    assert await process.receive() is None
+    assert await process.wait(HANG_GUARD_S) == 0
+    await process.close()
+
+
+async def test_close_ends_the_whole_process_group(tmp_path: Path) -> None:
+    process = AgentSubprocess(["sh", "-c", "sleep 600 & echo $!; wait"], cwd=tmp_path, env=dict(os.environ))
+    grandchild = int(await process.receive() or "0")
+    assert alive(grandchild)
+    await process.close()
+    assert gone(grandchild)
+    assert not alive(process.pid)
+
+
+def test_kill_ends_the_group_from_no_event_loop(tmp_path: Path) -> None:
+    async def start() -> tuple[AgentSubprocess, int]:
+        process = AgentSubprocess(["sh", "-c", "sleep 600 & echo $!; wait"], cwd=tmp_path, env=dict(os.environ))
+        return process, int(await process.receive() or "0")
+
+    process, grandchild = anyio.run(start)
+    process.kill()  # no loop runs now (interpreter exit, a pool entry of a finished loop)
+    assert gone(grandchild)
+    assert process.returncode == -9
+    process.kill()  # idempotent
+
+
+def test_one_process_serves_successive_event_loops(tmp_path: Path) -> None:
+    process = python(UPPER, tmp_path)
+
+    async def ask(word: str) -> str | None:
+        await process.send(word)
+        return await process.receive()
+
+    assert anyio.run(ask, "asyncio") == "ASYNCIO"
+    assert anyio.run(ask, "trio", backend="trio") == "TRIO"
+    assert anyio.run(ask, "again") == "AGAIN"
+    process.kill()
+
+
+async def test_the_stderr_tail_is_bounded_and_redacted(tmp_path: Path) -> None:
+    secret = "sk-test-0123456789abcdefghijklmnop"
+    code = """
+        import os, sys
+        sys.stderr.write("noise\\n" * 4000)
+        sys.stderr.write("the key is " + os.environ["FAKE_API_KEY"] + "\\n")
+        sys.stderr.flush()
+    """
+    process = python(code, tmp_path, env={**os.environ, "FAKE_API_KEY": secret})
+    assert await process.receive() is None
+    await process.wait(HANG_GUARD_S)
+    tail = process.stderr_tail()
+    assert len(tail.encode()) <= STDERR_TAIL_BYTES
+    assert tail.startswith("noise\n")  # from a whole line: the cut half line is left out
+    assert tail.endswith("the key is [REDACTED]\n")
+    assert secret not in tail
+    await process.close()
+
+
+async def test_an_exit_code_is_read_and_stdin_refuses_afterwards(tmp_path: Path) -> None:
+    process = python("import sys; sys.stdin.readline(); sys.exit(41)", tmp_path)
+    await process.send("go")
+    assert await process.receive() is None
+    assert await process.wait(HANG_GUARD_S) == 41
+    await process.close()
+    assert process.returncode == 41
+
+
+def test_a_binary_that_cannot_start_is_unavailable(tmp_path: Path) -> None:
+    with pytest.raises(BackendUnavailable) as caught:
+        AgentSubprocess([str(tmp_path / "missing")], cwd=tmp_path, env={}, hint="install it")
+    assert caught.value.hint == "install it"
+
+
+def test_a_version_probe_runs_with_a_throwaway_home(tmp_path: Path) -> None:
+    spec = BinarySpec(
+        name="probe-cli",
+        package="@example/probe-cli",
+        version="2.0.0",
+        supported=((2, 0, 0), (3, 0, 0)),
+        bin="probe",
+        env_var="UNIFIED_PROBE_BIN",
+        option="probe_binary",
+        local_dir=".probe-cli",
+        install_command="unified install probe-cli",
+        title="the probe CLI",
+        home_vars=("HOME", "PROBE_HOME"),
+        probe_env={"PROBE_FAST": "1"},
+    )
+    binary = tmp_path / "probe"
+    binary.write_text('#!/bin/sh\ntouch "$HOME/was-here" "$PROBE_HOME/too"\necho "probe 2.$PROBE_FAST.0"\n')
+    binary.chmod(0o755)
+    home = Path(os.environ["HOME"])
+    before = sorted(home.rglob("*"))
+    assert probe_version(spec, binary, dict(os.environ)) == (2, 1, 0)  # with its probe_env
+    assert sorted(home.rglob("*")) == before  # the probe wrote into its own home, not ours
