@@ -27,6 +27,7 @@ from unified.events import (
     WARNING_CODES,
     AssistantMessage,
     ErrorEvent,
+    Failover,
     JsonValue,
     PermissionDecision,
     Result,
@@ -60,7 +61,7 @@ instead of growing memory."""
 
 StopReason = Literal["cancelled", "interrupted", "idle_timeout", "total_timeout"]
 
-_PASS_BEFORE_SESSION = (WarningEvent, ErrorEvent, SessionStarted)
+_PASS_BEFORE_SESSION = (WarningEvent, ErrorEvent, SessionStarted, Failover)
 _STREAMED = frozenset({TextDelta, Thinking})
 
 
@@ -156,6 +157,8 @@ class _Aggregator:
         self.text_chars = 0
         self.thought_chars = 0
         self.session: SessionStarted | None = None
+        self.switched = False
+        """A `failover` came: the next backend's `session_started` opens a new session (and id space)."""
 
     def violation(self, event: UnifiedEvent) -> str | None:
         """Why `event` breaks the protocol, or None."""
@@ -163,7 +166,7 @@ class _Aggregator:
             return None  # the bulk of every stream: nothing below can apply (checked first, as it is hot)
         if self.session is None and not isinstance(event, _PASS_BEFORE_SESSION):
             return f"a {event.type} event came before session_started"
-        if isinstance(event, SessionStarted) and self.session is not None:
+        if isinstance(event, SessionStarted) and self.session is not None and not self.switched:
             return "a second session_started"
         if isinstance(event, (AssistantMessage, Result)):
             return f"adapters must not emit {event.type}: the stream guard makes it"
@@ -204,6 +207,15 @@ class _Aggregator:
                 self.text_chars += len(event.text)
         elif isinstance(event, SessionStarted):
             self.session = event
+            self.switched = False
+        elif isinstance(event, Failover):
+            self.switched = True  # tool and task ids are per session: the next one starts afresh
+            self.tool_uses.clear()
+            self.answered.clear()
+            self.running_locally.clear()
+            self.decided.clear()
+            self.tasks.clear()
+            self.finished_tasks.clear()
         elif isinstance(event, ToolUse):
             self.tool_uses.add(event.tool_use_id)
             if not event.server_side:
@@ -501,6 +513,7 @@ class StreamGuard:
                 duration_ms=round((self._clock() - self._started) * 1000),
                 turns=self._ctx.turns,
                 short_id=(outcome.short_id if outcome and outcome.short_id else session.short_id if session else None),
+                backend=session.backend if session is not None else self.backend.name,
                 error=error,
             )
         )
