@@ -16,7 +16,7 @@ import httpx
 
 from unified.errors import AuthError, BackendError, ConfigurationError, RateLimited, UnifiedError
 
-__all__ = ["RETRYABLE_STATUS", "credentials_error", "error_from_status", "retry_delay", "timed_out"]
+__all__ = ["HTTP_OF_STATUS", "RETRYABLE_STATUS", "credentials_error", "error_from_status", "retry_delay", "timed_out"]
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 _DURATION = re.compile(r"^\s*(?P<seconds>\d+(?:\.\d+)?)s\s*$")
@@ -41,6 +41,21 @@ def retry_delay(body: Any) -> float | None:
             if match:
                 return float(match.group("seconds"))
     return None
+
+
+HTTP_OF_STATUS: dict[str, int] = {
+    "INVALID_ARGUMENT": 400,
+    "FAILED_PRECONDITION": 400,
+    "UNAUTHENTICATED": 401,
+    "PERMISSION_DENIED": 403,
+    "NOT_FOUND": 404,
+    "RESOURCE_EXHAUSTED": 429,
+    "CANCELLED": 499,
+    "INTERNAL": 500,
+    "UNAVAILABLE": 503,
+    "DEADLINE_EXCEEDED": 504,
+}
+"""The HTTP status each google.rpc code travels with: an error met in a stream names only the code."""
 
 
 def error_from_status(code: int, status: str | None, message: str, *, body: Any, model: str | None) -> UnifiedError:
