@@ -97,7 +97,8 @@ async def test_a_session_continues_on_another_backend(lab: Lab, source: str, tar
     first = await _first_session(lab, source)
     assert first.short_id is not None
     conversation = await sessions.export(first.short_id)
-    assert conversation.origin is not None and conversation.origin.backend == source
+    assert conversation.origin is not None
+    assert conversation.origin.backend == source
     assert [t.role for t in conversation.turns] == ["user", "model", "user", "model"]
     carried = Conversation.from_json(conversation.to_json())  # what an orchestrator would store and reload
     assert carried == conversation
@@ -105,15 +106,20 @@ async def test_a_session_continues_on_another_backend(lab: Lab, source: str, tar
     lab.server.add(ScriptTurn(text="The code word is heron-7731."))
     second = _result(await lab.run(lab.params(target, "what is the code word?", history=carried)))
     assert second.status == "success", second.error
-    assert second.backend == target and second.short_id not in (None, first.short_id)
+    assert second.backend == target
+    assert second.short_id not in (None, first.short_id)
     sent = lab.last_history()
     assert FACT in sent  # the tool output reached the target's model
-    assert "read the notes" in sent and "what is the code word?" in sent
+    assert "read the notes" in sent
+    assert "what is the code word?" in sent
     if target == "generate-content":
-        assert '"functionCall"' in sent and '"functionResponse"' in sent and '"thought": true' in sent
+        assert '"functionCall"' in sent
+        assert '"functionResponse"' in sent
+        assert '"thought": true' in sent
         assert "c2lnLWdvb2dsZQ==" in sent  # a Google signature kept for a Google model
     else:
-        assert '"type": "function_call"' in sent and '"type": "function_result"' in sent
+        assert '"type": "function_call"' in sent
+        assert '"type": "function_result"' in sent
         assert '"type": "thought"' in sent
 
     shown = await sessions.show(str(second.short_id))
@@ -153,7 +159,9 @@ async def test_another_providers_signatures_are_dropped_and_their_text_kept(lab:
     assert done.status == "success", done.error
     sent = lab.last_history()
     assert "anthropic-signature" not in sent
-    assert "I should list them" in sent and "notes.txt" in sent and "toolu_01" in sent
+    assert "I should list them" in sent
+    assert "notes.txt" in sent
+    assert "toolu_01" in sent
     if target == "generate-content":
         assert "skip_thought_signature_validator" in sent  # Gemini 3 takes a call it did not make
 
@@ -162,7 +170,8 @@ async def test_retry_answers_the_failed_turn_without_sending_its_prompt_again(la
     for index in range(4):  # the first attempt and the three retries
         lab.server.inject(_rate_limit(), at_request=index)
     failed = _result(await lab.run(lab.params("generate-content", "what is in notes.txt?")))
-    assert failed.status == "error" and failed.short_id is not None
+    assert failed.status == "error"
+    assert failed.short_id is not None
     lab.server.add(ScriptTurn(text="heron"))
     retried = _result(await lab.run(lab.params("generate-content", resume=failed.short_id, retry=True, model=None)))
     assert retried.status == "success", retried.error

@@ -20,7 +20,7 @@ import pytest
 from unified import ExecuteParams, execute, sessions
 from unified._routing import _GAVE_OUT, select_backend_for
 from unified.events import ErrorEvent, Failover, Result, SessionStarted, TextDelta, ToolResult, UnifiedEvent
-from unified.testing import Fault, FakeGemini, FunctionCall
+from unified.testing import FakeGemini, Fault, FunctionCall
 from unified.testing import ModelTurn as ScriptTurn
 from unified.types import Fallback
 
@@ -106,10 +106,12 @@ async def test_between_tool_rounds_the_next_backend_continues_and_no_call_runs_t
     assert switch.code == ("rate_limited" if kind == "rate_limit" else "auth_error")
     assert len([e for e in events if isinstance(e, ToolResult)]) == 1  # the read ran once, before the switch
     later = _after(events, switch)
-    assert isinstance(later[0], SessionStarted) and later[0].backend == second
+    assert isinstance(later[0], SessionStarted)
+    assert later[0].backend == second
     result = events[-1]
     assert isinstance(result, Result) and result.status == "success", result.error
-    assert result.backend == second and result.short_id == later[0].short_id
+    assert result.backend == second
+    assert result.short_id == later[0].short_id
     assert result.final_text == "The code word is heron."
     sent = json.dumps(lab.server.requests[-1].body)
     assert "the code word is heron" in sent  # the tool's output, carried
@@ -126,12 +128,14 @@ async def test_before_the_first_event_a_missing_binary_moves_to_the_next(
     params = lab.params("gemini-cli", "generate-content").model_copy(update={"model": None, "backend_options": {}})
     events = await lab.run(params)
     switch = _one(events, Failover)
-    assert switch.from_backend == "gemini-cli" and switch.code == "backend_unavailable"
+    assert switch.from_backend == "gemini-cli"
+    assert switch.code == "backend_unavailable"
     assert switch.left_session is None  # nothing started there
     assert [e.type for e in events[: events.index(switch)]] == []
     result = events[-1]
     assert isinstance(result, Result) and result.status == "success", result.error
-    assert result.backend == "generate-content" and result.final_text == "answered by the API"
+    assert result.backend == "generate-content"
+    assert result.final_text == "answered by the API"
     assert json.dumps(lab.server.requests[-1].body).count("what is the code word?") == 1
 
 
@@ -148,7 +152,9 @@ async def test_mid_stream_the_unfinished_turn_is_answered_again(lab: Lab, first:
     later = _after(events, switch)
     assert [e.text for e in later if isinstance(e, TextDelta)] == ["Whole answer."]
     result = events[-1]
-    assert isinstance(result, Result) and result.status == "success" and result.final_text == "Whole answer."
+    assert isinstance(result, Result)
+    assert result.status == "success"
+    assert result.final_text == "Whole answer."
     assert json.dumps(lab.server.requests[-1].body).count("what is the code word?") == 1
 
 
@@ -158,9 +164,12 @@ async def test_a_fallback_that_also_fails_gives_the_last_error(lab: Lab) -> None
     switch = _one(events, Failover)
     assert switch.to_backend == "interactions"
     error = [e for e in events if isinstance(e, ErrorEvent)][-1]
-    assert error.code == "auth_error" and events.index(error) > events.index(switch)
+    assert error.code == "auth_error"
+    assert events.index(error) > events.index(switch)
     result = events[-1]
-    assert isinstance(result, Result) and result.status == "error" and result.backend == "interactions"
+    assert isinstance(result, Result)
+    assert result.status == "error"
+    assert result.backend == "interactions"
 
 
 async def test_an_error_outside_failover_on_ends_the_run_where_it_is(lab: Lab) -> None:
@@ -168,7 +177,9 @@ async def test_an_error_outside_failover_on_ends_the_run_where_it_is(lab: Lab) -
     events = await lab.run(lab.params("generate-content", "interactions"))
     assert not [e for e in events if isinstance(e, Failover)]
     result = events[-1]
-    assert isinstance(result, Result) and result.status == "error" and result.backend == "generate-content"
+    assert isinstance(result, Result)
+    assert result.status == "error"
+    assert result.backend == "generate-content"
 
 
 async def test_auto_passes_over_a_backend_that_just_gave_out(lab: Lab, monkeypatch: pytest.MonkeyPatch) -> None:
