@@ -109,7 +109,8 @@ async def test_between_tool_rounds_the_next_backend_continues_and_no_call_runs_t
     assert isinstance(later[0], SessionStarted)
     assert later[0].backend == second
     result = events[-1]
-    assert isinstance(result, Result) and result.status == "success", result.error
+    assert isinstance(result, Result)
+    assert result.status == "success", result.error
     assert result.backend == second
     assert result.short_id == later[0].short_id
     assert result.final_text == "The code word is heron."
@@ -133,7 +134,8 @@ async def test_before_the_first_event_a_missing_binary_moves_to_the_next(
     assert switch.left_session is None  # nothing started there
     assert [e.type for e in events[: events.index(switch)]] == []
     result = events[-1]
-    assert isinstance(result, Result) and result.status == "success", result.error
+    assert isinstance(result, Result)
+    assert result.status == "success", result.error
     assert result.backend == "generate-content"
     assert result.final_text == "answered by the API"
     assert json.dumps(lab.server.requests[-1].body).count("what is the code word?") == 1
