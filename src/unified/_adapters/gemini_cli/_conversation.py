@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from unified._adapters.gemini_cli._chat_records import usage_from_counts
+from unified._internal.gemini_parts import response_of_result, result_of_response
 from unified.conversations import (
     Conversation,
     ImagePart,
@@ -46,21 +46,8 @@ __all__ = ["chat_records_from_conversation", "conversation_from_messages"]
 _CONTEXT_PREFIX = "<session_context>"
 
 
-def _text_of(value: object) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
 def _result_part(response: Mapping[str, Any], name: str, call_id: str) -> ToolResultPart:
-    body = response.get("response") or {}
-    failed = isinstance(body, Mapping) and "error" in body and "output" not in body
-    value = body.get("error") if failed else body.get("output", body) if isinstance(body, Mapping) else body
-    return ToolResultPart(
-        call_id=call_id,
-        name=name,
-        output=_text_of(value),
-        data=None if isinstance(value, str) else value,
-        is_error=bool(failed),
-    )
+    return result_of_response(call_id, name, response.get("response") or {})
 
 
 def conversation_from_messages(messages: list[dict[str, Any]], *, origin: Origin | None = None) -> Conversation:
@@ -186,18 +173,15 @@ def _gemini_message(turn: ModelTurn, results: Mapping[str, ToolResultPart], mode
             result = results.get(part.id)
             call: dict[str, Any] = {"id": part.id, "name": part.name, "args": part.arguments, "timestamp": stamp}
             if result is not None:
-                key = "error" if result.is_error else "output"
-                value: Any = result.data if result.data is not None and not result.is_error else result.output
-                call["result"] = [{"functionResponse": {"id": part.id, "name": part.name, "response": {key: value}}}]
+                response = {"id": part.id, "name": part.name, "response": response_of_result(result)}
+                call["result"] = [{"functionResponse": response}]
                 call["status"] = "error" if result.is_error else "success"
                 call["resultDisplay"] = result.output
             else:
                 call["status"] = "cancelled"
             calls.append(call)
-        elif isinstance(part, ServerToolCallPart):
-            texts.append(f"[server tool {part.name} was called with {json.dumps(part.arguments, sort_keys=True)}]")
-        elif isinstance(part, ServerToolResultPart):
-            texts.append(f"[server tool {part.name} returned: {part.output or _text_of(part.data)}]")
+        elif isinstance(part, ServerToolCallPart | ServerToolResultPart):
+            texts.append(part.as_text())
     message: dict[str, Any] = {
         "id": uuid.uuid4().hex,
         "timestamp": stamp,
