@@ -25,6 +25,7 @@ from unified._internal.models import profile
 from unified.tools._ask_user import UserInputBridge
 from unified.tools._base import InlineData, ModelFamily, ToolError, ToolOutput, ToolSpec
 from unified.tools._files import ReadMode
+from unified.tools._protected import protected as protected_path
 from unified.tools.policy import Decision, Policy, PolicyError, Rule, Verdict
 from unified.tools.runtime import (
     ALIASES,
@@ -72,4 +73,5 @@ __all__ = [
     "UserInputBridge",
     "Verdict",
     "model_family",
+    "protected_path",
 ]

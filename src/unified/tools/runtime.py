@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import Any, Literal, Protocol
 
 import anyio
+import anyio.to_thread
 from pydantic import ValidationError
 
 from unified._errors import RunStopped
@@ -26,7 +27,7 @@ from unified.events import (
     permission_request,
 )
 from unified.redaction import redactor
-from unified.tools import _files, _search, _shell, _shell_syntax
+from unified.tools import _files, _protected, _search, _shell, _shell_syntax
 from unified.tools._ask_user import CURRENT_CALL_ID, UserInputBridge, ask_user_tool
 from unified.tools._base import (
     InlineData,
@@ -40,10 +41,14 @@ from unified.tools._base import (
 )
 from unified.tools._paths import Workspace
 from unified.tools.custom import function_tool
-from unified.tools.policy import DEFAULT_TIER, Decision, Policy, session_rule
+from unified.tools.policy import DEFAULT_TIER, Decision, Policy, Rule, Verdict, session_rule
 from unified.types import ApprovalMode, McpServer
 
 PermissionAnswer = Literal["allow_once", "allow_always", "deny"]
+
+PROTECTED_RULE = Rule(tool_names=("*",), decision=Decision.ASK_USER, priority=5.0, name="protected-paths")
+"""Not a row of any table: the name a decision carries when a write to a protected path was put to
+the user although a rule allowed it (docs/tools.md, "Protected paths")."""
 
 ALIASES: Mapping[str, str] = {"replace": "edit_file", "grep_search": "search", "list_directory": "list_dir"}
 """Gemini CLI names accepted for our tools, in calls and in `excluded_tools`."""
@@ -435,8 +440,35 @@ class ToolRuntime:
             return _error(call, f"Tool call {call.name} was denied: {event.reason}{told}", event)
         return _Ready(spec, params, event)
 
+    async def _protected_write(self, tool: str, args: Mapping[str, Any]) -> str | None:
+        """Why this call may write a protected path (docs/tools.md, "Protected paths"), or None."""
+        spec = self._tools.get(tool)
+        if spec is not None and spec.kind == "edit" and isinstance(args.get("file_path"), str):
+            try:
+                real = await self.workspace.resolve(args["file_path"])
+            except ToolError:
+                return None  # the tool refuses it itself
+            pattern = _protected.protected(real, self.workspace.roots)
+            if pattern is None:
+                return None
+            return f"{self.workspace.display(real)} is a protected path ({pattern}): writing it changes what runs later"
+        if tool == "run_shell_command" and isinstance(args.get("command"), str):
+            parts = _shell_syntax.parse(args["command"])
+            try:
+                cwd = await self.workspace.resolve(str(args.get("dir_path") or "."))
+            except ToolError:
+                cwd = self.workspace.root
+            roots = self.workspace.roots
+            return await anyio.to_thread.run_sync(_protected.shell_protected, parts, cwd, roots)
+        return None
+
     async def _decide(self, call: ToolCall, tool: str, args: dict[str, Any]) -> PermissionDecision:
         verdict = self.policy.evaluate(tool, args, self.approval_mode)
+        guarded = None
+        if verdict.decision is not Decision.DENY and self.approval_mode != "yolo":
+            guarded = await self._protected_write(tool, args)
+        if guarded is not None and verdict.decision is Decision.ALLOW:
+            verdict = Verdict(Decision.ASK_USER, PROTECTED_RULE, guarded)
         rule = verdict.rule
         # The shipped per-mode rows are "the approval mode deciding"; every other rule is policy.
         shipped_mode_rule = rule is not None and rule.modes is not None and int(rule.priority) == DEFAULT_TIER
@@ -456,7 +488,8 @@ class ToolRuntime:
         if self._ask is None:
             why = f"{verdict.doubt}; " if verdict.doubt else ""
             return decided("deny", f"{why}it needs approval and nobody can answer in this non-interactive run")
-        request = PermissionRequest(call, tool, _summary(tool, args))
+        summary = _summary(tool, args) + (f"\nIt writes a protected path: {guarded}." if guarded else "")
+        request = PermissionRequest(call, tool, summary)
         async with self._ask_lock:
             try:
                 reply = await self._ask(request)
