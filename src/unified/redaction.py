@@ -243,3 +243,22 @@ def secrets_in(value: object) -> list[str]:
         for item in value:
             found.extend(secrets_in(item))
     return found
+
+
+def given_secrets(backend_options: Mapping[str, object], mcp_servers: Iterable[object]) -> list[str]:
+    """The secrets a run was given in code rather than in the environment: every string under a
+    secret-looking key of `backend_options` (`api_key`, headers, ...), and of each MCP server every
+    header value and every env value that is a secret by its name or shape (`is_secret`)."""
+    found = secrets_in(backend_options)
+    for server in mcp_servers:
+        dump = server.model_dump() if hasattr(server, "model_dump") else server
+        if not isinstance(dump, Mapping):
+            continue
+        found += secrets_in(dump)
+        env = dump.get("env")
+        if isinstance(env, Mapping):
+            found += [v for k, v in env.items() if isinstance(v, str) and is_secret(str(k), v)]
+        headers = dump.get("headers")
+        if isinstance(headers, Mapping):
+            found += [v for v in headers.values() if isinstance(v, str)]
+    return found

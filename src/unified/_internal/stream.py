@@ -47,7 +47,7 @@ from unified.events import (
     build_validators,
     tool_output_text,
 )
-from unified.redaction import Redactor, redactor, secrets_in
+from unified.redaction import Redactor, given_secrets, redactor
 from unified.types import ExecuteParams
 
 build_validators()  # deferred by `import unified`; built here, before any run, not on its event loop
@@ -79,10 +79,7 @@ def estimate_tokens(chars: int) -> int:
 
 def _run_redactor(params: ExecuteParams) -> Redactor:
     """Secrets of the environment, plus those given in code: backend options, MCP headers and env."""
-    given = secrets_in(params.backend_options_dict())
-    for server in params.mcp_servers:
-        given += secrets_in(server.model_dump())
-    return redactor(extra=given)
+    return redactor(extra=given_secrets(params.backend_options_dict(), params.mcp_servers))
 
 
 def _scrubbed(value: object, clean: Redactor) -> object:

@@ -7,6 +7,7 @@ Built once per backend from its options; the ACP run (`run.py`) and the stream-j
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,7 +40,8 @@ class Launch:
             # Replaces the CLI's whole system prompt; read per process, so it is part of the pool key.
             extra_env["GEMINI_SYSTEM_MD"] = str(cache_file("system", ".md", params.system_instruction))
         env = child_env(extra_env)
-        binary = STAND_IN_BINARY if options.start_process is not None else locate(options.gemini_binary, env).path
+        where = {**os.environ, **env}  # UNIFIED_GEMINI_BIN is ours to read, not the child's
+        binary = STAND_IN_BINARY if options.start_process is not None else locate(options.gemini_binary, where).path
         fake = options.fake_responses.resolve() if options.fake_responses is not None else None
         return cls(
             binary=binary,
