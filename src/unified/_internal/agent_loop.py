@@ -39,6 +39,7 @@ from unified._internal.backend import RunContext, RunOutcome
 from unified._internal.retry import Failure, retrying
 from unified._internal.session_store import default_store
 from unified.events import SessionStarted, ToolResult, UnifiedEvent, Usage, WarningEvent
+from unified.redaction import given_secrets
 from unified.sessions import SessionStore, StoredSession
 from unified.tools import EventForwarder, ToolCall, ToolOutcome, ToolRuntime, model_family
 
@@ -165,6 +166,7 @@ class AgentLoop:
             approval_mode=params.approval_mode,
             excluded_tools=params.excluded_tools,
             user_input=self.ctx.ask_user if params.on_user_input is not None else None,
+            secrets=given_secrets(params.backend_options_dict(), params.mcp_servers),
         ) as tools:
             for problem in await tools.connect_mcp(params.mcp_servers):
                 await self._warn("mcp_unavailable", problem.message)

@@ -8,7 +8,7 @@ when it passes the bound, never read whole and cut afterwards), and a cut always
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable
 from typing import Any
 
 # --- what a backend or a tool may send --------------------------------------------------------
@@ -70,7 +70,7 @@ def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
     while stack:
         item, depth = stack.pop()
         if isinstance(item, dict):
-            children: Iterator[Any] | list[Any] = iter(item.values())
+            children: Iterable[Any] = item.values()
         elif isinstance(item, (list, tuple)):
             children = item
         else:

@@ -37,6 +37,7 @@ from unified.events import (
     SupportLevel,
     TextDelta,
     Thinking,
+    ToolProgress,
     ToolResult,
     ToolUse,
     UnifiedEvent,
@@ -47,7 +48,7 @@ from unified.events import (
     build_validators,
     tool_output_text,
 )
-from unified.redaction import Redactor, given_secrets, redactor
+from unified.redaction import Redactor, SplitGuard, given_secrets, redactor
 from unified.types import ExecuteParams
 
 build_validators()  # deferred by `import unified`; built here, before any run, not on its event loop
@@ -312,6 +313,10 @@ class StreamGuard:
         self._stop_reason: StopReason | None = None
         self._consumer_gone = False
         self._redactor = _run_redactor(params)
+        self._splits: dict[tuple[str, str | None], SplitGuard] = {}
+        """One per text stream (a scope's text, a scope's thinking, a tool's progress)."""
+        self._split_holder: tuple[str, str | None] | None = None
+        """The stream whose guard holds text back, if one does."""
         self._ctx = _Context(self)
 
     # -- what adapters call -------------------------------------------------------------------
@@ -371,7 +376,48 @@ class StreamGuard:
 
     # -- delivery ------------------------------------------------------------------------------
 
-    async def _deliver(self, event: UnifiedEvent) -> None:
+    def _split_key(self, event: UnifiedEvent) -> tuple[str, str | None] | None:
+        """Which text stream `event` continues, when a secret may be split across its pieces."""
+        kind = type(event)
+        if kind is TextDelta or (kind is Thinking and not event.__dict__["replace"]):
+            return (event.type, event.subagent_task_id)
+        if kind is ToolProgress and event.__dict__["message"]:
+            return (event.type, event.__dict__["tool_use_id"])
+        return None
+
+    async def _release_split(self, keep: tuple[str, str | None] | None = None) -> None:
+        """Show what a text stream holds back (`SplitGuard`) before anything else comes next."""
+        holder = self._split_holder
+        if holder is None or holder == keep:
+            return
+        self._split_holder = None
+        text = self._splits[holder].release()
+        if not text:
+            return
+        kind, scope = holder
+        event: UnifiedEvent
+        if kind == "text_delta":
+            event = TextDelta(text=text, subagent_task_id=scope)
+        elif kind == "thinking":
+            event = Thinking(text=text, replace=False, subagent_task_id=scope)
+        else:
+            event = ToolProgress(tool_use_id=scope or "", message=text)
+        await self._deliver(event, split_checked=True)
+
+    async def _deliver(self, event: UnifiedEvent, *, split_checked: bool = False) -> None:
+        if self._redactor and not split_checked:
+            key = self._split_key(event)
+            await self._release_split(keep=key)
+            if key is not None:
+                guard = self._splits.get(key)
+                if guard is None:
+                    guard = self._splits[key] = SplitGuard(self._redactor)
+                name = "message" if key[0] == "tool_progress" else "text"
+                shown = guard.feed(event.__dict__[name])
+                self._split_holder = key if guard.holding else None
+                if not shown and (name == "text" or event.__dict__.get("status") is None):
+                    return  # all of it held back: it is shown with the next piece
+                event.__dict__[name] = shown or None if name == "message" else shown
         # What pydantic's __setattr__ does for an unvalidated field, without its checks (hot path).
         fields, assigned = event.__dict__, event.__pydantic_fields_set__
         fields["seq"] = self._seq

@@ -6,6 +6,7 @@ import copy
 import fnmatch
 import functools
 import itertools
+import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ import anyio.to_thread
 from pydantic import ValidationError
 
 from unified._errors import RunStopped
+from unified._internal import limits
 from unified._internal.imports import import_off_loop
 from unified.events import (
     PermissionDecision,
@@ -26,7 +28,7 @@ from unified.events import (
     UserInputResponse,
     permission_request,
 )
-from unified.redaction import redactor
+from unified.redaction import Redactor, redactor
 from unified.tools import _files, _protected, _search, _shell, _shell_syntax
 from unified.tools._ask_user import CURRENT_CALL_ID, UserInputBridge, ask_user_tool
 from unified.tools._base import (
@@ -275,6 +277,7 @@ class ToolRuntime:
         shell_output_cap: int = _shell.SHELL_OUTPUT_CAP,
         shell_env_allowlist: Sequence[str] = (),
         shell_env: Mapping[str, str] | None = None,
+        secrets: Sequence[str] = (),
     ) -> None:
         if line_cap < 1:
             raise ValueError(f"line_cap must be at least 1 (got {line_cap})")
@@ -287,6 +290,8 @@ class ToolRuntime:
         if user_input is not None and ask is None:
             self._ask = functools.partial(_permission_via, user_input)
         self._ask_lock = anyio.Lock()
+        self._secrets = tuple(secrets)
+        """Secret values besides the environment's (`redaction.given_secrets`): never shown to the model."""
         files = _files.FileConfig(self.workspace, read_mode, line_cap)
         self._shell = _shell.ShellConfig(
             self.workspace,
@@ -294,6 +299,7 @@ class ToolRuntime:
             shell_output_cap,
             env_allowlist=tuple(shell_env_allowlist),
             env=dict(shell_env or {}),
+            secrets=tuple(secrets),
         )
         self._tools: dict[str, ToolSpec] = {t.name: t for t in _builtin_tools(files, self._shell)}
         if user_input is not None:
@@ -527,8 +533,14 @@ class ToolRuntime:
             return _error(call, f"Tool {call.name} failed unexpectedly: {type(exc).__name__}: {exc}", ready.decision)
         finally:
             CURRENT_CALL_ID.reset(token)
-        output = redactor()(result.output)
+        try:
+            output = model_output(result.output, self._redactor())
+        except ToolError as exc:
+            return _error(call, f"Tool {call.name} {exc}", ready.decision)
         return ToolOutcome(call.id, call.name, {"output": output}, False, result.inline_data, ready.decision)
+
+    def _redactor(self) -> Redactor:
+        return redactor(extra=self._secrets)
 
 
 @dataclass(frozen=True)
@@ -552,7 +564,30 @@ async def _refused(call: ToolCall, obs: ToolObserver, message: str) -> ToolOutco
 
 
 def _error(call: ToolCall, message: str, decision: PermissionDecision | None = None) -> ToolOutcome:
-    return ToolOutcome(call.id, call.name, {"error": redactor()(message)}, True, (), decision)
+    return ToolOutcome(call.id, call.name, {"error": capped(redactor()(message))}, True, (), decision)
+
+
+def capped(text: str, limit: int = limits.MAX_TOOL_OUTPUT_CHARS) -> str:
+    """`text` (already redacted) cut to `limit` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n[output cut at {limit:,} characters: {len(text) - limit:,} more not shown]"
+
+
+def model_output(value: Any, clean: Redactor) -> Any:
+    """A tool's output as the model reads it: secrets replaced in every string (keys included) of
+    any output type, then cut to `MAX_TOOL_OUTPUT_CHARS` (a structured output by its JSON, which
+    then comes back as that cut text). Output nested deeper than `MAX_JSON_DEPTH` is refused."""
+    if isinstance(value, str):
+        return capped(clean(value))
+    if limits.too_deep(value):
+        raise ToolError(f"returned output nested deeper than {limits.MAX_JSON_DEPTH} levels; it was not sent.")
+    redacted = clean.json(value)
+    if isinstance(redacted, (dict, list, tuple)):
+        text = json.dumps(redacted, ensure_ascii=False, default=str)
+        if len(text) > limits.MAX_TOOL_OUTPUT_CHARS:
+            return capped(text)
+    return redacted
 
 
 _SUMMARY_PARTS = 6
