@@ -160,6 +160,16 @@ def open_directory(workspace: Workspace, real: Path, shown: str) -> int:
         raise ToolError(f"Path is not a directory: {shown}") from None
 
 
+def reopener(workspace: Workspace) -> Callable[[Path], int]:
+    """Reopens a directory a walk closed to stay within its descriptor budget (from its root,
+    never through a link), for `_ignore.walk_files`."""
+
+    def reopen(real: Path) -> int:
+        return _walk_to(workspace, real, workspace.display(real), create=False)
+
+    return reopen
+
+
 def entry_mode(workspace: Workspace, real: Path, shown: str) -> int | None:
     """The mode of the entry at `real` (a link not followed), or None when nothing is there."""
     if real in workspace.roots:
