@@ -176,4 +176,6 @@ async def test_glob_errors(call: Call, err: Get) -> None:
 
 
 async def test_glob_invalid_pattern(call: Call, err: Get) -> None:
-    assert err(await call("glob", pattern="[z-a]")).startswith("Invalid glob pattern '[z-a]': invalid character class range")
+    assert err(await call("glob", pattern="[z-a]")).startswith(
+        "Invalid glob pattern '[z-a]': invalid character class range"
+    )

@@ -19,7 +19,8 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic import BaseModel
 
-from unified._errors import ProtocolViolation, RunStopped, UnifiedError
+from unified._errors import BackendError, ProtocolViolation, RunStopped, UnifiedError
+from unified._internal import limits
 from unified._internal.backend import Backend, RunOutcome
 from unified.events import (
     ERROR_CODES,
@@ -116,6 +117,19 @@ def _scrub(event: UnifiedEvent, clean: Redactor) -> None:
         new = _scrubbed(value, clean)
         if new is not value:
             fields[name] = new
+
+
+def _check_depth(event: UnifiedEvent, backend: str) -> None:
+    """Refuse an event holding data nested deeper than `MAX_JSON_DEPTH` (a tool's input or output,
+    native data): past that depth the redaction, the normal form and a consumer's JSON encoder
+    would recurse without bound. A typed error naming the field, never a RecursionError."""
+    for name, value in event.__dict__.items():
+        if isinstance(value, dict | list) and limits.too_deep(value):
+            raise BackendError(
+                f"the {backend} backend sent a {event.type} event whose {name} is nested deeper than "
+                f"{limits.MAX_JSON_DEPTH} levels; it was refused",
+                hint="the backend's output is malformed (or hostile); run again",
+            )
 
 
 def _normalise(event: UnifiedEvent) -> None:
@@ -322,6 +336,8 @@ class StreamGuard:
     # -- what adapters call -------------------------------------------------------------------
 
     async def accept(self, event: UnifiedEvent) -> None:
+        if type(event) not in _STREAMED:
+            _check_depth(event, self.backend.name)
         _normalise(event)
         problem = self.agg.violation(event)
         if problem is not None:

@@ -40,6 +40,7 @@ from typing import Any, Protocol
 import anyio
 
 from unified._errors import AuthError, BackendError, BackendUnavailable
+from unified._internal import limits
 from unified._internal.gemini_install import user_installed_binary
 
 PINNED_VERSION = "0.61.0"
@@ -49,8 +50,11 @@ INSTALL_HINT = (
     f"install the supported CLI with `unified install-gemini` (Node.js 20+; @google/gemini-cli@{PINNED_VERSION}), "
     "or point UNIFIED_GEMINI_BIN / backend_options['gemini_binary'] at it"
 )
-MAX_LINE_BYTES = 8 * 1024 * 1024
+MAX_LINE_BYTES = limits.MAX_EVENT_BYTES
 """A JSON-RPC line longer than this is dropped with a warning (a tool output can be large)."""
+_HEAD_BYTES = 512
+_ANSWER_ID = re.compile(rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(\d+)\s*,\s*"(?:result|error)"')
+"""The id of an answer to one of our requests, read from the start of a line that cannot be used."""
 STDERR_TAIL_BYTES = 8192
 
 EXIT_CODES: dict[int, str] = {
@@ -200,6 +204,8 @@ class LineFramer:
         self._buffer = bytearray()
         self._skipping = 0
         """Bytes of an oversized line dropped so far (0: not inside one)."""
+        self.dropped_head = b""
+        """The first bytes of the last oversized line (to tell which request it answered)."""
 
     def feed(self, data: bytes) -> Iterator[bytes | int]:
         """Complete lines as bytes; an int is the size of an oversized line that was dropped."""
@@ -210,6 +216,7 @@ class LineFramer:
                 self._skipping += len(part)
             elif len(self._buffer) + len(part) > self._limit:
                 self._skipping = len(self._buffer) + len(part)
+                self.dropped_head = bytes((self._buffer + part)[:_HEAD_BYTES])
                 self._buffer.clear()
             else:
                 self._buffer += part
@@ -550,15 +557,24 @@ class AcpConnection:
 
     def _route(self, line: bytes | int) -> None:
         if isinstance(line, int):
-            self._broadcast_warning(f"dropped a {line}-byte line from gemini (over the {MAX_LINE_BYTES}-byte cap)")
+            self._refuse(
+                self._framer.dropped_head,
+                f"dropped a {line}-byte line from gemini (over the {MAX_LINE_BYTES}-byte cap)",
+            )
             return
         try:
             message = json.loads(line)
+        except RecursionError:
+            self._refuse(line, "ignored a line from gemini nested too deeply to parse")
+            return
         except ValueError:
             self._broadcast_warning(f"ignored a line from gemini that is not JSON: {line[:200]!r}")
             return
         if not isinstance(message, dict):
             self._broadcast_warning(f"ignored a JSON line that is not an object: {line[:200]!r}")
+            return
+        if limits.too_deep(message):
+            self._refuse(line, f"ignored a line from gemini nested deeper than {limits.MAX_JSON_DEPTH} levels")
             return
         if self.transcript is not None:
             self.transcript.append({"dir": "recv", "msg": message})
@@ -570,6 +586,15 @@ class AcpConnection:
         session_id = params.get("sessionId") if isinstance(params, dict) else None
         target = self._sessions.get(session_id) if isinstance(session_id, str) else None
         (target or self._unrouted).put(message)
+
+    def _refuse(self, head: bytes, text: str) -> None:
+        """A line that cannot be used: every run is warned, and if it answered one of our requests,
+        that request fails now with `text` (instead of waiting for an answer that never comes)."""
+        self._broadcast_warning(text)
+        found = _ANSWER_ID.match(head[:_HEAD_BYTES])
+        target = self._answers.get(int(found.group(1))) if found else None
+        if target is not None and found is not None:
+            target.put({"jsonrpc": "2.0", "id": int(found.group(1)), "error": {"code": -32603, "message": text}})
 
     def _broadcast_warning(self, text: str) -> None:
         note = {"unified_warning": text}

@@ -14,7 +14,7 @@ import httpx
 from google.genai import errors
 
 from unified._errors import BackendError, RateLimited
-from unified._internal.api_errors import api_error, credentials_error, timed_out
+from unified._internal.api_errors import api_error, credentials_error, timed_out, unreadable_response
 from unified._internal.retry import Failure
 
 
@@ -31,7 +31,7 @@ def classify(exc: BaseException, model: str, timeout_s: float) -> Failure | None
                 "field on the Gemini Developer API): check the model and backend_options, or start a new session",
             ),
         )
-    credentials = credentials_error(exc)
+    credentials = credentials_error(exc) or unreadable_response(exc)
     if credentials is not None:
         return Failure("fatal", credentials)
     if isinstance(exc, (httpx.TransportError, errors.UnknownApiResponseError)):

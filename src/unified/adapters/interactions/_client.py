@@ -22,7 +22,13 @@ import httpx
 import sniffio
 
 from unified._errors import BackendError, UnifiedError
-from unified._internal.api_errors import RETRYABLE_STATUS, api_error, credentials_error, retry_delay
+from unified._internal.api_errors import (
+    RETRYABLE_STATUS,
+    api_error,
+    credentials_error,
+    retry_delay,
+    unreadable_response,
+)
 from unified._internal.genai_client import GenaiClient
 from unified._internal.retry import Failure, retrying
 from unified.adapters.interactions._options import InteractionsOptions
@@ -82,7 +88,7 @@ def to_unified(exc: BaseException, what: str, model: str | None = None) -> Unifi
 def classify(exc: BaseException) -> Failure | None:
     """What a failed Interactions API call means for the retry policy (None: not a request failure)."""
     if not is_api_error(exc):
-        credentials = credentials_error(exc)
+        credentials = credentials_error(exc) or unreadable_response(exc)
         return Failure("fatal", credentials) if credentials is not None else None
     status, body, _ = describe(exc)
     error = to_unified(exc, "an Interactions API request")
