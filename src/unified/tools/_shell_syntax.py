@@ -407,7 +407,7 @@ class _Walker:
                 continue
             if child.type in ("parenthesized_expression", "ternary_expression", "arithmetic_expansion"):
                 continue
-            if child.type == "number" or (child.type == "word" and _NUMBER.fullmatch(self.text(child))):
+            if self.numeric(child):
                 continue
             self.flag(node, f"arithmetic evaluates {_clip(self.text(child), 40)!r}, which may run a command")
             return
@@ -423,12 +423,13 @@ class _Walker:
             if op in _ARITHMETIC_COMPARISONS and any(not self.numeric(c) for c in operands):
                 self.flag(node, f"{op} evaluates its operands as arithmetic, which may run a command")
                 return
-            if op == "-v" and any(self.name_reason(self.literal(c)) for c in operands):
+            if op == "-v" and any(_index_reason(self.literal(c)) for c in operands):
                 self.flag(node, "-v evaluates an array index, which may run a command")
                 return
 
     def numeric(self, node: Node) -> bool:
-        return node.type in ("number", "word") and bool(_NUMBER.fullmatch(self.text(node)))
+        """A literal integer (tree-sitter reads `0x1f` as a variable name; no name starts with a digit)."""
+        return node.type in ("number", "word", "variable_name") and bool(_NUMBER.fullmatch(self.text(node)))
 
     def expansion(self, node: Node) -> None:
         """`${...}`: assignments (`:=`), indirection (`${!x}`), array indices, substring offsets
@@ -1167,6 +1168,17 @@ def _name_reason(word: Word) -> str | None:
     return None
 
 
+def _index_reason(word: Word) -> str | None:
+    """Why testing a variable NAME (`-v NAME`) may run code: an index only known at run time or
+    evaluated as arithmetic. (Testing sets nothing, so a variable that carries code is fine.)"""
+    if word is None:
+        return "a variable name only known at run time"
+    _, bracket, index = word.partition("[")
+    if bracket and not re.fullmatch(r"(?:[0-9]+|[@*])\]", index):
+        return f"the array index in {word!r} is evaluated, which may run a command"
+    return None
+
+
 def _names_set(walker: _Walker, words: list[Word], inv: _Invocation, names: Sequence[Word]) -> None:
     """A builtin that sets the variables `names`: each must be plain and carry no code."""
     for variable in names:
@@ -1234,7 +1246,7 @@ def _test(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
     args = words[1:]
     for at, word in enumerate(args):
         if word == "-v":
-            reason = walker.name_reason(args[at + 1] if at + 1 < len(args) else None)
+            reason = _index_reason(args[at + 1] if at + 1 < len(args) else None)
             if reason is not None:
                 walker.out.append(inv.unknown(f"{command_name(words[0] or '')} -v: {reason}"))
                 return
