@@ -323,8 +323,8 @@ class SplitGuard:
     def feed(self, piece: str) -> str:
         combined = self._tail + self._held + piece
         hold = self._redactor.partial_suffix(combined)
-        if hold < SPLIT_HOLD_MIN or hold > len(self._held) + len(piece):
-            hold = 0
+        # a beginning of a secret already shown (shorter than SPLIT_HOLD_MIN then) holds its rest
+        hold = 0 if hold < SPLIT_HOLD_MIN else min(hold, len(self._held) + len(piece))
         shown_until = len(combined) - hold
         shown = self._redactor.window(combined[:shown_until], len(self._tail))
         self._held = combined[shown_until:]

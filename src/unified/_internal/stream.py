@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Awaitable, Callable
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 from anyio.abc import TaskGroup
@@ -117,6 +117,15 @@ def _scrub(event: UnifiedEvent, clean: Redactor) -> None:
         new = _scrubbed(value, clean)
         if new is not value:
             fields[name] = new
+
+
+def _quotable(event: UnifiedEvent) -> dict[str, Any]:
+    """An event as a protocol violation quotes it: a streamed piece's text by its length only (it
+    may hold part of a secret, which only the whole stream shows whole)."""
+    dumped = event.model_dump(mode="json")
+    if type(event) in _STREAMED:
+        dumped["text"] = f"<{len(dumped.get('text') or '')} characters>"
+    return dumped
 
 
 def _check_depth(event: UnifiedEvent, backend: str) -> None:
@@ -348,7 +357,7 @@ class StreamGuard:
                     code="protocol_violation",
                     message=f"{self.backend.name} adapter broke the event protocol: {problem}. "
                     "This is a bug in unified; please report it with this event.",
-                    details={"event": event.model_dump(mode="json")},
+                    details={"event": _quotable(event)},
                 )
             )
             if isinstance(event, (AssistantMessage, Result)):

@@ -154,7 +154,10 @@ def _names_protected(word: str, cwd: Path, roots: Sequence[Path]) -> str | None:
         real = Path(os.path.realpath(lexical))
     except (OSError, ValueError):
         return None
-    return protected(real, roots) if real != lexical else None
+    if real == lexical:
+        return None
+    hit = protected(real, roots)
+    return f"a link to {relative_to_roots(real, roots)}, {hit}" if hit is not None else None
 
 
 def _git_writes_config(part: SimpleCommand) -> str | None:
