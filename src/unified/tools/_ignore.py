@@ -154,7 +154,7 @@ class Budget:
         self.entries += 1
         if self.entries > self.max_entries:
             raise BudgetSpent(f"it visited {self.max_entries:,} directory entries")
-        if not self.entries % 64:
+        if self.entries % 64 == 1:
             self.clock()
 
     def bytes(self, count: int) -> None:
