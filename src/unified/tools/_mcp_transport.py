@@ -108,7 +108,7 @@ async def capped_stdio(
                         if skipped:
                             skipped += len(piece)
                         elif len(buffer) + len(piece) > cap:
-                            head = bytes((buffer + piece)[:_HEAD])
+                            head = (bytes(buffer[:_HEAD]) + piece[:_HEAD])[:_HEAD]
                             skipped = len(buffer) + len(piece)
                             buffer.clear()
                         else:

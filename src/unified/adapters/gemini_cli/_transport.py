@@ -216,7 +216,7 @@ class LineFramer:
                 self._skipping += len(part)
             elif len(self._buffer) + len(part) > self._limit:
                 self._skipping = len(self._buffer) + len(part)
-                self.dropped_head = bytes((self._buffer + part)[:_HEAD_BYTES])
+                self.dropped_head = (bytes(self._buffer[:_HEAD_BYTES]) + part[:_HEAD_BYTES])[:_HEAD_BYTES]
                 self._buffer.clear()
             else:
                 self._buffer += part
