@@ -26,6 +26,7 @@ from unified.tools._ask_user import UserInputBridge
 from unified.tools._base import InlineData, ModelFamily, ToolError, ToolOutput, ToolSpec
 from unified.tools._files import ReadMode
 from unified.tools._protected import protected as protected_path
+from unified.tools._protected import protected_patterns as protected_path_patterns
 from unified.tools.policy import Decision, Policy, PolicyError, Rule, Verdict
 from unified.tools.runtime import (
     ALIASES,
@@ -74,4 +75,5 @@ __all__ = [
     "Verdict",
     "model_family",
     "protected_path",
+    "protected_path_patterns",
 ]

@@ -87,6 +87,11 @@ def protected_paths() -> ProtectedPaths:
     return ProtectedPaths(patterns, regex, writers, tuple(data.get("credential", [])))
 
 
+def protected_patterns() -> tuple[str, ...]:
+    """The protected-path patterns of the data file (docs/tools.md, "Protected paths")."""
+    return protected_paths().patterns
+
+
 def relative_to_roots(path: Path, roots: Sequence[Path]) -> str:
     """`path` relative to the deepest root holding it (its own text when none does)."""
     holders = [r for r in roots if path == r or path.is_relative_to(r)]

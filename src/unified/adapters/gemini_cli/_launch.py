@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from unified.adapters.gemini_cli._home import cache_file, child_env
 from unified.adapters.gemini_cli._options import GeminiCliOptions
 from unified.adapters.gemini_cli._transport import locate
+from unified.tools import protected_path_patterns
 from unified.types import ExecuteParams
 
 BACKEND = "gemini-cli"
@@ -62,13 +64,37 @@ class Launch:
             argv += ["--include-directories", str(directory)]
         return argv + self.policy_flags()
 
-    def policy_flags(self) -> list[str]:
+    def policy_flags(self, *, protect_paths: bool = False) -> list[str]:
         """`excluded_tools` as a `--policy` file of deny rules (0.61 has no exclude flag; settings are the
-        user's). A deny rule without arguments removes the tool from what the model is offered."""
-        if not self.excluded_tools:
-            return []
+        user's). A deny rule without arguments removes the tool from what the model is offered.
+
+        `protect_paths` (stream-json, where nobody can be asked and the CLI's autoEdit approves edits
+        unseen): deny `write_file`/`replace` of a protected path (docs/tools.md, "Protected paths")."""
         rules = "".join(
             f'[[rule]]\ntoolName = {json.dumps(name)}\ndecision = "deny"\npriority = 999\n\n'
             for name in self.excluded_tools
         )
+        if protect_paths:
+            rules += protected_path_rules()
+        if not rules:
+            return []
         return ["--policy", str(cache_file("exclude-tools", ".toml", rules))]
+
+
+def protected_path_rules() -> str:
+    """Deny rules for the CLI's edit tools on protected paths, matched on their `file_path` argument
+    (the CLI tests `argsPattern` against the arguments' JSON; its regexes take no case flag, and it
+    drops a pattern with a quantified group, `(..)?`, or over 2,048 characters)."""
+    fragments = []
+    for pattern in protected_path_patterns():
+        fragment = re.escape(pattern).replace(r"\*\*", '[^"]*').replace(r"\*", '[^/"]*').replace(r"\?", '[^/"]')
+        fragments.append(fragment)
+    # the CLI refuses a quantified group (its ReDoS check) and patterns over 2,048 characters
+    args = '"file_path":"(?:[^"]*/|)(?:' + "|".join(fragments) + ')"'
+    assert len(args) <= 2048, "the CLI would refuse this argsPattern: split the rule"
+    return (
+        '[[rule]]\ntoolName = ["write_file", "replace"]\n'
+        f"argsPattern = {json.dumps(args)}\n"
+        'decision = "deny"\npriority = 998\n'
+        'denyMessage = "unified: a protected path (it changes what runs later) is never written unasked"\n\n'
+    )
