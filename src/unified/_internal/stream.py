@@ -432,6 +432,8 @@ class StreamGuard:
     async def _deliver(self, event: UnifiedEvent, *, split_checked: bool = False) -> None:
         if self._redactor and not split_checked:
             key = self._split_key(event)
+            if key is not None and not event.__dict__["text" if key[0] != "tool_progress" else "message"]:
+                key = None  # an empty piece (a thought's signature) ends the stream's pieces: show them first
             await self._release_split(keep=key)
             if key is not None:
                 guard = self._splits.get(key)
@@ -440,7 +442,8 @@ class StreamGuard:
                 name = "message" if key[0] == "tool_progress" else "text"
                 shown = guard.feed(event.__dict__[name])
                 self._split_holder = key if guard.holding else None
-                if not shown and (name == "text" or event.__dict__.get("status") is None):
+                carries = event.__dict__.get("signature") or (name == "message" and event.__dict__.get("status"))
+                if not shown and not carries:
                     return  # all of it held back: it is shown with the next piece
                 event.__dict__[name] = shown or None if name == "message" else shown
         # What pydantic's __setattr__ does for an unvalidated field, without its checks (hot path).
