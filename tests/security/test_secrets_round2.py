@@ -350,3 +350,16 @@ async def test_mcp_server_env_values_are_not_recorded_whatever_their_names(ws: P
     assert "GITHUB_PAT" in recorded  # the server was sent: its value is what must be gone
     assert TOKEN not in recorded
     assert "plain-setting-value-42" not in recorded
+
+
+async def test_a_thought_signature_is_never_held_back(secret_env: None) -> None:
+    """The empty piece that carries a thought's signature ends the thought: what was held comes
+    first, then the signature, unchanged."""
+    steps: list[Step] = [
+        Thinking(text="plan AIzaSy", replace=False),
+        Thinking(text="", replace=False, signature="c2ln"),
+        TextDelta(text="answer"),
+    ]
+    events = await _scripted(steps)
+    thoughts = [(e.text, e.signature) for e in events if isinstance(e, Thinking)]
+    assert thoughts == [("plan ", None), ("AIzaSy", None), ("", "c2ln")]
