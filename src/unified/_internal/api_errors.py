@@ -137,3 +137,33 @@ def credentials_error(exc: BaseException) -> UnifiedError | None:
             hint="refresh them with `gcloud auth application-default login`",
         )
     return None
+
+
+def unreadable_response(exc: BaseException) -> UnifiedError | None:
+    """google-genai failing to read what the server sent (a field of the wrong type, such as a
+    function call named `123` or with a list for its arguments; JSON nested too deeply for its
+    parser), as a typed error rather than a crash of unified: the server's answer was bad."""
+    from pydantic import ValidationError
+
+    if not isinstance(exc, ValidationError | RecursionError) or not _through_genai(exc):
+        return None
+    if isinstance(exc, ValidationError):
+        errors = exc.errors()
+        where = ".".join(str(p) for p in errors[0]["loc"]) if errors else exc.title
+        why = f"{where}: {errors[0]['msg'] if errors else 'invalid'}"
+    else:
+        why = "its JSON is nested too deeply to parse"
+    return BackendError(
+        f"the Gemini API sent a response that does not fit its schema ({why}); it was not used",
+        hint="this is the server's (or a proxy's) fault: run again, or report it if it persists",
+    )
+
+
+def _through_genai(exc: BaseException) -> bool:
+    """Whether google-genai's code is on `exc`'s traceback (it raised inside the SDK's reading)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if str(tb.tb_frame.f_globals.get("__name__", "")).startswith("google.genai"):
+            return True
+        tb = tb.tb_next
+    return False
