@@ -305,7 +305,6 @@ class GenerateContentTranslator:
     block_reason: str | None = None
     usage_metadata: Mapping[str, Any] | None = None
     """The latest chunk's (only the last chunk's is complete); read as `usage` once the turn ends."""
-    text: str = ""
     emitted: int = 0
     grounding: Mapping[str, Any] | None = None
     url_context: Mapping[str, Any] | None = None
@@ -317,6 +316,11 @@ class GenerateContentTranslator:
     @property
     def usage(self) -> Usage | None:
         return usage_from_metadata(self.usage_metadata) if self.usage_metadata is not None else None
+
+    @property
+    def text(self) -> str:
+        """The turn's visible text so far (its text parts that are not thoughts)."""
+        return "".join(p["text"] for p in self.parts if isinstance(p.get("text"), str) and not p.get("thought"))
 
     def _new_id(self, prefix: str, wanted: str | None = None) -> str:
         candidate = wanted or f"{prefix}_{self.turn}_{next(self._counter)}"
@@ -345,7 +349,6 @@ class GenerateContentTranslator:
                     if text.__class__ is str and len(part) == 1 and not self._unannounced:  # the bulk of a stream
                         if text:
                             self.parts.append(part)
-                            self.text += text
                             events.append(TextDelta.model_construct(text=text))
                         continue
                     events.extend(self._part(part))
@@ -438,7 +441,6 @@ class GenerateContentTranslator:
             signature = b64(wire_bytes(part.get("thoughtSignature")))
             return [Thinking.model_construct(text=text, replace=True, subject=subject, signature=signature)]
         if text is not None:
-            self.text += text
             return [TextDelta.model_construct(text=text)] if text else []
         if (code := part.get("executableCode")) is not None:
             tool_use_id = self._new_id("code", code.get("id"))
