@@ -113,7 +113,6 @@ class GenerateContentTurns:
         parts += [types.Part(inline_data=types.Blob(mime_type=i.mime_type, data=i.data)) for i in self.params.images]
         self.contents.append(types.Content(role="user", parts=parts))
         self._dumped = [_dump(c) for c in self.contents]
-        session.state["contents"] = list(self._dumped)
         self.options.check_allowed_names(BACKEND, declarations)
         self.config = generation_config(
             self.options,
@@ -122,6 +121,9 @@ class GenerateContentTurns:
             thinking=plan_thinking(self.model, self.params.thinking),
             invocations=server_side_invocations(self.options, self.model, functions=bool(declarations)),
         )
+
+    def keep_prompt(self, session: StoredSession) -> None:
+        session.state["contents"] = list(self._dumped)
 
     def classify(self, exc: BaseException) -> Failure | None:
         return failure_from_exception(exc, self.model, self.options.timeout_s)

@@ -118,15 +118,20 @@ class InteractionsTurns:
         if not self.options.agent:
             self.options.check_allowed_names(BACKEND, declarations)
         self.declarations = declarations
-        self.store_mode = bool(session.state.setdefault("store", self.options.store))
+        self.store_mode = bool(session.state.get("store", self.options.store))
         ids = chain(session)
         self.previous = ids[-1] if ids and self.store_mode else None
         prompt = {"type": "user_input", "content": self._prompt_content()}
         if self.store_mode:
             self.pending = [*(session.state.get("pending") or []), prompt]
-            session.state["pending"] = self.pending
         else:
             self.history = [*(session.state.get("steps") or []), prompt]
+
+    def keep_prompt(self, session: StoredSession) -> None:
+        session.state.setdefault("store", self.store_mode)
+        if self.store_mode:
+            session.state["pending"] = self.pending
+        else:
             session.state["steps"] = self.history
 
     def keep_turn(self, session: StoredSession, turn: TurnEnd) -> None:
