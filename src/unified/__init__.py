@@ -17,53 +17,71 @@ parameters, the errors), `unified.events` (the protocol), `unified.types` (param
 Everything else is private. Backends load only when a run needs them.
 """
 
-from typing import TYPE_CHECKING, Any
-
-from unified._sessions.records import SessionInfo, SessionStore, StoredSession
-from unified.errors import (
-    AmbiguousSession,
-    AuthError,
-    BackendError,
-    BackendUnavailable,
-    ConfigurationError,
-    CorruptSession,
-    ProtocolViolation,
-    RateLimited,
-    RoutingError,
-    RunStopped,
-    SessionError,
-    SessionInUse,
-    SessionNotFound,
-    SessionStoreUnavailable,
-    UnifiedError,
-    UnsupportedSessionFormat,
-)
-from unified.events import PROTOCOL_VERSION, UnifiedEvent, Usage, UserInputRequest, UserInputResponse
-from unified.types import (
-    ApprovalMode,
-    BackendOptions,
-    ExecuteParams,
-    HttpMcpServer,
-    ImageInput,
-    McpServer,
-    SseMcpServer,
-    StdioMcpServer,
-    ThinkingConfig,
-)
-
 __version__ = "0.1.0"
 
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing alone costs more than the rest of this module
 if TYPE_CHECKING:
+    from typing import Any
+
     from unified._adapters.gemini_cli._options import GeminiCliOptions
     from unified._adapters.generate_content._options import GenerateContentOptions
     from unified._adapters.interactions._options import InteractionsOptions
     from unified._execute import EventStream, execute, execute_sync
     from unified._internal.api_options import FileSearchTool, FunctionCalling, GoogleMapsTool, LatLng
     from unified._sessions.postgres import PostgresSessionStore
+    from unified._sessions.records import SessionInfo, SessionStore, StoredSession
     from unified._sessions.stores import FileSessionStore, MemorySessionStore
+    from unified.errors import (
+        AmbiguousSession,
+        AuthError,
+        BackendError,
+        BackendUnavailable,
+        ConfigurationError,
+        CorruptSession,
+        ProtocolViolation,
+        RateLimited,
+        RoutingError,
+        RunStopped,
+        SessionError,
+        SessionInUse,
+        SessionNotFound,
+        SessionStoreUnavailable,
+        UnifiedError,
+        UnsupportedSessionFormat,
+    )
+    from unified.events import PROTOCOL_VERSION, UnifiedEvent, Usage, UserInputRequest, UserInputResponse
+    from unified.types import (
+        ApprovalMode,
+        BackendOptions,
+        ExecuteParams,
+        HttpMcpServer,
+        ImageInput,
+        McpServer,
+        SseMcpServer,
+        StdioMcpServer,
+        ThinkingConfig,
+    )
+
+_ERRORS = (
+    "AmbiguousSession AuthError BackendError BackendUnavailable ConfigurationError CorruptSession ProtocolViolation "
+    "RateLimited RoutingError RunStopped SessionError SessionInUse SessionNotFound SessionStoreUnavailable "
+    "UnifiedError UnsupportedSessionFormat"
+)
+_TYPES = (
+    "ApprovalMode BackendOptions ExecuteParams HttpMcpServer ImageInput McpServer SseMcpServer StdioMcpServer "
+    "ThinkingConfig"
+)
 
 _LAZY = {
-    # the run machinery (anyio, the stream guard): not needed to read events or types
+    # the errors: plain exceptions (no pydantic)
+    **dict.fromkeys(_ERRORS.split(), "unified.errors"),
+    # the protocol and the parameter types (pydantic): not needed until a value is built or read
+    **dict.fromkeys(
+        ("PROTOCOL_VERSION", "UnifiedEvent", "Usage", "UserInputRequest", "UserInputResponse"), "unified.events"
+    ),
+    **dict.fromkeys(_TYPES.split(), "unified.types"),
+    **dict.fromkeys(("SessionInfo", "SessionStore", "StoredSession"), "unified._sessions.records"),
+    # the run machinery (anyio, the stream guard)
     "EventStream": "unified._execute",
     "execute": "unified._execute",
     "execute_sync": "unified._execute",
@@ -80,17 +98,27 @@ _LAZY = {
     "GoogleMapsTool": "unified._internal.api_options",
     "LatLng": "unified._internal.api_options",
 }
-"""Loaded on first use, so `import unified` stays light."""
+"""Every public name, loaded on first use: `import unified` imports nothing else (not even pydantic)."""
+
+_SUBMODULES = frozenset({"backends", "capabilities", "errors", "events", "sessions", "testing", "tools", "types"})
+"""The public modules, reachable as attributes (`unified.events`) as if the package had imported them."""
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
+    import importlib
+
     if name in _LAZY:
-        import importlib
-
         value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'unified' has no attribute {name!r}")
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"unified.{name}")
+    else:
+        raise AttributeError(f"module 'unified' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__, *_SUBMODULES})
 
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -288,8 +288,8 @@ class EventStream(AsyncIterator[UnifiedEvent]):
     def __aiter__(self) -> EventStream:
         return self
 
-    async def __anext__(self) -> UnifiedEvent:
-        return await self._stream.next()
+    def __anext__(self) -> Awaitable[UnifiedEvent]:
+        return self._stream.next()  # the stream's own coroutine: one per event, not two
 
     async def aclose(self) -> None:
         await self._stream.close()

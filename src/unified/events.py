@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import json
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, TypeAlias, get_args
+from typing import Annotated, Any, Literal, NoReturn, Self, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
@@ -119,11 +119,98 @@ WARNING_CODES: frozenset[str] = frozenset(get_args(WarningCode))
 ERROR_CODES: frozenset[str] = frozenset(get_args(ErrorCode))
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
+_now = functools.partial(datetime.now, UTC)
+"""An event's default `timestamp` (a partial, not a function: no Python frame per event)."""
 
 
-class Usage(BaseModel):
+_REQUIRED: Any = type("_Required", (), {"__repr__": lambda self: "<required>"})()
+"""Stands in the template for a field with no default, until the caller gives it."""
+
+
+class _Plan:
+    """How `model_construct` builds one model class: every field in order, with its default."""
+
+    __slots__ = ("factories", "normal_output", "required", "size", "subagent", "template", "timestamp")
+
+    def __init__(self, model: type[BaseModel]) -> None:
+        fields = model.model_fields
+        self.subagent = "subagent_task_id" in fields
+        """An event: `is_subagent` follows `subagent_task_id`, as its validator makes it."""
+        self.timestamp = "timestamp" in fields
+        """An event: a fresh `timestamp` unless one is given (the one factory every event has)."""
+        self.normal_output = "output" in fields and "data" in fields
+        """A `tool_result`: an `output` that is not text is normalised as its validator does."""
+        self.template: dict[str, Any] = {}
+        factories: list[tuple[str, Any]] = []
+        required: list[str] = []
+        for name, info in fields.items():
+            if info.default_factory is not None:
+                self.template[name] = None
+                if name != "timestamp":
+                    factories.append((name, info.default_factory))
+            elif info.is_required():
+                self.template[name] = _REQUIRED
+                required.append(name)
+            else:
+                self.template[name] = info.default
+        self.factories = tuple(factories)
+        self.required = tuple(required)
+        self.size = len(self.template)
+
+    def refuse(self, model: type[BaseModel], values: dict[str, Any]) -> NoReturn:
+        missing = [name for name in self.required if name not in values]
+        unknown = sorted(values.keys() - self.template.keys())
+        raise TypeError(f"{model.__name__}.model_construct: missing fields {missing}, unknown fields {unknown}")
+
+
+_PLANS: dict[type[BaseModel], _Plan] = {}
+_set_attribute = object.__setattr__
+
+
+class _Constructed(BaseModel):
+    """The protocol's models, with a `model_construct` that costs less than validating (pydantic's costs more)."""
+
+    @classmethod
+    def model_construct(cls, _fields_set: set[str] | None = None, **values: Any) -> Self:  # type: ignore[override]  # the pydantic plugin's typed twin
+        """A model from fields the caller guarantees valid, built without validation: the adapters' hot path.
+
+        What validation would add is added: every default (a fresh `timestamp`, empty containers), and
+        `is_subagent` when `subagent_task_id` is set. Field types are the caller's promise (pydantic's
+        own `model_construct` makes the same one, at several times the cost of validating); an unknown
+        field or a missing required one still raises `TypeError`. The stream guard in strict mode
+        validates every event, so the test suites catch a broken promise.
+        """
+        plan = _PLANS.get(cls)
+        if plan is None:
+            plan = _PLANS[cls] = _Plan(cls)
+        fields = {**plan.template, **values}  # the fields' order, as validation gives it
+        if len(fields) != plan.size:
+            plan.refuse(cls, values)
+        for name in plan.required:
+            if fields[name] is _REQUIRED:
+                plan.refuse(cls, values)
+        if plan.timestamp and "timestamp" not in values:
+            fields["timestamp"] = _now()
+        for name, factory in plan.factories:
+            if name not in values:
+                fields[name] = factory()
+        assigned = set(values) if _fields_set is None else set(_fields_set)
+        if plan.subagent and fields["subagent_task_id"] is not None and not fields["is_subagent"]:
+            fields["is_subagent"] = True
+            assigned.add("is_subagent")
+        if plan.normal_output and not isinstance(fields["output"], str | None):
+            fields["output"], extras = tool_output_text(fields["output"])
+            if extras is not None and fields["data"] is None:
+                fields["data"] = extras
+        built = cls.__new__(cls)
+        _set_attribute(built, "__dict__", fields)
+        _set_attribute(built, "__pydantic_fields_set__", assigned)
+        _set_attribute(built, "__pydantic_extra__", None)
+        _set_attribute(built, "__pydantic_private__", None)
+        return built
+
+
+class Usage(_Constructed):
     """Token counts for a run, a turn or a subagent.
 
     `input_tokens` includes `cached_tokens` (as the Gemini API counts them); `output_tokens`
@@ -159,7 +246,7 @@ class Usage(BaseModel):
         return self.total_tokens == 0 and self.cached_tokens == 0
 
 
-class _EventBase(BaseModel):
+class _EventBase(_Constructed):
     """Fields every event carries. `seq` and `timestamp` are assigned by the stream guard."""
 
     model_config = ConfigDict(extra="forbid", defer_build=True)

@@ -27,7 +27,7 @@ def settings(tmp_path: Path, **options: object) -> GenerateContentOptions:
     )
 
 
-async def test_runs_that_overlap_share_one_client_and_the_last_one_out_closes_it(
+async def test_runs_of_one_loop_share_one_client_which_stays_open_for_the_next_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     opened: list[httpx.AsyncClient] = []
@@ -45,10 +45,37 @@ async def test_runs_that_overlap_share_one_client_and_the_last_one_out_closes_it
         (http,) = opened
         async with GenaiClient(settings(tmp_path, timeout_s=5.0)) as other:
             assert other.client is not shared  # other connection settings, other client
-        assert not http.is_closed
-    assert http.is_closed
+    assert not http.is_closed  # the next run finds it warm
     async with GenaiClient(same) as later:
-        assert later.client is not shared  # the closed one is never handed out again
+        assert later.client is shared
+    await genai_client.close_idle_clients()
+    assert http.is_closed
+    async with GenaiClient(same) as after:
+        assert after.client is not shared  # a closed one is never handed out again
+    await genai_client.close_idle_clients()
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_the_end_of_its_event_loop_closes_the_client(tmp_path: Path, backend: str) -> None:
+    held: list[httpx.AsyncClient] = []
+    real = http_clients.async_client
+
+    def recording(timeout_s: float) -> httpx.AsyncClient:
+        held.append(real(timeout_s))
+        return held[-1]
+
+    async def two_runs() -> None:
+        async with GenaiClient(settings(tmp_path)):
+            pass
+        async with GenaiClient(settings(tmp_path)):
+            pass
+        assert len(held) == 1
+        assert not held[0].is_closed
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(genai_client, "async_client", recording)
+        anyio.run(two_runs, backend=backend)
+    assert held[0].is_closed
 
 
 async def test_each_event_loop_gets_its_own_client(tmp_path: Path) -> None:

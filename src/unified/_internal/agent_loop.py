@@ -7,7 +7,13 @@ The loop owns what must behave the same on each of them (docs/backends/api-loop.
   (while its calls run) and after every tool round (while the next request is in flight), each
   write finished before the session changes again, and saved once more before the run returns, so
   it is durable before `result`;
-- the tool runtime and its MCP servers;
+- first output without waiting on durability: the first save runs beside the first request (which
+  reads the session and never changes it), and nothing of the request reaches the consumer, nor the
+  session changes, before `session_started`; the request waits only for the lease (a store that is
+  down, or a session in use, is an error before anything is sent to the model), and everything before
+  it (the client, the declarations, the history) is prepared while the lease is taken;
+- the tool runtime and its MCP servers: without MCP servers the runtime starts at the first tool
+  call (the first request needs only the declarations, the same for the same settings: cached);
 - `max_turns`: at most N model requests; when the limit is hit after a turn that asked for tools,
   the tools are not run (each call is answered "not run" in the history) and the run ends `max_turns`;
 - protection: the same call with the same arguments `loop_threshold` turns in a row stops the run
@@ -26,14 +32,16 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import anyio
 import anyio.to_thread
 
 from unified._internal.api_options import ApiOptions
+from unified._internal.models import ToolFamily
 from unified._internal.retry import Failure, retrying
 from unified._redaction import given_secrets
 from unified._sessions.config import default_store
@@ -87,8 +95,14 @@ class TurnClient(Protocol):
     def choose_model(self, stored: str | None) -> str:
         """The model of this run (the caller's, else the resumed session's, else the default); sets `model`."""
 
+    def prepare(self, session: StoredSession) -> None:
+        """Read the session's history (a new session's: the `history` it continues) and add the
+        prompt to it, in the session's state, before the session's first save: a run killed during
+        its first request resumes with its prompt (`retry` answers it again)."""
+
     def begin(self, session: StoredSession, declarations: list[dict[str, Any]]) -> None:
-        """Read the session's history and queue the prompt as the first request's input."""
+        """Configure the requests (the declarations, the generation settings). Reads the session
+        only: its first save may be under way in a worker thread."""
 
     async def send(self, emit: Emit) -> TurnEnd:
         """Send one request (whatever the state says goes into it) and translate its answer."""
@@ -101,6 +115,39 @@ class TurnClient(Protocol):
 
     def keep_tool_round(self, session: StoredSession, calls: list[ToolCall], outcomes: list[ToolOutcome]) -> None:
         """Record the calls' results in the state as the next request's input."""
+
+
+@dataclass(frozen=True)
+class _RuntimeSettings:
+    """Everything a run's tool runtime is built from that its declarations could depend on."""
+
+    cwd: Path
+    include_directories: tuple[Path, ...]
+    approval_mode: str
+    excluded_tools: tuple[str, ...]
+    asks_user: bool
+
+
+async def _no_answer(request: Any) -> Any:  # pragma: no cover - the cached runtime never runs a tool
+    raise AssertionError("the runtime that only declares tools ran one")
+
+
+@functools.lru_cache(maxsize=64)
+def _declarations_of(settings: _RuntimeSettings, family: ToolFamily) -> str:
+    """The declarations a runtime with these settings offers (as JSON: each run gets its own copy)."""
+    runtime = ToolRuntime(
+        settings.cwd,
+        include_directories=settings.include_directories,
+        approval_mode=settings.approval_mode,  # type: ignore[arg-type]
+        excluded_tools=settings.excluded_tools,
+        user_input=_no_answer if settings.asks_user else None,
+    )
+    return json.dumps(runtime.declarations(family))
+
+
+def _declarations(settings: _RuntimeSettings, family: ToolFamily) -> list[dict[str, Any]]:
+    declared: list[dict[str, Any]] = json.loads(_declarations_of(settings, family))
+    return declared
 
 
 def call_key(call: ToolCall) -> str:
@@ -136,48 +183,117 @@ class AgentLoop:
                     params.history.origin.model_dump(mode="json") if params.history.origin is not None else None
                 )
         session.model = self.client.choose_model(session.model)
-        async with self.store.lease(backend, session.session_id):
-            await self._save(session)  # before session_started: the short id it announces is resumable
-            await self.ctx.emit(
-                SessionStarted(
-                    session_id=session.session_id,
-                    backend=self.client.backend,
-                    model=self.client.model,
-                    short_id=session.short_id,
-                    resumed=params.resume is not None,
-                    cwd=str(params.cwd),
-                    transport="http",
-                )
-            )
+        self.client.prepare(session)
+        self._leased = anyio.Event()
+        self._started = anyio.Event()
+        self._finished = anyio.Event()
+        self._emit: Callable[[UnifiedEvent], Awaitable[None]] = self._emit_when_started
+        outcome: list[RunOutcome] = []
+        work_failed: list[Exception] = []
+        durable_failed: list[Exception] = []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._work, session, outcome, work_failed)
             try:
-                async with self.client.connection:
-                    try:
-                        return await self._with_tools(session)
-                    except BaseException:
-                        with anyio.CancelScope(shield=True):
-                            await self.client.abandon()
-                        raise
+                await self._durable(session)
+            except Exception as exc:  # raised after the group, not as an ExceptionGroup
+                durable_failed.append(exc)
+                tg.cancel_scope.cancel()
+        if durable_failed:
+            raise durable_failed[0]
+        if work_failed:
+            raise work_failed[0]
+        return outcome[0]
+
+    async def _durable(self, session: StoredSession) -> None:
+        """The session's side: leased, saved before `session_started`, saved again once the work ended."""
+        params = self.params
+        async with self.store.lease(self.client.backend, session.session_id):
+            self._leased.set()
+            try:
+                await self._save(session)  # before session_started: the short id it announces is resumable
+                await self.ctx.emit(
+                    SessionStarted.model_construct(
+                        session_id=session.session_id,
+                        backend=self.client.backend,
+                        model=self.client.model,
+                        short_id=session.short_id,
+                        resumed=params.resume is not None,
+                        cwd=str(params.cwd),
+                        transport="http",
+                    )
+                )
+                self._emit = self.ctx.emit
+                self._started.set()
+                await self._finished.wait()
             finally:
-                with anyio.CancelScope(shield=True):
-                    await self._save(session)
+                if self._started.is_set():  # else the session never changed: the first save stands (or failed)
+                    with anyio.CancelScope(shield=True):
+                        await self._save(session)
+
+    async def _work(self, session: StoredSession, outcome: list[RunOutcome], failed: list[Exception]) -> None:
+        """The model's side: the connection, the tools and the turns, from the first request on."""
+        try:
+            async with self.client.connection:
+                try:
+                    outcome.append(await self._with_tools(session))
+                except BaseException:
+                    with anyio.CancelScope(shield=True):
+                        await self.client.abandon()
+                    raise
+        except Exception as exc:
+            failed.append(exc)
+        finally:
+            self._finished.set()
+
+    async def _emit_when_started(self, event: UnifiedEvent) -> None:
+        """What the work emits before `session_started` waits for it (then `_emit` is the guard's own)."""
+        await self._started.wait()
+        await self.ctx.emit(event)
 
     async def _with_tools(self, session: StoredSession) -> RunOutcome:
         params = self.params
-        if not self.options.local_tools:
-            self.client.begin(session, [])
-            return await self._turns(session, None)
-        async with ToolRuntime(
+        async with AsyncExitStack() as stack:
+            self._stack = stack
+            self._tools: ToolRuntime | None = None
+            declarations: list[dict[str, Any]] = []
+            if self.options.local_tools:
+                family = tool_family(self.client.model)
+                if params.mcp_servers:  # their tools are known once connected: the runtime starts now
+                    tools = await self._runtime()
+                    for problem in await tools.connect_mcp(params.mcp_servers):
+                        await self._warn("mcp_unavailable", problem.message)
+                    declarations = tools.declarations(family)
+                else:
+                    declarations = _declarations(self._runtime_settings(), family)
+            self.client.begin(session, declarations)
+            await self._leased.wait()  # no request before the store answered: it may be down, or the session in use
+            return await self._turns(session)
+
+    def _runtime_settings(self) -> _RuntimeSettings:
+        params = self.params
+        return _RuntimeSettings(
             params.cwd,
-            include_directories=params.include_directories,
-            approval_mode=params.approval_mode,
-            excluded_tools=params.excluded_tools,
-            user_input=self.ctx.ask_user if params.on_user_input is not None else None,
-            secrets=given_secrets(params.backend_options_dict(), params.mcp_servers),
-        ) as tools:
-            for problem in await tools.connect_mcp(params.mcp_servers):
-                await self._warn("mcp_unavailable", problem.message)
-            self.client.begin(session, tools.declarations(tool_family(self.client.model)))
-            return await self._turns(session, tools)
+            tuple(params.include_directories),
+            params.approval_mode,
+            tuple(params.excluded_tools),
+            params.on_user_input is not None,
+        )
+
+    async def _runtime(self) -> ToolRuntime:
+        """The run's tool runtime, started on first use and closed with the run."""
+        if self._tools is None:
+            params = self.params
+            self._tools = await self._stack.enter_async_context(
+                ToolRuntime(
+                    params.cwd,
+                    include_directories=params.include_directories,
+                    approval_mode=params.approval_mode,
+                    excluded_tools=params.excluded_tools,
+                    user_input=self.ctx.ask_user if params.on_user_input is not None else None,
+                    secrets=given_secrets(params.backend_options_dict(), params.mcp_servers),
+                )
+            )
+        return self._tools
 
     async def _save(self, session: StoredSession) -> None:
         await self.store.save(session)
@@ -211,9 +327,9 @@ class AgentLoop:
         return result[0]
 
     async def _warn(self, code: str, message: str) -> None:
-        await self.ctx.emit(WarningEvent(code=code, message=message))
+        await self._emit(WarningEvent(code=code, message=message))
 
-    async def _turns(self, session: StoredSession, tools: ToolRuntime | None) -> RunOutcome:
+    async def _turns(self, session: StoredSession) -> RunOutcome:
         max_turns = self.params.max_turns
         last_keys: list[str] = []
         repeats = malformed = 0
@@ -224,6 +340,8 @@ class AgentLoop:
                 return RunOutcome(status="max_turns", error=f"stopped after max_turns={max_turns} model requests")
             turn = await self._while_saving(unsaved, self._request)
             unsaved = None
+            if not self._started.is_set():  # the session changes only once its first save is done
+                await self._started.wait()
             counted = await self.ctx.end_turn(turn.usage)
             session.usage = session.usage + counted
             session.turns += 1
@@ -261,7 +379,7 @@ class AgentLoop:
                     status="max_turns",
                     error=f"stopped after max_turns={max_turns} model requests; the last turn's calls were not run",
                 )
-            outcomes = await self._while_saving(session, functools.partial(self._run_calls, tools, turn.calls))
+            outcomes = await self._while_saving(session, functools.partial(self._run_calls, turn.calls))
             self.client.keep_tool_round(session, turn.calls, outcomes)
             unsaved = session  # the round is written while the next request is in flight
 
@@ -272,7 +390,7 @@ class AgentLoop:
         async def emit(event: UnifiedEvent) -> None:
             nonlocal shown
             shown += 1
-            await self.ctx.emit(event)
+            await self._emit(event)
 
         async def attempt() -> TurnEnd:
             nonlocal shown
@@ -283,10 +401,11 @@ class AgentLoop:
             attempt, classify=self.client.classify, options=self.options, warn=self._warn, shown=lambda: shown > 0
         )
 
-    async def _run_calls(self, tools: ToolRuntime | None, calls: list[ToolCall]) -> list[ToolOutcome]:
-        if tools is None:
+    async def _run_calls(self, calls: list[ToolCall]) -> list[ToolOutcome]:
+        if not self.options.local_tools:
             outcomes = refused(calls, NOT_RUN_NO_TOOLS)
         else:
+            tools = await self._runtime()
             outcomes = await tools.run_batch(calls, EventForwarder(self.ctx.emit))
         for outcome in outcomes:
             shown = outcome.response.get("error" if outcome.is_error else "output", outcome.response)
@@ -301,5 +420,5 @@ class AgentLoop:
 
         The run ends right after, and `run` saves the session on the way out."""
         for call in calls:
-            await self.ctx.emit(ToolResult(tool_use_id=call.id, output=message, is_error=True))
+            await self._emit(ToolResult(tool_use_id=call.id, output=message, is_error=True))
         self.client.keep_tool_round(session, calls, refused(calls, message))

@@ -8,14 +8,18 @@ API version, the per-attempt timeout once, build the client from the resolved au
 (`ApiOptions.auth`, see `unified._auth.resolve_api_auth`) and nothing else, and switch the SDK's
 retries off (ours honour RetryInfo: `unified._internal.retry`).
 
-Runs that overlap in one event loop with the same connection options share ONE client and its
-connection pool, as a careful user of the SDK would (100 concurrent runs: one client, not 100).
-An httpx async client belongs to the event loop it first ran on, so the sharing is per loop; the
-last run to leave closes the clients. google.genai is imported only when a run enters this context.
+Runs in one event loop with the same connection options share ONE client and its connection
+pool, as a careful user of the SDK would: 100 concurrent runs use one client, not 100, and a run
+that follows another finds its warm connection (no new client, no new TCP or TLS handshake before
+its first request). An httpx async client belongs to the event loop it first ran on, so the sharing
+is per loop, and the client lives as long as its loop: it is closed when the loop ends (asyncio's
+and trio's runners finalize the async generator that holds it, `_closed_with_the_loop`), or at once
+by `close_idle_clients()`. google.genai is imported only when a run enters this context.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -33,7 +37,7 @@ from unified.errors import BackendUnavailable
 if TYPE_CHECKING:
     from google import genai
 
-__all__ = ["GenaiClient"]
+__all__ = ["GenaiClient", "close_idle_clients"]
 
 
 @dataclass
@@ -46,9 +50,39 @@ class _Shared:
     credentials: object
     """Held so the `id()` in the key stays this object's while the entry lives."""
     users: int = 0
+    closer: AsyncGenerator[None, None] | None = None
+    """Suspended for the loop's lifetime; its finalization (the loop's end) closes the clients."""
+    closed: bool = False
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        with anyio.CancelScope(shield=True):
+            await self.http.aclose()
+            self.sync_http.close()
 
 
 _shared: dict[tuple[Any, ...], _Shared] = {}
+
+
+async def _closed_with_the_loop(key: tuple[Any, ...], shared: _Shared) -> AsyncGenerator[None, None]:
+    """Advanced once, then left suspended: the event loop's runner finalizes it when the loop ends."""
+    try:
+        yield
+    finally:
+        if _shared.get(key) is shared:
+            del _shared[key]
+        await shared.close()
+
+
+async def close_idle_clients() -> None:
+    """Close this event loop's shared clients that no run is using (the next run builds a new one)."""
+    token = anyio.lowlevel.current_token()
+    for key, shared in list(_shared.items()):
+        if key[0] == token and not shared.users:
+            del _shared[key]
+            await shared.close()
 
 
 def _key(options: ApiOptions) -> tuple[Any, ...]:
@@ -118,6 +152,8 @@ class GenaiClient:
             shared = _shared.get(key)  # another run of this loop may have built it meanwhile
         if shared is None:
             shared = _shared[key] = _build(self.options)
+            shared.closer = _closed_with_the_loop(key, shared)
+            await shared.closer.__anext__()
         shared.users += 1
         self._key, self._shared = key, shared
         return self
@@ -125,14 +161,7 @@ class GenaiClient:
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        shared, key = self._shared, self._key
+        shared = self._shared
         self._shared = self._key = None
-        if shared is None or key is None:
-            return
-        shared.users -= 1
-        if shared.users:
-            return
-        del _shared[key]
-        with anyio.CancelScope(shield=True):
-            await shared.http.aclose()
-            await anyio.to_thread.run_sync(shared.sync_http.close, abandon_on_cancel=True)
+        if shared is not None:
+            shared.users -= 1  # the clients stay open for the loop's next run (see the module's docstring)

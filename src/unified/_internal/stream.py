@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Literal, NoReturn
 
 import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from unified._internal import limits
 from unified._redaction import Redactor, SplitGuard, given_secrets, redactor
@@ -65,6 +65,7 @@ StopReason = Literal["cancelled", "interrupted", "idle_timeout", "total_timeout"
 
 _PASS_BEFORE_SESSION = (WarningEvent, ErrorEvent, SessionStarted, Failover)
 _STREAMED = frozenset({TextDelta, Thinking})
+_STREAMED_KINDS = (TextDelta, Thinking)
 
 
 def _capability_snapshot(backend: str) -> dict[str, SupportLevel]:
@@ -154,6 +155,15 @@ def _normalise(event: UnifiedEvent) -> None:
         event.__dict__["output"] = text
         if extras is not None and event.data is None:
             event.__dict__["data"] = extras
+
+
+def _validated(event: UnifiedEvent) -> None:
+    """Strict mode: the event's fields as validation would accept them (events built by `model_construct`
+    carry their adapter's promise; the test suites run the guard strict, so a broken promise fails there)."""
+    try:
+        type(event).model_validate(event.__dict__)
+    except ValidationError as exc:
+        raise ProtocolViolation(f"a {event.type} event with invalid fields: {exc}") from None
 
 
 class _ConsumerGone(Exception):
@@ -278,6 +288,8 @@ class _Context:
     def __init__(self, guard: StreamGuard) -> None:
         self._guard = guard
         self.turns = 0
+        self.emit: Callable[[UnifiedEvent], Coroutine[Any, Any, None]] = guard.accept
+        """The guard's own `accept`, bound here: one coroutine per event, not two."""
 
     @property
     def params(self) -> ExecuteParams:
@@ -287,9 +299,6 @@ class _Context:
     def session_id(self) -> str | None:
         session = self._guard.agg.session
         return session.session_id if session else None
-
-    async def emit(self, event: UnifiedEvent) -> None:
-        await self._guard.accept(event)
 
     def add_usage(self, usage: Usage) -> None:
         self._guard.agg.add_usage(usage)
@@ -349,16 +358,58 @@ class StreamGuard:
         self._scope: anyio.CancelScope | None = None
         self._stop_reason: StopReason | None = None
         self._consumer_gone = False
-        self._redactor = _run_redactor(params)
+        redactor = _run_redactor(params)
+        self._redactor: Redactor | None = redactor if redactor else None
+        """None when there is no secret to hide: then no event is looked at."""
         self._splits: dict[tuple[str, str | None], SplitGuard] = {}
         """One per text stream (a scope's text, a scope's thinking, a tool's progress)."""
         self._split_holder: tuple[str, str | None] | None = None
         """The stream whose guard holds text back, if one does."""
+        self._include_native = params.include_native
         self._ctx = _Context(self)
 
     # -- what adapters call -------------------------------------------------------------------
 
     async def accept(self, event: UnifiedEvent) -> None:
+        agg = self.agg
+        if isinstance(event, _STREAMED_KINDS) and event.subagent_task_id is None and agg.session is not None:
+            # The bulk of every stream, checked first: no protocol rule, normal form or message flush
+            # applies to main-chat text and thoughts once the session started; recorded here, inline.
+            if self.strict:
+                _validated(event)
+            text = event.text
+            if isinstance(event, TextDelta):
+                buffer = agg.buffers.get(None)
+                if buffer is None:
+                    buffer = agg.buffers[None] = []
+                buffer.append(text)
+                agg.text_chars += len(text)
+            else:
+                agg.thought_chars += len(text)
+            if self._redactor is not None:
+                # a secret may be split across pieces: the split guard's path (SplitGuard)
+                await self._deliver(event)
+                return
+            # _deliver, inline (one coroutine less per event): with no secret to hide, nothing to scrub.
+            fields = event.__dict__
+            fields["seq"] = self._seq
+            event.__pydantic_fields_set__.add("seq")
+            self._seq += 1
+            if fields["session_id"] is None:
+                fields["session_id"] = agg.session.session_id
+                event.__pydantic_fields_set__.add("session_id")
+            if fields["native"] is not None and not self._include_native:
+                fields["native"] = None
+            try:
+                self._send.send_nowait(event)
+            except anyio.WouldBlock:
+                await self._send_waiting(event)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self._gone()
+            self._last_activity = self._clock()
+            return
+        if self.strict:
+            _validated(event)
         if type(event) not in _STREAMED:
             _check_depth(event, self.backend.name)
         _normalise(event)
@@ -390,7 +441,7 @@ class StreamGuard:
         text = "".join(parts)
         if scope is None:
             self.agg.last_message = text
-        await self._deliver(AssistantMessage(text=text, subagent_task_id=scope))
+        await self._deliver(AssistantMessage.model_construct(text=text, subagent_task_id=scope))
 
     async def ask_user(self, request: UserInputRequest) -> UserInputResponse:
         await self.accept(request)
@@ -466,29 +517,39 @@ class StreamGuard:
         assigned.add("seq")
         self._seq += 1
         session = self.agg.session
-        if session is not None and event.session_id is None:
+        if session is not None and fields["session_id"] is None:
             fields["session_id"] = session.session_id
             assigned.add("session_id")
-        if event.native is not None and not self.params.include_native:
-            event.native = None
-        if self._redactor:  # with no secret to hide, no event is looked at
+        if fields["native"] is not None and not self._include_native:
+            fields["native"] = None
+        if self._redactor is not None:  # with no secret to hide, no event is looked at
             _scrub(event, self._redactor)
-        self._paused += 1  # a slow consumer is not an idle backend
+        # The buffer usually has room: hand the event over without a trip through the event loop
+        # (anyio's send() always yields once, which cost more than translating the event). The
+        # bounded buffer still makes the adapter yield, and see cancellation, every _BUFFER events.
         try:
-            # The buffer usually has room: hand the event over without a trip through the event loop
-            # (anyio's send() always yields once, which cost more than translating the event). The
-            # bounded buffer still makes the adapter yield, and see cancellation, every _BUFFER events.
-            try:
-                self._send.send_nowait(event)
-            except anyio.WouldBlock:
-                await self._send.send(event)
+            self._send.send_nowait(event)
+        except anyio.WouldBlock:
+            await self._send_waiting(event)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            self._consumer_gone = True
-            self.stop("cancelled")
-            raise _ConsumerGone from None
+            self._gone()
+        self._last_activity = self._clock()
+
+    async def _send_waiting(self, event: UnifiedEvent) -> None:
+        """The buffer is full: wait for the consumer (a slow consumer is not an idle backend)."""
+        self._paused += 1
+        try:
+            await self._send.send(event)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._gone()
         finally:
             self._paused -= 1
             self._last_activity = self._clock()
+
+    def _gone(self) -> NoReturn:
+        self._consumer_gone = True
+        self.stop("cancelled")
+        raise _ConsumerGone from None
 
     async def _warn(self, code: str, message: str) -> None:
         await self._deliver(WarningEvent(code=code, message=message))

@@ -196,6 +196,7 @@ class FakeGemini:
         self._chunk_delay = chunk_delay
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
+        self._connections = 0
         self._problems: list[str] = []
         self._interactions: dict[str, _Interaction] = {}
         self._ids = itertools.count(1)
@@ -288,6 +289,12 @@ class FakeGemini:
         """Every request received so far, in arrival order, secrets redacted."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def connections(self) -> int:
+        """TCP connections accepted so far: a client that pools them opens one for many requests."""
+        with self._lock:
+            return self._connections
 
     def requests_for(self, api_method: str) -> list[RecordedRequest]:
         return [r for r in self.requests if r.api_method == api_method]
@@ -693,6 +700,12 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, fake: FakeGemini) -> None:
         self.fake = fake
         super().__init__(("127.0.0.1", 0), _Handler)
+
+    def get_request(self) -> tuple[Any, Any]:
+        accepted = super().get_request()
+        with self.fake._lock:
+            self.fake._connections += 1
+        return accepted
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hangs up (a pooled keep-alive connection closed, a cancelled run) is normal here."""

@@ -253,6 +253,10 @@ async def test_a_session_killed_right_after_it_was_announced_can_be_resumed(
     assert isinstance(started, SessionStarted)
     assert (started.resumed, started.short_id) == (True, short_id)
     assert result(events).final_text == "resumed fine"
+    sent = json.dumps(fake.requests[-1].body)
+    assert "remember the plan" in sent  # the first prompt reached the model, once, before the new one
+    assert sent.count("remember the plan") == 1
+    assert sent.index("remember the plan") < sent.index("and now?")
 
 
 def _announced_then_killed(backend: str, fake: FakeGemini, workspace: Path) -> str:
@@ -273,9 +277,11 @@ def _announced_then_killed(backend: str, fake: FakeGemini, workspace: Path) -> s
     return short_id
 
 
-async def test_every_http_client_a_run_opens_is_closed_when_it_ends(
+async def test_runs_share_their_loop_s_http_clients_and_every_one_is_closed(
     backend: str, fake: FakeGemini, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The second run (and one that fails) finds the first one's clients warm; the loop's end closes
+    them (`close_idle_clients` here, as the loop's runner does: tests/foundation/test_genai_client.py)."""
     opened: list[httpx.AsyncClient | httpx.Client] = []
 
     def recording(make: Callable[[float], ClientT]) -> Callable[[float], ClientT]:
@@ -290,9 +296,13 @@ async def test_every_http_client_a_run_opens_is_closed_when_it_ends(
     monkeypatch.setattr(genai_client, "sync_client", recording(http.sync_client))
     fake.add(ModelTurn(text="ok"))
     fake.inject(Fault(kind="bad_request"), at_request=1)
+    await genai_client.close_idle_clients()  # what earlier tests of this loop left
+    opened.clear()
     await collect(params(backend, fake, workspace))
-    await collect(params(backend, fake, workspace))  # a run that fails closes them too
-    assert len(opened) == 4
+    await collect(params(backend, fake, workspace))  # a run that fails leaves them open for the next too
+    assert len(opened) == 2
+    assert not any(client.is_closed for client in opened)
+    await genai_client.close_idle_clients()
     assert all(client.is_closed for client in opened)
 
 

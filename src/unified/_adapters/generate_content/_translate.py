@@ -1,5 +1,10 @@
 """GenerateContentResponse chunks → UnifiedEvents, for one model turn. Pure: no I/O, no clock.
 
+The chunks are wire JSON (`json.loads` of each SSE event, camelCase keys: `_stream.py`), read once;
+google-genai's model of a chunk is never built on the hot path, only for what is rare (grounding
+metadata, the history's `Content` at the end of the turn). A `types.GenerateContentResponse` is
+accepted too and read as its wire JSON.
+
 Thinking semantics: in every real recording we have (`unified.testing.recordings()`), each
 thought part is a complete summary (`**Subject**\\n\\nbody`), and the next thought part is a new
 summary, not a continuation of the previous one. So each thought part becomes one
@@ -22,27 +27,45 @@ A generated image (`inlineData` in the output) has no event kind: it stays in th
 from __future__ import annotations
 
 import base64
+import copy
+import enum
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from google.genai import types
+from google.genai import _common, types
+from pydantic import ConfigDict, TypeAdapter
 
 from unified._internal import limits
 from unified.errors import BackendError
-from unified.events import ErrorEvent, TextDelta, Thinking, ToolResult, ToolUse, UnifiedEvent, Usage, WarningEvent
+from unified.events import (
+    ErrorEvent,
+    TextDelta,
+    Thinking,
+    ToolResult,
+    ToolUse,
+    UnifiedEvent,
+    Usage,
+    WarningEvent,
+    tool_output_text,
+)
 
 __all__ = [
     "GenerateContentTranslator",
     "LocalCall",
+    "Wire",
     "b64",
     "grounding_sources",
     "server_tool_name",
     "split_subject",
     "usage_from_metadata",
+    "wire_bytes",
 ]
+
+Wire = dict[str, Any]
+"""One JSON object as the API sent it (camelCase keys, bytes as base64 text)."""
 
 _SUBJECT = re.compile(r"^\s*\*\*(?P<subject>[^*\n]+)\*\*\s*")
 
@@ -70,16 +93,38 @@ def b64(data: bytes | None) -> str | None:
     return base64.b64encode(data).decode("ascii") if data else None
 
 
-def usage_from_metadata(meta: types.GenerateContentResponseUsageMetadata | None) -> Usage:
-    """Our Usage from `usageMetadata`; missing counts are 0 (the guard estimates output, flagged)."""
+_BYTES: TypeAdapter[bytes] = TypeAdapter(bytes, config=ConfigDict(val_json_bytes="base64"))
+"""Reads base64 text as google-genai's models do (standard or URL-safe alphabet)."""
+
+
+def wire_bytes(text: Any) -> bytes | None:
+    """A wire bytes field (base64 text) as the bytes google-genai's model would hold."""
+    return _BYTES.validate_python(text) if isinstance(text, str) and text else None
+
+
+def _enum(kind: type[enum.Enum], value: Any) -> str | None:
+    """A wire enum value as google-genai's enum reads it (case-insensitive; unknown values kept)."""
+    if value is None:
+        return None
+    if value in kind._value2member_map_:
+        return str(value)
+    member = kind(value)
+    return str(member.value) if member is not None else str(value)
+
+
+def usage_from_metadata(meta: types.GenerateContentResponseUsageMetadata | Mapping[str, Any] | None) -> Usage:
+    """Our Usage from `usageMetadata` (wire JSON or the SDK's model); missing counts are 0 (the guard
+    estimates output, flagged)."""
     if meta is None:
         return Usage()
-    return Usage(
-        input_tokens=meta.prompt_token_count or 0,
-        output_tokens=meta.candidates_token_count or 0,
-        thinking_tokens=meta.thoughts_token_count or 0,
-        cached_tokens=meta.cached_content_token_count or 0,
-        tool_use_tokens=meta.tool_use_prompt_token_count or 0,
+    if not isinstance(meta, Mapping):
+        meta = meta.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return Usage.model_construct(
+        input_tokens=int(meta.get("promptTokenCount") or 0),
+        output_tokens=int(meta.get("candidatesTokenCount") or 0),
+        thinking_tokens=int(meta.get("thoughtsTokenCount") or 0),
+        cached_tokens=int(meta.get("cachedContentTokenCount") or 0),
+        tool_use_tokens=int(meta.get("toolUsePromptTokenCount") or 0),
     )
 
 
@@ -97,11 +142,12 @@ _TOOL_TYPE_NAMES = {"GOOGLE_SEARCH_WEB": "google_search", "GOOGLE_SEARCH_IMAGE":
 """`toolType`s named as the option (and the Interactions API's step) that switches the tool on."""
 
 
-def server_tool_name(tool_type: types.ToolType | None) -> str:
+def server_tool_name(tool_type: types.ToolType | str | None) -> str:
     """A `toolCall`/`toolResponse` part's tool: `GOOGLE_MAPS` → `google_maps`, both searches → `google_search`."""
-    if tool_type is None:
+    value = tool_type.value if isinstance(tool_type, types.ToolType) else _enum(types.ToolType, tool_type)
+    if value is None:
         return "server_tool"
-    return _TOOL_TYPE_NAMES.get(tool_type.value, tool_type.value.lower())
+    return _TOOL_TYPE_NAMES.get(value, value.lower())
 
 
 def grounding_sources(grounding: types.GroundingMetadata) -> list[tuple[str, dict[str, Any], Any]]:
@@ -153,33 +199,39 @@ class _CallInProgress:
 
     name: str
     call_id: str | None
-    signature: bytes | None
+    signature: str | None
+    """The part's `thoughtSignature` as sent (base64 text)."""
     args: dict[str, Any] = field(default_factory=dict)
     open_strings: set[str] = field(default_factory=set)
     """Argument paths whose string value continues in the next piece."""
 
-    def add(self, pieces: list[types.PartialArg]) -> None:
+    def add(self, pieces: list[Wire]) -> None:
         for piece in pieces:
-            path = piece.json_path or ""
-            if piece.string_value is not None:
+            path = piece.get("jsonPath") or ""
+            if (text := piece.get("stringValue")) is not None:
                 before = _get_path(self.args, path) if path in self.open_strings else None
-                _set_path(self.args, path, (before if isinstance(before, str) else "") + piece.string_value)
-                if piece.will_continue:
+                _set_path(self.args, path, (before if isinstance(before, str) else "") + str(text))
+                if piece.get("willContinue"):
                     self.open_strings.add(path)
                 else:
                     self.open_strings.discard(path)
-            elif piece.number_value is not None:
-                number = piece.number_value
-                _set_path(self.args, path, int(number) if float(number).is_integer() else number)
-            elif piece.bool_value is not None:
-                _set_path(self.args, path, piece.bool_value)
-            elif piece.null_value is not None:
+            elif (number := piece.get("numberValue")) is not None:
+                number = float(number)
+                _set_path(self.args, path, int(number) if number.is_integer() else number)
+            elif (flag := piece.get("boolValue")) is not None:
+                _set_path(self.args, path, bool(flag))
+            elif piece.get("nullValue") is not None:
                 _set_path(self.args, path, None)
 
-    def part(self) -> types.Part:
+    def part(self) -> Wire:
         """The call as one ordinary part, as the history must hold it."""
-        call = types.FunctionCall(id=self.call_id, name=self.name, args=self.args)
-        return types.Part(function_call=call, thought_signature=self.signature)
+        call: Wire = {"name": self.name, "args": self.args}
+        if self.call_id is not None:
+            call = {"id": self.call_id, **call}
+        part: Wire = {"functionCall": call}
+        if self.signature is not None:
+            part["thoughtSignature"] = self.signature
+        return part
 
 
 _PATH_STEP = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
@@ -227,6 +279,20 @@ def _put(node: Any, step: str | int, value: Any) -> bool:
     return True
 
 
+def wire_chunk(chunk: types.GenerateContentResponse | Mapping[str, Any]) -> Mapping[str, Any]:
+    """A chunk as wire JSON: as read from the stream, or an SDK model's camelCase dump."""
+    if isinstance(chunk, Mapping):
+        return chunk
+    dumped: Wire = chunk.model_dump(mode="json", by_alias=True, exclude_none=True)
+    dumped.pop("sdkHttpResponse", None)
+    return dumped
+
+
+def _sdk_model(kind: type[_common.BaseModel], wire: Mapping[str, Any]) -> Any:
+    """google-genai's model of a wire object, read as the SDK reads a response (unknown fields dropped)."""
+    return kind._from_response(response=copy.deepcopy(dict(wire)), kwargs={})
+
+
 @dataclass
 class GenerateContentTranslator:
     """Feed it the chunks of one streamed turn; it returns the events to emit for each."""
@@ -235,17 +301,17 @@ class GenerateContentTranslator:
     taken_ids: set[str] = field(default_factory=set)
     """tool_use ids already used in this run (the guard rejects duplicates)."""
     include_native: bool = False
-    parts: list[types.Part] = field(default_factory=list)
+    parts: list[Wire] = field(default_factory=list)
+    """The model's parts as received (wire JSON), for the history (`content()`)."""
     calls: list[LocalCall] = field(default_factory=list)
     finish_reason: str | None = None
     finish_message: str | None = None
     block_reason: str | None = None
-    usage_metadata: types.GenerateContentResponseUsageMetadata | None = None
+    usage_metadata: Mapping[str, Any] | None = None
     """The latest chunk's (only the last chunk's is complete); read as `usage` once the turn ends."""
-    text: str = ""
     emitted: int = 0
-    grounding: types.GroundingMetadata | None = None
-    url_context: types.UrlContextMetadata | None = None
+    grounding: Mapping[str, Any] | None = None
+    url_context: Mapping[str, Any] | None = None
     _open_server_calls: list[str] = field(default_factory=list)
     _streaming_call: _CallInProgress | None = None
     _unannounced: list[_CallInProgress] = field(default_factory=list)
@@ -257,6 +323,11 @@ class GenerateContentTranslator:
     def usage(self) -> Usage | None:
         return usage_from_metadata(self.usage_metadata) if self.usage_metadata is not None else None
 
+    @property
+    def text(self) -> str:
+        """The turn's visible text so far (its text parts that are not thoughts)."""
+        return "".join(p["text"] for p in self.parts if isinstance(p.get("text"), str) and not p.get("thought"))
+
     def _new_id(self, prefix: str, wanted: str | None = None) -> str:
         candidate = wanted or f"{prefix}_{self.turn}_{next(self._counter)}"
         while candidate in self.taken_ids:
@@ -264,38 +335,50 @@ class GenerateContentTranslator:
         self.taken_ids.add(candidate)
         return candidate
 
-    def feed(self, chunk: types.GenerateContentResponse) -> list[UnifiedEvent]:
+    def feed(self, chunk: Mapping[str, Any] | types.GenerateContentResponse) -> list[UnifiedEvent]:
+        wire = chunk if isinstance(chunk, Mapping) else wire_chunk(chunk)
         events: list[UnifiedEvent] = []
-        self._count(chunk)
-        if chunk.usage_metadata is not None:
-            self.usage_metadata = chunk.usage_metadata
-        feedback = chunk.prompt_feedback
-        if feedback is not None and feedback.block_reason is not None:
-            self.block_reason = feedback.block_reason.value
-            self.finish_message = feedback.block_reason_message
-        candidate = chunk.candidates[0] if chunk.candidates else None
-        if candidate is not None:
-            if candidate.content is not None:
-                for part in candidate.content.parts or []:
+        self._count(wire)
+        usage = wire.get("usageMetadata")
+        if usage is not None:
+            self.usage_metadata = usage
+        feedback = wire.get("promptFeedback")
+        if feedback is not None and feedback.get("blockReason") is not None:
+            self.block_reason = _enum(types.BlockedReason, feedback["blockReason"])
+            self.finish_message = feedback.get("blockReasonMessage")
+        candidates = wire.get("candidates")
+        if candidates:
+            candidate = candidates[0]
+            content = candidate.get("content")
+            if content is not None:
+                for part in content.get("parts") or ():
+                    text = part.get("text")
+                    if text.__class__ is str and len(part) == 1 and not self._unannounced:  # the bulk of a stream
+                        if text:
+                            self.parts.append(part)
+                            events.append(TextDelta.model_construct(text=text))
+                        continue
                     events.extend(self._part(part))
-            if candidate.finish_reason is not None:
-                self.finish_reason = candidate.finish_reason.value
-                self.finish_message = candidate.finish_message
-            if candidate.grounding_metadata is not None:
-                self.grounding = candidate.grounding_metadata
-            if candidate.url_context_metadata is not None:
-                self.url_context = candidate.url_context_metadata
+            reason = candidate.get("finishReason")
+            if reason is not None:
+                self.finish_reason = _enum(types.FinishReason, reason)
+                self.finish_message = candidate.get("finishMessage")
+            if candidate.get("groundingMetadata") is not None:
+                self.grounding = candidate["groundingMetadata"]
+            if candidate.get("urlContextMetadata") is not None:
+                self.url_context = candidate["urlContextMetadata"]
         if events and self.include_native:
-            events[0].native = chunk.model_dump(mode="json", exclude_none=True)
+            events[0].native = copy.deepcopy(dict(wire))
         self.emitted += len(events)
         return events
 
-    def _count(self, chunk: types.GenerateContentResponse) -> None:
+    def _count(self, wire: Mapping[str, Any]) -> None:
         """Bound what one turn may bring (`limits`): its parts, and the characters of its text."""
-        candidate = chunk.candidates[0] if chunk.candidates else None
-        parts = (candidate.content.parts or []) if candidate is not None and candidate.content is not None else []
+        candidates = wire.get("candidates")
+        content = candidates[0].get("content") if candidates else None
+        parts = (content.get("parts") or ()) if content is not None else ()
         self._parts_seen += len(parts)
-        self._chars_seen += sum(len(p.text) for p in parts if p.text)
+        self._chars_seen += sum(len(text) for p in parts if (text := p.get("text")).__class__ is str)
         if self._parts_seen > limits.MAX_PARTS_PER_TURN:
             raise BackendError(
                 f"the model's turn {self.turn} has more than {limits.MAX_PARTS_PER_TURN:,} parts; it was not used",
@@ -308,31 +391,34 @@ class GenerateContentTranslator:
                 hint="the server's answer is larger than unified accepts (limits.MAX_TURN_TEXT_CHARS)",
             )
 
-    def _part(self, part: types.Part) -> list[UnifiedEvent]:
-        if part.text is not None and not part.text and part.thought_signature is None and not part.thought:
+    def _part(self, part: Wire) -> list[UnifiedEvent]:
+        text = part.get("text")
+        if text is not None and not text and not part.get("thoughtSignature") and not part.get("thought"):
             return []  # an empty text part carries nothing; echoing it back would be rejected
-        if part.function_call is not None:
-            self._function_call(part.function_call, part.thought_signature)
+        call = part.get("functionCall")
+        if call is not None:
+            self._function_call(call, part.get("thoughtSignature") or None)
             return []
-        if part.function_response is not None:
+        if part.get("functionResponse") is not None:
             return self._server_function_response(part)
         events = self._announce_calls()
         self.parts.append(part)
         return events + self._content_part(part)
 
-    def _function_call(self, call: types.FunctionCall, signature: bytes | None) -> None:
+    def _function_call(self, call: Wire, signature: str | None) -> None:
         """Queue a call (or one piece of a call whose arguments stream) until it can be announced."""
         pending = self._streaming_call
         if pending is None:
-            pending = _CallInProgress(call.name or "", call.id, signature, dict(call.args or {}))
+            pending = _CallInProgress(call.get("name") or "", call.get("id"), signature, dict(call.get("args") or {}))
         else:  # the next piece of the call being streamed
-            pending.name = pending.name or call.name or ""
-            pending.call_id = pending.call_id or call.id
+            pending.name = pending.name or call.get("name") or ""
+            pending.call_id = pending.call_id or call.get("id")
             pending.signature = pending.signature or signature
-            pending.args.update(call.args or {})
-        pending.add(list(call.partial_args or []))
-        self._streaming_call = pending if call.will_continue else None
-        if not call.will_continue:
+            pending.args.update(call.get("args") or {})
+        pending.add(list(call.get("partialArgs") or ()))
+        will_continue = bool(call.get("willContinue"))
+        self._streaming_call = pending if will_continue else None
+        if not will_continue:
             self._unannounced.append(pending)
 
     def _announce_calls(self) -> list[UnifiedEvent]:
@@ -348,20 +434,20 @@ class GenerateContentTranslator:
             tool_use_id = self._new_id("call", pending.call_id)
             self.calls.append(LocalCall(tool_use_id, pending.name, pending.args, pending.call_id))
             self.parts.append(pending.part())
-            events.append(ToolUse(tool_use_id=tool_use_id, name=pending.name, input=pending.args))
+            events.append(ToolUse.model_construct(tool_use_id=tool_use_id, name=pending.name, input=pending.args))
         self._unannounced = []
         return events
 
-    def _server_function_response(self, part: types.Part) -> list[UnifiedEvent]:
+    def _server_function_response(self, part: Wire) -> list[UnifiedEvent]:
         """A `functionResponse` in the model's own output: the server ran that call (server-side MCP)."""
-        response = part.function_response
-        assert response is not None
-        name = response.name or "server_tool"
+        response: Wire = part["functionResponse"]
+        response_id = response.get("id")
+        name = response.get("name") or "server_tool"
         match = next(
             (
                 c
                 for c in self._unannounced
-                if (response.id is not None and c.call_id == response.id) or (response.id is None and c.name == name)
+                if (response_id is not None and c.call_id == response_id) or (response_id is None and c.name == name)
             ),
             None,
         )
@@ -370,58 +456,56 @@ class GenerateContentTranslator:
             self._unannounced.remove(match)
             self.parts.append(match.part())
             tool_use_id = self._new_id("mcp", match.call_id)
-            events.append(ToolUse(tool_use_id=tool_use_id, name=name, input=match.args, server_side=True))
+            use = ToolUse.model_construct(tool_use_id=tool_use_id, name=name, input=match.args, server_side=True)
+            events.append(use)
         else:  # a result whose call we never saw: announce the call so the stream stays well-formed
-            tool_use_id = self._new_id("mcp", response.id)
-            events.append(ToolUse(tool_use_id=tool_use_id, name=name, server_side=True))
+            tool_use_id = self._new_id("mcp", response_id)
+            events.append(ToolUse.model_construct(tool_use_id=tool_use_id, name=name, server_side=True))
         self.parts.append(part)
-        output = dict(response.response or {})
-        events.append(ToolResult(tool_use_id=tool_use_id, output=output, server_side=True, is_error="error" in output))
+        output = dict(response.get("response") or {})
+        events.append(_result(tool_use_id, output, is_error="error" in output))
         return events
 
-    def _content_part(self, part: types.Part) -> list[UnifiedEvent]:
-        if part.thought and part.text is not None:
-            subject, text = split_subject(part.text)
-            return [Thinking(text=text, replace=True, subject=subject, signature=b64(part.thought_signature))]
-        if part.text is not None:
-            self.text += part.text
-            return [TextDelta(text=part.text)] if part.text else []
-        if part.executable_code is not None:
-            code = part.executable_code
-            tool_use_id = self._new_id("code", code.id)
+    def _content_part(self, part: Wire) -> list[UnifiedEvent]:
+        text = part.get("text")
+        if part.get("thought") and text is not None:
+            subject, text = split_subject(text)
+            signature = b64(wire_bytes(part.get("thoughtSignature")))
+            return [Thinking.model_construct(text=text, replace=True, subject=subject, signature=signature)]
+        if text is not None:
+            return [TextDelta.model_construct(text=text)] if text else []
+        if (code := part.get("executableCode")) is not None:
+            tool_use_id = self._new_id("code", code.get("id"))
             self._open_server_calls.append(tool_use_id)
-            language = code.language.value if code.language is not None else None
+            language = _enum(types.Language, code.get("language"))
             return [
-                ToolUse(
+                ToolUse.model_construct(
                     tool_use_id=tool_use_id,
                     name="code_execution",
-                    input={"code": code.code or "", "language": language},
+                    input={"code": code.get("code") or "", "language": language},
                     server_side=True,
                 )
             ]
-        if part.code_execution_result is not None:
-            result = part.code_execution_result
-            outcome = result.outcome.value if result.outcome is not None else None
-            output = {"outcome": outcome, "output": result.output or ""}
-            return self._server_result("code_execution", result.id, output, outcome not in (None, "OUTCOME_OK"))
-        if part.tool_call is not None:
-            tool = part.tool_call
-            tool_use_id = self._new_id("tool", tool.id)
+        if (result := part.get("codeExecutionResult")) is not None:
+            outcome = _enum(types.Outcome, result.get("outcome"))
+            output = {"outcome": outcome, "output": result.get("output") or ""}
+            return self._server_result("code_execution", result.get("id"), output, outcome not in (None, "OUTCOME_OK"))
+        if (tool := part.get("toolCall")) is not None:
+            tool_use_id = self._new_id("tool", tool.get("id"))
             self._open_server_calls.append(tool_use_id)
-            name = server_tool_name(tool.tool_type)
-            return [ToolUse(tool_use_id=tool_use_id, name=name, input=dict(tool.args or {}), server_side=True)]
-        if part.tool_response is not None:
-            response = part.tool_response
-            name = server_tool_name(response.tool_type)
-            return self._server_result(name, response.id, dict(response.response or {}), False)
-        if part.inline_data is not None:
-            blob = part.inline_data
-            size = len(blob.data or b"")
+            name = server_tool_name(tool.get("toolType"))
+            args = dict(tool.get("args") or {})
+            return [ToolUse.model_construct(tool_use_id=tool_use_id, name=name, input=args, server_side=True)]
+        if (response := part.get("toolResponse")) is not None:
+            name = server_tool_name(response.get("toolType"))
+            return self._server_result(name, response.get("id"), dict(response.get("response") or {}), False)
+        if (blob := part.get("inlineData")) is not None:
+            size = len(wire_bytes(blob.get("data")) or b"")
             message = (
-                f"the model generated {blob.mime_type or 'media'} ({size} bytes), which no event carries: "
+                f"the model generated {blob.get('mimeType') or 'media'} ({size} bytes), which no event carries: "
                 "it is kept in the session's history, not shown"
             )
-            return [WarningEvent(code="output_not_shown", message=message)]
+            return [WarningEvent.model_construct(code="output_not_shown", message=message)]
         return []  # files and other media reach the history unchanged
 
     def _server_result(self, name: str, wanted: str | None, output: Any, is_error: bool) -> list[UnifiedEvent]:
@@ -433,8 +517,8 @@ class GenerateContentTranslator:
             tool_use_id = self._open_server_calls.pop(0)
         else:  # a result whose call we never saw: announce the call so the stream stays well-formed
             tool_use_id = self._new_id(name, wanted)
-            events.append(ToolUse(tool_use_id=tool_use_id, name=name, server_side=True))
-        events.append(ToolResult(tool_use_id=tool_use_id, output=output, is_error=is_error, server_side=True))
+            events.append(ToolUse.model_construct(tool_use_id=tool_use_id, name=name, server_side=True))
+        events.append(_result(tool_use_id, output, is_error=is_error))
         return events
 
     def finish(self) -> list[UnifiedEvent]:
@@ -445,10 +529,10 @@ class GenerateContentTranslator:
             self._streaming_call = None
         events: list[UnifiedEvent] = self._announce_calls()
         if self.grounding is not None:
-            for name, args, meta in grounding_sources(self.grounding):
+            for name, args, meta in grounding_sources(_sdk_model(types.GroundingMetadata, self.grounding)):
                 events.extend(self._server_pair(name, args, meta))
         if self.url_context is not None:
-            meta = _json(self.url_context)
+            meta = _json(_sdk_model(types.UrlContextMetadata, self.url_context))
             if meta:
                 urls = [u.get("retrieved_url") for u in meta.get("url_metadata", [])]
                 events.extend(self._server_pair("url_context", {"urls": urls}, meta))
@@ -465,8 +549,8 @@ class GenerateContentTranslator:
     def _server_pair(self, name: str, args: dict[str, Any], output: Any) -> list[UnifiedEvent]:
         tool_use_id = self._new_id(name)
         return [
-            ToolUse(tool_use_id=tool_use_id, name=name, input=args, server_side=True),
-            ToolResult(tool_use_id=tool_use_id, output=output, server_side=True),
+            ToolUse.model_construct(tool_use_id=tool_use_id, name=name, input=args, server_side=True),
+            _result(tool_use_id, output),
         ]
 
     def stop_problem(self) -> tuple[str, str] | None:
@@ -511,5 +595,46 @@ class GenerateContentTranslator:
         return self.block_reason is None and self.finish_reason is None and self.emitted > 0
 
     def content(self) -> types.Content:
-        """The model's turn, parts unchanged (thought signatures included), for the history."""
-        return types.Content(role="model", parts=list(self.parts))
+        """The model's turn, parts as received (thought signatures included), as google-genai's model for the
+        history: read once per turn, as the SDK reads a response (unknown fields dropped)."""
+        return content_from_wire(self.parts)
+
+
+def _result(tool_use_id: str, output: Any, *, is_error: bool = False) -> ToolResult:
+    """A server-side tool's result: its output as text, the structure in `data` (the normal form)."""
+    text, data = tool_output_text(output)
+    return ToolResult.model_construct(
+        tool_use_id=tool_use_id, output=text, data=data, is_error=is_error, server_side=True
+    )
+
+
+_TEXT_PART = frozenset({"text"})
+_set_attribute = object.__setattr__
+
+
+_NO_PART_FIELDS: dict[str, Any] = dict.fromkeys(types.Part.model_fields)
+
+
+def _text_part(text: str) -> types.Part:
+    """`types.Part(text=text)` as validation would build it, without the SDK's per-model checks (a text
+    part has nothing to check; pydantic's own `model_construct` costs more than validating)."""
+    part = types.Part.__new__(types.Part)
+    fields = _NO_PART_FIELDS.copy()
+    fields["text"] = text
+    _set_attribute(part, "__dict__", fields)
+    _set_attribute(part, "__pydantic_fields_set__", {"text"})
+    _set_attribute(part, "__pydantic_extra__", None)
+    _set_attribute(part, "__pydantic_private__", None)
+    return part
+
+
+def content_from_wire(parts: list[Wire]) -> types.Content:
+    """A model turn's wire parts as one `types.Content`. A part of text alone, the bulk of a long answer,
+    is built directly; every other part is read by google-genai."""
+    built: list[types.Part] = []
+    for part in parts:
+        if part.keys() == _TEXT_PART and isinstance(part["text"], str):
+            built.append(_text_part(part["text"]))
+        else:
+            built.append(_sdk_model(types.Part, part))
+    return types.Content(role="model", parts=built)

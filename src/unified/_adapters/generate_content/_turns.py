@@ -23,6 +23,7 @@ from unified._adapters.generate_content._options import (
     server_side_invocations,
 )
 from unified._adapters.generate_content._sessions import BACKEND
+from unified._adapters.generate_content._stream import stream_chunks
 from unified._adapters.generate_content._translate import GenerateContentTranslator
 from unified._internal.agent_loop import Emit, TurnEnd
 from unified._internal.genai_client import GenaiClient
@@ -84,6 +85,8 @@ class GenerateContentTurns:
         self.model = params.model or DEFAULT_MODEL
         self._genai = GenaiClient(options)
         self.contents: list[types.Content] = []
+        self._dumped: list[dict[str, Any]] = []
+        """`contents` as the session stores them, one dump per content (the history only grows)."""
         self.config: types.GenerateContentConfig | None = None
         self.taken_ids: set[str] = set()
         self._model_call_ids: dict[str, str | None] = {}
@@ -104,7 +107,7 @@ class GenerateContentTurns:
             self.options.check_tools(BACKEND, self.model, features)
         return self.model
 
-    def begin(self, session: StoredSession, declarations: list[dict[str, Any]]) -> None:
+    def prepare(self, session: StoredSession) -> None:
         stored = session.state.get("contents")
         if stored is None and self.params.history is not None:  # a new session continuing a conversation
             stored = contents_from_conversation(self.params.history)
@@ -122,7 +125,10 @@ class GenerateContentTurns:
                 types.Part(inline_data=types.Blob(mime_type=i.mime_type, data=i.data)) for i in self.params.images
             ]
             self.contents.append(types.Content(role="user", parts=parts))
-        session.state["contents"] = [_dump(c) for c in self.contents]
+        self._dumped = [_dump(c) for c in self.contents]
+        session.state["contents"] = list(self._dumped)
+
+    def begin(self, session: StoredSession, declarations: list[dict[str, Any]]) -> None:
         self.options.check_allowed_names(BACKEND, declarations)
         self.config = generation_config(
             self.options,
@@ -140,9 +146,7 @@ class GenerateContentTurns:
         turn = self._translator = GenerateContentTranslator(
             turn=self._turn, taken_ids=self.taken_ids, include_native=self.params.include_native
         )
-        stream = await self._genai.client.aio.models.generate_content_stream(
-            model=self.model, contents=list(self.contents), config=self.config
-        )
+        stream = stream_chunks(self._genai.client, model=self.model, contents=list(self.contents), config=self.config)
         try:
             async for chunk in stream:
                 for event in turn.feed(chunk):
@@ -175,10 +179,14 @@ class GenerateContentTurns:
     def keep_turn(self, session: StoredSession, turn: TurnEnd) -> None:
         assert self._translator is not None
         if self._translator.parts:
-            self.contents.append(self._translator.content())
+            self._append(self._translator.content())
             usage = session.state.setdefault("usage", {})  # per model content, for export
             usage[str(len(self.contents) - 1)] = turn.usage.model_dump(exclude_defaults=True)
-        session.state["contents"] = [_dump(c) for c in self.contents]
+        session.state["contents"] = list(self._dumped)
+
+    def _append(self, content: types.Content) -> None:
+        self.contents.append(content)
+        self._dumped.append(_dump(content))
 
     def keep_tool_round(self, session: StoredSession, calls: list[ToolCall], outcomes: list[ToolOutcome]) -> None:
         """Function responses matched by the model's call id (none when the model gave none)."""
@@ -195,5 +203,5 @@ class GenerateContentTurns:
             for o in outcomes
             for d in o.inline_data
         ]
-        self.contents.append(types.Content(role="user", parts=parts))
-        session.state["contents"] = [_dump(c) for c in self.contents]
+        self._append(types.Content(role="user", parts=parts))
+        session.state["contents"] = list(self._dumped)

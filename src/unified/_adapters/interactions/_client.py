@@ -8,13 +8,22 @@ are off: `create` is retried by the agent loop, `get` (reconnecting, polling) he
 one policy of `unified._internal.retry`. Errors come from two unrelated families
 (`google.genai.errors` and `google.genai._interactions`); both become typed `UnifiedError`s.
 Everything the client returns is plain JSON (dicts), which the translator consumes.
+
+Streams are read as JSON: google-genai builds, authenticates and sends the request and raises its
+typed errors for an error status (`with_streaming_response`, the SDK's raw-response accessor), and
+the SSE body is split and parsed here, once per event with `json.loads`. The SDK's own stream
+would build a pydantic model class per event (~1 ms each) only for the translator to dump it back
+to JSON, and it stops reading at the `[DONE]` sentinel, before the end of the body, so httpx could
+not return the connection to the pool: every request opened a new TCP connection. Read to its end,
+the connection is reused (one per client, tests/adapters/interactions/test_interactions_pool.py).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import threading
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import anyio
@@ -112,6 +121,64 @@ def failure_from_exception(exc: BaseException) -> Failure | None:
     return Failure("transient" if retryable else "fatal", error, retry_delay(body))
 
 
+_DONE = "[DONE]"
+
+
+def _event(data: list[str]) -> dict[str, Any] | None:
+    """One SSE event's `data` lines as wire JSON (None for the `[DONE]` sentinel or data that is no object)."""
+    text = data[0] if len(data) == 1 else "\n".join(data)
+    if text == _DONE:
+        return None
+    try:
+        event = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return event if isinstance(event, dict) else None
+
+
+def _data(line: str) -> str | None:
+    """The value of an SSE `data:` line; None for any other field or a comment."""
+    if not line.startswith("data:"):
+        return None
+    return line[6:] if line.startswith("data: ") else line[5:]
+
+
+async def sse_events(lines: AsyncIterator[str]) -> AsyncGenerator[dict[str, Any], None]:
+    """The JSON events of an SSE body, read to its end (so the connection goes back to the pool)."""
+    data: list[str] = []
+    async for line in lines:
+        if line:
+            value = _data(line)
+            if value is not None:
+                data.append(value)
+            continue
+        if data:
+            event = _event(data)
+            data = []
+            if event is not None:
+                yield event
+    if data and (event := _event(data)) is not None:
+        yield event
+
+
+def sse_events_sync(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+    """`sse_events` for the sync client (the trio path, in worker threads)."""
+    data: list[str] = []
+    for line in lines:
+        if line:
+            value = _data(line)
+            if value is not None:
+                data.append(value)
+            continue
+        if data:
+            event = _event(data)
+            data = []
+            if event is not None:
+                yield event
+    if data and (event := _event(data)) is not None:
+        yield event
+
+
 class _ThreadedReader:
     """Reads the SDK's sync stream in worker threads (the trio path), and closes it safely.
 
@@ -168,20 +235,37 @@ class InteractionsClient(GenaiClient):
         call = functools.partial(getattr(self.client.interactions, method), *args, **kwargs)
         return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
 
-    async def _events(self, stream: Any) -> AsyncGenerator[dict[str, Any], None]:
-        """The stream's events as wire JSON; the stream is closed however iteration ends."""
+    async def _stream(self, method: str, *args: Any, **kwargs: Any) -> AsyncGenerator[dict[str, Any], None]:
+        """Send a streaming call (its errors raised here, as the SDK raises them) and return its events."""
         if self._asyncio:
+            manager = getattr(self.client.aio.interactions.with_streaming_response, method)(*args, **kwargs)
+            response = await manager.__aenter__()
+            return self._read(manager, response)
+        manager = getattr(self.client.interactions.with_streaming_response, method)(*args, **kwargs)
+        response = await anyio.to_thread.run_sync(manager.__enter__, abandon_on_cancel=True)
+        return self._read_threaded(manager, response)
+
+    async def _read(self, manager: Any, response: Any) -> AsyncGenerator[dict[str, Any], None]:
+        """The body's events as wire JSON; the response is closed however iteration ends."""
+        try:
+            async for event in sse_events(response.http_response.aiter_lines()):
+                yield event
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                await manager.__aexit__(None, None, None)
+
+    async def _read_threaded(self, manager: Any, response: Any) -> AsyncGenerator[dict[str, Any], None]:
+        def events() -> Iterator[dict[str, Any]]:
             try:
-                async for event in stream:
-                    yield to_json(event)
+                yield from sse_events_sync(response.http_response.iter_lines())
             finally:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                    await stream.close()
-            return
-        reader = _ThreadedReader(stream)
+                manager.__exit__(None, None, None)
+
+        generator = events()
+        reader = _ThreadedReader(generator)
         try:
             while (event := await reader.next()) is not None:
-                yield to_json(event)
+                yield event
         finally:
             reader.close()
 
@@ -191,8 +275,12 @@ class InteractionsClient(GenaiClient):
     # -- calls ------------------------------------------------------------------------------------
 
     async def create_stream(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
-        """Not retried here: the agent loop retries the whole turn while nothing of it was shown."""
-        return self._events(await self._invoke("create", **body, stream=True, **_no_continuation(body)))
+        """Not retried here: the agent loop retries the whole turn while nothing of it was shown.
+
+        The SDK's raw accessor has no hidden continuation hops to turn off (the loop handles
+        `requires_continuation` itself).
+        """
+        return await self._stream("create", **body, stream=True)
 
     async def create(self, body: dict[str, Any]) -> dict[str, Any]:
         return to_json(await self._invoke("create", **body, **_no_continuation(body)))
@@ -202,10 +290,10 @@ class InteractionsClient(GenaiClient):
     ) -> AsyncGenerator[dict[str, Any], None]:
         extra: dict[str, Any] = {"last_event_id": last_event_id} if last_event_id else {}
 
-        async def call() -> Any:
-            return await self._invoke("get", interaction_id, stream=True, **extra)
+        async def call() -> AsyncGenerator[dict[str, Any], None]:
+            return await self._stream("get", interaction_id, stream=True, **extra)
 
-        return self._events(await self._retrying(call))
+        return await self._retrying(call)
 
     async def get(self, interaction_id: str) -> dict[str, Any]:
         async def call() -> Any:

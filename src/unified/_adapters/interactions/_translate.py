@@ -20,7 +20,16 @@ from typing import Any
 
 from unified._internal import limits
 from unified.errors import BackendError
-from unified.events import JsonValue, TextDelta, Thinking, ToolResult, ToolUse, UnifiedEvent, Usage
+from unified.events import (
+    JsonValue,
+    TextDelta,
+    Thinking,
+    ToolResult,
+    ToolUse,
+    UnifiedEvent,
+    Usage,
+    tool_output_text,
+)
 
 __all__ = [
     "TERMINAL_STATUSES",
@@ -82,11 +91,21 @@ class StreamFailure:
 Signal = UnifiedEvent | FunctionCall | StatusChange | StreamFailure
 
 
+_USAGE_FIELDS = (
+    ("input_tokens", "total_input_tokens"),
+    ("output_tokens", "total_output_tokens"),
+    ("thinking_tokens", "total_thought_tokens"),
+    ("cached_tokens", "total_cached_tokens"),
+    ("tool_use_tokens", "total_tool_use_tokens"),
+)
+"""Our Usage field ← the API's `usage` field."""
+
+
 def usage_from_wire(raw: Mapping[str, Any] | None) -> Usage:
     """The API's `usage` object → our Usage (input includes cached tokens, as the API counts them)."""
     if not raw:
         return Usage()
-    return Usage(
+    return Usage.model_construct(
         input_tokens=int(raw.get("total_input_tokens") or 0),
         output_tokens=int(raw.get("total_output_tokens") or 0),
         thinking_tokens=int(raw.get("total_thought_tokens") or 0),
@@ -210,7 +229,13 @@ class InteractionsTranslator:
     # -- events ----------------------------------------------------------------------------------
 
     def feed(self, event: Mapping[str, Any]) -> list[Signal]:
-        kind = str(event.get("event_type") or event.get("type") or "")
+        kind = event.get("event_type") or event.get("type") or ""
+        if kind == "step.delta":  # the bulk of every stream, first
+            metadata = event.get("metadata")
+            if metadata:
+                self._track_usage(metadata.get("total_usage"))
+            return self._delta(int(event.get("index", 0)), event.get("delta") or {})
+        kind = str(kind)
         if kind in _LEGACY_EVENTS:
             self.legacy = True
             kind = _LEGACY_EVENTS[kind]
@@ -279,12 +304,16 @@ class InteractionsTranslator:
         """Step usage is the interaction's running total: keep the largest figure of each field."""
         if not isinstance(raw, Mapping):
             return
+        current = self.usage.__dict__
+        if all(int(raw.get(theirs) or 0) <= current[ours] for ours, theirs in _USAGE_FIELDS):
+            return  # no figure grew: the usage kept is still the largest
         seen = usage_from_wire(raw)
-        self.usage = Usage(
-            **{
-                name: max(getattr(self.usage, name), getattr(seen, name))
-                for name in ("input_tokens", "output_tokens", "thinking_tokens", "cached_tokens", "tool_use_tokens")
-            }
+        self.usage = Usage.model_construct(
+            input_tokens=max(self.usage.input_tokens, seen.input_tokens),
+            output_tokens=max(self.usage.output_tokens, seen.output_tokens),
+            thinking_tokens=max(self.usage.thinking_tokens, seen.thinking_tokens),
+            cached_tokens=max(self.usage.cached_tokens, seen.cached_tokens),
+            tool_use_tokens=max(self.usage.tool_use_tokens, seen.tool_use_tokens),
         )
 
     def _start(self, index: int, step: Mapping[str, Any]) -> list[Signal]:
@@ -297,33 +326,36 @@ class InteractionsTranslator:
         if current.type == "model_output":
             for part in data.get("content") or []:
                 if isinstance(part, Mapping) and part.get("type") == "text" and part.get("text"):
-                    out.append(TextDelta(text=str(part["text"])))
+                    out.append(TextDelta.model_construct(text=str(part["text"])))
         elif current.type == "thought":
             for part in data.get("summary") or []:
                 if isinstance(part, Mapping) and part.get("text"):
-                    out.append(Thinking(text=str(part["text"]), replace=False))
+                    out.append(Thinking.model_construct(text=str(part["text"]), replace=False))
         elif current.type == "text" and data.get("text"):  # a legacy text block may start with its text
-            out.append(TextDelta(text=str(data["text"])))
+            out.append(TextDelta.model_construct(text=str(data["text"])))
         return out
 
     def _delta(self, index: int, delta: Mapping[str, Any]) -> list[Signal]:
         current = self.steps.get(index)
         if current is None:  # a delta without a start (legacy streams may skip content.start)
             current = self.steps[index] = _Step({"type": _delta_step_type(delta)})
-        kind = str(delta.get("type", ""))
+        kind = delta.get("type", "")
         if kind == "text":
-            if current.type not in ("model_output", "thought"):
+            if current.data.get("type") not in ("model_output", "thought"):
                 current.data["type"] = "model_output"
-            text = str(delta.get("text") or "")
+            text = delta.get("text") or ""
+            if text.__class__ is not str:
+                text = str(text)
             self._spend(len(text))
             current.text.append(text)
-            return [TextDelta(text=text)] if text else []
+            return [TextDelta.model_construct(text=text)] if text else []
+        kind = str(kind)
         if kind == "thought_summary":
             content = delta.get("content") or {}
             text = str(content.get("text") or "") if isinstance(content, Mapping) else ""
             self._spend(len(text))
             current.thoughts.append(text)
-            return [Thinking(text=text, replace=False)] if text else []
+            return [Thinking.model_construct(text=text, replace=False)] if text else []
         if kind == "thought_signature":
             if delta.get("signature"):
                 current.data["signature"] = delta["signature"]
@@ -349,7 +381,7 @@ class InteractionsTranslator:
         current.closed = True
         data, kind = current.data, current.type
         if kind == "thought" and data.get("signature"):
-            return [Thinking(text="", replace=False, signature=str(data["signature"]))]
+            return [Thinking.model_construct(text="", replace=False, signature=str(data["signature"]))]
         if kind == "function_call":
             call = FunctionCall(
                 id=str(data.get("id") or f"call_{self.interaction_id}_{index}"),
@@ -374,9 +406,7 @@ class InteractionsTranslator:
                 out += self._announce(call_id, server_tool_name(data), {}, server_side=True)
             self.answered.add(call_id)
             output = data.get("result", {k: v for k, v in data.items() if k not in ("type", "call_id", "signature")})
-            out.append(
-                ToolResult(tool_use_id=call_id, output=output, is_error=bool(data.get("is_error")), server_side=True)
-            )
+            out.append(_result(call_id, output, is_error=bool(data.get("is_error"))))
             return out
         return []
 
@@ -394,7 +424,7 @@ class InteractionsTranslator:
             call_id = f"{tool}_citations_{self.interaction_id}_{index}"
             out += self._announce(call_id, tool, {}, server_side=True)
             self.answered.add(call_id)
-            out.append(ToolResult(tool_use_id=call_id, output={"annotations": found}, server_side=True))
+            out.append(_result(call_id, {"annotations": found}))
         return out
 
     def _announce(self, call_id: str, name: str, arguments: dict[str, Any], *, server_side: bool) -> list[Signal]:
@@ -407,7 +437,15 @@ class InteractionsTranslator:
                 hint="the model's output is malformed; run again",
             )
         self.announced.add(call_id)
-        return [ToolUse(tool_use_id=call_id, name=name, input=arguments, server_side=server_side)]
+        return [ToolUse.model_construct(tool_use_id=call_id, name=name, input=arguments, server_side=server_side)]
+
+
+def _result(tool_use_id: str, output: Any, *, is_error: bool = False) -> ToolResult:
+    """A server-side tool's result: its output as text, the structure in `data` (the normal form)."""
+    text, data = tool_output_text(output)
+    return ToolResult.model_construct(
+        tool_use_id=tool_use_id, output=text, data=data, is_error=is_error, server_side=True
+    )
 
 
 def _server_input(step: Mapping[str, Any]) -> dict[str, Any]:

@@ -117,10 +117,7 @@ class InteractionsTurns:
 
     # -- the state between turns ----------------------------------------------------------------
 
-    def begin(self, session: StoredSession, declarations: list[dict[str, Any]]) -> None:
-        if not self.options.agent:
-            self.options.check_allowed_names(BACKEND, declarations)
-        self.declarations = declarations
+    def prepare(self, session: StoredSession) -> None:
         self.store_mode = bool(session.state.setdefault("store", self.options.store))
         ids = chain(session)
         self.previous = ids[-1] if ids and self.store_mode else None
@@ -144,6 +141,11 @@ class InteractionsTurns:
         if self.store_mode:
             self.pending = [*pending, *new]
             session.state["pending"] = self.pending
+
+    def begin(self, session: StoredSession, declarations: list[dict[str, Any]]) -> None:
+        if not self.options.agent:
+            self.options.check_allowed_names(BACKEND, declarations)
+        self.declarations = declarations
 
     def keep_turn(self, session: StoredSession, turn: TurnEnd) -> None:
         iid = self.translator.interaction_id
