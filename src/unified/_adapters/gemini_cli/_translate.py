@@ -252,7 +252,7 @@ class AcpTranslator:
         if tool is not None:
             tool.decided = True
 
-    def permission_request(self, params: Mapping[str, Any], cwd: str) -> list[Item]:
+    def permission_request(self, params: Mapping[str, Any], cwd: str = ".") -> list[Item]:
         """The `tool_use` of a call first seen when it asks for permission, with the arguments the request
         shows (`request_args`; `cwd` is the session's, against which the CLI resolves relative paths)."""
         call = params.get("toolCall")
