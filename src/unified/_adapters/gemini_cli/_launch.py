@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,7 @@ from typing import Any
 
 from unified._adapters.gemini_cli._options import GeminiCliOptions
 from unified._binary.environment import EnvPolicy, cache_file, child_env
-from unified._binary.install import BinarySpec, locate
+from unified._binary.install import NODE_HINT, BinarySpec, NodeUnavailable, locate
 from unified._binary.process import AgentSubprocess
 from unified.tools import ALIASES
 from unified.types import ExecuteParams
@@ -45,6 +46,7 @@ __all__ = [
     "gemini_env",
     "gemini_file",
     "policy_rules",
+    "require_node",
     "start_gemini",
 ]
 
@@ -123,6 +125,22 @@ def _half_memory_mb() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (2 * 1024 * 1024)
 
 
+def require_node(binary: Path, env: Mapping[str, str]) -> None:
+    """A `NodeUnavailable` (backend_unavailable, naming what to install) when `binary` is a Node script and no
+    `node` is on the child's PATH: else the run would die with `/usr/bin/env: 'node': No such file`."""
+    try:
+        with binary.open("rb") as handle:
+            first = handle.readline(256)
+    except OSError:
+        return
+    if first.startswith(b"#!") and b"node" in first and shutil.which("node", path=env.get("PATH")) is None:
+        raise NodeUnavailable(
+            f"Node.js was not found on PATH; {GEMINI_CLI.title} ({binary}) needs Node.js {GEMINI_CLI.min_node[0]}+",
+            hint=NODE_HINT,
+            details={"missing": "node", "binary": str(binary)},
+        )
+
+
 def start_gemini(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> AgentSubprocess:
     """The default `start_process`: the `gemini --acp` subprocess."""
     return AgentSubprocess(argv, cwd=cwd, env=env, hint=GEMINI_CLI.install_hint)
@@ -141,15 +159,18 @@ class Launch:
     @classmethod
     def of(cls, params: ExecuteParams, options: GeminiCliOptions) -> Launch:
         extra_env = dict(options.env)
+        given = {**os.environ, **extra_env}
+        if not given.get("GEMINI_API_KEY", "").strip() and given.get("GOOGLE_API_KEY", "").strip():
+            # The CLI reads only GEMINI_API_KEY; google-genai (and so unified's doctor and routing) GOOGLE_API_KEY too.
+            extra_env["GEMINI_API_KEY"] = given["GOOGLE_API_KEY"]
         if params.system_instruction is not None:
             # Replaces the CLI's whole system prompt; read per process, so it is part of the pool key.
             extra_env["GEMINI_SYSTEM_MD"] = str(gemini_file("system", ".md", params.system_instruction))
         env = gemini_env(extra_env)
-        binary = (
-            STAND_IN_BINARY
-            if options.start_process is not None
-            else locate(GEMINI_CLI, options.gemini_binary, env).path
-        )
+        binary = STAND_IN_BINARY
+        if options.start_process is None:
+            binary = locate(GEMINI_CLI, options.gemini_binary, env).path
+            require_node(binary, env)
         fake = options.fake_responses.resolve() if options.fake_responses is not None else None
         return cls(
             binary=binary,

@@ -338,14 +338,17 @@ def _texts(call: Mapping[str, Any]) -> list[str]:
 
 
 def _model_path(shown: str | None, absolute: str, cwd: str) -> str:
-    """The path as the model gave it: the title's (relative to the session's cwd) when it is not cut
-    and names the same file as the diff's absolute path; else that absolute path."""
+    """The path as the model gave it: the title's (relative) when it is not cut and names the diff's file,
+    relative to the session's cwd or to wherever the CLI put it (plan mode writes into its plans directory);
+    else the diff's absolute path."""
     if shown and _TRUNCATED not in shown:
         try:
             if (Path(cwd) / shown).resolve() == Path(absolute).resolve():
                 return shown
         except (OSError, ValueError):
             pass
+        if Path(absolute).parts[-len(Path(shown).parts) :] == Path(shown).parts:
+            return shown
     return absolute
 
 
