@@ -34,6 +34,7 @@ from typing import Any
 import platformdirs
 
 from unified.errors import CorruptSession, SessionNotFound
+from unified.events import Usage
 from unified.sessions import SHORT_ID_LENGTH, SessionInfo, resolve_ref, short_id_of
 
 __all__ = [
@@ -49,7 +50,9 @@ __all__ = [
     "repair_session",
     "replay_count",
     "session_files",
+    "session_usage",
     "summarize",
+    "usage_from_tokens",
 ]
 
 BACKEND = "gemini-cli"
@@ -187,6 +190,54 @@ def _read_edges(path: Path) -> tuple[list[bytes], list[bytes]]:
     return head_lines, tail_lines
 
 
+def usage_from_tokens(records: Mapping[str, Mapping[str, Any]]) -> Usage:
+    """The sum of `gemini` records' `tokens` (one per model call, by message id)."""
+    total = Usage()
+    for counts in records.values():
+        total += Usage(
+            input_tokens=_count(counts.get("input")),
+            output_tokens=_count(counts.get("output")),
+            thinking_tokens=_count(counts.get("thoughts")),
+            cached_tokens=_count(counts.get("cached")),
+            tool_use_tokens=_count(counts.get("tool")),
+        )
+    return total
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and value > 0 else 0
+
+
+def session_usage(path: Path) -> tuple[Usage, int]:
+    """(the tokens of every model call the chat file records, how many calls): what the API backends keep as
+    a session's usage and turns. Every `gemini` record with a `tokens` field is one call (the CLI records
+    a call's tool calls apart, without one); the last record of a message id wins and a checkpoint
+    (`$set.messages`) replaces what came before. Only lines naming `tokens` are parsed."""
+    calls: dict[str, dict[str, Any]] = {}
+    try:
+        with path.open("rb") as handle:
+            for line in handle:
+                if b'"tokens"' not in line:
+                    continue
+                record = _loads(line)
+                if record is None:
+                    continue
+                updates = record.get("$set")
+                messages = updates.get("messages") if isinstance(updates, dict) else None
+                if isinstance(messages, list):
+                    calls = {}
+                    candidates = [m for m in messages if isinstance(m, dict)]
+                else:
+                    candidates = [record]
+                for message in candidates:
+                    if message.get("type") == "gemini" and "tokens" in message and isinstance(message.get("id"), str):
+                        tokens = message.get("tokens")
+                        calls[message["id"]] = tokens if isinstance(tokens, dict) else {}
+    except OSError:
+        return Usage(), 0
+    return usage_from_tokens(calls), len(calls)
+
+
 def summarize(path: Path, project_dir: str | None) -> SessionInfo | None:
     """A listing record from the head and tail of a chat file; None for a session with no prompt yet."""
     head, tail = _read_edges(path)
@@ -217,6 +268,7 @@ def summarize(path: Path, project_dir: str | None) -> SessionInfo | None:
             summary = updates.get("summary") if isinstance(updates.get("summary"), str) else summary
         elif record.get("type") == "gemini" and isinstance(record.get("model"), str):
             model = record["model"]
+    usage, turns = session_usage(path)
     return SessionInfo(
         backend=BACKEND,
         session_id=session_id,
@@ -228,6 +280,7 @@ def summarize(path: Path, project_dir: str | None) -> SessionInfo | None:
         cwd=project_dir,
         model=model,
         path=str(path),
+        extra={"usage": usage.model_dump(), "turns": turns},  # as the API backends' stores list them
     )
 
 
