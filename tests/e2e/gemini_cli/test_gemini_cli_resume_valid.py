@@ -81,9 +81,8 @@ async def test_a_resume_from_another_process_keeps_its_model_and_sends_a_valid_h
     workspace: Path, gemini_setup: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("GEMINI_MODEL", raising=False)
-    async with FakeGemini(
-        [*_turns(), ModelTurn(text="Still here.", usage=Usage(input_tokens=50, output_tokens=3))]
-    ) as server:
+    last = ModelTurn(text="Still here.", usage=Usage(input_tokens=50, output_tokens=3))
+    async with FakeGemini([*_turns(), last, ModelTurn(text="Once more.")]) as server:
         first = await _first_run_elsewhere(server, workspace, gemini_setup)
         assert first["model"] == SESSION_MODEL
         events = await _resume(workspace, first["short_id"], server)
@@ -98,13 +97,31 @@ async def test_a_resume_from_another_process_keeps_its_model_and_sends_a_valid_h
         assert [(r.api_method, r.model, r.status) for r in server.requests] == [
             ("generateContentStream", SESSION_MODEL, 200)
         ] * 4
-        server.assert_done()
         # Stored usage: what the chat file recorded for the session's model calls.
         listing = await unified_sessions.list_sessions(backend="gemini-cli", cwd=str(workspace))
         (info,) = listing.sessions
         assert info.extra["usage"]["input_tokens"] == 80
         assert info.extra["usage"]["output_tokens"] == 9
         assert info.extra["turns"] == 4
+        # `unified run --resume` with backend auto: the routing line names the backend that runs it.
+        argv = [
+            sys.executable,
+            "-m",
+            "unified",
+            "run",
+            "once more",
+            "--resume",
+            first["short_id"],
+            "--cwd",
+            str(workspace),
+        ]
+        with anyio.fail_after(HANG_GUARD_S):
+            done = await anyio.run_process(argv, env=_child_env(server, gemini_setup), check=False)
+        assert done.returncode == 0, (done.stdout.decode(), done.stderr.decode())
+        routing = next(line for line in done.stderr.decode().splitlines() if line.startswith("auto → "))
+        assert routing.startswith("auto → gemini-cli: "), routing
+        assert routing.endswith(f"(session {first['short_id']} is gemini-cli's)")
+        server.assert_done()
 
 
 async def test_without_the_repair_fakegemini_refuses_the_resumed_history_as_the_api_would(
