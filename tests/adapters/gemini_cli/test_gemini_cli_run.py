@@ -18,6 +18,7 @@ from unified import ExecuteParams, UserInputRequest, UserInputResponse
 from unified._adapters.gemini_cli import AcpPool
 from unified._adapters.gemini_cli import _hold_back as hold_back
 from unified._adapters.gemini_cli import _run as run_module
+from unified._adapters.gemini_cli._launch import DEFAULT_MODEL
 from unified._adapters.gemini_cli._options import GeminiCliOptions, gemini_cli_options
 from unified._binary.framing import MAX_LINE_BYTES
 from unified._execute import EventStream
@@ -589,6 +590,21 @@ async def test_resume_loads_the_session_and_skips_its_history(tmp_path: Path) ->
     assert fake.methods().count("session/load") == 1
     assert len(fake.processes) == 2
     assert no_process_left(fake)
+
+
+async def test_a_session_resumes_on_its_own_model_and_a_first_run_on_the_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Never the CLI's router: a first run without a model gets DEFAULT_MODEL, a resume without one the session's."""
+    monkeypatch.delenv("GEMINI_MODEL", raising=False)
+    fake = FakeAcp([text("one"), Finish()], [text("two"), Finish()], [text("three"), Finish()])
+    plain = one(await run(fake, tmp_path), SessionStarted)
+    assert plain.model == DEFAULT_MODEL
+    first = one(await run(fake, tmp_path, model="gemini-2.5-pro"), SessionStarted)
+    resumed = one(await run(fake, tmp_path, prompt="again", resume=first.short_id), SessionStarted)
+    assert (resumed.resumed, resumed.model) == (True, "gemini-2.5-pro")
+    models = [m["params"]["modelId"] for m in fake.received if m.get("method") == "session/set_model"]
+    assert models == [DEFAULT_MODEL, "gemini-2.5-pro", "gemini-2.5-pro"]
 
 
 async def test_resume_of_an_unknown_id_fails_before_any_process_starts(tmp_path: Path) -> None:
