@@ -273,7 +273,8 @@ class FakeGemini:
 
         ``GEMINI_MODEL`` pins the CLI's default model: without a model the CLI's router would first
         make extra ``generateContent`` calls, each consuming a scripted turn (see docs/testing.md).
-        A model given to the run (``--model``, ``ExecuteParams.model``) still wins.
+        The gemini-cli backend always names a model itself (the run's, a resumed session's, this one);
+        a bare ``gemini`` wired to FakeGemini needs it.
         """
         return {
             "GOOGLE_GEMINI_BASE_URL": self.base_url,

@@ -32,7 +32,6 @@ from unified._adapters.gemini_cli._options import GeminiCliOptions
 from unified._binary.environment import EnvPolicy, cache_file, child_env
 from unified._binary.install import NODE_HINT, BinarySpec, NodeUnavailable, locate
 from unified._binary.process import AgentSubprocess
-from unified.tools import ALIASES
 from unified.types import ExecuteParams
 
 __all__ = [
@@ -215,8 +214,9 @@ class Launch:
         return ["--policy", str(gemini_file("policy", ".toml", policy_rules(self.excluded_tools)))]
 
 
-CLI_NAMES: dict[str, str] = {ours: theirs for theirs, ours in ALIASES.items()}
-"""unified's tool name -> the CLI's (`edit_file` -> `replace`, ...): `excluded_tools` may use either."""
+CLI_NAMES: dict[str, str] = {"edit_file": "replace", "search": "grep_search", "list_dir": "list_directory"}
+"""unified's tool name -> the CLI's: `unified.tools.ALIASES` the other way round (a test keeps them equal;
+written out so that finding the binary does not load the tool runtime). `excluded_tools` may use either."""
 ASKING_MODES = '["default", "autoEdit", "plan"]'
 """The CLI's modes our rules hold in: all but yolo (unified's yolo allows every call, and only the CLI's yolo
 lets its subagents run tools they could never put to a client)."""

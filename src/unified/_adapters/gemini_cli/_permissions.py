@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unified._adapters.gemini_cli._acp import AcpConnection
 from unified._adapters.gemini_cli._translate import AcpTranslator, Item, tool_name_from_call_id
@@ -42,8 +42,10 @@ from unified.events import (
     UserInputResponse,
     WarningEvent,
 )
-from unified.tools import PermissionRequest, ToolCall, ToolRuntime
 from unified.types import ExecuteParams
+
+if TYPE_CHECKING:  # the tool runtime (its shell parser) loads with the first run, not with the adapter
+    from unified.tools import PermissionRequest, ToolCall, ToolRuntime
 
 __all__ = ["PermissionBridge", "PermissionGate", "pick_option"]
 
@@ -69,13 +71,15 @@ class PermissionGate:
     """
 
     def __init__(self, params: ExecuteParams, ask: Callable[[PermissionRequest], Awaitable[UserInputResponse]]) -> None:
+        from unified.tools import ToolRuntime
+
         cwd = params.cwd.expanduser().resolve()
         common: dict[str, Any] = {
             "include_directories": params.include_directories,
             "approval_mode": params.approval_mode,
         }
-        self.runtime = ToolRuntime(cwd, ask=ask if params.on_user_input is not None else None, **common)
-        self.quiet = ToolRuntime(cwd, **common)
+        self.runtime: ToolRuntime = ToolRuntime(cwd, ask=ask if params.on_user_input is not None else None, **common)
+        self.quiet: ToolRuntime = ToolRuntime(cwd, **common)
 
     async def decide(self, call: ToolCall) -> PermissionDecision:
         return await self.runtime.decide(call)
@@ -84,6 +88,8 @@ class PermissionGate:
         """A call the CLI ran unasked: unified's own rule when its table allows the tool without asking."""
         if decision.decided_by != "backend" or decision.decision != "allow":
             return decision
+        from unified.tools import ToolCall
+
         verdict = await self.quiet.decide(ToolCall(decision.tool_use_id, decision.tool_name, {}))
         if verdict.decision != "allow":
             return decision
@@ -139,6 +145,8 @@ class PermissionBridge:
             "locations": call.get("locations") or [],
             "diffs": [c for c in call.get("content") or [] if isinstance(c, Mapping) and c.get("type") == "diff"],
         }
+        from unified.tools import ToolCall
+
         decision = await self.gate.decide(ToolCall(call_id, tool_name, args))
         if decision.decision == "allow" and decision.input is not None:
             decision = decision.model_copy(update={"decision": "deny", "input": None, "reason": CHANGED_INPUT})
