@@ -28,7 +28,11 @@ __all__ = [
     "AuthMode",
     "AuthModeName",
     "AuthReport",
+    "api_modes",
+    "cli_api_key",
     "detect_auth",
+    "detect_cli_auth",
+    "on_google_cloud",
     "resolve_api_auth",
 ]
 
@@ -56,6 +60,36 @@ VERTEX_GLOBAL_URL = "https://aiplatform.googleapis.com/"
 _VERTEX_VARIANT: dict[ApiAuthKind, str] = {"vertex_adc": "with ADC", "vertex_express": "express mode"}
 _VERTEX_MULTI_REGIONS = frozenset({"us", "eu"})
 """google-genai sends these locations to `aiplatform.<location>.rep.googleapis.com`."""
+
+
+NO_ADC = (
+    "no Application Default Credentials (run `gcloud auth application-default login` or set "
+    "GOOGLE_APPLICATION_CREDENTIALS; on Google Cloud the metadata server gives them)"
+)
+_GOOGLE_CLOUD_VARIABLES = (
+    "GCE_METADATA_HOST",
+    "GCE_METADATA_IP",
+    "K_SERVICE",
+    "CLOUD_RUN_JOB",
+    "FUNCTION_TARGET",
+    "GAE_ENV",
+    "CLOUD_SHELL",
+)
+_DMI_PRODUCT = Path("/sys/class/dmi/id/product_name")
+
+
+def on_google_cloud(env: Mapping[str, str]) -> bool:
+    """Whether a metadata server likely gives credentials here (Compute Engine, Cloud Run, Functions, App
+    Engine, Cloud Shell), told without contacting it: the runtime's variables or the machine's DMI name,
+    google-auth's own test. `NO_GCE_CHECK=true` says no, as it tells google-auth not to probe."""
+    if env.get("NO_GCE_CHECK", "").lower() in ("true", "1"):
+        return False
+    if any(env.get(name) for name in _GOOGLE_CLOUD_VARIABLES):
+        return True
+    try:
+        return _DMI_PRODUCT.read_text(encoding="utf-8").strip().startswith("Google")
+    except OSError:
+        return False
 
 
 def _sdk_flag(value: str | None) -> bool | None:
@@ -200,13 +234,13 @@ def resolve_api_auth(
                 chosen_project, project_source = (
                     (field, "the credentials file") if isinstance(field, str) else (None, "")
                 )
-    if source is None and not problems:
-        notes.append(
-            "no Application Default Credentials found (run `gcloud auth application-default login` or set "
-            "GOOGLE_APPLICATION_CREDENTIALS); on Google Cloud the metadata server may still provide them"
-        )
     if chosen_project is None:
         problems.append("Vertex AI with ADC needs a project: set GOOGLE_CLOUD_PROJECT")
+    elif source is None and not problems:
+        if on_google_cloud(env):
+            notes.append("no Application Default Credentials file; on Google Cloud the metadata server provides them")
+        else:  # google-auth would fail at the first request: say so now, as doctor and routing do
+            problems.append(NO_ADC)
     chosen_location = chosen_location or "global"
     if custom:
         url = custom
@@ -298,6 +332,9 @@ class AuthReport(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     modes: tuple[AuthMode, ...] = ()
+    backend_modes: dict[str, tuple[AuthMode, ...]] = Field(default_factory=dict)
+    """Backends that authenticate their own way: backend -> the modes it will use here, in place of `modes`
+    (gemini-cli: what the CLI itself reads, `detect_cli_auth`; credentials given in code, `with_backend`)."""
     api: ApiAuth | None = None
     """What the API backends will do here (`resolve_api_auth`); routing and `doctor` print it."""
     cli_selected_type: str | None = None
@@ -320,6 +357,21 @@ class AuthReport(BaseModel):
         """One line for error messages: every mode found, or that there is none."""
         return "; ".join(m.summary() for m in self.modes) or "no credentials found"
 
+    def modes_for(self, backend: str) -> tuple[AuthMode, ...]:
+        """The modes `backend` will use here (its own, when it authenticates its own way)."""
+        return self.backend_modes.get(backend, self.modes)
+
+    def get_for(self, backend: str, mode: AuthModeName) -> AuthMode | None:
+        return next((m for m in self.modes_for(backend) if m.mode == mode), None)
+
+    def usable_modes_for(self, backend: str) -> tuple[AuthModeName, ...]:
+        usable = {m.mode for m in self.modes_for(backend) if m.usable}
+        return tuple(m for m in AUTH_MODES if m in usable)
+
+    def with_backend(self, backend: str, modes: tuple[AuthMode, ...]) -> AuthReport:
+        """This report, with `backend`'s modes replaced (credentials given in code for that backend)."""
+        return self.model_copy(update={"backend_modes": {**self.backend_modes, backend: modes}})
+
 
 def detect_auth(env: Mapping[str, str] | None = None, home: Path | None = None) -> AuthReport:
     """Find the auth modes present in `env` (default: the process environment) and under `home`.
@@ -332,12 +384,101 @@ def detect_auth(env: Mapping[str, str] | None = None, home: Path | None = None) 
     user_home = home or Path(env.get("HOME") or Path.home())
     cli_home = home or Path(env.get("GEMINI_CLI_HOME") or user_home)
     api = resolve_api_auth(env, home=user_home)
-    found = [*_api_modes(api, env, user_home), *filter(None, [_code_assist(env, cli_home)])]
+    found = [*api_modes(api, env, user_home), *filter(None, [_code_assist(env, cli_home)])]
     selected = _cli_selected_type(cli_home / ".gemini" / "settings.json")
     notes = []
     if selected is not None:
         notes.append(f"the Gemini CLI's settings select auth type {selected!r}; the gemini-cli backend follows them")
-    return AuthReport(modes=tuple(found), api=api, cli_selected_type=selected, notes=tuple(notes))
+    return AuthReport(
+        modes=tuple(found),
+        backend_modes={"gemini-cli": detect_cli_auth(env, cli_home, user_home)},
+        api=api,
+        cli_selected_type=selected,
+        notes=tuple(notes),
+    )
+
+
+CLI_BACKEND = "gemini-cli"
+_CLI_TYPE_MODES: dict[str, AuthModeName] = {
+    "gemini-api-key": "api_key",
+    "gateway": "gateway",
+    "vertex-ai": "vertex",
+    "compute-default-credentials": "vertex",
+    "oauth-personal": "code_assist",
+}
+
+
+def cli_api_key(env: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """(the key the Gemini CLI sends, where it is from): GEMINI_API_KEY, else GOOGLE_API_KEY, which the
+    gemini-cli backend hands the CLI as GEMINI_API_KEY (the CLI itself reads only GEMINI_API_KEY)."""
+    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        if env.get(name, "").strip():
+            return env[name], name
+    return None, None
+
+
+def detect_cli_auth(
+    env: Mapping[str, str], cli_home: Path | None = None, user_home: Path | None = None
+) -> tuple[AuthMode, ...]:
+    """How the Gemini CLI 0.61 authenticates over ACP here, as its `session/new` decides, and what is missing.
+
+    Its settings' `security.auth.selectedType` decides; without one, a `GOOGLE_GEMINI_BASE_URL` means its
+    `gateway` type and anything else its API key type. Over ACP it reads no GOOGLE_GENAI_USE_VERTEXAI or
+    GOOGLE_GENAI_USE_GCA (only its headless mode does): Vertex AI and a Google login need that setting.
+    `env` is what the CLI is started with (`backend_options.env` included).
+    """
+    user_home = user_home or Path(env.get("HOME") or Path.home())
+    cli_home = cli_home or Path(env.get("GEMINI_CLI_HOME") or user_home)
+    settings = cli_home / ".gemini" / "settings.json"
+    selected = _cli_selected_type(settings)
+    base_url = env.get("GOOGLE_GEMINI_BASE_URL", "").strip()
+    chosen = selected or ("gateway" if base_url else "gemini-api-key")
+    source = f"{settings} (security.auth.selectedType = {selected!r})" if selected else "the environment"
+    notes: list[str] = []
+    for flag in ("GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA"):
+        if _sdk_flag(env.get(flag)) and chosen not in ("vertex-ai", "oauth-personal"):
+            notes.append(
+                f"the Gemini CLI does not read {flag} over ACP; select the auth type in `gemini` (/auth) to use it"
+            )
+    mode = _CLI_TYPE_MODES.get(chosen)
+    if mode is None:
+        problem = f"the Gemini CLI's settings select auth type {chosen!r}, which unified does not know"
+        return (AuthMode(mode="api_key", source=source, problems=(problem,), notes=tuple(notes)),)
+    key, key_source = cli_api_key(env)
+    problems: list[str] = []
+    detail = None
+    if chosen == "gemini-api-key":
+        mode = "gateway" if base_url else "api_key"
+        if key is None:
+            problems.append("the Gemini CLI has no API key: set GEMINI_API_KEY (or GOOGLE_API_KEY)")
+        detail = f"key from {key_source}, to {_origin(base_url) if base_url else GEMINI_API_URL}" if key else None
+    elif chosen == "gateway":
+        detail = f"to {_origin(base_url) if base_url else '(no GOOGLE_GEMINI_BASE_URL)'}"
+        if key is None:
+            notes.append("no API key: the CLI sends its gateway requests without one")
+    elif chosen == "vertex-ai":
+        project = env.get("GOOGLE_CLOUD_PROJECT") or env.get("GOOGLE_CLOUD_PROJECT_ID")
+        location = env.get("GOOGLE_CLOUD_LOCATION")
+        if env.get("GOOGLE_API_KEY", "").strip():
+            detail = "express mode, key from GOOGLE_API_KEY"
+        elif project and location:
+            detail = f"project {project}, location {location}"
+            if _adc_file(env, user_home) is None and not on_google_cloud(env):
+                problems.append(NO_ADC)
+        else:
+            problems.append(
+                "the Gemini CLI's Vertex AI needs GOOGLE_API_KEY, or GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION"
+            )
+    elif chosen == "compute-default-credentials":
+        if not on_google_cloud(env):
+            problems.append("the CLI's compute credentials come from a metadata server, and there is none here")
+    else:  # oauth-personal
+        found = _code_assist({**env, "GOOGLE_GENAI_USE_GCA": "true"}, cli_home)
+        assert found is not None
+        problems += found.problems
+        notes += found.notes
+        source = found.source if found.source != "GOOGLE_GENAI_USE_GCA" else source
+    return (AuthMode(mode=mode, source=source, detail=detail, problems=tuple(problems), notes=tuple(notes)),)
 
 
 _API_MODE: dict[ApiAuthKind, AuthModeName] = {
@@ -348,7 +489,7 @@ _API_MODE: dict[ApiAuthKind, AuthModeName] = {
 }
 
 
-def _api_modes(api: ApiAuth, env: Mapping[str, str], user_home: Path) -> list[AuthMode]:
+def api_modes(api: ApiAuth, env: Mapping[str, str], user_home: Path) -> list[AuthMode]:
     """The mode the API backends will use (if anything points at one), plus ADC left unused."""
     modes = []
     flag = next((n for n in ("GOOGLE_GENAI_USE_ENTERPRISE", "GOOGLE_GENAI_USE_VERTEXAI") if _set(env, n)), None)

@@ -13,20 +13,32 @@ Imports only the light parts of `unified`: routing runs before any backend SDK i
 
 from __future__ import annotations
 
+import importlib
+import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from unified import capabilities
-from unified._auth import AUTH_MODE_TITLES, AuthReport, detect_auth
+from unified._auth import (
+    AUTH_MODE_TITLES,
+    AuthMode,
+    AuthReport,
+    api_modes,
+    detect_auth,
+    detect_cli_auth,
+    resolve_api_auth,
+)
 from unified.errors import ConfigurationError, RoutingError, UnifiedError
-from unified.types import ExecuteParams
+from unified.types import BackendOptions, ExecuteParams
 
 __all__ = [
     "PREFERENCE",
     "REST_S",
     "BackendSelection",
     "note_gave_out",
+    "options_auth",
     "requirements_of",
     "select_backend",
     "select_backend_for",
@@ -88,14 +100,20 @@ def _missing(backend: str, requires: list[str]) -> list[str]:
 
 
 def select_backend(
-    auth: AuthReport, requires: Iterable[str] = (), prefer: str | None = None, only: str | None = None
+    auth: AuthReport,
+    requires: Iterable[str] = (),
+    prefer: str | None = None,
+    only: str | None = None,
+    unfit: Mapping[str, str] | None = None,
 ) -> BackendSelection:
     """The best backend for the credentials in `auth` that offers every capability in `requires`.
 
     `prefer` wins whenever it qualifies; otherwise the reason says why it was passed over.
     `only` considers that one backend alone (a resumed session's owner: no other can continue it).
+    `unfit` names backends the run's `backend_options` are not for, and why (`options_auth`).
     Raises `RoutingError` naming the missing capability or credential when nothing qualifies.
     """
+    unfit = unfit or {}
     required = sorted(set(requires))
     unknown = [c for c in required if c not in capabilities.CAPABILITIES]
     if unknown:
@@ -113,11 +131,14 @@ def select_backend(
             )
         candidates.append(prefer)  # a backend auto never picks alone (scripted) may still be asked for
 
-    usable = auth.usable_modes
     qualifying: list[tuple[str, str]] = []
     rejected: dict[str, str] = {}
     for name in candidates:
+        if name in unfit:
+            rejected[name] = unfit[name]
+            continue
         column = capabilities.column(name)
+        usable = auth.usable_modes_for(name)
         modes = [m for m in column.auth if m in usable]
         if column.auth and not modes:
             rejected[name] = f"needs {' or '.join(AUTH_MODE_TITLES[m] for m in column.auth)}"
@@ -126,7 +147,7 @@ def select_backend(
         if missing:
             rejected[name] = f"does not support {', '.join(missing)}"
             continue
-        found = auth.get(modes[0]) if modes else None
+        found = auth.get_for(name, modes[0]) if modes else None
         via = found.summary() if found else "no credentials needed"
         qualifying.append((name, via))
 
@@ -151,7 +172,9 @@ def select_backend(
 
 
 def _explain(auth: AuthReport, required: list[str], rejected: dict[str, str]) -> str:
-    if not auth.usable_modes and all(r.startswith("needs ") for r in rejected.values()):
+    if not any(auth.usable_modes_for(name) for name in rejected) and all(
+        r.startswith("needs ") for r in rejected.values()
+    ):
         found = f"; found {auth.describe()}" if auth.modes else ""
         return f"no backend can run: no usable Google credentials{found}"
     per_backend = "; ".join(f"{name} {why}" for name, why in rejected.items())
@@ -206,4 +229,63 @@ def select_backend_for(params: ExecuteParams, prefer: str | None = None, only: s
             f"{params.model} does not think, so no backend can return its thoughts",
             hint="set thinking.include_thoughts to false, or choose a thinking model (e.g. gemini-3-flash-preview)",
         )
-    return select_backend(detect_auth(), requirements_of(params), prefer=prefer, only=only)
+    auth, unfit = options_auth(params, detect_auth())
+    return select_backend(auth, requirements_of(params), prefer=prefer, only=only, unfit=unfit)
+
+
+_OPTIONS: dict[str, str] = {
+    "gemini-cli": "unified._adapters.gemini_cli._options:GeminiCliOptions",
+    "generate-content": "unified._adapters.generate_content._options:GenerateContentOptions",
+    "interactions": "unified._adapters.interactions._options:InteractionsOptions",
+}
+"""Backend -> its typed options (SDK-free modules), so routing reads credentials given in code."""
+
+
+def _options_model(backend: str) -> type[BackendOptions] | None:
+    path = _OPTIONS.get(backend)
+    if path is None:
+        return None
+    module, _, name = path.partition(":")
+    model = getattr(importlib.import_module(module), name)
+    if not (isinstance(model, type) and issubclass(model, BackendOptions)):
+        raise TypeError(f"{path} is not a BackendOptions model")
+    return model
+
+
+def options_auth(params: ExecuteParams, auth: AuthReport) -> tuple[AuthReport, dict[str, str]]:
+    """`auth` with the credentials the run gives in code (`backend_options`), and the backends they are not for.
+
+    Typed options (`GenerateContentOptions(api_key=..., base_url=...)`) are for their backend alone; a
+    dict for every backend whose options take its keys. Each such backend is judged by the same
+    resolution its run uses: the API backends' `resolve_api_auth` with the options' `api_key`,
+    `vertexai`, `project`, `location`, `base_url` and `credentials`; gemini-cli's `detect_cli_auth` over
+    the environment plus its `env` option. So `auto` routes, and resumes, on credentials in code.
+    """
+    raw = params.backend_options
+    if isinstance(raw, dict) and not raw:
+        return auth, {}
+    unfit: dict[str, str] = {}
+    for backend in _OPTIONS:
+        model = _options_model(backend)
+        assert model is not None
+        if isinstance(raw, BackendOptions) and not isinstance(raw, model):
+            unfit[backend] = f"does not take {type(raw).__name__} (backend_options are for another backend)"
+            continue
+        try:
+            options = raw if isinstance(raw, model) else model.model_validate(dict(raw))
+        except ValueError:  # pydantic's ValidationError: these keys are another backend's
+            unfit[backend] = f"does not take these backend_options (its keys: {', '.join(sorted(model.model_fields))})"
+            continue
+        auth = auth.with_backend(backend, _modes_of(backend, options))
+    return auth, unfit
+
+
+def _modes_of(backend: str, options: BackendOptions) -> tuple[AuthMode, ...]:
+    """The auth modes `backend` has with `options` (and the environment)."""
+    env = dict(os.environ)
+    if backend == "gemini-cli":
+        extra = getattr(options, "env", None) or {}
+        return detect_cli_auth({**env, **extra})
+    fields = {k: getattr(options, k, None) for k in ("api_key", "vertexai", "project", "location", "base_url")}
+    api = resolve_api_auth(env, credentials=getattr(options, "credentials", None) is not None, **fields)
+    return tuple(m for m in api_modes(api, env, Path(env.get("HOME") or Path.home())) if m.mode != "code_assist")

@@ -15,7 +15,7 @@ import json
 import sys
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html import escape
 from importlib.resources import files
 from typing import Any, cast, get_args
@@ -31,6 +31,7 @@ __all__ = [
     "QUALIFYING_LEVELS",
     "BackendColumn",
     "Cell",
+    "Difference",
     "Matrix",
     "cell",
     "column",
@@ -58,6 +59,15 @@ class Cell:
 
 
 @dataclass(frozen=True, slots=True)
+class Difference:
+    """What a backend does otherwise than the others where they offer the same thing (a tool's output text,
+    an answer it cannot carry), declared against the cell it belongs to, with the reason."""
+
+    cell: str
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
 class BackendColumn:
     """One column of the matrix: a backend, or a transport variant of one (`variant_of`)."""
 
@@ -69,6 +79,8 @@ class BackendColumn:
     """Whether `backend="auto"` may choose it (never for variants and test backends)."""
     variant_of: str | None
     cells: Mapping[str, Cell]
+    differences: Mapping[str, Difference] = field(default_factory=dict)
+    """Name -> a declared difference (`[backends.<name>.differences]`); the conformance suite observes each."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +160,19 @@ def _column(name: str, raw: Any, capabilities: Mapping[str, str]) -> BackendColu
         auto=bool(raw.get("auto", False)),
         variant_of=variant_of,
         cells=cells,
+        differences=_differences(raw.get("differences", {}), capabilities, where),
     )
+
+
+def _differences(raw: Any, capabilities: Mapping[str, str], where: str) -> dict[str, Difference]:
+    if not isinstance(raw, dict):
+        raise ValueError(f"capabilities.toml: {where} differences must be a table")
+    found: dict[str, Difference] = {}
+    for name, entry in raw.items():
+        if not isinstance(entry, dict) or entry.get("cell") not in capabilities:
+            raise ValueError(f"capabilities.toml: {where} difference {name!r} needs a cell among the capabilities")
+        found[name] = Difference(cell=str(entry["cell"]), note=_text(entry, "note", f"{where} difference {name}"))
+    return found
 
 
 MATRIX = load_matrix()
@@ -201,6 +225,7 @@ def to_json() -> dict[str, Any]:
                 "auto": b.auto,
                 "variant_of": b.variant_of,
                 "cells": {name: {"level": c.level, "note": c.note} for name, c in b.cells.items()},
+                "differences": {name: {"cell": d.cell, "note": d.note} for name, d in b.differences.items()},
             }
             for b in MATRIX.backends.values()
         },
@@ -272,6 +297,10 @@ def render_markdown() -> str:
             _row(["---"] * 3),
             *[_row([f"`{b.name}`", b.cells[cap].level, _md(b.cells[cap].note)]) for b in backends],
         ]
+        declared = [(b, name, d) for b in backends for name, d in b.differences.items() if d.cell == cap]
+        if declared:
+            out += ["", "Declared differences:", ""]
+            out += [f"- `{b.name}` **{name}**: {_md(d.note)}" for b, name, d in declared]
     return "\n".join(out) + "\n"
 
 

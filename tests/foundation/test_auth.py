@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from unified._auth import detect_auth, resolve_api_auth
+from unified._auth import NO_ADC, detect_auth, resolve_api_auth
 from unified._redaction import REDACTED, redact, secret_values
 
 SECRET = "AIzaSy-a-fake-secret-value-1234567890"
@@ -43,10 +43,21 @@ def test_gemini_api_key_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     assert mode.source == "GEMINI_API_KEY"
 
 
-def test_vertex_from_env_flag_project_and_location() -> None:
-    report = detect_auth(
-        {"GOOGLE_GENAI_USE_VERTEXAI": "true", "GOOGLE_CLOUD_PROJECT": "proj-1", "GOOGLE_CLOUD_LOCATION": "europe-west4"}
-    )
+ADC = {"type": "authorized_user", "client_id": "c", "client_secret": "s", "refresh_token": "r"}
+VERTEX_PROJECT_ENV = {
+    "GOOGLE_GENAI_USE_VERTEXAI": "true",
+    "GOOGLE_CLOUD_PROJECT": "proj-1",
+    "GOOGLE_CLOUD_LOCATION": "europe-west4",
+}
+
+
+def _gcloud_adc(home: Path) -> Path:
+    return _write_json(home / ".config" / "gcloud" / "application_default_credentials.json", ADC)
+
+
+def test_vertex_from_env_flag_project_and_location(isolated_home: Path) -> None:
+    _gcloud_adc(isolated_home)
+    report = detect_auth(VERTEX_PROJECT_ENV)
     mode = report.get("vertex")
     assert mode is not None
     assert mode.usable
@@ -54,6 +65,18 @@ def test_vertex_from_env_flag_project_and_location() -> None:
     assert mode.detail is not None
     assert "proj-1" in mode.detail
     assert "europe-west4" in mode.detail
+
+
+def test_vertex_without_adc_is_not_usable_where_no_metadata_server_gives_them(isolated_home: Path) -> None:
+    """What the run would find at its first request (google-auth's DefaultCredentialsError), said up front."""
+    mode = detect_auth(VERTEX_PROJECT_ENV).get("vertex")
+    assert mode is not None
+    assert not mode.usable
+    assert "no Application Default Credentials" in mode.problems[0]
+    on_cloud_run = detect_auth({**VERTEX_PROJECT_ENV, "K_SERVICE": "svc", "NO_GCE_CHECK": ""}).get("vertex")
+    assert on_cloud_run is not None
+    assert on_cloud_run.usable  # the metadata server gives them there
+    assert any("metadata server" in note for note in on_cloud_run.notes)
 
 
 def test_vertex_flag_without_project_is_incomplete() -> None:
@@ -154,6 +177,7 @@ def test_no_secret_in_any_form_of_the_report(isolated_home: Path) -> None:
         "GOOGLE_CLOUD_LOCATION": "us-central1",
         "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:9",
     }
+    _gcloud_adc(isolated_home)
     report = detect_auth(env)
     # google-genai: on Vertex AI a project from the environment beats a key from it, and the
     # Gemini API's base URL does not apply, so the only mode is Vertex AI with ADC.
@@ -209,7 +233,8 @@ def test_resolution_follows_google_genai(
 ) -> None:
     auth = resolve_api_auth(env, home=Path("/nonexistent"), **explicit)
     assert (auth.kind, auth.project, auth.location, auth.api_key is not None) == expected
-    assert auth.problems == ()
+    # ADC live outside the environment (a file, a metadata server): without them the mode is named, not usable
+    assert auth.problems == ((NO_ADC,) if auth.kind == "vertex_adc" and not explicit.get("credentials") else ())
     if auth.kind == "vertex_express":
         assert auth.base_url == "https://aiplatform.googleapis.com/"
     if auth.location == "eu":

@@ -28,10 +28,23 @@ GATEWAY = {"GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:8080", "GEMINI_API_KEY": 
 
 
 def _code_assist(home: Path) -> AuthReport:
+    """A Google login as `gemini` leaves it: the credentials and the auth type its settings select (over ACP
+    the CLI uses the login only when selected)."""
     creds = home / ".gemini" / "oauth_creds.json"
     creds.parent.mkdir(parents=True, exist_ok=True)
     creds.write_text('{"access_token": "t"}', encoding="utf-8")
+    selected = {"security": {"auth": {"selectedType": "oauth-personal"}}}
+    (home / ".gemini" / "settings.json").write_text(json.dumps(selected), encoding="utf-8")
     return detect_auth({}, home=home)
+
+
+def _adc(tmp_path: Path) -> dict[str, str]:
+    """Application Default Credentials as a file (`GOOGLE_APPLICATION_CREDENTIALS`): Vertex AI needs them."""
+    adc = tmp_path / "adc.json"
+    adc.write_text(
+        json.dumps({"type": "authorized_user", "client_id": "c", "client_secret": "s", "refresh_token": "r"})
+    )
+    return {"GOOGLE_APPLICATION_CREDENTIALS": str(adc)}
 
 
 def test_api_key_prefers_generate_content_with_the_others_as_alternatives() -> None:
@@ -41,11 +54,38 @@ def test_api_key_prefers_generate_content_with_the_others_as_alternatives() -> N
     assert "GEMINI_API_KEY" in selection.reason
 
 
-def test_vertex_excludes_interactions() -> None:
-    selection = select_backend(_auth(VERTEX))
+def test_vertex_excludes_interactions_and_needs_adc(tmp_path: Path) -> None:
+    selection = select_backend(_auth({**VERTEX, **_adc(tmp_path)}))
     assert selection.backend == "generate-content"
-    assert selection.alternatives == ("gemini-cli",)
+    # The Gemini CLI reads no GOOGLE_GENAI_USE_VERTEXAI over ACP: only its settings' auth type selects Vertex AI.
+    assert selection.alternatives == ()
     assert "Vertex AI" in selection.reason
+    with pytest.raises(RoutingError, match="no Application Default Credentials"):
+        select_backend(_auth(VERTEX))  # what the run would meet at its first request
+
+
+def test_vertex_on_gemini_cli_follows_the_clis_own_auth_type(tmp_path: Path) -> None:
+    settings = tmp_path / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"security": {"auth": {"selectedType": "vertex-ai"}}}))
+    auth = detect_auth({**VERTEX, **_adc(tmp_path)}, home=tmp_path)
+    assert auth.usable_modes_for("gemini-cli") == ("vertex",)
+    assert select_backend(auth, prefer="gemini-cli").backend == "gemini-cli"
+    without_adc = detect_auth(VERTEX, home=tmp_path)
+    (mode,) = without_adc.modes_for("gemini-cli")
+    assert mode.problems[0].startswith("no Application Default Credentials")
+
+
+def test_google_api_key_alone_is_ready_on_every_backend() -> None:
+    """The CLI reads only GEMINI_API_KEY; the gemini-cli backend hands it GOOGLE_API_KEY, so it is ready too."""
+    auth = _auth({"GOOGLE_API_KEY": "k"})
+    assert select_backend(auth).alternatives == ("gemini-cli", "interactions")
+    (mode,) = auth.modes_for("gemini-cli")
+    assert (mode.mode, mode.usable, mode.detail) == (
+        "api_key",
+        True,
+        "key from GOOGLE_API_KEY, to https://generativelanguage.googleapis.com/",
+    )
 
 
 def test_code_assist_login_only_works_with_gemini_cli(tmp_path: Path) -> None:
@@ -62,9 +102,13 @@ def test_gateway_works_with_every_api_backend() -> None:
     assert selection.reason.startswith("generate-content: Gateway (custom GOOGLE_GEMINI_BASE_URL) from GEMINI_API_KEY")
 
 
-def test_a_gateway_without_a_key_is_not_ready_and_says_what_to_set() -> None:
+def test_a_gateway_without_a_key_is_ready_only_for_the_gemini_cli() -> None:
+    """google-genai will not start without a key; the CLI's gateway type sends its requests without one."""
+    auth = _auth({"GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:8080"})
+    selection = select_backend(auth)
+    assert (selection.backend, selection.alternatives) == ("gemini-cli", ())
     with pytest.raises(RoutingError, match=r"a gateway without an API key.*set GEMINI_API_KEY"):
-        select_backend(_auth({"GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:8080"}))
+        select_backend(auth, only="generate-content")
 
 
 def test_nothing_present_explains_what_to_set() -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from unified import ExecuteParams, UserInputRequest, UserInputResponse
 from unified._execute import EventStream
-from unified.events import PermissionDecision, ToolResult, UnifiedEvent
+from unified.events import PermissionDecision, ToolResult, ToolUse, UnifiedEvent
 from unified.testing._fake_acp import FakeAcp, Finish, Permission, text, tool_done
 from unified.tools import PermissionAnswer, PermissionRequest, Policy, ToolCall, ToolRuntime, _protected, protected_path
 from unified.tools import _shell_syntax as syntax
@@ -317,7 +317,11 @@ async def test_gemini_cli_auto_edit_asks_for_its_own_protected_writes(ws: Path, 
     fake = FakeAcp(_two_edits(ws, protected))
     events = await _gemini(ws, fake, approval_mode="auto_edit")
     decisions = [e for e in events if isinstance(e, PermissionDecision)]
-    assert [(d.decision, d.decided_by) for d in decisions] == [("deny", "approval_mode"), ("allow", "approval_mode")]
+    # unified's policy decides, as on the API backends: the protected write is its rule's, the other the mode's
+    assert [(d.decision, d.decided_by, d.rule) for d in decisions] == [
+        ("deny", "policy", "protected-paths"),
+        ("allow", "approval_mode", "auto-edit"),
+    ]
     assert "protected path" in (decisions[0].reason or "")
     assert fake.permission_answers == [
         {"outcome": "selected", "optionId": "cancel"},
@@ -326,6 +330,15 @@ async def test_gemini_cli_auto_edit_asks_for_its_own_protected_writes(ws: Path, 
     assert [e.is_error for e in events if isinstance(e, ToolResult)] == [True, False]
     # the CLI runs in its default mode, so its own autoEdit cannot approve an edit unseen
     assert not [m for m in fake.received if m.get("method") == "session/set_mode"]
+
+
+async def test_gemini_cli_judges_the_diffs_path_not_the_titles(ws: Path) -> None:
+    """The CLI's title shows a shortened path (`Writing to settings.json`); the policy judges the diff's."""
+    fake = FakeAcp(_two_edits(ws, ".claude/settings.json"))
+    events = await _gemini(ws, fake, approval_mode="auto_edit")
+    first = next(e for e in events if isinstance(e, ToolUse))
+    assert first.input["file_path"] == str(ws / ".claude" / "settings.json")
+    assert [e.decision for e in events if isinstance(e, PermissionDecision)] == ["deny", "allow"]
 
 
 async def test_gemini_cli_puts_only_the_protected_write_to_the_user(ws: Path) -> None:

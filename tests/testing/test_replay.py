@@ -69,8 +69,8 @@ async def test_transcript_permission_gets_the_recorded_answer(tmp_path: Path) ->
     (tmp_path / "notes.txt").write_text("alpha\n")
     events = await play(CASSETTES / "gemini-cli" / "tools-permission.jsonl", cwd=tmp_path)
     decisions = [(e.tool_name, e.decision, e.decided_by) for e in events if isinstance(e, PermissionDecision)]
-    # read_file ran on the CLI's own say-so; write_file asked, and the recorded answer allowed it
-    assert decisions == [("read_file", "allow", "backend"), ("write_file", "allow", "user")]
+    # read_file ran unasked, as unified's read-only rule allows; write_file asked, and the recorded answer allowed it
+    assert decisions == [("read_file", "allow", "policy"), ("write_file", "allow", "user")]
 
 
 async def test_a_diverging_adapter_fails_the_run_with_the_reason(tmp_path: Path) -> None:

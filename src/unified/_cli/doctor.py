@@ -100,10 +100,11 @@ def _backend_status(name: str, auth: AuthReport, gemini: dict[str, Any]) -> dict
     sdk = _SDK_MODULES.get(name)
     if sdk and not _module_present(sdk):
         problems.append(f"the {sdk} package is missing")
-    modes = [m for m in column.auth if auth.has(m)]
+    usable = auth.usable_modes_for(name)  # a backend that authenticates its own way (gemini-cli) says how
+    modes = [m for m in column.auth if m in usable]
     if column.auth and not modes:
         problems.append(f"needs credentials: {' or '.join(AUTH_MODE_TITLES[m] for m in column.auth)}")
-        found = [m for m in (auth.get(mode) for mode in column.auth) if m is not None and m.problems]
+        found = [m for m in (auth.get_for(name, mode) for mode in column.auth) if m is not None and m.problems]
         problems += [f"{m.summary()}" for m in found]
     if name == "gemini-cli" and gemini["path"] is None:
         problems.append("the gemini binary was not found")
@@ -113,7 +114,7 @@ def _backend_status(name: str, auth: AuthReport, gemini: dict[str, Any]) -> dict
         "title": column.title,
         "ready": not problems,
         "auth": modes,
-        "auth_detail": [m.summary() for m in (auth.get(mode) for mode in modes) if m is not None],
+        "auth_detail": [m.summary() for m in (auth.get_for(name, mode) for mode in modes) if m is not None],
         "problems": problems,
         "capabilities": levels,
     }

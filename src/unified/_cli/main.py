@@ -34,7 +34,7 @@ from unified._cli.interactive import make_user_input_handler
 from unified._cli.render import Renderer, format_usage
 from unified._redaction import redact
 from unified._routing import select_backend_for
-from unified.events import Result, ResultStatus, UnifiedEvent, dump_event, event_json_schema
+from unified.events import ErrorEvent, Result, ResultStatus, UnifiedEvent, dump_event, event_json_schema
 from unified.sessions import SessionInfo
 from unified.types import ApprovalMode, BackendName, ExecuteParams
 
@@ -270,12 +270,22 @@ def run(
     )
     if params.backend == "auto" and not json_lines:
         with contextlib.suppress(UnifiedError):  # the run itself reports why nothing qualifies
-            _say(f"auto → {select_backend_for(params).reason}", style="dim", stderr=True)
+            _say(f"auto → {_routing_reason(params)}", style="dim", stderr=True)
     try:
         code = anyio.run(_run, params, json_lines)
     except KeyboardInterrupt:  # where no signal receiver could be installed
         code = EXIT_CODES["interrupted"]
     raise typer.Exit(code)
+
+
+def _routing_reason(params: ExecuteParams) -> str:
+    """What `auto` runs: on a resume the session's own backend (the one that runs it), else routing's choice."""
+    if not params.resume:
+        return select_backend_for(params).reason
+    ref = params.resume
+    info = anyio.run(lambda: sessions.resolve(ref, store=params.session_store))
+    reason = select_backend_for(params, only=info.backend).reason
+    return f"{reason} (session {info.short_id} is {info.backend}'s)"
 
 
 def _show(event: UnifiedEvent, json_lines: bool, renderer: Renderer, console: Console) -> None:
@@ -292,6 +302,7 @@ async def _run(params: ExecuteParams, json_lines: bool) -> int:
     renderer = Renderer()
     console = _console()
     status: ResultStatus = "interrupted"  # unless a result arrives
+    no_node = False
     from unified._execute import execute  # loaded by `_checked_params`, before the event loop started
 
     async with execute(params) as stream, anyio.create_task_group() as tg:
@@ -303,10 +314,12 @@ async def _run(params: ExecuteParams, json_lines: bool) -> int:
                 stream.cancel()
                 tg.cancel_scope.cancel()
                 return _reader_left()
+            if isinstance(event, ErrorEvent) and event.code == "backend_unavailable":
+                no_node = no_node or event.details.get("missing") == "node"  # nothing ran: bad input (docs/cli.md)
             if isinstance(event, Result):
                 status = event.status
         tg.cancel_scope.cancel()
-    return EXIT_CODES[status]
+    return EXIT_BAD_INPUT if no_node and status == "error" else EXIT_CODES[status]
 
 
 async def _cancel_on_interrupt(stream: EventStream, scope: CancelScope) -> None:

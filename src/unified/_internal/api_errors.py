@@ -16,7 +16,16 @@ import httpx
 
 from unified.errors import AuthError, BackendError, ConfigurationError, RateLimited, UnifiedError
 
-__all__ = ["HTTP_OF_STATUS", "RETRYABLE_STATUS", "credentials_error", "error_from_status", "retry_delay", "timed_out"]
+__all__ = [
+    "HTTP_OF_STATUS",
+    "RETRYABLE_STATUS",
+    "credentials_error",
+    "error_from_status",
+    "retry_delay",
+    "timed_out",
+    "unfit_response",
+    "unreadable_response",
+]
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 _DURATION = re.compile(r"^\s*(?P<seconds>\d+(?:\.\d+)?)s\s*$")
@@ -153,6 +162,11 @@ def unreadable_response(exc: BaseException) -> UnifiedError | None:
         why = f"{where}: {errors[0]['msg'] if errors else 'invalid'}"
     else:
         why = "its JSON is nested too deeply to parse"
+    return unfit_response(why)
+
+
+def unfit_response(why: str) -> BackendError:
+    """The server's answer has a field of the wrong shape (`why` names it): the server's fault, typed."""
     return BackendError(
         f"the Gemini API sent a response that does not fit its schema ({why}); it was not used",
         hint="this is the server's (or a proxy's) fault: run again, or report it if it persists",

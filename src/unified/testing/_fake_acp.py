@@ -282,6 +282,7 @@ class _Session:
     chat_file: Path
     answer: list[str] = field(default_factory=list)
     thoughts: list[str] = field(default_factory=list)
+    model: str = "auto"
 
 
 _Reply: TypeAlias = dict[str, Any] | None
@@ -446,6 +447,9 @@ class FakeAcpProcess(FakeAgentProcess):
                     self._notify(session, tool_call(str(call.get("id")), status="completed").update)
 
     def _set_model(self, request_id: Any, params: dict[str, Any]) -> None:
+        session = self._sessions.get(str(params.get("sessionId")))
+        if session is not None and isinstance(params.get("modelId"), str):
+            session.model = params["modelId"]  # recorded on its answers, as the CLI does
         self._send({"id": request_id, "result": {}})
 
     def _set_mode(self, request_id: Any, params: dict[str, Any]) -> None:
@@ -558,7 +562,13 @@ class FakeAcpProcess(FakeAgentProcess):
     def _finish(self, session: _Session, request_id: Any, step: Finish) -> None:
         if session.answer or session.thoughts:
             thoughts = [{"subject": "", "description": t} for t in session.thoughts]
-            self._append(session, {"type": "gemini", "content": "".join(session.answer), "thoughts": thoughts})
+            answer = {
+                "type": "gemini",
+                "content": "".join(session.answer),
+                "thoughts": thoughts,
+                "model": session.model,
+            }
+            self._append(session, answer)
         result: dict[str, Any] = {"stopReason": step.stop_reason}
         if step.token_count is not None:
             result["_meta"] = {"quota": {"token_count": dict(step.token_count)}}

@@ -181,9 +181,20 @@ class FakeGemini:
     ``script`` is a :class:`Script`, a list of turns, or a path loaded with :meth:`Script.from_file`
     (CLI ``.responses`` JSONL, ``.json``, ``.yaml``). ``chunk_delay`` slows every stream (seconds
     between chunks) on top of each turn's own delay. Point clients at :attr:`base_url`.
+
+    Like the real API, it refuses (HTTP 400 ``INVALID_ARGUMENT``, with the API's message) a
+    generateContent history whose function calls and responses do not pair up: a call answered
+    twice or not at all, a response without its call (``_wire.history_problem``). The refusal is
+    one of :attr:`problems`, so ``assert_done()`` fails; ``check_history=False`` turns it off.
     """
 
-    def __init__(self, script: Script | Iterable[Turn] | str | Path | None = None, *, chunk_delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        script: Script | Iterable[Turn] | str | Path | None = None,
+        *,
+        chunk_delay: float = 0.0,
+        check_history: bool = True,
+    ) -> None:
         if script is None:
             script = Script()
         elif isinstance(script, str | Path):
@@ -194,6 +205,7 @@ class FakeGemini:
         self._slots = [_Slot(turn, turn.fault is not None) for turn in script.turns]
         self._request_faults = dict(script.request_faults)
         self._chunk_delay = chunk_delay
+        self._check_history = check_history
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._connections = 0
@@ -262,7 +274,8 @@ class FakeGemini:
 
         ``GEMINI_MODEL`` pins the CLI's default model: without a model the CLI's router would first
         make extra ``generateContent`` calls, each consuming a scripted turn (see docs/testing.md).
-        A model given to the run (``--model``, ``ExecuteParams.model``) still wins.
+        The gemini-cli backend always names a model itself (the run's, a resumed session's, this one);
+        a bare ``gemini`` wired to FakeGemini needs it.
         """
         return {
             "GOOGLE_GEMINI_BASE_URL": self.base_url,
@@ -301,7 +314,7 @@ class FakeGemini:
 
     @property
     def problems(self) -> list[str]:
-        """Script errors served so far (exhausted script, order mismatch)."""
+        """Script errors served so far (exhausted script, order mismatch) and histories refused as malformed."""
         with self._lock:
             return list(self._problems)
 
@@ -410,6 +423,11 @@ class FakeGemini:
     ) -> tuple[_Reply, str | None, Fault | None]:
         if fault is not None and fault.is_http:
             return _http_fault(fault, model), None, fault
+        if self._check_history and api_method in ("generateContent", "generateContentStream"):
+            problem = _wire.history_problem(body)
+            if problem is not None:
+                refused = f"FakeGemini refused the request's history as the Gemini API would (400): {problem}"
+                return _error(400, "INVALID_ARGUMENT", problem), refused, fault
         slot = self._take(api_method, method, path)
         if isinstance(slot, str):
             if api_method == "countTokens":

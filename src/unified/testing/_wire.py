@@ -36,6 +36,7 @@ __all__ = [
     "b64",
     "error_body",
     "fault_error",
+    "history_problem",
     "interaction_usage",
     "merge_chunks",
     "model_chunks",
@@ -98,6 +99,71 @@ def fault_error(fault: Fault, model: str | None) -> tuple[int, JsonObject]:
 
 
 # --- generateContent family -------------------------------------------------------------------------
+
+CALL_COUNT_MISMATCH = (
+    "Please ensure that the number of function response parts is equal to the number of function call parts "
+    "of the function call turn."
+)
+RESPONSE_WITHOUT_CALL = "Please ensure that function response turn comes immediately after a function call turn."
+"""The Gemini API's own 400 INVALID_ARGUMENT messages for a history whose calls and responses do not pair up."""
+
+
+def _role(content: Any) -> str:
+    role = content.get("role") if isinstance(content, dict) else None
+    return role if isinstance(role, str) and role else "user"
+
+
+def _parts(content: Any) -> list[JsonObject]:
+    parts = content.get("parts") if isinstance(content, dict) else None
+    return [part for part in parts if isinstance(part, dict)] if isinstance(parts, list) else []
+
+
+def _part_id(part: JsonObject, key: str) -> Any:
+    value = part.get(key)
+    return value.get("id") if isinstance(value, dict) else None
+
+
+def history_problem(body: Any) -> str | None:
+    """Why the Gemini API would refuse this generateContent body's history (HTTP 400), or None.
+
+    As the real API does, consecutive contents of one role count as one turn. A model turn's
+    function calls must be answered by the very next turn, a user turn holding exactly as many
+    function responses; a turn of function responses must follow a model turn that made calls. A
+    call the model's own turn answers (a server-side MCP call: its functionResponse in the same
+    model turn, same id) is the server's and needs no answer. The CLI 0.61's resumed sessions break
+    the first rule (every response twice) and its denied calls the second (a response without its
+    call), which the real API answers with these messages.
+    """
+    contents = body.get("contents") if isinstance(body, dict) else None
+    if not isinstance(contents, list):
+        return None
+    turns: list[tuple[str, list[JsonObject]]] = []
+    for content in contents:
+        role, parts = _role(content), _parts(content)
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(parts)
+        else:
+            turns.append((role, list(parts)))
+    pending: int | None = None
+    """Function calls of the previous model turn still to be answered (None: it made none)."""
+    for role, parts in turns:
+        calls = [p for p in parts if isinstance(p.get("functionCall"), dict)]
+        responses = [p for p in parts if isinstance(p.get("functionResponse"), dict)]
+        if role == "model":
+            answered = {_part_id(p, "functionResponse") for p in responses} - {None}
+            own = [p for p in calls if _part_id(p, "functionCall") in answered]
+            if pending is not None:
+                return CALL_COUNT_MISMATCH
+            pending = (len(calls) - len(own)) or None
+            continue
+        if pending is None:
+            if responses:
+                return RESPONSE_WITHOUT_CALL
+            continue
+        if len(responses) != pending:
+            return CALL_COUNT_MISMATCH
+        pending = None
+    return CALL_COUNT_MISMATCH if pending is not None else None
 
 
 def usage_metadata(usage: Usage) -> JsonObject:

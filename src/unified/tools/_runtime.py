@@ -386,6 +386,16 @@ class ToolRuntime:
         """Function declarations (name, description, JSON-schema parameters) for the model."""
         return [self._tools[name].declaration(family) for name in self.tool_names()]
 
+    async def decide(self, call: ToolCall) -> PermissionDecision:
+        """The permission decision for one call, without running it: the policy table, the approval mode,
+        the `ask` hook and the "allow always" session rules, exactly as `run_batch` decides its calls.
+
+        For a backend whose tools run elsewhere and ask before each call (the Gemini CLI), so that its
+        calls get the same answers as the API backends'. A Gemini CLI name is read through `ALIASES`.
+        """
+        args = {k: v for k, v in call.args.items() if k != "wait_for_previous"}
+        return await self._decide(call, ALIASES.get(call.name, call.name), args)
+
     async def run_batch(self, calls: Sequence[ToolCall], observer: ToolObserver | None = None) -> list[ToolOutcome]:
         """Runs one model turn's calls; outcomes in call order.
 

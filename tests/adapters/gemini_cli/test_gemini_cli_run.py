@@ -18,6 +18,7 @@ from unified import ExecuteParams, UserInputRequest, UserInputResponse
 from unified._adapters.gemini_cli import AcpPool
 from unified._adapters.gemini_cli import _hold_back as hold_back
 from unified._adapters.gemini_cli import _run as run_module
+from unified._adapters.gemini_cli._launch import DEFAULT_MODEL
 from unified._adapters.gemini_cli._options import GeminiCliOptions, gemini_cli_options
 from unified._binary.framing import MAX_LINE_BYTES
 from unified._execute import EventStream
@@ -60,7 +61,6 @@ TRANSCRIPTS = sorted(
 USAGE = {"input_tokens": 100, "output_tokens": 5, "thoughts_tokens": 7}
 READ = "read_file__read_file_1795991675407_0"
 WRITE = "write_file__write_file_1795991675468_1"
-WRITE_CALL = {"toolCallId": WRITE, "status": "pending", "title": "Writing to new.txt", "kind": "edit"}
 
 
 async def run(fake: FakeAcp, cwd: Path, prompt: str = "go", **fields: Any) -> list[UnifiedEvent]:
@@ -107,7 +107,7 @@ async def test_text_thoughts_and_usage(cwd: Path) -> None:
     assert (result.status, result.final_text, result.turns) == ("success", "Hello there.", 1)
     usage = result.usage
     assert (usage.input_tokens, usage.output_tokens, usage.thinking_tokens, usage.estimated) == (100, 5, 7, False)
-    assert fake.methods() == ["initialize", "session/new", "session/prompt"]
+    assert fake.methods() == ["initialize", "session/new", "session/set_model", "session/prompt"]
     assert no_process_left(fake)
 
 
@@ -119,7 +119,7 @@ async def test_zero_output_tokens_are_estimated_from_the_text(tmp_path: Path) ->
 
 async def test_tool_use_is_held_until_the_chat_file_gives_its_arguments(tmp_path: Path) -> None:
     """Normal form: tool_use.input is the model's arguments (ACP sends only a title); the result's
-    output is the text the model read; the CLI allowing the call itself is a `backend` decision."""
+    output is the text the model read; the CLI ran it unasked, as unified's read-only rule allows."""
     fake = FakeAcp(
         [
             tool_call(READ, title="notes.txt"),
@@ -134,7 +134,8 @@ async def test_tool_use_is_held_until_the_chat_file_gives_its_arguments(tmp_path
     assert (done.tool_use_id, done.output, done.is_error) == (READ, "alpha\nbeta\n", False)
     assert done.input is None  # the tool_use already carried the arguments
     decision = one(events, PermissionDecision)
-    assert (decision.tool_use_id, decision.decision, decision.decided_by) == (READ, "allow", "backend")
+    assert (decision.tool_use_id, decision.decision, decision.decided_by) == (READ, "allow", "policy")
+    assert decision.rule == "read-only"  # the CLI ran it unasked because unified's table allows it
     kinds = [e.type for e in events]
     assert kinds.index("tool_use") < kinds.index("permission_decision") < kinds.index("tool_result")
     assert [e.type for e in events].index("tool_result") < [e.type for e in events].index("text_delta")
@@ -160,27 +161,58 @@ async def test_failed_call_keeps_its_error_and_order(tmp_path: Path) -> None:
     ]
 
 
-# --- the permission bridge ----------------------------------------------------------------------
+# --- the permission bridge: unified's policy answers what the CLI asks ---------------------------
 
 
-def write_script() -> list[Any]:
+def write_call(cwd: Path, call_id: str = WRITE, name: str = "new.txt") -> dict[str, Any]:
+    """A write's permission request as 0.61 sends it: a title, the diff (absolute path, new content), the location."""
+    path = str(cwd / name)
+    return {
+        "toolCallId": call_id,
+        "status": "pending",
+        "title": f"Writing to {name}",
+        "content": [{"type": "diff", "path": path, "oldText": "", "newText": "x\n", "_meta": {"kind": "add"}}],
+        "locations": [{"path": path}],
+        "kind": "edit",
+    }
+
+
+def shell_call(call_id: str, command: str) -> dict[str, Any]:
+    """A shell command's permission request as 0.61 sends it: the command as title, an explanation naming the
+    CLI process's own cwd (not the session's)."""
+    note = {"type": "content", "content": {"type": "text", "text": "[current working directory /cache/workdir]"}}
+    return {
+        "toolCallId": call_id,
+        "status": "pending",
+        "title": command,
+        "content": [note],
+        "locations": [],
+        "kind": "execute",
+    }
+
+
+def write_script(cwd: Path) -> list[Any]:
     return [
-        Permission(WRITE_CALL, if_allowed=[tool_done(WRITE, "ok", kind="edit")]),
+        Permission(write_call(cwd), if_allowed=[tool_done(WRITE, "ok", kind="edit", args=WRITE_ARGS)]),
         text("finished"),
         Finish(token_count=USAGE),
     ]
 
 
+WRITE_ARGS = {"file_path": "new.txt", "content": "x\n"}
+
+
 @pytest.mark.parametrize(
-    ("answer", "option", "decision", "failed"),
+    ("answer", "option", "decision", "rule", "failed"),
     [
-        (UserInputResponse.allow(), "proceed_once", "allow", False),
-        (UserInputResponse.allow(always=True), "proceed_always", "allow", False),
-        (UserInputResponse.deny(), "cancel", "deny", True),
+        (UserInputResponse.allow(), "proceed_once", "allow", "write-asks", False),
+        # never proceed_always: the CLI would allow later calls it deems the same; the rule is unified's
+        (UserInputResponse.allow(always=True), "proceed_once", "allow", "session:write_file", False),
+        (UserInputResponse.deny(), "cancel", "deny", "write-asks", True),
     ],
 )
 async def test_permission_answered_by_the_user(
-    tmp_path: Path, answer: UserInputResponse, option: str, decision: str, failed: bool
+    cwd: Path, answer: UserInputResponse, option: str, decision: str, rule: str | None, failed: bool
 ) -> None:
     asked: list[UserInputRequest] = []
 
@@ -188,32 +220,100 @@ async def test_permission_answered_by_the_user(
         asked.append(request)
         return answer
 
-    fake = FakeAcp(write_script())
-    events = await run(fake, tmp_path, on_user_input=on_user_input)
-    assert [(r.source, r.tool_name) for r in asked] == [("permission", "write_file")]
+    fake = FakeAcp(write_script(cwd))
+    events = await run(fake, cwd, on_user_input=on_user_input)
+    assert [(r.source, r.tool_name, r.request_id) for r in asked] == [
+        ("permission", "write_file", f"permission-{WRITE}")
+    ]
+    prompt = asked[0]
+    assert prompt.questions[0].prompt == "Allow write_file on new.txt?"  # the API backends' wording
+    assert prompt.details["args"] == WRITE_ARGS  # the model's arguments, before the callback is called
+    assert prompt.details["cwd"] == str(cwd)
+    assert prompt.details["diffs"][0]["newText"] == "x\n"
+    use = one(events, ToolUse)
+    assert use.input == WRITE_ARGS
     assert fake.permission_answers == [{"outcome": "selected", "optionId": option}]
     made = one(events, PermissionDecision)
-    assert (made.decision, made.decided_by, made.tool_use_id) == (decision, "user", WRITE)
-    assert one(events, ToolResult).is_error is failed
+    assert (made.decision, made.decided_by, made.tool_use_id, made.rule) == (decision, "user", WRITE, rule)
+    done = one(events, ToolResult)
+    assert done.is_error is failed
+    assert done.input is None  # the recorded arguments are those the tool_use showed
+    if failed:
+        assert done.output == 'Tool "write_file" was canceled by the user.'  # what the model read
     assert result_of(events).status == "success"
 
 
 @pytest.mark.parametrize(
-    ("mode", "decision"), [("default", "deny"), ("auto_edit", "allow"), ("yolo", "allow"), ("plan", "deny")]
+    ("mode", "decision", "decided_by", "rule", "cli_mode"),
+    [
+        ("default", "deny", "policy", "write-asks", None),
+        ("auto_edit", "allow", "approval_mode", "auto-edit", None),  # the CLI's own autoEdit would not ask
+        ("yolo", "allow", "approval_mode", "yolo", "yolo"),
+        ("plan", "deny", "approval_mode", "plan-denies", "plan"),
+    ],
 )
-async def test_permission_without_anyone_to_ask_follows_the_approval_mode(
-    tmp_path: Path, mode: str, decision: str
+async def test_permission_without_anyone_to_ask_is_the_api_backends_decision(
+    cwd: Path, mode: str, decision: str, decided_by: str, rule: str, cli_mode: str | None
 ) -> None:
-    fake = FakeAcp(write_script())
-    events = await run(fake, tmp_path, approval_mode=mode)
+    fake = FakeAcp(write_script(cwd))
+    events = await run(fake, cwd, approval_mode=mode)
     made = one(events, PermissionDecision)
-    assert (made.decision, made.decided_by, made.reason) == (decision, "approval_mode", f"approval mode {mode}")
+    assert (made.decision, made.decided_by, made.rule) == (decision, decided_by, rule)
+    if mode == "default":
+        assert made.reason == "it needs approval and nobody can answer in this non-interactive run"
     assert fake.permission_answers == [
         {"outcome": "selected", "optionId": "proceed_once" if decision == "allow" else "cancel"}
     ]
     assert one(events, ToolResult).is_error is (decision == "deny")
     modes = [m["params"]["modeId"] for m in fake.received if m.get("method") == "session/set_mode"]
-    assert modes == ([] if mode in ("default", "auto_edit") else [mode])
+    assert modes == ([cli_mode] if cli_mode else [])
+
+
+async def test_allow_always_allows_that_same_call_again_and_only_it(cwd: Path) -> None:
+    """The session rule is unified's, for the same command shape: the CLI asks again, the policy answers."""
+    asked: list[str] = []
+
+    async def on_user_input(request: UserInputRequest) -> UserInputResponse:
+        asked.append(str(request.details["args"]["command"]))
+        return UserInputResponse.allow(always=True) if len(asked) == 1 else UserInputResponse.deny()
+
+    first, again, other = (f"run_shell_command__run_shell_command_1_{n}" for n in range(3))
+    fake = FakeAcp(
+        [
+            Permission(shell_call(first, "echo hi > out.txt"), if_allowed=[tool_done(first, "", kind="execute")]),
+            Permission(shell_call(again, "echo  hi >out.txt"), if_allowed=[tool_done(again, "", kind="execute")]),
+            Permission(shell_call(other, "echo bye > other.txt"), if_allowed=[tool_done(other, "", kind="execute")]),
+            text("done"),
+        ]
+    )
+    events = await run(fake, cwd, on_user_input=on_user_input)
+    assert asked == ["echo hi > out.txt", "echo bye > other.txt"]
+    decisions = {e.tool_use_id: (e.decision, e.decided_by, e.rule) for e in events if isinstance(e, PermissionDecision)}
+    assert decisions == {
+        first: ("allow", "user", "session:run_shell_command:echo hi > out.txt"),
+        again: ("allow", "policy", "session:run_shell_command:echo hi > out.txt"),
+        other: ("deny", "user", "shell-asks"),
+    }
+    assert [a["optionId"] for a in fake.permission_answers] == ["proceed_once", "proceed_once", "cancel"]
+
+
+async def test_a_shell_prompt_carries_the_command_and_the_sessions_cwd(cwd: Path) -> None:
+    call_id = "run_shell_command__run_shell_command_1_0"
+    asked: list[UserInputRequest] = []
+
+    async def on_user_input(request: UserInputRequest) -> UserInputResponse:
+        asked.append(request)
+        return UserInputResponse.deny()
+
+    fake = FakeAcp([Permission(shell_call(call_id, "echo hi")), text("ok")])
+    events = await run(fake, cwd, on_user_input=on_user_input)
+    assert one(events, ToolUse).input == {"command": "echo hi"}
+    (prompt,) = asked
+    assert prompt.questions[0].prompt == "Allow running `echo hi`?"
+    assert prompt.details["args"] == {"command": "echo hi"}
+    assert prompt.details["cwd"] == str(cwd)
+    assert "/cache/workdir" not in str(prompt.details)  # the CLI process's cwd is not where the command runs
+    assert one(events, ToolResult).output == 'Tool "run_shell_command" was canceled by the user.'
 
 
 @pytest.mark.parametrize(
@@ -225,30 +325,31 @@ async def test_permission_without_anyone_to_ask_follows_the_approval_mode(
     ],
 )
 async def test_answers_acp_cannot_carry_are_denials_with_a_warning(
-    tmp_path: Path, answer: UserInputResponse, warned: bool
+    cwd: Path, answer: UserInputResponse, warned: bool
 ) -> None:
     """ACP answers with an option id only: a changed input cannot run (denied), a message cannot reach the model."""
 
     async def on_user_input(request: UserInputRequest) -> UserInputResponse:
         return answer
 
-    fake = FakeAcp(write_script())
-    events = await run(fake, tmp_path, on_user_input=on_user_input)
+    fake = FakeAcp(write_script(cwd))
+    events = await run(fake, cwd, on_user_input=on_user_input)
     assert fake.permission_answers == [{"outcome": "selected", "optionId": "cancel"}]
     made = one(events, PermissionDecision)
-    assert (made.decision, made.decided_by) == ("deny", "user")
+    assert (made.decision, made.decided_by, made.input) == ("deny", "user", None)
+    assert made.message == answer.message
     codes = [e.code for e in events if isinstance(e, WarningEvent)]
     assert codes == (["permission_answer_unsupported"] if warned else [])
     assert one(events, ToolResult).is_error
     assert result_of(events).status == "success"
 
 
-async def test_stop_answer_rejects_the_call_and_ends_the_run_interrupted(tmp_path: Path) -> None:
+async def test_stop_answer_rejects_the_call_and_ends_the_run_interrupted(cwd: Path) -> None:
     async def on_user_input(request: UserInputRequest) -> UserInputResponse:
         return UserInputResponse.stop_run()
 
-    fake = FakeAcp([Permission(WRITE_CALL, if_allowed=[tool_done(WRITE, "ok", kind="edit")]), Hang()])
-    events = await run(fake, tmp_path, on_user_input=on_user_input)
+    fake = FakeAcp([Permission(write_call(cwd), if_allowed=[tool_done(WRITE, "ok", kind="edit")]), Hang()])
+    events = await run(fake, cwd, on_user_input=on_user_input)
     made = one(events, PermissionDecision)
     assert (made.decision, made.decided_by, made.stops_run) == ("deny", "user", True)
     assert any(m.get("method") == "session/cancel" for m in fake.received)
@@ -256,8 +357,14 @@ async def test_stop_answer_rejects_the_call_and_ends_the_run_interrupted(tmp_pat
     assert result_of(events).status == "interrupted"
 
 
-async def test_every_tool_call_has_exactly_one_decision(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("mode", "decided_by", "rule"), [("default", "policy", "read-only"), ("yolo", "approval_mode", "yolo")]
+)
+async def test_every_tool_call_has_exactly_one_decision(cwd: Path, mode: str, decided_by: str, rule: str) -> None:
+    """The calls the CLI runs unasked are unified's rule where its table allows them unasked (the API backends'
+    decision); the others keep the CLI's own (`backend`)."""
     other = "list_directory__list_directory_1_1"
+    todo = "write_todos__write_todos_1_2"
 
     async def on_user_input(request: UserInputRequest) -> UserInputResponse:
         return UserInputResponse.allow()
@@ -266,17 +373,21 @@ async def test_every_tool_call_has_exactly_one_decision(tmp_path: Path) -> None:
         [
             tool_call(READ),
             tool_done(READ, "alpha", args={"file_path": "notes.txt"}),
-            Permission(WRITE_CALL, if_allowed=[tool_done(WRITE, "ok", kind="edit")]),
+            Permission(write_call(cwd), if_allowed=[tool_done(WRITE, "ok", kind="edit", args=WRITE_ARGS)]),
             tool_call(other, kind="search"),
             tool_done(other, "a.txt", args={"dir_path": "."}),
+            tool_call(todo, kind="think"),
+            tool_done(todo, "ok", args={"todos": []}),
             text("done"),
         ]
     )
-    events = await run(fake, tmp_path, on_user_input=on_user_input)
+    events = await run(fake, cwd, on_user_input=on_user_input, approval_mode=mode)
     uses = [e.tool_use_id for e in events if isinstance(e, ToolUse)]
-    decided = [(e.tool_use_id, e.decided_by) for e in events if isinstance(e, PermissionDecision)]
-    assert uses == [READ, WRITE, other]
-    assert decided == [(READ, "backend"), (WRITE, "user"), (other, "backend")]
+    decided = [(e.tool_use_id, e.decided_by, e.rule) for e in events if isinstance(e, PermissionDecision)]
+    assert uses == [READ, WRITE, other, todo]
+    write = (WRITE, "user", "write-asks") if mode == "default" else (WRITE, "approval_mode", "yolo")
+    unknown = (todo, "backend", None) if mode == "default" else (todo, "approval_mode", "yolo")
+    assert decided == [(READ, decided_by, rule), write, (other, decided_by, rule), unknown]
 
 
 # --- ends: stop reasons, errors, faults ---------------------------------------------------------
@@ -362,7 +473,7 @@ async def test_cancel_mid_prompt_sends_session_cancel_and_leaves_no_process(tmp_
 
 
 async def test_cancel_while_a_permission_is_pending(tmp_path: Path) -> None:
-    fake = FakeAcp(write_script())
+    fake = FakeAcp(write_script(tmp_path))
     stream_box: list[EventStream] = []
 
     async def on_user_input(request: UserInputRequest) -> UserInputResponse:
@@ -479,6 +590,21 @@ async def test_resume_loads_the_session_and_skips_its_history(tmp_path: Path) ->
     assert fake.methods().count("session/load") == 1
     assert len(fake.processes) == 2
     assert no_process_left(fake)
+
+
+async def test_a_session_resumes_on_its_own_model_and_a_first_run_on_the_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Never the CLI's router: a first run without a model gets DEFAULT_MODEL, a resume without one the session's."""
+    monkeypatch.delenv("GEMINI_MODEL", raising=False)
+    fake = FakeAcp([text("one"), Finish()], [text("two"), Finish()], [text("three"), Finish()])
+    plain = one(await run(fake, tmp_path), SessionStarted)
+    assert plain.model == DEFAULT_MODEL
+    first = one(await run(fake, tmp_path, model="gemini-2.5-pro"), SessionStarted)
+    resumed = one(await run(fake, tmp_path, prompt="again", resume=first.short_id), SessionStarted)
+    assert (resumed.resumed, resumed.model) == (True, "gemini-2.5-pro")
+    models = [m["params"]["modelId"] for m in fake.received if m.get("method") == "session/set_model"]
+    assert models == [DEFAULT_MODEL, "gemini-2.5-pro", "gemini-2.5-pro"]
 
 
 async def test_resume_of_an_unknown_id_fails_before_any_process_starts(tmp_path: Path) -> None:

@@ -162,3 +162,41 @@ def test_resolve_reads_only_the_files_that_can_match(isolated_home: Path, monkey
         locator.resolve("ffff")
     with pytest.raises(SessionNotFound):
         locator.resolve("../../etc")
+
+
+def test_a_listed_session_carries_its_usage_and_turns_as_the_api_backends_do(
+    isolated_home: Path, tmp_path: Path
+) -> None:
+    """The exact per-call tokens the CLI records, summed: a call's tool-call record (no `tokens`) is no turn,
+    a message recorded again keeps one count, a checkpoint replaces what came before."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (isolated_home / ".gemini").mkdir()
+    (isolated_home / ".gemini" / "projects.json").write_text(json.dumps({"projects": {str(ws): "ws"}}))
+    tokens = {"input": 100, "output": 5, "cached": 10, "thoughts": 7, "tool": 2, "total": 124}
+    write_session(
+        isolated_home,
+        "ws",
+        "abcdef12-0000",
+        "count me",
+        [
+            {"id": "early", "type": "gemini", "content": "x", "tokens": {"input": 5000}},
+            {"$set": {"messages": [{"id": "old", "type": "gemini", "content": "x", "tokens": {"input": 900}}]}},
+            {"id": "u1", "type": "user", "content": [{"text": "count me"}]},
+            {"id": "g1", "type": "gemini", "content": "", "tokens": tokens, "model": "gemini-2.5-flash"},
+            {"id": "g1", "type": "gemini", "content": "", "tokens": tokens, "model": "gemini-2.5-flash"},
+            {"id": "g2", "type": "gemini", "content": "", "toolCalls": [{"id": "t", "name": "read_file"}]},
+            {"id": "g3", "type": "gemini", "content": "done", "tokens": None, "model": "gemini-2.5-flash"},
+        ],
+    )
+    (info,) = ChatFiles().list_sessions(str(ws))
+    assert info.extra["turns"] == 3  # old, g1, g3
+    assert info.extra["usage"] == {
+        "input_tokens": 1000,
+        "output_tokens": 5,
+        "thinking_tokens": 7,
+        "cached_tokens": 10,
+        "tool_use_tokens": 2,
+        "estimated": False,
+    }
+    assert ChatFiles().show("abcdef12", str(ws))["session"]["extra"] == info.extra

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -219,7 +220,7 @@ class Run:
         return [json.dumps(r.body) for r in self.requests if r.api_method in wanted]
 
 
-Answer = Literal["allow", "deny", "deny_with_message", "allow_changed_input", "stop"]
+Answer = Literal["allow", "deny", "deny_with_message", "allow_changed_input", "stop", "allow_always_then_deny"]
 DENIAL_MESSAGE = "Write to staging.txt instead."
 CHANGED_INPUT = {"file_path": "new.txt", "content": "changed by the user\n"}
 ANSWERS: Mapping[Answer, UserInputResponse] = {
@@ -242,6 +243,9 @@ def answering(
         asked.append(request)
         if request.source != "permission":  # a question: pick each question's first option
             return UserInputResponse(answers={q.id: q.options[0].id if q.options else "yes" for q in request.questions})
+        if answer == "allow_always_then_deny":  # the first prompt allows always; every later one is denied
+            first = sum(r.source == "permission" for r in asked) == 1
+            return UserInputResponse.allow(always=True) if first else UserInputResponse.deny()
         return ANSWERS[answer]
 
     return handler
@@ -258,6 +262,16 @@ def model_calls(turns: Sequence[Turn], aliases: Mapping[str, str]) -> list[tuple
         if isinstance(turn, ModelTurn)
         for call in turn.function_calls or []
     ]
+
+
+def _resolved_path_of(got: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    """Whether `got` is `wanted` but for a `file_path` given as the absolute path the backend resolved the
+    model's relative one to (the gemini CLI's prompt names it so when its title cuts the path: tool_use cell)."""
+    shown, given = str(got.get("file_path", "")), str(wanted.get("file_path", ""))
+    same_otherwise = {k: v for k, v in got.items() if k != "file_path"} == {
+        k: v for k, v in wanted.items() if k != "file_path"
+    }
+    return same_otherwise and Path(shown).is_absolute() and Path(shown).name == Path(given).name != ""
 
 
 def normal_form_problems(
@@ -300,6 +314,8 @@ def normal_form_problems(
         )
         if late and not got and denied:  # asked, then never run: the backend never learnt the arguments
             got = wanted
+        if late and denied and _resolved_path_of(got, wanted):
+            got = wanted  # asked with the path the backend resolved (declared in the tool_use cell), never run
         if late and name == "invoke_agent" and got == {"agent_name": wanted.get("agent_name")}:
             got = wanted
         if got != wanted:
@@ -356,6 +372,21 @@ async def execute_once(
                     stream.cancel()
                 events.append(event)
     return events
+
+
+def normal_text(text: str | None, workspace: Path) -> str | None:
+    """A tool output or thought as the suite compares it: the run's workspace written `{cwd}`, a process group
+    id written `N` (both differ from run to run, not from backend to backend)."""
+    if text is None:
+        return None
+    return re.sub(r"PGID: \d+", "PGID: N", text.replace(str(workspace), "{cwd}"))
+
+
+def texts_of(kind: str, events: Sequence[UnifiedEvent], workspace: Path) -> tuple[str | None, ...]:
+    """The texts a `Texts` expectation compares: every tool_result's output, or every thought, in order."""
+    if kind == "thinking":
+        return tuple(normal_text(e.text, workspace) for e in events if isinstance(e, Thinking) and e.text)
+    return tuple(normal_text(e.output, workspace) for e in events if isinstance(e, ToolResult) and not e.server_side)
 
 
 def b64(text: str) -> str:

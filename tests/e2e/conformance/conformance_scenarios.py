@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from tests.e2e.conformance.conformance_harness import (
     CHANGED_INPUT,
@@ -64,6 +65,22 @@ class FirstRun:
 
 
 @dataclass(frozen=True)
+class Texts:
+    """Texts every backend gives alike, in order: each tool_result's output (`kind="tool_output"`) or each
+    thought (`kind="thinking"`), the workspace written `{cwd}`. A backend whose matrix column declares a
+    difference gives that difference's texts instead: `declared` maps backend -> (difference name, texts)."""
+
+    kind: Literal["tool_output", "thinking"]
+    same: tuple[str | None, ...]
+    declared: Mapping[str, tuple[str, tuple[str | None, ...]]] = field(default_factory=dict)
+
+    def expected(self, backend: str) -> tuple[str | None, tuple[str | None, ...]]:
+        """(the declared difference that applies, or None; the texts `backend` must give)."""
+        name, texts = self.declared.get(backend, (None, self.same))
+        return name, texts
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     turns: tuple[Turn, ...]
@@ -94,7 +111,10 @@ class Scenario:
     images: bool = False
     final_text: str | None = None
     files: Mapping[str, bool] = field(default_factory=dict)
-    """Workspace paths that must (True) or must not (False) exist after the run."""
+    """Workspace paths that must (True) or must not (False) exist after the run (`victim.txt` is there before
+    every run: a command that deletes it must not have run)."""
+    texts: tuple[Texts, ...] = ()
+    """Tool outputs or thoughts compared across backends, with the matrix's declared differences."""
 
     def script(self, backend: str) -> tuple[Turn, ...]:
         return self.turns_for.get(backend, self.turns)
@@ -121,6 +141,20 @@ GROUNDED = {
     ]
 }
 NOTES = FunctionCall(name="read_file", args={"file_path": "notes.txt"})
+USER_DENIED = "Tool call write_file was denied: the user denied it"
+CANCELED = 'Tool "write_file" was canceled by the user.'
+"""What the gemini CLI tells the model of a call its client refused (the matrix's `denial_text`)."""
+CLI_WROTE = "Successfully created and wrote to new file: {cwd}/new.txt. Here is the updated code:\nwritten\n"
+
+
+def shell(command: str) -> ModelTurn:
+    return ModelTurn(function_calls=[FunctionCall(name="run_shell_command", args={"command": command})])
+
+
+SHELL_CANCELED = 'Tool "run_shell_command" was canceled by the user.'
+NOBODY_TO_ASK = (
+    "Tool call run_shell_command was denied: it needs approval and nobody can answer in this non-interactive run"
+)
 WRITE = FunctionCall(name="write_file", args={"file_path": "new.txt", "content": "written\n"})
 
 IMAGE_CHUNKS = (
@@ -174,6 +208,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         ("thinking", "tool read_file ok", "text", "result success"),
         observes=("tool_use", "thought_signatures"),
         final_text="The notes say alpha.",
+        texts=(Texts("tool_output", ("alpha\nbeta\n",)),),
     ),
     Scenario(
         "parallel_tool_calls",
@@ -183,6 +218,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
         ("tool read_file ok", "tool read_file ok", "text", "result success"),
         observes=("tool_use",),
+        texts=(Texts("tool_output", ("alpha\nbeta\n", "gamma\n")),),
     ),
     Scenario(
         "failing_tool",
@@ -192,6 +228,13 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
         ("tool read_file error", "text", "result success"),
         observes=("tool_use",),
+        texts=(
+            Texts(
+                "tool_output",
+                ("File not found: missing.txt",),
+                {"gemini-cli": ("read_errors", ("File not found: {cwd}/missing.txt",))},
+            ),
+        ),
     ),
     Scenario(
         "subagent",
@@ -232,6 +275,13 @@ SCENARIOS: tuple[Scenario, ...] = (
         observes=("permission_requests",),
         answer="allow",
         files={"new.txt": True},
+        texts=(
+            Texts(
+                "tool_output",
+                ("Successfully created and wrote to new file: new.txt.",),
+                {"gemini-cli": ("write_output", (CLI_WROTE,))},
+            ),
+        ),
     ),
     Scenario(
         "permission_denied",
@@ -240,6 +290,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         observes=("permission_requests",),
         answer="deny",
         files={"new.txt": False},
+        texts=(Texts("tool_output", (USER_DENIED,), {"gemini-cli": ("denial_text", (CANCELED,))}),),
     ),
     Scenario(
         "permission_denied_with_message",
@@ -248,6 +299,13 @@ SCENARIOS: tuple[Scenario, ...] = (
         observes=("permission_requests",),
         answer="deny_with_message",
         files={"new.txt": False},
+        texts=(
+            Texts(
+                "tool_output",
+                (f"{USER_DENIED}. The user says: {DENIAL_MESSAGE}",),
+                {"gemini-cli": ("denial_message", (CANCELED,))},
+            ),
+        ),
     ),
     Scenario(
         "permission_allowed_with_changed_input",
@@ -263,6 +321,13 @@ SCENARIOS: tuple[Scenario, ...] = (
                 "result success",
             )
         },
+        texts=(
+            Texts(
+                "tool_output",
+                ("Successfully created and wrote to new file: new.txt.",),
+                {"gemini-cli": ("changed_input", (CANCELED,))},
+            ),
+        ),
     ),
     Scenario(
         "permission_stops_the_run",
@@ -273,12 +338,163 @@ SCENARIOS: tuple[Scenario, ...] = (
         files={"new.txt": False},
     ),
     Scenario(
+        "shell_every_command_denied",
+        # `echo hi` is a command the CLI would run unasked ("known safe"): unified's rule makes it ask too.
+        (shell("echo hi"), shell("rm victim.txt"), ModelTurn(text="Both refused.")),
+        (
+            "tool run_shell_command error [ask permission] [deny by user]",
+            "tool run_shell_command error [ask permission] [deny by user]",
+            "text",
+            "result success",
+        ),
+        observes=("permission_requests",),
+        answer="deny",
+        files={"victim.txt": True},
+        texts=(
+            Texts(
+                "tool_output",
+                ("Tool call run_shell_command was denied: the user denied it",) * 2,
+                {"gemini-cli": ("denial_text", (SHELL_CANCELED,) * 2)},
+            ),
+        ),
+    ),
+    Scenario(
+        "shell_without_a_callback_in_default_mode",
+        (shell("echo hi"), shell("rm victim.txt"), ModelTurn(text="Nobody could allow them.")),
+        ("tool run_shell_command error [deny]", "tool run_shell_command error [deny]", "text", "result success"),
+        observes=("permission_requests",),
+        files={"victim.txt": True},
+        texts=(Texts("tool_output", (NOBODY_TO_ASK,) * 2, {"gemini-cli": ("denial_text", (SHELL_CANCELED,) * 2)}),),
+    ),
+    Scenario(
+        "allow_always_covers_that_same_call_only",
+        # The session rule is the API backends' one: this command's shape, no wider (the CLI's own
+        # "allow always" would let `echo bye > other.txt` run unasked).
+        (
+            shell("echo hi > out.txt"),
+            shell("echo  hi >out.txt"),
+            shell("echo bye > other.txt"),
+            ModelTurn(text="Two ran, one was refused."),
+        ),
+        (
+            "tool run_shell_command ok [ask permission] [allow by user]",
+            "tool run_shell_command ok",
+            "tool run_shell_command error [ask permission] [deny by user]",
+            "text",
+            "result success",
+        ),
+        observes=("permission_requests",),
+        answer="allow_always_then_deny",
+        files={"out.txt": True, "other.txt": False, "victim.txt": True},
+        texts=(
+            Texts(
+                "tool_output",
+                (
+                    "Output: (empty)\nProcess Group PGID: N",
+                    "Output: (empty)\nProcess Group PGID: N",
+                    "Tool call run_shell_command was denied: the user denied it",
+                ),
+                {
+                    "gemini-cli": (
+                        "shell_output",
+                        (
+                            "<untrusted_context>\nOutput: (empty)\nProcess Group PGID: N\n</untrusted_context>",
+                            "<untrusted_context>\nOutput: (empty)\nProcess Group PGID: N\n</untrusted_context>",
+                            SHELL_CANCELED,
+                        ),
+                    )
+                },
+            ),
+        ),
+    ),
+    Scenario(
+        "list_directory",
+        (
+            ModelTurn(function_calls=[FunctionCall(name="list_directory", args={"dir_path": "."})]),
+            ModelTurn(text="Three files."),
+        ),
+        ("tool list_dir ok", "text", "result success"),
+        observes=("tool_use",),
+        texts=(
+            Texts(
+                "tool_output",
+                ("Directory listing for .:\nmore.txt\nnotes.txt\nvictim.txt",),
+                {
+                    "gemini-cli": (
+                        "list_directory_output",
+                        (
+                            "Directory listing for {cwd}:\n"
+                            "more.txt (6 bytes)\nnotes.txt (11 bytes)\nvictim.txt (7 bytes)",
+                        ),
+                    )
+                },
+            ),
+        ),
+    ),
+    Scenario(
+        "replace_with_the_clis_parameters",
+        (
+            ModelTurn(
+                function_calls=[
+                    FunctionCall(
+                        name="replace",
+                        args={
+                            "file_path": "notes.txt",
+                            "old_string": "alpha",
+                            "new_string": "ALPHA",
+                            "instruction": "caps",
+                        },
+                    )
+                ]
+            ),
+            ModelTurn(text="Edited."),
+        ),
+        ("tool edit_file error", "text", "result success"),
+        observes=("tool_use",),
+        approval_mode="yolo",
+        differences={("gemini-cli", "tool_use"): ("tool edit_file ok", "text", "result success")},
+        texts=(
+            Texts(
+                "tool_output",
+                ("Invalid parameters provided to replace. Reason: instruction: Extra inputs are not permitted",),
+                {
+                    "gemini-cli": (
+                        "replace_parameters",
+                        (
+                            "Successfully modified file: {cwd}/notes.txt (1 replacements). Here is the updated code:\n"
+                            "ALPHA\nbeta\n",
+                        ),
+                    )
+                },
+            ),
+        ),
+    ),
+    Scenario(
+        "thought_layout",
+        (ModelTurn(thoughts=[Thought(text="**Plan**\n\nFirst line.\n\nSecond line.\n")], text="Done."),),
+        ("thinking", "text", "result success"),
+        texts=(
+            Texts(
+                "thinking",
+                ("**Plan**\n\nFirst line.\n\nSecond line.\n",),
+                {"gemini-cli": ("thought_layout", ("**Plan**\nFirst line.\n\nSecond line.",))},
+            ),
+        ),
+    ),
+    Scenario(
         "plan_mode_refuses_write",
         (ModelTurn(function_calls=[WRITE]), ModelTurn(text="I may not write in plan mode.")),
         ("tool write_file error [deny]", "text", "result success"),
         observes=("plan_mode",),
         approval_mode="plan",
         files={"new.txt": False},
+        texts=(
+            Texts(
+                "tool_output",
+                ("Tool call write_file was denied: rule plan-denies denies it in plan mode",),
+                {"gemini-cli": ("denial_text", (CANCELED,))},
+            ),
+        ),
     ),
     Scenario(
         "image_input",

@@ -8,7 +8,9 @@ backends run on asyncio and trio; the gemini CLI (a subprocess, ~2 s a run) on a
 trio coverage lives in tests/e2e/gemini_cli.
 
 `test_every_declared_capability_is_observed` is the coverage rule: every `full` or `partial` cell
-of the matrix for a driven backend needs a scenario that observes it on that backend.
+of the matrix for a driven backend needs a scenario that observes it on that backend;
+`test_every_declared_difference_is_observed` the same for the matrix's declared differences, whose texts
+(tool outputs, thoughts) the scenarios compare across backends.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from tests.e2e.conformance.conformance_harness import (
     execute_once,
     normal_form_problems,
     shape_of,
+    texts_of,
 )
 from tests.e2e.conformance.conformance_scenarios import CAPABILITY_CHECKS, SCENARIOS, PNG_1x1, Scenario
 from unified import capabilities
@@ -68,6 +71,7 @@ def workspace(tmp_path: Path) -> Path:
     root.mkdir()
     (root / "notes.txt").write_text("alpha\nbeta\n")
     (root / "more.txt").write_text("gamma\n")
+    (root / "victim.txt").write_text("victim\n")  # a command that deletes it must not have run
     return root
 
 
@@ -135,6 +139,12 @@ async def test_scenario(
         assert asked, "on_user_input was never called"
     normal = normal_form_problems(column, run.events, scenario.script(column.name), scenario.aliases)
     assert not normal, f"{column.name} / {scenario.name}: contents differ from the normal form: {normal}"
+    for expectation in scenario.texts if substituted is None else ():
+        difference, wanted = expectation.expected(column.name)
+        if difference is not None:
+            assert difference in capabilities.column(column.name).differences, f"{difference} is not in the matrix"
+        texts = texts_of(expectation.kind, run.events, workspace)
+        assert texts == wanted, f"{column.name} / {scenario.name}: {expectation.kind} texts {texts}, expected {wanted}"
     problems = {
         capability: problem
         for capability in scenario.observes
@@ -158,6 +168,22 @@ def test_every_declared_capability_is_observed() -> None:
         if not any(
             capability in s.observes and column.name not in s.known_gaps and expected_shape(s, column)[1] != capability
             for s in SCENARIOS
+        )
+    ]
+    assert not unobserved, "declared but observed by no scenario:\n" + "\n".join(unobserved)
+
+
+def test_every_declared_difference_is_observed() -> None:
+    """Every difference a driven column declares in the matrix is the expected text of a scenario on it, so a
+    difference that disappears (or changes) fails the suite instead of staying declared."""
+    unobserved = [
+        f"{column.name}/{name} ({difference.cell}: {difference.note})"
+        for column in COLUMNS
+        for name, difference in capabilities.column(column.name).differences.items()
+        if not any(
+            t.declared.get(column.name, ("", ()))[0] == name and column.name not in s.known_gaps
+            for s in SCENARIOS
+            for t in s.texts
         )
     ]
     assert not unobserved, "declared but observed by no scenario:\n" + "\n".join(unobserved)

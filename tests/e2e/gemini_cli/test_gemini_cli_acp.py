@@ -98,8 +98,8 @@ async def test_plan_mode_denies_write(run_gemini: Run, responses: Responses, wor
     fake = responses(stream_line(call("write_file", file_path="new.txt", content="x")), stream_line(text("Denied.")))
     events = await run_gemini(fake, approval_mode="plan")
     decision = next(e for e in events if isinstance(e, PermissionDecision))
-    assert decision.decision == "deny"
-    assert decision.decided_by == "policy"
+    # The CLI asks (it would allow plan files itself); unified's plan mode denies, as on the API backends.
+    assert (decision.decision, decision.decided_by, decision.rule) == ("deny", "approval_mode", "plan-denies")
     assert next(e for e in events if isinstance(e, ToolResult)).is_error
     assert not (workspace / "new.txt").exists()
 
@@ -126,16 +126,14 @@ async def test_permission_through_on_user_input(
     assert "user_input_request" in kinds(events)
 
 
-@pytest.mark.parametrize(
-    ("command", "asks"),
-    [("echo hi", False), ("echo hi > out.txt", True)],
-)
+@pytest.mark.parametrize("command", ["echo hi > out.txt", "echo hi", "ls"])
 @ASYNCIO_ONLY
-async def test_shell_in_default_mode_every_call_has_one_decision(
-    run_gemini: Run, responses: Responses, workspace: Path, command: str, asks: bool
+async def test_shell_in_default_mode_asks_the_caller_for_every_command(
+    run_gemini: Run, responses: Responses, workspace: Path, command: str
 ) -> None:
-    """0.61 runs a command it deems safe (`echo hi`) without asking, whatever the handler would say: the
-    stream says so (`decided_by="backend"`); a command with a redirection reaches the handler."""
+    """0.61's policy engine would run a command it deems safe (`echo hi`, `ls`) without asking anyone; unified's
+    rule for the CLI (a shell rule with arguments, which its heuristics leave alone) makes it ask, so the
+    caller decides every command, with the model's command in the prompt."""
     fake = responses(stream_line(call("run_shell_command", command=command)), stream_line(text("ok")))
     asked: list[UserInputRequest] = []
 
@@ -144,17 +142,16 @@ async def test_shell_in_default_mode_every_call_has_one_decision(
         return UserInputResponse.deny()
 
     events = await run_gemini(fake, on_user_input=deny_all)
-    decisions = [e for e in events if isinstance(e, PermissionDecision)]
-    assert len(decisions) == 1
-    if asks:
-        assert [r.tool_name for r in asked] == ["run_shell_command"]
-        assert (decisions[0].decision, decisions[0].decided_by) == ("deny", "user")
-        assert not (workspace / "out.txt").exists()
-    else:
-        assert asked == []
-        assert (decisions[0].decision, decisions[0].decided_by) == ("allow", "backend")
-        (use,) = [e for e in events if isinstance(e, ToolUse)]
-        assert use.input["command"] == command  # the held tool_use carries the model's arguments
+    (decision,) = [e for e in events if isinstance(e, PermissionDecision)]
+    assert [r.tool_name for r in asked] == ["run_shell_command"]
+    assert asked[0].details["args"] == {"command": command}
+    assert asked[0].details["cwd"] == str(workspace)
+    assert (decision.decision, decision.decided_by) == ("deny", "user")
+    (use,) = [e for e in events if isinstance(e, ToolUse)]
+    assert use.input == {"command": command}
+    (result,) = [e for e in events if isinstance(e, ToolResult)]
+    assert result.output == 'Tool "run_shell_command" was canceled by the user.'
+    assert not (workspace / "out.txt").exists()
 
 
 @ASYNCIO_ONLY
@@ -162,7 +159,8 @@ async def test_default_mode_without_handler_denies_visibly(run_gemini: Run, resp
     fake = responses(stream_line(call("write_file", file_path="new.txt", content="x")), stream_line(text("ok")))
     events = await run_gemini(fake)
     decision = next(e for e in events if isinstance(e, PermissionDecision))
-    assert (decision.decision, decision.decided_by) == ("deny", "approval_mode")
+    assert (decision.decision, decision.decided_by, decision.rule) == ("deny", "policy", "write-asks")
+    assert decision.reason == "it needs approval and nobody can answer in this non-interactive run"
 
 
 @ASYNCIO_ONLY

@@ -18,7 +18,7 @@ import anyio
 import platformdirs
 
 from unified._adapters.gemini_cli._acp import AcpConnection, AcpPool, connect, default_pool
-from unified._adapters.gemini_cli._chat_files import ChatFiles, gemini_home
+from unified._adapters.gemini_cli._chat_files import ChatFiles, gemini_home, repair_session
 from unified._adapters.gemini_cli._chat_records import TranscriptCapture
 from unified._adapters.gemini_cli._launch import BACKEND, Launch, start_gemini
 from unified._adapters.gemini_cli._options import gemini_cli_options
@@ -96,7 +96,12 @@ class GeminiCliBackend:
     async def _run(self, ctx: RunContext) -> RunOutcome:
         if ctx.params.resume:  # an unknown or ambiguous id fails here, before a process is started
             where = str(ctx.params.cwd.expanduser().resolve())
-            await anyio.to_thread.run_sync(ChatFiles(self.launch.env).resolve, ctx.params.resume, where)
+            info = await anyio.to_thread.run_sync(ChatFiles(self.launch.env).resolve, ctx.params.resume, where)
+            # Before the CLI loads it (and before a transcript follows its files): the history it rebuilds
+            # must be one the Gemini API accepts.
+            home = gemini_home(self.launch.env)
+            for repair in await anyio.to_thread.run_sync(repair_session, home, info.session_id):
+                await ctx.emit(WarningEvent(code="session_repaired", message=repair))
         if self.options.transport == "stream-json":
             return await run_stream_json(self.launch, ctx)
         argv = self.launch.acp_argv()

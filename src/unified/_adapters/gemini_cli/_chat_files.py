@@ -34,6 +34,7 @@ from typing import Any
 import platformdirs
 
 from unified.errors import CorruptSession, SessionNotFound
+from unified.events import Usage
 from unified.sessions import SHORT_ID_LENGTH, SessionInfo, resolve_ref, short_id_of
 
 __all__ = [
@@ -45,9 +46,14 @@ __all__ = [
     "gemini_home",
     "parse_chat",
     "read_chat",
+    "repair_function_responses",
+    "repair_session",
     "replay_count",
     "session_files",
+    "session_usage",
     "summarize",
+    "usage_from_counts",
+    "usage_from_tokens",
 ]
 
 BACKEND = "gemini-cli"
@@ -185,6 +191,59 @@ def _read_edges(path: Path) -> tuple[list[bytes], list[bytes]]:
     return head_lines, tail_lines
 
 
+def usage_from_counts(counts: Mapping[str, Any]) -> Usage:
+    """One `gemini` record's `tokens` as Usage."""
+    return Usage(
+        input_tokens=_count(counts.get("input")),
+        output_tokens=_count(counts.get("output")),
+        thinking_tokens=_count(counts.get("thoughts")),
+        cached_tokens=_count(counts.get("cached")),
+        tool_use_tokens=_count(counts.get("tool")),
+    )
+
+
+def usage_from_tokens(records: Mapping[str, Mapping[str, Any]]) -> Usage:
+    """The sum of `gemini` records' `tokens` (one per model call, by message id)."""
+    total = Usage()
+    for counts in records.values():
+        total += usage_from_counts(counts)
+    return total
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and value > 0 else 0
+
+
+def session_usage(path: Path) -> tuple[Usage, int]:
+    """(the tokens of every model call the chat file records, how many calls): what the API backends keep as
+    a session's usage and turns. Every `gemini` record with a `tokens` field is one call (the CLI records
+    a call's tool calls apart, without one); the last record of a message id wins and a checkpoint
+    (`$set.messages`) replaces what came before. Only lines naming `tokens` are parsed."""
+    calls: dict[str, dict[str, Any]] = {}
+    try:
+        with path.open("rb") as handle:
+            for line in handle:
+                if b'"tokens"' not in line:
+                    continue
+                record = _loads(line)
+                if record is None:
+                    continue
+                updates = record.get("$set")
+                messages = updates.get("messages") if isinstance(updates, dict) else None
+                if isinstance(messages, list):
+                    calls = {}
+                    candidates = [m for m in messages if isinstance(m, dict)]
+                else:
+                    candidates = [record]
+                for message in candidates:
+                    if message.get("type") == "gemini" and "tokens" in message and isinstance(message.get("id"), str):
+                        tokens = message.get("tokens")
+                        calls[message["id"]] = tokens if isinstance(tokens, dict) else {}
+    except OSError:
+        return Usage(), 0
+    return usage_from_tokens(calls), len(calls)
+
+
 def summarize(path: Path, project_dir: str | None) -> SessionInfo | None:
     """A listing record from the head and tail of a chat file; None for a session with no prompt yet."""
     head, tail = _read_edges(path)
@@ -215,6 +274,7 @@ def summarize(path: Path, project_dir: str | None) -> SessionInfo | None:
             summary = updates.get("summary") if isinstance(updates.get("summary"), str) else summary
         elif record.get("type") == "gemini" and isinstance(record.get("model"), str):
             model = record["model"]
+    usage, turns = session_usage(path)
     return SessionInfo(
         backend=BACKEND,
         session_id=session_id,
@@ -226,6 +286,7 @@ def summarize(path: Path, project_dir: str | None) -> SessionInfo | None:
         cwd=project_dir,
         model=model,
         path=str(path),
+        extra={"usage": usage.model_dump(), "turns": turns},  # as the API backends' stores list them
     )
 
 
@@ -395,6 +456,121 @@ def conversation_size(path: Path) -> int:
     except CorruptSession:
         return 0
     return sum(1 for m in chat.messages if m.get("type") == "gemini" or prompt_text(m))
+
+
+def _response_id(part: object) -> str | None:
+    response = part.get("functionResponse") if isinstance(part, Mapping) else None
+    value = response.get("id") if isinstance(response, Mapping) else None
+    return value if isinstance(value, str) else None
+
+
+def _calls_of(message: Mapping[str, Any]) -> tuple[set[str], set[str]]:
+    """(every call id of a `gemini` message, the ids whose response the CLI rebuilds from `toolCalls[].result`)."""
+    calls = [c for c in message.get("toolCalls") or [] if isinstance(c, Mapping) and isinstance(c.get("id"), str)]
+    content = message.get("content")
+    in_content = {
+        str(part["functionCall"]["id"])
+        for part in (content if isinstance(content, list) else [])
+        if isinstance(part, Mapping)
+        and isinstance(part.get("functionCall"), Mapping)
+        and part["functionCall"].get("id")
+    }
+    return {str(c["id"]) for c in calls} | in_content, {str(c["id"]) for c in calls if c.get("result")}
+
+
+def surplus_responses(messages: list[dict[str, Any]]) -> dict[str, set[str]]:
+    """The function responses the CLI 0.61 would send twice, or without their call, on a resume.
+
+    `session/load` (and `--resume`) rebuild the history from the chat file: a `gemini` message gives
+    the model's turn with its calls and, from each call's recorded `result`, a user turn answering
+    them; the `user` record of the function responses the CLI sent at the time (also in the file) is
+    added again (every response twice); a call the user denied is in no `toolCalls`, so its response
+    follows no call. The Gemini API refuses both (HTTP 400). Returns message id -> the response ids to
+    drop: those a preceding `gemini` message answers already, and those whose call it does not hold.
+    """
+    surplus: dict[str, set[str]] = {}
+    previous: Mapping[str, Any] | None = None
+    for message in messages:
+        kind = message.get("type")
+        if kind in ("info", "error", "warning"):
+            continue
+        content = message.get("content")
+        parts: list[Any] = content if isinstance(content, list) else []
+        ids = [i for i in (_response_id(part) for part in parts) if i]
+        if kind == "user" and ids:
+            gemini = previous is not None and previous.get("type") == "gemini"
+            calls, answered = _calls_of(previous) if previous is not None and gemini else (set(), set())
+            drop = {i for i in ids if i in answered or i not in calls}
+            if drop and isinstance(message.get("id"), str):
+                surplus[message["id"]] = drop
+            if any(_response_id(part) not in drop for part in parts):  # what stays is the turn before the next
+                previous = message
+            continue
+        if kind == "user" and prompt_text(message) is None:
+            continue  # the preamble or an ignored line: not a turn of the history
+        previous = message
+    return surplus
+
+
+def _without_responses(message: dict[str, Any], drop: set[str]) -> dict[str, Any] | None:
+    """`message` without the function responses in `drop`; None when nothing else is left."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return message
+    kept = [part for part in content if _response_id(part) not in drop]
+    return {**message, "content": kept} if kept else None
+
+
+def repair_function_responses(path: Path) -> str | None:
+    """Drop from a chat file the function responses a resume would send twice or without their call
+    (`surplus_responses`), so the history the CLI loads is one the Gemini API accepts. Every other
+    line is kept byte for byte; the file is replaced atomically. Returns what was done, or None."""
+    try:
+        raw = path.read_bytes()
+        chat = parse_chat(raw, path)
+    except (OSError, CorruptSession):
+        return None
+    surplus = surplus_responses(chat.messages)
+    if not surplus:
+        return None
+    lines = raw.split(b"\n")
+    out: list[bytes] = [lines[0]]
+    for line in lines[1:]:
+        record = _loads(line) if line.strip() else None
+        if record is None:
+            out.append(line)
+            continue
+        updates = record.get("$set")
+        if isinstance(updates, dict) and isinstance(updates.get("messages"), list):
+            messages = [
+                fixed
+                for m in updates["messages"]
+                for fixed in [
+                    _without_responses(m, surplus[m["id"]]) if isinstance(m, dict) and m.get("id") in surplus else m
+                ]
+                if fixed is not None
+            ]
+            out.append(json.dumps({**record, "$set": {**updates, "messages": messages}}, ensure_ascii=False).encode())
+        elif isinstance(record.get("id"), str) and record["id"] in surplus:
+            fixed = _without_responses(record, surplus[record["id"]])
+            if fixed is not None:
+                out.append(json.dumps(fixed, ensure_ascii=False).encode())
+        else:
+            out.append(line)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.repair")
+    temporary.write_bytes(b"\n".join(out))
+    shutil.copymode(path, temporary)
+    temporary.replace(path)
+    count = sum(len(ids) for ids in surplus.values())
+    return (
+        f"removed {count} function response(s) from {path.name} that a resume would send twice or without their "
+        "call (the Gemini API refuses such a history)"
+    )
+
+
+def repair_session(home: Path, session_id: str) -> list[str]:
+    """`repair_function_responses` on every chat file of the session; what was done (for warnings)."""
+    return [done for path in session_files(home, session_id) if (done := repair_function_responses(path))]
 
 
 def replay_count(messages: list[dict[str, Any]]) -> int:

@@ -23,12 +23,11 @@ transcript, between the JSON-RPC messages it was written among.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from unified._adapters.gemini_cli._chat_files import session_files
+from unified._adapters.gemini_cli._chat_files import session_files, usage_from_tokens
 from unified._binary.follow import JsonlFollower, JsonlTail
 from unified.events import Usage
 
@@ -38,7 +37,6 @@ __all__ = [
     "TranscriptCapture",
     "tool_calls_of",
     "tool_response",
-    "usage_from_counts",
     "usage_from_tokens",
 ]
 
@@ -80,29 +78,6 @@ def tool_response(call: dict[str, Any]) -> tuple[Any, bool] | None:
     if output is None:
         output = call.get("resultDisplay") or None
     return output, status != "success"
-
-
-def usage_from_counts(counts: Mapping[str, Any]) -> Usage:
-    """One `gemini` record's `tokens` as Usage."""
-    return Usage(
-        input_tokens=_count(counts.get("input")),
-        output_tokens=_count(counts.get("output")),
-        thinking_tokens=_count(counts.get("thoughts")),
-        cached_tokens=_count(counts.get("cached")),
-        tool_use_tokens=_count(counts.get("tool")),
-    )
-
-
-def usage_from_tokens(records: dict[str, dict[str, Any]]) -> Usage:
-    """The sum of `gemini` records' `tokens` (one per model call, by message id)."""
-    total = Usage()
-    for counts in records.values():
-        total += usage_from_counts(counts)
-    return total
-
-
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and value > 0 else 0
 
 
 @dataclass(slots=True)

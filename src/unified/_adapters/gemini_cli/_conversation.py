@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from unified._adapters.gemini_cli._chat_records import usage_from_counts
+from unified._adapters.gemini_cli._chat_files import usage_from_counts
 from unified._internal.gemini_parts import response_of_result, result_of_response
 from unified.conversations import (
     Conversation,

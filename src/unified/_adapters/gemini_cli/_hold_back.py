@@ -45,8 +45,9 @@ class ToolOutputHold:
         self._warn = warn
         self._queue: list[tuple[Item, Any, bool, float]] = []
         """(item, raw, waits for its record, when it was queued), in arrival order."""
-        self._with_args: set[str] = set()
-        """Calls whose `tool_use` went out with the recorded arguments (their result need not repeat them)."""
+        self._shown: dict[str, dict[str, Any]] = {}
+        """The input each call's `tool_use` went out with: its result repeats the recorded arguments only
+        when they differ (a call shown before the CLI recorded it, or whose prompt showed other arguments)."""
         self._lock = anyio.Lock()
         self._warned = False
 
@@ -59,7 +60,7 @@ class ToolOutputHold:
         async with self._lock:
             waits = hold and isinstance(item, ToolUse | ToolResult)
             if not waits and not self._queue:
-                await self._deliver_now(item, raw)
+                await self._out(item, raw)
                 return
             self._queue.append((item, raw, waits, anyio.current_time()))
             await self._settle()
@@ -94,7 +95,7 @@ class ToolOutputHold:
                     completed = item  # still running: announce it now, its arguments come with its result
                 item = completed
             self._queue.pop(0)
-            await self._deliver_now(item, raw)
+            await self._out(item, raw)
 
     def _completed(self, item: Item, *, rescan: bool) -> Item | None:
         """`item` completed from its call's record; None while the record is missing."""
@@ -106,13 +107,12 @@ class ToolOutputHold:
         if isinstance(item, ToolUse):
             if not isinstance(args, dict):
                 return item
-            self._with_args.add(item.tool_use_id)
             return item.model_copy(update={"input": args})
         answer = tool_response(record)
         if answer is None:
             return None
         output, is_error = answer
-        late_input = args if isinstance(args, dict) and item.tool_use_id not in self._with_args else None
+        late_input = args if isinstance(args, dict) and args != self._shown.get(item.tool_use_id) else None
         return ToolResult.model_validate(
             {**item.model_dump(), "output": output, "data": None, "is_error": is_error, "input": late_input}
         )
@@ -138,4 +138,9 @@ class ToolOutputHold:
                 "tool calls carry only what ACP reports (no arguments, no output for reads and listings)",
             )
         for item, raw, _, _ in queued:
-            await self._deliver_now(item, raw)
+            await self._out(item, raw)
+
+    async def _out(self, item: Item, raw: Any) -> None:
+        if isinstance(item, ToolUse):
+            self._shown[item.tool_use_id] = dict(item.input)
+        await self._deliver_now(item, raw)

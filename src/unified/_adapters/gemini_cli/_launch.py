@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,19 +31,23 @@ from typing import Any
 
 from unified._adapters.gemini_cli._options import GeminiCliOptions
 from unified._binary.environment import EnvPolicy, cache_file, child_env
-from unified._binary.install import BinarySpec, locate
+from unified._binary.install import NODE_HINT, BinarySpec, NodeUnavailable, locate
 from unified._binary.process import AgentSubprocess
 from unified.tools import protected_path_patterns
 from unified.types import ExecuteParams
 
 __all__ = [
     "BACKEND",
+    "CLI_NAMES",
+    "DEFAULT_MODEL",
     "GEMINI_CLI",
     "PINNED_VERSION",
     "SYSTEM_SETTINGS_ENV",
     "Launch",
     "gemini_env",
     "gemini_file",
+    "policy_rules",
+    "require_node",
     "start_gemini",
 ]
 
@@ -81,8 +86,11 @@ ENV_POLICY = EnvPolicy(
 """What the `gemini` child takes from the host besides the basics: its credentials and settings
 (`GEMINI_CLI_HOME`, `GEMINI_SYSTEM_MD`, ...), gcloud's configuration for application default
 credentials, and node's options. Nothing else (docs/backends/gemini-cli.md, "Processes")."""
-FAKE_MODEL = "gemini-2.5-flash"
-"""With recorded responses a concrete model is required: `auto` would consume a line routing."""
+DEFAULT_MODEL = "gemini-2.5-flash"
+"""The model of a run that names none (the generate-content backend's default too), unless the CLI's own
+`GEMINI_MODEL` or its settings' `model.name` name a concrete one. Always a concrete model: with none the
+CLI's router (`auto`) first makes `generateContent` calls of its own to pick one, invisible in the stream
+(docs/backends/gemini-cli.md, "Model")."""
 STAND_IN_BINARY = Path("gemini")
 """The argv[0] recorded when `start_process` replaces the binary (it is not looked up)."""
 SYSTEM_SETTINGS_ENV = "GEMINI_CLI_SYSTEM_SETTINGS_PATH"
@@ -135,6 +143,22 @@ def _half_memory_mb() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (2 * 1024 * 1024)
 
 
+def require_node(binary: Path, env: Mapping[str, str]) -> None:
+    """A `NodeUnavailable` (backend_unavailable, naming what to install) when `binary` is a Node script and no
+    `node` is on the child's PATH: else the run would die with `/usr/bin/env: 'node': No such file`."""
+    try:
+        with binary.open("rb") as handle:
+            first = handle.readline(256)
+    except OSError:
+        return
+    if first.startswith(b"#!") and b"node" in first and shutil.which("node", path=env.get("PATH")) is None:
+        raise NodeUnavailable(
+            f"Node.js was not found on PATH; {GEMINI_CLI.title} ({binary}) needs Node.js {GEMINI_CLI.min_node[0]}+",
+            hint=NODE_HINT,
+            details={"missing": "node", "binary": str(binary)},
+        )
+
+
 def start_gemini(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> AgentSubprocess:
     """The default `start_process`: the `gemini --acp` subprocess."""
     return AgentSubprocess(argv, cwd=cwd, env=env, hint=GEMINI_CLI.install_hint)
@@ -153,26 +177,47 @@ class Launch:
     @classmethod
     def of(cls, params: ExecuteParams, options: GeminiCliOptions) -> Launch:
         extra_env = dict(options.env)
+        given = {**os.environ, **extra_env}
+        if not given.get("GEMINI_API_KEY", "").strip() and given.get("GOOGLE_API_KEY", "").strip():
+            # The CLI reads only GEMINI_API_KEY; google-genai (and so unified's doctor and routing) GOOGLE_API_KEY too.
+            extra_env["GEMINI_API_KEY"] = given["GOOGLE_API_KEY"]
         if params.system_instruction is not None:
             # Replaces the CLI's whole system prompt; read per process, so it is part of the pool key.
             extra_env["GEMINI_SYSTEM_MD"] = str(gemini_file("system", ".md", params.system_instruction))
         env = gemini_env(extra_env)
         where = {**os.environ, **env}  # UNIFIED_GEMINI_BIN is ours to read, not the child's
-        binary = (
-            STAND_IN_BINARY
-            if options.start_process is not None
-            else locate(GEMINI_CLI, options.gemini_binary, where).path
-        )
+        binary = STAND_IN_BINARY
+        if options.start_process is None:
+            binary = locate(GEMINI_CLI, options.gemini_binary, where).path
+            require_node(binary, env)
         fake = options.fake_responses.resolve() if options.fake_responses is not None else None
         return cls(
             binary=binary,
             env=env,
-            model=params.model or (FAKE_MODEL if fake else None),
+            model=params.model,
             fake_responses=fake,
             fake_responses_strict=options.fake_responses_strict,
             include_directories=tuple(Path(d).resolve() for d in params.include_directories),
             excluded_tools=tuple(sorted(set(params.excluded_tools))),
         )
+
+    def model_for(self, session_model: str | None = None) -> str:
+        """The model this run uses: the run's `model`, else the resumed session's (never the router's), else
+        the CLI's own `GEMINI_MODEL` or settings `model.name` when concrete, else `DEFAULT_MODEL`."""
+        for candidate in (self.model, session_model, self.env.get("GEMINI_MODEL"), self._settings_model()):
+            if candidate and not candidate.startswith("auto"):
+                return candidate
+        return DEFAULT_MODEL
+
+    def _settings_model(self) -> str | None:
+        home = Path(self.env.get("GEMINI_CLI_HOME") or self.env.get("HOME") or Path.home())
+        try:
+            settings = json.loads((home / ".gemini" / "settings.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        model = settings.get("model") if isinstance(settings, dict) else None
+        name = model.get("name") if isinstance(model, dict) else None
+        return name if isinstance(name, str) else None
 
     def acp_argv(self) -> list[str]:
         argv = [str(self.binary), "--acp"]
@@ -183,21 +228,68 @@ class Launch:
             argv += ["--include-directories", str(directory)]
         return argv + self.policy_flags()
 
-    def policy_flags(self, *, protect_paths: bool = False) -> list[str]:
-        """`excluded_tools` as a `--policy` file of deny rules (0.61 has no exclude flag; settings are the
-        user's). A deny rule without arguments removes the tool from what the model is offered.
+    def policy_flags(self) -> list[str]:
+        """unified's rules for the CLI (`policy_rules`) as a `--policy` file. A file given this way is the
+        CLI's user tier and replaces its user policies directory: no rule of its own lets a call past unified."""
+        return ["--policy", str(gemini_file("policy", ".toml", policy_rules(self.excluded_tools)))]
 
-        `protect_paths` (stream-json, where nobody can be asked and the CLI's autoEdit approves edits
-        unseen): deny `write_file`/`replace` of a protected path (docs/tools.md, "Protected paths")."""
-        rules = "".join(
-            f'[[rule]]\ntoolName = {json.dumps(name)}\ndecision = "deny"\npriority = 999\n\n'
-            for name in self.excluded_tools
-        )
-        if protect_paths:
-            rules += protected_path_rules()
+    def headless_policy_flags(self, *, protect_paths: bool) -> list[str]:
+        """stream-json's `--policy` file, where nobody can be asked (the approval mode decides): the
+        `excluded_tools` denied and, with `protect_paths` (all but yolo, where the CLI's autoEdit would
+        approve edits unseen), `write_file`/`replace` of a protected path denied (docs/tools.md)."""
+        rules = deny_rules(self.excluded_tools) + (protected_path_rules() if protect_paths else "")
         if not rules:
             return []
         return ["--policy", str(gemini_file("exclude-tools", ".toml", rules))]
+
+
+CLI_NAMES: dict[str, str] = {"edit_file": "replace", "search": "grep_search", "list_dir": "list_directory"}
+"""unified's tool name -> the CLI's: `unified.tools.ALIASES` the other way round (a test keeps them equal;
+written out so that finding the binary does not load the tool runtime). `excluded_tools` may use either."""
+ASKING_MODES = '["default", "autoEdit", "plan"]'
+"""The CLI's modes our rules hold in: all but yolo (unified's yolo allows every call, and only the CLI's yolo
+lets its subagents run tools they could never put to a client)."""
+_RULE_PRIORITY = 380
+"""4.38 in the CLI's tiers: above its settings' `tools.allowed` (4.3) and trusted MCP servers (4.2), below
+its settings' `tools.exclude` (4.4) and `mcp.excluded` (4.9) denials, which stay theirs."""
+READ_ONLY_CLI_TOOLS = ("glob", "grep_search", "list_directory", "read_file")
+"""The CLI's tools that are unified's read-only ones (`list_directory` is our `list_dir`, ...)."""
+
+
+def policy_rules(excluded_tools: Sequence[str] = ()) -> str:
+    """The CLI's policy that makes unified the one authority over tool calls (docs/backends/gemini-cli.md).
+
+    - every call that can change anything asks (unified answers, `_permissions.py`): the shell (a rule with
+      arguments, which the CLI's "known safe command" heuristics do not override, so `echo hi` asks too),
+      writes and edits, web fetches, memory, skills and every MCP tool; plan mode asks for the edits the
+      CLI would allow there itself (its plan files) and denies the rest, as unified's plan does;
+    - the read-only tools unified's table allows in every mode run unasked (reported as its rule);
+    - `excluded_tools` are denied (a denial without arguments also hides the tool from the model).
+    """
+    rules = deny_rules(excluded_tools)
+    ask = f'decision = "ask_user"\npriority = {_RULE_PRIORITY}\n'
+    rules += (
+        '[[rule]]\nname = "unified: the shell asks"\ntoolName = "run_shell_command"\nargsPattern = "."\n'
+        f'{ask}modes = ["default", "autoEdit"]\n\n'
+        '[[rule]]\nname = "unified: edits ask"\ntoolName = ["write_file", "replace"]\n'
+        f"{ask}modes = {ASKING_MODES}\n\n"
+        '[[rule]]\nname = "unified: effects ask"\ntoolName = ["web_fetch", "save_memory", "activate_skill"]\n'
+        f'{ask}modes = ["default", "autoEdit"]\n\n'
+        '[[rule]]\nname = "unified: MCP tools ask"\ntoolName = "*"\nmcpName = "*"\n'
+        f'{ask}modes = ["default", "autoEdit"]\n\n'
+        f'[[rule]]\nname = "unified: read-only"\ntoolName = {json.dumps(list(READ_ONLY_CLI_TOOLS))}\n'
+        f'decision = "allow"\npriority = {_RULE_PRIORITY}\nmodes = {ASKING_MODES}\n'
+    )
+    return rules
+
+
+def deny_rules(excluded_tools: Sequence[str]) -> str:
+    """`excluded_tools` as deny rules (0.61 has no exclude flag; settings are the user's). A deny rule
+    without arguments removes the tool from what the model is offered."""
+    return "".join(
+        f'[[rule]]\ntoolName = {json.dumps(CLI_NAMES.get(name, name))}\ndecision = "deny"\npriority = 999\n\n'
+        for name in sorted(set(excluded_tools))
+    )
 
 
 def protected_path_rules() -> str:

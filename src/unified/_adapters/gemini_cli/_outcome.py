@@ -3,16 +3,18 @@ status, usage and typed errors. Pure."""
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from unified._adapters.gemini_cli._translate import usage_from_prompt_result
 from unified._binary.jsonrpc import RpcError, as_dict
 from unified.backends import RunOutcome
-from unified.errors import AuthError, BackendError, RateLimited, SessionNotFound
+from unified.errors import AuthError, BackendError, SessionNotFound, UnifiedError
 from unified.events import Usage
 
-__all__ = ["EXIT_CODES", "PromptEnd", "error_from_acp", "error_from_exit", "explain_exit", "prompt_end"]
+__all__ = ["AUTH_HINT", "EXIT_CODES", "PromptEnd", "error_from_acp", "error_from_exit", "explain_exit", "prompt_end"]
 
 EXIT_CODES: dict[int, str] = {
     1: "general failure (see the error message)",
@@ -59,25 +61,82 @@ def prompt_end(answer: dict[str, Any], short_id: str, stderr_tail: str = "") -> 
     return PromptEnd(RunOutcome(status="success", short_id=short_id), usage, warning)
 
 
-def error_from_acp(exc: RpcError, stderr_tail: str = "") -> BackendError | AuthError | RateLimited | SessionNotFound:
-    """A JSON-RPC error answer as the typed error a caller can act on (with the CLI's stderr tail)."""
+_NOT_FOUND = re.compile(
+    r"is not found for API version|models/\S+ is not found|model .* (?:not found|does not exist)", re.I
+)
+_QUOTA = re.compile(r"RESOURCE_EXHAUSTED|quota exceeded|exceeded your current quota", re.I)
+_KEY_MISSING = re.compile(r"API key is missing|GEMINI_API_KEY", re.I)
+_ADC_MISSING = re.compile(r"default credentials|GOOGLE_CLOUD_PROJECT|GOOGLE_APPLICATION_CREDENTIALS", re.I)
+AUTH_HINT = (
+    "set GEMINI_API_KEY (GOOGLE_API_KEY works too: unified hands it to the CLI); for Vertex AI or a Google login, "
+    "select it in `gemini` (/auth sets security.auth.selectedType: the CLI reads no GOOGLE_GENAI_USE_* variable over "
+    "ACP) with GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION and Application Default Credentials; `unified doctor` "
+    "says what it sees"
+)
+
+
+def _http_error(exc: RpcError) -> tuple[int, str | None, str, Any] | None:
+    """The Gemini API's HTTP error inside a JSON-RPC error of the CLI: (status code, status, message, body).
+
+    0.61 passes a 4xx on as the JSON-RPC error's code with the API's whole error body as its message
+    (`{"error": {"code": 400, "message", "status"}}`), a missing model as code 500 with the API's message,
+    and a quota it stopped retrying as its text.
+    """
+    try:
+        body = json.loads(exc.message)
+    except ValueError:
+        body = None
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("code"), int):
+        status = error.get("status")
+        return int(error["code"]), status if isinstance(status, str) else None, str(error.get("message") or ""), body
+    if _NOT_FOUND.search(exc.message):
+        return 404, "NOT_FOUND", exc.message, exc.data
+    if _QUOTA.search(exc.message):
+        return 429, "RESOURCE_EXHAUSTED", exc.message, exc.data
+    if 400 <= exc.code < 600:
+        return exc.code, None, exc.message, exc.data
+    return None
+
+
+def error_from_acp(exc: RpcError, stderr_tail: str = "") -> UnifiedError:
+    """A JSON-RPC error answer as the typed error a caller can act on: the same codes as the API backends for
+    the API's HTTP errors (`unified._internal.api_errors`), `auth_error` naming what to set for missing
+    credentials; the CLI's own message and its stderr tail (redacted) in `details`."""
     reason = exc.data.get("details") if isinstance(exc.data, dict) else None  # e.g. why set_mode was refused
     text = f"{exc.method}: {exc.message}" + (f": {reason}" if isinstance(reason, str) and reason else "")
-    details = {"code": exc.code, "data": exc.data, "stderr_tail": stderr_tail.strip()}
-    if exc.code in (401, 403) or "authenticat" in exc.message.lower():
-        return AuthError(text, hint="check GEMINI_API_KEY / Vertex settings / `gemini` login", details=details)
-    if exc.code == 429 or "RESOURCE_EXHAUSTED" in exc.message:
-        return RateLimited(text, hint="wait and retry, or use another key or project", details=details)
+    details: dict[str, Any] = {
+        "method": exc.method,
+        "code": exc.code,
+        "data": exc.data,
+        "cli_message": exc.message,
+        "stderr_tail": stderr_tail.strip(),
+    }
+    http = _http_error(exc)
+    if http is not None:
+        from unified._internal.api_errors import error_from_status  # imports httpx: only when an error came
+
+        code, status, message, body = http
+        typed = error_from_status(code, status, message, body=body, model=None)
+        return type(typed)(
+            f"{exc.method}: {typed.message}",
+            hint=typed.hint,
+            code=typed.code,
+            retryable=typed.retryable,
+            details={**details, **typed.details},
+        )
+    if _KEY_MISSING.search(exc.message) or _ADC_MISSING.search(exc.message) or "authenticat" in exc.message.lower():
+        return AuthError(f"{text}: the Gemini CLI found no usable credentials", hint=AUTH_HINT, details=details)
     if exc.method == "session/load":
         return SessionNotFound(text, hint="run `unified sessions list --backend gemini-cli`", details=details)
-    if exc.method == "session/set_mode":  # the CLI refuses yolo/auto_edit in a folder it does not trust
+    if exc.method == "session/set_mode":  # the CLI refuses yolo in a folder it does not trust
         return BackendError(
             text,
             hint="the CLI allows this approval mode only in a trusted folder: trust it in `gemini` (/permissions) "
             "or set security.folderTrust.enabled to false in the CLI's settings.json; its stderr has more",
             details=details,
         )
-    return BackendError(text, hint="see the message; the CLI's stderr has more", details=details)
+    return BackendError(text, hint="see the message and details.stderr_tail (the CLI's stderr)", details=details)
 
 
 def explain_exit(code: int | None) -> str:
@@ -94,9 +153,5 @@ def error_from_exit(code: int | None, stderr_tail: str, context: str) -> Backend
     message = f"{context}: {explain_exit(code)}" + (f"\nstderr (last lines):\n{tail}" if tail else "")
     details: dict[str, Any] = {"exit_code": code, "stderr_tail": tail}
     if code == 41:
-        return AuthError(
-            message,
-            hint="set GEMINI_API_KEY, or GOOGLE_GENAI_USE_VERTEXAI with project/location, or log in with `gemini`",
-            details=details,
-        )
+        return AuthError(message, hint=AUTH_HINT, details=details)
     return BackendError(message, hint="see the stderr tail; rerun with the same options to reproduce", details=details)

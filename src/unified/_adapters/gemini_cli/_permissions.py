@@ -1,23 +1,32 @@
-"""The permission bridge: ACP `session/request_permission` → the caller's `on_user_input` → the answer.
+"""The permission bridge: the CLI asks (`session/request_permission`), unified's policy answers.
 
-Whoever decides (the user through `on_user_input`, else the approval mode) is reported in a
-`permission_decision`; the ACP option is picked by its `kind` (ids differ between agents). The
-CLI sends nothing more for a call we reject, so its error `tool_result` is made here.
+One authority decides every call on every backend: the `unified.tools` policy table, the approval
+mode, the caller's `on_user_input` and the "allow always" rules of the session, through a
+`ToolRuntime` that only decides (`ToolRuntime.decide`, the API backends' own decision). The CLI is made
+to ask before every call that can change anything (`_launch.policy_rules`); each answer is then
+carried to it as ACP can:
 
-ACP's answer is only an option id: it cannot change the call's input nor carry a message to the
-model. An answer with `updated_input` is therefore a denial (running the model's input instead
-would do what the user did not approve) and a denial's `message` reaches the stream but not the
-model; each gives a `warning(permission_answer_unsupported)`. `stop` rejects the call and raises
-`RunStopped`: the prompt is cancelled (`session/cancel`, then the request answered `cancelled`) and
-the run ends `interrupted`.
+- allow (once or always) → `proceed_once`. Never `proceed_always`: the CLI would then allow calls it
+  deems the same, wider than the one call; "allow always" is a session rule of unified's instead, so
+  the same call is allowed again by policy when the CLI next asks;
+- deny → `cancel`; the model reads the CLI's text (`denial_text`), which is what the `tool_result` says;
+- stop → `session/cancel`, the request answered `cancelled`, and `RunStopped` (the run ends `interrupted`);
+- what ACP cannot carry: a changed input (an option id is all it takes) becomes a denial, since running
+  the model's input would do what the user did not approve, and a denial's message does not reach the
+  model; each gives a `warning(permission_answer_unsupported)`. A denial still never runs.
+
+The request is shown with the arguments it carries (`_translate.request_args`) and the session's real
+cwd, in the API backends' shape (`details.args`) plus ACP's own view (kind, title, locations, diffs).
+Calls the CLI runs without asking (the read-only tools unified's table allows, everything in yolo) keep
+one decision each: unified's rule when its table allows the tool without asking (`relabel`), else the
+CLI's own (`decided_by="backend"`).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from unified._adapters.gemini_cli._acp import AcpConnection
 from unified._adapters.gemini_cli._translate import AcpTranslator, Item, tool_name_from_call_id
@@ -25,56 +34,28 @@ from unified._binary.jsonrpc import as_dict
 from unified.backends import RunContext
 from unified.errors import RunStopped
 from unified.events import (
-    ALLOW_ALWAYS,
     ALLOW_ONCE,
     DENY,
+    PermissionDecision,
     Question,
     UserInputRequest,
     UserInputResponse,
     WarningEvent,
-    permission_request,
 )
-from unified.tools import protected_path
-from unified.types import ApprovalMode, ExecuteParams
+from unified.types import ExecuteParams
 
-__all__ = ["PermissionBridge", "mode_allows", "pick_option"]
+if TYPE_CHECKING:  # the tool runtime (its shell parser) loads with the first run, not with the adapter
+    from unified.tools import PermissionRequest, ToolCall, ToolRuntime
+
+__all__ = ["PermissionBridge", "PermissionGate", "pick_option"]
 
 Deliver = Callable[[Item, Any], Awaitable[None]]
-
-
-def mode_allows(mode: ApprovalMode, kind: object) -> bool:
-    """What the approval mode decides without asking: auto_edit's edits (the CLI runs in its default
-    mode then, see `_session_setup.ACP_MODES`), everything in yolo; a protected write is asked."""
-    if mode == "yolo":
-        return True
-    if mode == "auto_edit":
-        return kind == "edit"
-    return False
-
-
-def protected_target(call: Mapping[str, Any], params: ExecuteParams) -> str | None:
-    """Why an edit the CLI asks about writes a protected path (`unified.tools.protected_path`),
-    from the paths of its `locations` and diff `content`; None when none is protected."""
-    if call.get("kind") != "edit":
-        return None
-    paths = [as_dict(item).get("path") for item in [*(call.get("locations") or []), *(call.get("content") or [])]]
-    roots = [Path(os.path.realpath(d)) for d in (params.cwd, *params.include_directories)]
-    for raw in paths:
-        if isinstance(raw, str) and raw:
-            real = Path(os.path.realpath(Path(params.cwd, raw)))
-            pattern = protected_path(real, roots)
-            if pattern is not None:
-                return f"{raw} is a protected path ({pattern}): writing it changes what runs later"
-    return None
+CHANGED_INPUT = "the user changed the input, which the Gemini CLI cannot run (denied instead)"
 
 
 def pick_option(options: list[dict[str, Any]], choice: str) -> str | None:
-    """The ACP option for our decision, by its `kind`."""
-    wanted = {
-        ALLOW_ONCE: ("allow_once",),
-        ALLOW_ALWAYS: ("allow_always", "allow_once"),
-        DENY: ("reject_once", "reject_always"),
-    }
+    """The ACP option for our decision, by its `kind` (never an `allow_always` one: see the module docstring)."""
+    wanted = {ALLOW_ONCE: ("allow_once",), DENY: ("reject_once", "reject_always")}
     for kind in wanted[choice]:
         for option in options:
             if option.get("kind") == kind and isinstance(option.get("optionId"), str):
@@ -82,8 +63,47 @@ def pick_option(options: list[dict[str, Any]], choice: str) -> str | None:
     return None
 
 
+class PermissionGate:
+    """unified's decisions for one run: a `ToolRuntime` that decides and runs nothing (its tools are the CLI's).
+
+    `ask` puts a prompt to the caller (None: nobody to ask, as on the API backends without
+    `on_user_input`); `quiet` is the same table without anyone to ask, for the calls the CLI ran unasked.
+    """
+
+    def __init__(self, params: ExecuteParams, ask: Callable[[PermissionRequest], Awaitable[UserInputResponse]]) -> None:
+        from unified.tools import ToolRuntime
+
+        cwd = params.cwd.expanduser().resolve()
+        common: dict[str, Any] = {
+            "include_directories": params.include_directories,
+            "approval_mode": params.approval_mode,
+        }
+        self.runtime: ToolRuntime = ToolRuntime(cwd, ask=ask if params.on_user_input is not None else None, **common)
+        self.quiet: ToolRuntime = ToolRuntime(cwd, **common)
+
+    async def decide(self, call: ToolCall) -> PermissionDecision:
+        return await self.runtime.decide(call)
+
+    async def relabel(self, decision: PermissionDecision) -> PermissionDecision:
+        """A call the CLI ran unasked: unified's own rule when its table allows the tool without asking."""
+        if decision.decided_by != "backend" or decision.decision != "allow":
+            return decision
+        from unified.tools import ToolCall
+
+        verdict = await self.quiet.decide(ToolCall(decision.tool_use_id, decision.tool_name, {}))
+        if verdict.decision != "allow":
+            return decision
+        return decision.model_copy(
+            update={"decided_by": verdict.decided_by, "rule": verdict.rule, "reason": verdict.reason}
+        )
+
+    async def aclose(self) -> None:
+        await self.runtime.aclose()
+        await self.quiet.aclose()
+
+
 class PermissionBridge:
-    """Answers the permission requests of one ACP session."""
+    """Answers the permission requests of one ACP session with unified's decisions."""
 
     def __init__(
         self,
@@ -93,6 +113,7 @@ class PermissionBridge:
         session_id: str,
         deliver: Deliver,
         flush: Callable[[], Awaitable[None]],
+        cwd: Path,
     ) -> None:
         self.ctx = ctx
         self._flush = flush
@@ -100,101 +121,92 @@ class PermissionBridge:
         self.translator = translator
         self.session_id = session_id
         self._deliver = deliver
+        self.cwd = cwd
+        self.gate = PermissionGate(ctx.params, self._ask)
+        self._shown: dict[str, Any] = {}
+        """ACP's view of the call being asked about, added to the prompt's `details`."""
 
     async def answer(self, request_id: Any, params: dict[str, Any], raw: Any) -> None:
         await self._flush()  # what came before the prompt goes out before it
-        for item in self.translator.permission_request(params):
+        for item in self.translator.permission_request(params, str(self.cwd)):
             await self._deliver(item, raw)
         call = as_dict(params.get("toolCall"))
         call_id = str(call.get("toolCallId", ""))
         tool_name = self.translator.tool_name(call_id) if call_id else tool_name_from_call_id("", call.get("kind"))
         options = [o for o in params.get("options") or [] if isinstance(o, dict)]
-        is_question = tool_name == "ask_user"
-        run_params = self.ctx.params
-        decided_by: Literal["user", "approval_mode"] = "approval_mode"
-        choice: str = DENY
-        reply: UserInputResponse | None = None
-        guarded = None if run_params.approval_mode == "yolo" else protected_target(call, run_params)
-        by_mode = guarded is None and mode_allows(run_params.approval_mode, call.get("kind"))
-        if run_params.on_user_input is not None and not (by_mode and run_params.approval_mode == "auto_edit"):
-            question = self._question(request_id, call, call_id, tool_name, is_question, guarded)
-            reply = await self.ctx.ask_user(question)
-            if not reply.cancelled:
-                decided_by = "user"
-                choice = ALLOW_ONCE if is_question and reply.answers else reply.permission()
-            else:
-                reply = None
-        if decided_by == "approval_mode":
-            choice = ALLOW_ONCE if by_mode else DENY
-        reason = None if decided_by == "user" else f"approval mode {run_params.approval_mode}"
-        if guarded is not None and decided_by == "approval_mode":
-            reason = f"{guarded}; it needs approval and nobody answered"
-        if reply is not None and not is_question and choice != DENY and reply.updated_input is not None:
-            choice, reason = DENY, "the user changed the input, which the Gemini CLI cannot run (denied instead)"
-            await self._unsupported(
-                f"{tool_name}: ACP cannot run a call with a changed input; the call was denied instead"
-            )
-        message = reply.message if reply is not None and choice == DENY else None
-        if message is not None:
+        if tool_name == "ask_user":
+            await self._question(request_id, call, call_id, options)
+            return
+        args = self.translator.args_of(call_id)
+        self._shown = {
+            "cwd": str(self.cwd),
+            "kind": call.get("kind"),
+            "title": call.get("title"),
+            "locations": call.get("locations") or [],
+            "diffs": [c for c in call.get("content") or [] if isinstance(c, Mapping) and c.get("type") == "diff"],
+        }
+        from unified.tools import ToolCall
+
+        decision = await self.gate.decide(ToolCall(call_id, tool_name, args))
+        if decision.decision == "allow" and decision.input is not None:
+            decision = decision.model_copy(update={"decision": "deny", "input": None, "reason": CHANGED_INPUT})
+            await self._unsupported(f"{tool_name}: ACP cannot run a call with a changed input; it was denied instead")
+        elif decision.decision == "deny" and decision.message is not None and not decision.stops_run:
             await self._unsupported(f"{tool_name}: ACP cannot pass the denial's message to the model; it was not sent")
-        stops = reply is not None and reply.stop
-        option = pick_option(options, choice)
-        if call_id:
-            decision = self.translator.decided(
-                call_id,
-                "deny" if choice == DENY else "allow",
-                decided_by,
-                "the user stopped the run" if stops else reason,
-                message=message,
-                stops_run=stops,
-            )
-            await self.ctx.emit(decision)
-        if stops:
+        self.translator.mark_decided(call_id)
+        await self.ctx.emit(decision.model_copy(update={"session_id": self.session_id}))
+        if decision.stops_run:
             # Cancel first, then answer `cancelled` (ACP's order): a plain rejection would let the CLI
             # send the denial to the model before the cancel arrives.
             await self.connection.notify("session/cancel", {"sessionId": self.session_id})
             await self.connection.respond(request_id, {"outcome": {"outcome": "cancelled"}})
             raise RunStopped(f"the user stopped the run at {tool_name} ({call_id})", hint="resume the session to go on")
+        option = pick_option(options, ALLOW_ONCE if decision.decision == "allow" else DENY)
         outcome: dict[str, Any] = (
             {"outcome": "selected", "optionId": option} if option is not None else {"outcome": "cancelled"}
         )
         await self.connection.respond(request_id, {"outcome": outcome})
-        if choice == DENY and call_id:
-            for item in self.translator.denied(call_id, f"denied ({decided_by.replace('_', ' ')})"):
+        if decision.decision == "deny":
+            for item in self.translator.denied(call_id):
                 await self._deliver(item, raw)
+
+    async def _ask(self, request: PermissionRequest) -> UserInputResponse:
+        """The prompt as the API backends put it (`PermissionRequest.to_event`), with ACP's view and the cwd."""
+        event = request.to_event(f"permission-{request.call.id}")
+        details = {**event.details, **self._shown}
+        return await self.ctx.ask_user(event.model_copy(update={"details": details, "session_id": self.session_id}))
+
+    async def _question(self, request_id: Any, call: Mapping[str, Any], call_id: str, options: list[Any]) -> None:
+        """The model's `ask_user` (0.61 registers none over ACP; kept for a CLI that does)."""
+        title = str(call.get("title") or "ask_user")
+        request = UserInputRequest(
+            request_id=f"{self.session_id}:{request_id}",
+            source="model-tool",
+            questions=[Question(id="answer", prompt=title)],
+            tool_use_id=call_id or None,
+            tool_name="ask_user",
+            details={k: call[k] for k in ("kind", "locations", "content") if k in call},
+            session_id=self.session_id,
+        )
+        reply = await self.ctx.ask_user(request)
+        answered = not reply.cancelled and bool(reply.answers)
+        if call_id:
+            await self.ctx.emit(
+                self.translator.decided(
+                    call_id, "allow" if answered else "deny", "user" if answered else "policy", None
+                )
+            )
+        option = pick_option(options, ALLOW_ONCE if answered else DENY)
+        outcome = {"outcome": "selected", "optionId": option} if option is not None else {"outcome": "cancelled"}
+        await self.connection.respond(request_id, {"outcome": outcome})
+        if not answered and call_id:
+            for item in self.translator.denied(call_id):
+                await self._deliver(item, None)
 
     async def _unsupported(self, message: str) -> None:
         await self.ctx.emit(
             WarningEvent(code="permission_answer_unsupported", message=message, session_id=self.session_id)
         )
 
-    def _question(
-        self,
-        request_id: Any,
-        call: Mapping[str, Any],
-        call_id: str,
-        tool_name: str,
-        is_question: bool,
-        guarded: str | None = None,
-    ) -> UserInputRequest:
-        title = str(call.get("title") or tool_name)
-        details = {k: call[k] for k in ("kind", "locations", "content") if k in call}
-        if is_question:
-            return UserInputRequest(
-                request_id=f"{self.session_id}:{request_id}",
-                source="model-tool",
-                questions=[Question(id="answer", prompt=title)],
-                tool_use_id=call_id or None,
-                tool_name=tool_name,
-                details=details,
-                session_id=self.session_id,
-            )
-        note = f"\nIt writes a protected path: {guarded}." if guarded else ""
-        return permission_request(
-            f"{self.session_id}:{request_id}",
-            f"Allow {tool_name}: {title}?{note}",
-            tool_use_id=call_id or None,
-            tool_name=tool_name,
-            details=details,
-            session_id=self.session_id,
-        )
+    async def aclose(self) -> None:
+        await self.gate.aclose()

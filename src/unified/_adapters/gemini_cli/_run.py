@@ -10,6 +10,7 @@ cancellation and a dying process.
 from __future__ import annotations
 
 import base64
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +96,7 @@ class AcpRun:
         await ctx.emit(
             SessionStarted(
                 backend=BACKEND,
-                model=self.launch.model,
+                model=self.setup.model,
                 short_id=short,
                 resumed=resumed,
                 cwd=str(cwd),
@@ -111,7 +112,25 @@ class AcpRun:
         delivery = _Delivery(ctx, watcher)
         hold = ToolOutputHold(chat, delivery.deliver_now, self._warn)
         sink = _Sink(hold, self.translator)
-        bridge = PermissionBridge(ctx, self.connection, self.translator, self.session_id, sink.deliver, hold.flush)
+        bridge = PermissionBridge(ctx, self.connection, self.translator, self.session_id, sink.deliver, hold.flush, cwd)
+        sink.relabel = bridge.gate.relabel
+        try:
+            return await self._prompt_with(bridge, sink, hold, chat, watcher, delivery, short)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await bridge.aclose()
+
+    async def _prompt_with(
+        self,
+        bridge: PermissionBridge,
+        sink: _Sink,
+        hold: ToolOutputHold,
+        chat: ChatRecords,
+        watcher: SubagentWatcher,
+        delivery: _Delivery,
+        short: str,
+    ) -> RunOutcome:
+        ctx = self.ctx
         request_id = await self.connection.start_request(
             "session/prompt", {"sessionId": self.session_id, "prompt": prompt_blocks(self.params)}, self.setup.inbox
         )
@@ -230,13 +249,17 @@ class AcpRun:
 
 
 class _Sink:
-    """Where translated items go: a main-session result the CLI ran waits for its chat-file record."""
+    """Where translated items go: a main-session result the CLI ran waits for its chat-file record, and the
+    decision of a call the CLI ran unasked is unified's rule where its table allows the tool unasked."""
 
     def __init__(self, hold: ToolOutputHold, translator: AcpTranslator) -> None:
         self.hold = hold
         self.translator = translator
+        self.relabel: Callable[[PermissionDecision], Awaitable[PermissionDecision]] | None = None
 
     async def deliver(self, item: Item, raw: Any) -> None:
+        if isinstance(item, PermissionDecision) and self.relabel is not None and item.subagent_task_id is None:
+            item = await self.relabel(item)
         await self.hold.deliver(item, raw, hold=self._from_chat_file(item, raw))
 
     def _from_chat_file(self, item: Item, raw: Any) -> bool:

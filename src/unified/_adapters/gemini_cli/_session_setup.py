@@ -22,12 +22,14 @@ from unified._adapters.gemini_cli._outcome import error_from_acp
 from unified._binary.jsonrpc import Inbox, RpcError, as_dict
 from unified.types import ApprovalMode, ExecuteParams, HttpMcpServer, McpServer, SseMcpServer, StdioMcpServer
 
-__all__ = ["ACP_MODES", "SessionSetup", "acp_from_mcp_server", "command_exists"]
+__all__ = ["ACP_MODES", "SessionSetup", "acp_from_mcp_server", "command_exists", "session_model"]
 
 ACP_MODES: dict[ApprovalMode, str] = {"default": "default", "auto_edit": "default", "yolo": "yolo", "plan": "plan"}
-"""The CLI's mode per approval mode. auto_edit runs the CLI in its default mode: the CLI's own
-autoEdit approves every edit without a request, so a write to a protected path would never reach
-the permission bridge, which approves the other edits itself (`_permissions.py`)."""
+"""The CLI's mode per approval mode. auto_edit runs the CLI in its default mode: its own autoEdit approves
+every edit without asking anyone (its tools skip the policy), so unified's policy could not decide them;
+in default mode the CLI asks (`_launch.policy_rules`) and unified's auto_edit allows the edits
+(`_permissions.py`). yolo stays the CLI's yolo: unified's yolo allows every call too, and only there do
+the CLI's subagents run their own tools (which it can never put to a client)."""
 REPLAY_QUIET_S = 2.0
 """How long the history replay of `session/load` may pause before we stop waiting for the rest."""
 _REPLAYED = frozenset({"user_message_chunk", "agent_thought_chunk", "agent_message_chunk", "tool_call"})
@@ -59,6 +61,14 @@ def command_exists(command: str, cwd: Path, env: Mapping[str, str]) -> bool:
     return shutil.which(command, path=env.get("PATH")) is not None
 
 
+def session_model(messages: list[dict[str, Any]]) -> str | None:
+    """The model of a session's last answer (the CLI records it on every `gemini` message)."""
+    for message in reversed(messages):
+        if message.get("type") == "gemini" and isinstance(message.get("model"), str) and message["model"]:
+            return str(message["model"])
+    return None
+
+
 class SessionSetup:
     """Opens one ACP session; `session_id` and `inbox` are set once it is known."""
 
@@ -68,6 +78,8 @@ class SessionSetup:
         self.launch = launch
         self._warn = warn
         self.session_id = ""
+        self.model = launch.model_for()
+        """The model the session runs on, set on it after `session/new` or `session/load`."""
         self.inbox = Inbox()
 
     async def open(self, cwd: Path) -> str:
@@ -111,8 +123,8 @@ class SessionSetup:
         self.inbox = self.connection.open_inbox(session_id)
 
     async def _configure(self) -> None:
-        if self.launch.model:
-            await self.request("session/set_model", {"sessionId": self.session_id, "modelId": self.launch.model})
+        # Always a concrete model: without one the CLI's router would pick one with calls of its own.
+        await self.request("session/set_model", {"sessionId": self.session_id, "modelId": self.model})
         mode = ACP_MODES[self.params.approval_mode]
         if mode != "default":
             await self.request("session/set_mode", {"sessionId": self.session_id, "modeId": mode})
@@ -120,7 +132,9 @@ class SessionSetup:
     async def _load(self, cwd: Path) -> None:
         """`session/load` by short id, its history replay skipped, guarded against the CLI's resume bugs."""
         info = ChatFiles(self.launch.env).resolve(str(self.params.resume), str(cwd))
-        replayed = replay_count(read_chat(Path(str(info.path))).messages)
+        messages = read_chat(Path(str(info.path))).messages
+        replayed = replay_count(messages)
+        self.model = self.launch.model_for(session_model(messages) or info.model)
         guard = ResumeGuard(gemini_home(self.launch.env), info.session_id)
         guard.before()
         self._opened(info.session_id)

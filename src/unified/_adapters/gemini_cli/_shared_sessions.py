@@ -30,6 +30,7 @@ from unified._adapters.gemini_cli._chat_files import (
     gemini_home,
     parse_chat,
     session_files,
+    session_usage,
     summarize,
 )
 from unified._sessions.config import configured_store
@@ -146,6 +147,7 @@ def stored_session(home: Path, session_id: str, cwd: Path, previous: StoredSessi
     if info is not None:
         session.first_prompt = session.first_prompt or info.first_prompt
         session.model = info.model or session.model
+    session.usage, session.turns = session_usage(largest)
     session.cwd = str(cwd)
     session.state = {CHAT_FILES: {path.name: path.read_text(encoding="utf-8") for path in files}}
     return session

@@ -142,17 +142,18 @@ async def run_stream_json(launch: Launch, ctx: RunContext) -> RunOutcome:
     cwd = params.cwd.expanduser().resolve()
     argv = [str(launch.binary), "-p", params.prompt, "--output-format", "stream-json"]
     argv += ["--approval-mode", STREAM_JSON_MODES[params.approval_mode]]
-    if launch.model:
-        argv += ["-m", launch.model]
     if launch.fake_responses is not None:
         argv += ["--fake-responses", str(launch.fake_responses)]
-    argv += launch.policy_flags(protect_paths=params.approval_mode != "yolo")
+    argv += launch.headless_policy_flags(protect_paths=params.approval_mode != "yolo")
     guard: ResumeGuard | None = None
+    session_model = None
     if params.resume:
         info = ChatFiles(launch.env).resolve(params.resume, str(cwd))
+        session_model = info.model
         argv += ["--resume", info.session_id]  # the CLI takes no prefix: always the full id
         guard = ResumeGuard(gemini_home(launch.env), info.session_id)
         guard.before()
+    argv += ["-m", launch.model_for(session_model)]  # always concrete: never the router's detour
     translator = StreamJsonTranslator(
         cwd=str(cwd), resumed=guard is not None, capabilities=snapshot(STREAM_JSON_COLUMN)
     )

@@ -7,7 +7,10 @@ What the 0.61 binary sends (see docs/backends/gemini-cli.md for the whole table)
   it becomes `thinking(replace=True)`;
 - tool calls carry no name and no arguments: the name is the prefix of `toolCallId`
   (`read_file__read_file_<ts>_<n>`); the input is `rawInput` when ACP sends it, else empty: the
-  adapter fills in the model's arguments from the chat file (`_hold_back.py`), never ACP's title;
+  adapter fills in the model's arguments from the chat file (`_hold_back.py`). A permission request
+  comes before the CLI records the call, so its arguments are read from what the request shows, per
+  tool (`request_args`: the shell's title is its command, an edit's diff its path and content, an
+  MCP call's explanation the JSON of its arguments);
 - a call first seen in a `tool_call` update was allowed by the CLI itself (a call needing approval is
   first seen in `session/request_permission`): its `permission_decision` says `decided_by="backend"`;
 - a completed read or listing carries no output: the result's output here is ACP's (often null) and
@@ -19,9 +22,11 @@ What the 0.61 binary sends (see docs/backends/gemini-cli.md for the whole table)
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from unified.events import (
@@ -43,6 +48,8 @@ __all__ = [
     "AcpTranslator",
     "Item",
     "TurnBoundary",
+    "denial_text",
+    "request_args",
     "tool_name_from_call_id",
     "usage_from_prompt_result",
 ]
@@ -51,6 +58,20 @@ MODE_UPDATE_PREFIX = "[MODE_UPDATE]"
 _AGENT_TITLE = re.compile(r"^Delegating to agent '(?P<name>[^']+)'")
 _SUBJECT = re.compile(r"^\s*\*\*(?P<subject>[^*\n]+)\*\*\s*\n?(?P<body>.*)$", re.DOTALL)
 _POLICY_DENIAL = re.compile(r"denied by policy", re.IGNORECASE)
+_SHELL_CONTEXT = re.compile(
+    r"^(?:\[in (?P<dir>.+?)\]|\[current working directory [^\]]*\])"
+    r"(?: \((?P<description>.*)\))?(?P<background> \[background\])?$",
+    re.DOTALL,
+)
+"""What the CLI's shell prompt explains besides the command: `[in <dir_path>] (<description>) [background]`; a
+call without a `dir_path` says `[current working directory <its process's cwd>]`, which is not the session's."""
+_EDIT_TITLE = re.compile(r"^(?P<path>.+?): (?P<old>.*) => (?P<new>.*)$", re.DOTALL)
+_TRUNCATED = "..."
+
+
+def denial_text(tool_name: str) -> str:
+    """What the CLI 0.61 tells the model about a call the client rejected (its `Cancel` outcome)."""
+    return f'Tool "{tool_name}" was canceled by the user.'
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +91,7 @@ class _Tool:
     subagent: str | None = None
     done: bool = False
     decided: bool = False
+    args: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -117,7 +139,7 @@ class AcpTranslator:
         self._content_seen = True
         return items
 
-    def _announce(self, call: Mapping[str, Any]) -> list[Item]:
+    def _announce(self, call: Mapping[str, Any], cwd: str | None = None) -> list[Item]:
         call_id = str(call.get("toolCallId", ""))
         if call_id in self.tools:
             return []
@@ -127,13 +149,13 @@ class AcpTranslator:
         subagent = agent["name"] if agent else None
         if subagent is not None:
             name = "invoke_agent"
-        self.tools[call_id] = _Tool(name=name, subagent=subagent)
+        tool_input = request_args(name, call, cwd) if cwd is not None else _input_of(call)
+        self.tools[call_id] = _Tool(name=name, subagent=subagent, args=dict(tool_input))
         items: list[Item] = []
         if not self._content_seen:
             items.append(TurnBoundary())
             self._content_seen = True
         self._tools_since_text = True
-        tool_input = _input_of(call)
         if subagent is not None:
             tool_input.setdefault("agent_name", subagent)
         items.append(ToolUse(tool_use_id=call_id, name=name, input=tool_input, session_id=self.session_id))
@@ -224,16 +246,31 @@ class AcpTranslator:
             **extra,
         )
 
-    def permission_request(self, params: Mapping[str, Any]) -> list[Item]:
-        """The `tool_use` of a call first seen when it asks for permission."""
-        call = params.get("toolCall")
-        return self._announce(call) if isinstance(call, Mapping) else []
+    def mark_decided(self, call_id: str) -> None:
+        """A decision made outside (the permission bridge's) was emitted for this call."""
+        tool = self.tools.get(call_id)
+        if tool is not None:
+            tool.decided = True
 
-    def denied(self, call_id: str, reason: str) -> list[Item]:
-        """The result of a call the client refused (the CLI reports nothing more about it)."""
+    def permission_request(self, params: Mapping[str, Any], cwd: str = ".") -> list[Item]:
+        """The `tool_use` of a call first seen when it asks for permission, with the arguments the request
+        shows (`request_args`; `cwd` is the session's, against which the CLI resolves relative paths)."""
+        call = params.get("toolCall")
+        return self._announce(call, cwd) if isinstance(call, Mapping) else []
+
+    def args_of(self, call_id: str) -> dict[str, Any]:
+        """The arguments a call was announced with."""
+        tool = self.tools.get(call_id)
+        return dict(tool.args) if tool else {}
+
+    def denied(self, call_id: str) -> list[Item]:
+        """The result of a call the client refused (the CLI reports nothing more about it): what the CLI
+        sends the model for it."""
         if call_id not in self.tools:
             return []
-        return self._finish({"toolCallId": call_id, "status": "failed", "rawOutput": reason})
+        return self._finish(
+            {"toolCallId": call_id, "status": "failed", "rawOutput": denial_text(self.tool_name(call_id))}
+        )
 
     def tool_name(self, call_id: str) -> str:
         tool = self.tools.get(call_id)
@@ -288,6 +325,112 @@ def _input_of(call: Mapping[str, Any]) -> dict[str, Any]:
     """The model's arguments if ACP sends them (`rawInput`); else empty, for the chat file to fill in."""
     raw = call.get("rawInput")
     return dict(raw) if isinstance(raw, Mapping) else {}
+
+
+def _texts(call: Mapping[str, Any]) -> list[str]:
+    return [
+        text
+        for item in call.get("content") or []
+        if isinstance(item, Mapping) and item.get("type") == "content"
+        for text in [_text_of(item.get("content"))]
+        if text is not None
+    ]
+
+
+def _model_path(shown: str | None, absolute: str, cwd: str) -> str:
+    """The path as the model gave it: the title's (relative) when it is not cut and, relative to the
+    session's cwd, is the diff's file; else the diff's absolute path. Never a title that merely ends like
+    the diff's path (`settings.json` for `.claude/settings.json`): unified's policy judges this path, and
+    the title is the CLI's shortened display of it."""
+    if shown and _TRUNCATED not in shown:
+        try:
+            if (Path(cwd) / shown).resolve() == Path(absolute).resolve():
+                return shown
+        except (OSError, ValueError):
+            pass
+    return absolute
+
+
+def _replacement(title_old: str | None, title_new: str | None, old: str, new: str) -> tuple[str, str]:
+    """An `old_string`/`new_string` pair that turns `old` into `new`: the title's snippets when they do (and
+    are not cut), else the changed lines; the whole texts when those are ambiguous."""
+    candidates: list[tuple[str, str]] = []
+    whole = title_old is not None and title_new is not None
+    if whole and not str(title_old).endswith(_TRUNCATED) and not str(title_new).endswith(_TRUNCATED):
+        candidates.append((str(title_old), str(title_new)))
+    start = 0
+    while start < min(len(old), len(new)) and old[start] == new[start]:
+        start += 1
+    end = 0
+    while end < min(len(old), len(new)) - start and old[len(old) - 1 - end] == new[len(new) - 1 - end]:
+        end += 1
+    line_start = old.rfind("\n", 0, start) + 1
+    line_end_old = old.find("\n", len(old) - end)
+    line_end_new = new.find("\n", len(new) - end)
+    tail_old = len(old) if line_end_old < 0 else line_end_old
+    tail_new = len(new) if line_end_new < 0 else line_end_new
+    candidates.append((old[line_start:tail_old], new[line_start:tail_new]))
+    for before, after in candidates:
+        if before and old.count(before) == 1 and old.replace(before, after, 1) == new:
+            return before, after
+    return old, new
+
+
+def request_args(name: str, call: Mapping[str, Any], cwd: str) -> dict[str, Any]:
+    """The model's arguments as a permission request of the CLI 0.61 shows them, per tool.
+
+    ACP's request carries no arguments (`rawInput` is used when sent): the shell's title is its
+    `command` and its explanation `[in <dir_path>] (<description>) [background]`; `write_file`'s diff
+    has the path and the new `content`; `replace`'s diff the whole file before and after, so
+    `old_string`/`new_string` are its title's snippets when they are whole and reproduce the diff, else
+    the changed lines; an MCP tool's explanation is the JSON of its arguments (up to 500 characters). A
+    relative path is kept as the title shows it when it names the diff's file; else the absolute one.
+    Anything else: empty (the CLI's chat file gives the arguments once the call ran).
+    """
+    raw = _input_of(call)
+    if raw:
+        return raw
+    title = str(call.get("title") or "")
+    texts = _texts(call)
+    if name == "run_shell_command" and title:
+        args: dict[str, Any] = {"command": title}
+        for text in texts:
+            context = _SHELL_CONTEXT.match(text.strip())
+            if context is None:
+                continue
+            if context["dir"]:
+                args["dir_path"] = context["dir"]
+            if context["description"]:
+                args["description"] = context["description"]
+            if context["background"]:
+                args["is_background"] = True
+        return args
+    diffs = [d for d in _diffs_of(call) if isinstance(d.get("path"), str)]
+    if diffs and name in ("write_file", "replace"):
+        diff = diffs[0]
+        old, new = str(diff.get("old_text") or ""), str(diff.get("new_text") or "")
+        if name == "write_file":
+            shown = title.removeprefix("Writing to ") if title.startswith("Writing to ") else None
+            return {"file_path": _model_path(shown, diff["path"], cwd), "content": new}
+        edit = _EDIT_TITLE.match(title)
+        if title.startswith("Create ") and not old:
+            return {
+                "file_path": _model_path(title.removeprefix("Create "), diff["path"], cwd),
+                "old_string": "",
+                "new_string": new,
+            }
+        before, after = _replacement(edit["old"] if edit else None, edit["new"] if edit else None, old, new)
+        path = _model_path(edit["path"] if edit else None, diff["path"], cwd)
+        return {"file_path": path, "old_string": before, "new_string": after}
+    for text in texts:
+        if text.startswith("{"):
+            try:
+                parsed = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(parsed, dict):
+                return parsed
+    return {}
 
 
 def _diffs_of(call: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -39,6 +39,7 @@ from google.genai import _common, types
 from pydantic import ConfigDict, TypeAdapter
 
 from unified._internal import limits
+from unified._internal.api_errors import unfit_response
 from unified.errors import BackendError
 from unified.events import (
     ErrorEvent,
@@ -336,6 +337,14 @@ class GenerateContentTranslator:
         return candidate
 
     def feed(self, chunk: Mapping[str, Any] | types.GenerateContentResponse) -> list[UnifiedEvent]:
+        """The events of one streamed chunk. The wire JSON is read without the SDK's validation (the
+        hot path): a field of the wrong shape is the server's fault, a typed error naming it."""
+        try:
+            return self._feed(chunk)
+        except (TypeError, AttributeError, ValueError) as exc:
+            raise unfit_response(str(exc) or type(exc).__name__) from None
+
+    def _feed(self, chunk: Mapping[str, Any] | types.GenerateContentResponse) -> list[UnifiedEvent]:
         wire = chunk if isinstance(chunk, Mapping) else wire_chunk(chunk)
         events: list[UnifiedEvent] = []
         self._count(wire)
@@ -407,6 +416,11 @@ class GenerateContentTranslator:
 
     def _function_call(self, call: Wire, signature: str | None) -> None:
         """Queue a call (or one piece of a call whose arguments stream) until it can be announced."""
+        name, args = call.get("name"), call.get("args")
+        if not isinstance(name, str | None):
+            raise TypeError(f"functionCall.name is {type(name).__name__}, not a string")
+        if not isinstance(args, dict | None):
+            raise TypeError(f"functionCall.args is {type(args).__name__}, not an object")
         pending = self._streaming_call
         if pending is None:
             pending = _CallInProgress(call.get("name") or "", call.get("id"), signature, dict(call.get("args") or {}))
