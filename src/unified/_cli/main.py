@@ -1,8 +1,12 @@
-"""The `unified` command: `run`, `demo`, `replay`, `record`, `capabilities`, `schema`, `doctor`, `sessions`.
+"""The `unified` command: `run`, `demo`, `serve`, `replay`, `record`, `capabilities`, `schema`, `doctor`, `sessions`.
 
 Only this package imports typer and rich, so `import unified` stays light. Everything printed
 passes through `redact()`: no secret from the environment reaches the terminal or a log, whatever
-a backend or a model says.
+a backend or a model says. Every `--json` output is JSON Lines (one document per line, `_json_line`);
+every failure is one `error:` line (`_fail`) and an exit code from the table in docs/cli.md.
+
+A new command is a function here decorated with `@app.command()` (or `@sessions_app.command()`),
+its body in a module of its own when it is more than option handling (`demo.py`, `serve.py`).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from unified._cli.interactive import make_user_input_handler
 from unified._cli.render import Renderer, format_usage
 from unified._redaction import redact
 from unified._routing import select_backend_for
+from unified.errors import SessionNotFound
 from unified.events import Result, ResultStatus, UnifiedEvent, dump_event, event_json_schema
 from unified.sessions import SessionInfo
 from unified.types import ApprovalMode, BackendName, ExecuteParams
@@ -98,9 +103,10 @@ class _Group(typer.core.TyperGroup):
 app = typer.Typer(
     cls=_Group,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_show_locals=False,  # locals may hold secrets
-    help="Drive Google agent backends (Gemini CLI, generateContent, Interactions) through one event stream.",
+    help="Drive agent backends (Gemini CLI, generateContent, Interactions, ...) through one event stream.",
 )
 sessions_app = typer.Typer(cls=_Group, no_args_is_help=True, help="List, show and delete stored sessions.")
 app.add_typer(sessions_app, name="sessions")
@@ -140,9 +146,33 @@ def _say(text: str, *, style: str = "", stderr: bool = False) -> None:
     _console(stderr=stderr).print(Text(redact(text), style=style))
 
 
+def _one_line(text: str) -> str:
+    """`text` on one line: a message built for a log (a list, a quoted stderr) joined with `; `."""
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
 def _fail(message: str, code: int = 1) -> typer.Exit:
-    _say(f"error: {message}", style="bold red", stderr=True)
+    """Say `error: <message>` on one line of stderr; raise what this returns to exit with `code`."""
+    _say(f"error: {_one_line(message)}", style="bold red", stderr=True)
     return typer.Exit(code)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from unified import __version__
+        from unified.events import PROTOCOL_VERSION
+
+        _say(f"unified {__version__} (event protocol {PROTOCOL_VERSION})")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Drive agent backends (Gemini CLI, generateContent, Interactions, ...) through one event stream."""
 
 
 def _choice(values: tuple[str, ...]) -> Callable[[str | None], str | None]:
@@ -164,7 +194,13 @@ def _known_backend(value: str) -> str:
     return value
 
 
+def _json_line(data: Any) -> None:
+    """One JSON document as one line of stdout (JSON Lines: `unified ... --json | jq` parses each)."""
+    _write_line(json.dumps(data, default=str, ensure_ascii=False, separators=(",", ":")))
+
+
 def _print_json(data: Any) -> None:
+    """A JSON document for a person or a file, indented (`unified schema`); `--json` outputs use `_json_line`."""
     try:
         sys.stdout.write(redact(json.dumps(data, indent=2, default=str)) + "\n")
         sys.stdout.flush()
@@ -172,7 +208,7 @@ def _print_json(data: Any) -> None:
         raise _ReaderLeft from None
 
 
-def _one_line(exc: ValidationError) -> str:
+def _validation_line(exc: ValidationError) -> str:
     """A pydantic error as one line: `field: problem; field: problem`."""
     parts = []
     for error in exc.errors():
@@ -224,7 +260,7 @@ def _checked_params(
         )
         check_params(params)
     except ValidationError as exc:
-        raise _fail(_one_line(exc), EXIT_BAD_INPUT) from None
+        raise _fail(_validation_line(exc), EXIT_BAD_INPUT) from None
     except ConfigurationError as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     return params
@@ -382,8 +418,11 @@ def replay(
         typer.Option(help="Where the replayed tools run, e.g. a copy of the recorded workspace (default: empty)."),
     ] = None,
 ) -> None:
-    """Play a recorded cassette through the real adapter code, offline, and show the unified events."""
-    from unified.testing._replay import ReplayError, describe, replay_events
+    """Play a recorded cassette through the real adapter code, offline, and show the unified events.
+
+    Exit 1 when the replay does not do what the recording did (the line says what differs).
+    """
+    from unified.testing._replay import ReplayDiverged, ReplayError, describe, replay_events
 
     workdir = cwd.expanduser().resolve() if cwd is not None else None
     try:
@@ -413,6 +452,8 @@ def replay(
 
     try:
         code = anyio.run(play)
+    except ReplayDiverged as exc:
+        raise _fail(str(exc)) from None
     except ReplayError as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     raise typer.Exit(code)
@@ -438,22 +479,31 @@ def record(
         typer.Option("--approve/--deny", help="Answer every permission request: allow once, or deny."),
     ] = None,
     json_lines: Annotated[bool, typer.Option("--json", help="Print one JSON event per line.")] = False,
+    keep_failed: Annotated[
+        bool, typer.Option("--keep-failed", help="Write the cassette even when the run does not succeed.")
+    ] = False,
 ) -> None:
-    """Run PROMPT for real and record it as CASSETTE, for `unified replay` (credentials as for `run`)."""
+    """Run PROMPT for real and record it as CASSETTE, for `unified replay` (credentials as for `run`).
+
+    A run that does not succeed writes nothing (exit 1, as `unified run`), unless --keep-failed.
+    """
     from unified.testing._record import RecordError, record_run
 
     params = _checked_params(prompt, backend, approval_mode, cwd, approve, model=model)
     what = source or f"a live {backend} run recorded with `unified record`"
-    try:
-        events = anyio.run(functools.partial(record_run, params, cassette, source=what))
-    except RecordError as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
     renderer, console = Renderer(), _console()
-    for event in events:
-        if json_lines:
-            _write_line(dump_event(event))
-        elif (shown := renderer.render(event)) is not None:
-            console.print(shown, end="")
+
+    def show(event: UnifiedEvent) -> None:
+        _show(event, json_lines, renderer, console)
+
+    try:
+        events = anyio.run(
+            functools.partial(record_run, params, cassette, source=what, on_event=show, keep_failed=keep_failed)
+        )
+    except RecordError as exc:
+        if exc.events:  # the run happened and failed: its events were shown
+            raise _fail(f"{cassette} not written: {exc}") from None
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
     result = events[-1] if events and isinstance(events[-1], Result) else None
     _say(f"recorded {cassette}", style="dim", stderr=True)
     raise typer.Exit(EXIT_CODES[result.status] if result else 1)
@@ -464,31 +514,52 @@ def record(
 
 @app.command()
 def capabilities(
-    as_json: Annotated[bool, typer.Option("--json", help="Print the whole matrix as JSON.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole matrix as one JSON line.")] = False,
     backend: Annotated[
         str | None, typer.Option(callback=_choice(matrix.BACKENDS), help="Show one backend's levels with notes.")
     ] = None,
 ) -> None:
     """Print the capability matrix: what each backend can do."""
     if as_json:
-        _print_json(matrix.to_json())
+        _json_line(matrix.to_json() if backend is None else matrix.to_json()["backends"][backend])
         return
     console = _console()
     if backend is not None:
         column = matrix.column(backend)
         table = Table("capability", "level", "note", title=f"{backend}: {column.title}", expand=False)
+        table.columns[0].no_wrap = True
         for name, cell in column.cells.items():
             table.add_row(name, Text(cell.level, style=LEVEL_STYLES[cell.level]), cell.note)
         console.print(table)
         return
+    for group in _fitting_groups(console, matrix.BACKENDS, _capability_table):
+        console.print(_capability_table(group))
+
+
+def _capability_table(backends: tuple[str, ...]) -> Table:
     table = Table(title="Capability matrix (--backend NAME shows the notes)")
     table.add_column("capability", no_wrap=True)
-    for name in matrix.BACKENDS:
-        table.add_column(name, overflow="fold")  # narrow terminals wrap long backend names, never cut them
+    for name in backends:
+        table.add_column(name, no_wrap=True)
     for name in matrix.CAPABILITIES:
-        levels = [matrix.level(b, name) for b in matrix.BACKENDS]
+        levels = [matrix.level(b, name) for b in backends]
         table.add_row(name, *[Text(level, style=LEVEL_STYLES[level]) for level in levels])
-    console.print(table)
+    return table
+
+
+def _fitting_groups(
+    console: Console, names: tuple[str, ...], table_of: Callable[[tuple[str, ...]], Table]
+) -> list[tuple[str, ...]]:
+    """`names` in consecutive groups whose tables fit the terminal's width: more backends than fit
+    side by side make a second table, never a column too narrow for a name."""
+    groups: list[tuple[str, ...]] = []
+    for name in names:
+        wide = console.options.update(max_width=10_000)  # the width the table wants, not what it gets
+        if groups and console.measure(table_of((*groups[-1], name)), options=wide).maximum <= console.width:
+            groups[-1] = (*groups[-1], name)
+        else:
+            groups.append((name,))
+    return groups
 
 
 @app.command()
@@ -501,12 +572,14 @@ def schema() -> None:
 
 
 @app.command()
-def doctor(as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON.")] = False) -> None:
+def doctor(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the findings as one JSON line.")] = False,
+) -> None:
     """Report the credentials found (never their values), the gemini binary and what each backend can do here."""
     report = doctor_report()
     ready = any(b["ready"] for b in report["backends"] if b["backend"] != "scripted")
     if as_json:
-        _print_json(report)
+        _json_line(report)
         raise typer.Exit(0 if ready else 1)
     auth = report["auth"]
     _say("Credentials", style="bold")
@@ -581,8 +654,18 @@ _SESSION_BACKENDS: tuple[str, ...] = sessions.session_backends()
 
 def _resolve(ref: str, backend: str | None, cwd: str | None) -> SessionInfo:
     """The one session `ref` names, searching every backend unless one is given."""
+    if not ref.strip():
+        raise _fail("the session reference is empty (pass a short id, a unique prefix or a full id)", EXIT_BAD_INPUT)
     try:
         return anyio.run(lambda: sessions.resolve(ref, backend=backend, cwd=cwd))
+    except SessionNotFound as exc:
+        searched = exc.details.get("searched")
+        if backend is None and isinstance(searched, list):  # the library's message lists each backend on a line
+            unavailable = exc.details.get("unavailable") or []
+            skipped = f"; not searched: {', '.join(map(str, unavailable))}" if unavailable else ""
+            where = ", ".join(map(str, searched)) or "no backend"
+            raise _fail(f"no session matches {ref!r} (searched {where}{skipped}; {exc.hint})") from None
+        raise _fail(str(exc)) from None
     except UnifiedError as exc:
         raise _fail(str(exc)) from None
 
@@ -602,7 +685,9 @@ def _cwd(cwd: Path | None) -> str | None:
 def sessions_list(
     backend: SessionBackendOption = None,
     cwd: CwdOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the sessions as JSON.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON line per session (unreadable ones with their `problem`).")
+    ] = False,
 ) -> None:
     """List stored sessions, most recent first; unreadable ones in a section of their own."""
     try:
@@ -610,7 +695,8 @@ def sessions_list(
     except UnifiedError as exc:
         raise _fail(str(exc)) from None
     if as_json:
-        _print_json([s.model_dump(mode="json") for s in [*listing.sessions, *listing.unreadable]])
+        for info in [*listing.sessions, *listing.unreadable]:
+            _json_line(info.model_dump(mode="json"))
     elif not listing.sessions and not listing.unreadable:
         _say(f"no {backend + ' ' if backend else ''}sessions yet: `unified run` starts one", style="dim")
     elif not listing.sessions:
@@ -631,13 +717,22 @@ def sessions_list(
 
 
 @sessions_app.command("show")
-def sessions_show(ref: str, backend: SessionBackendOption = None, cwd: CwdOption = None) -> None:
+def sessions_show(
+    ref: str,
+    backend: SessionBackendOption = None,
+    cwd: CwdOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print it as one JSON line.")] = False,
+) -> None:
     """Print one session's conversation as JSON. REF: a short id, a unique prefix or a full session id."""
     info = _resolve(ref, backend, _cwd(cwd))
     try:
-        _print_json(anyio.run(lambda: sessions.show(info.session_id, backend=info.backend, cwd=_cwd(cwd))))
+        shown = anyio.run(lambda: sessions.show(info.session_id, backend=info.backend, cwd=_cwd(cwd)))
     except UnifiedError as exc:
         raise _fail(str(exc)) from None
+    if as_json:
+        _json_line(shown)
+    else:
+        _print_json(shown)
 
 
 @sessions_app.command("delete")
