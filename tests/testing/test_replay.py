@@ -79,7 +79,9 @@ async def test_a_diverging_adapter_fails_the_run_with_the_reason(tmp_path: Path)
     meta = {**json.loads(lines[0]), "approval_mode": "plan"}  # the adapter will send set_mode; the recording did not
     copy = tmp_path / "diverged.jsonl"
     copy.write_text("\n".join([json.dumps(meta), *lines[1:]]) + "\n")
-    with pytest.raises(ReplayDiverged, match="differs from the recording: the adapter sent session/set_mode"):
+    with pytest.raises(
+        ReplayDiverged, match="differs from the recording: the adapter sent session/set_mode where the recording sent"
+    ):
         await play(copy)
 
 

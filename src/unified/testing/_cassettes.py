@@ -337,7 +337,9 @@ def first_difference(cassette: Any, made: list[Any]) -> str | None:
         similar = cassette.find_requests_with_most_matches(request)
         if not similar:
             return f"{where} is like none in the cassette"
-        stored, _, failed = similar[0]
+        recorded_at = cassette.requests[number - 1] if number <= len(cassette.requests) else None
+        same_place = [match for match in similar if match[0] is recorded_at]  # request n against recorded n
+        stored, _, failed = (same_place or similar)[0]
         why = "; ".join(
             str(message) if name in _OWN_MATCHERS else f"{name}: {message}".strip().rstrip(":")
             for name, message in failed

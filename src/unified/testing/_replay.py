@@ -530,9 +530,8 @@ class _TranscriptAgent:
             return
         recorded = self.entries[self.position]["msg"]
         if recorded.get("method") != method:
-            self._fail(
-                f"the adapter sent {method or 'an answer'}, the recording {recorded.get('method') or 'an answer'}"
-            )
+            then = recorded.get("method") or "an answer"
+            self._fail(f"the adapter sent {method or 'an answer'} where the recording sent {then}")
             return
         difference = self._differs(message, recorded)
         if difference is not None:
