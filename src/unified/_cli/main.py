@@ -33,15 +33,17 @@ from rich.text import Text
 
 from unified import ConfigurationError, UnifiedError, sessions
 from unified import capabilities as matrix
+from unified._cli.demo_backends import DEMO_BACKENDS
 from unified._cli.doctor import doctor_report
 from unified._cli.interactive import make_user_input_handler
-from unified._cli.render import Renderer, format_usage
+from unified._cli.render import Renderer
+from unified._cli.serve import FAKE_SERVERS, FakeServer, ServedFake
 from unified._redaction import redact
 from unified._routing import select_backend_for
 from unified.errors import SessionNotFound
 from unified.events import Result, ResultStatus, UnifiedEvent, dump_event, event_json_schema
 from unified.sessions import SessionInfo
-from unified.types import ApprovalMode, BackendName, ExecuteParams
+from unified.types import ApprovalMode, ExecuteParams
 
 if TYPE_CHECKING:
     from unified._execute import EventStream
@@ -120,7 +122,6 @@ EXIT_BROKEN_PIPE = 141
 EXIT_INTERNAL = 70
 """An exception `unified` did not expect: a bug (EX_SOFTWARE)."""
 APPROVAL_CHOICES: tuple[str, ...] = get_args(ApprovalMode)
-DEMO_BACKENDS = ("gemini-cli", "generate-content", "interactions")
 LEVEL_STYLES = {"full": "green", "partial": "yellow", "emulated": "cyan", "none": "dim red"}
 
 
@@ -226,10 +227,10 @@ def _reader_left() -> int:
     return EXIT_BROKEN_PIPE
 
 
-def _write_line(line: str) -> None:
+def _write_line(line: str, *, redacted: bool = True) -> None:
     """One line of JSON Lines output, flushed at once so a pipe sees each event as it happens."""
     try:
-        sys.stdout.write(redact(line) + "\n")
+        sys.stdout.write((redact(line) if redacted else line) + "\n")
         sys.stdout.flush()
     except BrokenPipeError:
         raise _ReaderLeft from None
@@ -367,16 +368,29 @@ async def _cancel_on_interrupt(stream: EventStream, scope: CancelScope) -> None:
 @app.command()
 def demo(
     backend: Annotated[
-        str, typer.Option(callback=_choice(("all", *DEMO_BACKENDS)), help="all, or one of the three backends.")
+        str,
+        typer.Option(callback=_choice(("all", *DEMO_BACKENDS)), help=f"all, or one of: {', '.join(DEMO_BACKENDS)}."),
     ] = "all",
     json_lines: Annotated[bool, typer.Option("--json", help="Print one JSON event per line.")] = False,
 ) -> None:
-    """Run a built-in task on every backend, offline: real adapters, a scripted model on 127.0.0.1."""
-    from unified._cli.demo import run_demo
+    """Run a built-in task on every backend that can run here, offline: real adapters, a scripted model.
 
-    chosen = cast("tuple[BackendName, ...]", DEMO_BACKENDS if backend == "all" else (backend,))
+    A backend that cannot run here (the gemini CLI without Node.js) is skipped, saying how to get it.
+    Nothing is written outside a temporary directory. Ctrl-C interrupts it as it does `unified run`.
+    """
+    from unified._cli.demo import SCRIPTED, DemoControl, differences, skipped, summary_table
+
+    chosen = DEMO_BACKENDS if backend == "all" else (backend,)
+    control = DemoControl()
+    skips = skipped(chosen, os.environ, control)
+    runnable = tuple(name for name in chosen if name not in {skip.backend for skip in skips})
+    if not runnable:
+        raise _fail(skips[0].line())
+    for skip in skips:
+        _say(skip.line(), style="yellow", stderr=True)
     renderer: dict[str, Renderer] = {}
     console = _console()
+    (_console(stderr=True) if json_lines else console).print(Text(SCRIPTED, style="dim"), soft_wrap=False)
 
     def show(name: str, event: UnifiedEvent) -> None:
         if json_lines:
@@ -389,23 +403,113 @@ def demo(
         if shown is not None:
             console.print(shown, end="")
 
-    runs = anyio.run(run_demo, chosen, show)
-    if not json_lines:
-        table = Table(title="the same task, three backends")
-        for column in ("backend", "result", "events", "tool calls", "tokens"):
-            table.add_column(column)
-        for one in runs:
-            result = one.result
-            table.add_row(
-                one.backend,
-                result.status if result else "no result",
-                str(len(one.events)),
-                ", ".join(one.tools),
-                format_usage(result.usage).removeprefix("usage: ") if result else "",
-            )
-        console.print(table)
+    with tempfile.TemporaryDirectory(prefix="unified-demo-") as root:
+        try:
+            anyio.run(_demo, runnable, show, control, Path(root))
+        except KeyboardInterrupt:  # where no signal receiver could be installed
+            control.interrupted = True
+    runs = control.runs
+    if not json_lines and runs:
+        console.print()
+        console.print(summary_table(runs))
+        for note in differences(runs):
+            console.print(Text(note, style="dim"), soft_wrap=False)  # wrapped at the terminal's width
+    not_run = [name for name in runnable if name not in {one.backend for one in runs}]
+    if control.interrupted:
+        if not_run:
+            _say(f"interrupted: {', '.join(not_run)} did not run", style="yellow", stderr=True)
+        raise typer.Exit(EXIT_CODES["interrupted"])
     failed = [one.backend for one in runs if one.result is None or one.result.status != "success"]
     raise typer.Exit(1 if failed else 0)
+
+
+async def _demo(backends: tuple[str, ...], show: Callable[[str, UnifiedEvent], None], control: Any, root: Path) -> None:
+    from unified._cli.demo import run_demo
+
+    reader_left = False
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_interrupt_demo, control, tg.cancel_scope)
+        try:
+            await run_demo(backends, show, control, root)
+        except _ReaderLeft:  # raised here, not out of the task group (which would wrap it in an ExceptionGroup)
+            reader_left = True
+        tg.cancel_scope.cancel()
+    if reader_left:
+        raise _ReaderLeft
+
+
+async def _interrupt_demo(control: Any, scope: CancelScope) -> None:
+    """As `unified run`: a first Ctrl-C interrupts the backend running and starts no other; a second stops waiting."""
+    try:
+        with anyio.open_signal_receiver(signal.SIGINT) as signals:
+            async for _ in signals:
+                if control.interrupted:
+                    scope.cancel()
+                    return
+                control.interrupted = True
+                _say("interrupting… (Ctrl-C again to stop waiting)", style="yellow", stderr=True)
+                if control.stream is not None:
+                    control.stream.cancel(interrupted=True)
+    except NotImplementedError:  # no signal receivers on Windows: KeyboardInterrupt ends the demo
+        return
+
+
+@app.command()
+def serve(
+    script: Annotated[
+        Path | None,
+        typer.Argument(help="What the fake plays: a script or a recording (default: the demo's task)."),
+    ] = None,
+    fake: Annotated[
+        str, typer.Option(callback=_choice(tuple(FAKE_SERVERS)), help=f"Which fake: {', '.join(FAKE_SERVERS)}.")
+    ] = "gemini",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="The port on 127.0.0.1 (default: any free one).")] = 0,
+) -> None:
+    """Serve a fake model on 127.0.0.1 and print the exports that point every backend at it; Ctrl-C stops it.
+
+    In another shell, run the printed lines, then `unified run "..." --backend NAME`: no code, no credentials.
+    """
+    from unified._cli.serve import ServeError, export_lines, start_fake
+
+    entry = FAKE_SERVERS[fake]
+    with tempfile.TemporaryDirectory(prefix="unified-serve-") as home:
+        try:
+            served = start_fake(fake, script.expanduser() if script else None, port, Path(home))
+        except ServeError as exc:
+            raise _fail(str(exc), EXIT_BAD_INPUT) from None
+        try:
+            anyio.run(_serve_until_interrupted, entry, served, export_lines(entry, served))
+        except KeyboardInterrupt:  # Ctrl-C before the signal receiver was listening (or where there is none)
+            pass
+        finally:
+            served.close()
+    _say("stopped", style="dim", stderr=True)
+
+
+async def _serve_until_interrupted(entry: FakeServer, served: ServedFake, exports: list[str]) -> None:
+    """Print the exports once Ctrl-C (or SIGTERM) is listened for, then say each request served until one comes."""
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals, anyio.CancelScope() as scope:
+        _say(f"# {entry.title}, playing {served.plays}; it starts over when it runs out.", stderr=True)
+        names = ", ".join(entry.backends)
+        _say(f'# Run these in another shell, then `unified run "..." --backend NAME` ({names}):', stderr=True)
+        for line in exports:
+            _write_line(line, redacted=False)  # our own values, none a secret (a fake key may look like one)
+        _say("# Ctrl-C stops the server (and removes what the runs wrote under the folders above).", stderr=True)
+
+        async def stop() -> None:
+            async for _ in signals:
+                scope.cancel()
+                return
+
+        shown = 0
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stop)
+            while True:
+                lines = served.served()
+                for line in lines[shown:]:
+                    _say(line, style="dim", stderr=True)
+                shown = len(lines)
+                await anyio.sleep(0.2)  # the fake has no event to wait on; this only paces the log
 
 
 @app.command()

@@ -180,10 +180,19 @@ class FakeGemini:
 
     ``script`` is a :class:`Script`, a list of turns, or a path loaded with :meth:`Script.from_file`
     (CLI ``.responses`` JSONL, ``.json``, ``.yaml``). ``chunk_delay`` slows every stream (seconds
-    between chunks) on top of each turn's own delay. Point clients at :attr:`base_url`.
+    between chunks) on top of each turn's own delay. Point clients at :attr:`base_url`. ``port``
+    picks the port (default: any free one); with ``repeat`` the script starts over whenever a
+    request finds no turn left, for a server that many runs use one after another (`unified serve`).
     """
 
-    def __init__(self, script: Script | Iterable[Turn] | str | Path | None = None, *, chunk_delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        script: Script | Iterable[Turn] | str | Path | None = None,
+        *,
+        chunk_delay: float = 0.0,
+        port: int = 0,
+        repeat: bool = False,
+    ) -> None:
         if script is None:
             script = Script()
         elif isinstance(script, str | Path):
@@ -192,6 +201,8 @@ class FakeGemini:
             script = Script(turns=list(script))
         self._order = script.order
         self._slots = [_Slot(turn, turn.fault is not None) for turn in script.turns]
+        self._again = list(script.turns) if repeat else []
+        self._port = port
         self._request_faults = dict(script.request_faults)
         self._chunk_delay = chunk_delay
         self._lock = threading.Lock()
@@ -378,6 +389,10 @@ class FakeGemini:
 
     def _take(self, api_method: ApiMethod, method: str, path: str) -> _Slot | str:
         """The slot that answers this call, or the script error to answer instead."""
+        if not any(slot.turn.serves(api_method) for slot in self._slots) and any(
+            turn.serves(api_method) for turn in self._again
+        ):
+            self._slots.extend(_Slot(turn, turn.fault is not None) for turn in self._again)  # `repeat`: once more
         for slot in self._slots:
             if slot.turn.serves(api_method):
                 return slot
@@ -691,7 +706,7 @@ class _Server(ThreadingHTTPServer):
 
     def __init__(self, fake: FakeGemini) -> None:
         self.fake = fake
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(("127.0.0.1", fake._port), _Handler)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hangs up (a pooled keep-alive connection closed, a cancelled run) is normal here."""
