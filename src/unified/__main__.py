@@ -1,5 +1,5 @@
-"""`python -m unified`: the command line, as the `unified` script runs it."""
+"""`python -m unified`: the command line, as the `unified` script runs it (same exit codes)."""
 
 from unified._cli.main import main
 
-main()
+raise SystemExit(main())

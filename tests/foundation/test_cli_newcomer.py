@@ -372,6 +372,18 @@ def test_version_short_help_and_completion(isolated_home: Path) -> None:
     assert "sessions" in words.stdout.split()
 
 
+def test_python_m_unified_exits_as_the_command_does(isolated_home: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "unified", "run", " "],
+        capture_output=True,
+        text=True,
+        env=_env(isolated_home),
+        timeout=HANG_GUARD_S,
+        check=False,
+    )
+    _one_error_line(done, EXIT_BAD_INPUT, "the prompt is empty")
+
+
 def test_capabilities_fit_80_columns_without_splitting_a_name(isolated_home: Path) -> None:
     done = _unified("capabilities", home=isolated_home)
     assert done.returncode == 0
