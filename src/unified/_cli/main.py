@@ -879,7 +879,7 @@ def _usage_error(exc: Exception) -> int | None:
         return EXIT_BAD_INPUT
     ctx = getattr(exc, "ctx", None)
     where = f" (see `{ctx.command_path} --help`)" if ctx is not None and code == EXIT_BAD_INPUT else ""
-    _say(f"error: {exc.format_message()}{where}", style="bold red", stderr=True)  # type: ignore[attr-defined]
+    _say(f"error: {_one_line(exc.format_message())}{where}", style="bold red", stderr=True)  # type: ignore[attr-defined]
     return code
 
 
@@ -898,7 +898,7 @@ def main(argv: list[str] | None = None) -> int:
     except (_ReaderLeft, BrokenPipeError):
         return _reader_left()
     except UnifiedError as exc:
-        _say(f"error: {exc}", style="bold red", stderr=True)
+        _say(f"error: {_one_line(str(exc))}", style="bold red", stderr=True)
         return EXIT_BAD_INPUT if isinstance(exc, ConfigurationError) else 1
     except Exception as exc:
         usage = _usage_error(exc)
@@ -907,8 +907,8 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("UNIFIED_DEBUG") == "1":
             raise
         _say(
-            f"error: unexpected {type(exc).__name__}: {exc} (a bug in unified; rerun with UNIFIED_DEBUG=1 "
-            "for the traceback and report it)",
+            f"error: unexpected {type(exc).__name__}: {_one_line(str(exc))} (a bug in unified; rerun with "
+            "UNIFIED_DEBUG=1 for the traceback and report it)",
             style="bold red",
             stderr=True,
         )

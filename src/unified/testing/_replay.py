@@ -575,4 +575,4 @@ _INITIALIZE_RESULT: dict[str, Any] = {
 }
 
 
-publish("unified.testing", ["ReplayError", "replay_events"], globals())
+publish("unified.testing", ["ReplayDiverged", "ReplayError", "replay_events"], globals())
