@@ -349,6 +349,13 @@ def test_a_replay_error_says_file_line_and_what_is_wrong(isolated_home: Path, tm
     )
 
 
+def test_a_replay_answered_otherwise_than_recorded_says_how_it_differs(isolated_home: Path) -> None:
+    cassette = ROOT / "cassettes" / "gemini-cli" / "tools-permission.jsonl"
+    assert _unified("replay", str(cassette), "--approve", home=isolated_home).returncode == 0  # as recorded
+    line = _one_error_line(_unified("replay", str(cassette), "--deny", home=isolated_home), 1)
+    assert "the replay differs from the recording: the answer to the permission request for" in line
+
+
 def test_version_short_help_and_completion(isolated_home: Path) -> None:
     from unified import __version__
 

@@ -521,6 +521,13 @@ def replay(
         Path | None,
         typer.Option(help="Where the replayed tools run, e.g. a copy of the recorded workspace (default: empty)."),
     ] = None,
+    approve: Annotated[
+        bool | None,
+        typer.Option(
+            "--approve/--deny",
+            help="Answer every permission request so, instead of as the recording did (another answer differs).",
+        ),
+    ] = None,
 ) -> None:
     """Play a recorded cassette through the real adapter code, offline, and show the unified events.
 
@@ -544,7 +551,9 @@ def replay(
         status: ResultStatus = "error"
         with tempfile.TemporaryDirectory(prefix="unified-replay-") as data:
             os.environ["UNIFIED_DATA_DIR"] = data  # a replayed session is not a session of the user's
-            async with contextlib.aclosing(replay_events(cassette, include_native=native, cwd=workdir)) as events:
+            answer = make_user_input_handler(approve, interactive=False, console=_console(stderr=True))
+            replayed = replay_events(cassette, include_native=native, cwd=workdir, on_user_input=answer)
+            async with contextlib.aclosing(replayed) as events:
                 async for event in events:
                     try:
                         _show(event, json_lines, renderer, console)
