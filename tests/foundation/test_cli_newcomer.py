@@ -358,9 +358,13 @@ def test_a_replay_answered_otherwise_than_recorded_says_how_it_differs(isolated_
 
 def test_version_short_help_and_completion(isolated_home: Path) -> None:
     from unified import __version__
+    from unified.events import PROTOCOL_VERSION
 
     version = _unified("--version", home=isolated_home)
-    assert (version.returncode, version.stdout.strip()) == (0, f"unified {__version__} (event protocol 2.0)")
+    assert (version.returncode, version.stdout.strip()) == (
+        0,
+        f"unified {__version__} (event protocol {PROTOCOL_VERSION})",
+    )
     for args in (("-h",), ("run", "-h"), ("sessions", "show", "-h")):
         shown = _unified(*args, home=isolated_home)
         assert shown.returncode == 0, shown.stderr

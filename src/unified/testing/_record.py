@@ -30,7 +30,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from unified._exports import publish
-from unified._redaction import redact
+from unified._redaction import given_secrets, redactor
 from unified.events import Result, UnifiedEvent, UserInputRequest, UserInputResponse
 from unified.sessions import short_id_of
 from unified.types import ExecuteParams, UserInputHandler
@@ -125,8 +125,33 @@ async def _record_transcript(
         "approval_mode": params.approval_mode,
         "paths_are_from": str(params.cwd),
     }
-    _write_scrubbed(scratch, [meta, *place_chat_records(_of_the_run(transcript))])
+    extra = given_secrets(params.backend_options_dict(), params.mcp_servers)
+    entries = [_without_mcp_values(entry) for entry in place_chat_records(_of_the_run(transcript))]
+    _write_scrubbed(scratch, [meta, *entries], extra)
     return events
+
+
+def _without_mcp_values(entry: dict[str, Any]) -> dict[str, Any]:
+    """An ACP message with every MCP server's env and header values replaced, whatever their names
+    (`session/new` and `session/load` carry them as name/value lists the CLI then passes on)."""
+    msg = entry.get("msg")
+    params = msg.get("params") if isinstance(msg, dict) else None
+    if not isinstance(msg, dict) or not isinstance(params, dict) or not isinstance(params.get("mcpServers"), list):
+        return entry
+    servers: list[Any] = params["mcpServers"]
+    from unified.testing._cassettes import REDACTED
+
+    def scrubbed(server: Any) -> Any:
+        if not isinstance(server, dict):
+            return server
+        out = dict(server)
+        for key in ("env", "headers"):
+            values = out.get(key)
+            if isinstance(values, list):
+                out[key] = [{**v, "value": REDACTED} if isinstance(v, dict) and "value" in v else v for v in values]
+        return out
+
+    return {**entry, "msg": {**msg, "params": {**params, "mcpServers": [scrubbed(s) for s in servers]}}}
 
 
 _FINAL_STATUSES = frozenset({"success", "error", "cancelled"})
@@ -227,31 +252,32 @@ async def _record_http(
     answers: list[dict[str, Any]] = []
     with recorder.use_cassette(scratch.name):
         events = await _run(params.model_copy(update={"on_user_input": _answer_log(params, answers)}), on_event)
-    _add_metadata(scratch, {"approval_mode": params.approval_mode, "answers": answers})
+    extra = given_secrets(params.backend_options_dict(), params.mcp_servers)
+    _add_metadata(scratch, {"approval_mode": params.approval_mode, "answers": answers}, extra)
     return events
 
 
-def _add_metadata(scratch: Path, metadata: dict[str, Any]) -> None:
-    """Give the written cassette its `unified:` block, and redact it (vcrpy writes nothing for a run
-    that sent no request)."""
+def _add_metadata(scratch: Path, metadata: dict[str, Any], extra: list[str]) -> None:
+    """Give the written cassette its `unified:` block, and redact it, the secrets given to the run
+    (`extra`) too (vcrpy writes nothing for a run that sent no request)."""
     from unified.testing._cassettes import with_metadata
 
     if scratch.is_file():
-        _write_redacted(scratch, with_metadata(scratch.read_text(encoding="utf-8"), metadata))
+        _write_redacted(scratch, with_metadata(scratch.read_text(encoding="utf-8"), metadata), extra)
 
 
 def _remove(path: Path) -> None:
     path.unlink(missing_ok=True)
 
 
-def _write_scrubbed(path: Path, lines: list[dict[str, Any]]) -> None:
+def _write_scrubbed(path: Path, lines: list[dict[str, Any]], extra: list[str]) -> None:
     from unified.testing._cassettes import scrub_text
 
-    path.write_text("".join(scrub_text(json.dumps(line)) + "\n" for line in lines), encoding="utf-8")
+    path.write_text("".join(scrub_text(json.dumps(line), extra) + "\n" for line in lines), encoding="utf-8")
 
 
-def _write_redacted(path: Path, text: str) -> None:
-    path.write_text(redact(text), encoding="utf-8")
+def _write_redacted(path: Path, text: str, extra: list[str]) -> None:
+    path.write_text(redactor(extra=extra)(text), encoding="utf-8")
 
 
 publish("unified.testing", ["RecordError", "record_run"], globals())
