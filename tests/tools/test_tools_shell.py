@@ -128,22 +128,24 @@ def undying_members(pgid: int) -> list[int]:
 
 
 async def test_cancellation_kills_the_whole_group(ws: Path) -> None:
-    """Cancelled at any moment (under load, asyncio's open_process may not have returned yet), the
-    shell's whole group is killed: its members never end on their own, so only a kill removes them."""
+    """Cancelled at any moment (under load, asyncio's open_process may not have returned yet), the call
+    kills the shell's whole group itself: checked while the runtime is still open, so its cleanup on
+    close is not what ends them, and on members that never end on their own, so only a kill removes them."""
     command = {"command": "echo $$ > pid.tmp; mv pid.tmp pid; sleep 86400 & sleep 86400"}
-    async with ToolRuntime(ws, approval_mode="yolo") as rt, anyio.create_task_group() as tg:
-        tg.start_soon(rt.run_batch, [ToolCall("s", "run_shell_command", command)])
-        with anyio.fail_after(HANG_GUARD_S):
-            while not (ws / "pid").exists():  # noqa: ASYNC110 -- the shell's own file is the event
-                await anyio.sleep(0.01)
-        tg.cancel_scope.cancel()
-    pgid = int((ws / "pid").read_text())
-    try:
-        assert undying_members(pgid) == []  # the runtime has returned: every member is killed or dying
-        assert await wait_group_gone(pgid) == []
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pgid, signal.SIGKILL)  # what a failing run leaked
+    async with ToolRuntime(ws, approval_mode="yolo") as rt:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(rt.run_batch, [ToolCall("s", "run_shell_command", command)])
+            with anyio.fail_after(HANG_GUARD_S):
+                while not (ws / "pid").exists():  # noqa: ASYNC110 -- the shell's own file is the event
+                    await anyio.sleep(0.01)
+            tg.cancel_scope.cancel()
+        pgid = int((ws / "pid").read_text())
+        try:
+            assert undying_members(pgid) == []  # the cancelled call has returned: every member is killed or dying
+            assert await wait_group_gone(pgid) == []
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, signal.SIGKILL)  # what a failing run leaked
 
 
 async def test_progress_events(ws: Path) -> None:
