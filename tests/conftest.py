@@ -78,7 +78,7 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A throwaway HOME, GEMINI_CLI_HOME and XDG tree, and no auth from the developer's shell."""
+    """A throwaway HOME, GEMINI_CLI_HOME, XDG tree (unified's data dir in it), no auth from the developer's shell."""
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
@@ -87,6 +87,7 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    monkeypatch.delenv("UNIFIED_DATA_DIR", raising=False)  # the data dir is then under the XDG_DATA_HOME above
     for name in _AUTH_ENV:
         monkeypatch.delenv(name, raising=False)
     return home

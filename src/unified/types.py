@@ -82,32 +82,32 @@ class StdioMcpServer(_Frozen):
     """An MCP server started as a subprocess speaking JSON-RPC on stdio."""
 
     type: Literal["stdio"] = "stdio"
-    name: str
-    command: str
-    args: tuple[str, ...] = ()
-    env: dict[str, str] = Field(default_factory=dict)
-    cwd: Path | None = None
-    timeout_s: float = 30.0
+    name: str = Field(description="The server's name: its tools are offered as `<name>__<tool>`.")
+    command: str = Field(description="The program to start.")
+    args: tuple[str, ...] = Field(default=(), description="Its arguments.")
+    env: dict[str, str] = Field(default_factory=dict, description="Variables added to its environment.")
+    cwd: Path | None = Field(default=None, description="Where it starts (None: the run's `cwd`).")
+    timeout_s: float = Field(default=30.0, description="Longest wait for one answer of the server, in seconds.")
 
 
 class HttpMcpServer(_Frozen):
     """An MCP server reached over streamable HTTP."""
 
     type: Literal["http"] = "http"
-    name: str
-    url: str
-    headers: dict[str, str] = Field(default_factory=dict)
-    timeout_s: float = 30.0
+    name: str = Field(description="The server's name: its tools are offered as `<name>__<tool>`.")
+    url: str = Field(description="The server's streamable HTTP endpoint.")
+    headers: dict[str, str] = Field(default_factory=dict, description="Sent with every request (never logged).")
+    timeout_s: float = Field(default=30.0, description="Longest wait for one answer of the server, in seconds.")
 
 
 class SseMcpServer(_Frozen):
     """An MCP server reached over the older HTTP+SSE transport."""
 
     type: Literal["sse"] = "sse"
-    name: str
-    url: str
-    headers: dict[str, str] = Field(default_factory=dict)
-    timeout_s: float = 30.0
+    name: str = Field(description="The server's name: its tools are offered as `<name>__<tool>`.")
+    url: str = Field(description="The server's SSE endpoint.")
+    headers: dict[str, str] = Field(default_factory=dict, description="Sent with every request (never logged).")
+    timeout_s: float = Field(default=30.0, description="Longest wait for one answer of the server, in seconds.")
 
 
 McpServer = Annotated[StdioMcpServer | HttpMcpServer | SseMcpServer, Field(discriminator="type")]
@@ -121,9 +121,13 @@ class ThinkingConfig(_Frozen):
     honour the one given says so with a `warning` event.
     """
 
-    budget: int | None = Field(default=None, ge=-1)
-    level: Literal["minimal", "low", "medium", "high"] | None = None
-    include_thoughts: bool = True
+    budget: int | None = Field(
+        default=None, ge=-1, description="Thinking tokens (Gemini 2.5): -1 dynamic, 0 off where the model allows it."
+    )
+    level: Literal["minimal", "low", "medium", "high"] | None = Field(
+        default=None, description="Thinking level (Gemini 3, the Interactions API)."
+    )
+    include_thoughts: bool = Field(default=True, description="Whether thought summaries come back as `thinking`.")
 
     @model_validator(mode="after")
     def _one_of(self) -> ThinkingConfig:
@@ -138,8 +142,8 @@ ImageMime = Literal["image/png", "image/jpeg", "image/webp", "image/gif"]
 class ImageInput(_Frozen):
     """An image attached to the prompt, as bytes with its MIME type."""
 
-    mime_type: ImageMime
-    data: bytes
+    mime_type: ImageMime = Field(description="The image's type (`from_path` reads it from the first bytes).")
+    data: bytes = Field(description="The image file's bytes.")
 
     @classmethod
     def from_path(cls, path: str | Path) -> ImageInput:
@@ -176,8 +180,15 @@ class ExecuteParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, defer_build=True)
 
-    prompt: str = ""
-    images: tuple[ImageInput, ...] = ()
+    prompt: str = Field(
+        default="",
+        description="What the agent should do. Not blank, unless `images` are given or `retry` is set (then empty).",
+    )
+    images: tuple[ImageInput, ...] = Field(
+        default=(),
+        description="Images sent with the prompt (`ImageInput.from_path`); a backend without `image_input` says "
+        "so in a `warning`.",
+    )
     backend: str = Field(
         default="auto",
         min_length=1,
@@ -185,8 +196,13 @@ class ExecuteParams(BaseModel):
         "or a backend registered through `unified.backends`; an unknown name ends the run with a "
         "`configuration_error` listing the known ones.",
     )
-    model: str | None = None
-    cwd: Path = Field(default_factory=Path.cwd)
+    model: str | None = Field(
+        default=None, description="The model, e.g. `gemini-2.5-flash`; None: the backend's default (docs/backends/)."
+    )
+    cwd: Path = Field(
+        default_factory=Path.cwd,
+        description="The agent's working directory: where its tools run and its session is filed. Must exist.",
+    )
     resume: str | None = Field(default=None, description="A session's short id, unique prefix or full id.")
     history: Conversation | None = Field(
         default=None,
@@ -210,22 +226,47 @@ class ExecuteParams(BaseModel):
         description="Answer the last user turn of `resume` (or `history`) again instead of adding a prompt: "
         "for a turn that failed. `prompt` must then be empty.",
     )
-    approval_mode: ApprovalMode = "default"
-    thinking: ThinkingConfig | None = None
-    mcp_servers: tuple[McpServer, ...] = ()
-    excluded_tools: tuple[str, ...] = ()
-    include_directories: tuple[Path, ...] = ()
-    max_turns: int | None = Field(default=None, ge=1)
+    approval_mode: ApprovalMode = Field(
+        default="default",
+        description="How tool calls that change things are approved: `default` (reads run; writes and shell ask "
+        "`on_user_input`, denied when nobody can answer), `auto_edit` (edits run too), `yolo` (everything runs), "
+        "`plan` (read-only: writes and shell are denied).",
+    )
+    thinking: ThinkingConfig | None = Field(
+        default=None, description="How much the model may think, and whether thoughts come back; None: the backend's."
+    )
+    mcp_servers: tuple[McpServer, ...] = Field(
+        default=(), description="MCP servers whose tools the agent may call (stdio, HTTP or SSE)."
+    )
+    excluded_tools: tuple[str, ...] = Field(default=(), description="Tools the agent must not be offered, by name.")
+    include_directories: tuple[Path, ...] = Field(
+        default=(), description="More directories the agent may work in, besides `cwd`."
+    )
+    max_turns: int | None = Field(
+        default=None,
+        ge=1,
+        description="Stop after this many model turns (`result.status` `max_turns`); None: no limit.",
+    )
     idle_timeout_s: float | None = Field(
         default=180.0,
         gt=0,
         description="Longest silence between events while the backend is expected to speak (time inside a "
         "local tool call or waiting for the user does not count); None turns the check off.",
     )
-    total_timeout_s: float | None = Field(default=None, gt=0)
-    on_user_input: UserInputHandler | None = None
-    user_input_timeout_s: float = Field(default=300.0, gt=0)
-    system_instruction: str | None = None
+    total_timeout_s: float | None = Field(
+        default=None, gt=0, description="Longest the whole run may take (then `error` `total_timeout`); None: no limit."
+    )
+    on_user_input: UserInputHandler | None = Field(
+        default=None,
+        description="Answers permission prompts and questions: an async function from `UserInputRequest` to "
+        "`UserInputResponse`. None: nobody answers (a call that needs an answer is denied).",
+    )
+    user_input_timeout_s: float = Field(
+        default=300.0, gt=0, description="Longest one answer of `on_user_input` may take; then it counts as none."
+    )
+    system_instruction: str | None = Field(
+        default=None, description="Replaces the backend's system prompt (the gemini CLI's whole one); None: its own."
+    )
     include_native: bool = Field(default=False, description="Keep each raw backend event in `native`.")
     session_store: SessionStore | None = Field(
         default=None,

@@ -363,7 +363,11 @@ def test_sessions_list_show_delete(locator: _MemoryLocator) -> None:
     assert "sessions of interactions are not available" in output
     code, output = _invoke("sessions", "list", "--backend", "gemini-cli", "--json")
     assert code == 0
-    assert [s["short_id"] for s in json.loads(output)] == ["aaaa1111", "bbbb2222"]
+    assert [json.loads(line)["short_id"] for line in output.splitlines()] == ["aaaa1111", "bbbb2222"]  # JSON Lines
+    code, output = _invoke("sessions", "show", "bbbb", "--json")
+    assert code == 0
+    assert len(output.splitlines()) == 1
+    assert json.loads(output)["session_id"] == "bbbb2222-0000"
     code, output = _invoke("sessions", "show", "bbbb")
     assert code == 0
     assert json.loads(output)["session_id"] == "bbbb2222-0000"

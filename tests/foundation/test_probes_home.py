@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -47,7 +48,8 @@ def test_doctor_runs_the_real_gemini_version_without_writing_into_home(isolated_
         timeout=HANG_GUARD_S,  # a hang guard only
         check=False,
     )
-    assert '"version": "' in done.stdout, done.stderr
+    [report] = [json.loads(line) for line in done.stdout.splitlines()]  # one JSON line
+    assert report["gemini"]["version"], done.stderr
     assert _tree(isolated_home) == before
 
 

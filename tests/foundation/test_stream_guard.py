@@ -87,6 +87,7 @@ async def test_normal_run_aggregates_messages_usage_and_ids() -> None:
         "text_delta",
         "assistant_message",
         "tool_use",
+        "permission_decision",  # the scripted backend's own, one per client-side call (docs/protocol.md)
         "tool_result",
         "text_delta",
         "assistant_message",

@@ -370,7 +370,8 @@ def test_a_damaged_file_is_reported_everywhere_and_never_rewritten(
     assert healthy.short_id in listing
     assert session.short_id in unreadable
     assert str(path) in unreadable.replace("\n", "")
-    as_json = json.loads(CliRunner().invoke(cli.app, ["sessions", "list", "--backend", BACKEND, "--json"]).output)
+    lines = CliRunner().invoke(cli.app, ["sessions", "list", "--backend", BACKEND, "--json"]).output
+    as_json = [json.loads(line) for line in lines.splitlines()]  # JSON Lines: one session per line
     assert [s["problem"]["kind"] for s in as_json if s["session_id"] == session.session_id] == [reported.problem.kind]
     assert path.read_bytes() == before  # no read, list, save or CLI call changed a byte
 

@@ -109,8 +109,8 @@ def test_a_changed_prompt_is_reported_as_the_first_differing_request(
     with use_cassette(tmp_path, "prompted"):  # the recorded prompt replays
         _send_swallowing_refusal("http://127.0.0.1:9/v1beta/models/m:generateContent", "say hi")
     expected = (
-        r"request 1 \(POST /v1beta/models/m:generateContent\) differs from the recorded POST "
-        r"/v1beta/models/m:generateContent: prompt: prompt 'say bye' instead of the recorded 'say hi'"
+        r"request 1 \(POST /v1beta/models/m:generateContent\) differs from the recording: "
+        r"prompt 'say bye' instead of the recorded 'say hi'"
     )
     with pytest.raises(AssertionError, match=expected), use_cassette(tmp_path, "prompted"):
         _send_swallowing_refusal("http://127.0.0.1:9/v1beta/models/m:generateContent", "say bye")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -108,16 +111,41 @@ async def test_ampersand_children_are_reported_and_end_with_the_runtime(ws: Path
     assert await wait_group_gone(pgid) == []  # and is killed when it closes
 
 
+def undying_members(pgid: int) -> list[int]:
+    """Members of the group that are alive and have no SIGKILL pending: what a kill of the group missed."""
+    undying = []
+    for pid in live_group_members(pgid):
+        try:
+            status = dict(
+                line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":\t" in line
+            )
+        except OSError:
+            continue  # gone meanwhile
+        pending = int(status.get("SigPnd", "0"), 16) | int(status.get("ShdPnd", "0"), 16)
+        if not pending & (1 << (signal.SIGKILL - 1)):
+            undying.append(pid)
+    return undying
+
+
 async def test_cancellation_kills_the_whole_group(ws: Path) -> None:
-    command = {"command": "echo $$ > pid.tmp; mv pid.tmp pid; sleep 30 & sleep 30"}
-    async with ToolRuntime(ws, approval_mode="yolo") as rt, anyio.create_task_group() as tg:
-        tg.start_soon(rt.run_batch, [ToolCall("s", "run_shell_command", command)])
-        with anyio.fail_after(HANG_GUARD_S):
-            while not (ws / "pid").exists():  # noqa: ASYNC110 -- the shell's own file is the event
-                await anyio.sleep(0.01)
-        tg.cancel_scope.cancel()
-    pgid = int((ws / "pid").read_text())
-    assert await wait_group_gone(pgid) == []
+    """Cancelled at any moment (under load, asyncio's open_process may not have returned yet), the call
+    kills the shell's whole group itself: checked while the runtime is still open, so its cleanup on
+    close is not what ends them, and on members that never end on their own, so only a kill removes them."""
+    command = {"command": "echo $$ > pid.tmp; mv pid.tmp pid; sleep 86400 & sleep 86400"}
+    async with ToolRuntime(ws, approval_mode="yolo") as rt:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(rt.run_batch, [ToolCall("s", "run_shell_command", command)])
+            with anyio.fail_after(HANG_GUARD_S):
+                while not (ws / "pid").exists():  # noqa: ASYNC110 -- the shell's own file is the event
+                    await anyio.sleep(0.01)
+            tg.cancel_scope.cancel()
+        pgid = int((ws / "pid").read_text())
+        try:
+            assert undying_members(pgid) == []  # the cancelled call has returned: every member is killed or dying
+            assert await wait_group_gone(pgid) == []
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, signal.SIGKILL)  # what a failing run leaked
 
 
 async def test_progress_events(ws: Path) -> None:

@@ -1,30 +1,66 @@
-"""`unified demo`: one built-in task, run through the real adapters of every backend, offline.
+"""`unified demo`: one built-in task, run through the real adapters of every backend that can run here, offline.
 
 A throwaway workspace, a throwaway CLI home and data directory, and one FakeGemini script that
-thinks, lists the workspace, reads a file and answers. The model is scripted; everything else is
-real: the `gemini` binary with its own tools, the google-genai SDK over HTTP on 127.0.0.1,
-`unified`'s tool runtime and policy, the stream guard. The streams come out the same shape.
+thinks, lists the workspace, reads a file and answers. The model is scripted (the same turns and
+made-up token counts for every backend); everything else is real: the `gemini` binary with its own
+tools, the google-genai SDK over HTTP on 127.0.0.1, `unified`'s tool runtime and policy, the
+stream guard. A backend that needs an agent binary (`unified._cli.install.INSTALLABLE`) and cannot
+start one here (no Node.js, no binary) is skipped, with what to do about it.
+
+While it runs, every place a backend could write (XDG folders, the data directory, the CLI's
+home) points into one temporary directory, removed at the end: the demo writes nothing else.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from unified._execute import execute
-from unified.events import Result, ToolUse, UnifiedEvent
+from rich.table import Table
+from rich.text import Text
+
+from unified._cli.demo_backends import DEMO_BACKENDS
+from unified.events import Result, Thinking, ToolUse, UnifiedEvent
 from unified.testing import FakeGemini, FunctionCall, ModelTurn, Thought, Usage
-from unified.testing._wiring import backend_options_for
-from unified.types import BackendName, ExecuteParams
 
-__all__ = ["ANSWER", "NOTES", "PROMPT", "DemoRun", "run_demo", "script"]
+if TYPE_CHECKING:
+    from unified._execute import EventStream
+
+__all__ = [
+    "ANSWER",
+    "DEMO_BACKENDS",
+    "NOTES",
+    "PROMPT",
+    "SCRIPTED",
+    "TURN_COUNTING",
+    "DemoControl",
+    "DemoRun",
+    "Skipped",
+    "differences",
+    "run_demo",
+    "script",
+    "skipped",
+    "summary_table",
+]
 
 PROMPT = "What is in this project, and what do the notes say?"
 NOTES = "Ship the adapter layer on Friday.\nBenchmarks first.\n"
 ANSWER = "The project holds a README and notes.txt. The notes say: ship the adapter layer on Friday, benchmarks first."
+SCRIPTED = (
+    "The model is scripted: FakeGemini on 127.0.0.1 plays the same 3 turns and made-up token counts to every "
+    "backend. The adapters, the SDK, the agent binaries and the tools are real."
+)
+"""Said first, so nobody takes the answers or the token counts for a real model's."""
+TURN_COUNTING = {
+    "gemini-cli": "ACP marks no turn boundary: a turn that only calls a tool right after another tool call "
+    "is not counted, so result.turns is a lower bound there (docs/backends/gemini-cli.md)",
+}
+"""Why a backend's `result.turns` may be lower than the model turns played, by backend."""
 
 
 def script() -> list[ModelTurn]:
@@ -58,39 +94,203 @@ class DemoRun:
         return [e.name for e in self.events if isinstance(e, ToolUse)]
 
 
-async def run_demo(backends: tuple[BackendName, ...], show: Callable[[str, UnifiedEvent], None]) -> list[DemoRun]:
-    """Run the task on each backend in turn, passing every event to `show` as it arrives."""
-    runs: list[DemoRun] = []
-    with tempfile.TemporaryDirectory(prefix="unified-demo-") as tmp:
-        root = Path(tmp)
-        previous = os.environ.get("UNIFIED_DATA_DIR")
-        os.environ["UNIFIED_DATA_DIR"] = str(root / "data")  # the demo's sessions stay in the temp dir
+@dataclass(frozen=True)
+class Skipped:
+    """A backend the demo cannot run here, why, and what makes it run."""
+
+    backend: str
+    why: str
+    fix: str
+
+    def line(self) -> str:
+        return f"skipped {self.backend}: {self.why} ({self.fix})"
+
+
+@dataclass
+class DemoControl:
+    """Shared with whoever handles Ctrl-C: the run in progress, and whether to start no other."""
+
+    stream: EventStream | None = None
+    """The run in progress (`cancel(interrupted=True)` ends it with `result(interrupted)`)."""
+    interrupted: bool = False
+    runs: list[DemoRun] = field(default_factory=list)
+    """The runs that ended, in order."""
+    binaries: dict[str, Path] = field(default_factory=dict)
+    """The agent binary each backend that needs one runs (found before the demo's folders replace the user's)."""
+
+
+def _in_a_clone() -> bool:
+    """Whether this unified is a clone's source tree (scripts/setup beside it), not an installed package."""
+    return (Path(__file__).resolve().parents[3] / "scripts" / "setup").is_file()
+
+
+def skipped(backends: tuple[str, ...], env: Mapping[str, str], control: DemoControl) -> list[Skipped]:
+    """The backends of `backends` that cannot run here; the binaries of the others go into `control`."""
+    from unified._binary.install import NodeUnavailable, locate, node_version
+    from unified._cli.install import INSTALLABLE, spec_of
+    from unified.errors import BackendUnavailable
+
+    found: list[Skipped] = []
+    for backend in backends:
+        if backend not in INSTALLABLE:
+            continue
+        spec = spec_of(backend)
         try:
-            for backend in backends:
-                workspace = root / backend / "project"
-                workspace.mkdir(parents=True)
-                (workspace / "README.md").write_text("# demo project\n")
-                (workspace / "notes.txt").write_text(NOTES)
-                events: list[UnifiedEvent] = []
-                async with FakeGemini(script()) as server:
-                    options = backend_options_for(server, backend, cli_home=root / backend / "home")
-                    params = ExecuteParams(
-                        prompt=PROMPT,
-                        backend=backend,
-                        model="gemini-2.5-flash",
-                        cwd=workspace,
-                        approval_mode="default",
-                        total_timeout_s=60,
-                        backend_options=options,
-                    )
-                    async with execute(params) as stream:
+            node_version(spec, env)
+            control.binaries[backend] = locate(spec, None, env).path
+        except NodeUnavailable as exc:
+            again = "./scripts/demo" if _in_a_clone() else f"`{spec.install_command}`"
+            found.append(Skipped(backend, exc.message, f"install Node.js {spec.min_node[0]}+, then run {again}"))
+        except BackendUnavailable as exc:
+            fix = "run ./scripts/setup" if _in_a_clone() else f"run `{spec.install_command}`"
+            found.append(Skipped(backend, exc.message, fix))
+    return found
+
+
+@contextmanager
+def _only_under(root: Path) -> Iterator[None]:
+    """Every folder a backend writes by default (XDG data/cache/state/config, unified's data dir) under `root`."""
+    names = ("XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "UNIFIED_DATA_DIR")
+    previous = {name: os.environ.get(name) for name in names}
+    for name in names:
+        os.environ[name] = str(root / name.lower())
+    try:
+        yield
+    finally:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _options(server: FakeGemini, backend: str, root: Path, control: DemoControl) -> dict[str, object]:
+    from unified.testing import backend_options_for
+
+    options = backend_options_for(server, backend, cli_home=root / backend / "home")
+    if backend in control.binaries:
+        options["gemini_binary"] = str(control.binaries[backend])
+    return options
+
+
+async def run_demo(
+    backends: tuple[str, ...], show: Callable[[str, UnifiedEvent], None], control: DemoControl, root: Path
+) -> list[DemoRun]:
+    """Run the task on each backend in turn under `root`, passing every event to `show` as it arrives.
+
+    Starts no backend once `control.interrupted` is set; `control.stream` is the run in progress,
+    `control.runs` the runs that ended (also returned).
+    """
+    from unified._execute import execute
+    from unified.types import ExecuteParams
+
+    runs = control.runs
+    with _only_under(root / "writes"):
+        for backend in backends:
+            if control.interrupted:
+                break
+            workspace = root / backend / "project"
+            workspace.mkdir(parents=True)
+            (workspace / "README.md").write_text("# demo project\n")
+            (workspace / "notes.txt").write_text(NOTES)
+            events: list[UnifiedEvent] = []
+            async with FakeGemini(script()) as server:
+                params = ExecuteParams(
+                    prompt=PROMPT,
+                    backend=backend,
+                    model="gemini-2.5-flash",
+                    cwd=workspace,
+                    approval_mode="default",
+                    total_timeout_s=120,
+                    backend_options=_options(server, backend, root, control),
+                )
+                async with execute(params) as stream:
+                    control.stream = stream
+                    try:
                         async for event in stream:
                             events.append(event)
                             show(backend, event)
-                runs.append(DemoRun(backend, events))
-        finally:
-            if previous is None:
-                os.environ.pop("UNIFIED_DATA_DIR", None)
-            else:
-                os.environ["UNIFIED_DATA_DIR"] = previous
+                    finally:
+                        control.stream = None
+            runs.append(DemoRun(backend, events))
     return runs
+
+
+# --- the summary --------------------------------------------------------------------------------------
+
+
+def summary_table(runs: list[DemoRun]) -> Table:
+    """One row per backend, narrow enough for 80 columns: the tool names and token figures are below it."""
+    title = "the same task, " + (f"{len(runs)} backends" if len(runs) != 1 else "one backend")
+    table = Table(title=title)
+    for column in ("backend", "result", "turns", "events", "tools", "tokens", "time"):
+        table.add_column(column, no_wrap=True, justify="left" if column in ("backend", "result") else "right")
+    for run in runs:
+        result = run.result
+        style = "green" if result is not None and result.status == "success" else "red"
+        table.add_row(
+            run.backend,
+            Text(result.status if result else "no result", style=style),
+            str(result.turns) if result else "-",
+            str(len(run.events)),
+            str(len(run.tools)),
+            str(result.usage.total_tokens) if result else "-",
+            f"{result.duration_ms / 1000:.1f} s" if result else "-",
+        )
+    return table
+
+
+def differences(runs: list[DemoRun]) -> list[str]:
+    """What the table's figures mean and why they differ between backends, from the runs themselves."""
+    finished = [run for run in runs if run.result is not None and run.result.status == "success"]
+    if not finished:
+        return []
+    notes = []
+    tools = {", ".join(run.tools) or "none" for run in finished}
+    if len(tools) == 1:
+        notes.append(f"tools: {tools.pop()}, on {'every backend' if len(finished) > 1 else finished[0].backend}.")
+    else:
+        notes.append("tools: " + "; ".join(f"{run.backend}: {', '.join(run.tools) or 'none'}" for run in finished))
+    usage = {run.result.usage.model_dump_json() for run in finished if run.result is not None}
+    first = finished[0].result
+    assert first is not None
+    from unified._cli.render import format_usage
+
+    if len(usage) == 1:
+        notes.append(f"tokens: the script's own figures, reported alike ({format_usage(first.usage)}).")
+    most = max(run.result.turns for run in finished if run.result is not None)
+    for run in finished:
+        assert run.result is not None
+        if run.result.turns < most:
+            why = TURN_COUNTING.get(run.backend, f"it counts turns its own way (docs/backends/{run.backend}.md)")
+            notes.append(f"turns: {run.backend} counts {run.result.turns} where the others count {most}, as {why}.")
+    notes += _event_differences(finished)
+    return notes
+
+
+def _event_differences(runs: list[DemoRun]) -> list[str]:
+    counts = {run.backend: Counter(event.type for event in run.events) for run in runs}
+    kinds = sorted({kind for count in counts.values() for kind in count})
+    notes = []
+    for kind in kinds:
+        per_backend = {backend: count[kind] for backend, count in counts.items()}
+        if len(set(per_backend.values())) < 2:
+            continue
+        shown = ", ".join(f"{number} on {backend}" for backend, number in per_backend.items())
+        notes.append(f"events: {kind} {shown}{_why(kind, runs)}.")
+    return notes
+
+
+def _why(kind: str, runs: list[DemoRun]) -> str:
+    """Why one backend has more events of `kind`, when the events show it."""
+    if kind == "thinking":
+        alone = [
+            run.backend
+            for run in runs
+            if any(isinstance(e, Thinking) and not e.text and e.signature for e in run.events)
+        ]
+        if alone:
+            return f" ({', '.join(alone)} sends a thought's signature in a thinking event of its own, without text)"
+    if kind == "text_delta":
+        return " (each backend streams the answer in the chunks its transport delivers)"
+    return ""

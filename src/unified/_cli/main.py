@@ -1,8 +1,12 @@
-"""The `unified` command: `run`, `demo`, `replay`, `record`, `capabilities`, `schema`, `doctor`, `sessions`.
+"""The `unified` command: `run`, `demo`, `serve`, `replay`, `record`, `capabilities`, `schema`, `doctor`, `sessions`.
 
 Only this package imports typer and rich, so `import unified` stays light. Everything printed
 passes through `redact()`: no secret from the environment reaches the terminal or a log, whatever
-a backend or a model says.
+a backend or a model says. Every `--json` output is JSON Lines (one document per line, `_json_line`);
+every failure is one `error:` line (`_fail`) and an exit code from the table in docs/cli.md.
+
+A new command is a function here decorated with `@app.command()` (or `@sessions_app.command()`),
+its body in a module of its own when it is more than option handling (`demo.py`, `serve.py`).
 """
 
 from __future__ import annotations
@@ -29,14 +33,17 @@ from rich.text import Text
 
 from unified import ConfigurationError, UnifiedError, sessions
 from unified import capabilities as matrix
+from unified._cli.demo_backends import DEMO_BACKENDS
 from unified._cli.doctor import doctor_report
 from unified._cli.interactive import make_user_input_handler
-from unified._cli.render import Renderer, format_usage
+from unified._cli.render import Renderer
+from unified._cli.serve import FAKE_SERVERS, FakeServer, ServedFake
 from unified._redaction import redact
 from unified._routing import select_backend_for
+from unified.errors import SessionNotFound
 from unified.events import ErrorEvent, Result, ResultStatus, UnifiedEvent, dump_event, event_json_schema
 from unified.sessions import SessionInfo
-from unified.types import ApprovalMode, BackendName, ExecuteParams
+from unified.types import ApprovalMode, ExecuteParams
 
 if TYPE_CHECKING:
     from unified._execute import EventStream
@@ -98,9 +105,10 @@ class _Group(typer.core.TyperGroup):
 app = typer.Typer(
     cls=_Group,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_show_locals=False,  # locals may hold secrets
-    help="Drive Google agent backends (Gemini CLI, generateContent, Interactions) through one event stream.",
+    help="Drive agent backends (Gemini CLI, generateContent, Interactions, ...) through one event stream.",
 )
 sessions_app = typer.Typer(cls=_Group, no_args_is_help=True, help="List, show and delete stored sessions.")
 app.add_typer(sessions_app, name="sessions")
@@ -114,7 +122,6 @@ EXIT_BROKEN_PIPE = 141
 EXIT_INTERNAL = 70
 """An exception `unified` did not expect: a bug (EX_SOFTWARE)."""
 APPROVAL_CHOICES: tuple[str, ...] = get_args(ApprovalMode)
-DEMO_BACKENDS = ("gemini-cli", "generate-content", "interactions")
 LEVEL_STYLES = {"full": "green", "partial": "yellow", "emulated": "cyan", "none": "dim red"}
 
 
@@ -140,9 +147,33 @@ def _say(text: str, *, style: str = "", stderr: bool = False) -> None:
     _console(stderr=stderr).print(Text(redact(text), style=style))
 
 
+def _one_line(text: str) -> str:
+    """`text` on one line: a message built for a log (a list, a quoted stderr) joined with `; `."""
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
 def _fail(message: str, code: int = 1) -> typer.Exit:
-    _say(f"error: {message}", style="bold red", stderr=True)
+    """Say `error: <message>` on one line of stderr; raise what this returns to exit with `code`."""
+    _say(f"error: {_one_line(message)}", style="bold red", stderr=True)
     return typer.Exit(code)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from unified import __version__
+        from unified.events import PROTOCOL_VERSION
+
+        _say(f"unified {__version__} (event protocol {PROTOCOL_VERSION})")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Drive agent backends (Gemini CLI, generateContent, Interactions, ...) through one event stream."""
 
 
 def _choice(values: tuple[str, ...]) -> Callable[[str | None], str | None]:
@@ -164,7 +195,13 @@ def _known_backend(value: str) -> str:
     return value
 
 
+def _json_line(data: Any) -> None:
+    """One JSON document as one line of stdout (JSON Lines: `unified ... --json | jq` parses each)."""
+    _write_line(json.dumps(data, default=str, ensure_ascii=False, separators=(",", ":")))
+
+
 def _print_json(data: Any) -> None:
+    """A JSON document for a person or a file, indented (`unified schema`); `--json` outputs use `_json_line`."""
     try:
         sys.stdout.write(redact(json.dumps(data, indent=2, default=str)) + "\n")
         sys.stdout.flush()
@@ -172,7 +209,7 @@ def _print_json(data: Any) -> None:
         raise _ReaderLeft from None
 
 
-def _one_line(exc: ValidationError) -> str:
+def _validation_line(exc: ValidationError) -> str:
     """A pydantic error as one line: `field: problem; field: problem`."""
     parts = []
     for error in exc.errors():
@@ -190,10 +227,10 @@ def _reader_left() -> int:
     return EXIT_BROKEN_PIPE
 
 
-def _write_line(line: str) -> None:
+def _write_line(line: str, *, redacted: bool = True) -> None:
     """One line of JSON Lines output, flushed at once so a pipe sees each event as it happens."""
     try:
-        sys.stdout.write(redact(line) + "\n")
+        sys.stdout.write((redact(line) if redacted else line) + "\n")
         sys.stdout.flush()
     except BrokenPipeError:
         raise _ReaderLeft from None
@@ -224,7 +261,7 @@ def _checked_params(
         )
         check_params(params)
     except ValidationError as exc:
-        raise _fail(_one_line(exc), EXIT_BAD_INPUT) from None
+        raise _fail(_validation_line(exc), EXIT_BAD_INPUT) from None
     except ConfigurationError as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     return params
@@ -344,16 +381,29 @@ async def _cancel_on_interrupt(stream: EventStream, scope: CancelScope) -> None:
 @app.command()
 def demo(
     backend: Annotated[
-        str, typer.Option(callback=_choice(("all", *DEMO_BACKENDS)), help="all, or one of the three backends.")
+        str,
+        typer.Option(callback=_choice(("all", *DEMO_BACKENDS)), help=f"all, or one of: {', '.join(DEMO_BACKENDS)}."),
     ] = "all",
     json_lines: Annotated[bool, typer.Option("--json", help="Print one JSON event per line.")] = False,
 ) -> None:
-    """Run a built-in task on every backend, offline: real adapters, a scripted model on 127.0.0.1."""
-    from unified._cli.demo import run_demo
+    """Run a built-in task on every backend that can run here, offline: real adapters, a scripted model.
 
-    chosen = cast("tuple[BackendName, ...]", DEMO_BACKENDS if backend == "all" else (backend,))
+    A backend that cannot run here (the gemini CLI without Node.js) is skipped, saying how to get it.
+    Nothing is written outside a temporary directory. Ctrl-C interrupts it as it does `unified run`.
+    """
+    from unified._cli.demo import SCRIPTED, DemoControl, differences, skipped, summary_table
+
+    chosen = DEMO_BACKENDS if backend == "all" else (backend,)
+    control = DemoControl()
+    skips = skipped(chosen, os.environ, control)
+    runnable = tuple(name for name in chosen if name not in {skip.backend for skip in skips})
+    if not runnable:
+        raise _fail(skips[0].line())
+    for skip in skips:
+        _say(skip.line(), style="yellow", stderr=True)
     renderer: dict[str, Renderer] = {}
     console = _console()
+    (_console(stderr=True) if json_lines else console).print(Text(SCRIPTED, style="dim"), soft_wrap=False)
 
     def show(name: str, event: UnifiedEvent) -> None:
         if json_lines:
@@ -366,23 +416,113 @@ def demo(
         if shown is not None:
             console.print(shown, end="")
 
-    runs = anyio.run(run_demo, chosen, show)
-    if not json_lines:
-        table = Table(title="the same task, three backends")
-        for column in ("backend", "result", "events", "tool calls", "tokens"):
-            table.add_column(column)
-        for one in runs:
-            result = one.result
-            table.add_row(
-                one.backend,
-                result.status if result else "no result",
-                str(len(one.events)),
-                ", ".join(one.tools),
-                format_usage(result.usage).removeprefix("usage: ") if result else "",
-            )
-        console.print(table)
+    with tempfile.TemporaryDirectory(prefix="unified-demo-") as root:
+        try:
+            anyio.run(_demo, runnable, show, control, Path(root))
+        except KeyboardInterrupt:  # where no signal receiver could be installed
+            control.interrupted = True
+    runs = control.runs
+    if not json_lines and runs:
+        console.print()
+        console.print(summary_table(runs))
+        for note in differences(runs):
+            console.print(Text(note, style="dim"), soft_wrap=False)  # wrapped at the terminal's width
+    not_run = [name for name in runnable if name not in {one.backend for one in runs}]
+    if control.interrupted:
+        if not_run:
+            _say(f"interrupted: {', '.join(not_run)} did not run", style="yellow", stderr=True)
+        raise typer.Exit(EXIT_CODES["interrupted"])
     failed = [one.backend for one in runs if one.result is None or one.result.status != "success"]
     raise typer.Exit(1 if failed else 0)
+
+
+async def _demo(backends: tuple[str, ...], show: Callable[[str, UnifiedEvent], None], control: Any, root: Path) -> None:
+    from unified._cli.demo import run_demo
+
+    reader_left = False
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_interrupt_demo, control, tg.cancel_scope)
+        try:
+            await run_demo(backends, show, control, root)
+        except _ReaderLeft:  # raised here, not out of the task group (which would wrap it in an ExceptionGroup)
+            reader_left = True
+        tg.cancel_scope.cancel()
+    if reader_left:
+        raise _ReaderLeft
+
+
+async def _interrupt_demo(control: Any, scope: CancelScope) -> None:
+    """As `unified run`: a first Ctrl-C interrupts the backend running and starts no other; a second stops waiting."""
+    try:
+        with anyio.open_signal_receiver(signal.SIGINT) as signals:
+            async for _ in signals:
+                if control.interrupted:
+                    scope.cancel()
+                    return
+                control.interrupted = True
+                _say("interrupting… (Ctrl-C again to stop waiting)", style="yellow", stderr=True)
+                if control.stream is not None:
+                    control.stream.cancel(interrupted=True)
+    except NotImplementedError:  # no signal receivers on Windows: KeyboardInterrupt ends the demo
+        return
+
+
+@app.command()
+def serve(
+    script: Annotated[
+        Path | None,
+        typer.Argument(help="What the fake plays: a script or a recording (default: the demo's task)."),
+    ] = None,
+    fake: Annotated[
+        str, typer.Option(callback=_choice(tuple(FAKE_SERVERS)), help=f"Which fake: {', '.join(FAKE_SERVERS)}.")
+    ] = "gemini",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="The port on 127.0.0.1 (default: any free one).")] = 0,
+) -> None:
+    """Serve a fake model on 127.0.0.1 and print the exports that point every backend at it; Ctrl-C stops it.
+
+    In another shell, run the printed lines, then `unified run "..." --backend NAME`: no code, no credentials.
+    """
+    from unified._cli.serve import ServeError, export_lines, start_fake
+
+    entry = FAKE_SERVERS[fake]
+    with tempfile.TemporaryDirectory(prefix="unified-serve-") as home:
+        try:
+            served = start_fake(fake, script.expanduser() if script else None, port, Path(home))
+        except ServeError as exc:
+            raise _fail(str(exc), EXIT_BAD_INPUT) from None
+        try:
+            anyio.run(_serve_until_interrupted, entry, served, export_lines(entry, served))
+        except KeyboardInterrupt:  # Ctrl-C before the signal receiver was listening (or where there is none)
+            pass
+        finally:
+            served.close()
+    _say("stopped", style="dim", stderr=True)
+
+
+async def _serve_until_interrupted(entry: FakeServer, served: ServedFake, exports: list[str]) -> None:
+    """Print the exports once Ctrl-C (or SIGTERM) is listened for, then say each request served until one comes."""
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals, anyio.CancelScope() as scope:
+        _say(f"# {entry.title}, playing {served.plays}; it starts over when it runs out.", stderr=True)
+        names = ", ".join(entry.backends)
+        _say(f'# Run these in another shell, then `unified run "..." --backend NAME` ({names}):', stderr=True)
+        for line in exports:
+            _write_line(line, redacted=False)  # our own values, none a secret (a fake key may look like one)
+        _say("# Ctrl-C stops the server (and removes what the runs wrote under the folders above).", stderr=True)
+
+        async def stop() -> None:
+            async for _ in signals:
+                scope.cancel()
+                return
+
+        shown = 0
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stop)
+            while True:
+                lines = served.served()
+                for line in lines[shown:]:
+                    _say(line, style="dim", stderr=True)
+                shown = len(lines)
+                await anyio.sleep(0.2)  # the fake has no event to wait on; this only paces the log
 
 
 @app.command()
@@ -394,9 +534,19 @@ def replay(
         Path | None,
         typer.Option(help="Where the replayed tools run, e.g. a copy of the recorded workspace (default: empty)."),
     ] = None,
+    approve: Annotated[
+        bool | None,
+        typer.Option(
+            "--approve/--deny",
+            help="Answer every permission request so, instead of as the recording did (another answer differs).",
+        ),
+    ] = None,
 ) -> None:
-    """Play a recorded cassette through the real adapter code, offline, and show the unified events."""
-    from unified.testing._replay import ReplayError, describe, replay_events
+    """Play a recorded cassette through the real adapter code, offline, and show the unified events.
+
+    Exit 1 when the replay does not do what the recording did (the line says what differs).
+    """
+    from unified.testing._replay import ReplayDiverged, ReplayError, describe, replay_events
 
     workdir = cwd.expanduser().resolve() if cwd is not None else None
     try:
@@ -414,7 +564,9 @@ def replay(
         status: ResultStatus = "error"
         with tempfile.TemporaryDirectory(prefix="unified-replay-") as data:
             os.environ["UNIFIED_DATA_DIR"] = data  # a replayed session is not a session of the user's
-            async with contextlib.aclosing(replay_events(cassette, include_native=native, cwd=workdir)) as events:
+            answer = make_user_input_handler(approve, interactive=False, console=_console(stderr=True))
+            replayed = replay_events(cassette, include_native=native, cwd=workdir, on_user_input=answer)
+            async with contextlib.aclosing(replayed) as events:
                 async for event in events:
                     try:
                         _show(event, json_lines, renderer, console)
@@ -426,6 +578,8 @@ def replay(
 
     try:
         code = anyio.run(play)
+    except ReplayDiverged as exc:
+        raise _fail(str(exc)) from None
     except ReplayError as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     raise typer.Exit(code)
@@ -451,22 +605,31 @@ def record(
         typer.Option("--approve/--deny", help="Answer every permission request: allow once, or deny."),
     ] = None,
     json_lines: Annotated[bool, typer.Option("--json", help="Print one JSON event per line.")] = False,
+    keep_failed: Annotated[
+        bool, typer.Option("--keep-failed", help="Write the cassette even when the run does not succeed.")
+    ] = False,
 ) -> None:
-    """Run PROMPT for real and record it as CASSETTE, for `unified replay` (credentials as for `run`)."""
+    """Run PROMPT for real and record it as CASSETTE, for `unified replay` (credentials as for `run`).
+
+    A run that does not succeed writes nothing (exit 1, as `unified run`), unless --keep-failed.
+    """
     from unified.testing._record import RecordError, record_run
 
     params = _checked_params(prompt, backend, approval_mode, cwd, approve, model=model)
     what = source or f"a live {backend} run recorded with `unified record`"
-    try:
-        events = anyio.run(functools.partial(record_run, params, cassette, source=what))
-    except RecordError as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
     renderer, console = Renderer(), _console()
-    for event in events:
-        if json_lines:
-            _write_line(dump_event(event))
-        elif (shown := renderer.render(event)) is not None:
-            console.print(shown, end="")
+
+    def show(event: UnifiedEvent) -> None:
+        _show(event, json_lines, renderer, console)
+
+    try:
+        events = anyio.run(
+            functools.partial(record_run, params, cassette, source=what, on_event=show, keep_failed=keep_failed)
+        )
+    except RecordError as exc:
+        if exc.events:  # the run happened and failed: its events were shown
+            raise _fail(f"{cassette} not written: {exc}") from None
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
     result = events[-1] if events and isinstance(events[-1], Result) else None
     _say(f"recorded {cassette}", style="dim", stderr=True)
     raise typer.Exit(EXIT_CODES[result.status] if result else 1)
@@ -477,31 +640,52 @@ def record(
 
 @app.command()
 def capabilities(
-    as_json: Annotated[bool, typer.Option("--json", help="Print the whole matrix as JSON.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole matrix as one JSON line.")] = False,
     backend: Annotated[
         str | None, typer.Option(callback=_choice(matrix.BACKENDS), help="Show one backend's levels with notes.")
     ] = None,
 ) -> None:
     """Print the capability matrix: what each backend can do."""
     if as_json:
-        _print_json(matrix.to_json())
+        _json_line(matrix.to_json() if backend is None else matrix.to_json()["backends"][backend])
         return
     console = _console()
     if backend is not None:
         column = matrix.column(backend)
         table = Table("capability", "level", "note", title=f"{backend}: {column.title}", expand=False)
+        table.columns[0].no_wrap = True
         for name, cell in column.cells.items():
             table.add_row(name, Text(cell.level, style=LEVEL_STYLES[cell.level]), cell.note)
         console.print(table)
         return
+    for group in _fitting_groups(console, matrix.BACKENDS, _capability_table):
+        console.print(_capability_table(group))
+
+
+def _capability_table(backends: tuple[str, ...]) -> Table:
     table = Table(title="Capability matrix (--backend NAME shows the notes)")
     table.add_column("capability", no_wrap=True)
-    for name in matrix.BACKENDS:
-        table.add_column(name, overflow="fold")  # narrow terminals wrap long backend names, never cut them
+    for name in backends:
+        table.add_column(name, no_wrap=True)
     for name in matrix.CAPABILITIES:
-        levels = [matrix.level(b, name) for b in matrix.BACKENDS]
+        levels = [matrix.level(b, name) for b in backends]
         table.add_row(name, *[Text(level, style=LEVEL_STYLES[level]) for level in levels])
-    console.print(table)
+    return table
+
+
+def _fitting_groups(
+    console: Console, names: tuple[str, ...], table_of: Callable[[tuple[str, ...]], Table]
+) -> list[tuple[str, ...]]:
+    """`names` in consecutive groups whose tables fit the terminal's width: more backends than fit
+    side by side make a second table, never a column too narrow for a name."""
+    groups: list[tuple[str, ...]] = []
+    for name in names:
+        wide = console.options.update(max_width=10_000)  # the width the table wants, not what it gets
+        if groups and console.measure(table_of((*groups[-1], name)), options=wide).maximum <= console.width:
+            groups[-1] = (*groups[-1], name)
+        else:
+            groups.append((name,))
+    return groups
 
 
 @app.command()
@@ -514,12 +698,14 @@ def schema() -> None:
 
 
 @app.command()
-def doctor(as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON.")] = False) -> None:
+def doctor(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the findings as one JSON line.")] = False,
+) -> None:
     """Report the credentials found (never their values), the gemini binary and what each backend can do here."""
     report = doctor_report()
     ready = any(b["ready"] for b in report["backends"] if b["backend"] != "scripted")
     if as_json:
-        _print_json(report)
+        _json_line(report)
         raise typer.Exit(0 if ready else 1)
     auth = report["auth"]
     _say("Credentials", style="bold")
@@ -594,8 +780,18 @@ _SESSION_BACKENDS: tuple[str, ...] = sessions.session_backends()
 
 def _resolve(ref: str, backend: str | None, cwd: str | None) -> SessionInfo:
     """The one session `ref` names, searching every backend unless one is given."""
+    if not ref.strip():
+        raise _fail("the session reference is empty (pass a short id, a unique prefix or a full id)", EXIT_BAD_INPUT)
     try:
         return anyio.run(lambda: sessions.resolve(ref, backend=backend, cwd=cwd))
+    except SessionNotFound as exc:
+        searched = exc.details.get("searched")
+        if backend is None and isinstance(searched, list):  # the library's message lists each backend on a line
+            unavailable = exc.details.get("unavailable") or []
+            skipped = f"; not searched: {', '.join(map(str, unavailable))}" if unavailable else ""
+            where = ", ".join(map(str, searched)) or "no backend"
+            raise _fail(f"no session matches {ref!r} (searched {where}{skipped}; {exc.hint})") from None
+        raise _fail(str(exc)) from None
     except UnifiedError as exc:
         raise _fail(str(exc)) from None
 
@@ -615,7 +811,9 @@ def _cwd(cwd: Path | None) -> str | None:
 def sessions_list(
     backend: SessionBackendOption = None,
     cwd: CwdOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the sessions as JSON.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON line per session (unreadable ones with their `problem`).")
+    ] = False,
 ) -> None:
     """List stored sessions, most recent first; unreadable ones in a section of their own."""
     try:
@@ -623,7 +821,8 @@ def sessions_list(
     except UnifiedError as exc:
         raise _fail(str(exc)) from None
     if as_json:
-        _print_json([s.model_dump(mode="json") for s in [*listing.sessions, *listing.unreadable]])
+        for info in [*listing.sessions, *listing.unreadable]:
+            _json_line(info.model_dump(mode="json"))
     elif not listing.sessions and not listing.unreadable:
         _say(f"no {backend + ' ' if backend else ''}sessions yet: `unified run` starts one", style="dim")
     elif not listing.sessions:
@@ -644,13 +843,22 @@ def sessions_list(
 
 
 @sessions_app.command("show")
-def sessions_show(ref: str, backend: SessionBackendOption = None, cwd: CwdOption = None) -> None:
+def sessions_show(
+    ref: str,
+    backend: SessionBackendOption = None,
+    cwd: CwdOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print it as one JSON line.")] = False,
+) -> None:
     """Print one session's conversation as JSON. REF: a short id, a unique prefix or a full session id."""
     info = _resolve(ref, backend, _cwd(cwd))
     try:
-        _print_json(anyio.run(lambda: sessions.show(info.session_id, backend=info.backend, cwd=_cwd(cwd))))
+        shown = anyio.run(lambda: sessions.show(info.session_id, backend=info.backend, cwd=_cwd(cwd)))
     except UnifiedError as exc:
         raise _fail(str(exc)) from None
+    if as_json:
+        _json_line(shown)
+    else:
+        _print_json(shown)
 
 
 @sessions_app.command("delete")
@@ -693,7 +901,7 @@ def _usage_error(exc: Exception) -> int | None:
         return EXIT_BAD_INPUT
     ctx = getattr(exc, "ctx", None)
     where = f" (see `{ctx.command_path} --help`)" if ctx is not None and code == EXIT_BAD_INPUT else ""
-    _say(f"error: {exc.format_message()}{where}", style="bold red", stderr=True)  # type: ignore[attr-defined]
+    _say(f"error: {_one_line(exc.format_message())}{where}", style="bold red", stderr=True)  # type: ignore[attr-defined]
     return code
 
 
@@ -712,7 +920,7 @@ def main(argv: list[str] | None = None) -> int:
     except (_ReaderLeft, BrokenPipeError):
         return _reader_left()
     except UnifiedError as exc:
-        _say(f"error: {exc}", style="bold red", stderr=True)
+        _say(f"error: {_one_line(str(exc))}", style="bold red", stderr=True)
         return EXIT_BAD_INPUT if isinstance(exc, ConfigurationError) else 1
     except Exception as exc:
         usage = _usage_error(exc)
@@ -721,8 +929,8 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("UNIFIED_DEBUG") == "1":
             raise
         _say(
-            f"error: unexpected {type(exc).__name__}: {exc} (a bug in unified; rerun with UNIFIED_DEBUG=1 "
-            "for the traceback and report it)",
+            f"error: unexpected {type(exc).__name__}: {_one_line(str(exc))} (a bug in unified; rerun with "
+            "UNIFIED_DEBUG=1 for the traceback and report it)",
             style="bold red",
             stderr=True,
         )

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from unified.testing._fake_gemini import REDACTED, FakeGemini, RecordedRequest
     from unified.testing._fake_process import FakeAgentProcess
     from unified.testing._record import RecordError, record_run
-    from unified.testing._replay import ReplayError, replay_events
+    from unified.testing._replay import ReplayDiverged, ReplayError, replay_events
     from unified.testing._scenario import (
         ApiMethod,
         CodeExecutionCall,
@@ -64,7 +64,7 @@ _HOMES = {
     "unified.testing._fake_gemini": ("REDACTED", "FakeGemini", "RecordedRequest"),
     "unified.testing._fake_process": ("FakeAgentProcess",),
     "unified.testing._record": ("RecordError", "record_run"),
-    "unified.testing._replay": ("ReplayError", "replay_events"),
+    "unified.testing._replay": ("ReplayDiverged", "ReplayError", "replay_events"),
     "unified.testing._scenario": (
         "ApiMethod",
         "CodeExecutionCall",
@@ -118,6 +118,7 @@ __all__ = [
     "RecordError",
     "RecordedRequest",
     "RecordedTurn",
+    "ReplayDiverged",
     "ReplayError",
     "Script",
     "ScriptedBackend",

@@ -10,6 +10,9 @@ httpx, so every request of a run can be recorded once and replayed offline::
 
 Replays use record mode `none`: a request the cassette lacks fails instead of reaching a
 network, and leaving the block with interactions unplayed fails too (`cassette.all_played`).
+A request matches a recorded one on method, path, query, the model and prompt in its body, and
+the tool outputs it sends back (`tool_outputs`): a replay whose tools answered differently (another
+workspace, another permission answer) fails naming the call, instead of playing on as recorded.
 Setting `UNIFIED_RECORD=1` re-records every cassette used (mode `all`); `cassette_endpoint(turns)`
 gives the `base_url` to point the run at either way (an unreachable address on replay, a
 FakeGemini serving the script while recording). Recorded cassettes get
@@ -51,17 +54,21 @@ __all__ = [
     "SECRET_HEADERS",
     "SECRET_QUERY",
     "SECRET_RESPONSE_HEADERS",
+    "UNIFIED_KEY",
     "UNREACHABLE",
     "cassette_endpoint",
     "first_difference",
     "make_vcr",
+    "metadata_of",
     "prompt",
     "recording",
     "scrub_body",
     "scrub_request",
     "scrub_response",
     "scrub_text",
+    "tool_outputs",
     "use_cassette",
+    "with_metadata",
 ]
 
 RECORD_ENV = "UNIFIED_RECORD"
@@ -75,9 +82,13 @@ SECRET_HEADERS = (
 SECRET_RESPONSE_HEADERS = ("set-cookie",)
 SECRET_QUERY = ("key", "access_token")
 REDACTED = "<redacted>"
-MATCH_ON = ("method", "path", "query", "prompt")
-"""Not host and port (a recording server's port is random), not the whole body (tool descriptions and
-tool outputs may change): `prompt` compares the model named in the body and the user's prompt."""
+MATCH_ON = ("method", "path", "query", "prompt", "tool_outputs")
+"""Not host and port (a recording server's port is random), not the whole body (tool descriptions may
+change): `prompt` compares the model named in the body and the user's prompt, `tool_outputs` the tool
+results sent back to the model."""
+UNIFIED_KEY = "unified"
+"""The cassette's own top-level key (vcrpy reads only `interactions`): what the run needs besides HTTP,
+such as the approval mode and the answers the caller gave (`record_run` writes it, a replay reads it)."""
 
 DEFAULT_SOURCE = "unified.testing.FakeGemini on 127.0.0.1 (a local fake server), not Google's API"
 UNREACHABLE = "http://127.0.0.1:9"
@@ -221,6 +232,79 @@ def prompt(live: Any, recorded: Any) -> None:
         raise AssertionError(f"prompt {text!r} instead of the recorded {recorded_text!r}")
 
 
+_RUN_IDS = re.compile(r"(?m)^(?P<head>(?:Process Group PGID|Background PIDs): )[\d, ]+$")
+"""What differs between two runs of the same shell command (unified's shell tool reports its pids)."""
+
+
+def _outputs_of(request: Any) -> list[tuple[str, str, str]]:
+    """(tool name, call id, output as JSON) of every tool result a request sends back to the model."""
+    try:
+        body = json.loads(request.body or b"{}")
+    except (ValueError, TypeError):
+        return []
+    found: list[tuple[str, str, str]] = []
+    if not isinstance(body, dict):
+        return found
+    for content in body.get("contents") or []:  # generateContent: functionResponse parts of the history
+        for part in content.get("parts", []) if isinstance(content, dict) else []:
+            response = part.get("functionResponse") if isinstance(part, dict) else None
+            if isinstance(response, dict):
+                output = json.dumps(response.get("response"), sort_keys=True, ensure_ascii=False)
+                found.append((str(response.get("name")), str(response.get("id")), output))
+    items = body.get("input")
+    for item in items if isinstance(items, list) else []:  # interactions: function_result items
+        if isinstance(item, dict) and item.get("type") == "function_result":
+            output = json.dumps(item.get("result"), sort_keys=True, ensure_ascii=False)
+            found.append((str(item.get("name")), str(item.get("call_id")), output))
+    return [(name, call, _RUN_IDS.sub(lambda m: m["head"] + "<pid>", output)) for name, call, output in found]
+
+
+def _short(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
+
+
+def tool_outputs(live: Any, recorded: Any) -> None:
+    """vcrpy matcher: the request sends back the tool outputs the recorded one sent (pids aside)."""
+    made, expected = _outputs_of(live), _outputs_of(recorded)
+    for (name, call, output), (_, _, recorded_output) in zip(made, expected, strict=False):
+        if output != recorded_output:
+            raise AssertionError(
+                f"the output of {name} ({call}) is {_short(output)} where the recording has {_short(recorded_output)}"
+            )
+    if len(made) != len(expected):
+        raise AssertionError(
+            f"it sends back {_count(len(made), 'tool output')} where the recording sent {len(expected) or 'none'}"
+        )
+
+
+def _count(number: int, thing: str) -> str:
+    return f"{number} {thing}{'s' * (number != 1)}" if number else f"no {thing}"
+
+
+def metadata_of(text: str) -> dict[str, Any]:
+    """The cassette's `unified:` block (empty when it has none), from the YAML text of the cassette."""
+    from unified.testing._yaml import load_yaml
+
+    data = load_yaml(text, "reading a cassette")
+    block = data.get(UNIFIED_KEY) if isinstance(data, dict) else None
+    return block if isinstance(block, dict) else {}
+
+
+def with_metadata(text: str, metadata: Mapping[str, Any]) -> str:
+    """The cassette's YAML text with its `unified:` block set to `metadata` (a top-level key, at the end)."""
+    yaml = import_extra("yaml", "writing a cassette")
+
+    class Dumper(yaml.SafeDumper):  # type: ignore[name-defined,misc]  # PyYAML has no type hints here
+        """Multi-line text as a literal block, as a person would write a file's content."""
+
+    def text_block(dumper: Any, data: str) -> Any:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|" if "\n" in data else None)
+
+    Dumper.add_representer(str, text_block)
+    block = yaml.dump({UNIFIED_KEY: dict(metadata)}, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=120)
+    return text.rstrip("\n") + "\n" + str(block)
+
+
 class _RequestLog:
     """Every request the code made inside a cassette, in order (scrubbed as vcrpy would record it)."""
 
@@ -254,10 +338,25 @@ def first_difference(cassette: Any, made: list[Any]) -> str | None:
         similar = cassette.find_requests_with_most_matches(request)
         if not similar:
             return f"{where} is like none in the cassette"
-        stored, _, failed = similar[0]
-        why = "; ".join(f"{name}: {message}".strip().rstrip(":") for name, message in failed)
-        return f"{where} differs from the recorded {stored.method} {urlsplit(stored.uri).path}: {why}"
+        recorded_at = cassette.requests[number - 1] if number <= len(cassette.requests) else None
+        same_place = [match for match in similar if match[0] is recorded_at]  # request n against recorded n
+        stored, _, failed = (same_place or similar)[0]
+        why = "; ".join(
+            str(message) if name in _OWN_MATCHERS else f"{name}: {message}".strip().rstrip(":")
+            for name, message in failed
+        )
+        recorded = f"{stored.method} {urlsplit(stored.uri).path}"
+        than = (
+            "the recording"
+            if recorded == f"{request.method} {urlsplit(request.uri).path}"
+            else f"the recorded {recorded}"
+        )
+        return f"{where} differs from {than}: {why}"
     return None
+
+
+_OWN_MATCHERS = ("prompt", "tool_outputs")
+"""Matchers whose messages say what differs on their own."""
 
 
 def make_vcr(directory: Path, *, source: str = DEFAULT_SOURCE, log: _RequestLog | None = None) -> Any:
@@ -277,16 +376,22 @@ def make_vcr(directory: Path, *, source: str = DEFAULT_SOURCE, log: _RequestLog 
     for name in _VCR_LOGGERS:
         logging.getLogger(name).addFilter(_SCRUB_LOGS)  # a no-op when already there
     recorder.register_matcher("prompt", prompt)
+    recorder.register_matcher("tool_outputs", tool_outputs)
     recorder.register_serializer("annotated-yaml", _AnnotatedYaml(source))
     recorder.serializer = "annotated-yaml"
     return recorder
 
 
 @contextmanager
-def use_cassette(directory: Path, name: str, *, source: str = DEFAULT_SOURCE) -> Iterator[Any]:
+def use_cassette(
+    directory: Path, name: str, *, source: str = DEFAULT_SOURCE, metadata: Mapping[str, Any] | None = None
+) -> Iterator[Any]:
     """Replay (or, with `UNIFIED_RECORD=1`, record) `<directory>/<name>.yaml`.
 
-    On replay, raises AssertionError if the block left interactions of the cassette unplayed.
+    On replay, raises AssertionError when a request differs from the recorded ones (naming how) or
+    the block left interactions of the cassette unplayed. `metadata` becomes the recorded
+    cassette's `unified:` block (e.g. `{"workspace": {"a.txt": "alpha\\n"}}`, the files
+    `unified replay` gives its fresh directory).
     """
     path = name if name.endswith(".yaml") else f"{name}.yaml"
     if not recording() and not (directory / path).is_file():
@@ -296,6 +401,9 @@ def use_cassette(directory: Path, name: str, *, source: str = DEFAULT_SOURCE) ->
         log.reset()
         yield cassette
     if recording():
+        if metadata:
+            written = directory / path
+            written.write_text(with_metadata(written.read_text(encoding="utf-8"), metadata), encoding="utf-8")
         return
     difference = first_difference(cassette, log.requests)
     if difference is not None:

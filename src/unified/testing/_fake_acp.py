@@ -214,10 +214,13 @@ def script_from_transcript(path: Path) -> list[Step]:
 
     Reads a cassette (`{"dir", "msg"}` lines after a metadata line) or a bench transcript (the
     received messages only). The prompt is what the agent sent after the last answer before the
-    one carrying `stopReason` (or an error); permission requests become `Permission` steps, and each completed
-    main-session call gets the chat-file `Record` the CLI would have written (its ACP text output).
+    one carrying `stopReason` (or an error); permission requests become `Permission` steps, and each
+    completed main-session call is followed by the chat-file `Record` the CLI wrote for it, as the
+    cassette's `{"dir": "chat"}` lines hold it (its real arguments and output). A transcript without
+    chat lines gets no records: the adapter then says `tool_output_unavailable`, as with the CLI.
     """
     received: list[dict[str, Any]] = []
+    records: dict[str, dict[str, Any]] = {}
     for line in path.read_text().splitlines():
         entry = json.loads(line) if line.strip() else None
         if not isinstance(entry, dict):
@@ -225,6 +228,8 @@ def script_from_transcript(path: Path) -> list[Step]:
         if "dir" in entry:
             if entry["dir"] == "recv" and isinstance(entry.get("msg"), dict):
                 received.append(entry["msg"])
+            elif entry["dir"] == "chat" and _main_chat_file(entry.get("file")):
+                records.update((call["id"], call) for call in _finished_calls(entry.get("record")))
         elif "jsonrpc" in entry:
             received.append(entry)
     answers = [i for i, m in enumerate(received) if "method" not in m]
@@ -244,9 +249,9 @@ def script_from_transcript(path: Path) -> list[Step]:
             update = params.get("update") or {}
             steps.append(Update(update))
             if update.get("sessionUpdate") == "tool_call_update" and update.get("status") in ("completed", "failed"):
-                steps += tool_done(
-                    str(update.get("toolCallId")), _acp_text(update), failed=update["status"] == "failed"
-                )[1:]
+                call = records.get(str(update.get("toolCallId")))
+                if call is not None:
+                    steps.append(Record(call))
     if "error" in received[final]:
         error = received[final]["error"]
         steps.append(ErrorAnswer(int(error.get("code", 0)), str(error.get("message", "")), error.get("data")))
@@ -257,13 +262,30 @@ def script_from_transcript(path: Path) -> list[Step]:
     return steps
 
 
-def _acp_text(update: Mapping[str, Any]) -> str | None:
-    texts = [
-        item["content"]["text"]
-        for item in update.get("content") or ()
-        if isinstance(item, dict) and isinstance(item.get("content"), dict) and "text" in item["content"]
+def _main_chat_file(file: object) -> bool:
+    """`tmp/<project>/chats/<session file>.jsonl`: the session's own chat file, not a subagent's."""
+    return isinstance(file, str) and len(Path(file).parts) == 4 and file.endswith(".jsonl")
+
+
+_FINAL_STATUSES = frozenset({"success", "error", "cancelled"})
+
+
+def _finished_calls(record: object) -> list[dict[str, Any]]:
+    """The finished tool calls of a chat record (a `gemini` message, or the messages of a
+    `$set.messages` checkpoint), as the CLI writes them: id, name, args, status, result."""
+    if not isinstance(record, dict):
+        return []
+    updates = record.get("$set")
+    messages = (
+        updates["messages"] if isinstance(updates, dict) and isinstance(updates.get("messages"), list) else [record]
+    )
+    return [
+        call
+        for message in messages
+        if isinstance(message, dict) and message.get("type") == "gemini"
+        for call in message.get("toolCalls") or []
+        if isinstance(call, dict) and isinstance(call.get("id"), str) and call.get("status") in _FINAL_STATUSES
     ]
-    return "\n".join(texts) if texts else None
 
 
 # --- the agent ----------------------------------------------------------------------------------

@@ -180,7 +180,9 @@ class FakeGemini:
 
     ``script`` is a :class:`Script`, a list of turns, or a path loaded with :meth:`Script.from_file`
     (CLI ``.responses`` JSONL, ``.json``, ``.yaml``). ``chunk_delay`` slows every stream (seconds
-    between chunks) on top of each turn's own delay. Point clients at :attr:`base_url`.
+    between chunks) on top of each turn's own delay. Point clients at :attr:`base_url`. ``port``
+    picks the port (default: any free one); with ``repeat`` the script starts over whenever a
+    request finds no turn left, for a server that many runs use one after another (`unified serve`).
 
     Like the real API, it refuses (HTTP 400 ``INVALID_ARGUMENT``, with the API's message) a
     generateContent history whose function calls and responses do not pair up: a call answered
@@ -194,6 +196,8 @@ class FakeGemini:
         *,
         chunk_delay: float = 0.0,
         check_history: bool = True,
+        port: int = 0,
+        repeat: bool = False,
     ) -> None:
         if script is None:
             script = Script()
@@ -203,6 +207,8 @@ class FakeGemini:
             script = Script(turns=list(script))
         self._order = script.order
         self._slots = [_Slot(turn, turn.fault is not None) for turn in script.turns]
+        self._again = list(script.turns) if repeat else []
+        self._port = port
         self._request_faults = dict(script.request_faults)
         self._chunk_delay = chunk_delay
         self._check_history = check_history
@@ -398,6 +404,10 @@ class FakeGemini:
 
     def _take(self, api_method: ApiMethod, method: str, path: str) -> _Slot | str:
         """The slot that answers this call, or the script error to answer instead."""
+        if not any(slot.turn.serves(api_method) for slot in self._slots) and any(
+            turn.serves(api_method) for turn in self._again
+        ):
+            self._slots.extend(_Slot(turn, turn.fault is not None) for turn in self._again)  # `repeat`: once more
         for slot in self._slots:
             if slot.turn.serves(api_method):
                 return slot
@@ -717,7 +727,7 @@ class _Server(ThreadingHTTPServer):
 
     def __init__(self, fake: FakeGemini) -> None:
         self.fake = fake
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(("127.0.0.1", fake._port), _Handler)
 
     def get_request(self) -> tuple[Any, Any]:
         accepted = super().get_request()

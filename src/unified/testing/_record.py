@@ -14,38 +14,60 @@
 The run is a real one: whatever `params` point at (Google's API with your credentials, a
 gateway, a FakeGemini) answers, and tools run in `params.cwd`. Every line written passes through
 `redact()` (a transcript through `cassettes.scrub_text`), so no secret from the environment
-reaches the file. `unified record` is this as a
-command (docs/testing.md, "Recording cassettes").
+reaches the file. An HTTP cassette also keeps, under its `unified:` key, the approval mode and
+every answer `params.on_user_input` gave (a transcript holds them in its ACP messages), so a
+replay gives the same answers. A run that does not end in `success` writes nothing (an existing
+cassette stays as it was) unless `keep_failed`: `RecordError` carries its events.
+`unified record` is this as a command (docs/testing.md, "Recording cassettes").
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from unified._exports import publish
 from unified._redaction import given_secrets, redactor
-from unified.events import UnifiedEvent
+from unified.events import Result, UnifiedEvent, UserInputRequest, UserInputResponse
 from unified.sessions import short_id_of
-from unified.types import ExecuteParams
+from unified.types import ExecuteParams, UserInputHandler
 
 __all__ = ["RecordError", "record_run"]
 
 
 class RecordError(Exception):
-    """The cassette cannot be written as asked (wrong file type for the backend, an unknown backend)."""
+    """No cassette was written: it cannot be written as asked (wrong file type for the backend, an
+    unknown backend; `events` is empty), or the run failed (`events` holds what it did)."""
+
+    def __init__(self, message: str, events: Sequence[UnifiedEvent] = ()) -> None:
+        super().__init__(message)
+        self.events: list[UnifiedEvent] = list(events)
 
 
 _SUFFIXES = {"gemini-cli": (".jsonl",), "generate-content": (".yaml", ".yml"), "interactions": (".yaml", ".yml")}
 
 
-async def record_run(params: ExecuteParams, path: Path, *, source: str) -> list[UnifiedEvent]:
+EventCallback = Callable[[UnifiedEvent], None]
+
+
+async def record_run(
+    params: ExecuteParams,
+    path: Path,
+    *,
+    source: str,
+    on_event: EventCallback | None = None,
+    keep_failed: bool = False,
+) -> list[UnifiedEvent]:
     """Run `params` once and write what went over the wire to `path` (replaced if it exists).
 
     `source` says what answered (it goes into the file, for readers and for
-    tests/test_cassettes_clean.py). Returns the run's events. Raises `RecordError` when `path`'s
-    suffix does not fit the backend (`.jsonl` for gemini-cli, `.yaml` for the API backends).
+    tests/test_cassettes_clean.py). `on_event` sees each event as it arrives. Returns the run's
+    events. Raises `RecordError` when `path`'s suffix does not fit the backend (`.jsonl` for
+    gemini-cli, `.yaml` for the API backends), and, writing nothing, when the run does not end in
+    `success` (unless `keep_failed`: a cassette of a failure, for a test of how code handles one).
     """
     backend = str(params.backend)
     suffixes = _SUFFIXES.get(backend)
@@ -53,23 +75,50 @@ async def record_run(params: ExecuteParams, path: Path, *, source: str) -> list[
         raise RecordError(f"cannot record the {backend!r} backend: choose gemini-cli, generate-content or interactions")
     if path.suffix not in suffixes:
         raise RecordError(f"{path}: a {backend} cassette is a {' or '.join(suffixes)} file")
+    made = [parent for parent in (path.parent, *path.parent.parents) if not parent.exists()]
     path.parent.mkdir(parents=True, exist_ok=True)
-    if backend == "gemini-cli":
-        return await _record_transcript(params, path, source)
-    return await _record_http(params, path, source)
+    scratch = path.with_name(f".{path.stem}.recording{path.suffix}")  # renamed to `path` once the run succeeded
+    try:
+        if backend == "gemini-cli":
+            events = await _record_transcript(params, path, scratch, source, on_event)
+        else:
+            events = await _record_http(params, scratch, source, on_event)
+        result = events[-1] if events and isinstance(events[-1], Result) else None
+        if (result is None or result.status != "success") and not keep_failed:
+            why = result.error or result.status if result is not None else "it ended without a result"
+            raise RecordError(f"the run ended in {result.status if result else 'no result'}: {why}", events)
+        if not scratch.is_file():
+            raise RecordError("the run sent no request to record", events)
+        scratch.replace(path)
+    except BaseException:
+        _remove(scratch)
+        for folder in made:  # the folders made for a cassette that was not written
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+    finally:
+        _remove(scratch)
+    return events
 
 
-async def _run(params: ExecuteParams) -> list[UnifiedEvent]:
+async def _run(params: ExecuteParams, on_event: EventCallback | None) -> list[UnifiedEvent]:
     from unified import execute
 
+    events: list[UnifiedEvent] = []
     async with execute(params) as stream:
-        return [event async for event in stream]
+        async for event in stream:
+            events.append(event)
+            if on_event is not None:
+                on_event(event)
+    return events
 
 
-async def _record_transcript(params: ExecuteParams, path: Path, source: str) -> list[UnifiedEvent]:
+async def _record_transcript(
+    params: ExecuteParams, path: Path, scratch: Path, source: str, on_event: EventCallback | None
+) -> list[UnifiedEvent]:
     transcript: list[dict[str, Any]] = []
     options = {**params.backend_options_dict(), "acp_transcript": transcript, "pool_size": 0}  # cold: all of it
-    events = await _run(params.model_copy(update={"backend_options": options}))
+    events = await _run(params.model_copy(update={"backend_options": options}), on_event)
     meta = {
         "cassette": path.stem,
         "recorded_from": source,
@@ -78,7 +127,7 @@ async def _record_transcript(params: ExecuteParams, path: Path, source: str) -> 
     }
     extra = given_secrets(params.backend_options_dict(), params.mcp_servers)
     entries = [_without_mcp_values(entry) for entry in place_chat_records(_of_the_run(transcript))]
-    _write_scrubbed(path, [meta, *entries], extra)
+    _write_scrubbed(scratch, [meta, *entries], extra)
     return events
 
 
@@ -172,17 +221,49 @@ def place_chat_records(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [entries[index] for _, _, index in sorted(slots)]
 
 
-async def _record_http(params: ExecuteParams, path: Path, source: str) -> list[UnifiedEvent]:
+def _answer_log(params: ExecuteParams, answers: list[dict[str, Any]]) -> UserInputHandler | None:
+    """`params.on_user_input`, writing down each answer it gives (None when there is no callback)."""
+    handler = params.on_user_input
+    if handler is None:
+        return None
+
+    async def answer(request: UserInputRequest) -> UserInputResponse:
+        response = await handler(request)
+        answers.append(
+            {
+                "source": request.source,
+                "tool_name": request.tool_name,
+                "response": response.model_dump(mode="json", exclude_defaults=True),
+            }
+        )
+        return response
+
+    return answer
+
+
+async def _record_http(
+    params: ExecuteParams, scratch: Path, source: str, on_event: EventCallback | None
+) -> list[UnifiedEvent]:
     from unified.testing._cassettes import make_vcr
 
-    recorder = make_vcr(path.parent, source=source)
+    recorder = make_vcr(scratch.parent, source=source)
     recorder.record_mode = "all"
-    _remove(path)  # vcrpy would keep an existing cassette's interactions: start from none
-    with recorder.use_cassette(path.name):
-        events = await _run(params)
+    _remove(scratch)  # vcrpy would keep an existing cassette's interactions: start from none
+    answers: list[dict[str, Any]] = []
+    with recorder.use_cassette(scratch.name):
+        events = await _run(params.model_copy(update={"on_user_input": _answer_log(params, answers)}), on_event)
     extra = given_secrets(params.backend_options_dict(), params.mcp_servers)
-    _write_redacted(path, path.read_text(encoding="utf-8"), extra)  # noqa: ASYNC240 - one small file, after the run
+    _add_metadata(scratch, {"approval_mode": params.approval_mode, "answers": answers}, extra)
     return events
+
+
+def _add_metadata(scratch: Path, metadata: dict[str, Any], extra: list[str]) -> None:
+    """Give the written cassette its `unified:` block, and redact it, the secrets given to the run
+    (`extra`) too (vcrpy writes nothing for a run that sent no request)."""
+    from unified.testing._cassettes import with_metadata
+
+    if scratch.is_file():
+        _write_redacted(scratch, with_metadata(scratch.read_text(encoding="utf-8"), metadata), extra)
 
 
 def _remove(path: Path) -> None:

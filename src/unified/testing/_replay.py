@@ -4,7 +4,8 @@ Two kinds of cassette exist (see `unified.testing._cassettes` and `cassettes/`):
 
 - a vcrpy YAML cassette of an API backend (`generate-content`, `interactions`): the run goes
   through the adapter, google-genai and httpx, and vcrpy answers every request from the file in
-  record mode `none`, so nothing reaches a network (a request the file lacks fails the run);
+  record mode `none`, so nothing reaches a network. A request must match a recorded one on its
+  prompt, model, path and the tool outputs it sends back (`_cassettes.MATCH_ON`);
 - a JSONL transcript of the `gemini-cli` backend (a metadata line, then the ACP JSON-RPC messages
   `{"dir": "send"|"recv", "msg": ...}`): the adapter starts, instead of Node, a stand-in agent that
   answers from the transcript (a `FakeAgentProcess`, given as the backend's `start_process`), so
@@ -15,9 +16,16 @@ Two kinds of cassette exist (see `unified.testing._cassettes` and `cassettes/`):
   transcript without them replays with a `tool_output_unavailable` warning and ACP's bare results.
 
 What to run is read from the cassette itself: the backend from the API paths (or the transcript),
-the prompt and model from the first request, the approval mode from the transcript. Tools run for
-real in `cwd` (a fresh empty temporary directory by default), so a tool's output can differ from
-the recording's; permission prompts get the answers the recording gave. Retry waits are skipped.
+the prompt and model from the first request, the approval mode from the transcript (or an HTTP
+cassette's `unified:` block). Or it is the caller's own `params` and `on_user_input`: the
+orchestrator's code runs against the recording. Tools run for real in `cwd` (a fresh temporary
+directory by default, holding the files an HTTP cassette's `unified: workspace:` lists).
+Permission prompts get the answers the recording gave, unless the caller answers. Retry waits are
+skipped.
+
+A replay reproduces the recording or fails: when the run sends what the recording did not (another
+prompt, another tool output, another answer to a permission request) or stops short of it, the
+stream raises `ReplayDiverged` in place of its `result`, naming the first difference.
 """
 
 from __future__ import annotations
@@ -25,28 +33,51 @@ from __future__ import annotations
 import json
 import re
 import tempfile
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, cast
 from urllib.parse import urlsplit
 
 from unified._exports import publish
-from unified.events import UnifiedEvent, UserInputRequest, UserInputResponse
+from unified.events import Result, UnifiedEvent, UserInputRequest, UserInputResponse
 from unified.testing._fake_acp import cli_home
 from unified.testing._fake_process import FakeAgentProcess
-from unified.types import ApprovalMode, BackendName, ExecuteParams
+from unified.types import ApprovalMode, BackendName, ExecuteParams, UserInputHandler
 
-__all__ = ["CassetteInfo", "ReplayError", "describe", "replay", "replay_events"]
+__all__ = ["CassetteInfo", "RecordedAnswer", "ReplayDiverged", "ReplayError", "describe", "replay", "replay_events"]
 
 _ACP_MODES: Mapping[str, ApprovalMode] = {"default": "default", "autoEdit": "auto_edit", "yolo": "yolo", "plan": "plan"}
 _SOURCE_LINE = re.compile(r"^#\s*Recorded\s+\S+\s+against\s+(?P<source>.+?)\.?\s*$", re.MULTILINE)
 _MODEL_IN_PATH = re.compile(r"/models/(?P<model>[^/:]+):")
+_JSON_PROBLEMS = (
+    ("Unterminated string", "a string is never closed (the line may have been cut short)"),
+    ("Expecting value", "a value is missing"),
+    ("Expecting ',' delimiter", "a comma or a closing bracket is missing"),
+    ("Expecting ':' delimiter", "a colon is missing after a key"),
+    ("Expecting property name", "a key is not a double-quoted string"),
+    ("Extra data", "something follows the JSON object on the same line"),
+    ("Invalid control character", "a string holds a raw control character (a tab or a line break)"),
+    ("Invalid \\escape", "a string holds an invalid backslash escape"),
+)
 
 
 class ReplayError(Exception):
     """The file is not a cassette this module can replay (or lacks what a run needs)."""
+
+
+class ReplayDiverged(ReplayError):
+    """The replayed run did not do what the recording did: a request, a tool output or an answer differs."""
+
+
+@dataclass(frozen=True)
+class RecordedAnswer:
+    """One answer the recorded run's `on_user_input` gave, and to what (`source` None: not compared)."""
+
+    response: UserInputResponse
+    source: str | None = None
+    tool_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -61,12 +92,17 @@ class CassetteInfo:
     approval_mode: ApprovalMode = "default"
     base_url: str | None = None
     api_version: str | None = None
+    answers: tuple[RecordedAnswer, ...] = ()
+    """The caller's answers during the recording, in order."""
+    workspace: Mapping[str, str] = field(default_factory=dict)
+    """Files (relative path: text) a replay's fresh working directory starts with (HTTP cassettes)."""
 
 
 def describe(path: Path) -> CassetteInfo:
     """Read a cassette's metadata without running anything.
 
-    Raises `ReplayError`, saying what is wrong, for a missing, unreadable or malformed file.
+    Raises `ReplayError`, saying what is wrong and where (`FILE:LINE: ...`), for a missing,
+    unreadable or malformed file.
     """
     if path.suffix not in (".jsonl", ".yaml", ".yml"):
         raise ReplayError(f"{path}: not a cassette (expected a .yaml vcrpy cassette or a .jsonl gemini-cli transcript)")
@@ -80,42 +116,83 @@ def describe(path: Path) -> CassetteInfo:
         raise ReplayError(f"{path}: not a text file ({exc.reason}); pass a cassette file") from exc
     except OSError as exc:
         raise ReplayError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
-    except (json.JSONDecodeError, KeyError, TypeError, AttributeError, IndexError) as exc:
+    except json.JSONDecodeError as exc:
+        raise ReplayError(f"{path}: a request body is not JSON: {_json_problem(exc)}") from exc
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
         raise ReplayError(f"{path}: not a cassette of the expected shape ({type(exc).__name__}: {exc})") from exc
     except Exception as exc:  # yaml.YAMLError: PyYAML is imported only for YAML cassettes
         if type(exc).__module__.startswith("yaml"):
             mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+            where = f":{mark.line + 1}" if mark is not None else ""
+            column = f" (column {mark.column + 1})" if mark is not None else ""
             problem = getattr(exc, "problem", None) or exc
-            raise ReplayError(f"{path}: malformed YAML{where}: {problem}") from exc
+            raise ReplayError(f"{path}{where}: malformed YAML: {problem}{column}") from exc
         raise
 
 
+def _json_problem(exc: json.JSONDecodeError) -> str:
+    """What a JSON parse error means, in plain words, with the column."""
+    for start, words in _JSON_PROBLEMS:
+        if exc.msg.startswith(start):
+            return f"{words}, at column {exc.colno}"
+    return f"{exc.msg.lower()}, at column {exc.colno}"
+
+
 async def replay_events(
-    path: Path, *, include_native: bool = False, cwd: Path | None = None
+    path: Path,
+    *,
+    params: ExecuteParams | None = None,
+    on_user_input: UserInputHandler | None = None,
+    include_native: bool = False,
+    cwd: Path | None = None,
 ) -> AsyncGenerator[UnifiedEvent, None]:
     """Play the cassette at `path` through its backend's real adapter and yield the UnifiedEvents.
 
-    `include_native` keeps each raw backend event in `event.native` (as `ExecuteParams` does);
-    `cwd` is where tools run (default: a fresh empty temporary directory, removed afterwards).
+    `params` runs the caller's own parameters instead of the recorded prompt, model and approval
+    mode (its backend must be the cassette's, or "auto"; its backend options are kept, with the
+    cassette's endpoint or stand-in agent added). `on_user_input` answers permission prompts and
+    questions instead of the recording's answers (else `params.on_user_input`, else the recorded
+    answers). `include_native` keeps each raw backend event in `event.native`; `cwd` is where tools
+    run (default: `params.cwd` if given, else a fresh temporary directory, removed afterwards).
     The stream is the one `unified.execute` would give: `session_started` first, `result` last.
-    Raises `ReplayError` for a file that is not a replayable cassette.
+    Raises `ReplayError` for a file that is not a replayable cassette, and `ReplayDiverged`, in
+    place of the `result`, when the run did not do what the recording did.
     """
     info = describe(path)
+    if params is not None and params.backend not in ("auto", info.backend):
+        raise ReplayError(f"{path}: a {info.backend} cassette cannot replay a {params.backend} run")
+    differences: list[str] = []
     with ExitStack() as stack:
-        workdir = cwd if cwd is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        workdir = cwd
+        if workdir is None and params is not None and "cwd" in params.model_fields_set:
+            workdir = params.cwd
+        if workdir is None:
+            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="unified-replay-cwd-")))
+            _write_workspace(info, workdir)
+        run = _base_params(info, params, workdir, include_native)
+        answer = on_user_input or (params.on_user_input if params is not None else None)
+        if answer is None:
+            answer = _answering(list(info.answers), differences)
+        run = run.model_copy(update={"on_user_input": answer})
+        check: Callable[[], str | None] = _nothing  # the transcript's stand-in reports as it goes
         if info.backend == "gemini-cli":
-            params = _transcript_params(info, workdir, stack, include_native)
+            run = _transcript_params(info, run, stack, differences)
         else:
-            params = _http_params(info, workdir, include_native)
+            run = _http_params(info, run)
             try:
-                stack.enter_context(_vcr_block(path))
+                check = stack.enter_context(_vcr_block(path))
             except Exception as exc:  # vcrpy reads the whole file: a later interaction may be malformed
                 raise ReplayError(f"{path}: vcrpy cannot load it ({type(exc).__name__}: {exc})") from exc
         from unified import execute
 
-        async with execute(params) as stream:
+        async with execute(run) as stream:
             async for event in stream:
+                if isinstance(event, Result):
+                    difference = differences[0] if differences else check()
+                    if difference is not None:
+                        raise ReplayDiverged(
+                            f"{path}: the replay differs from the recording: {difference}{_hint(difference)}"
+                        )
                 yield event
 
 
@@ -123,10 +200,67 @@ replay = replay_events
 """`replay(path)` is `replay_events(path)`."""
 
 
+def _nothing() -> str | None:
+    return None
+
+
+def _hint(difference: str) -> str:
+    if "the output of" in difference:
+        return " (the tools ran in another workspace than the recording's? replay in a copy of it: cwd=, --cwd DIR)"
+    return ""
+
+
+def _base_params(info: CassetteInfo, params: ExecuteParams | None, cwd: Path, include_native: bool) -> ExecuteParams:
+    if params is None:
+        return ExecuteParams(
+            prompt=info.prompt,
+            backend=info.backend,
+            model=info.model,
+            cwd=cwd,
+            approval_mode=info.approval_mode,
+            include_native=include_native,
+        )
+    return params.model_copy(
+        update={"backend": info.backend, "cwd": cwd, "include_native": include_native or params.include_native}
+    )
+
+
+def _write_workspace(info: CassetteInfo, cwd: Path) -> None:
+    for relative, text in info.workspace.items():
+        parts = PurePosixPath(relative).parts
+        if not parts or PurePosixPath(relative).is_absolute() or ".." in parts:
+            raise ReplayError(f"{info.path}: the workspace file {relative!r} is not a relative path inside it")
+        target = cwd.joinpath(*parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+
+
+def _asked(request: UserInputRequest) -> str:
+    return f"{request.source} {request.tool_name}" if request.tool_name else request.source
+
+
+def _answering(answers: list[RecordedAnswer], differences: list[str]) -> UserInputHandler:
+    """The recorded answers, in order; a question the recording did not ask gets none, and is a difference."""
+
+    async def answer(request: UserInputRequest) -> UserInputResponse:
+        if not answers:
+            differences.append(f"the run asked ({_asked(request)}) after every recorded answer was given")
+            return UserInputResponse(cancelled=True)
+        recorded = answers.pop(0)
+        if recorded.source is not None and (recorded.source, recorded.tool_name) != (request.source, request.tool_name):
+            then = f"{recorded.source} {recorded.tool_name}" if recorded.tool_name else recorded.source
+            differences.append(f"the run asked ({_asked(request)}) where the recording asked ({then})")
+            return UserInputResponse(cancelled=True)
+        return recorded.response
+
+    return answer
+
+
 # --- API backends: vcrpy cassettes ---------------------------------------------------------------------
 
 
 def _describe_http(path: Path) -> CassetteInfo:
+    from unified.testing._cassettes import UNIFIED_KEY
     from unified.testing._yaml import load_yaml
 
     text = path.read_text(encoding="utf-8")
@@ -141,11 +275,16 @@ def _describe_http(path: Path) -> CassetteInfo:
     url = urlsplit(str(request["uri"]))
     body = json.loads(request.get("body") or "{}")
     source = _SOURCE_LINE.search(text)
+    block = data.get(UNIFIED_KEY)
+    meta: Mapping[str, Any] = block if isinstance(block, dict) else {}
     common: dict[str, Any] = {
         "path": path,
         "source": source["source"] if source else "unknown (the cassette does not say)",
         "base_url": f"{url.scheme}://{url.netloc}",
         "api_version": url.path.strip("/").split("/")[0] or None,
+        "approval_mode": cast("ApprovalMode", meta.get("approval_mode") or "default"),
+        "answers": tuple(_answer_of(path, item) for item in meta.get("answers") or ()),
+        "workspace": {str(k): str(v) for k, v in (meta.get("workspace") or {}).items()},
     }
     if "/interactions" in url.path:
         return CassetteInfo(backend="interactions", prompt=_interaction_prompt(body), model=body.get("model"), **common)
@@ -155,6 +294,16 @@ def _describe_http(path: Path) -> CassetteInfo:
     contents = body.get("contents") or [{}]
     prompt = "".join(str(p.get("text", "")) for p in contents[0].get("parts", []))
     return CassetteInfo(backend="generate-content", prompt=prompt, model=model["model"], **common)
+
+
+def _answer_of(path: Path, item: Any) -> RecordedAnswer:
+    if not isinstance(item, dict) or not isinstance(item.get("response"), dict):
+        raise ReplayError(f"{path}: an entry of `unified: answers:` has no `response` mapping")
+    return RecordedAnswer(
+        response=UserInputResponse.model_validate(item["response"]),
+        source=str(item.get("source") or "permission"),
+        tool_name=str(item["tool_name"]) if item.get("tool_name") else None,
+    )
 
 
 def _interaction_prompt(body: Mapping[str, Any]) -> str:
@@ -167,32 +316,37 @@ def _interaction_prompt(body: Mapping[str, Any]) -> str:
     raise ReplayError("the first interaction has no user input")
 
 
-def _http_params(info: CassetteInfo, cwd: Path, include_native: bool) -> ExecuteParams:
+def _http_params(info: CassetteInfo, run: ExecuteParams) -> ExecuteParams:
     options: dict[str, object] = {
+        **run.backend_options_dict(),
         "api_key": "replay",  # any key: vcrpy answers, and cassettes hold no real one
         "base_url": info.base_url,
         "retry_delay_scale": 0.0,  # a recorded 429 asks for seconds; the replay need not wait them
     }
     if info.api_version:
         options["api_version"] = info.api_version
-    return ExecuteParams(
-        prompt=info.prompt,
-        backend=info.backend,
-        model=info.model,
-        cwd=cwd,
-        include_native=include_native,
-        backend_options=options,
-    )
+    return run.model_copy(update={"backend_options": options})
 
 
 @contextmanager
-def _vcr_block(path: Path) -> Iterator[None]:
-    from unified.testing._cassettes import make_vcr
+def _vcr_block(path: Path) -> Iterator[Callable[[], str | None]]:
+    """Replay `path`; yields what tells, once the run is over, the first way it differed from the recording."""
+    from unified.testing._cassettes import _RequestLog, first_difference, make_vcr
 
-    recorder = make_vcr(path.parent)
+    log = _RequestLog()
+    recorder = make_vcr(path.parent, log=log)
     recorder.record_mode = "none"  # a replay never records, whatever UNIFIED_RECORD says
-    with recorder.use_cassette(path.name):
-        yield
+    with recorder.use_cassette(path.name) as cassette:
+        log.reset()
+
+        def difference() -> str | None:
+            found = first_difference(cassette, log.requests)
+            if found is None and not cassette.all_played:
+                played = sum(cassette.play_counts.values())
+                found = f"the run made {played} of the {len(cassette)} recorded requests"
+            return found
+
+        yield difference
 
 
 # --- gemini-cli: JSON-RPC transcripts ------------------------------------------------------------------
@@ -200,27 +354,30 @@ def _vcr_block(path: Path) -> Iterator[None]:
 
 def _read_transcript(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     lines: list[Any] = []
+    numbers: list[int] = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if line.strip():
             try:
                 lines.append(json.loads(line))
             except json.JSONDecodeError as exc:
-                raise ReplayError(f"{path}: line {number} is not JSON ({exc.msg}, column {exc.colno})") from exc
-    if any(not isinstance(line, dict) for line in lines):
-        raise ReplayError(f"{path}: every line of a gemini-cli transcript is a JSON object")
+                raise ReplayError(f"{path}:{number}: not JSON: {_json_problem(exc)}") from exc
+            numbers.append(number)
+    for number, line in zip(numbers, lines, strict=True):
+        if not isinstance(line, dict):
+            raise ReplayError(f"{path}:{number}: a JSON {type(line).__name__}; every line of a transcript is an object")
     if not lines or "dir" in lines[0]:
-        raise ReplayError(f"{path}: a gemini-cli transcript starts with a metadata line")
+        raise ReplayError(f"{path}:1: a gemini-cli transcript starts with a metadata line (no `dir` key)")
     entries = lines[1:]
-    for number, entry in enumerate(entries, 2):
+    for number, entry in zip(numbers[1:], entries, strict=True):
         if entry.get("dir") == "chat":
             if not isinstance(entry.get("record"), dict) or not _is_chat_file(entry.get("file")):
                 raise ReplayError(
-                    f"{path}: line {number} is a chat record without a JSON object `record` or with a `file` "
-                    "that is not a relative tmp/<project>/chats/....jsonl path"
+                    f"{path}:{number}: a chat record without a JSON object `record` or with a `file` that is "
+                    "not a relative tmp/<project>/chats/....jsonl path"
                 )
         elif entry.get("dir") not in ("send", "recv") or not isinstance(entry.get("msg"), dict):
             raise ReplayError(
-                f"{path}: line {number} is neither {{'dir': 'send'|'recv', 'msg': {{...}}}} "
+                f"{path}:{number}: neither {{'dir': 'send'|'recv', 'msg': {{...}}}} "
                 "nor {'dir': 'chat', 'file': ..., 'record': {...}}"
             )
     return lines[0], entries
@@ -248,21 +405,25 @@ def _sent(entries: list[dict[str, Any]], method: str) -> dict[str, Any] | None:
     return None
 
 
+def _prompt_text(params: Mapping[str, Any]) -> str:
+    return "".join(str(b.get("text", "")) for b in params.get("prompt") or [] if isinstance(b, dict))
+
+
 def _describe_transcript(path: Path) -> CassetteInfo:
     meta, entries = _read_transcript(path)
     prompt = _sent(entries, "session/prompt")
     if prompt is None:
         raise ReplayError(f"{path}: the transcript never sends session/prompt")
-    text = "".join(str(b.get("text", "")) for b in prompt.get("prompt", []) if isinstance(b, dict))
     model = (_sent(entries, "session/set_model") or {}).get("modelId")
     mode = meta.get("approval_mode") or _ACP_MODES.get(str((_sent(entries, "session/set_mode") or {}).get("modeId")))
     return CassetteInfo(
         path=path,
         backend="gemini-cli",
         source=str(meta.get("recorded_from") or "unknown (the cassette does not say)"),
-        prompt=text,
+        prompt=_prompt_text(prompt),
         model=model,
         approval_mode=cast("ApprovalMode", mode or "default"),
+        answers=tuple(RecordedAnswer(answer) for answer in _recorded_answers(entries)),
     )
 
 
@@ -285,14 +446,9 @@ def _recorded_answers(entries: list[dict[str, Any]]) -> list[UserInputResponse]:
     return answers
 
 
-def _answering(answers: list[UserInputResponse]) -> Callable[[UserInputRequest], Awaitable[UserInputResponse]]:
-    async def answer(request: UserInputRequest) -> UserInputResponse:
-        return answers.pop(0) if answers else UserInputResponse(cancelled=True)
-
-    return answer
-
-
-def _transcript_params(info: CassetteInfo, cwd: Path, stack: ExitStack, include_native: bool) -> ExecuteParams:
+def _transcript_params(
+    info: CassetteInfo, run: ExecuteParams, stack: ExitStack, differences: list[str]
+) -> ExecuteParams:
     _, entries = _read_transcript(info.path)
     scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="unified-replay-")))
     home = scratch / "home"  # the CLI's home as the adapter sees it: empty, never the user's
@@ -300,41 +456,38 @@ def _transcript_params(info: CassetteInfo, cwd: Path, stack: ExitStack, include_
 
     def start(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> FakeAgentProcess:
         process = FakeAgentProcess(argv=argv, env=env)
-        process.handler = _TranscriptAgent(entries, process).answer
+        process.handler = _TranscriptAgent(entries, process, differences).answer
         return process
 
-    return ExecuteParams(
-        prompt=info.prompt,
-        backend="gemini-cli",
-        model=info.model,
-        cwd=cwd,
-        approval_mode=info.approval_mode,
-        on_user_input=_answering(_recorded_answers(entries)),
-        include_native=include_native,
-        backend_options={
-            "start_process": start,
-            "pool_size": 0,
-            "env": {"HOME": str(home), "GEMINI_CLI_HOME": str(home)},
-        },
-    )
+    options = {
+        **run.backend_options_dict(),
+        "start_process": start,
+        "pool_size": 0,
+        "env": {"HOME": str(home), "GEMINI_CLI_HOME": str(home)},
+    }
+    return run.model_copy(update={"backend_options": options})
 
 
 class _TranscriptAgent:
     """The stand-in `gemini --acp`: answers the adapter's JSON-RPC from a recorded transcript.
 
-    Each message the adapter sends must match the next recorded `send` (same method, or both a
-    response); the recorded `recv` messages that followed it are then written out, with the ids of
-    answers rewritten to the live request ids, and the `chat` records among them appended to their
-    chat file under this process's CLI home, each before the message after it. `initialize` (sent
-    before recording starts) is answered here. A mismatch ends the process (exit 1) with the reason
-    on stderr, which the adapter reports.
+    Each message the adapter sends must match the next recorded `send`: the same method (or both a
+    response), and, where the recording holds it, the same prompt text, model, mode and answer to
+    a permission request. The recorded `recv` messages that followed it are then written out, with
+    the ids of answers rewritten to the live request ids, and the `chat` records among them
+    appended to their chat file under this process's CLI home, each before the message after it.
+    `initialize` (sent before recording starts) is answered here. A mismatch ends the process
+    (exit 1) with the reason on stderr, which the adapter reports, and in `differences`.
     """
 
-    def __init__(self, entries: list[dict[str, Any]], process: FakeAgentProcess) -> None:
+    def __init__(self, entries: list[dict[str, Any]], process: FakeAgentProcess, differences: list[str]) -> None:
         self.entries = entries
         self.process = process
+        self.differences = differences
         self.home = cli_home(process.env)
         self.ids: dict[Any, Any] = {}
+        self.asked: dict[Any, Mapping[str, Any]] = {}
+        """Recorded permission requests by live id: what the adapter's answer is compared against."""
         self.position = 0
         self._play_until_next_send()
 
@@ -355,9 +508,12 @@ class _TranscriptAgent:
             reply = dict(entry["msg"])
             if "method" not in reply and reply.get("id") in self.ids:
                 reply["id"] = self.ids[reply["id"]]
+            if reply.get("method") == "session/request_permission":
+                self.asked[reply.get("id")] = reply.get("params") or {}
             self._write(reply)
 
     def _fail(self, reason: str) -> None:
+        self.differences.append(reason)
         self.process.write_stderr(f"replay: {reason}\n")
         self.process.exit(1)
 
@@ -370,16 +526,46 @@ class _TranscriptAgent:
         if self.position >= len(self.entries):
             # a request is a mismatch; a notification or answer the recording never needed (a late cancel) passes
             if "id" in message and method is not None:
-                self._fail(f"the transcript has nothing more to answer {method}")
+                self._fail(f"the adapter sent {method}, after the end of the recording")
             return
         recorded = self.entries[self.position]["msg"]
         if recorded.get("method") != method:
-            self._fail(f"the adapter sent {method or 'an answer'}, the recording {recorded.get('method')}")
+            then = recorded.get("method") or "an answer"
+            self._fail(f"the adapter sent {method or 'an answer'} where the recording sent {then}")
+            return
+        difference = self._differs(message, recorded)
+        if difference is not None:
+            self._fail(difference)
             return
         self.position += 1
         if method is not None and "id" in recorded:
             self.ids[recorded["id"]] = message.get("id")
         self._play_until_next_send()
+
+    def _differs(self, message: Mapping[str, Any], recorded: Mapping[str, Any]) -> str | None:
+        """How what the adapter sent differs from the recording, where it matters to the run."""
+        method = message.get("method")
+        live, then = message.get("params") or {}, recorded.get("params") or {}
+        if method == "session/prompt" and _prompt_text(live) != _prompt_text(then):
+            return f"the prompt is {_prompt_text(live)!r} where the recording has {_prompt_text(then)!r}"
+        for name, key in (("session/set_model", "modelId"), ("session/set_mode", "modeId")):
+            if method == name and live.get(key) != then.get(key):
+                return f"{name} asks for {live.get(key)!r} where the recording asked for {then.get(key)!r}"
+        if method is None and message.get("id") in self.asked:
+            outcome = (message.get("result") or {}).get("outcome") or {}
+            recorded_outcome = (recorded.get("result") or {}).get("outcome") or {}
+            if outcome != recorded_outcome:
+                asked = self.asked[message.get("id")]
+                title = (asked.get("toolCall") or {}).get("title") or (asked.get("toolCall") or {}).get("toolCallId")
+                return (
+                    f"the answer to the permission request for {title!r} is {_option(outcome)} "
+                    f"where the recording answered {_option(recorded_outcome)}"
+                )
+        return None
+
+
+def _option(outcome: Mapping[str, Any]) -> str:
+    return str(outcome.get("optionId") or outcome.get("outcome") or "nothing")
 
 
 _INITIALIZE_RESULT: dict[str, Any] = {
@@ -389,4 +575,4 @@ _INITIALIZE_RESULT: dict[str, Any] = {
 }
 
 
-publish("unified.testing", ["ReplayError", "replay_events"], globals())
+publish("unified.testing", ["ReplayDiverged", "ReplayError", "replay_events"], globals())

@@ -3,6 +3,11 @@
 It runs through the same stream guard as the real backends, so an orchestrator's unit tests
 see exactly the stream shape (seq, assistant_message aggregation, usage, one final result,
 cancellation and timeouts) they will see in production, without a model, a binary or a network.
+
+As the protocol promises, every client-side `tool_use` gets exactly one `permission_decision`: the
+script's own, if it has one for that call; else the answer to the script's `Ask` about that call
+(`source="permission"`, its `tool_use_id`), decided by the user; else an allow the backend decided
+("the scripted backend runs what its script calls"), right after the `tool_use`.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from unified._exports import publish
 from unified.backends import BackendEntry, RunContext, RunOutcome, UnsupportedOption
 from unified.errors import ConfigurationError
 from unified.events import (
+    PermissionDecision,
     SessionStarted,
     TextDelta,
     Thinking,
@@ -84,6 +90,13 @@ class ScriptedBackend:
         return list(self.unsupported)
 
     async def run(self, ctx: RunContext) -> RunOutcome:
+        decided = {step.tool_use_id for step in self.steps if isinstance(step, PermissionDecision)}
+        asked = {
+            step.request.tool_use_id
+            for step in self.steps
+            if isinstance(step, Ask) and step.request.source == "permission" and step.request.tool_use_id
+        }
+        names: dict[str, str] = {}
         for step in self.steps:
             if isinstance(step, Usage):
                 ctx.add_usage(step)
@@ -96,9 +109,38 @@ class ScriptedBackend:
             elif isinstance(step, Fail):
                 raise step.error
             elif isinstance(step, Ask):
-                self.answers.append(await ctx.ask_user(step.request.model_copy()))
+                answer = await ctx.ask_user(step.request.model_copy())
+                self.answers.append(answer)
+                call = step.request.tool_use_id
+                if call in names and call not in decided and step.request.source == "permission":
+                    decided.add(call)
+                    allowed = answer.permission() != "deny"
+                    await ctx.emit(
+                        PermissionDecision(
+                            tool_use_id=call,
+                            tool_name=names[call],
+                            decision="allow" if allowed else "deny",
+                            decided_by="user",
+                            reason="the user allowed it" if allowed else "the user denied it (or gave no answer)",
+                            message=answer.message,
+                            stops_run=answer.stop,
+                        )
+                    )
             else:
                 await ctx.emit(step.model_copy())
+                if isinstance(step, ToolUse) and not step.server_side:
+                    names[step.tool_use_id] = step.name
+                    if step.tool_use_id not in decided | asked:
+                        decided.add(step.tool_use_id)
+                        await ctx.emit(
+                            PermissionDecision(
+                                tool_use_id=step.tool_use_id,
+                                tool_name=step.name,
+                                decision="allow",
+                                decided_by="backend",
+                                reason="the scripted backend runs what its script calls",
+                            )
+                        )
         return self.outcome
 
 

@@ -21,9 +21,11 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.to_thread
+from anyio.abc import Process
 from pydantic import Field
 
 from unified._internal import limits
@@ -80,6 +82,19 @@ SHELL_SETTINGS: Mapping[str, str] = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TE
 def _kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+async def _open_shielded(command: list[str], **kwargs: Any) -> Process:
+    """`anyio.open_process`, which a cancellation cannot cut short.
+
+    On asyncio, a cancel that lands while the child's pipes connect (likely on a loaded machine)
+    makes asyncio kill the shell alone and raise before its pid is known, so the rest of its group
+    (`cmd &`, pipelines) would run on. Starting takes no time worth cancelling; the caller's next
+    checkpoint raises the cancel, with the group known and killed.
+    """
+    with anyio.CancelScope(shield=True):
+        process = await anyio.open_process(command, **kwargs)
+    return process
 
 
 def _describe_duration(seconds: float) -> str:
@@ -413,7 +428,7 @@ async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progr
     move, into = _into_cgroup(cgroup)
     script = f"{into}trap 'jobs -p > {shlex.quote(str(jobs_file))} 2>/dev/null' EXIT\n{p.command}"
     try:
-        process = await anyio.open_process(
+        process = await _open_shielded(
             ["bash", "-c", script],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

@@ -21,7 +21,14 @@ pytestmark = pytest.mark.anyio
 CASSETTES = Path(__file__).resolve().parents[3] / "cassettes" / "generate-content"
 
 
-async def replay(name: str, turns: list[Turn], cwd: Path, faults: dict[int, Fault] | None = None) -> list[UnifiedEvent]:
+async def replay(
+    name: str,
+    turns: list[Turn],
+    cwd: Path,
+    faults: dict[int, Fault] | None = None,
+    workspace: dict[str, str] | None = None,
+) -> list[UnifiedEvent]:
+    """Replay (or record) cassette `name`; `workspace` is written into a recording as the files a replay starts with."""
     events: list[UnifiedEvent] = []
     async with cassette_endpoint(turns, faults) as base_url:
         params = ExecuteParams(
@@ -31,7 +38,7 @@ async def replay(name: str, turns: list[Turn], cwd: Path, faults: dict[int, Faul
             cwd=cwd,
             backend_options={**FAST, "base_url": base_url},
         )
-        with use_cassette(CASSETTES, name):
+        with use_cassette(CASSETTES, name, metadata={"workspace": workspace} if workspace else None):
             async with execute(params) as stream:
                 events = [event async for event in stream]
     return events
@@ -46,7 +53,8 @@ async def test_cassette_text(tmp_path: Path) -> None:
 
 
 async def test_cassette_tool_call_with_signatures(tmp_path: Path) -> None:
-    (tmp_path / "a.txt").write_text("alpha\n")
+    workspace = {"a.txt": "alpha\n"}
+    (tmp_path / "a.txt").write_text(workspace["a.txt"])
     turns: list[Turn] = [
         ModelTurn(
             thoughts=[Thought(text="**Reading**\n\nread a.txt", signature="sig-thought")],
@@ -54,7 +62,7 @@ async def test_cassette_tool_call_with_signatures(tmp_path: Path) -> None:
         ),
         ModelTurn(text="It says alpha."),
     ]
-    events = await replay("tool-call", turns, tmp_path)
+    events = await replay("tool-call", turns, tmp_path, workspace=workspace)
     assert any(isinstance(e, ToolResult) and "alpha" in str(e.output) for e in events)
     assert result_of(events).final_text == "It says alpha."
 

@@ -32,8 +32,14 @@ CASSETTES = Path(__file__).resolve().parents[3] / "cassettes" / "interactions"
 
 
 async def replay(
-    name: str, turns: list[Turn], cwd: Path, faults: dict[int, Fault] | None = None, **options: Any
+    name: str,
+    turns: list[Turn],
+    cwd: Path,
+    faults: dict[int, Fault] | None = None,
+    workspace: dict[str, str] | None = None,
+    **options: Any,
 ) -> list[Any]:
+    """Replay (or record) cassette `name`; `workspace` is written into a recording as the files a replay starts with."""
     async with cassette_endpoint(turns, faults) as base_url:
         params = ExecuteParams(
             prompt="what is in notes.txt?",
@@ -42,7 +48,7 @@ async def replay(
             cwd=cwd,
             backend_options={"api_key": "test-key", "base_url": base_url, "retry_delay_scale": 0.01, **options},
         )
-        with use_cassette(CASSETTES, name):
+        with use_cassette(CASSETTES, name, metadata={"workspace": workspace} if workspace else None):
             return await collect(params)
 
 
@@ -69,7 +75,7 @@ async def test_cassette_tool_call(workspace: Path) -> None:
         ),
         InteractionTurn(steps=[TextStep(text="It says alpha.")]),
     ]
-    events = await replay("tool-call", turns, workspace)
+    events = await replay("tool-call", turns, workspace, workspace={"notes.txt": (workspace / "notes.txt").read_text()})
     assert "alpha" in str(of_type(events, "tool_result")[0].output)
     assert events[-1].final_text == "It says alpha."
 

@@ -339,15 +339,20 @@ def _texts(call: Mapping[str, Any]) -> list[str]:
 
 def _model_path(shown: str | None, absolute: str, cwd: str) -> str:
     """The path as the model gave it: the title's (relative) when it is not cut and, relative to the
-    session's cwd, is the diff's file; else the diff's absolute path. Never a title that merely ends like
-    the diff's path (`settings.json` for `.claude/settings.json`): unified's policy judges this path, and
-    the title is the CLI's shortened display of it."""
+    session's cwd, is the diff's file; or when the diff's file lies outside the cwd and ends with the
+    title's path (a recording's cwd replayed elsewhere; plan mode writing into the CLI's plans
+    directory); else the diff's absolute path. Never a title that merely ends like a file inside the cwd
+    (`settings.json` for `.claude/settings.json`): unified's policy judges this path."""
     if shown and _TRUNCATED not in shown:
         try:
-            if (Path(cwd) / shown).resolve() == Path(absolute).resolve():
+            target, root = Path(absolute).resolve(), Path(cwd).resolve()
+            if (root / shown).resolve() == target:
                 return shown
         except (OSError, ValueError):
-            pass
+            return absolute
+        inside = target == root or root in target.parents
+        if not inside and Path(absolute).parts[-len(Path(shown).parts) :] == Path(shown).parts:
+            return shown
     return absolute
 
 

@@ -1,0 +1,97 @@
+"""`scripts/setup` as a fresh clone meets it: it says what it is doing, and npm's notices stay in a log.
+
+Runs the real script in a copy of the clone's scripts (its `.venv` the project's own, already
+installed, so pip has nothing to do), with an `npm` on PATH that behaves as npm 11 does on this
+package: it installs, and prints its install-script and update notices.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.hang_guard import HANG_GUARD_S
+
+pytestmark = pytest.mark.e2e  # runs bash and node
+
+ROOT = Path(__file__).parents[2]
+FAKE_NPM = """#!/usr/bin/env bash
+# npm as it installs @google/gemini-cli: files under --prefix, then its notices
+prefix=""
+while [ $# -gt 0 ]; do
+  if [ "$1" = "--prefix" ]; then prefix="$2"; shift; fi
+  shift
+done
+echo "added 7 packages in 22s"
+echo "npm warn install-scripts 2 packages have install scripts not yet covered by allowScripts:" >&2
+echo "npm notice New major version of npm available!" >&2
+[ "${NPM_FAILS:-0}" = 1 ] && { echo "npm error code E404" >&2; exit 1; }
+mkdir -p "$prefix/node_modules/@google/gemini-cli" "$prefix/node_modules/.bin"
+echo '{"name": "@google/gemini-cli", "version": "0.61.0"}' > "$prefix/node_modules/@google/gemini-cli/package.json"
+printf '#!/bin/sh\\necho 0.61.0\\n' > "$prefix/node_modules/.bin/gemini"
+chmod +x "$prefix/node_modules/.bin/gemini"
+"""
+
+
+@pytest.fixture
+def clone(tmp_path: Path) -> Path:
+    """The clone's scripts and pyproject, with the project's .venv (installed, so pip is skipped)."""
+    if shutil.which("node") is None:
+        pytest.fail("this test needs Node.js 20+ on PATH (the gemini CLI does)")
+    copy = tmp_path / "clone"
+    (copy / "scripts").mkdir(parents=True)
+    (copy / ".ci").mkdir()
+    shutil.copy(ROOT / "scripts" / "setup", copy / "scripts" / "setup")
+    shutil.copy(ROOT / ".ci" / "install-gemini-cli.sh", copy / ".ci" / "install-gemini-cli.sh")
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    (copy / ".venv").symlink_to(Path(sys.prefix))
+    stamp = Path(sys.prefix) / ".unified-installed"
+    if not stamp.is_file():
+        pytest.fail(f"{stamp} is missing: run ./scripts/setup first")
+    older = stamp.stat().st_mtime - 60
+    os.utime(copy / "pyproject.toml", (older, older))  # the venv is up to date: pip does not run
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "npm").write_text(FAKE_NPM)
+    (bin_dir / "npm").chmod(0o755)
+    return copy
+
+
+def _setup(clone: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PATH": f"{clone.parent / 'bin'}{os.pathsep}{os.environ['PATH']}", **extra}
+    env.pop("UNIFIED_SKIP_GEMINI_CLI", None)
+    return subprocess.run(
+        ["bash", str(clone / "scripts" / "setup")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=HANG_GUARD_S,
+        check=False,
+    )
+
+
+def test_setup_says_what_it_installs_and_keeps_npm_in_a_log(clone: Path) -> None:
+    done = _setup(clone)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "setup: installing the gemini CLI 0.61.0 into .gemini-cli/ with npm (a minute or two the first time)"
+    ]
+    assert done.stderr == ""
+    log = (clone / ".gemini-cli" / "npm-install.log").read_text()
+    assert "npm warn install-scripts" in log
+    assert "npm notice" in log
+    again = _setup(clone)  # already there: nothing to say
+    assert (again.returncode, again.stdout, again.stderr) == (0, "", "")
+
+
+def test_when_npm_fails_setup_shows_its_log_and_one_error_line(clone: Path) -> None:
+    done = _setup(clone, NPM_FAILS="1")
+    assert done.returncode == 1
+    assert "  | npm error code E404" in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == "error: npm could not install the gemini CLI 0.61.0 (its whole log: .gemini-cli/npm-install.log)"
