@@ -71,7 +71,7 @@ def test_nothing_present_explains_what_to_set() -> None:
     with pytest.raises(RoutingError) as caught:
         select_backend(_auth({}))
     message = str(caught.value)
-    assert "no usable Google credentials" in message
+    assert "no usable credentials" in message
     assert "GEMINI_API_KEY" in message
     assert "gemini` once and log in" in message
 

@@ -55,6 +55,7 @@ __all__ = [
     "capabilities",
     "demo",
     "doctor",
+    "install_claude_code_command",
     "install_gemini_command",
     "main",
     "record",
@@ -559,11 +560,25 @@ def install_gemini_command(
     ] = None,
 ) -> None:
     """Install the pinned gemini CLI (needs Node.js 20+) with npm, where unified finds it. Never global."""
+    _install("gemini-cli", prefix)
+
+
+@app.command("install-claude-code")
+def install_claude_code_command(
+    prefix: Annotated[
+        Path | None, typer.Option(help="Where to install (default: the user data dir, where unified looks).")
+    ] = None,
+) -> None:
+    """Install the pinned Claude Code CLI (npm needs Node.js 18+; ~400 MB) where unified finds it. Never global."""
+    _install("claude-code", prefix)
+
+
+def _install(backend: str, prefix: Path | None) -> None:
     from unified._binary.install import NodeUnavailable
     from unified._cli.install import install_binary
 
     try:
-        done = install_binary("gemini-cli", prefix, os.environ)
+        done = install_binary(backend, prefix, os.environ)
     except NodeUnavailable as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     except UnifiedError as exc:
@@ -638,6 +653,17 @@ def sessions_show(ref: str, backend: SessionBackendOption = None, cwd: CwdOption
         _print_json(anyio.run(lambda: sessions.show(info.session_id, backend=info.backend, cwd=_cwd(cwd))))
     except UnifiedError as exc:
         raise _fail(str(exc)) from None
+
+
+@sessions_app.command("export")
+def sessions_export(ref: str, backend: SessionBackendOption = None, cwd: CwdOption = None) -> None:
+    """Print one session's history as a portable conversation (JSON, docs/conversations.md)."""
+    info = _resolve(ref, backend, _cwd(cwd))
+    try:
+        conversation = anyio.run(lambda: sessions.export(info.session_id, backend=info.backend, cwd=_cwd(cwd)))
+    except UnifiedError as exc:
+        raise _fail(str(exc)) from None
+    _write_line(conversation.to_json())
 
 
 @sessions_app.command("delete")
