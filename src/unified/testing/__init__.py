@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from unified.testing._cassettes import scrub_text, use_cassette
     from unified.testing._fake_acp import FakeAcp, script_from_transcript
-    from unified.testing._fake_anthropic import FakeAnthropic
+    from unified.testing._fake_anthropic import AGENT_HEADER, FakeAnthropic
     from unified.testing._fake_gemini import REDACTED, FakeGemini, RecordedRequest
     from unified.testing._fake_process import FakeAgentProcess
     from unified.testing._record import RecordError, record_run
@@ -65,7 +65,7 @@ if TYPE_CHECKING:
 _HOMES = {
     "unified.testing._cassettes": ("scrub_text", "use_cassette"),
     "unified.testing._fake_acp": ("FakeAcp", "script_from_transcript"),
-    "unified.testing._fake_anthropic": ("FakeAnthropic",),
+    "unified.testing._fake_anthropic": ("AGENT_HEADER", "FakeAnthropic"),
     "unified.testing._fake_gemini": ("REDACTED", "FakeGemini", "RecordedRequest"),
     "unified.testing._fake_process": ("FakeAgentProcess",),
     "unified.testing._record": ("RecordError", "record_run"),
@@ -101,6 +101,7 @@ _HOMES = {
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
+    "AGENT_HEADER",
     "REDACTED",
     "ApiMethod",
     "Ask",

@@ -28,6 +28,7 @@ from unified._adapters.claude_code._launch import Launch, config_dir, new_sessio
 from unified._adapters.claude_code._options import BACKEND, claude_code_options
 from unified._adapters.claude_code._run import ClaudeRun, RunPlan, prompt_content
 from unified._adapters.claude_code._session_files import (
+    CONTINUED_FROM,
     SessionFiles,
     is_prompt,
     parse_session,
@@ -40,11 +41,7 @@ from unified.conversations import Conversation, ImagePart, TextPart, UserTurn
 from unified.errors import ConfigurationError
 from unified.types import ExecuteParams
 
-__all__ = ["CONTINUED_FROM", "ClaudeCodeBackend"]
-
-CONTINUED_FROM = "unified-continued-from"
-"""A line of ours in a session file made from a conversation: where it came from (the CLI skips
-line types it does not know)."""
+__all__ = ["ClaudeCodeBackend"]
 
 
 @dataclass(frozen=True, slots=True)

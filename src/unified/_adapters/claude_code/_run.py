@@ -126,9 +126,12 @@ class ClaudeRun:
         graceful = False
         try:
             bridge = PermissionBridge(self.ctx, connection, self.translator, self.options.policy)
-            pending = await self._initialize()
-            await connection.user(plan.content)
-            outcome = await self._pump(bridge, pending)
+            try:
+                pending = await self._initialize()
+                await connection.user(plan.content)
+                outcome = await self._pump(bridge, pending)
+            except ConnectionError as exc:  # its stdin is gone: the process died
+                raise await self._exit_error(f"while unified wrote to it ({exc})") from exc
             graceful = True
             return outcome
         except anyio.get_cancelled_exc_class():

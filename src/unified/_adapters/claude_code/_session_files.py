@@ -30,6 +30,7 @@ from unified.errors import SessionNotFound
 from unified.sessions import SessionInfo, SessionProblem, resolve_ref, short_id_of
 
 __all__ = [
+    "CONTINUED_FROM",
     "ParsedSession",
     "SessionFiles",
     "is_prompt",
@@ -40,6 +41,9 @@ __all__ = [
 ]
 
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+CONTINUED_FROM = "unified-continued-from"
+"""A line of ours in a session file made from a conversation: where it came from (the CLI skips
+line types it does not know, and keeps them when it appends)."""
 MAX_SESSION_BYTES = 256 * 1024 * 1024
 """A session file larger than this is listed with a problem, not read."""
 
@@ -103,6 +107,8 @@ class ParsedSession:
     last_prompt: str | None = None
     started_at: datetime | None = None
     updated_at: datetime | None = None
+    continued_from: dict[str, Any] | None = None
+    """The conversation this session was made from (`ExecuteParams.history`), as its origin names it."""
 
     def conversation_lines(self) -> list[dict[str, Any]]:
         """The main conversation's `user` / `assistant` lines, in order."""
@@ -129,6 +135,9 @@ def parse_session(path: Path) -> ParsedSession:
                 parsed.bad_lines += 1
                 continue
             parsed.lines.append(line)
+            if line.get("type") == CONTINUED_FROM:
+                origin = line.get("origin")
+                parsed.continued_from = origin if isinstance(origin, dict) else {}
             if line.get("type") not in ("user", "assistant") or line.get("isSidechain"):
                 continue
             stamp = _time(line.get("timestamp"))
@@ -209,7 +218,10 @@ class SessionFiles:
             cwd=parsed.cwd,
             model=parsed.model,
             path=str(path),
-            extra={"skipped_lines": parsed.bad_lines} if parsed.bad_lines else {},
+            extra={
+                **({"skipped_lines": parsed.bad_lines} if parsed.bad_lines else {}),
+                **({"continued_from": parsed.continued_from} if parsed.continued_from is not None else {}),
+            },
         )
 
     def _unreadable(self, path: Path, why: str) -> SessionInfo:

@@ -4,8 +4,9 @@ The CLI asks the client (`can_use_tool`) only for calls its own rules do not set
 default mode it runs read-only Bash and in-cwd reads without asking. So the backend makes it ask
 for every call that can change anything, or read anything, with a `permissions.ask` rule per tool
 in the `--settings` it starts with (`ASKED`): the caller's policy then decides each one. The tools
-left out only inspect the CLI's own state (`ToolSearch`, `ListAgents`, `CronList`, ...); the CLI
-runs those itself and the backend reports `decided_by="backend"`. `AskUserQuestion` is asked too:
+left out only inspect the CLI's own state (`ToolSearch`, `ListAgents`, `CronList`, ...) or start a
+subagent (`Agent`, whose every call is asked in turn); the CLI runs those itself and the backend
+reports `decided_by="backend"`. `AskUserQuestion` is asked too:
 its "permission" request is how the CLI hands the model's question to the client.
 
 For the policy (`unified.tools.Policy`, whose rules name unified's tools), each Claude tool maps
@@ -34,8 +35,6 @@ AGENT_TOOLS = frozenset({"Agent", "Task"})
 """The subagent tool (`init.tools` says `Task`, the model calls it `Agent`)."""
 
 ASKED: tuple[str, ...] = (
-    "Agent",
-    "Task",
     QUESTION_TOOL,
     "Bash",
     "BashOutput",
@@ -64,8 +63,8 @@ ASKED: tuple[str, ...] = (
     "Workflow",
     "Write",
 )
-"""Every tool of Claude Code 2.1 that acts on the world (files, shell, network, agents, schedules,
-worktrees, workflows) or reads files: the CLI asks the client before each call of them."""
+"""Every tool of Claude Code 2.1 that acts on the world (files, shell, network, messages to agents,
+schedules, worktrees, workflows) or reads files: the CLI asks the client before each call of them."""
 
 _POLICY_NAMES: Mapping[str, str] = {
     "Bash": "run_shell_command",
