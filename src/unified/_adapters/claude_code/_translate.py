@@ -59,6 +59,8 @@ __all__ = [
 ]
 
 Message = Mapping[str, Any]
+SYNTHETIC = "<synthetic>"
+"""The model the CLI names on a message it made itself (an API error's text, an interruption note)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -442,8 +444,8 @@ class StreamTranslator:
 
     def _assistant(self, message: Message) -> list[Item]:
         inner = message.get("message")
-        if not isinstance(inner, Mapping):
-            return []
+        if not isinstance(inner, Mapping) or inner.get("model") == SYNTHETIC:
+            return []  # the CLI's own note in the model's place (an API error's text): the error says it
         task = self.task_of(message.get("agent_id")) or self._task_of_parent(message.get("parent_tool_use_id"))
         streamed = task is None and inner.get("id") in self._streamed
         if isinstance(inner.get("model"), str) and task is None:
