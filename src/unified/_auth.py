@@ -367,7 +367,7 @@ def detect_auth(
     found = [
         *_api_modes(api, env, user_home),
         *filter(None, [_code_assist(env, cli_home)]),
-        *claude_code_modes(env, claude_home or claude_code_home(), user_home),
+        *claude_code_modes(env, claude_home or claude_code_home(env), user_home),
     ]
     selected = _cli_selected_type(cli_home / ".gemini" / "settings.json")
     notes = []
@@ -500,9 +500,12 @@ ANTHROPIC_MODES: frozenset[AuthModeName] = frozenset(
 )
 
 
-def claude_code_home() -> Path:
+def claude_code_home(env: Mapping[str, str] | None = None) -> Path:
     """The claude-code backend's own CLI home (HOME of the child; its CLAUDE_CONFIG_DIR is `.claude` in it):
-    `<unified's data folder>/claude-code/home`, as `unified._adapters.claude_code._launch.default_home` says."""
+    `<unified's data folder>/claude-code/home`, as `unified._adapters.claude_code._launch.default_home` says
+    (`XDG_DATA_HOME` of `env` when it names one)."""
+    if env is not None and env.get("XDG_DATA_HOME", "").strip():
+        return Path(env["XDG_DATA_HOME"]) / "unified" / "claude-code" / "home"
     import platformdirs
 
     return Path(platformdirs.user_data_dir("unified", appauthor=False)) / "claude-code" / "home"

@@ -1,9 +1,11 @@
 """`unified demo`: one built-in task, run through the real adapters of every backend, offline.
 
-A throwaway workspace, a throwaway CLI home and data directory, and one FakeGemini script that
-thinks, lists the workspace, reads a file and answers. The model is scripted; everything else is
-real: the `gemini` binary with its own tools, the google-genai SDK over HTTP on 127.0.0.1,
-`unified`'s tool runtime and policy, the stream guard. The streams come out the same shape.
+A throwaway workspace, a throwaway CLI home and data directory, and one script that thinks, looks
+around the workspace, reads a file and answers, played by FakeGemini (the Google backends) or
+FakeAnthropic (Claude Code, which looks around by reading the README: its tools have no listing a
+default policy allows). The model is scripted; everything else is real: the `gemini` and `claude`
+binaries with their own tools, the google-genai SDK over HTTP on 127.0.0.1, `unified`'s tool
+runtime and policy, the stream guard. The streams come out the same shape.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 
 from unified._execute import execute
 from unified.events import Result, ToolUse, UnifiedEvent
-from unified.testing import FakeGemini, FunctionCall, ModelTurn, Thought, Usage
+from unified.testing import FakeAnthropic, FakeGemini, FunctionCall, ModelTurn, Thought, Usage
 from unified.testing._wiring import backend_options_for
 from unified.types import BackendName, ExecuteParams
 
@@ -27,16 +29,22 @@ NOTES = "Ship the adapter layer on Friday.\nBenchmarks first.\n"
 ANSWER = "The project holds a README and notes.txt. The notes say: ship the adapter layer on Friday, benchmarks first."
 
 
-def script() -> list[ModelTurn]:
+def script(backend: str = "gemini-cli") -> list[ModelTurn]:
     """Three model turns: look around, read, answer (with real thought-summary shapes and usage)."""
+    claude = backend == "claude-code"
+    look = (
+        FunctionCall(name="Read", args={"file_path": "README.md"})
+        if claude
+        else FunctionCall(name="list_directory", args={"dir_path": "."})
+    )
     return [
         ModelTurn(
             thoughts=[Thought(text="**Looking around**\n\nList the workspace before answering.", signature="demo-1")],
-            function_calls=[FunctionCall(name="list_directory", args={"dir_path": "."})],
+            function_calls=[look],
             usage=Usage(input_tokens=812, output_tokens=9, thinking_tokens=14),
         ),
         ModelTurn(
-            function_calls=[FunctionCall(name="read_file", args={"file_path": "notes.txt"})],
+            function_calls=[FunctionCall(name="Read" if claude else "read_file", args={"file_path": "notes.txt"})],
             usage=Usage(input_tokens=870, output_tokens=11),
         ),
         ModelTurn(text=ANSWER, text_chunks=4, usage=Usage(input_tokens=931, output_tokens=27)),
@@ -72,12 +80,13 @@ async def run_demo(backends: tuple[BackendName, ...], show: Callable[[str, Unifi
                 (workspace / "README.md").write_text("# demo project\n")
                 (workspace / "notes.txt").write_text(NOTES)
                 events: list[UnifiedEvent] = []
-                async with FakeGemini(script()) as server:
+                fake = FakeAnthropic if backend == "claude-code" else FakeGemini
+                async with fake(script(backend)) as server:
                     options = backend_options_for(server, backend, cli_home=root / backend / "home")
                     params = ExecuteParams(
                         prompt=PROMPT,
                         backend=backend,
-                        model="gemini-2.5-flash",
+                        model=None if backend == "claude-code" else "gemini-2.5-flash",
                         cwd=workspace,
                         approval_mode="default",
                         total_timeout_s=60,

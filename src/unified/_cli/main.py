@@ -115,7 +115,7 @@ EXIT_BROKEN_PIPE = 141
 EXIT_INTERNAL = 70
 """An exception `unified` did not expect: a bug (EX_SOFTWARE)."""
 APPROVAL_CHOICES: tuple[str, ...] = get_args(ApprovalMode)
-DEMO_BACKENDS = ("gemini-cli", "generate-content", "interactions")
+DEMO_BACKENDS = ("gemini-cli", "generate-content", "interactions", "claude-code")
 LEVEL_STYLES = {"full": "green", "partial": "yellow", "emulated": "cyan", "none": "dim red"}
 
 
@@ -332,7 +332,7 @@ async def _cancel_on_interrupt(stream: EventStream, scope: CancelScope) -> None:
 @app.command()
 def demo(
     backend: Annotated[
-        str, typer.Option(callback=_choice(("all", *DEMO_BACKENDS)), help="all, or one of the three backends.")
+        str, typer.Option(callback=_choice(("all", *DEMO_BACKENDS)), help="all, or one of the four backends.")
     ] = "all",
     json_lines: Annotated[bool, typer.Option("--json", help="Print one JSON event per line.")] = False,
 ) -> None:
@@ -356,7 +356,7 @@ def demo(
 
     runs = anyio.run(run_demo, chosen, show)
     if not json_lines:
-        table = Table(title="the same task, three backends")
+        table = Table(title=f"the same task, {'four backends' if backend == 'all' else 'one backend: ' + backend}")
         for column in ("backend", "result", "events", "tool calls", "tokens"):
             table.add_column(column)
         for one in runs:
@@ -503,7 +503,7 @@ def schema() -> None:
 
 @app.command()
 def doctor(as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON.")] = False) -> None:
-    """Report the credentials found (never their values), the gemini binary and what each backend can do here."""
+    """Report the credentials found (never their values), the agent binaries and what each backend can do here."""
     report = doctor_report()
     ready = any(b["ready"] for b in report["backends"] if b["backend"] != "scripted")
     if as_json:
@@ -512,7 +512,11 @@ def doctor(as_json: Annotated[bool, typer.Option("--json", help="Print the findi
     auth = report["auth"]
     _say("Credentials", style="bold")
     if not auth["modes"]:
-        _say("  none found: set GEMINI_API_KEY, configure Vertex AI, or log in with `gemini`", style="yellow")
+        _say(
+            "  none found: set GEMINI_API_KEY or ANTHROPIC_API_KEY, configure Vertex AI or Bedrock, or log in with "
+            "`gemini`",
+            style="yellow",
+        )
     for mode in auth["modes"]:
         mark, style = ("✓", "green") if mode["usable"] else ("✗", "red")
         detail = f" ({mode['detail']})" if mode["detail"] else ""
@@ -531,6 +535,13 @@ def doctor(as_json: Annotated[bool, typer.Option("--json", help="Print the findi
     else:
         version, style = (gemini["version"], "green") if gemini["version"] else (gemini["problem"], "red")
         _say(f"  {gemini['path']} (from {gemini['found_by']}): {version}", style=style)
+    claude = report["claude"]
+    _say("claude binary", style="bold")
+    if claude["path"] is None:
+        _say(f"  ✗ {claude['problem']}", style="red")
+    else:
+        style = "red" if claude["problem"] else "green"
+        _say(f"  {claude['path']} (from {claude['found_by']}): {claude['problem'] or claude['version']}", style=style)
 
     _say("Backends", style="bold")
     for status in report["backends"]:

@@ -4,6 +4,9 @@
 
 - `generate-content` and `interactions`: vcrpy writes every HTTP exchange of the run to a YAML
   file (credential headers, cookies and `key=` query values scrubbed, see `cassettes`);
+- `claude-code`: the CLI's stream-json lines both ways (`{"dir": "send"|"recv", "msg"}`, from the
+  backend's `transcript` option) go to a JSONL transcript after a metadata line naming the backend,
+  the prompt, the model and the approval mode;
 - `gemini-cli`: the ACP JSON-RPC messages both ways go to a JSONL transcript, after a metadata
   line saying what it was recorded from, with the approval mode and the workspace; between them,
   `{"dir": "chat", "file": ..., "record": ...}` lines carry what the CLI wrote to its chat files
@@ -37,7 +40,12 @@ class RecordError(Exception):
     """The cassette cannot be written as asked (wrong file type for the backend, an unknown backend)."""
 
 
-_SUFFIXES = {"gemini-cli": (".jsonl",), "generate-content": (".yaml", ".yml"), "interactions": (".yaml", ".yml")}
+_SUFFIXES = {
+    "gemini-cli": (".jsonl",),
+    "claude-code": (".jsonl",),
+    "generate-content": (".yaml", ".yml"),
+    "interactions": (".yaml", ".yml"),
+}
 
 
 async def record_run(params: ExecuteParams, path: Path, *, source: str) -> list[UnifiedEvent]:
@@ -50,12 +58,16 @@ async def record_run(params: ExecuteParams, path: Path, *, source: str) -> list[
     backend = str(params.backend)
     suffixes = _SUFFIXES.get(backend)
     if suffixes is None:
-        raise RecordError(f"cannot record the {backend!r} backend: choose gemini-cli, generate-content or interactions")
+        raise RecordError(
+            f"cannot record the {backend!r} backend: choose gemini-cli, claude-code, generate-content or interactions"
+        )
     if path.suffix not in suffixes:
         raise RecordError(f"{path}: a {backend} cassette is a {' or '.join(suffixes)} file")
     path.parent.mkdir(parents=True, exist_ok=True)
     if backend == "gemini-cli":
         return await _record_transcript(params, path, source)
+    if backend == "claude-code":
+        return await _record_claude_transcript(params, path, source)
     return await _record_http(params, path, source)
 
 
@@ -77,6 +89,23 @@ async def _record_transcript(params: ExecuteParams, path: Path, source: str) -> 
         "paths_are_from": str(params.cwd),
     }
     _write_scrubbed(path, [meta, *place_chat_records(_of_the_run(transcript))])
+    return events
+
+
+async def _record_claude_transcript(params: ExecuteParams, path: Path, source: str) -> list[UnifiedEvent]:
+    transcript: list[dict[str, Any]] = []
+    options = {**params.backend_options_dict(), "transcript": transcript}
+    events = await _run(params.model_copy(update={"backend_options": options}))
+    meta = {
+        "cassette": path.stem,
+        "recorded_from": source,
+        "backend": "claude-code",
+        "prompt": params.prompt,
+        "model": params.model,
+        "approval_mode": params.approval_mode,
+        "paths_are_from": str(params.cwd),
+    }
+    _write_scrubbed(path, [meta, *transcript])
     return events
 
 

@@ -12,7 +12,12 @@ Two kinds of cassette exist (see `unified.testing._cassettes` and `cassettes/`):
   The CLI's chat-file records, recorded between them as `{"dir": "chat", "file", "record"}`, are
   appended by the stand-in to that file under the replay's own CLI home at their place in the
   transcript, so the adapter finds tool arguments and outputs where the CLI leaves them; a
-  transcript without them replays with a `tool_output_unavailable` warning and ACP's bare results.
+  transcript without them replays with a `tool_output_unavailable` warning and ACP's bare results;
+- a JSONL transcript of the `claude-code` backend (a metadata line naming the backend, then the
+  CLI's stream-json lines both ways): the adapter starts a stand-in CLI that answers each line it
+  sends with the lines recorded after it (ids of our control requests rewritten to the live ones),
+  so the real control protocol, permission bridge and translator run, in process; permission
+  prompts and questions get the answers the recording sent.
 
 What to run is read from the cassette itself: the backend from the API paths (or the transcript),
 the prompt and model from the first request, the approval mode from the transcript. Tools run for
@@ -69,7 +74,9 @@ def describe(path: Path) -> CassetteInfo:
     Raises `ReplayError`, saying what is wrong, for a missing, unreadable or malformed file.
     """
     if path.suffix not in (".jsonl", ".yaml", ".yml"):
-        raise ReplayError(f"{path}: not a cassette (expected a .yaml vcrpy cassette or a .jsonl gemini-cli transcript)")
+        raise ReplayError(
+            f"{path}: not a cassette (expected a .yaml vcrpy cassette or a .jsonl gemini-cli or claude-code transcript)"
+        )
     if not path.is_file():
         raise ReplayError(f"{path}: {'is a directory' if path.is_dir() else 'no such file'}; pass a cassette file")
     try:
@@ -104,7 +111,7 @@ async def replay_events(
     info = describe(path)
     with ExitStack() as stack:
         workdir = cwd if cwd is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        if info.backend == "gemini-cli":
+        if info.backend in ("gemini-cli", "claude-code"):
             params = _transcript_params(info, workdir, stack, include_native)
         else:
             params = _http_params(info, workdir, include_native)
@@ -250,6 +257,8 @@ def _sent(entries: list[dict[str, Any]], method: str) -> dict[str, Any] | None:
 
 def _describe_transcript(path: Path) -> CassetteInfo:
     meta, entries = _read_transcript(path)
+    if meta.get("backend") == "claude-code":
+        return _describe_claude(path, meta, entries)
     prompt = _sent(entries, "session/prompt")
     if prompt is None:
         raise ReplayError(f"{path}: the transcript never sends session/prompt")
@@ -294,6 +303,8 @@ def _answering(answers: list[UserInputResponse]) -> Callable[[UserInputRequest],
 
 def _transcript_params(info: CassetteInfo, cwd: Path, stack: ExitStack, include_native: bool) -> ExecuteParams:
     _, entries = _read_transcript(info.path)
+    if info.backend == "claude-code":
+        return _claude_params(info, entries, cwd, stack, include_native)
     scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="unified-replay-")))
     home = scratch / "home"  # the CLI's home as the adapter sees it: empty, never the user's
     home.mkdir()
@@ -379,6 +390,136 @@ class _TranscriptAgent:
         self.position += 1
         if method is not None and "id" in recorded:
             self.ids[recorded["id"]] = message.get("id")
+        self._play_until_next_send()
+
+
+# --- claude-code: stream-json transcripts --------------------------------------------------------------
+
+
+def _describe_claude(path: Path, meta: Mapping[str, Any], entries: list[dict[str, Any]]) -> CassetteInfo:
+    prompt = meta.get("prompt")
+    if not isinstance(prompt, str):
+        first = next((e["msg"] for e in entries if e["dir"] == "send" and e["msg"].get("type") == "user"), None)
+        if first is None:
+            raise ReplayError(f"{path}: the transcript never sends a user message")
+        content = first.get("message", {}).get("content")
+        prompt = content if isinstance(content, str) else ""
+    model = meta.get("model")
+    return CassetteInfo(
+        path=path,
+        backend="claude-code",
+        source=str(meta.get("recorded_from") or "unknown (the cassette does not say)"),
+        prompt=prompt,
+        model=model if isinstance(model, str) else None,
+        approval_mode=cast("ApprovalMode", meta.get("approval_mode") or "default"),
+    )
+
+
+def _claude_answers(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The client's recorded answers to the CLI's `can_use_tool` requests, by request id."""
+    asked = {
+        e["msg"].get("request_id") for e in entries if e["dir"] == "recv" and e["msg"].get("type") == "control_request"
+    }
+    answers: dict[str, dict[str, Any]] = {}
+    for entry in entries:
+        msg = entry["msg"]
+        response = msg.get("response") if isinstance(msg.get("response"), dict) else {}
+        if entry["dir"] == "send" and msg.get("type") == "control_response" and response.get("request_id") in asked:
+            inner = response.get("response")
+            answers[str(response["request_id"])] = inner if isinstance(inner, dict) else {"behavior": "deny"}
+    return answers
+
+
+def _claude_answering(
+    answers: Mapping[str, Mapping[str, Any]],
+) -> Callable[[UserInputRequest], Awaitable[UserInputResponse]]:
+    async def answer(request: UserInputRequest) -> UserInputResponse:
+        recorded = answers.get(request.request_id.split(":", 1)[-1])
+        if recorded is None:
+            return UserInputResponse(cancelled=True)
+        if request.source == "model-tool":
+            given = (recorded.get("updatedInput") or {}).get("answers") or {}
+            return UserInputResponse(answers={q.id: str(given.get(q.prompt, "")) for q in request.questions})
+        if recorded.get("behavior") != "allow":
+            if recorded.get("interrupt"):
+                return UserInputResponse.stop_run()
+            message = str(recorded.get("message") or "")
+            said = message.split(". The user says: ", 1)
+            return UserInputResponse.deny(said[1] if len(said) == 2 else None)
+        if recorded.get("updatedPermissions"):
+            return UserInputResponse.allow(always=True)
+        changed = recorded.get("updatedInput")
+        return UserInputResponse.allow(updated_input=dict(changed) if isinstance(changed, dict) else None)
+
+    return answer
+
+
+def _claude_params(
+    info: CassetteInfo, entries: list[dict[str, Any]], cwd: Path, stack: ExitStack, include_native: bool
+) -> ExecuteParams:
+    scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="unified-replay-")))
+
+    def start(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> FakeAgentProcess:
+        process = FakeAgentProcess(argv=argv, env=env)
+        process.handler = _ClaudeTranscriptAgent(entries, process).answer
+        return process
+
+    return ExecuteParams(
+        prompt=info.prompt,
+        backend="claude-code",
+        model=info.model,
+        cwd=cwd,
+        approval_mode=info.approval_mode,
+        on_user_input=_claude_answering(_claude_answers(entries)),
+        include_native=include_native,
+        backend_options={"start_process": start, "home": scratch / "home"},
+    )
+
+
+class _ClaudeTranscriptAgent:
+    """The stand-in `claude`: answers the adapter's stream-json lines from a recorded transcript.
+
+    Each line the adapter sends must match the next recorded `send` (the same `type`, and for a
+    control request the same `subtype`); the recorded `recv` lines up to the next `send` are then
+    written out, the request ids of our own control requests (random per run) rewritten to the live
+    ones. A mismatch ends the process (exit 1) with the reason on stderr, which the adapter reports.
+    """
+
+    def __init__(self, entries: list[dict[str, Any]], process: FakeAgentProcess) -> None:
+        self.entries = entries
+        self.process = process
+        self.ids: dict[str, str] = {}
+        self.position = 0
+
+    def _play_until_next_send(self) -> None:
+        while self.position < len(self.entries) and self.entries[self.position]["dir"] != "send":
+            reply = json.loads(json.dumps(self.entries[self.position]["msg"]))
+            self.position += 1
+            response = reply.get("response")
+            if reply.get("type") == "control_response" and isinstance(response, dict):
+                response["request_id"] = self.ids.get(str(response.get("request_id")), response.get("request_id"))
+            self.process.emit(json.dumps(reply, separators=(",", ":")))
+
+    def _fail(self, reason: str) -> None:
+        self.process.write_stderr(f"replay: {reason}\n")
+        self.process.exit(1)
+
+    def answer(self, line: str) -> None:
+        message = json.loads(line)
+        kind = message.get("type")
+        subtype = (message.get("request") or {}).get("subtype") if kind == "control_request" else None
+        if self.position >= len(self.entries):
+            if kind == "control_request" and subtype != "interrupt":
+                self._fail(f"the transcript has nothing more to answer {subtype}")
+            return
+        recorded = self.entries[self.position]["msg"]
+        recorded_subtype = (recorded.get("request") or {}).get("subtype") if kind == "control_request" else None
+        if recorded.get("type") != kind or recorded_subtype != subtype:
+            self._fail(f"the adapter sent {subtype or kind}, the recording {recorded.get('type')}")
+            return
+        self.position += 1
+        if kind == "control_request":
+            self.ids[str(recorded.get("request_id"))] = str(message.get("request_id"))
         self._play_until_next_send()
 
 

@@ -59,9 +59,10 @@ async def run_claude(
     **fields: Any,
 ) -> list[UnifiedEvent]:
     """One claude-code run, strict (a protocol slip by the adapter fails the test)."""
+    backend = str(fields.pop("backend", "claude-code"))
     params = ExecuteParams(
         prompt=prompt,
-        backend="claude-code",
+        backend=backend,
         cwd=workspace,
         on_user_input=answer,
         backend_options={**backend_options_for(server, "claude-code"), **(options or {})},
