@@ -126,3 +126,9 @@ def test_bad_options_are_a_configuration_error(bad: dict[str, object]) -> None:
 
     with pytest.raises(ConfigurationError):
         claude_code_options(bad)
+
+
+def test_unified_installs_the_pinned_binary_by_its_backend_name() -> None:
+    from unified._cli.install import spec_of
+
+    assert spec_of("claude-code") is CLAUDE_CODE
