@@ -70,6 +70,8 @@ async def test_resume_by_short_id_from_another_directory_and_another_process(wor
         assert lines[-1]["final_text"] == "You said 42."
         assert "Remember the number 42." in last_request(server), "the resumed request carries the history"
         third = await run_claude(server, other, "And now?", resume=short[:6])
+        costs = [e.usage.cost_usd for e in (first[-1], third[-1]) if isinstance(e, Result)]
+        assert costs[0] == costs[1], "a resumed run reports its own cost, not the session's running total"
         assert started(third).resumed
         assert started(third).session_id == started(first).session_id
         assert "What number did I say?" in last_request(server)
