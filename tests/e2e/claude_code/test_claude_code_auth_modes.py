@@ -27,6 +27,14 @@ from unified.testing import REDACTED, FakeAnthropic, ModelTurn
 
 pytestmark = pytest.mark.anyio
 
+
+@pytest.fixture(autouse=True)
+def no_gemini_probe(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`doctor` would start the gemini binary for its version (seconds of Node); these tests look at
+    claude-code only."""
+    monkeypatch.setenv("UNIFIED_GEMINI_BIN", str(tmp_path / "no-gemini-here"))
+
+
 KEY = "sk-ant-api03-auth-mode-test-key-0123456789"
 BASE = "{base}"
 

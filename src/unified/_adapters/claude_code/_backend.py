@@ -73,8 +73,6 @@ class ClaudeCodeBackend:
                     False,
                 )
             )
-        if thinking is not None and thinking.budget == -1:
-            problems.append(UnsupportedOption("thinking.budget", "a dynamic budget is Claude's default", False))
         return problems
 
     async def run(self, ctx: RunContext) -> RunOutcome:

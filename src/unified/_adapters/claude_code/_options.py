@@ -55,9 +55,6 @@ class ClaudeCodeOptions(BackendOptions):
     """Ask the CLI for its subagents' text and thinking (initialize `forwardSubagentText`)."""
     close_grace_s: float = Field(default=5.0, ge=0)
     """How long the CLI may take to exit once its stdin is closed, before its process group is ended."""
-    pool_size: StrictInt | None = Field(default=None, ge=0)
-    """Accepted for symmetry with gemini-cli; the CLI takes its session id at start, so every run
-    starts its own process (0 and None alike)."""
 
     @field_validator("transcript", mode="plain")
     @classmethod

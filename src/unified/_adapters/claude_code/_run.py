@@ -115,6 +115,8 @@ class ClaudeRun:
         self.requesting = False
         self.failure: UnifiedError | None = None
         self.stopping = False
+        self.idle = False
+        """The CLI printed the `result` of its turn (and runs nothing more): it can end by itself."""
 
     async def run(self, plan: RunPlan) -> RunOutcome:
         self.plan = plan
@@ -123,7 +125,6 @@ class ClaudeRun:
         process = self.starter(argv, cwd, self.launch.run_env())
         self.process = process
         self.connection = connection = ClaudeConnection(process, self.options.transcript)
-        graceful = False
         try:
             bridge = PermissionBridge(self.ctx, connection, self.translator, self.options.policy)
             try:
@@ -132,7 +133,6 @@ class ClaudeRun:
                 outcome = await self._pump(bridge, pending)
             except ConnectionError as exc:  # its stdin is gone: the process died
                 raise await self._exit_error(f"while unified wrote to it ({exc})") from exc
-            graceful = True
             return outcome
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
@@ -141,7 +141,7 @@ class ClaudeRun:
         finally:
             with anyio.CancelScope(shield=True):
                 self._add_usage()
-                await self._end(process, graceful)
+                await self._end(process, self.idle and not self.translator.agents_running())
 
     # --- start-up ----------------------------------------------------------------------------------
 
@@ -300,6 +300,7 @@ class ClaudeRun:
         assert self.plan is not None
         self.run_usage = self.run_usage + usage_from_model_usage(raw.get("model_usage_since_last_result"))
         self.requesting = False
+        self.idle = True
         status = status_of_result(raw)
         if self.stopping:
             raise RunStopped("the user stopped the run at a permission prompt", hint="resume the session to go on")
@@ -334,6 +335,7 @@ class ClaudeRun:
                         self.run_usage = self.run_usage + usage_from_model_usage(
                             message.get("model_usage_since_last_result")
                         )
+                        self.idle = True
                         return
                     if message.get("type") == "control_request" and isinstance(message.get("request_id"), str):
                         await connection.respond(message["request_id"], {"behavior": "deny", "message": "interrupted"})
@@ -341,7 +343,8 @@ class ClaudeRun:
             return
 
     async def _end(self, process: AgentProcess, graceful: bool) -> None:
-        """Every run ends its process: stdin closed, a short wait, then the group is ended."""
+        """Every run ends its process: stdin closed, a short wait when it is idle (it then writes its
+        session and exits by itself), then the group is ended."""
         for completed in self.translator.unfinished_tasks():
             if self.started:
                 try:
