@@ -337,3 +337,21 @@ async def test_bad_options_fail_before_any_process(tmp_path: Path) -> None:
     [error] = [e for e in events if isinstance(e, ErrorEvent)]
     assert error.code == "configuration_error"
     assert "stall_timeout_s" in error.message
+
+
+async def test_a_cli_that_never_answers_initialize_is_a_backend_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import unified._adapters.claude_code._run as run_module
+
+    monkeypatch.setattr(run_module, "INITIALIZE_TIMEOUT_S", 0.2)
+
+    def start(argv: Sequence[str], cwd: Path, env: Any) -> FakeAgentProcess:
+        return FakeAgentProcess(lambda line: None, argv=argv, env=env)
+
+    params = ExecuteParams(prompt="go", backend="claude-code", cwd=tmp_path, backend_options={"start_process": start})
+    async with EventStream(params, strict=True) as stream:
+        events = [event async for event in stream]
+    [error] = [e for e in events if isinstance(e, ErrorEvent)]
+    assert error.code == "backend_error"
+    assert "did not answer initialize" in error.message

@@ -49,7 +49,7 @@ from unified._adapters.claude_code._translate import (
 )
 from unified._binary.process import ProcessStarter
 from unified.backends import AgentProcess, RunContext, RunOutcome
-from unified.errors import RunStopped, UnifiedError
+from unified.errors import BackendError, RunStopped, UnifiedError
 from unified.events import SessionStarted, UnifiedEvent, Usage, WarningEvent
 from unified.sessions import short_id_of
 
@@ -153,7 +153,7 @@ class ClaudeRun:
             "initialize", hooks=None, forwardSubagentText=self.options.forward_subagent_text
         )
         early: list[dict[str, Any]] = []
-        with anyio.fail_after(INITIALIZE_TIMEOUT_S):
+        with anyio.move_on_after(INITIALIZE_TIMEOUT_S):
             while True:
                 message = await connection.receive()
                 if message is None:
@@ -171,6 +171,12 @@ class ClaudeRun:
                 if message.get("type") == "result":  # the CLI failed at start (e.g. a --resume it cannot find)
                     raise error_from_result(message)
                 early.append(message)
+        raise BackendError(
+            f"the claude CLI did not answer initialize within {INITIALIZE_TIMEOUT_S:g} s",
+            retryable=True,
+            hint="run `unified doctor`; the CLI's stderr is in this error's details",
+            details={"stderr_tail": self.process.stderr_tail() if self.process is not None else ""},
+        )
 
     # --- the pump ----------------------------------------------------------------------------------
 
