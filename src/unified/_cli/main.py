@@ -375,7 +375,9 @@ def demo(
 
 @app.command()
 def replay(
-    cassette: Annotated[Path, typer.Argument(help="A recorded cassette: a .yaml file or a gemini-cli .jsonl file.")],
+    cassette: Annotated[
+        Path, typer.Argument(help="A recorded cassette: a .yaml file or a gemini-cli or claude-code .jsonl file.")
+    ],
     json_lines: Annotated[bool, typer.Option("--json", help="Print one JSON event per line.")] = False,
     native: Annotated[bool, typer.Option(help="Keep each raw backend event in `native`.")] = False,
     cwd: Annotated[
@@ -421,7 +423,9 @@ def replay(
 
 @app.command()
 def record(
-    cassette: Annotated[Path, typer.Argument(help="The file to write: .yaml (API backends) or .jsonl (gemini-cli).")],
+    cassette: Annotated[
+        Path, typer.Argument(help="The file to write: .yaml (API backends) or .jsonl (gemini-cli, claude-code).")
+    ],
     prompt: Annotated[str, typer.Argument(help="What the agent should do.")],
     backend: Annotated[
         str, typer.Option(callback=_choice(DEMO_BACKENDS), help=f"One of: {', '.join(DEMO_BACKENDS)}.")
