@@ -177,7 +177,7 @@ class Launch:
         )
         return cls(binary=binary, env=env, home=home, model=params.model, params=params)
 
-    def argv(self, *, session_id: str, resume: bool, resume_at: str | None = None) -> list[str]:
+    def argv(self, *, session_id: str, resume: bool) -> list[str]:
         """The command line: stream-json both ways with partial messages, permission prompts over
         the control protocol, the ask-every-call settings from no other source, the run's options."""
         params = self.params
@@ -200,8 +200,6 @@ class Launch:
             "--strict-mcp-config",
         ]
         argv.append(f"--resume={session_id}" if resume else f"--session-id={session_id}")
-        if resume_at is not None:
-            argv.append(f"--resume-session-at={resume_at}")
         if self.model:
             argv += ["--model", self.model]
         if params.mcp_servers:

@@ -85,14 +85,6 @@ class RunPlan:
     content: str | list[dict[str, Any]]
     resumed: bool
     """Whether `session_started` says `resumed` (the caller resumed; a history is a new session)."""
-    resume_at: str | None = None
-
-
-class _Fail(Exception):
-    """A watchdog's verdict: interrupt the turn, then raise `error`."""
-
-    def __init__(self, error: UnifiedError) -> None:
-        self.error = error
 
 
 class ClaudeRun:
@@ -121,7 +113,7 @@ class ClaudeRun:
     async def run(self, plan: RunPlan) -> RunOutcome:
         self.plan = plan
         cwd = self.params.cwd.expanduser().resolve()
-        argv = self.launch.argv(session_id=plan.session_id, resume=plan.resume, resume_at=plan.resume_at)
+        argv = self.launch.argv(session_id=plan.session_id, resume=plan.resume)
         process = self.starter(argv, cwd, self.launch.run_env())
         self.process = process
         self.connection = connection = ClaudeConnection(process, self.options.transcript)
