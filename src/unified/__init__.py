@@ -23,6 +23,7 @@ TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing alone cost
 if TYPE_CHECKING:
     from typing import Any
 
+    from unified._adapters.claude_code._options import ClaudeCodeOptions
     from unified._adapters.gemini_cli._options import GeminiCliOptions
     from unified._adapters.generate_content._options import GenerateContentOptions
     from unified._adapters.interactions._options import InteractionsOptions
@@ -90,6 +91,7 @@ _LAZY = {
     "MemorySessionStore": "unified._sessions.stores",
     "PostgresSessionStore": "unified._sessions.postgres",
     # each backend's typed `backend_options` (and the API backends' tool settings)
+    "ClaudeCodeOptions": "unified._adapters.claude_code._options",
     "GeminiCliOptions": "unified._adapters.gemini_cli._options",
     "GenerateContentOptions": "unified._adapters.generate_content._options",
     "InteractionsOptions": "unified._adapters.interactions._options",
@@ -129,6 +131,7 @@ __all__ = [
     "BackendError",
     "BackendOptions",
     "BackendUnavailable",
+    "ClaudeCodeOptions",
     "ConfigurationError",
     "CorruptSession",
     "EventStream",

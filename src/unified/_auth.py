@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 __all__ = [
+    "ANTHROPIC_MODES",
     "API_AUTH_TITLES",
     "AUTH_MODES",
     "AUTH_MODE_TITLES",
@@ -29,6 +30,8 @@ __all__ = [
     "AuthModeName",
     "AuthReport",
     "api_modes",
+    "claude_code_home",
+    "claude_code_modes",
     "cli_api_key",
     "detect_auth",
     "detect_cli_auth",
@@ -36,14 +39,39 @@ __all__ = [
     "resolve_api_auth",
 ]
 
-AuthModeName = Literal["api_key", "vertex", "code_assist", "gateway"]
-AUTH_MODES: tuple[AuthModeName, ...] = ("api_key", "vertex", "code_assist", "gateway")
+AuthModeName = Literal[
+    "api_key",
+    "vertex",
+    "code_assist",
+    "gateway",
+    "anthropic_api_key",
+    "anthropic_gateway",
+    "bedrock",
+    "claude_vertex",
+    "claude_login",
+]
+AUTH_MODES: tuple[AuthModeName, ...] = (
+    "api_key",
+    "vertex",
+    "code_assist",
+    "gateway",
+    "anthropic_api_key",
+    "anthropic_gateway",
+    "bedrock",
+    "claude_vertex",
+    "claude_login",
+)
 
 AUTH_MODE_TITLES: dict[AuthModeName, str] = {
     "api_key": "Gemini API key",
     "vertex": "Vertex AI",
     "code_assist": "Code Assist login (Gemini CLI OAuth)",
     "gateway": "Gateway (custom GOOGLE_GEMINI_BASE_URL)",
+    "anthropic_api_key": "Anthropic API key",
+    "anthropic_gateway": "Anthropic gateway (custom ANTHROPIC_BASE_URL)",
+    "bedrock": "Claude on Amazon Bedrock",
+    "claude_vertex": "Claude on Google Vertex AI",
+    "claude_login": "Claude login (Claude Code OAuth)",
 }
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -373,18 +401,26 @@ class AuthReport(BaseModel):
         return self.model_copy(update={"backend_modes": {**self.backend_modes, backend: modes}})
 
 
-def detect_auth(env: Mapping[str, str] | None = None, home: Path | None = None) -> AuthReport:
+def detect_auth(
+    env: Mapping[str, str] | None = None, home: Path | None = None, claude_home: Path | None = None
+) -> AuthReport:
     """Find the auth modes present in `env` (default: the process environment) and under `home`.
 
     `home` stands for both the Gemini CLI's home (default `GEMINI_CLI_HOME`, then `HOME`) and the
     user's home where gcloud keeps Application Default Credentials (default `HOME`). The API
     backends' mode comes from `resolve_api_auth`, the same resolution their client is built from.
+    `claude_home` is the claude-code backend's own CLI home (default: the one in unified's data
+    folder), where its Claude login lives; Claude Code's modes come from `claude_code_modes`.
     """
     env = dict(os.environ if env is None else env)
     user_home = home or Path(env.get("HOME") or Path.home())
     cli_home = home or Path(env.get("GEMINI_CLI_HOME") or user_home)
     api = resolve_api_auth(env, home=user_home)
-    found = [*api_modes(api, env, user_home), *filter(None, [_code_assist(env, cli_home)])]
+    found = [
+        *api_modes(api, env, user_home),
+        *filter(None, [_code_assist(env, cli_home)]),
+        *claude_code_modes(env, claude_home or claude_code_home(env), user_home),
+    ]
     selected = _cli_selected_type(cli_home / ".gemini" / "settings.json")
     notes = []
     if selected is not None:
@@ -596,3 +632,156 @@ def _cli_selected_type(settings: Path) -> str | None:
     auth = security.get("auth") if isinstance(security, dict) else None
     selected = auth.get("selectedType") if isinstance(auth, dict) else content.get("selectedAuthType")
     return selected if isinstance(selected, str) else None
+
+
+# --- Claude Code (the claude-code backend) ----------------------------------------------------------
+
+ANTHROPIC_MODES: frozenset[AuthModeName] = frozenset(
+    {"anthropic_api_key", "anthropic_gateway", "bedrock", "claude_vertex", "claude_login"}
+)
+
+
+def claude_code_home(env: Mapping[str, str] | None = None) -> Path:
+    """The claude-code backend's own CLI home (HOME of the child; its CLAUDE_CONFIG_DIR is `.claude` in it):
+    `<unified's data folder>/claude-code/home`, as `unified._adapters.claude_code._launch.default_home` says
+    (`XDG_DATA_HOME` of `env` when it names one)."""
+    if env is not None and env.get("XDG_DATA_HOME", "").strip():
+        return Path(env["XDG_DATA_HOME"]) / "unified" / "claude-code" / "home"
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("unified", appauthor=False)) / "claude-code" / "home"
+
+
+def _claude_login(claude_home: Path, user_home: Path) -> AuthMode | None:
+    """A Claude login in the backend's home; one in the user's own `~/.claude` is named, never used."""
+    creds = claude_home / ".claude" / ".credentials.json"
+    content = _read_json_object(creds) if creds.exists() else None
+    oauth = content.get("claudeAiOauth") if content else None
+    if isinstance(oauth, dict) and isinstance(oauth.get("accessToken"), str) and oauth["accessToken"]:
+        notes: list[str] = []
+        expires = oauth.get("expiresAt")
+        if isinstance(expires, int | float):
+            import time
+
+            if expires / 1000 < time.time():
+                notes.append("the login's access token has expired; the CLI refreshes it with the refresh token")
+        detail = f"subscription {oauth['subscriptionType']}" if isinstance(oauth.get("subscriptionType"), str) else None
+        return AuthMode(mode="claude_login", source=str(creds), detail=detail, notes=tuple(notes))
+    if creds.exists():
+        return AuthMode(
+            mode="claude_login",
+            source=str(creds),
+            problems=(f"{creds} holds no claudeAiOauth access token: log in again",),
+        )
+    own = user_home / ".claude" / ".credentials.json"
+    if own.exists():
+        return AuthMode(
+            mode="claude_login",
+            source=str(own),
+            problems=(
+                "this is your own Claude Code login: unified never reads or writes ~/.claude; log in once in the "
+                f"backend's home: CLAUDE_CONFIG_DIR={claude_home / '.claude'} claude, then /login",
+            ),
+        )
+    return None
+
+
+def claude_code_modes(env: Mapping[str, str], claude_home: Path, user_home: Path) -> list[AuthMode]:
+    """The ways Claude Code can authenticate here, as the CLI picks them: Bedrock or Vertex when their
+    flag is set, else a key or token (sent to ANTHROPIC_BASE_URL when set: a gateway), else a Claude login."""
+    modes: list[AuthMode] = []
+    bedrock, vertex = _set(env, "CLAUDE_CODE_USE_BEDROCK"), _set(env, "CLAUDE_CODE_USE_VERTEX")
+    if bedrock:
+        problems = []
+        region = next((n for n in ("AWS_REGION", "AWS_DEFAULT_REGION") if _set(env, n)), None)
+        if region is None:
+            problems.append("Bedrock needs a region: set AWS_REGION")
+        skip = _set(env, "CLAUDE_CODE_SKIP_BEDROCK_AUTH")
+        creds = next(
+            (n for n in ("AWS_BEARER_TOKEN_BEDROCK", "AWS_ACCESS_KEY_ID", "AWS_PROFILE") if _set(env, n)), None
+        )
+        aws_file = Path(env.get("AWS_SHARED_CREDENTIALS_FILE") or user_home / ".aws" / "credentials")
+        source = creds or (str(aws_file) if aws_file.is_file() else None)
+        if source is None and not skip:
+            problems.append(
+                "no AWS credentials found (AWS_ACCESS_KEY_ID, AWS_PROFILE, AWS_BEARER_TOKEN_BEDROCK or "
+                "~/.aws/credentials); CLAUDE_CODE_SKIP_BEDROCK_AUTH=1 for a gateway that signs requests itself"
+            )
+        url = env.get("ANTHROPIC_BEDROCK_BASE_URL")
+        parts = [f"region {env[region]}" if region else None, f"credentials {source}" if source else None]
+        if skip:
+            parts.append("no request signing (CLAUDE_CODE_SKIP_BEDROCK_AUTH)")
+        parts.append(f"to {_origin(url)}" if url else "to Amazon Bedrock")
+        modes.append(
+            AuthMode(
+                mode="bedrock",
+                source="CLAUDE_CODE_USE_BEDROCK",
+                detail=", ".join(p for p in parts if p),
+                problems=tuple(problems),
+            )
+        )
+    if vertex:
+        problems = []
+        if not _set(env, "CLOUD_ML_REGION"):
+            problems.append("Claude on Vertex AI needs a region: set CLOUD_ML_REGION")
+        if not _set(env, "ANTHROPIC_VERTEX_PROJECT_ID"):
+            problems.append("Claude on Vertex AI needs a project: set ANTHROPIC_VERTEX_PROJECT_ID")
+        skip = _set(env, "CLAUDE_CODE_SKIP_VERTEX_AUTH")
+        adc = _adc_file(env, user_home)
+        if adc is None and not skip:
+            problems.append(
+                "no Google credentials found (gcloud auth application-default login, or "
+                "GOOGLE_APPLICATION_CREDENTIALS); CLAUDE_CODE_SKIP_VERTEX_AUTH=1 for a gateway that "
+                "authenticates itself"
+            )
+        url = env.get("ANTHROPIC_VERTEX_BASE_URL")
+        parts = [
+            f"project {env['ANTHROPIC_VERTEX_PROJECT_ID']}" if _set(env, "ANTHROPIC_VERTEX_PROJECT_ID") else None,
+            f"region {env['CLOUD_ML_REGION']}" if _set(env, "CLOUD_ML_REGION") else None,
+            f"credentials {adc}" if adc else ("no credentials (CLAUDE_CODE_SKIP_VERTEX_AUTH)" if skip else None),
+            f"to {_origin(url)}" if url else "to Vertex AI",
+        ]
+        modes.append(
+            AuthMode(
+                mode="claude_vertex",
+                source="CLAUDE_CODE_USE_VERTEX",
+                detail=", ".join(p for p in parts if p),
+                problems=tuple(problems),
+            )
+        )
+    key = next((n for n in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN") if _set(env, n)), None)
+    base = env.get("ANTHROPIC_BASE_URL", "").strip()
+    notes: list[str] = []
+    if bedrock or vertex:
+        notes.append("CLAUDE_CODE_USE_BEDROCK / CLAUDE_CODE_USE_VERTEX is set: the CLI uses that instead")
+    if key and _set(env, "ANTHROPIC_API_KEY") and _set(env, "ANTHROPIC_AUTH_TOKEN"):
+        notes.append("ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN are both set: the CLI sends both headers")
+    if base:
+        modes.append(
+            AuthMode(
+                mode="anthropic_gateway",
+                source=key or "ANTHROPIC_BASE_URL",
+                detail=f"{'key from ' + key + ', ' if key else ''}to {_origin(base)}",
+                problems=()
+                if key
+                else ("a gateway without a key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) to what it expects",),
+                notes=tuple(notes),
+            )
+        )
+    elif key:
+        modes.append(
+            AuthMode(
+                mode="anthropic_api_key",
+                source=key,
+                detail=f"key from {key}, to https://api.anthropic.com",
+                notes=tuple(notes),
+            )
+        )
+    login = _claude_login(claude_home, user_home)
+    if login is not None:
+        if key or bedrock or vertex:
+            login = login.model_copy(
+                update={"notes": (*login.notes, "an API key, Bedrock or Vertex setting wins over the login in the CLI")}
+            )
+        modes.append(login)
+    return modes

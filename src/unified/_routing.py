@@ -44,9 +44,10 @@ __all__ = [
     "select_backend_for",
 ]
 
-PREFERENCE: tuple[str, ...] = ("generate-content", "gemini-cli", "interactions")
+PREFERENCE: tuple[str, ...] = ("generate-content", "gemini-cli", "interactions", "claude-code")
 """Tie-break order: unified's own loop on the stable API first (no subprocess, every tool local),
-then the real Gemini CLI (the only one for a Code Assist login), then the beta Interactions API."""
+then the real Gemini CLI (the only one for a Code Assist login), then the beta Interactions API,
+then Claude Code (the only one for Anthropic's credentials, so it wins whenever only those are here)."""
 
 
 _AUTH_HINTS = {
@@ -56,6 +57,12 @@ _AUTH_HINTS = {
     "alone: express mode)",
     "code_assist": "run `gemini` once and log in with Google",
     "gateway": "set GOOGLE_GEMINI_BASE_URL to your gateway and GEMINI_API_KEY to the key it expects",
+    "anthropic_api_key": "set ANTHROPIC_API_KEY",
+    "anthropic_gateway": "set ANTHROPIC_BASE_URL to your gateway and ANTHROPIC_API_KEY to the key it expects",
+    "bedrock": "set CLAUDE_CODE_USE_BEDROCK=1 and AWS_REGION with AWS credentials",
+    "claude_vertex": "set CLAUDE_CODE_USE_VERTEX=1, CLOUD_ML_REGION and ANTHROPIC_VERTEX_PROJECT_ID with Google "
+    "credentials",
+    "claude_login": "log in to Claude in the claude-code backend's home (`unified doctor` names it)",
 }
 
 
@@ -176,7 +183,7 @@ def _explain(auth: AuthReport, required: list[str], rejected: dict[str, str]) ->
         r.startswith("needs ") for r in rejected.values()
     ):
         found = f"; found {auth.describe()}" if auth.modes else ""
-        return f"no backend can run: no usable Google credentials{found}"
+        return f"no backend can run: no usable credentials{found}"
     per_backend = "; ".join(f"{name} {why}" for name, why in rejected.items())
     need = f" offering {', '.join(required)}" if required else ""
     return f"no backend{need} can run with the credentials present: {per_backend}"

@@ -222,6 +222,10 @@ class AgentProcess(ABC):
         Raises `MalformedLine` for a line that cannot be read; the next call goes on after it.
         """
 
+    async def end_input(self) -> None:  # noqa: B027 -- optional: a default, so older implementations keep working
+        """Close the process's stdin: an agent that reads its input to the end (Claude Code) then
+        finishes its work and exits by itself. The default does nothing (`close` still ends it)."""
+
     @abstractmethod
     def stderr_tail(self) -> str:
         """The last lines the process wrote to stderr (bounded, secrets redacted): for error messages."""
@@ -279,6 +283,11 @@ _BUILT_IN: dict[str, BackendEntry] = {
             "interactions",
             "unified._adapters.interactions:create_backend",
             "unified._adapters.interactions:create_session_locator",
+        ),
+        BackendEntry(
+            "claude-code",
+            "unified._adapters.claude_code:create_backend",
+            "unified._adapters.claude_code:create_session_locator",
         ),
     )
 }

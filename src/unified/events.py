@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal, NoReturn, Self, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-PROTOCOL_VERSION = "2.1"
+PROTOCOL_VERSION = "2.2"
 """Bumped in its minor part for added kinds or optional fields, in its major part for anything else.
 
 1.1: `tool_result.input`.
@@ -30,6 +30,7 @@ PROTOCOL_VERSION = "2.1"
 gains `input` and `message`; a permission answer can change the input, carry a message, or stop the run.
 2.1: `failover` (the run goes on on another backend, with a new `session_started` after it);
 `result.backend`.
+2.2: `Usage.cache_creation_tokens` and `Usage.cost_usd`.
 """
 
 JsonValue: TypeAlias = Any
@@ -227,12 +228,21 @@ class Usage(_Constructed):
     cached_tokens: int = 0
     tool_use_tokens: int = 0
     estimated: bool = False
+    cache_creation_tokens: int = 0
+    """Prompt tokens written to the provider's prompt cache (Anthropic's `cache_creation_input_tokens`);
+    part of `input_tokens`, like `cached_tokens` (the tokens read from it)."""
+    cost_usd: float | None = None
+    """What the backend says these tokens cost, in US dollars (Claude Code's list-price figure);
+    None when it says nothing. Never estimated by unified."""
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens + self.thinking_tokens + self.tool_use_tokens
 
     def __add__(self, other: Usage) -> Usage:
+        cost = (
+            None if self.cost_usd is None and other.cost_usd is None else (self.cost_usd or 0) + (other.cost_usd or 0)
+        )
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
@@ -240,6 +250,8 @@ class Usage(_Constructed):
             cached_tokens=self.cached_tokens + other.cached_tokens,
             tool_use_tokens=self.tool_use_tokens + other.tool_use_tokens,
             estimated=self.estimated or other.estimated,
+            cache_creation_tokens=self.cache_creation_tokens + other.cache_creation_tokens,
+            cost_usd=cost,
         )
 
     def is_empty(self) -> bool:

@@ -91,6 +91,40 @@ async def test_close_ends_the_whole_process_group(tmp_path: Path) -> None:
     assert not alive(process.pid)
 
 
+async def test_close_ends_a_descendant_in_a_process_group_of_its_own(tmp_path: Path) -> None:
+    """Claude Code runs each Bash command in a group of its own: the agent's group signal misses it, and
+    an agent killed outright would orphan it. Listed before the signals, it is ended after them."""
+    # The pid is printed from inside the new session, so it is in its own group when the test reads it.
+    script = "setsid sh -c 'echo $$; exec sleep 600' & trap '' TERM; wait"
+    process = AgentSubprocess(["sh", "-c", script], cwd=tmp_path, env=dict(os.environ))
+    escaped = int(await process.receive() or "0")
+    assert alive(escaped)
+    assert os.getpgid(escaped) != os.getpgid(process.pid)
+    await process.close()
+    assert gone(escaped)
+    assert not alive(process.pid)
+
+
+def test_kill_ends_a_descendant_in_a_process_group_of_its_own(tmp_path: Path) -> None:
+    async def start() -> tuple[AgentSubprocess, int]:
+        script = "setsid sh -c 'echo $$; exec sleep 600' & wait"
+        process = AgentSubprocess(["sh", "-c", script], cwd=tmp_path, env=dict(os.environ))
+        return process, int(await process.receive() or "0")
+
+    process, escaped = anyio.run(start)
+    process.kill()
+    assert gone(escaped)
+
+
+async def test_end_input_closes_stdin_and_the_process_finishes_by_itself(tmp_path: Path) -> None:
+    process = python(UPPER, tmp_path)
+    await process.send("last")
+    await process.end_input()
+    assert await process.receive() == "LAST"
+    assert await process.wait(HANG_GUARD_S) == 0
+    await process.close()
+
+
 def test_kill_ends_the_group_from_no_event_loop(tmp_path: Path) -> None:
     async def start() -> tuple[AgentSubprocess, int]:
         process = AgentSubprocess(["sh", "-c", "sleep 600 & echo $!; wait"], cwd=tmp_path, env=dict(os.environ))

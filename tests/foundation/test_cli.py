@@ -201,7 +201,7 @@ def test_run_scripted_in_a_subprocess_without_secrets(secret_env: Path, tmp_path
 def test_run_exit_codes() -> None:
     code, output = _invoke("run", "hi")
     assert code == 1
-    assert "no usable Google credentials" in output
+    assert "no usable credentials" in output
     code, _ = _invoke("run", "hi", "--max-turns", "0")
     assert code == 2
     code, output = _invoke("run", "hi", "--backend", "claude")

@@ -31,16 +31,17 @@ def _unified(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.e2e
 @pytest.mark.gemini_cli
+@pytest.mark.claude_code
 def test_demo_runs_the_same_task_on_every_backend(isolated_home: Path) -> None:
     done = _unified("demo", "--json", home=isolated_home)
     assert done.returncode == 0, done.stderr
     events = [parse_event(line) for line in done.stdout.splitlines()]
     results = [e for e in events if isinstance(e, Result)]
-    assert [r.status for r in results] == ["success"] * 3
+    assert [r.status for r in results] == ["success"] * 4
     started = [e.backend for e in events if e.type == "session_started"]
-    assert started == ["gemini-cli", "generate-content", "interactions"]
+    assert started == ["gemini-cli", "generate-content", "interactions", "claude-code"]
     tools = [e.name for e in events if e.type == "tool_use"]
-    assert tools == ["list_directory", "read_file"] * 3
+    assert tools == ["list_directory", "read_file"] * 3 + ["Read", "Read"]
     assert all("ship the adapter layer on Friday" in r.final_text for r in results)
     assert not (isolated_home / "data" / "unified").exists()  # the demo's sessions stayed in its temp dir
 
@@ -59,6 +60,7 @@ def test_demo_renders_for_a_person(isolated_home: Path) -> None:
     "cassette",
     [
         "cassettes/gemini-cli/tools-permission.jsonl",
+        "cassettes/claude-code/tools-permission.jsonl",
         "cassettes/generate-content/tool-call.yaml",
         "cassettes/interactions/tool-call.yaml",
     ],

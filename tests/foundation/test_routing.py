@@ -115,7 +115,7 @@ def test_nothing_present_explains_what_to_set() -> None:
     with pytest.raises(RoutingError) as caught:
         select_backend(_auth({}))
     message = str(caught.value)
-    assert "no usable Google credentials" in message
+    assert "no usable credentials" in message
     assert "GEMINI_API_KEY" in message
     assert "gemini` once and log in" in message
 
@@ -151,12 +151,12 @@ def test_capability_missing_for_the_only_authenticated_backend(tmp_path: Path) -
     assert "no backend offering background_agents can run with the credentials present" in message
     assert "gemini-cli does not support background_agents" in message
     assert "generate-content needs" in message
-    assert "for interactions: set GEMINI_API_KEY" in message
+    assert "for interactions, claude-code: set GEMINI_API_KEY" in message
 
 
 def test_no_backend_offers_the_combination() -> None:
     with pytest.raises(RoutingError, match="drop a requirement") as caught:
-        select_backend(_auth(API_KEY), ["background_agents", "subagent_lifecycle"])
+        select_backend(_auth(API_KEY), ["background_agents", "server_side_tools", "subagent_lifecycle"])
     assert "interactions does not support subagent_lifecycle" in str(caught.value)
 
 

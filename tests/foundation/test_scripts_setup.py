@@ -21,20 +21,28 @@ pytestmark = pytest.mark.e2e  # runs bash and node
 
 ROOT = Path(__file__).parents[2]
 FAKE_NPM = """#!/usr/bin/env bash
-# npm as it installs @google/gemini-cli: files under --prefix, then its notices
+# npm as it installs an agent CLI package: files under --prefix, then its notices
 prefix=""
+package=""
 while [ $# -gt 0 ]; do
-  if [ "$1" = "--prefix" ]; then prefix="$2"; shift; fi
+  if [ "$1" = "--prefix" ]; then prefix="$2"; shift; else package="$1"; fi
   shift
 done
+name="${package%@*}"
+version="${package##*@}"
+case "$name" in
+  @google/gemini-cli) bin=gemini ;;
+  @anthropic-ai/claude-code) bin=claude ;;
+  *) bin=codex ;;
+esac
 echo "added 7 packages in 22s"
 echo "npm warn install-scripts 2 packages have install scripts not yet covered by allowScripts:" >&2
 echo "npm notice New major version of npm available!" >&2
 [ "${NPM_FAILS:-0}" = 1 ] && { echo "npm error code E404" >&2; exit 1; }
-mkdir -p "$prefix/node_modules/@google/gemini-cli" "$prefix/node_modules/.bin"
-echo '{"name": "@google/gemini-cli", "version": "0.61.0"}' > "$prefix/node_modules/@google/gemini-cli/package.json"
-printf '#!/bin/sh\\necho 0.61.0\\n' > "$prefix/node_modules/.bin/gemini"
-chmod +x "$prefix/node_modules/.bin/gemini"
+mkdir -p "$prefix/node_modules/$name" "$prefix/node_modules/.bin"
+echo "{\\"name\\": \\"$name\\", \\"version\\": \\"$version\\"}" > "$prefix/node_modules/$name/package.json"
+printf '#!/bin/sh\\necho %s\\n' "$version" > "$prefix/node_modules/.bin/$bin"
+chmod +x "$prefix/node_modules/.bin/$bin"
 """
 
 
@@ -47,7 +55,8 @@ def clone(tmp_path: Path) -> Path:
     (copy / "scripts").mkdir(parents=True)
     (copy / ".ci").mkdir()
     shutil.copy(ROOT / "scripts" / "setup", copy / "scripts" / "setup")
-    shutil.copy(ROOT / ".ci" / "install-gemini-cli.sh", copy / ".ci" / "install-gemini-cli.sh")
+    for script in (ROOT / ".ci").glob("install-*.sh"):  # every agent CLI's
+        shutil.copy(script, copy / ".ci" / script.name)
     shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
     (copy / ".venv").symlink_to(Path(sys.prefix))
     stamp = Path(sys.prefix) / ".unified-installed"
@@ -79,12 +88,14 @@ def test_setup_says_what_it_installs_and_keeps_npm_in_a_log(clone: Path) -> None
     done = _setup(clone)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        "setup: installing the gemini CLI 0.61.0 into .gemini-cli/ with npm (a minute or two the first time)"
+        "setup: installing the gemini CLI 0.61.0 into .gemini-cli/ with npm (a minute or two the first time)",
+        "setup: installing the Claude Code CLI 2.1.332 into .claude-code/ with npm (a minute or two the first time)",
     ]
     assert done.stderr == ""
-    log = (clone / ".gemini-cli" / "npm-install.log").read_text()
-    assert "npm warn install-scripts" in log
-    assert "npm notice" in log
+    for folder in (".gemini-cli", ".claude-code"):
+        log = (clone / folder / "npm-install.log").read_text()
+        assert "npm warn install-scripts" in log
+        assert "npm notice" in log
     again = _setup(clone)  # already there: nothing to say
     assert (again.returncode, again.stdout, again.stderr) == (0, "", "")
 

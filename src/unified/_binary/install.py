@@ -85,6 +85,9 @@ class BinarySpec:
     probe_env: Mapping[str, str] = field(default_factory=dict)
     """More variables for the version probe (a quicker start)."""
     min_node: Version = (20, 0, 0)
+    """The oldest Node.js npm installs it with (and, when `runs_on_node`, that runs it)."""
+    runs_on_node: bool = True
+    """False for a native executable shipped through npm (Claude Code): Node installs it, never runs it."""
 
     @property
     def install_hint(self) -> str:

@@ -6,7 +6,10 @@ Decisions:
   loops (each `anyio.run`, asyncio or trio). Its pipes are non-blocking file descriptors awaited
   with `anyio.wait_readable` / `anyio.wait_writable`, which every anyio backend supports.
 - Its own session, hence its own process group: closing it signals the whole group, so what the
-  binary started (shells, MCP servers, a relaunched copy of itself) ends with it.
+  binary started (shells, MCP servers, a relaunched copy of itself) ends with it. A child that
+  moved to a process group of its own (Claude Code runs each Bash command in one) is not in that
+  group: the descendants are listed from /proc before the signals, and those still alive once
+  the process is gone are killed with their groups (a SIGKILLed binary would orphan them).
 - No background task: whoever calls `receive` reads, and stderr is drained meanwhile, so neither
   pipe can fill up and block the child.
 - The stderr tail is bounded and redacted with the child's own environment, so a secret passed
@@ -32,7 +35,7 @@ from unified._redaction import redactor
 from unified.backends import AgentProcess, MalformedLine
 from unified.errors import BackendUnavailable
 
-__all__ = ["STDERR_TAIL_BYTES", "AgentSubprocess", "ProcessStarter", "StderrTail", "start_subprocess"]
+__all__ = ["STDERR_TAIL_BYTES", "AgentSubprocess", "ProcessStarter", "StderrTail", "descendants", "start_subprocess"]
 
 STDERR_TAIL_BYTES = 8192
 TERM_GRACE_S = 1.0
@@ -165,29 +168,45 @@ class AgentSubprocess(AgentProcess):
         self._drain_stderr()
         return self.popen.poll()
 
+    async def end_input(self) -> None:
+        stdin = self.popen.stdin
+        if stdin is not None and not stdin.closed:
+            async with self._write_lock.get():
+                with contextlib.suppress(OSError):
+                    stdin.close()
+            self._stdin = None
+
     async def close(self) -> None:
         if self._closed:
             return
+        strays = descendants(self.popen.pid)
         if self.popen.poll() is None:
             self._signal_group(signal.SIGTERM)
             if await self.wait(TERM_GRACE_S) is None:
+                strays |= descendants(self.popen.pid)
                 self._signal_group(signal.SIGKILL)
                 await self.wait(KILL_GRACE_S)
-        self._finish()
+        self._finish(strays)
 
     def kill(self) -> None:
         if self._closed:
             return
+        strays = descendants(self.popen.pid)
         self._signal_group(signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.popen.wait(timeout=KILL_GRACE_S)
-        self._finish()
+        self._finish(strays)
 
     # --- the pipes ------------------------------------------------------------------------------
 
-    def _finish(self) -> None:
-        """After the leader is gone: the stragglers of its group (a shell it started), then the pipes."""
+    def _finish(self, strays: frozenset[tuple[int, int]] = frozenset()) -> None:
+        """After the leader is gone: the stragglers of its group (a shell it started) and the
+        descendants listed before the signals (in groups of their own), then the pipes."""
         self._signal_group(signal.SIGKILL)
+        for pid, started in strays:
+            if _start_time(pid) == started:  # the same process, not a new one with a reused pid
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pid, signal.SIGKILL) if os.getpgid(pid) == pid else os.kill(pid, signal.SIGKILL)
         self._drain_stderr()
         self._closed = True
         for stream in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
@@ -237,6 +256,45 @@ class AgentSubprocess(AgentProcess):
                 self._stderr_open = False
                 return
             self._tail.add(chunk)
+
+
+def _start_time(pid: int) -> int | None:
+    """The process's start time (clock ticks since boot, /proc/<pid>/stat field 22): identifies it
+    across pid reuse; None when it is gone (or /proc is not there)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return int(fields[19]) if len(fields) > 19 else None
+
+
+def descendants(root: int) -> frozenset[tuple[int, int]]:
+    """(pid, start time) of every live descendant of `root`, from /proc (empty where there is none)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return frozenset()
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 1 and fields[1].isdigit():
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found: set[tuple[int, int]] = set()
+    pending = list(children.get(root, []))
+    while pending:
+        pid = pending.pop()
+        started = _start_time(pid)
+        if started is not None and (pid, started) not in found:
+            found.add((pid, started))
+            pending.extend(children.get(pid, []))
+    return frozenset(found)
 
 
 def start_subprocess(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> AgentSubprocess:

@@ -1,11 +1,13 @@
 """`unified demo`: one built-in task, run through the real adapters of every backend that can run here, offline.
 
-A throwaway workspace, a throwaway CLI home and data directory, and one FakeGemini script that
-thinks, lists the workspace, reads a file and answers. The model is scripted (the same turns and
-made-up token counts for every backend); everything else is real: the `gemini` binary with its own
-tools, the google-genai SDK over HTTP on 127.0.0.1, `unified`'s tool runtime and policy, the
-stream guard. A backend that needs an agent binary (`unified._cli.install.INSTALLABLE`) and cannot
-start one here (no Node.js, no binary) is skipped, with what to do about it.
+A throwaway workspace, a throwaway CLI home and data directory, and one script that thinks, looks
+around the workspace, reads a file and answers, played by FakeGemini (the Google backends) or
+FakeAnthropic (Claude Code, which looks around by reading the README: its tools have no listing a
+default policy allows). The model is scripted (the same turns and made-up token counts for every
+backend); everything else is real: the `gemini` and `claude` binaries with their own tools, the
+google-genai SDK over HTTP on 127.0.0.1, `unified`'s tool runtime and policy, the stream guard. A
+backend that needs an agent binary (`unified._cli.install.INSTALLABLE`) and cannot start one here
+(no Node.js, no binary) is skipped, with what to do about it.
 
 While it runs, every place a backend could write (XDG folders, the data directory, the CLI's
 home) points into one temporary directory, removed at the end: the demo writes nothing else.
@@ -26,7 +28,7 @@ from rich.text import Text
 
 from unified._cli.demo_backends import DEMO_BACKENDS
 from unified.events import Result, Thinking, ToolUse, UnifiedEvent
-from unified.testing import FakeGemini, FunctionCall, ModelTurn, Thought, Usage
+from unified.testing import FakeAnthropic, FakeGemini, FunctionCall, ModelTurn, Thought, Usage
 
 if TYPE_CHECKING:
     from unified._execute import EventStream
@@ -63,16 +65,22 @@ TURN_COUNTING = {
 """Why a backend's `result.turns` may be lower than the model turns played, by backend."""
 
 
-def script() -> list[ModelTurn]:
+def script(backend: str = "gemini-cli") -> list[ModelTurn]:
     """Three model turns: look around, read, answer (with real thought-summary shapes and usage)."""
+    claude = backend == "claude-code"
+    look = (
+        FunctionCall(name="Read", args={"file_path": "README.md"})
+        if claude
+        else FunctionCall(name="list_directory", args={"dir_path": "."})
+    )
     return [
         ModelTurn(
             thoughts=[Thought(text="**Looking around**\n\nList the workspace before answering.", signature="demo-1")],
-            function_calls=[FunctionCall(name="list_directory", args={"dir_path": "."})],
+            function_calls=[look],
             usage=Usage(input_tokens=812, output_tokens=9, thinking_tokens=14),
         ),
         ModelTurn(
-            function_calls=[FunctionCall(name="read_file", args={"file_path": "notes.txt"})],
+            function_calls=[FunctionCall(name="Read" if claude else "read_file", args={"file_path": "notes.txt"})],
             usage=Usage(input_tokens=870, output_tokens=11),
         ),
         ModelTurn(text=ANSWER, text_chunks=4, usage=Usage(input_tokens=931, output_tokens=27)),
@@ -136,7 +144,8 @@ def skipped(backends: tuple[str, ...], env: Mapping[str, str], control: DemoCont
             continue
         spec = spec_of(backend)
         try:
-            node_version(spec, env)
+            if spec.runs_on_node:
+                node_version(spec, env)
             control.binaries[backend] = locate(spec, None, env).path
         except NodeUnavailable as exc:
             again = "./scripts/demo" if _in_a_clone() else f"`{spec.install_command}`"
@@ -164,12 +173,13 @@ def _only_under(root: Path) -> Iterator[None]:
                 os.environ[name] = value
 
 
-def _options(server: FakeGemini, backend: str, root: Path, control: DemoControl) -> dict[str, object]:
+def _options(server: FakeGemini | FakeAnthropic, backend: str, root: Path, control: DemoControl) -> dict[str, object]:
+    from unified._cli.install import spec_of
     from unified.testing import backend_options_for
 
     options = backend_options_for(server, backend, cli_home=root / backend / "home")
     if backend in control.binaries:
-        options["gemini_binary"] = str(control.binaries[backend])
+        options[spec_of(backend).option] = str(control.binaries[backend])
     return options
 
 
@@ -194,11 +204,12 @@ async def run_demo(
             (workspace / "README.md").write_text("# demo project\n")
             (workspace / "notes.txt").write_text(NOTES)
             events: list[UnifiedEvent] = []
-            async with FakeGemini(script()) as server:
+            fake = FakeAnthropic if backend == "claude-code" else FakeGemini
+            async with fake(script(backend)) as server:
                 params = ExecuteParams(
                     prompt=PROMPT,
                     backend=backend,
-                    model="gemini-2.5-flash",
+                    model=None if backend == "claude-code" else "gemini-2.5-flash",
                     cwd=workspace,
                     approval_mode="default",
                     total_timeout_s=120,

@@ -1,8 +1,8 @@
 """`unified doctor`: what can run here, and if nothing can, why.
 
 Gathers facts as plain data (for `--json` and for tests) without importing any backend: the auth
-modes found, the `gemini` binary and its version, each backend's readiness and what `auto` would
-choose. Values that could be secret never enter the report (see `unified._auth`).
+modes found, the `gemini` and `claude` binaries and their versions, each backend's readiness and
+what `auto` would choose. Values that could be secret never enter the report (see `unified._auth`).
 """
 
 from __future__ import annotations
@@ -16,12 +16,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from unified import RoutingError, capabilities
+from unified import RoutingError, UnifiedError, capabilities
 from unified import backends as registry
 from unified._auth import AUTH_MODE_TITLES, AuthReport, detect_auth
 from unified._routing import select_backend
 
-__all__ = ["PROJECT_LOCAL_GEMINI", "VERSION_TIMEOUT_S", "doctor_report", "find_gemini", "gemini_version"]
+__all__ = [
+    "PROJECT_LOCAL_GEMINI",
+    "VERSION_TIMEOUT_S",
+    "claude_binary",
+    "doctor_report",
+    "find_gemini",
+    "gemini_version",
+]
 
 VERSION_TIMEOUT_S = 60.0
 """A hang guard: Node starts the CLI in a few seconds, over ten on a busy machine."""
@@ -83,6 +90,42 @@ def gemini_version(binary: Path, env: Mapping[str, str]) -> tuple[str | None, st
     return lines[-1].strip(), None
 
 
+def claude_binary(env: Mapping[str, str]) -> dict[str, Any]:
+    """The `claude` binary the claude-code backend would run, and its version (from its npm package:
+    no process is started), found in the backend's order (UNIFIED_CLAUDE_BIN, `.claude-code/`, the
+    `unified install-claude-code` folder, PATH)."""
+    from unified._adapters.claude_code._launch import CLAUDE_CODE
+    from unified._binary.install import find_binary, probe_version
+
+    info: dict[str, Any] = {"path": None, "found_by": None, "version": None, "problem": None}
+    try:
+        path = find_binary(CLAUDE_CODE, None, env)
+    except UnifiedError as exc:
+        info["problem"] = f"{exc.message}: run `unified install-claude-code`"
+        return info
+    info["path"] = str(path)
+    if env.get(CLAUDE_CODE.env_var, "").strip():
+        info["found_by"] = CLAUDE_CODE.env_var
+    elif CLAUDE_CODE.local_dir in path.parts:
+        info["found_by"] = f"project-local {CLAUDE_CODE.local_dir}"
+    elif path == CLAUDE_CODE.user_installed():
+        info["found_by"] = "unified install-claude-code"
+    else:
+        info["found_by"] = "PATH"
+    try:
+        version = probe_version(CLAUDE_CODE, path, env)
+    except UnifiedError as exc:
+        info["problem"] = exc.message
+        return info
+    info["version"] = ".".join(map(str, version))
+    low, high = CLAUDE_CODE.supported
+    if not low <= version < high:
+        info["problem"] = (
+            f"version {info['version']} is not the pinned {CLAUDE_CODE.version}: {CLAUDE_CODE.install_hint}"
+        )
+    return info
+
+
 def _module_present(name: str) -> bool:
     try:
         return importlib.util.find_spec(name) is not None
@@ -90,7 +133,9 @@ def _module_present(name: str) -> bool:
         return False
 
 
-def _backend_status(name: str, auth: AuthReport, gemini: dict[str, Any]) -> dict[str, Any]:
+def _backend_status(
+    name: str, auth: AuthReport, gemini: dict[str, Any], claude: dict[str, Any] | None = None
+) -> dict[str, Any]:
     column = capabilities.column(name)
     problems = []
     factory = registry.built_in_backends()[name].backend
@@ -108,6 +153,8 @@ def _backend_status(name: str, auth: AuthReport, gemini: dict[str, Any]) -> dict
         problems += [f"{m.summary()}" for m in found]
     if name == "gemini-cli" and gemini["path"] is None:
         problems.append("the gemini binary was not found")
+    if name == "claude-code" and claude is not None and (claude["path"] is None or claude["problem"]):
+        problems.append(f"the claude binary: {claude['problem'] or 'not found'}")
     levels = {level: [c for c, cell in column.cells.items() if cell.level == level] for level in capabilities.LEVELS}
     return {
         "backend": name,
@@ -127,6 +174,7 @@ def doctor_report(env: Mapping[str, str] | None = None, cwd: Path | None = None)
     path, found_by = find_gemini(env, cwd or Path.cwd())
     version, version_problem = gemini_version(path, env) if path is not None else (None, None)
     gemini = {"path": str(path) if path else None, "found_by": found_by, "version": version, "problem": version_problem}
+    claude = claude_binary(env)
     auto: dict[str, Any]
     try:
         selection = select_backend(auth)
@@ -136,6 +184,7 @@ def doctor_report(env: Mapping[str, str] | None = None, cwd: Path | None = None)
     return {
         "auth": auth.model_dump(mode="json"),
         "gemini": gemini,
-        "backends": [_backend_status(name, auth, gemini) for name in registry.built_in_backends()],
+        "claude": claude,
+        "backends": [_backend_status(name, auth, gemini, claude) for name in registry.built_in_backends()],
         "auto": auto,
     }

@@ -17,7 +17,10 @@ from unified._binary.install import BinarySpec, install
 
 __all__ = ["INSTALLABLE", "Installed", "install_binary", "spec_of"]
 
-INSTALLABLE: dict[str, str] = {"gemini-cli": "unified._adapters.gemini_cli._launch:GEMINI_CLI"}
+INSTALLABLE: dict[str, str] = {
+    "gemini-cli": "unified._adapters.gemini_cli._launch:GEMINI_CLI",
+    "claude-code": "unified._adapters.claude_code._launch:CLAUDE_CODE",
+}
 """Backend → "module:attribute" of its `BinarySpec` (imported only when that one is installed)."""
 
 

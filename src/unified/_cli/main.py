@@ -62,6 +62,7 @@ __all__ = [
     "capabilities",
     "demo",
     "doctor",
+    "install_claude_code_command",
     "install_gemini_command",
     "main",
     "record",
@@ -527,7 +528,9 @@ async def _serve_until_interrupted(entry: FakeServer, served: ServedFake, export
 
 @app.command()
 def replay(
-    cassette: Annotated[Path, typer.Argument(help="A recorded cassette: a .yaml file or a gemini-cli .jsonl file.")],
+    cassette: Annotated[
+        Path, typer.Argument(help="A recorded cassette: a .yaml file or a gemini-cli or claude-code .jsonl file.")
+    ],
     json_lines: Annotated[bool, typer.Option("--json", help="Print one JSON event per line.")] = False,
     native: Annotated[bool, typer.Option(help="Keep each raw backend event in `native`.")] = False,
     cwd: Annotated[
@@ -587,7 +590,9 @@ def replay(
 
 @app.command()
 def record(
-    cassette: Annotated[Path, typer.Argument(help="The file to write: .yaml (API backends) or .jsonl (gemini-cli).")],
+    cassette: Annotated[
+        Path, typer.Argument(help="The file to write: .yaml (API backends) or .jsonl (gemini-cli, claude-code).")
+    ],
     prompt: Annotated[str, typer.Argument(help="What the agent should do.")],
     backend: Annotated[
         str, typer.Option(callback=_choice(DEMO_BACKENDS), help=f"One of: {', '.join(DEMO_BACKENDS)}.")
@@ -710,7 +715,11 @@ def doctor(
     auth = report["auth"]
     _say("Credentials", style="bold")
     if not auth["modes"]:
-        _say("  none found: set GEMINI_API_KEY, configure Vertex AI, or log in with `gemini`", style="yellow")
+        _say(
+            "  none found: set GEMINI_API_KEY or ANTHROPIC_API_KEY, configure Vertex AI or Bedrock, or log in with "
+            "`gemini`",
+            style="yellow",
+        )
     for mode in auth["modes"]:
         mark, style = ("✓", "green") if mode["usable"] else ("✗", "red")
         detail = f" ({mode['detail']})" if mode["detail"] else ""
@@ -729,6 +738,13 @@ def doctor(
     else:
         version, style = (gemini["version"], "green") if gemini["version"] else (gemini["problem"], "red")
         _say(f"  {gemini['path']} (from {gemini['found_by']}): {version}", style=style)
+    claude = report["claude"]
+    _say("claude binary", style="bold")
+    if claude["path"] is None:
+        _say(f"  ✗ {claude['problem']}", style="red")
+    else:
+        style = "red" if claude["problem"] else "green"
+        _say(f"  {claude['path']} (from {claude['found_by']}): {claude['problem'] or claude['version']}", style=style)
 
     _say("Backends", style="bold")
     for status in report["backends"]:
@@ -758,11 +774,25 @@ def install_gemini_command(
     ] = None,
 ) -> None:
     """Install the pinned gemini CLI (needs Node.js 20+) with npm, where unified finds it. Never global."""
+    _install("gemini-cli", prefix)
+
+
+@app.command("install-claude-code")
+def install_claude_code_command(
+    prefix: Annotated[
+        Path | None, typer.Option(help="Where to install (default: the user data dir, where unified looks).")
+    ] = None,
+) -> None:
+    """Install the pinned Claude Code CLI (npm needs Node.js 18+; ~400 MB) where unified finds it. Never global."""
+    _install("claude-code", prefix)
+
+
+def _install(backend: str, prefix: Path | None) -> None:
     from unified._binary.install import NodeUnavailable
     from unified._cli.install import install_binary
 
     try:
-        done = install_binary("gemini-cli", prefix, os.environ)
+        done = install_binary(backend, prefix, os.environ)
     except NodeUnavailable as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     except UnifiedError as exc:
@@ -859,6 +889,17 @@ def sessions_show(
         _json_line(shown)
     else:
         _print_json(shown)
+
+
+@sessions_app.command("export")
+def sessions_export(ref: str, backend: SessionBackendOption = None, cwd: CwdOption = None) -> None:
+    """Print one session's history as a portable conversation (JSON, docs/conversations.md)."""
+    info = _resolve(ref, backend, _cwd(cwd))
+    try:
+        conversation = anyio.run(lambda: sessions.export(info.session_id, backend=info.backend, cwd=_cwd(cwd)))
+    except UnifiedError as exc:
+        raise _fail(str(exc)) from None
+    _write_line(conversation.to_json())
 
 
 @sessions_app.command("delete")

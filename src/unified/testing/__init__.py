@@ -4,6 +4,9 @@
   streams, the Interactions API, Vertex paths), driven by a `Script` of model turns (or the Gemini
   CLI's `--fake-responses` recordings), with fault injection and a request log;
   `backend_options_for(server, backend)` points any Gemini backend at it.
+- `FakeAnthropic`: the same for the Anthropic Messages API (SSE streams, Vertex and Bedrock paths),
+  driven by the same `Script`s, behind the real `claude` binary (`ANTHROPIC_BASE_URL`);
+  `backend_options_for(server, "claude-code")` points the claude-code backend at it.
 - `ScriptedBackend` (`backend="scripted"`): an in-process backend playing a script of UnifiedEvents
   through the same stream guard as the real backends.
 - `FakeAgentProcess`: an in-process `AgentProcess` that is one handler from the lines a backend
@@ -26,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from unified.testing._cassettes import scrub_text, use_cassette
     from unified.testing._fake_acp import FakeAcp, script_from_transcript
+    from unified.testing._fake_anthropic import AGENT_HEADER, FakeAnthropic
     from unified.testing._fake_gemini import REDACTED, FakeGemini, RecordedRequest
     from unified.testing._fake_process import FakeAgentProcess
     from unified.testing._record import RecordError, record_run
@@ -61,6 +65,7 @@ if TYPE_CHECKING:
 _HOMES = {
     "unified.testing._cassettes": ("scrub_text", "use_cassette"),
     "unified.testing._fake_acp": ("FakeAcp", "script_from_transcript"),
+    "unified.testing._fake_anthropic": ("AGENT_HEADER", "FakeAnthropic"),
     "unified.testing._fake_gemini": ("REDACTED", "FakeGemini", "RecordedRequest"),
     "unified.testing._fake_process": ("FakeAgentProcess",),
     "unified.testing._record": ("RecordError", "record_run"),
@@ -96,6 +101,7 @@ _HOMES = {
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
+    "AGENT_HEADER",
     "REDACTED",
     "ApiMethod",
     "Ask",
@@ -105,6 +111,7 @@ __all__ = [
     "Fail",
     "FakeAcp",
     "FakeAgentProcess",
+    "FakeAnthropic",
     "FakeGemini",
     "Fault",
     "FaultKind",

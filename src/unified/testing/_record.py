@@ -4,6 +4,9 @@
 
 - `generate-content` and `interactions`: vcrpy writes every HTTP exchange of the run to a YAML
   file (credential headers, cookies and `key=` query values scrubbed, see `cassettes`);
+- `claude-code`: the CLI's stream-json lines both ways (`{"dir": "send"|"recv", "msg"}`, from the
+  backend's `transcript` option) go to a JSONL transcript after a metadata line naming the backend,
+  the prompt, the model and the approval mode;
 - `gemini-cli`: the ACP JSON-RPC messages both ways go to a JSONL transcript, after a metadata
   line saying what it was recorded from, with the approval mode and the workspace; between them,
   `{"dir": "chat", "file": ..., "record": ...}` lines carry what the CLI wrote to its chat files
@@ -47,7 +50,12 @@ class RecordError(Exception):
         self.events: list[UnifiedEvent] = list(events)
 
 
-_SUFFIXES = {"gemini-cli": (".jsonl",), "generate-content": (".yaml", ".yml"), "interactions": (".yaml", ".yml")}
+_SUFFIXES = {
+    "gemini-cli": (".jsonl",),
+    "claude-code": (".jsonl",),
+    "generate-content": (".yaml", ".yml"),
+    "interactions": (".yaml", ".yml"),
+}
 
 
 EventCallback = Callable[[UnifiedEvent], None]
@@ -72,7 +80,9 @@ async def record_run(
     backend = str(params.backend)
     suffixes = _SUFFIXES.get(backend)
     if suffixes is None:
-        raise RecordError(f"cannot record the {backend!r} backend: choose gemini-cli, generate-content or interactions")
+        raise RecordError(
+            f"cannot record the {backend!r} backend: choose gemini-cli, claude-code, generate-content or interactions"
+        )
     if path.suffix not in suffixes:
         raise RecordError(f"{path}: a {backend} cassette is a {' or '.join(suffixes)} file")
     made = [parent for parent in (path.parent, *path.parent.parents) if not parent.exists()]
@@ -81,6 +91,8 @@ async def record_run(
     try:
         if backend == "gemini-cli":
             events = await _record_transcript(params, path, scratch, source, on_event)
+        elif backend == "claude-code":
+            events = await _record_claude_transcript(params, path, scratch, source, on_event)
         else:
             events = await _record_http(params, scratch, source, on_event)
         result = events[-1] if events and isinstance(events[-1], Result) else None
@@ -152,6 +164,25 @@ def _without_mcp_values(entry: dict[str, Any]) -> dict[str, Any]:
         return out
 
     return {**entry, "msg": {**msg, "params": {**params, "mcpServers": [scrubbed(s) for s in servers]}}}
+
+
+async def _record_claude_transcript(
+    params: ExecuteParams, path: Path, scratch: Path, source: str, on_event: EventCallback | None
+) -> list[UnifiedEvent]:
+    transcript: list[dict[str, Any]] = []
+    options = {**params.backend_options_dict(), "transcript": transcript}
+    events = await _run(params.model_copy(update={"backend_options": options}), on_event)
+    meta = {
+        "cassette": path.stem,
+        "recorded_from": source,
+        "backend": "claude-code",
+        "prompt": params.prompt,
+        "model": params.model,
+        "approval_mode": params.approval_mode,
+        "paths_are_from": str(params.cwd),
+    }
+    _write_scrubbed(scratch, [meta, *transcript], given_secrets(params.backend_options_dict(), params.mcp_servers))
+    return events
 
 
 _FINAL_STATUSES = frozenset({"success", "error", "cancelled"})

@@ -13,7 +13,12 @@ Two kinds of cassette exist (see `unified.testing._cassettes` and `cassettes/`):
   The CLI's chat-file records, recorded between them as `{"dir": "chat", "file", "record"}`, are
   appended by the stand-in to that file under the replay's own CLI home at their place in the
   transcript, so the adapter finds tool arguments and outputs where the CLI leaves them; a
-  transcript without them replays with a `tool_output_unavailable` warning and ACP's bare results.
+  transcript without them replays with a `tool_output_unavailable` warning and ACP's bare results;
+- a JSONL transcript of the `claude-code` backend (a metadata line naming the backend, then the
+  CLI's stream-json lines both ways): the adapter starts a stand-in CLI that answers each line it
+  sends with the lines recorded after it (ids of our control requests rewritten to the live ones),
+  so the real control protocol, permission bridge and translator run, in process; permission
+  prompts and questions get the answers the recording sent.
 
 What to run is read from the cassette itself: the backend from the API paths (or the transcript),
 the prompt and model from the first request, the approval mode from the transcript (or an HTTP
@@ -105,7 +110,9 @@ def describe(path: Path) -> CassetteInfo:
     unreadable or malformed file.
     """
     if path.suffix not in (".jsonl", ".yaml", ".yml"):
-        raise ReplayError(f"{path}: not a cassette (expected a .yaml vcrpy cassette or a .jsonl gemini-cli transcript)")
+        raise ReplayError(
+            f"{path}: not a cassette (expected a .yaml vcrpy cassette or a .jsonl gemini-cli or claude-code transcript)"
+        )
     if not path.is_file():
         raise ReplayError(f"{path}: {'is a directory' if path.is_dir() else 'no such file'}; pass a cassette file")
     try:
@@ -171,11 +178,13 @@ async def replay_events(
             _write_workspace(info, workdir)
         run = _base_params(info, params, workdir, include_native)
         answer = on_user_input or (params.on_user_input if params is not None else None)
+        if answer is None and info.backend == "claude-code":  # answered by request id, as recorded
+            answer = _claude_answering(_claude_answers(_read_transcript(info.path)[1]))
         if answer is None:
             answer = _answering(list(info.answers), differences)
         run = run.model_copy(update={"on_user_input": answer})
         check: Callable[[], str | None] = _nothing  # the transcript's stand-in reports as it goes
-        if info.backend == "gemini-cli":
+        if info.backend in ("gemini-cli", "claude-code"):
             run = _transcript_params(info, run, stack, differences)
         else:
             run = _http_params(info, run)
@@ -411,6 +420,8 @@ def _prompt_text(params: Mapping[str, Any]) -> str:
 
 def _describe_transcript(path: Path) -> CassetteInfo:
     meta, entries = _read_transcript(path)
+    if meta.get("backend") == "claude-code":
+        return _describe_claude(path, meta, entries)
     prompt = _sent(entries, "session/prompt")
     if prompt is None:
         raise ReplayError(f"{path}: the transcript never sends session/prompt")
@@ -450,6 +461,8 @@ def _transcript_params(
     info: CassetteInfo, run: ExecuteParams, stack: ExitStack, differences: list[str]
 ) -> ExecuteParams:
     _, entries = _read_transcript(info.path)
+    if info.backend == "claude-code":
+        return _claude_params(entries, run, stack)
     scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="unified-replay-")))
     home = scratch / "home"  # the CLI's home as the adapter sees it: empty, never the user's
     home.mkdir()
@@ -566,6 +579,126 @@ class _TranscriptAgent:
 
 def _option(outcome: Mapping[str, Any]) -> str:
     return str(outcome.get("optionId") or outcome.get("outcome") or "nothing")
+
+
+# --- claude-code: stream-json transcripts --------------------------------------------------------------
+
+
+def _describe_claude(path: Path, meta: Mapping[str, Any], entries: list[dict[str, Any]]) -> CassetteInfo:
+    prompt = meta.get("prompt")
+    if not isinstance(prompt, str):
+        first = next((e["msg"] for e in entries if e["dir"] == "send" and e["msg"].get("type") == "user"), None)
+        if first is None:
+            raise ReplayError(f"{path}: the transcript never sends a user message")
+        content = first.get("message", {}).get("content")
+        prompt = content if isinstance(content, str) else ""
+    model = meta.get("model")
+    return CassetteInfo(
+        path=path,
+        backend="claude-code",
+        source=str(meta.get("recorded_from") or "unknown (the cassette does not say)"),
+        prompt=prompt,
+        model=model if isinstance(model, str) else None,
+        approval_mode=cast("ApprovalMode", meta.get("approval_mode") or "default"),
+    )
+
+
+def _claude_answers(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The client's recorded answers to the CLI's `can_use_tool` requests, by request id."""
+    asked = {
+        e["msg"].get("request_id") for e in entries if e["dir"] == "recv" and e["msg"].get("type") == "control_request"
+    }
+    answers: dict[str, dict[str, Any]] = {}
+    for entry in entries:
+        msg = entry["msg"]
+        response = msg.get("response") if isinstance(msg.get("response"), dict) else {}
+        if entry["dir"] == "send" and msg.get("type") == "control_response" and response.get("request_id") in asked:
+            inner = response.get("response")
+            answers[str(response["request_id"])] = inner if isinstance(inner, dict) else {"behavior": "deny"}
+    return answers
+
+
+def _claude_answering(
+    answers: Mapping[str, Mapping[str, Any]],
+) -> UserInputHandler:
+    async def answer(request: UserInputRequest) -> UserInputResponse:
+        recorded = answers.get(request.request_id.split(":", 1)[-1])
+        if recorded is None:
+            return UserInputResponse(cancelled=True)
+        if request.source == "model-tool":
+            given = (recorded.get("updatedInput") or {}).get("answers") or {}
+            return UserInputResponse(answers={q.id: str(given.get(q.prompt, "")) for q in request.questions})
+        if recorded.get("behavior") != "allow":
+            if recorded.get("interrupt"):
+                return UserInputResponse.stop_run()
+            message = str(recorded.get("message") or "")
+            said = message.split(". The user says: ", 1)
+            return UserInputResponse.deny(said[1] if len(said) == 2 else None)
+        if recorded.get("updatedPermissions"):
+            return UserInputResponse.allow(always=True)
+        changed = recorded.get("updatedInput")
+        return UserInputResponse.allow(updated_input=dict(changed) if isinstance(changed, dict) else None)
+
+    return answer
+
+
+def _claude_params(entries: list[dict[str, Any]], run: ExecuteParams, stack: ExitStack) -> ExecuteParams:
+    scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="unified-replay-")))
+
+    def start(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> FakeAgentProcess:
+        process = FakeAgentProcess(argv=argv, env=env)
+        process.handler = _ClaudeTranscriptAgent(entries, process).answer
+        return process
+
+    options = {**run.backend_options_dict(), "start_process": start, "home": scratch / "home"}
+    return run.model_copy(update={"backend_options": options})
+
+
+class _ClaudeTranscriptAgent:
+    """The stand-in `claude`: answers the adapter's stream-json lines from a recorded transcript.
+
+    Each line the adapter sends must match the next recorded `send` (the same `type`, and for a
+    control request the same `subtype`); the recorded `recv` lines up to the next `send` are then
+    written out, the request ids of our own control requests (random per run) rewritten to the live
+    ones. A mismatch ends the process (exit 1) with the reason on stderr, which the adapter reports.
+    """
+
+    def __init__(self, entries: list[dict[str, Any]], process: FakeAgentProcess) -> None:
+        self.entries = entries
+        self.process = process
+        self.ids: dict[str, str] = {}
+        self.position = 0
+
+    def _play_until_next_send(self) -> None:
+        while self.position < len(self.entries) and self.entries[self.position]["dir"] != "send":
+            reply = json.loads(json.dumps(self.entries[self.position]["msg"]))
+            self.position += 1
+            response = reply.get("response")
+            if reply.get("type") == "control_response" and isinstance(response, dict):
+                response["request_id"] = self.ids.get(str(response.get("request_id")), response.get("request_id"))
+            self.process.emit(json.dumps(reply, separators=(",", ":")))
+
+    def _fail(self, reason: str) -> None:
+        self.process.write_stderr(f"replay: {reason}\n")
+        self.process.exit(1)
+
+    def answer(self, line: str) -> None:
+        message = json.loads(line)
+        kind = message.get("type")
+        subtype = (message.get("request") or {}).get("subtype") if kind == "control_request" else None
+        if self.position >= len(self.entries):
+            if kind == "control_request" and subtype != "interrupt":
+                self._fail(f"the transcript has nothing more to answer {subtype}")
+            return
+        recorded = self.entries[self.position]["msg"]
+        recorded_subtype = (recorded.get("request") or {}).get("subtype") if kind == "control_request" else None
+        if recorded.get("type") != kind or recorded_subtype != subtype:
+            self._fail(f"the adapter sent {subtype or kind}, the recording {recorded.get('type')}")
+            return
+        self.position += 1
+        if kind == "control_request":
+            self.ids[str(recorded.get("request_id"))] = str(message.get("request_id"))
+        self._play_until_next_send()
 
 
 _INITIALIZE_RESULT: dict[str, Any] = {

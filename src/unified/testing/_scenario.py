@@ -46,6 +46,7 @@ ApiMethod = Literal["generateContentStream", "generateContent", "countTokens", "
 FaultKind = Literal[
     "rate_limit",
     "server_error",
+    "overloaded",
     "unavailable",
     "bad_request",
     "unauthenticated",
@@ -81,10 +82,11 @@ class Fault(_Model):
     """One injected failure.
 
     HTTP faults (``rate_limit`` 429 with RetryInfo + QuotaFailure, ``server_error`` 500, ``unavailable``
-    503, ``bad_request`` 400, ``unauthenticated`` 401, ``permission_denied`` 403, ``not_found`` 404;
-    ``message`` replaces the default text, e.g. "API key not valid...") answer instead of the turn and
-    leave it queued, so a retry gets the real answer. Stream faults
-    deliver ``after`` chunks (or interaction events) of the turn and then fail: ``mid_stream_error``
+    503, ``overloaded`` (FakeAnthropic: 529 ``overloaded_error``; FakeGemini: 503), ``bad_request`` 400,
+    ``unauthenticated`` 401, ``permission_denied`` 403, ``not_found`` 404; ``message`` replaces the
+    default text, e.g. "API key not valid...") answer instead of the turn and leave it queued, so a
+    retry gets the real answer. Stream faults deliver ``after`` chunks (or interaction events;
+    FakeAnthropic: SSE events) of the turn and then fail: ``mid_stream_error``
     sends an error chunk (an ``error`` event for interactions), ``cut_stream`` drops the connection
     without the final chunk. Stream faults consume the turn; a cut interaction stays resumable.
     Silence and incomplete answers: ``no_headers`` reads the request and never answers (like an HTTP
@@ -115,6 +117,9 @@ class Usage(_Model):
     thinking_tokens: int = 0
     cached_tokens: int = 0
     tool_use_tokens: int = 0
+    cache_creation_tokens: int = 0
+    """Prompt tokens written to the cache (Anthropic's ``cache_creation_input_tokens``; part of
+    ``input_tokens``, like ``cached_tokens``); FakeGemini does not send them."""
 
     @property
     def total_tokens(self) -> int:
@@ -198,6 +203,10 @@ class ModelTurn(_TurnBase):
     annotations: list[dict[str, Any]] = Field(default_factory=list)
     usage: Usage | None = None
     finish_reason: str = "STOP"
+    subagent: bool | None = None
+    """FakeAnthropic only: ``True`` answers only a subagent's request (it carries Claude Code's
+    ``x-claude-code-agent-id`` header), ``False`` only the main agent's, ``None`` either. A background
+    subagent's requests interleave with the main agent's, so a script routes them by this."""
 
     def serves(self, method: ApiMethod) -> bool:
         if self.method is not None:

@@ -54,6 +54,7 @@ _HTTP_FAULTS: dict[str, tuple[int, str, str]] = {
     "rate_limit": (429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
     "server_error": (500, "INTERNAL", "An internal error has occurred."),
     "unavailable": (503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
+    "overloaded": (503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
     "bad_request": (400, "INVALID_ARGUMENT", "Request contains an invalid argument."),
     "unauthenticated": (401, "UNAUTHENTICATED", "Request had invalid authentication credentials."),
     "permission_denied": (403, "PERMISSION_DENIED", "The caller does not have permission."),

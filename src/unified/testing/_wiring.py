@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from unified._exports import publish
+from unified.testing._fake_anthropic import FakeAnthropic
 from unified.testing._fake_gemini import FakeGemini
 
 __all__ = ["OFFLINE_CLI_SETTINGS", "backend_options_for", "prepare_cli_home"]
@@ -37,12 +38,24 @@ def prepare_cli_home(home: Path) -> Path:
     return home
 
 
-def backend_options_for(server: FakeGemini, backend: str, *, cli_home: Path | None = None) -> dict[str, object]:
+def backend_options_for(
+    server: FakeGemini | FakeAnthropic, backend: str, *, cli_home: Path | None = None
+) -> dict[str, object]:
     """`ExecuteParams.backend_options` that send `backend`'s model calls to `server`.
 
     For `gemini-cli`, `cli_home` (prepared with the offline settings) becomes the child's HOME and
     GEMINI_CLI_HOME; without it the child inherits the caller's, which a test must already isolate.
+    For `claude-code` (a `FakeAnthropic`), `cli_home` is the CLI's isolated home (default: the one in
+    unified's data folder, which a test isolates with XDG_DATA_HOME); the CLI retries a failed
+    request once, quickly.
     """
+    if isinstance(server, FakeAnthropic):
+        if backend != "claude-code":
+            raise ValueError(f"FakeAnthropic cannot stand behind the {backend!r} backend")
+        options: dict[str, object] = {"env": dict(server.cli_env), "max_retries": 1}
+        if cli_home is not None:
+            options["home"] = cli_home
+        return options
     if backend == "gemini-cli":
         env = dict(server.cli_env)
         if cli_home is not None:

@@ -198,5 +198,7 @@ def test_a_listed_session_carries_its_usage_and_turns_as_the_api_backends_do(
         "cached_tokens": 10,
         "tool_use_tokens": 2,
         "estimated": False,
+        "cache_creation_tokens": 0,  # the Gemini CLI records none
+        "cost_usd": None,
     }
     assert ChatFiles().show("abcdef12", str(ws))["session"]["extra"] == info.extra

@@ -1,15 +1,17 @@
 """The machinery of the conformance suite: backend columns, the run of one scenario, the normaliser.
 
-A scenario (see `conformance_scenarios.py`) is data; this module turns it into a FakeGemini script,
-`ExecuteParams` for one backend, a run through `unified.execute`, and a normalised *shape* of the
-event stream that can be compared across backends.
+A scenario (see `conformance_scenarios.py`) is data; this module turns it into a script for the
+column's fake server (FakeGemini for the Google backends, FakeAnthropic for claude-code, both
+playing the one scenario vocabulary), `ExecuteParams` for one backend, a run through
+`unified.execute`, and a normalised *shape* of the event stream that can be compared across backends.
 
 The shape keeps what every backend must agree on and drops what legitimately differs:
 - `session_started`, `assistant_message` (the guard makes it), `tool_progress` and `warning`s
   (retry notices, option notes) are dropped; the first event is checked separately;
 - a run of `text_delta`s is one `text`, a run of `thinking`s is one `thinking`;
 - a tool call is one item at the position of its `tool_use`: `tool <name> ok|error`, its name
-  mapped through `unified.tools.ALIASES` (the CLI's `list_directory` is our `list_dir`), our MCP
+  mapped through `unified.tools.ALIASES` (the CLI's `list_directory` is our `list_dir`) and the
+  column's own names (Claude Code's `Read` is `read_file`, see `Column.tools`), our MCP
   names `mcp__<server>__<tool>` written as the CLI's `mcp_<server>_<tool>`, with
   `[ask <source>]` for a `user_input_request` about it and `[<decision> by user]` or `[deny]` for a
   permission decision that matters (automatic allows by a read-only policy are not reported by
@@ -52,7 +54,7 @@ from unified.events import (
     UserInputRequest,
     UserInputResponse,
 )
-from unified.testing import FakeGemini, ModelTurn, RecordedRequest, Turn
+from unified.testing import FakeAnthropic, FakeGemini, FunctionCall, ModelTurn, RecordedRequest, Turn
 from unified.testing._wiring import backend_options_for
 from unified.tools import ALIASES
 from unified.types import BackendName, ExecuteParams
@@ -64,21 +66,48 @@ RUN_TIMEOUT_S = HANG_GUARD_S
 """A hang guard only (tests/hang_guard.py): a run normally ends in seconds, and a loaded machine must not trip it."""
 
 
+FakeServer = FakeGemini | FakeAnthropic
+
+
 @dataclass(frozen=True)
 class Column:
-    """A column of the capability matrix that the suite drives: a backend and how to point it at FakeGemini."""
+    """A column of the capability matrix that the suite drives: a backend and how to point it at its fake server."""
 
     name: str
     backend: BackendName
-    options: Callable[[FakeGemini], dict[str, object]]
+    options: Callable[[Any], dict[str, object]]
     needs_cli: bool = False
+    server: type[FakeGemini] | type[FakeAnthropic] = FakeGemini
+    model: str | None = MODEL
+    """The run's model (None: the fake server's default for the CLI)."""
+    tools: Mapping[str, str] = field(default_factory=dict)
+    """unified's tool name → this backend's, for the calls a shared script makes (the shape maps them back)."""
 
     def level(self, capability: str) -> str:
         return capabilities.level(self.name, capability)
 
+    @property
+    def aliases(self) -> dict[str, str]:
+        """This backend's tool names → unified's, for the shape and the normal form."""
+        return {theirs: ours for ours, theirs in self.tools.items()}
+
+    def adapt(self, turn: Turn) -> Turn:
+        """A shared script's turn with this backend's tool names."""
+        if not self.tools or not isinstance(turn, ModelTurn) or not turn.function_calls:
+            return turn
+        calls = [
+            FunctionCall(name=self.tools.get(c.name, c.name), args=c.args, id=c.id, signature=c.signature)
+            for c in turn.function_calls
+        ]
+        return turn.model_copy(update={"function_calls": calls})
+
 
 def _cli_options(server: FakeGemini) -> dict[str, object]:
     return backend_options_for(server, "gemini-cli")  # HOME is the test's, prepared by the cli_ready fixture
+
+
+def _claude_options(server: FakeAnthropic) -> dict[str, object]:
+    return backend_options_for(server, "claude-code")  # its home is the test's XDG_DATA_HOME's
 
 
 def _http_options(backend: BackendName) -> Callable[[FakeGemini], dict[str, object]]:
@@ -86,10 +115,22 @@ def _http_options(backend: BackendName) -> Callable[[FakeGemini], dict[str, obje
     return lambda server: {**backend_options_for(server, backend), "retry_delay_scale": 0.001}
 
 
+CLAUDE_TOOLS: Mapping[str, str] = {"read_file": "Read", "write_file": "Write"}
+"""The scripts' tools under Claude Code's names (the same arguments: `file_path`, `content`)."""
+
 COLUMNS: tuple[Column, ...] = (
     Column("gemini-cli", "gemini-cli", _cli_options, needs_cli=True),
     Column("generate-content", "generate-content", _http_options("generate-content")),
     Column("interactions", "interactions", _http_options("interactions")),
+    Column(
+        "claude-code",
+        "claude-code",
+        _claude_options,
+        needs_cli=True,
+        server=FakeAnthropic,
+        model=None,
+        tools={**CLAUDE_TOOLS, "invoke_agent": "Agent", "ask_user": "AskUserQuestion"},
+    ),
 )
 NOT_DRIVEN: Mapping[str, str] = {
     "scripted": "plays a script of UnifiedEvents, not a model: FakeGemini cannot drive it "
@@ -215,8 +256,9 @@ class Run:
         return last
 
     def model_bodies(self) -> list[str]:
-        """Every model request's JSON body, as text (generateContent family and interactions.create)."""
-        wanted = ("generateContentStream", "generateContent", "interactions.create")
+        """Every model request's JSON body, as text (generateContent family, interactions.create, Anthropic
+        messages)."""
+        wanted = ("generateContentStream", "generateContent", "interactions.create", "messages")
         return [json.dumps(r.body) for r in self.requests if r.api_method in wanted]
 
 
@@ -347,7 +389,7 @@ def normal_form_problems(
 
 async def execute_once(
     column: Column,
-    server: FakeGemini,
+    server: FakeServer,
     workspace: Path,
     *,
     prompt: str,
@@ -359,7 +401,7 @@ async def execute_once(
     params = ExecuteParams(
         prompt=prompt,
         backend=column.backend,
-        model=MODEL,
+        model=column.model,
         cwd=workspace,
         backend_options={**column.options(server), **(options or {})},
         **fields,

@@ -95,6 +95,9 @@ class Scenario:
     its observations do not count for coverage. Remove the entry when the adapter is fixed."""
     turns_for: Mapping[str, tuple[Turn, ...]] = field(default_factory=dict)
     """backend → its own script, where the backends' tools differ (names, server-side tools)."""
+    shapes_for: Mapping[str, Shape] = field(default_factory=dict)
+    """backend → the shape its own script (`turns_for`) gives, where its tools make another shape (Claude
+    Code's subagent is a `general-purpose` agent that reports in text, not gemini's `complete_task`)."""
     options_for: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     """backend → extra backend_options."""
     aliases: Mapping[str, str] = field(default_factory=dict)
@@ -127,7 +130,7 @@ class Scenario:
         for (name, capability), difference in self.differences.items():
             if name == backend and level(capability) == "partial":
                 return difference, None
-        return self.shape, None
+        return self.shapes_for.get(backend, self.shape), None
 
 
 TEXT = "Hello from the fake model."
@@ -156,6 +159,15 @@ NOBODY_TO_ASK = (
     "Tool call run_shell_command was denied: it needs approval and nobody can answer in this non-interactive run"
 )
 WRITE = FunctionCall(name="write_file", args={"file_path": "new.txt", "content": "written\n"})
+CLAUDE_AGENT = FunctionCall(
+    name="Agent",
+    args={
+        "description": "Read the notes",
+        "prompt": "Read notes.txt.",
+        "subagent_type": "general-purpose",
+        "run_in_background": False,
+    },
+)
 
 IMAGE_CHUNKS = (
     {"candidates": [{"content": {"role": "model", "parts": [{"text": "Here is the picture."}]}}]},
@@ -254,7 +266,25 @@ SCENARIOS: tuple[Scenario, ...] = (
             "text",
             "result success",
         ),
-        observes=("subagent_lifecycle",),
+        observes=("subagent_lifecycle", "subagent_ids_on_deltas"),
+        turns_for={
+            # Claude Code's Agent tool: the subagent's requests carry its id (FakeAnthropic routes them to
+            # the turns marked subagent=True); it reports back in text.
+            "claude-code": (
+                ModelTurn(function_calls=[CLAUDE_AGENT]),
+                ModelTurn(subagent=True, function_calls=[NOTES]),
+                ModelTurn(subagent=True, text="alpha"),
+                ModelTurn(text="The subagent says alpha."),
+            )
+        },
+        shapes_for={
+            "claude-code": (
+                "tool invoke_agent ok",
+                "subagent general-purpose completed: (tool read_file ok, text)",
+                "text",
+                "result success",
+            )
+        },
         alternatives={
             # Without subagents the script's turns all reach the main loop, where invoke_agent and
             # complete_task are unknown tools.
@@ -529,6 +559,7 @@ SCENARIOS: tuple[Scenario, ...] = (
                 ModelTurn(text="Found it."),
             ),
             "generate-content": (RecordedTurn(method="generateContentStream", response=[GROUNDED]),),
+            "claude-code": (ModelTurn(text="Found it."),),
             "interactions": (
                 InteractionTurn(
                     steps=[
@@ -545,6 +576,8 @@ SCENARIOS: tuple[Scenario, ...] = (
             "interactions": {"google_search": True, "local_tools": False},
         },
         aliases={"google_web_search": "google_search"},
+        # Claude Code's WebSearch is a client tool of its own: no server-side tool to show.
+        alternatives={"server_side_tools": ("text", "result success")},
         # generateContent reports a search as grounding metadata, which arrives with the last chunk.
         differences={("generate-content", "server_side_tools"): ("text", "tool google_search ok", "result success")},
     ),
@@ -588,6 +621,32 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
         ("tool ask_user ok [ask model-tool]", "text", "result success"),
         observes=("user_input",),
+        # Claude Code's AskUserQuestion takes each option's description and multiSelect too.
+        turns_for={
+            "claude-code": (
+                ModelTurn(
+                    function_calls=[
+                        FunctionCall(
+                            name="AskUserQuestion",
+                            args={
+                                "questions": [
+                                    {
+                                        "question": "Which colour?",
+                                        "header": "Colour",
+                                        "options": [
+                                            {"label": "red", "description": "warm"},
+                                            {"label": "blue", "description": "cold"},
+                                        ],
+                                        "multiSelect": False,
+                                    }
+                                ]
+                            },
+                        )
+                    ]
+                ),
+                ModelTurn(text="Red it is."),
+            )
+        },
         # gemini 0.61 registers no ask_user over ACP: the call fails inside the CLI ('Tool "ask_user" not
         # found in registry') without an ACP update; the adapter shows it from the chat file once the
         # prompt has ended, so it comes after the text.
@@ -614,6 +673,28 @@ SCENARIOS: tuple[Scenario, ...] = (
         observes=("background_agents",),
         alternatives={"background_agents": ("text", "result success")},
         options_for={"interactions": {"background": True, "poll_interval_s": 0.01}},
+        # Claude Code: a background subagent (run_in_background); the run's one result comes once it has
+        # reported back (the CLI prints a result before that, and one after).
+        turns_for={
+            "claude-code": (
+                ModelTurn(
+                    function_calls=[
+                        CLAUDE_AGENT.model_copy(update={"args": {**CLAUDE_AGENT.args, "run_in_background": True}})
+                    ]
+                ),
+                ModelTurn(subagent=False, text="Launched it."),
+                ModelTurn(subagent=True, text="Done in the background.", chunk_delay=0.2),
+                ModelTurn(subagent=False, text="It reported back."),
+            )
+        },
+        differences={
+            ("claude-code", "background_agents"): (
+                "tool invoke_agent ok",
+                "subagent general-purpose completed: (text)",
+                "text",
+                "result success",
+            )
+        },
     ),
     Scenario(
         "resume_by_short_id",

@@ -37,13 +37,13 @@ from tests.e2e.conformance.conformance_harness import (
 from tests.e2e.conformance.conformance_scenarios import CAPABILITY_CHECKS, SCENARIOS, PNG_1x1, Scenario
 from unified import capabilities
 from unified.events import SessionStarted, UserInputRequest
-from unified.testing import FakeGemini
 from unified.testing._wiring import prepare_cli_home
 from unified.types import ImageInput, StdioMcpServer
 
 pytestmark = pytest.mark.anyio
 
 LOCAL_CLI = Path(__file__).resolve().parents[3] / ".gemini-cli" / "node_modules" / ".bin" / "gemini"
+LOCAL_CLAUDE = Path(__file__).resolve().parents[3] / ".claude-code" / "node_modules" / ".bin" / "claude"
 
 
 MCP_SERVER = Path(__file__).with_name("mcp_echo_server.py")
@@ -53,7 +53,8 @@ def _cases() -> Iterator[object]:
     for scenario in SCENARIOS:
         for column in COLUMNS:
             loops = ("asyncio",) if column.needs_cli else ("asyncio", "trio")
-            marks = [pytest.mark.gemini_cli] if column.needs_cli else []
+            marks = [pytest.mark.claude_code if column.backend == "claude-code" else pytest.mark.gemini_cli]
+            marks = marks if column.needs_cli else []
             if column.name in scenario.known_gaps:
                 marks.append(pytest.mark.xfail(strict=True, reason=scenario.known_gaps[column.name]))
             for loop in loops:
@@ -85,12 +86,29 @@ def cli_ready(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     prepare_cli_home(isolated_home)
 
 
+@pytest.fixture
+def claude_ready(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pinned claude binary; its home is the per-test XDG_DATA_HOME's, no Anthropic credentials of the shell."""
+    binary = os.environ.get("UNIFIED_CLAUDE_BIN") or str(LOCAL_CLAUDE)
+    if not Path(binary).exists():
+        pytest.fail(f"the pinned claude binary is not at {binary}: run .ci/install-claude-code.sh (scripts/test does)")
+    monkeypatch.setenv("UNIFIED_CLAUDE_BIN", binary)
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def _ready(column: Column, request: pytest.FixtureRequest) -> None:
+    if column.needs_cli:
+        request.getfixturevalue("claude_ready" if column.backend == "claude-code" else "cli_ready")
+
+
 async def run_scenario(column: Column, scenario: Scenario, workspace: Path) -> tuple[Run, list[UserInputRequest]]:
     first_turns = scenario.first_run.turns if scenario.first_run else ()
     asked: list[UserInputRequest] = []
     options = scenario.options_for.get(column.name, {})
     mcp = (StdioMcpServer(name="echo", command=sys.executable, args=(str(MCP_SERVER),), timeout_s=20),)
-    async with FakeGemini([*first_turns, *scenario.script(column.name)]) as server:
+    turns = [column.adapt(turn) for turn in (*first_turns, *scenario.script(column.name))]
+    async with column.server(turns) as server:
         first: Run | None = None
         resume: str | None = None
         if scenario.first_run is not None:
@@ -114,7 +132,9 @@ async def run_scenario(column: Column, scenario: Scenario, workspace: Path) -> t
         )
         seconds = (events[-1].timestamp - events[0].timestamp).total_seconds()
         run = Run(column, events, server.requests[seen:], workspace, seconds, first)
-        assert not server.problems, f"the backend asked FakeGemini for more than the script holds: {server.problems}"
+        assert not server.problems, (
+            f"the backend asked its fake server for more than the script holds: {server.problems}"
+        )
     return run, asked
 
 
@@ -123,11 +143,11 @@ async def run_scenario(column: Column, scenario: Scenario, workspace: Path) -> t
 async def test_scenario(
     anyio_backend: str, column: Column, scenario: Scenario, workspace: Path, request: pytest.FixtureRequest
 ) -> None:
-    if column.needs_cli:
-        request.getfixturevalue("cli_ready")
+    _ready(column, request)
     run, asked = await run_scenario(column, scenario, workspace)
     shape, substituted = expected_shape(scenario, column)
-    got = shape_of(run.events, scenario.aliases)
+    aliases = {**column.aliases, **scenario.aliases}
+    got = shape_of(run.events, aliases)
     kinds = [e.type for e in run.events]
     assert got == shape, f"{column.name} / {scenario.name}: shape {got}, expected {shape}; events {kinds}"
     assert isinstance(next(e for e in run.events if e.type != "warning"), SessionStarted), kinds
@@ -137,7 +157,8 @@ async def test_scenario(
         assert (workspace / path).exists() is exists, f"{path} exists={not exists} after the run"
     if scenario.answer is not None and substituted is None:
         assert asked, "on_user_input was never called"
-    normal = normal_form_problems(column, run.events, scenario.script(column.name), scenario.aliases)
+    played = [column.adapt(turn) for turn in scenario.script(column.name)]
+    normal = normal_form_problems(column, run.events, played, aliases)
     assert not normal, f"{column.name} / {scenario.name}: contents differ from the normal form: {normal}"
     for expectation in scenario.texts if substituted is None else ():
         difference, wanted = expectation.expected(column.name)
@@ -196,7 +217,6 @@ async def test_session_started_capabilities_are_the_matrix(
     anyio_backend: str, column: Column, workspace: Path, request: pytest.FixtureRequest
 ) -> None:
     """`session_started.capabilities` is the matrix's row, so a consumer reads the same levels routing uses."""
-    if column.needs_cli:
-        request.getfixturevalue("cli_ready")
+    _ready(column, request)
     run, _ = await run_scenario(column, SCENARIOS[0], workspace)
     assert run.started.capabilities == capabilities.snapshot(column.name)

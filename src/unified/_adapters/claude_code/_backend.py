@@ -1,0 +1,147 @@
+"""The claude-code backend: one run = one `claude` process for one session (new, resumed or continued).
+
+The options are `ClaudeCodeOptions` (`_options.py`); the binary, home, environment and flags are
+`Launch` (`_launch.py`); the run itself is `_run.ClaudeRun`, over the `AgentProcess` seam (the
+real subprocess, or a fake in tests). What session the process starts with is planned here:
+
+- a new session: `--session-id=<a new uuid>` (its id is known before the CLI starts);
+- `resume` (a short id, a prefix or a full id, from any directory): resolved over the session
+  files of the backend's home (the CLI itself takes only a full UUID), then `--resume=<uuid>`;
+- `history` (a `Conversation`): written as a session file into the home, then `--resume`d; a new
+  session of this backend, whose file names the one it came from;
+- `retry`: the last user turn is answered again: the session (or the history) without that turn,
+  then that turn sent as the message.
+With a shared session store (`ExecuteParams.session_store`, `UNIFIED_SESSION_STORE_URL`) each
+run's session file is saved there, and a resume on a worker whose home lacks it writes it first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from unified._adapters.claude_code._conversation import lines_from_conversation
+from unified._adapters.claude_code._launch import Launch, config_dir, new_session_id, start_claude
+from unified._adapters.claude_code._options import BACKEND, claude_code_options
+from unified._adapters.claude_code._run import ClaudeRun, RunPlan, prompt_content
+from unified._adapters.claude_code._session_files import (
+    CONTINUED_FROM,
+    SessionFiles,
+    is_prompt,
+    parse_session,
+    project_dir_name,
+    write_lines,
+)
+from unified._adapters.claude_code._shared_sessions import SharedSessions, shared_store
+from unified.backends import RunContext, RunOutcome, UnsupportedOption
+from unified.conversations import Conversation, ImagePart, TextPart, UserTurn
+from unified.errors import ConfigurationError
+from unified.types import ExecuteParams
+
+__all__ = ["ClaudeCodeBackend"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Prompt:
+    text: str
+    images: tuple[tuple[str, bytes], ...]
+
+    def content(self) -> str | list[dict[str, Any]]:
+        return prompt_content(self.text, self.images)
+
+
+class ClaudeCodeBackend:
+    name = BACKEND
+
+    def __init__(self, params: ExecuteParams) -> None:
+        self.params = params
+        self.options = claude_code_options(params.backend_options)
+        self.launch = Launch.of(params, self.options)
+
+    def unsupported_options(self, params: ExecuteParams) -> list[UnsupportedOption]:
+        problems: list[UnsupportedOption] = []
+        thinking = params.thinking
+        if thinking is not None and thinking.budget is not None and thinking.budget > 0:
+            problems.append(
+                UnsupportedOption(
+                    "thinking.budget",
+                    "Claude Code passes a thinking budget (--max-thinking-tokens) only to models that take one; "
+                    "adaptive-thinking models (the current Claude models, and names it does not know) ignore it",
+                    False,
+                )
+            )
+        return problems
+
+    async def run(self, ctx: RunContext) -> RunOutcome:
+        cwd = ctx.params.cwd.expanduser().resolve()
+        if not cwd.is_dir():
+            raise ConfigurationError(f"cwd {cwd} is not a directory", hint="pass an existing working directory")
+        store = shared_store(ctx.params)
+        if store is None:
+            return await self._run(ctx)
+        return await SharedSessions(store, self.launch.home, ctx).run(self._run)
+
+    async def _run(self, ctx: RunContext) -> RunOutcome:
+        plan = await anyio.to_thread.run_sync(self._plan)
+        starter = self.options.start_process or start_claude
+        return await ClaudeRun(ctx, self.launch, self.options, starter).run(plan)
+
+    # --- which session, and what is said ------------------------------------------------------------
+
+    def _plan(self) -> RunPlan:
+        params = self.params
+        prompt = _Prompt(params.prompt, tuple((image.mime_type, image.data) for image in params.images))
+        if params.resume:
+            info = SessionFiles(self.launch.home).resolve(params.resume)
+            if params.retry:
+                prompt_line = self._drop_last_prompt(Path(str(info.path)))
+                return RunPlan(info.session_id, True, prompt_line, resumed=True)
+            return RunPlan(info.session_id, True, prompt.content(), resumed=True)
+        session_id = new_session_id()
+        if params.history is None:
+            return RunPlan(session_id, False, prompt.content(), resumed=False)
+        history = params.history
+        content = prompt.content()
+        if params.retry:
+            history, content = _without_last_user_turn(history)
+        cwd = str(params.cwd.expanduser().resolve())
+        lines = lines_from_conversation(history, session_id=session_id, cwd=cwd, model=self.launch.model)
+        if not lines:
+            return RunPlan(session_id, False, content, resumed=False)
+        origin = history.origin.model_dump(mode="json") if history.origin is not None else None
+        marker = {"type": CONTINUED_FROM, "sessionId": session_id, "origin": origin}
+        target = config_dir(self.launch.home) / "projects" / project_dir_name(cwd) / f"{session_id}.jsonl"
+        write_lines(target, [*lines, marker])
+        return RunPlan(session_id, True, content, resumed=False)
+
+    def _drop_last_prompt(self, path: Path) -> str | list[dict[str, Any]]:
+        """Cut a session file before its last prompt (to answer it again); returns that prompt's content."""
+        parsed = parse_session(path)
+        index = next((i for i in range(len(parsed.lines) - 1, -1, -1) if is_prompt(parsed.lines[i])), None)
+        if index is None:
+            raise ConfigurationError(f"session {path.stem[:8]} has no user turn to retry", hint="send a prompt instead")
+        content = parsed.lines[index]["message"]["content"]
+        write_lines(path, parsed.lines[:index])
+        return content if isinstance(content, str | list) else str(content)
+
+
+def _without_last_user_turn(history: Conversation) -> tuple[Conversation, str | list[dict[str, Any]]]:
+    """The conversation without its last turn, a user's, and that turn as the message to send."""
+    if not history.turns or not isinstance(history.turns[-1], UserTurn):
+        raise ConfigurationError(
+            "retry answers the last user turn again, and this conversation ends with the model's turn",
+            hint="pass a prompt instead of retry",
+        )
+    last = history.turns[-1]
+    texts = [p.text for p in last.parts if isinstance(p, TextPart)]
+    images = [(p.mime_type, p.data) for p in last.parts if isinstance(p, ImagePart)]
+    if len(texts) + len(images) != len(last.parts):
+        raise ConfigurationError(
+            "retry answers a user's text or images again; the last turn holds tool results",
+            hint="resume the session instead",
+        )
+    trimmed = history.model_copy(update={"turns": history.turns[:-1]})
+    return trimmed, prompt_content("\n".join(texts), images)

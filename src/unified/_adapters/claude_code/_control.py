@@ -1,0 +1,113 @@
+"""Claude Code's stream-json lines and the envelope of its control protocol, over an `AgentProcess`.
+
+Not JSON-RPC: every line is one JSON object with a `type`. Three carry the control protocol:
+
+- `control_request` `{request_id, request: {subtype, ...}}`, both ways: ours (`initialize`,
+  `interrupt`) get ids `req_<n>_<hex>`; the CLI's (`can_use_tool`) carry a UUID;
+- `control_response` `{response: {subtype: "success"|"error", request_id, response|error}}`, the
+  answer to a request of the other side;
+- `control_cancel_request` `{request_id}`: the CLI withdraws a request of its own (a permission
+  prompt made moot by an interrupt); it must not be answered any more.
+
+Everything else (`system`, `stream_event`, `assistant`, `user`, `result`, ...) is the run's output,
+read by the translator. One run reads the process (one session per process), so there is no
+routing: `receive` returns the next line as a dict, or a `LineProblem` for a line that is not a
+JSON object (the stream goes on), or None at the end of stdout. A transcript list, when given,
+receives every line both ways (`{"dir": "send"|"recv", "msg"}`): what a cassette holds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+from typing import Any
+
+from unified._binary.framing import json_line, parse_object
+from unified._binary.jsonrpc import LineProblem
+from unified.backends import AgentProcess, MalformedLine
+
+__all__ = ["ClaudeConnection", "LineProblem", "control_response_of"]
+
+Message = dict[str, Any]
+
+
+def control_response_of(message: Message) -> tuple[str, Message] | None:
+    """(request id, the response) of a `control_response` line, else None."""
+    if message.get("type") != "control_response":
+        return None
+    response = message.get("response")
+    if not isinstance(response, dict) or not isinstance(response.get("request_id"), str):
+        return None
+    return response["request_id"], response
+
+
+class ClaudeConnection:
+    """The lines of one `claude` process, with our side of the control protocol."""
+
+    def __init__(self, process: AgentProcess, transcript: list[dict[str, Any]] | None = None) -> None:
+        self.process = process
+        self.transcript = transcript
+        self._numbers = itertools.count(1)
+        self.cancelled: set[str] = set()
+        """Ids of the CLI's requests it withdrew (`control_cancel_request`)."""
+
+    async def send(self, message: Message) -> None:
+        if self.transcript is not None:
+            self.transcript.append({"dir": "send", "msg": message})
+        await self.process.send(json_line(message))
+
+    async def receive(self) -> Message | LineProblem | None:
+        try:
+            line = await self.process.receive()
+        except MalformedLine as exc:
+            return LineProblem(f"the claude CLI wrote an unreadable line: {exc}")
+        if line is None:
+            return None
+        parsed = parse_object(line)
+        if isinstance(parsed, str):
+            return LineProblem(f"the claude CLI wrote a line that is not a JSON object: {parsed}")
+        if self.transcript is not None:
+            self.transcript.append({"dir": "recv", "msg": parsed})
+        if parsed.get("type") == "control_cancel_request" and isinstance(parsed.get("request_id"), str):
+            self.cancelled.add(parsed["request_id"])
+        return parsed
+
+    def new_request_id(self) -> str:
+        return f"req_{next(self._numbers)}_{secrets.token_hex(4)}"
+
+    async def request(self, subtype: str, **fields: Any) -> str:
+        """Send a control request of ours; returns its id (the answer arrives among the lines)."""
+        request_id = self.new_request_id()
+        await self.send(
+            {"type": "control_request", "request_id": request_id, "request": {"subtype": subtype, **fields}}
+        )
+        return request_id
+
+    async def respond(self, request_id: str, response: Message) -> None:
+        """Answer a request of the CLI (unless it withdrew it)."""
+        if request_id in self.cancelled:
+            return
+        await self.send(
+            {
+                "type": "control_response",
+                "response": {"subtype": "success", "request_id": request_id, "response": response},
+            }
+        )
+
+    async def respond_error(self, request_id: str, error: str) -> None:
+        if request_id in self.cancelled:
+            return
+        await self.send(
+            {"type": "control_response", "response": {"subtype": "error", "request_id": request_id, "error": error}}
+        )
+
+    async def user(self, content: str | list[dict[str, Any]]) -> None:
+        """A user message (the prompt, or one of later turns)."""
+        await self.send(
+            {
+                "type": "user",
+                "message": {"role": "user", "content": content},
+                "parent_tool_use_id": None,
+                "session_id": "default",
+            }
+        )

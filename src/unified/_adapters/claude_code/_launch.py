@@ -1,0 +1,235 @@
+"""How a run starts `claude`: the pinned binary, its isolated home, its environment and its flags.
+
+The home: HOME and CLAUDE_CONFIG_DIR point at a folder of unified's (`claude-code/home` in the user
+data folder, or the `home` option), never at the user's `~/.claude`; the CLI keeps its sessions,
+its Claude login and its caches there. Settings come only from the `--settings` JSON of the run
+(every tool asks, see `_tools.py`) and that home (`--setting-sources user`): a project's
+`.claude/settings*.json` cannot allow a tool behind the caller's back, and MCP servers come only
+from the run (`--strict-mcp-config`).
+
+The environment is built from an allowlist (`ENV_POLICY`): what the CLI reads for its credentials
+and routing (ANTHROPIC_*, CLAUDE_CODE_*, Bedrock's AWS_*, Vertex's CLOUD_ML_REGION and Google
+credentials file, proxies and CA certificates), the basics (PATH, locale, terminal, temp dir),
+and nothing else: none of unified's own settings (UNIFIED_*, a session store URL) nor another
+provider's keys reach it. Ours on top: no nonessential traffic, telemetry, error reports or
+auto-updates; the retry cap; the header timeout; the temp dir inside the home.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from unified._adapters.claude_code._options import BACKEND, ClaudeCodeOptions
+from unified._adapters.claude_code._tools import ask_settings, claude_tool_name
+from unified._binary.environment import EnvPolicy, child_env
+from unified._binary.install import BinarySpec, locate
+from unified._binary.process import AgentSubprocess
+from unified.types import ExecuteParams, HttpMcpServer, McpServer, SseMcpServer
+
+__all__ = [
+    "CLAUDE_CODE",
+    "ENV_POLICY",
+    "PINNED_VERSION",
+    "Launch",
+    "claude_env",
+    "config_dir",
+    "default_home",
+    "start_claude",
+]
+
+PINNED_VERSION = "2.1.332"
+CLAUDE_CODE = BinarySpec(
+    name=BACKEND,
+    package="@anthropic-ai/claude-code",
+    version=PINNED_VERSION,
+    supported=((2, 1, 332), (2, 1, 333)),
+    bin="claude",
+    env_var="UNIFIED_CLAUDE_BIN",
+    option="claude_binary",
+    local_dir=".claude-code",
+    install_command="unified install claude-code",
+    title="Claude Code",
+    home_vars=("HOME", "CLAUDE_CONFIG_DIR"),
+    probe_env={"DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"},
+    min_node=(18, 0, 0),
+    runs_on_node=False,
+)
+"""The binary is a native executable in the npm package (`bin/claude.exe`, ~400 MB): npm installs
+it; Node is needed for the install only, never to run it."""
+
+ENV_POLICY = EnvPolicy(
+    allow=frozenset(
+        {
+            "DISABLE_TELEMETRY",
+            "DISABLE_AUTOUPDATER",
+            "DISABLE_ERROR_REPORTING",
+            "DISABLE_COST_WARNINGS",
+            "DISABLE_NON_ESSENTIAL_MODEL_CALLS",
+            "API_TIMEOUT_MS",
+            "MAX_THINKING_TOKENS",
+            "MAX_MCP_OUTPUT_TOKENS",
+            "MCP_TIMEOUT",
+            "MCP_TOOL_TIMEOUT",
+            "BASH_DEFAULT_TIMEOUT_MS",
+            "BASH_MAX_TIMEOUT_MS",
+            "BASH_MAX_OUTPUT_LENGTH",
+            "CLOUD_ML_REGION",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "AWS_REGION",
+            "AWS_DEFAULT_REGION",
+            "AWS_PROFILE",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_SESSION_TOKEN",
+            "AWS_BEARER_TOKEN_BEDROCK",
+            "AWS_CONFIG_FILE",
+            "AWS_SHARED_CREDENTIALS_FILE",
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "NO_PROXY",
+            "http_proxy",
+            "https_proxy",
+            "no_proxy",
+            "NODE_EXTRA_CA_CERTS",
+            "SSL_CERT_FILE",
+            "SSL_CERT_DIR",
+        }
+    ),
+    allow_prefixes=("ANTHROPIC_", "CLAUDE_CODE_", "VERTEX_REGION_"),
+)
+"""What the CLI reads (docs/backends/claude-code.md, "Environment"); everything else stays out."""
+
+_FIXED_ENV = {
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "CLAUDE_CODE_ENTRYPOINT": "sdk-py",
+}
+_NEVER_FROM_PARENT = frozenset({"CLAUDE_CONFIG_DIR", "CLAUDE_CODE_TMPDIR"})
+"""The caller's own Claude home must not leak in: the run's home is always ours."""
+STAND_IN_BINARY = Path("claude")
+"""The argv[0] recorded when `start_process` replaces the binary (it is not looked up)."""
+
+
+def default_home() -> Path:
+    """The CLI's home in unified's data folder: `$XDG_DATA_HOME/unified/claude-code/home` on Linux."""
+    return Path(platformdirs.user_data_dir("unified", appauthor=False)) / BACKEND / "home"
+
+
+def config_dir(home: Path) -> Path:
+    """CLAUDE_CONFIG_DIR of a home (the CLI's sessions are in its `projects/`)."""
+    return home / ".claude"
+
+
+def claude_env(options: ClaudeCodeOptions, home: Path, *, parent: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The child's environment: the allowlisted variables, the `env` option, the isolated home, ours."""
+    inherited = child_env(ENV_POLICY, parent=parent)
+    env = {name: value for name, value in inherited.items() if name not in _NEVER_FROM_PARENT}
+    env.update(options.env)
+    env.update(_FIXED_ENV)
+    env["HOME"] = str(home)
+    env["CLAUDE_CONFIG_DIR"] = str(config_dir(home))
+    env["CLAUDE_CODE_TMPDIR"] = str(home / "tmp")
+    env["CLAUDE_CODE_MAX_RETRIES"] = str(options.max_retries)
+    env.setdefault("API_TIMEOUT_MS", str(round(options.request_timeout_s * 1000)))
+    return env
+
+
+def start_claude(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> AgentSubprocess:
+    """The default `start_process`: the `claude` subprocess in its own process group."""
+    return AgentSubprocess(argv, cwd=cwd, env=env, hint=CLAUDE_CODE.install_hint)
+
+
+def _mcp_entry(server: McpServer) -> dict[str, Any]:
+    if isinstance(server, HttpMcpServer | SseMcpServer):
+        return {"type": server.type, "url": server.url, "headers": dict(server.headers)}
+    entry: dict[str, Any] = {"type": "stdio", "command": server.command, "args": list(server.args)}
+    if server.env:
+        entry["env"] = dict(server.env)
+    return entry
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """The binary and environment of a run, and how its argv is made."""
+
+    binary: Path
+    env: dict[str, str]
+    home: Path
+    model: str | None
+    params: ExecuteParams = field(repr=False)
+
+    @classmethod
+    def of(cls, params: ExecuteParams, options: ClaudeCodeOptions) -> Launch:
+        home = (options.home or default_home()).expanduser().resolve()
+        env = claude_env(options, home)
+        binary = (
+            STAND_IN_BINARY
+            if options.start_process is not None
+            else locate(CLAUDE_CODE, options.claude_binary, env).path
+        )
+        return cls(binary=binary, env=env, home=home, model=params.model, params=params)
+
+    def argv(self, *, session_id: str, resume: bool) -> list[str]:
+        """The command line: stream-json both ways with partial messages, permission prompts over
+        the control protocol, the ask-every-call settings from no other source, the run's options."""
+        params = self.params
+        argv = [
+            str(self.binary),
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--input-format",
+            "stream-json",
+            "--include-partial-messages",
+            "--permission-prompt-tool",
+            "stdio",
+            "--permission-mode",
+            "default",
+            "--setting-sources",
+            "user",
+            "--settings",
+            json.dumps(ask_settings(server.name for server in params.mcp_servers), separators=(",", ":")),
+            "--strict-mcp-config",
+        ]
+        argv.append(f"--resume={session_id}" if resume else f"--session-id={session_id}")
+        if self.model:
+            argv += ["--model", self.model]
+        if params.mcp_servers:
+            servers = {server.name: _mcp_entry(server) for server in params.mcp_servers}
+            argv += ["--mcp-config", json.dumps({"mcpServers": servers}, separators=(",", ":"))]
+        if params.excluded_tools:
+            argv += ["--disallowedTools", ",".join(sorted({claude_tool_name(n) for n in params.excluded_tools}))]
+        for directory in params.include_directories:
+            argv += ["--add-dir", str(Path(directory).expanduser().resolve())]
+        if params.system_instruction is not None:
+            argv += ["--system-prompt", params.system_instruction]
+        if params.max_turns is not None:
+            argv += ["--max-turns", str(params.max_turns)]
+        thinking = params.thinking
+        if thinking is not None:
+            if thinking.level is not None:
+                argv += ["--effort", "low" if thinking.level == "minimal" else thinking.level]
+            elif thinking.budget is not None and thinking.budget > 0:
+                argv += ["--max-thinking-tokens", str(thinking.budget)]
+        return argv
+
+    def run_env(self) -> dict[str, str]:
+        """The environment of this run (thinking turned off when the caller asked for budget 0)."""
+        env = dict(self.env)
+        thinking = self.params.thinking
+        if thinking is not None and thinking.budget == 0:
+            env["CLAUDE_CODE_DISABLE_THINKING"] = "1"
+        return env
+
+
+def new_session_id() -> str:
+    return str(uuid.uuid4())

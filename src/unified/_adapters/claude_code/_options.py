@@ -1,0 +1,80 @@
+"""The claude-code backend's `backend_options`, as one typed model (see docs/backends/claude-code.md).
+
+Parsed when the backend is created, so a misspelt key or a wrong type is a `ConfigurationError`
+naming the key and the known ones before any process starts. Free of the adapter's run code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, InstanceOf, StrictInt, field_validator
+
+from unified._binary.process import ProcessStarter
+from unified._exports import publish
+from unified._internal.options import parse_options
+from unified.tools import Policy
+from unified.types import BackendOptions
+
+__all__ = ["BACKEND", "ClaudeCodeOptions", "claude_code_options"]
+
+BACKEND = "claude-code"
+
+
+class ClaudeCodeOptions(BackendOptions):
+    """Every option the claude-code backend reads; all optional."""
+
+    claude_binary: Path | None = None
+    """The `claude` executable (else `UNIFIED_CLAUDE_BIN`, the project's `.claude-code/`, the
+    `unified install claude-code` folder, `PATH`)."""
+    home: Path | None = None
+    """The CLI's isolated home (HOME; its CLAUDE_CONFIG_DIR is `<home>/.claude`), where its sessions
+    and a Claude login live. Default: `claude-code/home` in unified's data folder (never `~/.claude`)."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Extra environment for the child (passed as given, after the allowlist)."""
+    policy: InstanceOf[Policy] | None = None
+    """The permission policy deciding every tool call (default: unified's shipped one, `Policy.default()`)."""
+    max_retries: StrictInt = Field(default=3, ge=0, le=15)
+    """Retries of one model request (the CLI's own, capped by CLAUDE_CODE_MAX_RETRIES)."""
+    max_retry_delay_s: float = Field(default=60.0, ge=0)
+    """A 429 (or 529) asking to wait longer than this ends the run at once (`rate_limited`)."""
+    stall_timeout_s: float = Field(default=90.0, gt=0)
+    """The longest silence of the CLI while it waits for the model (its own watchdog waits 5 minutes):
+    then the turn is interrupted and the run fails with `stream_interrupted` (retryable)."""
+    request_timeout_s: float = Field(default=90.0, gt=0)
+    """Per model request, the wait for the response headers (the CLI's API_TIMEOUT_MS)."""
+    transcript: list[dict[str, Any]] | None = None
+    """A list that receives every stream-json line both ways (`{"dir": "send"|"recv", "msg"}`):
+    what `unified record` writes as a cassette; the caller's own list."""
+    start_process: ProcessStarter | None = None
+    """Starts the CLI instead of spawning `claude` (the transport seam; tests pass a
+    `unified.testing.FakeAgentProcess` starter). The binary is then not looked up."""
+    forward_subagent_text: bool = True
+    """Ask the CLI for its subagents' text and thinking (initialize `forwardSubagentText`)."""
+    close_grace_s: float = Field(default=5.0, ge=0)
+    """How long the CLI may take to exit once its stdin is closed, before its process group is ended."""
+
+    @field_validator("transcript", mode="plain")
+    @classmethod
+    def _same_list(cls, value: object) -> list[dict[str, Any]] | None:
+        """The caller's own list, not a copy: the adapter appends to it and the caller reads it."""
+        if value is not None and not isinstance(value, list):
+            raise ValueError(f"must be a list, not {type(value).__name__}")
+        return value
+
+    @field_validator("start_process", mode="plain")
+    @classmethod
+    def _callable(cls, value: object) -> ProcessStarter | None:
+        if value is not None and not callable(value):
+            raise ValueError(f"must be callable (argv, cwd, env) -> AgentProcess, not {type(value).__name__}")
+        return value
+
+
+def claude_code_options(raw: Mapping[str, object] | BackendOptions) -> ClaudeCodeOptions:
+    """`raw` as `ClaudeCodeOptions`, or a `ConfigurationError` naming each bad key and the known ones."""
+    return parse_options(ClaudeCodeOptions, raw, BACKEND)
+
+
+publish("unified", ["ClaudeCodeOptions"], globals())

@@ -1,0 +1,275 @@
+"""The permission bridge: the CLI's `can_use_tool` request → the caller's policy and callback → the answer.
+
+The CLI asks about every call that can change or read anything (`_tools.ASKED` as `--settings` ask
+rules), so unified's policy (`unified.tools.Policy`, default the shipped one, with the run's
+approval mode) decides each, as it does on the API backends: a rule allows or denies, else the
+caller's `on_user_input` is asked (`user_input_request(source=permission)`), else the call is
+denied. Each decision is one `permission_decision`. The answers, as the CLI takes them:
+
+- allow: `{"behavior": "allow"}` (the input the model gave runs);
+- allow with a changed input: `updatedInput` (the CLI runs it, while its history keeps the model's
+  input: the run reports what really ran on `permission_decision.input` and `tool_result.input`);
+- allow always: allowed, plus a session rule in unified's policy for the same call (the same shell
+  command's shape, the same tool elsewhere) that answers its repeats, and for the CLI a rule of
+  our own with destination `session` naming only that call (a Bash command, a file path); never
+  the CLI's suggestions, which write into the project's `.claude/settings.local.json` or switch
+  the session's mode;
+- deny: `{"behavior": "deny", "message": ...}`: the model reads the message as the call's error,
+  "Tool call X was denied: <why>" plus ". The user says: <message>" when the user gave one;
+- stop: a denial with `interrupt: true`: the CLI ends the turn; the run ends `interrupted`.
+
+`AskUserQuestion` is a question, not a permission: it goes to `on_user_input` as
+`user_input_request(source=model-tool)` and the answers travel back in `updatedInput.answers`
+(question text → the chosen label(s) or free text); nobody to ask is a denial the model reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from unified._adapters.claude_code._control import ClaudeConnection
+from unified._adapters.claude_code._tools import QUESTION_TOOL, policy_call
+from unified._adapters.claude_code._translate import StreamTranslator, as_object
+from unified.backends import RunContext
+from unified.events import (
+    JsonValue,
+    PermissionDecision,
+    Question,
+    QuestionOption,
+    UnifiedEvent,
+    UserInputRequest,
+    permission_request,
+)
+from unified.tools import Policy
+from unified.tools._policy import DEFAULT_TIER, Decision, session_rule
+
+__all__ = ["Answer", "PermissionBridge", "cli_rule"]
+
+Emit = Callable[[UnifiedEvent], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What the bridge answered one request."""
+
+    decision: PermissionDecision
+    response: dict[str, Any]
+    stops_run: bool = False
+
+
+def cli_rule(tool: str, tool_input: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Our narrow "allow always" rule for the CLI (destination `session`), or None when the tool has no
+    narrow form (then only unified's own session rule answers its repeats)."""
+    if tool == "Bash" and isinstance(tool_input.get("command"), str):
+        content = tool_input["command"]
+    elif tool in ("Read", "Write", "Edit", "MultiEdit", "NotebookEdit") and isinstance(
+        tool_input.get("file_path"), str
+    ):
+        content = tool_input["file_path"]
+    else:
+        return None
+    return {
+        "type": "addRules",
+        "rules": [{"toolName": tool, "ruleContent": content}],
+        "behavior": "allow",
+        "destination": "session",
+    }
+
+
+def _summary(tool: str, tool_input: Mapping[str, Any]) -> str:
+    if tool == "Bash" and "command" in tool_input:
+        return f"Allow running `{tool_input['command']}`?"
+    for key in ("file_path", "notebook_path", "path", "url", "pattern", "query"):
+        if isinstance(tool_input.get(key), str):
+            return f"Allow {tool} on {tool_input[key]}?"
+    if isinstance(tool_input.get("description"), str):
+        return f"Allow {tool}: {tool_input['description']}?"
+    return f"Allow {tool}?"
+
+
+class PermissionBridge:
+    """Answers the `can_use_tool` requests of one run."""
+
+    def __init__(
+        self, ctx: RunContext, connection: ClaudeConnection, translator: StreamTranslator, policy: Policy | None
+    ) -> None:
+        self.ctx = ctx
+        self.connection = connection
+        self.translator = translator
+        self.policy = policy if policy is not None else Policy.default()
+        self.mode = ctx.params.approval_mode
+
+    async def answer(self, request_id: str, request: Mapping[str, Any], emit: Emit) -> Answer | None:
+        """Decide one request, emit what the stream shows of it, send the answer. None: the CLI
+        withdrew the request meanwhile (nothing is sent)."""
+        tool = str(request.get("tool_name") or "")
+        call_id = request.get("tool_use_id") if isinstance(request.get("tool_use_id"), str) else None
+        tool_input = as_object(request.get("input"))
+        task = self.translator.task_of(request.get("agent_id"))
+        if call_id is None:
+            await self.connection.respond(request_id, {"behavior": "deny", "message": "the call has no tool_use_id"})
+            return None
+        use = self.translator.use_for(call_id, tool, dict(tool_input), task)
+        if use is not None:
+            await emit(use)
+        if tool == QUESTION_TOOL:
+            answer = await self._question(request_id, call_id, tool_input, task)
+        else:
+            answer = await self._permission(request_id, call_id, tool, tool_input, request, task)
+        self.translator.decided.add(call_id)
+        if answer.decision.input is not None:
+            self.translator.ran_with[call_id] = dict(answer.decision.input)
+        if answer.stops_run:
+            self.translator.stopped.add(call_id)
+        await emit(answer.decision)
+        if request_id in self.connection.cancelled:
+            return None
+        await self.connection.respond(request_id, answer.response)
+        return answer
+
+    # --- permission ------------------------------------------------------------------------------
+
+    async def _permission(
+        self,
+        request_id: str,
+        call_id: str,
+        tool: str,
+        tool_input: Mapping[str, Any],
+        request: Mapping[str, Any],
+        task: str | None,
+    ) -> Answer:
+        name, args = policy_call(tool, tool_input)
+        verdict = self.policy.evaluate(name, args, self.mode)
+        rule = verdict.rule
+        shipped_mode_rule = rule is not None and rule.modes is not None and int(rule.priority) == DEFAULT_TIER
+        by: Literal["policy", "approval_mode"] = "approval_mode" if shipped_mode_rule else "policy"
+        rule_name = rule.name if rule is not None else None
+
+        def decided(decision: Literal["allow", "deny"], reason: str, **fields: Any) -> PermissionDecision:
+            values: dict[str, Any] = {"decided_by": by, "rule": rule_name, **fields}
+            return PermissionDecision(
+                tool_use_id=call_id,
+                tool_name=tool,
+                decision=decision,
+                reason=reason,
+                subagent_task_id=task,
+                **values,
+            )
+
+        def denied(decision: PermissionDecision) -> Answer:
+            told = f". The user says: {decision.message}" if decision.message else ""
+            message = f"Tool call {tool} was denied: {decision.reason}{told}"
+            return Answer(decision, {"behavior": "deny", "message": message})
+
+        if verdict.decision is Decision.ALLOW:
+            return Answer(decided("allow", f"allowed by rule {rule_name} in {self.mode} mode"), {"behavior": "allow"})
+        if verdict.decision is Decision.DENY:
+            return denied(decided("deny", f"rule {rule_name} denies it in {self.mode} mode"))
+        why = f"{verdict.doubt}; " if verdict.doubt else ""
+        if self.ctx.params.on_user_input is None:
+            return denied(decided("deny", f"{why}it needs approval and nobody can answer in this non-interactive run"))
+        details: dict[str, JsonValue] = {"input": dict(tool_input)}
+        for key in ("description", "decision_reason", "blocked_path"):
+            if isinstance(request.get(key), str):
+                details[key] = request[key]
+        prompt = permission_request(
+            f"{self.ctx.session_id}:{request_id}",
+            _summary(tool, tool_input),
+            tool_use_id=call_id,
+            tool_name=tool,
+            details=details,
+            session_id=self.ctx.session_id,
+        )
+        if task is not None:
+            prompt.subagent_task_id, prompt.is_subagent = task, True
+        reply = await self.ctx.ask_user(prompt)
+        if reply.stop:
+            decision = decided(
+                "deny", "the user stopped the run", decided_by="user", message=reply.message, stops_run=True
+            )
+            message = f"Tool call {tool} was stopped by the user" + (f": {reply.message}" if reply.message else "")
+            return Answer(decision, {"behavior": "deny", "message": message, "interrupt": True}, stops_run=True)
+        if reply.cancelled:
+            return denied(decided("deny", f"{why}it needs approval and nobody answered"))
+        choice = reply.permission()
+        changed = reply.updated_input if choice != "deny" else None
+        if choice == "allow_always" and changed is None:
+            added = session_rule(name, args, self.mode)
+            self.policy = self.policy.with_rules([added])
+            response: dict[str, Any] = {"behavior": "allow"}
+            narrow = cli_rule(tool, tool_input)
+            if narrow is not None:
+                response["updatedPermissions"] = [narrow]
+            decision = decided("allow", "the user allowed it for this session", decided_by="user", rule=added.name)
+            return Answer(decision, response)
+        if choice in ("allow_once", "allow_always"):
+            if changed is not None:
+                decision = decided(
+                    "allow", "the user allowed it with a changed input", decided_by="user", input=dict(changed)
+                )
+                return Answer(decision, {"behavior": "allow", "updatedInput": dict(changed)})
+            return Answer(decided("allow", "the user allowed it once", decided_by="user"), {"behavior": "allow"})
+        return denied(decided("deny", "the user denied it", decided_by="user", message=reply.message))
+
+    # --- AskUserQuestion -----------------------------------------------------------------------------
+
+    async def _question(self, request_id: str, call_id: str, tool_input: Mapping[str, Any], task: str | None) -> Answer:
+        raw_questions = [q for q in tool_input.get("questions") or [] if isinstance(q, Mapping)]
+        questions = [
+            Question(
+                id=f"q{number}",
+                prompt=str(q.get("question") or ""),
+                header=q.get("header") if isinstance(q.get("header"), str) else None,
+                options=[
+                    QuestionOption(
+                        id=str(o.get("label")),
+                        label=str(o.get("label")),
+                        description=o.get("description") if isinstance(o.get("description"), str) else None,
+                    )
+                    for o in q.get("options") or []
+                    if isinstance(o, Mapping) and isinstance(o.get("label"), str)
+                ],
+                multi_select=q.get("multiSelect") is True,
+            )
+            for number, q in enumerate(raw_questions)
+        ]
+
+        def decision(choice: Literal["allow", "deny"], reason: str) -> PermissionDecision:
+            return PermissionDecision(
+                tool_use_id=call_id,
+                tool_name=QUESTION_TOOL,
+                decision=choice,
+                decided_by="policy",
+                rule="ask-user",
+                reason=reason,
+                subagent_task_id=task,
+            )
+
+        nobody = "the question cannot be asked: nobody answers questions in this non-interactive run"
+        if self.ctx.params.on_user_input is None or not questions:
+            return Answer(decision("deny", nobody), {"behavior": "deny", "message": nobody})
+        reply = await self.ctx.ask_user(
+            UserInputRequest(
+                request_id=f"{self.ctx.session_id}:{request_id}",
+                source="model-tool",
+                questions=questions,
+                tool_use_id=call_id,
+                tool_name=QUESTION_TOOL,
+                session_id=self.ctx.session_id,
+                subagent_task_id=task,
+            )
+        )
+        if reply.cancelled or not reply.answers:
+            told = "the user did not answer the question"
+            return Answer(decision("deny", told), {"behavior": "deny", "message": told})
+        answers: dict[str, str] = {}
+        for question in questions:
+            given = reply.answers.get(question.id)
+            if given is None:
+                continue
+            labels = given if isinstance(given, list) else [given]
+            answers[question.prompt] = ", ".join(str(label) for label in labels)
+        updated = {**dict(tool_input), "answers": answers}
+        return Answer(decision("allow", "a question for the user"), {"behavior": "allow", "updatedInput": updated})

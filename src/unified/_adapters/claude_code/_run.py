@@ -1,0 +1,382 @@
+"""One claude-code run: start the CLI for one session, hand it the prompt, pump its lines to the end.
+
+The run's phases: `initialize` (the control protocol's handshake, with `forwardSubagentText`),
+the user message, then every line of stdout until the run is really over: a `result` while no
+subagent runs (a background agent makes the CLI print a second `result` once it has reported
+back, after a turn of its own). Lines go to the translator (`_translate.py`); `can_use_tool`
+requests to the permission bridge (`_permissions.py`); our own watchdogs act on the rest:
+
+- a stall (no line for `stall_timeout_s` while the main agent waits for the model; the CLI's own
+  stream watchdog waits at least 5 minutes) and a retry unified's policy would not wait for
+  (`retry-after` beyond `max_retry_delay_s`, or a 401/403 the CLI retries like a 429) interrupt the
+  turn (`interrupt`), then the run fails with the typed error;
+- a cancellation (`EventStream.cancel()`) interrupts the turn (so the session file records it),
+  waits briefly for its `result`, and ends the process group; children the CLI runs in groups of
+  their own (its Bash commands) are ended too (`AgentSubprocess.close`).
+
+Every run ends its process: stdin closed after the run (the CLI then exits by itself), its group
+ended after `close_grace_s` if it has not.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from unified._adapters.claude_code._control import ClaudeConnection, LineProblem, control_response_of
+from unified._adapters.claude_code._launch import Launch
+from unified._adapters.claude_code._options import BACKEND, ClaudeCodeOptions
+from unified._adapters.claude_code._outcome import (
+    error_from_exit,
+    error_from_result,
+    error_from_status,
+    status_of_result,
+)
+from unified._adapters.claude_code._permissions import PermissionBridge
+from unified._adapters.claude_code._translate import (
+    EndMessage,
+    EndTurn,
+    Item,
+    Retry,
+    Started,
+    StreamTranslator,
+    TurnResult,
+    usage_from_model_usage,
+)
+from unified._binary.process import ProcessStarter
+from unified.backends import AgentProcess, RunContext, RunOutcome
+from unified.errors import BackendError, RunStopped, UnifiedError
+from unified.events import SessionStarted, UnifiedEvent, Usage, WarningEvent
+from unified.sessions import short_id_of
+
+__all__ = ["ClaudeRun", "RunPlan", "prompt_content"]
+
+INITIALIZE_TIMEOUT_S = 120.0
+"""A hang guard for the handshake (about 1 s normally)."""
+SETTLE_S = 5.0
+"""How long an interrupted turn may take to print its `result`."""
+CANCEL_SETTLE_S = 2.0
+"""The same for a cancelled run, whose caller is waiting for it to end."""
+
+
+def prompt_content(text: str, images: Sequence[tuple[str, bytes]]) -> str | list[dict[str, Any]]:
+    """The user message's content: the text, or text and image blocks."""
+    if not images:
+        return text
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    for mime, data in images:
+        blocks.append(
+            {"type": "image", "source": {"type": "base64", "media_type": mime, "data": base64.b64encode(data).decode()}}
+        )
+    return blocks
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """Which session the process starts with and what the user says."""
+
+    session_id: str
+    resume: bool
+    """True: `--resume` (an existing session file, ours or one written from a conversation)."""
+    content: str | list[dict[str, Any]]
+    resumed: bool
+    """Whether `session_started` says `resumed` (the caller resumed; a history is a new session)."""
+
+
+class ClaudeRun:
+    """One run (see the module docstring)."""
+
+    def __init__(self, ctx: RunContext, launch: Launch, options: ClaudeCodeOptions, starter: ProcessStarter) -> None:
+        self.ctx = ctx
+        self.params = ctx.params
+        self.launch = launch
+        self.options = options
+        self.starter = starter
+        include = self.params.thinking is None or self.params.thinking.include_thoughts
+        self.translator = StreamTranslator(include_thoughts=include)
+        self.connection: ClaudeConnection | None = None
+        self.process: AgentProcess | None = None
+        self.plan: RunPlan | None = None
+        self.started = False
+        self.main_usage = Usage()
+        self.run_usage = Usage()
+        self.requesting = False
+        self.failure: UnifiedError | None = None
+        self.stopping = False
+        self.idle = False
+        """The CLI printed the `result` of its turn (and runs nothing more): it can end by itself."""
+
+    async def run(self, plan: RunPlan) -> RunOutcome:
+        self.plan = plan
+        cwd = self.params.cwd.expanduser().resolve()
+        argv = self.launch.argv(session_id=plan.session_id, resume=plan.resume)
+        process = self.starter(argv, cwd, self.launch.run_env())
+        self.process = process
+        self.connection = connection = ClaudeConnection(process, self.options.transcript)
+        try:
+            bridge = PermissionBridge(self.ctx, connection, self.translator, self.options.policy)
+            try:
+                pending = await self._initialize()
+                await connection.user(plan.content)
+                outcome = await self._pump(bridge, pending)
+            except ConnectionError as exc:  # its stdin is gone: the process died
+                raise await self._exit_error(f"while unified wrote to it ({exc})") from exc
+            return outcome
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self._interrupt(CANCEL_SETTLE_S)
+            raise
+        finally:
+            with anyio.CancelScope(shield=True):
+                self._add_usage()
+                await self._end(process, self.idle and not self.translator.agents_running())
+
+    # --- start-up ----------------------------------------------------------------------------------
+
+    async def _initialize(self) -> list[dict[str, Any]]:
+        """The handshake; returns lines that arrived before its answer (to be pumped)."""
+        connection = self.connection
+        assert connection is not None
+        request_id = await connection.request(
+            "initialize", hooks=None, forwardSubagentText=self.options.forward_subagent_text
+        )
+        early: list[dict[str, Any]] = []
+        with anyio.move_on_after(INITIALIZE_TIMEOUT_S):
+            while True:
+                message = await connection.receive()
+                if message is None:
+                    raise await self._exit_error("before it answered initialize")
+                if isinstance(message, LineProblem):
+                    await self._warn("malformed_line", message.text)
+                    continue
+                answer = control_response_of(message)
+                if answer is not None and answer[0] == request_id:
+                    if answer[1].get("subtype") == "error":
+                        raise UnifiedError(
+                            f"the claude CLI refused initialize: {answer[1].get('error')}", code="backend_error"
+                        )
+                    return early
+                if message.get("type") == "result":  # the CLI failed at start (e.g. a --resume it cannot find)
+                    raise error_from_result(message)
+                early.append(message)
+        raise BackendError(
+            f"the claude CLI did not answer initialize within {INITIALIZE_TIMEOUT_S:g} s",
+            retryable=True,
+            hint="run `unified doctor`; the CLI's stderr is in this error's details",
+            details={"stderr_tail": self.process.stderr_tail() if self.process is not None else ""},
+        )
+
+    # --- the pump ----------------------------------------------------------------------------------
+
+    async def _pump(self, bridge: PermissionBridge, pending: list[dict[str, Any]]) -> RunOutcome:
+        connection = self.connection
+        assert connection is not None
+        while True:
+            message = pending.pop(0) if pending else await self._receive()
+            if message is None:
+                raise await self._exit_error("during the run")
+            if isinstance(message, LineProblem):
+                await self._warn("malformed_line", message.text)
+                continue
+            kind = message.get("type")
+            if kind == "control_request":
+                await self._control_request(bridge, message)
+                continue
+            if kind in ("control_response", "control_cancel_request"):
+                continue
+            if kind == "system" and message.get("subtype") == "status":
+                self.requesting = message.get("status") == "requesting"
+            for item in self.translator.line(message):
+                outcome = await self._item(item, message)
+                if outcome is not None:
+                    return outcome
+
+    async def _receive(self) -> dict[str, Any] | LineProblem | None:
+        connection = self.connection
+        assert connection is not None
+        if not self.requesting:
+            return await connection.receive()
+        with anyio.move_on_after(self.options.stall_timeout_s):
+            return await connection.receive()
+        error = UnifiedError(
+            f"the model's answer stalled: nothing arrived for {self.options.stall_timeout_s:g} s (the claude CLI "
+            "waits at least 5 minutes itself); the turn was interrupted",
+            code="stream_interrupted",
+            retryable=True,
+            hint="retry; raise backend_options['stall_timeout_s'] for a model that pauses longer",
+        )
+        await self._interrupt()
+        raise error
+
+    async def _control_request(self, bridge: PermissionBridge, message: dict[str, Any]) -> None:
+        connection = self.connection
+        assert connection is not None
+        request_id = message.get("request_id")
+        request = message.get("request")
+        if not isinstance(request_id, str) or not isinstance(request, dict):
+            return
+        if request.get("subtype") != "can_use_tool":
+            await connection.respond_error(request_id, f"unified does not handle {request.get('subtype')!r} requests")
+            return
+        if self.stopping:
+            await connection.respond(request_id, {"behavior": "deny", "message": "the user stopped the run"})
+            return
+        answer = await bridge.answer(request_id, request, self._emit)
+        if answer is not None and answer.stops_run:
+            self.stopping = True
+
+    async def _item(self, item: Item, raw: dict[str, Any]) -> RunOutcome | None:
+        ctx = self.ctx
+        if isinstance(item, Started):
+            if not self.started:
+                await self._session_started(item)
+            return None
+        if isinstance(item, EndTurn):
+            self.main_usage = self.main_usage + await ctx.end_turn(item.usage)
+            self.requesting = False
+            return None
+        if isinstance(item, EndMessage):
+            await ctx.end_message(item.subagent_task_id)
+            return None
+        if isinstance(item, Retry):
+            await self._retry(item)
+            return None
+        if isinstance(item, TurnResult):
+            return await self._result(item.raw)
+        if not self.started:
+            await self._session_started(Started(None, self.translator.model, None))
+        item.native = ctx.native(raw)
+        await ctx.emit(item)
+        return None
+
+    async def _emit(self, event: UnifiedEvent) -> None:
+        if not self.started:
+            await self._session_started(Started(None, self.translator.model, None))
+        await self.ctx.emit(event)
+
+    async def _session_started(self, started: Started) -> None:
+        assert self.plan is not None
+        self.started = True
+        session_id = self.plan.session_id
+        self.translator.session_id = session_id
+        await self.ctx.emit(
+            SessionStarted(
+                backend=BACKEND,
+                model=started.model or self.launch.model,
+                short_id=short_id_of(session_id),
+                resumed=self.plan.resumed,
+                cwd=str(self.params.cwd.expanduser().resolve()),
+                transport="stream-json",
+                session_id=session_id,
+            )
+        )
+
+    async def _retry(self, retry: Retry) -> None:
+        what = f"HTTP {retry.status}" if retry.status is not None else retry.error.replace("_", " ")
+        await self._warn(
+            "retrying",
+            f"the model request failed ({what}); the claude CLI asks again in {retry.delay_s:.1f} s "
+            f"(retry {retry.attempt} of {retry.max_retries})",
+        )
+        if retry.status in (401, 403):
+            self.failure = error_from_status(retry.status, "the credentials were refused", retries=retry.attempt - 1)
+        elif retry.status in (429, 529) and retry.delay_s > self.options.max_retry_delay_s:
+            self.failure = error_from_status(
+                retry.status,
+                f"the server asks to wait {retry.delay_s:g} s, more than max_retry_delay_s "
+                f"({self.options.max_retry_delay_s:g} s)",
+            )
+        if self.failure is not None:
+            await self._interrupt()
+            raise self.failure
+
+    async def _result(self, raw: Mapping[str, Any]) -> RunOutcome | None:
+        assert self.plan is not None
+        self.run_usage = self.run_usage + usage_from_model_usage(raw.get("model_usage_since_last_result"))
+        self.requesting = False
+        self.idle = True
+        status = status_of_result(raw)
+        if self.stopping:
+            raise RunStopped("the user stopped the run at a permission prompt", hint="resume the session to go on")
+        if status == "error":
+            raise error_from_result(raw)
+        if self.translator.agents_running():
+            return None  # a background agent runs on: its report comes back in a turn of its own
+        short = short_id_of(self.plan.session_id)
+        if status == "max_turns":
+            return RunOutcome(status="max_turns", short_id=short)
+        if status == "aborted":
+            return RunOutcome(status="cancelled", short_id=short)
+        return RunOutcome(status="success", short_id=short)
+
+    # --- the end -----------------------------------------------------------------------------------
+
+    async def _interrupt(self, settle: float = SETTLE_S) -> None:
+        """Ask the CLI to end the turn, and read until it has (or `settle` seconds passed)."""
+        connection = self.connection
+        if connection is None or self.process is None or self.process.returncode is not None:
+            return
+        try:
+            await connection.request("interrupt")
+            with anyio.move_on_after(settle):
+                while True:
+                    message = await connection.receive()
+                    if message is None:
+                        return
+                    if isinstance(message, LineProblem):
+                        continue
+                    if message.get("type") == "result":
+                        self.run_usage = self.run_usage + usage_from_model_usage(
+                            message.get("model_usage_since_last_result")
+                        )
+                        self.idle = True
+                        return
+                    if message.get("type") == "control_request" and isinstance(message.get("request_id"), str):
+                        await connection.respond(message["request_id"], {"behavior": "deny", "message": "interrupted"})
+        except (ConnectionError, OSError):
+            return
+
+    async def _end(self, process: AgentProcess, graceful: bool) -> None:
+        """Every run ends its process: stdin closed, a short wait when it is idle (it then writes its
+        session and exits by itself), then the group is ended."""
+        for completed in self.translator.unfinished_tasks():
+            if self.started:
+                try:
+                    await self.ctx.emit(completed)
+                except Exception:  # the consumer is gone: nothing to tell
+                    break
+        try:
+            await process.end_input()
+            if graceful:
+                await process.wait(self.options.close_grace_s)
+        finally:
+            await process.close()
+
+    def _add_usage(self) -> None:
+        """The run's usage beyond its main-agent calls (its subagents', from the CLI's per-result
+        report), and what the CLI says it all cost."""
+        rest = self.run_usage
+        main = self.main_usage
+        extra = Usage(
+            input_tokens=max(0, rest.input_tokens - main.input_tokens),
+            output_tokens=max(0, rest.output_tokens - main.output_tokens),
+            thinking_tokens=max(0, rest.thinking_tokens - main.thinking_tokens),
+            cached_tokens=max(0, rest.cached_tokens - main.cached_tokens),
+            cache_creation_tokens=max(0, rest.cache_creation_tokens - main.cache_creation_tokens),
+            cost_usd=rest.cost_usd,
+        )
+        if not extra.is_empty() or extra.cost_usd is not None:
+            self.ctx.add_usage(extra)
+
+    async def _exit_error(self, what: str) -> UnifiedError:
+        process = self.process
+        assert process is not None
+        code = await process.wait(2.0)
+        return error_from_exit(code, process.stderr_tail(), what)
+
+    async def _warn(self, code: str, message: str) -> None:
+        await self.ctx.emit(WarningEvent(code=code, message=message))

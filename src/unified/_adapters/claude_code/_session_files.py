@@ -1,0 +1,271 @@
+"""Claude Code's session files on disk: parse, list, resolve by short id, show, delete. Blocking (run in a thread).
+
+A session is `<CLAUDE_CONFIG_DIR>/projects/<cwd, every non-alphanumeric character as '-'>/<uuid>.jsonl`,
+compact JSON lines appended as the session goes: `user` and `assistant` lines (one per content
+block, lines of one model message share its `message.id`), their `parentUuid` chain, and lines of
+the CLI's own bookkeeping (`attachment`, `queue-operation`, `last-prompt`, `api-request*`,
+`cost-state`, ...). A subagent's transcript lives in `<uuid>/subagents/` beside it.
+
+The CLI resumes a full UUID from any directory (it looks through every project); it takes no
+prefix, so unified resolves short ids and prefixes here, over every project: a session resumes by
+its short id from any directory. A line that is not JSON is skipped (counted); a file with no
+readable conversation is listed with a `problem` and left as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from unified._adapters.claude_code._launch import config_dir
+from unified._adapters.claude_code._options import BACKEND
+from unified.errors import SessionNotFound
+from unified.sessions import SessionInfo, SessionProblem, resolve_ref, short_id_of
+
+__all__ = [
+    "CONTINUED_FROM",
+    "ParsedSession",
+    "SessionFiles",
+    "is_prompt",
+    "parse_session",
+    "project_dir_name",
+    "prompt_text",
+    "write_lines",
+]
+
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+CONTINUED_FROM = "unified-continued-from"
+"""A line of ours in a session file made from a conversation: where it came from (the CLI skips
+line types it does not know, and keeps them when it appends)."""
+MAX_SESSION_BYTES = 256 * 1024 * 1024
+"""A session file larger than this is listed with a problem, not read."""
+
+
+def project_dir_name(cwd: str) -> str:
+    """The CLI's project folder for a working directory: `/work/a_b` → `-work-a-b`."""
+    return re.sub(r"[^A-Za-z0-9]", "-", cwd)
+
+
+def prompt_text(content: object) -> str | None:
+    """The text a person typed in a user line (None for tool results and the CLI's own notes)."""
+    if isinstance(content, str):
+        return None if content.startswith(("<system-reminder>", "<command-", "<local-command")) else content
+    if not isinstance(content, list):
+        return None
+    texts = [
+        b["text"]
+        for b in content
+        if isinstance(b, Mapping)
+        and b.get("type") == "text"
+        and isinstance(b.get("text"), str)
+        and not b["text"].startswith("<system-reminder>")
+    ]
+    has_image = any(isinstance(b, Mapping) and b.get("type") == "image" for b in content)
+    if any(isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content):
+        return None
+    return "\n".join(texts) if texts or has_image else None
+
+
+def is_prompt(line: Mapping[str, Any]) -> bool:
+    """A user line with what a person said (not a tool result, a sidechain or a note of the CLI)."""
+    if line.get("type") != "user" or line.get("isMeta") or line.get("isSidechain"):
+        return False
+    message = line.get("message")
+    text = prompt_text(message.get("content")) if isinstance(message, Mapping) else None
+    return text is not None and not text.startswith("[Request interrupted by user")
+
+
+def _time(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+@dataclass
+class ParsedSession:
+    """What a session file holds, as far as listing, showing and exporting need it."""
+
+    session_id: str
+    path: Path
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    """Every readable JSON line, in file order."""
+    bad_lines: int = 0
+    cwd: str | None = None
+    model: str | None = None
+    first_prompt: str | None = None
+    last_prompt: str | None = None
+    started_at: datetime | None = None
+    updated_at: datetime | None = None
+    continued_from: dict[str, Any] | None = None
+    """The conversation this session was made from (`ExecuteParams.history`), as its origin names it."""
+
+    def conversation_lines(self) -> list[dict[str, Any]]:
+        """The main conversation's `user` / `assistant` lines, in order."""
+        return [
+            line
+            for line in self.lines
+            if line.get("type") in ("user", "assistant") and not line.get("isSidechain") and not line.get("isMeta")
+        ]
+
+
+def parse_session(path: Path) -> ParsedSession:
+    """Read one session file (tolerating bad lines)."""
+    parsed = ParsedSession(session_id=path.stem, path=path)
+    with path.open("rb") as handle:
+        for raw in handle:
+            if not raw.strip():
+                continue
+            try:
+                line = json.loads(raw)
+            except (ValueError, UnicodeDecodeError):
+                parsed.bad_lines += 1
+                continue
+            if not isinstance(line, dict):
+                parsed.bad_lines += 1
+                continue
+            parsed.lines.append(line)
+            if line.get("type") == CONTINUED_FROM:
+                origin = line.get("origin")
+                parsed.continued_from = origin if isinstance(origin, dict) else {}
+            if line.get("type") not in ("user", "assistant") or line.get("isSidechain"):
+                continue
+            stamp = _time(line.get("timestamp"))
+            if stamp is not None:
+                parsed.started_at = parsed.started_at or stamp
+                parsed.updated_at = stamp
+            if isinstance(line.get("cwd"), str) and parsed.cwd is None:
+                parsed.cwd = line["cwd"]
+            message = line.get("message")
+            if not isinstance(message, Mapping):
+                continue
+            if line.get("type") == "assistant" and isinstance(message.get("model"), str):
+                if message["model"] != "<synthetic>":
+                    parsed.model = message["model"]
+            elif is_prompt(line):
+                text = prompt_text(message.get("content")) or ""
+                parsed.first_prompt = parsed.first_prompt or text
+                parsed.last_prompt = text
+    return parsed
+
+
+def write_lines(path: Path, lines: list[dict[str, Any]]) -> None:
+    """Write a session file as the CLI does: compact JSON lines (its cross-project lookup matches the
+    raw text, so a file with spaces after `:` is not found from another directory), atomically, 0600."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    text = "".join(json.dumps(line, separators=(",", ":"), ensure_ascii=False) + "\n" for line in lines)
+    temporary.write_text(text, encoding="utf-8")
+    temporary.chmod(0o600)
+    temporary.replace(path)
+
+
+class SessionFiles:
+    """The session files under one CLI home (the backend's isolated home)."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.projects = config_dir(home) / "projects"
+
+    def files(self) -> Iterator[Path]:
+        """Every session file (`<uuid>.jsonl` directly in a project folder)."""
+        if not self.projects.is_dir():
+            return
+        for project in sorted(self.projects.iterdir()):
+            if not project.is_dir():
+                continue
+            for path in sorted(project.glob("*.jsonl")):
+                if _UUID.match(path.stem):
+                    yield path
+
+    def find(self, session_id: str) -> Path | None:
+        """The file of a session, by its full id, in any project."""
+        return next((p for p in self.files() if p.stem == session_id), None)
+
+    def info(self, path: Path) -> SessionInfo | None:
+        """The listing entry of one file; None for a file with no prompt (a process that never got one)."""
+        session_id = path.stem
+        try:
+            size = path.stat().st_size
+            if size > MAX_SESSION_BYTES:
+                raise OSError(f"{size} bytes, more than unified reads ({MAX_SESSION_BYTES})")
+            parsed = parse_session(path)
+        except OSError as exc:
+            return self._unreadable(path, f"cannot be read: {exc}")
+        if parsed.first_prompt is None:
+            if parsed.bad_lines and not parsed.lines:
+                return self._unreadable(path, f"no readable line ({parsed.bad_lines} lines are not JSON)")
+            return None
+        updated = parsed.updated_at or datetime.fromtimestamp(path.stat().st_mtime, UTC)
+        return SessionInfo(
+            backend=BACKEND,
+            session_id=session_id,
+            short_id=short_id_of(session_id),
+            started_at=parsed.started_at,
+            updated_at=updated,
+            summary=parsed.last_prompt,
+            first_prompt=parsed.first_prompt,
+            cwd=parsed.cwd,
+            model=parsed.model,
+            path=str(path),
+            extra={
+                **({"skipped_lines": parsed.bad_lines} if parsed.bad_lines else {}),
+                **({"continued_from": parsed.continued_from} if parsed.continued_from is not None else {}),
+            },
+        )
+
+    def _unreadable(self, path: Path, why: str) -> SessionInfo:
+        return SessionInfo(
+            backend=BACKEND,
+            session_id=path.stem,
+            short_id=short_id_of(path.stem),
+            path=str(path),
+            problem=SessionProblem(
+                kind="corrupt",
+                message=f"claude-code session file {path} {why}",
+                hint="the claude CLI cannot resume it either; it was left unchanged",
+            ),
+        )
+
+    def list_sessions(self, cwd: str | None = None) -> list[SessionInfo]:
+        found = [info for path in self.files() if (info := self.info(path)) is not None]
+        if cwd is not None:
+            found = [s for s in found if s.problem is not None or s.cwd == cwd]
+        return sorted(found, key=lambda s: str(s.updated_at or ""), reverse=True)
+
+    def resolve(self, ref: str, cwd: str | None = None) -> SessionInfo:
+        """The session `ref` names, looked for in every project (it resumes from any directory)."""
+        del cwd  # a Claude Code session resumes from any directory: every project is searched
+        return resolve_ref(ref, self.list_sessions(None), BACKEND)
+
+    def show(self, ref: str, cwd: str | None = None) -> dict[str, Any]:
+        info = self.resolve(ref, cwd)
+        assert info.path is not None
+        parsed = parse_session(Path(info.path))
+        messages = [
+            {"type": line.get("type"), "timestamp": line.get("timestamp"), "message": line.get("message")}
+            for line in parsed.conversation_lines()
+        ]
+        return {"session": info.model_dump(mode="json"), "messages": messages, "skipped_lines": parsed.bad_lines}
+
+    def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
+        """Remove the session's file and its folder of subagent transcripts."""
+        info = self.resolve(ref, cwd)
+        path = Path(info.path) if info.path else None
+        if path is None or not path.exists():
+            raise SessionNotFound(f"claude-code session {info.short_id} has no file", hint="list them again")
+        path.unlink()
+        side = path.with_suffix("")
+        if side.is_dir():
+            shutil.rmtree(side, ignore_errors=True)
+        return info

@@ -1,0 +1,161 @@
+"""claude-code sessions in a shared `SessionStore`, so any worker can resume them (docs/sessions.md).
+
+The CLI resumes only from its own session files. With a store configured (`ExecuteParams.session_store`,
+or `UNIFIED_SESSION_STORE_URL`), each run's session file is saved to it when the run ends, as a
+`StoredSession` of backend "claude-code" whose state holds the file's text and its project folder;
+a resume found in the store first writes that file into this worker's CLI home (replacing an older
+copy), so `--resume` finds it. The run holds the store's lease from before the file is written
+until it is saved again, so two workers never continue one conversation. As for gemini-cli, only
+the public store interface is used, and the store's content is checked before it is written (a
+store is shared: its text names no path, its lines name its own session).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from unified._adapters.claude_code._launch import config_dir
+from unified._adapters.claude_code._options import BACKEND
+from unified._adapters.claude_code._session_files import SessionFiles, parse_session
+from unified._sessions.config import configured_store
+from unified.backends import RunContext, RunOutcome
+from unified.errors import CorruptSession, SessionNotFound
+from unified.events import WarningEvent
+from unified.sessions import SessionStore, StoredSession, short_id_of
+from unified.types import ExecuteParams
+
+__all__ = ["SESSION_FILE", "SharedSessions", "shared_store", "state_summary", "stored_session", "write_session_file"]
+
+SESSION_FILE = "session_file"
+"""The state key: {"project": <folder name>, "text": <the file's JSON lines>}."""
+_PROJECT = re.compile(r"^[A-Za-z0-9-]{1,255}$")
+
+
+def shared_store(params: ExecuteParams) -> SessionStore | None:
+    """The store claude-code sessions are shared through: the caller's, else the configured one, else None."""
+    return params.session_store if params.session_store is not None else configured_store()
+
+
+def _checked(session: StoredSession) -> tuple[str, str]:
+    """(project folder, text) of a stored session, refused if it could land elsewhere or names another session."""
+    where = f"claude-code session {session.short_id} in the session store"
+    state = session.state.get(SESSION_FILE)
+    if (
+        not isinstance(state, dict)
+        or not isinstance(state.get("text"), str)
+        or not isinstance(state.get("project"), str)
+    ):
+        raise CorruptSession(f"{where} holds no session file", hint="it was left unchanged; start a new session")
+    project, text = state["project"], state["text"]
+    if not _PROJECT.fullmatch(project):
+        raise CorruptSession(f"{where} names the project folder {project!r}", hint="it was left unchanged")
+    for raw in text.splitlines():
+        try:
+            line = json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            continue
+        named = line.get("sessionId") if isinstance(line, dict) else None
+        if isinstance(named, str) and named != session.session_id:
+            raise CorruptSession(f"{where} holds lines of session {named[:8]}", hint="it was left unchanged")
+    return project, text
+
+
+def write_session_file(session: StoredSession, home: Path) -> Path:
+    """Put the store's copy into the CLI home (replacing any local copy), atomically."""
+    project, text = _checked(session)
+    projects = config_dir(home) / "projects"
+    for stale in SessionFiles(home).files():
+        if stale.stem == session.session_id and stale.parent.name != project:
+            stale.unlink()
+    target = projects / project / f"{session.session_id}.jsonl"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    temporary.chmod(0o600)
+    temporary.replace(target)
+    return target
+
+
+def stored_session(home: Path, session_id: str, cwd: Path, previous: StoredSession | None) -> StoredSession | None:
+    """The session's file as a StoredSession; None if the CLI wrote none."""
+    path = SessionFiles(home).find(session_id)
+    if path is None:
+        return None
+    parsed = parse_session(path)
+    session = previous or StoredSession(backend=BACKEND, session_id=session_id)
+    session.first_prompt = session.first_prompt or parsed.first_prompt
+    session.model = parsed.model or session.model
+    session.cwd = parsed.cwd or str(cwd)
+    session.state = {SESSION_FILE: {"project": path.parent.name, "text": path.read_text(encoding="utf-8")}}
+    return session
+
+
+class SharedSessions:
+    """Wraps one claude-code run: the store's copy in before a resume, the session file out after the run."""
+
+    def __init__(self, store: SessionStore, home: Path, ctx: RunContext) -> None:
+        self.store = store
+        self.home = home
+        self.ctx = ctx
+        self.cwd = ctx.params.cwd.expanduser().resolve()
+
+    async def run(self, run: Callable[[RunContext], Awaitable[RunOutcome]]) -> RunOutcome:
+        ref = self.ctx.params.resume
+        found = None
+        if ref:
+            try:
+                found = await self.store.resolve(BACKEND, ref)
+            except SessionNotFound:
+                found = None  # a session only this worker has
+        if found is None:
+            try:
+                return await run(self.ctx)
+            finally:
+                await self._save(self.ctx.session_id, None)
+        async with self.store.lease(BACKEND, found.session_id):
+            previous = await self.store.load(BACKEND, found.session_id)
+            await anyio.to_thread.run_sync(write_session_file, previous, self.home)
+            try:
+                return await run(self.ctx)
+            finally:
+                await self._save(found.session_id, previous)
+
+    async def _save(self, session_id: str | None, previous: StoredSession | None) -> None:
+        """Save the run's session file, even after a failure or a cancellation (what the CLI wrote is kept)."""
+        if not session_id:
+            return
+        with anyio.CancelScope(shield=True):
+            session = await anyio.to_thread.run_sync(stored_session, self.home, session_id, self.cwd, previous)
+            if session is None:
+                return
+            try:
+                await self.store.save(session)
+            except Exception as exc:
+                await self.ctx.emit(
+                    WarningEvent(
+                        code="session_not_shared",
+                        message=f"the session file of {short_id_of(session_id)} could not be saved to the "
+                        f"session store ({exc}); another worker resuming it will not see this run",
+                        session_id=session_id,
+                    )
+                )
+
+
+def state_summary(session: StoredSession) -> dict[str, Any]:
+    """The conversation of a stored session, for `unified sessions show` on a worker without its file."""
+    _, text = _checked(session)
+    messages = []
+    for raw in text.splitlines():
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(line, dict) and line.get("type") in ("user", "assistant") and not line.get("isSidechain"):
+            messages.append({"type": line["type"], "timestamp": line.get("timestamp"), "message": line.get("message")})
+    return {"messages": messages}

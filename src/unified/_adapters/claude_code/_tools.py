@@ -1,0 +1,124 @@
+"""Claude Code's tools as unified's policy sees them: which the CLI must ask about, and their policy names.
+
+The CLI asks the client (`can_use_tool`) only for calls its own rules do not settle; in its
+default mode it runs read-only Bash and in-cwd reads without asking. So the backend makes it ask
+for every call that can change anything, or read anything, with a `permissions.ask` rule per tool
+in the `--settings` it starts with (`ASKED`): the caller's policy then decides each one. The tools
+left out only inspect the CLI's own state (`ToolSearch`, `ListAgents`, `CronList`, ...) or start a
+subagent (`Agent`, whose every call is asked in turn); the CLI runs those itself and the backend
+reports `decided_by="backend"`. `AskUserQuestion` is asked too:
+its "permission" request is how the CLI hands the model's question to the client.
+
+For the policy (`unified.tools.Policy`, whose rules name unified's tools), each Claude tool maps
+to the unified tool of the same effect (`Bash` is `run_shell_command`, `Write` is `write_file`,
+...), with the arguments the policy reads (`command`, `file_path`). A tool without a counterpart
+keeps its own name: the shipped policy asks for it (denied when nobody can answer), allows it in
+`yolo` and denies it in `plan`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = [
+    "AGENT_TOOLS",
+    "ASKED",
+    "QUESTION_TOOL",
+    "ask_settings",
+    "claude_tool_name",
+    "policy_call",
+]
+
+QUESTION_TOOL = "AskUserQuestion"
+AGENT_TOOLS = frozenset({"Agent", "Task"})
+"""The subagent tool (`init.tools` says `Task`, the model calls it `Agent`)."""
+
+ASKED: tuple[str, ...] = (
+    QUESTION_TOOL,
+    "Bash",
+    "BashOutput",
+    "KillShell",
+    "CronCreate",
+    "CronDelete",
+    "Edit",
+    "MultiEdit",
+    "EnterPlanMode",
+    "ExitPlanMode",
+    "EnterWorktree",
+    "ExitWorktree",
+    "Glob",
+    "Grep",
+    "LS",
+    "Monitor",
+    "NotebookEdit",
+    "NotebookRead",
+    "Read",
+    "ScheduleWakeup",
+    "SendMessage",
+    "Skill",
+    "TaskStop",
+    "WebFetch",
+    "WebSearch",
+    "Workflow",
+    "Write",
+)
+"""Every tool of Claude Code 2.1 that acts on the world (files, shell, network, messages to agents,
+schedules, worktrees, workflows) or reads files: the CLI asks the client before each call of them."""
+
+_POLICY_NAMES: Mapping[str, str] = {
+    "Bash": "run_shell_command",
+    "Read": "read_file",
+    "NotebookRead": "read_file",
+    "Write": "write_file",
+    "Edit": "edit_file",
+    "MultiEdit": "edit_file",
+    "NotebookEdit": "edit_file",
+    "Glob": "glob",
+    "Grep": "search",
+    "LS": "list_dir",
+    "WebFetch": "web_fetch",
+    "WebSearch": "google_web_search",
+    "Agent": "invoke_agent",
+    "Task": "invoke_agent",
+    QUESTION_TOOL: "ask_user",
+}
+_CLAUDE_NAMES: Mapping[str, str] = {
+    "run_shell_command": "Bash",
+    "read_file": "Read",
+    "write_file": "Write",
+    "edit_file": "Edit",
+    "replace": "Edit",
+    "glob": "Glob",
+    "search": "Grep",
+    "grep_search": "Grep",
+    "list_dir": "LS",
+    "list_directory": "LS",
+    "web_fetch": "WebFetch",
+    "google_web_search": "WebSearch",
+    "invoke_agent": "Agent",
+    "ask_user": QUESTION_TOOL,
+}
+
+
+def claude_tool_name(name: str) -> str:
+    """The Claude Code tool a name stands for: its own name, or unified's name of the same tool
+    (for `excluded_tools`, which callers write once for every backend)."""
+    return _CLAUDE_NAMES.get(name, name)
+
+
+def policy_call(tool: str, args: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(unified tool name, arguments) of a Claude call, as the policy reads it."""
+    name = _POLICY_NAMES.get(tool, tool)
+    arguments = dict(args)
+    if name == "search" and "pattern" in arguments:
+        arguments.setdefault("query", arguments["pattern"])
+    if name == "list_dir" and "path" in arguments:
+        arguments.setdefault("file_path", arguments["path"])
+    return name, arguments
+
+
+def ask_settings(mcp_servers: Iterable[str]) -> dict[str, Any]:
+    """The `--settings` that make the CLI ask about every call of `ASKED` and of each MCP server's tools."""
+    rules = [*ASKED, *(f"mcp__{name}" for name in mcp_servers)]
+    return {"permissions": {"ask": rules, "defaultMode": "default"}}

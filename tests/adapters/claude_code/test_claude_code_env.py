@@ -1,0 +1,134 @@
+"""What the `claude` child gets: an allowlisted environment, an isolated home, the flags of a run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from unified._adapters.claude_code._launch import CLAUDE_CODE, Launch, claude_env, default_home
+from unified._adapters.claude_code._options import claude_code_options
+from unified.types import ExecuteParams, HttpMcpServer, StdioMcpServer, ThinkingConfig
+
+PARENT = {
+    "PATH": "/usr/bin",
+    "LANG": "C.UTF-8",
+    "HOME": "/home/someone",
+    "ANTHROPIC_API_KEY": "sk-ant-api03-parent-key-000000000000",
+    "ANTHROPIC_BASE_URL": "http://gateway.example",
+    "CLAUDE_CODE_USE_BEDROCK": "1",
+    "AWS_REGION": "eu-west-1",
+    "CLOUD_ML_REGION": "us-east5",
+    "HTTPS_PROXY": "http://proxy:3128",
+    "CLAUDE_CONFIG_DIR": "/home/someone/.claude",
+    "GEMINI_API_KEY": "AIza-not-for-claude-000000000000000000",
+    "OPENAI_API_KEY": "sk-openai-not-for-claude",
+    "UNIFIED_SESSION_STORE_URL": "postgresql://user:secret@db/sessions",
+    "GITHUB_TOKEN": "ghp_not_for_claude",
+    "RANDOM_SETTING": "x",
+}
+
+
+def test_the_child_gets_claudes_variables_only_and_an_isolated_home(tmp_path: Path) -> None:
+    env = claude_env(claude_code_options({"max_retries": 2}), tmp_path / "home", parent=PARENT)
+    for name in ("PATH", "LANG", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_USE_BEDROCK", "AWS_REGION"):
+        assert env[name] == PARENT[name]
+    assert env["CLOUD_ML_REGION"] == "us-east5"
+    assert env["HTTPS_PROXY"] == "http://proxy:3128"
+    for name in ("GEMINI_API_KEY", "OPENAI_API_KEY", "UNIFIED_SESSION_STORE_URL", "GITHUB_TOKEN", "RANDOM_SETTING"):
+        assert name not in env
+    assert env["HOME"] == str(tmp_path / "home")
+    assert env["CLAUDE_CONFIG_DIR"] == str(tmp_path / "home" / ".claude"), "never the caller's own Claude home"
+    assert env["CLAUDE_CODE_TMPDIR"] == str(tmp_path / "home" / "tmp")
+    assert env["CLAUDE_CODE_MAX_RETRIES"] == "2"
+    assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
+    assert env["DISABLE_TELEMETRY"] == env["DISABLE_AUTOUPDATER"] == env["DISABLE_ERROR_REPORTING"] == "1"
+
+
+def test_the_env_option_is_passed_as_given(tmp_path: Path) -> None:
+    env = claude_env(claude_code_options({"env": {"MY_TOOL_SETTING": "on"}}), tmp_path, parent=PARENT)
+    assert env["MY_TOOL_SETTING"] == "on"
+
+
+def test_the_default_home_is_in_unifieds_data_folder(isolated_home: Path) -> None:
+    assert default_home() == isolated_home / ".local" / "share" / "unified" / "claude-code" / "home"
+
+
+def test_the_pin_is_exact() -> None:
+    assert CLAUDE_CODE.package == "@anthropic-ai/claude-code"
+    assert CLAUDE_CODE.version == "2.1.332"
+    assert CLAUDE_CODE.supported == ((2, 1, 332), (2, 1, 333))
+    assert CLAUDE_CODE.env_var == "UNIFIED_CLAUDE_BIN"
+    assert CLAUDE_CODE.local_dir == ".claude-code"
+
+
+def argv_of(tmp_path: Path, **fields: object) -> list[str]:
+    params = ExecuteParams(
+        prompt="x", backend="claude-code", cwd=tmp_path, backend_options={"start_process": print}, **fields
+    )
+    launch = Launch.of(params, claude_code_options(params.backend_options))
+    return launch.argv(session_id="00000000-0000-4000-8000-000000000000", resume=False)
+
+
+def test_the_flags_of_a_run(tmp_path: Path) -> None:
+    argv = argv_of(
+        tmp_path,
+        model="claude-sonnet-5-5",
+        excluded_tools=("run_shell_command", "WebFetch"),
+        include_directories=(tmp_path,),
+        system_instruction="Be brief.",
+        max_turns=4,
+        thinking=ThinkingConfig(level="minimal"),
+        mcp_servers=(
+            StdioMcpServer(name="echo", command="python3", args=("echo.py",)),
+            HttpMcpServer(name="web", url="http://127.0.0.1:1/mcp", headers={"x": "y"}),
+        ),
+    )
+
+    def value(flag: str) -> str:
+        return argv[argv.index(flag) + 1]
+
+    assert value("--output-format") == value("--input-format") == "stream-json"
+    assert value("--permission-prompt-tool") == "stdio"
+    assert value("--permission-mode") == "default"
+    assert value("--setting-sources") == "user"
+    assert "--strict-mcp-config" in argv
+    ask = json.loads(value("--settings"))["permissions"]["ask"]
+    assert {"Bash", "Write", "Edit", "Read", "mcp__echo", "mcp__web"} <= set(ask)
+    assert "--session-id=00000000-0000-4000-8000-000000000000" in argv
+    assert value("--model") == "claude-sonnet-5-5"
+    assert value("--disallowedTools") == "Bash,WebFetch"
+    assert value("--add-dir") == str(tmp_path.resolve())
+    assert value("--system-prompt") == "Be brief."
+    assert value("--max-turns") == "4"
+    assert value("--effort") == "low"
+    servers = json.loads(value("--mcp-config"))["mcpServers"]
+    assert servers["echo"] == {"type": "stdio", "command": "python3", "args": ["echo.py"]}
+    assert servers["web"] == {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"x": "y"}}
+
+
+def test_a_thinking_budget_of_zero_turns_thinking_off(tmp_path: Path) -> None:
+    params = ExecuteParams(
+        prompt="x",
+        backend="claude-code",
+        cwd=tmp_path,
+        thinking=ThinkingConfig(budget=0),
+        backend_options={"start_process": print},
+    )
+    launch = Launch.of(params, claude_code_options(params.backend_options))
+    assert launch.run_env()["CLAUDE_CODE_DISABLE_THINKING"] == "1"
+
+
+@pytest.mark.parametrize("bad", [{"max_retries": 99}, {"policy": "allow everything"}, {"transcript": "x"}, {"nope": 1}])
+def test_bad_options_are_a_configuration_error(bad: dict[str, object]) -> None:
+    from unified.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError):
+        claude_code_options(bad)
+
+
+def test_unified_installs_the_pinned_binary_by_its_backend_name() -> None:
+    from unified._cli.install import spec_of
+
+    assert spec_of("claude-code") is CLAUDE_CODE

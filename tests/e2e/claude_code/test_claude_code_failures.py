@@ -1,0 +1,154 @@
+"""How the real `claude` fails, as typed events: 429 / 529 / 401 with unified's retry semantics, a stalled
+stream, a cancellation mid-stream and mid-tool (no process left, checked by pid), a crash."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.e2e.claude_code.claude_code_helpers import Processes, alive, run_claude
+from tests.hang_guard import HANG_GUARD_S
+from unified._execute import EventStream
+from unified.events import ErrorEvent, Result, TextDelta, ToolUse, UnifiedEvent, WarningEvent
+from unified.testing import FakeAnthropic, Fault, FunctionCall, ModelTurn
+
+pytestmark = pytest.mark.anyio
+
+
+def errors(events: list[UnifiedEvent]) -> list[ErrorEvent]:
+    return [e for e in events if isinstance(e, ErrorEvent)]
+
+
+async def test_a_429_is_retried_by_the_cli_and_announced(workspace: Path) -> None:
+    turns = [ModelTurn(text="After the retry.", fault=Fault(kind="rate_limit", retry_delay="1s"))]
+    async with FakeAnthropic(turns) as server:
+        events = await run_claude(server, workspace)
+        assert [r.status for r in server.requests_for("messages")] == [429, 200]
+    retries = [e for e in events if isinstance(e, WarningEvent) and e.code == "retrying"]
+    assert len(retries) == 1
+    assert "HTTP 429" in retries[0].message
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success"
+    assert result.final_text == "After the retry."
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_a_429_asking_for_an_hour_ends_the_run_at_once_rate_limited(anyio_backend: str, workspace: Path) -> None:
+    turns = [ModelTurn(text="Never sent.", fault=Fault(kind="rate_limit", retry_delay="3600s"))]
+    processes = Processes()
+    async with FakeAnthropic(turns) as server:
+        events = await run_claude(server, workspace, options={"start_process": processes})
+        assert len(server.requests_for("messages")) == 1, "no retry: the wait is beyond max_retry_delay_s"
+    [error] = errors(events)
+    assert (error.code, error.retryable, error.fatal) == ("rate_limited", True, True)
+    assert isinstance(events[-1], Result)
+    assert events[-1].status == "error"
+    assert not any(alive(pid) for pid in processes.pids)
+
+
+async def test_a_529_that_stays_is_a_retryable_backend_error_after_the_capped_retries(workspace: Path) -> None:
+    overloaded = Fault(kind="overloaded")
+    script = [ModelTurn(text="Never sent.", fault=overloaded)]
+    async with FakeAnthropic(script) as server:
+        for index in range(1, 4):
+            server.inject(overloaded, at_request=index)
+        events = await run_claude(server, workspace, options={"max_retries": 1})
+        assert [r.status for r in server.requests_for("messages")] == [529, 529]
+    [error] = errors(events)
+    assert (error.code, error.retryable) == ("backend_error", True)
+    assert "529" in error.message
+
+
+async def test_a_401_is_an_auth_error_at_once(workspace: Path) -> None:
+    turns = [ModelTurn(text="Never sent.", fault=Fault(kind="unauthenticated"))]
+    async with FakeAnthropic(turns) as server:
+        events = await run_claude(server, workspace)
+        assert len(server.requests_for("messages")) == 1, "the CLI's retry of a 401 is cut short"
+    [error] = errors(events)
+    assert (error.code, error.retryable) == ("auth_error", False)
+
+
+async def test_a_stalled_stream_is_interrupted_by_the_watchdog(workspace: Path) -> None:
+    turns = [ModelTurn(text="Half an answer, then silence.", text_chunks=4, fault=Fault(kind="stall", after=4))]
+    processes = Processes()
+    async with FakeAnthropic(turns) as server:
+        events = await run_claude(server, workspace, options={"stall_timeout_s": 2.0, "start_process": processes})
+    [error] = errors(events)
+    assert (error.code, error.retryable) == ("stream_interrupted", True)
+    assert isinstance(events[-1], Result)
+    assert events[-1].status == "error"
+    assert not any(alive(pid) for pid in processes.pids)
+
+
+async def test_cancel_mid_stream_leaves_no_process(workspace: Path) -> None:
+    turns = [ModelTurn(text="A slow answer that takes its time.", text_chunks=6, chunk_delay=1.0)]
+    processes = Processes()
+
+    async def cancel_at_first_text(event: UnifiedEvent, stream: EventStream) -> None:
+        if isinstance(event, TextDelta):
+            stream.cancel()
+
+    async with FakeAnthropic(turns) as server:
+        events = await run_claude(
+            server, workspace, options={"start_process": processes}, on_event=cancel_at_first_text
+        )
+    assert isinstance(events[-1], Result)
+    assert events[-1].status == "cancelled"
+    assert len([e for e in events if isinstance(e, TextDelta)]) < 6
+    assert processes.pids
+    assert not any(alive(pid) for pid in processes.pids)
+
+
+async def test_cancel_during_a_shell_command_ends_its_children(workspace: Path, tmp_path: Path) -> None:
+    """The CLI runs each Bash command in a process group of its own: cancelling must end it too."""
+    fifo = tmp_path / "child.pid"
+    os.mkfifo(fifo)
+    script = f"import os, time; open({str(fifo)!r}, 'w').write(str(os.getpid())); time.sleep(300)"
+    command = f"{sys.executable} -c {script!r}"
+    turns = [
+        ModelTurn(function_calls=[FunctionCall(name="Bash", args={"command": command, "description": "wait"})]),
+        ModelTurn(text="Never reached."),
+    ]
+    processes = Processes()
+    child: list[int] = []
+
+    async def cancel_when_the_child_runs(event: UnifiedEvent, stream: EventStream) -> None:
+        if isinstance(event, ToolUse):
+            with anyio.fail_after(HANG_GUARD_S):  # the child writes its pid once it runs
+                child.append(int(await anyio.to_thread.run_sync(fifo.read_text)))
+            assert alive(child[0])
+            stream.cancel()
+
+    async with FakeAnthropic(turns) as server:
+        events = await run_claude(
+            server,
+            workspace,
+            approval_mode="yolo",
+            options={"start_process": processes},
+            on_event=cancel_when_the_child_runs,
+        )
+    assert isinstance(events[-1], Result)
+    assert events[-1].status == "cancelled"
+    assert not alive(child[0]), "the shell command's process outlived the run"
+    assert not any(alive(pid) for pid in processes.pids)
+
+
+async def test_a_crash_of_the_cli_is_a_typed_error_with_its_stderr(workspace: Path, tmp_path: Path) -> None:
+    fake = tmp_path / "claude"
+    fake.write_text(
+        '#!/bin/sh\nif [ "$1" = --version ]; then echo "2.1.332 (Claude Code)"; exit 0; fi\n'
+        "echo 'claude: exploded on start' >&2\nexit 3\n"
+    )
+    fake.chmod(0o755)
+    async with FakeAnthropic([]) as server:
+        events = await run_claude(server, workspace, options={"claude_binary": fake})
+    [error] = errors(events)
+    assert error.code == "backend_error"
+    assert "exited with code 3" in error.message
+    assert "exploded on start" in error.message
+    assert error.details["exit_code"] == 3
