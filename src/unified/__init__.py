@@ -54,6 +54,7 @@ from unified.types import (
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from unified._adapters.codex._options import CodexOptions
     from unified._adapters.gemini_cli._options import GeminiCliOptions
     from unified._adapters.generate_content._options import GenerateContentOptions
     from unified._adapters.interactions._options import InteractionsOptions
@@ -72,6 +73,7 @@ _LAZY = {
     "MemorySessionStore": "unified._sessions.stores",
     "PostgresSessionStore": "unified._sessions.postgres",
     # each backend's typed `backend_options` (and the API backends' tool settings)
+    "CodexOptions": "unified._adapters.codex._options",
     "GeminiCliOptions": "unified._adapters.gemini_cli._options",
     "GenerateContentOptions": "unified._adapters.generate_content._options",
     "InteractionsOptions": "unified._adapters.interactions._options",
@@ -101,6 +103,7 @@ __all__ = [
     "BackendError",
     "BackendOptions",
     "BackendUnavailable",
+    "CodexOptions",
     "ConfigurationError",
     "CorruptSession",
     "EventStream",

@@ -32,7 +32,7 @@ __all__ = [
     "UserInputHandler",
 ]
 
-BackendName = Literal["gemini-cli", "generate-content", "interactions"]
+BackendName = Literal["gemini-cli", "generate-content", "interactions", "codex"]
 """The backends that ship with `unified` (`unified.backends.built_in_backends()`). `ExecuteParams.backend`
 also takes `"auto"`, the test kit's `"scripted"` and any backend registered through `unified.backends`."""
 
