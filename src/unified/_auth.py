@@ -32,14 +32,25 @@ __all__ = [
     "resolve_api_auth",
 ]
 
-AuthModeName = Literal["api_key", "vertex", "code_assist", "gateway"]
-AUTH_MODES: tuple[AuthModeName, ...] = ("api_key", "vertex", "code_assist", "gateway")
+AuthModeName = Literal["api_key", "vertex", "code_assist", "gateway", "openai_api_key", "openai_base_url", "chatgpt_login"]
+AUTH_MODES: tuple[AuthModeName, ...] = (
+    "api_key",
+    "vertex",
+    "code_assist",
+    "gateway",
+    "openai_api_key",
+    "openai_base_url",
+    "chatgpt_login",
+)
 
 AUTH_MODE_TITLES: dict[AuthModeName, str] = {
     "api_key": "Gemini API key",
     "vertex": "Vertex AI",
     "code_assist": "Code Assist login (Gemini CLI OAuth)",
     "gateway": "Gateway (custom GOOGLE_GEMINI_BASE_URL)",
+    "openai_api_key": "OpenAI API key",
+    "openai_base_url": "OpenAI-compatible server (custom OPENAI_BASE_URL)",
+    "chatgpt_login": "ChatGPT login (Codex CLI)",
 }
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -332,7 +343,11 @@ def detect_auth(env: Mapping[str, str] | None = None, home: Path | None = None) 
     user_home = home or Path(env.get("HOME") or Path.home())
     cli_home = home or Path(env.get("GEMINI_CLI_HOME") or user_home)
     api = resolve_api_auth(env, home=user_home)
-    found = [*_api_modes(api, env, user_home), *filter(None, [_code_assist(env, cli_home)])]
+    found = [
+        *_api_modes(api, env, user_home),
+        *filter(None, [_code_assist(env, cli_home)]),
+        *_openai_modes(env, home or user_home),
+    ]
     selected = _cli_selected_type(cli_home / ".gemini" / "settings.json")
     notes = []
     if selected is not None:
@@ -455,3 +470,48 @@ def _cli_selected_type(settings: Path) -> str | None:
     auth = security.get("auth") if isinstance(security, dict) else None
     selected = auth.get("selectedType") if isinstance(auth, dict) else content.get("selectedAuthType")
     return selected if isinstance(selected, str) else None
+
+
+# --- OpenAI (the codex backend) --------------------------------------------------------------------
+
+
+def _openai_modes(env: Mapping[str, str], user_home: Path) -> list[AuthMode]:
+    """What the codex backend authenticates with, in its own order (`unified._adapters.codex._launch`):
+    an API key (`OPENAI_API_KEY`; with `OPENAI_BASE_URL`, a server of the caller's), else a ChatGPT login
+    in the user's Codex home (`$CODEX_HOME/auth.json`, default `~/.codex`), which is only read."""
+    modes: list[AuthMode] = []
+    key = _set(env, "OPENAI_API_KEY")
+    base_url = env.get("OPENAI_BASE_URL", "").strip()
+    if base_url:
+        problems = () if key else ("OPENAI_BASE_URL without OPENAI_API_KEY: set the key that server expects",)
+        modes.append(
+            AuthMode(
+                mode="openai_base_url",
+                source="OPENAI_BASE_URL",
+                detail=f"to {_origin(base_url)}" + (", key from OPENAI_API_KEY" if key else ""),
+                problems=problems,
+                notes=("Codex's own openai provider ignores OPENAI_BASE_URL: unified gives Codex a provider for it",),
+            )
+        )
+    elif key:
+        modes.append(AuthMode(mode="openai_api_key", source="OPENAI_API_KEY", detail="to https://api.openai.com"))
+    codex_home = Path(env["CODEX_HOME"]).expanduser() if _set(env, "CODEX_HOME") else user_home / ".codex"
+    login = codex_home / "auth.json"
+    if login.exists():
+        content = _read_json_object(login)
+        problems: tuple[str, ...] = ()
+        detail = None
+        if content is None:
+            problems = (f"{login} is unreadable or not JSON: run `codex login` again",)
+        elif content.get("auth_mode") == "chatgpt":
+            tokens = content.get("tokens")
+            if not isinstance(tokens, dict) or not tokens.get("refresh_token"):
+                problems = (f"{login} holds a ChatGPT login without tokens: run `codex login` again",)
+            detail = "auth_mode chatgpt"
+        elif content.get("auth_mode") == "apikey":
+            problems = (f"{login} holds an API key login: unified reads keys from OPENAI_API_KEY, not from auth.json",)
+        else:
+            problems = (f"{login} names no ChatGPT login (auth_mode {content.get('auth_mode')!r})",)
+        notes = ("used only when OPENAI_API_KEY is not set",) if key else ()
+        modes.append(AuthMode(mode="chatgpt_login", source=str(login), detail=detail, problems=problems, notes=notes))
+    return modes

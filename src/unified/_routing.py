@@ -23,9 +23,10 @@ from unified.types import ExecuteParams
 
 __all__ = ["PREFERENCE", "BackendSelection", "requirements_of", "select_backend", "select_backend_for"]
 
-PREFERENCE: tuple[str, ...] = ("generate-content", "gemini-cli", "interactions")
+PREFERENCE: tuple[str, ...] = ("generate-content", "gemini-cli", "interactions", "codex")
 """Tie-break order: unified's own loop on the stable API first (no subprocess, every tool local),
-then the real Gemini CLI (the only one for a Code Assist login), then the beta Interactions API."""
+then the real Gemini CLI (the only one for a Code Assist login), then the beta Interactions API, then Codex
+(the only one for OpenAI credentials)."""
 
 
 _AUTH_HINTS = {
@@ -35,6 +36,9 @@ _AUTH_HINTS = {
     "alone: express mode)",
     "code_assist": "run `gemini` once and log in with Google",
     "gateway": "set GOOGLE_GEMINI_BASE_URL to your gateway and GEMINI_API_KEY to the key it expects",
+    "openai_api_key": "set OPENAI_API_KEY",
+    "openai_base_url": "set OPENAI_BASE_URL to an OpenAI Responses API server and OPENAI_API_KEY to its key",
+    "chatgpt_login": "run `codex login` (a ChatGPT login in ~/.codex/auth.json)",
 }
 
 

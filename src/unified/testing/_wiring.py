@@ -14,6 +14,7 @@ from typing import Any
 
 from unified._exports import publish
 from unified.testing._fake_gemini import FakeGemini
+from unified.testing._fake_openai import FAKE_OPENAI_KEY, FakeOpenAI
 
 __all__ = ["OFFLINE_CLI_SETTINGS", "backend_options_for", "prepare_cli_home"]
 
@@ -37,12 +38,24 @@ def prepare_cli_home(home: Path) -> Path:
     return home
 
 
-def backend_options_for(server: FakeGemini, backend: str, *, cli_home: Path | None = None) -> dict[str, object]:
+def backend_options_for(
+    server: FakeGemini | FakeOpenAI, backend: str, *, cli_home: Path | None = None
+) -> dict[str, object]:
     """`ExecuteParams.backend_options` that send `backend`'s model calls to `server`.
 
     For `gemini-cli`, `cli_home` (prepared with the offline settings) becomes the child's HOME and
     GEMINI_CLI_HOME; without it the child inherits the caller's, which a test must already isolate.
+    For `codex` (a `FakeOpenAI`), the server's base URL and key become the run's custom provider; the
+    Codex home is the backend's own (under UNIFIED_DATA_DIR / the user data dir, which a test isolates),
+    or `cli_home` when given. Run it with model `unified.testing.CODEX_MODEL`.
     """
+    if isinstance(server, FakeOpenAI):
+        if backend != "codex":
+            raise ValueError(f"FakeOpenAI stands behind the codex backend, not {backend!r}")
+        options: dict[str, object] = {"base_url": server.base_url, "api_key": FAKE_OPENAI_KEY}
+        if cli_home is not None:
+            options["codex_home"] = cli_home
+        return options
     if backend == "gemini-cli":
         env = dict(server.cli_env)
         if cli_home is not None:

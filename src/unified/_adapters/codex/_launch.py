@@ -7,7 +7,7 @@
 - **The home.** Codex keeps its sessions, state and settings in `CODEX_HOME`; unified gives it its
   own (`codex_home`: the `codex_home` option, `UNIFIED_CODEX_HOME`, else `<unified data dir>/codex-home`),
   never the user's `~/.codex`. It holds a `config.toml` of ours with the settings every run shares
-  (no update check, analytics and plugins off, web search off, a read-only sandbox, and a shell
+  (no update check, analytics and plugins off, web search off, no sandbox (see `_run.SANDBOX`), a shell
   environment policy that keeps keys and tokens out of the model's commands). What differs per run
   (the model provider and its base URL, the model, MCP servers) is given as `-c key=value` overrides
   on the command line, so concurrent runs never race on the file.
@@ -108,7 +108,7 @@ CONFIG_TOML = f"""\
 # Written by unified for its codex backend (rewritten when unified's settings change; edits are lost).
 # Per-run settings (model provider, model, MCP servers) are passed as -c overrides instead.
 check_for_update_on_startup = false
-sandbox_mode = "read-only"
+sandbox_mode = "danger-full-access"
 web_search = "disabled"
 
 [analytics]
@@ -122,7 +122,8 @@ inherit = "all"
 exclude = {json.dumps(list(SECRET_PATTERNS))}
 """
 """The settings every run shares: nothing phones home (updates, analytics, plugins), no hosted web
-search (it would run without an approval), anything not approved cannot write, no key in a command."""
+search (it would run without an approval), no key in a command. No sandbox: every thread runs with
+`approvalPolicy: untrusted`, so nothing runs unapproved, and what is approved runs once (`_run.SANDBOX`)."""
 
 _PLATFORM_PACKAGES = {
     ("linux", "x86_64"): "codex-linux-x64",

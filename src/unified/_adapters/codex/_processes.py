@@ -3,9 +3,13 @@
 `codex app-server` starts each command with `setsid` (VERIFIED on 0.171), so a command is not in the
 app-server's process group: ending that group does not end it. A polite end (SIGTERM, closed stdin)
 makes Codex kill its commands itself; a SIGKILL, a crash or `turn/interrupt` (which leaves the
-command running) does not. So before the app-server is ended, its descendants are remembered (pid
-and start time, which tells a reused pid apart), and whatever of them outlives it is killed, with its
-process group. Linux reads `/proc`; elsewhere `ps` is asked.
+command running) does not. So the run's processes are found two ways, and whatever of them outlives
+the app-server is killed, with its process group:
+
+- every process of the run carries a marker in its environment (`MARKER`, a value per run, which
+  commands inherit): on Linux `/proc/<pid>/environ` finds them even once orphaned (`marked`);
+- the app-server's descendants, remembered while it lives (pid and start time, which tells a reused
+  pid apart): `descendants`, from `/proc` or, elsewhere, `ps`.
 """
 
 from __future__ import annotations
@@ -17,7 +21,10 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["Process", "alive", "descendants", "end_all"]
+__all__ = ["MARKER", "Process", "alive", "descendants", "end_all", "marked"]
+
+MARKER = "UNIFIED_CODEX_RUN"
+"""The environment variable that marks a run's processes."""
 
 Process = tuple[int, str]
 """(pid, start time): the start time tells a process apart from a later one that reuses its pid."""
@@ -70,6 +77,25 @@ def descendants(pid: int) -> list[Process]:
         child = stack.pop()
         found.append((child, table[child][1]))
         stack += children.get(child, [])
+    return found
+
+
+def marked(value: str) -> list[Process]:
+    """Every live process whose environment says `MARKER=value` (Linux; elsewhere none are found)."""
+    if not _PROC.is_dir():
+        return []
+    needle = f"{MARKER}={value}".encode()
+    found: list[Process] = []
+    own = os.getpid()
+    for entry in _PROC.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == own:
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0") and (stat := _stat(int(entry.name))) is not None:
+            found.append((int(entry.name), stat[1]))
     return found
 
 

@@ -22,7 +22,9 @@ which run in sessions of their own: they are found before and killed after (`_pr
 from __future__ import annotations
 
 import base64
+import secrets
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +35,7 @@ from unified._adapters.codex._approvals import ApprovalBridge
 from unified._adapters.codex._launch import Launch, prepare_home, start_codex
 from unified._adapters.codex._options import BACKEND, CodexOptions
 from unified._adapters.codex._outcome import error_from_exit, error_from_turn_error
-from unified._adapters.codex._processes import descendants, end_all
+from unified._adapters.codex._processes import MARKER, descendants, end_all, marked
 from unified._adapters.codex._rollouts import codex_short_id
 from unified._adapters.codex._translate import AppServerTranslator, ModelResponse, Retrying, TurnEnded
 from unified._binary.jsonrpc import ConnectionClosed, Inbox, JsonRpcConnection, LineProblem, RpcError, as_dict
@@ -51,6 +53,13 @@ HANDSHAKE_TIMEOUT_S = 60.0
 INTERRUPT_GRACE_S = 5.0
 """How long an interrupted turn may take to end before the process is ended regardless."""
 EXIT_GRACE_S = 2.0
+WATCH_S = 0.5
+"""How often the app-server's descendants are looked up while a turn runs."""
+SANDBOX = "danger-full-access"
+"""Under `untrusted` Codex asks before every command and patch in every sandbox mode, but in a sandbox
+it runs an approved command confined first and, only if that fails, again outside it (so a command
+could run twice, or half-work: a write fails silently while the rest goes on). Without a sandbox
+an approved call runs once, as approved; nothing unapproved runs at all."""
 OPT_OUT = ["account/rateLimits/updated", "remoteControl/status/changed"]
 _SILENT = frozenset({"error", "thread/status/changed", "account/rateLimits/updated", "serverRequest/resolved"})
 """Notifications that are no sign of progress (a retry, a status flag)."""
@@ -107,6 +116,9 @@ class CodexRun:
         self._stuck_since: float | None = None
         self._last_retry: Retrying | None = None
         self._responses = 0
+        self._marker = secrets.token_hex(8)
+        self._remembered: dict[int, str] = {}
+        """Every process the app-server started that was seen alive: pid → start time."""
 
     @property
     def where(self) -> str:
@@ -123,7 +135,7 @@ class CodexRun:
         original = await anyio.to_thread.run_sync(login.copy_in, self.launch.home) if login is not None else None
         start = self.options.start_process or start_codex
         try:
-            self.process = start(self.launch.argv(), cwd, self.launch.env)
+            self.process = start(self.launch.argv(), cwd, {**self.launch.env, MARKER: self._marker})
             connection = JsonRpcConnection(self.process, name="codex app-server", route=lambda m: ROUTE, jsonrpc_field=False)
             self.connection = connection
             self.inbox = connection.open_inbox(ROUTE)
@@ -133,7 +145,7 @@ class CodexRun:
             try:
                 await self._handshake()
                 await self._open(cwd)
-                return await self._turn()
+                return await self._watched(self._turn)
             except ConnectionClosed as exc:
                 process = self.process
                 code = await process.wait(EXIT_GRACE_S)
@@ -151,6 +163,34 @@ class CodexRun:
                 await self._close()
                 if login is not None and original is not None:
                     await anyio.to_thread.run_sync(login.copy_back, self.launch.home, original)
+
+    # --- the processes it starts --------------------------------------------------------------------
+
+    async def _watched(self, step: Callable[[], Awaitable[RunOutcome]]) -> RunOutcome:
+        """Run `step` while remembering, every `WATCH_S`, the processes the app-server has started: if it
+        dies (SIGKILL, a crash), its commands outlive it, and `_close` kills what was remembered."""
+        outcome: RunOutcome | None = None
+
+        async def watch() -> None:
+            while True:
+                await anyio.sleep(WATCH_S)
+                await self._remember()
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watch)
+                outcome = await step()
+                tg.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            raise group.exceptions[0] from None
+        assert outcome is not None
+        return outcome
+
+    async def _remember(self) -> None:
+        process = self.process
+        if process is not None and process.pid is not None and process.returncode is None:
+            found = await anyio.to_thread.run_sync(descendants, process.pid)
+            self._remembered.update(found)
 
     # --- the steps ----------------------------------------------------------------------------------
 
@@ -178,7 +218,7 @@ class CodexRun:
         await self.connection.notify("initialized", {})
 
     async def _open(self, cwd: Path) -> None:
-        params: dict[str, Any] = {"approvalPolicy": "untrusted", "sandbox": "read-only"}
+        params: dict[str, Any] = {"approvalPolicy": "untrusted", "sandbox": SANDBOX}
         if self.params.model:
             params["model"] = self.params.model
         if self.params.system_instruction is not None:
@@ -337,11 +377,11 @@ class CodexRun:
         process = self.process
         if process is None:
             return
-        pid = process.pid
-        remembered = await anyio.to_thread.run_sync(descendants, pid) if pid is not None and process.returncode is None else []
+        await self._remember()
         if self.connection is not None:
             self.connection.closed = True
         await process.close()
-        if remembered:
-            await anyio.to_thread.run_sync(end_all, remembered)
+        self._remembered.update(await anyio.to_thread.run_sync(marked, self._marker))
+        if self._remembered:
+            await anyio.to_thread.run_sync(end_all, list(self._remembered.items()))
 
