@@ -640,6 +640,17 @@ def sessions_show(ref: str, backend: SessionBackendOption = None, cwd: CwdOption
         raise _fail(str(exc)) from None
 
 
+@sessions_app.command("export")
+def sessions_export(ref: str, backend: SessionBackendOption = None, cwd: CwdOption = None) -> None:
+    """Print one session's history as a portable conversation (JSON, docs/conversations.md)."""
+    info = _resolve(ref, backend, _cwd(cwd))
+    try:
+        conversation = anyio.run(lambda: sessions.export(info.session_id, backend=info.backend, cwd=_cwd(cwd)))
+    except UnifiedError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(conversation.to_json())
+
+
 @sessions_app.command("delete")
 def sessions_delete(
     ref: str,
