@@ -21,7 +21,14 @@ from unified import backends as registry
 from unified._auth import AUTH_MODE_TITLES, AuthReport, detect_auth
 from unified._routing import select_backend
 
-__all__ = ["PROJECT_LOCAL_GEMINI", "VERSION_TIMEOUT_S", "doctor_report", "find_gemini", "gemini_version"]
+__all__ = [
+    "PROJECT_LOCAL_GEMINI",
+    "VERSION_TIMEOUT_S",
+    "codex_binary",
+    "doctor_report",
+    "find_gemini",
+    "gemini_version",
+]
 
 VERSION_TIMEOUT_S = 60.0
 """A hang guard: Node starts the CLI in a few seconds, over ten on a busy machine."""
@@ -83,6 +90,38 @@ def gemini_version(binary: Path, env: Mapping[str, str]) -> tuple[str | None, st
     return lines[-1].strip(), None
 
 
+def codex_binary(env: Mapping[str, str], cwd: Path) -> dict[str, Any]:
+    """The `codex` binary the codex backend would run, how it was found, its version: the backend's own
+    lookup (`unified._binary.install`, the spec in `unified._adapters.codex._launch`), run from `cwd`."""
+    from unified._adapters.codex._launch import CODEX, native_binary
+    from unified._binary.install import find_binary, probe_version
+    from unified.errors import BackendUnavailable
+
+    explicit: Path | None = None
+    found_by = "PATH"
+    if env.get(CODEX.env_var, "").strip():
+        found_by = CODEX.env_var
+    else:
+        for base in (cwd, *cwd.parents):
+            if CODEX.binary_in(base / CODEX.local_dir).exists():
+                explicit, found_by = CODEX.binary_in(base / CODEX.local_dir), f"project-local {base / CODEX.local_dir}"
+                break
+        else:
+            if CODEX.user_installed() is not None:
+                found_by = CODEX.install_command
+    try:
+        path = find_binary(CODEX, explicit, env)
+        version = ".".join(map(str, probe_version(CODEX, path, env)))
+        native = native_binary(path)
+    except BackendUnavailable as exc:
+        return {"path": None, "found_by": exc.message, "version": None, "problem": exc.hint, "native": None}
+    low, high = CODEX.supported
+    problem = None
+    if not low <= tuple(int(x) for x in version.split(".")) < high:
+        problem = f"unified supports {'.'.join(map(str, low))} up to (not including) {'.'.join(map(str, high))}"
+    return {"path": str(path), "found_by": found_by, "version": version, "problem": problem, "native": str(native)}
+
+
 def _module_present(name: str) -> bool:
     try:
         return importlib.util.find_spec(name) is not None
@@ -90,7 +129,9 @@ def _module_present(name: str) -> bool:
         return False
 
 
-def _backend_status(name: str, auth: AuthReport, gemini: dict[str, Any]) -> dict[str, Any]:
+def _backend_status(
+    name: str, auth: AuthReport, gemini: dict[str, Any], codex: dict[str, Any] | None = None
+) -> dict[str, Any]:
     column = capabilities.column(name)
     problems = []
     factory = registry.built_in_backends()[name].backend
@@ -107,6 +148,11 @@ def _backend_status(name: str, auth: AuthReport, gemini: dict[str, Any]) -> dict
         problems += [f"{m.summary()}" for m in found]
     if name == "gemini-cli" and gemini["path"] is None:
         problems.append("the gemini binary was not found")
+    if name == "codex" and codex is not None:
+        if codex["path"] is None:
+            problems.append(f"the codex binary was not found: {codex['found_by']} ({codex['problem']})")
+        elif codex["problem"]:
+            problems.append(f"codex {codex['version']} at {codex['path']}: {codex['problem']}")
     levels = {level: [c for c, cell in column.cells.items() if cell.level == level] for level in capabilities.LEVELS}
     return {
         "backend": name,
@@ -126,6 +172,7 @@ def doctor_report(env: Mapping[str, str] | None = None, cwd: Path | None = None)
     path, found_by = find_gemini(env, cwd or Path.cwd())
     version, version_problem = gemini_version(path, env) if path is not None else (None, None)
     gemini = {"path": str(path) if path else None, "found_by": found_by, "version": version, "problem": version_problem}
+    codex = codex_binary(env, cwd or Path.cwd())
     auto: dict[str, Any]
     try:
         selection = select_backend(auth)
@@ -135,6 +182,7 @@ def doctor_report(env: Mapping[str, str] | None = None, cwd: Path | None = None)
     return {
         "auth": auth.model_dump(mode="json"),
         "gemini": gemini,
-        "backends": [_backend_status(name, auth, gemini) for name in registry.built_in_backends()],
+        "codex": codex,
+        "backends": [_backend_status(name, auth, gemini, codex) for name in registry.built_in_backends()],
         "auto": auto,
     }

@@ -511,7 +511,11 @@ def doctor(as_json: Annotated[bool, typer.Option("--json", help="Print the findi
     auth = report["auth"]
     _say("Credentials", style="bold")
     if not auth["modes"]:
-        _say("  none found: set GEMINI_API_KEY, configure Vertex AI, or log in with `gemini`", style="yellow")
+        _say(
+            "  none found: set GEMINI_API_KEY, configure Vertex AI, log in with `gemini`, set OPENAI_API_KEY "
+            "or log in with `codex login`",
+            style="yellow",
+        )
     for mode in auth["modes"]:
         mark, style = ("✓", "green") if mode["usable"] else ("✗", "red")
         detail = f" ({mode['detail']})" if mode["detail"] else ""
@@ -530,6 +534,14 @@ def doctor(as_json: Annotated[bool, typer.Option("--json", help="Print the findi
     else:
         version, style = (gemini["version"], "green") if gemini["version"] else (gemini["problem"], "red")
         _say(f"  {gemini['path']} (from {gemini['found_by']}): {version}", style=style)
+
+    codex = report["codex"]
+    _say("codex binary", style="bold")
+    if codex["path"] is None:
+        _say(f"  ✗ {codex['found_by']}", style="red")
+    else:
+        version, style = (codex["version"], "green") if not codex["problem"] else (codex["problem"], "red")
+        _say(f"  {codex['path']} (from {codex['found_by']}): {version}", style=style)
 
     _say("Backends", style="bold")
     for status in report["backends"]:
@@ -550,6 +562,32 @@ def doctor(as_json: Annotated[bool, typer.Option("--json", help="Print the findi
     else:
         _say(f"  ✗ {auto['reason']}", style="red")
     raise typer.Exit(0 if ready else 1)
+
+
+@app.command("install")
+def install_command(
+    backend: Annotated[str, typer.Argument(help="The backend whose pinned binary to install: gemini-cli or codex.")],
+    prefix: Annotated[
+        Path | None, typer.Option(help="Where to install (default: the user data dir, where unified looks).")
+    ] = None,
+) -> None:
+    """Install a backend's pinned agent binary with npm, where unified finds it. Never global."""
+    from unified._binary.install import NodeUnavailable
+    from unified._cli.install import INSTALLABLE, install_binary
+
+    name = {"gemini": "gemini-cli"}.get(backend, backend)
+    if name not in INSTALLABLE:
+        raise _fail(f"nothing to install for {backend!r}: choose one of {', '.join(sorted(INSTALLABLE))}", EXIT_BAD_INPUT)
+    try:
+        done = install_binary(name, prefix, os.environ)
+    except NodeUnavailable as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    except UnifiedError as exc:
+        raise _fail(str(exc)) from None
+    spec = done.spec
+    _say(f"{spec.name} {spec.version} {'installed' if done.ran else 'already installed'}: {done.binary}", style="green")
+    if not done.default_place:
+        _say(f"unified looks elsewhere by default: export {spec.env_var}={done.binary}", style="yellow")
 
 
 @app.command("install-gemini")

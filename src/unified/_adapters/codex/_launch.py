@@ -315,6 +315,11 @@ class Launch:
             }
             overrides += [("model_provider", PROVIDER), (f"model_providers.{PROVIDER}", provider)]
             auth = "base_url" if base_url else "api_key"
+        elif base_url:
+            raise ConfigurationError(
+                "OPENAI_BASE_URL is set but OPENAI_API_KEY is not: a custom base URL needs a key",
+                hint="set OPENAI_API_KEY to the key that server expects, or unset OPENAI_BASE_URL",
+            )
         else:
             chatgpt = chatgpt_login(source)
             if chatgpt is None:
@@ -323,12 +328,9 @@ class Launch:
                     f"{user_home / 'auth.json'}",
                     hint="set OPENAI_API_KEY (and OPENAI_BASE_URL for another server), or run `codex login`",
                 )
-            if base_url:
-                raise ConfigurationError(
-                    "OPENAI_BASE_URL is set but OPENAI_API_KEY is not: a custom base URL needs a key",
-                    hint="set OPENAI_API_KEY to the key that server expects, or unset OPENAI_BASE_URL",
-                )
             overrides.append(("model_provider", "openai"))
+            if options.chatgpt_base_url:
+                overrides.append(("chatgpt_base_url", options.chatgpt_base_url))
             auth = "chatgpt"
         if params.model:
             overrides.append(("model", params.model))

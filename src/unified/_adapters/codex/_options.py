@@ -35,6 +35,9 @@ class CodexOptions(BackendOptions):
     """The OpenAI Responses API base URL, ending in `/v1` (else `OPENAI_BASE_URL`, else the OpenAI API)."""
     api_key: str | None = Field(default=None, repr=False)
     """The API key (else `OPENAI_API_KEY`; else a ChatGPT login in your Codex home's auth.json)."""
+    chatgpt_base_url: str | None = None
+    """Where a ChatGPT login's requests go (Codex's `chatgpt_base_url`; default ChatGPT's own): a proxy's,
+    or a test server's."""
     env: dict[str, str] = Field(default_factory=dict)
     """Extra environment variables for the app-server (and, minus anything secret-looking, its commands)."""
     provider_timeout_s: float = Field(default=60.0, gt=0)
