@@ -32,7 +32,9 @@ __all__ = [
     "resolve_api_auth",
 ]
 
-AuthModeName = Literal["api_key", "vertex", "code_assist", "gateway", "openai_api_key", "openai_base_url", "chatgpt_login"]
+AuthModeName = Literal[
+    "api_key", "vertex", "code_assist", "gateway", "openai_api_key", "openai_base_url", "chatgpt_login"
+]
 AUTH_MODES: tuple[AuthModeName, ...] = (
     "api_key",
     "vertex",
@@ -483,13 +485,13 @@ def _openai_modes(env: Mapping[str, str], user_home: Path) -> list[AuthMode]:
     key = _set(env, "OPENAI_API_KEY")
     base_url = env.get("OPENAI_BASE_URL", "").strip()
     if base_url:
-        problems = () if key else ("OPENAI_BASE_URL without OPENAI_API_KEY: set the key that server expects",)
+        missing = () if key else ("OPENAI_BASE_URL without OPENAI_API_KEY: set the key that server expects",)
         modes.append(
             AuthMode(
                 mode="openai_base_url",
                 source="OPENAI_BASE_URL",
                 detail=f"to {_origin(base_url)}" + (", key from OPENAI_API_KEY" if key else ""),
-                problems=problems,
+                problems=missing,
                 notes=("Codex's own openai provider ignores OPENAI_BASE_URL: unified gives Codex a provider for it",),
             )
         )

@@ -1,4 +1,4 @@
-"""`unified install NAME` (and `unified install-gemini`): a pinned agent binary for an installed package, with npm, never globally.
+"""`unified install NAME` (and `unified install-gemini`): a pinned agent binary, with npm, never globally.
 
 A clone has its project-local folder (`scripts/setup`); a `pip install`ed `unified` has none, so the
 binary goes into the user's data folder (`$XDG_DATA_HOME/unified/<backend>` on Linux), where the

@@ -577,7 +577,9 @@ def install_command(
 
     name = {"gemini": "gemini-cli"}.get(backend, backend)
     if name not in INSTALLABLE:
-        raise _fail(f"nothing to install for {backend!r}: choose one of {', '.join(sorted(INSTALLABLE))}", EXIT_BAD_INPUT)
+        raise _fail(
+            f"nothing to install for {backend!r}: choose one of {', '.join(sorted(INSTALLABLE))}", EXIT_BAD_INPUT
+        )
     try:
         done = install_binary(name, prefix, os.environ)
     except NodeUnavailable as exc:

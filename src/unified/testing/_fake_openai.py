@@ -40,6 +40,7 @@ without ``response.completed``.
 from __future__ import annotations
 
 import base64
+import contextlib
 import itertools
 import json
 import re
@@ -71,7 +72,12 @@ _SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "
 _RESPONSES_PATH = re.compile(r"^(?:/[^/]+)*/responses/?$")
 _MODELS_PATH = re.compile(r"^(?:/[^/]+)*/models/?$")
 _HTTP_FAULTS: dict[str, tuple[int, str, str | None, str]] = {
-    "rate_limit": (429, "requests", "rate_limit_exceeded", "Rate limit reached for requests. Please try again in {delay}."),
+    "rate_limit": (
+        429,
+        "requests",
+        "rate_limit_exceeded",
+        "Rate limit reached for requests. Please try again in {delay}.",
+    ),
     "quota_exceeded": (
         429,
         "insufficient_quota",
@@ -83,7 +89,12 @@ _HTTP_FAULTS: dict[str, tuple[int, str, str | None, str]] = {
     "unavailable": (503, "server_error", None, "The server is overloaded or not ready yet."),
     "bad_request": (400, "invalid_request_error", None, "Invalid request."),
     "permission_denied": (403, "invalid_request_error", None, "You are not allowed to sample from this model."),
-    "not_found": (404, "invalid_request_error", "model_not_found", "The model does not exist or you do not have access to it."),
+    "not_found": (
+        404,
+        "invalid_request_error",
+        "model_not_found",
+        "The model does not exist or you do not have access to it.",
+    ),
 }
 _STREAM_FAULTS = frozenset({"mid_stream_error", "cut_stream", "stall", "empty_stream", "no_finish"})
 
@@ -127,7 +138,11 @@ def codex_call(call: FunctionCall) -> dict[str, Any]:
     args = dict(call.args)
     name = call.name
     if name == "read_file":
-        return {"type": "function_call", "name": "exec_command", "arguments": {"cmd": f"cat {shlex.quote(str(args.get('file_path', '')))}"}}
+        return {
+            "type": "function_call",
+            "name": "exec_command",
+            "arguments": {"cmd": f"cat {shlex.quote(str(args.get('file_path', '')))}"},
+        }
     if name in ("list_directory", "list_dir"):
         where = str(args.get("dir_path") or args.get("path") or ".")
         return {"type": "function_call", "name": "exec_command", "arguments": {"cmd": f"ls {shlex.quote(where)}"}}
@@ -140,7 +155,12 @@ def codex_call(call: FunctionCall) -> dict[str, Any]:
         return {"type": "custom_tool_call", "name": "apply_patch", "input": str(args.get("input", ""))}
     if name == "invoke_agent":
         message = str(args.get("prompt") or args.get("message") or "")
-        return {"type": "function_call", "namespace": "multi_agent_v1", "name": "spawn_agent", "arguments": {"message": message}}
+        return {
+            "type": "function_call",
+            "namespace": "multi_agent_v1",
+            "name": "spawn_agent",
+            "arguments": {"message": message},
+        }
     if name == "complete_task":
         result = args.get("result")
         text = result.get("response") if isinstance(result, dict) else result
@@ -188,7 +208,14 @@ def responses_events(turn: ModelTurn, *, response_id: str, model: str, ids: Iter
     A thought's ``signature`` is its reasoning item's ``encrypted_content`` (base64, as signatures travel)."""
     numbers = iter(ids)
     events: list[dict[str, Any]] = []
-    response = {"id": response_id, "object": "response", "created_at": int(time.time()), "status": "in_progress", "model": model, "output": []}
+    response = {
+        "id": response_id,
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "in_progress",
+        "model": model,
+        "output": [],
+    }
     events.append({"type": "response.created", "response": response})
     events.append({"type": "response.in_progress", "response": response})
     done: list[dict[str, Any]] = []
@@ -196,8 +223,10 @@ def responses_events(turn: ModelTurn, *, response_id: str, model: str, ids: Iter
     def add(item: dict[str, Any], deltas: list[dict[str, Any]]) -> None:
         index = len(done)
         empty = {"summary": [], "content": [], "arguments": "", "input": ""}
-        initial = {key: (empty[key] if key in empty else value) for key, value in item.items()}
-        events.append({"type": "response.output_item.added", "output_index": index, "item": {**initial, "status": "in_progress"}})
+        initial = {key: (empty.get(key, value)) for key, value in item.items()}
+        events.append(
+            {"type": "response.output_item.added", "output_index": index, "item": {**initial, "status": "in_progress"}}
+        )
         events.extend({**delta, "output_index": index, "item_id": item["id"]} for delta in deltas)
         final = {**item, "status": "completed"}
         events.append({"type": "response.output_item.done", "output_index": index, "item": final})
@@ -205,14 +234,25 @@ def responses_events(turn: ModelTurn, *, response_id: str, model: str, ids: Iter
 
     for thought in turn.thoughts:
         item_id = f"rs_{next(numbers):06d}"
-        deltas = [{"type": "response.reasoning_summary_part.added", "summary_index": 0, "part": {"type": "summary_text", "text": ""}}]
+        deltas = [
+            {
+                "type": "response.reasoning_summary_part.added",
+                "summary_index": 0,
+                "part": {"type": "summary_text", "text": ""},
+            }
+        ]
         deltas += [
             {"type": "response.reasoning_summary_text.delta", "summary_index": 0, "delta": piece}
             for piece in _split(thought.text, 2)
         ]
         deltas.append({"type": "response.reasoning_summary_text.done", "summary_index": 0, "text": thought.text})
         signature = _b64(thought.signature) if thought.signature is not None else _b64(f"enc-{item_id}")
-        item = {"id": item_id, "type": "reasoning", "summary": [{"type": "summary_text", "text": thought.text}], "encrypted_content": signature}
+        item = {
+            "id": item_id,
+            "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": thought.text}],
+            "encrypted_content": signature,
+        }
         add(item, deltas)
     messages: list[str] = [turn.text] if turn.text else []
     calls: list[dict[str, Any]] = []
@@ -224,21 +264,43 @@ def responses_events(turn: ModelTurn, *, response_id: str, model: str, ids: Iter
             calls.append({**rendered, "call_id": call.id or f"call_{next(numbers):06d}"})
     for text in messages:
         item_id = f"msg_{next(numbers):06d}"
-        deltas = [{"type": "response.content_part.added", "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}}]
-        deltas += [{"type": "response.output_text.delta", "content_index": 0, "delta": piece} for piece in _split(text, turn.text_chunks)]
+        deltas = [
+            {
+                "type": "response.content_part.added",
+                "content_index": 0,
+                "part": {"type": "output_text", "text": "", "annotations": []},
+            }
+        ]
+        deltas += [
+            {"type": "response.output_text.delta", "content_index": 0, "delta": piece}
+            for piece in _split(text, turn.text_chunks)
+        ]
         deltas.append({"type": "response.output_text.done", "content_index": 0, "text": text})
         part = {"type": "output_text", "text": text, "annotations": []}
         add({"id": item_id, "type": "message", "role": "assistant", "content": [part]}, deltas)
-    for call in calls:
+    for rendered_call in calls:
         item_id = f"fc_{next(numbers):06d}"
-        if call["type"] == "custom_tool_call":
-            item = {"id": item_id, "type": "custom_tool_call", "name": call["name"], "call_id": call["call_id"], "input": call["input"]}
-            add(item, [{"type": "response.custom_tool_call_input.delta", "delta": call["input"]}])
+        call_item = rendered_call
+        if call_item["type"] == "custom_tool_call":
+            item = {
+                "id": item_id,
+                "type": "custom_tool_call",
+                "name": call_item["name"],
+                "call_id": call_item["call_id"],
+                "input": call_item["input"],
+            }
+            add(item, [{"type": "response.custom_tool_call_input.delta", "delta": call_item["input"]}])
             continue
-        arguments = json.dumps(call["arguments"])
-        item = {"id": item_id, "type": "function_call", "name": call["name"], "call_id": call["call_id"], "arguments": arguments}
-        if call.get("namespace"):
-            item["namespace"] = call["namespace"]
+        arguments = json.dumps(call_item["arguments"])
+        item = {
+            "id": item_id,
+            "type": "function_call",
+            "name": call_item["name"],
+            "call_id": call_item["call_id"],
+            "arguments": arguments,
+        }
+        if call_item.get("namespace"):
+            item["namespace"] = call_item["namespace"]
         add(item, [{"type": "response.function_call_arguments.delta", "delta": arguments}])
     completed = {**response, "status": "completed", "output": done}
     if turn.usage is not None:
@@ -345,7 +407,9 @@ class FakeOpenAI:
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     async def __aenter__(self) -> Self:
@@ -445,9 +509,25 @@ class FakeOpenAI:
         self, method: str, path: str, headers: dict[str, str], body: Any, fault: Fault | None
     ) -> tuple[str, str | None, _Reply, str | None, Fault | None]:
         if method == "GET" and _MODELS_PATH.match(path):
-            return "models", None, _Reply(body={"object": "list", "data": [{"id": CODEX_MODEL, "object": "model"}]}), None, None
+            return (
+                "models",
+                None,
+                _Reply(body={"object": "list", "data": [{"id": CODEX_MODEL, "object": "model"}]}),
+                None,
+                None,
+            )
         if not (method == "POST" and _RESPONSES_PATH.match(path)):
-            reply = _Reply(404, {"error": {"message": f"FakeOpenAI has no route for {method} {path}", "type": "invalid_request_error", "param": None, "code": None}})
+            reply = _Reply(
+                404,
+                {
+                    "error": {
+                        "message": f"FakeOpenAI has no route for {method} {path}",
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": None,
+                    }
+                },
+            )
             return "unknown", None, reply, None, None
         payload = body if isinstance(body, dict) else {}
         model = payload.get("model") if isinstance(payload.get("model"), str) else None
@@ -460,7 +540,13 @@ class FakeOpenAI:
         slot = self._take(thread)
         if slot is None:
             error = f"FakeOpenAI script exhausted: no turn left for POST {path}"
-            return "responses", model, _Reply(500, {"error": {"message": error, "type": "server_error", "param": None, "code": None}}), error, None
+            return (
+                "responses",
+                model,
+                _Reply(500, {"error": {"message": error, "type": "server_error", "param": None, "code": None}}),
+                error,
+                None,
+            )
         if fault is None and slot.fault_pending:
             slot.fault_pending = False
             fault = slot.turn.fault
@@ -476,7 +562,13 @@ class FakeOpenAI:
             self._reserve_children(turn, slot)
         else:
             error = f"FakeOpenAI cannot serve a {turn.kind} turn"
-            return "responses", model, _Reply(500, {"error": {"message": error, "type": "server_error", "param": None, "code": None}}), error, None
+            return (
+                "responses",
+                model,
+                _Reply(500, {"error": {"message": error, "type": "server_error", "param": None, "code": None}}),
+                error,
+                None,
+            )
         reply = _Reply(events=events, delay=turn.chunk_delay + self._chunk_delay)
         if fault is not None:
             after = min(fault.after, max(len(events) - 1, 0))
@@ -489,8 +581,13 @@ class FakeOpenAI:
             elif fault.kind == "no_finish":
                 reply.events = [e for e in events if e["type"] != "response.completed"]
             elif fault.kind == "mid_stream_error":
-                status, error_body, _ = _error_body("server_error", fault)
-                failed = {"id": response_id, "object": "response", "status": "failed", "error": {"code": "server_error", "message": error_body["error"]["message"]}}
+                _status, error_body, _ = _error_body("server_error", fault)
+                failed = {
+                    "id": response_id,
+                    "object": "response",
+                    "status": "failed",
+                    "error": {"code": "server_error", "message": error_body["error"]["message"]},
+                }
                 reply.events = [*events[:after], {"type": "response.failed", "response": failed}]
         return "responses", model, reply, None, fault
 
@@ -505,7 +602,17 @@ class FakeOpenAI:
             if not key
             else "Incorrect API key provided."
         )
-        return _Reply(401, {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None if not key else "invalid_api_key"}})
+        return _Reply(
+            401,
+            {
+                "error": {
+                    "message": message,
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": None if not key else "invalid_api_key",
+                }
+            },
+        )
 
     def _http_fault(self, fault: Fault) -> _Reply:
         if fault.kind == "no_headers":
@@ -535,7 +642,9 @@ class FakeOpenAI:
                 if later.owner is not None or later is slot:
                     continue
                 later.owner = number
-                if isinstance(later.turn, ModelTurn) and any(c.name == "complete_task" for c in later.turn.function_calls):
+                if isinstance(later.turn, ModelTurn) and any(
+                    c.name == "complete_task" for c in later.turn.function_calls
+                ):
                     break
 
 
@@ -608,14 +717,11 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if number == reply.cut_after:
                 self.wfile.flush()
-                try:
+                with contextlib.suppress(OSError):
                     self.connection.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
                 return
-            if reply.delay:
-                if fake.stopping.wait(reply.delay):
-                    return
+            if reply.delay and fake.stopping.wait(reply.delay):
+                return
             data = {**event, "sequence_number": number}
             self.wfile.write(f"event: {event['type']}\ndata: {json.dumps(data)}\n\n".encode())
             self.wfile.flush()

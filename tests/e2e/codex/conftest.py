@@ -43,8 +43,14 @@ def workspace(tmp_path: Path) -> Path:
 
 def codex_params(server: FakeOpenAI, cwd: Path, prompt: str = "Please do the task.", **fields: Any) -> ExecuteParams:
     options = {**backend_options_for(server, "codex"), **fields.pop("options", {})}
-    return ExecuteParams(prompt=prompt, backend="codex", model=fields.pop("model", CODEX_MODEL), cwd=cwd,
-                         backend_options=options, **fields)
+    return ExecuteParams(
+        prompt=prompt,
+        backend="codex",
+        model=fields.pop("model", CODEX_MODEL),
+        cwd=cwd,
+        backend_options=options,
+        **fields,
+    )
 
 
 async def run_codex(

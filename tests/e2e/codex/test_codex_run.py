@@ -14,8 +14,8 @@ import pytest
 
 from tests.e2e.codex.conftest import codex_params, kinds, run_codex
 from tests.hang_guard import HANG_GUARD_S
-from unified._execute import EventStream
 from unified._adapters.codex._processes import alive
+from unified._execute import EventStream
 from unified.events import (
     ErrorEvent,
     PermissionDecision,
@@ -30,7 +30,7 @@ from unified.events import (
     UserInputResponse,
     WarningEvent,
 )
-from unified.testing import CODEX_MODEL, Fault, FakeOpenAI, FunctionCall, ModelTurn, Thought, Usage
+from unified.testing import CODEX_MODEL, FakeOpenAI, Fault, FunctionCall, ModelTurn, Thought, Usage
 from unified.types import ExecuteParams
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -68,19 +68,26 @@ def result(events: list) -> Result:  # type: ignore[type-arg]
 
 
 async def test_text_streams_as_deltas_with_the_reported_usage(workspace: Path) -> None:
-    turn = ModelTurn(text="Hello from the fake model.", text_chunks=3, usage=Usage(input_tokens=12, output_tokens=6, cached_tokens=4))
+    turn = ModelTurn(
+        text="Hello from the fake model.", text_chunks=3, usage=Usage(input_tokens=12, output_tokens=6, cached_tokens=4)
+    )
     async with FakeOpenAI([turn]) as server:
         events = await run_codex(server, workspace, "Say hello")
         bodies = [r.body for r in server.model_requests()]
     started = events[0]
-    assert isinstance(started, SessionStarted) and started.backend == "codex" and started.transport == "app-server"
+    assert isinstance(started, SessionStarted)
+    assert started.backend == "codex"
+    assert started.transport == "app-server"
     assert started.capabilities, "session_started carries the matrix row"
     deltas = [e.text for e in events if isinstance(e, TextDelta)]
-    assert len(deltas) == 3 and "".join(deltas) == "Hello from the fake model."
+    assert len(deltas) == 3
+    assert "".join(deltas) == "Hello from the fake model."
     final = result(events)
-    assert final.status == "success" and final.final_text == "Hello from the fake model."
+    assert final.status == "success"
+    assert final.final_text == "Hello from the fake model."
     assert (final.usage.input_tokens, final.usage.output_tokens, final.usage.cached_tokens) == (12, 6, 4)
-    assert not final.usage.estimated and final.turns == 1
+    assert not final.usage.estimated
+    assert final.turns == 1
     assert final.short_id == started.short_id == started.session_id[-8:]  # type: ignore[index]
     assert "Say hello" in json.dumps(bodies[0]["input"])
     assert bodies[0]["model"] == "gpt-5.5"
@@ -95,7 +102,8 @@ async def test_reasoning_summaries_append_and_reasoning_tokens_are_counted(works
     async with FakeOpenAI([turn]) as server:
         events = await run_codex(server, workspace)
     thoughts = [e for e in events if isinstance(e, Thinking)]
-    assert thoughts and all(not t.replace for t in thoughts)
+    assert thoughts
+    assert all(not t.replace for t in thoughts)
     assert "".join(t.text for t in thoughts) == "The user wants a hello.Keep it short." or "".join(
         t.text for t in thoughts
     ).startswith("The user wants a hello.")
@@ -104,7 +112,10 @@ async def test_reasoning_summaries_append_and_reasoning_tokens_are_counted(works
 
 
 async def test_a_read_only_command_runs_by_policy_and_shows_the_models_arguments(workspace: Path) -> None:
-    turns = [ModelTurn(function_calls=[FunctionCall(name="read_file", args={"file_path": "notes.txt"})]), ModelTurn(text="alpha.")]
+    turns = [
+        ModelTurn(function_calls=[FunctionCall(name="read_file", args={"file_path": "notes.txt"})]),
+        ModelTurn(text="alpha."),
+    ]
     async with FakeOpenAI(turns) as server:
         events = await run_codex(server, workspace)
     use = next(e for e in events if isinstance(e, ToolUse))
@@ -112,7 +123,9 @@ async def test_a_read_only_command_runs_by_policy_and_shows_the_models_arguments
     (decision,) = decisions(events)
     assert (decision.decision, decision.decided_by) == ("allow", "policy")
     output = next(e for e in events if isinstance(e, ToolResult))
-    assert output.output == "alpha\nbeta\n" and not output.is_error and output.data == {"exit_code": 0, "status": "completed"}
+    assert output.output == "alpha\nbeta\n"
+    assert not output.is_error
+    assert output.data == {"exit_code": 0, "status": "completed"}
 
 
 async def test_a_command_that_writes_asks_and_runs_when_allowed(workspace: Path) -> None:
@@ -122,22 +135,31 @@ async def test_a_command_that_writes_asks_and_runs_when_allowed(workspace: Path)
         events = await run_codex(server, workspace, on_user_input=handler)
     assert (workspace / "out.txt").read_text() == "hi\n"
     (request,) = asked
-    assert request.source == "permission" and request.tool_name == "exec_command"
+    assert request.source == "permission"
+    assert request.tool_name == "exec_command"
     assert request.details["command"] == "echo hi > out.txt"
     (decision,) = decisions(events)
     assert (decision.decision, decision.decided_by) == ("allow", "user")
-    assert kinds(events).index("user_input_request") < kinds(events).index("permission_decision") < kinds(events).index("tool_result")
+    assert (
+        kinds(events).index("user_input_request")
+        < kinds(events).index("permission_decision")
+        < kinds(events).index("tool_result")
+    )
 
 
 async def test_a_denied_command_never_runs_and_its_message_reaches_the_model(workspace: Path) -> None:
     turns = [ModelTurn(function_calls=[shell("echo hi > out.txt")]), ModelTurn(text="I will not write.")]
-    asked, handler = answering(UserInputResponse.deny("Write to staging.txt instead."))
+    _asked, handler = answering(UserInputResponse.deny("Write to staging.txt instead."))
     async with FakeOpenAI(turns) as server:
         events = await run_codex(server, workspace, on_user_input=handler)
         bodies = [json.dumps(r.body) for r in server.model_requests()]
     assert not (workspace / "out.txt").exists()
     (decision,) = decisions(events)
-    assert (decision.decision, decision.decided_by, decision.message) == ("deny", "user", "Write to staging.txt instead.")
+    assert (decision.decision, decision.decided_by, decision.message) == (
+        "deny",
+        "user",
+        "Write to staging.txt instead.",
+    )
     output = next(e for e in events if isinstance(e, ToolResult))
     assert output.is_error
     assert "Write to staging.txt instead." in bodies[-1]
@@ -156,7 +178,8 @@ async def test_allow_for_the_session_covers_that_same_command_only(workspace: Pa
         events = await run_codex(server, workspace, on_user_input=handler)
     assert len(asked) == 2, "the identical command did not ask again; the other one did"
     first, second, third = decisions(events)
-    assert (first.decided_by, first.decision) == ("user", "allow") and first.rule
+    assert (first.decided_by, first.decision) == ("user", "allow")
+    assert first.rule
     assert (second.decided_by, second.decision, second.rule) == ("policy", "allow", first.rule)
     assert (third.decided_by, third.decision) == ("user", "deny")
     assert (workspace / "log.txt").read_text() == "one\none\n"
@@ -164,12 +187,13 @@ async def test_allow_for_the_session_covers_that_same_command_only(workspace: Pa
 
 async def test_stop_ends_the_run_interrupted_without_running_the_call(workspace: Path) -> None:
     turns = [ModelTurn(function_calls=[shell("touch stopped.txt")]), ModelTurn(text="never")]
-    asked, handler = answering(UserInputResponse.stop_run())
+    _asked, handler = answering(UserInputResponse.stop_run())
     async with FakeOpenAI(turns) as server:
         events = await run_codex(server, workspace, on_user_input=handler)
     assert not (workspace / "stopped.txt").exists()
     (decision,) = decisions(events)
-    assert decision.stops_run and decision.decision == "deny"
+    assert decision.stops_run
+    assert decision.decision == "deny"
     assert not any(isinstance(e, ToolResult) for e in events)
     assert not any(isinstance(e, ErrorEvent) for e in events)
     assert result(events).status == "interrupted"
@@ -177,17 +201,21 @@ async def test_stop_ends_the_run_interrupted_without_running_the_call(workspace:
 
 async def test_a_changed_input_is_denied_with_a_warning_never_run_as_it_was(workspace: Path) -> None:
     turns = [ModelTurn(function_calls=[shell("echo original > out.txt")]), ModelTurn(text="ok")]
-    asked, handler = answering(UserInputResponse.allow(updated_input={"cmd": "echo changed > out.txt"}))
+    _asked, handler = answering(UserInputResponse.allow(updated_input={"cmd": "echo changed > out.txt"}))
     async with FakeOpenAI(turns) as server:
         events = await run_codex(server, workspace, on_user_input=handler)
     assert not (workspace / "out.txt").exists(), "neither the original nor the changed command ran"
     (decision,) = decisions(events)
-    assert decision.decision == "deny" and decision.decided_by == "user"
+    assert decision.decision == "deny"
+    assert decision.decided_by == "user"
     assert any(isinstance(e, WarningEvent) and e.code == "permission_answer_unsupported" for e in events)
 
 
 async def test_without_a_handler_the_default_mode_denies_a_write(workspace: Path) -> None:
-    turns = [ModelTurn(function_calls=[FunctionCall(name="write_file", args={"file_path": "new.txt", "content": "x\n"})]), ModelTurn(text="no")]
+    turns = [
+        ModelTurn(function_calls=[FunctionCall(name="write_file", args={"file_path": "new.txt", "content": "x\n"})]),
+        ModelTurn(text="no"),
+    ]
     async with FakeOpenAI(turns) as server:
         events = await run_codex(server, workspace)
     (decision,) = decisions(events)
@@ -202,9 +230,13 @@ async def test_a_file_change_is_a_tool_call_with_its_changes(workspace: Path) ->
     async with FakeOpenAI(turns) as server:
         events = await run_codex(server, workspace, on_user_input=handler)
     use = next(e for e in events if isinstance(e, ToolUse))
-    assert (use.name, use.input) == ("apply_patch", {"changes": [{"path": "new.txt", "kind": "add", "diff": "written\n"}]})
+    assert (use.name, use.input) == (
+        "apply_patch",
+        {"changes": [{"path": "new.txt", "kind": "add", "diff": "written\n"}]},
+    )
     output = next(e for e in events if isinstance(e, ToolResult))
-    assert output.output == "Success. Updated the following files:\nA new.txt" and not output.is_error
+    assert output.output == "Success. Updated the following files:\nA new.txt"
+    assert not output.is_error
     assert (workspace / "new.txt").read_text() == "written\n"
     assert asked[0].details["changes"] == use.input["changes"]
 
@@ -241,7 +273,8 @@ async def test_a_stalled_stream_fails_after_codexs_idle_limit(workspace: Path) -
     async with FakeOpenAI([ModelTurn(text="stalls", fault=Fault(kind="stall", after=2))]) as server:
         events = await run_codex(server, workspace, options={"stream_idle_timeout_s": 1.0})
     error = next(e for e in events if isinstance(e, ErrorEvent))
-    assert error.code == "stream_interrupted" and "idle timeout" in error.message
+    assert error.code == "stream_interrupted"
+    assert "idle timeout" in error.message
 
 
 async def test_a_provider_that_is_down_does_not_hang_the_run(workspace: Path) -> None:
@@ -258,7 +291,9 @@ async def test_a_provider_that_is_down_does_not_hang_the_run(workspace: Path) ->
     events = await collect(params)
     assert any(isinstance(e, WarningEvent) and e.code == "retrying" for e in events)
     error = next(e for e in events if isinstance(e, ErrorEvent))
-    assert error.code == "backend_error" and error.retryable and "did not answer" in error.message
+    assert error.code == "backend_error"
+    assert error.retryable
+    assert "did not answer" in error.message
     assert result(events).status == "error"
 
 
@@ -282,7 +317,7 @@ async def _run_until_the_command_runs(
                     events.append(event)
                     if isinstance(event, PermissionDecision):
                         while not pids_file.exists() or len(pids_file.read_text().split()) < 2:
-                            await anyio.sleep(0.02)  # observing the command start, not ordering by time
+                            await anyio.sleep(0.02)  # noqa: ASYNC110 -- watching a file the command writes
                         pids = [int(p) for p in pids_file.read_text().split()]
                         started = {pid: start_time(pid) for pid in pids}
                         act(stream, pids)
@@ -305,7 +340,8 @@ def app_server_of(pid: int) -> int:
 async def test_cancelling_mid_command_leaves_no_process(workspace: Path) -> None:
     events, started = await _run_until_the_command_runs(workspace, lambda stream, pids: stream.cancel())
     assert result(events).status == "cancelled"
-    assert started and not [pid for pid, start in started.items() if alive((pid, start))]
+    assert started
+    assert not [pid for pid, start in started.items() if alive((pid, start))]
 
 
 async def test_a_killed_app_server_leaves_no_command_behind(workspace: Path) -> None:
@@ -316,5 +352,7 @@ async def test_a_killed_app_server_leaves_no_command_behind(workspace: Path) -> 
 
     events, started = await _run_until_the_command_runs(workspace, kill_app_server)
     error = next(e for e in events if isinstance(e, ErrorEvent))
-    assert error.code == "backend_error" and "exited" in error.message
-    assert started and not [pid for pid, start in started.items() if alive((pid, start))]
+    assert error.code == "backend_error"
+    assert "exited" in error.message
+    assert started
+    assert not [pid for pid, start in started.items() if alive((pid, start))]

@@ -21,9 +21,20 @@ from unified._adapters.codex._conversation import rollout_from_conversation
 from unified._adapters.codex._launch import codex_home
 from unified._adapters.codex._options import CodexOptions
 from unified._adapters.codex._rollouts import Rollouts, codex_short_id
-from unified.conversations import Conversation, ModelTurn as ConvModelTurn, TextPart, ThinkingPart, ToolCallPart, ToolResultPart, UserTurn
+from unified.conversations import (
+    Conversation,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    UserTurn,
+)
+from unified.conversations import (
+    ModelTurn as ConvModelTurn,
+)
+from unified.errors import AmbiguousSession
 from unified.events import ErrorEvent, Result, SessionStarted
-from unified.testing import CODEX_MODEL, FAKE_OPENAI_KEY, Fault, FakeOpenAI, FunctionCall, ModelTurn, Thought
+from unified.testing import CODEX_MODEL, FAKE_OPENAI_KEY, FakeOpenAI, Fault, FunctionCall, ModelTurn, Thought
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -69,17 +80,26 @@ async def test_resume_by_short_id_from_another_directory_and_process(tmp_path: P
         # Another process, in another directory, reaching the server the way the OpenAI SDKs do.
         done = await anyio.to_thread.run_sync(
             lambda: unified_cli(
-                "run", "What number did I say?", "--resume", short, "--json", "--model", CODEX_MODEL,
-                cwd=project_b, env=server.env,
+                "run",
+                "What number did I say?",
+                "--resume",
+                short,
+                "--json",
+                "--model",
+                CODEX_MODEL,
+                cwd=project_b,
+                env=server.env,
             )
         )
         assert done.returncode == 0, done.stderr
         events = [json.loads(line) for line in done.stdout.splitlines()]
-        assert "Remember the number 42." in last_input(server) and "What number did I say?" in last_input(server)
+        assert "Remember the number 42." in last_input(server)
+        assert "What number did I say?" in last_input(server)
     begin = next(e for e in events if e["type"] == "session_started")
     assert (begin["backend"], begin["resumed"], begin["short_id"]) == ("codex", True, short)
     assert begin["cwd"] == str(project_a), "the thread keeps its own directory"
-    assert events[-1]["type"] == "result" and events[-1]["final_text"] == "You said 42."
+    assert events[-1]["type"] == "result"
+    assert events[-1]["final_text"] == "You said 42."
 
 
 async def test_threads_made_moments_apart_resolve_separately(workspace: Path) -> None:
@@ -87,17 +107,25 @@ async def test_threads_made_moments_apart_resolve_separately(workspace: Path) ->
         first = started(await run_codex(server, workspace, "first"))
         second = started(await run_codex(server, workspace, "second"))
         ids = [first.session_id, second.session_id]
-        assert ids[0] and ids[1] and ids[0][:6] == ids[1][:6], "UUIDv7 ids made together share their leading time"
+        assert ids[0] is not None
+        assert ids[1] is not None
+        assert ids[0][:6] == ids[1][:6], "UUIDv7 ids made together share their leading time"
         assert first.short_id != second.short_id
         for info, ref in ((first, first.short_id), (second, second.short_id)):
             assert (await sessions.resolve(str(ref), backend="codex")).session_id == info.session_id
         again = await run_codex(server, workspace, "and now?", resume=first.short_id)
         assert started(again).session_id == first.session_id
-        assert '"first"' in last_input(server) and '"second"' not in last_input(server)
+        assert '"first"' in last_input(server)
+        assert '"second"' not in last_input(server)
 
 
 def _conversation(question: str, answer: str) -> Conversation:
-    return Conversation(turns=[UserTurn(parts=[TextPart(text=question)]), ConvModelTurn(parts=[TextPart(text=answer)], provider="openai")])
+    return Conversation(
+        turns=[
+            UserTurn(parts=[TextPart(text=question)]),
+            ConvModelTurn(parts=[TextPart(text=answer)], provider="openai"),
+        ]
+    )
 
 
 async def test_threads_a_minute_apart_share_their_first_characters_and_still_resolve(workspace: Path) -> None:
@@ -111,7 +139,9 @@ async def test_threads_a_minute_apart_share_their_first_characters_and_still_res
     }
     rollouts = Rollouts(home())
     for thread_id, (ms, question, answer) in ids.items():
-        text = rollout_from_conversation(_conversation(question, answer), thread_id=thread_id, cwd=str(workspace), provider="unified", now_ms=ms)
+        text = rollout_from_conversation(
+            _conversation(question, answer), thread_id=thread_id, cwd=str(workspace), provider="unified", now_ms=ms
+        )
         rollouts.write(thread_id, datetime.fromtimestamp(ms / 1000, UTC), text)
     assert {i[:8] for i in ids} == {"01a23248", "01a23249"}, "leading characters shared"
     listed = {s.short_id: s for s in (await sessions.list_sessions(backend="codex")).sessions}
@@ -119,11 +149,12 @@ async def test_threads_a_minute_apart_share_their_first_characters_and_still_res
     async with FakeOpenAI([ModelTurn(text=f"it was {a}") for _, _, a in ids.values()]) as server:
         for thread_id, (_, question, answer) in ids.items():
             events = await run_codex(server, workspace, "Say it again.", resume=codex_short_id(thread_id))
-            assert started(events).session_id == thread_id and result(events).status == "success"
-            assert question in last_input(server) and answer in last_input(server)
-    with pytest.raises(Exception) as ambiguous:
+            assert started(events).session_id == thread_id
+            assert result(events).status == "success"
+            assert question in last_input(server)
+            assert answer in last_input(server)
+    with pytest.raises(AmbiguousSession):
         await sessions.resolve("01a23248", backend="codex")
-    assert getattr(ambiguous.value, "code", None) == "ambiguous_session"
 
 
 async def test_a_reference_that_matches_nothing_is_not_a_new_thread(workspace: Path) -> None:
@@ -138,22 +169,38 @@ async def test_a_reference_that_matches_nothing_is_not_a_new_thread(workspace: P
 
 async def test_export_keeps_reasoning_encrypted_content_as_an_openai_signature(workspace: Path) -> None:
     turns = [
-        ModelTurn(thoughts=[Thought(text="Read it first.", signature="enc-1")], function_calls=[FunctionCall(name="read_file", args={"file_path": "notes.txt"}, id="call_r")]),
+        ModelTurn(
+            thoughts=[Thought(text="Read it first.", signature="enc-1")],
+            function_calls=[FunctionCall(name="read_file", args={"file_path": "notes.txt"}, id="call_r")],
+        ),
         ModelTurn(text="It says alpha."),
     ]
     async with FakeOpenAI(turns) as server:
         short = started(await run_codex(server, workspace, "What do the notes say?")).short_id
     conversation = await sessions.export(str(short))
-    assert conversation.origin is not None and conversation.origin.backend == "codex"
+    assert conversation.origin is not None
+    assert conversation.origin.backend == "codex"
     user, model, results, answer = conversation.turns
-    assert isinstance(user, UserTurn) and user.parts == [TextPart(text="What do the notes say?")]
-    assert isinstance(model, ConvModelTurn) and model.provider == "openai" and model.model == CODEX_MODEL
+    assert isinstance(user, UserTurn)
+    assert user.parts == [TextPart(text="What do the notes say?")]
+    assert isinstance(model, ConvModelTurn)
+    assert model.provider == "openai"
+    assert model.model == CODEX_MODEL
     thinking, call = model.parts
-    assert isinstance(thinking, ThinkingPart) and thinking.text == "Read it first." and thinking.signature == "ZW5jLTE="
-    assert isinstance(call, ToolCallPart) and (call.id, call.name, call.arguments) == ("call_r", "exec_command", {"cmd": "cat notes.txt"})
-    assert isinstance(results, UserTurn) and isinstance(results.parts[0], ToolResultPart)
+    assert isinstance(thinking, ThinkingPart)
+    assert thinking.text == "Read it first."
+    assert thinking.signature == "ZW5jLTE="
+    assert isinstance(call, ToolCallPart)
+    assert (call.id, call.name, call.arguments) == (
+        "call_r",
+        "exec_command",
+        {"cmd": "cat notes.txt"},
+    )
+    assert isinstance(results, UserTurn)
+    assert isinstance(results.parts[0], ToolResultPart)
     assert "alpha" in results.parts[0].output
-    assert isinstance(answer, ConvModelTurn) and answer.parts == [TextPart(text="It says alpha.")]
+    assert isinstance(answer, ConvModelTurn)
+    assert answer.parts == [TextPart(text="It says alpha.")]
 
 
 async def test_history_from_another_provider_continues_without_its_signatures(workspace: Path) -> None:
@@ -170,8 +217,11 @@ async def test_history_from_another_provider_continues_without_its_signatures(wo
     async with FakeOpenAI([ModelTurn(text="You said 42.")]) as server:
         events = await run_codex(server, workspace, "What number?", history=history)
         sent = last_input(server)
-    assert result(events).final_text == "You said 42." and not started(events).resumed
-    assert "Remember the number 42." in sent and "A number to keep." in sent and "Noted." in sent
+    assert result(events).final_text == "You said 42."
+    assert not started(events).resumed
+    assert "Remember the number 42." in sent
+    assert "A number to keep." in sent
+    assert "Noted." in sent
     assert "google-signature" not in sent
     # The new thread is a codex session of its own, naming where it came from.
     shown = await sessions.show(str(started(events).short_id))
@@ -195,16 +245,21 @@ async def test_the_cli_lists_shows_exports_and_deletes_codex_sessions(workspace:
         short = started(await run_codex(server, workspace, "List me")).short_id
     assert short is not None
     env: dict[str, str] = {}
-    listing = await anyio.to_thread.run_sync(lambda: unified_cli("sessions", "list", "--backend", "codex", "--json", cwd=workspace, env=env))
+    listing = await anyio.to_thread.run_sync(
+        lambda: unified_cli("sessions", "list", "--backend", "codex", "--json", cwd=workspace, env=env)
+    )
     assert listing.returncode == 0, listing.stderr
     (entry,) = json.loads(listing.stdout)
     assert (entry["short_id"], entry["first_prompt"], entry["cwd"]) == (short, "List me", str(workspace))
     shown = await anyio.to_thread.run_sync(lambda: unified_cli("sessions", "show", short, cwd=workspace, env=env))
-    assert shown.returncode == 0 and "Listed." in shown.stdout
+    assert shown.returncode == 0
+    assert "Listed." in shown.stdout
     exported = await anyio.to_thread.run_sync(lambda: unified_cli("sessions", "export", short, cwd=workspace, env=env))
     assert exported.returncode == 0, exported.stderr
     assert Conversation.from_json(exported.stdout).turns[-1].parts == [TextPart(text="Listed.")]
-    deleted = await anyio.to_thread.run_sync(lambda: unified_cli("sessions", "delete", short, "--yes", cwd=workspace, env=env))
+    deleted = await anyio.to_thread.run_sync(
+        lambda: unified_cli("sessions", "delete", short, "--yes", cwd=workspace, env=env)
+    )
     assert deleted.returncode == 0, deleted.stderr
     assert not list(Rollouts(home()).files())
 
@@ -219,8 +274,14 @@ async def test_sessions_travel_through_a_shared_store(workspace: Path, tmp_path:
         short = started(first).short_id
         other_home = tmp_path / "other-worker-home"
         events = await run_codex(
-            server, workspace, "What number?", resume=short, session_store=store, options={"codex_home": other_home, "api_key": FAKE_OPENAI_KEY}
+            server,
+            workspace,
+            "What number?",
+            resume=short,
+            session_store=store,
+            options={"codex_home": other_home, "api_key": FAKE_OPENAI_KEY},
         )
         assert "Remember 7." in last_input(server)
-    assert started(events).resumed and result(events).final_text == "You said 7."
+    assert started(events).resumed
+    assert result(events).final_text == "You said 7."
     assert list(Rollouts(other_home).files())

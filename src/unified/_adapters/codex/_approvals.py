@@ -134,7 +134,9 @@ class ApprovalBridge:
             return "allow_once", "approval_mode", None
         return None, None, None
 
-    def _prompt(self, request_id: Any, call_id: str, name: str, kind: Kind, params: dict[str, Any], task: str | None) -> UserInputRequest:
+    def _prompt(
+        self, request_id: Any, call_id: str, name: str, kind: Kind, params: dict[str, Any], task: str | None
+    ) -> UserInputRequest:
         item = self.translator.item(call_id) or {}
         details: dict[str, Any] = {"kind": kind}
         if kind == "command":
@@ -146,11 +148,15 @@ class ApprovalBridge:
         elif kind == "file":
             _, arguments = tool_call_of(item, self.translator.cwd) if item else ("apply_patch", {"changes": []})
             details |= arguments
-            paths = ", ".join(str(as_dict(c).get("path")) for c in arguments.get("changes") or [])  # type: ignore[union-attr]
+            paths = ", ".join(str(as_dict(c).get("path")) for c in arguments.get("changes") or [])
             prompt = f"Allow changes to {paths or 'files'}?"
         else:
             meta = as_dict(params.get("_meta"))
-            details |= {"server": params.get("serverName"), "tool": meta.get("tool_name"), "arguments": meta.get("tool_params")}
+            details |= {
+                "server": params.get("serverName"),
+                "tool": meta.get("tool_name"),
+                "arguments": meta.get("tool_params"),
+            }
             prompt = str(params.get("message") or f"Allow {name}?")
         clean = json.loads(json.dumps(details, default=str))
         return permission_request(
@@ -196,7 +202,7 @@ class ApprovalBridge:
             tool_use_id=call_id or f"approval-{request_id}",
             tool_name=name,
             decision="allow" if choice in (ALLOW_ONCE, ALLOW_ALWAYS) else "deny",
-            decided_by=decided_by or "approval_mode",  # type: ignore[arg-type]
+            decided_by=decided_by or "approval_mode",
             rule=rule,
             reason="the user stopped the run" if stop else reason,
             message=message,
@@ -233,7 +239,9 @@ class ApprovalBridge:
 
     async def _respond(self, request_id: Any, kind: Kind, answer: str) -> None:
         if kind == "mcp":
-            action = {"accept": "accept", "acceptForSession": "accept", "decline": "decline", "cancel": "cancel"}[answer]
+            action = {"accept": "accept", "acceptForSession": "accept", "decline": "decline", "cancel": "cancel"}[
+                answer
+            ]
             meta = {"persist": "session"} if answer == "acceptForSession" else None
             await self.connection.respond(request_id, {"action": action, "content": None, "_meta": meta})
         else:
@@ -247,7 +255,11 @@ class ApprovalBridge:
         try:
             await self.connection.request(
                 "turn/steer",
-                {"threadId": thread_id, "expectedTurnId": turn_id, "input": [{"type": "text", "text": text, "text_elements": []}]},
+                {
+                    "threadId": thread_id,
+                    "expectedTurnId": turn_id,
+                    "input": [{"type": "text", "text": text, "text_elements": []}],
+                },
             )
         except RpcError as exc:
             await self.ctx.emit(
@@ -268,7 +280,9 @@ class ApprovalBridge:
         arguments = {"questions": json.loads(json.dumps(questions))}
         if call_id not in self.translator.tools:
             self.translator.tools[call_id] = "request_user_input"
-            await self.ctx.emit(ToolUse(tool_use_id=call_id, name="request_user_input", input=arguments, subagent_task_id=task))
+            await self.ctx.emit(
+                ToolUse(tool_use_id=call_id, name="request_user_input", input=arguments, subagent_task_id=task)
+            )
         self.translator.decided.add(call_id)
         await self.ctx.emit(
             PermissionDecision(
@@ -289,7 +303,11 @@ class ApprovalBridge:
                     prompt=str(q.get("question") or ""),
                     header=str(q.get("header") or "") or None,
                     options=[
-                        QuestionOption(id=str(o.get("label")), label=str(o.get("label")), description=str(o.get("description") or "") or None)
+                        QuestionOption(
+                            id=str(o.get("label")),
+                            label=str(o.get("label")),
+                            description=str(o.get("description") or "") or None,
+                        )
                         for o in q.get("options") or []
                         if isinstance(o, dict)
                     ],
@@ -310,7 +328,9 @@ class ApprovalBridge:
         await self.ctx.emit(
             ToolResult(
                 tool_use_id=call_id,
-                output=json.dumps({k: v["answers"] for k, v in answers.items()}) if answers else "the user did not answer",
+                output=json.dumps({k: v["answers"] for k, v in answers.items()})
+                if answers
+                else "the user did not answer",
                 is_error=not answers,
                 subagent_task_id=task,
             )

@@ -36,7 +36,9 @@ class CodexBackend:
         problems: list[UnsupportedOption] = []
         if params.max_turns is not None:
             problems.append(
-                UnsupportedOption("max_turns", "Codex 0.171 has no per-turn limit on model requests; it is ignored", False)
+                UnsupportedOption(
+                    "max_turns", "Codex 0.171 has no per-turn limit on model requests; it is ignored", False
+                )
             )
         if params.thinking is not None and params.thinking.budget is not None:
             problems.append(
@@ -57,7 +59,9 @@ class CodexBackend:
             )
         if params.include_directories:
             problems.append(
-                UnsupportedOption("include_directories", "Codex works in its cwd; other directories are not added", False)
+                UnsupportedOption(
+                    "include_directories", "Codex works in its cwd; other directories are not added", False
+                )
             )
         if any(isinstance(server, SseMcpServer) for server in params.mcp_servers):
             problems.append(

@@ -159,7 +159,7 @@ def conversation_from_rollout(rollout: Rollout) -> Conversation:
                 for part in payload.get("content") or []:
                     if isinstance(part, dict) and isinstance(part.get("text"), str):
                         model_turn().parts.append(TextPart(text=part["text"]))
-            elif role == "user" and user_text(payload) is not None or role == "user" and _has_image(payload):
+            elif (role == "user" and user_text(payload) is not None) or (role == "user" and _has_image(payload)):
                 parts: list[UserPart] = []
                 for part in payload.get("content") or []:
                     if not isinstance(part, dict):
@@ -175,7 +175,9 @@ def conversation_from_rollout(rollout: Rollout) -> Conversation:
                 str(s.get("text")) for s in payload.get("summary") or [] if isinstance(s, dict) and s.get("text")
             )
             signature = payload.get("encrypted_content")
-            model_turn().parts.append(ThinkingPart(text=summary, signature=signature if isinstance(signature, str) else None))
+            model_turn().parts.append(
+                ThinkingPart(text=summary, signature=signature if isinstance(signature, str) else None)
+            )
         elif item == "function_call":
             call_id = str(payload.get("call_id") or payload.get("id") or "")
             name = _call_name(payload)
@@ -185,7 +187,9 @@ def conversation_from_rollout(rollout: Rollout) -> Conversation:
             except ValueError:
                 arguments = {"arguments": payload.get("arguments")}
             model_turn().parts.append(
-                ToolCallPart(id=call_id, name=name, arguments=arguments if isinstance(arguments, dict) else {"value": arguments})
+                ToolCallPart(
+                    id=call_id, name=name, arguments=arguments if isinstance(arguments, dict) else {"value": arguments}
+                )
             )
         elif item == "custom_tool_call":
             call_id = str(payload.get("call_id") or payload.get("id") or "")
@@ -251,9 +255,20 @@ def _model_items(turn: ModelTurn, custom: set[str]) -> Iterable[dict[str, Any]]:
         elif isinstance(part, ToolCallPart):
             if part.name == "apply_patch" and isinstance(part.arguments.get("input"), str):
                 custom.add(part.id)
-                yield {"type": "custom_tool_call", "status": "completed", "call_id": part.id, "name": "apply_patch", "input": part.arguments["input"]}
+                yield {
+                    "type": "custom_tool_call",
+                    "status": "completed",
+                    "call_id": part.id,
+                    "name": "apply_patch",
+                    "input": part.arguments["input"],
+                }
                 continue
-            item: dict[str, Any] = {"type": "function_call", "name": part.name, "arguments": _json_text(part.arguments), "call_id": part.id}
+            item: dict[str, Any] = {
+                "type": "function_call",
+                "name": part.name,
+                "arguments": _json_text(part.arguments),
+                "call_id": part.id,
+            }
             if part.name.startswith("mcp__") and part.name.count("__") >= 2:
                 _, server, tool = part.name.split("__", 2)
                 item |= {"namespace": f"mcp__{server}", "name": tool}
@@ -319,12 +334,20 @@ def rollout_from_conversation(
         nonlocal task
         if task is not None:
             lines.append(_line(ms, "event_msg", {"type": "agent_message", "message": last_text}))
-            lines.append(_line(ms, "event_msg", {"type": "task_complete", "turn_id": task, "last_agent_message": last_text}))
+            lines.append(
+                _line(ms, "event_msg", {"type": "task_complete", "turn_id": task, "last_agent_message": last_text})
+            )
         task = None
 
     if conversation.system_instruction:
         text = f"<user_instructions>\n{conversation.system_instruction}\n</user_instructions>"
-        lines.append(_line(ms, "response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}))
+        lines.append(
+            _line(
+                ms,
+                "response_item",
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]},
+            )
+        )
     for turn in conversation.turns:
         if isinstance(turn, UserTurn):
             prompt = "\n".join(p.text for p in turn.parts if isinstance(p, TextPart))
@@ -356,7 +379,7 @@ def _split_last_user(conversation: Conversation) -> tuple[Conversation, UserTurn
 def _opening_for(turn: UserTurn) -> tuple[str, tuple[ImageInput, ...]]:
     text = "\n".join(p.text for p in turn.parts if isinstance(p, TextPart))
     images = tuple(
-        ImageInput(mime_type=p.mime_type, data=p.data)  # type: ignore[arg-type]
+        ImageInput(mime_type=p.mime_type, data=p.data)
         for p in turn.parts
         if isinstance(p, ImagePart) and p.mime_type in ("image/png", "image/jpeg", "image/webp", "image/gif")
     )
@@ -405,7 +428,9 @@ def open_retry(rollouts: Rollouts, thread_id: str) -> Opening:
             last_user = index
             cut = task_start if task_start is not None and task_start < index else index
     if last_user is None:
-        raise CorruptSession(f"codex session {codex_short_id(thread_id)} has no user turn to answer again", hint="pass a prompt")
+        raise CorruptSession(
+            f"codex session {codex_short_id(thread_id)} has no user turn to answer again", hint="pass a prompt"
+        )
     payload = parsed[last_user]["payload"]  # type: ignore[index]
     turn = UserTurn(parts=[])
     text = user_text(payload) or ""
@@ -424,4 +449,3 @@ def open_retry(rollouts: Rollouts, thread_id: str) -> Opening:
 
 def export_session(home: Path, thread_id: str) -> Conversation:
     return conversation_from_rollout(Rollouts(home).read(thread_id))
-

@@ -381,4 +381,3 @@ def start_codex(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> Agent
     """The default `start_process`: the `codex app-server` subprocess (a large line limit: a resumed
     thread's answer carries its history)."""
     return AgentSubprocess(argv, cwd=cwd, env=env, hint=CODEX.install_hint)
-

@@ -7,9 +7,9 @@ one-key object, e.g. `{"responseTooManyFailedAttempts": {"httpStatusCode": 429}}
 
 | codexErrorInfo | code |
 |---|---|
-| `usageLimitExceeded` (HTTP 429 `insufficient_quota`, `usage_limit_reached`), `rateLimitExceeded`, `responseTooManyFailedAttempts{429}` | `rate_limited` |
+| `usageLimitExceeded` (429 `insufficient_quota`), `rateLimitExceeded`, `...{429}` | `rate_limited` |
 | `unauthorized`, `httpConnectionFailed{401 or 403}`, a 401/403 status anywhere | `auth_error` |
-| `httpConnectionFailed{404}` / `...{400}` (a model that does not exist, a malformed request) | `model_not_found` / `bad_request` |
+| `httpConnectionFailed{404}` / `...{400}` (no such model, a bad request) | `model_not_found` / `bad_request` |
 | `contextWindowExceeded` | `bad_request` |
 | `internalServerError`, `serverOverloaded`, a 5xx status | `backend_error`, retryable |
 | `responseStreamDisconnected`, `other` with "stream disconnected" | `stream_interrupted`, retryable |
@@ -76,7 +76,9 @@ def error_from_turn_error(error: dict[str, Any] | None, *, where: str) -> Unifie
     if status == 400 or kind == "contextWindowExceeded":
         return BackendError(f"{where}: {text}", code="bad_request", details=extra)
     if kind in ("internalServerError", "serverOverloaded") or (status is not None and status >= 500):
-        return BackendError(f"{where}: {text}", retryable=True, hint="the server had a problem; run again", details=extra)
+        return BackendError(
+            f"{where}: {text}", retryable=True, hint="the server had a problem; run again", details=extra
+        )
     if kind == "responseStreamDisconnected" or "stream disconnected" in text:
         return BackendError(f"{where}: {text}", code="stream_interrupted", retryable=True, details=extra)
     return BackendError(f"codex: {text}", details=extra)

@@ -214,7 +214,10 @@ class Rollouts:
             cwd=cwd if isinstance(cwd, str) else None,
             model=model,
             path=str(path),
-            extra={"model_provider": rollout.meta.get("model_provider"), "cli_version": rollout.meta.get("cli_version")},
+            extra={
+                "model_provider": rollout.meta.get("model_provider"),
+                "cli_version": rollout.meta.get("cli_version"),
+            },
         )
 
     def list_sessions(self, cwd: str | None = None) -> list[SessionInfo]:

@@ -40,8 +40,8 @@ from unified._adapters.codex._rollouts import codex_short_id
 from unified._adapters.codex._translate import AppServerTranslator, ModelResponse, Retrying, TurnEnded
 from unified._binary.jsonrpc import ConnectionClosed, Inbox, JsonRpcConnection, LineProblem, RpcError, as_dict
 from unified.backends import AgentProcess, RunContext, RunOutcome
-from unified.errors import BackendError, BackendUnavailable, ConfigurationError, RunStopped, SessionNotFound
 from unified.conversations import Origin
+from unified.errors import BackendError, BackendUnavailable, ConfigurationError, RunStopped, SessionNotFound
 from unified.events import SessionStarted, Usage, WarningEvent
 from unified.types import ImageInput
 
@@ -136,7 +136,9 @@ class CodexRun:
         start = self.options.start_process or start_codex
         try:
             self.process = start(self.launch.argv(), cwd, {**self.launch.env, MARKER: self._marker})
-            connection = JsonRpcConnection(self.process, name="codex app-server", route=lambda m: ROUTE, jsonrpc_field=False)
+            connection = JsonRpcConnection(
+                self.process, name="codex app-server", route=lambda m: ROUTE, jsonrpc_field=False
+            )
             self.connection = connection
             self.inbox = connection.open_inbox(ROUTE)
             transcript = self.options.transcript
@@ -149,7 +151,9 @@ class CodexRun:
             except ConnectionClosed as exc:
                 process = self.process
                 code = await process.wait(EXIT_GRACE_S)
-                raise error_from_exit(code, process.stderr_tail(), f"codex app-server exited during the run ({exc})") from exc
+                raise error_from_exit(
+                    code, process.stderr_tail(), f"codex app-server exited during the run ({exc})"
+                ) from exc
             except RunStopped:
                 with anyio.CancelScope(shield=True):
                     await self._stop_turn()
@@ -212,7 +216,9 @@ class CodexRun:
         except TimeoutError:
             process = self.process
             assert process is not None
-            raise error_from_exit(process.returncode, process.stderr_tail(), "codex app-server did not answer initialize") from None
+            raise error_from_exit(
+                process.returncode, process.stderr_tail(), "codex app-server did not answer initialize"
+            ) from None
         except RpcError as exc:
             raise BackendUnavailable(f"codex app-server refused initialize: {exc.message}") from exc
         await self.connection.notify("initialized", {})
@@ -228,11 +234,15 @@ class CodexRun:
             if opening.thread_id is None:
                 answer = await self._request("thread/start", {**params, "cwd": str(cwd)})
             else:
-                answer = await self._request("thread/resume", {**params, "threadId": opening.thread_id, "excludeTurns": True})
+                answer = await self._request(
+                    "thread/resume", {**params, "threadId": opening.thread_id, "excludeTurns": True}
+                )
         except TimeoutError:
             raise BackendError("codex app-server did not open the thread in time", retryable=True) from None
         except RpcError as exc:
-            if opening.thread_id is not None and ("no rollout found" in exc.message or "invalid session id" in exc.message):
+            if opening.thread_id is not None and (
+                "no rollout found" in exc.message or "invalid session id" in exc.message
+            ):
                 raise SessionNotFound(
                     f"Codex has no thread {opening.thread_id} in {self.launch.home}: {exc.message}",
                     hint="run `unified sessions list --backend codex`",
@@ -258,7 +268,9 @@ class CodexRun:
         )
 
     async def _turn(self) -> RunOutcome:
-        assert self.connection is not None and self.translator is not None and self.thread_id is not None
+        assert self.connection is not None
+        assert self.translator is not None
+        assert self.thread_id is not None
         translator = self.translator
         text = self.opening.prompt if self.opening.prompt is not None else self.params.prompt
         items = user_input(text, self.params.images if self.opening.prompt is None else self.opening.images)
@@ -362,7 +374,11 @@ class CodexRun:
                         continue
                     params = as_dict(message.get("params"))
                     turn = as_dict(params.get("turn"))
-                    if message["method"] == "turn/completed" and params.get("threadId") == self.thread_id and turn.get("id") == self.turn_id:
+                    if (
+                        message["method"] == "turn/completed"
+                        and params.get("threadId") == self.thread_id
+                        and turn.get("id") == self.turn_id
+                    ):
                         self.turn_ended = True
             threads = [self.thread_id, *(self.translator.children_running() if self.translator else [])]
             with anyio.move_on_after(INTERRUPT_GRACE_S):
@@ -384,4 +400,3 @@ class CodexRun:
         self._remembered.update(await anyio.to_thread.run_sync(marked, self._marker))
         if self._remembered:
             await anyio.to_thread.run_sync(end_all, list(self._remembered.items()))
-

@@ -39,17 +39,25 @@ def show_rollout(rollout: Rollout) -> dict[str, Any]:
             continue
         kind = payload.get("type")
         if kind == "message" and payload.get("role") == "assistant":
-            text = "".join(str(p.get("text")) for p in payload.get("content") or [] if isinstance(p, dict) and "text" in p)
+            text = "".join(
+                str(p.get("text")) for p in payload.get("content") or [] if isinstance(p, dict) and "text" in p
+            )
             messages.append({"role": "assistant", "text": text})
-        elif kind == "message" and (text := user_text(payload)) is not None:
-            messages.append({"role": "user", "text": text})
+        elif kind == "message" and (said := user_text(payload)) is not None:
+            messages.append({"role": "user", "text": said})
         elif kind == "reasoning":
             summary = [s.get("text") for s in payload.get("summary") or [] if isinstance(s, dict)]
             messages.append({"role": "assistant", "thinking": "\n\n".join(str(s) for s in summary if s)})
         elif kind in ("function_call", "custom_tool_call"):
             messages.append(
-                {"role": "assistant", "tool_call": {"id": payload.get("call_id"), "name": payload.get("name"),
-                                                    "arguments": payload.get("arguments") or payload.get("input")}}
+                {
+                    "role": "assistant",
+                    "tool_call": {
+                        "id": payload.get("call_id"),
+                        "name": payload.get("name"),
+                        "arguments": payload.get("arguments") or payload.get("input"),
+                    },
+                }
             )
         elif kind in ("function_call_output", "custom_tool_call_output"):
             messages.append({"role": "tool", "call_id": payload.get("call_id"), "output": payload.get("output")})

@@ -55,7 +55,15 @@ __all__ = [
 ]
 
 TOOL_ITEMS = frozenset(
-    {"commandExecution", "fileChange", "mcpToolCall", "collabAgentToolCall", "webSearch", "imageView", "dynamicToolCall"}
+    {
+        "commandExecution",
+        "fileChange",
+        "mcpToolCall",
+        "collabAgentToolCall",
+        "webSearch",
+        "imageView",
+        "dynamicToolCall",
+    }
 )
 SERVER_SIDE_ITEMS = frozenset({"webSearch"})
 """Tools the provider runs (OpenAI's hosted web search): no client-side decision."""
@@ -178,8 +186,8 @@ def tool_call_of(item: dict[str, Any], cwd: str | None) -> tuple[str, dict[str, 
             changes.append(entry)
         return "apply_patch", {"changes": changes}
     if kind == "mcpToolCall":
-        arguments = item.get("arguments")
-        return f"mcp__{item.get('server')}__{item.get('tool')}", arguments if isinstance(arguments, dict) else {}
+        given = item.get("arguments")
+        return f"mcp__{item.get('server')}__{item.get('tool')}", given if isinstance(given, dict) else {}
     if kind == "collabAgentToolCall":
         tool = str(item.get("tool") or "collab")
         name = _COLLAB_NAMES.get(tool, tool)
@@ -194,14 +202,16 @@ def tool_call_of(item: dict[str, Any], cwd: str | None) -> tuple[str, dict[str, 
         return "web_search", {"query": str(item.get("query") or "")}
     if kind == "imageView":
         return "view_image", {"path": str(item.get("path") or "")}
-    arguments = item.get("arguments")
-    return str(item.get("tool") or kind or "tool"), arguments if isinstance(arguments, dict) else {}
+    other = item.get("arguments")
+    return str(item.get("tool") or kind or "tool"), other if isinstance(other, dict) else {}
 
 
 _FILE_KIND = {"add": "A", "delete": "D", "update": "M"}
 
 
-def tool_result_of(item: dict[str, Any], cwd: str | None = None) -> tuple[str | None, bool, dict[str, JsonValue] | None]:
+def tool_result_of(
+    item: dict[str, Any], cwd: str | None = None
+) -> tuple[str | None, bool, dict[str, JsonValue] | None]:
     """(output text, is_error, structured data) of a finished tool item (a patch's paths relative to `cwd`)."""
     kind = item.get("type")
     status = str(item.get("status") or "")
@@ -226,9 +236,9 @@ def tool_result_of(item: dict[str, Any], cwd: str | None = None) -> tuple[str | 
             lines.append(f"{_FILE_KIND.get(what, 'M')} {_relative(str(change.get('path')), cwd)}")
         return "Success. Updated the following files:\n" + "\n".join(lines), False, {"status": status}
     if kind == "mcpToolCall":
-        error = as_dict(item.get("error"))
-        if failed or error:
-            return str(error.get("message") or "the MCP tool call failed"), True, None
+        problem = as_dict(item.get("error"))
+        if failed or problem:
+            return str(problem.get("message") or "the MCP tool call failed"), True, None
         result = as_dict(item.get("result"))
         texts = [
             str(part.get("text"))
@@ -333,7 +343,9 @@ class AppServerTranslator:
         if method == "item/commandExecution/outputDelta":
             call_id = str(params.get("itemId"))
             if call_id in self.tools and call_id not in self.answered and isinstance(params.get("delta"), str):
-                return [ToolProgress(tool_use_id=call_id, status="output", message=params["delta"], subagent_task_id=task)]
+                return [
+                    ToolProgress(tool_use_id=call_id, status="output", message=params["delta"], subagent_task_id=task)
+                ]
             return []
         if method == "turn/started":
             turn = as_dict(params.get("turn"))
@@ -356,7 +368,9 @@ class AppServerTranslator:
             error = as_dict(params.get("error"))
             if params.get("willRetry") is True:
                 details = error.get("additionalDetails")
-                return [Retrying(str(error.get("message") or "retrying"), details if isinstance(details, str) else None)]
+                return [
+                    Retrying(str(error.get("message") or "retrying"), details if isinstance(details, str) else None)
+                ]
             return []
         if method == "turn/completed":
             return self._turn_completed(as_dict(params.get("turn")), task, thread)
@@ -394,7 +408,9 @@ class AppServerTranslator:
         self.tools[call_id] = name
         self._items[call_id] = item
         server_side = kind in SERVER_SIDE_ITEMS
-        return [ToolUse(tool_use_id=call_id, name=name, input=arguments, server_side=server_side, subagent_task_id=task)]
+        return [
+            ToolUse(tool_use_id=call_id, name=name, input=arguments, server_side=server_side, subagent_task_id=task)
+        ]
 
     def _completed(self, item: dict[str, Any], task: str | None, thread: _Thread) -> list[Item]:
         kind = item.get("type")
@@ -444,7 +460,12 @@ class AppServerTranslator:
         self.answered.add(item_id)
         events.append(
             ToolResult(
-                tool_use_id=item_id, output=output, is_error=is_error, data=data, server_side=server_side, subagent_task_id=task
+                tool_use_id=item_id,
+                output=output,
+                is_error=is_error,
+                data=data,
+                server_side=server_side,
+                subagent_task_id=task,
             )
         )
         if kind == "collabAgentToolCall" and item.get("tool") == "spawnAgent":
@@ -490,7 +511,7 @@ class AppServerTranslator:
             events.append(
                 SubagentCompleted(
                     task_id=task,
-                    status=state,  # type: ignore[arg-type]
+                    status=state,
                     result=thread.last_text or None,
                     usage=thread.usage,
                     subagent_task_id=thread.parent,
