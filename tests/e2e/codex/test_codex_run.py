@@ -316,8 +316,8 @@ async def _run_until_the_command_runs(
                 async for event in stream:
                     events.append(event)
                     if isinstance(event, PermissionDecision):
-                        while not pids_file.exists() or len(pids_file.read_text().split()) < 2:
-                            await anyio.sleep(0.02)  # noqa: ASYNC110 -- watching a file the command writes
+                        while not pids_file.exists() or len(pids_file.read_text().split()) < 2:  # noqa: ASYNC110
+                            await anyio.sleep(0.02)  # watching a file the command writes, not ordering by time
                         pids = [int(p) for p in pids_file.read_text().split()]
                         started = {pid: start_time(pid) for pid in pids}
                         act(stream, pids)
