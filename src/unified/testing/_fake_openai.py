@@ -25,7 +25,9 @@ whose bundled metadata gives the classic tool set: use it with this server):
 
 Subagents: a spawn's child asks with a thread id of its own while the parent goes on, so the turns
 after an ``invoke_agent`` up to its ``complete_task`` are the child's (taken by the first new thread
-that asks after the spawn), and the parent's next request takes the turn after them.
+that asks after the spawn), and the parent's next request takes the turn after them. When the child
+is done Codex asks the parent's model once more, with a ``<subagent_notification>`` input: that
+request gets an empty answer and takes no turn of the script.
 
 Faults (``ModelTurn.fault``, ``Script.request_faults``): ``rate_limit`` 429 ``rate_limit_exceeded``
 with ``retry-after``; ``quota_exceeded`` 429 ``insufficient_quota``; ``unauthenticated`` 401
@@ -309,6 +311,16 @@ def responses_events(turn: ModelTurn, *, response_id: str, model: str, ids: Iter
     return events
 
 
+def _tells_of_a_subagent(payload: dict[str, Any]) -> bool:
+    """Whether a request's last input is Codex's `<subagent_notification>` (a child thread finished)."""
+    items = payload.get("input")
+    if not isinstance(items, list) or not items or not isinstance(items[-1], dict):
+        return False
+    content = items[-1].get("content")
+    texts = [p.get("text") for p in content if isinstance(p, dict)] if isinstance(content, list) else []
+    return any(isinstance(t, str) and t.lstrip().startswith("<subagent_notification>") for t in texts)
+
+
 def _error_body(kind: str, fault: Fault) -> tuple[int, dict[str, Any], dict[str, str]]:
     status, error_type, code, message = _HTTP_FAULTS.get(kind, _HTTP_FAULTS["server_error"])
     delay = fault.retry_delay
@@ -377,6 +389,8 @@ class FakeOpenAI:
         """Spawns whose child has not asked yet (their reservations, oldest first)."""
         self._children: dict[str, int] = {}
         """A child thread's id → its reservation."""
+        self._threads: set[str] = set()
+        """Every thread that asked (a new one after a spawn is its child)."""
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self.stopping = threading.Event()
@@ -537,6 +551,12 @@ class FakeOpenAI:
         if fault is not None and fault.kind not in _STREAM_FAULTS:
             return "responses", model, self._http_fault(fault), None, fault
         thread = headers.get("thread-id") or headers.get("session-id") or ""
+        if _tells_of_a_subagent(payload):
+            # Codex's own turn to tell the parent a child finished: an empty answer, no script turn
+            events = responses_events(
+                ModelTurn(), response_id=f"resp_{next(self._ids):06d}", model=model or CODEX_MODEL, ids=self._ids
+            )
+            return "responses", model, _Reply(events=events), None, None
         slot = self._take(thread)
         if slot is None:
             error = f"FakeOpenAI script exhausted: no turn left for POST {path}"
@@ -623,9 +643,11 @@ class FakeOpenAI:
     def _take(self, thread: str) -> _Slot | None:
         """The slot for a request of `thread`: a child's reservation, or the main thread's next turn."""
         owner = self._children.get(thread)
-        if owner is None and self._waiting_children and thread:
-            owner = self._waiting_children.pop(0)
+        if thread and thread not in self._threads and self._waiting_children:
+            owner = self._waiting_children.pop(0)  # a thread never seen, after a spawn: the child
             self._children[thread] = owner
+        if thread:
+            self._threads.add(thread)
         for slot in self._slots:
             if slot.owner == owner:
                 return slot

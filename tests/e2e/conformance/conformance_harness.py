@@ -51,7 +51,16 @@ from unified.events import (
     UserInputRequest,
     UserInputResponse,
 )
-from unified.testing import FakeGemini, ModelTurn, RecordedRequest, Turn
+from unified.testing import (
+    CODEX_MODEL,
+    FakeGemini,
+    FakeOpenAI,
+    FunctionCall,
+    ModelTurn,
+    RecordedRequest,
+    Turn,
+    codex_call,
+)
 from unified.testing._wiring import backend_options_for
 from unified.tools import ALIASES
 from unified.types import BackendName, ExecuteParams
@@ -63,14 +72,28 @@ RUN_TIMEOUT_S = HANG_GUARD_S
 """A hang guard only (tests/hang_guard.py): a run normally ends in seconds, and a loaded machine must not trip it."""
 
 
+Server = FakeGemini | FakeOpenAI
+"""A fake model server of the test kit: each plays the same scenario vocabulary on its own wire."""
+
+
 @dataclass(frozen=True)
 class Column:
-    """A column of the capability matrix that the suite drives: a backend and how to point it at FakeGemini."""
+    """A column of the capability matrix that the suite drives: a backend and how to point it at its fake server."""
 
     name: str
     backend: BackendName
-    options: Callable[[FakeGemini], dict[str, object]]
+    options: Callable[[Any], dict[str, object]]
     needs_cli: bool = False
+    server: Callable[[list[Turn]], Server] = FakeGemini
+    """The fake that plays the scenarios for this backend (FakeGemini; FakeOpenAI for codex)."""
+    model: str = MODEL
+    binary: str | None = None
+    """The environment variable naming the pinned binary the column drives (checked before it runs)."""
+    tool_names: Mapping[str, str] = field(default_factory=dict)
+    """The backend's names for the scenarios' calls (as its fake renders them) → the scenarios' names."""
+    calls: Callable[[str, dict[str, Any]], tuple[str, dict[str, Any]] | None] | None = None
+    """A scenario call (name, arguments) → what the backend's `tool_use` carries for it (None: the backend
+    shows no call for it); None: the scenario's own."""
 
     def level(self, capability: str) -> str:
         return capabilities.level(self.name, capability)
@@ -85,10 +108,35 @@ def _http_options(backend: BackendName) -> Callable[[FakeGemini], dict[str, obje
     return lambda server: {**backend_options_for(server, backend), "retry_delay_scale": 0.001}
 
 
+def _codex_call(name: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """What the codex backend's tool_use shows for a scenario call, as FakeOpenAI renders it for Codex
+    (its module docstring): exec_command's command line, apply_patch's parsed changes, spawn_agent's message."""
+    rendered = codex_call(FunctionCall(name=name, args=args))
+    if rendered["type"] == "message":
+        return None  # a subagent's complete_task is its final message, not a call
+    if rendered.get("name") == "exec_command":
+        return name, {"cmd": rendered["arguments"]["cmd"]}
+    if rendered["type"] == "custom_tool_call" and name == "write_file":
+        return name, {"changes": [{"path": args["file_path"], "kind": "add", "diff": args["content"]}]}
+    if rendered.get("name") == "spawn_agent":
+        return name, {"message": rendered["arguments"]["message"]}
+    return name, args
+
+
 COLUMNS: tuple[Column, ...] = (
     Column("gemini-cli", "gemini-cli", _cli_options, needs_cli=True),
     Column("generate-content", "generate-content", _http_options("generate-content")),
     Column("interactions", "interactions", _http_options("interactions")),
+    Column(
+        "codex",
+        "codex",
+        lambda server: backend_options_for(server, "codex"),
+        server=FakeOpenAI,
+        model=CODEX_MODEL,
+        binary="UNIFIED_CODEX_BIN",
+        tool_names={"exec_command": "read_file", "apply_patch": "write_file", "spawn_agent": "invoke_agent"},
+        calls=_codex_call,
+    ),
 )
 NOT_DRIVEN: Mapping[str, str] = {
     "scripted": "plays a script of UnifiedEvents, not a model: FakeGemini cannot drive it "
@@ -215,7 +263,7 @@ class Run:
 
     def model_bodies(self) -> list[str]:
         """Every model request's JSON body, as text (generateContent family and interactions.create)."""
-        wanted = ("generateContentStream", "generateContent", "interactions.create")
+        wanted = ("generateContentStream", "generateContent", "interactions.create", "responses")
         return [json.dumps(r.body) for r in self.requests if r.api_method in wanted]
 
 
@@ -250,14 +298,22 @@ def answering(
 # --- the normal form of contents ----------------------------------------------------------------------
 
 
-def model_calls(turns: Sequence[Turn], aliases: Mapping[str, str]) -> list[tuple[str, dict[str, Any]]]:
-    """(normalised name, arguments) of every function call a script makes the model send."""
-    return [
-        (tool_name(call.name, aliases), dict(call.args or {}))
-        for turn in turns
-        if isinstance(turn, ModelTurn)
-        for call in turn.function_calls or []
-    ]
+def model_calls(
+    turns: Sequence[Turn],
+    aliases: Mapping[str, str],
+    translate: Callable[[str, dict[str, Any]], tuple[str, dict[str, Any]] | None] | None = None,
+) -> list[tuple[str, dict[str, Any]]]:
+    """(normalised name, arguments) of every function call a script makes the model send (as the backend
+    shows it, through `translate`)."""
+    found = []
+    for turn in turns:
+        if not isinstance(turn, ModelTurn):
+            continue
+        for call in turn.function_calls or []:
+            shown = translate(call.name, dict(call.args or {})) if translate else (call.name, dict(call.args or {}))
+            if shown is not None:
+                found.append((tool_name(shown[0], aliases), shown[1]))
+    return found
 
 
 def normal_form_problems(
@@ -275,7 +331,8 @@ def normal_form_problems(
     - a successful run reports usage.
     """
     problems: list[str] = []
-    expected = model_calls(turns, aliases)
+    aliases = {**aliases, **column.tool_names}
+    expected = model_calls(turns, aliases, column.calls)
     late = column.level("tool_use") == "partial"
     uses = [e for e in events if isinstance(e, ToolUse) and not e.server_side]
     results = {e.tool_use_id: e for e in events if isinstance(e, ToolResult)}
@@ -285,7 +342,8 @@ def normal_form_problems(
     }
     for use in uses:
         name = tool_name(use.name, aliases)
-        wanted = next((args for n, args in expected if n == name), None)
+        same = [args for n, args in expected if n == name]
+        wanted = next((args for args in same if args == use.input), same[0] if same else None)
         if wanted is None:
             problems.append(f"{name}: a call the script never made")
             continue
@@ -331,7 +389,7 @@ def normal_form_problems(
 
 async def execute_once(
     column: Column,
-    server: FakeGemini,
+    server: Server,
     workspace: Path,
     *,
     prompt: str,
@@ -343,7 +401,7 @@ async def execute_once(
     params = ExecuteParams(
         prompt=prompt,
         backend=column.backend,
-        model=MODEL,
+        model=column.model,
         cwd=workspace,
         backend_options={**column.options(server), **(options or {})},
         **fields,

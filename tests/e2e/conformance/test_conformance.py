@@ -34,7 +34,6 @@ from tests.e2e.conformance.conformance_harness import (
 from tests.e2e.conformance.conformance_scenarios import CAPABILITY_CHECKS, SCENARIOS, PNG_1x1, Scenario
 from unified import capabilities
 from unified.events import SessionStarted, UserInputRequest
-from unified.testing import FakeGemini
 from unified.testing._wiring import prepare_cli_home
 from unified.types import ImageInput, StdioMcpServer
 
@@ -49,7 +48,7 @@ MCP_SERVER = Path(__file__).with_name("mcp_echo_server.py")
 def _cases() -> Iterator[object]:
     for scenario in SCENARIOS:
         for column in COLUMNS:
-            loops = ("asyncio",) if column.needs_cli else ("asyncio", "trio")
+            loops = ("asyncio",) if column.needs_cli or column.binary else ("asyncio", "trio")
             marks = [pytest.mark.gemini_cli] if column.needs_cli else []
             if column.name in scenario.known_gaps:
                 marks.append(pytest.mark.xfail(strict=True, reason=scenario.known_gaps[column.name]))
@@ -81,12 +80,19 @@ def cli_ready(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     prepare_cli_home(isolated_home)
 
 
+def binary_ready(column: Column) -> None:
+    """A column that drives a pinned binary other than gemini (codex): it must be installed."""
+    if column.binary and not Path(os.environ.get(column.binary, "")).exists():
+        pytest.fail(f"{column.binary} names no installed binary: run scripts/setup (scripts/test does)")
+
+
 async def run_scenario(column: Column, scenario: Scenario, workspace: Path) -> tuple[Run, list[UserInputRequest]]:
     first_turns = scenario.first_run.turns if scenario.first_run else ()
     asked: list[UserInputRequest] = []
     options = scenario.options_for.get(column.name, {})
     mcp = (StdioMcpServer(name="echo", command=sys.executable, args=(str(MCP_SERVER),), timeout_s=20),)
-    async with FakeGemini([*first_turns, *scenario.script(column.name)]) as server:
+    binary_ready(column)
+    async with column.server([*first_turns, *scenario.script(column.name)]) as server:
         first: Run | None = None
         resume: str | None = None
         if scenario.first_run is not None:
@@ -123,7 +129,7 @@ async def test_scenario(
         request.getfixturevalue("cli_ready")
     run, asked = await run_scenario(column, scenario, workspace)
     shape, substituted = expected_shape(scenario, column)
-    got = shape_of(run.events, scenario.aliases)
+    got = shape_of(run.events, {**scenario.aliases, **column.tool_names})
     kinds = [e.type for e in run.events]
     assert got == shape, f"{column.name} / {scenario.name}: shape {got}, expected {shape}; events {kinds}"
     assert isinstance(next(e for e in run.events if e.type != "warning"), SessionStarted), kinds

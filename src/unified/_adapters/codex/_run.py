@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import secrets
+from collections import deque
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -53,6 +54,8 @@ HANDSHAKE_TIMEOUT_S = 60.0
 INTERRUPT_GRACE_S = 5.0
 """How long an interrupted turn may take to end before the process is ended regardless."""
 EXIT_GRACE_S = 2.0
+PARENT_GRACE_S = 2.0
+"""How long the parent may take to start its turn about finished subagents before the run ends."""
 WATCH_S = 0.5
 """How often the app-server's descendants are looked up while a turn runs."""
 SANDBOX = "danger-full-access"
@@ -116,6 +119,9 @@ class CodexRun:
         self._stuck_since: float | None = None
         self._last_retry: Retrying | None = None
         self._responses = 0
+        self._pending: deque[dict[str, Any] | LineProblem] = deque()
+        """Messages read while waiting for something else (MCP start-up), handled first."""
+        self._grace_until: float | None = None
         self._marker = secrets.token_hex(8)
         self._remembered: dict[int, str] = {}
         """Every process the app-server started that was seen alive: pid → start time."""
@@ -267,11 +273,41 @@ class CodexRun:
             )
         )
 
+    async def _mcp_startup(self) -> None:
+        """Wait until each MCP server of the run is ready (or has failed): Codex resolves a call to an MCP tool
+        only once its server is up, so a turn started earlier could not use them. Other messages wait."""
+        names = set(self.launch.mcp_names)
+        if not names:
+            return
+        limit = max((server.timeout_s for server in self.params.mcp_servers), default=30.0) + 5.0
+        with anyio.move_on_after(limit):
+            while names:
+                assert self.connection is not None
+                message = await self.connection.receive(self.inbox)
+                params = as_dict(message.get("params")) if isinstance(message, dict) else {}
+                if not isinstance(message, dict) or message.get("method") != "mcpServer/startupStatus/updated":
+                    self._pending.append(message)
+                    continue
+                name, status = str(params.get("name")), str(params.get("status"))
+                if name not in names or status == "starting":
+                    continue
+                names.discard(name)
+                if status != "ready":
+                    why = params.get("failureReason") or params.get("error") or status
+                    await self.ctx.emit(
+                        WarningEvent(code="mcp_unavailable", message=f"MCP server {name!r} did not start: {why}")
+                    )
+        for name in sorted(names):
+            await self.ctx.emit(
+                WarningEvent(code="mcp_unavailable", message=f"MCP server {name!r} did not start within {limit:g} s")
+            )
+
     async def _turn(self) -> RunOutcome:
         assert self.connection is not None
         assert self.translator is not None
         assert self.thread_id is not None
         translator = self.translator
+        await self._mcp_startup()
         text = self.opening.prompt if self.opening.prompt is not None else self.params.prompt
         items = user_input(text, self.params.images if self.opening.prompt is None else self.opening.images)
         try:
@@ -284,9 +320,11 @@ class CodexRun:
         translator.start_turn(self.turn_id)
         bridge = ApprovalBridge(self.ctx, self.connection, translator)
         main_end: TurnEnded | None = None
-        while main_end is None or translator.children_running():
+        while main_end is None or translator.children_running() or self._grace_until is not None:
             message = await self._next()
             if message is None:
+                if self._grace_until is not None and time.monotonic() >= self._grace_until:
+                    break  # the parent stayed idle after its subagents finished: the run is done
                 continue
             if "method" not in message:
                 continue  # an answer nobody waits for
@@ -296,7 +334,14 @@ class CodexRun:
                 continue
             if method not in _SILENT:
                 self._stuck_since = None
-            for item in translator.notification(method, as_dict(message.get("params"))):
+            params = as_dict(message.get("params"))
+            if method == "turn/started" and params.get("threadId") == self.thread_id and main_end is not None:
+                # Codex tells the parent that its subagents finished by a turn of its own: follow it too.
+                self.turn_id = str(as_dict(params.get("turn")).get("id") or "")
+                translator.start_turn(self.turn_id)
+                main_end, self.turn_ended, self._grace_until = None, False, None
+                continue
+            for item in translator.notification(method, params):
                 if isinstance(item, ModelResponse):
                     if item.task_id is None:
                         self._responses += 1
@@ -307,12 +352,16 @@ class CodexRun:
                     if item.task_id is None:
                         main_end = item
                         self.turn_ended = True
+                    children = translator.children_running()
+                    if main_end is not None and not children and translator.spawned:
+                        self._grace_until = time.monotonic() + PARENT_GRACE_S
                 else:
                     item.native = self.ctx.native(message)
                     await self.ctx.emit(item)
         if self._responses == 0:
             await self.ctx.end_turn(Usage())  # nothing reported: the guard estimates from the text, flagged
         short = codex_short_id(self.thread_id)
+        assert main_end is not None
         if main_end.status == "completed":
             return RunOutcome(short_id=short)
         if main_end.status == "interrupted":
@@ -320,18 +369,30 @@ class CodexRun:
         raise error_from_turn_error(main_end.error, where=self.where)
 
     async def _next(self) -> dict[str, Any] | None:
-        """The next message for the run, or None when the provider deadline passed (the turn is then
-        interrupted and the run fails)."""
+        """The next message for the run; None when there is none to act on (a bad line, or a deadline: the
+        provider's, which interrupts the turn and fails the run, or the parent's grace, which ends it)."""
         assert self.connection is not None
-        left = None
+        if self._pending:
+            pending = self._pending.popleft()
+            return await self._usable(pending)
+        deadlines = []
         if self._stuck_since is not None:
-            left = self.options.provider_timeout_s - (time.monotonic() - self._stuck_since)
+            deadlines.append(self.options.provider_timeout_s - (time.monotonic() - self._stuck_since))
+        if self._grace_until is not None:
+            deadlines.append(self._grace_until - time.monotonic())
         message: dict[str, Any] | LineProblem | None = None
-        with anyio.move_on_after(max(left, 0.0) if left is not None else None):
+        with anyio.move_on_after(max(min(deadlines), 0.0) if deadlines else None):
             message = await self.connection.receive(self.inbox)
         if message is None:
-            await self._provider_down()
+            if (
+                self._stuck_since is not None
+                and time.monotonic() - self._stuck_since >= self.options.provider_timeout_s
+            ):
+                await self._provider_down()
             return None
+        return await self._usable(message)
+
+    async def _usable(self, message: dict[str, Any] | LineProblem) -> dict[str, Any] | None:
         if isinstance(message, LineProblem):
             await self.ctx.emit(WarningEvent(code="malformed_line", message=message.text))
             return None

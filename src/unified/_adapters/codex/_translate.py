@@ -307,6 +307,11 @@ class AppServerTranslator:
     def start_turn(self, turn_id: str) -> None:
         self.threads[self.main_thread].turn_id = turn_id
 
+    @property
+    def spawned(self) -> bool:
+        """Whether the run has spawned a subagent."""
+        return any(t.task_id is not None for t in self.threads.values())
+
     def children_running(self) -> list[str]:
         """Subagent threads whose turn has not ended (the run waits for them)."""
         return [tid for tid, t in self.threads.items() if t.task_id is not None and not t.done]
