@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import base64
 import secrets
-from collections import deque
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
