@@ -52,7 +52,8 @@ def test_the_pinned_binary_generates_the_schema_kept_in_the_repo(codex_binary: P
     added = sorted(set(made) - set(kept))
     removed = sorted(set(kept) - set(made))
     changed = sorted(name for name in set(made) & set(kept) if made[name] != kept[name])
-    assert not (added or removed or changed), (
+    differences = added + removed + changed
+    assert not differences, (
         f"codex {PINNED_VERSION}'s app-server protocol is not the one in {KEPT}: added {added[:20]}, "
         f"removed {removed[:20]}, changed {changed[:20]}. Regenerate it (see schemas/codex-app-server/README.md)."
     )
