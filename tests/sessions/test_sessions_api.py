@@ -81,7 +81,7 @@ async def test_an_unknown_id_says_where_it_looked(gemini_session: Path) -> None:
         await sessions.resolve("0000ffff", store=MemorySessionStore())
     for backend in ("generate-content", "interactions", "gemini-cli"):
         assert f"{backend}:" in caught.value.message
-    assert caught.value.details["searched"] == ["gemini-cli", "generate-content", "interactions"]
+    assert caught.value.details["searched"] == ["gemini-cli", "generate-content", "interactions", "codex"]
 
 
 async def test_a_prefix_shared_by_two_backends_is_ambiguous() -> None:

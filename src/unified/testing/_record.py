@@ -37,7 +37,12 @@ class RecordError(Exception):
     """The cassette cannot be written as asked (wrong file type for the backend, an unknown backend)."""
 
 
-_SUFFIXES = {"gemini-cli": (".jsonl",), "generate-content": (".yaml", ".yml"), "interactions": (".yaml", ".yml")}
+_SUFFIXES = {
+    "gemini-cli": (".jsonl",),
+    "codex": (".jsonl",),
+    "generate-content": (".yaml", ".yml"),
+    "interactions": (".yaml", ".yml"),
+}
 
 
 async def record_run(params: ExecuteParams, path: Path, *, source: str) -> list[UnifiedEvent]:
@@ -50,12 +55,16 @@ async def record_run(params: ExecuteParams, path: Path, *, source: str) -> list[
     backend = str(params.backend)
     suffixes = _SUFFIXES.get(backend)
     if suffixes is None:
-        raise RecordError(f"cannot record the {backend!r} backend: choose gemini-cli, generate-content or interactions")
+        raise RecordError(
+            f"cannot record the {backend!r} backend: choose gemini-cli, codex, generate-content or interactions"
+        )
     if path.suffix not in suffixes:
         raise RecordError(f"{path}: a {backend} cassette is a {' or '.join(suffixes)} file")
     path.parent.mkdir(parents=True, exist_ok=True)
     if backend == "gemini-cli":
         return await _record_transcript(params, path, source)
+    if backend == "codex":
+        return await _record_codex(params, path, source)
     return await _record_http(params, path, source)
 
 
@@ -77,6 +86,17 @@ async def _record_transcript(params: ExecuteParams, path: Path, source: str) -> 
         "paths_are_from": str(params.cwd),
     }
     _write_scrubbed(path, [meta, *place_chat_records(_of_the_run(transcript))])
+    return events
+
+
+async def _record_codex(params: ExecuteParams, path: Path, source: str) -> list[UnifiedEvent]:
+    """The app-server's JSON-RPC both ways (the codex backend's `transcript` option), after a metadata line."""
+    from unified.testing._replay_codex import codex_meta
+
+    transcript: list[dict[str, Any]] = []
+    options = {**params.backend_options_dict(), "transcript": transcript}
+    events = await _run(params.model_copy(update={"backend_options": options}))
+    _write_scrubbed(path, [codex_meta(source, params, path.stem), *transcript])
     return events
 
 

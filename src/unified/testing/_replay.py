@@ -5,6 +5,9 @@ Two kinds of cassette exist (see `unified.testing._cassettes` and `cassettes/`):
 - a vcrpy YAML cassette of an API backend (`generate-content`, `interactions`): the run goes
   through the adapter, google-genai and httpx, and vcrpy answers every request from the file in
   record mode `none`, so nothing reaches a network (a request the file lacks fails the run);
+- a JSONL transcript of the `codex` backend (its metadata line says `"backend": "codex"`): the
+  app-server's JSON-RPC both ways, played by a stand-in `codex app-server` in process
+  (`unified.testing._replay_codex`);
 - a JSONL transcript of the `gemini-cli` backend (a metadata line, then the ACP JSON-RPC messages
   `{"dir": "send"|"recv", "msg": ...}`): the adapter starts, instead of Node, a stand-in agent that
   answers from the transcript (a `FakeAgentProcess`, given as the backend's `start_process`), so
@@ -106,6 +109,12 @@ async def replay_events(
         workdir = cwd if cwd is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
         if info.backend == "gemini-cli":
             params = _transcript_params(info, workdir, stack, include_native)
+        elif info.backend == "codex":
+            from unified.testing._replay_codex import codex_replay_params
+
+            meta, entries = _read_transcript(info.path)
+            scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="unified-replay-")))
+            params = codex_replay_params(meta, entries, workdir, scratch, include_native)
         else:
             params = _http_params(info, workdir, include_native)
             try:
@@ -250,6 +259,21 @@ def _sent(entries: list[dict[str, Any]], method: str) -> dict[str, Any] | None:
 
 def _describe_transcript(path: Path) -> CassetteInfo:
     meta, entries = _read_transcript(path)
+    if meta.get("backend") == "codex":
+        from unified.testing._replay_codex import codex_prompt
+
+        prompt_text, codex_model = codex_prompt(entries)
+        if not prompt_text:
+            raise ReplayError(f"{path}: the transcript never sends turn/start")
+        codex_mode = meta.get("approval_mode")
+        return CassetteInfo(
+            path=path,
+            backend="codex",
+            source=str(meta.get("recorded_from") or "unknown (the cassette does not say)"),
+            prompt=prompt_text,
+            model=codex_model,
+            approval_mode=cast("ApprovalMode", codex_mode if codex_mode in _ACP_MODES.values() else "default"),
+        )
     prompt = _sent(entries, "session/prompt")
     if prompt is None:
         raise ReplayError(f"{path}: the transcript never sends session/prompt")

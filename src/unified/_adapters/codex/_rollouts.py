@@ -42,6 +42,8 @@ __all__ = [
     "codex_short_id",
     "read_rollout",
     "rollout_name",
+    "show_rollout",
+    "user_text",
 ]
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -275,3 +277,40 @@ class Rollouts:
         temporary.write_text(text, encoding="utf-8")
         temporary.replace(target)
         return target
+
+
+def show_rollout(rollout: Rollout) -> dict[str, Any]:
+    """A rollout as plain data for `unified sessions show`: its metadata and its messages and calls."""
+    messages: list[dict[str, Any]] = []
+    for record in rollout.records:
+        payload = record.get("payload")
+        if record.get("type") != "response_item" or not isinstance(payload, dict):
+            continue
+        kind = payload.get("type")
+        if kind == "message" and payload.get("role") == "assistant":
+            text = "".join(
+                str(p.get("text")) for p in payload.get("content") or [] if isinstance(p, dict) and "text" in p
+            )
+            messages.append({"role": "assistant", "text": text})
+        elif kind == "message" and (said := user_text(payload)) is not None:
+            messages.append({"role": "user", "text": said})
+        elif kind == "reasoning":
+            summary = [s.get("text") for s in payload.get("summary") or [] if isinstance(s, dict)]
+            messages.append({"role": "assistant", "thinking": "\n\n".join(str(s) for s in summary if s)})
+        elif kind in ("function_call", "custom_tool_call"):
+            messages.append(
+                {
+                    "role": "assistant",
+                    "tool_call": {
+                        "id": payload.get("call_id"),
+                        "name": payload.get("name"),
+                        "arguments": payload.get("arguments") or payload.get("input"),
+                    },
+                }
+            )
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            messages.append({"role": "tool", "call_id": payload.get("call_id"), "output": payload.get("output")})
+    meta = {k: rollout.meta.get(k) for k in ("id", "timestamp", "cwd", "originator", "cli_version", "model_provider")}
+    if "unified_continued_from" in rollout.meta:
+        meta["continued_from"] = rollout.meta["unified_continued_from"]
+    return {"meta": meta, "messages": messages, "skipped_lines": rollout.bad_lines}

@@ -19,7 +19,7 @@ import anyio
 from unified._adapters.codex._conversation import conversation_from_rollout
 from unified._adapters.codex._launch import codex_home
 from unified._adapters.codex._options import BACKEND, CodexOptions
-from unified._adapters.codex._rollouts import Rollout, Rollouts, codex_short_id, user_text
+from unified._adapters.codex._rollouts import Rollout, Rollouts, codex_short_id, show_rollout
 from unified._adapters.codex._shared_sessions import _scratch, resolve_in_store, stored_files, stored_show
 from unified._sessions.config import configured_store
 from unified.backends import SessionLocator
@@ -27,44 +27,7 @@ from unified.conversations import Conversation
 from unified.errors import SessionNotFound
 from unified.sessions import SessionInfo, SessionStore
 
-__all__ = ["CodexSessionLocator", "create_session_locator", "show_rollout"]
-
-
-def show_rollout(rollout: Rollout) -> dict[str, Any]:
-    """A rollout as plain data for `unified sessions show`: its metadata and its messages and calls."""
-    messages: list[dict[str, Any]] = []
-    for record in rollout.records:
-        payload = record.get("payload")
-        if record.get("type") != "response_item" or not isinstance(payload, dict):
-            continue
-        kind = payload.get("type")
-        if kind == "message" and payload.get("role") == "assistant":
-            text = "".join(
-                str(p.get("text")) for p in payload.get("content") or [] if isinstance(p, dict) and "text" in p
-            )
-            messages.append({"role": "assistant", "text": text})
-        elif kind == "message" and (said := user_text(payload)) is not None:
-            messages.append({"role": "user", "text": said})
-        elif kind == "reasoning":
-            summary = [s.get("text") for s in payload.get("summary") or [] if isinstance(s, dict)]
-            messages.append({"role": "assistant", "thinking": "\n\n".join(str(s) for s in summary if s)})
-        elif kind in ("function_call", "custom_tool_call"):
-            messages.append(
-                {
-                    "role": "assistant",
-                    "tool_call": {
-                        "id": payload.get("call_id"),
-                        "name": payload.get("name"),
-                        "arguments": payload.get("arguments") or payload.get("input"),
-                    },
-                }
-            )
-        elif kind in ("function_call_output", "custom_tool_call_output"):
-            messages.append({"role": "tool", "call_id": payload.get("call_id"), "output": payload.get("output")})
-    meta = {k: rollout.meta.get(k) for k in ("id", "timestamp", "cwd", "originator", "cli_version", "model_provider")}
-    if "unified_continued_from" in rollout.meta:
-        meta["continued_from"] = rollout.meta["unified_continued_from"]
-    return {"meta": meta, "messages": messages, "skipped_lines": rollout.bad_lines}
+__all__ = ["CodexSessionLocator", "create_session_locator"]
 
 
 class CodexSessionLocator:

@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 
 from unified._adapters.codex._options import BACKEND
-from unified._adapters.codex._rollouts import ROLLOUT_NAME, Rollouts, codex_short_id, read_rollout
+from unified._adapters.codex._rollouts import ROLLOUT_NAME, Rollouts, codex_short_id, read_rollout, show_rollout
 from unified._sessions.config import configured_store
 from unified.backends import RunContext, RunOutcome
 from unified.errors import CorruptSession, SessionNotFound
@@ -103,8 +103,6 @@ def collect(home: Path, thread_id: str, previous: StoredSession | None) -> Store
 
 def stored_show(session: StoredSession, home: Path) -> dict[str, Any]:
     """A stored session's conversation for `unified sessions show` on a worker without its files."""
-    from unified._adapters.codex._sessions import show_rollout
-
     files = stored_files(session)
     name = next(n for n in files if (m := ROLLOUT_NAME.fullmatch(n)) is not None and m["id"] == session.session_id)
     with _scratch(files[name], name) as path:
