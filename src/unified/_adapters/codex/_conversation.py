@@ -124,6 +124,7 @@ def conversation_from_rollout(rollout: Rollout) -> Conversation:
     turns: list[UserTurn | ModelTurn] = []
     names: dict[str, str] = {}
     model: str | None = None
+    system: str | None = None
 
     def model_turn() -> ModelTurn:
         if not turns or not isinstance(turns[-1], ModelTurn):
@@ -153,6 +154,10 @@ def conversation_from_rollout(rollout: Rollout) -> Conversation:
         if kind != "response_item":
             continue
         item = payload.get("type")
+        instructions = _instructions(payload)
+        if instructions is not None:
+            system = instructions if system is None else system
+            continue
         if item == "message":
             role = payload.get("role")
             if role == "assistant":
@@ -216,7 +221,17 @@ def conversation_from_rollout(rollout: Rollout) -> Conversation:
         model=model,
         cwd=cwd if isinstance(cwd, str) else None,
     )
-    return Conversation(origin=origin, turns=[t for t in turns if t.parts])
+    return Conversation(origin=origin, system_instruction=system, turns=[t for t in turns if t.parts])
+
+
+def _instructions(payload: dict[str, Any]) -> str | None:
+    """The text of a `<user_instructions>` message (how a continued conversation's system instruction is kept)."""
+    if payload.get("type") != "message" or payload.get("role") != "user":
+        return None
+    parts = [p.get("text") for p in payload.get("content") or [] if isinstance(p, dict)]
+    text = parts[0] if len(parts) == 1 and isinstance(parts[0], str) else ""
+    start, end = "<user_instructions>\n", "\n</user_instructions>"
+    return text[len(start) : -len(end)] if text.startswith(start) and text.endswith(end) else None
 
 
 def _has_image(payload: dict[str, Any]) -> bool:
