@@ -15,6 +15,7 @@ from unified.testing import (
     FAKE_OPENAI_KEY,
     FakeOpenAI,
     Fault,
+    FaultKind,
     FunctionCall,
     ModelTurn,
     ResponsesTurn,
