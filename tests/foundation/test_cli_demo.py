@@ -36,11 +36,11 @@ def test_demo_runs_the_same_task_on_every_backend(isolated_home: Path) -> None:
     assert done.returncode == 0, done.stderr
     events = [parse_event(line) for line in done.stdout.splitlines()]
     results = [e for e in events if isinstance(e, Result)]
-    assert [r.status for r in results] == ["success"] * 3
+    assert [r.status for r in results] == ["success"] * 4
     started = [e.backend for e in events if e.type == "session_started"]
-    assert started == ["gemini-cli", "generate-content", "interactions"]
+    assert started == ["gemini-cli", "generate-content", "interactions", "codex"]
     tools = [e.name for e in events if e.type == "tool_use"]
-    assert tools == ["list_directory", "read_file"] * 3
+    assert tools == ["list_directory", "read_file"] * 3 + ["exec_command"] * 2  # codex's own tool for both
     assert all("ship the adapter layer on Friday" in r.final_text for r in results)
     assert not (isolated_home / "data" / "unified").exists()  # the demo's sessions stayed in its temp dir
 
@@ -49,7 +49,7 @@ def test_demo_runs_the_same_task_on_every_backend(isolated_home: Path) -> None:
 def test_demo_renders_for_a_person(isolated_home: Path) -> None:
     done = _unified("demo", "--backend", "generate-content", home=isolated_home)
     assert done.returncode == 0, done.stderr
-    assert "the same task, three backends" in done.stdout
+    assert "the same task, 1 backend" in done.stdout
     assert "read_file" in done.stdout
     assert "success" in done.stdout
 

@@ -1,9 +1,11 @@
 """`unified demo`: one built-in task, run through the real adapters of every backend, offline.
 
-A throwaway workspace, a throwaway CLI home and data directory, and one FakeGemini script that
-thinks, lists the workspace, reads a file and answers. The model is scripted; everything else is
-real: the `gemini` binary with its own tools, the google-genai SDK over HTTP on 127.0.0.1,
-`unified`'s tool runtime and policy, the stream guard. The streams come out the same shape.
+A throwaway workspace, a throwaway CLI home and data directory, and one script that thinks, lists
+the workspace, reads a file and answers, played by FakeGemini for the Google backends and by
+FakeOpenAI (the same script as the OpenAI Responses API) for codex. The model is scripted;
+everything else is real: the `gemini` and `codex` binaries with their own tools, the google-genai
+SDK over HTTP on 127.0.0.1, `unified`'s tool runtime and policy, the stream guard. The streams come
+out the same shape.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 
 from unified._execute import execute
 from unified.events import Result, ToolUse, UnifiedEvent
-from unified.testing import FakeGemini, FunctionCall, ModelTurn, Thought, Usage
+from unified.testing import CODEX_MODEL, FakeGemini, FakeOpenAI, FunctionCall, ModelTurn, Thought, Usage
 from unified.testing._wiring import backend_options_for
 from unified.types import BackendName, ExecuteParams
 
@@ -72,12 +74,13 @@ async def run_demo(backends: tuple[BackendName, ...], show: Callable[[str, Unifi
                 (workspace / "README.md").write_text("# demo project\n")
                 (workspace / "notes.txt").write_text(NOTES)
                 events: list[UnifiedEvent] = []
-                async with FakeGemini(script()) as server:
+                server_type = FakeOpenAI if backend == "codex" else FakeGemini
+                async with server_type(script()) as server:
                     options = backend_options_for(server, backend, cli_home=root / backend / "home")
                     params = ExecuteParams(
                         prompt=PROMPT,
                         backend=backend,
-                        model="gemini-2.5-flash",
+                        model=CODEX_MODEL if backend == "codex" else "gemini-2.5-flash",
                         cwd=workspace,
                         approval_mode="default",
                         total_timeout_s=60,

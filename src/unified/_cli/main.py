@@ -114,7 +114,7 @@ EXIT_BROKEN_PIPE = 141
 EXIT_INTERNAL = 70
 """An exception `unified` did not expect: a bug (EX_SOFTWARE)."""
 APPROVAL_CHOICES: tuple[str, ...] = get_args(ApprovalMode)
-DEMO_BACKENDS = ("gemini-cli", "generate-content", "interactions")
+DEMO_BACKENDS = ("gemini-cli", "generate-content", "interactions", "codex")
 LEVEL_STYLES = {"full": "green", "partial": "yellow", "emulated": "cyan", "none": "dim red"}
 
 
@@ -331,7 +331,7 @@ async def _cancel_on_interrupt(stream: EventStream, scope: CancelScope) -> None:
 @app.command()
 def demo(
     backend: Annotated[
-        str, typer.Option(callback=_choice(("all", *DEMO_BACKENDS)), help="all, or one of the three backends.")
+        str, typer.Option(callback=_choice(("all", *DEMO_BACKENDS)), help="all, or one of the backends.")
     ] = "all",
     json_lines: Annotated[bool, typer.Option("--json", help="Print one JSON event per line.")] = False,
 ) -> None:
@@ -355,7 +355,7 @@ def demo(
 
     runs = anyio.run(run_demo, chosen, show)
     if not json_lines:
-        table = Table(title="the same task, three backends")
+        table = Table(title=f"the same task, {len(runs)} backend{'s' if len(runs) != 1 else ''}")
         for column in ("backend", "result", "events", "tool calls", "tokens"):
             table.add_column(column)
         for one in runs:
