@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -356,3 +357,30 @@ async def test_a_killed_app_server_leaves_no_command_behind(workspace: Path) -> 
     assert "exited" in error.message
     assert started
     assert not [pid for pid, start in started.items() if alive((pid, start))]
+
+
+MCP_ECHO = Path(__file__).resolve().parents[1] / "conformance" / "mcp_echo_server.py"
+
+
+@pytest.mark.parametrize(("answer", "ran"), [(UserInputResponse.allow(), True), (UserInputResponse.deny(), False)])
+async def test_an_mcp_call_asks_through_codexs_elicitation(
+    workspace: Path, answer: UserInputResponse, ran: bool
+) -> None:
+    from unified.types import StdioMcpServer
+
+    call = FunctionCall(name="mcp__echo__echo", args={"text": "hi"}, id="call_mcp")
+    server_spec = StdioMcpServer(name="echo", command=sys.executable, args=(str(MCP_ECHO),), timeout_s=30)
+    asked, handler = answering(answer)
+    async with FakeOpenAI([ModelTurn(function_calls=[call]), ModelTurn(text="done")]) as server:
+        events = await run_codex(server, workspace, on_user_input=handler, mcp_servers=(server_spec,))
+    use = next(e for e in events if isinstance(e, ToolUse))
+    assert (use.name, use.input) == ("mcp__echo__echo", {"text": "hi"})
+    (request,) = asked
+    assert request.tool_use_id == "call_mcp"
+    assert request.details["server"] == "echo"
+    (decision,) = decisions(events)
+    assert decision.decided_by == "user"
+    output = next(e for e in events if isinstance(e, ToolResult))
+    assert output.is_error is not ran
+    if ran:
+        assert output.output == "echo: hi"

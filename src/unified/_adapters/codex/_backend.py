@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import anyio
 
-from unified._adapters.codex._conversation import open_history, open_retry
 from unified._adapters.codex._launch import Launch
 from unified._adapters.codex._options import BACKEND, codex_options
 from unified._adapters.codex._rollouts import Rollouts
@@ -79,10 +78,14 @@ class CodexBackend:
         params = ctx.params
         rollouts = Rollouts(self.launch.home)
         if params.history is not None:
+            from unified._adapters.codex._conversation import open_history
+
             opening = await anyio.to_thread.run_sync(open_history, rollouts, params, self.launch.provider_id)
         elif params.resume:
             info = await anyio.to_thread.run_sync(rollouts.resolve, params.resume)
             if params.retry:
+                from unified._adapters.codex._conversation import open_retry
+
                 opening = await anyio.to_thread.run_sync(open_retry, rollouts, info.session_id)
             else:
                 opening = Opening(info.session_id, resumed=True)
