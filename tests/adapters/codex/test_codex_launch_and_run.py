@@ -25,7 +25,7 @@ from unified._execute import EventStream
 from unified.errors import BackendUnavailable, ConfigurationError
 from unified.events import ErrorEvent, Result, TextDelta, UnifiedEvent, WarningEvent
 from unified.testing import FakeAgentProcess
-from unified.types import ExecuteParams, StdioMcpServer
+from unified.types import ExecuteParams, HttpMcpServer, StdioMcpServer
 
 pytestmark = pytest.mark.anyio
 
@@ -92,11 +92,20 @@ def test_no_credentials_and_a_base_url_without_a_key_are_told_apart(tmp_path: Pa
 
 
 def test_mcp_servers_are_overrides_that_always_ask(tmp_path: Path) -> None:
-    server = StdioMcpServer(name="echo", command="python3", args=("server.py",), env={"TOKEN": "t"})
-    argv = launch(tmp_path, {"HOME": str(tmp_path), "OPENAI_API_KEY": "k"}, mcp_servers=(server,)).argv()
+    stdio = StdioMcpServer(name="echo", command="python3", args=("server.py",), env={"ECHO_TOKEN": "s3cret-stdio"})
+    remote = HttpMcpServer(
+        name="remote", url="https://mcp.example/mcp", headers={"Authorization": "Bearer s3cret-http"}
+    )
+    started = launch(tmp_path, {"HOME": str(tmp_path), "OPENAI_API_KEY": "k"}, mcp_servers=(stdio, remote))
+    argv = started.argv()
     table = next(arg for arg in argv if arg.startswith("mcp_servers.echo="))
     assert '"default_tools_approval_mode" = "prompt"' in table
     assert '"args" = ["server.py"]' in table
+    assert '"env_vars" = ["ECHO_TOKEN"]' in table
+    assert '"env_http_headers" = {"Authorization" = "UNIFIED_MCP_1_0_TOKEN"}' in " ".join(argv)
+    assert "s3cret" not in " ".join(argv), "no value that may be secret on the command line"
+    assert started.env["ECHO_TOKEN"] == "s3cret-stdio"
+    assert started.env["UNIFIED_MCP_1_0_TOKEN"] == "Bearer s3cret-http"
 
 
 def test_toml_values() -> None:

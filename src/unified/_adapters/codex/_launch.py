@@ -248,18 +248,30 @@ def chatgpt_login(env: Mapping[str, str]) -> ChatgptLogin | None:
     return None
 
 
-def _mcp_table(server: StdioMcpServer | HttpMcpServer | SseMcpServer) -> dict[str, Any]:
+def _mcp_table(
+    server: StdioMcpServer | HttpMcpServer | SseMcpServer, number: int, env: dict[str, str]
+) -> dict[str, Any]:
+    """An MCP server as Codex's `[mcp_servers.NAME]` table. Values that may be secret never go on the
+    command line (any local user can read a process's argv): a stdio server's `env` goes into the
+    app-server's environment and is forwarded by name (`env_vars`), an HTTP server's headers through
+    variables named `UNIFIED_MCP_<n>_<i>_TOKEN` (`env_http_headers`), which the model's commands never see."""
     table: dict[str, Any]
     if isinstance(server, StdioMcpServer):
         table = {"command": server.command, "args": list(server.args)}
         if server.env:
-            table["env"] = dict(server.env)
+            env.update(server.env)
+            table["env_vars"] = sorted(server.env)
         if server.cwd is not None:
             table["cwd"] = str(server.cwd)
     elif isinstance(server, HttpMcpServer):
         table = {"url": server.url}
         if server.headers:
-            table["http_headers"] = dict(server.headers)
+            names = {}
+            for index, (header, value) in enumerate(sorted(server.headers.items())):
+                name = f"UNIFIED_MCP_{number}_{index}_TOKEN"
+                env[name] = value
+                names[header] = name
+            table["env_http_headers"] = names
     else:
         raise ConfigurationError(
             f"MCP server {server.name!r} uses the SSE transport, which Codex does not speak",
@@ -340,12 +352,12 @@ class Launch:
                 overrides.append(("model_reasoning_effort", thinking.level))
             overrides.append(("model_reasoning_summary", "detailed" if thinking.include_thoughts else "none"))
         names = []
-        for server in params.mcp_servers:
+        for number, server in enumerate(params.mcp_servers):
             if not server.name.replace("-", "_").replace("_", "").isalnum():
                 raise ConfigurationError(
                     f"MCP server name {server.name!r} cannot be a Codex config key", hint="use letters, digits, - and _"
                 )
-            overrides.append((f"mcp_servers.{server.name}", _mcp_table(server)))
+            overrides.append((f"mcp_servers.{server.name}", _mcp_table(server, number, extra)))
             names.append(server.name)
         env = child_env(ENV_POLICY, extra=extra, parent=source)
         env["CODEX_HOME"] = str(home)
