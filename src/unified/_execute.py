@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -11,9 +11,11 @@ from anyio.from_thread import start_blocking_portal
 from unified._exports import publish
 from unified._internal.stream import GuardedStream, StreamGuard, announce_unsupported_options
 from unified.backends import Backend, RunContext, RunOutcome, UnsupportedOption, load_backend_factory
+from unified.conversations import Conversation, TextPart, ToolResultPart, UserTurn, provider_of_backend
 from unified.errors import ConfigurationError, RoutingError, UnifiedError
-from unified.events import UnifiedEvent
-from unified.types import ExecuteParams
+from unified.events import Failover, JsonValue, UnifiedEvent, Usage, UserInputRequest, UserInputResponse
+from unified.sessions import short_id_of
+from unified.types import ExecuteParams, Fallback
 
 __all__ = ["EventStream", "check_params", "execute", "execute_sync"]
 
@@ -69,6 +71,153 @@ class _SessionOwner:
         return await backend.run(ctx)
 
 
+class _Continued:
+    """The RunContext of a backend that took a run over: the guard's own, with that backend's parameters."""
+
+    def __init__(self, ctx: RunContext, params: ExecuteParams) -> None:
+        self._ctx = ctx
+        self._params = params
+
+    @property
+    def params(self) -> ExecuteParams:
+        return self._params
+
+    @property
+    def session_id(self) -> str | None:
+        return self._ctx.session_id
+
+    @property
+    def turns(self) -> int:
+        return self._ctx.turns
+
+    @turns.setter
+    def turns(self, value: int) -> None:
+        self._ctx.turns = value
+
+    async def emit(self, event: UnifiedEvent) -> None:
+        await self._ctx.emit(event)
+
+    def add_usage(self, usage: Usage) -> None:
+        self._ctx.add_usage(usage)
+
+    async def end_turn(self, usage: Usage) -> Usage:
+        return await self._ctx.end_turn(usage)
+
+    async def end_message(self, subagent_task_id: str | None = None) -> None:
+        await self._ctx.end_message(subagent_task_id)
+
+    async def ask_user(self, request: UserInputRequest) -> UserInputResponse:
+        return await self._ctx.ask_user(request)
+
+    def native(self, raw: JsonValue) -> JsonValue | None:
+        return self._ctx.native(raw)
+
+
+class _Failover:
+    """A run that goes on on the next `fallback` backend when one gives out (docs/conversations.md).
+
+    On an error of `failover_on` the conversation so far is exported from the failed backend's
+    session (which stays resumable) and the next backend continues it as a new session: answering
+    the turn that failed (`retry`) when the failed backend had recorded it, else sending the prompt.
+    A tool call that ran is in the carried history with its result, so it never runs again; one the
+    model asked for but that never ran is answered "not run". The next backend's events follow a
+    `failover` event in the same stream; the last backend's error ends the run when none is left.
+    """
+
+    def __init__(self, params: ExecuteParams, first: Backend) -> None:
+        self.params = params
+        self._current = first
+        self.name = first.name
+
+    def unsupported_options(self, params: ExecuteParams) -> Sequence[UnsupportedOption]:
+        return self._current.unsupported_options(params)
+
+    async def run(self, ctx: RunContext) -> RunOutcome:
+        from unified._routing import note_gave_out
+
+        params, view, remaining = self.params, ctx, list(self.params.fallback)
+        while True:
+            before = ctx.session_id
+            try:
+                return await self._current.run(view)
+            except UnifiedError as failure:
+                if not remaining or failure.code not in self.params.failover_on:
+                    raise
+                failed = self._current.name
+                started = ctx.session_id if ctx.session_id != before else None
+                note_gave_out(failed, failure)
+                params = await self._next_params(params, remaining.pop(0), failed, started)
+                left = short_id_of(started) if started else None
+                await ctx.emit(
+                    Failover(
+                        from_backend=failed,
+                        to_backend=params.backend,
+                        code=failure.code,
+                        message=failure.message,
+                        left_session=left,
+                    )
+                )
+                self._current = _make_backend(params, fallback=False)
+                self.name = self._current.name
+                view = _Continued(ctx, params)
+                await announce_unsupported_options(self._current, params, ctx.emit)
+
+    async def _next_params(
+        self, params: ExecuteParams, target: str | Fallback, failed: str, session_id: str | None
+    ) -> ExecuteParams:
+        from unified import sessions
+
+        chosen = target if isinstance(target, Fallback) else Fallback(backend=target)
+        carried, retry = params.history, params.retry
+        if session_id is not None:  # the failed backend recorded the run: carry its whole session
+            carried = await sessions.locator(failed, params.session_store).export(session_id, str(params.cwd))
+            retry = _recorded(carried, params)
+            carried = _answer_unrun_calls(carried)
+        elif params.resume is not None:
+            carried = await sessions.export(params.resume, store=params.session_store, cwd=str(params.cwd))
+        same_provider = provider_of_backend(chosen.backend) == provider_of_backend(failed)
+        return params.model_copy(
+            update={
+                "backend": chosen.backend,
+                "model": chosen.model if isinstance(target, Fallback) else params.model if same_provider else None,
+                "backend_options": chosen.backend_options,
+                "resume": None,
+                "history": carried,
+                "retry": retry,
+                "prompt": "" if retry else params.prompt,
+                "images": () if retry else params.images,
+            }
+        )
+
+
+def _recorded(conversation: Conversation, params: ExecuteParams) -> bool:
+    """Whether the run's own prompt is in the failed backend's session (so the next one answers it
+    again instead of being sent it twice)."""
+    if params.retry:
+        return True
+    for turn in reversed(conversation.turns):
+        if isinstance(turn, UserTurn) and any(isinstance(p, TextPart) and p.text == params.prompt for p in turn.parts):
+            return True
+    return False
+
+
+def _answer_unrun_calls(conversation: Conversation) -> Conversation:
+    """Calls the failed backend's model asked for that never ran get an error result, so the history is
+    valid for any model and the next backend never runs them on its own."""
+    unanswered = conversation.unanswered_calls()
+    if not unanswered:
+        return conversation
+    results = UserTurn(
+        parts=[
+            ToolResultPart(
+                call_id=c.id, name=c.name, output="not run: the backend gave out before it ran", is_error=True
+            )
+            for c in unanswered
+        ]
+    )
+    return conversation.model_copy(update={"turns": [*conversation.turns, results]})
+
+
 def check_params(params: ExecuteParams) -> None:
     """Reject what no backend can run, the same way on every backend, before anything starts.
 
@@ -95,18 +244,22 @@ def check_params(params: ExecuteParams) -> None:
         raise ConfigurationError("the prompt is empty", hint="say what the agent should do")
 
 
-def _make_backend(params: ExecuteParams) -> Backend:
+def _make_backend(params: ExecuteParams, *, fallback: bool = True) -> Backend:
+    """The backend `params` name (routing `auto`), wrapped for failover when `params.fallback` names any."""
     name: str = params.backend
+    chosen: Backend
     try:
         if name == "auto" and params.resume:
-            return _SessionOwner(params)
-        if name == "auto":
-            from unified._routing import select_backend_for
+            chosen = _SessionOwner(params)
+        else:
+            if name == "auto":
+                from unified._routing import select_backend_for
 
-            name = select_backend_for(params).backend
-        return load_backend_factory(name)(params)
+                name = select_backend_for(params).backend
+            chosen = load_backend_factory(name)(params)
     except UnifiedError as exc:
-        return _Unavailable(name, exc)
+        chosen = _Unavailable(name, exc)
+    return _Failover(params, chosen) if fallback and params.fallback else chosen
 
 
 class EventStream(AsyncIterator[UnifiedEvent]):

@@ -114,6 +114,40 @@ class Redactor:
             text = replaced
         return text
 
+    def window(self, text: str, start: int, replacement: str = REDACTED) -> str:
+        """`text[start:]` with its secrets replaced, counting those that begin before `start`: a
+        secret that straddles `start` is replaced whole (its replacement opens the result). The
+        tool of a bounded buffer: the text before `start` is context that is not shown again."""
+        if self.pattern is None or not self.found_in(text):
+            return text[start:]
+        out: list[str] = []
+        position = start
+        for match in self.pattern.finditer(text):
+            if match.end() <= start:
+                continue
+            if match.start() > position:
+                out.append(text[position : match.start()])
+            out.append(replacement)
+            position = max(position, match.end())
+        out.append(text[position:])
+        return self("".join(out), replacement)
+
+    def partial_suffix(self, text: str) -> int:
+        """The length of the longest end of `text` that begins some secret (without being all of
+        it): what a stream must hold back until the next piece shows whether the secret follows."""
+        best = 0
+        for value in self.values:
+            reach = min(len(value) - 1, len(text))
+            at = text.find(value[0], len(text) - reach)
+            while 0 <= at < len(text):
+                if len(text) - at <= best:
+                    break
+                if value.startswith(text[at:]):
+                    best = len(text) - at
+                    break
+                at = text.find(value[0], at + 1)
+        return best
+
     def json(self, value: object, replacement: str = REDACTED) -> object:
         """`value` (JSON-like: str, dict, list, tuple) with secrets replaced in every string, keys included.
 
@@ -259,3 +293,69 @@ def secrets_in(value: object) -> list[str]:
         for item in value:
             found.extend(secrets_in(item))
     return found
+
+
+def given_secrets(backend_options: Mapping[str, object], mcp_servers: Iterable[object]) -> list[str]:
+    """The secrets a run was given in code rather than in the environment: every string under a
+    secret-looking key of `backend_options` (`api_key`, headers, ...), and of each MCP server every
+    header value and every env value that is a secret by its name or shape (`is_secret`)."""
+    found = secrets_in(backend_options)
+    for server in mcp_servers:
+        dump = server.model_dump() if hasattr(server, "model_dump") else server
+        if not isinstance(dump, Mapping):
+            continue
+        found += secrets_in(dump)
+        env = dump.get("env")
+        if isinstance(env, Mapping):
+            found += [v for k, v in env.items() if isinstance(v, str) and is_secret(str(k), v)]
+        headers = dump.get("headers")
+        if isinstance(headers, Mapping):
+            found += [v for v in headers.values() if isinstance(v, str)]
+    return found
+
+
+SPLIT_HOLD_MIN = 4
+"""A stream holds back the end of a piece that begins a secret only from this many characters on."""
+
+
+class SplitGuard:
+    """Catches a secret split across the consecutive pieces of one text stream (text deltas,
+    thinking deltas, a tool's progress messages), where redacting each piece alone would not.
+
+    `feed(piece)` returns what to show now. The end of the stream's text so far is kept (at most
+    the longest secret's length): a secret that straddles the pieces is replaced whole when its
+    rest arrives. An end of a piece that begins a secret with `SPLIT_HOLD_MIN` or more characters
+    is held back until the next piece (or `release()`), so it is never shown before the redactor
+    can tell. The bound: at most `SPLIT_HOLD_MIN - 1` characters of a secret, its first ones, can
+    be shown before the rest arrives; a secret shown in one piece, or split anywhere else, never.
+    """
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._keep = max((len(v) for v in redactor.values), default=1)
+        self._tail = ""
+        self._held = ""
+
+    def feed(self, piece: str) -> str:
+        combined = self._tail + self._held + piece
+        hold = self._redactor.partial_suffix(combined)
+        # a beginning of a secret already shown (shorter than SPLIT_HOLD_MIN then) holds its rest
+        hold = 0 if hold < SPLIT_HOLD_MIN else min(hold, len(self._held) + len(piece))
+        shown_until = len(combined) - hold
+        shown = self._redactor.window(combined[:shown_until], len(self._tail))
+        self._held = combined[shown_until:]
+        self._tail = combined[:shown_until][-self._keep :]
+        return shown
+
+    def release(self) -> str:
+        """What is still held back (the stream ended or something else comes next): a beginning of
+        a secret of `MIN_SECRET_LENGTH` or more characters is shown as the replacement."""
+        held, self._held = self._held, ""
+        if not held:
+            return ""
+        self._tail = (self._tail + held)[-self._keep :]
+        return REDACTED if len(held) >= MIN_SECRET_LENGTH else held
+
+    @property
+    def holding(self) -> bool:
+        return bool(self._held)

@@ -13,15 +13,24 @@ Imports only the light parts of `unified`: routing runs before any backend SDK i
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from unified import capabilities
 from unified._auth import AUTH_MODE_TITLES, AuthReport, detect_auth
-from unified.errors import ConfigurationError, RoutingError
+from unified.errors import ConfigurationError, RoutingError, UnifiedError
 from unified.types import ExecuteParams
 
-__all__ = ["PREFERENCE", "BackendSelection", "requirements_of", "select_backend", "select_backend_for"]
+__all__ = [
+    "PREFERENCE",
+    "REST_S",
+    "BackendSelection",
+    "note_gave_out",
+    "requirements_of",
+    "select_backend",
+    "select_backend_for",
+]
 
 PREFERENCE: tuple[str, ...] = ("generate-content", "gemini-cli", "interactions", "codex")
 """Tie-break order: unified's own loop on the stable API first (no subprocess, every tool local),
@@ -51,8 +60,30 @@ class BackendSelection:
     alternatives: tuple[str, ...] = ()
 
 
+_GAVE_OUT: dict[str, tuple[float, str]] = {}
+"""Backend -> (monotonic time until which `auto` passes it over, why): a backend a run just failed
+over from (rate limited, refused credentials, unavailable) is not chosen again while it rests."""
+REST_S = 60.0
+"""How long `auto` passes over a backend that gave out, unless its error said when to come back."""
+
+
+def note_gave_out(backend: str, failure: UnifiedError) -> None:
+    """Remember that `backend` just gave out with `failure` (in this process), for `auto` to skip it."""
+    wait = failure.details.get("retry_after_s")
+    rest = float(wait) if isinstance(wait, int | float) and wait > 0 else REST_S
+    _GAVE_OUT[backend] = (time.monotonic() + rest, f"{failure.code} {rest:.0f} s ago at most")
+
+
+def _resting() -> dict[str, str]:
+    now = time.monotonic()
+    for name in [n for n, (until, _) in _GAVE_OUT.items() if until <= now]:
+        del _GAVE_OUT[name]
+    return {name: why for name, (_, why) in _GAVE_OUT.items()}
+
+
 def _auto_backends() -> list[str]:
-    eligible = [b.name for b in capabilities.MATRIX.backends.values() if b.auto]
+    resting = _resting()
+    eligible = [b.name for b in capabilities.MATRIX.backends.values() if b.auto and b.name not in resting]
     return sorted(eligible, key=lambda name: PREFERENCE.index(name) if name in PREFERENCE else len(PREFERENCE))
 
 

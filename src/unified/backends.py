@@ -171,12 +171,15 @@ class MalformedLine(Exception):
     the next `receive` returns the line after it. A backend reports it as a warning, never a crash.
     """
 
-    def __init__(self, reason: str, size: int) -> None:
+    def __init__(self, reason: str, size: int, head: str = "") -> None:
         super().__init__(f"{reason} ({size} bytes)")
         self.reason = reason
         """What is wrong with it, in words (for a warning)."""
         self.size = size
         """Its length in bytes (without the newline)."""
+        self.head = head
+        """Its first few hundred characters, when they could be read: enough to tell, for one, which
+        request it answered (so that request fails at once instead of waiting for an answer)."""
 
 
 class AgentProcess(ABC):

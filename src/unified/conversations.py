@@ -22,6 +22,7 @@ This module imports only the event protocol: it is data, readable without any ba
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
@@ -88,6 +89,10 @@ Base64Bytes = Annotated[
 """Bytes in Python, base64 text in JSON."""
 
 
+def _json_text(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
 class _Part(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
@@ -146,6 +151,19 @@ class ToolResultPart(_Part):
     data: JsonValue | None = None
     is_error: bool = False
 
+    @classmethod
+    def of(cls, call_id: str, name: str, value: JsonValue, *, is_error: bool = False) -> ToolResultPart:
+        """A result from the value a backend recorded: text as it is, anything else as JSON text
+        with the value kept as `data`."""
+        if isinstance(value, str):
+            return cls(call_id=call_id, name=name, output=value, is_error=is_error)
+        return cls(call_id=call_id, name=name, output=_json_text(value), data=value, is_error=is_error)
+
+    def value(self) -> JsonValue:
+        """What to send back to a model as the call's result: the structured data when there is some
+        (and the call did not fail), else the text."""
+        return self.data if self.data is not None and not self.is_error else self.output
+
 
 class ServerToolCallPart(_Part):
     """A tool the provider ran itself (Google Search, code execution, URL context, ...)."""
@@ -154,6 +172,10 @@ class ServerToolCallPart(_Part):
     id: str
     name: str
     arguments: dict[str, JsonValue] = Field(default_factory=dict)
+
+    def as_text(self) -> str:
+        """How a backend that cannot replay this provider's tool tells the model it ran."""
+        return f"[server tool {self.name} was called with {_json_text(self.arguments)}]"
 
 
 class ServerToolResultPart(_Part):
@@ -164,6 +186,10 @@ class ServerToolResultPart(_Part):
     name: str
     output: str = ""
     data: JsonValue | None = None
+
+    def as_text(self) -> str:
+        """How a backend that cannot replay this provider's tool tells the model what it returned."""
+        return f"[server tool {self.name} returned: {self.output or _json_text(self.data)}]"
 
 
 UserPart = Annotated[TextPart | ImagePart | ToolResultPart, Field(discriminator="type")]

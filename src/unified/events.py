@@ -21,13 +21,15 @@ from typing import Annotated, Any, Literal, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-PROTOCOL_VERSION = "2.0"
+PROTOCOL_VERSION = "2.1"
 """Bumped in its minor part for added kinds or optional fields, in its major part for anything else.
 
 1.1: `tool_result.input`.
 2.0: `tool_result.output` is text (what the model read) with structured extras in `tool_result.data`;
 `warning`/`error` codes come from one registry (`WarningCode`, `ErrorCode`); `permission_decision`
 gains `input` and `message`; a permission answer can change the input, carry a message, or stop the run.
+2.1: `failover` (the run goes on on another backend, with a new `session_started` after it);
+`result.backend`.
 """
 
 JsonValue: TypeAlias = Any
@@ -466,6 +468,21 @@ class ErrorEvent(_EventBase):
     details: dict[str, JsonValue] = Field(default_factory=dict)
 
 
+class Failover(_EventBase):
+    """The backend gave out (`code`, after its own retries) and the run goes on on `to_backend`,
+    with the conversation so far: a `session_started` of the new backend follows, and every later
+    event is that backend's. `left_session` is the short id of the session left behind (it still
+    resumes on its own backend). A turn the failed backend had begun and not finished is answered
+    again by the new one; a tool call that ran is never run again."""
+
+    type: Literal["failover"] = "failover"
+    from_backend: str
+    to_backend: str
+    code: str
+    message: str
+    left_session: str | None = None
+
+
 class Result(_EventBase):
     """The last event of every stream, exactly once."""
 
@@ -476,6 +493,9 @@ class Result(_EventBase):
     duration_ms: int = 0
     turns: int = 0
     short_id: str | None = None
+    """The session that resumes this conversation (after a failover, the continued one's)."""
+    backend: str | None = None
+    """The backend that ran the run (after a failover, the last one)."""
     error: str | None = None
 
 
@@ -494,6 +514,7 @@ UnifiedEvent = Annotated[
     | UserInputRequest
     | WarningEvent
     | ErrorEvent
+    | Failover
     | Result,
     Field(discriminator="type"),
 ]
@@ -513,6 +534,7 @@ EVENT_TYPES: tuple[type[_EventBase], ...] = (
     UserInputRequest,
     WarningEvent,
     ErrorEvent,
+    Failover,
     Result,
 )
 
@@ -569,6 +591,7 @@ __all__ = [
     "DecidedBy",
     "ErrorCode",
     "ErrorEvent",
+    "Failover",
     "PermissionDecision",
     "Question",
     "QuestionOption",

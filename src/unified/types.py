@@ -18,10 +18,12 @@ from unified.conversations import Conversation
 from unified.events import UserInputRequest, UserInputResponse
 
 __all__ = [
+    "FAILOVER_CODES",
     "ApprovalMode",
     "BackendName",
     "BackendOptions",
     "ExecuteParams",
+    "Fallback",
     "HttpMcpServer",
     "ImageInput",
     "ImageMime",
@@ -31,6 +33,9 @@ __all__ = [
     "ThinkingConfig",
     "UserInputHandler",
 ]
+
+FAILOVER_CODES: tuple[str, ...] = ("rate_limited", "auth_error", "backend_unavailable")
+"""The errors that move a run to its next `fallback` backend unless `failover_on` says otherwise."""
 
 BackendName = Literal["gemini-cli", "generate-content", "interactions", "codex"]
 """The backends that ship with `unified` (`unified.backends.built_in_backends()`). `ExecuteParams.backend`
@@ -154,6 +159,14 @@ class ImageInput(_Frozen):
         raise ValueError(f"{path} is not a PNG, JPEG, GIF or WebP image")
 
 
+class Fallback(_Frozen):
+    """A backend to fail over to, with the model and options it runs with (`ExecuteParams.fallback`)."""
+
+    backend: str
+    model: str | None = None
+    backend_options: dict[str, object] | BackendOptions = Field(default_factory=dict)
+
+
 class ExecuteParams(BaseModel):
     """Everything one run needs: a `prompt` (or, with `retry`, none), the rest optional.
 
@@ -179,6 +192,18 @@ class ExecuteParams(BaseModel):
         default=None,
         description="A conversation to continue (`unified.sessions.export(ref)`, or your own): the run is a new "
         "session on this backend that starts from it, and its record names where it came from. Not with `resume`.",
+    )
+    fallback: tuple[str | Fallback, ...] = Field(
+        default=(),
+        description="Backends to go on on, in order, when the backend gives out with an error of `failover_on`: "
+        "the run continues with the conversation so far, in the same stream (a `failover` event says so). A "
+        "name alone keeps `model` only for a backend of the same provider and sends no `backend_options`; "
+        "a `Fallback` gives them.",
+    )
+    failover_on: tuple[str, ...] = Field(
+        default=FAILOVER_CODES,
+        description="The error codes that move the run to the next `fallback` backend (after the backend's own "
+        "retries): by default a rate limit or exhausted quota, refused credentials, an unavailable backend.",
     )
     retry: bool = Field(
         default=False,

@@ -33,6 +33,13 @@ SAMPLES: list[ev._EventBase] = [
         reason="plan mode",
     ),
     ev.ToolResult(tool_use_id="c1", output={"error": "missing"}, is_error=True, server_side=True),
+    ev.Failover(
+        from_backend="generate-content",
+        to_backend="interactions",
+        code="rate_limited",
+        message="429",
+        left_session="a1",
+    ),
     ev.SubagentStarted(task_id="task-1", agent_name="codebase_investigator", parent_tool_use_id="c9"),
     ev.SubagentProgress(task_id="task-1", status="running", message="reading"),
     ev.SubagentCompleted(

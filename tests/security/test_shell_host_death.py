@@ -40,6 +40,7 @@ async def main() -> None:
         background = {"command": "sleep 600", "is_background": True, "delay_ms": 0}
         [started] = await rt.run_batch([ToolCall("b", "run_shell_command", background)])
         pgid = str(started.response["output"]).split("Process Group PGID: ")[1].split()[0]
+        (ws / "watchdog.pid").write_text(str(rt._shell.watch.watchdog_pid))
         (ws / "bg.pgid").write_text(pgid)
         foreground = {"command": "sleep 600 & echo $$ $! > fg.tmp; mv fg.tmp fg.pids; sleep 600"}
         await rt.run_batch([ToolCall("f", "run_shell_command", foreground)])
@@ -57,20 +58,13 @@ def wait_for(condition: Callable[[], bool], what: str) -> None:
         time.sleep(0.02)
 
 
-def watchdogs(marker: str) -> list[int]:
-    """PIDs of the watchdog processes serving the runtime `marker` names."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            args = (entry / "cmdline").read_bytes().split(b"\0")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker.encode() in args and any(a.endswith(b"_watchdog.py") for a in args) and state != "Z":
-            found.append(int(entry.name))
-    return found
+def running(pid: int | None) -> bool:
+    """Whether `pid` is a live process (a zombie is not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 @pytest.fixture
@@ -102,13 +96,16 @@ def test_killing_the_host_kills_every_group_it_started(ws: Path, backend: str, l
         marker = (ws / "marker").read_text()
         assert {fg_pgid, child} <= set(group_members(fg_pgid))  # the shell and its `&` child
         assert group_members(groups[1])
-        [watchdog] = watchdogs(marker)
+        watchdog = int((ws / "watchdog.pid").read_text())
+        assert running(watchdog)
+        named = (Path(f"/proc/{watchdog}/cmdline").read_bytes(), Path(f"/proc/{watchdog}/environ").read_bytes())
+        assert all(marker.encode() not in part for part in named)  # nothing names the runtime it serves
     finally:
         host.kill()  # SIGKILL: no finally, no atexit, no finalizer of the host runs
         host.wait()
     for pgid in groups:
         wait_for(lambda pgid=pgid: not group_members(pgid), f"process group {pgid} to die")  # type: ignore[misc]
-    wait_for(lambda: not watchdogs(marker), f"the watchdog {watchdog} to exit")
+    wait_for(lambda: not running(watchdog), f"the watchdog {watchdog} to exit")
 
 
 @pytest.mark.anyio
@@ -117,25 +114,26 @@ async def test_closing_the_runtime_ends_the_watchdog_and_the_groups(ws: Path, le
         [outcome] = await rt.run_batch([ToolCall("s", "run_shell_command", {"command": "sleep 600 & echo $!"})])
         pgid = int(str(outcome.response["output"]).split("Process Group PGID: ")[1])
         leftovers.append(pgid)
-        marker = rt._shell.watch.marker
-        assert len(watchdogs(marker)) == 1
+        watchdog = rt._shell.watch.watchdog_pid
+        assert running(watchdog)
         assert group_members(pgid)
     assert group_members(pgid) == []
-    wait_for(lambda: not watchdogs(marker), "the watchdog to exit")
+    wait_for(lambda: not running(watchdog), "the watchdog to exit")
 
 
 @pytest.mark.anyio
 async def test_a_killed_watchdog_is_replaced(ws: Path, leftovers: list[int]) -> None:
     async with ToolRuntime(ws, approval_mode="yolo") as rt:
         await rt.run_batch([ToolCall("s", "run_shell_command", {"command": "true"})])
-        marker = rt._shell.watch.marker
-        [first] = watchdogs(marker)
+        first = rt._shell.watch.watchdog_pid
+        assert first is not None
         os.kill(first, signal.SIGKILL)
-        wait_for(lambda: not watchdogs(marker), "the watchdog to die")
+        wait_for(lambda: not running(first), "the watchdog to die")
         [outcome] = await rt.run_batch([ToolCall("s", "run_shell_command", {"command": "sleep 600 & echo $!"})])
         leftovers.append(int(str(outcome.response["output"]).split("Process Group PGID: ")[1]))
-        [second] = watchdogs(marker)
+        second = rt._shell.watch.watchdog_pid
         assert second != first
+        assert running(second)
 
 
 def test_a_group_that_is_not_the_runtimes_is_never_killed(leftovers: list[int]) -> None:

@@ -1,5 +1,11 @@
 """The environment an agent binary runs in, and the files handed to it by content.
 
+A CLI child runs tools for a model, and a prompt-injected model's first move is `env`: whatever
+the child inherits is one command away from the model, its events, its session files and any
+recorded cassette. So a child gets an allowlist, never the host's whole environment: nothing of
+unified's own (`UNIFIED_SESSION_STORE_URL` and its password) and no unrelated secret unless its
+backend's policy names it.
+
 `child_env` builds a child's variables from three sources, in this order:
 
 1. the parent's (`os.environ`), filtered by the backend's `EnvPolicy`: the basics every program
@@ -26,9 +32,54 @@ import platformdirs
 __all__ = ["BASIC_ENV", "EnvPolicy", "cache_file", "child_env"]
 
 BASIC_ENV = frozenset(
-    {"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "COLORTERM", "TMPDIR", "TEMP", "TMP", "TZ", "LANG", "LANGUAGE"}
+    {
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "TERM",
+        "COLORTERM",
+        "NO_COLOR",
+        "TMPDIR",
+        "TEMP",
+        "TMP",
+        "TZ",
+        "LANG",
+        "LANGUAGE",
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_CACHE_HOME",
+        "XDG_STATE_HOME",
+        "XDG_RUNTIME_DIR",
+        # to reach the network the way this machine does
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "NO_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+        "no_proxy",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "NODE_EXTRA_CA_CERTS",
+        # Windows: what a process cannot start without
+        "SYSTEMROOT",
+        "SYSTEMDRIVE",
+        "WINDIR",
+        "COMSPEC",
+        "PATHEXT",
+        "APPDATA",
+        "LOCALAPPDATA",
+        "PROGRAMDATA",
+        "USERPROFILE",
+        "HOMEDRIVE",
+        "HOMEPATH",
+    }
 )
-"""What any program may need, passed under every policy (with every `LC_*`)."""
+"""What any program may need, passed under every policy (with every `LC_*`): where programs and
+home are, locale, terminal, temp and XDG dirs, proxies and CA bundles."""
 BASIC_PREFIXES = ("LC_",)
 
 
@@ -37,7 +88,8 @@ class EnvPolicy:
     """Which of the parent's variables a backend's child sees, besides the basics."""
 
     allow: frozenset[str] | None = None
-    """Names the binary reads (its credentials, its settings); None: every variable."""
+    """Names the binary reads (its credentials, its settings); None: every variable (only for a
+    throwaway probe such as `--version`, never for a run)."""
     allow_prefixes: tuple[str, ...] = ()
     """Prefixes of names it reads (`GEMINI_CLI_`, ...)."""
 

@@ -13,12 +13,15 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from unified._internal import limits
 from unified.backends import MalformedLine
 
 __all__ = ["MAX_LINE_BYTES", "LineFramer", "json_line", "parse_object"]
 
-MAX_LINE_BYTES = 8 * 1024 * 1024
+MAX_LINE_BYTES = limits.MAX_EVENT_BYTES
 """The longest line read (a tool output can be large); a longer one is dropped with a `MalformedLine`."""
+HEAD_CHARS = 512
+"""How much of an unreadable line is kept (`MalformedLine.head`)."""
 
 
 class LineFramer:
@@ -30,6 +33,8 @@ class LineFramer:
         self._buffer = bytearray()
         self._skipping = 0
         """Bytes of an oversized line dropped so far (0: not inside one)."""
+        self._head = b""
+        """The first bytes of the oversized line being dropped."""
 
     def feed(self, data: bytes) -> Iterator[str | MalformedLine]:
         """The lines `data` completes, each as text or, when it cannot be read, a `MalformedLine`."""
@@ -40,14 +45,17 @@ class LineFramer:
                 self._skipping += len(part)
             elif len(self._buffer) + len(part) > self.limit:
                 self._skipping = len(self._buffer) + len(part)
+                self._head = (bytes(self._buffer[:HEAD_CHARS]) + part[:HEAD_CHARS])[:HEAD_CHARS]
                 self._buffer.clear()
             else:
                 self._buffer += part
             if newline < 0:
                 return
             if self._skipping:
-                yield MalformedLine(f"over the {self.limit}-byte cap", self._skipping)
+                head = self._head.decode("utf-8", "replace")
+                yield MalformedLine(f"over the {self.limit}-byte cap", self._skipping, head)
                 self._skipping = 0
+                self._head = b""
             elif self._buffer.strip():
                 try:
                     yield self._buffer.decode("utf-8").rstrip("\r")
@@ -62,11 +70,16 @@ def json_line(message: Mapping[str, Any]) -> str:
 
 
 def parse_object(line: str) -> dict[str, Any] | str:
-    """The JSON object on `line`, or why it is none (for a warning)."""
+    """The JSON object on `line`, or why it is none (for a warning): not JSON, not an object, or nested
+    deeper than `limits.MAX_JSON_DEPTH` (refused before it can cost a RecursionError downstream)."""
     try:
         value = json.loads(line)
+    except RecursionError:
+        return "nested too deeply to parse"
     except ValueError:
         return f"not JSON: {line[:200]!r}"
     if not isinstance(value, dict):
         return f"JSON that is not an object: {line[:200]!r}"
+    if limits.too_deep(value):
+        return f"nested deeper than {limits.MAX_JSON_DEPTH} levels"
     return value

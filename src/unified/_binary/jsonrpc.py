@@ -22,6 +22,7 @@ Decisions:
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -49,6 +50,10 @@ UNROUTED_LIMIT = 100
 METHOD_NOT_FOUND = -32601
 
 Message = dict[str, Any]
+
+
+_ANSWER_ID = re.compile(r'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(\d+)\s*,\s*"(?:result|error)"')
+"""The id of an answer to one of our requests, read from the start of a line that cannot be used."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +221,7 @@ class JsonRpcConnection:
                 try:
                     line = await self.process.receive()
                 except MalformedLine as bad:
-                    self._broadcast(LineProblem(f"dropped a {bad.size}-byte line from {self.name}: {bad.reason}"))
+                    self._refuse(bad.head, f"dropped a {bad.size}-byte line from {self.name}: {bad.reason}")
                     continue
                 if line is None:
                     self.closed = True
@@ -227,7 +232,7 @@ class JsonRpcConnection:
     def _file(self, line: str) -> None:
         message = parse_object(line)
         if isinstance(message, str):
-            self._broadcast(LineProblem(f"ignored a line from {self.name}: {message}"))
+            self._refuse(line, f"ignored a line from {self.name}: {message}")
             return
         if self.observer is not None:
             self.observer("recv", message)
@@ -244,6 +249,15 @@ class JsonRpcConnection:
             target.put(message)
         else:
             self._keep_unrouted(message)
+
+    def _refuse(self, head: str, text: str) -> None:
+        """A line that cannot be used: every open session is warned, and when it answered one of our
+        requests, that request fails now with `text` instead of waiting for an answer that never comes."""
+        self._broadcast(LineProblem(text))
+        found = _ANSWER_ID.match(head)
+        target = self._answers.get(int(found.group(1))) if found else None
+        if target is not None and found is not None:
+            target.put({"id": int(found.group(1)), "error": {"code": -32603, "message": text}})
 
     def _broadcast(self, problem: LineProblem) -> None:
         for inbox in self._sessions.values():

@@ -35,6 +35,7 @@ import anyio.to_thread
 
 from unified._internal.api_options import ApiOptions
 from unified._internal.retry import Failure, retrying
+from unified._redaction import given_secrets
 from unified._sessions.config import default_store
 from unified.backends import RunContext, RunOutcome
 from unified.errors import UnifiedError
@@ -171,6 +172,7 @@ class AgentLoop:
             approval_mode=params.approval_mode,
             excluded_tools=params.excluded_tools,
             user_input=self.ctx.ask_user if params.on_user_input is not None else None,
+            secrets=given_secrets(params.backend_options_dict(), params.mcp_servers),
         ) as tools:
             for problem in await tools.connect_mcp(params.mcp_servers):
                 await self._warn("mcp_unavailable", problem.message)

@@ -16,7 +16,7 @@ import httpx
 
 from unified.errors import AuthError, BackendError, ConfigurationError, RateLimited, UnifiedError
 
-__all__ = ["RETRYABLE_STATUS", "credentials_error", "error_from_status", "retry_delay", "timed_out"]
+__all__ = ["HTTP_OF_STATUS", "RETRYABLE_STATUS", "credentials_error", "error_from_status", "retry_delay", "timed_out"]
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 _DURATION = re.compile(r"^\s*(?P<seconds>\d+(?:\.\d+)?)s\s*$")
@@ -41,6 +41,21 @@ def retry_delay(body: Any) -> float | None:
             if match:
                 return float(match.group("seconds"))
     return None
+
+
+HTTP_OF_STATUS: dict[str, int] = {
+    "INVALID_ARGUMENT": 400,
+    "FAILED_PRECONDITION": 400,
+    "UNAUTHENTICATED": 401,
+    "PERMISSION_DENIED": 403,
+    "NOT_FOUND": 404,
+    "RESOURCE_EXHAUSTED": 429,
+    "CANCELLED": 499,
+    "INTERNAL": 500,
+    "UNAVAILABLE": 503,
+    "DEADLINE_EXCEEDED": 504,
+}
+"""The HTTP status each google.rpc code travels with: an error met in a stream names only the code."""
 
 
 def error_from_status(code: int, status: str | None, message: str, *, body: Any, model: str | None) -> UnifiedError:
@@ -122,3 +137,33 @@ def credentials_error(exc: BaseException) -> UnifiedError | None:
             hint="refresh them with `gcloud auth application-default login`",
         )
     return None
+
+
+def unreadable_response(exc: BaseException) -> UnifiedError | None:
+    """google-genai failing to read what the server sent (a field of the wrong type, such as a
+    function call named `123` or with a list for its arguments; JSON nested too deeply for its
+    parser), as a typed error rather than a crash of unified: the server's answer was bad."""
+    from pydantic import ValidationError
+
+    if not isinstance(exc, ValidationError | RecursionError) or not _through_genai(exc):
+        return None
+    if isinstance(exc, ValidationError):
+        errors = exc.errors()
+        where = ".".join(str(p) for p in errors[0]["loc"]) if errors else exc.title
+        why = f"{where}: {errors[0]['msg'] if errors else 'invalid'}"
+    else:
+        why = "its JSON is nested too deeply to parse"
+    return BackendError(
+        f"the Gemini API sent a response that does not fit its schema ({why}); it was not used",
+        hint="this is the server's (or a proxy's) fault: run again, or report it if it persists",
+    )
+
+
+def _through_genai(exc: BaseException) -> bool:
+    """Whether google-genai's code is on `exc`'s traceback (it raised inside the SDK's reading)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if str(tb.tb_frame.f_globals.get("__name__", "")).startswith("google.genai"):
+            return True
+        tb = tb.tb_next
+    return False

@@ -11,9 +11,13 @@ from __future__ import annotations
 import functools
 import os
 import ssl
+from collections.abc import AsyncIterator, Iterator
 
 import certifi
 import httpx
+
+from unified._internal import limits
+from unified.errors import BackendError
 
 __all__ = ["async_client", "sync_client", "tls_context"]
 
@@ -30,9 +34,96 @@ def _timeout(timeout_s: float) -> httpx.Timeout:
 
 
 def async_client(timeout_s: float) -> httpx.AsyncClient:
-    return httpx.AsyncClient(timeout=_timeout(timeout_s), verify=tls_context())
+    return httpx.AsyncClient(timeout=_timeout(timeout_s), verify=tls_context(), event_hooks={"response": [cap_async]})
 
 
 def sync_client(timeout_s: float) -> httpx.Client:
     """Handed to google-genai beside the async one, so it builds no client (and no TLS context) of its own."""
-    return httpx.Client(timeout=_timeout(timeout_s), verify=tls_context())
+    return httpx.Client(timeout=_timeout(timeout_s), verify=tls_context(), event_hooks={"response": [cap_sync]})
+
+
+class EventTooLarge(BackendError):
+    """A server sent one event (or one body) over `MAX_EVENT_BYTES`, or with more than
+    `MAX_JSON_CONTAINERS` objects and arrays: refused while it arrives, never held whole."""
+
+
+class EventMeter:
+    """Counts the bytes and the `{`/`[` of the current event: the bytes since the last blank line
+    (an SSE event ends with one; a plain JSON body is one event)."""
+
+    def __init__(self, what: str, max_bytes: int, max_containers: int) -> None:
+        self.what = what
+        self.max_bytes = max_bytes
+        self.max_containers = max_containers
+        self.size = 0
+        self.containers = 0
+        self.tail = b""
+
+    def feed(self, chunk: bytes) -> None:
+        joined = self.tail + chunk
+        end = max(joined.rfind(b"\n\n"), joined.rfind(b"\r\n\r\n"))
+        if end >= 0:
+            rest = joined[end + 2 :]
+            self.size, self.containers = len(rest), rest.count(b"{") + rest.count(b"[")
+        else:
+            self.size += len(chunk)
+            self.containers += chunk.count(b"{") + chunk.count(b"[")
+        self.tail = joined[-3:]
+        if self.size > self.max_bytes:
+            raise EventTooLarge(
+                f"{self.what} sent an event over {self.max_bytes // (1024 * 1024)} MiB; it was refused unread",
+                hint="the server's answer is larger than unified accepts (limits.MAX_EVENT_BYTES)",
+            )
+        if self.containers > self.max_containers:
+            raise EventTooLarge(
+                f"{self.what} sent an event with more than {self.max_containers:,} JSON objects and arrays; "
+                "it was refused unread",
+                hint="the server's answer is larger than unified accepts (limits.MAX_JSON_CONTAINERS)",
+            )
+
+
+class _CappedAsync(httpx.AsyncByteStream):
+    def __init__(self, inner: httpx.AsyncByteStream, meter: EventMeter) -> None:
+        self._inner = inner
+        self._meter = meter
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            self._meter.feed(chunk)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _CappedSync(httpx.SyncByteStream):
+    def __init__(self, inner: httpx.SyncByteStream, meter: EventMeter) -> None:
+        self._inner = inner
+        self._meter = meter
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._inner:
+            self._meter.feed(chunk)
+            yield chunk
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def _meter(response: httpx.Response, what: str | None) -> EventMeter:
+    name = what or f"the server at {response.request.url.host}"
+    return EventMeter(name, limits.MAX_EVENT_BYTES, limits.MAX_JSON_CONTAINERS)
+
+
+async def cap_async(response: httpx.Response, what: str | None = None) -> None:
+    """httpx response hook: the body is read through a `EventMeter` (see `EventTooLarge`)."""
+    stream = response.stream
+    if isinstance(stream, httpx.AsyncByteStream):
+        response.stream = _CappedAsync(stream, _meter(response, what))
+
+
+def cap_sync(response: httpx.Response) -> None:
+    """The same hook for a blocking client."""
+    stream = response.stream
+    if isinstance(stream, httpx.SyncByteStream):
+        response.stream = _CappedSync(stream, _meter(response, None))

@@ -12,21 +12,23 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Awaitable, Callable
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic import BaseModel
 
-from unified._redaction import Redactor, redactor, secrets_in
+from unified._internal import limits
+from unified._redaction import Redactor, SplitGuard, given_secrets, redactor
 from unified.backends import Backend, RunOutcome
-from unified.errors import ProtocolViolation, RunStopped, UnifiedError
+from unified.errors import BackendError, ProtocolViolation, RunStopped, UnifiedError
 from unified.events import (
     ERROR_CODES,
     WARNING_CODES,
     AssistantMessage,
     ErrorEvent,
+    Failover,
     JsonValue,
     PermissionDecision,
     Result,
@@ -38,6 +40,7 @@ from unified.events import (
     SupportLevel,
     TextDelta,
     Thinking,
+    ToolProgress,
     ToolResult,
     ToolUse,
     UnifiedEvent,
@@ -60,7 +63,7 @@ instead of growing memory."""
 
 StopReason = Literal["cancelled", "interrupted", "idle_timeout", "total_timeout"]
 
-_PASS_BEFORE_SESSION = (WarningEvent, ErrorEvent, SessionStarted)
+_PASS_BEFORE_SESSION = (WarningEvent, ErrorEvent, SessionStarted, Failover)
 _STREAMED = frozenset({TextDelta, Thinking})
 
 
@@ -81,10 +84,7 @@ def estimate_tokens(chars: int) -> int:
 
 def _run_redactor(params: ExecuteParams) -> Redactor:
     """Secrets of the environment, plus those given in code: backend options, MCP headers and env."""
-    given = secrets_in(params.backend_options_dict())
-    for server in params.mcp_servers:
-        given += secrets_in(server.model_dump())
-    return redactor(extra=given)
+    return redactor(extra=given_secrets(params.backend_options_dict(), params.mcp_servers))
 
 
 def _scrubbed(value: object, clean: Redactor) -> object:
@@ -122,6 +122,28 @@ def _scrub(event: UnifiedEvent, clean: Redactor) -> None:
             fields[name] = new
 
 
+def _quotable(event: UnifiedEvent) -> dict[str, Any]:
+    """An event as a protocol violation quotes it: a streamed piece's text by its length only (it
+    may hold part of a secret, which only the whole stream shows whole)."""
+    dumped = event.model_dump(mode="json")
+    if type(event) in _STREAMED:
+        dumped["text"] = f"<{len(dumped.get('text') or '')} characters>"
+    return dumped
+
+
+def _check_depth(event: UnifiedEvent, backend: str) -> None:
+    """Refuse an event holding data nested deeper than `MAX_JSON_DEPTH` (a tool's input or output,
+    native data): past that depth the redaction, the normal form and a consumer's JSON encoder
+    would recurse without bound. A typed error naming the field, never a RecursionError."""
+    for name, value in event.__dict__.items():
+        if isinstance(value, dict | list) and limits.too_deep(value):
+            raise BackendError(
+                f"the {backend} backend sent a {event.type} event whose {name} is nested deeper than "
+                f"{limits.MAX_JSON_DEPTH} levels; it was refused",
+                hint="the backend's output is malformed (or hostile); run again",
+            )
+
+
 def _normalise(event: UnifiedEvent) -> None:
     """Bring what the normal form fixes to it (docs/protocol.md, "Normal form"), for every backend.
 
@@ -156,6 +178,8 @@ class _Aggregator:
         self.text_chars = 0
         self.thought_chars = 0
         self.session: SessionStarted | None = None
+        self.switched = False
+        """A `failover` came: the next backend's `session_started` opens a new session (and id space)."""
 
     def violation(self, event: UnifiedEvent) -> str | None:
         """Why `event` breaks the protocol, or None."""
@@ -163,7 +187,7 @@ class _Aggregator:
             return None  # the bulk of every stream: nothing below can apply (checked first, as it is hot)
         if self.session is None and not isinstance(event, _PASS_BEFORE_SESSION):
             return f"a {event.type} event came before session_started"
-        if isinstance(event, SessionStarted) and self.session is not None:
+        if isinstance(event, SessionStarted) and self.session is not None and not self.switched:
             return "a second session_started"
         if isinstance(event, (AssistantMessage, Result)):
             return f"adapters must not emit {event.type}: the stream guard makes it"
@@ -204,6 +228,15 @@ class _Aggregator:
                 self.text_chars += len(event.text)
         elif isinstance(event, SessionStarted):
             self.session = event
+            self.switched = False
+        elif isinstance(event, Failover):
+            self.switched = True  # tool and task ids are per session: the next one starts afresh
+            self.tool_uses.clear()
+            self.answered.clear()
+            self.running_locally.clear()
+            self.decided.clear()
+            self.tasks.clear()
+            self.finished_tasks.clear()
         elif isinstance(event, ToolUse):
             self.tool_uses.add(event.tool_use_id)
             if not event.server_side:
@@ -317,11 +350,17 @@ class StreamGuard:
         self._stop_reason: StopReason | None = None
         self._consumer_gone = False
         self._redactor = _run_redactor(params)
+        self._splits: dict[tuple[str, str | None], SplitGuard] = {}
+        """One per text stream (a scope's text, a scope's thinking, a tool's progress)."""
+        self._split_holder: tuple[str, str | None] | None = None
+        """The stream whose guard holds text back, if one does."""
         self._ctx = _Context(self)
 
     # -- what adapters call -------------------------------------------------------------------
 
     async def accept(self, event: UnifiedEvent) -> None:
+        if type(event) not in _STREAMED:
+            _check_depth(event, self.backend.name)
         _normalise(event)
         problem = self.agg.violation(event)
         if problem is not None:
@@ -332,7 +371,7 @@ class StreamGuard:
                     code="protocol_violation",
                     message=f"{self.backend.name} adapter broke the event protocol: {problem}. "
                     "This is a bug in unified; please report it with this event.",
-                    details={"event": event.model_dump(mode="json")},
+                    details={"event": _quotable(event)},
                 )
             )
             if isinstance(event, (AssistantMessage, Result)):
@@ -376,7 +415,51 @@ class StreamGuard:
 
     # -- delivery ------------------------------------------------------------------------------
 
-    async def _deliver(self, event: UnifiedEvent) -> None:
+    def _split_key(self, event: UnifiedEvent) -> tuple[str, str | None] | None:
+        """Which text stream `event` continues, when a secret may be split across its pieces."""
+        kind = type(event)
+        if kind is TextDelta or (kind is Thinking and not event.__dict__["replace"]):
+            return (event.type, event.subagent_task_id)
+        if kind is ToolProgress and event.__dict__["message"]:
+            return (event.type, event.__dict__["tool_use_id"])
+        return None
+
+    async def _release_split(self, keep: tuple[str, str | None] | None = None) -> None:
+        """Show what a text stream holds back (`SplitGuard`) before anything else comes next."""
+        holder = self._split_holder
+        if holder is None or holder == keep:
+            return
+        self._split_holder = None
+        text = self._splits[holder].release()
+        if not text:
+            return
+        kind, scope = holder
+        event: UnifiedEvent
+        if kind == "text_delta":
+            event = TextDelta(text=text, subagent_task_id=scope)
+        elif kind == "thinking":
+            event = Thinking(text=text, replace=False, subagent_task_id=scope)
+        else:
+            event = ToolProgress(tool_use_id=scope or "", message=text)
+        await self._deliver(event, split_checked=True)
+
+    async def _deliver(self, event: UnifiedEvent, *, split_checked: bool = False) -> None:
+        if self._redactor and not split_checked:
+            key = self._split_key(event)
+            if key is not None and not event.__dict__["text" if key[0] != "tool_progress" else "message"]:
+                key = None  # an empty piece (a thought's signature) ends the stream's pieces: show them first
+            await self._release_split(keep=key)
+            if key is not None:
+                guard = self._splits.get(key)
+                if guard is None:
+                    guard = self._splits[key] = SplitGuard(self._redactor)
+                name = "message" if key[0] == "tool_progress" else "text"
+                shown = guard.feed(event.__dict__[name])
+                self._split_holder = key if guard.holding else None
+                carries = event.__dict__.get("signature") or (name == "message" and event.__dict__.get("status"))
+                if not shown and not carries:
+                    return  # all of it held back: it is shown with the next piece
+                event.__dict__[name] = shown or None if name == "message" else shown
         # What pydantic's __setattr__ does for an unvalidated field, without its checks (hot path).
         fields, assigned = event.__dict__, event.__pydantic_fields_set__
         fields["seq"] = self._seq
@@ -501,6 +584,7 @@ class StreamGuard:
                 duration_ms=round((self._clock() - self._started) * 1000),
                 turns=self._ctx.turns,
                 short_id=(outcome.short_id if outcome and outcome.short_id else session.short_id if session else None),
+                backend=session.backend if session is not None else self.backend.name,
                 error=error,
             )
         )

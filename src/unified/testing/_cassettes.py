@@ -93,9 +93,10 @@ _TOKEN_FIELD = re.compile(
 _BEARER = re.compile(r"(?P<head>\b[Bb]earer\s+)(?!<redacted>)[A-Za-z0-9._~+/\-]{8,}=*")
 
 
-def scrub_text(text: str) -> str:
-    """`text` without the environment's secret values and without credential-shaped strings."""
-    text = redact_key_shapes(redactor()(text, REDACTED), REDACTED)
+def scrub_text(text: str, extra: Iterable[str] = ()) -> str:
+    """`text` without the environment's secret values (and `extra`: those a run was given in code,
+    `unified._redaction.given_secrets`) and without credential-shaped strings."""
+    text = redact_key_shapes(redactor(extra=extra)(text, REDACTED), REDACTED)
     text = _BEARER.sub(lambda m: m["head"] + REDACTED, text)
     return _TOKEN_FIELD.sub(lambda m: m["head"] + REDACTED, text)
 

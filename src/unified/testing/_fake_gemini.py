@@ -470,10 +470,11 @@ class FakeGemini:
         stored = self._store(turn, owner, previous)
         if fault is not None and fault.kind == "mid_stream_error":
             after = min(fault.after, len(stored.events) - 1)
-            message = fault.message or "An internal error has occurred."
+            _, body = _wire.fault_error(fault, model=None)
+            error = body["error"]
             stored.events = [
                 *stored.events[:after],
-                {"event_type": "error", "error": {"code": "INTERNAL", "message": message}},
+                {"event_type": "error", "error": {"code": error["status"], "message": error["message"]}},
             ]
             stored.events[-1]["event_id"] = f"{stored.id}.{after}"
             stored.status = "failed"

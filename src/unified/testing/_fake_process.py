@@ -105,7 +105,9 @@ class FakeAgentProcess(AgentProcess):
         data = line.encode() if isinstance(line, str) else line
         data = data.removesuffix(b"\n")
         if len(data) > self.line_limit:
-            return MalformedLine(f"over the {self.line_limit}-byte cap", len(data))
+            return MalformedLine(
+                f"over the {self.line_limit}-byte cap", len(data), data[:512].decode("utf-8", "replace")
+            )
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError as exc:

@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from unified._exports import publish
-from unified._redaction import redact
+from unified._redaction import given_secrets, redactor
 from unified.events import UnifiedEvent
 from unified.sessions import short_id_of
 from unified.types import ExecuteParams
@@ -85,7 +85,9 @@ async def _record_transcript(params: ExecuteParams, path: Path, source: str) -> 
         "approval_mode": params.approval_mode,
         "paths_are_from": str(params.cwd),
     }
-    _write_scrubbed(path, [meta, *place_chat_records(_of_the_run(transcript))])
+    extra = given_secrets(params.backend_options_dict(), params.mcp_servers)
+    entries = [_without_mcp_values(entry) for entry in place_chat_records(_of_the_run(transcript))]
+    _write_scrubbed(path, [meta, *entries], extra)
     return events
 
 
@@ -96,8 +98,32 @@ async def _record_codex(params: ExecuteParams, path: Path, source: str) -> list[
     transcript: list[dict[str, Any]] = []
     options = {**params.backend_options_dict(), "transcript": transcript}
     events = await _run(params.model_copy(update={"backend_options": options}))
-    _write_scrubbed(path, [codex_meta(source, params, path.stem), *transcript])
+    extra = given_secrets(params.backend_options_dict(), params.mcp_servers)  # the api_key option too
+    _write_scrubbed(path, [codex_meta(source, params, path.stem), *transcript], extra)
     return events
+
+
+def _without_mcp_values(entry: dict[str, Any]) -> dict[str, Any]:
+    """An ACP message with every MCP server's env and header values replaced, whatever their names
+    (`session/new` and `session/load` carry them as name/value lists the CLI then passes on)."""
+    msg = entry.get("msg")
+    params = msg.get("params") if isinstance(msg, dict) else None
+    if not isinstance(msg, dict) or not isinstance(params, dict) or not isinstance(params.get("mcpServers"), list):
+        return entry
+    servers: list[Any] = params["mcpServers"]
+    from unified.testing._cassettes import REDACTED
+
+    def scrubbed(server: Any) -> Any:
+        if not isinstance(server, dict):
+            return server
+        out = dict(server)
+        for key in ("env", "headers"):
+            values = out.get(key)
+            if isinstance(values, list):
+                out[key] = [{**v, "value": REDACTED} if isinstance(v, dict) and "value" in v else v for v in values]
+        return out
+
+    return {**entry, "msg": {**msg, "params": {**params, "mcpServers": [scrubbed(s) for s in servers]}}}
 
 
 _FINAL_STATUSES = frozenset({"success", "error", "cancelled"})
@@ -175,7 +201,8 @@ async def _record_http(params: ExecuteParams, path: Path, source: str) -> list[U
     _remove(path)  # vcrpy would keep an existing cassette's interactions: start from none
     with recorder.use_cassette(path.name):
         events = await _run(params)
-    _write_redacted(path, path.read_text(encoding="utf-8"))  # noqa: ASYNC240 - one small file, after the run
+    extra = given_secrets(params.backend_options_dict(), params.mcp_servers)
+    _write_redacted(path, path.read_text(encoding="utf-8"), extra)  # noqa: ASYNC240 - one small file, after the run
     return events
 
 
@@ -183,14 +210,14 @@ def _remove(path: Path) -> None:
     path.unlink(missing_ok=True)
 
 
-def _write_scrubbed(path: Path, lines: list[dict[str, Any]]) -> None:
+def _write_scrubbed(path: Path, lines: list[dict[str, Any]], extra: list[str]) -> None:
     from unified.testing._cassettes import scrub_text
 
-    path.write_text("".join(scrub_text(json.dumps(line)) + "\n" for line in lines), encoding="utf-8")
+    path.write_text("".join(scrub_text(json.dumps(line), extra) + "\n" for line in lines), encoding="utf-8")
 
 
-def _write_redacted(path: Path, text: str) -> None:
-    path.write_text(redact(text), encoding="utf-8")
+def _write_redacted(path: Path, text: str, extra: list[str]) -> None:
+    path.write_text(redactor(extra=extra)(text), encoding="utf-8")
 
 
 publish("unified.testing", ["RecordError", "record_run"], globals())

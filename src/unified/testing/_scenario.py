@@ -101,6 +101,9 @@ class Fault(_Model):
     after: int = Field(default=1, ge=0)
     retry_delay: str = "15s"
     message: str | None = None
+    carries: FaultKind | None = None
+    """For `mid_stream_error`: the HTTP fault whose error the chunk (or `error` event) carries, e.g.
+    `rate_limit` for a quota error met in the middle of a stream; default `server_error`."""
 
     @property
     def is_http(self) -> bool:

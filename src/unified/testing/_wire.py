@@ -80,10 +80,11 @@ def error_body(code: int, status: str, message: str, details: list[JsonObject] |
 
 def fault_error(fault: Fault, model: str | None) -> tuple[int, JsonObject]:
     """The HTTP status and body of an HTTP fault (stream faults reuse the 500 body for their error chunk)."""
-    code, status, default_message = _HTTP_FAULTS.get(fault.kind, _HTTP_FAULTS["server_error"])
+    kind = fault.carries if fault.kind == "mid_stream_error" and fault.carries is not None else fault.kind
+    code, status, default_message = _HTTP_FAULTS.get(kind, _HTTP_FAULTS["server_error"])
     message = fault.message or default_message
     details: list[JsonObject] = []
-    if fault.kind == "rate_limit":
+    if kind == "rate_limit":
         details = [
             {
                 "@type": "type.googleapis.com/google.rpc.QuotaFailure",

@@ -26,6 +26,7 @@ from unified.tools._ask_user import UserInputBridge
 from unified.tools._base import InlineData, ToolError, ToolOutput, ToolSpec
 from unified.tools._files import ReadMode
 from unified.tools._policy import Decision, Policy, PolicyError, Rule, Verdict
+from unified.tools._protected import protected_path, protected_path_patterns
 from unified.tools._runtime import (
     ALIASES,
     AskPermission,
@@ -71,5 +72,7 @@ __all__ = [
     "ToolSpec",
     "UserInputBridge",
     "Verdict",
+    "protected_path",
+    "protected_path_patterns",
     "tool_family",
 ]

@@ -11,7 +11,8 @@ import anyio.to_thread
 from pydantic import create_model
 from pydantic_core import to_jsonable_python
 
-from unified.tools._base import Params, Progress, ToolOutput, ToolSpec, clean_schema
+from unified._internal import limits
+from unified.tools._base import Params, Progress, ToolError, ToolOutput, ToolSpec, clean_schema
 
 __all__ = ["function_tool"]
 
@@ -42,7 +43,16 @@ def function_tool(fn: Callable[..., Any], *, name: str | None = None, descriptio
             value = await fn(**kwargs)
         else:
             value = await anyio.to_thread.run_sync(lambda: fn(**kwargs), abandon_on_cancel=True)
-        return ToolOutput(value if isinstance(value, str) else to_jsonable_python(value))
+        if isinstance(value, str):
+            return ToolOutput(value)
+        if limits.too_deep(value):
+            raise ToolError(
+                f"{tool_name} returned output nested deeper than {limits.MAX_JSON_DEPTH} levels; it was not sent."
+            )
+        try:
+            return ToolOutput(to_jsonable_python(value))
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise ToolError(f"{tool_name} returned a value that cannot be sent as JSON: {exc}") from None
 
     return ToolSpec(
         name=tool_name,

@@ -6,19 +6,23 @@ follow a link, special files refused, text streamed in chunks (docs/tools.md, "L
 
 from __future__ import annotations
 
+import heapq
 import os
 import re
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
 
+from unified._internal import limits
 from unified.tools import _safe_io
 from unified.tools._base import InlineData, Params, Progress, ToolError, ToolOutput
-from unified.tools._ignore import IgnoreRules, WalkedFile, scan, walk_files
+from unified.tools._ignore import Budget, BudgetSpent, IgnoreRules, WalkedFile, scan, walk_files
 from unified.tools._paths import Workspace
+from unified.tools._regex import Pattern, PatternError, compile_pattern
 from unified.tools._safe_io import StopFlag
 
 __all__ = [
@@ -391,23 +395,41 @@ async def list_dir(config: FileConfig, p: ListDirParams, progress: Progress) -> 
     path = await config.workspace.resolve(p.dir_path)
     shown = config.workspace.display(path)
     patterns = [glob_regex(g) for g in p.ignore]
+    cap = limits.LIST_DIR_MAX_ENTRIES
 
-    def listing(stop: StopFlag) -> tuple[list[str], int]:
+    def listing(stop: StopFlag) -> tuple[list[str], int, int]:
+        """The first `cap` names in display order (`heapq.nsmallest` keeps only those: memory does
+        not grow with the directory), how many entries were listed in all, and how many ignored."""
         fd = _safe_io.open_directory(config.workspace, path, shown)
+        counts = [0, 0]
+
+        def keys(entries: Iterator[os.DirEntry[str]]) -> Iterator[tuple[bool, str]]:
+            for entry in entries:
+                if not sum(counts) % 4096:
+                    stop.check()
+                if any(rx.fullmatch(entry.name) for rx in patterns):
+                    counts[1] += 1
+                    continue
+                counts[0] += 1
+                is_dir = _shows_as_dir(config.workspace, path, entry)
+                yield (not is_dir, entry.name + "/" if is_dir else entry.name)
+
         try:
-            entries = scan(fd, path, None)
+            with os.scandir(fd) as entries:
+                kept = heapq.nsmallest(cap, keys(entries))
+        except OSError:
+            kept = []  # an unreadable directory reads as empty
         finally:
             os.close(fd)
-        kept = [e for e in entries if not any(rx.fullmatch(e.name) for rx in patterns)]
-        names = [e.name + "/" if _shows_as_dir(config.workspace, path, e) else e.name for e in kept]
-        return names, len(entries) - len(kept)
+        return [name for _, name in kept], counts[0], counts[1]
 
-    names, ignored = await _safe_io.in_worker(listing)
+    names, count, ignored = await _safe_io.in_worker(listing)
     if not names:
         suffix = f" ({ignored} ignored)" if ignored else ""
         return ToolOutput(f"Directory {shown} is empty.{suffix}")
-    names.sort(key=lambda n: (not n.endswith("/"), n))
     tail = f"\n({ignored} ignored)" if ignored else ""
+    if count > len(names):
+        tail += f"\n[listing cut at {len(names):,} of {count:,} entries; list a subdirectory or use glob]"
     return ToolOutput(f"Directory listing for {shown}:\n" + "\n".join(names) + tail)
 
 
@@ -492,7 +514,7 @@ async def tree(config: FileConfig, p: TreeParams, progress: Progress) -> ToolOut
 # --- glob --------------------------------------------------------------------------------------
 
 
-def glob_regex(pattern: str) -> re.Pattern[str]:
+def glob_regex(pattern: str) -> Pattern:
     """A glob (`**`, `*`, `?`, `[...]`, `{a,b}`) as a regex over `/`-separated relative paths."""
     out: list[str] = []
     i = 0
@@ -531,9 +553,9 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
             out.append(re.escape(c))
         i += 1
     try:
-        return re.compile("".join(out) + ")" * depth)
-    except re.error as exc:
-        raise ToolError(f"Invalid glob pattern {pattern!r}: {exc}") from exc
+        return compile_pattern("".join(out) + ")" * depth)
+    except PatternError as exc:
+        raise ToolError(f"Invalid glob pattern {pattern!r}: {exc}") from None
 
 
 class GlobParams(Params):
@@ -561,27 +583,36 @@ async def glob(config: FileConfig, p: GlobParams, progress: Progress) -> ToolOut
     shown = workspace.display(root)
     rx = glob_regex(p.pattern.removeprefix("./"))
 
-    def find(stop: StopFlag) -> tuple[list[Path], list[str]]:
+    def find(stop: StopFlag) -> tuple[list[Path], list[str], list[str]]:
         fd = _safe_io.open_directory(workspace, root, shown)
         try:
             rules = IgnoreRules.for_directory(workspace, root) if p.respect_ignore_files else None
             hits: list[tuple[float, Path]] = []
             outside: list[str] = []
-            for found in walk_files(fd, root, rules, stop):
-                if not rx.fullmatch(found.path.relative_to(root).as_posix()):
-                    continue
-                if found.is_link and not workspace.contains(Path(os.path.realpath(found.path))):
-                    outside.append(workspace.display(found.path))
-                    continue
-                mtime = _glob_mtime(found)
-                if mtime is not None:
-                    hits.append((mtime, found.path))
+            spent: list[str] = []
+            try:
+                reopen = _safe_io.reopener(workspace)
+                for found in walk_files(fd, root, rules, stop, budget=Budget(), reopen=reopen):
+                    if not rx.fullmatch(found.path.relative_to(root).as_posix()):
+                        continue
+                    if found.is_link and not workspace.contains(Path(os.path.realpath(found.path))):
+                        outside.append(workspace.display(found.path))
+                        continue
+                    mtime = _glob_mtime(found)
+                    if mtime is not None:
+                        hits.append((mtime, found.path))
+            except BudgetSpent as exc:
+                spent.append(str(exc))
         finally:
             os.close(fd)
-        return [f for _, f in sorted(hits, key=lambda hit: (-hit[0], str(hit[1])))], outside
+        return [f for _, f in sorted(hits, key=lambda hit: (-hit[0], str(hit[1])))], outside, spent
 
-    hits, outside = await _safe_io.in_worker(find)
+    hits, outside, spent = await _safe_io.in_worker(find)
     note: list[str] = []
+    if spent:
+        note.append(
+            f"[glob stopped early: {spent[0]}; the list may be incomplete: narrow the pattern or the directory]"
+        )
     if outside:
         named = ", ".join(outside[:5]) + (", ..." if len(outside) > 5 else "")
         note.append(f"[{len(outside)} link(s) pointing outside the workspace left out: {named}]")

@@ -9,13 +9,16 @@ descriptors (`_safe_io`), never through a link. Blocking: call from a worker thr
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pathspec
 
+from unified._internal import limits
 from unified.tools import _safe_io
+from unified.tools._base import ToolError
 from unified.tools._paths import Workspace
 
 __all__ = ["IGNORE_FILE_MAX_BYTES", "IgnoreRules", "WalkedFile", "scan", "walk_files"]
@@ -35,7 +38,9 @@ def _read_layer(base: Path, dir_fd: int, name: str) -> _Layer | None:
     data = _safe_io.read_small(dir_fd, name, IGNORE_FILE_MAX_BYTES)
     if data is None:
         return None
-    return _Layer(base, pathspec.GitIgnoreSpec.from_lines(data.decode("utf-8", errors="replace").splitlines()))
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    # RE2 (google-re2): a hostile ignore file cannot make matching backtrack (see `_regex`)
+    return _Layer(base, pathspec.GitIgnoreSpec.from_lines(lines, backend="re2"))
 
 
 def _repo_exclude(repo: Path, repo_fd: int) -> _Layer | None:
@@ -62,28 +67,30 @@ class IgnoreRules:
 
     @classmethod
     def for_directory(cls, workspace: Workspace, directory: Path) -> IgnoreRules:
-        """Rules for `directory`, reading ignore files from the workspace root down to it."""
+        """Rules for `directory`, reading ignore files from the workspace root down to it (one
+        directory open at a time, so a directory any number of levels deep costs no more)."""
         top = workspace.root
         chain = [directory]
         if directory.is_relative_to(top):
             chain = [top, *(top / p for p in _prefixes(directory.relative_to(top)))]
-        fds: list[int] = []
+        levels: list[tuple[_Layer, ...]] = []
+        exclude: _Layer | None = None
+        fd = _safe_io.open_directory(workspace, chain[0], workspace.display(chain[0]))
         try:
-            for d in chain:
-                fds.append(_safe_io.open_directory(workspace, d, workspace.display(d)))
-            layers: list[_Layer] = []
-            repo = next((i for i in reversed(range(len(chain))) if _safe_io.lstat_in(fds[i], ".git") is not None), None)
-            if repo is not None:
-                exclude = _repo_exclude(chain[repo], fds[repo])
-                if exclude:
-                    layers.append(exclude)
-            rules = cls(tuple(layers))
-            for d, fd in zip(chain, fds, strict=True):
-                rules = rules.child(d, fd)
-            return rules
+            for index, d in enumerate(chain):
+                if index:
+                    child = _safe_io.open_child_dir(fd, d.name)
+                    if child is None:  # replaced meanwhile: the path the tool opened is checked itself
+                        child = _safe_io.open_directory(workspace, d, workspace.display(d))
+                    os.close(fd)
+                    fd = child
+                if _safe_io.lstat_in(fd, ".git") is not None:
+                    exclude = _repo_exclude(d, fd)
+                levels.append(tuple(layer for name in _IGNORE_FILES if (layer := _read_layer(d, fd, name))))
         finally:
-            for fd in fds:
-                os.close(fd)
+            os.close(fd)
+        layers = [exclude] if exclude is not None else []
+        return cls((*layers, *(layer for level in levels for layer in level)))
 
     def child(self, directory: Path, dir_fd: int) -> IgnoreRules:
         added = [layer for name in _IGNORE_FILES if (layer := _read_layer(directory, dir_fd, name))]
@@ -129,24 +136,112 @@ class WalkedFile:
     is_link: bool
 
 
+class BudgetSpent(Exception):
+    """A walk or a search used up its budget; the message says which part of it."""
+
+
+class Budget:
+    """How long a walk (and the search over it) may run, how many entries it may visit and how
+    many bytes it may read (`limits`); spending past one raises `BudgetSpent`."""
+
+    def __init__(self) -> None:
+        self.seconds = limits.SEARCH_TIME_BUDGET_S
+        self.deadline = time.monotonic() + self.seconds
+        self.max_entries = limits.WALK_MAX_ENTRIES
+        self.max_bytes = limits.SEARCH_MAX_BYTES
+        self.entries = 0
+        self.read = 0
+
+    def entry(self) -> None:
+        self.entries += 1
+        if self.entries > self.max_entries:
+            raise BudgetSpent(f"it visited {self.max_entries:,} directory entries")
+        if self.entries % 64 == 1:
+            self.clock()
+
+    def bytes(self, count: int) -> None:
+        self.read += count
+        if self.read > self.max_bytes:
+            raise BudgetSpent(f"it read {self.max_bytes // (1024 * 1024):,} MiB")
+        self.clock()
+
+    def clock(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise BudgetSpent(f"it ran for {self.seconds:g} s")
+
+
+@dataclass
+class _Frame:
+    path: Path
+    rules: IgnoreRules | None
+    entries: Iterator[os.DirEntry[str]]
+    fd: int | None
+    owned: bool
+
+
 def walk_files(
-    dir_fd: int, directory: Path, rules: IgnoreRules | None, stop: _safe_io.StopFlag
+    dir_fd: int,
+    directory: Path,
+    rules: IgnoreRules | None,
+    stop: _safe_io.StopFlag,
+    *,
+    budget: Budget | None = None,
+    reopen: Callable[[Path], int] | None = None,
 ) -> Iterator[WalkedFile]:
     """Every non-directory entry under an open directory in path order, pruning ignored directories.
 
     Subdirectories are opened relative to their parent without following links, so the walk never
     leaves the tree it started in; links are yielded as entries (`is_link`) for the caller to judge.
+    The walk keeps a stack, not a recursion, so any depth is walked; at most
+    `limits.WALK_OPEN_DIRS` directories stay open, the others are reopened (`reopen`, from the root,
+    without following links) only if the walk comes back to them with entries left.
     """
-    stop.check()
-    for entry in scan(dir_fd, directory, rules):
-        path = directory / entry.name
-        if entry.is_dir(follow_symlinks=False):
-            child = _safe_io.open_child_dir(dir_fd, entry.name)
+    frames = [_Frame(directory, rules, iter(scan(dir_fd, directory, rules)), dir_fd, owned=False)]
+    open_count = 0
+    try:
+        while frames:
+            stop.check()
+            frame = frames[-1]
+            entry = next(frame.entries, None)
+            if entry is None:
+                frames.pop()
+                if frame.owned and frame.fd is not None:
+                    os.close(frame.fd)
+                    open_count -= 1
+                continue
+            if budget is not None:
+                budget.entry()
+            if frame.fd is None:
+                try:
+                    frame.fd = reopen(frame.path) if reopen is not None else None
+                except (OSError, ToolError):
+                    frame.fd = None
+                if frame.fd is None:
+                    frames.pop()
+                    continue
+                open_count += 1
+            path = frame.path / entry.name
+            if not entry.is_dir(follow_symlinks=False):
+                yield WalkedFile(path, frame.fd, entry.name, entry.is_symlink())
+                continue
+            child = _safe_io.open_child_dir(frame.fd, entry.name)
             if child is None:
                 continue
             try:
-                yield from walk_files(child, path, rules.child(path, child) if rules else None, stop)
-            finally:
+                child_rules = frame.rules.child(path, child) if frame.rules else None
+                entries = scan(child, path, child_rules)
+            except BaseException:
                 os.close(child)
-        else:
-            yield WalkedFile(path, dir_fd, entry.name, entry.is_symlink())
+                raise
+            frames.append(_Frame(path, child_rules, iter(entries), child, owned=True))
+            open_count += 1
+            if open_count > limits.WALK_OPEN_DIRS and reopen is not None:
+                oldest = next(f for f in frames if f.owned and f.fd is not None)
+                assert oldest.fd is not None
+                os.close(oldest.fd)
+                oldest.fd = None
+                open_count -= 1
+    finally:
+        for frame in frames:
+            if frame.owned and frame.fd is not None:
+                os.close(frame.fd)

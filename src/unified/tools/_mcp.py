@@ -14,14 +14,16 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 import anyio
+import httpx2
 import mcp_types
 from anyio.abc import TaskStatus
-from mcp import Client, MCPError, StdioServerParameters
+from mcp import Client, MCPError
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
+from unified._internal import limits
 from unified.tools._base import InlineData, Progress, ToolError, ToolOutput, ToolSpec
+from unified.tools._mcp_transport import FaultWatch, capped_http_client, capped_stdio
 from unified.types import HttpMcpServer, McpServer, SseMcpServer, StdioMcpServer
 
 __all__ = ["connect_server", "tool_name"]
@@ -34,28 +36,38 @@ def tool_name(server: str, tool: str) -> str:
     return f"mcp__{_UNSAFE.sub('_', server)}__{_UNSAFE.sub('_', tool)}"[:64]
 
 
-def _client(server: McpServer) -> Client:
+def _client(server: McpServer, faults: FaultWatch) -> Client:
+    """A client whose transport caps what the server sends (`_mcp_transport`)."""
     target: Any
     if isinstance(server, StdioMcpServer):
-        target = StdioServerParameters(
-            command=server.command,
-            args=list(server.args),
-            env=dict(server.env) or None,
-            cwd=server.cwd,
-        )
+        target = capped_stdio(server)
     elif isinstance(server, HttpMcpServer):
-        target = streamable_http_client(server.url, http_client=create_mcp_http_client(headers=dict(server.headers)))
+        http = capped_http_client(server.name, dict(server.headers))
+        target = streamable_http_client(server.url, http_client=http)
     elif isinstance(server, SseMcpServer):
-        target = sse_client(server.url, headers=dict(server.headers), timeout=server.timeout_s)
-    return Client(target, read_timeout_seconds=server.timeout_s)
+
+        def factory(
+            headers: dict[str, str] | None = None,
+            timeout: httpx2.Timeout | None = None,
+            auth: httpx2.Auth | None = None,
+        ) -> httpx2.AsyncClient:
+            return capped_http_client(server.name, headers, timeout, auth)
+
+        target = sse_client(
+            server.url, headers=dict(server.headers), timeout=server.timeout_s, httpx_client_factory=factory
+        )
+    return Client(target, read_timeout_seconds=server.timeout_s, message_handler=faults)
 
 
 async def _serve(
-    server: McpServer, *, task_status: TaskStatus[tuple[Client, list[mcp_types.Tool]]] = anyio.TASK_STATUS_IGNORED
+    server: McpServer,
+    faults: FaultWatch,
+    *,
+    task_status: TaskStatus[tuple[Client, list[mcp_types.Tool]]] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     started = False
     try:
-        async with _client(server) as client:
+        async with _client(server, faults) as client:
             tools = (await client.list_tools()).tools
             task_status.started((client, tools))
             started = True
@@ -77,6 +89,8 @@ def _output(result: mcp_types.CallToolResult) -> ToolOutput:
         else:
             texts.append(block.model_dump_json(exclude_none=True))
     if not texts and result.structured_content is not None:
+        if limits.too_deep(result.structured_content):
+            raise ToolError(f"The MCP tool's structured result is nested deeper than {limits.MAX_JSON_DEPTH} levels.")
         texts.append(json.dumps(result.structured_content))
     text = "\n".join(texts)
     if result.is_error:
@@ -84,12 +98,32 @@ def _output(result: mcp_types.CallToolResult) -> ToolOutput:
     return ToolOutput(text, tuple(media))
 
 
-def _spec(server: str, client: Client, tool: mcp_types.Tool) -> ToolSpec:
+def _spec(server: str, client: Client, tool: mcp_types.Tool, faults: FaultWatch) -> ToolSpec:
     async def run(args: dict[str, Any], progress: Progress) -> ToolOutput:
-        try:
-            result = await client.call_tool(tool.name, args)
-        except MCPError as exc:
-            raise ToolError(f"MCP server {server!r} failed the call: {exc}") from exc
+        result: mcp_types.CallToolResult | None = None
+
+        async def call(scope: anyio.CancelScope) -> None:
+            nonlocal result
+            try:
+                result = await client.call_tool(tool.name, args)
+            finally:
+                scope.cancel()
+
+        with faults.watching() as fault:
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(call, tg.cancel_scope)
+                    await fault.wait()
+                    tg.cancel_scope.cancel()
+            except MCPError as exc:
+                raise ToolError(f"MCP server {server!r} failed the call: {exc}") from exc
+            except BaseExceptionGroup as group:
+                failed = next((e for e in group.exceptions if isinstance(e, MCPError)), None)
+                if failed is None:
+                    raise
+                raise ToolError(f"MCP server {server!r} failed the call: {failed}") from failed
+        if result is None:
+            raise ToolError(faults.fault or f"MCP server {server!r} did not answer the call.")
         return _output(result)
 
     schema = dict(tool.input_schema) if tool.input_schema else {"type": "object", "properties": {}}
@@ -107,9 +141,10 @@ async def connect_server(server: McpServer, stack: AsyncExitStack) -> list[ToolS
     """Starts `server`, lists its tools, and keeps it connected until `stack` closes."""
     tg = await stack.enter_async_context(anyio.create_task_group())
     stack.callback(tg.cancel_scope.cancel)
+    faults = FaultWatch(server.name)
     try:
         with anyio.fail_after(server.timeout_s):
-            client, tools = await tg.start(_serve, server)
+            client, tools = await tg.start(_serve, server, faults)
     except TimeoutError:
         raise TimeoutError(f"no answer within {server.timeout_s:g} s") from None
-    return [_spec(server.name, client, tool) for tool in tools]
+    return [_spec(server.name, client, tool, faults) for tool in tools]

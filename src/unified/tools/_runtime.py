@@ -6,6 +6,7 @@ import copy
 import fnmatch
 import functools
 import itertools
+import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -14,12 +15,14 @@ from types import TracebackType
 from typing import Any, Literal, Protocol
 
 import anyio
+import anyio.to_thread
 from pydantic import ValidationError
 
 from unified._exports import publish
+from unified._internal import limits
 from unified._internal.imports import import_off_loop
 from unified._internal.models import ToolFamily
-from unified._redaction import redactor
+from unified._redaction import Redactor, redactor
 from unified.errors import RunStopped
 from unified.events import (
     PermissionDecision,
@@ -28,7 +31,7 @@ from unified.events import (
     UserInputResponse,
     permission_request,
 )
-from unified.tools import _files, _search, _shell, _shell_syntax
+from unified.tools import _files, _protected, _search, _shell, _shell_syntax
 from unified.tools._ask_user import CURRENT_CALL_ID, UserInputBridge, ask_user_tool
 from unified.tools._base import (
     InlineData,
@@ -41,7 +44,7 @@ from unified.tools._base import (
 )
 from unified.tools._custom import function_tool
 from unified.tools._paths import Workspace
-from unified.tools._policy import DEFAULT_TIER, Decision, Policy, session_rule
+from unified.tools._policy import DEFAULT_TIER, Decision, Policy, Rule, Verdict, session_rule
 from unified.types import ApprovalMode, McpServer
 
 __all__ = [
@@ -59,6 +62,10 @@ __all__ = [
 ]
 
 PermissionAnswer = Literal["allow_once", "allow_always", "deny"]
+
+PROTECTED_RULE = Rule(tool_names=("*",), decision=Decision.ASK_USER, priority=5.0, name="protected-paths")
+"""Not a row of any table: the name a decision carries when a write to a protected path was put to
+the user although a rule allowed it (docs/tools.md, "Protected paths")."""
 
 ALIASES: Mapping[str, str] = {"replace": "edit_file", "grep_search": "search", "list_directory": "list_dir"}
 """Gemini CLI names accepted for our tools, in calls and in `excluded_tools`."""
@@ -285,6 +292,7 @@ class ToolRuntime:
         shell_output_cap: int = _shell.SHELL_OUTPUT_CAP,
         shell_env_allowlist: Sequence[str] = (),
         shell_env: Mapping[str, str] | None = None,
+        secrets: Sequence[str] = (),
     ) -> None:
         if line_cap < 1:
             raise ValueError(f"line_cap must be at least 1 (got {line_cap})")
@@ -297,6 +305,8 @@ class ToolRuntime:
         if user_input is not None and ask is None:
             self._ask = functools.partial(_permission_via, user_input)
         self._ask_lock = anyio.Lock()
+        self._secrets = tuple(secrets)
+        """Secret values besides the environment's (`redaction.given_secrets`): never shown to the model."""
         files = _files.FileConfig(self.workspace, read_mode, line_cap)
         self._shell = _shell.ShellConfig(
             self.workspace,
@@ -304,6 +314,7 @@ class ToolRuntime:
             shell_output_cap,
             env_allowlist=tuple(shell_env_allowlist),
             env=dict(shell_env or {}),
+            secrets=tuple(secrets),
         )
         self._tools: dict[str, ToolSpec] = {t.name: t for t in _builtin_tools(files, self._shell)}
         if user_input is not None:
@@ -450,8 +461,35 @@ class ToolRuntime:
             return _error(call, f"Tool call {call.name} was denied: {event.reason}{told}", event)
         return _Ready(spec, params, event)
 
+    async def _protected_write(self, tool: str, args: Mapping[str, Any]) -> str | None:
+        """Why this call may write a protected path (docs/tools.md, "Protected paths"), or None."""
+        spec = self._tools.get(tool)
+        if spec is not None and spec.kind == "edit" and isinstance(args.get("file_path"), str):
+            try:
+                real = await self.workspace.resolve(args["file_path"])
+            except ToolError:
+                return None  # the tool refuses it itself
+            pattern = _protected.protected_path(real, self.workspace.roots)
+            if pattern is None:
+                return None
+            return f"{self.workspace.display(real)} is a protected path ({pattern}): writing it changes what runs later"
+        if tool == "run_shell_command" and isinstance(args.get("command"), str):
+            parts = _shell_syntax.parse(args["command"])
+            try:
+                cwd = await self.workspace.resolve(str(args.get("dir_path") or "."))
+            except ToolError:
+                cwd = self.workspace.root
+            roots = self.workspace.roots
+            return await anyio.to_thread.run_sync(_protected.shell_protected, parts, cwd, roots)
+        return None
+
     async def _decide(self, call: ToolCall, tool: str, args: dict[str, Any]) -> PermissionDecision:
         verdict = self.policy.evaluate(tool, args, self.approval_mode)
+        guarded = None
+        if verdict.decision is not Decision.DENY and self.approval_mode != "yolo":
+            guarded = await self._protected_write(tool, args)
+        if guarded is not None and verdict.decision is Decision.ALLOW:
+            verdict = Verdict(Decision.ASK_USER, PROTECTED_RULE, guarded)
         rule = verdict.rule
         # The shipped per-mode rows are "the approval mode deciding"; every other rule is policy.
         shipped_mode_rule = rule is not None and rule.modes is not None and int(rule.priority) == DEFAULT_TIER
@@ -471,7 +509,8 @@ class ToolRuntime:
         if self._ask is None:
             why = f"{verdict.doubt}; " if verdict.doubt else ""
             return decided("deny", f"{why}it needs approval and nobody can answer in this non-interactive run")
-        request = PermissionRequest(call, tool, _summary(tool, args))
+        summary = _summary(tool, args) + (f"\nIt writes a protected path: {guarded}." if guarded else "")
+        request = PermissionRequest(call, tool, summary)
         async with self._ask_lock:
             try:
                 reply = await self._ask(request)
@@ -509,8 +548,14 @@ class ToolRuntime:
             return _error(call, f"Tool {call.name} failed unexpectedly: {type(exc).__name__}: {exc}", ready.decision)
         finally:
             CURRENT_CALL_ID.reset(token)
-        output = redactor()(result.output)
+        try:
+            output = model_output(result.output, self._redactor())
+        except ToolError as exc:
+            return _error(call, f"Tool {call.name} {exc}", ready.decision)
         return ToolOutcome(call.id, call.name, {"output": output}, False, result.inline_data, ready.decision)
+
+    def _redactor(self) -> Redactor:
+        return redactor(extra=self._secrets)
 
 
 @dataclass(frozen=True)
@@ -534,7 +579,30 @@ async def _refused(call: ToolCall, obs: ToolObserver, message: str) -> ToolOutco
 
 
 def _error(call: ToolCall, message: str, decision: PermissionDecision | None = None) -> ToolOutcome:
-    return ToolOutcome(call.id, call.name, {"error": redactor()(message)}, True, (), decision)
+    return ToolOutcome(call.id, call.name, {"error": capped(redactor()(message))}, True, (), decision)
+
+
+def capped(text: str, limit: int = limits.MAX_TOOL_OUTPUT_CHARS) -> str:
+    """`text` (already redacted) cut to `limit` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n[output cut at {limit:,} characters: {len(text) - limit:,} more not shown]"
+
+
+def model_output(value: Any, clean: Redactor) -> Any:
+    """A tool's output as the model reads it: secrets replaced in every string (keys included) of
+    any output type, then cut to `MAX_TOOL_OUTPUT_CHARS` (a structured output by its JSON, which
+    then comes back as that cut text). Output nested deeper than `MAX_JSON_DEPTH` is refused."""
+    if isinstance(value, str):
+        return capped(clean(value))
+    if limits.too_deep(value):
+        raise ToolError(f"returned output nested deeper than {limits.MAX_JSON_DEPTH} levels; it was not sent.")
+    redacted = clean.json(value)
+    if isinstance(redacted, (dict, list, tuple)):
+        text = json.dumps(redacted, ensure_ascii=False, default=str)
+        if len(text) > limits.MAX_TOOL_OUTPUT_CHARS:
+            return capped(text)
+    return redacted
 
 
 _SUMMARY_PARTS = 6

@@ -8,7 +8,9 @@ comparing its device and inode with the ones recorded when the runtime started.
 
 Special files: the final component is `lstat`ed before it is opened and refused unless it is a
 regular file; it is then opened `O_NONBLOCK` and `fstat`ed again, so a FIFO swapped in between
-cannot block the open or a read.
+cannot block the open or a read. A credential file (`_protected.credential_ids`: the file
+`GOOGLE_APPLICATION_CREDENTIALS` names, the CLIs' OAuth files, ...) is refused the same way, by
+device and inode, so no link or hard link to it is read or written either.
 
 Memory: text is read in `CHUNK`-sized pieces and split into lines that keep only a bounded head.
 
@@ -32,6 +34,7 @@ from typing import TypeVar
 
 import anyio.to_thread
 
+from unified.tools import _protected
 from unified.tools._base import ToolError
 from unified.tools._paths import Workspace
 
@@ -181,6 +184,16 @@ def open_directory(workspace: Workspace, real: Path, shown: str) -> int:
         raise ToolError(f"Path is not a directory: {shown}") from None
 
 
+def reopener(workspace: Workspace) -> Callable[[Path], int]:
+    """Reopens a directory a walk closed to stay within its descriptor budget (from its root,
+    never through a link), for `_ignore.walk_files`."""
+
+    def reopen(real: Path) -> int:
+        return _walk_to(workspace, real, workspace.display(real), create=False)
+
+    return reopen
+
+
 def entry_mode(workspace: Workspace, real: Path, shown: str) -> int | None:
     """The mode of the entry at `real` (a link not followed), or None when nothing is there."""
     if real in workspace.roots:
@@ -228,6 +241,9 @@ def check_regular(info: os.stat_result, shown: str, verb: str) -> None:
     kind = _special_kind(info.st_mode)
     if kind is not None:
         raise _refusal(shown, kind, verb)
+    credential = _protected.credential_refusal(info, shown)
+    if credential is not None:
+        raise ToolError(credential)
 
 
 def open_in(dir_fd: int, name: str, shown: str, verb: str) -> tuple[int, os.stat_result]:

@@ -1,13 +1,14 @@
 """search: a per-line regex scan of the workspace under the ignore rules (seed 002, "Searching").
 
 Files are streamed line by line through `_safe_io` (confined, special files refused, bounded lines),
-and the scan stops at the match limit.
+and the scan stops at the match limit. The pattern is RE2 (`_regex`: linear time, so no pattern can
+freeze the host), and the whole scan runs under a `Budget` (time, entries visited, bytes read): a
+search that spends it returns what it found with a note saying it stopped.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import stat
 from pathlib import Path
 
@@ -16,8 +17,9 @@ from pydantic import Field
 from unified.tools import _safe_io
 from unified.tools._base import Params, Progress, ToolError, ToolOutput
 from unified.tools._files import FileConfig
-from unified.tools._ignore import IgnoreRules, WalkedFile, walk_files
+from unified.tools._ignore import Budget, BudgetSpent, IgnoreRules, WalkedFile, walk_files
 from unified.tools._paths import Workspace
+from unified.tools._regex import Pattern, PatternError, compile_pattern
 from unified.tools._safe_io import StopFlag
 
 __all__ = [
@@ -28,7 +30,6 @@ __all__ = [
     "Hit",
     "SearchParams",
     "search",
-    "translate_rust_regex",
 ]
 
 SEARCH_DEFAULT_LIMIT = 50
@@ -36,30 +37,6 @@ SEARCH_MAX_LIMIT = 200
 SEARCH_LINE_CHARS = 200
 SEARCH_MATCH_CHARS = 64 * 1024
 """A line is tried on its first 64 Ki characters; the rest of a longer line is not searched."""
-
-_POSIX_CLASSES = {
-    "alpha": "a-zA-Z",
-    "digit": "0-9",
-    "alnum": "a-zA-Z0-9",
-    "upper": "A-Z",
-    "lower": "a-z",
-    "space": r"\s",
-    "word": r"\w",
-    "xdigit": "0-9A-Fa-f",
-    "punct": r"!-/:-@\[-`{-~",
-}
-
-
-def translate_rust_regex(query: str) -> str:
-    """The Rust-regex spellings Python's `re` lacks: `(?<name>`, `\\z`, `[[:class:]]`.
-
-    Unicode classes (`\\p{L}`) have no `re` equivalent and are refused rather than mistranslated.
-    """
-    if re.search(r"(?<!\\)\\[pP]", query):
-        raise ToolError(f"Invalid regular expression {query!r}: Unicode classes (\\p{{...}}) are not supported.")
-    out = re.sub(r"\(\?<(?=[A-Za-z_])", "(?P<", query)
-    out = re.sub(r"(?<!\\)\\z", r"\\Z", out)
-    return re.sub(r"\[:(\w+):\]", lambda m: _POSIX_CLASSES.get(m.group(1), m.group(0)), out)
 
 
 class SearchParams(Params):
@@ -79,11 +56,12 @@ Hit = tuple[Path, int, str, int]
 """File, line number, the line's first `SEARCH_LINE_CHARS` characters, the line's length."""
 
 
-def _scan_file(fd: int, path: Path, rx: re.Pattern[str], hits: list[Hit], limit: int, stop: StopFlag) -> None:
+def _scan_file(fd: int, path: Path, rx: Pattern, hits: list[Hit], limit: int, stop: StopFlag, budget: Budget) -> None:
     """Appends the file's matching lines; a file with a NUL byte adds none."""
     before = len(hits)
     try:
         for line in _safe_io.LineStream(fd, stop, SEARCH_MATCH_CHARS).lines():
+            budget.bytes(line.length + 1)
             if rx.search(line.text):
                 hits.append((path, line.number, line.text[:SEARCH_LINE_CHARS], line.length))
                 if len(hits) >= limit:
@@ -107,49 +85,60 @@ def _open_walked(workspace: Workspace, found: WalkedFile) -> int | None:
         return None
 
 
-def _scan(workspace: Workspace, root: Path, shown: str, rx: re.Pattern[str], limit: int, stop: StopFlag) -> list[Hit]:
+def _scan(
+    workspace: Workspace, root: Path, shown: str, rx: Pattern, limit: int, stop: StopFlag
+) -> tuple[list[Hit], str | None]:
+    """The hits, and why the scan stopped early if its budget ran out."""
     hits: list[Hit] = []
+    budget = Budget()
     mode = _safe_io.entry_mode(workspace, root, shown)
     if mode is None:
         raise ToolError(f"Path not found: {shown}")
-    if not stat.S_ISDIR(mode):
-        fd, _ = _safe_io.open_file(workspace, root, shown, "search")
+    try:
+        if not stat.S_ISDIR(mode):
+            fd, _ = _safe_io.open_file(workspace, root, shown, "search")
+            try:
+                _scan_file(fd, root, rx, hits, limit, stop, budget)
+            finally:
+                os.close(fd)
+            return hits, None
+        fd = _safe_io.open_directory(workspace, root, shown)
         try:
-            _scan_file(fd, root, rx, hits, limit, stop)
+            rules = IgnoreRules.for_directory(workspace, root)
+            reopen = _safe_io.reopener(workspace)
+            for found in walk_files(fd, root, rules, stop, budget=budget, reopen=reopen):
+                file = _open_walked(workspace, found)
+                if file is None:
+                    continue
+                try:
+                    _scan_file(file, found.path, rx, hits, limit, stop, budget)
+                finally:
+                    os.close(file)
+                if len(hits) >= limit:
+                    break
         finally:
             os.close(fd)
-        return hits
-    fd = _safe_io.open_directory(workspace, root, shown)
-    try:
-        for found in walk_files(fd, root, IgnoreRules.for_directory(workspace, root), stop):
-            file = _open_walked(workspace, found)
-            if file is None:
-                continue
-            try:
-                _scan_file(file, found.path, rx, hits, limit, stop)
-            finally:
-                os.close(file)
-            if len(hits) >= limit:
-                break
-    finally:
-        os.close(fd)
-    return hits
+    except BudgetSpent as spent:
+        return hits, str(spent)
+    return hits, None
 
 
 async def search(config: FileConfig, p: SearchParams, progress: Progress) -> ToolOutput:
     if not p.query.strip():
         raise ToolError("query must not be empty.")
     try:
-        rx = re.compile(translate_rust_regex(p.query))
-    except re.error as exc:
-        raise ToolError(f"Invalid regular expression {p.query!r}: {exc}") from exc
+        rx = compile_pattern(p.query)
+    except PatternError as exc:
+        raise ToolError(f"Invalid regular expression {p.query!r}: {exc}") from None
     workspace = config.workspace
     root = await workspace.resolve(p.path)
     shown = workspace.display(root)
     limit = min(p.limit, SEARCH_MAX_LIMIT)
-    hits = await _safe_io.in_worker(lambda stop: _scan(workspace, root, shown, rx, limit, stop))
+    hits, spent = await _safe_io.in_worker(lambda stop: _scan(workspace, root, shown, rx, limit, stop))
+    stopped = f"[search stopped early: {spent}; the list may be incomplete: narrow the query or the path]"
     if not hits:
-        return ToolOutput(f'No matches found for pattern "{p.query}" in path "{shown}".')
+        empty = f'No matches found for pattern "{p.query}" in path "{shown}".'
+        return ToolOutput(f"{empty}\n{stopped}" if spent else empty)
     rows = [f'Found {len(hits)} match(es) for pattern "{p.query}" in path "{shown}":']
     for file, number, text, length in hits:
         if length > SEARCH_LINE_CHARS:
@@ -157,4 +146,6 @@ async def search(config: FileConfig, p: SearchParams, progress: Progress) -> Too
         rows.append(f"{workspace.display(file)}:{number}: {text}")
     if len(hits) == limit:
         rows.append(f"[limit of {limit} matches reached; the list may be cut: narrow the query or the path]")
+    if spent:
+        rows.append(stopped)
     return ToolOutput("\n".join(rows))

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,7 +26,8 @@ import anyio
 import anyio.to_thread
 from pydantic import Field
 
-from unified._redaction import is_secret, redactor
+from unified._internal import limits
+from unified._redaction import Redactor, is_secret, redactor
 from unified.tools import _watchdog
 from unified.tools._base import Params, Progress, ToolError, ToolOutput
 from unified.tools._paths import Workspace
@@ -48,6 +50,7 @@ __all__ = [
 
 SHELL_OUTPUT_CAP = 32 * 1024
 BACKGROUND_READ_CAP = 64 * 1024
+_PROGRESS_CHARS = 200
 _DRAIN_AFTER_EXIT_S = 0.2
 _PROGRESS_EVERY_S = 1.0
 
@@ -86,12 +89,79 @@ def _describe_duration(seconds: float) -> str:
     return f"{seconds:g} seconds"
 
 
+class CappedLog:
+    """A background command's output on disk, at most `limit` bytes: the newest output, in two
+    halves (`<log>` and `<log>.1`, the older half). A thread of its own copies the command's pipe
+    into it as the command writes, so neither the disk nor memory grows with the output."""
+
+    def __init__(self, path: Path, limit: int = limits.BACKGROUND_LOG_MAX_BYTES) -> None:
+        self.path = path
+        self.older = path.with_name(path.name + ".1")
+        self.half = max(limit // 2, 1)
+        self.written = 0
+        """Bytes the command wrote in all (kept or not)."""
+        path.touch()
+        self._thread: threading.Thread | None = None
+
+    def follow(self, fd: int) -> None:
+        """Copy `fd` (the read end of the command's pipe) into the log until end of file, in a thread."""
+        self._thread = threading.Thread(
+            target=self._copy, args=(fd,), name=f"unified-log-{self.path.name}", daemon=True
+        )
+        self._thread.start()
+
+    def _copy(self, fd: int) -> None:
+        size = 0
+        out = None
+        try:
+            out = self.path.open("ab")
+            while chunk := os.read(fd, 65536):
+                if size + len(chunk) > self.half:
+                    out.close()
+                    os.replace(self.path, self.older)
+                    out = self.path.open("wb")
+                    size = 0
+                out.write(chunk)
+                out.flush()
+                size += len(chunk)
+                self.written += len(chunk)
+        except OSError:
+            pass  # the log directory went away with the runtime
+        finally:
+            os.close(fd)
+            if out is not None:
+                with contextlib.suppress(OSError):
+                    out.close()
+
+    def join(self, timeout: float) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def tail(self, limit: int) -> bytes:
+        """The last `limit` bytes of the output kept (read from the end: memory stays `limit`)."""
+        data = _last_bytes(self.path, limit)
+        if len(data) < limit:
+            data = _last_bytes(self.older, limit - len(data)) + data
+        return data
+
+
+def _last_bytes(path: Path, limit: int) -> bytes:
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - limit))
+            return f.read(limit)
+    except OSError:
+        return b""
+
+
 @dataclass
 class BackgroundProcess:
     pid: int
     command: str
-    log: Path
+    log: CappedLog
     popen: subprocess.Popen[bytes]
+    cgroup: Path | None = None
 
     def status(self) -> str:
         code = self.popen.poll()
@@ -103,20 +173,35 @@ class BackgroundProcess:
 
 
 class GroupWatch:
-    """The host's end of the watchdog that kills a runtime's process groups if the host dies.
-
-    Started on the first shell call; knows every group a shell call started that may still run.
+    """The host's end of a runtime's containment (`_watchdog`): its cgroup where the machine allows
+    one, its process groups and marker otherwise, and the watchdog that kills them all if the host
+    dies. Started on the first shell call; knows every group a shell call started that may still run.
     """
 
     def __init__(self) -> None:
         self.marker = os.urandom(8).hex()
         """The value of `_watchdog.OWNER_VARIABLE` in this runtime's shells."""
         self.groups: set[int] = set()
+        self.watchdog_pid: int | None = None
+        self._containment: _watchdog.Containment | None = None
+        self._contained = False
         self._lock = anyio.Lock()
         self._pipe: int | None = None
         """The write end of the watchdog's pipe."""
         self._closer: weakref.finalize[[int], GroupWatch] | None = None
         """Closes `_pipe`: at `close()`, or when a runtime nobody closed is collected or the host exits."""
+
+    def call_cgroup(self) -> Path | None:
+        """A cgroup for one shell call (made with the runtime's on first use), or None where the
+        machine gives us none: then process groups and the marker are what is left."""
+        if not self._contained:
+            self._contained = True
+            self._containment = _watchdog.Containment.create(self.marker)
+        return self._containment.call_cgroup() if self._containment is not None else None
+
+    @property
+    def cgroup(self) -> Path | None:
+        return self._containment.path if self._containment is not None else None
 
     async def add(self, pgid: int) -> None:
         """Put group `pgid` (just started) under watch."""
@@ -128,7 +213,8 @@ class GroupWatch:
             self._pipe = await anyio.to_thread.run_sync(self._start)
             if self._pipe is not None:
                 self._closer = weakref.finalize(self, os.close, self._pipe)
-                self._send("".join(f"+ {group}\n" for group in self.groups))
+                told = [f"m {self.marker}\n"] + ([f"c {self.cgroup}\n"] if self.cgroup is not None else [])
+                self._send("".join([*told, *(f"+ {group}\n" for group in self.groups)]))
 
     def prune(self) -> None:
         """Forget the groups that have no process left, so a reused group number is never killed."""
@@ -141,33 +227,51 @@ class GroupWatch:
             except PermissionError:
                 pass  # the number now belongs to someone else's group; the watchdog checks before it kills
 
+    async def kill_call(self, pgid: int, cgroup: Path | None) -> None:
+        """Kill what one shell call started: its cgroup whole, or its process group."""
+        _kill_group(pgid)
+        if cgroup is not None:
+            await anyio.to_thread.run_sync(_watchdog.kill_cgroup, cgroup)
+
     async def close(self) -> None:
-        """Kill every group still running (`cmd &` children included), then let the watchdog go."""
+        """Kill everything still running (`cmd &` children, `setsid`/`set -m` escapees included),
+        then let the watchdog go."""
         self.prune()
-        groups, self.groups = list(self.groups), set()
-        for pgid in groups:
-            await anyio.to_thread.run_sync(_watchdog.kill_owned_group, pgid, self.marker)
+        groups, self.groups = set(self.groups), set()
+        cgroup = self.cgroup
+        if groups or cgroup is not None:
+            await anyio.to_thread.run_sync(_watchdog.kill_all, self.marker, cgroup, groups)
         self._release()
 
     def _start(self) -> int | None:
-        """Start the watchdog; the write end of its pipe, or None where it cannot run."""
+        """Start the watchdog; the write end of its pipe, or None where it cannot run.
+
+        Its command line and environment name neither the marker nor the cgroup: it learns both
+        on the pipe. It reports its pid on a second pipe and closes it."""
         if not sys.executable:  # an embedded interpreter: nothing to run the watchdog with
             return None
         read, write = os.pipe()
+        told_read, told_write = os.pipe()
         try:
             helper = subprocess.Popen(
-                [sys.executable, "-I", "-S", _watchdog.__file__, self.marker],
+                [sys.executable, "-I", "-S", _watchdog.__file__],
                 stdin=read,
-                stdout=subprocess.DEVNULL,
+                stdout=told_write,
                 stderr=subprocess.DEVNULL,
+                env={},
                 start_new_session=True,  # no terminal signal reaches it
             )
         except OSError:
             os.close(write)
+            os.close(told_read)
             return None
         finally:
             os.close(read)
+            os.close(told_write)
         helper.wait()  # it detaches at once: its first process exits after forking the watchdog
+        with os.fdopen(told_read, "rb") as told:
+            pid = told.read(32).split(b"\n", 1)[0]
+        self.watchdog_pid = int(pid) if pid.isdigit() else None
         return write
 
     def _send(self, lines: str) -> bool:
@@ -200,6 +304,8 @@ class ShellConfig:
     """Names (wildcards allowed) of the host's variables to pass on besides `SHELL_ENV_ALLOWLIST`."""
     env: Mapping[str, str] = field(default_factory=dict)
     """Variables to set in every command, as given (the caller's deliberate choice, secrets included)."""
+    secrets: tuple[str, ...] = ()
+    """Secret values besides the environment's, replaced in what the model reads."""
     background: dict[int, BackgroundProcess] = field(default_factory=dict)
     watch: GroupWatch = field(default_factory=GroupWatch)
     _log_dir: Path | None = None
@@ -208,6 +314,9 @@ class ShellConfig:
         if self._log_dir is None:
             self._log_dir = Path(tempfile.mkdtemp(prefix="unified-shell-"))
         return self._log_dir
+
+    def redactor(self) -> Redactor:
+        return redactor(extra=self.secrets)
 
     def environment(self) -> dict[str, str]:
         """What a command's environment holds: allowlisted host variables without secrets, then ours."""
@@ -226,12 +335,15 @@ class ShellConfig:
         return env
 
     async def close(self) -> None:
-        """Kill every group still running (background processes and `cmd &` children) and drop the logs."""
+        """Kill everything still running (background processes, `cmd &` children, whatever left its
+        group) and drop the logs."""
         for proc in self.background.values():
             if proc.popen.poll() is None:
                 _kill_group(proc.pid)
-                await anyio.to_thread.run_sync(proc.popen.wait)
         await self.watch.close()
+        for proc in self.background.values():
+            await anyio.to_thread.run_sync(proc.popen.wait)
+            await anyio.to_thread.run_sync(proc.log.join, 5.0)
         if self._log_dir is not None:
             await anyio.to_thread.run_sync(_remove_tree, self._log_dir)
             self._log_dir = None
@@ -241,6 +353,34 @@ def _remove_tree(path: Path) -> None:
     for child in path.iterdir():
         child.unlink(missing_ok=True)
     path.rmdir()
+
+
+def _into_cgroup(cgroup: Path | None) -> tuple[int | None, str]:
+    """A write descriptor of a call cgroup's `cgroup.procs`, and the script line that moves the
+    shell into it (through that descriptor, then closed) before anything else runs."""
+    if cgroup is None:
+        return None, ""
+    try:
+        fd = os.open(cgroup / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC)
+    except OSError:
+        return None, ""
+    return fd, f"{{ builtin echo $$ >&{fd}; }} 2>/dev/null; exec {fd}>&-\n"
+
+
+def shown_output(data: bytes, total: int, cap: int, clean: Redactor) -> str:
+    """The tail of a command's output as the model reads it: secrets replaced first, over what was
+    kept beyond the cap too, so a secret cut by the cap is still replaced whole; then the cut."""
+    text = data.decode("utf-8", errors="replace")
+    if total <= cap:
+        return clean(text).rstrip("\n")
+    start = len(data[: max(len(data) - cap, 0)].decode("utf-8", errors="replace"))
+    shown = clean.window(text, start).rstrip("\n")
+    return f"[output cut: the first {total - cap} bytes were dropped, the last {cap} kept]\n{shown}"
+
+
+def _margin(clean: Redactor) -> int:
+    """Bytes kept before the cap so a secret that straddles it is seen whole (4 per character)."""
+    return 4 * max((len(v) for v in clean.values), default=0) + 16
 
 
 class ShellParams(Params):
@@ -266,8 +406,12 @@ async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progr
     cwd = await _cwd(config, p.dir_path)
     if p.is_background:
         return await _run_background(config, p, cwd)
+    clean = config.redactor()
+    keep = config.output_cap + _margin(clean)
     jobs_file = config.log_dir() / f"jobs-{os.urandom(6).hex()}"
-    script = f"trap 'jobs -p > {shlex.quote(str(jobs_file))} 2>/dev/null' EXIT\n{p.command}"
+    cgroup = await anyio.to_thread.run_sync(config.watch.call_cgroup)
+    move, into = _into_cgroup(cgroup)
+    script = f"{into}trap 'jobs -p > {shlex.quote(str(jobs_file))} 2>/dev/null' EXIT\n{p.command}"
     try:
         process = await anyio.open_process(
             ["bash", "-c", script],
@@ -277,34 +421,38 @@ async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progr
             cwd=cwd,
             env=config.environment(),
             start_new_session=True,
+            pass_fds=(move,) if move is not None else (),
         )
     except OSError as exc:
         raise ToolError(f"Error: could not start bash: {exc}") from exc
+    finally:
+        if move is not None:
+            os.close(move)
     pgid = process.pid
     with anyio.CancelScope(shield=True):  # a group started must be watched, cancelled or not
         await config.watch.add(pgid)
     buf = bytearray()
-    dropped = 0
+    total = 0
     last_output = anyio.current_time()
     last_progress = 0.0
     timed_out = False
     drained = anyio.Event()
 
     async def pump() -> None:
-        nonlocal dropped, last_output, last_progress
+        nonlocal total, last_output, last_progress
         assert process.stdout is not None
         try:
             async for chunk in process.stdout:
                 buf.extend(chunk)
-                if len(buf) > config.output_cap:
-                    dropped += len(buf) - config.output_cap
-                    del buf[: len(buf) - config.output_cap]
+                total += len(chunk)
+                if len(buf) > keep:
+                    del buf[: len(buf) - keep]
                 last_output = anyio.current_time()
                 if last_output - last_progress >= _PROGRESS_EVERY_S:
                     last_progress = last_output
-                    tail = chunk.decode("utf-8", errors="replace").strip().splitlines()
-                    if tail:
-                        await progress(tail[-1][:200])
+                    line = _progress_line(buf, clean)
+                    if line:
+                        await progress(line)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
         drained.set()
@@ -319,7 +467,7 @@ async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progr
                     break
                 if anyio.current_time() - last_output >= config.inactivity_timeout_s:
                     timed_out = True
-                    _kill_group(pgid)
+                    await config.watch.kill_call(pgid, cgroup)
                     await process.wait()
                     break
             # `cmd &` children may hold the pipe open: read what is there, then stop listening.
@@ -328,16 +476,14 @@ async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progr
             tg.cancel_scope.cancel()
     except BaseException:
         with anyio.CancelScope(shield=True):
-            _kill_group(pgid)
+            await config.watch.kill_call(pgid, cgroup)
             await process.wait()
         raise
     finally:
         with anyio.CancelScope(shield=True):
             await process.aclose()
         config.watch.prune()
-    text = buf.decode("utf-8", errors="replace").rstrip("\n")
-    if dropped:
-        text = f"[output cut: the first {dropped} bytes were dropped, the last {len(buf)} kept]\n{text}"
+    text = shown_output(bytes(buf), total, config.output_cap, clean)
     if timed_out:
         head = (
             "Command was automatically cancelled because it exceeded the timeout of "
@@ -359,6 +505,17 @@ async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progr
     return ToolOutput("\n".join(lines))
 
 
+def _progress_line(buf: bytearray, clean: Redactor) -> str:
+    """The last line of the output so far for a progress event: secrets replaced over the bytes
+    before it too, and the end held back while it may still become a secret (`SplitGuard`)."""
+    margin = _margin(clean)
+    text = bytes(buf[-(4 * _PROGRESS_CHARS + 2 * margin) :]).decode("utf-8", errors="replace")
+    hold = clean.partial_suffix(text)
+    start = min(margin, len(text) - hold) if len(buf) > len(text) else 0
+    shown = clean.window(text[: len(text) - hold], max(start, 0)).strip().splitlines()
+    return shown[-1][:_PROGRESS_CHARS] if shown else ""
+
+
 def _read_jobs(path: Path) -> list[str]:
     try:
         pids = path.read_text().split()
@@ -369,30 +526,48 @@ def _read_jobs(path: Path) -> list[str]:
 
 
 async def _run_background(config: ShellConfig, p: ShellParams, cwd: Path) -> ToolOutput:
-    log = config.log_dir() / f"bg-{os.urandom(6).hex()}.log"
+    log = CappedLog(config.log_dir() / f"bg-{os.urandom(6).hex()}.log")
+    cgroup = await anyio.to_thread.run_sync(config.watch.call_cgroup)
+    move, into = _into_cgroup(cgroup)
 
     def spawn() -> subprocess.Popen[bytes]:
-        with log.open("wb") as out:
-            return subprocess.Popen(
-                ["bash", "-c", p.command],
+        read, write = os.pipe()
+        try:
+            popen = subprocess.Popen(
+                ["bash", "-c", f"{into}{p.command}"],
                 stdin=subprocess.DEVNULL,
-                stdout=out,
+                stdout=write,
                 stderr=subprocess.STDOUT,
                 cwd=cwd,
                 env=config.environment(),
                 start_new_session=True,
+                pass_fds=(move,) if move is not None else (),
             )
+        except BaseException:
+            os.close(read)
+            raise
+        finally:
+            os.close(write)
+        log.follow(read)
+        return popen
 
     try:
         popen = await anyio.to_thread.run_sync(spawn)
     except OSError as exc:
         raise ToolError(f"Error: could not start bash: {exc}") from exc
+    finally:
+        if move is not None:
+            os.close(move)
     with anyio.CancelScope(shield=True):
         await config.watch.add(popen.pid)
-    proc = BackgroundProcess(popen.pid, p.command, log, popen)
+    proc = BackgroundProcess(popen.pid, p.command, log, popen, cgroup)
     config.background[popen.pid] = proc
     await anyio.sleep(p.delay_ms / 1000)
-    so_far = (await anyio.Path(log).read_bytes()).decode("utf-8", errors="replace")
+    clean = config.redactor()
+    data = await anyio.to_thread.run_sync(log.tail, config.output_cap + _margin(clean))
+    so_far = shown_output(
+        data, min(log.written, len(data)) if log.written <= len(data) else log.written, config.output_cap, clean
+    )
     return ToolOutput(
         f"Command moved to the background (PID {popen.pid}, {proc.status()}).\n"
         f"Output so far: {so_far if so_far.strip() else '(empty)'}\n"
@@ -424,12 +599,14 @@ async def read_background_output(config: ShellConfig, p: ReadBackgroundParams, p
     if proc is None:
         raise ToolError(f"Access denied. Background process ID {p.pid} not found in this session's history.")
     await anyio.sleep(p.delay_ms / 1000)
+    clean = config.redactor()
+    margin = _margin(clean)
 
     def tail() -> tuple[list[str], int]:
-        size = proc.log.stat().st_size
-        with proc.log.open("rb") as f:
-            f.seek(max(0, size - BACKGROUND_READ_CAP))
-            lines = f.read().decode("utf-8", errors="replace").splitlines()
+        data = proc.log.tail(BACKGROUND_READ_CAP + margin)
+        text = data.decode("utf-8", errors="replace")
+        start = len(data[:margin].decode("utf-8", errors="replace")) if len(data) > BACKGROUND_READ_CAP else 0
+        lines = clean.window(text, start).splitlines()
         return lines[-p.lines :], len(lines)
 
     shown, total = await anyio.to_thread.run_sync(tail)

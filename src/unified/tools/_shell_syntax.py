@@ -5,15 +5,25 @@ parsed with tree-sitter-bash (the grammar the Gemini CLI splits commands with) a
 recursively, to `SimpleCommand`s: every part of a list or pipeline, subshell, group, loop,
 function body, command/process substitution, `bash -c` script and literal `eval`, with wrappers
 (`env`, `sudo`, `xargs`, `find -exec`, ...) resolved to the command they start, quotes and
-backslashes removed. What cannot be known before bash runs (a command word made by an expansion,
-an unparseable line, an alias definition) comes back as a part with `unknown` set, so the policy
-can refuse to guess. The tree-sitter import happens on the first parse, not at `import unified`.
+backslashes removed.
+
+The analysis fails closed by construction: it follows only the node kinds and word forms it
+knows (`_DESCEND`, `_INERT` and the handlers below), and anything else comes back as a part with
+`unknown` set, so the policy never allows what it did not understand. Unknown, too, is everything
+bash decides only at run time or that evaluates data as code: a command word made by an expansion,
+arithmetic over anything but literal numbers (`$((x))` evaluates a variable whose value may hold
+`a[$(cmd)]`), array indices, `${!x}` indirection, substring offsets, a variable that carries code
+into bash or the programs it starts (`BASH_ENV`, `PS4`, `BASH_ALIASES`, exported functions,
+`PATH`, `LD_PRELOAD`, `GIT_*`, ...), a shell reading a script it is not shown, start-up files,
+an alias definition, an unparseable line. The tree-sitter import happens on the first parse, not
+at `import unified`.
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
+import posixpath
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -33,18 +43,22 @@ MAX_NESTING = 8
 
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
 _WRITE_OPERATORS = frozenset({">", ">>", "&>", "&>>", ">|", "<>"})
-_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "yash", "fish", "csh", "tcsh"})
+_READ_OPERATORS = frozenset({"<", "<>", "<&", "<&-"})
+_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "yash", "fish", "csh", "tcsh", "rbash"})
+_FOREIGN_SHELLS = frozenset({"fish", "csh", "tcsh"})
+"""Shells whose scripts are not bash: their `-c` scripts cannot be read with this grammar."""
 _SHELL_VALUE_OPTIONS = frozenset("oO")
-_SHELL_LONG_VALUE_OPTIONS = frozenset({"--rcfile", "--init-file"})
-_EVALUATING_BUILTINS = frozenset(
-    {"let", "test", "[", "declare", "typeset", "local", "export", "readonly", "unset", "read", "printf", "mapfile"}
+_SHELL_START_UP_OPTIONS = frozenset({"--rcfile", "--init-file", "--debugger"})
+"""Options that make a shell run a file before anything else (unknown: the file is not ours to see)."""
+_SHELL_LONG_FLAGS = frozenset(
+    {"--login", "--noprofile", "--norc", "--posix", "--restricted", "--verbose", "--noediting", "--version", "--help"}
 )
-"""Builtins that may evaluate quoted text as arithmetic, where `a[$(cmd)]` runs cmd."""
 _RESERVED = frozenset(
     {"!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for", "select", "case", "esac"}
 )
 """Reserved words. tree-sitter-bash misreads a compound command after `!`, `time` or `coproc` as a
 simple command named `if`, `{`, `then`..., so such a word in command position is looked through."""
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 _QUOTED_SUBSTITUTION = re.compile(r"\$\(|`")
 _UNPARSED_SUBSTITUTION = re.compile(r"(?<!\\)(?:\\\\)*(?:`|\$\()")
@@ -53,6 +67,140 @@ as plain text, but bash runs them."""
 _LEAVES = frozenset({"word", "regex", "string_content", "extglob_pattern", "heredoc_content"})
 _GLOB = re.compile(r"(?<!\\)(?:\\\\)*(?:[*?\[]|\{[^}]*(?:,|\.\.)[^}]*\})")
 """An unescaped glob character or brace expansion (`{a,b}`, `{1..3}`): the word is made at run time."""
+_FD_BEFORE = re.compile(rb"(?:^|[\s;&|(){}])(\d+)$")
+"""The digits of an explicit descriptor written just before a redirection (`0<<<`, `3<&0`)."""
+_NUMBER = re.compile(r"-?(?:0[xX][0-9a-fA-F]+|[0-9]+(?:#[0-9a-zA-Z@_]+)?)")
+"""A literal integer as bash arithmetic reads it (decimal, hex, octal, `base#digits`)."""
+_LITERAL_ARITHMETIC = re.compile(r"(?:\s|[-+*/%()<>=!&|^~?:,]|0[xX][0-9a-fA-F]+|[0-9]+(?:#[0-9a-zA-Z@_]+)?)*")
+"""An arithmetic expression of literal numbers and operators only: it names no variable."""
+
+_DESCEND = frozenset(
+    {
+        "program",
+        "list",
+        "subshell",
+        "do_group",
+        "if_statement",
+        "elif_clause",
+        "else_clause",
+        "while_statement",
+        "case_statement",
+        "case_item",
+        "negated_command",
+        "variable_assignments",
+        "string",
+        "translated_string",
+        "concatenation",
+        "array",
+        "brace_expression",
+        "command_substitution",
+        "process_substitution",
+        "heredoc_body",
+        "heredoc_redirect",
+        "herestring_redirect",
+        "file_redirect",
+        "binary_expression",
+        "unary_expression",
+        "postfix_expression",
+        "parenthesized_expression",
+        "ternary_expression",
+        "command_name",
+        "ERROR",
+    }
+)
+"""Node kinds whose meaning is their children's: looked through."""
+_INERT = frozenset(
+    {
+        "word",
+        "number",
+        "raw_string",
+        "string_content",
+        "ansi_c_string",
+        "variable_name",
+        "special_variable_name",
+        "simple_expansion",
+        "file_descriptor",
+        "test_operator",
+        "regex",
+        "extglob_pattern",
+        "heredoc_content",
+        "heredoc_start",
+        "heredoc_end",
+        "comment",
+    }
+)
+"""Leaves that run nothing by themselves (their values are judged where they are used)."""
+
+CODE_VARIABLES = frozenset(
+    {
+        # bash reads these as code or as where code comes from
+        "BASH_ENV",
+        "ENV",
+        "PS0",
+        "PS1",
+        "PS2",
+        "PS3",
+        "PS4",
+        "PROMPT_COMMAND",
+        "BASH_ALIASES",
+        "BASH_CMDS",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "BASH_XTRACEFD",
+        "BASH_LOADABLES_PATH",
+        "EXECIGNORE",
+        "PATH",
+        "HOME",
+        "XDG_CONFIG_HOME",
+        "ZDOTDIR",
+        "GCONV_PATH",
+        "LOCPATH",
+        # programs bash starts read these as code or as where code comes from
+        "PAGER",
+        "MANPAGER",
+        "EDITOR",
+        "VISUAL",
+        "BROWSER",
+        "LESSOPEN",
+        "LESSCLOSE",
+        "SSH_ASKPASS",
+        "SUDO_ASKPASS",
+        "PYTHONSTARTUP",
+        "PYTHONPATH",
+        "PYTHONHOME",
+        "NODE_OPTIONS",
+        "NODE_PATH",
+        "PERL5OPT",
+        "PERL5LIB",
+        "PERLLIB",
+        "RUBYOPT",
+        "RUBYLIB",
+        "JAVA_TOOL_OPTIONS",
+        "_JAVA_OPTIONS",
+        "RUSTC_WRAPPER",
+        "MAKEFLAGS",
+    }
+)
+"""Variables whose value changes what bash, or a program it starts, runs: setting one is a part the
+analysis cannot judge (unknown), wherever it happens (`X=..`, `env X=..`, `declare`, `read`,
+`${X:=..}`, a `for` loop)."""
+CODE_VARIABLE_PREFIXES = ("BASH_FUNC_", "LD_", "DYLD_", "GIT_", "npm_config_", "NPM_CONFIG_")
+"""Families of such variables: exported functions (`BASH_FUNC_name%%`), the dynamic loader's,
+git's (`GIT_CONFIG_*`, `GIT_SSH_COMMAND`, `GIT_DIR`, ...), npm's (`npm_config_script_shell`)."""
+
+_SAFE_TRANSFORMS = frozenset("QUuLaKk")
+"""`${x@op}` operators that only quote or re-case a value (`@P` expands a prompt: it runs code)."""
+_EXPANSION_TOKENS = frozenset(
+    {"${", "}", "!", "#", "##", "%", "%%", "/", "//", "/#", "/%", "^", "^^", ",", ",,", "-", "+", "?", ":-", ":+", ":?"}
+    | {":", ":=", "=", "@", "*", "[", "]"}
+)
+_ARITHMETIC_COMPARISONS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+"""`[[ a -eq b ]]` evaluates both operands as arithmetic (`test`/`[` do not)."""
+
+
+def code_variable(name: str) -> bool:
+    """Whether setting `name` can change what bash or a program it starts runs (`CODE_VARIABLES`)."""
+    return name in CODE_VARIABLES or name.startswith(CODE_VARIABLE_PREFIXES) or not _NAME.fullmatch(name)
 
 
 @dataclass(frozen=True)
@@ -180,30 +328,59 @@ class _Walker:
     def unknown(self, text: str, reason: str) -> SimpleCommand:
         return SimpleCommand((), text, unknown=reason, via=self.via)
 
+    def flag(self, node: Node, reason: str) -> None:
+        self.out.append(self.unknown(self.text(node), reason))
+
     # -- the tree -------------------------------------------------------------------------------
 
     def visit(self, node: Node, ctx: _Context) -> None:
         kind = node.type
+        if not node.is_named:
+            return  # punctuation and keywords
         if kind == "command":
             self.command(node, ctx)
         elif kind == "redirected_statement":
             self.redirected(node, ctx)
         elif kind == "variable_assignment":
             self.assignment_statement(node)
-        elif kind in ("declaration_command", "unset_command"):
+        elif kind == "declaration_command":
             self.declaration(node, ctx)
-        elif kind in ("test_command", "arithmetic_expansion") or self._is_arith(node):
-            self.flag_quoted_substitutions(node)
-            self.children(node, ctx)
+        elif kind == "unset_command":
+            self.unset(node, ctx)
         elif kind == "pipeline":
             self.pipeline(node, ctx)
+        elif kind == "function_definition":
+            self.children(node, ctx)
+        elif kind == "for_statement":
+            self.for_loop(node, ctx)
+        elif kind == "c_style_for_statement":
+            self.arithmetic(node, skip=("do_group", "compound_statement"))
+            self.children(node, ctx)
+        elif kind == "compound_statement":
+            if node.children and node.children[0].type == "((":
+                self.arithmetic(node)
+            self.children(node, ctx)
+        elif kind == "arithmetic_expansion":
+            self.arithmetic(node)
+            self.children(node, ctx)
+        elif kind == "test_command":
+            self.test_expression(node)
+            self.children(node, ctx)
+        elif kind == "expansion":
+            self.expansion(node)
+            self.children(node, ctx)
+        elif kind == "subscript":
+            self.subscript(node)
+            self.children(node, ctx)
         elif kind == "command_substitution" and self.text(node).startswith("`") and "\\" in self.text(node):
             self.backticks(node)
-        elif kind in _LEAVES and _UNPARSED_SUBSTITUTION.search(self.text(node)):
-            self.misparsed = True
-        elif kind == "expansion" and re.search(r"@[A-Za-z]\}$", self.text(node)):
-            self.out.append(self.unknown(self.text(node), "a ${var@op} transformation may run code"))
+        elif kind in _DESCEND:
+            self.children(node, ctx)
+        elif kind in _INERT:
+            if kind in _LEAVES and _UNPARSED_SUBSTITUTION.search(self.text(node)):
+                self.misparsed = True
         else:
+            self.flag(node, f"syntax the analysis does not follow ({kind})")
             self.children(node, ctx)
 
     def pipeline(self, node: Node, ctx: _Context) -> None:
@@ -222,34 +399,118 @@ class _Walker:
         for child in node.children:
             self.visit(child, ctx)
 
-    def _is_arith(self, node: Node) -> bool:
-        """`(( expr ))`, which tree-sitter calls a compound statement."""
-        return node.type == "compound_statement" and bool(node.children) and node.children[0].type == "(("
+    # -- what evaluates data as code ------------------------------------------------------------
 
-    def flag_quoted_substitutions(self, node: Node) -> None:
-        """Quoted `$(..)` in an arithmetic context runs when bash evaluates it (`a[$(cmd)]`)."""
-        for literal in _descendants(node, ("raw_string", "string", "ansi_c_string")):
-            if _QUOTED_SUBSTITUTION.search(self.text(literal)):
-                self.out.append(self.unknown(self.text(node), "quoted command substitution in an arithmetic context"))
+    def arithmetic(self, node: Node, skip: tuple[str, ...] = ()) -> None:
+        """Arithmetic evaluates every name in it, recursively, and a value like `a[$(cmd)]` runs
+        cmd; so arithmetic over anything but literal numbers and operators is unknown."""
+        for child in _named_descendants(node, stop=("do_group", "compound_statement", *skip)):
+            if child.type in ("binary_expression", "unary_expression", "postfix_expression"):
+                continue
+            if child.type in ("parenthesized_expression", "ternary_expression", "arithmetic_expansion"):
+                continue
+            if self.numeric(child):
+                continue
+            self.flag(node, f"arithmetic evaluates {_clip(self.text(child), 40)!r}, which may run a command")
+            return
+
+    def test_expression(self, node: Node) -> None:
+        """`[[ a -eq b ]]` is arithmetic on both sides; `[[ -v a[i] ]]` evaluates the index."""
+        for child in _named_descendants(node, stop=("command_substitution", "process_substitution")):
+            operator = next((c for c in child.children if c.type == "test_operator"), None)
+            if operator is None:
+                continue
+            op = self.text(operator)
+            operands = [c for c in child.named_children if c is not operator]
+            if op in _ARITHMETIC_COMPARISONS and any(not self.numeric(c) for c in operands):
+                self.flag(node, f"{op} evaluates its operands as arithmetic, which may run a command")
+                return
+            if op == "-v" and any(_index_reason(self.literal(c)) for c in operands):
+                self.flag(node, "-v evaluates an array index, which may run a command")
                 return
 
-    def redirected(self, node: Node, ctx: _Context) -> None:
-        writes = list(ctx.writes)
-        stdin = ctx.stdin_script
-        for child in node.children:
-            if child.type == "file_redirect":
-                writes.extend(self.redirect_writes(child))
-                stdin = None if self.reads_file(child) else stdin
-            elif child.type == "heredoc_redirect":
-                stdin = self.heredoc_text(child)
-            elif child.type == "herestring_redirect":
-                stdin = self.herestring_text(child)
-        inner = _Context(tuple(writes), stdin)
-        for index, child in enumerate(node.children):
-            if node.field_name_for_child(index) == "body":
-                self.visit(child, inner)
+    def numeric(self, node: Node) -> bool:
+        """A literal integer (tree-sitter reads `0x1f` as a variable name; no name starts with a digit)."""
+        return node.type in ("number", "word", "variable_name") and bool(_NUMBER.fullmatch(self.text(node)))
+
+    def expansion(self, node: Node) -> None:
+        """`${...}`: assignments (`:=`), indirection (`${!x}`), array indices, substring offsets
+        and `@P` are where an expansion assigns or evaluates; the plain forms only substitute."""
+        inner = [c for c in node.children if c.type not in ("${", "}")]
+        tokens = [self.text(c) if c.type in _SAFE_TRANSFORMS else c.type for c in inner if not c.is_named]
+        unexpected = [t for t in tokens if t not in _EXPANSION_TOKENS and t not in _SAFE_TRANSFORMS]
+        if unexpected:
+            self.flag(node, f"an expansion the analysis does not follow ({unexpected[0]})")
+            return
+        text = self.text(node)
+        target = next((c for c in inner if c.type in ("variable_name", "special_variable_name", "subscript")), None)
+        name = None
+        if target is not None:
+            name_node = target.child_by_field_name("name") if target.type == "subscript" else target
+            name = self.text(name_node) if name_node is not None else None
+        if tokens[:1] == ["!"] and not re.fullmatch(r"\$\{![A-Za-z_][A-Za-z0-9_]*(?:[*@]|\[[*@]\])\}", text):
+            self.flag(node, "indirect expansion ${!name} evaluates a name, which may run a command")
+        if ":" in tokens:
+            after = inner[inner.index(next(c for c in inner if c.type == ":")) + 1 :]
+            if any(c.is_named and not self.numeric(c) for c in after):
+                self.flag(node, "a substring offset is arithmetic, which may run a command")
+        if "@" in tokens:
+            at = tokens.index("@")
+            operator = tokens[at + 1] if at + 1 < len(tokens) else ""
+            if operator not in _SAFE_TRANSFORMS:
+                self.flag(node, "a ${var@op} transformation may run code")
+        if ":=" in tokens or "=" in tokens:
+            if name is None or code_variable(name):
+                self.flag(node, f"${{{name}:=...}} sets a variable that carries code")
             else:
-                self.visit(child, ctx)
+                self.out.append(SimpleCommand((), text, assigns=(name,), via=self.via))
+
+    def subscript(self, node: Node) -> None:
+        """An array index is arithmetic for an indexed array: only literal numbers, `@` and `*`."""
+        index = node.child_by_field_name("index")
+        if index is None:
+            index = next((c for c in node.named_children if c.type != "variable_name"), None)
+        if index is None:
+            return
+        value = self.text(index)
+        if value in ("@", "*") or self.numeric(index):
+            return
+        self.flag(node, f"the array index [{_clip(value, 40)}] is evaluated, which may run a command")
+
+    def name_reason(self, word: Word) -> str | None:
+        return _name_reason(word)
+
+    # -- redirections ---------------------------------------------------------------------------
+
+    def descriptor(self, node: Node) -> int | None:
+        """The descriptor a redirection applies to: its own (`2>`), or digits tree-sitter left as
+        a separate word just before it (`0<<<`, `0<&3`); None for the default."""
+        fd = next((c for c in node.children if c.type == "file_descriptor"), None)
+        if fd is not None:
+            value = self.text(fd)
+            return int(value) if value.isdigit() else -1
+        found = _FD_BEFORE.search(self.data[: node.start_byte])
+        return int(found.group(1)) if found else None
+
+    def is_descriptor_word(self, node: Node) -> bool:
+        """Digits glued to a following `<` or `>` are the redirection's descriptor, not a word."""
+        return self.text(node).isdigit() and self.data[node.end_byte : node.end_byte + 1] in (b"<", b">")
+
+    def redirect(self, node: Node, writes: list[str], stdin: str | None) -> str | None:
+        """Adds the files `node` writes to `writes`; returns standard input after it."""
+        fd = self.descriptor(node)
+        reads_stdin = fd is None or fd == 0
+        if node.type == "heredoc_redirect":
+            return self.heredoc_text(node) if reads_stdin else stdin
+        if node.type == "herestring_redirect":
+            return self.herestring_text(node) if reads_stdin else stdin
+        if node.type != "file_redirect":
+            return stdin
+        writes.extend(self.redirect_writes(node))
+        operator = next((c.type for c in node.children if not c.is_named), "")
+        if (reads_stdin and operator in _READ_OPERATORS) or fd == 0:
+            return None  # standard input now comes from a file or another descriptor
+        return stdin
 
     def redirect_writes(self, node: Node) -> list[str]:
         operator = next((c.type for c in node.children if c.type in _WRITE_OPERATORS or c.type == ">&"), None)
@@ -263,24 +524,57 @@ class _Walker:
             return []
         return [target if target is not None else "?"]
 
-    def reads_file(self, node: Node) -> bool:
-        """`< file`: standard input no longer comes from an enclosing heredoc."""
-        return any(c.type == "<" for c in node.children) and node.child_by_field_name("descriptor") is None
-
     def heredoc_text(self, node: Node) -> str | None:
+        """The script a heredoc feeds: verbatim under a quoted delimiter; under a plain one, after
+        the expansion bash applies (unknown if it has any)."""
         body = next((c for c in node.children if c.type == "heredoc_body"), None)
-        return self.text(body) if body is not None else None
+        if body is None:
+            return ""
+        start = next((c for c in node.children if c.type == "heredoc_start"), None)
+        if start is not None and any(q in self.text(start) for q in "'\"\\"):
+            return self.text(body)
+        if any(c.is_named and c.type != "heredoc_content" for c in body.children):
+            return None
+        return re.sub(r"\\([$`\\])", r"\1", self.text(body).replace("\\\n", ""))
 
     def herestring_text(self, node: Node) -> str | None:
         value = next((c for c in node.children if c.type != "<<<"), None)
         return self.literal(value) if value is not None else None
 
+    def redirected(self, node: Node, ctx: _Context) -> None:
+        writes = list(ctx.writes)
+        stdin = ctx.stdin_script
+        for child in node.children:
+            if child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
+                stdin = self.redirect(child, writes, stdin)
+        inner = _Context(tuple(writes), stdin)
+        for index, child in enumerate(node.children):
+            if node.field_name_for_child(index) == "body":
+                self.visit(child, inner)
+            else:
+                self.visit(child, ctx)
+
+    # -- assignments ----------------------------------------------------------------------------
+
     def assignment_statement(self, node: Node) -> None:
-        name = node.child_by_field_name("name")
-        self.check_assignment_value(node)
-        self.children(node, _Context())
-        label = self.text(name) if name is not None else self.text(node)
+        label = self.assignment(node)
         self.out.append(SimpleCommand((), self.text(node), assigns=(label,), via=self.via))
+
+    def assignment(self, node: Node) -> str:
+        """One `NAME=value` (or `NAME[i]=value`): checked, its value visited; returns NAME."""
+        name = node.child_by_field_name("name")
+        variable = name
+        if name is not None and name.type == "subscript":
+            self.subscript(name)
+            variable = name.child_by_field_name("name")
+        label = self.text(variable) if variable is not None else self.text(node)
+        if code_variable(label):
+            self.flag(node, f"it sets {label}, which carries code into what runs")
+        self.check_assignment_value(node)
+        for child in node.children:
+            if child is not name:
+                self.visit(child, _Context())
+        return label
 
     def check_assignment_value(self, node: Node) -> None:
         value = node.child_by_field_name("value")
@@ -298,25 +592,79 @@ class _Walker:
         literal = self.literal(value)
         return None if literal is None else f"{self.text(name)}={literal}"
 
+    def for_loop(self, node: Node, ctx: _Context) -> None:
+        """`for NAME in ...`/`select NAME in ...` assigns NAME on every round."""
+        variable = node.child_by_field_name("variable")
+        if variable is None:
+            variable = next((c for c in node.named_children if c.type == "variable_name"), None)
+        if variable is not None:
+            name = self.text(variable)
+            if code_variable(name):
+                self.flag(node, f"the loop sets {name}, which carries code into what runs")
+            else:
+                self.out.append(SimpleCommand((), self.text(variable), assigns=(name,), via=self.via))
+        self.children(node, ctx)
+
     def declaration(self, node: Node, ctx: _Context) -> None:
         words: list[Word] = []
+        plain: list[Word] = []
         assigns: list[str] = []
         for child in node.children:
             if child.type == "variable_assignment":
-                self.check_assignment_value(child)
-                name = child.child_by_field_name("name")
-                assigns.append(self.text(name) if name is not None else self.text(child))
+                assigns.append(self.assignment(child))
                 words.append(self.assignment_word(child))
-                self.children(child, _Context())
             elif child.is_named:
-                words.append(self.literal(child))
+                word = self.literal(child)
+                words.append(word)
+                plain.append(word)
                 self.visit(child, ctx)
             else:
                 words.append(child.type)
-        self.flag_quoted_substitutions(node)
+        assigns.extend(self.declared_names(plain, node, valued=len(assigns) > 0))
         self.out.append(
             SimpleCommand(tuple(words), self.text(node), writes=ctx.writes, assigns=tuple(assigns), via=self.via)
         )
+
+    def declared_names(self, words: Sequence[Word], node: Node, *, valued: bool) -> list[str]:
+        """The names `declare`/`export`/`local`/... set besides their `NAME=value` children (which
+        the caller has checked): quoted assignments (`declare 'PS4=..'`) and bare names. `-n`
+        (a reference to any name) and `-i` with a value (values are arithmetic) are unknown."""
+        options = {letter for w in words if w and w[:1] in "-+" and len(w) > 1 for letter in w[1:]}
+        names: list[str] = []
+        for word in words:
+            if word is not None and word[:1] in "-+" and len(word) > 1:
+                continue
+            if word is None:
+                self.flag(node, "a declaration of a name only known at run time")
+                continue
+            name, eq, _ = word.partition("=")
+            valued = valued or bool(eq)
+            name = name.removesuffix("+")
+            reason = _name_reason(name)
+            if reason is not None and (eq or not _NAME.fullmatch(name.partition("[")[0]) or "[" in name):
+                self.flag(node, reason)
+            names.append(name.partition("[")[0])
+        if "n" in options:
+            self.flag(node, "declare -n makes a name refer to any other, evaluated when used")
+        if "i" in options and valued:
+            self.flag(node, "declare -i evaluates the value as arithmetic, which may run a command")
+        return names
+
+    def unset(self, node: Node, ctx: _Context) -> None:
+        words: list[Word] = ["unset"]
+        for child in node.named_children:
+            words.append(self.literal(child))
+            self.visit(child, ctx)
+        for word in words[1:]:
+            if word is not None and word.startswith("-"):
+                continue
+            if word is None or "[" in word:
+                reason = self.name_reason(word)
+                if reason is not None:
+                    self.flag(node, reason)
+        self.out.append(SimpleCommand(tuple(words), self.text(node), writes=ctx.writes, via=self.via))
+
+    # -- commands -------------------------------------------------------------------------------
 
     def command(self, node: Node, ctx: _Context) -> None:
         word_nodes: list[Node] = []
@@ -325,26 +673,18 @@ class _Walker:
         stdin = ctx.stdin_script
         for child in node.children:
             if child.type == "variable_assignment":
-                self.check_assignment_value(child)
-                name = child.child_by_field_name("name")
-                assigns.append(self.text(name) if name is not None else self.text(child))
-                self.children(child, _Context())
+                assigns.append(self.assignment(child))
                 continue
-            if child.type == "file_redirect":
-                writes.extend(self.redirect_writes(child))
-                stdin = None if self.reads_file(child) else stdin
-            elif child.type == "herestring_redirect":
-                stdin = self.herestring_text(child)
-            elif child.type == "heredoc_redirect":
-                stdin = self.heredoc_text(child)
+            if child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
+                stdin = self.redirect(child, writes, stdin)
             elif child.type == "command_name":
                 word_nodes.extend(child.children)
             elif child.is_named and child.type != "comment":
+                if child.type in ("number", "word") and self.is_descriptor_word(child):
+                    continue
                 word_nodes.append(child)
             self.visit(child, _Context())
         words = self.words(word_nodes)
-        if words and words[0] is not None and command_name(words[0]) in _EVALUATING_BUILTINS:
-            self.flag_quoted_substitutions(node)
         self.resolve(
             words,
             _Invocation(self.text(node), tuple(assigns), tuple(writes), stdin, self.via, open_tail=False),
@@ -370,7 +710,7 @@ class _Walker:
         """A word node's value after quote removal, or None if bash computes it at run time."""
         kind = node.type
         text = self.text(node)
-        if kind == "word":
+        if kind in ("word", "variable_name"):
             if _GLOB.search(text) or text.startswith("~") or _UNPARSED_SUBSTITUTION.search(text):
                 return None
             return _unescape(text)
@@ -401,6 +741,8 @@ class _Walker:
 
     def resolve(self, words: list[Word], inv: _Invocation) -> None:
         """Emits the command `words` starts, looking through wrappers, shells and `eval`."""
+        if inv.placeholder is not None:
+            words = [None if w is None or inv.placeholder in w else w for w in words]
         if not words:
             if inv.assigns:
                 self.out.append(SimpleCommand((), inv.text, assigns=inv.assigns, writes=inv.writes, via=inv.via))
@@ -419,7 +761,10 @@ class _Walker:
             return
         if _ASSIGNMENT.match(first):
             # an assignment tree-sitter left as a word (after a misread reserved word)
-            self.resolve(words[1:], replace(inv, assigns=(*inv.assigns, first.split("=", 1)[0])))
+            name = first.split("=", 1)[0].split("[", 1)[0].removesuffix("+")
+            if code_variable(name):
+                self.out.append(inv.unknown(f"it sets {name}, which carries code into what runs"))
+            self.resolve(words[1:], replace(inv, assigns=(*inv.assigns, name)))
             return
         name = command_name(first)
         args = words[1:]
@@ -435,12 +780,28 @@ class _Walker:
             self.out.append(inv.unknown("an alias definition changes what later words run"))
         elif name == "hash" and "-p" in args:
             self.out.append(inv.unknown("hash -p changes which program a name runs"))
-        elif name in ("source", ".") and args and _generated_file(args[0]):
-            self.out.append(inv.unknown(f"{name} of commands generated at run time"))
+        elif name in ("source", "."):
+            self.sourced(name, words, inv)
+        elif name in _BUILTINS:
+            _BUILTINS[name](self, words, inv)
         elif name in _WRAPPERS:
             _WRAPPERS[name](self, words, inv)
         else:
             self.out.append(inv.command(words))
+
+    def sourced(self, name: str, words: list[Word], inv: _Invocation) -> None:
+        """`source FILE` runs a file (not ours to see: a documented limit); a generated one
+        (`<(..)`, `/dev/stdin`, a variable) is unknown, and a heredoc or here-string given to it
+        is read as the script too (the file may be a link to standard input)."""
+        args = words[1:]
+        if args[:1] == ["--"]:
+            args = args[1:]
+        if args and _generated_file(args[0]):
+            self.out.append(inv.unknown(f"{name} of commands generated at run time"))
+            return
+        self.out.append(inv.command(words))
+        if inv.stdin:
+            self.nested(inv.stdin, inv, name)
 
     def script(self, args: Sequence[Word], inv: _Invocation, runner: str) -> None:
         if any(a is None for a in args):
@@ -464,14 +825,20 @@ class _Walker:
             if word in ("-", "--"):
                 index += 1
                 break
-            if word in _SHELL_LONG_VALUE_OPTIONS:
-                index += 2
-                continue
+            if word in _SHELL_START_UP_OPTIONS or word.split("=", 1)[0] in _SHELL_START_UP_OPTIONS:
+                self.out.append(inv.unknown(f"{name} {word} runs a start-up file first"))
+                return
             if word.startswith("--"):
+                if word not in _SHELL_LONG_FLAGS:
+                    self.out.append(inv.unknown(f"{name}: an option it does not know ({word})"))
+                    return
                 index += 1
                 continue
             if len(word) > 1 and word[0] in "-+":
                 letters = word[1:]
+                if "i" in letters:
+                    self.out.append(inv.unknown(f"{name} -i reads start-up files and prompts as code"))
+                    return
                 has_c = has_c or "c" in letters
                 reads_stdin = reads_stdin or "s" in letters
                 index += 1 + sum(1 for letter in letters if letter in _SHELL_VALUE_OPTIONS)
@@ -483,6 +850,8 @@ class _Walker:
                 self.out.append(inv.unknown(f"{name} -c without a script"))
             elif rest[0] is None:
                 self.out.append(inv.unknown(f"{name} -c of a script only known at run time"))
+            elif name in _FOREIGN_SHELLS:
+                self.out.append(inv.unknown(f"{name} -c of a script that is not bash"))
             else:
                 self.nested(rest[0], inv, f"{name} -c")
         elif rest and not reads_stdin:
@@ -490,7 +859,9 @@ class _Walker:
                 self.out.append(inv.unknown(f"{name} of a script generated at run time"))
             else:
                 self.out.append(inv.command(words))
-        elif inv.stdin is not None:
+                if inv.stdin:  # the file may be a link to standard input
+                    self.nested(inv.stdin, inv, name)
+        elif inv.stdin is not None and name not in _FOREIGN_SHELLS:
             self.nested(inv.stdin, inv, name)
         else:
             self.out.append(inv.unknown(f"{name} reads its commands from standard input"))
@@ -527,6 +898,8 @@ class _Options:
     flags: str = ""
     long_valued: frozenset[str] = frozenset()
     long_flags: frozenset[str] = frozenset()
+    long_optional: frozenset[str] = frozenset()
+    """Long options whose value, if any, is attached (`env --ignore-signal[=SIG]`)."""
     optional_valued: str = ""
     """Short options whose value, if any, is attached (`xargs -i{}`)."""
     numeric_flags: bool = False
@@ -558,8 +931,8 @@ class _Options:
                             return f"the value of --{key} is only known at run time"
                         value = args[index] or ""
                     seen["--" + key] = value
-                elif key in self.long_flags and not eq:
-                    seen["--" + key] = ""
+                elif (key in self.long_flags and not eq) or key in self.long_optional:
+                    seen["--" + key] = value
                 else:
                     return f"an option it does not know ({word})"
                 index += 1
@@ -600,7 +973,11 @@ _Handler = Callable[[_Walker, list[Word], _Invocation], None]
 
 
 def _wrapper(options: _Options, *, takes_env: bool = False, default: str | None = None) -> _Handler:
-    """A command that runs the rest of its words as another command (`nice -n 5 make`)."""
+    """A command that runs the rest of its words as another command (`nice -n 5 make`).
+
+    `takes_env`: `NAME=value` words before the command are set in its environment (any word
+    with `=`: `env` puts `a%=b` and `BASH_FUNC_f%%=() {..}` there too, which bash reads as code).
+    """
 
     def handle(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
         assert words[0] is not None
@@ -615,9 +992,17 @@ def _wrapper(options: _Options, *, takes_env: bool = False, default: str | None 
             return
         if name == "time" and ("-o" in seen or "--output" in seen):
             inv = replace(inv, writes=(*inv.writes, seen.get("-o") or seen["--output"]))
+        if name in ("strace", "ltrace") and "-o" in seen:
+            inv = replace(inv, writes=(*inv.writes, seen["-o"]))
         assigns = list(inv.assigns)
-        while takes_env and rest and rest[0] is not None and re.match(r"[A-Za-z_]\w*=", rest[0]):
-            assigns.append(rest[0].split("=", 1)[0])
+        while takes_env and rest and (rest[0] is None or "=" in rest[0]):
+            if rest[0] is None:
+                walker.out.append(inv.unknown(f"{name}: an argument only known at run time"))
+                return
+            variable = rest[0].split("=", 1)[0]
+            if code_variable(variable):
+                walker.out.append(inv.unknown(f"{name} passes {variable!r} in the environment, which carries code"))
+            assigns.append(variable)
             own.append(rest.pop(0))
         if name == "xargs":
             inv = replace(inv, open_tail=True, stdin=None, placeholder=seen.get("-I") or seen.get("-i") or None)
@@ -634,12 +1019,70 @@ def _wrapper(options: _Options, *, takes_env: bool = False, default: str | None 
     return handle
 
 
+def _login_shell(script_first: bool = False) -> _Handler:
+    """`su`/`runuser`/`script`/`sg`: a shell runs the `-c` (`--command`) script given anywhere in
+    the words (`sg group 'cmd'` takes it after the group); without one the shell reads standard
+    input, which is unknown. Its other options are not needed to find the script."""
+
+    def handle(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+        name = command_name(words[0] or "")
+        script: Word = None
+        found = False
+        args = words[1:]
+        for at, word in enumerate(args):
+            if word in ("-c", "--command"):
+                script, found = (args[at + 1] if at + 1 < len(args) else None), True
+                break
+            if word is not None and word.startswith("--command="):
+                script, found = word.split("=", 1)[1], True
+                break
+        if not found and script_first and len(args) >= 2:
+            script, found = args[1], True
+        if not found:
+            walker.out.append(inv.unknown(f"{name} starts a shell that reads its commands from standard input"))
+            return
+        walker.out.append(replace(inv, open_tail=False).command(words[:1]))
+        walker.script([script], inv, f"{name} -c")
+
+    return handle
+
+
+def _flock(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    """`flock [opts] FILE CMD ARGS` or `flock [opts] FILE -c SCRIPT`."""
+    split = _Options(
+        flags="sxunoFe",
+        valued="wEc",
+        long_valued=frozenset({"timeout", "conflict-exit-code", "command"}),
+        long_flags=frozenset({"shared", "exclusive", "unlock", "nonblock", "close", "no-fork", "verbose"}),
+        positionals=1,
+    ).split(words[1:])
+    if isinstance(split, str):
+        walker.out.append(inv.unknown(f"flock: {split}"))
+        return
+    own, rest, seen = split
+    walker.out.append(replace(inv, open_tail=False).command([words[0], *own]))
+    script = seen.get("-c", seen.get("--command"))
+    if script is None and rest[:1] in (["-c"], ["--command"]):
+        script = rest[1] if len(rest) > 1 else None
+        if script is None:
+            walker.out.append(inv.unknown("flock -c without a script"))
+            return
+        rest = []
+    if script is not None:
+        walker.nested(script, inv, "flock -c")
+    elif rest:
+        walker.resolve(rest, replace(inv, via=(*inv.via, "flock")))
+
+
 def _command_builtin(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
     """`command [-p] cmd` runs cmd; `command -v/-V cmd` only describes it."""
     args = words[1:]
     while args and args[0] == "-p":
         args = args[1:]
     if args and args[0] is not None and args[0].startswith("-") and args[0] != "--":
+        if not re.fullmatch(r"-p?[vV]p?", args[0]):
+            walker.out.append(inv.unknown(f"command: an option it does not know ({args[0]})"))
+            return
         walker.out.append(inv.command(words))
         return
     if args and args[0] == "--":
@@ -648,6 +1091,16 @@ def _command_builtin(walker: _Walker, words: list[Word], inv: _Invocation) -> No
         walker.out.append(inv.command(words))
         return
     walker.resolve(args, replace(inv, via=(*inv.via, "command")))
+
+
+def _jobs(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    """`jobs -x cmd args` runs cmd (job specs replaced by process group ids)."""
+    args = words[1:]
+    if "-x" in args:
+        walker.out.append(inv.command(words[: words.index("-x") + 1]))
+        walker.resolve(args[args.index("-x") + 1 :], replace(inv, via=(*inv.via, "jobs -x")))
+        return
+    walker.out.append(inv.command(words))
 
 
 def _watch(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
@@ -692,13 +1145,207 @@ def _find(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
         walker.resolve(run, replace(inv, via=(*inv.via, "find"), placeholder="{}", stdin=None))
 
 
+def _parallel(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    """`parallel CMD ::: args` runs CMD per argument; without `:::` the commands come from stdin."""
+    args = words[1:]
+    if ":::" not in args or not args or args[0] is None or args[0].startswith("-"):
+        walker.out.append(inv.unknown("parallel runs commands only known at run time"))
+        return
+    walker.out.append(inv.command(words[:1]))
+    walker.script(args[: args.index(":::")], replace(inv, placeholder="{}"), "parallel")
+
+
+def _name_reason(word: Word) -> str | None:
+    """Why a variable NAME a builtin sets or tests (`read NAME`, `printf -v NAME`, `-v NAME`) is
+    not known to be harmless: made at run time, an evaluated index, or a variable carrying code."""
+    if word is None:
+        return "a variable name only known at run time"
+    base, bracket, index = word.partition("[")
+    if bracket and not re.fullmatch(r"(?:[0-9]+|[@*])\]", index):
+        return f"the array index in {word!r} is evaluated, which may run a command"
+    if not _NAME.fullmatch(base):
+        return f"{word!r} is not a plain variable name"
+    if code_variable(base):
+        return f"it sets {base}, which carries code into what runs"
+    return None
+
+
+def _index_reason(word: Word) -> str | None:
+    """Why testing a variable NAME (`-v NAME`) may run code: an index only known at run time or
+    evaluated as arithmetic. (Testing sets nothing, so a variable that carries code is fine.)"""
+    if word is None:
+        return "a variable name only known at run time"
+    _, bracket, index = word.partition("[")
+    if bracket and not re.fullmatch(r"(?:[0-9]+|[@*])\]", index):
+        return f"the array index in {word!r} is evaluated, which may run a command"
+    return None
+
+
+def _names_set(walker: _Walker, words: list[Word], inv: _Invocation, names: Sequence[Word]) -> None:
+    """A builtin that sets the variables `names`: each must be plain and carry no code."""
+    for variable in names:
+        reason = walker.name_reason(variable)
+        if reason is not None:
+            walker.out.append(inv.unknown(f"{command_name(words[0] or '')}: {reason}"))
+            return
+    walker.out.append(replace(inv, assigns=(*inv.assigns, *(n or "" for n in names))).command(words))
+
+
+def _read(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    split = _Options(valued="adinNptu", flags="ers").split(words[1:])
+    if isinstance(split, str):
+        walker.out.append(inv.unknown(f"read: {split}"))
+        return
+    _own, rest, seen = split
+    names: list[Word] = [*rest]
+    if "-a" in seen:
+        names.append(seen["-a"])
+    _names_set(walker, words, inv, names or ["REPLY"])
+
+
+def _mapfile(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    split = _Options(valued="dnOsuCc", flags="t").split(words[1:])
+    if isinstance(split, str):
+        walker.out.append(inv.unknown(f"mapfile: {split}"))
+        return
+    if "-C" in split[2]:
+        walker.out.append(inv.unknown("mapfile -C runs a callback only known at run time"))
+        return
+    _names_set(walker, words, inv, split[1][:1] or ["MAPFILE"])
+
+
+def _printf(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    args = words[1:]
+    if args[:1] == ["-v"] and len(args) > 1:
+        _names_set(walker, words, inv, [args[1]])
+    elif args and (args[0] is None or (args[0].startswith("-v") and len(args[0]) > 2)):
+        _names_set(walker, words, inv, [None if args[0] is None else args[0][2:]])
+    else:
+        walker.out.append(inv.command(words))
+
+
+def _getopts(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    _names_set(walker, words, inv, words[2:3] or [None])
+
+
+def _wait(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    args = words[1:]
+    if "-p" in args:
+        at = args.index("-p")
+        _names_set(walker, words, inv, args[at + 1 : at + 2] or [None])
+    else:
+        walker.out.append(inv.command(words))
+
+
+def _let(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    if any(w is None or not _LITERAL_ARITHMETIC.fullmatch(w) for w in words[1:]):
+        walker.out.append(inv.unknown("let evaluates names as arithmetic, which may run a command"))
+        return
+    walker.out.append(inv.command(words))
+
+
+def _test(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    args = words[1:]
+    for at, word in enumerate(args):
+        if word == "-v":
+            reason = _index_reason(args[at + 1] if at + 1 < len(args) else None)
+            if reason is not None:
+                walker.out.append(inv.unknown(f"{command_name(words[0] or '')} -v: {reason}"))
+                return
+    walker.out.append(inv.command(words))
+
+
+def _declare_words(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    """`declare`/`export`/... reached as plain words (`builtin export X=1`, `command declare ..`)."""
+    names: list[str] = []
+    for word in words[1:]:
+        if word is None:
+            walker.out.append(inv.unknown("a declaration of a name only known at run time"))
+            return
+        if word.startswith(("-", "+")):
+            if "n" in word[1:] or "i" in word[1:]:
+                walker.out.append(inv.unknown(f"{words[0]} {word} evaluates names or values"))
+                return
+            continue
+        name = word.partition("=")[0].removesuffix("+")
+        reason = _name_reason(name)
+        if reason is not None:
+            walker.out.append(inv.unknown(reason))
+            return
+        names.append(name.partition("[")[0])
+    walker.out.append(replace(inv, assigns=(*inv.assigns, *names)).command(words))
+
+
+def _runs_code(reason: str) -> _Handler:
+    def handle(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+        walker.out.append(inv.unknown(reason))
+
+    return handle
+
+
+def _completion(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    """`compgen`/`complete -C cmd` or `-F func` run a command to make completions."""
+    if any(w is None or (w.startswith("-") and ("C" in w or "F" in w)) for w in words[1:]):
+        walker.out.append(inv.unknown(f"{words[0]} -C/-F runs a command"))
+        return
+    walker.out.append(inv.command(words))
+
+
+_BUILTINS: dict[str, _Handler] = {
+    "read": _read,
+    "mapfile": _mapfile,
+    "readarray": _mapfile,
+    "printf": _printf,
+    "getopts": _getopts,
+    "wait": _wait,
+    "let": _let,
+    "test": _test,
+    "[": _test,
+    "declare": _declare_words,
+    "typeset": _declare_words,
+    "local": _declare_words,
+    "export": _declare_words,
+    "readonly": _declare_words,
+    "unset": _declare_words,
+    "jobs": _jobs,
+    "compgen": _completion,
+    "complete": _completion,
+    "enable": _runs_code("enable loads builtins from a file or hides them"),
+    "bind": _runs_code("bind -x makes keys run commands"),
+    "fc": _runs_code("fc runs commands from the history"),
+}
+"""Builtins that set variables by name, evaluate, or run commands their words do not show."""
+
+_SUDO_OPTIONS = _Options(
+    valued="ugCDhprtTUR",
+    flags="AbEHikKnPSs",
+    long_valued=frozenset({"user", "group", "close-from", "chdir", "prompt", "role", "type", "other-user", "host"}),
+    long_flags=frozenset(
+        {
+            "askpass",
+            "background",
+            "preserve-env",
+            "set-home",
+            "login",
+            "reset-timestamp",
+            "non-interactive",
+            "preserve-groups",
+            "stdin",
+            "shell",
+        }
+    ),
+    long_optional=frozenset({"preserve-env"}),
+    separate_command=True,
+)
+
 _WRAPPERS: dict[str, _Handler] = {
     "env": _wrapper(
         _Options(
             valued="uC",
             flags="i0v",
             long_valued=frozenset({"unset", "chdir"}),
-            long_flags=frozenset({"ignore-environment", "null", "debug"}),
+            long_flags=frozenset({"ignore-environment", "null", "debug", "list-signal-handling"}),
+            long_optional=frozenset({"ignore-signal", "default-signal", "block-signal"}),
             lone_dash=True,
         ),
         takes_env=True,
@@ -728,31 +1375,38 @@ _WRAPPERS: dict[str, _Handler] = {
     "stdbuf": _wrapper(_Options(valued="ioe", long_valued=frozenset({"input", "output", "error"}))),
     "setsid": _wrapper(_Options(flags="cfw", long_flags=frozenset({"ctty", "fork", "wait"}))),
     "ionice": _wrapper(_Options(valued="cn", flags="t")),
-    "sudo": _wrapper(
+    "chrt": _wrapper(_Options(flags="abdfiorRev", valued="TPD", positionals=1)),
+    "taskset": _wrapper(_Options(flags="ac", positionals=1)),
+    "nsenter": _wrapper(_Options(separate_command=True)),
+    "unshare": _wrapper(_Options(separate_command=True)),
+    "setpriv": _wrapper(_Options(separate_command=True)),
+    "prlimit": _wrapper(_Options(separate_command=True)),
+    "numactl": _wrapper(_Options()),
+    "chroot": _wrapper(
         _Options(
-            valued="ugCDhprtTUR",
-            flags="AbEHikKnPSs",
-            long_valued=frozenset(
-                {"user", "group", "close-from", "chdir", "prompt", "role", "type", "other-user", "host"}
-            ),
-            long_flags=frozenset(
-                {
-                    "askpass",
-                    "background",
-                    "preserve-env",
-                    "set-home",
-                    "login",
-                    "reset-timestamp",
-                    "non-interactive",
-                    "preserve-groups",
-                    "stdin",
-                    "shell",
-                }
-            ),
+            long_valued=frozenset({"userspec", "groups"}),
+            long_flags=frozenset({"skip-chdir"}),
+            positionals=1,
             separate_command=True,
-        ),
-        takes_env=True,
+        )
     ),
+    "fakeroot": _wrapper(_Options(separate_command=True)),
+    "pkexec": _wrapper(_Options(valued="u", separate_command=True)),
+    "catchsegv": _wrapper(_Options()),
+    "valgrind": _wrapper(_Options(separate_command=True)),
+    "firejail": _wrapper(_Options(separate_command=True)),
+    "systemd-run": _wrapper(_Options(separate_command=True)),
+    "torsocks": _wrapper(_Options()),
+    "proxychains": _wrapper(_Options(flags="q", valued="f")),
+    "proxychains4": _wrapper(_Options(flags="q", valued="f")),
+    "strace": _wrapper(_Options(valued="oepPsSuUabIXE", flags="cCdDfFhiqrtTvVwxyzZk")),
+    "ltrace": _wrapper(_Options(valued="oepPsSuUabIXEnAlL", flags="cCdDfFhiqrtTvVwxyzZk")),
+    "flock": _flock,
+    "su": _login_shell(),
+    "runuser": _login_shell(),
+    "script": _login_shell(),
+    "sg": _login_shell(script_first=True),
+    "sudo": _wrapper(_SUDO_OPTIONS, takes_env=True),
     "doas": _wrapper(_Options(valued="uC", flags="ns", separate_command=True)),
     "xargs": _wrapper(
         _Options(
@@ -771,20 +1425,30 @@ _WRAPPERS: dict[str, _Handler] = {
     "watch": _watch,
     "busybox": _wrapper(_Options()),
     "coproc": _coproc,
+    "parallel": _parallel,
 }
 """Commands that run other commands, and how to find the command they run."""
 
 
 def _generated_file(word: Word) -> bool:
-    """A script operand whose content only exists at run time: `<(..)`, a variable, /dev/stdin."""
-    return word is None or word.startswith(("/dev/", "/proc/"))
+    """A script operand whose content only exists at run time: `<(..)`, a variable, standard
+    input or a descriptor by any path (`/dev/stdin`, `//dev/fd/0`, `../../proc/self/fd/0`)."""
+    if word is None:
+        return True
+    parts = [p for p in posixpath.normpath(word).split("/") if p not in ("", ".")]
+    return bool({"dev", "proc", "fd"} & set(parts)) or (bool(parts) and parts[-1] in ("stdin", "-"))
 
 
-def _descendants(node: Node, kinds: tuple[str, ...]) -> Iterator[Node]:
-    for child in node.children:
-        if child.type in kinds:
-            yield child
-        yield from _descendants(child, kinds)
+def _named_descendants(node: Node, stop: Sequence[str] = ()) -> Iterator[Node]:
+    """Every named node under `node` (not `node`), depth first, not entering kinds in `stop`."""
+    pending = list(reversed(node.children))
+    while pending:
+        child = pending.pop()
+        if not child.is_named:
+            continue
+        yield child
+        if child.type not in stop:
+            pending.extend(reversed(child.children))
 
 
 def _unescape(text: str) -> str:

@@ -1,19 +1,29 @@
-"""Kill a tool runtime's shell process groups when its host process dies, even by `kill -9`.
+"""Keep every process a tool runtime's shell commands start reachable, and kill them when the
+runtime closes or its host process dies, even by `kill -9`.
 
-`PR_SET_PDEATHSIG` reaches only a direct child, not the process group a shell command leads (and
-not `cmd &` children that outlive their shell), so a small helper does it instead. The host starts
-one per tool runtime, lazily on its first shell call, and keeps the write end of a pipe to it. The
-host writes `+ <pgid>` when it starts a shell and `- <pgid>` once the group is gone; when the pipe
-reaches end of file (the host died, or the runtime closed) the helper SIGKILLs every group it still
-knows and exits. It detaches from the host at once, so the host never has to reap it.
+Containment, where the machine allows it: a cgroup v2 per runtime (`Containment`), with one child
+cgroup per shell call. A command's shell moves itself into its call's cgroup before it runs
+anything, through a descriptor the host passes it (and it closes at once), so every process it
+starts stays inside whatever it does with sessions, process groups or job control (`setsid`,
+`set -m`, a double fork, `disown`, `env -i`); killing a cgroup (`cgroup.kill`, or SIGKILL to each
+member until none is left) reaches all of them.
 
-A group is killed only if one of its processes carries the runtime's marker (`OWNER_VARIABLE` in its
-environment): a group whose number the system handed to someone else since is left alone. A
-process that leaves its group (`setsid`) or replaces its environment escapes; the shell is not a
-sandbox.
+Fallback, where cgroups are not writable: process groups. Each command leads its own group, and
+every process carries the runtime's marker (`OWNER_VARIABLE` in its environment); a kill takes the
+known groups and then every process of the machine whose environment holds the marker, so a
+process that left its group (`setsid`, `set -m`) is still found, unless it also dropped its
+environment.
 
-This file runs as a script (`python -I -S _watchdog.py <marker>`), so it imports only the standard
-library.
+Host death: a small helper (the watchdog) is started per runtime, detached from the host and
+holding the read end of a pipe from it. The host tells it, on that pipe only, the runtime's
+marker, its cgroup and each group it starts and ends; at end of file (the host died, or the
+runtime closed) it kills all of that and exits. Neither its command line nor its environment names
+the marker or the cgroup, so a tool's process cannot pick it out by them; it ignores the signals a
+terminal or a polite kill sends; and if a tool kills it anyway, the host starts another on its next
+shell call, the host's own close still kills everything, and the next runtime on the machine reaps
+any cgroup whose host is gone (`Containment.reap_orphans`).
+
+This file runs as a script (`python -I -S _watchdog.py`), so it imports only the standard library.
 """
 
 from __future__ import annotations
@@ -22,12 +32,159 @@ import contextlib
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 __all__ = ["OWNER_VARIABLE", "group_members", "kill_owned_group", "main", "owned_by"]
 
 OWNER_VARIABLE = "UNIFIED_SHELL_OWNER"
 """Set in every shell a runtime starts; its value names the runtime (a random token)."""
+
+CGROUP_PREFIX = "unified-shells-"
+"""Runtime cgroups are `<prefix><host pid>-<token>` beside the host's own cgroup's children."""
+
+KILL_ROUNDS = 200
+"""Rounds of SIGKILL over a cgroup's members without cgroup.kill (each round waits a few ms)."""
+
+
+# --- cgroup v2 -------------------------------------------------------------------------------------
+
+
+def _cgroup2_mount() -> Path | None:
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        head, _, tail = line.partition(" - ")
+        if tail.split(" ", 1)[0] == "cgroup2":
+            return Path(head.split()[4])
+    return None
+
+
+def _own_cgroup() -> str | None:
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            if line.startswith("0::"):
+                return line[3:]
+    except OSError:
+        return None
+    return None
+
+
+def cgroup_members(path: Path) -> list[int]:
+    """The processes of a cgroup and of all its descendants."""
+    pids: list[int] = []
+    with contextlib.suppress(OSError):
+        for directory, _dirs, _files in os.walk(path):
+            with contextlib.suppress(OSError):
+                pids.extend(int(p) for p in Path(directory, "cgroup.procs").read_text().split())
+    return pids
+
+
+def kill_cgroup(path: Path) -> bool:
+    """SIGKILL every process of a cgroup (and its descendants), wait until none is left, and remove
+    the cgroups; whether it ended empty."""
+    if not path.is_dir():
+        return True
+    with contextlib.suppress(OSError):
+        Path(path, "cgroup.kill").write_text("1")
+    for _ in range(KILL_ROUNDS):
+        members = cgroup_members(path)
+        if not members:
+            break
+        for pid in members:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.005)
+    remove_cgroup(path)
+    return not cgroup_members(path)
+
+
+def remove_cgroup(path: Path) -> None:
+    """rmdir a cgroup tree, deepest first; a cgroup that still has processes stays."""
+    with contextlib.suppress(OSError):
+        for directory, _dirs, _files in sorted(os.walk(path), key=lambda entry: -len(entry[0])):
+            with contextlib.suppress(OSError):
+                os.rmdir(directory)
+
+
+def populated(path: Path) -> bool:
+    """Whether a cgroup (or a descendant) still has a process."""
+    try:
+        for line in Path(path, "cgroup.events").read_text().splitlines():
+            if line.startswith("populated "):
+                return line.split()[1] != "0"
+    except OSError:
+        return bool(cgroup_members(path))
+    return False
+
+
+class Containment:
+    """A runtime's cgroup and its per-call children, where the machine lets us make them."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._calls = 0
+
+    @classmethod
+    def create(cls, token: str) -> Containment | None:
+        """A fresh cgroup beside the host's own, or None where cgroup v2 is not writable here."""
+        mount, own = _cgroup2_mount(), _own_cgroup()
+        if mount is None or own is None:
+            return None
+        parent = Path(mount, own.lstrip("/"))
+        path = parent / f"{CGROUP_PREFIX}{os.getpid()}-{token}"
+        try:
+            path.mkdir()
+        except OSError:
+            return None
+        containment = cls(path)
+        containment.reap_orphans(parent)
+        return containment
+
+    def call_cgroup(self) -> Path | None:
+        """A new child cgroup for one shell call."""
+        self._calls += 1
+        path = self.path / f"call-{self._calls}"
+        try:
+            path.mkdir()
+        except OSError:
+            return None
+        return path
+
+    @staticmethod
+    def reap_orphans(parent: Path) -> None:
+        """Kill and remove the cgroups of runtimes whose host process is gone (killed with its
+        watchdog): whatever they left is reached by the next runtime on this machine."""
+        with contextlib.suppress(OSError):
+            for entry in parent.iterdir():
+                if not entry.name.startswith(CGROUP_PREFIX):
+                    continue
+                host = entry.name[len(CGROUP_PREFIX) :].split("-", 1)[0]
+                if host.isdigit() and not _alive(int(host)):
+                    kill_cgroup(entry)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# --- process groups and the marker (the fallback) -----------------------------------------------
+
+
+def _stat_fields(pid: str) -> list[bytes] | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    return stat.rsplit(b")", 1)[1].split()
 
 
 def group_members(pgid: int) -> list[int]:
@@ -37,14 +194,18 @@ def group_members(pgid: int) -> list[int]:
         for entry in os.scandir("/proc"):
             if not entry.name.isdigit():
                 continue
-            try:
-                stat = Path(entry.path, "stat").read_bytes()
-            except OSError:
-                continue
-            fields = stat.rsplit(b")", 1)[1].split()
-            if fields[0] != b"Z" and int(fields[2]) == pgid:
+            fields = _stat_fields(entry.name)
+            if fields is not None and fields[0] != b"Z" and int(fields[2]) == pgid:
                 members.append(int(entry.name))
     return members
+
+
+def _carries(pid: int, needle: bytes) -> bool:
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False
+    return needle in environ.split(b"\0")
 
 
 def owned_by(pgid: int, marker: str) -> bool:
@@ -55,14 +216,7 @@ def owned_by(pgid: int, marker: str) -> bool:
     if not os.path.isdir("/proc/self"):
         return True
     needle = f"{OWNER_VARIABLE}={marker}".encode()
-    for pid in group_members(pgid):
-        try:
-            environ = Path(f"/proc/{pid}/environ").read_bytes()
-        except OSError:
-            continue
-        if needle in environ.split(b"\0"):
-            return True
-    return False
+    return any(_carries(pid, needle) for pid in group_members(pgid))
 
 
 def kill_owned_group(pgid: int, marker: str) -> None:
@@ -72,22 +226,65 @@ def kill_owned_group(pgid: int, marker: str) -> None:
             os.killpg(pgid, signal.SIGKILL)
 
 
-def main(marker: str) -> None:
+def kill_marked(marker: str) -> None:
+    """SIGKILL every process whose environment carries the runtime's marker, wherever its group or
+    session is (what `setsid` and `set -m` leave behind), until none is found."""
+    if not marker or not os.path.isdir("/proc/self"):
+        return
+    needle = f"{OWNER_VARIABLE}={marker}".encode()
+    me = os.getpid()
+    for _ in range(20):
+        found = 0
+        with contextlib.suppress(OSError):
+            for entry in os.scandir("/proc"):
+                if not entry.name.isdigit() or int(entry.name) == me:
+                    continue
+                fields = _stat_fields(entry.name)
+                if fields is None or fields[0] == b"Z" or not _carries(int(entry.name), needle):
+                    continue
+                found += 1
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(int(entry.name), signal.SIGKILL)
+        if not found:
+            return
+        time.sleep(0.005)
+
+
+def kill_all(marker: str, cgroup: Path | None, groups: set[int]) -> None:
+    """Everything a runtime started: its cgroup, its groups still marked, any marked process."""
+    if cgroup is not None:
+        kill_cgroup(cgroup)
+    for pgid in groups:
+        kill_owned_group(pgid, marker)
+    kill_marked(marker)
+
+
+def main() -> None:
     if os.fork() > 0:
         os._exit(0)  # the host reaps this parent at once; the helper below is never its zombie
     os.chdir("/")  # hold no directory of the host's busy
+    with contextlib.suppress(OSError):  # tell the host who we are, then let go of its pipe
+        os.write(1, f"{os.getpid()}\n".encode())
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_IGN)
+    marker = ""
+    cgroup: Path | None = None
     groups: set[int] = set()
     for line in sys.stdin.buffer:
-        op, _, pgid = line.decode("ascii", "replace").strip().partition(" ")
-        if not pgid.isdigit():
-            continue
-        if op == "+":
-            groups.add(int(pgid))
-        elif op == "-":
-            groups.discard(int(pgid))
-    for pgid in groups:
-        kill_owned_group(pgid, marker)
+        op, _, value = line.decode("utf-8", "replace").rstrip("\n").partition(" ")
+        if op == "m":
+            marker = value
+        elif op == "c":
+            cgroup = Path(value)
+        elif value.isdigit() and op == "+":
+            groups.add(int(value))
+        elif value.isdigit() and op == "-":
+            groups.discard(int(value))
+    kill_all(marker, cgroup, groups)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main()

@@ -213,7 +213,7 @@ async def test_permission_without_anyone_to_ask_follows_the_approval_mode(
     ]
     assert one(events, ToolResult).is_error is (decision == "deny")
     modes = [m["params"]["modeId"] for m in fake.received if m.get("method") == "session/set_mode"]
-    assert modes == ([] if mode == "default" else [{"auto_edit": "autoEdit"}.get(mode, mode)])
+    assert modes == ([] if mode in ("default", "auto_edit") else [mode])
 
 
 @pytest.mark.parametrize(

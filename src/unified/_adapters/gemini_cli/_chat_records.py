@@ -23,6 +23,7 @@ transcript, between the JSON-RPC messages it was written among.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ __all__ = [
     "TranscriptCapture",
     "tool_calls_of",
     "tool_response",
+    "usage_from_counts",
     "usage_from_tokens",
 ]
 
@@ -80,17 +82,22 @@ def tool_response(call: dict[str, Any]) -> tuple[Any, bool] | None:
     return output, status != "success"
 
 
+def usage_from_counts(counts: Mapping[str, Any]) -> Usage:
+    """One `gemini` record's `tokens` as Usage."""
+    return Usage(
+        input_tokens=_count(counts.get("input")),
+        output_tokens=_count(counts.get("output")),
+        thinking_tokens=_count(counts.get("thoughts")),
+        cached_tokens=_count(counts.get("cached")),
+        tool_use_tokens=_count(counts.get("tool")),
+    )
+
+
 def usage_from_tokens(records: dict[str, dict[str, Any]]) -> Usage:
     """The sum of `gemini` records' `tokens` (one per model call, by message id)."""
     total = Usage()
     for counts in records.values():
-        total += Usage(
-            input_tokens=_count(counts.get("input")),
-            output_tokens=_count(counts.get("output")),
-            thinking_tokens=_count(counts.get("thoughts")),
-            cached_tokens=_count(counts.get("cached")),
-            tool_use_tokens=_count(counts.get("tool")),
-        )
+        total += usage_from_counts(counts)
     return total
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,7 @@ from unified._adapters.gemini_cli._options import GeminiCliOptions
 from unified._binary.environment import EnvPolicy, cache_file, child_env
 from unified._binary.install import BinarySpec, locate
 from unified._binary.process import AgentSubprocess
+from unified.tools import protected_path_patterns
 from unified.types import ExecuteParams
 
 __all__ = [
@@ -60,8 +62,25 @@ GEMINI_CLI = BinarySpec(
     home_vars=("HOME", "GEMINI_CLI_HOME"),  # the CLI writes into its home even for --version
     probe_env={"GEMINI_CLI_NO_RELAUNCH": "true"},
 )
-ENV_POLICY = EnvPolicy()
-"""Every variable of the caller reaches the CLI (issue 24 narrows this to an allowlist)."""
+CREDENTIAL_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS")
+AUTH_ENV = (
+    *CREDENTIAL_ENV,
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_GENAI_USE_GCA",
+    "GOOGLE_CLOUD_PROJECT",
+    "GOOGLE_CLOUD_LOCATION",
+    "GOOGLE_GEMINI_BASE_URL",
+    "GOOGLE_VERTEX_BASE_URL",
+    "CODE_ASSIST_ENDPOINT",
+)
+"""Variables that choose and carry the CLI's credentials: passed to the child untouched, never logged."""
+ENV_POLICY = EnvPolicy(
+    allow=frozenset({*AUTH_ENV, "CLOUDSDK_CONFIG", "NODE_OPTIONS"}),
+    allow_prefixes=("GEMINI_", "GOOGLE_GENAI_", "GOOGLE_CLOUD_"),
+)
+"""What the `gemini` child takes from the host besides the basics: its credentials and settings
+(`GEMINI_CLI_HOME`, `GEMINI_SYSTEM_MD`, ...), gcloud's configuration for application default
+credentials, and node's options. Nothing else (docs/backends/gemini-cli.md, "Processes")."""
 FAKE_MODEL = "gemini-2.5-flash"
 """With recorded responses a concrete model is required: `auto` would consume a line routing."""
 STAND_IN_BINARY = Path("gemini")
@@ -138,10 +157,11 @@ class Launch:
             # Replaces the CLI's whole system prompt; read per process, so it is part of the pool key.
             extra_env["GEMINI_SYSTEM_MD"] = str(gemini_file("system", ".md", params.system_instruction))
         env = gemini_env(extra_env)
+        where = {**os.environ, **env}  # UNIFIED_GEMINI_BIN is ours to read, not the child's
         binary = (
             STAND_IN_BINARY
             if options.start_process is not None
-            else locate(GEMINI_CLI, options.gemini_binary, env).path
+            else locate(GEMINI_CLI, options.gemini_binary, where).path
         )
         fake = options.fake_responses.resolve() if options.fake_responses is not None else None
         return cls(
@@ -163,13 +183,38 @@ class Launch:
             argv += ["--include-directories", str(directory)]
         return argv + self.policy_flags()
 
-    def policy_flags(self) -> list[str]:
+    def policy_flags(self, *, protect_paths: bool = False) -> list[str]:
         """`excluded_tools` as a `--policy` file of deny rules (0.61 has no exclude flag; settings are the
-        user's). A deny rule without arguments removes the tool from what the model is offered."""
-        if not self.excluded_tools:
-            return []
+        user's). A deny rule without arguments removes the tool from what the model is offered.
+
+        `protect_paths` (stream-json, where nobody can be asked and the CLI's autoEdit approves edits
+        unseen): deny `write_file`/`replace` of a protected path (docs/tools.md, "Protected paths")."""
         rules = "".join(
             f'[[rule]]\ntoolName = {json.dumps(name)}\ndecision = "deny"\npriority = 999\n\n'
             for name in self.excluded_tools
         )
+        if protect_paths:
+            rules += protected_path_rules()
+        if not rules:
+            return []
         return ["--policy", str(gemini_file("exclude-tools", ".toml", rules))]
+
+
+def protected_path_rules() -> str:
+    """Deny rules for the CLI's edit tools on protected paths, matched on their `file_path` argument
+    (the CLI tests `argsPattern` against the arguments' JSON; its regexes take no case flag, and it
+    drops a pattern with a quantified group, `(..)?`, or over 2,048 characters)."""
+    fragments = []
+    for pattern in protected_path_patterns():
+        fragment = re.escape(pattern).replace(r"\*\*", '[^"]*').replace(r"\*", '[^/"]*').replace(r"\?", '[^/"]')
+        fragments.append(fragment)
+    # the CLI refuses a quantified group (its ReDoS check) and patterns over 2,048 characters
+    args = '"file_path":"(?:[^"]*/|)(?:' + "|".join(fragments) + ')"'
+    if len(args) > 2048:
+        raise AssertionError("the CLI would refuse this argsPattern: split the rule")
+    return (
+        '[[rule]]\ntoolName = ["write_file", "replace"]\n'
+        f"argsPattern = {json.dumps(args)}\n"
+        'decision = "deny"\npriority = 998\n'
+        'denyMessage = "unified: a protected path (it changes what runs later) is never written unasked"\n\n'
+    )

@@ -14,7 +14,9 @@ the run ends `interrupted`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Any, Literal
 
 from unified._adapters.gemini_cli._acp import AcpConnection
@@ -32,7 +34,8 @@ from unified.events import (
     WarningEvent,
     permission_request,
 )
-from unified.types import ApprovalMode
+from unified.tools import protected_path
+from unified.types import ApprovalMode, ExecuteParams
 
 __all__ = ["PermissionBridge", "mode_allows", "pick_option"]
 
@@ -40,12 +43,29 @@ Deliver = Callable[[Item, Any], Awaitable[None]]
 
 
 def mode_allows(mode: ApprovalMode, kind: object) -> bool:
-    """What the approval mode decides when nobody answers a permission prompt."""
+    """What the approval mode decides without asking: auto_edit's edits (the CLI runs in its default
+    mode then, see `_session_setup.ACP_MODES`), everything in yolo; a protected write is asked."""
     if mode == "yolo":
         return True
     if mode == "auto_edit":
         return kind == "edit"
     return False
+
+
+def protected_target(call: Mapping[str, Any], params: ExecuteParams) -> str | None:
+    """Why an edit the CLI asks about writes a protected path (`unified.tools.protected_path`),
+    from the paths of its `locations` and diff `content`; None when none is protected."""
+    if call.get("kind") != "edit":
+        return None
+    paths = [as_dict(item).get("path") for item in [*(call.get("locations") or []), *(call.get("content") or [])]]
+    roots = [Path(os.path.realpath(d)) for d in (params.cwd, *params.include_directories)]
+    for raw in paths:
+        if isinstance(raw, str) and raw:
+            real = Path(os.path.realpath(Path(params.cwd, raw)))
+            pattern = protected_path(real, roots)
+            if pattern is not None:
+                return f"{raw} is a protected path ({pattern}): writing it changes what runs later"
+    return None
 
 
 def pick_option(options: list[dict[str, Any]], choice: str) -> str | None:
@@ -94,16 +114,21 @@ class PermissionBridge:
         decided_by: Literal["user", "approval_mode"] = "approval_mode"
         choice: str = DENY
         reply: UserInputResponse | None = None
-        if run_params.on_user_input is not None:
-            reply = await self.ctx.ask_user(self._question(request_id, call, call_id, tool_name, is_question))
+        guarded = None if run_params.approval_mode == "yolo" else protected_target(call, run_params)
+        by_mode = guarded is None and mode_allows(run_params.approval_mode, call.get("kind"))
+        if run_params.on_user_input is not None and not (by_mode and run_params.approval_mode == "auto_edit"):
+            question = self._question(request_id, call, call_id, tool_name, is_question, guarded)
+            reply = await self.ctx.ask_user(question)
             if not reply.cancelled:
                 decided_by = "user"
                 choice = ALLOW_ONCE if is_question and reply.answers else reply.permission()
             else:
                 reply = None
         if decided_by == "approval_mode":
-            choice = ALLOW_ONCE if mode_allows(run_params.approval_mode, call.get("kind")) else DENY
+            choice = ALLOW_ONCE if by_mode else DENY
         reason = None if decided_by == "user" else f"approval mode {run_params.approval_mode}"
+        if guarded is not None and decided_by == "approval_mode":
+            reason = f"{guarded}; it needs approval and nobody answered"
         if reply is not None and not is_question and choice != DENY and reply.updated_input is not None:
             choice, reason = DENY, "the user changed the input, which the Gemini CLI cannot run (denied instead)"
             await self._unsupported(
@@ -144,7 +169,13 @@ class PermissionBridge:
         )
 
     def _question(
-        self, request_id: Any, call: Mapping[str, Any], call_id: str, tool_name: str, is_question: bool
+        self,
+        request_id: Any,
+        call: Mapping[str, Any],
+        call_id: str,
+        tool_name: str,
+        is_question: bool,
+        guarded: str | None = None,
     ) -> UserInputRequest:
         title = str(call.get("title") or tool_name)
         details = {k: call[k] for k in ("kind", "locations", "content") if k in call}
@@ -158,9 +189,10 @@ class PermissionBridge:
                 details=details,
                 session_id=self.session_id,
             )
+        note = f"\nIt writes a protected path: {guarded}." if guarded else ""
         return permission_request(
             f"{self.session_id}:{request_id}",
-            f"Allow {tool_name}: {title}?",
+            f"Allow {tool_name}: {title}?{note}",
             tool_use_id=call_id or None,
             tool_name=tool_name,
             details=details,

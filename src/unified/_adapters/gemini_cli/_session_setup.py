@@ -24,7 +24,10 @@ from unified.types import ApprovalMode, ExecuteParams, HttpMcpServer, McpServer,
 
 __all__ = ["ACP_MODES", "SessionSetup", "acp_from_mcp_server", "command_exists"]
 
-ACP_MODES: dict[ApprovalMode, str] = {"default": "default", "auto_edit": "autoEdit", "yolo": "yolo", "plan": "plan"}
+ACP_MODES: dict[ApprovalMode, str] = {"default": "default", "auto_edit": "default", "yolo": "yolo", "plan": "plan"}
+"""The CLI's mode per approval mode. auto_edit runs the CLI in its default mode: the CLI's own
+autoEdit approves every edit without a request, so a write to a protected path would never reach
+the permission bridge, which approves the other edits itself (`_permissions.py`)."""
 REPLAY_QUIET_S = 2.0
 """How long the history replay of `session/load` may pause before we stop waiting for the rest."""
 _REPLAYED = frozenset({"user_message_chunk", "agent_thought_chunk", "agent_message_chunk", "tool_call"})

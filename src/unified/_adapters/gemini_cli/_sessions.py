@@ -14,11 +14,12 @@ from typing import Any
 import anyio
 
 from unified._adapters.gemini_cli._chat_files import BACKEND, ChatFiles
+from unified._adapters.gemini_cli._conversation import conversation_from_messages
 from unified._adapters.gemini_cli._shared_sessions import state_summary
 from unified._sessions.config import configured_store
 from unified.backends import SessionLocator
-from unified.conversations import Conversation
-from unified.errors import ConfigurationError, SessionNotFound
+from unified.conversations import Conversation, Origin
+from unified.errors import SessionNotFound
 from unified.sessions import SessionInfo, SessionProblem, SessionStore
 
 __all__ = ["GeminiSessionLocator", "create_session_locator"]
@@ -77,10 +78,12 @@ class GeminiSessionLocator:
         return await anyio.to_thread.run_sync(ChatFiles(self._env).resolve, ref, cwd), False
 
     async def export(self, ref: str, cwd: str | None = None) -> Conversation:
-        info, _ = await self._find(ref, cwd)
-        raise ConfigurationError(  # replaced once the chat-file reader is on the shared layer (issue 26)
-            f"gemini-cli session {info.short_id} cannot be exported yet", hint="export a generate-content session"
+        shown = await self.show(ref, cwd)
+        info = SessionInfo.model_validate(shown["session"])
+        origin = Origin(
+            backend=BACKEND, session_id=info.session_id, short_id=info.short_id, model=info.model, cwd=info.cwd
         )
+        return conversation_from_messages(shown["messages"], origin=origin)
 
     async def show(self, ref: str, cwd: str | None = None) -> dict[str, Any]:
         info, shared = await self._find(ref, cwd)

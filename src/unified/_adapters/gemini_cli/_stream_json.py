@@ -146,7 +146,7 @@ async def run_stream_json(launch: Launch, ctx: RunContext) -> RunOutcome:
         argv += ["-m", launch.model]
     if launch.fake_responses is not None:
         argv += ["--fake-responses", str(launch.fake_responses)]
-    argv += launch.policy_flags()
+    argv += launch.policy_flags(protect_paths=params.approval_mode != "yolo")
     guard: ResumeGuard | None = None
     if params.resume:
         info = ChatFiles(launch.env).resolve(params.resume, str(cwd))

@@ -12,10 +12,10 @@ tool of another provider is told as text, since Gemini cannot replay it.
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from unified._internal.gemini_parts import response_of_result, result_of_response
 from unified.conversations import (
     Conversation,
     ImagePart,
@@ -41,10 +41,6 @@ UNSIGNED_CALL = "skip_thought_signature_validator"
 over from another model): without one, Gemini 3 answers such history with HTTP 400."""
 
 _GENERATED_ID = "gc-{turn}-{part}"
-
-
-def _text_of(value: object) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 def conversation_from_contents(
@@ -131,18 +127,7 @@ def _user_parts(part: Mapping[str, Any], open_calls: list[ToolCallPart]) -> list
             match = next((c for c in open_calls if c.name == name), None)
             call_id = match.id if match is not None else name
         open_calls[:] = [c for c in open_calls if c.id != call_id]
-        body = response.get("response") or {}
-        failed = "error" in body and "output" not in body
-        value = body.get("error") if failed else body.get("output", body)
-        return [
-            ToolResultPart(
-                call_id=str(call_id),
-                name=name,
-                output=_text_of(value),
-                data=None if isinstance(value, str) else value,
-                is_error=failed,
-            )
-        ]
+        return [result_of_response(str(call_id), name, response.get("response") or {})]
     if "text" in part:
         return [TextPart(text=part["text"])]
     if "inline_data" in part:
@@ -195,17 +180,12 @@ def _gemini_model_parts(turn: ModelTurn, part: ModelPart, made_ids: set[str]) ->
         if isinstance(part, ServerToolCallPart):
             return [{"executable_code": dict(part.arguments)}]
         return [{"code_execution_result": {"outcome": _outcome(part.data), "output": part.output}}]
-    if isinstance(part, ServerToolCallPart):
-        args = json.dumps(part.arguments, ensure_ascii=False, sort_keys=True)
-        return [{"text": f"[server tool {part.name} was called with {args}]"}]
-    return [{"text": f"[server tool {part.name} returned: {part.output or _text_of(part.data)}]"}]
+    return [{"text": part.as_text()}]
 
 
 def _gemini_user_parts(part: UserPart, made_ids: set[str]) -> list[dict[str, Any]]:
     if isinstance(part, ToolResultPart):
-        key = "error" if part.is_error else "output"
-        value: Any = part.data if part.data is not None and not part.is_error else part.output
-        response: dict[str, Any] = {"name": part.name, "response": {key: value}}
+        response: dict[str, Any] = {"name": part.name, "response": response_of_result(part)}
         if part.call_id in made_ids:
             response["id"] = part.call_id
         return [{"function_response": response}]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import httpx
 from google.genai import errors
 
-from unified._internal.api_errors import credentials_error, error_from_status, timed_out
+from unified._internal.api_errors import credentials_error, error_from_status, timed_out, unreadable_response
 from unified._internal.retry import Failure
 from unified.errors import BackendError, RateLimited
 
@@ -33,7 +33,7 @@ def failure_from_exception(exc: BaseException, model: str, timeout_s: float) -> 
                 "field on the Gemini Developer API): check the model and backend_options, or start a new session",
             ),
         )
-    credentials = credentials_error(exc)
+    credentials = credentials_error(exc) or unreadable_response(exc)
     if credentials is not None:
         return Failure("fatal", credentials)
     if isinstance(exc, (httpx.TransportError, errors.UnknownApiResponseError)):

@@ -30,6 +30,8 @@ from typing import Any
 
 from google.genai import types
 
+from unified._internal import limits
+from unified.errors import BackendError
 from unified.events import ErrorEvent, TextDelta, Thinking, ToolResult, ToolUse, UnifiedEvent, Usage, WarningEvent
 
 __all__ = [
@@ -216,6 +218,8 @@ def _get(node: Any, step: str | int) -> Any:
 
 def _put(node: Any, step: str | int, value: Any) -> bool:
     if isinstance(step, int) and isinstance(node, list):
+        if step >= limits.MAX_PARTS_PER_TURN:
+            return False  # `$.a[99999999]` would otherwise allocate that many slots
         node.extend([None] * (step + 1 - len(node)))
     elif not (isinstance(step, str) and isinstance(node, dict)):
         return False
@@ -246,6 +250,8 @@ class GenerateContentTranslator:
     _streaming_call: _CallInProgress | None = None
     _unannounced: list[_CallInProgress] = field(default_factory=list)
     _counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    _parts_seen: int = 0
+    _chars_seen: int = 0
 
     @property
     def usage(self) -> Usage | None:
@@ -260,6 +266,7 @@ class GenerateContentTranslator:
 
     def feed(self, chunk: types.GenerateContentResponse) -> list[UnifiedEvent]:
         events: list[UnifiedEvent] = []
+        self._count(chunk)
         if chunk.usage_metadata is not None:
             self.usage_metadata = chunk.usage_metadata
         feedback = chunk.prompt_feedback
@@ -282,6 +289,24 @@ class GenerateContentTranslator:
             events[0].native = chunk.model_dump(mode="json", exclude_none=True)
         self.emitted += len(events)
         return events
+
+    def _count(self, chunk: types.GenerateContentResponse) -> None:
+        """Bound what one turn may bring (`limits`): its parts, and the characters of its text."""
+        candidate = chunk.candidates[0] if chunk.candidates else None
+        parts = (candidate.content.parts or []) if candidate is not None and candidate.content is not None else []
+        self._parts_seen += len(parts)
+        self._chars_seen += sum(len(p.text) for p in parts if p.text)
+        if self._parts_seen > limits.MAX_PARTS_PER_TURN:
+            raise BackendError(
+                f"the model's turn {self.turn} has more than {limits.MAX_PARTS_PER_TURN:,} parts; it was not used",
+                hint="the server's answer is larger than unified accepts (limits.MAX_PARTS_PER_TURN)",
+            )
+        if self._chars_seen > limits.MAX_TURN_TEXT_CHARS:
+            raise BackendError(
+                f"the model's turn {self.turn} has more than {limits.MAX_TURN_TEXT_CHARS:,} characters of text; "
+                "it was not used",
+                hint="the server's answer is larger than unified accepts (limits.MAX_TURN_TEXT_CHARS)",
+            )
 
     def _part(self, part: types.Part) -> list[UnifiedEvent]:
         if part.text is not None and not part.text and part.thought_signature is None and not part.thought:
@@ -314,6 +339,12 @@ class GenerateContentTranslator:
         """The queued calls are local calls: announce them, keep them for the loop and the history."""
         events: list[UnifiedEvent] = []
         for pending in self._unannounced:
+            if limits.too_deep(pending.args):
+                raise BackendError(
+                    f"the model called {pending.name!r} with arguments nested deeper than "
+                    f"{limits.MAX_JSON_DEPTH} levels; the call was not run",
+                    hint="the model's output is malformed; run again",
+                )
             tool_use_id = self._new_id("call", pending.call_id)
             self.calls.append(LocalCall(tool_use_id, pending.name, pending.args, pending.call_id))
             self.parts.append(pending.part())

@@ -22,7 +22,13 @@ import httpx
 import sniffio
 
 from unified._adapters.interactions._options import InteractionsOptions
-from unified._internal.api_errors import RETRYABLE_STATUS, credentials_error, error_from_status, retry_delay
+from unified._internal.api_errors import (
+    RETRYABLE_STATUS,
+    credentials_error,
+    error_from_status,
+    retry_delay,
+    unreadable_response,
+)
 from unified._internal.genai_client import GenaiClient
 from unified._internal.retry import Failure, retrying
 from unified.errors import BackendError, UnifiedError
@@ -96,7 +102,7 @@ def error_from_exception(exc: BaseException, what: str, model: str | None = None
 def failure_from_exception(exc: BaseException) -> Failure | None:
     """What a failed Interactions API call means for the retry policy (None: not a request failure)."""
     if not is_api_error(exc):
-        credentials = credentials_error(exc)
+        credentials = credentials_error(exc) or unreadable_response(exc)
         return Failure("fatal", credentials) if credentials is not None else None
     status, body, _ = describe(exc)
     error = error_from_exception(exc, "an Interactions API request")

@@ -11,7 +11,6 @@ turns, dropped from others' (the summary stays); another provider's server tool 
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -36,10 +35,6 @@ from unified.events import Usage
 __all__ = ["conversation_from_steps", "steps_from_conversation"]
 
 _USER_STEPS = frozenset({"user_input", "function_result"})
-
-
-def _text_of(value: object) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 def conversation_from_steps(
@@ -84,15 +79,7 @@ def _user_parts(step: Mapping[str, Any]) -> list[UserPart]:
         failed = bool(step.get("is_error"))
         if isinstance(result, Mapping) and ("output" in result or "error" in result):
             result = result.get("error") if failed and "error" in result else result.get("output", result)
-        return [
-            ToolResultPart(
-                call_id=str(step.get("call_id") or ""),
-                name=str(step.get("name") or ""),
-                output=_text_of(result),
-                data=None if isinstance(result, str) else result,
-                is_error=failed,
-            )
-        ]
+        return [ToolResultPart.of(str(step.get("call_id") or ""), str(step.get("name") or ""), result, is_error=failed)]
     return list(_content_parts(step.get("content") or []))
 
 
@@ -179,12 +166,11 @@ def _content_item(part: TextPart | ImagePart) -> dict[str, Any]:
 
 
 def _function_result(part: ToolResultPart) -> dict[str, Any]:
-    value: Any = part.data if part.data is not None and not part.is_error else part.output
     step: dict[str, Any] = {
         "type": "function_result",
         "call_id": part.call_id,
         "name": part.name,
-        "result": {"error" if part.is_error else "output": value},
+        "result": {"error" if part.is_error else "output": part.value()},
     }
     if part.is_error:
         step["is_error"] = True
@@ -209,11 +195,6 @@ def _model_steps(turn: ModelTurn, part: ModelPart) -> list[dict[str, Any]]:
         return [{"type": f"{part.name}_call", "id": part.id, **part.arguments}]
     if turn.provider == "google" and isinstance(part, ServerToolResultPart):
         return [{"type": f"{part.name}_result", "call_id": part.call_id, "result": part.data or part.output}]
-    if isinstance(part, ServerToolCallPart):
-        args = json.dumps(part.arguments, ensure_ascii=False, sort_keys=True)
-        text = f"[server tool {part.name} was called with {args}]"
-    elif isinstance(part, ServerToolResultPart):
-        text = f"[server tool {part.name} returned: {part.output or _text_of(part.data)}]"
-    else:
-        return []
-    return [{"type": "model_output", "content": [{"type": "text", "text": text}]}]
+    if isinstance(part, ServerToolCallPart | ServerToolResultPart):
+        return [{"type": "model_output", "content": [{"type": "text", "text": part.as_text()}]}]
+    return []

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from unified._internal import limits
+from unified.errors import BackendError
 from unified.events import JsonValue, TextDelta, Thinking, ToolResult, ToolUse, UnifiedEvent, Usage
 
 __all__ = [
@@ -142,12 +144,14 @@ class _Step:
         """Arguments given whole in step.start, merged with any streamed `arguments_delta` JSON."""
         given = self.data.get("arguments")
         merged: dict[str, Any] = dict(given) if isinstance(given, dict) else {}
+        if given is not None and not isinstance(given, dict):
+            merged[UNPARSED_ARGUMENTS] = json.dumps(given, default=str)[:1000]  # an array, a number, ...
         if self.arguments:
             text = "".join(self.arguments)
             try:
                 streamed = json.loads(text)
-            except json.JSONDecodeError:
-                streamed = {UNPARSED_ARGUMENTS: text}  # the tool rejects it and the model reads why
+            except (json.JSONDecodeError, RecursionError):
+                streamed = {UNPARSED_ARGUMENTS: text[:1000]}  # the tool rejects it and the model reads why
             if isinstance(streamed, dict):
                 merged.update(streamed)
         return merged
@@ -171,6 +175,7 @@ class InteractionsTranslator:
         self.answered: set[str] = set()
         self.calls: list[FunctionCall] = []
         self.legacy = False
+        self.chars_seen = 0
 
     # -- per interaction -------------------------------------------------------------------------
 
@@ -182,6 +187,21 @@ class InteractionsTranslator:
         self.usage = Usage()
         self.steps = {}
         self.calls = []
+        self.chars_seen = 0
+
+    def _spend(self, chars: int) -> None:
+        """Bound the text one interaction may bring (answer, thoughts and streamed arguments)."""
+        self.chars_seen += chars
+        if self.chars_seen > limits.MAX_TURN_TEXT_CHARS:
+            raise BackendError(
+                f"the interaction sent more than {limits.MAX_TURN_TEXT_CHARS:,} characters of text; it was not used",
+                hint="the server's answer is larger than unified accepts (limits.MAX_TURN_TEXT_CHARS)",
+            )
+        if len(self.steps) > limits.MAX_PARTS_PER_TURN:
+            raise BackendError(
+                f"the interaction sent more than {limits.MAX_PARTS_PER_TURN:,} steps; it was not used",
+                hint="the server's answer is larger than unified accepts (limits.MAX_PARTS_PER_TURN)",
+            )
 
     def model_steps(self) -> list[dict[str, Any]]:
         """This interaction's finished steps in order (thoughts keep their signatures)."""
@@ -268,6 +288,7 @@ class InteractionsTranslator:
         )
 
     def _start(self, index: int, step: Mapping[str, Any]) -> list[Signal]:
+        self._spend(0)
         data = dict(step)
         data["type"] = _LEGACY_STEP_TYPES.get(str(data.get("type", "")), data.get("type", ""))
         current = _Step(data)
@@ -294,11 +315,13 @@ class InteractionsTranslator:
             if current.type not in ("model_output", "thought"):
                 current.data["type"] = "model_output"
             text = str(delta.get("text") or "")
+            self._spend(len(text))
             current.text.append(text)
             return [TextDelta(text=text)] if text else []
         if kind == "thought_summary":
             content = delta.get("content") or {}
             text = str(content.get("text") or "") if isinstance(content, Mapping) else ""
+            self._spend(len(text))
             current.thoughts.append(text)
             return [Thinking(text=text, replace=False)] if text else []
         if kind == "thought_signature":
@@ -306,7 +329,9 @@ class InteractionsTranslator:
                 current.data["signature"] = delta["signature"]
             return []
         if kind == "arguments_delta":
-            current.arguments.append(str(delta.get("arguments") or delta.get("partial_arguments") or ""))
+            piece = str(delta.get("arguments") or delta.get("partial_arguments") or "")
+            self._spend(len(piece))
+            current.arguments.append(piece)
             return []
         if kind == "text_annotation_delta":
             current.annotations.extend(delta.get("annotations") or [])
@@ -375,6 +400,12 @@ class InteractionsTranslator:
     def _announce(self, call_id: str, name: str, arguments: dict[str, Any], *, server_side: bool) -> list[Signal]:
         if call_id in self.announced:
             return []
+        if limits.too_deep(arguments):
+            raise BackendError(
+                f"the model called {name!r} with arguments nested deeper than {limits.MAX_JSON_DEPTH} levels; "
+                "the call was not run",
+                hint="the model's output is malformed; run again",
+            )
         self.announced.add(call_id)
         return [ToolUse(tool_use_id=call_id, name=name, input=arguments, server_side=server_side)]
 

@@ -41,7 +41,7 @@ from unified._adapters.interactions._translate import (
     StreamFailure,
 )
 from unified._internal.agent_loop import Emit, TurnEnd
-from unified._internal.api_errors import timed_out
+from unified._internal.api_errors import HTTP_OF_STATUS, error_from_status, timed_out
 from unified._internal.api_options import GoogleMapsTool
 from unified._internal.models import plan_level
 from unified._internal.retry import Failure
@@ -185,11 +185,18 @@ class InteractionsTurns:
         iid = self.translator.interaction_id
         end = TurnEnd(usage=self.translator.usage)
         if self.failure is not None:
-            end.error = BackendError(
-                f"the interaction failed: {self.failure.message}",
-                code="backend_error",
-                details={"code": self.failure.code, "interaction_id": iid},
-            )
+            status_code = HTTP_OF_STATUS.get(self.failure.code.upper())
+            if status_code is not None:  # an API error met in the stream: the same code as its HTTP twin
+                end.error = error_from_status(
+                    status_code, self.failure.code, self.failure.message, body=None, model=self.model
+                )
+                end.error.details["interaction_id"] = iid
+            else:
+                end.error = BackendError(
+                    f"the interaction failed: {self.failure.message}",
+                    code="backend_error",
+                    details={"code": self.failure.code, "interaction_id": iid},
+                )
         elif status == "requires_continuation":
             end.continues = True
         elif status == "requires_action":

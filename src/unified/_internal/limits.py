@@ -1,0 +1,107 @@
+"""Every size, depth and time bound that protects `unified` from what a backend, a model or a tool
+sends it (docs/tools.md, "Limits"; docs/protocol.md, "Limits"). One place, so the numbers the docs
+state are the numbers the code uses, and tests can lower one to try it cheaply.
+
+A bound is enforced while the data arrives wherever that is possible (a stream is cut or refused
+when it passes the bound, never read whole and cut afterwards), and a cut always says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = [
+    "BACKGROUND_LOG_MAX_BYTES",
+    "LIST_DIR_MAX_ENTRIES",
+    "MAX_EVENT_BYTES",
+    "MAX_JSON_CONTAINERS",
+    "MAX_JSON_DEPTH",
+    "MAX_PARTS_PER_TURN",
+    "MAX_TOOL_OUTPUT_CHARS",
+    "MAX_TURN_TEXT_CHARS",
+    "MCP_MAX_MESSAGE_BYTES",
+    "SEARCH_MAX_BYTES",
+    "SEARCH_TIME_BUDGET_S",
+    "WALK_MAX_ENTRIES",
+    "WALK_OPEN_DIRS",
+    "json_depth",
+    "too_deep",
+]
+
+# --- what a backend or a tool may send --------------------------------------------------------
+
+MAX_JSON_DEPTH = 64
+"""Deepest nesting (objects and arrays) accepted in function-call arguments, ACP messages, MCP
+replies and tool outputs. Gemini's own function declarations allow far less; deeper data is a
+typed error naming where it came from (never a RecursionError)."""
+
+MAX_EVENT_BYTES = 8 * 1024 * 1024
+"""Largest single server-sent event of the Gemini API streams (one `data:` payload), ACP JSON-RPC
+line and MCP message. A larger one is refused while it arrives: at most this much is ever held."""
+
+MAX_JSON_CONTAINERS = 100_000
+"""Most objects and arrays in one such event (`{`/`[` counted on the raw bytes before parsing): a
+million tiny parts in one chunk would cost seconds and gigabytes in the SDK's models."""
+
+MAX_PARTS_PER_TURN = 10_000
+"""Most content parts one model turn may carry, over all its chunks."""
+
+MAX_TURN_TEXT_CHARS = 4 * 1024 * 1024
+"""Most characters of model text (answer plus thoughts) one model turn may produce."""
+
+# --- what a tool gives the model --------------------------------------------------------------
+
+MAX_TOOL_OUTPUT_CHARS = 256 * 1024
+"""Largest output (or error) of any tool as the model reads it: secrets are replaced first, then a
+longer text keeps its head and says how much was cut. Structured outputs count as their JSON."""
+
+LIST_DIR_MAX_ENTRIES = 2_000
+"""Entries list_dir shows; it counts the rest without holding them."""
+
+BACKGROUND_LOG_MAX_BYTES = 8 * 1024 * 1024
+"""Disk a background command's output may use: the newest output is kept, in two halves."""
+
+MCP_MAX_MESSAGE_BYTES = MAX_EVENT_BYTES
+"""Largest message an MCP server may send (one stdio line, one HTTP body or SSE event)."""
+
+# --- search and walks -------------------------------------------------------------------------
+
+SEARCH_TIME_BUDGET_S = 30.0
+"""Wall-clock time a search or glob may take before it stops and says so."""
+
+SEARCH_MAX_BYTES = 1024 * 1024 * 1024
+"""Bytes of file content one search may read before it stops and says so."""
+
+WALK_MAX_ENTRIES = 1_000_000
+"""Directory entries one walk (search, glob) may visit before it stops and says so."""
+
+WALK_OPEN_DIRS = 64
+"""Directory descriptors a walk keeps open at once; deeper levels are reopened from the root."""
+
+
+def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
+    """The nesting depth of a JSON-like value (dicts, lists, tuples), counted without recursion;
+    stops counting at `limit + 1`, so a hostile value costs no more than it must."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        depth += 1
+        if depth > deepest:
+            deepest = depth
+            if deepest > limit:
+                return deepest
+        stack.extend((child, depth) for child in children)
+    return deepest
+
+
+def too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether `value` nests deeper than `limit` levels."""
+    return json_depth(value, limit) > limit

@@ -1,0 +1,231 @@
+"""Bounded transports for MCP servers: what a server sends is capped while it arrives.
+
+The `mcp` SDK's stdio transport joins a line's chunks until the newline comes, so a 40 MB answer
+is held whole (and then parsed into models: +370-720 MB measured), and a line it cannot parse (too
+deep for pydantic, not JSON) is handed to the session as an exception the pending call never hears
+of: the call hangs until its timeout. Here:
+
+- `capped_stdio` is a stdio transport of our own: one line at most `MCP_MAX_MESSAGE_BYTES` is held
+  (a longer one is dropped as it streams); a line that cannot be used and answered one of our
+  requests (its `"id"` read from its first bytes) becomes a JSON-RPC error answer to that request,
+  so the call fails at once with a message saying why;
+- `capped_http_client` is the httpx client of the HTTP and SSE transports, whose bodies and events
+  are metered as the API backends' are (`unified._internal.http`);
+- `FaultWatch` is the session's `message_handler`: any other fault of the transport fails the calls
+  in flight (`ToolError`) instead of leaving them to their timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import anyio.abc
+import httpx2
+import mcp_types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.client.stdio import get_default_environment
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.message import SessionMessage
+
+from unified._internal import limits
+from unified._internal.http import EventMeter, EventTooLarge
+from unified.types import StdioMcpServer
+
+__all__ = ["FaultWatch", "capped_http_client", "capped_stdio"]
+
+_HEAD = 512
+_ANSWER_ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")')
+_STOP_GRACE_S = 2.0
+
+
+def _answer_id(head: bytes) -> int | str | None:
+    """The id of the JSON-RPC message a line starts (only an answer, not a request, is looked at)."""
+    if b'"method"' in head:
+        return None
+    found = _ANSWER_ID.search(head)
+    if found is None:
+        return None
+    raw = found.group(1)
+    return int(raw) if raw[:1] != b'"' else raw[1:-1].decode("utf-8", "replace")
+
+
+def _error_answer(request_id: int | str, message: str) -> SessionMessage:
+    error = mcp_types.ErrorData(code=-32603, message=message)
+    return SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+
+
+def _parse(line: bytes, name: str) -> SessionMessage | Exception:
+    """One line as a message; one that cannot be used as an error answer to what it answered."""
+    problem: str
+    try:
+        message = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValueError as exc:
+        kind = exc.__class__.__name__
+        problem = f"MCP server {name!r} sent a message that is not valid JSON-RPC or nests too deeply ({kind})"
+    else:
+        dumped = getattr(message, "result", None)
+        if dumped is None or not limits.too_deep(dumped):
+            return SessionMessage(message)
+        problem = f"MCP server {name!r} sent a reply nested deeper than {limits.MAX_JSON_DEPTH} levels"
+    request_id = _answer_id(line[:_HEAD])
+    return _error_answer(request_id, problem) if request_id is not None else ValueError(problem)
+
+
+@asynccontextmanager
+async def capped_stdio(
+    server: StdioMcpServer,
+) -> AsyncIterator[
+    tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
+]:
+    """The server as a subprocess speaking newline-delimited JSON-RPC, its lines capped."""
+    env = {**get_default_environment(), **server.env}
+    process = await anyio.open_process(
+        [server.command, *server.args],
+        env=env,
+        cwd=server.cwd,
+        stderr=None,  # the server's diagnostics go where ours do
+        start_new_session=True,
+    )
+    read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
+    cap = limits.MCP_MAX_MESSAGE_BYTES
+
+    async def reader() -> None:
+        assert process.stdout is not None
+        buffer = bytearray()
+        skipped = 0
+        head = b""
+        async with read_send:
+            try:
+                async for chunk in process.stdout:
+                    while chunk:
+                        newline = chunk.find(b"\n")
+                        piece, chunk = (chunk, b"") if newline < 0 else (chunk[:newline], chunk[newline + 1 :])
+                        if skipped:
+                            skipped += len(piece)
+                        elif len(buffer) + len(piece) > cap:
+                            head = (bytes(buffer[:_HEAD]) + piece[:_HEAD])[:_HEAD]
+                            skipped = len(buffer) + len(piece)
+                            buffer.clear()
+                        else:
+                            buffer += piece
+                        if newline < 0:
+                            break
+                        if skipped:
+                            problem = f"MCP server {server.name!r} sent a message over {cap // (1024 * 1024)} MiB"
+                            request_id = _answer_id(head)
+                            await read_send.send(
+                                _error_answer(request_id, problem) if request_id is not None else ValueError(problem)
+                            )
+                            skipped = 0
+                        elif buffer.strip():
+                            await read_send.send(_parse(bytes(buffer), server.name))
+                        buffer.clear()
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                pass
+
+    async def writer() -> None:
+        assert process.stdin is not None
+        try:
+            async with write_receive:
+                async for message in write_receive:
+                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                    await process.stdin.send(data.encode())
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            await read_send.aclose()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reader)
+            tg.start_soon(writer)
+            try:
+                yield read_receive, write_send
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await _stop(process)
+                tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await process.aclose()
+
+
+async def _stop(process: anyio.abc.Process) -> None:
+    """Close its stdin, give it a moment to exit, then end its whole process group."""
+    if process.stdin is not None:
+        with contextlib.suppress(OSError, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await process.stdin.aclose()
+    with anyio.move_on_after(_STOP_GRACE_S):
+        await process.wait()
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, 15)
+        with anyio.move_on_after(_STOP_GRACE_S):
+            await process.wait()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, 9)
+    with anyio.move_on_after(_STOP_GRACE_S):
+        await process.wait()
+
+
+class _CappedStream(httpx2.AsyncByteStream):
+    def __init__(self, inner: httpx2.AsyncByteStream, meter: EventMeter) -> None:
+        self._inner = inner
+        self._meter = meter
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            self._meter.feed(chunk)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def capped_http_client(
+    name: str, headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: Any = None
+) -> httpx2.AsyncClient:
+    """The SDK's MCP HTTP client (httpx2), with every body and SSE event metered (`EventTooLarge`)."""
+    client = create_mcp_http_client(headers=headers, timeout=timeout, auth=auth)
+
+    async def meter(response: httpx2.Response) -> None:
+        if isinstance(response.stream, httpx2.AsyncByteStream):
+            counter = EventMeter(f"MCP server {name!r}", limits.MCP_MAX_MESSAGE_BYTES, limits.MAX_JSON_CONTAINERS)
+            response.stream = _CappedStream(response.stream, counter)
+
+    client.event_hooks["response"] = [*client.event_hooks.get("response", []), meter]
+    return client
+
+
+class FaultWatch:
+    """The session's message handler: a fault of the transport fails the calls in flight."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._waiters: set[anyio.Event] = set()
+        self.fault: str | None = None
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            cause = message
+            if isinstance(cause, EventTooLarge):
+                self.fault = cause.message
+            else:
+                self.fault = f"MCP server {self.name!r} sent something that could not be read: {cause}"
+            for waiter in self._waiters:
+                waiter.set()
+
+    @contextlib.contextmanager
+    def watching(self) -> Any:
+        """An event set when a fault arrives while the block runs."""
+        event = anyio.Event()
+        self._waiters.add(event)
+        try:
+            yield event
+        finally:
+            self._waiters.discard(event)

@@ -1,0 +1,37 @@
+"""The real gemini binary never writes a protected path in auto_edit unasked (issue 24).
+
+ACP: unified runs the CLI in its default mode and its permission bridge approves edits itself,
+except a protected one (denied here: nobody answers). stream-json: nobody can be asked, and a
+`--policy` deny rule on the edit tools' `file_path` stops a protected write. In both, a plain file
+is written without asking, so the test proves the edit tools ran at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.gemini_cli.gemini_cli_helpers import call, stream_line, text
+from unified.events import UnifiedEvent
+
+Run = Callable[..., Awaitable[list[UnifiedEvent]]]
+Responses = Callable[..., Path]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize("transport", ["acp", "stream-json"])
+@pytest.mark.parametrize("protected", [".gemini/settings.json", ".env", "GEMINI.md"])
+async def test_auto_edit_writes_plain_files_but_not_protected_ones(
+    run_gemini: Run, responses: Responses, workspace: Path, transport: str, protected: str
+) -> None:
+    fake = responses(
+        stream_line(call("write_file", file_path=str(workspace / protected), content='{"mcpServers": {}}')),
+        stream_line(call("write_file", file_path=str(workspace / "plain.txt"), content="fine")),
+        stream_line(text("done")),
+    )
+    await run_gemini(fake, approval_mode="auto_edit", backend_options={"transport": transport})
+    assert (workspace / "plain.txt").read_text() == "fine"
+    assert not (workspace / protected).exists()

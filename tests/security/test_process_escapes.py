@@ -1,0 +1,247 @@
+"""Every process a tool starts stays reachable for cleanup (issue 24, "Process escapes").
+
+A model's command tries to outlive its run: a new session (`setsid`), job control (`set -m` makes
+`&` jobs their own process groups), double forks, `disown`, a cleared environment, an ignored
+SIGHUP/SIGTERM. Each escapee writes its pid to a file; after the runtime closes, after the call is
+cancelled, and after the host itself is SIGKILLed, that pid must be gone (checked in /proc). The
+watchdog must not be findable or killable through what the tool's processes know.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+import pytest
+
+from unified.tools import ToolCall, ToolRuntime, _watchdog
+
+pytestmark = pytest.mark.e2e  # real processes throughout
+HANG_GUARD_S = 60.0
+"""Far above the fraction of a second each wait takes: only a hang trips it."""
+
+ESCAPES = {
+    "setsid": "setsid sleep 601 & echo $! > {pid}",
+    "setsid-fork": "setsid -f bash -c 'echo $$ > {pid}; exec sleep 602'",
+    "job-control-disown": "set -m; sleep 603 & echo $! > {pid}; disown",
+    "double-fork": "( ( sleep 604 & echo $! > {pid} ) & )",
+    "nohup-setsid": "nohup setsid bash -c 'echo $$ > {pid}; exec sleep 605' > /dev/null 2>&1 &",
+    "ignores-hup-term": "( trap '' HUP TERM INT; echo $BASHPID > {pid}; exec sleep 606 ) &",
+    "python-daemon": (
+        "python3 -c 'import os,sys\nif os.fork(): sys.exit()\nos.setsid()\n"
+        'if os.fork(): sys.exit()\nopen(sys.argv[1], "w").write(str(os.getpid()))\nimport time; time.sleep(607)\' {pid}'
+    ),
+    "renamed": "bash -c 'exec -a innocent sleep 608' & echo $! > {pid}",
+    "cleared-env": "env -i setsid bash -c 'echo $$ > {pid}; exec sleep 609' &",
+}
+FALLBACK = [name for name in ESCAPES if name != "cleared-env"]
+"""Without a cgroup, what keeps the runtime's marker in its environment (all but `env -i`)."""
+
+
+def running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def wait_for(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + HANG_GUARD_S
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"hang guard: still waiting for {what} after {HANG_GUARD_S:g} s")
+        time.sleep(0.01)
+
+
+def pid_in(path: Path) -> int | None:
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def strays() -> Iterator[list[int]]:
+    """Pids a failed test might leave: killed at the end whatever happened."""
+    pids: list[int] = []
+    yield pids
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def cgroups_here() -> bool:
+    probe = _watchdog.Containment.create("probe")
+    if probe is None:
+        return False
+    _watchdog.kill_cgroup(probe.path)
+    return True
+
+
+async def _start_all(tools: ToolRuntime, ws: Path, names: list[str], strays: list[int]) -> dict[str, int]:
+    for name in names:
+        [outcome] = await tools.run_batch(
+            [ToolCall(name, "run_shell_command", {"command": ESCAPES[name].format(pid=ws / f"{name}.pid")})]
+        )
+        assert not outcome.is_error, outcome.response
+    pids: dict[str, int] = {}
+    for name in names:
+        wait_for(lambda name=name: pid_in(ws / f"{name}.pid") is not None, f"{name} to start")  # type: ignore[misc]
+        pid = pid_in(ws / f"{name}.pid")
+        assert pid is not None
+        pids[name] = pid
+        strays.append(pid)
+    assert all(running(pid) for pid in pids.values())
+    return pids
+
+
+@pytest.mark.anyio
+async def test_every_escape_dies_with_the_runtime(ws: Path, strays: list[int]) -> None:
+    names = list(ESCAPES) if cgroups_here() else FALLBACK
+    async with ToolRuntime(ws, approval_mode="yolo") as tools:
+        pids = await _start_all(tools, ws, names, strays)
+    wait_for(lambda: not any(running(pid) for pid in pids.values()), "every escapee to die")
+
+
+@pytest.mark.anyio
+async def test_without_cgroups_the_marker_still_finds_them(
+    ws: Path, strays: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_watchdog.Containment, "create", classmethod(lambda cls, token: None))
+    async with ToolRuntime(ws, approval_mode="yolo") as tools:
+        pids = await _start_all(tools, ws, FALLBACK, strays)
+        assert tools._shell.watch.cgroup is None
+    wait_for(lambda: not any(running(pid) for pid in pids.values()), "every escapee to die")
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_call_takes_its_escapees_with_it(ws: Path, strays: list[int]) -> None:
+    if not cgroups_here():
+        pytest.skip("without a cgroup, a cancelled call's setsid escapee is reached at the runtime's close")
+    command = "setsid sleep 611 & echo $! > esc.pid; sleep 612"
+    async with ToolRuntime(ws, approval_mode="yolo") as tools:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(tools.run_batch, [ToolCall("c", "run_shell_command", {"command": command})])
+            await anyio.to_thread.run_sync(wait_for, lambda: pid_in(ws / "esc.pid") is not None, "the escapee")
+            found = pid_in(ws / "esc.pid")
+            assert found is not None
+            pid: int = found
+            strays.append(pid)
+            assert running(pid)
+            tg.cancel_scope.cancel()
+        wait_for(lambda: not running(pid), "the cancelled call's escapee to die")  # before the runtime closes
+
+
+HOST = """
+import sys
+from pathlib import Path
+
+import anyio
+
+from unified.tools import ToolCall, ToolRuntime
+
+ESCAPES = {escapes!r}
+
+async def main() -> None:
+    ws = Path(sys.argv[1])
+    async with ToolRuntime(ws, approval_mode="yolo") as rt:
+        for name, command in ESCAPES.items():
+            call = {{"command": command.format(pid=ws / (name + ".pid"))}}
+            await rt.run_batch([ToolCall(name, "run_shell_command", call)])
+        (ws / "watchdog.pid").write_text(str(rt._shell.watch.watchdog_pid))
+        await rt.run_batch([ToolCall("f", "run_shell_command", {{"command": "touch ready; sleep 600"}})])
+
+anyio.run(main)
+"""
+
+
+def test_killing_the_host_kills_every_escapee(ws: Path, strays: list[int]) -> None:
+    escapes = {name: ESCAPES[name] for name in (list(ESCAPES) if cgroups_here() else FALLBACK)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    host = subprocess.Popen([sys.executable, "-c", HOST.format(escapes=escapes), str(ws)], env=env, cwd=ws)
+    try:
+        wait_for(lambda: (ws / "ready").exists(), "the host to start everything")
+        pids = {name: pid_in(ws / f"{name}.pid") for name in escapes}
+        strays.extend(pid for pid in pids.values() if pid is not None)
+        assert all(pid is not None and running(pid) for pid in pids.values()), pids
+        watchdog = pid_in(ws / "watchdog.pid")
+        assert watchdog is not None
+        assert running(watchdog)
+    finally:
+        host.kill()  # SIGKILL: no finally, no atexit, no finalizer of the host runs
+        host.wait()
+    wait_for(lambda: not any(pid is not None and running(pid) for pid in pids.values()), "every escapee to die")
+    wait_for(lambda: not running(watchdog), "the watchdog to exit")
+
+
+def _named(pid: int) -> bytes:
+    """What a process shows of itself to others: its command line and environment."""
+    return Path(f"/proc/{pid}/cmdline").read_bytes() + Path(f"/proc/{pid}/environ").read_bytes()
+
+
+@pytest.mark.anyio
+async def test_the_tool_cannot_find_or_kill_the_watchdog_through_the_marker(ws: Path) -> None:
+    hunt = (
+        'for p in /proc/[0-9]*; do if grep -qa "$UNIFIED_SHELL_OWNER" $p/cmdline $p/environ 2>/dev/null; '
+        'then echo ${p#/proc/}; fi; done > found; pkill -9 -f "$UNIFIED_SHELL_OWNER"; true'
+    )
+    async with ToolRuntime(ws, approval_mode="yolo") as tools:
+        await tools.run_batch([ToolCall("w", "run_shell_command", {"command": "true"})])
+        watchdog = tools._shell.watch.watchdog_pid
+        assert watchdog is not None
+        assert tools._shell.watch.marker.encode() not in _named(watchdog)
+        await tools.run_batch([ToolCall("h", "run_shell_command", {"command": hunt})])
+        found = {int(line) for line in (ws / "found").read_text().split()}
+        assert watchdog not in found
+        assert running(watchdog)
+        os.kill(watchdog, signal.SIGTERM)  # a polite kill is ignored
+        os.kill(watchdog, signal.SIGHUP)
+        assert running(watchdog)
+        # found by the script's name and killed anyway: the next shell call starts another
+        await tools.run_batch([ToolCall("k", "run_shell_command", {"command": "pkill -9 -f _watchdog.py; true"})])
+        wait_for(lambda: not running(watchdog), "the watchdog to die")
+        await tools.run_batch([ToolCall("n", "run_shell_command", {"command": "true"})])
+        replaced = tools._shell.watch.watchdog_pid
+        assert replaced is not None
+        assert replaced != watchdog
+        assert running(replaced)
+
+
+def test_a_runtime_reaps_the_cgroup_of_a_host_that_died_with_its_watchdog(strays: list[int]) -> None:
+    if not cgroups_here():
+        pytest.skip("no writable cgroup v2 here")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid that no longer runs: the "host" of the orphan cgroup below
+    mount, own = _watchdog._cgroup2_mount(), _watchdog._own_cgroup()
+    assert mount is not None
+    assert own is not None
+    orphan = Path(mount, own.lstrip("/"), f"{_watchdog.CGROUP_PREFIX}{dead.pid}-stale")
+    orphan.mkdir()
+    stray = subprocess.Popen(["sleep", "613"], start_new_session=True)
+    strays.append(stray.pid)
+    (orphan / "cgroup.procs").write_text(str(stray.pid))
+    try:
+        fresh = _watchdog.Containment.create("fresh")
+        assert fresh is not None
+        stray.wait(timeout=HANG_GUARD_S)
+        assert not orphan.exists()
+        _watchdog.kill_cgroup(fresh.path)
+    finally:
+        _watchdog.kill_cgroup(orphan)
