@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from unified._adapters.claude_code._options import ClaudeCodeOptions
+    from unified._adapters.codex._options import CodexOptions
     from unified._adapters.gemini_cli._options import GeminiCliOptions
     from unified._adapters.generate_content._options import GenerateContentOptions
     from unified._adapters.interactions._options import InteractionsOptions
@@ -92,6 +93,7 @@ _LAZY = {
     "PostgresSessionStore": "unified._sessions.postgres",
     # each backend's typed `backend_options` (and the API backends' tool settings)
     "ClaudeCodeOptions": "unified._adapters.claude_code._options",
+    "CodexOptions": "unified._adapters.codex._options",
     "GeminiCliOptions": "unified._adapters.gemini_cli._options",
     "GenerateContentOptions": "unified._adapters.generate_content._options",
     "InteractionsOptions": "unified._adapters.interactions._options",
@@ -132,6 +134,7 @@ __all__ = [
     "BackendOptions",
     "BackendUnavailable",
     "ClaudeCodeOptions",
+    "CodexOptions",
     "ConfigurationError",
     "CorruptSession",
     "EventStream",

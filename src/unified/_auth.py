@@ -49,6 +49,9 @@ AuthModeName = Literal[
     "bedrock",
     "claude_vertex",
     "claude_login",
+    "openai_api_key",
+    "openai_base_url",
+    "chatgpt_login",
 ]
 AUTH_MODES: tuple[AuthModeName, ...] = (
     "api_key",
@@ -60,6 +63,9 @@ AUTH_MODES: tuple[AuthModeName, ...] = (
     "bedrock",
     "claude_vertex",
     "claude_login",
+    "openai_api_key",
+    "openai_base_url",
+    "chatgpt_login",
 )
 
 AUTH_MODE_TITLES: dict[AuthModeName, str] = {
@@ -72,6 +78,9 @@ AUTH_MODE_TITLES: dict[AuthModeName, str] = {
     "bedrock": "Claude on Amazon Bedrock",
     "claude_vertex": "Claude on Google Vertex AI",
     "claude_login": "Claude login (Claude Code OAuth)",
+    "openai_api_key": "OpenAI API key",
+    "openai_base_url": "OpenAI-compatible server (custom OPENAI_BASE_URL)",
+    "chatgpt_login": "ChatGPT login (Codex CLI)",
 }
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -420,6 +429,7 @@ def detect_auth(
         *api_modes(api, env, user_home),
         *filter(None, [_code_assist(env, cli_home)]),
         *claude_code_modes(env, claude_home or claude_code_home(env), user_home),
+        *_openai_modes(env, home or user_home),
     ]
     selected = _cli_selected_type(cli_home / ".gemini" / "settings.json")
     notes = []
@@ -784,4 +794,49 @@ def claude_code_modes(env: Mapping[str, str], claude_home: Path, user_home: Path
                 update={"notes": (*login.notes, "an API key, Bedrock or Vertex setting wins over the login in the CLI")}
             )
         modes.append(login)
+    return modes
+
+
+# --- OpenAI (the codex backend) --------------------------------------------------------------------
+
+
+def _openai_modes(env: Mapping[str, str], user_home: Path) -> list[AuthMode]:
+    """What the codex backend authenticates with, in its own order (`unified._adapters.codex._launch`):
+    an API key (`OPENAI_API_KEY`; with `OPENAI_BASE_URL`, a server of the caller's), else a ChatGPT login
+    in the user's Codex home (`$CODEX_HOME/auth.json`, default `~/.codex`), which is only read."""
+    modes: list[AuthMode] = []
+    key = _set(env, "OPENAI_API_KEY")
+    base_url = env.get("OPENAI_BASE_URL", "").strip()
+    if base_url:
+        missing = () if key else ("OPENAI_BASE_URL without OPENAI_API_KEY: set the key that server expects",)
+        modes.append(
+            AuthMode(
+                mode="openai_base_url",
+                source="OPENAI_BASE_URL",
+                detail=f"to {_origin(base_url)}" + (", key from OPENAI_API_KEY" if key else ""),
+                problems=missing,
+                notes=("Codex's own openai provider ignores OPENAI_BASE_URL: unified gives Codex a provider for it",),
+            )
+        )
+    elif key:
+        modes.append(AuthMode(mode="openai_api_key", source="OPENAI_API_KEY", detail="to https://api.openai.com"))
+    codex_home = Path(env["CODEX_HOME"]).expanduser() if _set(env, "CODEX_HOME") else user_home / ".codex"
+    login = codex_home / "auth.json"
+    if login.exists():
+        content = _read_json_object(login)
+        problems: tuple[str, ...] = ()
+        detail = None
+        if content is None:
+            problems = (f"{login} is unreadable or not JSON: run `codex login` again",)
+        elif content.get("auth_mode") == "chatgpt":
+            tokens = content.get("tokens")
+            if not isinstance(tokens, dict) or not tokens.get("refresh_token"):
+                problems = (f"{login} holds a ChatGPT login without tokens: run `codex login` again",)
+            detail = "auth_mode chatgpt"
+        elif content.get("auth_mode") == "apikey":
+            problems = (f"{login} holds an API key login: unified reads keys from OPENAI_API_KEY, not from auth.json",)
+        else:
+            problems = (f"{login} names no ChatGPT login (auth_mode {content.get('auth_mode')!r})",)
+        notes = ("used only when OPENAI_API_KEY is not set",) if key else ()
+        modes.append(AuthMode(mode="chatgpt_login", source=str(login), detail=detail, problems=problems, notes=notes))
     return modes

@@ -44,10 +44,11 @@ __all__ = [
     "select_backend_for",
 ]
 
-PREFERENCE: tuple[str, ...] = ("generate-content", "gemini-cli", "interactions", "claude-code")
+PREFERENCE: tuple[str, ...] = ("generate-content", "gemini-cli", "interactions", "claude-code", "codex")
 """Tie-break order: unified's own loop on the stable API first (no subprocess, every tool local),
 then the real Gemini CLI (the only one for a Code Assist login), then the beta Interactions API,
-then Claude Code (the only one for Anthropic's credentials, so it wins whenever only those are here)."""
+then Claude Code (the only one for Anthropic's credentials) and Codex (the only one for OpenAI's):
+each wins whenever only its provider's credentials are here."""
 
 
 _AUTH_HINTS = {
@@ -63,6 +64,9 @@ _AUTH_HINTS = {
     "claude_vertex": "set CLAUDE_CODE_USE_VERTEX=1, CLOUD_ML_REGION and ANTHROPIC_VERTEX_PROJECT_ID with Google "
     "credentials",
     "claude_login": "log in to Claude in the claude-code backend's home (`unified doctor` names it)",
+    "openai_api_key": "set OPENAI_API_KEY",
+    "openai_base_url": "set OPENAI_BASE_URL to an OpenAI Responses API server and OPENAI_API_KEY to its key",
+    "chatgpt_login": "run `codex login` (a ChatGPT login in ~/.codex/auth.json)",
 }
 
 

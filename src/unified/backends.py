@@ -289,6 +289,11 @@ _BUILT_IN: dict[str, BackendEntry] = {
             "unified._adapters.claude_code:create_backend",
             "unified._adapters.claude_code:create_session_locator",
         ),
+        BackendEntry(
+            "codex",
+            "unified._adapters.codex:create_backend",
+            "unified._adapters.codex:create_session_locator",
+        ),
     )
 }
 _registered: dict[str, BackendEntry] = {}

@@ -57,6 +57,7 @@ WarningCode = Literal[
     "user_input_handler_failed",
     "permission_answer_unsupported",
     "gemini_warning",
+    "codex_warning",
     "finish_max_tokens",
     "finish_other",
     "finish_language",

@@ -37,7 +37,7 @@ __all__ = [
 FAILOVER_CODES: tuple[str, ...] = ("rate_limited", "auth_error", "backend_unavailable")
 """The errors that move a run to its next `fallback` backend unless `failover_on` says otherwise."""
 
-BackendName = Literal["gemini-cli", "generate-content", "interactions", "claude-code"]
+BackendName = Literal["gemini-cli", "generate-content", "interactions", "claude-code", "codex"]
 """The backends that ship with `unified` (`unified.backends.built_in_backends()`). `ExecuteParams.backend`
 also takes `"auto"`, the test kit's `"scripted"` and any backend registered through `unified.backends`."""
 

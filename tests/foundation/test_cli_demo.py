@@ -37,11 +37,11 @@ def test_demo_runs_the_same_task_on_every_backend(isolated_home: Path) -> None:
     assert done.returncode == 0, done.stderr
     events = [parse_event(line) for line in done.stdout.splitlines()]
     results = [e for e in events if isinstance(e, Result)]
-    assert [r.status for r in results] == ["success"] * 4
+    assert [r.status for r in results] == ["success"] * 5
     started = [e.backend for e in events if e.type == "session_started"]
-    assert started == ["gemini-cli", "generate-content", "interactions", "claude-code"]
+    assert started == ["gemini-cli", "generate-content", "interactions", "claude-code", "codex"]
     tools = [e.name for e in events if e.type == "tool_use"]
-    assert tools == ["list_directory", "read_file"] * 3 + ["Read", "Read"]
+    assert tools == ["list_directory", "read_file"] * 3 + ["Read", "Read"] + ["exec_command"] * 2  # codex: its own tool
     assert all("ship the adapter layer on Friday" in r.final_text for r in results)
     assert not (isolated_home / "data" / "unified").exists()  # the demo's sessions stayed in its temp dir
 

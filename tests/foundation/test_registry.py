@@ -17,7 +17,13 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 def test_the_production_registry_does_not_name_the_testing_package() -> None:
     assert "unified.testing" not in (SRC / "unified" / "backends.py").read_text()
-    assert set(registry.built_in_backends()) == {"gemini-cli", "generate-content", "interactions", "claude-code"}
+    assert set(registry.built_in_backends()) == {
+        "gemini-cli",
+        "generate-content",
+        "interactions",
+        "claude-code",
+        "codex",
+    }
 
 
 @pytest.mark.e2e  # runs a real subprocess

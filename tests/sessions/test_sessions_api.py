@@ -79,9 +79,15 @@ async def test_list_and_resolve_across_backends(gemini_session: Path) -> None:
 async def test_an_unknown_id_says_where_it_looked(gemini_session: Path) -> None:
     with pytest.raises(SessionNotFound) as caught:
         await sessions.resolve("0000ffff", store=MemorySessionStore())
-    for backend in ("generate-content", "interactions", "gemini-cli", "claude-code"):
+    for backend in ("generate-content", "interactions", "gemini-cli", "claude-code", "codex"):
         assert f"{backend}:" in caught.value.message
-    assert caught.value.details["searched"] == ["gemini-cli", "generate-content", "interactions", "claude-code"]
+    assert caught.value.details["searched"] == [
+        "gemini-cli",
+        "generate-content",
+        "interactions",
+        "claude-code",
+        "codex",
+    ]
 
 
 async def test_a_prefix_shared_by_two_backends_is_ambiguous() -> None:

@@ -44,7 +44,7 @@ def result_of(events: list[UnifiedEvent]) -> Result:
 
 
 def test_there_are_cassettes_of_every_backend() -> None:
-    assert {p.parent.name for p in ALL} == {"gemini-cli", "claude-code", "generate-content", "interactions"}
+    assert {p.parent.name for p in ALL} == {"gemini-cli", "claude-code", "generate-content", "interactions", "codex"}
 
 
 @pytest.mark.parametrize("path", ALL, ids=[f"{p.parent.name}/{p.name}" for p in ALL])

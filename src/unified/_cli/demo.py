@@ -1,13 +1,14 @@
 """`unified demo`: one built-in task, run through the real adapters of every backend that can run here, offline.
 
 A throwaway workspace, a throwaway CLI home and data directory, and one script that thinks, looks
-around the workspace, reads a file and answers, played by FakeGemini (the Google backends) or
+around the workspace, reads a file and answers, played by FakeGemini (the Google backends),
 FakeAnthropic (Claude Code, which looks around by reading the README: its tools have no listing a
-default policy allows). The model is scripted (the same turns and made-up token counts for every
-backend); everything else is real: the `gemini` and `claude` binaries with their own tools, the
-google-genai SDK over HTTP on 127.0.0.1, `unified`'s tool runtime and policy, the stream guard. A
-backend that needs an agent binary (`unified._cli.install.INSTALLABLE`) and cannot start one here
-(no Node.js, no binary) is skipped, with what to do about it.
+default policy allows) or FakeOpenAI (Codex: the same script as the OpenAI Responses API). The
+model is scripted (the same turns and made-up token counts for every backend); everything else is
+real: the `gemini`, `claude` and `codex` binaries with their own tools, the google-genai SDK over
+HTTP on 127.0.0.1, `unified`'s tool runtime and policy, the stream guard. A backend that needs an
+agent binary (`unified._cli.install.INSTALLABLE`) and cannot start one here (no Node.js, no binary)
+is skipped, with what to do about it.
 
 While it runs, every place a backend could write (XDG folders, the data directory, the CLI's
 home) points into one temporary directory, removed at the end: the demo writes nothing else.
@@ -28,7 +29,7 @@ from rich.text import Text
 
 from unified._cli.demo_backends import DEMO_BACKENDS
 from unified.events import Result, Thinking, ToolUse, UnifiedEvent
-from unified.testing import FakeAnthropic, FakeGemini, FunctionCall, ModelTurn, Thought, Usage
+from unified.testing import CODEX_MODEL, FakeAnthropic, FakeGemini, FakeOpenAI, FunctionCall, ModelTurn, Thought, Usage
 
 if TYPE_CHECKING:
     from unified._execute import EventStream
@@ -173,7 +174,9 @@ def _only_under(root: Path) -> Iterator[None]:
                 os.environ[name] = value
 
 
-def _options(server: FakeGemini | FakeAnthropic, backend: str, root: Path, control: DemoControl) -> dict[str, object]:
+def _options(
+    server: FakeGemini | FakeAnthropic | FakeOpenAI, backend: str, root: Path, control: DemoControl
+) -> dict[str, object]:
     from unified._cli.install import spec_of
     from unified.testing import backend_options_for
 
@@ -204,12 +207,12 @@ async def run_demo(
             (workspace / "README.md").write_text("# demo project\n")
             (workspace / "notes.txt").write_text(NOTES)
             events: list[UnifiedEvent] = []
-            fake = FakeAnthropic if backend == "claude-code" else FakeGemini
+            fake = {"claude-code": FakeAnthropic, "codex": FakeOpenAI}.get(backend, FakeGemini)
             async with fake(script(backend)) as server:
                 params = ExecuteParams(
                     prompt=PROMPT,
                     backend=backend,
-                    model=None if backend == "claude-code" else "gemini-2.5-flash",
+                    model={"claude-code": None, "codex": CODEX_MODEL}.get(backend, "gemini-2.5-flash"),
                     cwd=workspace,
                     approval_mode="default",
                     total_timeout_s=120,

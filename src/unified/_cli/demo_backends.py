@@ -10,7 +10,7 @@ import sys
 
 __all__ = ["DEMO_BACKENDS", "check_arguments"]
 
-DEMO_BACKENDS = ("gemini-cli", "generate-content", "interactions", "claude-code")
+DEMO_BACKENDS = ("gemini-cli", "generate-content", "interactions", "claude-code", "codex")
 
 
 def check_arguments(argv):  # type: (list[str]) -> str | None

@@ -25,6 +25,7 @@ __all__ = [
     "PROJECT_LOCAL_GEMINI",
     "VERSION_TIMEOUT_S",
     "claude_binary",
+    "codex_binary",
     "doctor_report",
     "find_gemini",
     "gemini_version",
@@ -126,6 +127,38 @@ def claude_binary(env: Mapping[str, str]) -> dict[str, Any]:
     return info
 
 
+def codex_binary(env: Mapping[str, str], cwd: Path) -> dict[str, Any]:
+    """The `codex` binary the codex backend would run, how it was found, its version: the backend's own
+    lookup (`unified._binary.install`, the spec in `unified._adapters.codex._launch`), run from `cwd`."""
+    from unified._adapters.codex._launch import CODEX, native_binary
+    from unified._binary.install import find_binary, probe_version
+    from unified.errors import BackendUnavailable
+
+    explicit: Path | None = None
+    found_by = "PATH"
+    if env.get(CODEX.env_var, "").strip():
+        found_by = CODEX.env_var
+    else:
+        for base in (cwd, *cwd.parents):
+            if CODEX.binary_in(base / CODEX.local_dir).exists():
+                explicit, found_by = CODEX.binary_in(base / CODEX.local_dir), f"project-local {base / CODEX.local_dir}"
+                break
+        else:
+            if CODEX.user_installed() is not None:
+                found_by = CODEX.install_command
+    try:
+        path = find_binary(CODEX, explicit, env)
+        version = ".".join(map(str, probe_version(CODEX, path, env)))
+        native = native_binary(path)
+    except BackendUnavailable as exc:
+        return {"path": None, "found_by": exc.message, "version": None, "problem": exc.hint, "native": None}
+    low, high = CODEX.supported
+    problem = None
+    if not low <= tuple(int(x) for x in version.split(".")) < high:
+        problem = f"unified supports {'.'.join(map(str, low))} up to (not including) {'.'.join(map(str, high))}"
+    return {"path": str(path), "found_by": found_by, "version": version, "problem": problem, "native": str(native)}
+
+
 def _module_present(name: str) -> bool:
     try:
         return importlib.util.find_spec(name) is not None
@@ -134,7 +167,7 @@ def _module_present(name: str) -> bool:
 
 
 def _backend_status(
-    name: str, auth: AuthReport, gemini: dict[str, Any], claude: dict[str, Any] | None = None
+    name: str, auth: AuthReport, gemini: dict[str, Any], binaries: dict[str, dict[str, Any]] | None = None
 ) -> dict[str, Any]:
     column = capabilities.column(name)
     problems = []
@@ -153,8 +186,15 @@ def _backend_status(
         problems += [f"{m.summary()}" for m in found]
     if name == "gemini-cli" and gemini["path"] is None:
         problems.append("the gemini binary was not found")
+    claude = (binaries or {}).get("claude-code")
     if name == "claude-code" and claude is not None and (claude["path"] is None or claude["problem"]):
         problems.append(f"the claude binary: {claude['problem'] or 'not found'}")
+    codex = (binaries or {}).get("codex")
+    if name == "codex" and codex is not None:
+        if codex["path"] is None:
+            problems.append(f"the codex binary was not found: {codex['found_by']} ({codex['problem']})")
+        elif codex["problem"]:
+            problems.append(f"codex {codex['version']} at {codex['path']}: {codex['problem']}")
     levels = {level: [c for c, cell in column.cells.items() if cell.level == level] for level in capabilities.LEVELS}
     return {
         "backend": name,
@@ -175,6 +215,8 @@ def doctor_report(env: Mapping[str, str] | None = None, cwd: Path | None = None)
     version, version_problem = gemini_version(path, env) if path is not None else (None, None)
     gemini = {"path": str(path) if path else None, "found_by": found_by, "version": version, "problem": version_problem}
     claude = claude_binary(env)
+    codex = codex_binary(env, cwd or Path.cwd())
+    binaries = {"claude-code": claude, "codex": codex}
     auto: dict[str, Any]
     try:
         selection = select_backend(auth)
@@ -185,6 +227,7 @@ def doctor_report(env: Mapping[str, str] | None = None, cwd: Path | None = None)
         "auth": auth.model_dump(mode="json"),
         "gemini": gemini,
         "claude": claude,
-        "backends": [_backend_status(name, auth, gemini, claude) for name in registry.built_in_backends()],
+        "codex": codex,
+        "backends": [_backend_status(name, auth, gemini, binaries) for name in registry.built_in_backends()],
         "auto": auto,
     }

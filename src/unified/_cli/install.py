@@ -1,4 +1,4 @@
-"""`unified install-gemini`: a pinned agent binary for an installed package, with npm, never globally.
+"""`unified install NAME` (and `unified install-gemini`): a pinned agent binary, with npm, never globally.
 
 A clone has its project-local folder (`scripts/setup`); a `pip install`ed `unified` has none, so the
 binary goes into the user's data folder (`$XDG_DATA_HOME/unified/<backend>` on Linux), where the
@@ -20,6 +20,7 @@ __all__ = ["INSTALLABLE", "Installed", "install_binary", "spec_of"]
 INSTALLABLE: dict[str, str] = {
     "gemini-cli": "unified._adapters.gemini_cli._launch:GEMINI_CLI",
     "claude-code": "unified._adapters.claude_code._launch:CLAUDE_CODE",
+    "codex": "unified._adapters.codex._launch:CODEX",
 }
 """Backend → "module:attribute" of its `BinarySpec` (imported only when that one is installed)."""
 

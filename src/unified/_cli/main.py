@@ -716,8 +716,8 @@ def doctor(
     _say("Credentials", style="bold")
     if not auth["modes"]:
         _say(
-            "  none found: set GEMINI_API_KEY or ANTHROPIC_API_KEY, configure Vertex AI or Bedrock, or log in with "
-            "`gemini`",
+            "  none found: set GEMINI_API_KEY, ANTHROPIC_API_KEY or OPENAI_API_KEY, configure Vertex AI or Bedrock, "
+            "or log in with `gemini` or `codex login`",
             style="yellow",
         )
     for mode in auth["modes"]:
@@ -746,6 +746,14 @@ def doctor(
         style = "red" if claude["problem"] else "green"
         _say(f"  {claude['path']} (from {claude['found_by']}): {claude['problem'] or claude['version']}", style=style)
 
+    codex = report["codex"]
+    _say("codex binary", style="bold")
+    if codex["path"] is None:
+        _say(f"  ✗ {codex['found_by']}", style="red")
+    else:
+        version, style = (codex["version"], "green") if not codex["problem"] else (codex["problem"], "red")
+        _say(f"  {codex['path']} (from {codex['found_by']}): {version}", style=style)
+
     _say("Backends", style="bold")
     for status in report["backends"]:
         mark, style = ("✓ ready", "green") if status["ready"] else ("✗ not ready", "red")
@@ -765,6 +773,34 @@ def doctor(
     else:
         _say(f"  ✗ {auto['reason']}", style="red")
     raise typer.Exit(0 if ready else 1)
+
+
+@app.command("install")
+def install_command(
+    backend: Annotated[str, typer.Argument(help="The backend whose pinned binary to install: gemini-cli or codex.")],
+    prefix: Annotated[
+        Path | None, typer.Option(help="Where to install (default: the user data dir, where unified looks).")
+    ] = None,
+) -> None:
+    """Install a backend's pinned agent binary with npm, where unified finds it. Never global."""
+    from unified._binary.install import NodeUnavailable
+    from unified._cli.install import INSTALLABLE, install_binary
+
+    name = {"gemini": "gemini-cli"}.get(backend, backend)
+    if name not in INSTALLABLE:
+        raise _fail(
+            f"nothing to install for {backend!r}: choose one of {', '.join(sorted(INSTALLABLE))}", EXIT_BAD_INPUT
+        )
+    try:
+        done = install_binary(name, prefix, os.environ)
+    except NodeUnavailable as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    except UnifiedError as exc:
+        raise _fail(str(exc)) from None
+    spec = done.spec
+    _say(f"{spec.name} {spec.version} {'installed' if done.ran else 'already installed'}: {done.binary}", style="green")
+    if not done.default_place:
+        _say(f"unified looks elsewhere by default: export {spec.env_var}={done.binary}", style="yellow")
 
 
 @app.command("install-gemini")

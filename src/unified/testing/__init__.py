@@ -1,5 +1,7 @@
 """The test kit for orchestrators built on `unified`: offline, deterministic, on the real adapters.
 
+- `FakeOpenAI`: the same scripts played as the OpenAI Responses API (SSE), for the real `codex`
+  binary (`backend_options_for(server, "codex")`), with the same faults and request log.
 - `FakeGemini`: a real HTTP server on 127.0.0.1 speaking the Gemini API (generateContent, SSE
   streams, the Interactions API, Vertex paths), driven by a `Script` of model turns (or the Gemini
   CLI's `--fake-responses` recordings), with fault injection and a request log;
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     from unified.testing._fake_acp import FakeAcp, script_from_transcript
     from unified.testing._fake_anthropic import AGENT_HEADER, FakeAnthropic
     from unified.testing._fake_gemini import REDACTED, FakeGemini, RecordedRequest
+    from unified.testing._fake_openai import CODEX_MODEL, FAKE_OPENAI_KEY, FakeOpenAI, codex_call, responses_events
     from unified.testing._fake_process import FakeAgentProcess
     from unified.testing._record import RecordError, record_run
     from unified.testing._replay import ReplayDiverged, ReplayError, replay_events
@@ -48,6 +51,7 @@ if TYPE_CHECKING:
         InteractionTurn,
         ModelTurn,
         RecordedTurn,
+        ResponsesTurn,
         Script,
         ServerStep,
         ServerTool,
@@ -67,6 +71,7 @@ _HOMES = {
     "unified.testing._fake_acp": ("FakeAcp", "script_from_transcript"),
     "unified.testing._fake_anthropic": ("AGENT_HEADER", "FakeAnthropic"),
     "unified.testing._fake_gemini": ("REDACTED", "FakeGemini", "RecordedRequest"),
+    "unified.testing._fake_openai": ("CODEX_MODEL", "FAKE_OPENAI_KEY", "FakeOpenAI", "codex_call", "responses_events"),
     "unified.testing._fake_process": ("FakeAgentProcess",),
     "unified.testing._record": ("RecordError", "record_run"),
     "unified.testing._replay": ("ReplayDiverged", "ReplayError", "replay_events"),
@@ -84,6 +89,7 @@ _HOMES = {
         "InteractionTurn",
         "ModelTurn",
         "RecordedTurn",
+        "ResponsesTurn",
         "Script",
         "ServerStep",
         "ServerTool",
@@ -102,6 +108,8 @@ _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "AGENT_HEADER",
+    "CODEX_MODEL",
+    "FAKE_OPENAI_KEY",
     "REDACTED",
     "ApiMethod",
     "Ask",
@@ -113,6 +121,7 @@ __all__ = [
     "FakeAgentProcess",
     "FakeAnthropic",
     "FakeGemini",
+    "FakeOpenAI",
     "Fault",
     "FaultKind",
     "FunctionCall",
@@ -127,6 +136,7 @@ __all__ = [
     "RecordedTurn",
     "ReplayDiverged",
     "ReplayError",
+    "ResponsesTurn",
     "Script",
     "ScriptedBackend",
     "ServerStep",
@@ -141,9 +151,11 @@ __all__ = [
     "Turn",
     "Usage",
     "backend_options_for",
+    "codex_call",
     "prepare_cli_home",
     "record_run",
     "replay_events",
+    "responses_events",
     "script_from_transcript",
     "scrub_text",
     "use_cassette",

@@ -53,6 +53,7 @@ class RecordError(Exception):
 _SUFFIXES = {
     "gemini-cli": (".jsonl",),
     "claude-code": (".jsonl",),
+    "codex": (".jsonl",),
     "generate-content": (".yaml", ".yml"),
     "interactions": (".yaml", ".yml"),
 }
@@ -81,7 +82,8 @@ async def record_run(
     suffixes = _SUFFIXES.get(backend)
     if suffixes is None:
         raise RecordError(
-            f"cannot record the {backend!r} backend: choose gemini-cli, claude-code, generate-content or interactions"
+            f"cannot record the {backend!r} backend: choose gemini-cli, claude-code, codex, generate-content or "
+            "interactions"
         )
     if path.suffix not in suffixes:
         raise RecordError(f"{path}: a {backend} cassette is a {' or '.join(suffixes)} file")
@@ -93,6 +95,8 @@ async def record_run(
             events = await _record_transcript(params, path, scratch, source, on_event)
         elif backend == "claude-code":
             events = await _record_claude_transcript(params, path, scratch, source, on_event)
+        elif backend == "codex":
+            events = await _record_codex(params, path, scratch, source, on_event)
         else:
             events = await _record_http(params, scratch, source, on_event)
         result = events[-1] if events and isinstance(events[-1], Result) else None
@@ -140,6 +144,20 @@ async def _record_transcript(
     extra = given_secrets(params.backend_options_dict(), params.mcp_servers)
     entries = [_without_mcp_values(entry) for entry in place_chat_records(_of_the_run(transcript))]
     _write_scrubbed(scratch, [meta, *entries], extra)
+    return events
+
+
+async def _record_codex(
+    params: ExecuteParams, path: Path, scratch: Path, source: str, on_event: EventCallback | None
+) -> list[UnifiedEvent]:
+    """The app-server's JSON-RPC both ways (the codex backend's `transcript` option), after a metadata line."""
+    from unified.testing._replay_codex import codex_meta
+
+    transcript: list[dict[str, Any]] = []
+    options = {**params.backend_options_dict(), "transcript": transcript}
+    events = await _run(params.model_copy(update={"backend_options": options}), on_event)
+    extra = given_secrets(params.backend_options_dict(), params.mcp_servers)  # the api_key option too
+    _write_scrubbed(scratch, [codex_meta(source, params, path.stem), *transcript], extra)
     return events
 
 

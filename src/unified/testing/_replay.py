@@ -6,6 +6,9 @@ Two kinds of cassette exist (see `unified.testing._cassettes` and `cassettes/`):
   through the adapter, google-genai and httpx, and vcrpy answers every request from the file in
   record mode `none`, so nothing reaches a network. A request must match a recorded one on its
   prompt, model, path and the tool outputs it sends back (`_cassettes.MATCH_ON`);
+- a JSONL transcript of the `codex` backend (its metadata line says `"backend": "codex"`): the
+  app-server's JSON-RPC both ways, played by a stand-in `codex app-server` in process
+  (`unified.testing._replay_codex`);
 - a JSONL transcript of the `gemini-cli` backend (a metadata line, then the ACP JSON-RPC messages
   `{"dir": "send"|"recv", "msg": ...}`): the adapter starts, instead of Node, a stand-in agent that
   answers from the transcript (a `FakeAgentProcess`, given as the backend's `start_process`), so
@@ -180,12 +183,21 @@ async def replay_events(
         answer = on_user_input or (params.on_user_input if params is not None else None)
         if answer is None and info.backend == "claude-code":  # answered by request id, as recorded
             answer = _claude_answering(_claude_answers(_read_transcript(info.path)[1]))
+        if answer is None and info.backend == "codex":  # answered by the call each was about, as recorded
+            from unified.testing._replay_codex import codex_recorded_answers
+
+            answer = codex_recorded_answers(_read_transcript(info.path)[1])
         if answer is None:
             answer = _answering(list(info.answers), differences)
         run = run.model_copy(update={"on_user_input": answer})
         check: Callable[[], str | None] = _nothing  # the transcript's stand-in reports as it goes
         if info.backend in ("gemini-cli", "claude-code"):
             run = _transcript_params(info, run, stack, differences)
+        elif info.backend == "codex":
+            from unified.testing._replay_codex import codex_run
+
+            scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="unified-replay-")))
+            run = codex_run(_read_transcript(info.path)[1], run, scratch)
         else:
             run = _http_params(info, run)
             try:
@@ -422,6 +434,21 @@ def _describe_transcript(path: Path) -> CassetteInfo:
     meta, entries = _read_transcript(path)
     if meta.get("backend") == "claude-code":
         return _describe_claude(path, meta, entries)
+    if meta.get("backend") == "codex":
+        from unified.testing._replay_codex import codex_prompt
+
+        prompt_text, codex_model = codex_prompt(entries)
+        if not prompt_text:
+            raise ReplayError(f"{path}: the transcript never sends turn/start")
+        codex_mode = meta.get("approval_mode")
+        return CassetteInfo(
+            path=path,
+            backend="codex",
+            source=str(meta.get("recorded_from") or "unknown (the cassette does not say)"),
+            prompt=prompt_text,
+            model=codex_model,
+            approval_mode=cast("ApprovalMode", codex_mode if codex_mode in _ACP_MODES.values() else "default"),
+        )
     prompt = _sent(entries, "session/prompt")
     if prompt is None:
         raise ReplayError(f"{path}: the transcript never sends session/prompt")

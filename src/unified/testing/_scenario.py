@@ -28,6 +28,7 @@ __all__ = [
     "InteractionTurn",
     "ModelTurn",
     "RecordedTurn",
+    "ResponsesTurn",
     "Script",
     "ServerStep",
     "ServerTool",
@@ -45,6 +46,7 @@ ApiMethod = Literal["generateContentStream", "generateContent", "countTokens", "
 
 FaultKind = Literal[
     "rate_limit",
+    "quota_exceeded",
     "server_error",
     "overloaded",
     "unavailable",
@@ -81,7 +83,8 @@ class _Model(BaseModel):
 class Fault(_Model):
     """One injected failure.
 
-    HTTP faults (``rate_limit`` 429 with RetryInfo + QuotaFailure, ``server_error`` 500, ``unavailable``
+    HTTP faults (``rate_limit`` 429 with RetryInfo + QuotaFailure, ``quota_exceeded`` 429 for a spent
+    quota or billing limit (OpenAI's ``insufficient_quota``), ``server_error`` 500, ``unavailable``
     503, ``overloaded`` (FakeAnthropic: 529 ``overloaded_error``; FakeGemini: 503), ``bad_request`` 400,
     ``unauthenticated`` 401, ``permission_denied`` 403, ``not_found`` 404; ``message`` replaces the
     default text, e.g. "API key not valid...") answer instead of the turn and leave it queued, so a
@@ -337,7 +340,18 @@ class InteractionTurn(_TurnBase):
         return "requires_action" if has_call else "completed"
 
 
-Turn = Annotated[RecordedTurn | ModelTurn | InteractionTurn, Field(discriminator="kind")]
+class ResponsesTurn(_TurnBase):
+    """One OpenAI Responses API answer served verbatim: its server-sent events as recorded (``FakeOpenAI``
+    only; a Codex cassette replays these). Each event is a JSON object with its ``type``."""
+
+    kind: Literal["responses"] = "responses"
+    events: list[dict[str, Any]] = Field(default_factory=list)
+
+    def serves(self, method: ApiMethod) -> bool:
+        return False  # not a Gemini API answer
+
+
+Turn = Annotated[RecordedTurn | ModelTurn | InteractionTurn | ResponsesTurn, Field(discriminator="kind")]
 
 
 def _played(line: Any) -> Any:
@@ -400,6 +414,7 @@ publish(
         "InteractionTurn",
         "ModelTurn",
         "RecordedTurn",
+        "ResponsesTurn",
         "Script",
         "ServerStep",
         "ServerTool",

@@ -52,6 +52,11 @@ JsonObject = dict[str, Any]
 
 _HTTP_FAULTS: dict[str, tuple[int, str, str]] = {
     "rate_limit": (429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
+    "quota_exceeded": (
+        429,
+        "RESOURCE_EXHAUSTED",
+        "You exceeded your current quota, please check your plan and billing details.",
+    ),
     "server_error": (500, "INTERNAL", "An internal error has occurred."),
     "unavailable": (503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
     "overloaded": (503, "UNAVAILABLE", "The model is overloaded. Please try again later."),

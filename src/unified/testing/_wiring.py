@@ -15,6 +15,7 @@ from typing import Any
 from unified._exports import publish
 from unified.testing._fake_anthropic import FakeAnthropic
 from unified.testing._fake_gemini import FakeGemini
+from unified.testing._fake_openai import FAKE_OPENAI_KEY, FakeOpenAI
 
 __all__ = ["OFFLINE_CLI_SETTINGS", "backend_options_for", "prepare_cli_home"]
 
@@ -39,7 +40,7 @@ def prepare_cli_home(home: Path) -> Path:
 
 
 def backend_options_for(
-    server: FakeGemini | FakeAnthropic, backend: str, *, cli_home: Path | None = None
+    server: FakeGemini | FakeAnthropic | FakeOpenAI, backend: str, *, cli_home: Path | None = None
 ) -> dict[str, object]:
     """`ExecuteParams.backend_options` that send `backend`'s model calls to `server`.
 
@@ -48,6 +49,9 @@ def backend_options_for(
     For `claude-code` (a `FakeAnthropic`), `cli_home` is the CLI's isolated home (default: the one in
     unified's data folder, which a test isolates with XDG_DATA_HOME); the CLI retries a failed
     request once, quickly.
+    For `codex` (a `FakeOpenAI`), the server's base URL and key become the run's custom provider; the
+    Codex home is the backend's own (under UNIFIED_DATA_DIR / the user data dir, which a test isolates),
+    or `cli_home` when given. Run it with model `unified.testing.CODEX_MODEL`.
     """
     if isinstance(server, FakeAnthropic):
         if backend != "claude-code":
@@ -55,6 +59,13 @@ def backend_options_for(
         options: dict[str, object] = {"env": dict(server.cli_env), "max_retries": 1}
         if cli_home is not None:
             options["home"] = cli_home
+        return options
+    if isinstance(server, FakeOpenAI):
+        if backend != "codex":
+            raise ValueError(f"FakeOpenAI stands behind the codex backend, not {backend!r}")
+        options = {"base_url": server.base_url, "api_key": FAKE_OPENAI_KEY}
+        if cli_home is not None:
+            options["codex_home"] = cli_home
         return options
     if backend == "gemini-cli":
         env = dict(server.cli_env)

@@ -54,7 +54,17 @@ from unified.events import (
     UserInputRequest,
     UserInputResponse,
 )
-from unified.testing import FakeAnthropic, FakeGemini, FunctionCall, ModelTurn, RecordedRequest, Turn
+from unified.testing import (
+    CODEX_MODEL,
+    FakeAnthropic,
+    FakeGemini,
+    FakeOpenAI,
+    FunctionCall,
+    ModelTurn,
+    RecordedRequest,
+    Turn,
+    codex_call,
+)
 from unified.testing._wiring import backend_options_for
 from unified.tools import ALIASES
 from unified.types import BackendName, ExecuteParams
@@ -66,7 +76,8 @@ RUN_TIMEOUT_S = HANG_GUARD_S
 """A hang guard only (tests/hang_guard.py): a run normally ends in seconds, and a loaded machine must not trip it."""
 
 
-FakeServer = FakeGemini | FakeAnthropic
+FakeServer = FakeGemini | FakeAnthropic | FakeOpenAI
+"""A fake model server of the test kit: each plays the same scenario vocabulary on its own wire."""
 
 
 @dataclass(frozen=True)
@@ -77,11 +88,19 @@ class Column:
     backend: BackendName
     options: Callable[[Any], dict[str, object]]
     needs_cli: bool = False
-    server: type[FakeGemini] | type[FakeAnthropic] = FakeGemini
+    server: Callable[[list[Turn]], FakeServer] = FakeGemini
+    """The fake that plays the scenarios for this backend (FakeGemini; FakeAnthropic, FakeOpenAI)."""
     model: str | None = MODEL
     """The run's model (None: the fake server's default for the CLI)."""
     tools: Mapping[str, str] = field(default_factory=dict)
     """unified's tool name → this backend's, for the calls a shared script makes (the shape maps them back)."""
+    binary: str | None = None
+    """The environment variable naming the pinned binary the column drives (checked before it runs)."""
+    tool_names: Mapping[str, str] = field(default_factory=dict)
+    """The backend's names for the scenarios' calls (as its fake renders them) → the scenarios' names."""
+    calls: Callable[[str, dict[str, Any]], tuple[str, dict[str, Any]] | None] | None = None
+    """A scenario call (name, arguments) → what the backend's `tool_use` carries for it (None: the backend
+    shows no call for it); None: the scenario's own."""
 
     def level(self, capability: str) -> str:
         return capabilities.level(self.name, capability)
@@ -89,7 +108,7 @@ class Column:
     @property
     def aliases(self) -> dict[str, str]:
         """This backend's tool names → unified's, for the shape and the normal form."""
-        return {theirs: ours for ours, theirs in self.tools.items()}
+        return {**{theirs: ours for ours, theirs in self.tools.items()}, **self.tool_names}
 
     def adapt(self, turn: Turn) -> Turn:
         """A shared script's turn with this backend's tool names."""
@@ -118,6 +137,22 @@ def _http_options(backend: BackendName) -> Callable[[FakeGemini], dict[str, obje
 CLAUDE_TOOLS: Mapping[str, str] = {"read_file": "Read", "write_file": "Write"}
 """The scripts' tools under Claude Code's names (the same arguments: `file_path`, `content`)."""
 
+
+def _codex_call(name: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """What the codex backend's tool_use shows for a scenario call, as FakeOpenAI renders it for Codex
+    (its module docstring): exec_command's command line, apply_patch's parsed changes, spawn_agent's message."""
+    rendered = codex_call(FunctionCall(name=name, args=args))
+    if rendered["type"] == "message":
+        return None  # a subagent's complete_task is its final message, not a call
+    if rendered.get("name") == "exec_command":
+        return name, {"cmd": rendered["arguments"]["cmd"]}
+    if rendered["type"] == "custom_tool_call" and name == "write_file":
+        return name, {"changes": [{"path": args["file_path"], "kind": "add", "diff": args["content"]}]}
+    if rendered.get("name") == "spawn_agent":
+        return name, {"message": rendered["arguments"]["message"]}
+    return name, args
+
+
 COLUMNS: tuple[Column, ...] = (
     Column("gemini-cli", "gemini-cli", _cli_options, needs_cli=True),
     Column("generate-content", "generate-content", _http_options("generate-content")),
@@ -130,6 +165,16 @@ COLUMNS: tuple[Column, ...] = (
         server=FakeAnthropic,
         model=None,
         tools={**CLAUDE_TOOLS, "invoke_agent": "Agent", "ask_user": "AskUserQuestion"},
+    ),
+    Column(
+        "codex",
+        "codex",
+        lambda server: backend_options_for(server, "codex"),
+        server=FakeOpenAI,
+        model=CODEX_MODEL,
+        binary="UNIFIED_CODEX_BIN",
+        tool_names={"exec_command": "read_file", "apply_patch": "write_file", "spawn_agent": "invoke_agent"},
+        calls=_codex_call,
     ),
 )
 NOT_DRIVEN: Mapping[str, str] = {
@@ -257,8 +302,8 @@ class Run:
 
     def model_bodies(self) -> list[str]:
         """Every model request's JSON body, as text (generateContent family, interactions.create, Anthropic
-        messages)."""
-        wanted = ("generateContentStream", "generateContent", "interactions.create", "messages")
+        messages, OpenAI responses)."""
+        wanted = ("generateContentStream", "generateContent", "interactions.create", "messages", "responses")
         return [json.dumps(r.body) for r in self.requests if r.api_method in wanted]
 
 
@@ -296,14 +341,22 @@ def answering(
 # --- the normal form of contents ----------------------------------------------------------------------
 
 
-def model_calls(turns: Sequence[Turn], aliases: Mapping[str, str]) -> list[tuple[str, dict[str, Any]]]:
-    """(normalised name, arguments) of every function call a script makes the model send."""
-    return [
-        (tool_name(call.name, aliases), dict(call.args or {}))
-        for turn in turns
-        if isinstance(turn, ModelTurn)
-        for call in turn.function_calls or []
-    ]
+def model_calls(
+    turns: Sequence[Turn],
+    aliases: Mapping[str, str],
+    translate: Callable[[str, dict[str, Any]], tuple[str, dict[str, Any]] | None] | None = None,
+) -> list[tuple[str, dict[str, Any]]]:
+    """(normalised name, arguments) of every function call a script makes the model send (as the backend
+    shows it, through `translate`)."""
+    found = []
+    for turn in turns:
+        if not isinstance(turn, ModelTurn):
+            continue
+        for call in turn.function_calls or []:
+            shown = translate(call.name, dict(call.args or {})) if translate else (call.name, dict(call.args or {}))
+            if shown is not None:
+                found.append((tool_name(shown[0], aliases), shown[1]))
+    return found
 
 
 def _resolved_path_of(got: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
@@ -331,7 +384,8 @@ def normal_form_problems(
     - a successful run reports usage.
     """
     problems: list[str] = []
-    expected = model_calls(turns, aliases)
+    aliases = {**aliases, **column.tool_names}
+    expected = model_calls(turns, aliases, column.calls)
     late = column.level("tool_use") == "partial"
     uses = [e for e in events if isinstance(e, ToolUse) and not e.server_side]
     results = {e.tool_use_id: e for e in events if isinstance(e, ToolResult)}
@@ -341,7 +395,8 @@ def normal_form_problems(
     }
     for use in uses:
         name = tool_name(use.name, aliases)
-        wanted = next((args for n, args in expected if n == name), None)
+        same = [args for n, args in expected if n == name]
+        wanted = next((args for args in same if args == use.input), same[0] if same else None)
         if wanted is None:
             problems.append(f"{name}: a call the script never made")
             continue

@@ -52,7 +52,7 @@ MCP_SERVER = Path(__file__).with_name("mcp_echo_server.py")
 def _cases() -> Iterator[object]:
     for scenario in SCENARIOS:
         for column in COLUMNS:
-            loops = ("asyncio",) if column.needs_cli else ("asyncio", "trio")
+            loops = ("asyncio",) if column.needs_cli or column.binary else ("asyncio", "trio")
             marks = [pytest.mark.claude_code if column.backend == "claude-code" else pytest.mark.gemini_cli]
             marks = marks if column.needs_cli else []
             if column.name in scenario.known_gaps:
@@ -102,11 +102,18 @@ def _ready(column: Column, request: pytest.FixtureRequest) -> None:
         request.getfixturevalue("claude_ready" if column.backend == "claude-code" else "cli_ready")
 
 
+def binary_ready(column: Column) -> None:
+    """A column that drives a pinned binary other than gemini (codex): it must be installed."""
+    if column.binary and not Path(os.environ.get(column.binary, "")).exists():
+        pytest.fail(f"{column.binary} names no installed binary: run scripts/setup (scripts/test does)")
+
+
 async def run_scenario(column: Column, scenario: Scenario, workspace: Path) -> tuple[Run, list[UserInputRequest]]:
     first_turns = scenario.first_run.turns if scenario.first_run else ()
     asked: list[UserInputRequest] = []
     options = scenario.options_for.get(column.name, {})
     mcp = (StdioMcpServer(name="echo", command=sys.executable, args=(str(MCP_SERVER),), timeout_s=20),)
+    binary_ready(column)
     turns = [column.adapt(turn) for turn in (*first_turns, *scenario.script(column.name))]
     async with column.server(turns) as server:
         first: Run | None = None

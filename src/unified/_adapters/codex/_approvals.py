@@ -1,0 +1,354 @@
+"""The approval bridge: Codex's requests to the client → the caller's policy and `on_user_input` → the answer.
+
+The run starts every thread with `approvalPolicy: "untrusted"`, under which Codex 0.171 asks before
+*every* command and every patch, and (with `default_tools_approval_mode = "prompt"`) every MCP tool
+call; so nothing that can change anything runs unless this bridge says so. Accepted calls run
+outside Codex's sandbox: "allow" means allow.
+
+Who decides (one `permission_decision` per call):
+
+- `policy`: a read-only command (Codex's own parse of it, `commandActions`, is only `read`,
+  `listFiles` and `search`) or an MCP tool marked `readOnlyHint` runs without asking, in every mode;
+  in `plan` mode everything else is denied;
+- `approval_mode`: `yolo` allows everything, `auto_edit` allows patches; and when nobody answers
+  (no `on_user_input`, a timeout) the mode decides as elsewhere (default denies);
+- `user`: `on_user_input` answered the permission prompt.
+
+Answers: allow → `accept`; allow always → `acceptForSession` (Codex then runs that exact command
+line, or patches to those files, without asking, for as long as this run's process lives); deny →
+`decline`, and a denial's message reaches the model as a steer of the running turn
+(`turn/steer`), right after the refusal; stop → `cancel` (Codex ends the turn `interrupted`) and
+the run ends `interrupted`. A changed input cannot be: Codex's answers carry no command or patch
+(extra fields are ignored and the original would run), so such an answer is a **denial** with a
+`permission_answer_unsupported` warning, never a silent run of the original.
+Never `acceptWithExecpolicyAmendment`: it writes a permanent rule into CODEX_HOME.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from unified._adapters.codex._translate import AppServerTranslator, tool_call_of, unwrap_shell
+from unified._binary.jsonrpc import JsonRpcConnection, RpcError, as_dict
+from unified.backends import RunContext
+from unified.errors import RunStopped
+from unified.events import (
+    ALLOW_ALWAYS,
+    ALLOW_ONCE,
+    DENY,
+    PermissionDecision,
+    Question,
+    QuestionOption,
+    ToolResult,
+    ToolUse,
+    UserInputRequest,
+    WarningEvent,
+    permission_request,
+)
+
+__all__ = ["READ_ONLY_ACTIONS", "ApprovalBridge"]
+
+READ_ONLY_ACTIONS = frozenset({"read", "listFiles", "search"})
+METHOD_NOT_FOUND = -32601
+Kind = Literal["command", "file", "mcp"]
+Choice = Literal["allow_once", "allow_always", "deny"]
+
+
+def _read_only_command(params: dict[str, Any]) -> bool:
+    actions = [a for a in params.get("commandActions") or [] if isinstance(a, dict)]
+    return bool(actions) and all(a.get("type") in READ_ONLY_ACTIONS for a in actions)
+
+
+class ApprovalBridge:
+    """Answers the requests Codex sends during one run (every thread of it)."""
+
+    def __init__(self, ctx: RunContext, connection: JsonRpcConnection, translator: AppServerTranslator) -> None:
+        self.ctx = ctx
+        self.connection = connection
+        self.translator = translator
+
+    async def answer(self, message: dict[str, Any]) -> None:
+        method = str(message.get("method"))
+        request_id = message["id"]
+        params = as_dict(message.get("params"))
+        if method == "item/commandExecution/requestApproval":
+            await self._approve(request_id, params, "command", str(params.get("itemId") or ""))
+        elif method == "item/fileChange/requestApproval":
+            await self._approve(request_id, params, "file", str(params.get("itemId") or ""))
+        elif method == "mcpServer/elicitation/request":
+            meta = as_dict(params.get("_meta"))
+            if meta.get("codex_approval_kind") == "mcp_tool_call":
+                await self._approve(request_id, params, "mcp", self._mcp_call(params))
+            else:
+                await self._elicitation(request_id, params)
+        elif method == "item/tool/requestUserInput":
+            await self._user_input(request_id, params)
+        else:
+            # Never leave a request pending: Codex would wait for it (the turn stays `waitingOnApproval`).
+            await self.connection.respond_error(request_id, METHOD_NOT_FOUND, f"unified does not handle {method}")
+
+    # --- permission ---------------------------------------------------------------------------------
+
+    def _mcp_call(self, params: dict[str, Any]) -> str:
+        """An MCP approval names no item: the open mcpToolCall of that server, tool and arguments."""
+        meta = as_dict(params.get("_meta"))
+        for item in reversed(self.translator.open_calls()):
+            if (
+                item.get("type") == "mcpToolCall"
+                and item.get("server") == params.get("serverName")
+                and item.get("tool") == meta.get("tool_name")
+                and (meta.get("tool_params") is None or item.get("arguments") == meta.get("tool_params"))
+            ):
+                return str(item.get("id"))
+        return ""
+
+    async def _announce(self, call_id: str, params: dict[str, Any], kind: Kind, task: str | None) -> str:
+        """The call's tool name, emitting its `tool_use` first if Codex asked before announcing it."""
+        if call_id and call_id in self.translator.tools:
+            return self.translator.tools[call_id]
+        if kind == "command":
+            name, arguments = "exec_command", {"cmd": unwrap_shell(str(params.get("command") or ""))}
+        elif kind == "file":
+            name, arguments = "apply_patch", {}
+        else:
+            meta = as_dict(params.get("_meta"))
+            name = f"mcp__{params.get('serverName')}__{meta.get('tool_name')}"
+            arguments = as_dict(meta.get("tool_params"))
+        if call_id:
+            self.translator.tools[call_id] = name
+            await self.ctx.emit(ToolUse(tool_use_id=call_id, name=name, input=arguments, subagent_task_id=task))
+        return name
+
+    def _policy(self, kind: Kind, params: dict[str, Any]) -> tuple[Choice | None, str | None, str | None]:
+        """(choice, decided_by, rule) when no one needs to be asked; (None, None, None) to ask."""
+        mode = self.ctx.params.approval_mode
+        if kind == "command" and _read_only_command(params):
+            return "allow_once", "policy", "read-only command (Codex parses it as reads, listings or searches)"
+        annotations = as_dict(as_dict(params.get("_meta")).get("tool_annotations"))
+        if kind == "mcp" and annotations.get("readOnlyHint") is True:
+            return "allow_once", "policy", "read-only MCP tool (readOnlyHint)"
+        if mode == "plan":
+            return "deny", "policy", "plan mode: only read-only calls run"
+        if mode == "yolo" or (mode == "auto_edit" and kind == "file"):
+            return "allow_once", "approval_mode", None
+        return None, None, None
+
+    def _prompt(
+        self, request_id: Any, call_id: str, name: str, kind: Kind, params: dict[str, Any], task: str | None
+    ) -> UserInputRequest:
+        item = self.translator.item(call_id) or {}
+        details: dict[str, Any] = {"kind": kind}
+        if kind == "command":
+            text = unwrap_shell(str(params.get("command") or item.get("command") or ""))
+            details |= {"command": text, "cwd": params.get("cwd") or item.get("cwd")}
+            if params.get("reason"):
+                details["reason"] = params["reason"]
+            prompt = f"Allow the command `{text}`?"
+        elif kind == "file":
+            _, arguments = tool_call_of(item, self.translator.cwd) if item else ("apply_patch", {"changes": []})
+            details |= arguments
+            paths = ", ".join(str(as_dict(c).get("path")) for c in arguments.get("changes") or [])
+            prompt = f"Allow changes to {paths or 'files'}?"
+        else:
+            meta = as_dict(params.get("_meta"))
+            details |= {
+                "server": params.get("serverName"),
+                "tool": meta.get("tool_name"),
+                "arguments": meta.get("tool_params"),
+            }
+            prompt = str(params.get("message") or f"Allow {name}?")
+        clean = json.loads(json.dumps(details, default=str))
+        return permission_request(
+            f"{self.translator.main_thread}:{request_id}",
+            prompt,
+            tool_use_id=call_id or None,
+            tool_name=name,
+            details=clean,
+        ).model_copy(update={"subagent_task_id": task})
+
+    async def _approve(self, request_id: Any, params: dict[str, Any], kind: Kind, call_id: str) -> None:
+        task = self.translator.task_of(params.get("threadId"))
+        name = await self._announce(call_id, params, kind, task)
+        choice, decided_by, rule = self._policy(kind, params)
+        reason = None
+        message = None
+        stop = False
+        warn = None
+        if choice is None:
+            reply = None
+            if self.ctx.params.on_user_input is not None:
+                reply = await self.ctx.ask_user(self._prompt(request_id, call_id, name, kind, params, task))
+                if reply.cancelled:
+                    reply = None
+            if reply is None:
+                decided_by = "approval_mode"
+                mode = self.ctx.params.approval_mode
+                choice = "allow_once" if mode == "yolo" or (mode == "auto_edit" and kind == "file") else "deny"
+                reason = f"approval mode {mode} (nobody answered)"
+            else:
+                decided_by = "user"
+                choice = reply.permission()
+                stop = reply.stop
+                if reply.updated_input is not None and choice != DENY:
+                    choice = "deny"
+                    reason = "the user changed the input, which Codex cannot run (denied instead)"
+                    warn = f"{name}: Codex cannot run a call with a changed input; the call was denied instead"
+                elif choice == DENY and reply.message:
+                    message = reply.message
+        if choice == ALLOW_ALWAYS:
+            rule = self._session_rule(kind, params, call_id)
+        decision = PermissionDecision(
+            tool_use_id=call_id or f"approval-{request_id}",
+            tool_name=name,
+            decision="allow" if choice in (ALLOW_ONCE, ALLOW_ALWAYS) else "deny",
+            decided_by=decided_by or "approval_mode",
+            rule=rule,
+            reason="the user stopped the run" if stop else reason,
+            message=message,
+            stops_run=stop,
+            subagent_task_id=task,
+        )
+        if call_id:
+            self.translator.decided.add(call_id)
+            await self.ctx.emit(decision)
+        if warn is not None:
+            await self.ctx.emit(WarningEvent(code="permission_answer_unsupported", message=warn, subagent_task_id=task))
+        if stop:
+            await self._respond(request_id, kind, "cancel")
+            raise RunStopped(f"the user stopped the run at {name} ({call_id})", hint="resume the session to go on")
+        if message is not None:
+            await self._steer(params, f"The user denied the {name} call. The user says: {message}")
+        answer = {ALLOW_ONCE: "accept", ALLOW_ALWAYS: "acceptForSession", DENY: "decline"}[choice]
+        await self._respond(request_id, kind, answer)
+
+    def _session_rule(self, kind: Kind, params: dict[str, Any], call_id: str) -> str:
+        if kind == "command":
+            command = str(params.get("command") or as_dict(self.translator.item(call_id)).get("command") or "")
+            rule = f"Codex allows `{unwrap_shell(command)}` again without asking while this run's process lives"
+            self.translator.session_rules[command] = rule
+            return rule
+        if kind == "file":
+            item = self.translator.item(call_id) or {}
+            paths = [str(as_dict(c).get("path")) for c in item.get("changes") or []]
+            rule = f"Codex allows changes to {', '.join(paths) or 'these files'} again while this run's process lives"
+            for path in paths:
+                self.translator.session_rules[path] = rule
+            return rule
+        return "Codex was asked to remember the approval of this MCP tool for the session"
+
+    async def _respond(self, request_id: Any, kind: Kind, answer: str) -> None:
+        if kind == "mcp":
+            action = {"accept": "accept", "acceptForSession": "accept", "decline": "decline", "cancel": "cancel"}[
+                answer
+            ]
+            meta = {"persist": "session"} if answer == "acceptForSession" else None
+            await self.connection.respond(request_id, {"action": action, "content": None, "_meta": meta})
+        else:
+            await self.connection.respond(request_id, {"decision": answer})
+
+    async def _steer(self, params: dict[str, Any], text: str) -> None:
+        thread_id = str(params.get("threadId") or self.translator.main_thread)
+        turn_id = params.get("turnId")
+        if not isinstance(turn_id, str):
+            return
+        try:
+            await self.connection.request(
+                "turn/steer",
+                {
+                    "threadId": thread_id,
+                    "expectedTurnId": turn_id,
+                    "input": [{"type": "text", "text": text, "text_elements": []}],
+                },
+            )
+        except RpcError as exc:
+            await self.ctx.emit(
+                WarningEvent(
+                    code="permission_answer_unsupported",
+                    message=f"the denial's message could not reach the model: {exc.message}",
+                    subagent_task_id=self.translator.task_of(thread_id),
+                )
+            )
+
+    # --- questions ----------------------------------------------------------------------------------
+
+    async def _user_input(self, request_id: Any, params: dict[str, Any]) -> None:
+        """The model's `request_user_input` tool: its questions to `on_user_input`."""
+        task = self.translator.task_of(params.get("threadId"))
+        call_id = str(params.get("itemId") or f"input-{request_id}")
+        questions = [as_dict(q) for q in params.get("questions") or []]
+        arguments = {"questions": json.loads(json.dumps(questions))}
+        if call_id not in self.translator.tools:
+            self.translator.tools[call_id] = "request_user_input"
+            await self.ctx.emit(
+                ToolUse(tool_use_id=call_id, name="request_user_input", input=arguments, subagent_task_id=task)
+            )
+        self.translator.decided.add(call_id)
+        await self.ctx.emit(
+            PermissionDecision(
+                tool_use_id=call_id,
+                tool_name="request_user_input",
+                decision="allow",
+                decided_by="backend",
+                reason="a question to the user changes nothing",
+                subagent_task_id=task,
+            )
+        )
+        request = UserInputRequest(
+            request_id=f"{self.translator.main_thread}:{request_id}",
+            source="model-tool",
+            questions=[
+                Question(
+                    id=str(q.get("id") or f"q{n}"),
+                    prompt=str(q.get("question") or ""),
+                    header=str(q.get("header") or "") or None,
+                    options=[
+                        QuestionOption(
+                            id=str(o.get("label")),
+                            label=str(o.get("label")),
+                            description=str(o.get("description") or "") or None,
+                        )
+                        for o in q.get("options") or []
+                        if isinstance(o, dict)
+                    ],
+                )
+                for n, q in enumerate(questions)
+            ],
+            tool_use_id=call_id,
+            tool_name="request_user_input",
+            subagent_task_id=task,
+        )
+        reply = await self.ctx.ask_user(request)
+        answers: dict[str, Any] = {}
+        if not reply.cancelled:
+            for question_id, value in reply.answers.items():
+                answers[question_id] = {"answers": value if isinstance(value, list) else [value]}
+        await self.connection.respond(request_id, {"answers": answers})
+        self.translator.answered.add(call_id)
+        await self.ctx.emit(
+            ToolResult(
+                tool_use_id=call_id,
+                output=json.dumps({k: v["answers"] for k, v in answers.items()})
+                if answers
+                else "the user did not answer",
+                is_error=not answers,
+                subagent_task_id=task,
+            )
+        )
+
+    async def _elicitation(self, request_id: Any, params: dict[str, Any]) -> None:
+        """An MCP server's own question (not an approval): one free-text answer, or a refusal."""
+        task = self.translator.task_of(params.get("threadId"))
+        request = UserInputRequest(
+            request_id=f"{self.translator.main_thread}:{request_id}",
+            source="mcp-elicitation",
+            questions=[Question(id="answer", prompt=str(params.get("message") or "The MCP server asks for input"))],
+            tool_name=str(params.get("serverName") or "") or None,
+            details=json.loads(json.dumps({"requestedSchema": params.get("requestedSchema")}, default=str)),
+            subagent_task_id=task,
+        )
+        reply = await self.ctx.ask_user(request)
+        if reply.cancelled or not reply.answers:
+            await self.connection.respond(request_id, {"action": "decline", "content": None, "_meta": None})
+            return
+        await self.connection.respond(request_id, {"action": "accept", "content": dict(reply.answers), "_meta": None})

@@ -1,0 +1,94 @@
+"""The codex backend: one run = one `codex app-server` process, one thread (new or resumed), one turn.
+
+The options are `CodexOptions` (`_options.py`); how the process is started is `Launch` (`_launch.py`);
+the run itself is `_run.CodexRun`, over the `AgentProcess` seam (the real subprocess, or an in-process
+fake in tests). Resume references are resolved here, before any process starts (`_rollouts.py`):
+one that matches nothing is `session_not_found`, never a new thread. A conversation to continue
+(`ExecuteParams.history`) becomes a rollout file of a new thread in our CODEX_HOME, then resumed
+(`_conversation.py`). See docs/backends/codex.md.
+"""
+
+from __future__ import annotations
+
+import anyio
+
+from unified._adapters.codex._launch import Launch
+from unified._adapters.codex._options import BACKEND, codex_options
+from unified._adapters.codex._rollouts import Rollouts
+from unified._adapters.codex._run import CodexRun, Opening
+from unified._adapters.codex._shared_sessions import SharedRollouts, shared_store
+from unified.backends import RunContext, RunOutcome, UnsupportedOption
+from unified.types import ExecuteParams, SseMcpServer
+
+__all__ = ["CodexBackend"]
+
+
+class CodexBackend:
+    name = BACKEND
+
+    def __init__(self, params: ExecuteParams) -> None:
+        self.params = params
+        self.options = codex_options(params.backend_options)
+        self.launch = Launch.of(params, self.options)
+
+    def unsupported_options(self, params: ExecuteParams) -> list[UnsupportedOption]:
+        problems: list[UnsupportedOption] = []
+        if params.max_turns is not None:
+            problems.append(
+                UnsupportedOption(
+                    "max_turns", "Codex 0.171 has no per-turn limit on model requests; it is ignored", False
+                )
+            )
+        if params.thinking is not None and params.thinking.budget is not None:
+            problems.append(
+                UnsupportedOption(
+                    "thinking.budget",
+                    "OpenAI models take a reasoning effort (thinking.level), not a token budget; it is ignored",
+                    False,
+                )
+            )
+        if params.excluded_tools:
+            problems.append(
+                UnsupportedOption(
+                    "excluded_tools",
+                    "Codex 0.171 cannot remove its own tools; the approval bridge still decides every call that can "
+                    "change anything",
+                    False,
+                )
+            )
+        if params.include_directories:
+            problems.append(
+                UnsupportedOption(
+                    "include_directories", "Codex works in its cwd; other directories are not added", False
+                )
+            )
+        if any(isinstance(server, SseMcpServer) for server in params.mcp_servers):
+            problems.append(
+                UnsupportedOption("mcp_servers", "Codex speaks stdio and streamable HTTP MCP servers, not SSE", True)
+            )
+        return problems
+
+    async def run(self, ctx: RunContext) -> RunOutcome:
+        store = shared_store(ctx.params)
+        if store is None:
+            return await self._run(ctx)
+        return await SharedRollouts(store, self.launch.home, ctx).run(self._run)
+
+    async def _run(self, ctx: RunContext) -> RunOutcome:
+        params = ctx.params
+        rollouts = Rollouts(self.launch.home)
+        if params.history is not None:
+            from unified._adapters.codex._conversation import open_history
+
+            opening = await anyio.to_thread.run_sync(open_history, rollouts, params, self.launch.provider_id)
+        elif params.resume:
+            info = await anyio.to_thread.run_sync(rollouts.resolve, params.resume)
+            if params.retry:
+                from unified._adapters.codex._conversation import open_retry
+
+                opening = await anyio.to_thread.run_sync(open_retry, rollouts, info.session_id)
+            else:
+                opening = Opening(info.session_id, resumed=True)
+        else:
+            opening = Opening()
+        return await CodexRun(self.launch, self.options, ctx, opening).run()

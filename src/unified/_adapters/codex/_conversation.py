@@ -1,0 +1,466 @@
+"""Codex rollouts <-> the portable `Conversation`; a conversation continued or a turn retried as a rollout.
+
+**Export.** A rollout's `response_item`s are exactly what went to and came from the model: user
+messages (minus the context Codex adds: `<environment_context>`, developer messages), assistant
+messages, reasoning (its summary text, its `encrypted_content` kept as the part's signature, provider
+`openai`), function and custom tool calls (`apply_patch`'s patch text as `{"input": ...}`; an MCP
+call's namespace folded into the name, `mcp__<server>__<tool>`) and their outputs. A model turn is a
+run of model items; the `token_usage_record` that follows one gives its usage.
+
+**Continue (`ExecuteParams.history`).** The conversation becomes the rollout of a new thread (a fresh
+UUIDv7) in our CODEX_HOME, which Codex resumes like one of its own (VERIFIED on 0.171: the next
+request carries the written items). Crossing rules (docs/conversations.md): a reasoning item keeps
+its `encrypted_content` only if an OpenAI model made it (`signature_for`), else it goes with its
+summary text alone; a server-side tool of another provider and a generated image are told as text.
+
+**Retry (`ExecuteParams.retry`).** The last user turn is answered again: for a stored session, the
+rollout is cut just before the task of its last user message (the cut-off tail is kept under
+`<CODEX_HOME>/unified-retry-backups/`) and that message becomes the turn's input; for a conversation,
+its last user turn is left out of the written rollout and becomes the input.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import secrets
+import time
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from unified._adapters.codex._launch import PINNED_VERSION
+from unified._adapters.codex._options import BACKEND
+from unified._adapters.codex._rollouts import Rollout, Rollouts, codex_short_id, user_text
+from unified._adapters.codex._run import Opening
+from unified.conversations import (
+    Conversation,
+    ImagePart,
+    ModelTurn,
+    Origin,
+    ServerToolCallPart,
+    ServerToolResultPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    UserPart,
+    UserTurn,
+    signature_for,
+)
+from unified.errors import ConfigurationError, CorruptSession
+from unified.events import JsonValue, Usage
+from unified.types import ExecuteParams, ImageInput
+
+__all__ = ["conversation_from_rollout", "open_history", "open_retry", "rollout_from_conversation", "uuid7"]
+
+_MODEL_ITEMS = frozenset({"reasoning", "function_call", "custom_tool_call", "web_search_call"})
+_OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output"})
+
+
+def uuid7(now_ms: int | None = None) -> str:
+    """A UUIDv7 (RFC 9562): 48 bits of Unix milliseconds, then random bits, as Codex makes its thread ids."""
+    ms = int(time.time() * 1000) if now_ms is None else now_ms
+    value = (ms & ((1 << 48) - 1)) << 80
+    value |= 0x7 << 76
+    value |= secrets.randbits(12) << 64
+    value |= 0b10 << 62
+    value |= secrets.randbits(62)
+    text = f"{value:032x}"
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
+# --- export -------------------------------------------------------------------------------------------
+
+
+def _output_text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(str(p.get("text")) for p in value if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return json.dumps(value)
+
+
+def _image(url: object) -> ImagePart | None:
+    if not isinstance(url, str) or not url.startswith("data:") or ";base64," not in url:
+        return None
+    mime, data = url[5:].split(";base64,", 1)
+    try:
+        return ImagePart(mime_type=mime, data=base64.b64decode(data, validate=True))
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _call_name(payload: dict[str, Any]) -> str:
+    name = str(payload.get("name") or "")
+    namespace = payload.get("namespace")
+    if isinstance(namespace, str) and namespace.startswith("mcp__"):
+        return f"{namespace}__{name}"
+    return name
+
+
+def _usage(raw: object) -> Usage | None:
+    if not isinstance(raw, dict):
+        return None
+
+    def number(key: str) -> int:
+        value = raw.get(key)
+        return value if isinstance(value, int) and value >= 0 else 0
+
+    reasoning = number("reasoning_output_tokens")
+    return Usage(
+        input_tokens=number("input_tokens"),
+        cached_tokens=number("cached_input_tokens"),
+        output_tokens=max(number("output_tokens") - reasoning, 0),
+        thinking_tokens=reasoning,
+    )
+
+
+def conversation_from_rollout(rollout: Rollout) -> Conversation:
+    """A rollout's history as a Conversation (see the module docstring)."""
+    turns: list[UserTurn | ModelTurn] = []
+    names: dict[str, str] = {}
+    model: str | None = None
+    system: str | None = None
+
+    def model_turn() -> ModelTurn:
+        if not turns or not isinstance(turns[-1], ModelTurn):
+            turns.append(ModelTurn(parts=[], provider="openai", model=model))
+        last = turns[-1]
+        assert isinstance(last, ModelTurn)
+        return last
+
+    def user_turn() -> UserTurn:
+        if not turns or not isinstance(turns[-1], UserTurn):
+            turns.append(UserTurn(parts=[]))
+        last = turns[-1]
+        assert isinstance(last, UserTurn)
+        return last
+
+    for record in rollout.records:
+        kind = record.get("type")
+        payload = record.get("payload")
+        if not isinstance(payload, dict):
+            continue
+        if kind == "turn_context" and isinstance(payload.get("model"), str):
+            model = payload["model"]
+            continue
+        if kind == "token_usage_record" and turns and isinstance(turns[-1], ModelTurn):
+            turns[-1].usage = _usage(payload.get("usage"))
+            continue
+        if kind != "response_item":
+            continue
+        item = payload.get("type")
+        instructions = _instructions(payload)
+        if instructions is not None:
+            system = instructions if system is None else system
+            continue
+        if item == "message":
+            role = payload.get("role")
+            if role == "assistant":
+                for part in payload.get("content") or []:
+                    if isinstance(part, dict) and isinstance(part.get("text"), str):
+                        model_turn().parts.append(TextPart(text=part["text"]))
+            elif (role == "user" and user_text(payload) is not None) or (role == "user" and _has_image(payload)):
+                parts: list[UserPart] = []
+                for part in payload.get("content") or []:
+                    if not isinstance(part, dict):
+                        continue
+                    if part.get("type") == "input_text" and isinstance(part.get("text"), str):
+                        if not part["text"].startswith(("<image", "</image")):
+                            parts.append(TextPart(text=part["text"]))
+                    elif part.get("type") == "input_image" and (image := _image(part.get("image_url"))) is not None:
+                        parts.append(image)
+                user_turn().parts.extend(parts)
+        elif item == "reasoning":
+            summary = "\n\n".join(
+                str(s.get("text")) for s in payload.get("summary") or [] if isinstance(s, dict) and s.get("text")
+            )
+            signature = payload.get("encrypted_content")
+            model_turn().parts.append(
+                ThinkingPart(text=summary, signature=signature if isinstance(signature, str) else None)
+            )
+        elif item == "function_call":
+            call_id = str(payload.get("call_id") or payload.get("id") or "")
+            name = _call_name(payload)
+            names[call_id] = name
+            try:
+                arguments = json.loads(payload.get("arguments") or "{}")
+            except ValueError:
+                arguments = {"arguments": payload.get("arguments")}
+            model_turn().parts.append(
+                ToolCallPart(
+                    id=call_id, name=name, arguments=arguments if isinstance(arguments, dict) else {"value": arguments}
+                )
+            )
+        elif item == "custom_tool_call":
+            call_id = str(payload.get("call_id") or payload.get("id") or "")
+            names[call_id] = str(payload.get("name") or "")
+            model_turn().parts.append(
+                ToolCallPart(id=call_id, name=names[call_id], arguments={"input": str(payload.get("input") or "")})
+            )
+        elif item == "web_search_call":
+            action = payload.get("action")
+            call_id = str(payload.get("id") or "")
+            model_turn().parts.append(
+                ServerToolCallPart(id=call_id, name="web_search", arguments=action if isinstance(action, dict) else {})
+            )
+        elif item in _OUTPUT_ITEMS:
+            call_id = str(payload.get("call_id") or "")
+            user_turn().parts.append(
+                ToolResultPart(call_id=call_id, name=names.get(call_id, ""), output=_output_text(payload.get("output")))
+            )
+    cwd = rollout.meta.get("cwd")
+    origin = Origin(
+        backend=BACKEND,
+        session_id=rollout.thread_id,
+        short_id=codex_short_id(rollout.thread_id),
+        model=model,
+        cwd=cwd if isinstance(cwd, str) else None,
+    )
+    return Conversation(origin=origin, system_instruction=system, turns=[t for t in turns if t.parts])
+
+
+def _instructions(payload: dict[str, Any]) -> str | None:
+    """The text of a `<user_instructions>` message (how a continued conversation's system instruction is kept)."""
+    if payload.get("type") != "message" or payload.get("role") != "user":
+        return None
+    parts = [p.get("text") for p in payload.get("content") or [] if isinstance(p, dict)]
+    text = parts[0] if len(parts) == 1 and isinstance(parts[0], str) else ""
+    start, end = "<user_instructions>\n", "\n</user_instructions>"
+    return text[len(start) : -len(end)] if text.startswith(start) and text.endswith(end) else None
+
+
+def _has_image(payload: dict[str, Any]) -> bool:
+    return any(isinstance(p, dict) and p.get("type") == "input_image" for p in payload.get("content") or [])
+
+
+# --- continue -----------------------------------------------------------------------------------------
+
+
+def _stamp(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def _line(ms: int, kind: str, payload: dict[str, Any]) -> str:
+    return json.dumps({"timestamp": _stamp(ms), "type": kind, "payload": payload}, ensure_ascii=False)
+
+
+def _json_text(value: JsonValue) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _model_items(turn: ModelTurn, custom: set[str]) -> Iterable[dict[str, Any]]:
+    for number, part in enumerate(turn.parts):
+        if isinstance(part, TextPart):
+            yield {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": part.text}]}
+        elif isinstance(part, ThinkingPart):
+            if not part.text and signature_for(turn, part, "openai") is None:
+                continue
+            yield {
+                "type": "reasoning",
+                "id": f"rs_unified_{number}",
+                "summary": [{"type": "summary_text", "text": part.text}] if part.text else [],
+                "content": None,
+                "encrypted_content": signature_for(turn, part, "openai"),
+            }
+        elif isinstance(part, ToolCallPart):
+            if part.name == "apply_patch" and isinstance(part.arguments.get("input"), str):
+                custom.add(part.id)
+                yield {
+                    "type": "custom_tool_call",
+                    "status": "completed",
+                    "call_id": part.id,
+                    "name": "apply_patch",
+                    "input": part.arguments["input"],
+                }
+                continue
+            item: dict[str, Any] = {
+                "type": "function_call",
+                "name": part.name,
+                "arguments": _json_text(part.arguments),
+                "call_id": part.id,
+            }
+            if part.name.startswith("mcp__") and part.name.count("__") >= 2:
+                _, server, tool = part.name.split("__", 2)
+                item |= {"namespace": f"mcp__{server}", "name": tool}
+            yield item
+        elif isinstance(part, ServerToolCallPart):
+            text = f"[server tool {part.name} was called with {_json_text(part.arguments)}]"
+            yield {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
+        elif isinstance(part, ServerToolResultPart):
+            text = f"[server tool {part.name} returned: {part.output or _json_text(part.data)}]"
+            yield {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
+        elif isinstance(part, ImagePart):
+            text = f"[the model generated an image ({part.mime_type}, {len(part.data)} bytes), not carried over]"
+            yield {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
+
+
+def _user_items(turn: UserTurn, custom: set[str]) -> Iterable[dict[str, Any]]:
+    content: list[dict[str, Any]] = []
+    for part in turn.parts:
+        if isinstance(part, TextPart):
+            content.append({"type": "input_text", "text": part.text})
+        elif isinstance(part, ImagePart):
+            data = base64.b64encode(part.data).decode()
+            content.append({"type": "input_image", "image_url": f"data:{part.mime_type};base64,{data}"})
+        elif isinstance(part, ToolResultPart):
+            kind = "custom_tool_call_output" if part.call_id in custom else "function_call_output"
+            yield {"type": kind, "call_id": part.call_id, "output": part.output}
+    if content:
+        yield {"type": "message", "role": "user", "content": content}
+
+
+def rollout_from_conversation(
+    conversation: Conversation, *, thread_id: str, cwd: str, provider: str, now_ms: int | None = None
+) -> str:
+    """The text of a rollout file holding `conversation` (see the module docstring); its `session_meta`
+    names the conversation's origin (`unified_continued_from`), which `unified sessions show` reports."""
+    ms = int(time.time() * 1000) if now_ms is None else now_ms
+    lines = [
+        _line(
+            ms,
+            "session_meta",
+            {
+                "id": thread_id,
+                "session_id": thread_id,
+                "timestamp": _stamp(ms),
+                "cwd": cwd,
+                "originator": "unified",
+                "cli_version": PINNED_VERSION,
+                "source": "vscode",
+                "model_provider": provider,
+                **(
+                    {"unified_continued_from": conversation.origin.model_dump(mode="json", exclude_none=True)}
+                    if conversation.origin is not None
+                    else {}
+                ),
+            },
+        )
+    ]
+    custom: set[str] = set()
+    task: str | None = None
+    last_text = ""
+
+    def close_task() -> None:
+        nonlocal task
+        if task is not None:
+            lines.append(_line(ms, "event_msg", {"type": "agent_message", "message": last_text}))
+            lines.append(
+                _line(ms, "event_msg", {"type": "task_complete", "turn_id": task, "last_agent_message": last_text})
+            )
+        task = None
+
+    if conversation.system_instruction:
+        text = f"<user_instructions>\n{conversation.system_instruction}\n</user_instructions>"
+        lines.append(
+            _line(
+                ms,
+                "response_item",
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]},
+            )
+        )
+    for turn in conversation.turns:
+        if isinstance(turn, UserTurn):
+            prompt = "\n".join(p.text for p in turn.parts if isinstance(p, TextPart))
+            if prompt:
+                close_task()
+                task = uuid7(ms)
+                lines.append(_line(ms, "event_msg", {"type": "task_started", "turn_id": task}))
+                lines.append(_line(ms, "event_msg", {"type": "user_message", "message": prompt, "images": None}))
+            for item in _user_items(turn, custom):
+                lines.append(_line(ms, "response_item", item))
+        else:
+            for item in _model_items(turn, custom):
+                if item.get("type") == "message":
+                    last_text = item["content"][0]["text"]
+                lines.append(_line(ms, "response_item", item))
+    close_task()
+    return "\n".join(lines) + "\n"
+
+
+def _split_last_user(conversation: Conversation) -> tuple[Conversation, UserTurn]:
+    turns = list(conversation.turns)
+    for index in range(len(turns) - 1, -1, -1):
+        turn = turns[index]
+        if isinstance(turn, UserTurn) and any(isinstance(p, TextPart | ImagePart) for p in turn.parts):
+            return conversation.model_copy(update={"turns": turns[:index]}), turn
+    raise ConfigurationError("the conversation has no user turn to answer again", hint="pass a prompt instead of retry")
+
+
+def _opening_for(turn: UserTurn) -> tuple[str, tuple[ImageInput, ...]]:
+    text = "\n".join(p.text for p in turn.parts if isinstance(p, TextPart))
+    images = tuple(
+        ImageInput(mime_type=p.mime_type, data=p.data)
+        for p in turn.parts
+        if isinstance(p, ImagePart) and p.mime_type in ("image/png", "image/jpeg", "image/webp", "image/gif")
+    )
+    return text, images
+
+
+def open_history(rollouts: Rollouts, params: ExecuteParams, provider: str) -> Opening:
+    """Write the conversation as a new thread's rollout; the run resumes it (blocking)."""
+    conversation = params.history
+    assert conversation is not None
+    prompt: str | None = None
+    images: tuple[ImageInput, ...] = ()
+    if params.retry:
+        conversation, last = _split_last_user(conversation)
+        prompt, images = _opening_for(last)
+    ms = int(time.time() * 1000)
+    thread_id = uuid7(ms)
+    cwd = str(params.cwd.expanduser().resolve())
+    text = rollout_from_conversation(conversation, thread_id=thread_id, cwd=cwd, provider=provider, now_ms=ms)
+    rollouts.write(thread_id, datetime.fromtimestamp(ms / 1000, UTC), text)
+    return Opening(thread_id, resumed=False, prompt=prompt, images=images, continued_from=conversation.origin)
+
+
+def open_retry(rollouts: Rollouts, thread_id: str) -> Opening:
+    """Cut the thread's rollout before the task of its last user message; that message is the turn's input."""
+    rollout = rollouts.read(thread_id)
+    path = rollout.path
+    raw = path.read_bytes().splitlines(keepends=True)
+    last_user: int | None = None
+    task_start: int | None = None
+    cut = 0
+    parsed: list[dict[str, Any] | None] = []
+    for line in raw:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        parsed.append(record if isinstance(record, dict) else None)
+    for index, record in enumerate(parsed):
+        payload = record.get("payload") if record else None
+        if not isinstance(payload, dict):
+            continue
+        if record and record.get("type") == "event_msg" and payload.get("type") == "task_started":
+            task_start = index
+        if record and record.get("type") == "response_item" and (user_text(payload) is not None or _has_image(payload)):
+            last_user = index
+            cut = task_start if task_start is not None and task_start < index else index
+    if last_user is None:
+        raise CorruptSession(
+            f"codex session {codex_short_id(thread_id)} has no user turn to answer again", hint="pass a prompt"
+        )
+    payload = parsed[last_user]["payload"]  # type: ignore[index]
+    turn = UserTurn(parts=[])
+    text = user_text(payload) or ""
+    for part in payload.get("content") or []:
+        if isinstance(part, dict) and part.get("type") == "input_image" and (image := _image(part.get("image_url"))):
+            turn.parts.append(image)
+    prompt, images = text, _opening_for(turn)[1]
+    backups = rollouts.home / "unified-retry-backups"
+    backups.mkdir(parents=True, exist_ok=True)
+    (backups / f"{path.name}.{int(time.time())}").write_bytes(b"".join(raw[cut:]))
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_bytes(b"".join(raw[:cut]))
+    temporary.replace(path)
+    return Opening(thread_id, resumed=True, prompt=prompt, images=images)
+
+
+def export_session(home: Path, thread_id: str) -> Conversation:
+    return conversation_from_rollout(Rollouts(home).read(thread_id))

@@ -1,0 +1,395 @@
+"""How a run starts `codex app-server`: the pinned binary, its isolated home, its settings, its environment.
+
+- **The binary.** `CODEX` is the `BinarySpec` of `@openai/codex` (exact pin; npm installs the
+  platform package, `@openai/codex-<os>-<arch>`, which ships the native `codex`). The npm package's
+  `bin/codex.js` only finds that native binary and runs it as a child (one more process, signals
+  forwarded by hand), so we run the native binary directly (`native_binary`).
+- **The home.** Codex keeps its sessions, state and settings in `CODEX_HOME`; unified gives it its
+  own (`codex_home`: the `codex_home` option, `UNIFIED_CODEX_HOME`, else `<unified data dir>/codex-home`),
+  never the user's `~/.codex`. It holds a `config.toml` of ours with the settings every run shares
+  (no update check, analytics and plugins off, web search off, no sandbox (see `_run.SANDBOX`), a shell
+  environment policy that keeps keys and tokens out of the model's commands). What differs per run
+  (the model provider and its base URL, the model, MCP servers) is given as `-c key=value` overrides
+  on the command line, so concurrent runs never race on the file.
+- **The provider.** Codex 0.171's built-in `openai` provider ignores `OPENAI_BASE_URL` and an
+  `OPENAI_API_KEY` in the environment, and tries a WebSocket first; so an API key or a base URL
+  becomes a custom provider of ours (`wire_api = "responses"`, `env_key = "OPENAI_API_KEY"`, no
+  retries of its own: unified reports a 429 at once). A ChatGPT login (`auth.json` of the user's
+  Codex home) runs on the built-in provider, with that file copied in (`ChatgptLogin`).
+- **The environment** is an allowlist (`ENV_POLICY`): the basics, TLS and proxy settings, Rust's
+  logging; never unified's own settings or secrets, and the API key only when it is the run's key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from unified._adapters.codex._options import BACKEND, CodexOptions
+from unified._binary.environment import EnvPolicy, child_env
+from unified._binary.install import BinarySpec, locate
+from unified._binary.process import AgentSubprocess
+from unified.errors import BackendUnavailable, ConfigurationError
+from unified.types import ExecuteParams, HttpMcpServer, SseMcpServer, StdioMcpServer
+
+__all__ = [
+    "CODEX",
+    "CONFIG_TOML",
+    "DEFAULT_BASE_URL",
+    "ENV_POLICY",
+    "PINNED_VERSION",
+    "PROVIDER",
+    "ChatgptLogin",
+    "Launch",
+    "codex_home",
+    "native_binary",
+    "prepare_home",
+    "start_codex",
+    "toml_value",
+    "user_codex_home",
+]
+
+PINNED_VERSION = "0.171.0"
+CODEX = BinarySpec(
+    name=BACKEND,
+    package="@openai/codex",
+    version=PINNED_VERSION,
+    supported=((0, 171, 0), (0, 172, 0)),
+    bin="codex",
+    env_var="UNIFIED_CODEX_BIN",
+    option="codex_binary",
+    local_dir=".codex-cli",
+    install_command="unified install codex",
+    title="the Codex CLI",
+    home_vars=("HOME", "CODEX_HOME"),
+    min_node=(16, 0, 0),
+)
+PROVIDER = "unified"
+"""The name of the custom model provider we generate."""
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+STAND_IN_BINARY = Path("codex")
+"""argv[0] when `start_process` replaces the binary (it is not looked up)."""
+
+ENV_POLICY = EnvPolicy(
+    allow=frozenset(
+        {
+            "SSL_CERT_FILE",
+            "SSL_CERT_DIR",
+            "HTTPS_PROXY",
+            "HTTP_PROXY",
+            "ALL_PROXY",
+            "NO_PROXY",
+            "https_proxy",
+            "http_proxy",
+            "all_proxy",
+            "no_proxy",
+            "RUST_LOG",
+            "RUST_BACKTRACE",
+        }
+    )
+)
+"""What of the caller's environment the app-server sees besides the basics (PATH, HOME, locale, TMPDIR,
+terminal): TLS and proxy settings and Rust's logging. The API key is added only as the run's key."""
+
+SECRET_PATTERNS = ("*KEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*", "*CREDENTIAL*", "*AUTH*")
+"""Variables the model's commands never see ([shell_environment_policy] exclude; Codex matches them
+case-insensitively)."""
+
+CONFIG_TOML = f"""\
+# Written by unified for its codex backend (rewritten when unified's settings change; edits are lost).
+# Per-run settings (model provider, model, MCP servers) are passed as -c overrides instead.
+check_for_update_on_startup = false
+sandbox_mode = "danger-full-access"
+web_search = "disabled"
+
+[analytics]
+enabled = false
+
+[features]
+plugins = false
+
+[shell_environment_policy]
+inherit = "all"
+exclude = {json.dumps(list(SECRET_PATTERNS))}
+"""
+"""The settings every run shares: nothing phones home (updates, analytics, plugins), no hosted web
+search (it would run without an approval), no key in a command. No sandbox: every thread runs with
+`approvalPolicy: untrusted`, so nothing runs unapproved, and what is approved runs once (`_run.SANDBOX`)."""
+
+_PLATFORM_PACKAGES = {
+    ("linux", "x86_64"): "codex-linux-x64",
+    ("linux", "amd64"): "codex-linux-x64",
+    ("linux", "aarch64"): "codex-linux-arm64",
+    ("linux", "arm64"): "codex-linux-arm64",
+    ("darwin", "x86_64"): "codex-darwin-x64",
+    ("darwin", "arm64"): "codex-darwin-arm64",
+}
+
+
+def _is_script(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(2) == b"#!"
+    except OSError:
+        return False
+
+
+def native_binary(path: Path) -> Path:
+    """The native `codex` behind `path`: itself, or, for the npm launcher (`bin/codex.js`), the binary of
+    the platform package npm installed beside it."""
+    resolved = path.resolve()
+    if not _is_script(resolved) and resolved.suffix != ".js":
+        return resolved
+    package = resolved.parent.parent  # node_modules/@openai/codex
+    wanted = _PLATFORM_PACKAGES.get((sys.platform, platform.machine().lower()))
+    names = [wanted] if wanted else []
+    for scope in (package / "node_modules" / "@openai", package.parent):
+        for name in names:
+            for candidate in sorted((scope / name / "vendor").glob("*/bin/codex")):
+                if candidate.is_file():
+                    return candidate
+    raise BackendUnavailable(
+        f"{path} is the npm launcher of codex, but its platform package ({wanted or 'none for this machine'}) "
+        "with the native binary is not installed beside it",
+        hint=CODEX.install_hint,
+    )
+
+
+def codex_home(options: CodexOptions, env: Mapping[str, str]) -> Path:
+    """The CODEX_HOME of our runs (see the module docstring); never the user's own."""
+    if options.codex_home is not None:
+        return options.codex_home.expanduser().resolve()
+    if env.get("UNIFIED_CODEX_HOME"):
+        return Path(env["UNIFIED_CODEX_HOME"]).expanduser().resolve()
+    data = env.get("UNIFIED_DATA_DIR")
+    base = Path(data) if data else Path(platformdirs.user_data_dir("unified", appauthor=False))
+    return (base / "codex-home").resolve()
+
+
+def user_codex_home(env: Mapping[str, str]) -> Path:
+    """The user's own Codex home (`CODEX_HOME`, else `~/.codex`): only ever read, for a ChatGPT login."""
+    if env.get("CODEX_HOME"):
+        return Path(env["CODEX_HOME"]).expanduser()
+    return Path(env.get("HOME") or Path.home()) / ".codex"
+
+
+def prepare_home(home: Path) -> None:
+    """Make the home and (re)write our config.toml when it differs (atomically: runs may start at once)."""
+    home.mkdir(parents=True, exist_ok=True)
+    target = home / "config.toml"
+    with contextlib.suppress(OSError):
+        if target.read_text(encoding="utf-8") == CONFIG_TOML:
+            return
+    temporary = home / f".config.toml.{os.getpid()}.tmp"
+    temporary.write_text(CONFIG_TOML, encoding="utf-8")
+    temporary.replace(target)
+
+
+def toml_value(value: Any) -> str:
+    """A TOML value (inline tables for mappings): what a `-c key=value` override takes."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)  # a JSON string is a TOML basic string
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{json.dumps(str(k))} = {toml_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, Sequence):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    raise TypeError(f"no TOML form for {type(value).__name__}")
+
+
+@dataclass(frozen=True, slots=True)
+class ChatgptLogin:
+    """A ChatGPT login (`auth.json` with `auth_mode: chatgpt`) in the user's Codex home, used by copying it
+    into ours before a run and back after one when Codex refreshed its tokens (and the original did not
+    change meanwhile), so the user's login stays current."""
+
+    source: Path
+
+    def copy_in(self, home: Path) -> bytes:
+        data = self.source.read_bytes()
+        target = home / "auth.json"
+        temporary = home / f".auth.json.{os.getpid()}.tmp"
+        temporary.write_bytes(data)
+        os.chmod(temporary, 0o600)
+        temporary.replace(target)
+        return data
+
+    def copy_back(self, home: Path, original: bytes) -> None:
+        with contextlib.suppress(OSError):
+            now = (home / "auth.json").read_bytes()
+            if now != original and self.source.read_bytes() == original:
+                temporary = self.source.with_name(f".auth.json.{os.getpid()}.tmp")
+                temporary.write_bytes(now)
+                os.chmod(temporary, 0o600)
+                temporary.replace(self.source)
+
+
+def chatgpt_login(env: Mapping[str, str]) -> ChatgptLogin | None:
+    """The user's ChatGPT login, if their Codex home has one."""
+    source = user_codex_home(env) / "auth.json"
+    try:
+        data = json.loads(source.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, dict) and data.get("auth_mode") == "chatgpt" and isinstance(data.get("tokens"), dict):
+        return ChatgptLogin(source)
+    return None
+
+
+def _mcp_table(
+    server: StdioMcpServer | HttpMcpServer | SseMcpServer, number: int, env: dict[str, str]
+) -> dict[str, Any]:
+    """An MCP server as Codex's `[mcp_servers.NAME]` table. Values that may be secret never go on the
+    command line (any local user can read a process's argv): a stdio server's `env` goes into the
+    app-server's environment and is forwarded by name (`env_vars`), an HTTP server's headers through
+    variables named `UNIFIED_MCP_<n>_<i>_TOKEN` (`env_http_headers`), which the model's commands never see."""
+    table: dict[str, Any]
+    if isinstance(server, StdioMcpServer):
+        table = {"command": server.command, "args": list(server.args)}
+        if server.env:
+            env.update(server.env)
+            table["env_vars"] = sorted(server.env)
+        if server.cwd is not None:
+            table["cwd"] = str(server.cwd)
+    elif isinstance(server, HttpMcpServer):
+        table = {"url": server.url}
+        if server.headers:
+            names = {}
+            for index, (header, value) in enumerate(sorted(server.headers.items())):
+                name = f"UNIFIED_MCP_{number}_{index}_TOKEN"
+                env[name] = value
+                names[header] = name
+            table["env_http_headers"] = names
+    else:
+        raise ConfigurationError(
+            f"MCP server {server.name!r} uses the SSE transport, which Codex does not speak",
+            hint="give it as an http (streamable HTTP) or stdio server",
+        )
+    table["startup_timeout_sec"] = max(1, round(server.timeout_s))
+    # Every MCP tool asks, so the caller decides every call that can change anything.
+    table["default_tools_approval_mode"] = "prompt"
+    return table
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """Everything one run's process needs: the binary, the home, the argv overrides, the environment."""
+
+    binary: Path
+    home: Path
+    env: dict[str, str]
+    overrides: tuple[tuple[str, Any], ...]
+    auth: str
+    """How the run authenticates: `api_key` (an OpenAI key), `base_url` (a key and a custom base URL),
+    `chatgpt` (the user's ChatGPT login), for `doctor`'s and the errors' words."""
+    base_url: str | None
+    chatgpt: ChatgptLogin | None = None
+    mcp_names: tuple[str, ...] = field(default=())
+
+    @classmethod
+    def of(cls, params: ExecuteParams, options: CodexOptions, parent: Mapping[str, str] | None = None) -> Launch:
+        source = dict(os.environ if parent is None else parent)
+        home = codex_home(options, source)
+        user_home = user_codex_home(source).expanduser()
+        with contextlib.suppress(OSError):
+            if home == user_home.resolve():
+                raise ConfigurationError(
+                    f"the codex backend's home {home} is your own Codex home",
+                    hint="unified runs Codex in a home of its own: point codex_home / UNIFIED_CODEX_HOME elsewhere",
+                )
+        extra = dict(options.env)
+        key = options.api_key or source.get("OPENAI_API_KEY") or None
+        base_url = options.base_url or source.get("OPENAI_BASE_URL") or None
+        overrides: list[tuple[str, Any]] = []
+        chatgpt = None
+        if key is not None:
+            extra["OPENAI_API_KEY"] = key
+            provider = {
+                "name": PROVIDER,
+                "base_url": (base_url or DEFAULT_BASE_URL).rstrip("/"),
+                "wire_api": "responses",
+                "env_key": "OPENAI_API_KEY",
+                "request_max_retries": 0,
+                "stream_max_retries": 0,
+                "stream_idle_timeout_ms": round(options.stream_idle_timeout_s * 1000),
+            }
+            overrides += [("model_provider", PROVIDER), (f"model_providers.{PROVIDER}", provider)]
+            auth = "base_url" if base_url else "api_key"
+        elif base_url:
+            raise ConfigurationError(
+                "OPENAI_BASE_URL is set but OPENAI_API_KEY is not: a custom base URL needs a key",
+                hint="set OPENAI_API_KEY to the key that server expects, or unset OPENAI_BASE_URL",
+            )
+        else:
+            chatgpt = chatgpt_login(source)
+            if chatgpt is None:
+                raise BackendUnavailable(
+                    "the codex backend has no credentials: no OPENAI_API_KEY and no ChatGPT login in "
+                    f"{user_home / 'auth.json'}",
+                    hint="set OPENAI_API_KEY (and OPENAI_BASE_URL for another server), or run `codex login`",
+                )
+            overrides.append(("model_provider", "openai"))
+            if options.chatgpt_base_url:
+                overrides.append(("chatgpt_base_url", options.chatgpt_base_url))
+            auth = "chatgpt"
+        if params.model:
+            overrides.append(("model", params.model))
+        thinking = params.thinking
+        if thinking is not None:
+            if thinking.level is not None:
+                overrides.append(("model_reasoning_effort", thinking.level))
+            overrides.append(("model_reasoning_summary", "detailed" if thinking.include_thoughts else "none"))
+        names = []
+        for number, server in enumerate(params.mcp_servers):
+            if not server.name.replace("-", "_").replace("_", "").isalnum():
+                raise ConfigurationError(
+                    f"MCP server name {server.name!r} cannot be a Codex config key", hint="use letters, digits, - and _"
+                )
+            overrides.append((f"mcp_servers.{server.name}", _mcp_table(server, number, extra)))
+            names.append(server.name)
+        env = child_env(ENV_POLICY, extra=extra, parent=source)
+        env["CODEX_HOME"] = str(home)
+        binary = (
+            STAND_IN_BINARY
+            if options.start_process is not None
+            else native_binary(locate(CODEX, options.codex_binary, source).path)
+        )
+        return cls(
+            binary=binary,
+            home=home,
+            env=env,
+            overrides=tuple(overrides),
+            auth=auth,
+            base_url=base_url,
+            chatgpt=chatgpt,
+            mcp_names=tuple(names),
+        )
+
+    @property
+    def provider_id(self) -> str:
+        """The model provider's id in Codex's config (what its rollouts record)."""
+        return "openai" if self.auth == "chatgpt" else PROVIDER
+
+    def argv(self) -> list[str]:
+        argv = [str(self.binary), "app-server", "--strict-config"]
+        for key, value in self.overrides:
+            argv += ["-c", f"{key}={toml_value(value)}"]
+        return argv
+
+
+def start_codex(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> AgentSubprocess:
+    """The default `start_process`: the `codex app-server` subprocess (a large line limit: a resumed
+    thread's answer carries its history)."""
+    return AgentSubprocess(argv, cwd=cwd, env=env, hint=CODEX.install_hint)

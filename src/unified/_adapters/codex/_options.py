@@ -1,0 +1,74 @@
+"""The codex backend's `backend_options`, as one typed model (see docs/backends/codex.md).
+
+Parsed when the backend is created: a misspelt key or a wrong type is a `ConfigurationError` naming
+the key and the known ones before any process starts. Free of the adapter's run code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from unified._binary.process import ProcessStarter
+from unified._exports import publish
+from unified._internal.options import parse_options
+from unified.types import BackendOptions
+
+__all__ = ["BACKEND", "CodexOptions", "codex_options"]
+
+BACKEND = "codex"
+
+
+class CodexOptions(BackendOptions):
+    """Every option the codex backend reads; all optional."""
+
+    codex_binary: Path | None = None
+    """The `codex` executable: the npm launcher or the native binary (else `UNIFIED_CODEX_BIN`, the
+    project's `.codex-cli/`, what `unified install codex` installed, `PATH`)."""
+    codex_home: Path | None = None
+    """The CODEX_HOME unified runs Codex in (else `UNIFIED_CODEX_HOME`, else `<unified data dir>/codex`):
+    its sessions, its config.toml. Never your own `~/.codex`."""
+    base_url: str | None = None
+    """The OpenAI Responses API base URL, ending in `/v1` (else `OPENAI_BASE_URL`, else the OpenAI API)."""
+    api_key: str | None = Field(default=None, repr=False)
+    """The API key (else `OPENAI_API_KEY`; else a ChatGPT login in your Codex home's auth.json)."""
+    chatgpt_base_url: str | None = None
+    """Where a ChatGPT login's requests go (Codex's `chatgpt_base_url`; default ChatGPT's own): a proxy's,
+    or a test server's."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Extra environment variables for the app-server (and, minus anything secret-looking, its commands)."""
+    provider_timeout_s: float = Field(default=60.0, gt=0)
+    """How long the provider may stay unreachable (Codex retries forever) before the turn is interrupted."""
+    stream_idle_timeout_s: float = Field(default=120.0, gt=0)
+    """Codex's own limit on silence inside one model stream (`stream_idle_timeout_ms`)."""
+    transcript: list[dict[str, Any]] | None = None
+    """A list that receives every JSON-RPC message both ways (`{"dir": "send"|"recv", "msg"}`): what
+    `unified record` writes as a cassette; the caller's own list."""
+    start_process: ProcessStarter | None = None
+    """Starts the app-server instead of the binary (tests pass a `unified.testing.FakeAgentProcess`
+    starter); the binary is then not looked up."""
+
+    @field_validator("transcript", mode="plain")
+    @classmethod
+    def _same_list(cls, value: object) -> list[dict[str, Any]] | None:
+        if value is not None and not isinstance(value, list):
+            raise ValueError(f"must be a list, not {type(value).__name__}")
+        return value
+
+    @field_validator("start_process", mode="plain")
+    @classmethod
+    def _callable(cls, value: object) -> ProcessStarter | None:
+        if value is not None and not callable(value):
+            raise ValueError(f"must be callable (argv, cwd, env) -> AgentProcess, not {type(value).__name__}")
+        return value
+
+
+def codex_options(raw: Mapping[str, object] | BackendOptions) -> CodexOptions:
+    """`raw` as `CodexOptions`, or a `ConfigurationError` naming each bad key and the known ones."""
+    return parse_options(CodexOptions, raw, BACKEND)
+
+
+publish("unified", ["CodexOptions"], globals())

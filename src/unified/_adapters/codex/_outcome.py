@@ -1,0 +1,93 @@
+"""How a Codex turn failed, as a typed error with the registry's code; pure.
+
+Codex reports a failed turn as `turn/completed {status: "failed", error: TurnError}` (after an
+`error` notification with the same `TurnError`): `message`, `codexErrorInfo` (a string or a
+one-key object, e.g. `{"responseTooManyFailedAttempts": {"httpStatusCode": 429}}`) and
+`additionalDetails`. Measured on 0.171 with retries off (docs/backends/codex.md, "Errors"):
+
+| codexErrorInfo | code |
+|---|---|
+| `usageLimitExceeded` (429 `insufficient_quota`), `rateLimitExceeded`, `...{429}` | `rate_limited` |
+| `unauthorized`, `httpConnectionFailed{401 or 403}`, a 401/403 status anywhere | `auth_error` |
+| `httpConnectionFailed{404}` / `...{400}` (no such model, a bad request) | `model_not_found` / `bad_request` |
+| `contextWindowExceeded` | `bad_request` |
+| `internalServerError`, `serverOverloaded`, a 5xx status | `backend_error`, retryable |
+| `responseStreamDisconnected`, `other` with "stream disconnected" | `stream_interrupted`, retryable |
+| anything else | `backend_error` |
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from unified.errors import AuthError, BackendError, RateLimited, UnifiedError
+
+__all__ = ["error_from_exit", "error_from_turn_error", "status_of"]
+
+_RETRY_IN = re.compile(r"try again in ([0-9.]+)\s*(ms|s)\b", re.IGNORECASE)
+
+
+def status_of(info: object) -> int | None:
+    """The HTTP status a `codexErrorInfo` object carries, if any."""
+    if isinstance(info, dict):
+        for value in info.values():
+            if isinstance(value, dict) and isinstance(value.get("httpStatusCode"), int):
+                return int(value["httpStatusCode"])
+    return None
+
+
+def _kind(info: object) -> str:
+    if isinstance(info, str):
+        return info
+    if isinstance(info, dict) and info:
+        return str(next(iter(info)))
+    return "other"
+
+
+def error_from_turn_error(error: dict[str, Any] | None, *, where: str) -> UnifiedError:
+    """The typed error of a failed turn; `where` names the provider for the message."""
+    error = error or {}
+    message = str(error.get("message") or "the turn failed")
+    details = error.get("additionalDetails")
+    info = error.get("codexErrorInfo")
+    kind = _kind(info)
+    status = status_of(info)
+    text = f"{message} ({details})" if isinstance(details, str) and details and details not in message else message
+    extra: dict[str, Any] = {"codex_error_info": info, "provider": where}
+    if status is not None:
+        extra["status"] = status
+    if kind in ("usageLimitExceeded", "rateLimitExceeded") or status == 429:
+        retry = _RETRY_IN.search(text)
+        if retry is not None:
+            seconds = float(retry[1]) / (1000 if retry[2].lower() == "ms" else 1)
+            extra["retry_after_s"] = seconds
+        quota = kind == "usageLimitExceeded"
+        return RateLimited(
+            f"{where}: {text}",
+            hint="check the plan and billing of this key" if quota else "wait and run again",
+            retryable=not quota,
+            details=extra,
+        )
+    if kind == "unauthorized" or status in (401, 403):
+        return AuthError(f"{where} refused the credentials: {text}", hint="check OPENAI_API_KEY", details=extra)
+    if status == 404:
+        return BackendError(f"{where}: {text}", code="model_not_found", hint="check the model name", details=extra)
+    if status == 400 or kind == "contextWindowExceeded":
+        return BackendError(f"{where}: {text}", code="bad_request", details=extra)
+    if kind in ("internalServerError", "serverOverloaded") or (status is not None and status >= 500):
+        return BackendError(
+            f"{where}: {text}", retryable=True, hint="the server had a problem; run again", details=extra
+        )
+    if kind == "responseStreamDisconnected" or "stream disconnected" in text:
+        return BackendError(f"{where}: {text}", code="stream_interrupted", retryable=True, details=extra)
+    return BackendError(f"codex: {text}", details=extra)
+
+
+def error_from_exit(code: int | None, stderr: str, what: str) -> UnifiedError:
+    """The app-server ended (or never answered): what its exit status and stderr say."""
+    tail = stderr.strip()
+    last = next((line for line in reversed(tail.splitlines()) if line.strip()), "")
+    status = "still running" if code is None else f"exit status {code}"
+    message = f"{what} ({status})" + (f": {last}" if last else "")
+    return BackendError(message, details={"exit_code": code, "stderr_tail": tail[-4000:]})

@@ -1,0 +1,125 @@
+"""Every process the app-server started, found and ended: Codex runs each command in a session of its own.
+
+`codex app-server` starts each command with `setsid` (VERIFIED on 0.171), so a command is not in the
+app-server's process group: ending that group does not end it. A polite end (SIGTERM, closed stdin)
+makes Codex kill its commands itself; a SIGKILL, a crash or `turn/interrupt` (which leaves the
+command running) does not. So the run's processes are found two ways, and whatever of them outlives
+the app-server is killed, with its process group:
+
+- every process of the run carries a marker in its environment (`MARKER`, a value per run, which
+  commands inherit): on Linux `/proc/<pid>/environ` finds them even once orphaned (`marked`);
+- the app-server's descendants, remembered while it lives (pid and start time, which tells a reused
+  pid apart): `descendants`, from `/proc` or, elsewhere, `ps`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+
+__all__ = ["MARKER", "Process", "alive", "descendants", "end_all", "marked"]
+
+MARKER = "UNIFIED_CODEX_RUN"
+"""The environment variable that marks a run's processes."""
+
+Process = tuple[int, str]
+"""(pid, start time): the start time tells a process apart from a later one that reuses its pid."""
+_PROC = Path("/proc")
+
+
+def _stat(pid: int) -> tuple[int, str] | None:
+    """(parent pid, start time) of a live process; None when it is gone."""
+    try:
+        text = (_PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    fields = text.rsplit(")", 1)[-1].split()
+    if len(fields) < 20 or fields[0] == "Z":
+        return None  # a zombie has ended
+    return int(fields[1]), fields[19]
+
+
+def _table() -> dict[int, tuple[int, str]]:
+    """pid → (parent pid, start time) of every process."""
+    if _PROC.is_dir():
+        table = {}
+        for entry in _PROC.iterdir():
+            if entry.name.isdigit() and (found := _stat(int(entry.name))) is not None:
+                table[int(entry.name)] = found
+        return table
+    try:
+        done = subprocess.run(
+            ["ps", "-A", "-o", "pid=,ppid=,lstart="], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    table = {}
+    for line in done.stdout.splitlines():
+        parts = line.split(None, 2)
+        if len(parts) == 3 and parts[0].isdigit() and parts[1].isdigit():
+            table[int(parts[0])] = (int(parts[1]), parts[2].strip())
+    return table
+
+
+def descendants(pid: int) -> list[Process]:
+    """Every live process below `pid` (children, their children, ...)."""
+    table = _table()
+    children: dict[int, list[int]] = {}
+    for child, (parent, _) in table.items():
+        children.setdefault(parent, []).append(child)
+    found: list[Process] = []
+    stack = list(children.get(pid, []))
+    while stack:
+        child = stack.pop()
+        found.append((child, table[child][1]))
+        stack += children.get(child, [])
+    return found
+
+
+def marked(value: str) -> list[Process]:
+    """Every live process whose environment says `MARKER=value` (Linux; elsewhere none are found)."""
+    if not _PROC.is_dir():
+        return []
+    needle = f"{MARKER}={value}".encode()
+    found: list[Process] = []
+    own = os.getpid()
+    for entry in _PROC.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == own:
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0") and (stat := _stat(int(entry.name))) is not None:
+            found.append((int(entry.name), stat[1]))
+    return found
+
+
+def alive(process: Process) -> bool:
+    """Whether this very process (not a later one with its pid) still runs."""
+    pid, started = process
+    if _PROC.is_dir():
+        found = _stat(pid)
+        return found is not None and found[1] == started
+    return _table().get(pid, (0, ""))[1] == started
+
+
+def end_all(processes: Iterable[Process]) -> list[int]:
+    """SIGKILL each one still alive, and its process group; returns the pids that were still alive."""
+    killed = []
+    for process in processes:
+        if not alive(process):
+            continue
+        pid = process[0]
+        killed.append(pid)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            group = os.getpgid(pid)
+            if group == pid:
+                os.killpg(group, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    return killed

@@ -1,0 +1,463 @@
+"""One run: a `codex app-server` process, one thread (new or resumed), one turn, and the end of it all.
+
+The process is the run's own (about 0.25 s to start, like `codex exec`), started in the run's cwd
+with `Launch`'s argv and environment; the JSON-RPC connection routes every message of it to the
+run (Codex sends no `"jsonrpc"` field). The steps:
+
+1. `initialize` (with `experimentalApi`, for `thread/backgroundTerminals/clean`), `initialized`;
+2. `thread/start {cwd, approvalPolicy: "untrusted", sandbox: "read-only", ...}` or, for a resume,
+   `thread/resume {threadId}` of the thread the short id resolved to (before the process started: a
+   reference that matches nothing never reaches Codex, which would not start a thread for it anyway);
+3. `turn/start` with the prompt (and images as data URLs), then the notifications through
+   `AppServerTranslator` and the requests through `ApprovalBridge` until the main thread's turn has
+   ended and every subagent it spawned has finished its turn.
+
+Deadlines: an unreachable provider makes Codex retry forever (`error {willRetry: true}` every few
+seconds), so after `provider_timeout_s` without progress the turn is interrupted and the run fails
+(retryable). Cancellation (and a stop answer) interrupts the turn (`turn/interrupt`), cleans up its
+background terminals, and ends the process. Ending the process ends the commands Codex started too,
+which run in sessions of their own: they are found before and killed after (`_processes`).
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+import unified
+from unified._adapters.codex._approvals import ApprovalBridge
+from unified._adapters.codex._launch import Launch, prepare_home, start_codex
+from unified._adapters.codex._options import BACKEND, CodexOptions
+from unified._adapters.codex._outcome import error_from_exit, error_from_turn_error
+from unified._adapters.codex._processes import MARKER, descendants, end_all, marked
+from unified._adapters.codex._rollouts import codex_short_id
+from unified._adapters.codex._translate import AppServerTranslator, ModelResponse, Retrying, TurnEnded
+from unified._binary.jsonrpc import ConnectionClosed, Inbox, JsonRpcConnection, LineProblem, RpcError, as_dict
+from unified.backends import AgentProcess, RunContext, RunOutcome
+from unified.conversations import Origin
+from unified.errors import BackendError, BackendUnavailable, ConfigurationError, RunStopped, SessionNotFound
+from unified.events import SessionStarted, Usage, WarningEvent
+from unified.types import ImageInput
+
+__all__ = ["CodexRun", "Opening", "user_input"]
+
+ROUTE = "run"
+HANDSHAKE_TIMEOUT_S = 60.0
+"""A hang guard for `initialize` and the thread's opening (they answer in well under a second)."""
+INTERRUPT_GRACE_S = 5.0
+"""How long an interrupted turn may take to end before the process is ended regardless."""
+EXIT_GRACE_S = 2.0
+PARENT_GRACE_S = 2.0
+"""How long the parent may take to start its turn about finished subagents before the run ends."""
+WATCH_S = 0.5
+"""How often the app-server's descendants are looked up while a turn runs."""
+SANDBOX = "danger-full-access"
+"""Under `untrusted` Codex asks before every command and patch in every sandbox mode, but in a sandbox
+it runs an approved command confined first and, only if that fails, again outside it (so a command
+could run twice, or half-work: a write fails silently while the rest goes on). Without a sandbox
+an approved call runs once, as approved; nothing unapproved runs at all."""
+OPT_OUT = ["account/rateLimits/updated", "remoteControl/status/changed"]
+_SILENT = frozenset({"error", "thread/status/changed", "account/rateLimits/updated", "serverRequest/resolved"})
+"""Notifications that are no sign of progress (a retry, a status flag)."""
+
+
+def user_input(text: str, images: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """A turn's `UserInput` items: the text, then each image as a data URL."""
+    items: list[dict[str, Any]] = []
+    if text:
+        items.append({"type": "text", "text": text, "text_elements": []})
+    for image in images:
+        data = base64.b64encode(image.data).decode()
+        items.append({"type": "image", "url": f"data:{image.mime_type};base64,{data}"})
+    return items
+
+
+class Opening:
+    """How the run's thread is opened: `thread/start`, or `thread/resume` of an existing thread."""
+
+    def __init__(
+        self,
+        thread_id: str | None = None,
+        *,
+        resumed: bool = False,
+        prompt: str | None = None,
+        images: tuple[ImageInput, ...] = (),
+        continued_from: Origin | None = None,
+    ) -> None:
+        self.thread_id = thread_id
+        self.resumed = resumed
+        self.prompt = prompt
+        """The turn's text when it is not the run's prompt (a retry answers the last user turn again)."""
+        self.images = images
+        """With `prompt`: that turn's images."""
+        self.continued_from = continued_from
+
+
+class CodexRun:
+    """One run on its own app-server process (see the module docstring)."""
+
+    def __init__(self, launch: Launch, options: CodexOptions, ctx: RunContext, opening: Opening) -> None:
+        self.launch = launch
+        self.options = options
+        self.ctx = ctx
+        self.params = ctx.params
+        self.opening = opening
+        self.process: AgentProcess | None = None
+        self.connection: JsonRpcConnection | None = None
+        self.inbox = Inbox()
+        self.translator: AppServerTranslator | None = None
+        self.thread_id: str | None = None
+        self.turn_id: str | None = None
+        self.turn_ended = False
+        self._stuck_since: float | None = None
+        self._last_retry: Retrying | None = None
+        self._responses = 0
+        self._pending: deque[dict[str, Any] | LineProblem] = deque()
+        """Messages read while waiting for something else (MCP start-up), handled first."""
+        self._grace_until: float | None = None
+        self._marker = secrets.token_hex(8)
+        self._remembered: dict[int, str] = {}
+        """Every process the app-server started that was seen alive: pid → start time."""
+
+    @property
+    def where(self) -> str:
+        if self.launch.auth == "chatgpt":
+            return "ChatGPT (Codex login)"
+        return f"the model provider at {self.launch.base_url or 'api.openai.com'}"
+
+    async def run(self) -> RunOutcome:
+        cwd = self.params.cwd.expanduser().resolve()
+        if not cwd.is_dir():
+            raise ConfigurationError(f"cwd {cwd} is not a directory", hint="pass an existing working directory")
+        await anyio.to_thread.run_sync(prepare_home, self.launch.home)
+        login = self.launch.chatgpt
+        original = await anyio.to_thread.run_sync(login.copy_in, self.launch.home) if login is not None else None
+        start = self.options.start_process or start_codex
+        try:
+            self.process = start(self.launch.argv(), cwd, {**self.launch.env, MARKER: self._marker})
+            connection = JsonRpcConnection(
+                self.process, name="codex app-server", route=lambda m: ROUTE, jsonrpc_field=False
+            )
+            self.connection = connection
+            self.inbox = connection.open_inbox(ROUTE)
+            transcript = self.options.transcript
+            if transcript is not None:
+                connection.observer = lambda direction, message: transcript.append({"dir": direction, "msg": message})
+            try:
+                await self._handshake()
+                await self._open(cwd)
+                return await self._watched(self._turn)
+            except ConnectionClosed as exc:
+                process = self.process
+                code = await process.wait(EXIT_GRACE_S)
+                raise error_from_exit(
+                    code, process.stderr_tail(), f"codex app-server exited during the run ({exc})"
+                ) from exc
+            except RunStopped:
+                with anyio.CancelScope(shield=True):
+                    await self._stop_turn()
+                raise
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):
+                    await self._stop_turn()
+                raise
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._close()
+                if login is not None and original is not None:
+                    await anyio.to_thread.run_sync(login.copy_back, self.launch.home, original)
+
+    # --- the processes it starts --------------------------------------------------------------------
+
+    async def _watched(self, step: Callable[[], Awaitable[RunOutcome]]) -> RunOutcome:
+        """Run `step` while remembering, every `WATCH_S`, the processes the app-server has started: if it
+        dies (SIGKILL, a crash), its commands outlive it, and `_close` kills what was remembered."""
+        outcome: RunOutcome | None = None
+
+        async def watch() -> None:
+            while True:
+                await anyio.sleep(WATCH_S)
+                await self._remember()
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watch)
+                outcome = await step()
+                tg.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            raise group.exceptions[0] from None
+        assert outcome is not None
+        return outcome
+
+    async def _remember(self) -> None:
+        process = self.process
+        if process is not None and process.pid is not None and process.returncode is None:
+            found = await anyio.to_thread.run_sync(descendants, process.pid)
+            self._remembered.update(found)
+
+    # --- the steps ----------------------------------------------------------------------------------
+
+    async def _request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        assert self.connection is not None
+        with anyio.fail_after(HANDSHAKE_TIMEOUT_S):
+            return await self.connection.request(method, params)
+
+    async def _handshake(self) -> None:
+        assert self.connection is not None
+        try:
+            await self._request(
+                "initialize",
+                {
+                    "clientInfo": {"name": "unified", "title": "unified", "version": unified.__version__},
+                    "capabilities": {"experimentalApi": True, "optOutNotificationMethods": OPT_OUT},
+                },
+            )
+        except TimeoutError:
+            process = self.process
+            assert process is not None
+            raise error_from_exit(
+                process.returncode, process.stderr_tail(), "codex app-server did not answer initialize"
+            ) from None
+        except RpcError as exc:
+            raise BackendUnavailable(f"codex app-server refused initialize: {exc.message}") from exc
+        await self.connection.notify("initialized", {})
+
+    async def _open(self, cwd: Path) -> None:
+        params: dict[str, Any] = {"approvalPolicy": "untrusted", "sandbox": SANDBOX}
+        if self.params.model:
+            params["model"] = self.params.model
+        if self.params.system_instruction is not None:
+            params["baseInstructions"] = self.params.system_instruction
+        opening = self.opening
+        try:
+            if opening.thread_id is None:
+                answer = await self._request("thread/start", {**params, "cwd": str(cwd)})
+            else:
+                answer = await self._request(
+                    "thread/resume", {**params, "threadId": opening.thread_id, "excludeTurns": True}
+                )
+        except TimeoutError:
+            raise BackendError("codex app-server did not open the thread in time", retryable=True) from None
+        except RpcError as exc:
+            if opening.thread_id is not None and (
+                "no rollout found" in exc.message or "invalid session id" in exc.message
+            ):
+                raise SessionNotFound(
+                    f"Codex has no thread {opening.thread_id} in {self.launch.home}: {exc.message}",
+                    hint="run `unified sessions list --backend codex`",
+                ) from exc
+            raise BackendError(f"codex app-server could not open the thread: {exc.message}") from exc
+        thread = as_dict(answer.get("thread"))
+        thread_id = str(thread.get("id") or opening.thread_id or "")
+        if not thread_id:
+            raise BackendError("codex app-server opened a thread without an id")
+        self.thread_id = thread_id
+        where = str(thread.get("cwd") or answer.get("cwd") or cwd)
+        self.translator = AppServerTranslator(main_thread=thread_id, cwd=where)
+        await self.ctx.emit(
+            SessionStarted(
+                backend=BACKEND,
+                model=str(answer.get("model") or self.params.model or "") or None,
+                short_id=codex_short_id(thread_id),
+                resumed=opening.resumed,
+                cwd=where,
+                transport="app-server",
+                session_id=thread_id,
+            )
+        )
+
+    async def _mcp_startup(self) -> None:
+        """Wait until each MCP server of the run is ready (or has failed): Codex resolves a call to an MCP tool
+        only once its server is up, so a turn started earlier could not use them. Other messages wait."""
+        names = set(self.launch.mcp_names)
+        if not names:
+            return
+        limit = max((server.timeout_s for server in self.params.mcp_servers), default=30.0) + 5.0
+        with anyio.move_on_after(limit):
+            while names:
+                assert self.connection is not None
+                message = await self.connection.receive(self.inbox)
+                params = as_dict(message.get("params")) if isinstance(message, dict) else {}
+                if not isinstance(message, dict) or message.get("method") != "mcpServer/startupStatus/updated":
+                    self._pending.append(message)
+                    continue
+                name, status = str(params.get("name")), str(params.get("status"))
+                if name not in names or status == "starting":
+                    continue
+                names.discard(name)
+                if status != "ready":
+                    why = params.get("failureReason") or params.get("error") or status
+                    await self.ctx.emit(
+                        WarningEvent(code="mcp_unavailable", message=f"MCP server {name!r} did not start: {why}")
+                    )
+        for name in sorted(names):
+            await self.ctx.emit(
+                WarningEvent(code="mcp_unavailable", message=f"MCP server {name!r} did not start within {limit:g} s")
+            )
+
+    async def _turn(self) -> RunOutcome:
+        assert self.connection is not None
+        assert self.translator is not None
+        assert self.thread_id is not None
+        translator = self.translator
+        await self._mcp_startup()
+        text = self.opening.prompt if self.opening.prompt is not None else self.params.prompt
+        items = user_input(text, self.params.images if self.opening.prompt is None else self.opening.images)
+        try:
+            answer = await self._request("turn/start", {"threadId": self.thread_id, "input": items})
+        except TimeoutError:
+            raise BackendError("codex app-server did not start the turn in time", retryable=True) from None
+        except RpcError as exc:
+            raise BackendError(f"codex app-server could not start the turn: {exc.message}") from exc
+        self.turn_id = str(as_dict(answer.get("turn")).get("id") or "")
+        translator.start_turn(self.turn_id)
+        bridge = ApprovalBridge(self.ctx, self.connection, translator)
+        main_end: TurnEnded | None = None
+        while main_end is None or translator.children_running() or self._grace_until is not None:
+            message = await self._next()
+            if message is None:
+                if self._grace_until is not None and time.monotonic() >= self._grace_until:
+                    break  # the parent stayed idle after its subagents finished: the run is done
+                continue
+            if "method" not in message:
+                continue  # an answer nobody waits for
+            method = str(message["method"])
+            if "id" in message:
+                await bridge.answer(message)
+                continue
+            if method not in _SILENT:
+                self._stuck_since = None
+            params = as_dict(message.get("params"))
+            if method == "turn/started" and params.get("threadId") == self.thread_id and main_end is not None:
+                # Codex tells the parent that its subagents finished by a turn of its own: follow it too.
+                self.turn_id = str(as_dict(params.get("turn")).get("id") or "")
+                translator.start_turn(self.turn_id)
+                main_end, self.turn_ended, self._grace_until = None, False, None
+                continue
+            for item in translator.notification(method, params):
+                if isinstance(item, ModelResponse):
+                    if item.task_id is None:
+                        self._responses += 1
+                        await self.ctx.end_turn(item.usage)
+                elif isinstance(item, Retrying):
+                    await self._retrying(item)
+                elif isinstance(item, TurnEnded):
+                    if item.task_id is None:
+                        main_end = item
+                        self.turn_ended = True
+                    children = translator.children_running()
+                    if main_end is not None and not children and translator.spawned:
+                        self._grace_until = time.monotonic() + PARENT_GRACE_S
+                else:
+                    item.native = self.ctx.native(message)
+                    await self.ctx.emit(item)
+        if self._responses == 0:
+            await self.ctx.end_turn(Usage())  # nothing reported: the guard estimates from the text, flagged
+        short = codex_short_id(self.thread_id)
+        assert main_end is not None
+        if main_end.status == "completed":
+            return RunOutcome(short_id=short)
+        if main_end.status == "interrupted":
+            return RunOutcome(status="interrupted", short_id=short)
+        raise error_from_turn_error(main_end.error, where=self.where)
+
+    async def _next(self) -> dict[str, Any] | None:
+        """The next message for the run; None when there is none to act on (a bad line, or a deadline: the
+        provider's, which interrupts the turn and fails the run, or the parent's grace, which ends it)."""
+        assert self.connection is not None
+        if self._pending:
+            pending = self._pending.popleft()
+            return await self._usable(pending)
+        deadlines = []
+        if self._stuck_since is not None:
+            deadlines.append(self.options.provider_timeout_s - (time.monotonic() - self._stuck_since))
+        if self._grace_until is not None:
+            deadlines.append(self._grace_until - time.monotonic())
+        message: dict[str, Any] | LineProblem | None = None
+        with anyio.move_on_after(max(min(deadlines), 0.0) if deadlines else None):
+            message = await self.connection.receive(self.inbox)
+        if message is None:
+            if (
+                self._stuck_since is not None
+                and time.monotonic() - self._stuck_since >= self.options.provider_timeout_s
+            ):
+                await self._provider_down()
+            return None
+        return await self._usable(message)
+
+    async def _usable(self, message: dict[str, Any] | LineProblem) -> dict[str, Any] | None:
+        if isinstance(message, LineProblem):
+            await self.ctx.emit(WarningEvent(code="malformed_line", message=message.text))
+            return None
+        return message
+
+    async def _retrying(self, item: Retrying) -> None:
+        if self._stuck_since is None:
+            self._stuck_since = time.monotonic()
+        self._last_retry = item
+        detail = f" ({item.details})" if item.details else ""
+        await self.ctx.emit(WarningEvent(code="retrying", message=f"codex: {item.message}{detail}"))
+
+    async def _provider_down(self) -> None:
+        retry = self._last_retry
+        said = f": {retry.message}" + (f" ({retry.details})" if retry and retry.details else "") if retry else ""
+        await self._stop_turn()
+        raise BackendError(
+            f"{self.where} did not answer for {self.options.provider_timeout_s:g} s; Codex kept retrying{said}",
+            hint="check that the server is up and OPENAI_BASE_URL points at it (backend_options.provider_timeout_s "
+            "sets this limit)",
+            retryable=True,
+        )
+
+    # --- the end ------------------------------------------------------------------------------------
+
+    async def _stop_turn(self) -> None:
+        """Interrupt the turn if it still runs, wait briefly for its end, clean up its background terminals."""
+        connection = self.connection
+        if connection is None or connection.closed or self.thread_id is None or not self.turn_id or self.turn_ended:
+            return
+        try:
+            with anyio.move_on_after(INTERRUPT_GRACE_S):
+                await connection.start_request("turn/interrupt", {"threadId": self.thread_id, "turnId": self.turn_id})
+                while not self.turn_ended:
+                    message = await connection.receive(self.inbox)
+                    if isinstance(message, LineProblem) or "method" not in message:
+                        continue
+                    if "id" in message:  # an approval still pending: refuse it
+                        await connection.respond_error(message["id"], -32000, "the run was stopped")
+                        continue
+                    params = as_dict(message.get("params"))
+                    turn = as_dict(params.get("turn"))
+                    if (
+                        message["method"] == "turn/completed"
+                        and params.get("threadId") == self.thread_id
+                        and turn.get("id") == self.turn_id
+                    ):
+                        self.turn_ended = True
+            threads = [self.thread_id, *(self.translator.children_running() if self.translator else [])]
+            with anyio.move_on_after(INTERRUPT_GRACE_S):
+                for thread in threads:
+                    request = await connection.start_request("thread/backgroundTerminals/clean", {"threadId": thread})
+                    connection.forget(request)
+        except ConnectionClosed:
+            pass
+
+    async def _close(self) -> None:
+        """End the process and every process it started (see the module docstring)."""
+        process = self.process
+        if process is None:
+            return
+        await self._remember()
+        if self.connection is not None:
+            self.connection.closed = True
+        await process.close()
+        self._remembered.update(await anyio.to_thread.run_sync(marked, self._marker))
+        if self._remembered:
+            await anyio.to_thread.run_sync(end_all, list(self._remembered.items()))

@@ -1,0 +1,529 @@
+"""Codex app-server notifications → UnifiedEvents; pure (no I/O, no clock), so it is tested line by line.
+
+One `AppServerTranslator` per run follows the run's main thread and the subagent threads it spawns
+(`collabAgentToolCall` items name them; their notifications arrive on the same connection with their
+own `threadId`). It returns events to emit and a few markers the run acts on:
+
+- `ModelResponse`: a model response of some thread finished (`thread/tokenUsage/updated`, whose
+  `last` is that response's usage): the main thread's ends a turn, a subagent's adds to its usage;
+- `TurnEnded`: a thread's turn ended (`turn/completed`), with its status and error;
+- `Retrying`: Codex is retrying the provider (`error` with `willRetry`), which may last forever.
+
+Mapping: message deltas → `text_delta`; reasoning summary deltas → `thinking(replace=False)` (each
+summary part after the first starts on a new paragraph); `commandExecution`, `fileChange`,
+`mcpToolCall`, `collabAgentToolCall`, ... items → `tool_use` at `item/started` and `tool_result` at
+`item/completed` (`tool_call_of` and `tool_result_of` say with what); a call no approval request
+asked about gets `permission_decision(allow, decided_by=backend)` before its result; a spawn's child
+becomes a `subagent_started` (task id = the child's thread id) and its turn's end `subagent_completed`.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from unified._binary.jsonrpc import as_dict
+from unified.events import (
+    JsonValue,
+    PermissionDecision,
+    SubagentCompleted,
+    SubagentStarted,
+    TextDelta,
+    Thinking,
+    ToolProgress,
+    ToolResult,
+    ToolUse,
+    UnifiedEvent,
+    Usage,
+    WarningEvent,
+)
+
+__all__ = [
+    "TOOL_ITEMS",
+    "AppServerTranslator",
+    "Item",
+    "ModelResponse",
+    "Retrying",
+    "TurnEnded",
+    "tool_call_of",
+    "tool_result_of",
+    "unwrap_shell",
+    "usage_from_breakdown",
+]
+
+TOOL_ITEMS = frozenset(
+    {
+        "commandExecution",
+        "fileChange",
+        "mcpToolCall",
+        "collabAgentToolCall",
+        "webSearch",
+        "imageView",
+        "dynamicToolCall",
+    }
+)
+SERVER_SIDE_ITEMS = frozenset({"webSearch"})
+"""Tools the provider runs (OpenAI's hosted web search): no client-side decision."""
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
+_COLLAB_NAMES = {
+    "spawnAgent": "spawn_agent",
+    "sendInput": "send_input",
+    "resumeAgent": "resume_agent",
+    "wait": "wait_agent",
+    "closeAgent": "close_agent",
+}
+_BUBBLEWRAP = "could not find bubblewrap"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    """One model response of a thread finished; `usage` is what it cost."""
+
+    usage: Usage
+    task_id: str | None
+    """The subagent's task id (its thread id), or None for the main thread."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnded:
+    """A thread's turn ended."""
+
+    task_id: str | None
+    status: str
+    """`completed`, `failed` or `interrupted`."""
+    error: dict[str, Any] | None
+    turn_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Retrying:
+    """Codex is retrying the provider (it may do so forever when nothing answers)."""
+
+    message: str
+    details: str | None
+
+
+Item = UnifiedEvent | ModelResponse | TurnEnded | Retrying
+
+
+def usage_from_breakdown(breakdown: dict[str, Any]) -> Usage:
+    """A `TokenUsageBreakdown` as our Usage: Codex's output includes the reasoning tokens, ours does not."""
+
+    def number(key: str) -> int:
+        value = breakdown.get(key)
+        return value if isinstance(value, int) and value >= 0 else 0
+
+    reasoning = number("reasoningOutputTokens")
+    return Usage(
+        input_tokens=number("inputTokens"),
+        cached_tokens=number("cachedInputTokens"),
+        output_tokens=max(number("outputTokens") - reasoning, 0),
+        thinking_tokens=reasoning,
+    )
+
+
+def _minus(after: Usage, before: Usage) -> Usage:
+    return Usage(
+        input_tokens=max(after.input_tokens - before.input_tokens, 0),
+        cached_tokens=max(after.cached_tokens - before.cached_tokens, 0),
+        output_tokens=max(after.output_tokens - before.output_tokens, 0),
+        thinking_tokens=max(after.thinking_tokens - before.thinking_tokens, 0),
+    )
+
+
+def unwrap_shell(command: str) -> str:
+    """The command the model gave, from Codex's display of it (`/bin/bash -lc '<cmd>'`)."""
+    try:
+        parts = shlex.split(command)
+    except ValueError:
+        return command
+    if len(parts) == 3 and PurePosixPath(parts[0]).name in _SHELLS and parts[1] in ("-c", "-lc", "-l -c"):
+        return parts[2]
+    return command
+
+
+def _relative(path: str, cwd: str | None) -> str:
+    if cwd:
+        try:
+            return str(PurePosixPath(path).relative_to(cwd))
+        except ValueError:
+            pass
+    return path
+
+
+def tool_call_of(item: dict[str, Any], cwd: str | None) -> tuple[str, dict[str, JsonValue]]:
+    """The tool's name and the model's arguments for a tool item, as the app-server gives them:
+
+    - `commandExecution`: `exec_command` with `{"cmd": <the command>}` (plus `workdir` when not the
+      thread's cwd);
+    - `fileChange`: `apply_patch` with `{"changes": [{"path", "kind", "diff"}]}` (paths relative to the
+      thread's cwd when inside it): the parsed patch, since the app-server never shows the raw one;
+    - `mcpToolCall`: `mcp__<server>__<tool>` with its arguments;
+    - `collabAgentToolCall`: `spawn_agent` `{"message": <prompt>}`, `wait_agent` `{"targets"}`, ...
+    """
+    kind = item.get("type")
+    if kind == "commandExecution":
+        arguments: dict[str, JsonValue] = {"cmd": unwrap_shell(str(item.get("command") or ""))}
+        workdir = item.get("cwd")
+        if isinstance(workdir, str) and workdir and workdir != cwd:
+            arguments["workdir"] = workdir
+        return "exec_command", arguments
+    if kind == "fileChange":
+        changes: list[JsonValue] = []
+        for change in item.get("changes") or []:
+            change = as_dict(change)
+            what = as_dict(change.get("kind"))
+            entry: dict[str, JsonValue] = {
+                "path": _relative(str(change.get("path") or ""), cwd),
+                "kind": str(what.get("type") or "update"),
+                "diff": str(change.get("diff") or ""),
+            }
+            if isinstance(what.get("move_path"), str):
+                entry["move_path"] = _relative(what["move_path"], cwd)
+            changes.append(entry)
+        return "apply_patch", {"changes": changes}
+    if kind == "mcpToolCall":
+        given = item.get("arguments")
+        return f"mcp__{item.get('server')}__{item.get('tool')}", given if isinstance(given, dict) else {}
+    if kind == "collabAgentToolCall":
+        tool = str(item.get("tool") or "collab")
+        name = _COLLAB_NAMES.get(tool, tool)
+        collab: dict[str, JsonValue] = {}
+        if item.get("prompt"):
+            collab["message"] = str(item["prompt"])
+        receivers = [r for r in item.get("receiverThreadIds") or [] if isinstance(r, str)]
+        if receivers and name != "spawn_agent":
+            collab["targets"] = list(receivers)
+        return name, collab
+    if kind == "webSearch":
+        return "web_search", {"query": str(item.get("query") or "")}
+    if kind == "imageView":
+        return "view_image", {"path": str(item.get("path") or "")}
+    other = item.get("arguments")
+    return str(item.get("tool") or kind or "tool"), other if isinstance(other, dict) else {}
+
+
+_FILE_KIND = {"add": "A", "delete": "D", "update": "M"}
+
+
+def tool_result_of(
+    item: dict[str, Any], cwd: str | None = None
+) -> tuple[str | None, bool, dict[str, JsonValue] | None]:
+    """(output text, is_error, structured data) of a finished tool item (a patch's paths relative to `cwd`)."""
+    kind = item.get("type")
+    status = str(item.get("status") or "")
+    failed = status in ("failed", "declined")
+    if kind == "commandExecution":
+        code = item.get("exitCode")
+        output = item.get("aggregatedOutput")
+        if status == "declined":
+            return "rejected by the user", True, {"status": status}
+        data: dict[str, JsonValue] = {"exit_code": code if isinstance(code, int) else None, "status": status}
+        error = failed or (isinstance(code, int) and code != 0)
+        return (output if isinstance(output, str) else None), error, data
+    if kind == "fileChange":
+        if status == "declined":
+            return "patch rejected by the user", True, {"status": status}
+        if failed:
+            return "the patch could not be applied", True, {"status": status}
+        lines = []
+        for change in item.get("changes") or []:
+            change = as_dict(change)
+            what = str(as_dict(change.get("kind")).get("type") or "update")
+            lines.append(f"{_FILE_KIND.get(what, 'M')} {_relative(str(change.get('path')), cwd)}")
+        return "Success. Updated the following files:\n" + "\n".join(lines), False, {"status": status}
+    if kind == "mcpToolCall":
+        problem = as_dict(item.get("error"))
+        if failed or problem:
+            return str(problem.get("message") or "the MCP tool call failed"), True, None
+        result = as_dict(item.get("result"))
+        texts = [
+            str(part.get("text"))
+            for part in result.get("content") or []
+            if isinstance(part, dict) and part.get("type") == "text"
+        ]
+        structured = result.get("structuredContent")
+        return "\n".join(texts) or None, False, ({"structured": structured} if structured is not None else None)
+    if kind == "collabAgentToolCall":
+        states = as_dict(item.get("agentsStates"))
+        receivers = [r for r in item.get("receiverThreadIds") or [] if isinstance(r, str)]
+        summary = {"receivers": list(receivers), "states": json.loads(json.dumps(states))}
+        return json.dumps(summary), failed, None
+    if kind == "webSearch":
+        action = item.get("action")
+        return None, failed, {"action": action} if isinstance(action, dict) else None
+    text = item.get("result") or item.get("output")
+    return (text if isinstance(text, str) else None), failed, None
+
+
+@dataclass
+class _Thread:
+    task_id: str | None
+    parent: str | None = None
+    """The task of the thread that spawned it (None: the main thread)."""
+    turn_id: str | None = None
+    last_text: str = ""
+    usage: Usage = field(default_factory=Usage)
+    total: Usage = field(default_factory=Usage)
+    """The thread's total as last reported."""
+    responses: int = 0
+    done: bool = False
+
+
+@dataclass
+class AppServerTranslator:
+    """Notifications of one run's threads → events and markers (see the module docstring)."""
+
+    main_thread: str
+    cwd: str | None = None
+    threads: dict[str, _Thread] = field(default_factory=dict)
+    tools: dict[str, str] = field(default_factory=dict)
+    """Announced call id → tool name."""
+    decided: set[str] = field(default_factory=set)
+    answered: set[str] = field(default_factory=set)
+    session_rules: dict[str, str] = field(default_factory=dict)
+    """Command lines (and patch paths) the user allowed for the session → the rule's words."""
+    _streamed: dict[str, str] = field(default_factory=dict)
+    """Item id → the text streamed so far (agent messages, reasoning)."""
+    _summary_parts: dict[str, int] = field(default_factory=dict)
+    _items: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Call id → the item as last seen (for the approval bridge)."""
+
+    def __post_init__(self) -> None:
+        self.threads.setdefault(self.main_thread, _Thread(None))
+
+    # --- who is who ---------------------------------------------------------------------------------
+
+    def task_of(self, thread_id: object) -> str | None:
+        thread = self.threads.get(thread_id) if isinstance(thread_id, str) else None
+        return thread.task_id if thread is not None else None
+
+    def knows(self, thread_id: object) -> bool:
+        return isinstance(thread_id, str) and thread_id in self.threads
+
+    def start_turn(self, turn_id: str) -> None:
+        self.threads[self.main_thread].turn_id = turn_id
+
+    @property
+    def spawned(self) -> bool:
+        """Whether the run has spawned a subagent."""
+        return any(t.task_id is not None for t in self.threads.values())
+
+    def children_running(self) -> list[str]:
+        """Subagent threads whose turn has not ended (the run waits for them)."""
+        return [tid for tid, t in self.threads.items() if t.task_id is not None and not t.done]
+
+    def item(self, call_id: str) -> dict[str, Any] | None:
+        return self._items.get(call_id)
+
+    def open_calls(self, thread_id: str | None = None) -> list[dict[str, Any]]:
+        """Items announced and not finished (an MCP approval names no item: it is found among these)."""
+        return [i for cid, i in self._items.items() if cid not in self.answered]
+
+    # --- the notifications --------------------------------------------------------------------------
+
+    def notification(self, method: str, params: dict[str, Any]) -> list[Item]:
+        thread_id = params.get("threadId")
+        if method in ("configWarning", "warning"):
+            return self._warning(method, params)
+        if not self.knows(thread_id):
+            return []
+        task = self.task_of(thread_id)
+        thread = self.threads[str(thread_id)]
+        if method == "item/agentMessage/delta":
+            return self._delta(params, task, thinking=False)
+        if method in ("item/reasoning/summaryTextDelta", "item/reasoning/textDelta"):
+            return self._delta(params, task, thinking=True)
+        if method == "item/reasoning/summaryPartAdded":
+            item_id = str(params.get("itemId"))
+            self._summary_parts[item_id] = int(params.get("summaryIndex") or 0)
+            return []
+        if method == "item/started":
+            return self._started(as_dict(params.get("item")), task)
+        if method == "item/completed":
+            return self._completed(as_dict(params.get("item")), task, thread)
+        if method == "item/commandExecution/outputDelta":
+            call_id = str(params.get("itemId"))
+            if call_id in self.tools and call_id not in self.answered and isinstance(params.get("delta"), str):
+                return [
+                    ToolProgress(tool_use_id=call_id, status="output", message=params["delta"], subagent_task_id=task)
+                ]
+            return []
+        if method == "turn/started":
+            turn = as_dict(params.get("turn"))
+            if task is not None and isinstance(turn.get("id"), str):
+                thread.turn_id = turn["id"]
+                thread.done = False
+            return []
+        if method == "thread/tokenUsage/updated":
+            # `last` repeats the previous response's figures when a response reported none, so a
+            # response's usage is what the thread's `total` grew by.
+            total = usage_from_breakdown(as_dict(as_dict(params.get("tokenUsage")).get("total")))
+            before, thread.total = thread.total, total
+            if params.get("turnId") != thread.turn_id or thread.turn_id is None:
+                return []  # a resumed thread's earlier usage (the baseline), or another turn's
+            usage = _minus(total, before)
+            thread.usage = thread.usage + usage
+            thread.responses += 1
+            return [ModelResponse(usage, task)]
+        if method == "error":
+            error = as_dict(params.get("error"))
+            if params.get("willRetry") is True:
+                details = error.get("additionalDetails")
+                return [
+                    Retrying(str(error.get("message") or "retrying"), details if isinstance(details, str) else None)
+                ]
+            return []
+        if method == "turn/completed":
+            return self._turn_completed(as_dict(params.get("turn")), task, thread)
+        return []
+
+    def _warning(self, method: str, params: dict[str, Any]) -> list[Item]:
+        text = str(params.get("message") or params.get("summary") or "")
+        if not text or _BUBBLEWRAP in text or (params.get("threadId") and not self.knows(params.get("threadId"))):
+            return []  # the bundled bubblewrap is used; a warning of another thread is not ours
+        return [WarningEvent(code="codex_warning", message=text, subagent_task_id=self.task_of(params.get("threadId")))]
+
+    def _delta(self, params: dict[str, Any], task: str | None, *, thinking: bool) -> list[Item]:
+        delta = params.get("delta")
+        if not isinstance(delta, str) or not delta:
+            return []
+        item_id = str(params.get("itemId"))
+        seen = self._streamed.get(item_id, "")
+        if thinking:
+            part = self._summary_parts.get(item_id, 0)
+            key = f"{item_id}#{part}"
+            if part > 0 and key not in self._streamed:
+                delta = "\n\n" + delta
+            self._streamed[key] = self._streamed.get(key, "") + delta
+            self._streamed[item_id] = seen + delta
+            return [Thinking(text=delta, replace=False, subagent_task_id=task)]
+        self._streamed[item_id] = seen + delta
+        return [TextDelta(text=delta, subagent_task_id=task)]
+
+    def _started(self, item: dict[str, Any], task: str | None) -> list[Item]:
+        kind = item.get("type")
+        call_id = item.get("id")
+        if kind not in TOOL_ITEMS or not isinstance(call_id, str) or call_id in self.tools:
+            return []
+        name, arguments = tool_call_of(item, self._cwd_of(task))
+        self.tools[call_id] = name
+        self._items[call_id] = item
+        server_side = kind in SERVER_SIDE_ITEMS
+        return [
+            ToolUse(tool_use_id=call_id, name=name, input=arguments, server_side=server_side, subagent_task_id=task)
+        ]
+
+    def _completed(self, item: dict[str, Any], task: str | None, thread: _Thread) -> list[Item]:
+        kind = item.get("type")
+        item_id = item.get("id")
+        if not isinstance(item_id, str):
+            return []
+        if kind == "agentMessage":
+            text = item.get("text")
+            if not isinstance(text, str):
+                return []
+            thread.last_text = text
+            seen = self._streamed.pop(item_id, "")
+            if text.startswith(seen) and len(text) > len(seen):
+                return [TextDelta(text=text[len(seen) :], subagent_task_id=task)]  # the deltas Codex did not send
+            return []
+        if kind == "reasoning":
+            seen = self._streamed.pop(item_id, "")
+            summary = "\n\n".join(s for s in item.get("summary") or [] if isinstance(s, str))
+            if summary and not seen:
+                return [Thinking(text=summary, replace=False, subagent_task_id=task)]
+            return []
+        if kind not in TOOL_ITEMS:
+            return []
+        events: list[Item] = []
+        if item_id not in self.tools:
+            events += self._started(item, task)
+        if item_id in self.answered:
+            return events
+        self._items[item_id] = item
+        name = self.tools[item_id]
+        server_side = kind in SERVER_SIDE_ITEMS
+        if not server_side and item_id not in self.decided:
+            self.decided.add(item_id)
+            rule = self._session_rule(item)
+            events.append(
+                PermissionDecision(
+                    tool_use_id=item_id,
+                    tool_name=name,
+                    decision="allow",
+                    decided_by="policy" if rule else "backend",
+                    rule=rule,
+                    reason=None if rule else "Codex ran it without asking (it needs no approval)",
+                    subagent_task_id=task,
+                )
+            )
+        output, is_error, data = tool_result_of(item, self._cwd_of(task))
+        self.answered.add(item_id)
+        events.append(
+            ToolResult(
+                tool_use_id=item_id,
+                output=output,
+                is_error=is_error,
+                data=data,
+                server_side=server_side,
+                subagent_task_id=task,
+            )
+        )
+        if kind == "collabAgentToolCall" and item.get("tool") == "spawnAgent":
+            events += self._spawned(item, task)
+        return events
+
+    def _session_rule(self, item: dict[str, Any]) -> str | None:
+        if item.get("type") == "commandExecution":
+            return self.session_rules.get(str(item.get("command")))
+        if item.get("type") == "fileChange":
+            paths = [str(as_dict(c).get("path")) for c in item.get("changes") or []]
+            rules = [self.session_rules.get(p) for p in paths]
+            return rules[0] if rules and all(rules) else None
+        return None
+
+    def _spawned(self, item: dict[str, Any], task: str | None) -> list[Item]:
+        events: list[Item] = []
+        for child in item.get("receiverThreadIds") or []:
+            if not isinstance(child, str) or child in self.threads:
+                continue
+            self.threads[child] = _Thread(child, parent=task)
+            events.append(
+                SubagentStarted(
+                    task_id=child,
+                    agent_name=str(item.get("model") or "subagent"),
+                    description=str(item.get("prompt") or "") or None,
+                    parent_tool_use_id=str(item.get("id")),
+                    subagent_task_id=task,
+                )
+            )
+        return events
+
+    def _turn_completed(self, turn: dict[str, Any], task: str | None, thread: _Thread) -> list[Item]:
+        status = str(turn.get("status") or "completed")
+        error = turn.get("error") if isinstance(turn.get("error"), dict) else None
+        turn_id = str(turn.get("id") or "")
+        if task is None and turn_id and thread.turn_id and turn_id != thread.turn_id:
+            return []  # a late end of an earlier turn
+        thread.done = True
+        events: list[Item] = []
+        if task is not None:
+            state = {"completed": "completed", "interrupted": "cancelled"}.get(status, "failed")
+            events.append(
+                SubagentCompleted(
+                    task_id=task,
+                    status=state,
+                    result=thread.last_text or None,
+                    usage=thread.usage,
+                    subagent_task_id=thread.parent,
+                )
+            )
+        events.append(TurnEnded(task, status, error, turn_id))
+        return events
+
+    def _cwd_of(self, task: str | None) -> str | None:
+        return self.cwd

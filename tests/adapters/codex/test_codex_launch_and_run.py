@@ -1,0 +1,259 @@
+"""How the codex backend starts Codex (argv, environment, home) and the run loop on an in-process stand-in
+app-server (`FakeAgentProcess`): a crash, a malformed or huge line, an unknown request, a thread Codex
+does not have. No binary, no subprocess."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from unified._adapters.codex._launch import (
+    CONFIG_TOML,
+    ENV_POLICY,
+    Launch,
+    codex_home,
+    native_binary,
+    prepare_home,
+    toml_value,
+)
+from unified._adapters.codex._options import codex_options
+from unified._execute import EventStream
+from unified.errors import BackendUnavailable, ConfigurationError
+from unified.events import ErrorEvent, Result, TextDelta, UnifiedEvent, WarningEvent
+from unified.testing import FakeAgentProcess
+from unified.types import ExecuteParams, HttpMcpServer, StdioMcpServer
+
+pytestmark = pytest.mark.anyio
+
+THREAD = "01a23294-50ab-7e70-b9b8-89066707762a"
+TURN = "01a23294-50c7-7173-a6d6-58715a56c0e8"
+
+
+def launch(tmp_path: Path, env: dict[str, str], **fields: Any) -> Launch:
+    options = fields.pop("options", {})
+    params = ExecuteParams(prompt="x", backend="codex", cwd=tmp_path, **fields)
+    return Launch.of(params, codex_options({"start_process": lambda *a: None, **options}), parent=env)
+
+
+def test_a_key_and_a_base_url_become_our_own_provider(tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin", "HOME": str(tmp_path), "OPENAI_API_KEY": "sk-abc", "OPENAI_BASE_URL": "http://h:1/v1/"}
+    started = launch(tmp_path, env, model="gpt-5.5")
+    argv = started.argv()
+    assert argv[:3] == ["codex", "app-server", "--strict-config"]
+    overrides = dict(arg.split("=", 1) for arg in argv[4::2])
+    assert overrides["model_provider"] == '"unified"'
+    assert '"base_url" = "http://h:1/v1"' in overrides["model_providers.unified"]
+    assert '"env_key" = "OPENAI_API_KEY"' in overrides["model_providers.unified"]
+    assert '"request_max_retries" = 0' in overrides["model_providers.unified"]
+    assert overrides["model"] == '"gpt-5.5"'
+    assert started.auth == "base_url"
+    assert "sk-abc" not in " ".join(argv), "the key travels in the environment only"
+    assert started.env["OPENAI_API_KEY"] == "sk-abc"
+
+
+def test_the_environment_is_an_allowlist(tmp_path: Path) -> None:
+    env = {
+        "PATH": "/usr/bin",
+        "HOME": str(tmp_path),
+        "LANG": "C.UTF-8",
+        "HTTPS_PROXY": "http://proxy:3128",
+        "OPENAI_API_KEY": "sk-abc",
+        "GEMINI_API_KEY": "gemini-secret",
+        "UNIFIED_SESSION_STORE_URL": "postgresql://user:pw@db/x",
+        "AWS_SECRET_ACCESS_KEY": "aws",
+        "MY_PROJECT_SETTING": "1",
+    }
+    child = launch(tmp_path, env, options={"env": {"GIVEN": "yes"}}).env
+    assert set(child) == {"PATH", "HOME", "LANG", "HTTPS_PROXY", "OPENAI_API_KEY", "GIVEN", "CODEX_HOME"}
+    assert ENV_POLICY.admits("SSL_CERT_FILE")
+    assert not ENV_POLICY.admits("UNIFIED_SESSION_STORE_URL")
+
+
+def test_the_home_is_ours_never_the_users(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path), "OPENAI_API_KEY": "k", "UNIFIED_DATA_DIR": str(tmp_path / "data")}
+    assert codex_home(codex_options({}), env) == (tmp_path / "data" / "codex-home").resolve()
+    with pytest.raises(ConfigurationError, match="your own Codex home"):
+        launch(tmp_path, env, options={"codex_home": tmp_path / ".codex"})
+    prepare_home(tmp_path / "h")
+    assert (tmp_path / "h" / "config.toml").read_text() == CONFIG_TOML
+    assert 'sandbox_mode = "danger-full-access"' in CONFIG_TOML
+    assert '"*KEY*"' in CONFIG_TOML
+
+
+def test_no_credentials_and_a_base_url_without_a_key_are_told_apart(tmp_path: Path) -> None:
+    with pytest.raises(BackendUnavailable, match="no credentials"):
+        launch(tmp_path, {"HOME": str(tmp_path)})
+    with pytest.raises(ConfigurationError, match="OPENAI_API_KEY"):
+        launch(tmp_path, {"HOME": str(tmp_path), "OPENAI_BASE_URL": "http://h/v1"})
+
+
+def test_mcp_servers_are_overrides_that_always_ask(tmp_path: Path) -> None:
+    stdio = StdioMcpServer(name="echo", command="python3", args=("server.py",), env={"ECHO_TOKEN": "s3cret-stdio"})
+    remote = HttpMcpServer(
+        name="remote", url="https://mcp.example/mcp", headers={"Authorization": "Bearer s3cret-http"}
+    )
+    started = launch(tmp_path, {"HOME": str(tmp_path), "OPENAI_API_KEY": "k"}, mcp_servers=(stdio, remote))
+    argv = started.argv()
+    table = next(arg for arg in argv if arg.startswith("mcp_servers.echo="))
+    assert '"default_tools_approval_mode" = "prompt"' in table
+    assert '"args" = ["server.py"]' in table
+    assert '"env_vars" = ["ECHO_TOKEN"]' in table
+    assert '"env_http_headers" = {"Authorization" = "UNIFIED_MCP_1_0_TOKEN"}' in " ".join(argv)
+    assert "s3cret" not in " ".join(argv), "no value that may be secret on the command line"
+    assert started.env["ECHO_TOKEN"] == "s3cret-stdio"
+    assert started.env["UNIFIED_MCP_1_0_TOKEN"] == "Bearer s3cret-http"
+
+
+def test_toml_values() -> None:
+    assert toml_value({"a": [1, True, "x\n"]}) == '{"a" = [1, true, "x\\n"]}'
+
+
+def test_the_npm_launcher_leads_to_the_native_binary(tmp_path: Path) -> None:
+    package = tmp_path / "node_modules" / "@openai" / "codex"
+    (package / "bin").mkdir(parents=True)
+    launcher = package / "bin" / "codex.js"
+    launcher.write_text("#!/usr/bin/env node\n")
+    native = tmp_path / "node_modules" / "@openai" / "codex-linux-x64" / "vendor" / "x86_64-unknown-linux-musl" / "bin"
+    native.mkdir(parents=True)
+    (native / "codex").write_bytes(b"\x7fELF")
+    import platform
+    import sys
+
+    if (sys.platform, platform.machine()) != ("linux", "x86_64"):
+        pytest.skip("the fixture is laid out for linux x86_64")
+    assert native_binary(launcher) == (native / "codex").resolve()
+    assert native_binary(native / "codex") == (native / "codex").resolve()
+    (native / "codex").unlink()
+    with pytest.raises(BackendUnavailable, match="platform package"):
+        native_binary(launcher)
+
+
+# --- the run loop on a stand-in app-server --------------------------------------------------------------
+
+
+def app_server(
+    after_turn: Callable[[FakeAgentProcess], Iterable[str | bytes]], *, resume_error: str | None = None
+) -> Any:
+    """A stand-in `codex app-server`: answers the handshake, opens the thread, starts the turn, then
+    writes what `after_turn` gives."""
+
+    def make(process: FakeAgentProcess) -> Callable[[str], list[str | bytes]]:
+        def answer(line: str) -> list[str | bytes]:
+            message = json.loads(line)
+            method, mid = message.get("method"), message.get("id")
+            if method == "initialize":
+                return [json.dumps({"id": mid, "result": {"userAgent": "stand-in"}})]
+            if method == "thread/start":
+                return [json.dumps({"id": mid, "result": {"thread": {"id": THREAD, "cwd": "/w"}, "model": "gpt-5.5"}})]
+            if method == "thread/resume":
+                return [json.dumps({"id": mid, "error": {"code": -32600, "message": resume_error or "no"}})]
+            if method == "turn/start":
+                return [json.dumps({"id": mid, "result": {"turn": {"id": TURN}}}), *after_turn(process)]
+            if mid is not None and method is not None:
+                return [json.dumps({"id": mid, "result": {}})]
+            return []
+
+        return answer
+
+    return FakeAgentProcess.starter(make)
+
+
+def notify(method: str, **params: Any) -> str:
+    return json.dumps({"method": method, "params": {"threadId": THREAD, "turnId": TURN, **params}})
+
+
+def finished(text: str = "done") -> list[str]:
+    return [
+        notify("item/agentMessage/delta", itemId="m", delta=text),
+        notify("item/completed", item={"type": "agentMessage", "id": "m", "text": text}),
+        notify("turn/completed", turn={"id": TURN, "status": "completed"}),
+    ]
+
+
+async def run(tmp_path: Path, starter: Any, **fields: Any) -> list[UnifiedEvent]:
+    params = ExecuteParams(
+        prompt="hello",
+        backend="codex",
+        cwd=tmp_path,
+        backend_options={"start_process": starter, "api_key": "k", "codex_home": tmp_path / "home"},
+        **fields,
+    )
+    async with EventStream(params) as stream:
+        return [event async for event in stream]
+
+
+async def test_a_clean_turn(tmp_path: Path) -> None:
+    events = await run(tmp_path, app_server(lambda process: finished("hi there")))
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["hi there"]
+    final = events[-1]
+    assert isinstance(final, Result)
+    assert final.status == "success"
+    assert final.usage.estimated, "Codex reported no usage: the guard estimates it, flagged"
+
+
+async def test_malformed_and_huge_lines_are_warnings_not_crashes(tmp_path: Path) -> None:
+    huge = b"{" + b"x" * (9 * 1024 * 1024) + b"}"
+    events = await run(tmp_path, app_server(lambda process: ["not json", b"\xff\xfe", huge, "[1, 2]", *finished()]))
+    warnings = [e for e in events if isinstance(e, WarningEvent) and e.code == "malformed_line"]
+    assert len(warnings) == 4
+    final = events[-1]
+    assert isinstance(final, Result)
+    assert final.status == "success"
+
+
+async def test_a_crash_mid_turn_is_a_typed_error(tmp_path: Path) -> None:
+    def crash(process: FakeAgentProcess) -> list[str]:
+        process.write_stderr("thread 'main' panicked at codex-rs/core: boom\n")
+        process.exit(101)
+        return [notify("item/agentMessage/delta", itemId="m", delta="half")]
+
+    events = await run(tmp_path, app_server(crash))
+    error = next(e for e in events if isinstance(e, ErrorEvent))
+    assert error.code == "backend_error"
+    assert "exit status 101" in error.message
+    assert "panicked" in error.message
+
+
+async def test_a_request_nobody_handles_is_answered_so_codex_never_waits(tmp_path: Path) -> None:
+    answers: list[dict[str, Any]] = []
+
+    def ask_then_finish(process: FakeAgentProcess) -> list[str]:
+        original = process.handler
+
+        def record(line: str) -> Any:
+            message = json.loads(line)
+            if message.get("id") == 77:
+                answers.append(message)
+            return original(line) if original else None
+
+        process.handler = record
+        return [json.dumps({"id": 77, "method": "account/chatgptAuthTokens/refresh", "params": {}}), *finished()]
+
+    events = await run(tmp_path, app_server(ask_then_finish))
+    assert answers
+    assert answers[0]["error"]["code"] == -32601
+    final = events[-1]
+    assert isinstance(final, Result)
+    assert final.status == "success"
+
+
+async def test_a_thread_codex_does_not_have_is_session_not_found(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from unified._adapters.codex._conversation import rollout_from_conversation
+    from unified._adapters.codex._rollouts import Rollouts
+    from unified.conversations import Conversation, TextPart, UserTurn
+
+    # our listing knows it (a file), Codex refuses it: the error is session_not_found, never a new thread
+    text = rollout_from_conversation(
+        Conversation(turns=[UserTurn(parts=[TextPart(text="q")])]), thread_id=THREAD, cwd="/w", provider="unified"
+    )
+    Rollouts(tmp_path / "home").write(THREAD, datetime.now(UTC), text)
+    starter = app_server(lambda process: finished(), resume_error=f"no rollout found for thread id {THREAD}")
+    events = await run(tmp_path, starter, resume=THREAD[-8:])
+    error = next(e for e in events if isinstance(e, ErrorEvent))
+    assert error.code == "session_not_found"

@@ -1,0 +1,223 @@
+"""Codex rollouts on disk, short ids, the conversation both ways and the error mapping: pure, no process.
+
+Hostile input is normal here: a malformed line, a huge line, a file that is not a rollout, a stored
+session naming paths; each is a typed problem, never a crash."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from unified._adapters.codex._conversation import (
+    conversation_from_rollout,
+    rollout_from_conversation,
+    uuid7,
+)
+from unified._adapters.codex._outcome import error_from_exit, error_from_turn_error
+from unified._adapters.codex._rollouts import MAX_LINE_BYTES, Rollouts, codex_short_id, read_rollout, rollout_name
+from unified._adapters.codex._shared_sessions import stored_files
+from unified.conversations import (
+    Conversation,
+    ImagePart,
+    ModelTurn,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    UserTurn,
+)
+from unified.errors import AmbiguousSession, CorruptSession, SessionNotFound
+from unified.sessions import StoredSession
+
+T0 = 1796139949320
+
+
+def write(home: Path, thread_id: str, conversation: Conversation, ms: int = T0, cwd: str = "/p") -> Path:
+    text = rollout_from_conversation(conversation, thread_id=thread_id, cwd=cwd, provider="unified", now_ms=ms)
+    return Rollouts(home).write(thread_id, datetime.fromtimestamp(ms / 1000, UTC), text)
+
+
+def said(question: str, answer: str = "ok") -> Conversation:
+    return Conversation(turns=[UserTurn(parts=[TextPart(text=question)]), ModelTurn(parts=[TextPart(text=answer)])])
+
+
+def test_uuid7_carries_its_time_and_short_ids_its_random_tail() -> None:
+    first, second = uuid7(T0), uuid7(T0)
+    assert first[:13] == second[:13] == "01a23248-9d08"
+    assert first[14] == "7"
+    assert int(first.replace("-", "")[:12], 16) == T0
+    assert codex_short_id(first) == first.replace("-", "")[-8:]
+    assert codex_short_id(first) != codex_short_id(second)
+
+
+def test_threads_listed_and_resolved_by_short_id_a_prefix_or_the_full_id(tmp_path: Path) -> None:
+    ids = [
+        "01a23248-9d08-7a31-8b3c-0000000aaaa1",
+        "01a23248-9d0a-7c02-9d4e-0000000bbbb2",
+        "01a23249-8fb7-7d10-a1f2-0000000cccc3",
+    ]
+    for number, thread_id in enumerate(ids):
+        write(tmp_path, thread_id, said(f"question {number}"), ms=T0 + number * 61_000)
+    rollouts = Rollouts(tmp_path)
+    listing = {s.short_id: s for s in rollouts.list_sessions()}
+    assert set(listing) == {"0aaaa1"[-6:].rjust(8, "0"), "0bbbb2".rjust(8, "0"), "0cccc3".rjust(8, "0")}
+    assert listing["000aaaa1"].first_prompt == "question 0"
+    assert listing["000aaaa1"].cwd == "/p"
+    assert rollouts.resolve("000bbbb2").session_id == ids[1]
+    assert rollouts.resolve(ids[2]).session_id == ids[2]
+    assert rollouts.resolve("01a23249").session_id == ids[2]
+    with pytest.raises(AmbiguousSession):
+        rollouts.resolve("01a23248")  # two threads of the same 65 s share their first eight characters
+    with pytest.raises(SessionNotFound):
+        rollouts.resolve("deadbeef")
+    assert rollouts.list_sessions(cwd="/elsewhere") == []
+
+
+def test_hostile_rollouts_are_problems_not_crashes(tmp_path: Path) -> None:
+    good = write(tmp_path, "01a23248-9d08-7a31-8b3c-0000000aaaa1", said("fine"))
+    with good.open("a") as handle:
+        handle.write("not json\n")
+        handle.write('"a string"\n')
+        handle.write("x" * (MAX_LINE_BYTES + 10) + "\n")
+    rollout = read_rollout(good)
+    assert rollout.bad_lines == 3
+    assert conversation_from_rollout(rollout).turns[0].parts == [TextPart(text="fine")]
+    folder = good.parent
+    (folder / rollout_name("01a23248-9d08-7a31-8b3c-0000000ffff1", datetime.now(UTC))).write_text(
+        '{"type": "event_msg"}\n'
+    )
+    (folder / rollout_name("01a23248-9d08-7a31-8b3c-0000000eeee1", datetime.now(UTC))).write_text("")
+    other = folder / rollout_name("01a23248-9d08-7a31-8b3c-0000000dddd1", datetime.now(UTC))
+    other.write_text(good.read_text().split("\n", 1)[0] + "\n")  # the metadata of another thread
+    listing = {s.short_id: s for s in Rollouts(tmp_path).list_sessions()}
+    assert {k for k, s in listing.items() if s.problem is not None} == {
+        "0000ffff1"[-8:],
+        "0000eeee1"[-8:],
+        "0000dddd1"[-8:],
+    }
+    with pytest.raises(CorruptSession):
+        Rollouts(tmp_path).resolve("000ffff1")
+
+
+def test_subagent_rollouts_are_not_listed_and_go_with_their_parent(tmp_path: Path) -> None:
+    parent = "01a23248-9d08-7a31-8b3c-0000000aaaa1"
+    child = "01a23248-9d09-7a31-8b3c-0000000aaaa2"
+    write(tmp_path, parent, said("parent"))
+    path = write(tmp_path, child, said("child"))
+    lines = path.read_text().splitlines()
+    meta = json.loads(lines[0])
+    meta["payload"]["parent_thread_id"] = parent
+    path.write_text("\n".join([json.dumps(meta), *lines[1:]]) + "\n")
+    rollouts = Rollouts(tmp_path)
+    assert [s.session_id for s in rollouts.list_sessions()] == [parent]
+    rollouts.delete(parent)
+    assert list(rollouts.files()) == []
+
+
+def test_a_conversation_round_trips_through_a_rollout(tmp_path: Path) -> None:
+    png = bytes.fromhex("89504e470d0a1a0a")
+    conversation = Conversation(
+        system_instruction="Be brief.",
+        turns=[
+            UserTurn(parts=[TextPart(text="Fix it"), ImagePart(mime_type="image/png", data=png)]),
+            ModelTurn(
+                parts=[
+                    ThinkingPart(text="Look first.", signature="enc-openai"),
+                    ToolCallPart(id="c1", name="exec_command", arguments={"cmd": "ls"}),
+                    ToolCallPart(id="c2", name="apply_patch", arguments={"input": "*** Begin Patch\n*** End Patch\n"}),
+                    ToolCallPart(id="c3", name="mcp__echo__echo", arguments={"text": "hi"}),
+                ],
+                provider="openai",
+            ),
+            UserTurn(
+                parts=[
+                    ToolResultPart(call_id="c1", name="exec_command", output="a.txt"),
+                    ToolResultPart(call_id="c2", name="apply_patch", output="Success."),
+                    ToolResultPart(call_id="c3", name="mcp__echo__echo", output="hi"),
+                ]
+            ),
+            ModelTurn(parts=[TextPart(text="Done.")], provider="openai"),
+        ],
+    )
+    path = write(tmp_path, "01a23248-9d08-7a31-8b3c-0000000aaaa1", conversation)
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    items = [r["payload"] for r in records if r["type"] == "response_item"]
+    assert {i["type"] for i in items} >= {
+        "message",
+        "reasoning",
+        "function_call",
+        "custom_tool_call",
+        "custom_tool_call_output",
+    }
+    mcp = next(i for i in items if i.get("call_id") == "c3" and i["type"] == "function_call")
+    assert (mcp["namespace"], mcp["name"]) == ("mcp__echo", "echo")
+    back = conversation_from_rollout(read_rollout(path))
+    assert back.system_instruction == "Be brief."
+    user, model, results, answer = back.turns
+    assert user.parts == [TextPart(text="Fix it"), ImagePart(mime_type="image/png", data=png)]
+    assert isinstance(model, ModelTurn)
+    assert model.parts == conversation.turns[1].parts
+    assert results.parts == conversation.turns[2].parts
+    assert answer.parts == [TextPart(text="Done.")]
+
+
+def test_another_providers_signature_is_dropped_its_summary_kept(tmp_path: Path) -> None:
+    conversation = Conversation(
+        turns=[
+            UserTurn(parts=[TextPart(text="q")]),
+            ModelTurn(
+                parts=[ThinkingPart(text="thought", signature="gemini-sig"), ThinkingPart(signature="only-a-sig")],
+                provider="google",
+            ),
+        ]
+    )
+    text = rollout_from_conversation(conversation, thread_id=uuid7(T0), cwd="/p", provider="unified", now_ms=T0)
+    reasoning = [json.loads(line)["payload"] for line in text.splitlines() if '"reasoning"' in line]
+    assert len(reasoning) == 1, "a signature alone with no text does not cross"
+    assert reasoning[0]["encrypted_content"] is None
+    assert reasoning[0]["summary"] == [{"type": "summary_text", "text": "thought"}]
+    assert "gemini-sig" not in text
+
+
+def test_a_stored_session_may_not_name_other_paths() -> None:
+    thread = "01a23248-9d08-7a31-8b3c-0000000aaaa1"
+    good = rollout_from_conversation(said("q"), thread_id=thread, cwd="/p", provider="unified", now_ms=T0)
+    name = rollout_name(thread, datetime.fromtimestamp(T0 / 1000, UTC))
+    assert stored_files(StoredSession(backend="codex", session_id=thread, state={"rollouts": {name: good}}))
+    for files in ({"../../etc/passwd": good}, {name: "not json"}, {}, {name.replace("aaaa1", "bbbb1"): good}):
+        with pytest.raises(CorruptSession):
+            stored_files(StoredSession(backend="codex", session_id=thread, state={"rollouts": files}))
+
+
+@pytest.mark.parametrize(
+    ("info", "code", "retryable"),
+    [
+        ({"responseTooManyFailedAttempts": {"httpStatusCode": 429}}, "rate_limited", True),
+        ("usageLimitExceeded", "rate_limited", False),
+        ("rateLimitExceeded", "rate_limited", True),
+        ({"httpConnectionFailed": {"httpStatusCode": 401}}, "auth_error", False),
+        ("unauthorized", "auth_error", False),
+        ({"httpConnectionFailed": {"httpStatusCode": 404}}, "model_not_found", False),
+        ("contextWindowExceeded", "bad_request", False),
+        ("internalServerError", "backend_error", True),
+        ({"responseStreamDisconnected": {"httpStatusCode": None}}, "stream_interrupted", True),
+        ("other", "backend_error", False),
+        (None, "backend_error", False),
+    ],
+)
+def test_codex_errors_have_the_registrys_codes(info: object, code: str, retryable: bool) -> None:
+    error = error_from_turn_error({"message": "m", "codexErrorInfo": info}, where="the provider")
+    assert (error.code, error.retryable) == (code, retryable)
+
+
+def test_a_retry_delay_is_kept_and_an_exit_is_explained() -> None:
+    error = error_from_turn_error(
+        {"message": "rate limit exceeded: Please try again in 1.5s.", "codexErrorInfo": "rateLimitExceeded"}, where="p"
+    )
+    assert error.details["retry_after_s"] == 1.5
+    crashed = error_from_exit(-9, "line one\nthe reason\n", "codex app-server exited")
+    assert "exit status -9" in crashed.message
+    assert "the reason" in crashed.message

@@ -1,0 +1,255 @@
+"""AppServerTranslator and its helpers, notification by notification (pure: no process)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from unified._adapters.codex._translate import (
+    AppServerTranslator,
+    ModelResponse,
+    Retrying,
+    TurnEnded,
+    tool_call_of,
+    tool_result_of,
+    unwrap_shell,
+    usage_from_breakdown,
+)
+from unified.events import (
+    PermissionDecision,
+    SubagentCompleted,
+    SubagentStarted,
+    TextDelta,
+    Thinking,
+    ToolProgress,
+    ToolResult,
+    ToolUse,
+    Usage,
+    WarningEvent,
+)
+
+MAIN = "01a23294-50ab-7e70-b9b8-89066707762a"
+CHILD = "01a23294-51aa-7e70-b9b8-000000000002"
+TURN = "01a23294-50c7-7173-a6d6-58715a56c0e8"
+CWD = "/work/project"
+
+
+def translator() -> AppServerTranslator:
+    t = AppServerTranslator(main_thread=MAIN, cwd=CWD)
+    t.start_turn(TURN)
+    return t
+
+
+def note(t: AppServerTranslator, method: str, thread: str = MAIN, **params: Any) -> list[Any]:
+    return t.notification(method, {"threadId": thread, "turnId": TURN, **params})
+
+
+def command(status: str = "inProgress", **extra: Any) -> dict[str, Any]:
+    return {
+        "type": "commandExecution",
+        "id": "call_1",
+        "command": "/bin/bash -lc 'cat notes.txt'",
+        "cwd": CWD,
+        "status": status,
+        "commandActions": [{"type": "read", "command": "cat notes.txt"}],
+        **extra,
+    }
+
+
+def breakdown(inputs: int, cached: int, output: int, reasoning: int) -> dict[str, int]:
+    return {
+        "inputTokens": inputs,
+        "cachedInputTokens": cached,
+        "outputTokens": output,
+        "reasoningOutputTokens": reasoning,
+        "totalTokens": inputs + output,
+    }
+
+
+def test_message_deltas_append_and_the_completed_text_fills_what_was_not_streamed() -> None:
+    t = translator()
+    (delta,) = note(t, "item/agentMessage/delta", itemId="msg_1", delta="Hel")
+    assert isinstance(delta, TextDelta)
+    assert delta.text == "Hel"
+    (rest,) = note(t, "item/completed", item={"type": "agentMessage", "id": "msg_1", "text": "Hello"})
+    assert isinstance(rest, TextDelta)
+    assert rest.text == "lo"
+    assert note(t, "item/completed", item={"type": "agentMessage", "id": "msg_2", "text": ""}) == []
+
+
+def test_reasoning_parts_extend_the_thought_each_on_a_new_paragraph() -> None:
+    t = translator()
+    note(t, "item/reasoning/summaryPartAdded", itemId="rs_1", summaryIndex=0)
+    first = note(t, "item/reasoning/summaryTextDelta", itemId="rs_1", delta="One.", summaryIndex=0)
+    note(t, "item/reasoning/summaryPartAdded", itemId="rs_1", summaryIndex=1)
+    second = note(t, "item/reasoning/summaryTextDelta", itemId="rs_1", delta="Two.", summaryIndex=1)
+    third = note(t, "item/reasoning/summaryTextDelta", itemId="rs_1", delta=" More.", summaryIndex=1)
+    texts = [e.text for e in [*first, *second, *third]]
+    assert texts == ["One.", "\n\nTwo.", " More."]
+    assert all(isinstance(e, Thinking) and not e.replace for e in [*first, *second, *third])
+    assert note(t, "item/completed", item={"type": "reasoning", "id": "rs_1", "summary": ["One.", "Two. More."]}) == []
+    (unstreamed,) = note(t, "item/completed", item={"type": "reasoning", "id": "rs_2", "summary": ["Whole."]})
+    assert isinstance(unstreamed, Thinking)
+    assert unstreamed.text == "Whole."
+
+
+def test_a_command_is_a_tool_use_then_a_decision_by_the_backend_and_its_result() -> None:
+    t = translator()
+    (use,) = note(t, "item/started", item=command())
+    assert isinstance(use, ToolUse)
+    assert (use.tool_use_id, use.name, use.input, use.server_side) == (
+        "call_1",
+        "exec_command",
+        {"cmd": "cat notes.txt"},
+        False,
+    )
+    (progress,) = note(t, "item/commandExecution/outputDelta", itemId="call_1", delta="alp")
+    assert isinstance(progress, ToolProgress)
+    decision, result = note(t, "item/completed", item=command("completed", aggregatedOutput="alpha\n", exitCode=0))
+    assert isinstance(decision, PermissionDecision)
+    assert (decision.decision, decision.decided_by) == ("allow", "backend")
+    assert isinstance(result, ToolResult)
+    assert (result.output, result.is_error, result.data) == ("alpha\n", False, {"exit_code": 0, "status": "completed"})
+    assert note(t, "item/completed", item=command("completed")) == [], "a late second completion is dropped"
+
+
+def test_a_decided_call_gets_no_second_decision_and_a_failed_one_is_an_error() -> None:
+    t = translator()
+    note(t, "item/started", item=command())
+    t.decided.add("call_1")
+    (result,) = note(t, "item/completed", item=command("failed", aggregatedOutput="boom", exitCode=3))
+    assert isinstance(result, ToolResult)
+    assert result.is_error
+    assert result.data == {"exit_code": 3, "status": "failed"}
+
+
+def test_tool_items_carry_the_models_arguments() -> None:
+    patch = {
+        "type": "fileChange",
+        "id": "call_p",
+        "changes": [
+            {"path": f"{CWD}/new.txt", "kind": {"type": "add"}, "diff": "hi\n"},
+            {"path": "/elsewhere/x", "kind": {"type": "update", "move_path": f"{CWD}/y"}, "diff": "@@"},
+        ],
+    }
+    assert tool_call_of(patch, CWD) == (
+        "apply_patch",
+        {
+            "changes": [
+                {"path": "new.txt", "kind": "add", "diff": "hi\n"},
+                {"path": "/elsewhere/x", "kind": "update", "diff": "@@", "move_path": "y"},
+            ]
+        },
+    )
+    mcp = {"type": "mcpToolCall", "id": "c", "server": "echo", "tool": "echo", "arguments": {"text": "hi"}}
+    assert tool_call_of(mcp, CWD) == ("mcp__echo__echo", {"text": "hi"})
+    spawn = {"type": "collabAgentToolCall", "id": "s", "tool": "spawnAgent", "prompt": "Do it", "receiverThreadIds": []}
+    assert tool_call_of(spawn, CWD) == ("spawn_agent", {"message": "Do it"})
+    elsewhere = command(cwd="/tmp")
+    assert tool_call_of(elsewhere, CWD) == ("exec_command", {"cmd": "cat notes.txt", "workdir": "/tmp"})
+    assert tool_call_of({"type": "webSearch", "query": "q"}, CWD) == ("web_search", {"query": "q"})
+
+
+def test_tool_results_are_what_the_model_read() -> None:
+    patch = {"type": "fileChange", "status": "completed", "changes": [{"path": f"{CWD}/a", "kind": {"type": "add"}}]}
+    assert tool_result_of(patch, CWD)[0] == "Success. Updated the following files:\nA a"
+    assert tool_result_of({**patch, "status": "declined"}, CWD)[:2] == ("patch rejected by the user", True)
+    mcp = {"type": "mcpToolCall", "status": "completed", "result": {"content": [{"type": "text", "text": "hi"}]}}
+    assert tool_result_of(mcp) == ("hi", False, None)
+    failed = {"type": "mcpToolCall", "status": "failed", "error": {"message": "user rejected MCP tool call"}}
+    assert tool_result_of(failed)[:2] == ("user rejected MCP tool call", True)
+    assert tool_result_of(command("declined"))[:2] == ("rejected by the user", True)
+
+
+@pytest.mark.parametrize(
+    ("display", "command"),
+    [
+        ("/bin/bash -lc 'cat notes.txt'", "cat notes.txt"),
+        ("/bin/bash -lc \"printf 'a\\\\n'; exit 3\"", "printf 'a\\n'; exit 3"),
+        ("/bin/zsh -c ls", "ls"),
+        ("python3 -c 'print(1)'", "python3 -c 'print(1)'"),
+        ("unbalanced 'quote", "unbalanced 'quote"),
+    ],
+)
+def test_the_shell_wrapper_is_taken_off(display: str, command: str) -> None:
+    assert unwrap_shell(display) == command
+
+
+def test_usage_is_what_the_threads_total_grew_by() -> None:
+    t = translator()
+    old = {
+        "turnId": "an-earlier-turn",
+        "tokenUsage": {"total": breakdown(1000, 0, 100, 0), "last": breakdown(1000, 0, 100, 0)},
+    }
+    assert t.notification("thread/tokenUsage/updated", {"threadId": MAIN, **old}) == []  # a resumed thread's baseline
+    first = {"total": breakdown(1010, 4, 105, 2), "last": breakdown(10, 4, 5, 2)}
+    (response,) = note(t, "thread/tokenUsage/updated", tokenUsage=first)
+    assert response == ModelResponse(Usage(input_tokens=10, cached_tokens=4, output_tokens=3, thinking_tokens=2), None)
+    # a response that reported nothing: Codex repeats the previous `last`; the total did not move
+    (empty,) = note(t, "thread/tokenUsage/updated", tokenUsage={**first, "last": first["last"]})
+    assert empty.usage == Usage()
+    assert usage_from_breakdown({"outputTokens": 5, "reasoningOutputTokens": 7}).output_tokens == 0
+
+
+def test_a_subagent_is_a_task_whose_events_carry_its_id() -> None:
+    t = translator()
+    spawn = {
+        "type": "collabAgentToolCall",
+        "id": "call_s",
+        "tool": "spawnAgent",
+        "prompt": "Read it",
+        "model": "gpt-5.5",
+    }
+    note(t, "item/started", item={**spawn, "status": "inProgress", "receiverThreadIds": []})
+    done = note(t, "item/completed", item={**spawn, "status": "completed", "receiverThreadIds": [CHILD]})
+    assert [type(e) for e in done] == [PermissionDecision, ToolResult, SubagentStarted]
+    started = done[-1]
+    assert (started.task_id, started.agent_name, started.parent_tool_use_id) == (CHILD, "gpt-5.5", "call_s")
+    assert t.children_running() == [CHILD]
+    note(t, "turn/started", thread=CHILD, turn={"id": "child-turn"})
+    (delta,) = t.notification("item/agentMessage/delta", {"threadId": CHILD, "itemId": "m", "delta": "hi"})
+    assert isinstance(delta, TextDelta)
+    assert delta.subagent_task_id == CHILD
+    t.notification("item/completed", {"threadId": CHILD, "item": {"type": "agentMessage", "id": "m", "text": "hi"}})
+    usage = {"total": breakdown(7, 0, 2, 0), "last": breakdown(7, 0, 2, 0)}
+    (child_usage,) = t.notification(
+        "thread/tokenUsage/updated", {"threadId": CHILD, "turnId": "child-turn", "tokenUsage": usage}
+    )
+    assert isinstance(child_usage, ModelResponse)
+    assert child_usage.task_id == CHILD
+    completed, ended = t.notification(
+        "turn/completed", {"threadId": CHILD, "turn": {"id": "child-turn", "status": "completed"}}
+    )
+    assert isinstance(completed, SubagentCompleted)
+    assert (completed.status, completed.result, completed.usage) == (
+        "completed",
+        "hi",
+        Usage(input_tokens=7, output_tokens=2),
+    )
+    assert ended == TurnEnded(CHILD, "completed", None, "child-turn")
+    assert t.children_running() == []
+
+
+def test_warnings_and_retries_and_strangers() -> None:
+    t = translator()
+    assert t.notification("configWarning", {"summary": "Codex could not find bubblewrap on PATH."}) == []
+    (warning,) = t.notification("warning", {"threadId": MAIN, "message": "Model metadata for `x` not found."})
+    assert isinstance(warning, WarningEvent)
+    assert warning.code == "codex_warning"
+    assert t.notification("warning", {"threadId": "someone-else", "message": "not ours"}) == []
+    assert note(t, "item/agentMessage/delta", thread="someone-else", itemId="m", delta="x") == []
+    (retry,) = note(
+        t, "error", error={"message": "Reconnecting... 1/5", "additionalDetails": "refused"}, willRetry=True
+    )
+    assert retry == Retrying("Reconnecting... 1/5", "refused")
+    assert note(t, "error", error={"message": "final"}, willRetry=False) == []
+    assert note(t, "item/started", item="not an object") == []
+    assert note(t, "item/completed", item={"type": "commandExecution"}) == []
+
+
+def test_the_main_turns_end_is_reported_once_and_a_late_one_is_dropped() -> None:
+    t = translator()
+    assert note(t, "turn/completed", turn={"id": "an-earlier-turn", "status": "interrupted"}) == []
+    (ended,) = note(t, "turn/completed", turn={"id": TURN, "status": "failed", "error": {"message": "x"}})
+    assert ended == TurnEnded(None, "failed", {"message": "x"}, TURN)
