@@ -51,15 +51,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
-
-import anyio.to_thread
 
 from unified._exports import publish
 from unified.testing._fake_gemini import REDACTED, RecordedRequest
 from unified.testing._scenario import Fault, ModelTurn, Script, Turn, Usage
+from unified.testing._serving import ThreadedFake
 
 __all__ = ["AGENT_HEADER", "FakeAnthropic", "message_blocks", "sse_events"]
 
@@ -243,13 +241,15 @@ class _Slot:
     fault_pending: bool
 
 
-class FakeAnthropic:
+class FakeAnthropic(ThreadedFake):
     """A scripted Anthropic Messages server; use as ``with FakeAnthropic(script) as server:`` (or ``async with``).
 
     ``script`` is a :class:`Script`, a list of turns, or a path loaded with :meth:`Script.from_file`.
     ``chunk_delay`` slows every stream (seconds between SSE events) on top of each turn's own delay.
     Point the CLI at :attr:`base_url` (:attr:`cli_env` has the variables).
     """
+
+    _title = "FakeAnthropic"
 
     def __init__(self, script: Script | Iterable[Turn] | str | Path | None = None, *, chunk_delay: float = 0.0) -> None:
         if script is None:
@@ -268,59 +268,12 @@ class FakeAnthropic:
         self._requests: list[RecordedRequest] = []
         self._problems: list[str] = []
         self._ids = itertools.count(1)
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-        self.stopping = threading.Event()
-        """Set by `stop`: releases every connection a ``stall`` or ``no_headers`` fault holds."""
+        self._init_serving()
 
     # --- lifecycle ----------------------------------------------------------------------------------
 
-    def start(self) -> Self:
-        if self._server is not None:
-            raise RuntimeError("FakeAnthropic is already running")
-        self.stopping.clear()
-        self._server = _Server(self)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.005}, name="FakeAnthropic", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        server, thread = self._server, self._thread
-        self._server = self._thread = None
-        self.stopping.set()
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-        if thread is not None:
-            thread.join()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    async def __aenter__(self) -> Self:
-        return self.start()
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await anyio.to_thread.run_sync(self.stop)
-
-    @property
-    def port(self) -> int:
-        if self._server is None:
-            raise RuntimeError("FakeAnthropic is not running")
-        return int(self._server.server_address[1])
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+    def _make_server(self) -> ThreadingHTTPServer:
+        return _Server(self)
 
     @property
     def cli_env(self) -> dict[str, str]:

@@ -19,11 +19,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
-
-import anyio.to_thread
 
 from unified._exports import publish
 from unified.testing import _wire
@@ -37,6 +34,7 @@ from unified.testing._scenario import (
     Script,
     Turn,
 )
+from unified.testing._serving import ThreadedFake
 from unified.testing._wire import JsonObject
 
 __all__ = ["FakeGemini", "RecordedRequest"]
@@ -175,7 +173,7 @@ CLI_MODEL = "gemini-2.5-flash"
 """The model a `gemini` binary pointed at FakeGemini uses when the run names none."""
 
 
-class FakeGemini:
+class FakeGemini(ThreadedFake):
     """A scripted Gemini server; use as ``with FakeGemini(script) as server:`` (or ``async with``).
 
     ``script`` is a :class:`Script`, a list of turns, or a path loaded with :meth:`Script.from_file`
@@ -189,6 +187,8 @@ class FakeGemini:
     twice or not at all, a response without its call (``_wire.history_problem``). The refusal is
     one of :attr:`problems`, so ``assert_done()`` fails; ``check_history=False`` turns it off.
     """
+
+    _title = "FakeGemini"
 
     def __init__(
         self,
@@ -218,61 +218,12 @@ class FakeGemini:
         self._problems: list[str] = []
         self._interactions: dict[str, _Interaction] = {}
         self._ids = itertools.count(1)
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-        self.stopping = threading.Event()
-        """Set by `stop`: releases every connection a ``stall`` or ``no_headers`` fault holds."""
+        self._init_serving()
 
     # --- lifecycle ----------------------------------------------------------------------------------
 
-    def start(self) -> Self:
-        if self._server is not None:
-            raise RuntimeError("FakeGemini is already running")
-        self.stopping.clear()
-        self._server = _Server(self)
-        # stop() waits for the serve loop's next poll: at 50 ms, 110 short-lived servers idled 3.7 s.
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.005}, name="FakeGemini", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        server, thread = self._server, self._thread
-        self._server = self._thread = None
-        self.stopping.set()
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-        if thread is not None:
-            thread.join()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    async def __aenter__(self) -> Self:
-        return self.start()
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        # shutdown() waits for the serve loop's next poll: keep that off the event loop.
-        await anyio.to_thread.run_sync(self.stop)
-
-    @property
-    def port(self) -> int:
-        if self._server is None:
-            raise RuntimeError("FakeGemini is not running")
-        return int(self._server.server_address[1])
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+    def _make_server(self) -> ThreadingHTTPServer:
+        return _Server(self)
 
     @property
     def cli_env(self) -> dict[str, str]:

@@ -54,15 +54,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
-
-import anyio.to_thread
 
 from unified._exports import publish
 from unified.testing._fake_gemini import REDACTED, RecordedRequest
 from unified.testing._scenario import Fault, FunctionCall, ModelTurn, ResponsesTurn, Script, Turn, Usage
+from unified.testing._serving import ThreadedFake
 
 __all__ = ["CODEX_MODEL", "FAKE_OPENAI_KEY", "FakeOpenAI", "codex_call", "responses_events"]
 
@@ -355,13 +353,15 @@ class _Reply:
     hang: bool = False
 
 
-class FakeOpenAI:
+class FakeOpenAI(ThreadedFake):
     """A scripted OpenAI Responses server; use as ``with FakeOpenAI(script) as server:`` (or ``async with``).
 
     ``script`` is a `Script`, a list of turns or a path (`Script.from_file`). Point clients at
     :attr:`base_url` (it ends in ``/v1``, as ``OPENAI_BASE_URL`` does) with any bearer key, or the
     one given as ``api_key`` (another key is refused with a 401, as the API does).
     """
+
+    _title = "FakeOpenAI"
 
     def __init__(
         self,
@@ -391,54 +391,12 @@ class FakeOpenAI:
         """A child thread's id → its reservation."""
         self._threads: set[str] = set()
         """Every thread that asked (a new one after a spawn is its child)."""
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-        self.stopping = threading.Event()
+        self._init_serving()
 
     # --- lifecycle ------------------------------------------------------------------------------------
 
-    def start(self) -> Self:
-        if self._server is not None:
-            raise RuntimeError("FakeOpenAI is already running")
-        self.stopping.clear()
-        self._server = _Server(self)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.005}, name="FakeOpenAI", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        server, thread = self._server, self._thread
-        self._server = self._thread = None
-        self.stopping.set()
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-        if thread is not None:
-            thread.join()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    async def __aenter__(self) -> Self:
-        return self.start()
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await anyio.to_thread.run_sync(self.stop)
-
-    @property
-    def port(self) -> int:
-        if self._server is None:
-            raise RuntimeError("FakeOpenAI is not running")
-        return int(self._server.server_address[1])
+    def _make_server(self) -> ThreadingHTTPServer:
+        return _Server(self)
 
     @property
     def base_url(self) -> str:
