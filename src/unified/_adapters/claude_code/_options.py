@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from pydantic import Field, InstanceOf, StrictInt, field_validator
+from pydantic import Field, InstanceOf, StrictInt
 
-from unified._binary.process import ProcessStarter
+from unified._binary.options import StartProcessOption, TranscriptOption
 from unified._exports import publish
 from unified._internal.options import parse_options
 from unified.tools import Policy
@@ -45,31 +44,16 @@ class ClaudeCodeOptions(BackendOptions):
     then the turn is interrupted and the run fails with `stream_interrupted` (retryable)."""
     request_timeout_s: float = Field(default=90.0, gt=0)
     """Per model request, the wait for the response headers (the CLI's API_TIMEOUT_MS)."""
-    transcript: list[dict[str, Any]] | None = None
+    transcript: TranscriptOption = None
     """A list that receives every stream-json line both ways (`{"dir": "send"|"recv", "msg"}`):
     what `unified record` writes as a cassette; the caller's own list."""
-    start_process: ProcessStarter | None = None
+    start_process: StartProcessOption = None
     """Starts the CLI instead of spawning `claude` (the transport seam; tests pass a
     `unified.testing.FakeAgentProcess` starter). The binary is then not looked up."""
     forward_subagent_text: bool = True
     """Ask the CLI for its subagents' text and thinking (initialize `forwardSubagentText`)."""
     close_grace_s: float = Field(default=5.0, ge=0)
     """How long the CLI may take to exit once its stdin is closed, before its process group is ended."""
-
-    @field_validator("transcript", mode="plain")
-    @classmethod
-    def _same_list(cls, value: object) -> list[dict[str, Any]] | None:
-        """The caller's own list, not a copy: the adapter appends to it and the caller reads it."""
-        if value is not None and not isinstance(value, list):
-            raise ValueError(f"must be a list, not {type(value).__name__}")
-        return value
-
-    @field_validator("start_process", mode="plain")
-    @classmethod
-    def _callable(cls, value: object) -> ProcessStarter | None:
-        if value is not None and not callable(value):
-            raise ValueError(f"must be callable (argv, cwd, env) -> AgentProcess, not {type(value).__name__}")
-        return value
 
 
 def claude_code_options(raw: Mapping[str, object] | BackendOptions) -> ClaudeCodeOptions:

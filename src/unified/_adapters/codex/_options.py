@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from unified._binary.process import ProcessStarter
+from unified._binary.options import StartProcessOption, TranscriptOption
 from unified._exports import publish
 from unified._internal.options import parse_options
 from unified.types import BackendOptions
@@ -44,26 +43,12 @@ class CodexOptions(BackendOptions):
     """How long the provider may stay unreachable (Codex retries forever) before the turn is interrupted."""
     stream_idle_timeout_s: float = Field(default=120.0, gt=0)
     """Codex's own limit on silence inside one model stream (`stream_idle_timeout_ms`)."""
-    transcript: list[dict[str, Any]] | None = None
+    transcript: TranscriptOption = None
     """A list that receives every JSON-RPC message both ways (`{"dir": "send"|"recv", "msg"}`): what
     `unified record` writes as a cassette; the caller's own list."""
-    start_process: ProcessStarter | None = None
+    start_process: StartProcessOption = None
     """Starts the app-server instead of the binary (tests pass a `unified.testing.FakeAgentProcess`
     starter); the binary is then not looked up."""
-
-    @field_validator("transcript", mode="plain")
-    @classmethod
-    def _same_list(cls, value: object) -> list[dict[str, Any]] | None:
-        if value is not None and not isinstance(value, list):
-            raise ValueError(f"must be a list, not {type(value).__name__}")
-        return value
-
-    @field_validator("start_process", mode="plain")
-    @classmethod
-    def _callable(cls, value: object) -> ProcessStarter | None:
-        if value is not None and not callable(value):
-            raise ValueError(f"must be callable (argv, cwd, env) -> AgentProcess, not {type(value).__name__}")
-        return value
 
 
 def codex_options(raw: Mapping[str, object] | BackendOptions) -> CodexOptions:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import Field, StrictBool, StrictInt, field_validator
+from pydantic import Field, StrictBool, StrictInt
 
 from unified._adapters.gemini_cli._acp import AcpPool
-from unified._binary.process import ProcessStarter
+from unified._binary.options import StartProcessOption, TranscriptOption
 from unified._exports import publish
 from unified._internal.options import parse_options
 from unified.types import BackendOptions
@@ -41,27 +41,12 @@ class GeminiCliOptions(BackendOptions):
     """`--fake-responses` (True) or `--fake-responses-non-strict` (False)."""
     env: dict[str, str] = Field(default_factory=dict)
     """Extra environment variables for the child."""
-    acp_transcript: list[dict[str, Any]] | None = None
+    acp_transcript: TranscriptOption = None
     """A list that receives every JSON-RPC message both ways and, between them, the records the CLI
     appended to its chat files meanwhile (cassette recording); kept by identity."""
-    start_process: ProcessStarter | None = None
+    start_process: StartProcessOption = None
     """Starts the ACP agent instead of spawning `gemini --acp` (the transport seam; tests pass
     `unified.testing.FakeAcp`, an `AgentProcess` starter). The binary is then not looked up."""
-
-    @field_validator("acp_transcript", mode="plain")
-    @classmethod
-    def _same_list(cls, value: object) -> list[dict[str, Any]] | None:
-        """The caller's own list, not a copy: the adapter appends to it and the caller reads it."""
-        if value is not None and not isinstance(value, list):
-            raise ValueError(f"must be a list, not {type(value).__name__}")
-        return value
-
-    @field_validator("start_process", mode="plain")
-    @classmethod
-    def _callable(cls, value: object) -> ProcessStarter | None:
-        if value is not None and not callable(value):
-            raise ValueError(f"must be callable (argv, cwd, env) -> AgentProcess, not {type(value).__name__}")
-        return value
 
 
 def gemini_cli_options(raw: Mapping[str, object] | BackendOptions) -> GeminiCliOptions:
