@@ -35,7 +35,8 @@ from unified._adapters.claude_code._session_files import (
     project_dir_name,
     write_lines,
 )
-from unified._adapters.claude_code._shared_sessions import SharedSessions, shared_store
+from unified._adapters.claude_code._shared_sessions import shared_files
+from unified._binary.shared import run_shared, shared_store
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
 from unified.conversations import Conversation, ImagePart, TextPart, UserTurn
 from unified.errors import ConfigurationError
@@ -82,7 +83,7 @@ class ClaudeCodeBackend:
         store = shared_store(ctx.params)
         if store is None:
             return await self._run(ctx)
-        return await SharedSessions(store, self.launch.home, ctx).run(self._run)
+        return await run_shared(store, ctx, shared_files(self.launch.home, ctx.params.cwd), self._run)
 
     async def _run(self, ctx: RunContext) -> RunOutcome:
         plan = await anyio.to_thread.run_sync(self._plan)

@@ -14,32 +14,21 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-
-import anyio
 
 from unified._adapters.claude_code._launch import config_dir
 from unified._adapters.claude_code._options import BACKEND
 from unified._adapters.claude_code._session_files import SessionFiles, parse_session
-from unified._sessions.config import configured_store
-from unified.backends import RunContext, RunOutcome
-from unified.errors import CorruptSession, SessionNotFound
-from unified.events import WarningEvent
-from unified.sessions import SessionStore, StoredSession, short_id_of
-from unified.types import ExecuteParams
+from unified._binary.shared import SharedFiles
+from unified.errors import CorruptSession
+from unified.sessions import StoredSession
 
-__all__ = ["SESSION_FILE", "SharedSessions", "shared_store", "state_summary", "stored_session", "write_session_file"]
+__all__ = ["SESSION_FILE", "shared_files", "state_summary", "stored_session", "write_session_file"]
 
 SESSION_FILE = "session_file"
 """The state key: {"project": <folder name>, "text": <the file's JSON lines>}."""
 _PROJECT = re.compile(r"^[A-Za-z0-9-]{1,255}$")
-
-
-def shared_store(params: ExecuteParams) -> SessionStore | None:
-    """The store claude-code sessions are shared through: the caller's, else the configured one, else None."""
-    return params.session_store if params.session_store is not None else configured_store()
 
 
 def _checked(session: StoredSession) -> tuple[str, str]:
@@ -96,55 +85,15 @@ def stored_session(home: Path, session_id: str, cwd: Path, previous: StoredSessi
     return session
 
 
-class SharedSessions:
-    """Wraps one claude-code run: the store's copy in before a resume, the session file out after the run."""
-
-    def __init__(self, store: SessionStore, home: Path, ctx: RunContext) -> None:
-        self.store = store
-        self.home = home
-        self.ctx = ctx
-        self.cwd = ctx.params.cwd.expanduser().resolve()
-
-    async def run(self, run: Callable[[RunContext], Awaitable[RunOutcome]]) -> RunOutcome:
-        ref = self.ctx.params.resume
-        found = None
-        if ref:
-            try:
-                found = await self.store.resolve(BACKEND, ref)
-            except SessionNotFound:
-                found = None  # a session only this worker has
-        if found is None:
-            try:
-                return await run(self.ctx)
-            finally:
-                await self._save(self.ctx.session_id, None)
-        async with self.store.lease(BACKEND, found.session_id):
-            previous = await self.store.load(BACKEND, found.session_id)
-            await anyio.to_thread.run_sync(write_session_file, previous, self.home)
-            try:
-                return await run(self.ctx)
-            finally:
-                await self._save(found.session_id, previous)
-
-    async def _save(self, session_id: str | None, previous: StoredSession | None) -> None:
-        """Save the run's session file, even after a failure or a cancellation (what the CLI wrote is kept)."""
-        if not session_id:
-            return
-        with anyio.CancelScope(shield=True):
-            session = await anyio.to_thread.run_sync(stored_session, self.home, session_id, self.cwd, previous)
-            if session is None:
-                return
-            try:
-                await self.store.save(session)
-            except Exception as exc:
-                await self.ctx.emit(
-                    WarningEvent(
-                        code="session_not_shared",
-                        message=f"the session file of {short_id_of(session_id)} could not be saved to the "
-                        f"session store ({exc}); another worker resuming it will not see this run",
-                        session_id=session_id,
-                    )
-                )
+def shared_files(home: Path, cwd: Path) -> SharedFiles:
+    """claude-code's session file as `unified._binary.shared` moves it (in the CLI home `home`)."""
+    where = cwd.expanduser().resolve()
+    return SharedFiles(
+        BACKEND,
+        "the session file",
+        write=lambda session: write_session_file(session, home),
+        collect=lambda session_id, previous: stored_session(home, session_id, where, previous),
+    )
 
 
 def state_summary(session: StoredSession) -> dict[str, Any]:

@@ -16,7 +16,8 @@ from unified._adapters.codex._launch import Launch
 from unified._adapters.codex._options import BACKEND, codex_options
 from unified._adapters.codex._rollouts import Rollouts
 from unified._adapters.codex._run import CodexRun, Opening
-from unified._adapters.codex._shared_sessions import SharedRollouts, shared_store
+from unified._adapters.codex._shared_sessions import shared_files
+from unified._binary.shared import run_shared, shared_store
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
 from unified.types import ExecuteParams, SseMcpServer
 
@@ -72,7 +73,7 @@ class CodexBackend:
         store = shared_store(ctx.params)
         if store is None:
             return await self._run(ctx)
-        return await SharedRollouts(store, self.launch.home, ctx).run(self._run)
+        return await run_shared(store, ctx, shared_files(self.launch.home), self._run)
 
     async def _run(self, ctx: RunContext) -> RunOutcome:
         params = ctx.params

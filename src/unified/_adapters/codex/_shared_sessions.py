@@ -15,30 +15,20 @@ naming the session's own id, and its first line must be that thread's `session_m
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from unified._adapters.codex._options import BACKEND
 from unified._adapters.codex._rollouts import ROLLOUT_NAME, Rollouts, codex_short_id, read_rollout, show_rollout
-from unified._sessions.config import configured_store
-from unified.backends import RunContext, RunOutcome
-from unified.errors import CorruptSession, SessionNotFound
-from unified.events import WarningEvent
+from unified._binary.shared import SharedFiles
+from unified.errors import CorruptSession
 from unified.sessions import SessionInfo, SessionStore, StoredSession, resolve_ref
-from unified.types import ExecuteParams
 
-__all__ = ["ROLLOUTS", "SharedRollouts", "resolve_in_store", "shared_store", "stored_files", "write_stored"]
+__all__ = ["ROLLOUTS", "resolve_in_store", "shared_files", "stored_files", "write_stored"]
 
 ROLLOUTS = "rollouts"
 """The state key: rollout file name -> its text (the session's own first, then its subagents')."""
-
-
-def shared_store(params: ExecuteParams) -> SessionStore | None:
-    return params.session_store if params.session_store is not None else configured_store()
 
 
 async def resolve_in_store(store: SessionStore, ref: str) -> SessionInfo:
@@ -124,50 +114,14 @@ class _scratch:
         self._dir.cleanup()
 
 
-class SharedRollouts:
-    """Wraps one codex run: the store's copy in before a resume, the rollouts out after the run."""
-
-    def __init__(self, store: SessionStore, home: Path, ctx: RunContext) -> None:
-        self.store = store
-        self.home = home
-        self.ctx = ctx
-
-    async def run(self, run: Callable[[RunContext], Awaitable[RunOutcome]]) -> RunOutcome:
-        ref = self.ctx.params.resume
-        found = None
-        if ref:
-            try:
-                found = await resolve_in_store(self.store, ref)
-            except SessionNotFound:
-                found = None  # a session only this worker has
-        if found is None:
-            try:
-                return await run(self.ctx)
-            finally:
-                await self._save(self.ctx.session_id, None)
-        async with self.store.lease(BACKEND, found.session_id):
-            previous = await self.store.load(BACKEND, found.session_id)
-            await anyio.to_thread.run_sync(write_stored, previous, self.home)
-            try:
-                return await run(self.ctx)
-            finally:
-                await self._save(found.session_id, previous)
-
-    async def _save(self, thread_id: str | None, previous: StoredSession | None) -> None:
-        if not thread_id:
-            return
-        with anyio.CancelScope(shield=True):
-            session = await anyio.to_thread.run_sync(collect, self.home, thread_id, previous)
-            if session is None:
-                return
-            try:
-                await self.store.save(session)
-            except Exception as exc:
-                await self.ctx.emit(
-                    WarningEvent(
-                        code="session_not_shared",
-                        message=f"the rollout of codex session {codex_short_id(thread_id)} could not be saved to the "
-                        f"session store ({exc}); another worker resuming it will not see this run",
-                        session_id=thread_id,
-                    )
-                )
+def shared_files(home: Path) -> SharedFiles:
+    """codex's rollouts as `unified._binary.shared` moves them (in the Codex home `home`), found by codex's
+    short ids."""
+    return SharedFiles(
+        BACKEND,
+        "the rollout",
+        write=lambda session: write_stored(session, home),
+        collect=lambda thread_id, previous: collect(home, thread_id, previous),
+        short_id=codex_short_id,
+        resolve=resolve_in_store,
+    )

@@ -23,9 +23,10 @@ from unified._adapters.gemini_cli._chat_records import TranscriptCapture
 from unified._adapters.gemini_cli._launch import BACKEND, Launch, start_gemini
 from unified._adapters.gemini_cli._options import gemini_cli_options
 from unified._adapters.gemini_cli._run import AcpRun
-from unified._adapters.gemini_cli._shared_sessions import SharedSessions, shared_store
+from unified._adapters.gemini_cli._shared_sessions import shared_files
 from unified._adapters.gemini_cli._stream_json import run_stream_json
 from unified._binary.pool import pool_key
+from unified._binary.shared import run_shared, shared_store
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
 from unified.errors import ConfigurationError
 from unified.events import WarningEvent
@@ -91,7 +92,7 @@ class GeminiCliBackend:
         store = shared_store(ctx.params)
         if store is None:
             return await self._run(ctx)
-        return await SharedSessions(store, self.launch.env, ctx).run(self._run)
+        return await run_shared(store, ctx, shared_files(self.launch.env, ctx.params.cwd), self._run)
 
     async def _run(self, ctx: RunContext) -> RunOutcome:
         if ctx.params.resume:  # an unknown or ambiguous id fails here, before a process is started

@@ -17,11 +17,9 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-
-import anyio
 
 from unified._adapters.gemini_cli._chat_files import (
     BACKEND,
@@ -33,17 +31,13 @@ from unified._adapters.gemini_cli._chat_files import (
     session_usage,
     summarize,
 )
-from unified._sessions.config import configured_store
-from unified.backends import RunContext, RunOutcome
-from unified.errors import CorruptSession, SessionNotFound
-from unified.events import WarningEvent
-from unified.sessions import SessionStore, StoredSession, short_id_of
-from unified.types import ExecuteParams
+from unified._binary.shared import SharedFiles
+from unified.errors import CorruptSession
+from unified.sessions import StoredSession, short_id_of
 
 __all__ = [
     "CHAT_FILES",
-    "SharedSessions",
-    "shared_store",
+    "shared_files",
     "state_summary",
     "stored_session",
     "write_chat_files",
@@ -52,11 +46,6 @@ __all__ = [
 CHAT_FILES = "chat_files"
 """The state key: chat file name -> its text."""
 _CHAT_NAME = re.compile(r"session-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-[0-9A-Za-z_-]{1,8}\.jsonl")
-
-
-def shared_store(params: ExecuteParams) -> SessionStore | None:
-    """The store gemini-cli sessions are shared through: the caller's, else the configured one, else None."""
-    return params.session_store if params.session_store is not None else configured_store()
 
 
 def _slug(name: str) -> str:
@@ -153,55 +142,15 @@ def stored_session(home: Path, session_id: str, cwd: Path, previous: StoredSessi
     return session
 
 
-class SharedSessions:
-    """Wraps one gemini-cli run: the store's copy in before a resume, the chat files out after the run."""
-
-    def __init__(self, store: SessionStore, env: Mapping[str, str], ctx: RunContext) -> None:
-        self.store = store
-        self.home = gemini_home(env)
-        self.ctx = ctx
-        self.cwd = ctx.params.cwd.expanduser().resolve()
-
-    async def run(self, run: Callable[[RunContext], Awaitable[RunOutcome]]) -> RunOutcome:
-        ref = self.ctx.params.resume
-        found = None
-        if ref:
-            try:
-                found = await self.store.resolve(BACKEND, ref)
-            except SessionNotFound:
-                found = None  # a session only this worker has (made before the store, or by the CLI itself)
-        if found is None:
-            try:
-                return await run(self.ctx)
-            finally:
-                await self._save(self.ctx.session_id, None)
-        async with self.store.lease(BACKEND, found.session_id):
-            previous = await self.store.load(BACKEND, found.session_id)
-            await anyio.to_thread.run_sync(write_chat_files, previous, self.home, self.cwd)
-            try:
-                return await run(self.ctx)
-            finally:
-                await self._save(found.session_id, previous)
-
-    async def _save(self, session_id: str | None, previous: StoredSession | None) -> None:
-        """Save the run's chat files, even after a failure or a cancellation (what the CLI wrote is kept)."""
-        if not session_id:
-            return
-        with anyio.CancelScope(shield=True):
-            session = await anyio.to_thread.run_sync(stored_session, self.home, session_id, self.cwd, previous)
-            if session is None:
-                return
-            try:
-                await self.store.save(session)
-            except Exception as exc:
-                await self.ctx.emit(
-                    WarningEvent(
-                        code="session_not_shared",
-                        message=f"the chat files of session {short_id_of(session_id)} could not be saved to the "
-                        f"session store ({exc}); another worker resuming it will not see this run",
-                        session_id=session_id,
-                    )
-                )
+def shared_files(env: Mapping[str, str], cwd: Path) -> SharedFiles:
+    """gemini-cli's chat files as `unified._binary.shared` moves them (in the CLI home `env` names)."""
+    home, where = gemini_home(env), cwd.expanduser().resolve()
+    return SharedFiles(
+        BACKEND,
+        "the chat files",
+        write=lambda session: write_chat_files(session, home, where),
+        collect=lambda session_id, previous: stored_session(home, session_id, where, previous),
+    )
 
 
 def state_summary(session: StoredSession) -> dict[str, Any]:

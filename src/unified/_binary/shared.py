@@ -1,0 +1,93 @@
+"""A binary backend's session files shared through a `SessionStore`, so any worker resumes any session.
+
+An agent CLI keeps its sessions as files in its home. With a store configured (the caller's, else
+`UNIFIED_SESSION_STORE_URL`'s), a resume first writes the store's copy into the home, under the
+store's lease, and every run's files go back to the store after it, even after a failure or a
+cancellation (what the CLI wrote is kept). A session the store does not have (one only this worker
+made) runs as it is. What differs per backend is data: `SharedFiles`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import anyio
+
+from unified._sessions.config import configured_store
+from unified.backends import RunContext, RunOutcome
+from unified.errors import SessionNotFound
+from unified.events import WarningEvent
+from unified.sessions import SessionInfo, SessionStore, StoredSession, short_id_of
+from unified.types import ExecuteParams
+
+__all__ = ["SharedFiles", "run_shared", "shared_store"]
+
+
+def shared_store(params: ExecuteParams) -> SessionStore | None:
+    """The store the sessions are shared through: the caller's, else the configured one, else None."""
+    return params.session_store if params.session_store is not None else configured_store()
+
+
+@dataclass(frozen=True)
+class SharedFiles:
+    """How one backend's session files go into its home and back out to the store."""
+
+    backend: str
+    what: str
+    """How warnings name them: "the chat files", "the session file", "the rollout"."""
+    write: Callable[[StoredSession], object]
+    """The store's copy into the home (runs in a worker thread)."""
+    collect: Callable[[str, StoredSession | None], StoredSession | None]
+    """(session id, the store's copy or None) → the session as the run left it; None if the CLI wrote none."""
+    short_id: Callable[[str], str] = short_id_of
+    resolve: Callable[[SessionStore, str], Awaitable[SessionInfo]] | None = None
+    """How a reference is found in the store (default: the store's own short ids)."""
+
+
+async def run_shared(
+    store: SessionStore, ctx: RunContext, files: SharedFiles, run: Callable[[RunContext], Awaitable[RunOutcome]]
+) -> RunOutcome:
+    """`run(ctx)` with the session's files brought in from `store` before it and saved to it after it."""
+    ref = ctx.params.resume
+    found = None
+    if ref:
+        try:
+            found = await (files.resolve(store, ref) if files.resolve else store.resolve(files.backend, ref))
+        except SessionNotFound:
+            found = None  # a session only this worker has (made before the store, or by the CLI itself)
+    if found is None:
+        try:
+            return await run(ctx)
+        finally:
+            await _save(store, ctx, files, ctx.session_id, None)
+    async with store.lease(files.backend, found.session_id):
+        previous = await store.load(files.backend, found.session_id)
+        await anyio.to_thread.run_sync(files.write, previous)
+        try:
+            return await run(ctx)
+        finally:
+            await _save(store, ctx, files, found.session_id, previous)
+
+
+async def _save(
+    store: SessionStore, ctx: RunContext, files: SharedFiles, session_id: str | None, previous: StoredSession | None
+) -> None:
+    """Save the run's files, even after a failure or a cancellation; a store that fails is a warning."""
+    if not session_id:
+        return
+    with anyio.CancelScope(shield=True):
+        session = await anyio.to_thread.run_sync(files.collect, session_id, previous)
+        if session is None:
+            return
+        try:
+            await store.save(session)
+        except Exception as exc:
+            await ctx.emit(
+                WarningEvent(
+                    code="session_not_shared",
+                    message=f"{files.what} of {files.backend} session {files.short_id(session_id)} could not be "
+                    f"saved to the session store ({exc}); another worker resuming it will not see this run",
+                    session_id=session_id,
+                )
+            )
