@@ -115,6 +115,8 @@ async def test_history_reaches_the_model_as_earlier_turns(workspace: Path, gemin
         texts = json.dumps(exported.model_dump(mode="json"))
         assert FACT in texts
         assert "what is the code word?" in texts
+        assert "I read the notes." in texts
+        assert "The code word is heron-7731." in texts
 
         # The continued session resumes by its own short id, the history still in the request.
         again = await _run(server, workspace, gemini_setup, prompt="and again?", resume=started.short_id)

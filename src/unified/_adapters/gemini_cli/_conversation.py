@@ -106,11 +106,17 @@ def conversation_from_messages(messages: list[dict[str, Any]], *, origin: Origin
             content = message.get("content")
             if isinstance(content, str) and content:
                 model_parts.append(TextPart(text=content))
+            in_content = _model_parts_of(content) if isinstance(content, list) else []
+            model_parts.extend(in_content)
+            listed = {p.id for p in in_content if isinstance(p, ToolCallPart)}
             for call in message.get("toolCalls") or []:
                 call_id = str(call.get("id") or "")
-                model_parts.append(
-                    ToolCallPart(id=call_id, name=str(call.get("name") or ""), arguments=dict(call.get("args") or {}))
-                )
+                if call_id not in listed:
+                    model_parts.append(
+                        ToolCallPart(
+                            id=call_id, name=str(call.get("name") or ""), arguments=dict(call.get("args") or {})
+                        )
+                    )
                 for item in call.get("result") or []:
                     response = item.get("functionResponse") if isinstance(item, Mapping) else None
                     if isinstance(response, Mapping):
@@ -134,6 +140,30 @@ def conversation_from_messages(messages: list[dict[str, Any]], *, origin: Origin
                 else:
                     turns.append(UserTurn(parts=user_parts))
     return Conversation(origin=origin, turns=[t for t in turns if t.parts])
+
+
+def _model_parts_of(content: list[Any]) -> list[ModelPart]:
+    """A `gemini` message's content as Gemini parts (the CLI's checkpoints, a continued conversation's turns),
+    their signatures kept: the turn is Google's."""
+    parts: list[ModelPart] = []
+    for item in content:
+        if isinstance(item, str):
+            item = {"text": item}
+        if not isinstance(item, Mapping):
+            continue
+        signature = item.get("thoughtSignature") if isinstance(item.get("thoughtSignature"), str) else None
+        call = item.get("functionCall")
+        if isinstance(call, Mapping):
+            arguments = call.get("args") if isinstance(call.get("args"), dict) else {}
+            name = str(call.get("name") or "")
+            parts.append(
+                ToolCallPart(id=str(call.get("id") or ""), name=name, arguments=arguments, signature=signature)
+            )
+        elif isinstance(item.get("text"), str) and item.get("thought"):
+            parts.append(ThinkingPart(text=item["text"], signature=signature))
+        elif isinstance(item.get("text"), str) and (item["text"] or signature):
+            parts.append(TextPart(text=item["text"], signature=signature))
+    return parts
 
 
 def _user_parts(content: object, answered: set[str]) -> list[UserPart]:
