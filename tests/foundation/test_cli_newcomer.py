@@ -125,9 +125,9 @@ def test_scripts_demo_without_node_runs_the_api_backends_and_says_what_it_skippe
     assert "npm" not in done.stderr.replace("and npm", "")  # no npm error, no npm notice
     events = [json.loads(line) for line in done.stdout.splitlines()]
     started = [e["backend"] for e in events if e["type"] == "session_started"]
-    # claude is a native executable (npm installed it; Node never runs it): it runs without Node
-    assert started == ["generate-content", "interactions", "claude-code"]
-    assert [e["status"] for e in events if e["type"] == "result"] == ["success", "success", "success"]
+    # claude and codex are native executables (npm installed them; Node never runs them): they run without Node
+    assert started == ["generate-content", "interactions", "claude-code", "codex"]
+    assert [e["status"] for e in events if e["type"] == "result"] == ["success"] * 4
     assert "The model is scripted" in done.stderr
 
 
@@ -164,7 +164,7 @@ def test_the_demo_of_every_backend_writes_nothing_outside_its_temporary_director
     done = _unified("demo", home=isolated_home)
     assert done.returncode == 0, done.stderr
     assert _files(isolated_home) == before  # no ~/.cache/unified/gemini-cli, no ~/.gemini, no sessions
-    notes = done.stdout[done.stdout.index("the same task, 4 backends") :]
+    notes = done.stdout[done.stdout.index("the same task, 5 backends") :]
     assert "turns: gemini-cli counts 2 where the others count 3, as ACP marks no turn" in " ".join(notes.split())
     assert "events: thinking 1 on gemini-cli, 1 on generate-content, 2 on interactions" in " ".join(notes.split())
 

@@ -43,6 +43,12 @@ mkdir -p "$prefix/node_modules/$name" "$prefix/node_modules/.bin"
 echo "{\\"name\\": \\"$name\\", \\"version\\": \\"$version\\"}" > "$prefix/node_modules/$name/package.json"
 printf '#!/bin/sh\\necho %s\\n' "$version" > "$prefix/node_modules/.bin/$bin"
 chmod +x "$prefix/node_modules/.bin/$bin"
+if [ "$bin" = codex ]; then  # its platform package, with the native binary
+  native="$prefix/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin"
+  mkdir -p "$native"
+  printf '#!/bin/sh\\necho codex-cli %s\\n' "$version" > "$native/codex"
+  chmod +x "$native/codex"
+fi
 """
 
 
@@ -90,9 +96,10 @@ def test_setup_says_what_it_installs_and_keeps_npm_in_a_log(clone: Path) -> None
     assert done.stdout.splitlines() == [
         "setup: installing the gemini CLI 0.61.0 into .gemini-cli/ with npm (a minute or two the first time)",
         "setup: installing the Claude Code CLI 2.1.332 into .claude-code/ with npm (a minute or two the first time)",
+        "setup: installing the Codex CLI 0.171.0 into .codex-cli/ with npm (a minute or two the first time)",
     ]
     assert done.stderr == ""
-    for folder in (".gemini-cli", ".claude-code"):
+    for folder in (".gemini-cli", ".claude-code", ".codex-cli"):
         log = (clone / folder / "npm-install.log").read_text()
         assert "npm warn install-scripts" in log
         assert "npm notice" in log

@@ -85,7 +85,7 @@ MODES = {
             "GOOGLE_VERTEX_BASE_URL": BASE,
         },
         reason="generate-content: Vertex AI from GOOGLE_GENAI_USE_VERTEXAI (with ADC, project proj-1 from "
-        "GOOGLE_CLOUD_PROJECT, location us-central1, to {base})",
+        "GOOGLE_CLOUD_PROJECT, location us-central1, credentials {adc}, to {base})",
         kind="vertex_adc",
         gc_path=f"/v1beta1/projects/proj-1/locations/us-central1/publishers/google/models/{MODEL}:streamGenerateContent",
         interactions_path="/v1beta1/projects/proj-1/locations/us-central1/interactions",
@@ -98,6 +98,13 @@ MODES = {
 def _apply(server: FakeGemini, monkeypatch: pytest.MonkeyPatch, mode: Mode) -> dict[str, Any]:
     for name, value in mode.env.items():
         monkeypatch.setenv(name, value.replace(BASE, server.base_url))
+    if mode.bearer:  # gcloud's ADC file, as `gcloud auth application-default login` leaves it (never read for a run
+        # given credentials in code; without it doctor and routing rightly say Vertex AI has no credentials)
+        adc = Path(os.environ["HOME"]) / ".config" / "gcloud" / "application_default_credentials.json"
+        adc.parent.mkdir(parents=True, exist_ok=True)
+        adc.write_text(
+            json.dumps({"type": "authorized_user", "client_id": "c", "client_secret": "s", "refresh_token": "r"})
+        )
     options = {k: v.replace(BASE, server.base_url) if isinstance(v, str) else v for k, v in mode.options.items()}
     return {"retry_delay_scale": 0.001, **options}
 
@@ -134,7 +141,8 @@ async def test_each_mode_is_said_and_sent_the_same_way(
     with FakeGemini([*turns, InteractionTurn(steps=[TextStep(text="it")])]) as server:
         options = _apply(server, monkeypatch, mode)
         selection = select_backend(detect_auth())
-        assert selection.reason.startswith(mode.reason.replace(BASE, server.base_url))
+        adc = str(Path(os.environ["HOME"]) / ".config" / "gcloud" / "application_default_credentials.json")
+        assert selection.reason.startswith(mode.reason.replace(BASE, server.base_url).replace("{adc}", adc))
         doctor = _doctor(tmp_path)
         assert doctor["auth"]["api"]["kind"] == mode.kind
         ready = {b["backend"]: b for b in doctor["backends"]}
@@ -166,11 +174,16 @@ async def test_each_mode_is_said_and_sent_the_same_way(
         assert server.problems == []
 
 
-async def test_a_gateway_without_a_key_is_not_ready_anywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_gateway_without_a_key_is_ready_on_the_cli_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with FakeGemini() as server:
         monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.base_url)
+        # The Gemini CLI sends its gateway requests with no key at all (docs/auth.md): only it is ready.
+        selection = select_backend(detect_auth())
+        assert selection.backend == "gemini-cli"
         with pytest.raises(RoutingError, match="a gateway without an API key") as caught:
-            select_backend(detect_auth())
+            select_backend(detect_auth(), only="generate-content")
         assert "set GEMINI_API_KEY" in str(caught.value)
         doctor = _doctor(tmp_path)
         for backend in ("generate-content", "interactions"):
@@ -209,6 +222,8 @@ async def test_a_code_assist_login_routes_to_the_cli_only(
     creds = isolated_home / ".gemini" / "oauth_creds.json"
     creds.parent.mkdir(parents=True)
     creds.write_text(json.dumps({"access_token": TOKEN, "refresh_token": "r"}))
+    # The CLI uses its login when its settings chose it (`/auth`), as `gemini` writes them.
+    (creds.parent / "settings.json").write_text(json.dumps({"security": {"auth": {"selectedType": "oauth-personal"}}}))
     selection = select_backend(detect_auth())
     assert selection.reason.startswith(f"gemini-cli: Code Assist login (Gemini CLI OAuth) from {creds}")
     assert selection.alternatives == ()

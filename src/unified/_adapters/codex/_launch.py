@@ -72,7 +72,10 @@ CODEX = BinarySpec(
     title="the Codex CLI",
     home_vars=("HOME", "CODEX_HOME"),
     min_node=(16, 0, 0),
+    runs_on_node=False,
 )
+"""npm installs the launcher (`bin/codex.js`) and its platform package's native `codex`, which the
+backend runs itself (`native_binary`): Node is needed for the install only."""
 PROVIDER = "unified"
 """The name of the custom model provider we generate."""
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
