@@ -4,7 +4,8 @@ For every ordered pair (generate-content, interactions): a session made on the f
 tool round whose output holds a fact only the history knows, continues on the second. Checked on
 what the server received: the second backend's first request carries every earlier turn in its own
 native form (Gemini `contents`, Interactions steps), the fact included; the continued session
-resumes by its own short id and says where it came from. The CLI backends join in tests/e2e/conversations/.
+resumes by its own short id and says where it came from. The CLI backends join in
+tests/e2e/conversations/test_backend_pairs.py.
 """
 
 from __future__ import annotations

@@ -149,7 +149,7 @@ def test_replay_piped_into_head_in_a_shell() -> None:
 def test_help_reads_as_usage() -> None:
     done = _unified("run", "--help")
     assert done.returncode == 0
-    assert "unified run [OPTIONS] PROMPT" in done.stdout
+    assert "unified run [OPTIONS] [PROMPT]" in done.stdout  # no PROMPT with --retry
     assert "<bool>" not in done.stdout
     assert "{prompt}" not in done.stdout
     shown = _unified("sessions", "show", "--help")

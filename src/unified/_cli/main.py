@@ -47,6 +47,7 @@ from unified.types import ApprovalMode, ExecuteParams
 
 if TYPE_CHECKING:
     from unified._execute import EventStream
+    from unified.conversations import Conversation
 
 __all__ = [
     "APPROVAL_CHOICES",
@@ -196,6 +197,37 @@ def _known_backend(value: str) -> str:
     return value
 
 
+def _known_fallbacks(value: str | None) -> str | None:
+    """`B[,C...]`: backends the registry knows (not `auto`: a fallback is a backend to go on on)."""
+    if value is None:
+        return None
+    from unified.backends import known_backends
+
+    names = [name.strip() for name in value.split(",")]
+    known = known_backends()
+    for name in names:
+        if name not in known:
+            raise typer.BadParameter(f"{name!r} is not one of: {', '.join(known)}")
+    return ",".join(names)
+
+
+def _read_history(path: Path) -> Conversation:
+    """A conversation file (as `unified sessions export REF` prints it; `-` reads stdin), or exit 2 with one line."""
+    from unified.conversations import Conversation
+
+    try:
+        text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise _fail(f"cannot read --history {path}: {exc.strerror or exc}", EXIT_BAD_INPUT) from None
+    try:
+        return Conversation.from_json(text)
+    except ValidationError as exc:
+        raise _fail(
+            f"--history {path} is not a conversation (unified sessions export REF prints one): {_validation_line(exc)}",
+            EXIT_BAD_INPUT,
+        ) from None
+
+
 def _json_line(data: Any) -> None:
     """One JSON document as one line of stdout (JSON Lines: `unified ... --json | jq` parses each)."""
     _write_line(json.dumps(data, default=str, ensure_ascii=False, separators=(",", ":")))
@@ -270,7 +302,7 @@ def _checked_params(
 
 @app.command()
 def run(
-    prompt: Annotated[str, typer.Argument(help="What the agent should do.")],
+    prompt: Annotated[str | None, typer.Argument(help="What the agent should do (none with --retry).")] = None,
     backend: Annotated[
         str,
         typer.Option(
@@ -279,6 +311,28 @@ def run(
     ] = "auto",
     model: Annotated[str | None, typer.Option(help="Model name (default: the backend's).")] = None,
     resume: Annotated[str | None, typer.Option(help="Continue a session: short id, unique prefix or full id.")] = None,
+    history: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="Continue a conversation (JSON, as `unified sessions export REF` prints it; - reads stdin) "
+            "as a new session of the backend.",
+        ),
+    ] = None,
+    retry: Annotated[
+        bool,
+        typer.Option(
+            "--retry", help="Answer the last user turn of --resume (or --history) again, without a new prompt."
+        ),
+    ] = False,
+    fallback: Annotated[
+        str | None,
+        typer.Option(
+            metavar="B[,C]",
+            callback=_known_fallbacks,
+            help="Backends to fail over to, in order, when the backend gives out (rate limit, auth, unavailable).",
+        ),
+    ] = None,
     approval_mode: Annotated[
         str, typer.Option(callback=_choice(APPROVAL_CHOICES), help=f"One of: {', '.join(APPROVAL_CHOICES)}.")
     ] = "default",
@@ -295,14 +349,19 @@ def run(
     ] = None,
 ) -> None:
     """Run PROMPT and show its events as they happen. Ctrl-C cancels the run cleanly (exit 130)."""
+    if prompt is None and not retry:
+        raise _fail("Missing argument 'PROMPT' (say what the agent should do, or pass --retry)", EXIT_BAD_INPUT)
     params = _checked_params(
-        prompt,
+        prompt or "",
         backend,
         approval_mode,
         cwd,
         approve,
         model=model,
         resume=resume,
+        history=_read_history(history) if history is not None else None,
+        retry=retry,
+        fallback=tuple(fallback.split(",")) if fallback else (),
         max_turns=max_turns,
         total_timeout_s=timeout,
     )

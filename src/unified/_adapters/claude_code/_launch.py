@@ -18,6 +18,7 @@ auto-updates; the retry cap; the header timeout; the temp dir inside the home.
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -174,7 +175,7 @@ class Launch:
         binary = (
             STAND_IN_BINARY
             if options.start_process is not None
-            else locate(CLAUDE_CODE, options.claude_binary, env).path
+            else locate(CLAUDE_CODE, options.claude_binary, {**os.environ, **env}).path  # UNIFIED_CLAUDE_BIN is ours
         )
         return cls(binary=binary, env=env, home=home, model=params.model, params=params)
 

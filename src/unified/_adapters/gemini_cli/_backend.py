@@ -8,6 +8,11 @@ tests). See docs/backends/gemini-cli.md.
 Tool calls: ACP sends neither the model's arguments nor the output of reads and listings, so a
 main-session `tool_use` and `tool_result` are held until the call's record reaches the session's chat
 file (`_hold_back.py`) and then carry its `args` and `functionResponse.response`.
+
+A conversation to continue (`ExecuteParams.history`) is written as a new session's chat file into the
+CLI's home (`_conversation.open_history`) and then `session/load`ed like a resume, so the model is sent
+the earlier turns as they are; `retry` cuts the last prompt off (the session's, or the history's) and
+sends it as the message (`_conversation.open_retry`).
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ import platformdirs
 from unified._adapters.gemini_cli._acp import AcpConnection, AcpPool, connect, default_pool
 from unified._adapters.gemini_cli._chat_files import ChatFiles, gemini_home, repair_session
 from unified._adapters.gemini_cli._chat_records import TranscriptCapture
-from unified._adapters.gemini_cli._launch import BACKEND, Launch, start_gemini
+from unified._adapters.gemini_cli._conversation import Opening, open_history, open_retry
+from unified._adapters.gemini_cli._launch import BACKEND, GEMINI_CLI, Launch, start_gemini
 from unified._adapters.gemini_cli._options import gemini_cli_options
 from unified._adapters.gemini_cli._run import AcpRun
 from unified._adapters.gemini_cli._shared_sessions import shared_files
@@ -80,6 +86,15 @@ class GeminiCliBackend:
                 )
             )
         if self.options.transport == "stream-json":
+            if params.history is not None or params.retry:
+                problems.append(
+                    UnsupportedOption(
+                        "history" if params.history is not None else "retry",
+                        "a conversation is continued (or a turn retried) through ACP session/load; the stream-json "
+                        "transport has neither",
+                        True,
+                    )
+                )
             if params.images:
                 problems.append(UnsupportedOption("images", "the stream-json transport takes a text prompt only", True))
             if params.on_user_input is not None:
@@ -95,14 +110,25 @@ class GeminiCliBackend:
         return await run_shared(store, ctx, shared_files(self.launch.env, ctx.params.cwd), self._run)
 
     async def _run(self, ctx: RunContext) -> RunOutcome:
-        if ctx.params.resume:  # an unknown or ambiguous id fails here, before a process is started
-            where = str(ctx.params.cwd.expanduser().resolve())
-            info = await anyio.to_thread.run_sync(ChatFiles(self.launch.env).resolve, ctx.params.resume, where)
+        params = ctx.params
+        opening: Opening | None = None
+        where = params.cwd.expanduser().resolve()
+        if params.resume:  # an unknown or ambiguous id fails here, before a process is started
+            info = await anyio.to_thread.run_sync(ChatFiles(self.launch.env).resolve, params.resume, str(where))
             # Before the CLI loads it (and before a transcript follows its files): the history it rebuilds
             # must be one the Gemini API accepts.
             home = gemini_home(self.launch.env)
             for repair in await anyio.to_thread.run_sync(repair_session, home, info.session_id):
                 await ctx.emit(WarningEvent(code="session_repaired", message=repair))
+            if params.retry:
+                opening = await anyio.to_thread.run_sync(open_retry, Path(str(info.path)), info.session_id)
+        elif params.history is not None and (params.history.turns or params.retry):
+            if not where.is_dir():
+                raise ConfigurationError(f"cwd {where} is not a directory", hint="pass an existing working directory")
+            history, model = params.history, self.launch.model_for()
+            opening = await anyio.to_thread.run_sync(
+                lambda: open_history(self.launch.env, where, history, model=model, retry=params.retry)
+            )
         if self.options.transport == "stream-json":
             return await run_stream_json(self.launch, ctx)
         argv = self.launch.acp_argv()
@@ -121,17 +147,22 @@ class GeminiCliBackend:
         key = pool_key([*argv, str(spawn_cwd), repr(self.options.start_process)], env)
         try:
             async with self.pool.lease(key, spawn) as lease:
-                if not self.params.resume or lease.resource.can_load:
+                if not (self.params.resume or opening) or lease.resource.can_load:
                     if capture is None:
-                        return await AcpRun(self.launch, ctx, lease).run()
+                        return await AcpRun(self.launch, ctx, lease, opening).run()
                     lease.resource.observer = capture.observe
                     try:
-                        return await AcpRun(self.launch, ctx, lease).run()
+                        return await AcpRun(self.launch, ctx, lease, opening).run()
                     finally:
                         lease.resource.observer = None
         finally:
             if capture is not None:  # what the CLI wrote last (a cold process has exited now)
                 capture.collect()
+        if opening is not None:
+            raise ConfigurationError(
+                "this gemini does not offer ACP session/load, which continuing a conversation or retrying a turn needs",
+                hint=f"install the pinned gemini CLI ({GEMINI_CLI.version}): unified install-gemini",
+            )
         await ctx.emit(
             WarningEvent(
                 code="resume_via_stream_json",

@@ -39,6 +39,7 @@ from unified.sessions import SHORT_ID_LENGTH, SessionInfo, resolve_ref, short_id
 
 __all__ = [
     "BACKEND",
+    "CONTINUED_FROM",
     "PROJECT_ROOT_FILE",
     "ChatFile",
     "ChatFiles",
@@ -64,6 +65,8 @@ _TAIL_BYTES = 64 * 1024
 _CONTEXT_PREFIX = "<session_context>"
 PROJECT_ROOT_FILE = ".project_root"
 """The CLI's marker in each `tmp/<slug>/` directory: the project root it belongs to."""
+CONTINUED_FROM = "continuedFrom"
+"""The header key (ours; the CLI ignores it) naming the session a continued conversation came from."""
 
 
 def gemini_home(env: Mapping[str, str]) -> Path:
@@ -415,11 +418,14 @@ class ChatFiles:
     def show(self, ref: str, cwd: str | None = None) -> dict[str, Any]:
         info = self.resolve(ref, cwd)
         chat = read_chat(Path(str(info.path)))
-        return {
+        shown: dict[str, Any] = {
             "session": info.model_dump(mode="json"),
             "messages": chat.messages,
             "skipped_lines": chat.bad_lines,
         }
+        if isinstance(chat.header.get(CONTINUED_FROM), dict):
+            shown["continued_from"] = chat.header[CONTINUED_FROM]
+        return shown
 
     def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
         info = self.resolve(ref, cwd)

@@ -9,21 +9,42 @@ repeats them). The chat file keeps no thought signatures, so none are exported.
 Writing (continuing a conversation on gemini-cli): a chat file the CLI loads with `session/load`,
 as its own would look: a header, then messages. Each tool call carries its result once, in the
 call (no second user message of the same responses), so a resumed request answers each call once.
-Another provider's signatures are dropped by the documented rule; server-side tools of another
-provider are told as text, since the CLI cannot replay them.
+A Google turn whose parts carry signatures is written as the CLI's part list (`content` holding the
+thought, text and `functionCall` parts with their `thoughtSignature`, which the CLI sends as they
+are); any other turn as the CLI records one (text, `thoughts`, `toolCalls`), its signatures dropped
+(`signature_for`: they never cross providers; the CLI adds Gemini's documented sentinel to a call
+without one). Server-side tools of another provider are told as text, since the CLI cannot replay them.
+
+`open_history` places that file where the CLI 0.61 looks for the sessions of a cwd: the project's
+folder under `<home>/.gemini/tmp/`, named by the cwd's slug in `projects.json` (claimed the way the
+CLI's `ProjectRegistry` claims one, with its `.project_root` marker), the file named for a minute in
+the past (the CLI's fresh record of the current minute must not land in it). `open_retry` cuts a
+session's last prompt off (`$rewindTo`, as the CLI's own rewind does) to send it again.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import json
+import os
+import re
 import uuid
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from unified._adapters.gemini_cli._chat_files import usage_from_counts
+from unified._adapters.gemini_cli._chat_files import (
+    CONTINUED_FROM,
+    PROJECT_ROOT_FILE,
+    gemini_home,
+    prompt_text,
+    read_chat,
+    session_files,
+    usage_from_counts,
+)
 from unified._internal.gemini_parts import response_of_result, result_of_response
 from unified.conversations import (
     Conversation,
@@ -39,9 +60,28 @@ from unified.conversations import (
     ToolResultPart,
     UserPart,
     UserTurn,
+    signature_for,
 )
+from unified.errors import ConfigurationError, CorruptSession
+from unified.sessions import short_id_of
 
-__all__ = ["chat_records_from_conversation", "conversation_from_messages"]
+__all__ = [
+    "Opening",
+    "chat_records_from_conversation",
+    "conversation_from_messages",
+    "keep_failed_prompt",
+    "open_history",
+    "open_retry",
+    "project_slug",
+    "retried_turn",
+]
+
+FAILED_TURN = "unifiedFailedTurn"
+"""A `$set` key of ours in a chat file: the prompt of a turn that failed (the CLI 0.61 takes a failed prompt
+back out of its history) and the turn it followed, so `retry` can send it again."""
+
+PAST = timedelta(minutes=2)
+"""How far in the past a written chat file's timestamps (and its file name's minute) are."""
 
 _CONTEXT_PREFIX = "<session_context>"
 
@@ -66,11 +106,17 @@ def conversation_from_messages(messages: list[dict[str, Any]], *, origin: Origin
             content = message.get("content")
             if isinstance(content, str) and content:
                 model_parts.append(TextPart(text=content))
+            in_content = _model_parts_of(content) if isinstance(content, list) else []
+            model_parts.extend(in_content)
+            listed = {p.id for p in in_content if isinstance(p, ToolCallPart)}
             for call in message.get("toolCalls") or []:
                 call_id = str(call.get("id") or "")
-                model_parts.append(
-                    ToolCallPart(id=call_id, name=str(call.get("name") or ""), arguments=dict(call.get("args") or {}))
-                )
+                if call_id not in listed:
+                    model_parts.append(
+                        ToolCallPart(
+                            id=call_id, name=str(call.get("name") or ""), arguments=dict(call.get("args") or {})
+                        )
+                    )
                 for item in call.get("result") or []:
                     response = item.get("functionResponse") if isinstance(item, Mapping) else None
                     if isinstance(response, Mapping):
@@ -94,6 +140,30 @@ def conversation_from_messages(messages: list[dict[str, Any]], *, origin: Origin
                 else:
                     turns.append(UserTurn(parts=user_parts))
     return Conversation(origin=origin, turns=[t for t in turns if t.parts])
+
+
+def _model_parts_of(content: list[Any]) -> list[ModelPart]:
+    """A `gemini` message's content as Gemini parts (the CLI's checkpoints, a continued conversation's turns),
+    their signatures kept: the turn is Google's."""
+    parts: list[ModelPart] = []
+    for item in content:
+        if isinstance(item, str):
+            item = {"text": item}
+        if not isinstance(item, Mapping):
+            continue
+        signature = item.get("thoughtSignature") if isinstance(item.get("thoughtSignature"), str) else None
+        call = item.get("functionCall")
+        if isinstance(call, Mapping):
+            arguments = call.get("args") if isinstance(call.get("args"), dict) else {}
+            name = str(call.get("name") or "")
+            parts.append(
+                ToolCallPart(id=str(call.get("id") or ""), name=name, arguments=arguments, signature=signature)
+            )
+        elif isinstance(item.get("text"), str) and item.get("thought"):
+            parts.append(ThinkingPart(text=item["text"], signature=signature))
+        elif isinstance(item.get("text"), str) and (item["text"] or signature):
+            parts.append(TextPart(text=item["text"], signature=signature))
+    return parts
 
 
 def _user_parts(content: object, answered: set[str]) -> list[UserPart]:
@@ -128,13 +198,15 @@ def chat_records_from_conversation(
 ) -> list[dict[str, Any]]:
     """The chat file (header first) the CLI loads to continue `conversation` as session `session_id`."""
     stamp = (now or datetime.now(UTC)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    header = {
+    header: dict[str, Any] = {
         "sessionId": session_id,
         "projectHash": hashlib.sha256(str(project_root).encode()).hexdigest(),
         "startTime": stamp,
         "lastUpdated": stamp,
         "kind": "main",
     }
+    if conversation.origin is not None:
+        header[CONTINUED_FROM] = conversation.origin.model_dump(mode="json", exclude_none=True)
     records: list[dict[str, Any]] = [header]
     results = {
         part.call_id: part
@@ -157,6 +229,37 @@ def _user_item(part: TextPart | ImagePart) -> dict[str, Any]:
     if isinstance(part, TextPart):
         return {"text": part.text}
     return {"inlineData": {"mimeType": part.mime_type, "data": base64.b64encode(part.data).decode("ascii")}}
+
+
+def _signed(turn: ModelTurn) -> bool:
+    """Whether a Google model can read some signature of this turn (then it is written as parts)."""
+    return any(
+        isinstance(part, TextPart | ThinkingPart | ToolCallPart) and signature_for(turn, part, "google") is not None
+        for part in turn.parts
+    )
+
+
+def _content_parts(turn: ModelTurn) -> list[dict[str, Any]]:
+    """A Google turn as Gemini parts, in order, each with its signature (the CLI sends them unchanged)."""
+    parts: list[dict[str, Any]] = []
+    for part in turn.parts:
+        item: dict[str, Any]
+        if isinstance(part, ThinkingPart):
+            item = {"text": part.text, "thought": True}
+        elif isinstance(part, TextPart):
+            item = {"text": part.text}
+        elif isinstance(part, ToolCallPart):
+            item = {"functionCall": {"id": part.id, "name": part.name, "args": part.arguments}}
+        elif isinstance(part, ServerToolCallPart | ServerToolResultPart):
+            parts.append({"text": part.as_text()})
+            continue
+        else:  # a generated image: not part of what the model reads back
+            continue
+        signature = signature_for(turn, part, "google")
+        if signature is not None:
+            item["thoughtSignature"] = signature
+        parts.append(item)
+    return parts
 
 
 def _gemini_message(turn: ModelTurn, results: Mapping[str, ToolResultPart], model: str, stamp: str) -> dict[str, Any]:
@@ -182,12 +285,13 @@ def _gemini_message(turn: ModelTurn, results: Mapping[str, ToolResultPart], mode
             calls.append(call)
         elif isinstance(part, ServerToolCallPart | ServerToolResultPart):
             texts.append(part.as_text())
+    signed = _signed(turn)
     message: dict[str, Any] = {
         "id": uuid.uuid4().hex,
         "timestamp": stamp,
         "type": "gemini",
-        "content": "".join(texts),
-        "thoughts": thoughts,
+        "content": _content_parts(turn) if signed else "".join(texts),
+        "thoughts": [] if signed else thoughts,
         "model": turn.model if turn.provider == "google" and turn.model else model,
     }
     if calls:
@@ -203,3 +307,178 @@ def _gemini_message(turn: ModelTurn, results: Mapping[str, ToolResultPart], mode
             "total": usage.total_tokens,
         }
     return message
+
+
+# --- placing a continued conversation, and cutting a prompt off for a retry --------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Opening:
+    """How a run opens its session: `session/load` of `load` (a session id), then `prompt` as the message
+    when given (a retried turn's blocks) instead of the run's own prompt."""
+
+    load: str
+    prompt: list[dict[str, Any]] | None = None
+
+
+def _slugify(text: str) -> str:
+    return re.sub(r"^-|-$", "", re.sub(r"-+", "-", re.sub(r"[^a-z0-9]", "-", text.lower()))) or "project"
+
+
+def _marker(directory: Path) -> str | None:
+    try:
+        return (directory / PROJECT_ROOT_FILE).read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def project_slug(home: Path, root: Path) -> str:
+    """The folder name under `<home>/tmp/` where the CLI 0.61 keeps the sessions of `root`, claimed as its
+    `ProjectRegistry.getShortId` claims it: the registered slug (if its marker agrees), else a folder whose
+    `.project_root` names `root`, else the slugified base name, with `-1`, `-2`, ... while taken. The
+    registry (`projects.json`) and the markers (in `tmp/` and `history/`) are written as the CLI would."""
+    bases = (home / "tmp", home / "history")
+    registry = home / "projects.json"
+    try:
+        data = json.loads(registry.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = {}
+    projects: dict[str, str] = dict(data.get("projects") or {}) if isinstance(data, dict) else {}
+    key = str(root)
+    slug = projects.get(key)
+    if slug is not None and any(_marker(b / slug) not in (None, key) for b in bases):
+        slug = None
+    if slug is None:
+        slug = next((d.name for b in bases if b.is_dir() for d in sorted(b.iterdir()) if _marker(d) == key), None)
+    if slug is None:
+        taken = set(projects.values())
+        base, counter = _slugify(root.name or "project"), 0
+        while True:
+            slug = base if counter == 0 else f"{base}-{counter}"
+            counter += 1
+            if slug not in taken and all(_marker(b / slug) in (None, key) for b in bases):
+                break
+    for base_dir in bases:
+        (base_dir / slug).mkdir(parents=True, exist_ok=True)
+        if _marker(base_dir / slug) is None:
+            (base_dir / slug / PROJECT_ROOT_FILE).write_text(key, encoding="utf-8")
+    if projects.get(key) != slug:
+        projects[key] = slug
+        temporary = registry.with_name(f".projects.json.{os.getpid()}.tmp")
+        temporary.write_text(json.dumps({"projects": projects}, indent=2), encoding="utf-8")
+        temporary.replace(registry)
+    return slug
+
+
+def retried_turn(conversation: Conversation) -> tuple[Conversation, list[dict[str, Any]]]:
+    """The conversation without its last turn, a user's text or images, and that turn as ACP prompt blocks."""
+    last = conversation.turns[-1] if conversation.turns else None
+    if not isinstance(last, UserTurn):
+        raise ConfigurationError(
+            "there is no failed turn to retry: the conversation ends with the model's turn",
+            hint="pass a prompt instead of retry",
+        )
+    if any(isinstance(part, ToolResultPart) for part in last.parts):
+        raise ConfigurationError(
+            "retry on gemini-cli answers a user's text or images again; the last turn holds tool results",
+            hint="continue the conversation with a prompt instead",
+        )
+    blocks = [
+        {"type": "text", "text": p.text}
+        if isinstance(p, TextPart)
+        else {"type": "image", "mimeType": p.mime_type, "data": base64.b64encode(p.data).decode("ascii")}
+        for p in last.parts
+        if isinstance(p, TextPart | ImagePart)
+    ]
+    return conversation.model_copy(update={"turns": conversation.turns[:-1]}), blocks
+
+
+def open_history(
+    env: Mapping[str, str], cwd: Path, conversation: Conversation, *, model: str, retry: bool = False
+) -> Opening:
+    """Write `conversation` as a new session's chat file where the CLI finds the sessions of `cwd`; with
+    `retry`, without its last user turn, which becomes the prompt. Blocking (run it off the event loop)."""
+    prompt = None
+    if retry:
+        conversation, prompt = retried_turn(conversation)
+    home = gemini_home(env)
+    session_id = str(uuid.uuid4())
+    now = datetime.now(UTC) - PAST
+    records = chat_records_from_conversation(
+        conversation, session_id=session_id, project_root=cwd, model=model, now=now
+    )
+    chats = home / "tmp" / project_slug(home, cwd) / "chats"
+    chats.mkdir(parents=True, exist_ok=True)
+    path = chats / f"session-{now:%Y-%m-%dT%H-%M}-{short_id_of(session_id)}.jsonl"
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    temporary.replace(path)
+    return Opening(load=session_id, prompt=prompt)
+
+
+def _prompt_blocks(content: object) -> list[dict[str, Any]]:
+    items = [content] if isinstance(content, str) else content if isinstance(content, list) else []
+    blocks: list[dict[str, Any]] = []
+    for item in items:
+        if isinstance(item, str):
+            blocks.append({"type": "text", "text": item})
+        elif isinstance(item, Mapping) and isinstance(item.get("text"), str):
+            blocks.append({"type": "text", "text": item["text"]})
+        elif isinstance(item, Mapping) and isinstance(item.get("inlineData"), Mapping):
+            blob = item["inlineData"]
+            blocks.append({"type": "image", "mimeType": blob.get("mimeType") or "image/png", "data": blob.get("data")})
+    return blocks
+
+
+def _last_turn_id(messages: list[dict[str, Any]]) -> str | None:
+    """The id of the last answer or real prompt (not the CLI's preamble, not an info line)."""
+    for message in reversed(messages):
+        if (message.get("type") == "gemini" or prompt_text(message) is not None) and isinstance(message.get("id"), str):
+            return str(message["id"])
+    return None
+
+
+def _blocks_text(blocks: list[dict[str, Any]]) -> str:
+    return "\n".join(str(b["text"]) for b in blocks if b.get("type") == "text" and b.get("text"))
+
+
+def keep_failed_prompt(home: Path, session_id: str, blocks: list[dict[str, Any]]) -> None:
+    """Note a prompt the model did not answer (an error answer), with the turn it followed, in the session's
+    chat files: the CLI removes a failed prompt from its history, and `retry` must find it. Blocking."""
+    for path in session_files(home, session_id):
+        try:
+            messages = read_chat(path).messages
+        except CorruptSession:
+            continue
+        turns = [m for m in messages if m.get("type") == "gemini" or prompt_text(m) is not None]
+        if turns and prompt_text(turns[-1]) == _blocks_text(blocks):
+            turns = turns[:-1]  # the prompt itself, not taken out (yet)
+        record = {"$set": {FAILED_TURN: {"prompt": blocks, "after": _last_turn_id(turns)}}}
+        ends_open = not path.read_bytes().endswith(b"\n")
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(("\n" if ends_open else "") + json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def open_retry(path: Path, session_id: str) -> Opening:
+    """The session's failed prompt, to send again: the one `keep_failed_prompt` noted, when nothing came after
+    the turn it followed; else an unanswered last prompt (a run that died in its turn), cut off the file (a
+    `$rewindTo` record, as the CLI's own rewind writes) to be sent again. Blocking."""
+    chat = read_chat(path)
+    messages = [m for m in chat.messages if m.get("type") == "gemini" or prompt_text(m) is not None]
+    failed = chat.meta.get(FAILED_TURN)
+    if (
+        isinstance(failed, dict)
+        and isinstance(failed.get("prompt"), list)
+        and failed.get("after") == _last_turn_id(messages)
+    ):
+        return Opening(load=session_id, prompt=list(failed["prompt"]))
+    last = messages[-1] if messages else None
+    if last is None or prompt_text(last) is None or not isinstance(last.get("id"), str):
+        raise ConfigurationError(
+            f"there is no failed turn to retry in session {short_id_of(session_id)}: its last turn was answered",
+            hint="send a prompt instead of retry",
+        )
+    ends_open = not path.read_bytes().endswith(b"\n")
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(("\n" if ends_open else "") + json.dumps({"$rewindTo": last["id"]}) + "\n")
+    return Opening(load=session_id, prompt=_prompt_blocks(last.get("content")))

@@ -19,6 +19,7 @@ import anyio
 from unified._adapters.gemini_cli._acp import AcpConnection
 from unified._adapters.gemini_cli._chat_files import gemini_home
 from unified._adapters.gemini_cli._chat_records import ChatRecords
+from unified._adapters.gemini_cli._conversation import Opening, keep_failed_prompt
 from unified._adapters.gemini_cli._hold_back import ToolOutputHold
 from unified._adapters.gemini_cli._launch import BACKEND, Launch
 from unified._adapters.gemini_cli._outcome import error_from_exit, prompt_end
@@ -60,13 +61,18 @@ def prompt_blocks(params: ExecuteParams) -> list[dict[str, Any]]:
 class AcpRun:
     """One run inside a leased process."""
 
-    def __init__(self, launch: Launch, ctx: RunContext, lease: Lease[AcpConnection]) -> None:
+    def __init__(
+        self, launch: Launch, ctx: RunContext, lease: Lease[AcpConnection], opening: Opening | None = None
+    ) -> None:
         self.launch = launch
         self.ctx = ctx
         self.params = ctx.params
         self.lease = lease
         self.connection = lease.resource
-        self.setup = SessionSetup(self.connection, self.params, launch, self._warn)
+        self.opening = opening
+        """A session written for this run (a continued conversation) or a retried prompt: what to load and say."""
+        load = opening.load if opening is not None else None
+        self.setup = SessionSetup(self.connection, self.params, launch, self._warn, load)
         self.translator = AcpTranslator()
 
     @property
@@ -131,8 +137,10 @@ class AcpRun:
         short: str,
     ) -> RunOutcome:
         ctx = self.ctx
+        opening = self.opening
+        blocks = opening.prompt if opening is not None and opening.prompt is not None else prompt_blocks(self.params)
         request_id = await self.connection.start_request(
-            "session/prompt", {"sessionId": self.session_id, "prompt": prompt_blocks(self.params)}, self.setup.inbox
+            "session/prompt", {"sessionId": self.session_id, "prompt": blocks}, self.setup.inbox
         )
         try:
             try:
@@ -168,6 +176,9 @@ class AcpRun:
         recorded = chat.usage()  # the chat file's exact per-call counts, also when the prompt failed
         if recorded is not None:
             ctx.add_usage(recorded)
+        if "error" in answer:  # the CLI takes the prompt back out of its history: note it for a retry
+            home = gemini_home(self.launch.env)
+            await anyio.to_thread.run_sync(keep_failed_prompt, home, self.session_id, blocks)
         end = prompt_end(answer, short, self.connection.process.stderr_tail())
         if recorded is None and end.usage is not None:  # no chat file: ACP's report of one call
             ctx.add_usage(end.usage)

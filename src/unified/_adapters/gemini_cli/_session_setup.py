@@ -72,8 +72,13 @@ def session_model(messages: list[dict[str, Any]]) -> str | None:
 class SessionSetup:
     """Opens one ACP session; `session_id` and `inbox` are set once it is known."""
 
-    def __init__(self, connection: AcpConnection, params: ExecuteParams, launch: Launch, warn: Warn) -> None:
+    def __init__(
+        self, connection: AcpConnection, params: ExecuteParams, launch: Launch, warn: Warn, load: str | None = None
+    ) -> None:
         self.connection = connection
+        self.load = load or params.resume
+        """What `session/load` opens (a resume's ref, or the session a continued conversation was written as);
+        None: `session/new`."""
         self.params = params
         self.launch = launch
         self._warn = warn
@@ -83,8 +88,8 @@ class SessionSetup:
         self.inbox = Inbox()
 
     async def open(self, cwd: Path) -> str:
-        if self.params.resume:
-            await self._load(cwd)
+        if self.load:
+            await self._load(cwd, self.load)
         else:
             await self._new(cwd)
         return self.session_id
@@ -129,9 +134,9 @@ class SessionSetup:
         if mode != "default":
             await self.request("session/set_mode", {"sessionId": self.session_id, "modeId": mode})
 
-    async def _load(self, cwd: Path) -> None:
+    async def _load(self, cwd: Path, ref: str) -> None:
         """`session/load` by short id, its history replay skipped, guarded against the CLI's resume bugs."""
-        info = ChatFiles(self.launch.env).resolve(str(self.params.resume), str(cwd))
+        info = ChatFiles(self.launch.env).resolve(ref, str(cwd))
         messages = read_chat(Path(str(info.path))).messages
         replayed = replay_count(messages)
         self.model = self.launch.model_for(session_model(messages) or info.model)

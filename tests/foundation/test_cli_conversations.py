@@ -1,0 +1,179 @@
+"""`unified run --history FILE`, `--retry` and `--fallback B[,C]`, each run as a user runs them: the real command in
+a subprocess with its own HOME, XDG folders and data directory, its model calls answered by FakeGemini on 127.0.0.1.
+
+A session made on generate-content is exported (`unified sessions export REF`, the file `--history` reads) and
+continued on interactions; a failed turn is retried without a new prompt; a run whose backend's binary is missing
+fails over. Bad input ends with one line and exit 2, nothing run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.hang_guard import HANG_GUARD_S
+from unified.testing import FakeGemini, Fault
+from unified.testing import ModelTurn as ScriptTurn
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.anyio,
+    pytest.mark.parametrize("anyio_backend", ["asyncio"]),
+]  # the real command
+
+EXIT_BAD_INPUT = 2
+FACT = "the code word is heron-7731"
+MODEL = "gemini-2.5-flash"
+
+
+def _env(home: Path, server: FakeGemini | None = None, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "GOOGLE_", "ANTHROPIC_", "OPENAI_"))}
+    env |= {
+        "HOME": str(home),
+        "GEMINI_CLI_HOME": str(home),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "UNIFIED_DATA_DIR": str(home / "unified-data"),
+    }
+    env.pop("UNIFIED_DEBUG", None)
+    if server is not None:
+        env |= {"GOOGLE_GEMINI_BASE_URL": server.base_url, "GEMINI_API_KEY": "fake-gemini-key"}
+    return env | extra
+
+
+async def _unified(*args: str, env: dict[str, str], stdin: bytes | None = None) -> tuple[int, str, str]:
+    with anyio.fail_after(HANG_GUARD_S):
+        done = await anyio.run_process([sys.executable, "-m", "unified._cli", *args], env=env, check=False, input=stdin)
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+def _events(stdout: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stdout.splitlines()]
+
+
+def _result(stdout: str) -> dict[str, Any]:
+    result = _events(stdout)[-1]
+    assert result["type"] == "result", stdout
+    return result
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    path = tmp_path / "user"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "ws"
+    path.mkdir()
+    (path / "notes.txt").write_text(FACT + "\n", encoding="utf-8")
+    return path
+
+
+def _last_history(server: FakeGemini) -> str:
+    body = server.requests[-1].body or {}
+    return json.dumps(body.get("contents") or body.get("input"))
+
+
+async def test_history_from_sessions_export_continues_on_another_backend(home: Path, workspace: Path) -> None:
+    turns = [
+        ScriptTurn(text="I will remember it."),
+        ScriptTurn(text="The code word is heron-7731."),
+    ]
+    async with FakeGemini(turns) as server:
+        env = _env(home, server)
+        common = ["--model", MODEL, "--cwd", str(workspace), "--json"]
+        code, out, err = await _unified("run", f"remember: {FACT}", "--backend", "generate-content", *common, env=env)
+        assert code == 0, err
+        short = _result(out)["short_id"]
+
+        code, exported, err = await _unified("sessions", "export", short, env=env)
+        assert code == 0, err
+        conversation = home / "conv.json"
+        conversation.write_text(exported, encoding="utf-8")
+
+        args = ["run", "what is the code word?", "--history", str(conversation), "--backend", "interactions", *common]
+        code, out, err = await _unified(*args, env=env)
+        assert code == 0, err
+        result = _result(out)
+        assert (result["status"], result["backend"]) == ("success", "interactions"), result
+        assert result["short_id"] != short
+        sent = _last_history(server)
+        assert FACT in sent
+        assert "I will remember it." in sent
+        assert sent.count("what is the code word?") == 1
+
+        # `-` reads the conversation from stdin.
+        server.add(ScriptTurn(text="Still heron."))
+        args = ["run", "again?", "--history", "-", "--backend", "generate-content", *common]
+        code, out, err = await _unified(*args, env=env, stdin=exported.encode())
+        assert code == 0, err
+        assert _result(out)["final_text"] == "Still heron."
+        assert FACT in _last_history(server)
+
+
+async def test_retry_answers_the_failed_turn_without_a_prompt(home: Path, workspace: Path) -> None:
+    async with FakeGemini([ScriptTurn(text="noted"), ScriptTurn(text="heron")]) as server:
+        server.inject(Fault(kind="bad_request"), at_request=1)  # not retried: the turn fails, its prompt stays
+        env = _env(home, server)
+        common = ["--backend", "generate-content", "--model", MODEL, "--cwd", str(workspace), "--json"]
+        code, out, err = await _unified("run", "remember heron", *common, env=env)
+        assert code == 0, err
+        short = _result(out)["short_id"]
+        code, out, _ = await _unified("run", "what was it?", "--resume", short, *common, env=env)
+        assert code == 1
+        assert _result(out)["status"] == "error"
+
+        code, out, err = await _unified("run", "--resume", short, "--retry", *common, env=env)
+        assert code == 0, err
+        assert _result(out)["final_text"] == "heron"
+        assert _last_history(server).count("what was it?") == 1
+
+
+async def test_fallback_goes_on_when_the_backends_binary_is_missing(home: Path, workspace: Path) -> None:
+    async with FakeGemini([ScriptTurn(text="answered by generate-content")]) as server:
+        env = _env(home, server, UNIFIED_CLAUDE_BIN=str(home / "no-such-claude"), ANTHROPIC_API_KEY="fake-key")
+        args = ["run", "hello", "--backend", "claude-code", "--fallback", "generate-content", "--model", MODEL]
+        code, out, err = await _unified(*args, "--cwd", str(workspace), "--json", env=env)
+        assert code == 0, (out, err)
+        events = _events(out)
+        [failover] = [e for e in events if e["type"] == "failover"]
+        assert (failover["from_backend"], failover["to_backend"]) == ("claude-code", "generate-content"), failover
+        assert failover["code"] == "backend_unavailable"
+        results = [e for e in events if e["type"] == "result"]
+        assert len(results) == 1
+        assert (results[0]["status"], results[0]["backend"]) == ("success", "generate-content")
+        assert results[0]["final_text"] == "answered by generate-content"
+
+
+@pytest.mark.parametrize(
+    ("args", "phrase"),
+    [
+        (("run", "hi", "--history", "{missing}"), "cannot read --history"),
+        (("run", "hi", "--history", "{bad}"), "is not a conversation"),
+        (("run", "hi", "--fallback", "generate-content,nope"), "'nope' is not one of"),
+        (("run", "--retry"), "retry answers the last turn of a session again"),
+        (("run", "hi", "--retry", "--resume", "abc"), "retry sends no new prompt"),
+        (("run", "hi", "--history", "{good}", "--resume", "abc"), "not both"),
+    ],
+)
+async def test_bad_conversation_arguments(home: Path, args: tuple[str, ...], phrase: str) -> None:
+    (home / "bad.json").write_text('{"format": "something else"}', encoding="utf-8")
+    (home / "good.json").write_text('{"turns": []}', encoding="utf-8")
+    files = {"missing": str(home / "missing.json"), "bad": str(home / "bad.json"), "good": str(home / "good.json")}
+    code, out, err = await _unified(*(a.format(**files) for a in args), env=_env(home))
+    assert code == EXIT_BAD_INPUT, (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: ")
+    assert phrase in lines[0], lines[0]
