@@ -29,7 +29,9 @@ from tests.e2e.conformance.conformance_harness import (
     Run,
     Shape,
     answering,
+    call_names,
     execute_once,
+    model_calls,
     normal_form_problems,
     shape_of,
     texts_of,
@@ -154,7 +156,8 @@ async def test_scenario(
     run, asked = await run_scenario(column, scenario, workspace)
     shape, substituted = expected_shape(scenario, column)
     aliases = {**column.aliases, **scenario.aliases}
-    got = shape_of(run.events, aliases)
+    played = [column.adapt(turn) for turn in scenario.script(column.name)]
+    got = shape_of(run.events, aliases, call_names(played, column.calls))
     kinds = [e.type for e in run.events]
     assert got == shape, f"{column.name} / {scenario.name}: shape {got}, expected {shape}; events {kinds}"
     assert isinstance(next(e for e in run.events if e.type != "warning"), SessionStarted), kinds
@@ -164,14 +167,14 @@ async def test_scenario(
         assert (workspace / path).exists() is exists, f"{path} exists={not exists} after the run"
     if scenario.answer is not None and substituted is None:
         assert asked, "on_user_input was never called"
-    played = [column.adapt(turn) for turn in scenario.script(column.name)]
     normal = normal_form_problems(column, run.events, played, aliases)
     assert not normal, f"{column.name} / {scenario.name}: contents differ from the normal form: {normal}"
     for expectation in scenario.texts if substituted is None else ():
         difference, wanted = expectation.expected(column.name)
         if difference is not None:
             assert difference in capabilities.column(column.name).differences, f"{difference} is not in the matrix"
-        texts = texts_of(expectation.kind, run.events, workspace)
+        calls = [args for _, args in model_calls(played, aliases, column.calls)]
+        texts = texts_of(expectation.kind, run.events, workspace, calls)
         assert texts == wanted, f"{column.name} / {scenario.name}: {expectation.kind} texts {texts}, expected {wanted}"
     problems = {
         capability: problem
