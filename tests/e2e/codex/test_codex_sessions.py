@@ -249,7 +249,7 @@ async def test_the_cli_lists_shows_exports_and_deletes_codex_sessions(workspace:
         lambda: unified_cli("sessions", "list", "--backend", "codex", "--json", cwd=workspace, env=env)
     )
     assert listing.returncode == 0, listing.stderr
-    (entry,) = json.loads(listing.stdout)
+    (entry,) = [json.loads(line) for line in listing.stdout.splitlines()]  # --json prints JSON Lines
     assert (entry["short_id"], entry["first_prompt"], entry["cwd"]) == (short, "List me", str(workspace))
     shown = await anyio.to_thread.run_sync(lambda: unified_cli("sessions", "show", short, cwd=workspace, env=env))
     assert shown.returncode == 0
