@@ -1,8 +1,8 @@
 """The machinery of the conformance suite: backend columns, the run of one scenario, the normaliser.
 
 A scenario (see `conformance_scenarios.py`) is data; this module turns it into a script for the
-column's fake server (FakeGemini for the Google backends, FakeAnthropic for claude-code, both
-playing the one scenario vocabulary), `ExecuteParams` for one backend, a run through
+column's fake server (FakeGemini for the Google backends, FakeAnthropic for claude-code, FakeOpenAI
+for codex, all playing the one scenario vocabulary), `ExecuteParams` for one backend, a run through
 `unified.execute`, and a normalised *shape* of the event stream that can be compared across backends.
 
 The shape keeps what every backend must agree on and drops what legitimately differs:
@@ -11,7 +11,8 @@ The shape keeps what every backend must agree on and drops what legitimately dif
 - a run of `text_delta`s is one `text`, a run of `thinking`s is one `thinking`;
 - a tool call is one item at the position of its `tool_use`: `tool <name> ok|error`, its name
   mapped through `unified.tools.ALIASES` (the CLI's `list_directory` is our `list_dir`) and the
-  column's own names (Claude Code's `Read` is `read_file`, see `Column.tools`), our MCP
+  column's own names (Claude Code's `Read` is `read_file`, see `Column.tools`; a Codex `exec_command` is
+  the script's call whose command line it shows, see `call_names`), our MCP
   names `mcp__<server>__<tool>` written as the CLI's `mcp_<server>_<tool>`, with
   `[ask <source>]` for a `user_input_request` about it and `[<decision> by user]` or `[deny]` for a
   permission decision that matters (automatic allows by a read-only policy are not reported by
