@@ -1,8 +1,8 @@
 """The machinery of the conformance suite: backend columns, the run of one scenario, the normaliser.
 
 A scenario (see `conformance_scenarios.py`) is data; this module turns it into a script for the
-column's fake server (FakeGemini for the Google backends, FakeAnthropic for claude-code, both
-playing the one scenario vocabulary), `ExecuteParams` for one backend, a run through
+column's fake server (FakeGemini for the Google backends, FakeAnthropic for claude-code, FakeOpenAI
+for codex, all playing the one scenario vocabulary), `ExecuteParams` for one backend, a run through
 `unified.execute`, and a normalised *shape* of the event stream that can be compared across backends.
 
 The shape keeps what every backend must agree on and drops what legitimately differs:
@@ -11,7 +11,8 @@ The shape keeps what every backend must agree on and drops what legitimately dif
 - a run of `text_delta`s is one `text`, a run of `thinking`s is one `thinking`;
 - a tool call is one item at the position of its `tool_use`: `tool <name> ok|error`, its name
   mapped through `unified.tools.ALIASES` (the CLI's `list_directory` is our `list_dir`) and the
-  column's own names (Claude Code's `Read` is `read_file`, see `Column.tools`), our MCP
+  column's own names (Claude Code's `Read` is `read_file`, see `Column.tools`; a Codex `exec_command` is
+  the script's call whose command line it shows, see `call_names`), our MCP
   names `mcp__<server>__<tool>` written as the CLI's `mcp_<server>_<tool>`, with
   `[ask <source>]` for a `user_input_request` about it and `[<decision> by user]` or `[deny]` for a
   permission decision that matters (automatic allows by a read-only policy are not reported by
@@ -108,7 +109,7 @@ class Column:
     @property
     def aliases(self) -> dict[str, str]:
         """This backend's tool names → unified's, for the shape and the normal form."""
-        return {**{theirs: ours for ours, theirs in self.tools.items()}, **self.tool_names}
+        return {**{theirs: ALIASES.get(ours, ours) for ours, theirs in self.tools.items()}, **self.tool_names}
 
     def adapt(self, turn: Turn) -> Turn:
         """A shared script's turn with this backend's tool names."""
@@ -134,8 +135,14 @@ def _http_options(backend: BackendName) -> Callable[[FakeGemini], dict[str, obje
     return lambda server: {**backend_options_for(server, backend), "retry_delay_scale": 0.001}
 
 
-CLAUDE_TOOLS: Mapping[str, str] = {"read_file": "Read", "write_file": "Write"}
-"""The scripts' tools under Claude Code's names (the same arguments: `file_path`, `content`)."""
+CLAUDE_TOOLS: Mapping[str, str] = {
+    "read_file": "Read",
+    "write_file": "Write",
+    "run_shell_command": "Bash",
+    "replace": "Edit",
+}
+"""The scripts' tools under Claude Code's names (the same arguments: `file_path`, `content`, `command`,
+`old_string`/`new_string`). Claude Code has no tool listing a directory: `list_directory` stays itself."""
 
 
 def _codex_call(name: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
@@ -226,8 +233,38 @@ def tool_name(name: str, aliases: Mapping[str, str]) -> str:
     return name.replace("__", "_") if name.startswith("mcp__") else name
 
 
-def shape_of(events: Sequence[UnifiedEvent], aliases: Mapping[str, str] | None = None) -> Shape:
-    """The normalised shape of a stream (see the module docstring); `aliases` renames tools per scenario."""
+def shown_key(arguments: Mapping[str, Any]) -> str:
+    """A call's arguments as the key `call_names` files it under."""
+    return json.dumps(arguments, sort_keys=True, default=str)
+
+
+def call_names(
+    turns: Sequence[Turn], translate: Callable[[str, dict[str, Any]], tuple[str, dict[str, Any]] | None] | None
+) -> dict[str, str]:
+    """For a column whose tool_use shows another call than the script's (`Column.calls`): the shown arguments
+    (`shown_key`) → the script's tool name. Codex runs reads, listings and shell commands all as exec_command:
+    its `cmd` tells which of the script's calls it is (`cat notes.txt` is read_file, `ls .` list_directory)."""
+    if translate is None:
+        return {}
+    names: dict[str, str] = {}
+    for turn in turns:
+        for call in (turn.function_calls or []) if isinstance(turn, ModelTurn) else []:
+            shown = translate(call.name, dict(call.args or {}))
+            if shown is not None:
+                names.setdefault(shown_key(shown[1]), call.name)
+    return names
+
+
+def use_name(use: ToolUse, aliases: Mapping[str, str], names: Mapping[str, str]) -> str:
+    """The normalised name of a tool_use: the script's name for its arguments (`call_names`), else its own."""
+    return tool_name(names.get(shown_key(use.input), use.name), aliases)
+
+
+def shape_of(
+    events: Sequence[UnifiedEvent], aliases: Mapping[str, str] | None = None, names: Mapping[str, str] | None = None
+) -> Shape:
+    """The normalised shape of a stream (see the module docstring); `aliases` renames tools per scenario,
+    `names` by their arguments (`call_names`)."""
     main: list[_Item] = []
     tools: dict[str, _Tool] = {}
     subagents: dict[str, _Subagent] = {}
@@ -243,7 +280,7 @@ def shape_of(events: Sequence[UnifiedEvent], aliases: Mapping[str, str] | None =
             if not items or items[-1] != kind:
                 items.append(kind)
         elif isinstance(event, ToolUse):
-            tools[event.tool_use_id] = _Tool(tool_name(event.name, aliases or {}))
+            tools[event.tool_use_id] = _Tool(use_name(event, aliases or {}, names or {}))
             items.append(tools[event.tool_use_id])
         elif isinstance(event, ToolResult) and event.tool_use_id in tools:
             tools[event.tool_use_id].outcome = "error" if event.is_error else "ok"
@@ -386,6 +423,7 @@ def normal_form_problems(
     problems: list[str] = []
     aliases = {**aliases, **column.tool_names}
     expected = model_calls(turns, aliases, column.calls)
+    names = call_names(turns, column.calls)
     late = column.level("tool_use") == "partial"
     uses = [e for e in events if isinstance(e, ToolUse) and not e.server_side]
     results = {e.tool_use_id: e for e in events if isinstance(e, ToolResult)}
@@ -394,7 +432,7 @@ def normal_form_problems(
         e.tool_use_id: text.plain for e in events if (text := renderer.render(e)) is not None and isinstance(e, ToolUse)
     }
     for use in uses:
-        name = tool_name(use.name, aliases)
+        name = use_name(use, aliases, names)
         same = [args for n, args in expected if n == name]
         wanted = next((args for args in same if args == use.input), same[0] if same else None)
         if wanted is None:
@@ -479,11 +517,35 @@ def normal_text(text: str | None, workspace: Path) -> str | None:
     return re.sub(r"PGID: \d+", "PGID: N", text.replace(str(workspace), "{cwd}"))
 
 
-def texts_of(kind: str, events: Sequence[UnifiedEvent], workspace: Path) -> tuple[str | None, ...]:
-    """The texts a `Texts` expectation compares: every tool_result's output, or every thought, in order."""
-    if kind == "thinking":
-        return tuple(normal_text(e.text, workspace) for e in events if isinstance(e, Thinking) and e.text)
-    return tuple(normal_text(e.output, workspace) for e in events if isinstance(e, ToolResult) and not e.server_side)
+def texts_of(
+    kind: str, events: Sequence[UnifiedEvent], workspace: Path, calls: Sequence[Mapping[str, Any]] = ()
+) -> tuple[str | None, ...]:
+    """The texts a `Texts` expectation compares: every tool_result's output, or every thought, in order; tool
+    outputs in the order of the script's `calls` (their arguments as shown) when every tool_use is one of them."""
+    if kind == "thinking":  # a thought continued (replace=False) right after its start is one text, as in the shape
+        thoughts: list[str] = []
+        last: UnifiedEvent | None = None
+        for event in events:
+            if isinstance(event, Thinking) and event.text:
+                if not event.replace and isinstance(last, Thinking) and thoughts:
+                    thoughts[-1] += event.text
+                else:
+                    thoughts.append(event.text)
+                last = event
+            elif not isinstance(event, Thinking):
+                last = event
+        return tuple(normal_text(t, workspace) for t in thoughts)
+    # In the order of the calls, not of their ends: parallel calls may start and end in any order (codex runs
+    # them at once).
+    uses = [e for e in events if isinstance(e, ToolUse) and not e.server_side]
+    script = [shown_key(args) for args in calls]
+    if all(shown_key(u.input) in script for u in uses):
+        order = {u.tool_use_id: script.index(shown_key(u.input)) for u in uses}
+    else:
+        order = {u.tool_use_id: i for i, u in enumerate(uses)}
+    results = [e for e in events if isinstance(e, ToolResult) and not e.server_side]
+    results.sort(key=lambda e: order.get(e.tool_use_id, len(order)))
+    return tuple(normal_text(e.output, workspace) for e in results)
 
 
 def b64(text: str) -> str:

@@ -167,6 +167,19 @@ NOBODY_TO_ASK = (
     "Tool call run_shell_command was denied: it needs approval and nobody can answer in this non-interactive run"
 )
 WRITE = FunctionCall(name="write_file", args={"file_path": "new.txt", "content": "written\n"})
+CLAUDE_READ = {"notes.txt": "1\talpha\n2\tbeta\n3\t", "more.txt": "1\tgamma\n2\t"}
+"""Claude Code's Read of the workspace's files (its matrix's `read_output`): numbered lines, the empty last one too."""
+CLAUDE_WROTE = "File created successfully at: new.txt (file state is current in your context — no need to Read it back)"
+
+
+def claude_denied(why: str, tool: str = "Write") -> str:
+    """unified's refusal as the claude-code backend words it to the model: Claude Code's name for the tool."""
+    return f"Tool call {tool} was denied: {why}"
+
+
+CODEX_PATCH_REJECTED = "patch rejected by the user"
+CODEX_REJECTED = "rejected by the user"
+"""What Codex tells the model of a patch or command its client declined (its matrix's `denial_text`)."""
 CLAUDE_AGENT = FunctionCall(
     name="Agent",
     args={
@@ -228,7 +241,9 @@ SCENARIOS: tuple[Scenario, ...] = (
         ("thinking", "tool read_file ok", "text", "result success"),
         observes=("tool_use", "thought_signatures"),
         final_text="The notes say alpha.",
-        texts=(Texts("tool_output", ("alpha\nbeta\n",)),),
+        texts=(
+            Texts("tool_output", ("alpha\nbeta\n",), {"claude-code": ("read_output", (CLAUDE_READ["notes.txt"],))}),
+        ),
     ),
     Scenario(
         "parallel_tool_calls",
@@ -238,7 +253,13 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
         ("tool read_file ok", "tool read_file ok", "text", "result success"),
         observes=("tool_use",),
-        texts=(Texts("tool_output", ("alpha\nbeta\n", "gamma\n")),),
+        texts=(
+            Texts(
+                "tool_output",
+                ("alpha\nbeta\n", "gamma\n"),
+                {"claude-code": ("read_output", (CLAUDE_READ["notes.txt"], CLAUDE_READ["more.txt"]))},
+            ),
+        ),
     ),
     Scenario(
         "failing_tool",
@@ -252,7 +273,14 @@ SCENARIOS: tuple[Scenario, ...] = (
             Texts(
                 "tool_output",
                 ("File not found: missing.txt",),
-                {"gemini-cli": ("read_errors", ("File not found: {cwd}/missing.txt",))},
+                {
+                    "gemini-cli": ("read_errors", ("File not found: {cwd}/missing.txt",)),
+                    "claude-code": (
+                        "read_errors",
+                        ("File does not exist. Note: your current working directory is {cwd}.",),
+                    ),
+                    "codex": ("read_errors", ("cat: missing.txt: No such file or directory\n",)),
+                },
             ),
         ),
     ),
@@ -327,7 +355,11 @@ SCENARIOS: tuple[Scenario, ...] = (
             Texts(
                 "tool_output",
                 ("Successfully created and wrote to new file: new.txt.",),
-                {"gemini-cli": ("write_output", (CLI_WROTE,))},
+                {
+                    "gemini-cli": ("write_output", (CLI_WROTE,)),
+                    "claude-code": ("write_output", (CLAUDE_WROTE,)),
+                    "codex": ("write_output", ("Success. Updated the following files:\nA new.txt",)),
+                },
             ),
         ),
     ),
@@ -338,7 +370,17 @@ SCENARIOS: tuple[Scenario, ...] = (
         observes=("permission_requests",),
         answer="deny",
         files={"new.txt": False},
-        texts=(Texts("tool_output", (USER_DENIED,), {"gemini-cli": ("denial_text", (CANCELED,))}),),
+        texts=(
+            Texts(
+                "tool_output",
+                (USER_DENIED,),
+                {
+                    "gemini-cli": ("denial_text", (CANCELED,)),
+                    "claude-code": ("denial_text", (claude_denied("the user denied it"),)),
+                    "codex": ("denial_text", (CODEX_PATCH_REJECTED,)),
+                },
+            ),
+        ),
     ),
     Scenario(
         "permission_denied_with_message",
@@ -351,7 +393,14 @@ SCENARIOS: tuple[Scenario, ...] = (
             Texts(
                 "tool_output",
                 (f"{USER_DENIED}. The user says: {DENIAL_MESSAGE}",),
-                {"gemini-cli": ("denial_message", (CANCELED,))},
+                {
+                    "gemini-cli": ("denial_message", (CANCELED,)),
+                    "claude-code": (
+                        "denial_text",
+                        (f"{claude_denied('the user denied it')}. The user says: {DENIAL_MESSAGE}",),
+                    ),
+                    "codex": ("denial_message", (CODEX_PATCH_REJECTED,)),
+                },
             ),
         ),
     ),
@@ -375,7 +424,17 @@ SCENARIOS: tuple[Scenario, ...] = (
             Texts(
                 "tool_output",
                 ("Successfully created and wrote to new file: new.txt.",),
-                {"gemini-cli": ("changed_input", (CANCELED,))},
+                {
+                    "gemini-cli": ("changed_input", (CANCELED,)),
+                    "claude-code": (
+                        "changed_input",
+                        (
+                            "File created successfully at: new.txt "
+                            "The user modified your proposed content before accepting it.",
+                        ),
+                    ),
+                    "codex": ("changed_input", (CODEX_PATCH_REJECTED,)),
+                },
             ),
         ),
     ),
@@ -404,7 +463,11 @@ SCENARIOS: tuple[Scenario, ...] = (
             Texts(
                 "tool_output",
                 ("Tool call run_shell_command was denied: the user denied it",) * 2,
-                {"gemini-cli": ("denial_text", (SHELL_CANCELED,) * 2)},
+                {
+                    "gemini-cli": ("denial_text", (SHELL_CANCELED,) * 2),
+                    "claude-code": ("denial_text", (claude_denied("the user denied it", "Bash"),) * 2),
+                    "codex": ("denial_text", (CODEX_REJECTED,) * 2),
+                },
             ),
         ),
     ),
@@ -414,7 +477,18 @@ SCENARIOS: tuple[Scenario, ...] = (
         ("tool run_shell_command error [deny]", "tool run_shell_command error [deny]", "text", "result success"),
         observes=("permission_requests",),
         files={"victim.txt": True},
-        texts=(Texts("tool_output", (NOBODY_TO_ASK,) * 2, {"gemini-cli": ("denial_text", (SHELL_CANCELED,) * 2)}),),
+        texts=(
+            Texts(
+                "tool_output",
+                (NOBODY_TO_ASK,) * 2,
+                {
+                    "gemini-cli": ("denial_text", (SHELL_CANCELED,) * 2),
+                    "claude-code": ("denial_text", (NOBODY_TO_ASK.replace("run_shell_command", "Bash"),) * 2),
+                    # Codex words every declined call alike, also one that nobody was there to answer.
+                    "codex": ("denial_text", (CODEX_REJECTED,) * 2),
+                },
+            ),
+        ),
     ),
     Scenario(
         "allow_always_covers_that_same_call_only",
@@ -436,6 +510,17 @@ SCENARIOS: tuple[Scenario, ...] = (
         observes=("permission_requests",),
         answer="allow_always_then_deny",
         files={"out.txt": True, "other.txt": False, "victim.txt": True},
+        # Codex's acceptForSession covers that exact command line: the same command spaced otherwise asks again
+        # (narrower than unified's rule, never wider).
+        differences={
+            ("codex", "permission_requests"): (
+                "tool run_shell_command ok [ask permission] [allow by user]",
+                "tool run_shell_command error [ask permission] [deny by user]",
+                "tool run_shell_command error [ask permission] [deny by user]",
+                "text",
+                "result success",
+            )
+        },
         texts=(
             Texts(
                 "tool_output",
@@ -452,7 +537,16 @@ SCENARIOS: tuple[Scenario, ...] = (
                             "<untrusted_context>\nOutput: (empty)\nProcess Group PGID: N\n</untrusted_context>",
                             SHELL_CANCELED,
                         ),
-                    )
+                    ),
+                    "claude-code": (
+                        "shell_output",
+                        (
+                            "(Bash completed with no output)",
+                            "(Bash completed with no output)",
+                            claude_denied("the user denied it", "Bash"),
+                        ),
+                    ),
+                    "codex": ("shell_output", (None, CODEX_REJECTED, CODEX_REJECTED)),
                 },
             ),
         ),
@@ -465,6 +559,8 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
         ("tool list_dir ok", "text", "result success"),
         observes=("tool_use",),
+        # Claude Code has no tool that lists a directory: the call fails as one to a tool it lacks.
+        shapes_for={"claude-code": ("tool list_dir error", "text", "result success")},
         texts=(
             Texts(
                 "tool_output",
@@ -476,7 +572,12 @@ SCENARIOS: tuple[Scenario, ...] = (
                             "Directory listing for {cwd}:\n"
                             "more.txt (6 bytes)\nnotes.txt (11 bytes)\nvictim.txt (7 bytes)",
                         ),
-                    )
+                    ),
+                    "claude-code": (
+                        "no_list_directory",
+                        ("<tool_use_error>Error: No such tool available: list_directory</tool_use_error>",),
+                    ),
+                    "codex": ("list_directory_output", ("more.txt\nnotes.txt\nvictim.txt\n",)),
                 },
             ),
         ),
@@ -502,7 +603,11 @@ SCENARIOS: tuple[Scenario, ...] = (
         ("tool edit_file error", "text", "result success"),
         observes=("tool_use",),
         approval_mode="yolo",
-        differences={("gemini-cli", "tool_use"): ("tool edit_file ok", "text", "result success")},
+        differences={
+            ("gemini-cli", "tool_use"): ("tool edit_file ok", "text", "result success"),
+            # Codex has no replace tool: it answers the model itself and the app-server shows no item.
+            ("codex", "tool_use"): ("text", "result success"),
+        },
         texts=(
             Texts(
                 "tool_output",
@@ -514,7 +619,15 @@ SCENARIOS: tuple[Scenario, ...] = (
                             "Successfully modified file: {cwd}/notes.txt (1 replacements). Here is the updated code:\n"
                             "ALPHA\nbeta\n",
                         ),
-                    )
+                    ),
+                    "claude-code": (
+                        "replace_parameters",
+                        (
+                            "<tool_use_error>InputValidationError: Edit failed due to the following issue:\n"
+                            "An unexpected parameter `instruction` was provided</tool_use_error>",
+                        ),
+                    ),
+                    "codex": ("unknown_tools", ()),
                 },
             ),
         ),
@@ -542,7 +655,11 @@ SCENARIOS: tuple[Scenario, ...] = (
             Texts(
                 "tool_output",
                 ("Tool call write_file was denied: rule plan-denies denies it in plan mode",),
-                {"gemini-cli": ("denial_text", (CANCELED,))},
+                {
+                    "gemini-cli": ("denial_text", (CANCELED,)),
+                    "claude-code": ("denial_text", (claude_denied("rule plan-denies denies it in plan mode"),)),
+                    "codex": ("denial_text", (CODEX_PATCH_REJECTED,)),
+                },
             ),
         ),
     ),

@@ -29,14 +29,17 @@ from tests.e2e.conformance.conformance_harness import (
     Run,
     Shape,
     answering,
+    call_names,
     execute_once,
+    model_calls,
     normal_form_problems,
     shape_of,
     texts_of,
 )
 from tests.e2e.conformance.conformance_scenarios import CAPABILITY_CHECKS, SCENARIOS, PNG_1x1, Scenario
 from unified import capabilities
-from unified.events import SessionStarted, UserInputRequest
+from unified.events import SessionStarted, Thinking, ToolResult, ToolUse, UnifiedEvent, UserInputRequest
+from unified.testing import FunctionCall, ModelTurn
 from unified.testing._wiring import prepare_cli_home
 from unified.types import ImageInput, StdioMcpServer
 
@@ -154,7 +157,8 @@ async def test_scenario(
     run, asked = await run_scenario(column, scenario, workspace)
     shape, substituted = expected_shape(scenario, column)
     aliases = {**column.aliases, **scenario.aliases}
-    got = shape_of(run.events, aliases)
+    played = [column.adapt(turn) for turn in scenario.script(column.name)]
+    got = shape_of(run.events, aliases, call_names(played, column.calls))
     kinds = [e.type for e in run.events]
     assert got == shape, f"{column.name} / {scenario.name}: shape {got}, expected {shape}; events {kinds}"
     assert isinstance(next(e for e in run.events if e.type != "warning"), SessionStarted), kinds
@@ -164,14 +168,14 @@ async def test_scenario(
         assert (workspace / path).exists() is exists, f"{path} exists={not exists} after the run"
     if scenario.answer is not None and substituted is None:
         assert asked, "on_user_input was never called"
-    played = [column.adapt(turn) for turn in scenario.script(column.name)]
     normal = normal_form_problems(column, run.events, played, aliases)
     assert not normal, f"{column.name} / {scenario.name}: contents differ from the normal form: {normal}"
     for expectation in scenario.texts if substituted is None else ():
         difference, wanted = expectation.expected(column.name)
         if difference is not None:
             assert difference in capabilities.column(column.name).differences, f"{difference} is not in the matrix"
-        texts = texts_of(expectation.kind, run.events, workspace)
+        calls = [args for _, args in model_calls(played, aliases, column.calls)]
+        texts = texts_of(expectation.kind, run.events, workspace, calls)
         assert texts == wanted, f"{column.name} / {scenario.name}: {expectation.kind} texts {texts}, expected {wanted}"
     problems = {
         capability: problem
@@ -180,6 +184,32 @@ async def test_scenario(
         if (problem := CAPABILITY_CHECKS[capability](run)) is not None
     }
     assert not problems, f"{column.name} / {scenario.name}: capability evidence missing: {problems}"
+
+
+def test_texts_follow_the_scripts_calls_and_join_a_continued_thought(tmp_path: Path) -> None:
+    """Tool outputs compare in the script's call order (parallel calls end in any order) and a thought streamed
+    as replace=false pieces is one text, as the shape counts it; a codex exec_command is named by its command."""
+    codex = next(c for c in COLUMNS if c.name == "codex")
+    turns = [ModelTurn(function_calls=[FunctionCall(name="read_file", args={"file_path": n}) for n in ("a", "b")])]
+    calls = [args for _, args in model_calls(turns, codex.aliases, codex.calls)]
+    tools: list[UnifiedEvent] = [
+        ToolUse(tool_use_id="2", name="exec_command", input={"cmd": "cat b"}),
+        ToolUse(tool_use_id="1", name="exec_command", input={"cmd": "cat a"}),
+        ToolResult(tool_use_id="2", output="B"),
+        ToolResult(tool_use_id="1", output="A"),
+    ]
+    assert texts_of("tool_output", tools, tmp_path, calls) == ("A", "B")
+    assert texts_of("tool_output", tools, tmp_path) == ("B", "A")  # no script: the order of the tool_uses
+    assert shape_of(tools, codex.aliases, call_names(turns, codex.calls)) == ("tool read_file ok",) * 2
+    thoughts: list[UnifiedEvent] = [
+        Thinking(text="**Plan**\n\nFir", replace=False),
+        Thinking(text="st.", replace=False),
+        Thinking(text="", replace=False, signature="c2ln"),
+        Thinking(text="Next.", replace=True),
+        ToolUse(tool_use_id="3", name="shell", input={}),
+        Thinking(text="Again.", replace=False),
+    ]
+    assert texts_of("thinking", thoughts, tmp_path) == ("**Plan**\n\nFirst.", "Next.", "Again.")
 
 
 def test_every_declared_capability_is_observed() -> None:
