@@ -14,18 +14,20 @@ import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unified import RoutingError, UnifiedError, capabilities
 from unified import backends as registry
 from unified._auth import AUTH_MODE_TITLES, AuthReport, detect_auth
 from unified._routing import select_backend
 
+if TYPE_CHECKING:
+    from unified._binary.install import BinarySpec
+
 __all__ = [
     "PROJECT_LOCAL_GEMINI",
     "VERSION_TIMEOUT_S",
-    "claude_binary",
-    "codex_binary",
+    "agent_binary",
     "doctor_report",
     "find_gemini",
     "gemini_version",
@@ -91,72 +93,37 @@ def gemini_version(binary: Path, env: Mapping[str, str]) -> tuple[str | None, st
     return lines[-1].strip(), None
 
 
-def claude_binary(env: Mapping[str, str]) -> dict[str, Any]:
-    """The `claude` binary the claude-code backend would run, and its version (from its npm package:
-    no process is started), found in the backend's order (UNIFIED_CLAUDE_BIN, `.claude-code/`, the
-    `unified install-claude-code` folder, PATH)."""
-    from unified._adapters.claude_code._launch import CLAUDE_CODE
+def agent_binary(spec: BinarySpec, env: Mapping[str, str]) -> dict[str, Any]:
+    """The binary of `spec` its backend would run: where (and how it was found, in the backend's own
+    order: its variable, the project-local folder, the `unified install` folder, PATH), its version
+    (from its npm package when it has one, so no process starts), and what is wrong with it."""
     from unified._binary.install import find_binary, probe_version
 
     info: dict[str, Any] = {"path": None, "found_by": None, "version": None, "problem": None}
     try:
-        path = find_binary(CLAUDE_CODE, None, env)
+        path = find_binary(spec, None, env)
     except UnifiedError as exc:
-        info["problem"] = f"{exc.message}: run `unified install-claude-code`"
+        info["problem"] = f"{exc.message}: run `{spec.install_command}`"
         return info
     info["path"] = str(path)
-    if env.get(CLAUDE_CODE.env_var, "").strip():
-        info["found_by"] = CLAUDE_CODE.env_var
-    elif CLAUDE_CODE.local_dir in path.parts:
-        info["found_by"] = f"project-local {CLAUDE_CODE.local_dir}"
-    elif path == CLAUDE_CODE.user_installed():
-        info["found_by"] = "unified install-claude-code"
+    if env.get(spec.env_var, "").strip():
+        info["found_by"] = spec.env_var
+    elif spec.local_dir in path.parts:
+        info["found_by"] = f"project-local {spec.local_dir}"
+    elif path == spec.user_installed():
+        info["found_by"] = spec.install_command
     else:
         info["found_by"] = "PATH"
     try:
-        version = probe_version(CLAUDE_CODE, path, env)
+        version = probe_version(spec, path, env)
     except UnifiedError as exc:
         info["problem"] = exc.message
         return info
     info["version"] = ".".join(map(str, version))
-    low, high = CLAUDE_CODE.supported
+    low, high = spec.supported
     if not low <= version < high:
-        info["problem"] = (
-            f"version {info['version']} is not the pinned {CLAUDE_CODE.version}: {CLAUDE_CODE.install_hint}"
-        )
+        info["problem"] = f"version {info['version']} is not the pinned {spec.version}: {spec.install_hint}"
     return info
-
-
-def codex_binary(env: Mapping[str, str], cwd: Path) -> dict[str, Any]:
-    """The `codex` binary the codex backend would run, how it was found, its version: the backend's own
-    lookup (`unified._binary.install`, the spec in `unified._adapters.codex._launch`), run from `cwd`."""
-    from unified._adapters.codex._launch import CODEX, native_binary
-    from unified._binary.install import find_binary, probe_version
-    from unified.errors import BackendUnavailable
-
-    explicit: Path | None = None
-    found_by = "PATH"
-    if env.get(CODEX.env_var, "").strip():
-        found_by = CODEX.env_var
-    else:
-        for base in (cwd, *cwd.parents):
-            if CODEX.binary_in(base / CODEX.local_dir).exists():
-                explicit, found_by = CODEX.binary_in(base / CODEX.local_dir), f"project-local {base / CODEX.local_dir}"
-                break
-        else:
-            if CODEX.user_installed() is not None:
-                found_by = CODEX.install_command
-    try:
-        path = find_binary(CODEX, explicit, env)
-        version = ".".join(map(str, probe_version(CODEX, path, env)))
-        native = native_binary(path)
-    except BackendUnavailable as exc:
-        return {"path": None, "found_by": exc.message, "version": None, "problem": exc.hint, "native": None}
-    low, high = CODEX.supported
-    problem = None
-    if not low <= tuple(int(x) for x in version.split(".")) < high:
-        problem = f"unified supports {'.'.join(map(str, low))} up to (not including) {'.'.join(map(str, high))}"
-    return {"path": str(path), "found_by": found_by, "version": version, "problem": problem, "native": str(native)}
 
 
 def _module_present(name: str) -> bool:
@@ -186,15 +153,9 @@ def _backend_status(
         problems += [f"{m.summary()}" for m in found]
     if name == "gemini-cli" and gemini["path"] is None:
         problems.append("the gemini binary was not found")
-    claude = (binaries or {}).get("claude-code")
-    if name == "claude-code" and claude is not None and (claude["path"] is None or claude["problem"]):
-        problems.append(f"the claude binary: {claude['problem'] or 'not found'}")
-    codex = (binaries or {}).get("codex")
-    if name == "codex" and codex is not None:
-        if codex["path"] is None:
-            problems.append(f"the codex binary was not found: {codex['found_by']} ({codex['problem']})")
-        elif codex["problem"]:
-            problems.append(f"codex {codex['version']} at {codex['path']}: {codex['problem']}")
+    binary = (binaries or {}).get(name)
+    if binary is not None and (binary["path"] is None or binary["problem"]):
+        problems.append(f"its binary: {binary['problem'] or 'not found'}")
     levels = {level: [c for c, cell in column.cells.items() if cell.level == level] for level in capabilities.LEVELS}
     return {
         "backend": name,
@@ -214,9 +175,10 @@ def doctor_report(env: Mapping[str, str] | None = None, cwd: Path | None = None)
     path, found_by = find_gemini(env, cwd or Path.cwd())
     version, version_problem = gemini_version(path, env) if path is not None else (None, None)
     gemini = {"path": str(path) if path else None, "found_by": found_by, "version": version, "problem": version_problem}
-    claude = claude_binary(env)
-    codex = codex_binary(env, cwd or Path.cwd())
-    binaries = {"claude-code": claude, "codex": codex}
+    from unified._cli.install import spec_of
+
+    binaries = {name: agent_binary(spec_of(name), env) for name in ("claude-code", "codex")}
+    claude, codex = binaries["claude-code"], binaries["codex"]
     auto: dict[str, Any]
     try:
         selection = select_backend(auth)

@@ -797,21 +797,16 @@ def doctor(
     else:
         version, style = (gemini["version"], "green") if gemini["version"] else (gemini["problem"], "red")
         _say(f"  {gemini['path']} (from {gemini['found_by']}): {version}", style=style)
-    claude = report["claude"]
-    _say("claude binary", style="bold")
-    if claude["path"] is None:
-        _say(f"  ✗ {claude['problem']}", style="red")
-    else:
-        style = "red" if claude["problem"] else "green"
-        _say(f"  {claude['path']} (from {claude['found_by']}): {claude['problem'] or claude['version']}", style=style)
-
-    codex = report["codex"]
-    _say("codex binary", style="bold")
-    if codex["path"] is None:
-        _say(f"  ✗ {codex['found_by']}", style="red")
-    else:
-        version, style = (codex["version"], "green") if not codex["problem"] else (codex["problem"], "red")
-        _say(f"  {codex['path']} (from {codex['found_by']}): {version}", style=style)
+    for key, title in (("claude", "claude binary"), ("codex", "codex binary")):
+        binary = report[key]
+        _say(title, style="bold")
+        if binary["path"] is None:
+            _say(f"  ✗ {binary['problem']}", style="red")
+        else:
+            style = "red" if binary["problem"] else "green"
+            _say(
+                f"  {binary['path']} (from {binary['found_by']}): {binary['problem'] or binary['version']}", style=style
+            )
 
     _say("Backends", style="bold")
     for status in report["backends"]:
