@@ -831,7 +831,9 @@ def doctor(
 
 @app.command("install")
 def install_command(
-    backend: Annotated[str, typer.Argument(help="The backend whose pinned binary to install: gemini-cli or codex.")],
+    backend: Annotated[
+        str, typer.Argument(help="The backend whose pinned binary to install: gemini-cli, claude-code or codex.")
+    ],
     prefix: Annotated[
         Path | None, typer.Option(help="Where to install (default: the user data dir, where unified looks).")
     ] = None,
