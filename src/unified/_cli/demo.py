@@ -304,7 +304,9 @@ def _why(kind: str, runs: list[DemoRun]) -> str:
             if any(isinstance(e, Thinking) and not e.text and e.signature for e in run.events)
         ]
         if alone:
-            return f" ({', '.join(alone)} sends a thought's signature in a thinking event of its own, without text)"
+            names = " and ".join([", ".join(alone[:-1]), alone[-1]] if len(alone) > 1 else alone)
+            verb = "sends" if len(alone) == 1 else "send"
+            return f" ({names} {verb} a thought's signature in a thinking event of its own, without text)"
     if kind == "text_delta":
         return " (each backend streams the answer in the chunks its transport delivers)"
     return ""
