@@ -99,3 +99,28 @@ def test_a_prompt_of_images_only_is_allowed(tmp_path: Path) -> None:
     image = unified.ImageInput(mime_type="image/png", data=b"\x89PNG\r\n\x1a\n")
     stream = execute(ExecuteParams(prompt="", images=(image,), backend="scripted", cwd=tmp_path))
     assert stream.params.images == (image,)
+
+
+@pytest.mark.e2e  # runs a real subprocess
+def test_the_command_line_loads_no_pydantic_to_build_its_help() -> None:
+    """`unified --help` builds the whole command line; the run machinery, the protocol, the matrix and
+    the registry (and so pydantic, ~110 ms) load only in the commands that use them."""
+    code = (
+        "import sys, json, contextlib, io\n"
+        "from unified._cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    code = main(['--help'])\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'google', 'httpx'))\n"
+        "print(json.dumps([code, heavy]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out.splitlines()[-1]) == [0, []]
+
+
+def test_the_approval_choices_of_the_command_line_are_the_types() -> None:
+    from typing import get_args
+
+    from unified._cli.main import APPROVAL_CHOICES
+    from unified.types import ApprovalMode
+
+    assert get_args(ApprovalMode) == APPROVAL_CHOICES

@@ -20,34 +20,30 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, cast, get_args
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import anyio
 import typer
 import typer.core
 from anyio import CancelScope
-from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from unified import ConfigurationError, UnifiedError, sessions
-from unified import capabilities as matrix
 from unified._cli.demo_backends import DEMO_BACKENDS
-from unified._cli.doctor import doctor_report
-from unified._cli.interactive import make_user_input_handler
-from unified._cli.render import Renderer
 from unified._cli.serve import FAKE_SERVERS, FakeServer, ServedFake
 from unified._redaction import redact
-from unified._routing import select_backend_for
-from unified.errors import SessionNotFound
-from unified.events import ErrorEvent, Result, ResultStatus, UnifiedEvent, dump_event, event_json_schema
-from unified.sessions import SessionInfo
-from unified.types import ApprovalMode, ExecuteParams
+from unified.errors import ConfigurationError, SessionNotFound, UnifiedError
 
 if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+    from unified._cli.render import Renderer
     from unified._execute import EventStream
     from unified.conversations import Conversation
+    from unified.events import ResultStatus, UnifiedEvent
+    from unified.sessions import SessionInfo
+    from unified.types import ApprovalMode, ExecuteParams
 
 __all__ = [
     "APPROVAL_CHOICES",
@@ -123,7 +119,8 @@ EXIT_BROKEN_PIPE = 141
 """What a shell reports for a process ended by SIGPIPE: the reader of stdout left (`| head`)."""
 EXIT_INTERNAL = 70
 """An exception `unified` did not expect: a bug (EX_SOFTWARE)."""
-APPROVAL_CHOICES: tuple[str, ...] = get_args(ApprovalMode)
+APPROVAL_CHOICES: tuple[str, ...] = ("default", "auto_edit", "yolo", "plan")
+"""`unified.types.ApprovalMode`'s values, written out so that `--help` loads no pydantic (a test keeps them equal)."""
 LEVEL_STYLES = {"full": "green", "partial": "yellow", "emulated": "cyan", "none": "dim red"}
 
 
@@ -178,13 +175,29 @@ def _root(
     """Drive agent backends (Gemini CLI, generateContent, Interactions, ...) through one event stream."""
 
 
-def _choice(values: tuple[str, ...]) -> Callable[[str | None], str | None]:
+def _choice(values: tuple[str, ...] | Callable[[], tuple[str, ...]]) -> Callable[[str | None], str | None]:
+    """A typer callback that accepts one of `values` (a callable: looked up when an option is given, so
+    building the command line, for `--help`, loads nothing of the registry or the matrix)."""
+
     def check(value: str | None) -> str | None:
-        if value is not None and value not in values:
-            raise typer.BadParameter(f"{value!r} is not one of: {', '.join(values)}")
+        choices = values() if callable(values) else values
+        if value is not None and value not in choices:
+            raise typer.BadParameter(f"{value!r} is not one of: {', '.join(choices)}")
         return value
 
     return check
+
+
+def _matrix_backends() -> tuple[str, ...]:
+    from unified import capabilities
+
+    return capabilities.BACKENDS
+
+
+def _session_backends() -> tuple[str, ...]:
+    from unified import sessions
+
+    return sessions.session_backends()
 
 
 def _known_backend(value: str) -> str:
@@ -213,6 +226,8 @@ def _known_fallbacks(value: str | None) -> str | None:
 
 def _read_history(path: Path) -> Conversation:
     """A conversation file (as `unified sessions export REF` prints it; `-` reads stdin), or exit 2 with one line."""
+    from pydantic import ValidationError
+
     from unified.conversations import Conversation
 
     try:
@@ -279,7 +294,11 @@ def _checked_params(
 
     Loads the run machinery (`unified._execute`), which `unified --help` and the other commands never need.
     """
+    from pydantic import ValidationError
+
+    from unified._cli.interactive import make_user_input_handler
     from unified._execute import check_params
+    from unified.types import ExecuteParams
 
     try:
         params = ExecuteParams(
@@ -377,6 +396,9 @@ def run(
 
 def _routing_reason(params: ExecuteParams) -> str:
     """What `auto` runs: on a resume the session's own backend (the one that runs it), else routing's choice."""
+    from unified import sessions
+    from unified._routing import select_backend_for
+
     if not params.resume:
         return select_backend_for(params).reason
     ref = params.resume
@@ -387,6 +409,8 @@ def _routing_reason(params: ExecuteParams) -> str:
 
 def _show(event: UnifiedEvent, json_lines: bool, renderer: Renderer, console: Console) -> None:
     """One event on stdout: a JSON line, or the renderer's text (`_ReaderLeft` once stdout's reader is gone)."""
+    from unified.events import dump_event
+
     if json_lines:
         _write_line(dump_event(event))
         return
@@ -396,6 +420,9 @@ def _show(event: UnifiedEvent, json_lines: bool, renderer: Renderer, console: Co
 
 
 async def _run(params: ExecuteParams, json_lines: bool) -> int:
+    from unified._cli.render import Renderer
+    from unified.events import ErrorEvent, Result
+
     renderer = Renderer()
     console = _console()
     status: ResultStatus = "interrupted"  # unless a result arrives
@@ -452,6 +479,8 @@ def demo(
     Nothing is written outside a temporary directory. Ctrl-C interrupts it as it does `unified run`.
     """
     from unified._cli.demo import SCRIPTED, DemoControl, differences, skipped, summary_table
+    from unified._cli.render import Renderer
+    from unified.events import dump_event
 
     chosen = DEMO_BACKENDS if backend == "all" else (backend,)
     control = DemoControl()
@@ -608,6 +637,9 @@ def replay(
 
     Exit 1 when the replay does not do what the recording did (the line says what differs).
     """
+    from unified._cli.interactive import make_user_input_handler
+    from unified._cli.render import Renderer
+    from unified.events import Result
     from unified.testing._replay import ReplayDiverged, ReplayError, describe, replay_events
 
     workdir = cwd.expanduser().resolve() if cwd is not None else None
@@ -677,6 +709,8 @@ def record(
 
     A run that does not succeed writes nothing (exit 1, as `unified run`), unless --keep-failed.
     """
+    from unified._cli.render import Renderer
+    from unified.events import Result
     from unified.testing._record import RecordError, record_run
 
     params = _checked_params(prompt, backend, approval_mode, cwd, approve, model=model)
@@ -706,10 +740,12 @@ def record(
 def capabilities(
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole matrix as one JSON line.")] = False,
     backend: Annotated[
-        str | None, typer.Option(callback=_choice(matrix.BACKENDS), help="Show one backend's levels with notes.")
+        str | None, typer.Option(callback=_choice(_matrix_backends), help="Show one backend's levels with notes.")
     ] = None,
 ) -> None:
     """Print the capability matrix: what each backend can do."""
+    from unified import capabilities as matrix
+
     if as_json:
         _json_line(matrix.to_json() if backend is None else matrix.to_json()["backends"][backend])
         return
@@ -727,6 +763,8 @@ def capabilities(
 
 
 def _capability_table(backends: tuple[str, ...]) -> Table:
+    from unified import capabilities as matrix
+
     table = Table(title="Capability matrix (--backend NAME shows the notes)")
     table.add_column("capability", no_wrap=True)
     for name in backends:
@@ -755,6 +793,8 @@ def _fitting_groups(
 @app.command()
 def schema() -> None:
     """Print the JSON Schema of UnifiedEvent, for consumers in other languages."""
+    from unified.events import event_json_schema
+
     _print_json(event_json_schema())
 
 
@@ -766,6 +806,8 @@ def doctor(
     as_json: Annotated[bool, typer.Option("--json", help="Print the findings as one JSON line.")] = False,
 ) -> None:
     """Report the credentials found (never their values), the gemini binary and what each backend can do here."""
+    from unified._cli.doctor import doctor_report
+
     report = doctor_report()
     ready = any(b["ready"] for b in report["backends"] if b["backend"] != "scripted")
     if as_json:
@@ -897,11 +939,11 @@ def _install(backend: str, prefix: Path | None) -> None:
 
 # ----------------------------------------------------------------------------------------- sessions
 
-_SESSION_BACKENDS: tuple[str, ...] = sessions.session_backends()
-
 
 def _resolve(ref: str, backend: str | None, cwd: str | None) -> SessionInfo:
     """The one session `ref` names, searching every backend unless one is given."""
+    from unified import sessions
+
     if not ref.strip():
         raise _fail("the session reference is empty (pass a short id, a unique prefix or a full id)", EXIT_BAD_INPUT)
     try:
@@ -920,7 +962,7 @@ def _resolve(ref: str, backend: str | None, cwd: str | None) -> SessionInfo:
 
 SessionBackendOption = Annotated[
     str | None,
-    typer.Option(callback=_choice(_SESSION_BACKENDS), help=f"Only this backend: {', '.join(_SESSION_BACKENDS)}."),
+    typer.Option(callback=_choice(_session_backends), help="Only this backend (one that keeps sessions)."),
 ]
 CwdOption = Annotated[Path | None, typer.Option(help="The project whose sessions to use (default: the backend's).")]
 
@@ -938,6 +980,8 @@ def sessions_list(
     ] = False,
 ) -> None:
     """List stored sessions, most recent first; unreadable ones in a section of their own."""
+    from unified import sessions
+
     try:
         listing = anyio.run(lambda: sessions.list_sessions(backend=backend, cwd=_cwd(cwd)))
     except UnifiedError as exc:
@@ -972,6 +1016,8 @@ def sessions_show(
     as_json: Annotated[bool, typer.Option("--json", help="Print it as one JSON line.")] = False,
 ) -> None:
     """Print one session's conversation as JSON. REF: a short id, a unique prefix or a full session id."""
+    from unified import sessions
+
     info = _resolve(ref, backend, _cwd(cwd))
     try:
         shown = anyio.run(lambda: sessions.show(info.session_id, backend=info.backend, cwd=_cwd(cwd)))
@@ -986,6 +1032,8 @@ def sessions_show(
 @sessions_app.command("export")
 def sessions_export(ref: str, backend: SessionBackendOption = None, cwd: CwdOption = None) -> None:
     """Print one session's history as a portable conversation (JSON, docs/conversations.md)."""
+    from unified import sessions
+
     info = _resolve(ref, backend, _cwd(cwd))
     try:
         conversation = anyio.run(lambda: sessions.export(info.session_id, backend=info.backend, cwd=_cwd(cwd)))
@@ -1002,6 +1050,8 @@ def sessions_delete(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Delete one session (asks first unless --yes). REF: a short id, a unique prefix or a full session id."""
+    from unified import sessions
+
     info = _resolve(ref, backend, _cwd(cwd))
     label = f"{info.backend} session {info.short_id} ({(info.summary or info.first_prompt or '')[:60]})"
     if not yes:
