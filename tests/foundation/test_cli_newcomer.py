@@ -406,3 +406,48 @@ def test_capabilities_fit_80_columns_without_splitting_a_name(isolated_home: Pat
         assert f" {backend} " in headers, backend  # whole, on one line
     for capability in matrix.CAPABILITIES:
         assert any(line.startswith(f"│ {capability} ") for line in lines), capability
+
+
+@pytest.mark.parametrize(
+    ("fake", "backend", "binary"), [("anthropic", "claude-code", "claude"), ("openai", "codex", "codex")]
+)
+def test_serve_points_the_other_agent_clis_at_their_fakes(
+    fake: str, backend: str, binary: str, isolated_home: Path, tmp_path: Path
+) -> None:
+    """`unified serve --fake anthropic|openai`: the printed lines alone make the backend's run work, twice."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "unified._cli", "serve", "--fake", fake],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(isolated_home),
+    )
+    assert server.stdout is not None
+    env = _env(isolated_home, ANTHROPIC_AUTH_TOKEN="sk-ant-a-token-to-be-unset-123")
+    try:
+        while True:
+            line = server.stdout.readline().strip()
+            word, _, rest = line.partition(" ")
+            if word == "unset":
+                for name in rest.split():
+                    env.pop(name, None)
+                continue
+            assert word == "export", line
+            name, _, value = rest.partition("=")
+            env[name] = value
+            if name in ("ANTHROPIC_MODEL", "UNIFIED_DATA_DIR"):
+                break
+        variable = {"claude": "UNIFIED_CLAUDE_BIN", "codex": "UNIFIED_CODEX_BIN"}[binary]
+        local = {"claude": ".claude-code", "codex": ".codex-cli"}[binary]
+        env[variable] = os.environ.get(variable) or str(ROOT / local / "node_modules" / ".bin" / binary)
+        (tmp_path / "notes.txt").write_text("Ship on Friday.\n")
+        (tmp_path / "README.md").write_text("# demo\n")
+        for _ in range(2):  # the script starts over
+            events = _run_against(env, backend, tmp_path)
+            assert events[-1]["status"] == "success"
+            assert "ship the adapter layer on Friday" in str(events[-1]["final_text"])
+    finally:
+        server.send_signal(signal.SIGINT)
+        _, err = server.communicate(timeout=HANG_GUARD_S)
+    assert server.returncode == 0, err
+    assert err.strip().endswith("stopped")

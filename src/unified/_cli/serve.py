@@ -16,9 +16,19 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
-__all__ = ["FAKE_SERVERS", "FakeServer", "ServeError", "ServedFake", "export_lines", "serve_gemini", "start_fake"]
+__all__ = [
+    "FAKE_SERVERS",
+    "FakeServer",
+    "ServeError",
+    "ServedFake",
+    "export_lines",
+    "serve_anthropic",
+    "serve_gemini",
+    "serve_openai",
+    "start_fake",
+]
 
 
 class ServeError(Exception):
@@ -80,6 +90,20 @@ FAKE_SERVERS: dict[str, FakeServer] = {
             "CODE_ASSIST_ENDPOINT",
         ),
     ),
+    "anthropic": FakeServer(
+        title="FakeAnthropic: the Anthropic Messages API on 127.0.0.1",
+        backends=("claude-code",),
+        start="unified._cli.serve:serve_anthropic",
+        scripts="a FakeGemini-style script (.json, .yaml): the same turns, as Claude's messages",
+        unset=("ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX"),
+    ),
+    "openai": FakeServer(
+        title="FakeOpenAI: the OpenAI Responses API on 127.0.0.1",
+        backends=("codex",),
+        start="unified._cli.serve:serve_openai",
+        scripts="a FakeGemini-style script (.json, .yaml): the same turns, as Responses API events",
+        unset=("CODEX_HOME",),
+    ),
 }
 """Fake name → its entry (`unified serve --fake NAME`)."""
 
@@ -90,25 +114,37 @@ def start_fake(name: str, script: Path | None, port: int, home: Path) -> ServedF
     return start(script, port, home)
 
 
-class _ServedGemini:
-    def __init__(self, script: Path | None, port: int, home: Path) -> None:
+class _Served:
+    """A fake of the test kit serving a script (or the demo's task) until closed, starting over when it runs out."""
+
+    def __init__(self, fake: Callable[..., Any], demo_backend: str, script: Path | None, port: int, home: Path) -> None:
         from unified._cli.demo import script as demo_script
-        from unified.testing import FakeGemini
         from unified.testing._scenario import Script
 
         if script is None:
-            turns = Script(turns=list(demo_script()))
-            self.plays = f"the demo task: list the folder, read notes.txt, answer ({len(turns.turns)} turns)"
+            turns = Script(turns=list(demo_script(demo_backend)))
+            self.plays = f"the demo task: look around, read notes.txt, answer ({len(turns.turns)} turns)"
         else:
             turns = _load(script, Script.from_file)
             self.plays = f"{script} ({len(turns.turns)} turn{'s' * (len(turns.turns) != 1)})"
         self.home = home
-        self._seen = 0
         try:
-            self.server = FakeGemini(turns, port=port, repeat=True).start()
+            self.server = fake(turns, port=port, repeat=True).start()
         except OSError as exc:
             raise ServeError(f"cannot listen on 127.0.0.1:{port} ({exc.strerror or exc})") from exc
 
+    def served(self) -> list[str]:
+        return [
+            f"{r.method} {r.path} → {r.status}{': ' + r.error if r.error else ''}"
+            for r in self.server.requests
+            if r.api_method not in ("countTokens", "count_tokens")
+        ]
+
+    def close(self) -> None:
+        self.server.stop()
+
+
+class _ServedGemini(_Served):
     def exports(self) -> dict[str, str]:
         from unified._adapters.gemini_cli._launch import DEFAULT_MODEL
 
@@ -120,20 +156,38 @@ class _ServedGemini:
             "UNIFIED_DATA_DIR": str(self.home / "unified-data"),  # the API backends' sessions
         }
 
-    def served(self) -> list[str]:
-        requests = self.server.requests
-        return [
-            f"{r.method} {r.path} → {r.status}{': ' + r.error if r.error else ''}"
-            for r in requests
-            if r.api_method != "countTokens"
-        ]
 
-    def close(self) -> None:
-        self.server.stop()
+class _ServedAnthropic(_Served):
+    def exports(self) -> dict[str, str]:
+        # ANTHROPIC_BASE_URL, a fake key, a fixed model. The CLI runs in the claude-code backend's own
+        # home (in unified's data folder), never in ~/.claude.
+        return dict(self.server.cli_env)
+
+
+class _ServedOpenAI(_Served):
+    def exports(self) -> dict[str, str]:
+        return {
+            **self.server.env,  # OPENAI_BASE_URL and OPENAI_API_KEY, as a user sets them
+            "UNIFIED_DATA_DIR": str(self.home / "unified-data"),  # the codex backend's CODEX_HOME is in it
+        }
 
 
 def serve_gemini(script: Path | None, port: int, home: Path) -> ServedFake:
-    return _ServedGemini(script, port, home)
+    from unified.testing import FakeGemini
+
+    return _ServedGemini(FakeGemini, "gemini-cli", script, port, home)
+
+
+def serve_anthropic(script: Path | None, port: int, home: Path) -> ServedFake:
+    from unified.testing import FakeAnthropic
+
+    return _ServedAnthropic(FakeAnthropic, "claude-code", script, port, home)
+
+
+def serve_openai(script: Path | None, port: int, home: Path) -> ServedFake:
+    from unified.testing import FakeOpenAI
+
+    return _ServedOpenAI(FakeOpenAI, "codex", script, port, home)
 
 
 def _load(path: Path, loader: Callable[[Path], _Script]) -> _Script:

@@ -251,7 +251,14 @@ class FakeAnthropic(ThreadedFake):
 
     _title = "FakeAnthropic"
 
-    def __init__(self, script: Script | Iterable[Turn] | str | Path | None = None, *, chunk_delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        script: Script | Iterable[Turn] | str | Path | None = None,
+        *,
+        chunk_delay: float = 0.0,
+        port: int = 0,
+        repeat: bool = False,
+    ) -> None:
         if script is None:
             script = Script()
         elif isinstance(script, str | Path):
@@ -268,7 +275,9 @@ class FakeAnthropic(ThreadedFake):
         self._requests: list[RecordedRequest] = []
         self._problems: list[str] = []
         self._ids = itertools.count(1)
-        self._init_serving()
+        self._again = list(script.turns) if repeat else []
+        """With `repeat`: the turns to play again once none is left (a server many runs use, `unified serve`)."""
+        self._init_serving(port)
 
     # --- lifecycle ----------------------------------------------------------------------------------
 
@@ -409,6 +418,8 @@ class FakeAnthropic(ThreadedFake):
         )
 
     def _take(self, subagent: bool) -> _Slot | str:
+        if self._again and not any(isinstance(slot, _Slot) for slot in self._slots):  # `repeat`: once more
+            self._slots.extend(_Slot(t, t.fault is not None) if isinstance(t, ModelTurn) else t for t in self._again)
         for slot in self._slots:
             if not isinstance(slot, _Slot) or slot.turn.method is not None:
                 if self._order == "global":
@@ -512,7 +523,7 @@ class _Server(ThreadingHTTPServer):
 
     def __init__(self, fake: FakeAnthropic) -> None:
         self.fake = fake
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(("127.0.0.1", fake._port), _Handler)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hangs up (a cancelled run, a CLI that was killed) is normal here."""

@@ -208,7 +208,6 @@ class FakeGemini(ThreadedFake):
         self._order = script.order
         self._slots = [_Slot(turn, turn.fault is not None) for turn in script.turns]
         self._again = list(script.turns) if repeat else []
-        self._port = port
         self._request_faults = dict(script.request_faults)
         self._chunk_delay = chunk_delay
         self._check_history = check_history
@@ -218,7 +217,7 @@ class FakeGemini(ThreadedFake):
         self._problems: list[str] = []
         self._interactions: dict[str, _Interaction] = {}
         self._ids = itertools.count(1)
-        self._init_serving()
+        self._init_serving(port)
 
     # --- lifecycle ----------------------------------------------------------------------------------
 

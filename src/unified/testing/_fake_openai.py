@@ -369,6 +369,8 @@ class FakeOpenAI(ThreadedFake):
         *,
         chunk_delay: float = 0.0,
         api_key: str | None = None,
+        port: int = 0,
+        repeat: bool = False,
     ) -> None:
         if script is None:
             script = Script()
@@ -391,7 +393,9 @@ class FakeOpenAI(ThreadedFake):
         """A child thread's id → its reservation."""
         self._threads: set[str] = set()
         """Every thread that asked (a new one after a spawn is its child)."""
-        self._init_serving()
+        self._again = list(script.turns) if repeat else []
+        """With `repeat`: the turns to play again once none is left (a server many runs use, `unified serve`)."""
+        self._init_serving(port)
 
     # --- lifecycle ------------------------------------------------------------------------------------
 
@@ -606,6 +610,8 @@ class FakeOpenAI(ThreadedFake):
             self._children[thread] = owner
         if thread:
             self._threads.add(thread)
+        if self._again and not self._slots:  # `repeat`: once more
+            self._slots.extend(_Slot(turn, turn.fault is not None) for turn in self._again)
         for slot in self._slots:
             if slot.owner == owner:
                 return slot
@@ -634,7 +640,7 @@ class _Server(ThreadingHTTPServer):
 
     def __init__(self, fake: FakeOpenAI) -> None:
         self.fake = fake
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(("127.0.0.1", fake._port), _Handler)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         import sys

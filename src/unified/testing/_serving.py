@@ -26,7 +26,9 @@ class ThreadedFake:
     _server: ThreadingHTTPServer | None = None
     _thread: threading.Thread | None = None
 
-    def _init_serving(self) -> None:
+    def _init_serving(self, port: int = 0) -> None:
+        self._port = port
+        """The port to listen on (0: any free one)."""
         self._server = None
         self._thread = None
         self.stopping = threading.Event()

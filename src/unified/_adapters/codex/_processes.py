@@ -18,10 +18,11 @@ import contextlib
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["MARKER", "Process", "alive", "descendants", "end_all", "marked"]
+__all__ = ["GONE_WITHIN_S", "MARKER", "Process", "alive", "descendants", "end_all", "marked"]
 
 MARKER = "UNIFIED_CODEX_RUN"
 """The environment variable that marks a run's processes."""
@@ -108,18 +109,27 @@ def alive(process: Process) -> bool:
     return _table().get(pid, (0, ""))[1] == started
 
 
+GONE_WITHIN_S = 5.0
+"""How long `end_all` waits for the processes it killed to be gone (SIGKILL is delivered asynchronously:
+under load a killed process can still run for a moment after `kill` returns)."""
+
+
 def end_all(processes: Iterable[Process]) -> list[int]:
-    """SIGKILL each one still alive, and its process group; returns the pids that were still alive."""
-    killed = []
+    """SIGKILL each one still alive, and its process group, and wait (up to `GONE_WITHIN_S`) until they
+    are gone; returns the pids that were still alive. Runs in a worker thread."""
+    killed: list[Process] = []
     for process in processes:
         if not alive(process):
             continue
         pid = process[0]
-        killed.append(pid)
+        killed.append(process)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             group = os.getpgid(pid)
             if group == pid:
                 os.killpg(group, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
-    return killed
+    deadline = time.monotonic() + GONE_WITHIN_S
+    while any(alive(process) for process in killed) and time.monotonic() < deadline:
+        time.sleep(0.005)  # no event tells a non-child's end: look again shortly
+    return [pid for pid, _ in killed]
