@@ -43,13 +43,12 @@ import json
 import re
 import socket
 import struct
-import sys
 import threading
 import time
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -57,7 +56,7 @@ from urllib.parse import parse_qsl, urlsplit
 from unified._exports import publish
 from unified.testing._fake_gemini import REDACTED, RecordedRequest
 from unified.testing._scenario import Fault, ModelTurn, Script, Turn, Usage
-from unified.testing._serving import ThreadedFake
+from unified.testing._serving import FakeHandler, FakeHTTPServer, ThreadedFake
 
 __all__ = ["AGENT_HEADER", "FakeAnthropic", "message_blocks", "sse_events"]
 
@@ -517,37 +516,18 @@ def _encode(event: JsonObject, bedrock: bool) -> bytes:
     return f"event: {event['type']}\ndata: {data}\n\n".encode()
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 256
+class _Server(FakeHTTPServer):
+    fake: FakeAnthropic
 
     def __init__(self, fake: FakeAnthropic) -> None:
-        self.fake = fake
-        super().__init__(("127.0.0.1", fake._port), _Handler)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that hangs up (a cancelled run, a CLI that was killed) is normal here."""
-        if isinstance(sys.exc_info()[1], ConnectionError):
-            return
-        super().handle_error(request, client_address)
+        super().__init__(fake, _Handler)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
+class _Handler(FakeHandler):
     server: _Server
-
-    def do_GET(self) -> None:
-        self._serve()
-
-    def do_POST(self) -> None:
-        self._serve()
 
     def do_HEAD(self) -> None:
         self._serve()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silent: the request log is :attr:`FakeAnthropic.requests`."""
 
     def _body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":

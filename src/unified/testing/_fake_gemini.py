@@ -11,13 +11,12 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import sys
 import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -34,7 +33,7 @@ from unified.testing._scenario import (
     Script,
     Turn,
 )
-from unified.testing._serving import ThreadedFake
+from unified.testing._serving import FakeHandler, FakeHTTPServer, ThreadedFake
 from unified.testing._wire import JsonObject
 
 __all__ = ["FakeGemini", "RecordedRequest"]
@@ -671,13 +670,11 @@ def _ends_interaction(event: JsonObject) -> bool:
     )
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 256  # a burst of concurrent clients (100 runs at once) must not be refused
+class _Server(FakeHTTPServer):
+    fake: FakeGemini
 
     def __init__(self, fake: FakeGemini) -> None:
-        self.fake = fake
-        super().__init__(("127.0.0.1", fake._port), _Handler)
+        super().__init__(fake, _Handler)
 
     def get_request(self) -> tuple[Any, Any]:
         accepted = super().get_request()
@@ -685,29 +682,12 @@ class _Server(ThreadingHTTPServer):
             self.fake._connections += 1
         return accepted
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that hangs up (a pooled keep-alive connection closed, a cancelled run) is normal here."""
-        if isinstance(sys.exc_info()[1], ConnectionError):
-            return
-        super().handle_error(request, client_address)
 
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive and chunked streams, as the SDKs' pooled clients expect
-    disable_nagle_algorithm = True  # headers and body go out in separate writes: no 40 ms delayed-ACK stalls
+class _Handler(FakeHandler):
     server: _Server
-
-    def do_GET(self) -> None:
-        self._serve()
-
-    def do_POST(self) -> None:
-        self._serve()
 
     def do_DELETE(self) -> None:
         self._serve()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silent: the request log is :attr:`FakeGemini.requests`."""
 
     def _serve(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)

@@ -52,7 +52,7 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -60,7 +60,7 @@ from urllib.parse import parse_qsl, urlsplit
 from unified._exports import publish
 from unified.testing._fake_gemini import REDACTED, RecordedRequest
 from unified.testing._scenario import Fault, FunctionCall, ModelTurn, ResponsesTurn, Script, Turn, Usage
-from unified.testing._serving import ThreadedFake
+from unified.testing._serving import FakeHandler, FakeHTTPServer, ThreadedFake
 
 __all__ = ["CODEX_MODEL", "FAKE_OPENAI_KEY", "FakeOpenAI", "codex_call", "responses_events"]
 
@@ -634,35 +634,15 @@ class FakeOpenAI(ThreadedFake):
                     break
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 256
+class _Server(FakeHTTPServer):
+    fake: FakeOpenAI
 
     def __init__(self, fake: FakeOpenAI) -> None:
-        self.fake = fake
-        super().__init__(("127.0.0.1", fake._port), _Handler)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        import sys
-
-        if isinstance(sys.exc_info()[1], ConnectionError):
-            return
-        super().handle_error(request, client_address)
+        super().__init__(fake, _Handler)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
+class _Handler(FakeHandler):
     server: _Server
-
-    def do_GET(self) -> None:
-        self._serve()
-
-    def do_POST(self) -> None:
-        self._serve()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silent: the request log is :attr:`FakeOpenAI.requests`."""
 
     def _serve(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)

@@ -7,14 +7,15 @@ so the three cannot drift apart.
 
 from __future__ import annotations
 
+import sys
 import threading
-from http.server import ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self
 
 import anyio.to_thread
 
-__all__ = ["ThreadedFake"]
+__all__ = ["FakeHTTPServer", "FakeHandler", "ThreadedFake"]
 
 
 class ThreadedFake:
@@ -85,3 +86,40 @@ class ThreadedFake:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+
+class FakeHTTPServer(ThreadingHTTPServer):
+    """The HTTP server of a fake: on 127.0.0.1 at the fake's port, one thread per connection."""
+
+    daemon_threads = True
+    request_queue_size = 256  # a burst of concurrent clients (100 runs at once) must not be refused
+
+    def __init__(self, fake: ThreadedFake, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.fake = fake
+        super().__init__(("127.0.0.1", fake._port), handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up (a pooled keep-alive connection closed, a cancelled run) is normal here."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
+class FakeHandler(BaseHTTPRequestHandler):
+    """What every fake's request handler shares: HTTP/1.1, no Nagle delay, no log lines, GET and POST
+    answered by the subclass's `_serve` (a fake that answers more methods adds them)."""
+
+    protocol_version = "HTTP/1.1"  # keep-alive and chunked streams, as the SDKs' pooled clients expect
+    disable_nagle_algorithm = True  # headers and body go out in separate writes: no 40 ms delayed-ACK stalls
+
+    def _serve(self) -> None:
+        raise NotImplementedError
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    def do_POST(self) -> None:
+        self._serve()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silent: the request log is the fake's `requests`."""
