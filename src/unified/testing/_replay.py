@@ -180,24 +180,21 @@ async def replay_events(
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="unified-replay-cwd-")))
             _write_workspace(info, workdir)
         run = _base_params(info, params, workdir, include_native)
+        # a transcript is read once here (describe read its metadata and prompt)
+        entries = _read_transcript(info.path)[1] if info.backend in _TRANSCRIPT_BACKENDS else []
         answer = on_user_input or (params.on_user_input if params is not None else None)
         if answer is None and info.backend == "claude-code":  # answered by request id, as recorded
-            answer = _claude_answering(_claude_answers(_read_transcript(info.path)[1]))
+            answer = _claude_answering(_claude_answers(entries))
         if answer is None and info.backend == "codex":  # answered by the call each was about, as recorded
             from unified.testing._replay_codex import codex_recorded_answers
 
-            answer = codex_recorded_answers(_read_transcript(info.path)[1])
+            answer = codex_recorded_answers(entries)
         if answer is None:
             answer = _answering(list(info.answers), differences)
         run = run.model_copy(update={"on_user_input": answer})
         check: Callable[[], str | None] = _nothing  # the transcript's stand-in reports as it goes
-        if info.backend in ("gemini-cli", "claude-code"):
-            run = _transcript_params(info, run, stack, differences)
-        elif info.backend == "codex":
-            from unified.testing._replay_codex import codex_run
-
-            scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="unified-replay-")))
-            run = codex_run(_read_transcript(info.path)[1], run, scratch)
+        if info.backend in _TRANSCRIPT_BACKENDS:
+            run = _transcript_params(info, entries, run, stack, differences)
         else:
             run = _http_params(info, run)
             try:
@@ -484,13 +481,21 @@ def _recorded_answers(entries: list[dict[str, Any]]) -> list[UserInputResponse]:
     return answers
 
 
+_TRANSCRIPT_BACKENDS = ("gemini-cli", "claude-code", "codex")
+"""The backends whose cassettes are JSONL transcripts of an agent binary's protocol, played by a stand-in."""
+
+
 def _transcript_params(
-    info: CassetteInfo, run: ExecuteParams, stack: ExitStack, differences: list[str]
+    info: CassetteInfo, entries: list[dict[str, Any]], run: ExecuteParams, stack: ExitStack, differences: list[str]
 ) -> ExecuteParams:
-    _, entries = _read_transcript(info.path)
-    if info.backend == "claude-code":
-        return _claude_params(entries, run, stack)
+    """`run` on the stand-in agent that plays the transcript's `entries`."""
     scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="unified-replay-")))
+    if info.backend == "claude-code":
+        return _claude_params(entries, run, scratch)
+    if info.backend == "codex":
+        from unified.testing._replay_codex import codex_run
+
+        return codex_run(entries, run, scratch)
     home = scratch / "home"  # the CLI's home as the adapter sees it: empty, never the user's
     home.mkdir()
 
@@ -669,8 +674,7 @@ def _claude_answering(
     return answer
 
 
-def _claude_params(entries: list[dict[str, Any]], run: ExecuteParams, stack: ExitStack) -> ExecuteParams:
-    scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="unified-replay-")))
+def _claude_params(entries: list[dict[str, Any]], run: ExecuteParams, scratch: Path) -> ExecuteParams:
 
     def start(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> FakeAgentProcess:
         process = FakeAgentProcess(argv=argv, env=env)
