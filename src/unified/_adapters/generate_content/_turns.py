@@ -23,7 +23,7 @@ from unified._adapters.generate_content._options import (
     server_side_invocations,
 )
 from unified._adapters.generate_content._sessions import BACKEND
-from unified._adapters.generate_content._stream import stream_chunks
+from unified._adapters.generate_content._stream import WireRequest, stream_chunks
 from unified._adapters.generate_content._translate import GenerateContentTranslator
 from unified._internal.agent_loop import Emit, TurnEnd
 from unified._internal.genai_client import GenaiClient
@@ -92,6 +92,7 @@ class GenerateContentTurns:
         self._model_call_ids: dict[str, str | None] = {}
         self._translator: GenerateContentTranslator | None = None
         self._turn = 0
+        self._wire = WireRequest()
 
     @property
     def connection(self) -> GenaiClient:
@@ -146,7 +147,9 @@ class GenerateContentTurns:
         turn = self._translator = GenerateContentTranslator(
             turn=self._turn, taken_ids=self.taken_ids, include_native=self.params.include_native
         )
-        stream = stream_chunks(self._genai.client, model=self.model, contents=list(self.contents), config=self.config)
+        stream = stream_chunks(
+            self._genai.client, model=self.model, contents=self.contents, config=self.config, wire=self._wire
+        )
         try:
             async for chunk in stream:
                 for event in turn.feed(chunk):
