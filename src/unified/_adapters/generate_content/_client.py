@@ -6,6 +6,8 @@ by `unified._internal.genai_client`, shared with the interactions backend).
 
 from __future__ import annotations
 
+import functools
+import json
 from typing import TYPE_CHECKING, Any
 
 from google.genai import types
@@ -25,6 +27,13 @@ def _declaration(spec: dict[str, Any]) -> types.FunctionDeclaration:
     return types.FunctionDeclaration(
         name=spec["name"], description=spec.get("description"), parameters_json_schema=spec.get("parameters")
     )
+
+
+@functools.lru_cache(maxsize=32)
+def _function_tool(declarations: str) -> types.Tool:
+    """The `Tool` of these declarations (JSON), built once: validating ten declarations costs ~0.5 ms,
+    and every run of a process declares the same ones. Shared by the runs' configs, never changed."""
+    return types.Tool(function_declarations=[_declaration(d) for d in json.loads(declarations)])
 
 
 def builtin_tools(options: GenerateContentOptions) -> list[types.Tool]:
@@ -86,7 +95,7 @@ def generation_config(
     """The per-request config: our tools, thinking, and the SDK's own loops switched off."""
     tools: list[types.Tool] = []
     if declarations:
-        tools.append(types.Tool(function_declarations=[_declaration(d) for d in declarations]))
+        tools.append(_function_tool(json.dumps(declarations)))
     tools += builtin_tools(options)
     thinking_config = None
     if thinking is not None:
