@@ -45,6 +45,7 @@ from unified._internal.models import ToolFamily
 from unified._internal.retry import Failure, retrying
 from unified._redaction import given_secrets
 from unified._sessions.config import default_store
+from unified._sessions.stores import save_announced
 from unified.backends import RunContext, RunOutcome
 from unified.errors import UnifiedError
 from unified.events import SessionStarted, ToolResult, UnifiedEvent, Usage, WarningEvent
@@ -210,7 +211,7 @@ class AgentLoop:
         async with self.store.lease(self.client.backend, session.session_id):
             self._leased.set()
             try:
-                await self._save(session)  # before session_started: the short id it announces is resumable
+                await save_announced(self.store, session)  # before session_started: its short id is resumable
                 await self.ctx.emit(
                     SessionStarted.model_construct(
                         session_id=session.session_id,
