@@ -104,13 +104,14 @@ def test_a_prompt_of_images_only_is_allowed(tmp_path: Path) -> None:
 @pytest.mark.e2e  # runs a real subprocess
 def test_the_command_line_loads_no_pydantic_to_build_its_help() -> None:
     """`unified --help` builds the whole command line; the run machinery, the protocol, the matrix and
-    the registry (and so pydantic, ~110 ms) load only in the commands that use them."""
+    the registry (and so pydantic, ~110 ms) load only in the commands that use them, and rich (its
+    console ~40 ms, its help renderer ~70 ms) only in the commands that print with it."""
     code = (
         "import sys, json, contextlib, io\n"
         "from unified._cli.main import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    code = main(['--help'])\n"
-        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'google', 'httpx'))\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'google', 'httpx', 'rich'))\n"
         "print(json.dumps([code, heavy]))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

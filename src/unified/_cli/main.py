@@ -26,9 +26,6 @@ import anyio
 import typer
 import typer.core
 from anyio import CancelScope
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from unified._cli.demo_backends import DEMO_BACKENDS
 from unified._cli.serve import FAKE_SERVERS, FakeServer, ServedFake
@@ -37,6 +34,8 @@ from unified.errors import ConfigurationError, SessionNotFound, UnifiedError
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
+    from rich.console import Console
+    from rich.table import Table
 
     from unified._cli.render import Renderer
     from unified._execute import EventStream
@@ -105,10 +104,13 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
     context_settings={"help_option_names": ["-h", "--help"]},
-    pretty_exceptions_show_locals=False,  # locals may hold secrets
+    pretty_exceptions_enable=False,  # `main` reports every exception in one line (UNIFIED_DEBUG=1: the traceback)
+    rich_markup_mode=None,  # click's plain help: rich's help renderer costs ~70 ms of every `--help`
     help="Drive agent backends (Gemini CLI, generateContent, Interactions, ...) through one event stream.",
 )
-sessions_app = typer.Typer(cls=_Group, no_args_is_help=True, help="List, show and delete stored sessions.")
+sessions_app = typer.Typer(
+    cls=_Group, no_args_is_help=True, rich_markup_mode=None, help="List, show and delete stored sessions."
+)
 app.add_typer(sessions_app, name="sessions")
 
 EXIT_CODES: dict[ResultStatus, int] = {"success": 0, "error": 1, "max_turns": 1, "cancelled": 130, "interrupted": 130}
@@ -131,18 +133,27 @@ class _ReaderLeft(Exception):
     """
 
 
-class _Console(Console):
-    def on_broken_pipe(self) -> None:
-        """Rich would exit 1 here."""
-        self.quiet = True
-        raise _ReaderLeft
+@functools.cache
+def _console_class() -> type[Console]:
+    """rich is imported by the commands that print, not by `--help` (~40 ms)."""
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            """Rich would exit 1 here."""
+            self.quiet = True
+            raise _ReaderLeft
+
+    return _Console
 
 
 def _console(*, stderr: bool = False) -> Console:
-    return _Console(stderr=stderr, highlight=False, soft_wrap=True)
+    return _console_class()(stderr=stderr, highlight=False, soft_wrap=True)
 
 
 def _say(text: str, *, style: str = "", stderr: bool = False) -> None:
+    from rich.text import Text
+
     _console(stderr=stderr).print(Text(redact(text), style=style))
 
 
@@ -490,6 +501,8 @@ def demo(
         raise _fail(skips[0].line())
     for skip in skips:
         _say(skip.line(), style="yellow", stderr=True)
+    from rich.text import Text
+
     renderer: dict[str, Renderer] = {}
     console = _console()
     (_console(stderr=True) if json_lines else console).print(Text(SCRIPTED, style="dim"), soft_wrap=False)
@@ -744,6 +757,9 @@ def capabilities(
     ] = None,
 ) -> None:
     """Print the capability matrix: what each backend can do."""
+    from rich.table import Table
+    from rich.text import Text
+
     from unified import capabilities as matrix
 
     if as_json:
@@ -763,6 +779,9 @@ def capabilities(
 
 
 def _capability_table(backends: tuple[str, ...]) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
     from unified import capabilities as matrix
 
     table = Table(title="Capability matrix (--backend NAME shows the notes)")
@@ -994,6 +1013,8 @@ def sessions_list(
     elif not listing.sessions:
         _say(f"no readable {backend + ' ' if backend else ''}sessions", style="dim")
     else:
+        from rich.table import Table
+
         table = Table("short id", "backend", "updated", "summary")
         for s in listing.sessions:
             when = str(s.updated_at or s.started_at or "")[:19]
