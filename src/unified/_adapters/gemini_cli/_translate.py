@@ -111,7 +111,8 @@ class AcpTranslator:
             text = _text_of(update.get("content"))
             if text is None or text.startswith(MODE_UPDATE_PREFIX):
                 return []
-            return [*self._content_starts(), TextDelta(text=text, session_id=self.session_id)]
+            # model_construct: the hot path, and `_text_of` guarantees the one field that could be wrong
+            return [*self._content_starts(), TextDelta.model_construct(text=text, session_id=self.session_id)]
         if kind == "agent_thought_chunk":
             text = _text_of(update.get("content"))
             if not text:
@@ -120,7 +121,7 @@ class AcpTranslator:
             subject = match["subject"].strip() if match else None
             return [
                 *self._content_starts(),
-                Thinking(text=text, replace=True, subject=subject, session_id=self.session_id),
+                Thinking.model_construct(text=text, replace=True, subject=subject, session_id=self.session_id),
             ]
         if kind == "tool_call":
             return self._tool_call(update)
