@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bench.harness import Outcome, load_average, render_header, render_table, write_report
 
-BENCHMARKS = ["translate", "sdk_overhead", "cli_overhead", "sessions", "startup", "concurrency"]
+BENCHMARKS = ["translate", "sdk_overhead", "cli_overhead", "agent_binaries", "sessions", "startup", "concurrency"]
 README = Path(__file__).parent / "README.md"
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 """The README's latest-results section lies between these markers; a full run replaces it."""

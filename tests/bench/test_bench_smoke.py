@@ -33,7 +33,7 @@ def test_quick_run_writes_results(tmp_path: Path) -> None:
     assert report["quick"] is True
     assert {"date", "machine", "versions", "benchmarks"} <= report.keys()
     names = [b["benchmark"] for b in report["benchmarks"]]
-    assert "translate" in names
+    assert {"translate", "agent_binaries"} <= set(names)
     assert len(set(names)) == len(names)
     (cli,) = [b for b in report["benchmarks"] if b["benchmark"] == "cli_overhead"]
     assert cli["notes"][0].startswith("skipped")

@@ -1,0 +1,198 @@
+"""Overhead over the raw `claude` and `codex` binaries, each against its fake model server.
+
+The same one-turn task ("go", answered with four text chunks) runs two ways, alternately, from a
+cold start (a new process each run, as both backends start one per run):
+- baseline: the binary's own one-shot mode, its stdout read line by line: `claude -p ...
+  --output-format stream-json --verbose --include-partial-messages` and `codex exec --json`, with
+  the very environment and isolated home the backend gives its child (the same variables, the same
+  provider overrides), so the difference is what `unified` adds;
+- subject: `unified.execute` on the claude-code backend (stream-json both ways, the control
+  protocol, a permission bridge) or the codex backend (`codex app-server`, JSON-RPC).
+For claude-code a second baseline drives the very argv unified gives the CLI (stream-json both
+ways) with the least a client must do: the `initialize` request and the prompt written at once,
+stdout read until the `result`, stdin closed, the exit waited for. Against it the ratio is exactly
+unified's; against `claude -p` it includes what the driven mode costs the CLI itself.
+Time to first output is the first piece of answer text (a stream-json `text_delta`, an exec
+`agent_message`, a unified `text_delta`). The baseline is the floor: nothing can show a binary's
+output before it prints it. The modes differ (a one-shot print against a driven session), so the
+ratio is held to the same target as gemini-cli's ACP against `gemini -p`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import uuid
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+import anyio
+
+from bench._env import ROOT, isolated_home, workspace
+from bench.harness import Figure, Outcome, profile_async, spread
+from unified._execute import EventStream
+from unified.events import Result, TextDelta
+from unified.testing import CODEX_MODEL, FakeAnthropic, FakeOpenAI, ModelTurn, backend_options_for
+from unified.types import ExecuteParams
+
+Timing = tuple[float, float]
+ANSWER = ModelTurn(text="The answer is four words.", text_chunks=4)
+
+
+def _binary(env_name: str, folder: str, name: str) -> Path | None:
+    given = os.environ.get(env_name)
+    path = Path(given) if given else ROOT / folder / "node_modules" / ".bin" / name
+    return path if path.exists() else None
+
+
+def direct(argv: list[str], cwd: Path, env: dict[str, str], first_marker: bytes) -> Timing:
+    """(wall, first answer text) of a one-shot binary run, its stdout read as it comes."""
+    start = time.perf_counter()
+    first = 0.0
+    with subprocess.Popen(
+        argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    ) as child:
+        assert child.stdout is not None
+        for line in child.stdout:
+            if not first and first_marker in line:
+                first = time.perf_counter() - start
+    if child.returncode != 0 or not first:
+        raise RuntimeError(f"{argv[0]} exited {child.returncode} (answer seen: {bool(first)})")
+    return time.perf_counter() - start, first
+
+
+def driven(argv: list[str], cwd: Path, env: dict[str, str]) -> Timing:
+    """(wall, first answer text) of the stream-json session mode driven by a minimal client."""
+    start = time.perf_counter()
+    first = 0.0
+    initialize = {"type": "control_request", "request_id": "req_1", "request": {"subtype": "initialize"}}
+    prompt = {"type": "user", "message": {"role": "user", "content": "go"}, "parent_tool_use_id": None}
+    with subprocess.Popen(
+        argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    ) as child:
+        assert child.stdin is not None
+        assert child.stdout is not None
+        child.stdin.write(f"{json.dumps(initialize)}\n{json.dumps(prompt)}\n".encode())
+        child.stdin.flush()
+        for line in child.stdout:
+            if not first and b'"text_delta"' in line:
+                first = time.perf_counter() - start
+            if b'"result"' in line and json.loads(line).get("type") == "result":
+                break
+        child.stdin.close()
+        child.wait()
+    if child.returncode != 0 or not first:
+        raise RuntimeError(f"{argv[0]} exited {child.returncode} (answer seen: {bool(first)})")
+    return time.perf_counter() - start, first
+
+
+async def through_unified(params: ExecuteParams) -> Timing:
+    start = time.perf_counter()
+    first = 0.0
+    result: Result | None = None
+    async with EventStream(params) as stream:
+        async for event in stream:
+            if not first and isinstance(event, TextDelta):
+                first = time.perf_counter() - start
+            if isinstance(event, Result):
+                result = event
+    if result is None or result.status != "success":
+        raise RuntimeError(f"{params.backend} run did not succeed: {result}")
+    return time.perf_counter() - start, first
+
+
+def _claude(
+    binary: Path, fake: FakeAnthropic, home: Path, cwd: Path
+) -> tuple[ExecuteParams, Callable[[], Timing], Callable[[], Timing]]:
+    from unified._adapters.claude_code._launch import Launch
+    from unified._adapters.claude_code._options import claude_code_options
+
+    options = {**backend_options_for(fake, "claude-code", cli_home=home / "claude-home"), "claude_binary": str(binary)}
+    params = ExecuteParams(prompt="go", backend="claude-code", cwd=cwd, backend_options=options)
+    launch = Launch.of(params, claude_code_options(options))
+    argv = [str(binary), "-p", "go", "--output-format", "stream-json", "--verbose", "--include-partial-messages"]
+    argv += ["--setting-sources", "user"]
+
+    def same_argv() -> Timing:
+        return driven(launch.argv(session_id=str(uuid.uuid4()), resume=False), cwd, launch.run_env())
+
+    return params, partial(direct, argv, cwd, dict(launch.env), b'"text_delta"'), same_argv
+
+
+def _codex(binary: Path, fake: FakeOpenAI, home: Path, cwd: Path) -> tuple[ExecuteParams, Callable[[], Timing]]:
+    from unified._adapters.codex._launch import Launch, prepare_home, toml_value
+    from unified._adapters.codex._options import codex_options
+
+    options = {**backend_options_for(fake, "codex", cli_home=home / "codex-home"), "codex_binary": str(binary)}
+    params = ExecuteParams(prompt="go", backend="codex", model=CODEX_MODEL, cwd=cwd, backend_options=options)
+    launch = Launch.of(params, codex_options(options))
+    prepare_home(launch.home)
+    argv = [str(launch.binary), "exec", "--json", "--skip-git-repo-check"]
+    for key, value in launch.overrides:
+        argv += ["-c", f"{key}={toml_value(value)}"]
+    argv.append("go")
+    return params, partial(direct, argv, cwd, dict(launch.env), b'"agent_message"')
+
+
+def _measure(
+    outcome: Outcome,
+    name: str,
+    params: ExecuteParams,
+    baselines: dict[str, Callable[[], Timing]],
+    runs: int,
+    quick: bool,
+) -> None:
+    for baseline in baselines.values():  # untimed warm-ups: the page cache is not per-run overhead
+        baseline()
+    anyio.run(through_unified, params)
+    subject_t: list[Timing] = []
+    baseline_t: dict[str, list[Timing]] = {label: [] for label in baselines}
+    for _ in range(runs):  # alternately, so drift hits every one alike
+        for label, baseline in baselines.items():
+            baseline_t[label].append(baseline())
+        subject_t.append(anyio.run(through_unified, params))
+    outcome.figures += [
+        Figure(f"{name}: unified wall", "s", [t[0] for t in subject_t]),
+        Figure(f"{name}: unified first output", "s", [t[1] for t in subject_t]),
+    ]
+    missed = False
+    for label, timings in baseline_t.items():
+        outcome.figures += [
+            Figure(f"{name}: {label} wall", "s", [t[0] for t in timings]),
+            Figure(f"{name}: {label} first output", "s", [t[1] for t in timings]),
+        ]
+        low, ratio, high = spread([s[0] / b[0] for s, b in zip(subject_t, timings, strict=True)])
+        outcome.ratio(f"{name}: wall, unified / {label}", ratio, "<= 1.05", ratio <= 1.05, low=low, high=high)
+        first_low, first, first_high = spread([(s[1] - b[1]) * 1000 for s, b in zip(subject_t, timings, strict=True)])
+        outcome.ratio(
+            f"{name}: first output vs {label}, ms added", first, "informational", True, low=first_low, high=first_high
+        )
+        missed = missed or ratio > 1.05
+    if missed and not quick:
+        outcome.profiles[f"{name}: one unified run"] = anyio.run(profile_async, partial(through_unified, params))
+
+
+def run(quick: bool) -> Outcome:
+    outcome = Outcome("agent_binaries")
+    runs = 1 if quick else 5
+    claude = _binary("UNIFIED_CLAUDE_BIN", ".claude-code", "claude")
+    codex = _binary("UNIFIED_CODEX_BIN", ".codex-cli", "codex")
+    with isolated_home() as home:
+        cwd = workspace(home)
+        if claude is None:
+            outcome.notes.append("claude-code skipped: the pinned claude binary is not installed (scripts/setup)")
+        else:
+            with FakeAnthropic([ANSWER], repeat=True) as fake:
+                params, one_shot, same_argv = _claude(claude, fake, home, cwd)
+                baselines = {"claude -p": one_shot, "the same argv driven directly": same_argv}
+                _measure(outcome, "claude-code", params, baselines, runs, quick)
+        if codex is None:
+            outcome.notes.append("codex skipped: the pinned codex binary is not installed (scripts/setup)")
+        else:
+            with FakeOpenAI([ANSWER], repeat=True) as fake:
+                params, one_shot = _codex(codex, fake, home, cwd)
+                _measure(outcome, "codex (app-server)", params, {"codex exec": one_shot}, runs, quick)
+    return outcome
