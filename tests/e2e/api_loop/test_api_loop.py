@@ -464,3 +464,25 @@ print(sorted(m for m in sys.modules if m == "mcp" or m.startswith("mcp.")))
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["result", "[]"]
+
+
+async def test_the_announced_session_is_on_disk_when_session_started_arrives(
+    backend: str, fake: FakeGemini, workspace: Path
+) -> None:
+    """The first save skips its fsync (docs/sessions.md), not its write: another process can resolve
+    and read the announced id at once, while the run still holds it; the run's last save stands."""
+    fake.add(ModelTurn(text="one two", text_chunks=2))
+    seen: list[StoredSession] = []
+    events: list[UnifiedEvent] = []
+    async with unified.execute(params(backend, fake, workspace, prompt="remember me")) as stream:
+        async for event in stream:
+            events.append(event)
+            if isinstance(event, SessionStarted):
+                seen.append(await load_stored(backend, str(event.short_id)))
+    assert seen[0].first_prompt == "remember me"
+    assert seen[0].session_id == events[0].session_id
+    final = await load_stored(backend, str(result(events).short_id))
+    assert final.turns == 1
+    assert final.updated_at is not None
+    assert seen[0].updated_at is not None
+    assert final.updated_at > seen[0].updated_at
