@@ -206,3 +206,29 @@ def test_a_version_probe_runs_with_a_throwaway_home(tmp_path: Path) -> None:
     before = sorted(home.rglob("*"))
     assert probe_version(spec, binary, dict(os.environ)) == (2, 1, 0)  # with its probe_env
     assert sorted(home.rglob("*")) == before  # the probe wrote into its own home, not ours
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="no pidfds on this platform: wait polls")
+async def test_wait_wakes_at_the_exit_itself_not_by_polling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On Linux the exit wakes `wait` through a pidfd: no sleep-and-poll loop runs (it noticed up to 20 ms late)."""
+    process = python(UPPER, tmp_path)
+    await process.send("last")
+    assert await process.receive() == "LAST"
+
+    async def no_polling(delay: float) -> None:
+        raise AssertionError(f"wait polled (anyio.sleep({delay}))")
+
+    monkeypatch.setattr(anyio, "sleep", no_polling)
+    await process.end_input()
+    assert await process.wait(HANG_GUARD_S) == 0
+    assert await process.wait(HANG_GUARD_S) == 0  # already reaped: at once, the same code
+    await process.close()
+
+
+async def test_wait_gives_up_after_its_grace_and_close_still_ends_it(tmp_path: Path) -> None:
+    process = python("import time\ntime.sleep(600)\n", tmp_path)
+    assert await process.wait(0.05) is None
+    pid = process.pid
+    assert pid is not None
+    await process.close()
+    assert gone(pid)
