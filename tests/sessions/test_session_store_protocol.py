@@ -146,3 +146,30 @@ async def test_a_third_party_store_is_accepted_by_execute_params() -> None:
     with pytest.raises(ValueError, match="SessionStore"):
         unified.ExecuteParams(prompt="x", session_store=object())
     assert isinstance(unified.ExecuteParams(prompt="x", session_store=MemorySessionStore()).session_store, SessionStore)
+
+
+@pytest.mark.parametrize("new", [True, False])
+async def test_only_a_new_sessions_announced_save_skips_the_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, new: bool
+) -> None:
+    """A new session's first record is visible at once and made durable by the next save; a resumed
+    session's first save replaces a durable record, so it is fsynced like every other save."""
+    import os
+
+    from unified._sessions import stores
+
+    store = FileSessionStore(tmp_path)
+    session = StoredSession.new("scripted", model=None, cwd=None, first_prompt="hi")
+    if not new:
+        await store.save(session)
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    await stores.save_announced(store, session, new=new)
+    assert bool(synced) is not new
+    assert (await store.load("scripted", session.session_id)).first_prompt == "hi"

@@ -211,7 +211,8 @@ class AgentLoop:
         async with self.store.lease(self.client.backend, session.session_id):
             self._leased.set()
             try:
-                await save_announced(self.store, session)  # before session_started: its short id is resumable
+                # before session_started: the short id it announces is resumable
+                await save_announced(self.store, session, new=params.resume is None)
                 await self.ctx.emit(
                     SessionStarted.model_construct(
                         session_id=session.session_id,

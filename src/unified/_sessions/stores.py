@@ -435,7 +435,8 @@ class FileSessionStore(BlockingSessionStore):
 
     async def _save_visible(self, session: StoredSession) -> None:
         """`save` without the fsync, on the event loop's thread (~0.3 ms for a new session's record, for
-        the lease's reason): every process sees the record at once; the next save makes it durable."""
+        the lease's reason): every process sees the record at once; the next save makes it durable.
+        Only for a new session (`save_announced`): nothing stored is read or replaced."""
         await anyio.lowlevel.checkpoint()
         self._save(session, sync=False)
 
@@ -586,16 +587,18 @@ class MemorySessionStore:
 publish("unified.sessions", ["FileSessionStore", "MemorySessionStore"], globals())
 
 
-async def save_announced(store: SessionStore, session: StoredSession) -> None:
+async def save_announced(store: SessionStore, session: StoredSession, *, new: bool) -> None:
     """A run's first save, the one `session_started` waits for: the id it announces must be resumable.
 
-    The file store makes the record visible to every process (write and rename) without its fsync
-    here: the fsync (2-5 ms on a local disk) and a worker thread's wait for the GIL would stand
-    between the model's first chunk and the consumer, and the run's next save (at the latest its
-    last, when the run ends) is fsynced. What a power loss in that window can cost is that first
-    record: the prompt of a run that had not answered yet. Any other store saves as always.
+    For a `new` session the file store makes the record visible to every process (write and rename)
+    without its fsync: the fsync (2-5 ms on a local disk) and a worker thread's wait for the GIL would
+    stand between the model's first chunk and the consumer, and the run's next save (at the latest
+    its last, when the run ends) is fsynced. What a power loss in that window can cost is that first
+    record: the prompt of a run that had not answered yet. A resumed session replaces a durable record
+    (read whole first, maybe large): that save stays the whole one, fsynced, in a worker thread, as
+    every save of any other store.
     """
-    if isinstance(store, FileSessionStore):
+    if new and isinstance(store, FileSessionStore):
         await store._save_visible(session)
     else:
         await store.save(session)
