@@ -32,13 +32,10 @@ from pathlib import Path
 import anyio
 
 from bench._env import ROOT, isolated_home, workspace
-from bench.harness import Figure, Outcome, profile_async, spread
-from unified._execute import EventStream
-from unified.events import Result, TextDelta
+from bench.harness import Figure, Outcome, Timing, profile_async, spread, through_unified
 from unified.testing import CODEX_MODEL, FakeAnthropic, FakeOpenAI, ModelTurn, backend_options_for
 from unified.types import ExecuteParams
 
-Timing = tuple[float, float]
 ANSWER = ModelTurn(text="The answer is four words.", text_chunks=4)
 
 
@@ -86,21 +83,6 @@ def driven(argv: list[str], cwd: Path, env: dict[str, str]) -> Timing:
         child.wait()
     if child.returncode != 0 or not first:
         raise RuntimeError(f"{argv[0]} exited {child.returncode} (answer seen: {bool(first)})")
-    return time.perf_counter() - start, first
-
-
-async def through_unified(params: ExecuteParams) -> Timing:
-    start = time.perf_counter()
-    first = 0.0
-    result: Result | None = None
-    async with EventStream(params) as stream:
-        async for event in stream:
-            if not first and isinstance(event, TextDelta):
-                first = time.perf_counter() - start
-            if isinstance(event, Result):
-                result = event
-    if result is None or result.status != "success":
-        raise RuntimeError(f"{params.backend} run did not succeed: {result}")
     return time.perf_counter() - start, first
 
 

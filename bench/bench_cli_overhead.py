@@ -19,15 +19,12 @@ from pathlib import Path
 import anyio
 
 from bench._env import MODEL, RECORDINGS, gemini_binary, isolated_home, workspace
-from bench.harness import Figure, Outcome, profile_async, spread
+from bench.harness import Figure, Outcome, Timing, profile_async, spread, through_unified
 from unified._adapters.gemini_cli._acp import AcpPool
 from unified._adapters.gemini_cli._launch import gemini_env
-from unified._execute import EventStream
-from unified.events import Result, TextDelta
 from unified.types import ExecuteParams
 
 SESSION = RECORDINGS / "json-output.france.responses"
-Timing = tuple[float, float]
 
 
 def direct(binary: Path, cwd: Path, *, first_line: bool = False) -> Timing:
@@ -52,21 +49,6 @@ def direct(binary: Path, cwd: Path, *, first_line: bool = False) -> Timing:
     return time.perf_counter() - start, first
 
 
-async def through_unified(params: ExecuteParams, *, first_event: bool = False) -> Timing:
-    start = time.perf_counter()
-    first = 0.0
-    result: Result | None = None
-    async with EventStream(params) as stream:
-        async for event in stream:
-            if not first and (first_event or isinstance(event, TextDelta)):
-                first = time.perf_counter() - start
-            if isinstance(event, Result):
-                result = event
-    if result is None or result.status != "success":
-        raise RuntimeError(f"gemini-cli run did not succeed: {result}")
-    return time.perf_counter() - start, first
-
-
 def _params(cwd: Path, **options: object) -> ExecuteParams:
     opts: dict[str, object] = {"fake_responses": str(SESSION), "pool_size": 0, **options}
     return ExecuteParams(prompt="go", backend="gemini-cli", model=MODEL, cwd=cwd, backend_options=opts)
@@ -87,10 +69,14 @@ def _compare(outcome: Outcome, name: str, subject: list[Timing], baseline: list[
     return ratio <= 1.05 and first_met
 
 
+def _any_event(event: object) -> bool:
+    return True
+
+
 async def _warm_first_events(params: ExecuteParams, runs: int) -> list[float]:
     """One untimed run fills the pool; each later run's first event comes from the warm process."""
-    await through_unified(params, first_event=True)
-    return [(await through_unified(params, first_event=True))[1] for _ in range(runs)]
+    await through_unified(params, _any_event)
+    return [(await through_unified(params, _any_event))[1] for _ in range(runs)]
 
 
 def run(quick: bool) -> Outcome:

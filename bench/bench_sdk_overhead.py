@@ -27,15 +27,12 @@ from google import genai
 from google.genai import types
 
 from bench._env import MODEL, isolated_home, workspace
-from bench.harness import Figure, Outcome, profile_async, spread
-from unified import execute
-from unified.events import Result, TextDelta, ToolUse
+from bench.harness import Figure, Outcome, Timing, profile_async, spread, through_unified
+from unified.events import TextDelta, ToolUse, UnifiedEvent
 from unified.testing import FakeGemini, FunctionCall, ModelTurn
 from unified.types import ExecuteParams
 
 INTERACTIONS_MODEL = "gemini-3-flash-preview"
-Timing = tuple[float, float]
-"""(wall seconds, seconds to the first model output)."""
 
 
 def _stream_turn(chunks: int) -> list[ModelTurn]:
@@ -172,19 +169,9 @@ class Baseline:
             body = {"model": INTERACTIONS_MODEL, "input": results, "tools": tools, "previous_interaction_id": chain[-1]}
 
 
-async def through_unified(params: ExecuteParams) -> Timing:
-    start = time.perf_counter()
-    first = 0.0
-    result: Result | None = None
-    async with execute(params) as stream:
-        async for event in stream:
-            if not first and isinstance(event, TextDelta | ToolUse):
-                first = time.perf_counter() - start
-            if isinstance(event, Result):
-                result = event
-    if result is None or result.status != "success":
-        raise RuntimeError(f"unified run did not succeed: {result}")
-    return time.perf_counter() - start, first
+def _model_output(event: UnifiedEvent) -> bool:
+    """The first model output of a run: its text, or its first tool call (a tool turn has no text)."""
+    return isinstance(event, TextDelta | ToolUse)
 
 
 def _params(backend: str, fake: FakeGemini, cwd: Path) -> ExecuteParams:
@@ -230,7 +217,7 @@ async def _scenarios(
             params = _params(backend, fake, cwd)
 
             async def subject(params: ExecuteParams = params) -> Timing:
-                return await through_unified(params)
+                return await through_unified(params, _model_output)
 
             for n, (label, turns) in enumerate(scenarios.items()):
                 # Only a backend's first scenario is warmed up: later ones find its imports done.

@@ -22,6 +22,36 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from unified import execute
+from unified.events import Result, TextDelta, UnifiedEvent
+from unified.types import ExecuteParams
+
+Timing = tuple[float, float]
+"""(wall seconds, seconds to the first output) of one run."""
+
+
+def is_answer_text(event: UnifiedEvent) -> bool:
+    return isinstance(event, TextDelta)
+
+
+async def through_unified(
+    params: ExecuteParams, first_output: Callable[[UnifiedEvent], bool] = is_answer_text
+) -> Timing:
+    """One run through `unified.execute`, read to its end: (wall, the first event `first_output` accepts).
+    Raises unless the run succeeded, so a broken subject never times as a fast one."""
+    start = time.perf_counter()
+    first = 0.0
+    result: Result | None = None
+    async with execute(params) as stream:
+        async for event in stream:
+            if not first and first_output(event):
+                first = time.perf_counter() - start
+            if isinstance(event, Result):
+                result = event
+    if result is None or result.status != "success":
+        raise RuntimeError(f"the {params.backend} run did not succeed: {result}")
+    return time.perf_counter() - start, first
+
 
 @dataclass
 class Figure:
