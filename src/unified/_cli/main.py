@@ -489,6 +489,8 @@ def demo(
     A backend that cannot run here (the gemini CLI without Node.js) is skipped, saying how to get it.
     Nothing is written outside a temporary directory. Ctrl-C interrupts it as it does `unified run`.
     """
+    from rich.text import Text
+
     from unified._cli.demo import SCRIPTED, DemoControl, differences, skipped, summary_table
     from unified._cli.render import Renderer
     from unified.events import dump_event
@@ -501,8 +503,6 @@ def demo(
         raise _fail(skips[0].line())
     for skip in skips:
         _say(skip.line(), style="yellow", stderr=True)
-    from rich.text import Text
-
     renderer: dict[str, Renderer] = {}
     console = _console()
     (_console(stderr=True) if json_lines else console).print(Text(SCRIPTED, style="dim"), soft_wrap=False)
