@@ -56,11 +56,16 @@ class WireRequest:
 
     A content's wire form is reused only while the very object converted before is at that place,
     so a history that is rewritten rather than extended is converted again from where it changed.
+    It serves one run's client: the API it converts for (Gemini API or Vertex) never changes.
     """
 
     def __init__(self) -> None:
         self._contents: list[tuple[types.Content, dict[str, Any]]] = []
-        self._rest: tuple[types.GenerateContentConfig | None, str, bool, dict[str, Any]] | None = None
+        self._config: types.GenerateContentConfig | None = None
+        self._model: str | None = None
+        """The model of `_rest`, with `_config` the very config object it was built from."""
+        self._rest: dict[str, Any] = {}
+        """The body without its contents, as wire JSON (`_url` and `_query` included)."""
 
     def body(
         self, api: Any, model: str, contents: list[types.Content], config: types.GenerateContentConfig | None
@@ -70,18 +75,17 @@ class WireRequest:
         A new top-level dict each time (`_build_request` deletes keys from it); the wire forms in it
         are shared by every request of the run, so whoever changes them must copy it first.
         """
-        rest = self._rest
-        if rest is None or rest[0] is not config or rest[1] != model or rest[2] != api.vertexai:
+        vertex = bool(api.vertexai)
+        if self._model != model or self._config is not config:
             parameters = types._GenerateContentParameters(model=model, config=config)
-            vertex = bool(api.vertexai)
             convert = (
                 models._GenerateContentParameters_to_vertex if vertex else models._GenerateContentParameters_to_mldev
             )
             request = convert(api, parameters, None, parameters)
             request.pop("config", None)
             request.pop("contents", None)
-            rest = self._rest = (config, model, vertex, _wire(request))
-        to_wire = models._Content_to_vertex if rest[2] else models._Content_to_mldev
+            self._rest, self._config, self._model = _wire(request), config, model
+        to_wire = models._Content_to_vertex if vertex else models._Content_to_mldev
         kept = self._contents
         for n, content in enumerate(contents):
             if n < len(kept) and kept[n][0] is content:
@@ -89,7 +93,7 @@ class WireRequest:
             del kept[n:]
             kept.append((content, _wire(to_wire(content, None, None))))
         del kept[len(contents) :]
-        return {**rest[3], "contents": [wire for _, wire in kept]}
+        return {**self._rest, "contents": [wire for _, wire in kept]}
 
 
 async def stream_chunks(
