@@ -349,3 +349,28 @@ async def test_hostile_mcp_replies_fail_fast_with_a_typed_reason_in_bounded_memo
     assert "nested deeper than 64 levels" in json.dumps(wide.response)
     assert [o.response for o in (fine1, fine2, fine3)] == [{"output": "fine"}] * 3
     assert peak < 48 * MiB  # a 40 MiB answer: at most the 8 MiB line cap of it is held
+
+
+# --- the depth bound itself ----------------------------------------------------------------------
+
+
+def _nested(depth: int, shape: str) -> Any:
+    """A value `depth` levels deep, its deep branch behind a shallow sibling (the walk must not stop early)."""
+    value: Any = "leaf"
+    for level in range(depth):
+        kind = shape if shape != "mixed" else ("dict", "list", "tuple")[level % 3]
+        if kind == "dict":
+            value = {"first": 1, "deep": value}
+        elif kind == "list":
+            value = [1, value]
+        else:
+            value = (1, value)
+    return value
+
+
+@pytest.mark.parametrize("shape", ["dict", "list", "tuple", "mixed"])
+def test_the_depth_bound_counts_every_level_exactly(shape: str) -> None:
+    for depth in (0, 1, 2, 3, 4, limits.MAX_JSON_DEPTH, limits.MAX_JSON_DEPTH + 1, 10_000):
+        value = _nested(depth, shape)
+        assert limits.too_deep(value) == (depth > limits.MAX_JSON_DEPTH), depth
+        assert limits.too_deep(value, 3) == (depth > 3), depth

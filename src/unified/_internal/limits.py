@@ -25,7 +25,6 @@ __all__ = [
     "SEARCH_TIME_BUDGET_S",
     "WALK_MAX_ENTRIES",
     "WALK_OPEN_DIRS",
-    "json_depth",
     "too_deep",
 ]
 
@@ -80,28 +79,25 @@ WALK_OPEN_DIRS = 64
 """Directory descriptors a walk keeps open at once; deeper levels are reopened from the root."""
 
 
-def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
-    """The nesting depth of a JSON-like value (dicts, lists, tuples), counted without recursion;
-    stops counting at `limit + 1`, so a hostile value costs no more than it must."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Iterable[Any] = item.values()
-        elif isinstance(item, (list, tuple)):
-            children = item
-        else:
-            continue
-        depth += 1
-        if depth > deepest:
-            deepest = depth
-            if deepest > limit:
-                return deepest
-        stack.extend((child, depth) for child in children)
-    return deepest
+_CONTAINERS = (dict, list, tuple)
 
 
 def too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
-    """Whether `value` nests deeper than `limit` levels."""
-    return json_depth(value, limit) > limit
+    """Whether `value` nests deeper than `limit` levels of dicts, lists and tuples.
+
+    It runs on every message an agent binary sends and on every event's JSON fields, so it is the
+    cheapest walk that answers: recursive, at most `limit + 1` frames deep (never a RecursionError
+    at the default limit), scalars never visited, and it stops at the first level too many.
+    """
+    if isinstance(value, dict):
+        children: Iterable[Any] = value.values()
+    elif isinstance(value, (list, tuple)):
+        children = value
+    else:
+        return False
+    if limit <= 0:
+        return True
+    for child in children:
+        if isinstance(child, _CONTAINERS) and too_deep(child, limit - 1):
+            return True
+    return False

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Literal, NoReturn
+from types import UnionType
+from typing import Any, Literal, NoReturn, Union, get_args, get_origin
 
 import anyio
 from anyio.abc import TaskGroup
@@ -25,6 +26,7 @@ from unified.backends import Backend, RunOutcome
 from unified.errors import BackendError, ProtocolViolation, RunStopped, UnifiedError
 from unified.events import (
     ERROR_CODES,
+    EVENT_TYPES,
     WARNING_CODES,
     AssistantMessage,
     ErrorEvent,
@@ -63,8 +65,11 @@ instead of growing memory."""
 
 StopReason = Literal["cancelled", "interrupted", "idle_timeout", "total_timeout"]
 
-_PASS_BEFORE_SESSION = (WarningEvent, ErrorEvent, SessionStarted, Failover)
+_PASS_BEFORE_SESSION = frozenset({WarningEvent, ErrorEvent, SessionStarted, Failover})
 _STREAMED = frozenset({TextDelta, Thinking})
+_KEEPS_MESSAGE_OPEN = frozenset({TextDelta, Thinking, SessionStarted, WarningEvent})
+"""Kinds that come inside a model message without ending it; any other kind first flushes the
+`assistant_message` of its scope."""
 _STREAMED_KINDS = (TextDelta, Thinking)
 
 
@@ -132,12 +137,43 @@ def _quotable(event: UnifiedEvent) -> dict[str, Any]:
     return dumped
 
 
-def _check_depth(event: UnifiedEvent, backend: str) -> None:
+def _json_fields(kind: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of an event kind that can hold JSON containers (a dict, a list: tool input, data,
+    details), `native` aside: the only ones the depth bound has to look at."""
+
+    def holds_json(annotation: Any) -> bool:
+        if annotation is Any:
+            return True
+        if get_origin(annotation) in (dict, list, tuple):
+            return True
+        return get_origin(annotation) in (Union, UnionType) and any(holds_json(a) for a in get_args(annotation))
+
+    return tuple(name for name, info in kind.model_fields.items() if name != "native" and holds_json(info.annotation))
+
+
+_KIND: dict[type[BaseModel], type[BaseModel]] = {kind: kind for kind in EVENT_TYPES}
+"""An event's class → the protocol kind it is (itself, or the protocol class a subclass extends)."""
+_JSON_FIELDS: dict[type[BaseModel], tuple[str, ...]] = {kind: _json_fields(kind) for kind in EVENT_TYPES}
+
+
+def _kind_of(cls: type[BaseModel]) -> type[BaseModel]:
+    """The protocol kind of an event class: the per-kind tables below are keyed by it."""
+    kind = _KIND.get(cls)
+    if kind is None:
+        kind = _KIND[cls] = next(base for base in cls.__mro__ if base in _JSON_FIELDS)
+    return kind
+
+
+def _check_depth(event: UnifiedEvent, kind: type[BaseModel], backend: str, native: bool) -> None:
     """Refuse an event holding data nested deeper than `MAX_JSON_DEPTH` (a tool's input or output,
     native data): past that depth the redaction, the normal form and a consumer's JSON encoder
-    would recurse without bound. A typed error naming the field, never a RecursionError."""
-    for name, value in event.__dict__.items():
-        if isinstance(value, dict | list) and limits.too_deep(value):
+    would recurse without bound. A typed error naming the field, never a RecursionError.
+    Only the fields that can hold containers are looked at (`native` only when it is kept)."""
+    fields = event.__dict__
+    names = _JSON_FIELDS[kind]
+    for name in (*names, "native") if native else names:
+        value = fields[name]
+        if value and limits.too_deep(value):
             raise BackendError(
                 f"the {backend} backend sent a {event.type} event whose {name} is nested deeper than "
                 f"{limits.MAX_JSON_DEPTH} levels; it was refused",
@@ -145,12 +181,12 @@ def _check_depth(event: UnifiedEvent, backend: str) -> None:
             )
 
 
-def _normalise(event: UnifiedEvent) -> None:
+def _normalise(event: ToolResult) -> None:
     """Bring what the normal form fixes to it (docs/protocol.md, "Normal form"), for every backend.
 
     A `tool_result.output` set without validation (`model_copy`) becomes text plus `data`.
     """
-    if isinstance(event, ToolResult) and not isinstance(event.output, str | None):
+    if not isinstance(event.output, str | None):
         text, extras = tool_output_text(event.output)
         event.__dict__["output"] = text
         if extras is not None and event.data is None:
@@ -191,79 +227,117 @@ class _Aggregator:
         self.switched = False
         """A `failover` came: the next backend's `session_started` opens a new session (and id space)."""
 
-    def violation(self, event: UnifiedEvent) -> str | None:
-        """Why `event` breaks the protocol, or None."""
-        if type(event) in _STREAMED and event.subagent_task_id is None and self.session is not None:
-            return None  # the bulk of every stream: nothing below can apply (checked first, as it is hot)
-        if self.session is None and not isinstance(event, _PASS_BEFORE_SESSION):
+    def violation(self, event: UnifiedEvent, kind: type[BaseModel]) -> str | None:
+        """Why `event` (of protocol `kind`) breaks the protocol, or None."""
+        if self.session is None and kind not in _PASS_BEFORE_SESSION:
             return f"a {event.type} event came before session_started"
-        if isinstance(event, SessionStarted) and self.session is not None and not self.switched:
-            return "a second session_started"
-        if isinstance(event, (AssistantMessage, Result)):
-            return f"adapters must not emit {event.type}: the stream guard makes it"
-        if isinstance(event, ToolUse) and event.tool_use_id in self.tool_uses:
-            return f"tool_use id {event.tool_use_id!r} was used twice"
-        if isinstance(event, ToolResult):
-            if event.tool_use_id not in self.tool_uses:
-                return f"tool_result answers {event.tool_use_id!r}, which no earlier tool_use announced"
-            if event.tool_use_id in self.answered:
-                return f"tool_use {event.tool_use_id!r} was answered twice"
-        if isinstance(event, PermissionDecision):
-            if event.tool_use_id not in self.tool_uses:
-                return f"permission_decision for {event.tool_use_id!r}, which no earlier tool_use announced"
-            if event.tool_use_id in self.decided:
-                return f"tool_use {event.tool_use_id!r} got a second permission_decision"
-        if isinstance(event, WarningEvent) and event.code not in WARNING_CODES:
-            return f"warning code {event.code!r} is not in the registry (unified.events.WarningCode)"
-        if isinstance(event, ErrorEvent) and event.code not in ERROR_CODES:
-            return f"error code {event.code!r} is not in the registry (unified.events.ErrorCode)"
-        if isinstance(event, SubagentStarted) and event.task_id in self.tasks:
-            return f"subagent task {event.task_id!r} was started twice"
-        if isinstance(event, (SubagentProgress, SubagentCompleted)) and event.task_id not in self.tasks:
-            return f"{event.type} for subagent task {event.task_id!r}, which no subagent_started announced"
-        if isinstance(event, SubagentCompleted) and event.task_id in self.finished_tasks:
-            return f"subagent task {event.task_id!r} completed twice"
-        if (
-            event.subagent_task_id is not None
-            and not isinstance(event, SubagentStarted)
-            and event.subagent_task_id not in self.tasks
-        ):
-            return f"event carries subagent_task_id {event.subagent_task_id!r}, which was never started"
+        check = _KIND_RULES.get(kind)
+        if check is not None:
+            problem = check(self, event)
+            if problem is not None:
+                return problem
+        task = event.subagent_task_id
+        if task is not None and kind is not SubagentStarted and task not in self.tasks:
+            return f"event carries subagent_task_id {task!r}, which was never started"
         return None
 
-    def record(self, event: UnifiedEvent) -> None:
-        if isinstance(event, TextDelta):  # the most frequent kind first
-            self.buffers.setdefault(event.subagent_task_id, []).append(event.text)
-            if event.subagent_task_id is None:
-                self.text_chars += len(event.text)
-        elif isinstance(event, SessionStarted):
-            self.session = event
-            self.switched = False
-        elif isinstance(event, Failover):
-            self.switched = True  # tool and task ids are per session: the next one starts afresh
-            self.tool_uses.clear()
-            self.answered.clear()
-            self.running_locally.clear()
-            self.decided.clear()
-            self.tasks.clear()
-            self.finished_tasks.clear()
-        elif isinstance(event, ToolUse):
-            self.tool_uses.add(event.tool_use_id)
-            if not event.server_side:
-                self.running_locally.add(event.tool_use_id)
-        elif isinstance(event, ToolResult):
-            self.answered.add(event.tool_use_id)
-            self.running_locally.discard(event.tool_use_id)
-        elif isinstance(event, PermissionDecision):
-            self.decided.add(event.tool_use_id)
-        elif isinstance(event, SubagentStarted):
-            self.tasks.add(event.task_id)
-        elif isinstance(event, SubagentCompleted):
-            self.finished_tasks.add(event.task_id)
-            if event.usage is not None:
-                self.subagent_usage = self.subagent_usage + event.usage
-        elif isinstance(event, Thinking) and event.subagent_task_id is None:
+    def _session_rule(self, event: SessionStarted) -> str | None:
+        return "a second session_started" if self.session is not None and not self.switched else None
+
+    def _guard_made(self, event: AssistantMessage | Result) -> str | None:
+        return f"adapters must not emit {event.type}: the stream guard makes it"
+
+    def _tool_use_rule(self, event: ToolUse) -> str | None:
+        if event.tool_use_id in self.tool_uses:
+            return f"tool_use id {event.tool_use_id!r} was used twice"
+        return None
+
+    def _tool_result_rule(self, event: ToolResult) -> str | None:
+        if event.tool_use_id not in self.tool_uses:
+            return f"tool_result answers {event.tool_use_id!r}, which no earlier tool_use announced"
+        if event.tool_use_id in self.answered:
+            return f"tool_use {event.tool_use_id!r} was answered twice"
+        return None
+
+    def _decision_rule(self, event: PermissionDecision) -> str | None:
+        if event.tool_use_id not in self.tool_uses:
+            return f"permission_decision for {event.tool_use_id!r}, which no earlier tool_use announced"
+        if event.tool_use_id in self.decided:
+            return f"tool_use {event.tool_use_id!r} got a second permission_decision"
+        return None
+
+    def _warning_rule(self, event: WarningEvent) -> str | None:
+        if event.code not in WARNING_CODES:
+            return f"warning code {event.code!r} is not in the registry (unified.events.WarningCode)"
+        return None
+
+    def _error_rule(self, event: ErrorEvent) -> str | None:
+        if event.code not in ERROR_CODES:
+            return f"error code {event.code!r} is not in the registry (unified.events.ErrorCode)"
+        return None
+
+    def _task_started_rule(self, event: SubagentStarted) -> str | None:
+        if event.task_id in self.tasks:
+            return f"subagent task {event.task_id!r} was started twice"
+        return None
+
+    def _task_progress_rule(self, event: SubagentProgress | SubagentCompleted) -> str | None:
+        if event.task_id not in self.tasks:
+            return f"{event.type} for subagent task {event.task_id!r}, which no subagent_started announced"
+        return None
+
+    def _task_completed_rule(self, event: SubagentCompleted) -> str | None:
+        if event.task_id in self.finished_tasks:
+            return f"subagent task {event.task_id!r} completed twice"
+        return self._task_progress_rule(event)
+
+    def record(self, event: UnifiedEvent, kind: type[BaseModel]) -> None:
+        """What the checks and the result need to remember of `event` (of protocol `kind`)."""
+        remember = _KIND_RECORDS.get(kind)
+        if remember is not None:
+            remember(self, event)
+
+    def _text(self, event: TextDelta) -> None:
+        self.buffers.setdefault(event.subagent_task_id, []).append(event.text)
+        if event.subagent_task_id is None:
+            self.text_chars += len(event.text)
+
+    def _thought(self, event: Thinking) -> None:
+        if event.subagent_task_id is None:
             self.thought_chars += len(event.text)
+
+    def _tool_use(self, event: ToolUse) -> None:
+        self.tool_uses.add(event.tool_use_id)
+        if not event.server_side:
+            self.running_locally.add(event.tool_use_id)
+
+    def _tool_result(self, event: ToolResult) -> None:
+        self.answered.add(event.tool_use_id)
+        self.running_locally.discard(event.tool_use_id)
+
+    def _decision(self, event: PermissionDecision) -> None:
+        self.decided.add(event.tool_use_id)
+
+    def _session(self, event: SessionStarted) -> None:
+        self.session = event
+        self.switched = False
+
+    def _failover(self, event: Failover) -> None:
+        self.switched = True  # tool and task ids are per session: the next one starts afresh
+        self.tool_uses.clear()
+        self.answered.clear()
+        self.running_locally.clear()
+        self.decided.clear()
+        self.tasks.clear()
+        self.finished_tasks.clear()
+
+    def _task_started(self, event: SubagentStarted) -> None:
+        self.tasks.add(event.task_id)
+
+    def _task_completed(self, event: SubagentCompleted) -> None:
+        self.finished_tasks.add(event.task_id)
+        if event.usage is not None:
+            self.subagent_usage = self.subagent_usage + event.usage
 
     def add_usage(self, usage: Usage) -> Usage:
         """Add one report of main-chat usage, estimating zeros the text proves wrong; returns it as added."""
@@ -280,6 +354,36 @@ class _Aggregator:
         if self.text_chars or self.thought_chars:
             self.add_usage(Usage())  # output nobody reported: estimate it, flagged
         return self.usage + self.subagent_usage
+
+
+_KIND_RULES: dict[type[BaseModel], Callable[[_Aggregator, Any], str | None]] = {
+    SessionStarted: _Aggregator._session_rule,
+    AssistantMessage: _Aggregator._guard_made,
+    Result: _Aggregator._guard_made,
+    ToolUse: _Aggregator._tool_use_rule,
+    ToolResult: _Aggregator._tool_result_rule,
+    PermissionDecision: _Aggregator._decision_rule,
+    WarningEvent: _Aggregator._warning_rule,
+    ErrorEvent: _Aggregator._error_rule,
+    SubagentStarted: _Aggregator._task_started_rule,
+    SubagentProgress: _Aggregator._task_progress_rule,
+    SubagentCompleted: _Aggregator._task_completed_rule,
+}
+"""The protocol's rules for one kind of event (docs/protocol.md, "Ordering guarantees"), looked up once per
+event instead of asking every kind in turn."""
+
+_KIND_RECORDS: dict[type[BaseModel], Callable[[_Aggregator, Any], None]] = {
+    TextDelta: _Aggregator._text,
+    Thinking: _Aggregator._thought,
+    ToolUse: _Aggregator._tool_use,
+    ToolResult: _Aggregator._tool_result,
+    PermissionDecision: _Aggregator._decision,
+    SessionStarted: _Aggregator._session,
+    Failover: _Aggregator._failover,
+    SubagentStarted: _Aggregator._task_started,
+    SubagentCompleted: _Aggregator._task_completed,
+}
+"""What the aggregator remembers of each kind (the kinds absent here leave nothing to remember)."""
 
 
 class _Context:
@@ -366,6 +470,9 @@ class StreamGuard:
         self._split_holder: tuple[str, str | None] | None = None
         """The stream whose guard holds text back, if one does."""
         self._include_native = params.include_native
+        self._ran: anyio.Event | None = None
+        """Set once the backend is done (or never ran): the watchdog's cue to end (made by `start_in`,
+        inside the event loop: the guard itself may be built outside one, as `execute_sync` does)."""
         self._ctx = _Context(self)
 
     # -- what adapters call -------------------------------------------------------------------
@@ -410,10 +517,11 @@ class StreamGuard:
             return
         if self.strict:
             _validated(event)
-        if type(event) not in _STREAMED:
-            _check_depth(event, self.backend.name)
-        _normalise(event)
-        problem = self.agg.violation(event)
+        kind = _kind_of(type(event))
+        _check_depth(event, kind, self.backend.name, self._include_native)
+        if isinstance(event, ToolResult):
+            _normalise(event)
+        problem = agg.violation(event, kind)
         if problem is not None:
             if self.strict:
                 raise ProtocolViolation(f"{problem}: {event.model_dump_json()}")
@@ -425,13 +533,13 @@ class StreamGuard:
                     details={"event": _quotable(event)},
                 )
             )
-            if isinstance(event, (AssistantMessage, Result)):
+            if kind is AssistantMessage or kind is Result:
                 return  # the guard owns these kinds; a second one would break the stream's shape
         if isinstance(event, SessionStarted) and not event.capabilities:
             event.capabilities = _capability_snapshot(event.backend)
-        if not isinstance(event, (TextDelta, Thinking, SessionStarted, WarningEvent)):
+        if agg.buffers and kind not in _KEEPS_MESSAGE_OPEN:
             await self.flush_message(event.subagent_task_id)
-        self.agg.record(event)
+        agg.record(event, kind)
         await self._deliver(event)
 
     async def flush_message(self, scope: str | None) -> None:
@@ -556,6 +664,12 @@ class StreamGuard:
 
     # -- the run -------------------------------------------------------------------------------
 
+    def start_in(self, tg: TaskGroup) -> None:
+        """Start the run and its watchdog as tasks of `tg`."""
+        self._ran = anyio.Event()
+        tg.start_soon(self.run)
+        tg.start_soon(self.watch)
+
     def stop(self, reason: StopReason) -> None:
         """Ask the run to end (from any task); the stream still ends with a `result`."""
         if self._stop_reason is None:
@@ -571,34 +685,49 @@ class StreamGuard:
             async with self._send:
                 try:
                     await self._announce_unsupported_options()
-                    async with anyio.create_task_group() as tg:
-                        self._scope = tg.cancel_scope
+                    with anyio.CancelScope() as scope:
+                        self._scope = scope
                         if self._stop_reason is not None:
-                            tg.cancel_scope.cancel()
-                        tg.start_soon(self._watchdog)
+                            scope.cancel()
                         try:
                             outcome = await self.backend.run(self._ctx)
-                        except Exception as exc:  # caught here, inside, so it is not wrapped in a group
+                        except Exception as exc:  # caught here, inside the scope, to keep its traceback short
                             failure = exc
-                        tg.cancel_scope.cancel()  # stops the watchdog
                 except _ConsumerGone:
                     return
                 except Exception as exc:  # every failure becomes an error event
                     failure = exc
+                finally:
+                    self._scope = None  # the backend is done: nothing left for stop() to cancel
+                    self._backend_done()
                 if self._consumer_gone or isinstance(failure, _ConsumerGone):
                     return
                 with anyio.CancelScope(shield=True):
                     await self._finish(outcome, failure)
         except (_ConsumerGone, anyio.BrokenResourceError, anyio.ClosedResourceError):
             return  # the consumer closed the stream: nobody left to tell
+        finally:
+            self._backend_done()
+
+    def _backend_done(self) -> None:
+        if self._ran is not None:
+            self._ran.set()
 
     async def _announce_unsupported_options(self) -> None:
         await announce_unsupported_options(self.backend, self.params, self._deliver)
 
-    async def _watchdog(self) -> None:
+    async def watch(self) -> None:
+        """Stop the run at its idle or total timeout; returns as soon as the backend is done.
+
+        A task beside `run`, woken by the backend's end (an event, not a cancellation: cancelling a
+        scope costs more than the rest of a short run) or every half second to look at the clock.
+        """
         idle = self.params.idle_timeout_s
         total = self.params.total_timeout_s
-        while True:
+        if idle is None and total is None:
+            return
+        ran = self._ran
+        while ran is not None and not ran.is_set():
             now = self._clock()
             deadlines: list[tuple[float, StopReason]] = []
             if total is not None:
@@ -610,7 +739,8 @@ class StreamGuard:
                 self.stop(due[0])
                 return
             wait = min((at - now for at, _ in deadlines), default=0.5)
-            await anyio.sleep(min(max(wait, 0.01), 0.5))
+            with anyio.move_on_after(min(max(wait, 0.01), 0.5)):
+                await ran.wait()
 
     async def _finish(self, outcome: RunOutcome | None, failure: BaseException | None) -> None:
         for scope in list(self.agg.buffers):
@@ -692,7 +822,7 @@ class GuardedStream:
             self._managed = managed
             self._tg = anyio.create_task_group()
             await self._tg.__aenter__()
-            self._tg.start_soon(self.guard.run)
+            self.guard.start_in(self._tg)
 
     async def next(self) -> UnifiedEvent:
         if self._tg is None:
