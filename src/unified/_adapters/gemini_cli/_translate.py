@@ -112,7 +112,8 @@ class AcpTranslator:
             if text is None or text.startswith(MODE_UPDATE_PREFIX):
                 return []
             # model_construct: the hot path, and `_text_of` guarantees the one field that could be wrong
-            return [*self._content_starts(), TextDelta.model_construct(text=text, session_id=self.session_id)]
+            delta = TextDelta.model_construct(text=text, session_id=self.session_id)
+            return [delta] if self._content_seen and not self._tools_since_text else [*self._content_starts(), delta]
         if kind == "agent_thought_chunk":
             text = _text_of(update.get("content"))
             if not text:
@@ -159,10 +160,12 @@ class AcpTranslator:
         self._tools_since_text = True
         if subagent is not None:
             tool_input.setdefault("agent_name", subagent)
-        items.append(ToolUse(tool_use_id=call_id, name=name, input=tool_input, session_id=self.session_id))
+        items.append(
+            ToolUse.model_construct(tool_use_id=call_id, name=name, input=tool_input, session_id=self.session_id)
+        )
         if subagent is not None:
             items.append(
-                SubagentStarted(
+                SubagentStarted.model_construct(
                     task_id=call_id,
                     agent_name=subagent,
                     description=title,
@@ -197,7 +200,7 @@ class AcpTranslator:
         if known and status:
             text = _output_of(call)
             items.append(
-                ToolProgress(
+                ToolProgress.model_construct(
                     tool_use_id=call_id,
                     status=str(status),
                     message=text if isinstance(text, str) else None,
@@ -217,7 +220,7 @@ class AcpTranslator:
         items: list[Item] = []
         if tool.subagent is not None:
             items.append(
-                SubagentCompleted(
+                SubagentCompleted.model_construct(
                     task_id=call_id,
                     agent_name=tool.subagent,
                     status="failed" if is_error else "completed",
@@ -225,7 +228,11 @@ class AcpTranslator:
                     session_id=self.session_id,
                 )
             )
-        items.append(ToolResult(tool_use_id=call_id, output=output, is_error=is_error, session_id=self.session_id))
+        items.append(
+            ToolResult.model_construct(
+                tool_use_id=call_id, output=output, is_error=is_error, session_id=self.session_id
+            )
+        )
         return items
 
     # --- permissions --------------------------------------------------------------------------
@@ -237,7 +244,7 @@ class AcpTranslator:
         tool = self.tools.get(call_id)
         if tool is not None:
             tool.decided = True
-        return PermissionDecision(
+        return PermissionDecision.model_construct(
             tool_use_id=call_id,
             tool_name=self.tool_name(call_id),
             decision=decision,
