@@ -496,24 +496,8 @@ class StreamGuard:
             if self._redactor is not None:
                 # a secret may be split across pieces: the split guard's path (SplitGuard)
                 await self._deliver(event)
-                return
-            # _deliver, inline (one coroutine less per event): with no secret to hide, nothing to scrub.
-            fields = event.__dict__
-            fields["seq"] = self._seq
-            event.__pydantic_fields_set__.add("seq")
-            self._seq += 1
-            if fields["session_id"] is None:
-                fields["session_id"] = agg.session.session_id
-                event.__pydantic_fields_set__.add("session_id")
-            if fields["native"] is not None and not self._include_native:
-                fields["native"] = None
-            try:
-                self._send.send_nowait(event)
-            except anyio.WouldBlock:
+            elif not self._hand_over(event):
                 await self._send_waiting(event)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                self._gone()
-            self._last_activity = self._clock()
             return
         if self.strict:
             _validated(event)
@@ -540,7 +524,10 @@ class StreamGuard:
         if agg.buffers and kind not in _KEEPS_MESSAGE_OPEN:
             await self.flush_message(event.subagent_task_id)
         agg.record(event, kind)
-        await self._deliver(event)
+        if self._redactor is not None:
+            await self._deliver(event)
+        elif not self._hand_over(event):
+            await self._send_waiting(event)
 
     async def flush_message(self, scope: str | None) -> None:
         parts = self.agg.buffers.pop(scope, None)
@@ -619,6 +606,15 @@ class StreamGuard:
                 if not shown and not carries:
                     return  # all of it held back: it is shown with the next piece
                 event.__dict__[name] = shown or None if name == "message" else shown
+        if not self._hand_over(event):
+            await self._send_waiting(event)
+
+    def _hand_over(self, event: UnifiedEvent) -> bool:
+        """Stamp `event` (seq, session id, native; secrets replaced) and put it in the buffer; False
+        when the buffer is full (then `_send_waiting`). A plain call, not a coroutine: the buffer
+        usually has room, and anyio's send() always yields once, which cost more than translating
+        the event. The bounded buffer still makes the adapter yield, and see cancellation, every
+        _BUFFER events."""
         # What pydantic's __setattr__ does for an unvalidated field, without its checks (hot path).
         fields, assigned = event.__dict__, event.__pydantic_fields_set__
         fields["seq"] = self._seq
@@ -632,16 +628,14 @@ class StreamGuard:
             fields["native"] = None
         if self._redactor is not None:  # with no secret to hide, no event is looked at
             _scrub(event, self._redactor)
-        # The buffer usually has room: hand the event over without a trip through the event loop
-        # (anyio's send() always yields once, which cost more than translating the event). The
-        # bounded buffer still makes the adapter yield, and see cancellation, every _BUFFER events.
         try:
             self._send.send_nowait(event)
         except anyio.WouldBlock:
-            await self._send_waiting(event)
+            return False
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             self._gone()
         self._last_activity = self._clock()
+        return True
 
     async def _send_waiting(self, event: UnifiedEvent) -> None:
         """The buffer is full: wait for the consumer (a slow consumer is not an idle backend)."""
