@@ -345,9 +345,8 @@ class GenerateContentTranslator:
             raise unfit_response(str(exc) or type(exc).__name__) from None
 
     def _feed(self, chunk: Mapping[str, Any] | types.GenerateContentResponse) -> list[UnifiedEvent]:
-        wire = chunk if isinstance(chunk, Mapping) else wire_chunk(chunk)
+        wire = chunk if chunk.__class__ is dict or isinstance(chunk, Mapping) else wire_chunk(chunk)
         events: list[UnifiedEvent] = []
-        self._count(wire)
         usage = wire.get("usageMetadata")
         if usage is not None:
             self.usage_metadata = usage
@@ -360,14 +359,24 @@ class GenerateContentTranslator:
             candidate = candidates[0]
             content = candidate.get("content")
             if content is not None:
-                for part in content.get("parts") or ():
+                parts = content.get("parts") or ()
+                self._count_parts(len(parts))
+                for part in parts:
                     text = part.get("text")
-                    if text.__class__ is str and len(part) == 1 and not self._unannounced:  # the bulk of a stream
-                        if text:
-                            self.parts.append(part)
-                            events.append(TextDelta.model_construct(text=text))
-                        continue
+                    if text.__class__ is str:
+                        self._chars_seen += len(text)
+                        if len(part) == 1 and not self._unannounced:  # the bulk of a stream
+                            if text:
+                                self.parts.append(part)
+                                events.append(TextDelta.model_construct(text=text))
+                            continue
                     events.extend(self._part(part))
+                if self._chars_seen > limits.MAX_TURN_TEXT_CHARS:
+                    raise BackendError(
+                        f"the model's turn {self.turn} has more than {limits.MAX_TURN_TEXT_CHARS:,} characters of "
+                        "text; it was not used",
+                        hint="the server's answer is larger than unified accepts (limits.MAX_TURN_TEXT_CHARS)",
+                    )
             reason = candidate.get("finishReason")
             if reason is not None:
                 self.finish_reason = _enum(types.FinishReason, reason)
@@ -381,23 +390,13 @@ class GenerateContentTranslator:
         self.emitted += len(events)
         return events
 
-    def _count(self, wire: Mapping[str, Any]) -> None:
-        """Bound what one turn may bring (`limits`): its parts, and the characters of its text."""
-        candidates = wire.get("candidates")
-        content = candidates[0].get("content") if candidates else None
-        parts = (content.get("parts") or ()) if content is not None else ()
-        self._parts_seen += len(parts)
-        self._chars_seen += sum(len(text) for p in parts if (text := p.get("text")).__class__ is str)
+    def _count_parts(self, parts: int) -> None:
+        """Bound the parts one turn may bring (`limits`; its characters of text are counted as they are read)."""
+        self._parts_seen += parts
         if self._parts_seen > limits.MAX_PARTS_PER_TURN:
             raise BackendError(
                 f"the model's turn {self.turn} has more than {limits.MAX_PARTS_PER_TURN:,} parts; it was not used",
                 hint="the server's answer is larger than unified accepts (limits.MAX_PARTS_PER_TURN)",
-            )
-        if self._chars_seen > limits.MAX_TURN_TEXT_CHARS:
-            raise BackendError(
-                f"the model's turn {self.turn} has more than {limits.MAX_TURN_TEXT_CHARS:,} characters of text; "
-                "it was not used",
-                hint="the server's answer is larger than unified accepts (limits.MAX_TURN_TEXT_CHARS)",
             )
 
     def _part(self, part: Wire) -> list[UnifiedEvent]:
@@ -410,9 +409,12 @@ class GenerateContentTranslator:
             return []
         if part.get("functionResponse") is not None:
             return self._server_function_response(part)
-        events = self._announce_calls()
+        if self._unannounced:
+            events = self._announce_calls()
+            self.parts.append(part)
+            return events + self._content_part(part)
         self.parts.append(part)
-        return events + self._content_part(part)
+        return self._content_part(part)
 
     def _function_call(self, call: Wire, signature: str | None) -> None:
         """Queue a call (or one piece of a call whose arguments stream) until it can be announced."""

@@ -176,6 +176,10 @@ class _Step:
         return merged
 
 
+_TEXT_STEPS = frozenset({"model_output", "thought"})
+"""Steps a text delta may continue (a delta of any other step makes it model output)."""
+
+
 class InteractionsTranslator:
     """Feeds on one conversation's events (several interactions) and returns what they mean.
 
@@ -216,6 +220,9 @@ class InteractionsTranslator:
                 f"the interaction sent more than {limits.MAX_TURN_TEXT_CHARS:,} characters of text; it was not used",
                 hint="the server's answer is larger than unified accepts (limits.MAX_TURN_TEXT_CHARS)",
             )
+
+    def _count_step(self) -> None:
+        """Bound the steps one interaction may bring (checked as each one starts)."""
         if len(self.steps) > limits.MAX_PARTS_PER_TURN:
             raise BackendError(
                 f"the interaction sent more than {limits.MAX_PARTS_PER_TURN:,} steps; it was not used",
@@ -317,11 +324,11 @@ class InteractionsTranslator:
         )
 
     def _start(self, index: int, step: Mapping[str, Any]) -> list[Signal]:
-        self._spend(0)
         data = dict(step)
         data["type"] = _LEGACY_STEP_TYPES.get(str(data.get("type", "")), data.get("type", ""))
         current = _Step(data)
         self.steps[index] = current
+        self._count_step()
         out: list[Signal] = []
         if current.type == "model_output":
             for part in data.get("content") or []:
@@ -339,14 +346,17 @@ class InteractionsTranslator:
         current = self.steps.get(index)
         if current is None:  # a delta without a start (legacy streams may skip content.start)
             current = self.steps[index] = _Step({"type": _delta_step_type(delta)})
+            self._count_step()
         kind = delta.get("type", "")
-        if kind == "text":
-            if current.data.get("type") not in ("model_output", "thought"):
+        if kind == "text":  # the bulk of every stream: _spend inline
+            if current.data.get("type") not in _TEXT_STEPS:
                 current.data["type"] = "model_output"
             text = delta.get("text") or ""
             if text.__class__ is not str:
                 text = str(text)
-            self._spend(len(text))
+            self.chars_seen += len(text)
+            if self.chars_seen > limits.MAX_TURN_TEXT_CHARS:
+                self._spend(0)
             current.text.append(text)
             return [TextDelta.model_construct(text=text)] if text else []
         kind = str(kind)
