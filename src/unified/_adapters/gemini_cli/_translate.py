@@ -94,6 +94,10 @@ class _Tool:
     args: dict[str, Any] = field(default_factory=dict)
 
 
+_UNREAD: Any = object()
+"""A call's output not read yet (`AcpTranslator._finish`)."""
+
+
 @dataclass(slots=True)
 class AcpTranslator:
     """Turns the `session/update`s of one prompt (or several: it keeps state per session) into events."""
@@ -196,7 +200,7 @@ class AcpTranslator:
                 items.append(self.decided(call_id, "deny", "policy", output))
             elif not known:
                 items.append(self.decided(call_id, "allow", "backend", BACKEND_ALLOWED))
-            return items + self._finish(call)
+            return items + self._finish(call, output)
         if known and status:
             text = _output_of(call)
             items.append(
@@ -209,14 +213,17 @@ class AcpTranslator:
             )
         return items
 
-    def _finish(self, call: Mapping[str, Any]) -> list[Item]:
+    def _finish(self, call: Mapping[str, Any], output: Any = _UNREAD) -> list[Item]:
+        """The end of a call: its `tool_result` (and its subagent's end). `output` is `_output_of(call)`
+        when the caller read it already."""
         call_id = str(call.get("toolCallId", ""))
         tool = self.tools[call_id]
         if tool.done:
             return []
         tool.done = True
         is_error = call.get("status") == "failed"
-        output = _output_of(call)
+        if output is _UNREAD:
+            output = _output_of(call)
         items: list[Item] = []
         if tool.subagent is not None:
             items.append(
@@ -323,7 +330,7 @@ def _int(value: object) -> int:
 
 
 def _text_of(content: object) -> str | None:
-    if isinstance(content, Mapping) and content.get("type") == "text":
+    if (content.__class__ is dict or isinstance(content, Mapping)) and content.get("type") == "text":
         text = content.get("text")
         return text if isinstance(text, str) else None
     return None
