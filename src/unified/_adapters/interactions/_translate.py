@@ -242,7 +242,8 @@ class InteractionsTranslator:
             if metadata:
                 self._track_usage(metadata.get("total_usage"))
             return self._delta(int(event.get("index", 0)), event.get("delta") or {})
-        kind = str(kind)
+        if kind.__class__ is not str:
+            kind = str(kind)
         if kind in _LEGACY_EVENTS:
             self.legacy = True
             kind = _LEGACY_EVENTS[kind]
@@ -309,7 +310,7 @@ class InteractionsTranslator:
 
     def _track_usage(self, raw: Any) -> None:
         """Step usage is the interaction's running total: keep the largest figure of each field."""
-        if not isinstance(raw, Mapping):
+        if raw.__class__ is not dict and not isinstance(raw, Mapping):
             return
         current = self.usage.__dict__
         if all(int(raw.get(theirs) or 0) <= current[ours] for ours, theirs in _USAGE_FIELDS):
@@ -330,15 +331,16 @@ class InteractionsTranslator:
         self.steps[index] = current
         self._count_step()
         out: list[Signal] = []
-        if current.type == "model_output":
+        kind = current.type
+        if kind == "model_output":
             for part in data.get("content") or []:
                 if isinstance(part, Mapping) and part.get("type") == "text" and part.get("text"):
                     out.append(TextDelta.model_construct(text=str(part["text"])))
-        elif current.type == "thought":
+        elif kind == "thought":
             for part in data.get("summary") or []:
                 if isinstance(part, Mapping) and part.get("text"):
                     out.append(Thinking.model_construct(text=str(part["text"]), replace=False))
-        elif current.type == "text" and data.get("text"):  # a legacy text block may start with its text
+        elif kind == "text" and data.get("text"):  # a legacy text block may start with its text
             out.append(TextDelta.model_construct(text=str(data["text"])))
         return out
 
