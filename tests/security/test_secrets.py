@@ -27,10 +27,16 @@ from unified._execute import EventStream
 from unified._redaction import REDACTED, is_secret, redact, redactor, secret_values
 from unified.events import (
     ErrorEvent,
+    PermissionDecision,
     Question,
     Result,
     SessionStarted,
+    SubagentCompleted,
+    SubagentProgress,
+    SubagentStarted,
     TextDelta,
+    Thinking,
+    ToolProgress,
     ToolResult,
     ToolUse,
     UnifiedEvent,
@@ -450,6 +456,33 @@ async def test_the_stream_guard_redacts_every_event_kind(secret_env: None) -> No
     assert {e.type for e in events} >= {"warning", "text_delta", "tool_use", "tool_result", "user_input_request"}
     assert sum(REDACTED in e.model_dump_json() for e in events) >= 9
     assert tool_input["command"].count(KEY) == 1  # what the adapter holds (and runs) is left alone
+
+
+@pytest.mark.anyio
+async def test_the_stream_guard_redacts_every_text_field_not_just_the_main_one(secret_env: None) -> None:
+    """A secret in a thought's subject, a decision's reason, a subagent's name or result, a tool's
+    progress or a model-made tool name is replaced as in any other text (the guard looks at every
+    field that can hold text, on the streamed fast path too)."""
+    steps: list[Step] = [
+        SessionStarted(backend="scripted", session_id="s1", short_id="s1"),
+        Thinking(text="body", replace=True, subject=f"**Using {KEY}**"),
+        ToolUse(tool_use_id="c1", name=f"tool_{KEY}", input={"nested": [{KEY: [f"x{TOKEN}"]}]}),
+        PermissionDecision(tool_use_id="c1", tool_name="t", decision="deny", decided_by="user", reason=f"no {KEY}"),
+        ToolProgress(tool_use_id="c1", status=f"running {GOOGLE_KEY}"),
+        ToolResult(tool_use_id="c1", output="done", input={"changed": KEY}),
+        SubagentStarted(task_id="t1", agent_name=f"agent {TOKEN}", description=f"about {KEY}"),
+        SubagentProgress(task_id="t1", message=f"progress {KEY}"),
+        SubagentCompleted(task_id="t1", result=f"found {KEY}"),
+    ]
+    backend = ScriptedBackend(steps)
+    async with EventStream(ExecuteParams(prompt="p", backend="scripted"), backend=backend) as stream:
+        events = [event async for event in stream]
+    assert_events_clean(events)
+    by_type = {e.type: e.model_dump_json() for e in events}
+    for kind in ("thinking", "tool_use", "permission_decision", "tool_progress", "tool_result", "subagent_started"):
+        assert REDACTED in by_type[kind], kind
+    assert REDACTED in by_type["subagent_progress"]
+    assert REDACTED in by_type["subagent_completed"]
 
 
 @pytest.mark.anyio

@@ -93,6 +93,20 @@ def _run_redactor(params: ExecuteParams) -> Redactor:
     return redactor(extra=given_secrets(params.backend_options_dict(), params.mcp_servers))
 
 
+def _holds_secret(value: object, clean: Redactor) -> bool:
+    """Whether any string in `value` (however deep: dicts, keys included, lists, models) holds a secret.
+    A walk that allocates nothing: almost every value holds none."""
+    if isinstance(value, str):
+        return clean.found_in(value)
+    if isinstance(value, dict):
+        return any(_holds_secret(k, clean) or _holds_secret(v, clean) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_secret(item, clean) for item in value)
+    if isinstance(value, BaseModel):
+        return any(_holds_secret(item, clean) for item in value.__dict__.values())
+    return False
+
+
 def _scrubbed(value: object, clean: Redactor) -> object:
     """`value` with secrets replaced in every string, however deep; `value` itself when none was found.
 
@@ -114,18 +128,14 @@ def _scrubbed(value: object, clean: Redactor) -> object:
     return value
 
 
-def _scrub(event: UnifiedEvent, clean: Redactor) -> None:
-    """Replace the secrets in `event`'s fields (the event is the guard's to deliver; its values are not)."""
+def _scrub(event: UnifiedEvent, kind: type[BaseModel], clean: Redactor) -> None:
+    """Replace the secrets in `event`'s fields (the event is the guard's to deliver; its values are not).
+    Only the fields that can hold text are looked at (`_TEXT_FIELDS`): never its type, numbers or flags."""
     fields = event.__dict__
-    if type(event) in _STREAMED:  # the bulk of every stream: one string to test
-        text = fields["text"]
-        if clean.found_in(text):
-            fields["text"] = clean(text)
-        return
-    for name, value in list(fields.items()):
-        new = _scrubbed(value, clean)
-        if new is not value:
-            fields[name] = new
+    for name in _TEXT_FIELDS[kind]:
+        value = fields[name]
+        if value is not None and _holds_secret(value, clean):
+            fields[name] = _scrubbed(value, clean)
 
 
 def _quotable(event: UnifiedEvent) -> dict[str, Any]:
@@ -151,9 +161,29 @@ def _json_fields(kind: type[BaseModel]) -> tuple[str, ...]:
     return tuple(name for name, info in kind.model_fields.items() if name != "native" and holds_json(info.annotation))
 
 
+def _text_fields(kind: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of an event kind that can hold text (a string, JSON, a model with strings): what the
+    redaction has to look at. Its `type`, numbers, flags, timestamp and usage never can."""
+
+    def holds_text(annotation: Any) -> bool:
+        if annotation is Any or annotation is str:
+            return True
+        origin = get_origin(annotation)
+        if origin in (dict, list, tuple):
+            return True
+        if origin in (Union, UnionType):
+            return any(holds_text(a) for a in get_args(annotation))
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            return any(holds_text(info.annotation) for info in annotation.model_fields.values())
+        return False
+
+    return tuple(name for name, info in kind.model_fields.items() if name != "type" and holds_text(info.annotation))
+
+
 _KIND: dict[type[BaseModel], type[BaseModel]] = {kind: kind for kind in EVENT_TYPES}
 """An event's class → the protocol kind it is (itself, or the protocol class a subclass extends)."""
 _JSON_FIELDS: dict[type[BaseModel], tuple[str, ...]] = {kind: _json_fields(kind) for kind in EVENT_TYPES}
+_TEXT_FIELDS: dict[type[BaseModel], tuple[str, ...]] = {kind: _text_fields(kind) for kind in EVENT_TYPES}
 
 
 def _kind_of(cls: type[BaseModel]) -> type[BaseModel]:
@@ -570,10 +600,10 @@ class StreamGuard:
             return (event.type, event.__dict__["tool_use_id"])
         return None
 
-    async def _release_split(self, keep: tuple[str, str | None] | None = None) -> None:
+    async def _release_split(self) -> None:
         """Show what a text stream holds back (`SplitGuard`) before anything else comes next."""
         holder = self._split_holder
-        if holder is None or holder == keep:
+        if holder is None:
             return
         self._split_holder = None
         text = self._splits[holder].release()
@@ -594,7 +624,8 @@ class StreamGuard:
             key = self._split_key(event)
             if key is not None and not event.__dict__["text" if key[0] != "tool_progress" else "message"]:
                 key = None  # an empty piece (a thought's signature) ends the stream's pieces: show them first
-            await self._release_split(keep=key)
+            if self._split_holder is not None and self._split_holder != key:
+                await self._release_split()
             if key is not None:
                 guard = self._splits.get(key)
                 if guard is None:
@@ -627,7 +658,7 @@ class StreamGuard:
         if fields["native"] is not None and not self._include_native:
             fields["native"] = None
         if self._redactor is not None:  # with no secret to hide, no event is looked at
-            _scrub(event, self._redactor)
+            _scrub(event, _kind_of(type(event)), self._redactor)
         try:
             self._send.send_nowait(event)
         except anyio.WouldBlock:
