@@ -424,6 +424,8 @@ class _Context:
         self.turns = 0
         self.emit: Callable[[UnifiedEvent], Coroutine[Any, Any, None]] = guard.accept
         """The guard's own `accept`, bound here: one coroutine per event, not two."""
+        self.end_message = guard.flush_message
+        """The guard's own `flush_message`, bound here for the same reason (once per model turn)."""
 
     @property
     def params(self) -> ExecuteParams:
@@ -442,9 +444,6 @@ class _Context:
         counted = self._guard.agg.add_usage(usage)
         await self._guard.flush_message(None)
         return counted
-
-    async def end_message(self, subagent_task_id: str | None = None) -> None:
-        await self._guard.flush_message(subagent_task_id)
 
     async def ask_user(self, request: UserInputRequest) -> UserInputResponse:
         return await self._guard.ask_user(request)
@@ -559,14 +558,19 @@ class StreamGuard:
         elif not self._hand_over(event):
             await self._send_waiting(event)
 
-    async def flush_message(self, scope: str | None) -> None:
-        parts = self.agg.buffers.pop(scope, None)
+    async def flush_message(self, subagent_task_id: str | None = None) -> None:
+        """The `assistant_message` of a scope's text so far (the main chat's when None), if it has any."""
+        parts = self.agg.buffers.pop(subagent_task_id, None)
         if not parts:
             return
         text = "".join(parts)
-        if scope is None:
+        if subagent_task_id is None:
             self.agg.last_message = text
-        await self._deliver(AssistantMessage.model_construct(text=text, subagent_task_id=scope))
+        message = AssistantMessage.model_construct(text=text, subagent_task_id=subagent_task_id)
+        if self._redactor is not None:
+            await self._deliver(message)
+        elif not self._hand_over(message):
+            await self._send_waiting(message)
 
     async def ask_user(self, request: UserInputRequest) -> UserInputResponse:
         await self.accept(request)
