@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
 from types import TracebackType
 from typing import Any
@@ -225,9 +226,15 @@ def check_params(params: ExecuteParams) -> None:
     (a prompt of images only is allowed), and for `retry` or `history` used the wrong way.
     """
     cwd = params.cwd.expanduser()
-    if not cwd.exists():
-        raise ConfigurationError(f"cwd {cwd} does not exist", hint="pass an existing directory as cwd")
-    if not cwd.is_dir():
+    try:
+        mode = cwd.stat().st_mode  # one stat for both questions (this runs before every run)
+    except (FileNotFoundError, NotADirectoryError):
+        raise ConfigurationError(f"cwd {cwd} does not exist", hint="pass an existing directory as cwd") from None
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cwd {cwd} cannot be looked at: {exc.strerror}", hint="pass a directory this process may enter"
+        ) from None
+    if not stat.S_ISDIR(mode):
         raise ConfigurationError(f"cwd {cwd} is not a directory", hint="pass a directory as cwd, not a file")
     if params.history is not None and params.resume is not None:
         raise ConfigurationError(

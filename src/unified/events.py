@@ -277,7 +277,8 @@ class Usage(_Constructed):
         cost = (
             None if self.cost_usd is None and other.cost_usd is None else (self.cost_usd or 0) + (other.cost_usd or 0)
         )
-        return Usage(
+        # Sums of valid counts are valid: built without validation (every run adds several).
+        return Usage.model_construct(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             thinking_tokens=self.thinking_tokens + other.thinking_tokens,

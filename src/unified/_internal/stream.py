@@ -249,8 +249,8 @@ class _Aggregator:
         self.finished_tasks: set[str] = set()
         self.buffers: dict[str | None, list[str]] = {}
         self.last_message = ""
-        self.usage = Usage()
-        self.subagent_usage = Usage()
+        self.usage = Usage.model_construct()
+        self.subagent_usage = Usage.model_construct()
         self.text_chars = 0
         self.thought_chars = 0
         self.session: SessionStarted | None = None
@@ -382,7 +382,7 @@ class _Aggregator:
 
     def total_usage(self) -> Usage:
         if self.text_chars or self.thought_chars:
-            self.add_usage(Usage())  # output nobody reported: estimate it, flagged
+            self.add_usage(Usage.model_construct())  # output nobody reported: estimate it, flagged
         return self.usage + self.subagent_usage
 
 
