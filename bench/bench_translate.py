@@ -30,10 +30,10 @@ from bench._env import ROOT, TRANSCRIPTS, recordings
 from bench.harness import Figure, Outcome, profile_sync, rounds, spread
 from unified._adapters.gemini_cli._translate import AcpTranslator, TurnBoundary
 from unified._adapters.generate_content._translate import GenerateContentTranslator
-from unified._adapters.interactions._translate import InteractionsTranslator
+from unified._adapters.interactions._translate import FunctionCall, InteractionsTranslator, StatusChange, StreamFailure
 from unified._execute import EventStream
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
-from unified.events import EVENT_TYPES, ErrorEvent, SessionStarted
+from unified.events import ErrorEvent, SessionStarted
 from unified.types import ExecuteParams
 
 _PARAMS = ExecuteParams(prompt="bench", backend="generate-content")
@@ -143,12 +143,17 @@ async def _feed_acp(ctx: RunContext, sessions: Sequence[Any]) -> None:
                     await ctx.emit(item)
 
 
+_NOT_EVENTS = (FunctionCall, StatusChange, StreamFailure)
+"""The translator's signals that are not events: the adapter (`_turns.InteractionsTurns._apply`) acts on
+them itself and emits the rest."""
+
+
 async def _feed_interactions(ctx: RunContext, sessions: Sequence[Any]) -> None:
     for session in sessions:
         translator = InteractionsTranslator()
         for event in session:
             for signal in translator.feed(event):
-                if isinstance(signal, EVENT_TYPES):
+                if not isinstance(signal, _NOT_EVENTS):
                     await ctx.emit(signal)
         await ctx.end_message()
 
