@@ -485,6 +485,27 @@ async def test_the_stream_guard_redacts_every_text_field_not_just_the_main_one(s
     assert REDACTED in by_type["subagent_completed"]
 
 
+class _NotedToolUse(ToolUse):
+    """An event class of a backend's own, extending a protocol kind with a field of its own."""
+
+    note: str = ""
+
+
+@pytest.mark.anyio
+async def test_a_field_of_an_event_subclass_is_redacted_and_the_kind_keeps_its_rules(secret_env: None) -> None:
+    steps: list[Step] = [
+        SessionStarted(backend="scripted", session_id="s1", short_id="s1"),
+        _NotedToolUse(tool_use_id="c1", name="t", note=f"saw {KEY}"),
+        _NotedToolUse(tool_use_id="c1", name="t"),  # the id again: a tool_use's rule still applies
+    ]
+    async with EventStream(ExecuteParams(prompt="p", backend="scripted"), backend=ScriptedBackend(steps)) as stream:
+        events = [event async for event in stream]
+    assert_events_clean(events)
+    noted = next(e for e in events if isinstance(e, _NotedToolUse))
+    assert noted.note == f"saw {REDACTED}"
+    assert any(isinstance(e, ErrorEvent) and e.code == "protocol_violation" for e in events)
+
+
 @pytest.mark.anyio
 async def test_a_crash_quoting_the_key_is_redacted(secret_env: None) -> None:
     backend = ScriptedBackend([Fail(RuntimeError(f"unexpected reply for key {KEY}"))])

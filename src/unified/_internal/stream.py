@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from types import UnionType
 from typing import Any, Literal, NoReturn, Union, get_args, get_origin
 
@@ -128,11 +129,11 @@ def _scrubbed(value: object, clean: Redactor) -> object:
     return value
 
 
-def _scrub(event: UnifiedEvent, kind: type[BaseModel], clean: Redactor) -> None:
+def _scrub(event: UnifiedEvent, clean: Redactor) -> None:
     """Replace the secrets in `event`'s fields (the event is the guard's to deliver; its values are not).
-    Only the fields that can hold text are looked at (`_TEXT_FIELDS`): never its type, numbers or flags."""
+    Only the fields that can hold text are looked at (`_Shape.text_fields`): never its type, numbers or flags."""
     fields = event.__dict__
-    for name in _TEXT_FIELDS[kind]:
+    for name in _shape_of(type(event)).text_fields:
         value = fields[name]
         if value is not None and _holds_secret(value, clean):
             fields[name] = _scrubbed(value, clean)
@@ -147,60 +148,56 @@ def _quotable(event: UnifiedEvent) -> dict[str, Any]:
     return dumped
 
 
-def _json_fields(kind: type[BaseModel]) -> tuple[str, ...]:
-    """The fields of an event kind that can hold JSON containers (a dict, a list: tool input, data,
-    details), `native` aside: the only ones the depth bound has to look at."""
-
-    def holds_json(annotation: Any) -> bool:
-        if annotation is Any:
-            return True
-        if get_origin(annotation) in (dict, list, tuple):
-            return True
-        return get_origin(annotation) in (Union, UnionType) and any(holds_json(a) for a in get_args(annotation))
-
-    return tuple(name for name, info in kind.model_fields.items() if name != "native" and holds_json(info.annotation))
-
-
-def _text_fields(kind: type[BaseModel]) -> tuple[str, ...]:
-    """The fields of an event kind that can hold text (a string, JSON, a model with strings): what the
-    redaction has to look at. Its `type`, numbers, flags, timestamp and usage never can."""
-
-    def holds_text(annotation: Any) -> bool:
-        if annotation is Any or annotation is str:
-            return True
-        origin = get_origin(annotation)
-        if origin in (dict, list, tuple):
-            return True
-        if origin in (Union, UnionType):
-            return any(holds_text(a) for a in get_args(annotation))
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            return any(holds_text(info.annotation) for info in annotation.model_fields.values())
-        return False
-
-    return tuple(name for name, info in kind.model_fields.items() if name != "type" and holds_text(info.annotation))
+def _can_hold(annotation: Any, *, text: bool) -> bool:
+    """Whether a field of this type can hold JSON containers (with `text`: or any string at all)."""
+    if annotation is Any or (text and annotation is str):
+        return True
+    origin = get_origin(annotation)
+    if origin in (dict, list, tuple):
+        return True
+    if origin in (Union, UnionType):
+        return any(_can_hold(a, text=text) for a in get_args(annotation))
+    if text and isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return any(_can_hold(info.annotation, text=True) for info in annotation.model_fields.values())
+    return False
 
 
-_KIND: dict[type[BaseModel], type[BaseModel]] = {kind: kind for kind in EVENT_TYPES}
-"""An event's class → the protocol kind it is (itself, or the protocol class a subclass extends)."""
-_JSON_FIELDS: dict[type[BaseModel], tuple[str, ...]] = {kind: _json_fields(kind) for kind in EVENT_TYPES}
-_TEXT_FIELDS: dict[type[BaseModel], tuple[str, ...]] = {kind: _text_fields(kind) for kind in EVENT_TYPES}
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What the guard needs to know of one event class, worked out once from its fields."""
+
+    kind: type[BaseModel]
+    """The protocol kind (the class itself, or the protocol class a subclass extends): the rules' key."""
+    json_fields: tuple[str, ...]
+    """Fields that can hold JSON containers (tool input, data, details), `native` aside: the depth bound's."""
+    text_fields: tuple[str, ...]
+    """Fields that can hold text (strings, JSON, models with strings): the redaction's. Never the
+    event's `type`, numbers, flags, timestamp or usage."""
 
 
-def _kind_of(cls: type[BaseModel]) -> type[BaseModel]:
-    """The protocol kind of an event class: the per-kind tables below are keyed by it."""
-    kind = _KIND.get(cls)
-    if kind is None:
-        kind = _KIND[cls] = next(base for base in cls.__mro__ if base in _JSON_FIELDS)
-    return kind
+_PROTOCOL_KINDS = frozenset(EVENT_TYPES)
+_SHAPES: dict[type[BaseModel], _Shape] = {}
 
 
-def _check_depth(event: UnifiedEvent, kind: type[BaseModel], backend: str, native: bool) -> None:
+def _shape_of(cls: type[BaseModel]) -> _Shape:
+    shape = _SHAPES.get(cls)
+    if shape is None:
+        fields = cls.model_fields.items()
+        shape = _SHAPES[cls] = _Shape(
+            kind=next(base for base in cls.__mro__ if base in _PROTOCOL_KINDS),
+            json_fields=tuple(n for n, info in fields if n != "native" and _can_hold(info.annotation, text=False)),
+            text_fields=tuple(n for n, info in fields if n != "type" and _can_hold(info.annotation, text=True)),
+        )
+    return shape
+
+
+def _check_depth(event: UnifiedEvent, shape: _Shape, backend: str, native: bool) -> None:
     """Refuse an event holding data nested deeper than `MAX_JSON_DEPTH` (a tool's input or output,
     native data): past that depth the redaction, the normal form and a consumer's JSON encoder
     would recurse without bound. A typed error naming the field, never a RecursionError.
     Only the fields that can hold containers are looked at (`native` only when it is kept)."""
     fields = event.__dict__
-    names = _JSON_FIELDS[kind]
+    names = shape.json_fields
     for name in (*names, "native") if native else names:
         value = fields[name]
         if value and limits.too_deep(value):
@@ -530,8 +527,9 @@ class StreamGuard:
             return
         if self.strict:
             _validated(event)
-        kind = _kind_of(type(event))
-        _check_depth(event, kind, self.backend.name, self._include_native)
+        shape = _shape_of(type(event))
+        kind = shape.kind
+        _check_depth(event, shape, self.backend.name, self._include_native)
         if isinstance(event, ToolResult):
             _normalise(event)
         problem = agg.violation(event, kind)
@@ -662,7 +660,7 @@ class StreamGuard:
         if fields["native"] is not None and not self._include_native:
             fields["native"] = None
         if self._redactor is not None:  # with no secret to hide, no event is looked at
-            _scrub(event, _kind_of(type(event)), self._redactor)
+            _scrub(event, self._redactor)
         try:
             self._send.send_nowait(event)
         except anyio.WouldBlock:
