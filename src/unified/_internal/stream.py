@@ -94,17 +94,24 @@ def _run_redactor(params: ExecuteParams) -> Redactor:
     return redactor(extra=given_secrets(params.backend_options_dict(), params.mcp_servers))
 
 
-def _holds_secret(value: object, clean: Redactor) -> bool:
+def _holds_secret(value: object, clean: Redactor, shortest: int) -> bool:
     """Whether any string in `value` (however deep: dicts, keys included, lists, models) holds a secret.
-    A walk that allocates nothing: almost every value holds none."""
+    A walk that allocates nothing, and skips every string shorter than the shortest secret (ids,
+    names, codes: most of an event's strings): almost every value holds none."""
     if isinstance(value, str):
-        return clean.found_in(value)
+        return len(value) >= shortest and clean.found_in(value)
     if isinstance(value, dict):
-        return any(_holds_secret(k, clean) or _holds_secret(v, clean) for k, v in value.items())
+        for key, item in value.items():
+            if _holds_secret(key, clean, shortest) or _holds_secret(item, clean, shortest):
+                return True
+        return False
     if isinstance(value, (list, tuple)):
-        return any(_holds_secret(item, clean) for item in value)
+        for item in value:  # noqa: SIM110  # a loop, not any(<generator>): twice as fast on this path
+            if _holds_secret(item, clean, shortest):
+                return True
+        return False
     if isinstance(value, BaseModel):
-        return any(_holds_secret(item, clean) for item in value.__dict__.values())
+        return _holds_secret(value.__dict__, clean, shortest)
     return False
 
 
@@ -133,9 +140,10 @@ def _scrub(event: UnifiedEvent, clean: Redactor) -> None:
     """Replace the secrets in `event`'s fields (the event is the guard's to deliver; its values are not).
     Only the fields that can hold text are looked at (`_Shape.text_fields`): never its type, numbers or flags."""
     fields = event.__dict__
+    shortest = len(clean.values[-1])  # longest first
     for name in _shape_of(type(event)).text_fields:
         value = fields[name]
-        if value is not None and _holds_secret(value, clean):
+        if value is not None and _holds_secret(value, clean, shortest):
             fields[name] = _scrubbed(value, clean)
 
 
@@ -519,10 +527,15 @@ class StreamGuard:
                 agg.text_chars += len(text)
             else:
                 agg.thought_chars += len(text)
-            if self._redactor is not None:
-                # a secret may be split across pieces: the split guard's path (SplitGuard)
-                await self._deliver(event)
-            elif not self._hand_over(event):
+            redactor = self._redactor
+            if redactor is not None:  # a secret may be split across pieces (SplitGuard)
+                key = self._split_key(event)
+                if key is None or not text or (self._split_holder is not None and self._split_holder != key):
+                    await self._deliver(event)  # a thought that replaces, an empty piece, another stream
+                    return
+                if not self._split_piece(event, key, redactor):
+                    return  # all of it held back: it is shown with the next piece
+            if not self._hand_over(event):
                 await self._send_waiting(event)
             return
         if self.strict:
@@ -622,25 +635,32 @@ class StreamGuard:
         await self._deliver(event, split_checked=True)
 
     async def _deliver(self, event: UnifiedEvent, *, split_checked: bool = False) -> None:
-        if self._redactor and not split_checked:
+        redactor = self._redactor
+        if redactor is not None and not split_checked:
             key = self._split_key(event)
             if key is not None and not event.__dict__["text" if key[0] != "tool_progress" else "message"]:
                 key = None  # an empty piece (a thought's signature) ends the stream's pieces: show them first
             if self._split_holder is not None and self._split_holder != key:
                 await self._release_split()
-            if key is not None:
-                guard = self._splits.get(key)
-                if guard is None:
-                    guard = self._splits[key] = SplitGuard(self._redactor)
-                name = "message" if key[0] == "tool_progress" else "text"
-                shown = guard.feed(event.__dict__[name])
-                self._split_holder = key if guard.holding else None
-                carries = event.__dict__.get("signature") or (name == "message" and event.__dict__.get("status"))
-                if not shown and not carries:
-                    return  # all of it held back: it is shown with the next piece
-                event.__dict__[name] = shown or None if name == "message" else shown
+            if key is not None and not self._split_piece(event, key, redactor):
+                return  # all of it held back: it is shown with the next piece
         if not self._hand_over(event):
             await self._send_waiting(event)
+
+    def _split_piece(self, event: UnifiedEvent, key: tuple[str, str | None], redactor: Redactor) -> bool:
+        """Pass a piece of the text stream `key` through its `SplitGuard`: the piece keeps what may be
+        shown now. False when nothing of it may (and it carries nothing else): it is not delivered."""
+        guard = self._splits.get(key)
+        if guard is None:
+            guard = self._splits[key] = SplitGuard(redactor)
+        fields = event.__dict__
+        name = "message" if key[0] == "tool_progress" else "text"
+        shown = guard.feed(fields[name])
+        self._split_holder = key if guard.holding else None
+        if not shown and not (fields.get("signature") or (name == "message" and fields.get("status"))):
+            return False
+        fields[name] = shown or None if name == "message" else shown
+        return True
 
     def _hand_over(self, event: UnifiedEvent) -> bool:
         """Stamp `event` (seq, session id, native; secrets replaced) and put it in the buffer; False
