@@ -165,12 +165,15 @@ class _Plan:
         unknown = sorted(values.keys() - self.template.keys())
         raise TypeError(f"{model.__name__}.model_construct: missing fields {missing}, unknown fields {unknown}")
 
-    def builder(self, model: type[BaseModel]) -> Callable[[dict[str, Any], set[str] | None], Any]:
-        """This plan as one function, its checks written out for this class (as `dataclasses` writes
-        an `__init__`): no loop over the fields and no flag tests at run time, a third less than the
-        same steps read from the plan. The steps are `_Constructed.model_construct`'s."""
+    def constructor(self, model: type[BaseModel]) -> Callable[..., Any]:
+        """`model.model_construct` for this class, its checks written out (as `dataclasses` writes an
+        `__init__`): no loop over the fields, no flag tests and no second call at run time. A subclass
+        that inherits it is sent back to the generic one (`_Constructed.model_construct`), which writes
+        that subclass its own."""
         lines = [
-            "def build(values, fields_set):",
+            "def model_construct(cls, _fields_set=None, **values):",
+            "    if cls is not model:",
+            "        return generic(cls, _fields_set, **values)",
             "    fields = {**TEMPLATE, **values}",  # the fields' order, as validation gives it
             "    if len(fields) != SIZE" + "".join(f" or fields[{n!r}] is REQUIRED" for n in self.required) + ":",
             "        refuse(model, values)",
@@ -180,7 +183,7 @@ class _Plan:
         lines += [
             f"    if {name!r} not in values: fields[{name!r}] = F{i}()" for i, (name, _) in enumerate(self.factories)
         ]
-        lines.append("    assigned = set(values) if fields_set is None else set(fields_set)")
+        lines.append("    assigned = set(values) if _fields_set is None else set(_fields_set)")
         if self.subagent:
             lines += [
                 "    if fields['subagent_task_id'] is not None and not fields['is_subagent']:",
@@ -213,15 +216,24 @@ class _Plan:
             "setattr": _set_attribute,
             "NoneType": type(None),
             "tool_output_text": tool_output_text,
+            "generic": _generic_construct,
             **{f"F{i}": factory for i, (_, factory) in enumerate(self.factories)},
         }
         exec("\n".join(lines), namespace)  # our own text, built from the model's fields
-        built: Callable[[dict[str, Any], set[str] | None], Any] = namespace["build"]
-        return built
+        written: Callable[..., Any] = namespace["model_construct"]
+        written.__doc__ = _Constructed.model_construct.__doc__
+        written.__qualname__ = f"{model.__qualname__}.model_construct"
+        return written
 
 
-_BUILDERS: dict[type[BaseModel], Callable[[dict[str, Any], set[str] | None], Any]] = {}
 _set_attribute = object.__setattr__
+
+
+def _generic_construct(cls: type[_Constructed], _fields_set: set[str] | None, **values: Any) -> Any:
+    """Write `cls` its own `model_construct` (`_Plan.constructor`), install it, and build with it."""
+    constructor = _Plan(cls).constructor(cls)
+    type.__setattr__(cls, "model_construct", classmethod(constructor))
+    return constructor(cls, _fields_set, **values)
 
 
 class _Constructed(BaseModel):
@@ -237,11 +249,10 @@ class _Constructed(BaseModel):
         `model_construct` makes the same one, at several times the cost of validating); an unknown
         field or a missing required one still raises `TypeError`. The stream guard in strict mode
         validates every event, so the test suites catch a broken promise.
+
+        The first call for a class writes and installs that class's own version (`_Plan.constructor`).
         """
-        build = _BUILDERS.get(cls)
-        if build is None:
-            build = _BUILDERS[cls] = _Plan(cls).builder(cls)
-        built: Self = build(values, _fields_set)
+        built: Self = _generic_construct(cls, _fields_set, **values)
         return built
 
 
