@@ -431,7 +431,9 @@ class GenerateContentTranslator:
             pending.call_id = pending.call_id or call.get("id")
             pending.signature = pending.signature or signature
             pending.args.update(call.get("args") or {})
-        pending.add(list(call.get("partialArgs") or ()))
+        pieces = call.get("partialArgs")
+        if pieces:
+            pending.add(list(pieces))
         will_continue = bool(call.get("willContinue"))
         self._streaming_call = pending if will_continue else None
         if not will_continue:
