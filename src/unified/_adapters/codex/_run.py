@@ -44,9 +44,9 @@ from unified.backends import AgentProcess, RunContext, RunOutcome
 from unified.conversations import Origin
 from unified.errors import BackendError, BackendUnavailable, ConfigurationError, RunStopped, SessionNotFound
 from unified.events import SessionStarted, Usage, WarningEvent
-from unified.types import ImageInput
+from unified.types import ExecuteParams, ImageInput
 
-__all__ = ["CodexRun", "Opening", "user_input"]
+__all__ = ["CodexRun", "Opening", "initialize_params", "thread_params", "user_input"]
 
 ROUTE = "run"
 HANDSHAKE_TIMEOUT_S = 60.0
@@ -66,6 +66,25 @@ an approved call runs once, as approved; nothing unapproved runs at all."""
 OPT_OUT = ["account/rateLimits/updated", "remoteControl/status/changed"]
 _SILENT = frozenset({"error", "thread/status/changed", "account/rateLimits/updated", "serverRequest/resolved"})
 """Notifications that are no sign of progress (a retry, a status flag)."""
+
+
+def initialize_params() -> dict[str, Any]:
+    """What `initialize` asks for: `experimentalApi` (for `thread/backgroundTerminals/clean`), no
+    notifications that are no sign of progress (the benchmark's direct client sends the same)."""
+    return {
+        "clientInfo": {"name": "unified", "title": "unified", "version": unified.__version__},
+        "capabilities": {"experimentalApi": True, "optOutNotificationMethods": OPT_OUT},
+    }
+
+
+def thread_params(params: ExecuteParams) -> dict[str, Any]:
+    """The settings `thread/start` and `thread/resume` give the thread (without its cwd or id)."""
+    settings: dict[str, Any] = {"approvalPolicy": "untrusted", "sandbox": SANDBOX}
+    if params.model:
+        settings["model"] = params.model
+    if params.system_instruction is not None:
+        settings["baseInstructions"] = params.system_instruction
+    return settings
 
 
 def user_input(text: str, images: tuple[Any, ...]) -> list[dict[str, Any]]:
@@ -212,13 +231,7 @@ class CodexRun:
     async def _handshake(self) -> None:
         assert self.connection is not None
         try:
-            await self._request(
-                "initialize",
-                {
-                    "clientInfo": {"name": "unified", "title": "unified", "version": unified.__version__},
-                    "capabilities": {"experimentalApi": True, "optOutNotificationMethods": OPT_OUT},
-                },
-            )
+            await self._request("initialize", initialize_params())
         except TimeoutError:
             process = self.process
             assert process is not None
@@ -230,11 +243,7 @@ class CodexRun:
         await self.connection.notify("initialized", {})
 
     async def _open(self, cwd: Path) -> None:
-        params: dict[str, Any] = {"approvalPolicy": "untrusted", "sandbox": SANDBOX}
-        if self.params.model:
-            params["model"] = self.params.model
-        if self.params.system_instruction is not None:
-            params["baseInstructions"] = self.params.system_instruction
+        params = thread_params(self.params)
         opening = self.opening
         try:
             if opening.thread_id is None:
