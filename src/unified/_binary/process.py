@@ -34,7 +34,16 @@ from unified._redaction import redactor
 from unified.backends import AgentProcess, MalformedLine
 from unified.errors import BackendUnavailable
 
-__all__ = ["STDERR_TAIL_BYTES", "AgentSubprocess", "ProcessStarter", "StderrTail", "descendants", "start_subprocess"]
+__all__ = [
+    "STDERR_TAIL_BYTES",
+    "AgentSubprocess",
+    "ProcessStarter",
+    "StderrTail",
+    "descendants",
+    "proc_pids",
+    "read_proc",
+    "start_subprocess",
+]
 
 STDERR_TAIL_BYTES = 8192
 TERM_GRACE_S = 1.0
@@ -277,42 +286,62 @@ class AgentSubprocess(AgentProcess):
             self._tail.add(chunk)
 
 
+def read_proc(pid: int | str, name: str) -> bytes | None:
+    """/proc/<pid>/<name> (`stat`, `environ`), None when the process is gone (or /proc is not there).
+
+    Plain `os.open` / `os.read`: the end of every run reads the `stat` of every process on the
+    machine (`descendants`), and pathlib's `read_text` cost four times as much (0.94 ms against
+    0.25 ms for ~100 processes here), on the event loop when `close` lists the descendants."""
+    try:
+        fd = os.open(f"/proc/{pid}/{name}", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def proc_pids() -> list[str]:
+    """The pid of every process, as /proc lists them (none where there is no /proc)."""
+    try:
+        return [entry for entry in os.listdir("/proc") if entry.isdigit()]
+    except OSError:
+        return []
+
+
+def _stat_fields(pid: int | str) -> list[bytes] | None:
+    """The fields of /proc/<pid>/stat after the command's name (field 3 on), None when it is gone."""
+    stat = read_proc(pid, "stat")
+    return stat[stat.rfind(b")") + 2 :].split() if stat else None
+
+
 def _start_time(pid: int) -> int | None:
     """The process's start time (clock ticks since boot, /proc/<pid>/stat field 22): identifies it
     across pid reuse; None when it is gone (or /proc is not there)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(")") + 2 :].split()
-    return int(fields[19]) if len(fields) > 19 else None
+    fields = _stat_fields(pid)
+    return int(fields[19]) if fields is not None and len(fields) > 19 else None
 
 
 def descendants(root: int) -> frozenset[tuple[int, int]]:
     """(pid, start time) of every live descendant of `root`, from /proc (empty where there is none)."""
-    children: dict[int, list[int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return frozenset()
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 1 and fields[1].isdigit():
-            children.setdefault(int(fields[1]), []).append(int(entry))
+    children: dict[int, list[tuple[int, int]]] = {}
+    for entry in proc_pids():
+        fields = _stat_fields(entry)
+        if fields is not None and len(fields) > 19 and fields[1].isdigit():
+            children.setdefault(int(fields[1]), []).append((int(entry), int(fields[19])))
     found: set[tuple[int, int]] = set()
     pending = list(children.get(root, []))
     while pending:
-        pid = pending.pop()
-        started = _start_time(pid)
-        if started is not None and (pid, started) not in found:
-            found.add((pid, started))
-            pending.extend(children.get(pid, []))
+        process = pending.pop()
+        if process not in found:
+            found.add(process)
+            pending.extend(children.get(process[0], []))
     return frozenset(found)
 
 
