@@ -16,6 +16,7 @@ from unified._adapters.codex._launch import (
     ENV_POLICY,
     Launch,
     codex_home,
+    home_is_prepared,
     native_binary,
     prepare_home,
     toml_value,
@@ -193,6 +194,40 @@ async def test_a_clean_turn(tmp_path: Path) -> None:
     assert isinstance(final, Result)
     assert final.status == "success"
     assert final.usage.estimated, "Codex reported no usage: the guard estimates it, flagged"
+
+
+def test_a_prepared_home_is_known_by_its_config_until_that_file_changes(tmp_path: Path) -> None:
+    home = tmp_path / "h"
+    config = home / "config.toml"
+    assert not home_is_prepared(home)
+    prepare_home(home)
+    assert home_is_prepared(home)
+    with config.open("a") as edit:  # an edit in place
+        edit.write('model = "theirs"\n')
+    assert not home_is_prepared(home)
+    prepare_home(home)
+    assert config.read_text() == CONFIG_TOML
+    assert home_is_prepared(home)
+    config.unlink()
+    assert not home_is_prepared(home)
+    other = tmp_path / "other"  # written by another process: found current by a read
+    other.mkdir()
+    (other / "config.toml").write_text(CONFIG_TOML)
+    prepare_home(other)
+    assert home_is_prepared(other)
+
+
+async def test_each_run_restores_a_config_changed_since_the_last(tmp_path: Path) -> None:
+    config = tmp_path / "home" / "config.toml"
+    await run(tmp_path, app_server(lambda process: finished()))
+    assert home_is_prepared(tmp_path / "home")
+    config.write_text('sandbox_mode = "read-only"\n')
+    events = await run(tmp_path, app_server(lambda process: finished()))
+    assert isinstance(events[-1], Result)
+    assert config.read_text() == CONFIG_TOML
+    config.unlink()
+    await run(tmp_path, app_server(lambda process: finished()))
+    assert config.read_text() == CONFIG_TOML
 
 
 async def test_malformed_and_huge_lines_are_warnings_not_crashes(tmp_path: Path) -> None:

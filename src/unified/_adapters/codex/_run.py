@@ -33,7 +33,7 @@ import anyio
 
 import unified
 from unified._adapters.codex._approvals import ApprovalBridge
-from unified._adapters.codex._launch import Launch, prepare_home, start_codex
+from unified._adapters.codex._launch import Launch, home_is_prepared, prepare_home, start_codex
 from unified._adapters.codex._options import BACKEND, CodexOptions
 from unified._adapters.codex._outcome import error_from_exit, error_from_turn_error
 from unified._adapters.codex._processes import MARKER, descendants, end_all, marked
@@ -155,7 +155,8 @@ class CodexRun:
         cwd = self.params.cwd.expanduser().resolve()
         if not cwd.is_dir():
             raise ConfigurationError(f"cwd {cwd} is not a directory", hint="pass an existing working directory")
-        await anyio.to_thread.run_sync(prepare_home, self.launch.home)
+        if not home_is_prepared(self.launch.home):
+            await anyio.to_thread.run_sync(prepare_home, self.launch.home)
         login = self.launch.chatgpt
         original = await anyio.to_thread.run_sync(login.copy_in, self.launch.home) if login is not None else None
         start = self.options.start_process or start_codex
