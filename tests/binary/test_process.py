@@ -169,6 +169,27 @@ async def test_the_stderr_tail_is_bounded_and_redacted(tmp_path: Path) -> None:
     await process.close()
 
 
+@pytest.mark.parametrize("either", [True, False], ids=["one-epoll-descriptor", "a-task-group"])
+async def test_a_read_drains_a_stderr_that_would_fill_its_pipe(tmp_path: Path, either: bool) -> None:
+    """The child writes more to stderr than a pipe holds before its first stdout line: a read waiting only on
+    stdout would leave it blocked on stderr forever."""
+    code = """
+        import sys
+        for _ in range(256):
+            sys.stderr.write("e" * 1023 + "\\n")
+        sys.stderr.flush()
+        print("out", flush=True)
+    """
+    process = python(code, tmp_path)
+    if not either and process._either is not None:  # the portable way, as where there is no epoll
+        process._either.close()
+        process._either = None
+    assert await process.receive() == "out"
+    assert await process.receive() is None
+    assert process.stderr_tail().endswith("e\n")
+    await process.close()
+
+
 async def test_an_exit_code_is_read_and_stdin_refuses_afterwards(tmp_path: Path) -> None:
     process = python("import sys; sys.stdin.readline(); sys.exit(41)", tmp_path)
     await process.send("go")

@@ -11,7 +11,9 @@ Decisions:
   group: the descendants are listed from /proc before the signals, and those still alive once
   the process is gone are killed with their groups (a SIGKILLed binary would orphan them).
 - No background task: whoever calls `receive` reads, and stderr is drained meanwhile, so neither
-  pipe can fill up and block the child.
+  pipe can fill up and block the child. On Linux one epoll descriptor watches both pipes, so a read
+  waits on that one descriptor; elsewhere a task group waits on both (two tasks and a cancellation
+  per wait: ~12 of them per codex run, the bulk of the event loop's own work in it).
 - The stderr tail is bounded and redacted with the child's own environment, so a secret passed
   only to the child (an API key in the backend's `env` option) never reaches an error message.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 from collections import deque
@@ -113,6 +116,12 @@ class AgentSubprocess(AgentProcess):
         for fd in (self._stdin, self._stdout, self._stderr):
             if fd is not None:
                 os.set_blocking(fd, False)
+        self._either: select.epoll | None = None
+        """Readable when stdout or stderr is (Linux): what a read waits on while stderr is open."""
+        if hasattr(select, "epoll"):
+            self._either = select.epoll()
+            self._either.register(self._stdout, select.EPOLLIN)
+            self._either.register(self._stderr, select.EPOLLIN)
         self._name = str(argv[0])
         self._redact = redactor(env)
         self._tail = StderrTail()
@@ -237,6 +246,8 @@ class AgentSubprocess(AgentProcess):
                     os.killpg(pid, signal.SIGKILL) if os.getpgid(pid) == pid else os.kill(pid, signal.SIGKILL)
         self._drain_stderr()
         self._closed = True
+        if self._either is not None:
+            self._either.close()
         for stream in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
             if stream is not None:
                 with contextlib.suppress(OSError):
@@ -255,6 +266,9 @@ class AgentSubprocess(AgentProcess):
             self._drain_stderr()
             if not self._stderr_open:
                 await anyio.wait_readable(self._stdout)
+                continue
+            if self._either is not None:
+                await anyio.wait_readable(self._either.fileno())
                 continue
             async with anyio.create_task_group() as tg:
 
