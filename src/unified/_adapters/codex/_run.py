@@ -368,6 +368,10 @@ class CodexRun:
                 else:
                     item.native = self.ctx.native(message)
                     await self.ctx.emit(item)
+        # Nothing more will be sent: closed stdin starts app-server's own shutdown (~20 ms after a turn, as
+        # soon over as SIGTERM's) at once, beside the run's last events; `_close` still ends it for sure.
+        assert self.process is not None
+        await self.process.end_input()
         if self._responses == 0:
             await self.ctx.end_turn(Usage())  # nothing reported: the guard estimates from the text, flagged
         short = codex_short_id(self.thread_id)
