@@ -12,6 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+import unified._binary.process as process_module
 from tests.hang_guard import HANG_GUARD_S
 from unified._binary.install import BinarySpec, probe_version
 from unified._binary.process import STDERR_TAIL_BYTES, AgentSubprocess
@@ -188,6 +189,26 @@ async def test_a_read_drains_a_stderr_that_would_fill_its_pipe(tmp_path: Path, e
     assert await process.receive() is None
     assert process.stderr_tail().endswith("e\n")
     await process.close()
+
+
+async def test_close_after_the_exit_looks_up_no_descendants_of_the_free_pid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    looked_up: list[int] = []
+    real = process_module.descendants
+
+    def recording(root: int) -> frozenset[tuple[int, int]]:
+        looked_up.append(root)
+        return real(root)
+
+    monkeypatch.setattr(process_module, "descendants", recording)
+    running = python("import sys; sys.stdin.read()", tmp_path)
+    await running.close()
+    assert looked_up == [running.pid]  # a running process's descendants are ended with it
+    done = python("pass", tmp_path)
+    assert await done.wait(HANG_GUARD_S) == 0  # reaped: the pid may already be another process's
+    await done.close()
+    assert looked_up == [running.pid]
 
 
 async def test_an_exit_code_is_read_and_stdin_refuses_afterwards(tmp_path: Path) -> None:

@@ -216,7 +216,7 @@ class AgentSubprocess(AgentProcess):
     async def close(self) -> None:
         if self._closed:
             return
-        strays = descendants(self.popen.pid)
+        strays = self._descendants()
         if self.popen.poll() is None:
             self._signal_group(signal.SIGTERM)
             if await self.wait(TERM_GRACE_S) is None:
@@ -228,13 +228,22 @@ class AgentSubprocess(AgentProcess):
     def kill(self) -> None:
         if self._closed:
             return
-        strays = descendants(self.popen.pid)
+        strays = self._descendants()
         self._signal_group(signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.popen.wait(timeout=KILL_GRACE_S)
         self._finish(strays)
 
     # --- the pipes ------------------------------------------------------------------------------
+
+    def _descendants(self) -> frozenset[tuple[int, int]]:
+        """The descendants while the process runs (or is a zombie: its pid is still its own). Once it has been
+        reaped its children have gone to init and its pid is free: another process may have it, whose
+        children are not ours to kill; and after a graceful end (stdin closed, the exit waited for, then
+        `close`) a scan of every process on the machine would find nothing of ours anyway."""
+        if self.popen.poll() is not None:
+            return frozenset()
+        return descendants(self.popen.pid)
 
     def _finish(self, strays: frozenset[tuple[int, int]] = frozenset()) -> None:
         """After the leader is gone: the stragglers of its group (a shell it started) and the
