@@ -8,10 +8,16 @@ cold start (a new process each run, as both backends start one per run):
   provider overrides), so the difference is what `unified` adds;
 - subject: `unified.execute` on the claude-code backend (stream-json both ways, the control
   protocol, a permission bridge) or the codex backend (`codex app-server`, JSON-RPC).
-For claude-code a second baseline drives the very argv unified gives the CLI (stream-json both
-ways) with the least a client must do: the `initialize` request and the prompt written at once,
-stdout read until the `result`, stdin closed, the exit waited for. Against it the ratio is exactly
-unified's; against `claude -p` it includes what the driven mode costs the CLI itself.
+Each backend has a second baseline: the very argv and environment unified gives the binary, driven
+with the least a client must do, so against it the ratio is exactly unified's (against the one-shot
+mode it includes what the driven mode costs the binary itself):
+- claude-code (stream-json both ways): the `initialize` request and the prompt written at once,
+  stdout read until the `result`, stdin closed, the exit waited for;
+- codex (`codex app-server`, the argv, environment and run marker of `Launch`): `initialize`, and
+  once it is answered (the protocol rejects any request before that) `initialized` and
+  `thread/start` with unified's very parameters, then `turn/start` once the thread's id is known,
+  stdout read until `turn/completed`, stdin closed (app-server then exits by itself: over 30 runs
+  each, as soon as SIGTERM and without a signal to send), the exit waited for.
 Time to first output is the first piece of answer text (a stream-json `text_delta`, an exec
 `agent_message`, a unified `text_delta`). The baseline is the floor: nothing can show a binary's
 output before it prints it. The modes differ (a one-shot print against a driven session), so the
@@ -22,12 +28,14 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import time
 import uuid
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -86,6 +94,46 @@ def driven(argv: list[str], cwd: Path, env: dict[str, str]) -> Timing:
     return time.perf_counter() - start, first
 
 
+def driven_app_server(argv: list[str], cwd: Path, env: dict[str, str], requests: dict[str, Any]) -> Timing:
+    """(wall, first answer text) of `codex app-server` driven by a minimal client (see the module docstring);
+    `requests` holds the params of `initialize` and `thread/start` and the turn's `input`."""
+    start = time.perf_counter()
+    first = 0.0
+    status = None
+    with subprocess.Popen(
+        argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    ) as child:
+        assert child.stdin is not None
+        assert child.stdout is not None
+        stdin = child.stdin
+
+        def send(*messages: dict[str, object]) -> None:
+            stdin.write(b"".join(json.dumps(message).encode() + b"\n" for message in messages))
+            stdin.flush()
+
+        send({"id": 1, "method": "initialize", "params": requests["initialize"]})
+        for line in child.stdout:
+            if not first and b'"item/agentMessage/delta"' in line:
+                first = time.perf_counter() - start
+            message = json.loads(line)
+            if "error" in message:
+                raise RuntimeError(f"codex app-server answered {message}")
+            if message.get("id") == 1:
+                thread = {"id": 2, "method": "thread/start", "params": requests["thread"]}
+                send({"method": "initialized", "params": {}}, thread)
+            elif message.get("id") == 2:
+                turn = {"threadId": message["result"]["thread"]["id"], "input": requests["input"]}
+                send({"id": 3, "method": "turn/start", "params": turn})
+            elif message.get("method") == "turn/completed":
+                status = message["params"]["turn"]["status"]
+                break
+        stdin.close()
+        child.wait()
+    if child.returncode != 0 or not first or status != "completed":
+        raise RuntimeError(f"{argv[0]} exited {child.returncode} (answer seen: {bool(first)}, turn: {status})")
+    return time.perf_counter() - start, first
+
+
 def _claude(
     binary: Path, fake: FakeAnthropic, home: Path, cwd: Path
 ) -> tuple[ExecuteParams, Callable[[], Timing], Callable[[], Timing]]:
@@ -104,9 +152,13 @@ def _claude(
     return params, partial(direct, argv, cwd, dict(launch.env), b'"text_delta"'), same_argv
 
 
-def _codex(binary: Path, fake: FakeOpenAI, home: Path, cwd: Path) -> tuple[ExecuteParams, Callable[[], Timing]]:
+def _codex(
+    binary: Path, fake: FakeOpenAI, home: Path, cwd: Path
+) -> tuple[ExecuteParams, Callable[[], Timing], Callable[[], Timing]]:
     from unified._adapters.codex._launch import Launch, prepare_home, toml_value
     from unified._adapters.codex._options import codex_options
+    from unified._adapters.codex._processes import MARKER
+    from unified._adapters.codex._run import initialize_params, thread_params, user_input
 
     options = {**backend_options_for(fake, "codex", cli_home=home / "codex-home"), "codex_binary": str(binary)}
     params = ExecuteParams(prompt="go", backend="codex", model=CODEX_MODEL, cwd=cwd, backend_options=options)
@@ -116,7 +168,16 @@ def _codex(binary: Path, fake: FakeOpenAI, home: Path, cwd: Path) -> tuple[Execu
     for key, value in launch.overrides:
         argv += ["-c", f"{key}={toml_value(value)}"]
     argv.append("go")
-    return params, partial(direct, argv, cwd, dict(launch.env), b'"agent_message"')
+    # What `CodexRun` gives the process and sends it: the argv, the environment with a run's marker,
+    # the thread's settings and cwd, the prompt.
+    run_env = {**launch.env, MARKER: secrets.token_hex(8)}
+    requests = {
+        "initialize": initialize_params(),
+        "thread": {**thread_params(params), "cwd": str(cwd.expanduser().resolve())},
+        "input": user_input("go", ()),
+    }
+    same_argv = partial(driven_app_server, launch.argv(), cwd, run_env, requests)
+    return params, partial(direct, argv, cwd, dict(launch.env), b'"agent_message"'), same_argv
 
 
 def _measure(
@@ -175,6 +236,9 @@ def run(quick: bool) -> Outcome:
             outcome.notes.append("codex skipped: the pinned codex binary is not installed (scripts/setup)")
         else:
             with FakeOpenAI([ANSWER], repeat=True) as fake:
-                params, one_shot = _codex(codex, fake, home, cwd)
-                _measure(outcome, "codex (app-server)", params, {"codex exec": one_shot}, runs, quick)
+                params, one_shot, same_argv = _codex(codex, fake, home, cwd)
+                baselines = {"codex exec": one_shot, "the same argv driven directly": same_argv}
+                # A codex run takes ~0.2 s, a third of claude's: three times the pairs in about the same time
+                # (at 5 pairs its ratio to codex exec read 1.06 and 1.20 in two runs ten minutes apart).
+                _measure(outcome, "codex (app-server)", params, baselines, runs * 3, quick)
     return outcome

@@ -12,6 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+import unified._binary.process as process_module
 from tests.hang_guard import HANG_GUARD_S
 from unified._binary.install import BinarySpec, probe_version
 from unified._binary.process import STDERR_TAIL_BYTES, AgentSubprocess
@@ -167,6 +168,47 @@ async def test_the_stderr_tail_is_bounded_and_redacted(tmp_path: Path) -> None:
     assert tail.endswith("the key is [REDACTED]\n")
     assert secret not in tail
     await process.close()
+
+
+@pytest.mark.parametrize("either", [True, False], ids=["one-epoll-descriptor", "a-task-group"])
+async def test_a_read_drains_a_stderr_that_would_fill_its_pipe(tmp_path: Path, either: bool) -> None:
+    """The child writes more to stderr than a pipe holds before its first stdout line: a read waiting only on
+    stdout would leave it blocked on stderr forever."""
+    code = """
+        import sys
+        for _ in range(256):
+            sys.stderr.write("e" * 1023 + "\\n")
+        sys.stderr.flush()
+        print("out", flush=True)
+    """
+    process = python(code, tmp_path)
+    if not either and process._either is not None:  # the portable way, as where there is no epoll
+        process._either.close()
+        process._either = None
+    assert await process.receive() == "out"
+    assert await process.receive() is None
+    assert process.stderr_tail().endswith("e\n")
+    await process.close()
+
+
+async def test_close_after_the_exit_looks_up_no_descendants_of_the_free_pid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    looked_up: list[int] = []
+    real = process_module.descendants
+
+    def recording(root: int) -> frozenset[tuple[int, int]]:
+        looked_up.append(root)
+        return real(root)
+
+    monkeypatch.setattr(process_module, "descendants", recording)
+    running = python("import sys; sys.stdin.read()", tmp_path)
+    await running.close()
+    assert looked_up == [running.pid]  # a running process's descendants are ended with it
+    done = python("pass", tmp_path)
+    assert await done.wait(HANG_GUARD_S) == 0  # reaped: the pid may already be another process's
+    await done.close()
+    assert looked_up == [running.pid]
 
 
 async def test_an_exit_code_is_read_and_stdin_refuses_afterwards(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from unified.events import (
     WarningEvent,
 )
 from unified.testing import FakeAgentProcess
-from unified.types import ExecuteParams
+from unified.types import ExecuteParams, ImageInput
 
 pytestmark = pytest.mark.anyio
 
@@ -178,6 +178,38 @@ async def test_a_turn_runs_over_the_control_protocol_and_the_process_is_ended(tm
     final = events[-1]
     assert isinstance(final, Result)
     assert final.usage.cost_usd == 0.001
+
+
+async def test_a_new_text_session_is_planned_on_the_loop_and_one_with_images_in_a_worker_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    in_threads: list[str] = []
+    real = anyio.to_thread.run_sync
+
+    async def recording(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        in_threads.append(getattr(func, "__name__", ""))
+        return await real(func, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", recording)
+    events, fake = await run(tmp_path, [text_turn("Hello.")])
+    assert isinstance(events[-1], Result)
+    assert fake.sent[1]["message"] == {"role": "user", "content": "go"}
+    assert "_plan" not in in_threads
+    keep: list[FakeClaude] = []
+    image = ImageInput(mime_type="image/png", data=b"\x89PNG")
+    params = ExecuteParams(
+        prompt="look",
+        images=(image,),
+        backend="claude-code",
+        cwd=tmp_path,
+        backend_options={"start_process": starter([text_turn("A picture.")], keep)},
+    )
+    with anyio.fail_after(30):
+        async with EventStream(params, strict=True) as stream:
+            assert isinstance([event async for event in stream][-1], Result)
+    assert "_plan" in in_threads
+    content = keep[0].sent[1]["message"]["content"]
+    assert [part["type"] for part in content] == ["text", "image"]
 
 
 async def test_a_malformed_and_an_oversized_line_are_warnings_and_the_run_goes_on(tmp_path: Path) -> None:

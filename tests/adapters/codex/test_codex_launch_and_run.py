@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -16,6 +16,7 @@ from unified._adapters.codex._launch import (
     ENV_POLICY,
     Launch,
     codex_home,
+    home_is_prepared,
     native_binary,
     prepare_home,
     toml_value,
@@ -136,7 +137,10 @@ def test_the_npm_launcher_leads_to_the_native_binary(tmp_path: Path) -> None:
 
 
 def app_server(
-    after_turn: Callable[[FakeAgentProcess], Iterable[str | bytes]], *, resume_error: str | None = None
+    after_turn: Callable[[FakeAgentProcess], Iterable[str | bytes]],
+    *,
+    resume_error: str | None = None,
+    kind: type[FakeAgentProcess] = FakeAgentProcess,
 ) -> Any:
     """A stand-in `codex app-server`: answers the handshake, opens the thread, starts the turn, then
     writes what `after_turn` gives."""
@@ -159,7 +163,7 @@ def app_server(
 
         return answer
 
-    return FakeAgentProcess.starter(make)
+    return kind.starter(make)
 
 
 def notify(method: str, **params: Any) -> str:
@@ -193,6 +197,61 @@ async def test_a_clean_turn(tmp_path: Path) -> None:
     assert isinstance(final, Result)
     assert final.status == "success"
     assert final.usage.estimated, "Codex reported no usage: the guard estimates it, flagged"
+
+
+def test_a_prepared_home_is_known_by_its_config_until_that_file_changes(tmp_path: Path) -> None:
+    home = tmp_path / "h"
+    config = home / "config.toml"
+    assert not home_is_prepared(home)
+    prepare_home(home)
+    assert home_is_prepared(home)
+    with config.open("a") as edit:  # an edit in place
+        edit.write('model = "theirs"\n')
+    assert not home_is_prepared(home)
+    prepare_home(home)
+    assert config.read_text() == CONFIG_TOML
+    assert home_is_prepared(home)
+    config.unlink()
+    assert not home_is_prepared(home)
+    other = tmp_path / "other"  # written by another process: found current by a read
+    other.mkdir()
+    (other / "config.toml").write_text(CONFIG_TOML)
+    prepare_home(other)
+    assert home_is_prepared(other)
+
+
+async def test_each_run_restores_a_config_changed_since_the_last(tmp_path: Path) -> None:
+    config = tmp_path / "home" / "config.toml"
+    await run(tmp_path, app_server(lambda process: finished()))
+    assert home_is_prepared(tmp_path / "home")
+    config.write_text('sandbox_mode = "read-only"\n')
+    events = await run(tmp_path, app_server(lambda process: finished()))
+    assert isinstance(events[-1], Result)
+    assert config.read_text() == CONFIG_TOML
+    config.unlink()
+    await run(tmp_path, app_server(lambda process: finished()))
+    assert config.read_text() == CONFIG_TOML
+
+
+class EndsInput(FakeAgentProcess):
+    """A stand-in that notes when its stdin is closed and when it is closed."""
+
+    steps: ClassVar[list[str]] = []
+
+    async def end_input(self) -> None:
+        self.steps.append(f"end_input after {len(self.received)} lines")
+
+    async def close(self) -> None:
+        self.steps.append("close")
+        await super().close()
+
+
+async def test_stdin_is_closed_once_the_turn_is_over_before_the_run_ends_the_process(tmp_path: Path) -> None:
+    """app-server then shuts down by itself while the run sends its last events; `close` still ends it."""
+    EndsInput.steps = []
+    events = await run(tmp_path, app_server(lambda process: finished(), kind=EndsInput))
+    assert isinstance(events[-1], Result)
+    assert EndsInput.steps == ["end_input after 4 lines", "close"]  # initialize, initialized, thread/start, turn/start
 
 
 async def test_malformed_and_huge_lines_are_warnings_not_crashes(tmp_path: Path) -> None:

@@ -22,6 +22,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from unified._binary.process import proc_pids, read_proc
+
 __all__ = ["GONE_WITHIN_S", "MARKER", "Process", "alive", "descendants", "end_all", "marked"]
 
 MARKER = "UNIFIED_CODEX_RUN"
@@ -32,25 +34,24 @@ Process = tuple[int, str]
 _PROC = Path("/proc")
 
 
-def _stat(pid: int) -> tuple[int, str] | None:
+def _stat(pid: int | str) -> tuple[int, str] | None:
     """(parent pid, start time) of a live process; None when it is gone."""
-    try:
-        text = (_PROC / str(pid) / "stat").read_text()
-    except OSError:
+    text = read_proc(pid, "stat")
+    if text is None:
         return None
-    fields = text.rsplit(")", 1)[-1].split()
-    if len(fields) < 20 or fields[0] == "Z":
+    fields = text.rsplit(b")", 1)[-1].split()
+    if len(fields) < 20 or fields[0] == b"Z":
         return None  # a zombie has ended
-    return int(fields[1]), fields[19]
+    return int(fields[1]), fields[19].decode()
 
 
 def _table() -> dict[int, tuple[int, str]]:
     """pid → (parent pid, start time) of every process."""
     if _PROC.is_dir():
         table = {}
-        for entry in _PROC.iterdir():
-            if entry.name.isdigit() and (found := _stat(int(entry.name))) is not None:
-                table[int(entry.name)] = found
+        for entry in proc_pids():
+            if (found := _stat(entry)) is not None:
+                table[int(entry)] = found
         return table
     try:
         done = subprocess.run(
@@ -88,15 +89,12 @@ def marked(value: str) -> list[Process]:
     needle = f"{MARKER}={value}".encode()
     found: list[Process] = []
     own = os.getpid()
-    for entry in _PROC.iterdir():
-        if not entry.name.isdigit() or int(entry.name) == own:
+    for entry in proc_pids():
+        if int(entry) == own:
             continue
-        try:
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if needle in environ.split(b"\0") and (stat := _stat(int(entry.name))) is not None:
-            found.append((int(entry.name), stat[1]))
+        environ = read_proc(entry, "environ")
+        if environ is not None and needle in environ.split(b"\0") and (stat := _stat(entry)) is not None:
+            found.append((int(entry), stat[1]))
     return found
 
 

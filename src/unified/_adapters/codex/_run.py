@@ -33,7 +33,7 @@ import anyio
 
 import unified
 from unified._adapters.codex._approvals import ApprovalBridge
-from unified._adapters.codex._launch import Launch, prepare_home, start_codex
+from unified._adapters.codex._launch import Launch, home_is_prepared, prepare_home, start_codex
 from unified._adapters.codex._options import BACKEND, CodexOptions
 from unified._adapters.codex._outcome import error_from_exit, error_from_turn_error
 from unified._adapters.codex._processes import MARKER, descendants, end_all, marked
@@ -44,9 +44,9 @@ from unified.backends import AgentProcess, RunContext, RunOutcome
 from unified.conversations import Origin
 from unified.errors import BackendError, BackendUnavailable, ConfigurationError, RunStopped, SessionNotFound
 from unified.events import SessionStarted, Usage, WarningEvent
-from unified.types import ImageInput
+from unified.types import ExecuteParams, ImageInput
 
-__all__ = ["CodexRun", "Opening", "user_input"]
+__all__ = ["CodexRun", "Opening", "initialize_params", "thread_params", "user_input"]
 
 ROUTE = "run"
 HANDSHAKE_TIMEOUT_S = 60.0
@@ -66,6 +66,25 @@ an approved call runs once, as approved; nothing unapproved runs at all."""
 OPT_OUT = ["account/rateLimits/updated", "remoteControl/status/changed"]
 _SILENT = frozenset({"error", "thread/status/changed", "account/rateLimits/updated", "serverRequest/resolved"})
 """Notifications that are no sign of progress (a retry, a status flag)."""
+
+
+def initialize_params() -> dict[str, Any]:
+    """What `initialize` asks for: `experimentalApi` (for `thread/backgroundTerminals/clean`), no
+    notifications that are no sign of progress (the benchmark's direct client sends the same)."""
+    return {
+        "clientInfo": {"name": "unified", "title": "unified", "version": unified.__version__},
+        "capabilities": {"experimentalApi": True, "optOutNotificationMethods": OPT_OUT},
+    }
+
+
+def thread_params(params: ExecuteParams) -> dict[str, Any]:
+    """The settings `thread/start` and `thread/resume` give the thread (without its cwd or id)."""
+    settings: dict[str, Any] = {"approvalPolicy": "untrusted", "sandbox": SANDBOX}
+    if params.model:
+        settings["model"] = params.model
+    if params.system_instruction is not None:
+        settings["baseInstructions"] = params.system_instruction
+    return settings
 
 
 def user_input(text: str, images: tuple[Any, ...]) -> list[dict[str, Any]]:
@@ -136,7 +155,8 @@ class CodexRun:
         cwd = self.params.cwd.expanduser().resolve()
         if not cwd.is_dir():
             raise ConfigurationError(f"cwd {cwd} is not a directory", hint="pass an existing working directory")
-        await anyio.to_thread.run_sync(prepare_home, self.launch.home)
+        if not home_is_prepared(self.launch.home):
+            await anyio.to_thread.run_sync(prepare_home, self.launch.home)
         login = self.launch.chatgpt
         original = await anyio.to_thread.run_sync(login.copy_in, self.launch.home) if login is not None else None
         start = self.options.start_process or start_codex
@@ -212,13 +232,7 @@ class CodexRun:
     async def _handshake(self) -> None:
         assert self.connection is not None
         try:
-            await self._request(
-                "initialize",
-                {
-                    "clientInfo": {"name": "unified", "title": "unified", "version": unified.__version__},
-                    "capabilities": {"experimentalApi": True, "optOutNotificationMethods": OPT_OUT},
-                },
-            )
+            await self._request("initialize", initialize_params())
         except TimeoutError:
             process = self.process
             assert process is not None
@@ -230,11 +244,7 @@ class CodexRun:
         await self.connection.notify("initialized", {})
 
     async def _open(self, cwd: Path) -> None:
-        params: dict[str, Any] = {"approvalPolicy": "untrusted", "sandbox": SANDBOX}
-        if self.params.model:
-            params["model"] = self.params.model
-        if self.params.system_instruction is not None:
-            params["baseInstructions"] = self.params.system_instruction
+        params = thread_params(self.params)
         opening = self.opening
         try:
             if opening.thread_id is None:
@@ -358,6 +368,10 @@ class CodexRun:
                 else:
                     item.native = self.ctx.native(message)
                     await self.ctx.emit(item)
+        # Nothing more will be sent: closed stdin starts app-server's own shutdown (~20 ms after a turn, as
+        # soon over as SIGTERM's) at once, beside the run's last events; `_close` still ends it for sure.
+        assert self.process is not None
+        await self.process.end_input()
         if self._responses == 0:
             await self.ctx.end_turn(Usage())  # nothing reported: the guard estimates from the text, flagged
         short = codex_short_id(self.thread_id)
@@ -450,11 +464,15 @@ class CodexRun:
             pass
 
     async def _close(self) -> None:
-        """End the process and every process it started (see the module docstring)."""
+        """End the process and every process it started (see the module docstring). `close` itself lists
+        the process's descendants before it signals and kills those that outlive it (the `AgentProcess`
+        contract), so they are not listed here a second time (a scan of every process on the machine
+        and a worker-thread round trip, ~1 ms under load at the end of every run); what this adds is
+        what `close` cannot know: the processes remembered earlier (orphaned before the end, by a crash
+        or a SIGKILL) and, after the exit, the marked ones, each killed and waited for until gone."""
         process = self.process
         if process is None:
             return
-        await self._remember()
         if self.connection is not None:
             self.connection.closed = True
         await process.close()
