@@ -97,7 +97,7 @@ def too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
         return False
     if limit <= 0:
         return True
-    for child in children:
+    for child in children:  # noqa: SIM110  # a loop, not any(<generator>): twice as fast on this path
         if isinstance(child, _CONTAINERS) and too_deep(child, limit - 1):
             return True
     return False
