@@ -193,10 +193,13 @@ def _measure(
     anyio.run(through_unified, params)
     subject_t: list[Timing] = []
     baseline_t: dict[str, list[Timing]] = {label: [] for label in baselines}
-    for _ in range(runs):  # alternately, so drift hits every one alike
+    for round_ in range(runs):  # alternately, so drift hits every one alike; the order flips each round,
+        if round_ % 2:  # so whatever the run before leaves behind (a busy disk, a warm cache) does too
+            subject_t.append(anyio.run(through_unified, params))
         for label, baseline in baselines.items():
             baseline_t[label].append(baseline())
-        subject_t.append(anyio.run(through_unified, params))
+        if not round_ % 2:
+            subject_t.append(anyio.run(through_unified, params))
     outcome.figures += [
         Figure(f"{name}: unified wall", "s", [t[0] for t in subject_t]),
         Figure(f"{name}: unified first output", "s", [t[1] for t in subject_t]),
@@ -220,7 +223,7 @@ def _measure(
 
 def run(quick: bool) -> Outcome:
     outcome = Outcome("agent_binaries")
-    runs = 1 if quick else 5
+    runs = 1 if quick else 8
     claude = _binary("UNIFIED_CLAUDE_BIN", ".claude-code", "claude")
     codex = _binary("UNIFIED_CODEX_BIN", ".codex-cli", "codex")
     with isolated_home() as home:
