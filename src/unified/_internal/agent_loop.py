@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 
 from unified._internal.api_options import ApiOptions
@@ -342,6 +343,10 @@ class AgentLoop:
                 return RunOutcome(status="max_turns", error=f"stopped after max_turns={max_turns} model requests")
             turn = await self._while_saving(unsaved, self._request)
             unsaved = None
+            # The turn's last events (a tool turn's calls, announced when its stream ends) are in the
+            # consumer's buffer: let it have them before the turn is saved and the tools start (the
+            # runtime's start alone kept a first tool_use from the consumer for ~3 ms).
+            await anyio.lowlevel.checkpoint()
             if not self._started.is_set():  # the session changes only once its first save is done
                 await self._started.wait()
             counted = await self.ctx.end_turn(turn.usage)

@@ -486,3 +486,31 @@ async def test_the_announced_session_is_on_disk_when_session_started_arrives(
     assert final.updated_at is not None
     assert seen[0].updated_at is not None
     assert final.updated_at > seen[0].updated_at
+
+
+async def test_a_tool_turn_s_calls_reach_the_consumer_before_the_tools_start(
+    backend: str, fake: FakeGemini, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The calls are announced when the turn's stream ends; the consumer has them before the loop
+    starts the tool runtime (and saves the turn), not after."""
+    from unified._internal import agent_loop
+    from unified.events import ToolUse
+    from unified.tools import ToolRuntime
+
+    seen: list[str] = []
+    seen_at_start: list[list[str]] = []
+    start = agent_loop.AgentLoop._runtime
+
+    async def watched(self: agent_loop.AgentLoop) -> ToolRuntime:
+        seen_at_start.append(list(seen))
+        return await start(self)
+
+    monkeypatch.setattr(agent_loop.AgentLoop, "_runtime", watched)
+    fake.add(read_notes(), ModelTurn(text="the notes say alpha"))
+    async with unified.execute(params(backend, fake, workspace, "read the notes")) as stream:
+        async for event in stream:
+            if isinstance(event, ToolUse):
+                seen.append(event.name)
+            if isinstance(event, Result):
+                assert event.status == "success"
+    assert seen_at_start == [["read_file"]]
