@@ -345,7 +345,10 @@ class AgentLoop:
             unsaved = None
             # The turn's last events (a tool turn's calls, announced when its stream ends) are in the
             # consumer's buffer: let it have them before the turn is saved and the tools start (the
-            # runtime's start alone kept a first tool_use from the consumer for ~3 ms).
+            # runtime's start alone kept a first tool_use from the consumer for ~3 ms). The consumer
+            # was woken first: asyncio runs it at the first checkpoint; trio may run a batch of woken
+            # tasks in reverse order, so the second one is after it there too.
+            await anyio.lowlevel.checkpoint()
             await anyio.lowlevel.checkpoint()
             if not self._started.is_set():  # the session changes only once its first save is done
                 await self._started.wait()
