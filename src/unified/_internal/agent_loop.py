@@ -152,6 +152,16 @@ def _declarations(settings: _RuntimeSettings, family: ToolFamily) -> list[dict[s
     return declared
 
 
+async def _consumer_turn() -> None:
+    """Let the consumer take what was just handed to it, before this task goes on.
+
+    The consumer was woken when the event was handed over: asyncio runs it at the first checkpoint;
+    trio may run a batch of woken tasks in reverse order, so the second one is after it there too.
+    """
+    await anyio.lowlevel.checkpoint()
+    await anyio.lowlevel.checkpoint()
+
+
 def call_key(call: ToolCall) -> str:
     """Identity of a call for runaway-loop detection: name plus canonical arguments."""
     return f"{call.name}:{json.dumps(call.args, sort_keys=True, default=str)}"
@@ -345,11 +355,8 @@ class AgentLoop:
             unsaved = None
             # The turn's last events (a tool turn's calls, announced when its stream ends) are in the
             # consumer's buffer: let it have them before the turn is saved and the tools start (the
-            # runtime's start alone kept a first tool_use from the consumer for ~3 ms). The consumer
-            # was woken first: asyncio runs it at the first checkpoint; trio may run a batch of woken
-            # tasks in reverse order, so the second one is after it there too.
-            await anyio.lowlevel.checkpoint()
-            await anyio.lowlevel.checkpoint()
+            # runtime's start alone kept a first tool_use from the consumer for ~3 ms).
+            await _consumer_turn()
             if not self._started.is_set():  # the session changes only once its first save is done
                 await self._started.wait()
             counted = await self.ctx.end_turn(turn.usage)
@@ -401,6 +408,11 @@ class AgentLoop:
             nonlocal shown
             shown += 1
             await self._emit(event)
+            if shown == 1:
+                # The guard hands events over without yielding, so the chunks already read behind
+                # the first one (up to the buffer's 64 events) would all be translated before the
+                # consumer saw it: the turn's first output goes now.
+                await _consumer_turn()
 
         async def attempt() -> TurnEnd:
             nonlocal shown

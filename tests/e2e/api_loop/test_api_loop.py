@@ -514,3 +514,29 @@ async def test_a_tool_turn_s_calls_reach_the_consumer_before_the_tools_start(
             if isinstance(event, Result):
                 assert event.status == "success"
     assert seen_at_start == [["read_file"]]
+
+
+async def test_a_turn_s_first_output_reaches_the_consumer_before_the_chunks_behind_it_are_translated(
+    backend: str, fake: FakeGemini, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunks that arrive together are translated in one go; the first output of the turn is not
+    held back until they all are (up to the guard's 64-event buffer)."""
+    from unified._internal.stream import StreamGuard
+
+    accepted: list[str] = []
+    accepted_when_shown: list[int] = []
+    accept = StreamGuard.accept
+
+    async def counted(self: StreamGuard, event: UnifiedEvent) -> None:
+        accepted.append(event.type)
+        await accept(self, event)
+
+    monkeypatch.setattr(StreamGuard, "accept", counted)
+    fake.add(ModelTurn(text="word " * 40, text_chunks=40))
+    async with unified.execute(params(backend, fake, workspace, "talk")) as stream:
+        async for event in stream:
+            if isinstance(event, TextDelta) and not accepted_when_shown:
+                accepted_when_shown.append(accepted.count("text_delta"))
+            if isinstance(event, Result):
+                assert event.status == "success"
+    assert accepted_when_shown == [1]
