@@ -131,3 +131,17 @@ def test_runs_sharing_a_config_and_client_share_its_conversion_and_each_sends_th
     body = WireRequest().body(api, "gemini-2.5-flash", history, other)
     assert body == _sdk_body(api, "gemini-2.5-flash", history, other)
     assert body["generationConfig"]["temperature"] == 0.9
+
+
+def test_a_client_s_kept_conversions_go_with_it() -> None:
+    import gc
+
+    from unified._adapters.generate_content import _stream
+
+    api = genai.Client(api_key="test-key").aio.models._api_client
+    WireRequest().body(api, "gemini-2.5-flash", _history()[:1], _config())
+    assert api in _stream._rests
+    kept = len(_stream._rests)
+    del api
+    gc.collect()
+    assert len(_stream._rests) == kept - 1

@@ -28,7 +28,7 @@ request.
 from __future__ import annotations
 
 import copy
-from collections import OrderedDict
+import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any, cast
 from urllib.parse import urlencode
@@ -56,20 +56,21 @@ def _wire(value: Any) -> Any:
 
 
 _RESTS_KEPT = 32
-_rests: OrderedDict[tuple[int, int, str], tuple[Any, types.GenerateContentConfig | None, dict[str, Any]]] = (
-    OrderedDict()
-)
-"""The body without its contents, per (API client, config object, model): the objects themselves
-are kept with it, so an id in a key is never another object's."""
+_rests: weakref.WeakKeyDictionary[Any, dict[tuple[int, str], tuple[types.GenerateContentConfig | None, dict[str, Any]]]]
+_rests = weakref.WeakKeyDictionary()
+"""Per API client (gone with it): the body without its contents per (config object, model); the
+config itself is kept with it, so an id in a key is never another object's."""
 
 
 def _rest_of(api: Any, model: str, config: types.GenerateContentConfig | None) -> dict[str, Any]:
     """The body without its contents, as wire JSON (`_url` and `_query` included), shared: never changed."""
-    key = (id(api), id(config), model)
-    kept = _rests.get(key)
-    if kept is not None and kept[0] is api and kept[1] is config:
-        _rests.move_to_end(key)
-        return kept[2]
+    kept = _rests.get(api)
+    if kept is None:
+        kept = _rests[api] = {}
+    key = (id(config), model)
+    found = kept.get(key)
+    if found is not None and found[0] is config:
+        return found[1]
     parameters = types._GenerateContentParameters(model=model, config=config)
     vertex = bool(api.vertexai)
     convert = models._GenerateContentParameters_to_vertex if vertex else models._GenerateContentParameters_to_mldev
@@ -77,9 +78,9 @@ def _rest_of(api: Any, model: str, config: types.GenerateContentConfig | None) -
     request.pop("config", None)
     request.pop("contents", None)
     rest: dict[str, Any] = _wire(request)
-    _rests[key] = (api, config, rest)
-    if len(_rests) > _RESTS_KEPT:
-        _rests.popitem(last=False)
+    if len(kept) >= _RESTS_KEPT:
+        kept.clear()
+    kept[key] = (config, rest)
     return rest
 
 
