@@ -389,6 +389,47 @@ def test_a_damaged_state_behind_a_sound_header_fails_load_and_save(tmp_path: Pat
     assert path.read_bytes() == before
 
 
+def test_a_leased_record_damaged_behind_the_store_s_back_is_refused_even_at_the_same_size(tmp_path: Path) -> None:
+    """Under its lease the store skips the parse only when the record holds exactly what it wrote:
+    a damage of the same length, in place (same inode, maybe the same timestamp), is still caught."""
+    store = FileSessionStore(tmp_path)
+    session = StoredSession.new(BACKEND, model="m", cwd="/w", first_prompt="hi")
+    path = store.path_of(BACKEND, session.session_id)
+    with store._hold(BACKEND, session.session_id):
+        store._save(session)
+        raw = path.read_bytes()
+        with path.open("r+b") as handle:  # one byte of the header, in place
+            handle.write(b"[")
+        assert len(path.read_bytes()) == len(raw)
+        with pytest.raises(CorruptSession):
+            store._save(session)
+    assert path.read_bytes()[:1] == b"["  # left as it was
+
+
+def test_a_leased_record_that_holds_what_the_store_wrote_is_not_parsed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = FileSessionStore(tmp_path)
+    parsed: list[Path] = []
+    parse = store._parse_session
+
+    def counted(path: Path, raw: bytes) -> StoredSession:
+        parsed.append(path)
+        return parse(path, raw)
+
+    monkeypatch.setattr(store, "_parse_session", counted)
+    session = _saved(tmp_path)  # written by another store: parsed once when this one replaces it
+    with store._hold(BACKEND, session.session_id):
+        for turn in range(3):
+            session.state["turn"] = turn
+            store._save(session)
+    assert len(parsed) == 1
+    session.state["turn"] = 3
+    store._save(session)  # no lease any more: read and parsed again
+    assert len(parsed) == 2
+    assert store._read_session(store.path_of(BACKEND, session.session_id)).state == {"turn": 3}
+
+
 def test_saved_documents_hold_no_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     secret = "AIzaSyD-very-secret-key-0123456789"
     monkeypatch.setenv("GEMINI_API_KEY", secret)

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 
 from unified._internal.api_options import ApiOptions
@@ -149,6 +150,16 @@ def _declarations_of(settings: _RuntimeSettings, family: ToolFamily) -> str:
 def _declarations(settings: _RuntimeSettings, family: ToolFamily) -> list[dict[str, Any]]:
     declared: list[dict[str, Any]] = json.loads(_declarations_of(settings, family))
     return declared
+
+
+async def _consumer_turn() -> None:
+    """Let the consumer take what was just handed to it, before this task goes on.
+
+    The consumer was woken when the event was handed over: asyncio runs it at the first checkpoint;
+    trio may run a batch of woken tasks in reverse order, so the second one is after it there too.
+    """
+    await anyio.lowlevel.checkpoint()
+    await anyio.lowlevel.checkpoint()
 
 
 def call_key(call: ToolCall) -> str:
@@ -342,6 +353,10 @@ class AgentLoop:
                 return RunOutcome(status="max_turns", error=f"stopped after max_turns={max_turns} model requests")
             turn = await self._while_saving(unsaved, self._request)
             unsaved = None
+            # The turn's last events (a tool turn's calls, announced when its stream ends) are in the
+            # consumer's buffer: let it have them before the turn is saved and the tools start (the
+            # runtime's start alone kept a first tool_use from the consumer for ~3 ms).
+            await _consumer_turn()
             if not self._started.is_set():  # the session changes only once its first save is done
                 await self._started.wait()
             counted = await self.ctx.end_turn(turn.usage)
@@ -393,6 +408,11 @@ class AgentLoop:
             nonlocal shown
             shown += 1
             await self._emit(event)
+            if shown == 1:
+                # The guard hands events over without yielding, so the chunks already read behind
+                # the first one (up to the buffer's 64 events) would all be translated before the
+                # consumer saw it: the turn's first output goes now.
+                await _consumer_turn()
 
         async def attempt() -> TurnEnd:
             nonlocal shown

@@ -117,3 +117,31 @@ def test_each_body_is_a_new_dict_that_the_sdk_may_strip(api: Any) -> None:
     for key in [k for k in first if k.startswith("_")]:
         del first[key]
     assert wire.body(api, "gemini-2.5-flash", history, config) == _sdk_body(api, "gemini-2.5-flash", history, config)
+
+
+def test_runs_sharing_a_config_and_client_share_its_conversion_and_each_sends_the_sdk_body(api: Any) -> None:
+    """The config's wire form is kept across runs (each run has its own WireRequest), per config
+    object and client: a second run sends the SDK's body, and another config is converted anew."""
+    history, config = _history(), _config()
+    first = WireRequest().body(api, "gemini-2.5-flash", history, config)
+    second = WireRequest().body(api, "gemini-2.5-flash", history, config)
+    assert second == first == _sdk_body(api, "gemini-2.5-flash", history, config)
+    assert second["tools"] is first["tools"]  # converted once
+    other = _config().model_copy(update={"temperature": 0.9})
+    body = WireRequest().body(api, "gemini-2.5-flash", history, other)
+    assert body == _sdk_body(api, "gemini-2.5-flash", history, other)
+    assert body["generationConfig"]["temperature"] == 0.9
+
+
+def test_a_client_s_kept_conversions_go_with_it() -> None:
+    import gc
+
+    from unified._adapters.generate_content import _stream
+
+    api = genai.Client(api_key="test-key").aio.models._api_client
+    WireRequest().body(api, "gemini-2.5-flash", _history()[:1], _config())
+    assert api in _stream._rests
+    kept = len(_stream._rests)
+    del api
+    gc.collect()
+    assert len(_stream._rests) == kept - 1

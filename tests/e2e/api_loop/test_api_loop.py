@@ -486,3 +486,57 @@ async def test_the_announced_session_is_on_disk_when_session_started_arrives(
     assert final.updated_at is not None
     assert seen[0].updated_at is not None
     assert final.updated_at > seen[0].updated_at
+
+
+async def test_a_tool_turn_s_calls_reach_the_consumer_before_the_tools_start(
+    backend: str, fake: FakeGemini, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The calls are announced when the turn's stream ends; the consumer has them before the loop
+    starts the tool runtime (and saves the turn), not after."""
+    from unified._internal import agent_loop
+    from unified.events import ToolUse
+    from unified.tools import ToolRuntime
+
+    seen: list[str] = []
+    seen_at_start: list[list[str]] = []
+    start = agent_loop.AgentLoop._runtime
+
+    async def watched(self: agent_loop.AgentLoop) -> ToolRuntime:
+        seen_at_start.append(list(seen))
+        return await start(self)
+
+    monkeypatch.setattr(agent_loop.AgentLoop, "_runtime", watched)
+    fake.add(read_notes(), ModelTurn(text="the notes say alpha"))
+    async with unified.execute(params(backend, fake, workspace, "read the notes")) as stream:
+        async for event in stream:
+            if isinstance(event, ToolUse):
+                seen.append(event.name)
+            if isinstance(event, Result):
+                assert event.status == "success"
+    assert seen_at_start == [["read_file"]]
+
+
+async def test_a_turn_s_first_output_reaches_the_consumer_before_the_chunks_behind_it_are_translated(
+    backend: str, fake: FakeGemini, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunks that arrive together are translated in one go; the first output of the turn is not
+    held back until they all are (up to the guard's 64-event buffer)."""
+    from unified._internal.stream import StreamGuard
+
+    accepted: list[str] = []
+    accepted_when_shown: list[int] = []
+    accept = StreamGuard.accept
+
+    async def counted(self: StreamGuard, event: UnifiedEvent) -> None:
+        accepted.append(event.type)
+        await accept(self, event)
+
+    monkeypatch.setattr(StreamGuard, "accept", counted)
+    fake.add(ModelTurn(text="word " * 40, text_chunks=40))
+    async with unified.execute(params(backend, fake, workspace, "talk")) as stream:
+        async for event in stream:
+            if isinstance(event, TextDelta) and not accepted_when_shown:
+                accepted_when_shown.append(accepted.count("text_delta"))
+            if isinstance(event, Result):
+                assert event.status == "success"
+    assert accepted_when_shown == [1]
