@@ -189,11 +189,13 @@ async def _pair(
     *,
     warm_up: bool,
 ) -> tuple[list[Timing], list[Timing]]:
-    """Alternate runs, after one untimed warm-up of each (first-use imports are not overhead per run)."""
+    """Alternate runs, after one untimed warm-up of each (first-use imports are not overhead per run);
+    the order flips every pair, so what a run leaves behind (garbage, a busy disk) weighs on both."""
     subject_t: list[Timing] = []
     baseline_t: list[Timing] = []
     for n in range(runs + 1 if warm_up else runs):
-        for fn, sink in ((baseline, baseline_t), (subject, subject_t)):
+        pair = ((baseline, baseline_t), (subject, subject_t))
+        for fn, sink in pair if n % 2 == 0 else reversed(pair):
             fake.add(*turns())
             timing = await fn()
             fake.assert_done()
@@ -250,7 +252,7 @@ async def _scenarios(
 
 
 def run(quick: bool) -> Outcome:
-    chunks, tool_turns, runs = (50, 2, 1) if quick else (10_000, 50, 3)
+    chunks, tool_turns, runs = (50, 2, 1) if quick else (10_000, 50, 5)
     outcome = Outcome("sdk_overhead")
     with isolated_home() as home, FakeGemini() as fake:
         anyio.run(partial(_scenarios, outcome, fake, home, chunks, tool_turns, runs, quick=quick))
