@@ -20,12 +20,21 @@ from unified._binary.pool import DEFAULT_IDLE_TTL, DEFAULT_SIZE, WarmPool
 from unified._binary.process import ProcessStarter
 from unified.backends import AgentProcess
 
-__all__ = ["AcpConnection", "AcpPool", "connect", "default_pool", "session_of"]
+__all__ = ["AcpConnection", "AcpPool", "connect", "default_pool", "initialize_params", "session_of"]
 
 PROTOCOL_VERSION = 1
 START_EXIT_GRACE_S = 2.0
 """How long a process that failed `initialize` may take to exit before its code is read."""
 MAX_SESSIONS_PER_PROCESS = 8
+
+
+def initialize_params() -> dict[str, Any]:
+    """What `initialize` says of the client (also what the benchmarks' minimal client sends)."""
+    # Never advertise fs capabilities: with them the 0.61 CLI cannot create new files.
+    return {
+        "protocolVersion": PROTOCOL_VERSION,
+        "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}},
+    }
 
 
 def session_of(message: Message) -> str | None:
@@ -51,14 +60,7 @@ async def connect(start: ProcessStarter, argv: Sequence[str], cwd: Path, env: Ma
     """Start the agent and `initialize` it; a process that fails to is a typed error with its exit."""
     connection = AcpConnection(start(argv, cwd, env))
     try:
-        info = await connection.request(
-            "initialize",
-            # Never advertise fs capabilities: with them the 0.61 CLI cannot create new files.
-            {
-                "protocolVersion": PROTOCOL_VERSION,
-                "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}},
-            },
-        )
+        info = await connection.request("initialize", initialize_params())
     except (ConnectionClosed, RpcError) as exc:
         code = await connection.process.wait(START_EXIT_GRACE_S)
         tail = connection.process.stderr_tail()
