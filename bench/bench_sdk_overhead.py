@@ -11,6 +11,7 @@ all in one event loop (a shared httpx client belongs to the loop it first ran on
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import time
@@ -190,12 +191,14 @@ async def _pair(
     warm_up: bool,
 ) -> tuple[list[Timing], list[Timing]]:
     """Alternate runs, after one untimed warm-up of each (first-use imports are not overhead per run);
-    the order flips every pair, so what a run leaves behind (garbage, a busy disk) weighs on both."""
+    the order flips every pair, and each run starts after a full garbage collection, so what a run
+    leaves behind (10,000 chunks' objects, a busy disk) weighs on neither the next nor its side only."""
     subject_t: list[Timing] = []
     baseline_t: list[Timing] = []
     for n in range(runs + 1 if warm_up else runs):
         pair = ((baseline, baseline_t), (subject, subject_t))
         for fn, sink in pair if n % 2 == 0 else reversed(pair):
+            gc.collect()
             fake.add(*turns())
             timing = await fn()
             fake.assert_done()
