@@ -145,3 +145,18 @@ def test_a_client_s_kept_conversions_go_with_it() -> None:
     del api
     gc.collect()
     assert len(_stream._rests) == kept - 1
+
+
+def test_contents_of_text_alone_are_sent_as_the_sdk_sends_them(api: Any) -> None:
+    """Text-only contents are written without the SDK's converters: the body must not tell."""
+    contents = [
+        types.Content(role="user", parts=[types.Part(text="go"), types.Part(text="")]),
+        types.Content(parts=[types.Part(text="no role")]),
+        types.Content(role="model", parts=[types.Part(text="é, 🙂, \u0000")]),
+        types.Content(role="model", parts=[types.Part(text="a", thought=True)]),  # not text alone
+        types.Content(role="user", parts=[types.Part(text="a", thought_signature=b"a")]),  # nor this
+        types.Content(role="user", parts=[]),
+        types.Content(role="user"),
+    ]
+    body = WireRequest().body(api, "gemini-2.5-flash", contents, _config())
+    assert body["contents"] == _sdk_body(api, "gemini-2.5-flash", contents, _config())["contents"]

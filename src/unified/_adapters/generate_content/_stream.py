@@ -55,6 +55,26 @@ def _wire(value: Any) -> Any:
     return _common.encode_unserializable_types(_common.convert_to_dict(value))
 
 
+def _text_content(content: types.Content) -> dict[str, Any] | None:
+    """The wire form of a content of text parts alone (a prompt, an answer), as the SDK's converters
+    give it (for the Gemini API and Vertex alike), without them: they cost ~90 us a content, in front
+    of a run's first request. None for any other content (the SDK converts it)."""
+    parts = content.parts
+    if not parts:
+        return None
+    wired: list[dict[str, Any]] = []
+    for part in parts:
+        fields = part.__dict__
+        text = fields.get("text")
+        if text.__class__ is not str or any(value is not None for name, value in fields.items() if name != "text"):
+            return None
+        wired.append({"text": text})
+    wire: dict[str, Any] = {"parts": wired}
+    if content.role is not None:
+        wire["role"] = content.role
+    return wire
+
+
 _RESTS_KEPT = 32
 _rests: weakref.WeakKeyDictionary[Any, dict[tuple[int, str], tuple[types.GenerateContentConfig | None, dict[str, Any]]]]
 _rests = weakref.WeakKeyDictionary()
@@ -116,7 +136,7 @@ class WireRequest:
             if n < len(kept) and kept[n][0] is content:
                 continue
             del kept[n:]
-            kept.append((content, _wire(to_wire(content, None, None))))
+            kept.append((content, _text_content(content) or _wire(to_wire(content, None, None))))
         del kept[len(contents) :]
         return {**self._rest, "contents": [wire for _, wire in kept]}
 
