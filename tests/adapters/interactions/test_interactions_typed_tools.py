@@ -20,9 +20,7 @@ utils = pytest.importorskip("google.genai._gaos.utils")
 def _sent(body: dict[str, Any]) -> Any:
     """The JSON the SDK sends for `body` (its own reading and serialisation of a create call)."""
     request = utils.unmarshal({"body": {**body, "stream": True}}, models.CreateInteractionRequest)
-    serialized = utils.serialize_request_body(
-        request.body, False, False, "json", models.CreateInteractionRequestBody
-    )
+    serialized = utils.serialize_request_body(request.body, False, False, "json", models.CreateInteractionRequestBody)
     return json.loads(serialized.content)
 
 
