@@ -268,6 +268,14 @@ def test_interactions_a_call_named_with_a_number_is_a_string() -> None:
     assert use.name == "123"
 
 
+@pytest.mark.parametrize("kind", [[1], {"a": 1}, 7, None])
+def test_interactions_a_step_type_of_any_shape_still_takes_its_text(kind: Any) -> None:
+    start = {"event_type": "step.start", "index": 0, "step": {"type": kind}}
+    piece = {"event_type": "step.delta", "index": 0, "delta": {"type": "text", "text": "hi"}}
+    signals = _feed([start, piece])
+    assert [s.text for s in signals if getattr(s, "type", None) == "text_delta"] == ["hi"]
+
+
 def test_interactions_text_past_the_turn_limit_is_refused() -> None:
     from unified.errors import BackendError
 

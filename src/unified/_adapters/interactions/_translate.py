@@ -176,8 +176,9 @@ class _Step:
         return merged
 
 
-_TEXT_STEPS = frozenset({"model_output", "thought"})
-"""Steps a text delta may continue (a delta of any other step makes it model output)."""
+_TEXT_STEPS = ("model_output", "thought")
+"""Steps a text delta may continue (a delta of any other step makes it model output). A tuple: the
+step's type is the server's JSON, maybe a list, which a set could not even look up."""
 
 
 class InteractionsTranslator:
