@@ -292,6 +292,17 @@ async def test_violations_are_reported_with_the_event(steps: list[Step], problem
     assert report.details["event"]["type"] == steps[-1].type  # type: ignore[union-attr]
 
 
+async def test_a_subagent_task_is_reported_unstarted_before_completed_twice() -> None:
+    started = SubagentStarted(task_id="t1", agent_name="a")
+    steps: list[Step] = [START, started, SubagentCompleted(task_id="t1"), SubagentCompleted(task_id="t1")]
+    steps += [SubagentCompleted(task_id="t9"), SubagentCompleted(task_id="t9")]
+    events, _ = await run(steps)
+    reports = [e.message for e in events if isinstance(e, ErrorEvent) and e.code == "protocol_violation"]
+    assert len(reports) == 3
+    assert "'t1' completed twice" in reports[0]
+    assert all("'t9', which no subagent_started announced" in report for report in reports[1:])
+
+
 async def test_normal_form_output_is_text_plus_data() -> None:
     """A dict output slipped past validation (model_copy) becomes text plus data."""
     use = ToolUse(tool_use_id="a", name="read_file")

@@ -322,9 +322,10 @@ class _Aggregator:
         return None
 
     def _task_completed_rule(self, event: SubagentCompleted) -> str | None:
-        if event.task_id in self.finished_tasks:
+        problem = self._task_progress_rule(event)
+        if problem is None and event.task_id in self.finished_tasks:
             return f"subagent task {event.task_id!r} completed twice"
-        return self._task_progress_rule(event)
+        return problem
 
     def record(self, event: UnifiedEvent, kind: type[BaseModel]) -> None:
         """What the checks and the result need to remember of `event` (of protocol `kind`)."""
@@ -577,11 +578,7 @@ class StreamGuard:
         text = "".join(parts)
         if subagent_task_id is None:
             self.agg.last_message = text
-        message = AssistantMessage.model_construct(text=text, subagent_task_id=subagent_task_id)
-        if self._redactor is not None:
-            await self._deliver(message)
-        elif not self._hand_over(message):
-            await self._send_waiting(message)
+        await self._deliver(AssistantMessage.model_construct(text=text, subagent_task_id=subagent_task_id))
 
     async def ask_user(self, request: UserInputRequest) -> UserInputResponse:
         await self.accept(request)
@@ -746,19 +743,14 @@ class StreamGuard:
                     failure = exc
                 finally:
                     self._scope = None  # the backend is done: nothing left for stop() to cancel
-                    self._backend_done()
+                    if self._ran is not None:
+                        self._ran.set()
                 if self._consumer_gone or isinstance(failure, _ConsumerGone):
                     return
                 with anyio.CancelScope(shield=True):
                     await self._finish(outcome, failure)
         except (_ConsumerGone, anyio.BrokenResourceError, anyio.ClosedResourceError):
             return  # the consumer closed the stream: nobody left to tell
-        finally:
-            self._backend_done()
-
-    def _backend_done(self) -> None:
-        if self._ran is not None:
-            self._ran.set()
 
     async def _announce_unsupported_options(self) -> None:
         await announce_unsupported_options(self.backend, self.params, self._deliver)
