@@ -46,6 +46,7 @@ __all__ = [
     "proc_pids",
     "read_proc",
     "start_subprocess",
+    "stat_fields",
 ]
 
 STDERR_TAIL_BYTES = 8192
@@ -338,7 +339,7 @@ def proc_pids() -> list[str]:
         return []
 
 
-def _stat_fields(pid: int | str) -> list[bytes] | None:
+def stat_fields(pid: int | str) -> list[bytes] | None:
     """The fields of /proc/<pid>/stat after the command's name (field 3 on), None when it is gone."""
     stat = read_proc(pid, "stat")
     return stat[stat.rfind(b")") + 2 :].split() if stat else None
@@ -347,7 +348,7 @@ def _stat_fields(pid: int | str) -> list[bytes] | None:
 def _start_time(pid: int) -> int | None:
     """The process's start time (clock ticks since boot, /proc/<pid>/stat field 22): identifies it
     across pid reuse; None when it is gone (or /proc is not there)."""
-    fields = _stat_fields(pid)
+    fields = stat_fields(pid)
     return int(fields[19]) if fields is not None and len(fields) > 19 else None
 
 
@@ -355,7 +356,7 @@ def descendants(root: int) -> frozenset[tuple[int, int]]:
     """(pid, start time) of every live descendant of `root`, from /proc (empty where there is none)."""
     children: dict[int, list[tuple[int, int]]] = {}
     for entry in proc_pids():
-        fields = _stat_fields(entry)
+        fields = stat_fields(entry)
         if fields is not None and len(fields) > 19 and fields[1].isdigit():
             children.setdefault(int(fields[1]), []).append((int(entry), int(fields[19])))
     found: set[tuple[int, int]] = set()

@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from unified._binary.process import proc_pids, read_proc
+from unified._binary.process import proc_pids, read_proc, stat_fields
 
 __all__ = ["GONE_WITHIN_S", "MARKER", "Process", "alive", "descendants", "end_all", "marked"]
 
@@ -36,11 +36,8 @@ _PROC = Path("/proc")
 
 def _stat(pid: int | str) -> tuple[int, str] | None:
     """(parent pid, start time) of a live process; None when it is gone."""
-    text = read_proc(pid, "stat")
-    if text is None:
-        return None
-    fields = text.rsplit(b")", 1)[-1].split()
-    if len(fields) < 20 or fields[0] == b"Z":
+    fields = stat_fields(pid)
+    if fields is None or len(fields) < 20 or fields[0] == b"Z":
         return None  # a zombie has ended
     return int(fields[1]), fields[19].decode()
 
