@@ -217,11 +217,6 @@ class _ThreadedReader:
         self._stream.close()
 
 
-_TYPED_TOOLS_KEPT = 32
-_typed_tools: dict[str, list[Any]] = {}
-_typed_tools_lock = threading.Lock()
-
-
 def typed_tools(body: dict[str, Any]) -> dict[str, Any]:
     """`body` with its `tools` as the SDK's own tool objects, built once per list of tools.
 
@@ -233,21 +228,20 @@ def typed_tools(body: dict[str, Any]) -> dict[str, Any]:
     tools = body.get("tools")
     if not tools:
         return body
-    key = json.dumps(tools, sort_keys=True, default=str)
-    typed = _typed_tools.get(key)
-    if typed is None:
-        try:
-            from google.genai._gaos import models, utils
+    typed = _typed_tools(json.dumps(tools, sort_keys=True, default=str))
+    return body if typed is None else {**body, "tools": typed}
 
-            read = utils.unmarshal({"body": {"model": "m", "tools": tools}}, models.CreateInteractionRequest)
-            typed = list(read.body.tools)
-        except Exception:  # another SDK's internals: its public path takes the dicts
-            return body
-        with _typed_tools_lock:
-            if len(_typed_tools) >= _TYPED_TOOLS_KEPT:
-                _typed_tools.clear()
-            _typed_tools[key] = typed
-    return {**body, "tools": typed}
+
+@functools.lru_cache(maxsize=32)
+def _typed_tools(tools_json: str) -> list[Any] | None:
+    """The SDK's tool objects for these tools (as JSON: the cache's key), None where its internals moved."""
+    try:
+        from google.genai._gaos import models, utils
+
+        body = {"model": "m", "tools": json.loads(tools_json)}
+        return list(utils.unmarshal({"body": body}, models.CreateInteractionRequest).body.tools)
+    except Exception:  # another SDK's internals: its public path takes the dicts
+        return None
 
 
 class InteractionsClient(GenaiClient):
