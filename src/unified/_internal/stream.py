@@ -172,7 +172,8 @@ def _can_hold(annotation: Any, *, text: bool) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class _Shape:
-    """What the guard needs to know of one event class, worked out once from its fields."""
+    """What the guard needs to know of one event class, worked out once from its fields: the slow
+    path reads one of these per event instead of asking the event's kind a dozen questions."""
 
     kind: type[BaseModel]
     """The protocol kind (the class itself, or the protocol class a subclass extends): the rules' key."""
@@ -181,6 +182,14 @@ class _Shape:
     text_fields: tuple[str, ...]
     """Fields that can hold text (strings, JSON, models with strings): the redaction's. Never the
     event's `type`, numbers, flags, timestamp or usage."""
+    rule: Callable[[_Aggregator, Any], str | None] | None
+    """The protocol's rule for this kind (`_KIND_RULES`), if it has one."""
+    record: Callable[[_Aggregator, Any], None] | None
+    """What the aggregator remembers of this kind (`_KIND_RECORDS`), if anything."""
+    before_session: bool
+    """The kind may come before `session_started`."""
+    keeps_message_open: bool
+    """The kind comes inside a model message without ending it (`_KEEPS_MESSAGE_OPEN`)."""
 
 
 _PROTOCOL_KINDS = frozenset(EVENT_TYPES)
@@ -191,10 +200,15 @@ def _shape_of(cls: type[BaseModel]) -> _Shape:
     shape = _SHAPES.get(cls)
     if shape is None:
         fields = cls.model_fields.items()
+        kind = next(base for base in cls.__mro__ if base in _PROTOCOL_KINDS)
         shape = _SHAPES[cls] = _Shape(
-            kind=next(base for base in cls.__mro__ if base in _PROTOCOL_KINDS),
+            kind=kind,
             json_fields=tuple(n for n, info in fields if n != "native" and _can_hold(info.annotation, text=False)),
             text_fields=tuple(n for n, info in fields if n != "type" and _can_hold(info.annotation, text=True)),
+            rule=_KIND_RULES.get(kind),
+            record=_KIND_RECORDS.get(kind),
+            before_session=kind in _PASS_BEFORE_SESSION,
+            keeps_message_open=kind in _KEEPS_MESSAGE_OPEN,
         )
     return shape
 
@@ -216,16 +230,18 @@ def _check_depth(event: UnifiedEvent, shape: _Shape, backend: str, native: bool)
             )
 
 
-def _normalise(event: ToolResult) -> None:
-    """Bring what the normal form fixes to it (docs/protocol.md, "Normal form"), for every backend.
+def _normalise(event: UnifiedEvent) -> None:
+    """Bring what the normal form fixes to a `tool_result` (docs/protocol.md, "Normal form"), for every backend.
 
-    A `tool_result.output` set without validation (`model_copy`) becomes text plus `data`.
+    An `output` set without validation (`model_copy`) becomes text plus `data`.
     """
-    if not isinstance(event.output, str | None):
-        text, extras = tool_output_text(event.output)
-        event.__dict__["output"] = text
-        if extras is not None and event.data is None:
-            event.__dict__["data"] = extras
+    fields = event.__dict__
+    output = fields["output"]
+    if output is not None and output.__class__ is not str and not isinstance(output, str):
+        text, extras = tool_output_text(output)
+        fields["output"] = text
+        if extras is not None and fields["data"] is None:
+            fields["data"] = extras
 
 
 def _validated(event: UnifiedEvent) -> None:
@@ -262,17 +278,17 @@ class _Aggregator:
         self.switched = False
         """A `failover` came: the next backend's `session_started` opens a new session (and id space)."""
 
-    def violation(self, event: UnifiedEvent, kind: type[BaseModel]) -> str | None:
-        """Why `event` (of protocol `kind`) breaks the protocol, or None."""
-        if self.session is None and kind not in _PASS_BEFORE_SESSION:
+    def violation(self, event: UnifiedEvent, shape: _Shape) -> str | None:
+        """Why `event` (of the class `shape` describes) breaks the protocol, or None."""
+        if self.session is None and not shape.before_session:
             return f"a {event.type} event came before session_started"
-        check = _KIND_RULES.get(kind)
+        check = shape.rule
         if check is not None:
             problem = check(self, event)
             if problem is not None:
                 return problem
-        task = event.subagent_task_id
-        if task is not None and kind is not SubagentStarted and task not in self.tasks:
+        task = event.__dict__["subagent_task_id"]
+        if task is not None and task not in self.tasks and shape.kind is not SubagentStarted:
             return f"event carries subagent_task_id {task!r}, which was never started"
         return None
 
@@ -326,12 +342,6 @@ class _Aggregator:
         if problem is None and event.task_id in self.finished_tasks:
             return f"subagent task {event.task_id!r} completed twice"
         return problem
-
-    def record(self, event: UnifiedEvent, kind: type[BaseModel]) -> None:
-        """What the checks and the result need to remember of `event` (of protocol `kind`)."""
-        remember = _KIND_RECORDS.get(kind)
-        if remember is not None:
-            remember(self, event)
 
     def _text(self, event: TextDelta) -> None:
         self.buffers.setdefault(event.subagent_task_id, []).append(event.text)
@@ -541,12 +551,13 @@ class StreamGuard:
             return
         if self.strict:
             _validated(event)
-        shape = _shape_of(type(event))
-        kind = shape.kind
-        _check_depth(event, shape, self.backend.name, self._include_native)
-        if isinstance(event, ToolResult):
+        cls = event.__class__
+        shape = _SHAPES.get(cls) or _shape_of(cls)
+        if shape.json_fields or self._include_native:
+            _check_depth(event, shape, self.backend.name, self._include_native)
+        if shape.kind is ToolResult:
             _normalise(event)
-        problem = agg.violation(event, kind)
+        problem = agg.violation(event, shape)
         if problem is not None:
             if self.strict:
                 raise ProtocolViolation(f"{problem}: {event.model_dump_json()}")
@@ -558,13 +569,14 @@ class StreamGuard:
                     details={"event": _quotable(event)},
                 )
             )
-            if kind is AssistantMessage or kind is Result:
+            if shape.kind is AssistantMessage or shape.kind is Result:
                 return  # the guard owns these kinds; a second one would break the stream's shape
-        if isinstance(event, SessionStarted) and not event.capabilities:
+        if shape.kind is SessionStarted and isinstance(event, SessionStarted) and not event.capabilities:
             event.capabilities = _capability_snapshot(event.backend)
-        if agg.buffers and kind not in _KEEPS_MESSAGE_OPEN:
-            await self.flush_message(event.subagent_task_id)
-        agg.record(event, kind)
+        if agg.buffers and not shape.keeps_message_open:
+            await self.flush_message(event.__dict__["subagent_task_id"])
+        if shape.record is not None:
+            shape.record(agg, event)
         if self._redactor is not None:
             await self._deliver(event)
         elif not self._hand_over(event):
