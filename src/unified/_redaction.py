@@ -101,7 +101,10 @@ class Redactor:
 
     def found_in(self, text: str) -> bool:
         """Whether any secret occurs in `text`, even inside a word: the cheap test before a replace."""
-        return any(map(text.__contains__, self.values))
+        values = self.values
+        if len(values) == 1:  # the usual case (one API key): one substring search, no iterator
+            return values[0] in text
+        return any(map(text.__contains__, values))
 
     def __call__(self, text: str, replacement: str = REDACTED) -> str:
         """`text` with every whole occurrence of a secret replaced."""
@@ -337,15 +340,19 @@ class SplitGuard:
         self._held = ""
 
     def feed(self, piece: str) -> str:
-        combined = self._tail + self._held + piece
+        tail = self._tail
+        combined = tail + self._held + piece
         hold = self._redactor.partial_suffix(combined)
         # a beginning of a secret already shown (shorter than SPLIT_HOLD_MIN then) holds its rest
-        hold = 0 if hold < SPLIT_HOLD_MIN else min(hold, len(self._held) + len(piece))
-        shown_until = len(combined) - hold
-        shown = self._redactor.window(combined[:shown_until], len(self._tail))
-        self._held = combined[shown_until:]
-        self._tail = combined[:shown_until][-self._keep :]
-        return shown
+        hold = 0 if hold < SPLIT_HOLD_MIN else min(hold, len(combined) - len(tail))
+        if not hold:
+            visible = combined
+            self._held = ""
+        else:
+            visible = combined[:-hold]
+            self._held = combined[-hold:]
+        self._tail = visible[-self._keep :]
+        return self._redactor.window(visible, len(tail))
 
     def release(self) -> str:
         """What is still held back (the stream ended or something else comes next): a beginning of

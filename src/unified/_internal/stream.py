@@ -138,12 +138,19 @@ def _scrubbed(value: object, clean: Redactor) -> object:
 
 def _scrub(event: UnifiedEvent, clean: Redactor) -> None:
     """Replace the secrets in `event`'s fields (the event is the guard's to deliver; its values are not).
-    Only the fields that can hold text are looked at (`_Shape.text_fields`): never its type, numbers or flags."""
+    Only the fields that can hold text are looked at (`_Shape.text_fields`): never its type, numbers or flags.
+    A plain string (most of them) is tested here, without a call."""
     fields = event.__dict__
     shortest = len(clean.values[-1])  # longest first
-    for name in _shape_of(type(event)).text_fields:
+    cls = event.__class__
+    for name in (_SHAPES.get(cls) or _shape_of(cls)).text_fields:
         value = fields[name]
-        if value is not None and _holds_secret(value, clean, shortest):
+        if value is None:
+            continue
+        if value.__class__ is str:
+            if len(value) >= shortest and clean.found_in(value):
+                fields[name] = clean(value)
+        elif _holds_secret(value, clean, shortest):
             fields[name] = _scrubbed(value, clean)
 
 
