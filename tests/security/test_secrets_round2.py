@@ -171,6 +171,19 @@ def test_split_guard_never_shows_more_than_the_stated_bound(seed: int) -> None:
     assert ("and again" in "".join(shown)) is bool(seed % 2)
 
 
+def test_an_empty_piece_after_a_release_shows_nothing_and_holds_nothing() -> None:
+    """A release shows what was held; the stream's end it leaves behind begins the key, so the next
+    piece, empty, must neither show that end again nor hold it (nothing of it is new)."""
+    clean = redactor(env={"GEMINI_API_KEY": KEY})
+    guard = SplitGuard(clean)
+    assert guard.feed("look: " + KEY[:6]) == "look: "
+    assert guard.holding
+    assert guard.release() == KEY[:6]
+    assert guard.feed("") == ""
+    assert not guard.holding
+    assert guard.feed(KEY[6:] + " done") == "[REDACTED] done"
+
+
 async def _scripted(steps: list[Step], **params: Any) -> list[UnifiedEvent]:
     started = SessionStarted(backend="scripted", session_id="s1", short_id="s1", cwd="/tmp")
     backend = ScriptedBackend([started, *steps])
