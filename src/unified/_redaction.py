@@ -29,6 +29,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from unified._environ import environ_key
+
 __all__ = [
     "ANYWHERE_LENGTH",
     "KEY_SHAPES",
@@ -218,14 +220,9 @@ _environ_cache: tuple[object, tuple[str, ...]] | None = None
 
 
 def _environ_secrets() -> tuple[str, ...]:
-    """The process environment's secret values, recomputed only when the environment changed.
-
-    The cache key is the environment's raw names and values (`os.environ._data`, a plain dict):
-    building it costs about a microsecond, where decoding every variable costs tens.
-    """
+    """The process environment's secret values, recomputed only when the environment changed (`environ_key`)."""
     global _environ_cache
-    raw = getattr(os.environ, "_data", None)
-    key: object = (tuple(raw), tuple(raw.values())) if isinstance(raw, dict) else tuple(os.environ.items())
+    key = environ_key()
     cached = _environ_cache
     if cached is not None and cached[0] == key:
         return cached[1]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+
+import pytest
 
 from unified._binary.environment import BASIC_ENV, EnvPolicy, cache_file, child_env
 
@@ -51,3 +54,36 @@ def test_cache_files_are_named_by_content_and_written_once() -> None:
     assert other.parent == first.parent
     assert first.name.startswith("policy-")
     assert first.suffix == ".toml"
+
+
+def test_the_environment_s_changes_reach_the_next_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a policy admits from `os.environ` is kept between runs, and worked out again as soon as
+    the environment changes: a variable set, changed or removed is seen by the next child."""
+    policy = EnvPolicy(allow=frozenset({"UNIFIED_TEST_CHILD_VAR"}))
+    monkeypatch.delenv("UNIFIED_TEST_CHILD_VAR", raising=False)
+    assert "UNIFIED_TEST_CHILD_VAR" not in child_env(policy)
+    monkeypatch.setenv("UNIFIED_TEST_CHILD_VAR", "one")
+    assert child_env(policy)["UNIFIED_TEST_CHILD_VAR"] == "one"
+    monkeypatch.setenv("UNIFIED_TEST_CHILD_VAR", "two")
+    assert child_env(policy)["UNIFIED_TEST_CHILD_VAR"] == "two"
+    changed = child_env(policy, extra={"MINE": "1"})
+    changed["UNIFIED_TEST_CHILD_VAR"] = "edited by a caller"
+    assert child_env(policy)["UNIFIED_TEST_CHILD_VAR"] == "two"  # each child gets its own copy
+    assert "MINE" not in child_env(policy)
+    monkeypatch.delenv("UNIFIED_TEST_CHILD_VAR")
+    assert "UNIFIED_TEST_CHILD_VAR" not in child_env(policy)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="XDG_CACHE_HOME names the cache folder on Linux")
+def test_cache_files_follow_the_cache_folder_and_come_back_when_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "one"))
+    first = cache_file("unit", "policy", ".toml", "b = 1\n")
+    assert first.is_relative_to(tmp_path / "one")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "two"))
+    second = cache_file("unit", "policy", ".toml", "b = 1\n")
+    assert second.is_relative_to(tmp_path / "two")
+    assert second.read_text() == "b = 1\n"
+    second.unlink()
+    assert cache_file("unit", "policy", ".toml", "b = 1\n").read_text() == "b = 1\n"

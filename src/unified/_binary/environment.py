@@ -21,6 +21,7 @@ The backend adds what only it knows (a settings override, a flag in the environm
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections.abc import Iterable, Mapping
@@ -28,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
+
+from unified._environ import environ_key
 
 __all__ = ["BASIC_ENV", "EnvPolicy", "cache_file", "child_env"]
 
@@ -109,23 +112,62 @@ def child_env(
 ) -> dict[str, str]:
     """The child's variables: the `parent`'s (default `os.environ`) that `policy` admits, then `extra`,
     then every one of `home_vars` set to `home` when it is given."""
-    source = os.environ if parent is None else parent
-    env = {name: value for name, value in source.items() if policy.admits(name)}
+    if parent is None:
+        env = dict(_admitted(policy))
+    else:
+        env = {name: value for name, value in parent.items() if policy.admits(name)}
     env.update(extra or {})
     if home is not None:
         env.update(dict.fromkeys(home_vars, str(home)))
     return env
 
 
+_ADMITTED: dict[EnvPolicy, tuple[object, dict[str, str]]] = {}
+"""Per policy, the environment it was last applied to (`environ_key`) and what it admitted: every run
+of a backend starts from it, and decoding and testing every variable of the environment costs tens of
+microseconds."""
+
+
+def _admitted(policy: EnvPolicy) -> dict[str, str]:
+    """The variables of `os.environ` that `policy` admits (the caller copies it before changing it)."""
+    key = environ_key()
+    cached = _ADMITTED.get(policy)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    env = {name: value for name, value in os.environ.items() if policy.admits(name)}
+    _ADMITTED[policy] = (key, env)
+    return env
+
+
 def cache_file(folder: str, stem: str, suffix: str, text: str) -> Path:
     """A file in unified's cache folder `folder`, named by a digest of its content, written once
     (atomically): what a binary reads per process (a policy file, a settings override)."""
-    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    directory = Path(platformdirs.user_cache_dir("unified")) / folder
-    target = directory / f"{stem}-{digest}{suffix}"
+    target = _cache_target(_cache_root(), folder, stem, suffix, text)
     if not target.exists():
-        directory.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
         temporary = target.with_suffix(f".{os.getpid()}.tmp")
         temporary.write_text(text)
         temporary.replace(target)
     return target
+
+
+_CACHE_ROOT: tuple[object, Path] | None = None
+
+
+def _cache_root() -> Path:
+    """unified's cache folder, worked out again only when the environment changed (`environ_key`):
+    platformdirs reads the environment and the home folder each time (~20 us), before every run."""
+    global _CACHE_ROOT
+    key = environ_key()
+    cached = _CACHE_ROOT
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    root = Path(platformdirs.user_cache_dir("unified"))
+    _CACHE_ROOT = (key, root)
+    return root
+
+
+@functools.lru_cache(maxsize=64)
+def _cache_target(root: Path, folder: str, stem: str, suffix: str, text: str) -> Path:
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return root / folder / f"{stem}-{digest}{suffix}"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from unified._adapters.gemini_cli._launch import require_node
+from unified._adapters.gemini_cli._launch import gemini_env, require_node
 from unified._adapters.gemini_cli._outcome import error_from_acp
 from unified._binary.install import NodeUnavailable
 from unified._binary.jsonrpc import RpcError
@@ -75,3 +75,34 @@ def test_a_node_on_path_or_a_binary_that_is_no_node_script_passes(tmp_path: Path
     node.chmod(0o755)
     require_node(_script(tmp_path, "#!/usr/bin/env node"), {"PATH": str(bin_dir)})
     require_node(_script(tmp_path, "#!/bin/sh"), {"PATH": str(tmp_path / "empty")})
+
+
+def test_a_node_that_went_away_is_missed_at_the_next_run(tmp_path: Path) -> None:
+    """The node found on a PATH is remembered between runs, but checked again each time: once it is
+    gone (and none other is on the PATH), the next run is refused with the same clear error."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    node = bin_dir / "node"
+    node.write_text("#!/bin/sh\n")
+    node.chmod(0o755)
+    binary = _script(tmp_path, "#!/usr/bin/env node")
+    require_node(binary, {"PATH": str(bin_dir)})
+    node.unlink()
+    with pytest.raises(NodeUnavailable):
+        require_node(binary, {"PATH": str(bin_dir)})
+
+
+def test_the_machine_s_system_settings_are_read_again_when_they_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = tmp_path / "system-settings.json"
+    settings.write_text(json.dumps({"ui": {"theme": "one"}}))
+    monkeypatch.setenv("GEMINI_CLI_SYSTEM_SETTINGS_PATH", str(settings))
+    first = json.loads(Path(gemini_env()["GEMINI_CLI_SYSTEM_SETTINGS_PATH"]).read_text())
+    assert first["ui"] == {"theme": "one"}
+    assert first["general"]["enableAutoUpdate"] is False  # ours, merged in
+    settings.write_text(json.dumps({"ui": {"theme": "a different one"}}))
+    second = json.loads(Path(gemini_env()["GEMINI_CLI_SYSTEM_SETTINGS_PATH"]).read_text())
+    assert second["ui"] == {"theme": "a different one"}
+    settings.unlink()
+    assert "ui" not in json.loads(Path(gemini_env()["GEMINI_CLI_SYSTEM_SETTINGS_PATH"]).read_text())

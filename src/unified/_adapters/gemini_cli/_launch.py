@@ -20,10 +20,13 @@ option, and three additions of ours:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import shutil
+import stat
+from collections import ChainMap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,14 +119,26 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
 def _system_settings_file(env: Mapping[str, str]) -> Path:
     """The machine's system settings plus ours, written once per content."""
     source = Path(env.get(SYSTEM_SETTINGS_ENV) or _DEFAULT_SYSTEM_SETTINGS)
+    try:
+        found = source.stat()
+        signature: tuple[int, int, int] | None = (found.st_mode, found.st_mtime_ns, found.st_size)
+    except OSError:
+        signature = None
+    return gemini_file("system-settings", ".json", _system_settings_text(source, signature))
+
+
+@functools.lru_cache(maxsize=8)
+def _system_settings_text(source: Path, signature: tuple[int, int, int] | None) -> str:
+    """The merged settings of `source` as it is (`signature`: its mode, mtime and size; None when absent):
+    read again only when it changed."""
     base: dict[str, Any] = {}
-    if source.is_file():
+    if signature is not None and stat.S_ISREG(signature[0]):
         try:
             loaded = json.loads(source.read_text())
         except (OSError, ValueError):
             loaded = {}
         base = loaded if isinstance(loaded, dict) else {}
-    return gemini_file("system-settings", ".json", json.dumps(_merge(base, _OVERRIDES), indent=2, sort_keys=True))
+    return json.dumps(_merge(base, _OVERRIDES), indent=2, sort_keys=True)
 
 
 def gemini_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -147,16 +162,44 @@ def require_node(binary: Path, env: Mapping[str, str]) -> None:
     """A `NodeUnavailable` (backend_unavailable, naming what to install) when `binary` is a Node script and no
     `node` is on the child's PATH: else the run would die with `/usr/bin/env: 'node': No such file`."""
     try:
-        with binary.open("rb") as handle:
-            first = handle.readline(256)
+        found = binary.stat()
     except OSError:
         return
-    if first.startswith(b"#!") and b"node" in first and shutil.which("node", path=env.get("PATH")) is None:
+    if _runs_on_node(binary, found.st_mtime_ns, found.st_size) and _node_on(env.get("PATH")) is None:
         raise NodeUnavailable(
             f"Node.js was not found on PATH; {GEMINI_CLI.title} ({binary}) needs Node.js {GEMINI_CLI.min_node[0]}+",
             hint=NODE_HINT,
             details={"missing": "node", "binary": str(binary)},
         )
+
+
+_NODE_FOUND: dict[str | None, str] = {}
+"""Per PATH, the `node` last found on it."""
+
+
+def _node_on(path: str | None) -> str | None:
+    """A `node` on `path`, None when there is none. The last one found is checked again (one `access`),
+    not looked for in every folder of the PATH before every run; a node that went away is looked for anew."""
+    known = _NODE_FOUND.get(path)
+    if known is not None and os.access(known, os.X_OK):
+        return known
+    found = shutil.which("node", path=path)
+    if found is None:
+        _NODE_FOUND.pop(path, None)
+    elif len(_NODE_FOUND) < 16 or path in _NODE_FOUND:
+        _NODE_FOUND[path] = found
+    return found
+
+
+@functools.lru_cache(maxsize=16)
+def _runs_on_node(binary: Path, mtime_ns: int, size: int) -> bool:
+    """Whether `binary` (as it is: its modification time and size) is a script run by Node (its `#!` line)."""
+    try:
+        with binary.open("rb") as handle:
+            first = handle.readline(256)
+    except OSError:
+        return False
+    return first.startswith(b"#!") and b"node" in first
 
 
 def start_gemini(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> AgentSubprocess:
@@ -177,15 +220,16 @@ class Launch:
     @classmethod
     def of(cls, params: ExecuteParams, options: GeminiCliOptions) -> Launch:
         extra_env = dict(options.env)
-        given = {**os.environ, **extra_env}
-        if not given.get("GEMINI_API_KEY", "").strip() and given.get("GOOGLE_API_KEY", "").strip():
+        given = ChainMap(extra_env, os.environ)  # looked up, not copied (decoding the environment costs)
+        google_key = given.get("GOOGLE_API_KEY", "")
+        if not given.get("GEMINI_API_KEY", "").strip() and google_key.strip():
             # The CLI reads only GEMINI_API_KEY; google-genai (and so unified's doctor and routing) GOOGLE_API_KEY too.
-            extra_env["GEMINI_API_KEY"] = given["GOOGLE_API_KEY"]
+            extra_env["GEMINI_API_KEY"] = google_key
         if params.system_instruction is not None:
             # Replaces the CLI's whole system prompt; read per process, so it is part of the pool key.
             extra_env["GEMINI_SYSTEM_MD"] = str(gemini_file("system", ".md", params.system_instruction))
         env = gemini_env(extra_env)
-        where = {**os.environ, **env}  # UNIFIED_GEMINI_BIN is ours to read, not the child's
+        where = ChainMap(env, os.environ)  # UNIFIED_GEMINI_BIN is ours to read, not the child's
         binary = STAND_IN_BINARY
         if options.start_process is None:
             binary = locate(GEMINI_CLI, options.gemini_binary, where).path
@@ -204,9 +248,12 @@ class Launch:
     def model_for(self, session_model: str | None = None) -> str:
         """The model this run uses: the run's `model`, else the resumed session's (never the router's), else
         the CLI's own `GEMINI_MODEL` or settings `model.name` when concrete, else `DEFAULT_MODEL`."""
-        for candidate in (self.model, session_model, self.env.get("GEMINI_MODEL"), self._settings_model()):
+        for candidate in (self.model, session_model, self.env.get("GEMINI_MODEL")):
             if candidate and not candidate.startswith("auto"):
                 return candidate
+        configured = self._settings_model()  # a file read: only when nothing above names a model
+        if configured and not configured.startswith("auto"):
+            return configured
         return DEFAULT_MODEL
 
     def _settings_model(self) -> str | None:
@@ -292,6 +339,7 @@ def deny_rules(excluded_tools: Sequence[str]) -> str:
     )
 
 
+@functools.cache
 def protected_path_rules() -> str:
     """Deny rules for the CLI's edit tools on protected paths, matched on their `file_path` argument
     (the CLI tests `argsPattern` against the arguments' JSON; its regexes take no case flag, and it
