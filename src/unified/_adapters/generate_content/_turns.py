@@ -25,7 +25,7 @@ from unified._adapters.generate_content._options import (
 from unified._adapters.generate_content._sessions import BACKEND
 from unified._adapters.generate_content._stream import WireRequest, stream_chunks
 from unified._adapters.generate_content._translate import GenerateContentTranslator
-from unified._internal.agent_loop import Emit, TurnEnd
+from unified._internal.agent_loop import Declarations, Emit, TurnEnd
 from unified._internal.genai_client import GenaiClient
 from unified._internal.retry import Failure
 from unified.backends import RunOutcome
@@ -129,8 +129,9 @@ class GenerateContentTurns:
         self._dumped = [_dump(c) for c in self.contents]
         session.state["contents"] = list(self._dumped)
 
-    def begin(self, session: StoredSession, declarations: list[dict[str, Any]]) -> None:
-        self.options.check_allowed_names(BACKEND, declarations)
+    def begin(self, session: StoredSession, declarations: Declarations) -> None:
+        if self.options.function_calling is not None:  # the only check that reads the declarations one by one
+            self.options.check_allowed_names(BACKEND, declarations.parsed())
         self.config = generation_config(
             self.options,
             system_instruction=self.params.system_instruction,
