@@ -8,6 +8,7 @@ and dump as JSON. Nothing here contacts a server; a credential found may still b
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Mapping
@@ -314,7 +315,13 @@ def resolve_api_auth(
 
 
 def _gemini_api_auth(env: Mapping[str, str], key: str | None, key_source: str | None, base_url: str | None) -> ApiAuth:
-    custom = base_url or env.get("GOOGLE_GEMINI_BASE_URL") or None
+    return _gemini_api_auth_of(key, key_source, base_url or env.get("GOOGLE_GEMINI_BASE_URL") or None)
+
+
+@functools.lru_cache(maxsize=32)
+def _gemini_api_auth_of(key: str | None, key_source: str | None, custom: str | None) -> ApiAuth:
+    """The Gemini API's auth, a pure function of these (ApiAuth is frozen): built once per set, as
+    every run of an API backend resolves it before its first request."""
     url = custom or GEMINI_API_URL
     problems: tuple[str, ...] = ()
     hint = None
