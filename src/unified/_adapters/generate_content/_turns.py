@@ -148,8 +148,22 @@ class GenerateContentTurns:
         turn = self._translator = GenerateContentTranslator(
             turn=self._turn, taken_ids=self.taken_ids, include_native=self.params.include_native
         )
+        finished = False
+
+        async def finish() -> None:
+            """The stream's end: the turn's last events (its calls) go out before the connection is released."""
+            nonlocal finished
+            finished = True
+            for event in turn.finish():
+                await emit(event)
+
         stream = stream_chunks(
-            self._genai.client, model=self.model, contents=self.contents, config=self.config, wire=self._wire
+            self._genai.client,
+            model=self.model,
+            contents=self.contents,
+            config=self.config,
+            wire=self._wire,
+            on_end=finish,
         )
         try:
             async for chunk in stream:
@@ -157,8 +171,8 @@ class GenerateContentTurns:
                     await emit(event)
         finally:
             await _close(stream)
-        for event in turn.finish():
-            await emit(event)
+        if not finished:  # never: a stream that ends calls `finish`; kept so no turn ends unfinished
+            await finish()
         end = TurnEnd(usage=turn.usage or Usage())
         end.malformed = turn.malformed
         if end.malformed is not None:
