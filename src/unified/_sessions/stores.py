@@ -356,8 +356,14 @@ class FileSessionStore(BlockingSessionStore):
         its first write). A record that still holds them is readable by construction, so the next
         save compares bytes instead of parsing the whole record again (O(size) in C, where parsing
         made a session's saves O(turns²)); any other content is read and checked as before."""
+        self._leased: dict[tuple[str, str], Path] = {}
+        """The record path of each session leased through this store: its saves (one beside a run's
+        first request) need not check the names and join the path again."""
 
     def path_of(self, backend: str, session_id: str) -> Path:
+        leased = self._leased.get((backend, session_id))
+        if leased is not None:
+            return leased
         return self.root / _checked_name("backend", backend) / f"{_checked_name('session id', session_id)}.json"
 
     # -- the protocol --------------------------------------------------------------------------------
@@ -543,6 +549,7 @@ class FileSessionStore(BlockingSessionStore):
                 pass
             os.close(fd)  # we locked a file its last holder had already unlinked
         self._written[record] = None
+        self._leased[(backend, session_id)] = record
         try:
             if locked.st_size:  # a crashed holder's record
                 os.ftruncate(fd, 0)
@@ -550,6 +557,7 @@ class FileSessionStore(BlockingSessionStore):
             yield
         finally:
             self._written.pop(record, None)
+            self._leased.pop((backend, session_id), None)
             with contextlib.suppress(FileNotFoundError):
                 lock.unlink()
             os.close(fd)

@@ -38,7 +38,7 @@ import httpx
 from google import genai
 from google.genai import _common, errors, models, types
 
-__all__ = ["WIRE_PATH", "WireRequest", "stream_chunks"]
+__all__ = ["WIRE_PATH", "WireRequest", "stream_chunks", "text_content_dump"]
 
 _INTERNALS = (
     hasattr(models, "_GenerateContentParameters_to_mldev")
@@ -75,6 +75,12 @@ def _text_content(content: types.Content) -> dict[str, Any] | None:
     if content.role is not None:
         wire["role"] = content.role
     return wire
+
+
+def text_content_dump(content: types.Content) -> dict[str, Any] | None:
+    """A content of text parts alone as the session stores it (`model_dump(mode="json",
+    exclude_none=True)`), which is its wire form too; None for any other content. A new one each call."""
+    return _text_content(content)
 
 
 _RESTS_KEPT = 32
