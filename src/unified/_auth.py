@@ -8,6 +8,7 @@ and dump as JSON. Nothing here contacts a server; a credential found may still b
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Mapping
@@ -37,6 +38,7 @@ __all__ = [
     "detect_cli_auth",
     "on_google_cloud",
     "resolve_api_auth",
+    "vertex_from_env",
 ]
 
 AuthModeName = Literal[
@@ -134,6 +136,13 @@ def _sdk_flag(value: str | None) -> bool | None:
     return None if value is None else value.lower() in ("true", "1")
 
 
+def vertex_from_env(env: Mapping[str, str]) -> bool:
+    """Whether google-genai goes to Vertex AI by the environment alone: GOOGLE_GENAI_USE_ENTERPRISE,
+    else GOOGLE_GENAI_USE_VERTEXAI (what `resolve_api_auth` decides when no `vertexai` is given)."""
+    enterprise = _sdk_flag(env.get("GOOGLE_GENAI_USE_ENTERPRISE"))
+    return enterprise if enterprise is not None else bool(_sdk_flag(env.get("GOOGLE_GENAI_USE_VERTEXAI")))
+
+
 class ApiAuth(BaseModel):
     """How the API backends (generate-content, interactions) authenticate here, as google-genai will.
 
@@ -208,10 +217,8 @@ def resolve_api_auth(
     environment). Nothing is contacted; `problems` say what google-genai would refuse up front.
     """
     env = os.environ if env is None else env
-    user_home = home or Path(env.get("HOME") or Path.home())
     if vertexai is None:
-        enterprise = _sdk_flag(env.get("GOOGLE_GENAI_USE_ENTERPRISE"))
-        vertexai = enterprise if enterprise is not None else bool(_sdk_flag(env.get("GOOGLE_GENAI_USE_VERTEXAI")))
+        vertexai = vertex_from_env(env)
     env_key_source = next((n for n in ("GOOGLE_API_KEY", "GEMINI_API_KEY") if env.get(n)), None)
     env_key = env[env_key_source] if env_key_source else None
     key, key_source = (api_key, "the api_key option") if api_key else (env_key, env_key_source)
@@ -257,7 +264,7 @@ def resolve_api_auth(
             else None,
             notes=tuple(notes),
         )
-    adc = _adc_file(env, user_home)
+    adc = _adc_file(env, home or Path(env.get("HOME") or Path.home()))
     source = "supplied in the credentials option" if credentials else None
     if adc is not None and source is None:
         content = _read_json_object(adc)
@@ -308,7 +315,13 @@ def resolve_api_auth(
 
 
 def _gemini_api_auth(env: Mapping[str, str], key: str | None, key_source: str | None, base_url: str | None) -> ApiAuth:
-    custom = base_url or env.get("GOOGLE_GEMINI_BASE_URL") or None
+    return _gemini_api_auth_of(key, key_source, base_url or env.get("GOOGLE_GEMINI_BASE_URL") or None)
+
+
+@functools.lru_cache(maxsize=32)
+def _gemini_api_auth_of(key: str | None, key_source: str | None, custom: str | None) -> ApiAuth:
+    """The Gemini API's auth, a pure function of these (ApiAuth is frozen): built once per set, as
+    every run of an API backend resolves it before its first request."""
     url = custom or GEMINI_API_URL
     problems: tuple[str, ...] = ()
     hint = None

@@ -241,6 +241,31 @@ def test_resolution_follows_google_genai(
         assert auth.base_url == "https://aiplatform.eu.rep.googleapis.com/"
 
 
+@pytest.mark.parametrize(
+    "env",
+    [
+        *(case[0] for case in _RESOLUTION_CASES),
+        {},
+        {"GOOGLE_GENAI_USE_VERTEXAI": "1"},
+        {"GOOGLE_GENAI_USE_VERTEXAI": "TRUE"},
+        {"GOOGLE_GENAI_USE_ENTERPRISE": "true"},
+        {"GOOGLE_GENAI_USE_ENTERPRISE": "true", "GOOGLE_GENAI_USE_VERTEXAI": "false"},
+        {"GOOGLE_GENAI_USE_ENTERPRISE": "", "GOOGLE_GENAI_USE_VERTEXAI": "true"},
+    ],
+)
+def test_the_options_vertex_flag_is_the_resolutions(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ApiOptions.vertex()` reads the flag alone; it is the one the whole resolution decides."""
+    from unified._internal.api_options import ApiOptions
+
+    for name in ("GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_ENTERPRISE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert ApiOptions().vertex() is resolve_api_auth(env, home=Path("/nonexistent")).vertexai
+    assert ApiOptions(vertexai=False).vertex() is False
+    assert ApiOptions(vertexai=True).vertex() is True
+
+
 @pytest.mark.parametrize(("env", "explicit", "expected"), _RESOLUTION_CASES)
 def test_google_genai_itself_agrees(
     env: dict[str, str],

@@ -53,7 +53,7 @@ from unified.events import SessionStarted, ToolResult, UnifiedEvent, Usage, Warn
 from unified.sessions import SessionStore, StoredSession
 from unified.tools import EventForwarder, ToolCall, ToolOutcome, ToolRuntime, tool_family
 
-__all__ = ["NOT_RUN_NO_TOOLS", "AgentLoop", "Emit", "T", "TurnClient", "TurnEnd", "call_key", "refused"]
+__all__ = ["NOT_RUN_NO_TOOLS", "AgentLoop", "Declarations", "Emit", "T", "TurnClient", "TurnEnd", "call_key", "refused"]
 
 Emit = Callable[[UnifiedEvent], Awaitable[None]]
 T = TypeVar("T")
@@ -76,6 +76,23 @@ class TurnEnd:
     """Why the turn must be asked again (it is not kept in the history)."""
     continues: bool = False
     """The backend asks to be continued with no new input (a continuation token)."""
+
+
+@dataclass(frozen=True)
+class Declarations:
+    """The function declarations of a run's requests, as JSON text: what a config cache is keyed by
+    and what google-genai's converters parse. The same settings give the very same text (cached per
+    process), so a backend that needs only the text never parses and dumps it again in front of the
+    first request; `parsed()` gives a list of the run's own."""
+
+    json: str = "[]"
+
+    def parsed(self) -> list[dict[str, Any]]:
+        declared: list[dict[str, Any]] = json.loads(self.json)
+        return declared
+
+    def __bool__(self) -> bool:
+        return self.json != "[]"
 
 
 class TurnClient(Protocol):
@@ -102,7 +119,7 @@ class TurnClient(Protocol):
         prompt to it, in the session's state, before the session's first save: a run killed during
         its first request resumes with its prompt (`retry` answers it again)."""
 
-    def begin(self, session: StoredSession, declarations: list[dict[str, Any]]) -> None:
+    def begin(self, session: StoredSession, declarations: Declarations) -> None:
         """Configure the requests (the declarations, the generation settings). Reads the session
         only: its first save may be under way in a worker thread."""
 
@@ -136,7 +153,8 @@ async def _no_answer(request: Any) -> Any:  # pragma: no cover - the cached runt
 
 @functools.lru_cache(maxsize=64)
 def _declarations_of(settings: _RuntimeSettings, family: ToolFamily) -> str:
-    """The declarations a runtime with these settings offers (as JSON: each run gets its own copy)."""
+    """The declarations a runtime with these settings offers (as JSON: a run that needs them as a
+    list parses its own copy)."""
     runtime = ToolRuntime(
         settings.cwd,
         include_directories=settings.include_directories,
@@ -145,11 +163,6 @@ def _declarations_of(settings: _RuntimeSettings, family: ToolFamily) -> str:
         user_input=_no_answer if settings.asks_user else None,
     )
     return json.dumps(runtime.declarations(family))
-
-
-def _declarations(settings: _RuntimeSettings, family: ToolFamily) -> list[dict[str, Any]]:
-    declared: list[dict[str, Any]] = json.loads(_declarations_of(settings, family))
-    return declared
 
 
 async def _consumer_turn() -> None:
@@ -268,16 +281,16 @@ class AgentLoop:
         async with AsyncExitStack() as stack:
             self._stack = stack
             self._tools: ToolRuntime | None = None
-            declarations: list[dict[str, Any]] = []
+            declarations = Declarations()
             if self.options.local_tools:
                 family = tool_family(self.client.model)
                 if params.mcp_servers:  # their tools are known once connected: the runtime starts now
                     tools = await self._runtime()
                     for problem in await tools.connect_mcp(params.mcp_servers):
                         await self._warn("mcp_unavailable", problem.message)
-                    declarations = tools.declarations(family)
+                    declarations = Declarations(json.dumps(tools.declarations(family)))
                 else:
-                    declarations = _declarations(self._runtime_settings(), family)
+                    declarations = Declarations(_declarations_of(self._runtime_settings(), family))
             self.client.begin(session, declarations)
             await self._leased.wait()  # no request before the store answered: it may be down, or the session in use
             return await self._turns(session)

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from unified._auth import ApiAuth, resolve_api_auth
+from unified._auth import ApiAuth, resolve_api_auth, vertex_from_env
 from unified._exports import publish
 from unified._internal.api_tools import BUILTIN_TOOLS, ToolProblem, tool_problems
 from unified._internal.options import parse_options
@@ -198,8 +198,10 @@ class ApiOptions(BackendOptions):
             )
 
     def vertex(self) -> bool:
-        """Whether the run goes to Vertex AI (the option, else google-genai's environment flags)."""
-        return bool(self.vertexai if self.vertexai is not None else resolve_api_auth(os.environ).vertexai)
+        """Whether the run goes to Vertex AI (the option, else google-genai's environment flags): the
+        flag `resolve_api_auth` decides first, read alone (resolving the whole auth for it cost more than
+        the rest of the options check, in front of every run's first request)."""
+        return self.vertexai if self.vertexai is not None else vertex_from_env(os.environ)
 
 
 def _warning(problem: ToolProblem) -> str:
@@ -214,17 +216,23 @@ OptionsT = TypeVar("OptionsT", bound=ApiOptions)
 
 
 def resolve_api_options(
-    params: ExecuteParams, env: Mapping[str, str] | None, *, backend: str, options_type: type[OptionsT]
+    params: ExecuteParams,
+    env: Mapping[str, str] | None,
+    *,
+    backend: str,
+    options_type: type[OptionsT],
+    parsed: OptionsT | None = None,
 ) -> OptionsT:
     """`options_type` parsed from `params.backend_options`, its auth resolved by `unified._auth.resolve_api_auth`.
 
     Options beat the environment; the environment follows google-genai's own names and order
     (docs/auth.md). Raises ConfigurationError for a bad option (`parse_options`), AuthError
     (`auth_error`, naming `backend` and the variable to set) when google-genai would refuse the
-    credentials before sending anything.
+    credentials before sending anything. `parsed`: the options already parsed from
+    `params.backend_options` (the backend's options check did it), used as they are.
     """
     env = os.environ if env is None else env
-    options = parse_options(options_type, params.backend_options, backend)
+    options = parsed if parsed is not None else parse_options(options_type, params.backend_options, backend)
     if options.auth is not None:
         raise ConfigurationError(
             f"the {backend} backend's option 'auth' is not an input",

@@ -143,9 +143,16 @@ def tool_problems(model: str | None, features: Iterable[str]) -> list[ToolProble
     """What `api_tools.toml` says about a request with these features (tool names, modes, ...) to `model`.
 
     A tool the model's row marks unsupported is fatal, one it does not mention is a warning (the
-    documentation may lag); then each rule that applies, at its level.
+    documentation may lag); then each rule that applies, at its level. The answer depends on the
+    model and the set of features alone (the file is read once), so it is worked out once per pair:
+    every run asks it before its first request.
     """
-    present = set(features)
+    return list(_problems_of(model, frozenset(features)))
+
+
+@functools.lru_cache(maxsize=128)
+def _problems_of(model: str | None, present_features: frozenset[str]) -> tuple[ToolProblem, ...]:
+    present = set(present_features)
     unknown = present - FEATURES
     if unknown:
         raise ValueError(f"unknown tool features {sorted(unknown)}")
@@ -188,7 +195,7 @@ def tool_problems(model: str | None, features: Iterable[str]) -> list[ToolProble
                     fatal=rule.level == "error",
                 )
             )
-    return problems
+    return tuple(problems)
 
 
 def _shown(tool: str) -> str:

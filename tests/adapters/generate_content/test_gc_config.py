@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,11 @@ import pytest
 from unified._adapters.generate_content import _client
 from unified._adapters.generate_content._client import CONFIG_OPTIONS, generation_config
 from unified._adapters.generate_content._options import GenerateContentOptions, ThinkingPlan
+from unified._internal.agent_loop import Declarations
 
-_DECLARATIONS = [{"name": "read_file", "description": "Read a file.", "parameters": {"type": "object"}}]
+_DECLARATIONS = Declarations(
+    json.dumps([{"name": "read_file", "description": "Read a file.", "parameters": {"type": "object"}}])
+)
 
 
 def _settings() -> dict[str, Any]:
@@ -36,7 +40,7 @@ def test_the_same_settings_give_the_same_config_object() -> None:
     "changes",
     [
         {"system_instruction": "be long"},
-        {"declarations": []},
+        {"declarations": Declarations()},
         {"thinking": ThinkingPlan(budget=256)},
         {"thinking": None},
         {"invocations": True},

@@ -110,6 +110,24 @@ def test_data_dir_override(isolated_home: Path, monkeypatch: pytest.MonkeyPatch,
     assert FileSessionStore().root == tmp_path / "elsewhere" / "sessions"
 
 
+def test_the_root_follows_the_environment_it_is_read_from(
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The root is worked out once per value of what it depends on: each change is seen at once."""
+    default = isolated_home / ".local" / "share" / "unified" / "sessions"
+    assert sessions_root() == default
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert sessions_root() == tmp_path / "xdg" / "unified" / "sessions"
+    monkeypatch.delenv("XDG_DATA_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert sessions_root() == tmp_path / "home" / ".local" / "share" / "unified" / "sessions"
+    monkeypatch.setenv("UNIFIED_DATA_DIR", str(tmp_path / "data"))
+    assert sessions_root() == tmp_path / "data" / "sessions"
+    monkeypatch.setenv("HOME", str(isolated_home))
+    monkeypatch.delenv("UNIFIED_DATA_DIR")
+    assert sessions_root() == default
+
+
 async def test_resolve_reads_only_files_named_like_the_reference(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -27,11 +27,20 @@ class GenerateContentBackend:
 
     def __init__(self, params: ExecuteParams) -> None:
         self._params = params
+        self._parsed: tuple[object, GenerateContentOptions] | None = None
+        """The last `backend_options` parsed, and what they parsed to: the options check and the run
+        read the same ones, parsed once (a run continued by failover brings its own)."""
+
+    def _options(self, params: ExecuteParams) -> GenerateContentOptions:
+        raw = params.backend_options
+        if self._parsed is None or self._parsed[0] is not raw:
+            self._parsed = (raw, parse_options(GenerateContentOptions, raw, BACKEND))
+        return self._parsed[1]
 
     def unsupported_options(self, params: ExecuteParams) -> list[UnsupportedOption]:
         """A bad option, or tools the API refuses together (`api_tools.toml`), is a ConfigurationError
         (raised before any request); the rest are warnings."""
-        options = parse_options(GenerateContentOptions, params.backend_options, BACKEND)
+        options = self._options(params)
         model = params.model or DEFAULT_MODEL
         resumed_model = params.resume is not None and params.model is None  # checked once the session loads
         features = options.tool_features(functions=options.local_tools, invocations=True)
@@ -42,7 +51,7 @@ class GenerateContentBackend:
         return problems
 
     async def run(self, ctx: RunContext) -> RunOutcome:
-        options = resolve_options(ctx.params)
+        options = resolve_options(ctx.params, parsed=self._options(ctx.params))
         if options.vertexai and not options.api_key and sniffio.current_async_library() != "asyncio":
             raise BackendUnavailable(
                 "Vertex AI with Application Default Credentials cannot run on trio: google-genai refreshes "

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from google.genai import types
 
 from unified._adapters.generate_content._options import GenerateContentOptions
+from unified._internal.agent_loop import Declarations
 from unified._internal.api_options import GoogleMapsTool
 
 if TYPE_CHECKING:
@@ -107,7 +108,7 @@ def generation_config(
     options: GenerateContentOptions,
     *,
     system_instruction: str | None,
-    declarations: list[dict[str, Any]],
+    declarations: Declarations,
     thinking: ThinkingPlan | None,
     invocations: bool,
 ) -> types.GenerateContentConfig:
@@ -119,7 +120,7 @@ def generation_config(
     across runs too (`unified._adapters.generate_content._stream`), both in front of a run's first
     request otherwise.
     """
-    tools_json = json.dumps(declarations)
+    tools_json = declarations.json  # the text the declarations are cached as: never parsed and dumped again
     chosen = options.model_dump_json(include=set(CONFIG_OPTIONS))
     key = (chosen, system_instruction, tools_json, thinking, invocations)
     config = _configs.get(key)

@@ -7,6 +7,7 @@ Kept free of google-genai so options are checked before the stream starts, cheap
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -50,9 +51,14 @@ def server_side_invocations(options: GenerateContentOptions, model: str, *, func
     return functions and bool(options.google_tools) and gemini3 and not options.vertexai
 
 
-def resolve_options(params: ExecuteParams, env: Mapping[str, str] | None = None) -> GenerateContentOptions:
-    """Options beat the environment; the environment follows google-genai's own names and order."""
-    return api_options.resolve_api_options(params, env, backend=BACKEND, options_type=GenerateContentOptions)
+def resolve_options(
+    params: ExecuteParams, env: Mapping[str, str] | None = None, *, parsed: GenerateContentOptions | None = None
+) -> GenerateContentOptions:
+    """Options beat the environment; the environment follows google-genai's own names and order.
+    `parsed`: `params.backend_options` already parsed (`parse_options`), not parsed again."""
+    return api_options.resolve_api_options(
+        params, env, backend=BACKEND, options_type=GenerateContentOptions, parsed=parsed
+    )
 
 
 # -- thinking ---------------------------------------------------------------------------------------
@@ -68,8 +74,12 @@ class ThinkingPlan:
     notes: tuple[str, ...] = ()
 
 
+@functools.lru_cache(maxsize=64)
 def plan_thinking(model: str, thinking: ThinkingConfig | None) -> ThinkingPlan | None:
-    """Map a budget or level onto what the model takes (its profile in `unified._internal.models`)."""
+    """Map a budget or level onto what the model takes (its profile in `unified._internal.models`).
+
+    Pure (both arguments and the plan are immutable): worked out once per pair, as every run asks it
+    twice before its first request (the options check, the request's config)."""
     known = profile(model)
     if thinking is None:
         return None if known.thinking == "none" else ThinkingPlan()

@@ -29,14 +29,16 @@ from __future__ import annotations
 
 import copy
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, cast
 from urllib.parse import urlencode
 
+import anyio
+import httpx
 from google import genai
 from google.genai import _common, errors, models, types
 
-__all__ = ["WIRE_PATH", "WireRequest", "stream_chunks"]
+__all__ = ["WIRE_PATH", "WireRequest", "stream_chunks", "text_content_dump"]
 
 _INTERNALS = (
     hasattr(models, "_GenerateContentParameters_to_mldev")
@@ -73,6 +75,12 @@ def _text_content(content: types.Content) -> dict[str, Any] | None:
     if content.role is not None:
         wire["role"] = content.role
     return wire
+
+
+def text_content_dump(content: types.Content) -> dict[str, Any] | None:
+    """A content of text parts alone as the session stores it (`model_dump(mode="json",
+    exclude_none=True)`), which is its wire form too; None for any other content. A new one each call."""
+    return _text_content(content)
 
 
 _RESTS_KEPT = 32
@@ -141,6 +149,45 @@ class WireRequest:
         return {**self._rest, "contents": [wire for _, wire in kept]}
 
 
+class _ReleasedAfterTheEnd(httpx.AsyncByteStream):
+    """A streamed response's body whose connection goes back to the pool only at `release()`, when
+    the body was read to its end: httpx releases it the moment the body ends (~0.2 ms: the pool looks
+    at each of its connections), which stood between the stream's end and the announcement of the
+    turn's calls. Closed before its end, it is closed at once; `release()` also closes a body left
+    before its end (google-genai's reader of the body, left suspended, would close it only when
+    garbage-collected), so the connection is dropped then, not later."""
+
+    def __init__(self, inner: httpx.AsyncByteStream) -> None:
+        self._inner = inner
+        self._ended = False
+        self._closed = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            yield chunk
+        self._ended = True
+
+    async def aclose(self) -> None:
+        if not self._ended:
+            await self.release()
+
+    async def release(self) -> None:
+        if not self._closed:
+            self._closed = True
+            with anyio.CancelScope(shield=True):
+                await self._inner.aclose()
+
+
+def _hold_release(response: Any) -> _ReleasedAfterTheEnd | None:
+    """Wrap the body of google-genai's `HttpResponse` (its httpx response) in `_ReleasedAfterTheEnd`."""
+    http_response = getattr(response, "response_stream", None)
+    if not isinstance(http_response, httpx.Response) or not isinstance(http_response.stream, httpx.AsyncByteStream):
+        return None
+    held = _ReleasedAfterTheEnd(http_response.stream)
+    http_response.stream = held
+    return held
+
+
 async def stream_chunks(
     client: genai.Client,
     *,
@@ -148,10 +195,13 @@ async def stream_chunks(
     contents: list[types.Content],
     config: types.GenerateContentConfig | None,
     wire: WireRequest | None = None,
+    on_end: Callable[[], Awaitable[None]] | None = None,
 ) -> AsyncIterator[Mapping[str, Any]]:
     """The answer's chunks as wire JSON (camelCase keys, bytes as base64 text), as they arrive.
 
     `wire` keeps the run's converted history between its requests (a new one converts it all).
+    `on_end` is awaited once the stream has ended (read to its end, not failed), before its
+    connection goes back to the pool: what the end announces goes out first.
 
     Raises google-genai's `errors.APIError` for an error status or an in-band error event, as
     `generate_content_stream` does. Close it (`aclose`) to release the connection early.
@@ -167,6 +217,8 @@ async def stream_chunks(
                 dumped: dict[str, Any] = chunk.model_dump(mode="json", by_alias=True, exclude_none=True)
                 dumped.pop("sdkHttpResponse", None)
                 yield dumped
+            if on_end is not None:
+                await on_end()
         finally:
             await stream.aclose()
         return
@@ -181,11 +233,18 @@ async def stream_chunks(
         request = copy.deepcopy(request)  # merged into the body in place: the kept wire forms stay as sent
     http_request = api._build_request("post", path, request, http_options)
     response = await api._async_request(http_request=http_request, http_options=http_options, stream=True)
+    held = _hold_release(response)
     segments = cast("AsyncGenerator[Any, None]", response.async_segments())
     try:
         async for chunk in segments:
             if isinstance(chunk, dict) and next(iter(chunk), None) == "error":  # the SDK's in-band error check
                 await errors.APIError.raise_error_async(chunk["error"].get("code"), chunk, response)
             yield chunk
+        if on_end is not None:
+            await on_end()
     finally:
-        await segments.aclose()
+        try:
+            await segments.aclose()
+        finally:
+            if held is not None:
+                await held.release()

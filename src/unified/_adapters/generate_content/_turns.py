@@ -23,9 +23,9 @@ from unified._adapters.generate_content._options import (
     server_side_invocations,
 )
 from unified._adapters.generate_content._sessions import BACKEND
-from unified._adapters.generate_content._stream import WireRequest, stream_chunks
+from unified._adapters.generate_content._stream import WireRequest, stream_chunks, text_content_dump
 from unified._adapters.generate_content._translate import GenerateContentTranslator
-from unified._internal.agent_loop import Emit, TurnEnd
+from unified._internal.agent_loop import Declarations, Emit, TurnEnd
 from unified._internal.genai_client import GenaiClient
 from unified._internal.retry import Failure
 from unified.backends import RunOutcome
@@ -126,11 +126,12 @@ class GenerateContentTurns:
                 types.Part(inline_data=types.Blob(mime_type=i.mime_type, data=i.data)) for i in self.params.images
             ]
             self.contents.append(types.Content(role="user", parts=parts))
-        self._dumped = [_dump(c) for c in self.contents]
+        self._dumped = [text_content_dump(c) or _dump(c) for c in self.contents]
         session.state["contents"] = list(self._dumped)
 
-    def begin(self, session: StoredSession, declarations: list[dict[str, Any]]) -> None:
-        self.options.check_allowed_names(BACKEND, declarations)
+    def begin(self, session: StoredSession, declarations: Declarations) -> None:
+        if self.options.function_calling is not None:  # the only check that reads the declarations one by one
+            self.options.check_allowed_names(BACKEND, declarations.parsed())
         self.config = generation_config(
             self.options,
             system_instruction=self.params.system_instruction,
@@ -147,8 +148,22 @@ class GenerateContentTurns:
         turn = self._translator = GenerateContentTranslator(
             turn=self._turn, taken_ids=self.taken_ids, include_native=self.params.include_native
         )
+        finished = False
+
+        async def finish() -> None:
+            """The stream's end: the turn's last events (its calls) go out before the connection is released."""
+            nonlocal finished
+            finished = True
+            for event in turn.finish():
+                await emit(event)
+
         stream = stream_chunks(
-            self._genai.client, model=self.model, contents=self.contents, config=self.config, wire=self._wire
+            self._genai.client,
+            model=self.model,
+            contents=self.contents,
+            config=self.config,
+            wire=self._wire,
+            on_end=finish,
         )
         try:
             async for chunk in stream:
@@ -156,8 +171,8 @@ class GenerateContentTurns:
                     await emit(event)
         finally:
             await _close(stream)
-        for event in turn.finish():
-            await emit(event)
+        if not finished:  # never: a stream that ends calls `finish`; kept so no turn ends unfinished
+            await finish()
         end = TurnEnd(usage=turn.usage or Usage())
         end.malformed = turn.malformed
         if end.malformed is not None:
@@ -189,7 +204,7 @@ class GenerateContentTurns:
 
     def _append(self, content: types.Content) -> None:
         self.contents.append(content)
-        self._dumped.append(_dump(content))
+        self._dumped.append(text_content_dump(content) or _dump(content))
 
     def keep_tool_round(self, session: StoredSession, calls: list[ToolCall], outcomes: list[ToolOutcome]) -> None:
         """Function responses matched by the model's call id (none when the model gave none)."""

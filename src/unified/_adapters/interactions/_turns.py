@@ -40,7 +40,7 @@ from unified._adapters.interactions._translate import (
     StatusChange,
     StreamFailure,
 )
-from unified._internal.agent_loop import Emit, TurnEnd
+from unified._internal.agent_loop import Declarations, Emit, TurnEnd
 from unified._internal.api_errors import HTTP_OF_STATUS, error_from_status, timed_out
 from unified._internal.api_options import GoogleMapsTool
 from unified._internal.models import plan_level
@@ -142,10 +142,10 @@ class InteractionsTurns:
             self.pending = [*pending, *new]
             session.state["pending"] = self.pending
 
-    def begin(self, session: StoredSession, declarations: list[dict[str, Any]]) -> None:
+    def begin(self, session: StoredSession, declarations: Declarations) -> None:
+        self.declarations = declarations.parsed()
         if not self.options.agent:
-            self.options.check_allowed_names(BACKEND, declarations)
-        self.declarations = declarations
+            self.options.check_allowed_names(BACKEND, self.declarations)
 
     def keep_turn(self, session: StoredSession, turn: TurnEnd) -> None:
         iid = self.translator.interaction_id
