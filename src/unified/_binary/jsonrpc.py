@@ -124,7 +124,7 @@ class JsonRpcConnection:
         self._route_key = route
         self._on_request = on_request
         self._jsonrpc_field = jsonrpc_field
-        self._read_lock = PerLoopLock()
+        self._read_lock = PerLoopLock(fast=True)
         self._next_id = 0
         self._answers: dict[Any, Inbox] = {}
         self._sessions: dict[str, Inbox] = {}

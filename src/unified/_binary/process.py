@@ -128,7 +128,7 @@ class AgentSubprocess(AgentProcess):
         self._tail = StderrTail()
         self._framer = LineFramer(line_limit)
         self._lines: deque[str | MalformedLine] = deque()
-        self._write_lock = PerLoopLock()
+        self._write_lock = PerLoopLock(fast=True)
         self._stderr_open = True
         self._eof = False
         self._closed = False

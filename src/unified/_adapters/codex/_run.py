@@ -395,8 +395,11 @@ class CodexRun:
         if self._grace_until is not None:
             deadlines.append(self._grace_until - time.monotonic())
         message: dict[str, Any] | LineProblem | None = None
-        with anyio.move_on_after(max(min(deadlines), 0.0) if deadlines else None):
+        if not deadlines:  # the common case: no cancel scope to enter and leave for every message
             message = await self.connection.receive(self.inbox)
+        else:
+            with anyio.move_on_after(max(min(deadlines), 0.0)):
+                message = await self.connection.receive(self.inbox)
         if message is None:
             if (
                 self._stuck_since is not None
