@@ -7,6 +7,7 @@ import json
 import pytest
 
 from unified._binary.framing import LineFramer, json_line, parse_object
+from unified._internal import limits
 from unified.backends import MalformedLine
 
 
@@ -53,3 +54,18 @@ def test_json_lines_round_trip_and_parse_objects_only() -> None:
     assert parse_object("not json") == "not JSON: 'not json'"
     assert str(parse_object("[1, 2]")).startswith("JSON that is not an object")
     assert json.loads(line) == message
+
+
+@pytest.mark.parametrize("opening", ["[", '{"a":'])
+def test_parse_object_refuses_exactly_the_lines_nested_deeper_than_the_limit(opening: str) -> None:
+    """The walk is skipped for lines with too few brackets to be that deep; the bound is still exact."""
+    closing = "]" if opening == "[" else "}"
+
+    def nested(depth: int) -> str:  # an object holding `depth - 1` more levels
+        inner = opening * (depth - 1) + "1" + closing * (depth - 1)
+        return '{"x":' + inner + "}"
+
+    assert isinstance(parse_object(nested(limits.MAX_JSON_DEPTH)), dict)
+    assert parse_object(nested(limits.MAX_JSON_DEPTH + 1)) == f"nested deeper than {limits.MAX_JSON_DEPTH} levels"
+    brackets_in_text = json_line({"text": "[{" * limits.MAX_JSON_DEPTH})
+    assert parse_object(brackets_in_text) == {"text": "[{" * limits.MAX_JSON_DEPTH}

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from unified._binary.jsonrpc import (
@@ -196,6 +197,46 @@ async def test_the_observer_sees_both_directions_and_close_ends_the_process() ->
     await connection.close()
     assert process.returncode == -15
     assert not connection.alive
+
+
+async def test_lines_already_read_are_received_and_sent_without_yielding_to_the_loop() -> None:
+    """The read and write locks are taken without a yield when nobody holds them: a yield each was a loop
+    iteration per message, the bulk of the loop's work in a codex run. Another task never gets to run
+    while ten buffered messages are received and one is sent."""
+    process = FakeAgentProcess()
+    connection = JsonRpcConnection(process, route=by_session)
+    inbox = connection.open_inbox("s")
+    process.emit(*(note("s", n) for n in range(10)))
+    turns = 0
+
+    async def other_task() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(other_task)
+        await anyio.lowlevel.checkpoint()  # the other task runs once, then waits for its next turn
+        turns = 0
+        received = [await connection.receive(inbox) for _ in range(10)]
+        await connection.notify("done", {})
+        assert turns == 0
+        tg.cancel_scope.cancel()
+    assert [m["params"]["n"] for m in received if isinstance(m, dict)] == list(range(10))
+
+
+async def test_a_cancelled_reader_still_stops_at_the_lock() -> None:
+    """Without the yield, a cancelled caller is still stopped where it takes the lock."""
+    process = FakeAgentProcess()
+    connection = JsonRpcConnection(process, route=by_session)
+    inbox = connection.open_inbox("s")
+    process.emit(note("s", 1))
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await connection.receive(inbox)
+        pytest.fail("a cancelled receive returned")
+    assert scope.cancelled_caught
 
 
 def test_an_inbox_is_first_in_first_out() -> None:

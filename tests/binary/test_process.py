@@ -3,13 +3,17 @@ group ended on close (checked on the grandchild's pid), a bounded and redacted s
 
 from __future__ import annotations
 
+import asyncio
 import os
+import select
 import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 import unified._binary.process as process_module
@@ -274,3 +278,90 @@ async def test_wait_gives_up_after_its_grace_and_close_still_ends_it(tmp_path: P
     assert pid is not None
     await process.close()
     assert gone(pid)
+
+
+SLOW_LINES = """
+    import sys, time
+    for n in range(5):
+        time.sleep(0.01)
+        print(n, flush=True)
+    sys.stdin.read()
+"""
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_one_reader_watches_the_pipes_for_the_process_life_on_asyncio(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lines that each need a wait: the loop is given the pipes' descriptor once, not once per wait, and
+    takes it back when the process is closed."""
+    loop = asyncio.get_running_loop()
+    calls: list[tuple[str, int]] = []
+    add_reader, remove_reader = loop.add_reader, loop.remove_reader
+
+    def adding(fd: int, callback: Any, *args: Any) -> None:
+        calls.append(("add", fd))
+        add_reader(fd, callback, *args)
+
+    def removing(fd: int) -> bool:
+        calls.append(("remove", fd))
+        return remove_reader(fd)
+
+    monkeypatch.setattr(loop, "add_reader", adding)
+    monkeypatch.setattr(loop, "remove_reader", removing)
+    process = python(SLOW_LINES, tmp_path)
+    assert process._either is not None
+    either = process._either.fileno()
+    assert [await process.receive() for _ in range(5)] == ["0", "1", "2", "3", "4"]
+    assert calls == [("add", either)]
+    await process.close()
+    assert [call for call in calls if call[1] == either] == [("add", either), ("remove", either)]
+    assert process._either.closed
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_output_nobody_reads_yet_does_not_keep_waking_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watch stays in place between reads; the pipes' descriptor is edge-triggered, so output that waits
+    for a busy reader wakes the loop once, not at every turn of it."""
+    woken = 0
+    ready = process_module._LoopWatch._ready
+
+    def counting(watch: process_module._LoopWatch) -> None:
+        nonlocal woken
+        woken += 1
+        ready(watch)
+
+    monkeypatch.setattr(process_module._LoopWatch, "_ready", counting)
+    code = "import sys\nprint('a', flush=True)\nsys.stdin.readline()\nprint('b', flush=True)\nsys.stdin.read()\n"
+    process = python(code, tmp_path)
+    assert await process.receive() == "a"  # the watch is in place now
+    woken = 0
+    await process.send("go")
+    stdout = process.popen.stdout
+    assert stdout is not None
+    assert select.select([stdout], [], [], HANG_GUARD_S)[0]  # "b" is there, unread
+    for _ in range(50):  # the loop turns 50 times while the line waits
+        await anyio.lowlevel.checkpoint()
+    assert woken <= 1
+    assert await process.receive() == "b"
+    await process.close()
+
+
+def test_a_process_read_on_asyncio_then_trio_then_asyncio_again(tmp_path: Path) -> None:
+    """The watch belongs to one loop: a later loop (of either kind) reads the same pipes."""
+    process = python(UPPER, tmp_path)
+
+    async def ask(word: str) -> str | None:
+        await anyio.sleep(0.01)  # the answer needs a wait
+        await process.send(word)
+        return await process.receive()
+
+    assert anyio.run(ask, "one") == "ONE"
+    assert anyio.run(ask, "two", backend="trio") == "TWO"
+    assert anyio.run(ask, "three") == "THREE"
+    assert anyio.run(ask, "four") == "FOUR"
+    process.kill()
+    assert process._either is not None
+    assert process._either.closed

@@ -124,7 +124,7 @@ class JsonRpcConnection:
         self._route_key = route
         self._on_request = on_request
         self._jsonrpc_field = jsonrpc_field
-        self._read_lock = PerLoopLock()
+        self._read_lock = PerLoopLock(fast=True)
         self._next_id = 0
         self._answers: dict[Any, Inbox] = {}
         self._sessions: dict[str, Inbox] = {}
@@ -190,11 +190,16 @@ class JsonRpcConnection:
         """Stop waiting for the answer to `request_id` (a late one goes to `unrouted`)."""
         self._answers.pop(request_id, None)
 
-    async def request(self, method: str, params: Mapping[str, Any]) -> Message:
-        """Send a request and wait for its answer's result; an error answer raises `RpcError`."""
+    async def request(
+        self, method: str, params: Mapping[str, Any], *, meanwhile: Callable[[], Awaitable[object]] | None = None
+    ) -> Message:
+        """Send a request and wait for its answer's result; an error answer raises `RpcError`. `meanwhile` is
+        awaited once the request is sent, before its answer is awaited: work that need not hold it back."""
         inbox = Inbox()
         request_id = await self.start_request(method, params, inbox)
         try:
+            if meanwhile is not None:
+                await meanwhile()
             while True:
                 answer = await self.receive(inbox)
                 if isinstance(answer, dict):

@@ -23,8 +23,9 @@ from unified._adapters.codex._launch import (
 )
 from unified._adapters.codex._options import codex_options
 from unified._execute import EventStream
+from unified._internal.stream import StreamGuard
 from unified.errors import BackendUnavailable, ConfigurationError
-from unified.events import ErrorEvent, Result, TextDelta, UnifiedEvent, WarningEvent
+from unified.events import ErrorEvent, Result, SessionStarted, TextDelta, UnifiedEvent, WarningEvent
 from unified.testing import FakeAgentProcess
 from unified.types import ExecuteParams, HttpMcpServer, StdioMcpServer
 
@@ -241,17 +242,87 @@ class EndsInput(FakeAgentProcess):
     async def end_input(self) -> None:
         self.steps.append(f"end_input after {len(self.received)} lines")
 
+    async def wait(self, grace: float) -> int | None:
+        self.steps.append("wait")
+        return await super().wait(grace)
+
     async def close(self) -> None:
         self.steps.append("close")
         await super().close()
 
 
-async def test_stdin_is_closed_once_the_turn_is_over_before_the_run_ends_the_process(tmp_path: Path) -> None:
-    """app-server then shuts down by itself while the run sends its last events; `close` still ends it."""
+async def test_stdin_is_closed_once_the_turn_is_over_and_the_exit_waited_for_before_close(tmp_path: Path) -> None:
+    """app-server then shuts down by itself while the run sends its last events; the run waits for that exit (so
+    `close` has nothing to signal nor any descendant to look up) and `close` still ends it for sure."""
     EndsInput.steps = []
     events = await run(tmp_path, app_server(lambda process: finished(), kind=EndsInput))
     assert isinstance(events[-1], Result)
-    assert EndsInput.steps == ["end_input after 4 lines", "close"]  # initialize, initialized, thread/start, turn/start
+    # initialize, initialized, thread/start, turn/start
+    assert EndsInput.steps == ["end_input after 4 lines", "wait", "close"]
+
+
+async def test_a_run_that_fails_before_its_turn_ends_closes_at_once(tmp_path: Path) -> None:
+    EndsInput.steps = []
+    events = await run(tmp_path, EndsInput.starter(refusing_the_turn))
+    assert isinstance(events[-1], Result)
+    assert events[-1].status == "error"
+    assert EndsInput.steps == ["close"]
+
+
+class NotesSent(FakeAgentProcess):
+    """A stand-in that notes the method of every line it is sent."""
+
+    sent: ClassVar[list[str]] = []
+
+    async def send(self, line: str) -> None:
+        self.sent.append(str(json.loads(line).get("method")))
+        await super().send(line)
+
+
+async def test_the_session_is_announced_once_the_turn_is_requested(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`turn/start` goes out as soon as the thread is open; the consumer's handling of `session_started` never
+    holds it back. The event still comes first."""
+    NotesSent.sent = []
+    sent_at_announce: list[list[str]] = []
+    accept = StreamGuard.accept
+
+    async def noting(guard: StreamGuard, event: UnifiedEvent) -> None:
+        if isinstance(event, SessionStarted):
+            sent_at_announce.append(list(NotesSent.sent))
+        await accept(guard, event)
+
+    monkeypatch.setattr(StreamGuard, "accept", noting)
+    events = await run(tmp_path, app_server(lambda process: finished(), kind=NotesSent))
+    assert sent_at_announce == [["initialize", "initialized", "thread/start", "turn/start"]]
+    assert isinstance(events[0], SessionStarted)
+    assert isinstance(events[-1], Result)
+
+
+def refusing_the_turn(process: FakeAgentProcess) -> Callable[[str], list[str | bytes]]:
+    """A stand-in app-server that opens the thread and refuses the turn."""
+
+    def answer(line: str) -> list[str | bytes]:
+        message = json.loads(line)
+        method, mid = message.get("method"), message.get("id")
+        if method == "thread/start":
+            return [json.dumps({"id": mid, "result": {"thread": {"id": THREAD}}})]
+        if method == "turn/start":
+            return [json.dumps({"id": mid, "error": {"code": -32600, "message": "no turn for you"}})]
+        return [json.dumps({"id": mid, "result": {}})] if mid is not None else []
+
+    return answer
+
+
+async def test_a_turn_codex_refuses_still_announces_the_session_first(tmp_path: Path) -> None:
+    events = await run(tmp_path, FakeAgentProcess.starter(refusing_the_turn))
+    assert isinstance(events[0], SessionStarted)
+    assert any(isinstance(e, ErrorEvent) and "no turn for you" in e.message for e in events)
+    final = events[-1]
+    assert isinstance(final, Result)
+    assert final.status == "error"
+    assert "no turn for you" in (final.error or "")
 
 
 async def test_malformed_and_huge_lines_are_warnings_not_crashes(tmp_path: Path) -> None:

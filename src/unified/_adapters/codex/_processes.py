@@ -22,9 +22,21 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+import anyio.lowlevel
+
 from unified._binary.process import proc_pids, read_proc, stat_fields
 
-__all__ = ["GONE_WITHIN_S", "MARKER", "Process", "alive", "descendants", "end_all", "marked"]
+__all__ = [
+    "GONE_WITHIN_S",
+    "MARKED_SLICE",
+    "MARKER",
+    "Process",
+    "alive",
+    "descendants",
+    "end_all",
+    "find_marked",
+    "marked",
+]
 
 MARKER = "UNIFIED_CODEX_RUN"
 """The environment variable that marks a run's processes."""
@@ -81,16 +93,41 @@ def descendants(pid: int) -> list[Process]:
 
 def marked(value: str) -> list[Process]:
     """Every live process whose environment says `MARKER=value` (Linux; elsewhere none are found)."""
-    if not _PROC.is_dir():
-        return []
+    return _marked_among(proc_pids(), value)  # no /proc, no pids
+
+
+MARKED_SLICE = 64
+"""Processes `find_marked` looks at between two checkpoints (~0.2 ms of reads on the event loop)."""
+
+
+async def find_marked(value: str) -> list[Process]:
+    """`marked` on the event loop, `MARKED_SLICE` processes at a time with a checkpoint between slices: the
+    end of every run looks, and a worker thread's round trip for it cost more than the look itself
+    (~0.8 ms against ~0.2 ms for ~70 processes, on the run's last stretch after the exit), while a
+    slice never holds the loop much longer than that, however many processes the machine runs."""
+    pids = proc_pids()  # none where there is no /proc
+    found: list[Process] = []
+    for start in range(0, len(pids), MARKED_SLICE):
+        if start:
+            await anyio.lowlevel.checkpoint()
+        found += _marked_among(pids[start : start + MARKED_SLICE], value)
+    return found
+
+
+def _marked_among(pids: Iterable[str], value: str) -> list[Process]:
     needle = f"{MARKER}={value}".encode()
     found: list[Process] = []
     own = os.getpid()
-    for entry in proc_pids():
+    for entry in pids:
         if int(entry) == own:
             continue
         environ = read_proc(entry, "environ")
-        if environ is not None and needle in environ.split(b"\0") and (stat := _stat(entry)) is not None:
+        if (
+            environ is not None
+            and needle in environ  # in C, before the split (which most environments fail)
+            and needle in environ.split(b"\0")
+            and (stat := _stat(entry)) is not None
+        ):
             found.append((int(entry), stat[1]))
     return found
 

@@ -36,7 +36,7 @@ from unified._adapters.codex._approvals import ApprovalBridge
 from unified._adapters.codex._launch import Launch, home_is_prepared, prepare_home, start_codex
 from unified._adapters.codex._options import BACKEND, CodexOptions
 from unified._adapters.codex._outcome import error_from_exit, error_from_turn_error
-from unified._adapters.codex._processes import MARKER, descendants, end_all, marked
+from unified._adapters.codex._processes import MARKER, descendants, end_all, find_marked
 from unified._adapters.codex._rollouts import codex_short_id
 from unified._adapters.codex._translate import AppServerTranslator, ModelResponse, Retrying, TurnEnded
 from unified._binary.jsonrpc import ConnectionClosed, Inbox, JsonRpcConnection, LineProblem, RpcError, as_dict
@@ -54,6 +54,9 @@ HANDSHAKE_TIMEOUT_S = 60.0
 INTERRUPT_GRACE_S = 5.0
 """How long an interrupted turn may take to end before the process is ended regardless."""
 EXIT_GRACE_S = 2.0
+EOF_GRACE_S = 0.5
+"""How long app-server may take to exit by itself once its stdin is closed after the turn (~20-25 ms) before
+it is ended with signals (a hang guard: it always has in our runs)."""
 PARENT_GRACE_S = 2.0
 """How long the parent may take to start its turn about finished subagents before the run ends."""
 WATCH_S = 0.5
@@ -142,6 +145,10 @@ class CodexRun:
         """Messages read while waiting for something else (MCP start-up), handled first."""
         self._grace_until: float | None = None
         self._marker = secrets.token_hex(8)
+        self._input_ended = False
+        """Whether app-server's stdin was closed after the turn ended (it is then exiting by itself)."""
+        self._started: SessionStarted | None = None
+        """The run's `SessionStarted` once the thread is open, until `_announce` emits it."""
         self._remembered: dict[int, str] = {}
         """Every process the app-server started that was seen alive: pid → start time."""
 
@@ -175,6 +182,7 @@ class CodexRun:
                 await self._open(cwd)
                 return await self._watched(self._turn)
             except ConnectionClosed as exc:
+                await self._announce()  # a thread was opened before the process ended
                 process = self.process
                 code = await process.wait(EXIT_GRACE_S)
                 raise error_from_exit(
@@ -224,10 +232,12 @@ class CodexRun:
 
     # --- the steps ----------------------------------------------------------------------------------
 
-    async def _request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def _request(
+        self, method: str, params: dict[str, Any], meanwhile: Callable[[], Awaitable[None]] | None = None
+    ) -> dict[str, Any]:
         assert self.connection is not None
         with anyio.fail_after(HANDSHAKE_TIMEOUT_S):
-            return await self.connection.request(method, params)
+            return await self.connection.request(method, params, meanwhile=meanwhile)
 
     async def _handshake(self) -> None:
         assert self.connection is not None
@@ -271,17 +281,23 @@ class CodexRun:
         self.thread_id = thread_id
         where = str(thread.get("cwd") or answer.get("cwd") or cwd)
         self.translator = AppServerTranslator(main_thread=thread_id, cwd=where)
-        await self.ctx.emit(
-            SessionStarted(
-                backend=BACKEND,
-                model=str(answer.get("model") or self.params.model or "") or None,
-                short_id=codex_short_id(thread_id),
-                resumed=opening.resumed,
-                cwd=where,
-                transport="app-server",
-                session_id=thread_id,
-            )
+        self._started = SessionStarted(
+            backend=BACKEND,
+            model=str(answer.get("model") or self.params.model or "") or None,
+            short_id=codex_short_id(thread_id),
+            resumed=opening.resumed,
+            cwd=where,
+            transport="app-server",
+            session_id=thread_id,
         )
+
+    async def _announce(self) -> None:
+        """Emit the run's `SessionStarted` (once): as soon as `turn/start` is sent, so the consumer's handling of it
+        never holds the turn back (~0.5 ms between the thread's answer and the turn's request), and before
+        anything else is emitted."""
+        started, self._started = self._started, None
+        if started is not None:
+            await self.ctx.emit(started)
 
     async def _mcp_startup(self) -> None:
         """Wait until each MCP server of the run is ready (or has failed): Codex resolves a call to an MCP tool
@@ -317,14 +333,20 @@ class CodexRun:
         assert self.translator is not None
         assert self.thread_id is not None
         translator = self.translator
+        if self.launch.mcp_names:  # their start-up may warn: the session is announced first
+            await self._announce()
         await self._mcp_startup()
         text = self.opening.prompt if self.opening.prompt is not None else self.params.prompt
         items = user_input(text, self.params.images if self.opening.prompt is None else self.opening.images)
         try:
-            answer = await self._request("turn/start", {"threadId": self.thread_id, "input": items})
+            answer = await self._request(
+                "turn/start", {"threadId": self.thread_id, "input": items}, meanwhile=self._announce
+            )
         except TimeoutError:
+            await self._announce()
             raise BackendError("codex app-server did not start the turn in time", retryable=True) from None
         except RpcError as exc:
+            await self._announce()
             raise BackendError(f"codex app-server could not start the turn: {exc.message}") from exc
         self.turn_id = str(as_dict(answer.get("turn")).get("id") or "")
         translator.start_turn(self.turn_id)
@@ -369,9 +391,11 @@ class CodexRun:
                     item.native = self.ctx.native(message)
                     await self.ctx.emit(item)
         # Nothing more will be sent: closed stdin starts app-server's own shutdown (~20 ms after a turn, as
-        # soon over as SIGTERM's) at once, beside the run's last events; `_close` still ends it for sure.
+        # soon over as SIGTERM's) at once, beside the run's last events; `_close` waits for it, and ends it
+        # for sure.
         assert self.process is not None
         await self.process.end_input()
+        self._input_ended = True
         if self._responses == 0:
             await self.ctx.end_turn(Usage())  # nothing reported: the guard estimates from the text, flagged
         short = codex_short_id(self.thread_id)
@@ -395,8 +419,11 @@ class CodexRun:
         if self._grace_until is not None:
             deadlines.append(self._grace_until - time.monotonic())
         message: dict[str, Any] | LineProblem | None = None
-        with anyio.move_on_after(max(min(deadlines), 0.0) if deadlines else None):
+        if not deadlines:  # the common case: no cancel scope to enter and leave for every message
             message = await self.connection.receive(self.inbox)
+        else:
+            with anyio.move_on_after(max(min(deadlines), 0.0)):
+                message = await self.connection.receive(self.inbox)
         if message is None:
             if (
                 self._stuck_since is not None
@@ -469,13 +496,21 @@ class CodexRun:
         contract), so they are not listed here a second time (a scan of every process on the machine
         and a worker-thread round trip, ~1 ms under load at the end of every run); what this adds is
         what `close` cannot know: the processes remembered earlier (orphaned before the end, by a crash
-        or a SIGKILL) and, after the exit, the marked ones, each killed and waited for until gone."""
+        or a SIGKILL) and, after the exit, the marked ones, each killed and waited for until gone.
+
+        After a turn that ended, with stdin closed, app-server is already shutting down (and ends its commands
+        itself, as on SIGTERM): it is given `EOF_GRACE_S` to exit before `close`, as the claude-code backend
+        gives its CLI. `close` then has nothing to signal, nor descendants to list (the scan of every process
+        on the machine, ~1 ms on the event loop while app-server shuts down); the marked ones are still
+        looked for after the exit. Any other end (an error, a cancellation) is `close`'s at once."""
         process = self.process
         if process is None:
             return
         if self.connection is not None:
             self.connection.closed = True
+        if self._input_ended:
+            await process.wait(EOF_GRACE_S)
         await process.close()
-        self._remembered.update(await anyio.to_thread.run_sync(marked, self._marker))
+        self._remembered.update(await find_marked(self._marker))
         if self._remembered:
             await anyio.to_thread.run_sync(end_all, list(self._remembered.items()))

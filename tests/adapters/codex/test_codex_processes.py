@@ -1,0 +1,59 @@
+"""The end of a codex run finds every process carrying the run's marker on the event loop, in slices."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from unified._adapters.codex import _processes
+from unified._adapters.codex._processes import MARKER, find_marked, marked
+
+pytestmark = [pytest.mark.e2e, pytest.mark.anyio]  # a real child process
+
+CODE = "import sys; sys.stdin.read()"
+
+
+@pytest.fixture
+def marked_child() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    value = "t" + os.urandom(6).hex()
+    env = {**os.environ, MARKER: value}
+    child = subprocess.Popen([sys.executable, "-c", CODE], stdin=subprocess.PIPE, env=env)
+    try:
+        yield value, child
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="markers are read from /proc")
+async def test_find_marked_finds_what_marked_finds_and_lets_the_loop_run_between_slices(
+    marked_child: tuple[str, subprocess.Popen[bytes]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    value, child = marked_child
+    monkeypatch.setattr(_processes, "MARKED_SLICE", 1)  # at least two slices: this process and the child
+    turns = 0
+
+    async def other_task() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(other_task)
+        await anyio.lowlevel.checkpoint()
+        turns = 0
+        found = await find_marked(value)
+        tg.cancel_scope.cancel()
+    assert [pid for pid, _ in found] == [child.pid]
+    assert found == marked(value)
+    assert turns >= 1  # the loop ran between slices
+    assert await find_marked(value + "x") == []  # another run's marker is not this one
+    assert await find_marked(value[:-1]) == []  # nor is a prefix of it
