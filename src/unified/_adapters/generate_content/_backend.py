@@ -11,8 +11,8 @@ from unified._adapters.generate_content._options import (
     resolve_options,
 )
 from unified._adapters.generate_content._sessions import BACKEND
+from unified._internal.api_options import ParsedOptions
 from unified._internal.imports import import_off_loop
-from unified._internal.options import parse_options
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
 from unified.errors import BackendUnavailable
 from unified.types import ExecuteParams
@@ -27,15 +27,7 @@ class GenerateContentBackend:
 
     def __init__(self, params: ExecuteParams) -> None:
         self._params = params
-        self._parsed: tuple[object, GenerateContentOptions] | None = None
-        """The last `backend_options` parsed, and what they parsed to: the options check and the run
-        read the same ones, parsed once (a run continued by failover brings its own)."""
-
-    def _options(self, params: ExecuteParams) -> GenerateContentOptions:
-        raw = params.backend_options
-        if self._parsed is None or self._parsed[0] is not raw:
-            self._parsed = (raw, parse_options(GenerateContentOptions, raw, BACKEND))
-        return self._parsed[1]
+        self._options = ParsedOptions(GenerateContentOptions, BACKEND)
 
     def unsupported_options(self, params: ExecuteParams) -> list[UnsupportedOption]:
         """A bad option, or tools the API refuses together (`api_tools.toml`), is a ConfigurationError

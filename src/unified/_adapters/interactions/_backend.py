@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from unified._adapters.interactions._options import DEFAULT_MODEL, InteractionsOptions, resolve_options
 from unified._adapters.interactions._sessions import BACKEND
+from unified._internal.api_options import ParsedOptions
 from unified._internal.imports import import_off_loop
 from unified._internal.models import plan_level
-from unified._internal.options import parse_options
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
 from unified.types import ExecuteParams
 
@@ -18,11 +18,12 @@ class InteractionsBackend:
 
     def __init__(self, params: ExecuteParams) -> None:
         self.params = params
+        self._options = ParsedOptions(InteractionsOptions, BACKEND)
 
     def unsupported_options(self, params: ExecuteParams) -> list[UnsupportedOption]:
         """A bad option, or tools the API refuses together (`api_tools.toml`), is a ConfigurationError
         (raised before any request); the rest are warnings."""
-        options = parse_options(InteractionsOptions, params.backend_options, BACKEND)
+        options = self._options(params)
         agent = options.agent
         model = params.model or DEFAULT_MODEL
         resumed_model = params.resume is not None and params.model is None  # checked once the session loads
@@ -53,7 +54,7 @@ class InteractionsBackend:
         return problems
 
     async def run(self, ctx: RunContext) -> RunOutcome:
-        options = resolve_options(ctx.params)
+        options = resolve_options(ctx.params, parsed=self._options(ctx.params))
         turns = await import_off_loop("unified._adapters.interactions._turns")  # with the agent loop and the tools
         from unified._internal.agent_loop import AgentLoop
 
