@@ -3,23 +3,30 @@ and again whenever they are others (a run continued by failover brings its own).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 import pytest
 
 from unified._adapters.generate_content._backend import GenerateContentBackend
 from unified._adapters.interactions._backend import InteractionsBackend
-from unified._internal import api_options
+from unified._internal import api_options, options
+from unified.backends import Backend
 from unified.errors import ConfigurationError
-from unified.types import ExecuteParams
+from unified.types import BackendOptions, ExecuteParams
 
-BACKENDS = {"generate-content": GenerateContentBackend, "interactions": InteractionsBackend}
+BACKENDS: dict[str, Callable[[ExecuteParams], Backend]] = {
+    "generate-content": GenerateContentBackend,
+    "interactions": InteractionsBackend,
+}
 
 
 @pytest.mark.parametrize("backend", list(BACKENDS))
 def test_the_check_and_the_run_read_one_parse(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[object] = []
-    real = api_options.parse_options
+    real = options.parse_options
 
-    def counting(options_type: type, raw: object, name: str) -> object:
+    def counting(options_type: type[Any], raw: Mapping[str, object] | BackendOptions, name: str) -> Any:
         calls.append(raw)
         return real(options_type, raw, name)
 
