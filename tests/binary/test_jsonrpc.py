@@ -9,6 +9,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
+from tests.harness.loop_turns import counting_turns
 from unified._binary.jsonrpc import (
     UNROUTED_LIMIT,
     ConnectionClosed,
@@ -207,22 +208,10 @@ async def test_lines_already_read_are_received_and_sent_without_yielding_to_the_
     connection = JsonRpcConnection(process, route=by_session)
     inbox = connection.open_inbox("s")
     process.emit(*(note("s", n) for n in range(10)))
-    turns = 0
-
-    async def other_task() -> None:
-        nonlocal turns
-        while True:
-            turns += 1
-            await anyio.lowlevel.checkpoint()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(other_task)
-        await anyio.lowlevel.checkpoint()  # the other task runs once, then waits for its next turn
-        turns = 0
+    async with counting_turns() as turns:
         received = [await connection.receive(inbox) for _ in range(10)]
         await connection.notify("done", {})
-        assert turns == 0
-        tg.cancel_scope.cancel()
+        assert turns.count == 0
     assert [m["params"]["n"] for m in received if isinstance(m, dict)] == list(range(10))
 
 

@@ -23,6 +23,7 @@ import anyio.lowlevel
 import pytest
 
 from tests.hang_guard import HANG_GUARD_S
+from tests.harness.loop_turns import counting_turns
 from unified._internal import limits
 from unified.tools import ToolCall, ToolOutcome, ToolRuntime
 from unified.types import StdioMcpServer
@@ -162,21 +163,11 @@ async def test_catastrophic_patterns_match_in_linear_time_without_blocking_the_l
     running meanwhile (a ticker task advances) and the search must finish."""
     line = "a" * 30_000 + "!" + " ".join(["w"] * 5_000) + "x" * 3_000
     (ws / "f.txt").write_text(line + "\n" + line + "\n")
-    ticks = 0
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await anyio.lowlevel.checkpoint()
-
     with anyio.fail_after(HANG_GUARD_S):  # hang guard only
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(ticker)
+        async with counting_turns() as turns:
             outcome = await _call(ws, "search", query=query)
-            tg.cancel_scope.cancel()
     assert not outcome.is_error, outcome.response
-    assert ticks > 0
+    assert turns.count > 0
 
 
 async def test_a_pathological_ignore_file_cannot_stall_a_walk(ws: Path) -> None:

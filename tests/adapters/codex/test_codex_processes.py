@@ -7,10 +7,9 @@ import subprocess
 import sys
 from collections.abc import Iterator
 
-import anyio
-import anyio.lowlevel
 import pytest
 
+from tests.harness.loop_turns import counting_turns
 from unified._adapters.codex import _processes
 from unified._adapters.codex._processes import MARKER, find_marked, marked
 
@@ -38,22 +37,10 @@ async def test_find_marked_finds_what_marked_finds_and_lets_the_loop_run_between
 ) -> None:
     value, child = marked_child
     monkeypatch.setattr(_processes, "MARKED_SLICE", 1)  # at least two slices: this process and the child
-    turns = 0
-
-    async def other_task() -> None:
-        nonlocal turns
-        while True:
-            turns += 1
-            await anyio.lowlevel.checkpoint()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(other_task)
-        await anyio.lowlevel.checkpoint()
-        turns = 0
+    async with counting_turns() as turns:
         found = await find_marked(value)
-        tg.cancel_scope.cancel()
     assert [pid for pid, _ in found] == [child.pid]
     assert found == marked(value)
-    assert turns >= 1  # the loop ran between slices
+    assert turns.count >= 1  # the loop ran between slices
     assert await find_marked(value + "x") == []  # another run's marker is not this one
     assert await find_marked(value[:-1]) == []  # nor is a prefix of it
