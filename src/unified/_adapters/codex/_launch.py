@@ -331,7 +331,7 @@ class Launch:
 
     @classmethod
     def of(cls, params: ExecuteParams, options: CodexOptions, parent: Mapping[str, str] | None = None) -> Launch:
-        source = dict(os.environ if parent is None else parent)
+        source: Mapping[str, str] = os.environ if parent is None else parent  # read, never copied
         home = codex_home(options, source)
         user_home = user_codex_home(source).expanduser()
         with contextlib.suppress(OSError):
@@ -390,7 +390,7 @@ class Launch:
                 )
             overrides.append((f"mcp_servers.{server.name}", _mcp_table(server, number, extra)))
             names.append(server.name)
-        env = child_env(ENV_POLICY, extra=extra, parent=source)
+        env = child_env(ENV_POLICY, extra=extra, parent=parent)  # None: the environment, as `child_env` keeps it
         env["CODEX_HOME"] = str(home)
         binary = (
             STAND_IN_BINARY
