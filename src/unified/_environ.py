@@ -1,11 +1,15 @@
 """The process environment as a cache key: what the per-run work derived from `os.environ` (its secrets,
-a child's admitted variables) is cached on, recomputed only when the environment changed."""
+a child's admitted variables, unified's folders) is cached on, worked out again only when it changed."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import Generic, TypeVar
 
-__all__ = ["environ_key"]
+__all__ = ["PerEnvironment", "environ_key"]
+
+T = TypeVar("T")
 
 
 def environ_key() -> object:
@@ -16,3 +20,25 @@ def environ_key() -> object:
     """
     raw = getattr(os.environ, "_data", None)
     return (tuple(raw), tuple(raw.values())) if isinstance(raw, dict) else tuple(os.environ.items())
+
+
+class PerEnvironment(Generic[T]):
+    """`compute()`'s answer, worked out again only when the environment changed since the last one
+    (`environ_key`): for what every run asks of the environment and that costs tens of microseconds
+    (platformdirs' folders, the secrets among its variables)."""
+
+    __slots__ = ("_compute", "_last")
+
+    def __init__(self, compute: Callable[[], T]) -> None:
+        self._compute = compute
+        self._last: tuple[object, T] | None = None
+        """(key, answer), replaced whole (one assignment): a thread never sees one key with another's answer."""
+
+    def __call__(self) -> T:
+        key = environ_key()
+        last = self._last
+        if last is not None and last[0] == key:
+            return last[1]
+        value = self._compute()
+        self._last = (key, value)
+        return value

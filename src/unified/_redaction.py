@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from unified._environ import environ_key
+from unified._environ import PerEnvironment
 
 __all__ = [
     "ANYWHERE_LENGTH",
@@ -216,19 +216,8 @@ def _secret_values(items: Iterable[tuple[str, str]]) -> tuple[str, ...]:
     return tuple(sorted(found, key=lambda v: (-len(v), v)))
 
 
-_environ_cache: tuple[object, tuple[str, ...]] | None = None
-
-
-def _environ_secrets() -> tuple[str, ...]:
-    """The process environment's secret values, recomputed only when the environment changed (`environ_key`)."""
-    global _environ_cache
-    key = environ_key()
-    cached = _environ_cache
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    values = _secret_values(os.environ.items())
-    _environ_cache = (key, values)
-    return values
+_environ_secrets = PerEnvironment(lambda: _secret_values(os.environ.items()))
+"""The process environment's secret values, worked out again only when the environment changed."""
 
 
 def secret_values(env: Mapping[str, str] | None = None) -> list[str]:

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import platformdirs
 
-from unified._environ import environ_key
+from unified._environ import PerEnvironment, environ_key
 
 __all__ = ["BASIC_ENV", "EnvPolicy", "cache_file", "child_env"]
 
@@ -151,20 +151,9 @@ def cache_file(folder: str, stem: str, suffix: str, text: str) -> Path:
     return target
 
 
-_CACHE_ROOT: tuple[object, Path] | None = None
-
-
-def _cache_root() -> Path:
-    """unified's cache folder, worked out again only when the environment changed (`environ_key`):
-    platformdirs reads the environment and the home folder each time (~20 us), before every run."""
-    global _CACHE_ROOT
-    key = environ_key()
-    cached = _CACHE_ROOT
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    root = Path(platformdirs.user_cache_dir("unified"))
-    _CACHE_ROOT = (key, root)
-    return root
+_cache_root = PerEnvironment(lambda: Path(platformdirs.user_cache_dir("unified")))
+"""unified's cache folder: platformdirs reads the environment and the home folder each time (~20 us),
+before every run."""
 
 
 @functools.lru_cache(maxsize=64)

@@ -22,7 +22,6 @@ import json
 import os
 import re
 import socket
-import sys
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator
@@ -34,6 +33,7 @@ import anyio
 import anyio.lowlevel
 import platformdirs
 
+from unified._environ import PerEnvironment
 from unified._exports import publish
 from unified._redaction import redact
 from unified._sessions.records import (
@@ -86,27 +86,21 @@ _NAME_CHARS = re.compile(r"[0-9A-Za-z_-]+")
 """What a backend name or a session id must be made of to become a path component."""
 
 
-_ROOT_INPUTS = ("UNIFIED_DATA_DIR", "XDG_DATA_HOME", "HOME")
-"""What `sessions_root` depends on, on Linux (platformdirs: XDG_DATA_HOME, else ~/.local/share)."""
-_roots: dict[tuple[str | None, ...], Path] = {}
-
-
 def sessions_root() -> Path:
     """`$UNIFIED_DATA_DIR/sessions`, else `<user data dir>/unified/sessions` (XDG_DATA_HOME on Linux).
 
-    On Linux, worked out once per value of the variables it depends on: every run without a
-    `session_store` asks it before its first request, and platformdirs' answer costs ~50 us there."""
-    key = tuple(os.environ.get(name) for name in _ROOT_INPUTS) if sys.platform == "linux" else None
-    root = _roots.get(key) if key is not None else None
-    if root is None:
-        override = os.environ.get("UNIFIED_DATA_DIR")
-        base = Path(override) if override else Path(platformdirs.user_data_dir("unified", appauthor=False))
-        root = base / "sessions"
-        if key is not None:
-            if len(_roots) >= 16:
-                _roots.clear()
-            _roots[key] = root
-    return root
+    Worked out again only when the environment changed: every run without a `session_store` asks it
+    before its first request, and platformdirs' answer costs ~50 us."""
+    return _sessions_root()
+
+
+def _find_sessions_root() -> Path:
+    override = os.environ.get("UNIFIED_DATA_DIR")
+    base = Path(override) if override else Path(platformdirs.user_data_dir("unified", appauthor=False))
+    return base / "sessions"
+
+
+_sessions_root = PerEnvironment(_find_sessions_root)
 
 
 def utc_now() -> datetime:
