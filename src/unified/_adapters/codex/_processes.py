@@ -24,6 +24,7 @@ from pathlib import Path
 
 import anyio.lowlevel
 
+from unified._binary.process import descendants as process_descendants
 from unified._binary.process import proc_pids, read_proc, stat_fields
 
 __all__ = [
@@ -54,14 +55,8 @@ def _stat(pid: int | str) -> tuple[int, str] | None:
     return int(fields[1]), fields[19].decode()
 
 
-def _table() -> dict[int, tuple[int, str]]:
-    """pid → (parent pid, start time) of every process."""
-    if _PROC.is_dir():
-        table = {}
-        for entry in proc_pids():
-            if (found := _stat(entry)) is not None:
-                table[int(entry)] = found
-        return table
+def _ps_table() -> dict[int, tuple[int, str]]:
+    """pid → (parent pid, start time) of every process, from `ps` (where there is no /proc)."""
     try:
         done = subprocess.run(
             ["ps", "-A", "-o", "pid=,ppid=,lstart="], capture_output=True, text=True, timeout=10, check=False
@@ -77,8 +72,11 @@ def _table() -> dict[int, tuple[int, str]]:
 
 
 def descendants(pid: int) -> list[Process]:
-    """Every live process below `pid` (children, their children, ...)."""
-    table = _table()
+    """Every process below `pid` (children, their children, ...): from /proc the binary layer's walk
+    (`unified._binary.process.descendants`: its start times are this module's, as numbers), else `ps`."""
+    if _PROC.is_dir():
+        return [(child, str(started)) for child, started in process_descendants(pid)]
+    table = _ps_table()
     children: dict[int, list[int]] = {}
     for child, (parent, _) in table.items():
         children.setdefault(parent, []).append(child)
@@ -138,7 +136,7 @@ def alive(process: Process) -> bool:
     if _PROC.is_dir():
         found = _stat(pid)
         return found is not None and found[1] == started
-    return _table().get(pid, (0, ""))[1] == started
+    return _ps_table().get(pid, (0, ""))[1] == started
 
 
 GONE_WITHIN_S = 5.0
