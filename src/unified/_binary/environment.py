@@ -156,7 +156,9 @@ _cache_root = PerEnvironment(lambda: Path(platformdirs.user_cache_dir("unified")
 before every run."""
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=16)
 def _cache_target(root: Path, folder: str, stem: str, suffix: str, text: str) -> Path:
+    """Where `text` is kept (its digest names it). Few texts recur (a policy, the settings); a system prompt
+    may be large and differ from run to run: the bound keeps what the cache holds small."""
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     return root / folder / f"{stem}-{digest}{suffix}"

@@ -244,7 +244,7 @@ def _normalise(event: UnifiedEvent) -> None:
     """
     fields = event.__dict__
     output = fields["output"]
-    if output is not None and output.__class__ is not str and not isinstance(output, str):
+    if output is not None and not isinstance(output, str):
         text, extras = tool_output_text(output)
         fields["output"] = text
         if extras is not None and fields["data"] is None:
