@@ -614,6 +614,10 @@ async def read_background_output(config: ShellConfig, p: ReadBackgroundParams, p
     if proc is None:
         raise ToolError(f"Access denied. Background process ID {p.pid} not found in this session's history.")
     await anyio.sleep(p.delay_ms / 1000)
+    if proc.popen.poll() is not None:
+        # It ended, and what it wrote last may still be in its pipe, not yet in the log: wait until the
+        # log has it all (bounded, as a foreground command's drain: a `cmd &` child may hold the pipe).
+        await anyio.to_thread.run_sync(proc.log.join, _DRAIN_AFTER_EXIT_S)
     clean = config.redactor()
     margin = _margin(clean)
 
