@@ -37,7 +37,9 @@ def test_the_check_and_the_run_read_one_parse(backend: str, monkeypatch: pytest.
     chosen = BACKENDS[backend](params)
     chosen.unsupported_options(params)
     chosen.unsupported_options(params)
+    run_options = chosen._options.resolved(params)  # type: ignore[attr-defined]  # what run() reads
     assert len(calls) == 1
+    assert run_options.api_key == "k" * 39  # resolved: its auth worked out from that one parse
     continued = params.model_copy(update={"backend_options": {"api_key": "k" * 39}})
     chosen.unsupported_options(continued)
     assert len(calls) == 2  # other options: parsed anew

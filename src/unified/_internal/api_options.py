@@ -235,6 +235,10 @@ class ParsedOptions(Generic[OptionsT]):
             last = self._last = (raw, parse_options(self._type, raw, self._backend))
         return last[1]
 
+    def resolved(self, params: ExecuteParams) -> OptionsT:
+        """The run's options, their auth resolved (`resolve_api_options`), from the same parse."""
+        return resolve_api_options(params, None, backend=self._backend, options_type=self._type, parsed=self(params))
+
 
 def resolve_api_options(
     params: ExecuteParams,
@@ -250,7 +254,7 @@ def resolve_api_options(
     (docs/auth.md). Raises ConfigurationError for a bad option (`parse_options`), AuthError
     (`auth_error`, naming `backend` and the variable to set) when google-genai would refuse the
     credentials before sending anything. `parsed`: the options already parsed from
-    `params.backend_options` (the backend's options check did it), used as they are.
+    `params.backend_options` (`ParsedOptions`), used as they are.
     """
     env = os.environ if env is None else env
     options = parsed if parsed is not None else parse_options(options_type, params.backend_options, backend)

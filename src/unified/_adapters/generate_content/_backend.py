@@ -8,7 +8,6 @@ from unified._adapters.generate_content._options import (
     DEFAULT_MODEL,
     GenerateContentOptions,
     plan_thinking,
-    resolve_options,
 )
 from unified._adapters.generate_content._sessions import BACKEND
 from unified._internal.api_options import ParsedOptions
@@ -43,7 +42,7 @@ class GenerateContentBackend:
         return problems
 
     async def run(self, ctx: RunContext) -> RunOutcome:
-        options = resolve_options(ctx.params, parsed=self._options(ctx.params))
+        options = self._options.resolved(ctx.params)
         if options.vertexai and not options.api_key and sniffio.current_async_library() != "asyncio":
             raise BackendUnavailable(
                 "Vertex AI with Application Default Credentials cannot run on trio: google-genai refreshes "

@@ -51,14 +51,9 @@ def server_side_invocations(options: GenerateContentOptions, model: str, *, func
     return functions and bool(options.google_tools) and gemini3 and not options.vertexai
 
 
-def resolve_options(
-    params: ExecuteParams, env: Mapping[str, str] | None = None, *, parsed: GenerateContentOptions | None = None
-) -> GenerateContentOptions:
-    """Options beat the environment; the environment follows google-genai's own names and order.
-    `parsed`: `params.backend_options` already parsed (`parse_options`), not parsed again."""
-    return api_options.resolve_api_options(
-        params, env, backend=BACKEND, options_type=GenerateContentOptions, parsed=parsed
-    )
+def resolve_options(params: ExecuteParams, env: Mapping[str, str] | None = None) -> GenerateContentOptions:
+    """Options beat the environment; the environment follows google-genai's own names and order."""
+    return api_options.resolve_api_options(params, env, backend=BACKEND, options_type=GenerateContentOptions)
 
 
 # -- thinking ---------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from unified._adapters.interactions._options import DEFAULT_MODEL, InteractionsOptions, resolve_options
+from unified._adapters.interactions._options import DEFAULT_MODEL, InteractionsOptions
 from unified._adapters.interactions._sessions import BACKEND
 from unified._internal.api_options import ParsedOptions
 from unified._internal.imports import import_off_loop
@@ -54,7 +54,7 @@ class InteractionsBackend:
         return problems
 
     async def run(self, ctx: RunContext) -> RunOutcome:
-        options = resolve_options(ctx.params, parsed=self._options(ctx.params))
+        options = self._options.resolved(ctx.params)
         turns = await import_off_loop("unified._adapters.interactions._turns")  # with the agent loop and the tools
         from unified._internal.agent_loop import AgentLoop
 

@@ -49,14 +49,9 @@ class InteractionsOptions(ApiOptions):
         return self
 
 
-def resolve_options(
-    params: ExecuteParams, env: Mapping[str, str] | None = None, *, parsed: InteractionsOptions | None = None
-) -> InteractionsOptions:
-    """Options beat the environment; the environment follows google-genai's own names and order.
-    `parsed`: `params.backend_options` already parsed (`ParsedOptions`), not parsed again."""
-    return api_options.resolve_api_options(
-        params, env, backend=BACKEND, options_type=InteractionsOptions, parsed=parsed
-    )
+def resolve_options(params: ExecuteParams, env: Mapping[str, str] | None = None) -> InteractionsOptions:
+    """Options beat the environment; the environment follows google-genai's own names and order."""
+    return api_options.resolve_api_options(params, env, backend=BACKEND, options_type=InteractionsOptions)
 
 
 publish("unified", ["InteractionsOptions"], globals())
