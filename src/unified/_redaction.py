@@ -331,12 +331,9 @@ class SplitGuard:
         hold = self._redactor.partial_suffix(combined)
         # a beginning of a secret already shown (shorter than SPLIT_HOLD_MIN then) holds its rest
         hold = 0 if hold < SPLIT_HOLD_MIN else min(hold, len(combined) - len(tail))
-        if not hold:
-            visible = combined
-            self._held = ""
-        else:
-            visible = combined[:-hold]
-            self._held = combined[-hold:]
+        shown_until = len(combined) - hold
+        visible = combined[:shown_until]  # all of it, not a copy, when nothing is held
+        self._held = combined[shown_until:]
         self._tail = visible[-self._keep :]
         return self._redactor.window(visible, len(tail))
 

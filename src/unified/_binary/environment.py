@@ -30,7 +30,7 @@ from pathlib import Path
 
 import platformdirs
 
-from unified._environ import PerEnvironment, environ_key
+from unified._environ import PerEnvironment
 
 __all__ = ["BASIC_ENV", "EnvPolicy", "cache_file", "child_env"]
 
@@ -122,21 +122,20 @@ def child_env(
     return env
 
 
-_ADMITTED: dict[EnvPolicy, tuple[object, dict[str, str]]] = {}
-"""Per policy, the environment it was last applied to (`environ_key`) and what it admitted: every run
-of a backend starts from it, and decoding and testing every variable of the environment costs tens of
-microseconds."""
+_ADMITTED: dict[EnvPolicy, PerEnvironment[dict[str, str]]] = {}
+"""Per policy, the variables of `os.environ` it admits, worked out again only when the environment
+changed: every run of a backend starts from them, and decoding and testing every variable costs tens
+of microseconds."""
 
 
 def _admitted(policy: EnvPolicy) -> dict[str, str]:
     """The variables of `os.environ` that `policy` admits (the caller copies it before changing it)."""
-    key = environ_key()
-    cached = _ADMITTED.get(policy)
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    env = {name: value for name, value in os.environ.items() if policy.admits(name)}
-    _ADMITTED[policy] = (key, env)
-    return env
+    admitted = _ADMITTED.get(policy)
+    if admitted is None:
+        admitted = _ADMITTED[policy] = PerEnvironment(
+            lambda: {name: value for name, value in os.environ.items() if policy.admits(name)}
+        )
+    return admitted()
 
 
 def cache_file(folder: str, stem: str, suffix: str, text: str) -> Path:
