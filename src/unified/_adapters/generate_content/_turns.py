@@ -148,12 +148,10 @@ class GenerateContentTurns:
         turn = self._translator = GenerateContentTranslator(
             turn=self._turn, taken_ids=self.taken_ids, include_native=self.params.include_native
         )
-        finished = False
 
         async def finish() -> None:
-            """The stream's end: the turn's last events (its calls) go out before the connection is released."""
-            nonlocal finished
-            finished = True
+            """The stream's end (`stream_chunks` awaits it once the stream was read to its end): the turn's
+            last events (its calls) go out before the connection is released."""
             for event in turn.finish():
                 await emit(event)
 
@@ -171,8 +169,6 @@ class GenerateContentTurns:
                     await emit(event)
         finally:
             await _close(stream)
-        if not finished:  # never: a stream that ends calls `finish`; kept so no turn ends unfinished
-            await finish()
         end = TurnEnd(usage=turn.usage or Usage())
         end.malformed = turn.malformed
         if end.malformed is not None:
