@@ -164,7 +164,7 @@ def test_contents_of_text_alone_are_sent_as_the_sdk_sends_them(api: Any) -> None
 
 def test_contents_of_text_alone_are_stored_as_their_dump() -> None:
     """The session stores a text-only content as written directly: the very dump pydantic gives."""
-    from unified._adapters.generate_content._stream import text_content_dump
+    from unified._adapters.generate_content._stream import text_content_json
 
     contents = [
         types.Content(role="user", parts=[types.Part(text="go"), types.Part(text="")]),
@@ -172,11 +172,11 @@ def test_contents_of_text_alone_are_stored_as_their_dump() -> None:
         types.Content(role="model", parts=[types.Part(text="é, 🙂, \u0000")]),
     ]
     for content in contents:
-        assert text_content_dump(content) == content.model_dump(mode="json", exclude_none=True)
+        assert text_content_json(content) == content.model_dump(mode="json", exclude_none=True)
     others = [
         types.Content(role="model", parts=[types.Part(text="a", thought=True)]),
         types.Content(role="user", parts=[types.Part(text="a", thought_signature=b"a")]),
         types.Content(role="user", parts=[]),
         types.Content(role="user"),
     ]
-    assert [text_content_dump(content) for content in others] == [None] * len(others)
+    assert [text_content_json(content) for content in others] == [None] * len(others)

@@ -38,7 +38,7 @@ import httpx
 from google import genai
 from google.genai import _common, errors, models, types
 
-__all__ = ["WIRE_PATH", "WireRequest", "stream_chunks", "text_content_dump"]
+__all__ = ["WIRE_PATH", "WireRequest", "stream_chunks", "text_content_json"]
 
 _INTERNALS = (
     hasattr(models, "_GenerateContentParameters_to_mldev")
@@ -57,10 +57,11 @@ def _wire(value: Any) -> Any:
     return _common.encode_unserializable_types(_common.convert_to_dict(value))
 
 
-def _text_content(content: types.Content) -> dict[str, Any] | None:
-    """The wire form of a content of text parts alone (a prompt, an answer), as the SDK's converters
-    give it (for the Gemini API and Vertex alike), without them: they cost ~90 us a content, in front
-    of a run's first request. None for any other content (the SDK converts it)."""
+def text_content_json(content: types.Content) -> dict[str, Any] | None:
+    """A content of text parts alone (a prompt, an answer) as JSON, None for any other content: both its
+    wire form, as the SDK's converters give it (for the Gemini API and Vertex alike) without them (they
+    cost ~90 us a content, in front of a run's first request), and what the session stores
+    (`model_dump(mode="json", exclude_none=True)`), which is the same. A new dict each call."""
     parts = content.parts
     if not parts:
         return None
@@ -75,12 +76,6 @@ def _text_content(content: types.Content) -> dict[str, Any] | None:
     if content.role is not None:
         wire["role"] = content.role
     return wire
-
-
-def text_content_dump(content: types.Content) -> dict[str, Any] | None:
-    """A content of text parts alone as the session stores it (`model_dump(mode="json",
-    exclude_none=True)`), which is its wire form too; None for any other content. A new one each call."""
-    return _text_content(content)
 
 
 _RESTS_KEPT = 32
@@ -144,7 +139,7 @@ class WireRequest:
             if n < len(kept) and kept[n][0] is content:
                 continue
             del kept[n:]
-            kept.append((content, _text_content(content) or _wire(to_wire(content, None, None))))
+            kept.append((content, text_content_json(content) or _wire(to_wire(content, None, None))))
         del kept[len(contents) :]
         return {**self._rest, "contents": [wire for _, wire in kept]}
 

@@ -23,7 +23,7 @@ from unified._adapters.generate_content._options import (
     server_side_invocations,
 )
 from unified._adapters.generate_content._sessions import BACKEND
-from unified._adapters.generate_content._stream import WireRequest, stream_chunks, text_content_dump
+from unified._adapters.generate_content._stream import WireRequest, stream_chunks, text_content_json
 from unified._adapters.generate_content._translate import GenerateContentTranslator
 from unified._internal.agent_loop import Declarations, Emit, TurnEnd
 from unified._internal.genai_client import GenaiClient
@@ -126,7 +126,7 @@ class GenerateContentTurns:
                 types.Part(inline_data=types.Blob(mime_type=i.mime_type, data=i.data)) for i in self.params.images
             ]
             self.contents.append(types.Content(role="user", parts=parts))
-        self._dumped = [text_content_dump(c) or _dump(c) for c in self.contents]
+        self._dumped = [text_content_json(c) or _dump(c) for c in self.contents]
         session.state["contents"] = list(self._dumped)
 
     def begin(self, session: StoredSession, declarations: Declarations) -> None:
@@ -200,7 +200,7 @@ class GenerateContentTurns:
 
     def _append(self, content: types.Content) -> None:
         self.contents.append(content)
-        self._dumped.append(text_content_dump(content) or _dump(content))
+        self._dumped.append(text_content_json(content) or _dump(content))
 
     def keep_tool_round(self, session: StoredSession, calls: list[ToolCall], outcomes: list[ToolOutcome]) -> None:
         """Function responses matched by the model's call id (none when the model gave none)."""
