@@ -11,7 +11,8 @@ import pytest
 
 from tests.harness.loop_turns import counting_turns
 from unified._adapters.codex import _processes
-from unified._adapters.codex._processes import MARKER, find_marked, marked
+from unified._adapters.codex._processes import MARKER, _marked_among, find_marked
+from unified._binary.process import proc_pids
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]  # a real child process
 
@@ -40,7 +41,7 @@ async def test_find_marked_finds_what_marked_finds_and_lets_the_loop_run_between
     async with counting_turns() as turns:
         found = await find_marked(value)
     assert [pid for pid, _ in found] == [child.pid]
-    assert found == marked(value)
+    assert found == _marked_among(proc_pids(), value)  # the same as one pass over every process
     assert turns.count >= 1  # the loop ran between slices
     assert await find_marked(value + "x") == []  # another run's marker is not this one
     assert await find_marked(value[:-1]) == []  # nor is a prefix of it

@@ -7,7 +7,7 @@ command running) does not. So the run's processes are found two ways, and whatev
 the app-server is killed, with its process group:
 
 - every process of the run carries a marker in its environment (`MARKER`, a value per run, which
-  commands inherit): on Linux `/proc/<pid>/environ` finds them even once orphaned (`marked`);
+  commands inherit): on Linux `/proc/<pid>/environ` finds them even once orphaned (`find_marked`);
 - the app-server's descendants, remembered while it lives (pid and start time, which tells a reused
   pid apart): `descendants`, from `/proc` or, elsewhere, `ps`.
 """
@@ -36,7 +36,6 @@ __all__ = [
     "descendants",
     "end_all",
     "find_marked",
-    "marked",
 ]
 
 MARKER = "UNIFIED_CODEX_RUN"
@@ -89,17 +88,13 @@ def descendants(pid: int) -> list[Process]:
     return found
 
 
-def marked(value: str) -> list[Process]:
-    """Every live process whose environment says `MARKER=value` (Linux; elsewhere none are found)."""
-    return _marked_among(proc_pids(), value)  # no /proc, no pids
-
-
 MARKED_SLICE = 64
 """Processes `find_marked` looks at between two checkpoints (~0.2 ms of reads on the event loop)."""
 
 
 async def find_marked(value: str) -> list[Process]:
-    """`marked` on the event loop, `MARKED_SLICE` processes at a time with a checkpoint between slices: the
+    """Every live process whose environment says `MARKER=value` (Linux; elsewhere none are found), looked
+    up on the event loop, `MARKED_SLICE` processes at a time with a checkpoint between slices: the
     end of every run looks, and a worker thread's round trip for it cost more than the look itself
     (~0.8 ms against ~0.2 ms for ~70 processes, on the run's last stretch after the exit), while a
     slice never holds the loop much longer than that, however many processes the machine runs."""
