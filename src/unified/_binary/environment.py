@@ -32,7 +32,7 @@ import platformdirs
 
 from unified._environ import PerEnvironment
 
-__all__ = ["BASIC_ENV", "EnvPolicy", "cache_file", "child_env"]
+__all__ = ["BASIC_ENV", "EnvPolicy", "FileSignature", "cache_file", "child_env", "file_signature"]
 
 BASIC_ENV = frozenset(
     {
@@ -161,3 +161,18 @@ def _cache_target(root: Path, folder: str, stem: str, suffix: str, text: str) ->
     may be large and differ from run to run: the bound keeps what the cache holds small."""
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     return root / folder / f"{stem}-{digest}{suffix}"
+
+
+FileSignature = tuple[int, int, int, int]
+"""(mode, inode, size, modification time in ns) of a file (`file_signature`)."""
+
+
+def file_signature(path: Path) -> FileSignature | None:
+    """`path` as it is now, in one `stat` (None when it is not there): equal to an earlier signature as
+    long as the file was not written, replaced or removed since. What a file read once per process (a
+    settings file, a binary's `#!` line, a home's config) is cached on."""
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return found.st_mode, found.st_ino, found.st_size, found.st_mtime_ns

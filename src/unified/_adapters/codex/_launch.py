@@ -35,7 +35,7 @@ from typing import Any
 import platformdirs
 
 from unified._adapters.codex._options import BACKEND, CodexOptions
-from unified._binary.environment import EnvPolicy, child_env
+from unified._binary.environment import EnvPolicy, FileSignature, child_env, file_signature
 from unified._binary.install import BinarySpec, locate
 from unified._binary.process import AgentSubprocess
 from unified.errors import BackendUnavailable, ConfigurationError
@@ -186,40 +186,32 @@ def user_codex_home(env: Mapping[str, str]) -> Path:
     return Path(env.get("HOME") or Path.home()) / ".codex"
 
 
-_PREPARED: dict[Path, tuple[int, int, int]] = {}
-"""The config.toml of each home `prepare_home` wrote or found current in this process, by (inode, size,
-mtime): while it is still that file, a run checks it with one `stat` on the event loop instead of
+_PREPARED: dict[Path, FileSignature] = {}
+"""The config.toml of each home `prepare_home` wrote or found current in this process (its
+`file_signature`): while it is still that file, a run checks it with one `stat` on the event loop instead of
 reading it in a worker thread (a round trip that cost ~1-2 ms before the spawn on a loaded machine)."""
-
-
-def _signature(path: Path) -> tuple[int, int, int] | None:
-    try:
-        found = path.stat()
-    except OSError:
-        return None
-    return found.st_ino, found.st_size, found.st_mtime_ns
 
 
 def home_is_prepared(home: Path) -> bool:
     """Whether the home's config.toml is still the very file `prepare_home` wrote or read as ours (any
-    rewrite, edit or removal since changes its inode, size or mtime): one `stat`."""
+    rewrite, edit or removal since changes its signature): one `stat`."""
     known = _PREPARED.get(home)
-    return known is not None and _signature(home / "config.toml") == known
+    return known is not None and file_signature(home / "config.toml") == known
 
 
 def prepare_home(home: Path) -> None:
     """Make the home and (re)write our config.toml when it differs (atomically: runs may start at once)."""
     home.mkdir(parents=True, exist_ok=True)
     target = home / "config.toml"
-    before = _signature(target)
+    before = file_signature(target)
     with contextlib.suppress(OSError):
         if target.read_text(encoding="utf-8") == CONFIG_TOML:
-            if before is not None and _signature(target) == before:  # not replaced while it was read
+            if before is not None and file_signature(target) == before:  # not replaced while it was read
                 _PREPARED[home] = before
             return
     temporary = home / f".config.toml.{os.getpid()}.tmp"
     temporary.write_text(CONFIG_TOML, encoding="utf-8")
-    written = _signature(temporary)  # a rename keeps the inode, size and mtime
+    written = file_signature(temporary)  # a rename keeps the inode, size and mtime
     temporary.replace(target)
     if written is not None:
         _PREPARED[home] = written

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from unified._adapters.gemini_cli._options import GeminiCliOptions
-from unified._binary.environment import EnvPolicy, cache_file, child_env
+from unified._binary.environment import EnvPolicy, FileSignature, cache_file, child_env, file_signature
 from unified._binary.install import NODE_HINT, BinarySpec, NodeUnavailable, locate
 from unified._binary.process import AgentSubprocess
 from unified.tools import protected_path_patterns
@@ -119,17 +119,12 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
 def _system_settings_file(env: Mapping[str, str]) -> Path:
     """The machine's system settings plus ours, written once per content."""
     source = Path(env.get(SYSTEM_SETTINGS_ENV) or _DEFAULT_SYSTEM_SETTINGS)
-    try:
-        found = source.stat()
-        signature: tuple[int, int, int] | None = (found.st_mode, found.st_mtime_ns, found.st_size)
-    except OSError:
-        signature = None
-    return gemini_file("system-settings", ".json", _system_settings_text(source, signature))
+    return gemini_file("system-settings", ".json", _system_settings_text(source, file_signature(source)))
 
 
 @functools.lru_cache(maxsize=8)
-def _system_settings_text(source: Path, signature: tuple[int, int, int] | None) -> str:
-    """The merged settings of `source` as it is (`signature`: its mode, mtime and size; None when absent):
+def _system_settings_text(source: Path, signature: FileSignature | None) -> str:
+    """The merged settings of `source` as it is (`signature`: its `file_signature`, None when absent):
     read again only when it changed."""
     base: dict[str, Any] = {}
     if signature is not None and stat.S_ISREG(signature[0]):
@@ -161,11 +156,10 @@ def _half_memory_mb() -> int:
 def require_node(binary: Path, env: Mapping[str, str]) -> None:
     """A `NodeUnavailable` (backend_unavailable, naming what to install) when `binary` is a Node script and no
     `node` is on the child's PATH: else the run would die with `/usr/bin/env: 'node': No such file`."""
-    try:
-        found = binary.stat()
-    except OSError:
+    signature = file_signature(binary)
+    if signature is None:
         return
-    if _runs_on_node(binary, found.st_mtime_ns, found.st_size) and _node_on(env.get("PATH")) is None:
+    if _runs_on_node(binary, signature) and _node_on(env.get("PATH")) is None:
         raise NodeUnavailable(
             f"Node.js was not found on PATH; {GEMINI_CLI.title} ({binary}) needs Node.js {GEMINI_CLI.min_node[0]}+",
             hint=NODE_HINT,
@@ -192,8 +186,8 @@ def _node_on(path: str | None) -> str | None:
 
 
 @functools.lru_cache(maxsize=16)
-def _runs_on_node(binary: Path, mtime_ns: int, size: int) -> bool:
-    """Whether `binary` (as it is: its modification time and size) is a script run by Node (its `#!` line)."""
+def _runs_on_node(binary: Path, signature: FileSignature) -> bool:
+    """Whether `binary` (as it is: its `file_signature`) is a script run by Node (its `#!` line)."""
     try:
         with binary.open("rb") as handle:
             first = handle.readline(256)
