@@ -235,8 +235,8 @@ def toml_value(value: Any) -> str:
 @dataclass(frozen=True, slots=True)
 class ChatgptLogin:
     """A ChatGPT login (`auth.json` with `auth_mode: chatgpt`) in the user's Codex home, used by copying it
-    into ours before a run and back after one when Codex refreshed its tokens (and the original did not
-    change meanwhile), so the user's login stays current."""
+    into ours when a process is started and back after each run when Codex refreshed its tokens (and the
+    original did not change meanwhile), so the user's login stays current."""
 
     source: Path
 
@@ -249,7 +249,8 @@ class ChatgptLogin:
         temporary.replace(target)
         return data
 
-    def copy_back(self, home: Path, original: bytes) -> None:
+    def copy_back(self, home: Path, original: bytes) -> bytes:
+        """Returns what the two homes share now: the next run of a warm process compares with that."""
         with contextlib.suppress(OSError):
             now = (home / "auth.json").read_bytes()
             if now != original and self.source.read_bytes() == original:
@@ -257,6 +258,8 @@ class ChatgptLogin:
                 temporary.write_bytes(now)
                 os.chmod(temporary, 0o600)
                 temporary.replace(self.source)
+                return now
+        return original
 
 
 def chatgpt_login(env: Mapping[str, str]) -> ChatgptLogin | None:

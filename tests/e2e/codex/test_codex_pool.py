@@ -1,0 +1,165 @@
+"""Warm `codex app-server` processes on the real pinned binary, against FakeOpenAI: reuse, isolation of the runs
+that share a process, and the ends that must never give a process back (a cancel, a crash)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.e2e.codex.conftest import codex_params, run_codex
+from tests.hang_guard import HANG_GUARD_S
+from unified._adapters.codex._launch import native_binary, start_codex
+from unified._adapters.codex._pool import CodexPool
+from unified._adapters.codex._processes import alive
+from unified._adapters.codex._rollouts import Rollouts
+from unified._binary.process import AgentSubprocess
+from unified._execute import EventStream
+from unified.events import ErrorEvent, Result, SessionStarted, TextDelta, ToolUse, UnifiedEvent
+from unified.testing import FakeOpenAI, FunctionCall, ModelTurn
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+
+class Recording:
+    """`start_codex` on the pinned binary (a `start_process` is given argv[0] `codex`), noting every process it
+    starts."""
+
+    def __init__(self) -> None:
+        self.binary = str(native_binary(Path(os.environ["UNIFIED_CODEX_BIN"])))
+        self.made: list[AgentSubprocess] = []
+
+    def __call__(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> AgentSubprocess:
+        process = start_codex([self.binary, *argv[1:]], cwd, env)
+        self.made.append(process)
+        return process
+
+
+def started(events: Sequence[UnifiedEvent]) -> SessionStarted:
+    return next(e for e in events if isinstance(e, SessionStarted))
+
+
+def result(events: Sequence[UnifiedEvent]) -> Result:
+    last = events[-1]
+    assert isinstance(last, Result), [e.type for e in events]
+    return last
+
+
+def text(events: Sequence[UnifiedEvent]) -> str:
+    return "".join(e.text for e in events if isinstance(e, TextDelta))
+
+
+def start_time(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+
+
+async def gone(pid: int, started_at: str) -> None:
+    """Until that process has ended (SIGKILL is delivered asynchronously): watching its state, not the clock."""
+    while alive((pid, started_at)):  # noqa: ASYNC110
+        await anyio.sleep(0.01)
+
+
+async def test_the_next_run_takes_the_warm_process_with_a_thread_and_a_rollout_of_its_own(
+    workspace: Path, tmp_path: Path
+) -> None:
+    pool = CodexPool(size=1)
+    home = tmp_path / "codex-home"
+    options = {"pool": pool, "codex_home": home}
+    turns = [ModelTurn(text=t) for t in ("one", "two", "again one", "again two")]
+    try:
+        async with FakeOpenAI(turns) as server:
+            first = await run_codex(server, workspace, "first", options=options)
+            (pid,) = pool.pids()
+            second = await run_codex(server, workspace, "second", options=options)
+            assert (pool.spawned, pool.pids()) == (1, [pid])
+            assert [text(first), text(second)] == ["one", "two"]
+            assert [result(first).status, result(second).status] == ["success", "success"]
+            ids = [started(first).session_id, started(second).session_id]
+            assert ids[0] is not None
+            assert ids[1] is not None
+            assert ids[0] != ids[1]
+            rollouts = Rollouts(home)
+            paths = [rollouts.path_of(i) for i in ids]
+            assert paths[0] is not None
+            assert paths[1] is not None
+            assert paths[0] != paths[1]
+            assert '"second"' not in paths[0].read_text()
+            assert '"first"' not in paths[1].read_text()
+            for number, ref in enumerate(ids):  # each thread resumes on the same warm process
+                again = await run_codex(server, workspace, f"resume {number}", options=options, resume=ref)
+                assert started(again).session_id == ref
+                assert started(again).resumed
+                sent = json.dumps(server.model_requests()[-1].body["input"])
+                assert ('"first"' in sent, '"second"' in sent) == (number == 0, number == 1)
+            assert (pool.spawned, pool.pids()) == (1, [pid])
+    finally:
+        await pool.aclose()
+    assert pool.pids() == []
+
+
+async def test_a_cancelled_run_retires_its_process_and_leaves_nothing_running(workspace: Path) -> None:
+    pool = CodexPool(size=1)
+    start = Recording()
+    options = {"pool": pool, "start_process": start}
+    command = FunctionCall(name="exec_command", args={"cmd": "sleep 300 & echo $! > pid.txt; wait"})
+    try:
+        async with FakeOpenAI(
+            [ModelTurn(text="warm"), ModelTurn(function_calls=[command]), ModelTurn(text="after")]
+        ) as server:
+            await run_codex(server, workspace, options=options)
+            events: list[UnifiedEvent] = []
+            with anyio.fail_after(HANG_GUARD_S):
+                params = codex_params(server, workspace, approval_mode="yolo", options=options)
+                async with EventStream(params, strict=True) as stream:
+                    async for event in stream:
+                        events.append(event)
+                        if isinstance(event, ToolUse):
+                            while not (workspace / "pid.txt").exists() or not (workspace / "pid.txt").read_text():  # noqa: ASYNC110
+                                await anyio.sleep(0.02)  # watching a file the command writes
+                            sleeper = int((workspace / "pid.txt").read_text())
+                            sleeper_started = start_time(sleeper)
+                            stream.cancel()
+            assert result(events).status == "cancelled"
+            server_process = start.made[0]
+            assert server_process.returncode is not None, "a cancelled run's process is never reused"
+            assert not alive((sleeper, sleeper_started))
+            after = await run_codex(server, workspace, options=options)
+            assert text(after) == "after"
+            assert (pool.spawned, len(start.made)) == (2, 2)
+    finally:
+        await pool.aclose()
+
+
+async def test_a_crashed_warm_process_is_replaced(workspace: Path) -> None:
+    pool = CodexPool(size=1)
+    async with FakeOpenAI([ModelTurn(text="before"), ModelTurn(text="after")]) as server:
+        try:
+            await run_codex(server, workspace, options={"pool": pool})
+            (pid,) = pool.pids()
+            assert pid is not None
+            began = start_time(pid)
+            os.kill(pid, signal.SIGKILL)
+            await gone(pid, began)
+            events = await run_codex(server, workspace, options={"pool": pool})
+            assert not [e for e in events if isinstance(e, ErrorEvent)]
+            assert text(events) == "after"
+            assert pool.spawned == 2
+            assert pool.pids() != [pid]
+        finally:
+            await pool.aclose()
+
+
+async def test_a_pool_size_of_zero_is_a_cold_process_every_run(workspace: Path) -> None:
+    start = Recording()
+    async with FakeOpenAI([ModelTurn(text="one"), ModelTurn(text="two")]) as server:
+        for expected in ("one", "two"):
+            events = await run_codex(server, workspace, options={"pool_size": 0, "start_process": start})
+            assert text(events) == expected
+            assert start.made[-1].returncode is not None, "the run's own process has ended with it"
+    assert len(start.made) == 2
+    assert start.made[0].pid != start.made[1].pid
