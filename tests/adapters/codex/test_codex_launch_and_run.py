@@ -287,6 +287,9 @@ def threads_in_turn(process: FakeAgentProcess) -> Callable[[str], list[str | byt
                     }
                 ),
             ]
+        if method == "thread/unsubscribe":  # Codex unloads it at once (thread_unload_delay_secs = 0)
+            closed = {"method": "thread/closed", "params": {"threadId": message["params"]["threadId"]}}
+            return [json.dumps({"id": mid, "result": {"status": "unsubscribed"}}), json.dumps(closed)]
         return [json.dumps({"id": mid, "result": {}})] if mid is not None else []
 
     return answer

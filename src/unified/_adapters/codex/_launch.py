@@ -114,6 +114,7 @@ CONFIG_TOML = f"""\
 check_for_update_on_startup = false
 sandbox_mode = "danger-full-access"
 web_search = "disabled"
+thread_unload_delay_secs = 0
 
 [analytics]
 enabled = false
@@ -126,7 +127,9 @@ inherit = "all"
 exclude = {json.dumps(list(SECRET_PATTERNS))}
 """
 """The settings every run shares: nothing phones home (updates, analytics, plugins), no hosted web
-search (it would run without an approval), no key in a command. No sandbox: every thread runs with
+search (it would run without an approval), no key in a command, a thread unloaded as soon as its run
+unsubscribes (a warm process then resumes a thread from its rollout, as a new one would: a retry cuts
+it, another process may have appended to it). No sandbox: every thread runs with
 `approvalPolicy: untrusted`, so nothing runs unapproved, and what is approved runs once (`_run.SANDBOX`)."""
 
 _PLATFORM_PACKAGES = {

@@ -88,17 +88,26 @@ class CodexConnection(JsonRpcConnection):
 
     async def end_run(self, threads: Iterable[str]) -> None:
         """The end of a run whose process stays warm: what the exit of a run's own process did. Its threads'
-        background terminals are cleaned and the threads unsubscribed (Codex sends nothing more about them),
-        then every process the app-server started since is ended (the marked ones, and its descendants: an
-        MCP server of a thread runs without the marker): only this run used the process. Raises
+        background terminals are cleaned and the threads unsubscribed, and the run waits until Codex has
+        unloaded each (`thread/closed`: our config.toml sets `thread_unload_delay_secs = 0`), so a later resume
+        reads the rollout again; then every process the app-server started since is ended (the marked ones,
+        and its descendants: an MCP server runs without the marker): only this run used the process. Raises
         `ConnectionClosed`, `RpcError` or `TimeoutError` when the process is not fit for another run."""
         threads = list(threads)
-        self.ended.extend(threads)
-        self.close_inbox(ROUTE)
+        inbox = self.open_inbox(ROUTE)
+        closing: set[str] = set()
         with anyio.fail_after(END_RUN_TIMEOUT_S):
             for thread in threads:
                 await self.request("thread/backgroundTerminals/clean", {"threadId": thread})
-                await self.request("thread/unsubscribe", {"threadId": thread})
+                answer = await self.request("thread/unsubscribe", {"threadId": thread})
+                if answer.get("status") == "unsubscribed":  # the last subscriber: Codex unloads it now
+                    closing.add(thread)
+            while closing:
+                message = await self.receive(inbox)
+                if isinstance(message, dict) and message.get("method") == "thread/closed":
+                    closing.discard(thread_of(message) or "")
+        self.ended.extend(threads)
+        self.close_inbox(ROUTE)
         own = self.process.pid
         found: list[Process] = [] if own is None else await anyio.to_thread.run_sync(descendants, own)
         self.remembered.update(found)
