@@ -20,7 +20,16 @@ from unified._adapters.codex._processes import alive
 from unified._adapters.codex._rollouts import Rollouts
 from unified._binary.process import AgentSubprocess
 from unified._execute import EventStream
-from unified.events import ErrorEvent, Result, SessionStarted, TextDelta, ToolUse, UnifiedEvent
+from unified.events import (
+    ErrorEvent,
+    Result,
+    SessionStarted,
+    TextDelta,
+    ToolUse,
+    UnifiedEvent,
+    UserInputRequest,
+    UserInputResponse,
+)
 from unified.testing import FakeOpenAI, FunctionCall, ModelTurn
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -163,3 +172,26 @@ async def test_a_pool_size_of_zero_is_a_cold_process_every_run(workspace: Path) 
             assert start.made[-1].returncode is not None, "the run's own process has ended with it"
     assert len(start.made) == 2
     assert start.made[0].pid != start.made[1].pid
+
+
+async def test_allow_for_the_session_ends_with_the_run_on_a_warm_process(workspace: Path) -> None:
+    """Codex's `acceptForSession` belongs to the thread: the next run on the same process asks again."""
+    pool = CodexPool(size=1)
+    command = FunctionCall(name="run_shell_command", args={"command": "echo one >> log.txt"})
+    turns = [ModelTurn(function_calls=[command]), ModelTurn(text="Done."), ModelTurn(function_calls=[command])]
+    asked: list[UserInputRequest] = []
+
+    async def allow_always(request: UserInputRequest) -> UserInputResponse:
+        asked.append(request)
+        return UserInputResponse.allow(always=True)
+
+    try:
+        async with FakeOpenAI([*turns, ModelTurn(text="Done again.")]) as server:
+            for _ in range(2):
+                events = await run_codex(server, workspace, options={"pool": pool}, on_user_input=allow_always)
+                assert result(events).status == "success"
+            assert pool.spawned == 1
+    finally:
+        await pool.aclose()
+    assert len(asked) == 2, "the second run's thread asked again"
+    assert (workspace / "log.txt").read_text() == "one\none\n"
