@@ -18,7 +18,7 @@ from unified._adapters.codex._launch import native_binary, start_codex
 from unified._adapters.codex._pool import CodexPool
 from unified._adapters.codex._processes import alive
 from unified._adapters.codex._rollouts import Rollouts
-from unified._binary.process import AgentSubprocess
+from unified._binary.process import AgentSubprocess, stat_fields
 from unified._execute import EventStream
 from unified.events import (
     ErrorEvent,
@@ -30,7 +30,7 @@ from unified.events import (
     UserInputRequest,
     UserInputResponse,
 )
-from unified.testing import FakeOpenAI, FunctionCall, ModelTurn
+from unified.testing import FakeOpenAI, Fault, FunctionCall, ModelTurn
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -65,6 +65,12 @@ def text(events: Sequence[UnifiedEvent]) -> str:
 
 def start_time(pid: int) -> str:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+
+
+def running(pid: int) -> bool:
+    """Whether a process of that pid runs (a zombie has ended)."""
+    fields = stat_fields(pid)
+    return fields is not None and fields[0] != b"Z"
 
 
 async def gone(pid: int, started_at: str) -> None:
@@ -195,3 +201,51 @@ async def test_allow_for_the_session_ends_with_the_run_on_a_warm_process(workspa
         await pool.aclose()
     assert len(asked) == 2, "the second run's thread asked again"
     assert (workspace / "log.txt").read_text() == "one\none\n"
+
+
+async def test_what_a_run_started_ends_with_it_while_its_warm_process_stays(workspace: Path) -> None:
+    """A command that left a process of its own session behind (out of Codex's reach, carrying the mark) is
+    ended when the run ends, though the app-server it ran under serves the next run."""
+    pool = CodexPool(size=1)
+    command = FunctionCall(name="exec_command", args={"cmd": "setsid sleep 300 > /dev/null 2>&1 & echo $! > pid.txt"})
+    try:
+        async with FakeOpenAI([ModelTurn(function_calls=[command]), ModelTurn(text="left it running")]) as server:
+            events = await run_codex(server, workspace, approval_mode="yolo", options={"pool": pool})
+        assert result(events).status == "success"
+        sleeper = int((workspace / "pid.txt").read_text())
+        assert not running(sleeper)
+        (pid,) = pool.pids()
+        assert pid is not None
+        assert running(pid), "the app-server itself stays warm"
+    finally:
+        await pool.aclose()
+
+
+async def test_a_stop_answer_retires_the_process(workspace: Path) -> None:
+    pool = CodexPool(size=1)
+    command = FunctionCall(name="run_shell_command", args={"command": "touch stopped.txt"})
+
+    async def stop(request: UserInputRequest) -> UserInputResponse:
+        return UserInputResponse.stop_run()
+
+    try:
+        async with FakeOpenAI([ModelTurn(function_calls=[command]), ModelTurn(text="never")]) as server:
+            events = await run_codex(server, workspace, options={"pool": pool}, on_user_input=stop)
+        assert result(events).status == "interrupted"
+        assert pool.pids() == []
+    finally:
+        await pool.aclose()
+
+
+async def test_a_turn_the_provider_failed_gives_a_healthy_process_back(workspace: Path) -> None:
+    pool = CodexPool(size=1)
+    turns = [ModelTurn(text="after", fault=Fault(kind="server_error"))]  # the fault leaves the turn queued
+    try:
+        async with FakeOpenAI(turns) as server:
+            failed = await run_codex(server, workspace, options={"pool": pool})
+            assert result(failed).status == "error"
+            events = await run_codex(server, workspace, options={"pool": pool})
+        assert text(events) == "after"
+        assert pool.spawned == 1
+    finally:
+        await pool.aclose()
