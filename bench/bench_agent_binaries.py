@@ -206,7 +206,9 @@ def _codex(
 class WarmAppServer:
     """One `codex app-server` kept running (the argv, environment and marker of `Launch`), driven by a minimal
     client: `initialize` once, then each run `thread/start` with unified's parameters and `turn/start`, read
-    until that thread's `turn/completed`. The floor of a run on a warm process."""
+    until that thread's `turn/completed`, then `thread/unsubscribe` and its `thread/closed` (a client that keeps
+    the process must let the thread go: else loaded threads pile up, and a later resume gets the thread as
+    memory holds it, not as its rollout says). The floor of a run on a warm process."""
 
     def __init__(self, argv: list[str], cwd: Path, env: dict[str, str], requests: dict[str, Any]) -> None:
         self.requests = requests
@@ -250,6 +252,8 @@ class WarmAppServer:
             elif message.get("method") == "turn/completed" and message["params"]["threadId"] == thread:
                 if message["params"]["turn"]["status"] != "completed" or not first:
                     raise RuntimeError(f"the turn did not complete with an answer: {message}")
+                self._request("thread/unsubscribe", {"threadId": thread})
+            elif message.get("method") == "thread/closed" and message["params"]["threadId"] == thread:
                 return time.perf_counter() - start, first
         raise AssertionError("unreachable: _lines raises at the end")
 

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 import anyio
 
 from unified._adapters.codex._processes import Process, descendants, end_all, find_marked
-from unified._binary.jsonrpc import JsonRpcConnection, Message, as_dict
+from unified._binary.jsonrpc import Inbox, JsonRpcConnection, Message, RpcError, as_dict
 from unified._binary.pool import DEFAULT_IDLE_TTL, DEFAULT_SIZE, WarmPool
 from unified.backends import AgentProcess
 
@@ -88,30 +88,51 @@ class CodexConnection(JsonRpcConnection):
 
     async def end_run(self, threads: Iterable[str]) -> None:
         """The end of a run whose process stays warm: what the exit of a run's own process did. Its threads'
-        background terminals are cleaned and the threads unsubscribed, and the run waits until Codex has
-        unloaded each (`thread/closed`: our config.toml sets `thread_unload_delay_secs = 0`), so a later resume
-        reads the rollout again; then every process the app-server started since is ended (the marked ones,
-        and its descendants: an MCP server runs without the marker): only this run used the process. Raises
-        `ConnectionClosed`, `RpcError` or `TimeoutError` when the process is not fit for another run."""
-        threads = list(threads)
+        background terminals are cleaned and the threads unsubscribed (the requests sent at once), and the run
+        waits until Codex has unloaded each (`thread/closed`: our config.toml sets `thread_unload_delay_secs =
+        0`), so a later resume reads the rollout again; then every process the app-server started is ended (the
+        marked ones, and its descendants: an MCP server runs without the mark), looked up while Codex unloads:
+        only this run used the process. Raises `ConnectionClosed`, `RpcError` or `TimeoutError` when the process
+        is not fit for another run."""
         inbox = self.open_inbox(ROUTE)
+        answers = Inbox()
+        asked: dict[int, tuple[str, str]] = {}
         closing: set[str] = set()
-        with anyio.fail_after(END_RUN_TIMEOUT_S):
-            for thread in threads:
-                await self.request("thread/backgroundTerminals/clean", {"threadId": thread})
-                answer = await self.request("thread/unsubscribe", {"threadId": thread})
-                if answer.get("status") == "unsubscribed":  # the last subscriber: Codex unloads it now
-                    closing.add(thread)
-            while closing:
-                message = await self.receive(inbox)
-                if isinstance(message, dict) and message.get("method") == "thread/closed":
-                    closing.discard(thread_of(message) or "")
-        self.ended.extend(threads)
-        self.close_inbox(ROUTE)
+        found: list[Process] = []
         own = self.process.pid
-        found: list[Process] = [] if own is None else await anyio.to_thread.run_sync(descendants, own)
+
+        async def look_up() -> None:
+            if own is not None:
+                found.extend(await anyio.to_thread.run_sync(descendants, own))
+            found.extend(await find_marked(self.marker))
+
+        try:
+            with anyio.fail_after(END_RUN_TIMEOUT_S):
+                for thread in threads:
+                    for method in ("thread/backgroundTerminals/clean", "thread/unsubscribe"):
+                        asked[await self.start_request(method, {"threadId": thread}, answers)] = (method, thread)
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(look_up)
+                    for _ in range(len(asked)):
+                        answer = await self.receive(answers)
+                        assert isinstance(answer, dict)  # an answer inbox holds answers only
+                        method, thread = asked[answer["id"]]
+                        if isinstance(answer.get("error"), dict):
+                            raise RpcError(method, answer["error"])
+                        if as_dict(answer.get("result")).get("status") == "unsubscribed":
+                            closing.add(thread)  # its last subscriber: Codex unloads it now
+                    while closing:
+                        message = await self.receive(inbox)
+                        if isinstance(message, dict) and message.get("method") == "thread/closed":
+                            closing.discard(thread_of(message) or "")
+        except BaseExceptionGroup as group:
+            raise group.exceptions[0] from None
+        finally:
+            for request in asked:
+                self.forget(request)
+        self.ended.extend(thread for _, thread in asked.values())
+        self.close_inbox(ROUTE)
         self.remembered.update(found)
-        self.remembered.update(await find_marked(self.marker))
         self.remembered.pop(own or 0, None)
         strays, self.remembered = list(self.remembered.items()), {}
         if strays:
