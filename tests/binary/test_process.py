@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import select
+import subprocess
 import sys
 import textwrap
 import time
@@ -110,6 +111,55 @@ async def test_close_ends_a_descendant_in_a_process_group_of_its_own(tmp_path: P
     assert not alive(process.pid)
 
 
+@pytest.fixture
+def no_proc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on macOS: no /proc, so the processes are listed by `ps`."""
+    monkeypatch.setattr(process_module, "_PROC", Path("/nonexistent/proc"))
+
+
+async def test_without_proc_close_still_ends_a_descendant_in_a_process_group_of_its_own(
+    tmp_path: Path, no_proc: None
+) -> None:
+    script = "setsid sh -c 'echo $$; exec sleep 600' & trap '' TERM; wait"
+    process = AgentSubprocess(["sh", "-c", script], cwd=tmp_path, env=dict(os.environ))
+    escaped = int(await process.receive() or "0")
+    assert os.getpgid(escaped) != os.getpgid(process.pid)
+    await process.close()
+    assert gone(escaped)
+
+
+def test_ps_lists_the_descendants_proc_lists_and_start_times_tell_a_reused_pid_apart(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    code = (
+        "import subprocess, sys; child = subprocess.Popen([sys.executable, '-c', 'import sys; sys.stdin.read()'],"
+        " stdin=subprocess.PIPE); print(child.pid, flush=True); sys.stdin.read(); child.stdin.close(); child.wait()"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert parent.stdout is not None
+        grandchild = int(parent.stdout.readline())
+        from_proc = process_module.descendants(os.getpid())
+        with monkeypatch.context() as patch:
+            patch.setattr(process_module, "_PROC", Path("/nonexistent/proc"))
+            from_ps = process_module.descendants(os.getpid())
+            ours = [p for p in from_ps if p[0] in (parent.pid, grandchild)]
+            assert len(ours) == 2
+            assert all(process_module.alive(p) for p in ours)
+            assert not process_module.alive((parent.pid, ours[0][1] + "0"))  # another start: another process
+            assert process_module.still_running([*ours, (parent.pid, "then")]) == ours
+        assert {parent.pid, grandchild} <= {pid for pid, _ in from_proc}
+        assert {pid for pid, _ in from_ps} & {parent.pid, grandchild} == {parent.pid, grandchild}
+    finally:
+        assert parent.stdin is not None
+        parent.stdin.close()
+        parent.wait()
+    with monkeypatch.context() as patch:
+        patch.setattr(process_module, "_PROC", Path("/nonexistent/proc"))
+        assert process_module.still_running(ours) == []
+        assert process_module.start_time(parent.pid) is None
+
+
 def test_kill_ends_a_descendant_in_a_process_group_of_its_own(tmp_path: Path) -> None:
     async def start() -> tuple[AgentSubprocess, int]:
         script = "setsid sh -c 'echo $$; exec sleep 600' & wait"
@@ -201,7 +251,7 @@ async def test_close_after_the_exit_looks_up_no_descendants_of_the_free_pid(
     looked_up: list[int] = []
     real = process_module.descendants
 
-    def recording(root: int) -> frozenset[tuple[int, int]]:
+    def recording(root: int) -> frozenset[tuple[int, str]]:
         looked_up.append(root)
         return real(root)
 

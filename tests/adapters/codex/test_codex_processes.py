@@ -12,7 +12,7 @@ import pytest
 from tests.harness.loop_turns import counting_turns
 from unified._adapters.codex import _processes
 from unified._adapters.codex._processes import MARKER, _marked_among, find_marked
-from unified._binary.process import proc_pids
+from unified._binary.process import alive, descendants, proc_pids
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]  # a real child process
 
@@ -57,15 +57,15 @@ def test_descendants_are_every_generation_below_and_alive_tells_them_from_a_reus
     try:
         assert parent.stdout is not None
         grandchild = int(parent.stdout.readline())
-        found = _processes.descendants(os.getpid())
+        found = descendants(os.getpid())
         pids = {pid for pid, _ in found}
         assert {parent.pid, grandchild} <= pids
         for process in found:
             if process[0] in (parent.pid, grandchild):
-                assert _processes.alive(process)
-                assert not _processes.alive((process[0], process[1] + "0"))  # another start: another process
+                assert alive(process)
+                assert not alive((process[0], process[1] + "0"))  # another start: another process
     finally:
         assert parent.stdin is not None
         parent.stdin.close()
         parent.wait()
-    assert not any(_processes.alive(p) for p in found if p[0] in (parent.pid, grandchild))
+    assert not any(alive(p) for p in found if p[0] in (parent.pid, grandchild))

@@ -36,10 +36,11 @@ from unified._adapters.codex._approvals import ApprovalBridge
 from unified._adapters.codex._launch import Launch, home_is_prepared, prepare_home, start_codex
 from unified._adapters.codex._options import BACKEND, CodexOptions
 from unified._adapters.codex._outcome import error_from_exit, error_from_turn_error
-from unified._adapters.codex._processes import MARKER, descendants, end_all, find_marked
+from unified._adapters.codex._processes import MARKER, end_all, find_marked
 from unified._adapters.codex._rollouts import codex_short_id
 from unified._adapters.codex._translate import AppServerTranslator, ModelResponse, Retrying, TurnEnded
 from unified._binary.jsonrpc import ConnectionClosed, Inbox, JsonRpcConnection, LineProblem, RpcError, as_dict
+from unified._binary.process import descendants
 from unified.backends import AgentProcess, RunContext, RunOutcome
 from unified.conversations import Origin
 from unified.errors import BackendError, BackendUnavailable, ConfigurationError, RunStopped, SessionNotFound
