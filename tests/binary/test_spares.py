@@ -6,6 +6,7 @@ import itertools
 from dataclasses import dataclass, field
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from unified._binary.spares import SparePool
@@ -109,6 +110,23 @@ async def test_a_smaller_size_evicts_down_to_it() -> None:
     await starter.start("d", pool)
     assert pool.spares() == [starter.of("d")]
     assert [r.closed for r in starter.made] == [True, True, True, False]
+
+
+async def test_concurrent_replenishes_stay_within_the_bound() -> None:
+    pool: SparePool[Resource] = SparePool(size=1)
+    made: list[Resource] = []
+
+    async def slow_spawn() -> Resource:
+        await anyio.lowlevel.checkpoint()  # the other replenish runs meanwhile
+        made.append(Resource("k"))
+        return made[-1]
+
+    async with anyio.create_task_group() as tg:
+        for key in ("a", "b"):
+            tg.start_soon(pool.replenish, key, slow_spawn)
+    assert len(made) == 2
+    assert pool.spares() == [made[1]]
+    assert made[0].closed
 
 
 async def test_an_idle_spare_expires_after_the_ttl() -> None:

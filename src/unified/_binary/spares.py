@@ -15,8 +15,9 @@ its own, waiting on its stdin. The run that takes it owns it and ends it, as it 
   adds a spare (no timer task). A spare that died is never handed out.
 - No spare outlives the pool: `aclose` closes them, `close_now` kills them (interpreter exit).
   What leaves the pool otherwise (evicted, expired, dead) is closed politely by the next
-  `replenish`, which a run calls once its own process is working: never on its way to its first
-  output, and a polite end lets the binary remove what it registered at its start.
+  `replenish`, which a run calls once its own process has its work (the close overlaps that work,
+  rather than preceding the run's start); a polite end lets the binary remove what it registered
+  at its start.
 """
 
 from __future__ import annotations
@@ -79,6 +80,8 @@ class SparePool(Generic[T]):
                 resource = await start()
                 self.started += 1
                 self._spares.append(_Spare(key, resource, self._clock()))
+                while len(self._spares) > self.size:  # another run's replenish filled the room meanwhile
+                    self._retire(self._spares[0])
             leaving, self._leaving = self._leaving, []
             for resource in leaving:
                 await resource.close()

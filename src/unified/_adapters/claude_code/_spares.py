@@ -55,7 +55,9 @@ class ClaudeSpare:
 
     async def initialized(self) -> None:
         """Returns once the CLI has answered its `initialize` (or ended): the spare is as ready as it
-        gets. For a benchmark that must not time a spare still starting; a run needs no such wait."""
+        gets. For a benchmark or a test that must not time a spare still starting; a run needs no
+        such wait. It reads the process: call it on the loop that will take the spare, or on one that
+        has finished by then (an asyncio loop still running keeps its watch of the pipes)."""
         if not self._ready:
             await self.connection.read_ahead(self.initialize_id)
             self._ready = True
