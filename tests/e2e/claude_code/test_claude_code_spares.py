@@ -9,6 +9,8 @@ import functools
 import json
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -201,3 +203,36 @@ def test_a_spare_left_by_an_asyncio_run_serves_a_trio_run(workspace: Path) -> No
     assert not any(alive(pid) for pid in spare_pids if pid is not None)
     anyio.run(pool.aclose, backend="trio")
     assert not any(alive(pid) for pid in processes.pids)
+
+
+_ONE_RUN_THEN_EXIT = """
+import json, sys
+import anyio
+from unified._adapters.claude_code._spares import default_spares
+from unified._execute import EventStream
+from unified.types import ExecuteParams
+
+async def main() -> None:
+    options = {"env": json.loads(sys.argv[2]), "max_retries": 1, "pool_size": 1}
+    params = ExecuteParams(prompt="hi", backend="claude-code", cwd=sys.argv[1], backend_options=options)
+    async with EventStream(params, strict=True) as stream:
+        async for _ in stream:
+            pass
+    [spare] = default_spares().spares()
+    await spare.initialized()
+    print(spare.pid, flush=True)
+
+anyio.run(main)
+"""
+
+
+async def test_the_default_pools_spares_end_at_interpreter_exit(workspace: Path) -> None:
+    async with FakeAnthropic([ModelTurn(text="Done.")]) as server:
+        command = [sys.executable, "-c", _ONE_RUN_THEN_EXIT, str(workspace), json.dumps(server.cli_env)]
+        done = await anyio.to_thread.run_sync(
+            lambda: subprocess.run(command, capture_output=True, text=True, timeout=HANG_GUARD_S, check=False)
+        )
+    assert done.returncode == 0, done.stderr
+    spare_pid = int(done.stdout.split()[-1])
+    assert not alive(spare_pid), "the spare outlived the interpreter that started it"
+    assert len(session_files()) == 1, "the run's session; the killed spare wrote none"
