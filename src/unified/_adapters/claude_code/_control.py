@@ -14,8 +14,8 @@ read by the translator. One run reads the process (one session per process), so 
 routing: `receive` returns the next line as a dict, or a `LineProblem` for a line that is not a
 JSON object (the stream goes on), or None at the end of stdout. A spare's connection may read
 ahead to its `initialize` answer before a run takes it (`read_ahead`): those lines are kept, and
-`receive` returns them first. A transcript list, when given,
-receives every line both ways (`{"dir": "send"|"recv", "msg"}`): what a cassette holds.
+`receive` returns them first. A transcript list, when given, receives every line both ways
+(`{"dir": "send"|"recv", "msg"}`): what a cassette holds.
 """
 
 from __future__ import annotations
