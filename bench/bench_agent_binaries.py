@@ -227,10 +227,12 @@ def _measure_claude_spares(outcome: Outcome, params: ExecuteParams, runs: int) -
     """claude-code's warm mode: a run that takes a spare (`pool`) against a cold run, alternately.
 
     Before every timed run the waiting spare is given the time to be ready, awaited, not slept for:
-    until it has answered its `initialize` (`ClaudeSpare.initialized`). So the spare's own start
-    never overlaps a timed run, the cold one included; what a warm run pays for the next spare
-    (its spawn, the CLI starting beside the run's own) is in its figures. Informational: the gain
-    depends on what the spare saves, the binary's start."""
+    until it has answered its `initialize` (`ClaudeSpare.initialized`). So the spare's start (~0.47 s
+    of CPU) never overlaps a timed run, the cold one included; what a warm run pays for the next
+    spare (its spawn, the CLI starting beside the run's own) is in its figures. Not all of it: 2.1.332
+    still does ~0.1 s of deferred start-up work within a second after it answered (measured from its
+    /proc CPU time), which no message marks, so the runs right after share the CPU with it: the cold
+    row reads up to ~0.1 s slower than `_measure`'s. Informational: the gain is the binary's start."""
     from unified._adapters.claude_code import ClaudeSparePool
     from unified._adapters.claude_code._options import claude_code_options
 
