@@ -66,7 +66,9 @@ async def test_the_next_run_takes_the_spare_and_is_the_run_a_cold_process_makes(
         [spare_pid] = await ready(pool)
         [spare] = pool.spares()
         assert spare_pid == processes.pids[1]
-        assert registry() == [spare.session_id], "the cold run's CLI has ended; the spare waits"
+        # The cold run's CLI has ended (its live-process entry is gone); the spare's entry is written at some
+        # point of its start, not ordered with its initialize answer: it may or may not be there yet.
+        assert set(registry()) <= {spare.session_id}
         warm = await run_claude(server, workspace, "Two.", options=options)
         assert (pool.taken, pool.started) == (1, 2)
         assert [e.type for e in warm] == [e.type for e in cold]
