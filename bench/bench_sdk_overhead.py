@@ -96,8 +96,9 @@ class Baseline:
     async def _save(self, document: object) -> None:
         await anyio.to_thread.run_sync(save_durably, self.history, document)
 
-    async def generate(self) -> Timing:
-        """The agent loop on `client.aio.models.generate_content_stream`: the whole history per request."""
+    async def generate(self, declarations: list[types.FunctionDeclaration] | None = None) -> Timing:
+        """The agent loop on `client.aio.models.generate_content_stream`: the whole history per request.
+        `declarations`: the tools it declares (default: `read_file` alone, the one it calls)."""
         start = time.perf_counter()
         first = 0.0
         read = types.FunctionDeclaration(
@@ -106,7 +107,7 @@ class Baseline:
             parameters_json_schema={"type": "object", "properties": {"file_path": {"type": "string"}}},
         )
         config = types.GenerateContentConfig(
-            tools=[types.Tool(function_declarations=[read])],
+            tools=[types.Tool(function_declarations=declarations or [read])],
             automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
         )
         contents: list[types.Content] = [types.Content(role="user", parts=[types.Part(text="go")])]
@@ -168,6 +169,44 @@ class Baseline:
             ]
             await self._save({"chain": chain, "pending": results})
             body = {"model": INTERACTIONS_MODEL, "input": results, "tools": tools, "previous_interaction_id": chain[-1]}
+
+
+def unified_declarations(fake: FakeGemini) -> list[types.FunctionDeclaration]:
+    """The function declarations of unified's last generateContent request (its tool runtime's tools)."""
+    body = fake.requests_for("generateContentStream")[-1].body
+    found = [d for tool in body.get("tools") or [] for d in tool.get("functionDeclarations") or []]
+    return [types.FunctionDeclaration.model_validate(d) for d in found]
+
+
+async def _same_request(outcome: Outcome, fake: FakeGemini, raw: Baseline, params: ExecuteParams, runs: int) -> None:
+    """Where the tool session's first output goes (informational): a one-turn tool session through unified,
+    the raw SDK declaring `read_file` alone (as the main baseline), and the raw SDK declaring unified's own
+    tools, so that it sends the very request unified sends (~8 KB of declarations against ~0.3), the three
+    in turn (the order rotating each round, after one untimed round). The gap between the two rows is the
+    server's handling and the transport of the larger request, which neither side's client code does."""
+    same = unified_declarations(fake)
+    sides: list[Callable[[], Awaitable[Timing]]] = [
+        partial(through_unified, params, _model_output),
+        raw.generate,
+        partial(raw.generate, same),
+    ]
+    timings: list[list[Timing]] = [[], [], []]
+    for n in range(runs + 1):
+        for index in [(n + k) % 3 for k in range(3)]:
+            gc.collect()
+            fake.add(*_tool_turns(1))
+            timing = await sides[index]()
+            fake.assert_done()
+            if n:
+                timings[index].append(timing)
+    subject, alone, same_request = timings
+    for label, baseline in (
+        ("declaring read_file alone", alone),
+        (f"sending unified's {len(same)} declarations", same_request),
+    ):
+        low, mid, high = spread([(s[1] - b[1]) * 1000 for s, b in zip(subject, baseline, strict=True)])
+        row = f"generate-content, one-turn tools: first output, ms added vs the raw SDK {label}"
+        outcome.ratio(row, mid, "informational", True, low=low, high=high)
 
 
 def _model_output(event: UnifiedEvent) -> bool:
@@ -250,6 +289,8 @@ async def _scenarios(
                 )
                 added = f"{name}: first output, ms added"
                 outcome.ratio(added, first, "< 1 ms", first < 1, low=first_low, high=first_high)
+                if backend == "generate-content" and label.endswith("tools"):
+                    await _same_request(outcome, fake, raw, params, 4 * runs + 1)
                 if not (outcome.met[wall] and outcome.met[added]) and not quick:
                     # A tenth of the stream: the same shape per chunk at a tenth of the profiler's cost.
                     small = _stream_turn(chunks // 10) if label == f"{chunks} chunks" else turns()

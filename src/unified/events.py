@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, NoReturn, Self, TypeAlias, get_args
 
@@ -193,9 +193,7 @@ class _Plan:
         if self.normal_output:
             lines += [
                 "    if not isinstance(fields['output'], (str, NoneType)):",
-                "        fields['output'], extras = tool_output_text(fields['output'])",
-                "        if extras is not None and fields['data'] is None:",
-                "            fields['data'] = extras",
+                "        normal_output(fields)",
             ]
         lines += [
             "    built = new(model)",
@@ -215,7 +213,7 @@ class _Plan:
             "new": model.__new__,
             "setattr": _set_attribute,
             "NoneType": type(None),
-            "tool_output_text": tool_output_text,
+            "normal_output": _normal_tool_output,
             "generic": _generic_construct,
             **{f"F{i}": factory for i, (_, factory) in enumerate(self.factories)},
         }
@@ -230,9 +228,18 @@ _set_attribute = object.__setattr__
 
 
 def _generic_construct(cls: type[_Constructed], _fields_set: set[str] | None, **values: Any) -> Any:
-    """Write `cls` its own `model_construct` (`_Plan.constructor`), install it, and build with it."""
-    constructor = _Plan(cls).constructor(cls)
-    type.__setattr__(cls, "model_construct", classmethod(constructor))
+    """Write `cls` its own `model_construct` (`_Plan.constructor`), install it, and build with it.
+
+    Once written, a class's own is found in its `__dict__`: a caller that bound `cls.model_construct`
+    before the first call (`build = TextDelta.model_construct`) keeps reaching this function, and
+    writing the constructor again (an `exec`, ~45 us) for every such call made it 300 times slower."""
+    own = cls.__dict__.get("model_construct")
+    if isinstance(own, classmethod) and getattr(own.__func__, "__written__", False):
+        constructor: Callable[..., Any] = own.__func__
+    else:
+        constructor = _Plan(cls).constructor(cls)
+        constructor.__written__ = True  # type: ignore[attr-defined]
+        type.__setattr__(cls, "model_construct", classmethod(constructor))
     return constructor(cls, _fields_set, **values)
 
 
@@ -427,6 +434,17 @@ def tool_output_text(output: JsonValue) -> tuple[str | None, dict[str, JsonValue
     return json.dumps(output, ensure_ascii=False, default=str), {"value": output}
 
 
+def _normal_tool_output(fields: MutableMapping[str, Any]) -> None:
+    """A `tool_result`'s fields in their normal form, in place: an `output` that is not text becomes text,
+    its structured extras `data` unless `data` is given. The one place for it: validation, the written-out
+    `model_construct` and the stream guard (for an `output` set without either) all call it."""
+    output = fields.get("output")
+    if output is not None and not isinstance(output, str):
+        fields["output"], extras = tool_output_text(output)
+        if extras is not None and fields.get("data") is None:
+            fields["data"] = extras
+
+
 class ToolResult(_EventBase):
     """The outcome of an earlier `tool_use` with the same id.
 
@@ -453,10 +471,8 @@ class ToolResult(_EventBase):
     @classmethod
     def _normal_output(cls, values: Any) -> Any:
         if isinstance(values, dict) and "output" in values and not isinstance(values["output"], str | None):
-            text, extras = tool_output_text(values["output"])
-            values = {**values, "output": text}
-            if extras is not None and values.get("data") is None:
-                values["data"] = extras
+            values = dict(values)  # the caller's dict stays as it was
+            _normal_tool_output(values)
         return values
 
 

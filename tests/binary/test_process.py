@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import select
+import subprocess
 import sys
 import textwrap
 import time
@@ -110,6 +111,50 @@ async def test_close_ends_a_descendant_in_a_process_group_of_its_own(tmp_path: P
     assert not alive(process.pid)
 
 
+@pytest.fixture
+def no_proc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on macOS: no /proc, so the processes are listed by `ps`."""
+    monkeypatch.setattr(process_module, "_PROC", Path("/nonexistent/proc"))
+
+
+async def test_without_proc_close_still_ends_a_descendant_in_a_process_group_of_its_own(
+    tmp_path: Path, no_proc: None
+) -> None:
+    script = "setsid sh -c 'echo $$; exec sleep 600' & trap '' TERM; wait"
+    process = AgentSubprocess(["sh", "-c", script], cwd=tmp_path, env=dict(os.environ))
+    escaped = int(await process.receive() or "0")
+    assert os.getpgid(escaped) != os.getpgid(process.pid)
+    await process.close()
+    assert gone(escaped)
+
+
+@pytest.mark.parametrize("source", ["/proc", "ps"])
+def test_descendants_are_every_generation_below_and_start_times_tell_a_reused_pid_apart(
+    source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child and its child, from /proc and, as on macOS, from `ps`; a made-up start time is another process."""
+    if source == "ps":
+        monkeypatch.setattr(process_module, "_PROC", Path("/nonexistent/proc"))
+    code = (
+        "import subprocess, sys; child = subprocess.Popen([sys.executable, '-c', 'import sys; sys.stdin.read()'],"
+        " stdin=subprocess.PIPE); print(child.pid, flush=True); sys.stdin.read(); child.stdin.close(); child.wait()"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert parent.stdout is not None
+        grandchild = int(parent.stdout.readline())
+        ours = sorted(p for p in process_module.descendants(os.getpid()) if p[0] in (parent.pid, grandchild))
+        assert [pid for pid, _ in ours] == sorted([parent.pid, grandchild])
+        assert all(process_module.alive(p) for p in ours)
+        assert not process_module.alive((ours[0][0], ours[0][1] + "0"))  # another start: another process
+        assert process_module.still_running([*ours, (ours[0][0], "then")]) == ours
+    finally:
+        assert parent.stdin is not None
+        parent.stdin.close()
+        parent.wait()
+    assert process_module.still_running(ours) == []
+
+
 def test_kill_ends_a_descendant_in_a_process_group_of_its_own(tmp_path: Path) -> None:
     async def start() -> tuple[AgentSubprocess, int]:
         script = "setsid sh -c 'echo $$; exec sleep 600' & wait"
@@ -201,7 +246,7 @@ async def test_close_after_the_exit_looks_up_no_descendants_of_the_free_pid(
     looked_up: list[int] = []
     real = process_module.descendants
 
-    def recording(root: int) -> frozenset[tuple[int, int]]:
+    def recording(root: int) -> frozenset[tuple[int, str]]:
         looked_up.append(root)
         return real(root)
 

@@ -145,3 +145,51 @@ def test_the_run_machinery_builds_every_event_validator_before_any_run() -> None
 
     assert all(model.__pydantic_complete__ for model in events.EVENT_TYPES)
     assert events.Usage.__pydantic_complete__
+
+
+def _given(event: ev._EventBase) -> dict[str, Any]:
+    """The fields a caller set, as it passed them (nested models stay models, as adapters pass them)."""
+    return {name: getattr(event, name) for name in event.model_fields_set if name != "timestamp"}
+
+
+@pytest.mark.parametrize("event", SAMPLES, ids=lambda e: e.type)
+def test_model_construct_builds_what_validation_builds(event: ev._EventBase) -> None:
+    """The written-out `model_construct` (the adapters' hot path) adds every default and the normal form."""
+    kind = type(event)
+    given = _given(event)
+    if kind is ev.ToolResult:
+        given["output"] = {"error": "missing"}  # not text: normalised as the validator does
+    built = kind.model_construct(**given)
+    validated = kind.model_validate(given)
+    assert built.model_dump(exclude={"timestamp"}) == validated.model_dump(exclude={"timestamp"})
+    assert built.model_fields_set - {"timestamp"} == validated.model_fields_set - {"timestamp"}
+    assert built.timestamp.tzinfo is not None
+
+
+def test_model_construct_refuses_a_missing_or_unknown_field() -> None:
+    with pytest.raises(TypeError, match="missing fields \\['tool_use_id'\\]"):
+        ev.ToolResult.model_construct(output="x")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unknown fields \\['colour'\\]"):
+        ev.TextDelta.model_construct(text="x", colour="red")  # type: ignore[call-arg]
+
+
+def test_a_model_construct_bound_before_its_first_call_is_written_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`build = Kind.model_construct` taken before the class's first call keeps reaching the generic one,
+    which finds the class's written constructor instead of writing it again for every call."""
+
+    class Probe(ev.TextDelta):
+        pass
+
+    written: list[type[Any]] = []
+    real = ev._Plan.constructor
+
+    def counting(plan: ev._Plan, model: type[Any]) -> Any:
+        written.append(model)
+        return real(plan, model)
+
+    monkeypatch.setattr(ev._Plan, "constructor", counting)
+    build = Probe.model_construct  # bound to the generic one: Probe has none of its own yet
+    pieces = [build(text=str(n)) for n in range(3)]
+    assert [p.text for p in pieces] == ["0", "1", "2"]
+    assert all(type(p) is Probe for p in pieces)
+    assert written == [Probe]

@@ -13,6 +13,8 @@ translation:
 - `framing`: JSON Lines with a line cap (a bad line is a typed error, never a crash);
 - `jsonrpc`: a JSON-RPC 2.0 connection over an `AgentProcess`, shared by the sessions it hosts;
 - `pool`: a keyed, bounded pool of warm processes with an idle TTL;
+- `spares`: a keyed, bounded set of processes started ahead, each for one later run, with an idle
+  TTL (for a binary with one session per process);
 - `follow`: following JSONL files (session logs) as the binary appends to them.
 
 Importing this package imports none of them: each is imported where it is used.
@@ -25,8 +27,8 @@ How the binaries driven or planned map onto it (docs/backends/gemini-cli.md show
 - Claude Code (`claude -p --input-format stream-json --output-format stream-json`): spec
   `@anthropic-ai/claude-code` (a native executable of about 400 MB); home `CLAUDE_CONFIG_DIR`;
   JSON lines with an envelope of its own (`control_request` / `control_response` matched by
-  `request_id`) over the same `AgentProcess`; one session per process (`max_leases=1`); session
-  files `projects/<cwd>/<uuid>.jsonl`.
+  `request_id`) over the same `AgentProcess`; one session per process, so no warm pool but spares
+  (`spares`: the next run's process started ahead); session files `projects/<cwd>/<uuid>.jsonl`.
 - Codex (`codex app-server`): spec `@openai/codex`; home `CODEX_HOME` (with its `config.toml`);
   `JsonRpcConnection(jsonrpc_field=False)` routed by `params.threadId`, its approval requests
   answered through `on_request` or the thread's inbox; many threads per process; session files

@@ -8,7 +8,7 @@ Decisions:
 - Its own session, hence its own process group: closing it signals the whole group, so what the
   binary started (shells, MCP servers, a relaunched copy of itself) ends with it. A child that
   moved to a process group of its own (Claude Code runs each Bash command in one) is not in that
-  group: the descendants are listed from /proc before the signals, and those still alive once
+  group: the descendants are listed (from /proc, else `ps`) before the signals, and those still alive once
   the process is gone are killed with their groups (a SIGKILLed binary would orphan them).
 - No background task: whoever calls `receive` reads, and stderr is drained meanwhile, so neither
   pipe can fill up and block the child. On Linux one epoll descriptor watches both pipes, so a read
@@ -34,7 +34,7 @@ import select
 import signal
 import subprocess
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import anyio
@@ -49,13 +49,18 @@ from unified.errors import BackendUnavailable
 __all__ = [
     "STDERR_TAIL_BYTES",
     "AgentSubprocess",
+    "Process",
     "ProcessStarter",
     "StderrTail",
+    "alive",
     "descendants",
     "proc_pids",
+    "process_table",
     "read_proc",
     "start_subprocess",
+    "start_time",
     "stat_fields",
+    "still_running",
 ]
 
 STDERR_TAIL_BYTES = 8192
@@ -249,7 +254,7 @@ class AgentSubprocess(AgentProcess):
 
     # --- the pipes ------------------------------------------------------------------------------
 
-    def _descendants(self) -> frozenset[tuple[int, int]]:
+    def _descendants(self) -> frozenset[Process]:
         """The descendants while the process runs (or is a zombie: its pid is still its own). Once it has been
         reaped its children have gone to init and its pid is free: another process may have it, whose
         children are not ours to kill; and after a graceful end (stdin closed, the exit waited for, then
@@ -258,14 +263,13 @@ class AgentSubprocess(AgentProcess):
             return frozenset()
         return descendants(self.popen.pid)
 
-    def _finish(self, strays: frozenset[tuple[int, int]] = frozenset()) -> None:
+    def _finish(self, strays: frozenset[Process] = frozenset()) -> None:
         """After the leader is gone: the stragglers of its group (a shell it started) and the
         descendants listed before the signals (in groups of their own), then the pipes."""
         self._signal_group(signal.SIGKILL)
-        for pid, started in strays:
-            if _start_time(pid) == started:  # the same process, not a new one with a reused pid
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(pid, signal.SIGKILL) if os.getpgid(pid) == pid else os.kill(pid, signal.SIGKILL)
+        for pid, _ in still_running(strays) if strays else ():  # not new processes with reused pids
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL) if os.getpgid(pid) == pid else os.kill(pid, signal.SIGKILL)
         self._drain_stderr()
         self._closed = True
         watch, self._watch = self._watch, None
@@ -429,26 +433,88 @@ def stat_fields(pid: int | str) -> list[bytes] | None:
     return stat[stat.rfind(b")") + 2 :].split() if stat else None
 
 
-def _start_time(pid: int) -> int | None:
-    """The process's start time (clock ticks since boot, /proc/<pid>/stat field 22): identifies it
-    across pid reuse; None when it is gone (or /proc is not there)."""
+Process = tuple[int, str]
+"""(pid, start time): the start time tells a process apart from a later one that reuses its pid. From
+/proc the start is field 22 of its `stat` (clock ticks since boot), from `ps` its `lstart`; either way
+compared only with a start read the same way on the same machine."""
+_PROC = Path("/proc")
+
+
+def _ps_table(pid: int | None = None) -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, start time) of every live process (or of `pid` alone), from `ps`: where
+    there is no /proc (macOS). Zombies are left out: they have ended, and they have no children."""
+    selection = ["-p", str(pid)] if pid is not None else ["-A"]
+    try:
+        done = subprocess.run(
+            ["ps", *selection, "-o", "pid=,ppid=,stat=,lstart="],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    table = {}
+    for line in done.stdout.splitlines():
+        parts = line.split(None, 3)
+        if len(parts) == 4 and parts[0].isdigit() and parts[1].isdigit() and not parts[2].startswith("Z"):
+            table[int(parts[0])] = (int(parts[1]), parts[3].strip())
+    return table
+
+
+def _proc_entry(pid: int | str) -> tuple[int, str] | None:
+    """(parent pid, start time) of a live process from /proc/<pid>/stat; None when it is gone or a zombie."""
     fields = stat_fields(pid)
-    return int(fields[19]) if fields is not None and len(fields) > 19 else None
+    if fields is None or len(fields) < 20 or fields[0] == b"Z" or not fields[1].isdigit():
+        return None
+    return int(fields[1]), fields[19].decode()
 
 
-def descendants(root: int) -> frozenset[tuple[int, int]]:
-    """(pid, start time) of every live descendant of `root`, from /proc (empty where there is none).
+def process_table() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, start time) of every live process: from /proc, or from `ps` where there is none."""
+    if not _PROC.is_dir():
+        return _ps_table()
+    table = {}
+    for entry in proc_pids():
+        found = _proc_entry(entry)
+        if found is not None:
+            table[int(entry)] = found
+    return table
 
-    Not by walking down /proc/<pid>/task/<tid>/children (a read per thread, not per process): the
+
+def start_time(pid: int) -> str | None:
+    """The start time of the live process `pid` (see `Process`); None when it is gone."""
+    found = _proc_entry(pid) if _PROC.is_dir() else _ps_table(pid).get(pid)
+    return found[1] if found is not None else None
+
+
+def alive(process: Process) -> bool:
+    """Whether this very process (not a later one with its pid) still runs."""
+    return start_time(process[0]) == process[1]
+
+
+def still_running(processes: Iterable[Process]) -> list[Process]:
+    """Those of `processes` that still run (not later ones with their pids): one /proc read each, or one
+    `ps` for them all where there is no /proc."""
+    if _PROC.is_dir():
+        return [process for process in processes if alive(process)]
+    table = _ps_table()
+    return [process for process in processes if table.get(process[0], (0, None))[1] == process[1]]
+
+
+def descendants(root: int) -> frozenset[Process]:
+    """Every live descendant of `root` (children, their children, ...), from one `process_table`.
+
+    From /proc not by walking down /proc/<pid>/task/<tid>/children (a read per thread, not per process): the
     dentries that walk leaves under a multi-threaded process's /proc entry made reaping it cost
     0.1-3.7 ms of kernel time (d_invalidate of them all, in `wait4`) against ~0.07 ms, at the end of
-    every codex run (app-server has ~20 threads), more than the whole scan costs."""
-    children: dict[int, list[tuple[int, int]]] = {}
-    for entry in proc_pids():
-        fields = stat_fields(entry)
-        if fields is not None and len(fields) > 19 and fields[1].isdigit():
-            children.setdefault(int(fields[1]), []).append((int(entry), int(fields[19])))
-    found: set[tuple[int, int]] = set()
+    every codex run (app-server has ~20 threads), more than the whole scan costs. Where there is no /proc
+    (macOS), `ps` lists them: a child that left the group (Claude Code's Bash commands, Codex's) is
+    found there too."""
+    children: dict[int, list[Process]] = {}
+    for pid, (parent, started) in process_table().items():
+        children.setdefault(parent, []).append((pid, started))
+    found: set[Process] = set()
     pending = list(children.get(root, []))
     while pending:
         process = pending.pop()

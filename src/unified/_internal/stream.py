@@ -51,8 +51,8 @@ from unified.events import (
     UserInputRequest,
     UserInputResponse,
     WarningEvent,
+    _normal_tool_output,
     build_validators,
-    tool_output_text,
 )
 from unified.types import ExecuteParams
 
@@ -235,20 +235,6 @@ def _check_depth(event: UnifiedEvent, shape: _Shape, backend: str, native: bool)
                 f"{limits.MAX_JSON_DEPTH} levels; it was refused",
                 hint="the backend's output is malformed (or hostile); run again",
             )
-
-
-def _normalise(event: UnifiedEvent) -> None:
-    """Bring what the normal form fixes to a `tool_result` (docs/protocol.md, "Normal form"), for every backend.
-
-    An `output` set without validation (`model_copy`) becomes text plus `data`.
-    """
-    fields = event.__dict__
-    output = fields["output"]
-    if output is not None and not isinstance(output, str):
-        text, extras = tool_output_text(output)
-        fields["output"] = text
-        if extras is not None and fields["data"] is None:
-            fields["data"] = extras
 
 
 def _validated(event: UnifiedEvent) -> None:
@@ -563,7 +549,7 @@ class StreamGuard:
         if shape.json_fields or self._include_native:
             _check_depth(event, shape, self.backend.name, self._include_native)
         if shape.kind is ToolResult:
-            _normalise(event)
+            _normal_tool_output(event.__dict__)  # an `output` set without validation (`model_copy`)
         problem = agg.violation(event, shape)
         if problem is not None:
             if self.strict:

@@ -45,27 +45,3 @@ async def test_find_marked_finds_what_marked_finds_and_lets_the_loop_run_between
     assert turns.count >= 1  # the loop ran between slices
     assert await find_marked(value + "x") == []  # another run's marker is not this one
     assert await find_marked(value[:-1]) == []  # nor is a prefix of it
-
-
-def test_descendants_are_every_generation_below_and_alive_tells_them_from_a_reused_pid() -> None:
-    """A child and its child, with start times that `alive` recognises; a made-up start time is not them."""
-    code = (
-        "import subprocess, sys; child = subprocess.Popen([sys.executable, '-c', 'import sys; sys.stdin.read()'],"
-        " stdin=subprocess.PIPE); print(child.pid, flush=True); sys.stdin.read(); child.stdin.close(); child.wait()"
-    )
-    parent = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    try:
-        assert parent.stdout is not None
-        grandchild = int(parent.stdout.readline())
-        found = _processes.descendants(os.getpid())
-        pids = {pid for pid, _ in found}
-        assert {parent.pid, grandchild} <= pids
-        for process in found:
-            if process[0] in (parent.pid, grandchild):
-                assert _processes.alive(process)
-                assert not _processes.alive((process[0], process[1] + "0"))  # another start: another process
-    finally:
-        assert parent.stdin is not None
-        parent.stdin.close()
-        parent.wait()
-    assert not any(_processes.alive(p) for p in found if p[0] in (parent.pid, grandchild))

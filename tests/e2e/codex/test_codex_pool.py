@@ -16,9 +16,8 @@ from tests.e2e.codex.conftest import codex_params, run_codex
 from tests.hang_guard import HANG_GUARD_S
 from unified._adapters.codex._launch import native_binary, start_codex
 from unified._adapters.codex._pool import CodexPool
-from unified._adapters.codex._processes import alive
 from unified._adapters.codex._rollouts import Rollouts
-from unified._binary.process import AgentSubprocess, stat_fields
+from unified._binary.process import AgentSubprocess, alive, stat_fields
 from unified._execute import EventStream
 from unified.events import (
     ErrorEvent,

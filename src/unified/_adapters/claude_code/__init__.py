@@ -7,6 +7,7 @@ from pathlib import Path
 from unified._adapters.claude_code._backend import ClaudeCodeBackend
 from unified._adapters.claude_code._launch import CLAUDE_CODE, PINNED_VERSION, default_home
 from unified._adapters.claude_code._sessions import ClaudeSessionLocator, create_session_locator
+from unified._adapters.claude_code._spares import ClaudeSparePool
 from unified.backends import Backend
 from unified.types import ExecuteParams
 
@@ -15,6 +16,7 @@ __all__ = [
     "PINNED_VERSION",
     "ClaudeCodeBackend",
     "ClaudeSessionLocator",
+    "ClaudeSparePool",
     "create_backend",
     "create_session_locator",
     "default_home",

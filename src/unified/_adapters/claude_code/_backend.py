@@ -13,11 +13,15 @@ real subprocess, or a fake in tests). What session the process starts with is pl
   then that turn sent as the message.
 With a shared session store (`ExecuteParams.session_store`, `UNIFIED_SESSION_STORE_URL`) each
 run's session file is saved there, and a resume on a worker whose home lacks it writes it first.
+
+With `pool_size` (or a `pool`), a new session's run takes a spare process started ahead for the
+same launch (`_spares.py`: its session id is the spare's), and leaves one for the next such run.
+A resumed session (resume, history, retry) names its session on the command line: always cold.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +40,13 @@ from unified._adapters.claude_code._session_files import (
     write_lines,
 )
 from unified._adapters.claude_code._shared_sessions import shared_files
+from unified._adapters.claude_code._spares import ClaudeSpare, ClaudeSparePool, default_spares, start_spare
+from unified._binary.pool import pool_key
+from unified._binary.process import ProcessStarter
 from unified._binary.shared import run_shared, shared_store
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
 from unified.conversations import Conversation, ImagePart, TextPart, UserTurn
-from unified.errors import ConfigurationError
+from unified.errors import BackendUnavailable, ConfigurationError
 from unified.types import ExecuteParams
 
 __all__ = ["ClaudeCodeBackend"]
@@ -61,6 +68,12 @@ class ClaudeCodeBackend:
         self.params = params
         self.options = claude_code_options(params.backend_options)
         self.launch = Launch.of(params, self.options)
+        self.spares: ClaudeSparePool | None = self.options.pool
+        if self.spares is None and self.options.pool_size:
+            self.spares = default_spares()
+            self.spares.size = self.options.pool_size
+        if params.mcp_servers or self.options.transcript is not None:
+            self.spares = None  # a spare would start the MCP servers, or miss the transcript's start (`_spares.py`)
 
     def unsupported_options(self, params: ExecuteParams) -> list[UnsupportedOption]:
         problems: list[UnsupportedOption] = []
@@ -95,7 +108,38 @@ class ClaudeCodeBackend:
             # worker-thread round trip (1-4 ms before every such run's process on a loaded machine).
             plan = self._plan()
         starter = self.options.start_process or start_claude
-        return await ClaudeRun(ctx, self.launch, self.options, starter).run(plan)
+        run = ClaudeRun(ctx, self.launch, self.options, starter)
+        if self.spares is None or plan.resume:
+            return await run.run(plan)
+        return await self._run_with_spares(run, plan, self.spares, starter)
+
+    async def _run_with_spares(
+        self, run: ClaudeRun, plan: RunPlan, spares: ClaudeSparePool, starter: ProcessStarter
+    ) -> RunOutcome:
+        """A new session's run in a spare of its launch if one waits (else cold), leaving a spare for the next."""
+        cwd = self.params.cwd.expanduser().resolve()
+        env = self.launch.run_env()
+        forward = self.options.forward_subagent_text
+        # Everything the process is started with but its session id; the starter too: a fake's spare
+        # never serves a run of the binary.
+        material = [*self.launch.argv(session_id="", resume=False), str(cwd), repr(self.options.start_process)]
+        key = pool_key([*material, f"forwardSubagentText={forward}"], env)
+
+        async def start() -> ClaudeSpare:
+            session_id = new_session_id()
+            argv = self.launch.argv(session_id=session_id, resume=False)
+            return await start_spare(starter, argv, cwd, env, session_id=session_id, forward_subagent_text=forward)
+
+        async def replenish() -> None:
+            try:
+                await spares.replenish(key, start)
+            except (BackendUnavailable, ConnectionError):
+                return  # no spare: the next run starts cold, and says why if it cannot either
+
+        spare = spares.take(key)
+        if spare is not None:
+            plan = replace(plan, session_id=spare.session_id)
+        return await run.run(plan, spare, replenish)
 
     # --- which session, and what is said ------------------------------------------------------------
 

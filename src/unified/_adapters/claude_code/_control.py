@@ -12,14 +12,17 @@ Not JSON-RPC: every line is one JSON object with a `type`. Three carry the contr
 Everything else (`system`, `stream_event`, `assistant`, `user`, `result`, ...) is the run's output,
 read by the translator. One run reads the process (one session per process), so there is no
 routing: `receive` returns the next line as a dict, or a `LineProblem` for a line that is not a
-JSON object (the stream goes on), or None at the end of stdout. A transcript list, when given,
-receives every line both ways (`{"dir": "send"|"recv", "msg"}`): what a cassette holds.
+JSON object (the stream goes on), or None at the end of stdout. A spare's connection may read
+ahead to its `initialize` answer before a run takes it (`read_ahead`): those lines are kept, and
+`receive` returns them first. A transcript list, when given, receives every line both ways
+(`{"dir": "send"|"recv", "msg"}`): what a cassette holds.
 """
 
 from __future__ import annotations
 
 import itertools
 import secrets
+from collections import deque
 from typing import Any
 
 from unified._binary.framing import json_line, parse_object
@@ -50,6 +53,8 @@ class ClaudeConnection:
         self._numbers = itertools.count(1)
         self.cancelled: set[str] = set()
         """Ids of the CLI's requests it withdrew (`control_cancel_request`)."""
+        self._ahead: deque[Message | LineProblem | None] = deque()
+        """Lines read by `read_ahead`, not yet returned by `receive`."""
 
     async def send(self, message: Message) -> None:
         if self.transcript is not None:
@@ -57,6 +62,23 @@ class ClaudeConnection:
         await self.process.send(json_line(message))
 
     async def receive(self) -> Message | LineProblem | None:
+        if self._ahead:
+            return self._ahead.popleft()
+        return await self._read()
+
+    async def read_ahead(self, request_id: str) -> None:
+        """Read up to the answer to our request `request_id` (or the end of output), keeping every line
+        for `receive`: a spare's `initialize` seen answered before a run takes it."""
+        while True:
+            message = await self._read()
+            self._ahead.append(message)
+            if message is None:
+                return
+            answer = control_response_of(message) if isinstance(message, dict) else None
+            if answer is not None and answer[0] == request_id:
+                return
+
+    async def _read(self) -> Message | LineProblem | None:
         try:
             line = await self.process.receive()
         except MalformedLine as exc:
@@ -82,6 +104,10 @@ class ClaudeConnection:
             {"type": "control_request", "request_id": request_id, "request": {"subtype": subtype, **fields}}
         )
         return request_id
+
+    async def initialize(self, forward_subagent_text: bool) -> str:
+        """Our `initialize` (no hooks); returns its id. A run's, or a spare's sent ahead for its run."""
+        return await self.request("initialize", hooks=None, forwardSubagentText=forward_subagent_text)
 
     async def respond(self, request_id: str, response: Message) -> None:
         """Answer a request of the CLI (unless it withdrew it)."""

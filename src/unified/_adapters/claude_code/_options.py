@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pydantic import Field, InstanceOf, StrictInt
 
+from unified._adapters.claude_code._spares import ClaudeSparePool
 from unified._binary.options import StartProcessOption, TranscriptOption
 from unified._exports import publish
 from unified._internal.options import parse_options
@@ -54,6 +55,12 @@ class ClaudeCodeOptions(BackendOptions):
     """Ask the CLI for its subagents' text and thinking (initialize `forwardSubagentText`)."""
     close_grace_s: float = Field(default=5.0, ge=0)
     """How long the CLI may take to exit once its stdin is closed, before its process group is ended."""
+    pool_size: StrictInt = Field(default=0, ge=0)
+    """Spare processes the default pool may keep, each started ahead for the next new-session run with
+    the same launch (`_spares.py`); 0 = a cold process per run. Off by default: a spare costs a
+    speculative start (~0.5 s of CPU) and an idle process, which a one-shot run never uses."""
+    pool: ClaudeSparePool | None = None
+    """A pool of spares to use instead of the default one (its own size applies)."""
 
 
 def claude_code_options(raw: Mapping[str, object] | BackendOptions) -> ClaudeCodeOptions:

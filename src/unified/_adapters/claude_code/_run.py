@@ -15,13 +15,14 @@ requests to the permission bridge (`_permissions.py`); our own watchdogs act on 
   their own (its Bash commands) are ended too (`AgentSubprocess.close`).
 
 Every run ends its process: stdin closed after the run (the CLI then exits by itself), its group
-ended after `close_grace_s` if it has not.
+ended after `close_grace_s` if it has not. That process is a new one, or a spare started ahead
+with this run's launch (`_spares.py`), its `initialize` already sent: from there on the same.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,7 @@ from unified._adapters.claude_code._outcome import (
     status_of_result,
 )
 from unified._adapters.claude_code._permissions import PermissionBridge
+from unified._adapters.claude_code._spares import ClaudeSpare
 from unified._adapters.claude_code._translate import (
     EndMessage,
     EndTurn,
@@ -110,18 +112,31 @@ class ClaudeRun:
         self.idle = False
         """The CLI printed the `result` of its turn (and runs nothing more): it can end by itself."""
 
-    async def run(self, plan: RunPlan) -> RunOutcome:
+    async def run(
+        self,
+        plan: RunPlan,
+        spare: ClaudeSpare | None = None,
+        replenish: Callable[[], Awaitable[None]] | None = None,
+    ) -> RunOutcome:
+        """The run, in a new process or in `spare` (started with `plan`'s session id, its `initialize`
+        sent); `replenish` starts the next run's spare once this run's prompt is with its CLI."""
         self.plan = plan
-        cwd = self.params.cwd.expanduser().resolve()
-        argv = self.launch.argv(session_id=plan.session_id, resume=plan.resume)
-        process = self.starter(argv, cwd, self.launch.run_env())
+        if spare is None:
+            cwd = self.params.cwd.expanduser().resolve()
+            argv = self.launch.argv(session_id=plan.session_id, resume=plan.resume)
+            connection = ClaudeConnection(self.starter(argv, cwd, self.launch.run_env()), self.options.transcript)
+        else:
+            connection = spare.connection
+        process = connection.process
         self.process = process
-        self.connection = connection = ClaudeConnection(process, self.options.transcript)
+        self.connection = connection
         try:
             bridge = PermissionBridge(self.ctx, connection, self.translator, self.options.policy)
             try:
-                pending = await self._initialize()
+                pending = await self._initialize(spare.initialize_id if spare is not None else None)
                 await connection.user(plan.content)
+                if replenish is not None:
+                    await replenish()
                 outcome = await self._pump(bridge, pending)
             except ConnectionError as exc:  # its stdin is gone: the process died
                 raise await self._exit_error(f"while unified wrote to it ({exc})") from exc
@@ -137,13 +152,12 @@ class ClaudeRun:
 
     # --- start-up ----------------------------------------------------------------------------------
 
-    async def _initialize(self) -> list[dict[str, Any]]:
-        """The handshake; returns lines that arrived before its answer (to be pumped)."""
+    async def _initialize(self, sent: str | None) -> list[dict[str, Any]]:
+        """The handshake (its request already `sent` to a spare); returns lines that arrived before its
+        answer (to be pumped)."""
         connection = self.connection
         assert connection is not None
-        request_id = await connection.request(
-            "initialize", hooks=None, forwardSubagentText=self.options.forward_subagent_text
-        )
+        request_id = sent or await connection.initialize(self.options.forward_subagent_text)
         early: list[dict[str, Any]] = []
         with anyio.move_on_after(INITIALIZE_TIMEOUT_S):
             while True:

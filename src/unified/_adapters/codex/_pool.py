@@ -27,9 +27,10 @@ from collections.abc import Iterable
 
 import anyio
 
-from unified._adapters.codex._processes import Process, descendants, end_all, find_marked
+from unified._adapters.codex._processes import end_all, find_marked
 from unified._binary.jsonrpc import Inbox, JsonRpcConnection, Message, RpcError, as_dict
 from unified._binary.pool import DEFAULT_IDLE_TTL, DEFAULT_SIZE, WarmPool
+from unified._binary.process import Process, descendants
 from unified.backends import AgentProcess
 
 __all__ = ["ROUTE", "CodexConnection", "CodexPool", "default_pool", "thread_of"]

@@ -42,11 +42,12 @@ from unified._adapters.codex._launch import Launch, home_is_prepared, prepare_ho
 from unified._adapters.codex._options import BACKEND, CodexOptions
 from unified._adapters.codex._outcome import error_from_exit, error_from_turn_error
 from unified._adapters.codex._pool import ROUTE, CodexConnection, CodexPool
-from unified._adapters.codex._processes import MARKER, descendants
+from unified._adapters.codex._processes import MARKER
 from unified._adapters.codex._rollouts import codex_short_id
 from unified._adapters.codex._translate import AppServerTranslator, ModelResponse, Retrying, TurnEnded
 from unified._binary.jsonrpc import ConnectionClosed, Inbox, LineProblem, RpcError, as_dict
 from unified._binary.pool import Lease, pool_key
+from unified._binary.process import descendants
 from unified.backends import AgentProcess, RunContext, RunOutcome
 from unified.conversations import Origin
 from unified.errors import BackendError, BackendUnavailable, ConfigurationError, RunStopped, SessionNotFound
