@@ -248,3 +248,28 @@ async def test_a_turn_the_provider_failed_gives_a_healthy_process_back(workspace
         assert pool.spawned == 1
     finally:
         await pool.aclose()
+
+
+async def test_a_run_with_a_subagent_gives_its_process_back_with_both_threads_let_go(workspace: Path) -> None:
+    """The end of a run lets go of its subagents' threads too (each unsubscribed, and awaited until unloaded when
+    Codex unloads it), so the process serves the next run."""
+    pool = CodexPool(size=1)
+    spawn = FunctionCall(name="invoke_agent", args={"agent_name": "helper", "prompt": "Read notes.txt."})
+    turns = [
+        ModelTurn(function_calls=[spawn]),
+        ModelTurn(function_calls=[FunctionCall(name="read_file", args={"file_path": "notes.txt"})]),
+        ModelTurn(function_calls=[FunctionCall(name="complete_task", args={"result": {"response": "It says alpha."}})]),
+        ModelTurn(text="The helper says alpha."),
+        ModelTurn(text="next"),
+    ]
+    try:
+        async with FakeOpenAI(turns) as server:
+            first = await run_codex(server, workspace, "Ask a helper.", approval_mode="yolo", options={"pool": pool})
+            assert result(first).status == "success"
+            assert any(e.type == "subagent_completed" for e in first)
+            second = await run_codex(server, workspace, options={"pool": pool})
+        assert text(second) == "next"
+        assert not [e for e in second if e.type.startswith("subagent")]
+        assert pool.spawned == 1
+    finally:
+        await pool.aclose()
