@@ -251,7 +251,8 @@ class CodexRun:
         connection.observer = None
         if self._reusable and lease.kept and connection.alive and self.translator is not None:
             try:
-                await connection.end_run(self.translator.threads)
+                started = bool(self.translator.tools or self.launch.mcp_names)
+                await connection.end_run(self.translator.threads, started=started)
                 return True
             except (ConnectionClosed, RpcError, TimeoutError):
                 pass
