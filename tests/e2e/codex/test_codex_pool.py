@@ -273,3 +273,23 @@ async def test_a_run_with_a_subagent_gives_its_process_back_with_both_threads_le
         assert pool.spawned == 1
     finally:
         await pool.aclose()
+
+
+async def test_runs_at_once_never_share_a_process(workspace: Path) -> None:
+    """One run at a time per process: a second run while the warm one is busy gets a process of its own, which
+    the pool (full) closes when that run ends."""
+    pool = CodexPool(size=1)
+    texts: list[str] = []
+
+    async def one() -> None:
+        texts.append(text(await run_codex(server, workspace, options={"pool": pool})))
+
+    try:
+        async with FakeOpenAI([ModelTurn(text="a"), ModelTurn(text="b")]) as server, anyio.create_task_group() as tg:
+            tg.start_soon(one)
+            tg.start_soon(one)
+        assert sorted(texts) == ["a", "b"]
+        assert pool.spawned == 2
+        assert len(pool.pids()) == 1
+    finally:
+        await pool.aclose()
