@@ -14,6 +14,7 @@ import pytest
 from unified._adapters.codex._launch import (
     CONFIG_TOML,
     ENV_POLICY,
+    ChatgptLogin,
     Launch,
     codex_home,
     home_is_prepared,
@@ -199,6 +200,29 @@ async def test_a_clean_turn(tmp_path: Path) -> None:
     assert isinstance(final, Result)
     assert final.status == "success"
     assert final.usage.estimated, "Codex reported no usage: the guard estimates it, flagged"
+
+
+def test_a_login_refreshed_in_a_warm_process_goes_back_after_each_run(tmp_path: Path) -> None:
+    """The login is copied in once, when the process starts; what `copy_back` returns is what the next run of that
+    process compares with, so a refresh in its second run goes back too, and a login the user changed meanwhile
+    is never overwritten."""
+    user, home = tmp_path / "user", tmp_path / "codex-home"
+    user.mkdir()
+    home.mkdir()
+    (user / "auth.json").write_bytes(b"v1")
+    login = ChatgptLogin(user / "auth.json")
+    baseline = login.copy_in(home)
+    assert login.copy_back(home, baseline) == b"v1"  # nothing refreshed
+    (home / "auth.json").write_bytes(b"v2")  # Codex refreshed the tokens in the first run
+    baseline = login.copy_back(home, baseline)
+    assert ((user / "auth.json").read_bytes(), baseline) == (b"v2", b"v2")
+    (home / "auth.json").write_bytes(b"v3")  # and again in the second
+    baseline = login.copy_back(home, baseline)
+    assert ((user / "auth.json").read_bytes(), baseline) == (b"v3", b"v3")
+    (user / "auth.json").write_bytes(b"theirs")  # the user logged in again meanwhile
+    (home / "auth.json").write_bytes(b"v4")
+    assert login.copy_back(home, baseline) == b"v3"
+    assert (user / "auth.json").read_bytes() == b"theirs"
 
 
 def test_a_prepared_home_is_known_by_its_config_until_that_file_changes(tmp_path: Path) -> None:
