@@ -1,7 +1,7 @@
 """Overhead over the raw `claude` and `codex` binaries, each against its fake model server.
 
 The same one-turn task ("go", answered with four text chunks) runs two ways, alternately, from a
-cold start (a new process each run, as both backends start one per run):
+cold start (a new process each run, as claude-code starts one per run and codex with `pool_size=0`):
 - baseline: the binary's own one-shot mode, its stdout read line by line: `claude -p ...
   --output-format stream-json --verbose --include-partial-messages` and `codex exec --json`, with
   the very environment and isolated home the backend gives its child (the same variables, the same
@@ -24,6 +24,9 @@ output before it prints it. The modes differ (a one-shot print against a driven 
 ratio is held to the same target as gemini-cli's ACP against `gemini -p`.
 claude-code's warm mode has rows of its own (`_measure_claude_spares`): a run that takes a spare
 against a cold run, informational.
+
+Codex warm (`_codex_warm`): the run on an app-server the pool keeps warm, against the same run cold and
+against one app-server kept running by a minimal client (`WarmAppServer`), in one event loop.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ import secrets
 import subprocess
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -154,15 +158,29 @@ def _claude(
     return params, partial(direct, argv, cwd, dict(launch.env), b'"text_delta"'), same_argv
 
 
-def _codex(
-    binary: Path, fake: FakeOpenAI, home: Path, cwd: Path
-) -> tuple[ExecuteParams, Callable[[], Timing], Callable[[], Timing]]:
+@dataclass
+class CodexSetup:
+    """One codex run as the backend makes it, and what the baselines give the binary."""
+
+    params: ExecuteParams
+    exec_argv: list[str]
+    """`codex exec --json` with the backend's provider overrides."""
+    exec_env: dict[str, str]
+    argv: list[str]
+    """What `CodexRun` gives the process and sends it: the argv, the environment with a run's marker, the
+    `initialize` and thread parameters (with the cwd), the prompt."""
+    env: dict[str, str]
+    requests: dict[str, Any]
+
+
+def _codex_setup(binary: Path, fake: FakeOpenAI, home: Path, cwd: Path) -> CodexSetup:
     from unified._adapters.codex._launch import Launch, prepare_home, toml_value
     from unified._adapters.codex._options import codex_options
     from unified._adapters.codex._processes import MARKER
     from unified._adapters.codex._run import initialize_params, thread_params, user_input
 
     options = {**backend_options_for(fake, "codex", cli_home=home / "codex-home"), "codex_binary": str(binary)}
+    options["pool_size"] = 0  # a cold process each run, as the baselines start one (warm runs: `_codex_warm`)
     params = ExecuteParams(prompt="go", backend="codex", model=CODEX_MODEL, cwd=cwd, backend_options=options)
     launch = Launch.of(params, codex_options(options))
     prepare_home(launch.home)
@@ -170,16 +188,136 @@ def _codex(
     for key, value in launch.overrides:
         argv += ["-c", f"{key}={toml_value(value)}"]
     argv.append("go")
-    # What `CodexRun` gives the process and sends it: the argv, the environment with a run's marker,
-    # the thread's settings and cwd, the prompt.
-    run_env = {**launch.env, MARKER: secrets.token_hex(8)}
     requests = {
         "initialize": initialize_params(),
         "thread": {**thread_params(params), "cwd": str(cwd.expanduser().resolve())},
         "input": user_input("go", ()),
     }
-    same_argv = partial(driven_app_server, launch.argv(), cwd, run_env, requests)
-    return params, partial(direct, argv, cwd, dict(launch.env), b'"agent_message"'), same_argv
+    run_env = {**launch.env, MARKER: secrets.token_hex(8)}
+    return CodexSetup(params, argv, dict(launch.env), launch.argv(), run_env, requests)
+
+
+def _codex(
+    binary: Path, fake: FakeOpenAI, home: Path, cwd: Path
+) -> tuple[ExecuteParams, Callable[[], Timing], Callable[[], Timing]]:
+    setup = _codex_setup(binary, fake, home, cwd)
+    same_argv = partial(driven_app_server, setup.argv, cwd, setup.env, setup.requests)
+    return setup.params, partial(direct, setup.exec_argv, cwd, setup.exec_env, b'"agent_message"'), same_argv
+
+
+class WarmAppServer:
+    """One `codex app-server` kept running (the argv, environment and marker of `Launch`), driven by a minimal
+    client: `initialize` once, then each run `thread/start` with unified's parameters and `turn/start`, read
+    until that thread's `turn/completed`, then `thread/unsubscribe` and its `thread/closed` (a client that keeps
+    the process must let the thread go: else loaded threads pile up, and a later resume gets the thread as
+    memory holds it, not as its rollout says). The floor of a run on a warm process."""
+
+    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str], requests: dict[str, Any]) -> None:
+        self.requests = requests
+        self.child = subprocess.Popen(
+            argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        self.next_id = 0
+        self._request("initialize", requests["initialize"])
+        self._send({"method": "initialized", "params": {}})
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.child.stdin is not None
+        self.child.stdin.write(json.dumps(message).encode() + b"\n")
+        self.child.stdin.flush()
+
+    def _request(self, method: str, params: dict[str, Any]) -> int:
+        self.next_id += 1
+        self._send({"id": self.next_id, "method": method, "params": params})
+        return self.next_id
+
+    def _lines(self) -> Iterator[bytes]:
+        assert self.child.stdout is not None
+        while line := self.child.stdout.readline():
+            yield line
+        raise RuntimeError(f"codex app-server exited {self.child.wait()}")
+
+    def __call__(self) -> Timing:
+        start = time.perf_counter()
+        first = 0.0
+        thread_request = self._request("thread/start", self.requests["thread"])
+        thread = None
+        for line in self._lines():
+            if not first and b'"item/agentMessage/delta"' in line:
+                first = time.perf_counter() - start
+            message = json.loads(line)
+            if "error" in message:
+                raise RuntimeError(f"codex app-server answered {message}")
+            if message.get("id") == thread_request:
+                thread = message["result"]["thread"]["id"]
+                self._request("turn/start", {"threadId": thread, "input": self.requests["input"]})
+            elif message.get("method") == "turn/completed" and message["params"]["threadId"] == thread:
+                if message["params"]["turn"]["status"] != "completed" or not first:
+                    raise RuntimeError(f"the turn did not complete with an answer: {message}")
+                self._request("thread/unsubscribe", {"threadId": thread})
+            elif message.get("method") == "thread/closed" and message["params"]["threadId"] == thread:
+                return time.perf_counter() - start, first
+        raise AssertionError("unreachable: _lines raises at the end")
+
+    def close(self) -> None:
+        assert self.child.stdin is not None
+        self.child.stdin.close()
+        self.child.wait()
+
+
+def _codex_warm(outcome: Outcome, binary: Path, fake: FakeOpenAI, home: Path, cwd: Path, runs: int) -> None:
+    """A codex run on a warm app-server (`backend_options.pool`, filled by one untimed run) against the same run
+    cold (`pool_size=0`) and against a warm app-server driven directly (`WarmAppServer`), alternately in one event
+    loop (the pool keeps a process per loop); the order flips each round. Fair rule, as for the cold runs: wall,
+    unified / the same argv driven directly (warm) <= 1.05; warm against cold is informational."""
+    from unified._adapters.codex._pool import CodexPool
+
+    setup = _codex_setup(binary, fake, home, cwd)
+    cold = setup.params
+    pool = CodexPool(size=1)
+    options = {key: value for key, value in cold.backend_options_dict().items() if key != "pool_size"}
+    warm = cold.model_copy(update={"backend_options": {**options, "pool": pool}})
+    timings: dict[str, list[Timing]] = {"warm": [], "cold": [], "direct": []}
+
+    async def measure() -> None:
+        direct = WarmAppServer(setup.argv, cwd, setup.env, setup.requests)
+        subjects: dict[str, Callable[[], Awaitable[Timing]]] = {
+            "warm": partial(through_unified, warm),
+            "cold": partial(through_unified, cold),
+            "direct": partial(anyio.to_thread.run_sync, direct),
+        }
+        try:
+            for subject in subjects.values():  # untimed: fills the pool, warms the page cache
+                await subject()
+            for round_ in range(runs):
+                order = list(subjects) if round_ % 2 else list(reversed(subjects))
+                for label in order:
+                    timings[label].append(await subjects[label]())
+        finally:
+            direct.close()
+            await pool.aclose()
+        if pool.spawned != 1:
+            raise RuntimeError(f"the warm runs started {pool.spawned} processes, not 1")
+
+    anyio.run(measure)
+    name = "codex warm (app-server)"
+    labels = {"warm": "unified", "cold": "unified cold (pool_size=0)", "direct": "the same argv driven directly, warm"}
+    for label, samples in timings.items():
+        outcome.figures += [
+            Figure(f"{name}: {labels[label]} wall", "s", [t[0] for t in samples]),
+            Figure(f"{name}: {labels[label]} first output", "s", [t[1] for t in samples]),
+        ]
+    pairs = list(zip(timings["warm"], timings["direct"], strict=True))
+    low, ratio, high = spread([w[0] / d[0] for w, d in pairs])
+    outcome.ratio(f"{name}: wall, unified / {labels['direct']}", ratio, "<= 1.05", ratio <= 1.05, low=low, high=high)
+    low, added, high = spread([(w[1] - d[1]) * 1000 for w, d in pairs])
+    outcome.ratio(
+        f"{name}: first output vs {labels['direct']}, ms added", added, "informational", True, low=low, high=high
+    )
+    against_cold = list(zip(timings["warm"], timings["cold"], strict=True))
+    for index, what in ((0, "wall"), (1, "first output")):
+        low, value, high = spread([w[index] / c[index] for w, c in against_cold])
+        outcome.ratio(f"{name}: {what}, warm / cold", value, "informational", True, low=low, high=high)
 
 
 def _measure(
@@ -302,4 +440,5 @@ def run(quick: bool) -> Outcome:
                 # A codex run takes ~0.2 s, a third of claude's: three times the pairs in about the same time
                 # (at 5 pairs its ratio to codex exec read 1.06 and 1.20 in two runs ten minutes apart).
                 _measure(outcome, "codex (app-server)", params, baselines, runs * 3, quick)
+                _codex_warm(outcome, codex, fake, home, cwd, runs * 3)
     return outcome

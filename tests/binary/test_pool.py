@@ -77,6 +77,21 @@ async def test_size_zero_starts_cold_and_ends_each_entry_with_its_run() -> None:
     assert pool.pids() == []
 
 
+async def test_a_lease_says_whether_its_entry_stays_warm_after_the_run() -> None:
+    spawn = Spawner()
+    cold: WarmPool[Resource] = WarmPool(size=0)
+    async with cold.lease("k", spawn) as lease:
+        assert not lease.kept
+    pool: WarmPool[Resource] = WarmPool(size=1)
+    async with pool.lease("k", spawn) as lease:
+        assert lease.kept
+        async with pool.lease("other", spawn) as transient:  # the one warm slot is busy
+            assert not transient.kept
+        lease.retire()
+        assert not lease.kept
+    await pool.aclose()
+
+
 async def test_beyond_the_bound_the_least_recently_used_idle_entry_goes() -> None:
     clock = Clock()
     pool: WarmPool[Resource] = WarmPool(size=1, clock=clock)

@@ -82,6 +82,12 @@ class Lease(Generic[T]):
     """Whether an earlier run started it."""
     _entry: _Entry[T]
 
+    @property
+    def kept(self) -> bool:
+        """Whether it stays warm once its runs leave (else it is closed then): a run on a process that is not
+        kept may let it begin to exit as soon as its work is done."""
+        return not self._entry.transient and not self._entry.retired
+
     def retire(self) -> None:
         """Take it out of service: no new run gets it, and it is closed once its last run leaves."""
         self._entry.retired = True

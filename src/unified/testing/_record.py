@@ -154,7 +154,7 @@ async def _record_codex(
     from unified.testing._replay_codex import codex_meta
 
     transcript: list[dict[str, Any]] = []
-    options = {**params.backend_options_dict(), "transcript": transcript}
+    options = {**params.backend_options_dict(), "transcript": transcript, "pool_size": 0}  # cold: all of it
     events = await _run(params.model_copy(update={"backend_options": options}), on_event)
     extra = given_secrets(params.backend_options_dict(), params.mcp_servers)  # the api_key option too
     _write_scrubbed(scratch, [codex_meta(source, params, path.stem), *transcript], extra)

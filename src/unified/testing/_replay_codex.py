@@ -164,5 +164,6 @@ def codex_run(entries: list[dict[str, Any]], run: ExecuteParams, scratch: Path) 
         "start_process": start,
         "api_key": "replay",
         "codex_home": scratch / "codex-home",
+        "pool_size": 0,  # the stand-in plays one recorded run: its process is never another's
     }
     return run.model_copy(update={"backend_options": options})

@@ -14,6 +14,7 @@ import pytest
 from unified._adapters.codex._launch import (
     CONFIG_TOML,
     ENV_POLICY,
+    ChatgptLogin,
     Launch,
     codex_home,
     home_is_prepared,
@@ -22,6 +23,7 @@ from unified._adapters.codex._launch import (
     toml_value,
 )
 from unified._adapters.codex._options import codex_options
+from unified._adapters.codex._pool import CodexPool
 from unified._execute import EventStream
 from unified._internal.stream import StreamGuard
 from unified.errors import BackendUnavailable, ConfigurationError
@@ -179,12 +181,12 @@ def finished(text: str = "done") -> list[str]:
     ]
 
 
-async def run(tmp_path: Path, starter: Any, **fields: Any) -> list[UnifiedEvent]:
+async def run(tmp_path: Path, starter: Any, options: dict[str, Any] | None = None, **fields: Any) -> list[UnifiedEvent]:
     params = ExecuteParams(
         prompt="hello",
         backend="codex",
         cwd=tmp_path,
-        backend_options={"start_process": starter, "api_key": "k", "codex_home": tmp_path / "home"},
+        backend_options={"start_process": starter, "api_key": "k", "codex_home": tmp_path / "home", **(options or {})},
         **fields,
     )
     async with EventStream(params) as stream:
@@ -198,6 +200,29 @@ async def test_a_clean_turn(tmp_path: Path) -> None:
     assert isinstance(final, Result)
     assert final.status == "success"
     assert final.usage.estimated, "Codex reported no usage: the guard estimates it, flagged"
+
+
+def test_a_login_refreshed_in_a_warm_process_goes_back_after_each_run(tmp_path: Path) -> None:
+    """The login is copied in once, when the process starts; what `copy_back` returns is what the next run of that
+    process compares with, so a refresh in its second run goes back too, and a login the user changed meanwhile
+    is never overwritten."""
+    user, home = tmp_path / "user", tmp_path / "codex-home"
+    user.mkdir()
+    home.mkdir()
+    (user / "auth.json").write_bytes(b"v1")
+    login = ChatgptLogin(user / "auth.json")
+    baseline = login.copy_in(home)
+    assert login.copy_back(home, baseline) == b"v1"  # nothing refreshed
+    (home / "auth.json").write_bytes(b"v2")  # Codex refreshed the tokens in the first run
+    baseline = login.copy_back(home, baseline)
+    assert ((user / "auth.json").read_bytes(), baseline) == (b"v2", b"v2")
+    (home / "auth.json").write_bytes(b"v3")  # and again in the second
+    baseline = login.copy_back(home, baseline)
+    assert ((user / "auth.json").read_bytes(), baseline) == (b"v3", b"v3")
+    (user / "auth.json").write_bytes(b"theirs")  # the user logged in again meanwhile
+    (home / "auth.json").write_bytes(b"v4")
+    assert login.copy_back(home, baseline) == b"v3"
+    assert (user / "auth.json").read_bytes() == b"theirs"
 
 
 def test_a_prepared_home_is_known_by_its_config_until_that_file_changes(tmp_path: Path) -> None:
@@ -255,10 +280,108 @@ async def test_stdin_is_closed_once_the_turn_is_over_and_the_exit_waited_for_bef
     """app-server then shuts down by itself while the run sends its last events; the run waits for that exit (so
     `close` has nothing to signal nor any descendant to look up) and `close` still ends it for sure."""
     EndsInput.steps = []
-    events = await run(tmp_path, app_server(lambda process: finished(), kind=EndsInput))
+    events = await run(tmp_path, app_server(lambda process: finished(), kind=EndsInput), {"pool_size": 0})
     assert isinstance(events[-1], Result)
     # initialize, initialized, thread/start, turn/start
     assert EndsInput.steps == ["end_input after 4 lines", "wait", "close"]
+
+
+def threads_in_turn(process: FakeAgentProcess) -> Callable[[str], list[str | bytes]]:
+    """A stand-in app-server that opens a new thread (`t1`, `t2`, ...) for each `thread/start` and finishes each
+    turn at once; every request it does not know is answered `{}`."""
+    opened: list[str] = []
+
+    def answer(line: str) -> list[str | bytes]:
+        message = json.loads(line)
+        method, mid = message.get("method"), message.get("id")
+        if method == "thread/start":
+            opened.append(f"t{len(opened) + 1}")
+            return [json.dumps({"id": mid, "result": {"thread": {"id": opened[-1]}}})]
+        if method == "turn/start":
+            thread = opened[-1]
+            late = [json.dumps({"method": "item/agentMessage/delta", "params": {"threadId": "t1", "delta": "late"}})]
+            return [
+                json.dumps({"id": mid, "result": {"turn": {"id": TURN}}}),
+                *(late if len(opened) > 1 else []),  # from the first run's thread, read by the second run
+                json.dumps({"method": "item/agentMessage/delta", "params": {"threadId": thread, "delta": thread}}),
+                json.dumps(
+                    {
+                        "method": "turn/completed",
+                        "params": {"threadId": thread, "turn": {"id": TURN, "status": "completed"}},
+                    }
+                ),
+            ]
+        if method == "thread/unsubscribe":  # Codex unloads it at once (thread_unload_delay_secs = 0)
+            closed = {"method": "thread/closed", "params": {"threadId": message["params"]["threadId"]}}
+            return [json.dumps({"id": mid, "result": {"status": "unsubscribed"}}), json.dumps(closed)]
+        return [json.dumps({"id": mid, "result": {}})] if mid is not None else []
+
+    return answer
+
+
+async def test_a_kept_process_serves_the_next_run_warm_and_closes_only_with_its_pool(tmp_path: Path) -> None:
+    """A process the pool keeps is not told to exit after the turn: the run ends what it started (its thread's
+    background terminals, its subscription) and the next run opens its thread on it without `initialize`; a late
+    message of the first run's thread never reaches the second."""
+    EndsInput.steps = []
+    pool = CodexPool(size=1)
+    starter = EndsInput.starter(threads_in_turn)
+    try:
+        texts = []
+        for _ in range(2):
+            events = await run(tmp_path, starter, {"pool": pool})
+            assert isinstance(events[-1], Result)
+            assert events[-1].status == "success"
+            texts.append([e.text for e in events if isinstance(e, TextDelta)])
+        assert texts == [["t1"], ["t2"]]
+        assert pool.spawned == 1
+        assert EndsInput.steps == []
+        (entry,) = pool._entries
+        methods = [str(json.loads(line).get("method")) for line in entry.resource.process.received]
+        end = ["thread/backgroundTerminals/clean", "thread/unsubscribe"]
+        assert methods == [
+            "initialize",
+            "initialized",
+            "thread/start",
+            "turn/start",
+            *end,
+            "thread/start",
+            "turn/start",
+            *end,
+        ]
+    finally:
+        await pool.aclose()
+    assert EndsInput.steps == ["close"]
+
+
+class DiesUnseen(FakeAgentProcess):
+    """A stand-in whose exit the pool cannot see before it is used (a multi-threaded process is a zombie for a
+    moment before it can be reaped): it says it runs until a line sent to it fails."""
+
+    made: ClassVar[list[DiesUnseen]] = []
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.made.append(self)
+
+    @property
+    def returncode(self) -> int | None:
+        return None
+
+
+async def test_a_warm_process_found_dead_before_the_thread_opens_is_replaced(tmp_path: Path) -> None:
+    DiesUnseen.made = []
+    pool = CodexPool(size=1)
+    starter = DiesUnseen.starter(threads_in_turn)
+    try:
+        await run(tmp_path, starter, {"pool": pool})
+        DiesUnseen.made[0].exit(137)  # while idle in the pool
+        events = await run(tmp_path, starter, {"pool": pool})
+        assert not [e for e in events if isinstance(e, ErrorEvent)]
+        assert [e.text for e in events if isinstance(e, TextDelta)] == ["t1"]  # the new process's first thread
+        assert (pool.spawned, len(DiesUnseen.made)) == (2, 2)
+    finally:
+        await pool.aclose()
 
 
 async def test_a_run_that_fails_before_its_turn_ends_closes_at_once(tmp_path: Path) -> None:

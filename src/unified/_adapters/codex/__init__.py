@@ -6,6 +6,7 @@ from pathlib import Path
 
 from unified._adapters.codex._backend import CodexBackend
 from unified._adapters.codex._launch import CODEX, PINNED_VERSION
+from unified._adapters.codex._pool import CodexPool
 from unified._adapters.codex._sessions import CodexSessionLocator, create_session_locator
 from unified.backends import Backend
 from unified.types import ExecuteParams
@@ -14,6 +15,7 @@ __all__ = [
     "CODEX",
     "PINNED_VERSION",
     "CodexBackend",
+    "CodexPool",
     "CodexSessionLocator",
     "create_backend",
     "create_session_locator",

@@ -1,11 +1,13 @@
-"""The codex backend: one run = one `codex app-server` process, one thread (new or resumed), one turn.
+"""The codex backend: one run = one thread (new or resumed) and one turn in a (warm or cold) `codex app-server`
+process, which serves one run at a time.
 
 The options are `CodexOptions` (`_options.py`); how the process is started is `Launch` (`_launch.py`);
-the run itself is `_run.CodexRun`, over the `AgentProcess` seam (the real subprocess, or an in-process
-fake in tests). Resume references are resolved here, before any process starts (`_rollouts.py`):
-one that matches nothing is `session_not_found`, never a new thread. A conversation to continue
-(`ExecuteParams.history`) becomes a rollout file of a new thread in our CODEX_HOME, then resumed
-(`_conversation.py`). See docs/backends/codex.md.
+the process is leased from the pool (`_pool.py`); the run itself is `_run.CodexRun`, over the
+`AgentProcess` seam (the real subprocess, or an in-process fake in tests). Resume references are
+resolved here, before any process starts (`_rollouts.py`): one that matches nothing is
+`session_not_found`, never a new thread. A conversation to continue (`ExecuteParams.history`) becomes a
+rollout file of a new thread in our CODEX_HOME, then resumed (`_conversation.py`). See
+docs/backends/codex.md.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import anyio
 
 from unified._adapters.codex._launch import Launch
 from unified._adapters.codex._options import BACKEND, codex_options
+from unified._adapters.codex._pool import CodexPool, default_pool
 from unified._adapters.codex._rollouts import Rollouts
 from unified._adapters.codex._run import CodexRun, Opening
 from unified._adapters.codex._shared_sessions import shared_files
@@ -31,6 +34,10 @@ class CodexBackend:
         self.params = params
         self.options = codex_options(params.backend_options)
         self.launch = Launch.of(params, self.options)
+        size = self.options.pool_size
+        self.pool: CodexPool = self.options.pool or (CodexPool(size=0) if size == 0 else default_pool())
+        if size and self.options.pool is None:
+            self.pool.size = size
 
     def unsupported_options(self, params: ExecuteParams) -> list[UnsupportedOption]:
         problems: list[UnsupportedOption] = []
@@ -92,4 +99,4 @@ class CodexBackend:
                 opening = Opening(info.session_id, resumed=True)
         else:
             opening = Opening()
-        return await CodexRun(self.launch, self.options, ctx, opening).run()
+        return await CodexRun(self.launch, self.options, ctx, opening, self.pool).run()

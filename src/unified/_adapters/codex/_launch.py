@@ -26,6 +26,7 @@ import contextlib
 import json
 import os
 import platform
+import secrets
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -114,6 +115,7 @@ CONFIG_TOML = f"""\
 check_for_update_on_startup = false
 sandbox_mode = "danger-full-access"
 web_search = "disabled"
+thread_unload_delay_secs = 0
 
 [analytics]
 enabled = false
@@ -126,7 +128,9 @@ inherit = "all"
 exclude = {json.dumps(list(SECRET_PATTERNS))}
 """
 """The settings every run shares: nothing phones home (updates, analytics, plugins), no hosted web
-search (it would run without an approval), no key in a command. No sandbox: every thread runs with
+search (it would run without an approval), no key in a command, a thread unloaded as soon as its run
+unsubscribes (a warm process then resumes a thread from its rollout, as a new one would: a retry cuts
+it, another process may have appended to it). No sandbox: every thread runs with
 `approvalPolicy: untrusted`, so nothing runs unapproved, and what is approved runs once (`_run.SANDBOX`)."""
 
 _PLATFORM_PACKAGES = {
@@ -199,6 +203,12 @@ def home_is_prepared(home: Path) -> bool:
     return known is not None and file_signature(home / "config.toml") == known
 
 
+def _temporary_name(name: str) -> str:
+    """A file to write `name` through before a rename: of this process and this call (runs at once in one
+    process each write their own: with the pid alone, one's rename took the other's file away)."""
+    return f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+
+
 def prepare_home(home: Path) -> None:
     """Make the home and (re)write our config.toml when it differs (atomically: runs may start at once)."""
     home.mkdir(parents=True, exist_ok=True)
@@ -209,7 +219,7 @@ def prepare_home(home: Path) -> None:
             if before is not None and file_signature(target) == before:  # not replaced while it was read
                 _PREPARED[home] = before
             return
-    temporary = home / f".config.toml.{os.getpid()}.tmp"
+    temporary = home / _temporary_name("config.toml")
     temporary.write_text(CONFIG_TOML, encoding="utf-8")
     written = file_signature(temporary)  # a rename keeps the inode, size and mtime
     temporary.replace(target)
@@ -235,28 +245,31 @@ def toml_value(value: Any) -> str:
 @dataclass(frozen=True, slots=True)
 class ChatgptLogin:
     """A ChatGPT login (`auth.json` with `auth_mode: chatgpt`) in the user's Codex home, used by copying it
-    into ours before a run and back after one when Codex refreshed its tokens (and the original did not
-    change meanwhile), so the user's login stays current."""
+    into ours when a process is started and back after each run when Codex refreshed its tokens (and the
+    original did not change meanwhile), so the user's login stays current."""
 
     source: Path
 
     def copy_in(self, home: Path) -> bytes:
         data = self.source.read_bytes()
         target = home / "auth.json"
-        temporary = home / f".auth.json.{os.getpid()}.tmp"
+        temporary = home / _temporary_name("auth.json")
         temporary.write_bytes(data)
         os.chmod(temporary, 0o600)
         temporary.replace(target)
         return data
 
-    def copy_back(self, home: Path, original: bytes) -> None:
+    def copy_back(self, home: Path, original: bytes) -> bytes:
+        """Returns what the two homes share now: the next run of a warm process compares with that."""
         with contextlib.suppress(OSError):
             now = (home / "auth.json").read_bytes()
             if now != original and self.source.read_bytes() == original:
-                temporary = self.source.with_name(f".auth.json.{os.getpid()}.tmp")
+                temporary = self.source.with_name(_temporary_name("auth.json"))
                 temporary.write_bytes(now)
                 os.chmod(temporary, 0o600)
                 temporary.replace(self.source)
+                return now
+        return original
 
 
 def chatgpt_login(env: Mapping[str, str]) -> ChatgptLogin | None:

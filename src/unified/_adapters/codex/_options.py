@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, StrictInt
 
+from unified._adapters.codex._pool import CodexPool
 from unified._binary.options import StartProcessOption, TranscriptOption
 from unified._exports import publish
 from unified._internal.options import parse_options
@@ -37,6 +38,10 @@ class CodexOptions(BackendOptions):
     chatgpt_base_url: str | None = None
     """Where a ChatGPT login's requests go (Codex's `chatgpt_base_url`; default ChatGPT's own): a proxy's,
     or a test server's."""
+    pool_size: StrictInt | None = Field(default=None, ge=0)
+    """Warm app-server processes kept by the default pool (default 2); 0 = a cold process per run."""
+    pool: CodexPool | None = None
+    """A pool to lease processes from instead of the default one."""
     env: dict[str, str] = Field(default_factory=dict)
     """Extra environment variables for the app-server (and, minus anything secret-looking, its commands)."""
     provider_timeout_s: float = Field(default=60.0, gt=0)

@@ -6,8 +6,9 @@ makes Codex kill its commands itself; a SIGKILL, a crash or `turn/interrupt` (wh
 command running) does not. So the run's processes are found two ways, and whatever of them outlives
 the app-server is killed, with its process group:
 
-- every process of the run carries a marker in its environment (`MARKER`, a value per run, which
-  commands inherit): on Linux `/proc/<pid>/environ` finds them even once orphaned (`find_marked`);
+- every process of the run carries a marker in its environment (`MARKER`, a value per app-server process,
+  which serves one run at a time, and which commands inherit): on Linux `/proc/<pid>/environ` finds them
+  even once orphaned (`find_marked`);
 - the app-server's descendants, remembered while it lives (pid and start time, which tells a reused
   pid apart): the binary layer's `descendants`, from `/proc` or, elsewhere, `ps`.
 """

@@ -1,10 +1,13 @@
-"""One run: a `codex app-server` process, one thread (new or resumed), one turn, and the end of it all.
+"""One run: a `codex app-server` process (warm from the pool, or started for it), one thread (new or
+resumed), one turn, and the end of it all.
 
-The process is the run's own (about 0.25 s to start, like `codex exec`), started in the run's cwd
-with `Launch`'s argv and environment; the JSON-RPC connection routes every message of it to the
-run (Codex sends no `"jsonrpc"` field). The steps:
+The process is leased from the run's pool (`_pool.py`), keyed by what it was started with: the run's cwd,
+`Launch`'s argv and environment, the starter. A new one is started in the run's cwd (about 0.25 s, like
+`codex exec`); the JSON-RPC connection routes every message of it to the run that holds it, except those
+about a thread of an earlier run (Codex sends no `"jsonrpc"` field). The steps:
 
-1. `initialize` (with `experimentalApi`, for `thread/backgroundTerminals/clean`), `initialized`;
+1. on a new process, `initialize` (with `experimentalApi`, for `thread/backgroundTerminals/clean`),
+   `initialized`; a warm one was initialized by its first run;
 2. `thread/start {cwd, approvalPolicy: "untrusted", sandbox: "read-only", ...}` or, for a resume,
    `thread/resume {threadId}` of the thread the short id resolved to (before the process started: a
    reference that matches nothing never reaches Codex, which would not start a thread for it anyway);
@@ -15,8 +18,10 @@ run (Codex sends no `"jsonrpc"` field). The steps:
 Deadlines: an unreachable provider makes Codex retry forever (`error {willRetry: true}` every few
 seconds), so after `provider_timeout_s` without progress the turn is interrupted and the run fails
 (retryable). Cancellation (and a stop answer) interrupts the turn (`turn/interrupt`), cleans up its
-background terminals, and ends the process. Ending the process ends the commands Codex started too,
-which run in sessions of their own: they are found before and killed after (`_processes`).
+background terminals, and retires the process, which the pool then ends. Ending the process ends the
+commands Codex started too, which run in sessions of their own: they are found before and killed after
+(`_processes`). A turn that ended by itself gives the process back to the pool, after ending what the
+run started (`CodexConnection.end_run`); a process the pool does not keep has its stdin closed at once.
 """
 
 from __future__ import annotations
@@ -36,10 +41,12 @@ from unified._adapters.codex._approvals import ApprovalBridge
 from unified._adapters.codex._launch import Launch, home_is_prepared, prepare_home, start_codex
 from unified._adapters.codex._options import BACKEND, CodexOptions
 from unified._adapters.codex._outcome import error_from_exit, error_from_turn_error
-from unified._adapters.codex._processes import MARKER, end_all, find_marked
+from unified._adapters.codex._pool import ROUTE, CodexConnection, CodexPool
+from unified._adapters.codex._processes import MARKER
 from unified._adapters.codex._rollouts import codex_short_id
 from unified._adapters.codex._translate import AppServerTranslator, ModelResponse, Retrying, TurnEnded
-from unified._binary.jsonrpc import ConnectionClosed, Inbox, JsonRpcConnection, LineProblem, RpcError, as_dict
+from unified._binary.jsonrpc import ConnectionClosed, Inbox, LineProblem, RpcError, as_dict
+from unified._binary.pool import Lease, pool_key
 from unified._binary.process import descendants
 from unified.backends import AgentProcess, RunContext, RunOutcome
 from unified.conversations import Origin
@@ -49,15 +56,11 @@ from unified.types import ExecuteParams, ImageInput
 
 __all__ = ["CodexRun", "Opening", "initialize_params", "thread_params", "user_input"]
 
-ROUTE = "run"
 HANDSHAKE_TIMEOUT_S = 60.0
 """A hang guard for `initialize` and the thread's opening (they answer in well under a second)."""
 INTERRUPT_GRACE_S = 5.0
 """How long an interrupted turn may take to end before the process is ended regardless."""
 EXIT_GRACE_S = 2.0
-EOF_GRACE_S = 0.5
-"""How long app-server may take to exit by itself once its stdin is closed after the turn (~20-25 ms) before
-it is ended with signals (a hang guard: it always has in our runs)."""
 PARENT_GRACE_S = 2.0
 """How long the parent may take to start its turn about finished subagents before the run ends."""
 WATCH_S = 0.5
@@ -123,17 +126,25 @@ class Opening:
         self.continued_from = continued_from
 
 
-class CodexRun:
-    """One run on its own app-server process (see the module docstring)."""
+class _DeadOnArrival(Exception):
+    """A warm process was found dead before the run's thread was opened: the run takes another, once."""
 
-    def __init__(self, launch: Launch, options: CodexOptions, ctx: RunContext, opening: Opening) -> None:
+
+class CodexRun:
+    """One run on a leased app-server process (see the module docstring)."""
+
+    def __init__(
+        self, launch: Launch, options: CodexOptions, ctx: RunContext, opening: Opening, pool: CodexPool
+    ) -> None:
         self.launch = launch
         self.options = options
         self.ctx = ctx
         self.params = ctx.params
         self.opening = opening
+        self.pool = pool
+        self.lease: Lease[CodexConnection] | None = None
         self.process: AgentProcess | None = None
-        self.connection: JsonRpcConnection | None = None
+        self.connection: CodexConnection | None = None
         self.inbox = Inbox()
         self.translator: AppServerTranslator | None = None
         self.thread_id: str | None = None
@@ -145,13 +156,11 @@ class CodexRun:
         self._pending: deque[dict[str, Any] | LineProblem] = deque()
         """Messages read while waiting for something else (MCP start-up), handled first."""
         self._grace_until: float | None = None
-        self._marker = secrets.token_hex(8)
-        self._input_ended = False
-        """Whether app-server's stdin was closed after the turn ended (it is then exiting by itself)."""
         self._started: SessionStarted | None = None
         """The run's `SessionStarted` once the thread is open, until `_announce` emits it."""
-        self._remembered: dict[int, str] = {}
-        """Every process the app-server started that was seen alive: pid → start time."""
+        self._reusable = False
+        """Whether the turn ended by itself (completed, or failed on the provider's side) and nothing else went
+        wrong: the process may serve another run."""
 
     @property
     def where(self) -> str:
@@ -163,51 +172,105 @@ class CodexRun:
         cwd = self.params.cwd.expanduser().resolve()
         if not cwd.is_dir():
             raise ConfigurationError(f"cwd {cwd} is not a directory", hint="pass an existing working directory")
-        if not home_is_prepared(self.launch.home):
-            await anyio.to_thread.run_sync(prepare_home, self.launch.home)
+        home = self.launch.home
+        if not home_is_prepared(home):
+            await anyio.to_thread.run_sync(prepare_home, home)
         login = self.launch.chatgpt
-        original = await anyio.to_thread.run_sync(login.copy_in, self.launch.home) if login is not None else None
         start = self.options.start_process or start_codex
+        argv, env = self.launch.argv(), self.launch.env
+
+        async def spawn() -> CodexConnection:
+            copied = await anyio.to_thread.run_sync(login.copy_in, home) if login is not None else None
+            marker = secrets.token_hex(8)  # per process: it serves one run at a time
+            return CodexConnection(start(argv, cwd, {**env, MARKER: marker}), marker, start, copied)
+
+        # The cwd is the process's own (an MCP server without a cwd of its own runs there); the starter is part
+        # of the key, so a stand-in never serves a run meant for the binary.
+        key = pool_key([*argv, str(cwd), repr(self.options.start_process)], env)
         try:
-            self.process = start(self.launch.argv(), cwd, {**self.launch.env, MARKER: self._marker})
-            connection = JsonRpcConnection(
-                self.process, name="codex app-server", route=lambda m: ROUTE, jsonrpc_field=False
-            )
-            self.connection = connection
-            self.inbox = connection.open_inbox(ROUTE)
-            transcript = self.options.transcript
-            if transcript is not None:
-                connection.observer = lambda direction, message: transcript.append({"dir": direction, "msg": message})
-            try:
-                await self._handshake()
-                await self._open(cwd)
-                return await self._watched(self._turn)
-            except ConnectionClosed as exc:
-                await self._announce()  # a thread was opened before the process ended
-                process = self.process
-                code = await process.wait(EXIT_GRACE_S)
-                raise error_from_exit(
-                    code, process.stderr_tail(), f"codex app-server exited during the run ({exc})"
-                ) from exc
-            except RunStopped:
-                with anyio.CancelScope(shield=True):
-                    await self._stop_turn()
-                raise
-            except anyio.get_cancelled_exc_class():
-                with anyio.CancelScope(shield=True):
-                    await self._stop_turn()
-                raise
+            return await self._leased(key, spawn, cwd, replace_dead=True)
+        except _DeadOnArrival:
+            return await self._leased(key, spawn, cwd, replace_dead=False)
+
+    async def _leased(
+        self, key: str, spawn: Callable[[], Awaitable[CodexConnection]], cwd: Path, *, replace_dead: bool
+    ) -> RunOutcome:
+        kept = False
+        try:
+            async with self.pool.lease(key, spawn) as lease:
+                try:
+                    return await self._on(lease, cwd, replace_dead=replace_dead)
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        kept = await self._leave(lease)
+                        if kept:
+                            await self._copy_back(lease.resource)
         finally:
+            if not kept and self.connection is not None:  # the pool has ended the process now
+                with anyio.CancelScope(shield=True):
+                    await self._copy_back(self.connection)
+
+    async def _on(self, lease: Lease[CodexConnection], cwd: Path, *, replace_dead: bool) -> RunOutcome:
+        connection = lease.resource
+        self.lease, self.connection, self.process = lease, connection, connection.process
+        self.inbox = connection.open_inbox(ROUTE)
+        transcript = self.options.transcript
+        if transcript is not None:
+            connection.observer = lambda direction, message: transcript.append({"dir": direction, "msg": message})
+        try:
+            if not connection.initialized:
+                await self._handshake()
+            await self._open(cwd)
+            return await self._watched(self._turn)
+        except ConnectionClosed as exc:
+            self._reusable = False
+            if replace_dead and lease.warm and self.thread_id is None:
+                # It died while idle (its exit not yet seen when it was leased): nothing of the run happened yet.
+                raise _DeadOnArrival from exc
+            await self._announce()  # a thread was opened before the process ended
+            process = connection.process
+            code = await process.wait(EXIT_GRACE_S)
+            raise error_from_exit(
+                code, process.stderr_tail(), f"codex app-server exited during the run ({exc})"
+            ) from exc
+        except RunStopped:
+            self._reusable = False
             with anyio.CancelScope(shield=True):
-                await self._close()
-                if login is not None and original is not None:
-                    await anyio.to_thread.run_sync(login.copy_back, self.launch.home, original)
+                await self._stop_turn()
+            raise
+        except anyio.get_cancelled_exc_class():
+            self._reusable = False
+            with anyio.CancelScope(shield=True):
+                await self._stop_turn()
+            raise
+
+    async def _leave(self, lease: Lease[CodexConnection]) -> bool:
+        """Give the process back (after `end_run`) when the run ended cleanly and the pool keeps it; else retire
+        it, and the pool ends it and every process it started. Whether it was given back."""
+        connection = lease.resource
+        connection.observer = None
+        if self._reusable and lease.kept and connection.alive and self.translator is not None:
+            try:
+                started = bool(self.translator.tools or self.launch.mcp_names)
+                await connection.end_run(self.translator.threads, started=started)
+                return True
+            except (ConnectionClosed, RpcError, TimeoutError):
+                pass
+        lease.retire()
+        connection.close_inbox(ROUTE)
+        return False
+
+    async def _copy_back(self, connection: CodexConnection) -> None:
+        """The ChatGPT login as Codex left it, back into the user's home when it refreshed the tokens."""
+        login = self.launch.chatgpt
+        if login is not None and connection.login is not None:
+            connection.login = await anyio.to_thread.run_sync(login.copy_back, self.launch.home, connection.login)
 
     # --- the processes it starts --------------------------------------------------------------------
 
     async def _watched(self, step: Callable[[], Awaitable[RunOutcome]]) -> RunOutcome:
         """Run `step` while remembering, every `WATCH_S`, the processes the app-server has started: if it
-        dies (SIGKILL, a crash), its commands outlive it, and `_close` kills what was remembered."""
+        dies (SIGKILL, a crash), its commands outlive it, and its `close` kills what was remembered."""
         outcome: RunOutcome | None = None
 
         async def watch() -> None:
@@ -226,10 +289,11 @@ class CodexRun:
         return outcome
 
     async def _remember(self) -> None:
+        connection = self.connection
         process = self.process
-        if process is not None and process.pid is not None and process.returncode is None:
+        if connection is not None and process is not None and process.pid is not None and process.returncode is None:
             found = await anyio.to_thread.run_sync(descendants, process.pid)
-            self._remembered.update(found)
+            connection.remembered.update(found)
 
     # --- the steps ----------------------------------------------------------------------------------
 
@@ -253,6 +317,7 @@ class CodexRun:
         except RpcError as exc:
             raise BackendUnavailable(f"codex app-server refused initialize: {exc.message}") from exc
         await self.connection.notify("initialized", {})
+        self.connection.initialized = True
 
     async def _open(self, cwd: Path) -> None:
         params = thread_params(self.params)
@@ -261,6 +326,8 @@ class CodexRun:
             if opening.thread_id is None:
                 answer = await self._request("thread/start", {**params, "cwd": str(cwd)})
             else:
+                assert self.connection is not None
+                self.connection.adopt(opening.thread_id)
                 answer = await self._request(
                     "thread/resume", {**params, "threadId": opening.thread_id, "excludeTurns": True}
                 )
@@ -391,16 +458,20 @@ class CodexRun:
                 else:
                     item.native = self.ctx.native(message)
                     await self.ctx.emit(item)
-        # Nothing more will be sent: closed stdin starts app-server's own shutdown (~20 ms after a turn, as
-        # soon over as SIGTERM's) at once, beside the run's last events; `_close` waits for it, and ends it
-        # for sure.
         assert self.process is not None
-        await self.process.end_input()
-        self._input_ended = True
+        assert self.connection is not None
+        assert self.lease is not None
+        if not self.lease.kept:
+            # Nothing more will be sent: closed stdin starts app-server's own shutdown (~20 ms after a turn, as
+            # soon over as SIGTERM's) at once, beside the run's last events; its `close` waits for it, and ends
+            # it for sure.
+            await self.process.end_input()
+            self.connection.input_ended = True
+        assert main_end is not None
+        self._reusable = main_end.status != "interrupted"
         if self._responses == 0:
             await self.ctx.end_turn(Usage())  # nothing reported: the guard estimates from the text, flagged
         short = codex_short_id(self.thread_id)
-        assert main_end is not None
         if main_end.status == "completed":
             return RunOutcome(short_id=short)
         if main_end.status == "interrupted":
@@ -490,28 +561,3 @@ class CodexRun:
                     connection.forget(request)
         except ConnectionClosed:
             pass
-
-    async def _close(self) -> None:
-        """End the process and every process it started (see the module docstring). `close` itself lists
-        the process's descendants before it signals and kills those that outlive it (the `AgentProcess`
-        contract), so they are not listed here a second time (a scan of every process on the machine
-        and a worker-thread round trip, ~1 ms under load at the end of every run); what this adds is
-        what `close` cannot know: the processes remembered earlier (orphaned before the end, by a crash
-        or a SIGKILL) and, after the exit, the marked ones, each killed and waited for until gone.
-
-        After a turn that ended, with stdin closed, app-server is already shutting down (and ends its commands
-        itself, as on SIGTERM): it is given `EOF_GRACE_S` to exit before `close`, as the claude-code backend
-        gives its CLI. `close` then has nothing to signal, nor descendants to list (the scan of every process
-        on the machine, ~1 ms on the event loop while app-server shuts down); the marked ones are still
-        looked for after the exit. Any other end (an error, a cancellation) is `close`'s at once."""
-        process = self.process
-        if process is None:
-            return
-        if self.connection is not None:
-            self.connection.closed = True
-        if self._input_ended:
-            await process.wait(EOF_GRACE_S)
-        await process.close()
-        self._remembered.update(await find_marked(self._marker))
-        if self._remembered:
-            await anyio.to_thread.run_sync(end_all, list(self._remembered.items()))
