@@ -2,56 +2,26 @@
 
 from __future__ import annotations
 
-import itertools
-from dataclasses import dataclass, field
-
 import anyio
 import pytest
 
+from tests.harness.pool_parts import FakeResource, ManualClock
 from unified._binary.pool import WarmPool, pool_key
 
 pytestmark = pytest.mark.anyio
 
-_pids = itertools.count(1)
-
-
-@dataclass(eq=False)
-class Resource:
-    pid: int = field(default_factory=lambda: next(_pids))
-    alive: bool = True
-    closed: bool = False
-    killed: bool = False
-
-    async def close(self) -> None:
-        self.closed, self.alive = True, False
-
-    def kill(self) -> None:
-        self.killed, self.alive = True, False
-
-    @property
-    def ended(self) -> bool:
-        return self.closed or self.killed
-
 
 class Spawner:
     def __init__(self) -> None:
-        self.made: list[Resource] = []
+        self.made: list[FakeResource] = []
 
-    async def __call__(self) -> Resource:
-        self.made.append(Resource())
+    async def __call__(self) -> FakeResource:
+        self.made.append(FakeResource())
         return self.made[-1]
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 async def test_a_warm_entry_serves_the_next_run_of_the_same_key() -> None:
-    pool: WarmPool[Resource] = WarmPool(size=2)
+    pool: WarmPool[FakeResource] = WarmPool(size=2)
     spawn = Spawner()
     async with pool.lease("k", spawn) as first:
         assert not first.warm
@@ -68,7 +38,7 @@ async def test_a_warm_entry_serves_the_next_run_of_the_same_key() -> None:
 
 
 async def test_size_zero_starts_cold_and_ends_each_entry_with_its_run() -> None:
-    pool: WarmPool[Resource] = WarmPool(size=0)
+    pool: WarmPool[FakeResource] = WarmPool(size=0)
     spawn = Spawner()
     for _ in range(2):
         async with pool.lease("k", spawn) as lease:
@@ -79,10 +49,10 @@ async def test_size_zero_starts_cold_and_ends_each_entry_with_its_run() -> None:
 
 async def test_a_lease_says_whether_its_entry_stays_warm_after_the_run() -> None:
     spawn = Spawner()
-    cold: WarmPool[Resource] = WarmPool(size=0)
+    cold: WarmPool[FakeResource] = WarmPool(size=0)
     async with cold.lease("k", spawn) as lease:
         assert not lease.kept
-    pool: WarmPool[Resource] = WarmPool(size=1)
+    pool: WarmPool[FakeResource] = WarmPool(size=1)
     async with pool.lease("k", spawn) as lease:
         assert lease.kept
         async with pool.lease("other", spawn) as transient:  # the one warm slot is busy
@@ -93,8 +63,8 @@ async def test_a_lease_says_whether_its_entry_stays_warm_after_the_run() -> None
 
 
 async def test_beyond_the_bound_the_least_recently_used_idle_entry_goes() -> None:
-    clock = Clock()
-    pool: WarmPool[Resource] = WarmPool(size=1, clock=clock)
+    clock = ManualClock()
+    pool: WarmPool[FakeResource] = WarmPool(size=1, clock=clock)
     spawn = Spawner()
     async with pool.lease("a", spawn):
         pass
@@ -108,7 +78,7 @@ async def test_beyond_the_bound_the_least_recently_used_idle_entry_goes() -> Non
 
 
 async def test_every_entry_busy_gives_a_transient_one() -> None:
-    pool: WarmPool[Resource] = WarmPool(size=1)
+    pool: WarmPool[FakeResource] = WarmPool(size=1)
     spawn = Spawner()
     async with pool.lease("a", spawn) as busy:
         async with pool.lease("b", spawn) as transient:
@@ -120,7 +90,7 @@ async def test_every_entry_busy_gives_a_transient_one() -> None:
 
 
 async def test_runs_share_an_entry_up_to_max_leases() -> None:
-    pool: WarmPool[Resource] = WarmPool(size=2, max_leases=2)
+    pool: WarmPool[FakeResource] = WarmPool(size=2, max_leases=2)
     spawn = Spawner()
     async with pool.lease("k", spawn) as a, pool.lease("k", spawn) as b, pool.lease("k", spawn) as c:
         assert a.resource is b.resource
@@ -130,8 +100,8 @@ async def test_runs_share_an_entry_up_to_max_leases() -> None:
 
 
 async def test_idle_entries_are_evicted_after_the_ttl() -> None:
-    clock = Clock()
-    pool: WarmPool[Resource] = WarmPool(size=2, idle_ttl=300, clock=clock)
+    clock = ManualClock()
+    pool: WarmPool[FakeResource] = WarmPool(size=2, idle_ttl=300, clock=clock)
     spawn = Spawner()
     async with pool.lease("k", spawn):
         pass
@@ -146,7 +116,7 @@ async def test_idle_entries_are_evicted_after_the_ttl() -> None:
 
 
 async def test_a_retired_entry_closes_when_its_last_run_leaves_and_serves_no_one_new() -> None:
-    pool: WarmPool[Resource] = WarmPool(size=2)
+    pool: WarmPool[FakeResource] = WarmPool(size=2)
     spawn = Spawner()
     async with pool.lease("k", spawn) as first:
         async with pool.lease("k", spawn) as second:
@@ -160,7 +130,7 @@ async def test_a_retired_entry_closes_when_its_last_run_leaves_and_serves_no_one
 
 
 async def test_a_dead_entry_is_replaced() -> None:
-    pool: WarmPool[Resource] = WarmPool(size=2)
+    pool: WarmPool[FakeResource] = WarmPool(size=2)
     spawn = Spawner()
     async with pool.lease("k", spawn) as first:
         pass
@@ -171,7 +141,7 @@ async def test_a_dead_entry_is_replaced() -> None:
 
 
 async def test_close_now_kills_without_awaiting() -> None:
-    pool: WarmPool[Resource] = WarmPool(size=2)
+    pool: WarmPool[FakeResource] = WarmPool(size=2)
     spawn = Spawner()
     async with pool.lease("k", spawn):
         pass
@@ -181,7 +151,7 @@ async def test_close_now_kills_without_awaiting() -> None:
 
 
 def test_each_event_loop_gets_its_own_entries() -> None:
-    pool: WarmPool[Resource] = WarmPool(size=2)
+    pool: WarmPool[FakeResource] = WarmPool(size=2)
     spawn = Spawner()
 
     async def one_run() -> None:

@@ -2,62 +2,35 @@
 
 from __future__ import annotations
 
-import itertools
-from dataclasses import dataclass, field
-
 import anyio
 import anyio.lowlevel
 import pytest
 
+from tests.harness.pool_parts import FakeResource, ManualClock
 from unified._binary.spares import SparePool
 
 pytestmark = pytest.mark.anyio
-
-_pids = itertools.count(1)
-
-
-@dataclass(eq=False)
-class Resource:
-    key: str
-    pid: int = field(default_factory=lambda: next(_pids))
-    alive: bool = True
-    closed: bool = False
-    killed: bool = False
-
-    async def close(self) -> None:
-        self.closed, self.alive = True, False
-
-    def kill(self) -> None:
-        self.killed, self.alive = True, False
 
 
 class Starter:
     """Starts resources, remembering each (what a backend's spawn of a spare would be)."""
 
     def __init__(self) -> None:
-        self.made: list[Resource] = []
+        self.made: list[FakeResource] = []
 
-    def of(self, key: str) -> Resource:
+    def of(self, key: str) -> FakeResource:
         return next(r for r in self.made if r.key == key)
 
-    async def start(self, key: str, pool: SparePool[Resource]) -> None:
-        async def spawn() -> Resource:
-            self.made.append(Resource(key))
+    async def start(self, key: str, pool: SparePool[FakeResource]) -> None:
+        async def spawn() -> FakeResource:
+            self.made.append(FakeResource(key))
             return self.made[-1]
 
         await pool.replenish(key, spawn)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 async def test_a_spare_is_taken_once_by_its_own_key() -> None:
-    pool: SparePool[Resource] = SparePool(size=2)
+    pool: SparePool[FakeResource] = SparePool(size=2)
     starter = Starter()
     assert pool.take("a") is None
     await starter.start("a", pool)
@@ -70,14 +43,14 @@ async def test_a_spare_is_taken_once_by_its_own_key() -> None:
 
 
 async def test_size_zero_starts_nothing() -> None:
-    pool: SparePool[Resource] = SparePool(size=0)
+    pool: SparePool[FakeResource] = SparePool(size=0)
     starter = Starter()
     await starter.start("a", pool)
     assert (starter.made, pool.started, pool.take("a")) == ([], 0, None)
 
 
 async def test_beyond_the_bound_the_spare_that_waited_longest_is_closed() -> None:
-    pool: SparePool[Resource] = SparePool(size=2)
+    pool: SparePool[FakeResource] = SparePool(size=2)
     starter = Starter()
     for key in ("a", "b", "c"):
         await starter.start(key, pool)
@@ -90,7 +63,7 @@ async def test_beyond_the_bound_the_spare_that_waited_longest_is_closed() -> Non
 
 
 async def test_a_full_pool_does_not_replace_a_spare_by_an_identical_one() -> None:
-    pool: SparePool[Resource] = SparePool(size=1)
+    pool: SparePool[FakeResource] = SparePool(size=1)
     starter = Starter()
     await starter.start("a", pool)
     await starter.start("a", pool)
@@ -102,7 +75,7 @@ async def test_a_full_pool_does_not_replace_a_spare_by_an_identical_one() -> Non
 
 
 async def test_a_smaller_size_evicts_down_to_it() -> None:
-    pool: SparePool[Resource] = SparePool(size=3)
+    pool: SparePool[FakeResource] = SparePool(size=3)
     starter = Starter()
     for key in ("a", "b", "c"):
         await starter.start(key, pool)
@@ -113,12 +86,12 @@ async def test_a_smaller_size_evicts_down_to_it() -> None:
 
 
 async def test_concurrent_replenishes_stay_within_the_bound() -> None:
-    pool: SparePool[Resource] = SparePool(size=1)
-    made: list[Resource] = []
+    pool: SparePool[FakeResource] = SparePool(size=1)
+    made: list[FakeResource] = []
 
-    async def slow_spawn() -> Resource:
+    async def slow_spawn() -> FakeResource:
         await anyio.lowlevel.checkpoint()  # the other replenish runs meanwhile
-        made.append(Resource("k"))
+        made.append(FakeResource("k"))
         return made[-1]
 
     async with anyio.create_task_group() as tg:
@@ -130,8 +103,8 @@ async def test_concurrent_replenishes_stay_within_the_bound() -> None:
 
 
 async def test_an_idle_spare_expires_after_the_ttl() -> None:
-    clock = Clock()
-    pool: SparePool[Resource] = SparePool(size=2, idle_ttl=10.0, clock=clock)
+    clock = ManualClock()
+    pool: SparePool[FakeResource] = SparePool(size=2, idle_ttl=10.0, clock=clock)
     starter = Starter()
     await starter.start("a", pool)
     clock.now = 10.0
@@ -147,7 +120,7 @@ async def test_an_idle_spare_expires_after_the_ttl() -> None:
 
 
 async def test_a_dead_spare_is_never_handed_out_and_is_closed_later() -> None:
-    pool: SparePool[Resource] = SparePool(size=2)
+    pool: SparePool[FakeResource] = SparePool(size=2)
     starter = Starter()
     await starter.start("a", pool)
     dead = starter.of("a")
@@ -160,8 +133,8 @@ async def test_a_dead_spare_is_never_handed_out_and_is_closed_later() -> None:
 
 
 async def test_aclose_and_close_now_end_every_spare_and_what_was_leaving() -> None:
-    clock = Clock()
-    pool: SparePool[Resource] = SparePool(size=2, idle_ttl=1.0, clock=clock)
+    clock = ManualClock()
+    pool: SparePool[FakeResource] = SparePool(size=2, idle_ttl=1.0, clock=clock)
     starter = Starter()
     await starter.start("a", pool)
     clock.now = 5.0
@@ -177,7 +150,7 @@ async def test_aclose_and_close_now_end_every_spare_and_what_was_leaving() -> No
 
 async def test_a_cancelled_caller_still_keeps_the_spare_it_started() -> None:
     """A spare started by a run cancelled meanwhile is in the pool (ended with it), never lost running."""
-    pool: SparePool[Resource] = SparePool(size=1)
+    pool: SparePool[FakeResource] = SparePool(size=1)
     starter = Starter()
     with anyio.CancelScope() as scope:
         scope.cancel()
@@ -189,11 +162,11 @@ async def test_a_cancelled_caller_still_keeps_the_spare_it_started() -> None:
 
 def test_a_spare_started_under_one_event_loop_is_taken_under_another() -> None:
     """Nothing in the pool belongs to a loop: a spare left by an asyncio run serves a trio run."""
-    pool: SparePool[Resource] = SparePool(size=1)
+    pool: SparePool[FakeResource] = SparePool(size=1)
     starter = Starter()
     anyio.run(starter.start, "a", pool, backend="asyncio")
     assert anyio.run(_take, pool, "a", backend="trio") is starter.of("a")
 
 
-async def _take(pool: SparePool[Resource], key: str) -> Resource | None:
+async def _take(pool: SparePool[FakeResource], key: str) -> FakeResource | None:
     return pool.take(key)

@@ -16,6 +16,7 @@ binary that hosts several sessions (ACP, Codex's app-server) serves several runs
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -27,7 +28,7 @@ import anyio
 
 from unified._binary.loops import PerLoopLock, current_loop
 
-__all__ = ["DEFAULT_IDLE_TTL", "DEFAULT_SIZE", "Lease", "Poolable", "WarmPool", "pool_key"]
+__all__ = ["DEFAULT_IDLE_TTL", "DEFAULT_SIZE", "Lease", "Poolable", "ProcessWide", "WarmPool", "pool_key"]
 
 DEFAULT_SIZE = 2
 DEFAULT_IDLE_TTL = 300.0
@@ -187,3 +188,25 @@ class WarmPool(Generic[T]):
     def pids(self) -> list[int | None]:
         """The process ids of the entries kept warm."""
         return [e.resource.pid for e in self._entries]
+
+
+class _EndsAtExit(Protocol):
+    def close_now(self) -> None: ...
+
+
+P = TypeVar("P", bound=_EndsAtExit)
+
+
+class ProcessWide(Generic[P]):
+    """A backend's default pool: one for the whole interpreter, made on first use (`pool()`), and ended at the
+    interpreter's exit (`close_now`: no event loop is left to wait on), so no warm process outlives it."""
+
+    def __init__(self, make: Callable[[], P]) -> None:
+        self._make = make
+        self._pool: P | None = None
+
+    def __call__(self) -> P:
+        if self._pool is None:
+            self._pool = self._make()
+            atexit.register(self._pool.close_now)
+        return self._pool

@@ -337,7 +337,9 @@ async def test_a_kept_process_serves_the_next_run_warm_and_closes_only_with_its_
         assert pool.spawned == 1
         assert EndsInput.steps == []
         (entry,) = pool._entries
-        methods = [str(json.loads(line).get("method")) for line in entry.resource.process.received]
+        process = entry.resource.process
+        assert isinstance(process, EndsInput)
+        methods = [str(json.loads(line).get("method")) for line in process.received]
         end = ["thread/backgroundTerminals/clean", "thread/unsubscribe"]
         assert methods == [
             "initialize",

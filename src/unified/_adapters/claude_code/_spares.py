@@ -17,13 +17,12 @@ transcript (it would miss the spare's `initialize`).
 
 from __future__ import annotations
 
-import atexit
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from unified._adapters.claude_code._control import ClaudeConnection
-from unified._binary.pool import DEFAULT_IDLE_TTL
+from unified._binary.pool import DEFAULT_IDLE_TTL, ProcessWide
 from unified._binary.process import ProcessStarter
 from unified._binary.spares import SparePool
 
@@ -70,16 +69,8 @@ class ClaudeSparePool(SparePool[ClaudeSpare]):
         super().__init__(size, idle_ttl)
 
 
-_default_spares: ClaudeSparePool | None = None
-
-
-def default_spares() -> ClaudeSparePool:
-    """The process-wide pool (its size set by the runs' `pool_size`), its spares killed at interpreter exit."""
-    global _default_spares
-    if _default_spares is None:
-        _default_spares = ClaudeSparePool()
-        atexit.register(_default_spares.close_now)
-    return _default_spares
+default_spares = ProcessWide(ClaudeSparePool)
+"""The process-wide pool (its size set by the runs' `pool_size`), its spares killed at interpreter exit."""
 
 
 async def start_spare(

@@ -21,7 +21,6 @@ the key is made.
 
 from __future__ import annotations
 
-import atexit
 from collections import deque
 from collections.abc import Iterable
 
@@ -29,7 +28,7 @@ import anyio
 
 from unified._adapters.codex._processes import end_all, find_marked
 from unified._binary.jsonrpc import Inbox, JsonRpcConnection, Message, RpcError, as_dict
-from unified._binary.pool import DEFAULT_IDLE_TTL, DEFAULT_SIZE, WarmPool
+from unified._binary.pool import DEFAULT_IDLE_TTL, DEFAULT_SIZE, ProcessWide, WarmPool
 from unified._binary.process import Process, descendants
 from unified.backends import AgentProcess
 
@@ -171,13 +170,5 @@ class CodexPool(WarmPool[CodexConnection]):
         super().__init__(size, idle_ttl, max_leases=1)
 
 
-_default_pool: CodexPool | None = None
-
-
-def default_pool() -> CodexPool:
-    """The process-wide pool, ended at interpreter exit."""
-    global _default_pool
-    if _default_pool is None:
-        _default_pool = CodexPool()
-        atexit.register(_default_pool.close_now)
-    return _default_pool
+default_pool = ProcessWide(CodexPool)
+"""The process-wide pool, ended at interpreter exit."""

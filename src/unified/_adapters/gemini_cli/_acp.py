@@ -9,14 +9,13 @@ start to the first answer takes about 1.8 s; `session/new` + a prompt in a runni
 
 from __future__ import annotations
 
-import atexit
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from unified._adapters.gemini_cli._outcome import error_from_exit
 from unified._binary.jsonrpc import ConnectionClosed, JsonRpcConnection, Message, RpcError, as_dict
-from unified._binary.pool import DEFAULT_IDLE_TTL, DEFAULT_SIZE, WarmPool
+from unified._binary.pool import DEFAULT_IDLE_TTL, DEFAULT_SIZE, ProcessWide, WarmPool
 from unified._binary.process import ProcessStarter
 from unified.backends import AgentProcess
 
@@ -78,13 +77,5 @@ class AcpPool(WarmPool[AcpConnection]):
         super().__init__(size, idle_ttl, max_leases=MAX_SESSIONS_PER_PROCESS)
 
 
-_default_pool: AcpPool | None = None
-
-
-def default_pool() -> AcpPool:
-    """The process-wide pool, ended at interpreter exit."""
-    global _default_pool
-    if _default_pool is None:
-        _default_pool = AcpPool()
-        atexit.register(_default_pool.close_now)
-    return _default_pool
+default_pool = ProcessWide(AcpPool)
+"""The process-wide pool, ended at interpreter exit."""
