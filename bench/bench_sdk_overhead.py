@@ -172,7 +172,8 @@ class Baseline:
 
 
 def unified_declarations(fake: FakeGemini) -> list[types.FunctionDeclaration]:
-    """The function declarations of unified's last generateContent request (its tool runtime's tools)."""
+    """The function declarations of the server's last generateContent request: called right after a unified
+    run, its tool runtime's tools."""
     body = fake.requests_for("generateContentStream")[-1].body
     found = [d for tool in body.get("tools") or [] for d in tool.get("functionDeclarations") or []]
     return [types.FunctionDeclaration.model_validate(d) for d in found]
@@ -184,6 +185,8 @@ async def _same_request(outcome: Outcome, fake: FakeGemini, raw: Baseline, param
     tools, so that it sends the very request unified sends (~8 KB of declarations against ~0.3), the three
     in turn (the order rotating each round, after one untimed round). The gap between the two rows is the
     server's handling and the transport of the larger request, which neither side's client code does."""
+    fake.add(*_tool_turns(1))
+    await through_unified(params, _model_output)  # untimed: its request is where unified's declarations are read
     same = unified_declarations(fake)
     sides: list[Callable[[], Awaitable[Timing]]] = [
         partial(through_unified, params, _model_output),
