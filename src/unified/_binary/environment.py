@@ -31,6 +31,7 @@ from pathlib import Path
 import platformdirs
 
 from unified._environ import PerEnvironment
+from unified._files import write_atomically
 
 __all__ = ["BASIC_ENV", "EnvPolicy", "FileSignature", "cache_file", "child_env", "file_signature"]
 
@@ -144,9 +145,7 @@ def cache_file(folder: str, stem: str, suffix: str, text: str) -> Path:
     target = _cache_target(_cache_root(), folder, stem, suffix, text)
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(text)
-        temporary.replace(target)
+        write_atomically(target, text)
     return target
 
 

@@ -15,7 +15,6 @@ readable conversation is listed with a `problem` and left as it is.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from collections.abc import Iterator, Mapping
@@ -26,6 +25,7 @@ from typing import Any
 
 from unified._adapters.claude_code._launch import config_dir
 from unified._adapters.claude_code._options import BACKEND
+from unified._files import write_atomically
 from unified.errors import SessionNotFound
 from unified.sessions import SessionInfo, SessionProblem, resolve_ref, short_id_of
 
@@ -163,11 +163,8 @@ def write_lines(path: Path, lines: list[dict[str, Any]]) -> None:
     """Write a session file as the CLI does: compact JSON lines (its cross-project lookup matches the
     raw text, so a file with spaces after `:` is not found from another directory), atomically, 0600."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     text = "".join(json.dumps(line, separators=(",", ":"), ensure_ascii=False) + "\n" for line in lines)
-    temporary.write_text(text, encoding="utf-8")
-    temporary.chmod(0o600)
-    temporary.replace(path)
+    write_atomically(path, text, mode=0o600)
 
 
 class SessionFiles:

@@ -21,6 +21,7 @@ from unified._adapters.claude_code._launch import config_dir
 from unified._adapters.claude_code._options import BACKEND
 from unified._adapters.claude_code._session_files import SessionFiles, parse_session
 from unified._binary.shared import SharedFiles
+from unified._files import write_atomically
 from unified.errors import CorruptSession
 from unified.sessions import StoredSession
 
@@ -64,10 +65,7 @@ def write_session_file(session: StoredSession, home: Path) -> Path:
             stale.unlink()
     target = projects / project / f"{session.session_id}.jsonl"
     target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    temporary.chmod(0o600)
-    temporary.replace(target)
+    write_atomically(target, text, mode=0o600)
     return target
 
 

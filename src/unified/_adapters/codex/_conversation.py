@@ -24,7 +24,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import os
 import secrets
 import time
 from collections.abc import Iterable
@@ -36,6 +35,7 @@ from unified._adapters.codex._launch import PINNED_VERSION
 from unified._adapters.codex._options import BACKEND
 from unified._adapters.codex._rollouts import Rollout, Rollouts, codex_short_id, user_text
 from unified._adapters.codex._run import Opening
+from unified._files import write_atomically
 from unified.conversations import (
     Conversation,
     ImagePart,
@@ -456,9 +456,7 @@ def open_retry(rollouts: Rollouts, thread_id: str) -> Opening:
     backups = rollouts.home / "unified-retry-backups"
     backups.mkdir(parents=True, exist_ok=True)
     (backups / f"{path.name}.{int(time.time())}").write_bytes(b"".join(raw[cut:]))
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_bytes(b"".join(raw[:cut]))
-    temporary.replace(path)
+    write_atomically(path, b"".join(raw[:cut]))
     return Opening(thread_id, resumed=True, prompt=prompt, images=images)
 
 

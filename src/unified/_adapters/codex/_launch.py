@@ -26,7 +26,6 @@ import contextlib
 import json
 import os
 import platform
-import secrets
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from unified._adapters.codex._options import BACKEND, CodexOptions
 from unified._binary.environment import EnvPolicy, FileSignature, child_env, file_signature
 from unified._binary.install import BinarySpec, locate
 from unified._binary.process import AgentSubprocess
+from unified._files import temporary_beside, write_atomically
 from unified.errors import BackendUnavailable, ConfigurationError
 from unified.types import ExecuteParams, HttpMcpServer, SseMcpServer, StdioMcpServer
 
@@ -203,12 +203,6 @@ def home_is_prepared(home: Path) -> bool:
     return known is not None and file_signature(home / "config.toml") == known
 
 
-def _temporary_name(name: str) -> str:
-    """A file to write `name` through before a rename: of this process and this call (runs at once in one
-    process each write their own: with the pid alone, one's rename took the other's file away)."""
-    return f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-
-
 def prepare_home(home: Path) -> None:
     """Make the home and (re)write our config.toml when it differs (atomically: runs may start at once)."""
     home.mkdir(parents=True, exist_ok=True)
@@ -219,7 +213,7 @@ def prepare_home(home: Path) -> None:
             if before is not None and file_signature(target) == before:  # not replaced while it was read
                 _PREPARED[home] = before
             return
-    temporary = home / _temporary_name("config.toml")
+    temporary = temporary_beside(target)  # written here, not by write_atomically: its signature is wanted
     temporary.write_text(CONFIG_TOML, encoding="utf-8")
     written = file_signature(temporary)  # a rename keeps the inode, size and mtime
     temporary.replace(target)
@@ -252,11 +246,7 @@ class ChatgptLogin:
 
     def copy_in(self, home: Path) -> bytes:
         data = self.source.read_bytes()
-        target = home / "auth.json"
-        temporary = home / _temporary_name("auth.json")
-        temporary.write_bytes(data)
-        os.chmod(temporary, 0o600)
-        temporary.replace(target)
+        write_atomically(home / "auth.json", data, mode=0o600)
         return data
 
     def copy_back(self, home: Path, original: bytes) -> bytes:
@@ -264,10 +254,7 @@ class ChatgptLogin:
         with contextlib.suppress(OSError):
             now = (home / "auth.json").read_bytes()
             if now != original and self.source.read_bytes() == original:
-                temporary = self.source.with_name(_temporary_name("auth.json"))
-                temporary.write_bytes(now)
-                os.chmod(temporary, 0o600)
-                temporary.replace(self.source)
+                write_atomically(self.source, now, mode=0o600)
                 return now
         return original
 

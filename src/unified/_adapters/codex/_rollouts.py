@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from unified._adapters.codex._options import BACKEND
+from unified._files import write_atomically
 from unified.errors import CorruptSession, SessionNotFound
 from unified.sessions import SessionInfo, SessionProblem, resolve_ref
 
@@ -273,9 +274,7 @@ class Rollouts:
         folder.mkdir(parents=True, exist_ok=True)
         existing = self.path_of(thread_id)
         target = existing or folder / rollout_name(thread_id, when)
-        temporary = target.with_name(f".{target.name}.tmp")
-        temporary.write_text(text, encoding="utf-8")
-        temporary.replace(target)
+        write_atomically(target, text)
         return target
 
 

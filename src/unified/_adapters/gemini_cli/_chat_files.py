@@ -25,6 +25,7 @@ import json
 import os
 import re
 import shutil
+import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -33,6 +34,7 @@ from typing import Any
 
 import platformdirs
 
+from unified._files import write_atomically
 from unified.errors import CorruptSession, SessionNotFound
 from unified.events import Usage
 from unified.sessions import SHORT_ID_LENGTH, SessionInfo, resolve_ref, short_id_of
@@ -563,10 +565,7 @@ def repair_function_responses(path: Path) -> str | None:
                 out.append(json.dumps(fixed, ensure_ascii=False).encode())
         else:
             out.append(line)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.repair")
-    temporary.write_bytes(b"\n".join(out))
-    shutil.copymode(path, temporary)
-    temporary.replace(path)
+    write_atomically(path, b"\n".join(out), mode=stat.S_IMODE(path.stat().st_mode))
     count = sum(len(ids) for ids in surplus.values())
     return (
         f"removed {count} function response(s) from {path.name} that a resume would send twice or without their "

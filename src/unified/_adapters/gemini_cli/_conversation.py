@@ -27,7 +27,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import re
 import uuid
 from collections.abc import Mapping
@@ -45,6 +44,7 @@ from unified._adapters.gemini_cli._chat_files import (
     session_files,
     usage_from_counts,
 )
+from unified._files import write_atomically
 from unified._internal.gemini_parts import response_of_result, result_of_response
 from unified.conversations import (
     Conversation,
@@ -364,9 +364,7 @@ def project_slug(home: Path, root: Path) -> str:
             (base_dir / slug / PROJECT_ROOT_FILE).write_text(key, encoding="utf-8")
     if projects.get(key) != slug:
         projects[key] = slug
-        temporary = registry.with_name(f".projects.json.{os.getpid()}.tmp")
-        temporary.write_text(json.dumps({"projects": projects}, indent=2), encoding="utf-8")
-        temporary.replace(registry)
+        write_atomically(registry, json.dumps({"projects": projects}, indent=2))
     return slug
 
 
@@ -410,9 +408,7 @@ def open_history(
     chats = home / "tmp" / project_slug(home, cwd) / "chats"
     chats.mkdir(parents=True, exist_ok=True)
     path = chats / f"session-{now:%Y-%m-%dT%H-%M}-{short_id_of(session_id)}.jsonl"
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-    temporary.replace(path)
+    write_atomically(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
     return Opening(load=session_id, prompt=prompt)
 
 

@@ -15,7 +15,6 @@ data-loss guards (`ResumeGuard`) run after the files are written, exactly as for
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,6 +31,7 @@ from unified._adapters.gemini_cli._chat_files import (
     summarize,
 )
 from unified._binary.shared import SharedFiles
+from unified._files import write_atomically
 from unified.errors import CorruptSession
 from unified.sessions import StoredSession, short_id_of
 
@@ -116,9 +116,7 @@ def write_chat_files(session: StoredSession, home: Path, cwd: Path) -> list[Path
     written = []
     for name, text in files.items():
         target = chats / name
-        temporary = target.with_name(f".{name}.{os.getpid()}.tmp")
-        temporary.write_text(text, encoding="utf-8")
-        temporary.replace(target)
+        write_atomically(target, text)
         written.append(target)
     return written
 
