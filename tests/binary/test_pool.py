@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import anyio
 import pytest
 
@@ -169,3 +172,19 @@ def test_the_key_is_a_digest_of_argv_and_environment() -> None:
     assert "secret-value" not in key
     assert key == pool_key(["gemini", "--acp"], {"GEMINI_API_KEY": "secret-value"})
     assert key != pool_key(["gemini", "--acp"], {"GEMINI_API_KEY": "other"})
+
+
+async def test_a_warm_entry_holds_what_started_it_while_it_lives() -> None:
+    """A key may name a starter by its `repr` (an id, as the backends' keys do): while the entry lives the starter
+    is never freed, so its id cannot come back as another starter's and match the entry."""
+    pool: WarmPool[FakeResource] = WarmPool(size=1)
+    spawn = Spawner()
+    freed = weakref.ref(spawn)
+    async with pool.lease(repr(spawn), spawn) as lease:
+        assert not lease.warm
+    del spawn, lease
+    gc.collect()
+    assert freed() is not None, "held by the warm entry"
+    await pool.aclose()
+    gc.collect()
+    assert freed() is None, "let go with the entry"

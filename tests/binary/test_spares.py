@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import anyio
 import anyio.lowlevel
 import pytest
@@ -170,3 +173,17 @@ def test_a_spare_started_under_one_event_loop_is_taken_under_another() -> None:
 
 async def _take(pool: SparePool[FakeResource], key: str) -> FakeResource | None:
     return pool.take(key)
+
+
+async def test_a_waiting_spare_holds_what_started_it() -> None:
+    """As a warm entry does (`test_pool`): a starter named in a key by its id is not freed while its spare waits."""
+    pool: SparePool[FakeResource] = SparePool(size=1)
+    starter = Starter()
+    freed = weakref.ref(starter)
+    await starter.start("a", pool)
+    del starter
+    gc.collect()
+    assert freed() is not None
+    await pool.aclose()
+    gc.collect()
+    assert freed() is None

@@ -65,6 +65,9 @@ class _Entry(Generic[T]):
     loop: object
     resource: T
     last_used: float
+    spawn: object
+    """What started it, held while it lives: a key may name a starter by its `repr` (an id), and an id is
+    reused only once its object is freed, so no other starter's runs can ever match this entry."""
     transient: bool = False
     active: int = 0
     retired: bool = False
@@ -132,7 +135,7 @@ class WarmPool(Generic[T]):
             if entry is None:
                 resource = await spawn()
                 self.spawned += 1
-                entry = _Entry(key, loop, resource, self._clock(), transient=not self._make_room())
+                entry = _Entry(key, loop, resource, self._clock(), spawn, transient=not self._make_room())
                 if not entry.transient:
                     self._entries.append(entry)
             entry.active += 1

@@ -41,6 +41,8 @@ class _Spare(Generic[T]):
     key: str
     resource: T
     started_at: float
+    start: object
+    """What started it, held while it waits (as `pool._Entry.spawn`: a starter's id in a key is never reused)."""
 
 
 class SparePool(Generic[T]):
@@ -79,7 +81,7 @@ class SparePool(Generic[T]):
             if self.size > 0 and self._make_room(key):
                 resource = await start()
                 self.started += 1
-                self._spares.append(_Spare(key, resource, self._clock()))
+                self._spares.append(_Spare(key, resource, self._clock(), start))
                 while len(self._spares) > self.size:  # another run's replenish filled the room meanwhile
                     self._retire(self._spares[0])
             leaving, self._leaving = self._leaving, []

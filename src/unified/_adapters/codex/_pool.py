@@ -58,12 +58,10 @@ def thread_of(message: Message) -> str | None:
 class CodexConnection(JsonRpcConnection):
     """A JSON-RPC connection to one `codex app-server` process, and what its runs leave on it."""
 
-    def __init__(self, process: AgentProcess, marker: str, starter: object, login: bytes | None = None) -> None:
-        """`starter` is kept so that its `repr` (an id, part of the pool key) is never reused while the process
-        is warm; `login` is the ChatGPT login copied in when it was spawned."""
+    def __init__(self, process: AgentProcess, marker: str, login: bytes | None = None) -> None:
+        """`login` is the ChatGPT login copied in when it was spawned."""
         super().__init__(process, name="codex app-server", route=self._route, jsonrpc_field=False)
         self.marker = marker
-        self.starter = starter
         self.login = login
         """The auth.json our home and the user's share (what `ChatgptLogin.copy_back` compares with)."""
         self.initialized = False

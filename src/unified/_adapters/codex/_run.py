@@ -182,7 +182,7 @@ class CodexRun:
         async def spawn() -> CodexConnection:
             copied = await anyio.to_thread.run_sync(login.copy_in, home) if login is not None else None
             marker = secrets.token_hex(8)  # per process: it serves one run at a time
-            return CodexConnection(start(argv, cwd, {**env, MARKER: marker}), marker, start, copied)
+            return CodexConnection(start(argv, cwd, {**env, MARKER: marker}), marker, copied)
 
         # The cwd is the process's own (an MCP server without a cwd of its own runs there); the starter is part
         # of the key, so a stand-in never serves a run meant for the binary.
