@@ -54,6 +54,7 @@ __all__ = [
     "StderrTail",
     "alive",
     "descendants",
+    "has_proc",
     "proc_pids",
     "process_table",
     "read_proc",
@@ -422,7 +423,7 @@ def read_proc(pid: int | str, name: str) -> bytes | None:
 def proc_pids() -> list[str]:
     """The pid of every process, as /proc lists them (none where there is no /proc)."""
     try:
-        return [entry for entry in os.listdir("/proc") if entry.isdigit()]
+        return [entry for entry in os.listdir(_PROC) if entry.isdigit()]
     except OSError:
         return []
 
@@ -468,6 +469,11 @@ def _proc_entry(pid: int | str) -> tuple[int, str] | None:
     if fields is None or len(fields) < 20 or fields[0] == b"Z" or not fields[1].isdigit():
         return None
     return int(fields[1]), fields[19].decode()
+
+
+def has_proc() -> bool:
+    """Whether this machine has /proc (Linux); elsewhere (macOS) processes are listed by `ps`."""
+    return _PROC.is_dir()
 
 
 def process_table() -> dict[int, tuple[int, str]]:

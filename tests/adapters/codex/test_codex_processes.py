@@ -6,13 +6,15 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+import unified._binary.process as process_module
 from tests.harness.loop_turns import counting_turns
 from unified._adapters.codex import _processes
 from unified._adapters.codex._processes import MARKER, _marked_among, find_marked
-from unified._binary.process import proc_pids
+from unified._binary.process import alive, proc_pids
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]  # a real child process
 
@@ -45,3 +47,16 @@ async def test_find_marked_finds_what_marked_finds_and_lets_the_loop_run_between
     assert turns.count >= 1  # the loop ran between slices
     assert await find_marked(value + "x") == []  # another run's marker is not this one
     assert await find_marked(value[:-1]) == []  # nor is a prefix of it
+
+
+async def test_without_proc_ps_finds_the_marked_process_with_the_start_time_alive_knows(
+    marked_child: tuple[str, subprocess.Popen[bytes]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As on macOS: no /proc, so `ps eww` (each process's environment after its command line) finds it."""
+    value, child = marked_child
+    monkeypatch.setattr(process_module, "_PROC", Path("/nonexistent/proc"))
+    found = await find_marked(value)
+    assert [pid for pid, _ in found] == [child.pid]
+    assert alive(found[0]), "the start time is the one ps gives the process table"
+    assert await find_marked(value + "x") == []
+    assert await find_marked(value[:-1]) == [], "a prefix of the marker is another marker"

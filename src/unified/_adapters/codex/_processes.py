@@ -7,8 +7,8 @@ command running) does not. So the run's processes are found two ways, and whatev
 the app-server is killed, with its process group:
 
 - every process of the run carries a marker in its environment (`MARKER`, a value per app-server process,
-  which serves one run at a time, and which commands inherit): on Linux `/proc/<pid>/environ` finds them
-  even once orphaned (`find_marked`);
+  which serves one run at a time, and which commands inherit): `/proc/<pid>/environ` finds them even once
+  orphaned (`find_marked`), or `ps eww` where there is no /proc;
 - the app-server's descendants, remembered while it lives (pid and start time, which tells a reused
   pid apart): the binary layer's `descendants`, from `/proc` or, elsewhere, `ps`.
 """
@@ -18,12 +18,21 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Iterable
 
 import anyio.lowlevel
 
-from unified._binary.process import Process, proc_pids, read_proc, start_time, still_running
+from unified._binary.process import (
+    Process,
+    has_proc,
+    proc_pids,
+    process_table,
+    read_proc,
+    start_time,
+    still_running,
+)
 
 __all__ = ["GONE_WITHIN_S", "MARKED_SLICE", "MARKER", "end_all", "find_marked"]
 
@@ -36,12 +45,16 @@ MARKED_SLICE = 64
 
 
 async def find_marked(value: str) -> list[Process]:
-    """Every live process whose environment says `MARKER=value` (Linux; elsewhere none are found), looked
-    up on the event loop, `MARKED_SLICE` processes at a time with a checkpoint between slices: the
-    end of every run looks, and a worker thread's round trip for it cost more than the look itself
-    (~0.8 ms against ~0.2 ms for ~70 processes, on the run's last stretch after the exit), while a
-    slice never holds the loop much longer than that, however many processes the machine runs."""
-    pids = proc_pids()  # none where there is no /proc
+    """Every live process whose environment says `MARKER=value`.
+
+    From /proc it is looked up on the event loop, `MARKED_SLICE` processes at a time with a checkpoint
+    between slices: the end of every run looks, and a worker thread's round trip for it cost more than
+    the look itself (~0.8 ms against ~0.2 ms for ~70 processes, on the run's last stretch after the
+    exit), while a slice never holds the loop much longer than that, however many processes the
+    machine runs. Where there is no /proc (macOS), `ps` lists them, in a worker thread."""
+    if not has_proc():
+        return await anyio.to_thread.run_sync(_marked_by_ps, value)
+    pids = proc_pids()
     found: list[Process] = []
     for start in range(0, len(pids), MARKED_SLICE):
         if start:
@@ -66,6 +79,31 @@ def _marked_among(pids: Iterable[str], value: str) -> list[Process]:
         ):
             found.append((int(entry), started))
     return found
+
+
+def _marked_by_ps(value: str) -> list[Process]:
+    """`find_marked` where there is no /proc (macOS): `ps` shows each process's environment after its command
+    line (`e`), one whole line a process (`ww`); the marker is one of its words."""
+    needle = f"{MARKER}={value}"
+    try:
+        done = subprocess.run(
+            ["ps", "eww", "-A", "-o", "pid=,args="],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    own = os.getpid()
+    pids = [
+        int(words[0])
+        for line in done.stdout.splitlines()
+        if (words := line.split()) and words[0].isdigit() and int(words[0]) != own and needle in words[1:]
+    ]
+    table = process_table() if pids else {}
+    return [(pid, table[pid][1]) for pid in pids if pid in table]
 
 
 GONE_WITHIN_S = 5.0
