@@ -478,7 +478,7 @@ def has_proc() -> bool:
 
 def process_table() -> dict[int, tuple[int, str]]:
     """pid -> (parent pid, start time) of every live process: from /proc, or from `ps` where there is none."""
-    if not _PROC.is_dir():
+    if not has_proc():
         return _ps_table()
     table = {}
     for entry in proc_pids():
@@ -490,7 +490,7 @@ def process_table() -> dict[int, tuple[int, str]]:
 
 def start_time(pid: int) -> str | None:
     """The start time of the live process `pid` (see `Process`); None when it is gone."""
-    found = _proc_entry(pid) if _PROC.is_dir() else _ps_table(pid).get(pid)
+    found = _proc_entry(pid) if has_proc() else _ps_table(pid).get(pid)
     return found[1] if found is not None else None
 
 
@@ -502,10 +502,9 @@ def alive(process: Process) -> bool:
 def still_running(processes: Iterable[Process]) -> list[Process]:
     """Those of `processes` that still run (not later ones with their pids): one /proc read each, or one
     `ps` for them all where there is no /proc."""
-    if _PROC.is_dir():
-        return [process for process in processes if alive(process)]
-    table = _ps_table()
-    return [process for process in processes if table.get(process[0], (0, None))[1] == process[1]]
+    wanted = list(processes)
+    table = {pid: _proc_entry(pid) for pid, _ in wanted} if has_proc() else _ps_table()
+    return [process for process in wanted if (table.get(process[0]) or (0, None))[1] == process[1]]
 
 
 def descendants(root: int) -> frozenset[Process]:
