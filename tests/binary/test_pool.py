@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from tests.harness.pool_parts import FakeResource, ManualClock
-from unified._binary.pool import WarmPool, pool_key
+from unified._binary.pool import ProcessWide, WarmPool, pool_key
 
 pytestmark = pytest.mark.anyio
 
@@ -188,3 +188,25 @@ async def test_a_warm_entry_holds_what_started_it_while_it_lives() -> None:
     await pool.aclose()
     gc.collect()
     assert freed() is None, "let go with the entry"
+
+
+def test_a_run_takes_the_given_pool_or_a_cold_one_or_the_process_wide_one_at_its_size() -> None:
+    made: list[WarmPool[FakeResource]] = []
+
+    def make() -> WarmPool[FakeResource]:
+        made.append(WarmPool(size=2))
+        return made[-1]
+
+    default = ProcessWide(make)
+    given: WarmPool[FakeResource] = WarmPool(size=5)
+    cold: WarmPool[FakeResource] = WarmPool(size=0)
+    assert default.for_run(given, 3, lambda: cold) is given
+    assert given.size == 5, "a given pool keeps its own size"
+    assert default.for_run(None, 0, lambda: cold) is cold
+    assert made == [], "no process-wide pool for a run that keeps nothing warm"
+    pool = default.for_run(None, None, lambda: cold)
+    assert pool is made[0]
+    assert pool.size == 2
+    assert default.for_run(None, 4, lambda: cold) is pool
+    assert pool.size == 4
+    pool.close_now()

@@ -193,11 +193,13 @@ class WarmPool(Generic[T]):
         return [e.resource.pid for e in self._entries]
 
 
-class _EndsAtExit(Protocol):
+class _SizedPool(Protocol):
+    size: int
+
     def close_now(self) -> None: ...
 
 
-P = TypeVar("P", bound=_EndsAtExit)
+P = TypeVar("P", bound=_SizedPool)
 
 
 class ProcessWide(Generic[P]):
@@ -213,3 +215,15 @@ class ProcessWide(Generic[P]):
             self._pool = self._make()
             atexit.register(self._pool.close_now)
         return self._pool
+
+    def for_run(self, given: P | None, size: int | None, cold: Callable[[], P]) -> P:
+        """The pool a run leases from, by its options: `given` (the `pool` option) as it is; else, for a
+        `pool_size` of 0, `cold()` (a pool that keeps nothing); else this one, at `size` when given."""
+        if given is not None:
+            return given
+        if size == 0:
+            return cold()
+        pool = self()
+        if size is not None:
+            pool.size = size
+        return pool

@@ -34,10 +34,9 @@ class CodexBackend:
         self.params = params
         self.options = codex_options(params.backend_options)
         self.launch = Launch.of(params, self.options)
-        size = self.options.pool_size
-        self.pool: CodexPool = self.options.pool or (CodexPool(size=0) if size == 0 else default_pool())
-        if size and self.options.pool is None:
-            self.pool.size = size
+        self.pool: CodexPool = default_pool.for_run(
+            self.options.pool, self.options.pool_size, lambda: CodexPool(size=0)
+        )
 
     def unsupported_options(self, params: ExecuteParams) -> list[UnsupportedOption]:
         problems: list[UnsupportedOption] = []

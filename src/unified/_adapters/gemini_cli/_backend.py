@@ -60,10 +60,7 @@ class GeminiCliBackend:
                 hint="leave transport at 'acp' with start_process, or drop start_process",
             )
         self.launch = Launch.of(params, self.options)
-        size = self.options.pool_size
-        self.pool: AcpPool = self.options.pool or (AcpPool(size=0) if size == 0 else default_pool())
-        if size and self.options.pool is None:
-            self.pool.size = size
+        self.pool: AcpPool = default_pool.for_run(self.options.pool, self.options.pool_size, lambda: AcpPool(size=0))
 
     def unsupported_options(self, params: ExecuteParams) -> list[UnsupportedOption]:
         problems: list[UnsupportedOption] = []
