@@ -4,6 +4,7 @@ tests/e2e/claude_code/test_claude_code_spares.py)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,12 +14,14 @@ import pytest
 
 from tests.adapters.claude_code.test_claude_code_run import FakeClaude, Line, starter, text_turn
 from unified._adapters.claude_code import ClaudeSparePool
+from unified._adapters.claude_code._control import ClaudeConnection
 from unified._adapters.claude_code._options import claude_code_options
-from unified._adapters.claude_code._spares import default_spares
+from unified._adapters.claude_code._spares import ClaudeSpare, default_spares
 from unified._execute import EventStream
 from unified.conversations import Conversation, ModelTurn, TextPart, UserTurn
 from unified.errors import BackendUnavailable, ConfigurationError
 from unified.events import Result, SessionStarted, UnifiedEvent
+from unified.testing import FakeAgentProcess
 from unified.types import ExecuteParams, StdioMcpServer
 
 pytestmark = pytest.mark.anyio
@@ -141,3 +144,16 @@ def test_pool_options_are_checked_before_any_process_starts() -> None:
     with pytest.raises(ConfigurationError, match="pool"):
         claude_code_options({"pool": "default"})
     assert claude_code_options({}).pool_size == 0
+
+
+def test_a_killed_spare_removes_its_own_live_process_entry_and_no_other(tmp_path: Path) -> None:
+    """A SIGKILLed CLI cannot remove its `sessions/<pid>.json`; the spare does, once the process is gone, and
+    only an entry naming its own session (a later CLI given the same pid writes its own session there)."""
+    for named, removed in (("ours", True), ("a later process's", False)):
+        entries = tmp_path / named
+        entries.mkdir()
+        entry = entries / "4321.json"
+        entry.write_text(json.dumps({"pid": 4321, "sessionId": named}))
+        spare = ClaudeSpare(ClaudeConnection(FakeAgentProcess(pid=4321)), "ours", "init", entries)
+        spare.kill()
+        assert entry.exists() is not removed, named

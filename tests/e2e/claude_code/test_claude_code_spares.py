@@ -132,6 +132,31 @@ async def test_a_spare_that_died_is_replaced_by_a_cold_start(workspace: Path) ->
     assert not any(alive(pid) for pid in processes.pids)
 
 
+async def entry_written(pid: int) -> Path:
+    """The CLI's live-process entry of `pid`, once it has written it (at some point of its start)."""
+    entry = claude_home() / ".claude" / "sessions" / f"{pid}.json"
+    with anyio.fail_after(HANG_GUARD_S):
+        while not entry.is_file():  # noqa: ASYNC110 -- a file another process writes: no event to wait on
+            await anyio.sleep(0.02)
+    return entry
+
+
+async def test_close_now_leaves_no_live_process_entry(workspace: Path) -> None:
+    """`close_now` (interpreter exit) SIGKILLs its spares, which cannot remove their `sessions/<pid>.json`."""
+    pool = ClaudeSparePool(size=1)
+    processes = Processes()
+    async with FakeAnthropic([ModelTurn(text="Done.")]) as server:
+        await run_claude(server, workspace, options={"pool": pool, "start_process": processes})
+        [spare_pid] = await ready(pool)
+        [spare] = pool.spares()
+        entry = await entry_written(spare_pid)
+        pool.close_now()
+    assert not alive(spare_pid)
+    assert not entry.exists()
+    assert spare.session_id not in registry()
+    assert not any(alive(pid) for pid in processes.pids)
+
+
 async def test_cancelling_a_run_in_a_spare_leaves_no_process(workspace: Path) -> None:
     pool = ClaudeSparePool(size=1)
     processes = Processes()
@@ -238,3 +263,4 @@ async def test_the_default_pools_spares_end_at_interpreter_exit(workspace: Path)
     spare_pid = int(done.stdout.split()[-1])
     assert not alive(spare_pid), "the spare outlived the interpreter that started it"
     assert len(session_files()) == 1, "the run's session; the killed spare wrote none"
+    assert registry() == [], "nor left its live-process entry"

@@ -124,11 +124,14 @@ class ClaudeCodeBackend:
         # never serves a run of the binary.
         material = [*self.launch.argv(session_id="", resume=False), str(cwd), repr(self.options.start_process)]
         key = pool_key([*material, f"forwardSubagentText={forward}"], env)
+        entries = config_dir(self.launch.home) / "sessions"
 
         async def start() -> ClaudeSpare:
             session_id = new_session_id()
             argv = self.launch.argv(session_id=session_id, resume=False)
-            return await start_spare(starter, argv, cwd, env, session_id=session_id, forward_subagent_text=forward)
+            return await start_spare(
+                starter, argv, cwd, env, session_id=session_id, forward_subagent_text=forward, entries=entries
+            )
 
         async def replenish() -> None:
             try:
