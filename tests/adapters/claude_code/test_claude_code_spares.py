@@ -4,6 +4,7 @@ tests/e2e/claude_code/test_claude_code_spares.py)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,12 +14,14 @@ import pytest
 
 from tests.adapters.claude_code.test_claude_code_run import FakeClaude, Line, starter, text_turn
 from unified._adapters.claude_code import ClaudeSparePool
+from unified._adapters.claude_code._control import ClaudeConnection
 from unified._adapters.claude_code._options import claude_code_options
-from unified._adapters.claude_code._spares import default_spares
+from unified._adapters.claude_code._spares import ClaudeSpare, default_spares
 from unified._execute import EventStream
 from unified.conversations import Conversation, ModelTurn, TextPart, UserTurn
 from unified.errors import BackendUnavailable, ConfigurationError
-from unified.events import Result, SessionStarted, UnifiedEvent
+from unified.events import ErrorEvent, Result, SessionStarted, UnifiedEvent
+from unified.testing import FakeAgentProcess
 from unified.types import ExecuteParams, StdioMcpServer
 
 pytestmark = pytest.mark.anyio
@@ -141,3 +144,55 @@ def test_pool_options_are_checked_before_any_process_starts() -> None:
     with pytest.raises(ConfigurationError, match="pool"):
         claude_code_options({"pool": "default"})
     assert claude_code_options({}).pool_size == 0
+
+
+def test_a_killed_spare_removes_its_own_live_process_entry_and_no_other(tmp_path: Path) -> None:
+    """A SIGKILLed CLI cannot remove its `sessions/<pid>.json`; the spare does, once the process is gone, and
+    only an entry naming its own session (a later CLI given the same pid writes its own session there)."""
+    for named, removed in (("ours", True), ("a later process's", False)):
+        entries = tmp_path / named
+        entries.mkdir()
+        entry = entries / "4321.json"
+        entry.write_text(json.dumps({"pid": 4321, "sessionId": named}))
+        spare = ClaudeSpare(ClaudeConnection(FakeAgentProcess(pid=4321)), "ours", "init", entries)
+        spare.kill()
+        assert entry.exists() is not removed, named
+
+
+async def test_a_spare_that_ends_before_answering_the_prompt_gives_way_to_a_cold_start(tmp_path: Path) -> None:
+    """Its stdout ends before any line of the run: nothing of the run happened, so it runs cold instead (the
+    real binary, killed once taken: tests/e2e/claude_code/test_claude_code_spares.py)."""
+    pool = ClaudeSparePool(size=1)
+    keep: list[FakeClaude] = []
+    start = starter([TURN], keep)
+    cold = await run(tmp_path, start, options={"pool": pool})
+    spare = keep[1]
+    spare.turns = [["EXIT"]]  # exits on the run's prompt, having printed nothing of it
+    events = await run(tmp_path, start, options={"pool": pool})
+    assert [e.type for e in events] == [e.type for e in cold]
+    [started] = [e for e in events if isinstance(e, SessionStarted)]
+    [served] = [fake for fake in keep[2:] if kinds(fake) == ["initialize", "user"]]
+    assert started.session_id == session_flag(served) != session_flag(spare)
+    assert spare.process.closed
+    assert pool.taken == 1
+    await pool.aclose()
+    assert all(fake.process.closed for fake in keep)
+
+
+async def test_a_spare_that_dies_once_the_run_has_begun_fails_the_run(tmp_path: Path) -> None:
+    """Once a line of the run came back, its process's death is the run's: no second start (it could repeat
+    what the first one did), the typed error of a cold process's crash."""
+    pool = ClaudeSparePool(size=1)
+    keep: list[FakeClaude] = []
+    start = starter([TURN], keep)
+    await run(tmp_path, start, options={"pool": pool})
+    keep[1].turns = [[text_turn("Hel")[0], "EXIT"]]
+    events = await run(tmp_path, start, options={"pool": pool})
+    [error] = [e for e in events if isinstance(e, ErrorEvent)]
+    assert error.code == "backend_error"
+    assert "exited with code 2" in error.message
+    final = events[-1]
+    assert isinstance(final, Result)
+    assert final.status == "error"
+    assert [fake for fake in keep[2:] if "user" in kinds(fake)] == [], "no cold start of the run"
+    await pool.aclose()

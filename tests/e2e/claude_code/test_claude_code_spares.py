@@ -21,7 +21,10 @@ from tests.e2e.claude_code.claude_code_helpers import Processes, alive, claude_h
 from tests.hang_guard import HANG_GUARD_S
 from unified import sessions
 from unified._adapters.claude_code import ClaudeSparePool
+from unified._adapters.claude_code._spares import ClaudeSpare
+from unified._binary.process import AgentSubprocess
 from unified._execute import EventStream
+from unified.backends import AgentProcess
 from unified.errors import SessionNotFound
 from unified.events import Result, SessionStarted, TextDelta, UnifiedEvent
 from unified.testing import FakeAnthropic, ModelTurn
@@ -132,6 +135,94 @@ async def test_a_spare_that_died_is_replaced_by_a_cold_start(workspace: Path) ->
     assert not any(alive(pid) for pid in processes.pids)
 
 
+class DyingSpares(ClaudeSparePool):
+    """A pool whose next `take` SIGKILLs the spare it hands out: the spare dies after the pool saw it
+    alive and before the run that has it writes anything (the window a run cannot see coming)."""
+
+    def __init__(self) -> None:
+        super().__init__(size=1)
+        self.killed: ClaudeSpare | None = None
+        self.armed = False
+
+    def take(self, key: str) -> ClaudeSpare | None:
+        spare = super().take(key)
+        if spare is not None and self.armed:
+            self.armed = False
+            os.kill(spare.connection.process.pid or 0, signal.SIGKILL)
+            self.killed = spare
+        return spare
+
+
+def session_flag(process: AgentProcess) -> str | None:
+    """The `--session-id` a real process was started with."""
+    assert isinstance(process, AgentSubprocess)
+    argv = process.popen.args
+    assert isinstance(argv, list)
+    flags = [str(a).removeprefix("--session-id=") for a in argv if str(a).startswith("--session-id=")]
+    return flags[0] if flags else None
+
+
+async def entry_written(pid: int) -> Path:
+    """The CLI's live-process entry of `pid`, once it has written it (at some point of its start)."""
+    entry = claude_home() / ".claude" / "sessions" / f"{pid}.json"
+    with anyio.fail_after(HANG_GUARD_S):
+        while not entry.is_file():  # noqa: ASYNC110 -- a file another process writes: no event to wait on
+            await anyio.sleep(0.02)
+    return entry
+
+
+async def test_a_spare_that_dies_once_taken_gives_way_to_a_cold_start_of_the_same_run(workspace: Path) -> None:
+    """Killed between the take and the run's first write, the spare's death costs the run nothing: the run
+    starts cold (its own session id), is the run a cold process makes, and its session resumes."""
+    pool = DyingSpares()
+    processes = Processes()
+    options = {"pool": pool, "start_process": processes}
+    turns = [ModelTurn(text="First."), ModelTurn(text="Second."), ModelTurn(text="You said second.")]
+    async with FakeAnthropic(turns) as server:
+        cold = await run_claude(server, workspace, "One.", options=options)
+        [spare_pid] = await ready(pool)
+        entry = await entry_written(spare_pid)
+        pool.armed = True
+        events = await run_claude(server, workspace, "Two.", options=options)
+        assert [e.type for e in events] == [e.type for e in cold], "the events of one normal run"
+        assert sum(isinstance(e, SessionStarted) for e in events) == 1
+        assert final(events).final_text == "Second."
+        dead = pool.killed
+        assert dead is not None
+        assert dead.pid == spare_pid
+        assert not alive(spare_pid), "the dead spare was reaped"
+        assert not entry.exists(), "the killed spare's live-process entry was removed"
+        [served] = [p for p in processes.started if session_flag(p) == started(events).session_id]
+        assert served is not dead.connection.process, "the id of the process that served it"
+        assert served.returncode is not None, "the run ended the process that served it"
+        assert started(events).session_id in session_files()
+        assert dead.session_id not in session_files()
+        assert len(server.model_bodies()) == 2, "the dead spare asked the model nothing"
+        resumed = await run_claude(server, workspace, "Which?", options=options, resume=started(events).short_id)
+        assert started(resumed).session_id == started(events).session_id
+        assert "Two." in json.dumps(server.model_bodies()[-1])
+    assert final(resumed).final_text == "You said second."
+    assert (pool.taken, pool.started) == (1, 2), "the cold start left the next run's spare"
+    await pool.aclose()
+    assert not any(alive(pid) for pid in processes.pids)
+
+
+async def test_close_now_leaves_no_live_process_entry(workspace: Path) -> None:
+    """`close_now` (interpreter exit) SIGKILLs its spares, which cannot remove their `sessions/<pid>.json`."""
+    pool = ClaudeSparePool(size=1)
+    processes = Processes()
+    async with FakeAnthropic([ModelTurn(text="Done.")]) as server:
+        await run_claude(server, workspace, options={"pool": pool, "start_process": processes})
+        [spare_pid] = await ready(pool)
+        [spare] = pool.spares()
+        entry = await entry_written(spare_pid)
+        pool.close_now()
+    assert not alive(spare_pid)
+    assert not entry.exists()
+    assert spare.session_id not in registry()
+    assert not any(alive(pid) for pid in processes.pids)
+
+
 async def test_cancelling_a_run_in_a_spare_leaves_no_process(workspace: Path) -> None:
     pool = ClaudeSparePool(size=1)
     processes = Processes()
@@ -211,7 +302,9 @@ _ONE_RUN_THEN_EXIT = """
 import json, sys
 import anyio
 from unified._adapters.claude_code._spares import default_spares
+from unified._binary.process import AgentSubprocess
 from unified._execute import EventStream
+from unified.backends import AgentProcess
 from unified.types import ExecuteParams
 
 async def main() -> None:
@@ -238,3 +331,4 @@ async def test_the_default_pools_spares_end_at_interpreter_exit(workspace: Path)
     spare_pid = int(done.stdout.split()[-1])
     assert not alive(spare_pid), "the spare outlived the interpreter that started it"
     assert len(session_files()) == 1, "the run's session; the killed spare wrote none"
+    assert registry() == [], "nor left its live-process entry"

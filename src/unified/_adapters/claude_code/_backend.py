@@ -30,7 +30,7 @@ import anyio
 from unified._adapters.claude_code._conversation import lines_from_conversation
 from unified._adapters.claude_code._launch import Launch, config_dir, new_session_id, start_claude
 from unified._adapters.claude_code._options import BACKEND, claude_code_options
-from unified._adapters.claude_code._run import ClaudeRun, RunPlan, prompt_content
+from unified._adapters.claude_code._run import ClaudeRun, RunPlan, SpareLost, prompt_content
 from unified._adapters.claude_code._session_files import (
     CONTINUED_FROM,
     SessionFiles,
@@ -108,15 +108,20 @@ class ClaudeCodeBackend:
             # worker-thread round trip (1-4 ms before every such run's process on a loaded machine).
             plan = self._plan()
         starter = self.options.start_process or start_claude
-        run = ClaudeRun(ctx, self.launch, self.options, starter)
         if self.spares is None or plan.resume:
-            return await run.run(plan)
-        return await self._run_with_spares(run, plan, self.spares, starter)
+            return await ClaudeRun(ctx, self.launch, self.options, starter).run(plan)
+        return await self._run_with_spares(ctx, plan, self.spares, starter)
 
     async def _run_with_spares(
-        self, run: ClaudeRun, plan: RunPlan, spares: ClaudeSparePool, starter: ProcessStarter
+        self, ctx: RunContext, plan: RunPlan, spares: ClaudeSparePool, starter: ProcessStarter
     ) -> RunOutcome:
-        """A new session's run in a spare of its launch if one waits (else cold), leaving a spare for the next."""
+        """A new session's run in a spare of its launch if one waits (else cold), leaving a spare for the next.
+
+        A spare found dead once the run has it (killed, or crashed, after `take` saw it alive), before
+        anything of the run reached the consumer or came back from the CLI (`SpareLost`), is replaced
+        by a cold start of the same run, once, with the run's own new session id: the caller sees one
+        run, in the process that served it. Its CLI may have died halfway through writing its live-process
+        entry, which the spare removes (`ClaudeSpare.forget_entry`)."""
         cwd = self.params.cwd.expanduser().resolve()
         env = self.launch.run_env()
         forward = self.options.forward_subagent_text
@@ -124,11 +129,14 @@ class ClaudeCodeBackend:
         # never serves a run of the binary.
         material = [*self.launch.argv(session_id="", resume=False), str(cwd), repr(self.options.start_process)]
         key = pool_key([*material, f"forwardSubagentText={forward}"], env)
+        entries = config_dir(self.launch.home) / "sessions"
 
         async def start() -> ClaudeSpare:
             session_id = new_session_id()
             argv = self.launch.argv(session_id=session_id, resume=False)
-            return await start_spare(starter, argv, cwd, env, session_id=session_id, forward_subagent_text=forward)
+            return await start_spare(
+                starter, argv, cwd, env, session_id=session_id, forward_subagent_text=forward, entries=entries
+            )
 
         async def replenish() -> None:
             try:
@@ -138,8 +146,13 @@ class ClaudeCodeBackend:
 
         spare = spares.take(key)
         if spare is not None:
-            plan = replace(plan, session_id=spare.session_id)
-        return await run.run(plan, spare, replenish)
+            try:
+                return await ClaudeRun(ctx, self.launch, self.options, starter).run(
+                    replace(plan, session_id=spare.session_id), spare, replenish
+                )
+            except SpareLost:
+                spare.forget_entry()
+        return await ClaudeRun(ctx, self.launch, self.options, starter).run(plan, None, replenish)
 
     # --- which session, and what is said ------------------------------------------------------------
 

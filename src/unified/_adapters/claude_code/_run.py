@@ -16,7 +16,11 @@ requests to the permission bridge (`_permissions.py`); our own watchdogs act on 
 
 Every run ends its process: stdin closed after the run (the CLI then exits by itself), its group
 ended after `close_grace_s` if it has not. That process is a new one, or a spare started ahead
-with this run's launch (`_spares.py`), its `initialize` already sent: from there on the same.
+with this run's launch (`_spares.py`), its `initialize` already sent: from there on the same, but
+for one thing: a spare that ends (stdout closed, or stdin refusing the prompt) before anything of
+the run came back from it or reached the consumer raises `SpareLost`, and the backend runs the same
+run cold. A spare can die after the pool last saw it alive; its death then costs the run nothing,
+where a process that had begun to answer the prompt fails the run as a cold one does.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ from unified.errors import BackendError, RunStopped, UnifiedError
 from unified.events import SessionStarted, UnifiedEvent, Usage, WarningEvent
 from unified.sessions import short_id_of
 
-__all__ = ["ClaudeRun", "RunPlan", "prompt_content"]
+__all__ = ["ClaudeRun", "RunPlan", "SpareLost", "prompt_content"]
 
 INITIALIZE_TIMEOUT_S = 120.0
 """A hang guard for the handshake (about 1 s normally)."""
@@ -75,6 +79,11 @@ def prompt_content(text: str, images: Sequence[tuple[str, bytes]]) -> str | list
             {"type": "image", "source": {"type": "base64", "media_type": mime, "data": base64.b64encode(data).decode()}}
         )
     return blocks
+
+
+class SpareLost(Exception):
+    """The run's spare ended before anything of the run came back from it or reached the consumer: the
+    run can start again cold, as if it had found no spare (the dead process has been ended and reaped)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +120,11 @@ class ClaudeRun:
         self.stopping = False
         self.idle = False
         """The CLI printed the `result` of its turn (and runs nothing more): it can end by itself."""
+        self.spare = False
+        """The process is a spare (started ahead for whichever run took it)."""
+        self.heard = False
+        """A line of the CLI was handled after the handshake, or an event went to the consumer: from then on
+        the run has begun, and a death of its process is the run's failure (no `SpareLost`)."""
 
     async def run(
         self,
@@ -121,6 +135,7 @@ class ClaudeRun:
         """The run, in a new process or in `spare` (started with `plan`'s session id, its `initialize`
         sent); `replenish` starts the next run's spare once this run's prompt is with its CLI."""
         self.plan = plan
+        self.spare = spare is not None
         if spare is None:
             cwd = self.params.cwd.expanduser().resolve()
             argv = self.launch.argv(session_id=plan.session_id, resume=plan.resume)
@@ -193,6 +208,7 @@ class ClaudeRun:
             message = pending.pop(0) if pending else await self._receive()
             if message is None:
                 raise await self._exit_error("during the run")
+            self.heard = True
             if isinstance(message, LineProblem):
                 await self._warn("malformed_line", message.text)
                 continue
@@ -275,6 +291,7 @@ class ClaudeRun:
     async def _session_started(self, started: Started) -> None:
         assert self.plan is not None
         self.started = True
+        self.heard = True
         session_id = self.plan.session_id
         self.translator.session_id = session_id
         await self.ctx.emit(
@@ -386,11 +403,16 @@ class ClaudeRun:
         if not extra.is_empty() or extra.cost_usd is not None:
             self.ctx.add_usage(extra)
 
-    async def _exit_error(self, what: str) -> UnifiedError:
+    async def _exit_error(self, what: str) -> UnifiedError | SpareLost:
+        """Why the process ended `what` (its exit code and stderr); `SpareLost` for a spare that had not
+        begun the run (see the module docstring)."""
         process = self.process
         assert process is not None
+        if self.spare and not self.heard:
+            return SpareLost(f"the spare claude process (pid {process.pid}) ended {what}")
         code = await process.wait(2.0)
         return error_from_exit(code, process.stderr_tail(), what)
 
     async def _warn(self, code: str, message: str) -> None:
+        self.heard = True
         await self.ctx.emit(WarningEvent(code=code, message=message))
