@@ -190,7 +190,7 @@ async def replay(corpus: Corpus, cycles: int, params: ExecuteParams = _PARAMS) -
         async with EventStream(params, backend=_Replay(corpus.backend, corpus.natives)) as stream:
             async for event in stream:
                 delivered += 1
-                if isinstance(event, ErrorEvent) and event.code == "protocol_violation":
+                if type(event) is ErrorEvent and event.code == "protocol_violation":  # isinstance: 10x the cost
                     violations += 1
     return delivered, violations
 

@@ -282,7 +282,7 @@ class EventStream(AsyncIterator[UnifiedEvent]):
         check_params(params)
         self.params = params
         chosen = backend if backend is not None else _make_backend(params)
-        self._stream = GuardedStream(lambda send: StreamGuard(params, chosen, send, strict=strict))
+        self._stream = GuardedStream(lambda channel: StreamGuard(params, chosen, channel, strict=strict))
 
     @property
     def backend(self) -> str:

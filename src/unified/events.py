@@ -18,7 +18,8 @@ import functools
 import json
 from collections.abc import Callable, MutableMapping
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, NoReturn, Self, TypeAlias, get_args
+from types import MethodType
+from typing import Annotated, Any, Literal, NoReturn, Self, TypeAlias, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
@@ -197,10 +198,10 @@ class _Plan:
             ]
         lines += [
             "    built = new(model)",
-            "    setattr(built, '__dict__', fields)",
-            "    setattr(built, '__pydantic_fields_set__', assigned)",
-            "    setattr(built, '__pydantic_extra__', None)",
-            "    setattr(built, '__pydantic_private__', None)",
+            "    set_dict(built, fields)",
+            "    set_fields_set(built, assigned)",
+            "    set_extra(built, None)",
+            "    set_private(built, None)",
             "    return built",
         ]
         namespace: dict[str, Any] = {
@@ -211,7 +212,7 @@ class _Plan:
             "now": _now,
             "model": model,
             "new": model.__new__,
-            "setattr": _set_attribute,
+            **_SLOT_SETTERS,
             "NoneType": type(None),
             "normal_output": _normal_tool_output,
             "generic": _generic_construct,
@@ -224,7 +225,18 @@ class _Plan:
         return written
 
 
-_set_attribute = object.__setattr__
+_SLOT_SETTERS = {
+    f"set_{name}": BaseModel.__dict__[f"__{slot}__"].__set__
+    for name, slot in [
+        ("dict", "dict"),
+        ("fields_set", "pydantic_fields_set"),
+        ("extra", "pydantic_extra"),
+        ("private", "pydantic_private"),
+    ]
+}
+"""The setters of a model's four slots, as pydantic's `model_construct` fills them: called directly,
+each costs about half of `object.__setattr__`, which first checks the class's whole MRO (every event
+is built with four)."""
 
 
 def _generic_construct(cls: type[_Constructed], _fields_set: set[str] | None, **values: Any) -> Any:
@@ -233,6 +245,11 @@ def _generic_construct(cls: type[_Constructed], _fields_set: set[str] | None, **
     Once written, a class's own is found in its `__dict__`: a caller that bound `cls.model_construct`
     before the first call (`build = TextDelta.model_construct`) keeps reaching this function, and
     writing the constructor again (an `exec`, ~45 us) for every such call made it 300 times slower."""
+    return _written(cls)(cls, _fields_set, **values)
+
+
+def _written(cls: type[BaseModel]) -> Callable[..., Any]:
+    """`cls`'s own written `model_construct` (the function), written and installed on the first call."""
     own = cls.__dict__.get("model_construct")
     if isinstance(own, classmethod) and getattr(own.__func__, "__written__", False):
         constructor: Callable[..., Any] = own.__func__
@@ -240,7 +257,21 @@ def _generic_construct(cls: type[_Constructed], _fields_set: set[str] | None, **
         constructor = _Plan(cls).constructor(cls)
         constructor.__written__ = True  # type: ignore[attr-defined]
         type.__setattr__(cls, "model_construct", classmethod(constructor))
-    return constructor(cls, _fields_set, **values)
+    return constructor
+
+
+_Construct = TypeVar("_Construct", bound=Callable[..., Any])
+
+
+def _bound_constructor(construct: _Construct) -> _Construct:
+    """`construct`, a protocol class's `model_construct` (`_bound_constructor(TextDelta.model_construct)`),
+    bound to its class's own written one: a module that builds many events of one kind (a translator)
+    binds it once. `TextDelta.model_construct` looked up per event goes through pydantic's metaclass and
+    binds anew, about a tenth of the build; bound before the class's first build, it would reach the
+    generic constructor every time. Typed as `construct` (the pydantic plugin's fields)."""
+    cls = construct.__self__  # type: ignore[attr-defined]
+    bound: _Construct = MethodType(_written(cls), cls)  # type: ignore[assignment]
+    return bound
 
 
 class _Constructed(BaseModel):

@@ -193,3 +193,29 @@ def test_a_model_construct_bound_before_its_first_call_is_written_once(monkeypat
     assert [p.text for p in pieces] == ["0", "1", "2"]
     assert all(type(p) is Probe for p in pieces)
     assert written == [Probe]
+
+
+def test_a_bound_constructor_is_the_class_s_written_one_and_builds_what_model_construct_builds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`_bound_constructor(Kind.model_construct)` (the translators' hot path, bound once at import) writes
+    the class's constructor if it has none yet, and calls it directly: never the generic one again."""
+
+    class Probe(ev.ToolResult):
+        pass
+
+    generic: list[type[Any]] = []
+    real = ev._generic_construct
+
+    def counting(cls: type[Any], fields_set: Any, **values: Any) -> Any:
+        generic.append(cls)
+        return real(cls, fields_set, **values)
+
+    monkeypatch.setattr(ev, "_generic_construct", counting)
+    build = ev._bound_constructor(Probe.model_construct)  # before Probe's first build
+    built = [build(tool_use_id=str(n), output=f"out {n}") for n in range(3)]
+    assert generic == []
+    assert all(type(b) is Probe for b in built)
+    expected = Probe.model_construct(tool_use_id="0", output="out 0")
+    assert built[0].model_dump(exclude={"timestamp"}) == expected.model_dump(exclude={"timestamp"})
+    assert built[0].model_fields_set == expected.model_fields_set

@@ -263,6 +263,37 @@ async def test_closing_early_stops_the_backend() -> None:
     assert cleaned.is_set()
 
 
+async def test_a_backend_faster_than_its_consumer_waits_with_a_bounded_buffer_and_loses_nothing() -> None:
+    """The consumer reads one event and stops reading: the backend runs until the buffer is full and
+    waits there (memory stays bounded); read on, every event arrives once, in order."""
+    from unified._internal.stream import _BUFFER
+
+    total = 5 * _BUFFER
+    emitted = 0
+
+    class Fast(ScriptedBackend):
+        async def run(self, ctx: RunContext) -> RunOutcome:
+            nonlocal emitted
+            await ctx.emit(START.model_copy())
+            for n in range(total):
+                await ctx.emit(TextDelta(text=f"{n},"))
+                emitted += 1
+            return RunOutcome()
+
+    with anyio.fail_after(HANG_GUARD_S):
+        async with EventStream(params(), backend=Fast([])) as stream:
+            first = await stream.__anext__()
+            await anyio.wait_all_tasks_blocked()  # the backend ran as far as it could
+            assert emitted < _BUFFER + 2 < total
+            rest = [event async for event in stream]
+    events = [first, *rest]
+    assert_well_formed(events)
+    texts = [e.text for e in events if isinstance(e, TextDelta)]
+    assert texts == [f"{n}," for n in range(total)]
+    message = next(e for e in events if isinstance(e, AssistantMessage))
+    assert message.text == "".join(texts)
+
+
 @pytest.mark.parametrize(
     ("steps", "problem"),
     [

@@ -50,8 +50,16 @@ from unified.events import (
     UnifiedEvent,
     Usage,
     WarningEvent,
+    _bound_constructor,
     tool_output_text,
 )
+
+# The events this module builds per native message, their constructors bound once (`_bound_constructor`).
+_text_delta = _bound_constructor(TextDelta.model_construct)
+_thinking = _bound_constructor(Thinking.model_construct)
+_tool_use = _bound_constructor(ToolUse.model_construct)
+_tool_result = _bound_constructor(ToolResult.model_construct)
+
 
 __all__ = [
     "GenerateContentTranslator",
@@ -368,7 +376,7 @@ class GenerateContentTranslator:
                         if len(part) == 1 and not self._unannounced:  # the bulk of a stream
                             if text:
                                 self.parts.append(part)
-                                events.append(TextDelta.model_construct(text=text))
+                                events.append(_text_delta(text=text))
                             continue
                     events.extend(self._part(part))
                 if self._chars_seen > limits.MAX_TURN_TEXT_CHARS:
@@ -452,7 +460,7 @@ class GenerateContentTranslator:
             tool_use_id = self._new_id("call", pending.call_id)
             self.calls.append(LocalCall(tool_use_id, pending.name, pending.args, pending.call_id))
             self.parts.append(pending.part())
-            events.append(ToolUse.model_construct(tool_use_id=tool_use_id, name=pending.name, input=pending.args))
+            events.append(_tool_use(tool_use_id=tool_use_id, name=pending.name, input=pending.args))
         self._unannounced = []
         return events
 
@@ -474,11 +482,11 @@ class GenerateContentTranslator:
             self._unannounced.remove(match)
             self.parts.append(match.part())
             tool_use_id = self._new_id("mcp", match.call_id)
-            use = ToolUse.model_construct(tool_use_id=tool_use_id, name=name, input=match.args, server_side=True)
+            use = _tool_use(tool_use_id=tool_use_id, name=name, input=match.args, server_side=True)
             events.append(use)
         else:  # a result whose call we never saw: announce the call so the stream stays well-formed
             tool_use_id = self._new_id("mcp", response_id)
-            events.append(ToolUse.model_construct(tool_use_id=tool_use_id, name=name, server_side=True))
+            events.append(_tool_use(tool_use_id=tool_use_id, name=name, server_side=True))
         self.parts.append(part)
         output = dict(response.get("response") or {})
         events.append(_result(tool_use_id, output, is_error="error" in output))
@@ -489,15 +497,15 @@ class GenerateContentTranslator:
         if part.get("thought") and text is not None:
             subject, text = split_subject(text)
             signature = b64(wire_bytes(part.get("thoughtSignature")))
-            return [Thinking.model_construct(text=text, replace=True, subject=subject, signature=signature)]
+            return [_thinking(text=text, replace=True, subject=subject, signature=signature)]
         if text is not None:
-            return [TextDelta.model_construct(text=text)] if text else []
+            return [_text_delta(text=text)] if text else []
         if (code := part.get("executableCode")) is not None:
             tool_use_id = self._new_id("code", code.get("id"))
             self._open_server_calls.append(tool_use_id)
             language = _enum(types.Language, code.get("language"))
             return [
-                ToolUse.model_construct(
+                _tool_use(
                     tool_use_id=tool_use_id,
                     name="code_execution",
                     input={"code": code.get("code") or "", "language": language},
@@ -513,7 +521,7 @@ class GenerateContentTranslator:
             self._open_server_calls.append(tool_use_id)
             name = server_tool_name(tool.get("toolType"))
             args = dict(tool.get("args") or {})
-            return [ToolUse.model_construct(tool_use_id=tool_use_id, name=name, input=args, server_side=True)]
+            return [_tool_use(tool_use_id=tool_use_id, name=name, input=args, server_side=True)]
         if (response := part.get("toolResponse")) is not None:
             name = server_tool_name(response.get("toolType"))
             return self._server_result(name, response.get("id"), dict(response.get("response") or {}), False)
@@ -535,7 +543,7 @@ class GenerateContentTranslator:
             tool_use_id = self._open_server_calls.pop(0)
         else:  # a result whose call we never saw: announce the call so the stream stays well-formed
             tool_use_id = self._new_id(name, wanted)
-            events.append(ToolUse.model_construct(tool_use_id=tool_use_id, name=name, server_side=True))
+            events.append(_tool_use(tool_use_id=tool_use_id, name=name, server_side=True))
         events.append(_result(tool_use_id, output, is_error=is_error))
         return events
 
@@ -567,7 +575,7 @@ class GenerateContentTranslator:
     def _server_pair(self, name: str, args: dict[str, Any], output: Any) -> list[UnifiedEvent]:
         tool_use_id = self._new_id(name)
         return [
-            ToolUse.model_construct(tool_use_id=tool_use_id, name=name, input=args, server_side=True),
+            _tool_use(tool_use_id=tool_use_id, name=name, input=args, server_side=True),
             _result(tool_use_id, output),
         ]
 
@@ -621,9 +629,7 @@ class GenerateContentTranslator:
 def _result(tool_use_id: str, output: Any, *, is_error: bool = False) -> ToolResult:
     """A server-side tool's result: its output as text, the structure in `data` (the normal form)."""
     text, data = tool_output_text(output)
-    return ToolResult.model_construct(
-        tool_use_id=tool_use_id, output=text, data=data, is_error=is_error, server_side=True
-    )
+    return _tool_result(tool_use_id=tool_use_id, output=text, data=data, is_error=is_error, server_side=True)
 
 
 _TEXT_PART = frozenset({"text"})

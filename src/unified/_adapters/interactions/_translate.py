@@ -28,8 +28,16 @@ from unified.events import (
     ToolUse,
     UnifiedEvent,
     Usage,
+    _bound_constructor,
     tool_output_text,
 )
+
+# The events this module builds per native message, their constructors bound once (`_bound_constructor`).
+_text_delta = _bound_constructor(TextDelta.model_construct)
+_thinking = _bound_constructor(Thinking.model_construct)
+_tool_use = _bound_constructor(ToolUse.model_construct)
+_tool_result = _bound_constructor(ToolResult.model_construct)
+
 
 __all__ = [
     "TERMINAL_STATUSES",
@@ -336,13 +344,13 @@ class InteractionsTranslator:
         if kind == "model_output":
             for part in data.get("content") or []:
                 if isinstance(part, Mapping) and part.get("type") == "text" and part.get("text"):
-                    out.append(TextDelta.model_construct(text=str(part["text"])))
+                    out.append(_text_delta(text=str(part["text"])))
         elif kind == "thought":
             for part in data.get("summary") or []:
                 if isinstance(part, Mapping) and part.get("text"):
-                    out.append(Thinking.model_construct(text=str(part["text"]), replace=False))
+                    out.append(_thinking(text=str(part["text"]), replace=False))
         elif kind == "text" and data.get("text"):  # a legacy text block may start with its text
-            out.append(TextDelta.model_construct(text=str(data["text"])))
+            out.append(_text_delta(text=str(data["text"])))
         return out
 
     def _delta(self, index: int, delta: Mapping[str, Any]) -> list[Signal]:
@@ -361,14 +369,14 @@ class InteractionsTranslator:
             if self.chars_seen > limits.MAX_TURN_TEXT_CHARS:
                 self._spend(0)
             current.text.append(text)
-            return [TextDelta.model_construct(text=text)] if text else []
+            return [_text_delta(text=text)] if text else []
         kind = str(kind)
         if kind == "thought_summary":
             content = delta.get("content") or {}
             text = str(content.get("text") or "") if isinstance(content, Mapping) else ""
             self._spend(len(text))
             current.thoughts.append(text)
-            return [Thinking.model_construct(text=text, replace=False)] if text else []
+            return [_thinking(text=text, replace=False)] if text else []
         if kind == "thought_signature":
             if delta.get("signature"):
                 current.data["signature"] = delta["signature"]
@@ -394,7 +402,7 @@ class InteractionsTranslator:
         current.closed = True
         data, kind = current.data, current.type
         if kind == "thought" and data.get("signature"):
-            return [Thinking.model_construct(text="", replace=False, signature=str(data["signature"]))]
+            return [_thinking(text="", replace=False, signature=str(data["signature"]))]
         if kind == "function_call":
             call = FunctionCall(
                 id=str(data.get("id") or f"call_{self.interaction_id}_{index}"),
@@ -450,15 +458,13 @@ class InteractionsTranslator:
                 hint="the model's output is malformed; run again",
             )
         self.announced.add(call_id)
-        return [ToolUse.model_construct(tool_use_id=call_id, name=name, input=arguments, server_side=server_side)]
+        return [_tool_use(tool_use_id=call_id, name=name, input=arguments, server_side=server_side)]
 
 
 def _result(tool_use_id: str, output: Any, *, is_error: bool = False) -> ToolResult:
     """A server-side tool's result: its output as text, the structure in `data` (the normal form)."""
     text, data = tool_output_text(output)
-    return ToolResult.model_construct(
-        tool_use_id=tool_use_id, output=text, data=data, is_error=is_error, server_side=True
-    )
+    return _tool_result(tool_use_id=tool_use_id, output=text, data=data, is_error=is_error, server_side=True)
 
 
 def _server_input(step: Mapping[str, Any]) -> dict[str, Any]:
