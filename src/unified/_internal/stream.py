@@ -314,20 +314,17 @@ def _shape_of(cls: type[BaseModel]) -> _Shape:
     return shape
 
 
-def _check_depth(fields: dict[str, Any], shape: _Shape, kind: str, backend: str, native: bool) -> None:
-    """Refuse an event holding data nested deeper than `MAX_JSON_DEPTH` (a tool's input or output,
-    native data): past that depth the redaction, the normal form and a consumer's JSON encoder
-    would recurse without bound. A typed error naming the field, never a RecursionError.
-    Only the fields that can hold containers are looked at (`native` only when it is kept)."""
-    names = shape.json_fields
-    for name in (*names, "native") if native else names:
-        value = fields[name]
-        if value and limits.too_deep(value):
-            raise BackendError(
-                f"the {backend} backend sent a {kind} event whose {name} is nested deeper than "
-                f"{limits.MAX_JSON_DEPTH} levels; it was refused",
-                hint="the backend's output is malformed (or hostile); run again",
-            )
+def _too_deep(event: UnifiedEvent, name: str, backend: str) -> BackendError:
+    """The error for an event holding data nested deeper than `MAX_JSON_DEPTH` in its field `name` (a
+    tool's input or output, native data): past that depth the redaction, the normal form and a
+    consumer's JSON encoder would recurse without bound. A typed error naming the field, never a
+    RecursionError. The guard looks only at the fields that can hold containers (`_Shape.json_fields`;
+    `native` only when it is kept)."""
+    return BackendError(
+        f"the {backend} backend sent a {event.type} event whose {name} is nested deeper than "
+        f"{limits.MAX_JSON_DEPTH} levels; it was refused",
+        hint="the backend's output is malformed (or hostile); run again",
+    )
 
 
 def _validated(event: UnifiedEvent) -> None:
@@ -363,20 +360,6 @@ class _Aggregator:
         self.session: SessionStarted | None = None
         self.switched = False
         """A `failover` came: the next backend's `session_started` opens a new session (and id space)."""
-
-    def violation(self, event: UnifiedEvent, fields: dict[str, Any], shape: _Shape) -> str | None:
-        """Why `event` (its `fields`, of the class `shape` describes) breaks the protocol, or None."""
-        if self.session is None and not shape.before_session:
-            return f"a {event.type} event came before session_started"
-        check = shape.rule
-        if check is not None:
-            problem = check(self, event)
-            if problem is not None:
-                return problem
-        task = fields["subagent_task_id"]
-        if task is not None and task not in self.tasks and shape.kind is not SubagentStarted:
-            return f"event carries subagent_task_id {task!r}, which was never started"
-        return None
 
     def _session_rule(self, event: SessionStarted) -> str | None:
         return "a second session_started" if self.session is not None and not self.switched else None
@@ -642,12 +625,26 @@ class StreamGuard:
         if self.strict:
             _validated(event)
         shape = _SHAPES.get(cls) or _shape_of(cls)
-        if shape.json_fields or self._include_native:
-            _check_depth(fields, shape, event.type, self.backend.name, self._include_native)
+        names = shape.json_fields
+        if names or self._include_native:
+            for name in (*names, "native") if self._include_native else names:
+                value = fields[name]
+                if value and limits.too_deep(value):
+                    raise _too_deep(event, name, self.backend.name)
         kind = shape.kind
         if kind is ToolResult and fields["output"].__class__ not in _TEXT_OR_NONE:
             _normal_tool_output(fields)  # an `output` set without validation (`model_copy`)
-        problem = agg.violation(event, fields, shape)
+        # The protocol's rules (docs/protocol.md, "Ordering guarantees"), written here, not called: every
+        # event but main-chat text and thoughts comes this way.
+        problem: str | None = None
+        if agg.session is None and not shape.before_session:
+            problem = f"a {event.type} event came before session_started"
+        elif shape.rule is not None:
+            problem = shape.rule(agg, event)
+        if problem is None:
+            task = fields["subagent_task_id"]
+            if task is not None and task not in agg.tasks and kind is not SubagentStarted:
+                problem = f"event carries subagent_task_id {task!r}, which was never started"
         if problem is not None:
             if self.strict:
                 raise ProtocolViolation(f"{problem}: {event.model_dump_json()}")
@@ -680,7 +677,11 @@ class StreamGuard:
         text = "".join(parts)
         if subagent_task_id is None:
             self.agg.last_message = text
-        await self._deliver(_assistant_message(text=text, subagent_task_id=subagent_task_id))
+        message = _assistant_message(text=text, subagent_task_id=subagent_task_id)
+        if self._redactor is not None:
+            await self._deliver(message)  # with a secret to hide, held-back text goes first
+        elif not self._hand_over(message, message.__dict__):
+            await self._send_waiting(message)
 
     async def ask_user(self, request: UserInputRequest) -> UserInputResponse:
         await self.accept(request)
@@ -812,7 +813,8 @@ class StreamGuard:
         """Start the run and its watchdog as tasks of `tg`."""
         self._ran = anyio.Event()
         tg.start_soon(self.run)
-        tg.start_soon(self.watch)
+        if self.params.idle_timeout_s is not None or self.params.total_timeout_s is not None:
+            tg.start_soon(self.watch)  # a task costs more than a short run's events: none when nothing to watch
 
     def stop(self, reason: StopReason) -> None:
         """Ask the run to end (from any task); the stream still ends with a `result`."""
