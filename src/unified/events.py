@@ -184,7 +184,7 @@ class _Plan:
         lines += [
             f"    if {name!r} not in values: fields[{name!r}] = F{i}()" for i, (name, _) in enumerate(self.factories)
         ]
-        lines.append("    assigned = set(values) if _fields_set is None else set(_fields_set)")
+        lines.append("    assigned = {*values} if _fields_set is None else set(_fields_set)")
         if self.subagent:
             lines += [
                 "    if fields['subagent_task_id'] is not None and not fields['is_subagent']:",

@@ -155,7 +155,10 @@ class AcpTranslator:
         self._content_seen = True
         return items
 
-    def _announce(self, call: Mapping[str, Any], cwd: str | None = None) -> list[Item]:
+    def _announce(self, call: Mapping[str, Any], cwd: str | None = None, *, allowed: bool = False) -> list[Item]:
+        """A new call's `tool_use` (after a turn boundary if it begins content), and its subagent's start;
+        `allowed`: the CLI runs it unasked, so its `permission_decision` (the CLI's own allow) follows the
+        `tool_use` at once. Nothing for a call announced before."""
         call_id = str(call.get("toolCallId", ""))
         if call_id in self.tools:
             return []
@@ -175,6 +178,8 @@ class AcpTranslator:
         if subagent is not None:
             tool_input.setdefault("agent_name", subagent)
         items.append(_tool_use(tool_use_id=call_id, name=name, input=tool_input, session_id=self.session_id))
+        if allowed:
+            items.append(self.decided(call_id, "allow", "backend", BACKEND_ALLOWED))
         if subagent is not None:
             items.append(
                 SubagentStarted.model_construct(
@@ -188,11 +193,7 @@ class AcpTranslator:
         return items
 
     def _tool_call(self, call: Mapping[str, Any]) -> list[Item]:
-        items = self._announce(call)
-        uses = [i for i, item in enumerate(items) if type(item) is ToolUse]  # isinstance: 10x the cost (pydantic)
-        if uses:  # right after its tool_use (before a subagent_started)
-            decision = self.decided(str(call.get("toolCallId", "")), "allow", "backend", BACKEND_ALLOWED)
-            items.insert(uses[0] + 1, decision)
+        items = self._announce(call, allowed=True)
         if call.get("status") in ("completed", "failed"):
             items += self._finish(call)
         return items
