@@ -11,7 +11,8 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -59,14 +60,25 @@ async def ready(pool: ClaudeSparePool) -> list[int]:
     return [pid for pid in pool.pids() if pid is not None]
 
 
-async def test_the_next_run_takes_the_spare_and_is_the_run_a_cold_process_makes(workspace: Path) -> None:
-    pool = ClaudeSparePool(size=1)
+@asynccontextmanager
+async def a_cold_run_and_its_spare(
+    pool: ClaudeSparePool, workspace: Path
+) -> AsyncIterator[tuple[FakeAnthropic, Processes, dict[str, object], list[UnifiedEvent], int]]:
+    """A cold run ("One." answered "First.") with `pool`, and the one spare it left, ready: (the server, with
+    "Second." and "You said second." to answer, the processes started, the run options, the cold run's
+    events, the spare's pid)."""
     processes = Processes()
-    options = {"pool": pool, "start_process": processes}
+    options: dict[str, object] = {"pool": pool, "start_process": processes}
     turns = [ModelTurn(text="First."), ModelTurn(text="Second."), ModelTurn(text="You said second.")]
     async with FakeAnthropic(turns) as server:
         cold = await run_claude(server, workspace, "One.", options=options)
         [spare_pid] = await ready(pool)
+        yield server, processes, options, cold, spare_pid
+
+
+async def test_the_next_run_takes_the_spare_and_is_the_run_a_cold_process_makes(workspace: Path) -> None:
+    pool = ClaudeSparePool(size=1)
+    async with a_cold_run_and_its_spare(pool, workspace) as (server, processes, options, cold, spare_pid):
         [spare] = pool.spares()
         assert spare_pid == processes.pids[1]
         # The cold run's CLI has ended (its live-process entry is gone); the spare's entry is written at some
@@ -175,12 +187,7 @@ async def test_a_spare_that_dies_once_taken_gives_way_to_a_cold_start_of_the_sam
     """Killed between the take and the run's first write, the spare's death costs the run nothing: the run
     starts cold (its own session id), is the run a cold process makes, and its session resumes."""
     pool = DyingSpares()
-    processes = Processes()
-    options = {"pool": pool, "start_process": processes}
-    turns = [ModelTurn(text="First."), ModelTurn(text="Second."), ModelTurn(text="You said second.")]
-    async with FakeAnthropic(turns) as server:
-        cold = await run_claude(server, workspace, "One.", options=options)
-        [spare_pid] = await ready(pool)
+    async with a_cold_run_and_its_spare(pool, workspace) as (server, processes, options, cold, spare_pid):
         entry = await entry_written(spare_pid)
         pool.armed = True
         events = await run_claude(server, workspace, "Two.", options=options)
