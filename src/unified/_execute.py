@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import stat
-from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -295,8 +295,10 @@ class EventStream(AsyncIterator[UnifiedEvent]):
     def __aiter__(self) -> EventStream:
         return self
 
-    def __anext__(self) -> Awaitable[UnifiedEvent]:
-        return self._stream.next()  # the stream's own coroutine: one per event, not two
+    async def __anext__(self) -> UnifiedEvent:
+        # A queued event is taken here, in the one coroutine of this step; the stream's own `next` waits.
+        event = self._stream.channel.get_nowait()
+        return event if event is not None else await self._stream.next()
 
     async def aclose(self) -> None:
         await self._stream.close()

@@ -951,8 +951,9 @@ class GuardedStream:
     """
 
     def __init__(self, guard_factory: Callable[[_Channel], StreamGuard]) -> None:
-        self._channel = _Channel()
-        self.guard = guard_factory(self._channel)
+        self.channel = _Channel()
+        """The run's events on their way to the consumer (`EventStream.__anext__` takes a queued one itself)."""
+        self.guard = guard_factory(self.channel)
         self._tg: TaskGroup | None = None
         self._done = False
         self._managed = False
@@ -968,11 +969,11 @@ class GuardedStream:
     async def next(self) -> UnifiedEvent:
         if self._tg is None:
             await self.start()
-        event = self._channel.get_nowait()  # queued events need no trip through the event loop
+        event = self.channel.get_nowait()  # queued events need no trip through the event loop
         if event is not None:
             return event
         try:
-            return await self._channel.get()
+            return await self.channel.get()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             if not self._managed:  # bare `async for`: nobody else will release the task
                 await self.close()
@@ -983,7 +984,7 @@ class GuardedStream:
         if self._done:
             return
         self._done = True
-        self._channel.close_receiving()
+        self.channel.close_receiving()
         if self._tg is not None:
             self.guard.stop("cancelled")
             tg, self._tg = self._tg, None
