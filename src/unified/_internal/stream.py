@@ -358,6 +358,8 @@ class _Aggregator:
         self.text_chars = 0
         self.thought_chars = 0
         self.session: SessionStarted | None = None
+        self.session_id: str | None = None
+        """The session's id, read once (every event is stamped with it; a model's attribute costs a hook)."""
         self.switched = False
         """A `failover` came: the next backend's `session_started` opens a new session (and id space)."""
 
@@ -435,6 +437,7 @@ class _Aggregator:
 
     def _session(self, event: SessionStarted) -> None:
         self.session = event
+        self.session_id = event.session_id
         self.switched = False
 
     def _failover(self, event: Failover) -> None:
@@ -772,9 +775,9 @@ class StreamGuard:
         fields["seq"] = self._seq
         assigned.add("seq")
         self._seq += 1
-        session = self.agg.session
-        if session is not None and fields["session_id"] is None:
-            fields["session_id"] = session.session_id
+        session_id = self.agg.session_id
+        if session_id is not None and fields["session_id"] is None:
+            fields["session_id"] = session_id
             assigned.add("session_id")
         if fields["native"] is not None and not self._include_native:
             fields["native"] = None
