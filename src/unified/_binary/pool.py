@@ -4,8 +4,19 @@ A cold start of an agent binary takes seconds; a new session in a running one, m
 binary that hosts several sessions (ACP, Codex's app-server) serves several runs at once.
 
 - Key: whatever makes two runs interchangeable (the backend builds it with `pool_key`: argv and
-  environment) plus the event loop: a process is loop-agnostic, but the locks guarding its pipes
-  are per loop, and a run never shares a pipe with another loop's run.
+  environment) plus the event loop that uses the entry: a process is loop-agnostic, but the locks
+  guarding its pipes are per loop, and a run never shares a pipe with another loop's run (two live
+  loops in two threads would each take their own lock and read the same pipe at once).
+- Adopted across loops: an idle entry (no run holds it) whose loop has finished for good
+  (`loops.loop_finished`: an asyncio loop closed, a trio run exited) is taken over by a run of the
+  current loop, which then owns it. Code that runs each call in a fresh loop (`execute_sync`, an
+  `anyio.run` per task) thus reuses the warm process instead of starting one per call and leaving
+  the last one idle. It is safe because nothing of a finished loop can touch the entry again: no
+  run of it holds a lease (a run abandoned in a loop that was never closed keeps its lease, and such
+  a loop is not finished anyway), and what a process and its connection keep per loop is renewed on
+  the new one (`PerLoopLock`; `process._LoopWatch`, dropped from the old asyncio loop). An entry of
+  a loop still running (another thread's) is never adopted. The pick and the claim happen under a
+  thread lock, so two loops in two threads never adopt the same entry.
 - Bounded: at most `size` entries stay warm; a run that finds every warm entry busy with another
   key gets a transient one, closed when it ends. `size=0`: every run starts cold.
 - At most `max_leases` runs share one entry at a time (1 for a binary with one session each).
@@ -18,6 +29,7 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -26,7 +38,7 @@ from typing import Generic, Protocol, TypeVar
 
 import anyio
 
-from unified._binary.loops import PerLoopLock, current_loop
+from unified._binary.loops import PerLoopLock, current_loop, loop_finished
 
 __all__ = ["DEFAULT_IDLE_TTL", "DEFAULT_SIZE", "Lease", "Poolable", "ProcessWide", "WarmPool", "pool_key"]
 
@@ -114,6 +126,9 @@ class WarmPool(Generic[T]):
         self._clock = clock
         self._entries: list[_Entry[T]] = []
         self._spawn_lock = PerLoopLock()
+        self._claim_lock = threading.RLock()
+        """Held while a run picks an entry and claims or releases it, and while the list changes: a pool is shared
+        by every thread's loop, and another thread's loop may be looking at the same idle entry to adopt it."""
         self.spawned = 0
         """Entries started so far (tests read it to prove reuse)."""
 
@@ -122,31 +137,41 @@ class WarmPool(Generic[T]):
         """An entry for one run: a warm one with the same key if any has room, else a new one from `spawn`."""
         loop = current_loop()
         async with self._spawn_lock.get():
-            self._evict()
-            entry = next(
-                (
-                    e
-                    for e in self._entries
-                    if e.key == key and e.loop is loop and e.usable and e.active < self.max_leases
-                ),
-                None,
-            )
+            with self._claim_lock:
+                self._evict()
+                entry = self._claim(key, loop)
             warm = entry is not None
             if entry is None:
                 resource = await spawn()
-                self.spawned += 1
-                entry = _Entry(key, loop, resource, self._clock(), spawn, transient=not self._make_room())
-                if not entry.transient:
-                    self._entries.append(entry)
-            entry.active += 1
+                with self._claim_lock:
+                    self.spawned += 1
+                    entry = _Entry(key, loop, resource, self._clock(), spawn, transient=not self._make_room())
+                    if not entry.transient:
+                        self._entries.append(entry)
+                    entry.active += 1
         try:
             yield Lease(entry.resource, warm, entry)
         finally:
-            entry.active -= 1
-            entry.last_used = self._clock()
+            with self._claim_lock:
+                entry.active -= 1
+                entry.last_used = self._clock()
             if entry.active == 0 and (entry.transient or not entry.usable):
                 with anyio.CancelScope(shield=True):
                     await self._close(entry)
+
+    def _claim(self, key: str, loop: object) -> _Entry[T] | None:
+        """A warm entry of `key` for a run of `loop`, its lease counted: one of this loop with room, else an
+        idle one of a finished loop, adopted (see the module docstring). Under `_claim_lock`."""
+        same = [e for e in self._entries if e.key == key and e.usable]
+        entry = next((e for e in same if e.loop is loop and e.active < self.max_leases), None)
+        if entry is None:
+            # `active` is read before the loop is asked: a finished loop leases nothing more, so 0 stays 0.
+            entry = next((e for e in same if e.active == 0 and e.loop is not loop and loop_finished(e.loop)), None)
+            if entry is not None:
+                entry.loop = loop
+        if entry is not None:
+            entry.active += 1
+        return entry
 
     def _make_room(self) -> bool:
         """Whether a new entry may stay warm (evicting the least recently used idle one if needed)."""
@@ -167,18 +192,22 @@ class WarmPool(Generic[T]):
                 self._kill(entry)
 
     def _kill(self, entry: _Entry[T]) -> None:
-        if entry in self._entries:
-            self._entries.remove(entry)
+        self._drop(entry)
         entry.resource.kill()
 
     async def _close(self, entry: _Entry[T]) -> None:
-        if entry in self._entries:
-            self._entries.remove(entry)
+        self._drop(entry)
         await entry.resource.close()
+
+    def _drop(self, entry: _Entry[T]) -> None:
+        with self._claim_lock:
+            if entry in self._entries:
+                self._entries.remove(entry)
 
     async def aclose(self) -> None:
         """End every entry (runs still using one see it close)."""
-        entries, self._entries = self._entries, []
+        with self._claim_lock:
+            entries, self._entries = self._entries, []
         with anyio.CancelScope(shield=True):
             for entry in entries:
                 await entry.resource.close()
