@@ -159,12 +159,12 @@ async def test_close_now_kills_without_awaiting() -> None:
 
 
 def one_run(
-    pool: WarmPool[FakeResource], spawn: Spawner, leases: list[Lease[FakeResource]]
+    pool: WarmPool[FakeResource], spawn: Spawner, leases: list[Lease[FakeResource]], key: str = "k"
 ) -> Callable[[], Awaitable[None]]:
-    """A run that leases an entry of key "k" and gives it back at once, noting its lease."""
+    """A run that leases an entry of `key` and gives it back at once, noting its lease."""
 
     async def run() -> None:
-        async with pool.lease("k", spawn) as lease:
+        async with pool.lease(key, spawn) as lease:
             leases.append(lease)
 
     return run
@@ -257,6 +257,48 @@ def test_an_entry_with_an_active_lease_is_never_adopted() -> None:
     assert abandoned.resource is spawn.made[0]
     assert not abandoned.resource.ended
     anyio.run(held.__aexit__, None, None, None)  # the abandoned run ends after all (its generator is done)
+    pool.close_now()
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_loops_runs_wait_for_its_spawn_while_another_threads_loop_uses_the_pool(backend: str) -> None:
+    """The pool is shared by every thread's loop: a lease from another thread's loop, in the middle of this loop's
+    spawn, must not give this loop a new spawn lock, or its next run of the key spawns again instead of waiting
+    for the first process and sharing it."""
+    pool: WarmPool[FakeResource] = WarmPool(size=2, max_leases=2)
+    spawning, go = threading.Event(), threading.Event()
+    made: list[FakeResource] = []
+    leases: list[Lease[FakeResource]] = []
+
+    async def slow_spawn() -> FakeResource:
+        spawning.set()
+        await anyio.to_thread.run_sync(go.wait, HANG_GUARD_S)
+        made.append(FakeResource())
+        return made[-1]
+
+    async def run_k(both: anyio.Event, holding: anyio.Event) -> None:
+        async with pool.lease("k", slow_spawn) as lease:
+            leases.append(lease)
+            if len(leases) == 2:
+                both.set()
+            await holding.wait()
+
+    async def main() -> None:
+        both, holding = anyio.Event(), anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run_k, both, holding)
+            await anyio.to_thread.run_sync(spawning.wait, HANG_GUARD_S)
+            other = one_run(pool, Spawner(), [], key="other")
+            await anyio.to_thread.run_sync(lambda: anyio.run(other, backend=backend))  # another thread's loop
+            tg.start_soon(run_k, both, holding)
+            await anyio.wait_all_tasks_blocked()  # both runs wait: the first on its spawn, the second on the first
+            go.set()
+            await both.wait()
+            holding.set()
+
+    anyio.run(main, backend=backend)
+    assert len(made) == 1, "the second run spawned its own"
+    assert leases[0].resource is leases[1].resource
     pool.close_now()
 
 

@@ -38,7 +38,7 @@ from typing import Generic, Protocol, TypeVar
 
 import anyio
 
-from unified._binary.loops import PerLoopLock, current_loop, loop_finished
+from unified._binary.loops import current_loop, loop_finished
 
 __all__ = ["DEFAULT_IDLE_TTL", "DEFAULT_SIZE", "Lease", "Poolable", "ProcessWide", "WarmPool", "pool_key"]
 
@@ -125,7 +125,8 @@ class WarmPool(Generic[T]):
         self.max_leases = max_leases
         self._clock = clock
         self._entries: list[_Entry[T]] = []
-        self._spawn_lock = PerLoopLock()
+        self._spawn_locks: dict[object, anyio.Lock] = {}
+        """One per live loop (`_spawn_lock`): a loop's runs of a key wait for its spawn and then share it."""
         self._claim_lock = threading.RLock()
         """Held while a run picks an entry and claims or releases it, and while the list changes: a pool is shared
         by every thread's loop, and another thread's loop may be looking at the same idle entry to adopt it."""
@@ -136,7 +137,7 @@ class WarmPool(Generic[T]):
     async def lease(self, key: str, spawn: Callable[[], Awaitable[T]]) -> AsyncIterator[Lease[T]]:
         """An entry for one run: a warm one with the same key if any has room, else a new one from `spawn`."""
         loop = current_loop()
-        async with self._spawn_lock.get():
+        async with self._spawn_lock(loop):
             with self._claim_lock:
                 self._evict()
                 entry = self._claim(key, loop)
@@ -158,6 +159,20 @@ class WarmPool(Generic[T]):
             if entry.active == 0 and (entry.transient or not entry.usable):
                 with anyio.CancelScope(shield=True):
                     await self._close(entry)
+
+    def _spawn_lock(self, loop: object) -> anyio.Lock:
+        """The spawn lock of `loop`. Not a `PerLoopLock`, which renews its lock whenever the loop changes, taking
+        the change for the end of the old loop: a pool serves the loops of every thread at once, and a lease
+        from another thread's loop in the middle of this loop's spawn gave this loop a new lock, so its next
+        run of the key spawned again instead of waiting for the first process. Those of finished loops are
+        dropped when a new loop comes."""
+        with self._claim_lock:
+            lock = self._spawn_locks.get(loop)
+            if lock is None:
+                for old in [other for other in self._spawn_locks if loop_finished(other)]:
+                    del self._spawn_locks[old]
+                lock = self._spawn_locks[loop] = anyio.Lock()
+            return lock
 
     def _claim(self, key: str, loop: object) -> _Entry[T] | None:
         """A warm entry of `key` for a run of `loop`, its lease counted: one of this loop with room, else an
