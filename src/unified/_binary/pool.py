@@ -15,8 +15,11 @@ binary that hosts several sessions (ACP, Codex's app-server) serves several runs
   run of it holds a lease (a run abandoned in a loop that was never closed keeps its lease, and such
   a loop is not finished anyway), and what a process and its connection keep per loop is renewed on
   the new one (`PerLoopLock`; `process._LoopWatch`, dropped from the old asyncio loop). An entry of
-  a loop still running (another thread's) is never adopted. The pick and the claim happen under a
-  thread lock, so two loops in two threads never adopt the same entry.
+  a loop still running (another thread's) is never adopted.
+- Threads: one pool serves the loops of every thread (the default pools are process-wide). Picking
+  and claiming an entry, giving it back, and taking entries out to end them are decided under one
+  thread lock, so two loops never adopt the same entry, nor end one another loop just took; the
+  kills and closes happen after it is let go. Each live loop has its own spawn lock.
 - Bounded: at most `size` entries stay warm; a run that finds every warm entry busy with another
   key gets a transient one, closed when it ends. `size=0`: every run starts cold.
 - At most `max_leases` runs share one entry at a time (1 for a binary with one session each).
@@ -127,7 +130,7 @@ class WarmPool(Generic[T]):
         self._entries: list[_Entry[T]] = []
         self._spawn_locks: dict[object, anyio.Lock] = {}
         """One per live loop (`_spawn_lock`): a loop's runs of a key wait for its spawn and then share it."""
-        self._claim_lock = threading.RLock()
+        self._claim_lock = threading.Lock()
         """Held while a run picks an entry and claims or releases it, and while the list changes: a pool is shared
         by every thread's loop, and another thread's loop may be looking at the same idle entry to adopt it."""
         self.spawned = 0
@@ -139,26 +142,32 @@ class WarmPool(Generic[T]):
         loop = current_loop()
         async with self._spawn_lock(loop):
             with self._claim_lock:
-                self._evict()
+                ended = self._evict()
                 entry = self._claim(key, loop)
+            self._kill(ended)
             warm = entry is not None
             if entry is None:
                 resource = await spawn()
                 with self._claim_lock:
                     self.spawned += 1
-                    entry = _Entry(key, loop, resource, self._clock(), spawn, transient=not self._make_room())
-                    if not entry.transient:
+                    kept, ended = self._make_room()
+                    entry = _Entry(key, loop, resource, self._clock(), spawn, transient=not kept)
+                    if kept:
                         self._entries.append(entry)
                     entry.active += 1
+                self._kill(ended)
         try:
             yield Lease(entry.resource, warm, entry)
         finally:
-            with self._claim_lock:
+            with self._claim_lock:  # taken out of the list here, so no other thread's `_evict` ends it too
                 entry.active -= 1
                 entry.last_used = self._clock()
-            if entry.active == 0 and (entry.transient or not entry.usable):
+                closing = entry.active == 0 and (entry.transient or not entry.usable)
+                if closing and entry in self._entries:
+                    self._entries.remove(entry)
+            if closing:
                 with anyio.CancelScope(shield=True):
-                    await self._close(entry)
+                    await entry.resource.close()
 
     def _spawn_lock(self, loop: object) -> anyio.Lock:
         """The spawn lock of `loop`. Not a `PerLoopLock`, which renews its lock whenever the loop changes, taking
@@ -188,36 +197,31 @@ class WarmPool(Generic[T]):
             entry.active += 1
         return entry
 
-    def _make_room(self) -> bool:
-        """Whether a new entry may stay warm (evicting the least recently used idle one if needed)."""
+    def _make_room(self) -> tuple[bool, list[_Entry[T]]]:
+        """Whether a new entry may stay warm, and the least recently used idle one taken out to make room for it
+        (to be killed once `_claim_lock` is let go). Under `_claim_lock`."""
         if self.size <= 0:
-            return False
+            return False, []
         if len(self._entries) < self.size:
-            return True
+            return True, []
         idle = sorted((e for e in self._entries if e.active == 0), key=lambda e: e.last_used)
         if not idle:
-            return False
-        self._kill(idle[0])
-        return True
+            return False, []
+        self._entries.remove(idle[0])
+        return True, idle[:1]
 
-    def _evict(self) -> None:
+    def _evict(self) -> list[_Entry[T]]:
+        """The idle entries that died or waited beyond the TTL, taken out (to be killed once `_claim_lock` is let
+        go: a kill may wait for the process, and other threads' loops wait for the lock). Under `_claim_lock`."""
         now = self._clock()
-        for entry in list(self._entries):
-            if entry.active == 0 and (not entry.usable or now - entry.last_used > self.idle_ttl):
-                self._kill(entry)
+        ended = [e for e in self._entries if e.active == 0 and (not e.usable or now - e.last_used > self.idle_ttl)]
+        self._entries = [e for e in self._entries if e not in ended]
+        return ended
 
-    def _kill(self, entry: _Entry[T]) -> None:
-        self._drop(entry)
-        entry.resource.kill()
-
-    async def _close(self, entry: _Entry[T]) -> None:
-        self._drop(entry)
-        await entry.resource.close()
-
-    def _drop(self, entry: _Entry[T]) -> None:
-        with self._claim_lock:
-            if entry in self._entries:
-                self._entries.remove(entry)
+    @staticmethod
+    def _kill(entries: list[_Entry[T]]) -> None:
+        for entry in entries:
+            entry.resource.kill()
 
     async def aclose(self) -> None:
         """End every entry (runs still using one see it close)."""
@@ -229,8 +233,9 @@ class WarmPool(Generic[T]):
 
     def close_now(self) -> None:
         """`aclose` without awaiting, for interpreter exit."""
-        for entry in list(self._entries):
-            self._kill(entry)
+        with self._claim_lock:
+            entries, self._entries = self._entries, []
+        self._kill(entries)
 
     def pids(self) -> list[int | None]:
         """The process ids of the entries kept warm."""
