@@ -55,7 +55,9 @@ def _nothing() -> None:
 
 
 class PerLoopLock:
-    """An `anyio.Lock` for the running loop: a new one when the loop changes (the old loop has ended).
+    """An `anyio.Lock` for the running loop: a new one when the loop changes (the old loop has ended: the pool
+    hands a process and its connection to another loop only once `loop_finished` says so). Not for an object two
+    live loops use at once (the pool itself keeps a lock per live loop).
 
     `fast=True` makes a lock nobody holds taken without yielding to the loop (anyio's `fast_acquire`; a
     cancelled caller still stops there): for the locks of a process's pipes, taken for every line read
