@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import itertools
+import threading
 import weakref
+from collections.abc import Awaitable, Callable
 
 import anyio
 import pytest
 
+from tests.hang_guard import HANG_GUARD_S
 from tests.harness.pool_parts import FakeResource, ManualClock
-from unified._binary.pool import ProcessWide, WarmPool, pool_key
+from unified._binary.pool import Lease, ProcessWide, WarmPool, pool_key
 
 pytestmark = pytest.mark.anyio
 
@@ -153,17 +158,147 @@ async def test_close_now_kills_without_awaiting() -> None:
     assert pool.pids() == []
 
 
-def test_each_event_loop_gets_its_own_entries() -> None:
+def one_run(
+    pool: WarmPool[FakeResource], spawn: Spawner, leases: list[Lease[FakeResource]], key: str = "k"
+) -> Callable[[], Awaitable[None]]:
+    """A run that leases an entry of `key` and gives it back at once, noting its lease."""
+
+    async def run() -> None:
+        async with pool.lease(key, spawn) as lease:
+            leases.append(lease)
+
+    return run
+
+
+@pytest.mark.parametrize(("first", "second"), list(itertools.product(["asyncio", "trio"], repeat=2)))
+def test_an_idle_entry_of_a_finished_loop_is_adopted_by_the_next_loop(first: str, second: str) -> None:
+    """Each `anyio.run` (each `execute_sync`) is a new loop: the next one takes over the entry the last one left."""
     pool: WarmPool[FakeResource] = WarmPool(size=2)
     spawn = Spawner()
+    leases: list[Lease[FakeResource]] = []
+    anyio.run(one_run(pool, spawn, leases), backend=first)
+    anyio.run(one_run(pool, spawn, leases), backend=second)
+    assert pool.spawned == 1
+    assert [lease.warm for lease in leases] == [False, True]
+    assert leases[1].resource is leases[0].resource
+    assert not leases[0].resource.ended
+    anyio.run(one_run(pool, spawn, leases), backend=second)  # and the adopting loop now owns it as its own
+    assert (pool.spawned, leases[2].resource) == (1, leases[0].resource)
+    pool.close_now()
 
-    async def one_run() -> None:
-        async with pool.lease("k", spawn):
-            pass
 
-    anyio.run(one_run)
-    anyio.run(one_run, backend="trio")  # another loop: the first loop's entry is not shared
-    assert len(spawn.made) == 2
+@pytest.mark.parametrize("holder", ["asyncio", "trio"])
+@pytest.mark.parametrize("taker", ["asyncio", "trio"])
+def test_an_idle_entry_of_a_loop_running_in_another_thread_is_not_adopted(holder: str, taker: str) -> None:
+    """Another thread's loop is alive and may lease its entry again at any moment: a run of this thread's loop
+    starts its own. Once that loop has finished, its entry is adopted."""
+    pool: WarmPool[FakeResource] = WarmPool(size=2)
+    spawn = Spawner()
+    leases: list[Lease[FakeResource]] = []
+    idle, release = threading.Event(), threading.Event()
+
+    async def hold_the_loop_open() -> None:
+        await one_run(pool, spawn, leases)()
+        idle.set()  # its entry is idle; the loop goes on
+        await anyio.to_thread.run_sync(release.wait, HANG_GUARD_S)
+
+    thread = threading.Thread(target=anyio.run, args=(hold_the_loop_open,), kwargs={"backend": holder})
+    thread.start()
+    try:
+        assert idle.wait(HANG_GUARD_S)
+        anyio.run(one_run(pool, spawn, leases), backend=taker)
+        assert pool.spawned == 2
+        assert leases[1].resource is not leases[0].resource
+        assert not leases[0].resource.ended, "left to its own loop"
+    finally:
+        release.set()
+        thread.join(HANG_GUARD_S)
+    assert not thread.is_alive()
+    anyio.run(one_run(pool, spawn, leases), backend=taker)  # both loops have finished: their entries are free
+    assert (pool.spawned, leases[2].warm) == (2, True)
+    pool.close_now()
+
+
+def test_a_stopped_asyncio_loop_keeps_its_entry_until_it_is_closed() -> None:
+    """A stopped loop may run again (its tasks resume where they were): only a closed one has finished."""
+    pool: WarmPool[FakeResource] = WarmPool(size=2)
+    spawn = Spawner()
+    leases: list[Lease[FakeResource]] = []
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(one_run(pool, spawn, leases)())
+        assert not loop.is_running()
+        anyio.run(one_run(pool, spawn, leases))
+        assert pool.spawned == 2, "the stopped loop's entry was adopted"
+    finally:
+        loop.close()
+    anyio.run(one_run(pool, spawn, leases))
+    anyio.run(one_run(pool, spawn, leases))
+    assert pool.spawned == 2
+    pool.close_now()
+
+
+def test_an_entry_with_an_active_lease_is_never_adopted() -> None:
+    """A run abandoned in a loop closed under it (no `shutdown_asyncgens`, its task never finished) still holds its
+    lease: however finished its loop, the entry is not idle, so another loop's run starts its own."""
+    pool: WarmPool[FakeResource] = WarmPool(size=2)
+    spawn = Spawner()
+    leases: list[Lease[FakeResource]] = []
+    held = pool.lease("k", spawn)
+    loop = asyncio.new_event_loop()
+    try:
+        abandoned = loop.run_until_complete(held.__aenter__())
+    finally:
+        loop.close()
+    anyio.run(one_run(pool, spawn, leases))
+    anyio.run(one_run(pool, spawn, leases), backend="trio")
+    assert pool.spawned == 2
+    assert [lease.resource for lease in leases] == [spawn.made[1]] * 2
+    assert abandoned.resource is spawn.made[0]
+    assert not abandoned.resource.ended
+    anyio.run(held.__aexit__, None, None, None)  # the abandoned run ends after all (its generator is done)
+    pool.close_now()
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_loops_runs_wait_for_its_spawn_while_another_threads_loop_uses_the_pool(backend: str) -> None:
+    """The pool is shared by every thread's loop: a lease from another thread's loop, in the middle of this loop's
+    spawn, must not give this loop a new spawn lock, or its next run of the key spawns again instead of waiting
+    for the first process and sharing it."""
+    pool: WarmPool[FakeResource] = WarmPool(size=2, max_leases=2)
+    spawning, go = threading.Event(), threading.Event()
+    made: list[FakeResource] = []
+    leases: list[Lease[FakeResource]] = []
+
+    async def slow_spawn() -> FakeResource:
+        spawning.set()
+        await anyio.to_thread.run_sync(go.wait, HANG_GUARD_S)
+        made.append(FakeResource())
+        return made[-1]
+
+    async def run_k(both: anyio.Event, holding: anyio.Event) -> None:
+        async with pool.lease("k", slow_spawn) as lease:
+            leases.append(lease)
+            if len(leases) == 2:
+                both.set()
+            await holding.wait()
+
+    async def main() -> None:
+        both, holding = anyio.Event(), anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run_k, both, holding)
+            await anyio.to_thread.run_sync(spawning.wait, HANG_GUARD_S)
+            other = one_run(pool, Spawner(), [], key="other")
+            await anyio.to_thread.run_sync(lambda: anyio.run(other, backend=backend))  # another thread's loop
+            tg.start_soon(run_k, both, holding)
+            await anyio.wait_all_tasks_blocked()  # both runs wait: the first on its spawn, the second on the first
+            go.set()
+            await both.wait()
+            holding.set()
+
+    anyio.run(main, backend=backend)
+    assert len(made) == 1, "the second run spawned its own"
+    assert leases[0].resource is leases[1].resource
     pool.close_now()
 
 

@@ -3,14 +3,20 @@
 A warm process, its connection and the pool serve runs of successive event loops (each
 `anyio.run`, asyncio or trio). An anyio lock belongs to the loop that first used it, so such
 objects keep one lock per loop and never carry a primitive from one loop into another.
+
+Such an object is used by one loop at a time: `loop_finished` says when the loop that last used it
+can no longer touch it, so a run of another loop may take it over (`pool.WarmPool`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import sys
+
 import anyio
 import anyio.lowlevel
 
-__all__ = ["PerLoopLock", "current_loop"]
+__all__ = ["PerLoopLock", "current_loop", "loop_finished"]
 
 
 def current_loop() -> object:
@@ -18,8 +24,40 @@ def current_loop() -> object:
     return anyio.lowlevel.current_token().native_token
 
 
+def loop_finished(loop: object) -> bool:
+    """Whether the loop `current_loop` gave has ended for good: none of its tasks runs, nor ever will again, so
+    nothing of it can touch an object it used (its pipes, its locks). Safe to ask from any thread; cheap (a flag,
+    and for trio a lock).
+
+    - asyncio: `is_closed()`. Not "not running": a stopped loop may be run again (`run_until_complete` once
+      more) with its tasks still suspended where they were, and its selector may still watch our descriptors.
+      A closed loop can never run again (`anyio.run` and `asyncio.run` close theirs at the end, so every
+      `execute_sync` and every `anyio.run` call ends with its loop closed). A loop running in another thread
+      is not closed (`close()` refuses a running loop).
+    - trio: the token's `run_sync_soon` raises `RunFinishedError` once the run has exited (trio sets that
+      under the token's lock after every task of the run, the system ones too, has ended; there is no public
+      flag to read instead). On a live run it schedules a no-op, `idempotent` so that asking again never
+      queues more than one: the run wakes once for nothing, at most.
+    - Anything else (a loop we do not know): never finished, so nothing of it is ever taken over."""
+    if isinstance(loop, asyncio.AbstractEventLoop):
+        return loop.is_closed()
+    trio = sys.modules.get("trio")  # a trio token exists only once trio is imported; never import it here
+    if trio is not None and isinstance(loop, trio.lowlevel.TrioToken):
+        try:
+            loop.run_sync_soon(_nothing, idempotent=True)
+        except trio.RunFinishedError:
+            return True
+    return False
+
+
+def _nothing() -> None:
+    """What `loop_finished` schedules on a live trio run (one function, so `idempotent` can merge the calls)."""
+
+
 class PerLoopLock:
-    """An `anyio.Lock` for the running loop: a new one when the loop changes (the old loop has ended).
+    """An `anyio.Lock` for the running loop: a new one when the loop changes (the old loop has ended: the pool
+    hands a process and its connection to another loop only once `loop_finished` says so). Not for an object two
+    live loops use at once (the pool itself keeps a lock per live loop).
 
     `fast=True` makes a lock nobody holds taken without yielding to the loop (anyio's `fast_acquire`; a
     cancelled caller still stops there): for the locks of a process's pipes, taken for every line read

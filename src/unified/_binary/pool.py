@@ -4,8 +4,22 @@ A cold start of an agent binary takes seconds; a new session in a running one, m
 binary that hosts several sessions (ACP, Codex's app-server) serves several runs at once.
 
 - Key: whatever makes two runs interchangeable (the backend builds it with `pool_key`: argv and
-  environment) plus the event loop: a process is loop-agnostic, but the locks guarding its pipes
-  are per loop, and a run never shares a pipe with another loop's run.
+  environment) plus the event loop that uses the entry: a process is loop-agnostic, but the locks
+  guarding its pipes are per loop, and a run never shares a pipe with another loop's run (two live
+  loops in two threads would each take their own lock and read the same pipe at once).
+- Adopted across loops: an idle entry (no run holds it) whose loop has finished for good
+  (`loops.loop_finished`: an asyncio loop closed, a trio run exited) is taken over by a run of the
+  current loop, which then owns it. Code that runs each call in a fresh loop (`execute_sync`, an
+  `anyio.run` per task) thus reuses the warm process instead of starting one per call and leaving
+  the last one idle. It is safe because nothing of a finished loop can touch the entry again: no
+  run of it holds a lease (a run abandoned in a loop that was never closed keeps its lease, and such
+  a loop is not finished anyway), and what a process and its connection keep per loop is renewed on
+  the new one (`PerLoopLock`; `process._LoopWatch`, dropped from the old asyncio loop). An entry of
+  a loop still running (another thread's) is never adopted.
+- Threads: one pool serves the loops of every thread (the default pools are process-wide). Picking
+  and claiming an entry, giving it back, and taking entries out to end them are decided under one
+  thread lock, so two loops never adopt the same entry, nor end one another loop just took; the
+  kills and closes happen after it is let go. Each live loop has its own spawn lock.
 - Bounded: at most `size` entries stay warm; a run that finds every warm entry busy with another
   key gets a transient one, closed when it ends. `size=0`: every run starts cold.
 - At most `max_leases` runs share one entry at a time (1 for a binary with one session each).
@@ -18,6 +32,7 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -26,7 +41,7 @@ from typing import Generic, Protocol, TypeVar
 
 import anyio
 
-from unified._binary.loops import PerLoopLock, current_loop
+from unified._binary.loops import current_loop, loop_finished
 
 __all__ = ["DEFAULT_IDLE_TTL", "DEFAULT_SIZE", "Lease", "Poolable", "ProcessWide", "WarmPool", "pool_key"]
 
@@ -113,7 +128,11 @@ class WarmPool(Generic[T]):
         self.max_leases = max_leases
         self._clock = clock
         self._entries: list[_Entry[T]] = []
-        self._spawn_lock = PerLoopLock()
+        self._spawn_locks: dict[object, anyio.Lock] = {}
+        """One per live loop (`_spawn_lock`): a loop's runs of a key wait for its spawn and then share it."""
+        self._claim_lock = threading.Lock()
+        """Held while a run picks an entry and claims or releases it, and while the list changes: a pool is shared
+        by every thread's loop, and another thread's loop may be looking at the same idle entry to adopt it."""
         self.spawned = 0
         """Entries started so far (tests read it to prove reuse)."""
 
@@ -121,72 +140,102 @@ class WarmPool(Generic[T]):
     async def lease(self, key: str, spawn: Callable[[], Awaitable[T]]) -> AsyncIterator[Lease[T]]:
         """An entry for one run: a warm one with the same key if any has room, else a new one from `spawn`."""
         loop = current_loop()
-        async with self._spawn_lock.get():
-            self._evict()
-            entry = next(
-                (
-                    e
-                    for e in self._entries
-                    if e.key == key and e.loop is loop and e.usable and e.active < self.max_leases
-                ),
-                None,
-            )
+        async with self._spawn_lock(loop):
+            with self._claim_lock:
+                ended = self._evict()
+                entry = self._claim(key, loop)
+            self._kill(ended)
             warm = entry is not None
             if entry is None:
                 resource = await spawn()
-                self.spawned += 1
-                entry = _Entry(key, loop, resource, self._clock(), spawn, transient=not self._make_room())
-                if not entry.transient:
-                    self._entries.append(entry)
-            entry.active += 1
+                with self._claim_lock:
+                    self.spawned += 1
+                    kept, ended = self._make_room()
+                    entry = _Entry(key, loop, resource, self._clock(), spawn, transient=not kept)
+                    if kept:
+                        self._entries.append(entry)
+                    entry.active += 1
+                self._kill(ended)
         try:
             yield Lease(entry.resource, warm, entry)
         finally:
-            entry.active -= 1
-            entry.last_used = self._clock()
-            if entry.active == 0 and (entry.transient or not entry.usable):
+            with self._claim_lock:  # taken out of the list here, so no other thread's `_evict` ends it too
+                entry.active -= 1
+                entry.last_used = self._clock()
+                closing = entry.active == 0 and (entry.transient or not entry.usable)
+                if closing and entry in self._entries:
+                    self._entries.remove(entry)
+            if closing:
                 with anyio.CancelScope(shield=True):
-                    await self._close(entry)
+                    await entry.resource.close()
 
-    def _make_room(self) -> bool:
-        """Whether a new entry may stay warm (evicting the least recently used idle one if needed)."""
+    def _spawn_lock(self, loop: object) -> anyio.Lock:
+        """The spawn lock of `loop`. Not a `PerLoopLock`, which renews its lock whenever the loop changes, taking
+        the change for the end of the old loop: a pool serves the loops of every thread at once, and a lease
+        from another thread's loop in the middle of this loop's spawn gave this loop a new lock, so its next
+        run of the key spawned again instead of waiting for the first process. Those of finished loops are
+        dropped when a new loop comes."""
+        with self._claim_lock:
+            lock = self._spawn_locks.get(loop)
+            if lock is None:
+                for old in [other for other in self._spawn_locks if loop_finished(other)]:
+                    del self._spawn_locks[old]
+                lock = self._spawn_locks[loop] = anyio.Lock()
+            return lock
+
+    def _claim(self, key: str, loop: object) -> _Entry[T] | None:
+        """A warm entry of `key` for a run of `loop`, its lease counted: one of this loop with room, else an
+        idle one of a finished loop, adopted (see the module docstring). Under `_claim_lock`."""
+        same = [e for e in self._entries if e.key == key and e.usable]
+        entry = next((e for e in same if e.loop is loop and e.active < self.max_leases), None)
+        if entry is None:
+            # `active` is read before the loop is asked: a finished loop leases nothing more, so 0 stays 0.
+            entry = next((e for e in same if e.active == 0 and e.loop is not loop and loop_finished(e.loop)), None)
+            if entry is not None:
+                entry.loop = loop
+        if entry is not None:
+            entry.active += 1
+        return entry
+
+    def _make_room(self) -> tuple[bool, list[_Entry[T]]]:
+        """Whether a new entry may stay warm, and the least recently used idle one taken out to make room for it
+        (to be killed once `_claim_lock` is let go). Under `_claim_lock`."""
         if self.size <= 0:
-            return False
+            return False, []
         if len(self._entries) < self.size:
-            return True
+            return True, []
         idle = sorted((e for e in self._entries if e.active == 0), key=lambda e: e.last_used)
         if not idle:
-            return False
-        self._kill(idle[0])
-        return True
+            return False, []
+        self._entries.remove(idle[0])
+        return True, idle[:1]
 
-    def _evict(self) -> None:
+    def _evict(self) -> list[_Entry[T]]:
+        """The idle entries that died or waited beyond the TTL, taken out (to be killed once `_claim_lock` is let
+        go: a kill may wait for the process, and other threads' loops wait for the lock). Under `_claim_lock`."""
         now = self._clock()
-        for entry in list(self._entries):
-            if entry.active == 0 and (not entry.usable or now - entry.last_used > self.idle_ttl):
-                self._kill(entry)
+        ended = [e for e in self._entries if e.active == 0 and (not e.usable or now - e.last_used > self.idle_ttl)]
+        self._entries = [e for e in self._entries if e not in ended]
+        return ended
 
-    def _kill(self, entry: _Entry[T]) -> None:
-        if entry in self._entries:
-            self._entries.remove(entry)
-        entry.resource.kill()
-
-    async def _close(self, entry: _Entry[T]) -> None:
-        if entry in self._entries:
-            self._entries.remove(entry)
-        await entry.resource.close()
+    @staticmethod
+    def _kill(entries: list[_Entry[T]]) -> None:
+        for entry in entries:
+            entry.resource.kill()
 
     async def aclose(self) -> None:
         """End every entry (runs still using one see it close)."""
-        entries, self._entries = self._entries, []
+        with self._claim_lock:
+            entries, self._entries = self._entries, []
         with anyio.CancelScope(shield=True):
             for entry in entries:
                 await entry.resource.close()
 
     def close_now(self) -> None:
         """`aclose` without awaiting, for interpreter exit."""
-        for entry in list(self._entries):
-            self._kill(entry)
+        with self._claim_lock:
+            entries, self._entries = self._entries, []
+        self._kill(entries)
 
     def pids(self) -> list[int | None]:
         """The process ids of the entries kept warm."""

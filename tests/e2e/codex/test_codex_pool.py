@@ -7,6 +7,7 @@ import json
 import os
 import signal
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -15,10 +16,10 @@ import pytest
 from tests.e2e.codex.conftest import codex_params, run_codex
 from tests.hang_guard import HANG_GUARD_S
 from unified._adapters.codex._launch import native_binary, start_codex
-from unified._adapters.codex._pool import CodexPool
+from unified._adapters.codex._pool import CodexPool, default_pool
 from unified._adapters.codex._rollouts import Rollouts
 from unified._binary.process import AgentSubprocess, alive, stat_fields
-from unified._execute import EventStream
+from unified._execute import EventStream, execute_sync
 from unified.events import (
     ErrorEvent,
     Result,
@@ -292,3 +293,32 @@ async def test_runs_at_once_never_share_a_process(workspace: Path) -> None:
         assert len(pool.pids()) == 1
     finally:
         await pool.aclose()
+
+
+def test_runs_in_successive_event_loops_take_the_default_pools_warm_process(workspace: Path) -> None:
+    """`execute_sync` runs each call in a new event loop (a blocking portal's), and a script may `anyio.run` each
+    task: once a run's loop has ended, the next loop's run takes over the app-server it left warm in the default
+    (process-wide) pool, on either backend, instead of starting another and leaving that one idle."""
+    pool = default_pool()
+    spawned, before = pool.spawned, set(pool.pids())
+    turns = [ModelTurn(text=t) for t in ("one", "two", "three")]
+    runs: list[list[UnifiedEvent]] = []
+    try:
+        with FakeOpenAI(turns) as server:
+            runs.append(list(execute_sync(codex_params(server, workspace, "first"))))
+            mine = set(pool.pids()) - before
+            assert len(mine) == 1, (pool.pids(), before)
+            runs.append(list(execute_sync(codex_params(server, workspace, "second"))))
+            runs.append(anyio.run(partial(run_codex, server, workspace, "third"), backend="trio"))
+            assert pool.spawned - spawned == 1, "a run started its own app-server"
+            assert set(pool.pids()) - before == mine
+        assert [text(events) for events in runs] == ["one", "two", "three"]
+        assert [result(events).status for events in runs] == ["success"] * 3
+        assert not [e for events in runs for e in events if isinstance(e, ErrorEvent)]
+        ids = [started(events).session_id for events in runs]
+        assert None not in ids
+        assert len(set(ids)) == 3, "each run has a thread of its own"
+        assert [started(events).resumed for events in runs] == [False] * 3
+    finally:
+        pool.close_now()
+    assert not any(running(pid) for pid in mine if pid is not None)

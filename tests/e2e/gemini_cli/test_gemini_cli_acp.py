@@ -21,9 +21,10 @@ from tests.e2e.gemini_cli.gemini_cli_helpers import (
 )
 from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams, UserInputRequest, UserInputResponse
-from unified._adapters.gemini_cli import AcpPool
-from unified._execute import EventStream
+from unified._adapters.gemini_cli import AcpPool, default_pool
+from unified._execute import EventStream, execute_sync
 from unified.events import (
+    ErrorEvent,
     PermissionDecision,
     Result,
     SessionStarted,
@@ -33,6 +34,7 @@ from unified.events import (
     Thinking,
     ToolResult,
     ToolUse,
+    UnifiedEvent,
 )
 
 pytestmark = pytest.mark.anyio
@@ -294,3 +296,39 @@ async def test_two_concurrent_runs_share_one_warm_process(responses: Responses, 
 async def test_text_delta_only_for_real_text_after_mode_switch(run_gemini: Run, responses: Responses) -> None:
     events = await run_gemini(responses(stream_line(text("fine"))), approval_mode="auto_edit")
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["fine"]
+
+
+def test_runs_in_successive_event_loops_take_the_default_pools_warm_process(
+    responses: Responses, workspace: Path
+) -> None:
+    """`execute_sync` runs each call in a new event loop (a blocking portal's), and a script may `anyio.run` each
+    task: once a run's loop has ended, the next loop's run takes over the `gemini --acp` process it left warm in
+    the default (process-wide) pool, on either backend, instead of starting another and leaving that one idle."""
+    fake = responses(stream_line(text("answer")))  # read from its start by each session, warm process or not
+    pool = default_pool()
+    spawned, before = pool.spawned, set(pool.pids())
+
+    def params(prompt: str) -> ExecuteParams:
+        options = {"fake_responses": str(fake), "fake_responses_strict": False}
+        return ExecuteParams(prompt=prompt, backend="gemini-cli", cwd=workspace, backend_options=options)
+
+    async def in_trio(prompt: str) -> list[UnifiedEvent]:
+        async with EventStream(params(prompt), strict=True) as stream:
+            return [e async for e in stream]
+
+    runs: list[list[UnifiedEvent]] = []
+    try:
+        runs.append(list(execute_sync(params("first"))))
+        mine = set(pool.pids()) - before
+        assert len(mine) == 1, (pool.pids(), before)
+        runs.append(list(execute_sync(params("second"))))
+        runs.append(anyio.run(in_trio, "third", backend="trio"))
+        assert pool.spawned - spawned == 1, "a run started its own gemini --acp"
+        assert set(pool.pids()) - before == mine
+        assert [result_of(events).status for events in runs] == ["success"] * 3
+        assert [result_of(events).final_text for events in runs] == ["answer"] * 3
+        assert not [e for events in runs for e in events if isinstance(e, ErrorEvent)]
+        ids = [next(e for e in events if isinstance(e, SessionStarted)).session_id for events in runs]
+        assert len(set(ids)) == 3, "each run has a session of its own"
+    finally:
+        pool.close_now()
