@@ -680,11 +680,7 @@ class StreamGuard:
         text = "".join(parts)
         if subagent_task_id is None:
             self.agg.last_message = text
-        message = _assistant_message(text=text, subagent_task_id=subagent_task_id)
-        if self._redactor is not None:
-            await self._deliver(message)  # with a secret to hide, held-back text goes first
-        elif not self._hand_over(message, message.__dict__):
-            await self._send_waiting(message)
+        await self._deliver(_assistant_message(text=text, subagent_task_id=subagent_task_id))
 
     async def ask_user(self, request: UserInputRequest) -> UserInputResponse:
         await self.accept(request)
@@ -972,11 +968,8 @@ class GuardedStream:
     async def next(self) -> UnifiedEvent:
         if self._tg is None:
             await self.start()
-        event = self.channel.get_nowait()  # queued events need no trip through the event loop
-        if event is not None:
-            return event
         try:
-            return await self.channel.get()
+            return await self.channel.get()  # a queued event at once, with no trip through the event loop
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             if not self._managed:  # bare `async for`: nobody else will release the task
                 await self.close()
