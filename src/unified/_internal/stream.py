@@ -780,12 +780,9 @@ class StreamGuard:
         if self._redactor is not None:  # with no secret to hide, no event is looked at
             _scrub(event, self._redactor)
         try:
-            if not self._channel.put_nowait(event):
-                return False
+            return self._channel.put_nowait(event)  # activity is read off `_seq` by the watchdog: no clock here
         except anyio.BrokenResourceError:
             self._gone()
-        self._last_activity = self._clock()
-        return True
 
     async def _send_waiting(self, event: UnifiedEvent) -> None:
         """The buffer is full: wait for the consumer (a slow consumer is not an idle backend)."""
@@ -861,15 +858,21 @@ class StreamGuard:
         """Stop the run at its idle or total timeout; returns as soon as the backend is done.
 
         A task beside `run`, woken by the backend's end (an event, not a cancellation: cancelling a
-        scope costs more than the rest of a short run) or every half second to look at the clock.
+        scope costs more than the rest of a short run) or every half second to look at the clock. An
+        event is not timed as it goes out (a clock read per event): the watchdog sees that `_seq` moved
+        since its last look, so an idle timeout comes at most one look (0.5 s, or the limit) late.
         """
         idle = self.params.idle_timeout_s
         total = self.params.total_timeout_s
         if idle is None and total is None:
             return
         ran = self._ran
+        seen = self._seq
         while ran is not None and not ran.is_set():
             now = self._clock()
+            if self._seq != seen:  # events went out since the last look: the run was active until (about) now
+                seen = self._seq
+                self._last_activity = max(self._last_activity, now)
             deadlines: list[tuple[float, StopReason]] = []
             if total is not None:
                 deadlines.append((self._started + total, "total_timeout"))
