@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -195,27 +196,50 @@ def test_a_model_construct_bound_before_its_first_call_is_written_once(monkeypat
     assert written == [Probe]
 
 
-def test_a_bound_constructor_is_the_class_s_written_one_and_builds_what_model_construct_builds(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """`_bound_constructor(Kind.model_construct)` (the translators' hot path, bound once at import) writes
-    the class's constructor if it has none yet, and calls it directly: never the generic one again."""
+def _same_build(built: Any, expected: Any) -> None:
+    assert type(built) is type(expected)
+    assert built.model_dump(exclude={"timestamp"}) == expected.model_dump(exclude={"timestamp"})
+    assert built.model_fields_set == expected.model_fields_set
+    assert built.timestamp.tzinfo is not None
 
-    class Probe(ev.ToolResult):
-        pass
 
-    generic: list[type[Any]] = []
-    real = ev._generic_construct
+def test_an_event_builder_builds_what_model_construct_builds_for_every_shape_it_is_given() -> None:
+    """`_event_builder(Kind.model_construct, *names)` (the translators' hot path, written once per shape)
+    builds what `model_construct` builds with those fields: optional ones left out keep their defaults
+    and stay out of `model_fields_set`; `is_subagent` follows `subagent_task_id`; a `tool_result`'s
+    structured `output` is normalised; a default factory gives each event its own container."""
+    use = ev._event_builder(ev.ToolUse.model_construct, "tool_use_id", "name", "input", "server_side")
+    _same_build(use(tool_use_id="a", name="n"), ev.ToolUse.model_construct(tool_use_id="a", name="n"))
+    given: dict[str, Any] = {"tool_use_id": "b", "name": "n", "input": {"x": 1}, "server_side": True}
+    _same_build(use(**given), ev.ToolUse.model_construct(**given))
+    assert use(tool_use_id="c", name="n").input is not use(tool_use_id="d", name="n").input
 
-    def counting(cls: type[Any], fields_set: Any, **values: Any) -> Any:
-        generic.append(cls)
-        return real(cls, fields_set, **values)
+    message = ev._event_builder(ev.AssistantMessage.model_construct, "text", "subagent_task_id")
+    for task in (None, "t1"):
+        _same_build(
+            message(text="hi", subagent_task_id=task),
+            ev.AssistantMessage.model_construct(text="hi", subagent_task_id=task),
+        )
+    assert message(text="hi", subagent_task_id="t1").is_subagent
 
-    monkeypatch.setattr(ev, "_generic_construct", counting)
-    build = ev._bound_constructor(Probe.model_construct)  # before Probe's first build
-    built = [build(tool_use_id=str(n), output=f"out {n}") for n in range(3)]
-    assert generic == []
-    assert all(type(b) is Probe for b in built)
-    expected = Probe.model_construct(tool_use_id="0", output="out 0")
-    assert built[0].model_dump(exclude={"timestamp"}) == expected.model_dump(exclude={"timestamp"})
-    assert built[0].model_fields_set == expected.model_fields_set
+    result = ev._event_builder(ev.ToolResult.model_construct, "tool_use_id", "output", "is_error")
+    structured: Any = {"rows": [1, 2]}  # not text: normalised into `data`, as validation does
+    _same_build(
+        result(tool_use_id="r", output=structured), ev.ToolResult.model_construct(tool_use_id="r", output=structured)
+    )
+    stamped = ev._event_builder(ev.TextDelta.model_construct, "text", "timestamp")
+    at = datetime(2026, 1, 2, tzinfo=UTC)
+    assert stamped(text="x", timestamp=at).timestamp == at
+    assert stamped(text="x").timestamp != at
+
+
+def test_an_event_builder_refuses_fields_its_class_does_not_have_or_a_shape_without_a_required_one() -> None:
+    with pytest.raises(TypeError, match="unknown \\['colour'\\]"):
+        ev._event_builder(ev.TextDelta.model_construct, "text", "colour")
+    with pytest.raises(TypeError, match="missing \\['name'\\]"):
+        ev._event_builder(ev.ToolUse.model_construct, "tool_use_id")
+    build = ev._event_builder(ev.TextDelta.model_construct, "text")
+    with pytest.raises(TypeError):
+        build(text="x", subagent_task_id="t")  # not among the builder's fields (its type is model_construct's)
+    with pytest.raises(TypeError):
+        build()  # type: ignore[call-arg]  # its required field

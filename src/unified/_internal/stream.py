@@ -51,14 +51,15 @@ from unified.events import (
     UserInputRequest,
     UserInputResponse,
     WarningEvent,
-    _bound_constructor,
+    _event_builder,
     _normal_tool_output,
     build_validators,
 )
 from unified.types import ExecuteParams
 
-# The event the guard builds once per model message, its constructor bound once (`_bound_constructor`).
-_assistant_message = _bound_constructor(AssistantMessage.model_construct)
+# The event the guard builds once per model message, by a builder written for the fields it is given
+# (`_event_builder`).
+_assistant_message = _event_builder(AssistantMessage.model_construct, "text", "subagent_task_id")
 
 
 __all__ = ["GuardedStream", "StopReason", "StreamGuard", "announce_unsupported_options", "estimate_tokens"]

@@ -41,16 +41,19 @@ from unified.events import (
     ToolUse,
     UnifiedEvent,
     Usage,
-    _bound_constructor,
+    _event_builder,
 )
 
-# The events this module builds per native message, their constructors bound once (`_bound_constructor`).
-_text_delta = _bound_constructor(TextDelta.model_construct)
-_thinking = _bound_constructor(Thinking.model_construct)
-_tool_use = _bound_constructor(ToolUse.model_construct)
-_tool_result = _bound_constructor(ToolResult.model_construct)
-_permission_decision = _bound_constructor(PermissionDecision.model_construct)
-_tool_progress = _bound_constructor(ToolProgress.model_construct)
+# The events this module builds per native message, each by a builder written for the fields it is given
+# (`_event_builder`).
+_text_delta = _event_builder(TextDelta.model_construct, "text", "session_id")
+_thinking = _event_builder(Thinking.model_construct, "text", "replace", "subject", "session_id")
+_tool_use = _event_builder(ToolUse.model_construct, "tool_use_id", "name", "input", "session_id")
+_tool_result = _event_builder(ToolResult.model_construct, "tool_use_id", "output", "is_error", "session_id")
+_permission_decision = _event_builder(
+    PermissionDecision.model_construct, "tool_use_id", "tool_name", "decision", "decided_by", "reason", "session_id"
+)
+_tool_progress = _event_builder(ToolProgress.model_construct, "tool_use_id", "status", "message", "session_id")
 
 
 __all__ = [
@@ -250,7 +253,7 @@ class AcpTranslator:
     # --- permissions --------------------------------------------------------------------------
 
     def decided(
-        self, call_id: str, decision: Literal["allow", "deny"], by: DecidedBy, reason: str | None, **extra: Any
+        self, call_id: str, decision: Literal["allow", "deny"], by: DecidedBy, reason: str | None
     ) -> PermissionDecision:
         """The one `permission_decision` of a call (the bridge's, the CLI policy's or the CLI's own allow)."""
         tool = self.tools.get(call_id)
@@ -263,7 +266,6 @@ class AcpTranslator:
             decided_by=by,
             reason=reason,
             session_id=self.session_id,
-            **extra,
         )
 
     def mark_decided(self, call_id: str) -> None:

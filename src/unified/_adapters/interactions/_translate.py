@@ -28,15 +28,16 @@ from unified.events import (
     ToolUse,
     UnifiedEvent,
     Usage,
-    _bound_constructor,
+    _event_builder,
     tool_output_text,
 )
 
-# The events this module builds per native message, their constructors bound once (`_bound_constructor`).
-_text_delta = _bound_constructor(TextDelta.model_construct)
-_thinking = _bound_constructor(Thinking.model_construct)
-_tool_use = _bound_constructor(ToolUse.model_construct)
-_tool_result = _bound_constructor(ToolResult.model_construct)
+# The events this module builds per native message, each by a builder written for the fields it is given
+# (`_event_builder`).
+_text_delta = _event_builder(TextDelta.model_construct, "text")
+_thinking = _event_builder(Thinking.model_construct, "text", "replace", "signature")
+_tool_use = _event_builder(ToolUse.model_construct, "tool_use_id", "name", "input", "server_side")
+_tool_result = _event_builder(ToolResult.model_construct, "tool_use_id", "output", "data", "is_error", "server_side")
 
 
 __all__ = [
