@@ -193,7 +193,7 @@ def _store_of(chunk: dict[str, Any]) -> bool:
     return isinstance(context, dict) and bool(context.get("file_search_store"))
 
 
-@dataclass
+@dataclass(slots=True)
 class LocalCall:
     """A function call the loop must run: `tool_use_id` is unique in the run, `call_id` is the model's."""
 
@@ -203,7 +203,7 @@ class LocalCall:
     call_id: str | None
 
 
-@dataclass
+@dataclass(slots=True)
 class _CallInProgress:
     """A function call not yet announced: complete, or still receiving its arguments in pieces."""
 
