@@ -213,6 +213,21 @@ async def test_idle_timeout() -> None:
     assert (error.code, error.retryable, result.status) == ("idle_timeout", True, "error")
 
 
+async def test_events_that_keep_coming_hold_off_the_idle_timeout_until_they_stop() -> None:
+    """The watchdog reads activity off the events' sequence (no clock read per event): a stream that
+    talks for well over the limit is not idle, and its silence afterwards is."""
+    chatter: list[Step] = [START]
+    for _ in range(60):  # 1.2 s of chatter: more than twice the limit
+        chatter += [TextDelta(text="."), Sleep(0.02)]
+    chatter.append(Sleep(30))
+    with anyio.fail_after(HANG_GUARD_S):
+        events, _ = await run(chatter, idle_timeout_s=0.5)
+    assert sum(isinstance(e, TextDelta) for e in events) == 60
+    error = next(e for e in events if isinstance(e, ErrorEvent))
+    assert error.code == "idle_timeout"
+    assert assert_well_formed(events).status == "error"
+
+
 async def test_time_inside_a_local_tool_call_is_not_idle_time() -> None:
     long_tool: list[Step] = [START, ToolUse(tool_use_id="t1", name="run_shell_command"), Sleep(0.6)]
     long_tool += [ToolResult(tool_use_id="t1", output="built"), TextDelta(text="done")]
