@@ -180,6 +180,43 @@ async def test_a_turn_runs_over_the_control_protocol_and_the_process_is_ended(tm
     assert final.usage.cost_usd == 0.001
 
 
+@pytest.mark.parametrize("whose", ["the run's", "another"])
+async def test_a_run_removes_the_live_process_entry_its_dead_cli_left_and_no_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, whose: str
+) -> None:
+    """The CLI writes `<CLAUDE_CONFIG_DIR>/sessions/<pid>.json` naming its session, and cannot remove it when
+    it is killed or dies (here: mid-turn); the run's end removes it once the process is reaped, and only
+    while it names the run's session: a later process given the same pid writes its own session there.
+    (A cold run of the real binary, killed: tests/e2e/claude_code/test_claude_code_failures.py.)"""
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    home = tmp_path / "claude-home"
+    entry = home / ".claude" / "sessions" / "4321.json"
+    keep: list[FakeClaude] = []
+
+    def start(argv: Sequence[str], cwd: Path, env: Any) -> FakeAgentProcess:
+        process = FakeAgentProcess(pid=4321, argv=argv, env=env)
+        process.handler = FakeClaude(process, [[text_turn("Hel")[0], "EXIT"]])
+        keep.append(process.handler)
+        [session] = [a.removeprefix("--session-id=") for a in argv if a.startswith("--session-id=")]
+        entry.parent.mkdir(parents=True)
+        named = session if whose == "the run's" else "0f5c2b3e-another-process-session"
+        entry.write_text(json.dumps({"pid": 4321, "sessionId": named}))
+        return process
+
+    params = ExecuteParams(
+        prompt="go", backend="claude-code", cwd=tmp_path, backend_options={"start_process": start, "home": home}
+    )
+    with anyio.fail_after(30):
+        async with EventStream(params, strict=True) as stream:
+            events = [event async for event in stream]
+    final = events[-1]
+    assert isinstance(final, Result)
+    assert final.status == "error", "the CLI died mid-turn"
+    [fake] = keep
+    assert fake.process.closed
+    assert entry.exists() is (whose == "another")
+
+
 async def test_a_new_text_session_is_planned_on_the_loop_and_one_with_images_in_a_worker_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

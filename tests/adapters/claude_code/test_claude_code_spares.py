@@ -154,7 +154,7 @@ def test_a_killed_spare_removes_its_own_live_process_entry_and_no_other(tmp_path
         entries.mkdir()
         entry = entries / "4321.json"
         entry.write_text(json.dumps({"pid": 4321, "sessionId": named}))
-        spare = ClaudeSpare(ClaudeConnection(FakeAgentProcess(pid=4321)), "ours", "init", entries)
+        spare = ClaudeSpare(ClaudeConnection(FakeAgentProcess(pid=4321), "ours", entries=entries), "init")
         spare.kill()
         assert entry.exists() is not removed, named
 

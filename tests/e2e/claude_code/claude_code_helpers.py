@@ -91,3 +91,13 @@ def model_bodies(server: FakeAnthropic) -> list[str]:
 def claude_home() -> Path:
     """The backend's CLI home in the test's isolated data folder."""
     return Path(os.environ["XDG_DATA_HOME"]) / "unified" / "claude-code" / "home"
+
+
+async def entry_written(pid: int) -> Path:
+    """The CLI's live-process entry of `pid` (`sessions/<pid>.json`), once it has written it (at some point
+    of its start)."""
+    entry = claude_home() / ".claude" / "sessions" / f"{pid}.json"
+    with anyio.fail_after(HANG_GUARD_S):
+        while not entry.is_file():  # noqa: ASYNC110 -- a file another process writes: no event to wait on
+            await anyio.sleep(0.02)
+    return entry

@@ -4,16 +4,19 @@ stream, a cancellation mid-stream and mid-tool (no process left, checked by pid)
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
 import anyio
 import pytest
 
-from tests.e2e.claude_code.claude_code_helpers import Processes, alive, run_claude
+from tests.e2e.claude_code.claude_code_helpers import Processes, alive, claude_home, entry_written, run_claude
 from tests.hang_guard import HANG_GUARD_S
+from unified._adapters.claude_code import _run as claude_run
+from unified._binary import process as process_module
 from unified._execute import EventStream
-from unified.events import ErrorEvent, Result, TextDelta, ToolUse, UnifiedEvent, WarningEvent
+from unified.events import ErrorEvent, Result, SessionStarted, TextDelta, ToolUse, UnifiedEvent, WarningEvent
 from unified.testing import FakeAnthropic, Fault, FunctionCall, ModelTurn
 
 pytestmark = pytest.mark.anyio
@@ -101,6 +104,55 @@ async def test_cancel_mid_stream_leaves_no_process(workspace: Path) -> None:
     assert events[-1].status == "cancelled"
     assert len([e for e in events if isinstance(e, TextDelta)]) < 6
     assert processes.pids
+    assert not any(alive(pid) for pid in processes.pids)
+
+
+@pytest.mark.parametrize("session", ["new", "resumed"])
+async def test_a_killed_cold_run_leaves_no_live_process_entry_and_its_session_resumes(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, session: str
+) -> None:
+    """A cancelled run whose CLI does not answer (stopped here: SIGSTOP, so no interrupt's `result` and no
+    exit on SIGTERM) is SIGKILLed by its close, and a killed CLI cannot remove its `sessions/<pid>.json`:
+    the run removes it once the process is reaped (the entry of a `--resume`d CLI names the resumed session
+    too). The session, written up to the kill, still resumes."""
+    monkeypatch.setattr(claude_run, "CANCEL_SETTLE_S", 0.1)  # a stopped CLI answers nothing: no need to wait
+    monkeypatch.setattr(process_module, "TERM_GRACE_S", 0.1)  # nor exits on SIGTERM
+    slow = ModelTurn(text="A slow answer that takes its time.", text_chunks=6, chunk_delay=1.0)
+    turns = [ModelTurn(text="First."), slow] if session == "resumed" else [slow]
+    processes = Processes()
+    entries: list[Path] = []
+
+    async def stop_and_cancel_at_first_text(event: UnifiedEvent, stream: EventStream) -> None:
+        if isinstance(event, TextDelta) and not entries:
+            pid = processes.pids[-1]
+            entries.append(await entry_written(pid))
+            os.kill(pid, signal.SIGSTOP)
+            stream.cancel()
+
+    async with FakeAnthropic([*turns, ModelTurn(text="Resumed.")]) as server:
+        options = {"start_process": processes}
+        resume: str | None = None
+        if session == "resumed":
+            first = await run_claude(server, workspace, "One.", options=options)
+            resume = next(e for e in first if isinstance(e, SessionStarted)).short_id
+        events = await run_claude(
+            server, workspace, options=options, on_event=stop_and_cancel_at_first_text, resume=resume
+        )
+        killed = processes.started[-1]
+        [entry] = entries
+        assert isinstance(events[-1], Result)
+        assert events[-1].status == "cancelled"
+        assert killed.returncode == -signal.SIGKILL, "the close ran out of time and killed it"
+        assert not alive(killed.pid or 0)
+        assert not entry.exists(), "the killed CLI's live-process entry was removed"
+        started = next(e for e in events if isinstance(e, SessionStarted))
+        resumed = await run_claude(server, workspace, "Go on.", options=options, resume=started.short_id)
+    again = next(e for e in resumed if isinstance(e, SessionStarted))
+    assert again.resumed
+    assert again.session_id == started.session_id
+    assert isinstance(resumed[-1], Result)
+    assert resumed[-1].final_text == "Resumed."
+    assert list((claude_home() / ".claude" / "sessions").glob("*.json")) == [], "the resumed CLI ended politely"
     assert not any(alive(pid) for pid in processes.pids)
 
 

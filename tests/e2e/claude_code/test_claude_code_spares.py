@@ -18,7 +18,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.e2e.claude_code.claude_code_helpers import Processes, alive, claude_home, run_claude
+from tests.e2e.claude_code.claude_code_helpers import Processes, alive, claude_home, entry_written, run_claude
 from tests.hang_guard import HANG_GUARD_S
 from unified import sessions
 from unified._adapters.claude_code import ClaudeSparePool
@@ -172,15 +172,6 @@ def session_flag(process: AgentProcess) -> str | None:
     assert isinstance(argv, list)
     flags = [str(a).removeprefix("--session-id=") for a in argv if str(a).startswith("--session-id=")]
     return flags[0] if flags else None
-
-
-async def entry_written(pid: int) -> Path:
-    """The CLI's live-process entry of `pid`, once it has written it (at some point of its start)."""
-    entry = claude_home() / ".claude" / "sessions" / f"{pid}.json"
-    with anyio.fail_after(HANG_GUARD_S):
-        while not entry.is_file():  # noqa: ASYNC110 -- a file another process writes: no event to wait on
-            await anyio.sleep(0.02)
-    return entry
 
 
 async def test_a_spare_that_dies_once_taken_gives_way_to_a_cold_start_of_the_same_run(workspace: Path) -> None:

@@ -21,6 +21,7 @@ A resumed session (resume, history, retry) names its session on the command line
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -121,7 +122,7 @@ class ClaudeCodeBackend:
         anything of the run reached the consumer or came back from the CLI (`SpareLost`), is replaced
         by a cold start of the same run, once, with the run's own new session id: the caller sees one
         run, in the process that served it. Its CLI may have died halfway through writing its live-process
-        entry, which the spare removes (`ClaudeSpare.forget_entry`)."""
+        entry, which the run's end removes (`ClaudeConnection.close`), as for any process it ends."""
         cwd = self.params.cwd.expanduser().resolve()
         env = self.launch.run_env()
         forward = self.options.forward_subagent_text
@@ -129,7 +130,7 @@ class ClaudeCodeBackend:
         # never serves a run of the binary.
         material = [*self.launch.argv(session_id="", resume=False), str(cwd), repr(self.options.start_process)]
         key = pool_key([*material, f"forwardSubagentText={forward}"], env)
-        entries = config_dir(self.launch.home) / "sessions"
+        entries = self.launch.entries
 
         async def start() -> ClaudeSpare:
             session_id = new_session_id()
@@ -146,12 +147,10 @@ class ClaudeCodeBackend:
 
         spare = spares.take(key)
         if spare is not None:
-            try:
+            with contextlib.suppress(SpareLost):  # the run ended it (and removed its entry): run cold
                 return await ClaudeRun(ctx, self.launch, self.options, starter).run(
                     replace(plan, session_id=spare.session_id), spare, replenish
                 )
-            except SpareLost:
-                spare.forget_entry()
         return await ClaudeRun(ctx, self.launch, self.options, starter).run(plan, None, replenish)
 
     # --- which session, and what is said ------------------------------------------------------------

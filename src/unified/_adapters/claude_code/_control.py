@@ -16,13 +16,26 @@ JSON object (the stream goes on), or None at the end of stdout. A spare's connec
 ahead to its `initialize` answer before a run takes it (`read_ahead`): those lines are kept, and
 `receive` returns them first. A transcript list, when given, receives every line both ways
 (`{"dir": "send"|"recv", "msg"}`): what a cassette holds.
+
+The connection also ends its process (`close`, `kill`), for a cold run and a spare alike, and then
+removes the live-process entry the CLI may have left (`forget_entry`): the CLI writes
+`<CLAUDE_CONFIG_DIR>/sessions/<pid>.json` (naming its session id) at its start and removes it when
+it ends on SIGTERM or at the end of its input (checked with 2.1.332,
+tests/e2e/claude_code/test_claude_code_spares.py and test_claude_code_failures.py), not when it is
+SIGKILLed: `AgentSubprocess.close` once the CLI outlives its SIGTERM grace (a cancelled or timed-out
+run whose CLI does not answer), `kill` (a spare at interpreter exit), or a CLI that died on its own.
+Once the process is reaped, an entry of its pid that still names its session is stale; one naming
+another session belongs to a later process given the same pid, and is left alone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import json
 import secrets
 from collections import deque
+from pathlib import Path
 from typing import Any
 
 from unified._binary.framing import json_line, parse_object
@@ -47,14 +60,58 @@ def control_response_of(message: Message) -> tuple[str, Message] | None:
 class ClaudeConnection:
     """The lines of one `claude` process, with our side of the control protocol."""
 
-    def __init__(self, process: AgentProcess, transcript: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        process: AgentProcess,
+        session_id: str,
+        *,
+        transcript: list[dict[str, Any]] | None = None,
+        entries: Path | None = None,
+    ) -> None:
+        """`session_id`: the session the process was started with (`--session-id` or `--resume`);
+        `entries`: the CLI's live-process entries folder (`<CLAUDE_CONFIG_DIR>/sessions`), None for a
+        stand-in that writes none."""
         self.process = process
+        self.session_id = session_id
         self.transcript = transcript
+        self.entries = entries
         self._numbers = itertools.count(1)
         self.cancelled: set[str] = set()
         """Ids of the CLI's requests it withdrew (`control_cancel_request`)."""
         self._ahead: deque[Message | LineProblem | None] = deque()
         """Lines read by `read_ahead`, not yet returned by `receive`."""
+
+    async def close(self) -> None:
+        """End the process (`AgentProcess.close`: SIGTERM, SIGKILL after a grace), then `forget_entry`."""
+        try:
+            await self.process.close()
+        finally:
+            self.forget_entry()
+
+    def kill(self) -> None:
+        """SIGKILL the process (`AgentProcess.kill`, no grace), then `forget_entry`."""
+        try:
+            self.process.kill()
+        finally:
+            self.forget_entry()
+
+    def forget_entry(self) -> None:
+        """Remove the live-process entry the CLI left (`sessions/<pid>.json`: it could not when it was
+        killed), once the process is gone (reaped: its pid may be another process's from then on),
+        and only while the entry names this process's session (a later process given the same pid
+        writes its own session there). Nothing when the CLI removed it itself, or never wrote it."""
+        process = self.process
+        pid = process.pid
+        if self.entries is None or pid is None or process.returncode is None:
+            return
+        entry = self.entries / f"{pid}.json"
+        try:
+            named = json.loads(entry.read_bytes()).get("sessionId")
+        except (OSError, ValueError, AttributeError):
+            return  # none (a polite exit removed it), or not one we can tell is ours
+        if named == self.session_id:
+            with contextlib.suppress(FileNotFoundError):
+                entry.unlink()
 
     async def send(self, message: Message) -> None:
         if self.transcript is not None:

@@ -223,6 +223,11 @@ class Launch:
                 argv += ["--max-thinking-tokens", str(thinking.budget)]
         return argv
 
+    @property
+    def entries(self) -> Path:
+        """The CLI's live-process entries folder (`sessions/<pid>.json`), see `ClaudeConnection`."""
+        return config_dir(self.home) / "sessions"
+
     def run_env(self) -> dict[str, str]:
         """The environment of this run (thinking turned off when the caller asked for budget 0)."""
         env = dict(self.env)

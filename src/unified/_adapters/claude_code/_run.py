@@ -139,7 +139,12 @@ class ClaudeRun:
         if spare is None:
             cwd = self.params.cwd.expanduser().resolve()
             argv = self.launch.argv(session_id=plan.session_id, resume=plan.resume)
-            connection = ClaudeConnection(self.starter(argv, cwd, self.launch.run_env()), self.options.transcript)
+            connection = ClaudeConnection(
+                self.starter(argv, cwd, self.launch.run_env()),
+                plan.session_id,
+                transcript=self.options.transcript,
+                entries=self.launch.entries,
+            )
         else:
             connection = spare.connection
         process = connection.process
@@ -163,7 +168,7 @@ class ClaudeRun:
         finally:
             with anyio.CancelScope(shield=True):
                 self._add_usage()
-                await self._end(process, self.idle and not self.translator.agents_running())
+                await self._end(connection, self.idle and not self.translator.agents_running())
 
     # --- start-up ----------------------------------------------------------------------------------
 
@@ -371,9 +376,11 @@ class ClaudeRun:
         except (ConnectionError, OSError):
             return
 
-    async def _end(self, process: AgentProcess, graceful: bool) -> None:
+    async def _end(self, connection: ClaudeConnection, graceful: bool) -> None:
         """Every run ends its process: stdin closed, a short wait when it is idle (it then writes its
-        session and exits by itself), then the group is ended."""
+        session and exits by itself), then the group is ended and, once it is reaped, the live-process
+        entry a killed CLI left is removed (`ClaudeConnection.close`)."""
+        process = connection.process
         for completed in self.translator.unfinished_tasks():
             if self.started:
                 try:
@@ -385,7 +392,7 @@ class ClaudeRun:
             if graceful:
                 await process.wait(self.options.close_grace_s)
         finally:
-            await process.close()
+            await connection.close()
 
     def _add_usage(self) -> None:
         """The run's usage beyond its main-agent calls (its subagents', from the CLI's per-result

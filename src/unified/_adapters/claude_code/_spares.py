@@ -10,8 +10,8 @@ no model request and no session file (`projects/`) before its first user message
 config (`.claude.json`, as every start does) and its live-process entry (`sessions/<pid>.json`,
 naming its session id, read by no session listing), which it removes when it ends on SIGTERM or
 at the end of its input, not when it is killed (SIGKILL: `close_now` at interpreter exit, or a
-spare that died on its own); so once a spare is ended and reaped, an entry of its pid that still
-names its session is stale, and `ClaudeSpare` removes it (`forget_entry`). It does
+spare that died on its own); its connection removes a stale one once the process is reaped, as
+for every `claude` process of unified (`ClaudeConnection.forget_entry`). It does
 start the run's MCP servers at once, so a run with `mcp_servers` neither takes nor leaves a spare
 (an MCP server must not be started for a run that may never come); nor does a run that records a
 transcript (it would miss the spare's `initialize`).
@@ -19,8 +19,6 @@ transcript (it would miss the spare's `initialize`).
 
 from __future__ import annotations
 
-import contextlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,15 +33,15 @@ __all__ = ["ClaudeSpare", "ClaudeSparePool", "default_spares", "start_spare"]
 
 @dataclass(eq=False, slots=True)
 class ClaudeSpare:
-    """A started `claude` with its session id and the id of the `initialize` it was sent."""
+    """A started `claude` (its connection knows its session id) and the id of the `initialize` it was sent."""
 
     connection: ClaudeConnection
-    session_id: str
     initialize_id: str
-    entries: Path | None = None
-    """The CLI's live-process entries folder (`<unified's claude home>/.claude/sessions`), where its own
-    entry is `<pid>.json`; None for a stand-in that writes none."""
     _ready: bool = False
+
+    @property
+    def session_id(self) -> str:
+        return self.connection.session_id
 
     @property
     def alive(self) -> bool:
@@ -54,30 +52,12 @@ class ClaudeSpare:
         return self.connection.process.pid
 
     async def close(self) -> None:
-        await self.connection.process.close()
-        self.forget_entry()
+        await self.connection.close()
 
     def kill(self) -> None:
         """SIGKILL, no wait for a polite exit (interpreter exit: a grace per spare would delay it, and
-        a busy machine may outlast any grace), then the entry the CLI could not remove is removed."""
-        self.connection.process.kill()
-        self.forget_entry()
-
-    def forget_entry(self) -> None:
-        """Remove the live-process entry a killed CLI left (`sessions/<pid>.json`), once the process is
-        gone: only that file, under unified's home, and only while it names this spare's session (a
-        later process with the same pid writes its own session there)."""
-        process = self.connection.process
-        if self.entries is None or process.pid is None or process.returncode is None:
-            return
-        entry = self.entries / f"{process.pid}.json"
-        try:
-            named = json.loads(entry.read_bytes()).get("sessionId")
-        except (OSError, ValueError, AttributeError):
-            return  # none (a polite exit removed it, or it was never written), or not one we can tell is ours
-        if named == self.session_id:
-            with contextlib.suppress(FileNotFoundError):
-                entry.unlink()
+        a busy machine may outlast any grace); the connection then removes the entry the CLI could not."""
+        self.connection.kill()
 
     async def initialized(self) -> None:
         """Returns once the CLI has answered its `initialize` (or ended): the spare is as ready as it
@@ -111,12 +91,11 @@ async def start_spare(
     entries: Path | None = None,
 ) -> ClaudeSpare:
     """Start the CLI and send its `initialize` (a line into an empty pipe: no wait for the CLI);
-    `entries` is its home's live-process entries folder (see `ClaudeSpare.entries`)."""
-    process = starter(argv, cwd, env)
-    connection = ClaudeConnection(process)
+    `entries` is its home's live-process entries folder (see `ClaudeConnection`)."""
+    connection = ClaudeConnection(starter(argv, cwd, env), session_id, entries=entries)
     try:
         request_id = await connection.initialize(forward_subagent_text)
     except ConnectionError:
-        await process.close()
+        await connection.close()
         raise
-    return ClaudeSpare(connection, session_id, request_id, entries)
+    return ClaudeSpare(connection, request_id)
