@@ -165,6 +165,41 @@ class _Plan:
         unknown = sorted(values.keys() - self.template.keys())
         raise TypeError(f"{model.__name__}.model_construct: missing fields {missing}, unknown fields {unknown}")
 
+    def ending(self, *, subagent: bool, output: bool) -> list[str]:
+        """The written constructors' last lines (`constructor`, `_event_builder`), once `fields` and
+        `assigned` hold the caller's values: what validation would add, then the model filled as
+        pydantic's `model_construct` fills it (its four slots)."""
+        lines: list[str] = []
+        if subagent:  # `is_subagent` follows `subagent_task_id`, as its validator makes it
+            lines += [
+                "    if fields['subagent_task_id'] is not None and not fields['is_subagent']:",
+                "        fields['is_subagent'] = True",
+                "        assigned.add('is_subagent')",
+            ]
+        if output:  # a `tool_result`'s `output` that is not text, normalised as its validator does
+            lines += ["    if not isinstance(fields['output'], (str, NoneType)):", "        normal_output(fields)"]
+        return [
+            *lines,
+            "    built = new(model)",
+            "    set_dict(built, fields)",
+            "    set_fields_set(built, assigned)",
+            "    set_extra(built, None)",
+            "    set_private(built, None)",
+            "    return built",
+        ]
+
+    def namespace(self, model: type[BaseModel]) -> dict[str, Any]:
+        """What the lines of `ending` and a written constructor's defaults refer to."""
+        return {
+            "TEMPLATE": self.template,
+            "model": model,
+            "new": model.__new__,
+            **_SLOT_SETTERS,
+            "NoneType": type(None),
+            "normal_output": _normal_tool_output,
+            **{f"F{i}": factory for i, (_, factory) in enumerate(self.factories)},
+        }
+
     def constructor(self, model: type[BaseModel]) -> Callable[..., Any]:
         """`model.model_construct` for this class, its checks written out (as `dataclasses` writes an
         `__init__`): no loop over the fields, no flag tests and no second call at run time. A subclass
@@ -184,38 +219,14 @@ class _Plan:
             f"    if {name!r} not in values: fields[{name!r}] = F{i}()" for i, (name, _) in enumerate(self.factories)
         ]
         lines.append("    assigned = {*values} if _fields_set is None else set(_fields_set)")
-        if self.subagent:
-            lines += [
-                "    if fields['subagent_task_id'] is not None and not fields['is_subagent']:",
-                "        fields['is_subagent'] = True",
-                "        assigned.add('is_subagent')",
-            ]
-        if self.normal_output:
-            lines += [
-                "    if not isinstance(fields['output'], (str, NoneType)):",
-                "        normal_output(fields)",
-            ]
-        lines += [
-            "    built = new(model)",
-            "    set_dict(built, fields)",
-            "    set_fields_set(built, assigned)",
-            "    set_extra(built, None)",
-            "    set_private(built, None)",
-            "    return built",
-        ]
-        namespace: dict[str, Any] = {
-            "TEMPLATE": self.template,
+        lines += self.ending(subagent=self.subagent, output=self.normal_output)
+        namespace = {
+            **self.namespace(model),
             "SIZE": self.size,
             "REQUIRED": _REQUIRED,
             "refuse": self.refuse,
             "now": _now,
-            "model": model,
-            "new": model.__new__,
-            **_SLOT_SETTERS,
-            "NoneType": type(None),
-            "normal_output": _normal_tool_output,
             "generic": _generic_construct,
-            **{f"F{i}": factory for i, (_, factory) in enumerate(self.factories)},
         }
         exec("\n".join(lines), namespace)  # our own text, built from the model's fields
         written: Callable[..., Any] = namespace["model_construct"]
@@ -293,34 +304,10 @@ def _event_builder(construct: _Construct, *names: str) -> _Construct:
     for i, (name, _) in enumerate(plan.factories):
         set_default = f"    fields[{name!r}] = F{i}()"
         lines.append(set_default if name not in names else f"    if {name} is UNSET:\n    {set_default}")
-    if plan.subagent and "subagent_task_id" in names:
-        lines += [
-            "    if fields['subagent_task_id'] is not None and not fields['is_subagent']:",
-            "        fields['is_subagent'] = True",
-            "        assigned.add('is_subagent')",
-        ]
-    if plan.normal_output and "output" in names:
-        lines += ["    if not isinstance(fields['output'], (str, NoneType)):", "        normal_output(fields)"]
-    lines += [
-        "    built = new(model)",
-        "    set_dict(built, fields)",
-        "    set_fields_set(built, assigned)",
-        "    set_extra(built, None)",
-        "    set_private(built, None)",
-        "    return built",
-    ]
-    namespace: dict[str, Any] = {
-        "TEMPLATE": plan.template,
-        "UNSET": _UNSET,
-        "now": datetime.now,
-        "UTC": UTC,
-        "model": model,
-        "new": model.__new__,
-        **_SLOT_SETTERS,
-        "NoneType": type(None),
-        "normal_output": _normal_tool_output,
-        **{f"F{i}": factory for i, (_, factory) in enumerate(plan.factories)},
-    }
+    lines += plan.ending(
+        subagent=plan.subagent and "subagent_task_id" in names, output=plan.normal_output and "output" in names
+    )
+    namespace = {**plan.namespace(model), "UNSET": _UNSET, "now": datetime.now, "UTC": UTC}
     exec("\n".join(lines), namespace)  # our own text, built from the model's fields
     built: _Construct = namespace["build"]
     built.__qualname__ = f"{model.__qualname__}.build({', '.join(names)})"
