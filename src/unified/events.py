@@ -282,8 +282,8 @@ def _event_builder(construct: _Construct, *names: str) -> _Construct:
     builds per native message. The class's required fields must be among `names`; the others may be left
     out. It builds what `model_construct` builds (the same fields, defaults and `model_fields_set`), with
     no `**values` to pack and merge and no check of which fields came: 2-4k instructions less an event
-    (a third of a `text_delta`'s build). Typed as `construct` (the pydantic plugin's fields); a field not
-    in `names` is a `TypeError` at the call."""
+    (a `text_delta` 8.7k against 10.8k, a `tool_use` 9.6k against 13.4k). Typed as `construct` (the
+    pydantic plugin's fields); a field not in `names` is a `TypeError` at the call."""
     model = construct.__self__  # type: ignore[attr-defined]
     plan = _Plan(model)
     unknown = [n for n in names if n not in plan.template]
