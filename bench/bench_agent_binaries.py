@@ -35,7 +35,6 @@ import json
 import os
 import secrets
 import subprocess
-import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -46,7 +45,7 @@ from typing import Any
 import anyio
 
 from bench._env import ROOT, isolated_home, workspace
-from bench.harness import Figure, Outcome, Timing, profile_async, spread, through_unified
+from bench.harness import Figure, Outcome, Stopwatch, Timing, cpu_rows, profile_async, spread, through_unified
 from unified.testing import CODEX_MODEL, FakeAnthropic, FakeOpenAI, ModelTurn, backend_options_for
 from unified.types import ExecuteParams
 
@@ -61,24 +60,22 @@ def _binary(env_name: str, folder: str, name: str) -> Path | None:
 
 def direct(argv: list[str], cwd: Path, env: dict[str, str], first_marker: bytes) -> Timing:
     """(wall, first answer text) of a one-shot binary run, its stdout read as it comes."""
-    start = time.perf_counter()
-    first = 0.0
+    watch = Stopwatch()
     with subprocess.Popen(
         argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
     ) as child:
         assert child.stdout is not None
         for line in child.stdout:
-            if not first and first_marker in line:
-                first = time.perf_counter() - start
-    if child.returncode != 0 or not first:
-        raise RuntimeError(f"{argv[0]} exited {child.returncode} (answer seen: {bool(first)})")
-    return time.perf_counter() - start, first
+            if not watch.first and first_marker in line:
+                watch.mark_first()
+    if child.returncode != 0 or not watch.first:
+        raise RuntimeError(f"{argv[0]} exited {child.returncode} (answer seen: {bool(watch.first)})")
+    return watch.timing()
 
 
 def driven(argv: list[str], cwd: Path, env: dict[str, str]) -> Timing:
     """(wall, first answer text) of the stream-json session mode driven by a minimal client."""
-    start = time.perf_counter()
-    first = 0.0
+    watch = Stopwatch()
     initialize = {"type": "control_request", "request_id": "req_1", "request": {"subtype": "initialize"}}
     prompt = {"type": "user", "message": {"role": "user", "content": "go"}, "parent_tool_use_id": None}
     with subprocess.Popen(
@@ -89,22 +86,21 @@ def driven(argv: list[str], cwd: Path, env: dict[str, str]) -> Timing:
         child.stdin.write(f"{json.dumps(initialize)}\n{json.dumps(prompt)}\n".encode())
         child.stdin.flush()
         for line in child.stdout:
-            if not first and b'"text_delta"' in line:
-                first = time.perf_counter() - start
+            if not watch.first and b'"text_delta"' in line:
+                watch.mark_first()
             if b'"result"' in line and json.loads(line).get("type") == "result":
                 break
         child.stdin.close()
         child.wait()
-    if child.returncode != 0 or not first:
-        raise RuntimeError(f"{argv[0]} exited {child.returncode} (answer seen: {bool(first)})")
-    return time.perf_counter() - start, first
+    if child.returncode != 0 or not watch.first:
+        raise RuntimeError(f"{argv[0]} exited {child.returncode} (answer seen: {bool(watch.first)})")
+    return watch.timing()
 
 
 def driven_app_server(argv: list[str], cwd: Path, env: dict[str, str], requests: dict[str, Any]) -> Timing:
     """(wall, first answer text) of `codex app-server` driven by a minimal client (see the module docstring);
     `requests` holds the params of `initialize` and `thread/start` and the turn's `input`."""
-    start = time.perf_counter()
-    first = 0.0
+    watch = Stopwatch()
     status = None
     with subprocess.Popen(
         argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
@@ -119,8 +115,8 @@ def driven_app_server(argv: list[str], cwd: Path, env: dict[str, str], requests:
 
         send({"id": 1, "method": "initialize", "params": requests["initialize"]})
         for line in child.stdout:
-            if not first and b'"item/agentMessage/delta"' in line:
-                first = time.perf_counter() - start
+            if not watch.first and b'"item/agentMessage/delta"' in line:
+                watch.mark_first()
             message = json.loads(line)
             if "error" in message:
                 raise RuntimeError(f"codex app-server answered {message}")
@@ -135,9 +131,9 @@ def driven_app_server(argv: list[str], cwd: Path, env: dict[str, str], requests:
                 break
         stdin.close()
         child.wait()
-    if child.returncode != 0 or not first or status != "completed":
-        raise RuntimeError(f"{argv[0]} exited {child.returncode} (answer seen: {bool(first)}, turn: {status})")
-    return time.perf_counter() - start, first
+    if child.returncode != 0 or not watch.first or status != "completed":
+        raise RuntimeError(f"{argv[0]} exited {child.returncode} (answer seen: {bool(watch.first)}, turn: {status})")
+    return watch.timing()
 
 
 def _claude(
@@ -238,13 +234,12 @@ class WarmAppServer:
         raise RuntimeError(f"codex app-server exited {self.child.wait()}")
 
     def __call__(self) -> Timing:
-        start = time.perf_counter()
-        first = 0.0
+        watch = Stopwatch()
         thread_request = self._request("thread/start", self.requests["thread"])
         thread = None
         for line in self._lines():
-            if not first and b'"item/agentMessage/delta"' in line:
-                first = time.perf_counter() - start
+            if not watch.first and b'"item/agentMessage/delta"' in line:
+                watch.mark_first()
             message = json.loads(line)
             if "error" in message:
                 raise RuntimeError(f"codex app-server answered {message}")
@@ -252,11 +247,11 @@ class WarmAppServer:
                 thread = message["result"]["thread"]["id"]
                 self._request("turn/start", {"threadId": thread, "input": self.requests["input"]})
             elif message.get("method") == "turn/completed" and message["params"]["threadId"] == thread:
-                if message["params"]["turn"]["status"] != "completed" or not first:
+                if message["params"]["turn"]["status"] != "completed" or not watch.first:
                     raise RuntimeError(f"the turn did not complete with an answer: {message}")
                 self._request("thread/unsubscribe", {"threadId": thread})
             elif message.get("method") == "thread/closed" and message["params"]["threadId"] == thread:
-                return time.perf_counter() - start, first
+                return watch.timing()
         raise AssertionError("unreachable: _lines raises at the end")
 
     def close(self) -> None:
@@ -314,6 +309,7 @@ def _codex_warm(outcome: Outcome, binary: Path, fake: FakeOpenAI, home: Path, cw
     outcome.ratio(
         f"{name}: first output vs {labels['direct']}, ms added", added, "informational", True, low=low, high=high
     )
+    cpu_rows(outcome, name, timings["warm"], timings["direct"], labels["direct"], reaped=False)
     against_cold = list(zip(timings["warm"], timings["cold"], strict=True))
     for index, what in ((0, "wall"), (1, "first output")):
         low, value, high = spread([w[index] / c[index] for w, c in against_cold])
@@ -356,6 +352,7 @@ def _measure(
         outcome.ratio(
             f"{name}: first output vs {label}, ms added", first, "informational", True, low=first_low, high=first_high
         )
+        cpu_rows(outcome, name, subject_t, timings, label)
         missed = missed or ratio > 1.05
     if missed and not quick:
         outcome.profiles[f"{name}: one unified run"] = anyio.run(profile_async, partial(through_unified, params))

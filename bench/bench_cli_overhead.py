@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -30,7 +29,7 @@ from typing import Any
 import anyio
 
 from bench._env import MODEL, RECORDINGS, gemini_binary, isolated_home, workspace
-from bench.harness import Figure, Outcome, Timing, profile_async, spread, through_unified
+from bench.harness import Figure, Outcome, Stopwatch, Timing, cpu_rows, profile_async, spread, through_unified
 from unified._adapters.gemini_cli._acp import AcpPool, initialize_params
 from unified._adapters.gemini_cli._backend import GeminiCliBackend
 from unified._adapters.gemini_cli._backend import _workdir as acp_workdir
@@ -46,22 +45,21 @@ def direct(binary: Path, cwd: Path, *, first_line: bool = False) -> Timing:
     """(wall, first assistant message) of `gemini -p`; with `first_line`, stop timing at its first line."""
     argv = [str(binary), "-p", "go", "--output-format", "stream-json", "--approval-mode", "default"]
     argv += ["-m", MODEL, "--fake-responses", str(SESSION)]
-    start = time.perf_counter()
-    first = 0.0
+    watch = Stopwatch()
     with subprocess.Popen(
         argv, cwd=cwd, env=gemini_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
     ) as child:
         assert child.stdout is not None
         for line in child.stdout:
             if first_line:
-                first = time.perf_counter() - start
+                watch.mark_first()
                 child.kill()
                 break
-            if not first and b'"role":"assistant"' in line.replace(b" ", b""):
-                first = time.perf_counter() - start
+            if not watch.first and b'"role":"assistant"' in line.replace(b" ", b""):
+                watch.mark_first()
     if child.returncode not in (0, -9):
         raise RuntimeError(f"gemini -p exited {child.returncode}")
-    return time.perf_counter() - start, first
+    return watch.timing()
 
 
 def acp_driven(params: ExecuteParams) -> Timing:
@@ -72,8 +70,7 @@ def acp_driven(params: ExecuteParams) -> Timing:
     (the CLI exits at its end of input). Against it the ratio is exactly unified's; against `gemini -p`
     it includes what the ACP mode costs the CLI itself."""
     launch = GeminiCliBackend(params).launch
-    start = time.perf_counter()
-    first = 0.0
+    watch = Stopwatch()
     with subprocess.Popen(
         launch.acp_argv(),
         cwd=acp_workdir(),
@@ -87,15 +84,14 @@ def acp_driven(params: ExecuteParams) -> Timing:
         stdin, stdout = child.stdin, child.stdout
 
         def ask(request_id: int, method: str, request: dict[str, Any]) -> dict[str, Any]:
-            nonlocal first
             message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": request}
             stdin.write(json.dumps(message).encode() + b"\n")
             stdin.flush()
             for line in stdout:
                 received = json.loads(line)
                 update = received.get("params", {}).get("update", {}) if received.get("method") else {}
-                if not first and update.get("sessionUpdate") == "agent_message_chunk":
-                    first = time.perf_counter() - start
+                if not watch.first and update.get("sessionUpdate") == "agent_message_chunk":
+                    watch.mark_first()
                 if received.get("id") == request_id and "method" not in received:
                     answer: dict[str, Any] = received.get("result") or {}
                     return answer
@@ -109,9 +105,9 @@ def acp_driven(params: ExecuteParams) -> Timing:
         ask(5, "session/prompt", {"sessionId": session_id, "prompt": prompt_blocks(params)})
         stdin.close()
         child.wait()
-    if child.returncode != 0 or not first:
-        raise RuntimeError(f"gemini --acp exited {child.returncode} (answer seen: {bool(first)})")
-    return time.perf_counter() - start, first
+    if child.returncode != 0 or not watch.first:
+        raise RuntimeError(f"gemini --acp exited {child.returncode} (answer seen: {bool(watch.first)})")
+    return watch.timing()
 
 
 def _params(cwd: Path, **options: object) -> ExecuteParams:
@@ -195,6 +191,7 @@ def run(quick: bool) -> Outcome:
             ("unified ACP (cold)", acp, acp_params, "gemini --acp driven directly", acp_floor, False),
         ):
             met = _compare(outcome, name, timings, floor, first_target=first_target, against=against)
+            cpu_rows(outcome, name, timings, floor, against)
             if not met and not quick and f"{name}: one run" not in outcome.profiles:
                 outcome.profiles[f"{name}: one run"] = anyio.run(profile_async, partial(through_unified, params))
         pool = AcpPool(size=1)

@@ -125,7 +125,7 @@ class Baseline:
             contents.append(types.Content(role="model", parts=parts))
             calls = [p.function_call for p in parts if p.function_call is not None]
             if not calls:
-                return time.perf_counter() - start, first
+                return Timing(time.perf_counter() - start, first)
             answers = [
                 types.Part(
                     function_response=types.FunctionResponse(
@@ -157,7 +157,7 @@ class Baseline:
                 if data.get("event_type") == "step.start" and step.get("type") == "function_call":
                     calls.append(step)
             if not calls:
-                return time.perf_counter() - start, first
+                return Timing(time.perf_counter() - start, first)
             results = [
                 {
                     "type": "function_result",

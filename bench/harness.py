@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import cProfile
 import json
+import math
 import os
 import platform
 import pstats
+import resource
 import statistics
 import sys
 import time
@@ -20,14 +22,62 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from unified import execute
 from unified.events import Result, TextDelta, UnifiedEvent
 from unified.types import ExecuteParams
 
-Timing = tuple[float, float]
-"""(wall seconds, seconds to the first output) of one run."""
+
+class Timing(NamedTuple):
+    """One run: wall seconds and seconds to its first output; for a run timed by a `Stopwatch`, also the CPU
+    seconds it cost (NaN where not measured)."""
+
+    wall: float
+    first: float
+    cpu: float = math.nan
+    """This process's CPU over the run, every thread: the client (unified, or a baseline's minimal one) and
+    the fake model server, which serves both sides alike."""
+    cpu_to_first: float = math.nan
+    """The same, up to the first output."""
+    binary_cpu: float = math.nan
+    """The CPU of the processes reaped during the run: the agent binary and what it started (0 for a run on
+    a process a pool keeps warm, which is not reaped)."""
+
+
+def _reaped_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+class Stopwatch:
+    """Times one run of an agent binary: its wall and first output, and what each side spent of the CPU.
+
+    A binary's wall time spreads by tens of percent from one cold start to the next on a shared machine,
+    far more than what a client adds; CPU time is what the client itself does, a figure that spread does
+    not blur. What a client adds to the wall is its own CPU on the way (less a baseline client's) plus any
+    wait it makes the binary do: so `cpu`, unified's against the baseline's, bounds its share of a wall
+    ratio, and `binary_cpu` shows whether the binary did more work under it."""
+
+    __slots__ = ("_cpu", "_cpu_to_first", "_reaped", "first", "started")
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self._cpu = time.process_time()
+        self._reaped = _reaped_cpu()
+        self.first = 0.0
+        self._cpu_to_first = math.nan
+
+    def mark_first(self) -> None:
+        """The first output arrived (a later call changes nothing)."""
+        if not self.first:
+            self.first = time.perf_counter() - self.started
+            self._cpu_to_first = time.process_time() - self._cpu
+
+    def timing(self) -> Timing:
+        wall = time.perf_counter() - self.started
+        cpu = time.process_time() - self._cpu
+        return Timing(wall, self.first, cpu, self._cpu_to_first, _reaped_cpu() - self._reaped)
 
 
 def is_answer_text(event: UnifiedEvent) -> bool:
@@ -39,18 +89,17 @@ async def through_unified(
 ) -> Timing:
     """One run through `unified.execute`, read to its end: (wall, the first event `first_output` accepts).
     Raises unless the run succeeded, so a broken subject never times as a fast one."""
-    start = time.perf_counter()
-    first = 0.0
+    watch = Stopwatch()
     result: Result | None = None
     async with execute(params) as stream:
         async for event in stream:
-            if not first and first_output(event):
-                first = time.perf_counter() - start
+            if not watch.first and first_output(event):
+                watch.mark_first()
             if isinstance(event, Result):
                 result = event
     if result is None or result.status != "success":
         raise RuntimeError(f"the {params.backend} run did not succeed: {result}")
-    return time.perf_counter() - start, first
+    return watch.timing()
 
 
 @dataclass
@@ -184,6 +233,33 @@ def rounds(
 def spread(values: list[float]) -> tuple[float, float, float]:
     """(min, median, max): how a ratio over paired runs is reported."""
     return min(values), statistics.median(values), max(values)
+
+
+def cpu_rows(
+    outcome: Outcome, name: str, subject: list[Timing], baseline: list[Timing], against: str, *, reaped: bool = True
+) -> None:
+    """What the CPU of paired runs (`Stopwatch`) says of their wall ratio, which the binary's own spread blurs:
+    - the client's CPU per run, unified's less the baseline client's, in ms (informational), and up to the
+      first output;
+    - that CPU as a share of the baseline's wall: the most unified's own work can add to it. Held to the
+      wall ratio's target (<= 0.05): above it, unified itself is the overhead;
+    - the binary's CPU under unified against under the baseline (informational), when each run's binary is
+      `reaped` by its end (not one a pool keeps warm): above 1, unified made the binary work more (flags,
+      requests, files it gave it).
+    """
+    pairs = list(zip(subject, baseline, strict=True))
+    low, added, high = spread([(s.cpu - b.cpu) * 1000 for s, b in pairs])
+    outcome.ratio(f"{name}: client CPU, unified less {against}, ms", added, "informational", True, low=low, high=high)
+    low, added, high = spread([(s.cpu_to_first - b.cpu_to_first) * 1000 for s, b in pairs])
+    label = f"{name}: client CPU to first output, unified less {against}, ms"
+    outcome.ratio(label, added, "informational", True, low=low, high=high)
+    low, share, high = spread([(s.cpu - b.cpu) / b.wall for s, b in pairs])
+    label = f"{name}: client CPU unified adds / {against} wall"
+    outcome.ratio(label, share, "<= 0.05", share <= 0.05, low=low, high=high)
+    if reaped:
+        low, ratio, high = spread([s.binary_cpu / b.binary_cpu for s, b in pairs])
+        label = f"{name}: the binary's CPU, under unified / under {against}"
+        outcome.ratio(label, ratio, "informational", True, low=low, high=high)
 
 
 def versions() -> dict[str, str]:
