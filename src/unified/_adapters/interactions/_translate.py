@@ -145,7 +145,11 @@ def _json_type(value: object) -> str:
         return "a boolean"
     if isinstance(value, int | float):
         return "a number"
-    return {str: "a string", list: "an array", dict: "an object"}.get(type(value), type(value).__name__)
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object" if isinstance(value, dict) else type(value).__name__
 
 
 def _misfit(event: Any, exc: BaseException) -> str:
