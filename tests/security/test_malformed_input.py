@@ -29,7 +29,7 @@ from unified._internal import limits
 from unified.backends import MalformedLine
 from unified.events import ErrorEvent, Result, TextDelta, UnifiedEvent, WarningEvent
 from unified.testing import FakeAgentProcess
-from unified.testing._fake_acp import FakeAcp, Finish, RawLine, text
+from unified.testing._fake_acp import FakeAcp, Finish, RawLine, RawUpdate, text
 
 pytestmark = pytest.mark.anyio
 MiB = 1024 * 1024
@@ -276,6 +276,27 @@ def test_interactions_a_step_type_of_any_shape_still_takes_its_text(kind: Any) -
     assert [s.text for s in signals if getattr(s, "type", None) == "text_delta"] == ["hi"]
 
 
+@pytest.mark.parametrize(
+    ("event", "words"),
+    [
+        ({"event_type": "step.delta", "index": "x", "delta": {"type": "text", "text": "a"}}, "`index` is a string"),
+        ({"event_type": "step.stop", "index": None}, "`index` is null, not an integer"),
+        ({"event_type": "step.start", "index": 0, "step": [1]}, "`step` is an array, not an object"),
+        ({"event_type": "interaction.created", "interaction": "i1"}, "`interaction` is a string, not an object"),
+        ({"event_type": "step.delta", "index": 0, "delta": 7}, "`delta` is a number, not an object"),
+    ],
+)
+def test_interactions_an_event_field_of_the_wrong_shape_is_a_typed_error_naming_it(
+    event: dict[str, Any], words: str
+) -> None:
+    """Found by the type-confusion fuzz (test_translator_type_confusion.py): once `internal_error`."""
+    from unified.errors import BackendError
+
+    with pytest.raises(BackendError, match="does not fit its schema") as raised:
+        _feed([event])
+    assert words in raised.value.message
+
+
 def test_interactions_text_past_the_turn_limit_is_refused() -> None:
     from unified.errors import BackendError
 
@@ -306,6 +327,18 @@ async def test_acp_lines_nested_deeply_are_warnings_and_the_run_goes_on(tmp_path
     assert not [e for e in events if isinstance(e, ErrorEvent)]
     assert isinstance(events[-1], Result)
     assert events[-1].final_text == "still here"
+
+
+@pytest.mark.parametrize("update", [[1, 2], "text", 7])
+async def test_an_acp_update_that_is_no_object_is_a_warning_and_the_run_goes_on(tmp_path: Path, update: Any) -> None:
+    """Found by the type-confusion fuzz (test_translator_type_confusion.py): once `internal_error`."""
+    events = await _acp(tmp_path, FakeAcp([RawUpdate(update), text("after"), Finish()]))
+    warnings = [e for e in events if isinstance(e, WarningEvent)]
+    assert [w.code for w in warnings] == ["malformed_line"]
+    assert f"is {type(update).__name__}, not an object" in warnings[0].message
+    assert not [e for e in events if isinstance(e, ErrorEvent)]
+    assert isinstance(events[-1], Result)
+    assert events[-1].final_text == "after"
 
 
 async def test_an_acp_line_over_the_cap_is_dropped_and_the_run_goes_on(tmp_path: Path) -> None:

@@ -72,7 +72,10 @@ class RpcError(Exception):
 
     def __init__(self, method: str, error: Mapping[str, Any]) -> None:
         self.method = method
-        self.code = int(error.get("code", 0) or 0)
+        try:
+            self.code = int(error.get("code", 0) or 0)
+        except (TypeError, ValueError, OverflowError):  # no number: the agent's error has no code to go by
+            self.code = 0
         self.message = str(error.get("message", ""))
         self.data = error.get("data")
         super().__init__(f"{method} failed ({self.code}): {self.message}")

@@ -9,7 +9,7 @@ file where the CLI does, so resuming and the tool outputs read from that file wo
 
 Each `session/prompt` plays the next script: `Update`s (`text`, `thought`, `tool_call`, ...),
 `Record`s (a finished call's chat-file record, as the CLI writes it just after ACP's update),
-`Permission` round trips, then `Finish`; or a fault: `Crash`, `RawLine`, `ErrorAnswer`, `Hang`.
+`Permission` round trips, then `Finish`; or a fault: `Crash`, `RawLine`, `RawUpdate`, `ErrorAnswer`, `Hang`.
 `script_from_transcript` turns a recorded transcript into such a script.
 
 The fake is driven by what the adapter writes (no task of its own), so a test is deterministic.
@@ -42,6 +42,7 @@ __all__ = [
     "Hang",
     "Permission",
     "RawLine",
+    "RawUpdate",
     "Record",
     "Script",
     "Step",
@@ -124,6 +125,13 @@ class RawLine:
 
 
 @dataclass(frozen=True, slots=True)
+class RawUpdate:
+    """A `session/update` of the session whose `update` is sent as it is, any JSON (malformed on purpose)."""
+
+    update: Any
+
+
+@dataclass(frozen=True, slots=True)
 class Hang:
     """The prompt stops here until `session/cancel`, then answers `cancelled`; with `answers_cancel`
     False it never answers at all."""
@@ -131,7 +139,7 @@ class Hang:
     answers_cancel: bool = True
 
 
-Step: TypeAlias = Update | Record | Permission | Finish | ErrorAnswer | Crash | RawLine | Hang
+Step: TypeAlias = Update | Record | Permission | Finish | ErrorAnswer | Crash | RawLine | RawUpdate | Hang
 Script: TypeAlias = Sequence["Step | Script"]
 """Steps, possibly nested (helpers such as `tool_done` return several)."""
 
@@ -535,6 +543,10 @@ class FakeAcpProcess(FakeAgentProcess):
                     return True
             elif isinstance(step, RawLine):
                 self.emit(*(line for line in step.data.split(b"\n") if line.strip()))
+            elif isinstance(step, RawUpdate):
+                self._send(
+                    {"method": "session/update", "params": {"sessionId": session.session_id, "update": step.update}}
+                )
             elif isinstance(step, Crash):
                 self.write_stderr(step.stderr)
                 self.exit(step.exit_code)

@@ -261,6 +261,22 @@ async def test_a_malformed_and_an_oversized_line_are_warnings_and_the_run_goes_o
     assert final.final_text == "Still here."
 
 
+async def test_lines_with_fields_of_the_wrong_type_are_read_past_and_the_run_goes_on(tmp_path: Path) -> None:
+    """An `assistant` line whose content is a number and id a list, a `user` line whose `tool_result_meta` is
+    a number (the type-confusion fuzz, tests/security): once a TypeError inside the translator, now nothing."""
+    turn = text_turn("Still here.")
+    turn[1:1] = [
+        {"type": "assistant", "message": {"id": [1], "model": "claude-test", "content": 5}},
+        {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t"}]}, "tool_result_meta": 7},
+    ]
+    events, _ = await run(tmp_path, [turn])
+    assert not [e for e in events if isinstance(e, ErrorEvent)]
+    final = events[-1]
+    assert isinstance(final, Result)
+    assert final.status == "success"
+    assert final.final_text == "Still here."
+
+
 async def test_a_crash_mid_turn_is_a_backend_error_with_the_exit_and_stderr(tmp_path: Path) -> None:
     turn = text_turn("cut")[:4]
     events, _ = await run(tmp_path, [[*turn, "EXIT"]])

@@ -460,6 +460,27 @@ async def test_malformed_and_huge_lines_are_warnings_not_crashes(tmp_path: Path)
     assert final.status == "success"
 
 
+async def test_notifications_with_fields_of_the_wrong_type_are_read_past(tmp_path: Path) -> None:
+    """An item whose `type` is a list, a spawn whose receivers are a number, a summary index that is text (the
+    type-confusion fuzz, tests/security): once a TypeError inside the translator (`internal_error`), now nothing."""
+    odd = [
+        notify("item/started", item={"type": ["commandExecution"], "id": "c1"}),
+        notify("item/completed", item={"type": {"k": "v"}, "id": "c1"}),
+        notify("item/reasoning/summaryPartAdded", itemId="r", summaryIndex="x"),
+        notify("item/completed", item={"type": "reasoning", "id": "r", "summary": 3}),
+        notify(
+            "item/completed",
+            item={"type": "collabAgentToolCall", "id": "s", "tool": "spawnAgent", "receiverThreadIds": 7},
+        ),
+    ]
+    events = await run(tmp_path, app_server(lambda process: [*odd, *finished("fine")]))
+    assert not [e for e in events if isinstance(e, ErrorEvent)]
+    final = events[-1]
+    assert isinstance(final, Result)
+    assert final.status == "success"
+    assert final.final_text == "fine"
+
+
 async def test_a_crash_mid_turn_is_a_typed_error(tmp_path: Path) -> None:
     def crash(process: FakeAgentProcess) -> list[str]:
         process.write_stderr("thread 'main' panicked at codex-rs/core: boom\n")

@@ -447,11 +447,13 @@ class StreamTranslator:
         if not isinstance(inner, Mapping) or inner.get("model") == SYNTHETIC:
             return []  # the CLI's own note in the model's place (an API error's text): the error says it
         task = self.task_of(message.get("agent_id")) or self._task_of_parent(message.get("parent_tool_use_id"))
-        streamed = task is None and inner.get("id") in self._streamed
+        message_id = inner.get("id")
+        streamed = task is None and isinstance(message_id, str) and message_id in self._streamed
         if isinstance(inner.get("model"), str) and task is None:
             self.model = inner["model"]
         items: list[Item] = []
-        for block in inner.get("content") or []:
+        content = inner.get("content")
+        for block in content if isinstance(content, list) else []:
             if not isinstance(block, Mapping):
                 continue
             kind = block.get("type")
@@ -517,10 +519,11 @@ class StreamTranslator:
         content = inner.get("content") if isinstance(inner, Mapping) else None
         if not isinstance(content, list):
             return []
+        metas = message.get("tool_result_meta")
         meta = {
             entry.get("id"): entry.get("permission_decision")
-            for entry in message.get("tool_result_meta") or []
-            if isinstance(entry, Mapping)
+            for entry in (metas if isinstance(metas, list) else [])
+            if isinstance(entry, Mapping) and isinstance(entry.get("id"), str)
         }
         structured = message.get("tool_use_result")
         items: list[Item] = []

@@ -125,6 +125,11 @@ def usage_from_breakdown(breakdown: dict[str, Any]) -> Usage:
     )
 
 
+def _list(value: object) -> list[Any]:
+    """`value` if it is a JSON array, else an empty one (a list field may come as anything)."""
+    return value if isinstance(value, list) else []
+
+
 def _minus(after: Usage, before: Usage) -> Usage:
     return Usage(
         input_tokens=max(after.input_tokens - before.input_tokens, 0),
@@ -173,7 +178,7 @@ def tool_call_of(item: dict[str, Any], cwd: str | None) -> tuple[str, dict[str, 
         return "exec_command", arguments
     if kind == "fileChange":
         changes: list[JsonValue] = []
-        for change in item.get("changes") or []:
+        for change in _list(item.get("changes")):
             change = as_dict(change)
             what = as_dict(change.get("kind"))
             entry: dict[str, JsonValue] = {
@@ -194,7 +199,7 @@ def tool_call_of(item: dict[str, Any], cwd: str | None) -> tuple[str, dict[str, 
         collab: dict[str, JsonValue] = {}
         if item.get("prompt"):
             collab["message"] = str(item["prompt"])
-        receivers = [r for r in item.get("receiverThreadIds") or [] if isinstance(r, str)]
+        receivers = [r for r in _list(item.get("receiverThreadIds")) if isinstance(r, str)]
         if receivers and name != "spawn_agent":
             collab["targets"] = list(receivers)
         return name, collab
@@ -230,7 +235,7 @@ def tool_result_of(
         if failed:
             return "the patch could not be applied", True, {"status": status}
         lines = []
-        for change in item.get("changes") or []:
+        for change in _list(item.get("changes")):
             change = as_dict(change)
             what = str(as_dict(change.get("kind")).get("type") or "update")
             lines.append(f"{_FILE_KIND.get(what, 'M')} {_relative(str(change.get('path')), cwd)}")
@@ -242,14 +247,14 @@ def tool_result_of(
         result = as_dict(item.get("result"))
         texts = [
             str(part.get("text"))
-            for part in result.get("content") or []
+            for part in _list(result.get("content"))
             if isinstance(part, dict) and part.get("type") == "text"
         ]
         structured = result.get("structuredContent")
         return "\n".join(texts) or None, False, ({"structured": structured} if structured is not None else None)
     if kind == "collabAgentToolCall":
         states = as_dict(item.get("agentsStates"))
-        receivers = [r for r in item.get("receiverThreadIds") or [] if isinstance(r, str)]
+        receivers = [r for r in _list(item.get("receiverThreadIds")) if isinstance(r, str)]
         summary = {"receivers": list(receivers), "states": json.loads(json.dumps(states))}
         return json.dumps(summary), failed, None
     if kind == "webSearch":
@@ -339,7 +344,8 @@ class AppServerTranslator:
             return self._delta(params, task, thinking=True)
         if method == "item/reasoning/summaryPartAdded":
             item_id = str(params.get("itemId"))
-            self._summary_parts[item_id] = int(params.get("summaryIndex") or 0)
+            index = params.get("summaryIndex")
+            self._summary_parts[item_id] = index if isinstance(index, int) else 0
             return []
         if method == "item/started":
             return self._started(as_dict(params.get("item")), task)
@@ -407,7 +413,7 @@ class AppServerTranslator:
     def _started(self, item: dict[str, Any], task: str | None) -> list[Item]:
         kind = item.get("type")
         call_id = item.get("id")
-        if kind not in TOOL_ITEMS or not isinstance(call_id, str) or call_id in self.tools:
+        if not isinstance(kind, str) or kind not in TOOL_ITEMS or not isinstance(call_id, str) or call_id in self.tools:
             return []
         name, arguments = tool_call_of(item, self._cwd_of(task))
         self.tools[call_id] = name
@@ -433,11 +439,11 @@ class AppServerTranslator:
             return []
         if kind == "reasoning":
             seen = self._streamed.pop(item_id, "")
-            summary = "\n\n".join(s for s in item.get("summary") or [] if isinstance(s, str))
+            summary = "\n\n".join(s for s in _list(item.get("summary")) if isinstance(s, str))
             if summary and not seen:
                 return [Thinking(text=summary, replace=False, subagent_task_id=task)]
             return []
-        if kind not in TOOL_ITEMS:
+        if not isinstance(kind, str) or kind not in TOOL_ITEMS:
             return []
         events: list[Item] = []
         if item_id not in self.tools:
@@ -481,14 +487,14 @@ class AppServerTranslator:
         if item.get("type") == "commandExecution":
             return self.session_rules.get(str(item.get("command")))
         if item.get("type") == "fileChange":
-            paths = [str(as_dict(c).get("path")) for c in item.get("changes") or []]
+            paths = [str(as_dict(c).get("path")) for c in _list(item.get("changes"))]
             rules = [self.session_rules.get(p) for p in paths]
             return rules[0] if rules and all(rules) else None
         return None
 
     def _spawned(self, item: dict[str, Any], task: str | None) -> list[Item]:
         events: list[Item] = []
-        for child in item.get("receiverThreadIds") or []:
+        for child in _list(item.get("receiverThreadIds")):
             if not isinstance(child, str) or child in self.threads:
                 continue
             self.threads[child] = _Thread(child, parent=task)

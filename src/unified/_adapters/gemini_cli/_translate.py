@@ -41,6 +41,7 @@ from unified.events import (
     ToolUse,
     UnifiedEvent,
     Usage,
+    WarningEvent,
     _event_builder,
 )
 
@@ -123,7 +124,10 @@ class AcpTranslator:
     # --- session/update -----------------------------------------------------------------------
 
     def update(self, update: Mapping[str, Any]) -> list[Item]:
-        kind = update.get("sessionUpdate")
+        try:
+            kind = update.get("sessionUpdate")
+        except AttributeError:  # no object: what `session/update` sent is unreadable (as a line would be)
+            return [_unreadable_update(update, self.session_id)]
         if kind == "agent_message_chunk":
             text = _text_of(update.get("content"))
             if text is None or text.startswith(MODE_UPDATE_PREFIX):
@@ -353,11 +357,26 @@ def _input_of(call: Mapping[str, Any]) -> dict[str, Any]:
 def _texts(call: Mapping[str, Any]) -> list[str]:
     return [
         text
-        for item in call.get("content") or []
+        for item in _content_of(call)
         if (type(item) is dict or isinstance(item, Mapping)) and item.get("type") == "content"
         for text in [_text_of(item.get("content"))]
         if text is not None
     ]
+
+
+def _content_of(call: Mapping[str, Any]) -> list[Any]:
+    """A tool call's `content` blocks: a list, or none (a `content` of any other shape is not read)."""
+    content = call.get("content")
+    return content if type(content) is list else []
+
+
+def _unreadable_update(update: object, session_id: str | None) -> WarningEvent:
+    return WarningEvent.model_construct(
+        code="malformed_line",
+        message=f"the Gemini CLI sent a session/update whose `update` is {type(update).__name__}, not an object; "
+        "it was ignored",
+        session_id=session_id,
+    )
 
 
 def _model_path(shown: str | None, absolute: str, cwd: str) -> str:
@@ -464,7 +483,7 @@ def request_args(name: str, call: Mapping[str, Any], cwd: str) -> dict[str, Any]
 def _diffs_of(call: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [
         {"path": item.get("path"), "old_text": item.get("oldText"), "new_text": item.get("newText")}
-        for item in call.get("content") or []
+        for item in _content_of(call)
         if (type(item) is dict or isinstance(item, Mapping)) and item.get("type") == "diff"
     ]
 
@@ -476,7 +495,7 @@ def _output_of(call: Mapping[str, Any]) -> Any:
         return raw
     texts = [
         text
-        for item in call.get("content") or []
+        for item in _content_of(call)
         if (type(item) is dict or isinstance(item, Mapping)) and item.get("type") == "content"
         for text in [_text_of(item.get("content"))]
         if text is not None

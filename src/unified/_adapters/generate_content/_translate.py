@@ -99,6 +99,11 @@ _FINISH_TEXT = {
 }
 
 
+_UNFIT = (TypeError, AttributeError, ValueError, KeyError, IndexError)
+"""What reading a field of the wrong shape raises (`x.get` on a list, `int()` of an object, `candidates[0]` of an
+object, google-genai's ValidationError): inside the translation of the server's answer, the server's fault."""
+
+
 def b64(data: bytes | None) -> str | None:
     return base64.b64encode(data).decode("ascii") if data else None
 
@@ -357,7 +362,12 @@ class GenerateContentTranslator:
 
     @property
     def usage(self) -> Usage | None:
-        return usage_from_metadata(self.usage_metadata) if self.usage_metadata is not None else None
+        if self.usage_metadata is None:
+            return None
+        try:
+            return usage_from_metadata(self.usage_metadata)
+        except _UNFIT as exc:  # read once the turn ended: a count that is no number
+            raise unfit_response(f"usageMetadata: {exc}") from None
 
     @property
     def text(self) -> str:
@@ -425,7 +435,7 @@ class GenerateContentTranslator:
                 events[0].native = copy.deepcopy(dict(wire))
             self.emitted += len(events)
             return events
-        except (TypeError, AttributeError, ValueError) as exc:
+        except _UNFIT as exc:
             raise unfit_response(str(exc) or type(exc).__name__) from None
 
     def _too_large(self, bound: str, limit: str) -> BackendError:
@@ -527,6 +537,8 @@ class GenerateContentTranslator:
             signature = b64(wire_bytes(part.get("thoughtSignature")))
             return [_thinking(text=text, replace=True, subject=subject, signature=signature)]
         if text is not None:
+            if text.__class__ is not str:  # a text part with more than its text (the bulk of text is checked in `feed`)
+                raise TypeError(f"part.text is {type(text).__name__}, not a string")
             return [_text_delta(text=text)] if text else []
         if (code := part.get("executableCode")) is not None:
             tool_use_id = self._new_id("code", code.get("id"))
@@ -578,27 +590,30 @@ class GenerateContentTranslator:
     def finish(self) -> list[UnifiedEvent]:
         """Events due once the stream ended: the calls not yet announced, grounding as server-side tool data,
         finish-reason reports."""
-        if self._streaming_call is not None:  # the pieces stopped without the closing part: use what came
-            self._unannounced.append(self._streaming_call)
-            self._streaming_call = None
-        events: list[UnifiedEvent] = self._announce_calls() if self._unannounced else []
-        if self.grounding is not None:
-            for name, args, meta in grounding_sources(_sdk_model(types.GroundingMetadata, self.grounding)):
-                events.extend(self._server_pair(name, args, meta))
-        if self.url_context is not None:
-            meta = _json(_sdk_model(types.UrlContextMetadata, self.url_context))
-            if meta:
-                urls = [u.get("retrieved_url") for u in meta.get("url_metadata", [])]
-                events.extend(self._server_pair("url_context", {"urls": urls}, meta))
-        problem = self.stop_problem()
-        if problem is not None and problem[0] not in _RETRY_FINISH:  # a botched turn: the loop says it asks again
-            code = f"finish_{problem[0].lower()}"
-            if problem[0] in _WARN_FINISH:
-                events.append(WarningEvent(code=code, message=problem[1]))
-            else:
-                events.append(ErrorEvent(code=code, message=problem[1], fatal=True, details={"reason": problem[0]}))
-        self.emitted += len(events)
-        return events
+        try:
+            if self._streaming_call is not None:  # the pieces stopped without the closing part: use what came
+                self._unannounced.append(self._streaming_call)
+                self._streaming_call = None
+            events: list[UnifiedEvent] = self._announce_calls() if self._unannounced else []
+            if self.grounding is not None:
+                for name, args, meta in grounding_sources(_sdk_model(types.GroundingMetadata, self.grounding)):
+                    events.extend(self._server_pair(name, args, meta))
+            if self.url_context is not None:
+                meta = _json(_sdk_model(types.UrlContextMetadata, self.url_context))
+                if meta:
+                    urls = [u.get("retrieved_url") for u in meta.get("url_metadata", [])]
+                    events.extend(self._server_pair("url_context", {"urls": urls}, meta))
+            problem = self.stop_problem()
+            if problem is not None and problem[0] not in _RETRY_FINISH:  # a botched turn: the loop says it asks again
+                code = f"finish_{problem[0].lower()}"
+                if problem[0] in _WARN_FINISH:
+                    events.append(WarningEvent(code=code, message=problem[1]))
+                else:
+                    events.append(ErrorEvent(code=code, message=problem[1], fatal=True, details={"reason": problem[0]}))
+            self.emitted += len(events)
+            return events
+        except _UNFIT as exc:  # what the stream left for its end (grounding, a call's id) is of the wrong shape
+            raise unfit_response(str(exc) or type(exc).__name__) from None
 
     def _server_pair(self, name: str, args: dict[str, Any], output: Any) -> list[UnifiedEvent]:
         tool_use_id = self._new_id(name)
@@ -651,7 +666,10 @@ class GenerateContentTranslator:
     def content(self) -> types.Content:
         """The model's turn, parts as received (thought signatures included), as google-genai's model for the
         history: read once per turn, as the SDK reads a response (unknown fields dropped)."""
-        return content_from_wire(self.parts)
+        try:
+            return content_from_wire(self.parts)
+        except _UNFIT as exc:  # a part google-genai cannot read (a `thought` that is no bool, ...)
+            raise unfit_response(str(exc) or type(exc).__name__) from None
 
 
 def _result(tool_use_id: str, output: Any, *, is_error: bool = False) -> ToolResult:

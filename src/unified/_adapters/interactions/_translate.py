@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from unified._internal import limits
+from unified._internal.api_errors import unfit_response
 from unified.errors import BackendError
 from unified.events import (
     JsonValue,
@@ -108,6 +109,59 @@ _USAGE_FIELDS = (
     ("tool_use_tokens", "total_tool_use_tokens"),
 )
 """Our Usage field ← the API's `usage` field."""
+
+
+_UNFIT = (TypeError, AttributeError, ValueError, KeyError, IndexError)
+"""What reading a field of the wrong shape raises (`x.get` on a list, `int()` of an object, ...): inside the
+translation of one native message, the server's fault (`unfit_response`), not a bug of unified's."""
+
+
+def _kind_of(event: Any) -> str:
+    kind = event.get("event_type") or event.get("type") if isinstance(event, Mapping) else None
+    return repr(kind)[:60] if isinstance(kind, str) else "malformed"
+
+
+def _why(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:300]
+
+
+_EVENT_FIELDS = {
+    "index": int,
+    "delta": dict,
+    "step": dict,
+    "content": dict,
+    "interaction": dict,
+    "metadata": dict,
+    "error": dict,
+    "usage": dict,
+}
+"""The shape of an event's fields (when they are there; a null one is absent, but for `index`)."""
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object" if isinstance(value, dict) else type(value).__name__
+
+
+def _misfit(event: Any, exc: BaseException) -> str:
+    """What did not fit (the error path only): the first field of the event of the wrong shape, else what the
+    reading raised (a field further in)."""
+    if isinstance(event, Mapping):
+        for key, kind in _EVENT_FIELDS.items():
+            value = event.get(key)
+            present = key in event and (value is not None or key == "index")
+            if present and (not isinstance(value, kind) or isinstance(value, bool)):
+                return f"its `{key}` is {_json_type(value)}, not {'an integer' if kind is int else 'an object'}"
+    return _why(exc)
 
 
 def usage_from_wire(raw: Mapping[str, Any] | None) -> Usage:
@@ -241,54 +295,66 @@ class InteractionsTranslator:
 
     def model_steps(self) -> list[dict[str, Any]]:
         """This interaction's finished steps in order (thoughts keep their signatures)."""
-        return [self.steps[i].wire() for i in sorted(self.steps)]
+        try:
+            return [self.steps[i].wire() for i in sorted(self.steps)]
+        except _UNFIT as exc:  # a step's `content` or `summary` that is no list of objects
+            raise unfit_response(f"a step: {_why(exc)}") from exc
 
     # -- events ----------------------------------------------------------------------------------
 
     def feed(self, event: Mapping[str, Any]) -> list[Signal]:
-        kind = event.get("event_type") or event.get("type") or ""
-        if kind == "step.delta":  # the bulk of every stream, first
-            metadata = event.get("metadata")
-            if metadata:
-                self._track_usage(metadata.get("total_usage"))
-            return self._delta(int(event.get("index", 0)), event.get("delta") or {})
-        if kind.__class__ is not str:
-            kind = str(kind)
-        if kind in _LEGACY_EVENTS:
-            self.legacy = True
-            kind = _LEGACY_EVENTS[kind]
-        if kind == "interaction.created":
-            return self._interaction(event.get("interaction") or {}, final=False)
-        if kind == "interaction.status_update":
-            return self._status(event.get("interaction_id"), event.get("status"), event.get("continuation_token"))
-        if kind == "step.start":
-            return self._start(int(event.get("index", 0)), event.get("step") or event.get("content") or {})
-        if kind == "step.delta":
-            self._track_usage((event.get("metadata") or {}).get("total_usage"))
-            return self._delta(int(event.get("index", 0)), event.get("delta") or {})
-        if kind == "step.stop":
-            self._track_usage(event.get("usage"))
-            return self._stop(int(event.get("index", 0)))
-        if kind == "interaction.completed":
-            return self._interaction(event.get("interaction") or {}, final=True)
-        if kind == "error":
-            error = event.get("error") or {}
-            return [StreamFailure(str(error.get("code") or "error"), str(error.get("message") or "unknown error"))]
-        return []  # unknown kinds (future additions) are skipped: never fatal
+        """The signals of one streamed event. The event's JSON is read without validation (the hot path): a
+        field of the wrong shape is the server's fault, a typed error (`unfit_response`) naming the event and
+        what did not fit, never an exception of this module's own."""
+        try:
+            kind = event.get("event_type") or event.get("type") or ""
+            if kind == "step.delta":  # the bulk of every stream, first
+                metadata = event.get("metadata")
+                if metadata:
+                    self._track_usage(metadata.get("total_usage"))
+                return self._delta(int(event.get("index", 0)), event.get("delta") or {})
+            if kind.__class__ is not str:
+                kind = str(kind)
+            if kind in _LEGACY_EVENTS:
+                self.legacy = True
+                kind = _LEGACY_EVENTS[kind]
+            if kind == "interaction.created":
+                return self._interaction(event.get("interaction") or {}, final=False)
+            if kind == "interaction.status_update":
+                return self._status(event.get("interaction_id"), event.get("status"), event.get("continuation_token"))
+            if kind == "step.start":
+                return self._start(int(event.get("index", 0)), event.get("step") or event.get("content") or {})
+            if kind == "step.delta":
+                self._track_usage((event.get("metadata") or {}).get("total_usage"))
+                return self._delta(int(event.get("index", 0)), event.get("delta") or {})
+            if kind == "step.stop":
+                self._track_usage(event.get("usage"))
+                return self._stop(int(event.get("index", 0)))
+            if kind == "interaction.completed":
+                return self._interaction(event.get("interaction") or {}, final=True)
+            if kind == "error":
+                error = event.get("error") or {}
+                return [StreamFailure(str(error.get("code") or "error"), str(error.get("message") or "unknown error"))]
+            return []  # unknown kinds (future additions) are skipped: never fatal
+        except _UNFIT as exc:
+            raise unfit_response(f"the {_kind_of(event)} event: {_misfit(event, exc)}") from exc
 
     def feed_interaction(self, resource: Mapping[str, Any]) -> list[Signal]:
         """A whole Interaction (a polled background run, a non-streamed create) as if it had streamed."""
-        final = resource.get("status") in TERMINAL_STATUSES or resource.get("status") == "requires_action"
-        head = {k: v for k, v in resource.items() if k != "steps" and not (final and k == "status")}
-        out: list[Signal] = self._interaction(head, final=False)
-        for index, step in enumerate(resource.get("steps") or []):
-            if index in self.steps:
-                continue  # already seen on an earlier poll
-            out += self._start(index, step)
-            out += self._stop(index)
-        if final:
-            out += self._interaction(resource, final=True)
-        return out
+        try:
+            final = resource.get("status") in TERMINAL_STATUSES or resource.get("status") == "requires_action"
+            head = {k: v for k, v in resource.items() if k != "steps" and not (final and k == "status")}
+            out: list[Signal] = self._interaction(head, final=False)
+            for index, step in enumerate(resource.get("steps") or []):
+                if index in self.steps:
+                    continue  # already seen on an earlier poll
+                out += self._start(index, step)
+                out += self._stop(index)
+            if final:
+                out += self._interaction(resource, final=True)
+            return out
+        except _UNFIT as exc:
+            raise unfit_response(f"an interaction: {_why(exc)}") from exc
 
     # -- internals -------------------------------------------------------------------------------
 
