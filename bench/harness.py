@@ -54,10 +54,11 @@ class Stopwatch:
     """Times one run of an agent binary: its wall and first output, and what each side spent of the CPU.
 
     A binary's wall time spreads by tens of percent from one cold start to the next on a shared machine,
-    far more than what a client adds; CPU time is what the client itself does, a figure that spread does
-    not blur. What a client adds to the wall is its own CPU on the way (less a baseline client's) plus any
-    wait it makes the binary do: so `cpu`, unified's against the baseline's, bounds its share of a wall
-    ratio, and `binary_cpu` shows whether the binary did more work under it."""
+    far more than what a client adds; CPU time is what the client itself does, and spreads far less (a
+    few ms a run here). What a client adds to the wall is its own CPU on the way (less a baseline
+    client's) plus any wait it makes the binary do, which CPU does not show: so `cpu`, unified's against
+    the baseline's, bounds what its work adds to a wall ratio, and `binary_cpu` shows whether the binary
+    did more work under it."""
 
     __slots__ = ("_cpu", "_cpu_to_first", "_reaped", "first", "started")
 
