@@ -1,7 +1,7 @@
 """Every translator, fed recorded native messages with one value of the wrong type (issue 24, "Malformed input").
 
 A native message comes from a model or a binary that may be broken or hostile. For each backend, real
-messages (the project's cassettes, the bench transcripts, the shared real recordings) are replayed into
+messages (the project's cassettes, the bench transcripts, the shipped real recordings) are replayed into
 the translator as its adapter feeds them; then, at every path of each message (every key of every nested
 object, the first elements of every list), the value there is replaced by each of: null, nothing (the key
 or element removed), an int, a float, a bool, a string, an empty string, a list, an object, a list nested
@@ -50,7 +50,9 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # google-genai w
 ROOT = Path(__file__).resolve().parents[2]
 CASSETTES = ROOT / "cassettes"
 TRANSCRIPTS = ROOT / "bench" / "transcripts"
-SHARED = ROOT.parent / "shared" / "fixtures" / "real-recordings"
+RECORDINGS = ROOT / "tests" / "recordings"
+"""Real Gemini CLI recordings shipped with the project (`unified.testing.recordings()`): no seed depends on a
+folder outside the clone."""
 
 MAX_LIST_ELEMENTS = 2
 MAX_PATHS_PER_MESSAGE = 120
@@ -349,16 +351,10 @@ def _gc_streams() -> list[tuple[str, list[Any]]]:
     for path in sorted((CASSETTES / "generate-content").glob("*.yaml")):
         for n, body in enumerate(_sse_bodies(path)):
             streams.append((f"generate-content/{path.name}#{n}", body))
-    for name in (
-        "gemini-cli/flicker-detector.max-height.responses",
-        "js-genai/Chats_Tests_chats_function_calling_Google_AI_with_function_calling_stream.responses",
-    ):
-        path = SHARED / name
-        if not path.exists():
-            continue
-        for n, call in enumerate(_jsonl(path)):
+    for name in ("hooks-system.allow-tool.responses", "parallel-tools.responses"):  # thoughts, signed calls
+        for n, call in enumerate(_jsonl(RECORDINGS / name)):
             response = call["response"]
-            streams.append((f"shared/{name}#{n}", response if isinstance(response, list) else [response]))
+            streams.append((f"recordings/{name}#{n}", response if isinstance(response, list) else [response]))
     return streams
 
 
