@@ -350,8 +350,8 @@ async def _codex_handle(translator: AppServerTranslator, message: dict[str, Any]
 def _codex_readable(method: str, params: dict[str, Any]) -> bool:
     """Whether an approval request says what would run (an unreadable one must never be accepted)."""
     if method == "mcpServer/elicitation/request":
-        meta = as_dict(params.get("_meta"))
-        return isinstance(params.get("serverName"), str) and isinstance(meta.get("tool_name"), str)
+        # Codex names the server; the tool only in `_meta.tool_name` when at all (often in the prose alone).
+        return isinstance(params.get("serverName"), str) and bool(params["serverName"])
     command = params.get("command", "")
     return isinstance(params.get("itemId"), str) and bool(params["itemId"]) and isinstance(command, str)
 

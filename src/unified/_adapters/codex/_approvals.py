@@ -23,7 +23,7 @@ the run ends `interrupted`. A changed input cannot be: Codex's answers carry no 
 `permission_answer_unsupported` warning, never a silent run of the original.
 Never `acceptWithExecpolicyAmendment`: it writes a permanent rule into CODEX_HOME.
 An approval request that does not say what would run (no string `itemId`, a `command` that is not text,
-an MCP approval naming no server or tool) is declined unasked, with a `malformed_line` warning.
+an MCP approval naming no server) is declined unasked, with a `malformed_line` warning.
 """
 
 from __future__ import annotations
@@ -77,10 +77,9 @@ def _item_id(params: dict[str, Any]) -> str:
 def _unreadable(kind: Kind, params: dict[str, Any], call_id: str) -> str | None:
     """Why an approval request does not say what would run (then it is declined), else None."""
     if kind == "mcp":
-        meta = as_dict(params.get("_meta"))
-        if not isinstance(params.get("serverName"), str) or not isinstance(meta.get("tool_name"), str):
-            return "no MCP server or tool named"
-        return None
+        # The server is named; the tool often is not (`_meta` may carry only `tool_params`, the tool's name
+        # being in the request's prose): a request without it is still asked, as its server's tool.
+        return None if isinstance(params.get("serverName"), str) and params["serverName"] else "no MCP server named"
     if not call_id:
         return "no itemId"
     if kind == "command" and "command" in params and not isinstance(params["command"], str):
