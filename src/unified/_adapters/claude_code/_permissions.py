@@ -18,6 +18,9 @@ denied. Each decision is one `permission_decision`. The answers, as the CLI take
   "Tool call X was denied: <why>" plus ". The user says: <message>" when the user gave one;
 - stop: a denial with `interrupt: true`: the CLI ends the turn; the run ends `interrupted`.
 
+A request without a tool name or an input object is denied unasked, with a `malformed_line` warning
+(a policy rule would match the call without its arguments).
+
 `AskUserQuestion` is a question, not a permission: it goes to `on_user_input` as
 `user_input_request(source=model-tool)` and the answers travel back in `updatedInput.answers`
 (question text → the chosen label(s) or free text); nobody to ask is a denial the model reads.
@@ -40,6 +43,7 @@ from unified.events import (
     QuestionOption,
     UnifiedEvent,
     UserInputRequest,
+    WarningEvent,
     permission_request,
 )
 from unified.tools import Policy
@@ -78,6 +82,11 @@ def cli_rule(tool: str, tool_input: Mapping[str, Any]) -> dict[str, Any] | None:
     }
 
 
+def _list(value: object) -> list[Any]:
+    """`value` if it is a JSON array, else an empty one (the CLI's fields are never trusted)."""
+    return value if isinstance(value, list) else []
+
+
 def _summary(tool: str, tool_input: Mapping[str, Any]) -> str:
     if tool == "Bash" and "command" in tool_input:
         return f"Allow running `{tool_input['command']}`?"
@@ -110,6 +119,18 @@ class PermissionBridge:
         task = self.translator.task_of(request.get("agent_id"))
         if call_id is None:
             await self.connection.respond(request_id, {"behavior": "deny", "message": "the call has no tool_use_id"})
+            return None
+        if not tool or not isinstance(request.get("tool_name"), str) or not isinstance(request.get("input"), dict):
+            # Fail closed: what would run is unknown (a policy rule would match a call without its arguments).
+            why = "no tool name" if not tool or not isinstance(request.get("tool_name"), str) else "no input object"
+            await emit(
+                WarningEvent(
+                    code="malformed_line",
+                    message=f"unified denied a claude CLI permission request it cannot read ({why})",
+                    subagent_task_id=task,
+                )
+            )
+            await self.connection.respond(request_id, {"behavior": "deny", "message": f"the request has {why}"})
             return None
         use = self.translator.use_for(call_id, tool, dict(tool_input), task)
         if use is not None:
@@ -216,7 +237,7 @@ class PermissionBridge:
     # --- AskUserQuestion -----------------------------------------------------------------------------
 
     async def _question(self, request_id: str, call_id: str, tool_input: Mapping[str, Any], task: str | None) -> Answer:
-        raw_questions = [q for q in tool_input.get("questions") or [] if isinstance(q, Mapping)]
+        raw_questions = [q for q in _list(tool_input.get("questions")) if isinstance(q, Mapping)]
         questions = [
             Question(
                 id=f"q{number}",
@@ -228,7 +249,7 @@ class PermissionBridge:
                         label=str(o.get("label")),
                         description=o.get("description") if isinstance(o.get("description"), str) else None,
                     )
-                    for o in q.get("options") or []
+                    for o in _list(q.get("options"))
                     if isinstance(o, Mapping) and isinstance(o.get("label"), str)
                 ],
                 multi_select=q.get("multiSelect") is True,

@@ -22,6 +22,8 @@ the run ends `interrupted`. A changed input cannot be: Codex's answers carry no 
 (extra fields are ignored and the original would run), so such an answer is a **denial** with a
 `permission_answer_unsupported` warning, never a silent run of the original.
 Never `acceptWithExecpolicyAmendment`: it writes a permanent rule into CODEX_HOME.
+An approval request that does not say what would run (no string `itemId`, a `command` that is not text,
+an MCP approval naming no server) is declined unasked, with a `malformed_line` warning.
 """
 
 from __future__ import annotations
@@ -56,8 +58,33 @@ Choice = Literal["allow_once", "allow_always", "deny"]
 
 
 def _read_only_command(params: dict[str, Any]) -> bool:
-    actions = [a for a in params.get("commandActions") or [] if isinstance(a, dict)]
-    return bool(actions) and all(a.get("type") in READ_ONLY_ACTIONS for a in actions)
+    given = params.get("commandActions")
+    actions = [a for a in given if isinstance(a, dict)] if isinstance(given, list) else []
+    return bool(actions) and all(isinstance(a.get("type"), str) and a["type"] in READ_ONLY_ACTIONS for a in actions)
+
+
+def _list(value: object) -> list[Any]:
+    """`value` if it is a JSON array, else an empty one (protocol fields are never trusted)."""
+    return value if isinstance(value, list) else []
+
+
+def _item_id(params: dict[str, Any]) -> str:
+    """The item an approval is about; "" when the request names none (a non-string id names nothing)."""
+    item_id = params.get("itemId")
+    return item_id if isinstance(item_id, str) else ""
+
+
+def _unreadable(kind: Kind, params: dict[str, Any], call_id: str) -> str | None:
+    """Why an approval request does not say what would run (then it is declined), else None."""
+    if kind == "mcp":
+        # The server is named; the tool often is not (`_meta` may carry only `tool_params`, the tool's name
+        # being in the request's prose): a request without it is still asked, as its server's tool.
+        return None if isinstance(params.get("serverName"), str) and params["serverName"] else "no MCP server named"
+    if not call_id:
+        return "no itemId"
+    if kind == "command" and "command" in params and not isinstance(params["command"], str):
+        return "a command that is not text"
+    return None
 
 
 class ApprovalBridge:
@@ -73,9 +100,9 @@ class ApprovalBridge:
         request_id = message["id"]
         params = as_dict(message.get("params"))
         if method == "item/commandExecution/requestApproval":
-            await self._approve(request_id, params, "command", str(params.get("itemId") or ""))
+            await self._approve(request_id, params, "command", _item_id(params))
         elif method == "item/fileChange/requestApproval":
-            await self._approve(request_id, params, "file", str(params.get("itemId") or ""))
+            await self._approve(request_id, params, "file", _item_id(params))
         elif method == "mcpServer/elicitation/request":
             meta = as_dict(params.get("_meta"))
             if meta.get("codex_approval_kind") == "mcp_tool_call":
@@ -148,7 +175,7 @@ class ApprovalBridge:
         elif kind == "file":
             _, arguments = tool_call_of(item, self.translator.cwd) if item else ("apply_patch", {"changes": []})
             details |= arguments
-            paths = ", ".join(str(as_dict(c).get("path")) for c in arguments.get("changes") or [])
+            paths = ", ".join(str(as_dict(c).get("path")) for c in _list(arguments.get("changes")))
             prompt = f"Allow changes to {paths or 'files'}?"
         else:
             meta = as_dict(params.get("_meta"))
@@ -169,6 +196,13 @@ class ApprovalBridge:
 
     async def _approve(self, request_id: Any, params: dict[str, Any], kind: Kind, call_id: str) -> None:
         task = self.translator.task_of(params.get("threadId"))
+        unreadable = _unreadable(kind, params, call_id)
+        if unreadable is not None:
+            # Fail closed: what would run is unknown, so nobody can approve it (nor is there a call to report).
+            text = f"unified declined a Codex approval request it cannot read ({unreadable})"
+            await self.ctx.emit(WarningEvent(code="malformed_line", message=text, subagent_task_id=task))
+            await self._respond(request_id, kind, "decline")
+            return
         name = await self._announce(call_id, params, kind, task)
         choice, decided_by, rule = self._policy(kind, params)
         reason = None
@@ -230,7 +264,7 @@ class ApprovalBridge:
             return rule
         if kind == "file":
             item = self.translator.item(call_id) or {}
-            paths = [str(as_dict(c).get("path")) for c in item.get("changes") or []]
+            paths = [str(as_dict(c).get("path")) for c in _list(item.get("changes"))]
             rule = f"Codex allows changes to {', '.join(paths) or 'these files'} again while this run's process lives"
             for path in paths:
                 self.translator.session_rules[path] = rule
@@ -276,7 +310,7 @@ class ApprovalBridge:
         """The model's `request_user_input` tool: its questions to `on_user_input`."""
         task = self.translator.task_of(params.get("threadId"))
         call_id = str(params.get("itemId") or f"input-{request_id}")
-        questions = [as_dict(q) for q in params.get("questions") or []]
+        questions = [as_dict(q) for q in _list(params.get("questions"))]
         arguments = {"questions": json.loads(json.dumps(questions))}
         if call_id not in self.translator.tools:
             self.translator.tools[call_id] = "request_user_input"
@@ -308,7 +342,7 @@ class ApprovalBridge:
                             label=str(o.get("label")),
                             description=str(o.get("description") or "") or None,
                         )
-                        for o in q.get("options") or []
+                        for o in _list(q.get("options"))
                         if isinstance(o, dict)
                     ],
                 )

@@ -13,7 +13,8 @@ carried to it as ACP can:
 - stop → `session/cancel`, the request answered `cancelled`, and `RunStopped` (the run ends `interrupted`);
 - what ACP cannot carry: a changed input (an option id is all it takes) becomes a denial, since running
   the model's input would do what the user did not approve, and a denial's message does not reach the
-  model; each gives a `warning(permission_answer_unsupported)`. A denial still never runs.
+  model; each gives a `warning(permission_answer_unsupported)`. A denial still never runs;
+- a request that names no tool call (`toolCall.toolCallId`) is rejected unasked, with a `malformed_line` warning.
 
 The request is shown with the arguments it carries (`_translate.request_args`) and the session's real
 cwd, in the API backends' shape (`details.args`) plus ACP's own view (kind, title, locations, diffs).
@@ -61,6 +62,11 @@ def pick_option(options: list[dict[str, Any]], choice: str) -> str | None:
             if option.get("kind") == kind and isinstance(option.get("optionId"), str):
                 return str(option["optionId"])
     return None
+
+
+def _list(value: object) -> list[Any]:
+    """`value` if it is a JSON array, else an empty one (protocol fields are never trusted)."""
+    return value if isinstance(value, list) else []
 
 
 class PermissionGate:
@@ -133,7 +139,15 @@ class PermissionBridge:
         call = as_dict(params.get("toolCall"))
         call_id = str(call.get("toolCallId", ""))
         tool_name = self.translator.tool_name(call_id) if call_id else tool_name_from_call_id("", call.get("kind"))
-        options = [o for o in params.get("options") or [] if isinstance(o, dict)]
+        offered = params.get("options")
+        options = [o for o in offered if isinstance(o, dict)] if isinstance(offered, list) else []
+        if not isinstance(call.get("toolCallId"), str) or not call_id:
+            # Fail closed: the request names no call, so nobody can approve what would run.
+            await self._warn("unified denied a Gemini CLI permission request that names no tool call")
+            option = pick_option(options, DENY)
+            refusal = {"outcome": "selected", "optionId": option} if option is not None else {"outcome": "cancelled"}
+            await self.connection.respond(request_id, {"outcome": refusal})
+            return
         if tool_name == "ask_user":
             await self._question(request_id, call, call_id, options)
             return
@@ -143,7 +157,7 @@ class PermissionBridge:
             "kind": call.get("kind"),
             "title": call.get("title"),
             "locations": call.get("locations") or [],
-            "diffs": [c for c in call.get("content") or [] if isinstance(c, Mapping) and c.get("type") == "diff"],
+            "diffs": [c for c in _list(call.get("content")) if isinstance(c, Mapping) and c.get("type") == "diff"],
         }
         from unified.tools import ToolCall
 
@@ -202,6 +216,9 @@ class PermissionBridge:
         if not answered and call_id:
             for item in self.translator.denied(call_id):
                 await self._deliver(item, None)
+
+    async def _warn(self, message: str) -> None:
+        await self.ctx.emit(WarningEvent(code="malformed_line", message=message, session_id=self.session_id))
 
     async def _unsupported(self, message: str) -> None:
         await self.ctx.emit(
