@@ -42,6 +42,7 @@ __all__ = [
     "Message",
     "RpcError",
     "as_dict",
+    "as_list",
     "reject_request",
 ]
 
@@ -101,6 +102,11 @@ class Inbox:
 def as_dict(value: object) -> dict[str, Any]:
     """`value` if it is a JSON object, else an empty one (protocol fields are never trusted)."""
     return value if isinstance(value, dict) else {}
+
+
+def as_list(value: object) -> list[Any]:
+    """`value` if it is a JSON array, else an empty one (protocol fields are never trusted)."""
+    return value if isinstance(value, list) else []
 
 
 async def reject_request(connection: JsonRpcConnection, message: Message) -> None:

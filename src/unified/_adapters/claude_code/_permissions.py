@@ -35,6 +35,7 @@ from typing import Any, Literal
 from unified._adapters.claude_code._control import ClaudeConnection
 from unified._adapters.claude_code._tools import QUESTION_TOOL, policy_call
 from unified._adapters.claude_code._translate import StreamTranslator, as_object
+from unified._binary.jsonrpc import as_list
 from unified.backends import RunContext
 from unified.events import (
     JsonValue,
@@ -80,11 +81,6 @@ def cli_rule(tool: str, tool_input: Mapping[str, Any]) -> dict[str, Any] | None:
         "behavior": "allow",
         "destination": "session",
     }
-
-
-def _list(value: object) -> list[Any]:
-    """`value` if it is a JSON array, else an empty one (the CLI's fields are never trusted)."""
-    return value if isinstance(value, list) else []
 
 
 def _summary(tool: str, tool_input: Mapping[str, Any]) -> str:
@@ -237,7 +233,7 @@ class PermissionBridge:
     # --- AskUserQuestion -----------------------------------------------------------------------------
 
     async def _question(self, request_id: str, call_id: str, tool_input: Mapping[str, Any], task: str | None) -> Answer:
-        raw_questions = [q for q in _list(tool_input.get("questions")) if isinstance(q, Mapping)]
+        raw_questions = [q for q in as_list(tool_input.get("questions")) if isinstance(q, Mapping)]
         questions = [
             Question(
                 id=f"q{number}",
@@ -249,7 +245,7 @@ class PermissionBridge:
                         label=str(o.get("label")),
                         description=o.get("description") if isinstance(o.get("description"), str) else None,
                     )
-                    for o in _list(q.get("options"))
+                    for o in as_list(q.get("options"))
                     if isinstance(o, Mapping) and isinstance(o.get("label"), str)
                 ],
                 multi_select=q.get("multiSelect") is True,

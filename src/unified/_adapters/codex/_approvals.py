@@ -32,7 +32,7 @@ import json
 from typing import Any, Literal
 
 from unified._adapters.codex._translate import AppServerTranslator, tool_call_of, unwrap_shell
-from unified._binary.jsonrpc import JsonRpcConnection, RpcError, as_dict
+from unified._binary.jsonrpc import JsonRpcConnection, RpcError, as_dict, as_list
 from unified.backends import RunContext
 from unified.errors import RunStopped
 from unified.events import (
@@ -61,11 +61,6 @@ def _read_only_command(params: dict[str, Any]) -> bool:
     given = params.get("commandActions")
     actions = [a for a in given if isinstance(a, dict)] if isinstance(given, list) else []
     return bool(actions) and all(isinstance(a.get("type"), str) and a["type"] in READ_ONLY_ACTIONS for a in actions)
-
-
-def _list(value: object) -> list[Any]:
-    """`value` if it is a JSON array, else an empty one (protocol fields are never trusted)."""
-    return value if isinstance(value, list) else []
 
 
 def _item_id(params: dict[str, Any]) -> str:
@@ -175,7 +170,7 @@ class ApprovalBridge:
         elif kind == "file":
             _, arguments = tool_call_of(item, self.translator.cwd) if item else ("apply_patch", {"changes": []})
             details |= arguments
-            paths = ", ".join(str(as_dict(c).get("path")) for c in _list(arguments.get("changes")))
+            paths = ", ".join(str(as_dict(c).get("path")) for c in as_list(arguments.get("changes")))
             prompt = f"Allow changes to {paths or 'files'}?"
         else:
             meta = as_dict(params.get("_meta"))
@@ -264,7 +259,7 @@ class ApprovalBridge:
             return rule
         if kind == "file":
             item = self.translator.item(call_id) or {}
-            paths = [str(as_dict(c).get("path")) for c in _list(item.get("changes"))]
+            paths = [str(as_dict(c).get("path")) for c in as_list(item.get("changes"))]
             rule = f"Codex allows changes to {', '.join(paths) or 'these files'} again while this run's process lives"
             for path in paths:
                 self.translator.session_rules[path] = rule
@@ -310,7 +305,7 @@ class ApprovalBridge:
         """The model's `request_user_input` tool: its questions to `on_user_input`."""
         task = self.translator.task_of(params.get("threadId"))
         call_id = str(params.get("itemId") or f"input-{request_id}")
-        questions = [as_dict(q) for q in _list(params.get("questions"))]
+        questions = [as_dict(q) for q in as_list(params.get("questions"))]
         arguments = {"questions": json.loads(json.dumps(questions))}
         if call_id not in self.translator.tools:
             self.translator.tools[call_id] = "request_user_input"
@@ -342,7 +337,7 @@ class ApprovalBridge:
                             label=str(o.get("label")),
                             description=str(o.get("description") or "") or None,
                         )
-                        for o in _list(q.get("options"))
+                        for o in as_list(q.get("options"))
                         if isinstance(o, dict)
                     ],
                 )

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-from unified._binary.jsonrpc import as_dict
+from unified._binary.jsonrpc import as_dict, as_list
 from unified.events import (
     JsonValue,
     PermissionDecision,
@@ -125,11 +125,6 @@ def usage_from_breakdown(breakdown: dict[str, Any]) -> Usage:
     )
 
 
-def _list(value: object) -> list[Any]:
-    """`value` if it is a JSON array, else an empty one (a list field may come as anything)."""
-    return value if isinstance(value, list) else []
-
-
 def _minus(after: Usage, before: Usage) -> Usage:
     return Usage(
         input_tokens=max(after.input_tokens - before.input_tokens, 0),
@@ -178,7 +173,7 @@ def tool_call_of(item: dict[str, Any], cwd: str | None) -> tuple[str, dict[str, 
         return "exec_command", arguments
     if kind == "fileChange":
         changes: list[JsonValue] = []
-        for change in _list(item.get("changes")):
+        for change in as_list(item.get("changes")):
             change = as_dict(change)
             what = as_dict(change.get("kind"))
             entry: dict[str, JsonValue] = {
@@ -199,7 +194,7 @@ def tool_call_of(item: dict[str, Any], cwd: str | None) -> tuple[str, dict[str, 
         collab: dict[str, JsonValue] = {}
         if item.get("prompt"):
             collab["message"] = str(item["prompt"])
-        receivers = [r for r in _list(item.get("receiverThreadIds")) if isinstance(r, str)]
+        receivers = [r for r in as_list(item.get("receiverThreadIds")) if isinstance(r, str)]
         if receivers and name != "spawn_agent":
             collab["targets"] = list(receivers)
         return name, collab
@@ -235,7 +230,7 @@ def tool_result_of(
         if failed:
             return "the patch could not be applied", True, {"status": status}
         lines = []
-        for change in _list(item.get("changes")):
+        for change in as_list(item.get("changes")):
             change = as_dict(change)
             what = str(as_dict(change.get("kind")).get("type") or "update")
             lines.append(f"{_FILE_KIND.get(what, 'M')} {_relative(str(change.get('path')), cwd)}")
@@ -247,14 +242,14 @@ def tool_result_of(
         result = as_dict(item.get("result"))
         texts = [
             str(part.get("text"))
-            for part in _list(result.get("content"))
+            for part in as_list(result.get("content"))
             if isinstance(part, dict) and part.get("type") == "text"
         ]
         structured = result.get("structuredContent")
         return "\n".join(texts) or None, False, ({"structured": structured} if structured is not None else None)
     if kind == "collabAgentToolCall":
         states = as_dict(item.get("agentsStates"))
-        receivers = [r for r in _list(item.get("receiverThreadIds")) if isinstance(r, str)]
+        receivers = [r for r in as_list(item.get("receiverThreadIds")) if isinstance(r, str)]
         summary = {"receivers": list(receivers), "states": json.loads(json.dumps(states))}
         return json.dumps(summary), failed, None
     if kind == "webSearch":
@@ -439,7 +434,7 @@ class AppServerTranslator:
             return []
         if kind == "reasoning":
             seen = self._streamed.pop(item_id, "")
-            summary = "\n\n".join(s for s in _list(item.get("summary")) if isinstance(s, str))
+            summary = "\n\n".join(s for s in as_list(item.get("summary")) if isinstance(s, str))
             if summary and not seen:
                 return [Thinking(text=summary, replace=False, subagent_task_id=task)]
             return []
@@ -487,14 +482,14 @@ class AppServerTranslator:
         if item.get("type") == "commandExecution":
             return self.session_rules.get(str(item.get("command")))
         if item.get("type") == "fileChange":
-            paths = [str(as_dict(c).get("path")) for c in _list(item.get("changes"))]
+            paths = [str(as_dict(c).get("path")) for c in as_list(item.get("changes"))]
             rules = [self.session_rules.get(p) for p in paths]
             return rules[0] if rules and all(rules) else None
         return None
 
     def _spawned(self, item: dict[str, Any], task: str | None) -> list[Item]:
         events: list[Item] = []
-        for child in _list(item.get("receiverThreadIds")):
+        for child in as_list(item.get("receiverThreadIds")):
             if not isinstance(child, str) or child in self.threads:
                 continue
             self.threads[child] = _Thread(child, parent=task)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from unified._adapters.gemini_cli._acp import AcpConnection
 from unified._adapters.gemini_cli._translate import AcpTranslator, Item, tool_name_from_call_id
-from unified._binary.jsonrpc import as_dict
+from unified._binary.jsonrpc import as_dict, as_list
 from unified.backends import RunContext
 from unified.errors import RunStopped
 from unified.events import (
@@ -62,11 +62,6 @@ def pick_option(options: list[dict[str, Any]], choice: str) -> str | None:
             if option.get("kind") == kind and isinstance(option.get("optionId"), str):
                 return str(option["optionId"])
     return None
-
-
-def _list(value: object) -> list[Any]:
-    """`value` if it is a JSON array, else an empty one (protocol fields are never trusted)."""
-    return value if isinstance(value, list) else []
 
 
 class PermissionGate:
@@ -157,7 +152,7 @@ class PermissionBridge:
             "kind": call.get("kind"),
             "title": call.get("title"),
             "locations": call.get("locations") or [],
-            "diffs": [c for c in _list(call.get("content")) if isinstance(c, Mapping) and c.get("type") == "diff"],
+            "diffs": [c for c in as_list(call.get("content")) if isinstance(c, Mapping) and c.get("type") == "diff"],
         }
         from unified.tools import ToolCall
 
