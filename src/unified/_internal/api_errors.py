@@ -19,6 +19,7 @@ from unified.errors import AuthError, BackendError, ConfigurationError, RateLimi
 __all__ = [
     "HTTP_OF_STATUS",
     "RETRYABLE_STATUS",
+    "UNFIT_ERRORS",
     "credentials_error",
     "error_from_status",
     "retry_delay",
@@ -163,6 +164,12 @@ def unreadable_response(exc: BaseException) -> UnifiedError | None:
     else:
         why = "its JSON is nested too deeply to parse"
     return unfit_response(why)
+
+
+UNFIT_ERRORS = (TypeError, AttributeError, ValueError, KeyError, IndexError)
+"""What reading a wire field of the wrong shape raises (`x.get` on a list, `int()` of an object, `candidates[0]`
+of an object, google-genai's ValidationError): caught at a translator's boundary for one native message, the
+server's fault (`unfit_response`)."""
 
 
 def unfit_response(why: str) -> BackendError:

@@ -116,9 +116,13 @@ class PermissionBridge:
         if call_id is None:
             await self.connection.respond(request_id, {"behavior": "deny", "message": "the call has no tool_use_id"})
             return None
-        if not tool or not isinstance(request.get("tool_name"), str) or not isinstance(request.get("input"), dict):
+        why = None
+        if not tool or not isinstance(request.get("tool_name"), str):
+            why = "no tool name"
+        elif not isinstance(request.get("input"), dict):
+            why = "no input object"
+        if why is not None:
             # Fail closed: what would run is unknown (a policy rule would match a call without its arguments).
-            why = "no tool name" if not tool or not isinstance(request.get("tool_name"), str) else "no input object"
             await emit(
                 WarningEvent(
                     code="malformed_line",

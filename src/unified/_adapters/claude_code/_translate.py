@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from unified._binary.jsonrpc import as_list
 from unified.events import (
     JsonValue,
     PermissionDecision,
@@ -452,8 +453,7 @@ class StreamTranslator:
         if isinstance(inner.get("model"), str) and task is None:
             self.model = inner["model"]
         items: list[Item] = []
-        content = inner.get("content")
-        for block in content if isinstance(content, list) else []:
+        for block in as_list(inner.get("content")):
             if not isinstance(block, Mapping):
                 continue
             kind = block.get("type")
@@ -519,10 +519,9 @@ class StreamTranslator:
         content = inner.get("content") if isinstance(inner, Mapping) else None
         if not isinstance(content, list):
             return []
-        metas = message.get("tool_result_meta")
         meta = {
             entry.get("id"): entry.get("permission_decision")
-            for entry in (metas if isinstance(metas, list) else [])
+            for entry in as_list(message.get("tool_result_meta"))
             if isinstance(entry, Mapping) and isinstance(entry.get("id"), str)
         }
         structured = message.get("tool_use_result")

@@ -58,8 +58,7 @@ Choice = Literal["allow_once", "allow_always", "deny"]
 
 
 def _read_only_command(params: dict[str, Any]) -> bool:
-    given = params.get("commandActions")
-    actions = [a for a in given if isinstance(a, dict)] if isinstance(given, list) else []
+    actions = [a for a in as_list(params.get("commandActions")) if isinstance(a, dict)]
     return bool(actions) and all(isinstance(a.get("type"), str) and a["type"] in READ_ONLY_ACTIONS for a in actions)
 
 

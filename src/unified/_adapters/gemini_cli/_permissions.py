@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from unified._adapters.gemini_cli._acp import AcpConnection
-from unified._adapters.gemini_cli._translate import AcpTranslator, Item, tool_name_from_call_id
+from unified._adapters.gemini_cli._translate import AcpTranslator, Item
 from unified._binary.jsonrpc import as_dict, as_list
 from unified.backends import RunContext
 from unified.errors import RunStopped
@@ -132,17 +132,16 @@ class PermissionBridge:
         for item in self.translator.permission_request(params, str(self.cwd)):
             await self._deliver(item, raw)
         call = as_dict(params.get("toolCall"))
-        call_id = str(call.get("toolCallId", ""))
-        tool_name = self.translator.tool_name(call_id) if call_id else tool_name_from_call_id("", call.get("kind"))
-        offered = params.get("options")
-        options = [o for o in offered if isinstance(o, dict)] if isinstance(offered, list) else []
-        if not isinstance(call.get("toolCallId"), str) or not call_id:
+        call_id = call.get("toolCallId")
+        options = [o for o in as_list(params.get("options")) if isinstance(o, dict)]
+        if not isinstance(call_id, str) or not call_id:
             # Fail closed: the request names no call, so nobody can approve what would run.
             await self._warn("unified denied a Gemini CLI permission request that names no tool call")
             option = pick_option(options, DENY)
             refusal = {"outcome": "selected", "optionId": option} if option is not None else {"outcome": "cancelled"}
             await self.connection.respond(request_id, {"outcome": refusal})
             return
+        tool_name = self.translator.tool_name(call_id)
         if tool_name == "ask_user":
             await self._question(request_id, call, call_id, options)
             return

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from unified._binary.jsonrpc import as_list
 from unified.events import (
     DecidedBy,
     PermissionDecision,
@@ -357,17 +358,11 @@ def _input_of(call: Mapping[str, Any]) -> dict[str, Any]:
 def _texts(call: Mapping[str, Any]) -> list[str]:
     return [
         text
-        for item in _content_of(call)
+        for item in as_list(call.get("content"))
         if (type(item) is dict or isinstance(item, Mapping)) and item.get("type") == "content"
         for text in [_text_of(item.get("content"))]
         if text is not None
     ]
-
-
-def _content_of(call: Mapping[str, Any]) -> list[Any]:
-    """A tool call's `content` blocks: a list, or none (a `content` of any other shape is not read)."""
-    content = call.get("content")
-    return content if type(content) is list else []
 
 
 def _unreadable_update(update: object, session_id: str | None) -> WarningEvent:
@@ -483,7 +478,7 @@ def request_args(name: str, call: Mapping[str, Any], cwd: str) -> dict[str, Any]
 def _diffs_of(call: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [
         {"path": item.get("path"), "old_text": item.get("oldText"), "new_text": item.get("newText")}
-        for item in _content_of(call)
+        for item in as_list(call.get("content"))
         if (type(item) is dict or isinstance(item, Mapping)) and item.get("type") == "diff"
     ]
 
@@ -495,7 +490,7 @@ def _output_of(call: Mapping[str, Any]) -> Any:
         return raw
     texts = [
         text
-        for item in _content_of(call)
+        for item in as_list(call.get("content"))
         if (type(item) is dict or isinstance(item, Mapping)) and item.get("type") == "content"
         for text in [_text_of(item.get("content"))]
         if text is not None

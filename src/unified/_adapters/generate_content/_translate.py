@@ -39,6 +39,7 @@ from google.genai import _common, types
 from pydantic import ConfigDict, TypeAdapter
 
 from unified._internal import limits
+from unified._internal.api_errors import UNFIT_ERRORS as _UNFIT
 from unified._internal.api_errors import unfit_response
 from unified.errors import BackendError
 from unified.events import (
@@ -97,11 +98,6 @@ _FINISH_TEXT = {
     "LANGUAGE": "the model stopped: unsupported language",
     "OTHER": "the model stopped for an unspecified reason",
 }
-
-
-_UNFIT = (TypeError, AttributeError, ValueError, KeyError, IndexError)
-"""What reading a field of the wrong shape raises (`x.get` on a list, `int()` of an object, `candidates[0]` of an
-object, google-genai's ValidationError): inside the translation of the server's answer, the server's fault."""
 
 
 def b64(data: bytes | None) -> str | None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from unified._internal import limits
+from unified._internal.api_errors import UNFIT_ERRORS as _UNFIT
 from unified._internal.api_errors import unfit_response
 from unified.errors import BackendError
 from unified.events import (
@@ -109,11 +110,6 @@ _USAGE_FIELDS = (
     ("tool_use_tokens", "total_tool_use_tokens"),
 )
 """Our Usage field ← the API's `usage` field."""
-
-
-_UNFIT = (TypeError, AttributeError, ValueError, KeyError, IndexError)
-"""What reading a field of the wrong shape raises (`x.get` on a list, `int()` of an object, ...): inside the
-translation of one native message, the server's fault (`unfit_response`), not a bug of unified's."""
 
 
 def _kind_of(event: Any) -> str:
