@@ -4,8 +4,11 @@
 Sizes are skewed as real histories are: most a few KB, some tens of KB, a few of about a megabyte.
 For each layout: time to resolve one short id, time to list every session, and bytes read per call
 (from /proc/self/io `rchar`, so every read the code makes is counted). The baseline is the floor for
-a lookup: find the one file by the short id in its name (both layouts put the id in the file name)
-and read its first line. Target: resolve under 20 ms.
+a lookup: find the one file by the short id in its name where the layout puts it, and read its first
+line. Both layouts put the id in the file name: the Gemini CLI's in one of its project directories
+(the floor globs them all), our store in the shard directory named by the id's first two characters
+(`<backend>/<shard>/<id>.json`, built through `FileSessionStore.path_of`, so the floor globs that one
+directory). Target: resolve under 20 ms.
 
 PostgreSQL (`PostgresSessionStore`): resolve by short id and save (a whole 4 KB session, one
 transaction), each as a ratio to the engine's floor measured in the same run, a bare
@@ -124,7 +127,7 @@ def _random_session(rng: random.Random, updated_at: datetime | None = None) -> S
 
 
 def build_store(root: Path, count: int, rng: random.Random) -> list[str]:
-    """Files in exactly the format FileSessionStore.save writes (without its per-file fsync)."""
+    """Files in exactly the format and layout FileSessionStore.save writes (without its per-file fsync)."""
     store = FileSessionStore(root)
     (root / "generate-content").mkdir(parents=True)
     ids: list[str] = []
@@ -136,7 +139,9 @@ def build_store(root: Path, count: int, rng: random.Random) -> list[str]:
             for i in range(size // 2_000 + 1)
         ]
         session.state["contents"] = contents
-        store.path_of("generate-content", session.session_id).write_text(serialize(session))
+        path = store.path_of("generate-content", session.session_id)
+        path.parent.mkdir(exist_ok=True)  # the id's shard
+        path.write_text(serialize(session))
         ids.append(session.session_id)
     return ids
 
@@ -197,7 +202,7 @@ def run(quick: bool) -> Outcome:
                 store_ids,
                 store_resolve,
                 store_list,
-                lambda short: _floor(f"{short}*.json", store_root / "generate-content"),
+                lambda short: _floor(f"{short}*.json", store_root / "generate-content" / short[:2].lower()),
             ),
         ]
         for name, ids, resolve, list_all, floor in layouts:

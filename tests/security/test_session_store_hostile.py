@@ -48,6 +48,11 @@ def _append(log: Path, line: str) -> None:
         os.close(fd)
 
 
+def _record(root: Path, session_id: str) -> Path:
+    """Where the store saves this session (its shard directory)."""
+    return FileSessionStore(root).path_of(BACKEND, session_id)
+
+
 def _saved(root: Path, first_prompt: str = "hi") -> StoredSession:
     session = StoredSession.new(BACKEND, model="m", cwd="/w", first_prompt=first_prompt)
     anyio.run(FileSessionStore(root).save, session)
@@ -87,7 +92,7 @@ def _dead_pid() -> int:
 @pytest.mark.e2e  # runs a real subprocess
 def test_racing_processes_over_a_stale_lock_never_both_hold(tmp_path: Path) -> None:
     session = _saved(tmp_path)
-    lock = tmp_path / BACKEND / f"{session.session_id}.lock"
+    lock = _record(tmp_path, session.session_id).with_suffix(".lock")
     log = tmp_path / "holders.log"
     context = multiprocessing.get_context("spawn")
     start, attempted, released = (context.Barrier(CONTENDERS + 1) for _ in range(3))
@@ -182,7 +187,7 @@ def test_contended_handovers_never_interleave(tmp_path: Path) -> None:
         holds = lines[block : block + 5]
         assert [step for _, step in holds] == ["0", "1", "2", "3", "4"]
         assert len({pid for pid, _ in holds}) == 1, f"two holders interleaved: {holds}"
-    assert not list((tmp_path / BACKEND).glob("*.lock"))  # released leases leave no lock file
+    assert not list((tmp_path / BACKEND).rglob("*.lock"))  # released leases leave no lock file
 
 
 def test_a_taker_that_locks_an_unlinked_lock_file_tries_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -249,7 +254,7 @@ def test_a_holder_killed_with_sigkill_releases_the_lease_at_once(tmp_path: Path)
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
-    lock = tmp_path / BACKEND / f"{session.session_id}.lock"
+    lock = _record(tmp_path, session.session_id).with_suffix(".lock")
     assert json.loads(lock.read_text())["pid"] == holder.pid  # the dead holder's record is still there
 
     async def take() -> None:
@@ -258,7 +263,7 @@ def test_a_holder_killed_with_sigkill_releases_the_lease_at_once(tmp_path: Path)
 
     anyio.run(take)  # no timer, no liveness guess: the kernel dropped the dead holder's lock
     anyio.run(store.delete, BACKEND, session.session_id)
-    assert not (tmp_path / BACKEND / f"{session.session_id}.json").exists()
+    assert not _record(tmp_path, session.session_id).exists()
 
 
 @pytest.mark.parametrize("pid", ["init", "sibling"])
@@ -268,7 +273,7 @@ def test_a_lock_file_naming_a_live_unrelated_pid_does_not_block(tmp_path: Path, 
     sibling = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
     try:
         named = 1 if pid == "init" else sibling.pid
-        lock = tmp_path / BACKEND / f"{session.session_id}.lock"
+        lock = _record(tmp_path, session.session_id).with_suffix(".lock")
         lock.write_text(json.dumps({"pid": named, "host": socket.gethostname(), "since": "2026-01-01T00:00:00"}))
         store = FileSessionStore(tmp_path)
 
@@ -288,7 +293,7 @@ def test_a_lock_file_naming_a_live_unrelated_pid_does_not_block(tmp_path: Path, 
 
 def _valid(root: Path) -> tuple[StoredSession, Path]:
     session = _saved(root, "a prompt")
-    return session, root / BACKEND / f"{session.session_id}.json"
+    return session, _record(root, session.session_id)
 
 
 def _header_edit(change: Callable[[dict[str, object]], None]) -> Callable[[bytes, str], bytes]:
@@ -437,7 +442,7 @@ def test_saved_documents_hold_no_secret(tmp_path: Path, monkeypatch: pytest.Monk
     session.state["contents"] = [{"role": "user", "parts": [{"text": f"env says GEMINI_API_KEY={secret}"}]}]
     store = FileSessionStore(tmp_path)
     anyio.run(store.save, session)
-    text = (tmp_path / BACKEND / f"{session.session_id}.json").read_text()
+    text = _record(tmp_path, session.session_id).read_text()
     assert secret not in text
     assert "[REDACTED]" in text
     loaded = anyio.run(store.load, BACKEND, session.session_id)

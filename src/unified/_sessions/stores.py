@@ -1,14 +1,28 @@
 """The built-in SessionStores: `FileSessionStore` (the default) and `MemorySessionStore`.
 
-File layout: one JSON file per session, `<root>/<backend>/<id>.json`, root being
-`$UNIFIED_DATA_DIR/sessions` or `<user data dir>/unified/sessions`. The file is one JSON object
+File layout: one JSON file per session, `<root>/<backend>/<shard>/<id>.json`, the shard being the
+id's first two characters in lower case (as git fans out its objects), root being
+`$UNIFIED_DATA_DIR/sessions` or `<user data dir>/unified/sessions`. A short id, or any reference of
+two id characters or more, names one shard, so `resolve` lists one small directory (and the
+backend's directory of shards) instead of every session; a one-character reference looks in every
+shard whose name starts with it. The file is one JSON object
 whose first line holds the small `header` (format, id, model, cwd, timestamps, usage, first
 prompt) and whose rest holds the backend's opaque `state`, so listing reads one line (and the
 last two bytes, to see the file is whole) per file. Writes go to a temp file in the same
 directory, fsynced, then `os.replace`d into place: a reader never sees half a file.
 
-Leases: `<id>.lock` is held with `flock(LOCK_EX | LOCK_NB)` on a descriptor kept open for the
-run, so the kernel releases it when the holder exits, however it dies. The error names the holder
+Legacy layout: a store written by an older unified keeps its sessions flat, `<root>/<backend>/<id>.json`.
+They are still listed, resolved, loaded, leased and deleted. A save moves one: it writes the shard
+path (fsynced, with its directory), then unlinks the flat file, so a crash in between leaves the
+session at both paths, never at none; a session at both paths is one session, the shard's copy
+winning (the flat one is a leftover that `delete` removes). Listing reads only regular files named
+like an id, in the backend's directory and in its shard directories (real directories, never
+symbolic links, named like a shard): nothing outside `<root>/<backend>` is followed.
+
+Leases: `<shard>/<id>.lock` is held with `flock(LOCK_EX | LOCK_NB)` on a descriptor kept open for the
+run, so the kernel releases it when the holder exits, however it dies; while the session still has a
+flat file, `<id>.lock` beside it (the lock an older unified takes) is held too, so neither layout's
+holder can run beside the other's. The error names the holder
 from the kernel's lock table (Linux), else from the pid and host the holder wrote in the file;
 neither is ever used to decide anything. Taking a lease never waits. See docs/sessions.md for the
 guarantees and their limits.
@@ -17,11 +31,13 @@ guarantees and their limits.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
 import re
 import socket
+import stat
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator
@@ -84,6 +100,14 @@ _ID_CHARS = re.compile(r"[0-9a-z_-]+")
 """What our session ids (and a reference that can name a file) are made of."""
 _NAME_CHARS = re.compile(r"[0-9A-Za-z_-]+")
 """What a backend name or a session id must be made of to become a path component."""
+_SHARD_CHARS = re.compile(r"[0-9a-z_-]{1,2}")
+"""What a shard directory's name is: the first two characters of an id, in lower case."""
+_SHARD_LENGTH = 2
+
+
+def _shard_of(session_id: str) -> str:
+    """The shard directory of an id (a valid `_NAME_CHARS` one): its first two characters, in lower case."""
+    return session_id[:_SHARD_LENGTH].lower()
 
 
 def sessions_root() -> Path:
@@ -299,6 +323,92 @@ def _create(path: Path, flags: int) -> int:
         return os.open(path, flags, 0o600)
 
 
+def _flat_of(record: Path) -> Path:
+    """Where an older unified kept the record that this one keeps at `record`: beside the shard."""
+    return record.parent.parent / record.name
+
+
+def _record_id(entry: os.DirEntry[str], prefix: str) -> str | None:
+    """The id `entry` is the record of, if it is a regular file `<id>.json` and the id starts with `prefix`."""
+    name = entry.name
+    if not name.endswith(".json"):
+        return None
+    stem = name[: -len(".json")]
+    if not stem.lower().startswith(prefix) or not _NAME_CHARS.fullmatch(stem):
+        return None
+    return stem if entry.is_file(follow_symlinks=False) else None
+
+
+def _checked_shard(record: Path) -> Path:
+    """`record`, unless something other than a directory (a symbolic link) stands where its shard goes."""
+    try:
+        mode = os.lstat(record.parent).st_mode
+    except FileNotFoundError:
+        return record
+    if not stat.S_ISDIR(mode):
+        raise SessionError(
+            f"{record.parent} is not a directory: the session store does not follow or write through it",
+            hint="it was left unchanged; move it away",
+            details={"path": str(record.parent)},
+        )
+    return record
+
+
+def _finish_move(record: Path) -> None:
+    """The record just written at `record` replaces a flat one: make the new path durable (the file
+    was fsynced; its shard directory and the entry naming that directory are synced here), then
+    unlink the flat file. A crash in between leaves both, and the shard's copy wins."""
+    for directory in (record.parent, record.parent.parent):
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    with contextlib.suppress(FileNotFoundError):
+        _flat_of(record).unlink()
+
+
+def _take_lock(lock: Path, session_id: str) -> int:
+    """A descriptor holding the flock on `lock`, the holder's record written in it; SessionInUse if
+    another descriptor holds it.
+
+    A holder unlinks the file on release while still holding it, so a taker that opened it just
+    before can lock a file no longer at the path: it checks that the inode it locked is the one at
+    the path and tries again if not. That keeps "one holder" true without ever leaving lock files behind.
+    """
+    while True:
+        fd = _create(lock, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _describe_holder(fd)
+            os.close(fd)
+            raise in_use_error(session_id, holder) from None
+        locked = os.fstat(fd)
+        try:
+            current = os.stat(lock)
+            if (current.st_ino, current.st_dev) == (locked.st_ino, locked.st_dev):
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)  # we locked a file its last holder had already unlinked
+    try:
+        if locked.st_size:  # a crashed holder's record
+            os.ftruncate(fd, 0)
+        os.pwrite(fd, _holder_record(), 0)
+    except BaseException:
+        _release_lock(lock, fd)
+        raise
+    return fd
+
+
+def _release_lock(lock: Path, fd: int) -> None:
+    """Unlink the lock file while still holding it, then close (which releases the flock)."""
+    with contextlib.suppress(FileNotFoundError):
+        lock.unlink()
+    os.close(fd)
+
+
 class BlockingSessionStore(ABC):
     """A store whose I/O blocks (files, a database driver): each protocol call but `lease` runs its
     blocking twin in a worker thread, so no event loop waits on a disk or a socket."""
@@ -355,10 +465,13 @@ class FileSessionStore(BlockingSessionStore):
         first request) need not check the names and join the path again."""
 
     def path_of(self, backend: str, session_id: str) -> Path:
+        """Where this store saves the session: `<root>/<backend>/<shard>/<id>.json` (a session of an
+        older layout may still be at `<root>/<backend>/<id>.json`, until its next save)."""
         leased = self._leased.get((backend, session_id))
         if leased is not None:
             return leased
-        return self.root / _checked_name("backend", backend) / f"{_checked_name('session id', session_id)}.json"
+        name = _checked_name("session id", session_id)
+        return self.root / _checked_name("backend", backend) / _shard_of(name) / f"{name}.json"
 
     # -- the protocol --------------------------------------------------------------------------------
 
@@ -422,37 +535,93 @@ class FileSessionStore(BlockingSessionStore):
         except (CorruptSession, UnsupportedSessionFormat) as exc:
             return unreadable_info(backend, path.stem, str(path), exc)
 
-    def _list(self, backend: str) -> list[SessionInfo]:
-        return self._collect(backend, "*.json")
+    def _files(self, backend: str, prefix: str) -> list[tuple[Path, bool]]:
+        """The record of each id of `backend` that starts with `prefix` (lower case; "" for all).
 
-    def _collect(self, backend: str, pattern: str) -> list[SessionInfo]:
+        Lists the backend's directory (its shards, and the flat files of an older layout) and the
+        shards that can hold such ids: with two characters or more, one. Only regular files named
+        `<id>.json` count, in the backend's directory and in shard directories (real directories
+        named like a shard, holding that shard's ids only): a symbolic link, a lock or temp file, a
+        directory or a name that is not an id is never read. A shard's file hides a flat file of
+        the same id (the leftover of a move cut short). Each path comes with whether it is flat."""
         directory = self.root / _checked_name("backend", backend)
-        if not directory.is_dir():
+        wanted_shard = prefix[:_SHARD_LENGTH]
+        shards: list[str] = []
+        flat: dict[str, Path] = {}
+        try:
+            listing = os.scandir(directory)
+        except (FileNotFoundError, NotADirectoryError):
             return []
-        entries = (self._entry(backend, path) for path in directory.glob(pattern))
-        return newest_first([e for e in entries if e is not None])
+        with listing:
+            for entry in listing:
+                name = entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    if _SHARD_CHARS.fullmatch(name) and name.startswith(wanted_shard):
+                        shards.append(name)
+                elif (stem := _record_id(entry, prefix)) is not None:
+                    flat[stem] = Path(entry.path)
+        found: dict[str, Path] = {}
+        for shard in shards:
+            try:
+                inside = os.scandir(directory / shard)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            with inside:
+                for entry in inside:
+                    stem = _record_id(entry, prefix)
+                    if stem is not None and _shard_of(stem) == shard:
+                        found[stem] = Path(entry.path)
+        return [(path, False) for path in found.values()] + [
+            (path, True) for stem, path in flat.items() if stem not in found
+        ]
+
+    def _collect(self, backend: str, prefix: str) -> list[SessionInfo]:
+        infos: list[SessionInfo] = []
+        for path, is_flat in self._files(backend, prefix):
+            info = self._entry(backend, path)
+            if info is None and is_flat:  # a save moved it meanwhile
+                info = self._entry(backend, path.parent / _shard_of(path.stem) / path.name)
+            if info is not None:
+                infos.append(info)
+        return newest_first(infos)
+
+    def _list(self, backend: str) -> list[SessionInfo]:
+        return self._collect(backend, "")
 
     def _resolve(self, backend: str, ref: str) -> SessionInfo:
-        """Reads only the files named after ids that start with `ref`; the whole listing only to explain a miss."""
+        """Reads only the files named after ids that start with `ref`, listing only the shard(s) that
+        can hold them; the whole listing only to explain a miss."""
         key = ref.strip().lower()
         if _ID_CHARS.fullmatch(key):
-            found = self._collect(backend, f"{key}*.json")
+            found = self._collect(backend, key)
             if found:
                 return resolve_ref(ref, found, backend)
-        return resolve_ref(ref, self._collect(backend, "*.json"), backend)
+        return resolve_ref(ref, self._list(backend), backend)
 
     def _load(self, backend: str, session_id: str) -> StoredSession:
-        path = self.path_of(backend, session_id)
-        try:
-            return self._read_session(path)
-        except FileNotFoundError:
-            raise SessionNotFound(
-                f"no {backend} session {session_id!r} in {path.parent}",
-                hint="run `unified sessions list` to see the sessions there are",
-            ) from None
+        """The shard's record, else the flat one (an older layout's), else the shard's again: a save
+        may have moved it between the two looks."""
+        path = _checked_shard(self.path_of(backend, session_id))
+        for candidate in (path, _flat_of(path), path):
+            try:
+                return self._read_session(candidate)
+            except FileNotFoundError:
+                continue
+        raise SessionNotFound(
+            f"no {backend} session {session_id!r} in {path.parent.parent}",
+            hint="run `unified sessions list` to see the sessions there are",
+        )
 
     def _read_session(self, path: Path) -> StoredSession:
-        return self._parse_session(path, path.read_bytes())
+        """The session at `path`; a symbolic link there is not followed (listings skip it too)."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            raise corrupt_error(str(path), "it is a symbolic link, which the store does not follow") from None
+        with os.fdopen(fd, "rb") as handle:
+            return self._parse_session(path, handle.read())
 
     def _parse_session(self, path: Path, raw: bytes) -> StoredSession:
         try:
@@ -476,9 +645,11 @@ class FileSessionStore(BlockingSessionStore):
         self._save(session, sync=False, new=True)
 
     def _save(self, session: StoredSession, *, sync: bool = True, new: bool = False) -> None:
-        target = self.path_of(session.backend, session.session_id)
-        if not new:
-            self._check_replaceable(target)
+        key = (session.backend, session.session_id)
+        target = self.path_of(*key)
+        if key not in self._leased:  # a lease checked its shard when it was taken
+            _checked_shard(target)
+        moving = False if new else self._check_replaceable(target)
         session.updated_at = utc_now()
         data = serialize(session).encode("utf-8")
         tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
@@ -494,67 +665,68 @@ class FileSessionStore(BlockingSessionStore):
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
             raise
+        if moving:
+            _finish_move(target)
         if target in self._written:
             self._written[target] = data
 
-    def _check_replaceable(self, target: Path) -> None:
+    def _check_replaceable(self, target: Path) -> bool:
         """A record we cannot read is never replaced: this raises why. One that holds exactly what
-        this store last wrote there (under its lease) needs no parse."""
+        this store last wrote there (under its lease) needs no parse. True when the record is still
+        in the flat layout only (read and checked just the same): this save moves it."""
         try:
             raw = target.read_bytes()
         except FileNotFoundError:
-            return
+            flat = _flat_of(target)
+            try:
+                raw = flat.read_bytes()
+            except FileNotFoundError:
+                return False
+            self._parse_session(flat, raw)
+            return True
         if raw == self._written.get(target):
-            return
+            return False
         self._parse_session(target, raw)
+        return False
 
     def _delete(self, backend: str, session_id: str) -> None:
+        """Removes the record at both paths (a session cut short in its move is at both)."""
         path = self.path_of(backend, session_id)
         with self._hold(backend, session_id):
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                raise SessionNotFound(f"no {backend} session {session_id!r} in {path.parent}") from None
+            removed = False
+            for candidate in (path, _flat_of(path)):
+                with contextlib.suppress(FileNotFoundError):
+                    candidate.unlink()
+                    removed = True
+            if not removed:
+                raise SessionNotFound(f"no {backend} session {session_id!r} in {path.parent.parent}") from None
 
     @contextlib.contextmanager
     def _hold(self, backend: str, session_id: str) -> Iterator[None]:
         """The lease, blocking-I/O side: flock the lock file, record who holds it, unlink it on release.
 
-        The file is unlinked while still locked, so a taker that opened it just before can lock
-        a file no longer at the path: it checks that the inode it locked is the one at the path
-        and tries again if not. That keeps "one holder" true without ever leaving lock files behind.
+        The lock is `<shard>/<id>.lock`, beside where every save puts the record; while the session
+        still has a flat (legacy) file, `<id>.lock` beside that one is taken too, after the first:
+        it is the lock an older unified takes, so a run of either layout excludes the other's.
+        Every run of this one takes the shard's lock first, so two of them exclude each other by it
+        alone, whatever a move between the layouts does meanwhile.
         """
-        record = self.path_of(backend, session_id)
-        lock = record.with_suffix(".lock")
-        while True:
-            fd = _create(lock, os.O_RDWR)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = _describe_holder(fd)
-                os.close(fd)
-                raise in_use_error(session_id, holder) from None
-            locked = os.fstat(fd)
-            try:
-                current = os.stat(lock)
-                if (current.st_ino, current.st_dev) == (locked.st_ino, locked.st_dev):
-                    break
-            except FileNotFoundError:
-                pass
-            os.close(fd)  # we locked a file its last holder had already unlinked
-        self._written[record] = None
-        self._leased[(backend, session_id)] = record
+        record = _checked_shard(self.path_of(backend, session_id))
+        flat = _flat_of(record)
+        held = [(record.with_suffix(".lock"), _take_lock(record.with_suffix(".lock"), session_id))]
         try:
-            if locked.st_size:  # a crashed holder's record
-                os.ftruncate(fd, 0)
-            os.pwrite(fd, _holder_record(), 0)
-            yield
+            if os.path.lexists(flat):
+                held.append((flat.with_suffix(".lock"), _take_lock(flat.with_suffix(".lock"), session_id)))
+            self._written[record] = None
+            self._leased[(backend, session_id)] = record
+            try:
+                yield
+            finally:
+                self._written.pop(record, None)
+                self._leased.pop((backend, session_id), None)
         finally:
-            self._written.pop(record, None)
-            self._leased.pop((backend, session_id), None)
-            with contextlib.suppress(FileNotFoundError):
-                lock.unlink()
-            os.close(fd)
+            for lock, fd in reversed(held):
+                _release_lock(lock, fd)
 
 
 # --- memory ---------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ async def test_save_list_load_round_trip(tmp_path: Path) -> None:
     session.usage = Usage(input_tokens=3, output_tokens=2)
     await store.save(session)
     path = store.path_of(BACKEND, session.session_id)
-    assert path.parent == tmp_path / "generate-content"
+    assert path == tmp_path / "generate-content" / session.session_id[:2] / f"{session.session_id}.json"
     assert json.loads(path.read_text())["header"]["short_id"] == session.short_id
     assert path.stat().st_mode & 0o077 == 0  # conversations are private to the user
     (info,) = await store.list_sessions(BACKEND)
@@ -88,7 +88,7 @@ async def test_a_held_lease_refuses_delete(tmp_path: Path) -> None:
             await store.delete(BACKEND, session.session_id)
     await store.delete(BACKEND, session.session_id)
     assert await store.list_sessions(BACKEND) == []
-    assert not list((tmp_path / BACKEND).iterdir())  # no lock file left behind
+    assert [p for p in (tmp_path / BACKEND).rglob("*") if not p.is_dir()] == []  # no lock file left behind
 
 
 async def test_locator_lists_shows_and_deletes() -> None:
