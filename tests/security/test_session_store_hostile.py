@@ -15,7 +15,6 @@ import fcntl
 import json
 import multiprocessing
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -27,6 +26,7 @@ import anyio
 import pytest
 from typer.testing import CliRunner
 
+from tests.harness.lease_holder import lease_held_elsewhere
 from unified._cli import main as cli
 from unified._sessions.stores import FileSessionStore
 from unified.errors import CorruptSession, SessionError, SessionInUse, UnsupportedSessionFormat
@@ -221,39 +221,15 @@ def test_a_taker_that_locks_an_unlinked_lock_file_tries_again(tmp_path: Path, mo
 
 # --- a killed holder, an unrelated pid ---------------------------------------------------------------
 
-_HOLDER = """
-import sys, anyio
-from pathlib import Path
-from unified._sessions.stores import FileSessionStore
-
-async def main() -> None:
-    async with FileSessionStore(Path(sys.argv[1])).lease("generate-content", sys.argv[2]):
-        print("held", flush=True)
-        await anyio.to_thread.run_sync(sys.stdin.read)
-
-anyio.run(main)
-"""
-
 
 @pytest.mark.e2e  # runs a real subprocess
 def test_a_holder_killed_with_sigkill_releases_the_lease_at_once(tmp_path: Path) -> None:
     session = _saved(tmp_path)
     store = FileSessionStore(tmp_path)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", _HOLDER, str(tmp_path), session.session_id],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline().strip() == "held"
+    with lease_held_elsewhere(tmp_path, session.session_id) as holder:
         with pytest.raises(SessionInUse) as caught:
             anyio.run(store.delete, BACKEND, session.session_id)
         assert f"pid {holder.pid} on host {socket.gethostname()}" in caught.value.message
-    finally:
-        holder.send_signal(signal.SIGKILL)
-        holder.wait()
     lock = _record(tmp_path, session.session_id).with_suffix(".lock")
     assert json.loads(lock.read_text())["pid"] == holder.pid  # the dead holder's record is still there
 

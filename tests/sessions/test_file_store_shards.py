@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import fcntl
 import os
-import signal
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import anyio
 import pytest
 
+from tests.harness.lease_holder import lease_held_elsewhere
 from unified._sessions import stores
 from unified._sessions.stores import FileSessionStore, serialize
 from unified.errors import AmbiguousSession, CorruptSession, SessionError, SessionInUse, SessionNotFound
@@ -289,42 +287,17 @@ def test_a_lease_on_a_legacy_session_excludes_an_older_unified_s_lock_both_ways(
     assert flat.exists()
 
 
-_HOLDER = """
-import sys, anyio
-from pathlib import Path
-from unified._sessions.stores import FileSessionStore
-
-async def main() -> None:
-    async with FileSessionStore(Path(sys.argv[1])).lease("generate-content", sys.argv[2]):
-        print("held", flush=True)
-        await anyio.to_thread.run_sync(sys.stdin.read)
-
-anyio.run(main)
-"""
-
-
 @pytest.mark.e2e  # runs a real subprocess
 def test_a_lease_on_a_legacy_session_held_by_another_process_excludes_both_layouts(tmp_path: Path) -> None:
     legacy = _session()
     flat = _flat(tmp_path, legacy)
     store = FileSessionStore(tmp_path)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", _HOLDER, str(tmp_path), legacy.session_id],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline().strip() == "held"
+    with lease_held_elsewhere(tmp_path, legacy.session_id) as holder:
         with pytest.raises(SessionInUse) as caught:
             anyio.run(store.delete, BACKEND, legacy.session_id)
         assert f"pid {holder.pid} on host {socket.gethostname()}" in caught.value.message
         with pytest.raises(BlockingIOError):
             os.close(_old_unified_lock(flat))  # an older unified is kept out too
-    finally:
-        holder.send_signal(signal.SIGKILL)
-        holder.wait()
     anyio.run(store.delete, BACKEND, legacy.session_id)  # the kernel let go of both locks
     assert not flat.exists()
 
