@@ -100,9 +100,9 @@ _ID_CHARS = re.compile(r"[0-9a-z_-]+")
 """What our session ids (and a reference that can name a file) are made of."""
 _NAME_CHARS = re.compile(r"[0-9A-Za-z_-]+")
 """What a backend name or a session id must be made of to become a path component."""
-_SHARD_CHARS = re.compile(r"[0-9a-z_-]{1,2}")
-"""What a shard directory's name is: the first two characters of an id, in lower case."""
 _SHARD_LENGTH = 2
+_SHARD_CHARS = re.compile(rf"[0-9a-z_-]{{1,{_SHARD_LENGTH}}}")
+"""What a shard directory's name is: the first `_SHARD_LENGTH` characters of an id, in lower case."""
 
 
 def _shard_of(session_id: str) -> str:
@@ -713,10 +713,12 @@ class FileSessionStore(BlockingSessionStore):
         """
         record = _checked_shard(self.path_of(backend, session_id))
         flat = _flat_of(record)
-        held = [(record.with_suffix(".lock"), _take_lock(record.with_suffix(".lock"), session_id))]
+        lock = record.with_suffix(".lock")
+        held = [(lock, _take_lock(lock, session_id))]
         try:
             if os.path.lexists(flat):
-                held.append((flat.with_suffix(".lock"), _take_lock(flat.with_suffix(".lock"), session_id)))
+                legacy_lock = flat.with_suffix(".lock")
+                held.append((legacy_lock, _take_lock(legacy_lock, session_id)))
             self._written[record] = None
             self._leased[(backend, session_id)] = record
             try:
