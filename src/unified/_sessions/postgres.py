@@ -39,9 +39,9 @@ from unified._sessions.stores import (
     newest_first,
     parse_document,
     serialize,
+    stamp_updated,
     unreadable_info,
     unsupported_format,
-    utc_now,
 )
 from unified.errors import (
     ConfigurationError,
@@ -293,7 +293,7 @@ class PostgresSessionStore(BlockingSessionStore):
             ).fetchone()
             if row is not None:
                 self._readable(backend, session_id, *row)  # a record we cannot read is never replaced
-            session.updated_at = utc_now()
+            stamp_updated(session)
             document = serialize(session)
             connection.execute(
                 f"INSERT INTO {TABLE} (backend, session_id, format, updated_at, header, document) "

@@ -41,7 +41,7 @@ import stat
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +85,7 @@ __all__ = [
     "save_announced",
     "serialize",
     "sessions_root",
+    "stamp_updated",
     "unreadable_info",
     "unsupported_format",
     "utc_now",
@@ -127,8 +128,28 @@ def _find_sessions_root() -> Path:
 _sessions_root = PerEnvironment(_find_sessions_root)
 
 
+_ONE_MICROSECOND = timedelta(microseconds=1)
+"""The clock's and the stored stamps' resolution (isoformat and PostgreSQL's timestamptz)."""
+_stamp_lock = threading.Lock()
+_last_stamp = datetime.min.replace(tzinfo=UTC)
+
+
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def stamp_updated(session: StoredSession) -> None:
+    """Set `updated_at` for a save: now, but after the session's previous stamp and after every
+    stamp this process gave before.
+
+    Two saves can read the same microsecond from the clock, or a clock stepped back, and then
+    the newest-first order of listings and of a short id's candidates would tie or run
+    backwards. A save that happened later in this process reads later; every store stamps
+    through here, so they all agree. Across processes the clock is all there is."""
+    global _last_stamp
+    with _stamp_lock:
+        stamp = max(utc_now(), session.updated_at + _ONE_MICROSECOND, _last_stamp + _ONE_MICROSECOND)
+        _last_stamp = session.updated_at = stamp
 
 
 # --- the document, shared by both stores -----------------------------------------------------------
@@ -650,7 +671,7 @@ class FileSessionStore(BlockingSessionStore):
         if key not in self._leased:  # a lease checked its shard when it was taken
             _checked_shard(target)
         moving = False if new else self._check_replaceable(target)
-        session.updated_at = utc_now()
+        stamp_updated(session)
         data = serialize(session).encode("utf-8")
         tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
@@ -786,7 +807,7 @@ class MemorySessionStore:
             existing = self._documents.get(key)
             if existing is not None:  # a record we cannot read is never replaced: this raises why
                 parse_document(existing, self._where(*key))
-            session.updated_at = utc_now()
+            stamp_updated(session)
             self._documents[key] = serialize(session)
 
     async def delete(self, backend: str, session_id: str) -> None:

@@ -30,6 +30,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
@@ -136,6 +137,27 @@ class StoreConformance:
         assert len(again.state["history"]) == 2
         with pytest.raises(SessionNotFound):
             await store.load(backend, "ffffffff-0000-4000-8000-00000000000f")
+
+    @pytest.mark.anyio
+    async def test_a_later_save_reads_later_even_when_the_clock_ties_or_steps_back(
+        self, store_factory: StoreFactory, backend: str
+    ) -> None:
+        store = store_factory()
+        session = _session(backend, "aaaa1111-0000-4000-8000-000000000001")
+        stamps = []
+        for _ in range(20):  # back to back: saves that can read the same microsecond from the clock
+            await store.save(session)
+            stamps.append((await store.load(backend, session.session_id)).updated_at)
+        assert stamps == sorted(set(stamps))  # strictly increasing
+        ahead = datetime.now(UTC) + timedelta(days=1)  # the stamp a clock since stepped back gave
+        session.updated_at = ahead
+        await store.save(session)
+        assert (await store.load(backend, session.session_id)).updated_at > ahead
+        other = _session(backend, "bbbb2222-0000-4000-8000-000000000002")
+        await store.save(other)  # saved later in this process, so newer, whatever the clock says
+        assert other.updated_at > ahead
+        listed = await store.list_sessions(backend)
+        assert [s.session_id for s in listed] == [other.session_id, session.session_id]
 
     @pytest.mark.anyio
     async def test_save_redacts_known_secret_values(
