@@ -7,14 +7,19 @@ left as it is); a session at both paths is one session, the shard's; a lease on 
 excludes another taker of this unified (in this process and in another) and an older unified's
 taker of the flat lock, before and after the move; a one-character reference; and hostile entries
 in the backend's directory (a symlinked shard, names that are no id, directories named like ids,
-lock and temp files), none of them followed, read or listed.
+lock and temp files), none of them followed, read or listed; a FIFO at a record's path, and a
+listed record swapped for a link or a FIFO before its read, refused rather than followed or waited on.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import socket
+import stat
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -25,6 +30,7 @@ from unified._sessions import stores
 from unified._sessions.stores import FileSessionStore, serialize
 from unified.errors import AmbiguousSession, CorruptSession, SessionError, SessionInUse, SessionNotFound
 from unified.sessions import StoredSession
+from unified.testing._store_conformance import HANG_GUARD_S
 
 BACKEND = "generate-content"
 
@@ -361,3 +367,69 @@ def test_names_that_are_no_id_links_and_directories_are_not_sessions(tmp_path: P
     for ref in ("../x", "..", "0e000000", "ab555555", "ef666666"):
         with pytest.raises(SessionNotFound):
             anyio.run(store.resolve, BACKEND, ref)
+
+
+@contextlib.contextmanager
+def _releasing_readers_of(fifo: Path) -> Iterator[None]:
+    """Hang guard only: if a regression opens and reads `fifo`, free it (EOF) after HANG_GUARD_S so
+    the test fails on its assertion instead of hanging the suite. Normally nothing waits on it."""
+    done = threading.Event()
+
+    def release() -> None:
+        while not done.wait(HANG_GUARD_S):
+            with contextlib.suppress(OSError):  # ENXIO: no reader waits
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    thread = threading.Thread(target=release, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
+def test_a_fifo_at_a_record_s_path_is_refused_not_waited_on(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    session = _session("ab000000-fifo")
+    fifo = store.path_of(BACKEND, session.session_id)
+    fifo.parent.mkdir(parents=True)
+    os.mkfifo(fifo)
+    with _releasing_readers_of(fifo):
+        with pytest.raises(CorruptSession, match="not a regular file"):
+            anyio.run(store.load, BACKEND, session.session_id)
+        with pytest.raises(CorruptSession, match="not a regular file"):
+            anyio.run(store.save, session)  # a record it cannot read is not replaced
+        assert anyio.run(store.list_sessions, BACKEND) == []  # a listing does not name it
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
+@pytest.mark.parametrize("swapped_in", ["link", "fifo"])
+def test_a_listed_record_swapped_before_its_read_is_reported_not_followed(tmp_path: Path, swapped_in: str) -> None:
+    """A listing names regular files only, but an attacker can swap one between the listing and the
+    read: the read opens without following a link or waiting on a FIFO, and checks what it opened."""
+    store = FileSessionStore(tmp_path / "sessions")
+    session = _session("ab000000-swapped", first_prompt="mine")
+    anyio.run(store.save, session)
+    path = store.path_of(BACKEND, session.session_id)
+    foreign = tmp_path / "foreign.json"  # the same id, so following the link would list it as fine
+    foreign.write_text(serialize(_session(session.session_id, first_prompt="foreign")))
+    real = FileSessionStore._read_header
+
+    def swapping(self: FileSessionStore, listed: Path) -> dict[str, object]:
+        listed.unlink()
+        if swapped_in == "link":
+            listed.symlink_to(foreign)
+        else:
+            os.mkfifo(listed)
+        return real(self, listed)
+
+    with _releasing_readers_of(path), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(FileSessionStore, "_read_header", swapping)
+        [entry] = anyio.run(store.list_sessions, BACKEND)
+    assert entry.session_id == session.session_id
+    assert entry.first_prompt != "foreign"
+    expected = "symbolic link" if swapped_in == "link" else "not a regular file"
+    assert entry.problem is not None
+    assert entry.problem.kind == "corrupt"
+    assert expected in entry.problem.message

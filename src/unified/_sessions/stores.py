@@ -43,7 +43,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import anyio
 import anyio.lowlevel
@@ -465,6 +465,34 @@ class BlockingSessionStore(ABC):
         await anyio.to_thread.run_sync(self._delete, backend, session_id)
 
 
+def _open_record(path: Path) -> BinaryIO:
+    """A stored record opened for reading, refused as corrupt unless it is a regular file.
+
+    A listing only names regular files, but the entry can be swapped before it is read: a symbolic
+    link there is not followed (O_NOFOLLOW) and a FIFO or device does not block the open
+    (O_NONBLOCK) or get read; the check is on the open descriptor, so nothing can be swapped
+    after it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise corrupt_error(str(path), "it is a symbolic link, which the store does not follow") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise corrupt_error(str(path), "it is not a regular file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _read_record(path: Path) -> bytes:
+    with _open_record(path) as handle:
+        return handle.read()
+
+
 class FileSessionStore(BlockingSessionStore):
     """Sessions as files under `root` (default: `sessions_root()`), one directory per backend.
 
@@ -515,30 +543,28 @@ class FileSessionStore(BlockingSessionStore):
     def _read_header(self, path: Path) -> dict[str, Any]:
         """The header, reading the first line and the last two bytes (a cut file fails here)."""
         where = str(path)
-        with path.open("rb") as handle:
+        with _open_record(path) as handle:
             first = handle.readline()
-            handle.seek(max(path.stat().st_size - len(_END), 0))
+            handle.seek(max(os.fstat(handle.fileno()).st_size - len(_END), 0))
             end = handle.read()
-        if end != _END:
-            raise corrupt_error(where, "it is truncated (it does not end as unified writes it)")
+            if end != _END:
+                raise corrupt_error(where, "it is truncated (it does not end as unified writes it)")
+            try:
+                line = first.decode("utf-8").rstrip()
+            except UnicodeDecodeError as exc:
+                raise corrupt_error(where, f"it is not UTF-8 ({exc})") from exc
+            if line.startswith(_HEADER_PREFIX) and line.endswith(","):
+                with contextlib.suppress(ValueError):
+                    return checked_header(json.loads(line[len(_HEADER_PREFIX) : -1]), where)
+            handle.seek(0)  # not in our one-line layout: read it all, from the file already open
+            raw = handle.read()
         try:
-            line = first.decode("utf-8").rstrip()
-        except UnicodeDecodeError as exc:
-            raise corrupt_error(where, f"it is not UTF-8 ({exc})") from exc
-        if line.startswith(_HEADER_PREFIX) and line.endswith(","):
-            with contextlib.suppress(ValueError):
-                return checked_header(json.loads(line[len(_HEADER_PREFIX) : -1]), where)
-        document = self._read_document(path)  # not in our one-line layout: read it all
-        return checked_header(document.get("header"), where)
-
-    def _read_document(self, path: Path) -> dict[str, Any]:
-        try:
-            document = json.loads(path.read_bytes().decode("utf-8"))
+            document = json.loads(raw.decode("utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:
-            raise corrupt_error(str(path), f"it is not valid JSON ({exc})") from exc
+            raise corrupt_error(where, f"it is not valid JSON ({exc})") from exc
         if not isinstance(document, dict):
-            raise corrupt_error(str(path), "it is not a JSON object")
-        return document
+            raise corrupt_error(where, "it is not a JSON object")
+        return checked_header(document.get("header"), where)
 
     def _entry(self, backend: str, path: Path) -> SessionInfo | None:
         """The listing entry of one file, None if it vanished meanwhile."""
@@ -634,15 +660,8 @@ class FileSessionStore(BlockingSessionStore):
         )
 
     def _read_session(self, path: Path) -> StoredSession:
-        """The session at `path`; a symbolic link there is not followed (listings skip it too)."""
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError as exc:
-            if exc.errno != errno.ELOOP:
-                raise
-            raise corrupt_error(str(path), "it is a symbolic link, which the store does not follow") from None
-        with os.fdopen(fd, "rb") as handle:
-            return self._parse_session(path, handle.read())
+        """The session at `path` (opened as `_open_record` opens one: no link followed, no FIFO waited on)."""
+        return self._parse_session(path, _read_record(path))
 
     def _parse_session(self, path: Path, raw: bytes) -> StoredSession:
         try:
@@ -696,11 +715,11 @@ class FileSessionStore(BlockingSessionStore):
         this store last wrote there (under its lease) needs no parse. True when the record is still
         in the flat layout only (read and checked just the same): this save moves it."""
         try:
-            raw = target.read_bytes()
+            raw = _read_record(target)
         except FileNotFoundError:
             flat = _flat_of(target)
             try:
-                raw = flat.read_bytes()
+                raw = _read_record(flat)
             except FileNotFoundError:
                 return False
             self._parse_session(flat, raw)
