@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -474,3 +476,22 @@ async def test_a_deadline_inside_the_async_with_block_is_fine() -> None:
         with anyio.fail_after(HANG_GUARD_S):
             events = [e async for e in stream]
     assert assert_well_formed(events).final_text == "a"
+
+
+async def test_a_finished_run_is_freed_at_once_not_left_to_the_cycle_collector() -> None:
+    """An orchestrator runs thousands: a run that ended holds no reference cycle, so its guard, its
+    bookkeeping and its backend go as the stream does (the collector never has to find them)."""
+    gc.disable()
+    try:
+        backend = ScriptedBackend([START, TextDelta(text="hi"), EndMessage()], RunOutcome())
+        stream = EventStream(params(), backend=backend)
+        async with stream:
+            events = [event async for event in stream]
+        assert_well_formed(events)
+        guard = weakref.ref(stream._stream.guard)
+        gone = weakref.ref(backend)
+        del stream, backend
+        assert guard() is None
+        assert gone() is None
+    finally:
+        gc.enable()

@@ -591,7 +591,6 @@ class StreamGuard:
         self._ran: anyio.Event | None = None
         """Set once the backend is done (or never ran): the watchdog's cue to end (made by `start_in`,
         inside the event loop: the guard itself may be built outside one, as `execute_sync` does)."""
-        self._ctx = _Context(self)
 
     # -- what adapters call -------------------------------------------------------------------
 
@@ -824,6 +823,7 @@ class StreamGuard:
         """Drive the backend to its end, then emit the one `result`. Never raises."""
         outcome: RunOutcome | None = None
         failure: BaseException | None = None
+        ctx = _Context(self)  # held by the run, not by the guard: no cycle, so a run is freed as it ends
         try:
             try:
                 await self._announce_unsupported_options()
@@ -832,7 +832,7 @@ class StreamGuard:
                     if self._stop_reason is not None:
                         scope.cancel()
                     try:
-                        outcome = await self.backend.run(self._ctx)
+                        outcome = await self.backend.run(ctx)
                     except Exception as exc:  # caught here, inside the scope, to keep its traceback short
                         failure = exc
             except _ConsumerGone:
@@ -846,7 +846,7 @@ class StreamGuard:
             if self._consumer_gone or isinstance(failure, _ConsumerGone):
                 return
             with anyio.CancelScope(shield=True):
-                await self._finish(outcome, failure)
+                await self._finish(outcome, failure, ctx.turns)
         except (_ConsumerGone, anyio.BrokenResourceError):
             return  # the consumer closed the stream: nobody left to tell
         finally:
@@ -887,7 +887,7 @@ class StreamGuard:
             with anyio.move_on_after(min(max(wait, 0.01), 0.5)):
                 await ran.wait()
 
-    async def _finish(self, outcome: RunOutcome | None, failure: BaseException | None) -> None:
+    async def _finish(self, outcome: RunOutcome | None, failure: BaseException | None, turns: int) -> None:
         for scope in list(self.agg.buffers):
             await self.flush_message(scope)
         status: ResultStatus
@@ -918,7 +918,7 @@ class StreamGuard:
                 final_text=final_text,
                 usage=self.agg.total_usage(),
                 duration_ms=round((self._clock() - self._started) * 1000),
-                turns=self._ctx.turns,
+                turns=turns,
                 short_id=(outcome.short_id if outcome and outcome.short_id else session.short_id if session else None),
                 backend=session.backend if session is not None else self.backend.name,
                 error=error,
