@@ -33,6 +33,15 @@ def codex_binary(monkeypatch: pytest.MonkeyPatch) -> Path:
     return binary
 
 
+@pytest.fixture(params=["asyncio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """Each real-binary run costs a process start: asyncio only, unless a test parametrizes
+    `anyio_backend` itself to cover trio too (a plain run, a permission asked and answered, a
+    cancellation that leaves no process, the warm pool's reuse and retirement, a provider that is
+    down, a resume from another process: the paths where the event loop's own I/O is used)."""
+    return str(request.param)
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     root = tmp_path / "ws"

@@ -79,6 +79,7 @@ async def gone(pid: int, started_at: str) -> None:
         await anyio.sleep(0.01)
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
 async def test_the_next_run_takes_the_warm_process_with_a_thread_and_a_rollout_of_its_own(
     workspace: Path, tmp_path: Path
 ) -> None:
@@ -116,6 +117,7 @@ async def test_the_next_run_takes_the_warm_process_with_a_thread_and_a_rollout_o
     assert pool.pids() == []
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
 async def test_a_cancelled_run_retires_its_process_and_leaves_nothing_running(workspace: Path) -> None:
     pool = CodexPool(size=1)
     start = Recording()

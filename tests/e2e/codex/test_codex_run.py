@@ -68,6 +68,7 @@ def result(events: list) -> Result:  # type: ignore[type-arg]
     return last
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
 async def test_text_streams_as_deltas_with_the_reported_usage(workspace: Path) -> None:
     turn = ModelTurn(
         text="Hello from the fake model.", text_chunks=3, usage=Usage(input_tokens=12, output_tokens=6, cached_tokens=4)
@@ -129,6 +130,7 @@ async def test_a_read_only_command_runs_by_policy_and_shows_the_models_arguments
     assert output.data == {"exit_code": 0, "status": "completed"}
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
 async def test_a_command_that_writes_asks_and_runs_when_allowed(workspace: Path) -> None:
     turns = [ModelTurn(function_calls=[shell("echo hi > out.txt")]), ModelTurn(text="Written.")]
     asked, handler = answering(UserInputResponse.allow())
@@ -278,6 +280,7 @@ async def test_a_stalled_stream_fails_after_codexs_idle_limit(workspace: Path) -
     assert "idle timeout" in error.message
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
 async def test_a_provider_that_is_down_does_not_hang_the_run(workspace: Path) -> None:
     with FakeOpenAI() as server:
         base_url = server.base_url
@@ -338,6 +341,7 @@ def app_server_of(pid: int) -> int:
     raise AssertionError("no app-server above the command")
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
 async def test_cancelling_mid_command_leaves_no_process(workspace: Path) -> None:
     events, started = await _run_until_the_command_runs(workspace, lambda stream, pids: stream.cancel())
     assert result(events).status == "cancelled"
