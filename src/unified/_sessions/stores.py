@@ -130,6 +130,8 @@ _sessions_root = PerEnvironment(_find_sessions_root)
 
 _ONE_MICROSECOND = timedelta(microseconds=1)
 """The clock's and the stored stamps' resolution (isoformat and PostgreSQL's timestamptz)."""
+_CLOCK_STEP_BACK = timedelta(days=1)
+"""The most a clock steps back that a save still orders after (see `stamp_updated`)."""
 _stamp_lock = threading.Lock()
 _last_stamp = datetime.min.replace(tzinfo=UTC)
 
@@ -139,17 +141,25 @@ def utc_now() -> datetime:
 
 
 def stamp_updated(session: StoredSession) -> None:
-    """Set `updated_at` for a save: now, but after the session's previous stamp and after every
-    stamp this process gave before.
+    """Set `updated_at` for a save: now, but after every stamp this process gave before and after
+    the session's own previous stamp.
 
-    Two saves can read the same microsecond from the clock, or a clock stepped back, and then
-    the newest-first order of listings and of a short id's candidates would tie or run
-    backwards. A save that happened later in this process reads later; every store stamps
-    through here, so they all agree. Across processes the clock is all there is."""
+    Two saves can read the same microsecond from the clock, and a clock can step back; then the
+    newest-first order of listings and of a short id's candidates would tie or run backwards. A
+    save that happened later in this process reads later than every save before it, and a session's
+    save later than its own last one; every store stamps through here, so they all agree. Across
+    processes the clock is all there is. A previous stamp more than `_CLOCK_STEP_BACK` ahead of the
+    clock (or without a time zone) is no clock's step back but a damaged or foreign record's: it is
+    not followed. A session's own stamp never moves the process's: other sessions' stamps stay the
+    clock's (plus a microsecond a tie)."""
     global _last_stamp
     with _stamp_lock:
-        stamp = max(utc_now(), session.updated_at + _ONE_MICROSECOND, _last_stamp + _ONE_MICROSECOND)
-        _last_stamp = session.updated_at = stamp
+        now = utc_now()
+        stamp = _last_stamp = max(now, _last_stamp + _ONE_MICROSECOND)
+    previous = session.updated_at
+    if previous.utcoffset() is not None and now <= previous <= now + _CLOCK_STEP_BACK:
+        stamp = max(stamp, previous + _ONE_MICROSECOND)
+    session.updated_at = stamp
 
 
 # --- the document, shared by both stores -----------------------------------------------------------

@@ -149,15 +149,36 @@ class StoreConformance:
             await store.save(session)
             stamps.append((await store.load(backend, session.session_id)).updated_at)
         assert stamps == sorted(set(stamps))  # strictly increasing
-        ahead = datetime.now(UTC) + timedelta(days=1)  # the stamp a clock since stepped back gave
+        ahead = datetime.now(UTC) + timedelta(hours=1)  # the stamp a clock since stepped back gave
         session.updated_at = ahead
         await store.save(session)
         assert (await store.load(backend, session.session_id)).updated_at > ahead
         other = _session(backend, "bbbb2222-0000-4000-8000-000000000002")
-        await store.save(other)  # saved later in this process, so newer, whatever the clock says
-        assert other.updated_at > ahead
+        order = []
+        for _ in range(10):  # two sessions saved in turn, back to back: each save reads later than the one before
+            for saved in (session, other):
+                saved.updated_at = datetime.now(UTC) - timedelta(hours=1)  # as a copy loaded earlier holds
+                await store.save(saved)
+                order.append((await store.load(backend, saved.session_id)).updated_at)
+        assert order == sorted(set(order))
         listed = await store.list_sessions(backend)
         assert [s.session_id for s in listed] == [other.session_id, session.session_id]
+
+    @pytest.mark.anyio
+    async def test_a_stamp_no_clock_gave_is_not_followed(self, store_factory: StoreFactory, backend: str) -> None:
+        """A damaged or foreign record's stamp (the last possible moment, a year ahead, no time zone)
+        neither overflows a save nor drags the stamps of later saves into the future."""
+        store = store_factory()
+        far = datetime.now(UTC) + timedelta(days=365)
+        for n, stamp in enumerate((datetime.max.replace(tzinfo=UTC), far, datetime(2026, 1, 1))):
+            session = _session(backend, f"cccc{n}000-0000-4000-8000-00000000000{n}")
+            session.updated_at = stamp
+            await store.save(session)
+            assert session.updated_at < far
+            assert (await store.load(backend, session.session_id)).updated_at == session.updated_at
+        later = _session(backend, "dddd0000-0000-4000-8000-00000000000d")
+        await store.save(later)
+        assert later.updated_at < far
 
     @pytest.mark.anyio
     async def test_save_redacts_known_secret_values(
