@@ -25,12 +25,12 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.hang_guard import HANG_GUARD_S
 from tests.harness.lease_holder import lease_held_elsewhere
 from unified._sessions import stores
 from unified._sessions.stores import FileSessionStore, serialize
 from unified.errors import AmbiguousSession, CorruptSession, SessionError, SessionInUse, SessionNotFound
 from unified.sessions import StoredSession
-from unified.testing._store_conformance import HANG_GUARD_S
 
 BACKEND = "generate-content"
 
