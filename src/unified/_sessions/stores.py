@@ -51,6 +51,7 @@ import platformdirs
 
 from unified._environ import PerEnvironment
 from unified._exports import publish
+from unified._files import temporary_beside
 from unified._redaction import redact
 from unified._sessions.records import (
     SessionInfo,
@@ -702,7 +703,7 @@ class FileSessionStore(BlockingSessionStore):
         moving = False if new else self._check_replaceable(target)
         stamp_updated(session)
         data = serialize(session).encode("utf-8")
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp = temporary_beside(target)
         try:
             fd = _create(tmp, os.O_WRONLY | os.O_TRUNC)
             with os.fdopen(fd, "wb") as handle:
