@@ -136,6 +136,40 @@ def test_the_npm_launcher_leads_to_the_native_binary(tmp_path: Path) -> None:
         native_binary(launcher)
 
 
+def test_the_native_binary_is_looked_for_again_once_a_file_changes(tmp_path: Path) -> None:
+    """`native_binary` remembers its answer only while the launcher and the binary are the very files
+    it found: a reinstall (a new platform package), or a launcher replaced by a native binary, is seen."""
+    import platform
+    import sys
+
+    if (sys.platform, platform.machine()) != ("linux", "x86_64"):
+        pytest.skip("the fixture is laid out for linux x86_64")
+    scope = tmp_path / "node_modules" / "@openai"
+    (scope / "codex" / "bin").mkdir(parents=True)
+    launcher = scope / "codex" / "bin" / "codex.js"
+    launcher.write_text("#!/usr/bin/env node\n")
+    link = tmp_path / "codex"
+    link.symlink_to(launcher)
+
+    def install(triple: str) -> Path:
+        native = scope / "codex-linux-x64" / "vendor" / triple / "bin"
+        native.mkdir(parents=True)
+        (native / "codex").write_bytes(b"\x7fELF")
+        return (native / "codex").resolve()
+
+    first = install("b-unknown-linux-musl")
+    assert native_binary(link) == first
+    assert native_binary(link) == first  # remembered, and still right
+    first.unlink()  # npm replaced the platform package: another vendor directory
+    second = install("a-unknown-linux-musl")
+    assert native_binary(link) == second
+    standalone = tmp_path / "standalone-codex"
+    standalone.write_bytes(b"\x7fELF")
+    link.unlink()
+    link.symlink_to(standalone)  # the link now leads to a native binary of its own
+    assert native_binary(link) == standalone.resolve()
+
+
 # --- the run loop on a stand-in app-server --------------------------------------------------------------
 
 

@@ -151,9 +151,29 @@ def _is_script(path: Path) -> bool:
         return False
 
 
+_NATIVE: dict[Path, tuple[FileSignature, Path, FileSignature]] = {}
+"""`native_binary`'s answers in this process: the path asked, its file's signature then, the native binary
+and its signature. While both files are still those, a run takes the answer with two `stat`s instead of
+resolving the launcher's links, reading its first bytes and listing the platform package (480k of the
+6.5M instructions of a warm codex run's client, every run)."""
+
+
 def native_binary(path: Path) -> Path:
     """The native `codex` behind `path`: itself, or, for the npm launcher (`bin/codex.js`), the binary of
-    the platform package npm installed beside it."""
+    the platform package npm installed beside it. A reinstall, or a link or launcher pointed elsewhere,
+    changes a signature, and the binary is looked for again."""
+    asked = file_signature(path)
+    known = _NATIVE.get(path)
+    if known is not None and known[0] == asked and file_signature(known[1]) == known[2]:
+        return known[1]
+    found = _find_native(path)
+    native = file_signature(found)
+    if asked is not None and native is not None:
+        _NATIVE[path] = (asked, found, native)
+    return found
+
+
+def _find_native(path: Path) -> Path:
     resolved = path.resolve()
     if not _is_script(resolved) and resolved.suffix != ".js":
         return resolved
