@@ -1,6 +1,7 @@
 """A FIFO, a link to a FIFO or a device where Codex keeps a rollout: refused as an unreadable rollout (a
-CorruptSession, a listing's problem, a subagent not counted), never waited on or read, never deleted.
-Pure, no process: the readers are called on hand-made files in the test's own CODEX_HOME."""
+CorruptSession, a listing's problem, a subagent not counted), never waited on or read, never deleted;
+and the same where the user's Codex home keeps its login or ours its config. Pure, no process: the
+readers are called on hand-made files in the test's own CODEX_HOME."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import pytest
 
 from tests.harness.not_regular import NOT_REGULAR, not_a_regular_file, still_there
 from unified._adapters.codex._conversation import rollout_from_conversation
+from unified._adapters.codex._launch import CONFIG_TOML, ChatgptLogin, chatgpt_login, prepare_home
 from unified._adapters.codex._rollouts import Rollouts, codex_short_id, read_rollout, rollout_name
 from unified._adapters.codex._shared_sessions import collect
+from unified._files import NotRegularFile
 from unified.conversations import Conversation, ModelTurn, TextPart, UserTurn
 from unified.errors import CorruptSession
 
@@ -80,3 +83,18 @@ def test_a_link_to_a_regular_rollout_is_read_listed_and_shared(tmp_path: Path) -
     stored = collect(home, GOOD, None)
     assert stored is not None
     assert stored.state["rollouts"] == {link.name: elsewhere.read_text()}
+
+
+@pytest.mark.parametrize("kind", NOT_REGULAR)
+def test_a_login_or_a_config_that_is_not_a_file_is_not_read(tmp_path: Path, kind: str) -> None:
+    """The user's `auth.json` is read as no ChatGPT login; our home's `config.toml` is written anew (the
+    thing there replaced whole, never opened to write)."""
+    user = tmp_path / "user-codex"
+    home = tmp_path / "our-codex"
+    with not_a_regular_file(user / "auth.json", kind) as login, not_a_regular_file(home / "config.toml", kind):
+        assert chatgpt_login({"CODEX_HOME": str(user)}) is None
+        prepare_home(home)
+        assert (home / "config.toml").read_text(encoding="utf-8") == CONFIG_TOML
+        with pytest.raises(NotRegularFile):
+            ChatgptLogin(login).copy_in(home)
+    assert still_there(login, kind)

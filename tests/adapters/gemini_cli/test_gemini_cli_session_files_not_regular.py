@@ -1,6 +1,7 @@
 """A FIFO, a link to a FIFO or a device where the Gemini CLI keeps a chat file, its `projects.json` or a
 project's `.project_root`: every reader refuses it as an unreadable file (a listing's problem, a
-CorruptSession, an entry skipped), never waits on it or reads it, and never deletes it. Without a
+CorruptSession, an entry skipped), never waits on it or reads it, and never deletes it; and the same for
+its `settings.json` and `oauth_creds.json`. Without a
 binary: the readers are called on hand-made files under the isolated home (tests/conftest.py)."""
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from unified._adapters.gemini_cli._chat_files import (
     session_usage,
 )
 from unified._adapters.gemini_cli._conversation import FAILED_TURN, keep_failed_prompt, open_retry, project_slug
+from unified._adapters.gemini_cli._launch import DEFAULT_MODEL, Launch
 from unified._adapters.gemini_cli._shared_sessions import project_chats, stored_session
+from unified._auth import _read_json_object
 from unified.errors import CorruptSession
 from unified.events import Usage
 
@@ -153,3 +156,22 @@ def test_links_to_regular_files_are_read_as_before(isolated_home: Path, tmp_path
     keep_failed_prompt(home, GOOD, [{"type": "text", "text": "again"}])
     assert FAILED_TURN in read_chat(path).meta
     assert (elsewhere / "chat.jsonl").read_text().endswith("}}\n")
+
+
+@pytest.mark.parametrize("kind", NOT_REGULAR)
+def test_settings_and_credentials_that_are_not_files_are_not_read(isolated_home: Path, kind: str) -> None:
+    """The CLI's `settings.json` names no model; its `oauth_creds.json` is no login."""
+    home = gemini_home({"HOME": str(isolated_home)})
+    launch = Launch(
+        binary=Path("gemini"),
+        env={"GEMINI_CLI_HOME": str(isolated_home)},
+        model=None,
+        fake_responses=None,
+        fake_responses_strict=False,
+        include_directories=(),
+        excluded_tools=(),
+    )
+    with not_a_regular_file(home / "settings.json", kind), not_a_regular_file(home / "oauth_creds.json", kind) as creds:
+        assert launch.model_for() == DEFAULT_MODEL
+        assert _read_json_object(creds) is None
+    assert still_there(creds, kind)
