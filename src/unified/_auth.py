@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from unified._files import read_regular
+
 __all__ = [
     "ANTHROPIC_MODES",
     "API_AUTH_TITLES",
@@ -604,7 +606,7 @@ def _adc_file(env: Mapping[str, str], user_home: Path) -> Path | None:
 
 def _read_json_object(path: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_regular(path))  # a FIFO or a device there: refused, never waited on
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

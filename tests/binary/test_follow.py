@@ -7,7 +7,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from tests.harness.not_regular import NOT_REGULAR, not_a_regular_file, still_there
 from unified._binary.follow import JsonlFollower, JsonlTail, split_records
+from unified._files import NotRegularFile
 
 
 def line(record: dict[str, Any]) -> bytes:
@@ -88,3 +92,35 @@ def test_a_listing_that_fails_is_reported_not_raised(tmp_path: Path) -> None:
     follower.start()
     assert follower.poll(rescan=True) == []
     assert follower.unreadable == "cannot list the files: denied"
+
+
+@pytest.mark.parametrize("kind", NOT_REGULAR)
+def test_a_fifo_or_a_device_among_the_files_is_dropped_not_waited_on(tmp_path: Path, kind: str) -> None:
+    """A FIFO (no writer: a plain open waits forever) or a device named by `discover()` is refused on
+    the open descriptor: its reason is kept, the other files go on being followed."""
+    good = tmp_path / "good.jsonl"
+    good.write_bytes(b"")
+    hostile = tmp_path / "hostile.jsonl"
+    with not_a_regular_file(hostile, kind):
+        follower = JsonlFollower(lambda: [hostile, good], rescan_interval=None)
+        follower.start()
+        append(good, line({"n": 1}))
+        assert follower.poll() == [(good, {"n": 1})]
+        assert follower.unreadable is not None
+        assert f"{hostile} is not a regular file" in follower.unreadable
+        assert list(follower.tails) == [good]
+        with pytest.raises(NotRegularFile):
+            JsonlTail(hostile).read()
+    assert still_there(hostile, kind)
+
+
+def test_a_link_to_a_regular_file_is_followed(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere" / "real.jsonl"
+    target.parent.mkdir()
+    target.write_bytes(line({"n": 1}))
+    link = tmp_path / "f.jsonl"
+    link.symlink_to(target)
+    tail = JsonlTail(link)
+    assert tail.read() == [{"n": 1}]
+    append(target, line({"n": 2}))
+    assert tail.read() == [{"n": 2}]

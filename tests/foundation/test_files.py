@@ -1,14 +1,17 @@
-"""Files written whole and atomically (`unified._files`): what the binaries' homes and unified's cache hold."""
+"""Files written whole and atomically (`unified._files`): what the binaries' homes and unified's cache hold;
+and files read from there only when they are regular files (a FIFO or a device refused, never waited on)."""
 
 from __future__ import annotations
 
+import errno
 import stat
 import threading
 from pathlib import Path
 
 import pytest
 
-from unified._files import write_atomically
+from tests.harness.not_regular import NOT_REGULAR, not_a_regular_file, still_there
+from unified._files import NotRegularFile, append_line, open_regular, read_regular, read_regular_text, write_atomically
 
 
 @pytest.fixture
@@ -62,3 +65,61 @@ def test_a_write_that_fails_leaves_no_temporary_file(folder: Path) -> None:
     with pytest.raises(IsADirectoryError):
         write_atomically(target, "x")
     assert [p.name for p in folder.iterdir()] == ["chats"]
+
+
+@pytest.mark.parametrize("kind", NOT_REGULAR)
+def test_what_is_not_a_regular_file_is_refused_on_open_never_waited_on(folder: Path, kind: str) -> None:
+    """A FIFO with no writer would make a plain open wait forever, a device be read (without end, for
+    /dev/zero): every reader of the binaries' homes refuses them with NotRegularFile, an OSError naming
+    the path, what it is and what to do."""
+    path = folder / "session.jsonl"
+    with not_a_regular_file(path, kind):
+        for read in (open_regular, read_regular, read_regular_text):
+            with pytest.raises(NotRegularFile) as caught:
+                read(path)
+            assert isinstance(caught.value, OSError)
+            assert caught.value.errno == errno.EINVAL
+            assert caught.value.filename == str(path)
+            what = "a character device" if kind == "link to a device" else "a FIFO"
+            assert str(caught.value).startswith(f"{path} is not a regular file but {what}; ")
+            assert "move it away" in str(caught.value)
+        with pytest.raises(NotRegularFile):
+            append_line(path, b"{}\n")
+    assert still_there(path, kind)
+
+
+def test_a_directory_and_a_missing_file_keep_their_own_errors(folder: Path) -> None:
+    with pytest.raises(NotRegularFile) as caught:
+        read_regular(folder)
+    assert caught.value.errno == errno.EISDIR
+    with pytest.raises(FileNotFoundError):
+        read_regular(folder / "missing")
+
+
+def test_a_link_to_a_regular_file_is_followed_and_read(folder: Path) -> None:
+    """The binaries' homes may be the user's own, with links of their own: a link is followed, its
+    target checked."""
+    target = folder / "real.json"
+    target.write_bytes(b'{"a": 1}\r\n')
+    link = folder / "projects.json"
+    link.symlink_to(target)
+    with open_regular(link) as handle:
+        assert handle.read() == b'{"a": 1}\r\n'
+    assert read_regular(link) == b'{"a": 1}\r\n'
+    assert read_regular_text(link) == target.read_text()  # newlines as Path.read_text gives them
+    with pytest.raises(OSError, match="more than unified reads"):
+        read_regular(link, max_bytes=3)
+    append_line(link, b'{"b": 2}\n')
+    assert target.read_bytes() == b'{"a": 1}\r\n{"b": 2}\n'
+
+
+def test_append_line_starts_a_line_of_its_own(folder: Path) -> None:
+    path = folder / "chat.jsonl"
+    path.write_bytes(b'{"a": 1}')  # a last line cut short
+    append_line(path, b'{"b": 2}\n')
+    append_line(path, b'{"c": 3}\n')
+    assert path.read_bytes() == b'{"a": 1}\n{"b": 2}\n{"c": 3}\n'
+    empty = folder / "empty.jsonl"
+    empty.write_bytes(b"")
+    append_line(empty, b"x\n")
+    assert empty.read_bytes() == b"x\n"

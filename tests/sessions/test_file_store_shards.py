@@ -13,20 +13,17 @@ listed record swapped for a link or a FIFO before its read, refused rather than 
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
 import socket
 import stat
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
 
-from tests.hang_guard import HANG_GUARD_S
 from tests.harness.lease_holder import lease_held_elsewhere
+from tests.harness.not_regular import releasing_readers_of
 from unified._sessions import stores
 from unified._sessions.stores import FileSessionStore, serialize
 from unified.errors import AmbiguousSession, CorruptSession, SessionError, SessionInUse, SessionNotFound
@@ -369,33 +366,13 @@ def test_names_that_are_no_id_links_and_directories_are_not_sessions(tmp_path: P
             anyio.run(store.resolve, BACKEND, ref)
 
 
-@contextlib.contextmanager
-def _releasing_readers_of(fifo: Path) -> Iterator[None]:
-    """Hang guard only: if a regression opens and reads `fifo`, free it (EOF) after HANG_GUARD_S so
-    the test fails on its assertion instead of hanging the suite. Normally nothing waits on it."""
-    done = threading.Event()
-
-    def release() -> None:
-        while not done.wait(HANG_GUARD_S):
-            with contextlib.suppress(OSError):  # ENXIO: no reader waits
-                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-
-    thread = threading.Thread(target=release, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        done.set()
-        thread.join()
-
-
 def test_a_fifo_at_a_record_s_path_is_refused_not_waited_on(tmp_path: Path) -> None:
     store = FileSessionStore(tmp_path)
     session = _session("ab000000-fifo")
     fifo = store.path_of(BACKEND, session.session_id)
     fifo.parent.mkdir(parents=True)
     os.mkfifo(fifo)
-    with _releasing_readers_of(fifo):
+    with releasing_readers_of(fifo):
         with pytest.raises(CorruptSession, match="not a regular file"):
             anyio.run(store.load, BACKEND, session.session_id)
         with pytest.raises(CorruptSession, match="not a regular file"):
@@ -424,7 +401,7 @@ def test_a_listed_record_swapped_before_its_read_is_reported_not_followed(tmp_pa
             os.mkfifo(listed)
         return real(self, listed)
 
-    with _releasing_readers_of(path), pytest.MonkeyPatch.context() as patch:
+    with releasing_readers_of(path), pytest.MonkeyPatch.context() as patch:
         patch.setattr(FileSessionStore, "_read_header", swapping)
         [entry] = anyio.run(store.list_sessions, BACKEND)
     assert entry.session_id == session.session_id

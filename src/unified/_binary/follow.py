@@ -14,7 +14,8 @@ records mean is the backend's business.
 - A partial last line waits for the next poll; a line that is not a JSON object is skipped; a file
   rewritten shorter than what was read is read again from its start.
 - A file that cannot be read (or a `discover()` that fails) leaves the reason in `unreadable`; the
-  file is dropped from the set, the others go on.
+  file is dropped from the set, the others go on. A FIFO or a device (or a link to one) is such a
+  file: it is opened by `unified._files.open_regular`, refused, never waited on or read without end.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from unified._files import open_regular
 
 __all__ = ["JsonlFollower", "JsonlTail", "split_records"]
 
@@ -54,7 +57,7 @@ class JsonlTail:
 
     def read(self) -> list[dict[str, Any]]:
         """The records appended since the last read; raises OSError if the file cannot be read."""
-        with self.path.open("rb") as handle:
+        with open_regular(self.path) as handle:
             size = handle.seek(0, 2)
             if size < self.offset:  # rewritten from scratch: start over
                 self.offset, self.partial = 0, b""

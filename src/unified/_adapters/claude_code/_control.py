@@ -40,6 +40,7 @@ from typing import Any
 
 from unified._binary.framing import json_line, parse_object
 from unified._binary.jsonrpc import LineProblem
+from unified._files import read_regular
 from unified.backends import AgentProcess, MalformedLine
 
 __all__ = ["ClaudeConnection", "LineProblem", "control_response_of"]
@@ -106,7 +107,7 @@ class ClaudeConnection:
             return
         entry = self.entries / f"{pid}.json"
         try:
-            named = json.loads(entry.read_bytes()).get("sessionId")
+            named = json.loads(read_regular(entry)).get("sessionId")
         except (OSError, ValueError, AttributeError):
             return  # none (a polite exit removed it), or not one we can tell is ours
         if named == self.session_id:

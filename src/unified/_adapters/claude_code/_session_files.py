@@ -15,6 +15,7 @@ readable conversation is listed with a `problem` and left as it is.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from collections.abc import Iterator, Mapping
@@ -25,7 +26,7 @@ from typing import Any
 
 from unified._adapters.claude_code._launch import config_dir
 from unified._adapters.claude_code._options import BACKEND
-from unified._files import write_atomically
+from unified._files import open_regular, write_atomically
 from unified.errors import SessionNotFound
 from unified.sessions import SessionInfo, SessionProblem, resolve_ref, short_id_of
 
@@ -119,10 +120,15 @@ class ParsedSession:
         ]
 
 
-def parse_session(path: Path) -> ParsedSession:
-    """Read one session file (tolerating bad lines)."""
+def parse_session(path: Path, *, max_bytes: int | None = None) -> ParsedSession:
+    """Read one session file (tolerating bad lines). OSError when it cannot be read: `NotRegularFile` for a
+    FIFO or a device at its path (or a link to one), never waited on; with `max_bytes`, a file larger than
+    that is refused unread."""
     parsed = ParsedSession(session_id=path.stem, path=path)
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if max_bytes is not None and size > max_bytes:
+            raise OSError(f"{size} bytes, more than unified reads ({max_bytes})")
         for raw in handle:
             if not raw.strip():
                 continue
@@ -193,10 +199,7 @@ class SessionFiles:
         """The listing entry of one file; None for a file with no prompt (a process that never got one)."""
         session_id = path.stem
         try:
-            size = path.stat().st_size
-            if size > MAX_SESSION_BYTES:
-                raise OSError(f"{size} bytes, more than unified reads ({MAX_SESSION_BYTES})")
-            parsed = parse_session(path)
+            parsed = parse_session(path, max_bytes=MAX_SESSION_BYTES)
         except OSError as exc:
             return self._unreadable(path, f"cannot be read: {exc}")
         if parsed.first_prompt is None:

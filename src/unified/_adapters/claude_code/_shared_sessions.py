@@ -21,7 +21,7 @@ from unified._adapters.claude_code._launch import config_dir
 from unified._adapters.claude_code._options import BACKEND
 from unified._adapters.claude_code._session_files import SessionFiles, parse_session
 from unified._binary.shared import SharedFiles
-from unified._files import write_atomically
+from unified._files import read_regular_text, write_atomically
 from unified.errors import CorruptSession
 from unified.sessions import StoredSession
 
@@ -79,7 +79,7 @@ def stored_session(home: Path, session_id: str, cwd: Path, previous: StoredSessi
     session.first_prompt = session.first_prompt or parsed.first_prompt
     session.model = parsed.model or session.model
     session.cwd = parsed.cwd or str(cwd)
-    session.state = {SESSION_FILE: {"project": path.parent.name, "text": path.read_text(encoding="utf-8")}}
+    session.state = {SESSION_FILE: {"project": path.parent.name, "text": read_regular_text(path)}}
     return session
 
 

@@ -35,7 +35,7 @@ from unified._adapters.codex._launch import PINNED_VERSION
 from unified._adapters.codex._options import BACKEND
 from unified._adapters.codex._rollouts import Rollout, Rollouts, codex_short_id, user_text
 from unified._adapters.codex._run import Opening
-from unified._files import write_atomically
+from unified._files import read_regular, write_atomically
 from unified.conversations import (
     Conversation,
     ImagePart,
@@ -422,7 +422,7 @@ def open_retry(rollouts: Rollouts, thread_id: str) -> Opening:
     """Cut the thread's rollout before the task of its last user message; that message is the turn's input."""
     rollout = rollouts.read(thread_id)
     path = rollout.path
-    raw = path.read_bytes().splitlines(keepends=True)
+    raw = read_regular(path).splitlines(keepends=True)
     last_user: int | None = None
     task_start: int | None = None
     cut = 0

@@ -38,7 +38,7 @@ from unified._adapters.codex._options import BACKEND, CodexOptions
 from unified._binary.environment import EnvPolicy, FileSignature, child_env, file_signature
 from unified._binary.install import BinarySpec, locate
 from unified._binary.process import AgentSubprocess
-from unified._files import temporary_beside, write_atomically
+from unified._files import read_regular, read_regular_text, temporary_beside, write_atomically
 from unified.errors import BackendUnavailable, ConfigurationError
 from unified.types import ExecuteParams, HttpMcpServer, SseMcpServer, StdioMcpServer
 
@@ -229,7 +229,7 @@ def prepare_home(home: Path) -> None:
     target = home / "config.toml"
     before = file_signature(target)
     with contextlib.suppress(OSError):
-        if target.read_text(encoding="utf-8") == CONFIG_TOML:
+        if read_regular_text(target) == CONFIG_TOML:  # a FIFO there is refused, then replaced
             if before is not None and file_signature(target) == before:  # not replaced while it was read
                 _PREPARED[home] = before
             return
@@ -265,15 +265,15 @@ class ChatgptLogin:
     source: Path
 
     def copy_in(self, home: Path) -> bytes:
-        data = self.source.read_bytes()
+        data = read_regular(self.source)
         write_atomically(home / "auth.json", data, mode=0o600)
         return data
 
     def copy_back(self, home: Path, original: bytes) -> bytes:
         """Returns what the two homes share now: the next run of a warm process compares with that."""
         with contextlib.suppress(OSError):
-            now = (home / "auth.json").read_bytes()
-            if now != original and self.source.read_bytes() == original:
+            now = read_regular(home / "auth.json")
+            if now != original and read_regular(self.source) == original:
                 write_atomically(self.source, now, mode=0o600)
                 return now
         return original
@@ -283,7 +283,7 @@ def chatgpt_login(env: Mapping[str, str]) -> ChatgptLogin | None:
     """The user's ChatGPT login, if their Codex home has one."""
     source = user_codex_home(env) / "auth.json"
     try:
-        data = json.loads(source.read_text(encoding="utf-8"))
+        data = json.loads(read_regular(source))
     except (OSError, ValueError):
         return None
     if isinstance(data, dict) and data.get("auth_mode") == "chatgpt" and isinstance(data.get("tokens"), dict):

@@ -15,7 +15,9 @@ bits); `resolve` takes a full id, a short id or any unique prefix of either, an 
 parent's session is.
 
 Hostile input is normal: a line that is not JSON or is longer than `MAX_LINE_BYTES` is skipped, a
-file whose first line is not a `session_meta` is listed with a `problem` (and refused on resume).
+file whose first line is not a `session_meta` is listed with a `problem` (and refused on resume), and
+so is a FIFO or a device at a rollout's path, or a link to one (opened by `open_regular`: refused,
+never waited on or read).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from unified._adapters.codex._options import BACKEND
-from unified._files import write_atomically
+from unified._files import NotRegularFile, open_regular, write_atomically
 from unified.errors import CorruptSession, SessionNotFound
 from unified.sessions import SessionInfo, SessionProblem, resolve_ref
 
@@ -69,7 +71,7 @@ def rollout_name(thread_id: str, created: datetime) -> str:
 
 def _lines(path: Path, limit: int | None = None) -> Iterator[dict[str, Any] | None]:
     """The file's records; None for a line that cannot be read (too long, not JSON, not an object)."""
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         count = 0
         while limit is None or count < limit:
             line = handle.readline(MAX_LINE_BYTES + 1)
@@ -145,7 +147,8 @@ def read_rollout(path: Path, limit: int | None = None) -> Rollout:
                 meta = payload
             records.append(record)
     except OSError as exc:
-        raise CorruptSession(f"{path} cannot be read: {exc.strerror or exc}", hint="check its permissions") from exc
+        hint = exc.hint if isinstance(exc, NotRegularFile) else "check its permissions"
+        raise CorruptSession(f"{path} cannot be read: {exc.strerror or exc}", hint=hint) from exc
     if meta is None:
         raise CorruptSession(f"{path} is empty", hint="Codex cannot resume it either; it was left unchanged")
     if str(meta.get("id", "")).lower() != match["id"]:

@@ -22,6 +22,7 @@ from typing import Any
 from unified._adapters.codex._options import BACKEND
 from unified._adapters.codex._rollouts import ROLLOUT_NAME, Rollouts, codex_short_id, read_rollout, show_rollout
 from unified._binary.shared import SharedFiles
+from unified._files import read_regular_text
 from unified.errors import CorruptSession
 from unified.sessions import SessionInfo, SessionStore, StoredSession, resolve_ref
 
@@ -77,9 +78,9 @@ def collect(home: Path, thread_id: str, previous: StoredSession | None) -> Store
     path = rollouts.path_of(thread_id)
     if path is None:
         return None
-    files = {path.name: path.read_text(encoding="utf-8")}
+    files = {path.name: read_regular_text(path)}
     for child in rollouts.children(thread_id):
-        files[child.name] = child.read_text(encoding="utf-8")
+        files[child.name] = read_regular_text(child)
     info = rollouts.info(path, thread_id)
     session = previous or StoredSession(backend=BACKEND, session_id=thread_id)
     if info is not None:

@@ -12,10 +12,12 @@ that project first and, on a miss, every project, so a session started elsewhere
 error naming its project and how to resume it there.
 
 Listing reads the head (up to the first real prompt) and a tail of each file, not the whole file.
-A file we cannot read is reported in `problems` (and by `GeminiSessionLocator.list_sessions` as an
-entry with `problem` set); nothing here deletes a file except `ChatFiles.delete()` on the caller's
-explicit request and `ResumeGuard.after()`, which only removes a file the CLI has just created with
-no messages for a session that has a real file elsewhere.
+Every file is opened by `unified._files.open_regular`: a FIFO or a device at a chat file's path (or
+a link to one) is refused as unreadable, never waited on. A file we cannot read is reported in
+`problems` (and by `GeminiSessionLocator.list_sessions` as an entry with `problem` set); nothing
+here deletes a file except `ChatFiles.delete()` on the caller's explicit request (only regular files
+whose header names the session) and `ResumeGuard.after()`, which only removes a file the CLI has
+just created with no messages for a session that has a real file elsewhere.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from typing import Any
 
 import platformdirs
 
-from unified._files import write_atomically
+from unified._files import NotRegularFile, open_regular, read_regular, read_regular_text, write_atomically
 from unified.errors import CorruptSession, SessionNotFound
 from unified.events import Usage
 from unified.sessions import SHORT_ID_LENGTH, SessionInfo, resolve_ref, short_id_of
@@ -129,7 +131,9 @@ class ChatFile:
 def read_chat(path: Path) -> ChatFile:
     """Replay a chat file: last record per id, `$set` (checkpoints included) and `$rewindTo`."""
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path)
+    except NotRegularFile as exc:
+        raise CorruptSession(f"cannot read {path}: it is {exc.strerror}", hint=exc.hint) from exc
     except OSError as exc:
         raise CorruptSession(f"cannot read {path}: {exc}", hint="check the file's permissions") from exc
     return parse_chat(raw, path)
@@ -183,9 +187,9 @@ def parse_chat(raw: bytes, path: Path) -> ChatFile:
 
 def _read_edges(path: Path) -> tuple[list[bytes], list[bytes]]:
     """Complete lines from the file's head and (when it is large) its tail."""
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         head = handle.read(_HEAD_BYTES)
-        size = path.stat().st_size
+        size = os.fstat(handle.fileno()).st_size
         if size <= _HEAD_BYTES:
             lines = head.splitlines()
             return lines, lines
@@ -226,7 +230,7 @@ def session_usage(path: Path) -> tuple[Usage, int]:
     (`$set.messages`) replaces what came before. Only lines naming `tokens` are parsed."""
     calls: dict[str, dict[str, Any]] = {}
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             for line in handle:
                 if b'"tokens"' not in line:
                     continue
@@ -313,7 +317,7 @@ class ChatFiles:
     def projects(self) -> dict[str, str]:
         """Project root → directory name under tmp/ (slug), from projects.json."""
         try:
-            data = json.loads((gemini_home(self._env) / "projects.json").read_text())
+            data = json.loads(read_regular(gemini_home(self._env) / "projects.json"))
         except (OSError, ValueError):
             return {}
         projects = data.get("projects") if isinstance(data, dict) else None
@@ -322,7 +326,7 @@ class ChatFiles:
     @staticmethod
     def _marked_root(directory: Path) -> str | None:
         try:
-            return (directory / PROJECT_ROOT_FILE).read_text(encoding="utf-8").strip() or None
+            return read_regular_text(directory / PROJECT_ROOT_FILE).strip() or None
         except (OSError, UnicodeDecodeError):
             return None
 
@@ -433,7 +437,11 @@ class ChatFiles:
         info = self.resolve(ref, cwd)
         path = Path(str(info.path))
         for twin in path.parent.glob(f"session-*-{info.short_id}.jsonl"):
-            header = _loads(twin.read_bytes().split(b"\n", 1)[0])
+            try:
+                with open_regular(twin) as handle:
+                    header = _loads(handle.readline())
+            except NotRegularFile:
+                continue  # not a chat file: not the CLI's, not ours to delete
             if header is not None and header.get("sessionId") == info.session_id:
                 twin.unlink()
         shutil.rmtree(path.parent / info.session_id, ignore_errors=True)
@@ -448,7 +456,7 @@ def session_files(home: Path, session_id: str) -> list[Path]:
     found = []
     for path in (home / "tmp").glob(f"*/chats/session-*-{short_id_of(session_id)}.jsonl"):
         try:
-            with path.open("rb") as handle:
+            with open_regular(path) as handle:
                 header = _loads(handle.readline())
         except OSError:
             continue
@@ -534,7 +542,7 @@ def repair_function_responses(path: Path) -> str | None:
     (`surplus_responses`), so the history the CLI loads is one the Gemini API accepts. Every other
     line is kept byte for byte; the file is replaced atomically. Returns what was done, or None."""
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path)
         chat = parse_chat(raw, path)
     except (OSError, CorruptSession):
         return None

@@ -44,7 +44,7 @@ from unified._adapters.gemini_cli._chat_files import (
     session_files,
     usage_from_counts,
 )
-from unified._files import write_atomically
+from unified._files import append_line, read_regular, read_regular_text, write_atomically
 from unified._internal.gemini_parts import response_of_result, result_of_response
 from unified.conversations import (
     Conversation,
@@ -327,7 +327,7 @@ def _slugify(text: str) -> str:
 
 def _marker(directory: Path) -> str | None:
     try:
-        return (directory / PROJECT_ROOT_FILE).read_text(encoding="utf-8").strip() or None
+        return read_regular_text(directory / PROJECT_ROOT_FILE).strip() or None
     except (OSError, UnicodeDecodeError):
         return None
 
@@ -340,7 +340,7 @@ def project_slug(home: Path, root: Path) -> str:
     bases = (home / "tmp", home / "history")
     registry = home / "projects.json"
     try:
-        data = json.loads(registry.read_text(encoding="utf-8"))
+        data = json.loads(read_regular(registry))
     except (OSError, ValueError):
         data = {}
     projects: dict[str, str] = dict(data.get("projects") or {}) if isinstance(data, dict) else {}
@@ -360,8 +360,8 @@ def project_slug(home: Path, root: Path) -> str:
                 break
     for base_dir in bases:
         (base_dir / slug).mkdir(parents=True, exist_ok=True)
-        if _marker(base_dir / slug) is None:
-            (base_dir / slug / PROJECT_ROOT_FILE).write_text(key, encoding="utf-8")
+        if _marker(base_dir / slug) is None:  # missing, empty or unreadable (a FIFO is replaced, never opened)
+            write_atomically(base_dir / slug / PROJECT_ROOT_FILE, key)
     if projects.get(key) != slug:
         projects[key] = slug
         write_atomically(registry, json.dumps({"projects": projects}, indent=2))
@@ -450,9 +450,7 @@ def keep_failed_prompt(home: Path, session_id: str, blocks: list[dict[str, Any]]
         if turns and prompt_text(turns[-1]) == _blocks_text(blocks):
             turns = turns[:-1]  # the prompt itself, not taken out (yet)
         record = {"$set": {FAILED_TURN: {"prompt": blocks, "after": _last_turn_id(turns)}}}
-        ends_open = not path.read_bytes().endswith(b"\n")
-        with path.open("a", encoding="utf-8") as handle:
-            handle.write(("\n" if ends_open else "") + json.dumps(record, ensure_ascii=False) + "\n")
+        append_line(path, (json.dumps(record, ensure_ascii=False) + "\n").encode())
 
 
 def open_retry(path: Path, session_id: str) -> Opening:
@@ -474,7 +472,5 @@ def open_retry(path: Path, session_id: str) -> Opening:
             f"there is no failed turn to retry in session {short_id_of(session_id)}: its last turn was answered",
             hint="send a prompt instead of retry",
         )
-    ends_open = not path.read_bytes().endswith(b"\n")
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(("\n" if ends_open else "") + json.dumps({"$rewindTo": last["id"]}) + "\n")
+    append_line(path, (json.dumps({"$rewindTo": last["id"]}) + "\n").encode())
     return Opening(load=session_id, prompt=_prompt_blocks(last.get("content")))

@@ -36,6 +36,7 @@ from unified._adapters.gemini_cli._options import GeminiCliOptions
 from unified._binary.environment import EnvPolicy, FileSignature, cache_file, child_env, file_signature
 from unified._binary.install import NODE_HINT, BinarySpec, NodeUnavailable, locate
 from unified._binary.process import AgentSubprocess
+from unified._files import read_regular
 from unified.tools import protected_path_patterns
 from unified.types import ExecuteParams
 
@@ -129,7 +130,7 @@ def _system_settings_text(source: Path, signature: FileSignature | None) -> str:
     base: dict[str, Any] = {}
     if signature is not None and stat.S_ISREG(signature[0]):
         try:
-            loaded = json.loads(source.read_text())
+            loaded = json.loads(read_regular(source))
         except (OSError, ValueError):
             loaded = {}
         base = loaded if isinstance(loaded, dict) else {}
@@ -253,7 +254,7 @@ class Launch:
     def _settings_model(self) -> str | None:
         home = Path(self.env.get("GEMINI_CLI_HOME") or self.env.get("HOME") or Path.home())
         try:
-            settings = json.loads((home / ".gemini" / "settings.json").read_text(encoding="utf-8"))
+            settings = json.loads(read_regular(home / ".gemini" / "settings.json"))
         except (OSError, ValueError):
             return None
         model = settings.get("model") if isinstance(settings, dict) else None

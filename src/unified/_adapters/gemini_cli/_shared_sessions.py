@@ -31,7 +31,7 @@ from unified._adapters.gemini_cli._chat_files import (
     summarize,
 )
 from unified._binary.shared import SharedFiles
-from unified._files import write_atomically
+from unified._files import read_regular_text, write_atomically
 from unified.errors import CorruptSession
 from unified.sessions import StoredSession, short_id_of
 
@@ -78,7 +78,7 @@ def project_chats(home: Path, cwd: Path) -> Path:
             marker.write_text(root, encoding="utf-8")
             return candidate / "chats"
         with contextlib.suppress(OSError, UnicodeDecodeError):
-            if marker.read_text(encoding="utf-8").strip() == root:
+            if read_regular_text(marker).strip() == root:
                 (candidate / "chats").mkdir(exist_ok=True)
                 return candidate / "chats"
     raise CorruptSession(f"no free project directory for {root} under {tmp}", hint="clean up that directory")
@@ -136,7 +136,7 @@ def stored_session(home: Path, session_id: str, cwd: Path, previous: StoredSessi
         session.model = info.model or session.model
     session.usage, session.turns = session_usage(largest)
     session.cwd = str(cwd)
-    session.state = {CHAT_FILES: {path.name: path.read_text(encoding="utf-8") for path in files}}
+    session.state = {CHAT_FILES: {path.name: read_regular_text(path) for path in files}}
     return session
 
 
