@@ -175,3 +175,47 @@ def test_settings_and_credentials_that_are_not_files_are_not_read(isolated_home:
         assert launch.model_for() == DEFAULT_MODEL
         assert _read_json_object(creds) is None
     assert still_there(creds, kind)
+
+
+@pytest.mark.parametrize("kind", NOT_REGULAR)
+def test_the_resume_guard_refuses_a_file_swapped_after_it_was_listed(
+    isolated_home: Path, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The guard backs up every file of the session before `--resume`: one swapped for a FIFO or a device
+    between the listing and the copy is a CorruptSession naming it, and it is left where it is. (`shutil.copy2`
+    raised its own SpecialFileError for a FIFO, which ended the run as unified's internal error, and copied a
+    link to a device: /dev/zero without end.)"""
+    from unified._adapters.gemini_cli import _chat_files
+
+    path = chat_path(isolated_home, HOSTILE)
+    with not_a_regular_file(path, kind) as hostile:
+        monkeypatch.setattr(_chat_files, "session_files", lambda home, session_id: [hostile])
+        guard = _chat_files.ResumeGuard(gemini_home({"HOME": str(isolated_home)}), HOSTILE)
+        with pytest.raises(CorruptSession, match="cannot back up"):
+            guard.before()
+        assert still_there(hostile, kind)
+
+
+def test_the_resume_guard_restores_over_a_link_put_in_the_files_place(isolated_home: Path, tmp_path: Path) -> None:
+    """A chat file that lost messages during the resume is restored by replacing what is at its path: a link
+    put there since is replaced by the file, never written through to its target; the file's times and mode
+    are the original's, as `shutil.copy2` kept them."""
+    from unified._adapters.gemini_cli import _chat_files
+
+    path = chat_path(isolated_home, GOOD)
+    path.write_text(chat_lines(GOOD, "keep me"))
+    path.chmod(0o640)
+    before = path.stat()
+    guard = _chat_files.ResumeGuard(gemini_home({"HOME": str(isolated_home)}), GOOD)
+    guard.before()
+    elsewhere = tmp_path / "someone-elses-file"
+    elsewhere.write_text("not yours\n")
+    path.unlink()
+    path.symlink_to(elsewhere)  # it now reads as a session with no messages: the guard restores it
+    repairs = guard.after()
+    assert any("restored" in r for r in repairs)
+    assert elsewhere.read_text() == "not yours\n"
+    assert not path.is_symlink()
+    assert read_chat(path).messages[0]["content"] == [{"text": "keep me"}]
+    restored = path.stat()
+    assert (stat.S_IMODE(restored.st_mode), restored.st_mtime_ns) == (0o640, before.st_mtime_ns)

@@ -623,6 +623,17 @@ def _file_minute(path: Path) -> datetime | None:
         return None
 
 
+def _copy_regular(source: Path, target: Path) -> None:
+    """`source` copied to `target` with its times, as `shutil.copy2` copies, but read through a descriptor
+    checked to be a regular file (`open_regular`: a FIFO or a device swapped in is refused, never waited on or
+    copied without end) and written atomically (a link put at `target` is replaced, never written through)."""
+    with open_regular(source) as handle:
+        data = handle.read()
+        times = os.fstat(handle.fileno())
+    write_atomically(target, data, mode=stat.S_IMODE(times.st_mode))
+    os.utime(target, ns=(times.st_atime_ns, times.st_mtime_ns))
+
+
 class ResumeGuard:
     """Protects a conversation across `session/load` / `--resume` (two CLI bugs: docs/backends/gemini-cli.md, Quirk 7).
 
@@ -652,7 +663,12 @@ class ResumeGuard:
             minute = _file_minute(path)
             if minute is not None and minute >= now:
                 path = self._move_before(path, now)
-            shutil.copy2(path, self._backup_dir / f"{index}-{path.name}")
+            try:
+                _copy_regular(path, self._backup_dir / f"{index}-{path.name}")
+            except OSError as exc:  # swapped for a FIFO or a device since it was listed, or unreadable
+                hint = exc.hint if isinstance(exc, NotRegularFile) else "check the file's permissions and the disk"
+                why = exc.strerror or str(exc)
+                raise CorruptSession(f"cannot back up {path} before resuming it: {why}", hint=hint) from exc
             self._saved[path] = conversation_size(path)
 
     @staticmethod
@@ -669,7 +685,7 @@ class ResumeGuard:
         """Repair what the CLI broke; returns what was done (for a warning event)."""
         for index, (path, size) in enumerate(self._saved.items()):
             if conversation_size(path) < size:
-                shutil.copy2(self._backup_dir / f"{index}-{path.name}", path)
+                _copy_regular(self._backup_dir / f"{index}-{path.name}", path)
                 self.repairs.append(f"restored {path.name}: the CLI had dropped messages from it")
         known = set(self._saved)
         if known:
