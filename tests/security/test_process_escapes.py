@@ -214,8 +214,11 @@ async def test_the_tool_cannot_find_or_kill_the_watchdog_through_the_marker(ws: 
         os.kill(watchdog, signal.SIGTERM)  # a polite kill is ignored
         os.kill(watchdog, signal.SIGHUP)
         assert running(watchdog)
-        # found by the script's name and killed anyway: the next shell call starts another
-        await tools.run_batch([ToolCall("k", "run_shell_command", {"command": "pkill -9 -f _watchdog.py; true"})])
+        # found by the script's name and killed anyway: the next shell call starts another. Only this runtime's
+        # is killed: `pkill -f _watchdog.py` also took every other runtime's on the machine, the watchdog of a
+        # test running beside this one (this very test on the other event loop failed that way).
+        find_and_kill = f'for p in $(pgrep -f _watchdog.py); do [ "$p" = {watchdog} ] && kill -9 "$p"; done; true'
+        await tools.run_batch([ToolCall("k", "run_shell_command", {"command": find_and_kill})])
         wait_for(lambda: not running(watchdog), "the watchdog to die")
         await tools.run_batch([ToolCall("n", "run_shell_command", {"command": "true"})])
         replaced = tools._shell.watch.watchdog_pid
