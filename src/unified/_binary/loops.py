@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Awaitable, Callable
 
 import anyio
 import anyio.lowlevel
 
-__all__ = ["PerLoopLock", "current_loop", "loop_finished"]
+__all__ = ["PerLoopLock", "current_loop", "every", "loop_finished"]
 
 
 def current_loop() -> object:
@@ -80,3 +81,18 @@ class PerLoopLock:
         if self._lock is None or self._loop is not loop:
             self._lock, self._loop = anyio.Lock(fast_acquire=self._fast), loop
         return self._lock
+
+
+async def every(interval: float, action: Callable[[], Awaitable[object]], done: anyio.Event) -> None:
+    """Await `action` every `interval` seconds until `done` is set, then return: the ticker beside a run (a
+    poll of files, a look for processes), which the run ends by setting `done`, not by cancelling it.
+
+    A task cancelled at a run's end leaves a reference cycle: its CancelledError's traceback holds the
+    frames of the task, which hold the run (its guard, backend, translator, events), so every run waited
+    for the cycle collector instead of being freed as it ended. Set `done` in a `finally`; an exception
+    still cancels the ticker with its task group."""
+    while not done.is_set():
+        with anyio.move_on_after(interval):
+            await done.wait()
+        if not done.is_set():
+            await action()

@@ -15,16 +15,20 @@ of the matrix for a driven backend needs a scenario that observes it on that bac
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from tests.e2e.conformance.conformance_harness import (
     COLUMNS,
     NOT_DRIVEN,
+    RUN_TIMEOUT_S,
     Column,
     Run,
     Shape,
@@ -37,11 +41,11 @@ from tests.e2e.conformance.conformance_harness import (
     texts_of,
 )
 from tests.e2e.conformance.conformance_scenarios import CAPABILITY_CHECKS, SCENARIOS, PNG_1x1, Scenario
-from unified import capabilities
-from unified.events import SessionStarted, Thinking, ToolResult, ToolUse, UnifiedEvent, UserInputRequest
+from unified import EventStream, capabilities
+from unified.events import Result, SessionStarted, Thinking, ToolResult, ToolUse, UnifiedEvent, UserInputRequest
 from unified.testing import FunctionCall, ModelTurn
 from unified.testing._wiring import prepare_cli_home
-from unified.types import ImageInput, StdioMcpServer
+from unified.types import ExecuteParams, ImageInput, StdioMcpServer
 
 pytestmark = pytest.mark.anyio
 
@@ -184,6 +188,58 @@ async def test_scenario(
         if (problem := CAPABILITY_CHECKS[capability](run)) is not None
     }
     assert not problems, f"{column.name} / {scenario.name}: capability evidence missing: {problems}"
+
+
+def _freed_cases() -> Iterator[object]:
+    for column in COLUMNS:
+        marks = [pytest.mark.claude_code if column.backend == "claude-code" else pytest.mark.gemini_cli]
+        loops = ("asyncio",) if column.needs_cli or column.binary else ("asyncio", "trio")
+        for loop in loops:
+            yield pytest.param(loop, column, id=f"{column.name}-{loop}", marks=marks if column.needs_cli else [])
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(("anyio_backend", "column"), list(_freed_cases()))
+async def test_a_finished_run_is_freed_at_once_not_left_to_the_cycle_collector(
+    anyio_backend: str, column: Column, workspace: Path, request: pytest.FixtureRequest
+) -> None:
+    """An orchestrator runs thousands: once a run (here a tool call and an answer) has ended and its stream is
+    dropped, its guard and its backend (the adapter's run, translator, connection, session setup) are gone, with
+    the cycle collector off. A background ticker cancelled at the run's end (its CancelledError's traceback
+    holding the run's frames) and a method of an object handed to an object it holds made such cycles on the
+    gemini-cli, codex and interactions backends. The servers' and the SDKs' own objects are not looked at."""
+    _ready(column, request)
+    binary_ready(column)
+    scenario = next(s for s in SCENARIOS if s.name == "one_tool_call")
+    turns = [column.adapt(turn) for turn in scenario.script(column.name)]
+    async with column.server(turns) as server:
+        params = ExecuteParams(
+            prompt=scenario.prompt,
+            backend=column.backend,
+            model=column.model,
+            cwd=workspace,
+            approval_mode="yolo",
+            backend_options=column.options(server),
+        )
+        gc.collect()
+        gc.disable()
+        try:
+            stream = EventStream(params, strict=True)
+            given = weakref.ref(params)  # held by whatever the run made of it (its options, its turns)
+            del params
+            with anyio.fail_after(RUN_TIMEOUT_S):
+                async with stream:
+                    events = [event async for event in stream]
+            assert isinstance(events[-1], Result)
+            assert events[-1].status == "success", events[-1]
+            guard = weakref.ref(stream._stream.guard)
+            backend = weakref.ref(stream._stream.guard.backend)
+            del stream
+            assert guard() is None, f"{column.name}: the run's guard waits for the cycle collector"
+            assert backend() is None, f"{column.name}: the backend waits for the cycle collector"
+            assert given() is None, f"{column.name}: what the run made of its parameters waits for the collector"
+        finally:
+            gc.enable()
 
 
 def test_texts_follow_the_scripts_calls_and_join_a_continued_thought(tmp_path: Path) -> None:

@@ -46,6 +46,7 @@ from unified._adapters.codex._processes import MARKER
 from unified._adapters.codex._rollouts import codex_short_id
 from unified._adapters.codex._translate import AppServerTranslator, ModelResponse, Retrying, TurnEnded
 from unified._binary.jsonrpc import ConnectionClosed, Inbox, LineProblem, RpcError, as_dict
+from unified._binary.loops import every
 from unified._binary.pool import Lease, pool_key
 from unified._binary.process import descendants
 from unified.backends import AgentProcess, RunContext, RunOutcome
@@ -272,17 +273,14 @@ class CodexRun:
         """Run `step` while remembering, every `WATCH_S`, the processes the app-server has started: if it
         dies (SIGKILL, a crash), its commands outlive it, and its `close` kills what was remembered."""
         outcome: RunOutcome | None = None
-
-        async def watch() -> None:
-            while True:
-                await anyio.sleep(WATCH_S)
-                await self._remember()
-
+        done = anyio.Event()
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(watch)
-                outcome = await step()
-                tg.cancel_scope.cancel()
+                tg.start_soon(every, WATCH_S, self._remember, done)
+                try:
+                    outcome = await step()
+                finally:
+                    done.set()
         except BaseExceptionGroup as group:
             raise group.exceptions[0] from None
         assert outcome is not None

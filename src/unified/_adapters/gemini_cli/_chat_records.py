@@ -23,6 +23,7 @@ transcript, between the JSON-RPC messages it was written among.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,8 +97,10 @@ class ChatRecords:
     follower: JsonlFollower = field(init=False)
 
     def __post_init__(self) -> None:
+        # The session's files found by its home and id as given, not by a function of `self`: the follower
+        # is this object's, and a lambda on `self` made a reference cycle that outlived every run.
         self.follower = JsonlFollower(
-            lambda: session_files(self.home, self.session_id), rescan_interval=RESCAN_INTERVAL_S
+            functools.partial(session_files, self.home, self.session_id), rescan_interval=RESCAN_INTERVAL_S
         )
 
     @property

@@ -69,13 +69,12 @@ class ToolOutputHold:
                 if not self.chat.tails:  # no chat file at all: nothing to wait for
                     await self._flush(wait=False)
 
-    async def settle_loop(self) -> None:
-        """Run beside the prompt: release held items as their records arrive."""
-        while True:
-            await anyio.sleep(SETTLE_INTERVAL_S)
-            if self._queue:
-                async with self._lock:
-                    await self._settle()
+    async def tick(self) -> None:
+        """One look, every `SETTLE_INTERVAL_S` while the prompt runs (`_binary.loops.every`): release the held
+        items whose records have arrived."""
+        if self._queue:
+            async with self._lock:
+                await self._settle()
 
     async def flush(self, *, wait: bool = True) -> None:
         """Deliver every queued item (before a permission prompt, at the prompt's end, or at once when

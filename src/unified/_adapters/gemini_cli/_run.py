@@ -20,14 +20,15 @@ from unified._adapters.gemini_cli._acp import AcpConnection
 from unified._adapters.gemini_cli._chat_files import gemini_home
 from unified._adapters.gemini_cli._chat_records import ChatRecords
 from unified._adapters.gemini_cli._conversation import Opening, keep_failed_prompt
-from unified._adapters.gemini_cli._hold_back import ToolOutputHold
+from unified._adapters.gemini_cli._hold_back import SETTLE_INTERVAL_S, ToolOutputHold
 from unified._adapters.gemini_cli._launch import BACKEND, Launch
 from unified._adapters.gemini_cli._outcome import error_from_exit, prompt_end
 from unified._adapters.gemini_cli._permissions import PermissionBridge
 from unified._adapters.gemini_cli._session_setup import SessionSetup
-from unified._adapters.gemini_cli._subagents import SubagentWatcher
+from unified._adapters.gemini_cli._subagents import POLL_INTERVAL_S, SubagentWatcher
 from unified._adapters.gemini_cli._translate import AcpTranslator, Item, TurnBoundary, tool_name_from_call_id
 from unified._binary.jsonrpc import ConnectionClosed, LineProblem, as_dict
+from unified._binary.loops import every
 from unified._binary.pool import Lease
 from unified.backends import RunContext, RunOutcome
 from unified.errors import ConfigurationError, RunStopped
@@ -38,7 +39,6 @@ from unified.events import (
     SubagentStarted,
     ToolResult,
     ToolUse,
-    WarningEvent,
 )
 from unified.sessions import short_id_of
 from unified.types import ExecuteParams
@@ -72,7 +72,7 @@ class AcpRun:
         self.opening = opening
         """A session written for this run (a continued conversation) or a retried prompt: what to load and say."""
         load = opening.load if opening is not None else None
-        self.setup = SessionSetup(self.connection, self.params, launch, self._warn, load)
+        self.setup = SessionSetup(self.connection, ctx, launch, load)
         self.translator = AcpTranslator()
 
     @property
@@ -144,13 +144,14 @@ class AcpRun:
         )
         try:
             try:
+                done = anyio.Event()  # the tickers' end: set, not cancelled (`every`)
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(watcher.run)
-                    tg.start_soon(hold.settle_loop)
+                    tg.start_soon(every, POLL_INTERVAL_S, watcher.tick, done)
+                    tg.start_soon(every, SETTLE_INTERVAL_S, hold.tick, done)
                     try:
                         answer = await self._pump(request_id, sink, bridge)
                     finally:
-                        tg.cancel_scope.cancel()
+                        done.set()
             except BaseExceptionGroup as group:
                 # A dead process surfaces from the task group wrapped; `run` explains it.
                 if all(isinstance(exc, ConnectionClosed) for exc in group.exceptions):
@@ -256,7 +257,7 @@ class AcpRun:
         self.lease.retire()
 
     async def _warn(self, code: str, message: str) -> None:
-        await self.ctx.emit(WarningEvent(code=code, message=message, session_id=self.session_id or None))
+        await self.setup.warn(code, message)
 
 
 class _Sink:

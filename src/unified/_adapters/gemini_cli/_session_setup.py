@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,9 @@ from unified._adapters.gemini_cli._chat_files import ChatFiles, ResumeGuard, gem
 from unified._adapters.gemini_cli._launch import Launch
 from unified._adapters.gemini_cli._outcome import error_from_acp
 from unified._binary.jsonrpc import Inbox, RpcError, as_dict
-from unified.types import ApprovalMode, ExecuteParams, HttpMcpServer, McpServer, SseMcpServer, StdioMcpServer
+from unified.backends import RunContext
+from unified.events import WarningEvent
+from unified.types import ApprovalMode, HttpMcpServer, McpServer, SseMcpServer, StdioMcpServer
 
 __all__ = ["ACP_MODES", "SessionSetup", "acp_from_mcp_server", "command_exists", "session_model"]
 
@@ -33,8 +35,6 @@ the CLI's subagents run their own tools (which it can never put to a client)."""
 REPLAY_QUIET_S = 2.0
 """How long the history replay of `session/load` may pause before we stop waiting for the rest."""
 _REPLAYED = frozenset({"user_message_chunk", "agent_thought_chunk", "agent_message_chunk", "tool_call"})
-
-Warn = Callable[[str, str], Awaitable[None]]
 
 
 def acp_from_mcp_server(server: McpServer) -> dict[str, Any]:
@@ -72,20 +72,24 @@ def session_model(messages: list[dict[str, Any]]) -> str | None:
 class SessionSetup:
     """Opens one ACP session; `session_id` and `inbox` are set once it is known."""
 
-    def __init__(
-        self, connection: AcpConnection, params: ExecuteParams, launch: Launch, warn: Warn, load: str | None = None
-    ) -> None:
+    def __init__(self, connection: AcpConnection, ctx: RunContext, launch: Launch, load: str | None = None) -> None:
         self.connection = connection
-        self.load = load or params.resume
+        self.params = ctx.params
+        self.load = load or self.params.resume
         """What `session/load` opens (a resume's ref, or the session a continued conversation was written as);
         None: `session/new`."""
-        self.params = params
         self.launch = launch
-        self._warn = warn
+        self._ctx = ctx
         self.session_id = ""
         self.model = launch.model_for()
         """The model the session runs on, set on it after `session/new` or `session/load`."""
         self.inbox = Inbox()
+
+    async def warn(self, code: str, message: str) -> None:
+        """A warning of the run, with the session's id once it is known. The setup's own, not a method of the
+        run handed to it: the run holds the setup, and a setup holding the run's method made a reference cycle
+        that kept every finished run (its guard, its events) until the cycle collector came."""
+        await self._ctx.emit(WarningEvent(code=code, message=message, session_id=self.session_id or None))
 
     async def open(self, cwd: Path) -> str:
         if self.load:
@@ -117,7 +121,7 @@ class SessionSetup:
         """
         for server in self.params.mcp_servers:
             if isinstance(server, StdioMcpServer) and not command_exists(server.command, cwd, self.launch.env):
-                await self._warn(
+                await self.warn(
                     "mcp_server_unavailable",
                     f"MCP server {server.name!r} cannot start: command {server.command!r} was not found "
                     f"(PATH of the gemini process, relative paths from {cwd}); its tools will be missing",
@@ -152,7 +156,7 @@ class SessionSetup:
         finally:
             # Right away, not at the end of the run: the empty duplicate must not outlive the load.
             for repair in guard.after():
-                await self._warn("session_repaired", repair)
+                await self.warn("session_repaired", repair)
         await self._configure()
         await self._skip_replay(replayed)
 

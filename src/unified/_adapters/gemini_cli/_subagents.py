@@ -71,11 +71,11 @@ class SubagentWatcher:
     def track(self, task_id: str, agent_name: str | None) -> None:
         self._waiting.append((task_id, agent_name))
 
-    async def run(self) -> None:
-        while True:
-            await anyio.sleep(POLL_INTERVAL_S)
-            if self._waiting or self._by_task:
-                await self.poll()
+    async def tick(self) -> None:
+        """One look, every `POLL_INTERVAL_S` while the prompt runs (`_binary.loops.every`): a poll while a
+        subagent is awaited or running."""
+        if self._waiting or self._by_task:
+            await self.poll()
 
     async def poll(self) -> None:
         async with self._lock:

@@ -60,6 +60,24 @@ _ENDED = TERMINAL_STATUSES | {"requires_action", "requires_continuation"}
 """Statuses after which the current stream has nothing more to say."""
 
 
+class _TurnEvents:
+    """Where a turn's events go while it is sent (the agent loop's `emit`), for the turns and for their client's
+    retries. The client holds this, not the turns: a method of the turns in the client they hold made a
+    reference cycle that kept every finished run until the cycle collector came."""
+
+    __slots__ = ("emit",)
+
+    def __init__(self) -> None:
+        self.emit: Emit | None = None
+
+    async def event(self, event: UnifiedEvent) -> None:
+        assert self.emit is not None, "events are emitted only while a turn is sent"
+        await self.emit(event)
+
+    async def warn(self, code: str, message: str) -> None:
+        await self.event(WarningEvent(code=code, message=message))
+
+
 class InteractionsTurns:
     """The `TurnClient` of the interactions backend."""
 
@@ -69,7 +87,8 @@ class InteractionsTurns:
         self.params = params
         self.options = options
         self.model = options.agent or params.model or DEFAULT_MODEL
-        self.client = InteractionsClient(options, warn=self.warn)
+        self._events = _TurnEvents()
+        self.client = InteractionsClient(options, warn=self._events.warn)
         self.translator = InteractionsTranslator()
         self.seen: set[str] = set()
         self.failure: StreamFailure | None = None
@@ -80,7 +99,6 @@ class InteractionsTurns:
         self.pending: list[dict[str, Any]] = []
         self.continuation: str | None = None
         self.declarations: list[dict[str, Any]] = []
-        self._emit: Emit | None = None
 
     def choose_model(self, stored: str | None) -> str:
         self.model = self.options.agent or self.params.model or stored or DEFAULT_MODEL
@@ -94,11 +112,10 @@ class InteractionsTurns:
         return self.client
 
     async def emit(self, event: UnifiedEvent) -> None:
-        assert self._emit is not None, "events are emitted only while a turn is sent"
-        await self._emit(event)
+        await self._events.event(event)
 
     async def warn(self, code: str, message: str) -> None:
-        await self.emit(WarningEvent(code=code, message=message))
+        await self._events.warn(code, message)
 
     def classify(self, exc: BaseException) -> Failure | None:
         return failure_from_exception(exc)
@@ -174,14 +191,14 @@ class InteractionsTurns:
     # -- one turn -------------------------------------------------------------------------------
 
     async def send(self, emit: Emit) -> TurnEnd:
-        self._emit = emit
+        self._events.emit = emit
         try:
             body = self._body(self.history if not self.store_mode else self.pending)
             status = await self._interaction(body)
             await self._finish_task(status)
             return await self._end(status)
         finally:
-            self._emit = None
+            self._events.emit = None
 
     async def _end(self, status: str | None) -> TurnEnd:
         iid = self.translator.interaction_id
