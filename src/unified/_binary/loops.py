@@ -24,8 +24,8 @@ def current_loop() -> object:
     """The running event loop itself (the asyncio loop, the trio token): compared by identity.
 
     asyncio's own running loop first (`_get_running_loop`: None, not an exception, on trio), anyio's token
-    otherwise: the same loop on asyncio (anyio's token holds it), for 8k instructions less a call; asked two
-    dozen times a codex run (every line read or written takes a lock of the running loop)."""
+    otherwise: the same loop on asyncio (anyio's token holds it), in 0.2 us instead of 1.3 (trio: 1.3 both);
+    asked two dozen times a codex run (every line read or written takes a lock of the running loop)."""
     loop = asyncio._get_running_loop()
     return loop if loop is not None else anyio.lowlevel.current_token().native_token
 
