@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from unified._files import read_regular
 from unified._redaction import redact_mapping
 from unified._sessions.records import SessionStore
 from unified.conversations import Conversation
@@ -147,8 +148,10 @@ class ImageInput(_Frozen):
 
     @classmethod
     def from_path(cls, path: str | Path) -> ImageInput:
-        """Read an image file, detecting its type from its first bytes, not its name."""
-        data = Path(path).read_bytes()
+        """Read an image file, detecting its type from its first bytes, not its name. A FIFO or a device at
+        `path` (or a link to one) is refused with `unified._files.NotRegularFile` (an OSError), never waited on
+        or read without end."""
+        data = read_regular(path)
         signatures: tuple[tuple[bytes, ImageMime], ...] = (
             (b"\x89PNG\r\n\x1a\n", "image/png"),
             (b"\xff\xd8\xff", "image/jpeg"),

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness.not_regular import NOT_REGULAR, not_a_regular_file
 from unified._auth import AuthReport, detect_auth
+from unified._files import NotRegularFile
 from unified._routing import requirements_of, select_backend, select_backend_for
 from unified.errors import ConfigurationError, RoutingError
 from unified.events import UserInputRequest, UserInputResponse
@@ -233,3 +235,9 @@ def test_thoughts_from_a_model_that_does_not_think_are_refused_by_name(monkeypat
         select_backend_for(image_model)
     for thinker in ("gemini-3-flash-preview", "some-future-model"):  # a thinking model, a model with no facts
         assert select_backend_for(image_model.model_copy(update={"model": thinker})).backend == "generate-content"
+
+
+@pytest.mark.parametrize("kind", NOT_REGULAR)
+def test_an_image_path_that_is_not_a_file_is_refused_not_waited_on(tmp_path: Path, kind: str) -> None:
+    with not_a_regular_file(tmp_path / "a.png", kind) as path, pytest.raises(NotRegularFile, match="not a regular"):
+        ImageInput.from_path(path)

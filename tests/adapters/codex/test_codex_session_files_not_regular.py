@@ -98,3 +98,13 @@ def test_a_login_or_a_config_that_is_not_a_file_is_not_read(tmp_path: Path, kind
         with pytest.raises(NotRegularFile):
             ChatgptLogin(login).copy_in(home)
     assert still_there(login, kind)
+
+
+@pytest.mark.parametrize("kind", NOT_REGULAR)
+def test_a_binary_path_that_is_not_a_file_is_not_read_to_find_the_native_binary(tmp_path: Path, kind: str) -> None:
+    """`native_binary` reads the first bytes of the codex it is given (the npm launcher's `#!`): a FIFO there is
+    not waited on; it is taken as it is, and starting it fails with the process's own error."""
+    from unified._adapters.codex._launch import native_binary
+
+    with not_a_regular_file(tmp_path / "codex", kind) as binary:
+        assert native_binary(binary) == binary.resolve()

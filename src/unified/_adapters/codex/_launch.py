@@ -38,7 +38,7 @@ from unified._adapters.codex._options import BACKEND, CodexOptions
 from unified._binary.environment import EnvPolicy, FileSignature, child_env, file_signature
 from unified._binary.install import BinarySpec, locate
 from unified._binary.process import AgentSubprocess
-from unified._files import read_regular, read_regular_text, temporary_beside, write_atomically
+from unified._files import open_regular, read_regular, read_regular_text, temporary_beside, write_atomically
 from unified.errors import BackendUnavailable, ConfigurationError
 from unified.types import ExecuteParams, HttpMcpServer, SseMcpServer, StdioMcpServer
 
@@ -145,7 +145,7 @@ _PLATFORM_PACKAGES = {
 
 def _is_script(path: Path) -> bool:
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:  # a FIFO there is refused, never waited on
             return handle.read(2) == b"#!"
     except OSError:
         return False

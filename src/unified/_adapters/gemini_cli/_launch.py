@@ -36,7 +36,7 @@ from unified._adapters.gemini_cli._options import GeminiCliOptions
 from unified._binary.environment import EnvPolicy, FileSignature, cache_file, child_env, file_signature
 from unified._binary.install import NODE_HINT, BinarySpec, NodeUnavailable, locate
 from unified._binary.process import AgentSubprocess
-from unified._files import read_regular
+from unified._files import open_regular, read_regular
 from unified.tools import protected_path_patterns
 from unified.types import ExecuteParams
 
@@ -190,7 +190,7 @@ def _node_on(path: str | None) -> str | None:
 def _runs_on_node(binary: Path, signature: FileSignature) -> bool:
     """Whether `binary` (as it is: its `file_signature`) is a script run by Node (its `#!` line)."""
     try:
-        with binary.open("rb") as handle:
+        with open_regular(binary) as handle:  # a FIFO there is refused, never waited on
             first = handle.readline(256)
     except OSError:
         return False
