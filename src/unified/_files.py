@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 __all__ = [
+    "FileTooLarge",
     "NotRegularFile",
     "append_line",
     "open_regular",
@@ -34,9 +35,6 @@ __all__ = [
     "temporary_beside",
     "write_atomically",
 ]
-
-_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
-"""Never blocks on a FIFO without a writer, never makes a terminal the controlling one; links followed."""
 
 
 class NotRegularFile(OSError):
@@ -54,6 +52,17 @@ class NotRegularFile(OSError):
         return f"{self.filename} is {self.strerror}; {self.hint}"
 
 
+class FileTooLarge(OSError):
+    """A file larger than its reader accepts (`max_bytes`): refused unread. An OSError (errno EFBIG) that reads
+    as its reason alone, as a listing's problem quotes it."""
+
+    def __init__(self, path: Path | str, size: int, max_bytes: int) -> None:
+        super().__init__(errno.EFBIG, f"{size} bytes, more than unified reads ({max_bytes})", str(path))
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
 def _kind(mode: int) -> str:
     if stat.S_ISFIFO(mode):
         return "a FIFO"
@@ -68,30 +77,37 @@ def _kind(mode: int) -> str:
     return "not a file"
 
 
-def open_regular(path: Path | str) -> BinaryIO:
-    """`path` opened for reading in binary mode, refused with `NotRegularFile` unless it is a regular file
-    (links followed, their target checked on the open descriptor, so nothing swapped in after the check
-    is read). Other failures are the OSError the open raised (FileNotFoundError, PermissionError, ...)."""
-    fd = os.open(path, _OPEN_FLAGS)
+def _open_checked(path: Path | str, flags: int, max_bytes: int | None) -> tuple[int, os.stat_result]:
+    """A descriptor of `path` opened with `flags` without blocking, refused (and closed) unless it is a regular
+    file of at most `max_bytes`, then made blocking; with its `fstat`. The one check behind every open here."""
+    # O_NONBLOCK: a FIFO without a writer does not block the open; O_NOCTTY: a terminal never becomes ours.
+    fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise NotRegularFile(path, _kind(mode))
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise NotRegularFile(path, _kind(status.st_mode))
+        if max_bytes is not None and status.st_size > max_bytes:
+            raise FileTooLarge(path, status.st_size, max_bytes)
         os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
+        return fd, status
     except BaseException:
         os.close(fd)
         raise
 
 
+def open_regular(path: Path | str, *, follow_links: bool = True, max_bytes: int | None = None) -> BinaryIO:
+    """`path` opened for reading in binary mode, refused with `NotRegularFile` unless it is a regular file
+    (links followed, their target checked on the open descriptor, so nothing swapped in after the check
+    is read). `follow_links=False`: a link at `path` is refused too (OSError ELOOP), for a reader that must
+    read only what is in its own folder. With `max_bytes`, a file larger than that is refused (`FileTooLarge`)
+    without reading it. Other failures are the OSError the open raised (FileNotFoundError, ...)."""
+    fd, _ = _open_checked(path, os.O_RDONLY if follow_links else os.O_RDONLY | os.O_NOFOLLOW, max_bytes)
+    return os.fdopen(fd, "rb")
+
+
 def read_regular(path: Path | str, *, max_bytes: int | None = None) -> bytes:
-    """The whole content of the regular file at `path` (`open_regular`); with `max_bytes`, a file larger
-    than that is refused (OSError EFBIG) without reading it."""
-    with open_regular(path) as handle:
-        if max_bytes is not None:
-            size = os.fstat(handle.fileno()).st_size
-            if size > max_bytes:
-                raise OSError(errno.EFBIG, f"{size} bytes, more than unified reads ({max_bytes})", str(path))
+    """The whole content of the regular file at `path` (`open_regular`, `max_bytes` as there)."""
+    with open_regular(path, max_bytes=max_bytes) as handle:
         return handle.read()
 
 
@@ -125,12 +141,8 @@ def append_line(path: Path | str, line: bytes) -> None:
     """Append `line` (ending in a newline) to the regular file at `path` on a line of its own: a newline
     first when the file does not end in one. One descriptor, checked as `open_regular` checks it: a FIFO
     or a device swapped in is refused with `NotRegularFile`, never waited on or written to."""
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    fd, status = _open_checked(path, os.O_RDWR | os.O_APPEND, None)
     try:
-        status = os.fstat(fd)
-        if not stat.S_ISREG(status.st_mode):
-            raise NotRegularFile(path, _kind(status.st_mode))
-        os.set_blocking(fd, True)
         ends_open = status.st_size > 0 and os.pread(fd, 1, status.st_size - 1) != b"\n"
         data = (b"\n" if ends_open else b"") + line
         while data:

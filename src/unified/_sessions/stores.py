@@ -51,7 +51,7 @@ import platformdirs
 
 from unified._environ import PerEnvironment
 from unified._exports import publish
-from unified._files import temporary_beside
+from unified._files import NotRegularFile, open_regular, temporary_beside
 from unified._redaction import redact
 from unified._sessions.records import (
     SessionInfo,
@@ -480,23 +480,17 @@ def _open_record(path: Path) -> BinaryIO:
     """A stored record opened for reading, refused as corrupt unless it is a regular file.
 
     A listing only names regular files, but the entry can be swapped before it is read: a symbolic
-    link there is not followed (O_NOFOLLOW) and a FIFO or device does not block the open
-    (O_NONBLOCK) or get read; the check is on the open descriptor, so nothing can be swapped
-    after it."""
+    link there is not followed and a FIFO or device does not block the open or get read
+    (`unified._files.open_regular`, which checks the open descriptor, so nothing can be swapped
+    after it)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        return open_regular(path, follow_links=False)
+    except NotRegularFile:
+        raise corrupt_error(str(path), "it is not a regular file") from None
     except OSError as exc:
         if exc.errno != errno.ELOOP:
             raise
         raise corrupt_error(str(path), "it is a symbolic link, which the store does not follow") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise corrupt_error(str(path), "it is not a regular file")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def _read_record(path: Path) -> bytes:

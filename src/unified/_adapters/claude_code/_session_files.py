@@ -15,7 +15,6 @@ readable conversation is listed with a `problem` and left as it is.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from collections.abc import Iterator, Mapping
@@ -125,10 +124,7 @@ def parse_session(path: Path, *, max_bytes: int | None = None) -> ParsedSession:
     FIFO or a device at its path (or a link to one), never waited on; with `max_bytes`, a file larger than
     that is refused unread."""
     parsed = ParsedSession(session_id=path.stem, path=path)
-    with open_regular(path) as handle:
-        size = os.fstat(handle.fileno()).st_size
-        if max_bytes is not None and size > max_bytes:
-            raise OSError(f"{size} bytes, more than unified reads ({max_bytes})")
+    with open_regular(path, max_bytes=max_bytes) as handle:
         for raw in handle:
             if not raw.strip():
                 continue
