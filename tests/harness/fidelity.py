@@ -35,7 +35,7 @@ from unified.events import (
     Usage,
     WarningEvent,
 )
-from unified.testing._fake_gemini import FakeGemini
+from unified.testing import FakeGemini
 from unified.testing._scenario import Fault, RecordedTurn, Script
 from unified.testing._wiring import backend_options_for
 

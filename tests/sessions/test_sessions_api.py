@@ -19,7 +19,7 @@ from unified._cli import main as cli
 from unified.errors import AmbiguousSession, SessionNotFound
 from unified.events import Result, SessionStarted, UnifiedEvent
 from unified.sessions import MemorySessionStore, StoredSession
-from unified.testing._fake_gemini import FakeGemini
+from unified.testing import FakeGemini
 from unified.testing._scenario import ModelTurn
 from unified.types import ExecuteParams
 

@@ -15,7 +15,7 @@ from google.genai import interactions as it
 from google.oauth2.credentials import Credentials
 
 from tests.hang_guard import HANG_GUARD_S
-from unified.testing._fake_gemini import REDACTED, FakeGemini
+from unified.testing import REDACTED, FakeGemini
 from unified.testing._scenario import (
     Fault,
     FunctionCall,

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from unified.testing._cassettes import scrub_text, use_cassette
     from unified.testing._fake_acp import FakeAcp, script_from_transcript
     from unified.testing._fake_anthropic import AGENT_HEADER, FakeAnthropic
-    from unified.testing._fake_gemini import REDACTED, FakeGemini, RecordedRequest
+    from unified.testing._fake_gemini import FakeGemini
     from unified.testing._fake_openai import CODEX_MODEL, FAKE_OPENAI_KEY, FakeOpenAI, codex_call, responses_events
     from unified.testing._fake_process import FakeAgentProcess
     from unified.testing._record import RecordError, record_run
@@ -63,6 +63,7 @@ if TYPE_CHECKING:
         Usage,
     )
     from unified.testing._scripted import Ask, EndMessage, Fail, ScriptedBackend, Sleep
+    from unified.testing._serving import REDACTED, RecordedRequest
     from unified.testing._store_conformance import StoreConformance, StoreProcessConformance
     from unified.testing._wiring import backend_options_for, prepare_cli_home
 
@@ -70,7 +71,8 @@ _HOMES = {
     "unified.testing._cassettes": ("scrub_text", "use_cassette"),
     "unified.testing._fake_acp": ("FakeAcp", "script_from_transcript"),
     "unified.testing._fake_anthropic": ("AGENT_HEADER", "FakeAnthropic"),
-    "unified.testing._fake_gemini": ("REDACTED", "FakeGemini", "RecordedRequest"),
+    "unified.testing._fake_gemini": ("FakeGemini",),
+    "unified.testing._serving": ("REDACTED", "RecordedRequest"),
     "unified.testing._fake_openai": ("CODEX_MODEL", "FAKE_OPENAI_KEY", "FakeOpenAI", "codex_call", "responses_events"),
     "unified.testing._fake_process": ("FakeAgentProcess",),
     "unified.testing._record": ("RecordError", "record_run"),

@@ -43,7 +43,6 @@ import json
 import re
 import socket
 import struct
-import threading
 import time
 import zlib
 from collections.abc import Iterable
@@ -51,12 +50,18 @@ from dataclasses import dataclass
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
 from unified._exports import publish
-from unified.testing._fake_gemini import REDACTED, RecordedRequest
 from unified.testing._scenario import Fault, ModelTurn, Script, Turn, Usage
-from unified.testing._serving import FakeHandler, FakeHTTPServer, ThreadedFake
+from unified.testing._serving import (
+    FakeHandler,
+    FakeHTTPServer,
+    Incoming,
+    Route,
+    ScriptedFake,
+    Slot,
+    stream_fault,
+)
 
 __all__ = ["AGENT_HEADER", "FakeAnthropic", "message_blocks", "sse_events"]
 
@@ -66,7 +71,6 @@ AGENT_HEADER = "x-claude-code-agent-id"
 """The header Claude Code puts on a subagent's requests (its value is the subagent's task id)."""
 CLI_MODEL = "claude-fake-model"
 """The model `cli_env` names, so a run without one does not depend on the CLI's default."""
-_SECRET_HEADERS = frozenset({"x-api-key", "authorization", "proxy-authorization", "cookie"})
 _HTTP_FAULTS: dict[str, tuple[int, str, str]] = {
     "rate_limit": (429, "rate_limit_error", "This request would exceed your rate limit (fake)."),
     "overloaded": (529, "overloaded_error", "Overloaded (fake)."),
@@ -77,7 +81,6 @@ _HTTP_FAULTS: dict[str, tuple[int, str, str]] = {
     "permission_denied": (403, "permission_error", "Your API key does not have permission (fake)."),
     "not_found": (404, "not_found_error", "model: not found (fake)."),
 }
-_STREAM_FAULTS = frozenset({"mid_stream_error", "cut_stream", "stall", "empty_stream", "no_finish"})
 _VERTEX_PATH = re.compile(r"/publishers/anthropic/models/(?P<model>[^/:]+):(?P<op>streamRawPredict|rawPredict)$")
 _BEDROCK_PATH = re.compile(r"^/model/(?P<model>[^/]+)/(?P<op>invoke-with-response-stream|invoke)$")
 
@@ -234,13 +237,7 @@ class _Drop:
 _Reply = _Json | _Sse | _Hang | _Drop
 
 
-@dataclass
-class _Slot:
-    turn: ModelTurn
-    fault_pending: bool
-
-
-class FakeAnthropic(ThreadedFake):
+class FakeAnthropic(ScriptedFake["_Reply"]):
     """A scripted Anthropic Messages server; use as ``with FakeAnthropic(script) as server:`` (or ``async with``).
 
     ``script`` is a :class:`Script`, a list of turns, or a path loaded with :meth:`Script.from_file`.
@@ -249,6 +246,7 @@ class FakeAnthropic(ThreadedFake):
     """
 
     _title = "FakeAnthropic"
+    _secret_headers = frozenset({"x-api-key", "authorization", "proxy-authorization", "cookie"})
 
     def __init__(
         self,
@@ -258,25 +256,7 @@ class FakeAnthropic(ThreadedFake):
         port: int = 0,
         repeat: bool = False,
     ) -> None:
-        if script is None:
-            script = Script()
-        elif isinstance(script, str | Path):
-            script = Script.from_file(script)
-        elif not isinstance(script, Script):
-            script = Script(turns=list(script))
-        self._order = script.order
-        self._slots: list[_Slot | Turn] = [
-            _Slot(turn, turn.fault is not None) if isinstance(turn, ModelTurn) else turn for turn in script.turns
-        ]
-        self._request_faults = dict(script.request_faults)
-        self._chunk_delay = chunk_delay
-        self._lock = threading.Lock()
-        self._requests: list[RecordedRequest] = []
-        self._problems: list[str] = []
-        self._ids = itertools.count(1)
-        self._again = list(script.turns) if repeat else []
-        """With `repeat`: the turns to play again once none is left (a server many runs use, `unified serve`)."""
-        self._init_serving(port)
+        self._init_script(script, chunk_delay=chunk_delay, port=port, repeat=repeat)
 
     # --- lifecycle ----------------------------------------------------------------------------------
 
@@ -295,90 +275,22 @@ class FakeAnthropic(ThreadedFake):
             "ANTHROPIC_MODEL": CLI_MODEL,
         }
 
-    # --- scripting ----------------------------------------------------------------------------------
-
-    def add(self, *turns: Turn) -> None:
-        """Append turns to the script (also while running)."""
-        with self._lock:
-            self._slots.extend(_Slot(t, t.fault is not None) if isinstance(t, ModelTurn) else t for t in turns)
-
-    def inject(self, fault: Fault, *, at_request: int | None = None) -> None:
-        """Fail the request with this 0-based index (default: the next request the server receives)."""
-        with self._lock:
-            self._request_faults[len(self._requests) if at_request is None else at_request] = fault
-
     # --- inspection ---------------------------------------------------------------------------------
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        """Every request received so far, in arrival order, secrets redacted."""
-        with self._lock:
-            return list(self._requests)
-
-    def requests_for(self, api_method: str) -> list[RecordedRequest]:
-        """Requests of one kind: ``messages`` (model calls, streamed or not, on every path),
-        ``count_tokens``, ``hello``, ``inference_profiles``."""
-        return [r for r in self.requests if r.api_method == api_method]
 
     def model_bodies(self) -> list[Any]:
         """The JSON body of every model call, in order."""
         return [r.body for r in self.requests_for("messages")]
 
-    @property
-    def problems(self) -> list[str]:
-        """Script errors served so far (an exhausted script, an order mismatch)."""
-        with self._lock:
-            return list(self._problems)
-
-    @property
-    def unplayed(self) -> list[Turn]:
-        with self._lock:
-            return [slot.turn if isinstance(slot, _Slot) else slot for slot in self._slots]
-
-    def assert_done(self) -> None:
-        """Fail if a request hit a script problem or a turn was never played."""
-        problems, unplayed = self.problems, self.unplayed
-        if problems or unplayed:
-            raise AssertionError(f"FakeAnthropic: problems={problems}, unplayed turns={len(unplayed)}")
-
     # --- dispatch (handler threads) -----------------------------------------------------------------
 
-    def _dispatch(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> _Reply:
-        url = urlsplit(target)
-        query = dict(parse_qsl(url.query, keep_blank_values=True))
-        lowered = {k.lower(): v for k, v in headers.items()}
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except (ValueError, UnicodeDecodeError):
-            body = raw.decode("utf-8", "replace")
-        with self._lock:
-            index = len(self._requests)
-            fault = self._request_faults.pop(index, None)
-            api_method, model, reply, error, applied = self._route(method, url.path, body, lowered, fault)
-            self._requests.append(
-                RecordedRequest(
-                    index=index,
-                    method=method,
-                    path=url.path,
-                    query=query,
-                    headers={k: REDACTED if k in _SECRET_HEADERS else v for k, v in lowered.items()},
-                    body=body,
-                    api_method=api_method,
-                    model=model,
-                    status=reply.status if isinstance(reply, _Json) else 200,
-                    fault=applied.kind if applied is not None else None,
-                    error=error,
-                )
-            )
-            if error is not None:
-                self._problems.append(error)
-            return reply
+    def _status(self, reply: _Reply) -> int:
+        return reply.status if isinstance(reply, _Json) else 200
 
-    def _route(
-        self, method: str, path: str, body: Any, headers: dict[str, str], fault: Fault | None
-    ) -> tuple[str, str | None, _Reply, str | None, Fault | None]:
-        """(api_method, model, reply, script error, fault applied)."""
-        payload = body if isinstance(body, dict) else {}
+    def _route(self, request: Incoming, fault: Fault | None) -> Route[_Reply]:
+        """Model calls (``messages``, streamed or not, on every path), ``count_tokens``, ``hello``,
+        ``inference_profiles``."""
+        method, path, headers = request.method, request.path, request.headers
+        payload = request.body if isinstance(request.body, dict) else {}
         if method == "HEAD":
             return "hello", None, _Json(200, {}, {}), None, None
         if method == "GET" and path.endswith("/inference-profiles"):
@@ -416,11 +328,12 @@ class FakeAnthropic(ThreadedFake):
             None,
         )
 
-    def _take(self, subagent: bool) -> _Slot | str:
-        if self._again and not any(isinstance(slot, _Slot) for slot in self._slots):  # `repeat`: once more
-            self._slots.extend(_Slot(t, t.fault is not None) if isinstance(t, ModelTurn) else t for t in self._again)
+    def _take(self, subagent: bool) -> Slot | str:
+        """The slot of the next turn for the main agent or a subagent, or the script problem to answer."""
+        if self._again and not any(isinstance(slot.turn, ModelTurn) for slot in self._slots):
+            self._play_again()
         for slot in self._slots:
-            if not isinstance(slot, _Slot) or slot.turn.method is not None:
+            if not isinstance(slot.turn, ModelTurn) or slot.turn.method is not None:
                 if self._order == "global":
                     return "FakeAnthropic script mismatch: the next turn is not an Anthropic model turn"
                 continue
@@ -435,18 +348,17 @@ class FakeAnthropic(ThreadedFake):
     def _message(
         self, model: str, stream: bool, bedrock: bool, headers: dict[str, str], fault: Fault | None
     ) -> tuple[_Reply, str | None, Fault | None]:
-        if fault is not None and fault.kind not in _STREAM_FAULTS:
+        if fault is not None and fault.is_http:
             return _http_fault(fault), None, fault
         slot = self._take(bool(headers.get(AGENT_HEADER)))
         if isinstance(slot, str):
             return _Json(500, _error_body("api_error", slot), {}), slot, fault
-        if fault is None and slot.fault_pending:
-            slot.fault_pending = False
-            fault = slot.turn.fault
-        if fault is not None and fault.kind not in _STREAM_FAULTS:
-            return _http_fault(fault), None, fault  # the turn stays queued: a retry gets it
-        self._slots.remove(slot)
+        fault, taken = self._serve_turn(slot, fault)
+        if not taken:
+            assert fault is not None
+            return _http_fault(fault), None, fault
         turn = slot.turn
+        assert isinstance(turn, ModelTurn)  # `_take` serves model turns only
         message_id = f"msg_fake_{next(self._ids):04d}"
         blocks = message_blocks(turn, (f"toolu_fake_{next(self._ids):04d}" for _ in itertools.count()))
         if not stream:
@@ -463,21 +375,14 @@ class FakeAnthropic(ThreadedFake):
                 "usage": _wire_usage(turn.usage),
             }
             return _Json(200, message, {}), None, None
-        events = sse_events(message_id, model, turn, blocks)
-        sse = _Sse(events, turn.chunk_delay + self._chunk_delay, bedrock=bedrock)
-        if fault is not None:
-            after = min(fault.after, max(len(events) - 1, 0))
-            if fault.kind == "cut_stream":
-                sse.cut_after = after
-            elif fault.kind == "stall":
-                sse.stall_after = after
-            elif fault.kind == "empty_stream":
-                sse.events = []
-            elif fault.kind == "no_finish":
-                sse.events = [e for e in events if e["type"] not in ("message_delta", "message_stop")]
-            else:  # mid_stream_error
-                sse.events = [*events[:after], _error_body("overloaded_error", fault.message or "Overloaded (fake).")]
-        return sse, None, fault
+        cut = stream_fault(
+            sse_events(message_id, model, turn, blocks),
+            fault,
+            without_finish=lambda events: [e for e in events if e["type"] not in ("message_delta", "message_stop")],
+            error_event=lambda fault: _error_body("overloaded_error", fault.message or "Overloaded (fake)."),
+        )
+        delay = turn.chunk_delay + self._chunk_delay
+        return _Sse(cut.events, delay, bedrock, cut.cut_after, cut.stall_after), None, fault
 
 
 def _refuse_credentials(headers: dict[str, str]) -> _Json | None:
@@ -528,31 +433,6 @@ class _Handler(FakeHandler):
 
     def do_HEAD(self) -> None:
         self._serve()
-
-    def _body(self) -> bytes:
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            raw = b""
-            while True:
-                size = int(self.rfile.readline().strip() or b"0", 16)
-                if size == 0:
-                    self.rfile.readline()
-                    return raw
-                raw += self.rfile.read(size)
-                self.rfile.readline()
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
-
-    def _serve(self) -> None:
-        raw = self._body()
-        if self.headers.get("Content-Encoding", "") == "gzip":
-            import gzip
-
-            raw = gzip.decompress(raw)
-        reply = self.server.fake._dispatch(self.command, self.path, dict(self.headers.items()), raw)
-        try:
-            self._write(reply)
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
 
     def _drop(self) -> None:
         self.wfile.flush()

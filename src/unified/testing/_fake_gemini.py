@@ -8,10 +8,8 @@ Interactions API, records every request with secrets redacted, and injects fault
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
-import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -19,30 +17,23 @@ from datetime import UTC, datetime
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
 from unified._exports import publish
 from unified.testing import _wire
-from unified.testing._scenario import (
-    ApiMethod,
-    Fault,
-    FaultKind,
-    InteractionTurn,
-    ModelTurn,
-    RecordedTurn,
-    Script,
-    Turn,
+from unified.testing._scenario import ApiMethod, Fault, InteractionTurn, ModelTurn, RecordedTurn, Script, Turn
+from unified.testing._serving import (
+    FakeHandler,
+    FakeHTTPServer,
+    Incoming,
+    Route,
+    ScriptedFake,
+    Slot,
+    stream_fault,
 )
-from unified.testing._serving import FakeHandler, FakeHTTPServer, ThreadedFake
 from unified.testing._wire import JsonObject
 
-__all__ = ["FakeGemini", "RecordedRequest"]
+__all__ = ["FakeGemini"]
 
-REDACTED = "<redacted>"
-_SECRET_HEADERS = frozenset(
-    {"x-goog-api-key", "authorization", "proxy-authorization", "cookie", "x-goog-iam-authorization-token"}
-)
-_SECRET_QUERY = frozenset({"key", "access_token"})
 _TERMINAL = frozenset({"completed", "failed", "cancelled", "incomplete", "budget_exceeded"})
 
 _MODEL_PATH = re.compile(
@@ -59,24 +50,6 @@ _MODEL_OPS: dict[str, ApiMethod] = {
     "countTokens": "countTokens",
     "embedContent": "embedContent",
 }
-
-
-@dataclass(frozen=True)
-class RecordedRequest:
-    """One request as the server saw it; ``api_method`` names the API call (``generateContentStream``,
-    ``interactions.create``, ``interactions.get``, ...), ``error`` the script problem it hit, if any."""
-
-    index: int
-    method: str
-    path: str
-    query: dict[str, str]
-    headers: dict[str, str]
-    body: Any
-    api_method: str
-    model: str | None
-    status: int
-    fault: FaultKind | None = None
-    error: str | None = None
 
 
 # --- replies: computed under the lock, written by the handler thread -------------------------------
@@ -111,12 +84,6 @@ class _Hang:
 
 
 _Reply = _Json | _Sse | _Drop | _Hang
-
-
-@dataclass
-class _Slot:
-    turn: Turn
-    fault_pending: bool
 
 
 @dataclass
@@ -172,7 +139,7 @@ CLI_MODEL = "gemini-2.5-flash"
 """The model a `gemini` binary pointed at FakeGemini uses when the run names none."""
 
 
-class FakeGemini(ThreadedFake):
+class FakeGemini(ScriptedFake["_Reply"]):
     """A scripted Gemini server; use as ``with FakeGemini(script) as server:`` (or ``async with``).
 
     ``script`` is a :class:`Script`, a list of turns, or a path loaded with :meth:`Script.from_file`
@@ -188,6 +155,10 @@ class FakeGemini(ThreadedFake):
     """
 
     _title = "FakeGemini"
+    _secret_headers = frozenset(
+        {"x-goog-api-key", "authorization", "proxy-authorization", "cookie", "x-goog-iam-authorization-token"}
+    )
+    _secret_query = frozenset({"key", "access_token"})
 
     def __init__(
         self,
@@ -198,25 +169,10 @@ class FakeGemini(ThreadedFake):
         port: int = 0,
         repeat: bool = False,
     ) -> None:
-        if script is None:
-            script = Script()
-        elif isinstance(script, str | Path):
-            script = Script.from_file(script)
-        elif not isinstance(script, Script):
-            script = Script(turns=list(script))
-        self._order = script.order
-        self._slots = [_Slot(turn, turn.fault is not None) for turn in script.turns]
-        self._again = list(script.turns) if repeat else []
-        self._request_faults = dict(script.request_faults)
-        self._chunk_delay = chunk_delay
         self._check_history = check_history
-        self._lock = threading.Lock()
-        self._requests: list[RecordedRequest] = []
         self._connections = 0
-        self._problems: list[str] = []
         self._interactions: dict[str, _Interaction] = {}
-        self._ids = itertools.count(1)
-        self._init_serving(port)
+        self._init_script(script, chunk_delay=chunk_delay, port=port, repeat=repeat)
 
     # --- lifecycle ----------------------------------------------------------------------------------
 
@@ -238,25 +194,7 @@ class FakeGemini(ThreadedFake):
             "GEMINI_MODEL": CLI_MODEL,
         }
 
-    # --- scripting ----------------------------------------------------------------------------------
-
-    def add(self, *turns: Turn) -> None:
-        """Append turns to the script (also while running)."""
-        with self._lock:
-            self._slots.extend(_Slot(turn, turn.fault is not None) for turn in turns)
-
-    def inject(self, fault: Fault, *, at_request: int | None = None) -> None:
-        """Fail the request with this 0-based index (default: the next request the server receives)."""
-        with self._lock:
-            self._request_faults[len(self._requests) if at_request is None else at_request] = fault
-
     # --- inspection ---------------------------------------------------------------------------------
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        """Every request received so far, in arrival order, secrets redacted."""
-        with self._lock:
-            return list(self._requests)
 
     @property
     def connections(self) -> int:
@@ -264,73 +202,22 @@ class FakeGemini(ThreadedFake):
         with self._lock:
             return self._connections
 
-    def requests_for(self, api_method: str) -> list[RecordedRequest]:
-        return [r for r in self.requests if r.api_method == api_method]
-
-    @property
-    def problems(self) -> list[str]:
-        """Script errors served so far (exhausted script, order mismatch) and histories refused as malformed."""
-        with self._lock:
-            return list(self._problems)
-
-    @property
-    def unplayed(self) -> list[Turn]:
-        with self._lock:
-            return [slot.turn for slot in self._slots]
-
     def interaction(self, interaction_id: str) -> JsonObject | None:
         """The stored interaction resource, as a GET would show it (without advancing a background one)."""
         with self._lock:
             stored = self._interactions.get(interaction_id)
             return None if stored is None else stored.resource()
 
-    def assert_done(self) -> None:
-        """Fail if a request hit a script problem or a turn was never played."""
-        problems = self.problems
-        unplayed = self.unplayed
-        if problems or unplayed:
-            raise AssertionError(f"FakeGemini: problems={problems}, unplayed turns={len(unplayed)}")
-
     # --- dispatch (handler threads) -----------------------------------------------------------------
 
-    def _dispatch(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> _Reply:
-        url = urlsplit(target)
-        query = dict(parse_qsl(url.query, keep_blank_values=True))
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except (ValueError, UnicodeDecodeError):
-            body = raw.decode("utf-8", "replace")
-        with self._lock:
-            index = len(self._requests)
-            fault = self._request_faults.pop(index, None)
-            refusal = _refuse_credentials(url.path, query, {k.lower(): v for k, v in headers.items()})
-            if refusal is None:
-                api_method, model, reply, error, fault = self._route(method, url.path, query, body, fault)
-            else:
-                api_method, model, reply, error, fault = "refused", None, refusal, f"refused {url.path}", None
-            self._requests.append(
-                RecordedRequest(
-                    index=index,
-                    method=method,
-                    path=url.path,
-                    query={k: REDACTED if k in _SECRET_QUERY else v for k, v in query.items()},
-                    headers={k.lower(): REDACTED if k.lower() in _SECRET_HEADERS else v for k, v in headers.items()},
-                    body=body,
-                    api_method=api_method,
-                    model=model,
-                    status=reply.status if isinstance(reply, _Json) else 200,
-                    fault=fault.kind if fault is not None else None,
-                    error=error,
-                )
-            )
-            if error is not None:
-                self._problems.append(error)
-            return reply
+    def _status(self, reply: _Reply) -> int:
+        return reply.status if isinstance(reply, _Json) else 200
 
-    def _route(
-        self, method: str, path: str, query: dict[str, str], body: Any, fault: Fault | None
-    ) -> tuple[str, str | None, _Reply, str | None, Fault | None]:
-        """Returns (api_method, model, reply, script error, fault applied)."""
+    def _route(self, request: Incoming, fault: Fault | None) -> Route[_Reply]:
+        method, path, query, body = request.method, request.path, request.query, request.body
+        refusal = _refuse_credentials(path, query, request.headers)
+        if refusal is not None:
+            return "refused", None, refusal, f"refused {path}", None
         if (match := _MODEL_PATH.match(path)) and method == "POST" and match["op"] in _MODEL_OPS:
             api_method = _MODEL_OPS[match["op"]]
             model = match["model"]
@@ -351,12 +238,12 @@ class FakeGemini(ThreadedFake):
                 return "interactions.delete", None, self._delete(iid), None, None
         return "unknown", None, _error(404, "NOT_FOUND", f"FakeGemini has no route for {method} {path}"), None, None
 
-    def _take(self, api_method: ApiMethod, method: str, path: str) -> _Slot | str:
+    def _take(self, api_method: ApiMethod, method: str, path: str) -> Slot | str:
         """The slot that answers this call, or the script error to answer instead."""
         if not any(slot.turn.serves(api_method) for slot in self._slots) and any(
             turn.serves(api_method) for turn in self._again
         ):
-            self._slots.extend(_Slot(turn, turn.fault is not None) for turn in self._again)  # `repeat`: once more
+            self._play_again()
         for slot in self._slots:
             if slot.turn.serves(api_method):
                 return slot
@@ -366,16 +253,6 @@ class FakeGemini(ThreadedFake):
                     f" that does not serve {api_method}; got {method} {path}"
                 )
         return f"FakeGemini script exhausted: no turn left for {method} {path}"
-
-    def _fault_for(self, slot: _Slot, fault: Fault | None) -> tuple[Fault | None, bool]:
-        """The fault to apply and whether the turn is consumed (HTTP faults leave it queued)."""
-        if fault is None and slot.fault_pending:
-            slot.fault_pending = False
-            fault = slot.turn.fault
-        if fault is None or not fault.is_http:
-            self._slots.remove(slot)
-            return fault, True
-        return fault, False
 
     def _generate(
         self, api_method: ApiMethod, model: str, method: str, path: str, body: Any, fault: Fault | None
@@ -393,7 +270,7 @@ class FakeGemini(ThreadedFake):
                 # Clients count tokens incidentally; an estimate keeps unscripted calls from failing.
                 return _Json(200, {"totalTokens": max(1, len(json.dumps(body)) // 4)}), None, fault
             return _error(500, "INTERNAL", slot), slot, fault
-        fault, consumed = self._fault_for(slot, fault)
+        fault, consumed = self._serve_turn(slot, fault)
         if not consumed:
             assert fault is not None
             return _http_fault(fault, model), None, fault
@@ -413,20 +290,13 @@ class FakeGemini(ThreadedFake):
 
     def _stream(self, events: list[JsonObject], delay: float, fault: Fault | None, model: str | None) -> _Sse:
         """SSE reply for a generate stream, with a stream fault applied after ``fault.after`` chunks."""
-        sse = _Sse(list(events), delay + self._chunk_delay)
-        if fault is not None:
-            after = min(fault.after, max(len(events) - 1, 0))
-            if fault.kind == "cut_stream":
-                sse.cut_after = after
-            elif fault.kind == "stall":
-                sse.stall_after = after
-            elif fault.kind == "empty_stream":
-                sse.events = []
-            elif fault.kind == "no_finish":
-                sse.events = [_without_finish(chunk) for chunk in events]
-            else:
-                sse.events = [*events[:after], _wire.fault_error(fault, model)[1]]
-        return sse
+        cut = stream_fault(
+            events,
+            fault,
+            without_finish=lambda chunks: [_without_finish(chunk) for chunk in chunks],
+            error_event=lambda fault: _wire.fault_error(fault, model)[1],
+        )
+        return _Sse(cut.events, delay + self._chunk_delay, cut_after=cut.cut_after, stall_after=cut.stall_after)
 
     # --- Interactions API ---------------------------------------------------------------------------
 
@@ -443,7 +313,7 @@ class FakeGemini(ThreadedFake):
         slot = self._take("interactions", method, path)
         if isinstance(slot, str):
             return _error(500, "INTERNAL", slot), slot, fault
-        fault, consumed = self._fault_for(slot, fault)
+        fault, consumed = self._serve_turn(slot, fault)
         if not consumed:
             assert fault is not None
             return _http_fault(fault, model), None, fault
@@ -689,16 +559,9 @@ class _Handler(FakeHandler):
     def do_DELETE(self) -> None:
         self._serve()
 
-    def _serve(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        reply = self.server.fake._dispatch(self.command, self.path, dict(self.headers.items()), raw)
-        try:
-            self._write(reply)
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
-            if isinstance(reply, _Sse) and reply.interaction is not None:
-                self._play_out(reply)
+    def _hung_up(self, reply: _Reply) -> None:
+        if isinstance(reply, _Sse) and reply.interaction is not None:
+            self._play_out(reply)
 
     def _send(self, data: bytes) -> None:
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
@@ -760,4 +623,4 @@ class _Handler(FakeHandler):
             n += 1
 
 
-publish("unified.testing", ["FakeGemini", "RecordedRequest"], globals())
+publish("unified.testing", ["FakeGemini"], globals())

@@ -48,19 +48,25 @@ import json
 import re
 import shlex
 import socket
-import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
 from unified._exports import publish
-from unified.testing._fake_gemini import REDACTED, RecordedRequest
 from unified.testing._scenario import Fault, FunctionCall, ModelTurn, ResponsesTurn, Script, Turn, Usage
-from unified.testing._serving import FakeHandler, FakeHTTPServer, ThreadedFake
+from unified.testing._serving import (
+    FakeHandler,
+    FakeHTTPServer,
+    Incoming,
+    RecordedRequest,
+    Route,
+    ScriptedFake,
+    Slot,
+    stream_fault,
+)
 
 __all__ = ["CODEX_MODEL", "FAKE_OPENAI_KEY", "FakeOpenAI", "codex_call", "responses_events"]
 
@@ -68,7 +74,6 @@ CODEX_MODEL = "gpt-5.5"
 """The model to run Codex with against this server: its bundled metadata gives exec_command, apply_patch,
 request_user_input and the deferred multi_agent_v1 namespace (an unknown slug gets other tools)."""
 FAKE_OPENAI_KEY = "fake-openai-key"
-_SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "openai-api-key"})
 _RESPONSES_PATH = re.compile(r"^(?:/[^/]+)*/responses/?$")
 _MODELS_PATH = re.compile(r"^(?:/[^/]+)*/models/?$")
 _HTTP_FAULTS: dict[str, tuple[int, str, str | None, str]] = {
@@ -96,7 +101,6 @@ _HTTP_FAULTS: dict[str, tuple[int, str, str | None, str]] = {
         "The model does not exist or you do not have access to it.",
     ),
 }
-_STREAM_FAULTS = frozenset({"mid_stream_error", "cut_stream", "stall", "empty_stream", "no_finish"})
 
 
 # --- the scenario vocabulary on Codex's tools ---------------------------------------------------------
@@ -330,15 +334,19 @@ def _error_body(kind: str, fault: Fault) -> tuple[int, dict[str, Any], dict[str,
     return status, {"error": {"message": text, "type": error_type, "param": None, "code": code}}, headers
 
 
+def _failed(response_id: str, fault: Fault) -> dict[str, Any]:
+    """The `response.failed` event a `mid_stream_error` ends a stream with."""
+    _status, error_body, _ = _error_body("server_error", fault)
+    failed = {
+        "id": response_id,
+        "object": "response",
+        "status": "failed",
+        "error": {"code": "server_error", "message": error_body["error"]["message"]},
+    }
+    return {"type": "response.failed", "response": failed}
+
+
 # --- the server --------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Slot:
-    turn: Turn
-    fault_pending: bool
-    owner: int | None = None
-    """A subagent's reservation (its spawn's number), or None: the main thread's."""
 
 
 @dataclass
@@ -353,7 +361,7 @@ class _Reply:
     hang: bool = False
 
 
-class FakeOpenAI(ThreadedFake):
+class FakeOpenAI(ScriptedFake[_Reply]):
     """A scripted OpenAI Responses server; use as ``with FakeOpenAI(script) as server:`` (or ``async with``).
 
     ``script`` is a `Script`, a list of turns or a path (`Script.from_file`). Point clients at
@@ -362,6 +370,7 @@ class FakeOpenAI(ThreadedFake):
     """
 
     _title = "FakeOpenAI"
+    _secret_headers = frozenset({"authorization", "proxy-authorization", "cookie", "openai-api-key"})
 
     def __init__(
         self,
@@ -372,20 +381,7 @@ class FakeOpenAI(ThreadedFake):
         port: int = 0,
         repeat: bool = False,
     ) -> None:
-        if script is None:
-            script = Script()
-        elif isinstance(script, str | Path):
-            script = Script.from_file(script)
-        elif not isinstance(script, Script):
-            script = Script(turns=list(script))
-        self._slots = [_Slot(turn, turn.fault is not None) for turn in script.turns]
-        self._request_faults = dict(script.request_faults)
-        self._chunk_delay = chunk_delay
         self._api_key = api_key
-        self._lock = threading.Lock()
-        self._requests: list[RecordedRequest] = []
-        self._problems: list[str] = []
-        self._ids = itertools.count(1)
         self._spawns = itertools.count(1)
         self._waiting_children: list[int] = []
         """Spawns whose child has not asked yet (their reservations, oldest first)."""
@@ -393,9 +389,7 @@ class FakeOpenAI(ThreadedFake):
         """A child thread's id → its reservation."""
         self._threads: set[str] = set()
         """Every thread that asked (a new one after a spawn is its child)."""
-        self._again = list(script.turns) if repeat else []
-        """With `repeat`: the turns to play again once none is left (a server many runs use, `unified serve`)."""
-        self._init_serving(port)
+        self._init_script(script, chunk_delay=chunk_delay, port=port, repeat=repeat)
 
     # --- lifecycle ------------------------------------------------------------------------------------
 
@@ -412,78 +406,19 @@ class FakeOpenAI(ThreadedFake):
         """``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` pointing at this server (as the OpenAI SDKs read them)."""
         return {"OPENAI_BASE_URL": self.base_url, "OPENAI_API_KEY": self._api_key or FAKE_OPENAI_KEY}
 
-    # --- scripting ------------------------------------------------------------------------------------
-
-    def add(self, *turns: Turn) -> None:
-        with self._lock:
-            self._slots.extend(_Slot(turn, turn.fault is not None) for turn in turns)
-
-    def inject(self, fault: Fault, *, at_request: int | None = None) -> None:
-        """Fail the request with this 0-based index (default: the next one)."""
-        with self._lock:
-            self._request_faults[len(self._requests) if at_request is None else at_request] = fault
-
     # --- inspection -----------------------------------------------------------------------------------
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        with self._lock:
-            return list(self._requests)
 
     def model_requests(self) -> list[RecordedRequest]:
         """The `POST .../responses` requests (each a whole model call)."""
         return [r for r in self.requests if r.api_method == "responses"]
 
-    @property
-    def problems(self) -> list[str]:
-        with self._lock:
-            return list(self._problems)
-
-    @property
-    def unplayed(self) -> list[Turn]:
-        with self._lock:
-            return [slot.turn for slot in self._slots]
-
-    def assert_done(self) -> None:
-        problems, unplayed = self.problems, self.unplayed
-        if problems or unplayed:
-            raise AssertionError(f"FakeOpenAI: problems={problems}, unplayed turns={len(unplayed)}")
-
     # --- dispatch (handler threads) -------------------------------------------------------------------
 
-    def _dispatch(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> _Reply:
-        url = urlsplit(target)
-        lowered = {k.lower(): v for k, v in headers.items()}
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except (ValueError, UnicodeDecodeError):
-            body = raw.decode("utf-8", "replace")
-        with self._lock:
-            index = len(self._requests)
-            fault = self._request_faults.pop(index, None)
-            api_method, model, reply, error, applied = self._route(method, url.path, lowered, body, fault)
-            self._requests.append(
-                RecordedRequest(
-                    index=index,
-                    method=method,
-                    path=url.path,
-                    query=dict(parse_qsl(url.query, keep_blank_values=True)),
-                    headers={k: REDACTED if k in _SECRET_HEADERS else v for k, v in lowered.items()},
-                    body=body,
-                    api_method=api_method,
-                    model=model,
-                    status=reply.status,
-                    fault=applied.kind if applied is not None else None,
-                    error=error,
-                )
-            )
-            if error is not None:
-                self._problems.append(error)
-            return reply
+    def _status(self, reply: _Reply) -> int:
+        return reply.status
 
-    def _route(
-        self, method: str, path: str, headers: dict[str, str], body: Any, fault: Fault | None
-    ) -> tuple[str, str | None, _Reply, str | None, Fault | None]:
+    def _route(self, request: Incoming, fault: Fault | None) -> Route[_Reply]:
+        method, path, headers, body = request.method, request.path, request.headers, request.body
         if method == "GET" and _MODELS_PATH.match(path):
             return (
                 "models",
@@ -510,7 +445,7 @@ class FakeOpenAI(ThreadedFake):
         refusal = self._refuse(headers)
         if refusal is not None:
             return "responses", model, refusal, None, None
-        if fault is not None and fault.kind not in _STREAM_FAULTS:
+        if fault is not None and fault.is_http:
             return "responses", model, self._http_fault(fault), None, fault
         thread = headers.get("thread-id") or headers.get("session-id") or ""
         if _tells_of_a_subagent(payload):
@@ -529,12 +464,10 @@ class FakeOpenAI(ThreadedFake):
                 error,
                 None,
             )
-        if fault is None and slot.fault_pending:
-            slot.fault_pending = False
-            fault = slot.turn.fault
-        if fault is not None and fault.kind not in _STREAM_FAULTS:
-            return "responses", model, self._http_fault(fault), None, fault  # the turn stays queued
-        self._slots.remove(slot)
+        fault, taken = self._serve_turn(slot, fault)
+        if not taken:
+            assert fault is not None
+            return "responses", model, self._http_fault(fault), None, fault
         turn = slot.turn
         response_id = f"resp_{next(self._ids):06d}"
         if isinstance(turn, ResponsesTurn):
@@ -551,26 +484,14 @@ class FakeOpenAI(ThreadedFake):
                 error,
                 None,
             )
-        reply = _Reply(events=events, delay=turn.chunk_delay + self._chunk_delay)
-        if fault is not None:
-            after = min(fault.after, max(len(events) - 1, 0))
-            if fault.kind == "cut_stream":
-                reply.cut_after = after
-            elif fault.kind == "stall":
-                reply.stall_after = after
-            elif fault.kind == "empty_stream":
-                reply.events = []
-            elif fault.kind == "no_finish":
-                reply.events = [e for e in events if e["type"] != "response.completed"]
-            elif fault.kind == "mid_stream_error":
-                _status, error_body, _ = _error_body("server_error", fault)
-                failed = {
-                    "id": response_id,
-                    "object": "response",
-                    "status": "failed",
-                    "error": {"code": "server_error", "message": error_body["error"]["message"]},
-                }
-                reply.events = [*events[:after], {"type": "response.failed", "response": failed}]
+        cut = stream_fault(
+            events,
+            fault,
+            without_finish=lambda events: [e for e in events if e["type"] != "response.completed"],
+            error_event=lambda fault: _failed(response_id, fault),
+        )
+        delay = turn.chunk_delay + self._chunk_delay
+        reply = _Reply(events=cut.events, delay=delay, cut_after=cut.cut_after, stall_after=cut.stall_after)
         return "responses", model, reply, None, fault
 
     def _refuse(self, headers: dict[str, str]) -> _Reply | None:
@@ -602,7 +523,7 @@ class FakeOpenAI(ThreadedFake):
         status, body, headers = _error_body(fault.kind, fault)
         return _Reply(status, body, headers)
 
-    def _take(self, thread: str) -> _Slot | None:
+    def _take(self, thread: str) -> Slot | None:
         """The slot for a request of `thread`: a child's reservation, or the main thread's next turn."""
         owner = self._children.get(thread)
         if thread and thread not in self._threads and self._waiting_children:
@@ -610,14 +531,14 @@ class FakeOpenAI(ThreadedFake):
             self._children[thread] = owner
         if thread:
             self._threads.add(thread)
-        if self._again and not self._slots:  # `repeat`: once more
-            self._slots.extend(_Slot(turn, turn.fault is not None) for turn in self._again)
+        if self._again and not self._slots:
+            self._play_again()
         for slot in self._slots:
             if slot.owner == owner:
                 return slot
         return None
 
-    def _reserve_children(self, turn: ModelTurn, slot: _Slot) -> None:
+    def _reserve_children(self, turn: ModelTurn, slot: Slot) -> None:
         """A spawn's child takes the turns after it, up to the one that completes its task."""
         for call in turn.function_calls:
             if call.name != "invoke_agent":
@@ -643,15 +564,6 @@ class _Server(FakeHTTPServer):
 
 class _Handler(FakeHandler):
     server: _Server
-
-    def _serve(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        reply = self.server.fake._dispatch(self.command, self.path, dict(self.headers.items()), raw)
-        try:
-            self._write(reply)
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
 
     def _write(self, reply: _Reply) -> None:
         fake = self.server.fake

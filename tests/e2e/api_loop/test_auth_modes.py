@@ -23,7 +23,7 @@ from unified._auth import detect_auth
 from unified._cli.doctor import doctor_report
 from unified._routing import select_backend
 from unified.events import ErrorEvent, Result, UnifiedEvent
-from unified.testing._fake_gemini import REDACTED, FakeGemini
+from unified.testing import REDACTED, FakeGemini
 from unified.testing._scenario import InteractionTurn, ModelTurn, TextStep
 from unified.types import ExecuteParams
 
