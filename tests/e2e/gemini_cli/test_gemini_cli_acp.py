@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -23,6 +24,7 @@ from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams, UserInputRequest, UserInputResponse
 from unified._adapters.gemini_cli import AcpPool, default_pool
 from unified._execute import EventStream, execute_sync
+from unified.conversations import TextPart
 from unified.events import (
     ErrorEvent,
     PermissionDecision,
@@ -36,6 +38,7 @@ from unified.events import (
     ToolUse,
     UnifiedEvent,
 )
+from unified.sessions import export
 
 pytestmark = pytest.mark.anyio
 ASYNCIO_ONLY = pytest.mark.parametrize("anyio_backend", ["asyncio"])
@@ -330,5 +333,11 @@ def test_runs_in_successive_event_loops_take_the_default_pools_warm_process(
         assert not [e for events in runs for e in events if isinstance(e, ErrorEvent)]
         ids = [next(e for e in events if isinstance(e, SessionStarted)).session_id for events in runs]
         assert len(set(ids)) == 3, "each run has a session of its own"
+        # ... and a conversation of its own: the warm process carried nothing of the runs before it over
+        for session_id, prompt in zip(ids, ("first", "second", "third"), strict=True):
+            assert session_id is not None
+            conversation = anyio.run(partial(export, session_id, backend="gemini-cli", cwd=str(workspace)))
+            texts = [(t.role, p.text) for t in conversation.turns for p in t.parts if isinstance(p, TextPart)]
+            assert texts == [("user", prompt), ("model", "answer")], (session_id, conversation.turns)
     finally:
         pool.close_now()
