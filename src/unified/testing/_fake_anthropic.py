@@ -43,7 +43,6 @@ import json
 import re
 import socket
 import struct
-import time
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -475,8 +474,9 @@ class _Handler(FakeHandler):
             if n == reply.cut_after:
                 self._drop()  # no terminating chunk: the client sees a broken body
                 return
-            if reply.delay:
-                time.sleep(reply.delay)
+            if reply.delay and fake.stopping.wait(reply.delay):  # the server stops: so does the stream
+                self.close_connection = True
+                return
             data = _encode(event, reply.bedrock)
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self.wfile.flush()

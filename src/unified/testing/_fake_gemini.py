@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -600,8 +599,9 @@ class _Handler(FakeHandler):
                 fake._stream_cut(reply)
                 self.close_connection = True
                 return
-            if reply.delay:
-                time.sleep(reply.delay)
+            if reply.delay and fake.stopping.wait(reply.delay):  # the server stops: so does the stream
+                self.close_connection = True
+                return
             if (tail := fake._stream_progress(reply, n)) is not None:
                 events = reply.events = [*events[:n], *tail]
             self._send(b"data: " + json.dumps(events[n]).encode() + b"\n\n")
@@ -617,8 +617,8 @@ class _Handler(FakeHandler):
         progress = reply.interaction
         n = progress.stream_sent if progress is not None else 0
         while reply.interaction is not None and n < len(reply.events) and fake._server is self.server:
-            if reply.delay:
-                time.sleep(reply.delay)
+            if reply.delay and fake.stopping.wait(reply.delay):
+                return
             fake._stream_progress(reply, n)
             n += 1
 
