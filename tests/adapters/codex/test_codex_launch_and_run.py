@@ -24,6 +24,7 @@ from unified._adapters.codex._launch import (
 )
 from unified._adapters.codex._options import codex_options
 from unified._adapters.codex._pool import CodexPool
+from unified._adapters.codex._run import collaboration_mode
 from unified._execute import EventStream
 from unified._internal.stream import StreamGuard
 from unified.errors import BackendUnavailable, ConfigurationError
@@ -567,3 +568,29 @@ async def test_a_thread_codex_does_not_have_is_session_not_found(tmp_path: Path)
     events = await run(tmp_path, starter, resume=THREAD[-8:])
     error = next(e for e in events if isinstance(e, ErrorEvent))
     assert error.code == "session_not_found"
+
+
+@pytest.mark.parametrize(
+    ("approval_mode", "thread_mode", "sent"),
+    [
+        ("plan", None, "plan"),  # a new thread (thread/start says no mode: the default)
+        ("plan", "default", "plan"),
+        ("plan", "plan", None),  # already in plan mode: left as it is
+        ("default", None, None),  # the common case: nothing sent
+        ("auto_edit", "default", None),
+        ("default", "plan", "default"),  # a plan thread resumed by a run that is not one: put back
+        ("yolo", "plan", "default"),
+    ],
+)
+def test_the_collaboration_mode_follows_the_approval_mode(
+    tmp_path: Path, approval_mode: str, thread_mode: str | None, sent: str | None
+) -> None:
+    params = ExecuteParams(prompt="hi", backend="codex", cwd=tmp_path, approval_mode=approval_mode)
+    answer: dict[str, object] = {"model": "gpt-5.5", "reasoningEffort": "high", "thread": {"id": "t"}}
+    if thread_mode is not None:
+        answer["collaborationMode"] = {"mode": thread_mode, "settings": {"model": "gpt-5.5"}}
+    mode = collaboration_mode(params, answer)
+    if sent is None:
+        assert mode is None
+    else:
+        assert mode == {"mode": sent, "settings": {"model": "gpt-5.5", "reasoning_effort": "high"}}

@@ -68,3 +68,16 @@ def test_what_the_adapter_sends_reads_and_answers_is_in_the_pinned_protocol() ->
         assert f'"{item}"' in text, f"ThreadItem {item} is gone"
     for decision in ("accept", "acceptForSession", "decline", "cancel"):
         assert f'"{decision}"' in text
+
+
+def test_the_collaboration_mode_a_turn_sets_is_in_the_pinned_protocol() -> None:
+    """`_run.collaboration_mode`: turn/start's collaborationMode {mode, settings {model, reasoning_effort}},
+    read from thread/start's and thread/resume's answers (model, reasoningEffort, the resumed mode)."""
+    v2 = json.loads(BUNDLE.read_text())["definitions"]["v2"]
+    assert "collaborationMode" in v2["TurnStartParams"]["properties"]
+    assert set(v2["ModeKind"]["enum"]) >= {"plan", "default"}
+    assert set(v2["CollaborationMode"]["properties"]) >= {"mode", "settings"}
+    assert set(v2["Settings"]["properties"]) >= {"model", "reasoning_effort"}
+    assert "collaborationMode" in v2["ThreadResumeResponse"]["properties"]
+    for answer in ("ThreadStartResponse", "ThreadResumeResponse"):
+        assert {"model", "reasoningEffort"} <= set(v2[answer]["properties"]), answer

@@ -388,3 +388,42 @@ async def test_an_mcp_call_asks_through_codexs_elicitation(
     assert output.is_error is not ran
     if ran:
         assert output.output == "echo: hi"
+
+
+ASK = FunctionCall(
+    name="ask_user",
+    args={"questions": [{"question": "Which colour?", "header": "Colour", "options": [{"label": "red"}]}]},
+)
+
+
+async def test_in_plan_mode_the_models_question_reaches_the_caller_and_the_answer_the_model(workspace: Path) -> None:
+    """Codex offers its question tool in its plan collaboration mode only, which a plan run turns on."""
+    asked, handler = answering(UserInputResponse(answers={"q0": "red"}))
+    async with FakeOpenAI([ModelTurn(function_calls=[ASK]), ModelTurn(text="Red it is.")]) as server:
+        events = await run_codex(server, workspace, approval_mode="plan", on_user_input=handler)
+        outputs = [i for i in server.model_requests()[-1].body["input"] if i.get("type") == "function_call_output"]
+    (request,) = asked
+    assert (request.source, request.tool_name) == ("model-tool", "request_user_input")
+    assert [(q.id, q.prompt, [o.label for o in q.options]) for q in request.questions] == [
+        ("q0", "Which colour?", ["red"])
+    ]
+    assert json.loads(outputs[-1]["output"]) == {"answers": {"q0": {"answers": ["red"]}}}
+    assert next(e for e in events if isinstance(e, ToolResult)).output == '{"q0": ["red"]}'
+    assert result(events).status == "success"
+
+
+async def test_a_plan_thread_resumed_outside_plan_mode_is_back_in_codexs_default_mode(workspace: Path) -> None:
+    """The collaboration mode is the thread's and outlasts its turn: a later run that is not a plan run
+    puts it back, so Codex refuses the model's question there as in any default-mode thread (it tells the
+    model only) instead of asking a caller who did not run in plan mode."""
+    asked, handler = answering(UserInputResponse(answers={"q0": "red"}))
+    turns = [ModelTurn(text="Planned."), ModelTurn(function_calls=[ASK]), ModelTurn(text="Then red.")]
+    async with FakeOpenAI(turns) as server:
+        first = await run_codex(server, workspace, "plan it", approval_mode="plan")
+        started = next(e for e in first if isinstance(e, SessionStarted))
+        again = await run_codex(server, workspace, "now do it", resume=started.short_id, on_user_input=handler)
+        outputs = [i for i in server.model_requests()[-1].body["input"] if i.get("type") == "function_call_output"]
+    assert asked == []
+    assert "user_input_request" not in kinds(again)
+    assert "Default mode" in outputs[-1]["output"]  # Codex's own refusal, read by the model
+    assert result(again).status == "success"

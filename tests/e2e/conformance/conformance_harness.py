@@ -147,7 +147,8 @@ CLAUDE_TOOLS: Mapping[str, str] = {
 
 def _codex_call(name: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     """What the codex backend's tool_use shows for a scenario call, as FakeOpenAI renders it for Codex
-    (its module docstring): exec_command's command line, apply_patch's parsed changes, spawn_agent's message."""
+    (its module docstring): exec_command's command line, apply_patch's parsed changes, spawn_agent's message,
+    request_user_input's questions."""
     rendered = codex_call(FunctionCall(name=name, args=args))
     if rendered["type"] == "message":
         return None  # a subagent's complete_task is its final message, not a call
@@ -157,6 +158,13 @@ def _codex_call(name: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]] |
         return name, {"changes": [{"path": args["file_path"], "kind": "add", "diff": args["content"]}]}
     if rendered.get("name") == "spawn_agent":
         return name, {"message": rendered["arguments"]["message"]}
+    if rendered.get("name") == "request_user_input":  # the questions as Codex parsed them
+        questions = rendered["arguments"]["questions"]
+        flags = {"isOther": True, "isSecret": False}  # between the question and its options, as Codex orders them
+        parsed = [
+            {k: q[k] for k in ("id", "header", "question")} | flags | {"options": q["options"]} for q in questions
+        ]
+        return name, {"questions": parsed}
     return name, args
 
 
@@ -180,7 +188,12 @@ COLUMNS: tuple[Column, ...] = (
         server=FakeOpenAI,
         model=CODEX_MODEL,
         binary="UNIFIED_CODEX_BIN",
-        tool_names={"exec_command": "read_file", "apply_patch": "write_file", "spawn_agent": "invoke_agent"},
+        tool_names={
+            "exec_command": "read_file",
+            "apply_patch": "write_file",
+            "spawn_agent": "invoke_agent",
+            "request_user_input": "ask_user",
+        },
         calls=_codex_call,
     ),
 )

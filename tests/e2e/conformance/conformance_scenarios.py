@@ -111,6 +111,8 @@ class Scenario:
     """Connect the stdio MCP server `mcp_echo_server.py` as server `echo`."""
     prompt: str = "Please do the task."
     approval_mode: ApprovalMode = "default"
+    approval_modes_for: Mapping[str, ApprovalMode] = field(default_factory=dict)
+    """backend → the approval mode it runs the scenario in, where not `approval_mode`."""
     answer: Answer | None = None
     """How `on_user_input` answers every request; None: no handler."""
     cancel_after_first_event: bool = False
@@ -790,9 +792,9 @@ SCENARIOS: tuple[Scenario, ...] = (
         # found in registry') without an ACP update; the adapter shows it from the chat file once the
         # prompt has ended, so it comes after the text.
         alternatives={"user_input": ("text", "tool ask_user error", "result success")},
-        # Codex 0.171 refuses request_user_input outside its plan collaboration mode ("unavailable in Default
-        # mode") and reports that refusal to the model only: the stream shows no call at all.
-        alternatives_for={("codex", "user_input"): ("text", "result success")},
+        # Codex 0.171 lets the model ask only in its plan collaboration mode, which a plan run turns on
+        # (elsewhere it refuses the call and tells the model only: the stream would show no call at all).
+        approval_modes_for={"codex": "plan"},
         answer="allow",
     ),
     Scenario(

@@ -136,7 +136,7 @@ async def run_scenario(column: Column, scenario: Scenario, workspace: Path) -> t
             server,
             workspace,
             prompt=scenario.prompt,
-            approval_mode=scenario.approval_mode,
+            approval_mode=scenario.approval_modes_for.get(column.name, scenario.approval_mode),
             on_user_input=answering(scenario.answer, asked) if scenario.answer else None,
             resume=resume,
             images=(ImageInput(mime_type="image/png", data=PNG_1x1),) if scenario.images else (),

@@ -11,7 +11,8 @@ about a thread of an earlier run (Codex sends no `"jsonrpc"` field). The steps:
 2. `thread/start {cwd, approvalPolicy: "untrusted", sandbox: "read-only", ...}` or, for a resume,
    `thread/resume {threadId}` of the thread the short id resolved to (before the process started: a
    reference that matches nothing never reaches Codex, which would not start a thread for it anyway);
-3. `turn/start` with the prompt (and images as data URLs), then the notifications through
+3. `turn/start` with the prompt (and images as data URLs) and, where the run's approval mode asks for
+   another one than the thread's, Codex's collaboration mode (`collaboration_mode`), then the notifications through
    `AppServerTranslator` and the requests through `ApprovalBridge` until the main thread's turn has
    ended and every subagent it spawned has finished its turn.
 
@@ -95,6 +96,23 @@ def thread_params(params: ExecuteParams) -> dict[str, Any]:
     return settings
 
 
+def collaboration_mode(params: ExecuteParams, thread: dict[str, Any]) -> dict[str, Any] | None:
+    """The `collaborationMode` a run's `turn/start` sets, from the answer of `thread/start` or `thread/resume`:
+    Codex's plan mode for `approval_mode="plan"` (its planning instructions, and its `request_user_input`
+    tool, which it offers in no other mode), else its default mode, but only for a resumed thread that an
+    earlier run left in plan mode (the mode is the thread's, kept across turns); None to leave it as it is.
+    The settings keep the thread's model and reasoning effort."""
+    wanted = "plan" if params.approval_mode == "plan" else "default"
+    current = as_dict(thread.get("collaborationMode")).get("mode") or "default"
+    if wanted == current:
+        return None
+    settings = {
+        "model": str(thread.get("model") or params.model or ""),
+        "reasoning_effort": thread.get("reasoningEffort"),
+    }
+    return {"mode": wanted, "settings": settings}
+
+
 def user_input(text: str, images: tuple[Any, ...]) -> list[dict[str, Any]]:
     """A turn's `UserInput` items: the text, then each image as a data URL."""
     items: list[dict[str, Any]] = []
@@ -159,6 +177,8 @@ class CodexRun:
         self._grace_until: float | None = None
         self._started: SessionStarted | None = None
         """The run's `SessionStarted` once the thread is open, until `_announce` emits it."""
+        self._mode: dict[str, Any] | None = None
+        """The collaboration mode the turn sets (`collaboration_mode`), if another than the thread's."""
         self._reusable = False
         """Whether the turn ended by itself (completed, or failed on the provider's side) and nothing else went
         wrong: the process may serve another run."""
@@ -340,6 +360,7 @@ class CodexRun:
                     hint="run `unified sessions list --backend codex`",
                 ) from exc
             raise BackendError(f"codex app-server could not open the thread: {exc.message}") from exc
+        self._mode = collaboration_mode(self.params, answer)
         thread = as_dict(answer.get("thread"))
         thread_id = str(thread.get("id") or opening.thread_id or "")
         if not thread_id:
@@ -405,9 +426,10 @@ class CodexRun:
         text = self.opening.prompt if self.opening.prompt is not None else self.params.prompt
         items = user_input(text, self.params.images if self.opening.prompt is None else self.opening.images)
         try:
-            answer = await self._request(
-                "turn/start", {"threadId": self.thread_id, "input": items}, meanwhile=self._announce
-            )
+            turn: dict[str, Any] = {"threadId": self.thread_id, "input": items}
+            if self._mode is not None:
+                turn["collaborationMode"] = self._mode
+            answer = await self._request("turn/start", turn, meanwhile=self._announce)
         except TimeoutError:
             await self._announce()
             raise BackendError("codex app-server did not start the turn in time", retryable=True) from None
