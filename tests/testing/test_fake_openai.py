@@ -20,6 +20,7 @@ from unified.testing import (
     ModelTurn,
     ResponsesTurn,
     Script,
+    ServerTool,
     Thought,
     Usage,
     codex_call,
@@ -208,3 +209,24 @@ def test_a_subagents_turns_go_to_the_new_thread_and_the_notification_takes_none(
         assert text_of(ask(server, notice, headers=parent)) == []
         assert not server.unplayed
         assert not server.problems
+
+
+def test_a_google_search_server_tool_is_openais_hosted_web_search_and_other_tools_are_refused() -> None:
+    search = ServerTool(tool="google_search", id="s1", arguments={"queries": ["unified", "other"]})
+    maps = ServerTool(tool="google_maps", id="m1", arguments={"query": "cafe"})
+    with FakeOpenAI([ModelTurn(server_tools=[search], text="Found it."), ModelTurn(server_tools=[maps])]) as server:
+        events = events_of(ask(server))
+        refused = ask(server)
+        problems = server.problems
+    added = [e["item"] for e in events if e["type"] == "response.output_item.added"]
+    assert [(i["type"], i["status"]) for i in added] == [("web_search_call", "in_progress"), ("message", "in_progress")]
+    search_done, message = events[-1]["response"]["output"]
+    assert search_done == {
+        "id": search_done["id"],
+        "type": "web_search_call",
+        "action": {"type": "search", "query": "unified"},
+        "status": "completed",
+    }
+    assert message["content"][0]["text"] == "Found it."
+    assert refused.status_code == 500
+    assert problems == ["FakeOpenAI has no Responses API counterpart for the server tool 'google_maps'"]

@@ -23,6 +23,12 @@ whose bundled metadata gives the classic tool set: use it with this server):
 | ``mcp__<server>__<tool>{...}`` | a function call in namespace ``mcp__<server>`` |
 | any other name (``exec_command``, ``apply_patch{input}``, ...) | sent as it is |
 
+A ``ModelTurn``'s ``server_tools`` of tool ``google_search`` are OpenAI's hosted web search: a
+``web_search_call`` item each (``action {type: search, query}``, the query from ``arguments["query"]``
+or the first of ``arguments["queries"]``), before the message, as the provider runs them on its side.
+Codex shows them only with its ``web_search`` setting on (``CodexOptions.web_search``). Other tools
+have no Responses API counterpart here and are refused.
+
 Subagents: a spawn's child asks with a thread id of its own while the parent goes on, so the turns
 after an ``invoke_agent`` up to its ``complete_task`` are the child's (taken by the first new thread
 that asks after the spawn), and the parent's next request takes the turn after them. When the child
@@ -56,7 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from unified._exports import publish
-from unified.testing._scenario import Fault, FunctionCall, ModelTurn, ResponsesTurn, Script, Turn, Usage
+from unified.testing._scenario import Fault, FunctionCall, ModelTurn, ResponsesTurn, Script, ServerTool, Turn, Usage
 from unified.testing._serving import (
     FakeHandler,
     FakeHTTPServer,
@@ -206,6 +212,15 @@ def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
 
+def _web_search_call(tool: ServerTool, item_id: str) -> dict[str, Any]:
+    """A `server_tools` entry as the Responses API's hosted web search item."""
+    if tool.tool != "google_search":
+        raise ValueError(f"FakeOpenAI has no Responses API counterpart for the server tool {tool.tool!r}")
+    queries = tool.arguments.get("queries") or [""]
+    query = str(tool.arguments.get("query") or queries[0])
+    return {"id": item_id, "type": "web_search_call", "action": {"type": "search", "query": query}}
+
+
 def responses_events(turn: ModelTurn, *, response_id: str, model: str, ids: Iterable[int]) -> list[dict[str, Any]]:
     """A ModelTurn as the Responses API streams it: `response.created`, each output item (reasoning with
     summary deltas, the message with ``text_chunks`` deltas, the calls), `response.completed` with usage.
@@ -258,6 +273,8 @@ def responses_events(turn: ModelTurn, *, response_id: str, model: str, ids: Iter
             "encrypted_content": signature,
         }
         add(item, deltas)
+    for tool in turn.server_tools:
+        add(_web_search_call(tool, f"ws_{next(numbers):06d}"), [])
     messages: list[str] = [turn.text] if turn.text else []
     calls: list[dict[str, Any]] = []
     for call in turn.function_calls:
@@ -470,18 +487,24 @@ class FakeOpenAI(ScriptedFake[_Reply]):
             return "responses", model, self._http_fault(fault), None, fault
         turn = slot.turn
         response_id = f"resp_{next(self._ids):06d}"
+        problem: str | None = None
         if isinstance(turn, ResponsesTurn):
             events = [dict(event) for event in turn.events]
         elif isinstance(turn, ModelTurn):
-            events = responses_events(turn, response_id=response_id, model=model or CODEX_MODEL, ids=self._ids)
-            self._reserve_children(turn, slot)
+            try:
+                events = responses_events(turn, response_id=response_id, model=model or CODEX_MODEL, ids=self._ids)
+            except ValueError as exc:  # a server tool the Responses API has no counterpart for
+                problem = str(exc)
+            else:
+                self._reserve_children(turn, slot)
         else:
-            error = f"FakeOpenAI cannot serve a {turn.kind} turn"
+            problem = f"FakeOpenAI cannot serve a {turn.kind} turn"
+        if problem is not None:
             return (
                 "responses",
                 model,
-                _Reply(500, {"error": {"message": error, "type": "server_error", "param": None, "code": None}}),
-                error,
+                _Reply(500, {"error": {"message": problem, "type": "server_error", "param": None, "code": None}}),
+                problem,
                 None,
             )
         cut = stream_fault(

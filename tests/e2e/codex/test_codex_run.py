@@ -31,7 +31,7 @@ from unified.events import (
     UserInputResponse,
     WarningEvent,
 )
-from unified.testing import CODEX_MODEL, FakeOpenAI, Fault, FunctionCall, ModelTurn, Thought, Usage
+from unified.testing import CODEX_MODEL, FakeOpenAI, Fault, FunctionCall, ModelTurn, ServerTool, Thought, Usage
 from unified.types import ExecuteParams
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -427,3 +427,21 @@ async def test_a_plan_thread_resumed_outside_plan_mode_is_back_in_codexs_default
     assert "user_input_request" not in kinds(again)
     assert "Default mode" in outputs[-1]["output"]  # Codex's own refusal, read by the model
     assert result(again).status == "success"
+
+
+async def test_hosted_web_search_is_off_unless_asked_and_each_search_is_a_server_side_pair(workspace: Path) -> None:
+    """OpenAI runs its web search on its side, with no approval: Codex offers it to the model only when the
+    run asks (`web_search`); each search the model ran is a server-side tool_use / tool_result pair."""
+    search = ServerTool(tool="google_search", id="s1", arguments={"query": "unified library"})
+    turns = [ModelTurn(text="No search."), ModelTurn(server_tools=[search], text="Found it.")]
+    async with FakeOpenAI(turns) as server:
+        await run_codex(server, workspace)
+        events = await run_codex(server, workspace, options={"web_search": "live"})
+        offered = [{t.get("type") for t in r.body.get("tools", [])} for r in server.model_requests()]
+    assert ["web_search" in tools for tools in offered] == [False, True]
+    use = next(e for e in events if isinstance(e, ToolUse))
+    assert (use.name, use.input, use.server_side) == ("web_search", {"query": "unified library"}, True)
+    done = next(e for e in events if isinstance(e, ToolResult))
+    assert (done.tool_use_id, done.server_side, done.is_error) == (use.tool_use_id, True, False)
+    assert kinds(events).index("tool_result") < kinds(events).index("text_delta")
+    assert result(events).status == "success"

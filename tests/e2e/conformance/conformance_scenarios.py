@@ -44,6 +44,7 @@ from unified.testing import (
     InteractionTurn,
     ModelTurn,
     RecordedTurn,
+    ServerTool,
     TextStep,
     Thought,
     Turn,
@@ -699,7 +700,12 @@ SCENARIOS: tuple[Scenario, ...] = (
             ),
             "generate-content": (RecordedTurn(method="generateContentStream", response=[GROUNDED]),),
             "claude-code": (ModelTurn(text="Found it."),),
-            "codex": (ModelTurn(text="Found it."),),
+            "codex": (
+                ModelTurn(
+                    server_tools=[ServerTool(tool="google_search", id="s1", arguments={"query": "unified"})],
+                    text="Found it.",
+                ),
+            ),
             "interactions": (
                 InteractionTurn(
                     steps=[
@@ -714,10 +720,10 @@ SCENARIOS: tuple[Scenario, ...] = (
         options_for={
             "generate-content": {"google_search": True, "local_tools": False},
             "interactions": {"google_search": True, "local_tools": False},
+            "codex": {"web_search": "live"},  # OpenAI's hosted web search: off unless asked for
         },
-        aliases={"google_web_search": "google_search"},
-        # Claude Code's WebSearch is a client tool of its own, and Codex's hosted web search is turned off (it
-        # would run without an approval): no server-side tool to show, the model just answers.
+        aliases={"google_web_search": "google_search", "web_search": "google_search"},
+        # Claude Code's WebSearch is a client tool of its own: no server-side tool to show, the model just answers.
         alternatives={"server_side_tools": ("text", "result success")},
         # generateContent reports a search as grounding metadata, which arrives with the last chunk.
         differences={("generate-content", "server_side_tools"): ("text", "tool google_search ok", "result success")},

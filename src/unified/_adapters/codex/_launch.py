@@ -128,10 +128,11 @@ inherit = "all"
 exclude = {json.dumps(list(SECRET_PATTERNS))}
 """
 """The settings every run shares: nothing phones home (updates, analytics, plugins), no hosted web
-search (it would run without an approval), no key in a command, a thread unloaded as soon as its run
-unsubscribes (a warm process then resumes a thread from its rollout, as a new one would: a retry cuts
-it, another process may have appended to it). No sandbox: every thread runs with
-`approvalPolicy: untrusted`, so nothing runs unapproved, and what is approved runs once (`_run.SANDBOX`)."""
+search unless a run asks for it (`CodexOptions.web_search`: it runs without an approval), no key in a
+command, a thread unloaded as soon as its run unsubscribes (a warm process then resumes a thread from
+its rollout, as a new one would: a retry cuts it, another process may have appended to it). No
+sandbox: every thread runs with `approvalPolicy: untrusted`, so nothing runs unapproved, and what is
+approved runs once (`_run.SANDBOX`)."""
 
 _PLATFORM_PACKAGES = {
     ("linux", "x86_64"): "codex-linux-x64",
@@ -389,6 +390,8 @@ class Launch:
             auth = "chatgpt"
         if params.model:
             overrides.append(("model", params.model))
+        if options.web_search != "disabled":
+            overrides.append(("web_search", options.web_search))
         thinking = params.thinking
         if thinking is not None:
             if thinking.level is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, StrictInt
 
@@ -48,6 +49,10 @@ class CodexOptions(BackendOptions):
     """How long the provider may stay unreachable (Codex retries forever) before the turn is interrupted."""
     stream_idle_timeout_s: float = Field(default=120.0, gt=0)
     """Codex's own limit on silence inside one model stream (`stream_idle_timeout_ms`)."""
+    web_search: Literal["disabled", "cached", "live"] = "disabled"
+    """OpenAI's hosted web search (Codex's `web_search`): off unless asked for, since the provider runs it
+    on its side with no approval (as the API backends' google_search); `cached` searches OpenAI's index,
+    `live` the web. Each search is a server-side `tool_use` / `tool_result` pair."""
     transcript: TranscriptOption = None
     """A list that receives every JSON-RPC message both ways (`{"dir": "send"|"recv", "msg"}`): what
     `unified record` writes as a cassette; the caller's own list."""
