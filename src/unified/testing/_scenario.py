@@ -230,6 +230,15 @@ class TextStep(_StepBase):
     annotations: list[dict[str, Any]] = Field(default_factory=list)
 
 
+class ImageStep(_StepBase):
+    """An image the model generates: a ``model_output`` step whose one delta is the image (``data``, base64,
+    and ``mime_type``), as image-generating models stream it."""
+
+    type: Literal["image_output"] = "image_output"
+    data: str
+    mime_type: str = "image/png"
+
+
 class ThoughtStep(_StepBase):
     """A thought step: each summary is one ``thought_summary`` delta, then a ``thought_signature`` one."""
 
@@ -296,6 +305,7 @@ class ServerStep(_ServerStepBase):
 
 Step = Annotated[
     TextStep
+    | ImageStep
     | ThoughtStep
     | FunctionCallStep
     | GoogleSearchCall
@@ -411,6 +421,7 @@ publish(
         "FunctionCallStep",
         "GoogleSearchCall",
         "GoogleSearchResult",
+        "ImageStep",
         "InteractionTurn",
         "ModelTurn",
         "RecordedTurn",

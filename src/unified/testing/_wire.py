@@ -18,6 +18,7 @@ from unified.testing._scenario import (
     FunctionCallStep,
     GoogleSearchCall,
     GoogleSearchResult,
+    ImageStep,
     InteractionTurn,
     ModelTurn,
     ServerStep,
@@ -402,6 +403,11 @@ def render_step(step: Step, call_id: str) -> RenderedStep:
             final={"type": "model_output", "content": [text]},
             usage=step.usage,
         )
+    if isinstance(step, ImageStep):
+        image: JsonObject = {"type": "image", "data": step.data, "mime_type": step.mime_type}
+        return RenderedStep(
+            start={"type": "model_output"}, deltas=[image], final={"type": "model_output", "content": [image]}
+        )
     if isinstance(step, ThoughtStep):
         deltas: list[JsonObject] = [
             {"type": "thought_summary", "content": {"type": "text", "text": s}} for s in step.summary
@@ -450,6 +456,8 @@ def render_legacy_step(step: Step, call_id: str) -> RenderedStep:
     rendered = render_step(step, call_id)
     if isinstance(step, TextStep):
         return RenderedStep(start={"type": "text"}, deltas=rendered.deltas, final=rendered.final, usage=step.usage)
+    if isinstance(step, ImageStep):
+        return RenderedStep(start={"type": "image"}, deltas=rendered.deltas, final=rendered.final, usage=step.usage)
     if isinstance(step, ThoughtStep):
         deltas: list[JsonObject] = [{"type": "thought_summary", "content": {"text": s}} for s in step.summary]
         if step.signature is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 from unified._adapters.interactions._translate import (
@@ -13,7 +14,7 @@ from unified._adapters.interactions._translate import (
     translate,
     usage_from_wire,
 )
-from unified.events import TextDelta, Thinking, ToolResult, ToolUse, Usage
+from unified.events import TextDelta, Thinking, ToolResult, ToolUse, Usage, WarningEvent
 
 
 def created(iid: str = "i1", status: str = "in_progress") -> dict[str, Any]:
@@ -361,3 +362,47 @@ def test_status_updates_are_reported_once_each() -> None:
     assert translator.feed(update) == []
     cont = {**update, "status": "requires_continuation", "continuation_token": "tok"}
     assert translator.feed(cont) == [StatusChange("i1", "requires_continuation", "tok")]
+
+
+PNG_DATA = base64.b64encode(b"\x89PNG" + bytes(66)).decode()  # 70 bytes, base64 with padding
+
+
+def test_a_generated_image_is_said_by_a_warning_with_its_type_and_size_in_either_dialect() -> None:
+    """No event kind carries an image: each one is an output_not_shown warning, as on generate-content."""
+    image = {"type": "image", "data": PNG_DATA, "mime_type": "image/png"}
+    current = translate(
+        [
+            created(),
+            start(0, {"type": "model_output"}),
+            delta(0, {"type": "text", "text": "Here it is."}),
+            delta(0, image),
+            stop(0),
+            start(1, {"type": "model_output", "content": [{"type": "image", "uri": "gs://b/cat.png"}]}),
+            stop(1),
+            completed(),
+        ]
+    )
+    legacy = translate(
+        [
+            {"event_type": "interaction.start", "interaction": {"id": "i1", "status": "in_progress"}},
+            {"event_type": "content.start", "index": 0, "content": {"type": "image"}},
+            {"event_type": "content.delta", "index": 0, "delta": image},
+            {"event_type": "content.stop", "index": 0},
+            {"event_type": "interaction.complete", "interaction": {"id": "i1", "status": "completed"}},
+        ]
+    )
+    said = [(s.code, s.message) for s in current if isinstance(s, WarningEvent)]
+    assert said == [
+        (
+            "output_not_shown",
+            "the model generated image/png (70 bytes), which no event carries: "
+            "it is kept in the interaction on the server, not shown",
+        ),
+        (
+            "output_not_shown",
+            "the model generated image at gs://b/cat.png, which no event carries: "
+            "it is kept in the interaction on the server, not shown",
+        ),
+    ]
+    assert [s.text for s in current if isinstance(s, TextDelta)] == ["Here it is."]
+    assert [(s.code, s.message) for s in legacy if isinstance(s, WarningEvent)] == said[:1]

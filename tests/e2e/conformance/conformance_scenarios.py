@@ -41,6 +41,7 @@ from unified.testing import (
     FunctionCall,
     GoogleSearchCall,
     GoogleSearchResult,
+    ImageStep,
     InteractionTurn,
     ModelTurn,
     RecordedTurn,
@@ -809,11 +810,18 @@ SCENARIOS: tuple[Scenario, ...] = (
         ("text", "result success"),
         observes=("image_output",),
         alternatives={"image_output": ("text", "result success")},
-        # The generateContent wire carries the image (an inlineData part, as in the real recordings);
-        # the Interactions script holds the text only (its cell is `none`).
+        # The generateContent wire carries the image (an inlineData part, as in the real recordings); the
+        # Interactions API an image delta of a model_output step.
         turns_for={
-            backend: (RecordedTurn(method="generateContentStream", response=list(IMAGE_CHUNKS)),)
-            for backend in ("generate-content", "gemini-cli")
+            **{
+                backend: (RecordedTurn(method="generateContentStream", response=list(IMAGE_CHUNKS)),)
+                for backend in ("generate-content", "gemini-cli")
+            },
+            "interactions": (
+                InteractionTurn(
+                    steps=[TextStep(text="Here is the picture."), ImageStep(data=base64.b64encode(PNG_1x1).decode())]
+                ),
+            ),
         },
     ),
     Scenario(

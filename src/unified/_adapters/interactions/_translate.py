@@ -9,6 +9,9 @@ Two dialects arrive on the wire. The current one (`interaction.created`, `intera
 `step.start` / `step.delta` / `step.stop`, `interaction.completed`, `error`) and the deprecated one
 (`interaction.start`, `content.start` / `content.delta` / `content.stop`, `interaction.complete`),
 which is renamed into the current one first and then handled by the same code.
+
+An image (or other media) the model generates has no event kind: each is said by an `output_not_shown`
+warning naming its type and size, as generate-content says it, and stays on the server's interaction.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from unified.events import (
     ToolUse,
     UnifiedEvent,
     Usage,
+    WarningEvent,
     _event_builder,
     tool_output_text,
 )
@@ -69,6 +73,22 @@ UNPARSED_ARGUMENTS = "_unparsed_arguments"
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled", "incomplete", "budget_exceeded"})
 _CLIENT_STEPS = frozenset({"function_call", "function_result", "user_input", "model_output", "thought"})
 _MEDIA_DELTAS = frozenset({"image", "audio", "video", "document"})
+
+
+def _not_shown(media: Mapping[str, Any]) -> WarningEvent:
+    """The warning for media the model generated (no event kind carries it): its type and size, or its uri."""
+    data = media.get("data")
+    what = str(media.get("mime_type") or media.get("type") or "media")
+    if isinstance(data, str) and data:
+        what += f" ({len(data) * 3 // 4 - data[-2:].count('=')} bytes)"  # the size base64 `data` decodes to
+    elif isinstance(media.get("uri"), str):
+        what += f" at {media['uri']}"
+    message = (
+        f"the model generated {what}, which no event carries: it is kept in the interaction on the server, not shown"
+    )
+    return WarningEvent.model_construct(code="output_not_shown", message=message)
+
+
 _CITATION_TOOLS = {"file_citation": "file_search", "place_citation": "google_maps", "url_citation": "google_search"}
 """The built-in tool whose results a text annotation cites."""
 
@@ -408,6 +428,8 @@ class InteractionsTranslator:
             for part in data.get("content") or []:
                 if isinstance(part, Mapping) and part.get("type") == "text" and part.get("text"):
                     out.append(_text_delta(text=str(part["text"])))
+                elif isinstance(part, Mapping) and part.get("type") in _MEDIA_DELTAS:
+                    out.append(_not_shown(part))
         elif kind == "thought":
             for part in data.get("summary") or []:
                 if isinstance(part, Mapping) and part.get("text"):
@@ -454,7 +476,7 @@ class InteractionsTranslator:
             return []
         if kind in _MEDIA_DELTAS:
             current.data.setdefault("media", []).append(dict(delta))
-            return []
+            return [_not_shown(delta)]
         _merge(current.data, delta)
         return []
 
