@@ -1,14 +1,46 @@
-"""A stdio MCP server with one tool, `echo`, for the conformance suite's MCP scenario."""
+"""An MCP server with one tool, `echo`, for the conformance suite's MCP scenarios: run as a script it
+serves stdio; `serving_http()` serves it over streamable HTTP on 127.0.0.1, in this process."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from mcp.server.mcpserver import MCPServer
 
 server = MCPServer("echo")
+heard: list[str] = []
+"""The texts the tool was called with (over HTTP: the stdio server is another process)."""
 
 
 @server.tool()
 def echo(text: str) -> str:
     """Returns the text it was given."""
+    heard.append(text)
     return f"echo: {text}"
+
+
+@contextmanager
+def serving_http() -> Iterator[str]:
+    """The server's streamable HTTP endpoint (its URL) while the block runs. The socket listens before
+    uvicorn starts, so a client that connects early waits in its backlog: nothing to poll for."""
+    import uvicorn  # not for the stdio server, a process of its own
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    # The app is made in uvicorn's thread, on its event loop (a factory): its session manager's lock would
+    # otherwise belong to the loop of the test that starts it, trio's included.
+    config = uvicorn.Config(server.streamable_http_app, factory=True, log_level="warning", lifespan="on")
+    http = uvicorn.Server(config)
+    thread = threading.Thread(target=http.run, kwargs={"sockets": [listener]}, name="mcp-echo-http", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
+    finally:
+        http.should_exit = True
+        thread.join()
+        listener.close()
 
 
 if __name__ == "__main__":

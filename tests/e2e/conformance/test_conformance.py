@@ -15,16 +15,18 @@ of the matrix for a driven backend needs a scenario that observes it on that bac
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import sys
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import anyio
 import pytest
 
+from tests.e2e.conformance import mcp_echo_server
 from tests.e2e.conformance.conformance_harness import (
     COLUMNS,
     NOT_DRIVEN,
@@ -43,9 +45,9 @@ from tests.e2e.conformance.conformance_harness import (
 from tests.e2e.conformance.conformance_scenarios import CAPABILITY_CHECKS, SCENARIOS, PNG_1x1, Scenario
 from unified import EventStream, capabilities
 from unified.events import Result, SessionStarted, Thinking, ToolResult, ToolUse, UnifiedEvent, UserInputRequest
-from unified.testing import FunctionCall, ModelTurn
+from unified.testing import FunctionCall, ModelTurn, Turn
 from unified.testing._wiring import prepare_cli_home
-from unified.types import ExecuteParams, ImageInput, StdioMcpServer
+from unified.types import ExecuteParams, HttpMcpServer, ImageInput, McpServer, StdioMcpServer
 
 pytestmark = pytest.mark.anyio
 
@@ -119,9 +121,32 @@ async def run_scenario(column: Column, scenario: Scenario, workspace: Path) -> t
     first_turns = scenario.first_run.turns if scenario.first_run else ()
     asked: list[UserInputRequest] = []
     options = scenario.options_for.get(column.name, {})
-    mcp = (StdioMcpServer(name="echo", command=sys.executable, args=(str(MCP_SERVER),), timeout_s=20),)
     binary_ready(column)
     turns = [column.adapt(turn) for turn in (*first_turns, *scenario.script(column.name))]
+    with contextlib.ExitStack() as serving:
+        mcp: tuple[McpServer, ...] = ()
+        if scenario.mcp == "stdio":
+            mcp = (StdioMcpServer(name="echo", command=sys.executable, args=(str(MCP_SERVER),), timeout_s=20),)
+        elif scenario.mcp == "http":
+            heard = len(mcp_echo_server.heard)
+            mcp = (HttpMcpServer(name="echo", url=serving.enter_context(mcp_echo_server.serving_http()), timeout_s=20),)
+        run = await _run_with(column, scenario, workspace, turns, options, mcp, asked)
+    if scenario.mcp == "http":
+        played = [turn for turn in scenario.script(column.name) if isinstance(turn, ModelTurn)]
+        said = [call.args["text"] for turn in played for call in turn.function_calls]
+        assert mcp_echo_server.heard[heard:] == said, "the MCP server was not called over HTTP"
+    return run, asked
+
+
+async def _run_with(
+    column: Column,
+    scenario: Scenario,
+    workspace: Path,
+    turns: list[Turn],
+    options: Mapping[str, object],
+    mcp: tuple[McpServer, ...],
+    asked: list[UserInputRequest],
+) -> Run:
     async with column.server(turns) as server:
         first: Run | None = None
         resume: str | None = None
@@ -142,14 +167,14 @@ async def run_scenario(column: Column, scenario: Scenario, workspace: Path) -> t
             images=(ImageInput(mime_type="image/png", data=PNG_1x1),) if scenario.images else (),
             cancel_after_first_event=scenario.cancel_after_first_event,
             options=options,
-            mcp_servers=mcp if scenario.mcp else (),
+            mcp_servers=mcp,
         )
         seconds = (events[-1].timestamp - events[0].timestamp).total_seconds()
         run = Run(column, events, server.requests[seen:], workspace, seconds, first)
         assert not server.problems, (
             f"the backend asked its fake server for more than the script holds: {server.problems}"
         )
-    return run, asked
+    return run
 
 
 @pytest.mark.e2e
