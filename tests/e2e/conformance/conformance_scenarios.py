@@ -110,9 +110,9 @@ class Scenario:
     """backend → extra backend_options."""
     aliases: Mapping[str, str] = field(default_factory=dict)
     """Tool names the normaliser treats as the same tool (see `conformance_harness.tool_name`)."""
-    mcp: Literal["stdio", "http"] | None = None
+    mcp: Literal["stdio", "http", "sse"] | None = None
     """Connect the MCP server `mcp_echo_server.py` as server `echo`: run as a stdio server, or served over
-    streamable HTTP on 127.0.0.1 (the backend, or the binary it drives, connects to it)."""
+    streamable HTTP or SSE on 127.0.0.1 (the backend, or the binary it drives, connects to it)."""
     prompt: str = "Please do the task."
     approval_mode: ApprovalMode = "default"
     approval_modes_for: Mapping[str, ApprovalMode] = field(default_factory=dict)
@@ -781,6 +781,42 @@ SCENARIOS: tuple[Scenario, ...] = (
         aliases={"echo/echo": "mcp_echo_echo"},  # the Interactions API's name for a remote server's tool
         approval_mode="yolo",
         mcp="http",
+    ),
+    Scenario(
+        "mcp_tool_over_sse",
+        (
+            ModelTurn(function_calls=[FunctionCall(name="mcp__echo__echo", args={"text": "over sse"})]),
+            ModelTurn(text="Echoed."),
+        ),
+        ("tool mcp_echo_echo ok", "text", "result success"),
+        observes=("mcp",),
+        turns_for={
+            "gemini-cli": (
+                ModelTurn(function_calls=[FunctionCall(name="mcp_echo_echo", args={"text": "over sse"})]),
+                ModelTurn(text="Echoed."),
+            ),
+            # The Interactions API calls a remote MCP server itself: the steps it streams for it.
+            "interactions": (
+                InteractionTurn(
+                    steps=[
+                        ServerStep(
+                            type="mcp_server_tool_call",
+                            data={"id": "m1", "name": "echo", "server_name": "echo", "arguments": {"text": "over it"}},
+                        ),
+                        ServerStep(
+                            type="mcp_server_tool_result",
+                            data={"call_id": "m1", "name": "echo", "server_name": "echo", "result": "echo: over http"},
+                        ),
+                        TextStep(text="Echoed."),
+                    ]
+                ),
+            ),
+        },
+        aliases={"echo/echo": "mcp_echo_echo"},  # the Interactions API's name for a remote server's tool
+        # Codex does not speak SSE: the run refuses it before it starts.
+        shapes_for={"codex": ("error unsupported_option fatal", "result error")},
+        approval_mode="yolo",
+        mcp="sse",
     ),
     Scenario(
         "ask_user",

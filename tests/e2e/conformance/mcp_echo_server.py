@@ -1,5 +1,6 @@
 """An MCP server with one tool, `echo`, for the conformance suite's MCP scenarios: run as a script it
-serves stdio; `serving_http()` serves it over streamable HTTP on 127.0.0.1, in this process."""
+serves stdio; `serving("http")` serves it over streamable HTTP on 127.0.0.1, in this process, and
+`serving("sse")` over the older SSE transport."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Literal
 
 from mcp.server.mcpserver import MCPServer
 
@@ -23,20 +25,22 @@ def echo(text: str) -> str:
 
 
 @contextmanager
-def serving_http() -> Iterator[str]:
-    """The server's streamable HTTP endpoint (its URL) while the block runs. The socket listens before
-    uvicorn starts, so a client that connects early waits in its backlog: nothing to poll for."""
+def serving(transport: Literal["http", "sse"]) -> Iterator[str]:
+    """The server's endpoint (its URL: streamable HTTP's, or SSE's event stream) while the block runs. The
+    socket listens before uvicorn starts, so a client that connects early waits in its backlog: nothing
+    to poll for."""
     import uvicorn  # not for the stdio server, a process of its own
 
     listener = socket.create_server(("127.0.0.1", 0))
     # The app is made in uvicorn's thread, on its event loop (a factory): its session manager's lock would
     # otherwise belong to the loop of the test that starts it, trio's included.
-    config = uvicorn.Config(server.streamable_http_app, factory=True, log_level="warning", lifespan="on")
+    app = server.streamable_http_app if transport == "http" else server.sse_app
+    config = uvicorn.Config(app, factory=True, log_level="warning", lifespan="on")
     http = uvicorn.Server(config)
     thread = threading.Thread(target=http.run, kwargs={"sockets": [listener]}, name="mcp-echo-http", daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/{'mcp' if transport == 'http' else 'sse'}"
     finally:
         http.should_exit = True
         thread.join()

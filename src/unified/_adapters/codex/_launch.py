@@ -292,9 +292,7 @@ def chatgpt_login(env: Mapping[str, str]) -> ChatgptLogin | None:
     return None
 
 
-def _mcp_table(
-    server: StdioMcpServer | HttpMcpServer | SseMcpServer, number: int, env: dict[str, str]
-) -> dict[str, Any]:
+def _mcp_table(server: StdioMcpServer | HttpMcpServer, number: int, env: dict[str, str]) -> dict[str, Any]:
     """An MCP server as Codex's `[mcp_servers.NAME]` table. Values that may be secret never go on the
     command line (any local user can read a process's argv): a stdio server's `env` goes into the
     app-server's environment and is forwarded by name (`env_vars`), an HTTP server's headers through
@@ -307,7 +305,7 @@ def _mcp_table(
             table["env_vars"] = sorted(server.env)
         if server.cwd is not None:
             table["cwd"] = str(server.cwd)
-    elif isinstance(server, HttpMcpServer):
+    else:
         table = {"url": server.url}
         if server.headers:
             names = {}
@@ -316,11 +314,6 @@ def _mcp_table(
                 env[name] = value
                 names[header] = name
             table["env_http_headers"] = names
-    else:
-        raise ConfigurationError(
-            f"MCP server {server.name!r} uses the SSE transport, which Codex does not speak",
-            hint="give it as an http (streamable HTTP) or stdio server",
-        )
     table["startup_timeout_sec"] = max(1, round(server.timeout_s))
     # Every MCP tool asks, so the caller decides every call that can change anything.
     table["default_tools_approval_mode"] = "prompt"
@@ -399,6 +392,8 @@ class Launch:
             overrides.append(("model_reasoning_summary", "detailed" if thinking.include_thoughts else "none"))
         names = []
         for number, server in enumerate(params.mcp_servers):
+            if isinstance(server, SseMcpServer):
+                continue  # Codex does not speak SSE: the backend refuses the run (a fatal unsupported option)
             if not server.name.replace("-", "_").replace("_", "").isalnum():
                 raise ConfigurationError(
                     f"MCP server name {server.name!r} cannot be a Codex config key", hint="use letters, digits, - and _"
