@@ -40,7 +40,7 @@ def split_records(partial: bytes, data: bytes) -> tuple[list[dict[str, Any]], by
     for line in lines:
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(record, dict):
             records.append(record)

@@ -130,7 +130,7 @@ def parse_session(path: Path, *, max_bytes: int | None = None) -> ParsedSession:
                 continue
             try:
                 line = json.loads(raw)
-            except (ValueError, UnicodeDecodeError):
+            except (ValueError, RecursionError, UnicodeDecodeError):
                 parsed.bad_lines += 1
                 continue
             if not isinstance(line, dict):

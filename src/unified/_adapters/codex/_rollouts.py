@@ -87,7 +87,7 @@ def _lines(path: Path, limit: int | None = None) -> Iterator[dict[str, Any] | No
                 continue
             try:
                 record = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 yield None
                 continue
             yield record if isinstance(record, dict) else None

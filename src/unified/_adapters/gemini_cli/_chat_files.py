@@ -91,7 +91,7 @@ def _parse_time(value: object) -> datetime | None:
 def _loads(line: bytes | str) -> dict[str, Any] | None:
     try:
         value = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 
@@ -318,7 +318,7 @@ class ChatFiles:
         """Project root → directory name under tmp/ (slug), from projects.json."""
         try:
             data = json.loads(read_regular(gemini_home(self._env) / "projects.json"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return {}
         projects = data.get("projects") if isinstance(data, dict) else None
         return {str(k): str(v) for k, v in projects.items()} if isinstance(projects, dict) else {}

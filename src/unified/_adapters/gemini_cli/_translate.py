@@ -468,7 +468,7 @@ def request_args(name: str, call: Mapping[str, Any], cwd: str) -> dict[str, Any]
         if text.startswith("{"):
             try:
                 parsed = json.loads(text)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if isinstance(parsed, dict):
                 return parsed

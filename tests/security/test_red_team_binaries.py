@@ -1,0 +1,211 @@
+"""Red team, second round: hostile output of the agent binaries and of the files they write, at the unit level.
+
+Each test here is an attack that got through before its fix (each fails on the code before it, but for
+a few that guard what the fix keeps):
+
+- JSON nested deeper than Python's recursion limit (a line of 5,000 `[`, a few kilobytes): `json.loads`
+  raises `RecursionError`, which is no `ValueError`, so every reader that took a line it cannot parse
+  for "a bad line" let it escape: one such line in one session file of Claude Code, Codex or the Gemini
+  CLI broke the whole listing (and `show`, and resume); so in the JSONL follower of the Gemini CLI's
+  chat records, in unified's own session store, and, live, in a Gemini CLI error or an MCP tool's
+  arguments carrying such JSON as text (inside a message `parse_object` accepts: the nesting is in a string).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.security.test_session_store_hostile import BACKEND as STORE_BACKEND
+from tests.security.test_session_store_hostile import _valid
+from unified._adapters.claude_code._session_files import SessionFiles, parse_session, project_dir_name, write_lines
+from unified._adapters.codex._conversation import conversation_from_rollout
+from unified._adapters.codex._rollouts import Rollouts, read_rollout, rollout_name
+from unified._adapters.gemini_cli._chat_files import ChatFiles, read_chat
+from unified._adapters.gemini_cli._outcome import error_from_acp
+from unified._adapters.gemini_cli._translate import AcpTranslator
+from unified._binary.follow import split_records
+from unified._binary.framing import parse_object
+from unified._binary.jsonrpc import RpcError
+from unified._redaction import SPLIT_HOLD_MIN
+from unified._sessions.stores import FileSessionStore
+from unified.conversations import ToolCallPart
+from unified.errors import CorruptSession, UnifiedError
+from unified.events import (
+    ToolUse,
+)
+
+DEPTH = 5_000
+"""Far past Python's recursion limit (1,000): `json.loads` of it raises RecursionError."""
+DEEP = "[" * DEPTH + "]" * DEPTH
+DEEP_OBJECT = '{"a": ' + DEEP + "}"
+
+KEY = "sk-ant-api03-Zq8Xw2Lr5Tn7Vb1Mc4Kd9Pf3Hg6Js0Ay-Qo2Wi7Ue5Rt1Yu3Io9Pl8Kj6Hg4Fd2Sa0Zx"
+"""An Anthropic-looking key: no shape `KEY_SHAPES` knows, so only the environment makes it a secret."""
+
+
+@pytest.fixture
+def secret_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+
+
+def _pieces_of_key(text: str, size: int = SPLIT_HOLD_MIN) -> list[str]:
+    """Every `size`-character piece of KEY that `text` shows."""
+    return sorted({KEY[i : i + size] for i in range(len(KEY) - size + 1) if KEY[i : i + size] in text})
+
+
+# --- JSON nested too deeply to parse, in session files ------------------------------------------------
+
+
+CLAUDE_ID = "536f72c5-73b2-43a2-93b4-ea679570dd03"
+
+
+def _claude_lines(session_id: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "user",
+            "uuid": "u1",
+            "sessionId": session_id,
+            "cwd": "/work/a",
+            "timestamp": "2026-12-01T10:00:00.000Z",
+            "message": {"role": "user", "content": "first"},
+        },
+        {
+            "type": "assistant",
+            "uuid": "m1",
+            "parentUuid": "u1",
+            "sessionId": session_id,
+            "timestamp": "2026-12-01T10:00:01.000Z",
+            "message": {
+                "id": "msg_1",
+                "role": "assistant",
+                "model": "claude-x",
+                "content": [{"type": "text", "text": "ok"}],
+            },
+        },
+    ]
+
+
+def test_claude_code_a_session_line_nested_too_deeply_is_a_skipped_line_not_a_broken_listing(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    path = home / ".claude" / "projects" / project_dir_name("/work/a") / f"{CLAUDE_ID}.jsonl"
+    write_lines(path, _claude_lines(CLAUDE_ID))
+    with path.open("a") as handle:
+        handle.write(DEEP + "\n" + DEEP_OBJECT + "\n")
+
+    parsed = parse_session(path)
+    assert parsed.bad_lines == 2
+    assert parsed.first_prompt == "first"
+    (info,) = SessionFiles(home).list_sessions()
+    assert info.session_id == CLAUDE_ID
+    assert info.problem is None
+    assert info.extra == {"skipped_lines": 2}
+    assert SessionFiles(home).show(CLAUDE_ID[:8])["session"]["session_id"] == CLAUDE_ID
+
+
+CODEX_ID = "01a23248-9d08-7a31-8b3c-0000000aaaa1"
+
+
+def _rollout_text(thread_id: str, *extra: str) -> str:
+    meta = {"type": "session_meta", "payload": {"id": thread_id, "cwd": "/p", "timestamp": "2026-12-01T10:00:00Z"}}
+    prompt = {
+        "type": "response_item",
+        "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hello"}]},
+    }
+    return "\n".join([json.dumps(meta), json.dumps(prompt), *extra]) + "\n"
+
+
+def test_codex_a_rollout_line_nested_too_deeply_is_a_bad_line_not_a_broken_listing(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    rollouts = Rollouts(tmp_path)
+    path = rollouts.write(CODEX_ID, datetime(2026, 12, 1, tzinfo=UTC), _rollout_text(CODEX_ID, DEEP, DEEP_OBJECT))
+    assert path.name == rollout_name(CODEX_ID, datetime(2026, 12, 1, tzinfo=UTC))
+
+    rollout = read_rollout(path)
+    assert rollout.bad_lines == 2
+    (info,) = rollouts.list_sessions()
+    assert info.problem is None
+    assert info.session_id == CODEX_ID
+    assert rollouts.read(CODEX_ID).bad_lines == 2
+
+
+def test_codex_call_arguments_nested_too_deeply_are_kept_as_text_on_export(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    call = {
+        "type": "response_item",
+        "payload": {"type": "function_call", "call_id": "c1", "name": "shell", "arguments": DEEP_OBJECT},
+    }
+    path = Rollouts(tmp_path).write(
+        CODEX_ID, datetime(2026, 12, 1, tzinfo=UTC), _rollout_text(CODEX_ID, json.dumps(call))
+    )
+    conversation = conversation_from_rollout(read_rollout(path))
+    (part,) = [p for turn in conversation.turns for p in turn.parts if isinstance(p, ToolCallPart)]
+    assert part.arguments == {"arguments": DEEP_OBJECT}
+
+
+def test_gemini_cli_a_chat_line_nested_too_deeply_is_a_bad_line_not_a_broken_listing(isolated_home: Path) -> None:
+    chats = isolated_home / ".gemini" / "tmp" / "ws" / "chats"
+    chats.mkdir(parents=True)
+    path = chats / "session-2026-11-29T10-00-abcdef12.jsonl"
+    records = [
+        {"sessionId": "abcdef12-0000", "projectHash": "h", "startTime": "2026-11-29T10:00:00Z", "kind": "main"},
+        {"id": "u1", "type": "user", "content": [{"text": "first prompt"}]},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n" + DEEP + "\n" + DEEP_OBJECT + "\n")
+
+    chat = read_chat(path)
+    assert chat.bad_lines == 2
+    assert [m["id"] for m in chat.messages] == ["u1"]
+    (info,) = ChatFiles().list_sessions()
+    assert info.first_prompt == "first prompt"
+    assert ChatFiles().resolve("abcdef12").session_id == "abcdef12-0000"
+
+
+def test_the_jsonl_follower_skips_a_record_nested_too_deeply_and_reads_the_next() -> None:
+    records, rest = split_records(b"", (DEEP_OBJECT + '\n{"n": 1}\n{"n": 2').encode())
+    assert records == [{"n": 1}]
+    assert rest == b'{"n": 2'
+
+
+def test_a_stored_session_nested_too_deeply_is_corrupt_not_a_crash(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    session, path = _valid(root)
+    healthy, _ = _valid(root)
+    path.write_text('{"header": ' + DEEP + "}\n")
+    store = FileSessionStore(root)
+    with pytest.raises(CorruptSession) as loaded:
+        anyio.run(store.load, STORE_BACKEND, session.session_id)
+    assert str(path) in loaded.value.message
+    listed = anyio.run(store.list_sessions, STORE_BACKEND)
+    assert [s.session_id for s in listed if s.problem is None] == [healthy.session_id]
+    assert [s.session_id for s in listed if s.problem is not None] == [session.session_id]
+
+
+# --- the same, live: inside a message that parses (the nesting is in a string) --------------------------
+
+
+def test_gemini_cli_an_error_whose_message_is_json_nested_too_deeply_is_a_typed_error() -> None:
+    error = error_from_acp(RpcError("session/prompt", {"code": 500, "message": '{"error": ' + DEEP + "}"}))
+    assert isinstance(error, UnifiedError)
+    assert error.code != "internal_error"
+
+
+def test_gemini_cli_an_mcp_permission_request_with_arguments_nested_too_deeply_is_announced() -> None:
+    call = {
+        "toolCallId": "mcp_server_tool-1",
+        "title": "tool (server MCP Server)",
+        "kind": "other",
+        "content": [{"type": "content", "content": {"type": "text", "text": DEEP_OBJECT}}],
+    }
+    line = json.dumps({"sessionId": "s", "toolCall": call, "options": []})
+    params = parse_object(line)
+    assert isinstance(params, dict)  # the nesting is inside a string: the message itself is accepted
+    items = AcpTranslator().permission_request(params, "/ws")
+    (use,) = [i for i in items if isinstance(i, ToolUse)]
+    assert use.tool_use_id == "mcp_server_tool-1"
