@@ -8,12 +8,16 @@ a few that guard what the fix keeps):
   for "a bad line" let it escape: one such line in one session file of Claude Code, Codex or the Gemini
   CLI broke the whole listing (and `show`, and resume); so in the JSONL follower of the Gemini CLI's
   chat records, in unified's own session store, and, live, in a Gemini CLI error or an MCP tool's
-  arguments carrying such JSON as text (inside a message `parse_object` accepts: the nesting is in a string).
+  arguments carrying such JSON as text (inside a message `parse_object` accepts: the nesting is in a string);
+- the Gemini CLI's stream-json `result` with token counts that are no numbers (`int("many")`,
+  `int(NaN)`): a `ValueError` out of the translator, `internal_error` for the binary's fault; Claude
+  Code's `costUSD` as an integer too large for a float (`OverflowError`), NaN or Infinity.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +27,12 @@ import pytest
 from tests.security.test_session_store_hostile import BACKEND as STORE_BACKEND
 from tests.security.test_session_store_hostile import _valid
 from unified._adapters.claude_code._session_files import SessionFiles, parse_session, project_dir_name, write_lines
+from unified._adapters.claude_code._translate import usage_from_model_usage
 from unified._adapters.codex._conversation import conversation_from_rollout
 from unified._adapters.codex._rollouts import Rollouts, read_rollout, rollout_name
 from unified._adapters.gemini_cli._chat_files import ChatFiles, read_chat
 from unified._adapters.gemini_cli._outcome import error_from_acp
+from unified._adapters.gemini_cli._stream_json import StreamJsonTranslator
 from unified._adapters.gemini_cli._translate import AcpTranslator
 from unified._binary.follow import split_records
 from unified._binary.framing import parse_object
@@ -209,3 +215,36 @@ def test_gemini_cli_an_mcp_permission_request_with_arguments_nested_too_deeply_i
     items = AcpTranslator().permission_request(params, "/ws")
     (use,) = [i for i in items if isinstance(i, ToolUse)]
     assert use.tool_use_id == "mcp_server_tool-1"
+
+
+# --- numbers that are no counts ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "count", ['"many"', '{"n": 1}', "[1]", "NaN", "Infinity", "-Infinity", "1e400", "-7", "true", "null"]
+)
+def test_gemini_cli_stream_json_token_counts_that_are_no_numbers_count_nothing(count: str) -> None:
+    stats = f'{{"input_tokens": {count}, "output_tokens": 3, "cached": {count}}}'
+    line = f'{{"type": "result", "status": "success", "stats": {stats}}}'
+    message = parse_object(line)
+    assert isinstance(message, dict)
+    translator = StreamJsonTranslator()
+    assert translator.event(message) == []
+    assert translator.usage is not None
+    assert (translator.usage.input_tokens, translator.usage.output_tokens, translator.usage.cached_tokens) == (0, 3, 0)
+
+
+@pytest.mark.parametrize("cost", ["1" + "0" * 400, "NaN", "Infinity", "-Infinity", "1e400", "-0.5"])
+def test_claude_code_a_cost_that_is_no_amount_is_no_cost(cost: str) -> None:
+    result = parse_object(f'{{"claude-x": {{"inputTokens": 5, "outputTokens": 2, "costUSD": {cost}}}}}')
+    assert isinstance(result, dict)
+    usage = usage_from_model_usage(result)
+    assert usage.input_tokens == 5
+    assert usage.cost_usd is None
+    json.loads(usage.model_dump_json())  # and it serializes to plain JSON
+
+
+def test_claude_code_a_real_cost_is_kept() -> None:
+    usage = usage_from_model_usage({"claude-x": {"costUSD": 0.25}, "claude-y": {"costUSD": 1}})
+    assert usage.cost_usd is not None
+    assert math.isclose(usage.cost_usd, 1.25)

@@ -24,6 +24,7 @@ from where (docs/backends/claude-code.md, "Mapping"):
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -148,16 +149,27 @@ def usage_from_model_usage(model_usage: object) -> Usage:
         fresh, read = _int(entry.get("inputTokens")), _int(entry.get("cacheReadInputTokens"))
         created, output = _int(entry.get("cacheCreationInputTokens")), _int(entry.get("outputTokens"))
         thinking = min(output, _int(entry.get("thinkingTokens")))
-        cost = entry.get("costUSD")
         total = total + Usage(
             input_tokens=fresh + read + created,
             cached_tokens=read,
             cache_creation_tokens=created,
             output_tokens=output - thinking,
             thinking_tokens=thinking,
-            cost_usd=float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None,
+            cost_usd=_cost(entry.get("costUSD")),
         )
     return total
+
+
+def _cost(value: object) -> float | None:
+    """A `costUSD` as a float; None unless it is a finite number of dollars, 0 or more (an integer too
+    large for a float, NaN or Infinity is a broken count, not a cost)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        cost = float(value)
+    except OverflowError:
+        return None
+    return cost if math.isfinite(cost) and cost >= 0 else None
 
 
 def tool_result_text(content: object) -> tuple[str | None, list[dict[str, Any]]]:

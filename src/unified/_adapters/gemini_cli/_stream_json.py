@@ -130,11 +130,17 @@ class StreamJsonTranslator:
             self.final = dict(data)
             stats = as_dict(data.get("stats"))
             self.usage = Usage(
-                input_tokens=int(stats.get("input_tokens") or 0),
-                output_tokens=int(stats.get("output_tokens") or 0),
-                cached_tokens=int(stats.get("cached") or 0),
+                input_tokens=_count(stats.get("input_tokens")),
+                output_tokens=_count(stats.get("output_tokens")),
+                cached_tokens=_count(stats.get("cached")),
             )
         return []
+
+
+def _count(value: object) -> int:
+    """A token count of the `result`'s stats; 0 for anything but a whole number above 0 (a string, an
+    object, a float such as NaN or Infinity: a broken CLI's count is not worth an `int()` that raises)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 async def run_stream_json(launch: Launch, ctx: RunContext) -> RunOutcome:
