@@ -11,7 +11,13 @@ a few that guard what the fix keeps):
   arguments carrying such JSON as text (inside a message `parse_object` accepts: the nesting is in a string);
 - the Gemini CLI's stream-json `result` with token counts that are no numbers (`int("many")`,
   `int(NaN)`): a `ValueError` out of the translator, `internal_error` for the binary's fault; Claude
-  Code's `costUSD` as an integer too large for a float (`OverflowError`), NaN or Infinity.
+  Code's `costUSD` as an integer too large for a float (`OverflowError`), NaN or Infinity;
+- a secret straddling a cut made before the redaction: `parse_object` quoted the first 200 characters of
+  a line that is no JSON object, a process's stderr tail its last 8 KiB (one long line), Claude Code's
+  decision of a call the CLI settled quoted 300 characters of its error, a session reference matching
+  nothing listed 60 of each recent prompt, `unified sessions list` 80 of each summary, the Gemini CLI's
+  listing 500 of a first prompt: the cut went through the key, and every redactor downstream, which
+  replaces whole secrets only, let the piece it saw through.
 """
 
 from __future__ import annotations
@@ -23,11 +29,12 @@ from typing import Any
 
 import anyio
 import pytest
+from typer.testing import CliRunner
 
 from tests.security.test_session_store_hostile import BACKEND as STORE_BACKEND
 from tests.security.test_session_store_hostile import _valid
 from unified._adapters.claude_code._session_files import SessionFiles, parse_session, project_dir_name, write_lines
-from unified._adapters.claude_code._translate import usage_from_model_usage
+from unified._adapters.claude_code._translate import StreamTranslator, usage_from_model_usage
 from unified._adapters.codex._conversation import conversation_from_rollout
 from unified._adapters.codex._rollouts import Rollouts, read_rollout, rollout_name
 from unified._adapters.gemini_cli._chat_files import ChatFiles, read_chat
@@ -37,13 +44,18 @@ from unified._adapters.gemini_cli._translate import AcpTranslator
 from unified._binary.follow import split_records
 from unified._binary.framing import parse_object
 from unified._binary.jsonrpc import RpcError
-from unified._redaction import SPLIT_HOLD_MIN
+from unified._binary.process import AgentSubprocess, StderrTail
+from unified._cli import main as cli
+from unified._redaction import SPLIT_HOLD_MIN, redactor
+from unified._sessions.records import resolve_ref
 from unified._sessions.stores import FileSessionStore
 from unified.conversations import ToolCallPart
-from unified.errors import CorruptSession, UnifiedError
+from unified.errors import CorruptSession, SessionNotFound, UnifiedError
 from unified.events import (
+    PermissionDecision,
     ToolUse,
 )
+from unified.sessions import SessionInfo
 
 DEPTH = 5_000
 """Far past Python's recursion limit (1,000): `json.loads` of it raises RecursionError."""
@@ -248,3 +260,123 @@ def test_claude_code_a_real_cost_is_kept() -> None:
     usage = usage_from_model_usage({"claude-x": {"costUSD": 0.25}, "claude-y": {"costUSD": 1}})
     assert usage.cost_usd is not None
     assert math.isclose(usage.cost_usd, 1.25)
+
+
+# --- a secret cut in two by a quote ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("offset", [150, 170, 190, 196, 199])
+def test_a_line_that_is_no_json_quotes_no_piece_of_a_secret_the_cut_went_through(secret_env: None, offset: int) -> None:
+    """The warning's text goes through the run's redactor (whole secrets only) on its way to the consumer."""
+    line = "x" * offset + KEY + " and more output that is not JSON"
+    why = parse_object(line)
+    assert isinstance(why, str)
+    shown = redactor()(why)
+    assert _pieces_of_key(shown) == []
+    assert "xxxxxxxx" in shown  # the quote is still there to diagnose with
+
+
+def test_a_line_that_is_no_json_object_quotes_no_piece_of_a_secret_either(secret_env: None) -> None:
+    why = parse_object('["' + "y" * 180 + KEY + '"]')
+    assert isinstance(why, str)
+    assert why.startswith("JSON that is not an object")
+    assert _pieces_of_key(redactor()(why)) == []
+
+
+def _stderr_tail_of(stderr: bytes, limit: int) -> str:
+    """What `AgentSubprocess.stderr_tail()` (error messages, `details["stderr_tail"]`) gives for a process
+    that wrote `stderr` (the unit tier starts no process: the tail is the one a real one keeps)."""
+    process = object.__new__(AgentSubprocess)
+    process._tail = StderrTail(limit)
+    process._tail.add(stderr)
+    process._redact = redactor()  # the child's environment is the process environment here
+    process._stderr_open = False  # all of it read already
+    return process.stderr_tail()
+
+
+@pytest.mark.parametrize("inside", [SPLIT_HOLD_MIN, 20, len(KEY) // 2, len(KEY) - 1])
+def test_a_stderr_tail_cut_inside_a_secret_of_one_long_line_shows_no_piece_of_it(secret_env: None, inside: int) -> None:
+    """The CLI prints one long line (no line break) whose end holds the key: the 8 KiB tail begins
+    `inside` characters into the key."""
+    limit = 8192
+    rest = "z" * (limit - (len(KEY) - inside))
+    text = _stderr_tail_of(("w" * 5000 + KEY + rest).encode(), limit)
+    assert _pieces_of_key(text) == []
+    assert text.endswith("zzzz")
+
+
+def test_a_stderr_tail_keeps_whole_lines_and_redacts_a_whole_secret(secret_env: None) -> None:
+    assert _stderr_tail_of(b"b" * 300 + b"\nrefused " + KEY.encode() + b"\n", 200) == "refused [REDACTED]\n"
+    assert _stderr_tail_of(b"short, refused " + KEY.encode(), 200) == "short, refused [REDACTED]"
+
+
+# --- other cuts made before the redaction ---------------------------------------------------------------
+
+
+def test_claude_code_the_decision_of_a_call_that_failed_quotes_no_piece_of_a_secret(secret_env: None) -> None:
+    """A call the CLI settled itself (no decision recorded) and that failed: the decision's reason quotes the
+    first 300 characters of its error, which holds the key across that cut."""
+    translator = StreamTranslator(include_thoughts=True)
+    use = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "env"}}
+    translator.line({"type": "assistant", "message": {"id": "m1", "role": "assistant", "content": [use]}})
+    error = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "e" * 280 + KEY + " more", "is_error": True}
+    items = translator.line({"type": "user", "message": {"role": "user", "content": [error]}})
+    (decision,) = [i for i in items if isinstance(i, PermissionDecision)]
+    assert decision.reason is not None
+    assert _pieces_of_key(redactor()(decision.reason)) == []
+
+
+def test_a_session_reference_that_matches_nothing_lists_no_piece_of_a_secret(secret_env: None) -> None:
+    sessions = [
+        SessionInfo(
+            backend="b",
+            session_id=f"{n}0000000-0000-4000-8000-000000000000",
+            short_id=f"{n}0000000",
+            first_prompt="p" * (40 + n) + KEY,
+        )
+        for n in range(5)
+    ]
+    with pytest.raises(SessionNotFound) as raised:
+        resolve_ref("zzz", sessions, "b")
+    assert _pieces_of_key(raised.value.message) == []
+
+
+def test_the_session_listing_shows_no_piece_of_a_secret_in_a_summary(
+    secret_env: None, isolated_home: Path, tmp_path: Path
+) -> None:
+    """`unified sessions list` shows the first 80 characters of a session's summary (here a Gemini CLI chat's,
+    which the CLI wrote): the key crosses them."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (isolated_home / ".gemini").mkdir()
+    (isolated_home / ".gemini" / "projects.json").write_text(json.dumps({"projects": {str(ws): "ws"}}))
+    chats = isolated_home / ".gemini" / "tmp" / "ws" / "chats"
+    chats.mkdir(parents=True)
+    records = [
+        {"sessionId": "abcdef12-0000", "projectHash": "h", "startTime": "2026-11-29T10:00:00Z", "kind": "main"},
+        {"id": "u1", "type": "user", "content": [{"text": "first prompt"}]},
+        {"$set": {"lastUpdated": "2026-11-29T11:00:00Z", "summary": "q" * 60 + KEY}},
+    ]
+    (chats / "session-2026-11-29T10-00-abcdef12.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    result = CliRunner().invoke(
+        cli.app, ["sessions", "list", "--backend", "gemini-cli", "--cwd", str(ws)], env={"COLUMNS": "300"}
+    )
+    assert result.exit_code == 0, result.output
+    assert "abcdef12" in result.output
+    assert _pieces_of_key(result.output.replace("\n", "")) == []
+
+
+def test_gemini_cli_a_listed_first_prompt_cut_at_500_characters_holds_no_piece_of_a_secret(
+    secret_env: None, isolated_home: Path
+) -> None:
+    chats = isolated_home / ".gemini" / "tmp" / "ws" / "chats"
+    chats.mkdir(parents=True)
+    records = [
+        {"sessionId": "abcdef12-0000", "projectHash": "h", "startTime": "2026-11-29T10:00:00Z", "kind": "main"},
+        {"id": "u1", "type": "user", "content": [{"text": "p" * 470 + KEY}]},
+    ]
+    (chats / "session-2026-11-29T10-00-abcdef12.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    (info,) = ChatFiles().list_sessions()
+    assert info.first_prompt is not None
+    assert info.first_prompt.startswith("p" * 470)
+    assert _pieces_of_key(redactor()(info.first_prompt)) == []

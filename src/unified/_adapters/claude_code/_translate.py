@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from unified._binary.jsonrpc import as_list
+from unified._redaction import clip
 from unified.events import (
     JsonValue,
     PermissionDecision,
@@ -579,7 +580,7 @@ class StreamTranslator:
             reason = f"the claude CLI {'allowed' if accepted else 'refused'} it ({how or 'its own rules'})"
         else:  # no decision recorded: the call could not run at all (an unknown tool, invalid input)
             accepted = not is_error
-            reason = (text or "the claude CLI did not run it")[:300] if is_error else "the claude CLI ran it"
+            reason = clip(text or "the claude CLI did not run it", 300) if is_error else "the claude CLI ran it"
         return PermissionDecision(
             tool_use_id=call_id,
             tool_name=call.name,

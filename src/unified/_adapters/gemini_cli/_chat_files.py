@@ -37,6 +37,7 @@ from typing import Any
 import platformdirs
 
 from unified._files import NotRegularFile, open_regular, read_regular, read_regular_text, write_atomically
+from unified._redaction import clip
 from unified.errors import CorruptSession, SessionNotFound
 from unified.events import Usage
 from unified.sessions import SHORT_ID_LENGTH, SessionInfo, resolve_ref, short_id_of
@@ -291,7 +292,7 @@ def summarize(path: Path, project_dir: str | None) -> SessionInfo | None:
         started_at=_parse_time(header.get("startTime")),
         updated_at=updated,
         summary=summary,
-        first_prompt=first_prompt[:500] if first_prompt else None,
+        first_prompt=clip(first_prompt, 500) if first_prompt else None,
         cwd=project_dir,
         model=model,
         path=str(path),
