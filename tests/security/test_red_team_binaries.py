@@ -17,7 +17,10 @@ a few that guard what the fix keeps):
   decision of a call the CLI settled quoted 300 characters of its error, a session reference matching
   nothing listed 60 of each recent prompt, `unified sessions list` 80 of each summary, the Gemini CLI's
   listing 500 of a first prompt: the cut went through the key, and every redactor downstream, which
-  replaces whole secrets only, let the piece it saw through.
+  replaces whole secrets only, let the piece it saw through;
+- the Gemini CLI's stream-json naming a call twice, answering it twice, answering a call it never
+  announced, a second `init`, output before `init`: each broke the event protocol, which the stream
+  guard reports as `protocol_violation`, "a bug in unified".
 """
 
 from __future__ import annotations
@@ -40,12 +43,13 @@ from unified._adapters.codex._rollouts import Rollouts, read_rollout, rollout_na
 from unified._adapters.gemini_cli._chat_files import ChatFiles, read_chat
 from unified._adapters.gemini_cli._outcome import error_from_acp
 from unified._adapters.gemini_cli._stream_json import StreamJsonTranslator
-from unified._adapters.gemini_cli._translate import AcpTranslator
+from unified._adapters.gemini_cli._translate import AcpTranslator, TurnBoundary
 from unified._binary.follow import split_records
 from unified._binary.framing import parse_object
 from unified._binary.jsonrpc import RpcError
 from unified._binary.process import AgentSubprocess, StderrTail
 from unified._cli import main as cli
+from unified._internal.stream import _Aggregator, _shape_of
 from unified._redaction import SPLIT_HOLD_MIN, redactor
 from unified._sessions.records import resolve_ref
 from unified._sessions.stores import FileSessionStore
@@ -53,6 +57,7 @@ from unified.conversations import ToolCallPart
 from unified.errors import CorruptSession, SessionNotFound, UnifiedError
 from unified.events import (
     PermissionDecision,
+    SessionStarted,
     ToolUse,
 )
 from unified.sessions import SessionInfo
@@ -380,3 +385,67 @@ def test_gemini_cli_a_listed_first_prompt_cut_at_500_characters_holds_no_piece_o
     assert info.first_prompt is not None
     assert info.first_prompt.startswith("p" * 470)
     assert _pieces_of_key(redactor()(info.first_prompt)) == []
+
+
+# --- a stream that breaks the event protocol: the binary's fault, not unified's ---------------------------
+
+
+def _protocol_problems(events: list[Any]) -> list[str]:
+    """What the stream guard would report as `protocol_violation` ("a bug in unified") for these events,
+    by the guard's own rules (`unified._internal.stream`)."""
+    agg = _Aggregator()
+    problems = []
+    for event in events:
+        if isinstance(event, TurnBoundary):
+            continue
+        shape = _shape_of(type(event))
+        problem = None
+        if agg.session is None and not shape.before_session:
+            problem = f"a {event.type} event came before session_started"
+        elif shape.rule is not None:
+            problem = shape.rule(agg, event)
+        if problem is not None:
+            problems.append(problem)
+        if shape.record is not None:
+            shape.record(agg, event)
+    return problems
+
+
+def _stream_json(*messages: dict[str, Any]) -> list[Any]:
+    translator = StreamJsonTranslator(cwd="/ws")
+    return [item for message in messages for item in translator.event(message)]
+
+
+INIT = {"type": "init", "session_id": "0f3c9a52-1111-2222-3333-444455556666", "model": "gemini-x"}
+USE = {"type": "tool_use", "tool_name": "read_file", "tool_id": "c1", "parameters": {"path": "a"}}
+RESULT = {"type": "tool_result", "tool_id": "c1", "status": "success", "output": "ok"}
+AGENT = {"type": "tool_use", "tool_name": "invoke_agent", "tool_id": "a1", "parameters": {"agent_name": "x"}}
+ANSWER = {"type": "message", "role": "assistant", "content": "done"}
+
+
+@pytest.mark.parametrize(
+    ("case", "messages"),
+    [
+        ("a result for a call never announced", [INIT, RESULT, ANSWER]),
+        ("a result of another id", [INIT, USE, {**RESULT, "tool_id": "zz"}]),
+        ("a call announced twice", [INIT, USE, USE, RESULT]),
+        ("a call answered twice", [INIT, USE, RESULT, RESULT]),
+        ("a subagent announced twice", [INIT, AGENT, AGENT, {**RESULT, "tool_id": "a1"}]),
+        ("a subagent answered twice", [INIT, AGENT, {**RESULT, "tool_id": "a1"}, {**RESULT, "tool_id": "a1"}]),
+        ("a second init", [INIT, ANSWER, INIT, ANSWER]),
+        ("output before init", [ANSWER, USE, INIT, RESULT]),
+    ],
+)
+def test_gemini_cli_stream_json_that_breaks_the_event_protocol_is_not_reported_as_a_bug_in_unified(
+    case: str, messages: list[dict[str, Any]]
+) -> None:
+    events = _stream_json(*messages)
+    assert _protocol_problems(events) == []
+    assert sum(isinstance(e, SessionStarted) for e in events) == 1
+
+
+def test_gemini_cli_stream_json_keeps_the_session_id_of_an_init_after_output() -> None:
+    translator = StreamJsonTranslator(cwd="/ws")
+    translator.event(ANSWER)
+    translator.event(INIT)
+    assert translator.session_id == INIT["session_id"]
