@@ -20,11 +20,15 @@ a few that guard what the fix keeps):
   replaces whole secrets only, let the piece it saw through;
 - the Gemini CLI's stream-json naming a call twice, answering it twice, answering a call it never
   announced, a second `init`, output before `init`: each broke the event protocol, which the stream
-  guard reports as `protocol_violation`, "a bug in unified".
+  guard reports as `protocol_violation`, "a bug in unified";
+- a second permission request about a call already decided (the Claude Code, Codex and Gemini CLI
+  bridges alike): decided afresh on whatever input it carried, the caller asked again, and a second
+  `permission_decision` for one call (`protocol_violation`); now denied unasked, with a warning.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from pathlib import Path
@@ -34,12 +38,21 @@ import anyio
 import pytest
 from typer.testing import CliRunner
 
+from tests.security.test_permission_type_confusion import (
+    Context,
+    Wire,
+    _claude_handle,
+    _codex_handle,
+    _gemini_handle,
+    _params,
+)
 from tests.security.test_session_store_hostile import BACKEND as STORE_BACKEND
 from tests.security.test_session_store_hostile import _valid
 from unified._adapters.claude_code._session_files import SessionFiles, parse_session, project_dir_name, write_lines
 from unified._adapters.claude_code._translate import StreamTranslator, usage_from_model_usage
 from unified._adapters.codex._conversation import conversation_from_rollout
 from unified._adapters.codex._rollouts import Rollouts, read_rollout, rollout_name
+from unified._adapters.codex._translate import AppServerTranslator
 from unified._adapters.gemini_cli._chat_files import ChatFiles, read_chat
 from unified._adapters.gemini_cli._outcome import error_from_acp
 from unified._adapters.gemini_cli._stream_json import StreamJsonTranslator
@@ -59,6 +72,9 @@ from unified.events import (
     PermissionDecision,
     SessionStarted,
     ToolUse,
+    UserInputRequest,
+    UserInputResponse,
+    WarningEvent,
 )
 from unified.sessions import SessionInfo
 
@@ -449,3 +465,80 @@ def test_gemini_cli_stream_json_keeps_the_session_id_of_an_init_after_output() -
     translator.event(ANSWER)
     translator.event(INIT)
     assert translator.session_id == INIT["session_id"]
+
+
+# --- a second permission request about a call already decided --------------------------------------------
+
+
+def _allow(request: UserInputRequest) -> UserInputResponse:
+    return UserInputResponse.allow()
+
+
+def _asked(ctx: Context) -> int:
+    return sum(isinstance(e, UserInputRequest) for e in ctx.events)
+
+
+def _start() -> SessionStarted:
+    return SessionStarted(backend="x", session_id="sess-1", transport="t")
+
+
+@pytest.mark.anyio
+async def test_claude_code_a_second_request_for_a_decided_call_is_denied_unasked(tmp_path: Path) -> None:
+    """The user allowed `ls` once; the CLI asks again about the same call with another command."""
+    ctx, wire = Context(_params(_allow, tmp_path), _allow), Wire()
+    translator = StreamTranslator(include_thoughts=True)
+    first: dict[str, Any] = {
+        "type": "control_request",
+        "request_id": "r1",
+        "request": {"subtype": "can_use_tool", "tool_name": "Bash", "input": {"command": "ls"}, "tool_use_id": "t1"},
+    }
+    second = copy.deepcopy(first)
+    second["request_id"] = "r2"
+    second["request"]["input"] = {"command": "rm -rf ~"}
+    await _claude_handle(translator, first, ctx, wire)
+    await _claude_handle(translator, second, ctx, wire)
+    assert [(a[1], a[2]["behavior"]) for a in wire.answers()] == [("r1", "allow"), ("r2", "deny")]
+    assert _asked(ctx) == 1
+    assert _protocol_problems([_start(), *ctx.events]) == []
+    assert any(isinstance(e, WarningEvent) and "decided already" in e.message for e in ctx.events)
+
+
+@pytest.mark.anyio
+async def test_codex_a_second_approval_for_a_decided_call_is_declined_unasked(tmp_path: Path) -> None:
+    ctx, wire = Context(_params(_allow, tmp_path), _allow), Wire()
+    translator = AppServerTranslator("T")
+    params = {"threadId": "T", "turnId": "U", "itemId": "call_1", "command": "ls", "cwd": str(tmp_path)}
+    await _codex_handle(
+        translator, {"id": 5, "method": "item/commandExecution/requestApproval", "params": params}, ctx, wire
+    )
+    again = {**params, "command": "rm -rf ~"}
+    await _codex_handle(
+        translator, {"id": 6, "method": "item/commandExecution/requestApproval", "params": again}, ctx, wire
+    )
+    question = {"threadId": "T", "turnId": "U", "itemId": "call_1", "questions": [{"id": "q", "question": "?"}]}
+    await _codex_handle(translator, {"id": 7, "method": "item/tool/requestUserInput", "params": question}, ctx, wire)
+    assert [(a[1], a[2]) for a in wire.answers()] == [
+        (5, {"decision": "accept"}),
+        (6, {"decision": "decline"}),
+        (7, {"answers": {}}),
+    ]
+    assert _asked(ctx) == 1
+    assert _protocol_problems([_start(), *ctx.events]) == []
+
+
+@pytest.mark.anyio
+async def test_gemini_cli_a_second_permission_request_for_a_decided_call_is_rejected_unasked(tmp_path: Path) -> None:
+    ctx, wire = Context(_params(_allow, tmp_path), _allow), Wire()
+    translator = AcpTranslator()
+    options = [
+        {"optionId": "proceed_once", "name": "Allow", "kind": "allow_once"},
+        {"optionId": "cancel", "name": "Reject", "kind": "reject_once"},
+    ]
+    call: dict[str, Any] = {"toolCallId": "run_shell_command-1", "title": "ls", "kind": "execute", "status": "pending"}
+    request: dict[str, Any] = {"sessionId": "sess-1", "toolCall": call, "options": options}
+    await _gemini_handle(translator, {"id": 3, "method": "session/request_permission", "params": request}, ctx, wire)
+    again = {**request, "toolCall": {**call, "title": "rm -rf ~"}}
+    await _gemini_handle(translator, {"id": 4, "method": "session/request_permission", "params": again}, ctx, wire)
+    assert [(a[1], a[2]["outcome"].get("optionId")) for a in wire.answers()] == [(3, "proceed_once"), (4, "cancel")]
+    assert _asked(ctx) == 1
+    assert _protocol_problems([_start(), *ctx.events]) == []
