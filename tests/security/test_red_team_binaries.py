@@ -23,7 +23,9 @@ a few that guard what the fix keeps):
   guard reports as `protocol_violation`, "a bug in unified";
 - a second permission request about a call already decided (the Claude Code, Codex and Gemini CLI
   bridges alike): decided afresh on whatever input it carried, the caller asked again, and a second
-  `permission_decision` for one call (`protocol_violation`); now denied unasked, with a warning.
+  `permission_decision` for one call (`protocol_violation`); now denied unasked, with a warning;
+- huge session files: listing kept every line it read as Python objects, to take a few fields (Codex: up
+  to 400 lines of 16 MB, 6.4 GB for one rollout; Claude Code: a file up to its 256 MB bound).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +81,7 @@ from unified.events import (
 )
 from unified.sessions import SessionInfo
 
+MiB = 1024 * 1024
 DEPTH = 5_000
 """Far past Python's recursion limit (1,000): `json.loads` of it raises RecursionError."""
 DEEP = "[" * DEPTH + "]" * DEPTH
@@ -542,3 +546,46 @@ async def test_gemini_cli_a_second_permission_request_for_a_decided_call_is_reje
     assert [(a[1], a[2]["outcome"].get("optionId")) for a in wire.answers()] == [(3, "proceed_once"), (4, "cancel")]
     assert _asked(ctx) == 1
     assert _protocol_problems([_start(), *ctx.events]) == []
+
+
+# --- huge session files ------------------------------------------------------------------------------------
+
+
+def test_codex_listing_a_rollout_of_huge_lines_holds_one_line_at_a_time(tmp_path: Path) -> None:
+    """Listing read up to 400 lines of a rollout (16 MB each at most) and kept them all to find a first prompt
+    and a model: 6.4 GB for one file. A rollout of 40 outputs of 1 MB before its prompt."""
+    from datetime import UTC, datetime
+
+    output = {"type": "response_item", "payload": {"type": "function_call_output", "call_id": "c", "output": "o" * MiB}}
+    context = {"type": "turn_context", "payload": {"model": "gpt-x", "cwd": "/p"}}
+    big = [json.dumps(output)] * 40
+    text = _rollout_text(CODEX_ID, *big, json.dumps(context))
+    Rollouts(tmp_path).write(CODEX_ID, datetime(2026, 12, 1, tzinfo=UTC), text)
+    del big, text
+    tracemalloc.start()
+    try:
+        (info,) = Rollouts(tmp_path).list_sessions()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (info.first_prompt, info.model) == ("hello", "gpt-x")
+    assert peak < 12 * MiB, f"listing one rollout held {peak / MiB:.0f} MiB"
+
+
+def test_claude_code_listing_a_session_of_huge_lines_holds_one_line_at_a_time(tmp_path: Path) -> None:
+    """Listing kept every line of a session file (up to its 256 MB bound) as Python objects to read a few
+    fields. A session of 40 answers of 1 MB each."""
+    home = tmp_path / "home"
+    path = home / ".claude" / "projects" / project_dir_name("/work/a") / f"{CLAUDE_ID}.jsonl"
+    answer = _claude_lines(CLAUDE_ID)[1]
+    answer["message"]["content"] = [{"type": "text", "text": "a" * MiB}]
+    write_lines(path, [_claude_lines(CLAUDE_ID)[0], *[answer] * 40])
+    del answer
+    tracemalloc.start()
+    try:
+        (info,) = SessionFiles(home).list_sessions()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (info.first_prompt, info.model) == ("first", "claude-x")
+    assert peak < 12 * MiB, f"listing one session held {peak / MiB:.0f} MiB"
