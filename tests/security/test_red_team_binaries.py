@@ -25,7 +25,9 @@ a few that guard what the fix keeps):
   bridges alike): decided afresh on whatever input it carried, the caller asked again, and a second
   `permission_decision` for one call (`protocol_violation`); now denied unasked, with a warning;
 - huge session files: listing kept every line it read as Python objects, to take a few fields (Codex: up
-  to 400 lines of 16 MB, 6.4 GB for one rollout; Claude Code: a file up to its 256 MB bound).
+  to 400 lines of 16 MB, 6.4 GB for one rollout; Claude Code: a file up to its 256 MB bound);
+- retry delays that are no numbers: Claude Code's `retry_delay_ms` of 401 digits (`OverflowError` in
+  `/ 1000`), a Codex provider's "try again in 1.2.3s" (`float("1.2.3")`).
 """
 
 from __future__ import annotations
@@ -52,8 +54,9 @@ from tests.security.test_permission_type_confusion import (
 from tests.security.test_session_store_hostile import BACKEND as STORE_BACKEND
 from tests.security.test_session_store_hostile import _valid
 from unified._adapters.claude_code._session_files import SessionFiles, parse_session, project_dir_name, write_lines
-from unified._adapters.claude_code._translate import StreamTranslator, usage_from_model_usage
+from unified._adapters.claude_code._translate import Retry, StreamTranslator, usage_from_model_usage
 from unified._adapters.codex._conversation import conversation_from_rollout
+from unified._adapters.codex._outcome import error_from_turn_error
 from unified._adapters.codex._rollouts import Rollouts, read_rollout, rollout_name
 from unified._adapters.codex._translate import AppServerTranslator
 from unified._adapters.gemini_cli._chat_files import ChatFiles, read_chat
@@ -70,7 +73,7 @@ from unified._redaction import SPLIT_HOLD_MIN, redactor
 from unified._sessions.records import resolve_ref
 from unified._sessions.stores import FileSessionStore
 from unified.conversations import ToolCallPart
-from unified.errors import CorruptSession, SessionNotFound, UnifiedError
+from unified.errors import CorruptSession, RateLimited, SessionNotFound, UnifiedError
 from unified.events import (
     PermissionDecision,
     SessionStarted,
@@ -589,3 +592,36 @@ def test_claude_code_listing_a_session_of_huge_lines_holds_one_line_at_a_time(tm
         tracemalloc.stop()
     assert (info.first_prompt, info.model) == ("first", "claude-x")
     assert peak < 12 * MiB, f"listing one session held {peak / MiB:.0f} MiB"
+
+
+# --- retry delays that are no numbers ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("delay", "seconds"),
+    [("1" + "0" * 400, math.inf), ("NaN", 0.0), ("-5000", 0.0), ("Infinity", math.inf), ("2500", 2.5)],
+)
+def test_claude_code_a_retry_delay_too_large_for_a_float_is_infinite_not_a_crash(delay: str, seconds: float) -> None:
+    """`retry_delay_ms / 1000` of a 401-digit integer raised OverflowError out of the translator."""
+    line = f'{{"type": "system", "subtype": "api_retry", "attempt": 1, "max_retries": 3, "retry_delay_ms": {delay}}}'
+    message = parse_object(line)
+    assert isinstance(message, dict)
+    (retry,) = StreamTranslator(include_thoughts=True).line(message)
+    assert isinstance(retry, Retry)
+    assert retry.delay_s == seconds
+
+
+@pytest.mark.parametrize("wait", ["1.2.3s", ".s", "1" + "0" * 400 + "s"])
+def test_codex_a_retry_hint_that_is_no_number_is_a_rate_limit_without_a_delay(wait: str) -> None:
+    """`float("1.2.3")` (the pattern took any run of digits and dots) raised ValueError out of the error's making."""
+    error = error_from_turn_error(
+        {"message": f"Rate limit reached. Please try again in {wait}.", "codexErrorInfo": "usageLimitExceeded"},
+        where="openai",
+    )
+    assert isinstance(error, RateLimited)
+    assert "retry_after_s" not in error.details
+
+
+def test_codex_a_retry_hint_that_is_a_number_is_kept() -> None:
+    error = error_from_turn_error({"message": "try again in 20ms", "codexErrorInfo": "rateLimitExceeded"}, where="x")
+    assert error.details["retry_after_s"] == 0.02

@@ -161,6 +161,18 @@ def usage_from_model_usage(model_usage: object) -> Usage:
     return total
 
 
+def _delay_s(milliseconds: object) -> float:
+    """An `api_retry`'s `retry_delay_ms` in seconds: 0 for no number (NaN, below 0), infinity for an integer
+    too large for a float (the division would raise OverflowError): it is then more than any wait allowed."""
+    if not isinstance(milliseconds, int | float) or isinstance(milliseconds, bool):
+        return 0.0
+    try:
+        seconds = milliseconds / 1000
+    except OverflowError:
+        return math.inf
+    return seconds if seconds >= 0 else 0.0
+
+
 def _cost(value: object) -> float | None:
     """A `costUSD` as a float; None unless it is a finite number of dollars, 0 or more (an integer too
     large for a float, NaN or Infinity is a broken count, not a cost)."""
@@ -626,7 +638,7 @@ class StreamTranslator:
                 Retry(
                     attempt=_int(message.get("attempt")),
                     max_retries=_int(message.get("max_retries")),
-                    delay_s=delay / 1000 if isinstance(delay, int | float) else 0.0,
+                    delay_s=_delay_s(delay),
                     status=status if isinstance(status, int) else None,
                     error=str(message.get("error") or "unknown"),
                 )
