@@ -27,12 +27,15 @@ a few that guard what the fix keeps):
 - huge session files: listing kept every line it read as Python objects, to take a few fields (Codex: up
   to 400 lines of 16 MB, 6.4 GB for one rollout; Claude Code: a file up to its 256 MB bound);
 - retry delays that are no numbers: Claude Code's `retry_delay_ms` of 401 digits (`OverflowError` in
-  `/ 1000`), a Codex provider's "try again in 1.2.3s" (`float("1.2.3")`).
+  `/ 1000`), a Codex provider's "try again in 1.2.3s" (`float("1.2.3")`);
+- a command with escape sequences in the permission prompt of `unified run` (rich passes ESC through): an
+  `ESC[2K` erased the line the user read, and a harmless command was shown instead of `rm -rf ~`.
 """
 
 from __future__ import annotations
 
 import copy
+import io
 import json
 import math
 import tracemalloc
@@ -41,6 +44,7 @@ from typing import Any
 
 import anyio
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from tests.security.test_permission_type_confusion import (
@@ -53,6 +57,7 @@ from tests.security.test_permission_type_confusion import (
 )
 from tests.security.test_session_store_hostile import BACKEND as STORE_BACKEND
 from tests.security.test_session_store_hostile import _valid
+from unified._adapters.claude_code._permissions import _summary
 from unified._adapters.claude_code._session_files import SessionFiles, parse_session, project_dir_name, write_lines
 from unified._adapters.claude_code._translate import Retry, StreamTranslator, usage_from_model_usage
 from unified._adapters.codex._conversation import conversation_from_rollout
@@ -68,6 +73,7 @@ from unified._binary.framing import parse_object
 from unified._binary.jsonrpc import RpcError
 from unified._binary.process import AgentSubprocess, StderrTail
 from unified._cli import main as cli
+from unified._cli.interactive import ask_in_terminal
 from unified._internal.stream import _Aggregator, _shape_of
 from unified._redaction import SPLIT_HOLD_MIN, redactor
 from unified._sessions.records import resolve_ref
@@ -76,6 +82,8 @@ from unified.conversations import ToolCallPart
 from unified.errors import CorruptSession, RateLimited, SessionNotFound, UnifiedError
 from unified.events import (
     PermissionDecision,
+    Question,
+    QuestionOption,
     SessionStarted,
     ToolUse,
     UserInputRequest,
@@ -625,3 +633,35 @@ def test_codex_a_retry_hint_that_is_no_number_is_a_rate_limit_without_a_delay(wa
 def test_codex_a_retry_hint_that_is_a_number_is_kept() -> None:
     error = error_from_turn_error({"message": "try again in 20ms", "codexErrorInfo": "rateLimitExceeded"}, where="x")
     assert error.details["retry_after_s"] == 0.02
+
+
+# --- a permission prompt that rewrites the terminal -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "rm -rf ~ #\x1b[2K\x1b[1G? Allow running `ls`?",  # erase the line, back to its start, a harmless prompt
+        "ls\x1b[8m; rm -rf ~\x1b[0m",  # concealed text
+        "ls #\u202e ~ fr- mr ;",  # a right-to-left override
+    ],
+)
+def test_the_terminal_prompt_shows_a_command_s_control_characters_instead_of_obeying_them(
+    command: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model's command reaches the permission prompt of `unified run` as it is: an escape sequence in
+    it rewrote the line the user read before answering."""
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, color_system=None, width=300)
+    monkeypatch.setattr(console, "input", lambda prompt="": "1")
+    question = Question(
+        id="permission",
+        prompt=_summary("Bash", {"command": command}),
+        options=[QuestionOption(id="allow_once", label="allow once"), QuestionOption(id="deny", label="deny")],
+    )
+    answer = ask_in_terminal(UserInputRequest(request_id="r", source="permission", questions=[question]), console)
+    assert answer.answers == {"permission": "allow_once"}
+    shown = out.getvalue()
+    assert "\x1b" not in shown
+    assert "\u202e" not in shown
+    assert "rm -rf ~" in shown or "fr- mr" in shown
