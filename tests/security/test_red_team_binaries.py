@@ -29,7 +29,8 @@ a few that guard what the fix keeps):
 - retry delays that are no numbers: Claude Code's `retry_delay_ms` of 401 digits (`OverflowError` in
   `/ 1000`), a Codex provider's "try again in 1.2.3s" (`float("1.2.3")`);
 - a command with escape sequences in the permission prompt of `unified run` (rich passes ESC through): an
-  `ESC[2K` erased the line the user read, and a harmless command was shown instead of `rm -rf ~`.
+  `ESC[2K` erased the line the user read, and a harmless command was shown instead of `rm -rf ~`; the
+  same in the run's rendering of the model's text and events (an OSC 52 could write the clipboard).
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ from unified._binary.jsonrpc import RpcError
 from unified._binary.process import AgentSubprocess, StderrTail
 from unified._cli import main as cli
 from unified._cli.interactive import ask_in_terminal
+from unified._cli.render import Renderer
 from unified._internal.stream import _Aggregator, _shape_of
 from unified._redaction import SPLIT_HOLD_MIN, redactor
 from unified._sessions.records import resolve_ref
@@ -85,6 +87,7 @@ from unified.events import (
     Question,
     QuestionOption,
     SessionStarted,
+    TextDelta,
     ToolUse,
     UserInputRequest,
     UserInputResponse,
@@ -665,3 +668,19 @@ def test_the_terminal_prompt_shows_a_command_s_control_characters_instead_of_obe
     assert "\x1b" not in shown
     assert "\u202e" not in shown
     assert "rm -rf ~" in shown or "fr- mr" in shown
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        TextDelta(text="done.\x1b[2K\x1b]52;c;Y3VybCBldmlsIHwgc2g=\x07"),  # erase the line, write the clipboard
+        ToolUse(tool_use_id="t", name="Bash", input={"command": "ls"}).model_copy(update={"name": "Bash\x1b[8m"}),
+        WarningEvent(code="malformed_line", message="bad line \u202e gnp.exe"),
+    ],
+)
+def test_the_event_rendering_shows_control_characters_instead_of_obeying_them(event: Any) -> None:
+    text = Renderer().render(event)
+    assert text is not None
+    assert "\x1b" not in text.plain
+    assert "\x07" not in text.plain
+    assert "\u202e" not in text.plain

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 import threading
 
 import anyio
 from rich.console import Console
 from rich.text import Text
 
+from unified._cli.render import visible
 from unified._redaction import redact
 from unified.events import Question, UserInputRequest, UserInputResponse
 from unified.types import UserInputHandler
@@ -62,16 +62,11 @@ def ask_in_terminal(request: UserInputRequest, console: Console) -> UserInputRes
     return UserInputResponse(answers=answers)
 
 
-_CONTROLS = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-"""Characters a terminal acts on instead of showing (escape sequences, bidi overrides): a prompt shows them as
-`\\x..`/`\\u....`, never lets them act (line breaks aside)."""
-
-
 def _shown(text: str) -> str:
     """`text` as a prompt shows it: secrets replaced, and nothing that could rewrite what the terminal shows.
     A command the model wrote may carry `ESC[2K` (erase the line) and a harmless command after it: the
     user would approve what they did not see."""
-    return _CONTROLS.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", redact(text))
+    return visible(redact(text))
 
 
 def _ask_one(question: Question, console: Console) -> str | list[str]:
