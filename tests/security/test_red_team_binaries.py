@@ -30,7 +30,9 @@ a few that guard what the fix keeps):
   `/ 1000`), a Codex provider's "try again in 1.2.3s" (`float("1.2.3")`);
 - a command with escape sequences in the permission prompt of `unified run` (rich passes ESC through): an
   `ESC[2K` erased the line the user read, and a harmless command was shown instead of `rm -rf ~`; the
-  same in the run's rendering of the model's text and events (an OSC 52 could write the clipboard).
+  same in the run's rendering of the model's text and events (an OSC 52 could write the clipboard);
+- a Claude Code control request with no string `request_id` (or no request object): dropped without a
+  word, while a CLI waiting for its answer stalls the run.
 """
 
 from __future__ import annotations
@@ -684,3 +686,27 @@ def test_the_event_rendering_shows_control_characters_instead_of_obeying_them(ev
     assert "\x1b" not in text.plain
     assert "\x07" not in text.plain
     assert "\u202e" not in text.plain
+
+
+# --- a control request nobody can answer -------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"type": "control_request", "request_id": 7, "request": {"subtype": "can_use_tool", "tool_name": "Bash"}},
+        {"type": "control_request", "request": {"subtype": "can_use_tool", "tool_name": "Bash"}},
+        {"type": "control_request", "request_id": "r1", "request": "can_use_tool"},
+    ],
+)
+async def test_claude_code_a_control_request_that_cannot_be_answered_is_a_warning_not_silence(
+    message: dict[str, Any], tmp_path: Path
+) -> None:
+    """It was dropped without a word: a CLI waiting for its answer stalled the run, and nothing said why."""
+    ctx, wire = Context(_params(_allow, tmp_path), _allow), Wire()
+    await _claude_handle(StreamTranslator(include_thoughts=True), message, ctx, wire)
+    assert wire.answers() == []
+    (warning,) = [e for e in ctx.events if isinstance(e, WarningEvent)]
+    assert warning.code == "malformed_line"
+    assert "cannot answer" in warning.message
