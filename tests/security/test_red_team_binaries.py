@@ -32,11 +32,14 @@ a few that guard what the fix keeps):
   `ESC[2K` erased the line the user read, and a harmless command was shown instead of `rm -rf ~`; the
   same in the run's rendering of the model's text and events (an OSC 52 could write the clipboard);
 - a Claude Code control request with no string `request_id` (or no request object): dropped without a
-  word, while a CLI waiting for its answer stalls the run.
+  word, while a CLI waiting for its answer stalls the run;
+- a line that never ends in a JSONL file followed while the binary writes it (the Gemini CLI's chat
+  records): kept whole as the unfinished rest, growing with every poll.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import io
 import json
@@ -71,7 +74,7 @@ from unified._adapters.gemini_cli._chat_files import ChatFiles, read_chat
 from unified._adapters.gemini_cli._outcome import error_from_acp
 from unified._adapters.gemini_cli._stream_json import StreamJsonTranslator
 from unified._adapters.gemini_cli._translate import AcpTranslator, TurnBoundary
-from unified._binary.follow import split_records
+from unified._binary.follow import JsonlTail, split_records
 from unified._binary.framing import parse_object
 from unified._binary.jsonrpc import RpcError
 from unified._binary.process import AgentSubprocess, StderrTail
@@ -710,3 +713,35 @@ async def test_claude_code_a_control_request_that_cannot_be_answered_is_a_warnin
     (warning,) = [e for e in ctx.events if isinstance(e, WarningEvent)]
     assert warning.code == "malformed_line"
     assert "cannot answer" in warning.message
+
+
+# --- a followed line that never ends ---------------------------------------------------------------------
+
+
+def test_a_followed_line_that_never_ends_is_skipped_not_held(tmp_path: Path) -> None:
+    """The Gemini CLI's chat records are followed while it writes them: a line that does not end was kept
+    whole as the unfinished rest, growing with every poll for as long as the binary wrote it."""
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(b'{"n": 0}\n')
+    tail = JsonlTail(path)
+    with contextlib.suppress(AttributeError):  # the JsonlTail before had no limit: it kept the line whole
+        tail.limit = MiB  # the default is 64 MiB
+    assert tail.read() == [{"n": 0}]
+    with path.open("ab") as handle:
+        for _ in range(8):
+            handle.write(b"x" * MiB)
+    tracemalloc.start()
+    try:
+        records = tail.read()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert records == []
+    assert len(tail.partial) <= MiB
+    assert peak < 6 * MiB, f"one poll held {peak / MiB:.0f} MiB"  # the old code: 16 MiB
+    with path.open("ab") as handle:
+        handle.write(b"x" * 100 + b'\n{"n": 1}\n{"n": 2}')
+    assert tail.read() == [{"n": 1}]
+    with path.open("ab") as handle:
+        handle.write(b"\n")
+    assert tail.read() == [{"n": 2}]
