@@ -34,7 +34,9 @@ a few that guard what the fix keeps):
 - a Claude Code control request with no string `request_id` (or no request object): dropped without a
   word, while a CLI waiting for its answer stalls the run;
 - a line that never ends in a JSONL file followed while the binary writes it (the Gemini CLI's chat
-  records): kept whole as the unfinished rest, growing with every poll.
+  records): kept whole as the unfinished rest, growing with every poll;
+- Claude Code sending one call's `tool_result` twice (or a server tool's result): a second `tool_result`,
+  reported by the stream guard as "a bug in unified".
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from typing import Any
 
 import anyio
 import pytest
+from pydantic import BaseModel
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -93,6 +96,7 @@ from unified.events import (
     QuestionOption,
     SessionStarted,
     TextDelta,
+    ToolResult,
     ToolUse,
     UserInputRequest,
     UserInputResponse,
@@ -745,3 +749,21 @@ def test_a_followed_line_that_never_ends_is_skipped_not_held(tmp_path: Path) -> 
     with path.open("ab") as handle:
         handle.write(b"\n")
     assert tail.read() == [{"n": 2}]
+
+
+# --- Claude Code answering a call twice ----------------------------------------------------------------
+
+
+def test_claude_code_a_second_result_of_one_call_is_not_shown() -> None:
+    """A `tool_result` (or a server tool's result) the CLI sends twice for one call: the second one went out
+    as a second `tool_result`, which the stream guard reports as `protocol_violation`, "a bug in unified"."""
+    translator = StreamTranslator(include_thoughts=True)
+    use = {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "a"}}
+    search = {"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {"query": "q"}}
+    found = {"type": "web_search_tool_result", "tool_use_id": "s1", "content": []}
+    assistant = {"type": "assistant", "message": {"id": "m1", "role": "assistant", "content": [use, search, found]}}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": "x"}
+    user = {"type": "user", "message": {"role": "user", "content": [result, result]}}
+    events = [e for m in (assistant, assistant, user, user) for e in translator.line(m) if isinstance(e, BaseModel)]
+    assert _protocol_problems([_start(), *events]) == []
+    assert sum(isinstance(e, ToolResult) for e in events) == 2

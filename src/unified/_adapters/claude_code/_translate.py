@@ -260,6 +260,8 @@ class StreamTranslator:
     tools: dict[str, _Call] = field(default_factory=dict)
     decided: set[str] = field(default_factory=set)
     """Calls whose `permission_decision` went out (the permission bridge's, or ours)."""
+    answered: set[str] = field(default_factory=set)
+    """Calls whose `tool_result` went out: a second result of one call is the CLI's slip, not shown."""
     stopped: set[str] = field(default_factory=set)
     """Calls the caller stopped the run at: their (rejection) result is not shown."""
     ran_with: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -509,7 +511,8 @@ class StreamTranslator:
                     )
             elif isinstance(kind, str) and kind.endswith("_tool_result") and isinstance(block.get("tool_use_id"), str):
                 call_id = block["tool_use_id"]
-                if call_id in self.tools:
+                if call_id in self.tools and call_id not in self.answered:
+                    self.answered.add(call_id)
                     items.append(
                         ToolResult(
                             tool_use_id=call_id,
@@ -555,8 +558,14 @@ class StreamTranslator:
             if not isinstance(block, Mapping) or block.get("type") != "tool_result":
                 continue
             call_id = block.get("tool_use_id")
-            if not isinstance(call_id, str) or call_id not in self.tools or call_id in self.stopped:
+            if (
+                not isinstance(call_id, str)
+                or call_id not in self.tools
+                or call_id in self.stopped
+                or call_id in self.answered
+            ):
                 continue
+            self.answered.add(call_id)
             call = self.tools[call_id]
             text, images = tool_result_text(block.get("content"))
             is_error = block.get("is_error") is True
