@@ -767,3 +767,13 @@ def test_claude_code_a_second_result_of_one_call_is_not_shown() -> None:
     events = [e for m in (assistant, assistant, user, user) for e in translator.line(m) if isinstance(e, BaseModel)]
     assert _protocol_problems([_start(), *events]) == []
     assert sum(isinstance(e, ToolResult) for e in events) == 2
+
+
+def test_gemini_cli_stream_json_a_warning_before_init_does_not_start_the_session() -> None:
+    """A warning may come before the session (the guard lets it): the session is still the `init`'s."""
+    warning = {"type": "error", "severity": "warning", "message": "w"}
+    events = _stream_json(warning, INIT, ANSWER)
+    assert _protocol_problems(events) == []
+    (started,) = [e for e in events if isinstance(e, SessionStarted)]
+    assert started.session_id == INIT["session_id"]
+    assert started.model == "gemini-x"

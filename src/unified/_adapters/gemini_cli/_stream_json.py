@@ -76,7 +76,7 @@ class StreamJsonTranslator:
             self.session_id = session_id
             return [self._start(data.get("model"))]
         items = self._content(kind, data)
-        if items and not self._started and any(not isinstance(item, TurnBoundary) for item in items):
+        if not self._started and any(not isinstance(item, TurnBoundary | WarningEvent | ErrorEvent) for item in items):
             return [self._start(None), *items]  # output before `init`: the session starts first all the same
         return items
 
