@@ -607,7 +607,7 @@ def _adc_file(env: Mapping[str, str], user_home: Path) -> Path | None:
 def _read_json_object(path: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(read_regular(path))  # a FIFO or a device there: refused, never waited on
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 

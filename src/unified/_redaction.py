@@ -153,6 +153,18 @@ class Redactor:
                 at = text.find(value[0], at + 1)
         return best
 
+    def partial_prefix(self, text: str) -> int:
+        """The length of the longest beginning of `text` that ends some secret (without being all of
+        it): what a text cut out of the end of a longer one must not show, the rest of a secret the
+        cut went through (`partial_suffix`'s twin, for a tail)."""
+        best = 0
+        for value in self.values:
+            for size in range(min(len(value) - 1, len(text)), best, -1):
+                if value.endswith(text[:size]):
+                    best = size
+                    break
+        return best
+
     def json(self, value: object, replacement: str = REDACTED) -> object:
         """`value` (JSON-like: str, dict, list, tuple) with secrets replaced in every string, keys included.
 
@@ -240,6 +252,15 @@ def redactor(env: Mapping[str, str] | None = None, extra: Iterable[str] = ()) ->
 def redact(text: str, env: Mapping[str, str] | None = None) -> str:
     """`text` with every secret value of `env` (default: the process environment) replaced by `[REDACTED]`."""
     return redactor(env)(text)
+
+
+def clip(text: str, limit: int, clean: Redactor | None = None) -> str:
+    """The first `limit` characters of `text`, with the secrets of `clean` (default: the process
+    environment's) replaced *before* the cut: a cut through a secret leaves a piece of it that no
+    redactor downstream recognizes (they replace whole secrets only)."""
+    clean = clean if clean is not None else redactor()
+    longest = len(clean.values[0]) if clean.values else 0
+    return clean(text[: limit + longest])[:limit]
 
 
 def redact_key_shapes(text: str, replacement: str = REDACTED) -> str:

@@ -11,7 +11,8 @@ records mean is the backend's business.
   last modified, so records of files made one after the other come in that order.
 - `discover()` runs at `start()`, on `poll(rescan=True)`, and otherwise at most every
   `rescan_interval` seconds (None: only when asked): a file can appear late or be renamed.
-- A partial last line waits for the next poll; a line that is not a JSON object is skipped; a file
+- A partial last line waits for the next poll; a line that is not a JSON object is skipped, and so is
+  one longer than `MAX_RECORD_BYTES`, unbuffered (a line that never ends costs nothing); a file
   rewritten shorter than what was read is read again from its start.
 - A file that cannot be read (or a `discover()` that fails) leaves the reason in `unreadable`; the
   file is dropped from the set, the others go on. A FIFO or a device (or a link to one) is such a
@@ -29,7 +30,11 @@ from typing import Any
 
 from unified._files import open_regular
 
-__all__ = ["JsonlFollower", "JsonlTail", "split_records"]
+__all__ = ["MAX_RECORD_BYTES", "JsonlFollower", "JsonlTail", "split_records"]
+
+MAX_RECORD_BYTES = 64 * 1024 * 1024
+"""The longest record followed (a tool's output can be large); a longer line is skipped, unbuffered."""
+_CHUNK_BYTES = 1024 * 1024
 
 
 def split_records(partial: bytes, data: bytes) -> tuple[list[dict[str, Any]], bytes]:
@@ -40,7 +45,7 @@ def split_records(partial: bytes, data: bytes) -> tuple[list[dict[str, Any]], by
     for line in lines:
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(record, dict):
             records.append(record)
@@ -54,17 +59,33 @@ class JsonlTail:
     path: Path
     offset: int = 0
     partial: bytes = b""
+    limit: int = MAX_RECORD_BYTES
+    """The longest line kept while it is unfinished; a longer one is skipped to its line break."""
+    skipping: bool = False
+    """Inside a line over `limit`: what comes up to its line break is dropped, not kept."""
 
     def read(self) -> list[dict[str, Any]]:
-        """The records appended since the last read; raises OSError if the file cannot be read."""
+        """The records appended since the last read; raises OSError if the file cannot be read. Read a
+        chunk at a time: what is held is the records and one unfinished line of at most `limit` bytes,
+        never a line that does not end (a binary writing one for as long as it runs)."""
+        records: list[dict[str, Any]] = []
         with open_regular(self.path) as handle:
             size = handle.seek(0, 2)
             if size < self.offset:  # rewritten from scratch: start over
-                self.offset, self.partial = 0, b""
+                self.offset, self.partial, self.skipping = 0, b"", False
             handle.seek(self.offset)
-            data = handle.read()
-        self.offset += len(data)
-        records, self.partial = split_records(self.partial, data)
+            while data := handle.read(_CHUNK_BYTES):
+                self.offset += len(data)
+                if self.skipping:
+                    newline = data.find(b"\n")
+                    if newline < 0:
+                        continue
+                    data, self.skipping = data[newline + 1 :], False
+                found, rest = split_records(self.partial, data)
+                records += found
+                self.partial = rest
+                if len(rest) > self.limit:
+                    self.partial, self.skipping = b"", True
         return records
 
 

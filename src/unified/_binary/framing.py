@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from unified._internal import limits
+from unified._redaction import clip
 from unified.backends import MalformedLine
 
 __all__ = ["MAX_LINE_BYTES", "LineFramer", "json_line", "parse_object"]
@@ -22,6 +23,8 @@ MAX_LINE_BYTES = limits.MAX_EVENT_BYTES
 """The longest line read (a tool output can be large); a longer one is dropped with a `MalformedLine`."""
 HEAD_CHARS = 512
 """How much of an unreadable line is kept (`MalformedLine.head`)."""
+QUOTE_CHARS = 200
+"""How much of a line that is not a JSON object `parse_object` quotes."""
 
 
 class LineFramer:
@@ -77,11 +80,16 @@ def parse_object(line: str) -> dict[str, Any] | str:
     except RecursionError:
         return "nested too deeply to parse"
     except ValueError:
-        return f"not JSON: {line[:200]!r}"
+        return f"not JSON: {_quoted(line)}"
     if not isinstance(value, dict):
-        return f"JSON that is not an object: {line[:200]!r}"
+        return f"JSON that is not an object: {_quoted(line)}"
     # Nesting deeper than the limit takes more opening brackets than that (counted in C, strings included:
     # the count can only be too high), so most lines skip the walk.
     if line.count("{") + line.count("[") > limits.MAX_JSON_DEPTH and limits.too_deep(value):
         return f"nested deeper than {limits.MAX_JSON_DEPTH} levels"
     return value
+
+
+def _quoted(line: str) -> str:
+    """The start of `line` for a warning, the environment's secrets replaced before the cut (`clip`)."""
+    return repr(clip(line, QUOTE_CHARS))

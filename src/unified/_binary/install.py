@@ -164,7 +164,7 @@ def _package_version(spec: BinarySpec, binary: Path) -> str | None:
         if manifest.is_file():
             try:
                 data = json.loads(manifest.read_text())
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):
                 return None
             return str(data.get("version")) if data.get("name") == spec.package else None
     return None
@@ -246,7 +246,7 @@ def installed_version(spec: BinarySpec, prefix: Path) -> str | None:
     manifest = prefix / "node_modules" / Path(*spec.package.split("/")) / "package.json"
     try:
         return str(json.loads(manifest.read_text())["version"])
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, RecursionError, KeyError):
         return None
 
 

@@ -42,7 +42,7 @@ import sniffio
 
 from unified._binary.framing import MAX_LINE_BYTES, LineFramer
 from unified._binary.loops import PerLoopLock
-from unified._redaction import redactor
+from unified._redaction import REDACTED, SPLIT_HOLD_MIN, Redactor, redactor
 from unified.backends import AgentProcess, MalformedLine
 from unified.errors import BackendUnavailable
 
@@ -89,12 +89,16 @@ class StderrTail:
             del self._data[: len(self._data) - self._limit]
             self._cut = True
 
-    def text(self) -> str:
-        """The tail as text; once cut, from its first whole line (half a line could hide half a secret)."""
+    def text(self, clean: Redactor | None = None) -> str:
+        """The tail as text, `clean`'s secrets replaced; once cut, from its first whole line (half a line
+        could hide half a secret), and when it holds no line break (one long line cut), without a
+        beginning of `SPLIT_HOLD_MIN` or more characters that ends a secret (shown as the replacement)."""
         text = self._data.decode("utf-8", "replace")
         if self._cut and "\n" in text:
             text = text.split("\n", 1)[1]
-        return text
+        elif self._cut and clean is not None and (end := clean.partial_prefix(text)) >= SPLIT_HOLD_MIN:
+            text = REDACTED + text[end:]
+        return clean(text) if clean is not None else text
 
 
 class AgentSubprocess(AgentProcess):
@@ -195,7 +199,7 @@ class AgentSubprocess(AgentProcess):
 
     def stderr_tail(self) -> str:
         self._drain_stderr()
-        return self._redact(self._tail.text())
+        return self._tail.text(self._redact)
 
     async def wait(self, grace: float) -> int | None:
         if self.popen.poll() is None:

@@ -8,6 +8,7 @@ import anyio
 from rich.console import Console
 from rich.text import Text
 
+from unified._cli.render import visible
 from unified._redaction import redact
 from unified.events import Question, UserInputRequest, UserInputResponse
 from unified.types import UserInputHandler
@@ -61,14 +62,21 @@ def ask_in_terminal(request: UserInputRequest, console: Console) -> UserInputRes
     return UserInputResponse(answers=answers)
 
 
+def _shown(text: str) -> str:
+    """`text` as a prompt shows it: secrets replaced, and nothing that could rewrite what the terminal shows.
+    A command the model wrote may carry `ESC[2K` (erase the line) and a harmless command after it: the
+    user would approve what they did not see."""
+    return visible(redact(text))
+
+
 def _ask_one(question: Question, console: Console) -> str | list[str]:
     header = f"{question.header}: " if question.header else ""
-    console.print(Text(redact(f"? {header}{question.prompt}"), style="bold yellow"))
+    console.print(Text(_shown(f"? {header}{question.prompt}"), style="bold yellow"))
     if not question.options:
         return console.input("> ")
     for number, option in enumerate(question.options, 1):
         about = f" ({option.description})" if option.description else ""
-        console.print(Text(redact(f"  {number}. {option.label}{about}")))
+        console.print(Text(_shown(f"  {number}. {option.label}{about}")))
     hint = "numbers separated by commas" if question.multi_select else "a number"
     while True:
         picked = _pick(console.input(f"choose {hint}: "), question)

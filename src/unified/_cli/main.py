@@ -29,7 +29,7 @@ from anyio import CancelScope
 
 from unified._cli.demo_backends import DEMO_BACKENDS
 from unified._cli.serve import FAKE_SERVERS, FakeServer, ServedFake
-from unified._redaction import redact
+from unified._redaction import clip, redact
 from unified.errors import ConfigurationError, SessionNotFound, UnifiedError
 
 if TYPE_CHECKING:
@@ -1018,7 +1018,7 @@ def sessions_list(
         table = Table("short id", "backend", "updated", "summary")
         for s in listing.sessions:
             when = str(s.updated_at or s.started_at or "")[:19]
-            table.add_row(s.short_id, s.backend, when, redact((s.summary or s.first_prompt or "")[:80]))
+            table.add_row(s.short_id, s.backend, when, clip(s.summary or s.first_prompt or "", 80))
         _console().print(table)
     if listing.unreadable and not as_json:
         _say(f"{len(listing.unreadable)} unreadable session(s), left unchanged:", style="bold yellow")
@@ -1074,7 +1074,7 @@ def sessions_delete(
     from unified import sessions
 
     info = _resolve(ref, backend, _cwd(cwd))
-    label = f"{info.backend} session {info.short_id} ({(info.summary or info.first_prompt or '')[:60]})"
+    label = f"{info.backend} session {info.short_id} ({clip(info.summary or info.first_prompt or '', 60)})"
     if not yes:
         if not sys.stdin.isatty():
             raise _fail(f"refusing to delete {label} without --yes", 2)

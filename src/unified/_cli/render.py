@@ -3,12 +3,15 @@
 Kept free of I/O so it can be tested with events built by hand. A `Renderer` remembers only what
 a terminal needs to place the next piece: whether a streamed line (answer text or thought) is
 still open, and whose it is, so interleaved main-agent and subagent output never runs together.
-Every string passes through `redact()` first: model output and error messages may quote a key.
+Every string passes through `redact()` first: model output and error messages may quote a key; then
+`visible()`: a control character the model wrote (an escape sequence, a bidi override) is shown, never
+obeyed by the terminal.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -34,7 +37,19 @@ from unified.events import (
     WarningEvent,
 )
 
-__all__ = ["INDENT", "PREVIEW_CHARS", "STDERR_LINES", "STYLES", "Renderer", "format_usage", "preview"]
+__all__ = ["INDENT", "PREVIEW_CHARS", "STDERR_LINES", "STYLES", "Renderer", "format_usage", "preview", "visible"]
+
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Characters a terminal acts on instead of showing (escape sequences, bidi overrides), line breaks and tabs aside."""
+
+
+def visible(text: str) -> str:
+    """`text` with every character a terminal would act on written as `\\xNN`/`\\uNNNN` (rich passes ESC
+    through): model output, a command to approve above all, cannot erase or hide what a person reads."""
+    if _CONTROLS.search(text) is None:
+        return text
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
+
 
 INDENT = "  │ "
 """Prefix of every line a subagent produced."""
@@ -131,11 +146,11 @@ class Renderer:
             if kind == "thinking":
                 out.append("✻ ", style=style)
             self._open = key
-        out.append(self._clean(event.text).replace("\n", "\n" + prefix), style=style)
+        out.append(visible(self._clean(event.text)).replace("\n", "\n" + prefix), style=style)
         return out
 
     def _styled(self, text: str, style: str) -> Text:
-        return Text(self._clean(text), style=STYLES[style])
+        return Text(visible(self._clean(text)), style=STYLES[style])
 
     def _block(self, event: UnifiedEvent) -> Text | None:
         if isinstance(event, SessionStarted):

@@ -226,7 +226,7 @@ class PostgresSessionStore(BlockingSessionStore):
                 raise unsupported_format(where, version)
             try:
                 raw = json.loads(header)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 raise corrupt_error(where, f"its header is not valid JSON ({exc})") from exc
             info = info_of_header(checked_header(raw, where), where)
             if info.session_id != session_id:

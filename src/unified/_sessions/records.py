@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from unified._exports import publish
+from unified._redaction import clip
 from unified.errors import (
     AmbiguousSession,
     CorruptSession,
@@ -160,7 +161,7 @@ class SessionStore(Protocol):
 def _describe(sessions: Sequence[SessionInfo], limit: int = 5) -> str:
     recent = sorted(sessions, key=by_recency, reverse=True)
     lines = [
-        f"  {s.short_id}  {(s.updated_at or s.started_at or '')!s:.19}  {(s.summary or s.first_prompt or '')[:60]}"
+        f"  {s.short_id}  {(s.updated_at or s.started_at or '')!s:.19}  {clip(s.summary or s.first_prompt or '', 60)}"
         for s in recent[:limit]
     ]
     return "\n".join(lines) if lines else "  (no sessions)"

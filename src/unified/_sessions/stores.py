@@ -249,7 +249,7 @@ def parse_document(text: str, where: str) -> StoredSession:
     """The session in a stored document, or CorruptSession/UnsupportedSessionFormat."""
     try:
         document = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise corrupt_error(where, f"it is not valid JSON ({exc})") from exc
     if not isinstance(document, dict) or "header" not in document:
         raise corrupt_error(where, "it has no header")
@@ -336,7 +336,7 @@ def _describe_holder(fd: int) -> str:
     try:
         data = json.loads(os.pread(fd, 4096, 0))
         return f"pid {int(data['pid'])} on host {data['host']}"
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, RecursionError, KeyError, TypeError):
         return "a run that has not recorded its pid yet"
 
 
@@ -559,13 +559,13 @@ class FileSessionStore(BlockingSessionStore):
             except UnicodeDecodeError as exc:
                 raise corrupt_error(where, f"it is not UTF-8 ({exc})") from exc
             if line.startswith(_HEADER_PREFIX) and line.endswith(","):
-                with contextlib.suppress(ValueError):
+                with contextlib.suppress(ValueError, RecursionError):
                     return checked_header(json.loads(line[len(_HEADER_PREFIX) : -1]), where)
             handle.seek(0)  # not in our one-line layout: read it all, from the file already open
             raw = handle.read()
         try:
             document = json.loads(raw.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, RecursionError, UnicodeDecodeError) as exc:
             raise corrupt_error(where, f"it is not valid JSON ({exc})") from exc
         if not isinstance(document, dict):
             raise corrupt_error(where, "it is not a JSON object")

@@ -108,7 +108,7 @@ class ClaudeConnection:
         entry = self.entries / f"{pid}.json"
         try:
             named = json.loads(read_regular(entry)).get("sessionId")
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError, RecursionError, AttributeError):
             return  # none (a polite exit removed it), or not one we can tell is ours
         if named == self.session_id:
             with contextlib.suppress(FileNotFoundError):

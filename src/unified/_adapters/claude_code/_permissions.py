@@ -19,7 +19,8 @@ denied. Each decision is one `permission_decision`. The answers, as the CLI take
 - stop: a denial with `interrupt: true`: the CLI ends the turn; the run ends `interrupted`.
 
 A request without a tool name or an input object is denied unasked, with a `malformed_line` warning
-(a policy rule would match the call without its arguments).
+(a policy rule would match the call without its arguments); so is a second request about a call
+already decided (one decision per call: its input may not be the one decided).
 
 `AskUserQuestion` is a question, not a permission: it goes to `on_user_input` as
 `user_input_request(source=model-tool)` and the answers travel back in `updatedInput.answers`
@@ -131,6 +132,21 @@ class PermissionBridge:
                 )
             )
             await self.connection.respond(request_id, {"behavior": "deny", "message": f"the request has {why}"})
+            return None
+        if call_id in self.translator.decided:
+            # Fail closed: a call has one decision, given; a second request about it (its input may differ)
+            # is neither asked nor allowed on the strength of the first.
+            await emit(
+                WarningEvent(
+                    code="malformed_line",
+                    message=f"unified denied a second claude CLI permission request for call {call_id}, "
+                    "which was decided already",
+                    subagent_task_id=task,
+                )
+            )
+            await self.connection.respond(
+                request_id, {"behavior": "deny", "message": f"the call {call_id} was decided already"}
+            )
             return None
         use = self.translator.use_for(call_id, tool, dict(tool_input), task)
         if use is not None:

@@ -54,6 +54,7 @@ from unified._adapters.claude_code._translate import (
     usage_from_model_usage,
 )
 from unified._binary.process import ProcessStarter
+from unified._redaction import clip
 from unified.backends import AgentProcess, RunContext, RunOutcome
 from unified.errors import BackendError, RunStopped, UnifiedError
 from unified.events import SessionStarted, UnifiedEvent, Usage, WarningEvent
@@ -253,6 +254,17 @@ class ClaudeRun:
         request_id = message.get("request_id")
         request = message.get("request")
         if not isinstance(request_id, str) or not isinstance(request, dict):
+            # No answer can name it: said, not swallowed (a CLI waiting for its answer stalls the run).
+            why = "no string request_id" if not isinstance(request_id, str) else "no request object"
+            subtype = request.get("subtype") if isinstance(request, dict) else None
+            kind = clip(subtype, 60) if isinstance(subtype, str) and subtype else "of no subtype"
+            await self._emit(
+                WarningEvent(
+                    code="malformed_line",
+                    message=f"the claude CLI sent a control_request ({kind}) with {why}; "
+                    "unified cannot answer it and ignored it (the CLI may wait for that answer)",
+                )
+            )
             return
         if request.get("subtype") != "can_use_tool":
             await connection.respond_error(request_id, f"unified does not handle {request.get('subtype')!r} requests")

@@ -99,7 +99,9 @@ class ParsedSession:
     session_id: str
     path: Path
     lines: list[dict[str, Any]] = field(default_factory=list)
-    """Every readable JSON line, in file order."""
+    """Every readable JSON line, in file order (none kept for a listing: `parse_session(keep_lines=False)`)."""
+    good_lines: int = 0
+    """How many lines were readable JSON objects."""
     bad_lines: int = 0
     cwd: str | None = None
     model: str | None = None
@@ -119,10 +121,11 @@ class ParsedSession:
         ]
 
 
-def parse_session(path: Path, *, max_bytes: int | None = None) -> ParsedSession:
+def parse_session(path: Path, *, max_bytes: int | None = None, keep_lines: bool = True) -> ParsedSession:
     """Read one session file (tolerating bad lines). OSError when it cannot be read: `NotRegularFile` for a
     FIFO or a device at its path (or a link to one), never waited on; with `max_bytes`, a file larger than
-    that is refused unread."""
+    that is refused unread. `keep_lines=False` (a listing) keeps no line: one at a time is held, not a
+    file of up to `max_bytes` as Python objects."""
     parsed = ParsedSession(session_id=path.stem, path=path)
     with open_regular(path, max_bytes=max_bytes) as handle:
         for raw in handle:
@@ -130,13 +133,15 @@ def parse_session(path: Path, *, max_bytes: int | None = None) -> ParsedSession:
                 continue
             try:
                 line = json.loads(raw)
-            except (ValueError, UnicodeDecodeError):
+            except (ValueError, RecursionError, UnicodeDecodeError):
                 parsed.bad_lines += 1
                 continue
             if not isinstance(line, dict):
                 parsed.bad_lines += 1
                 continue
-            parsed.lines.append(line)
+            parsed.good_lines += 1
+            if keep_lines:
+                parsed.lines.append(line)
             if line.get("type") == CONTINUED_FROM:
                 origin = line.get("origin")
                 parsed.continued_from = origin if isinstance(origin, dict) else {}
@@ -195,11 +200,11 @@ class SessionFiles:
         """The listing entry of one file; None for a file with no prompt (a process that never got one)."""
         session_id = path.stem
         try:
-            parsed = parse_session(path, max_bytes=MAX_SESSION_BYTES)
+            parsed = parse_session(path, max_bytes=MAX_SESSION_BYTES, keep_lines=False)
         except OSError as exc:
             return self._unreadable(path, f"cannot be read: {exc}")
         if parsed.first_prompt is None:
-            if parsed.bad_lines and not parsed.lines:
+            if parsed.bad_lines and not parsed.good_lines:
                 return self._unreadable(path, f"no readable line ({parsed.bad_lines} lines are not JSON)")
             return None
         updated = parsed.updated_at or datetime.fromtimestamp(path.stat().st_mtime, UTC)

@@ -80,7 +80,7 @@ class ClaudeSessionLocator:
             text = state.get("text", "") if isinstance(state, dict) else ""
             lines = []
             for raw in str(text).splitlines():
-                with contextlib.suppress(ValueError):
+                with contextlib.suppress(ValueError, RecursionError):
                     line = json.loads(raw)
                     if isinstance(line, dict):
                         lines.append(line)

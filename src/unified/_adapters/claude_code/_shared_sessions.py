@@ -48,7 +48,7 @@ def _checked(session: StoredSession) -> tuple[str, str]:
     for raw in text.splitlines():
         try:
             line = json.loads(raw) if raw.strip() else {}
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         named = line.get("sessionId") if isinstance(line, dict) else None
         if isinstance(named, str) and named != session.session_id:
@@ -101,7 +101,7 @@ def state_summary(session: StoredSession) -> dict[str, Any]:
     for raw in text.splitlines():
         try:
             line = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(line, dict) and line.get("type") in ("user", "assistant") and not line.get("isSidechain"):
             messages.append({"type": line["type"], "timestamp": line.get("timestamp"), "message": line.get("message")})

@@ -24,11 +24,13 @@ from where (docs/backends/claude-code.md, "Mapping"):
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from unified._binary.jsonrpc import as_list
+from unified._redaction import clip
 from unified.events import (
     JsonValue,
     PermissionDecision,
@@ -148,16 +150,39 @@ def usage_from_model_usage(model_usage: object) -> Usage:
         fresh, read = _int(entry.get("inputTokens")), _int(entry.get("cacheReadInputTokens"))
         created, output = _int(entry.get("cacheCreationInputTokens")), _int(entry.get("outputTokens"))
         thinking = min(output, _int(entry.get("thinkingTokens")))
-        cost = entry.get("costUSD")
         total = total + Usage(
             input_tokens=fresh + read + created,
             cached_tokens=read,
             cache_creation_tokens=created,
             output_tokens=output - thinking,
             thinking_tokens=thinking,
-            cost_usd=float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None,
+            cost_usd=_cost(entry.get("costUSD")),
         )
     return total
+
+
+def _delay_s(milliseconds: object) -> float:
+    """An `api_retry`'s `retry_delay_ms` in seconds: 0 for no number (NaN, below 0), infinity for an integer
+    too large for a float (the division would raise OverflowError): it is then more than any wait allowed."""
+    if not isinstance(milliseconds, int | float) or isinstance(milliseconds, bool):
+        return 0.0
+    try:
+        seconds = milliseconds / 1000
+    except OverflowError:
+        return math.inf
+    return seconds if seconds >= 0 else 0.0
+
+
+def _cost(value: object) -> float | None:
+    """A `costUSD` as a float; None unless it is a finite number of dollars, 0 or more (an integer too
+    large for a float, NaN or Infinity is a broken count, not a cost)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        cost = float(value)
+    except OverflowError:
+        return None
+    return cost if math.isfinite(cost) and cost >= 0 else None
 
 
 def tool_result_text(content: object) -> tuple[str | None, list[dict[str, Any]]]:
@@ -235,6 +260,8 @@ class StreamTranslator:
     tools: dict[str, _Call] = field(default_factory=dict)
     decided: set[str] = field(default_factory=set)
     """Calls whose `permission_decision` went out (the permission bridge's, or ours)."""
+    answered: set[str] = field(default_factory=set)
+    """Calls whose `tool_result` went out: a second result of one call is the CLI's slip, not shown."""
     stopped: set[str] = field(default_factory=set)
     """Calls the caller stopped the run at: their (rejection) result is not shown."""
     ran_with: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -484,7 +511,8 @@ class StreamTranslator:
                     )
             elif isinstance(kind, str) and kind.endswith("_tool_result") and isinstance(block.get("tool_use_id"), str):
                 call_id = block["tool_use_id"]
-                if call_id in self.tools:
+                if call_id in self.tools and call_id not in self.answered:
+                    self.answered.add(call_id)
                     items.append(
                         ToolResult(
                             tool_use_id=call_id,
@@ -530,8 +558,14 @@ class StreamTranslator:
             if not isinstance(block, Mapping) or block.get("type") != "tool_result":
                 continue
             call_id = block.get("tool_use_id")
-            if not isinstance(call_id, str) or call_id not in self.tools or call_id in self.stopped:
+            if (
+                not isinstance(call_id, str)
+                or call_id not in self.tools
+                or call_id in self.stopped
+                or call_id in self.answered
+            ):
                 continue
+            self.answered.add(call_id)
             call = self.tools[call_id]
             text, images = tool_result_text(block.get("content"))
             is_error = block.get("is_error") is True
@@ -567,7 +601,7 @@ class StreamTranslator:
             reason = f"the claude CLI {'allowed' if accepted else 'refused'} it ({how or 'its own rules'})"
         else:  # no decision recorded: the call could not run at all (an unknown tool, invalid input)
             accepted = not is_error
-            reason = (text or "the claude CLI did not run it")[:300] if is_error else "the claude CLI ran it"
+            reason = clip(text or "the claude CLI did not run it", 300) if is_error else "the claude CLI ran it"
         return PermissionDecision(
             tool_use_id=call_id,
             tool_name=call.name,
@@ -613,7 +647,7 @@ class StreamTranslator:
                 Retry(
                     attempt=_int(message.get("attempt")),
                     max_retries=_int(message.get("max_retries")),
-                    delay_s=delay / 1000 if isinstance(delay, int | float) else 0.0,
+                    delay_s=_delay_s(delay),
                     status=status if isinstance(status, int) else None,
                     error=str(message.get("error") or "unknown"),
                 )

@@ -23,7 +23,8 @@ the run ends `interrupted`. A changed input cannot be: Codex's answers carry no 
 `permission_answer_unsupported` warning, never a silent run of the original.
 Never `acceptWithExecpolicyAmendment`: it writes a permanent rule into CODEX_HOME.
 An approval request that does not say what would run (no string `itemId`, a `command` that is not text,
-an MCP approval naming no server) is declined unasked, with a `malformed_line` warning.
+an MCP approval naming no server) is declined unasked, with a `malformed_line` warning; so is a second
+request about a call already decided (one decision per call).
 """
 
 from __future__ import annotations
@@ -197,6 +198,12 @@ class ApprovalBridge:
             await self.ctx.emit(WarningEvent(code="malformed_line", message=text, subagent_task_id=task))
             await self._respond(request_id, kind, "decline")
             return
+        if call_id in self.translator.decided:
+            # Fail closed: a call has one decision, given; a second request about it is not allowed on its strength.
+            text = f"unified declined a second Codex approval request for {call_id}, which was decided already"
+            await self.ctx.emit(WarningEvent(code="malformed_line", message=text, subagent_task_id=task))
+            await self._respond(request_id, kind, "decline")
+            return
         name = await self._announce(call_id, params, kind, task)
         choice, decided_by, rule = self._policy(kind, params)
         reason = None
@@ -304,6 +311,11 @@ class ApprovalBridge:
         """The model's `request_user_input` tool: its questions to `on_user_input`."""
         task = self.translator.task_of(params.get("threadId"))
         call_id = str(params.get("itemId") or f"input-{request_id}")
+        if call_id in self.translator.decided:
+            text = f"unified answered nothing to a Codex question naming {call_id}, a call decided already"
+            await self.ctx.emit(WarningEvent(code="malformed_line", message=text, subagent_task_id=task))
+            await self.connection.respond(request_id, {"answers": {}})
+            return
         questions = [as_dict(q) for q in as_list(params.get("questions"))]
         arguments = {"questions": json.loads(json.dumps(questions))}
         if call_id not in self.translator.tools:

@@ -189,7 +189,7 @@ def conversation_from_rollout(rollout: Rollout) -> Conversation:
             names[call_id] = name
             try:
                 arguments = json.loads(payload.get("arguments") or "{}")
-            except ValueError:
+            except (ValueError, RecursionError):
                 arguments = {"arguments": payload.get("arguments")}
             model_turn().parts.append(
                 ToolCallPart(
@@ -430,7 +430,7 @@ def open_retry(rollouts: Rollouts, thread_id: str) -> Opening:
     for line in raw:
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             record = None
         parsed.append(record if isinstance(record, dict) else None)
     for index, record in enumerate(parsed):

@@ -285,7 +285,7 @@ def chatgpt_login(env: Mapping[str, str]) -> ChatgptLogin | None:
     source = user_codex_home(env) / "auth.json"
     try:
         data = json.loads(read_regular(source))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if isinstance(data, dict) and data.get("auth_mode") == "chatgpt" and isinstance(data.get("tokens"), dict):
         return ChatgptLogin(source)

@@ -18,6 +18,7 @@ one-key object, e.g. `{"responseTooManyFailedAttempts": {"httpStatusCode": 429}}
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -25,7 +26,8 @@ from unified.errors import AuthError, BackendError, RateLimited, UnifiedError
 
 __all__ = ["error_from_exit", "error_from_turn_error", "status_of"]
 
-_RETRY_IN = re.compile(r"try again in ([0-9.]+)\s*(ms|s)\b", re.IGNORECASE)
+_RETRY_IN = re.compile(r"try again in ([0-9]+(?:\.[0-9]+)?)\s*(ms|s)\b", re.IGNORECASE)
+"""A number the provider's message gives (`[0-9.]+` took "1.2.3" and ".", which float() refuses)."""
 
 
 def status_of(info: object) -> int | None:
@@ -61,7 +63,8 @@ def error_from_turn_error(error: dict[str, Any] | None, *, where: str) -> Unifie
         retry = _RETRY_IN.search(text)
         if retry is not None:
             seconds = float(retry[1]) / (1000 if retry[2].lower() == "ms" else 1)
-            extra["retry_after_s"] = seconds
+            if math.isfinite(seconds):  # 400 digits make a float infinity
+                extra["retry_after_s"] = seconds
         quota = kind == "usageLimitExceeded"
         return RateLimited(
             f"{where}: {text}",

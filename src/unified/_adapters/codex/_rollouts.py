@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -87,7 +87,7 @@ def _lines(path: Path, limit: int | None = None) -> Iterator[dict[str, Any] | No
                 continue
             try:
                 record = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 yield None
                 continue
             yield record if isinstance(record, dict) else None
@@ -124,9 +124,11 @@ class Rollout:
         return parent if isinstance(parent, str) else None
 
 
-def read_rollout(path: Path, limit: int | None = None) -> Rollout:
+def read_rollout(path: Path, limit: int | None = None, scan: Callable[[dict[str, Any]], bool] | None = None) -> Rollout:
     """The rollout at `path` (the first `limit` lines); CorruptSession when it does not start with a
-    `session_meta` naming the thread of its file name."""
+    `session_meta` naming the thread of its file name. With `scan`, the records after the metadata are
+    handed to it instead of kept (a listing reads a few fields of a file whose lines may be megabytes
+    each), and reading stops once it returns True."""
     match = ROLLOUT_NAME.fullmatch(path.name)
     if match is None:
         raise CorruptSession(f"{path.name} is not a Codex rollout file name", hint="it was left unchanged")
@@ -145,6 +147,10 @@ def read_rollout(path: Path, limit: int | None = None) -> Rollout:
                         f"{path} does not start with Codex's session metadata", hint="Codex cannot resume it either"
                     )
                 meta = payload
+            elif scan is not None:
+                if scan(record):
+                    break
+                continue
             records.append(record)
     except OSError as exc:
         hint = exc.hint if isinstance(exc, NotRegularFile) else "check its permissions"
@@ -186,25 +192,27 @@ class Rollouts:
     def info(self, path: Path, thread_id: str) -> SessionInfo | None:
         """The listing of one file; None for a subagent's thread."""
         short = codex_short_id(thread_id)
+        first = None
+        model = None
+
+        def scan(record: dict[str, Any]) -> bool:
+            nonlocal first, model
+            payload = record.get("payload")
+            if not isinstance(payload, dict):
+                return False
+            if record.get("type") == "response_item" and first is None:
+                first = user_text(payload)
+            elif record.get("type") == "turn_context" and model is None and isinstance(payload.get("model"), str):
+                model = payload["model"]
+            return first is not None and model is not None
+
         try:
-            rollout = read_rollout(path, _PREVIEW_LINES)
+            rollout = read_rollout(path, _PREVIEW_LINES, scan)
         except CorruptSession as exc:
             problem = SessionProblem(kind="corrupt", message=exc.message, hint=exc.hint or "it was left unchanged")
             return SessionInfo(backend=BACKEND, session_id=thread_id, short_id=short, path=str(path), problem=problem)
         if rollout.parent is not None:
             return None
-        first = None
-        model = None
-        for record in rollout.records:
-            payload = record.get("payload")
-            if not isinstance(payload, dict):
-                continue
-            if record.get("type") == "response_item" and first is None:
-                first = user_text(payload)
-            elif record.get("type") == "turn_context" and model is None and isinstance(payload.get("model"), str):
-                model = payload["model"]
-            if first is not None and model is not None:
-                break
         try:
             updated = datetime.fromtimestamp(path.stat().st_mtime, UTC)
         except OSError:

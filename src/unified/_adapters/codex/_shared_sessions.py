@@ -51,7 +51,7 @@ def stored_files(session: StoredSession) -> dict[str, str]:
             raise CorruptSession(f"{where} holds a file named {name!r}", hint="it was left unchanged")
         try:
             first = json.loads(text.split("\n", 1)[0])
-        except ValueError:
+        except (ValueError, RecursionError):
             first = None
         meta = first.get("payload") if isinstance(first, dict) and first.get("type") == "session_meta" else None
         if not isinstance(meta, dict) or meta.get("id") != match["id"]:

@@ -37,6 +37,7 @@ from typing import Any
 import platformdirs
 
 from unified._files import NotRegularFile, open_regular, read_regular, read_regular_text, write_atomically
+from unified._redaction import clip
 from unified.errors import CorruptSession, SessionNotFound
 from unified.events import Usage
 from unified.sessions import SHORT_ID_LENGTH, SessionInfo, resolve_ref, short_id_of
@@ -91,7 +92,7 @@ def _parse_time(value: object) -> datetime | None:
 def _loads(line: bytes | str) -> dict[str, Any] | None:
     try:
         value = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 
@@ -291,7 +292,7 @@ def summarize(path: Path, project_dir: str | None) -> SessionInfo | None:
         started_at=_parse_time(header.get("startTime")),
         updated_at=updated,
         summary=summary,
-        first_prompt=first_prompt[:500] if first_prompt else None,
+        first_prompt=clip(first_prompt, 500) if first_prompt else None,
         cwd=project_dir,
         model=model,
         path=str(path),
@@ -318,7 +319,7 @@ class ChatFiles:
         """Project root → directory name under tmp/ (slug), from projects.json."""
         try:
             data = json.loads(read_regular(gemini_home(self._env) / "projects.json"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return {}
         projects = data.get("projects") if isinstance(data, dict) else None
         return {str(k): str(v) for k, v in projects.items()} if isinstance(projects, dict) else {}

@@ -341,7 +341,7 @@ def project_slug(home: Path, root: Path) -> str:
     registry = home / "projects.json"
     try:
         data = json.loads(read_regular(registry))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         data = {}
     projects: dict[str, str] = dict(data.get("projects") or {}) if isinstance(data, dict) else {}
     key = str(root)

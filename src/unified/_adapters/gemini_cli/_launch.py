@@ -131,7 +131,7 @@ def _system_settings_text(source: Path, signature: FileSignature | None) -> str:
     if signature is not None and stat.S_ISREG(signature[0]):
         try:
             loaded = json.loads(read_regular(source))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             loaded = {}
         base = loaded if isinstance(loaded, dict) else {}
     return json.dumps(_merge(base, _OVERRIDES), indent=2, sort_keys=True)
@@ -255,7 +255,7 @@ class Launch:
         home = Path(self.env.get("GEMINI_CLI_HOME") or self.env.get("HOME") or Path.home())
         try:
             settings = json.loads(read_regular(home / ".gemini" / "settings.json"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return None
         model = settings.get("model") if isinstance(settings, dict) else None
         name = model.get("name") if isinstance(model, dict) else None

@@ -84,7 +84,7 @@ def _http_error(exc: RpcError) -> tuple[int, str | None, str, Any] | None:
     """
     try:
         body = json.loads(exc.message)
-    except ValueError:
+    except (ValueError, RecursionError):
         body = None
     error = body.get("error") if isinstance(body, dict) else None
     if isinstance(error, dict) and isinstance(error.get("code"), int):

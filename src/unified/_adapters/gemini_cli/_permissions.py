@@ -14,7 +14,8 @@ carried to it as ACP can:
 - what ACP cannot carry: a changed input (an option id is all it takes) becomes a denial, since running
   the model's input would do what the user did not approve, and a denial's message does not reach the
   model; each gives a `warning(permission_answer_unsupported)`. A denial still never runs;
-- a request that names no tool call (`toolCall.toolCallId`) is rejected unasked, with a `malformed_line` warning.
+- a request that names no tool call (`toolCall.toolCallId`), or a call already decided (one decision per
+  call), is rejected unasked, with a `malformed_line` warning.
 
 The request is shown with the arguments it carries (`_translate.request_args`) and the session's real
 cwd, in the API backends' shape (`details.args`) plus ACP's own view (kind, title, locations, diffs).
@@ -134,9 +135,14 @@ class PermissionBridge:
         call = as_dict(params.get("toolCall"))
         call_id = call.get("toolCallId")
         options = [o for o in as_list(params.get("options")) if isinstance(o, dict)]
-        if not isinstance(call_id, str) or not call_id:
-            # Fail closed: the request names no call, so nobody can approve what would run.
-            await self._warn("unified denied a Gemini CLI permission request that names no tool call")
+        if not isinstance(call_id, str) or not call_id or self.translator.was_decided(call_id):
+            # Fail closed: the request names no call, so nobody can approve what would run; or a call decided
+            # already (one decision per call: a second request is not allowed on the strength of the first).
+            await self._warn(
+                "unified denied a Gemini CLI permission request that names no tool call"
+                if not isinstance(call_id, str) or not call_id
+                else f"unified denied a second Gemini CLI permission request for {call_id}, which was decided already"
+            )
             option = pick_option(options, DENY)
             refusal = {"outcome": "selected", "optionId": option} if option is not None else {"outcome": "cancelled"}
             await self.connection.respond(request_id, {"outcome": refusal})

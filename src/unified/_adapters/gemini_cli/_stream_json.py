@@ -59,24 +59,42 @@ class StreamJsonTranslator:
     final: dict[str, Any] | None = None
     _agents: dict[str, str] = field(default_factory=dict)
     _after_tools: bool = True
+    _started: bool = False
+    _tools: set[str] = field(default_factory=set)
+    """Calls announced (`tool_use`), and below those answered: the CLI's output is not trusted to name
+    each call once, nor only calls it announced (a stream breaking the event protocol would be reported
+    as unified's bug)."""
+    _answered: set[str] = field(default_factory=set)
 
     def event(self, data: Mapping[str, Any]) -> list[Item]:
         kind = data.get("type")
-        sid = self.session_id
         if kind == "init":
-            self.session_id = str(data.get("session_id") or "") or None
-            return [
-                SessionStarted(
-                    backend=self.backend,
-                    model=data.get("model") if isinstance(data.get("model"), str) else None,
-                    short_id=short_id_of(self.session_id) if self.session_id else None,
-                    resumed=self.resumed,
-                    cwd=self.cwd,
-                    transport="stream-json",
-                    capabilities=self.capabilities,
-                    session_id=self.session_id,
-                )
-            ]
+            session_id = str(data.get("session_id") or "") or None
+            if self._started:  # a second `init`, or one after output: one session, started once
+                self.session_id = self.session_id or session_id
+                return []
+            self.session_id = session_id
+            return [self._start(data.get("model"))]
+        items = self._content(kind, data)
+        if not self._started and any(not isinstance(item, TurnBoundary | WarningEvent | ErrorEvent) for item in items):
+            return [self._start(None), *items]  # output before `init`: the session starts first all the same
+        return items
+
+    def _start(self, model: object) -> SessionStarted:
+        self._started = True
+        return SessionStarted(
+            backend=self.backend,
+            model=model if isinstance(model, str) else None,
+            short_id=short_id_of(self.session_id) if self.session_id else None,
+            resumed=self.resumed,
+            cwd=self.cwd,
+            transport="stream-json",
+            capabilities=self.capabilities,
+            session_id=self.session_id,
+        )
+
+    def _content(self, kind: object, data: Mapping[str, Any]) -> list[Item]:
+        sid = self.session_id
         if kind == "message":
             text = data.get("content")
             if data.get("role") != "assistant" or not isinstance(text, str) or not text:
@@ -85,8 +103,11 @@ class StreamJsonTranslator:
             self._after_tools = False
             return [*items, TextDelta(text=text, session_id=sid)]
         if kind == "tool_use":
-            self._after_tools = True
             call_id = str(data.get("tool_id") or "")
+            if call_id in self._tools:
+                return []  # announced already
+            self._tools.add(call_id)
+            self._after_tools = True
             name = str(data.get("tool_name") or "")
             args = as_dict(data.get("parameters"))
             uses: list[Item] = [ToolUse(tool_use_id=call_id, name=name, input=args, session_id=sid)]
@@ -105,6 +126,9 @@ class StreamJsonTranslator:
             return uses
         if kind == "tool_result":
             call_id = str(data.get("tool_id") or "")
+            if call_id not in self._tools or call_id in self._answered:
+                return []  # a result of no call announced, or a second one
+            self._answered.add(call_id)
             is_error = data.get("status") != "success"
             error = data.get("error") if isinstance(data.get("error"), dict) else None
             output = data.get("output") if not is_error else (error or {}).get("message", data.get("output"))
@@ -130,11 +154,17 @@ class StreamJsonTranslator:
             self.final = dict(data)
             stats = as_dict(data.get("stats"))
             self.usage = Usage(
-                input_tokens=int(stats.get("input_tokens") or 0),
-                output_tokens=int(stats.get("output_tokens") or 0),
-                cached_tokens=int(stats.get("cached") or 0),
+                input_tokens=_count(stats.get("input_tokens")),
+                output_tokens=_count(stats.get("output_tokens")),
+                cached_tokens=_count(stats.get("cached")),
             )
         return []
+
+
+def _count(value: object) -> int:
+    """A token count of the `result`'s stats; 0 for anything but a whole number above 0 (a string, an
+    object, a float such as NaN or Infinity: a broken CLI's count is not worth an `int()` that raises)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 async def run_stream_json(launch: Launch, ctx: RunContext) -> RunOutcome:

@@ -273,6 +273,11 @@ class AcpTranslator:
             session_id=self.session_id,
         )
 
+    def was_decided(self, call_id: str) -> bool:
+        """Whether the call's `permission_decision` was emitted."""
+        tool = self.tools.get(call_id)
+        return tool is not None and tool.decided
+
     def mark_decided(self, call_id: str) -> None:
         """A decision made outside (the permission bridge's) was emitted for this call."""
         tool = self.tools.get(call_id)
@@ -468,7 +473,7 @@ def request_args(name: str, call: Mapping[str, Any], cwd: str) -> dict[str, Any]
         if text.startswith("{"):
             try:
                 parsed = json.loads(text)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if isinstance(parsed, dict):
                 return parsed
