@@ -14,15 +14,16 @@ Ordering guarantees (enforced by the stream guard, not by each backend):
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 from collections.abc import Callable, MutableMapping
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, NoReturn, Self, TypeAlias, TypeVar, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, TypeAdapter, model_validator
 
-PROTOCOL_VERSION = "2.2"
+PROTOCOL_VERSION = "2.3"
 """Bumped in its minor part for added kinds or optional fields, in its major part for anything else.
 
 1.1: `tool_result.input`.
@@ -32,6 +33,7 @@ gains `input` and `message`; a permission answer can change the input, carry a m
 2.1: `failover` (the run goes on on another backend, with a new `session_started` after it);
 `result.backend`.
 2.2: `Usage.cache_creation_tokens` and `Usage.cost_usd`.
+2.3: `image_output` (an image the model generated, with its bytes).
 """
 
 JsonValue: TypeAlias = Any
@@ -445,6 +447,35 @@ class Thinking(_EventBase):
     signature: str | None = Field(default=None, description="Opaque thought signature (base64), if any.")
 
 
+def _base64_text(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _bytes_of_base64(value: object) -> object:
+    return base64.b64decode(value, validate=True) if isinstance(value, str) else value
+
+
+Base64Bytes = Annotated[
+    bytes,
+    BeforeValidator(_bytes_of_base64),
+    PlainSerializer(_base64_text, return_type=str, when_used="json"),
+    Field(description="Bytes; in JSON, standard base64 text (RFC 4648, with padding)."),
+]
+"""Bytes in Python, standard base64 text in JSON (pydantic's own `base64` mode writes the URL-safe alphabet)."""
+
+
+class ImageOutput(_EventBase):
+    """An image the model generated: its bytes (`data`, base64 in JSON), or a `uri` where the backend keeps
+    it when it sends no bytes. It comes inside a model message, as `thinking` does: the text around it
+    stays one `assistant_message`. `size_bytes` is the image's size (None when only a uri is known)."""
+
+    type: Literal["image_output"] = "image_output"
+    mime_type: str
+    data: Base64Bytes | None = None
+    uri: str | None = None
+    size_bytes: int | None = None
+
+
 class ToolUse(_EventBase):
     """The model asked for a tool call. `server_side` calls run on Google's side (search, code)."""
 
@@ -735,6 +766,7 @@ UnifiedEvent = Annotated[
     | TextDelta
     | AssistantMessage
     | Thinking
+    | ImageOutput
     | ToolUse
     | ToolProgress
     | PermissionDecision
@@ -755,6 +787,7 @@ EVENT_TYPES: tuple[type[_EventBase], ...] = (
     TextDelta,
     AssistantMessage,
     Thinking,
+    ImageOutput,
     ToolUse,
     ToolProgress,
     PermissionDecision,
@@ -823,6 +856,7 @@ __all__ = [
     "ErrorCode",
     "ErrorEvent",
     "Failover",
+    "ImageOutput",
     "PermissionDecision",
     "Question",
     "QuestionOption",

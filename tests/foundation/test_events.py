@@ -23,6 +23,8 @@ SAMPLES: list[ev._EventBase] = [
     ev.TextDelta(text="héllo ✓", subagent_task_id="task-1"),
     ev.AssistantMessage(text="whole turn"),
     ev.Thinking(text="**Plan** read first", replace=True, subject="Plan", signature="c2ln"),
+    ev.ImageOutput(mime_type="image/png", data=b"\x89PNG\r\n\x1a\n\x00\xff", size_bytes=10),
+    ev.ImageOutput(mime_type="image/jpeg", uri="gs://bucket/cat.jpg"),
     ev.ToolUse(tool_use_id="c1", name="read_file", input={"path": "a.txt", "nested": {"n": [1, 2.5, None]}}),
     ev.ToolProgress(tool_use_id="c1", status="running", message="50%"),
     ev.PermissionDecision(

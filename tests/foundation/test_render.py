@@ -6,6 +6,7 @@ from unified._cli.render import INDENT, Renderer, format_usage
 from unified.events import (
     AssistantMessage,
     ErrorEvent,
+    ImageOutput,
     PermissionDecision,
     Question,
     QuestionOption,
@@ -204,3 +205,18 @@ def test_a_failed_gemini_cli_shows_its_stderr_tail_once_and_redacted() -> None:
         [ErrorEvent(code="backend_error", message=f"gemini exited: 1\n{tail}", details={"stderr_tail": tail})]
     )
     assert "stderr (last lines)" not in already_in_message
+
+
+def test_a_generated_image_is_one_line_with_its_type_and_size_between_the_texts() -> None:
+    shown = _plain(
+        [
+            TextDelta(text="Here it is:"),
+            ImageOutput(mime_type="image/png", data=b"\x89PNG" * 300, size_bytes=1200),
+            ImageOutput(mime_type="image/jpeg", uri="gs://bucket/cat.jpg"),
+            TextDelta(text="Done."),
+        ]
+    )
+    assert "▣ image (image/png, 1,200 bytes)" in shown
+    assert "▣ image (image/jpeg) at gs://bucket/cat.jpg" in shown
+    assert "PNG" not in shown  # the bytes themselves are never printed
+    assert shown.index("Here it is:") < shown.index("▣ image (image/png") < shown.index("Done.")

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from tests.harness.recordings import real_recordings_dir, real_recordings_manifest, recordings
 from unified.events import (
     ErrorEvent,
+    ImageOutput,
     Result,
     SessionStarted,
     TextDelta,
@@ -245,8 +246,9 @@ def check_run(events: Sequence[UnifiedEvent], expected: Expected, *, exact_calls
         want_calls = sorted((name, {}) for name, _ in want_calls)
     if got_calls != want_calls:
         problems.append(f"tool calls differ: got {_short(got_calls)}, the recording has {_short(want_calls)}")
-    if expected.images and not any(isinstance(e, WarningEvent) and e.code == "output_not_shown" for e in events):
-        problems.append(f"{expected.images} generated image(s) neither shown nor warned about")
+    shown = sum(isinstance(e, ImageOutput) and bool(e.data) for e in events)
+    if shown != expected.images:
+        problems.append(f"{shown} image_output event(s) with bytes, the recording has {expected.images} image(s)")
     thinking = any(isinstance(e, Thinking) for e in events)
     if thinking != expected.thoughts:
         problems.append("thinking shown without thought text" if thinking else "thought text not shown")

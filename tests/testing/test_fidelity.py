@@ -24,6 +24,7 @@ from tests.harness.fidelity import (
 from tests.harness.recordings import real_recordings, real_recordings_manifest, recordings
 from unified.events import (
     ErrorEvent,
+    ImageOutput,
     Result,
     SessionStarted,
     TextDelta,
@@ -126,11 +127,14 @@ async def test_server_side_mcp_calls_are_server_side_tool_use(tmp_path: Path) ->
 
 
 @pytest.mark.anyio
-async def test_a_generated_image_is_warned_about(tmp_path: Path) -> None:
+async def test_a_generated_image_reaches_the_caller_with_its_bytes(tmp_path: Path) -> None:
     verdict = await play(BY_NAME[IMAGE], "generate-content", tmp_path)
-    warnings = [e for e in _events(verdict.events) if isinstance(e, WarningEvent) and e.code == "output_not_shown"]
-    assert len(warnings) == 1
-    assert "image/png" in warnings[0].message
+    [image] = [e for e in _events(verdict.events) if isinstance(e, ImageOutput)]
+    assert image.mime_type == "image/png"
+    assert image.data is not None
+    assert image.data.startswith(b"\x89PNG\r\n\x1a\n")  # the recording's PNG, decoded
+    assert image.size_bytes == len(image.data)
+    assert not [e for e in _events(verdict.events) if isinstance(e, WarningEvent) and e.code == "output_not_shown"]
 
 
 @pytest.mark.anyio

@@ -20,6 +20,7 @@ from rich.text import Text
 from unified._redaction import Redactor, redactor
 from unified.events import (
     ErrorEvent,
+    ImageOutput,
     PermissionDecision,
     Result,
     SessionStarted,
@@ -75,6 +76,7 @@ STYLES = {
     "warning": "yellow",
     "error": "bold red",
     "usage": "dim",
+    "image": "bold green",
 }
 
 
@@ -166,6 +168,10 @@ class Renderer:
             return self._styled(
                 f"→ {event.name}{where} {preview(event.input)}", "server_tool" if event.server_side else "tool"
             )
+        if isinstance(event, ImageOutput):
+            size = f", {event.size_bytes:,} bytes" if event.size_bytes is not None else ""
+            where = f" at {event.uri}" if event.uri and not event.data else ""
+            return self._styled(f"▣ image ({event.mime_type}{size}){where}", "image")
         if isinstance(event, ToolProgress):
             return self._styled(f"… {event.status or ''} {event.message or ''}".rstrip(), "progress")
         if isinstance(event, ToolResult):

@@ -34,6 +34,7 @@ from unified.events import (
     AssistantMessage,
     ErrorEvent,
     Failover,
+    ImageOutput,
     JsonValue,
     PermissionDecision,
     Result,
@@ -166,7 +167,7 @@ _PASS_BEFORE_SESSION = frozenset({WarningEvent, ErrorEvent, SessionStarted, Fail
 _STREAMED = frozenset({TextDelta, Thinking})
 _TEXT_OR_NONE = frozenset({str, type(None)})
 """A `tool_result` output already in its normal form."""
-_KEEPS_MESSAGE_OPEN = frozenset({TextDelta, Thinking, SessionStarted, WarningEvent})
+_KEEPS_MESSAGE_OPEN = frozenset({TextDelta, Thinking, ImageOutput, SessionStarted, WarningEvent})
 """Kinds that come inside a model message without ending it; any other kind first flushes the
 `assistant_message` of its scope."""
 

@@ -10,7 +10,7 @@ from tests.harness.fidelity import Recording, corpus, expected_of
 from unified._adapters.generate_content._failures import failure_from_exception
 from unified._adapters.generate_content._translate import GenerateContentTranslator
 from unified.errors import BackendError
-from unified.events import TextDelta, Thinking, ToolResult, ToolUse, UnifiedEvent, WarningEvent
+from unified.events import ImageOutput, TextDelta, Thinking, ToolResult, ToolUse, UnifiedEvent
 from unified.testing._scenario import RecordedTurn
 
 REAL = [r for r in corpus() if not r.name.startswith("gemini-cli-responses/")]
@@ -40,7 +40,7 @@ def test_every_real_turn_translates_true(recording: Recording) -> None:
         assert [(c.name, c.args) for c in translator.calls] == expected.calls
         server = [e.tool_use_id for e in events if isinstance(e, ToolUse) and e.server_side]
         assert server == [e.tool_use_id for e in events if isinstance(e, ToolResult)]
-        images = [e for e in events if isinstance(e, WarningEvent) and e.code == "output_not_shown"]
+        images = [e for e in events if isinstance(e, ImageOutput) and e.data]
         assert len(images) == expected.images
         for part in translator.content().parts or []:  # the history echoes no streaming pieces
             call = part.function_call

@@ -14,7 +14,7 @@ from unified._adapters.interactions._translate import (
     translate,
     usage_from_wire,
 )
-from unified.events import TextDelta, Thinking, ToolResult, ToolUse, Usage, WarningEvent
+from unified.events import ImageOutput, TextDelta, Thinking, ToolResult, ToolUse, Usage, WarningEvent
 
 
 def created(iid: str = "i1", status: str = "in_progress") -> dict[str, Any]:
@@ -367,8 +367,9 @@ def test_status_updates_are_reported_once_each() -> None:
 PNG_DATA = base64.b64encode(b"\x89PNG" + bytes(66)).decode()  # 70 bytes, base64 with padding
 
 
-def test_a_generated_image_is_said_by_a_warning_with_its_type_and_size_in_either_dialect() -> None:
-    """No event kind carries an image: each one is an output_not_shown warning, as on generate-content."""
+def test_a_generated_image_is_an_image_output_in_either_dialect_and_other_media_a_warning() -> None:
+    """An image reaches the caller with its bytes (or its uri), as on generate-content; media no event kind
+    carries (audio), or an image whose base64 cannot be read, is an output_not_shown warning."""
     image = {"type": "image", "data": PNG_DATA, "mime_type": "image/png"}
     current = translate(
         [
@@ -379,6 +380,10 @@ def test_a_generated_image_is_said_by_a_warning_with_its_type_and_size_in_either
             stop(0),
             start(1, {"type": "model_output", "content": [{"type": "image", "uri": "gs://b/cat.png"}]}),
             stop(1),
+            start(2, {"type": "model_output"}),
+            delta(2, {"type": "audio", "data": PNG_DATA, "mime_type": "audio/wav"}),
+            delta(2, {"type": "image", "data": "not base64!", "mime_type": "image/png"}),
+            stop(2),
             completed(),
         ]
     )
@@ -391,18 +396,17 @@ def test_a_generated_image_is_said_by_a_warning_with_its_type_and_size_in_either
             {"event_type": "interaction.complete", "interaction": {"id": "i1", "status": "completed"}},
         ]
     )
-    said = [(s.code, s.message) for s in current if isinstance(s, WarningEvent)]
+    images = [(s.mime_type, s.data, s.uri, s.size_bytes) for s in current if isinstance(s, ImageOutput)]
+    assert images == [
+        ("image/png", base64.b64decode(PNG_DATA), None, 70),
+        ("image", None, "gs://b/cat.png", None),
+    ]
+    said = [s.message for s in current if isinstance(s, WarningEvent) and s.code == "output_not_shown"]
     assert said == [
-        (
-            "output_not_shown",
-            "the model generated image/png (70 bytes), which no event carries: "
-            "it is kept in the interaction on the server, not shown",
-        ),
-        (
-            "output_not_shown",
-            "the model generated image at gs://b/cat.png, which no event carries: "
-            "it is kept in the interaction on the server, not shown",
-        ),
+        "the model generated audio/wav (70 bytes), which no event carries: "
+        "it is kept in the interaction on the server, not shown",
+        "the model generated image/png (8 bytes), which no event carries: "
+        "it is kept in the interaction on the server, not shown",
     ]
     assert [s.text for s in current if isinstance(s, TextDelta)] == ["Here it is."]
-    assert [(s.code, s.message) for s in legacy if isinstance(s, WarningEvent)] == said[:1]
+    assert [(s.mime_type, s.data) for s in legacy if isinstance(s, ImageOutput)] == [images[0][:2]]

@@ -34,7 +34,7 @@ from tests.e2e.conformance.conformance_harness import (
     Shape,
     b64,
 )
-from unified.events import PermissionDecision, TextDelta, Thinking, WarningEvent
+from unified.events import ImageOutput, PermissionDecision, TextDelta, Thinking, WarningEvent
 from unified.testing import (
     CODEX_MODEL,
     Fault,
@@ -977,9 +977,9 @@ def _image(run: Run) -> str | None:
 
 
 def _image_output(run: Run) -> str | None:
-    said = [e.message for e in run.events if isinstance(e, WarningEvent) and e.code == "output_not_shown"]
-    named = [m for m in said if "image/png" in m and f"{len(PNG_1x1)} bytes" in m]
-    return None if named else f"no output_not_shown warning naming the image/png of {len(PNG_1x1)} bytes: {said}"
+    images = [(e.mime_type, e.data, e.size_bytes) for e in run.events if isinstance(e, ImageOutput)]
+    wanted = ("image/png", PNG_1x1, len(PNG_1x1))
+    return None if images == [wanted] else f"image_output events {images}, not the {len(PNG_1x1)}-byte image/png"
 
 
 def _cancellation(run: Run) -> str | None:

@@ -20,8 +20,9 @@ Function calls are announced once the next part that is not a call arrives (or t
   arguments, kept in the history as one ordinary call (the Developer API client rejects the pieces);
 - a call the server answers itself in the same turn (a `functionResponse` in the model's output:
   server-side MCP) is a server-side tool use, never a local call.
-A generated image (`inlineData` in the output) has no event kind: it stays in the history and an
-`output_not_shown` warning says so (docs/capabilities.md, image_output).
+A generated image (`inlineData` of an `image/` type in the output) is an `image_output` event with its
+bytes, and stays in the history; other media have no event kind: an `output_not_shown` warning says so
+(docs/capabilities.md, image_output).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from unified._internal.api_errors import unfit_response
 from unified.errors import BackendError
 from unified.events import (
     ErrorEvent,
+    ImageOutput,
     TextDelta,
     Thinking,
     ToolResult,
@@ -562,7 +564,11 @@ class GenerateContentTranslator:
             name = server_tool_name(response.get("toolType"))
             return self._server_result(name, response.get("id"), dict(response.get("response") or {}), False)
         if (blob := part.get("inlineData")) is not None:
-            size = len(wire_bytes(blob.get("data")) or b"")
+            data = wire_bytes(blob.get("data")) or b""
+            size = len(data)
+            mime_type = str(blob.get("mimeType") or "")
+            if mime_type.startswith("image/"):
+                return [ImageOutput.model_construct(mime_type=mime_type, data=data, size_bytes=size)]
             message = (
                 f"the model generated {blob.get('mimeType') or 'media'} ({size} bytes), which no event carries: "
                 "it is kept in the session's history, not shown"

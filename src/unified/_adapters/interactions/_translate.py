@@ -10,12 +10,16 @@ Two dialects arrive on the wire. The current one (`interaction.created`, `intera
 (`interaction.start`, `content.start` / `content.delta` / `content.stop`, `interaction.complete`),
 which is renamed into the current one first and then handled by the same code.
 
-An image (or other media) the model generates has no event kind: each is said by an `output_not_shown`
-warning naming its type and size, as generate-content says it, and stays on the server's interaction.
+An image the model generates (an image delta of a model_output step, or an image part of one) is an
+`image_output` event with its bytes (or its uri); other media have no event kind: each is said by an
+`output_not_shown` warning naming its type and size, as generate-content says it. Either stays on the
+server's interaction.
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +30,7 @@ from unified._internal.api_errors import UNFIT_ERRORS as _UNFIT
 from unified._internal.api_errors import unfit_response
 from unified.errors import BackendError
 from unified.events import (
+    ImageOutput,
     JsonValue,
     TextDelta,
     Thinking,
@@ -75,9 +80,19 @@ _CLIENT_STEPS = frozenset({"function_call", "function_result", "user_input", "mo
 _MEDIA_DELTAS = frozenset({"image", "audio", "video", "document"})
 
 
-def _not_shown(media: Mapping[str, Any]) -> WarningEvent:
-    """The warning for media the model generated (no event kind carries it): its type and size, or its uri."""
+def _media(media: Mapping[str, Any]) -> ImageOutput | WarningEvent:
+    """Media the model generated: an image is an `image_output` (its bytes, or its uri); anything else, or an
+    image whose base64 cannot be read, is said by a warning naming its type and size, or its uri."""
     data = media.get("data")
+    if media.get("type") == "image":
+        mime_type = str(media.get("mime_type") or "image")
+        uri = media.get("uri") if isinstance(media.get("uri"), str) else None
+        if isinstance(data, str) and data:
+            with contextlib.suppress(ValueError):  # not base64: said by the warning below
+                image = base64.b64decode(data)
+                return ImageOutput.model_construct(mime_type=mime_type, data=image, size_bytes=len(image))
+        elif uri is not None:
+            return ImageOutput.model_construct(mime_type=mime_type, uri=uri)
     what = str(media.get("mime_type") or media.get("type") or "media")
     if isinstance(data, str) and data:
         what += f" ({len(data) * 3 // 4 - data[-2:].count('=')} bytes)"  # the size base64 `data` decodes to
@@ -429,7 +444,7 @@ class InteractionsTranslator:
                 if isinstance(part, Mapping) and part.get("type") == "text" and part.get("text"):
                     out.append(_text_delta(text=str(part["text"])))
                 elif isinstance(part, Mapping) and part.get("type") in _MEDIA_DELTAS:
-                    out.append(_not_shown(part))
+                    out.append(_media(part))
         elif kind == "thought":
             for part in data.get("summary") or []:
                 if isinstance(part, Mapping) and part.get("text"):
@@ -476,7 +491,7 @@ class InteractionsTranslator:
             return []
         if kind in _MEDIA_DELTAS:
             current.data.setdefault("media", []).append(dict(delta))
-            return [_not_shown(delta)]
+            return [_media(delta)]
         _merge(current.data, delta)
         return []
 
