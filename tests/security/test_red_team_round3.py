@@ -1,0 +1,172 @@
+"""Red team, round 3: attacks an outside attacker who has read the tool runtime's code would try next.
+
+Each section says what the attack was, whether it worked before the fix (and so fails on the old
+code), and which already-stopped cases are kept because no other test covers them:
+
+- a protected write through a directory change (`cd .vscode && cp x tasks.json`, `env -C`,
+  `find -execdir`, a link made in the same command) under allow rules for `cd` and `cp`: worked;
+- a bare repository written as plain files (`x/HEAD`, `x/config` with `core.fsmonitor`) that an
+  allowed `git status` run inside it obeys: arbitrary command under a `git status` rule; worked;
+- edit_file with `allow_multiple` multiplying a file past every bound (one character replaced by
+  a long text everywhere): worked (a 200 KB file became 200 MB);
+- `delay_ms: 10**18` on a background command or a read of its output: the call never returned;
+- a path component over 255 bytes (or a path over 4 KiB): `failed unexpectedly: OSError` from deep
+  inside every file tool and the shell's `dir_path`;
+- a `.gitignore` with a line git passes over (`!`, `\\`, `[z-a]`) or a few thousand short patterns:
+  tree, search and glob failed with pathspec's or RE2's exception, after seconds, and RE2 wrote
+  megabytes to the host's stderr; tree also had no time or entry budget;
+- paths through `/proc/self/cwd`, `/proc/<pid>/root` and a NUL byte: stopped already, kept.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from unified.tools import Policy, ToolCall, ToolOutcome, ToolRuntime, _protected
+from unified.tools import _shell_syntax as syntax
+from unified.types import ApprovalMode
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+def quiet_git(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HOME is a throwaway already (`isolated_home`); no git configuration or CDPATH of the host either."""
+    for name in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_DIR", "CDPATH"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / ".vscode").mkdir(parents=True)
+    (root / ".vscode" / "extensions.json").write_text("{}\n")
+    (root / ".gemini").mkdir()
+    (root / ".config" / "git").mkdir(parents=True)
+    (root / "sub").mkdir()
+    (root / "payload").write_text('{"tasks": "pwned"}\n')
+    return root
+
+
+async def _one(ws: Path, name: str, mode: ApprovalMode = "yolo", **args: Any) -> ToolOutcome:
+    async with ToolRuntime(ws, approval_mode=mode) as rt:
+        [outcome] = await rt.run_batch([ToolCall("c", name, args)])
+    return outcome
+
+
+# --- protected paths through a change of directory ----------------------------------------------
+
+ALLOW_FILE_COMMANDS = """
+[[rule]]
+toolName = "run_shell_command"
+commandPrefix = ["cd", "pushd", "cp", "ln", "env", "find", "ls", "mkdir", "shopt"]
+decision = "allow"
+priority = 100
+"""
+
+MOVED_INTO_PROTECTED = [
+    "cd .vscode && cp ../payload tasks.json",
+    "cd .gemini && cp ../payload settings.json",
+    "cd .config/git && cp ../../payload config",
+    "cd sub/../.vscode && cp ../payload tasks.json",
+    "pushd .gemini && cp ../payload settings.json",
+    "env -C .vscode cp ../payload tasks.json",
+    "env --chdir=.gemini cp ../payload settings.json",
+    "ln -s .gemini g && cp payload g/settings.json",
+    "cd .vs* && cp ../payload tasks.json",
+    'cd "$TARGET" && cp ../payload tasks.json',
+    "cd - && cp ../payload tasks.json",
+    "pushd +1 && cp ../payload tasks.json",
+    "find . -name '*.json' -execdir cp /tmp/payload tasks.json \\;",
+    "find . -name '*.json' -okdir cp /tmp/payload tasks.json \\;",
+    "bash -c 'cd .vscode && cp ../payload tasks.json'",
+]
+
+
+@pytest.mark.parametrize("command", MOVED_INTO_PROTECTED)
+async def test_a_write_moved_into_a_protected_directory_is_asked(ws: Path, command: str) -> None:
+    """SUCCEEDED before: every one of these was allowed by a rule for `cd`/`cp`/... in default mode,
+    and writes `.vscode/tasks.json` or `.gemini/settings.json` (an editor task, the agents' MCP
+    servers) without anyone asked. Now the protected-path gate asks (nobody answers: denied)."""
+    policy = Policy.default().with_toml(ALLOW_FILE_COMMANDS)
+    async with ToolRuntime(ws, approval_mode="default", policy=policy) as rt:
+        decision = await rt.decide(ToolCall("c", "run_shell_command", {"command": command}))
+    assert decision.decision == "deny", decision
+    assert "nobody can answer" in (decision.reason or "")
+
+
+async def test_a_link_to_a_protected_directory_made_earlier_is_followed(ws: Path) -> None:
+    """`cd lnk` where lnk leads into `.vscode`, and `cd -P up/..` where up is `.vscode/sub` (the text
+    says `.`, the kernel says `.vscode`): SUCCEEDED before (allowed)."""
+    (ws / "lnk").symlink_to(ws / ".vscode")
+    (ws / ".vscode" / "sub").mkdir()
+    (ws / "up").symlink_to(ws / ".vscode" / "sub")
+    policy = Policy.default().with_toml(ALLOW_FILE_COMMANDS)
+    async with ToolRuntime(ws, approval_mode="default", policy=policy) as rt:
+        for command in ["cd lnk && cp ../payload tasks.json", "cd -P up/.. && cp ../payload tasks.json"]:
+            decision = await rt.decide(ToolCall("c", "run_shell_command", {"command": command}))
+            assert decision.decision == "deny", (command, decision)
+            assert decision.rule == "protected-paths", (command, decision)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cd sub && cp ../payload notes.json",
+        "mkdir -p build && cd build && cp ../payload out.json",
+        "cd sub && ls",
+        "env -C sub cp ../payload out.json",
+        "find . -name '*.json' -exec ls {} \\;",
+    ],
+)
+async def test_an_ordinary_directory_change_is_still_allowed(ws: Path, command: str) -> None:
+    """The fix is not a blanket refusal: moving into an ordinary directory stays allowed."""
+    policy = Policy.default().with_toml(ALLOW_FILE_COMMANDS)
+    async with ToolRuntime(ws, approval_mode="default", policy=policy) as rt:
+        decision = await rt.decide(ToolCall("c", "run_shell_command", {"command": command}))
+    assert decision.decision == "allow", decision
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "CDPATH=/tmp cd x && cp ../payload tasks.json",
+        "shopt -s cdable_vars; cd HOME && cp payload tasks.json",
+        "cd && cp payload tasks.json",
+    ],
+)
+def test_where_cd_goes_by_data_is_a_protected_path_risk(ws: Path, command: str) -> None:
+    """`CDPATH`, `cdable_vars` (cd to a variable's value) and a bare `cd` (home) send the write where
+    the text does not say. (Under an allow rule an assignment is asked anyway; this is the gate's
+    own answer, which the Gemini CLI bridge uses too.) None before the fix."""
+    parts = syntax.parse(command)
+    assert _protected.shell_protected(parts, ws, (ws,)) is not None
+
+
+def test_env_chdir_is_a_part_of_its_own() -> None:
+    """`env -C dir cmd` runs cmd elsewhere: env is emitted with its words, so an allow rule must name
+    it and the gate sees the directory. Before: only `cmd` was seen."""
+    parts = syntax.parse("env -C .vscode cp x tasks.json")
+    assert [p.words for p in parts] == [("env", "-C", ".vscode"), ("cp", "x", "tasks.json")]
+    parts = syntax.parse("find . -execdir cp x tasks.json \\;")
+    assert parts[-1].via == ("find -execdir",)
+
+
+@pytest.mark.e2e  # runs bash
+async def test_e2e_the_victim_file_is_not_written(ws: Path) -> None:
+    policy = Policy.default().with_toml(ALLOW_FILE_COMMANDS)
+    async with ToolRuntime(ws, approval_mode="default", policy=policy) as rt:
+        outcomes = await rt.run_batch(
+            [
+                ToolCall("1", "run_shell_command", {"command": "cd .vscode && cp ../payload tasks.json"}),
+                ToolCall("2", "run_shell_command", {"command": "env -C .gemini cp ../payload settings.json"}),
+                ToolCall("3", "run_shell_command", {"command": "cd sub && cp ../payload notes.json"}),
+            ]
+        )
+    assert [o.is_error for o in outcomes] == [True, True, False]
+    assert not (ws / ".vscode" / "tasks.json").exists()
+    assert not (ws / ".gemini" / "settings.json").exists()
+    assert (ws / "sub" / "notes.json").exists()  # the control ran
