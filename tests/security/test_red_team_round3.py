@@ -20,13 +20,18 @@ code), and which already-stopped cases are kept because no other test covers the
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
+from tests.hang_guard import HANG_GUARD_S
 from unified.tools import Policy, ToolCall, ToolOutcome, ToolRuntime, _protected
 from unified.tools import _shell_syntax as syntax
+from unified.tools._paths import Workspace
+from unified.tools._shell import ShellConfig
 from unified.types import ApprovalMode
 
 pytestmark = pytest.mark.anyio
@@ -170,3 +175,78 @@ async def test_e2e_the_victim_file_is_not_written(ws: Path) -> None:
     assert not (ws / ".vscode" / "tasks.json").exists()
     assert not (ws / ".gemini" / "settings.json").exists()
     assert (ws / "sub" / "notes.json").exists()  # the control ran
+
+
+# --- a bare repository made of plain files --------------------------------------------------------
+
+ALLOW_GIT_STATUS = """
+[[rule]]
+toolName = "run_shell_command"
+commandPrefix = ["git status"]
+decision = "allow"
+priority = 100
+"""
+
+
+def test_every_command_gets_git_to_use_bare_repositories_only_when_named(ws: Path) -> None:
+    env = ShellConfig(workspace=_workspace(ws)).environment()
+    assert env["GIT_CONFIG_COUNT"] == "1"
+    assert (env["GIT_CONFIG_KEY_0"], env["GIT_CONFIG_VALUE_0"]) == ("safe.bareRepository", "explicit")
+
+
+def _workspace(ws: Path) -> Workspace:
+    return Workspace(ws)
+
+
+@pytest.mark.e2e  # runs git
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+async def test_e2e_an_allowed_git_status_does_not_obey_a_bare_repository_the_model_wrote(ws: Path) -> None:
+    """SUCCEEDED before: in auto_edit mode (writes allowed) with a rule allowing `git status`, the model
+    writes `x/HEAD`, `x/config` (`core.worktree` + `core.fsmonitor = <command>`; `x/config` is not a
+    protected path) and runs `git status` with `dir_path: x`: git took x for a bare repository and
+    ran the command. Now git refuses the repository (safe.bareRepository=explicit)."""
+    config = f'[core]\n\tworktree = {ws}\n\tfsmonitor = "touch {ws}/PWNED; false"\n'
+    policy = Policy.default().with_toml(ALLOW_GIT_STATUS)
+    async with ToolRuntime(ws, approval_mode="auto_edit", policy=policy) as rt:
+        outcomes = await rt.run_batch(
+            [
+                ToolCall("1", "write_file", {"file_path": "x/HEAD", "content": "ref: refs/heads/main\n"}),
+                ToolCall("2", "write_file", {"file_path": "x/config", "content": config}),
+                ToolCall("3", "write_file", {"file_path": "x/objects/.keep", "content": ""}),
+                ToolCall("4", "write_file", {"file_path": "x/refs/heads/.keep", "content": ""}),
+                ToolCall("5", "run_shell_command", {"command": "git status", "dir_path": "x"}),
+            ]
+        )
+    assert all(o.decision is not None and o.decision.decision == "allow" for o in outcomes), outcomes
+    assert not (ws / "PWNED").exists(), outcomes[-1].response
+    assert "safe.bareRepository" in str(outcomes[-1].response)
+
+
+# --- delay_ms ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("run_shell_command", {"command": "true", "is_background": True, "delay_ms": 10**18}),
+        ("read_background_output", {"pid": 1, "delay_ms": 10**18}),
+    ],
+)
+async def test_a_delay_without_end_is_an_invalid_parameter(ws: Path, tool: str, args: dict[str, Any]) -> None:
+    """SUCCEEDED before: the call slept for 10**15 seconds (only a cancel ended it)."""
+    outcome = await _one(ws, tool, **args)
+    assert outcome.is_error
+    assert "Invalid parameters" in outcome.response["error"]
+    assert "delay_ms" in outcome.response["error"]
+
+
+@pytest.mark.e2e  # runs bash
+async def test_e2e_reading_a_background_command_with_a_huge_delay_returns(ws: Path) -> None:
+    async with ToolRuntime(ws, approval_mode="yolo") as rt:
+        start = {"command": "sleep 30", "is_background": True, "delay_ms": 0}
+        [started] = await rt.run_batch([ToolCall("1", "run_shell_command", start)])
+        pid = int(str(started.response["output"]).split("PID ")[1].split(",")[0])
+        with anyio.fail_after(HANG_GUARD_S):  # hang guard only
+            [read] = await rt.run_batch([ToolCall("2", "read_background_output", {"pid": pid, "delay_ms": 10**15})])
+    assert read.is_error
+    assert "delay_ms" in read.response["error"]

@@ -36,6 +36,7 @@ from unified.tools._paths import Workspace
 
 __all__ = [
     "BACKGROUND_READ_CAP",
+    "MAX_DELAY_MS",
     "SHELL_ENV_ALLOWLIST",
     "SHELL_OUTPUT_CAP",
     "SHELL_SETTINGS",
@@ -51,6 +52,8 @@ __all__ = [
 ]
 
 SHELL_OUTPUT_CAP = 32 * 1024
+MAX_DELAY_MS = 60_000
+"""The longest `delay_ms` a call may wait: a larger one (`1e18`) would hold the call forever."""
 BACKGROUND_READ_CAP = 64 * 1024
 _PROGRESS_CHARS = 200
 _DRAIN_AFTER_EXIT_S = 0.2
@@ -75,8 +78,18 @@ SHELL_ENV_ALLOWLIST = (
 Not PWD/OLDPWD: bash sets them for the directory it starts in, which is not the host's.
 """
 
-SHELL_SETTINGS: Mapping[str, str] = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
-"""Set for every command: nothing may wait for a keypress or a password no one will type."""
+SHELL_SETTINGS: Mapping[str, str] = {
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_CONFIG_COUNT": "1",
+    "GIT_CONFIG_KEY_0": "safe.bareRepository",
+    "GIT_CONFIG_VALUE_0": "explicit",
+}
+"""Set for every command: nothing may wait for a keypress or a password no one will type, and git
+uses a bare repository only when told to (`--git-dir`): a directory of plain files the model wrote
+(`x/HEAD`, `x/config` with `core.fsmonitor = <command>`) is not a repository an allowed `git status`
+run inside it picks up and obeys. (A `.git` directory is a protected path; such a directory is not.)"""
 
 
 def _kill_group(pgid: int) -> None:
@@ -405,7 +418,12 @@ class ShellParams(Params):
     is_background: bool = Field(
         default=False, description="Run in the background and return after delay_ms; do not use `&`."
     )
-    delay_ms: int = Field(default=200, ge=0, description="How long a background command runs before the call returns.")
+    delay_ms: int = Field(
+        default=200,
+        ge=0,
+        le=MAX_DELAY_MS,
+        description="How long a background command runs before the call returns (at most 60,000).",
+    )
 
 
 async def _cwd(config: ShellConfig, raw: str | None) -> Path:
@@ -606,7 +624,9 @@ async def list_background_processes(config: ShellConfig, p: ListBackgroundParams
 class ReadBackgroundParams(Params):
     pid: int = Field(description="PID of a background process started by run_shell_command.")
     lines: int = Field(default=100, ge=1, description="How many of the last lines to return.")
-    delay_ms: int = Field(default=0, ge=0, description="Wait this long before reading.")
+    delay_ms: int = Field(
+        default=0, ge=0, le=MAX_DELAY_MS, description="Wait this long before reading (at most 60,000)."
+    )
 
 
 async def read_background_output(config: ShellConfig, p: ReadBackgroundParams, progress: Progress) -> ToolOutput:
