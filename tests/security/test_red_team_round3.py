@@ -222,6 +222,35 @@ async def test_e2e_an_allowed_git_status_does_not_obey_a_bare_repository_the_mod
     assert "safe.bareRepository" in str(outcomes[-1].response)
 
 
+# --- edit_file multiplying a file -------------------------------------------------------------------
+
+
+async def test_edit_file_refuses_to_multiply_a_file_past_the_limit(ws: Path) -> None:
+    """SUCCEEDED before: 100,000 one-character matches each replaced by 200 characters built a 20 MB
+    text and wrote it (200 KB -> 200 MB with a longer new_string; the limit only bounded the input)."""
+    (ws / "a.txt").write_text("a" * 100_000)
+    outcome = await _one(ws, "edit_file", file_path="a.txt", old_string="a", new_string="b" * 200, allow_multiple=True)
+    assert outcome.is_error
+    assert "larger than the 16 MiB limit of edit_file" in outcome.response["error"]
+    assert (ws / "a.txt").read_text() == "a" * 100_000
+
+
+async def test_edit_file_counts_bytes_not_characters(ws: Path) -> None:
+    """6,000,000 characters but 18,000,000 bytes (three-byte €): the encoded result is checked too."""
+    (ws / "a.txt").write_text("a" * 100_000)
+    outcome = await _one(ws, "edit_file", file_path="a.txt", old_string="a", new_string="€" * 60, allow_multiple=True)
+    assert outcome.is_error
+    assert "16 MiB" in outcome.response["error"]
+    assert (ws / "a.txt").read_text() == "a" * 100_000
+
+
+async def test_edit_file_may_still_grow_a_file_within_the_limit(ws: Path) -> None:
+    (ws / "a.txt").write_text("a\n" * 1000)
+    outcome = await _one(ws, "edit_file", file_path="a.txt", old_string="a", new_string="bb", allow_multiple=True)
+    assert not outcome.is_error, outcome.response
+    assert (ws / "a.txt").read_text() == "bb\n" * 1000
+
+
 # --- delay_ms ------------------------------------------------------------------------------------
 
 
@@ -250,3 +279,35 @@ async def test_e2e_reading_a_background_command_with_a_huge_delay_returns(ws: Pa
             [read] = await rt.run_batch([ToolCall("2", "read_background_output", {"pid": pid, "delay_ms": 10**15})])
     assert read.is_error
     assert "delay_ms" in read.response["error"]
+
+
+# --- names too long --------------------------------------------------------------------------------
+
+NAME_MAX = 255  # Linux's (not imported: the test must load on the code before the fix)
+LONG = ["sub/" + "a" * (NAME_MAX + 1), "a" * 5000, "/".join(["d" * 200] * 25)]
+
+
+@pytest.mark.parametrize("path", LONG)
+@pytest.mark.parametrize(
+    ("tool", "key", "extra"),
+    [
+        ("read_file", "file_path", {}),
+        ("write_file", "file_path", {"content": "x"}),
+        ("edit_file", "file_path", {"old_string": "", "new_string": "x"}),
+        ("list_dir", "dir_path", {}),
+        ("tree", "path", {}),
+        ("search", "path", {"query": "x"}),
+        ("glob", "dir_path", {"pattern": "*"}),
+        ("run_shell_command", "dir_path", {"command": "true"}),
+    ],
+)
+async def test_a_name_too_long_is_a_clear_error(
+    ws: Path, path: str, tool: str, key: str, extra: dict[str, Any]
+) -> None:
+    """SUCCEEDED before: `Tool <name> failed unexpectedly: OSError: [Errno 36] File name too long`."""
+    outcome = await _one(ws, tool, **{key: path, **extra})
+    assert outcome.is_error
+    error = outcome.response["error"]
+    assert error.startswith("Path too long:"), error
+    assert "failed unexpectedly" not in error
+    assert len(error) < 300  # the path is shown clipped

@@ -301,6 +301,10 @@ def _ending_at(text: str, at: int) -> str:
     return "\r\n" if newline > 0 and text[newline - 1] == "\r" else "\n"
 
 
+def _grown_too_large(shown: str) -> ToolError:
+    return ToolError(f"The edit would make {shown} larger than the 16 MiB limit of edit_file; {shown} was not changed.")
+
+
 def _replace(text: str, p: EditFileParams, shown: str) -> tuple[str, int]:
     """`text` with `old_string` replaced, touching nothing else.
 
@@ -322,6 +326,11 @@ def _replace(text: str, p: EditFileParams, shown: str) -> tuple[str, int]:
             "matches exactly one place, or set allow_multiple to true to replace every occurrence."
         )
     new_lf = p.new_string.replace("\r\n", "\n")
+    # Every character is at least one byte: refuse before building a text over the limit (a
+    # one-character old_string replaced everywhere by a long new_string multiplies the file).
+    longest = len(new_lf) + new_lf.count("\n")
+    if len(text) + count * (longest - len(target)) > EDIT_MAX_BYTES:
+        raise _grown_too_large(shown)
     pieces: list[str] = []
     pos = 0
     while (at := text.find(target, pos)) >= 0:
@@ -365,7 +374,10 @@ async def edit_file(config: FileConfig, p: EditFileParams, progress: Progress) -
             if b"\0" in raw:
                 raise ToolError(f"Cannot edit binary file: {shown}")
             text, count = _replace(raw.decode("utf-8", errors="surrogateescape"), p, shown)
-            _safe_io.replace_file(parent, path.name, text.encode("utf-8", errors="surrogateescape"), opened.st_mode)
+            data = text.encode("utf-8", errors="surrogateescape")
+            if len(data) > EDIT_MAX_BYTES:
+                raise _grown_too_large(shown)
+            _safe_io.replace_file(parent, path.name, data, opened.st_mode)
         finally:
             os.close(parent)
         return f"Successfully modified file: {shown} ({count} replacement{'s' if count > 1 else ''})."

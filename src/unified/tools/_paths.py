@@ -16,7 +16,12 @@ import anyio.to_thread
 
 from unified.tools._base import ToolError
 
-__all__ = ["Workspace"]
+__all__ = ["NAME_MAX", "PATH_MAX", "Workspace"]
+
+NAME_MAX = 255
+"""Bytes in one path component on Linux (and macOS): the kernel refuses a longer one (ENAMETOOLONG)."""
+PATH_MAX = 4096
+"""Bytes in a whole path, its terminating NUL included."""
 
 
 class Workspace:
@@ -61,6 +66,12 @@ class Workspace:
         if text.startswith("@") and not candidate.exists():
             candidate = self.root / text[1:]
         real = Path(os.path.realpath(candidate))
+        if len(os.fsencode(real)) >= PATH_MAX or any(len(os.fsencode(part)) > NAME_MAX for part in real.parts):
+            shown = raw if len(raw) <= 80 else raw[:79] + "…"
+            raise ToolError(
+                f'Path too long: "{shown}" ({len(raw):,} characters); a file name may have at most {NAME_MAX} '
+                f"bytes and a whole path {PATH_MAX - 1:,}."
+            )
         if not self.contains(real):
             allowed = ", ".join(str(r) for r in self.roots)
             raise ToolError(
