@@ -20,6 +20,7 @@ code), and which already-stopped cases are kept because no other test covers the
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ import anyio
 import pytest
 
 from tests.hang_guard import HANG_GUARD_S
+from unified._internal import limits
 from unified.tools import Policy, ToolCall, ToolOutcome, ToolRuntime, _protected
 from unified.tools import _shell_syntax as syntax
 from unified.tools._paths import Workspace
@@ -311,3 +313,78 @@ async def test_a_name_too_long_is_a_clear_error(
     assert error.startswith("Path too long:"), error
     assert "failed unexpectedly" not in error
     assert len(error) < 300  # the path is shown clipped
+
+
+# --- hostile ignore files ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", ["!", "\\", "[z-a]", "\n".join(f"*.ext{i}" for i in range(3000))])
+@pytest.mark.parametrize(
+    ("tool", "args"), [("search", {"query": "hello"}), ("glob", {"pattern": "**/*.txt"}), ("tree", {})]
+)
+async def test_an_ignore_file_pathspec_or_re2_cannot_compile_is_passed_over(
+    ws: Path, bad: str, tool: str, args: dict[str, Any]
+) -> None:
+    """SUCCEEDED before: `failed unexpectedly: GitIgnorePatternError` / `error` / `Error: failed to
+    compile Set` (3,000 short patterns exceed the RE2 set's memory bound), for every walk of the
+    workspace. Now a bad line is passed over, as git does, and the rest of the file still applies."""
+    (ws / ".gitignore").write_text(f"{bad}\nhidden.txt\n")
+    (ws / "shown.txt").write_text("hello\n")
+    (ws / "hidden.txt").write_text("hello\n")
+    outcome = await _one(ws, tool, **args)
+    assert not outcome.is_error, outcome.response
+    text = str(outcome.response["output"])
+    assert "shown.txt" in text
+    assert "hidden.txt" not in text
+
+
+async def test_the_last_matching_pattern_still_wins_across_sets(ws: Path) -> None:
+    """Patterns are compiled a few hundred to a set: a negation far below the pattern it undoes
+    still wins, as in git."""
+    fillers = [f"*.filler{i}" for i in range(1200)]
+    (ws / ".gitignore").write_text("\n".join(["*.log", *fillers, "!keep.log", *fillers[:10]]) + "\n")
+    (ws / "keep.log").write_text("hello\n")
+    (ws / "drop.log").write_text("hello\n")
+    outcome = await _one(ws, "search", query="hello")
+    text = str(outcome.response["output"])
+    assert "keep.log" in text
+    assert "drop.log" not in text
+
+
+async def test_tree_has_a_budget(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """tree compiles every directory's ignore files and had no time or entry budget (search and glob
+    had): a tree of directories each holding a large ignore file ran for as long as they took.
+    Before the fix no such note existed."""
+    monkeypatch.setattr(limits, "WALK_MAX_ENTRIES", 5)
+    for index in range(20):
+        (ws / "many" / f"d{index:02}").mkdir(parents=True)
+    outcome = await _one(ws, "tree", path="many", depth=3)
+    assert not outcome.is_error, outcome.response
+    assert "[tree stopped early: it visited 5 directory entries" in outcome.response["output"]
+
+
+# --- stopped already, kept: paths through /proc and NUL bytes -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/proc/self/cwd/README.md",
+        "/proc/<pid>/root/etc/hostname",
+        "/proc/thread-self/root/etc/passwd",
+        "/dev/fd/0",
+        "ok.txt\0/../../../../etc/passwd",
+        "\0../outside.txt",
+    ],
+)
+async def test_paths_through_proc_dev_fd_and_nul_stay_confined(ws: Path, path: str) -> None:
+    """Not covered before: the host's cwd and root through /proc/<pid>, a descriptor by path, a NUL
+    byte that the resolver drops (the rest is still checked). Stopped already."""
+    (ws.parent / "outside.txt").write_text("secret\n")
+    path = path.replace("<pid>", str(os.getpid()))
+    for tool, extra in [("read_file", {}), ("write_file", {"content": "x"})]:
+        outcome = await _one(ws, tool, mode="yolo", file_path=path, **extra)
+        assert outcome.is_error, (tool, path, outcome.response)
+        error = outcome.response["error"]
+        assert "Path not in workspace" in error or "not found" in error.lower(), error
+    assert (ws.parent / "outside.txt").read_text() == "secret\n"

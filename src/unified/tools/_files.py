@@ -462,6 +462,8 @@ def render_tree(workspace: Workspace, root: Path, root_fd: int, depth: int, stop
     lines: list[str] = []
     size = 0
     cut: str | None = None
+    budget = Budget()
+    """Search's time and entry budget: every directory's ignore files are compiled as it is met."""
 
     def emit(line: str) -> bool:
         nonlocal size, cut
@@ -478,6 +480,7 @@ def render_tree(workspace: Workspace, root: Path, root_fd: int, depth: int, stop
     def visit(dir_fd: int, directory: Path, rules: IgnoreRules, level: int) -> bool:
         stop.check()
         for entry in scan(dir_fd, directory, rules):
+            budget.entry()
             indent = "  " * (level - 1)
             child = _safe_io.open_child_dir(dir_fd, entry.name) if entry.is_dir(follow_symlinks=False) else None
             if child is None:
@@ -487,6 +490,7 @@ def render_tree(workspace: Workspace, root: Path, root_fd: int, depth: int, stop
             try:
                 path = directory / entry.name
                 child_rules = rules.child(path, child)
+                budget.clock()
                 if level == depth:
                     hidden = len(scan(child, path, child_rules))
                     note = f" ({hidden} entries not shown)" if hidden else ""
@@ -498,7 +502,13 @@ def render_tree(workspace: Workspace, root: Path, root_fd: int, depth: int, stop
                 os.close(child)
         return True
 
-    visit(root_fd, root, IgnoreRules.for_directory(workspace, root), 1)
+    spent: str | None = None
+    try:
+        visit(root_fd, root, IgnoreRules.for_directory(workspace, root), 1)
+    except BudgetSpent as exc:
+        spent = str(exc)
+    if spent:
+        lines.append(f"[tree stopped early: {spent}; ask for a smaller depth or root the tree deeper]")
     if not lines:
         return "(empty directory)"
     if cut:
