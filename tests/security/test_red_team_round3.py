@@ -388,3 +388,88 @@ async def test_paths_through_proc_dev_fd_and_nul_stay_confined(ws: Path, path: s
         error = outcome.response["error"]
         assert "Path not in workspace" in error or "not found" in error.lower(), error
     assert (ws.parent / "outside.txt").read_text() == "secret\n"
+
+
+# --- text that is not UTF-8: lone surrogates from the model, undecodable bytes in file names -------
+
+LONE = "\ud800"
+"""A lone surrogate: legal in JSON (`"\\ud800"`), so in a model's arguments, but not UTF-8."""
+
+
+@pytest.mark.parametrize("mode", ["default", "yolo"])
+@pytest.mark.parametrize(
+    ("tool", "args", "expected"),
+    [
+        ("read_file", {"file_path": f"a{LONE}.txt"}, "Path is not valid Unicode text"),
+        ("write_file", {"file_path": f"b{LONE}.txt", "content": "x"}, None),
+        ("list_dir", {"dir_path": LONE}, "Path is not valid Unicode text"),
+        ("list_dir", {"ignore": [LONE]}, "Invalid glob pattern"),
+        ("glob", {"pattern": f"*{LONE}"}, "Invalid glob pattern"),
+        ("search", {"query": LONE}, "Invalid regular expression"),
+        ("run_shell_command", {"command": f"echo {LONE}"}, None),
+        ("run_shell_command", {"command": "echo hi", "dir_path": LONE}, None),
+    ],
+)
+async def test_a_lone_surrogate_in_an_argument_is_a_clear_error(
+    ws: Path, mode: ApprovalMode, tool: str, args: dict[str, Any], expected: str | None
+) -> None:
+    """SUCCEEDED before: in default mode `run_batch` itself raised UnicodeEncodeError (the policy's
+    shell parser and the protected-path check encode the text), ending the model's turn from deep
+    inside; in yolo mode every tool failed with `failed unexpectedly: UnicodeEncodeError`."""
+    outcome = await _one(ws, tool, mode=mode, **args)
+    assert outcome.is_error
+    error = outcome.response["error"]
+    assert "failed unexpectedly" not in error, error
+    if mode == "yolo" and expected is None:
+        expected = "not valid Unicode text"
+    if expected is not None:
+        assert expected in error, error
+
+
+def test_the_shell_parser_reads_a_lone_surrogate_as_unknown() -> None:
+    for command in [f"echo {LONE}", "bash -c $'\\ud800'"]:
+        [part] = syntax.parse(command)[-1:]
+        assert part.unknown is not None, (command, part)
+
+
+@pytest.fixture
+def undecodable(ws: Path) -> Path:
+    """Files whose names are not UTF-8, as an archive or `touch $'\\xff'` leaves them."""
+    root = os.fsencode(ws)
+    Path(os.fsdecode(os.path.join(root, b"bad\xff.txt"))).write_text("hello\n")
+    os.mkdir(os.path.join(root, b"dir\xfe"))
+    Path(os.fsdecode(os.path.join(root, b"dir\xfe", b"in.txt"))).write_text("hello\n")
+    (ws / ".gitignore").write_text("*.log\n")
+    return ws
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("glob", {"pattern": "**/*.txt"}),
+        ("glob", {"pattern": "**/*.txt", "respect_ignore_files": False}),
+        ("search", {"query": "hello"}),
+        ("tree", {}),
+        ("list_dir", {"ignore": ["*.log"]}),
+    ],
+)
+async def test_a_file_name_that_is_not_utf8_does_not_break_the_walk(
+    undecodable: Path, tool: str, args: dict[str, Any]
+) -> None:
+    """SUCCEEDED before: one such name anywhere in the workspace made glob, search, tree and list_dir
+    (with ignore globs) fail for the whole workspace: `failed unexpectedly: UnicodeEncodeError` (RE2
+    and pathspec's RE2 backend take UTF-8 only). Now each undecodable byte matches as one character."""
+    outcome = await _one(undecodable, tool, **args)
+    assert not outcome.is_error, outcome.response
+    text = str(outcome.response["output"])
+    assert "bad\udcff.txt" in text
+    if tool != "list_dir":
+        assert "in.txt" in text
+    if tool == "glob":
+        [found] = [line for line in text.splitlines() if line.endswith("bad\udcff.txt")]
+        assert Path(found) == undecodable / "bad\udcff.txt"  # read_file takes the name back as it is
+
+
+async def test_a_glob_question_mark_matches_one_undecodable_byte(undecodable: Path) -> None:
+    outcome = await _one(undecodable, "glob", pattern="bad?.txt")
+    assert "bad\udcff.txt" in str(outcome.response["output"]), outcome.response

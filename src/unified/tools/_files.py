@@ -22,7 +22,7 @@ from unified.tools import _safe_io
 from unified.tools._base import InlineData, Params, Progress, ToolError, ToolOutput
 from unified.tools._ignore import Budget, BudgetSpent, IgnoreRules, WalkedFile, scan, walk_files
 from unified.tools._paths import Workspace
-from unified.tools._regex import Pattern, PatternError, compile_pattern
+from unified.tools._regex import Pattern, PatternError, compile_pattern, matchable
 from unified.tools._safe_io import StopFlag
 
 __all__ = [
@@ -419,7 +419,7 @@ async def list_dir(config: FileConfig, p: ListDirParams, progress: Progress) -> 
             for entry in entries:
                 if not sum(counts) % 4096:
                     stop.check()
-                if any(rx.fullmatch(entry.name) for rx in patterns):
+                if any(rx.fullmatch(matchable(entry.name)) for rx in patterns):
                     counts[1] += 1
                     continue
                 counts[0] += 1
@@ -469,12 +469,12 @@ def render_tree(workspace: Workspace, root: Path, root_fd: int, depth: int, stop
         nonlocal size, cut
         if len(lines) >= TREE_MAX_LINES:
             cut = f"{TREE_MAX_LINES} lines"
-        elif size + len(line.encode("utf-8")) + 1 > TREE_MAX_BYTES:
+        elif size + len(line.encode("utf-8", "surrogateescape")) + 1 > TREE_MAX_BYTES:
             cut = "16 KiB"
         if cut:
             return False
         lines.append(line)
-        size += len(line.encode("utf-8")) + 1
+        size += len(line.encode("utf-8", "surrogateescape")) + 1
         return True
 
     def visit(dir_fd: int, directory: Path, rules: IgnoreRules, level: int) -> bool:
@@ -615,7 +615,7 @@ async def glob(config: FileConfig, p: GlobParams, progress: Progress) -> ToolOut
             try:
                 reopen = _safe_io.reopener(workspace)
                 for found in walk_files(fd, root, rules, stop, budget=Budget(), reopen=reopen):
-                    if not rx.fullmatch(found.path.relative_to(root).as_posix()):
+                    if not rx.fullmatch(matchable(found.path.relative_to(root).as_posix())):
                         continue
                     if found.is_link and not workspace.contains(Path(os.path.realpath(found.path))):
                         outside.append(workspace.display(found.path))

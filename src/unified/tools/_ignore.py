@@ -20,6 +20,7 @@ from unified._internal import limits
 from unified.tools import _safe_io
 from unified.tools._base import ToolError
 from unified.tools._paths import Workspace
+from unified.tools._regex import matchable
 
 __all__ = ["IGNORE_FILE_MAX_BYTES", "IGNORE_FILE_MAX_PATTERNS", "IgnoreRules", "WalkedFile", "scan", "walk_files"]
 
@@ -131,7 +132,7 @@ class IgnoreRules:
             if not path.is_relative_to(layer.base):
                 continue
             rel = path.relative_to(layer.base).as_posix() + ("/" if is_dir else "")
-            verdict = layer.verdict(rel)
+            verdict = layer.verdict(matchable(rel))
             if verdict is not None:
                 return verdict
         return False

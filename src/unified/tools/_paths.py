@@ -58,6 +58,10 @@ class Workspace:
 
     def _resolve_sync(self, raw: str) -> Path:
         text = raw.replace("\0", "")
+        try:
+            text.encode("utf-8", "surrogateescape")  # a name's undecodable bytes are fine, a lone surrogate is not
+        except UnicodeEncodeError as exc:
+            raise ToolError(f"Path is not valid Unicode text (a lone surrogate at character {exc.start}).") from None
         if text.startswith("file://"):
             text = unquote(urlparse(text).path)
         if not text.strip():

@@ -436,6 +436,10 @@ async def _cwd(config: ShellConfig, raw: str | None) -> Path:
 async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progress) -> ToolOutput:
     if not p.command.strip():
         raise ToolError("command must not be empty.")
+    try:
+        p.command.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as exc:
+        raise ToolError(f"command is not valid Unicode text (a lone surrogate at character {exc.start}).") from None
     cwd = await _cwd(config, p.dir_path)
     if p.is_background:
         return await _run_background(config, p, cwd)

@@ -270,6 +270,8 @@ def parse(command: str) -> tuple[SimpleCommand, ...]:
         return tuple(_Walker(command, depth=0, via=()).run())
     except RecursionError:
         return (SimpleCommand((), command, unknown="nested too deeply to follow"),)
+    except UnicodeEncodeError:  # a lone surrogate (`"\ud800"` in the model's JSON, or made by `$'\ud800'`)
+        return (SimpleCommand((), command, unknown="text that is not valid Unicode (a lone surrogate)"),)
 
 
 _parser_lock = threading.Lock()
