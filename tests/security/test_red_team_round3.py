@@ -521,3 +521,53 @@ def test_an_args_pattern_allow_rule_covers_only_each_part_it_matches(args: dict[
 def test_an_args_pattern_allow_rule_still_allows_what_it_names(args: dict[str, Any]) -> None:
     policy = Policy.default().with_toml(ALLOW_BY_ARGS_PATTERN)
     assert policy.evaluate("run_shell_command", args, "default").decision == "allow"
+
+
+# --- an MCP server whose tool names collide ------------------------------------------------------------
+
+COLLIDING_SERVER = """
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("dup")
+
+
+@server.tool(name="a b")
+def first() -> str:
+    return "first"
+
+
+@server.tool(name="a_b")
+def second() -> str:
+    return "second"
+
+
+@server.tool(name="ok")
+def fine() -> str:
+    return "fine"
+
+
+server.run()
+"""
+
+
+@pytest.mark.e2e  # runs a real MCP server
+async def test_an_mcp_server_whose_tool_names_collide_does_not_break_the_start(ws: Path, tmp_path: Path) -> None:
+    """SUCCEEDED before: two tools whose names reduce to one function name (`a b` and `a_b` are both
+    `mcp__dup__a_b`) made connect_mcp raise `ValueError: a tool named 'mcp__dup__a_b' is already
+    registered` from inside the registration, half-registered, ending the run's start. Now the first
+    stays, the other is a warning, and the server's other tools are offered."""
+    import sys
+
+    from unified.types import StdioMcpServer
+
+    script = tmp_path / "dup_server.py"
+    script.write_text(COLLIDING_SERVER)
+    server = StdioMcpServer(name="dup", command=sys.executable, args=(str(script),), timeout_s=60)
+    async with ToolRuntime(ws, approval_mode="yolo") as rt:
+        errors = await rt.connect_mcp([server])
+        assert [e.server for e in errors] == ["dup"]
+        assert "mcp__dup__a_b" in errors[0].message
+        assert {"mcp__dup__a_b", "mcp__dup__ok"} <= set(rt.tool_names())
+        [outcome] = await rt.run_batch([ToolCall("1", "mcp__dup__a_b", {})])
+    assert not outcome.is_error, outcome.response
+    assert "first" in str(outcome.response["output"])

@@ -370,6 +370,12 @@ class ToolRuntime:
                 errors.append(McpConnectError(server.name, f"MCP server {server.name!r} failed to start: {reason}"))
                 continue
             for spec in specs:
+                if spec.name in self._tools:
+                    # two of its tools with one function name (`a b` and `a_b` are both `a_b`): the
+                    # first stays, and the run goes on with a warning, not a ValueError
+                    taken = f"its tool {spec.name!r} has the name of a tool already offered; it was left out"
+                    errors.append(McpConnectError(server.name, f"MCP server {server.name!r}: {taken}"))
+                    continue
                 self.add(spec)
         return errors
 
