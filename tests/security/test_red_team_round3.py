@@ -571,3 +571,33 @@ async def test_an_mcp_server_whose_tool_names_collide_does_not_break_the_start(w
         [outcome] = await rt.run_batch([ToolCall("1", "mcp__dup__a_b", {})])
     assert not outcome.is_error, outcome.response
     assert "first" in str(outcome.response["output"])
+
+
+# --- a file that grows while it is read --------------------------------------------------------------------
+
+
+async def test_a_file_that_grows_while_read_is_read_as_it_was_opened(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SUCCEEDED before: read_file counts the file's lines to its end, and a file another process
+    keeps growing (`yes > grow.txt &`) has none while the writer keeps ahead: with a 3 GiB writer the
+    call took 11 s and reported 1.6 billion lines. Now a read takes the file's size at open. Here the
+    file grows by 10,000 lines before every chunk read (a bounded number of times, so the old code
+    ends too): the count must be the lines there were when it was opened."""
+    from unified.tools import _safe_io
+
+    path = ws / "grow.txt"
+    lines = 200_000  # 400 KB: more than one read chunk
+    path.write_bytes(b"x\n" * lines)
+    grown = [0]
+    check = _safe_io.StopFlag.check
+
+    def growing(self: _safe_io.StopFlag) -> None:
+        if grown[0] < 20:
+            grown[0] += 1
+            with path.open("ab") as out:
+                out.write(b"y\n" * 10_000)
+        check(self)
+
+    monkeypatch.setattr(_safe_io.StopFlag, "check", growing)
+    outcome = await _one(ws, "read_file", file_path="grow.txt", limit=1)
+    assert grown[0] > 0  # it did grow while read
+    assert f"[showing lines 1-1 of {lines}; continue with offset: 2]" in outcome.response["output"]

@@ -126,7 +126,9 @@ def _read_image(fd: int, size: int, mime: str, shown: str, stop: StopFlag) -> To
     return ToolOutput(f"{label} is over the 8 MiB limit; not attached.")
 
 
-def _read_text(fd: int, config: FileConfig, p: ReadFileParams, shown: str, stop: StopFlag) -> ToolOutput:
+def _read_text(
+    fd: int, config: FileConfig, p: ReadFileParams, shown: str, stop: StopFlag, size: int | None = None
+) -> ToolOutput:
     """The window of lines asked for, streamed: only the lines returned are held."""
     if p.limit is not None:
         count: int | None = p.limit
@@ -134,7 +136,7 @@ def _read_text(fd: int, config: FileConfig, p: ReadFileParams, shown: str, stop:
         count = config.line_cap
     else:
         count = None
-    stream = _safe_io.LineStream(fd, stop, MAX_LINE_CHARS)
+    stream = _safe_io.LineStream(fd, stop, MAX_LINE_CHARS, size)
     out: list[str] = []
     used = 0
     cut_lines = 0
@@ -185,7 +187,7 @@ async def read_file(config: FileConfig, p: ReadFileParams, progress: Progress) -
             if mime is not None:
                 return _read_image(fd, info.st_size, mime, shown, stop)
             os.lseek(fd, 0, os.SEEK_SET)
-            return _read_text(fd, config, p, shown, stop)
+            return _read_text(fd, config, p, shown, stop, _safe_io.size_at_open(info))
         finally:
             os.close(fd)
 
@@ -233,11 +235,11 @@ def _encode(text: str, what: str, shown: str) -> bytes:
     return data
 
 
-def _wholly_crlf(fd: int, stop: StopFlag) -> bool:
+def _wholly_crlf(fd: int, stop: StopFlag, size: int | None = None) -> bool:
     """Every line ending of the file is CRLF (and it has at least one)."""
     endings = crlf = 0
     previous = b""
-    for chunk in _safe_io.chunks(fd, stop):
+    for chunk in _safe_io.chunks(fd, stop, size):
         endings += chunk.count(b"\n")
         crlf += chunk.count(b"\r\n") + (previous == b"\r" and chunk[:1] == b"\n")
         previous = chunk[-1:]
@@ -264,7 +266,7 @@ async def write_file(config: FileConfig, p: WriteFileParams, progress: Progress)
             if existing is not None:
                 fd, opened = _safe_io.open_in(parent, path.name, shown, "write")
                 try:
-                    if _wholly_crlf(fd, stop):
+                    if _wholly_crlf(fd, stop, _safe_io.size_at_open(opened)):
                         content = content.replace("\r\n", "\n").replace("\n", "\r\n")
                 finally:
                     os.close(fd)
