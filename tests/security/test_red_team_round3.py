@@ -20,8 +20,10 @@ code), and which already-stopped cases are kept because no other test covers the
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -601,3 +603,73 @@ async def test_a_file_that_grows_while_read_is_read_as_it_was_opened(ws: Path, m
     outcome = await _one(ws, "read_file", file_path="grow.txt", limit=1)
     assert grown[0] > 0  # it did grow while read
     assert f"[showing lines 1-1 of {lines}; continue with offset: 2]" in outcome.response["output"]
+
+
+# --- the runtime's own files in its log directory -----------------------------------------------------------
+
+FIND_JOBS_FILE = 'f=$(printf "%s" "$BASH_EXECUTION_STRING" | grep -o "/[^ \']*jobs-[0-9a-f]*" | head -1); trap - EXIT; '
+"""What a command does to find the file its EXIT trap writes (its own script names it) and keep the
+trap from writing it."""
+
+
+def _release_fifos(directory: Path, released: list[Path]) -> None:
+    """Opens every FIFO in `directory` for writing and closes it, so that a reader blocked in open
+    (the old code) gets end of file: the hang guard of a test whose old failure is a hang. The open
+    succeeds only if a reader is blocked on it, and then the FIFO is listed in `released`."""
+    for entry in directory.iterdir():
+        if entry.is_fifo():
+            with contextlib.suppress(OSError):
+                os.close(os.open(entry, os.O_WRONLY | os.O_NONBLOCK))
+                released.append(entry)
+
+
+@pytest.mark.e2e  # runs bash
+async def test_the_jobs_file_is_not_read_through_a_link(ws: Path) -> None:
+    """SUCCEEDED before: the runtime read the jobs file with `Path.read_text`, following a link the
+    command put in its place (here to a file saying 4242; to /dev/zero it reads without end, to a FIFO
+    it blocks forever in a thread no cancel reaches)."""
+    (ws / "marker").write_text("4242\n")
+    command = FIND_JOBS_FILE + 'ln -s "$PWD/marker" "$f"'
+    outcome = await _one(ws, "run_shell_command", command=command)
+    assert not outcome.is_error, outcome.response
+    assert "Background PIDs" not in str(outcome.response["output"])
+
+
+@pytest.mark.e2e  # runs bash
+async def test_a_fifo_as_the_jobs_file_does_not_hang_the_call(ws: Path) -> None:
+    """SUCCEEDED before: `mkfifo "$f"` in place of the jobs file blocked the host's thread forever
+    in open (uncancellable: the thread is not abandoned); the whole process had to be killed."""
+    async with ToolRuntime(ws, approval_mode="yolo") as rt:
+        released: list[Path] = []
+        guard = threading.Timer(HANG_GUARD_S, _release_fifos, (rt._shell.log_dir(), released))
+        guard.start()
+        try:
+            call = ToolCall("1", "run_shell_command", {"command": FIND_JOBS_FILE + 'mkfifo "$f"'})
+            [outcome] = await rt.run_batch([call])
+        finally:
+            guard.cancel()
+    assert not released, "the call hung on the FIFO until the hang guard released it"
+    assert not outcome.is_error, outcome.response
+
+
+@pytest.mark.e2e  # runs bash
+async def test_a_fifo_in_place_of_a_background_log_does_not_hang_its_reader(ws: Path) -> None:
+    """SUCCEEDED before: the older half of a background command's log (`bg-<id>.log.1`) replaced by a
+    FIFO (the log directory is the user's, any command can list it) blocked read_background_output
+    forever in open; so would the log itself through a link."""
+    async with ToolRuntime(ws, approval_mode="yolo") as rt:
+        start = {"command": "echo started", "is_background": True, "delay_ms": 0}
+        [started] = await rt.run_batch([ToolCall("1", "run_shell_command", start)])
+        pid = int(str(started.response["output"]).split("PID ")[1].split(",")[0])
+        logs = rt._shell.log_dir()
+        [log] = list(logs.glob("bg-*.log"))
+        os.mkfifo(log.with_name(log.name + ".1"))
+        released: list[Path] = []
+        guard = threading.Timer(HANG_GUARD_S, _release_fifos, (logs, released))
+        guard.start()
+        try:
+            [read] = await rt.run_batch([ToolCall("2", "read_background_output", {"pid": pid})])
+        finally:
+            guard.cancel()
+    assert not released, "the read hung on the FIFO until the hang guard released it"
+    assert not read.is_error, read.response

@@ -9,10 +9,12 @@ started (`kill -- -PGID`), not just the shell; so do the runtime's close and its
 from __future__ import annotations
 
 import contextlib
+import errno
 import fnmatch
 import os
 import shlex
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -117,6 +119,25 @@ def _describe_duration(seconds: float) -> str:
     return f"{seconds:g} seconds"
 
 
+_JOBS_FILE_MAX_BYTES = 64 * 1024
+
+
+def _open_own(path: Path, flags: int) -> int:
+    """A file of the runtime's log directory, opened never through a link and never as a FIFO or a
+    device: a command can find the directory (its own script, `$BASH_EXECUTION_STRING`, names the
+    jobs file) and put either there, and a blocking open or an endless read of it would hold the host
+    in a thread no cancel reaches. OSError otherwise."""
+    fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 class CappedLog:
     """A background command's output on disk, at most `limit` bytes: the newest output, in two
     halves (`<log>` and `<log>.1`, the older half). A thread of its own copies the command's pipe
@@ -142,12 +163,12 @@ class CappedLog:
         size = 0
         out = None
         try:
-            out = self.path.open("ab")
+            out = os.fdopen(_open_own(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab")
             while chunk := os.read(fd, 65536):
                 if size + len(chunk) > self.half:
                     out.close()
                     os.replace(self.path, self.older)
-                    out = self.path.open("wb")
+                    out = os.fdopen(_open_own(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "wb")
                     size = 0
                 out.write(chunk)
                 out.flush()
@@ -175,7 +196,7 @@ class CappedLog:
 
 def _last_bytes(path: Path, limit: int) -> bytes:
     try:
-        with path.open("rb") as f:
+        with os.fdopen(_open_own(path, os.O_RDONLY), "rb") as f:
             f.seek(0, os.SEEK_END)
             f.seek(max(0, f.tell() - limit))
             return f.read(limit)
@@ -554,12 +575,20 @@ def _progress_line(buf: bytearray, clean: Redactor) -> str:
 
 
 def _read_jobs(path: Path) -> list[str]:
+    """The pids the command's EXIT trap wrote (what the command made of the file: only its first
+    64 KiB, only if it is still a regular file, only the numbers)."""
     try:
-        pids = path.read_text().split()
+        fd = _open_own(path, os.O_RDONLY)
     except OSError:
-        return []
-    path.unlink(missing_ok=True)
-    return pids
+        data = b""
+    else:
+        try:
+            data = os.read(fd, _JOBS_FILE_MAX_BYTES)
+        finally:
+            os.close(fd)
+    with contextlib.suppress(OSError):
+        path.unlink(missing_ok=True)
+    return [word for word in data.decode("ascii", errors="replace").split() if word.isdigit()]
 
 
 async def _run_background(config: ShellConfig, p: ShellParams, cwd: Path) -> ToolOutput:
