@@ -673,3 +673,46 @@ async def test_a_fifo_in_place_of_a_background_log_does_not_hang_its_reader(ws: 
             guard.cancel()
     assert not released, "the read hung on the FIFO until the hang guard released it"
     assert not read.is_error, read.response
+
+
+# --- a link swapped in between the protected-path check and the write -----------------------------------
+
+
+class _SwapOnDecision:
+    """An observer that, once a call is decided, does what a racing background command could:
+    replaces `notes` with a link into `.git`."""
+
+    def __init__(self, ws: Path) -> None:
+        self.ws = ws
+
+    async def decision(self, call: ToolCall, event: Any) -> None:
+        notes = self.ws / "notes"
+        notes.unlink(missing_ok=True)
+        notes.symlink_to(self.ws / ".git" / "config")
+
+    async def progress(self, call: ToolCall, event: Any) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("write_file", {"file_path": "notes", "content": "[core]\n\tfsmonitor = touch PWNED\n"}),
+        ("edit_file", {"file_path": "notes", "old_string": "[core]", "new_string": "[core]\n\tfsmonitor = x"}),
+    ],
+)
+async def test_a_link_swapped_in_after_the_protected_check_is_not_written_through(
+    ws: Path, tool: str, args: dict[str, Any]
+) -> None:
+    """SUCCEEDED before: in auto_edit mode a write of `notes` (not protected) was allowed; the tool
+    then resolved the path again, and a link put there meanwhile (a background command racing the
+    call) led the write into `.git/config` without anyone asked. Now the tool refuses a path that
+    resolves elsewhere than when it was judged."""
+    (ws / ".git").mkdir()
+    (ws / ".git" / "config").write_text("[core]\n")
+    (ws / "notes").write_text("[core]\n")
+    async with ToolRuntime(ws, approval_mode="auto_edit") as rt:
+        [outcome] = await rt.run_batch([ToolCall("1", tool, args)], _SwapOnDecision(ws))
+    assert (ws / ".git" / "config").read_text() == "[core]\n"
+    assert outcome.is_error, outcome.response
+    assert "changed after the call was judged" in outcome.response["error"]

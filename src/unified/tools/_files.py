@@ -11,6 +11,7 @@ import os
 import re
 import stat
 from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -28,6 +29,7 @@ from unified.tools._safe_io import StopFlag
 __all__ = [
     "EDIT_MAX_BYTES",
     "GLOB_MAX_RESULTS",
+    "JUDGED_PATH",
     "MAX_IMAGE_BYTES",
     "MAX_LINE_CHARS",
     "READ_BYTE_CEILING",
@@ -84,6 +86,21 @@ def image_mime(head: bytes) -> str | None:
     if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
         return "image/webp"
     return None
+
+
+JUDGED_PATH: ContextVar[Path | None] = ContextVar("unified_judged_path", default=None)
+"""The real path the runtime's protected-path check judged for this write (set around the call by
+`ToolRuntime`): the path a write_file or edit_file call must still resolve to when it runs."""
+
+
+def _still_judged(path: Path, shown: str) -> None:
+    """Refuses a write whose path resolves elsewhere than when it was judged: a link swapped in
+    meanwhile (a background command racing the call) could lead an approved write into `.git/`."""
+    judged = JUDGED_PATH.get()
+    if judged is not None and path != judged:
+        raise ToolError(
+            f"{shown} changed after the call was judged (a link now leads it elsewhere: {path}); nothing was written."
+        )
 
 
 @dataclass(frozen=True)
@@ -249,6 +266,7 @@ def _wholly_crlf(fd: int, stop: StopFlag, size: int | None = None) -> bool:
 async def write_file(config: FileConfig, p: WriteFileParams, progress: Progress) -> ToolOutput:
     path = await config.workspace.resolve(p.file_path)
     shown = config.workspace.display(path)
+    _still_judged(path, shown)
     found = find_placeholder(p.content)
     if found:
         raise ToolError(
@@ -345,6 +363,7 @@ def _replace(text: str, p: EditFileParams, shown: str) -> tuple[str, int]:
 async def edit_file(config: FileConfig, p: EditFileParams, progress: Progress) -> ToolOutput:
     path = await config.workspace.resolve(p.file_path)
     shown = config.workspace.display(path)
+    _still_judged(path, shown)
     if p.old_string == p.new_string:
         raise ToolError(f"old_string and new_string are identical; nothing would change in {shown}.")
     created = _encode(p.new_string, "new_string", shown)
