@@ -30,6 +30,7 @@ __all__ = [
     "EDIT_MAX_BYTES",
     "GLOB_MAX_RESULTS",
     "JUDGED_PATH",
+    "LIST_DIR_MAX_IGNORE",
     "MAX_IMAGE_BYTES",
     "MAX_LINE_CHARS",
     "READ_BYTE_CEILING",
@@ -69,6 +70,9 @@ TREE_MAX_LINES = 1000
 TREE_MAX_BYTES = 16 * 1024
 TREE_MAX_DEPTH = 10
 GLOB_MAX_RESULTS = 1000
+LIST_DIR_MAX_IGNORE = 100
+"""list_dir's `ignore` globs: each is tried on every entry, and list_dir has no time budget (5,000
+globs over 3,000 entries took over a minute)."""
 
 _IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
@@ -411,7 +415,11 @@ async def edit_file(config: FileConfig, p: EditFileParams, progress: Progress) -
 
 class ListDirParams(Params):
     dir_path: str = Field(default=".", description="Directory to list; the workspace root if left out.")
-    ignore: list[str] = Field(default_factory=list, description="Glob patterns of entry names to leave out.")
+    ignore: list[str] = Field(
+        default_factory=list,
+        max_length=LIST_DIR_MAX_IGNORE,
+        description=f"Glob patterns of entry names to leave out (at most {LIST_DIR_MAX_IGNORE}).",
+    )
 
 
 def _shows_as_dir(workspace: Workspace, directory: Path, entry: os.DirEntry[str]) -> bool:
