@@ -11,6 +11,7 @@ import os
 import re
 import stat
 from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -22,12 +23,14 @@ from unified.tools import _safe_io
 from unified.tools._base import InlineData, Params, Progress, ToolError, ToolOutput
 from unified.tools._ignore import Budget, BudgetSpent, IgnoreRules, WalkedFile, scan, walk_files
 from unified.tools._paths import Workspace
-from unified.tools._regex import Pattern, PatternError, compile_pattern
+from unified.tools._regex import Pattern, PatternError, compile_pattern, matchable
 from unified.tools._safe_io import StopFlag
 
 __all__ = [
     "EDIT_MAX_BYTES",
     "GLOB_MAX_RESULTS",
+    "JUDGED_PATH",
+    "LIST_DIR_MAX_IGNORE",
     "MAX_IMAGE_BYTES",
     "MAX_LINE_CHARS",
     "READ_BYTE_CEILING",
@@ -67,6 +70,9 @@ TREE_MAX_LINES = 1000
 TREE_MAX_BYTES = 16 * 1024
 TREE_MAX_DEPTH = 10
 GLOB_MAX_RESULTS = 1000
+LIST_DIR_MAX_IGNORE = 100
+"""list_dir's `ignore` globs: each is tried on every entry, and list_dir has no time budget (5,000
+globs over 3,000 entries took over a minute)."""
 
 _IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
@@ -84,6 +90,21 @@ def image_mime(head: bytes) -> str | None:
     if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
         return "image/webp"
     return None
+
+
+JUDGED_PATH: ContextVar[Path | None] = ContextVar("unified_judged_path", default=None)
+"""The real path the runtime's protected-path check judged for this write (set around the call by
+`ToolRuntime`): the path a write_file or edit_file call must still resolve to when it runs."""
+
+
+def _still_judged(path: Path, shown: str) -> None:
+    """Refuses a write whose path resolves elsewhere than when it was judged: a link swapped in
+    meanwhile (a background command racing the call) could lead an approved write into `.git/`."""
+    judged = JUDGED_PATH.get()
+    if judged is not None and path != judged:
+        raise ToolError(
+            f"{shown} changed after the call was judged (a link now leads it elsewhere: {path}); nothing was written."
+        )
 
 
 @dataclass(frozen=True)
@@ -126,7 +147,9 @@ def _read_image(fd: int, size: int, mime: str, shown: str, stop: StopFlag) -> To
     return ToolOutput(f"{label} is over the 8 MiB limit; not attached.")
 
 
-def _read_text(fd: int, config: FileConfig, p: ReadFileParams, shown: str, stop: StopFlag) -> ToolOutput:
+def _read_text(
+    fd: int, config: FileConfig, p: ReadFileParams, shown: str, stop: StopFlag, size: int | None = None
+) -> ToolOutput:
     """The window of lines asked for, streamed: only the lines returned are held."""
     if p.limit is not None:
         count: int | None = p.limit
@@ -134,7 +157,7 @@ def _read_text(fd: int, config: FileConfig, p: ReadFileParams, shown: str, stop:
         count = config.line_cap
     else:
         count = None
-    stream = _safe_io.LineStream(fd, stop, MAX_LINE_CHARS)
+    stream = _safe_io.LineStream(fd, stop, MAX_LINE_CHARS, size)
     out: list[str] = []
     used = 0
     cut_lines = 0
@@ -185,7 +208,7 @@ async def read_file(config: FileConfig, p: ReadFileParams, progress: Progress) -
             if mime is not None:
                 return _read_image(fd, info.st_size, mime, shown, stop)
             os.lseek(fd, 0, os.SEEK_SET)
-            return _read_text(fd, config, p, shown, stop)
+            return _read_text(fd, config, p, shown, stop, _safe_io.size_at_open(info))
         finally:
             os.close(fd)
 
@@ -233,11 +256,11 @@ def _encode(text: str, what: str, shown: str) -> bytes:
     return data
 
 
-def _wholly_crlf(fd: int, stop: StopFlag) -> bool:
+def _wholly_crlf(fd: int, stop: StopFlag, size: int | None = None) -> bool:
     """Every line ending of the file is CRLF (and it has at least one)."""
     endings = crlf = 0
     previous = b""
-    for chunk in _safe_io.chunks(fd, stop):
+    for chunk in _safe_io.chunks(fd, stop, size):
         endings += chunk.count(b"\n")
         crlf += chunk.count(b"\r\n") + (previous == b"\r" and chunk[:1] == b"\n")
         previous = chunk[-1:]
@@ -247,6 +270,7 @@ def _wholly_crlf(fd: int, stop: StopFlag) -> bool:
 async def write_file(config: FileConfig, p: WriteFileParams, progress: Progress) -> ToolOutput:
     path = await config.workspace.resolve(p.file_path)
     shown = config.workspace.display(path)
+    _still_judged(path, shown)
     found = find_placeholder(p.content)
     if found:
         raise ToolError(
@@ -264,7 +288,7 @@ async def write_file(config: FileConfig, p: WriteFileParams, progress: Progress)
             if existing is not None:
                 fd, opened = _safe_io.open_in(parent, path.name, shown, "write")
                 try:
-                    if _wholly_crlf(fd, stop):
+                    if _wholly_crlf(fd, stop, _safe_io.size_at_open(opened)):
                         content = content.replace("\r\n", "\n").replace("\n", "\r\n")
                 finally:
                     os.close(fd)
@@ -301,6 +325,10 @@ def _ending_at(text: str, at: int) -> str:
     return "\r\n" if newline > 0 and text[newline - 1] == "\r" else "\n"
 
 
+def _grown_too_large(shown: str) -> ToolError:
+    return ToolError(f"The edit would make {shown} larger than the 16 MiB limit of edit_file; {shown} was not changed.")
+
+
 def _replace(text: str, p: EditFileParams, shown: str) -> tuple[str, int]:
     """`text` with `old_string` replaced, touching nothing else.
 
@@ -322,6 +350,11 @@ def _replace(text: str, p: EditFileParams, shown: str) -> tuple[str, int]:
             "matches exactly one place, or set allow_multiple to true to replace every occurrence."
         )
     new_lf = p.new_string.replace("\r\n", "\n")
+    # Every character is at least one byte: refuse before building a text over the limit (a
+    # one-character old_string replaced everywhere by a long new_string multiplies the file).
+    longest = len(new_lf) + new_lf.count("\n")
+    if len(text) + count * (longest - len(target)) > EDIT_MAX_BYTES:
+        raise _grown_too_large(shown)
     pieces: list[str] = []
     pos = 0
     while (at := text.find(target, pos)) >= 0:
@@ -334,6 +367,7 @@ def _replace(text: str, p: EditFileParams, shown: str) -> tuple[str, int]:
 async def edit_file(config: FileConfig, p: EditFileParams, progress: Progress) -> ToolOutput:
     path = await config.workspace.resolve(p.file_path)
     shown = config.workspace.display(path)
+    _still_judged(path, shown)
     if p.old_string == p.new_string:
         raise ToolError(f"old_string and new_string are identical; nothing would change in {shown}.")
     created = _encode(p.new_string, "new_string", shown)
@@ -365,7 +399,10 @@ async def edit_file(config: FileConfig, p: EditFileParams, progress: Progress) -
             if b"\0" in raw:
                 raise ToolError(f"Cannot edit binary file: {shown}")
             text, count = _replace(raw.decode("utf-8", errors="surrogateescape"), p, shown)
-            _safe_io.replace_file(parent, path.name, text.encode("utf-8", errors="surrogateescape"), opened.st_mode)
+            data = text.encode("utf-8", errors="surrogateescape")
+            if len(data) > EDIT_MAX_BYTES:
+                raise _grown_too_large(shown)
+            _safe_io.replace_file(parent, path.name, data, opened.st_mode)
         finally:
             os.close(parent)
         return f"Successfully modified file: {shown} ({count} replacement{'s' if count > 1 else ''})."
@@ -378,7 +415,11 @@ async def edit_file(config: FileConfig, p: EditFileParams, progress: Progress) -
 
 class ListDirParams(Params):
     dir_path: str = Field(default=".", description="Directory to list; the workspace root if left out.")
-    ignore: list[str] = Field(default_factory=list, description="Glob patterns of entry names to leave out.")
+    ignore: list[str] = Field(
+        default_factory=list,
+        max_length=LIST_DIR_MAX_IGNORE,
+        description=f"Glob patterns of entry names to leave out (at most {LIST_DIR_MAX_IGNORE}).",
+    )
 
 
 def _shows_as_dir(workspace: Workspace, directory: Path, entry: os.DirEntry[str]) -> bool:
@@ -407,7 +448,7 @@ async def list_dir(config: FileConfig, p: ListDirParams, progress: Progress) -> 
             for entry in entries:
                 if not sum(counts) % 4096:
                     stop.check()
-                if any(rx.fullmatch(entry.name) for rx in patterns):
+                if any(rx.fullmatch(matchable(entry.name)) for rx in patterns):
                     counts[1] += 1
                     continue
                 counts[0] += 1
@@ -450,22 +491,25 @@ def render_tree(workspace: Workspace, root: Path, root_fd: int, depth: int, stop
     lines: list[str] = []
     size = 0
     cut: str | None = None
+    budget = Budget()
+    """Search's time and entry budget: every directory's ignore files are compiled as it is met."""
 
     def emit(line: str) -> bool:
         nonlocal size, cut
         if len(lines) >= TREE_MAX_LINES:
             cut = f"{TREE_MAX_LINES} lines"
-        elif size + len(line.encode("utf-8")) + 1 > TREE_MAX_BYTES:
+        elif size + len(line.encode("utf-8", "surrogateescape")) + 1 > TREE_MAX_BYTES:
             cut = "16 KiB"
         if cut:
             return False
         lines.append(line)
-        size += len(line.encode("utf-8")) + 1
+        size += len(line.encode("utf-8", "surrogateescape")) + 1
         return True
 
     def visit(dir_fd: int, directory: Path, rules: IgnoreRules, level: int) -> bool:
         stop.check()
         for entry in scan(dir_fd, directory, rules):
+            budget.entry()
             indent = "  " * (level - 1)
             child = _safe_io.open_child_dir(dir_fd, entry.name) if entry.is_dir(follow_symlinks=False) else None
             if child is None:
@@ -475,6 +519,7 @@ def render_tree(workspace: Workspace, root: Path, root_fd: int, depth: int, stop
             try:
                 path = directory / entry.name
                 child_rules = rules.child(path, child)
+                budget.clock()
                 if level == depth:
                     hidden = len(scan(child, path, child_rules))
                     note = f" ({hidden} entries not shown)" if hidden else ""
@@ -486,7 +531,13 @@ def render_tree(workspace: Workspace, root: Path, root_fd: int, depth: int, stop
                 os.close(child)
         return True
 
-    visit(root_fd, root, IgnoreRules.for_directory(workspace, root), 1)
+    spent: str | None = None
+    try:
+        visit(root_fd, root, IgnoreRules.for_directory(workspace, root), 1)
+    except BudgetSpent as exc:
+        spent = str(exc)
+    if spent:
+        lines.append(f"[tree stopped early: {spent}; ask for a smaller depth or root the tree deeper]")
     if not lines:
         return "(empty directory)"
     if cut:
@@ -593,7 +644,7 @@ async def glob(config: FileConfig, p: GlobParams, progress: Progress) -> ToolOut
             try:
                 reopen = _safe_io.reopener(workspace)
                 for found in walk_files(fd, root, rules, stop, budget=Budget(), reopen=reopen):
-                    if not rx.fullmatch(found.path.relative_to(root).as_posix()):
+                    if not rx.fullmatch(matchable(found.path.relative_to(root).as_posix())):
                         continue
                     if found.is_link and not workspace.contains(Path(os.path.realpath(found.path))):
                         outside.append(workspace.display(found.path))

@@ -20,18 +20,46 @@ from unified._internal import limits
 from unified.tools import _safe_io
 from unified.tools._base import ToolError
 from unified.tools._paths import Workspace
+from unified.tools._regex import matchable
 
-__all__ = ["IGNORE_FILE_MAX_BYTES", "IgnoreRules", "WalkedFile", "scan", "walk_files"]
+__all__ = ["IGNORE_FILE_MAX_BYTES", "IGNORE_FILE_MAX_PATTERNS", "IgnoreRules", "WalkedFile", "scan", "walk_files"]
 
 _IGNORE_FILES = (".gitignore", ".ignore")
 IGNORE_FILE_MAX_BYTES = 1024 * 1024
 """What is read of one ignore file; the rest of a larger one is not read."""
+IGNORE_FILE_MAX_PATTERNS = 10_000
+"""Patterns used of one ignore file (compiling one costs about 0.2 ms); later ones are not used."""
+_PATTERNS_PER_SET = 500
+"""Patterns compiled into one RE2 set: a few thousand short ones (`*.ext1` ... `*.ext3000`) already
+exceed the set's memory bound, and pathspec then raises from deep inside RE2."""
 
 
 @dataclass(frozen=True)
 class _Layer:
     base: Path
-    spec: pathspec.GitIgnoreSpec
+    specs: tuple[pathspec.GitIgnoreSpec, ...]
+    """The file's patterns in order, a few hundred to a set: the last set with a verdict holds the
+    last pattern that matches, which is the one git obeys."""
+
+    def verdict(self, relative: str) -> bool | None:
+        for spec in reversed(self.specs):
+            found = spec.check_file(relative).include
+            if found is not None:
+                return found
+        return None
+
+
+def _compiled(lines: list[str]) -> list[pathspec.GitIgnoreSpec]:
+    """`lines` as RE2-backed specs (a hostile ignore file cannot make matching backtrack, see
+    `_regex`), split in halves while RE2 refuses a set; a line that cannot be compiled on its own
+    (`!`, `\\`, `[z-a]`, one too large for RE2) is passed over, as git passes over a bad pattern."""
+    try:
+        return [pathspec.GitIgnoreSpec.from_lines(lines, backend="re2")]
+    except Exception:  # GitIgnorePatternError, re.error, re2.error ("failed to compile Set")
+        if len(lines) <= 1:
+            return []
+        half = len(lines) // 2
+        return _compiled(lines[:half]) + _compiled(lines[half:])
 
 
 def _read_layer(base: Path, dir_fd: int, name: str) -> _Layer | None:
@@ -39,8 +67,9 @@ def _read_layer(base: Path, dir_fd: int, name: str) -> _Layer | None:
     if data is None:
         return None
     lines = data.decode("utf-8", errors="replace").splitlines()
-    # RE2 (google-re2): a hostile ignore file cannot make matching backtrack (see `_regex`)
-    return _Layer(base, pathspec.GitIgnoreSpec.from_lines(lines, backend="re2"))
+    patterns = [line for line in lines if line.strip() and not line.startswith("#")][:IGNORE_FILE_MAX_PATTERNS]
+    chunks = [patterns[at : at + _PATTERNS_PER_SET] for at in range(0, len(patterns), _PATTERNS_PER_SET)]
+    return _Layer(base, tuple(spec for chunk in chunks for spec in _compiled(chunk)))
 
 
 def _repo_exclude(repo: Path, repo_fd: int) -> _Layer | None:
@@ -103,7 +132,7 @@ class IgnoreRules:
             if not path.is_relative_to(layer.base):
                 continue
             rel = path.relative_to(layer.base).as_posix() + ("/" if is_dir else "")
-            verdict = layer.spec.check_file(rel).include
+            verdict = layer.verdict(matchable(rel))
             if verdict is not None:
                 return verdict
         return False
@@ -229,6 +258,8 @@ def walk_files(
                 continue
             try:
                 child_rules = frame.rules.child(path, child) if frame.rules else None
+                if budget is not None:
+                    budget.clock()  # its ignore files were just compiled
                 entries = scan(child, path, child_rules)
             except BaseException:
                 os.close(child)

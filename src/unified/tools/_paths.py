@@ -16,7 +16,12 @@ import anyio.to_thread
 
 from unified.tools._base import ToolError
 
-__all__ = ["Workspace"]
+__all__ = ["NAME_MAX", "PATH_MAX", "Workspace"]
+
+NAME_MAX = 255
+"""Bytes in one path component on Linux (and macOS): the kernel refuses a longer one (ENAMETOOLONG)."""
+PATH_MAX = 4096
+"""Bytes in a whole path, its terminating NUL included."""
 
 
 class Workspace:
@@ -53,6 +58,10 @@ class Workspace:
 
     def _resolve_sync(self, raw: str) -> Path:
         text = raw.replace("\0", "")
+        try:
+            text.encode("utf-8", "surrogateescape")  # a name's undecodable bytes are fine, a lone surrogate is not
+        except UnicodeEncodeError as exc:
+            raise ToolError(f"Path is not valid Unicode text (a lone surrogate at character {exc.start}).") from None
         if text.startswith("file://"):
             text = unquote(urlparse(text).path)
         if not text.strip():
@@ -61,6 +70,12 @@ class Workspace:
         if text.startswith("@") and not candidate.exists():
             candidate = self.root / text[1:]
         real = Path(os.path.realpath(candidate))
+        if len(os.fsencode(real)) >= PATH_MAX or any(len(os.fsencode(part)) > NAME_MAX for part in real.parts):
+            shown = raw if len(raw) <= 80 else raw[:79] + "…"
+            raise ToolError(
+                f'Path too long: "{shown}" ({len(raw):,} characters); a file name may have at most {NAME_MAX} '
+                f"bytes and a whole path {PATH_MAX - 1:,}."
+            )
         if not self.contains(real):
             allowed = ", ".join(str(r) for r in self.roots)
             raise ToolError(

@@ -49,6 +49,8 @@ SESSION_PRIORITY = 950
 _MODES: tuple[ApprovalMode, ...] = ("plan", "default", "auto_edit", "yolo")
 """Approval modes from least to most permissive: an "allow always" holds in its mode and above."""
 
+_SHELL_TOOL = "run_shell_command"
+
 _RULE_KEYS = {"name", "toolName", "decision", "priority", "modes", "argsPattern", "commandPrefix"}
 
 
@@ -90,6 +92,8 @@ class Rule:
         if self.command_shape is not None and shell_shape(command) != self.command_shape:
             return Match.NO
         if self.command_prefixes is None:
+            if self.decision is Decision.ALLOW and self.args_pattern is not None and _shell_call(tool, args):
+                return _allow_each(_shell_syntax.parse(command), args, self.args_pattern)
             return Match.YES
         parts = _shell_syntax.parse(command)
         if self.decision is Decision.ALLOW:
@@ -146,6 +150,33 @@ def _allow_all(parts: Sequence[_shell_syntax.SimpleCommand], prefixes: Sequence[
         if part.unknown is not None or part.writes or part.assigns:
             return Match.NO
         if not any(_prefix_match(part, prefix) is Match.YES for prefix in prefixes):
+            return Match.NO
+    return Match.YES
+
+
+def _shell_call(tool: str, args: Mapping[str, Any]) -> bool:
+    return tool == _SHELL_TOOL and "command" in args
+
+
+def _allow_each(
+    parts: Sequence[_shell_syntax.SimpleCommand], args: Mapping[str, Any], pattern: re.Pattern[str]
+) -> Match:
+    """An allow rule's `argsPattern` on a shell command applies only if it matches every simple command
+    bash would run, each on its own (`git status; rm -rf ~` is two, and `"command": "git status` matches
+    only the first), and none writes a file through a redirection, sets a variable or has a word only
+    known at run time: as the Gemini CLI checks each part of a compound command, and as `commandPrefix`
+    rules are read (`_allow_all`). The whole arguments must match too (`Rule.match`)."""
+    if not parts:
+        return Match.NO
+    for part in parts:
+        if part.unknown is not None or part.writes or part.assigns or not part.words:
+            return Match.NO
+        if any(word is None for word in part.words):
+            return Match.NO
+        # the free-text description (the model's, it changes nothing that runs) is left out
+        alone = {key: value for key, value in args.items() if key != "description"}
+        alone["command"] = " ".join(word for word in part.words if word is not None)
+        if not pattern.search(json.dumps(alone, sort_keys=True, ensure_ascii=False, default=str)):
             return Match.NO
     return Match.YES
 

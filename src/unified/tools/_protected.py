@@ -66,7 +66,12 @@ class ProtectedPaths:
     patterns: tuple[str, ...]
     regex: re.Pattern[str]
     shell_writers: frozenset[str]
+    shell_directory_changers: frozenset[str]
     credentials: tuple[Mapping[str, Any], ...]
+    holders: tuple[str, ...] = ()
+    """The directories protected paths live in (`.vscode` for `.vscode/tasks.json`): a shell command
+    that names one may work inside it (`cd .vscode && cp x tasks.json`)."""
+    holder_regex: re.Pattern[str] | None = None
 
     def match(self, relative: str) -> str | None:
         """The pattern a `/`-separated relative path matches, at any depth; None if none does."""
@@ -74,6 +79,28 @@ class ProtectedPaths:
         if found is None:
             return None
         return next(p for p, g in zip(self.patterns, found.groups(), strict=True) if g is not None)
+
+    def match_holder(self, relative: str) -> str | None:
+        """The protected directory a relative path names (`.vscode`, `.config/git`), if any."""
+        found = self.holder_regex.search(relative.casefold()) if self.holder_regex is not None else None
+        if found is None:
+            return None
+        return next(h for h, g in zip(self.holders, found.groups(), strict=True) if g is not None)
+
+
+def _holders(patterns: Sequence[str]) -> tuple[str, ...]:
+    """Every leading part of a pattern with more than one component: `.config` and `.config/git`
+    for `.config/git/**`."""
+    found: dict[str, None] = {}
+    for pattern in patterns:
+        parts = pattern.split("/")
+        for end in range(1, len(parts)):
+            found.setdefault("/".join(parts[:end]))
+    return tuple(h for h in found if h not in patterns)
+
+
+def _alternatives(patterns: Sequence[str]) -> re.Pattern[str]:
+    return re.compile("(?:^|/)(?:" + "|".join(f"({_fragment(p.casefold())})" for p in patterns) + ")$")
 
 
 def _fragment(pattern: str) -> str:
@@ -96,9 +123,18 @@ def protected_paths() -> ProtectedPaths:
     text = resources.files("unified.tools").joinpath("protected_paths.toml").read_text(encoding="utf-8")
     data = tomllib.loads(text)
     patterns = tuple(str(p) for p in data["protected"]["patterns"])
-    regex = re.compile("(?:^|/)(?:" + "|".join(f"({_fragment(p.casefold())})" for p in patterns) + ")$")
     writers = frozenset(str(w) for w in data["protected"]["shell_writers"])
-    return ProtectedPaths(patterns, regex, writers, tuple(data.get("credential", [])))
+    changers = frozenset(str(w) for w in data["protected"]["shell_directory_changers"])
+    holders = _holders(patterns)
+    return ProtectedPaths(
+        patterns,
+        _alternatives(patterns),
+        writers,
+        changers,
+        tuple(data.get("credential", [])),
+        holders,
+        _alternatives(holders) if holders else None,
+    )
 
 
 def protected_path_patterns() -> tuple[str, ...]:
@@ -126,12 +162,18 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
 
     A redirection target or any argument naming a protected path (lexically and through links), a
     file-writing command (`shell_writers`) with an argument only known at run time, `git config`
-    and the git verbs that write `.git/config` all count.
+    and the git verbs that write `.git/config` all count. So does what may move the command into a
+    protected directory, where a plain file name is a protected path: an argument naming such a
+    directory (`cd .vscode`, `env -C .gemini`), a directory change (`shell_directory_changers`) to a
+    place only known at run time, `CDPATH`, `cdable_vars` and `find -execdir`.
     """
     data = protected_paths()
     for part in parts:
         if part.unknown is not None:
             continue  # an unknown part is never allowed by a rule: it is asked anyway
+        moved = _moves_directory(part)
+        if moved is not None:
+            return moved
         for target in part.writes:
             if target == "?":
                 return "a redirection to a file only known at run time may write a protected path"
@@ -145,6 +187,8 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
             if word is None:
                 if name in data.shell_writers:
                     return f"{name} with an argument only known at run time may write a protected path"
+                if name in data.shell_directory_changers:
+                    return f"{name} to a directory only known at run time may lead a write into a protected one"
                 continue
             for candidate in _path_candidates(word):
                 hit = _names_protected(candidate, cwd, roots)
@@ -153,6 +197,22 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
         git = _git_writes_config(part)
         if git is not None:
             return git
+    return None
+
+
+def _moves_directory(part: SimpleCommand) -> str | None:
+    """Why `part` may run in (or send later commands to) a directory the check cannot name."""
+    if "CDPATH" in part.assigns:
+        return "it sets CDPATH, which decides where a later cd goes"
+    if part.name == "shopt" and "cdable_vars" in part.words:
+        return "shopt cdable_vars makes cd go where a variable says"
+    if "find -execdir" in part.via:
+        return "find -execdir runs a command inside every directory it visits, protected ones included"
+    if part.name in protected_paths().shell_directory_changers:
+        if not [w for w in part.words[1:] if w is None or not w.startswith(("-", "+"))]:
+            return f"{part.name} to a directory only known at run time may lead a write into a protected one"
+        if any(w is not None and w[:1] in "+-" and w[1:].isdigit() for w in part.words[1:]):
+            return f"{part.name} to a directory only known at run time may lead a write into a protected one"
     return None
 
 
@@ -165,18 +225,30 @@ def _path_candidates(word: str) -> list[str]:
 
 
 def _names_protected(word: str, cwd: Path, roots: Sequence[Path]) -> str | None:
-    lexical = Path(posixpath.normpath(str(cwd / word)))
-    hit = protected_path(lexical, roots)
+    joined = cwd / word
+    lexical = Path(posixpath.normpath(str(joined)))
+    hit = _protected_or_holder(lexical, roots)
     if hit is not None:
         return hit
     try:
-        real = Path(os.path.realpath(lexical))
+        # both: `lnk/..` is `.` to the text, but the parent of the link's target to the kernel
+        reals = {Path(os.path.realpath(lexical)), Path(os.path.realpath(joined))}
     except (OSError, ValueError):
         return None
-    if real == lexical:
-        return None
-    hit = protected_path(real, roots)
-    return f"a link to {relative_to_roots(real, roots)}, {hit}" if hit is not None else None
+    for real in sorted(reals - {lexical}):
+        hit = _protected_or_holder(real, roots)
+        if hit is not None:
+            return f"a link to {relative_to_roots(real, roots)}, {hit}"
+    return None
+
+
+def _protected_or_holder(path: Path, roots: Sequence[Path]) -> str | None:
+    hit = protected_path(path, roots)
+    if hit is not None:
+        return hit
+    relative = relative_to_roots(path, roots)
+    holder = protected_paths().match_holder(relative) if relative not in ("", ".") else None
+    return f"a directory protected paths are in, {holder}" if holder is not None else None
 
 
 def _git_writes_config(part: SimpleCommand) -> str | None:

@@ -16,7 +16,7 @@ from typing import Protocol
 
 import re2
 
-__all__ = ["MAX_MEMORY", "Match", "Pattern", "PatternError", "compile_pattern"]
+__all__ = ["MAX_MEMORY", "Match", "Pattern", "PatternError", "compile_pattern", "matchable"]
 
 MAX_MEMORY = 64 * 1024 * 1024
 """What one compiled pattern may use for its automata; a larger one fails to compile (an error)."""
@@ -50,8 +50,25 @@ def _options() -> re2.Options:
 def compile_pattern(pattern: str) -> Pattern:
     """The compiled pattern; `PatternError` with RE2's reason when it is not a valid one."""
     try:
+        pattern.encode("utf-8")
+    except UnicodeEncodeError as exc:  # RE2 takes UTF-8 only: a lone surrogate (`"\ud800"` in JSON)
+        raise PatternError(f"not valid Unicode text (a lone surrogate at character {exc.start})") from None
+    try:
         compiled: Pattern = re2.compile(pattern, options=_options())
     except re2.error as exc:
         reason = exc.args[0] if exc.args else exc
         raise PatternError(reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)) from None
     return compiled
+
+
+def matchable(text: str) -> str:
+    """`text` as RE2 (and pathspec's RE2 backend) can take it. A file name that is not UTF-8 reaches
+    Python with its bytes as surrogate escapes (`b"bad\\xff"` is `"bad\\udcff"`), which RE2 refuses
+    (UnicodeEncodeError) for the whole walk; each such byte becomes U+FFFD, one character, as `?` expects."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return text

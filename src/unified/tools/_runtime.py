@@ -370,6 +370,12 @@ class ToolRuntime:
                 errors.append(McpConnectError(server.name, f"MCP server {server.name!r} failed to start: {reason}"))
                 continue
             for spec in specs:
+                if spec.name in self._tools:
+                    # two of its tools with one function name (`a b` and `a_b` are both `a_b`): the
+                    # first stays, and the run goes on with a warning, not a ValueError
+                    taken = f"its tool {spec.name!r} has the name of a tool already offered; it was left out"
+                    errors.append(McpConnectError(server.name, f"MCP server {server.name!r}: {taken}"))
+                    continue
                 self.add(spec)
         return errors
 
@@ -446,7 +452,8 @@ class ToolRuntime:
             except ValidationError as exc:
                 reason = _reasons(exc)
                 return await _refused(call, obs, f"Invalid parameters provided to {call.name}. Reason: {reason}")
-        event = await self._decide(call, spec.name, args)
+        judged: dict[str, Path] = {}
+        event = await self._decide(call, spec.name, args, judged)
         if event.input is not None and spec.params is not None:
             try:  # the user changed the input: it must be as valid as the model's
                 params = spec.params.model_validate(event.input)
@@ -469,16 +476,23 @@ class ToolRuntime:
         if event.decision == "deny":
             told = f". The user says: {event.message}" if event.message else ""
             return _error(call, f"Tool call {call.name} was denied: {event.reason}{told}", event)
-        return _Ready(spec, params, event)
+        # the path the protected-path check judged is the one the tool must write (unless the user changed it)
+        judged_path = judged.get("path") if event.input is None else None
+        return _Ready(spec, params, event, judged_path)
 
-    async def _protected_write(self, tool: str, args: Mapping[str, Any]) -> str | None:
-        """Why this call may write a protected path (docs/tools.md, "Protected paths"), or None."""
+    async def _protected_write(
+        self, tool: str, args: Mapping[str, Any], judged: dict[str, Path] | None = None
+    ) -> str | None:
+        """Why this call may write a protected path (docs/tools.md, "Protected paths"), or None.
+        `judged` receives the real path a file tool's call was judged on."""
         spec = self._tools.get(tool)
         if spec is not None and spec.kind == "edit" and isinstance(args.get("file_path"), str):
             try:
                 real = await self.workspace.resolve(args["file_path"])
             except ToolError:
                 return None  # the tool refuses it itself
+            if judged is not None:
+                judged["path"] = real
             pattern = _protected.protected_path(real, self.workspace.roots)
             if pattern is None:
                 return None
@@ -493,11 +507,13 @@ class ToolRuntime:
             return await anyio.to_thread.run_sync(_protected.shell_protected, parts, cwd, roots)
         return None
 
-    async def _decide(self, call: ToolCall, tool: str, args: dict[str, Any]) -> PermissionDecision:
+    async def _decide(
+        self, call: ToolCall, tool: str, args: dict[str, Any], judged: dict[str, Path] | None = None
+    ) -> PermissionDecision:
         verdict = self.policy.evaluate(tool, args, self.approval_mode)
         guarded = None
         if verdict.decision is not Decision.DENY and self.approval_mode != "yolo":
-            guarded = await self._protected_write(tool, args)
+            guarded = await self._protected_write(tool, args, judged)
         if guarded is not None and verdict.decision is Decision.ALLOW:
             verdict = Verdict(Decision.ASK_USER, PROTECTED_RULE, guarded)
         rule = verdict.rule
@@ -550,6 +566,7 @@ class ToolRuntime:
             await obs.progress(call, ToolProgress(tool_use_id=call.id, status="running", message=message))
 
         token = CURRENT_CALL_ID.set(call.id)
+        judged = _files.JUDGED_PATH.set(ready.judged_path)
         try:
             result = await ready.spec.run(ready.params, progress)
         except ToolError as exc:
@@ -557,6 +574,7 @@ class ToolRuntime:
         except Exception as exc:
             return _error(call, f"Tool {call.name} failed unexpectedly: {type(exc).__name__}: {exc}", ready.decision)
         finally:
+            _files.JUDGED_PATH.reset(judged)
             CURRENT_CALL_ID.reset(token)
         try:
             output = model_output(result.output, self._redactor())
@@ -573,6 +591,8 @@ class _Ready:
     spec: ToolSpec
     params: Params | dict[str, Any]
     decision: PermissionDecision
+    judged_path: Path | None = None
+    """The real path the protected-path check judged (write_file, edit_file; not in yolo mode)."""
 
 
 def _reasons(exc: ValidationError) -> str:

@@ -60,6 +60,7 @@ __all__ = [
     "read_at_most",
     "read_small",
     "replace_file",
+    "size_at_open",
 ]
 
 T = TypeVar("T")
@@ -312,14 +313,25 @@ def read_small(dir_fd: int, name: str, limit: int) -> bytes | None:
         os.close(fd)
 
 
-def chunks(fd: int, stop: StopFlag) -> Iterator[bytes]:
-    """The rest of the file in `CHUNK`-sized reads, checking `stop` before each."""
-    while True:
+def chunks(fd: int, stop: StopFlag, limit: int | None = None) -> Iterator[bytes]:
+    """The rest of the file in `CHUNK`-sized reads, checking `stop` before each; at most `limit`
+    bytes when given (`size_at_open`), so a file another process keeps growing ends."""
+    left = limit
+    while left is None or left > 0:
         stop.check()
-        chunk = os.read(fd, CHUNK)
+        chunk = os.read(fd, CHUNK if left is None else min(CHUNK, left))
         if not chunk:
             return
+        if left is not None:
+            left -= len(chunk)
         yield chunk
+
+
+def size_at_open(info: os.stat_result) -> int:
+    """What a whole-file read takes of a regular file: its size when opened (a file that grows
+    meanwhile, `yes > f` in the background, is read as it was), at least one `CHUNK` (a file system
+    that reports no size still shows its beginning)."""
+    return max(info.st_size, CHUNK)
 
 
 def read_at_most(fd: int, limit: int, stop: StopFlag) -> bytes:
@@ -427,15 +439,16 @@ class LineStream:
     line count (a final line without `\\n` counts). A NUL byte anywhere raises `BinaryContent`.
     """
 
-    def __init__(self, fd: int, stop: StopFlag, keep: int) -> None:
+    def __init__(self, fd: int, stop: StopFlag, keep: int, limit: int | None = None) -> None:
         self._fd = fd
         self._stop = stop
         self._keep = keep
+        self._limit = limit
         self.last: int | None = None
         self.total = 0
 
     def _chunks(self) -> Iterator[bytes]:
-        for chunk in chunks(self._fd, self._stop):
+        for chunk in chunks(self._fd, self._stop, self._limit):
             if b"\0" in chunk:
                 raise BinaryContent
             yield chunk

@@ -9,10 +9,12 @@ started (`kill -- -PGID`), not just the shell; so do the runtime's close and its
 from __future__ import annotations
 
 import contextlib
+import errno
 import fnmatch
 import os
 import shlex
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -36,6 +38,7 @@ from unified.tools._paths import Workspace
 
 __all__ = [
     "BACKGROUND_READ_CAP",
+    "MAX_DELAY_MS",
     "SHELL_ENV_ALLOWLIST",
     "SHELL_OUTPUT_CAP",
     "SHELL_SETTINGS",
@@ -51,6 +54,8 @@ __all__ = [
 ]
 
 SHELL_OUTPUT_CAP = 32 * 1024
+MAX_DELAY_MS = 60_000
+"""The longest `delay_ms` a call may wait: a larger one (`1e18`) would hold the call forever."""
 BACKGROUND_READ_CAP = 64 * 1024
 _PROGRESS_CHARS = 200
 _DRAIN_AFTER_EXIT_S = 0.2
@@ -75,8 +80,18 @@ SHELL_ENV_ALLOWLIST = (
 Not PWD/OLDPWD: bash sets them for the directory it starts in, which is not the host's.
 """
 
-SHELL_SETTINGS: Mapping[str, str] = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
-"""Set for every command: nothing may wait for a keypress or a password no one will type."""
+SHELL_SETTINGS: Mapping[str, str] = {
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_CONFIG_COUNT": "1",
+    "GIT_CONFIG_KEY_0": "safe.bareRepository",
+    "GIT_CONFIG_VALUE_0": "explicit",
+}
+"""Set for every command: nothing may wait for a keypress or a password no one will type, and git
+uses a bare repository only when told to (`--git-dir`): a directory of plain files the model wrote
+(`x/HEAD`, `x/config` with `core.fsmonitor = <command>`) is not a repository an allowed `git status`
+run inside it picks up and obeys. (A `.git` directory is a protected path; such a directory is not.)"""
 
 
 def _kill_group(pgid: int) -> None:
@@ -104,6 +119,25 @@ def _describe_duration(seconds: float) -> str:
     return f"{seconds:g} seconds"
 
 
+_JOBS_FILE_MAX_BYTES = 64 * 1024
+
+
+def _open_own(path: Path, flags: int) -> int:
+    """A file of the runtime's log directory, opened never through a link and never as a FIFO or a
+    device: a command can find the directory (its own script, `$BASH_EXECUTION_STRING`, names the
+    jobs file) and put either there, and a blocking open or an endless read of it would hold the host
+    in a thread no cancel reaches. OSError otherwise."""
+    fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 class CappedLog:
     """A background command's output on disk, at most `limit` bytes: the newest output, in two
     halves (`<log>` and `<log>.1`, the older half). A thread of its own copies the command's pipe
@@ -129,12 +163,12 @@ class CappedLog:
         size = 0
         out = None
         try:
-            out = self.path.open("ab")
+            out = os.fdopen(_open_own(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab")
             while chunk := os.read(fd, 65536):
                 if size + len(chunk) > self.half:
                     out.close()
                     os.replace(self.path, self.older)
-                    out = self.path.open("wb")
+                    out = os.fdopen(_open_own(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "wb")
                     size = 0
                 out.write(chunk)
                 out.flush()
@@ -162,7 +196,7 @@ class CappedLog:
 
 def _last_bytes(path: Path, limit: int) -> bytes:
     try:
-        with path.open("rb") as f:
+        with os.fdopen(_open_own(path, os.O_RDONLY), "rb") as f:
             f.seek(0, os.SEEK_END)
             f.seek(max(0, f.tell() - limit))
             return f.read(limit)
@@ -405,7 +439,12 @@ class ShellParams(Params):
     is_background: bool = Field(
         default=False, description="Run in the background and return after delay_ms; do not use `&`."
     )
-    delay_ms: int = Field(default=200, ge=0, description="How long a background command runs before the call returns.")
+    delay_ms: int = Field(
+        default=200,
+        ge=0,
+        le=MAX_DELAY_MS,
+        description="How long a background command runs before the call returns (at most 60,000).",
+    )
 
 
 async def _cwd(config: ShellConfig, raw: str | None) -> Path:
@@ -418,6 +457,10 @@ async def _cwd(config: ShellConfig, raw: str | None) -> Path:
 async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progress) -> ToolOutput:
     if not p.command.strip():
         raise ToolError("command must not be empty.")
+    try:
+        p.command.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as exc:
+        raise ToolError(f"command is not valid Unicode text (a lone surrogate at character {exc.start}).") from None
     cwd = await _cwd(config, p.dir_path)
     if p.is_background:
         return await _run_background(config, p, cwd)
@@ -532,12 +575,20 @@ def _progress_line(buf: bytearray, clean: Redactor) -> str:
 
 
 def _read_jobs(path: Path) -> list[str]:
+    """The pids the command's EXIT trap wrote (what the command made of the file: only its first
+    64 KiB, only if it is still a regular file, only the numbers)."""
     try:
-        pids = path.read_text().split()
+        fd = _open_own(path, os.O_RDONLY)
     except OSError:
-        return []
-    path.unlink(missing_ok=True)
-    return pids
+        data = b""
+    else:
+        try:
+            data = os.read(fd, _JOBS_FILE_MAX_BYTES)
+        finally:
+            os.close(fd)
+    with contextlib.suppress(OSError):
+        path.unlink(missing_ok=True)
+    return [word for word in data.decode("ascii", errors="replace").split() if word.isdigit()]
 
 
 async def _run_background(config: ShellConfig, p: ShellParams, cwd: Path) -> ToolOutput:
@@ -606,7 +657,9 @@ async def list_background_processes(config: ShellConfig, p: ListBackgroundParams
 class ReadBackgroundParams(Params):
     pid: int = Field(description="PID of a background process started by run_shell_command.")
     lines: int = Field(default=100, ge=1, description="How many of the last lines to return.")
-    delay_ms: int = Field(default=0, ge=0, description="Wait this long before reading.")
+    delay_ms: int = Field(
+        default=0, ge=0, le=MAX_DELAY_MS, description="Wait this long before reading (at most 60,000)."
+    )
 
 
 async def read_background_output(config: ShellConfig, p: ReadBackgroundParams, progress: Progress) -> ToolOutput:

@@ -270,6 +270,8 @@ def parse(command: str) -> tuple[SimpleCommand, ...]:
         return tuple(_Walker(command, depth=0, via=()).run())
     except RecursionError:
         return (SimpleCommand((), command, unknown="nested too deeply to follow"),)
+    except UnicodeEncodeError:  # a lone surrogate (`"\ud800"` in the model's JSON, or made by `$'\ud800'`)
+        return (SimpleCommand((), command, unknown="text that is not valid Unicode (a lone surrogate)"),)
 
 
 _parser_lock = threading.Lock()
@@ -971,6 +973,9 @@ class _Options:
 
 _Handler = Callable[[_Walker, list[Word], _Invocation], None]
 
+_CHDIR_OPTIONS = frozenset({"-C", "--chdir"})
+"""Wrapper options that run the command in another directory (`env -C dir`, `env --chdir=dir`)."""
+
 
 def _wrapper(options: _Options, *, takes_env: bool = False, default: str | None = None) -> _Handler:
     """A command that runs the rest of its words as another command (`nice -n 5 make`).
@@ -1008,7 +1013,9 @@ def _wrapper(options: _Options, *, takes_env: bool = False, default: str | None 
             inv = replace(inv, open_tail=True, stdin=None, placeholder=seen.get("-I") or seen.get("-i") or None)
             if "-i" in seen and not seen["-i"]:
                 inv = replace(inv, placeholder="{}")
-        if options.separate_command or not rest:
+        if options.separate_command or not rest or _CHDIR_OPTIONS & seen.keys():
+            # a wrapper that moves the command to another directory (`env -C dir`) is a part of its
+            # own, so its words are judged too: after it, a plain file name may be a protected path
             walker.out.append(replace(inv, open_tail=False, placeholder=None).command([words[0], *own]))
         if not rest:
             if default is not None:
@@ -1124,7 +1131,7 @@ def _coproc(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
 def _find(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
     """`find ... -exec cmd {} ;` runs cmd per file: find itself, then each -exec command."""
     own: list[Word] = []
-    runs: list[list[Word]] = []
+    runs: list[tuple[list[Word], str]] = []
     writes = list(inv.writes)
     index = 0
     while index < len(words):
@@ -1133,7 +1140,8 @@ def _find(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
             end = index + 1
             while end < len(words) and words[end] not in (";", "+"):
                 end += 1
-            runs.append(words[index + 1 : end])
+            # `-execdir` runs the command inside the directory of each file found
+            runs.append((words[index + 1 : end], "find -execdir" if word.endswith("dir") else "find"))
             index = end + 1
             continue
         if word in ("-fprint", "-fprint0", "-fls", "-fprintf") and index + 1 < len(words):
@@ -1141,8 +1149,8 @@ def _find(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
         own.append(word)
         index += 1
     walker.out.append(replace(inv, writes=tuple(writes)).command(own))
-    for run in runs:
-        walker.resolve(run, replace(inv, via=(*inv.via, "find"), placeholder="{}", stdin=None))
+    for run, runner in runs:
+        walker.resolve(run, replace(inv, via=(*inv.via, runner), placeholder="{}", stdin=None))
 
 
 def _parallel(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
