@@ -30,6 +30,7 @@ __all__ = [
     "NotRegularFile",
     "append_line",
     "open_regular",
+    "open_regular_fd",
     "read_regular",
     "read_regular_text",
     "temporary_beside",
@@ -77,11 +78,11 @@ def _kind(mode: int) -> str:
     return "not a file"
 
 
-def _open_checked(path: Path | str, flags: int, max_bytes: int | None) -> tuple[int, os.stat_result]:
+def _open_checked(path: Path | str, flags: int, max_bytes: int | None, mode: int = 0o666) -> tuple[int, os.stat_result]:
     """A descriptor of `path` opened with `flags` without blocking, refused (and closed) unless it is a regular
     file of at most `max_bytes`, then made blocking; with its `fstat`. The one check behind every open here."""
     # O_NONBLOCK: a FIFO without a writer does not block the open; O_NOCTTY: a terminal never becomes ours.
-    fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY, mode)
     try:
         status = os.fstat(fd)
         if not stat.S_ISREG(status.st_mode):
@@ -103,6 +104,14 @@ def open_regular(path: Path | str, *, follow_links: bool = True, max_bytes: int 
     without reading it. Other failures are the OSError the open raised (FileNotFoundError, ...)."""
     fd, _ = _open_checked(path, os.O_RDONLY if follow_links else os.O_RDONLY | os.O_NOFOLLOW, max_bytes)
     return os.fdopen(fd, "rb")
+
+
+def open_regular_fd(path: Path | str, flags: int, *, mode: int = 0o600) -> int:
+    """A descriptor of `path` opened with `flags` (`os.O_WRONLY | os.O_CREAT`, `os.O_NOFOLLOW`, ... as the
+    caller needs; `mode` for a file it creates), checked as `open_regular` checks one: a FIFO or a device is
+    refused with `NotRegularFile`, never waited on, read or written."""
+    fd, _ = _open_checked(path, flags, None, mode)
+    return fd
 
 
 def read_regular(path: Path | str, *, max_bytes: int | None = None) -> bytes:

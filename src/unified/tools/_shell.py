@@ -9,12 +9,10 @@ started (`kill -- -PGID`), not just the shell; so do the runtime's close and its
 from __future__ import annotations
 
 import contextlib
-import errno
 import fnmatch
 import os
 import shlex
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -30,6 +28,7 @@ import anyio.to_thread
 from anyio.abc import Process
 from pydantic import Field
 
+from unified._files import open_regular_fd
 from unified._internal import limits
 from unified._redaction import Redactor, is_secret, redactor
 from unified.tools import _watchdog
@@ -126,16 +125,8 @@ def _open_own(path: Path, flags: int) -> int:
     """A file of the runtime's log directory, opened never through a link and never as a FIFO or a
     device: a command can find the directory (its own script, `$BASH_EXECUTION_STRING`, names the
     jobs file) and put either there, and a blocking open or an endless read of it would hold the host
-    in a thread no cancel reaches. OSError otherwise."""
-    fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-        os.set_blocking(fd, True)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    in a thread no cancel reaches. OSError otherwise (`NotRegularFile`, ELOOP for a link)."""
+    return open_regular_fd(path, flags | os.O_NOFOLLOW)
 
 
 class CappedLog:
