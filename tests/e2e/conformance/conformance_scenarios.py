@@ -214,6 +214,40 @@ IMAGE_CHUNKS = (
 """A streamed answer with text, then a generated image (the shape of the real image-output recordings)."""
 
 
+def _remote_mcp(transport: Literal["http", "sse"], shapes_for: Mapping[str, Shape] | None = None) -> Scenario:
+    """The echo call through the MCP server served over `transport` on 127.0.0.1: the backend (or its
+    binary) connects to it; the Interactions API calls a remote server itself, so its column plays the
+    steps Google streams for it (its tool named echo/echo)."""
+    said = {"text": f"over {transport}"}
+    steps = [
+        ServerStep(
+            type="mcp_server_tool_call", data={"id": "m1", "name": "echo", "server_name": "echo", "arguments": said}
+        ),
+        ServerStep(
+            type="mcp_server_tool_result",
+            data={"call_id": "m1", "name": "echo", "server_name": "echo", "result": f"echo: over {transport}"},
+        ),
+        TextStep(text="Echoed."),
+    ]
+    return Scenario(
+        f"mcp_tool_over_{transport}",
+        (ModelTurn(function_calls=[FunctionCall(name="mcp__echo__echo", args=said)]), ModelTurn(text="Echoed.")),
+        ("tool mcp_echo_echo ok", "text", "result success"),
+        observes=("mcp",),
+        turns_for={
+            "gemini-cli": (
+                ModelTurn(function_calls=[FunctionCall(name="mcp_echo_echo", args=said)]),
+                ModelTurn(text="Echoed."),
+            ),
+            "interactions": (InteractionTurn(steps=steps),),
+        },
+        aliases={"echo/echo": "mcp_echo_echo"},
+        approval_mode="yolo",
+        mcp=transport,
+        shapes_for=shapes_for or {},
+    )
+
+
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         "plain_text",
@@ -748,76 +782,9 @@ SCENARIOS: tuple[Scenario, ...] = (
         approval_mode="yolo",
         mcp="stdio",
     ),
-    Scenario(
-        "mcp_tool_over_http",
-        (
-            ModelTurn(function_calls=[FunctionCall(name="mcp__echo__echo", args={"text": "over http"})]),
-            ModelTurn(text="Echoed."),
-        ),
-        ("tool mcp_echo_echo ok", "text", "result success"),
-        observes=("mcp",),
-        turns_for={
-            "gemini-cli": (
-                ModelTurn(function_calls=[FunctionCall(name="mcp_echo_echo", args={"text": "over http"})]),
-                ModelTurn(text="Echoed."),
-            ),
-            # The Interactions API calls a remote MCP server itself: the steps it streams for it.
-            "interactions": (
-                InteractionTurn(
-                    steps=[
-                        ServerStep(
-                            type="mcp_server_tool_call",
-                            data={"id": "m1", "name": "echo", "server_name": "echo", "arguments": {"text": "over it"}},
-                        ),
-                        ServerStep(
-                            type="mcp_server_tool_result",
-                            data={"call_id": "m1", "name": "echo", "server_name": "echo", "result": "echo: over http"},
-                        ),
-                        TextStep(text="Echoed."),
-                    ]
-                ),
-            ),
-        },
-        aliases={"echo/echo": "mcp_echo_echo"},  # the Interactions API's name for a remote server's tool
-        approval_mode="yolo",
-        mcp="http",
-    ),
-    Scenario(
-        "mcp_tool_over_sse",
-        (
-            ModelTurn(function_calls=[FunctionCall(name="mcp__echo__echo", args={"text": "over sse"})]),
-            ModelTurn(text="Echoed."),
-        ),
-        ("tool mcp_echo_echo ok", "text", "result success"),
-        observes=("mcp",),
-        turns_for={
-            "gemini-cli": (
-                ModelTurn(function_calls=[FunctionCall(name="mcp_echo_echo", args={"text": "over sse"})]),
-                ModelTurn(text="Echoed."),
-            ),
-            # The Interactions API calls a remote MCP server itself: the steps it streams for it.
-            "interactions": (
-                InteractionTurn(
-                    steps=[
-                        ServerStep(
-                            type="mcp_server_tool_call",
-                            data={"id": "m1", "name": "echo", "server_name": "echo", "arguments": {"text": "over it"}},
-                        ),
-                        ServerStep(
-                            type="mcp_server_tool_result",
-                            data={"call_id": "m1", "name": "echo", "server_name": "echo", "result": "echo: over http"},
-                        ),
-                        TextStep(text="Echoed."),
-                    ]
-                ),
-            ),
-        },
-        aliases={"echo/echo": "mcp_echo_echo"},  # the Interactions API's name for a remote server's tool
-        # Codex does not speak SSE: the run refuses it before it starts.
-        shapes_for={"codex": ("error unsupported_option fatal", "result error")},
-        approval_mode="yolo",
-        mcp="sse",
-    ),
+    _remote_mcp("http"),
+    # Codex does not speak SSE: the run refuses it before it starts.
+    _remote_mcp("sse", shapes_for={"codex": ("error unsupported_option fatal", "result error")}),
     Scenario(
         "ask_user",
         (
