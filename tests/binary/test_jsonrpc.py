@@ -235,3 +235,19 @@ def test_an_inbox_is_first_in_first_out() -> None:
     assert inbox.pop() == {"n": 1}
     assert inbox.pop() == LineProblem("bad")
     assert inbox.pop() is None
+
+
+async def test_an_answer_whose_id_is_true_does_not_answer_request_1() -> None:
+    """JSON's `true` is Python's True, which equals 1: by its value alone it would be the answer to
+    request 1 (a binary's slip, or a line a model steered). Only an int or a string id routes."""
+
+    def agent(line: str) -> list[str]:
+        message = json.loads(line)
+        if "id" not in message or "method" not in message:
+            return []
+        forged = json.dumps({"id": True, "result": {"forged": True}})
+        return [forged, json.dumps({"id": message["id"], "result": {"real": True}})]
+
+    connection = JsonRpcConnection(FakeAgentProcess(agent))
+    assert await connection.request("ping", {}) == {"real": True}
+    assert {"id": True, "result": {"forged": True}} in list(connection.unrouted)

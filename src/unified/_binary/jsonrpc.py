@@ -252,7 +252,8 @@ class JsonRpcConnection:
             self.observer("recv", message)
         if "method" not in message:
             request_id = message.get("id")
-            target = self._answers.get(request_id) if isinstance(request_id, int | str) else None
+            # by exact type: `true` is an int to Python (and `True == 1`), so it would answer request 1
+            target = self._answers.get(request_id) if type(request_id) in (int, str) else None
         else:
             key = self._route_key(message)
             target = self._sessions.get(key) if key is not None else None
