@@ -440,3 +440,24 @@ async def test_a_cli_that_never_answers_initialize_is_a_backend_error(
     [error] = [e for e in events if isinstance(e, ErrorEvent)]
     assert error.code == "backend_error"
     assert "did not answer initialize" in error.message
+
+
+async def test_a_cli_that_floods_lines_before_answering_initialize_is_stopped_not_held(tmp_path: Path) -> None:
+    """The lines before the initialize answer are kept (to be pumped once it comes): a bounded number."""
+    from unified._adapters.claude_code._run import MAX_EARLY_LINES
+
+    def flood(line: str) -> list[str]:
+        message = json.loads(line)
+        if message.get("type") != "control_request":
+            return []
+        return [json.dumps({"type": "system", "subtype": "noise", "n": n}) for n in range(MAX_EARLY_LINES + 1)]
+
+    def start(argv: Sequence[str], cwd: Path, env: Any) -> FakeAgentProcess:
+        return FakeAgentProcess(flood, argv=argv, env=env)
+
+    params = ExecuteParams(prompt="go", backend="claude-code", cwd=tmp_path, backend_options={"start_process": start})
+    async with EventStream(params, strict=True) as stream:
+        events = [event async for event in stream]
+    [error] = [e for e in events if isinstance(e, ErrorEvent)]
+    assert error.code == "backend_error"
+    assert f"more than {MAX_EARLY_LINES} lines before it answered initialize" in error.message

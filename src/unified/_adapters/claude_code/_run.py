@@ -63,6 +63,10 @@ from unified.sessions import short_id_of
 __all__ = ["ClaudeRun", "RunPlan", "SpareLost", "prompt_content"]
 
 INITIALIZE_TIMEOUT_S = 120.0
+MAX_EARLY_LINES = 100
+"""Lines kept that the CLI writes before it answers `initialize` (to be pumped after it): the real CLI
+writes none or a few; more is a CLI gone wrong (or steered), and holding them for up to
+`INITIALIZE_TIMEOUT_S` would grow without bound (each line may be 8 MiB)."""
 """A hang guard for the handshake (about 1 s normally)."""
 SETTLE_S = 5.0
 """How long an interrupted turn may take to print its `result`."""
@@ -197,6 +201,13 @@ class ClaudeRun:
                     return early
                 if message.get("type") == "result":  # the CLI failed at start (e.g. a --resume it cannot find)
                     raise error_from_result(message)
+                if len(early) == MAX_EARLY_LINES:
+                    raise BackendError(
+                        f"the claude CLI wrote more than {MAX_EARLY_LINES} lines before it answered initialize; "
+                        "the run was stopped",
+                        hint="run `unified doctor`; the CLI's stderr is in this error's details",
+                        details={"stderr_tail": self.process.stderr_tail() if self.process is not None else ""},
+                    )
                 early.append(message)
         raise BackendError(
             f"the claude CLI did not answer initialize within {INITIALIZE_TIMEOUT_S:g} s",
