@@ -459,7 +459,10 @@ Base64Bytes = Annotated[
     bytes,
     BeforeValidator(_bytes_of_base64),
     PlainSerializer(_base64_text, return_type=str, when_used="json"),
-    Field(description="Bytes; in JSON, standard base64 text (RFC 4648, with padding)."),
+    Field(
+        description="Bytes; in JSON, standard base64 text (RFC 4648, with padding).",
+        json_schema_extra={"contentEncoding": "base64"},
+    ),
 ]
 """Bytes in Python, standard base64 text in JSON (pydantic's own `base64` mode writes the URL-safe alphabet)."""
 
