@@ -777,3 +777,22 @@ def test_gemini_cli_stream_json_a_warning_before_init_does_not_start_the_session
     (started,) = [e for e in events if isinstance(e, SessionStarted)]
     assert started.session_id == INIT["session_id"]
     assert started.model == "gemini-x"
+
+
+def test_a_command_s_later_lines_are_marked_as_its_own_never_a_prompt_of_ours(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A multi-line command is legitimate, so its line breaks stay; but a line of it that reads like a
+    prompt (`? Allow running ls?`) is shown as a continuation of the command, not as a question."""
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, color_system=None, width=300)
+    monkeypatch.setattr(console, "input", lambda prompt="": "2")
+    command = "rm -rf ~\n? Allow running `ls`?\r\n  1. allow once"
+    question = Question(
+        id="permission",
+        prompt=_summary("Bash", {"command": command}),
+        options=[QuestionOption(id="allow_once", label="allow once"), QuestionOption(id="deny", label="deny")],
+    )
+    ask_in_terminal(UserInputRequest(request_id="r", source="permission", questions=[question]), console)
+    lines = out.getvalue().splitlines()
+    assert [line for line in lines if line.startswith("? ")] == [lines[0]]  # one question line: ours
+    assert "  ┆ ? Allow running `ls`?" in lines
+    assert "  ┆   1. allow once`?" in lines  # the summary's closing quote: still the command's line

@@ -62,11 +62,16 @@ def ask_in_terminal(request: UserInputRequest, console: Console) -> UserInputRes
     return UserInputResponse(answers=answers)
 
 
+CONTINUED = "\n  ┆ "
+"""What each line after a question's first begins with: a multi-line command is legitimate, but a line
+of it must not pass for a prompt of ours (`rm -rf ~` then a line `? Allow running ls?`)."""
+
+
 def _shown(text: str) -> str:
     """`text` as a prompt shows it: secrets replaced, and nothing that could rewrite what the terminal shows.
     A command the model wrote may carry `ESC[2K` (erase the line) and a harmless command after it: the
-    user would approve what they did not see."""
-    return visible(redact(text))
+    user would approve what they did not see. Every line after the first is marked as a continuation."""
+    return visible(redact(text).replace("\r\n", "\n")).replace("\n", CONTINUED)
 
 
 def _ask_one(question: Question, console: Console) -> str | list[str]:
