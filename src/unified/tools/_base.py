@@ -23,6 +23,7 @@ __all__ = [
     "ToolSpec",
     "clean_schema",
     "params_schema",
+    "require_unicode",
 ]
 
 """Which declaration texts the model gets (seed 000: the Gemini 3 family has its own strings)."""
@@ -33,6 +34,16 @@ ToolKind = Literal["read", "edit", "execute", "other"]
 
 class ToolError(Exception):
     """A failure the model should read: its message becomes `{"error": message}`."""
+
+
+def require_unicode(text: str, what: str) -> None:
+    """Refuse `text` (a path, a command) with a `ToolError` when it holds a lone surrogate: legal in the
+    model's JSON (`"\\ud800"`), but no file name or command can hold it. The surrogate escapes of a name's
+    undecodable bytes (how Python spells them) are fine."""
+    try:
+        text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as exc:
+        raise ToolError(f"{what} is not valid Unicode text (a lone surrogate at character {exc.start}).") from None
 
 
 @dataclass(frozen=True)

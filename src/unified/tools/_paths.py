@@ -14,7 +14,7 @@ from urllib.parse import unquote, urlparse
 
 import anyio.to_thread
 
-from unified.tools._base import ToolError
+from unified.tools._base import ToolError, require_unicode
 
 __all__ = ["NAME_MAX", "PATH_MAX", "Workspace"]
 
@@ -58,10 +58,7 @@ class Workspace:
 
     def _resolve_sync(self, raw: str) -> Path:
         text = raw.replace("\0", "")
-        try:
-            text.encode("utf-8", "surrogateescape")  # a name's undecodable bytes are fine, a lone surrogate is not
-        except UnicodeEncodeError as exc:
-            raise ToolError(f"Path is not valid Unicode text (a lone surrogate at character {exc.start}).") from None
+        require_unicode(text, "Path")
         if text.startswith("file://"):
             text = unquote(urlparse(text).path)
         if not text.strip():

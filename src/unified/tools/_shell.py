@@ -32,7 +32,7 @@ from unified._files import open_regular_fd
 from unified._internal import limits
 from unified._redaction import Redactor, is_secret, redactor
 from unified.tools import _watchdog
-from unified.tools._base import Params, Progress, ToolError, ToolOutput
+from unified.tools._base import Params, Progress, ToolError, ToolOutput, require_unicode
 from unified.tools._paths import Workspace
 
 __all__ = [
@@ -448,10 +448,7 @@ async def _cwd(config: ShellConfig, raw: str | None) -> Path:
 async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progress) -> ToolOutput:
     if not p.command.strip():
         raise ToolError("command must not be empty.")
-    try:
-        p.command.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError as exc:
-        raise ToolError(f"command is not valid Unicode text (a lone surrogate at character {exc.start}).") from None
+    require_unicode(p.command, "command")
     cwd = await _cwd(config, p.dir_path)
     if p.is_background:
         return await _run_background(config, p, cwd)
