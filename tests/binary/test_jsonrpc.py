@@ -251,3 +251,75 @@ async def test_an_answer_whose_id_is_true_does_not_answer_request_1() -> None:
     connection = JsonRpcConnection(FakeAgentProcess(agent))
     assert await connection.request("ping", {}) == {"real": True}
     assert {"id": True, "result": {"forged": True}} in list(connection.unrouted)
+
+
+def error_with_id(request_id: object, message: str = "Parse error") -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32700, "message": message}})
+
+
+async def test_an_error_answer_with_id_null_fails_the_one_waiting_request_now() -> None:
+    """JSON-RPC gives the id null to the error about a request the agent could not read: with one request
+    waiting, that is its answer, and waiting on (for the run's timeouts) would only hang the run."""
+
+    def agent(line: str) -> list[str]:
+        return [error_with_id(None)] if "method" in json.loads(line) else []
+
+    process = FakeAgentProcess(agent)
+    connection = JsonRpcConnection(process, name="agent", route=by_session)
+    inbox = connection.open_inbox("a")
+    with pytest.raises(RpcError) as caught:
+        await connection.request("session/prompt", {"sessionId": "a"})
+    assert caught.value.code == -32700
+    assert "agent answered with an error for no request unified sent (id None): Parse error" in caught.value.message
+    warning = await connection.receive(inbox)
+    assert isinstance(warning, LineProblem)
+    assert "Parse error" in warning.text
+
+
+async def test_an_error_for_an_id_never_sent_warns_and_leaves_every_waiting_request_waiting() -> None:
+    """With two requests waiting, an id-null error cannot be told apart: both keep waiting for their own
+    answers (which come), every session hears of it. An error with an id we never issued is a warning too."""
+    process = FakeAgentProcess()
+    connection = JsonRpcConnection(process, name="agent", route=by_session)
+    inbox = connection.open_inbox("a")
+    first = await connection.start_request("one", {}, Inbox())
+    second_inbox = Inbox()
+    second = await connection.start_request("two", {}, second_inbox)
+    process.emit(error_with_id(None), error_with_id("7", "no such request"), error_with_id(9.0), error_with_id(99))
+    process.emit(json.dumps({"id": second, "result": {"ok": True}}))
+    assert await connection.receive(second_inbox) == {"id": second, "result": {"ok": True}}
+    warnings = [await connection.receive(inbox) for _ in range(4)]
+    texts = [w.text for w in warnings if isinstance(w, LineProblem)]
+    assert [t.split("(id ")[1].split(")")[0] for t in texts] == ["None", "'7'", "9.0", "99"]
+    assert "no such request" in texts[1]
+    connection.forget(first)
+
+
+async def test_a_late_error_for_a_forgotten_request_is_kept_unrouted_not_warned() -> None:
+    """A request we gave up on (cancelled, timed out) may still be answered, with an error too: that is
+    no slip of the agent's, so no session is warned and no other request is failed."""
+    process = FakeAgentProcess()
+    connection = JsonRpcConnection(process, name="agent", route=by_session)
+    inbox = connection.open_inbox("a")
+    gone = await connection.start_request("slow", {}, Inbox())
+    connection.forget(gone)
+    waiting = Inbox()
+    live = await connection.start_request("live", {}, waiting)
+    process.emit(error_with_id(gone, "too late"), json.dumps({"id": live, "result": {}}))
+    assert await connection.receive(waiting) == {"id": live, "result": {}}
+    assert inbox.pop() is None
+    assert json.loads(error_with_id(gone, "too late")) in list(connection.unrouted)
+
+
+async def test_the_warning_about_a_stray_error_keeps_an_environment_secret_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "AIzaSyD-stray-error-secret-0123456789abcd"
+    monkeypatch.setenv("GEMINI_API_KEY", secret)
+    process = FakeAgentProcess()
+    connection = JsonRpcConnection(process, name="agent", route=by_session)
+    inbox = connection.open_inbox("a")
+    process.emit(error_with_id(None, f"bad key {secret} " + "x" * 400))
+    problem = await connection.receive(inbox)
+    assert isinstance(problem, LineProblem)
+    assert secret not in problem.text
+    assert secret[:12] not in problem.text
+    assert len(problem.text) < 450

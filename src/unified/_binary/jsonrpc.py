@@ -16,6 +16,9 @@ Decisions:
   open, such as a process's own startup session) are kept in `unrouted`, bounded: beyond
   `UNROUTED_LIMIT` the oldest are dropped and counted in `unrouted_dropped`. A pooled connection
   may live for hours; nothing it receives may pile up.
+- An error answer to an id we never sent (JSON-RPC's id null: the agent could not read a request of
+  ours) warns every open session; with one request waiting it is that request's answer, which fails
+  at once instead of leaving the run to its timeouts.
 - A line that is not a JSON object (or that the process could not read) becomes a `LineProblem`
   in every open session inbox (in `unrouted` when none is open): each run warns, none crashes.
 """
@@ -30,6 +33,7 @@ from typing import Any, Literal
 
 from unified._binary.framing import json_line, parse_object
 from unified._binary.loops import PerLoopLock
+from unified._redaction import clip
 from unified.backends import AgentProcess, MalformedLine
 
 __all__ = [
@@ -254,6 +258,9 @@ class JsonRpcConnection:
             request_id = message.get("id")
             # by exact type: `true` is an int to Python (and `True == 1`), so it would answer request 1
             target = self._answers.get(request_id) if type(request_id) in (int, str) else None
+            if target is None and "error" in message and not self._issued(request_id):
+                self._unanswerable(message)
+                return
         else:
             key = self._route_key(message)
             target = self._sessions.get(key) if key is not None else None
@@ -262,6 +269,24 @@ class JsonRpcConnection:
                 return
         if target is not None:
             target.put(message)
+        else:
+            self._keep_unrouted(message)
+
+    def _issued(self, request_id: object) -> bool:
+        """Whether `request_id` is one this connection sent (answered, forgotten or awaited)."""
+        return type(request_id) is int and 0 < request_id <= self._next_id
+
+    def _unanswerable(self, message: Message) -> None:
+        """An error answer to no request we sent: the agent could not read one of ours (JSON-RPC gives
+        such an error the id null), or it slipped. Every open session is warned, and when the id is null
+        and exactly one request awaits an answer, that request fails now: its answer will never come."""
+        error = as_dict(message.get("error"))
+        said = clip(str(error.get("message") or error.get("code") or "no message"), 300)
+        text = f"{self.name} answered with an error for no request unified sent (id {message.get('id')!r}): {said}"
+        self._broadcast(LineProblem(text))
+        if message.get("id") is None and len(self._answers) == 1:
+            ((waiting, target),) = self._answers.items()
+            target.put({"id": waiting, "error": {"code": error.get("code", -32603), "message": text}})
         else:
             self._keep_unrouted(message)
 
