@@ -148,7 +148,7 @@ class PermissionBridge:
             await self.connection.respond(request_id, {"outcome": refusal})
             return
         tool_name = self.translator.tool_name(call_id)
-        if tool_name == "ask_user":
+        if tool_name == "ask_user" and call_id not in self.translator.ask_user_calls:
             await self._question(request_id, call, call_id, options)
             return
         args = self.translator.args_of(call_id)

@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 
 from unified._adapters.gemini_cli._acp import AcpConnection
+from unified._adapters.gemini_cli._ask_server import serve_ask_user
 from unified._adapters.gemini_cli._chat_files import gemini_home
 from unified._adapters.gemini_cli._chat_records import ChatRecords
 from unified._adapters.gemini_cli._conversation import Opening, keep_failed_prompt
@@ -39,6 +40,8 @@ from unified.events import (
     SubagentStarted,
     ToolResult,
     ToolUse,
+    UserInputRequest,
+    UserInputResponse,
 )
 from unified.sessions import short_id_of
 from unified.types import ExecuteParams
@@ -74,6 +77,7 @@ class AcpRun:
         load = opening.load if opening is not None else None
         self.setup = SessionSetup(self.connection, ctx, launch, load)
         self.translator = AcpTranslator()
+        self._questions = 0
 
     @property
     def session_id(self) -> str:
@@ -84,9 +88,13 @@ class AcpRun:
         if not cwd.is_dir():
             raise ConfigurationError(f"cwd {cwd} is not a directory", hint="pass an existing working directory")
         try:
-            await self.setup.open(cwd)
-            self.translator.session_id = self.session_id
-            return await self._prompt(cwd, resumed=bool(self.params.resume))
+            if self.params.on_user_input is None:
+                return await self._open_and_prompt(cwd)
+            async with serve_ask_user(self._ask, self._question_id) as server:
+                self.setup.own_servers = [server.acp_entry()]
+                self.translator.ask_user_tool = server.cli_tool_name
+                self.translator.ask_user_noted = server.note_call
+                return await self._open_and_prompt(cwd)
         except ConnectionClosed as exc:
             self.lease.retire()
             process = self.connection.process
@@ -95,6 +103,19 @@ class AcpRun:
         finally:
             if self.session_id:
                 self.connection.close_inbox(self.session_id)
+
+    async def _open_and_prompt(self, cwd: Path) -> RunOutcome:
+        await self.setup.open(cwd)
+        self.translator.session_id = self.session_id
+        return await self._prompt(cwd, resumed=bool(self.params.resume))
+
+    async def _ask(self, request: UserInputRequest) -> UserInputResponse:
+        """A question of the model's ask_user (served by `_ask_server`) to the caller, on this session."""
+        return await self.ctx.ask_user(request.model_copy(update={"session_id": self.session_id or None}))
+
+    def _question_id(self) -> str:
+        self._questions += 1
+        return f"question-{self._questions}"
 
     async def _prompt(self, cwd: Path, *, resumed: bool) -> RunOutcome:
         ctx = self.ctx

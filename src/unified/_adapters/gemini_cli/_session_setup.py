@@ -74,6 +74,8 @@ class SessionSetup:
 
     def __init__(self, connection: AcpConnection, ctx: RunContext, launch: Launch, load: str | None = None) -> None:
         self.connection = connection
+        self.own_servers: list[dict[str, Any]] = []
+        """ACP entries of unified's own MCP servers for this session (the ask_user server, `_ask_server.py`)."""
         self.params = ctx.params
         self.load = load or self.params.resume
         """What `session/load` opens (a resume's ref, or the session a continued conversation was written as);
@@ -111,7 +113,7 @@ class SessionSetup:
         await self._configure()
 
     def _mcp_servers(self) -> list[dict[str, Any]]:
-        return [acp_from_mcp_server(server) for server in self.params.mcp_servers]
+        return [acp_from_mcp_server(server) for server in self.params.mcp_servers] + self.own_servers
 
     async def _warn_unstartable_mcp(self, cwd: Path) -> None:
         """Warn about stdio MCP servers whose command does not exist.
