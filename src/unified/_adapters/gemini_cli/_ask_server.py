@@ -144,6 +144,8 @@ class AskUserServer:
                 await self._serve(stream)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream, OSError):
                 pass
+            except Exception:  # whatever a peer sends must not end the run: the peer is dropped
+                pass
             finally:
                 self._connections -= 1
 
@@ -186,7 +188,9 @@ class AskUserServer:
                 conn.receive_data(data)
                 continue
             if isinstance(event, h11.Request):
-                if len(event.headers) > MAX_HEADERS:
+                # h11 bounds only a head that arrives in pieces; one that arrives whole is measured here
+                size = len(event.target) + sum(len(name) + len(value) + 4 for name, value in event.headers)
+                if len(event.headers) > MAX_HEADERS or size > MAX_HEADER_BYTES:
                     raise _Reject(431)
                 request = event
                 self._check_auth(event)
@@ -359,6 +363,12 @@ async def serve_ask_user(
             finally:
                 server.closed = True
                 tg.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # The run's own exception (RunStopped, a dead process, a cancellation), not wrapped by our task group:
+        # the connection handlers never raise (`handle`), so it is the only one.
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
     finally:
         with anyio.CancelScope(shield=True):
             await listener.aclose()

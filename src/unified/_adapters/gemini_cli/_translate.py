@@ -187,7 +187,10 @@ class AcpTranslator:
             self.ask_user_calls.add(call_id)
             if self.ask_user_noted is not None:
                 self.ask_user_noted(call_id)
-        tool_input = request_args(name, call, cwd) if cwd is not None else _input_of(call)
+        if call_id in self.ask_user_calls:  # its arguments' JSON is the call's content, in every mode
+            tool_input = request_args(name, call, cwd or ".")
+        else:
+            tool_input = request_args(name, call, cwd) if cwd is not None else _input_of(call)
         self.tools[call_id] = _Tool(name=name, subagent=subagent, args=dict(tool_input))
         items: list[Item] = []
         if not self._content_seen:
