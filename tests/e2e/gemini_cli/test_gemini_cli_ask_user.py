@@ -8,7 +8,7 @@ caller's `on_user_input` gets the question, and the model's next request carries
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -54,7 +54,7 @@ async def run(
     server: FakeGemini,
     workspace: Path,
     tmp_path: Path,
-    on_stream: Callable[[EventStream], Any] | None = None,
+    on_stream: Callable[[EventStream, UnifiedEvent], Awaitable[None]] | None = None,
     **fields: Any,
 ) -> list[UnifiedEvent]:
     options = {**backend_options_for(server, "gemini-cli", cli_home=tmp_path / "cli-home"), "pool_size": 0}
