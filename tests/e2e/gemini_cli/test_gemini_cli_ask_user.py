@@ -80,7 +80,7 @@ async def port_refuses(port: int) -> bool:
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
-@pytest.mark.parametrize("mode", ["default", "yolo"])
+@pytest.mark.parametrize("mode", ["default", "yolo", "plan"])
 async def test_the_model_asks_and_its_next_request_carries_the_answer(
     workspace: Path, tmp_path: Path, servers: list[AskUserServer], mode: str
 ) -> None:
