@@ -112,7 +112,7 @@ async def test_tools_list_offers_exactly_the_one_ask_user_tool() -> None:
 async def test_a_call_asks_the_person_and_returns_the_api_backends_answer() -> None:
     asker = Asker()
     async with served(asker) as (server, client):
-        server.note_call("mcp_x_ask__call_1")
+        server.note_call("mcp_x_ask__call_1", {"questions": [QUESTION]})
         reply = await client.post(server.url, json=call({"questions": [QUESTION]}))
     result = reply.json()["result"]
     assert result["isError"] is False
@@ -120,6 +120,20 @@ async def test_a_call_asks_the_person_and_returns_the_api_backends_answer() -> N
     [request] = asker.asked
     assert (request.source, request.tool_name, request.tool_use_id) == ("model-tool", "ask_user", "mcp_x_ask__call_1")
     assert [o.label for o in request.questions[0].options] == ["red", "blue"]
+
+
+async def test_each_question_names_the_announced_call_with_its_arguments() -> None:
+    """A call the CLI announced but never made (denied) does not lend its id to the next; a call ACP showed
+    without arguments (an explanation over 500 characters) is tied in order."""
+    asker = Asker()
+    async with served(asker) as (server, client):
+        server.note_call("denied", {"questions": [{"question": "Something else?"}]})
+        server.note_call("real", {"questions": [QUESTION]})
+        await client.post(server.url, json=call({"questions": [QUESTION]}))
+        server.note_call("long", {})
+        await client.post(server.url, json=call({"questions": [{"question": "x" * 600}]}))
+        await client.post(server.url, json=call({"questions": [QUESTION]}))  # announced by nobody
+    assert [r.tool_use_id for r in asker.asked] == ["real", "long", None]
 
 
 async def test_no_answer_is_a_tool_error_the_model_reads() -> None:
@@ -349,8 +363,8 @@ async def test_concurrent_calls_are_asked_at_once_and_each_gets_its_own_answer()
 
     answers: dict[str, Any] = {}
     async with served(ask) as (server, client):
-        server.note_call("call-a")
-        server.note_call("call-b")
+        server.note_call("call-b", {"questions": [{"question": "right"}]})  # announced in the other order
+        server.note_call("call-a", {"questions": [{"question": "left"}]})
 
         async def one(word: str) -> None:
             reply = await client.post(server.url, json=call({"questions": [{"question": word}]}))
@@ -361,7 +375,7 @@ async def test_concurrent_calls_are_asked_at_once_and_each_gets_its_own_answer()
                 tg.start_soon(one, "left")
                 tg.start_soon(one, "right")
     assert answers == {"left": {"answers": {"left": "LEFT"}}, "right": {"answers": {"right": "RIGHT"}}}
-    assert sorted(r.tool_use_id or "" for r in asked) == ["call-a", "call-b"]
+    assert {r.questions[0].prompt: r.tool_use_id for r in asked} == {"left": "call-a", "right": "call-b"}
     assert len({r.request_id for r in asked}) == 2
 
 

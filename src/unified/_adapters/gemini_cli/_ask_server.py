@@ -68,9 +68,16 @@ MAX_CONNECTIONS = 32
 """Connections served at once; more are closed unanswered."""
 CALL_ID_WAIT_S = 2.0
 """How long a call waits for the ACP `tool_call` that names it (the CLI announces it before calling)."""
+MAX_NOTED_CALLS = 64
+"""Announced calls kept for tying at most."""
 PROTOCOL_VERSIONS = ("2025-06-18", "2025-03-26", "2024-11-05")
 """MCP versions this server speaks, newest first: the client's is answered when it is one of them."""
 _JSON = [("content-type", "application/json")]
+
+
+def server_name() -> str:
+    """A new server's name: `unified-` and 96 random bits, unguessable by anyone else's server."""
+    return f"unified-{secrets.token_hex(12)}"
 
 
 class _Reject(Exception):
@@ -91,13 +98,13 @@ class AskUserServer:
     ) -> None:
         from unified.tools._ask_user import ask_user_tool
 
-        self.name = f"unified-{secrets.token_hex(12)}"
+        self.name = server_name()
         """The MCP server's name (no `_`: the CLI splits `mcp_<server>_<tool>` at the first one)."""
         self.token = secrets.token_urlsafe(32)
         self.spec = ask_user_tool(ask, request_ids)
         self.port = 0
         self.closed = False
-        self._calls: deque[str] = deque()
+        self._calls: deque[tuple[str, dict[str, Any]]] = deque()
         self._call_noted = anyio.Event()
         self._connections = 0
 
@@ -119,18 +126,28 @@ class AskUserServer:
             "headers": [{"name": "Authorization", "value": f"Bearer {self.token}"}],
         }
 
-    def note_call(self, call_id: str) -> None:
-        """The CLI announced a call of our tool (ACP `tool_call` / permission request): the next
-        `tools/call` is that one, so its question names it (`tool_use_id`)."""
-        self._calls.append(call_id)
+    def note_call(self, call_id: str, arguments: dict[str, Any]) -> None:
+        """The CLI announced a call of our tool (ACP `tool_call` / permission request) with `arguments` (empty
+        when ACP showed none: the CLI omits an explanation over 500 characters): the `tools/call` with the
+        same arguments is that call, so its question names it (`tool_use_id`)."""
+        if len(self._calls) >= MAX_NOTED_CALLS:  # calls that never reached us (denied): the oldest go
+            self._calls.popleft()
+        self._calls.append((call_id, arguments))
         self._call_noted.set()
         self._call_noted = anyio.Event()
 
-    async def _call_id(self) -> str | None:
-        if not self._calls:
-            with anyio.move_on_after(CALL_ID_WAIT_S):
+    async def _call_id(self, arguments: Any) -> str | None:
+        """The announced call this `tools/call` is: the first with its arguments, else the first announced
+        without any; None when none comes within `CALL_ID_WAIT_S`."""
+        with anyio.move_on_after(CALL_ID_WAIT_S):
+            while True:
+                for matches in (lambda args: args == arguments, lambda args: not args):
+                    for index, (call_id, args) in enumerate(self._calls):
+                        if matches(args):
+                            del self._calls[index]
+                            return call_id
                 await self._call_noted.wait()
-        return self._calls.popleft() if self._calls else None
+        return None
 
     # --- HTTP ------------------------------------------------------------------------------------
 
@@ -298,7 +315,7 @@ class AskUserServer:
                 f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
             )
             return _tool_error(f"Invalid parameters provided to {TOOL_NAME}. Reason: {reasons}")
-        call_id = await self._call_id()
+        call_id = await self._call_id(arguments)
         token = CURRENT_CALL_ID.set(call_id)
         try:
             output = await self.spec.run(params, _no_progress)
