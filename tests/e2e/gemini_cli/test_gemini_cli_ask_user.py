@@ -17,6 +17,7 @@ import anyio
 import pytest
 
 from unified import ExecuteParams, UserInputRequest, UserInputResponse
+from unified._adapters.gemini_cli import AcpPool
 from unified._adapters.gemini_cli import _run as run_module
 from unified._adapters.gemini_cli._ask_server import AskUserServer, serve_ask_user
 from unified._execute import EventStream
@@ -171,3 +172,48 @@ async def test_a_run_cancelled_while_the_person_is_asked_ends_cleanly_and_closes
     assert not [e for e in events if e.type in ("error", "warning")]
     [server] = servers
     assert await port_refuses(server.port)
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_runs_in_a_warm_process_and_a_resumed_session_each_get_their_own_server(
+    workspace: Path, tmp_path: Path, servers: list[AskUserServer]
+) -> None:
+    """A warm process keeps the sessions of runs whose servers are closed; the next run's session (new, or
+    loaded by `resume`) gets its own server, name and token, and asks through it."""
+    asked: list[UserInputRequest] = []
+
+    async def answer(request: UserInputRequest) -> UserInputResponse:
+        asked.append(request)
+        return UserInputResponse(answers={"q1": "option-1"})
+
+    pool = AcpPool(size=1)
+    try:
+        async with FakeGemini(TURNS * 3) as fake:
+            options = {**backend_options_for(fake, "gemini-cli", cli_home=tmp_path / "cli-home"), "pool": pool}
+            results: list[Result] = []
+            for resume in (None, None, "first"):
+                params = ExecuteParams(
+                    prompt="pick a colour",
+                    backend="gemini-cli",
+                    cwd=workspace,
+                    backend_options=options,
+                    on_user_input=answer,
+                    resume=results[0].short_id if resume else None,
+                )
+                async with EventStream(params, strict=True) as stream:
+                    events = [event async for event in stream]
+                result = events[-1]
+                assert isinstance(result, Result)
+                assert (result.status, result.final_text) == ("success", "Red it is."), result.error
+                results.append(result)
+            requests = list(fake.requests)
+    finally:
+        await pool.aclose()
+    assert len(asked) == 3
+    assert results[2].short_id == results[0].short_id
+    assert len({s.name for s in servers}) == len({s.token for s in servers}) == 3
+    # each run's model called that run's tool and read the answer from it
+    answered = [r.body["contents"][-1]["parts"][0]["functionResponse"]["name"] for r in requests[1::2]]
+    assert answered == [s.cli_tool_name for s in servers]
+    for server in servers:
+        assert await port_refuses(server.port)
