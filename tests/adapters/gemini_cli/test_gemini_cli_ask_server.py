@@ -283,6 +283,18 @@ async def test_a_slowloris_sender_is_dropped(monkeypatch: pytest.MonkeyPatch) ->
         assert (await client.post(server.url, json=rpc("ping"))).status_code == 200
 
 
+async def test_the_read_timeout_does_not_cut_the_wait_for_the_person(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_ask_server, "READ_TIMEOUT_S", 0.3)
+
+    async def slow(request: UserInputRequest) -> UserInputResponse:
+        await anyio.sleep(1.0)  # a person takes longer than a request may take to arrive
+        return UserInputResponse(answers={"q1": "option-2"})
+
+    async with served(slow) as (server, client):
+        result = (await client.post(server.url, json=call({"questions": [QUESTION]}))).json()["result"]
+    assert json.loads(result["content"][0]["text"]) == {"answers": {"Which colour?": "blue"}}
+
+
 @pytest.mark.parametrize(
     "body",
     [b"{not json", b"[1, 2", b"\xff\xfe", b"[" * 100_00, b'"just a string"', b"[]", b'[{"jsonrpc": "2.0"}]', b"{}"],

@@ -169,12 +169,12 @@ class AskUserServer:
     async def _serve(self, stream: SocketStream) -> None:
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEADER_BYTES)
         try:
-            request: h11.Request | None = None
-            with anyio.fail_after(READ_TIMEOUT_S):
-                request, body = await self._read(stream, conn)
+            try:
+                with anyio.fail_after(READ_TIMEOUT_S):  # the request only: not the wait for the person
+                    request, body = await self._read(stream, conn)
+            except TimeoutError:
+                return  # a slow sender gets nothing: the connection is closed
             status, payload, headers = await self._answer(request, body)
-        except TimeoutError:
-            return  # a slow sender gets nothing: the connection is closed
         except _Reject as reject:
             status, payload, headers = reject.status, reject.body, reject.headers
         if conn.our_state not in (h11.SEND_RESPONSE, h11.IDLE):
