@@ -2,8 +2,9 @@
 
 The parts, each in its own module: `_session_setup` (new/load), `_translate` (updates → events,
 pure), `_chat_records` + `_hold_back` (tool arguments and outputs from the chat file, in order),
-`_subagents` (the child chat files), `_permissions` (the bridge to `on_user_input`), `_outcome`
-(stop reason, usage, errors). This module pumps the messages between them and handles
+`_subagents` (the child chat files), `_permissions` (the bridge to `on_user_input`), `_ask_server`
+(unified's ask_user as the run's MCP server, when the run has `on_user_input`), `_outcome` (stop reason,
+usage, errors). This module pumps the messages between them and handles
 cancellation and a dying process.
 """
 
