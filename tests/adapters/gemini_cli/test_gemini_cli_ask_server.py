@@ -6,6 +6,7 @@ naive server (no token, no limits, no timeout, one connection at a time, a crash
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
@@ -14,6 +15,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+import sniffio
 
 from unified._adapters.gemini_cli import _ask_server
 from unified._adapters.gemini_cli._ask_server import (
@@ -392,9 +394,11 @@ async def test_concurrent_calls_are_asked_at_once_and_each_gets_its_own_answer()
 
 
 async def test_a_call_after_the_run_ended_is_refused_by_the_closed_port() -> None:
+    before = live_tasks()
     async with served() as (server, client):
         assert (await client.post(server.url, json=rpc("ping"))).status_code == 200
         port, url, token = server.port, server.url, server.token
+    assert live_tasks() == before
     async with httpx.AsyncClient(timeout=5) as late:
         with pytest.raises(httpx.ConnectError):
             await late.post(url, json=call({"questions": [QUESTION]}), headers={"Authorization": f"Bearer {token}"})
@@ -412,6 +416,7 @@ async def test_cancelled_while_asking_closes_the_port_and_leaves_no_task() -> No
 
     port = 0
     failures: list[BaseException] = []
+    before = live_tasks()
     with anyio.fail_after(10):
         async with anyio.create_task_group() as outer:
             run_scope = anyio.CancelScope()
@@ -431,8 +436,23 @@ async def test_cancelled_while_asking_closes_the_port_and_leaves_no_task() -> No
             await asking.wait()
             run_scope.cancel()
     assert run_scope.cancelled_caught
+    assert live_tasks() == before  # the listener and the connection's handler ended with the run
     with pytest.raises(OSError, match="connection attempts failed"):
         await anyio.connect_tcp("127.0.0.1", port)
+
+
+def live_tasks() -> int:
+    """The tasks alive on this event loop (asyncio) or in this run's task tree (trio)."""
+    if sniffio.current_async_library() == "asyncio":
+        return len(asyncio.all_tasks())
+    import trio
+
+    def tree(task: trio.lowlevel.Task) -> int:
+        return 1 + sum(tree(child) for nursery in task.child_nurseries for child in nursery.child_tasks)
+
+    root = trio.lowlevel.current_root_task()
+    assert root is not None
+    return tree(root)
 
 
 def _json() -> dict[str, str]:
