@@ -7,6 +7,7 @@ the server itself is tests/adapters/gemini_cli/test_gemini_cli_ask_server.py.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 from unified import ExecuteParams, UserInputRequest, UserInputResponse
 from unified._adapters.gemini_cli import _ask_server
 from unified._execute import EventStream
-from unified.events import PermissionDecision, Result, ToolUse, UnifiedEvent
+from unified.events import PermissionDecision, Result, ToolUse, UnifiedEvent, WarningEvent
 from unified.testing._fake_acp import FakeAcp, Finish, Permission, text, tool_done
 
 pytestmark = pytest.mark.anyio
@@ -127,3 +128,26 @@ async def test_only_this_runs_tool_is_allowed_unasked(tmp_path: Path, impostor: 
         {"outcome": "selected", "optionId": "proceed_once"},
         {"outcome": "selected", "optionId": "cancel"},
     ]
+
+
+@pytest.mark.parametrize("where", ["user", "workspace"])
+async def test_a_settings_allowlist_that_blocks_the_server_is_a_warning(
+    tmp_path: Path, isolated_home: Path, where: str
+) -> None:
+    cwd = tmp_path / "ws"
+    cwd.mkdir()
+    folder = (isolated_home if where == "user" else cwd) / ".gemini"
+    folder.mkdir(exist_ok=True)
+    (folder / "settings.json").write_text(json.dumps({"mcp": {"allowed": ["notes"]}}))
+
+    async def answer(request: UserInputRequest) -> UserInputResponse:
+        return UserInputResponse.allow()
+
+    events = await run(FakeAcp([text("ok"), Finish()]), cwd, on_user_input=answer)
+    [warning] = [e for e in events if isinstance(e, WarningEvent)]
+    assert warning.code == "mcp_server_unavailable"
+    assert "'notes'" in warning.message
+    assert "cannot ask" in warning.message
+    # without a handler nothing is served, so nothing is blocked
+    events = await run(FakeAcp([text("ok"), Finish()]), cwd)
+    assert not [e for e in events if isinstance(e, WarningEvent)]

@@ -217,3 +217,36 @@ async def test_runs_in_a_warm_process_and_a_resumed_session_each_get_their_own_s
     assert answered == [s.cli_tool_name for s in servers]
     for server in servers:
         assert await port_refuses(server.port)
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_settings_allowlist_blocks_the_server_and_the_run_says_so(
+    workspace: Path, tmp_path: Path, servers: list[AskUserServer]
+) -> None:
+    """0.61 blocks an MCP server its settings' `mcp.allowed` does not name, without a word over ACP: the
+    model is not offered the tool, and unified's warning is the only sign."""
+    asked: list[UserInputRequest] = []
+
+    async def answer(request: UserInputRequest) -> UserInputResponse:
+        asked.append(request)
+        return UserInputResponse(answers={"q1": "option-1"})
+
+    async with FakeGemini(TURNS) as fake:
+        options = backend_options_for(fake, "gemini-cli", cli_home=tmp_path / "cli-home")
+        settings = tmp_path / "cli-home" / ".gemini" / "settings.json"
+        settings.write_text(json.dumps({**json.loads(settings.read_text()), "mcp": {"allowed": ["notes"]}}))
+        params = ExecuteParams(
+            prompt="pick a colour",
+            backend="gemini-cli",
+            cwd=workspace,
+            backend_options={**options, "pool_size": 0},
+            on_user_input=answer,
+        )
+        async with EventStream(params, strict=True) as stream:
+            events = [event async for event in stream]
+        requests = list(fake.requests)
+    assert not [name for name in declared_functions(requests[0].body) if name.startswith("mcp_")]
+    assert not asked
+    [warning] = [e for e in events if e.type == "warning"]
+    assert "mcp.allowed" in getattr(warning, "message", "")
+    assert len(servers) == 1
