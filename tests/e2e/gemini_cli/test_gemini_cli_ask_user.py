@@ -126,8 +126,11 @@ async def test_the_model_asks_and_its_next_request_carries_the_answer(
     last = requests[-1].body["contents"][-1]["parts"][0]["functionResponse"]
     assert last["name"] == server.cli_tool_name
     assert json.loads(_untrusted(last["response"]["output"])) == {"answers": {"Which colour?": "red"}}
-    # the token never shows on the stream, and the port is closed with the run
+    # the token never shows on the stream nor in anything the CLI wrote, and the port is closed with the run
     assert all(server.token not in event.model_dump_json() for event in events)
+    written = [p for p in (tmp_path / "cli-home").rglob("*") if p.is_file()]
+    assert written  # the CLI's chat file at least
+    assert not [p for p in written if server.token.encode() in p.read_bytes()]
     assert await port_refuses(server.port)
 
 
