@@ -253,3 +253,34 @@ async def test_a_settings_allowlist_blocks_the_server_and_the_run_says_so(
     [warning] = [e for e in events if e.type == "warning"]
     assert "mcp.allowed" in getattr(warning, "message", "")
     assert len(servers) == 1
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize("mode", ["default", "yolo"])
+async def test_a_question_comes_after_the_calls_before_it(
+    workspace: Path, tmp_path: Path, servers: list[AskUserServer], mode: str
+) -> None:
+    """A read and the question in one turn: the question follows both calls' `tool_use` (the read's is held
+    for its chat-file record; the question comes from the server, not the ACP pump)."""
+
+    async def answer(request: UserInputRequest) -> UserInputResponse:
+        return UserInputResponse(answers={"q1": "option-1"})
+
+    turns = [
+        ModelTurn(
+            function_calls=[
+                FunctionCall(name="read_file", args={"file_path": "notes.txt"}),
+                FunctionCall(name=ASK, args={"questions": [QUESTION]}),
+            ]
+        ),
+        ModelTurn(text="Red it is."),
+    ]
+    async with FakeGemini(turns) as fake:
+        events = await run(fake, workspace, tmp_path, on_user_input=answer, approval_mode=mode)
+    kinds = [(e.type, getattr(e, "name", None)) for e in events]
+    asked = kinds.index(("user_input_request", None))
+    assert kinds.index(("tool_use", "read_file")) < asked
+    assert kinds.index(("tool_use", "ask_user")) < asked
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success"

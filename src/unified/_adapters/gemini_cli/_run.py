@@ -79,6 +79,7 @@ class AcpRun:
         self.setup = SessionSetup(self.connection, ctx, launch, load)
         self.translator = AcpTranslator()
         self._questions = 0
+        self._shown: _Shown | None = None
 
     @property
     def session_id(self) -> str:
@@ -111,7 +112,10 @@ class AcpRun:
         return await self._prompt(cwd, resumed=bool(self.params.resume))
 
     async def _ask(self, request: UserInputRequest) -> UserInputResponse:
-        """A question of the model's ask_user (served by `_ask_server`) to the caller, on this session."""
+        """A question of the model's ask_user (served by `_ask_server`) to the caller, on this session, after
+        its call's `tool_use` and whatever came before it (as a permission prompt comes after them)."""
+        if self._shown is not None:
+            await self._shown.before(request.tool_use_id)
         return await self.ctx.ask_user(request.model_copy(update={"session_id": self.session_id or None}))
 
     def _question_id(self) -> str:
@@ -139,6 +143,7 @@ class AcpRun:
         chat.start()
         delivery = _Delivery(ctx, watcher)
         hold = ToolOutputHold(chat, delivery.deliver_now, self._warn)
+        self._shown = _Shown(hold, delivery)
         sink = _Sink(hold, self.translator)
         bridge = PermissionBridge(ctx, self.connection, self.translator, self.session_id, sink.deliver, hold.flush, cwd)
         sink.relabel = bridge.gate.relabel
@@ -315,6 +320,10 @@ class _Delivery:
     def __init__(self, ctx: RunContext, watcher: SubagentWatcher) -> None:
         self.ctx = ctx
         self.watcher = watcher
+        self.uses: set[str] = set()
+        """The calls whose `tool_use` went out."""
+        self.used = anyio.Event()
+        """Set (and replaced) whenever a `tool_use` goes out."""
 
     async def deliver_now(self, item: Item, raw: Any) -> None:
         ctx = self.ctx
@@ -327,5 +336,32 @@ class _Delivery:
             item = item.model_copy(update={"usage": usage})
         item.native = ctx.native(raw)
         await ctx.emit(item)
+        if isinstance(item, ToolUse):
+            self.uses.add(item.tool_use_id)
+            self.used.set()
+            self.used = anyio.Event()
         if isinstance(item, SubagentStarted):
             self.watcher.track(item.task_id, item.agent_name)
+
+
+class _Shown:
+    """What must be on the stream before a question of unified's ask_user: its call's `tool_use` (the MCP call
+    can reach the server before the pump has delivered the ACP update that announced it) and what was held
+    before it."""
+
+    WAIT_S = 2.0
+
+    def __init__(self, hold: ToolOutputHold, delivery: _Delivery) -> None:
+        self.hold = hold
+        self.delivery = delivery
+
+    async def before(self, call_id: str | None) -> None:
+        """As before a permission prompt: the held items go out (their records waited for, briefly)."""
+        with anyio.move_on_after(self.WAIT_S):
+            while call_id is not None and call_id not in self.delivery.uses:
+                await self.hold.flush()
+                if call_id in self.delivery.uses:
+                    break
+                with anyio.move_on_after(0.05):
+                    await self.delivery.used.wait()
+        await self.hold.flush()
