@@ -151,3 +151,16 @@ async def test_a_settings_allowlist_that_blocks_the_server_is_a_warning(
     # without a handler nothing is served, so nothing is blocked
     events = await run(FakeAcp([text("ok"), Finish()]), cwd)
     assert not [e for e in events if isinstance(e, WarningEvent)]
+
+
+@pytest.mark.parametrize("excluded", ["ask_user", "ask_*", "*"])
+async def test_excluded_ask_user_is_not_served(tmp_path: Path, excluded: str) -> None:
+    """`excluded_tools` removes ask_user here as the tool runtime removes it on the API backends."""
+
+    async def answer(request: UserInputRequest) -> UserInputResponse:
+        return UserInputResponse.allow()
+
+    fake = FakeAcp([text("ok"), Finish()])
+    await run(fake, tmp_path, on_user_input=answer, excluded_tools=(excluded,))
+    new = next(m for m in fake.received if m.get("method") == "session/new")
+    assert new["params"]["mcpServers"] == []
