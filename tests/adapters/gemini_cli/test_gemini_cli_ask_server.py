@@ -297,6 +297,29 @@ async def test_the_read_timeout_does_not_cut_the_wait_for_the_person(monkeypatch
     assert json.loads(result["content"][0]["text"]) == {"answers": {"Which colour?": "blue"}}
 
 
+async def test_connections_beyond_the_cap_are_closed_unanswered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Idle connections hold at most MAX_CONNECTIONS slots (each for READ_TIMEOUT_S at most); one more is
+    closed at once, and the server serves again once they are gone."""
+    monkeypatch.setattr(_ask_server, "MAX_CONNECTIONS", 4)
+    async with served() as (server, client):
+        idle = [await anyio.connect_tcp("127.0.0.1", server.port) for _ in range(4)]
+        await anyio.sleep(0.2)  # all four accepted and reading
+        extra = await raw_request(server.port, _ping_request(server))
+        assert extra == b""
+        for stream in idle:
+            await stream.aclose()
+        await anyio.sleep(0.2)
+        assert (await client.post(server.url, json=rpc("ping"))).status_code == 200
+
+
+def _ping_request(server: AskUserServer) -> bytes:
+    body = json.dumps(rpc("ping")).encode()
+    return (
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nAuthorization: Bearer {server.token}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+
+
 @pytest.mark.parametrize(
     "body",
     [b"{not json", b"[1, 2", b"\xff\xfe", b"[" * 100_00, b'"just a string"', b"[]", b'[{"jsonrpc": "2.0"}]', b"{}"],
