@@ -106,6 +106,9 @@ class PermissionGate:
     async def aclose(self) -> None:
         await self.runtime.aclose()
         await self.quiet.aclose()
+        # The asking runtime holds the bridge's `_ask` and the bridge holds this gate: dropped here, a finished
+        # run with `on_user_input` is freed at once, not left to the cycle collector.
+        self.runtime = self.quiet
 
 
 class PermissionBridge:
