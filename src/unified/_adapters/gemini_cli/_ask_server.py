@@ -36,7 +36,7 @@ from typing import Any
 
 import anyio
 import h11
-from anyio.abc import SocketAttribute, SocketStream
+from anyio.abc import SocketAttribute, SocketListener, SocketStream, TaskGroup
 from pydantic import ValidationError
 
 from unified.events import UserInputRequest, UserInputResponse
@@ -368,17 +368,26 @@ def _version() -> str:
 async def serve_ask_user(
     ask: Callable[[UserInputRequest], Awaitable[UserInputResponse]], request_ids: Callable[[], str]
 ) -> AsyncIterator[AskUserServer]:
-    """The run's ask_user MCP server, listening on 127.0.0.1 (an ephemeral port) until the block ends."""
+    """The run's ask_user MCP server, listening on 127.0.0.1 (an ephemeral port) until the block ends.
+
+    At the end the listener is closed first, so the accept loop returns rather than being cancelled: a
+    cancelled loop's exception would keep its frames (the server, the run's methods) in a reference cycle
+    that only the cycle collector frees. Connections still being served (a question nobody answered) are
+    cancelled."""
     server = AskUserServer(ask, request_ids)
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
     server.port = int(listener.extra(SocketAttribute.local_port))
+    [socket_listener] = listener.listeners
+    assert isinstance(socket_listener, SocketListener)
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(listener.serve, server.handle, tg)
+            tg.start_soon(_accept, socket_listener, server, tg)
             try:
                 yield server
             finally:
                 server.closed = True
+                with anyio.CancelScope(shield=True):
+                    await listener.aclose()
                 tg.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         # The run's own exception (RunStopped, a dead process, a cancellation), not wrapped by our task group:
@@ -389,3 +398,13 @@ async def serve_ask_user(
     finally:
         with anyio.CancelScope(shield=True):
             await listener.aclose()
+
+
+async def _accept(listener: SocketListener, server: AskUserServer, tg: TaskGroup) -> None:
+    """Accept connections until the listener is closed, each served in its own task."""
+    while True:
+        try:
+            stream = await listener.accept()
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            return
+        tg.start_soon(server.handle, stream)

@@ -102,7 +102,10 @@ class AcpRun:
                 self.setup.own_servers = [server.acp_entry()]
                 self.translator.ask_user_tool = server.cli_tool_name
                 self.translator.ask_user_noted = server.note_call
-                return await self._open_and_prompt(cwd)
+                try:
+                    return await self._open_and_prompt(cwd)
+                finally:  # the server holds this run's methods: no cycle for the collector to find
+                    self.translator.ask_user_noted = None
         except ConnectionClosed as exc:
             self.lease.retire()
             process = self.connection.process
@@ -156,6 +159,7 @@ class AcpRun:
         try:
             return await self._prompt_with(bridge, sink, hold, chat, watcher, delivery, short)
         finally:
+            self._shown = None  # it holds the hold, which holds this run's `_warn`: no cycle
             with anyio.CancelScope(shield=True):
                 await bridge.aclose()
 
