@@ -279,7 +279,9 @@ class FakeGemini(ScriptedFake["_Reply"]):
             chunks = turn.response if isinstance(turn.response, list) else [turn.response]
         else:
             assert isinstance(turn, ModelTurn)
-            chunks = _wire.model_chunks(turn, model, invocations=_wire.wants_invocations(body))
+            chunks = _wire.model_chunks(
+                turn, model, invocations=_wire.wants_invocations(body), declared=_wire.declared_functions(body)
+            )
         if api_method != "generateContentStream":
             if fault is not None:
                 reply: _Reply = _Drop() if fault.kind == "cut_stream" else _Json(*_wire.fault_error(fault, model))

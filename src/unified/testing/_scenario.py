@@ -153,6 +153,9 @@ class Thought(_Model):
 
 
 class FunctionCall(_Model):
+    """A call the model makes; a `name` with `*` is a glob matched against the request's declared functions
+    (`mcp_*_ask_user`: a tool named by a client per run), sent as written when it matches none or several."""
+
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
     id: str | None = None

@@ -7,7 +7,9 @@ snake_case events for the Interactions API stream.
 from __future__ import annotations
 
 import base64
+import fnmatch
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -245,9 +247,34 @@ def server_tool_parts(tool: ServerTool, invocations: bool) -> list[JsonObject]:
     return [call, result]
 
 
-def model_chunks(turn: ModelTurn, model: str, *, invocations: bool = False) -> list[JsonObject]:
+def declared_functions(body: Any) -> list[str]:
+    """The function names a generateContent request declares (its `tools[].functionDeclarations`)."""
+    tools = body.get("tools") if isinstance(body, dict) else None
+    names: list[str] = []
+    for tool in tools if isinstance(tools, list) else []:
+        declarations = (
+            (tool.get("functionDeclarations") or tool.get("function_declarations")) if isinstance(tool, dict) else None
+        )
+        for declaration in declarations if isinstance(declarations, list) else []:
+            if isinstance(declaration, dict) and isinstance(declaration.get("name"), str):
+                names.append(declaration["name"])
+    return names
+
+
+def call_name(name: str, declared: Sequence[str]) -> str:
+    """A scripted call's name: a glob (`mcp_*_ask_user`, for a tool whose name a client makes up per run,
+    such as an MCP server's) is the one declared function it matches; anything else is sent as written."""
+    if "*" not in name:
+        return name
+    matches = [d for d in declared if fnmatch.fnmatchcase(d, name)]
+    return matches[0] if len(matches) == 1 else name
+
+
+def model_chunks(
+    turn: ModelTurn, model: str, *, invocations: bool = False, declared: Sequence[str] = ()
+) -> list[JsonObject]:
     """A ModelTurn as streamGenerateContent chunks; `invocations`: the request asked for server-side
-    tool invocations (see `wants_invocations`)."""
+    tool invocations (see `wants_invocations`); `declared`: the request's function names (`call_name`)."""
     chunks: list[JsonObject] = []
     for thought in turn.thoughts:
         part: JsonObject = {"text": thought.text, "thought": True}
@@ -265,7 +292,7 @@ def model_chunks(turn: ModelTurn, model: str, *, invocations: bool = False) -> l
     if turn.function_calls:
         parts: list[JsonObject] = []
         for call in turn.function_calls:
-            payload: JsonObject = {"name": call.name, "args": call.args}
+            payload: JsonObject = {"name": call_name(call.name, declared), "args": call.args}
             if call.id is not None:
                 payload["id"] = call.id
             part = {"functionCall": payload}

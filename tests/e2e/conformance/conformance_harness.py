@@ -169,7 +169,14 @@ def _codex_call(name: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]] |
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column("gemini-cli", "gemini-cli", _cli_options, needs_cli=True),
+    Column(
+        "gemini-cli",
+        "gemini-cli",
+        _cli_options,
+        needs_cli=True,
+        # unified's ask_user, served to the CLI as an MCP tool whose server's name is random per run
+        tools={"ask_user": "mcp_unified-*_ask_the_user"},
+    ),
     Column("generate-content", "generate-content", _http_options("generate-content")),
     Column("interactions", "interactions", _http_options("interactions")),
     Column(

@@ -834,10 +834,8 @@ SCENARIOS: tuple[Scenario, ...] = (
                 ModelTurn(text="Red it is."),
             )
         },
-        # gemini 0.61 registers no ask_user over ACP: the call fails inside the CLI ('Tool "ask_user" not
-        # found in registry') without an ACP update; the adapter shows it from the chat file once the
-        # prompt has ended, so it comes after the text.
-        alternatives={"user_input": ("text", "tool ask_user error", "result success")},
+        # The gemini CLI's call is of unified's ask_user served as an MCP tool (mcp_<run's server>_ask_the_user,
+        # a glob in its script: `Column.tools`); it shows as ask_user, as here.
         # Codex 0.171 lets the model ask only in its plan collaboration mode, which a plan run turns on
         # (elsewhere it refuses the call and tells the model only: the stream would show no call at all).
         approval_modes_for={"codex": "plan"},

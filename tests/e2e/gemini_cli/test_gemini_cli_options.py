@@ -102,8 +102,9 @@ async def test_unsupported_options_warn(run_gemini: Run, responses: Responses, o
     assert result_of(events).status == "success"
 
 
-async def test_ask_user_is_not_offered_over_acp(run_gemini: Run, responses: Responses) -> None:
-    """0.61 removes `ask_user` from the tools in ACP mode: the model's call fails, nobody is asked."""
+async def test_the_clis_own_ask_user_is_not_offered_over_acp(run_gemini: Run, responses: Responses) -> None:
+    """0.61 removes its own `ask_user` from the tools in ACP mode: a call of that bare name fails, nobody is
+    asked. unified's ask_user is offered instead, as an MCP tool of another name (test_gemini_cli_ask_user.py)."""
     asked: list[UserInputRequest] = []
 
     async def answer(request: UserInputRequest) -> UserInputResponse:

@@ -17,6 +17,10 @@ carried to it as ACP can:
 - a request that names no tool call (`toolCall.toolCallId`), or a call already decided (one decision per
   call), is rejected unasked, with a `malformed_line` warning.
 
+unified's own ask_user (`_ask_server.py`: this run's `mcp_<server>_ask_the_user`, shown as `ask_user` by the
+translator) is decided like any call: the shipped `ask-user` rule allows it, so it is never a prompt; an MCP
+tool of any other server, whatever its name, asks as every MCP tool does.
+
 The request is shown with the arguments it carries (`_translate.request_args`) and the session's real
 cwd, in the API backends' shape (`details.args`) plus ACP's own view (kind, title, locations, diffs).
 Calls the CLI runs without asking (the read-only tools unified's table allows, everything in yolo) keep
@@ -102,6 +106,9 @@ class PermissionGate:
     async def aclose(self) -> None:
         await self.runtime.aclose()
         await self.quiet.aclose()
+        # The asking runtime holds the bridge's `_ask` and the bridge holds this gate: dropped here, a finished
+        # run with `on_user_input` is freed at once, not left to the cycle collector.
+        self.runtime = self.quiet
 
 
 class PermissionBridge:
@@ -148,7 +155,7 @@ class PermissionBridge:
             await self.connection.respond(request_id, {"outcome": refusal})
             return
         tool_name = self.translator.tool_name(call_id)
-        if tool_name == "ask_user":
+        if tool_name == "ask_user" and call_id not in self.translator.ask_user_calls:
             await self._question(request_id, call, call_id, options)
             return
         args = self.translator.args_of(call_id)

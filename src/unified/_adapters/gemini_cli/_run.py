@@ -2,21 +2,24 @@
 
 The parts, each in its own module: `_session_setup` (new/load), `_translate` (updates → events,
 pure), `_chat_records` + `_hold_back` (tool arguments and outputs from the chat file, in order),
-`_subagents` (the child chat files), `_permissions` (the bridge to `on_user_input`), `_outcome`
-(stop reason, usage, errors). This module pumps the messages between them and handles
+`_subagents` (the child chat files), `_permissions` (the bridge to `on_user_input`), `_ask_server`
+(unified's ask_user as the run's MCP server, when the run has `on_user_input`), `_outcome` (stop reason,
+usage, errors). This module pumps the messages between them and handles
 cancellation and a dying process.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Awaitable, Callable
+import fnmatch
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
 
 from unified._adapters.gemini_cli._acp import AcpConnection
+from unified._adapters.gemini_cli._ask_server import serve_ask_user
 from unified._adapters.gemini_cli._chat_files import gemini_home
 from unified._adapters.gemini_cli._chat_records import ChatRecords
 from unified._adapters.gemini_cli._conversation import Opening, keep_failed_prompt
@@ -39,6 +42,8 @@ from unified.events import (
     SubagentStarted,
     ToolResult,
     ToolUse,
+    UserInputRequest,
+    UserInputResponse,
 )
 from unified.sessions import short_id_of
 from unified.types import ExecuteParams
@@ -49,6 +54,11 @@ CANCEL_GRACE_S = 2.0
 """How long a cancelled prompt may take to end before its process is retired."""
 EXIT_GRACE_S = 2.0
 """How long a process that closed its stdout may take to exit before its code is read."""
+
+
+def _excluded(name: str, patterns: Sequence[str]) -> bool:
+    """Whether `excluded_tools` removes unified's tool `name` (its patterns, as the tool runtime matches them)."""
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
 
 
 def prompt_blocks(params: ExecuteParams) -> list[dict[str, Any]]:
@@ -74,6 +84,8 @@ class AcpRun:
         load = opening.load if opening is not None else None
         self.setup = SessionSetup(self.connection, ctx, launch, load)
         self.translator = AcpTranslator()
+        self._questions = 0
+        self._shown: _Shown | None = None
 
     @property
     def session_id(self) -> str:
@@ -84,9 +96,16 @@ class AcpRun:
         if not cwd.is_dir():
             raise ConfigurationError(f"cwd {cwd} is not a directory", hint="pass an existing working directory")
         try:
-            await self.setup.open(cwd)
-            self.translator.session_id = self.session_id
-            return await self._prompt(cwd, resumed=bool(self.params.resume))
+            if self.params.on_user_input is None or _excluded("ask_user", self.params.excluded_tools):
+                return await self._open_and_prompt(cwd)
+            async with serve_ask_user(self._ask, self._question_id) as server:
+                self.setup.own_servers = [server.acp_entry()]
+                self.translator.ask_user_tool = server.cli_tool_name
+                self.translator.ask_user_noted = server.note_call
+                try:
+                    return await self._open_and_prompt(cwd)
+                finally:  # the server holds this run's methods: no cycle for the collector to find
+                    self.translator.ask_user_noted = None
         except ConnectionClosed as exc:
             self.lease.retire()
             process = self.connection.process
@@ -95,6 +114,22 @@ class AcpRun:
         finally:
             if self.session_id:
                 self.connection.close_inbox(self.session_id)
+
+    async def _open_and_prompt(self, cwd: Path) -> RunOutcome:
+        await self.setup.open(cwd)
+        self.translator.session_id = self.session_id
+        return await self._prompt(cwd, resumed=bool(self.params.resume))
+
+    async def _ask(self, request: UserInputRequest) -> UserInputResponse:
+        """A question of the model's ask_user (served by `_ask_server`) to the caller, on this session, after
+        its call's `tool_use` and whatever came before it (as a permission prompt comes after them)."""
+        if self._shown is not None:
+            await self._shown.before(request.tool_use_id)
+        return await self.ctx.ask_user(request.model_copy(update={"session_id": self.session_id or None}))
+
+    def _question_id(self) -> str:
+        self._questions += 1
+        return f"question-{self._questions}"
 
     async def _prompt(self, cwd: Path, *, resumed: bool) -> RunOutcome:
         ctx = self.ctx
@@ -117,12 +152,14 @@ class AcpRun:
         chat.start()
         delivery = _Delivery(ctx, watcher)
         hold = ToolOutputHold(chat, delivery.deliver_now, self._warn)
+        self._shown = _Shown(hold, delivery)
         sink = _Sink(hold, self.translator)
         bridge = PermissionBridge(ctx, self.connection, self.translator, self.session_id, sink.deliver, hold.flush, cwd)
         sink.relabel = bridge.gate.relabel
         try:
             return await self._prompt_with(bridge, sink, hold, chat, watcher, delivery, short)
         finally:
+            self._shown = None  # it holds the hold, which holds this run's `_warn`: no cycle
             with anyio.CancelScope(shield=True):
                 await bridge.aclose()
 
@@ -293,6 +330,10 @@ class _Delivery:
     def __init__(self, ctx: RunContext, watcher: SubagentWatcher) -> None:
         self.ctx = ctx
         self.watcher = watcher
+        self.uses: set[str] = set()
+        """The calls whose `tool_use` went out."""
+        self.used = anyio.Event()
+        """Set (and replaced) whenever a `tool_use` goes out."""
 
     async def deliver_now(self, item: Item, raw: Any) -> None:
         ctx = self.ctx
@@ -305,5 +346,32 @@ class _Delivery:
             item = item.model_copy(update={"usage": usage})
         item.native = ctx.native(raw)
         await ctx.emit(item)
+        if isinstance(item, ToolUse):
+            self.uses.add(item.tool_use_id)
+            self.used.set()
+            self.used = anyio.Event()
         if isinstance(item, SubagentStarted):
             self.watcher.track(item.task_id, item.agent_name)
+
+
+class _Shown:
+    """What must be on the stream before a question of unified's ask_user: its call's `tool_use` (the MCP call
+    can reach the server before the pump has delivered the ACP update that announced it) and what was held
+    before it."""
+
+    WAIT_S = 2.0
+
+    def __init__(self, hold: ToolOutputHold, delivery: _Delivery) -> None:
+        self.hold = hold
+        self.delivery = delivery
+
+    async def before(self, call_id: str | None) -> None:
+        """As before a permission prompt: the held items go out (their records waited for, briefly)."""
+        with anyio.move_on_after(self.WAIT_S):
+            while call_id is not None and call_id not in self.delivery.uses:
+                await self.hold.flush()
+                if call_id in self.delivery.uses:
+                    break
+                with anyio.move_on_after(0.05):
+                    await self.delivery.used.wait()
+        await self.hold.flush()

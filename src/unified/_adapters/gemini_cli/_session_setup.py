@@ -7,6 +7,7 @@ past, not this run's events) and the chat files are guarded against the CLI's re
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Mapping
@@ -17,14 +18,15 @@ import anyio
 
 from unified._adapters.gemini_cli._acp import AcpConnection
 from unified._adapters.gemini_cli._chat_files import ChatFiles, ResumeGuard, gemini_home, read_chat, replay_count
-from unified._adapters.gemini_cli._launch import Launch
+from unified._adapters.gemini_cli._launch import SYSTEM_SETTINGS_ENV, Launch
 from unified._adapters.gemini_cli._outcome import error_from_acp
 from unified._binary.jsonrpc import Inbox, RpcError, as_dict
+from unified._files import read_regular
 from unified.backends import RunContext
 from unified.events import WarningEvent
 from unified.types import ApprovalMode, HttpMcpServer, McpServer, SseMcpServer, StdioMcpServer
 
-__all__ = ["ACP_MODES", "SessionSetup", "acp_from_mcp_server", "command_exists", "session_model"]
+__all__ = ["ACP_MODES", "SessionSetup", "acp_from_mcp_server", "command_exists", "mcp_allowlist", "session_model"]
 
 ACP_MODES: dict[ApprovalMode, str] = {"default": "default", "auto_edit": "default", "yolo": "yolo", "plan": "plan"}
 """The CLI's mode per approval mode. auto_edit runs the CLI in its default mode: its own autoEdit approves
@@ -61,6 +63,25 @@ def command_exists(command: str, cwd: Path, env: Mapping[str, str]) -> bool:
     return shutil.which(command, path=env.get("PATH")) is not None
 
 
+def mcp_allowlist(env: Mapping[str, str], cwd: Path) -> list[str]:
+    """The MCP servers the CLI's settings allow (`mcp.allowed` of the system, user or workspace settings, the
+    last that sets it); empty when they allow every server (0.61 `McpClientManager.isBlockedBySettings`)."""
+    home = Path(env.get("GEMINI_CLI_HOME") or env.get("HOME") or Path.home())
+    files = [Path(env.get(SYSTEM_SETTINGS_ENV) or "/etc/gemini-cli/settings.json"), home / ".gemini" / "settings.json"]
+    files.append(cwd / ".gemini" / "settings.json")
+    allowed: list[str] = []
+    for path in files:
+        try:
+            settings = json.loads(read_regular(path, max_bytes=1 << 20))
+        except (OSError, ValueError, RecursionError):
+            continue
+        mcp = settings.get("mcp") if isinstance(settings, dict) else None
+        names = mcp.get("allowed") if isinstance(mcp, dict) else None
+        if isinstance(names, list):
+            allowed = [str(name) for name in names]
+    return allowed
+
+
 def session_model(messages: list[dict[str, Any]]) -> str | None:
     """The model of a session's last answer (the CLI records it on every `gemini` message)."""
     for message in reversed(messages):
@@ -74,6 +95,8 @@ class SessionSetup:
 
     def __init__(self, connection: AcpConnection, ctx: RunContext, launch: Launch, load: str | None = None) -> None:
         self.connection = connection
+        self.own_servers: list[dict[str, Any]] = []
+        """ACP entries of unified's own MCP servers for this session (the ask_user server, `_ask_server.py`)."""
         self.params = ctx.params
         self.load = load or self.params.resume
         """What `session/load` opens (a resume's ref, or the session a continued conversation was written as);
@@ -106,12 +129,13 @@ class SessionSetup:
 
     async def _new(self, cwd: Path) -> None:
         await self._warn_unstartable_mcp(cwd)
+        await self._warn_blocked_own_servers(cwd)
         result = await self.request("session/new", {"cwd": str(cwd), "mcpServers": self._mcp_servers()})
         self._opened(str(result["sessionId"]))
         await self._configure()
 
     def _mcp_servers(self) -> list[dict[str, Any]]:
-        return [acp_from_mcp_server(server) for server in self.params.mcp_servers]
+        return [acp_from_mcp_server(server) for server in self.params.mcp_servers] + self.own_servers
 
     async def _warn_unstartable_mcp(self, cwd: Path) -> None:
         """Warn about stdio MCP servers whose command does not exist.
@@ -126,6 +150,20 @@ class SessionSetup:
                     f"MCP server {server.name!r} cannot start: command {server.command!r} was not found "
                     f"(PATH of the gemini process, relative paths from {cwd}); its tools will be missing",
                 )
+
+    async def _warn_blocked_own_servers(self, cwd: Path) -> None:
+        """Warn when the CLI's settings allow only named MCP servers (`mcp.allowed`): 0.61 then blocks unified's
+        own (the ask_user server, whose name is random) without a word over ACP, and the model cannot ask."""
+        if not self.own_servers:
+            return
+        allowed = mcp_allowlist(self.launch.env, cwd)
+        if allowed:
+            names = ", ".join(repr(name) for name in allowed[:5])
+            await self.warn(
+                "mcp_server_unavailable",
+                f"the Gemini CLI's settings allow only the MCP servers {names} (mcp.allowed), so it blocks "
+                "unified's ask_user server: the model cannot ask the user in this run",
+            )
 
     def _opened(self, session_id: str) -> None:
         self.session_id = session_id
@@ -148,6 +186,7 @@ class SessionSetup:
         guard.before()
         self._opened(info.session_id)
         await self._warn_unstartable_mcp(cwd)
+        await self._warn_blocked_own_servers(cwd)
         try:
             await self.request(
                 "session/load",

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -119,6 +119,12 @@ class AcpTranslator:
 
     session_id: str | None = None
     tools: dict[str, _Tool] = field(default_factory=dict)
+    ask_user_tool: str | None = None
+    """The CLI's name of unified's own ask_user (`mcp_<our server>_ask_user`, `_ask_server.py`): shown as
+    `ask_user`, as the API backends show theirs, and each call is noted to `ask_user_noted`."""
+    ask_user_noted: Callable[[str, dict[str, Any]], None] | None = None
+    ask_user_calls: set[str] = field(default_factory=set)
+    """The calls of unified's own ask_user (not a CLI's native one, which `_permissions` puts to the caller)."""
     _tools_since_text: bool = False
     _content_seen: bool = False
 
@@ -176,7 +182,15 @@ class AcpTranslator:
         subagent = agent["name"] if agent else None
         if subagent is not None:
             name = "invoke_agent"
-        tool_input = request_args(name, call, cwd) if cwd is not None else _input_of(call)
+        elif self.ask_user_tool is not None and name == self.ask_user_tool:
+            name = "ask_user"
+            self.ask_user_calls.add(call_id)
+        if call_id in self.ask_user_calls:  # its arguments' JSON is the call's content, in every mode
+            tool_input = request_args(name, call, cwd or ".")
+            if self.ask_user_noted is not None:
+                self.ask_user_noted(call_id, dict(tool_input))
+        else:
+            tool_input = request_args(name, call, cwd) if cwd is not None else _input_of(call)
         self.tools[call_id] = _Tool(name=name, subagent=subagent, args=dict(tool_input))
         items: list[Item] = []
         if not self._content_seen:
