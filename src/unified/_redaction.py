@@ -27,7 +27,9 @@ import functools
 import os
 import re
 from collections.abc import Iterable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Protocol
 
 from unified._environ import PerEnvironment
 
@@ -43,8 +45,10 @@ __all__ = [
     "redact_key_shapes",
     "redact_mapping",
     "redactor",
+    "run_secrets",
     "secret_values",
     "secrets_in",
+    "use_run_secrets",
 ]
 
 REDACTED = "[REDACTED]"
@@ -72,6 +76,14 @@ KEY_SHAPES = re.compile(
     r"|(?:ghp|gho|ghu|ghs|ghr|github_pat)_[0-9A-Za-z_]{30,}"  # GitHub tokens
     r"|AKIA[0-9A-Z]{16}"  # AWS access key id
     r"|xox[abpr]-[0-9A-Za-z\-]{10,}"  # Slack tokens
+    # Anthropic: API (`sk-ant-api03-`), admin (`sk-ant-admin01-`) keys, OAuth access and refresh tokens
+    # (`sk-ant-oat01-`, `sk-ant-ort01-`): 95 characters after the prefix; 20 or more is a key already.
+    r"|sk-ant-(?:api|admin|oat|ort|sid)\d\d-[0-9A-Za-z_\-]{20,}"
+    # OpenAI: project, service account, admin and user keys (`sk-proj-`, `sk-svcacct-`, `sk-admin-`,
+    # `sk-None-`, 100+ characters after the prefix, mixed case and digits: a lowercase slug such as
+    # `task-admin-settings-...` is none), and the legacy `sk-` with 48 letters and digits, nothing more.
+    r"|sk-(?:proj|svcacct|admin|None)-(?=[0-9A-Za-z_\-]*[A-Z])(?=[0-9A-Za-z_\-]*[0-9])[0-9A-Za-z_\-]{40,}"
+    r"|sk-[0-9A-Za-z]{48}(?![0-9A-Za-z_\-])"
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)"
 )
 """Strings that are credentials by their shape alone, wherever they appear."""
@@ -237,12 +249,30 @@ def secret_values(env: Mapping[str, str] | None = None) -> list[str]:
     return list(_environ_secrets() if env is None else _secret_values(env.items()))
 
 
+_RUN_SECRETS: ContextVar[tuple[str, ...]] = ContextVar("unified_run_secrets", default=())
+"""The secrets the current run was given in code (`use_run_secrets`): its task's and those it starts."""
+
+
+def use_run_secrets(values: Iterable[str]) -> None:
+    """Make every `redactor()` of the current context hide `values` too: the stream guard calls it in
+    the task that runs the backend, so each cut (`clip`), error message, stderr tail and tool output
+    of that run knows the secrets given in its options, not only the environment's. A context of its
+    own: another run, or the caller's code, never sees them (nor has them hidden)."""
+    values = tuple(v.strip() for v in values if len(v.strip()) >= MIN_SECRET_LENGTH)
+    if values:
+        _RUN_SECRETS.set(tuple(dict.fromkeys((*_RUN_SECRETS.get(), *values))))
+
+
 def redactor(env: Mapping[str, str] | None = None, extra: Iterable[str] = ()) -> Redactor:
-    """The (cached) Redactor for the secrets of `env` (default: the process environment) plus `extra`.
+    """The (cached) Redactor for the secrets of `env` (default: the process environment) plus `extra`,
+    plus those of the run it is built in (`use_run_secrets`).
 
     `extra` values shorter than `MIN_SECRET_LENGTH` are ignored like any other.
     """
     values = _environ_secrets() if env is None else _secret_values(env.items())
+    run = _RUN_SECRETS.get()
+    if run:
+        extra = (*extra, *run)
     more = {v.strip() for v in extra if len(v.strip()) >= MIN_SECRET_LENGTH} - set(values)
     if more:
         values = tuple(sorted({*values, *more}, key=lambda v: (-len(v), v)))
@@ -305,22 +335,55 @@ def secrets_in(value: object) -> list[str]:
     return found
 
 
+def _secrets_of_settings(value: object) -> list[str]:
+    """The secrets of one mapping given in code (a backend's options, an MCP server): every string
+    under a secret-looking key, every `env` value that is a secret by its name or shape
+    (`is_secret`: `OPENAI_KEY=sk-proj-...`, `DATABASE_URL=postgresql://u:PASSWORD@h/db`), every
+    `headers` value, and the password of any URL it holds (`base_url="https://u:PASSWORD@proxy"`)."""
+    dump = value.model_dump() if hasattr(value, "model_dump") else value
+    if not isinstance(dump, Mapping):
+        return []
+    found = secrets_in(dump)
+    env = dump.get("env")
+    if isinstance(env, Mapping):
+        found += _secret_values((str(k), v) for k, v in env.items() if isinstance(v, str))
+    headers = dump.get("headers")
+    if isinstance(headers, Mapping):
+        found += [v for v in headers.values() if isinstance(v, str)]
+    for item in dump.values():
+        if isinstance(item, str) and "@" in item:
+            found += [p for p in _URL_PASSWORD.findall(item) if len(p) >= MIN_SECRET_LENGTH]
+    return found
+
+
 def given_secrets(backend_options: Mapping[str, object], mcp_servers: Iterable[object]) -> list[str]:
-    """The secrets a run was given in code rather than in the environment: every string under a
-    secret-looking key of `backend_options` (`api_key`, headers, ...), and of each MCP server every
-    header value and every env value that is a secret by its name or shape (`is_secret`)."""
-    found = secrets_in(backend_options)
+    """The secrets a run was given in code rather than in the environment: those of its
+    `backend_options` (`api_key`, headers, env, ...) and of each MCP server (`_secrets_of_settings`)."""
+    found = _secrets_of_settings(backend_options)
     for server in mcp_servers:
-        dump = server.model_dump() if hasattr(server, "model_dump") else server
-        if not isinstance(dump, Mapping):
-            continue
-        found += secrets_in(dump)
-        env = dump.get("env")
-        if isinstance(env, Mapping):
-            found += [v for k, v in env.items() if isinstance(v, str) and is_secret(str(k), v)]
-        headers = dump.get("headers")
-        if isinstance(headers, Mapping):
-            found += [v for v in headers.values() if isinstance(v, str)]
+        found += _secrets_of_settings(server)
+    return found
+
+
+class _Params(Protocol):
+    """What `run_secrets` reads of `unified.types.ExecuteParams` (which imports this module)."""
+
+    @property
+    def mcp_servers(self) -> Iterable[object]: ...
+    @property
+    def fallback(self) -> Iterable[object]: ...
+    def backend_options_dict(self) -> dict[str, object]: ...
+
+
+def run_secrets(params: _Params) -> list[str]:
+    """Every secret a run was given in code (`given_secrets`), the options of each backend it may
+    fail over to included (`Fallback.backend_options`, with their own `api_key`): the one list the
+    stream guard, the tool runtime and the cassette recorders hide."""
+    found = given_secrets(params.backend_options_dict(), params.mcp_servers)
+    for fallback in params.fallback:
+        options = getattr(fallback, "backend_options", None)
+        if options:
+            found += _secrets_of_settings(options)
     return found
 
 

@@ -24,7 +24,7 @@ from anyio.abc import TaskGroup
 from pydantic import BaseModel, ValidationError
 
 from unified._internal import limits
-from unified._redaction import Redactor, SplitGuard, given_secrets, redactor
+from unified._redaction import Redactor, SplitGuard, redactor, run_secrets, use_run_secrets
 from unified.backends import Backend, RunOutcome
 from unified.errors import BackendError, ProtocolViolation, RunStopped, UnifiedError
 from unified.events import (
@@ -185,11 +185,6 @@ def _capability_snapshot(backend: str) -> dict[str, SupportLevel]:
 def estimate_tokens(chars: int) -> int:
     """About four characters a token: the fallback when a backend reports nothing."""
     return math.ceil(chars / 4)
-
-
-def _run_redactor(params: ExecuteParams) -> Redactor:
-    """Secrets of the environment, plus those given in code: backend options, MCP headers and env."""
-    return redactor(extra=given_secrets(params.backend_options_dict(), params.mcp_servers))
 
 
 def _holds_secret(value: object, clean: Redactor, shortest: int) -> bool:
@@ -583,8 +578,11 @@ class StreamGuard:
         self._scope: anyio.CancelScope | None = None
         self._stop_reason: StopReason | None = None
         self._consumer_gone = False
-        redactor = _run_redactor(params)
-        self._redactor: Redactor | None = redactor if redactor else None
+        self._given = run_secrets(params)
+        """The secrets given in code (backend options, fallbacks', MCP headers and env): hidden in every
+        event, and (`use_run_secrets`) at every redaction point inside the run's task."""
+        clean = redactor(extra=self._given)
+        self._redactor: Redactor | None = clean if clean else None
         """None when there is no secret to hide: then no event is looked at."""
         self._splits: dict[tuple[str, str | None], SplitGuard] = {}
         """One per text stream (a scope's text, a scope's thinking, a tool's progress)."""
@@ -840,6 +838,7 @@ class StreamGuard:
         outcome: RunOutcome | None = None
         failure: BaseException | None = None
         ctx = _Context(self)  # held by the run, not by the guard: no cycle, so a run is freed as it ends
+        use_run_secrets(self._given)  # this task's context: every cut, error and tail of the run hides them
         try:
             try:
                 await self._announce_unsupported_options()

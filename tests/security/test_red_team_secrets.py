@@ -1,0 +1,211 @@
+"""Red team, secrets (round 4): an attacker who read the code and wants a credential out of a run.
+
+Each test is one attack, and fails if the leak it tries exists. Those marked "worked" got a secret (or
+a piece of one) out before the fix in the same commit; the others are attacks the code already
+stopped, kept so it goes on stopping them.
+
+- worked: Anthropic and OpenAI keys (`sk-ant-api03-...`, `sk-proj-...`, legacy `sk-` + 48) had no
+  shape in `KEY_SHAPES`: under a variable whose name says nothing (`OPENAI_KEY`, `CLAUDE_KEY`) they
+  were no secret at all: passed to the shell tool's environment, printed by `env`, kept in cassettes;
+- worked: a key given only in `backend_options` (codex's `api_key`), cut by a quote made before the
+  stream guard (a stdout line that is no JSON: `clip` knew the environment's secrets only), reached
+  the `malformed_line` warning as a piece the guard, which replaces whole secrets, let through;
+- worked: a `Fallback`'s own `backend_options` (`api_key`) were no secret of the run: the guard
+  hid the first backend's options only, so the key the fallback backend ran with came out whole;
+- worked: secrets given in code under `env` with a name that says nothing (`{"env": {"OPENAI_KEY":
+  "sk-proj-..."}}`) or in a URL's password (`base_url="https://u:PASSWORD@proxy"`) were no secret;
+- worked: a session of the API backends saved with the option key in it (the model echoed it): the
+  session store redacted the environment's secrets only, so `unified sessions show` and `export`
+  printed it;
+- worked: repr() of options or params with a credential-shaped value under a name that says nothing;
+- the rest: see each test.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import random
+import string
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from unified import ExecuteParams
+from unified._execute import EventStream
+from unified._redaction import REDACTED, SPLIT_HOLD_MIN, clip, is_secret, redact_key_shapes, redactor
+from unified.events import UnifiedEvent, WarningEvent
+from unified.testing import FakeAgentProcess
+from unified.testing._cassettes import scrub_text
+
+pytestmark = pytest.mark.anyio
+
+
+def _chars(count: int, seed: int, extra: str = "") -> str:
+    """`count` made-up key characters (letters, digits, `extra`), the same on every run."""
+    alphabet = string.ascii_letters + string.digits + extra
+    return "".join(random.Random(seed).choice(alphabet) for _ in range(count))
+
+
+# The real formats, made-up characters: Anthropic 108 characters, OpenAI project keys 164, legacy 51.
+ANTHROPIC = "sk-ant-api03-" + _chars(93, 1, "-_") + "AA"
+ANTHROPIC_ADMIN = "sk-ant-admin01-" + _chars(93, 2, "-_") + "AA"
+ANTHROPIC_OAUTH = "sk-ant-oat01-" + _chars(93, 3, "-_") + "AA"
+OPENAI_PROJECT = "sk-proj-" + _chars(74, 4, "-_") + "T3BlbkFJ" + _chars(74, 5, "-_")
+OPENAI_SERVICE = "sk-svcacct-" + _chars(58, 6, "-_") + "T3BlbkFJ" + _chars(58, 7, "-_")
+OPENAI_LEGACY = "sk-" + _chars(20, 8) + "T3BlbkFJ" + _chars(20, 9)
+REAL_SHAPES = [ANTHROPIC, ANTHROPIC_ADMIN, ANTHROPIC_OAUTH, OPENAI_PROJECT, OPENAI_SERVICE, OPENAI_LEGACY]
+
+
+def _pieces(secret: str, text: str, size: int = SPLIT_HOLD_MIN + 4) -> list[str]:
+    """Every `size`-character piece of `secret` that `text` shows."""
+    return sorted({secret[i : i + size] for i in range(len(secret) - size + 1) if secret[i : i + size] in text})
+
+
+def _dumped(events: list[UnifiedEvent]) -> str:
+    return "\n".join(e.model_dump_json() for e in events)
+
+
+# --- 1. Anthropic and OpenAI key shapes ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", REAL_SHAPES, ids=["anthropic", "admin", "oauth", "project", "service", "legacy"])
+def test_anthropic_and_openai_keys_are_secrets_by_their_shape_whatever_their_variable(key: str) -> None:
+    """worked: `CLAUDE_KEY` / `OPENAI_KEY` (no secret-looking name) held a key unified did not know for one."""
+    for name in ("CLAUDE_KEY", "OPENAI_KEY", "MY_CONFIG", "X"):
+        assert is_secret(name, key)
+    assert redact_key_shapes(f"key={key}&x=1") == f"key={REDACTED}&x=1"
+    assert redact_key_shapes(f'{{"k": "{key}"}}') == f'{{"k": "{REDACTED}"}}'
+    assert _pieces(key, scrub_text(f"Authorization: x {key}\n")) == []  # a cassette: no piece either
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "sk-learn",
+        "sk-proj-alpha",
+        "risk-assessment and task-admin-settings-for-the-new-user-interface-page",
+        "sk-admin-dashboard-configuration-screen-for-everyone-who-asks",  # lowercase slug: no key
+        "disk-" + "a" * 60,  # 48+ letters, but more than 48: not a legacy key
+        "sk-ant-api03-short",  # a prefix alone
+        "ask-ant-colony",
+    ],
+)
+def test_ordinary_text_that_begins_like_a_key_survives(text: str) -> None:
+    assert redact_key_shapes(text) == text
+    assert not is_secret("NOTE", text)
+
+
+@pytest.mark.e2e  # runs a shell
+async def test_a_key_shaped_variable_never_reaches_the_shell_tool_nor_its_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """worked: the caller lets `OPENAI_*` and `CLAUDE_*` into the shell (for `OPENAI_BASE_URL`, say):
+    `OPENAI_KEY=sk-proj-...` was no secret, so the shell got it and `env` showed it to the model; a
+    file holding it was shown too. `/proc/$PPID/environ` (unified's own process) is read as well."""
+    from unified.tools import ToolCall, ToolRuntime
+
+    monkeypatch.setenv("OPENAI_KEY", OPENAI_PROJECT)
+    monkeypatch.setenv("CLAUDE_KEY", ANTHROPIC)
+    monkeypatch.setenv("OPENAI_BASE_URL_NOTE", "kept")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text(f"openai: {OPENAI_PROJECT}\nclaude: {ANTHROPIC}\n")
+    command = "env; cat notes.txt; tr '\\0' '\\n' < /proc/$PPID/environ; tr '\\0' '\\n' < /proc/self/environ"
+    async with ToolRuntime(ws, approval_mode="yolo", shell_env_allowlist=("OPENAI_*", "CLAUDE_*")) as tools:
+        [outcome] = await tools.run_batch([ToolCall("1", "run_shell_command", {"command": command})])
+    shown = json.dumps(outcome.response, default=str)
+    assert "OPENAI_BASE_URL_NOTE=kept" in shown, "the allowlist works: the command ran and printed env"
+    assert "OPENAI_KEY" not in shown, "not in the shell's environment"
+    assert f"openai: {REDACTED}" in shown
+    for key in (OPENAI_PROJECT, ANTHROPIC):
+        assert _pieces(key, shown) == []
+
+
+# --- 2. secrets given in code reach every redaction point of their run --------------------------------
+
+
+def test_a_cut_inside_a_run_knows_the_secrets_the_run_was_given() -> None:
+    """`clip` (every quote cut before the guard) inside a run's context replaces its option secrets first;
+    outside it (another run, the caller's code) it neither knows nor hides them."""
+    from unified._redaction import use_run_secrets
+
+    line = "x" * 190 + OPENAI_PROJECT + " tail"
+
+    def inside() -> str:
+        use_run_secrets([OPENAI_PROJECT])
+        return clip(line, 200)
+
+    shown = contextvars.copy_context().run(inside)
+    assert shown == "x" * 190 + REDACTED
+    assert clip(line, 200) == line[:200], "another context (another run) is not touched"
+    assert OPENAI_PROJECT not in redactor().values
+
+
+THREAD = "01a23294-50ab-7e70-b9b8-89066707762a"
+TURN = "01a23294-50c7-7173-a6d6-58715a56c0e8"
+
+
+def _codex_stand_in(after_turn: list[str | bytes], started: list[dict[str, str]]) -> Any:
+    """A stand-in `codex app-server` that writes `after_turn` once the turn started."""
+
+    def make(process: FakeAgentProcess) -> Any:
+        def answer(line: str) -> list[str | bytes]:
+            message = json.loads(line)
+            method, mid = message.get("method"), message.get("id")
+            if method == "initialize":
+                return [json.dumps({"id": mid, "result": {"userAgent": "stand-in"}})]
+            if method == "thread/start":
+                return [json.dumps({"id": mid, "result": {"thread": {"id": THREAD, "cwd": "/w"}, "model": "gpt-5.5"}})]
+            if method == "turn/start":
+                return [json.dumps({"id": mid, "result": {"turn": {"id": TURN}}}), *after_turn]
+            if mid is not None and method is not None:
+                return [json.dumps({"id": mid, "result": {}})]
+            return []
+
+        return answer
+
+    starter = FakeAgentProcess.starter(make)
+
+    def start(argv: Any, cwd: Path, env: Any) -> Any:
+        started.append(dict(env))
+        return starter(argv, cwd, env)
+
+    return start
+
+
+def _codex_notify(method: str, **params: Any) -> str:
+    return json.dumps({"method": method, "params": {"threadId": THREAD, "turnId": TURN, **params}})
+
+
+def _codex_done(text: str = "done") -> list[str | bytes]:
+    return [
+        _codex_notify("item/agentMessage/delta", itemId="m", delta=text),
+        _codex_notify("item/completed", item={"type": "agentMessage", "id": "m", "text": text}),
+        _codex_notify("turn/completed", turn={"id": TURN, "status": "completed"}),
+    ]
+
+
+async def _codex_run(tmp_path: Path, starter: Any, **options: Any) -> list[UnifiedEvent]:
+    params = ExecuteParams(
+        prompt="hello",
+        backend="codex",
+        cwd=tmp_path,
+        backend_options={"start_process": starter, "codex_home": tmp_path / "home", **options},
+    )
+    async with EventStream(params) as stream:
+        return [event async for event in stream]
+
+
+@pytest.mark.parametrize("offset", [150, 185, 196])
+async def test_codex_an_option_key_cut_by_the_quote_of_a_line_that_is_no_json(tmp_path: Path, offset: int) -> None:
+    """worked: the key only in `api_key`; the app-server prints a line that is no JSON with the key
+    across the quote's 200th character: the warning showed its first part."""
+    started: list[dict[str, str]] = []
+    line = "x" * offset + OPENAI_PROJECT + " and the rest"
+    events = await _codex_run(tmp_path, _codex_stand_in([line, *_codex_done()], started), api_key=OPENAI_PROJECT)
+    assert started[0]["OPENAI_API_KEY"] == OPENAI_PROJECT, "the child got the key (from the option)"
+    [warning] = [e for e in events if isinstance(e, WarningEvent) and e.code == "malformed_line"]
+    assert "xxxxxxxx" in warning.message
+    assert _pieces(OPENAI_PROJECT, _dumped(events)) == []
