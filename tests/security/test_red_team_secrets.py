@@ -35,7 +35,7 @@ import pytest
 from unified import ExecuteParams
 from unified._execute import EventStream
 from unified._redaction import REDACTED, SPLIT_HOLD_MIN, clip, is_secret, redact_key_shapes, redactor
-from unified.events import UnifiedEvent, WarningEvent
+from unified.events import Result, UnifiedEvent, WarningEvent
 from unified.testing import FakeAgentProcess
 from unified.testing._cassettes import scrub_text
 
@@ -45,7 +45,8 @@ pytestmark = pytest.mark.anyio
 def _chars(count: int, seed: int, extra: str = "") -> str:
     """`count` made-up key characters (letters, digits, `extra`), the same on every run."""
     alphabet = string.ascii_letters + string.digits + extra
-    return "".join(random.Random(seed).choice(alphabet) for _ in range(count))
+    rng = random.Random(seed)
+    return "".join(rng.choice(alphabet) for _ in range(count))
 
 
 # The real formats, made-up characters: Anthropic 108 characters, OpenAI project keys 164, legacy 51.
@@ -61,6 +62,14 @@ REAL_SHAPES = [ANTHROPIC, ANTHROPIC_ADMIN, ANTHROPIC_OAUTH, OPENAI_PROJECT, OPEN
 def _pieces(secret: str, text: str, size: int = SPLIT_HOLD_MIN + 4) -> list[str]:
     """Every `size`-character piece of `secret` that `text` shows."""
     return sorted({secret[i : i + size] for i in range(len(secret) - size + 1) if secret[i : i + size] in text})
+
+
+def _no_file_holds(root: Path, secret: str) -> None:
+    """No file under `root` (a test's isolated home: session stores, CLI homes) holds a piece of `secret`."""
+    files = [p for p in root.rglob("*") if p.is_file()]
+    assert files, "something was written under the isolated home"
+    for path in files:
+        assert _pieces(secret, path.read_text(errors="replace")) == [], path
 
 
 def _dumped(events: list[UnifiedEvent]) -> str:
@@ -209,3 +218,92 @@ async def test_codex_an_option_key_cut_by_the_quote_of_a_line_that_is_no_json(tm
     [warning] = [e for e in events if isinstance(e, WarningEvent) and e.code == "malformed_line"]
     assert "xxxxxxxx" in warning.message
     assert _pieces(OPENAI_PROJECT, _dumped(events)) == []
+
+
+# --- 3. generate-content against FakeGemini: fallbacks, the session store, URL passwords ---------------
+
+OPTION_KEY = "AIzaSy" + _chars(33, 10, "-_")
+"""A Google key given in `backend_options` only: never in the environment."""
+FALLBACK_KEY = "AIzaSy" + _chars(33, 11, "-_")
+
+
+def _gc_options(server: Any, key: str = OPTION_KEY, **more: Any) -> dict[str, Any]:
+    return {"api_key": key, "base_url": server.base_url, "retry_delay_scale": 0.001, **more}
+
+
+async def _gc_run(params: ExecuteParams) -> list[UnifiedEvent]:
+    async with EventStream(params) as stream:
+        return [event async for event in stream]
+
+
+async def test_a_fallback_s_own_api_key_is_a_secret_of_the_run(tmp_path: Path) -> None:
+    """worked: the first backend's credentials are refused (401); the run fails over to a `Fallback` with
+    its own `api_key`, which the model (or the server's error text) echoes: it came out whole."""
+    from unified.testing._fake_gemini import FakeGemini
+    from unified.testing._scenario import Fault, ModelTurn, Thought
+    from unified.types import Fallback
+
+    echo = ModelTurn(text=f"the key I was sent: {FALLBACK_KEY}", thoughts=[Thought(text=f"it is {FALLBACK_KEY}")])
+    async with FakeGemini([echo], check_history=False) as server:
+        server.inject(Fault(kind="unauthenticated", message=f"API key not valid: {OPTION_KEY}"), at_request=0)
+        params = ExecuteParams(
+            prompt="hi",
+            backend="generate-content",
+            model="gemini-2.5-flash",
+            cwd=tmp_path,
+            backend_options=_gc_options(server),
+            fallback=(Fallback(backend="generate-content", backend_options=_gc_options(server, FALLBACK_KEY)),),
+        )
+        events = await _gc_run(params)
+    assert any(e.type == "failover" for e in events), [e.type for e in events]
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success", result.error
+    shown = _dumped(events)
+    assert "the key I was sent: [REDACTED]" in shown
+    for key in (OPTION_KEY, FALLBACK_KEY):
+        assert _pieces(key, shown) == []
+    assert FALLBACK_KEY not in repr(params)
+
+
+async def test_a_session_saved_by_the_api_backends_holds_no_option_key(tmp_path: Path, isolated_home: Path) -> None:
+    """worked: the key only in `backend_options`; the model echoes it (text, a thought, a tool call's
+    arguments): the session store redacted the environment's secrets only, so the session file held it,
+    and `sessions.show`, `export` and `unified sessions show` printed it."""
+    from typer.testing import CliRunner
+
+    from unified import sessions
+    from unified._cli.main import app
+    from unified.testing._fake_gemini import FakeGemini
+    from unified.testing._scenario import FunctionCall, ModelTurn, Thought
+
+    turns = [
+        ModelTurn(
+            thoughts=[Thought(text=f"the key is {OPTION_KEY}")],
+            function_calls=[FunctionCall(name="read_file", args={"absolute_path": f"/tmp/{OPTION_KEY}"})],
+        ),
+        ModelTurn(text=f"your key: {OPTION_KEY}"),
+    ]
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    async with FakeGemini(turns, check_history=False) as server:
+        params = ExecuteParams(
+            prompt="hi",
+            backend="generate-content",
+            model="gemini-2.5-flash",
+            cwd=ws,
+            approval_mode="yolo",
+            backend_options=_gc_options(server),
+        )
+        events = await _gc_run(params)
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success", result.error
+    assert result.short_id is not None
+    _no_file_holds(isolated_home, OPTION_KEY)
+    shown = json.dumps(await sessions.show(result.short_id), default=str)
+    exported = (await sessions.export(result.short_id)).model_dump_json()
+    assert "your key: [REDACTED]" in exported
+    cli = CliRunner().invoke(app, ["sessions", "show", result.short_id])
+    for text in (shown, exported, cli.output):
+        assert _pieces(OPTION_KEY, text) == []
