@@ -284,13 +284,17 @@ def redact(text: str, env: Mapping[str, str] | None = None) -> str:
     return redactor(env)(text)
 
 
-def clip(text: str, limit: int, clean: Redactor | None = None) -> str:
-    """The first `limit` characters of `text`, with the secrets of `clean` (default: the process
-    environment's) replaced *before* the cut: a cut through a secret leaves a piece of it that no
-    redactor downstream recognizes (they replace whole secrets only)."""
+def clip(text: str, limit: int, clean: Redactor | None = None, *, more: str = "") -> str:
+    """The first `limit` characters of `text`, with the secrets of `clean` (default: `redactor()`,
+    the environment's and the run's) replaced *before* the cut: a cut through a secret leaves a piece
+    of it that no redactor downstream recognizes (they replace whole secrets only). Every cut of a
+    text that may quote a secret is made here. `more` ends a text that was cut (`"…"`), within `limit`."""
     clean = clean if clean is not None else redactor()
     longest = len(clean.values[0]) if clean.values else 0
-    return clean(text[: limit + longest])[:limit]
+    shown = clean(text[: limit + longest])
+    if len(shown) <= limit and len(text) <= limit + longest:
+        return shown
+    return shown[: limit - len(more)] + more
 
 
 def redact_key_shapes(text: str, replacement: str = REDACTED) -> str:

@@ -307,3 +307,99 @@ async def test_a_session_saved_by_the_api_backends_holds_no_option_key(tmp_path:
     cli = CliRunner().invoke(app, ["sessions", "show", result.short_id])
     for text in (shown, exported, cli.output):
         assert _pieces(OPTION_KEY, text) == []
+
+
+# --- 4. cuts made before the redaction (each replaced with `clip`) -------------------------------------
+
+ENV_KEY = "AIzaSy" + _chars(33, 12, "-_")
+
+
+@pytest.fixture
+def env_key(monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("GEMINI_API_KEY", ENV_KEY)
+    return ENV_KEY
+
+
+@pytest.mark.parametrize("before", [170, 185, 195])
+async def test_a_search_hit_cut_at_200_characters_shows_no_piece_of_a_key(
+    tmp_path: Path, env_key: str, before: int
+) -> None:
+    """worked: a file's line holds the key across the search hit's 200th character: the hit showed its
+    first part (13 characters of it for `before=185`), which the runtime's redactor did not know."""
+    from unified.tools import ToolCall, ToolRuntime
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "config.txt").write_text("needle " + "y" * (before - 7) + env_key + " tail\n")
+    async with ToolRuntime(ws, approval_mode="yolo") as tools:
+        [outcome] = await tools.run_batch([ToolCall("s", "search", {"query": "needle"})])
+    shown = json.dumps(outcome.response)
+    assert "config.txt:1: needle yyy" in shown
+    assert _pieces(env_key, shown, SPLIT_HOLD_MIN) == []
+
+
+def test_a_path_too_long_quotes_no_piece_of_a_key(tmp_path: Path, env_key: str) -> None:
+    """worked: the model names a path with the key across its 80th character; the error quoted 79."""
+    from unified.tools._base import ToolError
+    from unified.tools._paths import Workspace
+
+    raw = "d" * 70 + env_key + "/x" * 3000
+    with pytest.raises(ToolError) as caught:
+        Workspace(tmp_path)._resolve_sync(raw)
+    assert "Path too long" in str(caught.value)
+    assert _pieces(env_key, str(caught.value), SPLIT_HOLD_MIN) == []
+
+
+def test_a_command_s_permission_summary_and_session_rule_show_no_piece_of_a_key(env_key: str) -> None:
+    """worked: a command with the key across the 80th (session rule's name) or 120th (a part shown in the
+    permission prompt) character: "allow always" named the rule after the first part of the key,
+    reported in every later `permission_decision`; the prompt's "It runs:" quoted its first part."""
+    from unified.tools._policy import session_rule
+    from unified.tools._runtime import _summary
+
+    for lead in (60, 75, 100, 115):
+        command = "curl -H 'x-goog-api-key: " + "k" * (lead - 25) + env_key + "' https://example.test && echo done"
+        name = session_rule("run_shell_command", {"command": command}, "default").name or ""
+        summary = _summary("run_shell_command", {"command": command})
+        assert "It runs:" in summary
+        for text in (name, summary):
+            assert _pieces(env_key, redactor()(text), SPLIT_HOLD_MIN) == [], (lead, text)
+
+
+def test_interactions_cuts_of_an_error_of_unparsed_arguments_and_of_a_prompt_show_no_piece_of_a_key(
+    env_key: str,
+) -> None:
+    """worked: a reading error quoted at 300 characters (`_why`), a function call's arguments that are no
+    JSON kept at 1000 (in `tool_use.input`, and read by the model), all with the key across the cut."""
+    from unified._adapters.interactions._translate import _Step, _why
+
+    why = _why(ValueError("v" * 270 + env_key + " after"))
+    step = _Step({"type": "function_call", "name": "f"}, arguments=["not json " + "a" * 975 + env_key + " more"])
+    given = _Step({"type": "function_call", "name": "f", "arguments": ["b" * 985 + env_key]})
+    for text in (why, json.dumps(step.call_arguments()), json.dumps(given.call_arguments())):
+        assert _pieces(env_key, redactor()(text), SPLIT_HOLD_MIN) == [], text
+
+
+async def test_interactions_a_background_agent_s_description_shows_no_piece_of_a_key(
+    tmp_path: Path,
+) -> None:
+    """worked: the prompt (which names the key given in `api_key`) cut at 200 for `subagent_started`."""
+    from unified.testing._fake_gemini import FakeGemini
+    from unified.testing._scenario import InteractionTurn, TextStep
+
+    async with FakeGemini([InteractionTurn(steps=[TextStep(text="Report: done.")], background_polls=1)]) as server:
+        params = ExecuteParams(
+            prompt="p" * 170 + f" check that {OPTION_KEY} works",
+            backend="interactions",
+            cwd=tmp_path,
+            backend_options={
+                **_gc_options(server),
+                "poll_interval_s": 0.01,
+                "agent": "deep-research-pro-preview-12-2025",
+                "background": True,
+                "stream": False,
+            },
+        )
+        events = await _gc_run(params)
+    assert [e for e in events if e.type == "subagent_started"]
+    assert _pieces(OPTION_KEY, _dumped(events), SPLIT_HOLD_MIN) == []
