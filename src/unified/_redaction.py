@@ -425,6 +425,16 @@ class SplitGuard:
         self._tail = visible[-self._keep :]
         return self._redactor.window(visible, len(tail))
 
+    def follow(self, other: SplitGuard) -> None:
+        """This stream's next piece comes right after what `other`, another stream, showed last (a
+        thought, then the text): when `other`'s end begins a secret and this stream's own end does
+        not, the next piece is read as continuing `other`'s, so a key begun there and finished here
+        is replaced whole (with the same bound). Called only when the stream changes."""
+        if other._tail and other is not self:
+            partial = self._redactor.partial_suffix
+            if partial(other._tail) > partial(self._tail):
+                self._tail = other._tail
+
     def release(self) -> str:
         """What is still held back (the stream ended or something else comes next): a beginning of
         a secret of `MIN_SECRET_LENGTH` or more characters is shown as the replacement."""

@@ -403,3 +403,47 @@ async def test_interactions_a_background_agent_s_description_shows_no_piece_of_a
         events = await _gc_run(params)
     assert [e for e in events if e.type == "subagent_started"]
     assert _pieces(OPTION_KEY, _dumped(events), SPLIT_HOLD_MIN) == []
+
+
+# --- 5. the stream guard: a key split across two streams ---------------------------------------------
+
+
+async def _scripted(steps: list[Any], **params: Any) -> list[UnifiedEvent]:
+    from unified.events import SessionStarted
+    from unified.testing._scripted import ScriptedBackend
+
+    started = SessionStarted(backend="scripted", session_id="s1", short_id="s1", cwd="/tmp")
+    backend = ScriptedBackend([started, *steps])
+    async with EventStream(ExecuteParams(prompt="p", backend="scripted", **params), backend=backend) as stream:
+        return [event async for event in stream]
+
+
+@pytest.mark.parametrize("cut", [4, 10, 20, 35])
+@pytest.mark.parametrize("order", ["thinking-text", "text-thinking", "text-progress", "subagent-main"])
+async def test_a_key_split_across_two_streams_is_caught(env_key: str, cut: int, order: str) -> None:
+    """worked: a key begun in a thought and finished in the answer's text (or the other way round, or
+    across a subagent's text and the main text): each stream's guard saw only its own part; the first
+    part was held and replaced, but the rest came out in the next stream."""
+    from unified.events import SubagentStarted, TextDelta, Thinking, ToolProgress, ToolUse
+
+    first, second = f"so it is {env_key[:cut]}", f"{env_key[cut:]} and more"
+    steps: list[Any] = {
+        "thinking-text": [Thinking(text=first, replace=False), TextDelta(text=second)],
+        "text-thinking": [TextDelta(text=first), Thinking(text=second, replace=False)],
+        "text-progress": [
+            ToolUse(tool_use_id="t1", name="run_shell_command", input={}),
+            ToolProgress(tool_use_id="t1", message=first),
+            TextDelta(text=second),
+        ],
+        "subagent-main": [
+            SubagentStarted(task_id="a1", agent_name="helper"),
+            TextDelta(text=first, subagent_task_id="a1"),
+            TextDelta(text=second),
+        ],
+    }[order]
+    events = await _scripted(steps)
+    pieces = [getattr(e, "text", None) or getattr(e, "message", None) or "" for e in events]
+    for piece in pieces:
+        assert env_key[SPLIT_HOLD_MIN - 1 :] not in piece
+        assert _pieces(env_key, piece, SPLIT_HOLD_MIN + 1) == [], (piece, pieces)
+    assert " and more" in "".join(pieces)

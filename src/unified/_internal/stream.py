@@ -588,6 +588,9 @@ class StreamGuard:
         """One per text stream (a scope's text, a scope's thinking, a tool's progress)."""
         self._split_holder: tuple[str, str | None] | None = None
         """The stream whose guard holds text back, if one does."""
+        self._split_last: SplitGuard | None = None
+        """The guard of the text stream that had the last piece: the next stream's piece follows it
+        (`SplitGuard.follow`: a key begun in a thought and finished in the text is one key)."""
         self._include_native = params.include_native
         self._ran: anyio.Event | None = None
         """Set once the backend is done (or never ran): the watchdog task's cue to end (made by
@@ -680,6 +683,8 @@ class StreamGuard:
 
     async def flush_message(self, subagent_task_id: str | None = None) -> None:
         """The `assistant_message` of a scope's text so far (the main chat's when None), if it has any."""
+        if self._split_holder is not None:  # held text comes first, and belongs to its message
+            await self._release_split()
         parts = self.agg.buffers.pop(subagent_task_id, None)
         if not parts:
             return
@@ -733,6 +738,7 @@ class StreamGuard:
         event: UnifiedEvent
         if kind == "text_delta":
             event = TextDelta(text=text, subagent_task_id=scope)
+            self.agg.buffers.setdefault(scope, []).append(text)  # the message has what its deltas showed
         elif kind == "thinking":
             event = Thinking(text=text, replace=False, subagent_task_id=scope)
         else:
@@ -758,10 +764,20 @@ class StreamGuard:
         guard = self._splits.get(key)
         if guard is None:
             guard = self._splits[key] = SplitGuard(redactor)
+        if guard is not self._split_last:  # another stream had the last piece
+            if self._split_last is not None:
+                guard.follow(self._split_last)
+            self._split_last = guard
         fields = event.__dict__
         name = "message" if key[0] == "tool_progress" else "text"
         shown = guard.feed(fields[name])
         self._split_holder = key if guard.holding else None
+        if name == "text" and key[0] == "text_delta":
+            # The message is what its deltas showed, not their raw text: a piece of a key whose other
+            # part came in another stream is no whole secret there, and the message would show it.
+            buffer = self.agg.buffers.get(key[1])
+            if buffer:  # the piece's raw text, appended as it was accepted
+                buffer[-1] = shown
         if not shown and not (fields.get("signature") or (name == "message" and fields.get("status"))):
             return False
         fields[name] = shown or None if name == "message" else shown
