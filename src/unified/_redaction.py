@@ -307,7 +307,9 @@ _SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|passwd|authorizati
 
 
 def redact_mapping(value: object) -> object:
-    """`value` with every entry under a secret-looking key replaced, however deep: for reprs and logs."""
+    """`value` with every entry under a secret-looking key replaced, however deep, and in every other
+    string a credential-shaped one (`KEY_SHAPES`) and a URL's password: for reprs and logs (an `env`
+    entry `OPENAI_KEY=sk-proj-...`, a `base_url` of `https://user:PASSWORD@proxy`)."""
     if isinstance(value, Mapping):
         return {
             key: REDACTED if isinstance(key, str) and _SECRET_KEY.search(key) and item else redact_mapping(item)
@@ -315,6 +317,9 @@ def redact_mapping(value: object) -> object:
         }
     if isinstance(value, (list, tuple)):
         return type(value)(redact_mapping(item) for item in value)
+    if isinstance(value, str):
+        value = KEY_SHAPES.sub(REDACTED, value)
+        return _URL_PASSWORD.sub(lambda m: m[0][: m.start(1) - m.start()] + REDACTED + "@", value)
     return value
 
 

@@ -447,3 +447,39 @@ async def test_a_key_split_across_two_streams_is_caught(env_key: str, cut: int, 
         assert env_key[SPLIT_HOLD_MIN - 1 :] not in piece
         assert _pieces(env_key, piece, SPLIT_HOLD_MIN + 1) == [], (piece, pieces)
     assert " and more" in "".join(pieces)
+
+
+# --- 6. reprs: what a log line or a traceback shows of params and options -----------------------------
+
+DB_URL = "postgresql://app:db-password-0123456@db.internal/app"
+
+
+def test_reprs_of_params_and_options_show_no_credential_whatever_its_name() -> None:
+    """worked: `redact_mapping` (reprs of params, options, MCP servers) hid values under secret-looking
+    names only: `env={"OPENAI_KEY": "sk-proj-..."}`, a URL with a password, a key-shaped MCP env value
+    were shown whole in repr(), hence in any log line or assertion message that printed the params."""
+    from unified import ClaudeCodeOptions, CodexOptions, GenerateContentOptions
+    from unified.types import Fallback, HttpMcpServer, StdioMcpServer
+
+    env = {"OPENAI_KEY": OPENAI_PROJECT, "DATABASE_URL": DB_URL, "PLAIN": "visible-value"}
+    objects: list[object] = [
+        ExecuteParams(
+            prompt="p",
+            backend_options={"env": env, "api_key": OPTION_KEY, "base_url": "https://u:proxy-pass-0123@proxy.test/"},
+            mcp_servers=(
+                StdioMcpServer(name="s", command="x", env={"CLAUDE": ANTHROPIC}),
+                HttpMcpServer(
+                    name="h", url="https://h.test/mcp", headers={"X-Custom": OPENAI_LEGACY, "X-Other": "opaque-0123456"}
+                ),
+            ),
+            fallback=(Fallback(backend="codex", backend_options={"env": env}),),
+        ),
+        CodexOptions(env=env, api_key=OPENAI_SERVICE, base_url="https://u:proxy-pass-0123@proxy.test/v1"),
+        ClaudeCodeOptions(env={"CLAUDE_CODE_KEY": ANTHROPIC_OAUTH, **env}),
+        GenerateContentOptions(api_key=OPTION_KEY, base_url="https://u:proxy-pass-0123@proxy.test/"),
+    ]
+    for thing in objects:
+        shown = repr(thing) + str(thing)
+        for secret in (*REAL_SHAPES, OPTION_KEY, "db-password-0123456", "proxy-pass-0123", "opaque-0123456"):
+            assert secret not in shown, (secret, shown)
+        assert "visible-value" in shown or "PLAIN" not in shown
