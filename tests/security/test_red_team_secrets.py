@@ -483,3 +483,83 @@ def test_reprs_of_params_and_options_show_no_credential_whatever_its_name() -> N
         for secret in (*REAL_SHAPES, OPTION_KEY, "db-password-0123456", "proxy-pass-0123", "opaque-0123456"):
             assert secret not in shown, (secret, shown)
         assert "visible-value" in shown or "PLAIN" not in shown
+
+
+# --- 7. codex: secrets given in its options, echoed by the app-server or printed as it crashes ----------
+
+
+def _codex_secret_options() -> dict[str, Any]:
+    return {
+        "api_key": OPENAI_PROJECT,
+        "env": {"MY_KEY": ANTHROPIC, "DATABASE_URL": DB_URL, "PLAIN": "plain-value"},
+        "base_url": "http://u:proxy-pass-0123@127.0.0.1:9/v1",
+    }
+
+
+SECRETS_OF_OPTIONS = (OPENAI_PROJECT, ANTHROPIC, DB_URL, "db-password-0123456", "proxy-pass-0123")
+
+
+async def test_codex_secrets_of_its_options_echoed_in_a_turn_are_hidden(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """worked: the options' `env` entries under names that say nothing (`MY_KEY`, `DATABASE_URL`) and the
+    password of `base_url` were no secrets of the run: echoed in the model's text and a command's
+    output, they came out whole. The child gets no other provider's key of unified's environment."""
+    monkeypatch.setenv("GEMINI_API_KEY", ENV_KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_ADMIN)
+    started: list[dict[str, str]] = []
+    echo = " ".join(SECRETS_OF_OPTIONS)
+    after = [
+        _codex_notify("item/started", item={"type": "commandExecution", "id": "c1", "command": "env", "cwd": "/w"}),
+        _codex_notify("item/commandExecution/outputDelta", itemId="c1", delta=f"env: {echo}\n"),
+        _codex_notify(
+            "item/completed",
+            item={"type": "commandExecution", "id": "c1", "command": "env", "aggregatedOutput": echo, "exitCode": 0},
+        ),
+        *_codex_done(f"here they are: {echo}"),
+    ]
+    events = await _codex_run(tmp_path, _codex_stand_in(after, started), **_codex_secret_options())
+    assert started[0]["MY_KEY"] == ANTHROPIC, "the child got what the options gave it"
+    assert not {"GEMINI_API_KEY", "ANTHROPIC_API_KEY"} & set(started[0]), "and no other provider's key"
+    assert not {ENV_KEY, ANTHROPIC_ADMIN} & set(started[0].values())
+    shown = _dumped(events)
+    assert "here they are: [REDACTED]" in shown
+    for secret in SECRETS_OF_OPTIONS:
+        assert _pieces(secret, shown) == [], secret
+
+
+@pytest.mark.e2e  # starts a process
+async def test_claude_code_a_binary_that_prints_its_environment_and_dies_shows_none_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The `claude` binary prints its whole environment to stderr and exits before it answers: the
+    error's message and `details.stderr_tail` quote that stderr. The environment it printed is the one
+    it really got: no other provider's key (the Gemini or OpenAI key of unified's own environment).
+    worked for `MY_KEY` (an Anthropic key: no shape then, and no secret-looking name)."""
+    monkeypatch.setenv("GEMINI_API_KEY", ENV_KEY)
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_LEGACY)
+    fake = tmp_path / "claude"
+    fake.write_text(
+        '#!/bin/sh\nif [ "$1" = --version ]; then echo "2.1.332 (Claude Code)"; exit 0; fi\n'
+        "env >&2\necho 'the CLI died' >&2\nexit 3\n"
+    )
+    fake.chmod(0o755)
+    options = {
+        "claude_binary": fake,
+        "home": tmp_path / "home",
+        "env": {
+            "MY_KEY": ANTHROPIC,
+            "DATABASE_URL": DB_URL,
+            "CLAUDE_CODE_OAUTH_TOKEN": ANTHROPIC_OAUTH,
+            "PLAIN": "plain-value",
+        },
+    }
+    params = ExecuteParams(prompt="hello", backend="claude-code", cwd=tmp_path, backend_options=options)
+    async with EventStream(params) as stream:
+        events = [event async for event in stream]
+    shown = _dumped(events)
+    assert "PLAIN=plain-value" in shown, "the environment was printed and quoted"
+    assert "GEMINI_API_KEY" not in shown, "the claude child never gets the Gemini key"
+    assert "OPENAI_API_KEY" not in shown, "nor the OpenAI key"
+    for secret in (ANTHROPIC, "db-password-0123456", ANTHROPIC_OAUTH, ENV_KEY, OPENAI_LEGACY):
+        assert _pieces(secret, shown) == [], secret
