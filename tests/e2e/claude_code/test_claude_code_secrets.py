@@ -1,0 +1,64 @@
+"""Red team (secrets) on the real `claude` binary: what a Bash command the model runs can read of the
+environment of Claude Code's process, and of unified's own, and what of it reaches the events.
+
+The attack: `env`, then `/proc/$PPID/environ` (the process that started the shell: Claude Code, holding
+the run's ANTHROPIC_API_KEY, given in `backend_options["env"]`), then `/proc/<unified's pid>/environ`.
+The Gemini and OpenAI keys of unified's environment never reach Claude Code's process; the run's own
+key is replaced in every event."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.hang_guard import HANG_GUARD_S
+from unified._execute import EventStream
+from unified.events import Result, ToolResult, UnifiedEvent
+from unified.testing import FakeAnthropic, FunctionCall, ModelTurn
+from unified.types import ExecuteParams
+
+pytestmark = pytest.mark.anyio
+
+RUN_KEY = "sk-ant-api03-Rq7Tz2Wm5Xn9Lb3Kc6Vd1Hf8Gj4Sp0Ya5Ue2Oi7Qw3Er9Ty6Ui1Op4As8Df2Gh5Jk0AA"
+GEMINI_KEY = "AIzaSyD-c8Wq3Ln6Zr1Xt5Vm9Kb2Hp7Jd0Fs4Ge"
+OPENAI_KEY = "sk-proj-Nf3Xq8Zr1Lm6Vt9Kb4Wc7Hd2Jp5Gs0Ya3Ue8Oi1Qw6Er4Ty9Ui2Op7T3BlbkFJAs5Df0Gh3Jk"
+
+
+def _pieces(secret: str, text: str, size: int = 8) -> list[str]:
+    return sorted({secret[i : i + size] for i in range(len(secret) - size + 1) if secret[i : i + size] in text})
+
+
+async def test_a_bash_command_reading_the_environ_of_claude_code_and_of_unified_gets_no_key_out(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GEMINI_API_KEY", GEMINI_KEY)
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    command = (
+        "env; echo '--- parent'; tr '\\0' '\\n' < /proc/$PPID/environ; "
+        f"echo '--- unified'; tr '\\0' '\\n' < /proc/{os.getpid()}/environ; echo '--- end'"
+    )
+    call = FunctionCall(name="Bash", args={"command": command, "description": "env"}, id="toolu_env")
+    async with FakeAnthropic([ModelTurn(function_calls=[call]), ModelTurn(text="ok")]) as server:
+        env = {**server.cli_env, "ANTHROPIC_API_KEY": RUN_KEY}
+        params = ExecuteParams(
+            prompt="show me the environment",
+            backend="claude-code",
+            cwd=workspace,
+            approval_mode="yolo",
+            backend_options={"env": env, "max_retries": 1},
+        )
+        with anyio.fail_after(HANG_GUARD_S):
+            async with EventStream(params) as stream:
+                events: list[UnifiedEvent] = [event async for event in stream]
+        sent = "\n".join(str(request.body) for request in server.requests)
+    assert isinstance(events[-1], Result)
+    output = next(e for e in events if isinstance(e, ToolResult)).output or ""
+    assert "--- end" in output, output
+    shown = "\n".join(e.model_dump_json() for e in events)
+    for secret in (RUN_KEY, GEMINI_KEY, OPENAI_KEY):
+        assert _pieces(secret, shown) == [], secret
+    for secret in (GEMINI_KEY, OPENAI_KEY):  # what the model was sent: never another provider's key
+        assert _pieces(secret, sent) == [], secret
