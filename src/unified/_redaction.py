@@ -29,7 +29,9 @@ import re
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar, cast
+
+from pydantic import BaseModel
 
 from unified._environ import PerEnvironment
 
@@ -52,6 +54,8 @@ __all__ = [
 ]
 
 REDACTED = "[REDACTED]"
+
+T = TypeVar("T")
 
 MIN_SECRET_LENGTH = 8
 """Shorter values are never treated as secrets, whatever their variable: too likely to be ordinary words."""
@@ -177,22 +181,28 @@ class Redactor:
                     break
         return best
 
-    def json(self, value: object, replacement: str = REDACTED) -> object:
-        """`value` (JSON-like: str, dict, list, tuple) with secrets replaced in every string, keys included.
+    def json(self, value: T, replacement: str = REDACTED) -> T:
+        """`value` (JSON-like: str, dict, list, tuple, and pydantic models of them: an event, a
+        `Conversation`) with secrets replaced in every string, keys included. Containers and models
+        are copied, never changed in place.
 
         Returns `value` itself when nothing changed, so callers can tell by identity.
         """
-        if not self.values:
-            return value
+        return cast("T", self._json(value, replacement)) if self.values else value
+
+    def _json(self, value: object, replacement: str) -> object:
         if isinstance(value, str):
-            return self(value, replacement)
+            return self(value, replacement) if self.found_in(value) else value
+        if isinstance(value, BaseModel):
+            changes = {k: new for k, v in value.__dict__.items() if (new := self._json(v, replacement)) is not v}
+            return value.model_copy(update=changes) if changes else value
         if isinstance(value, dict):
-            items = [(self.json(k, replacement), self.json(v, replacement)) for k, v in value.items()]
+            items = [(self._json(k, replacement), self._json(v, replacement)) for k, v in value.items()]
             if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items(), strict=True)):
                 return value
             return dict(items)
         if isinstance(value, (list, tuple)):
-            parts = [self.json(item, replacement) for item in value]
+            parts = [self._json(item, replacement) for item in value]
             if all(new is old for new, old in zip(parts, value, strict=True)):
                 return value
             return type(value)(parts)

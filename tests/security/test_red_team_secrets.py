@@ -563,3 +563,78 @@ async def test_claude_code_a_binary_that_prints_its_environment_and_dies_shows_n
     assert "OPENAI_API_KEY" not in shown, "nor the OpenAI key"
     for secret in (ANTHROPIC, "db-password-0123456", ANTHROPIC_OAUTH, ENV_KEY, OPENAI_LEGACY):
         assert _pieces(secret, shown) == [], secret
+
+
+# --- 8. a CLI's own session file, shown, exported, carried to another provider ------------------------
+
+
+async def test_a_claude_code_session_file_holding_a_key_is_shown_and_exported_without_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """worked: Claude Code writes its session file itself, unredacted: a Bash command printed `env`
+    (its ANTHROPIC_API_KEY is in it) or a file with the key. `sessions.show` and `sessions.export`
+    (what a failover carries to the next provider as history) returned it whole; only the CLI's
+    printing redacted it."""
+    from unified import sessions
+    from unified._adapters.claude_code._launch import default_home
+    from unified._adapters.claude_code._session_files import project_dir_name, write_lines
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC)
+    session = "536f72c5-73b2-43a2-93b4-ea679570dd03"
+    cwd = "/work/a"
+    printed = f"PATH=/usr/bin\nANTHROPIC_API_KEY={ANTHROPIC}\n"
+    lines: list[dict[str, Any]] = [
+        {
+            "type": "user",
+            "uuid": "u1",
+            "sessionId": session,
+            "cwd": cwd,
+            "timestamp": "2026-12-01T10:00:00.000Z",
+            "message": {"role": "user", "content": "print the environment"},
+        },
+        {
+            "type": "assistant",
+            "uuid": "m1",
+            "parentUuid": "u1",
+            "sessionId": session,
+            "timestamp": "2026-12-01T10:00:01.000Z",
+            "message": {
+                "id": "msg_1",
+                "role": "assistant",
+                "model": "claude-x",
+                "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "env"}}],
+            },
+        },
+        {
+            "type": "user",
+            "uuid": "u2",
+            "parentUuid": "m1",
+            "sessionId": session,
+            "cwd": cwd,
+            "timestamp": "2026-12-01T10:00:02.000Z",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": printed}],
+            },
+        },
+        {
+            "type": "assistant",
+            "uuid": "m2",
+            "parentUuid": "u2",
+            "sessionId": session,
+            "timestamp": "2026-12-01T10:00:03.000Z",
+            "message": {
+                "id": "msg_2",
+                "role": "assistant",
+                "model": "claude-x",
+                "content": [{"type": "text", "text": f"Your key is {ANTHROPIC}."}],
+            },
+        },
+    ]
+    write_lines(default_home() / ".claude" / "projects" / project_dir_name(cwd) / f"{session}.jsonl", lines)
+    shown = json.dumps(await sessions.show(session[:8], backend="claude-code", cwd=cwd), default=str)
+    exported = (await sessions.export(session[:8], backend="claude-code", cwd=cwd)).model_dump_json()
+    assert "Your key is [REDACTED]." in exported
+    assert "ANTHROPIC_API_KEY=[REDACTED]" in shown
+    for text in (shown, exported):
+        assert _pieces(ANTHROPIC, text) == []

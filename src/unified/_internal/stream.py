@@ -208,27 +208,6 @@ def _holds_secret(value: object, clean: Redactor, shortest: int) -> bool:
     return False
 
 
-def _scrubbed(value: object, clean: Redactor) -> object:
-    """`value` with secrets replaced in every string, however deep; `value` itself when none was found.
-
-    Containers and models are copied, never changed in place: an adapter may still hold them.
-    """
-    if isinstance(value, str):
-        return clean(value) if clean.found_in(value) else value
-    if isinstance(value, BaseModel):
-        changes = {k: new for k, v in value.__dict__.items() if (new := _scrubbed(v, clean)) is not v}
-        return value.model_copy(update=changes) if changes else value
-    if isinstance(value, dict):
-        pairs = [(_scrubbed(k, clean), _scrubbed(v, clean)) for k, v in value.items()]
-        if all(nk is k and nv is v for (nk, nv), (k, v) in zip(pairs, value.items(), strict=True)):
-            return value
-        return dict(pairs)
-    if isinstance(value, (list, tuple)):
-        parts = [_scrubbed(item, clean) for item in value]
-        return type(value)(parts) if any(n is not o for n, o in zip(parts, value, strict=True)) else value
-    return value
-
-
 def _scrub(event: UnifiedEvent, clean: Redactor) -> None:
     """Replace the secrets in `event`'s fields (the event is the guard's to deliver; its values are not).
     Only the fields that can hold text are looked at (`_Shape.text_fields`): never its type, numbers or flags.
@@ -244,7 +223,7 @@ def _scrub(event: UnifiedEvent, clean: Redactor) -> None:
             if len(value) >= shortest and clean.found_in(value):
                 fields[name] = clean(value)
         elif _holds_secret(value, clean, shortest):
-            fields[name] = _scrubbed(value, clean)
+            fields[name] = clean.json(value)  # copies: an adapter may still hold the value
 
 
 def _quotable(event: UnifiedEvent) -> dict[str, Any]:
