@@ -568,20 +568,16 @@ async def test_claude_code_a_binary_that_prints_its_environment_and_dies_shows_n
 # --- 8. a CLI's own session file, shown, exported, carried to another provider ------------------------
 
 
-async def test_a_claude_code_session_file_holding_a_key_is_shown_and_exported_without_it(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """worked: Claude Code writes its session file itself, unredacted: a Bash command printed `env`
-    (its ANTHROPIC_API_KEY is in it) or a file with the key. `sessions.show` and `sessions.export`
-    (what a failover carries to the next provider as history) returned it whole; only the CLI's
-    printing redacted it."""
-    from unified import sessions
+CLAUDE_SESSION = "536f72c5-73b2-43a2-93b4-ea679570dd03"
+
+
+def _claude_session_that_printed(cwd: str) -> None:
+    """A Claude Code session file (as the CLI writes it, unredacted) whose Bash call printed `env`,
+    with ANTHROPIC_API_KEY in it, and whose answer quotes the key."""
     from unified._adapters.claude_code._launch import default_home
     from unified._adapters.claude_code._session_files import project_dir_name, write_lines
 
-    monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC)
-    session = "536f72c5-73b2-43a2-93b4-ea679570dd03"
-    cwd = "/work/a"
+    session = CLAUDE_SESSION
     printed = f"PATH=/usr/bin\nANTHROPIC_API_KEY={ANTHROPIC}\n"
     lines: list[dict[str, Any]] = [
         {
@@ -632,9 +628,54 @@ async def test_a_claude_code_session_file_holding_a_key_is_shown_and_exported_wi
         },
     ]
     write_lines(default_home() / ".claude" / "projects" / project_dir_name(cwd) / f"{session}.jsonl", lines)
+
+
+async def test_a_claude_code_session_file_holding_a_key_is_shown_and_exported_without_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """worked: Claude Code writes its session file itself, unredacted: a Bash command printed `env`
+    (its ANTHROPIC_API_KEY is in it) or a file with the key. `sessions.show` and `sessions.export`
+    (what a failover carries to the next provider as history) returned it whole; only the CLI's
+    printing redacted it."""
+    from unified import sessions
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC)
+    cwd = "/work/a"
+    _claude_session_that_printed(cwd)
+    session = CLAUDE_SESSION
     shown = json.dumps(await sessions.show(session[:8], backend="claude-code", cwd=cwd), default=str)
     exported = (await sessions.export(session[:8], backend="claude-code", cwd=cwd)).model_dump_json()
     assert "Your key is [REDACTED]." in exported
     assert "ANTHROPIC_API_KEY=[REDACTED]" in shown
     for text in (shown, exported):
         assert _pieces(ANTHROPIC, text) == []
+
+
+async def test_a_failover_carries_no_key_of_the_failed_backend_s_session_to_the_next_provider(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """worked: resuming that Claude Code session when the claude binary is missing fails over to
+    generate-content, which continues the exported history: the Anthropic key went to Google."""
+    from unified.testing._fake_gemini import FakeGemini
+    from unified.testing._scenario import ModelTurn
+    from unified.types import Fallback
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    _claude_session_that_printed(str(ws))
+    async with FakeGemini([ModelTurn(text="continued")], check_history=False) as server:
+        params = ExecuteParams(
+            prompt="go on",
+            backend="claude-code",
+            cwd=ws,
+            resume=CLAUDE_SESSION,
+            backend_options={"claude_binary": tmp_path / "no-such-claude"},
+            fallback=(Fallback(backend="generate-content", backend_options=_gc_options(server)),),
+        )
+        events = await _gc_run(params)
+        sent = "\n".join(json.dumps(r.body, default=str) for r in server.requests)
+    assert any(e.type == "failover" for e in events), [e.type for e in events]
+    assert "ANTHROPIC_API_KEY=[REDACTED]" in sent, "the history was carried"
+    assert _pieces(ANTHROPIC, sent) == []
+    assert _pieces(ANTHROPIC, _dumped(events)) == []
