@@ -27,16 +27,17 @@ import contextvars
 import json
 import random
 import string
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.adapters.codex.test_codex_launch_and_run import app_server, finished, notify
 from unified import ExecuteParams
 from unified._execute import EventStream
 from unified._redaction import REDACTED, SPLIT_HOLD_MIN, clip, is_secret, redact_key_shapes, redactor
 from unified.events import Result, UnifiedEvent, WarningEvent
-from unified.testing import FakeAgentProcess
 from unified.testing._cassettes import scrub_text
 
 pytestmark = pytest.mark.anyio
@@ -152,48 +153,16 @@ def test_a_cut_inside_a_run_knows_the_secrets_the_run_was_given() -> None:
     assert OPENAI_PROJECT not in redactor().values
 
 
-THREAD = "01a23294-50ab-7e70-b9b8-89066707762a"
-TURN = "01a23294-50c7-7173-a6d6-58715a56c0e8"
-
-
-def _codex_stand_in(after_turn: list[str | bytes], started: list[dict[str, str]]) -> Any:
-    """A stand-in `codex app-server` that writes `after_turn` once the turn started."""
-
-    def make(process: FakeAgentProcess) -> Any:
-        def answer(line: str) -> list[str | bytes]:
-            message = json.loads(line)
-            method, mid = message.get("method"), message.get("id")
-            if method == "initialize":
-                return [json.dumps({"id": mid, "result": {"userAgent": "stand-in"}})]
-            if method == "thread/start":
-                return [json.dumps({"id": mid, "result": {"thread": {"id": THREAD, "cwd": "/w"}, "model": "gpt-5.5"}})]
-            if method == "turn/start":
-                return [json.dumps({"id": mid, "result": {"turn": {"id": TURN}}}), *after_turn]
-            if mid is not None and method is not None:
-                return [json.dumps({"id": mid, "result": {}})]
-            return []
-
-        return answer
-
-    starter = FakeAgentProcess.starter(make)
+def _codex_stand_in(after_turn: Sequence[str | bytes], started: list[dict[str, str]]) -> Any:
+    """The stand-in `codex app-server` of the codex adapter's tests, writing `after_turn` once the turn
+    started; `started` receives the environment each process was started with."""
+    starter = app_server(lambda process: after_turn)
 
     def start(argv: Any, cwd: Path, env: Any) -> Any:
         started.append(dict(env))
         return starter(argv, cwd, env)
 
     return start
-
-
-def _codex_notify(method: str, **params: Any) -> str:
-    return json.dumps({"method": method, "params": {"threadId": THREAD, "turnId": TURN, **params}})
-
-
-def _codex_done(text: str = "done") -> list[str | bytes]:
-    return [
-        _codex_notify("item/agentMessage/delta", itemId="m", delta=text),
-        _codex_notify("item/completed", item={"type": "agentMessage", "id": "m", "text": text}),
-        _codex_notify("turn/completed", turn={"id": TURN, "status": "completed"}),
-    ]
 
 
 async def _codex_run(tmp_path: Path, starter: Any, **options: Any) -> list[UnifiedEvent]:
@@ -213,7 +182,7 @@ async def test_codex_an_option_key_cut_by_the_quote_of_a_line_that_is_no_json(tm
     across the quote's 200th character: the warning showed its first part."""
     started: list[dict[str, str]] = []
     line = "x" * offset + OPENAI_PROJECT + " and the rest"
-    events = await _codex_run(tmp_path, _codex_stand_in([line, *_codex_done()], started), api_key=OPENAI_PROJECT)
+    events = await _codex_run(tmp_path, _codex_stand_in([line, *finished()], started), api_key=OPENAI_PROJECT)
     assert started[0]["OPENAI_API_KEY"] == OPENAI_PROJECT, "the child got the key (from the option)"
     [warning] = [e for e in events if isinstance(e, WarningEvent) and e.code == "malformed_line"]
     assert "xxxxxxxx" in warning.message
@@ -510,13 +479,13 @@ async def test_codex_secrets_of_its_options_echoed_in_a_turn_are_hidden(
     started: list[dict[str, str]] = []
     echo = " ".join(SECRETS_OF_OPTIONS)
     after = [
-        _codex_notify("item/started", item={"type": "commandExecution", "id": "c1", "command": "env", "cwd": "/w"}),
-        _codex_notify("item/commandExecution/outputDelta", itemId="c1", delta=f"env: {echo}\n"),
-        _codex_notify(
+        notify("item/started", item={"type": "commandExecution", "id": "c1", "command": "env", "cwd": "/w"}),
+        notify("item/commandExecution/outputDelta", itemId="c1", delta=f"env: {echo}\n"),
+        notify(
             "item/completed",
             item={"type": "commandExecution", "id": "c1", "command": "env", "aggregatedOutput": echo, "exitCode": 0},
         ),
-        *_codex_done(f"here they are: {echo}"),
+        *finished(f"here they are: {echo}"),
     ]
     events = await _codex_run(tmp_path, _codex_stand_in(after, started), **_codex_secret_options())
     assert started[0]["MY_KEY"] == ANTHROPIC, "the child got what the options gave it"

@@ -8,15 +8,15 @@ key is replaced in every event."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import anyio
 import pytest
 
+from tests.e2e.environ_attack import check_no_key_out, environ_command
 from tests.hang_guard import HANG_GUARD_S
 from unified._execute import EventStream
-from unified.events import Result, ToolResult, UnifiedEvent
+from unified.events import UnifiedEvent
 from unified.testing import FakeAnthropic, FunctionCall, ModelTurn
 from unified.types import ExecuteParams
 
@@ -27,20 +27,12 @@ GEMINI_KEY = "AIzaSyD-c8Wq3Ln6Zr1Xt5Vm9Kb2Hp7Jd0Fs4Ge"
 OPENAI_KEY = "sk-proj-Nf3Xq8Zr1Lm6Vt9Kb4Wc7Hd2Jp5Gs0Ya3Ue8Oi1Qw6Er4Ty9Ui2Op7T3BlbkFJAs5Df0Gh3Jk"
 
 
-def _pieces(secret: str, text: str, size: int = 8) -> list[str]:
-    return sorted({secret[i : i + size] for i in range(len(secret) - size + 1) if secret[i : i + size] in text})
-
-
 async def test_a_bash_command_reading_the_environ_of_claude_code_and_of_unified_gets_no_key_out(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GEMINI_API_KEY", GEMINI_KEY)
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
-    command = (
-        "env; echo '--- parent'; tr '\\0' '\\n' < /proc/$PPID/environ; "
-        f"echo '--- unified'; tr '\\0' '\\n' < /proc/{os.getpid()}/environ; echo '--- end'"
-    )
-    call = FunctionCall(name="Bash", args={"command": command, "description": "env"}, id="toolu_env")
+    call = FunctionCall(name="Bash", args={"command": environ_command(), "description": "env"}, id="toolu_env")
     async with FakeAnthropic([ModelTurn(function_calls=[call]), ModelTurn(text="ok")]) as server:
         env = {**server.cli_env, "ANTHROPIC_API_KEY": RUN_KEY}
         params = ExecuteParams(
@@ -54,11 +46,4 @@ async def test_a_bash_command_reading_the_environ_of_claude_code_and_of_unified_
             async with EventStream(params) as stream:
                 events: list[UnifiedEvent] = [event async for event in stream]
         sent = "\n".join(str(request.body) for request in server.requests)
-    assert isinstance(events[-1], Result)
-    output = next(e for e in events if isinstance(e, ToolResult)).output or ""
-    assert "--- end" in output, output
-    shown = "\n".join(e.model_dump_json() for e in events)
-    for secret in (RUN_KEY, GEMINI_KEY, OPENAI_KEY):
-        assert _pieces(secret, shown) == [], secret
-    for secret in (GEMINI_KEY, OPENAI_KEY):  # what the model was sent: never another provider's key
-        assert _pieces(secret, sent) == [], secret
+    check_no_key_out(events, (RUN_KEY, GEMINI_KEY, OPENAI_KEY), (GEMINI_KEY, OPENAI_KEY), sent)

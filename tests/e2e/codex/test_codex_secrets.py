@@ -8,15 +8,15 @@ which Codex must hold, is replaced in every event."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import anyio
 import pytest
 
+from tests.e2e.environ_attack import check_no_key_out, environ_command
 from tests.hang_guard import HANG_GUARD_S
 from unified._execute import EventStream
-from unified.events import Result, ToolResult, UnifiedEvent
+from unified.events import UnifiedEvent
 from unified.testing import CODEX_MODEL, FakeOpenAI, FunctionCall, ModelTurn
 from unified.types import ExecuteParams
 
@@ -27,20 +27,12 @@ GEMINI_KEY = "AIzaSyC-k3Vn8Qz1Wx5Rt9Lp2Mb6Hj0Df4Gs7Ya3Ue"
 ANTHROPIC_KEY = "sk-ant-api03-Hq4Zm8Xc2Vb6Nl1Kj5Gf9Ds3Ap7Oi0Uy4Tr8Ew2Qw6Er1Ty5Ui9Op3As7Df0AA"
 
 
-def _pieces(secret: str, text: str, size: int = 8) -> list[str]:
-    return sorted({secret[i : i + size] for i in range(len(secret) - size + 1) if secret[i : i + size] in text})
-
-
 async def test_a_command_reading_the_environ_of_codex_and_of_unified_gets_no_key_out(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GEMINI_API_KEY", GEMINI_KEY)
     monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
-    command = (
-        "env; echo '--- parent'; tr '\\0' '\\n' < /proc/$PPID/environ; "
-        f"echo '--- unified'; tr '\\0' '\\n' < /proc/{os.getpid()}/environ; echo '--- end'"
-    )
-    call = FunctionCall(name="run_shell_command", args={"command": command})
+    call = FunctionCall(name="run_shell_command", args={"command": environ_command()})
     async with FakeOpenAI([ModelTurn(function_calls=[call]), ModelTurn(text="ok")], api_key=RUN_KEY) as server:
         params = ExecuteParams(
             prompt="show me the environment",
@@ -54,13 +46,6 @@ async def test_a_command_reading_the_environ_of_codex_and_of_unified_gets_no_key
             async with EventStream(params) as stream:
                 events: list[UnifiedEvent] = [event async for event in stream]
         sent = "\n".join(str(request.body) for request in server.requests)
-    assert isinstance(events[-1], Result)
-    output = next(e for e in events if isinstance(e, ToolResult)).output or ""
-    assert "--- end" in output, output
-    shown = "\n".join(e.model_dump_json() for e in events)
-    for secret in (RUN_KEY, GEMINI_KEY, ANTHROPIC_KEY):
-        assert _pieces(secret, shown) == [], secret
     # What the model was sent (the command's output): never another provider's key. (unified's own
     # /proc/<pid>/environ is the environment this test process started with, not the monkeypatched one.)
-    for secret in (GEMINI_KEY, ANTHROPIC_KEY):
-        assert _pieces(secret, sent) == [], secret
+    check_no_key_out(events, (RUN_KEY, GEMINI_KEY, ANTHROPIC_KEY), (GEMINI_KEY, ANTHROPIC_KEY), sent)
