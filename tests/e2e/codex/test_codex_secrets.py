@@ -13,11 +13,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.e2e.environ_attack import check_no_key_out, environ_command
+from tests.e2e.environ_attack import check_no_key_out, environ_command, pieces
 from tests.hang_guard import HANG_GUARD_S
 from unified._execute import EventStream
-from unified.events import UnifiedEvent
-from unified.testing import CODEX_MODEL, FakeOpenAI, FunctionCall, ModelTurn
+from unified.events import ErrorEvent, UnifiedEvent
+from unified.testing import CODEX_MODEL, FakeOpenAI, Fault, FunctionCall, ModelTurn
 from unified.types import ExecuteParams
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -49,3 +49,27 @@ async def test_a_command_reading_the_environ_of_codex_and_of_unified_gets_no_key
     # What the model was sent (the command's output): never another provider's key. (unified's own
     # /proc/<pid>/environ is the environment this test process started with, not the monkeypatched one.)
     check_no_key_out(events, (RUN_KEY, GEMINI_KEY, ANTHROPIC_KEY), (GEMINI_KEY, ANTHROPIC_KEY), sent)
+
+
+@pytest.mark.parametrize("kind", ["unauthenticated", "permission_denied", "bad_request"])
+async def test_a_provider_error_that_echoes_the_key_shows_none_of_it(workspace: Path, kind: str) -> None:
+    """The provider's 401/403/400 quotes the key, whole, in a URL's query, and cut at the provider's end
+    (a long message): Codex passes the text on; the run's error events show no piece of the key."""
+    long = "x" * 400
+    message = f"Incorrect API key provided: {RUN_KEY}. See https://p.test/keys?key={RUN_KEY}&v=1 {long}{RUN_KEY}"
+    fault = Fault(kind=kind, message=message)
+    async with FakeOpenAI([ModelTurn(text="never", fault=fault)], api_key=RUN_KEY) as server:
+        params = ExecuteParams(
+            prompt="hello",
+            backend="codex",
+            model=CODEX_MODEL,
+            cwd=workspace,
+            backend_options={"base_url": server.base_url, "api_key": RUN_KEY, "pool_size": 0},
+        )
+        with anyio.fail_after(HANG_GUARD_S):
+            async with EventStream(params) as stream:
+                events: list[UnifiedEvent] = [event async for event in stream]
+    errors = [e for e in events if isinstance(e, ErrorEvent)]
+    assert errors, [e.type for e in events]
+    shown = "\n".join(e.model_dump_json() for e in events)
+    assert pieces(RUN_KEY, shown) == []
