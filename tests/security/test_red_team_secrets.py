@@ -648,3 +648,31 @@ async def test_a_failover_carries_no_key_of_the_failed_backend_s_session_to_the_
     assert "ANTHROPIC_API_KEY=[REDACTED]" in sent, "the history was carried"
     assert _pieces(ANTHROPIC, sent) == []
     assert _pieces(ANTHROPIC, _dumped(events)) == []
+
+
+async def test_a_search_hit_cut_through_a_key_given_only_in_the_options_shows_no_piece_of_it(tmp_path: Path) -> None:
+    """The search runs in a worker thread: the run's secrets (a context variable) reach its cut there too.
+    worked before 338cd05 (the cut knew the environment's secrets only)."""
+    from unified.testing._fake_gemini import FakeGemini
+    from unified.testing._scenario import FunctionCall, ModelTurn
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "config.txt").write_text("needle " + "y" * 180 + OPTION_KEY + " tail\n")
+    turns = [ModelTurn(function_calls=[FunctionCall(name="search", args={"query": "needle"})]), ModelTurn(text="ok")]
+    async with FakeGemini(turns, check_history=False) as server:
+        params = ExecuteParams(
+            prompt="find the needle",
+            backend="generate-content",
+            model="gemini-2.5-flash",
+            cwd=ws,
+            approval_mode="yolo",
+            backend_options=_gc_options(server),
+        )
+        events = await _gc_run(params)
+        sent = "\n".join(json.dumps(r.body, default=str) for r in server.requests)
+    results = [e for e in events if e.type == "tool_result"]
+    assert results, [e.type for e in events]
+    assert "needle yyy" in sent, "the model got the hit"
+    for text in (_dumped(events), sent):
+        assert _pieces(OPTION_KEY, text, SPLIT_HOLD_MIN) == []
