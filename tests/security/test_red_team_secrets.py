@@ -676,3 +676,29 @@ async def test_a_search_hit_cut_through_a_key_given_only_in_the_options_shows_no
     assert "needle yyy" in sent, "the model got the hit"
     for text in (_dumped(events), sent):
         assert _pieces(OPTION_KEY, text, SPLIT_HOLD_MIN) == []
+
+
+async def test_native_events_tool_inputs_and_user_input_requests_hide_a_key(env_key: str) -> None:
+    """The raw backend event (`include_native`), a tool call's input (a key as a dict key, deep in a
+    list), a permission request's details, a result's error: every field the guard delivers."""
+    from unified.events import ToolResult, ToolUse, permission_request
+
+    steps: list[Any] = [
+        ToolUse(
+            tool_use_id="t1",
+            name="run_shell_command",
+            input={"command": f"curl -H 'x-goog-api-key: {env_key}'", env_key: [{"deep": (env_key,)}]},
+            native={"raw": {"args": f"...{env_key}..."}},
+        ),
+        permission_request(
+            "r1",
+            f"Allow running `curl -H 'x-goog-api-key: {env_key}'`?",
+            tool_use_id="t1",
+            tool_name="run_shell_command",
+            details={"args": {"command": env_key}},
+        ),
+        ToolResult(tool_use_id="t1", output=f"echoed {env_key}", is_error=True, data={"k": env_key}),
+    ]
+    events = await _scripted(steps, include_native=True)
+    assert any(e.native for e in events if isinstance(e, ToolUse))
+    assert _pieces(env_key, _dumped(events)) == []
