@@ -1,11 +1,16 @@
-"""Keep secrets from the environment out of anything `unified` prints, logs, emits or records.
+"""Keep secrets (the environment's, and those a run was given in code) out of anything `unified`
+prints, logs, emits or records.
 
 Error messages from SDKs and subprocesses sometimes quote a request URL or a header with the API
 key in it; a shell command may print the environment; a model may echo a key it was shown. Every
 event passes the stream guard, which replaces secret values; the CLI, the tool runtime, error
 messages and the cassette recorders use the same `Redactor` (docs/protocol.md, "Secrets").
 
-What counts as a secret value:
+A run's secrets given in code (`run_secrets`: `api_key` options, a fallback's, MCP headers, ...) are
+secrets of that run's task (`use_run_secrets`, a context variable the stream guard sets): every
+`redactor()` built in it hides them too, so every cut (`clip`), error and tail of the run does.
+
+What counts as a secret value of the environment:
 - the value of a known credential variable (`GEMINI_API_KEY`, `GOOGLE_API_KEY`, ...) or of a
   variable whose name says it holds one (`*_TOKEN`, `*_SECRET`, `*_PASSWORD`, `*API_KEY`, ...);
 - the value of any variable shaped like a credential (`AIza...`, `ya29....`, a private key);
