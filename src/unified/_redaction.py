@@ -36,8 +36,6 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, cast
 
-from pydantic import BaseModel
-
 from unified._environ import PerEnvironment
 
 __all__ = [
@@ -198,9 +196,10 @@ class Redactor:
     def _json(self, value: object, replacement: str) -> object:
         if isinstance(value, str):
             return self(value, replacement) if self.found_in(value) else value
-        if isinstance(value, BaseModel):
+        copy = getattr(value, "model_copy", None)  # a pydantic model (not imported: `unified --help` loads none)
+        if copy is not None and not isinstance(value, type):
             changes = {k: new for k, v in value.__dict__.items() if (new := self._json(v, replacement)) is not v}
-            return value.model_copy(update=changes) if changes else value
+            return copy(update=changes) if changes else value
         if isinstance(value, dict):
             items = [(self._json(k, replacement), self._json(v, replacement)) for k, v in value.items()]
             if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items(), strict=True)):
