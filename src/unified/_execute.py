@@ -11,6 +11,7 @@ from anyio.from_thread import start_blocking_portal
 
 from unified._exports import publish
 from unified._internal.stream import GuardedStream, StreamGuard, announce_unsupported_options
+from unified._redaction import redactor
 from unified.backends import Backend, RunContext, RunOutcome, UnsupportedOption, load_backend_factory
 from unified.conversations import Conversation, TextPart, ToolResultPart, UserTurn, provider_of_backend
 from unified.errors import ConfigurationError, RoutingError, UnifiedError
@@ -176,6 +177,8 @@ class _Failover:
             carried = _answer_unrun_calls(carried)
         elif params.resume is not None:
             carried = await sessions.export(params.resume, store=params.session_store, cwd=str(params.cwd))
+        if carried is not None:  # goes to another provider: no secret of the environment or of this run
+            carried = redactor().json(carried)
         same_provider = provider_of_backend(chosen.backend) == provider_of_backend(failed)
         return params.model_copy(
             update={

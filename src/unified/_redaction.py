@@ -1,11 +1,16 @@
-"""Keep secrets from the environment out of anything `unified` prints, logs, emits or records.
+"""Keep secrets (the environment's, and those a run was given in code) out of anything `unified`
+prints, logs, emits or records.
 
 Error messages from SDKs and subprocesses sometimes quote a request URL or a header with the API
 key in it; a shell command may print the environment; a model may echo a key it was shown. Every
 event passes the stream guard, which replaces secret values; the CLI, the tool runtime, error
 messages and the cassette recorders use the same `Redactor` (docs/protocol.md, "Secrets").
 
-What counts as a secret value:
+A run's secrets given in code (`run_secrets`: `api_key` options, a fallback's, MCP headers, ...) are
+secrets of that run's task (`use_run_secrets`, a context variable the stream guard sets): every
+`redactor()` built in it hides them too, so every cut (`clip`), error and tail of the run does.
+
+What counts as a secret value of the environment:
 - the value of a known credential variable (`GEMINI_API_KEY`, `GOOGLE_API_KEY`, ...) or of a
   variable whose name says it holds one (`*_TOKEN`, `*_SECRET`, `*_PASSWORD`, `*API_KEY`, ...);
 - the value of any variable shaped like a credential (`AIza...`, `ya29....`, a private key);
@@ -27,7 +32,9 @@ import functools
 import os
 import re
 from collections.abc import Iterable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Protocol, TypeVar, cast
 
 from unified._environ import PerEnvironment
 
@@ -43,11 +50,15 @@ __all__ = [
     "redact_key_shapes",
     "redact_mapping",
     "redactor",
+    "run_secrets",
     "secret_values",
     "secrets_in",
+    "use_run_secrets",
 ]
 
 REDACTED = "[REDACTED]"
+
+T = TypeVar("T")
 
 MIN_SECRET_LENGTH = 8
 """Shorter values are never treated as secrets, whatever their variable: too likely to be ordinary words."""
@@ -72,6 +83,14 @@ KEY_SHAPES = re.compile(
     r"|(?:ghp|gho|ghu|ghs|ghr|github_pat)_[0-9A-Za-z_]{30,}"  # GitHub tokens
     r"|AKIA[0-9A-Z]{16}"  # AWS access key id
     r"|xox[abpr]-[0-9A-Za-z\-]{10,}"  # Slack tokens
+    # Anthropic: API (`sk-ant-api03-`), admin (`sk-ant-admin01-`) keys, OAuth access and refresh tokens
+    # (`sk-ant-oat01-`, `sk-ant-ort01-`): 95 characters after the prefix; 20 or more is a key already.
+    r"|sk-ant-(?:api|admin|oat|ort|sid)\d\d-[0-9A-Za-z_\-]{20,}"
+    # OpenAI: project, service account, admin and user keys (`sk-proj-`, `sk-svcacct-`, `sk-admin-`,
+    # `sk-None-`, 100+ characters after the prefix, mixed case and digits: a lowercase slug such as
+    # `task-admin-settings-...` is none), and the legacy `sk-` with 48 letters and digits, nothing more.
+    r"|sk-(?:proj|svcacct|admin|None)-(?=[0-9A-Za-z_\-]*[A-Z])(?=[0-9A-Za-z_\-]*[0-9])[0-9A-Za-z_\-]{40,}"
+    r"|sk-[0-9A-Za-z]{48}(?![0-9A-Za-z_\-])"
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)"
 )
 """Strings that are credentials by their shape alone, wherever they appear."""
@@ -165,22 +184,29 @@ class Redactor:
                     break
         return best
 
-    def json(self, value: object, replacement: str = REDACTED) -> object:
-        """`value` (JSON-like: str, dict, list, tuple) with secrets replaced in every string, keys included.
+    def json(self, value: T, replacement: str = REDACTED) -> T:
+        """`value` (JSON-like: str, dict, list, tuple, and pydantic models of them: an event, a
+        `Conversation`) with secrets replaced in every string, keys included. Containers and models
+        are copied, never changed in place.
 
         Returns `value` itself when nothing changed, so callers can tell by identity.
         """
-        if not self.values:
-            return value
+        return cast("T", self._json(value, replacement)) if self.values else value
+
+    def _json(self, value: object, replacement: str) -> object:
         if isinstance(value, str):
-            return self(value, replacement)
+            return self(value, replacement) if self.found_in(value) else value
+        copy = getattr(value, "model_copy", None)  # a pydantic model (not imported: `unified --help` loads none)
+        if copy is not None and not isinstance(value, type):
+            changes = {k: new for k, v in value.__dict__.items() if (new := self._json(v, replacement)) is not v}
+            return copy(update=changes) if changes else value
         if isinstance(value, dict):
-            items = [(self.json(k, replacement), self.json(v, replacement)) for k, v in value.items()]
+            items = [(self._json(k, replacement), self._json(v, replacement)) for k, v in value.items()]
             if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items(), strict=True)):
                 return value
             return dict(items)
         if isinstance(value, (list, tuple)):
-            parts = [self.json(item, replacement) for item in value]
+            parts = [self._json(item, replacement) for item in value]
             if all(new is old for new, old in zip(parts, value, strict=True)):
                 return value
             return type(value)(parts)
@@ -237,12 +263,30 @@ def secret_values(env: Mapping[str, str] | None = None) -> list[str]:
     return list(_environ_secrets() if env is None else _secret_values(env.items()))
 
 
+_RUN_SECRETS: ContextVar[tuple[str, ...]] = ContextVar("unified_run_secrets", default=())
+"""The secrets the current run was given in code (`use_run_secrets`): its task's and those it starts."""
+
+
+def use_run_secrets(values: Iterable[str]) -> None:
+    """Make every `redactor()` of the current context hide `values` too: the stream guard calls it in
+    the task that runs the backend, so each cut (`clip`), error message, stderr tail and tool output
+    of that run knows the secrets given in its options, not only the environment's. A context of its
+    own: another run, or the caller's code, never sees them (nor has them hidden)."""
+    values = tuple(v.strip() for v in values if len(v.strip()) >= MIN_SECRET_LENGTH)
+    if values:
+        _RUN_SECRETS.set(tuple(dict.fromkeys((*_RUN_SECRETS.get(), *values))))
+
+
 def redactor(env: Mapping[str, str] | None = None, extra: Iterable[str] = ()) -> Redactor:
-    """The (cached) Redactor for the secrets of `env` (default: the process environment) plus `extra`.
+    """The (cached) Redactor for the secrets of `env` (default: the process environment) plus `extra`,
+    plus those of the run it is built in (`use_run_secrets`).
 
     `extra` values shorter than `MIN_SECRET_LENGTH` are ignored like any other.
     """
     values = _environ_secrets() if env is None else _secret_values(env.items())
+    run = _RUN_SECRETS.get()
+    if run:
+        extra = (*extra, *run)
     more = {v.strip() for v in extra if len(v.strip()) >= MIN_SECRET_LENGTH} - set(values)
     if more:
         values = tuple(sorted({*values, *more}, key=lambda v: (-len(v), v)))
@@ -254,13 +298,17 @@ def redact(text: str, env: Mapping[str, str] | None = None) -> str:
     return redactor(env)(text)
 
 
-def clip(text: str, limit: int, clean: Redactor | None = None) -> str:
-    """The first `limit` characters of `text`, with the secrets of `clean` (default: the process
-    environment's) replaced *before* the cut: a cut through a secret leaves a piece of it that no
-    redactor downstream recognizes (they replace whole secrets only)."""
+def clip(text: str, limit: int, clean: Redactor | None = None, *, more: str = "") -> str:
+    """The first `limit` characters of `text`, with the secrets of `clean` (default: `redactor()`,
+    the environment's and the run's) replaced *before* the cut: a cut through a secret leaves a piece
+    of it that no redactor downstream recognizes (they replace whole secrets only). Every cut of a
+    text that may quote a secret is made here. `more` ends a text that was cut (`"…"`), within `limit`."""
     clean = clean if clean is not None else redactor()
     longest = len(clean.values[0]) if clean.values else 0
-    return clean(text[: limit + longest])[:limit]
+    shown = clean(text[: limit + longest])
+    if len(shown) <= limit and len(text) <= limit + longest:
+        return shown
+    return shown[: limit - len(more)] + more
 
 
 def redact_key_shapes(text: str, replacement: str = REDACTED) -> str:
@@ -273,7 +321,9 @@ _SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|passwd|authorizati
 
 
 def redact_mapping(value: object) -> object:
-    """`value` with every entry under a secret-looking key replaced, however deep: for reprs and logs."""
+    """`value` with every entry under a secret-looking key replaced, however deep, and in every other
+    string a credential-shaped one (`KEY_SHAPES`) and a URL's password: for reprs and logs (an `env`
+    entry `OPENAI_KEY=sk-proj-...`, a `base_url` of `https://user:PASSWORD@proxy`)."""
     if isinstance(value, Mapping):
         return {
             key: REDACTED if isinstance(key, str) and _SECRET_KEY.search(key) and item else redact_mapping(item)
@@ -281,6 +331,9 @@ def redact_mapping(value: object) -> object:
         }
     if isinstance(value, (list, tuple)):
         return type(value)(redact_mapping(item) for item in value)
+    if isinstance(value, str):
+        value = KEY_SHAPES.sub(REDACTED, value)
+        return _URL_PASSWORD.sub(lambda m: m[0][: m.start(1) - m.start()] + REDACTED + "@", value)
     return value
 
 
@@ -305,22 +358,55 @@ def secrets_in(value: object) -> list[str]:
     return found
 
 
+def _secrets_of_settings(value: object) -> list[str]:
+    """The secrets of one mapping given in code (a backend's options, an MCP server): every string
+    under a secret-looking key, every `env` value that is a secret by its name or shape
+    (`is_secret`: `OPENAI_KEY=sk-proj-...`, `DATABASE_URL=postgresql://u:PASSWORD@h/db`), every
+    `headers` value, and the password of any URL it holds (`base_url="https://u:PASSWORD@proxy"`)."""
+    dump = value.model_dump() if hasattr(value, "model_dump") else value
+    if not isinstance(dump, Mapping):
+        return []
+    found = secrets_in(dump)
+    env = dump.get("env")
+    if isinstance(env, Mapping):
+        found += _secret_values((str(k), v) for k, v in env.items() if isinstance(v, str))
+    headers = dump.get("headers")
+    if isinstance(headers, Mapping):
+        found += [v for v in headers.values() if isinstance(v, str)]
+    for item in dump.values():
+        if isinstance(item, str) and "@" in item:
+            found += [p for p in _URL_PASSWORD.findall(item) if len(p) >= MIN_SECRET_LENGTH]
+    return found
+
+
 def given_secrets(backend_options: Mapping[str, object], mcp_servers: Iterable[object]) -> list[str]:
-    """The secrets a run was given in code rather than in the environment: every string under a
-    secret-looking key of `backend_options` (`api_key`, headers, ...), and of each MCP server every
-    header value and every env value that is a secret by its name or shape (`is_secret`)."""
-    found = secrets_in(backend_options)
+    """The secrets a run was given in code rather than in the environment: those of its
+    `backend_options` (`api_key`, headers, env, ...) and of each MCP server (`_secrets_of_settings`)."""
+    found = _secrets_of_settings(backend_options)
     for server in mcp_servers:
-        dump = server.model_dump() if hasattr(server, "model_dump") else server
-        if not isinstance(dump, Mapping):
-            continue
-        found += secrets_in(dump)
-        env = dump.get("env")
-        if isinstance(env, Mapping):
-            found += [v for k, v in env.items() if isinstance(v, str) and is_secret(str(k), v)]
-        headers = dump.get("headers")
-        if isinstance(headers, Mapping):
-            found += [v for v in headers.values() if isinstance(v, str)]
+        found += _secrets_of_settings(server)
+    return found
+
+
+class _Params(Protocol):
+    """What `run_secrets` reads of `unified.types.ExecuteParams` (which imports this module)."""
+
+    @property
+    def mcp_servers(self) -> Iterable[object]: ...
+    @property
+    def fallback(self) -> Iterable[object]: ...
+    def backend_options_dict(self) -> dict[str, object]: ...
+
+
+def run_secrets(params: _Params) -> list[str]:
+    """Every secret a run was given in code (`given_secrets`), the options of each backend it may
+    fail over to included (`Fallback.backend_options`, with their own `api_key`): the one list the
+    stream guard, the tool runtime and the cassette recorders hide."""
+    found = given_secrets(params.backend_options_dict(), params.mcp_servers)
+    for fallback in params.fallback:
+        options = getattr(fallback, "backend_options", None)
+        if options:
+            found += _secrets_of_settings(options)
     return found
 
 
@@ -357,6 +443,16 @@ class SplitGuard:
         self._held = combined[shown_until:]
         self._tail = visible[-self._keep :]
         return self._redactor.window(visible, len(tail))
+
+    def follow(self, other: SplitGuard) -> None:
+        """This stream's next piece comes right after what `other`, another stream, showed last (a
+        thought, then the text): when `other`'s end begins a secret and this stream's own end does
+        not, the next piece is read as continuing `other`'s, so a key begun there and finished here
+        is replaced whole (with the same bound). Called only when the stream changes."""
+        if other._tail and other is not self:
+            partial = self._redactor.partial_suffix
+            if partial(other._tail) > partial(self._tail):
+                self._tail = other._tail
 
     def release(self) -> str:
         """What is still held back (the stream ended or something else comes next): a beginning of

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from unified._files import read_regular
-from unified._redaction import redact_mapping
+from unified._redaction import REDACTED, redact_mapping
 from unified._sessions.records import SessionStore
 from unified.conversations import Conversation
 from unified.events import UserInputRequest, UserInputResponse
@@ -62,7 +62,14 @@ class _Frozen(BaseModel):
 
     def __repr_args__(self) -> _ReprArgs:  # headers and env may hold tokens: never in a repr or a log line
         return [
-            (name, redact_mapping(value) if isinstance(value, dict) else value)
+            (
+                name,
+                {key: REDACTED for key in value}  # every header value is a secret (`given_secrets`)
+                if name == "headers" and isinstance(value, dict)
+                else redact_mapping(value)
+                if isinstance(value, dict)
+                else value,
+            )
             for name, value in super().__repr_args__()
         ]
 

@@ -111,7 +111,8 @@ DEEP = "[" * DEPTH + "]" * DEPTH
 DEEP_OBJECT = '{"a": ' + DEEP + "}"
 
 KEY = "sk-ant-api03-Zq8Xw2Lr5Tn7Vb1Mc4Kd9Pf3Hg6Js0Ay-Qo2Wi7Ue5Rt1Yu3Io9Pl8Kj6Hg4Fd2Sa0Zx"
-"""An Anthropic-looking key: no shape `KEY_SHAPES` knows, so only the environment makes it a secret."""
+"""An Anthropic-shaped key (`KEY_SHAPES` knows `sk-ant-api03-`); these tests put it in ANTHROPIC_API_KEY,
+whose name alone makes it a secret of the environment, the one `redactor()` hides."""
 
 
 @pytest.fixture

@@ -44,7 +44,7 @@ import anyio.to_thread
 from unified._internal.api_options import ApiOptions
 from unified._internal.models import ToolFamily
 from unified._internal.retry import Failure, retrying
-from unified._redaction import given_secrets
+from unified._redaction import run_secrets
 from unified._sessions.config import default_store
 from unified._sessions.stores import save_announced
 from unified.backends import RunContext, RunOutcome
@@ -316,7 +316,7 @@ class AgentLoop:
                     approval_mode=params.approval_mode,
                     excluded_tools=params.excluded_tools,
                     user_input=self.ctx.ask_user if params.on_user_input is not None else None,
-                    secrets=given_secrets(params.backend_options_dict(), params.mcp_servers),
+                    secrets=run_secrets(params),
                 )
             )
         return self._tools

@@ -24,7 +24,7 @@ from anyio.abc import TaskGroup
 from pydantic import BaseModel, ValidationError
 
 from unified._internal import limits
-from unified._redaction import Redactor, SplitGuard, given_secrets, redactor
+from unified._redaction import Redactor, SplitGuard, redactor, run_secrets, use_run_secrets
 from unified.backends import Backend, RunOutcome
 from unified.errors import BackendError, ProtocolViolation, RunStopped, UnifiedError
 from unified.events import (
@@ -187,11 +187,6 @@ def estimate_tokens(chars: int) -> int:
     return math.ceil(chars / 4)
 
 
-def _run_redactor(params: ExecuteParams) -> Redactor:
-    """Secrets of the environment, plus those given in code: backend options, MCP headers and env."""
-    return redactor(extra=given_secrets(params.backend_options_dict(), params.mcp_servers))
-
-
 def _holds_secret(value: object, clean: Redactor, shortest: int) -> bool:
     """Whether any string in `value` (however deep: dicts, keys included, lists, models) holds a secret.
     A walk that allocates nothing, and skips every string shorter than the shortest secret (ids,
@@ -213,27 +208,6 @@ def _holds_secret(value: object, clean: Redactor, shortest: int) -> bool:
     return False
 
 
-def _scrubbed(value: object, clean: Redactor) -> object:
-    """`value` with secrets replaced in every string, however deep; `value` itself when none was found.
-
-    Containers and models are copied, never changed in place: an adapter may still hold them.
-    """
-    if isinstance(value, str):
-        return clean(value) if clean.found_in(value) else value
-    if isinstance(value, BaseModel):
-        changes = {k: new for k, v in value.__dict__.items() if (new := _scrubbed(v, clean)) is not v}
-        return value.model_copy(update=changes) if changes else value
-    if isinstance(value, dict):
-        pairs = [(_scrubbed(k, clean), _scrubbed(v, clean)) for k, v in value.items()]
-        if all(nk is k and nv is v for (nk, nv), (k, v) in zip(pairs, value.items(), strict=True)):
-            return value
-        return dict(pairs)
-    if isinstance(value, (list, tuple)):
-        parts = [_scrubbed(item, clean) for item in value]
-        return type(value)(parts) if any(n is not o for n, o in zip(parts, value, strict=True)) else value
-    return value
-
-
 def _scrub(event: UnifiedEvent, clean: Redactor) -> None:
     """Replace the secrets in `event`'s fields (the event is the guard's to deliver; its values are not).
     Only the fields that can hold text are looked at (`_Shape.text_fields`): never its type, numbers or flags.
@@ -249,7 +223,7 @@ def _scrub(event: UnifiedEvent, clean: Redactor) -> None:
             if len(value) >= shortest and clean.found_in(value):
                 fields[name] = clean(value)
         elif _holds_secret(value, clean, shortest):
-            fields[name] = _scrubbed(value, clean)
+            fields[name] = clean.json(value)  # copies: an adapter may still hold the value
 
 
 def _quotable(event: UnifiedEvent) -> dict[str, Any]:
@@ -583,13 +557,19 @@ class StreamGuard:
         self._scope: anyio.CancelScope | None = None
         self._stop_reason: StopReason | None = None
         self._consumer_gone = False
-        redactor = _run_redactor(params)
-        self._redactor: Redactor | None = redactor if redactor else None
+        self._given = run_secrets(params)
+        """The secrets given in code (backend options, fallbacks', MCP headers and env): hidden in every
+        event, and (`use_run_secrets`) at every redaction point inside the run's task."""
+        clean = redactor(extra=self._given)
+        self._redactor: Redactor | None = clean if clean else None
         """None when there is no secret to hide: then no event is looked at."""
         self._splits: dict[tuple[str, str | None], SplitGuard] = {}
         """One per text stream (a scope's text, a scope's thinking, a tool's progress)."""
         self._split_holder: tuple[str, str | None] | None = None
         """The stream whose guard holds text back, if one does."""
+        self._split_last: SplitGuard | None = None
+        """The guard of the text stream that had the last piece: the next stream's piece follows it
+        (`SplitGuard.follow`: a key begun in a thought and finished in the text is one key)."""
         self._include_native = params.include_native
         self._ran: anyio.Event | None = None
         """Set once the backend is done (or never ran): the watchdog task's cue to end (made by
@@ -682,6 +662,8 @@ class StreamGuard:
 
     async def flush_message(self, subagent_task_id: str | None = None) -> None:
         """The `assistant_message` of a scope's text so far (the main chat's when None), if it has any."""
+        if self._split_holder is not None:  # held text comes first, and belongs to its message
+            await self._release_split()
         parts = self.agg.buffers.pop(subagent_task_id, None)
         if not parts:
             return
@@ -735,6 +717,7 @@ class StreamGuard:
         event: UnifiedEvent
         if kind == "text_delta":
             event = TextDelta(text=text, subagent_task_id=scope)
+            self.agg.buffers.setdefault(scope, []).append(text)  # the message has what its deltas showed
         elif kind == "thinking":
             event = Thinking(text=text, replace=False, subagent_task_id=scope)
         else:
@@ -760,10 +743,20 @@ class StreamGuard:
         guard = self._splits.get(key)
         if guard is None:
             guard = self._splits[key] = SplitGuard(redactor)
+        if guard is not self._split_last:  # another stream had the last piece
+            if self._split_last is not None:
+                guard.follow(self._split_last)
+            self._split_last = guard
         fields = event.__dict__
         name = "message" if key[0] == "tool_progress" else "text"
         shown = guard.feed(fields[name])
         self._split_holder = key if guard.holding else None
+        if name == "text" and key[0] == "text_delta":
+            # The message is what its deltas showed, not their raw text: a piece of a key whose other
+            # part came in another stream is no whole secret there, and the message would show it.
+            buffer = self.agg.buffers.get(key[1])
+            if buffer:  # the piece's raw text, appended as it was accepted
+                buffer[-1] = shown
         if not shown and not (fields.get("signature") or (name == "message" and fields.get("status"))):
             return False
         fields[name] = shown or None if name == "message" else shown
@@ -840,6 +833,7 @@ class StreamGuard:
         outcome: RunOutcome | None = None
         failure: BaseException | None = None
         ctx = _Context(self)  # held by the run, not by the guard: no cycle, so a run is freed as it ends
+        use_run_secrets(self._given)  # this task's context: every cut, error and tail of the run hides them
         try:
             try:
                 await self._announce_unsupported_options()

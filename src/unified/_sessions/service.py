@@ -13,6 +13,7 @@ from typing import Any
 
 from unified import backends as registry
 from unified._exports import publish
+from unified._redaction import redactor
 from unified._sessions.records import SessionInfo, SessionStore, by_recency
 from unified.backends import SessionLocator
 from unified.conversations import Conversation
@@ -113,18 +114,19 @@ async def resolve(
 async def show(
     ref: str, *, backend: str | None = None, cwd: str | None = None, store: SessionStore | None = None
 ) -> dict[str, Any]:
-    """One session's conversation as plain data."""
+    """One session's conversation as plain data, known secret values replaced (as `export`)."""
     info = await resolve(ref, backend=backend, cwd=cwd, store=store)
-    return await locator(info.backend, store).show(info.session_id, cwd)
+    return redactor().json(await locator(info.backend, store).show(info.session_id, cwd))
 
 
 async def export(
     ref: str, *, backend: str | None = None, cwd: str | None = None, store: SessionStore | None = None
 ) -> Conversation:
     """One session's history as a portable `Conversation`, to continue on any backend
-    (`ExecuteParams(history=...)`) or to keep (`Conversation.to_json()`)."""
+    (`ExecuteParams(history=...)`) or to keep (`Conversation.to_json()`), known secret values
+    replaced (`redactor()`: a CLI's own session file holds whatever a command printed)."""
     info = await resolve(ref, backend=backend, cwd=cwd, store=store)
-    return await locator(info.backend, store).export(info.session_id, cwd)
+    return redactor().json(await locator(info.backend, store).export(info.session_id, cwd))
 
 
 async def delete(

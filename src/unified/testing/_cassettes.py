@@ -106,7 +106,7 @@ _BEARER = re.compile(r"(?P<head>\b[Bb]earer\s+)(?!<redacted>)[A-Za-z0-9._~+/\-]{
 
 def scrub_text(text: str, extra: Iterable[str] = ()) -> str:
     """`text` without the environment's secret values (and `extra`: those a run was given in code,
-    `unified._redaction.given_secrets`) and without credential-shaped strings."""
+    `unified._redaction.run_secrets`) and without credential-shaped strings."""
     text = redact_key_shapes(redactor(extra=extra)(text, REDACTED), REDACTED)
     text = _BEARER.sub(lambda m: m["head"] + REDACTED, text)
     return _TOKEN_FIELD.sub(lambda m: m["head"] + REDACTED, text)

@@ -33,7 +33,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from unified._exports import publish
-from unified._redaction import given_secrets, redactor
+from unified._redaction import redactor, run_secrets
 from unified.events import Result, UnifiedEvent, UserInputRequest, UserInputResponse
 from unified.sessions import short_id_of
 from unified.types import ExecuteParams, UserInputHandler
@@ -141,7 +141,7 @@ async def _record_transcript(
         "approval_mode": params.approval_mode,
         "paths_are_from": str(params.cwd),
     }
-    extra = given_secrets(params.backend_options_dict(), params.mcp_servers)
+    extra = run_secrets(params)
     entries = [_without_mcp_values(entry) for entry in place_chat_records(_of_the_run(transcript))]
     _write_scrubbed(scratch, [meta, *entries], extra)
     return events
@@ -156,7 +156,7 @@ async def _record_codex(
     transcript: list[dict[str, Any]] = []
     options = {**params.backend_options_dict(), "transcript": transcript, "pool_size": 0}  # cold: all of it
     events = await _run(params.model_copy(update={"backend_options": options}), on_event)
-    extra = given_secrets(params.backend_options_dict(), params.mcp_servers)  # the api_key option too
+    extra = run_secrets(params)  # the api_key option too
     _write_scrubbed(scratch, [codex_meta(source, params, path.stem), *transcript], extra)
     return events
 
@@ -199,7 +199,7 @@ async def _record_claude_transcript(
         "approval_mode": params.approval_mode,
         "paths_are_from": str(params.cwd),
     }
-    _write_scrubbed(scratch, [meta, *transcript], given_secrets(params.backend_options_dict(), params.mcp_servers))
+    _write_scrubbed(scratch, [meta, *transcript], run_secrets(params))
     return events
 
 
@@ -301,7 +301,7 @@ async def _record_http(
     answers: list[dict[str, Any]] = []
     with recorder.use_cassette(scratch.name):
         events = await _run(params.model_copy(update={"on_user_input": _answer_log(params, answers)}), on_event)
-    extra = given_secrets(params.backend_options_dict(), params.mcp_servers)
+    extra = run_secrets(params)
     _add_metadata(scratch, {"approval_mode": params.approval_mode, "answers": answers}, extra)
     return events
 

@@ -14,6 +14,7 @@ from urllib.parse import unquote, urlparse
 
 import anyio.to_thread
 
+from unified._redaction import clip
 from unified.tools._base import ToolError, require_unicode
 
 __all__ = ["NAME_MAX", "PATH_MAX", "Workspace"]
@@ -68,7 +69,7 @@ class Workspace:
             candidate = self.root / text[1:]
         real = Path(os.path.realpath(candidate))
         if len(os.fsencode(real)) >= PATH_MAX or any(len(os.fsencode(part)) > NAME_MAX for part in real.parts):
-            shown = raw if len(raw) <= 80 else raw[:79] + "…"
+            shown = clip(raw, 80, more="…")
             raise ToolError(
                 f'Path too long: "{shown}" ({len(raw):,} characters); a file name may have at most {NAME_MAX} '
                 f"bytes and a whole path {PATH_MAX - 1:,}."

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from unified._exports import publish
+from unified._redaction import clip
 from unified.tools import _shell_syntax
 from unified.types import ApprovalMode
 
@@ -312,7 +313,7 @@ def session_rule(tool: str, args: Mapping[str, Any], mode: ApprovalMode) -> Rule
         command = str(args.get("command", ""))
         shape = shell_shape(command)
         words = " ".join(command.split())
-        label = f"{tool}:{words if len(words) <= 80 else words[:79] + '…'}"
+        label = f"{tool}:{clip(words, 80, more='…')}"
     return Rule(
         tool_names=(tool,),
         decision=Decision.ALLOW,

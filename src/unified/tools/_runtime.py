@@ -306,7 +306,7 @@ class ToolRuntime:
             self._ask = functools.partial(_permission_via, user_input)
         self._ask_lock = anyio.Lock()
         self._secrets = tuple(secrets)
-        """Secret values besides the environment's (`redaction.given_secrets`): never shown to the model."""
+        """Secret values besides the environment's (`redaction.run_secrets`): never shown to the model."""
         files = _files.FileConfig(self.workspace, read_mode, line_cap)
         self._shell = _shell.ShellConfig(
             self.workspace,

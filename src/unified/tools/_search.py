@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from unified._redaction import clip
 from unified.tools import _safe_io
 from unified.tools._base import Params, Progress, ToolError, ToolOutput
 from unified.tools._files import FileConfig
@@ -63,7 +64,7 @@ def _scan_file(fd: int, path: Path, rx: Pattern, hits: list[Hit], limit: int, st
         for line in _safe_io.LineStream(fd, stop, SEARCH_MATCH_CHARS).lines():
             budget.bytes(line.length + 1)
             if rx.search(line.text):
-                hits.append((path, line.number, line.text[:SEARCH_LINE_CHARS], line.length))
+                hits.append((path, line.number, clip(line.text, SEARCH_LINE_CHARS), line.length))
                 if len(hits) >= limit:
                     return
     except _safe_io.BinaryContent:

@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from unified._redaction import clip
+
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
@@ -251,7 +253,8 @@ def command_name(word: str) -> str:
 
 
 def _clip(text: str, limit: int = 120) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """A command's text for a prompt or a reason, cut at `limit` (a key it holds is replaced first)."""
+    return clip(text, limit, more="…")
 
 
 def _quote(word: Word) -> str:

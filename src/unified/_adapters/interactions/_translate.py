@@ -28,6 +28,7 @@ from typing import Any
 from unified._internal import limits
 from unified._internal.api_errors import UNFIT_ERRORS as _UNFIT
 from unified._internal.api_errors import unfit_response
+from unified._redaction import clip
 from unified.errors import BackendError
 from unified.events import (
     ImageOutput,
@@ -149,11 +150,11 @@ _USAGE_FIELDS = (
 
 def _kind_of(event: Any) -> str:
     kind = event.get("event_type") or event.get("type") if isinstance(event, Mapping) else None
-    return repr(kind)[:60] if isinstance(kind, str) else "malformed"
+    return clip(repr(kind), 60) if isinstance(kind, str) else "malformed"
 
 
 def _why(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"[:300]
+    return clip(f"{type(exc).__name__}: {exc}", 300)
 
 
 _EVENT_FIELDS = {
@@ -258,13 +259,13 @@ class _Step:
         given = self.data.get("arguments")
         merged: dict[str, Any] = dict(given) if isinstance(given, dict) else {}
         if given is not None and not isinstance(given, dict):
-            merged[UNPARSED_ARGUMENTS] = json.dumps(given, default=str)[:1000]  # an array, a number, ...
+            merged[UNPARSED_ARGUMENTS] = clip(json.dumps(given, default=str), 1000)  # an array, a number, ...
         if self.arguments:
             text = "".join(self.arguments)
             try:
                 streamed = json.loads(text)
             except (json.JSONDecodeError, RecursionError):
-                streamed = {UNPARSED_ARGUMENTS: text[:1000]}  # the tool rejects it and the model reads why
+                streamed = {UNPARSED_ARGUMENTS: clip(text, 1000)}  # the tool rejects it and the model reads why
             if isinstance(streamed, dict):
                 merged.update(streamed)
         return merged

@@ -45,6 +45,7 @@ from unified._internal.api_errors import HTTP_OF_STATUS, error_from_status, time
 from unified._internal.api_options import GoogleMapsTool
 from unified._internal.models import plan_level
 from unified._internal.retry import Failure
+from unified._redaction import clip
 from unified.backends import RunOutcome
 from unified.errors import BackendError, ConfigurationError
 from unified.events import SubagentCompleted, SubagentProgress, SubagentStarted, UnifiedEvent, WarningEvent
@@ -305,7 +306,7 @@ class InteractionsTurns:
             raise BackendError("the background interaction came back without an id")
         if self.task_id is None:
             self.task_id = iid
-            description = self.params.prompt[:200]
+            description = clip(self.params.prompt, 200)
             agent = self.options.agent or self.model
             await self.emit(SubagentStarted(task_id=iid, agent_name=agent, description=description))
             await self._progress(self.translator.status)
