@@ -33,7 +33,7 @@ import platformdirs
 from unified._environ import PerEnvironment
 from unified._files import write_atomically
 
-__all__ = ["BASIC_ENV", "EnvPolicy", "FileSignature", "cache_file", "child_env", "file_signature"]
+__all__ = ["BASIC_ENV", "EnvPolicy", "FileSignature", "cache_file", "cache_folder", "child_env", "file_signature"]
 
 BASIC_ENV = frozenset(
     {
@@ -147,6 +147,11 @@ def cache_file(folder: str, stem: str, suffix: str, text: str) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(target, text)
     return target
+
+
+def cache_folder(folder: str) -> Path:
+    """unified's cache folder `folder` (not made here: for a binary that makes and fills its own)."""
+    return _cache_root() / folder
 
 
 _cache_root = PerEnvironment(lambda: Path(platformdirs.user_cache_dir("unified")))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -31,3 +32,32 @@ def test_a_caller_who_chose_keeps_their_choice(monkeypatch: pytest.MonkeyPatch) 
     env = gemini_env({"GEMINI_CLI_NO_RELAUNCH": ""})
     assert env["GEMINI_CLI_NO_RELAUNCH"] == ""
     assert "NODE_OPTIONS" not in env
+
+
+def test_node_keeps_its_compiled_code_in_unifieds_cache_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Node 22.1+ reads NODE_COMPILE_CACHE (older Node ignores it): later cold starts skip compiling."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("NODE_COMPILE_CACHE", raising=False)
+    monkeypatch.delenv("NODE_DISABLE_COMPILE_CACHE", raising=False)
+    folder = Path(gemini_env()["NODE_COMPILE_CACHE"])
+    assert folder.name == "node-compile-cache"
+    assert folder.is_relative_to(tmp_path / "cache")
+
+
+@pytest.mark.parametrize(
+    ("environ", "extra", "expected"),
+    [
+        ({"NODE_COMPILE_CACHE": "/elsewhere"}, {}, "/elsewhere"),  # the caller's environment
+        ({}, {"NODE_COMPILE_CACHE": "/mine"}, "/mine"),  # the backend's env option
+        ({"NODE_DISABLE_COMPILE_CACHE": "1"}, {}, None),  # turned off: none of ours
+        ({}, {"NODE_DISABLE_COMPILE_CACHE": "1"}, None),
+    ],
+)
+def test_a_callers_compile_cache_choice_wins(
+    monkeypatch: pytest.MonkeyPatch, environ: dict[str, str], extra: dict[str, str], expected: str | None
+) -> None:
+    for name in ("NODE_COMPILE_CACHE", "NODE_DISABLE_COMPILE_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    assert gemini_env(extra).get("NODE_COMPILE_CACHE") == expected

@@ -15,7 +15,12 @@ option, and three additions of ours:
 - one node process: left alone, `gemini` starts a second node process of itself only to raise its
   heap limit to half the machine's memory, which doubles every cold start (measured 3.2-4.2 s
   against 1.4-2.2 s). We give node that heap limit and tell the CLI not to relaunch; a caller who
-  sets `GEMINI_CLI_NO_RELAUNCH` or a heap limit of their own keeps theirs.
+  sets `GEMINI_CLI_NO_RELAUNCH` or a heap limit of their own keeps theirs;
+- a compile cache: a third of a cold start's CPU is V8 compiling the CLI's 96 MB of modules
+  (`--cpu-prof` of `gemini --version`: 0.71 of 2.04 s). Node 22.1+ keeps the compiled code in
+  `NODE_COMPILE_CACHE` (unified's cache folder, `node-compile-cache`) and checks it against each
+  module's source, so later starts skip that work: 2.10 -> 1.70 s of CPU here on Node 22.23. Older
+  Node ignores the variable. A caller's own `NODE_COMPILE_CACHE` or `NODE_DISABLE_COMPILE_CACHE` wins.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from unified._adapters.gemini_cli._options import GeminiCliOptions
-from unified._binary.environment import EnvPolicy, FileSignature, cache_file, child_env, file_signature
+from unified._binary.environment import EnvPolicy, FileSignature, cache_file, cache_folder, child_env, file_signature
 from unified._binary.install import NODE_HINT, BinarySpec, NodeUnavailable, locate
 from unified._binary.process import AgentSubprocess
 from unified._files import open_regular, read_regular
@@ -84,7 +89,7 @@ AUTH_ENV = (
 )
 """Variables that choose and carry the CLI's credentials: passed to the child untouched, never logged."""
 ENV_POLICY = EnvPolicy(
-    allow=frozenset({*AUTH_ENV, "CLOUDSDK_CONFIG", "NODE_OPTIONS"}),
+    allow=frozenset({*AUTH_ENV, "CLOUDSDK_CONFIG", "NODE_OPTIONS", "NODE_COMPILE_CACHE", "NODE_DISABLE_COMPILE_CACHE"}),
     allow_prefixes=("GEMINI_", "GOOGLE_GENAI_", "GOOGLE_CLOUD_"),
 )
 """What the `gemini` child takes from the host besides the basics: its credentials and settings
@@ -146,6 +151,8 @@ def gemini_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
         node_options = env.get("NODE_OPTIONS", "")
         if "--max-old-space-size" not in node_options:
             env["NODE_OPTIONS"] = f"{node_options} --max-old-space-size={_half_memory_mb()}".strip()
+    if "NODE_COMPILE_CACHE" not in env and "NODE_DISABLE_COMPILE_CACHE" not in env:
+        env["NODE_COMPILE_CACHE"] = str(cache_folder("node-compile-cache"))
     return env
 
 
