@@ -38,6 +38,16 @@ from unified import ExecuteParams
 from unified._execute import EventStream
 from unified._redaction import REDACTED, SPLIT_HOLD_MIN, clip, is_secret, redact_key_shapes, redactor
 from unified.events import Result, UnifiedEvent, WarningEvent
+from unified.testing import (
+    FakeGemini,
+    Fault,
+    FunctionCall,
+    InteractionTurn,
+    ModelTurn,
+    ScriptedBackend,
+    TextStep,
+    Thought,
+)
 from unified.testing._cassettes import scrub_text
 
 pytestmark = pytest.mark.anyio
@@ -208,8 +218,6 @@ async def _gc_run(params: ExecuteParams) -> list[UnifiedEvent]:
 async def test_a_fallback_s_own_api_key_is_a_secret_of_the_run(tmp_path: Path) -> None:
     """worked: the first backend's credentials are refused (401); the run fails over to a `Fallback` with
     its own `api_key`, which the model (or the server's error text) echoes: it came out whole."""
-    from unified.testing._fake_gemini import FakeGemini
-    from unified.testing._scenario import Fault, ModelTurn, Thought
     from unified.types import Fallback
 
     echo = ModelTurn(text=f"the key I was sent: {FALLBACK_KEY}", thoughts=[Thought(text=f"it is {FALLBACK_KEY}")])
@@ -243,8 +251,6 @@ async def test_a_session_saved_by_the_api_backends_holds_no_option_key(tmp_path:
 
     from unified import sessions
     from unified._cli.main import app
-    from unified.testing._fake_gemini import FakeGemini
-    from unified.testing._scenario import FunctionCall, ModelTurn, Thought
 
     turns = [
         ModelTurn(
@@ -353,8 +359,6 @@ async def test_interactions_a_background_agent_s_description_shows_no_piece_of_a
     tmp_path: Path,
 ) -> None:
     """worked: the prompt (which names the key given in `api_key`) cut at 200 for `subagent_started`."""
-    from unified.testing._fake_gemini import FakeGemini
-    from unified.testing._scenario import InteractionTurn, TextStep
 
     async with FakeGemini([InteractionTurn(steps=[TextStep(text="Report: done.")], background_polls=1)]) as server:
         params = ExecuteParams(
@@ -379,7 +383,6 @@ async def test_interactions_a_background_agent_s_description_shows_no_piece_of_a
 
 async def _scripted(steps: list[Any], **params: Any) -> list[UnifiedEvent]:
     from unified.events import SessionStarted
-    from unified.testing._scripted import ScriptedBackend
 
     started = SessionStarted(backend="scripted", session_id="s1", short_id="s1", cwd="/tmp")
     backend = ScriptedBackend([started, *steps])
@@ -625,8 +628,6 @@ async def test_a_failover_carries_no_key_of_the_failed_backend_s_session_to_the_
 ) -> None:
     """worked: resuming that Claude Code session when the claude binary is missing fails over to
     generate-content, which continues the exported history: the Anthropic key went to Google."""
-    from unified.testing._fake_gemini import FakeGemini
-    from unified.testing._scenario import ModelTurn
     from unified.types import Fallback
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC)
@@ -653,8 +654,6 @@ async def test_a_failover_carries_no_key_of_the_failed_backend_s_session_to_the_
 async def test_a_search_hit_cut_through_a_key_given_only_in_the_options_shows_no_piece_of_it(tmp_path: Path) -> None:
     """The search runs in a worker thread: the run's secrets (a context variable) reach its cut there too.
     worked before 338cd05 (the cut knew the environment's secrets only)."""
-    from unified.testing._fake_gemini import FakeGemini
-    from unified.testing._scenario import FunctionCall, ModelTurn
 
     ws = tmp_path / "ws"
     ws.mkdir()
