@@ -99,7 +99,16 @@ STAND_IN_BINARY = Path("gemini")
 """The argv[0] recorded when `start_process` replaces the binary (it is not looked up)."""
 SYSTEM_SETTINGS_ENV = "GEMINI_CLI_SYSTEM_SETTINGS_PATH"
 _DEFAULT_SYSTEM_SETTINGS = Path("/etc/gemini-cli/settings.json")
-_OVERRIDES: dict[str, Any] = {"general": {"sessionRetention": {"enabled": False}, "enableAutoUpdate": False}}
+_OVERRIDES: dict[str, Any] = {
+    "general": {"sessionRetention": {"enabled": False}, "enableAutoUpdate": False},
+    "security": {"environmentVariableRedaction": {"enabled": True}},
+}
+_BLOCKED_ENV = CREDENTIAL_ENV
+"""Named in `security.environmentVariableRedaction.blocked` besides the machine's own list: the CLI's
+redaction (on, `_OVERRIDES`) already drops every variable named like a key, token or credential and
+every value shaped like a Google API key from the environment of the commands its shell tool (and its
+hooks) run; naming the credentials keeps them out even if a machine's `allowed` names one
+(docs/backends/gemini-cli.md, "Keys and the model's commands")."""
 
 
 def gemini_file(stem: str, suffix: str, text: str) -> Path:
@@ -134,7 +143,17 @@ def _system_settings_text(source: Path, signature: FileSignature | None) -> str:
         except (OSError, ValueError, RecursionError):
             loaded = {}
         base = loaded if isinstance(loaded, dict) else {}
-    return json.dumps(_merge(base, _OVERRIDES), indent=2, sort_keys=True)
+    merged = _merge(base, _OVERRIDES)
+    redaction = merged["security"]["environmentVariableRedaction"]
+    theirs = redaction.get("blocked")
+    blocked = [name for name in theirs if isinstance(name, str)] if isinstance(theirs, list) else []
+    redaction["blocked"] = [*blocked, *(name for name in _BLOCKED_ENV if name not in blocked)]
+    allowed = redaction.get("allowed")
+    if isinstance(allowed, list):  # the machine's own exceptions, never one of the credentials
+        redaction["allowed"] = [
+            name for name in allowed if not (isinstance(name, str) and name.upper() in _BLOCKED_ENV)
+        ]
+    return json.dumps(merged, indent=2, sort_keys=True)
 
 
 def gemini_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:

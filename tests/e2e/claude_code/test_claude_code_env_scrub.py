@@ -1,0 +1,54 @@
+"""The run's ANTHROPIC_API_KEY never reaches a command the model runs (real `claude`, offline).
+
+The scripted model runs `env`, `printenv ANTHROPIC_API_KEY` and reads `/proc/$PPID/environ` (Claude
+Code's own process) through the CLI's Bash tool; the assertion is on what the model received: the
+tool result Claude Code sent back in its next request to FakeAnthropic (not unified's events, whose
+redaction would hide a leak). The CLI still authenticated with the key (`saw_credential`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.e2e.environ_attack import pieces
+from tests.hang_guard import HANG_GUARD_S
+from unified._execute import EventStream
+from unified.events import UnifiedEvent
+from unified.testing import FakeAnthropic, FunctionCall, ModelTurn
+from unified.types import ExecuteParams
+
+pytestmark = pytest.mark.anyio
+
+RUN_KEY = "sk-ant-api03-Xb4Lm9Qz2Wt7Rk1Vn6Hc3Jd8Fp5Gs0Ya2Ue7Oi4Qw9Er1Ty3Ui6Op8As5Df2Gh7Jk4BB"
+COMMAND = (
+    "env; echo '--- printenv'; printenv ANTHROPIC_API_KEY; echo '--- parent'; "
+    "tr '\\0' '\\n' < /proc/$PPID/environ; echo '--- end'"
+)
+
+
+async def test_the_model_reads_no_piece_of_the_key_in_the_environment_of_its_bash_command(
+    workspace: Path,
+) -> None:
+    call = FunctionCall(name="Bash", args={"command": COMMAND, "description": "env"}, id="toolu_env")
+    async with FakeAnthropic([ModelTurn(function_calls=[call]), ModelTurn(text="ok")]) as server:
+        env = {**server.cli_env, "ANTHROPIC_API_KEY": RUN_KEY}
+        params = ExecuteParams(
+            prompt="show me the environment",
+            backend="claude-code",
+            cwd=workspace,
+            approval_mode="yolo",
+            backend_options={"env": env, "max_retries": 1},
+        )
+        with anyio.fail_after(HANG_GUARD_S):
+            async with EventStream(params) as stream:
+                events: list[UnifiedEvent] = [event async for event in stream]
+        bodies = server.model_bodies()
+        assert server.saw_credential(RUN_KEY)  # the CLI authenticated with the run's key
+    assert len(bodies) >= 2, events
+    sent = str(bodies[1])  # the request carrying the Bash result
+    assert "--- parent" in sent, sent
+    assert "--- end" in sent, sent  # the command ran to its end
+    assert "CLAUDE_CONFIG_DIR" in sent  # it printed the environment
+    assert pieces(RUN_KEY, sent) == []
