@@ -7,6 +7,7 @@ redaction would hide a leak). The CLI still authenticated with the key (`saw_cre
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import anyio
@@ -15,7 +16,7 @@ import pytest
 from tests.e2e.environ_attack import pieces
 from tests.hang_guard import HANG_GUARD_S
 from unified._execute import EventStream
-from unified.events import UnifiedEvent
+from unified.events import Result, UnifiedEvent
 from unified.testing import FakeAnthropic, FunctionCall, ModelTurn
 from unified.types import ExecuteParams
 
@@ -52,3 +53,30 @@ async def test_the_model_reads_no_piece_of_the_key_in_the_environment_of_its_bas
     assert "--- end" in sent, sent  # the command ran to its end
     assert "CLAUDE_CONFIG_DIR" in sent  # it printed the environment
     assert pieces(RUN_KEY, sent) == []
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is not None, reason="measures the CLI on a machine without bubblewrap")
+async def test_the_cli_s_own_subprocess_env_scrub_needs_bubblewrap_and_without_it_bash_does_not_run(
+    workspace: Path,
+) -> None:
+    """Why unified does not use CLAUDE_CODE_SUBPROCESS_ENV_SCRUB=1 (docs/backends/claude-code.md, "Keys and
+    the model's commands"): in 2.1.332 it needs bubblewrap; without it the CLI exits at start (code 1,
+    before `initialize`), so no command runs and no model call is made."""
+    call = FunctionCall(name="Bash", args={"command": "echo ran-it", "description": "echo"}, id="toolu_echo")
+    async with FakeAnthropic([ModelTurn(function_calls=[call]), ModelTurn(text="ok")]) as server:
+        env = {**server.cli_env, "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB": "1"}
+        params = ExecuteParams(
+            prompt="echo",
+            backend="claude-code",
+            cwd=workspace,
+            approval_mode="yolo",
+            backend_options={"env": env, "max_retries": 1},
+        )
+        with anyio.fail_after(HANG_GUARD_S):
+            async with EventStream(params) as stream:
+                events: list[UnifiedEvent] = [event async for event in stream]
+        assert server.model_bodies() == []
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "error"
+    assert "bubblewrap is required for subprocess env scrubbing" in (result.error or ""), result.error

@@ -11,7 +11,9 @@ option, and three additions of ours:
   7 and 8). We never touch the user's own settings.json. Caveat (0.61): the CLI skips a system
   settings file with a "Security Warning" unless root owns it and every parent directory, none
   writable by group or others, so this helps root only; `ResumeGuard` (`_chat_files.py`) is the
-  protection that always holds;
+  protection that always holds. The same file turns on the CLI's own
+  `security.environmentVariableRedaction` (`_OVERRIDES`, `_BLOCKED_ENV`): the key never reaches the
+  environment of a command the model runs (docs/backends/gemini-cli.md, "Keys and the model's commands");
 - one node process: left alone, `gemini` starts a second node process of itself only to raise its
   heap limit to half the machine's memory, which doubles every cold start (measured 3.2-4.2 s
   against 1.4-2.2 s). We give node that heap limit and tell the CLI not to relaunch; a caller who
@@ -20,6 +22,7 @@ option, and three additions of ours:
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import os
@@ -143,7 +146,7 @@ def _system_settings_text(source: Path, signature: FileSignature | None) -> str:
         except (OSError, ValueError, RecursionError):
             loaded = {}
         base = loaded if isinstance(loaded, dict) else {}
-    merged = _merge(base, _OVERRIDES)
+    merged = _merge(base, copy.deepcopy(_OVERRIDES))  # a copy: what follows changes it in place
     redaction = merged["security"]["environmentVariableRedaction"]
     theirs = redaction.get("blocked")
     blocked = [name for name in theirs if isinstance(name, str)] if isinstance(theirs, list) else []
