@@ -80,3 +80,22 @@ async def test_the_cli_s_own_subprocess_env_scrub_needs_bubblewrap_and_without_i
     assert isinstance(result, Result)
     assert result.status == "error"
     assert "bubblewrap is required for subprocess env scrubbing" in (result.error or ""), result.error
+
+
+async def test_with_a_bearer_token_too_the_cli_still_sends_both(workspace: Path) -> None:
+    """ANTHROPIC_AUTH_TOKEN stays in the environment (the CLI sends it as `Authorization: Bearer`); the key
+    from the helper is still sent beside it (`x-api-key`), as when both were variables (`unified doctor` says so)."""
+    token = "gw-token-Qm3Xv8Lz1Wt6Rk9Vn4Hc7Jd2Fp5Gs0"
+    async with FakeAnthropic([ModelTurn(text="ok")]) as server:
+        env = {**server.cli_env, "ANTHROPIC_API_KEY": RUN_KEY, "ANTHROPIC_AUTH_TOKEN": token}
+        params = ExecuteParams(
+            prompt="hi", backend="claude-code", cwd=workspace, backend_options={"env": env, "max_retries": 1}
+        )
+        with anyio.fail_after(HANG_GUARD_S):
+            async with EventStream(params) as stream:
+                events: list[UnifiedEvent] = [event async for event in stream]
+        assert isinstance(events[-1], Result)
+        assert events[-1].status == "success", events[-1].error
+        [request] = server.requests_for("messages")
+        assert server.saw_credential(token)
+        assert server.saw_credential(RUN_KEY), request.headers
