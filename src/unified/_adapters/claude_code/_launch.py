@@ -12,7 +12,9 @@ and routing (ANTHROPIC_*, CLAUDE_CODE_*, Bedrock's AWS_*, Vertex's CLOUD_ML_REGI
 credentials file, proxies and CA certificates), the basics (PATH, locale, terminal, temp dir),
 and nothing else: none of unified's own settings (UNIFIED_*, a session store URL) nor another
 provider's keys reach it. Ours on top: no nonessential traffic, telemetry, error reports or
-auto-updates; the retry cap; the header timeout; the temp dir inside the home.
+auto-updates; the retry cap; the header timeout; the temp dir inside the home. The run's
+ANTHROPIC_API_KEY is taken out again and given through the CLI's `apiKeyHelper` setting (`key_helper`):
+the CLI's Bash commands inherit its environment, so the key must not be in it.
 """
 
 from __future__ import annotations
@@ -158,9 +160,10 @@ def key_helper(env: dict[str, str], home: Path) -> str | None:
     it (None without a key). The CLI runs the helper for its key, so the key is in no environment of
     its process: not in what its Bash tool's commands inherit, nor in `/proc/<its pid>/environ`
     (docs/backends/claude-code.md, "Keys and the model's commands")."""
-    key = env.pop(KEY_ENV, None)
+    key = env.get(KEY_ENV)
     if not key:
-        return None
+        return None  # none, or an empty one left as it is
+    del env[KEY_ENV]
     folder = home / "keys"
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(folder, 0o700)
