@@ -184,3 +184,19 @@ async def test_count_tokens_and_hello_answer_without_a_turn() -> None:
         assert not server.problems
     assert counted.json()["input_tokens"] > 0
     assert hello.status_code == 200
+
+
+async def test_saw_credential_says_which_credentials_requests_carried_and_keeps_none() -> None:
+    token = "gw-token-kit-test-0000000000"
+    async with FakeAnthropic([ModelTurn(text="a"), ModelTurn(text="b")]) as server:
+        await post(server)
+        await post(server, headers={"authorization": f"Bearer {token}", "anthropic-version": "2023-06-01"})
+        assert server.saw_credential(HEADERS["x-api-key"])
+        assert server.saw_credential(token)
+        assert server.saw_credential(f"Bearer {token}")
+        assert not server.saw_credential("sk-ant-api03-never-sent")
+        assert not server.saw_credential(HEADERS["x-api-key"][:-1])
+        recorded = repr(server.requests) + repr(vars(server))
+    assert HEADERS["x-api-key"] not in recorded
+    assert token not in recorded
+    assert all(r.headers.get("x-api-key", REDACTED) == REDACTED for r in server.requests)

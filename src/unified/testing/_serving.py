@@ -13,11 +13,12 @@ cannot drift apart.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import itertools
 import json
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -239,6 +240,10 @@ class Incoming:
     """The JSON body, its text when it is not JSON, None when there is none."""
 
 
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 Reply = TypeVar("Reply")
 Route = tuple[str, str | None, Reply, str | None, Fault | None]
 """What a fake's `_route` answers: (api_method, model, reply, script problem or None, fault applied or None)."""
@@ -265,6 +270,9 @@ class ScriptedFake(ThreadedFake, Generic[Reply]):
         self._chunk_delay = chunk_delay
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
+        self._credentials: set[str] = set()
+        """SHA-256 digests of the credentials requests carried (secret headers and query parameters, a
+        bearer token also without its scheme): what `saw_credential` asks, the values themselves kept nowhere."""
         self._problems: list[str] = []
         self._ids = itertools.count(1)
         self._init_serving(port)
@@ -298,6 +306,22 @@ class ScriptedFake(ThreadedFake, Generic[Reply]):
         return fault, True
 
     # --- inspection ---------------------------------------------------------------------------------
+
+    def saw_credential(self, secret: str) -> bool:
+        """Whether a request carried `secret` as a credential (a secret header, `Bearer <secret>`, a secret
+        query parameter): the binary authenticated with it. The recorded requests show `REDACTED` instead."""
+        with self._lock:
+            return _digest(secret) in self._credentials
+
+    def _remember_credentials(self, headers: Mapping[str, str], query: Mapping[str, str]) -> None:
+        """Under the lock: the digests of a request's credentials."""
+        values = [v for k, v in headers.items() if k in self._secret_headers]
+        values += [v for k, v in query.items() if k in self._secret_query]
+        for value in values:
+            self._credentials.add(_digest(value))
+            scheme, _, token = value.partition(" ")
+            if token and scheme.lower() == "bearer":
+                self._credentials.add(_digest(token.strip()))
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -350,6 +374,7 @@ class ScriptedFake(ThreadedFake, Generic[Reply]):
             api_method, model, reply, error, applied = self._route(
                 Incoming(method, url.path, query, lowered, body), fault
             )
+            self._remember_credentials(lowered, query)
             self._requests.append(
                 RecordedRequest(
                     index=index,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shlex
+import stat
 from pathlib import Path
 
 import pytest
@@ -132,3 +134,41 @@ def test_unified_installs_the_pinned_binary_by_its_backend_name() -> None:
     from unified._cli.install import spec_of
 
     assert spec_of("claude-code") is CLAUDE_CODE
+
+
+def test_the_key_reaches_the_cli_through_an_api_key_helper_not_its_environment(tmp_path: Path) -> None:
+    """docs/backends/claude-code.md, "Keys and the model's commands": the CLI's Bash commands inherit its
+    environment, so the key is not in it; the CLI runs its `apiKeyHelper` (a 0600 file of the home) instead."""
+    key = "sk-ant-api03-helper-key-0000000000000000"
+    home = tmp_path / "home"
+    params = ExecuteParams(
+        prompt="x",
+        backend="claude-code",
+        cwd=tmp_path,
+        backend_options={"start_process": print, "home": home, "env": {"ANTHROPIC_API_KEY": key}},
+    )
+    launch = Launch.of(params, claude_code_options(params.backend_options))
+    assert "ANTHROPIC_API_KEY" not in launch.env
+    assert "ANTHROPIC_API_KEY" not in launch.run_env()
+    argv = launch.argv(session_id="00000000-0000-4000-8000-000000000000", resume=False)
+    assert key not in " ".join(argv)
+    helper = json.loads(argv[argv.index("--settings") + 1])["apiKeyHelper"]
+    path = Path(shlex.split(helper)[1])
+    assert shlex.split(helper)[0] == "cat"
+    assert path.parent == home.resolve() / "keys"
+    assert path.read_text() == key
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    again = Launch.of(params, claude_code_options(params.backend_options))
+    assert again.api_key_helper == helper  # one file per key: the spare pool's key is stable
+
+
+def test_without_a_key_there_is_no_helper(tmp_path: Path) -> None:
+    params = ExecuteParams(
+        prompt="x", backend="claude-code", cwd=tmp_path, backend_options={"start_process": print, "home": tmp_path}
+    )
+    launch = Launch.of(params, claude_code_options(params.backend_options))
+    assert launch.api_key_helper is None
+    argv = launch.argv(session_id="00000000-0000-4000-8000-000000000000", resume=False)
+    assert "apiKeyHelper" not in json.loads(argv[argv.index("--settings") + 1])
+    assert not (tmp_path / "keys").exists()

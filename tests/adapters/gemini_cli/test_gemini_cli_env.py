@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -61,3 +62,38 @@ def test_a_callers_compile_cache_choice_wins(
     for name, value in environ.items():
         monkeypatch.setenv(name, value)
     assert gemini_env(extra).get("NODE_COMPILE_CACHE") == expected
+
+
+def test_the_system_settings_turn_on_the_clis_redaction_of_keys_in_commands(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """docs/backends/gemini-cli.md, "Keys and the model's commands": the machine's lists are kept, the
+    credentials blocked and never allowed."""
+    machine = tmp_path / "system.json"
+    machine.write_text(
+        json.dumps(
+            {
+                "security": {
+                    "environmentVariableRedaction": {
+                        "enabled": False,
+                        "blocked": ["MY_DB_URL"],
+                        "allowed": ["gemini_api_key", "MY_TOOL_HOME"],
+                    }
+                }
+            }
+        )
+    )
+    monkeypatch.setenv(SYSTEM_SETTINGS_ENV, str(machine))
+    settings = json.loads(Path(gemini_env()[SYSTEM_SETTINGS_ENV]).read_text())
+    redaction = settings["security"]["environmentVariableRedaction"]
+    assert redaction == {
+        "enabled": True,
+        "blocked": ["MY_DB_URL", "GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS"],
+        "allowed": ["MY_TOOL_HOME"],
+    }
+    monkeypatch.setenv(SYSTEM_SETTINGS_ENV, str(tmp_path / "none.json"))
+    settings = json.loads(Path(gemini_env()[SYSTEM_SETTINGS_ENV]).read_text())
+    assert settings["security"]["environmentVariableRedaction"] == {
+        "enabled": True,
+        "blocked": ["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS"],
+    }

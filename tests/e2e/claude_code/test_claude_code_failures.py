@@ -68,12 +68,19 @@ async def test_a_529_that_stays_is_a_retryable_backend_error_after_the_capped_re
 
 
 async def test_a_401_is_an_auth_error_at_once(workspace: Path) -> None:
-    turns = [ModelTurn(text="Never sent.", fault=Fault(kind="unauthenticated"))]
+    """The key reaches the CLI through its `apiKeyHelper` (docs/backends/claude-code.md, "Keys and the
+    model's commands"): after a 401 the CLI asks the helper again and sends once more at once (measured,
+    2.1.332), then its retry of the 401 (like a 429's) is cut short: 3 requests in all."""
+    turns = [ModelTurn(text="Never sent.")]
     async with FakeAnthropic(turns) as server:
+        for index in range(6):
+            server.inject(Fault(kind="unauthenticated"), at_request=index)
         events = await run_claude(server, workspace)
-        assert len(server.requests_for("messages")) == 1, "the CLI's retry of a 401 is cut short"
+        assert [r.status for r in server.requests_for("messages")] == [401, 401, 401], "the retry is cut short"
     [error] = errors(events)
     assert (error.code, error.retryable) == ("auth_error", False)
+    assert isinstance(events[-1], Result)
+    assert events[-1].status == "error"
 
 
 async def test_a_stalled_stream_is_interrupted_by_the_watchdog(workspace: Path) -> None:

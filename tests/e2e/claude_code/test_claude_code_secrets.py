@@ -1,10 +1,11 @@
 """Red team (secrets) on the real `claude` binary: what a Bash command the model runs can read of the
 environment of Claude Code's process, and of unified's own, and what of it reaches the events.
 
-The attack: `env`, then `/proc/$PPID/environ` (the process that started the shell: Claude Code, holding
-the run's ANTHROPIC_API_KEY, given in `backend_options["env"]`), then `/proc/<unified's pid>/environ`.
-The Gemini and OpenAI keys of unified's environment never reach Claude Code's process; the run's own
-key is replaced in every event."""
+The attack: `env`, then `/proc/$PPID/environ` (the process that started the shell: Claude Code), then
+`/proc/<unified's pid>/environ`. The Gemini and OpenAI keys of unified's environment never reach Claude
+Code's process; the run's own ANTHROPIC_API_KEY (given in `backend_options["env"]`) reaches the CLI
+through its `apiKeyHelper`, not its environment, so the model is sent no piece of any of them
+(test_claude_code_env_scrub.py); the run's key is replaced in every event too."""
 
 from __future__ import annotations
 
@@ -46,4 +47,4 @@ async def test_a_bash_command_reading_the_environ_of_claude_code_and_of_unified_
             async with EventStream(params) as stream:
                 events: list[UnifiedEvent] = [event async for event in stream]
         sent = "\n".join(str(request.body) for request in server.requests)
-    check_no_key_out(events, (RUN_KEY, GEMINI_KEY, OPENAI_KEY), (GEMINI_KEY, OPENAI_KEY), sent)
+    check_no_key_out(events, (RUN_KEY, GEMINI_KEY, OPENAI_KEY), (RUN_KEY, GEMINI_KEY, OPENAI_KEY), sent)

@@ -12,13 +12,17 @@ and routing (ANTHROPIC_*, CLAUDE_CODE_*, Bedrock's AWS_*, Vertex's CLOUD_ML_REGI
 credentials file, proxies and CA certificates), the basics (PATH, locale, terminal, temp dir),
 and nothing else: none of unified's own settings (UNIFIED_*, a session store URL) nor another
 provider's keys reach it. Ours on top: no nonessential traffic, telemetry, error reports or
-auto-updates; the retry cap; the header timeout; the temp dir inside the home.
+auto-updates; the retry cap; the header timeout; the temp dir inside the home. The run's
+ANTHROPIC_API_KEY is taken out again and given through the CLI's `apiKeyHelper` setting (`key_helper`):
+the CLI's Bash commands inherit its environment, so the key must not be in it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shlex
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +36,7 @@ from unified._adapters.claude_code._tools import ask_settings, claude_tool_name
 from unified._binary.environment import EnvPolicy, child_env
 from unified._binary.install import BinarySpec, locate
 from unified._binary.process import AgentSubprocess
+from unified._files import write_atomically
 from unified.types import ExecuteParams, HttpMcpServer, McpServer, SseMcpServer
 
 __all__ = [
@@ -42,6 +47,7 @@ __all__ = [
     "claude_env",
     "config_dir",
     "default_home",
+    "key_helper",
     "start_claude",
 ]
 
@@ -144,6 +150,33 @@ def claude_env(options: ClaudeCodeOptions, home: Path, *, parent: Mapping[str, s
     return env
 
 
+KEY_ENV = "ANTHROPIC_API_KEY"
+"""The key the CLI is given through its `apiKeyHelper` setting instead of its environment (`key_helper`)."""
+
+
+def key_helper(env: dict[str, str], home: Path) -> str | None:
+    """Moves the run's ANTHROPIC_API_KEY out of `env` into a file of the home only its user reads
+    (`keys/anthropic-<digest>`, mode 0600, folder 0700) and answers the `apiKeyHelper` command that prints
+    it (None without a key). The CLI runs the helper for its key, so the key is in no environment of
+    its process: not in what its Bash tool's commands inherit, nor in `/proc/<its pid>/environ`
+    (docs/backends/claude-code.md, "Keys and the model's commands")."""
+    key = env.get(KEY_ENV)
+    if not key:
+        return None  # none, or an empty one left as it is
+    del env[KEY_ENV]
+    folder = home / "keys"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(folder, 0o700)
+    path = folder / f"anthropic-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+    try:
+        current = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        current = None
+    if current != key:
+        write_atomically(path, key, mode=0o600)
+    return f"cat {shlex.quote(str(path))}"
+
+
 def start_claude(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> AgentSubprocess:
     """The default `start_process`: the `claude` subprocess in its own process group."""
     return AgentSubprocess(argv, cwd=cwd, env=env, hint=CLAUDE_CODE.install_hint)
@@ -167,6 +200,8 @@ class Launch:
     home: Path
     model: str | None
     params: ExecuteParams = field(repr=False)
+    api_key_helper: str | None = None
+    """The `apiKeyHelper` command that gives the CLI the run's key (`key_helper`), None without one."""
 
     @classmethod
     def of(cls, params: ExecuteParams, options: ClaudeCodeOptions) -> Launch:
@@ -177,12 +212,16 @@ class Launch:
             if options.start_process is not None
             else locate(CLAUDE_CODE, options.claude_binary, {**os.environ, **env}).path  # UNIFIED_CLAUDE_BIN is ours
         )
-        return cls(binary=binary, env=env, home=home, model=params.model, params=params)
+        helper = key_helper(env, home)
+        return cls(binary=binary, env=env, home=home, model=params.model, params=params, api_key_helper=helper)
 
     def argv(self, *, session_id: str, resume: bool) -> list[str]:
         """The command line: stream-json both ways with partial messages, permission prompts over
         the control protocol, the ask-every-call settings from no other source, the run's options."""
         params = self.params
+        settings = ask_settings(server.name for server in params.mcp_servers)
+        if self.api_key_helper is not None:
+            settings["apiKeyHelper"] = self.api_key_helper
         argv = [
             str(self.binary),
             "--output-format",
@@ -198,7 +237,7 @@ class Launch:
             "--setting-sources",
             "user",
             "--settings",
-            json.dumps(ask_settings(server.name for server in params.mcp_servers), separators=(",", ":")),
+            json.dumps(settings, separators=(",", ":")),
             "--strict-mcp-config",
         ]
         argv.append(f"--resume={session_id}" if resume else f"--session-id={session_id}")

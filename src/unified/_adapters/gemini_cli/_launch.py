@@ -11,7 +11,10 @@ option, and three additions of ours:
   7 and 8). We never touch the user's own settings.json. Caveat (0.61): the CLI skips a system
   settings file with a "Security Warning" unless root owns it and every parent directory, none
   writable by group or others, so this helps root only; `ResumeGuard` (`_chat_files.py`) is the
-  protection that always holds;
+  protection that always holds. The same file turns on the CLI's own
+  `security.environmentVariableRedaction` (`_OVERRIDES`, `_BLOCKED_ENV`): where the CLI reads the file
+  (root, as above), the key never reaches the environment of a command the model runs
+  (docs/backends/gemini-cli.md, "Keys and the model's commands");
 - one node process: left alone, `gemini` starts a second node process of itself only to raise its
   heap limit to half the machine's memory, which doubles every cold start (measured 3.2-4.2 s
   against 1.4-2.2 s). We give node that heap limit and tell the CLI not to relaunch; a caller who
@@ -19,12 +22,13 @@ option, and three additions of ours:
 - a compile cache: a third of a cold start's CPU is V8 compiling the CLI's 96 MB of modules
   (`--cpu-prof` of `gemini --version`: 0.71 of 2.04 s). Node 22.1+ keeps the compiled code in
   `NODE_COMPILE_CACHE` (unified's cache folder, `node-compile-cache`) and checks it against each
-  module's source, so later starts skip that work: 2.10 -> 1.70 s of CPU here on Node 22.23. Older
+  module's source, so later starts skip that work: 2.28 -> 1.86 s of CPU here on Node 22.23 (medians). Older
   Node ignores the variable. A caller's own `NODE_COMPILE_CACHE` or `NODE_DISABLE_COMPILE_CACHE` wins.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import os
@@ -104,7 +108,16 @@ STAND_IN_BINARY = Path("gemini")
 """The argv[0] recorded when `start_process` replaces the binary (it is not looked up)."""
 SYSTEM_SETTINGS_ENV = "GEMINI_CLI_SYSTEM_SETTINGS_PATH"
 _DEFAULT_SYSTEM_SETTINGS = Path("/etc/gemini-cli/settings.json")
-_OVERRIDES: dict[str, Any] = {"general": {"sessionRetention": {"enabled": False}, "enableAutoUpdate": False}}
+_OVERRIDES: dict[str, Any] = {
+    "general": {"sessionRetention": {"enabled": False}, "enableAutoUpdate": False},
+    "security": {"environmentVariableRedaction": {"enabled": True}},
+}
+_BLOCKED_ENV = CREDENTIAL_ENV
+"""Named in `security.environmentVariableRedaction.blocked` besides the machine's own list: the CLI's
+redaction (on, `_OVERRIDES`) already drops every variable named like a key, token or credential and
+every value shaped like a Google API key from the environment of the commands its shell tool (and its
+hooks) run; naming the credentials keeps them out even if a machine's `allowed` names one
+(docs/backends/gemini-cli.md, "Keys and the model's commands")."""
 
 
 def gemini_file(stem: str, suffix: str, text: str) -> Path:
@@ -139,7 +152,17 @@ def _system_settings_text(source: Path, signature: FileSignature | None) -> str:
         except (OSError, ValueError, RecursionError):
             loaded = {}
         base = loaded if isinstance(loaded, dict) else {}
-    return json.dumps(_merge(base, _OVERRIDES), indent=2, sort_keys=True)
+    merged = _merge(base, copy.deepcopy(_OVERRIDES))  # a copy: what follows changes it in place
+    redaction = merged["security"]["environmentVariableRedaction"]
+    theirs = redaction.get("blocked")
+    blocked = [name for name in theirs if isinstance(name, str)] if isinstance(theirs, list) else []
+    redaction["blocked"] = [*blocked, *(name for name in _BLOCKED_ENV if name not in blocked)]
+    allowed = redaction.get("allowed")
+    if isinstance(allowed, list):  # the machine's own exceptions, never one of the credentials
+        redaction["allowed"] = [
+            name for name in allowed if not (isinstance(name, str) and name.upper() in _BLOCKED_ENV)
+        ]
+    return json.dumps(merged, indent=2, sort_keys=True)
 
 
 def gemini_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
