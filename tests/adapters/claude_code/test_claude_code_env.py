@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import stat
 from pathlib import Path
 
 import pytest
 
-from unified._adapters.claude_code._launch import CLAUDE_CODE, Launch, claude_env, default_home
+from unified._adapters.claude_code._launch import CLAUDE_CODE, Launch, claude_env, default_home, key_helper
 from unified._adapters.claude_code._options import claude_code_options
 from unified.types import ExecuteParams, HttpMcpServer, StdioMcpServer, ThinkingConfig
 
@@ -172,3 +173,17 @@ def test_without_a_key_there_is_no_helper(tmp_path: Path) -> None:
     argv = launch.argv(session_id="00000000-0000-4000-8000-000000000000", resume=False)
     assert "apiKeyHelper" not in json.loads(argv[argv.index("--settings") + 1])
     assert not (tmp_path / "keys").exists()
+
+
+def test_a_fifo_in_place_of_the_key_file_is_replaced_never_waited_on(tmp_path: Path) -> None:
+    """The key file lies in a home the model's commands can write: a FIFO there would block a plain read
+    (and the run with it) until someone writes to it."""
+    key = "sk-ant-api03-" + "f" * 40
+    first = key_helper({"ANTHROPIC_API_KEY": key}, tmp_path)
+    assert first is not None
+    path = Path(first.split(" ", 1)[1].strip("'"))
+    path.unlink()
+    os.mkfifo(path)
+    assert key_helper({"ANTHROPIC_API_KEY": key}, tmp_path) == first
+    assert path.is_file()
+    assert path.read_text() == key

@@ -36,7 +36,7 @@ from unified._adapters.claude_code._tools import ask_settings, claude_tool_name
 from unified._binary.environment import EnvPolicy, child_env
 from unified._binary.install import BinarySpec, locate
 from unified._binary.process import AgentSubprocess
-from unified._files import write_atomically
+from unified._files import read_regular, write_atomically
 from unified.types import ExecuteParams, HttpMcpServer, McpServer, SseMcpServer
 
 __all__ = [
@@ -168,8 +168,8 @@ def key_helper(env: dict[str, str], home: Path) -> str | None:
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(folder, 0o700)
     path = folder / f"anthropic-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
-    try:
-        current = path.read_text(encoding="utf-8")
+    try:  # the checked read: a FIFO or device put there is refused, never waited on
+        current = read_regular(path, max_bytes=len(key.encode()) + 1).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         current = None
     if current != key:
