@@ -151,7 +151,11 @@ def _claude(
     def same_argv() -> Timing:
         return driven(launch.argv(session_id=str(uuid.uuid4()), resume=False), cwd, launch.run_env())
 
-    return params, partial(direct, argv, cwd, dict(launch.env), b'"text_delta"'), same_argv
+    # `claude -p` as a user runs it: the key in its environment. The backend gives it through the CLI's
+    # apiKeyHelper instead (a `cat` the CLI runs at start: out of the model's commands), which is
+    # unified's cost, so it counts against unified here; the same-argv baseline has it too.
+    one_shot_env = {**launch.env, "ANTHROPIC_API_KEY": fake.cli_env["ANTHROPIC_API_KEY"]}
+    return params, partial(direct, argv, cwd, one_shot_env, b'"text_delta"'), same_argv
 
 
 @dataclass
