@@ -59,6 +59,7 @@ __all__ = [
     "ToolObserver",
     "ToolOutcome",
     "ToolRuntime",
+    "is_excluded",
 ]
 
 PermissionAnswer = Literal["allow_once", "allow_always", "deny"]
@@ -69,6 +70,12 @@ the user although a rule allowed it (docs/tools.md, "Protected paths")."""
 
 ALIASES: Mapping[str, str] = {"replace": "edit_file", "grep_search": "search", "list_directory": "list_dir"}
 """Gemini CLI names accepted for our tools, in calls and in `excluded_tools`."""
+
+
+def is_excluded(name: str, excluded_tools: Sequence[str]) -> bool:
+    """Whether `excluded_tools` (glob patterns, Gemini CLI names accepted: `ALIASES`) removes our tool `name`:
+    the one reading of `ExecuteParams.excluded_tools`, for the runtime and for a tool an adapter serves itself."""
+    return any(fnmatch.fnmatchcase(name, ALIASES.get(pattern, pattern)) for pattern in excluded_tools)
 
 
 @dataclass(frozen=True)
@@ -300,7 +307,7 @@ class ToolRuntime:
         self.approval_mode: ApprovalMode = approval_mode
         base = policy if policy is not None else Policy.default()
         self.policy = base.with_file(rules_file) if rules_file is not None else base
-        self._excluded = tuple(ALIASES.get(name, name) for name in excluded_tools)
+        self._excluded = tuple(excluded_tools)
         self._ask = ask
         if user_input is not None and ask is None:
             self._ask = functools.partial(_permission_via, user_input)
@@ -381,7 +388,7 @@ class ToolRuntime:
 
     def _available(self, name: str) -> ToolSpec | None:
         spec = self._tools.get(ALIASES.get(name, name))
-        if spec is None or any(fnmatch.fnmatchcase(spec.name, pattern) for pattern in self._excluded):
+        if spec is None or is_excluded(spec.name, self._excluded):
             return None
         return spec
 

@@ -11,8 +11,7 @@ cancellation and a dying process.
 from __future__ import annotations
 
 import base64
-import fnmatch
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,11 +55,6 @@ EXIT_GRACE_S = 2.0
 """How long a process that closed its stdout may take to exit before its code is read."""
 
 
-def _excluded(name: str, patterns: Sequence[str]) -> bool:
-    """Whether `excluded_tools` removes unified's tool `name` (its patterns, as the tool runtime matches them)."""
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
-
-
 def prompt_blocks(params: ExecuteParams) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = [{"type": "text", "text": params.prompt}]
     for image in params.images:
@@ -96,7 +90,9 @@ class AcpRun:
         if not cwd.is_dir():
             raise ConfigurationError(f"cwd {cwd} is not a directory", hint="pass an existing working directory")
         try:
-            if self.params.on_user_input is None or _excluded("ask_user", self.params.excluded_tools):
+            from unified.tools._runtime import is_excluded  # the runtime's own reading of excluded_tools
+
+            if self.params.on_user_input is None or is_excluded("ask_user", self.params.excluded_tools):
                 return await self._open_and_prompt(cwd)
             async with serve_ask_user(self._ask, self._question_id) as server:
                 self.setup.own_servers = [server.acp_entry()]
