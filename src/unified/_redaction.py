@@ -244,13 +244,18 @@ def is_secret(name: str, value: str) -> bool:
     )
 
 
+def _url_passwords(text: str) -> list[str]:
+    """The passwords of the URLs in `text` long enough to be secrets (`MIN_SECRET_LENGTH`)."""
+    return [p for p in _URL_PASSWORD.findall(text) if len(p) >= MIN_SECRET_LENGTH]
+
+
 def _secret_values(items: Iterable[tuple[str, str]]) -> tuple[str, ...]:
     found: set[str] = set()
     for name, value in items:
         if is_secret(name, value):
             found.add(value.strip())
             # The password of a URL is secret on its own too (a driver's error may quote it alone).
-            found.update(p for p in _URL_PASSWORD.findall(value) if len(p) >= MIN_SECRET_LENGTH)
+            found.update(_url_passwords(value))
     return tuple(sorted(found, key=lambda v: (-len(v), v)))
 
 
@@ -375,7 +380,7 @@ def _secrets_of_settings(value: object) -> list[str]:
         found += [v for v in headers.values() if isinstance(v, str)]
     for item in dump.values():
         if isinstance(item, str) and "@" in item:
-            found += [p for p in _URL_PASSWORD.findall(item) if len(p) >= MIN_SECRET_LENGTH]
+            found += _url_passwords(item)
     return found
 
 
