@@ -266,6 +266,8 @@ def test_the_options_vertex_flag_is_the_resolutions(env: dict[str, str], monkeyp
     assert ApiOptions(vertexai=True).vertex() is True
 
 
+# The SDK warns that GOOGLE_GENAI_USE_ENTERPRISE wins over a conflicting GOOGLE_GENAI_USE_VERTEXAI: a case here.
+@pytest.mark.filterwarnings("ignore:.*conflicting values:UserWarning")
 @pytest.mark.parametrize(("env", "explicit", "expected"), _RESOLUTION_CASES)
 def test_google_genai_itself_agrees(
     env: dict[str, str],

@@ -148,8 +148,8 @@ class AcpRun:
         chat.start()
         delivery = _Delivery(ctx, watcher)
         hold = ToolOutputHold(chat, delivery.deliver_now, self._warn)
-        self._shown = _Shown(hold, delivery)
         sink = _Sink(hold, self.translator)
+        self._shown = _Shown(hold, delivery, sink)
         bridge = PermissionBridge(ctx, self.connection, self.translator, self.session_id, sink.deliver, hold.flush, cwd)
         sink.relabel = bridge.gate.relabel
         try:
@@ -301,11 +301,15 @@ class _Sink:
         self.hold = hold
         self.translator = translator
         self.relabel: Callable[[PermissionDecision], Awaitable[PermissionDecision]] | None = None
+        self.arrived = anyio.Event()
+        """Set (and replaced) whenever an item has been handed to the hold (delivered or queued there)."""
 
     async def deliver(self, item: Item, raw: Any) -> None:
         if isinstance(item, PermissionDecision) and self.relabel is not None and item.subagent_task_id is None:
             item = await self.relabel(item)
         await self.hold.deliver(item, raw, hold=self._from_chat_file(item, raw))
+        arrived, self.arrived = self.arrived, anyio.Event()
+        arrived.set()
 
     def _from_chat_file(self, item: Item, raw: Any) -> bool:
         """Whether the chat file completes this item: a main-session call the CLI ran (not one we
@@ -328,8 +332,6 @@ class _Delivery:
         self.watcher = watcher
         self.uses: set[str] = set()
         """The calls whose `tool_use` went out."""
-        self.used = anyio.Event()
-        """Set (and replaced) whenever a `tool_use` goes out."""
 
     async def deliver_now(self, item: Item, raw: Any) -> None:
         ctx = self.ctx
@@ -344,8 +346,6 @@ class _Delivery:
         await ctx.emit(item)
         if isinstance(item, ToolUse):
             self.uses.add(item.tool_use_id)
-            self.used.set()
-            self.used = anyio.Event()
         if isinstance(item, SubagentStarted):
             self.watcher.track(item.task_id, item.agent_name)
 
@@ -357,17 +357,20 @@ class _Shown:
 
     WAIT_S = 2.0
 
-    def __init__(self, hold: ToolOutputHold, delivery: _Delivery) -> None:
+    def __init__(self, hold: ToolOutputHold, delivery: _Delivery, sink: _Sink) -> None:
         self.hold = hold
         self.delivery = delivery
+        self.sink = sink
 
     async def before(self, call_id: str | None) -> None:
-        """As before a permission prompt: the held items go out (their records waited for, briefly)."""
+        """As before a permission prompt: the held items go out (their records waited for, briefly). The
+        call's own update may still be on its way from the pump: each item that arrives is flushed out too,
+        until the call's `tool_use` went out or `WAIT_S` passed (a question without one is still asked)."""
         with anyio.move_on_after(self.WAIT_S):
             while call_id is not None and call_id not in self.delivery.uses:
+                arrived = self.sink.arrived  # taken before the flush: an item handed over during it wakes us
                 await self.hold.flush()
                 if call_id in self.delivery.uses:
                     break
-                with anyio.move_on_after(0.05):
-                    await self.delivery.used.wait()
+                await arrived.wait()
         await self.hold.flush()
