@@ -201,7 +201,10 @@ def _hint(auth: AuthReport, required: list[str], candidates: list[str]) -> str:
     modes = []
     for name in capable:
         modes += [m for m in capabilities.column(name).auth if m not in modes]
-    return f"for {', '.join(capable)}: " + ", or ".join(_AUTH_HINTS[m] for m in modes)
+    hint = f"for {', '.join(capable)}: " + ", or ".join(_AUTH_HINTS[m] for m in modes)
+    if not any(auth.usable_modes_for(name) for name in candidates):
+        hint += " (to try unified without any: `unified demo` runs every backend against local fake servers)"
+    return hint
 
 
 def requirements_of(params: ExecuteParams) -> set[str]:

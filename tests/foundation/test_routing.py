@@ -120,6 +120,14 @@ def test_nothing_present_explains_what_to_set() -> None:
     assert "no usable credentials" in message
     assert "GEMINI_API_KEY" in message
     assert "gemini` once and log in" in message
+    assert "`unified demo` runs every backend against local fake servers" in message
+
+
+def test_with_some_credentials_the_hint_does_not_offer_the_demo() -> None:
+    with pytest.raises(RoutingError) as caught:
+        select_backend(_auth(API_KEY), requires=["background_agents", "subagent_ids_on_deltas"])
+    assert "ANTHROPIC_API_KEY" in str(caught.value)  # claude-code alone has both: its credentials are named
+    assert "unified demo" not in str(caught.value)
 
 
 def test_incomplete_credentials_are_named() -> None:

@@ -106,7 +106,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,  # `main` reports every exception in one line (UNIFIED_DEBUG=1: the traceback)
     rich_markup_mode=None,  # click's plain help: rich's help renderer costs ~70 ms of every `--help`
-    help="Drive agent backends (Gemini CLI, generateContent, Interactions, ...) through one event stream.",
+    help="Drive agent backends (Gemini CLI, generateContent, Interactions, Claude Code, Codex) through one stream.",
 )
 sessions_app = typer.Typer(
     cls=_Group, no_args_is_help=True, rich_markup_mode=None, help="List, show and delete stored sessions."
@@ -183,7 +183,7 @@ def _root(
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
 ) -> None:
-    """Drive agent backends (Gemini CLI, generateContent, Interactions, ...) through one event stream."""
+    """Drive agent backends (Gemini CLI, generateContent, Interactions, Claude Code, Codex) through one stream."""
 
 
 def _choice(values: tuple[str, ...] | Callable[[], tuple[str, ...]]) -> Callable[[str | None], str | None]:
