@@ -81,6 +81,18 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(autouse=True)
+def no_resting_backends() -> Iterator[None]:
+    """`auto` routing starts from no backend resting: a run that failed over marks the backend it left as
+    resting for this process (`note_gave_out`, up to a minute), which a later test of the same worker
+    would otherwise inherit (a routing test then saw generate-content passed over)."""
+    from unified import _routing
+
+    _routing._GAVE_OUT.clear()
+    yield
+    _routing._GAVE_OUT.clear()
+
+
+@pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A throwaway HOME, GEMINI_CLI_HOME, XDG tree (unified's data dir in it), no auth from the developer's shell."""
     home = tmp_path / "home"

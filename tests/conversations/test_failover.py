@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from unified import ExecuteParams, execute, sessions
-from unified._routing import _GAVE_OUT, select_backend_for
+from unified._routing import select_backend_for
 from unified.events import ErrorEvent, Failover, Result, SessionStarted, TextDelta, ToolResult, UnifiedEvent
 from unified.testing import FakeGemini, Fault, FunctionCall
 from unified.testing import ModelTurn as ScriptTurn
@@ -67,10 +67,8 @@ async def lab(tmp_path: Path) -> AsyncIterator[Lab]:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "notes.txt").write_text("the code word is heron\n", encoding="utf-8")
-    _GAVE_OUT.clear()
     async with FakeGemini() as server:
         yield Lab(server, workspace)
-    _GAVE_OUT.clear()
 
 
 def _one(events: list[UnifiedEvent], kind: type[Any]) -> Any:
