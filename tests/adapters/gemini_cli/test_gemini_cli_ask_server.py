@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import Any
 
@@ -17,6 +17,7 @@ import httpx
 import pytest
 import sniffio
 
+from tests.hang_guard import HANG_GUARD_S
 from unified._adapters.gemini_cli import _ask_server
 from unified._adapters.gemini_cli._ask_server import (
     MAX_BODY_BYTES,
@@ -303,13 +304,20 @@ async def test_connections_beyond_the_cap_are_closed_unanswered(monkeypatch: pyt
     monkeypatch.setattr(_ask_server, "MAX_CONNECTIONS", 4)
     async with served() as (server, client):
         idle = [await anyio.connect_tcp("127.0.0.1", server.port) for _ in range(4)]
-        await anyio.sleep(0.2)  # all four accepted and reading
+        await _until(lambda: server._connections == 4)  # all four accepted and reading
         extra = await raw_request(server.port, _ping_request(server))
         assert extra == b""
         for stream in idle:
             await stream.aclose()
-        await anyio.sleep(0.2)
+        await _until(lambda: server._connections == 0)
         assert (await client.post(server.url, json=rpc("ping"))).status_code == 200
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    """Wait for the server's state to be `condition` (looked at every few ms; bounded only by the hang guard)."""
+    with anyio.fail_after(HANG_GUARD_S):
+        while not condition():  # noqa: ASYNC110 -- the server keeps a count, not an event, of its connections
+            await anyio.sleep(0.005)
 
 
 def _ping_request(server: AskUserServer) -> bytes:
