@@ -2,17 +2,31 @@
 
 - worked: a stdio MCP server's stderr went straight to unified's stderr (the server inherited it):
   a server printing a key of its environment or of the run's options put it into the host's logs;
+- worked: the key file claude-code's `apiKeyHelper` reads (`<home>/keys/anthropic-<digest>`) stayed
+  in the home for good once its run, its spare or its pool had ended, and those of crashed runs too;
 - the rest: see each test.
 """
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
+import shlex
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 
+from tests.adapters.claude_code.test_claude_code_run import FakeClaude, starter, text_turn
+from unified import ExecuteParams
+from unified._adapters.claude_code import ClaudeSparePool
+from unified._execute import EventStream
 from unified._redaction import REDACTED
+from unified.events import Result, UnifiedEvent
 from unified.tools import ToolCall, ToolRuntime
 from unified.types import StdioMcpServer
 
@@ -118,3 +132,105 @@ async def test_an_mcp_server_s_stderr_past_its_bound_is_read_and_dropped(
     assert "the key again" not in err
     for secret in (RUN_KEY, TOKEN, OPENAI):
         assert secret not in err
+
+
+# --- 2. claude-code's key file --------------------------------------------------------------------
+
+ANTHROPIC_KEY = "sk-ant-api03-" + "Lk9" * 31 + "AA"
+
+
+def key_files(home: Path) -> list[str]:
+    folder = home / "keys"
+    return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+
+
+def helper_path(fake: FakeClaude) -> Path:
+    argv = list(fake.process.argv)
+    helper = json.loads(argv[argv.index("--settings") + 1])["apiKeyHelper"]
+    return Path(shlex.split(helper)[1])
+
+
+async def claude_run(cwd: Path, home: Path, start: Callable[..., Any], **options: Any) -> list[UnifiedEvent]:
+    backend_options = {"start_process": start, "home": home, "env": {"ANTHROPIC_API_KEY": ANTHROPIC_KEY}, **options}
+    params = ExecuteParams(prompt="go", backend="claude-code", cwd=cwd, backend_options=backend_options)
+    with anyio.fail_after(30):
+        async with EventStream(params, strict=True) as stream:
+            return [event async for event in stream]
+
+
+def seeing_the_key(keep: list[FakeClaude], seen: list[str]) -> Callable[..., Any]:
+    """A starter that notes what the key file holds when each process starts (what its helper reads)."""
+    start = starter([text_turn("Hello.")], keep)
+
+    def started(argv: Sequence[str], cwd: Path, env: Any) -> Any:
+        process = start(argv, cwd, env)
+        seen.append(helper_path(keep[-1]).read_text())
+        return process
+
+    return started
+
+
+async def test_claude_code_the_key_file_is_there_while_its_process_runs_and_gone_after(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    keep: list[FakeClaude] = []
+    seen: list[str] = []
+    events = await claude_run(tmp_path, home, seeing_the_key(keep, seen))
+    assert isinstance(events[-1], Result)
+    assert events[-1].status == "success"
+    assert seen == [ANTHROPIC_KEY]
+    assert keep[0].process.closed
+    assert key_files(home) == []
+
+
+async def test_claude_code_a_spare_keeps_the_key_file_until_the_pool_ends_it(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    keep: list[FakeClaude] = []
+    seen: list[str] = []
+    pool = ClaudeSparePool(size=1)
+    start = seeing_the_key(keep, seen)
+    await claude_run(tmp_path, home, start, pool=pool)
+    assert len(keep) == 2
+    assert keep[0].process.closed
+    assert not keep[1].process.closed
+    [name] = key_files(home)  # the spare's CLI may run its helper at any time
+    await claude_run(tmp_path, home, start, pool=pool)  # takes the spare, leaves another
+    assert key_files(home) == [name]
+    await pool.aclose()
+    assert all(fake.process.closed for fake in keep)
+    assert seen == [ANTHROPIC_KEY] * 3
+    assert key_files(home) == []
+
+
+async def test_claude_code_a_key_file_another_process_holds_stays(tmp_path: Path) -> None:
+    """Another process's run of the same key and home (its hold: a shared lock on the file) keeps it."""
+    home = tmp_path / "home"
+    keep: list[FakeClaude] = []
+    await claude_run(tmp_path, home, seeing_the_key(keep, []))
+    path = helper_path(keep[0])
+    path.write_text(ANTHROPIC_KEY)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)  # what another process's lease holds
+        await claude_run(tmp_path, home, seeing_the_key(keep, []))
+        assert path.read_text() == ANTHROPIC_KEY
+    finally:
+        os.close(fd)
+
+
+async def test_claude_code_stale_key_files_of_crashed_runs_go_and_nothing_else(tmp_path: Path) -> None:
+    """A crashed run left its key file (no process holds it): the next run removes it. Only files of
+    ours: no symlink is followed nor removed, no other name, no FIFO waited on."""
+    home = tmp_path / "home"
+    folder = home / "keys"
+    folder.mkdir(parents=True)
+    stale = folder / "anthropic-0123456789abcdef"
+    stale.write_text("sk-ant-api03-" + "crashed" * 5)
+    outside = tmp_path / "precious.txt"
+    outside.write_text("keep me")
+    (folder / "anthropic-fedcba9876543210").symlink_to(outside)
+    (folder / "notes").write_text("not a key file of ours")
+    os.mkfifo(folder / "anthropic-00000000000000ff")
+    keep: list[FakeClaude] = []
+    await claude_run(tmp_path, home, seeing_the_key(keep, []))
+    assert key_files(home) == ["anthropic-00000000000000ff", "anthropic-fedcba9876543210", "notes"]
+    assert outside.read_text() == "keep me"

@@ -19,7 +19,6 @@ the CLI's Bash commands inherit its environment, so the key must not be in it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shlex
@@ -31,12 +30,12 @@ from typing import Any
 
 import platformdirs
 
+from unified._adapters.claude_code._key_file import KeyLease, key_file, lease
 from unified._adapters.claude_code._options import BACKEND, ClaudeCodeOptions
 from unified._adapters.claude_code._tools import ask_settings, claude_tool_name
 from unified._binary.environment import EnvPolicy, child_env
 from unified._binary.install import BinarySpec, locate
 from unified._binary.process import AgentSubprocess
-from unified._files import read_regular, write_atomically
 from unified.types import ExecuteParams, HttpMcpServer, McpServer, SseMcpServer
 
 __all__ = [
@@ -155,26 +154,17 @@ KEY_ENV = "ANTHROPIC_API_KEY"
 
 
 def key_helper(env: dict[str, str], home: Path) -> str | None:
-    """Moves the run's ANTHROPIC_API_KEY out of `env` into a file of the home only its user reads
-    (`keys/anthropic-<digest>`, mode 0600, folder 0700) and answers the `apiKeyHelper` command that prints
-    it (None without a key). The CLI runs the helper for its key, so the key is in no environment of
-    its process: not in what its Bash tool's commands inherit, nor in `/proc/<its pid>/environ`
-    (docs/backends/claude-code.md, "Keys and the model's commands")."""
+    """Moves the run's ANTHROPIC_API_KEY out of `env` and answers the `apiKeyHelper` command that prints
+    it from its file of the home (`_key_file`: `keys/anthropic-<digest>`, mode 0600, folder 0700,
+    written while a process of the run or its pool holds a lease on it, removed after), None without
+    a key. The CLI runs the helper for its key, so the key is in no environment of its process: not in
+    what its Bash tool's commands inherit, nor in `/proc/<its pid>/environ` (docs/backends/claude-code.md,
+    "Keys and the model's commands")."""
     key = env.get(KEY_ENV)
     if not key:
         return None  # none, or an empty one left as it is
     del env[KEY_ENV]
-    folder = home / "keys"
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(folder, 0o700)
-    path = folder / f"anthropic-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
-    try:  # the checked read: a FIFO or device put there is refused, never waited on
-        current = read_regular(path, max_bytes=len(key.encode()) + 1).decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        current = None
-    if current != key:
-        write_atomically(path, key, mode=0o600)
-    return f"cat {shlex.quote(str(path))}"
+    return f"cat {shlex.quote(str(key_file(home, key)))}"
 
 
 def start_claude(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> AgentSubprocess:
@@ -202,6 +192,8 @@ class Launch:
     params: ExecuteParams = field(repr=False)
     api_key_helper: str | None = None
     """The `apiKeyHelper` command that gives the CLI the run's key (`key_helper`), None without one."""
+    api_key: str | None = field(default=None, repr=False)
+    """The key the helper prints, written to its file while a process holds a `lease`."""
 
     @classmethod
     def of(cls, params: ExecuteParams, options: ClaudeCodeOptions) -> Launch:
@@ -212,8 +204,16 @@ class Launch:
             if options.start_process is not None
             else locate(CLAUDE_CODE, options.claude_binary, {**os.environ, **env}).path  # UNIFIED_CLAUDE_BIN is ours
         )
+        key = env.get(KEY_ENV) or None
         helper = key_helper(env, home)
-        return cls(binary=binary, env=env, home=home, model=params.model, params=params, api_key_helper=helper)
+        return cls(
+            binary=binary, env=env, home=home, model=params.model, params=params, api_key_helper=helper, api_key=key
+        )
+
+    def lease(self) -> KeyLease | None:
+        """A hold on the key file for one process about to start (None without a key): the file is
+        written now if it is not there, and removed once no process holds it (`_key_file`)."""
+        return None if self.api_key is None else lease(self.home, self.api_key)
 
     def argv(self, *, session_id: str, resume: bool) -> list[str]:
         """The command line: stream-json both ways with partial messages, permission prompts over
