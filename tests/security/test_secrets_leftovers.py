@@ -76,16 +76,15 @@ server.run()
 """
 
 
-@pytest.mark.e2e  # runs a real subprocess
-async def test_an_mcp_server_s_stderr_reaches_ours_redacted_and_is_drained(
-    ws: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
+async def run_the_noisy_server(ws: Path, tmp_path: Path) -> None:
+    """Connects the server (300 KB of stderr before it answers: a pipe holds 64 KB) and calls its tool;
+    its key given in its `env` under a name that says nothing, and in the run's secrets."""
     script = tmp_path / "noisy.py"
     script.write_text(MCP_STDERR_SERVER)
     server = StdioMcpServer(
         name="noisy",
         command=sys.executable,
-        args=(str(script), "300"),  # 300 KB of stderr before it answers: a pipe holds 64 KB
+        args=(str(script), "300"),
         env={"SERVICE_TOKEN": TOKEN, "OPENAI_KEY": OPENAI, "UPSTREAM": RUN_KEY},
         timeout_s=60,
     )
@@ -93,6 +92,13 @@ async def test_an_mcp_server_s_stderr_reaches_ours_redacted_and_is_drained(
         assert await rt.connect_mcp([server]) == []
         [outcome] = await rt.run_batch([ToolCall("m", "mcp__noisy__shout", {})])
     assert outcome.response == {"output": "done"}
+
+
+@pytest.mark.e2e  # runs a real subprocess
+async def test_an_mcp_server_s_stderr_reaches_ours_redacted_and_is_drained(
+    ws: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    await run_the_noisy_server(ws, tmp_path)
     err = capfd.readouterr().err
     for secret in (RUN_KEY, TOKEN, OPENAI):
         assert secret not in err
@@ -112,19 +118,7 @@ async def test_an_mcp_server_s_stderr_past_its_bound_is_read_and_dropped(
     from unified.tools import _mcp_transport
 
     monkeypatch.setattr(_mcp_transport, "MCP_STDERR_BYTES", 10_000)
-    script = tmp_path / "noisy.py"
-    script.write_text(MCP_STDERR_SERVER)
-    server = StdioMcpServer(
-        name="noisy",
-        command=sys.executable,
-        args=(str(script), "300"),
-        env={"SERVICE_TOKEN": TOKEN, "OPENAI_KEY": OPENAI, "UPSTREAM": RUN_KEY},
-        timeout_s=60,
-    )
-    async with ToolRuntime(ws, approval_mode="yolo", secrets=[RUN_KEY]) as rt:
-        assert await rt.connect_mcp([server]) == []
-        [outcome] = await rt.run_batch([ToolCall("m", "mcp__noisy__shout", {})])
-    assert outcome.response == {"output": "done"}
+    await run_the_noisy_server(ws, tmp_path)
     err = capfd.readouterr().err
     assert "notice: the server starts" in err
     assert "MCP server 'noisy' wrote over 10,000 bytes to stderr; the rest is not shown" in err
@@ -234,3 +228,40 @@ async def test_claude_code_stale_key_files_of_crashed_runs_go_and_nothing_else(t
     await claude_run(tmp_path, home, seeing_the_key(keep, []))
     assert key_files(home) == ["anthropic-00000000000000ff", "anthropic-fedcba9876543210", "notes"]
     assert outside.read_text() == "keep me"
+
+
+GATEWAY_TOKEN = "gateway-token-of-the-leftovers-0123456789"
+
+
+@pytest.mark.parametrize(
+    ("env", "moved", "left"),
+    [
+        ({"ANTHROPIC_AUTH_TOKEN": GATEWAY_TOKEN}, GATEWAY_TOKEN, {}),
+        ({"ANTHROPIC_API_KEY": ANTHROPIC_KEY, "ANTHROPIC_AUTH_TOKEN": ANTHROPIC_KEY}, ANTHROPIC_KEY, {}),
+        (
+            {"ANTHROPIC_API_KEY": ANTHROPIC_KEY, "ANTHROPIC_AUTH_TOKEN": GATEWAY_TOKEN},
+            ANTHROPIC_KEY,
+            {"ANTHROPIC_AUTH_TOKEN": GATEWAY_TOKEN},  # one helper, one value: the token stays
+        ),
+    ],
+)
+def test_claude_code_a_gateway_token_goes_through_the_key_helper_too(
+    tmp_path: Path, env: dict[str, str], moved: str, left: dict[str, str]
+) -> None:
+    """Measured with 2.1.332 and FakeAnthropic: the CLI sends its helper's value as `x-api-key` and as
+    `Authorization: Bearer`, the header ANTHROPIC_AUTH_TOKEN gives; so a token alone (or the same
+    value as the key) needs no variable: the model's `env` shows none."""
+    from unified._adapters.claude_code._launch import Launch
+    from unified._adapters.claude_code._options import claude_code_options
+
+    home = tmp_path / "home"
+    options = {"start_process": print, "home": home, "env": env}
+    params = ExecuteParams(prompt="x", backend="claude-code", cwd=tmp_path, backend_options=options)
+    launch = Launch.of(params, claude_code_options(params.backend_options))
+    credentials = {k: v for k, v in launch.run_env().items() if k in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")}
+    assert credentials == left
+    held = launch.lease()
+    assert held is not None
+    assert launch.api_key_helper is not None
+    assert Path(shlex.split(launch.api_key_helper)[1]).read_text() == moved
+    held.release()

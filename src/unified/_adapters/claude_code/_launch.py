@@ -151,20 +151,45 @@ def claude_env(options: ClaudeCodeOptions, home: Path, *, parent: Mapping[str, s
 
 KEY_ENV = "ANTHROPIC_API_KEY"
 """The key the CLI is given through its `apiKeyHelper` setting instead of its environment (`key_helper`)."""
+TOKEN_ENV = "ANTHROPIC_AUTH_TOKEN"
+"""A gateway's bearer token: given through the helper too when it is the run's one credential (`take_credential`)."""
+
+
+def take_credential(env: dict[str, str]) -> str | None:
+    """Takes the credential the `apiKeyHelper` gives out of `env` (None when there is none to take).
+
+    The CLI sends its helper's value both as `x-api-key` and as `Authorization: Bearer` (measured with
+    2.1.332 against FakeAnthropic), so the helper stands in for ANTHROPIC_API_KEY, and for
+    ANTHROPIC_AUTH_TOKEN when that is the only credential or the same value (a gateway reads its
+    bearer token as before, and is sent it as `x-api-key` too). A key and a different token cannot
+    both go through one helper: the token then stays in the environment (docs/backends/claude-code.md).
+    """
+    key = env.get(KEY_ENV)
+    token = env.get(TOKEN_ENV)
+    if key:
+        del env[KEY_ENV]
+        if token == key:
+            del env[TOKEN_ENV]
+        return key
+    if token and KEY_ENV not in env:  # an empty ANTHROPIC_API_KEY given on purpose: left as it is
+        del env[TOKEN_ENV]
+        return token
+    return None
 
 
 def key_helper(env: dict[str, str], home: Path) -> str | None:
-    """Moves the run's ANTHROPIC_API_KEY out of `env` and answers the `apiKeyHelper` command that prints
-    it from its file of the home (`_key_file`: `keys/anthropic-<digest>`, mode 0600, folder 0700,
-    written while a process of the run or its pool holds a lease on it, removed after), None without
-    a key. The CLI runs the helper for its key, so the key is in no environment of its process: not in
-    what its Bash tool's commands inherit, nor in `/proc/<its pid>/environ` (docs/backends/claude-code.md,
-    "Keys and the model's commands")."""
-    key = env.get(KEY_ENV)
-    if not key:
-        return None  # none, or an empty one left as it is
-    del env[KEY_ENV]
-    return f"cat {shlex.quote(str(key_file(home, key)))}"
+    """Moves the run's ANTHROPIC_API_KEY (or its only ANTHROPIC_AUTH_TOKEN: `take_credential`) out of
+    `env` and answers the `apiKeyHelper` command that prints it from its file of the home
+    (`_key_file`: `keys/anthropic-<digest>`, mode 0600, folder 0700, written while a process of the run
+    or its pool holds a lease on it, removed after), None without one. The CLI runs the helper for its
+    key, so the key is in no environment of its process: not in what its Bash tool's commands inherit,
+    nor in `/proc/<its pid>/environ` (docs/backends/claude-code.md, "Keys and the model's commands")."""
+    credential = take_credential(env)
+    return None if credential is None else _helper(home, credential)
+
+
+def _helper(home: Path, credential: str) -> str:
+    return f"cat {shlex.quote(str(key_file(home, credential)))}"
 
 
 def start_claude(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> AgentSubprocess:
@@ -204,8 +229,8 @@ class Launch:
             if options.start_process is not None
             else locate(CLAUDE_CODE, options.claude_binary, {**os.environ, **env}).path  # UNIFIED_CLAUDE_BIN is ours
         )
-        key = env.get(KEY_ENV) or None
-        helper = key_helper(env, home)
+        key = take_credential(env)
+        helper = None if key is None else _helper(home, key)
         return cls(
             binary=binary, env=env, home=home, model=params.model, params=params, api_key_helper=helper, api_key=key
         )
