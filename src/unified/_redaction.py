@@ -372,6 +372,9 @@ def _secrets_of_settings(value: object) -> list[str]:
     if not isinstance(dump, Mapping):
         return []
     found = secrets_in(dump)
+    # google-auth credentials (`credentials=`): an object, left out of a model's dump
+    given = getattr(value, "credentials", None) if hasattr(value, "model_dump") else dump.get("credentials")
+    found += credential_secrets(given)
     env = dump.get("env")
     if isinstance(env, Mapping):
         found += _secret_values((str(k), v) for k, v in env.items() if isinstance(v, str))
@@ -382,6 +385,50 @@ def _secrets_of_settings(value: object) -> list[str]:
         if isinstance(item, str) and "@" in item:
             found += _url_passwords(item)
     return found
+
+
+_CREDENTIAL_FIELDS = ("token", "refresh_token", "client_secret", "id_token")
+"""The secret strings of a google-auth credentials object (user, service account, compute, external)."""
+
+
+def credential_secrets(credentials: object) -> list[str]:
+    """The secret strings of a google-auth credentials object given in code (`credentials=` of the
+    generate-content and interactions backends): its access token, refresh token, client secret and
+    ID token as they are now, and a service account's private key (as PEM, PKCS#8 and PKCS#1: the
+    forms its key file holds). A token the client gets later by a refresh is not among them (its
+    `ya29.` shape is caught in cassettes: `KEY_SHAPES`)."""
+    if credentials is None or isinstance(credentials, (str, bytes, int, float, Mapping, list, tuple)):
+        return []
+    found: list[str] = []
+    for name in _CREDENTIAL_FIELDS:
+        try:
+            item = getattr(credentials, name, None)
+        except Exception:  # a property of a stranger's object: no secret of it
+            continue
+        if isinstance(item, str):
+            found.append(item)
+    signer = getattr(credentials, "_signer", None)
+    signer = getattr(signer, "_impl", signer)  # google-auth 2.4x wraps the cryptography signer
+    key = getattr(signer, "_key", None)
+    if callable(getattr(key, "private_bytes", None)):
+        found += _private_key_pems(key)
+    return found
+
+
+def _private_key_pems(key: object) -> list[str]:
+    try:
+        from cryptography.hazmat.primitives import serialization
+    except ImportError:  # pragma: no cover - google-auth signs with cryptography when it is there
+        return []
+    pems: list[str] = []
+    for form in (serialization.PrivateFormat.PKCS8, serialization.PrivateFormat.TraditionalOpenSSL):
+        try:
+            pem = key.private_bytes(serialization.Encoding.PEM, form, serialization.NoEncryption())  # type: ignore[attr-defined]
+        except Exception:
+            continue
+        if isinstance(pem, bytes):
+            pems.append(pem.decode("ascii", "replace"))
+    return pems
 
 
 def given_secrets(backend_options: Mapping[str, object], mcp_servers: Iterable[object]) -> list[str]:
@@ -408,6 +455,9 @@ def run_secrets(params: _Params) -> list[str]:
     fail over to included (`Fallback.backend_options`, with their own `api_key`): the one list the
     stream guard, the tool runtime and the cassette recorders hide."""
     found = given_secrets(params.backend_options_dict(), params.mcp_servers)
+    options = getattr(params, "backend_options", None)
+    if hasattr(options, "model_dump"):  # an options model: its dict leaves the credentials object out
+        found += credential_secrets(getattr(options, "credentials", None))
     for fallback in params.fallback:
         options = getattr(fallback, "backend_options", None)
         if options:

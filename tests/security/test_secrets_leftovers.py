@@ -4,6 +4,9 @@
   a server printing a key of its environment or of the run's options put it into the host's logs;
 - worked: the key file claude-code's `apiKeyHelper` reads (`<home>/keys/anthropic-<digest>`) stayed
   in the home for good once its run, its spare or its pool had ended, and those of crashed runs too;
+- worked: google-auth `credentials` given in the options (generate-content, interactions: Vertex AI
+  with credentials of one's own) were no secret of the run: their access token, refresh token and
+  client secret, echoed by a model, came out whole in the events;
 - the rest: see each test.
 """
 
@@ -27,6 +30,7 @@ from unified._adapters.claude_code import ClaudeSparePool
 from unified._execute import EventStream
 from unified._redaction import REDACTED
 from unified.events import Result, UnifiedEvent
+from unified.testing import ScriptedBackend
 from unified.tools import ToolCall, ToolRuntime
 from unified.types import StdioMcpServer
 
@@ -265,3 +269,77 @@ def test_claude_code_a_gateway_token_goes_through_the_key_helper_too(
     assert launch.api_key_helper is not None
     assert Path(shlex.split(launch.api_key_helper)[1]).read_text() == moved
     held.release()
+
+
+# --- 3. google-auth credentials given in the options ------------------------------------------------
+
+ACCESS_TOKEN = "access-token-of-the-leftovers-0123456789"
+REFRESH_TOKEN = "refresh-token-of-the-leftovers-0123456789"
+CLIENT_SECRET = "client-secret-of-the-leftovers-01234"
+
+
+def _user_credentials() -> Any:
+    from google.oauth2.credentials import Credentials
+
+    return Credentials(  # type: ignore[no-untyped-call]
+        token=ACCESS_TOKEN,
+        refresh_token=REFRESH_TOKEN,
+        client_id="leftovers.apps.googleusercontent.com",
+        client_secret=CLIENT_SECRET,
+        token_uri="https://oauth2.example/token",
+    )
+
+
+def _service_account() -> tuple[Any, str]:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from google.oauth2 import service_account
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    info = {
+        "type": "service_account",
+        "client_email": "leftovers@project.iam.gserviceaccount.com",
+        "private_key": pem,
+        "private_key_id": "0123",
+        "token_uri": "https://oauth2.example/token",
+        "project_id": "project",
+    }
+    account = service_account.Credentials.from_service_account_info(info)  # type: ignore[no-untyped-call]
+    return account, pem
+
+
+def test_run_secrets_gathers_the_secrets_of_google_credentials_in_every_form() -> None:
+    from unified._internal.api_options import ApiOptions
+    from unified._redaction import run_secrets
+    from unified.types import Fallback
+
+    user = _user_credentials()
+    account, pem = _service_account()
+    as_dict = ExecuteParams(prompt="p", backend="generate-content", backend_options={"credentials": user})
+    as_model = ExecuteParams(prompt="p", backend="generate-content", backend_options=ApiOptions(credentials=user))
+    fallback = ExecuteParams(
+        prompt="p",
+        backend="generate-content",
+        fallback=[Fallback(backend="interactions", backend_options={"credentials": account})],
+    )
+    for params in (as_dict, as_model):
+        found = run_secrets(params)
+        assert {ACCESS_TOKEN, REFRESH_TOKEN, CLIENT_SECRET} <= set(found), found
+        assert "leftovers.apps.googleusercontent.com" not in found  # an id, not a secret
+    assert pem.strip() in [v.strip() for v in run_secrets(fallback)]
+
+
+async def test_a_model_echoing_the_token_of_the_run_s_credentials_shows_none_of_it() -> None:
+    from unified.events import SessionStarted, TextDelta
+
+    started = SessionStarted(backend="scripted", session_id="s1", short_id="s1", cwd="/tmp")
+    echo = [TextDelta(text=f"token {ACCESS_TOKEN} refresh {REFRESH_TOKEN} secret {CLIENT_SECRET}")]
+    params = ExecuteParams(prompt="p", backend="scripted", backend_options={"credentials": _user_credentials()})
+    async with EventStream(params, backend=ScriptedBackend([started, *echo])) as stream:
+        shown = "".join(e.text for e in [event async for event in stream] if isinstance(e, TextDelta))
+    for secret in (ACCESS_TOKEN, REFRESH_TOKEN, CLIENT_SECRET):
+        assert secret not in shown
+    assert shown.count(REDACTED) == 3
