@@ -343,3 +343,67 @@ async def test_a_model_echoing_the_token_of_the_run_s_credentials_shows_none_of_
     for secret in (ACCESS_TOKEN, REFRESH_TOKEN, CLIENT_SECRET):
         assert secret not in shown
     assert shown.count(REDACTED) == 3
+
+
+# --- 5. a known secret in another form: base64, JSON \u escapes ------------------------------------
+
+OBFUSCATED_KEY = "AIzaSyD-obfuscated-key-0123456789abcdefg"
+
+
+def _base64_forms(secret: str) -> list[str]:
+    import base64
+
+    forms = []
+    for before in ("", "k", "ke", "key="):  # every alignment of the key in the encoded bytes
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            forms.append(encode(f"{before}{secret} and more".encode()).decode())
+    return forms
+
+
+def _escaped_forms(secret: str) -> list[str]:
+    return [
+        "".join(f"\\u{ord(c):04x}" for c in secret),  # every character
+        "".join(f"\\u{ord(c):04X}" for c in secret),
+        f"\\u{ord(secret[0]):04x}{secret[1:]}",  # the first one only
+        secret[:10] + "".join(f"\\u{ord(c):04x}" for c in secret[10:12]) + secret[12:],  # two in the middle
+    ]
+
+
+@pytest.mark.parametrize("form", [*_base64_forms(OBFUSCATED_KEY), *_escaped_forms(OBFUSCATED_KEY)])
+def test_a_known_secret_in_base64_or_json_escapes_is_replaced(form: str) -> None:
+    from unified._redaction import redactor
+
+    clean = redactor(extra=[OBFUSCATED_KEY])
+    text = f'{{"note": "{form}", "next": 1}}'
+    assert clean.found_in(text)
+    shown = clean(text)
+    assert REDACTED in shown
+    assert shown.endswith('", "next": 1}')
+    for piece in [*_escaped_forms(OBFUSCATED_KEY)[:2], OBFUSCATED_KEY[4:14]]:
+        assert piece not in shown
+
+
+def test_ordinary_base64_and_escapes_are_left_alone() -> None:
+    import base64
+
+    from unified._redaction import redactor
+
+    clean = redactor(extra=[OBFUSCATED_KEY])
+    text = base64.b64encode(b"nothing secret in here at all, just words").decode() + " caf\\u00e9 \\u0041BC"
+    assert not clean.found_in(text)
+    assert clean(text) == text
+
+
+async def test_a_model_echoing_the_key_base64_encoded_shows_none_of_it() -> None:
+    import base64
+
+    from unified.events import SessionStarted, TextDelta
+
+    started = SessionStarted(backend="scripted", session_id="s1", short_id="s1", cwd="/tmp")
+    encoded = base64.b64encode(f"key={OBFUSCATED_KEY}".encode()).decode()
+    echo = [TextDelta(text=f"here: {encoded} done")]
+    params = ExecuteParams(prompt="p", backend="scripted", backend_options={"api_key": OBFUSCATED_KEY})
+    async with EventStream(params, backend=ScriptedBackend([started, *echo])) as stream:
+        shown = "".join(e.text for e in [event async for event in stream] if isinstance(e, TextDelta))
+    assert encoded[8:30] not in shown
+    assert REDACTED in shown
