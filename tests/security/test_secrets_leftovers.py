@@ -407,3 +407,26 @@ async def test_a_model_echoing_the_key_base64_encoded_shows_none_of_it() -> None
         shown = "".join(e.text for e in [event async for event in stream] if isinstance(e, TextDelta))
     assert encoded[8:30] not in shown
     assert REDACTED in shown
+
+
+def test_claude_code_a_file_system_without_locks_keeps_the_key_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where `flock` is refused (ENOLCK: some network file systems) the run still gets its key file; it is
+    kept, as before leases (another process may need it), never removed blind."""
+    import errno
+
+    from unified._adapters.claude_code import _key_file
+
+    def no_locks(fd: int, operation: int) -> None:
+        raise OSError(errno.ENOLCK, "no locks available")
+
+    monkeypatch.setattr("unified._adapters.claude_code._key_file.fcntl.flock", no_locks)
+    held = _key_file.lease(tmp_path, ANTHROPIC_KEY)
+    assert held.path.read_text() == ANTHROPIC_KEY
+    held.release()
+    assert held.path.read_text() == ANTHROPIC_KEY
+    again = _key_file.lease(tmp_path, ANTHROPIC_KEY)  # its sweep removes nothing it cannot lock either
+    assert again.path == held.path
+    again.release()
+    assert held.path.exists()

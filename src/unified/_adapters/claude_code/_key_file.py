@@ -17,7 +17,8 @@ Safety: every step works on the folder's descriptor opened without following a s
 without following one either, and removes only regular files of our user named as ours
 (`anthropic-` and 16 hex digits) that nobody holds and that are still the file it locked. A FIFO is
 never waited on (opened non-blocking). Nothing waits on a lock: a lock held elsewhere for long (a
-model's command could `flock` the file) fails the start (`OSError`) instead of hanging the run.
+model's command could `flock` the file) fails the start (`OSError`) instead of hanging the run. On a
+file system without locks the file is written and kept, as before leases.
 """
 
 from __future__ import annotations
@@ -94,16 +95,20 @@ def _sweep(dir_fd: int, keep: str) -> None:
 class KeyLease:
     """A hold on a key file (see the module docstring); `release` gives it back, once."""
 
-    def __init__(self, path: Path, fd: int) -> None:
+    def __init__(self, path: Path, fd: int, *, locked: bool = True) -> None:
         self.path = path
         self._fd: int | None = fd
+        self._locked = locked
 
     def release(self) -> None:
-        """Give the hold back, and remove the file when no other lease holds it."""
+        """Give the hold back, and remove the file when no other lease holds it (kept where the file
+        system has no locks: another process's run may need it)."""
         fd, self._fd = self._fd, None
         if fd is None:
             return
         os.close(fd)  # our shared lock goes with it
+        if not self._locked:
+            return
         try:
             dir_fd = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:
@@ -118,20 +123,22 @@ class KeyLease:
         return self._fd is not None
 
 
-def _hold(fd: int, name: str, dir_fd: int, data: bytes) -> bool:
-    """Whether the just opened `fd` is now a hold on the key file `name` holding `data`; False to try again."""
+def _hold(fd: int, name: str, dir_fd: int, data: bytes) -> bool | None:
+    """Whether the just opened `fd` is now a hold on the key file `name` holding `data`; False to try
+    again; None when it holds it without a lock (a file system without `flock`: the file is kept)."""
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
         # a FIFO, a device or a stranger's file in its place: never read, replaced
         with contextlib.suppress(FileNotFoundError):
             os.unlink(name, dir_fd=dir_fd)
         return False
+    locked: bool | None = True
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except OSError as exc:
-        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
-            raise
-        return False  # the last lease removing it: once it is gone, a new one
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            return False  # the last lease removing it: once it is gone, a new one
+        locked = None  # no locks here (ENOLCK, EOPNOTSUPP): held as before leases, never removed
     if not _same(st, name, dir_fd):
         return False  # removed between our open and our lock
     os.fchmod(fd, 0o600)
@@ -140,7 +147,7 @@ def _hold(fd: int, name: str, dir_fd: int, data: bytes) -> bool:
         if not data.startswith(current):  # not the key, nor a part of it another lease is writing
             os.ftruncate(fd, 0)
         os.pwrite(fd, data, 0)
-    return True
+    return locked
 
 
 def lease(home: Path, key: str) -> KeyLease:
@@ -153,14 +160,14 @@ def lease(home: Path, key: str) -> KeyLease:
         _sweep(dir_fd, path.name)
         for _ in range(_ATTEMPTS):
             fd = os.open(path.name, os.O_RDWR | os.O_CREAT | _FLAGS, 0o600, dir_fd=dir_fd)
-            held = False
+            held: bool | None = False
             try:
                 held = _hold(fd, path.name, dir_fd, data)
             finally:
-                if not held:
+                if held is False:
                     os.close(fd)
-            if held:
-                return KeyLease(path, fd)
+            if held is not False:
+                return KeyLease(path, fd, locked=held is True)
         raise OSError(errno.EWOULDBLOCK, f"the key file {path} is locked by another process")
     finally:
         os.close(dir_fd)
