@@ -13,8 +13,9 @@ credentials file, proxies and CA certificates), the basics (PATH, locale, termin
 and nothing else: none of unified's own settings (UNIFIED_*, a session store URL) nor another
 provider's keys reach it. Ours on top: no nonessential traffic, telemetry, error reports or
 auto-updates; the retry cap; the header timeout; the temp dir inside the home. The run's
-ANTHROPIC_API_KEY is taken out again and given through the CLI's `apiKeyHelper` setting (`key_helper`):
-the CLI's Bash commands inherit its environment, so the key must not be in it.
+ANTHROPIC_API_KEY (or its only ANTHROPIC_AUTH_TOKEN: `take_credential`) is taken out again and given
+through the CLI's `apiKeyHelper` setting (`key_helper`, its file `_key_file`): the CLI's Bash commands
+inherit its environment, so the key must not be in it.
 """
 
 from __future__ import annotations
