@@ -148,7 +148,12 @@ def _claude(
     argv = [str(binary), "-p", "go", "--output-format", "stream-json", "--verbose", "--include-partial-messages"]
     argv += ["--setting-sources", "user"]
 
+    # The key file the argv's apiKeyHelper reads exists while a process holds a lease on it (`_key_file`):
+    # the runs' own lease, held for as long as the benchmark may start the binary (dropped at its exit).
+    key_lease = launch.lease()
+
     def same_argv() -> Timing:
+        assert key_lease is None or key_lease.held
         return driven(launch.argv(session_id=str(uuid.uuid4()), resume=False), cwd, launch.run_env())
 
     # `claude -p` as a user runs it: the key in its environment. The backend gives it through the CLI's

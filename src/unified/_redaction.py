@@ -28,6 +28,7 @@ characters it is still the secret (API keys and tokens are this long), never a c
 
 from __future__ import annotations
 
+import base64
 import functools
 import os
 import re
@@ -114,29 +115,78 @@ class Redactor:
     """Replaces one set of secret values; build it with `redactor()`, which caches it."""
 
     values: tuple[str, ...]
-    """Longest first, so a secret containing another is replaced whole."""
+    """Longest first, so a secret containing another is replaced whole; the secrets and their base64 forms."""
     pattern: re.Pattern[str] | None
+    held: tuple[str, ...] = ()
+    """The secrets themselves (no base64 form): what a stream holds back the beginning of (`partial_suffix`)."""
+    forms: tuple[str, ...] = ()
+    """The base64 forms of the secrets (`_base64_forms`), looked for only in a text as long as the shortest."""
+    forms_from: int = 0
 
     def __bool__(self) -> bool:
         return bool(self.values)
 
+    def plain(self) -> Redactor:
+        """This Redactor without the base64 forms: a stream's pieces (`SplitGuard`), where a form is
+        looked for in each whole piece by the stream guard instead (a piece's cost, measured in
+        bench/bench_translate.py's keyed rows)."""
+        return _plain(self.held) if self.forms else self
+
     def found_in(self, text: str) -> bool:
-        """Whether any secret occurs in `text`, even inside a word: the cheap test before a replace."""
-        values = self.values
-        if len(values) == 1:  # the usual case (one API key): one substring search, no iterator
-            return values[0] in text
-        return any(map(text.__contains__, values))
+        """Whether any secret occurs in `text`, even inside a word, in a base64 form, or written with
+        JSON `\\u` escapes: the cheap test before a replace (one substring search for the usual one
+        secret in the usual short text)."""
+        return self._plain_in(text) or ("\\u" in text and self._plain_in(_unescaped(text)[0]))
+
+    def _plain_in(self, text: str) -> bool:
+        held = self.held
+        if len(held) == 1:  # the usual case (one API key): one substring search, no iterator
+            if held[0] in text:
+                return True
+        elif any(map(text.__contains__, held)):
+            return True
+        if len(text) < self.forms_from:  # a base64 form is a third longer than its secret: most pieces are shorter
+            return False
+        return any(map(text.__contains__, self.forms))
 
     def __call__(self, text: str, replacement: str = REDACTED) -> str:
-        """`text` with every whole occurrence of a secret replaced."""
-        if self.pattern is None or not self.found_in(text):
+        """`text` with every whole occurrence of a secret replaced (its base64 forms and its JSON
+        `\\u`-escaped forms too: `_compiled`, `_replace_escaped`)."""
+        if self.pattern is None:
             return text
+        if not self._plain_in(text):
+            if "\\u" not in text:
+                return text
+            text = self._replace_escaped(text, replacement)
+            if not self._plain_in(text):
+                return text
+        elif "\\u" in text:
+            text = self._replace_escaped(text, replacement)
         for _ in self.values:  # a short secret glued to a long one stands whole once the long one is replaced
             replaced = self.pattern.sub(replacement, text)
             if replaced == text or not self.found_in(replaced):
                 return replaced
             text = replaced
         return text
+
+    def _replace_escaped(self, text: str, replacement: str) -> str:
+        """`text` with each secret written with JSON `\\u` escapes (some or all of its characters:
+        `\\u0041IzaSy...`) replaced: found in the text with those escapes decoded, and replaced in
+        `text` where its characters stand."""
+        assert self.pattern is not None
+        decoded, starts = _unescaped(text)
+        if decoded is text or not self._plain_in(decoded):
+            return text
+        out: list[str] = []
+        position = 0
+        for match in self.pattern.finditer(decoded):
+            begin, end = starts[match.start()], starts[match.end()]
+            if begin < position:
+                continue
+            out += [text[position:begin], replacement]
+            position = end
+        out.append(text[position:])
+        return "".join(out)
 
     def window(self, text: str, start: int, replacement: str = REDACTED) -> str:
         """`text[start:]` with its secrets replaced, counting those that begin before `start`: a
@@ -160,7 +210,7 @@ class Redactor:
         """The length of the longest end of `text` that begins some secret (without being all of
         it): what a stream must hold back until the next piece shows whether the secret follows."""
         best = 0
-        for value in self.values:
+        for value in self.held:
             reach = min(len(value) - 1, len(text))
             at = text.find(value[0], len(text) - reach)
             while 0 <= at < len(text):
@@ -177,7 +227,7 @@ class Redactor:
         it): what a text cut out of the end of a longer one must not show, the rest of a secret the
         cut went through (`partial_suffix`'s twin, for a tail)."""
         best = 0
-        for value in self.values:
+        for value in self.held:
             for size in range(min(len(value) - 1, len(text)), best, -1):
                 if value.endswith(text[:size]):
                     best = size
@@ -213,6 +263,42 @@ class Redactor:
         return value
 
 
+_ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})")
+
+
+def _unescaped(text: str) -> tuple[str, list[int]]:
+    """`text` with its JSON `\\uXXXX` escapes decoded (itself when it has none), and where each of
+    its characters starts in `text` (one more entry: `len(text)`)."""
+    if _ESCAPE.search(text) is None:
+        return text, []
+    out: list[str] = []
+    starts: list[int] = []
+    position = 0
+    for match in _ESCAPE.finditer(text):
+        out += [text[position : match.start()], chr(int(match[1], 16))]
+        starts += [*range(position, match.start()), match.start()]
+        position = match.end()
+    out.append(text[position:])
+    starts += [*range(position, len(text)), len(text)]
+    return "".join(out), starts
+
+
+def _base64_forms(value: str) -> list[str]:
+    """What base64 (standard and URL-safe) shows of `value` wherever it stands in the encoded bytes:
+    for each of the 3 alignments, the characters its bytes alone decide (those it shares with the
+    bytes around it differ with them, and are left out)."""
+    data = value.encode()
+    forms: list[str] = []
+    for offset in range(3):
+        encoded = base64.b64encode(b"\0" * offset + data).decode("ascii")
+        core = encoded[-(-8 * offset // 6) : 8 * (offset + len(data)) // 6]
+        forms.append(core)
+        urlsafe = core.replace("+", "-").replace("/", "_")
+        if urlsafe != core:
+            forms.append(urlsafe)
+    return forms
+
+
 def _pattern(values: tuple[str, ...]) -> re.Pattern[str] | None:
     if not values:
         return None
@@ -226,8 +312,19 @@ def _pattern(values: tuple[str, ...]) -> re.Pattern[str] | None:
 
 
 @functools.lru_cache(maxsize=64)
+def _plain(values: tuple[str, ...]) -> Redactor:
+    return Redactor(values, _pattern(values), values)
+
+
+@functools.lru_cache(maxsize=64)
 def _compiled(values: tuple[str, ...]) -> Redactor:
-    return Redactor(values, _pattern(values))
+    """The Redactor of `values` and of the base64 forms of those at least `ANYWHERE_LENGTH` long (a
+    shorter one's form could be a piece of any base64 text)."""
+    held = values
+    forms = tuple(dict.fromkeys(f for v in values if len(v) >= ANYWHERE_LENGTH for f in _base64_forms(v)))
+    if forms:
+        values = tuple(sorted({*values, *forms}, key=lambda v: (-len(v), v)))
+    return Redactor(values, _pattern(values), held, forms, min((len(f) for f in forms), default=0))
 
 
 def is_secret(name: str, value: str) -> bool:
@@ -372,6 +469,9 @@ def _secrets_of_settings(value: object) -> list[str]:
     if not isinstance(dump, Mapping):
         return []
     found = secrets_in(dump)
+    # google-auth credentials (`credentials=`): an object, left out of a model's dump
+    given = getattr(value, "credentials", None) if hasattr(value, "model_dump") else dump.get("credentials")
+    found += credential_secrets(given)
     env = dump.get("env")
     if isinstance(env, Mapping):
         found += _secret_values((str(k), v) for k, v in env.items() if isinstance(v, str))
@@ -382,6 +482,50 @@ def _secrets_of_settings(value: object) -> list[str]:
         if isinstance(item, str) and "@" in item:
             found += _url_passwords(item)
     return found
+
+
+_CREDENTIAL_FIELDS = ("token", "refresh_token", "client_secret", "id_token")
+"""The secret strings of a google-auth credentials object (user, service account, compute, external)."""
+
+
+def credential_secrets(credentials: object) -> list[str]:
+    """The secret strings of a google-auth credentials object given in code (`credentials=` of the
+    generate-content and interactions backends): its access token, refresh token, client secret and
+    ID token as they are now, and a service account's private key (as PEM, PKCS#8 and PKCS#1: the
+    forms its key file holds). A token the client gets later by a refresh is not among them (its
+    `ya29.` shape is caught in cassettes: `KEY_SHAPES`)."""
+    if credentials is None or isinstance(credentials, (str, bytes, int, float, Mapping, list, tuple)):
+        return []
+    found: list[str] = []
+    for name in _CREDENTIAL_FIELDS:
+        try:
+            item = getattr(credentials, name, None)
+        except Exception:  # a property of a stranger's object: no secret of it
+            continue
+        if isinstance(item, str):
+            found.append(item)
+    signer = getattr(credentials, "_signer", None)
+    signer = getattr(signer, "_impl", signer)  # google-auth 2.4x wraps the cryptography signer
+    key = getattr(signer, "_key", None)
+    if callable(getattr(key, "private_bytes", None)):
+        found += _private_key_pems(key)
+    return found
+
+
+def _private_key_pems(key: object) -> list[str]:
+    try:
+        from cryptography.hazmat.primitives import serialization
+    except ImportError:  # pragma: no cover - google-auth signs with cryptography when it is there
+        return []
+    pems: list[str] = []
+    for form in (serialization.PrivateFormat.PKCS8, serialization.PrivateFormat.TraditionalOpenSSL):
+        try:
+            pem = key.private_bytes(serialization.Encoding.PEM, form, serialization.NoEncryption())  # type: ignore[attr-defined]
+        except Exception:
+            continue
+        if isinstance(pem, bytes):
+            pems.append(pem.decode("ascii", "replace"))
+    return pems
 
 
 def given_secrets(backend_options: Mapping[str, object], mcp_servers: Iterable[object]) -> list[str]:
@@ -408,6 +552,9 @@ def run_secrets(params: _Params) -> list[str]:
     fail over to included (`Fallback.backend_options`, with their own `api_key`): the one list the
     stream guard, the tool runtime and the cassette recorders hide."""
     found = given_secrets(params.backend_options_dict(), params.mcp_servers)
+    options = getattr(params, "backend_options", None)
+    if hasattr(options, "model_dump"):  # an options model: its dict leaves the credentials object out
+        found += credential_secrets(getattr(options, "credentials", None))
     for fallback in params.fallback:
         options = getattr(fallback, "backend_options", None)
         if options:
@@ -432,6 +579,7 @@ class SplitGuard:
     """
 
     def __init__(self, redactor: Redactor) -> None:
+        redactor = redactor.plain()
         self._redactor = redactor
         self._keep = max((len(v) for v in redactor.values), default=1)
         self._tail = ""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -22,6 +23,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from unified._internal import limits
+from unified._redaction import Redactor, redactor, secret_values
 from unified.tools._base import InlineData, Progress, ToolError, ToolOutput, ToolSpec
 from unified.tools._mcp_transport import FaultWatch, capped_http_client, capped_stdio
 from unified.types import HttpMcpServer, McpServer, SseMcpServer, StdioMcpServer
@@ -36,11 +38,12 @@ def tool_name(server: str, tool: str) -> str:
     return f"mcp__{_UNSAFE.sub('_', server)}__{_UNSAFE.sub('_', tool)}"[:64]
 
 
-def _client(server: McpServer, faults: FaultWatch) -> Client:
-    """A client whose transport caps what the server sends (`_mcp_transport`)."""
+def _client(server: McpServer, faults: FaultWatch, clean: Redactor) -> Client:
+    """A client whose transport caps what the server sends (`_mcp_transport`); a stdio server's
+    stderr is passed on with the secrets of `clean` replaced."""
     target: Any
     if isinstance(server, StdioMcpServer):
-        target = capped_stdio(server)
+        target = capped_stdio(server, clean)
     elif isinstance(server, HttpMcpServer):
         http = capped_http_client(server.name, dict(server.headers))
         target = streamable_http_client(server.url, http_client=http)
@@ -62,12 +65,13 @@ def _client(server: McpServer, faults: FaultWatch) -> Client:
 async def _serve(
     server: McpServer,
     faults: FaultWatch,
+    clean: Redactor,
     *,
     task_status: TaskStatus[tuple[Client, list[mcp_types.Tool]]] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     started = False
     try:
-        async with _client(server, faults) as client:
+        async with _client(server, faults, clean) as client:
             tools = (await client.list_tools()).tools
             task_status.started((client, tools))
             started = True
@@ -137,14 +141,18 @@ def _spec(server: str, client: Client, tool: mcp_types.Tool, faults: FaultWatch)
     )
 
 
-async def connect_server(server: McpServer, stack: AsyncExitStack) -> list[ToolSpec]:
-    """Starts `server`, lists its tools, and keeps it connected until `stack` closes."""
+async def connect_server(server: McpServer, stack: AsyncExitStack, secrets: Sequence[str] = ()) -> list[ToolSpec]:
+    """Starts `server`, lists its tools, and keeps it connected until `stack` closes. What a stdio
+    server writes to stderr reaches ours without the secrets of the environment, of the run
+    (`secrets`, `use_run_secrets`) and of the server's own `env` (by name or shape, `is_secret`)."""
     tg = await stack.enter_async_context(anyio.create_task_group())
     stack.callback(tg.cancel_scope.cancel)
     faults = FaultWatch(server.name)
+    own = secret_values(server.env) if isinstance(server, StdioMcpServer) else []
+    clean = redactor(extra=(*secrets, *own))
     try:
         with anyio.fail_after(server.timeout_s):
-            client, tools = await tg.start(_serve, server, faults)
+            client, tools = await tg.start(_serve, server, faults, clean)
     except TimeoutError:
         raise TimeoutError(f"no answer within {server.timeout_s:g} s") from None
     return [_spec(server.name, client, tool, faults) for tool in tools]

@@ -13,13 +13,21 @@ of: the call hangs until its timeout. Here:
   are metered as the API backends' are (`unified._internal.http`);
 - `FaultWatch` is the session's `message_handler`: any other fault of the transport fails the calls
   in flight (`ToolError`) instead of leaving them to their timeout.
+
+A stdio server's stderr is a pipe of ours, read for as long as it is open (a server never blocks on
+a full pipe), and passed on to our stderr through the run's redactor (`SplitGuard`: a key split
+across two writes is replaced whole), at most `MCP_STDERR_BYTES` of it; the rest is read and dropped.
+A server printing a key of its environment or of the run's options shows `[REDACTED]` in its place.
 """
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import os
 import re
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -35,13 +43,16 @@ from mcp.shared.message import SessionMessage
 
 from unified._internal import limits
 from unified._internal.http import EventMeter, EventTooLarge
+from unified._redaction import Redactor, SplitGuard, redactor
 from unified.types import StdioMcpServer
 
-__all__ = ["FaultWatch", "capped_http_client", "capped_stdio"]
+__all__ = ["MCP_STDERR_BYTES", "FaultWatch", "capped_http_client", "capped_stdio"]
 
 _HEAD = 512
 _ANSWER_ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")')
 _STOP_GRACE_S = 2.0
+MCP_STDERR_BYTES = 1024 * 1024
+"""How much of a stdio server's stderr is passed on to ours; the rest is read and dropped."""
 
 
 def _answer_id(head: bytes) -> int | str | None:
@@ -77,21 +88,59 @@ def _parse(line: bytes, name: str) -> SessionMessage | Exception:
     return _error_answer(request_id, problem) if request_id is not None else ValueError(problem)
 
 
+async def _pass_on_stderr(stream: anyio.abc.ByteReceiveStream, name: str, clean: Redactor, done: anyio.Event) -> None:
+    """Read the server's stderr until its end, writing it to ours with `clean`'s secrets replaced
+    (at most `MCP_STDERR_BYTES`, then a notice; the rest is read and dropped)."""
+    guard = SplitGuard(clean)
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    left = MCP_STDERR_BYTES
+
+    def show(text: str) -> None:
+        if text:
+            with contextlib.suppress(OSError, ValueError, AttributeError):  # no stderr, or a closed one
+                sys.stderr.write(text)
+                sys.stderr.flush()
+
+    try:
+        async for chunk in stream:
+            if left <= 0:
+                continue
+            if len(chunk) >= left:
+                chunk = chunk[:left]
+                show(guard.feed(decoder.decode(chunk, final=True)) + guard.release())
+                note = f"MCP server {name!r} wrote over {MCP_STDERR_BYTES:,} bytes to stderr; the rest is not shown"
+                show(f"\n[unified: {note}]\n")
+            else:
+                show(guard.feed(decoder.decode(chunk)))
+            left -= len(chunk)
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        pass
+    finally:
+        if left > 0:
+            show(guard.feed(decoder.decode(b"", final=True)) + guard.release())
+        done.set()
+
+
 @asynccontextmanager
 async def capped_stdio(
     server: StdioMcpServer,
+    clean: Redactor | None = None,
 ) -> AsyncIterator[
     tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
 ]:
-    """The server as a subprocess speaking newline-delimited JSON-RPC, its lines capped."""
+    """The server as a subprocess speaking newline-delimited JSON-RPC, its lines capped; its stderr
+    passed on to ours with the secrets of `clean` replaced (default: `redactor()`, the environment's
+    and the run's)."""
     env = {**get_default_environment(), **server.env}
+    clean = clean if clean is not None else redactor()
     process = await anyio.open_process(
         [server.command, *server.args],
         env=env,
         cwd=server.cwd,
-        stderr=None,  # the server's diagnostics go where ours do
+        stderr=subprocess.PIPE,  # read here, never left to fill: see the module docstring
         start_new_session=True,
     )
+    stderr_done = anyio.Event()
     read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
     cap = limits.MCP_MAX_MESSAGE_BYTES
@@ -144,11 +193,18 @@ async def capped_stdio(
         async with anyio.create_task_group() as tg:
             tg.start_soon(reader)
             tg.start_soon(writer)
+            if process.stderr is not None:
+                tg.start_soon(_pass_on_stderr, process.stderr, server.name, clean, stderr_done)
+            else:
+                stderr_done.set()
             try:
                 yield read_receive, write_send
             finally:
                 with anyio.CancelScope(shield=True):
                     await _stop(process)
+                    # its last words (a child of the server may hold the pipe open: not waited on long)
+                    with anyio.move_on_after(_STOP_GRACE_S):
+                        await stderr_done.wait()
                 tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):

@@ -368,7 +368,7 @@ class ToolRuntime:
         errors: list[McpConnectError] = []
         for server in servers:
             try:
-                specs = await connect_server(server, self._stack)
+                specs = await connect_server(server, self._stack, self._secrets)
             except Exception as exc:
                 cause: BaseException = exc
                 while isinstance(cause, BaseExceptionGroup) and cause.exceptions:

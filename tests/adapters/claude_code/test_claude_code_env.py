@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from unified._adapters.claude_code._key_file import lease
 from unified._adapters.claude_code._launch import CLAUDE_CODE, Launch, claude_env, default_home, key_helper
 from unified._adapters.claude_code._options import claude_code_options
 from unified.types import ExecuteParams, HttpMcpServer, StdioMcpServer, ThinkingConfig
@@ -157,11 +158,20 @@ def test_the_key_reaches_the_cli_through_an_api_key_helper_not_its_environment(t
     path = Path(shlex.split(helper)[1])
     assert shlex.split(helper)[0] == "cat"
     assert path.parent == home.resolve() / "keys"
+    assert not path.exists(), "written when a process is about to start (its lease), not before"
+    held = launch.lease()
+    assert held is not None
     assert path.read_text() == key
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     again = Launch.of(params, claude_code_options(params.backend_options))
     assert again.api_key_helper == helper  # one file per key: the spare pool's key is stable
+    other = again.lease()
+    assert other is not None
+    held.release()
+    assert path.read_text() == key, "another process's hold keeps it"
+    other.release()
+    assert not path.exists(), "the last hold removes it"
 
 
 def test_without_a_key_there_is_no_helper(tmp_path: Path) -> None:
@@ -182,8 +192,9 @@ def test_a_fifo_in_place_of_the_key_file_is_replaced_never_waited_on(tmp_path: P
     first = key_helper({"ANTHROPIC_API_KEY": key}, tmp_path)
     assert first is not None
     path = Path(first.split(" ", 1)[1].strip("'"))
-    path.unlink()
+    path.parent.mkdir()
     os.mkfifo(path)
-    assert key_helper({"ANTHROPIC_API_KEY": key}, tmp_path) == first
+    held = lease(tmp_path, key)
     assert path.is_file()
     assert path.read_text() == key
+    held.release()

@@ -1,43 +1,78 @@
-"""Red team (secrets) on the real `claude` binary: what a Bash command the model runs can read of the
-environment of Claude Code's process, and of unified's own, and what of it reaches the events.
+"""Red team (secrets) on the real `claude` binary (offline, against FakeAnthropic): what a Bash command
+the model runs can read of the environment of its shell, of Claude Code's process and of unified's
+own, and what of it reaches the model and the events.
 
-The attack: `env`, then `/proc/$PPID/environ` (the process that started the shell: Claude Code), then
-`/proc/<unified's pid>/environ`. The Gemini and OpenAI keys of unified's environment never reach Claude
-Code's process; the run's own ANTHROPIC_API_KEY (given in `backend_options["env"]`) reaches the CLI
-through its `apiKeyHelper`, not its environment, so the model is sent no piece of any of them
-(test_claude_code_env_scrub.py); the run's key is replaced in every event too."""
+- The run's ANTHROPIC_API_KEY (given in `backend_options["env"]`) reaches the CLI through its
+  `apiKeyHelper`, not its environment (docs/backends/claude-code.md, "Keys and the model's commands"):
+  `env`, `printenv ANTHROPIC_API_KEY` and `/proc/$PPID/environ` (Claude Code's own process) show no
+  piece of it. The assertion is on what the model received, the tool result Claude Code sent back in
+  its next request (not unified's events, whose redaction would hide a leak); the CLI still
+  authenticated with the key (`saw_credential`). So does a gateway's ANTHROPIC_AUTH_TOKEN when it is
+  the run's only credential.
+- The Gemini and OpenAI keys of unified's environment never reach Claude Code's process; the run's key
+  is replaced in every event too.
+- The key file the helper reads is gone once the run's process has ended.
+
+One setup (`claude_run`) serves every attack: the merge of the former test_claude_code_env_scrub.py
+and test_claude_code_secrets.py, whose runs were the same but for the command and the environment."""
 
 from __future__ import annotations
 
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 import pytest
 
-from tests.e2e.environ_attack import check_no_key_out, environ_command
+from tests.e2e.claude_code.claude_code_helpers import claude_home
+from tests.e2e.environ_attack import check_no_key_out, environ_command, pieces
 from tests.hang_guard import HANG_GUARD_S
 from unified._execute import EventStream
-from unified.events import UnifiedEvent
-from unified.testing import FakeAnthropic, FunctionCall, ModelTurn
+from unified.events import Result, UnifiedEvent
+from unified.testing import REDACTED, FakeAnthropic, FunctionCall, ModelTurn
+from unified.testing._serving import RecordedRequest
 from unified.types import ExecuteParams
 
 pytestmark = pytest.mark.anyio
 
 RUN_KEY = "sk-ant-api03-Rq7Tz2Wm5Xn9Lb3Kc6Vd1Hf8Gj4Sp0Ya5Ue2Oi7Qw3Er9Ty6Ui1Op4As8Df2Gh5Jk0AA"
+GATEWAY_TOKEN = "gw-token-Qm3Xv8Lz1Wt6Rk9Vn4Hc7Jd2Fp5Gs0"
 GEMINI_KEY = "AIzaSyD-c8Wq3Ln6Zr1Xt5Vm9Kb2Hp7Jd0Fs4Ge"
 OPENAI_KEY = "sk-proj-Nf3Xq8Zr1Lm6Vt9Kb4Wc7Hd2Jp5Gs0Ya3Ue8Oi1Qw6Er4Ty9Ui2Op7T3BlbkFJAs5Df0Gh3Jk"
+ENV_COMMAND = (
+    "env; echo '--- printenv'; printenv ANTHROPIC_API_KEY; printenv ANTHROPIC_AUTH_TOKEN; echo '--- parent'; "
+    "tr '\\0' '\\n' < /proc/$PPID/environ; echo '--- end'"
+)
 
 
-async def test_a_bash_command_reading_the_environ_of_claude_code_and_of_unified_gets_no_key_out(
-    workspace: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("GEMINI_API_KEY", GEMINI_KEY)
-    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
-    call = FunctionCall(name="Bash", args={"command": environ_command(), "description": "env"}, id="toolu_env")
-    async with FakeAnthropic([ModelTurn(function_calls=[call]), ModelTurn(text="ok")]) as server:
-        env = {**server.cli_env, "ANTHROPIC_API_KEY": RUN_KEY}
+@dataclass(frozen=True)
+class Seen:
+    events: list[UnifiedEvent]
+    requests: list[RecordedRequest]
+    """The model calls the CLI sent FakeAnthropic (credential headers shown as `REDACTED`)."""
+    bodies: list[str]
+    saw: dict[str, bool]
+    """For each credential given: whether the CLI sent it as one (`saw_credential`)."""
+
+
+def bash(command: str) -> list[ModelTurn]:
+    """The model runs `command` through the CLI's Bash tool, then answers."""
+    call = FunctionCall(name="Bash", args={"command": command, "description": "env"}, id="toolu_env")
+    return [ModelTurn(function_calls=[call]), ModelTurn(text="ok")]
+
+
+async def claude_run(
+    workspace: Path, turns: list[ModelTurn], credentials: dict[str, str], prompt: str = "show me the environment"
+) -> Seen:
+    """One run of the real binary, `credentials` (and FakeAnthropic's URL and model) given in the
+    backend's `env` option, every tool allowed."""
+    async with FakeAnthropic(turns) as server:
+        env = {**server.cli_env, **credentials}
+        if "ANTHROPIC_API_KEY" not in credentials:
+            del env["ANTHROPIC_API_KEY"]  # FakeAnthropic's own dummy key
         params = ExecuteParams(
-            prompt="show me the environment",
+            prompt=prompt,
             backend="claude-code",
             cwd=workspace,
             approval_mode="yolo",
@@ -46,5 +81,69 @@ async def test_a_bash_command_reading_the_environ_of_claude_code_and_of_unified_
         with anyio.fail_after(HANG_GUARD_S):
             async with EventStream(params) as stream:
                 events: list[UnifiedEvent] = [event async for event in stream]
-        sent = "\n".join(str(request.body) for request in server.requests)
-    check_no_key_out(events, (RUN_KEY, GEMINI_KEY, OPENAI_KEY), (RUN_KEY, GEMINI_KEY, OPENAI_KEY), sent)
+        requests = server.requests_for("messages")
+        saw = {value: server.saw_credential(value) for value in credentials.values()}
+        return Seen(events, requests, [str(body) for body in server.model_bodies()], saw)
+
+
+@pytest.mark.parametrize(
+    "credentials",
+    [{"ANTHROPIC_API_KEY": RUN_KEY}, {"ANTHROPIC_AUTH_TOKEN": GATEWAY_TOKEN}],
+    ids=["api-key", "gateway-token-alone"],
+)
+async def test_the_model_reads_no_piece_of_the_credential_in_the_environment_of_its_bash_command(
+    workspace: Path, credentials: dict[str, str]
+) -> None:
+    seen = await claude_run(workspace, bash(ENV_COMMAND), credentials)
+    [secret] = credentials.values()
+    assert seen.saw[secret]  # the CLI authenticated with the run's credential
+    assert len(seen.bodies) >= 2, seen.events
+    sent = seen.bodies[1]  # the request carrying the Bash result
+    assert "--- parent" in sent, sent
+    assert "--- end" in sent, sent  # the command ran to its end
+    assert "CLAUDE_CONFIG_DIR" in sent  # it printed the environment
+    assert pieces(secret, sent) == []
+    # the helper's value goes out as both headers: a gateway reads its bearer token as before
+    assert seen.requests[0].headers.get("authorization") == REDACTED
+    assert seen.requests[0].headers.get("x-api-key") == REDACTED
+    assert list((claude_home() / "keys").iterdir()) == [], "the key file went with the run's process"
+
+
+async def test_a_bash_command_reading_the_environ_of_claude_code_and_of_unified_gets_no_key_out(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GEMINI_API_KEY", GEMINI_KEY)
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    seen = await claude_run(workspace, bash(environ_command()), {"ANTHROPIC_API_KEY": RUN_KEY})
+    keys = (RUN_KEY, GEMINI_KEY, OPENAI_KEY)
+    check_no_key_out(seen.events, keys, keys, "\n".join(seen.bodies))
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is not None, reason="measures the CLI on a machine without bubblewrap")
+async def test_the_cli_s_own_subprocess_env_scrub_needs_bubblewrap_and_without_it_bash_does_not_run(
+    workspace: Path,
+) -> None:
+    """Why unified does not use CLAUDE_CODE_SUBPROCESS_ENV_SCRUB=1 (docs/backends/claude-code.md, "Keys and
+    the model's commands"): in 2.1.332 it needs bubblewrap; without it the CLI exits at start (code 1,
+    before `initialize`), so no command runs and no model call is made."""
+    seen = await claude_run(
+        workspace, bash("echo ran-it"), {"ANTHROPIC_API_KEY": RUN_KEY, "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB": "1"}, "echo"
+    )
+    assert seen.bodies == []
+    result = seen.events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "error"
+    assert "bubblewrap is required for subprocess env scrubbing" in (result.error or ""), result.error
+
+
+async def test_with_a_different_bearer_token_too_the_cli_still_sends_both(workspace: Path) -> None:
+    """A key and a different ANTHROPIC_AUTH_TOKEN: one helper gives one value, so the token stays in the
+    environment (the CLI sends it as `Authorization: Bearer`); the key from the helper is still sent
+    beside it (`x-api-key`), as when both were variables (`unified doctor` says so)."""
+    credentials = {"ANTHROPIC_API_KEY": RUN_KEY, "ANTHROPIC_AUTH_TOKEN": GATEWAY_TOKEN}
+    seen = await claude_run(workspace, [ModelTurn(text="ok")], credentials, "hi")
+    assert isinstance(seen.events[-1], Result)
+    assert seen.events[-1].status == "success", seen.events[-1].error
+    [request] = seen.requests
+    assert seen.saw[GATEWAY_TOKEN]
+    assert seen.saw[RUN_KEY], request.headers

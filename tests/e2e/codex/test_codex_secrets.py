@@ -1,13 +1,23 @@
-"""Red team (secrets) on the real `codex` binary: what a command the model runs can read of the
-environment of Codex's process, and of unified's own, and what of it reaches the events.
+"""Red team (secrets) on the real `codex` binary (offline, against FakeOpenAI): what a command the model
+runs can read of the environment of its shell, of Codex's process and of unified's own, and what of
+the run's key reaches the model and the events.
 
-The attack: `env`, then `/proc/$PPID/environ` (the process that started the shell: Codex, holding the
-run's OPENAI_API_KEY), then `/proc/<unified's pid>/environ`. The Gemini and Anthropic keys of
-unified's environment never reach Codex's process (so no command reads them there); the run's own key,
-which Codex must hold, is replaced in every event."""
+- The shell's own environment (`env`, `printenv`): unified keeps the keys out with Codex's own
+  `[shell_environment_policy] exclude` (`_launch.py`, SECRET_PATTERNS); the assertion is on what the
+  model received, the command output Codex sent back in its next request (not unified's events, whose
+  redaction would hide a leak). Codex still authenticated with the key (`saw_credential`).
+- `/proc/$PPID/environ` (Codex's own process, which must hold the run's OPENAI_API_KEY) and
+  `/proc/<unified's pid>/environ`: the Gemini and Anthropic keys of unified's environment never reach
+  Codex's process; the run's own key does (a limit, pinned below: docs/backends/codex.md), and is
+  replaced in every event.
+- A provider error quoting the key: no piece of it in the events.
+
+One setup (`codex_run`) serves every attack: the merge of the former test_codex_env_scrub.py and
+test_codex_secrets.py, whose runs were the same but for the command."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -18,13 +28,74 @@ from tests.hang_guard import HANG_GUARD_S
 from unified._execute import EventStream
 from unified.events import ErrorEvent, UnifiedEvent
 from unified.testing import CODEX_MODEL, FakeOpenAI, Fault, FunctionCall, ModelTurn
-from unified.types import ExecuteParams
+from unified.types import ApprovalMode, ExecuteParams
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 RUN_KEY = "sk-proj-cRt7Qx2Lm9Vb4Nz8Kp3Wd6Hs1Jf5Gy0Ua7Ei2Ol9Tc4Xr8Mq3Bn6Zv1Sk5Dh0Fw7Pg2Yj9T3BlbkFJaQ4eR7tY1uI"
 GEMINI_KEY = "AIzaSyC-k3Vn8Qz1Wx5Rt9Lp2Mb6Hj0Df4Gs7Ya3Ue"
 ANTHROPIC_KEY = "sk-ant-api03-Hq4Zm8Xc2Vb6Nl1Kj5Gf9Ds3Ap7Oi0Uy4Tr8Ew2Qw6Er1Ty5Ui9Op3As7Df0AA"
+ENV_COMMAND = "env; echo '--- printenv'; printenv OPENAI_API_KEY; printenv CODEX_API_KEY; echo '--- end'"
+PARENT_COMMAND = "tr '\\0' '\\n' < /proc/$PPID/environ | grep -a -i -E 'api_key'; echo '--- end'"
+
+
+@dataclass(frozen=True)
+class Seen:
+    events: list[UnifiedEvent]
+    bodies: list[str]
+    """Every request Codex sent the model server, as the model received it."""
+    authenticated: bool
+    """Codex sent the run's key to the model server."""
+
+    @property
+    def after_the_command(self) -> str:
+        assert len(self.bodies) >= 2, self.events
+        return "\n".join(self.bodies[1:])
+
+
+def shell(command: str) -> list[ModelTurn]:
+    """The model runs `command` through Codex's shell tool, then answers."""
+    call = FunctionCall(name="run_shell_command", args={"command": command})
+    return [ModelTurn(function_calls=[call]), ModelTurn(text="ok")]
+
+
+async def codex_run(
+    workspace: Path, turns: list[ModelTurn], prompt: str = "show me the environment", approval: ApprovalMode = "yolo"
+) -> Seen:
+    """One run of the real binary with the run's key given in its options (no environment of its own)."""
+    async with FakeOpenAI(turns, api_key=RUN_KEY) as server:
+        params = ExecuteParams(
+            prompt=prompt,
+            backend="codex",
+            model=CODEX_MODEL,
+            cwd=workspace,
+            approval_mode=approval,
+            backend_options={"base_url": server.base_url, "api_key": RUN_KEY, "pool_size": 0},
+        )
+        with anyio.fail_after(HANG_GUARD_S):
+            async with EventStream(params) as stream:
+                events: list[UnifiedEvent] = [event async for event in stream]
+        return Seen(events, [str(request.body) for request in server.requests], server.saw_credential(RUN_KEY))
+
+
+async def test_the_model_reads_no_piece_of_the_key_in_the_environment_of_its_command(workspace: Path) -> None:
+    seen = await codex_run(workspace, shell(ENV_COMMAND))
+    sent = seen.after_the_command
+    assert seen.authenticated
+    assert "--- printenv" in sent, sent
+    assert "--- end" in sent, sent  # the command ran to its end
+    assert "PATH=" in sent, sent  # it printed the environment
+    assert pieces(RUN_KEY, sent) == [], sent
+
+
+async def test_what_remains_the_environ_of_codex_itself_still_holds_the_key(workspace: Path) -> None:
+    """Documents a limit, not a wish: the shell's parent is Codex's process, whose environment (same
+    user) holds the key it authenticates with. If this starts failing, that gap closed."""
+    seen = await codex_run(workspace, shell(PARENT_COMMAND))
+    sent = seen.after_the_command
+    assert seen.authenticated
+    assert "--- end" in sent, sent
+    assert pieces(RUN_KEY, sent) != [], sent
 
 
 async def test_a_command_reading_the_environ_of_codex_and_of_unified_gets_no_key_out(
@@ -32,23 +103,12 @@ async def test_a_command_reading_the_environ_of_codex_and_of_unified_gets_no_key
 ) -> None:
     monkeypatch.setenv("GEMINI_API_KEY", GEMINI_KEY)
     monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
-    call = FunctionCall(name="run_shell_command", args={"command": environ_command()})
-    async with FakeOpenAI([ModelTurn(function_calls=[call]), ModelTurn(text="ok")], api_key=RUN_KEY) as server:
-        params = ExecuteParams(
-            prompt="show me the environment",
-            backend="codex",
-            model=CODEX_MODEL,
-            cwd=workspace,
-            approval_mode="yolo",
-            backend_options={"base_url": server.base_url, "api_key": RUN_KEY, "pool_size": 0},
-        )
-        with anyio.fail_after(HANG_GUARD_S):
-            async with EventStream(params) as stream:
-                events: list[UnifiedEvent] = [event async for event in stream]
-        sent = "\n".join(str(request.body) for request in server.requests)
+    seen = await codex_run(workspace, shell(environ_command()))
     # What the model was sent (the command's output): never another provider's key. (unified's own
     # /proc/<pid>/environ is the environment this test process started with, not the monkeypatched one.)
-    check_no_key_out(events, (RUN_KEY, GEMINI_KEY, ANTHROPIC_KEY), (GEMINI_KEY, ANTHROPIC_KEY), sent)
+    check_no_key_out(
+        seen.events, (RUN_KEY, GEMINI_KEY, ANTHROPIC_KEY), (GEMINI_KEY, ANTHROPIC_KEY), "\n".join(seen.bodies)
+    )
 
 
 @pytest.mark.parametrize("kind", ["unauthenticated", "permission_denied", "bad_request"])
@@ -57,19 +117,9 @@ async def test_a_provider_error_that_echoes_the_key_shows_none_of_it(workspace: 
     (a long message): Codex passes the text on; the run's error events show no piece of the key."""
     long = "x" * 400
     message = f"Incorrect API key provided: {RUN_KEY}. See https://p.test/keys?key={RUN_KEY}&v=1 {long}{RUN_KEY}"
-    fault = Fault(kind=kind, message=message)
-    async with FakeOpenAI([ModelTurn(text="never", fault=fault)], api_key=RUN_KEY) as server:
-        params = ExecuteParams(
-            prompt="hello",
-            backend="codex",
-            model=CODEX_MODEL,
-            cwd=workspace,
-            backend_options={"base_url": server.base_url, "api_key": RUN_KEY, "pool_size": 0},
-        )
-        with anyio.fail_after(HANG_GUARD_S):
-            async with EventStream(params) as stream:
-                events: list[UnifiedEvent] = [event async for event in stream]
-    errors = [e for e in events if isinstance(e, ErrorEvent)]
-    assert errors, [e.type for e in events]
-    shown = "\n".join(e.model_dump_json() for e in events)
+    turns = [ModelTurn(text="never", fault=Fault(kind=kind, message=message))]
+    seen = await codex_run(workspace, turns, prompt="hello", approval="default")
+    errors = [e for e in seen.events if isinstance(e, ErrorEvent)]
+    assert errors, [e.type for e in seen.events]
+    shown = "\n".join(e.model_dump_json() for e in seen.events)
     assert pieces(RUN_KEY, shown) == []

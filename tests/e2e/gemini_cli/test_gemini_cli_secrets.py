@@ -1,39 +1,143 @@
-"""Red team (secrets) on the real `gemini` binary: what a shell command the model runs can read of the
-environment of the Gemini CLI's process, and of unified's own, and what of it reaches the events.
+"""Red team (secrets) on the real `gemini` binary (offline, against FakeGemini): what a shell command the
+model runs can read of the environment of its shell, of the CLI's process and of unified's own, and
+what of it reaches the model and the events.
 
-The attack: `env`, then `/proc/$PPID/environ` (the process that started the shell, up to the CLI,
-which holds GEMINI_API_KEY), then `/proc/<unified's pid>/environ`. The OpenAI and Anthropic keys of
-unified's environment never reach the CLI's process; the Gemini key is replaced in every event."""
+- The shell's own environment (`env`, `printenv`): the run's GEMINI_API_KEY / GOOGLE_API_KEY never
+  reach it; unified turns on the CLI's own `security.environmentVariableRedaction` in the system
+  settings it writes. The assertion is on what the model received, the function response the CLI sent
+  back in its next request (not unified's events, whose redaction would hide a leak); the CLI still
+  authenticated with the key (`saw_credential`).
+- `/proc/$PPID/environ` (up to the CLI's node process, which holds GEMINI_API_KEY) and
+  `/proc/<unified's pid>/environ`: the OpenAI and Anthropic keys of unified's environment never reach
+  the CLI's process; the Gemini key does (a limit, pinned below: docs/backends/gemini-cli.md, "Keys and
+  the model's commands"), and is replaced in every event.
+
+One setup (`gemini_run`) serves every attack: the merge of the former test_gemini_cli_env_scrub.py and
+test_gemini_cli_secrets.py (which ran the CLI on `--fake-responses`: now on FakeGemini too, so what the
+model was sent is checked for the other providers' keys as well)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
 import pytest
 
-from tests.e2e.environ_attack import check_no_key_out, environ_command
-from tests.e2e.gemini_cli.gemini_cli_helpers import call, stream_line, text
+from tests.e2e.environ_attack import check_no_key_out, environ_command, pieces
+from tests.hang_guard import HANG_GUARD_S
+from unified._execute import EventStream
 from unified.events import UnifiedEvent
+from unified.testing import FakeGemini, FunctionCall, ModelTurn
+from unified.testing._wiring import backend_options_for
+from unified.types import ExecuteParams
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
 
-GEMINI_KEY = "AIzaSyB-g4Tz9Lq2Wm7Xc1Vn5Kb8Hd3Jf6Sp0Ye"
+GEMINI_KEY = "AIzaSyC-q7Wm2Xt9Lb4Kc1Vd6Hf3Gj8Sp5Ya0Ue"
+GOOGLE_KEY = "gk-Tz8Rq3Wn6Lm1Xb5Vc9Hd2Jf7Gs4Pa0Ye"  # not AIza-shaped: out by its name, not its value
 OPENAI_KEY = "sk-proj-Gm5Xq1Zr8Lm3Vt6Kb9Wc2Hd7Jp0Gs4Ya1Ue6Oi3Qw8Er2Ty7Ui5Op9T3BlbkFJAs1Df4Gh7Jk"
 ANTHROPIC_KEY = "sk-ant-api03-Pw2Ez7Rt4Yu9Io1Pa6Sd3Fg8Hj5Kl0Zx2Cv7Bn4Mq9Wr1Et6Yu3Io8Pa5Sd0Fg2AA"
+ENV_COMMAND = (
+    "env | grep -a -i -E 'key|token|cred|gemini|google|^home='; echo '--- printenv'; "
+    "printenv GEMINI_API_KEY; printenv GOOGLE_API_KEY; printenv GOOGLE_APPLICATION_CREDENTIALS; echo '--- end'"
+)
+PARENT_COMMAND = "tr '\\0' '\\n' < /proc/$PPID/environ | grep -a -i -E 'api_key'; echo '--- end'"
+
+
+@dataclass(frozen=True)
+class Seen:
+    events: list[UnifiedEvent]
+    answer: str
+    """The function response the model was sent: the command's output as the CLI passed it on."""
+    sent: str
+    """Every request the CLI sent the model server."""
+    authenticated: bool
+    """The CLI sent the run's Gemini key to the model server."""
+
+
+async def gemini_run(command: str, tmp_path: Path, workspace: Path) -> Seen:
+    """One run of the real binary running `command` through its run_shell_command, the run's keys (and a
+    credentials file) given in the backend's `env` option."""
+    credentials = tmp_path / "adc.json"
+    credentials.write_text('{"type": "authorized_user"}')
+    call = FunctionCall(name="run_shell_command", args={"command": command})
+    async with FakeGemini([ModelTurn(function_calls=[call]), ModelTurn(text="ok")]) as server:
+        options = backend_options_for(server, "gemini-cli", cli_home=tmp_path / "cli-home")
+        env = dict(options["env"])  # type: ignore[call-overload]
+        env |= {"GEMINI_API_KEY": GEMINI_KEY, "GOOGLE_API_KEY": GOOGLE_KEY}
+        env["GOOGLE_APPLICATION_CREDENTIALS"] = str(credentials)
+        params = ExecuteParams(
+            prompt="show me the environment",
+            backend="gemini-cli",
+            cwd=workspace,
+            approval_mode="yolo",
+            backend_options={**options, "env": env},
+        )
+        with anyio.fail_after(HANG_GUARD_S):
+            async with EventStream(params) as stream:
+                events: list[UnifiedEvent] = [event async for event in stream]
+        bodies = [request.body for request in server.requests]
+        assert len(bodies) >= 2, events
+        answer = bodies[1]["contents"][-1]  # the function response the model was sent
+        assert "functionResponse" in str(answer), answer
+        return Seen(events, str(answer), "\n".join(map(str, bodies)), server.saw_credential(GEMINI_KEY))
+
+
+@pytest.fixture
+def secure_cache(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """unified's cache (where it writes the system settings it gives the CLI) in a folder the CLI
+    accepts system settings from: root's, no ancestor writable by group or others (never /tmp)."""
+    folder = Path(tempfile.mkdtemp(prefix="unified-scrub-", dir="/run"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not os.access("/run", os.W_OK),
+    reason="the CLI reads unified's system settings only when root owns them and every folder above them",
+)
+async def test_the_model_reads_no_piece_of_a_key_in_the_environment_of_its_shell_command(
+    tmp_path: Path, workspace: Path, secure_cache: Path
+) -> None:
+    seen = await gemini_run(ENV_COMMAND, tmp_path, workspace)
+    sent = seen.answer
+    assert seen.authenticated  # the CLI sent the run's key to the model server
+    assert "--- printenv" in sent, sent
+    assert "--- end" in sent, sent  # the command ran to its end
+    assert "GEMINI_CLI" in sent, sent  # it printed the environment
+    assert pieces(GEMINI_KEY, sent) == [], sent
+    assert pieces(GOOGLE_KEY, sent) == [], sent
+    assert "adc.json" not in sent, sent  # GOOGLE_APPLICATION_CREDENTIALS is out too
+
+
+async def test_what_remains_the_environ_of_the_cli_process_itself_still_holds_the_key(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """Documents a limit, not a wish: the shell's parent is the CLI's node process, whose environment
+    (same user) holds the key it authenticates with. If this starts failing, the CLI closed the gap."""
+    seen = await gemini_run(PARENT_COMMAND, tmp_path, workspace)
+    assert seen.authenticated
+    assert "--- end" in seen.answer, seen.answer
+    assert pieces(GEMINI_KEY, seen.answer) != [], seen.answer
 
 
 async def test_a_shell_command_reading_the_environ_of_the_cli_and_of_unified_gets_no_key_out(
-    run_gemini: Callable[..., Awaitable[list[UnifiedEvent]]],
-    responses: Callable[..., Path],
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GEMINI_API_KEY", GEMINI_KEY)
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
     monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
-    command = environ_command(keys_only=True)  # the CLI cuts a long output
-    fake = responses(stream_line(call("run_shell_command", command=command)), stream_line(text("ok")))
-    events = await run_gemini(fake, approval_mode="yolo")
-    output = check_no_key_out(events, (GEMINI_KEY, OPENAI_KEY, ANTHROPIC_KEY))
+    seen = await gemini_run(environ_command(keys_only=True), tmp_path, workspace)  # the CLI cuts a long output
+    output = check_no_key_out(
+        seen.events, (GEMINI_KEY, OPENAI_KEY, ANTHROPIC_KEY), (OPENAI_KEY, ANTHROPIC_KEY), seen.sent
+    )
     assert "OPENAI_API_KEY" not in output, "the CLI's process never gets another provider's key"
     assert "ANTHROPIC_API_KEY" not in output

@@ -136,7 +136,14 @@ class ClaudeCodeBackend:
             session_id = new_session_id()
             argv = self.launch.argv(session_id=session_id, resume=False)
             return await start_spare(
-                starter, argv, cwd, env, session_id=session_id, forward_subagent_text=forward, entries=entries
+                starter,
+                argv,
+                cwd,
+                env,
+                session_id=session_id,
+                forward_subagent_text=forward,
+                entries=entries,
+                key_lease=self.launch.lease(),
             )
 
         async def replenish() -> None:

@@ -38,6 +38,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from unified._adapters.claude_code._key_file import KeyLease
 from unified._binary.framing import json_line, parse_object
 from unified._binary.jsonrpc import LineProblem
 from unified._files import read_regular
@@ -68,14 +69,17 @@ class ClaudeConnection:
         *,
         transcript: list[dict[str, Any]] | None = None,
         entries: Path | None = None,
+        key_lease: KeyLease | None = None,
     ) -> None:
         """`session_id`: the session the process was started with (`--session-id` or `--resume`);
         `entries`: the CLI's live-process entries folder (`<CLAUDE_CONFIG_DIR>/sessions`), None for a
-        stand-in that writes none."""
+        stand-in that writes none; `key_lease`: the process's hold on its key file (`_key_file`),
+        given back once the process is gone."""
         self.process = process
         self.session_id = session_id
         self.transcript = transcript
         self.entries = entries
+        self.key_lease = key_lease
         self._numbers = itertools.count(1)
         self.cancelled: set[str] = set()
         """Ids of the CLI's requests it withdrew (`control_cancel_request`)."""
@@ -83,18 +87,28 @@ class ClaudeConnection:
         """Lines read by `read_ahead`, not yet returned by `receive`."""
 
     async def close(self) -> None:
-        """End the process (`AgentProcess.close`: SIGTERM, SIGKILL after a grace), then `forget_entry`."""
+        """End the process (`AgentProcess.close`: SIGTERM, SIGKILL after a grace), then `forget_entry`
+        and `release_key`."""
         try:
             await self.process.close()
         finally:
             self.forget_entry()
+            self.release_key()
 
     def kill(self) -> None:
-        """SIGKILL the process (`AgentProcess.kill`, no grace), then `forget_entry`."""
+        """SIGKILL the process (`AgentProcess.kill`, no grace), then `forget_entry` and `release_key`."""
         try:
             self.process.kill()
         finally:
             self.forget_entry()
+            self.release_key()
+
+    def release_key(self) -> None:
+        """Give back the process's hold on its key file (the last hold removes the file: `_key_file`):
+        after `close` or `kill` the CLI is gone or SIGKILLed, it runs its helper no more."""
+        if self.key_lease is not None:
+            with contextlib.suppress(OSError):
+                self.key_lease.release()
 
     def forget_entry(self) -> None:
         """Remove the live-process entry the CLI left (`sessions/<pid>.json`: it could not when it was

@@ -13,13 +13,13 @@ credentials file, proxies and CA certificates), the basics (PATH, locale, termin
 and nothing else: none of unified's own settings (UNIFIED_*, a session store URL) nor another
 provider's keys reach it. Ours on top: no nonessential traffic, telemetry, error reports or
 auto-updates; the retry cap; the header timeout; the temp dir inside the home. The run's
-ANTHROPIC_API_KEY is taken out again and given through the CLI's `apiKeyHelper` setting (`key_helper`):
-the CLI's Bash commands inherit its environment, so the key must not be in it.
+ANTHROPIC_API_KEY (or its only ANTHROPIC_AUTH_TOKEN: `take_credential`) is taken out again and given
+through the CLI's `apiKeyHelper` setting (`key_helper`, its file `_key_file`): the CLI's Bash commands
+inherit its environment, so the key must not be in it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shlex
@@ -31,12 +31,12 @@ from typing import Any
 
 import platformdirs
 
+from unified._adapters.claude_code._key_file import KeyLease, key_file, lease
 from unified._adapters.claude_code._options import BACKEND, ClaudeCodeOptions
 from unified._adapters.claude_code._tools import ask_settings, claude_tool_name
 from unified._binary.environment import EnvPolicy, child_env
 from unified._binary.install import BinarySpec, locate
 from unified._binary.process import AgentSubprocess
-from unified._files import read_regular, write_atomically
 from unified.types import ExecuteParams, HttpMcpServer, McpServer, SseMcpServer
 
 __all__ = [
@@ -152,29 +152,45 @@ def claude_env(options: ClaudeCodeOptions, home: Path, *, parent: Mapping[str, s
 
 KEY_ENV = "ANTHROPIC_API_KEY"
 """The key the CLI is given through its `apiKeyHelper` setting instead of its environment (`key_helper`)."""
+TOKEN_ENV = "ANTHROPIC_AUTH_TOKEN"
+"""A gateway's bearer token: given through the helper too when it is the run's one credential (`take_credential`)."""
+
+
+def take_credential(env: dict[str, str]) -> str | None:
+    """Takes the credential the `apiKeyHelper` gives out of `env` (None when there is none to take).
+
+    The CLI sends its helper's value both as `x-api-key` and as `Authorization: Bearer` (measured with
+    2.1.332 against FakeAnthropic), so the helper stands in for ANTHROPIC_API_KEY, and for
+    ANTHROPIC_AUTH_TOKEN when that is the only credential or the same value (a gateway reads its
+    bearer token as before, and is sent it as `x-api-key` too). A key and a different token cannot
+    both go through one helper: the token then stays in the environment (docs/backends/claude-code.md).
+    """
+    key = env.get(KEY_ENV)
+    token = env.get(TOKEN_ENV)
+    if key:
+        del env[KEY_ENV]
+        if token == key:
+            del env[TOKEN_ENV]
+        return key
+    if token and KEY_ENV not in env:  # an empty ANTHROPIC_API_KEY given on purpose: left as it is
+        del env[TOKEN_ENV]
+        return token
+    return None
 
 
 def key_helper(env: dict[str, str], home: Path) -> str | None:
-    """Moves the run's ANTHROPIC_API_KEY out of `env` into a file of the home only its user reads
-    (`keys/anthropic-<digest>`, mode 0600, folder 0700) and answers the `apiKeyHelper` command that prints
-    it (None without a key). The CLI runs the helper for its key, so the key is in no environment of
-    its process: not in what its Bash tool's commands inherit, nor in `/proc/<its pid>/environ`
-    (docs/backends/claude-code.md, "Keys and the model's commands")."""
-    key = env.get(KEY_ENV)
-    if not key:
-        return None  # none, or an empty one left as it is
-    del env[KEY_ENV]
-    folder = home / "keys"
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(folder, 0o700)
-    path = folder / f"anthropic-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
-    try:  # the checked read: a FIFO or device put there is refused, never waited on
-        current = read_regular(path, max_bytes=len(key.encode()) + 1).decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        current = None
-    if current != key:
-        write_atomically(path, key, mode=0o600)
-    return f"cat {shlex.quote(str(path))}"
+    """Moves the run's ANTHROPIC_API_KEY (or its only ANTHROPIC_AUTH_TOKEN: `take_credential`) out of
+    `env` and answers the `apiKeyHelper` command that prints it from its file of the home
+    (`_key_file`: `keys/anthropic-<digest>`, mode 0600, folder 0700, written while a process of the run
+    or its pool holds a lease on it, removed after), None without one. The CLI runs the helper for its
+    key, so the key is in no environment of its process: not in what its Bash tool's commands inherit,
+    nor in `/proc/<its pid>/environ` (docs/backends/claude-code.md, "Keys and the model's commands")."""
+    credential = take_credential(env)
+    return None if credential is None else _helper(home, credential)
+
+
+def _helper(home: Path, credential: str) -> str:
+    return f"cat {shlex.quote(str(key_file(home, credential)))}"
 
 
 def start_claude(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> AgentSubprocess:
@@ -202,6 +218,8 @@ class Launch:
     params: ExecuteParams = field(repr=False)
     api_key_helper: str | None = None
     """The `apiKeyHelper` command that gives the CLI the run's key (`key_helper`), None without one."""
+    api_key: str | None = field(default=None, repr=False)
+    """The key the helper prints, written to its file while a process holds a `lease`."""
 
     @classmethod
     def of(cls, params: ExecuteParams, options: ClaudeCodeOptions) -> Launch:
@@ -212,8 +230,16 @@ class Launch:
             if options.start_process is not None
             else locate(CLAUDE_CODE, options.claude_binary, {**os.environ, **env}).path  # UNIFIED_CLAUDE_BIN is ours
         )
-        helper = key_helper(env, home)
-        return cls(binary=binary, env=env, home=home, model=params.model, params=params, api_key_helper=helper)
+        key = take_credential(env)
+        helper = None if key is None else _helper(home, key)
+        return cls(
+            binary=binary, env=env, home=home, model=params.model, params=params, api_key_helper=helper, api_key=key
+        )
+
+    def lease(self) -> KeyLease | None:
+        """A hold on the key file for one process about to start (None without a key): the file is
+        written now if it is not there, and removed once no process holds it (`_key_file`)."""
+        return None if self.api_key is None else lease(self.home, self.api_key)
 
     def argv(self, *, session_id: str, resume: bool) -> list[str]:
         """The command line: stream-json both ways with partial messages, permission prompts over

@@ -144,11 +144,19 @@ class ClaudeRun:
         if spare is None:
             cwd = self.params.cwd.expanduser().resolve()
             argv = self.launch.argv(session_id=plan.session_id, resume=plan.resume)
+            key_lease = self.launch.lease()
+            try:
+                started = self.starter(argv, cwd, self.launch.run_env())
+            except BaseException:
+                if key_lease is not None:
+                    key_lease.release()
+                raise
             connection = ClaudeConnection(
-                self.starter(argv, cwd, self.launch.run_env()),
+                started,
                 plan.session_id,
                 transcript=self.options.transcript,
                 entries=self.launch.entries,
+                key_lease=key_lease,
             )
         else:
             connection = spare.connection

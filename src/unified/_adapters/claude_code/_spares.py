@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from unified._adapters.claude_code._control import ClaudeConnection
+from unified._adapters.claude_code._key_file import KeyLease
 from unified._binary.pool import DEFAULT_IDLE_TTL, ProcessWide
 from unified._binary.process import ProcessStarter
 from unified._binary.spares import SparePool
@@ -89,10 +90,18 @@ async def start_spare(
     session_id: str,
     forward_subagent_text: bool,
     entries: Path | None = None,
+    key_lease: KeyLease | None = None,
 ) -> ClaudeSpare:
     """Start the CLI and send its `initialize` (a line into an empty pipe: no wait for the CLI);
-    `entries` is its home's live-process entries folder (see `ClaudeConnection`)."""
-    connection = ClaudeConnection(starter(argv, cwd, env), session_id, entries=entries)
+    `entries` is its home's live-process entries folder, `key_lease` its hold on its key file, given
+    back when it ends (see `ClaudeConnection`)."""
+    try:
+        process = starter(argv, cwd, env)
+    except BaseException:
+        if key_lease is not None:
+            key_lease.release()
+        raise
+    connection = ClaudeConnection(process, session_id, entries=entries, key_lease=key_lease)
     try:
         request_id = await connection.initialize(forward_subagent_text)
     except ConnectionError:
