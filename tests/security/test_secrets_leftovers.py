@@ -15,8 +15,10 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import select
 import shlex
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -130,6 +132,55 @@ async def test_an_mcp_server_s_stderr_past_its_bound_is_read_and_dropped(
     assert "the key again" not in err
     for secret in (RUN_KEY, TOKEN, OPENAI):
         assert secret not in err
+
+
+@pytest.mark.e2e  # runs a real subprocess
+async def test_a_host_that_never_reads_our_stderr_stalls_the_server_not_the_event_loop(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Our stderr is a pipe nobody reads (an orchestrator that captures it and reads only stdout): once it
+    is full, passing the server's stderr on waits in a worker thread, so the event loop still runs (here:
+    this test's own task sees the full pipe and only then reads it, and the server answers). Written on
+    the loop itself, the write would block every task of the run; a thread drains the pipe after a
+    minute so that such a failure ends instead of hanging the worker."""
+    read_end, write_end = os.pipe()
+    blocked_stderr = open(write_end, "w", encoding="utf-8")  # noqa: ASYNC230, SIM115 -- a pipe; closed below
+    monkeypatch.setattr(sys, "stderr", blocked_stderr)
+    seen_full_from_the_loop = False
+    finished = False
+    rescued = threading.Event()
+
+    def drain() -> None:
+        while os.read(read_end, 65536):
+            pass
+
+    def rescue() -> None:  # only if the loop itself is blocked (then this test fails below)
+        if not rescued.wait(60):
+            drain()
+
+    def full() -> bool:  # no room for another write: a writer now blocks
+        return not select.select([], [write_end], [], 0)[1]
+
+    async def reader() -> None:
+        nonlocal seen_full_from_the_loop
+        while not full() and not finished:  # noqa: ASYNC110 -- the pipe's fill level has no event
+            await anyio.sleep(0.005)
+        seen_full_from_the_loop = not finished
+        rescued.set()
+        await anyio.to_thread.run_sync(drain)  # until the run is over and the pipe closed
+
+    threading.Thread(target=rescue, daemon=True).start()
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reader)
+            await run_the_noisy_server(ws, tmp_path)
+            finished = True
+            monkeypatch.undo()
+            blocked_stderr.close()  # the reader's end of file
+    finally:
+        rescued.set()
+        os.close(read_end)
+    assert seen_full_from_the_loop
 
 
 # --- 2. claude-code's key file --------------------------------------------------------------------

@@ -95,11 +95,11 @@ async def _pass_on_stderr(stream: anyio.abc.ByteReceiveStream, name: str, clean:
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     left = MCP_STDERR_BYTES
 
-    def show(text: str) -> None:
+    async def show(text: str) -> None:
+        # Written by a worker thread: a host that does not read our stderr (a full pipe) blocks this
+        # reader and, through its pipe, the server, never the event loop and the run's other tasks.
         if text:
-            with contextlib.suppress(OSError, ValueError, AttributeError):  # no stderr, or a closed one
-                sys.stderr.write(text)
-                sys.stderr.flush()
+            await anyio.to_thread.run_sync(_write_stderr, text, abandon_on_cancel=True)
 
     try:
         async for chunk in stream:
@@ -107,18 +107,26 @@ async def _pass_on_stderr(stream: anyio.abc.ByteReceiveStream, name: str, clean:
                 continue
             if len(chunk) >= left:
                 chunk = chunk[:left]
-                show(guard.feed(decoder.decode(chunk, final=True)) + guard.release())
+                await show(guard.feed(decoder.decode(chunk, final=True)) + guard.release())
                 note = f"MCP server {name!r} wrote over {MCP_STDERR_BYTES:,} bytes to stderr; the rest is not shown"
-                show(f"\n[unified: {note}]\n")
+                await show(f"\n[unified: {note}]\n")
             else:
-                show(guard.feed(decoder.decode(chunk)))
+                await show(guard.feed(decoder.decode(chunk)))
             left -= len(chunk)
     except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
         pass
     finally:
-        if left > 0:
-            show(guard.feed(decoder.decode(b"", final=True)) + guard.release())
-        done.set()
+        try:
+            if left > 0:  # what the guard held back (not when cancelled: a blocked stderr must not hold the end)
+                await show(guard.feed(decoder.decode(b"", final=True)) + guard.release())
+        finally:
+            done.set()
+
+
+def _write_stderr(text: str) -> None:
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no stderr, or a closed one
+        sys.stderr.write(text)
+        sys.stderr.flush()
 
 
 @asynccontextmanager
