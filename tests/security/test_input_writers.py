@@ -48,7 +48,7 @@ DIFF = "printf -- '--- /dev/null\\n+++ b/.envrc\\n@@ -0,0 +1 @@\\n+pwned\\n' > x
 UPSTREAM = f"mkdir up && (cd up && {GIT_EVIL} && git checkout -q evil)"
 BEHIND = f"{UPSTREAM} && git clone -q up w && git -C w reset -q --hard HEAD~1"
 
-ATTACKS: list[tuple[str, str, str, str]] = [
+ATTACKS: list[tuple[str, str | None, str, str | None]] = [
     # (case, setup run first and not judged, the command judged, the victim it writes)
     ("tar-x", f"{PAYLOAD} && tar -cf a.tar -C p . && rm -rf p", "tar -xf a.tar", HOOK),
     ("tar-legacy", f"{PAYLOAD} && tar -cf a.tar -C p . && rm -rf p", "tar xf a.tar", HOOK),
@@ -146,7 +146,6 @@ SAFE = [
     "tar -czf out.tgz src",
     "tar -cvzf out.tgz -C src .",
     "tar --list --file=a.tar",
-    "tar -xOf a.tar",
     "unzip -l a.zip",
     "unzip -t a.zip",
     "git status",
@@ -205,13 +204,16 @@ def _verdict(ws: Path, command: str) -> str:
 
 
 @pytest.mark.parametrize(("case", "setup", "command", "victim"), ATTACKS, ids=[a[0] for a in ATTACKS])
-def test_a_write_decided_by_data_is_asked(ws: Path, case: str, setup: str | None, command: str, victim: str) -> None:
+def test_a_write_decided_by_data_is_asked(
+    ws: Path, case: str, setup: str | None, command: str, victim: str | None
+) -> None:
     assert _verdict(ws, command) != "allow"
 
 
 @pytest.mark.parametrize("command", SAFE)
 def test_ordinary_forms_are_still_allowed(ws: Path, command: str) -> None:
     (ws / "src" / "lib").mkdir()
+    (ws / "build" / "x").write_text("")
     assert _verdict(ws, command) == "allow"
 
 
