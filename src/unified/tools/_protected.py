@@ -224,7 +224,8 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
     data = protected_paths()
     for part in parts:
         if part.unknown is not None:
-            continue  # an unknown part is never allowed by a rule: it is asked anyway
+            # a prefix rule never allows it, but a rule without commandPrefix (all shell commands) does
+            return f"a part only known at run time may write a protected path ({part.unknown})"
         moved = _moves_directory(part)
         if moved is not None:
             return moved

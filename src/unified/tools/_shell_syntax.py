@@ -355,7 +355,7 @@ class _Walker:
         elif kind == "pipeline":
             self.pipeline(node, ctx)
         elif kind == "function_definition":
-            self.children(node, ctx)
+            self.function(node, ctx)
         elif kind == "for_statement":
             self.for_loop(node, ctx)
         elif kind == "c_style_for_statement":
@@ -506,7 +506,13 @@ class _Walker:
         fd = self.descriptor(node)
         reads_stdin = fd is None or fd == 0
         if node.type == "heredoc_redirect":
-            return self.heredoc_text(node) if reads_stdin else stdin
+            stdin = self.heredoc_text(node) if reads_stdin else stdin
+            # tree-sitter-bash nests the redirections written after `<<EOF` on its line inside the
+            # heredoc node (`cat <<EOF > f`, `bash <<EOF < x.sh`): they write, or replace stdin
+            for child in node.children:
+                if child.type in ("file_redirect", "herestring_redirect"):
+                    stdin = self.redirect(child, writes, stdin)
+            return stdin
         if node.type == "herestring_redirect":
             return self.herestring_text(node) if reads_stdin else stdin
         if node.type != "file_redirect":
@@ -546,6 +552,16 @@ class _Walker:
         value = next((c for c in node.children if c.type != "<<<"), None)
         return self.literal(value) if value is not None else None
 
+    def function(self, node: Node, ctx: _Context) -> None:
+        """`f() { ..; } > file`: the redirection applies to the body each time `f` runs."""
+        writes = list(ctx.writes)
+        for child in node.children:
+            if child.type == "file_redirect":
+                writes.extend(self.redirect_writes(child))
+        inner = replace(ctx, writes=tuple(writes))
+        for index, child in enumerate(node.children):
+            self.visit(child, inner if node.field_name_for_child(index) == "body" else ctx)
+
     def redirected(self, node: Node, ctx: _Context) -> None:
         writes = list(ctx.writes)
         stdin = ctx.stdin_script
@@ -553,11 +569,15 @@ class _Walker:
             if child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
                 stdin = self.redirect(child, writes, stdin)
         inner = _Context(tuple(writes), stdin)
+        bodies = [i for i in range(len(node.children)) if node.field_name_for_child(i) == "body"]
         for index, child in enumerate(node.children):
-            if node.field_name_for_child(index) == "body":
+            if index in bodies:
                 self.visit(child, inner)
             else:
                 self.visit(child, ctx)
+        if not bodies and len(writes) > len(ctx.writes):
+            # `> .envrc` alone runs no command, but bash still creates (truncates) the file
+            self.out.append(SimpleCommand((), self.text(node), writes=tuple(writes), via=self.via))
 
     # -- assignments ----------------------------------------------------------------------------
 
@@ -1032,26 +1052,28 @@ def _wrapper(options: _Options, *, takes_env: bool = False, default: str | None 
 def _login_shell(script_first: bool = False) -> _Handler:
     """`su`/`runuser`/`script`/`sg`: a shell runs the `-c` (`--command`) script given anywhere in
     the words (`sg group 'cmd'` takes it after the group); without one the shell reads standard
-    input, which is unknown. Its other options are not needed to find the script."""
+    input, which is unknown. Its other words stay on its own part, where they are judged as any
+    command's are (`script -c true .envrc` writes its typescript to `.envrc`)."""
 
     def handle(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
         name = command_name(words[0] or "")
         script: Word = None
-        found = False
+        taken: tuple[int, ...] = ()
         args = words[1:]
         for at, word in enumerate(args):
             if word in ("-c", "--command"):
-                script, found = (args[at + 1] if at + 1 < len(args) else None), True
+                script, taken = (args[at + 1] if at + 1 < len(args) else None), (at, at + 1)
                 break
             if word is not None and word.startswith("--command="):
-                script, found = word.split("=", 1)[1], True
+                script, taken = word.split("=", 1)[1], (at,)
                 break
-        if not found and script_first and len(args) >= 2:
-            script, found = args[1], True
-        if not found:
+        if not taken and script_first and len(args) >= 2:
+            script, taken = args[1], (1,)
+        if not taken:
             walker.out.append(inv.unknown(f"{name} starts a shell that reads its commands from standard input"))
             return
-        walker.out.append(replace(inv, open_tail=False).command(words[:1]))
+        own = [words[0], *(word for at, word in enumerate(args) if at not in taken)]
+        walker.out.append(replace(inv, open_tail=False).command(own))
         walker.script([script], inv, f"{name} -c")
 
     return handle
@@ -1162,8 +1184,12 @@ def _parallel(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
     if ":::" not in args or not args or args[0] is None or args[0].startswith("-"):
         walker.out.append(inv.unknown("parallel runs commands only known at run time"))
         return
-    walker.out.append(inv.command(words[:1]))
+    # its own part keeps every word (the `:::` arguments are judged as any argument is), and each
+    # command it runs gets them appended at run time: an open tail, as under xargs
+    walker.out.append(inv.command(words))
+    start = len(walker.out)
     walker.script(args[: args.index(":::")], replace(inv, placeholder="{}"), "parallel")
+    walker.out[start:] = [replace(part, open_tail=True) for part in walker.out[start:]]
 
 
 def _name_reason(word: Word) -> str | None:
