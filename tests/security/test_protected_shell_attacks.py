@@ -23,6 +23,7 @@ SHELL = "run_shell_command"
 PREFIXES = [
     "cp", "echo", "cat", "uniq", "xxd", "script", "parallel", "rename", "exec", "true", ":", "sed",
     "tee", "touch", "ls", "env", "command", "nice", "timeout", "nohup", "mkdir", "chmod", "cd", "bash",
+    "split", "sort", "ssh", "curl", "wget", "scp", "rsync", "git", "tar", "zip", "pushd", "popd",
 ]  # fmt: skip
 BY_PREFIX = (
     f'[[rule]]\nname = "user-prefixes"\ntoolName = "run_shell_command"\ncommandPrefix = {PREFIXES!r}\n'.replace(
@@ -31,6 +32,12 @@ BY_PREFIX = (
     + 'decision = "allow"\n'
 )
 EVERY_COMMAND = '[[rule]]\nname = "user-shell"\ntoolName = "run_shell_command"\ndecision = "allow"\n'
+
+PUSHD = "pushd /tmp >/dev/null; DIRSTACK[1]=$OLDPWD/.vscode; popd >/dev/null; cp evil tasks.json"
+PLAIN_REPO = "git init -q --bare x && git -C x config core.fsmonitor 'touch .envrc; false'"
+"""A repository that is a directory of plain files (`x/config`, no protected name) the model wrote."""
+TAR_OPTIONS = "export TAR_OPTIONS='--checkpoint=1 --checkpoint-action=exec=touch\\ .envrc'; tar -cf x.tar src"
+SUFFIX = "export SIMPLE_BACKUP_SUFFIX=rc; cp -b x .bash"
 
 HOLES: list[tuple[str, str, str, str | None, str | None]] = [
     # (case, rule, command, setup for the e2e run, victim)
@@ -53,6 +60,21 @@ HOLES: list[tuple[str, str, str, str | None, str | None]] = [
     ("read-write-unparsed", EVERY_COMMAND, "echo pwned 1<> .envrc", None, ".envrc"),
     ("git-dir-variable", EVERY_COMMAND, "GIT_DIR=/tmp/elsewhere git status", None, None),
     ("heredoc-then-redirection", BY_PREFIX, "cat <<EOF > .envrc\npwned\nEOF", None, ".envrc"),
+    ("dirstack-then-popd", EVERY_COMMAND, PUSHD, "mkdir .vscode && echo pwned > evil", ".vscode/tasks.json"),
+    ("split-filter", BY_PREFIX, "split --filter='touch .envrc' in", "echo x > in", ".envrc"),
+    ("sort-compress-program", BY_PREFIX, "sort --compress-program=./evil big", None, None),
+    ("ssh-proxy-command", BY_PREFIX, "ssh -o 'ProxyCommand=touch .envrc' host", None, None),
+    ("zip-test-command", BY_PREFIX, "zip -q -T -TT 'touch .envrc' x.zip f", "echo x > f", ".envrc"),
+    ("curl-url-fragment", BY_PREFIX, "curl -O 'https://example.invalid/.bashrc#x'", None, None),
+    ("curl-url-encoded", BY_PREFIX, "curl -O 'https://example.invalid/%2ebashrc'", None, None),
+    ("curl-output-template", BY_PREFIX, "curl -o '#1' 'https://example.invalid/{.envrc}'", None, None),
+    ("wget-url-query", BY_PREFIX, "wget 'https://example.invalid/.envrc?x=1'", None, None),
+    ("scp-remote-name", BY_PREFIX, "scp host:.bashrc .", None, None),
+    ("rsync-remote-name", BY_PREFIX, "rsync host:.bashrc .", None, None),
+    ("git-dir-of-plain-files", BY_PREFIX, "git --git-dir=x --work-tree=. status", PLAIN_REPO, ".envrc"),
+    ("git-bare-cwd", BY_PREFIX, "git --bare log", None, None),
+    ("tar-options-variable", EVERY_COMMAND, TAR_OPTIONS, "mkdir src", ".envrc"),
+    ("backup-suffix-variable", EVERY_COMMAND, SUFFIX, "echo old > .bash && echo new > x", ".bashrc"),
     ("heredoc-then-two-redirections", EVERY_COMMAND, "cat <<'EOF' > x > .envrc\npwned\nEOF", None, ".envrc"),
 ]
 """Each of these wrote (or may write) a protected path unasked before this round."""
@@ -159,6 +181,16 @@ async def test_the_rule_for_every_command_still_asks_through_the_runtime(ws: Pat
         outcomes = await tools.run_batch(calls)
     assert [o.decision.rule if o.decision else None for o in outcomes] == ["protected-paths"] * len(calls)
     assert not (ws / ".envrc").exists()
+
+
+def test_an_include_directory_inside_a_protected_one_does_not_unprotect_it(tmp_path: Path) -> None:
+    """A path is judged relative to every root holding it: with `.vscode` included as a root of its
+    own, `tasks.json` in it is still `.vscode/tasks.json` of the workspace."""
+    ws = tmp_path / "ws"
+    assert _protected.protected_path(ws / ".vscode" / "tasks.json", [ws, ws / ".vscode"]) == ".vscode/tasks.json"
+    assert _protected.protected_path(ws / ".git" / "hooks" / "pre-commit", [ws / ".git", ws]) == ".git/**"
+    reason = _protected.shell_protected(syntax.parse("cp evil tasks.json"), ws / ".vscode", (ws, ws / ".vscode"))
+    assert reason is not None
 
 
 def test_a_bare_redirection_and_a_function_redirection_are_writes() -> None:

@@ -22,6 +22,7 @@ import re
 import stat
 import time
 import tomllib
+import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -78,6 +79,8 @@ class InputWriter:
     global_valued: frozenset[str] = frozenset()
     bare: bool = False
     unsafe_options: tuple[str, ...] = ()
+    unsafe_words: tuple[re.Pattern[str], ...] = ()
+    """Patterns of a word that makes any form unsafe (curl's `-o '#1'` names a file after the URL)."""
     sources: bool = False
     recursive: tuple[str, ...] | None = None
     """Options that make a `sources` command copy directories; None: it always may (mv)."""
@@ -98,6 +101,7 @@ class InputWriter:
             global_valued=frozenset(entry.get("global_valued", ())),
             bare=bool(entry.get("bare", False)),
             unsafe_options=tuple(entry.get("unsafe_options", ())),
+            unsafe_words=tuple(re.compile(str(p)) for p in entry.get("unsafe_words", ())),
             sources=bool(entry.get("sources", False)),
             recursive=tuple(entry["recursive"]) if "recursive" in entry else None,
             script=entry.get("script"),
@@ -121,6 +125,8 @@ class ProtectedPaths:
     """Commands that write the paths their input names (`[[input_writer]]`), by command name."""
     backup_suffix: frozenset[str] = frozenset()
     """Writers whose `-S`/`--suffix` names a backup file (`shell_backup_suffix`)."""
+    shell_path_variables: frozenset[str] = frozenset()
+    """Variables that decide where a later command writes or goes, or what options it takes."""
 
     def match(self, relative: str) -> str | None:
         """The pattern a `/`-separated relative path matches, at any depth; None if none does."""
@@ -188,6 +194,7 @@ def protected_paths() -> ProtectedPaths:
         _alternatives(holders) if holders else None,
         input_writers,
         frozenset(str(w) for w in data["protected"].get("shell_backup_suffix", ())),
+        frozenset(str(w) for w in data["protected"].get("shell_path_variables", ())),
     )
 
 
@@ -206,9 +213,19 @@ def relative_to_roots(path: Path, roots: Sequence[Path]) -> str:
 
 
 def protected_path(path: Path, roots: Sequence[Path]) -> str | None:
-    """The protected-path pattern a real path matches, judged relative to the root holding it."""
-    relative = relative_to_roots(path, roots)
-    return protected_paths().match(relative) if relative not in ("", ".") else None
+    """The protected-path pattern a real path matches, judged relative to each root holding it
+    (an include directory inside the workspace, `.vscode` say, does not unprotect `tasks.json`)."""
+    for relative in _relatives(path, roots):
+        hit = protected_paths().match(relative) if relative not in ("", ".") else None
+        if hit is not None:
+            return hit
+    return None
+
+
+def _relatives(path: Path, roots: Sequence[Path]) -> list[str]:
+    """`path` relative to every root holding it, deepest first (its own text when none does)."""
+    holders = sorted((r for r in roots if path == r or path.is_relative_to(r)), key=lambda r: -len(r.parts))
+    return [path.relative_to(root).as_posix() for root in holders] or [path.as_posix()]
 
 
 def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[Path]) -> str | None:
@@ -219,7 +236,8 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
     and the git verbs that write `.git/config` all count. So does what may move the command into a
     protected directory, where a plain file name is a protected path: an argument naming such a
     directory (`cd .vscode`, `env -C .gemini`), a directory change (`shell_directory_changers`) to a
-    place only known at run time, `CDPATH`, `cdable_vars` and `find -execdir`.
+    place only known at run time, the variables of `shell_path_variables` (`CDPATH`, `DIRSTACK`,
+    `TAR_OPTIONS`, ...), `cdable_vars` and `find -execdir`.
     """
     data = protected_paths()
     for part in parts:
@@ -270,8 +288,9 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
 
 def _moves_directory(part: SimpleCommand) -> str | None:
     """Why `part` may run in (or send later commands to) a directory the check cannot name."""
-    if "CDPATH" in part.assigns:
-        return "it sets CDPATH, which decides where a later cd goes"
+    variables = [name for name in part.assigns if name in protected_paths().shell_path_variables]
+    if variables:
+        return f"it sets {variables[0]}, which decides where a later command writes or goes"
     if part.name == "shopt" and "cdable_vars" in part.words:
         return "shopt cdable_vars makes cd go where a variable says"
     if "find -execdir" in part.via:
@@ -295,8 +314,17 @@ def _path_candidates(word: str) -> list[str]:
     found = [word]
     if "=" in word:
         found.append(word.split("=", 1)[1])
+    url = _URL.match(word)
+    if url is not None:  # `curl -O`, `wget` name the file after the URL's last segment
+        found.append(urllib.parse.unquote(url.group(1).rsplit("/", 1)[-1]))
+    elif ":" in word:  # `scp host:.bashrc .` writes `.bashrc`
+        found.append(word.split(":", 1)[1])
     found.extend(word[end:] for end in range(2, _cluster_end(word) + 1))
     return [w for w in found if w and not w.startswith("-")]
+
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*([^?#]*)")
+"""A URL and its path (without query and fragment)."""
 
 
 def _cluster_end(word: str) -> int:
@@ -331,9 +359,11 @@ def _protected_or_holder(path: Path, roots: Sequence[Path]) -> str | None:
     hit = protected_path(path, roots)
     if hit is not None:
         return hit
-    relative = relative_to_roots(path, roots)
-    holder = protected_paths().match_holder(relative) if relative not in ("", ".") else None
-    return f"a directory protected paths are in, {holder}" if holder is not None else None
+    for relative in _relatives(path, roots):
+        holder = protected_paths().match_holder(relative) if relative not in ("", ".") else None
+        if holder is not None:
+            return f"a directory protected paths are in, {holder}"
+    return None
 
 
 def _git_writes_config(part: SimpleCommand) -> str | None:
@@ -371,11 +401,13 @@ def _input_write(name: str, part: SimpleCommand, writer: InputWriter, cwd: Path,
     """Why an `[[input_writer]]` command may write a protected path its input names, or None when
     its words fit the safe form of its entry (then only its arguments name what it writes)."""
     if any(word is None for word in part.words[1:]):
-        return f"{name} with an argument only known at run time may write a protected path: it {writer.why}"
+        return f"{name} with an argument only known at run time may write a protected path ({writer.why})"
     args = [word for word in part.words[1:] if word is not None]
     unsafe = _unsafe_option(args, writer.unsafe_options)
+    if unsafe is None:
+        unsafe = next((w for w in args if any(p.search(w) for p in writer.unsafe_words)), None)
     if unsafe is not None:
-        return f"{name} {unsafe} may write a protected path: it {writer.why}"
+        return f"{name} may write a protected path ({writer.why}): it is given {unsafe}"
     if writer.modes:
         detail = _option_form(args, writer)
     elif writer.verbs:
@@ -384,12 +416,12 @@ def _input_write(name: str, part: SimpleCommand, writer: InputWriter, cwd: Path,
         detail = _sed_form(args, cwd, roots)
     elif writer.script == "awk":
         detail = _awk_form(args)
-    elif writer.sources or writer.unsafe_options:
+    elif writer.sources or writer.unsafe_options or writer.unsafe_words:
         detail = None
     else:
         detail = "no form of it is known to write only what its arguments name"
     if detail is not None:
-        return f"{name} may write a protected path: it {writer.why} ({detail})"
+        return f"{name} may write a protected path ({writer.why}): {detail}"
     if writer.sources:
         return _sources(name, args, writer, cwd)
     return None
@@ -642,10 +674,9 @@ def _sed_form(args: Sequence[str], cwd: Path, roots: Sequence[Path]) -> str | No
         if not operands:
             return "no script"
         scripts, operands = operands[:1], operands[1:]
-    for script in scripts:
-        why = _sed_script(script)
-        if why is not None:
-            return why
+    why = _sed_script("\n".join(scripts))  # sed joins its -e pieces with newlines
+    if why is not None:
+        return why
     if suffix:
         for operand in operands:
             base = posixpath.basename(operand)
