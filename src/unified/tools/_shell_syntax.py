@@ -66,6 +66,7 @@ _QUOTED_SUBSTITUTION = re.compile(r"\$\(|`")
 _UNPARSED_SUBSTITUTION = re.compile(r"(?<!\\)(?:\\\\)*(?:`|\$\()")
 """A substitution left inside a leaf token: tree-sitter-bash keeps `${x:-`cmd`}` and `${x#$(cmd)}`
 as plain text, but bash runs them."""
+_UNESCAPED_BACKTICK = re.compile(rb"(?<!\\)(?:\\\\)*`")
 _LEAVES = frozenset({"word", "regex", "string_content", "extglob_pattern", "heredoc_content"})
 _GLOB = re.compile(r"(?<!\\)(?:\\\\)*(?:[*?\[]|\{[^}]*(?:,|\.\.)[^}]*\})")
 """An unescaped glob character or brace expansion (`{a,b}`, `{1..3}`): the word is made at run time."""
@@ -377,6 +378,9 @@ class _Walker:
         elif kind == "subscript":
             self.subscript(node)
             self.children(node, ctx)
+        elif kind == "heredoc_body":
+            self.heredoc_body(node)
+            self.children(node, ctx)
         elif kind == "command_substitution" and self.text(node).startswith("`") and "\\" in self.text(node):
             self.backticks(node)
         elif kind in _DESCEND:
@@ -394,6 +398,20 @@ class _Walker:
         for child in node.children:
             self.visit(child, ctx if first else replace(ctx, stdin_script=None))
             first = first and not child.is_named
+
+    def heredoc_body(self, node: Node) -> None:
+        """tree-sitter-bash reads `$(..)` in an unquoted heredoc's body but leaves a backtick
+        substitution there as text, which bash runs (`cat <<E` then `` `rm x` ``): unknown."""
+        start = next((c for c in node.parent.children if c.type == "heredoc_start"), None) if node.parent else None
+        if start is not None and any(q in self.text(start) for q in "'\"\\"):
+            return  # a quoted delimiter: the body is not expanded
+        gaps, at = [], node.start_byte
+        for child in node.named_children:
+            gaps.append(self.data[at : child.start_byte])
+            at = child.end_byte
+        gaps.append(self.data[at : node.end_byte])
+        if any(_UNESCAPED_BACKTICK.search(gap) for gap in gaps):
+            self.flag(node, "a backtick substitution in a heredoc, which the parser does not read")
 
     def backticks(self, node: Node) -> None:
         r"""Inside backticks bash first removes the backslash of \\, \` and \$, so `\`rm x\`` nests a
@@ -569,14 +587,14 @@ class _Walker:
             if child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
                 stdin = self.redirect(child, writes, stdin)
         inner = _Context(tuple(writes), stdin)
-        bodies = [i for i in range(len(node.children)) if node.field_name_for_child(i) == "body"]
+        start = len(self.out)
         for index, child in enumerate(node.children):
-            if index in bodies:
-                self.visit(child, inner)
-            else:
-                self.visit(child, ctx)
-        if not bodies and len(writes) > len(ctx.writes):
-            # `> .envrc` alone runs no command, but bash still creates (truncates) the file
+            self.visit(child, inner if node.field_name_for_child(index) == "body" else ctx)
+        added = set(writes) - set(ctx.writes)
+        if added and not any(added <= set(part.writes) for part in self.out[start:] if part.unknown is None):
+            # bash opens the file whatever the body is, but some bodies leave no part to carry the
+            # write: none (`> f` alone), a test (`[ x ] > f`, `[[ .. ]] > f`, `(( 1 )) > f`), or
+            # assignments (`x=1 y=2 > f`)
             self.out.append(SimpleCommand((), self.text(node), writes=tuple(writes), via=self.via))
 
     # -- assignments ----------------------------------------------------------------------------
