@@ -6,7 +6,8 @@ parse misses lets an allow rule for `echo` write any file), and every `touch` ba
 part (one it misses runs under an allow rule for the other commands, or past a deny rule). A part
 that is unknown is fine: it is asked. Found this round: a redirection after `<<EOF` on its line,
 one of `[ x ]`, `[[ .. ]]`, `(( .. ))` and of a list of assignments, `> f` alone, a function's,
-and a backtick substitution in an unquoted heredoc body.
+a backtick substitution in an unquoted heredoc body, and a heredoc whose body bash ends before
+the parser does (a line `\\` before the delimiter line: what follows runs as commands).
 """
 
 from __future__ import annotations
@@ -180,8 +181,92 @@ RUNS = [
     "[[ -f $(touch w1) ]] && :",
     "[ -f `touch w1` ]",
     "(( x = $(touch w1 && echo 1) ))",
+    "echo $(cat <<E\n`touch w1`\nE\n)",
+    "cat <<< `touch w1`",
+    "cat <<E\n${x:-$(touch w1)}\nE",
+    "cat <<E\n$((1+$(touch w1; echo 1)))\nE",
+    "case x in $(touch w1)) ;; esac",
+    "shopt -s extglob\necho @(x|$(touch w1))",
+    "a=( $(touch w1) )",
+    "x=a; echo ${x/a/$(touch w1)}",
+    "x=a; echo ${x//$(touch w1)}",
+    "x=a; echo ${x:+$(touch w1)}",
+    'echo $"$(touch w1)"',
+    "echo $(tou\\\nch w1)",
+    "{ touch w1;}",
+    "function f() { touch w1; }; f",
+    "bash <<< 'touch w1'",
+    "coproc { touch w1; }; wait",
+    "[[ $(touch w1) == x ]]",
+    "test $(touch w1)",
+    "case $(touch w1) in esac",
+    'cat <<E"X"\n`touch w2`\nEX\ntouch w1',
+    "cat <<-E\n\tx\n\tE\ntouch w1",
+    "cat <<'E F'\nx\nE F\ntouch w1",
+    "cat << E\nx\nE\ntouch w1",
+    "cat <<E;touch w1\nx\nE",
+    "cat <<E; cat <<F\na\nE\nb\nF\ntouch w1",
+    "cat <<$E\nx\n$E\ntouch w1",
+    "cat <<E\nx\nE \nE\ntouch w1",
+    "cat <<E\nx\n E\nE\ntouch w1",
+    "cat <<E\nx\nE\n\ntouch w1",
+    "cat <<E\nx\nEE\nE\ntouch w1",
+    "cat <<E | cat\nx\nE\ntouch w1",
+    "cat <<E && touch w1\nx\nE",
+    "(cat <<E\nx\nE\n) && touch w1",
+    "f() { cat <<E\nx\nE\n}; f; touch w1",
+    "cat <<E\n\\\nE\ntouch w1\nE",
+    "cat <<E\nx\\\nE\ntouch w1\nE",
+    "cat <<E\nx\nE\\\ntouch w1\nE",
+    "echo $(cat <<E\nx\nE\n); touch w1",
+    'echo "$(cat <<E\nx)\nE\n)"; touch w1',
+    "cat <<E\n$(cat <<F\nx\nF\n)\nE\ntouch w1",
+    "x=$(cat <<'E'\n)\nE\n); touch w1",
+    "cat <<E\n'`touch w1`'\nE",
+    'cat <<E\n"`touch w1`"\nE',
+    "cat <<E\n\\\\`touch w1`\nE",
+    "echo 'a' \"`touch w1`\"",
+    'echo "\\`touch w2\\` `touch w1`"',
+    "cat <<E\n$(echo ')'; touch w1)\nE",
+    "echo $(echo ')'; touch w1)",
+    "echo $(case x in x) touch w1;; esac)",
+    "echo $(# )\ntouch w1\n)",
+    "echo `echo \\`touch w1\\``",
+    'x="`touch w1`"',
+    'echo ${x:-"`touch w1`"}',
+    "echo ${x:-'`touch w2`'} `touch w1`",
+    "a[$(touch w1)]=1",
+    "declare a[$(touch w1)]=1",
+    'read "a[\\$(touch w1)]" <<< 1',
+    "echo $[ $(touch w1) ]",
+    "printf -v \"x\" '%s' $(touch w1)",
+    "exec 3<<E\n`touch w1`\nE",
+    "cat 0<<E\n`touch w1`\nE",
+    "cat <<E\n\\\nE\ntouch w1\nE",
+    "cat <<'E'\n\\\nE\ntouch w1\nE",
+    "cat <<-E\n\t\\\n\tE\ntouch w1\nE",
+    "cat <<E\nx\\\nE\ntouch w1\nE",
+    "cat <<E\n\\\\\nE\ntouch w1\nE",
+    "cat <<E\nE\\\n\ntouch w1\nE",
+    "cat <<E\n$(\nE\n)\ntouch w1\nE",
+    "cat <<E\n`\nE\n`\ntouch w1\nE",
+    "echo $(cat <<E\n)\nE\n); touch w1",
+    "cat <<E\n${x:-\nE\n}\ntouch w1\nE",
+    "cat <<E\n$((\nE\n))\ntouch w1\nE",
+    'cat <<E\n"\nE\ntouch w1\nE',
+    "cat <<E\n'\nE\ntouch w1\nE",
+    "cat <<E &&\nx\nE\ntouch w1",
+    "cat <<E |\nx\nE\ntouch w1",
+    "cat <<E\nx\nE\r\ntouch w1",
+    "cat <<E\r\nx\r\nE\r\ntouch w1\nE",
+    "cat <<E\nx\nE\t\ntouch w1\nE",
+    "cat <<'E'\nx\\\nE\ntouch w1\nE",
+    "cat <<E\nx\nE\\\nE\ntouch w1\nE",
+    "cat <<A <<B\na\nA\n\\\nB\ntouch w1\nB",
+    "cat <<A <<B\n\\\nA\nb\nB\ntouch w1\nA",
 ]
-"""Each runs `touch w1` (or w2) somewhere bash reaches."""
+"""Each runs `touch w1` (or w2) somewhere bash reaches, or not (the heredoc forms where bash and
+tree-sitter-bash disagree on where the body ends: the check is that bash runs none unseen)."""
 
 FIXED = [
     ("cat <<EOF > w1\nx\nEOF", "w1"),
@@ -228,6 +313,18 @@ def test_a_write_the_parse_missed_is_reported(command: str, victim: str) -> None
     allow_echo = '[[rule]]\ntoolName = "run_shell_command"\ncommandPrefix = ["echo", "cat", "f"]\ndecision = "allow"\n'
     verdict = Policy.default().with_toml(allow_echo).evaluate("run_shell_command", {"command": command}, "default")
     assert verdict.decision is Decision.ASK_USER
+
+
+def test_a_heredoc_bash_ends_early_is_unknown() -> None:
+    """`cat <<E`, a line `\\`, `E`: bash ends the body at `E` and runs the next line; the parser
+    reads on to the next `E` (a quoted delimiter alike). Such a heredoc is unknown."""
+    for command in [
+        "cat <<E\n\\\nE\ntouch pwned\nE",
+        "cat <<'E'\n\\\nE\ntouch pwned\nE",
+        "cat <<'E'\nx\\\nE\ntouch pwned\nE",
+    ]:
+        assert any(p.unknown for p in syntax.parse(command)) or "touch" in [p.name for p in syntax.parse(command)]
+    assert not any(p.unknown for p in syntax.parse("cat <<E > s.sh\ncmd \\\n  --flag\nE"))
 
 
 def test_a_backtick_in_an_unquoted_heredoc_is_unknown() -> None:

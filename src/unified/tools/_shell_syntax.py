@@ -400,10 +400,27 @@ class _Walker:
             first = first and not child.is_named
 
     def heredoc_body(self, node: Node) -> None:
-        """tree-sitter-bash reads `$(..)` in an unquoted heredoc's body but leaves a backtick
-        substitution there as text, which bash runs (`cat <<E` then `` `rm x` ``): unknown."""
-        start = next((c for c in node.parent.children if c.type == "heredoc_start"), None) if node.parent else None
-        if start is not None and any(q in self.text(start) for q in "'\"\\"):
+        """Where tree-sitter-bash reads a heredoc's body otherwise than bash, it is unknown: a line
+        bash takes for the delimiter inside what the parser takes for the body (after `\\` at a
+        line's end bash joins the next line to it; the parser does so in a quoted heredoc too), so
+        what follows runs as commands; and, in an unquoted heredoc, a backtick substitution, which
+        bash runs and the parser leaves as text (`$(..)` it reads)."""
+        redirect = node.parent
+        start = next((c for c in redirect.children if c.type == "heredoc_start"), None) if redirect else None
+        if start is None or redirect is None:
+            return
+        quoted = any(q in self.text(start) for q in "'\"\\")
+        delimiter = re.sub(r"""['"\\]""", "", self.text(start))
+        strip_tabs = any(c.type == "<<-" for c in redirect.children)
+        line_end = self.data.find(b"\n", start.end_byte)
+        misplaced = [
+            c for c in redirect.named_children if line_end < c.start_byte < node.start_byte and c.type != "heredoc_body"
+        ]
+        if misplaced or _ends_early(self.text(node), delimiter, quoted=quoted, strip_tabs=strip_tabs):
+            # bash's body starts on the line after `<<E`; the parser took a line of it for something else
+            self.flag(node, "a heredoc bash ends before the parser does")
+            return
+        if quoted:
             return  # a quoted delimiter: the body is not expanded
         gaps, at = [], node.start_byte
         for child in node.named_children:
@@ -1492,6 +1509,25 @@ def _generated_file(word: Word) -> bool:
         return True
     parts = [p for p in posixpath.normpath(word).split("/") if p not in ("", ".")]
     return bool({"dev", "proc", "fd"} & set(parts)) or (bool(parts) and parts[-1] in ("stdin", "-"))
+
+
+def _ends_early(body: str, delimiter: str, *, quoted: bool, strip_tabs: bool) -> bool:
+    """Whether bash finds the delimiter on a line of `body` (the parser's body, which excludes the
+    delimiter line it found): an unquoted heredoc's lines ending in an odd run of backslashes are
+    joined to the next first, as bash reads them."""
+    lines = body.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        while not quoted and (len(line) - len(line.rstrip("\\"))) % 2 == 1 and index < len(lines):
+            line = line[:-1] + lines[index]
+            index += 1
+        if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+            return True
+    return False
 
 
 def _named_descendants(node: Node, stop: Sequence[str] = ()) -> Iterator[Node]:
