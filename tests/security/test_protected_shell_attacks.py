@@ -183,6 +183,39 @@ async def test_the_rule_for_every_command_still_asks_through_the_runtime(ws: Pat
     assert not (ws / ".envrc").exists()
 
 
+@pytest.mark.parametrize(
+    ("command", "allowed"),
+    [
+        ("./tar -tf a.tar", False),
+        ("sub/tar -tf a.tar", False),
+        ("/tmp/tar -tf a.tar", False),
+        ("/usr/bin/../../tmp/tar -tf a.tar", False),
+        ("./env tar -tf a.tar", False),
+        ("./nice -n 1 tar -tf a.tar", False),
+        ("tar -tf a.tar", True),
+        ("/usr/bin/tar -tf a.tar", True),
+        ("/usr/bin/env tar -tf a.tar", True),
+        ("./scripts/check.sh", True),
+        ("/tmp/scripts/check.sh", False),
+    ],
+)
+def test_an_allow_rule_names_a_program_not_any_file_of_its_name(command: str, allowed: bool) -> None:
+    """`cp /bin/sh tar; ./tar -tf a.tar` runs a.tar as a script: an allow rule for `tar` covers the
+    `tar` found through PATH or in a system directory, and a rule naming a path that path only."""
+    rule = (
+        '[[rule]]\ntoolName = "run_shell_command"\ncommandPrefix = ["tar", "./scripts/check.sh"]\ndecision = "allow"\n'
+    )
+    verdict = Policy.default().with_toml(rule).evaluate(SHELL, {"command": command}, "default")
+    assert (verdict.decision is Decision.ALLOW) is allowed
+
+
+@pytest.mark.e2e  # runs the real bash
+def test_differential_a_copy_of_bash_named_tar_runs_its_archive(tmp_path: Path) -> None:
+    (tmp_path / "a.tar").write_text("touch pwned\n")
+    _run_bash('cp "$(command -v bash)" tar && ./tar -tf a.tar', tmp_path)
+    assert (tmp_path / "pwned").exists()
+
+
 def test_an_include_directory_inside_a_protected_one_does_not_unprotect_it(tmp_path: Path) -> None:
     """A path is judged relative to every root holding it: with `.vscode` included as a root of its
     own, `tasks.json` in it is still `.vscode/tasks.json` of the workspace."""

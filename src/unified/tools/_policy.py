@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import posixpath
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -142,6 +143,12 @@ def _deny_any(parts: Sequence[_shell_syntax.SimpleCommand], prefixes: Sequence[s
     return result
 
 
+SYSTEM_COMMAND_DIRS = frozenset(
+    {"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin", "/opt/homebrew/bin"}
+)
+"""Where a program run by its path is taken to be the one its name says (`/usr/bin/git` is `git`)."""
+
+
 def _allow_all(parts: Sequence[_shell_syntax.SimpleCommand], prefixes: Sequence[str]) -> Match:
     """An allow rule applies only if every command run matches a prefix and none writes a file
     through a redirection or sets a variable (`PATH=..`, `GIT_PAGER=..` change what runs)."""
@@ -150,9 +157,24 @@ def _allow_all(parts: Sequence[_shell_syntax.SimpleCommand], prefixes: Sequence[
     for part in parts:
         if part.unknown is not None or part.writes or part.assigns:
             return Match.NO
-        if not any(_prefix_match(part, prefix) is Match.YES for prefix in prefixes):
+        if not any(_prefix_match(part, prefix) is Match.YES and _named(part, prefix) for prefix in prefixes):
             return Match.NO
     return Match.YES
+
+
+def _named(part: _shell_syntax.SimpleCommand, prefix: str) -> bool:
+    """Whether the programs a part runs by a path are the ones an allow rule names: a rule for
+    `tar` names the `tar` found through PATH or in a system directory, not `./tar` or `/tmp/env`
+    (a copy of `sh` the model made runs its arguments as a script); a rule naming a path names that
+    path only (`./scripts/test.sh`, not `/tmp/test.sh`)."""
+    named = prefix.split()[0]
+    for path in part.paths:
+        if "/" in named and path == part.words[0]:
+            if posixpath.normpath(path) != posixpath.normpath(named):
+                return False
+        elif posixpath.dirname(posixpath.normpath(path)) not in SYSTEM_COMMAND_DIRS:
+            return False
+    return True
 
 
 def _shell_call(tool: str, args: Mapping[str, Any]) -> bool:

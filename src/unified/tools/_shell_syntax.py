@@ -224,6 +224,8 @@ class SimpleCommand:
     assigns: tuple[str, ...] = ()
     via: tuple[str, ...] = ()
     open_tail: bool = False
+    paths: tuple[str, ...] = ()
+    """The programs on its way run by a path (`./tar`, `/usr/bin/env`), itself or a wrapper."""
 
     @property
     def name(self) -> Word:
@@ -245,7 +247,7 @@ class SimpleCommand:
 
     def shape(self) -> tuple[object, ...]:
         """What an "allow always" answer is scoped to: everything but the source text."""
-        return (self.words, self.unknown, self.writes, self.assigns, self.via, self.open_tail)
+        return (self.words, self.unknown, self.writes, self.assigns, self.via, self.open_tail, self.paths)
 
 
 def command_name(word: str) -> str:
@@ -827,6 +829,16 @@ class _Walker:
             self.resolve(words[1:], replace(inv, assigns=(*inv.assigns, name)))
             return
         name = command_name(first)
+        if "/" in first:
+            # run by a path, not found through PATH: every part it leads to carries the path, so an
+            # allow rule for `tar` is not taken to cover `./tar` (a file the model may have made)
+            start = len(self.out)
+            self.dispatch(name, words, inv)
+            self.out[start:] = [replace(part, paths=(first, *part.paths)) for part in self.out[start:]]
+        else:
+            self.dispatch(name, words, inv)
+
+    def dispatch(self, name: str, words: list[Word], inv: _Invocation) -> None:
         args = words[1:]
         if name in ("eval", "trap") and args[:1] == ["--"]:
             args = args[1:]
