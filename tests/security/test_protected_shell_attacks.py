@@ -75,6 +75,7 @@ HOLES: list[tuple[str, str, str, str | None, str | None]] = [
     ("git-bare-cwd", BY_PREFIX, "git --bare log", None, None),
     ("tar-options-variable", EVERY_COMMAND, TAR_OPTIONS, "mkdir src", ".envrc"),
     ("backup-suffix-variable", EVERY_COMMAND, SUFFIX, "echo old > .bash && echo new > x", ".bashrc"),
+    ("git-separate-git-dir", BY_PREFIX, "git init -q --separate-git-dir=../elsewhere", None, None),
     ("heredoc-then-two-redirections", EVERY_COMMAND, "cat <<'EOF' > x > .envrc\npwned\nEOF", None, ".envrc"),
 ]
 """Each of these wrote (or may write) a protected path unasked before this round."""
@@ -214,6 +215,30 @@ def test_differential_a_copy_of_bash_named_tar_runs_its_archive(tmp_path: Path) 
     (tmp_path / "a.tar").write_text("touch pwned\n")
     _run_bash('cp "$(command -v bash)" tar && ./tar -tf a.tar', tmp_path)
     assert (tmp_path / "pwned").exists()
+
+
+@pytest.mark.e2e  # runs the real git
+def test_differential_separate_git_dir_replaces_dot_git_with_a_pointer(tmp_path: Path) -> None:
+    """Hooks then live in `../elsewhere/hooks`, a path with no protected name."""
+    (tmp_path / "ws").mkdir()
+    _run_bash("git init -q . && git init -q --separate-git-dir=../elsewhere", tmp_path / "ws")
+    assert (tmp_path / "ws" / ".git").read_text().startswith("gitdir:")
+
+
+@pytest.mark.anyio
+async def test_a_command_run_inside_a_protected_directory_is_asked(ws: Path) -> None:
+    """`dir_path` into `.git/hooks` or `.vscode` is `cd` there: a file made without a name given
+    (`nohup.out`, the name of a URL) is a protected path."""
+    policy = Policy.default().with_toml(BY_PREFIX)
+    (ws / ".vscode").mkdir()
+    async with ToolRuntime(ws, approval_mode="auto_edit", policy=policy) as tools:
+        calls = [
+            ToolCall("1", SHELL, {"command": "nohup true", "dir_path": ".git/hooks"}),
+            ToolCall("2", SHELL, {"command": "true", "dir_path": ".vscode"}),
+            ToolCall("3", SHELL, {"command": "true", "dir_path": "lnk"}),
+        ]
+        outcomes = await tools.run_batch(calls)
+    assert [o.decision.rule if o.decision else None for o in outcomes] == ["protected-paths"] * 3
 
 
 def test_an_include_directory_inside_a_protected_one_does_not_unprotect_it(tmp_path: Path) -> None:

@@ -240,6 +240,11 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
     `TAR_OPTIONS`, ...), `cdable_vars` and `find -execdir`.
     """
     data = protected_paths()
+    inside = _protected_or_holder(cwd, roots)
+    if inside is not None:
+        # the command runs inside a protected directory (`dir_path`), where any file it makes
+        # without naming a path (`nohup.out`, a URL's name) is protected, as after `cd .vscode`
+        return f"it runs inside {relative_to_roots(cwd, roots)} ({inside})"
     for part in parts:
         if part.unknown is not None:
             # a prefix rule never allows it, but a rule without commandPrefix (all shell commands) does
