@@ -24,6 +24,7 @@ PREFIXES = [
     "cp", "echo", "cat", "uniq", "xxd", "script", "parallel", "rename", "exec", "true", ":", "sed",
     "tee", "touch", "ls", "env", "command", "nice", "timeout", "nohup", "mkdir", "chmod", "cd", "bash",
     "split", "sort", "ssh", "curl", "wget", "scp", "rsync", "git", "tar", "zip", "pushd", "popd",
+    "pre-commit", "husky", "crontab", "at",
 ]  # fmt: skip
 BY_PREFIX = (
     f'[[rule]]\nname = "user-prefixes"\ntoolName = "run_shell_command"\ncommandPrefix = {PREFIXES!r}\n'.replace(
@@ -76,6 +77,10 @@ HOLES: list[tuple[str, str, str, str | None, str | None]] = [
     ("tar-options-variable", EVERY_COMMAND, TAR_OPTIONS, "mkdir src", ".envrc"),
     ("backup-suffix-variable", EVERY_COMMAND, SUFFIX, "echo old > .bash && echo new > x", ".bashrc"),
     ("git-separate-git-dir", BY_PREFIX, "git init -q --separate-git-dir=../elsewhere", None, None),
+    ("pre-commit-install", BY_PREFIX, "pre-commit install", None, None),
+    ("husky-install", BY_PREFIX, "husky install", None, None),
+    ("crontab-install", BY_PREFIX, "crontab jobs.txt", None, None),
+    ("at-schedules", BY_PREFIX, "at now + 1 minute < job.sh", None, None),
     ("heredoc-then-two-redirections", EVERY_COMMAND, "cat <<'EOF' > x > .envrc\npwned\nEOF", None, ".envrc"),
 ]
 """Each of these wrote (or may write) a protected path unasked before this round."""
@@ -134,7 +139,16 @@ BLOCKED = [
 ]
 """Tried and already caught, under the prefix rule and under the rule for every command."""
 
-FINE = ["echo hi", "cp src/a src/b", "ls -la", "cat src/a | uniq", "sed -n 1p src/a", "cat <<EOF\nhi\nEOF"]
+FINE = [
+    "crontab -l",
+    "pre-commit run --all-files",
+    "echo hi",
+    "cp src/a src/b",
+    "ls -la",
+    "cat src/a | uniq",
+    "sed -n 1p src/a",
+    "cat <<EOF\nhi\nEOF",
+]
 """Still allowed under both rules."""
 
 
