@@ -24,7 +24,7 @@ PREFIXES = [
     "cp", "echo", "cat", "uniq", "xxd", "script", "parallel", "rename", "exec", "true", ":", "sed",
     "tee", "touch", "ls", "env", "command", "nice", "timeout", "nohup", "mkdir", "chmod", "cd", "bash",
     "split", "sort", "ssh", "curl", "wget", "scp", "rsync", "git", "tar", "zip", "pushd", "popd",
-    "pre-commit", "husky", "crontab", "at",
+    "pre-commit", "husky", "crontab", "at", "less", "sponge", "socat", "ncat",
 ]  # fmt: skip
 BY_PREFIX = (
     f'[[rule]]\nname = "user-prefixes"\ntoolName = "run_shell_command"\ncommandPrefix = {PREFIXES!r}\n'.replace(
@@ -81,6 +81,10 @@ HOLES: list[tuple[str, str, str, str | None, str | None]] = [
     ("husky-install", BY_PREFIX, "husky install", None, None),
     ("crontab-install", BY_PREFIX, "crontab jobs.txt", None, None),
     ("at-schedules", BY_PREFIX, "at now + 1 minute < job.sh", None, None),
+    ("less-log-file", BY_PREFIX, 'echo x | less -o "$F"', None, None),
+    ("sponge-variable", BY_PREFIX, 'echo x | sponge "$F"', None, None),
+    ("socat-exec", BY_PREFIX, "socat - EXEC:'touch .envrc'", None, None),
+    ("ncat-sh-exec", BY_PREFIX, "ncat -l 9 --sh-exec 'touch .envrc'", None, None),
     ("heredoc-then-two-redirections", EVERY_COMMAND, "cat <<'EOF' > x > .envrc\npwned\nEOF", None, ".envrc"),
 ]
 """Each of these wrote (or may write) a protected path unasked before this round."""
