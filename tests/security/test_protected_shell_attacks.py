@@ -259,6 +259,14 @@ async def test_a_command_run_inside_a_protected_directory_is_asked(ws: Path) -> 
     assert [o.decision.rule if o.decision else None for o in outcomes] == ["protected-paths"] * 3
 
 
+@pytest.mark.parametrize("command", ["RM -rf victim", "Rm -rf victim", "/BIN/RM -rf victim", "ENV rm -rf victim"])
+def test_a_deny_rule_matches_the_command_word_in_any_case(command: str) -> None:
+    """On a case-insensitive file system (macOS's default) `RM` runs `rm` and `ENV` runs `env`."""
+    deny = '[[rule]]\ntoolName = "run_shell_command"\ncommandPrefix = "rm"\ndecision = "deny"\n'
+    verdict = Policy.default().with_toml(deny).evaluate(SHELL, {"command": command}, "yolo")
+    assert verdict.decision is Decision.DENY
+
+
 def test_an_include_directory_inside_a_protected_one_does_not_unprotect_it(tmp_path: Path) -> None:
     """A path is judged relative to every root holding it: with `.vscode` included as a root of its
     own, `tasks.json` in it is still `.vscode/tasks.json` of the workspace."""

@@ -109,8 +109,10 @@ class Match(Enum):
     YES = "yes"
 
 
-def _prefix_match(part: _shell_syntax.SimpleCommand, prefix: str) -> Match:
-    """Word-wise: `git push` matches `git push origin`, not `git pushy`; the command word by basename."""
+def _prefix_match(part: _shell_syntax.SimpleCommand, prefix: str, *, fold: bool = False) -> Match:
+    """Word-wise: `git push` matches `git push origin`, not `git pushy`; the command word by basename,
+    and with `fold` whatever its case (a deny rule: on a case-insensitive file system, as macOS's
+    usually is, `RM -rf x` runs `rm`)."""
     wanted = prefix.split()
     if not wanted:
         return Match.NO
@@ -118,6 +120,8 @@ def _prefix_match(part: _shell_syntax.SimpleCommand, prefix: str) -> Match:
         return Match.MAYBE
     wanted[0] = _shell_syntax.command_name(wanted[0])
     words = [part.name, *part.words[1:]]
+    if fold and words[0] is not None:
+        words[0], wanted[0] = words[0].casefold(), wanted[0].casefold()
     for index, expected in enumerate(wanted):
         if index >= len(words):
             return Match.MAYBE if part.open_tail else Match.NO
@@ -134,8 +138,10 @@ def _deny_any(parts: Sequence[_shell_syntax.SimpleCommand], prefixes: Sequence[s
     result = Match.NO
     for part in parts:
         wrappers = {*part.via, *(_shell_syntax.command_name(wrapper.split()[0]) for wrapper in part.via)}
+        wrappers = {wrapper.casefold() for wrapper in wrappers}
         for prefix in prefixes:
-            found = Match.YES if " ".join(prefix.split()) in wrappers else _prefix_match(part, prefix)
+            named = " ".join(prefix.split()).casefold() in wrappers
+            found = Match.YES if named else _prefix_match(part, prefix, fold=True)
             if found is Match.YES:
                 return Match.YES
             if found is Match.MAYBE:

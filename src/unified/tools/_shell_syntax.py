@@ -839,6 +839,9 @@ class _Walker:
             self.dispatch(name, words, inv)
 
     def dispatch(self, name: str, words: list[Word], inv: _Invocation) -> None:
+        if name not in _SHELLS and name not in _WRAPPERS and name.lower() in _SHELLS | _WRAPPERS.keys():
+            # a program found on a case-insensitive file system (macOS): `ENV rm x` runs env, then rm
+            name = name.lower()
         args = words[1:]
         if name in ("eval", "trap") and args[:1] == ["--"]:
             args = args[1:]
