@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import posixpath
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -108,8 +109,10 @@ class Match(Enum):
     YES = "yes"
 
 
-def _prefix_match(part: _shell_syntax.SimpleCommand, prefix: str) -> Match:
-    """Word-wise: `git push` matches `git push origin`, not `git pushy`; the command word by basename."""
+def _prefix_match(part: _shell_syntax.SimpleCommand, prefix: str, *, fold: bool = False) -> Match:
+    """Word-wise: `git push` matches `git push origin`, not `git pushy`; the command word by basename,
+    and with `fold` whatever its case (a deny rule: on a case-insensitive file system, as macOS's
+    usually is, `RM -rf x` runs `rm`)."""
     wanted = prefix.split()
     if not wanted:
         return Match.NO
@@ -117,6 +120,8 @@ def _prefix_match(part: _shell_syntax.SimpleCommand, prefix: str) -> Match:
         return Match.MAYBE
     wanted[0] = _shell_syntax.command_name(wanted[0])
     words = [part.name, *part.words[1:]]
+    if fold and words[0] is not None:
+        words[0], wanted[0] = words[0].casefold(), wanted[0].casefold()
     for index, expected in enumerate(wanted):
         if index >= len(words):
             return Match.MAYBE if part.open_tail else Match.NO
@@ -133,13 +138,21 @@ def _deny_any(parts: Sequence[_shell_syntax.SimpleCommand], prefixes: Sequence[s
     result = Match.NO
     for part in parts:
         wrappers = {*part.via, *(_shell_syntax.command_name(wrapper.split()[0]) for wrapper in part.via)}
+        wrappers = {wrapper.casefold() for wrapper in wrappers}
         for prefix in prefixes:
-            found = Match.YES if " ".join(prefix.split()) in wrappers else _prefix_match(part, prefix)
+            named = " ".join(prefix.split()).casefold() in wrappers
+            found = Match.YES if named else _prefix_match(part, prefix, fold=True)
             if found is Match.YES:
                 return Match.YES
             if found is Match.MAYBE:
                 result = Match.MAYBE
     return result
+
+
+SYSTEM_COMMAND_DIRS = frozenset(
+    {"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin", "/opt/homebrew/bin"}
+)
+"""Where a program run by its path is taken to be the one its name says (`/usr/bin/git` is `git`)."""
 
 
 def _allow_all(parts: Sequence[_shell_syntax.SimpleCommand], prefixes: Sequence[str]) -> Match:
@@ -150,9 +163,24 @@ def _allow_all(parts: Sequence[_shell_syntax.SimpleCommand], prefixes: Sequence[
     for part in parts:
         if part.unknown is not None or part.writes or part.assigns:
             return Match.NO
-        if not any(_prefix_match(part, prefix) is Match.YES for prefix in prefixes):
+        if not any(_prefix_match(part, prefix) is Match.YES and _named(part, prefix) for prefix in prefixes):
             return Match.NO
     return Match.YES
+
+
+def _named(part: _shell_syntax.SimpleCommand, prefix: str) -> bool:
+    """Whether the programs a part runs by a path are the ones an allow rule names: a rule for
+    `tar` names the `tar` found through PATH or in a system directory, not `./tar` or `/tmp/env`
+    (a copy of `sh` the model made runs its arguments as a script); a rule naming a path names that
+    path only (`./scripts/test.sh`, not `/tmp/test.sh`)."""
+    named = prefix.split()[0]
+    for path in part.paths:
+        if "/" in named and path == part.words[0]:
+            if posixpath.normpath(path) != posixpath.normpath(named):
+                return False
+        elif posixpath.dirname(posixpath.normpath(path)) not in SYSTEM_COMMAND_DIRS:
+            return False
+    return True
 
 
 def _shell_call(tool: str, args: Mapping[str, Any]) -> bool:

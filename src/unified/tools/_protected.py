@@ -13,6 +13,7 @@ device and inode, so a link or a hard link to one is refused too.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import glob
 import os
@@ -21,6 +22,7 @@ import re
 import stat
 import time
 import tomllib
+import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from unified._exports import publish
+from unified._redaction import clip
 from unified.tools._shell_syntax import SimpleCommand
 
 __all__ = [
@@ -60,6 +63,52 @@ _GIT_WRITING_OPTIONS = ("--template", "-c", "--config")
 
 
 @dataclass(frozen=True)
+class InputWriter:
+    """One `[[input_writer]]` entry: a command that writes the paths its input names, and the forms
+    of it that write only what its arguments name (protected_paths.toml says how each is read)."""
+
+    why: str
+    modes: frozenset[str] = frozenset()
+    options: frozenset[str] = frozenset()
+    valued: frozenset[str] = frozenset()
+    long_options: tuple[str, ...] = ()
+    long_valued: frozenset[str] = frozenset()
+    bundled_first: bool = False
+    verbs: tuple[tuple[str, ...], ...] = ()
+    global_options: frozenset[str] = frozenset()
+    global_valued: frozenset[str] = frozenset()
+    bare: bool = False
+    unsafe_options: tuple[str, ...] = ()
+    unsafe_words: tuple[re.Pattern[str], ...] = ()
+    """Patterns of a word that makes any form unsafe (curl's `-o '#1'` names a file after the URL)."""
+    sources: bool = False
+    recursive: tuple[str, ...] | None = None
+    """Options that make a `sources` command copy directories; None: it always may (mv)."""
+    script: str | None = None
+
+    @classmethod
+    def read(cls, entry: Mapping[str, Any]) -> InputWriter:
+        return cls(
+            why=str(entry["why"]),
+            modes=frozenset(entry.get("modes", ())),
+            options=frozenset(entry.get("options", "")),
+            valued=frozenset(entry.get("valued", "")),
+            long_options=tuple(entry.get("long_options", ())),
+            long_valued=frozenset(entry.get("long_valued", ())),
+            bundled_first=bool(entry.get("bundled_first", False)),
+            verbs=tuple(tuple(str(v).split()) for v in entry.get("verbs", ())),
+            global_options=frozenset(entry.get("global_options", ())),
+            global_valued=frozenset(entry.get("global_valued", ())),
+            bare=bool(entry.get("bare", False)),
+            unsafe_options=tuple(entry.get("unsafe_options", ())),
+            unsafe_words=tuple(re.compile(str(p)) for p in entry.get("unsafe_words", ())),
+            sources=bool(entry.get("sources", False)),
+            recursive=tuple(entry["recursive"]) if "recursive" in entry else None,
+            script=entry.get("script"),
+        )
+
+
+@dataclass(frozen=True)
 class ProtectedPaths:
     """The shipped data, compiled."""
 
@@ -72,6 +121,12 @@ class ProtectedPaths:
     """The directories protected paths live in (`.vscode` for `.vscode/tasks.json`): a shell command
     that names one may work inside it (`cd .vscode && cp x tasks.json`)."""
     holder_regex: re.Pattern[str] | None = None
+    input_writers: Mapping[str, InputWriter] = dataclasses.field(default_factory=dict)
+    """Commands that write the paths their input names (`[[input_writer]]`), by command name."""
+    backup_suffix: frozenset[str] = frozenset()
+    """Writers whose `-S`/`--suffix` names a backup file (`shell_backup_suffix`)."""
+    shell_path_variables: frozenset[str] = frozenset()
+    """Variables that decide where a later command writes or goes, or what options it takes."""
 
     def match(self, relative: str) -> str | None:
         """The pattern a `/`-separated relative path matches, at any depth; None if none does."""
@@ -126,6 +181,9 @@ def protected_paths() -> ProtectedPaths:
     writers = frozenset(str(w) for w in data["protected"]["shell_writers"])
     changers = frozenset(str(w) for w in data["protected"]["shell_directory_changers"])
     holders = _holders(patterns)
+    input_writers = {
+        str(name): InputWriter.read(entry) for entry in data.get("input_writer", []) for name in entry["commands"]
+    }
     return ProtectedPaths(
         patterns,
         _alternatives(patterns),
@@ -134,6 +192,9 @@ def protected_paths() -> ProtectedPaths:
         tuple(data.get("credential", [])),
         holders,
         _alternatives(holders) if holders else None,
+        input_writers,
+        frozenset(str(w) for w in data["protected"].get("shell_backup_suffix", ())),
+        frozenset(str(w) for w in data["protected"].get("shell_path_variables", ())),
     )
 
 
@@ -152,9 +213,19 @@ def relative_to_roots(path: Path, roots: Sequence[Path]) -> str:
 
 
 def protected_path(path: Path, roots: Sequence[Path]) -> str | None:
-    """The protected-path pattern a real path matches, judged relative to the root holding it."""
-    relative = relative_to_roots(path, roots)
-    return protected_paths().match(relative) if relative not in ("", ".") else None
+    """The protected-path pattern a real path matches, judged relative to each root holding it
+    (an include directory inside the workspace, `.vscode` say, does not unprotect `tasks.json`)."""
+    for relative in _relatives(path, roots):
+        hit = protected_paths().match(relative) if relative not in ("", ".") else None
+        if hit is not None:
+            return hit
+    return None
+
+
+def _relatives(path: Path, roots: Sequence[Path]) -> list[str]:
+    """`path` relative to every root holding it, deepest first (its own text when none does)."""
+    holders = sorted((r for r in roots if path == r or path.is_relative_to(r)), key=lambda r: -len(r.parts))
+    return [path.relative_to(root).as_posix() for root in holders] or [path.as_posix()]
 
 
 def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[Path]) -> str | None:
@@ -165,12 +236,19 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
     and the git verbs that write `.git/config` all count. So does what may move the command into a
     protected directory, where a plain file name is a protected path: an argument naming such a
     directory (`cd .vscode`, `env -C .gemini`), a directory change (`shell_directory_changers`) to a
-    place only known at run time, `CDPATH`, `cdable_vars` and `find -execdir`.
+    place only known at run time, the variables of `shell_path_variables` (`CDPATH`, `DIRSTACK`,
+    `TAR_OPTIONS`, ...), `cdable_vars` and `find -execdir`.
     """
     data = protected_paths()
+    inside = _protected_or_holder(cwd, roots)
+    if inside is not None:
+        # the command runs inside a protected directory (`dir_path`), where any file it makes
+        # without naming a path (`nohup.out`, a URL's name) is protected, as after `cd .vscode`
+        return f"it runs inside {relative_to_roots(cwd, roots)} ({inside})"
     for part in parts:
         if part.unknown is not None:
-            continue  # an unknown part is never allowed by a rule: it is asked anyway
+            # a prefix rule never allows it, but a rule without commandPrefix (all shell commands) does
+            return f"a part only known at run time may write a protected path ({part.unknown})"
         moved = _moves_directory(part)
         if moved is not None:
             return moved
@@ -183,6 +261,9 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
         name = part.name
         if name is None:
             continue
+        writer = data.input_writers.get(name)
+        if part.open_tail and (name in data.shell_writers or writer is not None):
+            return f"{name} with arguments read at run time (xargs) may write a protected path"
         for word in part.words[1:]:
             if word is None:
                 if name in data.shell_writers:
@@ -190,6 +271,8 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
                 if name in data.shell_directory_changers:
                     return f"{name} to a directory only known at run time may lead a write into a protected one"
                 continue
+            if _cluster_end(word) > _CLUSTER_MAX:
+                return f"{name} has an option cluster too long to judge ({clip(word, 60, more='…')})"
             for candidate in _path_candidates(word):
                 hit = _names_protected(candidate, cwd, roots)
                 if hit is not None:
@@ -197,13 +280,22 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
         git = _git_writes_config(part)
         if git is not None:
             return git
+        if writer is not None:
+            why = _input_write(name, part, writer, cwd, roots)
+            if why is not None:
+                return why
+        if name in data.backup_suffix:
+            why = _backup_write(name, [w for w in part.words[1:] if w is not None], cwd, roots)
+            if why is not None:
+                return why
     return None
 
 
 def _moves_directory(part: SimpleCommand) -> str | None:
     """Why `part` may run in (or send later commands to) a directory the check cannot name."""
-    if "CDPATH" in part.assigns:
-        return "it sets CDPATH, which decides where a later cd goes"
+    variables = [name for name in part.assigns if name in protected_paths().shell_path_variables]
+    if variables:
+        return f"it sets {variables[0]}, which decides where a later command writes or goes"
     if part.name == "shopt" and "cdable_vars" in part.words:
         return "shopt cdable_vars makes cd go where a variable says"
     if "find -execdir" in part.via:
@@ -216,12 +308,38 @@ def _moves_directory(part: SimpleCommand) -> str | None:
     return None
 
 
+_CLUSTER_MAX = 64
+"""The longest run of option letters before an attached value that is searched (`-vvt.git/hooks`)."""
+
+
 def _path_candidates(word: str) -> list[str]:
-    """The paths an argument may name: itself, and the value of `--opt=value` / `of=value`."""
+    """The paths an argument may name: itself, the value of `--opt=value` / `of=value`, and a value
+    attached to a short option after any letters of a cluster (`-t.git/hooks`, `-cf.envrc`,
+    `-vt.git/hooks`: the value begins after whichever letter takes one)."""
     found = [word]
     if "=" in word:
         found.append(word.split("=", 1)[1])
+    url = _URL.match(word)
+    if url is not None:  # `curl -O`, `wget` name the file after the URL's last segment
+        found.append(urllib.parse.unquote(url.group(1).rsplit("/", 1)[-1]))
+    elif ":" in word:  # `scp host:.bashrc .` writes `.bashrc`
+        found.append(word.split(":", 1)[1])
+    found.extend(word[end:] for end in range(2, _cluster_end(word) + 1))
     return [w for w in found if w and not w.startswith("-")]
+
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*([^?#]*)")
+"""A URL and its path (without query and fragment)."""
+
+
+def _cluster_end(word: str) -> int:
+    """Where the run of option letters of a `-abc...` word ends (1 for any other word)."""
+    if not word.startswith("-") or word.startswith("--"):
+        return 1
+    end = 1
+    while end < len(word) and word[end].isalnum():
+        end += 1
+    return end
 
 
 def _names_protected(word: str, cwd: Path, roots: Sequence[Path]) -> str | None:
@@ -246,9 +364,11 @@ def _protected_or_holder(path: Path, roots: Sequence[Path]) -> str | None:
     hit = protected_path(path, roots)
     if hit is not None:
         return hit
-    relative = relative_to_roots(path, roots)
-    holder = protected_paths().match_holder(relative) if relative not in ("", ".") else None
-    return f"a directory protected paths are in, {holder}" if holder is not None else None
+    for relative in _relatives(path, roots):
+        holder = protected_paths().match_holder(relative) if relative not in ("", ".") else None
+        if holder is not None:
+            return f"a directory protected paths are in, {holder}"
+    return None
 
 
 def _git_writes_config(part: SimpleCommand) -> str | None:
@@ -272,6 +392,439 @@ def _git_writes_config(part: SimpleCommand) -> str | None:
         return f"git {verb} {rest[0]} writes .git/config (a protected path)"
     if verb in ("init", "clone") and any(w.split("=", 1)[0] in _GIT_WRITING_OPTIONS for w in rest):
         return f"git {verb} with a template or configuration writes hooks or config (a protected path)"
+    return None
+
+
+# --- commands that write the paths their input names ---------------------------------------------
+
+TREE_CHECK_MAX_ENTRIES = 10_000
+"""The most entries of a directory a copy would take whole that are searched for a protected name;
+a larger tree is asked (searching it would hold the call, and nothing is allowed unsearched)."""
+
+
+def _input_write(name: str, part: SimpleCommand, writer: InputWriter, cwd: Path, roots: Sequence[Path]) -> str | None:
+    """Why an `[[input_writer]]` command may write a protected path its input names, or None when
+    its words fit the safe form of its entry (then only its arguments name what it writes)."""
+    if any(word is None for word in part.words[1:]):
+        return f"{name} with an argument only known at run time may write a protected path ({writer.why})"
+    args = [word for word in part.words[1:] if word is not None]
+    unsafe = _unsafe_option(args, writer.unsafe_options)
+    if unsafe is None:
+        unsafe = next((w for w in args if any(p.search(w) for p in writer.unsafe_words)), None)
+    if unsafe is not None:
+        return f"{name} may write a protected path ({writer.why}): it is given {unsafe}"
+    if writer.modes:
+        detail = _option_form(args, writer)
+    elif writer.verbs:
+        detail = _verb_form(args, writer)
+    elif writer.script == "sed":
+        detail = _sed_form(args, cwd, roots)
+    elif writer.script == "awk":
+        detail = _awk_form(args)
+    elif writer.sources or writer.unsafe_options or writer.unsafe_words:
+        detail = None
+    else:
+        detail = "no form of it is known to write only what its arguments name"
+    if detail is not None:
+        return f"{name} may write a protected path ({writer.why}): {detail}"
+    if writer.sources:
+        return _sources(name, args, writer, cwd)
+    return None
+
+
+def _unsafe_option(args: Sequence[str], unsafe: Sequence[str]) -> str | None:
+    """The first of `unsafe` given in `args`: whole, with a value (`--rsh=..`), abbreviated as
+    getopt allows (`--upload-p`), or as a letter of a cluster (`-avze`)."""
+    if not unsafe:
+        return None
+    letters = {option[1] for option in unsafe if len(option) == 2 and option[0] == "-"}
+    for word in args:
+        if word == "--":
+            break
+        key = word.split("=", 1)[0]
+        if key.startswith("--"):
+            if len(key) > 2 and any(option.startswith(key) for option in unsafe if option.startswith("--")):
+                return key
+        elif key.startswith("-") and len(key) > 1:
+            if key in unsafe:
+                return key
+            hit = next((letter for letter in word[1:] if letter in letters), None)
+            if hit is not None:
+                return f"-{hit}"
+    return None
+
+
+def _option_form(args: Sequence[str], writer: InputWriter) -> str | None:
+    """None if one of the entry's `modes` is given and every option is one of its `options`."""
+    seen: set[str] = set()
+    index = 0
+    if writer.bundled_first and args and not args[0].startswith("-"):
+        for letter in args[0]:
+            if letter not in writer.options:
+                return f"an option it is not known to be safe with: {letter}"
+            seen.add(letter)
+            index += 1 if letter in writer.valued else 0
+        index += 1
+    while index < len(args):
+        word = args[index]
+        index += 1
+        if word == "--":
+            break
+        if word.startswith("--"):
+            key = word.split("=", 1)[0]
+            matches = [option for option in writer.long_options if option.startswith(key)] if len(key) > 2 else []
+            if not matches:
+                return f"an option it is not known to be safe with: {key}"
+            seen.update(matches)
+            index += 1 if key in writer.long_valued and "=" not in word else 0
+            continue
+        if word.startswith("-") and len(word) > 1:
+            for position, letter in enumerate(word[1:], 1):
+                if letter not in writer.options:
+                    return f"an option it is not known to be safe with: -{letter}"
+                seen.add(letter)
+                if letter in writer.valued:
+                    index += 1 if position == len(word) - 1 else 0
+                    break
+    if not seen & writer.modes:
+        return f"without {' or '.join(sorted(writer.modes))}, the forms that write only what its arguments name"
+    return None
+
+
+def _verb_form(args: Sequence[str], writer: InputWriter) -> str | None:
+    """None if the subcommand (after the global options it is known with) is one of `verbs`."""
+    index = 0
+    while index < len(args) and args[index].startswith("-") and args[index] != "-":
+        word = args[index]
+        key = word.split("=", 1)[0]
+        attached = any(len(g) == 2 and key.startswith(g) and len(key) > 2 for g in writer.global_valued)
+        if key not in writer.global_options and not attached:
+            return f"an option it is not known to be safe with: {key}"
+        index += 2 if key in writer.global_valued and "=" not in word else 1
+    rest = tuple(args[index:])
+    if not rest:
+        return None if writer.bare else "without a subcommand it does what its files say"
+    if any(rest[: len(verb)] == verb for verb in writer.verbs):
+        return None
+    return f"the subcommand {rest[0]!r} is not one known to write only what its arguments name"
+
+
+def _sources(name: str, args: Sequence[str], writer: InputWriter, cwd: Path) -> str | None:
+    """Why copying these operands whole may write a protected path (`sources = true`), or None."""
+    operands: list[str] = []
+    recursive = writer.recursive is None
+    target = False
+    index = 0
+    while index < len(args):
+        word = args[index]
+        index += 1
+        if word == "--":
+            operands.extend(args[index:])
+            break
+        if word.startswith("--"):
+            key = word.split("=", 1)[0]
+            target = target or ("--target-directory".startswith(key) and len(key) > 4)
+            recursive = recursive or any(o.startswith(key) for o in writer.recursive or () if o.startswith("--"))
+            index += 1 if key in writer.long_valued and "=" not in word else 0
+            continue
+        if word.startswith("-") and len(word) > 1:
+            for position, letter in enumerate(word[1:], 1):
+                recursive = recursive or f"-{letter}" in (writer.recursive or ())
+                target = target or (letter == "t" and "t" in writer.valued)
+                if letter in writer.valued:
+                    index += 1 if position == len(word) - 1 else 0
+                    break
+            continue
+        operands.append(word)
+    if not recursive:
+        return None
+    for source in operands if target else operands[:-1]:
+        why = _source_tree(source, cwd)
+        if why is not None:
+            return f"{name} {why}"
+    return None
+
+
+_REMOTE = re.compile(r"[^/]*:")
+"""`host:path`, `user@host:path`, `rsync://..`: a source whose content is on another machine."""
+
+
+def _source_tree(source: str, cwd: Path) -> str | None:
+    if _REMOTE.match(source):
+        return f"copies {source}, which a remote host holds: what it writes cannot be searched"
+    try:
+        real = os.path.realpath(cwd / source)
+        info = os.stat(real)
+    except (OSError, ValueError):
+        return f"copies {source}, which does not exist yet: what it will hold cannot be searched"
+    if not stat.S_ISDIR(info.st_mode):
+        return None
+    shown = posixpath.normpath(source)
+    pending = [(real, shown)]
+    count = 0
+    while pending:
+        directory, label = pending.pop()
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    count += 1
+                    if count > TREE_CHECK_MAX_ENTRIES:
+                        return (
+                            f"copies {source}, which holds too many entries to search (over {TREE_CHECK_MAX_ENTRIES:,})"
+                        )
+                    relative = f"{label}/{entry.name}"
+                    hit = protected_paths().match(relative)
+                    if hit is not None:
+                        return f"copies {relative}, a protected path ({hit})"
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append((entry.path, relative))
+        except OSError as exc:
+            return f"copies {source}, which cannot be searched ({exc.strerror})"
+    return None
+
+
+def _backup_write(name: str, args: Sequence[str], cwd: Path, roots: Sequence[Path]) -> str | None:
+    """`cp -b -S rc x .bash` writes `.bashrc`: each operand with the backup suffix is judged."""
+    suffix = None
+    for index, word in enumerate(args):
+        key, eq, value = word.partition("=")
+        if key.startswith("--") and len(key) > 3 and "--suffix".startswith(key):
+            suffix = value if eq else (args[index + 1] if index + 1 < len(args) else "")
+        elif word.startswith("-S") and not word.startswith("--"):
+            suffix = word[2:] or (args[index + 1] if index + 1 < len(args) else "")
+        elif word.startswith("-") and not word.startswith("--") and "S" in word[1:]:
+            suffix = word[word.index("S") + 1 :] or (args[index + 1] if index + 1 < len(args) else "")
+    if not suffix:
+        return None
+    for word in args:
+        if word.startswith("-"):
+            continue
+        hit = _names_protected(word + suffix, cwd, roots)
+        if hit is not None:
+            return f"{name} backs up {word} as {word + suffix} ({hit})"
+    return None
+
+
+# sed: the options GNU sed knows, and which of them take a value
+_SED_LONG = {
+    "--expression": "script",
+    "--file": "file",
+    "--in-place": "suffix",
+    "--line-length": "value",
+    "--quiet": "",
+    "--silent": "",
+    "--regexp-extended": "",
+    "--separate": "",
+    "--null-data": "",
+    "--zero-terminated": "",
+    "--posix": "",
+    "--debug": "",
+    "--sandbox": "",
+    "--unbuffered": "",
+    "--follow-symlinks": "",
+    "--binary": "",
+}
+_SED_FLAGS = frozenset("nrEsuzb")
+
+
+def _sed_form(args: Sequence[str], cwd: Path, roots: Sequence[Path]) -> str | None:
+    """None if sed's script writes no file and runs no command, and a backup it makes (`-i SUF`)
+    is no protected path."""
+    scripts: list[str] = []
+    suffix = ""
+    operands: list[str] = []
+    index = 0
+    while index < len(args):
+        word = args[index]
+        index += 1
+        if word == "--":
+            operands.extend(args[index:])
+            break
+        if word.startswith("--"):
+            key, eq, value = word.partition("=")
+            matches = [option for option in _SED_LONG if option.startswith(key)] if len(key) > 2 else []
+            if len(matches) != 1 and key not in _SED_LONG:
+                return f"an option it is not known to be safe with: {key}"
+            kind = _SED_LONG[key if key in _SED_LONG else matches[0]]
+            if kind == "file":
+                return "a script read from a file"
+            if kind in ("script", "value") and not eq:
+                value = args[index] if index < len(args) else ""
+                index += 1
+            if kind == "script":
+                scripts.append(value)
+            elif kind == "suffix":
+                suffix = value
+            continue
+        if word.startswith("-") and len(word) > 1:
+            for position, letter in enumerate(word[1:], 1):
+                attached = word[position + 1 :]
+                if letter == "f":
+                    return "a script read from a file"
+                if letter in "el":
+                    if not attached:
+                        attached = args[index] if index < len(args) else ""
+                        index += 1
+                    if letter == "e":
+                        scripts.append(attached)
+                    break
+                if letter == "i":
+                    suffix = attached
+                    break
+                if letter not in _SED_FLAGS:
+                    return f"an option it is not known to be safe with: -{letter}"
+            continue
+        operands.append(word)
+    if not scripts:
+        if not operands:
+            return "no script"
+        scripts, operands = operands[:1], operands[1:]
+    why = _sed_script("\n".join(scripts))  # sed joins its -e pieces with newlines
+    if why is not None:
+        return why
+    if suffix:
+        for operand in operands:
+            base = posixpath.basename(operand)
+            backup = suffix.replace("*", base) if "*" in suffix else operand + suffix
+            for name in {backup, posixpath.join(posixpath.dirname(operand), backup)}:
+                hit = _names_protected(name, cwd, roots)
+                if hit is not None:
+                    return f"its backup {name} is a protected path ({hit})"
+    return None
+
+
+_SED_SIMPLE = frozenset("{}=dDgGhHnNpPxzF")
+
+
+def _sed_script(text: str) -> str | None:
+    """Why a sed script may write a file or run a command (`w`, `W`, `e`, `s///w`, `s///e`), or
+    None. Any command it cannot read is a reason too: a script is judged only if read whole."""
+    index, size = 0, len(text)
+
+    def skip(chars: str) -> None:
+        nonlocal index
+        while index < size and text[index] in chars:
+            index += 1
+
+    def to_line_end() -> None:
+        nonlocal index
+        while index < size and text[index] != "\n":
+            index += 2 if text[index] == "\\" else 1
+
+    def delimited(delimiter: str) -> bool:
+        """Past the next unescaped `delimiter`; False if there is none."""
+        nonlocal index
+        while index < size and text[index] != delimiter:
+            index += 2 if text[index] == "\\" else 1
+        index += 1
+        return index <= size
+
+    while True:
+        skip(" \t\n;")
+        if index >= size:
+            return None
+        for _ in range(2):  # up to two addresses
+            char = text[index] if index < size else ""
+            if char.isdigit() or char in "+~":
+                index += 1
+                skip("0123456789~")
+            elif char == "$":
+                index += 1
+            elif char in ("/", "\\"):
+                delimiter = "/" if char == "/" else text[index + 1 : index + 2]
+                index += 1 if char == "/" else 2
+                if not delimiter or not delimited(delimiter):
+                    return "an address it cannot read"
+                skip("IM")
+            skip(" \t")
+            if index < size and text[index] == ",":
+                index += 1
+                skip(" \t")
+                continue
+            break
+        skip(" \t!")
+        if index >= size:
+            return "an address without a command"
+        command = text[index]
+        index += 1
+        if command in _SED_SIMPLE:
+            continue
+        if command in "qQlL":
+            skip(" \t0123456789")
+        elif command in "#:bBtTvrR":
+            while index < size and text[index] not in "\n" + (";" if command in "bBtTv" else ""):
+                index += 1
+        elif command in "aic":
+            to_line_end()
+        elif command in "wW":
+            return "its script writes a file it names (w)"
+        elif command == "e":
+            return "its script runs a command (e)"
+        elif command in "sy":
+            delimiter = text[index : index + 1]
+            index += 1
+            if delimiter in ("", "\n", "\\") or not delimited(delimiter) or not delimited(delimiter):
+                return f"a {command} command it cannot read"
+            while command == "s" and index < size and text[index] not in ";\n}":
+                flag = text[index]
+                if flag in "wW":
+                    return "its script writes a file it names (s///w)"
+                if flag == "e":
+                    return "its script runs a command (s///e)"
+                if flag not in "gpiImM0123456789 \t":
+                    return f"an s flag it does not know ({flag})"
+                index += 1
+        else:
+            return f"a sed command it does not know ({command})"
+
+
+_AWK_LONG_FLAGS = frozenset({"--posix", "--traditional", "--re-interval", "--characters-as-bytes", "--csv"})
+_AWK_PRINT_TO = re.compile(r"\bprintf?\b[^;{}\n]*[>|]")
+_AWK_PIPE = re.compile(r"(?<!\|)\|(?!\|)")
+
+
+def _awk_form(args: Sequence[str]) -> str | None:
+    """None if awk's program writes no file and runs no command: no `print > f`, `| cmd`,
+    `system()`, `@include`/`@load`, and no program or extension read from a file."""
+    programs: list[str] = []
+    index = 0
+    while index < len(args):
+        word = args[index]
+        if word == "--":
+            index += 1
+            break
+        if not word.startswith("-") or word == "-":
+            break
+        index += 1
+        key, eq, value = word.partition("=")
+        if key in ("--field-separator", "--assign"):
+            index += 0 if eq else 1
+        elif key == "--source":
+            programs.append(value if eq else (args[index] if index < len(args) else ""))
+            index += 0 if eq else 1
+        elif key.startswith("--"):
+            if key not in _AWK_LONG_FLAGS:
+                return f"an option it is not known to be safe with: {key}"
+        elif word[1] in "Fv":
+            index += 0 if len(word) > 2 else 1
+        elif word[1] == "e":
+            programs.append(word[2:] or (args[index] if index < len(args) else ""))
+            index += 0 if len(word) > 2 else 1
+        elif word[1:] not in ("b", "c", "P", "r", "N", "s"):
+            return f"an option it is not known to be safe with: {key}"
+    if not programs:
+        if index >= len(args):
+            return "no program"
+        programs = [args[index]]
+    for program in programs:
+        if "system" in program:
+            return "its program runs a command (system)"
+        if _AWK_PIPE.search(program):
+            return "its program runs a command (|)"
+        if "@include" in program or "@load" in program:
+            return "its program reads code from a file (@include, @load)"
+        if _AWK_PRINT_TO.search(program):
+            return "its program writes a file it names (print >)"
     return None
 
 

@@ -66,6 +66,7 @@ _QUOTED_SUBSTITUTION = re.compile(r"\$\(|`")
 _UNPARSED_SUBSTITUTION = re.compile(r"(?<!\\)(?:\\\\)*(?:`|\$\()")
 """A substitution left inside a leaf token: tree-sitter-bash keeps `${x:-`cmd`}` and `${x#$(cmd)}`
 as plain text, but bash runs them."""
+_UNESCAPED_BACKTICK = re.compile(rb"(?<!\\)(?:\\\\)*`")
 _LEAVES = frozenset({"word", "regex", "string_content", "extglob_pattern", "heredoc_content"})
 _GLOB = re.compile(r"(?<!\\)(?:\\\\)*(?:[*?\[]|\{[^}]*(?:,|\.\.)[^}]*\})")
 """An unescaped glob character or brace expansion (`{a,b}`, `{1..3}`): the word is made at run time."""
@@ -223,6 +224,8 @@ class SimpleCommand:
     assigns: tuple[str, ...] = ()
     via: tuple[str, ...] = ()
     open_tail: bool = False
+    paths: tuple[str, ...] = ()
+    """The programs on its way run by a path (`./tar`, `/usr/bin/env`), itself or a wrapper."""
 
     @property
     def name(self) -> Word:
@@ -244,7 +247,7 @@ class SimpleCommand:
 
     def shape(self) -> tuple[object, ...]:
         """What an "allow always" answer is scoped to: everything but the source text."""
-        return (self.words, self.unknown, self.writes, self.assigns, self.via, self.open_tail)
+        return (self.words, self.unknown, self.writes, self.assigns, self.via, self.open_tail, self.paths)
 
 
 def command_name(word: str) -> str:
@@ -355,7 +358,7 @@ class _Walker:
         elif kind == "pipeline":
             self.pipeline(node, ctx)
         elif kind == "function_definition":
-            self.children(node, ctx)
+            self.function(node, ctx)
         elif kind == "for_statement":
             self.for_loop(node, ctx)
         elif kind == "c_style_for_statement":
@@ -377,6 +380,9 @@ class _Walker:
         elif kind == "subscript":
             self.subscript(node)
             self.children(node, ctx)
+        elif kind == "heredoc_body":
+            self.heredoc_body(node)
+            self.children(node, ctx)
         elif kind == "command_substitution" and self.text(node).startswith("`") and "\\" in self.text(node):
             self.backticks(node)
         elif kind in _DESCEND:
@@ -394,6 +400,37 @@ class _Walker:
         for child in node.children:
             self.visit(child, ctx if first else replace(ctx, stdin_script=None))
             first = first and not child.is_named
+
+    def heredoc_body(self, node: Node) -> None:
+        """Where tree-sitter-bash reads a heredoc's body otherwise than bash, it is unknown: a line
+        bash takes for the delimiter inside what the parser takes for the body (after `\\` at a
+        line's end bash joins the next line to it; the parser does so in a quoted heredoc too), so
+        what follows runs as commands; and, in an unquoted heredoc, a backtick substitution, which
+        bash runs and the parser leaves as text (`$(..)` it reads)."""
+        redirect = node.parent
+        start = next((c for c in redirect.children if c.type == "heredoc_start"), None) if redirect else None
+        if start is None or redirect is None:
+            return
+        quoted = any(q in self.text(start) for q in "'\"\\")
+        delimiter = re.sub(r"""['"\\]""", "", self.text(start))
+        strip_tabs = any(c.type == "<<-" for c in redirect.children)
+        line_end = self.data.find(b"\n", start.end_byte)
+        misplaced = [
+            c for c in redirect.named_children if line_end < c.start_byte < node.start_byte and c.type != "heredoc_body"
+        ]
+        if misplaced or _ends_early(self.text(node), delimiter, quoted=quoted, strip_tabs=strip_tabs):
+            # bash's body starts on the line after `<<E`; the parser took a line of it for something else
+            self.flag(node, "a heredoc bash ends before the parser does")
+            return
+        if quoted:
+            return  # a quoted delimiter: the body is not expanded
+        gaps, at = [], node.start_byte
+        for child in node.named_children:
+            gaps.append(self.data[at : child.start_byte])
+            at = child.end_byte
+        gaps.append(self.data[at : node.end_byte])
+        if any(_UNESCAPED_BACKTICK.search(gap) for gap in gaps):
+            self.flag(node, "a backtick substitution in a heredoc, which the parser does not read")
 
     def backticks(self, node: Node) -> None:
         r"""Inside backticks bash first removes the backslash of \\, \` and \$, so `\`rm x\`` nests a
@@ -506,7 +543,13 @@ class _Walker:
         fd = self.descriptor(node)
         reads_stdin = fd is None or fd == 0
         if node.type == "heredoc_redirect":
-            return self.heredoc_text(node) if reads_stdin else stdin
+            stdin = self.heredoc_text(node) if reads_stdin else stdin
+            # tree-sitter-bash nests the redirections written after `<<EOF` on its line inside the
+            # heredoc node (`cat <<EOF > f`, `bash <<EOF < x.sh`): they write, or replace stdin
+            for child in node.children:
+                if child.type in ("file_redirect", "herestring_redirect"):
+                    stdin = self.redirect(child, writes, stdin)
+            return stdin
         if node.type == "herestring_redirect":
             return self.herestring_text(node) if reads_stdin else stdin
         if node.type != "file_redirect":
@@ -546,6 +589,16 @@ class _Walker:
         value = next((c for c in node.children if c.type != "<<<"), None)
         return self.literal(value) if value is not None else None
 
+    def function(self, node: Node, ctx: _Context) -> None:
+        """`f() { ..; } > file`: the redirection applies to the body each time `f` runs."""
+        writes = list(ctx.writes)
+        for child in node.children:
+            if child.type == "file_redirect":
+                writes.extend(self.redirect_writes(child))
+        inner = replace(ctx, writes=tuple(writes))
+        for index, child in enumerate(node.children):
+            self.visit(child, inner if node.field_name_for_child(index) == "body" else ctx)
+
     def redirected(self, node: Node, ctx: _Context) -> None:
         writes = list(ctx.writes)
         stdin = ctx.stdin_script
@@ -553,11 +606,15 @@ class _Walker:
             if child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
                 stdin = self.redirect(child, writes, stdin)
         inner = _Context(tuple(writes), stdin)
+        start = len(self.out)
         for index, child in enumerate(node.children):
-            if node.field_name_for_child(index) == "body":
-                self.visit(child, inner)
-            else:
-                self.visit(child, ctx)
+            self.visit(child, inner if node.field_name_for_child(index) == "body" else ctx)
+        added = set(writes) - set(ctx.writes)
+        if added and not any(added <= set(part.writes) for part in self.out[start:] if part.unknown is None):
+            # bash opens the file whatever the body is, but some bodies leave no part to carry the
+            # write: none (`> f` alone), a test (`[ x ] > f`, `[[ .. ]] > f`, `(( 1 )) > f`), or
+            # assignments (`x=1 y=2 > f`)
+            self.out.append(SimpleCommand((), self.text(node), writes=tuple(writes), via=self.via))
 
     # -- assignments ----------------------------------------------------------------------------
 
@@ -772,6 +829,19 @@ class _Walker:
             self.resolve(words[1:], replace(inv, assigns=(*inv.assigns, name)))
             return
         name = command_name(first)
+        if "/" in first:
+            # run by a path, not found through PATH: every part it leads to carries the path, so an
+            # allow rule for `tar` is not taken to cover `./tar` (a file the model may have made)
+            start = len(self.out)
+            self.dispatch(name, words, inv)
+            self.out[start:] = [replace(part, paths=(first, *part.paths)) for part in self.out[start:]]
+        else:
+            self.dispatch(name, words, inv)
+
+    def dispatch(self, name: str, words: list[Word], inv: _Invocation) -> None:
+        if name not in _SHELLS and name not in _WRAPPERS and name.lower() in _SHELLS | _WRAPPERS.keys():
+            # a program found on a case-insensitive file system (macOS): `ENV rm x` runs env, then rm
+            name = name.lower()
         args = words[1:]
         if name in ("eval", "trap") and args[:1] == ["--"]:
             args = args[1:]
@@ -1032,26 +1102,28 @@ def _wrapper(options: _Options, *, takes_env: bool = False, default: str | None 
 def _login_shell(script_first: bool = False) -> _Handler:
     """`su`/`runuser`/`script`/`sg`: a shell runs the `-c` (`--command`) script given anywhere in
     the words (`sg group 'cmd'` takes it after the group); without one the shell reads standard
-    input, which is unknown. Its other options are not needed to find the script."""
+    input, which is unknown. Its other words stay on its own part, where they are judged as any
+    command's are (`script -c true .envrc` writes its typescript to `.envrc`)."""
 
     def handle(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
         name = command_name(words[0] or "")
         script: Word = None
-        found = False
+        taken: tuple[int, ...] = ()
         args = words[1:]
         for at, word in enumerate(args):
             if word in ("-c", "--command"):
-                script, found = (args[at + 1] if at + 1 < len(args) else None), True
+                script, taken = (args[at + 1] if at + 1 < len(args) else None), (at, at + 1)
                 break
             if word is not None and word.startswith("--command="):
-                script, found = word.split("=", 1)[1], True
+                script, taken = word.split("=", 1)[1], (at,)
                 break
-        if not found and script_first and len(args) >= 2:
-            script, found = args[1], True
-        if not found:
+        if not taken and script_first and len(args) >= 2:
+            script, taken = args[1], (1,)
+        if not taken:
             walker.out.append(inv.unknown(f"{name} starts a shell that reads its commands from standard input"))
             return
-        walker.out.append(replace(inv, open_tail=False).command(words[:1]))
+        own = [words[0], *(word for at, word in enumerate(args) if at not in taken)]
+        walker.out.append(replace(inv, open_tail=False).command(own))
         walker.script([script], inv, f"{name} -c")
 
     return handle
@@ -1162,8 +1234,12 @@ def _parallel(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
     if ":::" not in args or not args or args[0] is None or args[0].startswith("-"):
         walker.out.append(inv.unknown("parallel runs commands only known at run time"))
         return
-    walker.out.append(inv.command(words[:1]))
+    # its own part keeps every word (the `:::` arguments are judged as any argument is), and each
+    # command it runs gets them appended at run time: an open tail, as under xargs
+    walker.out.append(inv.command(words))
+    start = len(walker.out)
     walker.script(args[: args.index(":::")], replace(inv, placeholder="{}"), "parallel")
+    walker.out[start:] = [replace(part, open_tail=True) for part in walker.out[start:]]
 
 
 def _name_reason(word: Word) -> str | None:
@@ -1448,6 +1524,25 @@ def _generated_file(word: Word) -> bool:
         return True
     parts = [p for p in posixpath.normpath(word).split("/") if p not in ("", ".")]
     return bool({"dev", "proc", "fd"} & set(parts)) or (bool(parts) and parts[-1] in ("stdin", "-"))
+
+
+def _ends_early(body: str, delimiter: str, *, quoted: bool, strip_tabs: bool) -> bool:
+    """Whether bash finds the delimiter on a line of `body` (the parser's body, which excludes the
+    delimiter line it found): an unquoted heredoc's lines ending in an odd run of backslashes are
+    joined to the next first, as bash reads them."""
+    lines = body.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        while not quoted and (len(line) - len(line.rstrip("\\"))) % 2 == 1 and index < len(lines):
+            line = line[:-1] + lines[index]
+            index += 1
+        if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+            return True
+    return False
 
 
 def _named_descendants(node: Node, stop: Sequence[str] = ()) -> Iterator[Node]:
