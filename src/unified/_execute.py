@@ -10,8 +10,9 @@ from typing import Any
 from anyio.from_thread import start_blocking_portal
 
 from unified._exports import publish
+from unified._internal import limits
 from unified._internal.stream import GuardedStream, StreamGuard, announce_unsupported_options
-from unified._redaction import redactor
+from unified._redaction import redact_key_shapes, redactor
 from unified.backends import Backend, RunContext, RunOutcome, UnsupportedOption, load_backend_factory
 from unified.conversations import Conversation, TextPart, ToolResultPart, UserTurn, provider_of_backend
 from unified.errors import ConfigurationError, RoutingError, UnifiedError
@@ -244,6 +245,13 @@ def check_params(params: ExecuteParams) -> None:
             "a run continues either a stored session (resume) or a conversation (history), not both",
             hint="export the session (unified.sessions.export) and pass it as history, or resume it",
         )
+    if params.history is not None:
+        problem = params.history.problem(limits.MAX_CONVERSATION_BYTES)
+        if problem is not None:
+            raise ConfigurationError(
+                f"the history cannot be continued: {redact_key_shapes(problem)}",
+                hint="fix the conversation (unified sessions export REF prints a valid one) and run again",
+            )
     if params.retry:
         if params.resume is None and params.history is None:
             raise ConfigurationError("retry answers the last turn of a session again", hint="pass resume (or history)")

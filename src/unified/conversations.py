@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
@@ -94,7 +95,7 @@ def _json_text(value: object) -> str:
 
 
 class _Part(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True, hide_input_in_errors=True)
 
 
 class TextPart(_Part):
@@ -202,7 +203,7 @@ ModelPart = Annotated[
 class UserTurn(BaseModel):
     """What the user (or the client, returning tool results) sent in one request."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, hide_input_in_errors=True)
 
     role: Literal["user"] = "user"
     parts: list[UserPart]
@@ -212,7 +213,7 @@ class ModelTurn(BaseModel):
     """One model response: its parts in order, the provider and model that made it (so who can read
     its signatures), and what it cost."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, hide_input_in_errors=True)
 
     role: Literal["model"] = "model"
     parts: list[ModelPart]
@@ -227,7 +228,7 @@ Turn = Annotated[UserTurn | ModelTurn, Field(discriminator="role")]
 class Origin(BaseModel):
     """The session a conversation was exported from."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, hide_input_in_errors=True)
 
     backend: str
     session_id: str
@@ -239,7 +240,7 @@ class Origin(BaseModel):
 class Conversation(BaseModel):
     """A session's history as data (JSON Schema: `Conversation.model_json_schema()`, docs/conversations.md)."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, hide_input_in_errors=True)
 
     format: Literal["unified.conversation"] = FORMAT
     version: int = Field(default=VERSION, ge=1, le=VERSION)
@@ -268,6 +269,27 @@ class Conversation(BaseModel):
         """Whether the last turn is the user's: a prompt or tool results the model has not answered yet."""
         return bool(self.turns) and isinstance(self.turns[-1], UserTurn)
 
+    def problem(self, max_bytes: int | None = None) -> str | None:
+        """Why no backend can continue this conversation, or None: text that is not Unicode (a lone
+        surrogate: no session file, no request can hold it), more than `max_bytes` of JSON, a call id
+        used twice, or a tool result answering no call before it (every provider's API refuses both).
+        A run checks this before it writes anything (`ExecuteParams.history`)."""
+        if _holds_surrogate(self.model_dump(exclude_none=True)):
+            return "it holds text that is not valid Unicode (a lone surrogate such as '\\ud800')"
+        size = len(self.model_dump_json(exclude_none=True))
+        if max_bytes is not None and size > max_bytes:
+            return f"it is {size} bytes of JSON, more than a run takes ({max_bytes})"
+        called: set[str] = set()
+        for number, turn in enumerate(self.turns):
+            for part in turn.parts:
+                if isinstance(part, ToolCallPart):
+                    if part.id in called:
+                        return f"turn {number} repeats the tool call id {part.id!r}: each call needs its own"
+                    called.add(part.id)
+                elif isinstance(part, ToolResultPart) and part.call_id not in called:
+                    return f"turn {number} holds a result for tool call {part.call_id!r}, which no earlier turn made"
+        return None
+
     def to_json(self) -> str:
         return self.model_dump_json(exclude_none=True)
 
@@ -278,6 +300,26 @@ class Conversation(BaseModel):
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
         return cls.model_json_schema()
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _holds_surrogate(value: object) -> bool:
+    """Whether a string of `value` (dicts, lists, keys included) holds a lone surrogate, which UTF-8
+    cannot encode (pydantic's JSON writes one in a key as garbage). Iterative: any depth."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii() and _SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
 
 
 def signature_for(

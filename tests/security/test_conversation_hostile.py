@@ -1,0 +1,289 @@
+"""A conversation (`ExecuteParams.history`, `unified run --history FILE`) is hostile input: it may come from
+another machine, a file an attacker edited, a model's own text echoed back. Attacks tried here, on every backend:
+
+- text no file or request can hold (a lone surrogate), a conversation larger than a run takes, a call id used
+  twice, a tool result answering no call: one `ConfigurationError` before anything is written (it was a
+  UnicodeEncodeError from deep inside the session writer, or a session file the provider's API refuses);
+- what looks like a key, in a field the schema refuses: the validation error does not quote it;
+- line separators (`\\u2028`, NEL, CR LF) in texts: each written session file keeps one record a line;
+- ids that look like paths (`../`, `/`, NUL, very long) and an origin naming a live session: the session is
+  written under a fresh id in the backend's own folder, the live one left byte for byte;
+- `--history` given a FIFO, a link to /dev/zero, a directory, invalid UTF-8, truncated JSON: one line, exit 2
+  (a FIFO hung the command, /dev/zero ran it out of memory, invalid UTF-8 was "a bug in unified").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from pydantic import ValidationError
+
+from tests.hang_guard import HANG_GUARD_S
+from unified import ExecuteParams, execute_sync
+from unified._adapters.claude_code._conversation import lines_from_conversation
+from unified._adapters.codex._conversation import rollout_from_conversation
+from unified._adapters.gemini_cli._conversation import chat_records_from_conversation, open_history
+from unified._internal import limits
+from unified.conversations import (
+    Conversation,
+    ModelTurn,
+    Origin,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    UserTurn,
+)
+from unified.errors import ConfigurationError
+
+BACKENDS = ("gemini-cli", "generate-content", "interactions", "claude-code", "codex")
+KEYS = (
+    "AIzaSyA1234567890abcdefghijklmnopqrstuv",
+    "sk-ant-api03-" + "A" * 40,
+    "sk-proj-" + "Ab3x" * 12,
+)
+
+
+def _files(root: Path) -> set[Path]:
+    return {p for p in root.rglob("*") if p.is_file()}
+
+
+def _call(call_id: str) -> ModelTurn:
+    return ModelTurn(parts=[ToolCallPart(id=call_id, name="read_file", arguments={"path": "a"})], provider="google")
+
+
+BAD = {
+    "lone surrogate": Conversation(turns=[UserTurn(parts=[TextPart(text="hi \ud800 there")])]),
+    "surrogate in arguments": Conversation(
+        turns=[ModelTurn(parts=[ToolCallPart(id="c1", name="n", arguments={"k\udfff": "v"})])]
+    ),
+    "result with no call": Conversation(
+        turns=[UserTurn(parts=[ToolResultPart(call_id="nope", name="read_file", output="x")])]
+    ),
+    "result before its call": Conversation(
+        turns=[UserTurn(parts=[ToolResultPart(call_id="c1", name="read_file", output="x")]), _call("c1")]
+    ),
+    "duplicate call id": Conversation(
+        turns=[_call("c1"), UserTurn(parts=[ToolResultPart(call_id="c1", name="read_file", output="x")]), _call("c1")]
+    ),
+}
+PHRASES = {
+    "lone surrogate": "not valid Unicode",
+    "surrogate in arguments": "not valid Unicode",
+    "result with no call": "no earlier turn made",
+    "result before its call": "no earlier turn made",
+    "duplicate call id": "repeats the tool call id",
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_a_conversation_no_backend_can_continue_is_refused_before_anything_is_written(
+    backend: str, case: str, isolated_home: Path, tmp_path: Path
+) -> None:
+    before = _files(isolated_home)
+    params = ExecuteParams(prompt="go on", backend=backend, cwd=tmp_path, history=BAD[case])
+    with pytest.raises(ConfigurationError, match=PHRASES[case]) as caught:
+        list(execute_sync(params))
+    assert caught.value.hint is not None
+    assert _files(isolated_home) == before
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_conversation_larger_than_a_run_takes_is_refused(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(limits, "MAX_CONVERSATION_BYTES", 10_000)
+    turns = [UserTurn(parts=[TextPart(text="x" * 100)]) for _ in range(200)]
+    params = ExecuteParams(prompt="go on", backend=backend, cwd=tmp_path, history=Conversation(turns=turns))
+    with pytest.raises(ConfigurationError, match="more than a run takes"):
+        list(execute_sync(params))
+
+
+def test_a_valid_conversation_has_no_problem() -> None:
+    good = Conversation(
+        turns=[
+            UserTurn(parts=[TextPart(text="read a")]),
+            _call("c1"),
+            UserTurn(parts=[ToolResultPart(call_id="c1", name="read_file", output="x")]),
+            _call("c2"),  # a call with no result yet: a run that stopped between them, continued
+        ]
+    )
+    assert good.problem(limits.MAX_CONVERSATION_BYTES) is None
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_a_key_in_a_refused_field_is_not_quoted_by_the_validation_error(key: str) -> None:
+    documents = [
+        {"format": key},
+        {"turns": [{"role": "user", "parts": [{"type": "text", "text": "hi", "extra": key}]}]},
+        {"origin": {"backend": "codex", "session_id": "s", "token": key}},
+    ]  # not a key as a `role` or `type` tag: pydantic quotes the tag in its message (the CLI redacts it)
+    for document in documents:
+        with pytest.raises(ValidationError) as caught:
+            Conversation.from_json(json.dumps(document))
+        assert key not in str(caught.value)
+        assert key[:12] not in repr(caught.value.errors(include_input=False))
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_a_key_in_a_refused_history_is_redacted_in_the_error(key: str, tmp_path: Path) -> None:
+    history = Conversation(turns=[UserTurn(parts=[ToolResultPart(call_id=key, name="n", output="x")])])
+    with pytest.raises(ConfigurationError) as caught:
+        list(execute_sync(ExecuteParams(prompt="go on", backend="gemini-cli", cwd=tmp_path, history=history)))
+    assert key not in str(caught.value)
+
+
+SEPARATORS = "a\u2028b\u2029c\x85d\r\ne\rf\x0bg\x1ch"
+
+
+def _separated() -> Conversation:
+    return Conversation(
+        turns=[
+            UserTurn(parts=[TextPart(text=SEPARATORS)]),
+            ModelTurn(
+                parts=[
+                    ThinkingPart(text=SEPARATORS),
+                    TextPart(text=SEPARATORS),
+                    ToolCallPart(id="c\u20281", name="n\u2028", arguments={SEPARATORS: SEPARATORS}),
+                ],
+                provider="openai",
+            ),
+            UserTurn(parts=[ToolResultPart(call_id="c\u20281", name="n\u2028", output=SEPARATORS)]),
+        ]
+    )
+
+
+def test_line_separators_in_texts_keep_one_record_a_line_in_every_session_file(tmp_path: Path) -> None:
+    conversation = _separated()
+    claude = lines_from_conversation(conversation, session_id="s", cwd=str(tmp_path), model=None)
+    gemini = chat_records_from_conversation(conversation, session_id="s", project_root=tmp_path, model="m")
+    for records in (claude, gemini):
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        assert [json.loads(line) for line in text.encode().split(b"\n") if line] == records
+    rollout = rollout_from_conversation(conversation, thread_id="t", cwd=str(tmp_path), provider="openai")
+    lines = rollout.encode().split(b"\n")[:-1]
+    assert all(isinstance(json.loads(line), dict) for line in lines)
+    texts = [json.dumps(json.loads(line)) for line in lines]
+    assert sum(json.dumps(SEPARATORS) in text for text in texts) >= 4  # nothing dropped or split
+
+
+PATHLIKE = ("../../../../etc/passwd", "/tmp/evil", "a\x00b", "x" * 5000, "\u2215etc\u2215passwd", "")
+
+
+@pytest.mark.parametrize("name", PATHLIKE)
+def test_ids_that_look_like_paths_never_name_a_file(name: str, isolated_home: Path, tmp_path: Path) -> None:
+    live = isolated_home / "live-session.jsonl"
+    live.write_text('{"sessionId": "live"}\n', encoding="utf-8")
+    conversation = Conversation(
+        origin=Origin(backend="gemini-cli", session_id=name or "live", short_id=name, cwd=name),
+        turns=[
+            UserTurn(parts=[TextPart(text="hi")]),
+            ModelTurn(parts=[ToolCallPart(id=name or "c", name=name or "n")], provider="google", model=name),
+        ],
+    )
+    env = {"GEMINI_CLI_HOME": str(isolated_home)}
+    opening = open_history(env, tmp_path, conversation, model="m")
+    written = [p for p in _files(isolated_home) if p.suffix == ".jsonl" and p != live]
+    assert len(written) == 1
+    assert written[0].is_relative_to(isolated_home / ".gemini" / "tmp")
+    assert opening.load in written[0].read_text(encoding="utf-8")
+    assert name not in written[0].name or not name
+    assert live.read_text(encoding="utf-8") == '{"sessionId": "live"}\n'
+
+
+def test_a_conversation_whose_origin_is_a_live_session_never_overwrites_it(isolated_home: Path, tmp_path: Path) -> None:
+    env = {"GEMINI_CLI_HOME": str(isolated_home)}
+    first = Conversation(turns=[UserTurn(parts=[TextPart(text="one")]), ModelTurn(parts=[TextPart(text="1")])])
+    live = open_history(env, tmp_path, first, model="m")
+    live_file = next(p for p in _files(isolated_home / ".gemini" / "tmp") if p.suffix == ".jsonl")
+    content = live_file.read_bytes()
+    clash = Conversation(origin=Origin(backend="gemini-cli", session_id=live.load), turns=first.turns)
+    again = open_history(env, tmp_path, clash, model="m")
+    assert again.load != live.load
+    assert live_file.read_bytes() == content
+    claude = lines_from_conversation(clash, session_id="fresh", cwd=str(tmp_path), model=None)
+    assert {line["sessionId"] for line in claude} == {"fresh"}
+    rollout = rollout_from_conversation(clash, thread_id="fresh", cwd=str(tmp_path), provider="openai")
+    assert json.loads(rollout.splitlines()[0])["payload"]["id"] == "fresh"
+
+
+# --- `unified run --history FILE` with a file that is not one -------------------------------------------------
+
+
+async def _unified(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
+    with anyio.fail_after(HANG_GUARD_S):
+        done = await anyio.run_process([sys.executable, "-m", "unified._cli", *args], env=env, check=False)
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+def _make(kind: str, path: Path) -> None:
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev-zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "invalid-utf8":
+        path.write_bytes(b'{"turns": [{"role": "user", "parts": [{"type": "text", "text": "\xff\xfe"}]}]}')
+    elif kind == "truncated":
+        path.write_text('{"format": "unified.conversation", "turns": [{"role": "us', encoding="utf-8")
+    elif kind == "key-in-extra-field":
+        path.write_text(json.dumps({"turns": [], "api_key": KEYS[1]}), encoding="utf-8")
+    elif kind == "key-as-role":
+        path.write_text(json.dumps({"turns": [{"role": KEYS[1], "parts": []}]}), encoding="utf-8")
+    elif kind == "key-as-field-name":
+        path.write_text(json.dumps({"turns": [], KEYS[1]: 1}), encoding="utf-8")
+
+
+@pytest.mark.e2e
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize(
+    ("kind", "phrase"),
+    [
+        ("fifo", "not a regular file but a FIFO"),
+        ("dev-zero", "not a regular file but a character device"),
+        ("directory", "not a regular file but a directory"),
+        ("invalid-utf8", "is not a conversation"),
+        ("truncated", "is not a conversation"),
+        ("key-in-extra-field", "is not a conversation"),
+        ("key-as-role", "is not a conversation"),
+        ("key-as-field-name", "is not a conversation"),
+    ],
+)
+async def test_a_history_file_that_is_not_a_conversation_ends_with_one_line(
+    kind: str, phrase: str, isolated_home: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "conversation.json"
+    _make(kind, path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_API", "GOOGLE_", "ANTHROPIC_", "OPENAI_"))}
+    env |= {"HOME": str(isolated_home), "UNIFIED_DATA_DIR": str(isolated_home / "data")}
+    env.pop("UNIFIED_DEBUG", None)
+    code, out, err = await _unified("run", "hi", "--history", str(path), "--backend", "claude-code", env=env)
+    assert code == 2, (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: "), err
+    assert phrase in lines[0], lines[0]
+    assert KEYS[1][:20] not in err
+
+
+def test_a_history_file_larger_than_a_run_takes_is_refused_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import typer
+
+    from unified._cli.main import _read_history
+
+    monkeypatch.setattr(limits, "MAX_CONVERSATION_BYTES", 100)
+    path = tmp_path / "big.json"
+    path.write_text(Conversation(turns=[UserTurn(parts=[TextPart(text="x" * 200)])]).to_json(), encoding="utf-8")
+    with pytest.raises(typer.Exit):
+        _read_history(path)
+    assert "more than unified reads (100)" in capsys.readouterr().err
