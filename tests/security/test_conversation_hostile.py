@@ -18,6 +18,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -26,6 +27,7 @@ from pydantic import ValidationError
 from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams, execute_sync
 from unified._adapters.claude_code._conversation import lines_from_conversation
+from unified._adapters.claude_code._shared_sessions import SESSION_FILE, state_summary
 from unified._adapters.codex._conversation import rollout_from_conversation
 from unified._adapters.gemini_cli._conversation import chat_records_from_conversation, open_history
 from unified._internal import limits
@@ -39,7 +41,8 @@ from unified.conversations import (
     ToolResultPart,
     UserTurn,
 )
-from unified.errors import ConfigurationError
+from unified.errors import ConfigurationError, CorruptSession
+from unified.sessions import StoredSession
 
 BACKENDS = ("gemini-cli", "generate-content", "interactions", "claude-code", "codex")
 KEYS = (
@@ -287,3 +290,31 @@ def test_a_history_file_larger_than_a_run_takes_is_refused_unread(
     with pytest.raises(typer.Exit):
         _read_history(path)
     assert "more than unified reads (100)" in capsys.readouterr().err
+
+
+# --- a claude-code session in a shared store: its text is JSON lines, split at "\n" only --------------------
+
+
+def _stored_claude(session_id: str, lines: list[dict[str, Any]]) -> StoredSession:
+    text = "".join(json.dumps(line, separators=(",", ":"), ensure_ascii=False) + "\n" for line in lines)
+    return StoredSession(
+        backend="claude-code", session_id=session_id, state={SESSION_FILE: {"project": "-ws", "text": text}}
+    )
+
+
+def test_a_line_separator_in_a_stored_claude_session_loses_no_message() -> None:
+    session_id = "11111111-2222-3333-4444-555555555555"
+    said = "first\u2028second\u2029third\x85fourth"
+    lines = [
+        {"type": "user", "sessionId": session_id, "message": {"role": "user", "content": said}},
+        {"type": "assistant", "sessionId": session_id, "message": {"role": "assistant", "content": said}},
+    ]
+    shown = state_summary(_stored_claude(session_id, lines))
+    assert [m["message"]["content"] for m in shown["messages"]] == [said, said]
+
+
+def test_a_stored_claude_session_cannot_hide_another_sessions_line_behind_a_line_separator() -> None:
+    session_id = "11111111-2222-3333-4444-555555555555"
+    other = {"type": "user", "text": "x\u2028", "sessionId": "99999999-0000-0000-0000-000000000000"}
+    with pytest.raises(CorruptSession, match="holds lines of session 99999999"):
+        state_summary(_stored_claude(session_id, [other]))
