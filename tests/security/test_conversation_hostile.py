@@ -318,3 +318,43 @@ def test_a_stored_claude_session_cannot_hide_another_sessions_line_behind_a_line
     other = {"type": "user", "text": "x\u2028", "sessionId": "99999999-0000-0000-0000-000000000000"}
     with pytest.raises(CorruptSession, match="holds lines of session 99999999"):
         state_summary(_stored_claude(session_id, [other]))
+
+
+# --- exporting a session whose file an attacker edited ------------------------------------------------------
+
+HOSTILE_GEMINI_MESSAGES: dict[str, dict[str, Any]] = {
+    "a thought that is no object": {"type": "gemini", "thoughts": ["x"]},
+    "a tool call that is no object": {"type": "gemini", "toolCalls": ["x"]},
+    "tool arguments as a list": {"type": "gemini", "toolCalls": [{"id": "a", "name": "n", "args": [1]}]},
+    "a result that is a number": {"type": "gemini", "toolCalls": [{"id": "a", "name": "n", "result": 5}]},
+    "tokens as a list": {"type": "gemini", "content": "x", "tokens": [1]},
+    "an image of bad base64": {"type": "user", "content": [{"inlineData": {"mimeType": "image/png", "data": "!!"}}]},
+    "inline data that is text": {"type": "user", "content": [{"inlineData": "x"}]},
+    "a function response that is text": {"type": "user", "content": [{"functionResponse": "x"}]},
+    "a key as its id, then a bad thought": {"type": "gemini", "thoughts": [1], "id": "edited-message " + KEYS[0]},
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize("case", sorted(HOSTILE_GEMINI_MESSAGES))
+async def test_exporting_an_edited_gemini_cli_chat_file_is_a_typed_error(
+    case: str, isolated_home: Path, tmp_path: Path
+) -> None:
+    from unified import sessions
+
+    conversation = Conversation(turns=[UserTurn(parts=[TextPart(text="hi")]), ModelTurn(parts=[TextPart(text="1")])])
+    opening = open_history({"GEMINI_CLI_HOME": str(isolated_home)}, tmp_path, conversation, model="m")
+    [chat] = [p for p in _files(isolated_home) if p.suffix == ".jsonl"]
+    message: dict[str, Any] = {
+        "id": "edited-message",
+        "timestamp": "2026-01-01T00:00:00.000Z",
+    } | HOSTILE_GEMINI_MESSAGES[case]
+    with chat.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(message) + "\n")
+    content = chat.read_bytes()
+    with pytest.raises(CorruptSession, match="edited-message") as caught:
+        await sessions.export(opening.load, backend="gemini-cli", cwd=str(tmp_path))
+    assert caught.value.hint is not None
+    assert KEYS[0] not in str(caught.value)
+    assert chat.read_bytes() == content  # nothing changed, nothing lost
