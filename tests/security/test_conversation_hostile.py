@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -358,3 +359,37 @@ async def test_exporting_an_edited_gemini_cli_chat_file_is_a_typed_error(
     assert caught.value.hint is not None
     assert KEYS[0] not in str(caught.value)
     assert chat.read_bytes() == content  # nothing changed, nothing lost
+
+
+HOSTILE_CODEX_ITEMS: dict[str, dict[str, Any]] = {
+    "assistant content that is a number": {"type": "message", "role": "assistant", "content": 5},
+    "user content that is a number": {"type": "message", "role": "user", "content": 5},
+    "a reasoning summary that is a number": {"type": "reasoning", "summary": 5},
+    "call arguments that are a number": {"type": "function_call", "call_id": "a", "name": "n", "arguments": 5},
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize("case", sorted(HOSTILE_CODEX_ITEMS))
+async def test_exporting_an_edited_codex_rollout_is_a_typed_error(
+    case: str, isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from unified import sessions
+    from unified._adapters.codex._rollouts import Rollouts
+
+    home = isolated_home / "codex-home"
+    conversation = Conversation(turns=[UserTurn(parts=[TextPart(text="hi")]), ModelTurn(parts=[TextPart(text="1")])])
+    thread = "019a0000-0000-7000-8000-000000000001"
+    text = rollout_from_conversation(conversation, thread_id=thread, cwd=str(tmp_path), provider="openai")
+    text += json.dumps(
+        {"timestamp": "2026-01-01T00:00:00.000Z", "type": "response_item", "payload": HOSTILE_CODEX_ITEMS[case]}
+    )
+    Rollouts(home).write(thread, datetime.now(UTC), text + "\n")
+    [rollout] = [p for p in _files(home) if p.suffix == ".jsonl"]
+    content = rollout.read_bytes()
+    monkeypatch.setenv("UNIFIED_CODEX_HOME", str(home))
+    with pytest.raises(CorruptSession, match="cannot read") as caught:
+        await sessions.export(thread, backend="codex", cwd=str(tmp_path))
+    assert caught.value.hint is not None
+    assert rollout.read_bytes() == content

@@ -120,7 +120,19 @@ def _usage(raw: object) -> Usage | None:
 
 
 def conversation_from_rollout(rollout: Rollout) -> Conversation:
-    """A rollout's history as a Conversation (see the module docstring)."""
+    """A rollout's history as a Conversation (see the module docstring); `CorruptSession` when an item is not
+    of the shape Codex writes (a rollout edited by hand or by an attacker), the file unchanged."""
+    try:
+        return _conversation_from_rollout(rollout)
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise CorruptSession(
+            f"codex session {codex_short_id(rollout.thread_id)} holds an item unified cannot read "
+            f"({type(exc).__name__}: {exc})",
+            hint="the rollout was left unchanged; remove or fix that item, or start a new session",
+        ) from None
+
+
+def _conversation_from_rollout(rollout: Rollout) -> Conversation:
     turns: list[UserTurn | ModelTurn] = []
     names: dict[str, str] = {}
     model: str | None = None
