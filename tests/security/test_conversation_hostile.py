@@ -393,3 +393,32 @@ async def test_exporting_an_edited_codex_rollout_is_a_typed_error(
         await sessions.export(thread, backend="codex", cwd=str(tmp_path))
     assert caught.value.hint is not None
     assert rollout.read_bytes() == content
+
+
+HOSTILE_API_STATES: dict[str, dict[str, Any]] = {
+    "generate-content: a content that is a number": {"contents": [5]},
+    "generate-content: parts that are a number": {"contents": [{"role": "user", "parts": 5}]},
+    "generate-content: an image of bad base64": {
+        "contents": [{"role": "user", "parts": [{"inline_data": {"mime_type": "image/png", "data": "!!"}}]}]
+    },
+    "generate-content: usage that is no object": {"contents": [], "usage": {"0": 5}},
+    "interactions: a step that is a number": {"steps": [5]},
+    "interactions: usage keyed by a word": {"steps": [], "usage": {"x": {}}},
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize("case", sorted(HOSTILE_API_STATES))
+async def test_exporting_an_edited_api_session_is_a_typed_error(case: str, tmp_path: Path) -> None:
+    from unified import sessions
+    from unified._sessions.stores import FileSessionStore
+
+    backend = case.split(":")[0]
+    store = FileSessionStore(tmp_path / "store")
+    session_id = "22222222-3333-4444-5555-666666666666"
+    await store.save(StoredSession(backend=backend, session_id=session_id, state=HOSTILE_API_STATES[case]))
+    with pytest.raises(CorruptSession, match="cannot read") as caught:
+        await sessions.export(session_id, backend=backend, store=store)
+    assert caught.value.hint is not None
+    assert (await store.load(backend, session_id)).state == HOSTILE_API_STATES[case]
