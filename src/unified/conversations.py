@@ -271,8 +271,9 @@ class Conversation(BaseModel):
 
     def problem(self, max_bytes: int | None = None) -> str | None:
         """Why no backend can continue this conversation, or None: text that is not Unicode (a lone
-        surrogate: no session file, no request can hold it), more than `max_bytes` of JSON, a call id
-        used twice, or a tool result answering no call before it (every provider's API refuses both).
+        surrogate: no session file, no request can hold it), more than `max_bytes` of JSON, an image
+        whose `mime_type` is not a media type, a call id used twice, or a tool result answering no call
+        before it (every provider's API refuses both).
         A run checks this before it writes anything (`ExecuteParams.history`)."""
         if _holds_surrogate(self.model_dump(exclude_none=True)):
             return "it holds text that is not valid Unicode (a lone surrogate such as '\\ud800')"
@@ -282,6 +283,11 @@ class Conversation(BaseModel):
         called: set[str] = set()
         for number, turn in enumerate(self.turns):
             for part in turn.parts:
+                if isinstance(part, ImagePart) and not _MEDIA_TYPE.fullmatch(part.mime_type):
+                    shown = part.mime_type[:40]
+                    return (
+                        f"turn {number} holds an image whose mime_type {shown!r} is not a media type (image/png, ...)"
+                    )
                 if isinstance(part, ToolCallPart):
                     if part.id in called:
                         return f"turn {number} repeats the tool call id {part.id!r}: each call needs its own"
@@ -301,6 +307,10 @@ class Conversation(BaseModel):
     def json_schema(cls) -> dict[str, Any]:
         return cls.model_json_schema()
 
+
+_MEDIA_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}")
+"""An image's `mime_type` as RFC 6838 shapes one, nothing more: it becomes a data URL (`data:<type>;base64,`),
+a header-like field, a JSON string of every session file; `;`, spaces and newlines have no place in it."""
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 

@@ -34,6 +34,7 @@ from unified._adapters.gemini_cli._conversation import chat_records_from_convers
 from unified._internal import limits
 from unified.conversations import (
     Conversation,
+    ImagePart,
     ModelTurn,
     Origin,
     TextPart,
@@ -72,6 +73,12 @@ BAD = {
     "result before its call": Conversation(
         turns=[UserTurn(parts=[ToolResultPart(call_id="c1", name="read_file", output="x")]), _call("c1")]
     ),
+    "image type that breaks a data URL": Conversation(
+        turns=[UserTurn(parts=[ImagePart(mime_type="image/png;base64,AAAA", data=b"\x89PNG")])]
+    ),
+    "image type with a newline": Conversation(
+        turns=[UserTurn(parts=[ImagePart(mime_type="image/png\nX-Evil: 1", data=b"\x89PNG")])]
+    ),
     "duplicate call id": Conversation(
         turns=[_call("c1"), UserTurn(parts=[ToolResultPart(call_id="c1", name="read_file", output="x")]), _call("c1")]
     ),
@@ -82,6 +89,8 @@ PHRASES = {
     "result with no call": "no earlier turn made",
     "result before its call": "no earlier turn made",
     "duplicate call id": "repeats the tool call id",
+    "image type that breaks a data URL": "not a media type",
+    "image type with a newline": "not a media type",
 }
 
 
