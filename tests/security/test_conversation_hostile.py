@@ -431,3 +431,76 @@ async def test_exporting_an_edited_api_session_is_a_typed_error(case: str, tmp_p
         await sessions.export(session_id, backend=backend, store=store)
     assert caught.value.hint is not None
     assert (await store.load(backend, session_id)).state == HOSTILE_API_STATES[case]
+
+
+# --- retry: a cut-off tail is kept, never overwritten ------------------------------------------------------
+
+
+def test_two_codex_retries_in_one_second_keep_both_cut_off_tails(
+    isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from unified._adapters.codex._conversation import open_retry
+    from unified._adapters.codex._rollouts import Rollouts
+
+    home = isolated_home / "codex-home"
+    turns = [UserTurn(parts=[TextPart(text="one")]), ModelTurn(parts=[TextPart(text="1")], provider="openai")]
+    turns += [UserTurn(parts=[TextPart(text="two")]), ModelTurn(parts=[TextPart(text="2")], provider="openai")]
+    thread = "019a0000-0000-7000-8000-000000000002"
+    rollouts = Rollouts(home)
+    text = rollout_from_conversation(Conversation(turns=turns), thread_id=thread, cwd=str(tmp_path), provider="openai")
+    rollouts.write(thread, datetime.now(UTC), text)
+    monkeypatch.setattr(time, "time", lambda: 1_800_000_000.0)
+    first = open_retry(rollouts, thread)
+    second = open_retry(rollouts, thread)
+    assert (first.prompt, second.prompt) == ("two", "one")
+    backups = sorted((home / "unified-retry-backups").iterdir())
+    assert len(backups) == 2
+    kept = b"".join(p.read_bytes() for p in backups)
+    assert b'"two"' in kept
+    assert b'"one"' in kept
+
+
+def test_a_codex_retry_backup_never_follows_a_planted_link(isolated_home: Path, tmp_path: Path) -> None:
+    import time
+
+    from unified._adapters.codex._conversation import open_retry
+    from unified._adapters.codex._rollouts import Rollouts
+
+    home = isolated_home / "codex-home"
+    turns = [UserTurn(parts=[TextPart(text="one")]), ModelTurn(parts=[TextPart(text="1")], provider="openai")]
+    thread = "019a0000-0000-7000-8000-000000000003"
+    rollouts = Rollouts(home)
+    text = rollout_from_conversation(Conversation(turns=turns), thread_id=thread, cwd=str(tmp_path), provider="openai")
+    rollouts.write(thread, datetime.now(UTC), text)
+    [path] = [p for p in _files(home) if p.suffix == ".jsonl"]
+    outside = tmp_path / "outside.txt"
+    outside.write_text("precious", encoding="utf-8")
+    backups = home / "unified-retry-backups"
+    backups.mkdir()
+    now = int(time.time())
+    for second in range(now - 2, now + 30):
+        (backups / f"{path.name}.{second}").symlink_to(outside)
+    open_retry(rollouts, thread)
+    assert outside.read_text(encoding="utf-8") == "precious"
+
+
+def test_a_codex_retry_refuses_a_backup_folder_that_is_a_link(isolated_home: Path, tmp_path: Path) -> None:
+    from unified._adapters.codex._conversation import open_retry
+    from unified._adapters.codex._rollouts import Rollouts
+
+    home = isolated_home / "codex-home"
+    turns = [UserTurn(parts=[TextPart(text="one")]), ModelTurn(parts=[TextPart(text="1")], provider="openai")]
+    thread = "019a0000-0000-7000-8000-000000000004"
+    rollouts = Rollouts(home)
+    text = rollout_from_conversation(Conversation(turns=turns), thread_id=thread, cwd=str(tmp_path), provider="openai")
+    rollouts.write(thread, datetime.now(UTC), text)
+    [path] = [p for p in _files(home) if p.suffix == ".jsonl"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (home / "unified-retry-backups").symlink_to(elsewhere)
+    with pytest.raises(ConfigurationError, match="cut-off tail"):
+        open_retry(rollouts, thread)
+    assert list(elsewhere.iterdir()) == []
+    assert path.read_text(encoding="utf-8") == text  # the session is not cut
