@@ -246,7 +246,7 @@ def check_params(params: ExecuteParams) -> None:
             hint="export the session (unified.sessions.export) and pass it as history, or resume it",
         )
     if params.history is not None:
-        problem = params.history.problem(limits.MAX_CONVERSATION_BYTES)
+        problem = params.history.problem(limits.MAX_CONVERSATION_BYTES, limits.MAX_JSON_DEPTH)
         if problem is not None:
             raise ConfigurationError(
                 f"the history cannot be continued: {redact_key_shapes(problem)}",

@@ -269,15 +269,25 @@ class Conversation(BaseModel):
         """Whether the last turn is the user's: a prompt or tool results the model has not answered yet."""
         return bool(self.turns) and isinstance(self.turns[-1], UserTurn)
 
-    def problem(self, max_bytes: int | None = None) -> str | None:
+    def problem(self, max_bytes: int | None = None, max_depth: int | None = None) -> str | None:
         """Why no backend can continue this conversation, or None: text that is not Unicode (a lone
-        surrogate: no session file, no request can hold it), more than `max_bytes` of JSON, an image
-        whose `mime_type` is not a media type, a call id used twice, or a tool result answering no call
-        before it (every provider's API refuses both).
-        A run checks this before it writes anything (`ExecuteParams.history`)."""
-        if _holds_surrogate(self.model_dump(exclude_none=True)):
-            return "it holds text that is not valid Unicode (a lone surrogate such as '\\ud800')"
-        size = len(self.model_dump_json(exclude_none=True))
+        surrogate: no session file, no request can hold it), tool arguments or data nested deeper than
+        `max_depth`, more than `max_bytes` of JSON, an image whose `mime_type` is not a media type, a
+        call id used twice, or a tool result answering no call before it (every provider's API refuses
+        both). A run checks this before it writes anything (`ExecuteParams.history`)."""
+        for turn in self.turns:  # a part's arguments or data count from 0, not the part holding them
+            for part in turn.parts:
+                problem = _text_problem(part.model_dump(exclude_none=True), max_depth, start=-1)
+                if problem is not None:
+                    return problem
+        models = [turn.model for turn in self.turns if isinstance(turn, ModelTurn)]
+        problem = _text_problem([self.system_instruction, self.origin and self.origin.model_dump(), models], None)
+        if problem is not None:
+            return problem
+        try:
+            size = len(self.model_dump_json(exclude_none=True))
+        except ValueError as exc:  # pydantic's serialization error: nothing above should let one through
+            return f"it cannot be written as JSON ({exc})"
         if max_bytes is not None and size > max_bytes:
             return f"it is {size} bytes of JSON, more than a run takes ({max_bytes})"
         called: set[str] = set()
@@ -315,21 +325,22 @@ a header-like field, a JSON string of every session file; `;`, spaces and newlin
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _holds_surrogate(value: object) -> bool:
-    """Whether a string of `value` (dicts, lists, keys included) holds a lone surrogate, which UTF-8
-    cannot encode (pydantic's JSON writes one in a key as garbage). Iterative: any depth."""
-    stack = [value]
+def _text_problem(value: object, max_depth: int | None, *, start: int = 0) -> str | None:
+    """Why the strings and nesting of `value` (dicts, lists, keys included) cannot be written: a lone
+    surrogate, which UTF-8 cannot encode (pydantic's JSON writes one in a key as garbage), or nesting
+    deeper than `max_depth` (`value` itself at depth `start`). Iterative: any depth, no recursion."""
+    stack: list[tuple[object, int]] = [(value, start)]
     while stack:
-        item = stack.pop()
+        item, depth = stack.pop()
         if isinstance(item, str):
             if not item.isascii() and _SURROGATE.search(item):
-                return True
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
-    return False
+                return "it holds text that is not valid Unicode (a lone surrogate such as '\\ud800')"
+        elif isinstance(item, dict | list | tuple):
+            if max_depth is not None and depth > max_depth:
+                return f"it nests objects and arrays deeper than {max_depth} levels (tool arguments or data)"
+            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return None
 
 
 def signature_for(

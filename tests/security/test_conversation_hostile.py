@@ -62,6 +62,13 @@ def _call(call_id: str) -> ModelTurn:
     return ModelTurn(parts=[ToolCallPart(id=call_id, name="read_file", arguments={"path": "a"})], provider="google")
 
 
+def _deep(depth: int) -> dict[str, Any]:
+    value: Any = "bottom"
+    for _ in range(depth):
+        value = [value]
+    return {"x": value}
+
+
 BAD = {
     "lone surrogate": Conversation(turns=[UserTurn(parts=[TextPart(text="hi \ud800 there")])]),
     "surrogate in arguments": Conversation(
@@ -79,6 +86,10 @@ BAD = {
     "image type with a newline": Conversation(
         turns=[UserTurn(parts=[ImagePart(mime_type="image/png\nX-Evil: 1", data=b"\x89PNG")])]
     ),
+    "arguments nested 500 deep": Conversation(
+        turns=[ModelTurn(parts=[ToolCallPart(id="c1", name="n", arguments=_deep(500))])]
+    ),
+    "a surrogate in a model name": Conversation(turns=[ModelTurn(parts=[TextPart(text="x")], model="m\ud800")]),
     "duplicate call id": Conversation(
         turns=[_call("c1"), UserTurn(parts=[ToolResultPart(call_id="c1", name="read_file", output="x")]), _call("c1")]
     ),
@@ -89,6 +100,8 @@ PHRASES = {
     "result with no call": "no earlier turn made",
     "result before its call": "no earlier turn made",
     "duplicate call id": "repeats the tool call id",
+    "arguments nested 500 deep": "deeper than 64 levels",
+    "a surrogate in a model name": "not valid Unicode",
     "image type that breaks a data URL": "not a media type",
     "image type with a newline": "not a media type",
 }
@@ -127,7 +140,9 @@ def test_a_valid_conversation_has_no_problem() -> None:
             _call("c2"),  # a call with no result yet: a run that stopped between them, continued
         ]
     )
-    assert good.problem(limits.MAX_CONVERSATION_BYTES) is None
+    assert good.problem(limits.MAX_CONVERSATION_BYTES, limits.MAX_JSON_DEPTH) is None
+    nested = Conversation(turns=[ModelTurn(parts=[ToolCallPart(id="c", name="n", arguments=_deep(60))])])
+    assert nested.problem(limits.MAX_CONVERSATION_BYTES, limits.MAX_JSON_DEPTH) is None
 
 
 @pytest.mark.parametrize("key", KEYS)
