@@ -1,0 +1,91 @@
+"""A valid but hostile conversation continued on each of the five backends (the real pinned binaries against
+FakeGemini, FakeAnthropic and FakeOpenAI on 127.0.0.1, every home isolated): texts holding the characters that
+split lines (U+2028, U+2029, NEL, CR LF), a path as a tool argument, a thought signed by another provider, an
+unknown server tool of another provider. Each run succeeds; the target's model reads every text whole and once,
+no foreign signature; nothing is written beside the backend's own home (not into the project).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conversations.test_backend_pairs import Lab, _result, binaries, lab  # noqa: F401 (fixtures)
+from unified.conversations import (
+    Conversation,
+    ModelTurn,
+    Provider,
+    ServerToolCallPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    UserTurn,
+    provider_of_backend,
+)
+from unified.testing import ModelTurn as ScriptTurn
+
+pytestmark = [pytest.mark.e2e, pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
+
+TARGETS = ("gemini-cli", "generate-content", "interactions", "claude-code", "codex")
+SPLITTERS = "line\u2028sep\u2029para\x85nel\r\ncrlf"
+FOREIGN_SIGNATURE = "sig-from-elsewhere-9"
+
+
+def _hostile(signer: Provider) -> Conversation:
+    return Conversation(
+        turns=[
+            UserTurn(parts=[TextPart(text=f"remember: kestrel-42 {SPLITTERS}")]),
+            ModelTurn(
+                parts=[
+                    ThinkingPart(text="a thought", signature=FOREIGN_SIGNATURE),
+                    ServerToolCallPart(id="srv-1", name="some_future_tool", arguments={"q": SPLITTERS}),
+                    ToolCallPart(id="call_a1", name="read_file", arguments={"path": "../../../etc/passwd"}),
+                ],
+                provider=signer,
+                model="someone-elses-model",
+            ),
+            UserTurn(parts=[ToolResultPart(call_id="call_a1", name="read_file", output=f"refused {SPLITTERS}")]),
+            ModelTurn(parts=[TextPart(text=f"noted {SPLITTERS}")], provider="anthropic"),
+        ]
+    )
+
+
+def _home_files(root: Path) -> set[Path]:
+    return {p for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+async def test_a_hostile_but_valid_history_continues(lab: Lab, target: str) -> None:  # noqa: F811 (the fixture)
+    outside = {p for p in lab.workspace.parent.iterdir() if p != lab.home and p != lab.workspace}
+    question = "what was the word?"
+    before = len(lab.model_requests(target))
+    lab.server(target).add(ScriptTurn(text=f"kestrel, said {target}."))
+    signer: Provider = "anthropic" if provider_of_backend(target) != "anthropic" else "openai"
+    second = _result(await lab.run(lab.params(target, question, history=_hostile(signer))))
+    assert (second.status, second.backend) == ("success", target), second.error
+    sent = next(body for body in lab.model_requests(target)[before:] if question in body)
+    escaped = json.dumps(SPLITTERS)[1:-1]
+    assert "kestrel-42" in sent
+    assert escaped in sent, sent  # the text whole: not cut at a line separator
+    assert sent.count("kestrel-42") == 1
+    assert FOREIGN_SIGNATURE not in sent
+    assert {p for p in lab.workspace.parent.iterdir() if p != lab.home and p != lab.workspace} == outside
+    assert _home_files(lab.workspace) == set()  # nothing written into the project either
+
+
+@pytest.mark.parametrize("target", TARGETS)
+async def test_a_hostile_history_ending_with_the_users_turn_is_retried(lab: Lab, target: str) -> None:  # noqa: F811
+    last = f"answer this again: merlin-7 {SPLITTERS}"
+    history = _hostile("google" if provider_of_backend(target) != "google" else "openai")
+    history = history.model_copy(update={"turns": [*history.turns, UserTurn(parts=[TextPart(text=last)])]})
+    before = len(lab.model_requests(target))
+    lab.server(target).add(ScriptTurn(text=f"merlin, said {target}."))
+    result = _result(await lab.run(lab.params(target, "", history=history, retry=True)))
+    assert (result.status, result.final_text) == ("success", f"merlin, said {target}."), result.error
+    sent = next(body for body in lab.model_requests(target)[before:] if "merlin-7" in body)
+    assert sent.count("merlin-7") == 1
+    assert json.dumps(last)[1:-1] in sent
+    assert "kestrel-42" in sent
