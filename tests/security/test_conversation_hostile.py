@@ -263,6 +263,13 @@ def _make(kind: str, path: Path) -> None:
         path.write_text('{"format": "unified.conversation", "turns": [{"role": "us', encoding="utf-8")
     elif kind == "key-in-extra-field":
         path.write_text(json.dumps({"turns": [], "api_key": KEYS[1]}), encoding="utf-8")
+    elif kind == "result-with-no-call":
+        orphan = UserTurn(parts=[ToolResultPart(call_id=KEYS[1], name="n", output="x")])
+        path.write_text(Conversation(turns=[orphan]).to_json(), encoding="utf-8")
+    elif kind == "surrogate-escape":
+        path.write_text(
+            '{"turns": [{"role": "user", "parts": [{"type": "text", "text": "\\ud800"}]}]}', encoding="utf-8"
+        )
     elif kind == "key-as-role":
         path.write_text(json.dumps({"turns": [{"role": KEYS[1], "parts": []}]}), encoding="utf-8")
     elif kind == "key-as-field-name":
@@ -282,6 +289,8 @@ def _make(kind: str, path: Path) -> None:
         ("truncated", "is not a conversation"),
         ("key-in-extra-field", "is not a conversation"),
         ("key-as-role", "is not a conversation"),
+        ("result-with-no-call", "no earlier turn made"),
+        ("surrogate-escape", "is not a conversation"),
         ("key-as-field-name", "is not a conversation"),
     ],
 )
