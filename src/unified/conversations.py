@@ -265,6 +265,36 @@ class Conversation(BaseModel):
         }
         return [call for call in self.tool_calls() if call.id not in answered]
 
+    def with_unanswered_calls_answered(self, output: str) -> Conversation:
+        """This conversation with an error result (`output`) for each call no later result answers, in
+        the user turn of results right after the call's (a turn of its own before a prompt, so a retried
+        prompt stays the last turn's): every provider's API refuses a
+        call left unanswered (Gemini, OpenAI and Anthropic alike answer HTTP 400, and Claude Code drops the
+        call from what the model reads). Itself when every call is answered."""
+        unanswered = {call.id for call in self.unanswered_calls()}
+        if not unanswered:
+            return self
+        turns: list[UserTurn | ModelTurn] = []
+        owed: list[UserPart] = []
+        for turn in self.turns:
+            if isinstance(turn, UserTurn) and owed and any(isinstance(p, ToolResultPart) for p in turn.parts):
+                turns.append(UserTurn(parts=[*owed, *turn.parts]))  # one turn answers all of a turn's calls
+                owed = []
+                continue
+            if owed:
+                turns.append(UserTurn(parts=owed))
+                owed = []
+            turns.append(turn)
+            if isinstance(turn, ModelTurn):
+                owed = [
+                    ToolResultPart(call_id=p.id, name=p.name, output=output, is_error=True)
+                    for p in turn.parts
+                    if isinstance(p, ToolCallPart) and p.id in unanswered
+                ]
+        if owed:
+            turns.append(UserTurn(parts=owed))
+        return self.model_copy(update={"turns": turns})
+
     def ends_with_user(self) -> bool:
         """Whether the last turn is the user's: a prompt or tool results the model has not answered yet."""
         return bool(self.turns) and isinstance(self.turns[-1], UserTurn)

@@ -528,3 +528,32 @@ def test_a_codex_retry_refuses_a_backup_folder_that_is_a_link(isolated_home: Pat
         open_retry(rollouts, thread)
     assert list(elsewhere.iterdir()) == []
     assert path.read_text(encoding="utf-8") == text  # the session is not cut
+
+
+def test_unanswered_calls_get_an_error_result_right_after_their_turn() -> None:
+    history = Conversation(
+        turns=[
+            UserTurn(parts=[TextPart(text="go")]),
+            ModelTurn(parts=[ToolCallPart(id="a", name="n"), ToolCallPart(id="b", name="n")]),
+            UserTurn(parts=[ToolResultPart(call_id="b", name="n", output="ok")]),
+            ModelTurn(parts=[ToolCallPart(id="c", name="n")]),
+            UserTurn(parts=[TextPart(text="never mind")]),
+            ModelTurn(parts=[ToolCallPart(id="d", name="n")]),
+        ]
+    )
+    answered = history.with_unanswered_calls_answered("not run")
+    assert answered.unanswered_calls() == []
+    assert answered.problem() is None
+    shapes = [[(p.type, getattr(p, "call_id", getattr(p, "id", None))) for p in t.parts] for t in answered.turns]
+    assert shapes == [
+        [("text", None)],
+        [("tool_call", "a"), ("tool_call", "b")],
+        [("tool_result", "a"), ("tool_result", "b")],
+        [("tool_call", "c")],
+        [("tool_result", "c")],
+        [("text", None)],
+        [("tool_call", "d")],
+        [("tool_result", "d")],
+    ]
+    complete = answered.with_unanswered_calls_answered("again")
+    assert complete is answered

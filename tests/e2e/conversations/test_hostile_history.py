@@ -89,3 +89,43 @@ async def test_a_hostile_history_ending_with_the_users_turn_is_retried(lab: Lab,
     assert sent.count("merlin-7") == 1
     assert json.dumps(last)[1:-1] in sent
     assert "kestrel-42" in sent
+
+
+@pytest.mark.parametrize("target", TARGETS)
+async def test_a_call_whose_result_never_came_is_answered_before_the_model_reads_on(lab: Lab, target: str) -> None:  # noqa: F811
+    """Every provider's API refuses a history whose call is not answered in the next turn (HTTP 400: Anthropic's
+    "tool_use ids were found without tool_result blocks", OpenAI's "No tool output found for function call"):
+    such a call gets an error result, as failover gives one, and the run goes on."""
+    history = Conversation(
+        turns=[
+            UserTurn(parts=[TextPart(text="read a, then tell me the word: wren-5")]),
+            ModelTurn(parts=[ToolCallPart(id="call_lost1", name="read_file", arguments={"path": "a"})]),
+            UserTurn(parts=[TextPart(text="never mind the file")]),
+            ModelTurn(parts=[TextPart(text="fine.")]),
+        ]
+    )
+    before = len(lab.model_requests(target))
+    lab.server(target).add(ScriptTurn(text="wren."))
+    result = _result(await lab.run(lab.params(target, "the word?", history=history)))
+    assert (result.status, result.final_text) == ("success", "wren."), result.error
+    sent = next(body for body in lab.model_requests(target)[before:] if "the word?" in body)
+    assert sent.count("call_lost1") >= 2 or target in ("gemini-cli", "generate-content", "interactions"), sent
+    assert "not run" in sent, sent
+
+
+@pytest.mark.parametrize("target", TARGETS)
+async def test_a_prompt_after_a_call_whose_result_never_came_is_retried(lab: Lab, target: str) -> None:  # noqa: F811
+    history = Conversation(
+        turns=[
+            UserTurn(parts=[TextPart(text="read a")]),
+            ModelTurn(parts=[ToolCallPart(id="call_lost2", name="read_file", arguments={"path": "a"})]),
+            UserTurn(parts=[TextPart(text="never mind, the word is finch-3?")]),
+        ]
+    )
+    before = len(lab.model_requests(target))
+    lab.server(target).add(ScriptTurn(text="finch."))
+    result = _result(await lab.run(lab.params(target, "", history=history, retry=True)))
+    assert (result.status, result.final_text) == ("success", "finch."), result.error
+    sent = next(body for body in lab.model_requests(target)[before:] if "finch-3" in body)
+    assert sent.count("finch-3") == 1
+    assert "not run" in sent, sent
