@@ -129,3 +129,37 @@ async def test_a_prompt_after_a_call_whose_result_never_came_is_retried(lab: Lab
     sent = next(body for body in lab.model_requests(target)[before:] if "finch-3" in body)
     assert sent.count("finch-3") == 1
     assert "not run" in sent, sent
+
+
+ODD_ORDERS = {
+    "starts with the model, turns repeated": [
+        ModelTurn(parts=[TextPart(text="hello first")]),
+        ModelTurn(parts=[TextPart(text="and again")]),
+        UserTurn(parts=[TextPart(text="remember heron-11")]),
+        UserTurn(parts=[TextPart(text="twice")]),
+    ],
+    "empty turns": [
+        UserTurn(parts=[]),
+        UserTurn(parts=[TextPart(text="remember heron-11")]),
+        ModelTurn(parts=[]),
+        ModelTurn(parts=[TextPart(text="", signature=None)]),
+    ],
+    "a result named otherwise than its call": [
+        UserTurn(parts=[TextPart(text="remember heron-11")]),
+        ModelTurn(parts=[ToolCallPart(id="call_n1", name="read_file", arguments={"path": "a"})]),
+        UserTurn(parts=[ToolResultPart(call_id="call_n1", name="something_else", output="text")]),
+        ModelTurn(parts=[TextPart(text="ok")]),
+    ],
+}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", sorted(ODD_ORDERS))
+async def test_turns_in_an_odd_order_still_continue(lab: Lab, target: str, case: str) -> None:  # noqa: F811
+    before = len(lab.model_requests(target))
+    lab.server(target).add(ScriptTurn(text="heron."))
+    history = Conversation(turns=ODD_ORDERS[case])
+    result = _result(await lab.run(lab.params(target, "the word?", history=history)))
+    assert (result.status, result.final_text) == ("success", "heron."), result.error
+    sent = next(body for body in lab.model_requests(target)[before:] if "the word?" in body)
+    assert "heron-11" in sent
