@@ -557,3 +557,11 @@ def test_unanswered_calls_get_an_error_result_right_after_their_turn() -> None:
     ]
     complete = answered.with_unanswered_calls_answered("again")
     assert complete is answered
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_a_key_in_a_refused_history_given_as_data_is_not_quoted(key: str) -> None:
+    for history in ({"format": key}, {"turns": [{"role": "user", "parts": [{"type": "text", "text": key, "x": 1}]}]}):
+        with pytest.raises(ValidationError) as caught:
+            ExecuteParams(prompt="go on", history=history)
+        assert key not in str(caught.value)
