@@ -565,3 +565,21 @@ def test_a_key_in_a_refused_history_given_as_data_is_not_quoted(key: str) -> Non
         with pytest.raises(ValidationError) as caught:
             ExecuteParams(prompt="go on", history=history)
         assert key not in str(caught.value)
+
+
+def test_a_history_part_longer_than_a_codex_rollout_line_is_refused_before_writing(
+    isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rollout line longer than the reader takes (16 MiB) was written, and the next export of the session
+    left the turn out without a word (an unreadable line)."""
+    from unified._adapters.codex import _rollouts
+    from unified._adapters.codex._conversation import open_history as open_codex_history
+    from unified._adapters.codex._rollouts import Rollouts
+
+    monkeypatch.setattr(_rollouts, "MAX_LINE_BYTES", 1000)
+    home = isolated_home / "codex-home"
+    history = Conversation(turns=[UserTurn(parts=[TextPart(text="x" * 2000)]), ModelTurn(parts=[TextPart(text="1")])])
+    params = ExecuteParams(prompt="go on", backend="codex", cwd=tmp_path, history=history)
+    with pytest.raises(ConfigurationError, match="longer than a codex session line"):
+        open_codex_history(Rollouts(home), params, "openai")
+    assert not home.exists() or _files(home) == set()

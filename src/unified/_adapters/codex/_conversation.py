@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from unified._adapters.codex import _rollouts
 from unified._adapters.codex._launch import PINNED_VERSION
 from unified._adapters.codex._options import BACKEND
 from unified._adapters.codex._rollouts import Rollout, Rollouts, codex_short_id, user_text
@@ -428,6 +429,13 @@ def open_history(rollouts: Rollouts, params: ExecuteParams, provider: str) -> Op
     thread_id = uuid7(ms)
     cwd = str(params.cwd.expanduser().resolve())
     text = rollout_from_conversation(conversation, thread_id=thread_id, cwd=cwd, provider=provider, now_ms=ms)
+    longest = max(len(line.encode()) for line in text.split("\n"))
+    if longest > _rollouts.MAX_LINE_BYTES:  # the reader skips such a line: the turn would be gone from the session
+        raise ConfigurationError(
+            f"the history holds a part of {longest} bytes, longer than a codex session line may be "
+            f"({_rollouts.MAX_LINE_BYTES})",
+            hint="continue it on another backend, or cut that text or image down",
+        )
     rollouts.write(thread_id, datetime.fromtimestamp(ms / 1000, UTC), text)
     return Opening(thread_id, resumed=False, prompt=prompt, images=images, continued_from=conversation.origin)
 
