@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, ValidationError
 
 from unified.events import JsonValue, Usage
 
@@ -341,7 +341,22 @@ class Conversation(BaseModel):
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Conversation:
-        return cls.model_validate_json(text)
+        """The conversation `text` holds; pydantic's `ValidationError` when it holds none, which never
+        quotes the input (a conversation may carry a key): not even a `role` or `type` tag, which
+        pydantic's own message for an unknown one would."""
+        try:
+            return cls.model_validate_json(text)
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False)
+            if not any(error["type"] == "union_tag_invalid" for error in errors):
+                raise
+            hidden = [
+                {**error, "ctx": {**error.get("ctx", {}), "tag": "..."}}
+                if error["type"] == "union_tag_invalid"
+                else error
+                for error in errors
+            ]
+            raise ValidationError.from_exception_data(exc.title, hidden, hide_input=True) from None  # type: ignore[arg-type]
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:

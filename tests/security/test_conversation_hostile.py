@@ -151,7 +151,9 @@ def test_a_key_in_a_refused_field_is_not_quoted_by_the_validation_error(key: str
         {"format": key},
         {"turns": [{"role": "user", "parts": [{"type": "text", "text": "hi", "extra": key}]}]},
         {"origin": {"backend": "codex", "session_id": "s", "token": key}},
-    ]  # not a key as a `role` or `type` tag: pydantic quotes the tag in its message (the CLI redacts it)
+        {"turns": [{"role": key, "parts": []}]},
+        {"turns": [{"role": "user", "parts": [{"type": key}]}, {"role": "model", "parts": []}], "version": "x"},
+    ]
     for document in documents:
         with pytest.raises(ValidationError) as caught:
             Conversation.from_json(json.dumps(document))
