@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conversations.test_backend_pairs import Lab, _result, binaries, lab  # noqa: F401 (fixtures)
+from unified import sessions
 from unified.conversations import (
     Conversation,
     ModelTurn,
@@ -163,3 +164,21 @@ async def test_turns_in_an_odd_order_still_continue(lab: Lab, target: str, case:
     assert (result.status, result.final_text) == ("success", "heron."), result.error
     sent = next(body for body in lab.model_requests(target)[before:] if "the word?" in body)
     assert "heron-11" in sent
+
+
+@pytest.mark.parametrize("target", ["gemini-cli", "claude-code", "codex"])
+async def test_a_history_whose_origin_is_a_live_session_never_touches_it(lab: Lab, target: str) -> None:  # noqa: F811
+    lab.server(target).add(ScriptTurn(text="first answer"))
+    first = _result(await lab.run(lab.params(target, "remember plover-8")))
+    assert first.status == "success", first.error
+    assert first.short_id is not None
+    files = {p: p.read_bytes() for p in _home_files(lab.home) if p.suffix == ".jsonl"}
+    assert files
+    exported = await sessions.export(first.short_id, cwd=str(lab.workspace))
+    assert exported.origin is not None
+    lab.server(target).add(ScriptTurn(text="plover."))
+    second = _result(await lab.run(lab.params(target, "the word?", history=exported)))
+    assert second.status == "success", second.error
+    assert second.short_id not in (None, first.short_id)
+    for path, content in files.items():
+        assert path.read_bytes() == content, path
