@@ -310,6 +310,11 @@ class Conversation(BaseModel):
                 problem = _text_problem(part.model_dump(exclude_none=True), max_depth, start=-1)
                 if problem is not None:
                     return problem
+        for field, value in (self.origin.model_dump() if self.origin is not None else {}).items():
+            if isinstance(value, str) and len(value) > _ORIGIN_MAX_CHARS:
+                return (
+                    f"its origin's {field} is {len(value)} characters, more than an origin holds ({_ORIGIN_MAX_CHARS})"
+                )
         models = [turn.model for turn in self.turns if isinstance(turn, ModelTurn)]
         problem = _text_problem([self.system_instruction, self.origin and self.origin.model_dump(), models], None)
         if problem is not None:
@@ -362,6 +367,10 @@ class Conversation(BaseModel):
     def json_schema(cls) -> dict[str, Any]:
         return cls.model_json_schema()
 
+
+_ORIGIN_MAX_CHARS = 4096
+"""Longest field of an `Origin` (a path is at most this long): the origin is written into the head of
+every continued session's file, where a listing reads it (a 2 MB one left a gemini-cli session unfindable)."""
 
 _MEDIA_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}")
 """An image's `mime_type` as RFC 6838 shapes one, nothing more: it becomes a data URL (`data:<type>;base64,`),

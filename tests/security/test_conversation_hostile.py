@@ -90,6 +90,10 @@ BAD = {
         turns=[ModelTurn(parts=[ToolCallPart(id="c1", name="n", arguments=_deep(500))])]
     ),
     "a surrogate in a model name": Conversation(turns=[ModelTurn(parts=[TextPart(text="x")], model="m\ud800")]),
+    "an origin field of 2 MB": Conversation(
+        origin=Origin(backend="codex", session_id="s", cwd="c" * 2_000_000),
+        turns=[UserTurn(parts=[TextPart(text="hi")])],
+    ),
     "duplicate call id": Conversation(
         turns=[_call("c1"), UserTurn(parts=[ToolResultPart(call_id="c1", name="read_file", output="x")]), _call("c1")]
     ),
@@ -100,6 +104,7 @@ PHRASES = {
     "result with no call": "no earlier turn made",
     "result before its call": "no earlier turn made",
     "duplicate call id": "repeats the tool call id",
+    "an origin field of 2 MB": "origin's cwd is 2000000 characters",
     "arguments nested 500 deep": "deeper than 64 levels",
     "a surrogate in a model name": "not valid Unicode",
     "image type that breaks a data URL": "not a media type",
