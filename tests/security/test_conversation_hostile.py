@@ -590,3 +590,32 @@ def test_a_history_part_longer_than_a_codex_rollout_line_is_refused_before_writi
     with pytest.raises(ConfigurationError, match="longer than a codex session line"):
         open_codex_history(Rollouts(home), params, "openai")
     assert not home.exists() or _files(home) == set()
+
+
+def test_a_history_larger_than_a_claude_session_file_may_be_is_refused_before_writing(
+    isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session file larger than the reader takes (256 MiB) was written, the CLI ran on it, and the session
+    could then be neither resumed nor exported (FileTooLarge): many small turns weigh far more there than in
+    the conversation's own JSON."""
+    from unified._adapters.claude_code import _session_files
+    from unified._adapters.claude_code._backend import ClaudeCodeBackend
+
+    monkeypatch.setattr(_session_files, "MAX_SESSION_BYTES", 20_000)
+    turns = [
+        UserTurn(parts=[TextPart(text="hi")]) if n % 2 == 0 else ModelTurn(parts=[TextPart(text="ok")])
+        for n in range(60)
+    ]
+    history = Conversation(turns=turns)
+    assert len(history.to_json()) < 20_000
+    home = isolated_home / "claude-home"
+    params = ExecuteParams(
+        prompt="go on",
+        backend="claude-code",
+        cwd=tmp_path,
+        history=history,
+        backend_options={"home": home, "start_process": lambda *a: None},
+    )
+    with pytest.raises(ConfigurationError, match="larger than a claude-code session file may be"):
+        ClaudeCodeBackend(params)._plan()
+    assert not any(p.suffix == ".jsonl" for p in _files(home)) if home.exists() else True
