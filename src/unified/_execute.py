@@ -10,10 +10,11 @@ from typing import Any
 from anyio.from_thread import start_blocking_portal
 
 from unified._exports import publish
+from unified._internal import limits
 from unified._internal.stream import GuardedStream, StreamGuard, announce_unsupported_options
-from unified._redaction import redactor
+from unified._redaction import redact_key_shapes, redactor
 from unified.backends import Backend, RunContext, RunOutcome, UnsupportedOption, load_backend_factory
-from unified.conversations import Conversation, TextPart, ToolResultPart, UserTurn, provider_of_backend
+from unified.conversations import Conversation, TextPart, UserTurn, provider_of_backend
 from unified.errors import ConfigurationError, RoutingError, UnifiedError
 from unified.events import Failover, JsonValue, UnifiedEvent, Usage, UserInputRequest, UserInputResponse
 from unified.sessions import short_id_of
@@ -208,18 +209,17 @@ def _recorded(conversation: Conversation, params: ExecuteParams) -> bool:
 def _answer_unrun_calls(conversation: Conversation) -> Conversation:
     """Calls the failed backend's model asked for that never ran get an error result, so the history is
     valid for any model and the next backend never runs them on its own."""
-    unanswered = conversation.unanswered_calls()
-    if not unanswered:
-        return conversation
-    results = UserTurn(
-        parts=[
-            ToolResultPart(
-                call_id=c.id, name=c.name, output="not run: the backend gave out before it ran", is_error=True
-            )
-            for c in unanswered
-        ]
-    )
-    return conversation.model_copy(update={"turns": [*conversation.turns, results]})
+    return conversation.with_unanswered_calls_answered("not run: the backend gave out before it ran")
+
+
+def _with_history_answered(params: ExecuteParams) -> ExecuteParams:
+    """`params` with every call of its history that no result answers given an error result: a history
+    cut between a call and its result (or edited) is otherwise refused by every provider's API."""
+    history = params.history
+    if history is None:
+        return params
+    answered = history.with_unanswered_calls_answered("not run: the conversation holds no result for this call")
+    return params if answered is history else params.model_copy(update={"history": answered})
 
 
 def check_params(params: ExecuteParams) -> None:
@@ -244,6 +244,13 @@ def check_params(params: ExecuteParams) -> None:
             "a run continues either a stored session (resume) or a conversation (history), not both",
             hint="export the session (unified.sessions.export) and pass it as history, or resume it",
         )
+    if params.history is not None:
+        problem = params.history.problem(limits.MAX_CONVERSATION_BYTES, limits.MAX_JSON_DEPTH)
+        if problem is not None:
+            raise ConfigurationError(
+                f"the history cannot be continued: {redact_key_shapes(problem)}",
+                hint="fix the conversation (unified sessions export REF prints a valid one) and run again",
+            )
     if params.retry:
         if params.resume is None and params.history is None:
             raise ConfigurationError("retry answers the last turn of a session again", hint="pass resume (or history)")
@@ -283,6 +290,7 @@ class EventStream(AsyncIterator[UnifiedEvent]):
 
     def __init__(self, params: ExecuteParams, *, backend: Backend | None = None, strict: bool = False) -> None:
         check_params(params)
+        params = _with_history_answered(params)
         self.params = params
         chosen = backend if backend is not None else _make_backend(params)
         self._stream = GuardedStream(lambda channel: StreamGuard(params, chosen, channel, strict=strict))

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, ValidationError
 
 from unified.events import JsonValue, Usage
 
@@ -94,7 +95,7 @@ def _json_text(value: object) -> str:
 
 
 class _Part(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True, hide_input_in_errors=True)
 
 
 class TextPart(_Part):
@@ -202,7 +203,7 @@ ModelPart = Annotated[
 class UserTurn(BaseModel):
     """What the user (or the client, returning tool results) sent in one request."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, hide_input_in_errors=True)
 
     role: Literal["user"] = "user"
     parts: list[UserPart]
@@ -212,7 +213,7 @@ class ModelTurn(BaseModel):
     """One model response: its parts in order, the provider and model that made it (so who can read
     its signatures), and what it cost."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, hide_input_in_errors=True)
 
     role: Literal["model"] = "model"
     parts: list[ModelPart]
@@ -227,7 +228,7 @@ Turn = Annotated[UserTurn | ModelTurn, Field(discriminator="role")]
 class Origin(BaseModel):
     """The session a conversation was exported from."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, hide_input_in_errors=True)
 
     backend: str
     session_id: str
@@ -239,7 +240,7 @@ class Origin(BaseModel):
 class Conversation(BaseModel):
     """A session's history as data (JSON Schema: `Conversation.model_json_schema()`, docs/conversations.md)."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, hide_input_in_errors=True)
 
     format: Literal["unified.conversation"] = FORMAT
     version: int = Field(default=VERSION, ge=1, le=VERSION)
@@ -264,20 +265,136 @@ class Conversation(BaseModel):
         }
         return [call for call in self.tool_calls() if call.id not in answered]
 
+    def with_unanswered_calls_answered(self, output: str) -> Conversation:
+        """This conversation with an error result (`output`) for each call no later result answers, in
+        the user turn of results right after the call's (a turn of its own before a prompt, so a retried
+        prompt stays the last turn's): every provider's API refuses a
+        call left unanswered (Gemini, OpenAI and Anthropic alike answer HTTP 400, and Claude Code drops the
+        call from what the model reads). Itself when every call is answered."""
+        unanswered = {call.id for call in self.unanswered_calls()}
+        if not unanswered:
+            return self
+        turns: list[UserTurn | ModelTurn] = []
+        owed: list[UserPart] = []
+        for turn in self.turns:
+            if isinstance(turn, UserTurn) and owed and any(isinstance(p, ToolResultPart) for p in turn.parts):
+                turns.append(UserTurn(parts=[*owed, *turn.parts]))  # one turn answers all of a turn's calls
+                owed = []
+                continue
+            if owed:
+                turns.append(UserTurn(parts=owed))
+                owed = []
+            turns.append(turn)
+            if isinstance(turn, ModelTurn):
+                owed = [
+                    ToolResultPart(call_id=p.id, name=p.name, output=output, is_error=True)
+                    for p in turn.parts
+                    if isinstance(p, ToolCallPart) and p.id in unanswered
+                ]
+        if owed:
+            turns.append(UserTurn(parts=owed))
+        return self.model_copy(update={"turns": turns})
+
     def ends_with_user(self) -> bool:
         """Whether the last turn is the user's: a prompt or tool results the model has not answered yet."""
         return bool(self.turns) and isinstance(self.turns[-1], UserTurn)
+
+    def problem(self, max_bytes: int | None = None, max_depth: int | None = None) -> str | None:
+        """Why no backend can continue this conversation, or None: text that is not Unicode (a lone
+        surrogate: no session file, no request can hold it), tool arguments or data nested deeper than
+        `max_depth`, more than `max_bytes` of JSON, an image whose `mime_type` is not a media type, a
+        call id used twice, or a tool result answering no call before it (every provider's API refuses
+        both). A run checks this before it writes anything (`ExecuteParams.history`)."""
+        for turn in self.turns:  # a part's arguments or data count from 0, not the part holding them
+            for part in turn.parts:
+                problem = _text_problem(part.model_dump(exclude_none=True), max_depth, start=-1)
+                if problem is not None:
+                    return problem
+        for field, value in (self.origin.model_dump() if self.origin is not None else {}).items():
+            if isinstance(value, str) and len(value) > _ORIGIN_MAX_CHARS:
+                return (
+                    f"its origin's {field} is {len(value)} characters, more than an origin holds ({_ORIGIN_MAX_CHARS})"
+                )
+        models = [turn.model for turn in self.turns if isinstance(turn, ModelTurn)]
+        problem = _text_problem([self.system_instruction, self.origin and self.origin.model_dump(), models], None)
+        if problem is not None:
+            return problem
+        try:
+            size = len(self.model_dump_json(exclude_none=True))
+        except ValueError as exc:  # pydantic's serialization error: nothing above should let one through
+            return f"it cannot be written as JSON ({exc})"
+        if max_bytes is not None and size > max_bytes:
+            return f"it is {size} bytes of JSON, more than a run takes ({max_bytes})"
+        called: set[str] = set()
+        for number, turn in enumerate(self.turns):
+            for part in turn.parts:
+                if isinstance(part, ImagePart) and not _MEDIA_TYPE.fullmatch(part.mime_type):
+                    shown = part.mime_type[:40]
+                    return (
+                        f"turn {number} holds an image whose mime_type {shown!r} is not a media type (image/png, ...)"
+                    )
+                if isinstance(part, ToolCallPart):
+                    if part.id in called:
+                        return f"turn {number} repeats the tool call id {part.id!r}: each call needs its own"
+                    called.add(part.id)
+                elif isinstance(part, ToolResultPart) and part.call_id not in called:
+                    return f"turn {number} holds a result for tool call {part.call_id!r}, which no earlier turn made"
+        return None
 
     def to_json(self) -> str:
         return self.model_dump_json(exclude_none=True)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Conversation:
-        return cls.model_validate_json(text)
+        """The conversation `text` holds; pydantic's `ValidationError` when it holds none, which never
+        quotes the input (a conversation may carry a key): not even a `role` or `type` tag, which
+        pydantic's own message for an unknown one would."""
+        try:
+            return cls.model_validate_json(text)
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False)
+            if not any(error["type"] == "union_tag_invalid" for error in errors):
+                raise
+            hidden = [
+                {**error, "ctx": {**error.get("ctx", {}), "tag": "..."}}
+                if error["type"] == "union_tag_invalid"
+                else error
+                for error in errors
+            ]
+            raise ValidationError.from_exception_data(exc.title, hidden, hide_input=True) from None  # type: ignore[arg-type]
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
         return cls.model_json_schema()
+
+
+_ORIGIN_MAX_CHARS = 4096
+"""Longest field of an `Origin` (a path is at most this long): the origin is written into the head of
+every continued session's file, where a listing reads it (a 2 MB one left a gemini-cli session unfindable)."""
+
+_MEDIA_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}")
+"""An image's `mime_type` as RFC 6838 shapes one, nothing more: it becomes a data URL (`data:<type>;base64,`),
+a header-like field, a JSON string of every session file; `;`, spaces and newlines have no place in it."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _text_problem(value: object, max_depth: int | None, *, start: int = 0) -> str | None:
+    """Why the strings and nesting of `value` (dicts, lists, keys included) cannot be written: a lone
+    surrogate, which UTF-8 cannot encode (pydantic's JSON writes one in a key as garbage), or nesting
+    deeper than `max_depth` (`value` itself at depth `start`). Iterative: any depth, no recursion."""
+    stack: list[tuple[object, int]] = [(value, start)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii() and _SURROGATE.search(item):
+                return "it holds text that is not valid Unicode (a lone surrogate such as '\\ud800')"
+        elif isinstance(item, dict | list | tuple):
+            if max_depth is not None and depth > max_depth:
+                return f"it nests objects and arrays deeper than {max_depth} levels (tool arguments or data)"
+            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return None
 
 
 def signature_for(

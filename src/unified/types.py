@@ -188,7 +188,7 @@ class ExecuteParams(BaseModel):
     `session_started` (or an `error` when ignoring it would change what the run does).
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, defer_build=True, hide_input_in_errors=True)
 
     prompt: str = Field(
         default="",

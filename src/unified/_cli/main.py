@@ -29,7 +29,7 @@ from anyio import CancelScope
 
 from unified._cli.demo_backends import DEMO_BACKENDS
 from unified._cli.serve import FAKE_SERVERS, FakeServer, ServedFake
-from unified._redaction import clip, redact
+from unified._redaction import clip, redact, redact_key_shapes
 from unified.errors import ConfigurationError, SessionNotFound, UnifiedError
 
 if TYPE_CHECKING:
@@ -239,14 +239,19 @@ def _read_history(path: Path) -> Conversation:
     """A conversation file (as `unified sessions export REF` prints it; `-` reads stdin), or exit 2 with one line."""
     from pydantic import ValidationError
 
+    from unified._files import read_regular
+    from unified._internal import limits
     from unified.conversations import Conversation
 
-    try:
-        text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
+    bound = limits.MAX_CONVERSATION_BYTES
+    try:  # a regular file only (a FIFO is never waited on, /dev/zero never read), and bounded
+        data = sys.stdin.buffer.read(bound + 1) if str(path) == "-" else read_regular(path, max_bytes=bound)
     except OSError as exc:
         raise _fail(f"cannot read --history {path}: {exc.strerror or exc}", EXIT_BAD_INPUT) from None
+    if len(data) > bound:
+        raise _fail(f"cannot read --history {path}: more than {bound} bytes", EXIT_BAD_INPUT)
     try:
-        return Conversation.from_json(text)
+        return Conversation.from_json(data)
     except ValidationError as exc:
         raise _fail(
             f"--history {path} is not a conversation (unified sessions export REF prints one): {_validation_line(exc)}",
@@ -275,7 +280,7 @@ def _validation_line(exc: ValidationError) -> str:
         where = ".".join(str(part) for part in error["loc"])
         message = str(error["msg"]).removeprefix("Value error, ")
         parts.append(f"{where}: {message}" if where else message)
-    return "; ".join(parts)
+    return redact_key_shapes("; ".join(parts))  # a message or a field name may quote the input (a key)
 
 
 def _reader_left() -> int:

@@ -14,6 +14,7 @@ from typing import Any
 __all__ = [
     "BACKGROUND_LOG_MAX_BYTES",
     "LIST_DIR_MAX_ENTRIES",
+    "MAX_CONVERSATION_BYTES",
     "MAX_EVENT_BYTES",
     "MAX_JSON_CONTAINERS",
     "MAX_JSON_DEPTH",
@@ -48,6 +49,10 @@ MAX_PARTS_PER_TURN = 10_000
 
 MAX_TURN_TEXT_CHARS = 4 * 1024 * 1024
 """Most characters of model text (answer plus thoughts) one model turn may produce."""
+
+MAX_CONVERSATION_BYTES = 256 * 1024 * 1024
+"""Largest conversation (`ExecuteParams.history`, a `--history` file) as JSON: a run refuses a larger one
+before it writes anything (the biggest session file a binary's reader here accepts is as large)."""
 
 # --- what a tool gives the model --------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from unified._sessions.config import default_store
 from unified._sessions.records import SessionInfo, SessionStore, StoredSession
 from unified._sessions.stores import described
 from unified.conversations import Conversation, Origin
+from unified.errors import CorruptSession
 
 __all__ = ["StoreSessionLocator"]
 
@@ -57,7 +58,14 @@ class StoreSessionLocator:
             model=session.model,
             cwd=session.cwd,
         )
-        return self.conversation_of(session, origin)
+        try:
+            return self.conversation_of(session, origin)
+        except (AttributeError, TypeError, ValueError) as exc:  # a store is shared: its state may be anything
+            raise CorruptSession(
+                f"{self.backend} session {session.short_id} in the session store holds a state unified cannot "
+                f"read ({type(exc).__name__})",
+                hint="it was left unchanged; start a new session (or fix the record)",
+            ) from None
 
     def conversation_of(self, session: StoredSession, origin: Origin) -> Conversation:
         """The backend's stored state as a Conversation."""

@@ -22,12 +22,14 @@ A resumed session (resume, history, retry) names its session on the command line
 from __future__ import annotations
 
 import contextlib
+import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from unified._adapters.claude_code import _session_files
 from unified._adapters.claude_code._conversation import lines_from_conversation
 from unified._adapters.claude_code._launch import Launch, config_dir, new_session_id, start_claude
 from unified._adapters.claude_code._options import BACKEND, claude_code_options
@@ -184,6 +186,13 @@ class ClaudeCodeBackend:
             return RunPlan(session_id, False, content, resumed=False)
         origin = history.origin.model_dump(mode="json") if history.origin is not None else None
         marker = {"type": CONTINUED_FROM, "sessionId": session_id, "origin": origin}
+        size = sum(len(json.dumps(line, separators=(",", ":"), ensure_ascii=False).encode()) + 1 for line in lines)
+        if size > _session_files.MAX_SESSION_BYTES:  # the listing refuses a larger file: the session would be lost
+            raise ConfigurationError(
+                f"the history makes a session file of {size} bytes, larger than a claude-code session file may be "
+                f"({_session_files.MAX_SESSION_BYTES})",
+                hint="continue it on another backend, or leave its oldest turns out",
+            )
         target = config_dir(self.launch.home) / "projects" / project_dir_name(cwd) / f"{session_id}.jsonl"
         write_lines(target, [*lines, marker])
         return RunPlan(session_id, True, content, resumed=False)

@@ -8,7 +8,6 @@ worker lists, resolves, shows, exports and deletes the sessions it has never run
 from __future__ import annotations
 
 import contextlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from unified._adapters.claude_code._conversation import conversation_from_lines
 from unified._adapters.claude_code._launch import default_home
 from unified._adapters.claude_code._options import BACKEND
 from unified._adapters.claude_code._session_files import SessionFiles, parse_session
-from unified._adapters.claude_code._shared_sessions import SESSION_FILE, state_summary
+from unified._adapters.claude_code._shared_sessions import SESSION_FILE, session_lines, state_summary
 from unified._sessions.config import configured_store
 from unified.backends import SessionLocator
 from unified.conversations import Conversation, Origin
@@ -78,13 +77,7 @@ class ClaudeSessionLocator:
             session = await self._store.load(BACKEND, info.session_id)
             state = session.state.get(SESSION_FILE)
             text = state.get("text", "") if isinstance(state, dict) else ""
-            lines = []
-            for raw in str(text).splitlines():
-                with contextlib.suppress(ValueError, RecursionError):
-                    line = json.loads(raw)
-                    if isinstance(line, dict):
-                        lines.append(line)
-            return conversation_from_lines(lines, origin=origin)
+            return conversation_from_lines(session_lines(str(text)), origin=origin)
         parsed = await anyio.to_thread.run_sync(parse_session, Path(str(info.path)))
         return conversation_from_lines(parsed.lines, origin=origin)
 

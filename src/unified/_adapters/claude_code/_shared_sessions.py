@@ -25,11 +25,26 @@ from unified._files import read_regular_text, write_atomically
 from unified.errors import CorruptSession
 from unified.sessions import StoredSession
 
-__all__ = ["SESSION_FILE", "shared_files", "state_summary", "stored_session", "write_session_file"]
+__all__ = ["SESSION_FILE", "session_lines", "shared_files", "state_summary", "stored_session", "write_session_file"]
 
 SESSION_FILE = "session_file"
 """The state key: {"project": <folder name>, "text": <the file's JSON lines>}."""
 _PROJECT = re.compile(r"^[A-Za-z0-9-]{1,255}$")
+
+
+def session_lines(text: str) -> list[dict[str, Any]]:
+    """The JSON objects of a session file's text, one a line. Split at "\\n" only, as the CLI splits it:
+    `str.splitlines` also splits at U+2028, U+2029 and NEL, which JSON strings hold raw (the CLI's
+    JSON.stringify, our `ensure_ascii=False`), and lost the message (or hid a line from `_checked`)."""
+    lines = []
+    for raw in text.split("\n"):
+        try:
+            line = json.loads(raw) if raw.strip() else None
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(line, dict):
+            lines.append(line)
+    return lines
 
 
 def _checked(session: StoredSession) -> tuple[str, str]:
@@ -45,12 +60,8 @@ def _checked(session: StoredSession) -> tuple[str, str]:
     project, text = state["project"], state["text"]
     if not _PROJECT.fullmatch(project):
         raise CorruptSession(f"{where} names the project folder {project!r}", hint="it was left unchanged")
-    for raw in text.splitlines():
-        try:
-            line = json.loads(raw) if raw.strip() else {}
-        except (ValueError, RecursionError):
-            continue
-        named = line.get("sessionId") if isinstance(line, dict) else None
+    for line in session_lines(text):
+        named = line.get("sessionId")
         if isinstance(named, str) and named != session.session_id:
             raise CorruptSession(f"{where} holds lines of session {named[:8]}", hint="it was left unchanged")
     return project, text
@@ -98,11 +109,7 @@ def state_summary(session: StoredSession) -> dict[str, Any]:
     """The conversation of a stored session, for `unified sessions show` on a worker without its file."""
     _, text = _checked(session)
     messages = []
-    for raw in text.splitlines():
-        try:
-            line = json.loads(raw)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(line, dict) and line.get("type") in ("user", "assistant") and not line.get("isSidechain"):
+    for line in session_lines(text):
+        if line.get("type") in ("user", "assistant") and not line.get("isSidechain"):
             messages.append({"type": line["type"], "timestamp": line.get("timestamp"), "message": line.get("message")})
     return {"messages": messages}

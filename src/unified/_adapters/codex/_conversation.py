@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import json
+import os
 import secrets
 import time
 from collections.abc import Iterable
@@ -31,6 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from unified._adapters.codex import _rollouts
 from unified._adapters.codex._launch import PINNED_VERSION
 from unified._adapters.codex._options import BACKEND
 from unified._adapters.codex._rollouts import Rollout, Rollouts, codex_short_id, user_text
@@ -120,7 +123,19 @@ def _usage(raw: object) -> Usage | None:
 
 
 def conversation_from_rollout(rollout: Rollout) -> Conversation:
-    """A rollout's history as a Conversation (see the module docstring)."""
+    """A rollout's history as a Conversation (see the module docstring); `CorruptSession` when an item is not
+    of the shape Codex writes (a rollout edited by hand or by an attacker), the file unchanged."""
+    try:
+        return _conversation_from_rollout(rollout)
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise CorruptSession(
+            f"codex session {codex_short_id(rollout.thread_id)} holds an item unified cannot read "
+            f"({type(exc).__name__}: {exc})",
+            hint="the rollout was left unchanged; remove or fix that item, or start a new session",
+        ) from None
+
+
+def _conversation_from_rollout(rollout: Rollout) -> Conversation:
     turns: list[UserTurn | ModelTurn] = []
     names: dict[str, str] = {}
     model: str | None = None
@@ -414,6 +429,13 @@ def open_history(rollouts: Rollouts, params: ExecuteParams, provider: str) -> Op
     thread_id = uuid7(ms)
     cwd = str(params.cwd.expanduser().resolve())
     text = rollout_from_conversation(conversation, thread_id=thread_id, cwd=cwd, provider=provider, now_ms=ms)
+    longest = max(len(line.encode()) for line in text.split("\n"))
+    if longest > _rollouts.MAX_LINE_BYTES:  # the reader skips such a line: the turn would be gone from the session
+        raise ConfigurationError(
+            f"the history holds a part of {longest} bytes, longer than a codex session line may be "
+            f"({_rollouts.MAX_LINE_BYTES})",
+            hint="continue it on another backend, or cut that text or image down",
+        )
     rollouts.write(thread_id, datetime.fromtimestamp(ms / 1000, UTC), text)
     return Opening(thread_id, resumed=False, prompt=prompt, images=images, continued_from=conversation.origin)
 
@@ -453,11 +475,36 @@ def open_retry(rollouts: Rollouts, thread_id: str) -> Opening:
         if isinstance(part, dict) and part.get("type") == "input_image" and (image := _image(part.get("image_url"))):
             turn.parts.append(image)
     prompt, images = text, _opening_for(turn)[1]
-    backups = rollouts.home / "unified-retry-backups"
-    backups.mkdir(parents=True, exist_ok=True)
-    (backups / f"{path.name}.{int(time.time())}").write_bytes(b"".join(raw[cut:]))
+    _keep_tail(rollouts.home / "unified-retry-backups", f"{path.name}.{int(time.time())}", b"".join(raw[cut:]))
     write_atomically(path, b"".join(raw[:cut]))
     return Opening(thread_id, resumed=True, prompt=prompt, images=images)
+
+
+def _keep_tail(folder: Path, name: str, data: bytes) -> None:
+    """Keep a retry's cut-off tail as a new file `name` in `folder` (a real folder, never a link): an existing
+    file is never replaced (two retries in one second each keep theirs: `name.<random>`) and a link planted at
+    the name is never followed out of the home (O_EXCL refuses any existing entry, O_NOFOLLOW the folder's)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        directory = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot keep the retried turn's cut-off tail in {folder}: {exc.strerror or exc}",
+            hint="make it a folder of its own (not a link), then retry; the session was left unchanged",
+        ) from None
+    try:
+        for attempt in range(16):
+            candidate = name if attempt == 0 else f"{name}.{secrets.token_hex(4)}"
+            try:
+                fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600, dir_fd=directory)
+            except FileExistsError:
+                continue
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            return
+        raise FileExistsError(errno.EEXIST, "no free name for a retry's backup", str(folder / name))
+    finally:
+        os.close(directory)
 
 
 def export_session(home: Path, thread_id: str) -> Conversation:

@@ -46,6 +46,7 @@ from unified._adapters.gemini_cli._chat_files import (
 )
 from unified._files import append_line, read_regular, read_regular_text, write_atomically
 from unified._internal.gemini_parts import response_of_result, result_of_response
+from unified._redaction import redact_key_shapes
 from unified.conversations import (
     Conversation,
     ImagePart,
@@ -95,51 +96,62 @@ def conversation_from_messages(messages: list[dict[str, Any]], *, origin: Origin
     turns: list[UserTurn | ModelTurn] = []
     answered: set[str] = set()
     for message in messages:
-        kind = message.get("type")
-        if kind == "gemini":
-            model_parts: list[ModelPart] = []
-            results: list[UserPart] = []
-            for thought in message.get("thoughts") or []:
-                text = "\n\n".join(str(thought.get(k)) for k in ("subject", "description") if thought.get(k))
-                if text:
-                    model_parts.append(ThinkingPart(text=text))
-            content = message.get("content")
-            if isinstance(content, str) and content:
-                model_parts.append(TextPart(text=content))
-            in_content = _model_parts_of(content) if isinstance(content, list) else []
-            model_parts.extend(in_content)
-            listed = {p.id for p in in_content if isinstance(p, ToolCallPart)}
-            for call in message.get("toolCalls") or []:
-                call_id = str(call.get("id") or "")
-                if call_id not in listed:
-                    model_parts.append(
-                        ToolCallPart(
-                            id=call_id, name=str(call.get("name") or ""), arguments=dict(call.get("args") or {})
-                        )
-                    )
-                for item in call.get("result") or []:
-                    response = item.get("functionResponse") if isinstance(item, Mapping) else None
-                    if isinstance(response, Mapping):
-                        results.append(_result_part(response, str(call.get("name") or ""), call_id))
-                        answered.add(call_id)
-            usage = usage_from_counts(message["tokens"]) if message.get("tokens") else None
-            last = turns[-1] if turns else None
-            if isinstance(last, ModelTurn):  # the same response, recorded in pieces
-                last.parts.extend(model_parts)
-                if usage is not None:
-                    last.usage = usage if last.usage is None else last.usage + usage
-            elif model_parts or usage is not None:
-                turns.append(ModelTurn(parts=model_parts, provider="google", model=message.get("model"), usage=usage))
-            if results:
-                turns.append(UserTurn(parts=results))
-        elif kind == "user":
-            user_parts = _user_parts(message.get("content"), answered)
-            if user_parts:
-                if turns and isinstance(turns[-1], UserTurn):
-                    turns[-1].parts.extend(user_parts)
-                else:
-                    turns.append(UserTurn(parts=user_parts))
+        try:
+            _add_message(message, turns, answered)
+        except (AttributeError, TypeError, ValueError) as exc:  # a chat file edited by hand or by an attacker
+            where = f"session {origin.short_id}" if origin is not None else "the chat file"
+            raise CorruptSession(
+                f"{where} holds a message unified cannot read (id {redact_key_shapes(str(message.get('id')))[:64]!r}, "
+                f"{type(exc).__name__})",
+                hint="the file was left unchanged; remove or fix that message, or start a new session",
+            ) from None
     return Conversation(origin=origin, turns=[t for t in turns if t.parts])
+
+
+def _add_message(message: dict[str, Any], turns: list[UserTurn | ModelTurn], answered: set[str]) -> None:
+    """One message of a chat file into `turns` (a model message may continue the last model turn)."""
+    kind = message.get("type")
+    if kind == "gemini":
+        model_parts: list[ModelPart] = []
+        results: list[UserPart] = []
+        for thought in message.get("thoughts") or []:
+            text = "\n\n".join(str(thought.get(k)) for k in ("subject", "description") if thought.get(k))
+            if text:
+                model_parts.append(ThinkingPart(text=text))
+        content = message.get("content")
+        if isinstance(content, str) and content:
+            model_parts.append(TextPart(text=content))
+        in_content = _model_parts_of(content) if isinstance(content, list) else []
+        model_parts.extend(in_content)
+        listed = {p.id for p in in_content if isinstance(p, ToolCallPart)}
+        for call in message.get("toolCalls") or []:
+            call_id = str(call.get("id") or "")
+            if call_id not in listed:
+                model_parts.append(
+                    ToolCallPart(id=call_id, name=str(call.get("name") or ""), arguments=dict(call.get("args") or {}))
+                )
+            for item in call.get("result") or []:
+                response = item.get("functionResponse") if isinstance(item, Mapping) else None
+                if isinstance(response, Mapping):
+                    results.append(_result_part(response, str(call.get("name") or ""), call_id))
+                    answered.add(call_id)
+        usage = usage_from_counts(message["tokens"]) if message.get("tokens") else None
+        last = turns[-1] if turns else None
+        if isinstance(last, ModelTurn):  # the same response, recorded in pieces
+            last.parts.extend(model_parts)
+            if usage is not None:
+                last.usage = usage if last.usage is None else last.usage + usage
+        elif model_parts or usage is not None:
+            turns.append(ModelTurn(parts=model_parts, provider="google", model=message.get("model"), usage=usage))
+        if results:
+            turns.append(UserTurn(parts=results))
+    elif kind == "user":
+        user_parts = _user_parts(message.get("content"), answered)
+        if user_parts:
+            if turns and isinstance(turns[-1], UserTurn):
+                turns[-1].parts.extend(user_parts)
+            else:
+                turns.append(UserTurn(parts=user_parts))
 
 
 def _model_parts_of(content: list[Any]) -> list[ModelPart]:

@@ -1,0 +1,184 @@
+"""A valid but hostile conversation continued on each of the five backends (the real pinned binaries against
+FakeGemini, FakeAnthropic and FakeOpenAI on 127.0.0.1, every home isolated): texts holding the characters that
+split lines (U+2028, U+2029, NEL, CR LF), a path as a tool argument, a thought signed by another provider, an
+unknown server tool of another provider. Each run succeeds; the target's model reads every text whole and once,
+no foreign signature; nothing is written beside the backend's own home (not into the project).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conversations.test_backend_pairs import Lab, _result, binaries, lab  # noqa: F401 (fixtures)
+from unified import sessions
+from unified.conversations import (
+    Conversation,
+    ModelTurn,
+    Provider,
+    ServerToolCallPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    UserTurn,
+    provider_of_backend,
+)
+from unified.testing import ModelTurn as ScriptTurn
+
+pytestmark = [pytest.mark.e2e, pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
+
+TARGETS = ("gemini-cli", "generate-content", "interactions", "claude-code", "codex")
+SPLITTERS = "line\u2028sep\u2029para\x85nel\r\ncrlf"
+FOREIGN_SIGNATURE = "sig-from-elsewhere-9"
+
+
+def _hostile(signer: Provider) -> Conversation:
+    return Conversation(
+        turns=[
+            UserTurn(parts=[TextPart(text=f"remember: kestrel-42 {SPLITTERS}")]),
+            ModelTurn(
+                parts=[
+                    ThinkingPart(text="a thought", signature=FOREIGN_SIGNATURE),
+                    ServerToolCallPart(id="srv-1", name="some_future_tool", arguments={"q": SPLITTERS}),
+                    ToolCallPart(id="call_a1", name="read_file", arguments={"path": "../../../etc/passwd"}),
+                ],
+                provider=signer,
+                model="someone-elses-model",
+            ),
+            UserTurn(parts=[ToolResultPart(call_id="call_a1", name="read_file", output=f"refused {SPLITTERS}")]),
+            ModelTurn(parts=[TextPart(text=f"noted {SPLITTERS}")], provider="anthropic"),
+        ]
+    )
+
+
+def _home_files(root: Path) -> set[Path]:
+    return {p for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+async def test_a_hostile_but_valid_history_continues(lab: Lab, target: str) -> None:  # noqa: F811 (the fixture)
+    outside = {p for p in lab.workspace.parent.iterdir() if p != lab.home and p != lab.workspace}
+    question = "what was the word?"
+    before = len(lab.model_requests(target))
+    lab.server(target).add(ScriptTurn(text=f"kestrel, said {target}."))
+    signer: Provider = "anthropic" if provider_of_backend(target) != "anthropic" else "openai"
+    second = _result(await lab.run(lab.params(target, question, history=_hostile(signer))))
+    assert (second.status, second.backend) == ("success", target), second.error
+    sent = next(body for body in lab.model_requests(target)[before:] if question in body)
+    escaped = json.dumps(SPLITTERS)[1:-1]
+    assert "kestrel-42" in sent
+    assert escaped in sent, sent  # the text whole: not cut at a line separator
+    assert sent.count("kestrel-42") == 1
+    assert FOREIGN_SIGNATURE not in sent
+    assert {p for p in lab.workspace.parent.iterdir() if p != lab.home and p != lab.workspace} == outside
+    assert _home_files(lab.workspace) == set()  # nothing written into the project either
+
+
+@pytest.mark.parametrize("target", TARGETS)
+async def test_a_hostile_history_ending_with_the_users_turn_is_retried(lab: Lab, target: str) -> None:  # noqa: F811
+    last = f"answer this again: merlin-7 {SPLITTERS}"
+    history = _hostile("google" if provider_of_backend(target) != "google" else "openai")
+    history = history.model_copy(update={"turns": [*history.turns, UserTurn(parts=[TextPart(text=last)])]})
+    before = len(lab.model_requests(target))
+    lab.server(target).add(ScriptTurn(text=f"merlin, said {target}."))
+    result = _result(await lab.run(lab.params(target, "", history=history, retry=True)))
+    assert (result.status, result.final_text) == ("success", f"merlin, said {target}."), result.error
+    sent = next(body for body in lab.model_requests(target)[before:] if "merlin-7" in body)
+    assert sent.count("merlin-7") == 1
+    assert json.dumps(last)[1:-1] in sent
+    assert "kestrel-42" in sent
+
+
+@pytest.mark.parametrize("target", TARGETS)
+async def test_a_call_whose_result_never_came_is_answered_before_the_model_reads_on(lab: Lab, target: str) -> None:  # noqa: F811
+    """Every provider's API refuses a history whose call is not answered in the next turn (HTTP 400: Anthropic's
+    "tool_use ids were found without tool_result blocks", OpenAI's "No tool output found for function call"):
+    such a call gets an error result, as failover gives one, and the run goes on."""
+    history = Conversation(
+        turns=[
+            UserTurn(parts=[TextPart(text="read a, then tell me the word: wren-5")]),
+            ModelTurn(parts=[ToolCallPart(id="call_lost1", name="read_file", arguments={"path": "a"})]),
+            UserTurn(parts=[TextPart(text="never mind the file")]),
+            ModelTurn(parts=[TextPart(text="fine.")]),
+        ]
+    )
+    before = len(lab.model_requests(target))
+    lab.server(target).add(ScriptTurn(text="wren."))
+    result = _result(await lab.run(lab.params(target, "the word?", history=history)))
+    assert (result.status, result.final_text) == ("success", "wren."), result.error
+    sent = next(body for body in lab.model_requests(target)[before:] if "the word?" in body)
+    assert sent.count("call_lost1") >= 2 or target in ("gemini-cli", "generate-content", "interactions"), sent
+    assert "not run" in sent, sent
+
+
+@pytest.mark.parametrize("target", TARGETS)
+async def test_a_prompt_after_a_call_whose_result_never_came_is_retried(lab: Lab, target: str) -> None:  # noqa: F811
+    history = Conversation(
+        turns=[
+            UserTurn(parts=[TextPart(text="read a")]),
+            ModelTurn(parts=[ToolCallPart(id="call_lost2", name="read_file", arguments={"path": "a"})]),
+            UserTurn(parts=[TextPart(text="never mind, the word is finch-3?")]),
+        ]
+    )
+    before = len(lab.model_requests(target))
+    lab.server(target).add(ScriptTurn(text="finch."))
+    result = _result(await lab.run(lab.params(target, "", history=history, retry=True)))
+    assert (result.status, result.final_text) == ("success", "finch."), result.error
+    sent = next(body for body in lab.model_requests(target)[before:] if "finch-3" in body)
+    assert sent.count("finch-3") == 1
+    assert "not run" in sent, sent
+
+
+ODD_ORDERS = {
+    "starts with the model, turns repeated": [
+        ModelTurn(parts=[TextPart(text="hello first")]),
+        ModelTurn(parts=[TextPart(text="and again")]),
+        UserTurn(parts=[TextPart(text="remember heron-11")]),
+        UserTurn(parts=[TextPart(text="twice")]),
+    ],
+    "empty turns": [
+        UserTurn(parts=[]),
+        UserTurn(parts=[TextPart(text="remember heron-11")]),
+        ModelTurn(parts=[]),
+        ModelTurn(parts=[TextPart(text="", signature=None)]),
+    ],
+    "a result named otherwise than its call": [
+        UserTurn(parts=[TextPart(text="remember heron-11")]),
+        ModelTurn(parts=[ToolCallPart(id="call_n1", name="read_file", arguments={"path": "a"})]),
+        UserTurn(parts=[ToolResultPart(call_id="call_n1", name="something_else", output="text")]),
+        ModelTurn(parts=[TextPart(text="ok")]),
+    ],
+}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", sorted(ODD_ORDERS))
+async def test_turns_in_an_odd_order_still_continue(lab: Lab, target: str, case: str) -> None:  # noqa: F811
+    before = len(lab.model_requests(target))
+    lab.server(target).add(ScriptTurn(text="heron."))
+    history = Conversation(turns=ODD_ORDERS[case])
+    result = _result(await lab.run(lab.params(target, "the word?", history=history)))
+    assert (result.status, result.final_text) == ("success", "heron."), result.error
+    sent = next(body for body in lab.model_requests(target)[before:] if "the word?" in body)
+    assert "heron-11" in sent
+
+
+@pytest.mark.parametrize("target", ["gemini-cli", "claude-code", "codex"])
+async def test_a_history_whose_origin_is_a_live_session_never_touches_it(lab: Lab, target: str) -> None:  # noqa: F811
+    lab.server(target).add(ScriptTurn(text="first answer"))
+    first = _result(await lab.run(lab.params(target, "remember plover-8")))
+    assert first.status == "success", first.error
+    assert first.short_id is not None
+    files = {p: p.read_bytes() for p in _home_files(lab.home) if p.suffix == ".jsonl"}
+    assert files
+    exported = await sessions.export(first.short_id, cwd=str(lab.workspace))
+    assert exported.origin is not None
+    lab.server(target).add(ScriptTurn(text="plover."))
+    second = _result(await lab.run(lab.params(target, "the word?", history=exported)))
+    assert second.status == "success", second.error
+    assert second.short_id not in (None, first.short_id)
+    for path, content in files.items():
+        assert path.read_bytes() == content, path
