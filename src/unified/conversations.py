@@ -334,7 +334,9 @@ class Conversation(BaseModel):
                         f"turn {number} holds an image whose mime_type {shown!r} is not a media type (image/png, ...)"
                     )
                 if isinstance(part, ToolCallPart):
-                    if part.id in called:
+                    # An empty id is no id (a source that gave its calls none: their results follow by
+                    # order and name), so two of them are no repeat.
+                    if part.id and part.id in called:
                         return f"turn {number} repeats the tool call id {part.id!r}: each call needs its own"
                     called.add(part.id)
                 elif isinstance(part, ToolResultPart) and part.call_id not in called:

@@ -136,6 +136,20 @@ def test_a_conversation_larger_than_a_run_takes_is_refused(
         list(execute_sync(params))
 
 
+def test_calls_without_ids_are_no_repeated_id() -> None:
+    """A source that gave its calls no id (an interactions step, a chat record without one) exports them
+    with an empty id: two such calls and their results are a conversation to continue, not a repeat."""
+    unnamed = Conversation(
+        turns=[
+            _call(""),
+            UserTurn(parts=[ToolResultPart(call_id="", name="read_file", output="x")]),
+            _call(""),
+            UserTurn(parts=[ToolResultPart(call_id="", name="read_file", output="y")]),
+        ]
+    )
+    assert unnamed.problem() is None
+
+
 def test_a_valid_conversation_has_no_problem() -> None:
     good = Conversation(
         turns=[
