@@ -47,6 +47,7 @@ __all__ = [
     "REDACTED",
     "Redactor",
     "is_secret",
+    "key_shapes_hidden",
     "redact",
     "redact_key_shapes",
     "redact_mapping",
@@ -416,6 +417,22 @@ def clip(text: str, limit: int, clean: Redactor | None = None, *, more: str = ""
 def redact_key_shapes(text: str, replacement: str = REDACTED) -> str:
     """`text` with every credential-shaped string (`KEY_SHAPES`) replaced, whoever's it is."""
     return KEY_SHAPES.sub(replacement, text)
+
+
+def key_shapes_hidden(value: object) -> object:
+    """`value` (JSON: strings, lists, mappings, however deep) with every credential-shaped string replaced
+    in its strings and keys; what holds none is returned as it is, not copied."""
+    if isinstance(value, str):
+        return KEY_SHAPES.sub(REDACTED, value)
+    if isinstance(value, Mapping):
+        items = [(key_shapes_hidden(k), key_shapes_hidden(v)) for k, v in value.items()]
+        if all(a is k and b is v for (a, b), (k, v) in zip(items, value.items(), strict=True)):
+            return value
+        return dict(items)
+    if isinstance(value, (list, tuple)):
+        hidden = [key_shapes_hidden(item) for item in value]
+        return value if all(a is b for a, b in zip(hidden, value, strict=True)) else hidden
+    return value
 
 
 _SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|passwd|authorization|cookie|credential)", re.IGNORECASE)

@@ -481,3 +481,42 @@ def test_claude_code_a_file_system_without_locks_keeps_the_key_file(
     assert again.path == held.path
     again.release()
     assert held.path.exists()
+
+
+# --- 6. key shapes in diagnostics ------------------------------------------------------------------
+
+SHAPED = "sk-ant-api03-" + "Zq7" * 12  # nobody's: not in the environment nor in the run's options
+
+
+@pytest.mark.parametrize("how", ["error event", "warning event", "raised", "outcome", "raised, not ours"])
+async def test_an_error_or_warning_quoting_a_key_shape_shows_none_of_it(how: str) -> None:
+    """A provider's error may quote the request that held a key (a prompt, a conversation, a tool's
+    output): errors, warnings and the result's `error` hide every credential shape, whoever's."""
+    from unified.errors import BackendError
+    from unified.events import ErrorEvent, SessionStarted, WarningEvent
+    from unified.testing import Fail
+
+    quoted = f"400: invalid value in messages[3]: '{SHAPED}'"
+    started = SessionStarted(backend="scripted", session_id="s1", short_id="s1", cwd="/tmp")
+    steps: list[Any] = [started]
+    outcome = None
+    if how == "error event":
+        steps.append(ErrorEvent(code="provider_error", message=quoted, details={"body": {"echo": [SHAPED]}}))
+    elif how == "warning event":
+        steps.append(WarningEvent(code="stream_resumed", message=quoted))
+    elif how == "raised":
+        steps.append(Fail(BackendError(quoted, hint=f"the key {SHAPED}", details={"request": SHAPED})))
+    elif how == "raised, not ours":
+        steps.append(Fail(ValueError(quoted)))
+    else:
+        from unified.backends import RunOutcome
+
+        outcome = RunOutcome(status="error", error=quoted)
+    backend = ScriptedBackend(steps) if outcome is None else ScriptedBackend(steps, outcome=outcome)
+    async with EventStream(ExecuteParams(prompt="p", backend="scripted"), backend=backend) as stream:
+        events = [event async for event in stream]
+    dumped = json.dumps([e.model_dump(mode="json") for e in events])
+    assert SHAPED not in dumped
+    assert SHAPED[:20] not in dumped
+    assert REDACTED in dumped
+    assert "invalid value in messages[3]" in dumped  # the rest of the message stays

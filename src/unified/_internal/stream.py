@@ -24,7 +24,15 @@ from anyio.abc import TaskGroup
 from pydantic import BaseModel, ValidationError
 
 from unified._internal import limits
-from unified._redaction import Redactor, SplitGuard, redactor, run_secrets, use_run_secrets
+from unified._redaction import (
+    Redactor,
+    SplitGuard,
+    key_shapes_hidden,
+    redact_key_shapes,
+    redactor,
+    run_secrets,
+    use_run_secrets,
+)
 from unified.backends import Backend, RunOutcome
 from unified.errors import BackendError, ProtocolViolation, RunStopped, UnifiedError
 from unified.events import (
@@ -224,6 +232,21 @@ def _scrub(event: UnifiedEvent, clean: Redactor) -> None:
                 fields[name] = clean(value)
         elif _holds_secret(value, clean, shortest):
             fields[name] = clean.json(value)  # copies: an adapter may still hold the value
+
+
+def _diagnostic(fields: dict[str, Any]) -> None:
+    """An error's or a warning's `message` and `details` (an event's fields) with every credential-shaped
+    string replaced (`KEY_SHAPES`), whoever's: a provider's message may quote a request that held one (a
+    prompt, a conversation, a tool's output), and a diagnostic never needs it. Errors are few: the cost
+    is not on the stream's hot path."""
+    message = fields.get("message")
+    if isinstance(message, str):
+        fields["message"] = redact_key_shapes(message)
+    if fields.get("details"):
+        fields["details"] = key_shapes_hidden(fields["details"])
+
+
+_DIAGNOSTICS = frozenset({ErrorEvent, WarningEvent})
 
 
 def _quotable(event: UnifiedEvent) -> dict[str, Any]:
@@ -644,11 +667,13 @@ class StreamGuard:
                     code="protocol_violation",
                     message=f"{self.backend.name} adapter broke the event protocol: {problem}. "
                     "This is a bug in unified; please report it with this event.",
-                    details={"event": _quotable(event)},
+                    details=key_shapes_hidden({"event": _quotable(event)}),
                 )
             )
             if kind is AssistantMessage or kind is Result:
                 return  # the guard owns these kinds; a second one would break the stream's shape
+        if kind in _DIAGNOSTICS:
+            _diagnostic(fields)
         if kind is SessionStarted and isinstance(event, SessionStarted) and not event.capabilities:
             event.capabilities = _capability_snapshot(event.backend)
         if agg.buffers and not shape.keeps_message_open:
@@ -802,7 +827,7 @@ class StreamGuard:
         raise _ConsumerGone from None
 
     async def _warn(self, code: str, message: str) -> None:
-        await self._deliver(WarningEvent(code=code, message=message))
+        await self._deliver(WarningEvent(code=code, message=redact_key_shapes(message)))
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -937,7 +962,7 @@ class StreamGuard:
             else:
                 status = "interrupted" if reason == "interrupted" else "cancelled"
         else:
-            status, error = outcome.status, outcome.error
+            status, error = outcome.status, outcome.error and redact_key_shapes(outcome.error)
         session = self.agg.session
         final_text = outcome.final_text if outcome and outcome.final_text is not None else self.agg.last_message
         await self._deliver(
@@ -956,17 +981,18 @@ class StreamGuard:
     async def _report_failure(self, failure: BaseException) -> str:
         if isinstance(failure, UnifiedError):
             message = f"{failure.message} ({failure.hint})" if failure.hint else failure.message
+            message = redact_key_shapes(message)
             await self._deliver(
                 ErrorEvent(
                     code=failure.code,
                     message=message,
                     retryable=failure.retryable,
                     fatal=True,
-                    details=failure.details,
+                    details=key_shapes_hidden(failure.details),
                 )
             )
             return message
-        message = (
+        message = redact_key_shapes(
             f"{type(failure).__name__}: {failure}. This is a bug in unified's {self.backend.name} adapter; "
             "please report it with the events above."
         )
