@@ -88,9 +88,15 @@ def _parse(line: bytes, name: str) -> SessionMessage | Exception:
     return _error_answer(request_id, problem) if request_id is not None else ValueError(problem)
 
 
-async def _pass_on_stderr(stream: anyio.abc.ByteReceiveStream, name: str, clean: Redactor, done: anyio.Event) -> None:
+async def _pass_on_stderr(
+    stream: anyio.abc.ByteReceiveStream, name: str, clean: Redactor, done: anyio.Event, scope: anyio.CancelScope
+) -> None:
     """Read the server's stderr until its end, writing it to ours with `clean`'s secrets replaced
-    (at most `MCP_STDERR_BYTES`, then a notice; the rest is read and dropped)."""
+    (at most `MCP_STDERR_BYTES`, then a notice; the rest is read and dropped).
+
+    Inside `scope`, a shielded scope whose deadline the transport sets once the server is stopped: a
+    run's end cancels the transport at once, and would otherwise cut what was read but not yet written
+    (the server's last words); the deadline still ends a reader that our stderr blocks."""
     guard = SplitGuard(clean)
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     left = MCP_STDERR_BYTES
@@ -102,25 +108,28 @@ async def _pass_on_stderr(stream: anyio.abc.ByteReceiveStream, name: str, clean:
             await anyio.to_thread.run_sync(_write_stderr, text, abandon_on_cancel=True)
 
     try:
-        async for chunk in stream:
-            if left <= 0:
-                continue
-            if len(chunk) >= left:
-                chunk = chunk[:left]
-                await show(guard.feed(decoder.decode(chunk, final=True)) + guard.release())
-                note = f"MCP server {name!r} wrote over {MCP_STDERR_BYTES:,} bytes to stderr; the rest is not shown"
-                await show(f"\n[unified: {note}]\n")
-            else:
-                await show(guard.feed(decoder.decode(chunk)))
-            left -= len(chunk)
-    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-        pass
-    finally:
-        try:
-            if left > 0:  # what the guard held back (not when cancelled: a blocked stderr must not hold the end)
+        with scope:
+            try:
+                async for chunk in stream:
+                    if left <= 0:
+                        continue
+                    if len(chunk) >= left:
+                        chunk = chunk[:left]
+                        await show(guard.feed(decoder.decode(chunk, final=True)) + guard.release())
+                        note = (
+                            f"MCP server {name!r} wrote over {MCP_STDERR_BYTES:,} bytes to stderr; "
+                            "the rest is not shown"
+                        )
+                        await show(f"\n[unified: {note}]\n")
+                    else:
+                        await show(guard.feed(decoder.decode(chunk)))
+                    left -= len(chunk)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                pass
+            if left > 0:  # what the guard held back
                 await show(guard.feed(decoder.decode(b"", final=True)) + guard.release())
-        finally:
-            done.set()
+    finally:
+        done.set()
 
 
 def _write_stderr(text: str) -> None:
@@ -149,6 +158,7 @@ async def capped_stdio(
         start_new_session=True,
     )
     stderr_done = anyio.Event()
+    stderr_scope = anyio.CancelScope(shield=True)
     read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
     cap = limits.MCP_MAX_MESSAGE_BYTES
@@ -202,7 +212,7 @@ async def capped_stdio(
             tg.start_soon(reader)
             tg.start_soon(writer)
             if process.stderr is not None:
-                tg.start_soon(_pass_on_stderr, process.stderr, server.name, clean, stderr_done)
+                tg.start_soon(_pass_on_stderr, process.stderr, server.name, clean, stderr_done, stderr_scope)
             else:
                 stderr_done.set()
             try:
@@ -210,9 +220,10 @@ async def capped_stdio(
             finally:
                 with anyio.CancelScope(shield=True):
                     await _stop(process)
-                    # its last words (a child of the server may hold the pipe open: not waited on long)
-                    with anyio.move_on_after(_STOP_GRACE_S):
-                        await stderr_done.wait()
+                    # its last words (a child of the server may hold the pipe open, our stderr may be
+                    # blocked: the reader's shielded scope gets a deadline, not waited on long)
+                    stderr_scope.deadline = anyio.current_time() + _STOP_GRACE_S
+                    await stderr_done.wait()
                 tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
