@@ -11,16 +11,13 @@ commands (`tar -tf`, `tar -czf out.tgz src`, `unzip -l`, `git status|diff|log|ad
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.hang_guard import HANG_GUARD_S
+from tests.harness.bash import run_bash
 from unified.tools import Decision, Policy, ToolCall, ToolRuntime, _protected
 from unified.tools import _shell_syntax as syntax
 
@@ -250,22 +247,10 @@ def test_a_tree_too_large_to_check_is_asked(ws: Path, monkeypatch: pytest.Monkey
 
 
 def _run_bash(command: str, cwd: Path) -> None:
-    env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(cwd)}
-    child = subprocess.Popen(
-        ["bash", "-c", command],
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
+    """bash without the machine's git configuration, its HOME the workspace."""
+    run_bash(
+        command, cwd, {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(cwd)}
     )
-    try:
-        child.wait(timeout=HANG_GUARD_S)  # hang guard: each form ends in well under a second
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(child.pid, signal.SIGKILL)
-        child.wait()
 
 
 @pytest.mark.e2e  # runs the real bash and the real tools

@@ -12,17 +12,13 @@ evaluates a variable's text as code), then the wrappers and environment-borne co
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import os
 import shlex
-import signal
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.hang_guard import HANG_GUARD_S
+from tests.harness.bash import run_bash
 from unified.tools import Decision, PermissionAnswer, PermissionRequest, Policy, ToolCall, ToolRuntime
 from unified.tools import _shell_syntax as syntax
 from unified.types import ApprovalMode
@@ -170,23 +166,6 @@ HIDDEN = [
 """In yolo mode under a deny rule for `touch`, each of these runs `touch pwned`."""
 
 
-def _run_bash(command: str, cwd: Path) -> None:
-    child = subprocess.Popen(
-        ["bash", "-c", command],
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        child.wait(timeout=HANG_GUARD_S)  # hang guard: each form ends in milliseconds
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(child.pid, signal.SIGKILL)
-        child.wait()
-
-
 def _allow_side(command: str) -> Decision:
     return Policy.default().with_toml(ALLOW_HARMLESS).evaluate(SHELL, {"command": command}, "default").decision
 
@@ -242,7 +221,7 @@ def test_differential_against_bash(tmp_path: Path) -> None:
     for index, (case, command) in enumerate([*EVALUATED, *HIDDEN]):
         root = tmp_path / str(index)
         root.mkdir()
-        _run_bash(command, root)
+        run_bash(command, root)
         if (root / "pwned").exists():
             ran.append(case)
             assert _allow_side(command) is not Decision.ALLOW, case

@@ -12,15 +12,11 @@ the parser does (a line `\\` before the delimiter line: what follows runs as com
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.hang_guard import HANG_GUARD_S
+from tests.harness.bash import run_bash
 from unified.tools import Decision, Policy
 from unified.tools import _shell_syntax as syntax
 
@@ -282,20 +278,7 @@ FIXED = [
 
 def _bash(command: str, cwd: Path) -> list[str]:
     """The names of the files `command` created in `cwd`."""
-    child = subprocess.Popen(
-        ["bash", "-c", command],
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        child.wait(timeout=HANG_GUARD_S)  # hang guard: each form ends in milliseconds
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(child.pid, signal.SIGKILL)
-        child.wait()
+    run_bash(command, cwd)
     return sorted(p.name for p in cwd.iterdir())
 
 

@@ -9,12 +9,11 @@ against a victim file. Allow rules must not be stretched over commands they do n
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import pytest
 
-from tests.hang_guard import HANG_GUARD_S
+from tests.harness.bash import run_bash
 from unified.tools import Decision, PermissionAnswer, PermissionRequest, Policy, ToolCall, ToolRuntime
 from unified.tools._policy import session_rule
 from unified.types import ApprovalMode
@@ -455,29 +454,6 @@ def _shell_layers(seed: int, count: int) -> list[str]:
     return sorted(cases)
 
 
-def _run_bash_bounded(command: str, cwd: Path) -> None:
-    """`bash -c command` in its own process group, killed whole if it outlives the hang guard (a
-    generated nesting that loops must neither hang the suite nor leave processes behind)."""
-    import os
-    import signal
-    import subprocess
-
-    child = subprocess.Popen(
-        ["bash", "-c", command],
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        child.wait(timeout=HANG_GUARD_S)  # hang guard: each case normally ends in milliseconds
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(child.pid, signal.SIGKILL)
-        child.wait()
-
-
 @pytest.mark.e2e  # runs a real subprocess
 def test_differential_against_bash(tmp_path: Path) -> None:
     """Each generated command is run by the real bash: none that deletes the victim may be allowed."""
@@ -488,7 +464,7 @@ def test_differential_against_bash(tmp_path: Path) -> None:
         root = tmp_path / str(index)
         root.mkdir()
         (root / "victim").write_text("precious\n")
-        _run_bash_bounded(command, root)
+        run_bash(command, root)
         if not (root / "victim").exists():
             deleted += 1
             if policy.evaluate(SHELL, {"command": command}, "yolo").decision is Decision.ALLOW:
