@@ -545,9 +545,10 @@ def _private_key_pems(key: object) -> list[str]:
     return pems
 
 
-def given_secrets(backend_options: Mapping[str, object], mcp_servers: Iterable[object]) -> list[str]:
+def given_secrets(backend_options: object, mcp_servers: Iterable[object]) -> list[str]:
     """The secrets a run was given in code rather than in the environment: those of its
-    `backend_options` (`api_key`, headers, env, ...) and of each MCP server (`_secrets_of_settings`)."""
+    `backend_options` (a mapping or an options model: `api_key`, headers, env, credentials, ...) and
+    of each MCP server (`_secrets_of_settings`)."""
     found = _secrets_of_settings(backend_options)
     for server in mcp_servers:
         found += _secrets_of_settings(server)
@@ -561,17 +562,15 @@ class _Params(Protocol):
     def mcp_servers(self) -> Iterable[object]: ...
     @property
     def fallback(self) -> Iterable[object]: ...
-    def backend_options_dict(self) -> dict[str, object]: ...
+    @property
+    def backend_options(self) -> object: ...
 
 
 def run_secrets(params: _Params) -> list[str]:
     """Every secret a run was given in code (`given_secrets`), the options of each backend it may
     fail over to included (`Fallback.backend_options`, with their own `api_key`): the one list the
     stream guard, the tool runtime and the cassette recorders hide."""
-    found = given_secrets(params.backend_options_dict(), params.mcp_servers)
-    options = getattr(params, "backend_options", None)
-    if hasattr(options, "model_dump"):  # an options model: its dict leaves the credentials object out
-        found += credential_secrets(getattr(options, "credentials", None))
+    found = given_secrets(params.backend_options, params.mcp_servers)  # a mapping or an options model
     for fallback in params.fallback:
         options = getattr(fallback, "backend_options", None)
         if options:
