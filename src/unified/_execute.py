@@ -342,9 +342,10 @@ def execute_sync(params: ExecuteParams | None = None, /, **fields: Any) -> Itera
 
     Closing the iterator early cancels the run (its processes are ended before `close()` returns).
     """
-    stream_params = params if params is not None else ExecuteParams(**fields)
-    check_params(stream_params)  # raised here, in the caller's thread, not inside the worker's loop
-    with start_blocking_portal() as portal, portal.wrap_async_context_manager(EventStream(stream_params)) as stream:
+    # Made here, in the caller's thread and before the worker's loop starts: its `check_params` raises here
+    # (once: it reads the whole history).
+    made = EventStream(params if params is not None else ExecuteParams(**fields))
+    with start_blocking_portal() as portal, portal.wrap_async_context_manager(made) as stream:
         finished = False
         try:
             while True:
