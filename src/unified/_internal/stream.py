@@ -667,13 +667,11 @@ class StreamGuard:
                     code="protocol_violation",
                     message=f"{self.backend.name} adapter broke the event protocol: {problem}. "
                     "This is a bug in unified; please report it with this event.",
-                    details=key_shapes_hidden({"event": _quotable(event)}),
+                    details={"event": _quotable(event)},
                 )
             )
             if kind is AssistantMessage or kind is Result:
                 return  # the guard owns these kinds; a second one would break the stream's shape
-        if kind in _DIAGNOSTICS:
-            _diagnostic(fields)
         if kind is SessionStarted and isinstance(event, SessionStarted) and not event.capabilities:
             event.capabilities = _capability_snapshot(event.backend)
         if agg.buffers and not shape.keeps_message_open:
@@ -682,7 +680,10 @@ class StreamGuard:
             shape.record(agg, event)
         if self._redactor is not None:
             await self._deliver(event)
-        elif not self._hand_over(event, fields):
+            return
+        if kind in _DIAGNOSTICS:
+            _diagnostic(fields)
+        if not self._hand_over(event, fields):
             await self._send_waiting(event)
 
     async def flush_message(self, subagent_task_id: str | None = None) -> None:
@@ -750,6 +751,8 @@ class StreamGuard:
         await self._deliver(event, split_checked=True)
 
     async def _deliver(self, event: UnifiedEvent, *, split_checked: bool = False) -> None:
+        if event.__class__ in _DIAGNOSTICS:
+            _diagnostic(event.__dict__)
         redactor = self._redactor
         if redactor is not None and not split_checked:
             key = self._split_key(event)
@@ -827,7 +830,7 @@ class StreamGuard:
         raise _ConsumerGone from None
 
     async def _warn(self, code: str, message: str) -> None:
-        await self._deliver(WarningEvent(code=code, message=redact_key_shapes(message)))
+        await self._deliver(WarningEvent(code=code, message=message))
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -979,25 +982,24 @@ class StreamGuard:
         )
 
     async def _report_failure(self, failure: BaseException) -> str:
+        """The run's fatal `error` event; its message (as delivered: key shapes hidden) for `result.error`."""
         if isinstance(failure, UnifiedError):
-            message = f"{failure.message} ({failure.hint})" if failure.hint else failure.message
-            message = redact_key_shapes(message)
-            await self._deliver(
-                ErrorEvent(
-                    code=failure.code,
-                    message=message,
-                    retryable=failure.retryable,
-                    fatal=True,
-                    details=key_shapes_hidden(failure.details),
-                )
+            event = ErrorEvent(
+                code=failure.code,
+                message=f"{failure.message} ({failure.hint})" if failure.hint else failure.message,
+                retryable=failure.retryable,
+                fatal=True,
+                details=failure.details,
             )
-            return message
-        message = redact_key_shapes(
-            f"{type(failure).__name__}: {failure}. This is a bug in unified's {self.backend.name} adapter; "
-            "please report it with the events above."
-        )
-        await self._deliver(ErrorEvent(code="internal_error", message=message, fatal=True))
-        return message
+        else:
+            event = ErrorEvent(
+                code="internal_error",
+                message=f"{type(failure).__name__}: {failure}. This is a bug in unified's {self.backend.name} "
+                "adapter; please report it with the events above.",
+                fatal=True,
+            )
+        await self._deliver(event)  # `_diagnostic` hides the key shapes of its fields there
+        return event.message
 
 
 class GuardedStream:
