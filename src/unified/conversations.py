@@ -310,13 +310,14 @@ class Conversation(BaseModel):
                 problem = _text_problem(part.model_dump(exclude_none=True), max_depth, start=-1)
                 if problem is not None:
                     return problem
-        for field, value in (self.origin.model_dump() if self.origin is not None else {}).items():
+        origin = self.origin.model_dump() if self.origin is not None else None
+        for field, value in (origin or {}).items():
             if isinstance(value, str) and len(value) > _ORIGIN_MAX_CHARS:
                 return (
                     f"its origin's {field} is {len(value)} characters, more than an origin holds ({_ORIGIN_MAX_CHARS})"
                 )
         models = [turn.model for turn in self.turns if isinstance(turn, ModelTurn)]
-        problem = _text_problem([self.system_instruction, self.origin and self.origin.model_dump(), models], None)
+        problem = _text_problem([self.system_instruction, origin, models], None)
         if problem is not None:
             return problem
         try:
