@@ -23,12 +23,13 @@ from unified._routing import options_auth, select_backend, select_backend_for
 from unified.errors import RoutingError
 from unified.events import ErrorEvent
 
-GEMINI_FOUND = {"path": "/opt/gemini", "found_by": "test", "version": "0.61.0", "problem": None}
+FOUND = {"path": "/opt/bin", "found_by": "test", "version": "1.0.0", "problem": None}
+BINARIES = dict.fromkeys(("gemini-cli", "claude-code", "codex"), FOUND)
 VERTEX = {"GOOGLE_GENAI_USE_VERTEXAI": "true", "GOOGLE_CLOUD_PROJECT": "p", "GOOGLE_CLOUD_LOCATION": "us-central1"}
 
 
 def _ready(name: str, env: dict[str, str], home: Path) -> tuple[bool, list[str]]:
-    status = _backend_status(name, detect_auth(env, home=home), GEMINI_FOUND)
+    status = _backend_status(name, detect_auth(env, home=home), BINARIES)
     return status["ready"], status["problems"]
 
 

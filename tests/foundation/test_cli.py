@@ -25,8 +25,10 @@ from tests.hang_guard import HANG_GUARD_S
 from unified import _execute as query
 from unified import backends as registry
 from unified import capabilities
+from unified._binary.install import find_binary
 from unified._cli import main as cli
-from unified._cli.doctor import find_gemini
+from unified._cli.doctor import doctor_report
+from unified._cli.install import spec_of
 from unified._cli.interactive import ask_in_terminal, make_user_input_handler
 from unified._execute import EventStream
 from unified.backends import RunContext, RunOutcome, SessionLocator, UnsupportedOption
@@ -123,7 +125,7 @@ def test_doctor_reports_auth_and_binary_without_secrets(secret_env: Path) -> Non
     # A key and a base URL: google-genai sends the key to the gateway, and that is the one mode said.
     assert "gateway from GOOGLE_API_KEY (key from GOOGLE_API_KEY, to https://gw.example)" in output
     assert "code_assist from" in output
-    assert f"{secret_env} (from UNIFIED_GEMINI_BIN): 0.61.0 [REDACTED]" in output
+    assert f"{secret_env} (from UNIFIED_GEMINI_BIN): 0.61.0" in output  # its version probe is given no key
     assert "generate-content: ✓ ready" in output
     code, output = _invoke("doctor", "--json")
     assert code == 0
@@ -137,33 +139,32 @@ def test_doctor_reports_auth_and_binary_without_secrets(secret_env: Path) -> Non
 def test_doctor_without_anything_says_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.delenv("UNIFIED_GEMINI_BIN", raising=False)  # scripts/test points it at the pinned binary
+    monkeypatch.setenv("UNIFIED_GEMINI_BIN", str(tmp_path / "no-gemini"))  # scripts/test points it at the pinned one
     code, output = _invoke("doctor")
     assert code == 1
     assert "none found: set GEMINI_API_KEY" in output
-    assert "not found (UNIFIED_GEMINI_BIN, .gemini-cli, unified install-gemini, PATH)" in output
+    assert f"UNIFIED_GEMINI_BIN points at {tmp_path / 'no-gemini'}, which does not exist" in output
     assert "run `unified install-gemini`" in output
 
 
-def test_gemini_lookup_order(tmp_path: Path) -> None:
-    project = tmp_path / "project"
-    local = project / ".gemini-cli" / "node_modules" / ".bin" / "gemini"
-    local.parent.mkdir(parents=True)
-    local.touch()
-    nested = project / "src" / "pkg"
-    nested.mkdir(parents=True)
-    assert find_gemini({}, nested) == (local, f"project-local {project / '.gemini-cli'}")
+@pytest.mark.e2e  # the explicit binary's version is asked of it
+def test_doctor_finds_each_binary_where_its_backend_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run from a folder outside the clone, with nothing on PATH and no variable: a run finds the clone's
+    project-local binaries (above the package), so doctor does too (it once looked above the working
+    directory only, and said gemini was missing where every run found it)."""
+    monkeypatch.chdir(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("UNIFIED_")} | {"PATH": str(tmp_path)}
+    report = doctor_report(env)
+    for backend, key in (("gemini-cli", "gemini"), ("claude-code", "claude"), ("codex", "codex")):
+        spec = spec_of(backend)
+        assert report[key]["path"] == str(find_binary(spec, None, env)), report[key]
+        assert report[key]["found_by"] == f"project-local {spec.local_dir}"
+        assert report[key]["version"] == spec.version, report[key]
     explicit = tmp_path / "my-gemini"
-    explicit.touch()
-    assert find_gemini({"UNIFIED_GEMINI_BIN": str(explicit)}, nested) == (explicit, "UNIFIED_GEMINI_BIN")
-    missing, why = find_gemini({"UNIFIED_GEMINI_BIN": str(tmp_path / "none")}, nested)
-    assert missing is None
-    assert "does not exist" in why
-    on_path = tmp_path / "path-bin" / "gemini"
-    on_path.parent.mkdir()
-    on_path.touch()
-    on_path.chmod(0o755)
-    assert find_gemini({"PATH": str(on_path.parent)}, tmp_path) == (on_path, "PATH")
+    explicit.write_text("#!/bin/sh\necho 0.61.0\n")
+    explicit.chmod(0o755)
+    found = doctor_report({**env, "UNIFIED_GEMINI_BIN": str(explicit)})["gemini"]
+    assert (found["path"], found["found_by"], found["version"]) == (str(explicit), "UNIFIED_GEMINI_BIN", "0.61.0")
 
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -15,7 +15,6 @@ import pytest
 
 from tests.hang_guard import HANG_GUARD_S
 from unified._adapters.gemini_cli import GEMINI_CLI, PINNED_VERSION
-from unified._cli.doctor import find_gemini
 
 pytestmark = pytest.mark.e2e  # runs real subprocesses
 
@@ -80,7 +79,7 @@ def test_install_puts_the_pinned_cli_where_the_lookup_finds_it(tmp_path: Path) -
     assert f"install --prefix {GEMINI_CLI.user_prefix()} --no-audit --no-fund @google/gemini-cli@{PINNED_VERSION}" in (
         done.stderr
     )  # npm's output went to stderr
-    assert find_gemini({"PATH": str(tmp_path / "nothing")}, tmp_path) == (binary, "unified install-gemini")
+    assert GEMINI_CLI.user_installed() == binary  # where the lookup looks after the variable and a clone's folder
     again = _install(str(tmp_path / "no-node-needed"))
     assert again.returncode == 0, again.stderr
     assert again.stdout.strip() == f"gemini-cli {PINNED_VERSION} already installed: {binary}"

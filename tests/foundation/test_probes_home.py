@@ -13,7 +13,6 @@ import pytest
 from tests.hang_guard import HANG_GUARD_S
 from unified._adapters.gemini_cli import GEMINI_CLI
 from unified._binary.install import probe_version
-from unified._cli.doctor import gemini_version
 
 pytestmark = pytest.mark.e2e  # runs real subprocesses
 
@@ -33,13 +32,9 @@ def _pinned_binary() -> Path:
 
 @pytest.mark.e2e
 @pytest.mark.gemini_cli
-def test_doctor_runs_the_real_gemini_version_without_writing_into_home(isolated_home: Path) -> None:
+def test_doctor_with_the_real_gemini_never_writes_into_home(isolated_home: Path) -> None:
     binary = _pinned_binary()
     before = _tree(isolated_home)
-    version, problem = gemini_version(binary, dict(os.environ))
-    assert problem is None
-    assert version is not None
-    assert version[0].isdigit()
     done = subprocess.run(
         [sys.executable, "-m", "unified._cli", "doctor", "--json"],
         env={**os.environ, "UNIFIED_GEMINI_BIN": str(binary)},

@@ -829,7 +829,7 @@ def schema() -> None:
 def doctor(
     as_json: Annotated[bool, typer.Option("--json", help="Print the findings as one JSON line.")] = False,
 ) -> None:
-    """Report the credentials found (never their values), the gemini binary and what each backend can do here."""
+    """Report the credentials found (never their values), the agent binaries and what each backend can do here."""
     from unified._cli.doctor import doctor_report
 
     report = doctor_report()
@@ -856,16 +856,9 @@ def doctor(
     for item in auth["notes"]:
         _say(f"  note: {item}", style="dim")
 
-    gemini = report["gemini"]
-    _say("gemini binary", style="bold")
-    if gemini["path"] is None:
-        _say(f"  ✗ {gemini['found_by']}", style="red")
-    else:
-        version, style = (gemini["version"], "green") if gemini["version"] else (gemini["problem"], "red")
-        _say(f"  {gemini['path']} (from {gemini['found_by']}): {version}", style=style)
-    for key, title in (("claude", "claude binary"), ("codex", "codex binary")):
+    for key in ("gemini", "claude", "codex"):  # found as each backend finds it (`unified._binary.install`)
         binary = report[key]
-        _say(title, style="bold")
+        _say(f"{key} binary", style="bold")
         if binary["path"] is None:
             _say(f"  ✗ {binary['problem']}", style="red")
         else:

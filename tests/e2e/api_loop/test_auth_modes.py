@@ -118,8 +118,8 @@ async def _run(backend: str, workspace: Path, options: dict[str, Any]) -> list[U
 
 
 def _doctor(tmp_path: Path) -> dict[str, Any]:
-    """`doctor --json`'s data, with no gemini binary to find (only the auth part is under test)."""
-    report = doctor_report(env={**os.environ, "PATH": str(tmp_path)}, cwd=tmp_path)
+    """`doctor --json`'s data (only the auth part is under test)."""
+    report = doctor_report(env={**os.environ, "PATH": str(tmp_path)})
     return dict(json.loads(json.dumps(report)))
 
 

@@ -47,7 +47,7 @@ async def test_a_key_and_a_base_url_in_the_environment_reach_that_server(
     async with FakeOpenAI([ModelTurn(text="Reached.")], api_key="sk-env-key-0123456789") as server:
         monkeypatch.setenv("OPENAI_API_KEY", "sk-env-key-0123456789")
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        report = doctor_report(cwd=workspace)
+        report = doctor_report()
         found = mode(report, "openai_base_url")
         assert found is not None
         assert found["usable"]
@@ -69,7 +69,7 @@ async def test_a_base_url_without_a_key_is_a_problem_doctor_names_and_the_run_re
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
-    report = doctor_report(cwd=workspace)
+    report = doctor_report()
     found = mode(report, "openai_base_url")
     assert found is not None
     assert not found["usable"]
@@ -84,7 +84,7 @@ async def test_a_base_url_without_a_key_is_a_problem_doctor_names_and_the_run_re
 
 
 async def test_no_credentials_no_codex(workspace: Path) -> None:
-    report = doctor_report(cwd=workspace)
+    report = doctor_report()
     assert not codex_status(report)["ready"]
     assert "needs credentials" in codex_status(report)["problems"][0]
     events = await collect(ExecuteParams(prompt="hello", backend="codex", cwd=workspace))
@@ -123,7 +123,7 @@ async def test_a_chatgpt_login_in_the_codex_home_is_what_the_run_uses(
     }
     (user_home / "auth.json").write_text(json.dumps(login))
     monkeypatch.setenv("CODEX_HOME", str(user_home))
-    report = doctor_report(cwd=workspace)
+    report = doctor_report()
     found = mode(report, "chatgpt_login")
     assert found is not None
     assert found["usable"]
