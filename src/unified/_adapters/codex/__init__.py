@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from unified._adapters.codex._backend import CodexBackend
 from unified._adapters.codex._launch import CODEX, PINNED_VERSION
 from unified._adapters.codex._pool import CodexPool
@@ -19,14 +17,8 @@ __all__ = [
     "CodexSessionLocator",
     "create_backend",
     "create_session_locator",
-    "user_installed_binary",
 ]
 
 
 def create_backend(params: ExecuteParams) -> Backend:
     return CodexBackend(params)
-
-
-def user_installed_binary() -> Path | None:
-    """The `codex` that `unified install codex` installed, if it is there (`unified doctor` asks)."""
-    return CODEX.user_installed()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from unified._adapters.gemini_cli._acp import AcpPool, default_pool
 from unified._adapters.gemini_cli._backend import GeminiCliBackend
 from unified._adapters.gemini_cli._launch import GEMINI_CLI, PINNED_VERSION
@@ -20,14 +18,8 @@ __all__ = [
     "create_backend",
     "create_session_locator",
     "default_pool",
-    "user_installed_binary",
 ]
 
 
 def create_backend(params: ExecuteParams) -> Backend:
     return GeminiCliBackend(params)
-
-
-def user_installed_binary() -> Path | None:
-    """The `gemini` that `unified install-gemini` installed, if it is there (`unified doctor` asks)."""
-    return GEMINI_CLI.user_installed()
