@@ -272,6 +272,8 @@ def gather(home: Path, info: SessionInfo, cwd: Path, *, in_project: bool) -> Mov
         _subagent_files(source, session_id, strict=True)  # refused here, before anything changes
         slug = project_slug(home, cwd)
         target = home / "tmp" / slug / "chats"
+        if target == source:  # the CLI files `cwd` where the session already is: nothing to move
+            return None
         target.mkdir(exist_ok=True)
         real_directory(target)
         if not target.resolve().is_relative_to((home / "tmp").resolve()):
