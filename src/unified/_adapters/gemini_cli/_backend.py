@@ -121,6 +121,8 @@ class GeminiCliBackend:
         check_session_id(info.session_id, info.path)
         # Held to the run's end: no other run continues (or moves) the session meanwhile.
         async with session_lease(home, info.session_id):
+            # Again, now that no other run can move it: one that held it may have moved it meanwhile.
+            info, in_project = await anyio.to_thread.run_sync(files.locate, info.session_id, str(where))
             moved = await anyio.to_thread.run_sync(lambda: gather(home, info, where, in_project=in_project))
             if moved is not None:  # a session of another project continues in this one (`_relocate.py`)
                 code = "session_moved" if moved.main else "session_repaired"
