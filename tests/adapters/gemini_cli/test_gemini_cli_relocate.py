@@ -407,19 +407,17 @@ async def test_a_session_moved_by_the_run_that_held_it_is_found_again_once_lease
 ) -> None:
     """Between the look-up and the lease another run (from c) held the session and moved it: the resume from b
     looks again under the lease and moves it from c, not from where it first saw it."""
-    from unified._adapters.gemini_cli import _backend
-
     filed(home, project_a, subagents=0)
     project_c = (tmp_path / "c").resolve()
     project_c.mkdir()
-    real_lease = _backend.session_lease
+    real_lease = session_lease
 
     def lease_after_a_move_elsewhere(gemini: Path, session_id: str) -> Any:
         info, in_project = ChatFiles().locate(session_id, str(project_c))
         gather(gemini, info, project_c, in_project=in_project)  # what the other run did before releasing it
         return real_lease(gemini, session_id)
 
-    monkeypatch.setattr(_backend, "session_lease", lease_after_a_move_elsewhere)
+    monkeypatch.setattr("unified._adapters.gemini_cli._backend.session_lease", lease_after_a_move_elsewhere)
     events = await run(FakeAcp([text("ok"), Finish()]), project_b, prompt="again", resume=SHORT)
     assert result_of(events).status == "success", result_of(events).error
     assert str(project_c) in one(events, WarningEvent).message

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.e2e.gemini_cli.gemini_cli_helpers import LOCAL_BINARY
+from tests.e2e.gemini_cli.gemini_cli_helpers import LOCAL_BINARY, stream_line, text
 from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams, execute
 from unified._adapters.gemini_cli._chat_files import session_files
@@ -168,3 +168,37 @@ async def _start_with_cleanup(home: Path, chats: Path, workspace: Path) -> None:
     finally:
         child.kill()
         await child.aclose()
+
+
+@pytest.mark.parametrize("transport", ["acp", "stream-json"])
+async def test_a_new_session_holds_its_lease_whatever_the_transport(
+    run_gemini: Any, responses: Any, isolated_home: Path, monkeypatch: pytest.MonkeyPatch, transport: str
+) -> None:
+    """Whatever the transport, a new session's run holds its lease (so a resume from elsewhere cannot move it
+    meanwhile: session_in_use) while it runs (taken before `session_started` is emitted, by the code's order)."""
+    import contextlib
+    from collections.abc import AsyncIterator
+
+    from unified._adapters.gemini_cli import _relocate
+    from unified.errors import SessionInUse
+
+    held: list[tuple[str, bool]] = []
+    real = _relocate.session_lease
+
+    @contextlib.asynccontextmanager
+    async def watched(home: Path, session_id: str) -> AsyncIterator[None]:
+        async with real(home, session_id):
+            try:
+                async with real(home, session_id):  # what a resume from another directory would take
+                    held.append((session_id, False))
+            except SessionInUse:
+                held.append((session_id, True))
+            yield
+
+    module = "_run" if transport == "acp" else "_stream_json"
+    monkeypatch.setattr(f"unified._adapters.gemini_cli.{module}.session_lease", watched)
+    fake = responses(stream_line(text("hello")))
+    events = await run_gemini(fake, prompt="hi", backend_options={"transport": transport})
+    started = events[0]
+    assert isinstance(started, SessionStarted)
+    assert held == [(started.session_id, True)]

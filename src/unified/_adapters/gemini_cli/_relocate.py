@@ -36,9 +36,8 @@ Hostile input: the session id (from the file's header) must be what the CLI acce
 (`[A-Za-z0-9_-]+`), or nothing happens (`CorruptSession`); the project directories, `chats/` and the
 files moved are checked with `lstat` (a symbolic link is refused, never followed) and the target must
 lie under `<home>/tmp`; headers are read with `O_NOFOLLOW`. A session held by a running run is not
-moved: every resume, and every new session over ACP, holds the session's local lease
-(`session_lease`) while it runs (a new session of the stream-json transport, whose id comes with its
-first output line, holds none).
+moved: every run, resumed or new, over ACP or stream-json, holds the session's local lease
+(`session_lease`) from before its `session_started` to its end.
 """
 
 from __future__ import annotations
