@@ -423,3 +423,16 @@ async def test_a_session_moved_by_the_run_that_held_it_is_found_again_once_lease
     assert str(project_c) in one(events, WarningEvent).message
     [path] = session_files(home, SESSION)
     assert path.parent.parent.name == "b"
+
+
+async def test_an_unreadable_chat_file_named_for_the_id_is_corrupt_session_and_kept(
+    home: Path, project_a: Path, project_b: Path
+) -> None:
+    path = filed(home, project_a, subagents=0)
+    damaged = b"{this is no header\n" + path.read_bytes()
+    path.write_bytes(damaged)
+    before = tree(home)
+    error = await _resume_from_b(project_b)
+    assert error.code == "corrupt_session"
+    assert str(path) in error.message
+    assert tree(home) == before

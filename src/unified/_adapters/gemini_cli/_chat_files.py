@@ -414,12 +414,27 @@ class ChatFiles:
         try:
             return self._resolve(ref, None), False
         except SessionNotFound:
+            self._refuse_unreadable(ref)
             raise SessionNotFound(
                 f"no gemini-cli session matches {ref!r} in the project at {cwd} nor in any other project "
                 f"under {self.root}",
                 hint="run `unified sessions list` to see every session",
                 details={"ref": ref, "searched": str(self.root)},
             ) from None
+
+    def _refuse_unreadable(self, ref: str) -> None:
+        """A miss explained: a chat file named for `ref`'s id that cannot be read is `CorruptSession`, not a
+        session that does not exist (`problems` holds what the last listing skipped)."""
+        key = ref.strip().lower()
+        stem = key[:SHORT_ID_LENGTH]
+        for path, why in self.problems:
+            suffix = path.stem.rsplit("-", 1)[-1].lower()
+            if stem and (suffix.startswith(stem) if len(stem) < SHORT_ID_LENGTH else suffix == stem):
+                raise CorruptSession(
+                    f"the gemini-cli chat file {path} is named for {ref!r} but cannot be read: {why}",
+                    hint="it was left unchanged; the Gemini CLI cannot resume it either",
+                    details={"ref": ref, "path": str(path)},
+                )
 
     def _resolve(self, ref: str, cwd: str | None) -> SessionInfo:
         key = ref.strip().lower()
