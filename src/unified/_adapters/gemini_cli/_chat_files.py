@@ -410,6 +410,7 @@ class ChatFiles:
             return self._resolve(ref, cwd), cwd is not None
         except SessionNotFound:
             if cwd is None:
+                self._refuse_unreadable(ref)
                 raise
         try:
             return self._resolve(ref, None), False
