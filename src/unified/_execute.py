@@ -58,9 +58,6 @@ class _SessionOwner:
 
         store = self.params.session_store
         info = await sessions.resolve(str(self.params.resume), store=store)
-        # A backend that scopes sessions by project (gemini-cli) says here where this one lives.
-        where = str(self.params.cwd.expanduser().resolve())
-        await sessions.resolve(info.session_id, backend=info.backend, cwd=where, store=store)
         try:
             select_backend_for(self.params, only=info.backend)
         except RoutingError as exc:

@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal, NoReturn, Self, TypeAlias, TypeVar, 
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, TypeAdapter, model_validator
 
-PROTOCOL_VERSION = "2.3"
+PROTOCOL_VERSION = "2.4"
 """Bumped in its minor part for added kinds or optional fields, in its major part for anything else.
 
 1.1: `tool_result.input`.
@@ -34,6 +34,7 @@ gains `input` and `message`; a permission answer can change the input, carry a m
 `result.backend`.
 2.2: `Usage.cache_creation_tokens` and `Usage.cost_usd`.
 2.3: `image_output` (an image the model generated, with its bytes).
+2.4: warning code `session_moved` (gemini-cli: a session of another project continues in the run's cwd).
 """
 
 JsonValue: TypeAlias = Any
@@ -54,6 +55,7 @@ WarningCode = Literal[
     "malformed_line",
     "session_repaired",
     "session_not_shared",
+    "session_moved",
     "resume_via_stream_json",
     "tool_output_unavailable",
     "user_input_timeout",

@@ -17,7 +17,7 @@ from unified import execute, sessions
 from unified._adapters.gemini_cli._chat_files import ChatFiles
 from unified._cli import main as cli
 from unified.errors import AmbiguousSession, SessionNotFound
-from unified.events import Result, SessionStarted, UnifiedEvent
+from unified.events import Result, SessionStarted, UnifiedEvent, WarningEvent
 from unified.sessions import MemorySessionStore, StoredSession
 from unified.testing import FakeGemini
 from unified.testing._scenario import ModelTurn
@@ -109,20 +109,20 @@ async def test_delete_through_the_api() -> None:
 # --- gemini-cli from another directory ---------------------------------------------------------------
 
 
-async def test_gemini_cli_session_from_another_directory_names_its_project(
+async def test_gemini_cli_session_from_another_directory_is_found_with_its_project(
     gemini_session: Path, tmp_path: Path
 ) -> None:
+    """Resolved from another directory (what the adapter does before a resume), the session is found, with the
+    project it is filed under: a run resuming it from there moves it (tests/adapters/gemini_cli/
+    test_gemini_cli_relocate.py)."""
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    with pytest.raises(SessionNotFound) as caught:
-        ChatFiles().resolve("9e9e9e9e", str(elsewhere))  # what the adapter does before a resume
-    message = f"{caught.value.message} {caught.value.hint}"
-    assert f"belongs to {gemini_session}, not to {elsewhere}" in message
-    assert f"unified run --cwd {gemini_session} --resume 9e9e9e9e" in message
-    assert caught.value.details["cwd"] == str(gemini_session)
-    assert ChatFiles().resolve("9e9e9e9e", str(gemini_session)).session_id == GEMINI_ID
-    with pytest.raises(SessionNotFound, match="nor in any other project"):
+    found, in_project = ChatFiles().locate("9e9e9e9e", str(elsewhere))
+    assert (found.session_id, found.cwd, in_project) == (GEMINI_ID, str(gemini_session), False)
+    assert ChatFiles().locate("9e9e9e9e", str(gemini_session))[1] is True
+    with pytest.raises(SessionNotFound, match="nor in any other project") as caught:
         ChatFiles().resolve("77777777", str(elsewhere))
+    assert caught.value.details["searched"] == str(ChatFiles().root)
 
 
 async def test_gemini_cli_projects_registered_in_projects_json(isolated_home: Path, tmp_path: Path) -> None:
@@ -134,18 +134,26 @@ async def test_gemini_cli_projects_registered_in_projects_json(isolated_home: Pa
     assert info.cwd == str(project)
 
 
-async def test_auto_resume_of_a_gemini_cli_session_from_elsewhere_is_an_error_naming_its_project(
+async def test_auto_resume_of_a_gemini_cli_session_from_elsewhere_continues_it_there(
     gemini_session: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from unified.testing._fake_acp import FakeAcp, Finish, text
+
     monkeypatch.setenv("GEMINI_API_KEY", "test-key-for-routing-0001")
-    elsewhere = tmp_path / "elsewhere"
+    elsewhere = (tmp_path / "elsewhere").resolve()
     elsewhere.mkdir()
-    events = await _collect(ExecuteParams(prompt="again", backend="auto", resume="9e9e9e9e", cwd=elsewhere))
+    options = {"start_process": FakeAcp([text("again"), Finish()]), "pool_size": 0}
+    params = ExecuteParams(prompt="again", backend="auto", resume="9e9e9e9e", cwd=elsewhere, backend_options=options)
+    events = await _collect(params)
     result = events[-1]
     assert isinstance(result, Result)
-    assert result.status == "error"
-    assert f"belongs to {gemini_session}" in str(result.error)
-    assert not any(isinstance(e, SessionStarted) for e in events)
+    assert (result.status, result.final_text) == ("success", "again"), result.error
+    [moved] = [e for e in events if isinstance(e, WarningEvent)]
+    assert moved.code == "session_moved"
+    assert str(gemini_session) in moved.message
+    assert str(elsewhere) in moved.message
+    (info,) = (await sessions.list_sessions(backend="gemini-cli")).sessions
+    assert (info.short_id, info.cwd) == ("9e9e9e9e", str(elsewhere))
 
 
 # --- execute(backend="auto", resume=short id) ------------------------------------------------------------

@@ -7,6 +7,7 @@ server is tests/e2e/sessions/test_two_workers.py.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +168,27 @@ def test_chat_files_from_the_store_cannot_name_a_path_outside_the_project(tmp_pa
         write_chat_files(session, home, cwd)
     assert not home.exists()
     assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+@pytest.mark.parametrize("how", ["registered slug", "linked project dir"])
+def test_the_store_copy_is_never_written_outside_the_cli_home(tmp_path: Path, how: str) -> None:
+    """A projects.json entry that is a path, or a project directory that is a link, is refused, not followed."""
+    home, cwd, outside = tmp_path / "worker-b" / ".gemini", tmp_path / "project", tmp_path / "outside"
+    outside.mkdir()
+    (home / "tmp").mkdir(parents=True)
+    if how == "registered slug":
+        slug = "../../../outside"
+    else:
+        slug = "project"
+        (home / "tmp" / slug).symlink_to(outside)
+    (home / "projects.json").write_text(json.dumps({"projects": {str(cwd): slug}}))
+    session_id = "0123abcd-0000-4000-8000-000000000000"
+    header = json.dumps({"sessionId": session_id, "kind": "main"}) + "\n"
+    session = StoredSession(backend=BACKEND, session_id=session_id)
+    session.state = {CHAT_FILES: {"session-2026-01-01T00-00-0123abcd.jsonl": header}}
+    with pytest.raises(CorruptSession):
+        write_chat_files(session, home, cwd)
+    assert list(outside.rglob("*")) == []
 
 
 async def test_a_store_that_refuses_the_save_gives_a_warning_not_a_lost_run(cwd: Path) -> None:

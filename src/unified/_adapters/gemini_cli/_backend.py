@@ -28,6 +28,7 @@ from unified._adapters.gemini_cli._chat_records import TranscriptCapture
 from unified._adapters.gemini_cli._conversation import Opening, open_history, open_retry
 from unified._adapters.gemini_cli._launch import BACKEND, GEMINI_CLI, Launch, start_gemini
 from unified._adapters.gemini_cli._options import gemini_cli_options
+from unified._adapters.gemini_cli._relocate import check_session_id, gather, session_lease
 from unified._adapters.gemini_cli._run import AcpRun
 from unified._adapters.gemini_cli._shared_sessions import shared_files
 from unified._adapters.gemini_cli._stream_json import run_stream_json
@@ -36,6 +37,7 @@ from unified._binary.shared import run_shared, shared_store
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
 from unified.errors import ConfigurationError
 from unified.events import WarningEvent
+from unified.sessions import SessionInfo
 from unified.types import ExecuteParams
 
 __all__ = ["GeminiCliBackend"]
@@ -107,11 +109,32 @@ class GeminiCliBackend:
         return await run_shared(store, ctx, shared_files(self.launch.env, ctx.params.cwd), self._run)
 
     async def _run(self, ctx: RunContext) -> RunOutcome:
+        where = ctx.params.cwd.expanduser().resolve()
+        if not ctx.params.resume:
+            return await self._start(ctx, where, None)
+        # An unknown or ambiguous id fails here, before a process is started.
+        files = ChatFiles(self.launch.env)
+        info, in_project = await anyio.to_thread.run_sync(files.locate, ctx.params.resume, str(where))
+        if not await anyio.to_thread.run_sync(where.is_dir):
+            raise ConfigurationError(f"cwd {where} is not a directory", hint="pass an existing working directory")
+        home = gemini_home(self.launch.env)
+        check_session_id(info.session_id, info.path)
+        # Held to the run's end: no other run continues (or moves) the session meanwhile.
+        async with session_lease(home, info.session_id):
+            # Again, now that no other run can move it: one that held it may have moved it meanwhile.
+            info, in_project = await anyio.to_thread.run_sync(files.locate, info.session_id, str(where))
+            moved = await anyio.to_thread.run_sync(lambda: gather(home, info, where, in_project=in_project))
+            if moved is not None:  # a session of another project continues in this one (`_relocate.py`)
+                code = "session_moved" if moved.main else "session_repaired"
+                await ctx.emit(WarningEvent(code=code, message=moved.message(where)))
+                info = await anyio.to_thread.run_sync(files.resolve, info.session_id, str(where))
+            return await self._start(ctx, where, info)
+
+    async def _start(self, ctx: RunContext, where: Path, info: SessionInfo | None) -> RunOutcome:
+        """The run, on the resumed session `info` (found in the project of `where`) or a new one."""
         params = ctx.params
         opening: Opening | None = None
-        where = params.cwd.expanduser().resolve()
-        if params.resume:  # an unknown or ambiguous id fails here, before a process is started
-            info = await anyio.to_thread.run_sync(ChatFiles(self.launch.env).resolve, params.resume, str(where))
+        if info is not None:
             # Before the CLI loads it (and before a transcript follows its files): the history it rebuilds
             # must be one the Gemini API accepts.
             home = gemini_home(self.launch.env)
@@ -120,7 +143,7 @@ class GeminiCliBackend:
             if params.retry:
                 opening = await anyio.to_thread.run_sync(open_retry, Path(str(info.path)), info.session_id)
         elif params.history is not None and (params.history.turns or params.retry):
-            if not where.is_dir():
+            if not await anyio.to_thread.run_sync(where.is_dir):
                 raise ConfigurationError(f"cwd {where} is not a directory", hint="pass an existing working directory")
             history, model = params.history, self.launch.model_for()
             opening = await anyio.to_thread.run_sync(

@@ -8,8 +8,8 @@ records (the same id is appended again as tool calls attach: the last one wins),
 
 Each `tmp/<slug>/` directory belongs to one project root, named by `projects.json` or by the
 directory's own `.project_root` file; a session's cwd is that root. Resolving with a cwd searches
-that project first and, on a miss, every project, so a session started elsewhere fails with an
-error naming its project and how to resume it there.
+that project first and, on a miss, every project: a run resuming a session of another project
+moves it into its own first (`_relocate.py`).
 
 Listing reads the head (up to the first real prompt) and a tail of each file, not the whole file.
 Every file is opened by `unified._files.open_regular`: a FIFO or a device at a chat file's path (or
@@ -52,6 +52,7 @@ __all__ = [
     "gemini_home",
     "parse_chat",
     "read_chat",
+    "real_directory",
     "repair_function_responses",
     "repair_session",
     "replay_count",
@@ -78,6 +79,20 @@ def gemini_home(env: Mapping[str, str]) -> Path:
     """`<GEMINI_CLI_HOME or HOME>/.gemini`, as the CLI computes it."""
     base = env.get("GEMINI_CLI_HOME") or env.get("HOME") or str(Path.home())
     return Path(base) / ".gemini"
+
+
+def real_directory(path: Path) -> None:
+    """Refuse (`CorruptSession`) a path that is not a directory itself: a symbolic link is not followed."""
+    try:
+        status = path.lstat()
+    except OSError as exc:
+        raise CorruptSession(f"cannot read {path}: {exc.strerror or exc}", hint="check the Gemini CLI's home") from exc
+    if not stat.S_ISDIR(status.st_mode):
+        what = "a symbolic link" if stat.S_ISLNK(status.st_mode) else "not a directory"
+        raise CorruptSession(
+            f"{path} is {what}: unified does not move or write chat files through it",
+            hint="it was left unchanged; replace it by a directory of the Gemini CLI's home",
+        )
 
 
 def _parse_time(value: object) -> datetime | None:
@@ -381,36 +396,46 @@ class ChatFiles:
         return sessions
 
     def resolve(self, ref: str, cwd: str | None = None) -> SessionInfo:
-        """The session `ref` names (in the project at `cwd`, when given).
+        """The session `ref` names: in the project at `cwd` first (when given), else in any project.
 
         Reads only the files whose name can match `ref` (their names end in the id's first 8
-        characters); the full listing is read only to explain a miss. A session of another
-        project is not resumable from `cwd` (the CLI looks sessions up per project): the error
-        names its project and how to resume it there.
+        characters); the full listing is read only to explain a miss. A session of another project is
+        found too: a run resuming it from `cwd` moves it there first (`_relocate.gather`).
         """
+        return self.locate(ref, cwd)[0]
+
+    def locate(self, ref: str, cwd: str | None = None) -> tuple[SessionInfo, bool]:
+        """(the session `ref` names, whether it is in the project at `cwd`), as `resolve` finds it."""
         try:
-            return self._resolve(ref, cwd)
+            return self._resolve(ref, cwd), cwd is not None
         except SessionNotFound:
             if cwd is None:
+                self._refuse_unreadable(ref)
                 raise
-            try:
-                elsewhere = self._resolve(ref, None)
-            except SessionNotFound:
-                raise SessionNotFound(
-                    f"no gemini-cli session matches {ref!r} in the project at {cwd} nor in any other project "
-                    f"under {self.root}",
-                    hint="run `unified sessions list` to see every session",
-                    details={"ref": ref, "searched": str(self.root)},
-                ) from None
-        project = elsewhere.cwd or f"the project whose chats are in {Path(str(elsewhere.path)).parent.parent}"
-        raise SessionNotFound(
-            f"gemini-cli session {elsewhere.short_id} belongs to {project}, not to {cwd}: "
-            "the Gemini CLI resumes a session only in its own project",
-            hint=f"resume it from there: `unified run --cwd {project} --resume {elsewhere.short_id} ...`"
-            if elsewhere.cwd
-            else "run it with --cwd set to that project's root",
-            details={"ref": ref, "session_id": elsewhere.session_id, "cwd": elsewhere.cwd, "path": elsewhere.path},
-        )
+        try:
+            return self._resolve(ref, None), False
+        except SessionNotFound:
+            self._refuse_unreadable(ref)
+            raise SessionNotFound(
+                f"no gemini-cli session matches {ref!r} in the project at {cwd} nor in any other project "
+                f"under {self.root}",
+                hint="run `unified sessions list` to see every session",
+                details={"ref": ref, "searched": str(self.root)},
+            ) from None
+
+    def _refuse_unreadable(self, ref: str) -> None:
+        """A miss explained: a chat file named for `ref`'s id that cannot be read is `CorruptSession`, not a
+        session that does not exist (`problems` holds what the last listing skipped)."""
+        key = ref.strip().lower()
+        stem = key[:SHORT_ID_LENGTH]
+        for path, why in self.problems:
+            suffix = path.stem.rsplit("-", 1)[-1].lower()
+            if stem and (suffix.startswith(stem) if len(stem) < SHORT_ID_LENGTH else suffix == stem):
+                raise CorruptSession(
+                    f"the gemini-cli chat file {path} is named for {ref!r} but cannot be read: {why}",
+                    hint="it was left unchanged; the Gemini CLI cannot resume it either",
+                    details={"ref": ref, "path": str(path)},
+                )
 
     def _resolve(self, ref: str, cwd: str | None) -> SessionInfo:
         key = ref.strip().lower()

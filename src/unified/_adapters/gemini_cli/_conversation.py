@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import re
 import uuid
 from collections.abc import Mapping
@@ -41,6 +42,7 @@ from unified._adapters.gemini_cli._chat_files import (
     gemini_home,
     prompt_text,
     read_chat,
+    real_directory,
     session_files,
     usage_from_counts,
 )
@@ -333,6 +335,10 @@ class Opening:
     prompt: list[dict[str, Any]] | None = None
 
 
+_SLUG = re.compile(r"[A-Za-z0-9._-]+")
+"""A folder name `projects.json` may give a project (the CLI's are `[a-z0-9-]+`): one path component."""
+
+
 def _slugify(text: str) -> str:
     return re.sub(r"^-|-$", "", re.sub(r"-+", "-", re.sub(r"[^a-z0-9]", "-", text.lower()))) or "project"
 
@@ -358,6 +364,14 @@ def project_slug(home: Path, root: Path) -> str:
     projects: dict[str, str] = dict(data.get("projects") or {}) if isinstance(data, dict) else {}
     key = str(root)
     slug = projects.get(key)
+    if slug is not None and (not isinstance(slug, str) or not _SLUG.fullmatch(slug) or slug in (".", "..")):
+        raise CorruptSession(
+            f"{registry} names {slug!r} as the folder of {key}, which is no folder name under {home / 'tmp'}",
+            hint="it was left unchanged; fix or remove that entry of projects.json",
+        )
+    for base_dir in bases:  # never write through a link (to outside the CLI's home)
+        if os.path.lexists(base_dir):
+            real_directory(base_dir)
     if slug is not None and any(_marker(b / slug) not in (None, key) for b in bases):
         slug = None
     if slug is None:
@@ -371,6 +385,8 @@ def project_slug(home: Path, root: Path) -> str:
             if slug not in taken and all(_marker(b / slug) in (None, key) for b in bases):
                 break
     for base_dir in bases:
+        if os.path.lexists(base_dir / slug):
+            real_directory(base_dir / slug)
         (base_dir / slug).mkdir(parents=True, exist_ok=True)
         if _marker(base_dir / slug) is None:  # missing, empty or unreadable (a FIFO is replaced, never opened)
             write_atomically(base_dir / slug / PROJECT_ROOT_FILE, key)

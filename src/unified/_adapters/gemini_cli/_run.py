@@ -26,6 +26,7 @@ from unified._adapters.gemini_cli._hold_back import SETTLE_INTERVAL_S, ToolOutpu
 from unified._adapters.gemini_cli._launch import BACKEND, Launch
 from unified._adapters.gemini_cli._outcome import error_from_exit, prompt_end
 from unified._adapters.gemini_cli._permissions import PermissionBridge
+from unified._adapters.gemini_cli._relocate import SESSION_ID, session_lease
 from unified._adapters.gemini_cli._session_setup import SessionSetup
 from unified._adapters.gemini_cli._subagents import POLL_INTERVAL_S, SubagentWatcher
 from unified._adapters.gemini_cli._translate import AcpTranslator, Item, TurnBoundary, tool_name_from_call_id
@@ -114,7 +115,12 @@ class AcpRun:
     async def _open_and_prompt(self, cwd: Path) -> RunOutcome:
         await self.setup.open(cwd)
         self.translator.session_id = self.session_id
-        return await self._prompt(cwd, resumed=bool(self.params.resume))
+        if self.params.resume or not SESSION_ID.fullmatch(self.session_id):
+            return await self._prompt(cwd, resumed=bool(self.params.resume))  # a resume's lease: the backend's
+        # A new session's lease (`_relocate.session_lease`): a resume from another directory must not move its
+        # chat files while this run writes them.
+        async with session_lease(gemini_home(self.launch.env), self.session_id):
+            return await self._prompt(cwd, resumed=False)
 
     async def _ask(self, request: UserInputRequest) -> UserInputResponse:
         """A question of the model's ask_user (served by `_ask_server`) to the caller, on this session, after

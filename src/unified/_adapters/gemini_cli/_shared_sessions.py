@@ -15,6 +15,7 @@ data-loss guards (`ResumeGuard`) run after the files are written, exactly as for
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,6 +27,7 @@ from unified._adapters.gemini_cli._chat_files import (
     ChatFiles,
     gemini_home,
     parse_chat,
+    real_directory,
     session_files,
     session_usage,
     summarize,
@@ -45,6 +47,8 @@ __all__ = [
 
 CHAT_FILES = "chat_files"
 """The state key: chat file name -> its text."""
+_SLUG = re.compile(r"[A-Za-z0-9._-]+")
+"""A folder name `projects.json` may give a project: one path component (checked again for `.` and `..`)."""
 _CHAT_NAME = re.compile(r"session-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-[0-9A-Za-z_-]{1,8}\.jsonl")
 
 
@@ -61,9 +65,20 @@ def project_chats(home: Path, cwd: Path) -> Path:
     """
     root = str(cwd)
     tmp = home / "tmp"
+    if os.path.lexists(tmp):
+        real_directory(tmp)  # never written through a link
     files = ChatFiles({"GEMINI_CLI_HOME": str(home.parent)})
     registered = files.projects().get(root)
     if registered:
+        if not _SLUG.fullmatch(registered) or registered in (".", ".."):
+            raise CorruptSession(
+                f"{home / 'projects.json'} names {registered!r} as the folder of {root}, which is no folder name "
+                f"under {tmp}",
+                hint="it was left unchanged; fix or remove that entry of projects.json",
+            )
+        for directory in (tmp / registered, tmp / registered / "chats"):
+            if os.path.lexists(directory):
+                real_directory(directory)
         (tmp / registered / "chats").mkdir(parents=True, exist_ok=True)
         return tmp / registered / "chats"
     for directory, project in files.project_dirs(root):  # a marked or (older CLIs) sha256-named one

@@ -8,6 +8,7 @@ per-turn usage (one total at the end) and images.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,7 @@ import anyio
 from unified._adapters.gemini_cli._chat_files import ChatFiles, ResumeGuard, gemini_home
 from unified._adapters.gemini_cli._launch import GEMINI_CLI, Launch
 from unified._adapters.gemini_cli._outcome import error_from_exit
+from unified._adapters.gemini_cli._relocate import SESSION_ID, session_lease
 from unified._adapters.gemini_cli._translate import Item, TurnBoundary
 from unified._binary.framing import parse_object
 from unified._binary.jsonrpc import as_dict
@@ -177,6 +179,7 @@ async def run_stream_json(launch: Launch, ctx: RunContext) -> RunOutcome:
     argv += launch.headless_policy_flags(protect_paths=params.approval_mode != "yolo")
     guard: ResumeGuard | None = None
     session_model = None
+    leased = False
     if params.resume:
         info = ChatFiles(launch.env).resolve(params.resume, str(cwd))
         session_model = info.model
@@ -188,19 +191,28 @@ async def run_stream_json(launch: Launch, ctx: RunContext) -> RunOutcome:
         cwd=str(cwd), resumed=guard is not None, capabilities=snapshot(STREAM_JSON_COLUMN)
     )
     child = AgentSubprocess(argv, cwd=cwd, env=launch.env, stdin=False, hint=GEMINI_CLI.install_hint)
+    # A new session's lease, once its id comes (`_relocate.session_lease`; a resume's is the backend's).
+    leases = contextlib.AsyncExitStack()
     try:
-        while True:
-            try:
-                line = await child.receive()
-            except MalformedLine as bad:
-                await ctx.emit(
-                    WarningEvent(code="malformed_line", message=f"dropped a {bad.size}-byte line: {bad.reason}")
-                )
-                continue
-            if line is None:
-                break
-            await _handle_line(ctx, translator, line)
-        code = await child.wait(10.0)
+        async with leases:
+            while True:
+                try:
+                    line = await child.receive()
+                except MalformedLine as bad:
+                    await ctx.emit(
+                        WarningEvent(code="malformed_line", message=f"dropped a {bad.size}-byte line: {bad.reason}")
+                    )
+                    continue
+                if line is None:
+                    break
+                data = parse_object(line)
+                if not leased and guard is None and isinstance(data, dict) and data.get("type") == "init":
+                    leased = True  # before `session_started` is emitted: no one learns the id before it is held
+                    session_id = data.get("session_id")
+                    if isinstance(session_id, str) and SESSION_ID.fullmatch(session_id):
+                        await leases.enter_async_context(session_lease(gemini_home(launch.env), session_id))
+                await _handle_line(ctx, translator, data)
+            code = await child.wait(10.0)
     finally:
         with anyio.CancelScope(shield=True):
             await child.close()
@@ -224,8 +236,8 @@ async def run_stream_json(launch: Launch, ctx: RunContext) -> RunOutcome:
     return RunOutcome(status="success", short_id=short)
 
 
-async def _handle_line(ctx: RunContext, translator: StreamJsonTranslator, line: str) -> None:
-    data = parse_object(line)
+async def _handle_line(ctx: RunContext, translator: StreamJsonTranslator, data: dict[str, Any] | str) -> None:
+    """One parsed line (`parse_object`: the object, or why the line is none) → events."""
     if isinstance(data, str):
         await ctx.emit(WarningEvent(code="malformed_line", message=f"ignored a line: {data}"))
         return
