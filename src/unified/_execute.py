@@ -175,11 +175,10 @@ class _Failover:
         if session_id is not None:  # the failed backend recorded the run: carry its whole session
             carried = await sessions.locator(failed, params.session_store).export(session_id, str(params.cwd))
             retry = _recorded(carried, params)
-            carried = _answer_unrun_calls(carried)
         elif params.resume is not None:
             carried = await sessions.export(params.resume, store=params.session_store, cwd=str(params.cwd))
         if carried is not None:  # goes to another provider: no secret of the environment or of this run
-            carried = redactor().json(carried)
+            carried = _continuable(redactor().json(carried), failed, chosen.backend, session_id)
         same_provider = provider_of_backend(chosen.backend) == provider_of_backend(failed)
         return params.model_copy(
             update={
@@ -206,19 +205,32 @@ def _recorded(conversation: Conversation, params: ExecuteParams) -> bool:
     return False
 
 
-def _answer_unrun_calls(conversation: Conversation) -> Conversation:
-    """Calls the failed backend's model asked for that never ran get an error result, so the history is
-    valid for any model and the next backend never runs them on its own."""
-    return conversation.with_unanswered_calls_answered("not run: the backend gave out before it ran")
+def _continuable(carried: Conversation, failed: str, target: str, session_id: str | None) -> Conversation:
+    """The history a failover carries, checked and put in order as a caller's history is (`check_params`,
+    `_with_history_answered`): a history the next backend cannot continue (a repeated call id, a result that
+    answers no call, a lone surrogate in a tool's output, more than a run takes, ...) ends the run with a
+    `ConfigurationError` naming the session left as it was, instead of a session file or a request the next
+    provider refuses; a call the failed backend's model asked for that never ran gets an error result, so the
+    history is valid for any model and the next backend never runs it on its own."""
+    problem = carried.problem(limits.MAX_CONVERSATION_BYTES, limits.MAX_JSON_DEPTH)
+    if problem is not None:
+        left = f"session {short_id_of(session_id)} of {failed}" if session_id is not None else "the session"
+        raise ConfigurationError(
+            f"the run cannot go on on {target} after {failed} gave out: the conversation so far cannot be "
+            f"continued: {redact_key_shapes(problem)}; {left} is left as it was",
+            hint=f"resume it on {failed} (unified run --resume ... on that backend) when it is back",
+        )
+    return carried.with_results_after_calls(unanswered="not run: the backend gave out before it ran")
 
 
 def _with_history_answered(params: ExecuteParams) -> ExecuteParams:
-    """`params` with every call of its history that no result answers given an error result: a history
-    cut between a call and its result (or edited) is otherwise refused by every provider's API."""
+    """`params` with its history in the order every provider takes (`Conversation.with_results_after_calls`)
+    and every call that no result answers given an error result: a history cut between a call and its result
+    (or edited) is otherwise refused by every provider's API."""
     history = params.history
     if history is None:
         return params
-    answered = history.with_unanswered_calls_answered("not run: the conversation holds no result for this call")
+    answered = history.with_results_after_calls(unanswered="not run: the conversation holds no result for this call")
     return params if answered is history else params.model_copy(update={"history": answered})
 
 

@@ -333,7 +333,9 @@ def rollout_from_conversation(
     conversation: Conversation, *, thread_id: str, cwd: str, provider: str, now_ms: int | None = None
 ) -> str:
     """The text of a rollout file holding `conversation` (see the module docstring); its `session_meta`
-    names the conversation's origin (`unified_continued_from`), which `unified sessions show` reports."""
+    names the conversation's origin (`unified_continued_from`), which `unified sessions show` reports. Results
+    come right after their calls, ids and names as OpenAI takes them (`Conversation.for_provider`)."""
+    conversation = conversation.for_provider("openai")
     ms = int(time.time() * 1000) if now_ms is None else now_ms
     lines = [
         _line(

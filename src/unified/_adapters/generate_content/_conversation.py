@@ -137,7 +137,9 @@ def _user_parts(part: Mapping[str, Any], open_calls: list[ToolCallPart]) -> list
 
 
 def contents_from_conversation(conversation: Conversation) -> list[dict[str, Any]]:
-    """The Conversation as `contents` for a Gemini request, in the stored (SDK dump) shape."""
+    """The Conversation as `contents` for a Gemini request, in the stored (SDK dump) shape: each function
+    response in the turn after its call, names as Gemini takes them (`Conversation.for_provider`)."""
+    conversation = conversation.for_provider("google")
     contents: list[dict[str, Any]] = []
     made_ids: set[str] = set()
     for turn in conversation.turns:
