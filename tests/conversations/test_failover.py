@@ -191,3 +191,84 @@ async def test_auto_passes_over_a_backend_that_just_gave_out(lab: Lab, monkeypat
     events = await lab.run(lab.params(before, other))
     assert _one(events, Failover).from_backend == before
     assert select_backend_for(ExecuteParams(prompt="x")).backend != before
+
+
+def _twice_the_same_id() -> list[ScriptTurn]:
+    """A model that gives two of its calls one id: a session of the failed backend no other backend can take."""
+    read = FunctionCall(name="read_file", args={"file_path": "notes.txt"}, id="dup")
+    return [ScriptTurn(function_calls=[read]), ScriptTurn(function_calls=[read]), ScriptTurn(text="done")]
+
+
+@pytest.mark.parametrize(("first", "second"), PAIRS, ids=[f"{a}->{b}" for a, b in PAIRS])
+async def test_a_carried_history_no_backend_can_continue_ends_the_run_typed_and_the_session_stays(
+    lab: Lab, first: str, second: str
+) -> None:
+    """The history a failover carries is checked as a caller's is (`Conversation.problem`): a repeated call id
+    ended in a session file or a request the next provider refuses (HTTP 400), now in one typed error that
+    names the session left, which stays as it was."""
+    lab.server.add(*_twice_the_same_id())
+    lab.fail("rate_limit", first=2)  # after both tool rounds
+    sent_before = len(lab.server.requests)
+    events = await lab.run(lab.params(first, second))
+    assert not [e for e in events if isinstance(e, Failover)]
+    error = [e for e in events if isinstance(e, ErrorEvent)][-1]
+    assert error.code == "configuration_error"
+    assert "repeats the tool call id 'dup'" in error.message
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "error"
+    left = next(e for e in events if isinstance(e, SessionStarted))
+    assert f"session {left.short_id} of {first} is left as it was" in error.message
+    assert len(lab.server.requests) - sent_before == 2 + ATTEMPTS  # nothing went to the next backend
+    kept = await sessions.export(str(left.short_id))
+    assert [p.id for p in kept.tool_calls()] == ["dup", "dup"]
+
+
+async def test_a_carried_history_larger_than_a_run_takes_ends_the_run_typed(
+    lab: Lab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from unified._internal import limits
+
+    lab.server.add(*_tool_round())
+    lab.fail("rate_limit", first=1)
+    monkeypatch.setattr(limits, "MAX_CONVERSATION_BYTES", 200)
+    events = await lab.run(lab.params("generate-content", "interactions"))
+    error = [e for e in events if isinstance(e, ErrorEvent)][-1]
+    assert error.code == "configuration_error"
+    assert "more than a run takes (200)" in error.message
+    assert not [e for e in events if isinstance(e, Failover)]
+
+
+async def test_a_failover_carries_results_next_to_their_calls_and_answers_every_call(lab: Lab) -> None:
+    """A run continuing a history (a result far from its call, a call never answered) that fails over: the
+    next backend gets the history in the order every provider takes, each call answered."""
+    from unified.conversations import Conversation, ModelTurn, TextPart, ToolCallPart, ToolResultPart, UserTurn
+
+    history = Conversation(
+        turns=[
+            UserTurn(parts=[TextPart(text="read it")]),
+            ModelTurn(
+                provider="google",
+                parts=[ToolCallPart(id="far", name="read_file"), ToolCallPart(id="never", name="read_file")],
+            ),
+            UserTurn(parts=[TextPart(text="in between")]),
+            ModelTurn(provider="google", parts=[TextPart(text="noted")]),
+            UserTurn(parts=[ToolResultPart(call_id="far", name="read_file", output="FAR-OUTPUT")]),
+        ]
+    )
+    lab.server.add(ScriptTurn(text="continued"))
+    lab.fail("rate_limit", first=0)
+    events = await lab.run(lab.params("generate-content", "interactions", history=history))
+    assert _one(events, Failover).to_backend == "interactions"
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success", result.error
+    steps = lab.server.requests[-1].body["input"]
+    kinds = [(s["type"], s.get("call_id") or s.get("id")) for s in steps if "function" in s["type"]]
+    assert kinds == [
+        ("function_call", "far"),
+        ("function_call", "never"),
+        ("function_result", "far"),
+        ("function_result", "never"),
+    ]
+    assert "not run" in json.dumps(steps)
