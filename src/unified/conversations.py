@@ -25,6 +25,7 @@ import base64
 import hashlib
 import json
 import re
+from collections import deque
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
@@ -467,7 +468,9 @@ def _pairs(turns: list[UserTurn | ModelTurn]) -> tuple[dict[_Position, _Position
     result without a call id answers the first open call without one of its name (else the first open one):
     a source that gave its calls no id (Gemini 2.5) pairs them by order and name."""
     calls: dict[str, _Position] = {}
-    unnamed: list[tuple[_Position, str]] = []
+    unnamed: list[_Position] = []  # calls without an id, in order; `first` is the earliest that may be open
+    first = 0
+    by_name: dict[str, deque[_Position]] = {}
     pairs: dict[_Position, _Position] = {}
     answered: set[_Position] = set()
     for t, turn in enumerate(turns):
@@ -476,7 +479,8 @@ def _pairs(turns: list[UserTurn | ModelTurn]) -> tuple[dict[_Position, _Position
                 if part.id:
                     calls.setdefault(part.id, (t, p))
                 else:
-                    unnamed.append(((t, p), part.name))
+                    unnamed.append((t, p))
+                    by_name.setdefault(part.name, deque()).append((t, p))
             elif isinstance(part, ToolResultPart):
                 if part.call_id:
                     call = calls.get(part.call_id)
@@ -488,11 +492,14 @@ def _pairs(turns: list[UserTurn | ModelTurn]) -> tuple[dict[_Position, _Position
                     if call in answered:
                         return pairs, f"turn {t} answers tool call {part.call_id!r} again: a call has one result"
                 else:
-                    same = [position for position, name in unnamed if name == part.name]
-                    if not same and not unnamed:
+                    same = by_name.get(part.name, deque())
+                    while same and same[0] in answered:
+                        same.popleft()
+                    while first < len(unnamed) and unnamed[first] in answered:
+                        first += 1
+                    if not same and first == len(unnamed):
                         return pairs, f"turn {t} holds a result with no call id, which no earlier call awaits"
-                    call = same[0] if same else unnamed[0][0]
-                    unnamed = [u for u in unnamed if u[0] != call]
+                    call = same.popleft() if same else unnamed[first]
                 answered.add(call)
                 pairs[(t, p)] = call
     return pairs, None
@@ -516,20 +523,21 @@ _WIRE_RULES: dict[Provider, tuple[re.Pattern[str] | None, re.Pattern[str]]] = {
 """What each provider's API takes as a client tool call's id and name (`Conversation.for_provider`)."""
 
 
-def _conform(value: str, rule: re.Pattern[str], mapped: dict[str, str], conforming: set[str]) -> str:
+def _conform(value: str, rule: re.Pattern[str], mapped: dict[str, str], taken: set[str]) -> str:
     """`value` if `rule` takes it, else its stand-in: its characters `rule` may take, then a hash of the whole
-    value (so it is the same for a call and its result, and on every run), never one already in use."""
+    value (so it is the same for a call and its result, and on every run), never one in `taken` (the values
+    that conform, the stand-ins given so far: it gets this one)."""
     if rule.fullmatch(value):
         return value
     if value in mapped:
         return mapped[value]
     digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
-    base = re.sub(r"[^A-Za-z0-9_]", "_", value.encode("ascii", "replace").decode("ascii"))[:40].strip("_")
-    taken = conforming | set(mapped.values())
+    base = re.sub(r"[^A-Za-z0-9_]", "_", value[:24].encode("ascii", "replace").decode("ascii")).strip("_")
     for length in (12, 20, 32, 64):
-        candidate = f"t_{base[:24]}_{digest[:length]}" if base else f"t_{digest[:length]}"
+        candidate = f"t_{base}_{digest[:length]}" if base else f"t_{digest[:length]}"
         if rule.fullmatch(candidate) and candidate not in taken:
             mapped[value] = candidate
+            taken.add(candidate)
             return candidate
     raise ValueError("no stand-in for a tool call's id or name")  # unreachable: sha256 has no such collisions
 
