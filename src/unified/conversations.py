@@ -12,6 +12,9 @@ What cannot cross is handled by rules, the same on every backend (docs/conversat
 - A signature (a Gemini `thoughtSignature`, an Anthropic thinking `signature`, an OpenAI reasoning
   `encrypted_content`) only means something to the provider that made it: `signature_for` keeps it
   for that provider and drops it elsewhere; the thought text is kept either way.
+- Each provider takes its own order, ids and names: `for_provider` puts every result right after its
+  call and gives an id or name the target's API would refuse a stand-in (the same for a call and its
+  result), so every writer sends what its provider takes.
 - A backend that keeps history on a server (Interactions) exports the turns it sent and received;
   a backend driving an agent binary is given the history the way it resumes its own sessions (its
   session file, written into its isolated home), never as a prompt of prose.
@@ -388,8 +391,9 @@ class Conversation(BaseModel):
         """Why no backend can continue this conversation, or None: text that is not Unicode (a lone
         surrogate: no session file, no request can hold it), tool arguments or data nested deeper than
         `max_depth`, more than `max_bytes` of JSON, an image whose `mime_type` is not a media type, a
-        call id used twice, or a tool result answering no call before it (every provider's API refuses
-        both). A run checks this before it writes anything (`ExecuteParams.history`)."""
+        call id used twice, a tool result answering no call before it, or one answering a call another
+        result answered (every provider's API refuses them). A run checks this before it writes anything
+        (`ExecuteParams.history`), and a failover before it carries a history to the next backend."""
         for turn in self.turns:  # a part's arguments or data count from 0, not the part holding them
             for part in turn.parts:
                 problem = _text_problem(part.model_dump(exclude_none=True), max_depth, start=-1)
