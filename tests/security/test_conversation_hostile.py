@@ -742,7 +742,7 @@ def _valid_for_interactions(conversation: Conversation, tmp_path: Path) -> str:
         if step["type"] == "function_call" and (
             number + 1 == len(steps) or steps[number + 1]["type"] != "function_call"
         ):
-            calls = []
+            calls: list[dict[str, Any]] = []
             back = number
             while back >= 0 and steps[back]["type"] == "function_call":
                 calls.insert(0, steps[back])
@@ -761,7 +761,7 @@ def _valid_for_codex(conversation: Conversation, tmp_path: Path) -> str:
         if item["type"] == "function_call" and (
             number + 1 == len(items) or items[number + 1]["type"] != "function_call"
         ):
-            calls = []
+            calls: list[dict[str, Any]] = []
             back = number
             while back >= 0 and items[back]["type"] == "function_call":
                 calls.insert(0, items[back])
