@@ -272,3 +272,41 @@ async def test_a_failover_carries_results_next_to_their_calls_and_answers_every_
         ("function_result", "never"),
     ]
     assert "not run" in json.dumps(steps)
+
+
+async def test_a_resumed_session_in_no_providers_order_fails_over_in_the_order_every_provider_takes(lab: Lab) -> None:
+    """A stored session whose result stands far from its call (a file edited, a store written by another tool)
+    resumed with a fallback: what the failover carries is put in order as a caller's history is."""
+    from unified import MemorySessionStore
+
+    store = MemorySessionStore()
+    lab.server.add(ScriptTurn(text="first answer"))
+    first = await lab.run(lab.params("generate-content", prompt="first", session_store=store))
+    session_id = next(e for e in first if isinstance(e, SessionStarted)).session_id
+    stored = await store.load("generate-content", session_id)
+    call = {"function_call": {"id": "far", "name": "read_file", "args": {"file_path": "notes.txt"}}}
+    stored.state["contents"] += [
+        {"role": "model", "parts": [call]},
+        {"role": "user", "parts": [{"text": "in between"}]},
+        {"role": "model", "parts": [{"text": "noted"}]},
+        {
+            "role": "user",
+            "parts": [{"function_response": {"id": "far", "name": "read_file", "response": {"output": "FAR"}}}],
+        },
+    ]
+    await store.save(stored)
+    lab.server.add(ScriptTurn(text="continued"))
+    lab.fail("rate_limit", first=1)
+    events = await lab.run(
+        lab.params("generate-content", "interactions", prompt="go on", resume=session_id[:8], session_store=store)
+    )
+    assert _one(events, Failover).to_backend == "interactions"
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success", result.error
+    steps = lab.server.requests[-1].body["input"]
+    kinds = [s["type"] for s in steps]
+    at = kinds.index("function_call")
+    assert steps[at + 1]["type"] == "function_result"
+    assert steps[at + 1]["call_id"] == "far"
+    assert "in between" in json.dumps(steps[at + 2 :])

@@ -282,3 +282,25 @@ def test_calls_without_ids_get_distinct_ones_and_their_results_follow_by_order_a
     assert all(c.id for c in calls)
     results = [p for p in done.turns[2].parts if isinstance(p, ToolResultPart)]
     assert [(r.call_id, r.output) for r in results] == [(calls[0].id, "A"), (calls[1].id, "B")]
+
+
+def test_an_id_given_to_a_call_without_one_never_takes_an_id_in_use() -> None:
+    """A call without an id gets `gc-<turn>-<part>`: a hostile conversation that already uses that id for
+    another call keeps both apart, each with its own result."""
+    conversation = Conversation(
+        turns=[
+            UserTurn(parts=[TextPart(text="go")]),
+            ModelTurn(parts=[ToolCallPart(id="gc-1-1", name="a"), ToolCallPart(id="", name="b")]),
+            UserTurn(
+                parts=[
+                    ToolResultPart(call_id="", name="b", output="B"),
+                    ToolResultPart(call_id="gc-1-1", name="a", output="A"),
+                ]
+            ),
+        ]
+    )
+    assert conversation.problem() is None
+    pairs = _claude_pairs(_claude(conversation))
+    assert [output for _, output in pairs] == ["A", "B"]
+    assert len({use for use, _ in pairs}) == 2
+    assert all(ANTHROPIC_ID.fullmatch(use) for use, _ in pairs)
