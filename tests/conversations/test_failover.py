@@ -282,7 +282,7 @@ async def test_a_resumed_session_in_no_providers_order_fails_over_in_the_order_e
     store = MemorySessionStore()
     lab.server.add(ScriptTurn(text="first answer"))
     first = await lab.run(lab.params("generate-content", prompt="first", session_store=store))
-    session_id = next(e for e in first if isinstance(e, SessionStarted)).session_id
+    session_id = str(next(e for e in first if isinstance(e, SessionStarted)).session_id)
     stored = await store.load("generate-content", session_id)
     call = {"function_call": {"id": "far", "name": "read_file", "args": {"file_path": "notes.txt"}}}
     stored.state["contents"] += [
