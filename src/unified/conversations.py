@@ -288,7 +288,7 @@ class Conversation(BaseModel):
         there, and a user turn left empty by the move goes. Calls without an id get one (`gc-<turn>-<part>`,
         which the Gemini writers never send) and their results, matched by order and name, take it. With
         `unanswered`, each call no result answers gets an error result of that text. Consecutive model
-        turns of one provider and model become one (Gemini refuses a call right after a model turn), and a
+        turns of one provider become one (Gemini refuses a call right after a model turn), and a
         conversation that starts with the model's turn gets a user turn before it (no provider reads a
         model turn first). No part is lost. Itself when nothing changes; it assumes `problem()` is None
         (a result that answers no call stays where it is)."""
@@ -329,7 +329,6 @@ class Conversation(BaseModel):
             if (
                 isinstance(previous, ModelTurn)
                 and previous.provider == turn.provider
-                and previous.model == turn.model
                 and not any(isinstance(p, ToolCallPart) for p in previous.parts)
             ):
                 usage = _sum(previous.usage, turn.usage)

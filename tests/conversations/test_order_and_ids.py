@@ -304,3 +304,17 @@ def test_an_id_given_to_a_call_without_one_never_takes_an_id_in_use() -> None:
     assert [output for _, output in pairs] == ["A", "B"]
     assert len({use for use, _ in pairs}) == 2
     assert all(ANTHROPIC_ID.fullmatch(use) for use, _ in pairs)
+
+
+def test_gemini_never_gets_a_call_right_after_another_providers_model_turn() -> None:
+    conversation = Conversation(
+        turns=[
+            UserTurn(parts=[TextPart(text="go")]),
+            ModelTurn(provider="anthropic", parts=[TextPart(text="Claude looked")]),
+            ModelTurn(provider="google", parts=[ToolCallPart(id="c", name="read_file", signature="g-sig")]),
+            UserTurn(parts=[ToolResultPart(call_id="c", name="read_file", output="x")]),
+        ]
+    )
+    contents = contents_from_conversation(conversation)
+    assert [c["role"] for c in contents] == ["user", "model", "user"]
+    assert contents[1]["parts"][1]["thought_signature"] == "g-sig"  # Google's call keeps Google's signature

@@ -145,7 +145,9 @@ def contents_from_conversation(conversation: Conversation) -> list[dict[str, Any
     for turn in conversation.turns:
         if isinstance(turn, ModelTurn):
             parts = [p for part in turn.parts for p in _gemini_model_parts(turn, part, made_ids)]
-            if parts:
+            if parts and contents and contents[-1]["role"] == "model":  # turns of two providers in a row: one
+                contents[-1]["parts"].extend(parts)  # content (Gemini refuses a call right after a model turn)
+            elif parts:
                 contents.append({"role": "model", "parts": parts})
         else:
             parts = [p for part in turn.parts for p in _gemini_user_parts(part, made_ids)]
