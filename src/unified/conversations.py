@@ -361,7 +361,7 @@ class Conversation(BaseModel):
         Ids and names that conform are kept. Itself when nothing changes."""
         ordered = self.with_results_after_calls()
         id_rule, name_rule = _WIRE_RULES[provider]
-        conforming_ids = {p.id for p in ordered.tool_calls() if id_rule is None or id_rule.fullmatch(p.id)}
+        conforming_ids = {p.id for p in ordered.tool_calls() if id_rule.fullmatch(p.id)}
         conforming_names = {p.name for p in ordered.tool_calls() if name_rule.fullmatch(p.name)}
         id_map: dict[str, str] = {}
         name_map: dict[str, str] = {}
@@ -372,7 +372,7 @@ class Conversation(BaseModel):
             for part in turn.parts:
                 if isinstance(part, ToolCallPart | ToolResultPart):
                     old_id = part.id if isinstance(part, ToolCallPart) else part.call_id
-                    new_id = old_id if id_rule is None else _conform(old_id, id_rule, id_map, conforming_ids)
+                    new_id = _conform(old_id, id_rule, id_map, conforming_ids)
                     new_name = _conform(part.name, name_rule, name_map, conforming_names)
                     if (new_id, new_name) != (old_id, part.name):
                         key = "id" if isinstance(part, ToolCallPart) else "call_id"
@@ -514,14 +514,15 @@ def _sum(first: Usage | None, second: Usage | None) -> Usage | None:
     return first + second
 
 
-_WIRE_RULES: dict[Provider, tuple[re.Pattern[str] | None, re.Pattern[str]]] = {
+_WIRE_RULES: dict[Provider, tuple[re.Pattern[str], re.Pattern[str]]] = {
     # Anthropic: `tool_use.id` must match ^[a-zA-Z0-9_-]+$ (HTTP 400 otherwise); ids of its own are ~30
     # characters, and unified keeps them to 64. Names: the tool-name shape, up to 128.
     "anthropic": (re.compile(r"[A-Za-z0-9_-]{1,64}"), re.compile(r"[A-Za-z0-9_-]{1,128}")),
     # OpenAI Responses: `call_id` at most 64 characters (string_above_max_length); names as its tools'.
     "openai": (re.compile(r"[^\x00-\x1f\x7f]{1,64}"), re.compile(r"[A-Za-z0-9_-]{1,64}")),
-    # Gemini: function names ^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$; a function call's id has no documented rule.
-    "google": (None, re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]{0,63}")),
+    # Gemini: function names ^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$; a function call's id has no documented rule,
+    # so only what no id of any provider holds gets a stand-in: control characters, more than 256 characters.
+    "google": (re.compile(r"[^\x00-\x1f\x7f]{1,256}"), re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]{0,63}")),
 }
 """What each provider's API takes as a client tool call's id and name (`Conversation.for_provider`)."""
 

@@ -318,3 +318,18 @@ def test_gemini_never_gets_a_call_right_after_another_providers_model_turn() -> 
     contents = contents_from_conversation(conversation)
     assert [c["role"] for c in contents] == ["user", "model", "user"]
     assert contents[1]["parts"][1]["thought_signature"] == "g-sig"  # Google's call keeps Google's signature
+
+
+def test_gemini_gets_no_call_id_with_control_characters_or_of_thousands_of_characters() -> None:
+    odd = ("a\x00b", "line\nbreak", "y" * 5000)
+    turns: list[UserTurn | ModelTurn] = [UserTurn(parts=[TextPart(text="go")])]
+    turns.append(ModelTurn(provider="openai", parts=[ToolCallPart(id=i, name="n") for i in odd]))
+    turns.append(UserTurn(parts=[ToolResultPart(call_id=i, name="n", output=str(k)) for k, i in enumerate(odd)]))
+    contents = contents_from_conversation(Conversation(turns=turns))
+    calls = [p["function_call"]["id"] for c in contents for p in c["parts"] if "function_call" in p]
+    responses = [p["function_response"]["id"] for c in contents for p in c["parts"] if "function_response" in p]
+    assert calls == responses
+    assert len(set(calls)) == 3
+    assert all(re.fullmatch(r"[ -~]{1,256}", i) for i in calls), calls
+    steps = steps_from_conversation(Conversation(turns=turns))
+    assert [s["id"] for s in steps if s["type"] == "function_call"] == calls
