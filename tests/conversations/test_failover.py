@@ -4,7 +4,9 @@ Faults are injected at each point of a run (before the first event, mid-stream, 
 on FakeGemini (no subprocess). What must hold: one `failover` event naming both backends and the
 code; every later event from the new backend, after its own `session_started`; a tool call that ran
 is never run again and its result reaches the new model; `result` names the last backend and the
-short id that resumes the continued conversation; a fallback that also fails gives the last error.
+short id that resumes the continued conversation; a fallback that also fails gives the last error; the
+history carried is checked and put in order as a caller's is (a history no backend can continue ends the run
+with one `configuration_error` naming the session left, which stays as it was).
 """
 
 from __future__ import annotations
