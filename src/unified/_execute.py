@@ -220,7 +220,29 @@ def _continuable(carried: Conversation, failed: str, target: str, session_id: st
             f"continued: {redact_key_shapes(problem)}; {left} is left as it was",
             hint=f"resume it on {failed} (unified run --resume ... on that backend) when it is back",
         )
-    return carried.with_results_after_calls(unanswered="not run: the backend gave out before it ran")
+    answered = carried.with_results_after_calls(unanswered="not run: the backend gave out before it ran")
+    problem = _grown(carried, answered)
+    if problem is not None:
+        left = f"session {short_id_of(session_id)} of {failed}" if session_id is not None else "the session"
+        raise ConfigurationError(
+            f"the run cannot go on on {target} after {failed} gave out: {problem}; {left} is left as it was",
+            hint=f"resume it on {failed} (unified run --resume ... on that backend) when it is back",
+        )
+    return answered
+
+
+def _grown(before: Conversation, after: Conversation) -> str | None:
+    """Why `after` (`before` with its calls answered) is more than a run takes, when `before` was not: the
+    error results of a history of many unanswered calls can outweigh the calls themselves."""
+    if after is before:
+        return None
+    size = len(after.model_dump_json(exclude_none=True))
+    if size <= limits.MAX_CONVERSATION_BYTES:
+        return None
+    return (
+        f"with an error result for each call no result answers, the conversation is {size} bytes of JSON, "
+        f"more than a run takes ({limits.MAX_CONVERSATION_BYTES})"
+    )
 
 
 def _with_history_answered(params: ExecuteParams) -> ExecuteParams:
@@ -231,6 +253,12 @@ def _with_history_answered(params: ExecuteParams) -> ExecuteParams:
     if history is None:
         return params
     answered = history.with_results_after_calls(unanswered="not run: the conversation holds no result for this call")
+    problem = _grown(history, answered)
+    if problem is not None:
+        raise ConfigurationError(
+            f"the history cannot be continued: {problem}",
+            hint="answer its calls or cut the conversation down, and run again",
+        )
     return params if answered is history else params.model_copy(update={"history": answered})
 
 

@@ -800,3 +800,19 @@ def test_a_history_in_no_providers_order_or_shapes_reaches_each_in_its_own_and_k
     for mark in _MARKS:
         assert mark in sent, mark  # every message (gemini-cli shows a result twice: the response, the display)
     assert "not run" in sent  # the call no result answers, answered
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_history_of_unanswered_calls_that_grows_past_the_limit_once_answered_is_refused(
+    backend: str, isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The error result each unanswered call gets outweighs the call: a history just under the limit of many
+    such calls went to the backend several times larger than a run takes."""
+    calls = [ToolCallPart(id=f"c{n}", name="n") for n in range(100)]
+    history = Conversation(turns=[UserTurn(parts=[TextPart(text="go")]), ModelTurn(parts=list(calls))])
+    monkeypatch.setattr(limits, "MAX_CONVERSATION_BYTES", len(history.to_json()) + 100)
+    before = _files(isolated_home)
+    with pytest.raises(ConfigurationError, match="with an error result for each call") as caught:
+        list(execute_sync(ExecuteParams(prompt="go on", backend=backend, cwd=tmp_path, history=history)))
+    assert caught.value.hint is not None
+    assert _files(isolated_home) == before
