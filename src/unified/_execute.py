@@ -14,7 +14,7 @@ from unified._internal import limits
 from unified._internal.stream import GuardedStream, StreamGuard, announce_unsupported_options
 from unified._redaction import redact_key_shapes, redactor
 from unified.backends import Backend, RunContext, RunOutcome, UnsupportedOption, load_backend_factory
-from unified.conversations import Conversation, TextPart, UserTurn, provider_of_backend
+from unified.conversations import Conversation, TextPart, ToolResultPart, UserTurn, provider_of_backend
 from unified.errors import ConfigurationError, RoutingError, UnifiedError
 from unified.events import Failover, JsonValue, UnifiedEvent, Usage, UserInputRequest, UserInputResponse
 from unified.sessions import short_id_of
@@ -180,6 +180,9 @@ class _Failover:
         if carried is not None:  # goes to another provider: no secret of the environment or of this run
             carried = _continuable(redactor().json(carried), failed, chosen.backend, session_id)
         same_provider = provider_of_backend(chosen.backend) == provider_of_backend(failed)
+        prompt = "" if retry else params.prompt
+        if retry and carried is not None and chosen.backend in _PROMPT_ONLY and _owes_results(carried):
+            retry, prompt = False, CONTINUE_PROMPT  # an agent binary answers a user's message, never a tool round
         return params.model_copy(
             update={
                 "backend": chosen.backend,
@@ -188,10 +191,25 @@ class _Failover:
                 "resume": None,
                 "history": carried,
                 "retry": retry,
-                "prompt": "" if retry else params.prompt,
-                "images": () if retry else params.images,
+                "prompt": prompt,
+                "images": params.images if prompt == params.prompt else (),
             }
         )
+
+
+CONTINUE_PROMPT = "Go on with the task: the results of your tool calls are above."
+"""What a failover sends a backend driving an agent binary when the turn that gave out was the model's answer
+to tool results: such a binary takes a user's message, not a tool round to answer again."""
+
+_PROMPT_ONLY = frozenset({"gemini-cli", "claude-code", "codex"})
+"""Backends whose binary can only be sent a user's message: a history ending with tool results is continued
+with `CONTINUE_PROMPT` (the API backends send such a history as it is, and the model answers the results)."""
+
+
+def _owes_results(conversation: Conversation) -> bool:
+    """Whether the conversation ends with tool results the model has not answered yet."""
+    last = conversation.turns[-1] if conversation.turns else None
+    return isinstance(last, UserTurn) and bool(last.parts) and all(isinstance(p, ToolResultPart) for p in last.parts)
 
 
 def _recorded(conversation: Conversation, params: ExecuteParams) -> bool:

@@ -333,3 +333,25 @@ def test_gemini_gets_no_call_id_with_control_characters_or_of_thousands_of_chara
     assert all(re.fullmatch(r"[ -~]{1,256}", i) for i in calls), calls
     steps = steps_from_conversation(Conversation(turns=turns))
     assert [s["id"] for s in steps if s["type"] == "function_call"] == calls
+
+
+def test_a_codex_retry_never_leaves_out_the_turns_after_the_last_prompt(tmp_path: Path) -> None:
+    """Retry on codex took the last user text from further back and left out every turn after it (a tool
+    round that ran, which the model then asked for again): now only a conversation ending with the user's
+    text or images is retried."""
+    from unified._adapters.codex._conversation import open_history
+    from unified._adapters.codex._rollouts import Rollouts
+    from unified.errors import ConfigurationError
+    from unified.types import ExecuteParams
+
+    history = Conversation(
+        turns=[
+            UserTurn(parts=[TextPart(text="read a")]),
+            ModelTurn(provider="openai", parts=[ToolCallPart(id="call_1", name="read_file")]),
+            UserTurn(parts=[ToolResultPart(call_id="call_1", name="read_file", output="AAA")]),
+        ]
+    )
+    params = ExecuteParams(prompt="", backend="codex", cwd=tmp_path, history=history, retry=True)
+    with pytest.raises(ConfigurationError, match="ends with tool results"):
+        open_history(Rollouts(tmp_path / "home"), params, "openai")
+    assert not (tmp_path / "home").exists() or not any((tmp_path / "home").rglob("*.jsonl"))
