@@ -60,8 +60,9 @@ class Lab:
         return events
 
     def fail(self, kind: str, first: int, attempts: int = ATTEMPTS, **fault: Any) -> None:
+        fault.setdefault("retry_delay", "1s")
         for index in range(first, first + attempts):
-            self.server.inject(Fault(kind=kind, retry_delay="1s", **fault), at_request=index)
+            self.server.inject(Fault(kind=kind, **fault), at_request=index)
 
 
 @pytest.fixture
@@ -188,7 +189,7 @@ async def test_auto_passes_over_a_backend_that_just_gave_out(lab: Lab, monkeypat
     monkeypatch.setenv("GEMINI_API_KEY", "test-key")
     before = select_backend_for(ExecuteParams(prompt="x")).backend
     lab.server.add(ScriptTurn(text="ok"))
-    lab.fail("rate_limit", first=0)
+    lab.fail("rate_limit", first=0, retry_delay="100s")  # rests 100 s: a slow run on a loaded machine stays inside
     other = next(b for b in ("generate-content", "interactions") if b != before)
     events = await lab.run(lab.params(before, other))
     assert _one(events, Failover).from_backend == before
