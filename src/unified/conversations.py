@@ -288,10 +288,10 @@ class Conversation(BaseModel):
         there, and a user turn left empty by the move goes. Calls without an id get one (`gc-<turn>-<part>`,
         which the Gemini writers never send) and their results, matched by order and name, take it. With
         `unanswered`, each call no result answers gets an error result of that text. Consecutive model
-        turns of one provider become one (Gemini refuses a call right after a model turn), and a
-        conversation that starts with the model's turn gets a user turn before it (no provider reads a
-        model turn first). No part is lost. Itself when nothing changes; it assumes `problem()` is None
-        (a result that answers no call stays where it is)."""
+        turns of one provider become one (Gemini wants "a function call turn right after a user turn or
+        a function response turn"), and a conversation that starts with the model's turn gets a user turn
+        before it (no provider reads a model turn first). No part is lost. Itself when nothing changes; it
+        assumes `problem()` is None (a result that answers no call stays where it is)."""
         turns = list(self.turns)
         pairs, _ = _pairs(turns)
         used = {p.id for p in self.tool_calls() if p.id}

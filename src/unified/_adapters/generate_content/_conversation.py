@@ -146,7 +146,7 @@ def contents_from_conversation(conversation: Conversation) -> list[dict[str, Any
         if isinstance(turn, ModelTurn):
             parts = [p for part in turn.parts for p in _gemini_model_parts(turn, part, made_ids)]
             if parts and contents and contents[-1]["role"] == "model":  # turns of two providers in a row: one
-                contents[-1]["parts"].extend(parts)  # content (Gemini refuses a call right after a model turn)
+                contents[-1]["parts"].extend(parts)  # content (a call turn follows a user or response turn)
             elif parts:
                 contents.append({"role": "model", "parts": parts})
         else:
