@@ -180,7 +180,7 @@ class _Failover:
         if carried is not None:  # goes to another provider: no secret of the environment or of this run
             carried = _continuable(redactor().json(carried), failed, chosen.backend, session_id)
         same_provider = provider_of_backend(chosen.backend) == provider_of_backend(failed)
-        prompt = "" if retry else params.prompt
+        prompt, images = ("", ()) if retry else (params.prompt, params.images)
         if retry and carried is not None and chosen.backend in _PROMPT_ONLY and _owes_results(carried):
             retry, prompt = False, CONTINUE_PROMPT  # an agent binary answers a user's message, never a tool round
         return params.model_copy(
@@ -192,7 +192,7 @@ class _Failover:
                 "history": carried,
                 "retry": retry,
                 "prompt": prompt,
-                "images": params.images if prompt == params.prompt else (),
+                "images": images,
             }
         )
 
@@ -230,20 +230,16 @@ def _continuable(carried: Conversation, failed: str, target: str, session_id: st
     `ConfigurationError` naming the session left as it was, instead of a session file or a request the next
     provider refuses; a call the failed backend's model asked for that never ran gets an error result, so the
     history is valid for any model and the next backend never runs it on its own."""
+    answered = carried
     problem = carried.problem(limits.MAX_CONVERSATION_BYTES, limits.MAX_JSON_DEPTH)
+    if problem is None:
+        answered = carried.with_results_after_calls(unanswered="not run: the backend gave out before it ran")
+        problem = _grown(carried, answered)
     if problem is not None:
         left = f"session {short_id_of(session_id)} of {failed}" if session_id is not None else "the session"
         raise ConfigurationError(
             f"the run cannot go on on {target} after {failed} gave out: the conversation so far cannot be "
             f"continued: {redact_key_shapes(problem)}; {left} is left as it was",
-            hint=f"resume it on {failed} (unified run --resume ... on that backend) when it is back",
-        )
-    answered = carried.with_results_after_calls(unanswered="not run: the backend gave out before it ran")
-    problem = _grown(carried, answered)
-    if problem is not None:
-        left = f"session {short_id_of(session_id)} of {failed}" if session_id is not None else "the session"
-        raise ConfigurationError(
-            f"the run cannot go on on {target} after {failed} gave out: {problem}; {left} is left as it was",
             hint=f"resume it on {failed} (unified run --resume ... on that backend) when it is back",
         )
     return answered
