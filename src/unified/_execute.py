@@ -14,7 +14,7 @@ from unified._internal import limits
 from unified._internal.stream import GuardedStream, StreamGuard, announce_unsupported_options
 from unified._redaction import redact_key_shapes, redactor
 from unified.backends import Backend, RunContext, RunOutcome, UnsupportedOption, load_backend_factory
-from unified.conversations import Conversation, TextPart, UserTurn, provider_of_backend
+from unified.conversations import Conversation, TextPart, ToolResultPart, UserTurn, provider_of_backend
 from unified.errors import ConfigurationError, RoutingError, UnifiedError
 from unified.events import Failover, JsonValue, UnifiedEvent, Usage, UserInputRequest, UserInputResponse
 from unified.sessions import short_id_of
@@ -172,12 +172,14 @@ class _Failover:
         if session_id is not None:  # the failed backend recorded the run: carry its whole session
             carried = await sessions.locator(failed, params.session_store).export(session_id, str(params.cwd))
             retry = _recorded(carried, params)
-            carried = _answer_unrun_calls(carried)
         elif params.resume is not None:
             carried = await sessions.export(params.resume, store=params.session_store, cwd=str(params.cwd))
         if carried is not None:  # goes to another provider: no secret of the environment or of this run
-            carried = redactor().json(carried)
+            carried = _continuable(redactor().json(carried), failed, chosen.backend, session_id)
         same_provider = provider_of_backend(chosen.backend) == provider_of_backend(failed)
+        prompt, images = ("", ()) if retry else (params.prompt, params.images)
+        if retry and carried is not None and chosen.backend in _PROMPT_ONLY and _owes_results(carried):
+            retry, prompt = False, CONTINUE_PROMPT  # an agent binary answers a user's message, never a tool round
         return params.model_copy(
             update={
                 "backend": chosen.backend,
@@ -186,10 +188,25 @@ class _Failover:
                 "resume": None,
                 "history": carried,
                 "retry": retry,
-                "prompt": "" if retry else params.prompt,
-                "images": () if retry else params.images,
+                "prompt": prompt,
+                "images": images,
             }
         )
+
+
+CONTINUE_PROMPT = "Go on with the task: the results of your tool calls are above."
+"""What a failover sends a backend driving an agent binary when the turn that gave out was the model's answer
+to tool results: such a binary takes a user's message, not a tool round to answer again."""
+
+_PROMPT_ONLY = frozenset({"gemini-cli", "claude-code", "codex"})
+"""Backends whose binary can only be sent a user's message: a history ending with tool results is continued
+with `CONTINUE_PROMPT` (the API backends send such a history as it is, and the model answers the results)."""
+
+
+def _owes_results(conversation: Conversation) -> bool:
+    """Whether the conversation ends with tool results the model has not answered yet."""
+    last = conversation.turns[-1] if conversation.turns else None
+    return isinstance(last, UserTurn) and bool(last.parts) and all(isinstance(p, ToolResultPart) for p in last.parts)
 
 
 def _recorded(conversation: Conversation, params: ExecuteParams) -> bool:
@@ -203,19 +220,56 @@ def _recorded(conversation: Conversation, params: ExecuteParams) -> bool:
     return False
 
 
-def _answer_unrun_calls(conversation: Conversation) -> Conversation:
-    """Calls the failed backend's model asked for that never ran get an error result, so the history is
-    valid for any model and the next backend never runs them on its own."""
-    return conversation.with_unanswered_calls_answered("not run: the backend gave out before it ran")
+def _continuable(carried: Conversation, failed: str, target: str, session_id: str | None) -> Conversation:
+    """The history a failover carries, checked and put in order as a caller's history is (`check_params`,
+    `_with_history_answered`): a history the next backend cannot continue (a repeated call id, a result that
+    answers no call, a lone surrogate in a tool's output, more than a run takes, ...) ends the run with a
+    `ConfigurationError` naming the session left as it was, instead of a session file or a request the next
+    provider refuses; a call the failed backend's model asked for that never ran gets an error result, so the
+    history is valid for any model and the next backend never runs it on its own."""
+    answered = carried
+    problem = carried.problem(limits.MAX_CONVERSATION_BYTES, limits.MAX_JSON_DEPTH)
+    if problem is None:
+        answered = carried.with_results_after_calls(unanswered="not run: the backend gave out before it ran")
+        problem = _grown(carried, answered)
+    if problem is not None:
+        left = f"session {short_id_of(session_id)} of {failed}" if session_id is not None else "the session"
+        raise ConfigurationError(
+            f"the run cannot go on on {target} after {failed} gave out: the conversation so far cannot be "
+            f"continued: {redact_key_shapes(problem)}; {left} is left as it was",
+            hint=f"resume it on {failed} (unified run --resume ... on that backend) when it is back",
+        )
+    return answered
+
+
+def _grown(before: Conversation, after: Conversation) -> str | None:
+    """Why `after` (`before` with its calls answered) is more than a run takes, when `before` was not: the
+    error results of a history of many unanswered calls can outweigh the calls themselves."""
+    if after is before:
+        return None
+    size = len(after.model_dump_json(exclude_none=True))
+    if size <= limits.MAX_CONVERSATION_BYTES:
+        return None
+    return (
+        f"with an error result for each call no result answers, the conversation is {size} bytes of JSON, "
+        f"more than a run takes ({limits.MAX_CONVERSATION_BYTES})"
+    )
 
 
 def _with_history_answered(params: ExecuteParams) -> ExecuteParams:
-    """`params` with every call of its history that no result answers given an error result: a history
-    cut between a call and its result (or edited) is otherwise refused by every provider's API."""
+    """`params` with its history in the order every provider takes (`Conversation.with_results_after_calls`)
+    and every call that no result answers given an error result: a history cut between a call and its result
+    (or edited) is otherwise refused by every provider's API."""
     history = params.history
     if history is None:
         return params
-    answered = history.with_unanswered_calls_answered("not run: the conversation holds no result for this call")
+    answered = history.with_results_after_calls(unanswered="not run: the conversation holds no result for this call")
+    problem = _grown(history, answered)
+    if problem is not None:
+        raise ConfigurationError(
+            f"the history cannot be continued: {problem}",
+            hint="answer its calls or cut the conversation down, and run again",
+        )
     return params if answered is history else params.model_copy(update={"history": answered})
 
 

@@ -12,6 +12,9 @@ What cannot cross is handled by rules, the same on every backend (docs/conversat
 - A signature (a Gemini `thoughtSignature`, an Anthropic thinking `signature`, an OpenAI reasoning
   `encrypted_content`) only means something to the provider that made it: `signature_for` keeps it
   for that provider and drops it elsewhere; the thought text is kept either way.
+- Each provider takes its own order, ids and names: `for_provider` puts every result right after its
+  call and gives an id or name the target's API would refuse a stand-in (the same for a call and its
+  result), so every writer sends what its provider takes.
 - A backend that keeps history on a server (Interactions) exports the turns it sent and received;
   a backend driving an agent binary is given the history the way it resumes its own sessions (its
   session file, written into its isolated home), never as a prompt of prose.
@@ -22,8 +25,10 @@ This module imports only the event protocol: it is data, readable without any ba
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import re
+from collections import deque
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
@@ -256,44 +261,126 @@ class Conversation(BaseModel):
 
     def unanswered_calls(self) -> list[ToolCallPart]:
         """Calls no later tool result answers: a run that stopped between a call and its result."""
-        answered = {
-            p.call_id
-            for turn in self.turns
-            if isinstance(turn, UserTurn)
-            for p in turn.parts
-            if isinstance(p, ToolResultPart)
-        }
-        return [call for call in self.tool_calls() if call.id not in answered]
+        pairs, _ = _pairs(self.turns)
+        answered = set(pairs.values())
+        return [
+            part
+            for t, turn in enumerate(self.turns)
+            if isinstance(turn, ModelTurn)
+            for p, part in enumerate(turn.parts)
+            if isinstance(part, ToolCallPart) and (t, p) not in answered
+        ]
 
     def with_unanswered_calls_answered(self, output: str) -> Conversation:
         """This conversation with an error result (`output`) for each call no later result answers, in
         the user turn of results right after the call's (a turn of its own before a prompt, so a retried
         prompt stays the last turn's): every provider's API refuses a
         call left unanswered (Gemini, OpenAI and Anthropic alike answer HTTP 400, and Claude Code drops the
-        call from what the model reads). Itself when every call is answered."""
-        unanswered = {call.id for call in self.unanswered_calls()}
-        if not unanswered:
-            return self
-        turns: list[UserTurn | ModelTurn] = []
-        owed: list[UserPart] = []
-        for turn in self.turns:
-            if isinstance(turn, UserTurn) and owed and any(isinstance(p, ToolResultPart) for p in turn.parts):
-                turns.append(UserTurn(parts=[*owed, *turn.parts]))  # one turn answers all of a turn's calls
-                owed = []
+        call from what the model reads). Every result moves to that turn too (`with_results_after_calls`).
+        Itself when every call is answered in place."""
+        return self.with_results_after_calls(unanswered=output)
+
+    def with_results_after_calls(self, *, unanswered: str | None = None) -> Conversation:
+        """This conversation in the order every provider's API takes: each tool result in a user turn of
+        results right after the model turn of its call, in the order of the calls (Anthropic wants the
+        `tool_result` blocks first in the very next message, Gemini the `functionResponse` parts in the
+        turn after the `functionCall`), named as its call names it; a result from further on is moved
+        there, and a user turn left empty by the move goes. Calls without an id get one (`gc-<turn>-<part>`,
+        which the Gemini writers never send) and their results, matched by order and name, take it. With
+        `unanswered`, each call no result answers gets an error result of that text. Consecutive model
+        turns of one provider become one (Gemini wants "a function call turn right after a user turn or
+        a function response turn"), and a conversation that starts with the model's turn gets a user turn
+        before it (no provider reads a model turn first). No part is lost. Itself when nothing changes; it
+        assumes `problem()` is None (a result that answers no call stays where it is)."""
+        turns = list(self.turns)
+        pairs, _ = _pairs(turns)
+        used = {p.id for p in self.tool_calls() if p.id}
+        calls: dict[_Position, ToolCallPart] = {}
+        for t, turn in enumerate(turns):
+            if not isinstance(turn, ModelTurn):
                 continue
+            parts: list[ModelPart] = []
+            for p, part in enumerate(turn.parts):
+                if isinstance(part, ToolCallPart) and not part.id:
+                    new_id, counter = f"gc-{t}-{p}", 0
+                    while new_id in used:
+                        counter += 1
+                        new_id = f"gc-{t}-{p}-{counter}"
+                    used.add(new_id)
+                    part = part.model_copy(update={"id": new_id})
+                if isinstance(part, ToolCallPart):
+                    calls[(t, p)] = part
+                parts.append(part)
+            turns[t] = turn.model_copy(update={"parts": parts})
+        results: dict[_Position, ToolResultPart] = {}
+        for (t, p), call in pairs.items():
+            result = turns[t].parts[p]
+            assert isinstance(result, ToolResultPart)
+            answered = calls[call]
+            results[call] = result.model_copy(update={"call_id": answered.id, "name": answered.name})
+        out: list[UserTurn | ModelTurn] = []
+        for t, turn in enumerate(turns):
+            if isinstance(turn, UserTurn):
+                kept: list[UserPart] = [p for n, p in enumerate(turn.parts) if (t, n) not in pairs]
+                if kept:
+                    out.append(turn if len(kept) == len(turn.parts) else turn.model_copy(update={"parts": kept}))
+                continue
+            previous = out[-1] if out else None
+            if (
+                isinstance(previous, ModelTurn)
+                and previous.provider == turn.provider
+                and not any(isinstance(p, ToolCallPart) for p in previous.parts)
+            ):
+                usage = _sum(previous.usage, turn.usage)
+                out[-1] = previous.model_copy(update={"parts": [*previous.parts, *turn.parts], "usage": usage})
+            else:
+                out.append(turn)
+            owed: list[UserPart] = []
+            for p, part in enumerate(turn.parts):
+                if not isinstance(part, ToolCallPart):
+                    continue
+                found = results.get((t, p))
+                if found is not None:
+                    owed.append(found)
+                elif unanswered is not None:
+                    owed.append(ToolResultPart(call_id=part.id, name=part.name, output=unanswered, is_error=True))
             if owed:
-                turns.append(UserTurn(parts=owed))
-                owed = []
-            turns.append(turn)
-            if isinstance(turn, ModelTurn):
-                owed = [
-                    ToolResultPart(call_id=p.id, name=p.name, output=output, is_error=True)
-                    for p in turn.parts
-                    if isinstance(p, ToolCallPart) and p.id in unanswered
-                ]
-        if owed:
-            turns.append(UserTurn(parts=owed))
-        return self.model_copy(update={"turns": turns})
+                out.append(UserTurn(parts=owed))
+        if out and isinstance(out[0], ModelTurn):
+            out.insert(0, UserTurn(parts=[TextPart(text=CONTINUED_PROMPT)]))
+        if out == self.turns:
+            return self
+        return self.model_copy(update={"turns": out})
+
+    def for_provider(self, provider: Provider) -> Conversation:
+        """This conversation as `provider`'s API takes it: results right after their calls
+        (`with_results_after_calls`), and each call id and tool name the provider's API would refuse
+        (another provider's id such as `fc/abc.def` or one of 300 characters, a name with `/` or of 100
+        characters) replaced by one it takes, the same for a call and its result: the conforming part
+        of it and a hash of the whole, so the mapping is deterministic and two ids never become one.
+        Ids and names that conform are kept. Itself when nothing changes."""
+        ordered = self.with_results_after_calls()
+        id_rule, name_rule = _WIRE_RULES[provider]
+        conforming_ids = {p.id for p in ordered.tool_calls() if id_rule.fullmatch(p.id)}
+        conforming_names = {p.name for p in ordered.tool_calls() if name_rule.fullmatch(p.name)}
+        id_map: dict[str, str] = {}
+        name_map: dict[str, str] = {}
+        turns: list[UserTurn | ModelTurn] = []
+        changed = False
+        for turn in ordered.turns:
+            parts: list[Any] = []
+            for part in turn.parts:
+                if isinstance(part, ToolCallPart | ToolResultPart):
+                    old_id = part.id if isinstance(part, ToolCallPart) else part.call_id
+                    new_id = _conform(old_id, id_rule, id_map, conforming_ids)
+                    new_name = _conform(part.name, name_rule, name_map, conforming_names)
+                    if (new_id, new_name) != (old_id, part.name):
+                        key = "id" if isinstance(part, ToolCallPart) else "call_id"
+                        part = part.model_copy(update={key: new_id, "name": new_name})
+                        changed = True
+                parts.append(part)
+            turns.append(turn.model_copy(update={"parts": parts}))
+        return ordered.model_copy(update={"turns": turns}) if changed else ordered
 
     def ends_with_user(self) -> bool:
         """Whether the last turn is the user's: a prompt or tool results the model has not answered yet."""
@@ -303,8 +390,9 @@ class Conversation(BaseModel):
         """Why no backend can continue this conversation, or None: text that is not Unicode (a lone
         surrogate: no session file, no request can hold it), tool arguments or data nested deeper than
         `max_depth`, more than `max_bytes` of JSON, an image whose `mime_type` is not a media type, a
-        call id used twice, or a tool result answering no call before it (every provider's API refuses
-        both). A run checks this before it writes anything (`ExecuteParams.history`)."""
+        call id used twice, a tool result answering no call before it, or one answering a call another
+        result answered (every provider's API refuses them). A run checks this before it writes anything
+        (`ExecuteParams.history`), and a failover before it carries a history to the next backend."""
         for turn in self.turns:  # a part's arguments or data count from 0, not the part holding them
             for part in turn.parts:
                 problem = _text_problem(part.model_dump(exclude_none=True), max_depth, start=-1)
@@ -340,9 +428,8 @@ class Conversation(BaseModel):
                     if part.id and part.id in called:
                         return f"turn {number} repeats the tool call id {part.id!r}: each call needs its own"
                     called.add(part.id)
-                elif isinstance(part, ToolResultPart) and part.call_id not in called:
-                    return f"turn {number} holds a result for tool call {part.call_id!r}, which no earlier turn made"
-        return None
+        _, problem = _pairs(self.turns)
+        return problem
 
     def to_json(self) -> str:
         return self.model_dump_json(exclude_none=True)
@@ -369,6 +456,94 @@ class Conversation(BaseModel):
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
         return cls.model_json_schema()
+
+
+CONTINUED_PROMPT = "[a conversation continued from here]"
+"""The user turn `with_results_after_calls` puts before a conversation that starts with the model's turn."""
+
+_Position = tuple[int, int]
+"""A part of a conversation: its turn's number, its own number in that turn."""
+
+
+def _pairs(turns: list[UserTurn | ModelTurn]) -> tuple[dict[_Position, _Position], str | None]:
+    """Which call each tool result answers (the result's position -> the call's), and why a result answers
+    none when one does not: it names no call before it, or a call another result already answered. A
+    result without a call id answers the first open call without one of its name (else the first open one):
+    a source that gave its calls no id (Gemini 2.5) pairs them by order and name."""
+    calls: dict[str, _Position] = {}
+    unnamed: list[_Position] = []  # calls without an id, in order; `first` is the earliest that may be open
+    first = 0
+    by_name: dict[str, deque[_Position]] = {}
+    pairs: dict[_Position, _Position] = {}
+    answered: set[_Position] = set()
+    for t, turn in enumerate(turns):
+        for p, part in enumerate(turn.parts):
+            if isinstance(part, ToolCallPart):
+                if part.id:
+                    calls.setdefault(part.id, (t, p))
+                else:
+                    unnamed.append((t, p))
+                    by_name.setdefault(part.name, deque()).append((t, p))
+            elif isinstance(part, ToolResultPart):
+                if part.call_id:
+                    call = calls.get(part.call_id)
+                    if call is None:
+                        return (
+                            pairs,
+                            f"turn {t} holds a result for tool call {part.call_id!r}, which no earlier turn made",
+                        )
+                    if call in answered:
+                        return pairs, f"turn {t} answers tool call {part.call_id!r} again: a call has one result"
+                else:
+                    same = by_name.get(part.name, deque())
+                    while same and same[0] in answered:
+                        same.popleft()
+                    while first < len(unnamed) and unnamed[first] in answered:
+                        first += 1
+                    if not same and first == len(unnamed):
+                        return pairs, f"turn {t} holds a result with no call id, which no earlier call awaits"
+                    call = same.popleft() if same else unnamed[first]
+                answered.add(call)
+                pairs[(t, p)] = call
+    return pairs, None
+
+
+def _sum(first: Usage | None, second: Usage | None) -> Usage | None:
+    if first is None or second is None:
+        return first or second
+    return first + second
+
+
+_WIRE_RULES: dict[Provider, tuple[re.Pattern[str], re.Pattern[str]]] = {
+    # Anthropic: `tool_use.id` must match ^[a-zA-Z0-9_-]+$ (HTTP 400 otherwise); ids of its own are ~30
+    # characters, and unified keeps them to 64. Names: the tool-name shape, up to 128.
+    "anthropic": (re.compile(r"[A-Za-z0-9_-]{1,64}"), re.compile(r"[A-Za-z0-9_-]{1,128}")),
+    # OpenAI Responses: `call_id` at most 64 characters (string_above_max_length); names as its tools'.
+    "openai": (re.compile(r"[^\x00-\x1f\x7f]{1,64}"), re.compile(r"[A-Za-z0-9_-]{1,64}")),
+    # Gemini: function names ^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$; a function call's id has no documented rule,
+    # so only what no id of any provider holds gets a stand-in: control characters, more than 256 characters.
+    "google": (re.compile(r"[^\x00-\x1f\x7f]{1,256}"), re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]{0,63}")),
+}
+"""What each provider's API takes as a client tool call's id and name (`Conversation.for_provider`)."""
+
+
+def _conform(value: str, rule: re.Pattern[str], mapped: dict[str, str], taken: set[str]) -> str:
+    """`value` if `rule` takes it, else its stand-in: its characters `rule` may take, then a hash of the whole
+    value (so it is the same for a call and its result, and on every run), never one in `taken` (the values
+    that conform, the stand-ins given so far: it gets this one)."""
+    if rule.fullmatch(value):
+        return value
+    if value in mapped:
+        return mapped[value]
+    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+    base = re.sub(r"[^A-Za-z0-9_]", "_", value[:24].encode("ascii", "replace").decode("ascii")).strip("_")
+    for length in (12, 20, 32, 64):
+        candidate = f"t_{base}_{digest[:length]}" if base else f"t_{digest[:length]}"
+        if rule.fullmatch(candidate) and candidate not in taken:
+            mapped[value] = candidate
+            taken.add(candidate)
+            return candidate
+    raise ValueError("no stand-in for a tool call's id or name")  # unreachable: sha256 has no such collisions
 
 
 _ORIGIN_MAX_CHARS = 4096

@@ -4,7 +4,9 @@ Faults are injected at each point of a run (before the first event, mid-stream, 
 on FakeGemini (no subprocess). What must hold: one `failover` event naming both backends and the
 code; every later event from the new backend, after its own `session_started`; a tool call that ran
 is never run again and its result reaches the new model; `result` names the last backend and the
-short id that resumes the continued conversation; a fallback that also fails gives the last error.
+short id that resumes the continued conversation; a fallback that also fails gives the last error; the
+history carried is checked and put in order as a caller's is (a history no backend can continue ends the run
+with one `configuration_error` naming the session left, which stays as it was).
 """
 
 from __future__ import annotations
@@ -58,8 +60,9 @@ class Lab:
         return events
 
     def fail(self, kind: str, first: int, attempts: int = ATTEMPTS, **fault: Any) -> None:
+        fault.setdefault("retry_delay", "1s")
         for index in range(first, first + attempts):
-            self.server.inject(Fault(kind=kind, retry_delay="1s", **fault), at_request=index)
+            self.server.inject(Fault(kind=kind, **fault), at_request=index)
 
 
 @pytest.fixture
@@ -186,8 +189,127 @@ async def test_auto_passes_over_a_backend_that_just_gave_out(lab: Lab, monkeypat
     monkeypatch.setenv("GEMINI_API_KEY", "test-key")
     before = select_backend_for(ExecuteParams(prompt="x")).backend
     lab.server.add(ScriptTurn(text="ok"))
-    lab.fail("rate_limit", first=0)
+    lab.fail("rate_limit", first=0, retry_delay="100s")  # rests 100 s: a slow run on a loaded machine stays inside
     other = next(b for b in ("generate-content", "interactions") if b != before)
     events = await lab.run(lab.params(before, other))
     assert _one(events, Failover).from_backend == before
     assert select_backend_for(ExecuteParams(prompt="x")).backend != before
+
+
+def _twice_the_same_id() -> list[ScriptTurn]:
+    """A model that gives two of its calls one id: a session of the failed backend no other backend can take."""
+    read = FunctionCall(name="read_file", args={"file_path": "notes.txt"}, id="dup")
+    return [ScriptTurn(function_calls=[read]), ScriptTurn(function_calls=[read]), ScriptTurn(text="done")]
+
+
+@pytest.mark.parametrize(("first", "second"), PAIRS, ids=[f"{a}->{b}" for a, b in PAIRS])
+async def test_a_carried_history_no_backend_can_continue_ends_the_run_typed_and_the_session_stays(
+    lab: Lab, first: str, second: str
+) -> None:
+    """The history a failover carries is checked as a caller's is (`Conversation.problem`): a repeated call id
+    ended in a session file or a request the next provider refuses (HTTP 400), now in one typed error that
+    names the session left, which stays as it was."""
+    lab.server.add(*_twice_the_same_id())
+    lab.fail("rate_limit", first=2)  # after both tool rounds
+    sent_before = len(lab.server.requests)
+    events = await lab.run(lab.params(first, second))
+    assert not [e for e in events if isinstance(e, Failover)]
+    error = [e for e in events if isinstance(e, ErrorEvent)][-1]
+    assert error.code == "configuration_error"
+    assert "repeats the tool call id 'dup'" in error.message
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "error"
+    left = next(e for e in events if isinstance(e, SessionStarted))
+    assert f"session {left.short_id} of {first} is left as it was" in error.message
+    assert len(lab.server.requests) - sent_before == 2 + ATTEMPTS  # nothing went to the next backend
+    kept = await sessions.export(str(left.short_id))
+    assert [p.id for p in kept.tool_calls()] == ["dup", "dup"]
+
+
+async def test_a_carried_history_larger_than_a_run_takes_ends_the_run_typed(
+    lab: Lab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from unified._internal import limits
+
+    lab.server.add(*_tool_round())
+    lab.fail("rate_limit", first=1)
+    monkeypatch.setattr(limits, "MAX_CONVERSATION_BYTES", 200)
+    events = await lab.run(lab.params("generate-content", "interactions"))
+    error = [e for e in events if isinstance(e, ErrorEvent)][-1]
+    assert error.code == "configuration_error"
+    assert "more than a run takes (200)" in error.message
+    assert not [e for e in events if isinstance(e, Failover)]
+
+
+async def test_a_failover_carries_results_next_to_their_calls_and_answers_every_call(lab: Lab) -> None:
+    """A run continuing a history (a result far from its call, a call never answered) that fails over: the
+    next backend gets the history in the order every provider takes, each call answered."""
+    from unified.conversations import Conversation, ModelTurn, TextPart, ToolCallPart, ToolResultPart, UserTurn
+
+    history = Conversation(
+        turns=[
+            UserTurn(parts=[TextPart(text="read it")]),
+            ModelTurn(
+                provider="google",
+                parts=[ToolCallPart(id="far", name="read_file"), ToolCallPart(id="never", name="read_file")],
+            ),
+            UserTurn(parts=[TextPart(text="in between")]),
+            ModelTurn(provider="google", parts=[TextPart(text="noted")]),
+            UserTurn(parts=[ToolResultPart(call_id="far", name="read_file", output="FAR-OUTPUT")]),
+        ]
+    )
+    lab.server.add(ScriptTurn(text="continued"))
+    lab.fail("rate_limit", first=0)
+    events = await lab.run(lab.params("generate-content", "interactions", history=history))
+    assert _one(events, Failover).to_backend == "interactions"
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success", result.error
+    steps = lab.server.requests[-1].body["input"]
+    kinds = [(s["type"], s.get("call_id") or s.get("id")) for s in steps if "function" in s["type"]]
+    assert kinds == [
+        ("function_call", "far"),
+        ("function_call", "never"),
+        ("function_result", "far"),
+        ("function_result", "never"),
+    ]
+    assert "not run" in json.dumps(steps)
+
+
+async def test_a_resumed_session_in_no_providers_order_fails_over_in_the_order_every_provider_takes(lab: Lab) -> None:
+    """A stored session whose result stands far from its call (a file edited, a store written by another tool)
+    resumed with a fallback: what the failover carries is put in order as a caller's history is."""
+    from unified import MemorySessionStore
+
+    store = MemorySessionStore()
+    lab.server.add(ScriptTurn(text="first answer"))
+    first = await lab.run(lab.params("generate-content", prompt="first", session_store=store))
+    session_id = str(next(e for e in first if isinstance(e, SessionStarted)).session_id)
+    stored = await store.load("generate-content", session_id)
+    call = {"function_call": {"id": "far", "name": "read_file", "args": {"file_path": "notes.txt"}}}
+    stored.state["contents"] += [
+        {"role": "model", "parts": [call]},
+        {"role": "user", "parts": [{"text": "in between"}]},
+        {"role": "model", "parts": [{"text": "noted"}]},
+        {
+            "role": "user",
+            "parts": [{"function_response": {"id": "far", "name": "read_file", "response": {"output": "FAR"}}}],
+        },
+    ]
+    await store.save(stored)
+    lab.server.add(ScriptTurn(text="continued"))
+    lab.fail("rate_limit", first=1)
+    events = await lab.run(
+        lab.params("generate-content", "interactions", prompt="go on", resume=session_id[:8], session_store=store)
+    )
+    assert _one(events, Failover).to_backend == "interactions"
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success", result.error
+    steps = lab.server.requests[-1].body["input"]
+    kinds = [s["type"] for s in steps]
+    at = kinds.index("function_call")
+    assert steps[at + 1]["type"] == "function_result"
+    assert steps[at + 1]["call_id"] == "far"
+    assert "in between" in json.dumps(steps[at + 2 :])

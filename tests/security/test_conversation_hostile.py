@@ -8,6 +8,11 @@ another machine, a file an attacker edited, a model's own text echoed back. Atta
 - line separators (`\\u2028`, NEL, CR LF) in texts: each written session file keeps one record a line;
 - ids that look like paths (`../`, `/`, NUL, very long) and an origin naming a live session: the session is
   written under a fresh id in the backend's own folder, the live one left byte for byte;
+- a result answering a call a second time: a `ConfigurationError` (Anthropic and OpenAI refuse a second result);
+- a history whose order or ids no provider takes (it starts with the model, results far from their calls or
+  batched for two turns, two model turns in a row, ids of other providers: `fc/abc.def`, 300 characters,
+  differing only by case or Unicode normalisation; names with `/`, `:`, 130 characters or none): every
+  writer sends it in the order and shapes its provider takes, every message kept;
 - `--history` given a FIFO, a link to /dev/zero, a directory, invalid UTF-8, truncated JSON: one line, exit 2
   (a FIFO hung the command, /dev/zero ran it out of memory, invalid UTF-8 was "a bug in unified").
 """
@@ -16,7 +21,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
+import unicodedata
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -97,6 +104,13 @@ BAD = {
     "duplicate call id": Conversation(
         turns=[_call("c1"), UserTurn(parts=[ToolResultPart(call_id="c1", name="read_file", output="x")]), _call("c1")]
     ),
+    "a call answered twice": Conversation(
+        turns=[
+            _call("c1"),
+            UserTurn(parts=[ToolResultPart(call_id="c1", name="read_file", output="x")]),
+            UserTurn(parts=[ToolResultPart(call_id="c1", name="read_file", output="y")]),
+        ]
+    ),
 }
 PHRASES = {
     "lone surrogate": "not valid Unicode",
@@ -104,6 +118,7 @@ PHRASES = {
     "result with no call": "no earlier turn made",
     "result before its call": "no earlier turn made",
     "duplicate call id": "repeats the tool call id",
+    "a call answered twice": "answers tool call 'c1' again",
     "an origin field of 2 MB": "origin's cwd is 2000000 characters",
     "arguments nested 500 deep": "deeper than 64 levels",
     "a surrogate in a model name": "not valid Unicode",
@@ -633,3 +648,171 @@ def test_a_history_larger_than_a_claude_session_file_may_be_is_refused_before_wr
     with pytest.raises(ConfigurationError, match="larger than a claude-code session file may be"):
         ClaudeCodeBackend(params)._plan()
     assert not any(p.suffix == ".jsonl" for p in _files(home)) if home.exists() else True
+
+
+# --- a history whose order, ids and names no provider takes as they are -----------------------------------
+
+_ANTHROPIC_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_GEMINI_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]{0,63}")
+_MARKS = ("M0", "U1", "U2", "M1", "M2", "U3", "R1", "R3", "R4")
+
+
+def _misordered() -> Conversation:
+    nfc, nfd = unicodedata.normalize("NFC", "é"), unicodedata.normalize("NFD", "é")
+    return Conversation(
+        turns=[
+            ModelTurn(provider="openai", parts=[TextPart(text="M0 the model speaks first")]),
+            ModelTurn(
+                provider="openai",
+                parts=[ToolCallPart(id="fc/abc.def", name="fs/read"), ToolCallPart(id="Call_" + nfc, name="api:run")],
+            ),
+            UserTurn(parts=[TextPart(text="U1 between a call and its result")]),
+            UserTurn(parts=[TextPart(text="U2 a second user turn in a row")]),
+            ModelTurn(
+                provider="anthropic",
+                parts=[
+                    TextPart(text="M1 answer"),
+                    ToolCallPart(id="call_" + nfd, name=""),
+                    ToolCallPart(id="x" * 300, name="n" * 130),
+                ],
+            ),
+            ModelTurn(provider="anthropic", parts=[TextPart(text="M2 a second model turn in a row")]),
+            UserTurn(
+                parts=[
+                    ToolResultPart(call_id="x" * 300, name="n" * 130, output="R4"),
+                    ToolResultPart(call_id="fc/abc.def", name="fs/read", output="R1"),
+                    ToolResultPart(call_id="call_" + nfd, name="", output="R3"),
+                ]
+            ),
+            UserTurn(parts=[TextPart(text="U3 the prompt")]),
+        ]
+    )
+
+
+def _joined(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Consecutive messages of one role as one, as Anthropic's API reads them."""
+    joined: list[dict[str, Any]] = []
+    for message in messages:
+        if joined and joined[-1]["role"] == message["role"]:
+            joined[-1] = {"role": message["role"], "content": joined[-1]["content"] + message["content"]}
+        else:
+            joined.append({"role": message["role"], "content": list(message["content"])})
+    return joined
+
+
+def _valid_for_anthropic(conversation: Conversation, tmp_path: Path) -> str:
+    lines = lines_from_conversation(conversation, session_id="s", cwd=str(tmp_path), model=None)
+    messages = _joined([line["message"] for line in lines])
+    assert messages[0]["role"] == "user"
+    for number, message in enumerate(messages):
+        uses = [b for b in message["content"] if b["type"] == "tool_use"]
+        if message["role"] != "assistant" or not uses:
+            continue
+        assert all(_ANTHROPIC_ID.fullmatch(b["id"]) and _TOOL_NAME.fullmatch(b["name"]) for b in uses), uses
+        after = messages[number + 1]["content"]
+        first = [b.get("tool_use_id") for b in after[: len(uses)]]
+        assert sorted(first, key=str) == sorted((b["id"] for b in uses), key=str), "results first, right after"
+    return json.dumps(messages, ensure_ascii=False)
+
+
+def _valid_for_gemini(conversation: Conversation, tmp_path: Path) -> str:
+    from unified._adapters.generate_content._conversation import contents_from_conversation
+
+    contents = contents_from_conversation(conversation)
+    assert contents[0]["role"] == "user"
+    for number, content in enumerate(contents):
+        calls = [p["function_call"] for p in content["parts"] if "function_call" in p]
+        if not calls:
+            continue
+        before = contents[number - 1]
+        assert before["role"] == "user", "a function call turn follows a user turn or a function response turn"
+        assert all(_GEMINI_NAME.fullmatch(c["name"]) for c in calls), calls
+        responses = [p["function_response"] for p in contents[number + 1]["parts"] if "function_response" in p]
+        assert [r["name"] for r in responses] == [c["name"] for c in calls], "as many responses, in the next turn"
+    return json.dumps(contents, ensure_ascii=False)
+
+
+def _valid_for_interactions(conversation: Conversation, tmp_path: Path) -> str:
+    from unified._adapters.interactions._conversation import steps_from_conversation
+
+    steps = steps_from_conversation(conversation)
+    assert steps[0]["type"] == "user_input"
+    for number, step in enumerate(steps):
+        if step["type"] == "function_call" and (
+            number + 1 == len(steps) or steps[number + 1]["type"] != "function_call"
+        ):
+            calls: list[dict[str, Any]] = []
+            back = number
+            while back >= 0 and steps[back]["type"] == "function_call":
+                calls.insert(0, steps[back])
+                back -= 1
+            results = steps[number + 1 : number + 1 + len(calls)]
+            assert [r["call_id"] for r in results] == [c["id"] for c in calls]
+            assert all(_GEMINI_NAME.fullmatch(c["name"]) for c in calls)
+    return json.dumps(steps, ensure_ascii=False)
+
+
+def _valid_for_codex(conversation: Conversation, tmp_path: Path) -> str:
+    text = rollout_from_conversation(conversation, thread_id="t", cwd=str(tmp_path), provider="openai")
+    items = [r["payload"] for r in map(json.loads, text.splitlines()) if r["type"] == "response_item"]
+    assert items[0]["role"] == "user"
+    for number, item in enumerate(items):
+        if item["type"] == "function_call" and (
+            number + 1 == len(items) or items[number + 1]["type"] != "function_call"
+        ):
+            calls: list[dict[str, Any]] = []
+            back = number
+            while back >= 0 and items[back]["type"] == "function_call":
+                calls.insert(0, items[back])
+                back -= 1
+            outputs = items[number + 1 : number + 1 + len(calls)]
+            assert [o["call_id"] for o in outputs] == [c["call_id"] for c in calls]
+            assert all(len(c["call_id"]) <= 64 and _TOOL_NAME.fullmatch(c["name"]) for c in calls), calls
+    return json.dumps(items, ensure_ascii=False)
+
+
+def _valid_for_gemini_cli(conversation: Conversation, tmp_path: Path) -> str:
+    records = chat_records_from_conversation(conversation, session_id="s", project_root=tmp_path, model="m")[1:]
+    assert records[0]["type"] == "user"
+    calls = [c for r in records for c in r.get("toolCalls", [])]
+    assert all(_GEMINI_NAME.fullmatch(c["name"]) and "result" in c for c in calls), calls
+    return json.dumps(records, ensure_ascii=False)
+
+
+WRITERS = {
+    "claude-code": _valid_for_anthropic,
+    "generate-content": _valid_for_gemini,
+    "interactions": _valid_for_interactions,
+    "codex": _valid_for_codex,
+    "gemini-cli": _valid_for_gemini_cli,
+}
+
+
+@pytest.mark.parametrize("backend", sorted(WRITERS))
+def test_a_history_in_no_providers_order_or_shapes_reaches_each_in_its_own_and_keeps_every_message(
+    backend: str, tmp_path: Path
+) -> None:
+    hostile = _misordered()
+    assert hostile.problem(limits.MAX_CONVERSATION_BYTES, limits.MAX_JSON_DEPTH) is None  # continued, not refused
+    answered = hostile.with_unanswered_calls_answered("not run")  # as a run gives it to the backend
+    sent = WRITERS[backend](answered, tmp_path)
+    for mark in _MARKS:
+        assert mark in sent, mark  # every message (gemini-cli shows a result twice: the response, the display)
+    assert "not run" in sent  # the call no result answers, answered
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_history_of_unanswered_calls_that_grows_past_the_limit_once_answered_is_refused(
+    backend: str, isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The error result each unanswered call gets outweighs the call: a history just under the limit of many
+    such calls went to the backend several times larger than a run takes."""
+    calls = [ToolCallPart(id=f"c{n}", name="n") for n in range(100)]
+    history = Conversation(turns=[UserTurn(parts=[TextPart(text="go")]), ModelTurn(parts=list(calls))])
+    monkeypatch.setattr(limits, "MAX_CONVERSATION_BYTES", len(history.to_json()) + 100)
+    before = _files(isolated_home)
+    with pytest.raises(ConfigurationError, match="with an error result for each call") as caught:
+        list(execute_sync(ExecuteParams(prompt="go on", backend=backend, cwd=tmp_path, history=history)))
+    assert caught.value.hint is not None
+    assert _files(isolated_home) == before

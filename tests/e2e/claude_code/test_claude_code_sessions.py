@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -192,3 +193,57 @@ async def test_the_session_store_shares_a_session_with_a_worker_that_never_ran_i
     assert second[-1].final_text == "You said 7."
     saved = await store.load("claude-code", started(first).session_id or "")
     assert "What did I say?" in json.dumps(saved.state)
+
+
+async def test_another_providers_ids_and_a_far_result_reach_claude_in_the_order_and_shape_it_takes(
+    workspace: Path,
+) -> None:
+    """Anthropic refuses a `tool_use.id` outside ^[a-zA-Z0-9_-]+$ and a `tool_result` that is not first in the
+    message right after its `tool_use` (HTTP 400): ids of other providers get stand-ins, the same for the call
+    and its result, and a result further on is moved right after its call; every message reaches the model."""
+    long_id = "call/" + "x" * 300
+    history = Conversation(
+        turns=[
+            UserTurn(parts=[TextPart(text="Read both files.")]),
+            ModelTurn(
+                provider="openai",
+                parts=[
+                    ToolCallPart(id="fc/abc.def", name="read_file", arguments={"file_path": "a.txt"}),
+                    ToolCallPart(id=long_id, name="read_file", arguments={"file_path": "b.txt"}),
+                ],
+            ),
+            UserTurn(parts=[TextPart(text="(a note written while they ran)")]),
+            ModelTurn(provider="openai", parts=[TextPart(text="Still reading.")]),
+            UserTurn(
+                parts=[
+                    ToolResultPart(call_id=long_id, name="read_file", output="BBB"),
+                    ToolResultPart(call_id="fc/abc.def", name="read_file", output="AAA"),
+                ]
+            ),
+        ]
+    )
+    async with FakeAnthropic([Turn(text="Both read.")]) as server:
+        events = await run_claude(server, workspace, "What did they say?", history=history)
+        body = server.model_bodies()[0]
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success", result.error
+    messages = [m for m in body["messages"] if m["role"] != "system"]
+    text = json.dumps(messages)
+    for said in ("Read both files.", "(a note written while they ran)", "Still reading.", "What did they say?"):
+        assert said in text
+    index = next(
+        n
+        for n, m in enumerate(messages)
+        if m["role"] == "assistant" and any(isinstance(b, dict) and b.get("type") == "tool_use" for b in m["content"])
+    )
+    uses = [b for b in messages[index]["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]
+    assert len(uses) == 2
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", b["id"]) for b in uses), [b["id"] for b in uses]
+    after = messages[index + 1]
+    assert after["role"] == "user"
+    first = [b for b in after["content"][:2] if isinstance(b, dict)]
+    outputs = {b.get("tool_use_id"): json.dumps(b.get("content")) for b in first if b.get("type") == "tool_result"}
+    assert set(outputs) == {b["id"] for b in uses}, "each result first in the message right after its call"
+    assert "AAA" in outputs[uses[0]["id"]]
+    assert "BBB" in outputs[uses[1]["id"]]

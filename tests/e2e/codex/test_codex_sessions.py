@@ -286,3 +286,38 @@ async def test_sessions_travel_through_a_shared_store(workspace: Path, tmp_path:
     assert started(events).resumed
     assert result(events).final_text == "You said 7."
     assert list(Rollouts(other_home).files())
+
+
+async def test_a_long_foreign_call_id_and_a_far_result_reach_openai_in_the_order_and_shape_it_takes(
+    workspace: Path,
+) -> None:
+    """OpenAI's Responses API refuses a `call_id` over 64 characters (string_above_max_length): such an id gets a
+    stand-in, the same for the call and its output, and an output further on is moved right after its call;
+    every message reaches the model."""
+    long_id = "toolu:" + "x" * 300
+    history = Conversation(
+        turns=[
+            UserTurn(parts=[TextPart(text="Read the file.")]),
+            ConvModelTurn(
+                provider="anthropic",
+                parts=[ToolCallPart(id=long_id, name="shell", arguments={"command": ["cat", "a.txt"]})],
+            ),
+            UserTurn(parts=[TextPart(text="A note while it ran.")]),
+            ConvModelTurn(provider="anthropic", parts=[TextPart(text="Still reading.")]),
+            UserTurn(parts=[ToolResultPart(call_id=long_id, name="shell", output="alpha-77")]),
+        ]
+    )
+    async with FakeOpenAI([ModelTurn(text="It said alpha-77.")]) as server:
+        events = await run_codex(server, workspace, "What did it say?", history=history)
+        items = server.model_requests()[-1].body["input"]
+    assert result(events).final_text == "It said alpha-77."
+    sent = json.dumps(items)
+    for said in ("Read the file.", "A note while it ran.", "Still reading.", "alpha-77", "What did it say?"):
+        assert said in sent
+    kinds = [item.get("type") for item in items]
+    call = items[kinds.index("function_call")]
+    assert 0 < len(call["call_id"]) <= 64
+    output = items[kinds.index("function_call") + 1]
+    assert output["type"] == "function_call_output"
+    assert output["call_id"] == call["call_id"]
+    assert "alpha-77" in json.dumps(output)

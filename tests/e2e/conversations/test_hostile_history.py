@@ -182,3 +182,51 @@ async def test_a_history_whose_origin_is_a_live_session_never_touches_it(lab: La
     assert second.short_id not in (None, first.short_id)
     for path, content in files.items():
         assert path.read_bytes() == content, path
+
+
+def _no_providers_order() -> Conversation:
+    """Another provider's ids and names, results far from and batched across their calls, two model turns in a
+    row, the model first: valid for no provider's API as it is."""
+    return Conversation(
+        turns=[
+            ModelTurn(provider="openai", parts=[TextPart(text="M0 the model speaks first")]),
+            ModelTurn(
+                provider="openai",
+                parts=[
+                    ToolCallPart(id="fc/abc.def", name="fs/read", arguments={"path": "a"}),
+                    ToolCallPart(id="call/" + "x" * 300, name="n" * 130, arguments={}),
+                ],
+            ),
+            UserTurn(parts=[TextPart(text="U1 remember stork-31 while they run")]),
+            ModelTurn(provider="openai", parts=[TextPart(text="M1 noted")]),
+            ModelTurn(provider="anthropic", parts=[ToolCallPart(id="toolu:9", name="api:run", arguments={})]),
+            UserTurn(
+                parts=[
+                    ToolResultPart(call_id="toolu:9", name="api:run", output="R3 ran"),
+                    ToolResultPart(call_id="call/" + "x" * 300, name="n" * 130, output="R2 long"),
+                    ToolResultPart(call_id="fc/abc.def", name="fs/read", output="R1 read"),
+                ]
+            ),
+        ]
+    )
+
+
+@pytest.mark.parametrize("target", TARGETS)
+async def test_a_history_in_no_providers_order_or_shapes_continues_in_each_ones(lab: Lab, target: str) -> None:  # noqa: F811
+    """Each target's model server gets the history in its provider's order and shapes (docs/conversations.md,
+    "Order, ids and names"): no name with `/` or of 130 characters, no Anthropic id outside its pattern, no
+    OpenAI call id over 64 characters; every message kept."""
+    before = len(lab.model_requests(target))
+    lab.server(target).add(ScriptTurn(text="stork."))
+    result = _result(await lab.run(lab.params(target, "the word?", history=_no_providers_order())))
+    assert (result.status, result.final_text) == ("success", "stork."), result.error
+    sent = next(body for body in lab.model_requests(target)[before:] if "the word?" in body)
+    for said in ("M0 the model", "U1 remember stork-31", "M1 noted", "R1 read", "R2 long", "R3 ran"):
+        assert said in sent, said
+    assert '"fs/read"' not in sent
+    assert "n" * 130 not in sent
+    if target in ("claude-code", "codex"):
+        assert "x" * 300 not in sent
+    if target == "claude-code":
+        assert '"fc/abc.def"' not in sent
+        assert '"toolu:9"' not in sent

@@ -9,6 +9,7 @@ The history is written as a new session's chat file into the CLI's isolated home
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -168,3 +169,50 @@ async def test_retry_of_a_resumed_session_sends_its_failed_prompt_once(workspace
         assert nothing.status == "error"
         assert "no failed turn to retry" in (nothing.error or "")
         server.assert_done()
+
+
+async def test_another_providers_tool_names_and_a_far_result_reach_gemini_in_its_shape(
+    workspace: Path, gemini_setup: Path
+) -> None:
+    """Gemini takes function names ^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$ and a function response in the turn right
+    after its call: another provider's names (`fs/read`, 100 characters) get stand-ins, the same for the call
+    and its response, and a result further on is moved after its call; every message reaches the model."""
+    long_name = "mcp__" + "t" * 95
+    history = Conversation(
+        turns=[
+            UserTurn(parts=[TextPart(text="read the notes")]),
+            ModelTurn(
+                provider="anthropic",
+                model="claude-opus-4",
+                parts=[
+                    ToolCallPart(id="toolu_01", name="fs/read", arguments={"file_path": "notes.txt"}),
+                    ToolCallPart(id="toolu_02", name=long_name, arguments={}),
+                ],
+            ),
+            UserTurn(parts=[TextPart(text="a note while it ran")]),
+            ModelTurn(provider="anthropic", model="claude-opus-4", parts=[TextPart(text="Still reading.")]),
+            UserTurn(
+                parts=[
+                    ToolResultPart(call_id="toolu_02", name=long_name, output="nothing there"),
+                    ToolResultPart(call_id="toolu_01", name="fs/read", output=FACT),
+                ]
+            ),
+        ]
+    )
+    async with FakeGemini([ScriptTurn(text="heron-7731.")]) as server:
+        result = _result(await _run(server, workspace, gemini_setup, prompt="what is the code word?", history=history))
+        assert result.status == "success", result.error
+        [request] = [r for r in server.requests if r.api_method == "generateContentStream"]
+        contents = request.body["contents"]
+    sent = json.dumps(contents)
+    for said in ("read the notes", "a note while it ran", "Still reading.", FACT, "what is the code word?"):
+        assert said in sent
+    index = next(n for n, c in enumerate(contents) if any("functionCall" in p for p in c["parts"]))
+    names = [p["functionCall"]["name"] for p in contents[index]["parts"] if "functionCall" in p]
+    assert len(names) == 2
+    assert all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.:-]{0,63}", n) for n in names), names
+    after = contents[index + 1]
+    assert after["role"] == "user"
+    responses = [p["functionResponse"] for p in after["parts"] if "functionResponse" in p]
+    assert [r["name"] for r in responses] == names
+    assert FACT in json.dumps(responses[0])

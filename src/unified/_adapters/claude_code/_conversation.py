@@ -219,7 +219,9 @@ def _wire_usage(usage: Usage | None) -> dict[str, int]:
 def lines_from_conversation(
     conversation: Conversation, *, session_id: str, cwd: str, model: str | None, now: datetime | None = None
 ) -> list[dict[str, Any]]:
-    """Session-file lines the CLI resumes: each turn one line, chained by `parentUuid`."""
+    """Session-file lines the CLI resumes: each turn one line, chained by `parentUuid`; results right after
+    their calls, ids and names as Anthropic takes them (`Conversation.for_provider`)."""
+    conversation = conversation.for_provider("anthropic")
     stamp = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     lines: list[dict[str, Any]] = []
     parent: str | None = None

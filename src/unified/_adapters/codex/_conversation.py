@@ -333,7 +333,9 @@ def rollout_from_conversation(
     conversation: Conversation, *, thread_id: str, cwd: str, provider: str, now_ms: int | None = None
 ) -> str:
     """The text of a rollout file holding `conversation` (see the module docstring); its `session_meta`
-    names the conversation's origin (`unified_continued_from`), which `unified sessions show` reports."""
+    names the conversation's origin (`unified_continued_from`), which `unified sessions show` reports. Results
+    come right after their calls, ids and names as OpenAI takes them (`Conversation.for_provider`)."""
+    conversation = conversation.for_provider("openai")
     ms = int(time.time() * 1000) if now_ms is None else now_ms
     lines = [
         _line(
@@ -398,12 +400,23 @@ def rollout_from_conversation(
 
 
 def _split_last_user(conversation: Conversation) -> tuple[Conversation, UserTurn]:
+    """The conversation without its last turn, a user's text or images, and that turn. Anything else last is a
+    `ConfigurationError`: taking the last user's text from further back left out every turn after it (a tool
+    round that ran, which the model then asked for again)."""
     turns = list(conversation.turns)
-    for index in range(len(turns) - 1, -1, -1):
-        turn = turns[index]
-        if isinstance(turn, UserTurn) and any(isinstance(p, TextPart | ImagePart) for p in turn.parts):
-            return conversation.model_copy(update={"turns": turns[:index]}), turn
-    raise ConfigurationError("the conversation has no user turn to answer again", hint="pass a prompt instead of retry")
+    last = turns[-1] if turns else None
+    if not isinstance(last, UserTurn) or not any(isinstance(p, TextPart | ImagePart) for p in last.parts):
+        raise ConfigurationError(
+            "retry on codex answers a user's text or images again; the conversation ends with "
+            + ("tool results" if isinstance(last, UserTurn) else "the model's turn" if last else "no turn"),
+            hint="pass a prompt instead of retry",
+        )
+    if any(isinstance(p, ToolResultPart) for p in last.parts):
+        raise ConfigurationError(
+            "retry on codex answers a user's text or images again; the last turn holds tool results",
+            hint="pass a prompt instead of retry",
+        )
+    return conversation.model_copy(update={"turns": turns[:-1]}), last
 
 
 def _opening_for(turn: UserTurn) -> tuple[str, tuple[ImageInput, ...]]:

@@ -210,7 +210,9 @@ def _user_parts(content: object, answered: set[str]) -> list[UserPart]:
 def chat_records_from_conversation(
     conversation: Conversation, *, session_id: str, project_root: Path, model: str, now: datetime | None = None
 ) -> list[dict[str, Any]]:
-    """The chat file (header first) the CLI loads to continue `conversation` as session `session_id`."""
+    """The chat file (header first) the CLI loads to continue `conversation` as session `session_id`; names
+    as Gemini takes them (`Conversation.for_provider`)."""
+    conversation = conversation.for_provider("google")
     stamp = (now or datetime.now(UTC)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     header: dict[str, Any] = {
         "sessionId": session_id,

@@ -137,13 +137,17 @@ def _user_parts(part: Mapping[str, Any], open_calls: list[ToolCallPart]) -> list
 
 
 def contents_from_conversation(conversation: Conversation) -> list[dict[str, Any]]:
-    """The Conversation as `contents` for a Gemini request, in the stored (SDK dump) shape."""
+    """The Conversation as `contents` for a Gemini request, in the stored (SDK dump) shape: each function
+    response in the turn after its call, names as Gemini takes them (`Conversation.for_provider`)."""
+    conversation = conversation.for_provider("google")
     contents: list[dict[str, Any]] = []
     made_ids: set[str] = set()
     for turn in conversation.turns:
         if isinstance(turn, ModelTurn):
             parts = [p for part in turn.parts for p in _gemini_model_parts(turn, part, made_ids)]
-            if parts:
+            if parts and contents and contents[-1]["role"] == "model":  # turns of two providers in a row: one
+                contents[-1]["parts"].extend(parts)  # content (a call turn follows a user or response turn)
+            elif parts:
                 contents.append({"role": "model", "parts": parts})
         else:
             parts = [p for part in turn.parts for p in _gemini_user_parts(part, made_ids)]

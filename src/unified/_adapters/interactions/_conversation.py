@@ -117,7 +117,9 @@ def _model_parts(step: Mapping[str, Any]) -> list[ModelPart]:
 
 
 def steps_from_conversation(conversation: Conversation) -> list[dict[str, Any]]:
-    """The Conversation as input steps of an interaction, in the stored shape."""
+    """The Conversation as input steps of an interaction, in the stored shape: each function result right
+    after its call, names as Gemini takes them (`Conversation.for_provider`)."""
+    conversation = conversation.for_provider("google")
     steps: list[dict[str, Any]] = []
     for turn in conversation.turns:
         if isinstance(turn, UserTurn):
