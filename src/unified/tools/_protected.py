@@ -85,6 +85,9 @@ class InputWriter:
     recursive: tuple[str, ...] | None = None
     """Options that make a `sources` command copy directories; None: it always may (mv)."""
     script: str | None = None
+    changes_trees: tuple[str, ...] | None = None
+    """Options that make it delete, replace or change every file of a directory operand (`rm -r`,
+    `rsync --delete`); () when it always may (`trash-put`); None when it never does."""
 
     @classmethod
     def read(cls, entry: Mapping[str, Any]) -> InputWriter:
@@ -105,7 +108,14 @@ class InputWriter:
             sources=bool(entry.get("sources", False)),
             recursive=tuple(entry["recursive"]) if "recursive" in entry else None,
             script=entry.get("script"),
+            changes_trees=_changes_trees(entry.get("changes_trees")),
         )
+
+
+def _changes_trees(value: Any) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    return () if value == "always" else tuple(str(option) for option in value)
 
 
 @dataclass(frozen=True)
@@ -127,6 +137,10 @@ class ProtectedPaths:
     """Writers whose `-S`/`--suffix` names a backup file (`shell_backup_suffix`)."""
     shell_path_variables: frozenset[str] = frozenset()
     """Variables that decide where a later command writes or goes, or what options it takes."""
+    directory_options: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    """Options of a wrapper that run its command in another directory (`env -C dir`), by wrapper."""
+    root_changers: frozenset[str] = frozenset()
+    """Wrappers that run their command under another root directory (`chroot`)."""
 
     def match(self, relative: str) -> str | None:
         """The pattern a `/`-separated relative path matches, at any depth; None if none does."""
@@ -195,6 +209,11 @@ def protected_paths() -> ProtectedPaths:
         input_writers,
         frozenset(str(w) for w in data["protected"].get("shell_backup_suffix", ())),
         frozenset(str(w) for w in data["protected"].get("shell_path_variables", ())),
+        {
+            str(name): tuple(str(o) for o in options)
+            for name, options in data["protected"].get("shell_directory_options", {}).items()
+        },
+        frozenset(str(w) for w in data["protected"].get("shell_root_changers", ())),
     )
 
 
@@ -238,6 +257,10 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
     directory (`cd .vscode`, `env -C .gemini`), a directory change (`shell_directory_changers`) to a
     place only known at run time, the variables of `shell_path_variables` (`CDPATH`, `DIRSTACK`,
     `TAR_OPTIONS`, ...), `cdable_vars` and `find -execdir`.
+
+    A relative path is judged from every directory the command may run in (`_places`: the call's,
+    and each a `cd`, `pushd`, `env -C` of the command leads to), and a directory a command deletes,
+    replaces or copies whole is searched for the protected names it holds (`_tree_search`).
     """
     data = protected_paths()
     inside = _protected_or_holder(cwd, roots)
@@ -245,6 +268,12 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
         # the command runs inside a protected directory (`dir_path`), where any file it makes
         # without naming a path (`nohup.out`, a URL's name) is protected, as after `cd .vscode`
         return f"it runs inside {relative_to_roots(cwd, roots)} ({inside})"
+    parts = list(parts)
+    places = _places(parts, cwd)
+    if isinstance(places, str):
+        return places
+    makers = [part for part in parts if _may_make(part)]
+    scope = _Scope(places, roots, makers, entries_left=TREE_CHECK_MAX_ENTRIES)
     for part in parts:
         if part.unknown is not None:
             # a prefix rule never allows it, but a rule without commandPrefix (all shell commands) does
@@ -255,7 +284,7 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
         for target in part.writes:
             if target == "?":
                 return "a redirection to a file only known at run time may write a protected path"
-            hit = _names_protected(target, cwd, roots)
+            hit = _names_protected(target, places, roots)
             if hit is not None:
                 return f"it writes {target} ({hit})"
         name = part.name
@@ -274,18 +303,18 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
             if _cluster_end(word) > _CLUSTER_MAX:
                 return f"{name} has an option cluster too long to judge ({clip(word, 60, more='…')})"
             for candidate in _path_candidates(word):
-                hit = _names_protected(candidate, cwd, roots)
+                hit = _names_protected(candidate, places, roots)
                 if hit is not None:
                     return f"{name} names {candidate} ({hit})"
         git = _git_writes_config(part)
         if git is not None:
             return git
         if writer is not None:
-            why = _input_write(name, part, writer, cwd, roots)
+            why = _input_write(name, part, writer, scope)
             if why is not None:
                 return why
         if name in data.backup_suffix:
-            why = _backup_write(name, [w for w in part.words[1:] if w is not None], cwd, roots)
+            why = _backup_write(name, [w for w in part.words[1:] if w is not None], places, roots)
             if why is not None:
                 return why
     return None
@@ -306,6 +335,111 @@ def _moves_directory(part: SimpleCommand) -> str | None:
         if any(w is not None and w[:1] in "+-" and w[1:].isdigit() for w in part.words[1:]):
             return f"{part.name} to a directory only known at run time may lead a write into a protected one"
     return None
+
+
+PLACES_MAX = 32
+"""The most directories a command's relative paths are judged from; a command that may run in more
+(`cd a; cd ..; cd b; ...` over a deep tree, a link loop) is asked."""
+
+
+def _places(parts: Sequence[SimpleCommand], cwd: Path) -> list[Path] | str:
+    """Every directory a part of the command may run in, or why they cannot be named.
+
+    The order of the parts, conditions, loops and subshells are not followed: every directory
+    change of the command (`cd`, `pushd`, `shell_directory_options`) is applied to every place
+    found, as often as it leads somewhere new, both as bash's `cd` reads it (`..` as text) and as
+    the kernel does (links resolved). A place that does not exist when the command is judged is
+    kept but not followed further: a path relative to it does not exist either, and a search of
+    one that does not exist is asked in a command of more than one part.
+    """
+    targets: list[str] = []
+    for part in parts:
+        words = _directory_words(part)
+        if isinstance(words, str):
+            return words
+        targets.extend(words)
+    places = [cwd]
+    pending = [cwd] if targets else []
+    while pending:
+        place = pending.pop()
+        if not os.path.isdir(place):
+            continue
+        for target in targets:
+            lexical = Path(posixpath.normpath(place / target))
+            try:
+                real = Path(os.path.realpath(lexical))
+            except (OSError, ValueError):
+                real = lexical
+            for found in (lexical, real):
+                if found in places:
+                    continue
+                if len(places) >= PLACES_MAX:
+                    return f"it may change directory to more places than are followed (over {PLACES_MAX})"
+                places.append(found)
+                pending.append(found)
+    return places
+
+
+def _directory_words(part: SimpleCommand) -> list[str] | str:
+    """The directories a part changes to (`cd DIR`, `env -C DIR`), or why one is only known at run
+    time (`shell_protected` asks for `cd "$D"` itself; `env -C "$D"` is asked here)."""
+    data = protected_paths()
+    words = list(part.words[1:])
+    if part.name in data.shell_directory_changers:
+        return [w for w in words if w is not None and not w.startswith(("-", "+"))]
+    options = data.directory_options.get(part.name or "")
+    if not options:
+        return []
+    found: list[str] = []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        index += 1
+        if word is None or word == "--" or not word.startswith("-"):
+            continue
+        value: str | None = ""
+        key, eq, attached = word.partition("=")
+        if key.startswith("--"):
+            if len(key) > 2 and any(o.startswith(key) for o in options if o.startswith("--")):
+                value = attached if eq else None
+        else:
+            letter = next((i for i, c in enumerate(word[1:], 1) if f"-{c}" in options), None)
+            if letter is not None:
+                value = word[letter + 1 :] or None
+        if value is None:  # the value is the next word
+            value = words[index] if index < len(words) else ""
+            index += 1
+            if value is None:
+                return f"{part.name} to a directory only known at run time may lead a write into a protected one"
+        if value:
+            found.append(value)
+    return found
+
+
+def _may_make(part: SimpleCommand) -> bool:
+    """Whether a part may make a file, a directory or a link (`mkdir x`, `ln -s vendor x`, `> x`)."""
+    data = protected_paths()
+    name = part.name
+    return (
+        part.unknown is not None
+        or name is None
+        or bool(part.writes)
+        or name in data.shell_writers
+        or name in data.input_writers
+    )
+
+
+@dataclass
+class _Scope:
+    """What a command's parts are judged in: the places it may run in, the roots, the parts that
+    may make a path (an operand missing now may be made by one, `ln -s vendor x && rm -rf x/`), and
+    the entries a tree search of the whole command may still visit."""
+
+    places: list[Path]
+    roots: Sequence[Path]
+    makers: list[SimpleCommand]
+    entries_left: int
+    searched: set[tuple[int, int]] = dataclasses.field(default_factory=set)
 
 
 _CLUSTER_MAX = 64
@@ -342,7 +476,16 @@ def _cluster_end(word: str) -> int:
     return end
 
 
-def _names_protected(word: str, cwd: Path, roots: Sequence[Path]) -> str | None:
+def _names_protected(word: str, places: Sequence[Path], roots: Sequence[Path]) -> str | None:
+    """The protected path or directory `word` names from any of `places`, lexically or through a link."""
+    for place in places:
+        hit = _names_protected_from(word, place, roots)
+        if hit is not None:
+            return hit
+    return None
+
+
+def _names_protected_from(word: str, cwd: Path, roots: Sequence[Path]) -> str | None:
     joined = cwd / word
     lexical = Path(posixpath.normpath(str(joined)))
     hit = _protected_or_holder(lexical, roots)
@@ -398,11 +541,12 @@ def _git_writes_config(part: SimpleCommand) -> str | None:
 # --- commands that write the paths their input names ---------------------------------------------
 
 TREE_CHECK_MAX_ENTRIES = 10_000
-"""The most entries of a directory a copy would take whole that are searched for a protected name;
-a larger tree is asked (searching it would hold the call, and nothing is allowed unsearched)."""
+"""The most directory entries searched for a protected name in the trees one command copies,
+deletes or replaces whole; a command reaching more is asked (searching on would hold the call, and
+nothing is allowed unsearched)."""
 
 
-def _input_write(name: str, part: SimpleCommand, writer: InputWriter, cwd: Path, roots: Sequence[Path]) -> str | None:
+def _input_write(name: str, part: SimpleCommand, writer: InputWriter, scope: _Scope) -> str | None:
     """Why an `[[input_writer]]` command may write a protected path its input names, or None when
     its words fit the safe form of its entry (then only its arguments name what it writes)."""
     if any(word is None for word in part.words[1:]):
@@ -418,17 +562,21 @@ def _input_write(name: str, part: SimpleCommand, writer: InputWriter, cwd: Path,
     elif writer.verbs:
         detail = _verb_form(args, writer)
     elif writer.script == "sed":
-        detail = _sed_form(args, cwd, roots)
+        detail = _sed_form(args, scope.places, scope.roots)
     elif writer.script == "awk":
         detail = _awk_form(args)
-    elif writer.sources or writer.unsafe_options or writer.unsafe_words:
+    elif writer.sources or writer.unsafe_options or writer.unsafe_words or writer.changes_trees is not None:
         detail = None
     else:
         detail = "no form of it is known to write only what its arguments name"
     if detail is not None:
         return f"{name} may write a protected path ({writer.why}): {detail}"
     if writer.sources:
-        return _sources(name, args, writer, cwd)
+        why = _sources(name, args, writer, scope)
+        if why is not None:
+            return why
+    if writer.changes_trees is not None:
+        return _tree_changes(name, part, args, writer, scope)
     return None
 
 
@@ -509,7 +657,7 @@ def _verb_form(args: Sequence[str], writer: InputWriter) -> str | None:
     return f"the subcommand {rest[0]!r} is not one known to write only what its arguments name"
 
 
-def _sources(name: str, args: Sequence[str], writer: InputWriter, cwd: Path) -> str | None:
+def _sources(name: str, args: Sequence[str], writer: InputWriter, scope: _Scope) -> str | None:
     """Why copying these operands whole may write a protected path (`sources = true`), or None."""
     operands: list[str] = []
     recursive = writer.recursive is None
@@ -539,9 +687,12 @@ def _sources(name: str, args: Sequence[str], writer: InputWriter, cwd: Path) -> 
     if not recursive:
         return None
     for source in operands if target else operands[:-1]:
-        why = _source_tree(source, cwd)
-        if why is not None:
-            return f"{name} {why}"
+        if _REMOTE.match(source):
+            return f"{name} copies {source}, which a remote host holds: what it writes cannot be searched"
+        for place in scope.places:
+            why = _tree_search(source, place, scope, missing_ok=False)
+            if why is not None:
+                return f"{name} copies {why}"
     return None
 
 
@@ -549,41 +700,113 @@ _REMOTE = re.compile(r"[^/]*:")
 """`host:path`, `user@host:path`, `rsync://..`: a source whose content is on another machine."""
 
 
-def _source_tree(source: str, cwd: Path) -> str | None:
-    if _REMOTE.match(source):
-        return f"copies {source}, which a remote host holds: what it writes cannot be searched"
+def _tree_changes(
+    name: str, part: SimpleCommand, args: Sequence[str], writer: InputWriter, scope: _Scope
+) -> str | None:
+    """Why a command that deletes, replaces or changes every file of a directory it names
+    (`changes_trees`: `rm -r`, `rsync --delete`, `gzip -r`) may change a protected path, or None.
+
+    Every operand, source or target, is searched from every place the command may run in: `rm -rf
+    vendor` deletes `vendor/lib/.git/hooks`, which the name `vendor` does not say. An operand that
+    does not exist deletes nothing, unless an earlier part of the same command makes it (`ln -s
+    vendor x && rm -rf x/`): it is allowed only when no other part of the command may make a path
+    (the order of the parts is not followed: a loop runs a later part before an earlier one again).
+    """
+    if writer.changes_trees and _unsafe_option(args, writer.changes_trees) is None:
+        return None
+    root = next((w for w in part.via if w in protected_paths().root_changers), None)
+    if root is not None:
+        return f"{name} runs under {root}, in another root directory: what its operands hold cannot be searched"
+    for operand in _operands(args, writer):
+        for place in scope.places:
+            why = _tree_search(operand, place, scope, missing_ok=all(m is part for m in scope.makers))
+            if why is not None:
+                return f"{name} may change a protected path ({writer.why}): it changes {why}"
+    return None
+
+
+def _operands(args: Sequence[str], writer: InputWriter) -> list[str]:
+    """The words of `args` that are no option nor an option's value (all of them after `--`)."""
+    operands: list[str] = []
+    index = 0
+    while index < len(args):
+        word = args[index]
+        index += 1
+        if word == "--":
+            operands.extend(args[index:])
+            break
+        if word.startswith("--"):
+            index += 1 if word.split("=", 1)[0] in writer.long_valued and "=" not in word else 0
+            continue
+        if word.startswith("-") and len(word) > 1:
+            for position, letter in enumerate(word[1:], 1):
+                if letter in writer.valued:
+                    index += 1 if position == len(word) - 1 else 0
+                    break
+            continue
+        operands.append(word)
+    return operands
+
+
+def _tree_search(operand: str, place: Path, scope: _Scope, *, missing_ok: bool) -> str | None:
+    """What makes the directory `operand` names from `place` unsafe to take whole, or None: a
+    protected name in it, a link in it leading to a protected path, more entries than are searched
+    (`scope.entries_left`, shared by the whole command), a directory that cannot be read, or, unless
+    `missing_ok`, that it does not exist yet (what will be there cannot be seen). Links are never
+    followed inside the tree; the operand itself is resolved (`rm -rf link/` empties the target)."""
     try:
-        real = os.path.realpath(cwd / source)
+        real = os.path.realpath(place / operand)
         info = os.stat(real)
     except (OSError, ValueError):
-        return f"copies {source}, which does not exist yet: what it will hold cannot be searched"
-    if not stat.S_ISDIR(info.st_mode):
+        return None if missing_ok else f"{operand}, which does not exist yet: what it will hold cannot be searched"
+    if not stat.S_ISDIR(info.st_mode) or (info.st_dev, info.st_ino) in scope.searched:
         return None
-    shown = posixpath.normpath(source)
-    pending = [(real, shown)]
-    count = 0
+    scope.searched.add((info.st_dev, info.st_ino))
+    pending = [(real, relative_to_roots(Path(real), scope.roots))]
     while pending:
         directory, label = pending.pop()
         try:
             with os.scandir(directory) as entries:
                 for entry in entries:
-                    count += 1
-                    if count > TREE_CHECK_MAX_ENTRIES:
-                        return (
-                            f"copies {source}, which holds too many entries to search (over {TREE_CHECK_MAX_ENTRIES:,})"
-                        )
-                    relative = f"{label}/{entry.name}"
+                    scope.entries_left -= 1
+                    if scope.entries_left < 0:
+                        return f"{operand}, which holds too many entries to search (over {TREE_CHECK_MAX_ENTRIES:,})"
+                    relative = posixpath.join(label, entry.name)
                     hit = protected_paths().match(relative)
                     if hit is not None:
-                        return f"copies {relative}, a protected path ({hit})"
-                    if entry.is_dir(follow_symlinks=False):
+                        return f"{relative}, a protected path ({hit})"
+                    if entry.is_symlink():
+                        hit = _link_leads(entry.path, scope.roots)
+                        if hit is not None:
+                            return f"{relative}, a link to {hit}"
+                    elif entry.is_dir(follow_symlinks=False):
                         pending.append((entry.path, relative))
         except OSError as exc:
-            return f"copies {source}, which cannot be searched ({exc.strerror})"
+            return f"{operand}, which cannot be searched ({exc.strerror})"
     return None
 
 
-def _backup_write(name: str, args: Sequence[str], cwd: Path, roots: Sequence[Path]) -> str | None:
+def _link_leads(path: str, roots: Sequence[Path]) -> str | None:
+    """The protected path or directory a link in a searched tree leads to, from where it is or from
+    wherever a copy puts it (its text, `../.git`), or None: a later write through it lands there."""
+    try:
+        text = os.readlink(path)
+        real = Path(os.path.realpath(path))
+    except (OSError, ValueError):
+        return None
+    lexical = posixpath.normpath(text)
+    data = protected_paths()
+    hit = (
+        _protected_or_holder(Path(lexical), roots)
+        if posixpath.isabs(lexical)
+        else data.match(lexical) or data.match_holder(lexical)
+    )
+    if hit is None:
+        hit = _protected_or_holder(real, roots)
+    return None if hit is None else f"{text} ({hit})"
+
+
+def _backup_write(name: str, args: Sequence[str], places: Sequence[Path], roots: Sequence[Path]) -> str | None:
     """`cp -b -S rc x .bash` writes `.bashrc`: each operand with the backup suffix is judged."""
     suffix = None
     for index, word in enumerate(args):
@@ -599,7 +822,7 @@ def _backup_write(name: str, args: Sequence[str], cwd: Path, roots: Sequence[Pat
     for word in args:
         if word.startswith("-"):
             continue
-        hit = _names_protected(word + suffix, cwd, roots)
+        hit = _names_protected(word + suffix, places, roots)
         if hit is not None:
             return f"{name} backs up {word} as {word + suffix} ({hit})"
     return None
@@ -627,7 +850,7 @@ _SED_LONG = {
 _SED_FLAGS = frozenset("nrEsuzb")
 
 
-def _sed_form(args: Sequence[str], cwd: Path, roots: Sequence[Path]) -> str | None:
+def _sed_form(args: Sequence[str], places: Sequence[Path], roots: Sequence[Path]) -> str | None:
     """None if sed's script writes no file and runs no command, and a backup it makes (`-i SUF`)
     is no protected path."""
     scripts: list[str] = []
@@ -687,7 +910,7 @@ def _sed_form(args: Sequence[str], cwd: Path, roots: Sequence[Path]) -> str | No
             base = posixpath.basename(operand)
             backup = suffix.replace("*", base) if "*" in suffix else operand + suffix
             for name in {backup, posixpath.join(posixpath.dirname(operand), backup)}:
-                hit = _names_protected(name, cwd, roots)
+                hit = _names_protected(name, places, roots)
                 if hit is not None:
                     return f"its backup {name} is a protected path ({hit})"
     return None
