@@ -205,6 +205,14 @@ def test_a_call_in_a_subdirectory_judges_its_relative_paths_there(ws: Path) -> N
     assert "vendor/lib/.git" in _verdict(ws, "rm -rf lib", cwd=ws / "vendor")
 
 
+@pytest.mark.parametrize("command", ["RM -rf vendor", "Rm -Rf vendor", "GIT config core.hooksPath x", "TAR -xf a.tar"])
+def test_the_program_is_known_in_any_case(ws: Path, command: str) -> None:
+    """On a case-insensitive file system `RM` runs `rm`; a rule allowing every shell command lets it
+    by, so the protected-path check is all that judges it, and it reads the name in any case."""
+    _set_up(ws, VENDOR)
+    assert _protected.shell_protected(syntax.parse(command), ws, (ws,)) is not None
+
+
 def test_a_tree_too_large_to_search_is_asked(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The bound is for the whole command: two trees of three entries each pass a bound of five
     one at a time, not together."""

@@ -287,7 +287,7 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
             hit = _names_protected(target, places, roots)
             if hit is not None:
                 return f"it writes {target} ({hit})"
-        name = part.name
+        name = _program(part)
         if name is None:
             continue
         writer = data.input_writers.get(name)
@@ -320,20 +320,27 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
     return None
 
 
+def _program(part: SimpleCommand) -> str | None:
+    """The program a part runs as the data names it: its command word's basename in lower case (on
+    a case-insensitive file system `RM` runs `rm`, and a rule allowing every command lets it by)."""
+    return None if part.name is None else part.name.lower()
+
+
 def _moves_directory(part: SimpleCommand) -> str | None:
     """Why `part` may run in (or send later commands to) a directory the check cannot name."""
     variables = [name for name in part.assigns if name in protected_paths().shell_path_variables]
     if variables:
         return f"it sets {variables[0]}, which decides where a later command writes or goes"
-    if part.name == "shopt" and "cdable_vars" in part.words:
+    program = _program(part)
+    if program == "shopt" and "cdable_vars" in part.words:
         return "shopt cdable_vars makes cd go where a variable says"
     if "find -execdir" in part.via:
         return "find -execdir runs a command inside every directory it visits, protected ones included"
-    if part.name in protected_paths().shell_directory_changers:
+    if program in protected_paths().shell_directory_changers:
         if not [w for w in part.words[1:] if w is None or not w.startswith(("-", "+"))]:
-            return f"{part.name} to a directory only known at run time may lead a write into a protected one"
+            return f"{program} to a directory only known at run time may lead a write into a protected one"
         if any(w is not None and w[:1] in "+-" and w[1:].isdigit() for w in part.words[1:]):
-            return f"{part.name} to a directory only known at run time may lead a write into a protected one"
+            return f"{program} to a directory only known at run time may lead a write into a protected one"
     return None
 
 
@@ -384,10 +391,11 @@ def _directory_words(part: SimpleCommand) -> list[str] | str:
     """The directories a part changes to (`cd DIR`, `env -C DIR`), or why one is only known at run
     time (`shell_protected` asks for `cd "$D"` itself; `env -C "$D"` is asked here)."""
     data = protected_paths()
+    program = _program(part) or ""
     words = list(part.words[1:])
-    if part.name in data.shell_directory_changers:
+    if program in data.shell_directory_changers:
         return [w for w in words if w is not None and not w.startswith(("-", "+"))]
-    options = data.directory_options.get(part.name or "")
+    options = data.directory_options.get(program)
     if not options:
         return []
     found: list[str] = []
@@ -410,7 +418,7 @@ def _directory_words(part: SimpleCommand) -> list[str] | str:
             value = words[index] if index < len(words) else ""
             index += 1
             if value is None:
-                return f"{part.name} to a directory only known at run time may lead a write into a protected one"
+                return f"{program} to a directory only known at run time may lead a write into a protected one"
         if value:
             found.append(value)
     return found
@@ -419,7 +427,7 @@ def _directory_words(part: SimpleCommand) -> list[str] | str:
 def _may_make(part: SimpleCommand) -> bool:
     """Whether a part may make a file, a directory or a link (`mkdir x`, `ln -s vendor x`, `> x`)."""
     data = protected_paths()
-    name = part.name
+    name = _program(part)
     return (
         part.unknown is not None
         or name is None
@@ -515,7 +523,7 @@ def _protected_or_holder(path: Path, roots: Sequence[Path]) -> str | None:
 
 
 def _git_writes_config(part: SimpleCommand) -> str | None:
-    if part.name != "git":
+    if _program(part) != "git":
         return None
     words = [w for w in part.words[1:] if w is not None]
     index = 0
