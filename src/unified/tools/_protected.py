@@ -23,7 +23,7 @@ import stat
 import time
 import tomllib
 import urllib.parse
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -62,6 +62,76 @@ _GIT_WRITING_OPTIONS = ("--template", "-c", "--config")
 """`git init --template DIR` installs DIR's hooks; `git clone -c k=v` writes the new repository's config."""
 
 
+_NO_VALUE, _VALUE, _ATTACHED = 0, 1, 2
+"""What an option takes (`_getopt`): nothing, a value (attached or the next word), or a value only
+when attached (`sed -i.bak`, `--in-place=.bak`)."""
+
+
+@dataclass(frozen=True)
+class _Arg:
+    """One element of an argument list as getopt reads it (`_getopt`)."""
+
+    word: str
+    """An option as written, `--name` (before any `=`; an abbreviation is the caller's to resolve)
+    or one letter of a cluster, `-x` (`x` alone in a first word without a dash, `tar xf`); or an operand."""
+    value: str | None = None
+    """The option's value ("" when one is due and none is left); None when it takes none."""
+    operand: bool = False
+
+
+def _getopt(args: Sequence[str], takes: Callable[[str], int], *, bundled_first: bool = False) -> Iterator[_Arg]:
+    """The options and operands of `args`, in order, as getopt reads them. Every reader of a
+    command's arguments here walks them this one way: a word one reader took for an operand and
+    another for an option's value (`-t.git/hooks`, `--file a`) would let an attacker show each the
+    reading that passes it.
+
+    `--` ends the options (every word after it is an operand; `-` alone is one too); `--name=value`
+    and `--name value` are long options; `-abc` is a cluster of letters, and the first letter that
+    takes a value takes the rest of the cluster, or the next word when nothing is left (`-cvzf a.tar`,
+    `-fa.tar`, `-t.git/hooks`). `takes(option)` says what an option takes (`_VALUE`, `_ATTACHED`,
+    `_NO_VALUE`); a `--name=value` carries its value whatever it says. With `bundled_first`, a
+    first word without a dash is a cluster whose letters take their values from the words after
+    it in turn (`tar cfC a.tar dir`).
+    """
+    index = 0
+    if bundled_first and args and not args[0].startswith("-"):
+        index = 1
+        for letter in args[0]:
+            value = None
+            if takes(letter) == _VALUE:
+                value = args[index] if index < len(args) else ""
+                index += 1
+            yield _Arg(letter, value)
+    while index < len(args):
+        word = args[index]
+        index += 1
+        if word == "--":
+            yield from (_Arg(rest, operand=True) for rest in args[index:])
+            return
+        if word.startswith("--"):
+            key, eq, value = word.partition("=")
+            need = takes(key)
+            if not eq and need == _VALUE:
+                value = args[index] if index < len(args) else ""
+                index += 1
+            yield _Arg(key, value if eq or need != _NO_VALUE else None)
+            continue
+        if word.startswith("-") and len(word) > 1:
+            for position, letter in enumerate(word[1:], 1):
+                need = takes(f"-{letter}")
+                if need == _NO_VALUE:
+                    yield _Arg(f"-{letter}")
+                    continue
+                value = word[position + 1 :]
+                if not value and need == _VALUE:
+                    value = args[index] if index < len(args) else ""
+                    index += 1
+                yield _Arg(f"-{letter}", value)
+                break
+            continue
+        yield _Arg(word, operand=True)
+
+
 @dataclass(frozen=True)
 class InputWriter:
     """One `[[input_writer]]` entry: a command that writes the paths its input names, and the forms
@@ -88,6 +158,13 @@ class InputWriter:
     changes_trees: tuple[str, ...] | None = None
     """Options that make it delete, replace or change every file of a directory operand (`rm -r`,
     `rsync --delete`); () when it always may (`trash-put`); None when it never does."""
+
+    def takes(self, option: str) -> int:
+        """What an option of this command takes, for `_getopt`: a value for the letters of `valued`
+        and the names of `long_valued` (written in full), nothing for any other."""
+        if option.startswith("--"):
+            return _VALUE if option in self.long_valued else _NO_VALUE
+        return _VALUE if option[-1] in self.valued else _NO_VALUE
 
     @classmethod
     def read(cls, entry: Mapping[str, Any]) -> InputWriter:
@@ -398,30 +475,16 @@ def _directory_words(part: SimpleCommand) -> list[str] | str:
     options = data.directory_options.get(program)
     if not options:
         return []
-    found: list[str] = []
-    index = 0
-    while index < len(words):
-        word = words[index]
-        index += 1
-        if word is None or word == "--" or not word.startswith("-"):
-            continue
-        value: str | None = ""
-        key, eq, attached = word.partition("=")
-        if key.startswith("--"):
-            if len(key) > 2 and any(o.startswith(key) for o in options if o.startswith("--")):
-                value = attached if eq else None
-        else:
-            letter = next((i for i, c in enumerate(word[1:], 1) if f"-{c}" in options), None)
-            if letter is not None:
-                value = word[letter + 1 :] or None
-        if value is None:  # the value is the next word
-            value = words[index] if index < len(words) else ""
-            index += 1
-            if value is None:
-                return f"{program} to a directory only known at run time may lead a write into a protected one"
-        if value:
-            found.append(value)
-    return found
+    known = [w for w in words if w is not None]
+    if len(known) < len(words):
+        return f"{program} with an argument only known at run time may lead a write into a protected directory"
+
+    def takes(option: str) -> int:
+        if option.startswith("--") and len(option) > 2:  # abbreviated as getopt allows
+            return _VALUE if any(o.startswith(option) for o in options if o.startswith("--")) else _NO_VALUE
+        return _VALUE if option in options else _NO_VALUE
+
+    return [arg.value for arg in _getopt(known, takes) if arg.value and takes(arg.word) == _VALUE]
 
 
 def _may_make(part: SimpleCommand) -> bool:
@@ -613,35 +676,19 @@ def _unsafe_option(args: Sequence[str], unsafe: Sequence[str]) -> str | None:
 def _option_form(args: Sequence[str], writer: InputWriter) -> str | None:
     """None if one of the entry's `modes` is given and every option is one of its `options`."""
     seen: set[str] = set()
-    index = 0
-    if writer.bundled_first and args and not args[0].startswith("-"):
-        for letter in args[0]:
-            if letter not in writer.options:
-                return f"an option it is not known to be safe with: {letter}"
-            seen.add(letter)
-            index += 1 if letter in writer.valued else 0
-        index += 1
-    while index < len(args):
-        word = args[index]
-        index += 1
-        if word == "--":
-            break
-        if word.startswith("--"):
-            key = word.split("=", 1)[0]
+    for arg in _getopt(args, writer.takes, bundled_first=writer.bundled_first):
+        if arg.operand:
+            continue
+        if arg.word.startswith("--"):
+            key = arg.word
             matches = [option for option in writer.long_options if option.startswith(key)] if len(key) > 2 else []
             if not matches:
                 return f"an option it is not known to be safe with: {key}"
             seen.update(matches)
-            index += 1 if key in writer.long_valued and "=" not in word else 0
-            continue
-        if word.startswith("-") and len(word) > 1:
-            for position, letter in enumerate(word[1:], 1):
-                if letter not in writer.options:
-                    return f"an option it is not known to be safe with: -{letter}"
-                seen.add(letter)
-                if letter in writer.valued:
-                    index += 1 if position == len(word) - 1 else 0
-                    break
+        elif arg.word[-1] in writer.options:
+            seen.add(arg.word[-1])
+        else:
+            return f"an option it is not known to be safe with: {arg.word}"
     if not seen & writer.modes:
         return f"without {' or '.join(sorted(writer.modes))}, the forms that write only what its arguments name"
     return None
@@ -670,28 +717,16 @@ def _sources(name: str, args: Sequence[str], writer: InputWriter, scope: _Scope)
     operands: list[str] = []
     recursive = writer.recursive is None
     target = False
-    index = 0
-    while index < len(args):
-        word = args[index]
-        index += 1
-        if word == "--":
-            operands.extend(args[index:])
-            break
-        if word.startswith("--"):
-            key = word.split("=", 1)[0]
+    for arg in _getopt(args, writer.takes):
+        key = arg.word
+        if arg.operand:
+            operands.append(key)
+        elif key.startswith("--"):
             target = target or ("--target-directory".startswith(key) and len(key) > 4)
             recursive = recursive or any(o.startswith(key) for o in writer.recursive or () if o.startswith("--"))
-            index += 1 if key in writer.long_valued and "=" not in word else 0
-            continue
-        if word.startswith("-") and len(word) > 1:
-            for position, letter in enumerate(word[1:], 1):
-                recursive = recursive or f"-{letter}" in (writer.recursive or ())
-                target = target or (letter == "t" and "t" in writer.valued)
-                if letter in writer.valued:
-                    index += 1 if position == len(word) - 1 else 0
-                    break
-            continue
-        operands.append(word)
+        else:
+            recursive = recursive or key in (writer.recursive or ())
+            target = target or (key == "-t" and "t" in writer.valued)
     if not recursive:
         return None
     for source in operands if target else operands[:-1]:
@@ -725,35 +760,12 @@ def _tree_changes(
     root = next((w for w in part.via if w in protected_paths().root_changers), None)
     if root is not None:
         return f"{name} runs under {root}, in another root directory: what its operands hold cannot be searched"
-    for operand in _operands(args, writer):
+    for operand in (arg.word for arg in _getopt(args, writer.takes) if arg.operand):
         for place in scope.places:
             why = _tree_search(operand, place, scope, missing_ok=all(m is part for m in scope.makers))
             if why is not None:
                 return f"{name} may change a protected path ({writer.why}): it changes {why}"
     return None
-
-
-def _operands(args: Sequence[str], writer: InputWriter) -> list[str]:
-    """The words of `args` that are no option nor an option's value (all of them after `--`)."""
-    operands: list[str] = []
-    index = 0
-    while index < len(args):
-        word = args[index]
-        index += 1
-        if word == "--":
-            operands.extend(args[index:])
-            break
-        if word.startswith("--"):
-            index += 1 if word.split("=", 1)[0] in writer.long_valued and "=" not in word else 0
-            continue
-        if word.startswith("-") and len(word) > 1:
-            for position, letter in enumerate(word[1:], 1):
-                if letter in writer.valued:
-                    index += 1 if position == len(word) - 1 else 0
-                    break
-            continue
-        operands.append(word)
-    return operands
 
 
 def _tree_search(operand: str, place: Path, scope: _Scope, *, missing_ok: bool) -> str | None:
@@ -855,7 +867,23 @@ _SED_LONG = {
     "--follow-symlinks": "",
     "--binary": "",
 }
-_SED_FLAGS = frozenset("nrEsuzb")
+_SED_SHORT = {"e": "script", "f": "file", "l": "value", "i": "suffix"} | dict.fromkeys("nrEsuzb", "")
+
+
+def _sed_kind(option: str) -> str | None:
+    """What a sed option is (the kinds of `_SED_LONG`), a long one written in full or abbreviated as
+    getopt allows; None for one sed does not know."""
+    if not option.startswith("--"):
+        return _SED_SHORT.get(option[-1])
+    matches = [name for name in _SED_LONG if name.startswith(option)] if len(option) > 2 else []
+    if option not in _SED_LONG and len(matches) != 1:
+        return None
+    return _SED_LONG[option if option in _SED_LONG else matches[0]]
+
+
+def _sed_takes(option: str) -> int:
+    kind = _sed_kind(option)
+    return _VALUE if kind in ("script", "value") else _ATTACHED if kind == "suffix" else _NO_VALUE
 
 
 def _sed_form(args: Sequence[str], places: Sequence[Path], roots: Sequence[Path]) -> str | None:
@@ -864,48 +892,19 @@ def _sed_form(args: Sequence[str], places: Sequence[Path], roots: Sequence[Path]
     scripts: list[str] = []
     suffix = ""
     operands: list[str] = []
-    index = 0
-    while index < len(args):
-        word = args[index]
-        index += 1
-        if word == "--":
-            operands.extend(args[index:])
-            break
-        if word.startswith("--"):
-            key, eq, value = word.partition("=")
-            matches = [option for option in _SED_LONG if option.startswith(key)] if len(key) > 2 else []
-            if len(matches) != 1 and key not in _SED_LONG:
-                return f"an option it is not known to be safe with: {key}"
-            kind = _SED_LONG[key if key in _SED_LONG else matches[0]]
-            if kind == "file":
-                return "a script read from a file"
-            if kind in ("script", "value") and not eq:
-                value = args[index] if index < len(args) else ""
-                index += 1
-            if kind == "script":
-                scripts.append(value)
-            elif kind == "suffix":
-                suffix = value
+    for arg in _getopt(args, _sed_takes):
+        if arg.operand:
+            operands.append(arg.word)
             continue
-        if word.startswith("-") and len(word) > 1:
-            for position, letter in enumerate(word[1:], 1):
-                attached = word[position + 1 :]
-                if letter == "f":
-                    return "a script read from a file"
-                if letter in "el":
-                    if not attached:
-                        attached = args[index] if index < len(args) else ""
-                        index += 1
-                    if letter == "e":
-                        scripts.append(attached)
-                    break
-                if letter == "i":
-                    suffix = attached
-                    break
-                if letter not in _SED_FLAGS:
-                    return f"an option it is not known to be safe with: -{letter}"
-            continue
-        operands.append(word)
+        kind = _sed_kind(arg.word)
+        if kind is None:
+            return f"an option it is not known to be safe with: {arg.word}"
+        if kind == "file":
+            return "a script read from a file"
+        if kind == "script":
+            scripts.append(arg.value or "")
+        elif kind == "suffix":
+            suffix = arg.value or ""
     if not scripts:
         if not operands:
             return "no script"
