@@ -24,8 +24,9 @@ from unified.tools import _shell_syntax as syntax
 SHELL = "run_shell_command"
 ALLOWED = [
     "rm", "rmdir", "rsync", "mv", "cp", "git", "zip", "gzip", "zstd", "lz4", "7z", "trash-put", "gio", "srm",
-    "wipe", "cd", "pushd", "popd", "env", "sudo", "chroot", "command", "nice", "busybox", "ln", "mkdir",
-    "ls", "echo", "find", "xargs", "unlink", "shred", "truncate", "dd", "tee", "install",
+    "wipe", "toybox", "chmod", "chown", "chgrp", "cd", "pushd", "popd", "env", "sudo", "chroot", "command",
+    "nice", "busybox", "ln", "mkdir", "ls", "echo", "find", "xargs", "unlink", "shred", "truncate", "dd",
+    "tee", "install",
 ]  # fmt: skip
 ALLOW_RULE = (
     f'[[rule]]\nname = "user-allows"\ntoolName = "run_shell_command"\ncommandPrefix = {ALLOWED!r}\n'.replace("'", '"')
@@ -54,6 +55,7 @@ HOLES: list[tuple[str, str | None, str, str | None]] = [
     ("rm-env", VENDOR, "env rm -rf vendor", HOOK),
     ("rm-nice", VENDOR, "nice -n 1 rm -rf vendor", HOOK),
     ("rm-busybox", VENDOR, "busybox rm -rf vendor", HOOK),
+    ("rm-toybox", VENDOR, "toybox rm -rf vendor", HOOK),
     ("rm-path", VENDOR, "/bin/rm -rf ./vendor/../vendor", HOOK),
     ("rm-dot", ".envrc=env d/", "rm -r .", None),  # GNU rm refuses `.`; others need not
     ("rm-parent-by-name", "w/.envrc=env", "cd w && rm -rf ../w", "w/.envrc"),
@@ -82,6 +84,11 @@ HOLES: list[tuple[str, str | None, str, str | None]] = [
     ("trash-put", VENDOR, "trash-put vendor", HOOK),
     ("gio-trash", VENDOR, "gio trash vendor", None),  # needs a trash directory gio may not have here
     ("srm", VENDOR, "srm -r vendor", HOOK),
+    ("chmod-R", VENDOR, "chmod -R 000 vendor", None),  # changes modes, not bytes
+    ("chmod-R-mode-as-option", VENDOR, "chmod -R -x vendor", None),
+    ("chmod-R-made-first", VENDOR, "ln -s vendor a && chmod -R -x a b", None),
+    ("chown-R", VENDOR, "chown -R nobody vendor", None),
+    ("chown-RL", "build/", "chown -RL nobody build", None),
     (
         "cp-plants-link",
         ".git/hooks/ src/x->../.git/hooks",
@@ -131,6 +138,9 @@ SAFE = [
     "gzip -r build",
     "mv build/x dist/x",
     "cp -a src/. dist/",
+    "chmod -R u+w build",
+    "chmod 644 src/main.py && chmod -R u+w build",
+    "chgrp -R 1 build && ls",
 ]
 """Ordinary forms over trees holding no protected name (`dst` holds one, and nothing deletes there)."""
 
@@ -270,7 +280,7 @@ _BUILTINS = frozenset({"cd", "pushd", "popd", "command", "echo"})
 def test_differential_each_attack_changes_its_victim_in_bash(tmp_path: Path) -> None:
     """Each attack with a victim really deletes or changes it when bash runs it (so the tests above
     test something), and none that does is allowed. A case whose programs are not installed here
-    (busybox, sudo, 7z, trash-put, srm) is left out."""
+    (busybox, toybox, sudo, 7z, trash-put, srm) is left out."""
     changed: list[str] = []
     skipped: list[str] = []
     for index, (case, setup, command, victim) in enumerate(HOLES + BLOCKED):

@@ -158,6 +158,10 @@ class InputWriter:
     changes_trees: tuple[str, ...] | None = None
     """Options that make it delete, replace or change every file of a directory operand (`rm -r`,
     `rsync --delete`); () when it always may (`trash-put`); None when it never does."""
+    mode_operand: bool = False
+    """Its first operand is a mode or an owner, not a path (`chmod -R 755 x`), unless `--reference`
+    is given or a short option of `mode_letters` is the mode itself (`chmod -R -x x`)."""
+    mode_letters: frozenset[str] = frozenset()
 
     def takes(self, option: str) -> int:
         """What an option of this command takes, for `_getopt`: a value for the letters of `valued`
@@ -186,6 +190,8 @@ class InputWriter:
             recursive=tuple(entry["recursive"]) if "recursive" in entry else None,
             script=entry.get("script"),
             changes_trees=_changes_trees(entry.get("changes_trees")),
+            mode_operand=bool(entry.get("mode_operand", False)),
+            mode_letters=frozenset(entry.get("mode_letters", "")),
         )
 
 
@@ -760,7 +766,12 @@ def _tree_changes(
     root = next((w for w in part.via if w in protected_paths().root_changers), None)
     if root is not None:
         return f"{name} runs under {root}, in another root directory: what its operands hold cannot be searched"
-    for operand in (arg.word for arg in _getopt(args, writer.takes) if arg.operand):
+    given = list(_getopt(args, writer.takes))
+    operands = [arg.word for arg in given if arg.operand]
+    mode_given = any(a.word[-1] in writer.mode_letters for a in given if not a.operand and a.word[:2] != "--")
+    if writer.mode_operand and not mode_given and _unsafe_option(args, ("--reference",)) is None:
+        operands = operands[1:]
+    for operand in operands:
         for place in scope.places:
             why = _tree_search(operand, place, scope, missing_ok=all(m is part for m in scope.makers))
             if why is not None:
