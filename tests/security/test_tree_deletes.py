@@ -90,6 +90,19 @@ HOLES: list[tuple[str, str | None, str, str | None]] = [
     ("chown-R", VENDOR, "chown -R nobody vendor", None),
     ("chown-RL", "build/", "chown -RL nobody build", None),
     (
+        "cp-over-a-link",
+        ".git/hooks/pre-commit=old payload/pc=evil pc->.git/hooks/pre-commit",
+        "cp -r payload/. .",
+        ".git/hooks/pre-commit",  # cp writes through the link `pc` it finds where `payload/pc` lands
+    ),
+    (
+        "cp-t-over-a-link",
+        ".git/hooks/pre-commit=old payload/pc=evil pc->.git/hooks/pre-commit",
+        "cp -rt . payload/.",
+        ".git/hooks/pre-commit",
+    ),
+    ("rsync-K-over-a-dir-link", ".git/hooks/ payload/x/pre-commit=evil x->.git/hooks", "rsync -aK payload/ .", None),
+    (
         "cp-plants-link",
         ".git/hooks/ src/x->../.git/hooks",
         "cp -a src/. dst/",

@@ -723,26 +723,45 @@ def _sources(name: str, args: Sequence[str], writer: InputWriter, scope: _Scope)
     operands: list[str] = []
     recursive = writer.recursive is None
     target = False
+    targets: list[str] = []
     for arg in _getopt(args, writer.takes):
         key = arg.word
         if arg.operand:
             operands.append(key)
-        elif key.startswith("--"):
-            target = target or ("--target-directory".startswith(key) and len(key) > 4)
+            continue
+        if key.startswith("--"):
+            given = "--target-directory".startswith(key) and len(key) > 4
             recursive = recursive or any(o.startswith(key) for o in writer.recursive or () if o.startswith("--"))
         else:
+            given = key == "-t" and "t" in writer.valued
             recursive = recursive or key in (writer.recursive or ())
-            target = target or (key == "-t" and "t" in writer.valued)
+        target = target or given
+        if given and arg.value:
+            targets.append(arg.value)
     if not recursive:
         return None
-    for source in operands if target else operands[:-1]:
+    sources = operands if target else operands[:-1]
+    # where the copy lands: the -t directory, or the last operand (any operand when -t has no value here)
+    targets = targets or (operands if target else operands[-1:])
+    for source in sources:
         if _REMOTE.match(source):
             return f"{name} copies {source}, which a remote host holds: what it writes cannot be searched"
         for place in scope.places:
-            why = _tree_search(source, place, scope, missing_ok=False)
+            why = _tree_search(source, place, scope, missing_ok=False, into=_landings(source, targets, place))
             if why is not None:
                 return f"{name} copies {why}"
     return None
+
+
+def _landings(source: str, targets: Sequence[str], place: Path) -> list[Path]:
+    """The directories a copy of `source` into `targets` may put its entries under: each target
+    itself (`cp -r src/. dst`, `rsync src/ dst`) and the source's name inside it (`cp -r src dst`)."""
+    found: list[Path] = []
+    for target in targets:
+        base = place / target
+        if not _REMOTE.match(target) and os.path.isdir(base):
+            found.extend((base, base / posixpath.basename(posixpath.normpath(source))))
+    return found
 
 
 _REMOTE = re.compile(r"[^/]*:")
@@ -779,12 +798,18 @@ def _tree_changes(
     return None
 
 
-def _tree_search(operand: str, place: Path, scope: _Scope, *, missing_ok: bool) -> str | None:
+def _tree_search(
+    operand: str, place: Path, scope: _Scope, *, missing_ok: bool, into: Sequence[Path] = ()
+) -> str | None:
     """What makes the directory `operand` names from `place` unsafe to take whole, or None: a
     protected name in it, a link in it leading to a protected path, more entries than are searched
     (`scope.entries_left`, shared by the whole command), a directory that cannot be read, or, unless
     `missing_ok`, that it does not exist yet (what will be there cannot be seen). Links are never
-    followed inside the tree; the operand itself is resolved (`rm -rf link/` empties the target)."""
+    followed inside the tree; the operand itself is resolved (`rm -rf link/` empties the target).
+
+    For a copy, `into` are the directories its entries land under: an entry whose place there is
+    reached through a link to a protected path (`pc -> .git/hooks/pre-commit`, which `cp -r`
+    writes through) is a reason too."""
     try:
         real = os.path.realpath(place / operand)
         info = os.stat(real)
@@ -793,9 +818,9 @@ def _tree_search(operand: str, place: Path, scope: _Scope, *, missing_ok: bool) 
     if not stat.S_ISDIR(info.st_mode) or (info.st_dev, info.st_ino) in scope.searched:
         return None
     scope.searched.add((info.st_dev, info.st_ino))
-    pending = [(real, relative_to_roots(Path(real), scope.roots))]
+    pending = [(real, relative_to_roots(Path(real), scope.roots), "")]
     while pending:
-        directory, label = pending.pop()
+        directory, label, inner = pending.pop()
         try:
             with os.scandir(directory) as entries:
                 for entry in entries:
@@ -806,12 +831,19 @@ def _tree_search(operand: str, place: Path, scope: _Scope, *, missing_ok: bool) 
                     hit = protected_paths().match(relative)
                     if hit is not None:
                         return f"{relative}, a protected path ({hit})"
+                    written = posixpath.join(inner, entry.name)
+                    for landing in into:
+                        lands = Path(os.path.realpath(landing / written))
+                        hit = protected_path(lands, scope.roots)
+                        if hit is not None:
+                            shown = relative_to_roots(lands, scope.roots)
+                            return f"{relative} over a link that leads to {shown}, a protected path ({hit})"
                     if entry.is_symlink():
                         hit = _link_leads(entry.path, scope.roots)
                         if hit is not None:
                             return f"{relative}, a link to {hit}"
                     elif entry.is_dir(follow_symlinks=False):
-                        pending.append((entry.path, relative))
+                        pending.append((entry.path, relative, written))
         except OSError as exc:
             return f"{operand}, which cannot be searched ({exc.strerror})"
     return None
