@@ -101,6 +101,12 @@ HOLES: list[tuple[str, str | None, str, str | None]] = [
         "cp -rt . payload/.",
         ".git/hooks/pre-commit",
     ),
+    (
+        "cp-over-a-link-after-a-search",  # the tree searched first for gzip -r is searched again for the copy
+        ".git/hooks/pre-commit=old payload/pc=evil pc->.git/hooks/pre-commit",
+        "gzip -rt payload; cp -r payload/. .",
+        ".git/hooks/pre-commit",
+    ),
     ("rsync-K-over-a-dir-link", ".git/hooks/ payload/x/pre-commit=evil x->.git/hooks", "rsync -aK payload/ .", None),
     (
         "cp-plants-link",

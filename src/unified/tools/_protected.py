@@ -516,7 +516,8 @@ class _Scope:
     roots: Sequence[Path]
     makers: list[SimpleCommand]
     entries_left: int
-    searched: set[tuple[int, int]] = dataclasses.field(default_factory=set)
+    searched: set[tuple[int, int, tuple[Path, ...]]] = dataclasses.field(default_factory=set)
+    """The trees searched already (device, inode, and where a copy of it lands): none twice."""
 
 
 _CLUSTER_MAX = 64
@@ -815,9 +816,10 @@ def _tree_search(
         info = os.stat(real)
     except (OSError, ValueError):
         return None if missing_ok else f"{operand}, which does not exist yet: what it will hold cannot be searched"
-    if not stat.S_ISDIR(info.st_mode) or (info.st_dev, info.st_ino) in scope.searched:
+    key = (info.st_dev, info.st_ino, tuple(into))
+    if not stat.S_ISDIR(info.st_mode) or key in scope.searched:
         return None
-    scope.searched.add((info.st_dev, info.st_ino))
+    scope.searched.add(key)
     pending = [(real, relative_to_roots(Path(real), scope.roots), "")]
     while pending:
         directory, label, inner = pending.pop()
