@@ -270,6 +270,9 @@ def test_a_link_loop_is_not_followed(ws: Path) -> None:
 def test_more_places_than_are_followed_are_asked(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_protected, "PLACES_MAX", 2)
     assert "more places" in _verdict(ws, "cd src; cd ../build; cd x; rm -rf y")
+    monkeypatch.setattr(_protected, "PLACES_MAX", 32)
+    many = "; ".join(f"cd d{i}" for i in range(33))  # none exists: each is a place of its own
+    assert "more places" in _verdict(ws, f"{many}; rm -rf y")
 
 
 @pytest.mark.anyio

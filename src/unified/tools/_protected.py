@@ -367,7 +367,7 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
         for target in part.writes:
             if target == "?":
                 return "a redirection to a file only known at run time may write a protected path"
-            hit = _names_protected(target, places, roots)
+            hit = _names_protected(target, scope)
             if hit is not None:
                 return f"it writes {target} ({hit})"
         name = _program(part)
@@ -386,7 +386,7 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
             if _cluster_end(word) > _CLUSTER_MAX:
                 return f"{name} has an option cluster too long to judge ({clip(word, 60, more='…')})"
             for candidate in _path_candidates(word):
-                hit = _names_protected(candidate, places, roots)
+                hit = _names_protected(candidate, scope)
                 if hit is not None:
                     return f"{name} names {candidate} ({hit})"
         git = _git_writes_config(part)
@@ -397,7 +397,7 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
             if why is not None:
                 return why
         if name in data.backup_suffix:
-            why = _backup_write(name, [w for w in part.words[1:] if w is not None], places, roots)
+            why = _backup_write(name, [w for w in part.words[1:] if w is not None], scope)
             if why is not None:
                 return why
     return None
@@ -447,7 +447,9 @@ def _places(parts: Sequence[SimpleCommand], cwd: Path) -> list[Path] | str:
         words = _directory_words(part)
         if isinstance(words, str):
             return words
-        targets.extend(words)
+        targets.extend(w for w in words if w not in targets)
+    if len(targets) > PLACES_MAX:  # each leads somewhere new from the call's directory alone
+        return f"it may change directory to more places than are followed (over {PLACES_MAX})"
     places = [cwd]
     pending = [cwd] if targets else []
     while pending:
@@ -517,6 +519,8 @@ class _Scope:
     makers: list[SimpleCommand]
     entries_left: int
     searched: set[tuple[int, int, tuple[Path, ...]]] = dataclasses.field(default_factory=set)
+    named: dict[tuple[str, Path], str | None] = dataclasses.field(default_factory=dict)
+    """What each word names from each place (`_names_protected`), judged once per command."""
     """The trees searched already (device, inode, and where a copy of it lands): none twice."""
 
 
@@ -554,10 +558,14 @@ def _cluster_end(word: str) -> int:
     return end
 
 
-def _names_protected(word: str, places: Sequence[Path], roots: Sequence[Path]) -> str | None:
-    """The protected path or directory `word` names from any of `places`, lexically or through a link."""
-    for place in places:
-        hit = _names_protected_from(word, place, roots)
+def _names_protected(word: str, scope: _Scope) -> str | None:
+    """The protected path or directory `word` names from any place of `scope`, lexically or through
+    a link (each word is judged once from each place: a long command repeats its words)."""
+    for place in scope.places:
+        key = (word, place)
+        if key not in scope.named:
+            scope.named[key] = _names_protected_from(word, place, scope.roots)
+        hit = scope.named[key]
         if hit is not None:
             return hit
     return None
@@ -640,7 +648,7 @@ def _input_write(name: str, part: SimpleCommand, writer: InputWriter, scope: _Sc
     elif writer.verbs:
         detail = _verb_form(args, writer)
     elif writer.script == "sed":
-        detail = _sed_form(args, scope.places, scope.roots)
+        detail = _sed_form(args, scope)
     elif writer.script == "awk":
         detail = _awk_form(args)
     elif writer.sources or writer.unsafe_options or writer.unsafe_words or writer.changes_trees is not None:
@@ -871,7 +879,7 @@ def _link_leads(path: str, roots: Sequence[Path]) -> str | None:
     return None if hit is None else f"{text} ({hit})"
 
 
-def _backup_write(name: str, args: Sequence[str], places: Sequence[Path], roots: Sequence[Path]) -> str | None:
+def _backup_write(name: str, args: Sequence[str], scope: _Scope) -> str | None:
     """`cp -b -S rc x .bash` writes `.bashrc`: each operand with the backup suffix is judged."""
     suffix = None
     for index, word in enumerate(args):
@@ -887,7 +895,7 @@ def _backup_write(name: str, args: Sequence[str], places: Sequence[Path], roots:
     for word in args:
         if word.startswith("-"):
             continue
-        hit = _names_protected(word + suffix, places, roots)
+        hit = _names_protected(word + suffix, scope)
         if hit is not None:
             return f"{name} backs up {word} as {word + suffix} ({hit})"
     return None
@@ -931,7 +939,7 @@ def _sed_takes(option: str) -> int:
     return _VALUE if kind in ("script", "value") else _ATTACHED if kind == "suffix" else _NO_VALUE
 
 
-def _sed_form(args: Sequence[str], places: Sequence[Path], roots: Sequence[Path]) -> str | None:
+def _sed_form(args: Sequence[str], scope: _Scope) -> str | None:
     """None if sed's script writes no file and runs no command, and a backup it makes (`-i SUF`)
     is no protected path."""
     scripts: list[str] = []
@@ -962,7 +970,7 @@ def _sed_form(args: Sequence[str], places: Sequence[Path], roots: Sequence[Path]
             base = posixpath.basename(operand)
             backup = suffix.replace("*", base) if "*" in suffix else operand + suffix
             for name in {backup, posixpath.join(posixpath.dirname(operand), backup)}:
-                hit = _names_protected(name, places, roots)
+                hit = _names_protected(name, scope)
                 if hit is not None:
                     return f"its backup {name} is a protected path ({hit})"
     return None
