@@ -24,9 +24,9 @@ from unified.tools import _shell_syntax as syntax
 SHELL = "run_shell_command"
 ALLOWED = [
     "rm", "rmdir", "rsync", "mv", "cp", "git", "zip", "gzip", "zstd", "lz4", "7z", "trash-put", "gio", "srm",
-    "wipe", "toybox", "chmod", "chown", "chgrp", "cd", "pushd", "popd", "env", "sudo", "chroot", "command",
-    "nice", "busybox", "ln", "mkdir", "ls", "echo", "find", "xargs", "unlink", "shred", "truncate", "dd",
-    "tee", "install",
+    "wipe", "rclone", "fd", "fdfind", "rg", "toybox", "chmod", "chown", "chgrp", "cd", "pushd", "popd", "env",
+    "sudo", "chroot", "command", "nice", "busybox", "ln", "mkdir", "ls", "echo", "find", "xargs", "unlink",
+    "shred", "truncate", "dd", "tee", "install",
 ]  # fmt: skip
 ALLOW_RULE = (
     f'[[rule]]\nname = "user-allows"\ntoolName = "run_shell_command"\ncommandPrefix = {ALLOWED!r}\n'.replace("'", '"')
@@ -108,6 +108,11 @@ HOLES: list[tuple[str, str | None, str, str | None]] = [
         ".git/hooks/pre-commit",
     ),
     ("rsync-K-over-a-dir-link", ".git/hooks/ payload/x/pre-commit=evil x->.git/hooks", "rsync -aK payload/ .", None),
+    ("rclone-sync", DST, "rclone sync src dst", None),
+    ("rclone-purge", VENDOR, "rclone purge vendor", None),
+    ("fd-exec", VENDOR, "fd -HI -t d '^lib$' -x rm -rf", None),
+    ("fd-exec-batch", VENDOR, "fdfind -HI lib --exec-batch rm -rf", None),
+    ("rg-pre", "x=x", "rg --pre ./x y", None),
     (
         "cp-plants-link",
         ".git/hooks/ src/x->../.git/hooks",
@@ -160,6 +165,9 @@ SAFE = [
     "chmod -R u+w build",
     "chmod 644 src/main.py && chmod -R u+w build",
     "chgrp -R 1 build && ls",
+    "rclone sync src dist",
+    "fd -e py",
+    "rg -n main src",
 ]
 """Ordinary forms over trees holding no protected name (`dst` holds one, and nothing deletes there)."""
 
