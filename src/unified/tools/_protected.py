@@ -162,6 +162,7 @@ class InputWriter:
     """Its first operand is a mode or an owner, not a path (`chmod -R 755 x`), unless `--reference`
     is given or a short option of `mode_letters` is the mode itself (`chmod -R -x x`)."""
     mode_letters: frozenset[str] = frozenset()
+    """The letters of a short option that is a mode itself (`chmod -x`), not an option."""
 
     def takes(self, option: str) -> int:
         """What an option of this command takes, for `_getopt`: a value for the letters of `valued`
@@ -196,6 +197,7 @@ class InputWriter:
 
 
 def _changes_trees(value: Any) -> tuple[str, ...] | None:
+    """An entry's `changes_trees` (a list of options, or "always") as `InputWriter` holds it."""
     if value is None:
         return None
     return () if value == "always" else tuple(str(option) for option in value)
@@ -439,8 +441,8 @@ def _places(parts: Sequence[SimpleCommand], cwd: Path) -> list[Path] | str:
     change of the command (`cd`, `pushd`, `shell_directory_options`) is applied to every place
     found, as often as it leads somewhere new, both as bash's `cd` reads it (`..` as text) and as
     the kernel does (links resolved). A place that does not exist when the command is judged is
-    kept but not followed further: a path relative to it does not exist either, and a search of
-    one that does not exist is asked in a command of more than one part.
+    kept but not followed further: a path relative to it does not exist either, and a tree search
+    of one that does not exist is asked when another part of the command may make it.
     """
     targets: list[str] = []
     for part in parts:
@@ -519,9 +521,9 @@ class _Scope:
     makers: list[SimpleCommand]
     entries_left: int
     searched: set[tuple[int, int, tuple[Path, ...]]] = dataclasses.field(default_factory=set)
+    """The trees searched already (device, inode, and where a copy of it lands): none twice."""
     named: dict[tuple[str, Path], str | None] = dataclasses.field(default_factory=dict)
     """What each word names from each place (`_names_protected`), judged once per command."""
-    """The trees searched already (device, inode, and where a copy of it lands): none twice."""
 
 
 _CLUSTER_MAX = 64
@@ -785,7 +787,7 @@ def _tree_changes(
 
     Every operand, source or target, is searched from every place the command may run in: `rm -rf
     vendor` deletes `vendor/lib/.git/hooks`, which the name `vendor` does not say. An operand that
-    does not exist deletes nothing, unless an earlier part of the same command makes it (`ln -s
+    does not exist deletes nothing, unless another part of the same command makes it (`ln -s
     vendor x && rm -rf x/`): it is allowed only when no other part of the command may make a path
     (the order of the parts is not followed: a loop runs a later part before an earlier one again).
     """
