@@ -96,6 +96,7 @@ HOSTILE: list[tuple[str, str, Decision]] = [
     ("coproc", "coproc rm -rf victim", DENY),
     ("watch", "watch -n 1 rm -rf victim", DENY),
     ("busybox", "busybox rm -rf victim", DENY),
+    ("toybox", "toybox rm -rf victim", DENY),
     # the command word disguised
     ("absolute-path", "/bin/rm -rf victim", DENY),
     ("dotted-path", "/usr/bin/../../bin/rm -rf victim", DENY),

@@ -23,7 +23,7 @@ import stat
 import time
 import tomllib
 import urllib.parse
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -62,6 +62,76 @@ _GIT_WRITING_OPTIONS = ("--template", "-c", "--config")
 """`git init --template DIR` installs DIR's hooks; `git clone -c k=v` writes the new repository's config."""
 
 
+_NO_VALUE, _VALUE, _ATTACHED = 0, 1, 2
+"""What an option takes (`_getopt`): nothing, a value (attached or the next word), or a value only
+when attached (`sed -i.bak`, `--in-place=.bak`)."""
+
+
+@dataclass(frozen=True)
+class _Arg:
+    """One element of an argument list as getopt reads it (`_getopt`)."""
+
+    word: str
+    """An option as written, `--name` (before any `=`; an abbreviation is the caller's to resolve)
+    or one letter of a cluster, `-x` (`x` alone in a first word without a dash, `tar xf`); or an operand."""
+    value: str | None = None
+    """The option's value ("" when one is due and none is left); None when it takes none."""
+    operand: bool = False
+
+
+def _getopt(args: Sequence[str], takes: Callable[[str], int], *, bundled_first: bool = False) -> Iterator[_Arg]:
+    """The options and operands of `args`, in order, as getopt reads them. Every reader of a
+    command's arguments here walks them this one way: a word one reader took for an operand and
+    another for an option's value (`-t.git/hooks`, `--file a`) would let an attacker show each the
+    reading that passes it.
+
+    `--` ends the options (every word after it is an operand; `-` alone is one too); `--name=value`
+    and `--name value` are long options; `-abc` is a cluster of letters, and the first letter that
+    takes a value takes the rest of the cluster, or the next word when nothing is left (`-cvzf a.tar`,
+    `-fa.tar`, `-t.git/hooks`). `takes(option)` says what an option takes (`_VALUE`, `_ATTACHED`,
+    `_NO_VALUE`); a `--name=value` carries its value whatever it says. With `bundled_first`, a
+    first word without a dash is a cluster whose letters take their values from the words after
+    it in turn (`tar cfC a.tar dir`).
+    """
+    index = 0
+    if bundled_first and args and not args[0].startswith("-"):
+        index = 1
+        for letter in args[0]:
+            value = None
+            if takes(letter) == _VALUE:
+                value = args[index] if index < len(args) else ""
+                index += 1
+            yield _Arg(letter, value)
+    while index < len(args):
+        word = args[index]
+        index += 1
+        if word == "--":
+            yield from (_Arg(rest, operand=True) for rest in args[index:])
+            return
+        if word.startswith("--"):
+            key, eq, value = word.partition("=")
+            need = takes(key)
+            if not eq and need == _VALUE:
+                value = args[index] if index < len(args) else ""
+                index += 1
+            yield _Arg(key, value if eq or need != _NO_VALUE else None)
+            continue
+        if word.startswith("-") and len(word) > 1:
+            for position, letter in enumerate(word[1:], 1):
+                need = takes(f"-{letter}")
+                if need == _NO_VALUE:
+                    yield _Arg(f"-{letter}")
+                    continue
+                value = word[position + 1 :]
+                if not value and need == _VALUE:
+                    value = args[index] if index < len(args) else ""
+                    index += 1
+                yield _Arg(f"-{letter}", value)
+                break
+            continue
+        yield _Arg(word, operand=True)
+
+
 @dataclass(frozen=True)
 class InputWriter:
     """One `[[input_writer]]` entry: a command that writes the paths its input names, and the forms
@@ -85,6 +155,21 @@ class InputWriter:
     recursive: tuple[str, ...] | None = None
     """Options that make a `sources` command copy directories; None: it always may (mv)."""
     script: str | None = None
+    changes_trees: tuple[str, ...] | None = None
+    """Options that make it delete, replace or change every file of a directory operand (`rm -r`,
+    `rsync --delete`); () when it always may (`trash-put`); None when it never does."""
+    mode_operand: bool = False
+    """Its first operand is a mode or an owner, not a path (`chmod -R 755 x`), unless `--reference`
+    is given or a short option of `mode_letters` is the mode itself (`chmod -R -x x`)."""
+    mode_letters: frozenset[str] = frozenset()
+    """The letters of a short option that is a mode itself (`chmod -x`), not an option."""
+
+    def takes(self, option: str) -> int:
+        """What an option of this command takes, for `_getopt`: a value for the letters of `valued`
+        and the names of `long_valued` (written in full), nothing for any other."""
+        if option.startswith("--"):
+            return _VALUE if option in self.long_valued else _NO_VALUE
+        return _VALUE if option[-1] in self.valued else _NO_VALUE
 
     @classmethod
     def read(cls, entry: Mapping[str, Any]) -> InputWriter:
@@ -105,7 +190,17 @@ class InputWriter:
             sources=bool(entry.get("sources", False)),
             recursive=tuple(entry["recursive"]) if "recursive" in entry else None,
             script=entry.get("script"),
+            changes_trees=_changes_trees(entry.get("changes_trees")),
+            mode_operand=bool(entry.get("mode_operand", False)),
+            mode_letters=frozenset(entry.get("mode_letters", "")),
         )
+
+
+def _changes_trees(value: Any) -> tuple[str, ...] | None:
+    """An entry's `changes_trees` (a list of options, or "always") as `InputWriter` holds it."""
+    if value is None:
+        return None
+    return () if value == "always" else tuple(str(option) for option in value)
 
 
 @dataclass(frozen=True)
@@ -127,6 +222,10 @@ class ProtectedPaths:
     """Writers whose `-S`/`--suffix` names a backup file (`shell_backup_suffix`)."""
     shell_path_variables: frozenset[str] = frozenset()
     """Variables that decide where a later command writes or goes, or what options it takes."""
+    directory_options: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    """Options of a wrapper that run its command in another directory (`env -C dir`), by wrapper."""
+    root_changers: frozenset[str] = frozenset()
+    """Wrappers that run their command under another root directory (`chroot`)."""
 
     def match(self, relative: str) -> str | None:
         """The pattern a `/`-separated relative path matches, at any depth; None if none does."""
@@ -195,6 +294,11 @@ def protected_paths() -> ProtectedPaths:
         input_writers,
         frozenset(str(w) for w in data["protected"].get("shell_backup_suffix", ())),
         frozenset(str(w) for w in data["protected"].get("shell_path_variables", ())),
+        {
+            str(name): tuple(str(o) for o in options)
+            for name, options in data["protected"].get("shell_directory_options", {}).items()
+        },
+        frozenset(str(w) for w in data["protected"].get("shell_root_changers", ())),
     )
 
 
@@ -238,6 +342,10 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
     directory (`cd .vscode`, `env -C .gemini`), a directory change (`shell_directory_changers`) to a
     place only known at run time, the variables of `shell_path_variables` (`CDPATH`, `DIRSTACK`,
     `TAR_OPTIONS`, ...), `cdable_vars` and `find -execdir`.
+
+    A relative path is judged from every directory the command may run in (`_places`: the call's,
+    and each a `cd`, `pushd`, `env -C` of the command leads to), and a directory a command deletes,
+    replaces or copies whole is searched for the protected names it holds (`_tree_search`).
     """
     data = protected_paths()
     inside = _protected_or_holder(cwd, roots)
@@ -245,6 +353,12 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
         # the command runs inside a protected directory (`dir_path`), where any file it makes
         # without naming a path (`nohup.out`, a URL's name) is protected, as after `cd .vscode`
         return f"it runs inside {relative_to_roots(cwd, roots)} ({inside})"
+    parts = list(parts)
+    places = _places(parts, cwd)
+    if isinstance(places, str):
+        return places
+    makers = [part for part in parts if _may_make(part)]
+    scope = _Scope(places, roots, makers, entries_left=TREE_CHECK_MAX_ENTRIES)
     for part in parts:
         if part.unknown is not None:
             # a prefix rule never allows it, but a rule without commandPrefix (all shell commands) does
@@ -255,10 +369,10 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
         for target in part.writes:
             if target == "?":
                 return "a redirection to a file only known at run time may write a protected path"
-            hit = _names_protected(target, cwd, roots)
+            hit = _names_protected(target, scope)
             if hit is not None:
                 return f"it writes {target} ({hit})"
-        name = part.name
+        name = _program(part)
         if name is None:
             continue
         writer = data.input_writers.get(name)
@@ -274,21 +388,27 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
             if _cluster_end(word) > _CLUSTER_MAX:
                 return f"{name} has an option cluster too long to judge ({clip(word, 60, more='…')})"
             for candidate in _path_candidates(word):
-                hit = _names_protected(candidate, cwd, roots)
+                hit = _names_protected(candidate, scope)
                 if hit is not None:
                     return f"{name} names {candidate} ({hit})"
         git = _git_writes_config(part)
         if git is not None:
             return git
         if writer is not None:
-            why = _input_write(name, part, writer, cwd, roots)
+            why = _input_write(name, part, writer, scope)
             if why is not None:
                 return why
         if name in data.backup_suffix:
-            why = _backup_write(name, [w for w in part.words[1:] if w is not None], cwd, roots)
+            why = _backup_write(name, [w for w in part.words[1:] if w is not None], scope)
             if why is not None:
                 return why
     return None
+
+
+def _program(part: SimpleCommand) -> str | None:
+    """The program a part runs as the data names it: its command word's basename in lower case (on
+    a case-insensitive file system `RM` runs `rm`, and a rule allowing every command lets it by)."""
+    return None if part.name is None else part.name.lower()
 
 
 def _moves_directory(part: SimpleCommand) -> str | None:
@@ -296,16 +416,114 @@ def _moves_directory(part: SimpleCommand) -> str | None:
     variables = [name for name in part.assigns if name in protected_paths().shell_path_variables]
     if variables:
         return f"it sets {variables[0]}, which decides where a later command writes or goes"
-    if part.name == "shopt" and "cdable_vars" in part.words:
+    program = _program(part)
+    if program == "shopt" and "cdable_vars" in part.words:
         return "shopt cdable_vars makes cd go where a variable says"
     if "find -execdir" in part.via:
         return "find -execdir runs a command inside every directory it visits, protected ones included"
-    if part.name in protected_paths().shell_directory_changers:
+    if program in protected_paths().shell_directory_changers:
         if not [w for w in part.words[1:] if w is None or not w.startswith(("-", "+"))]:
-            return f"{part.name} to a directory only known at run time may lead a write into a protected one"
+            return f"{program} to a directory only known at run time may lead a write into a protected one"
         if any(w is not None and w[:1] in "+-" and w[1:].isdigit() for w in part.words[1:]):
-            return f"{part.name} to a directory only known at run time may lead a write into a protected one"
+            return f"{program} to a directory only known at run time may lead a write into a protected one"
     return None
+
+
+PLACES_MAX = 32
+"""The most directories a command's relative paths are judged from; a command that may run in more
+(`cd a; cd ..; cd b; ...` over a deep tree, a link loop) is asked."""
+
+
+def _places(parts: Sequence[SimpleCommand], cwd: Path) -> list[Path] | str:
+    """Every directory a part of the command may run in, or why they cannot be named.
+
+    The order of the parts, conditions, loops and subshells are not followed: every directory
+    change of the command (`cd`, `pushd`, `shell_directory_options`) is applied to every place
+    found, as often as it leads somewhere new, both as bash's `cd` reads it (`..` as text) and as
+    the kernel does (links resolved). A place that does not exist when the command is judged is
+    kept but not followed further: a path relative to it does not exist either, and a tree search
+    of one that does not exist is asked when another part of the command may make it.
+    """
+    targets: list[str] = []
+    for part in parts:
+        words = _directory_words(part)
+        if isinstance(words, str):
+            return words
+        targets.extend(w for w in words if w not in targets)
+    if len(targets) > PLACES_MAX:  # each leads somewhere new from the call's directory alone
+        return f"it may change directory to more places than are followed (over {PLACES_MAX})"
+    places = [cwd]
+    pending = [cwd] if targets else []
+    while pending:
+        place = pending.pop()
+        if not os.path.isdir(place):
+            continue
+        for target in targets:
+            lexical = Path(posixpath.normpath(place / target))
+            try:
+                real = Path(os.path.realpath(lexical))
+            except (OSError, ValueError):
+                real = lexical
+            for found in (lexical, real):
+                if found in places:
+                    continue
+                if len(places) >= PLACES_MAX:
+                    return f"it may change directory to more places than are followed (over {PLACES_MAX})"
+                places.append(found)
+                pending.append(found)
+    return places
+
+
+def _directory_words(part: SimpleCommand) -> list[str] | str:
+    """The directories a part changes to (`cd DIR`, `env -C DIR`), or why one is only known at run
+    time (`shell_protected` asks for `cd "$D"` itself; `env -C "$D"` is asked here)."""
+    data = protected_paths()
+    program = _program(part) or ""
+    words = list(part.words[1:])
+    if program in data.shell_directory_changers:
+        return [w for w in words if w is not None and not w.startswith(("-", "+"))]
+    options = data.directory_options.get(program)
+    if not options:
+        return []
+    known = [w for w in words if w is not None]
+    if len(known) < len(words):
+        return f"{program} with an argument only known at run time may lead a write into a protected directory"
+
+    def takes(option: str) -> int:
+        if option.startswith("--") and len(option) > 2:  # abbreviated as getopt allows
+            return _VALUE if any(o.startswith(option) for o in options if o.startswith("--")) else _NO_VALUE
+        return _VALUE if option in options else _NO_VALUE
+
+    return [arg.value for arg in _getopt(known, takes) if arg.value and takes(arg.word) == _VALUE]
+
+
+def _may_make(part: SimpleCommand) -> bool:
+    """Whether a part may make a file, a directory or a link (`mkdir x`, `ln -s vendor x`, `> x`)."""
+    data = protected_paths()
+    name = _program(part)
+    return (
+        part.unknown is not None
+        or name is None
+        or bool(part.writes)
+        or name in data.shell_writers
+        or name in data.input_writers
+    )
+
+
+@dataclass
+class _Scope:
+    """What a command's parts are judged in: the places it may run in, the roots, the parts that
+    may make a path (an operand missing now may be made by one, `ln -s vendor x && rm -rf x/`), and
+    the entries a tree search of the whole command may still visit."""
+
+    places: list[Path]
+    roots: Sequence[Path]
+    makers: list[SimpleCommand]
+    entries_left: int
+    searched: set[tuple[int, int, tuple[Path, ...]]] = dataclasses.field(default_factory=set)
+    """The trees searched already (device, inode, and where a copy of it lands): none twice."""
+    named: dict[tuple[str, Path], str | None] = dataclasses.field(default_factory=dict)
+    """What each word names from each place (`_names_protected`), judged once per command."""
 
 
 _CLUSTER_MAX = 64
@@ -342,7 +560,20 @@ def _cluster_end(word: str) -> int:
     return end
 
 
-def _names_protected(word: str, cwd: Path, roots: Sequence[Path]) -> str | None:
+def _names_protected(word: str, scope: _Scope) -> str | None:
+    """The protected path or directory `word` names from any place of `scope`, lexically or through
+    a link (each word is judged once from each place: a long command repeats its words)."""
+    for place in scope.places:
+        key = (word, place)
+        if key not in scope.named:
+            scope.named[key] = _names_protected_from(word, place, scope.roots)
+        hit = scope.named[key]
+        if hit is not None:
+            return hit
+    return None
+
+
+def _names_protected_from(word: str, cwd: Path, roots: Sequence[Path]) -> str | None:
     joined = cwd / word
     lexical = Path(posixpath.normpath(str(joined)))
     hit = _protected_or_holder(lexical, roots)
@@ -372,7 +603,7 @@ def _protected_or_holder(path: Path, roots: Sequence[Path]) -> str | None:
 
 
 def _git_writes_config(part: SimpleCommand) -> str | None:
-    if part.name != "git":
+    if _program(part) != "git":
         return None
     words = [w for w in part.words[1:] if w is not None]
     index = 0
@@ -398,11 +629,12 @@ def _git_writes_config(part: SimpleCommand) -> str | None:
 # --- commands that write the paths their input names ---------------------------------------------
 
 TREE_CHECK_MAX_ENTRIES = 10_000
-"""The most entries of a directory a copy would take whole that are searched for a protected name;
-a larger tree is asked (searching it would hold the call, and nothing is allowed unsearched)."""
+"""The most directory entries searched for a protected name in the trees one command copies,
+deletes or replaces whole; a command reaching more is asked (searching on would hold the call, and
+nothing is allowed unsearched)."""
 
 
-def _input_write(name: str, part: SimpleCommand, writer: InputWriter, cwd: Path, roots: Sequence[Path]) -> str | None:
+def _input_write(name: str, part: SimpleCommand, writer: InputWriter, scope: _Scope) -> str | None:
     """Why an `[[input_writer]]` command may write a protected path its input names, or None when
     its words fit the safe form of its entry (then only its arguments name what it writes)."""
     if any(word is None for word in part.words[1:]):
@@ -418,17 +650,21 @@ def _input_write(name: str, part: SimpleCommand, writer: InputWriter, cwd: Path,
     elif writer.verbs:
         detail = _verb_form(args, writer)
     elif writer.script == "sed":
-        detail = _sed_form(args, cwd, roots)
+        detail = _sed_form(args, scope)
     elif writer.script == "awk":
         detail = _awk_form(args)
-    elif writer.sources or writer.unsafe_options or writer.unsafe_words:
+    elif writer.sources or writer.unsafe_options or writer.unsafe_words or writer.changes_trees is not None:
         detail = None
     else:
         detail = "no form of it is known to write only what its arguments name"
     if detail is not None:
         return f"{name} may write a protected path ({writer.why}): {detail}"
     if writer.sources:
-        return _sources(name, args, writer, cwd)
+        why = _sources(name, args, writer, scope)
+        if why is not None:
+            return why
+    if writer.changes_trees is not None:
+        return _tree_changes(name, part, args, writer, scope)
     return None
 
 
@@ -457,35 +693,19 @@ def _unsafe_option(args: Sequence[str], unsafe: Sequence[str]) -> str | None:
 def _option_form(args: Sequence[str], writer: InputWriter) -> str | None:
     """None if one of the entry's `modes` is given and every option is one of its `options`."""
     seen: set[str] = set()
-    index = 0
-    if writer.bundled_first and args and not args[0].startswith("-"):
-        for letter in args[0]:
-            if letter not in writer.options:
-                return f"an option it is not known to be safe with: {letter}"
-            seen.add(letter)
-            index += 1 if letter in writer.valued else 0
-        index += 1
-    while index < len(args):
-        word = args[index]
-        index += 1
-        if word == "--":
-            break
-        if word.startswith("--"):
-            key = word.split("=", 1)[0]
+    for arg in _getopt(args, writer.takes, bundled_first=writer.bundled_first):
+        if arg.operand:
+            continue
+        if arg.word.startswith("--"):
+            key = arg.word
             matches = [option for option in writer.long_options if option.startswith(key)] if len(key) > 2 else []
             if not matches:
                 return f"an option it is not known to be safe with: {key}"
             seen.update(matches)
-            index += 1 if key in writer.long_valued and "=" not in word else 0
-            continue
-        if word.startswith("-") and len(word) > 1:
-            for position, letter in enumerate(word[1:], 1):
-                if letter not in writer.options:
-                    return f"an option it is not known to be safe with: -{letter}"
-                seen.add(letter)
-                if letter in writer.valued:
-                    index += 1 if position == len(word) - 1 else 0
-                    break
+        elif arg.word[-1] in writer.options:
+            seen.add(arg.word[-1])
+        else:
+            return f"an option it is not known to be safe with: {arg.word}"
     if not seen & writer.modes:
         return f"without {' or '.join(sorted(writer.modes))}, the forms that write only what its arguments name"
     return None
@@ -509,81 +729,159 @@ def _verb_form(args: Sequence[str], writer: InputWriter) -> str | None:
     return f"the subcommand {rest[0]!r} is not one known to write only what its arguments name"
 
 
-def _sources(name: str, args: Sequence[str], writer: InputWriter, cwd: Path) -> str | None:
+def _sources(name: str, args: Sequence[str], writer: InputWriter, scope: _Scope) -> str | None:
     """Why copying these operands whole may write a protected path (`sources = true`), or None."""
     operands: list[str] = []
     recursive = writer.recursive is None
     target = False
-    index = 0
-    while index < len(args):
-        word = args[index]
-        index += 1
-        if word == "--":
-            operands.extend(args[index:])
-            break
-        if word.startswith("--"):
-            key = word.split("=", 1)[0]
-            target = target or ("--target-directory".startswith(key) and len(key) > 4)
+    targets: list[str] = []
+    for arg in _getopt(args, writer.takes):
+        key = arg.word
+        if arg.operand:
+            operands.append(key)
+            continue
+        if key.startswith("--"):
+            given = "--target-directory".startswith(key) and len(key) > 4
             recursive = recursive or any(o.startswith(key) for o in writer.recursive or () if o.startswith("--"))
-            index += 1 if key in writer.long_valued and "=" not in word else 0
-            continue
-        if word.startswith("-") and len(word) > 1:
-            for position, letter in enumerate(word[1:], 1):
-                recursive = recursive or f"-{letter}" in (writer.recursive or ())
-                target = target or (letter == "t" and "t" in writer.valued)
-                if letter in writer.valued:
-                    index += 1 if position == len(word) - 1 else 0
-                    break
-            continue
-        operands.append(word)
+        else:
+            given = key == "-t" and "t" in writer.valued
+            recursive = recursive or key in (writer.recursive or ())
+        target = target or given
+        if given and arg.value:
+            targets.append(arg.value)
     if not recursive:
         return None
-    for source in operands if target else operands[:-1]:
-        why = _source_tree(source, cwd)
-        if why is not None:
-            return f"{name} {why}"
+    sources = operands if target else operands[:-1]
+    # where the copy lands: the -t directory, or the last operand (any operand when -t has no value here)
+    targets = targets or (operands if target else operands[-1:])
+    for source in sources:
+        if _REMOTE.match(source):
+            return f"{name} copies {source}, which a remote host holds: what it writes cannot be searched"
+        for place in scope.places:
+            why = _tree_search(source, place, scope, missing_ok=False, into=_landings(source, targets, place))
+            if why is not None:
+                return f"{name} copies {why}"
     return None
+
+
+def _landings(source: str, targets: Sequence[str], place: Path) -> list[Path]:
+    """The directories a copy of `source` into `targets` may put its entries under: each target
+    itself (`cp -r src/. dst`, `rsync src/ dst`) and the source's name inside it (`cp -r src dst`)."""
+    found: list[Path] = []
+    for target in targets:
+        base = place / target
+        if not _REMOTE.match(target) and os.path.isdir(base):
+            found.extend((base, base / posixpath.basename(posixpath.normpath(source))))
+    return found
 
 
 _REMOTE = re.compile(r"[^/]*:")
 """`host:path`, `user@host:path`, `rsync://..`: a source whose content is on another machine."""
 
 
-def _source_tree(source: str, cwd: Path) -> str | None:
-    if _REMOTE.match(source):
-        return f"copies {source}, which a remote host holds: what it writes cannot be searched"
-    try:
-        real = os.path.realpath(cwd / source)
-        info = os.stat(real)
-    except (OSError, ValueError):
-        return f"copies {source}, which does not exist yet: what it will hold cannot be searched"
-    if not stat.S_ISDIR(info.st_mode):
+def _tree_changes(
+    name: str, part: SimpleCommand, args: Sequence[str], writer: InputWriter, scope: _Scope
+) -> str | None:
+    """Why a command that deletes, replaces or changes every file of a directory it names
+    (`changes_trees`: `rm -r`, `rsync --delete`, `gzip -r`) may change a protected path, or None.
+
+    Every operand, source or target, is searched from every place the command may run in: `rm -rf
+    vendor` deletes `vendor/lib/.git/hooks`, which the name `vendor` does not say. An operand that
+    does not exist deletes nothing, unless another part of the same command makes it (`ln -s
+    vendor x && rm -rf x/`): it is allowed only when no other part of the command may make a path
+    (the order of the parts is not followed: a loop runs a later part before an earlier one again).
+    """
+    if writer.changes_trees and _unsafe_option(args, writer.changes_trees) is None:
         return None
-    shown = posixpath.normpath(source)
-    pending = [(real, shown)]
-    count = 0
-    while pending:
-        directory, label = pending.pop()
-        try:
-            with os.scandir(directory) as entries:
-                for entry in entries:
-                    count += 1
-                    if count > TREE_CHECK_MAX_ENTRIES:
-                        return (
-                            f"copies {source}, which holds too many entries to search (over {TREE_CHECK_MAX_ENTRIES:,})"
-                        )
-                    relative = f"{label}/{entry.name}"
-                    hit = protected_paths().match(relative)
-                    if hit is not None:
-                        return f"copies {relative}, a protected path ({hit})"
-                    if entry.is_dir(follow_symlinks=False):
-                        pending.append((entry.path, relative))
-        except OSError as exc:
-            return f"copies {source}, which cannot be searched ({exc.strerror})"
+    root = next((w for w in part.via if w in protected_paths().root_changers), None)
+    if root is not None:
+        return f"{name} runs under {root}, in another root directory: what its operands hold cannot be searched"
+    given = list(_getopt(args, writer.takes))
+    operands = [arg.word for arg in given if arg.operand]
+    mode_given = any(a.word[-1] in writer.mode_letters for a in given if not a.operand and a.word[:2] != "--")
+    if writer.mode_operand and not mode_given and _unsafe_option(args, ("--reference",)) is None:
+        operands = operands[1:]
+    for operand in operands:
+        for place in scope.places:
+            why = _tree_search(operand, place, scope, missing_ok=all(m is part for m in scope.makers))
+            if why is not None:
+                return f"{name} may change a protected path ({writer.why}): it changes {why}"
     return None
 
 
-def _backup_write(name: str, args: Sequence[str], cwd: Path, roots: Sequence[Path]) -> str | None:
+def _tree_search(
+    operand: str, place: Path, scope: _Scope, *, missing_ok: bool, into: Sequence[Path] = ()
+) -> str | None:
+    """What makes the directory `operand` names from `place` unsafe to take whole, or None: a
+    protected name in it, a link in it leading to a protected path, more entries than are searched
+    (`scope.entries_left`, shared by the whole command), a directory that cannot be read, or, unless
+    `missing_ok`, that it does not exist yet (what will be there cannot be seen). Links are never
+    followed inside the tree; the operand itself is resolved (`rm -rf link/` empties the target).
+
+    For a copy, `into` are the directories its entries land under: an entry whose place there is
+    reached through a link to a protected path (`pc -> .git/hooks/pre-commit`, which `cp -r`
+    writes through) is a reason too."""
+    try:
+        real = os.path.realpath(place / operand)
+        info = os.stat(real)
+    except (OSError, ValueError):
+        return None if missing_ok else f"{operand}, which does not exist yet: what it will hold cannot be searched"
+    key = (info.st_dev, info.st_ino, tuple(into))
+    if not stat.S_ISDIR(info.st_mode) or key in scope.searched:
+        return None
+    scope.searched.add(key)
+    pending = [(real, relative_to_roots(Path(real), scope.roots), "")]
+    while pending:
+        directory, label, inner = pending.pop()
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    scope.entries_left -= 1
+                    if scope.entries_left < 0:
+                        return f"{operand}, which holds too many entries to search (over {TREE_CHECK_MAX_ENTRIES:,})"
+                    relative = posixpath.join(label, entry.name)
+                    hit = protected_paths().match(relative)
+                    if hit is not None:
+                        return f"{relative}, a protected path ({hit})"
+                    written = posixpath.join(inner, entry.name)
+                    for landing in into:
+                        lands = Path(os.path.realpath(landing / written))
+                        hit = protected_path(lands, scope.roots)
+                        if hit is not None:
+                            shown = relative_to_roots(lands, scope.roots)
+                            return f"{relative} over a link that leads to {shown}, a protected path ({hit})"
+                    if entry.is_symlink():
+                        hit = _link_leads(entry.path, scope.roots)
+                        if hit is not None:
+                            return f"{relative}, a link to {hit}"
+                    elif entry.is_dir(follow_symlinks=False):
+                        pending.append((entry.path, relative, written))
+        except OSError as exc:
+            return f"{operand}, which cannot be searched ({exc.strerror})"
+    return None
+
+
+def _link_leads(path: str, roots: Sequence[Path]) -> str | None:
+    """The protected path or directory a link in a searched tree leads to, from where it is or from
+    wherever a copy puts it (its text, `../.git`), or None: a later write through it lands there."""
+    try:
+        text = os.readlink(path)
+        real = Path(os.path.realpath(path))
+    except (OSError, ValueError):
+        return None
+    lexical = posixpath.normpath(text)
+    data = protected_paths()
+    hit = (
+        _protected_or_holder(Path(lexical), roots)
+        if posixpath.isabs(lexical)
+        else data.match(lexical) or data.match_holder(lexical)
+    )
+    if hit is None:
+        hit = _protected_or_holder(real, roots)
+    return None if hit is None else f"{text} ({hit})"
+
+
+def _backup_write(name: str, args: Sequence[str], scope: _Scope) -> str | None:
     """`cp -b -S rc x .bash` writes `.bashrc`: each operand with the backup suffix is judged."""
     suffix = None
     for index, word in enumerate(args):
@@ -599,7 +897,7 @@ def _backup_write(name: str, args: Sequence[str], cwd: Path, roots: Sequence[Pat
     for word in args:
         if word.startswith("-"):
             continue
-        hit = _names_protected(word + suffix, cwd, roots)
+        hit = _names_protected(word + suffix, scope)
         if hit is not None:
             return f"{name} backs up {word} as {word + suffix} ({hit})"
     return None
@@ -624,57 +922,44 @@ _SED_LONG = {
     "--follow-symlinks": "",
     "--binary": "",
 }
-_SED_FLAGS = frozenset("nrEsuzb")
+_SED_SHORT = {"e": "script", "f": "file", "l": "value", "i": "suffix"} | dict.fromkeys("nrEsuzb", "")
 
 
-def _sed_form(args: Sequence[str], cwd: Path, roots: Sequence[Path]) -> str | None:
+def _sed_kind(option: str) -> str | None:
+    """What a sed option is (the kinds of `_SED_LONG`), a long one written in full or abbreviated as
+    getopt allows; None for one sed does not know."""
+    if not option.startswith("--"):
+        return _SED_SHORT.get(option[-1])
+    matches = [name for name in _SED_LONG if name.startswith(option)] if len(option) > 2 else []
+    if option not in _SED_LONG and len(matches) != 1:
+        return None
+    return _SED_LONG[option if option in _SED_LONG else matches[0]]
+
+
+def _sed_takes(option: str) -> int:
+    kind = _sed_kind(option)
+    return _VALUE if kind in ("script", "value") else _ATTACHED if kind == "suffix" else _NO_VALUE
+
+
+def _sed_form(args: Sequence[str], scope: _Scope) -> str | None:
     """None if sed's script writes no file and runs no command, and a backup it makes (`-i SUF`)
     is no protected path."""
     scripts: list[str] = []
     suffix = ""
     operands: list[str] = []
-    index = 0
-    while index < len(args):
-        word = args[index]
-        index += 1
-        if word == "--":
-            operands.extend(args[index:])
-            break
-        if word.startswith("--"):
-            key, eq, value = word.partition("=")
-            matches = [option for option in _SED_LONG if option.startswith(key)] if len(key) > 2 else []
-            if len(matches) != 1 and key not in _SED_LONG:
-                return f"an option it is not known to be safe with: {key}"
-            kind = _SED_LONG[key if key in _SED_LONG else matches[0]]
-            if kind == "file":
-                return "a script read from a file"
-            if kind in ("script", "value") and not eq:
-                value = args[index] if index < len(args) else ""
-                index += 1
-            if kind == "script":
-                scripts.append(value)
-            elif kind == "suffix":
-                suffix = value
+    for arg in _getopt(args, _sed_takes):
+        if arg.operand:
+            operands.append(arg.word)
             continue
-        if word.startswith("-") and len(word) > 1:
-            for position, letter in enumerate(word[1:], 1):
-                attached = word[position + 1 :]
-                if letter == "f":
-                    return "a script read from a file"
-                if letter in "el":
-                    if not attached:
-                        attached = args[index] if index < len(args) else ""
-                        index += 1
-                    if letter == "e":
-                        scripts.append(attached)
-                    break
-                if letter == "i":
-                    suffix = attached
-                    break
-                if letter not in _SED_FLAGS:
-                    return f"an option it is not known to be safe with: -{letter}"
-            continue
-        operands.append(word)
+        kind = _sed_kind(arg.word)
+        if kind is None:
+            return f"an option it is not known to be safe with: {arg.word}"
+        if kind == "file":
+            return "a script read from a file"
+        if kind == "script":
+            scripts.append(arg.value or "")
+        elif kind == "suffix":
+            suffix = arg.value or ""
     if not scripts:
         if not operands:
             return "no script"
@@ -687,7 +972,7 @@ def _sed_form(args: Sequence[str], cwd: Path, roots: Sequence[Path]) -> str | No
             base = posixpath.basename(operand)
             backup = suffix.replace("*", base) if "*" in suffix else operand + suffix
             for name in {backup, posixpath.join(posixpath.dirname(operand), backup)}:
-                hit = _names_protected(name, cwd, roots)
+                hit = _names_protected(name, scope)
                 if hit is not None:
                     return f"its backup {name} is a protected path ({hit})"
     return None

@@ -1511,6 +1511,7 @@ _WRAPPERS: dict[str, _Handler] = {
     "find": _find,
     "watch": _watch,
     "busybox": _wrapper(_Options()),
+    "toybox": _wrapper(_Options()),
     "coproc": _coproc,
     "parallel": _parallel,
 }
