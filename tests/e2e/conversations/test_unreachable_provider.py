@@ -58,7 +58,9 @@ class Lab:
     """`http://127.0.0.1:<port>` of a port where nothing listens."""
 
     def server(self, backend: str) -> FakeGemini | FakeAnthropic | FakeOpenAI:
-        return {"claude-code": self.anthropic, "codex": self.openai}.get(backend, self.gemini)
+        if backend == "claude-code":
+            return self.anthropic
+        return self.openai if backend == "codex" else self.gemini
 
     def options(self, backend: str, *, reachable: bool) -> dict[str, Any]:
         """The fake's wiring for `backend` (the gemini CLI in the test's home, no warm processes); when not
@@ -73,7 +75,8 @@ class Lab:
         if reachable:
             return options
         root = server.base_url.removesuffix("/v1")
-        return _moved(options, root, self.closed)
+        moved: dict[str, Any] = _moved(options, root, self.closed)
+        return moved
 
     def params(self, backend: str, *fallback: str) -> ExecuteParams:
         return ExecuteParams(
@@ -128,7 +131,7 @@ async def lab(
         yield Lab(gemini, anthropic, openai, isolated_home, workspace, f"http://127.0.0.1:{port}")
 
 
-def _keys(options: dict[str, Any]) -> list[str]:
+def _keys(options: Any) -> list[str]:
     """The keys a run's options hold (an API key, or the CLI's in its env)."""
     env = options.get("env") or {}
     found = [options.get("api_key"), *(v for k, v in env.items() if k.endswith(("_API_KEY", "_KEY")))]
@@ -155,10 +158,12 @@ async def test_an_unreachable_provider_is_backend_unavailable(lab: Lab, backend:
     assert result.status == "error"
     left = {pid for pid, _ in descendants(os.getpid()) - before}
     assert not left, f"processes of the run are still there: {left}"
+    assert not list((lab.home / ".cache").rglob("gemini-debug/*")), "the CLI's debug log went with its process"
 
 
 @pytest.mark.parametrize(
-    ("backend", "fallback"), [("generate-content", "interactions"), ("claude-code", "generate-content")]
+    ("backend", "fallback"),
+    [("generate-content", "interactions"), ("claude-code", "generate-content"), ("gemini-cli", "generate-content")],
 )
 async def test_an_unreachable_provider_fails_over(lab: Lab, backend: str, fallback: str) -> None:
     lab.gemini.add(ScriptTurn(text=f"answered by {fallback}"))
