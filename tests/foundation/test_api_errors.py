@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 
-from unified._internal.api_errors import error_from_status, retry_delay
+from unified._internal.api_errors import error_from_status, retry_delay, unreachable
 from unified.errors import AuthError, BackendError, ConfigurationError, RateLimited
 
 RETRY_INFO = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "15s"}
@@ -58,3 +59,54 @@ def test_rate_limit_says_how_long_to_wait() -> None:
     assert error.hint == "wait 15s and run again"
     unknown_model = error_from_status(404, None, "not found", body=None, model=None)
     assert "the requested model" in unknown_model.message
+
+
+_REQUEST = httpx.Request("POST", "http://u:pw-0123@127.0.0.1:9/v1beta/models/m:streamGenerateContent?key=k-0123")
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        httpx.ConnectError("All connection attempts failed", request=_REQUEST),
+        httpx.ConnectTimeout("timed out", request=_REQUEST),
+        httpx.ProxyError("tunnel refused", request=_REQUEST),
+    ],
+)
+def test_no_connection_made_is_backend_unavailable_naming_the_url(exc: httpx.TransportError) -> None:
+    error = unreachable(exc)
+    assert error is not None
+    assert (error.code, error.retryable) == ("backend_unavailable", True)
+    assert "http://127.0.0.1:9/v1beta/models/m:streamGenerateContent" in error.message
+    for secret in ("pw-0123", "k-0123"):
+        assert secret not in str(error)
+        assert secret not in str(error.details)
+
+
+def test_a_wrapped_connect_error_is_found() -> None:
+    """The Interactions SDK raises its own `APIConnectionError` from httpx's."""
+
+    class Wrapper(Exception):
+        pass
+
+    try:
+        try:
+            raise httpx.ConnectError("refused", request=_REQUEST)
+        except httpx.ConnectError as inner:
+            raise Wrapper("Connection error.") from inner
+    except Wrapper as outer:
+        error = unreachable(outer)
+    assert error is not None
+    assert error.code == "backend_unavailable"
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        httpx.ReadError("connection reset", request=_REQUEST),
+        httpx.RemoteProtocolError("peer closed connection", request=_REQUEST),
+        httpx.ReadTimeout("timed out", request=_REQUEST),
+        ValueError("not a transport error"),
+    ],
+)
+def test_a_connection_that_was_made_is_not_unreachable(exc: Exception) -> None:
+    assert unreachable(exc) is None

@@ -8,13 +8,15 @@ which SDK surface raised it, so it is decided here once.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Mapping
 from typing import Any
 
 import httpx
 
-from unified.errors import AuthError, BackendError, ConfigurationError, RateLimited, UnifiedError
+from unified._internal.reach import provider_unreachable
+from unified.errors import AuthError, BackendError, BackendUnavailable, ConfigurationError, RateLimited, UnifiedError
 
 __all__ = [
     "HTTP_OF_STATUS",
@@ -25,6 +27,7 @@ __all__ = [
     "retry_delay",
     "timed_out",
     "unfit_response",
+    "unreachable",
     "unreadable_response",
 ]
 
@@ -127,6 +130,34 @@ def timed_out(exc: BaseException, timeout_s: float) -> str | None:
     if not isinstance(exc, httpx.TimeoutException) and type(exc).__name__ != "APITimeoutError":
         return None
     return f"the Gemini API sent nothing for timeout_s={timeout_s:g}s ({type(exc).__name__})"
+
+
+_CONNECT_FAILURES = (httpx.ConnectError, httpx.ConnectTimeout, httpx.ProxyError)
+"""What httpx raises when no connection could be made: refused, a name that does not resolve, an unreachable
+network and a failed TLS handshake (all `ConnectError`), a connect timeout, a proxy that refused the tunnel.
+Nothing was sent. A connection that broke once open raises `ReadError`, `RemoteProtocolError`, `ReadTimeout`
+and the like: not these."""
+
+
+def unreachable(exc: BaseException, base_url: str | None = None) -> BackendUnavailable | None:
+    """The typed `backend_unavailable` error when `exc` (or what it wraps: the Interactions SDK's
+    `APIConnectionError` raises from httpx's) says no connection to the Gemini API could be made; None otherwise.
+
+    The URL named is the request's (its origin and path; never its query), else `base_url`."""
+    cause: BaseException | None = exc
+    for _ in range(5):  # the SDK's wrapper → httpx's error → the socket's: a short chain
+        if cause is None or isinstance(cause, _CONNECT_FAILURES):
+            break
+        cause = cause.__cause__ or cause.__context__
+    if not isinstance(cause, _CONNECT_FAILURES):
+        return None
+    url = base_url or "the configured base URL"
+    with contextlib.suppress(RuntimeError):  # an error raised without its request names no URL
+        url = str(cause.request.url)
+    why = f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__
+    return provider_unreachable(
+        "the Gemini API", url, why, check="base_url (backend_options) or GOOGLE_GEMINI_BASE_URL / http_options"
+    )
 
 
 def credentials_error(exc: BaseException) -> UnifiedError | None:

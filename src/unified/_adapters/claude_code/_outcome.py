@@ -4,18 +4,43 @@ Every API failure ends the CLI's turn with `result.subtype: "success"` and `is_e
 the HTTP status is `api_error_status` (null for a broken connection or a timeout) and the text the
 CLI shows is `result`. The codes, as on every backend: 429 `rate_limited` (retryable), 529 and 5xx
 `backend_error` (retryable), 401/403 `auth_error`, 400/413 `bad_request`, 404 `model_not_found`,
-a dropped or timed-out stream `stream_interrupted` (retryable); "Not logged in" (no credentials at
+a dropped or timed-out stream `stream_interrupted` (retryable), no connection made at all (refused, DNS,
+no route, a proxy's refused tunnel, an untrusted certificate: `CONNECT_FAILURE`) `backend_unavailable`
+(retryable, naming the URL: `unified._internal.reach`); "Not logged in" (no credentials at
 all) `auth_error`; a `--resume` the CLI could not find `session_not_found`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
+from unified._internal.reach import provider_unreachable
 from unified.errors import AuthError, BackendError, RateLimited, SessionNotFound, UnifiedError
 
-__all__ = ["error_from_exit", "error_from_result", "error_from_status", "status_of_result"]
+__all__ = [
+    "CONNECT_FAILURE",
+    "DEFAULT_BASE_URL",
+    "error_from_exit",
+    "error_from_result",
+    "error_from_status",
+    "status_of_result",
+]
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+"""Where the CLI sends its model requests when ANTHROPIC_BASE_URL is not set."""
+CONNECT_FAILURE = re.compile(
+    r"\((?:ECONNREFUSED|ConnectionRefused|ENOTFOUND|EAI_AGAIN|FailedToOpenSocket|ENETUNREACH|ENETDOWN|EHOSTUNREACH"
+    r"|EHOSTDOWN|ERR_PROXY_TUNNEL|UND_ERR_CONNECT_TIMEOUT)\)"
+    r"|\b(?:UNABLE_TO_(?:VERIFY|GET)_\w+|SELF_SIGNED_CERT\w*|DEPTH_ZERO_SELF_SIGNED_CERT|CERT_\w+|ERR_TLS_CERT\w*)\b"
+    r"|Unable to connect to API\. Check your internet connection"
+)
+"""The CLI's words (2.1.332, its `API Error: ...` text) for a request that made no connection: refused ("Connection
+refused — a firewall or proxy may be blocking it (ECONNREFUSED)"), a name that does not resolve ("Can't reach the
+API server — check your internet or DNS (ENOTFOUND)"), no route, a proxy that refused the tunnel, a certificate it
+does not trust. Not a connection that dropped once open ("Connection dropped (ECONNRESET)") nor a timeout
+("Request timed out": the CLI says the same for a server that accepted and went silent): `stream_interrupted`."""
 
 
 def _text(raw: Mapping[str, Any]) -> str:
@@ -26,9 +51,20 @@ def _text(raw: Mapping[str, Any]) -> str:
     return str(text) if text else f"the claude CLI ended the turn with {raw.get('subtype')}"
 
 
-def error_from_status(status: int | None, message: str, *, retries: int = 0) -> UnifiedError:
-    """The typed error of an API failure with this HTTP status (None: no answer at all)."""
+def error_from_status(
+    status: int | None, message: str, *, retries: int = 0, base_url: str | None = None
+) -> UnifiedError:
+    """The typed error of an API failure with this HTTP status (None: no answer at all); `base_url` is where the
+    CLI sends its requests (ANTHROPIC_BASE_URL; None: the default), named when it could not connect there."""
     tried = f" (after {retries} retries)" if retries else ""
+    if status is None and CONNECT_FAILURE.search(message):
+        return provider_unreachable(
+            "the model's API",
+            base_url or DEFAULT_BASE_URL,
+            f"the claude CLI says {message!r}",
+            check="ANTHROPIC_BASE_URL (or the proxy / Bedrock / Vertex settings)",
+            attempts=retries + 1 if retries else None,
+        )
     details: dict[str, Any] = {"status": status} if status is not None else {}
     if status == 429:
         return RateLimited(
@@ -76,8 +112,8 @@ def status_of_result(raw: Mapping[str, Any]) -> str:
     return "success"
 
 
-def error_from_result(raw: Mapping[str, Any]) -> UnifiedError:
-    """The typed error of a `result` that reports a failure."""
+def error_from_result(raw: Mapping[str, Any], base_url: str | None = None) -> UnifiedError:
+    """The typed error of a `result` that reports a failure (`base_url`: see `error_from_status`)."""
     message = _text(raw)
     status = raw.get("api_error_status")
     if isinstance(status, int) and not isinstance(status, bool):
@@ -93,7 +129,7 @@ def error_from_result(raw: Mapping[str, Any]) -> UnifiedError:
             f"the claude CLI cannot resume the session: {message}", hint="list them: unified sessions list"
         )
     if raw.get("terminal_reason") == "api_error" or "API Error" in message or "Connection" in message:
-        return error_from_status(None, message)
+        return error_from_status(None, message, base_url=base_url)
     return BackendError(f"the claude CLI failed: {message}", details={"subtype": str(raw.get("subtype"))})
 
 

@@ -208,7 +208,7 @@ class ClaudeRun:
                         )
                     return early
                 if message.get("type") == "result":  # the CLI failed at start (e.g. a --resume it cannot find)
-                    raise error_from_result(message)
+                    raise error_from_result(message, self.launch.env.get("ANTHROPIC_BASE_URL"))
                 if len(early) == MAX_EARLY_LINES:
                     raise BackendError(
                         f"the claude CLI wrote more than {MAX_EARLY_LINES} lines before it answered initialize; "
@@ -370,7 +370,7 @@ class ClaudeRun:
         if self.stopping:
             raise RunStopped("the user stopped the run at a permission prompt", hint="resume the session to go on")
         if status == "error":
-            raise error_from_result(raw)
+            raise error_from_result(raw, self.launch.env.get("ANTHROPIC_BASE_URL"))
         if self.translator.agents_running():
             return None  # a background agent runs on: its report comes back in a turn of its own
         short = short_id_of(self.plan.session_id)

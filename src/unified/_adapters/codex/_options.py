@@ -46,7 +46,8 @@ class CodexOptions(BackendOptions):
     env: dict[str, str] = Field(default_factory=dict)
     """Extra environment variables for the app-server (and, minus anything secret-looking, its commands)."""
     provider_timeout_s: float = Field(default=60.0, gt=0)
-    """How long the provider may stay unreachable (Codex retries forever) before the turn is interrupted."""
+    """How long Codex may retry without progress (it retries forever) before the turn is interrupted; a provider it
+    cannot connect to at all ends sooner, as `backend_unavailable` (docs/backends/codex.md)."""
     stream_idle_timeout_s: float = Field(default=120.0, gt=0)
     """Codex's own limit on silence inside one model stream (`stream_idle_timeout_ms`)."""
     web_search: Literal["disabled", "cached", "live"] = "disabled"

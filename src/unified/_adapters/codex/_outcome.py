@@ -14,6 +14,11 @@ one-key object, e.g. `{"responseTooManyFailedAttempts": {"httpStatusCode": 429}}
 | `internalServerError`, `serverOverloaded`, a 5xx status | `backend_error`, retryable |
 | `responseStreamDisconnected`, `other` with "stream disconnected" | `stream_interrupted`, retryable |
 | anything else | `backend_error` |
+
+A provider Codex cannot connect to at all is not a failed turn: Codex retries it forever, each time with an
+`error {willRetry: true}` notification ("Reconnecting... waiting for network", details "Connection failed: error
+sending request" on 0.171, its `codexErrorInfo` the same `responseStreamDisconnected` as a dropped stream).
+`connect_failure` tells those apart; the run ends them as `backend_unavailable` (`unified._internal.reach`).
 """
 
 from __future__ import annotations
@@ -22,9 +27,37 @@ import math
 import re
 from typing import Any
 
-from unified.errors import AuthError, BackendError, RateLimited, UnifiedError
+from unified._internal.reach import provider_unreachable
+from unified.errors import AuthError, BackendError, BackendUnavailable, RateLimited, UnifiedError
 
-__all__ = ["error_from_exit", "error_from_turn_error", "status_of"]
+__all__ = ["connect_failure", "error_from_exit", "error_from_turn_error", "provider_down", "status_of"]
+
+_CONNECT_FAILURE = re.compile(
+    r"waiting for network|\bConnection failed\b|dns error|failed to lookup address|Connection refused"
+    r"|tcp connect error|error trying to connect|certificate|tls handshake",
+    re.IGNORECASE,
+)
+"""Codex's words (0.171, its retry notification's message or details) for a request that made no connection:
+refused, a name that does not resolve, a failed TLS handshake. Not "stream disconnected before completion" or an
+idle timeout (the server answered, then stopped): those stay retries that `provider_timeout_s` bounds."""
+
+
+def connect_failure(message: str, details: str | None) -> bool:
+    """Whether a retry notification of Codex says it could not connect to the provider at all."""
+    return bool(_CONNECT_FAILURE.search(f"{message} {details or ''}"))
+
+
+def provider_down(url: str, message: str, details: str | None, attempts: int) -> BackendUnavailable:
+    """The `backend_unavailable` error of a provider Codex failed to connect to `attempts` times in a row."""
+    said = message + (f" ({details})" if details else "")
+    return provider_unreachable(
+        "the model provider",
+        url,
+        f"Codex says {said!r}",
+        check="backend_options.base_url or OPENAI_BASE_URL (for a ChatGPT login, chatgpt_base_url)",
+        attempts=attempts,
+    )
+
 
 _RETRY_IN = re.compile(r"try again in ([0-9]+(?:\.[0-9]+)?)\s*(ms|s)\b", re.IGNORECASE)
 """A number the provider's message gives (`[0-9.]+` took "1.2.3" and ".", which float() refuses)."""

@@ -17,8 +17,10 @@ about a thread of an earlier run (Codex sends no `"jsonrpc"` field). The steps:
    ended and every subagent it spawned has finished its turn.
 
 Deadlines: an unreachable provider makes Codex retry forever (`error {willRetry: true}` every few
-seconds), so after `provider_timeout_s` without progress the turn is interrupted and the run fails
-(retryable). Cancellation (and a stop answer) interrupts the turn (`turn/interrupt`), cleans up its
+seconds). When its retries say it could not connect at all (`_outcome.connect_failure`), the turn is
+interrupted at the `CONNECT_ATTEMPTS`th in a row and the run fails with `backend_unavailable` (retryable);
+otherwise (a server that accepts and never answers) after `provider_timeout_s` without progress, with
+`backend_error` (retryable). Cancellation (and a stop answer) interrupts the turn (`turn/interrupt`), cleans up its
 background terminals, and retires the process, which the pool then ends. Ending the process ends the
 commands Codex started too, which run in sessions of their own: they are found before and killed after
 (`_processes`). A turn that ended by itself gives the process back to the pool, after ending what the
@@ -39,9 +41,9 @@ import anyio
 
 import unified
 from unified._adapters.codex._approvals import ApprovalBridge
-from unified._adapters.codex._launch import Launch, home_is_prepared, prepare_home, start_codex
+from unified._adapters.codex._launch import DEFAULT_BASE_URL, Launch, home_is_prepared, prepare_home, start_codex
 from unified._adapters.codex._options import BACKEND, CodexOptions
-from unified._adapters.codex._outcome import error_from_exit, error_from_turn_error
+from unified._adapters.codex._outcome import connect_failure, error_from_exit, error_from_turn_error, provider_down
 from unified._adapters.codex._pool import ROUTE, CodexConnection, CodexPool
 from unified._adapters.codex._processes import MARKER
 from unified._adapters.codex._rollouts import codex_short_id
@@ -63,6 +65,12 @@ HANDSHAKE_TIMEOUT_S = 60.0
 INTERRUPT_GRACE_S = 5.0
 """How long an interrupted turn may take to end before the process is ended regardless."""
 EXIT_GRACE_S = 2.0
+CONNECT_ATTEMPTS = 2
+"""Codex's failed connections in a row after which the provider counts as unreachable (`backend_unavailable`):
+its first retry comes at once, the second ~5 s later (then 10 s, 20 s, ... for ever), so the run ends ~5 s in, in
+step with the other backends' own quick retries; a server that accepts and never answers is `provider_timeout_s`'s."""
+CHATGPT_URL = "https://chatgpt.com/backend-api/"
+"""Where a ChatGPT login's requests go unless `chatgpt_base_url` says otherwise."""
 PARENT_GRACE_S = 2.0
 """How long the parent may take to start its turn about finished subagents before the run ends."""
 WATCH_S = 0.5
@@ -171,6 +179,8 @@ class CodexRun:
         self.turn_ended = False
         self._stuck_since: float | None = None
         self._last_retry: Retrying | None = None
+        self._refused = 0
+        """Codex's retries in a row that could not connect at all (`connect_failure`), since the last progress."""
         self._responses = 0
         self._pending: deque[dict[str, Any] | LineProblem] = deque()
         """Messages read while waiting for something else (MCP start-up), handled first."""
@@ -454,6 +464,7 @@ class CodexRun:
                 continue
             if method not in _SILENT:
                 self._stuck_since = None
+                self._refused = 0
             params = as_dict(message.get("params"))
             if method == "turn/started" and params.get("threadId") == self.thread_id and main_end is not None:
                 # Codex tells the parent that its subagents finished by a turn of its own: follow it too.
@@ -537,11 +548,25 @@ class CodexRun:
         self._last_retry = item
         detail = f" ({item.details})" if item.details else ""
         await self.ctx.emit(WarningEvent(code="retrying", message=f"codex: {item.message}{detail}"))
+        if not connect_failure(item.message, item.details):
+            self._refused = 0
+            return
+        self._refused += 1
+        if self._refused >= CONNECT_ATTEMPTS:
+            await self._stop_turn()
+            raise provider_down(self._provider_url(), item.message, item.details, self._refused)
+
+    def _provider_url(self) -> str:
+        if self.launch.auth == "chatgpt":
+            return self.options.chatgpt_base_url or CHATGPT_URL
+        return self.launch.base_url or DEFAULT_BASE_URL
 
     async def _provider_down(self) -> None:
         retry = self._last_retry
         said = f": {retry.message}" + (f" ({retry.details})" if retry and retry.details else "") if retry else ""
         await self._stop_turn()
+        if retry is not None and self._refused:  # the limit came first, but Codex said why: it cannot connect
+            raise provider_down(self._provider_url(), retry.message, retry.details, self._refused)
         raise BackendError(
             f"{self.where} did not answer for {self.options.provider_timeout_s:g} s; Codex kept retrying{said}",
             hint="check that the server is up and OPENAI_BASE_URL points at it (backend_options.provider_timeout_s "

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from unified._adapters.gemini_cli._outcome import error_from_exit
+from unified._adapters.gemini_cli._retry_watch import DebugLog, debug_log_env
 from unified._binary.jsonrpc import ConnectionClosed, JsonRpcConnection, Message, RpcError, as_dict
 from unified._binary.pool import DEFAULT_IDLE_TTL, DEFAULT_SIZE, ProcessWide, WarmPool
 from unified._binary.process import ProcessStarter
@@ -49,15 +50,36 @@ class AcpConnection(JsonRpcConnection):
     can_load: bool
     """Whether the agent offers `session/load` (its `agentCapabilities.loadSession`)."""
 
-    def __init__(self, process: AgentProcess) -> None:
+    def __init__(self, process: AgentProcess, debug_log: DebugLog | None = None) -> None:
         super().__init__(process, name="gemini", route=session_of)
         self.agent_info = {}
         self.can_load = False
+        self.debug_log = debug_log
+        """Where the process writes its debug log (its retries: `_retry_watch`); removed with it if unified made it."""
+
+    async def close(self) -> None:
+        try:
+            await super().close()
+        finally:
+            if self.debug_log is not None:
+                self.debug_log.remove()
+
+    def kill(self) -> None:
+        super().kill()
+        if self.debug_log is not None:
+            self.debug_log.remove()
 
 
 async def connect(start: ProcessStarter, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> AcpConnection:
-    """Start the agent and `initialize` it; a process that fails to is a typed error with its exit."""
-    connection = AcpConnection(start(argv, cwd, env))
+    """Start the agent (with a debug log of its own: `_retry_watch`) and `initialize` it; a process that fails to
+    is a typed error with its exit."""
+    env, log = debug_log_env(env)
+    try:
+        process = start(argv, cwd, env)
+    except BaseException:
+        log.remove()
+        raise
+    connection = AcpConnection(process, log)
     try:
         info = await connection.request("initialize", initialize_params())
     except (ConnectionClosed, RpcError) as exc:

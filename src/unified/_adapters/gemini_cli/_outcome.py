@@ -10,11 +10,27 @@ from typing import Any
 
 from unified._adapters.gemini_cli._translate import usage_from_prompt_result
 from unified._binary.jsonrpc import RpcError, as_dict
+from unified._redaction import clip
 from unified.backends import RunOutcome
-from unified.errors import AuthError, BackendError, SessionNotFound, UnifiedError
+from unified.errors import AuthError, BackendError, BackendUnavailable, SessionNotFound, UnifiedError
 from unified.events import Usage
 
-__all__ = ["AUTH_HINT", "EXIT_CODES", "PromptEnd", "error_from_acp", "error_from_exit", "explain_exit", "prompt_end"]
+__all__ = [
+    "AUTH_HINT",
+    "DEFAULT_BASE_URL",
+    "EXIT_CODES",
+    "PromptEnd",
+    "RetryNote",
+    "error_from_acp",
+    "error_from_exit",
+    "explain_exit",
+    "prompt_end",
+    "provider_down",
+    "retry_note",
+]
+
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
+"""Where the CLI sends its model requests when GOOGLE_GEMINI_BASE_URL is not set (an API key's service)."""
 
 EXIT_CODES: dict[int, str] = {
     1: "general failure (see the error message)",
@@ -155,3 +171,50 @@ def error_from_exit(code: int | None, stderr_tail: str, context: str) -> Backend
     if code == 41:
         return AuthError(message, hint=AUTH_HINT, details=details)
     return BackendError(message, hint="see the stderr tail; rerun with the same options to reproduce", details=details)
+
+
+_RETRY_LINE = re.compile(r"^\[[^\]]*\] \[WARN\] (?P<text>Attempt (?P<attempt>\d+) failed\b.*)$")
+"""The first line of the entry the CLI's retry loop (`retryWithBackoff`, 0.61) writes to its debug log before each
+wait: `[<time>] [WARN] Attempt 2 failed. Retrying with backoff... Error: exception TypeError: fetch failed sending
+request` (a status, when the server answered: `Attempt 1 failed with status 503. Retrying with backoff...`)."""
+_CONNECT_FAILURE = re.compile(
+    r"fetch failed|ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|UND_ERR_CONNECT_TIMEOUT|ERR_SSL_|"
+    r"CERT_|UNABLE_TO_VERIFY|SELF_SIGNED"
+)
+"""What no connection at all looks like in that line: undici's `fetch failed` (its error for a request that got no
+response: refused, a name that does not resolve, a failed TLS handshake) or a connect error's code. A stream that
+broke after the server answered says `terminated` or `incomplete json segment` instead; an HTTP error, its status."""
+
+
+@dataclass(frozen=True, slots=True)
+class RetryNote:
+    """One failed attempt of the CLI's retry loop, as its debug log tells it."""
+
+    attempt: int
+    text: str
+    """The line's text (the CLI's words), from "Attempt N failed"."""
+    connect_failure: bool
+    """No connection could be made (`_CONNECT_FAILURE`)."""
+
+
+def retry_note(line: str) -> RetryNote | None:
+    """The retry a line of the CLI's debug log reports, if it reports one."""
+    match = _RETRY_LINE.match(line)
+    if match is None:
+        return None
+    text = match.group("text").strip()
+    failed = " with status " not in text and bool(_CONNECT_FAILURE.search(text))
+    return RetryNote(int(match.group("attempt")), text, failed)
+
+
+def provider_down(url: str, note: RetryNote, attempts: int) -> BackendUnavailable:
+    """The `backend_unavailable` error of a provider the CLI failed to connect to `attempts` times in a row."""
+    from unified._internal.reach import provider_unreachable
+
+    return provider_unreachable(
+        "the Gemini API",
+        url,
+        f"the gemini CLI says {clip(note.text, 300)!r}",
+        check="GOOGLE_GEMINI_BASE_URL (or the CLI's proxy settings)",
+        attempts=attempts,
+    )

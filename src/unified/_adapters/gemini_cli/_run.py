@@ -24,9 +24,10 @@ from unified._adapters.gemini_cli._chat_records import ChatRecords
 from unified._adapters.gemini_cli._conversation import Opening, keep_failed_prompt
 from unified._adapters.gemini_cli._hold_back import SETTLE_INTERVAL_S, ToolOutputHold
 from unified._adapters.gemini_cli._launch import BACKEND, Launch
-from unified._adapters.gemini_cli._outcome import error_from_exit, prompt_end
+from unified._adapters.gemini_cli._outcome import DEFAULT_BASE_URL, error_from_exit, prompt_end
 from unified._adapters.gemini_cli._permissions import PermissionBridge
 from unified._adapters.gemini_cli._relocate import SESSION_ID, session_lease
+from unified._adapters.gemini_cli._retry_watch import WATCH_INTERVAL_S, RetryWatch
 from unified._adapters.gemini_cli._session_setup import SessionSetup
 from unified._adapters.gemini_cli._subagents import POLL_INTERVAL_S, SubagentWatcher
 from unified._adapters.gemini_cli._translate import AcpTranslator, Item, TurnBoundary, tool_name_from_call_id
@@ -34,7 +35,7 @@ from unified._binary.jsonrpc import ConnectionClosed, LineProblem, as_dict
 from unified._binary.loops import every
 from unified._binary.pool import Lease
 from unified.backends import RunContext, RunOutcome
-from unified.errors import ConfigurationError, RunStopped
+from unified.errors import BackendUnavailable, ConfigurationError, RunStopped
 from unified.events import (
     PermissionDecision,
     SessionStarted,
@@ -178,6 +179,8 @@ class AcpRun:
         ctx = self.ctx
         opening = self.opening
         blocks = opening.prompt if opening is not None and opening.prompt is not None else prompt_blocks(self.params)
+        url = self.launch.env.get("GOOGLE_GEMINI_BASE_URL") or DEFAULT_BASE_URL
+        retries = RetryWatch(self.connection.debug_log, self._warn, url)  # from what the log holds now
         request_id = await self.connection.start_request(
             "session/prompt", {"sessionId": self.session_id, "prompt": blocks}, self.setup.inbox
         )
@@ -187,18 +190,21 @@ class AcpRun:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(every, POLL_INTERVAL_S, watcher.tick, done)
                     tg.start_soon(every, SETTLE_INTERVAL_S, hold.tick, done)
+                    tg.start_soon(every, WATCH_INTERVAL_S, retries.tick, done)
                     try:
-                        answer = await self._pump(request_id, sink, bridge)
+                        answer = await self._pump(request_id, sink, bridge, retries)
                     finally:
                         done.set()
             except BaseExceptionGroup as group:
                 # A dead process surfaces from the task group wrapped; `run` explains it.
                 if all(isinstance(exc, ConnectionClosed) for exc in group.exceptions):
                     raise group.exceptions[0] from None
-                if all(isinstance(exc, RunStopped) for exc in group.exceptions):
+                if all(isinstance(exc, RunStopped | BackendUnavailable) for exc in group.exceptions):
                     raise group.exceptions[0] from None
                 raise
-        except RunStopped:  # the caller's permission answer ended the run: end the prompt, then report it
+        except (RunStopped, BackendUnavailable):
+            # The caller's permission answer ended the run, or the provider cannot be reached (`_retry_watch`):
+            # end the prompt (the CLI would retry for minutes), then report it.
             with anyio.CancelScope(shield=True):
                 await self._cancel(request_id)
                 await hold.flush(wait=False)
@@ -255,7 +261,9 @@ class AcpRun:
             result = ToolResult(tool_use_id=call_id, output=output, is_error=is_error, session_id=self.session_id)
             await delivery.deliver_now(result, None)
 
-    async def _pump(self, request_id: int, sink: _Sink, bridge: PermissionBridge) -> dict[str, Any]:
+    async def _pump(
+        self, request_id: int, sink: _Sink, bridge: PermissionBridge, retries: RetryWatch
+    ) -> dict[str, Any]:
         """Route the session's messages until the prompt's answer arrives; returns that answer."""
         while True:
             message = await self.connection.receive(self.setup.inbox)
@@ -267,6 +275,7 @@ class AcpRun:
             method = message.get("method")
             params = as_dict(message.get("params"))
             if method == "session/update":
+                retries.progress()
                 for item in self.translator.update(params.get("update") or {}):
                     await sink.deliver(item, message)
             elif method == "session/request_permission" and "id" in message:

@@ -2,10 +2,11 @@
 
 google-genai raises `errors.APIError` (4xx `ClientError`, 5xx `ServerError`) for HTTP errors and
 for `{"error": ...}` chunks in the middle of a stream; httpx raises transport errors when a
-connection drops. It raises plain `ValueError`/`TypeError` when it refuses to build a request (a part
-the chosen API does not accept): that is the request's fault, not a bug here, so it is a typed
-backend error too. The SDK's own retries ignore the server's `RetryInfo.retryDelay`, so the agent
-loop does its own (`unified._internal.retry`).
+connection drops, or when none can be made (`unreachable`: nothing was sent, so `backend_unavailable`).
+It raises plain `ValueError`/`TypeError` when it refuses to build a request (a part the chosen API
+does not accept): that is the request's fault, not a bug here, so it is a typed backend error too.
+The SDK's own retries ignore the server's `RetryInfo.retryDelay`, so the agent loop does its own
+(`unified._internal.retry`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,13 @@ from __future__ import annotations
 import httpx
 from google.genai import errors
 
-from unified._internal.api_errors import credentials_error, error_from_status, timed_out, unreadable_response
+from unified._internal.api_errors import (
+    credentials_error,
+    error_from_status,
+    timed_out,
+    unreachable,
+    unreadable_response,
+)
 from unified._internal.retry import Failure
 from unified.errors import BackendError, RateLimited
 
@@ -36,6 +43,9 @@ def failure_from_exception(exc: BaseException, model: str, timeout_s: float) -> 
     credentials = credentials_error(exc) or unreadable_response(exc)
     if credentials is not None:
         return Failure("fatal", credentials)
+    unavailable = unreachable(exc)
+    if unavailable is not None:  # no connection was made: retried, then `backend_unavailable` (api_errors)
+        return Failure("transient", unavailable)
     if isinstance(exc, (httpx.TransportError, errors.UnknownApiResponseError)):
         why = timed_out(exc, timeout_s) or f"the connection to the Gemini API broke ({type(exc).__name__}: {exc})"
         return Failure(

@@ -36,6 +36,7 @@ from unified._internal.api_errors import (
     credentials_error,
     error_from_status,
     retry_delay,
+    unreachable,
     unreadable_response,
 )
 from unified._internal.genai_client import GenaiClient
@@ -95,6 +96,10 @@ def is_api_error(exc: BaseException) -> bool:
 
 def error_from_exception(exc: BaseException, what: str, model: str | None = None) -> UnifiedError:
     """An SDK or transport failure → the typed error the stream guard reports (see `_internal.api_errors`)."""
+    unavailable = unreachable(exc)
+    if unavailable is not None:  # no connection was made: the same error as generate-content's (api_errors)
+        unavailable.details["during"] = what
+        return unavailable
     status, body, message = describe(exc)
     if status is None:
         return BackendError(

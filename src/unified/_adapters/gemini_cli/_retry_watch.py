@@ -1,0 +1,113 @@
+"""The gemini CLI's retries, which it tells nobody over ACP: read from its debug log, shown, and bounded.
+
+0.61 asks the model again after a failed request up to 10 times, waiting 5 s, 10 s, 20 s, then 30 s (each
+±30%: about 3.5 minutes in all), and says nothing of it over ACP (its retry events reach only its interactive
+UI) nor on stderr. Its debug logger writes each failed attempt to the file GEMINI_DEBUG_LOG_FILE names
+(`_outcome.retry_note` reads the line). Every process unified starts gets such a file of its own (`debug_log_env`,
+in unified's cache folder, removed with the process); a run reads what was added to it during its prompt:
+each failed attempt is a `retrying` warning, and the `CONNECT_ATTEMPTS`th attempt in a row that made no connection
+at all ends the prompt with `backend_unavailable` (docs/backends/gemini-cli.md, "Errors"), where the run used to
+wait silently for its idle timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+
+from unified._adapters.gemini_cli._outcome import provider_down, retry_note
+from unified._binary.environment import cache_folder
+from unified._redaction import clip
+
+__all__ = ["CONNECT_ATTEMPTS", "DEBUG_LOG_ENV", "WATCH_INTERVAL_S", "DebugLog", "RetryWatch", "debug_log_env"]
+
+DEBUG_LOG_ENV = "GEMINI_DEBUG_LOG_FILE"
+CONNECT_ATTEMPTS = 2
+"""Failed attempts in a row that made no connection after which the provider counts as unreachable: the CLI's
+first retry waits 5 s (±30%), so the run ends about 5 s in, in step with the other backends' own quick retries."""
+WATCH_INTERVAL_S = 0.25
+"""How often a prompt's run looks at the debug log (one `stat`, a read when it grew)."""
+_MAX_READ = 1 << 20
+"""At most this much of the log is read at one look (the rest at the next)."""
+
+
+class DebugLog:
+    """A CLI process's debug log: its path, and whether unified made it (and so removes it with the process)."""
+
+    def __init__(self, path: Path, *, owned: bool) -> None:
+        self.path = path
+        self.owned = owned
+
+    def size(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except OSError:
+            return 0
+
+    def read(self, start: int) -> tuple[str, int]:
+        """The whole lines added since `start`, and the offset after them."""
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(start)
+                data = handle.read(_MAX_READ)
+        except OSError:
+            return "", start
+        end = data.rfind(b"\n") + 1  # a line being written is read at the next look
+        if end == 0 and len(data) < _MAX_READ:
+            return "", start
+        end = end or len(data)
+        return data[:end].decode("utf-8", "replace"), start + end
+
+    def remove(self) -> None:
+        if self.owned:
+            self.path.unlink(missing_ok=True)
+
+
+def debug_log_env(env: Mapping[str, str]) -> tuple[dict[str, str], DebugLog]:
+    """The environment to start one CLI process with, its debug log named in it: the caller's own
+    GEMINI_DEBUG_LOG_FILE when it set one, else a new file only the user can read, in unified's cache folder."""
+    given = env.get(DEBUG_LOG_ENV)
+    if given:
+        return dict(env), DebugLog(Path(given), owned=False)
+    folder = cache_folder("gemini-debug")
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = folder / f"{uuid.uuid4().hex}.log"
+    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    return {**env, DEBUG_LOG_ENV: str(path)}, DebugLog(path, owned=True)
+
+
+class RetryWatch:
+    """What the CLI's debug log says of one prompt's requests: its retries as warnings; the end of a prompt whose
+    provider cannot be reached (`tick` raises `backend_unavailable`)."""
+
+    def __init__(self, log: DebugLog | None, warn: Callable[[str, str], Awaitable[None]], url: str) -> None:
+        self.log = log
+        self.warn = warn
+        self.url = url
+        self.offset = log.size() if log is not None else 0
+        """What the log held before the prompt: another prompt's."""
+        self.refused = 0
+        """Attempts in a row that made no connection."""
+
+    def progress(self) -> None:
+        """Something of the prompt arrived: the provider answered."""
+        self.refused = 0
+
+    async def tick(self) -> None:
+        log = self.log
+        if log is None or log.size() <= self.offset:
+            return
+        text, self.offset = log.read(self.offset)
+        for line in text.splitlines():
+            note = retry_note(line)
+            if note is None:
+                continue
+            await self.warn("retrying", f"gemini: {clip(note.text, 300)}")
+            if not note.connect_failure:
+                self.refused = 0
+                continue
+            self.refused += 1
+            if self.refused >= CONNECT_ATTEMPTS:
+                raise provider_down(self.url, note, self.refused)

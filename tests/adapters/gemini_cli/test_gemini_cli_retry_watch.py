@@ -1,0 +1,94 @@
+"""The gemini CLI's retries as its debug log tells them (`_retry_watch`): each failed attempt a `retrying` warning;
+the second attempt in a row that made no connection ends the prompt with `backend_unavailable`; an attempt the
+server answered (a status) is only a warning. The real CLI's log is used end to end in
+tests/e2e/conversations/test_unreachable_provider.py."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from unified._adapters.gemini_cli._outcome import retry_note
+from unified._adapters.gemini_cli._retry_watch import DEBUG_LOG_ENV, DebugLog, RetryWatch, debug_log_env
+from unified.errors import BackendUnavailable
+
+pytestmark = pytest.mark.anyio
+
+REFUSED = (
+    "[2026-12-03T22:04:32.764Z] [WARN] Attempt {n} failed. Retrying with backoff... "
+    "Error: exception TypeError: fetch failed sending request\n"
+    "    at file:///x/chunk.js:267671:13\n"
+)
+STATUS = "[2026-12-03T22:04:32.764Z] [WARN] Attempt {n} failed with status 503. Retrying with backoff... ApiError\n"
+CHATTER = "[2026-12-03T22:04:32.111Z] [DEBUG] Experiments loaded {\n  flags: []\n}\n"
+
+
+class Warnings(list[tuple[str, str]]):
+    async def __call__(self, code: str, message: str) -> None:
+        self.append((code, message))
+
+
+def _watch(tmp_path: Path, before: str = "") -> tuple[Path, RetryWatch, Warnings]:
+    path = tmp_path / "debug.log"
+    path.write_text(before)
+    warnings = Warnings()
+    return path, RetryWatch(DebugLog(path, owned=False), warnings, "http://u:pw@127.0.0.1:9/"), warnings
+
+
+def _add(path: Path, text: str) -> None:
+    with path.open("a") as handle:
+        handle.write(text)
+
+
+async def test_the_second_refused_attempt_ends_the_prompt_naming_the_url(tmp_path: Path) -> None:
+    path, watch, warnings = _watch(tmp_path, before=REFUSED.format(n=1) + REFUSED.format(n=2))  # an earlier prompt's
+    await watch.tick()
+    assert warnings == []
+    _add(path, CHATTER + REFUSED.format(n=1))
+    await watch.tick()
+    assert [code for code, _ in warnings] == ["retrying"]
+    assert "Attempt 1 failed" in warnings[0][1]
+    _add(path, REFUSED.format(n=2))
+    with pytest.raises(BackendUnavailable) as caught:
+        await watch.tick()
+    error = caught.value
+    assert (error.code, error.retryable) == ("backend_unavailable", True)
+    assert "http://127.0.0.1:9" in error.message
+    assert "pw" not in error.message.split("127.0.0.1")[0]
+    assert error.details["attempts"] == 2
+
+
+async def test_an_answered_attempt_or_progress_starts_the_count_again(tmp_path: Path) -> None:
+    path, watch, warnings = _watch(tmp_path)
+    _add(path, REFUSED.format(n=1) + STATUS.format(n=2) + REFUSED.format(n=3))
+    await watch.tick()
+    _add(path, REFUSED.format(n=4)[:40])  # half a line: read when it is whole
+    await watch.tick()
+    watch.progress()
+    _add(path, REFUSED.format(n=4)[40:])
+    await watch.tick()
+    assert len(warnings) == 4
+
+
+def test_retry_lines() -> None:
+    refused = retry_note(REFUSED.format(n=3).splitlines()[0])
+    assert refused is not None
+    assert (refused.attempt, refused.connect_failure) == (3, True)
+    answered = retry_note(STATUS.format(n=1).splitlines()[0])
+    assert answered is not None
+    assert not answered.connect_failure
+    assert retry_note(CHATTER.splitlines()[0]) is None
+    assert retry_note("    at async retryWithBackoff (Attempt 1 failed)") is None
+
+
+def test_each_process_gets_a_private_log_unless_the_caller_named_one(tmp_path: Path) -> None:
+    env, log = debug_log_env({"PATH": "/bin"})
+    assert env[DEBUG_LOG_ENV] == str(log.path)
+    assert stat.S_IMODE(log.path.stat().st_mode) == 0o600
+    log.remove()
+    assert not log.path.exists()
+    mine = tmp_path / "mine.log"
+    env, log = debug_log_env({DEBUG_LOG_ENV: str(mine)})
+    assert (env[DEBUG_LOG_ENV], log.path, log.owned) == (str(mine), mine, False)
