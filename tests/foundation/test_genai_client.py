@@ -98,3 +98,25 @@ async def test_a_heavy_module_is_imported_in_a_worker_thread(tmp_path: Path, mon
     module = await import_off_loop("heavy_probe_module")
     assert module.IMPORTED_IN is not threading.current_thread()
     assert await import_off_loop("heavy_probe_module") is module  # loaded: returned as is
+
+
+async def test_a_request_connects_within_the_connect_timeout_whatever_the_sdk_gives(tmp_path: Path) -> None:
+    """google-genai hands httpx its `timeout` (90 s) as one number, which also bounds connecting: a host that
+    never answers held each attempt 90 s. Our clients cap connecting at CONNECT_TIMEOUT_S; read stays 90 s."""
+    seen: list[dict[str, float | None]] = []
+
+    async def record(request: httpx.Request) -> None:
+        seen.append(dict(request.extensions["timeout"]))
+
+    options = settings(tmp_path, timeout_s=90.0)
+    async with GenaiClient(options) as genai:
+        http = genai._shared.http if genai._shared is not None else None
+        assert http is not None
+        http.event_hooks["request"].append(record)  # after ours: sees what the transport is given
+        with pytest.raises(httpx.ConnectError):
+            await genai.client.aio.models.generate_content(model="gemini-2.5-flash", contents="hi")
+        http.event_hooks["request"].remove(record)
+    await genai_client.close_idle_clients()
+    assert seen, "no request was sent"
+    assert seen[0]["connect"] == http_clients.CONNECT_TIMEOUT_S
+    assert seen[0]["read"] == 90.0

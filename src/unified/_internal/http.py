@@ -19,7 +19,12 @@ import httpx
 from unified._internal import limits
 from unified.errors import BackendError
 
-__all__ = ["async_client", "sync_client", "tls_context"]
+__all__ = ["CONNECT_TIMEOUT_S", "async_client", "sync_client", "tls_context"]
+
+CONNECT_TIMEOUT_S = 10.0
+"""How long one attempt may take to connect (TCP and TLS), whatever the request's own timeout: a host that
+never answers is unreachable after this, not after `timeout_s` (90 s), so a run fails over in seconds. The
+SDKs' own clients use 5 s (openai, anthropic); 10 s leaves room for a slow network."""
 
 
 @functools.cache
@@ -30,16 +35,38 @@ def tls_context() -> ssl.SSLContext:
 
 
 def _timeout(timeout_s: float) -> httpx.Timeout:
-    return httpx.Timeout(timeout_s, connect=min(timeout_s, 30.0))
+    return httpx.Timeout(timeout_s, connect=min(timeout_s, CONNECT_TIMEOUT_S))
+
+
+def _cap_connect(request: httpx.Request) -> None:
+    """Hold the request's connect timeout to `CONNECT_TIMEOUT_S`: google-genai gives every request its
+    `HttpOptions.timeout` as one number, which httpx applies to connecting too, replacing the client's."""
+    timeout = request.extensions.get("timeout")
+    if isinstance(timeout, dict):
+        connect = timeout.get("connect")
+        if connect is None or connect > CONNECT_TIMEOUT_S:
+            request.extensions["timeout"] = {**timeout, "connect": CONNECT_TIMEOUT_S}
+
+
+async def _cap_connect_async(request: httpx.Request) -> None:
+    _cap_connect(request)
 
 
 def async_client(timeout_s: float) -> httpx.AsyncClient:
-    return httpx.AsyncClient(timeout=_timeout(timeout_s), verify=tls_context(), event_hooks={"response": [cap_async]})
+    return httpx.AsyncClient(
+        timeout=_timeout(timeout_s),
+        verify=tls_context(),
+        event_hooks={"request": [_cap_connect_async], "response": [cap_async]},
+    )
 
 
 def sync_client(timeout_s: float) -> httpx.Client:
     """Handed to google-genai beside the async one, so it builds no client (and no TLS context) of its own."""
-    return httpx.Client(timeout=_timeout(timeout_s), verify=tls_context(), event_hooks={"response": [cap_sync]})
+    return httpx.Client(
+        timeout=_timeout(timeout_s),
+        verify=tls_context(),
+        event_hooks={"request": [_cap_connect], "response": [cap_sync]},
+    )
 
 
 class EventTooLarge(BackendError):
