@@ -5,6 +5,7 @@ tests/e2e/conversations/test_unreachable_provider.py."""
 
 from __future__ import annotations
 
+import fcntl
 import stat
 from pathlib import Path
 
@@ -34,7 +35,7 @@ def _watch(tmp_path: Path, before: str = "") -> tuple[Path, RetryWatch, Warnings
     path = tmp_path / "debug.log"
     path.write_text(before)
     warnings = Warnings()
-    return path, RetryWatch(DebugLog(path, owned=False), warnings, "http://u:pw@127.0.0.1:9/"), warnings
+    return path, RetryWatch(DebugLog(path), warnings, "http://u:pw@127.0.0.1:9/"), warnings
 
 
 def _add(path: Path, text: str) -> None:
@@ -91,4 +92,37 @@ def test_each_process_gets_a_private_log_unless_the_caller_named_one(tmp_path: P
     assert not log.path.exists()
     mine = tmp_path / "mine.log"
     env, log = debug_log_env({DEBUG_LOG_ENV: str(mine)})
-    assert (env[DEBUG_LOG_ENV], log.path, log.owned) == (str(mine), mine, False)
+    assert (env[DEBUG_LOG_ENV], log.path) == (str(mine), mine)
+    mine.write_text("the caller's\n")
+    log.remove()
+    assert mine.read_text() == "the caller's\n"  # theirs: never removed
+
+
+def test_the_logs_a_crashed_run_left_are_swept_and_nothing_else(tmp_path: Path) -> None:
+    """A run killed before it removed its process's log (SIGKILL) holds it no more: the next log made removes
+    it; a log another live run holds, a link named like a log, and other files stay."""
+    _, first = debug_log_env({})
+    folder = first.path.parent
+    stale = folder / f"{'a' * 32}.log"
+    stale.write_text("[DEBUG] a crashed run's\n")
+    held = folder / f"{'b' * 32}.log"
+    held.write_text("[DEBUG] a live run's\n")
+    other = folder / "notes.txt"
+    other.write_text("not a log\n")
+    target = tmp_path / "target"
+    target.write_text("keep\n")
+    link = folder / f"{'c' * 32}.log"
+    link.symlink_to(target)
+    with held.open("rb") as holder:
+        fcntl.flock(holder.fileno(), fcntl.LOCK_SH)
+        _, second = debug_log_env({})
+        assert not stale.exists()
+        assert held.exists()
+        assert other.exists()
+        assert link.is_symlink()
+        assert target.exists()
+        assert first.path.exists()  # held by its run, which is alive
+    second.remove()
+    first.remove()
+    assert not first.path.exists()
+    assert not second.path.exists()

@@ -11,14 +11,15 @@ as long as its `claude` process may run (taken before the process starts, given 
 last to give its lease back removes the file: it takes the lock exclusively without waiting, which
 succeeds only when no one else (a run of this process or of another on the same home) holds it.
 A process that crashed holds nothing (the kernel drops its locks with its descriptors), so the
-file it left is stale: each lease removes the stale files of its folder first (`_sweep`).
+file it left is stale: each lease removes the stale files of its folder first (`sweep`).
 
-Safety: every step works on the folder's descriptor opened without following a symlink, opens
-without following one either, and removes only regular files of our user named as ours
-(`anthropic-` and 16 hex digits) that nobody holds and that are still the file it locked. A FIFO is
-never waited on (opened non-blocking). Nothing waits on a lock: a lock held elsewhere for long (a
-model's command could `flock` the file) fails the start (`OSError`) instead of hanging the run. On a
-file system without locks the file is written and kept, as before leases.
+Safety (`unified._binary.held_files`, shared with gemini-cli's debug log): every step works on the
+folder's descriptor opened without following a symlink, opens without following one either, and
+removes only regular files of our user named as ours (`anthropic-` and 16 hex digits) that nobody
+holds and that are still the file it locked. A FIFO is never waited on (opened non-blocking).
+Nothing waits on a lock: a lock held elsewhere for long (a model's command could `flock` the file)
+fails the start (`OSError`) instead of hanging the run. On a file system without locks the file is
+written and kept, as before leases.
 """
 
 from __future__ import annotations
@@ -32,10 +33,11 @@ import re
 import stat
 from pathlib import Path
 
+from unified._binary.held_files import FLAGS, open_folder, remove_if_unheld, same_file, sweep
+
 __all__ = ["KeyLease", "key_file", "lease"]
 
 _NAME = re.compile(r"anthropic-[0-9a-f]{16}\Z")
-_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _ATTEMPTS = 1000
 """Tries at a lock another lease is taking away (it holds it for one `unlink`): then it is not that."""
 
@@ -43,53 +45,6 @@ _ATTEMPTS = 1000
 def key_file(home: Path, key: str) -> Path:
     """Where the key of `home` lives: `<home>/keys/anthropic-<the first 16 hex digits of its SHA-256>`."""
     return home / "keys" / f"anthropic-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
-
-
-def _open_folder(folder: Path) -> int:
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    os.fchmod(fd, 0o700)
-    return fd
-
-
-def _same(st: os.stat_result, name: str, dir_fd: int) -> bool:
-    """Whether `name` is still the file `st` describes (not removed, nor replaced, since it was opened)."""
-    try:
-        now = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return False
-    return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino)
-
-
-def _remove_if_unheld(name: str, dir_fd: int) -> bool:
-    """Remove `name` if it is a regular file of ours that no lease holds; whether it was removed."""
-    try:
-        fd = os.open(name, os.O_RDONLY | _FLAGS, dir_fd=dir_fd)
-    except OSError:
-        return False  # gone, a symlink (ELOOP), or not ours to open
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return False  # held: a run needs it
-        if not _same(st, name, dir_fd):
-            return False
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(name, dir_fd=dir_fd)
-        return True
-    finally:
-        os.close(fd)
-
-
-def _sweep(dir_fd: int, keep: str) -> None:
-    """Remove the key files of the folder that no lease holds (left by crashed runs), but `keep`."""
-    with os.scandir(dir_fd) as entries:
-        names = [e.name for e in entries if e.name != keep and _NAME.match(e.name) and e.is_file(follow_symlinks=False)]
-    for name in names:
-        _remove_if_unheld(name, dir_fd)
 
 
 class KeyLease:
@@ -114,7 +69,7 @@ class KeyLease:
         except OSError:
             return
         try:
-            _remove_if_unheld(self.path.name, dir_fd)
+            remove_if_unheld(self.path.name, dir_fd)
         finally:
             os.close(dir_fd)
 
@@ -139,7 +94,7 @@ def _hold(fd: int, name: str, dir_fd: int, data: bytes) -> bool | None:
         if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
             return False  # the last lease removing it: once it is gone, a new one
         locked = None  # no locks here (ENOLCK, EOPNOTSUPP): held as before leases, never removed
-    if not _same(st, name, dir_fd):
+    if not same_file(st, name, dir_fd):
         return False  # removed between our open and our lock
     os.fchmod(fd, 0o600)
     current = os.pread(fd, len(data) + 1, 0)
@@ -155,11 +110,11 @@ def lease(home: Path, key: str) -> KeyLease:
     the key; the stale key files of the folder are removed first."""
     path = key_file(home, key)
     data = key.encode()
-    dir_fd = _open_folder(path.parent)
+    dir_fd = open_folder(path.parent)
     try:
-        _sweep(dir_fd, path.name)
+        sweep(dir_fd, _NAME, path.name)
         for _ in range(_ATTEMPTS):
-            fd = os.open(path.name, os.O_RDWR | os.O_CREAT | _FLAGS, 0o600, dir_fd=dir_fd)
+            fd = os.open(path.name, os.O_RDWR | os.O_CREAT | FLAGS, 0o600, dir_fd=dir_fd)
             held: bool | None = False
             try:
                 held = _hold(fd, path.name, dir_fd, data)

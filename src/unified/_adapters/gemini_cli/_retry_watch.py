@@ -12,13 +12,17 @@ wait silently for its idle timeout.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import re
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 from unified._adapters.gemini_cli._outcome import provider_down, retry_note
 from unified._binary.environment import cache_folder
+from unified._binary.held_files import FLAGS, open_folder, remove_if_unheld, sweep
 from unified._redaction import clip
 
 __all__ = ["CONNECT_ATTEMPTS", "DEBUG_LOG_ENV", "WATCH_INTERVAL_S", "DebugLog", "RetryWatch", "debug_log_env"]
@@ -31,14 +35,18 @@ WATCH_INTERVAL_S = 0.25
 """How often a prompt's run looks at the debug log (one `stat`, a read when it grew)."""
 _MAX_READ = 1 << 20
 """At most this much of the log is read at one look (the rest at the next)."""
+_LOG_NAME = re.compile(r"[0-9a-f]{32}\.log\Z")
+"""The name of a debug log unified made (and so may sweep)."""
 
 
 class DebugLog:
-    """A CLI process's debug log: its path, and whether unified made it (and so removes it with the process)."""
+    """A CLI process's debug log: its path, and, when unified made it, the hold that keeps it while the
+    process lives (`unified._binary.held_files`: a shared `flock` on a descriptor of ours; a log whose
+    holder crashed is stale, and the next one made sweeps it away)."""
 
-    def __init__(self, path: Path, *, owned: bool) -> None:
+    def __init__(self, path: Path, *, held: int | None = None) -> None:
         self.path = path
-        self.owned = owned
+        self._held = held
 
     def size(self) -> int:
         try:
@@ -61,21 +69,40 @@ class DebugLog:
         return data[:end].decode("utf-8", "replace"), start + end
 
     def remove(self) -> None:
-        if self.owned:
-            self.path.unlink(missing_ok=True)
+        """Let go of the log and remove it, once, when unified made it (the caller's own is left alone)."""
+        held, self._held = self._held, None
+        if held is None:
+            return
+        os.close(held)
+        try:
+            folder = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return
+        try:
+            remove_if_unheld(self.path.name, folder)
+        finally:
+            os.close(folder)
 
 
 def debug_log_env(env: Mapping[str, str]) -> tuple[dict[str, str], DebugLog]:
     """The environment to start one CLI process with, its debug log named in it: the caller's own
-    GEMINI_DEBUG_LOG_FILE when it set one, else a new file only the user can read, in unified's cache folder."""
+    GEMINI_DEBUG_LOG_FILE when it set one, else a new file only the user can read, in unified's cache
+    folder, held until `DebugLog.remove` (the logs of crashed runs in that folder are removed first)."""
     given = env.get(DEBUG_LOG_ENV)
     if given:
-        return dict(env), DebugLog(Path(given), owned=False)
-    folder = cache_folder("gemini-debug")
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path = folder / f"{uuid.uuid4().hex}.log"
-    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    return {**env, DEBUG_LOG_ENV: str(path)}, DebugLog(path, owned=True)
+        return dict(env), DebugLog(Path(given))
+    folder_path = cache_folder("gemini-debug")
+    folder = open_folder(folder_path)
+    try:
+        sweep(folder, _LOG_NAME)
+        name = f"{uuid.uuid4().hex}.log"
+        fd = os.open(name, os.O_CREAT | os.O_EXCL | os.O_RDONLY | FLAGS, 0o600, dir_fd=folder)
+    finally:
+        os.close(folder)
+    with contextlib.suppress(OSError):  # a file system without locks: removed with its process, never swept
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    path = folder_path / name
+    return {**env, DEBUG_LOG_ENV: str(path)}, DebugLog(path, held=fd)
 
 
 class RetryWatch:
