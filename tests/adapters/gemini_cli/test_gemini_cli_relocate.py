@@ -20,7 +20,7 @@ from tests.adapters.gemini_cli.test_gemini_cli_run import one, result_of, run, w
 from unified import sessions
 from unified._adapters.gemini_cli._chat_files import ChatFiles, read_chat, session_files
 from unified._adapters.gemini_cli._relocate import gather, session_lease
-from unified.errors import CorruptSession, SessionError
+from unified.errors import CorruptSession, SessionError, SessionInUse
 from unified.events import ErrorEvent, SessionStarted, UserInputRequest, UserInputResponse, WarningEvent
 from unified.testing._fake_acp import FakeAcp, Finish, text
 
@@ -294,6 +294,17 @@ async def test_a_new_session_is_held_while_its_run_lasts(project_a: Path, projec
     events = await run(FakeAcp(write_script(project_a)), project_a, prompt="a", on_user_input=resume_meanwhile)
     assert result_of(events).status == "success"
     assert one(seen[0], ErrorEvent).code == "session_in_use"
+
+
+async def test_a_session_held_by_a_run_is_not_deleted(home: Path, project_a: Path) -> None:
+    """`unified sessions delete` is refused while a run holds the session (as on every backend), then works."""
+    path = filed(home, project_a)
+    async with session_lease(home, SESSION):  # what a run continuing it holds
+        with pytest.raises(SessionInUse):
+            await sessions.delete(SHORT)
+        assert path.exists()
+    await sessions.delete(SHORT)
+    assert not path.exists()
 
 
 # --- hostile input ---------------------------------------------------------------------------------
