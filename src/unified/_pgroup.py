@@ -182,6 +182,10 @@ class ProcessGroup:
         """The leader's pidfd (None where there are none, or once closed)."""
         return self._fd
 
+    def reaches_by_fd(self) -> bool:
+        """Whether the group is signalled through the pidfd (exact even once the leader is reaped)."""
+        return self._fd is not None and group_signal_supported()
+
     def pinned(self) -> bool:
         """Whether the group's number is still the leader's: it is not reaped (a zombie holds its number)."""
         if self._fd is not None:
