@@ -148,6 +148,18 @@ def wait_exited(processes: Iterable[Held], what: str) -> None:
     while pending:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise AssertionError(f"hang guard: {what} still running after {HANG_GUARD_S:g} s: {pending}")
+            raise AssertionError(f"hang guard: {what} still running after {HANG_GUARD_S:g} s: {_describe(pending)}")
         select.select([held.fd for held in pending], [], [], left)
         pending = [held for held in pending if not held.exited()]
+
+
+def _describe(processes: list[Held]) -> str:
+    described = []
+    for held in processes:
+        try:
+            stat = Path(f"/proc/{held.pid}/stat").read_text().strip()
+            cmdline = Path(f"/proc/{held.pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError as exc:
+            stat, cmdline = f"({exc})", ""
+        described.append(f"{held.pid}: {stat} [{cmdline}]")
+    return "; ".join(described)

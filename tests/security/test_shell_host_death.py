@@ -56,11 +56,13 @@ anyio.run(main, backend=sys.argv[2])
 """
 
 
-def wait_for(condition: Callable[[], bool], what: str) -> None:
+def wait_for(condition: Callable[[], bool], what: str, host: subprocess.Popen[bytes]) -> None:
     """Until `condition` holds (a file the host writes): looked at again every 20 ms, the hang guard only
-    turning a hang into a failure."""
+    turning a hang into a failure; a host that ended first fails it at once."""
     deadline = time.monotonic() + HANG_GUARD_S
     while not condition():
+        if host.poll() is not None:
+            raise AssertionError(f"the host ended ({host.returncode}) before {what}")
         if time.monotonic() > deadline:
             raise AssertionError(f"hang guard: still waiting for {what} after {HANG_GUARD_S:g} s")
         time.sleep(0.02)
@@ -107,7 +109,7 @@ def test_killing_the_host_kills_every_group_it_started(ws: Path, backend: str, h
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     host = subprocess.Popen([sys.executable, "-c", HOST, str(ws), backend], env=env, cwd=ws)
     try:
-        wait_for(lambda: (ws / "fg.pids").exists() and (ws / "bg.pgid").exists(), "both shells to start")
+        wait_for(lambda: (ws / "fg.pids").exists() and (ws / "bg.pgid").exists(), "both shells to start", host)
         fg_pgid, child = (int(pid) for pid in (ws / "fg.pids").read_text().split())
         marker = (ws / "marker").read_text()
         # both run until killed: the foreground shell waits for its `sleep 600`, the background one is it
