@@ -233,7 +233,7 @@ def test_a_runtime_reaps_the_cgroup_of_a_host_that_died_with_its_watchdog() -> N
     mount, own = _watchdog._cgroup2_mount(), _watchdog._own_cgroup()
     assert mount is not None
     assert own is not None
-    orphan = Path(mount, own.lstrip("/"), f"{_watchdog.CGROUP_PREFIX}{dead}-stale")
+    orphan = Path(mount, own.lstrip("/"), f"{_watchdog.CGROUP_PREFIX}{dead}.{_watchdog._pid_namespace()}-stale")
     orphan.mkdir()
     stray = subprocess.Popen(["sleep", "613"], start_new_session=True)
     (orphan / "cgroup.procs").write_text(str(stray.pid))

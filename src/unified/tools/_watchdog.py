@@ -48,7 +48,9 @@ OWNER_VARIABLE = "UNIFIED_SHELL_OWNER"
 """Set in every shell a runtime starts; its value names the runtime (a random token)."""
 
 CGROUP_PREFIX = "unified-shells-"
-"""Runtime cgroups are `<prefix><host pid>-<token>` beside the host's own cgroup's children."""
+"""Runtime cgroups are `<prefix><host pid>.<its pid namespace>-<token>` beside the host's own cgroup's children:
+a host pid means something only in its pid namespace (`_pid_namespace`), and runtimes of other namespaces (a
+container's, a test's) may share that parent cgroup. (`<prefix><host pid>-<token>`: an older version's.)"""
 
 KILL_ROUNDS = 200
 """Rounds of SIGKILL over a cgroup's members without cgroup.kill (each round waits a few ms)."""
@@ -189,7 +191,7 @@ class Containment:
         if mount is None or own is None:
             return None
         parent = Path(mount, own.lstrip("/"))
-        path = parent / f"{CGROUP_PREFIX}{os.getpid()}-{token}"
+        path = parent / f"{CGROUP_PREFIX}{os.getpid()}.{_pid_namespace()}-{token}"
         try:
             path.mkdir()
         except OSError:
@@ -211,14 +213,33 @@ class Containment:
     @staticmethod
     def reap_orphans(parent: Path) -> None:
         """Kill and remove the cgroups of runtimes whose host process is gone (killed with its
-        watchdog): whatever they left is reached by the next runtime on this machine."""
+        watchdog): whatever they left is reached by the next runtime on this machine.
+
+        Only those of hosts in this pid namespace: another namespace's host pid is absent here (or someone
+        else's), and its runtime, alive, would lose every process. A host's pid that went to another process
+        since keeps its cgroup (left, not killed). An older version's name, without a namespace, is taken to
+        be of the initial pid namespace's host (left alone by a runtime in any other)."""
+        own = str(_pid_namespace())
+        unnamed = "" if own == str(INITIAL_PID_NAMESPACE) else own
         with contextlib.suppress(OSError):
             for entry in parent.iterdir():
                 if not entry.name.startswith(CGROUP_PREFIX):
                     continue
-                host = entry.name[len(CGROUP_PREFIX) :].split("-", 1)[0]
-                if host.isdigit() and not _alive(int(host)):
+                host, _, namespace = entry.name[len(CGROUP_PREFIX) :].split("-", 1)[0].partition(".")
+                if host.isdigit() and namespace in (unnamed, own) and not _alive(int(host)):
                     kill_cgroup(entry)
+
+
+INITIAL_PID_NAMESPACE = 0xEFFFFFFC
+"""The inode of the initial pid namespace (PROC_PID_INIT_INO, fixed by the kernel)."""
+
+
+def _pid_namespace() -> int:
+    """This process's pid namespace (the inode of /proc/self/ns/pid; 0 where it cannot be read)."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
 
 
 def _alive(pid: int) -> bool:
