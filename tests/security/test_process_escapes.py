@@ -194,7 +194,7 @@ def _named(pid: int) -> bytes:
 
 
 @pytest.mark.anyio
-async def test_the_tool_cannot_find_or_kill_the_watchdog_through_the_marker(ws: Path) -> None:
+async def test_the_tool_cannot_find_or_kill_the_watchdog_through_the_marker(ws: Path, strays: Holder) -> None:
     hunt = (
         'for p in /proc/[0-9]*; do if grep -qa "$UNIFIED_SHELL_OWNER" $p/cmdline $p/environ 2>/dev/null; '
         'then echo ${p#/proc/}; fi; done > found; pkill -9 -f "$UNIFIED_SHELL_OWNER"; true'
@@ -207,21 +207,20 @@ async def test_the_tool_cannot_find_or_kill_the_watchdog_through_the_marker(ws: 
         await tools.run_batch([ToolCall("h", "run_shell_command", {"command": hunt})])
         found = {int(line) for line in (ws / "found").read_text().split()}
         assert watchdog not in found
-        assert running(watchdog)
-        os.kill(watchdog, signal.SIGTERM)  # a polite kill is ignored
-        os.kill(watchdog, signal.SIGHUP)
-        assert running(watchdog)
+        held = strays.hold(watchdog, running)  # signalled through its pidfd: never a stranger given its pid
+        signal.pidfd_send_signal(held.fd, signal.SIGTERM)  # a polite kill is ignored
+        signal.pidfd_send_signal(held.fd, signal.SIGHUP)
+        assert not held.exited()
         # found by the script's name and killed anyway: the next shell call starts another. Only this runtime's
         # is killed: `pkill -f _watchdog.py` also took every other runtime's on the machine, the watchdog of a
         # test running beside this one (this very test on the other event loop failed that way).
         find_and_kill = f'for p in $(pgrep -f _watchdog.py); do [ "$p" = {watchdog} ] && kill -9 "$p"; done; true'
         await tools.run_batch([ToolCall("k", "run_shell_command", {"command": find_and_kill})])
-        wait_for(lambda: not running(watchdog), "the watchdog to die")
+        wait_exited([held], "the killed watchdog")
         await tools.run_batch([ToolCall("n", "run_shell_command", {"command": "true"})])
         replaced = tools._shell.watch.watchdog_pid
         assert replaced is not None
-        assert replaced != watchdog
-        assert running(replaced)
+        assert not strays.hold(replaced, running).exited()  # a watchdog runs, and the first has ended: another
 
 
 def test_a_runtime_reaps_the_cgroup_of_a_host_that_died_with_its_watchdog() -> None:
