@@ -9,7 +9,6 @@ watchdog must not be findable or killable through what the tool's processes know
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -22,6 +21,7 @@ import anyio
 import anyio.to_thread
 import pytest
 
+from tests.harness.pidfds import Held, Holder, wait_exited
 from unified.tools import ToolCall, ToolRuntime, _watchdog
 
 pytestmark = pytest.mark.e2e  # real processes throughout
@@ -78,13 +78,14 @@ def ws(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def strays() -> Iterator[list[int]]:
-    """Pids a failed test might leave: killed at the end whatever happened."""
-    pids: list[int] = []
-    yield pids
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
+def strays() -> Iterator[Holder]:
+    """What a failed test might leave, held by pidfd from the moment its pid is known (the escapee wrote it and
+    sleeps on): killed at the end whatever happened, never a stranger that got a pid of theirs since."""
+    holder = Holder()
+    try:
+        yield holder
+    finally:
+        holder.release()
 
 
 def cgroups_here() -> bool:
@@ -95,44 +96,42 @@ def cgroups_here() -> bool:
     return True
 
 
-async def _start_all(tools: ToolRuntime, ws: Path, names: list[str], strays: list[int]) -> dict[str, int]:
+async def _start_all(tools: ToolRuntime, ws: Path, names: list[str], strays: Holder) -> dict[str, Held]:
     for name in names:
         [outcome] = await tools.run_batch(
             [ToolCall(name, "run_shell_command", {"command": ESCAPES[name].format(pid=ws / f"{name}.pid")})]
         )
         assert not outcome.is_error, outcome.response
-    pids: dict[str, int] = {}
+    pids: dict[str, Held] = {}
     for name in names:
         wait_for(lambda name=name: pid_in(ws / f"{name}.pid") is not None, f"{name} to start")  # type: ignore[misc]
         pid = pid_in(ws / f"{name}.pid")
         assert pid is not None
-        pids[name] = pid
-        strays.append(pid)
-    assert all(running(pid) for pid in pids.values())
+        pids[name] = strays.hold(pid, running)
     return pids
 
 
 @pytest.mark.anyio
-async def test_every_escape_dies_with_the_runtime(ws: Path, strays: list[int]) -> None:
+async def test_every_escape_dies_with_the_runtime(ws: Path, strays: Holder) -> None:
     names = list(ESCAPES) if cgroups_here() else FALLBACK
     async with ToolRuntime(ws, approval_mode="yolo") as tools:
         pids = await _start_all(tools, ws, names, strays)
-    wait_for(lambda: not any(running(pid) for pid in pids.values()), "every escapee to die")
+    wait_exited(pids.values(), "escapees")
 
 
 @pytest.mark.anyio
 async def test_without_cgroups_the_marker_still_finds_them(
-    ws: Path, strays: list[int], monkeypatch: pytest.MonkeyPatch
+    ws: Path, strays: Holder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_watchdog.Containment, "create", classmethod(lambda cls, token: None))
     async with ToolRuntime(ws, approval_mode="yolo") as tools:
         pids = await _start_all(tools, ws, FALLBACK, strays)
         assert tools._shell.watch.cgroup is None
-    wait_for(lambda: not any(running(pid) for pid in pids.values()), "every escapee to die")
+    wait_exited(pids.values(), "escapees")
 
 
 @pytest.mark.anyio
-async def test_a_cancelled_call_takes_its_escapees_with_it(ws: Path, strays: list[int]) -> None:
+async def test_a_cancelled_call_takes_its_escapees_with_it(ws: Path, strays: Holder) -> None:
     if not cgroups_here():
         pytest.skip("without a cgroup, a cancelled call's setsid escapee is reached at the runtime's close")
     command = "setsid sleep 611 & echo $! > esc.pid; sleep 612"
@@ -142,11 +141,9 @@ async def test_a_cancelled_call_takes_its_escapees_with_it(ws: Path, strays: lis
             await anyio.to_thread.run_sync(wait_for, lambda: pid_in(ws / "esc.pid") is not None, "the escapee")
             found = pid_in(ws / "esc.pid")
             assert found is not None
-            pid: int = found
-            strays.append(pid)
-            assert running(pid)
+            escapee = strays.hold(found, running)
             tg.cancel_scope.cancel()
-        wait_for(lambda: not running(pid), "the cancelled call's escapee to die")  # before the runtime closes
+        wait_exited([escapee], "the cancelled call's escapee")  # before the runtime closes
 
 
 HOST = """
@@ -172,22 +169,22 @@ anyio.run(main)
 """
 
 
-def test_killing_the_host_kills_every_escapee(ws: Path, strays: list[int]) -> None:
+def test_killing_the_host_kills_every_escapee(ws: Path, strays: Holder) -> None:
     escapes = {name: ESCAPES[name] for name in (list(ESCAPES) if cgroups_here() else FALLBACK)}
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     host = subprocess.Popen([sys.executable, "-c", HOST.format(escapes=escapes), str(ws)], env=env, cwd=ws)
     try:
         wait_for(lambda: (ws / "ready").exists(), "the host to start everything")
         pids = {name: pid_in(ws / f"{name}.pid") for name in escapes}
-        strays.extend(pid for pid in pids.values() if pid is not None)
-        assert all(pid is not None and running(pid) for pid in pids.values()), pids
+        assert all(pid is not None for pid in pids.values()), pids
+        escapees = [strays.hold(pid, running) for pid in pids.values() if pid is not None]
         watchdog = pid_in(ws / "watchdog.pid")
         assert watchdog is not None
         assert running(watchdog)
     finally:
         host.kill()  # SIGKILL: no finally, no atexit, no finalizer of the host runs
         host.wait()
-    wait_for(lambda: not any(pid is not None and running(pid) for pid in pids.values()), "every escapee to die")
+    wait_exited(escapees, "escapees")
     wait_for(lambda: not running(watchdog), "the watchdog to exit")
 
 
@@ -197,7 +194,7 @@ def _named(pid: int) -> bytes:
 
 
 @pytest.mark.anyio
-async def test_the_tool_cannot_find_or_kill_the_watchdog_through_the_marker(ws: Path) -> None:
+async def test_the_tool_cannot_find_or_kill_the_watchdog_through_the_marker(ws: Path, strays: Holder) -> None:
     hunt = (
         'for p in /proc/[0-9]*; do if grep -qa "$UNIFIED_SHELL_OWNER" $p/cmdline $p/environ 2>/dev/null; '
         'then echo ${p#/proc/}; fi; done > found; pkill -9 -f "$UNIFIED_SHELL_OWNER"; true'
@@ -210,35 +207,34 @@ async def test_the_tool_cannot_find_or_kill_the_watchdog_through_the_marker(ws: 
         await tools.run_batch([ToolCall("h", "run_shell_command", {"command": hunt})])
         found = {int(line) for line in (ws / "found").read_text().split()}
         assert watchdog not in found
-        assert running(watchdog)
-        os.kill(watchdog, signal.SIGTERM)  # a polite kill is ignored
-        os.kill(watchdog, signal.SIGHUP)
-        assert running(watchdog)
+        held = strays.hold(watchdog, running)  # signalled through its pidfd: never a stranger given its pid
+        signal.pidfd_send_signal(held.fd, signal.SIGTERM)  # a polite kill is ignored
+        signal.pidfd_send_signal(held.fd, signal.SIGHUP)
+        assert not held.exited()
         # found by the script's name and killed anyway: the next shell call starts another. Only this runtime's
         # is killed: `pkill -f _watchdog.py` also took every other runtime's on the machine, the watchdog of a
         # test running beside this one (this very test on the other event loop failed that way).
         find_and_kill = f'for p in $(pgrep -f _watchdog.py); do [ "$p" = {watchdog} ] && kill -9 "$p"; done; true'
         await tools.run_batch([ToolCall("k", "run_shell_command", {"command": find_and_kill})])
-        wait_for(lambda: not running(watchdog), "the watchdog to die")
+        wait_exited([held], "the killed watchdog")
         await tools.run_batch([ToolCall("n", "run_shell_command", {"command": "true"})])
         replaced = tools._shell.watch.watchdog_pid
         assert replaced is not None
-        assert replaced != watchdog
-        assert running(replaced)
+        assert not strays.hold(replaced, running).exited()  # a watchdog runs, and the first has ended: another
 
 
-def test_a_runtime_reaps_the_cgroup_of_a_host_that_died_with_its_watchdog(strays: list[int]) -> None:
+def test_a_runtime_reaps_the_cgroup_of_a_host_that_died_with_its_watchdog() -> None:
     if not cgroups_here():
         pytest.skip("no writable cgroup v2 here")
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()  # a pid that no longer runs: the "host" of the orphan cgroup below
+    # the "host" of the orphan cgroup below: a pid no process can have (pids stay below pid_max). Not the pid of a
+    # child that ended: that one may be a stranger's again by the time the runtime looks, and the host alive.
+    dead = int(Path("/proc/sys/kernel/pid_max").read_text())
     mount, own = _watchdog._cgroup2_mount(), _watchdog._own_cgroup()
     assert mount is not None
     assert own is not None
-    orphan = Path(mount, own.lstrip("/"), f"{_watchdog.CGROUP_PREFIX}{dead.pid}-stale")
+    orphan = Path(mount, own.lstrip("/"), f"{_watchdog.CGROUP_PREFIX}{dead}.{_watchdog._pid_namespace()}-stale")
     orphan.mkdir()
     stray = subprocess.Popen(["sleep", "613"], start_new_session=True)
-    strays.append(stray.pid)
     (orphan / "cgroup.procs").write_text(str(stray.pid))
     try:
         fresh = _watchdog.Containment.create("fresh")
@@ -248,3 +244,5 @@ def test_a_runtime_reaps_the_cgroup_of_a_host_that_died_with_its_watchdog(strays
         _watchdog.kill_cgroup(fresh.path)
     finally:
         _watchdog.kill_cgroup(orphan)
+        stray.kill()  # our child: `kill` signals it only while it is not reaped
+        stray.wait()

@@ -3,11 +3,16 @@
 Real processes throughout: a child Python process hosts a ToolRuntime, starts shell commands that
 would run for ten minutes (in the foreground with a `&` child, and in the background), and is
 SIGKILLed mid-call; every process of those groups must be gone, and the watchdog with them.
+
+Every process the test watches or kills that is not its own child (a shell, its `&` child, the watchdog)
+is held by a pidfd opened while it is known to run and checked to be the one meant (`tests.harness.pidfds`):
+its end is seen on that pidfd, and a teardown kills through it. A number read from a file or an answer
+names whoever has it now: once the process has ended the system may give it to a stranger (pid_max is
+32768 here), which a probe by number would take for ours and a teardown's `killpg` would kill.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -18,12 +23,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.hang_guard import HANG_GUARD_S
+from tests.harness.pidfds import Holder, carries, in_group, wait_exited
 from unified.tools import ToolCall, ToolRuntime
 from unified.tools._watchdog import OWNER_VARIABLE, group_members, kill_owned_group
 
 pytestmark = pytest.mark.e2e  # runs real subprocesses
-HANG_GUARD_S = 60.0
-"""Far above the fraction of a second each wait takes: only a hang trips it."""
 
 HOST = """
 import sys
@@ -42,7 +47,8 @@ async def main() -> None:
         pgid = str(started.response["output"]).split("Process Group PGID: ")[1].split()[0]
         (ws / "watchdog.pid").write_text(str(rt._shell.watch.watchdog_pid))
         (ws / "bg.pgid").write_text(pgid)
-        foreground = {"command": "sleep 600 & echo $$ $! > fg.tmp; mv fg.tmp fg.pids; sleep 600"}
+        # every process of its group runs before fg.pids appears (`wait` is a builtin: it starts none)
+        foreground = {"command": "sleep 600 & sleep 600 & echo $$ $! > fg.tmp; mv fg.tmp fg.pids; wait"}
         await rt.run_batch([ToolCall("f", "run_shell_command", foreground)])
 
 
@@ -50,21 +56,23 @@ anyio.run(main, backend=sys.argv[2])
 """
 
 
-def wait_for(condition: Callable[[], bool], what: str) -> None:
+def wait_for(condition: Callable[[], bool], what: str, host: subprocess.Popen[bytes]) -> None:
+    """Until `condition` holds (a file the host writes): looked at again every 20 ms, the hang guard only
+    turning a hang into a failure; a host that ended first fails it at once."""
     deadline = time.monotonic() + HANG_GUARD_S
     while not condition():
+        if host.poll() is not None:
+            raise AssertionError(f"the host ended ({host.returncode}) before {what}")
         if time.monotonic() > deadline:
             raise AssertionError(f"hang guard: still waiting for {what} after {HANG_GUARD_S:g} s")
         time.sleep(0.02)
 
 
-def running(pid: int | None) -> bool:
-    """Whether `pid` is a live process (a zombie is not)."""
+def is_watchdog(pid: int) -> bool:
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
+        return b"_watchdog.py" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
         return False
-    return state != "Z"
 
 
 @pytest.fixture
@@ -75,72 +83,77 @@ def ws(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def leftovers() -> Iterator[list[int]]:
-    """Groups a failed test might leave running: killed at the end whatever happened."""
-    groups: list[int] = []
-    yield groups
-    for pgid in groups:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
+def held() -> Iterator[Holder]:
+    """What the test watches, by pidfd; what is left of it is killed at the end, whatever happened."""
+    holder = Holder()
+    try:
+        yield holder
+    finally:
+        holder.release()
+
+
+def hold_members(held: Holder, pgid: int, marker: str) -> list[int]:
+    """Hold group `pgid` (its leader runs) and each of its members still running, each checked (once its
+    pidfd is open) to be in the group and to carry the runtime's marker; their pids. (A passing member, the
+    `mv` of the host's command, may end meanwhile: it is not held.)"""
+    held.hold_group(pgid, carries(OWNER_VARIABLE, marker))
+    members = [pgid]
+    for pid in group_members(pgid):
+        if pid != pgid and held.hold_if(pid, in_group(pgid), carries(OWNER_VARIABLE, marker)) is not None:
+            members.append(pid)
+    return members
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
-def test_killing_the_host_kills_every_group_it_started(ws: Path, backend: str, leftovers: list[int]) -> None:
+def test_killing_the_host_kills_every_group_it_started(ws: Path, backend: str, held: Holder) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     host = subprocess.Popen([sys.executable, "-c", HOST, str(ws), backend], env=env, cwd=ws)
     try:
-        wait_for(lambda: (ws / "fg.pids").exists() and (ws / "bg.pgid").exists(), "both shells to start")
+        wait_for(lambda: (ws / "fg.pids").exists() and (ws / "bg.pgid").exists(), "both shells to start", host)
         fg_pgid, child = (int(pid) for pid in (ws / "fg.pids").read_text().split())
-        groups = [fg_pgid, int((ws / "bg.pgid").read_text())]
-        leftovers.extend(groups)
         marker = (ws / "marker").read_text()
-        assert {fg_pgid, child} <= set(group_members(fg_pgid))  # the shell and its `&` child
-        assert group_members(groups[1])
-        watchdog = int((ws / "watchdog.pid").read_text())
-        assert running(watchdog)
-        named = (Path(f"/proc/{watchdog}/cmdline").read_bytes(), Path(f"/proc/{watchdog}/environ").read_bytes())
+        # both run until killed: the foreground shell waits for its `sleep 600`, the background one is it
+        assert {fg_pgid, child} <= set(hold_members(held, fg_pgid, marker))  # the shell and its `&` child
+        assert hold_members(held, int((ws / "bg.pgid").read_text()), marker)
+        watchdog = held.hold(int((ws / "watchdog.pid").read_text()), is_watchdog)
+        assert not watchdog.exited()
+        named = (Path(f"/proc/{watchdog.pid}/cmdline").read_bytes(), Path(f"/proc/{watchdog.pid}/environ").read_bytes())
         assert all(marker.encode() not in part for part in named)  # nothing names the runtime it serves
     finally:
         host.kill()  # SIGKILL: no finally, no atexit, no finalizer of the host runs
         host.wait()
-    for pgid in groups:
-        wait_for(lambda pgid=pgid: not group_members(pgid), f"process group {pgid} to die")  # type: ignore[misc]
-    wait_for(lambda: not running(watchdog), f"the watchdog {watchdog} to exit")
+    wait_exited(held.processes, "processes of the host's groups, or its watchdog,")
 
 
 @pytest.mark.anyio
-async def test_closing_the_runtime_ends_the_watchdog_and_the_groups(ws: Path, leftovers: list[int]) -> None:
+async def test_closing_the_runtime_ends_the_watchdog_and_the_groups(ws: Path, held: Holder) -> None:
     async with ToolRuntime(ws, approval_mode="yolo") as rt:
         [outcome] = await rt.run_batch([ToolCall("s", "run_shell_command", {"command": "sleep 600 & echo $!"})])
         pgid = int(str(outcome.response["output"]).split("Process Group PGID: ")[1])
-        leftovers.append(pgid)
-        watchdog = rt._shell.watch.watchdog_pid
-        assert running(watchdog)
-        assert group_members(pgid)
-    assert group_members(pgid) == []
-    wait_for(lambda: not running(watchdog), "the watchdog to exit")
+        sleeper = int(str(outcome.response["output"]).split("Output: ")[1].split()[0])
+        # the shell has exited: its `sleep 600` is what is left of the group, until the runtime closes
+        member = held.hold(sleeper, in_group(pgid), carries(OWNER_VARIABLE, rt._shell.watch.marker))
+        watchdog = held.hold(rt._shell.watch.watchdog_pid or 0, is_watchdog)
+        assert not watchdog.exited()
+    wait_exited([member, watchdog], "the group's member or the watchdog")
 
 
 @pytest.mark.anyio
-async def test_a_killed_watchdog_is_replaced(ws: Path, leftovers: list[int]) -> None:
+async def test_a_killed_watchdog_is_replaced(ws: Path, held: Holder) -> None:
     async with ToolRuntime(ws, approval_mode="yolo") as rt:
         await rt.run_batch([ToolCall("s", "run_shell_command", {"command": "true"})])
-        first = rt._shell.watch.watchdog_pid
-        assert first is not None
-        os.kill(first, signal.SIGKILL)
-        wait_for(lambda: not running(first), "the watchdog to die")
-        [outcome] = await rt.run_batch([ToolCall("s", "run_shell_command", {"command": "sleep 600 & echo $!"})])
-        leftovers.append(int(str(outcome.response["output"]).split("Process Group PGID: ")[1]))
-        second = rt._shell.watch.watchdog_pid
-        assert second != first
-        assert running(second)
+        first = held.hold(rt._shell.watch.watchdog_pid or 0, is_watchdog)
+        first.kill()
+        wait_exited([first], "the killed watchdog")
+        await rt.run_batch([ToolCall("s", "run_shell_command", {"command": "true"})])
+        second = held.hold(rt._shell.watch.watchdog_pid or 0, is_watchdog)  # a watchdog runs: not the first
+        assert not second.exited()
 
 
-def test_a_group_that_is_not_the_runtimes_is_never_killed(leftovers: list[int]) -> None:
+def test_a_group_that_is_not_the_runtimes_is_never_killed() -> None:
     """A group number the system gave to someone else since (no marker in its environment) survives."""
     stranger = subprocess.Popen(["sleep", "600"], start_new_session=True)
     ours = subprocess.Popen(["sleep", "600"], start_new_session=True, env={**os.environ, OWNER_VARIABLE: "m1"})
-    leftovers.extend([stranger.pid, ours.pid])
     try:
         kill_owned_group(stranger.pid, "m1")
         kill_owned_group(ours.pid, "other-runtime")
@@ -149,6 +162,7 @@ def test_a_group_that_is_not_the_runtimes_is_never_killed(leftovers: list[int]) 
         kill_owned_group(ours.pid, "m1")
         assert ours.wait(timeout=HANG_GUARD_S) == -signal.SIGKILL
     finally:
+        # our own children, not reaped before: `kill` signals a process it has not reaped (`wait` does that)
         stranger.kill()
         ours.kill()
         stranger.wait()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
 import signal
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -14,6 +12,7 @@ import pytest
 from tests.hang_guard import HANG_GUARD_S
 from unified.events import PermissionDecision, ToolProgress
 from unified.tools import ToolCall, ToolOutcome, ToolRuntime
+from unified.tools._watchdog import kill_owned_group
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]  # runs real subprocesses
 Get = Callable[[ToolOutcome], str]
@@ -144,8 +143,9 @@ async def test_cancellation_kills_the_whole_group(ws: Path) -> None:
             assert undying_members(pgid) == []  # the cancelled call has returned: every member is killed or dying
             assert await wait_group_gone(pgid) == []
         finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pgid, signal.SIGKILL)  # what a failing run leaked
+            # what a failing run leaked: only while a process of the group carries this runtime's marker, each
+            # checked through a pidfd (the number is free once the group is gone: a stranger may have it now)
+            kill_owned_group(pgid, rt._shell.watch.marker)
 
 
 async def test_progress_events(ws: Path) -> None:

@@ -6,7 +6,10 @@ Decisions:
   loops (each `anyio.run`, asyncio or trio). Its pipes are non-blocking file descriptors awaited
   with `anyio.wait_readable` / `anyio.wait_writable`, which every anyio backend supports.
 - Its own session, hence its own process group: closing it signals the whole group, so what the
-  binary started (shells, MCP servers, a relaunched copy of itself) ends with it. A child that
+  binary started (shells, MCP servers, a relaunched copy of itself) ends with it. The group is signalled
+  through the leader's pidfd, or by number only while the leader is unreaped (`unified._pgroup`): the
+  leader is reaped last, after the group's final SIGKILL (`returncode` and `wait` look at its exit
+  without reaping it), so its zombie keeps the group's number from going to a stranger until then. A child that
   moved to a process group of its own (Claude Code runs each Bash command in one) is not in that
   group: the descendants are listed (from /proc, else `ps`) before the signals, and those still alive once
   the process is gone are killed with their groups (a SIGKILLed binary would orphan them).
@@ -33,6 +36,7 @@ import os
 import select
 import signal
 import subprocess
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -42,6 +46,7 @@ import sniffio
 
 from unified._binary.framing import MAX_LINE_BYTES, LineFramer
 from unified._binary.loops import PerLoopLock
+from unified._pgroup import ProcessGroup, pidfd, signal_verified
 from unified._redaction import REDACTED, SPLIT_HOLD_MIN, Redactor, redactor
 from unified.backends import AgentProcess, MalformedLine
 from unified.errors import BackendUnavailable
@@ -55,6 +60,7 @@ __all__ = [
     "alive",
     "descendants",
     "has_proc",
+    "is_still",
     "proc_pids",
     "process_table",
     "read_proc",
@@ -128,6 +134,9 @@ class AgentSubprocess(AgentProcess):
             )
         except OSError as exc:
             raise BackendUnavailable(f"could not start {argv[0]}: {exc}", hint=hint) from exc
+        popen = self.popen
+        self._group = ProcessGroup(popen.pid, lambda: popen.returncode is not None)
+        """Its process group: taken now, while nothing can have reaped the leader."""
         assert self.popen.stdout is not None
         assert self.popen.stderr is not None
         self._stdin = self.popen.stdin.fileno() if self.popen.stdin is not None else None
@@ -163,7 +172,22 @@ class AgentSubprocess(AgentProcess):
 
     @property
     def returncode(self) -> int | None:
-        return self.popen.poll()
+        return self._exit_code()
+
+    def _exit_code(self) -> int | None:
+        """How the process ended, None while it runs: once it has exited it is not reaped here (`waitid` with
+        `WNOWAIT`), so its zombie keeps its pid and its group's number ours until `_finish` has killed the
+        group and reaps it. Where there is no `waitid`, `poll` reaps it (the group is then no longer signalled
+        by number: see `unified._pgroup`)."""
+        if self.popen.returncode is not None or not hasattr(os, "waitid"):
+            return self.popen.poll()
+        try:
+            info = os.waitid(os.P_PID, self.popen.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:  # reaped by someone else (a SIGCHLD handler of the host's)
+            return self.popen.poll()
+        if info is None:
+            return None
+        return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
 
     async def send(self, line: str) -> None:
         if self._stdin is None:
@@ -202,31 +226,47 @@ class AgentSubprocess(AgentProcess):
         return self._tail.text(self._redact)
 
     async def wait(self, grace: float) -> int | None:
-        if self.popen.poll() is None:
+        if self._exit_code() is None:
             with anyio.move_on_after(grace):
                 await self._exited()
         self._drain_stderr()
-        return self.popen.poll()
+        return self._exit_code()
 
     async def _exited(self) -> None:
-        """Returns once the process has exited (and is reaped). On Linux a pidfd wakes the loop at the
-        exit itself: polling every `_POLL_S` found a process ended by SIGTERM (codex app-server takes
+        """Returns once the process has exited (not reaped: see `_exit_code`). On Linux a pidfd wakes the loop
+        at the exit itself: polling every `_POLL_S` found a process ended by SIGTERM (codex app-server takes
         ~25 ms to) up to 20 ms late, at the end of every run."""
         try:
-            pidfd = os.pidfd_open(self.popen.pid) if hasattr(os, "pidfd_open") else None
+            fd = pidfd(self.popen.pid)  # our unreaped child: its pid is still its own
         except ProcessLookupError:  # already reaped
             return
-        except OSError:  # a kernel without pidfds
-            pidfd = None
-        if pidfd is None:
-            while self.popen.poll() is None:  # noqa: ASYNC110 -- no pidfd here
+        if fd is None:
+            while self._exit_code() is None:  # noqa: ASYNC110 -- no pidfd here
                 await anyio.sleep(_POLL_S)
             return
         try:
-            while self.popen.poll() is None:
-                await anyio.wait_readable(pidfd)
+            while self._exit_code() is None:
+                await anyio.wait_readable(fd)
         finally:
-            os.close(pidfd)
+            os.close(fd)
+
+    def _exited_sync(self, timeout: float) -> None:
+        """`_exited` for a caller without a loop (`kill`): blocks until the exit or `timeout`."""
+        try:
+            fd = pidfd(self.popen.pid)
+        except ProcessLookupError:
+            return
+        if fd is None:
+            deadline = time.monotonic() + timeout
+            while self._exit_code() is None and time.monotonic() < deadline:
+                time.sleep(_POLL_S)
+            return
+        try:
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            poller.poll(timeout * 1000)
+        finally:
+            os.close(fd)
 
     async def end_input(self) -> None:
         stdin = self.popen.stdin
@@ -240,7 +280,7 @@ class AgentSubprocess(AgentProcess):
         if self._closed:
             return
         strays = self._descendants()
-        if self.popen.poll() is None:
+        if self._exit_code() is None:
             self._signal_group(signal.SIGTERM)
             if await self.wait(TERM_GRACE_S) is None:
                 strays |= descendants(self.popen.pid)
@@ -253,8 +293,7 @@ class AgentSubprocess(AgentProcess):
             return
         strays = self._descendants()
         self._signal_group(signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(timeout=KILL_GRACE_S)
+        self._exited_sync(KILL_GRACE_S)
         self._finish(strays)
 
     # --- the pipes ------------------------------------------------------------------------------
@@ -264,17 +303,20 @@ class AgentSubprocess(AgentProcess):
         reaped its children have gone to init and its pid is free: another process may have it, whose
         children are not ours to kill; and after a graceful end (stdin closed, the exit waited for, then
         `close`) a scan of every process on the machine would find nothing of ours anyway."""
-        if self.popen.poll() is not None:
+        if self._exit_code() is not None:
             return frozenset()
         return descendants(self.popen.pid)
 
     def _finish(self, strays: frozenset[Process] = frozenset()) -> None:
-        """After the leader is gone: the stragglers of its group (a shell it started) and the
-        descendants listed before the signals (in groups of their own), then the pipes."""
+        """After the leader has exited: the stragglers of its group (a shell it started), then the leader is
+        reaped (not before: its zombie kept the group's number ours), then the descendants listed before the
+        signals (in groups of their own; each checked to be that very process, through a pidfd opened
+        first: not a new process with a reused pid), then the pipes."""
         self._signal_group(signal.SIGKILL)
-        for pid, _ in still_running(strays) if strays else ():  # not new processes with reused pids
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL) if os.getpgid(pid) == pid else os.kill(pid, signal.SIGKILL)
+        self.popen.poll()
+        self._group.close()
+        for process in still_running(strays) if strays else ():
+            signal_verified(process[0], signal.SIGKILL, is_still(process), group=True)
         self._drain_stderr()
         self._closed = True
         watch, self._watch = self._watch, None
@@ -288,8 +330,7 @@ class AgentSubprocess(AgentProcess):
                     stream.close()
 
     def _signal_group(self, sig: int) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.popen.pid, sig)
+        self._group.signal(sig)
 
     async def _read_stdout(self) -> bytes:
         """The next chunk of stdout (b'' at its end), draining stderr meanwhile so neither pipe fills."""
@@ -501,6 +542,11 @@ def start_time(pid: int) -> str | None:
 def alive(process: Process) -> bool:
     """Whether this very process (not a later one with its pid) still runs."""
     return start_time(process[0]) == process[1]
+
+
+def is_still(process: Process) -> Callable[[int], bool]:
+    """A `signal_verified` check: the pid is still this very process's."""
+    return lambda _pid: alive(process)
 
 
 def still_running(processes: Iterable[Process]) -> list[Process]:

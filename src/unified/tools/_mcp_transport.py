@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import os
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -43,6 +43,7 @@ from mcp.shared.message import SessionMessage
 
 from unified._internal import limits
 from unified._internal.http import EventMeter, EventTooLarge
+from unified._pgroup import ProcessGroup
 from unified._redaction import Redactor, SplitGuard, redactor
 from unified.types import StdioMcpServer
 
@@ -157,6 +158,9 @@ async def capped_stdio(
         stderr=subprocess.PIPE,  # read here, never left to fill: see the module docstring
         start_new_session=True,
     )
+    group = ProcessGroup(process.pid, lambda: process.returncode is not None)
+    """Its group, through a pidfd taken now: on asyncio the loop's child watcher reaps the server the moment
+    it exits, and a group ended later by number could be a stranger's by then (see `unified._pgroup`)."""
     stderr_done = anyio.Event()
     stderr_scope = anyio.CancelScope(shield=True)
     read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
@@ -219,7 +223,7 @@ async def capped_stdio(
                 yield read_receive, write_send
             finally:
                 with anyio.CancelScope(shield=True):
-                    await _stop(process)
+                    await _stop(process, group)
                     # its last words (a child of the server may hold the pipe open, our stderr may be
                     # blocked: the reader's shielded scope gets a deadline, not waited on long)
                     stderr_scope.deadline = anyio.current_time() + _STOP_GRACE_S
@@ -228,22 +232,22 @@ async def capped_stdio(
     finally:
         with anyio.CancelScope(shield=True):
             await process.aclose()
+        group.close()
 
 
-async def _stop(process: anyio.abc.Process) -> None:
-    """Close its stdin, give it a moment to exit, then end its whole process group."""
+async def _stop(process: anyio.abc.Process, group: ProcessGroup) -> None:
+    """Close its stdin, give it a moment to exit, then end its whole process group (what it started and
+    left there), through `group`: never by a number the exited server no longer holds."""
     if process.stdin is not None:
         with contextlib.suppress(OSError, anyio.ClosedResourceError, anyio.BrokenResourceError):
             await process.stdin.aclose()
     with anyio.move_on_after(_STOP_GRACE_S):
         await process.wait()
     if process.returncode is None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, 15)
+        group.signal(signal.SIGTERM)
         with anyio.move_on_after(_STOP_GRACE_S):
             await process.wait()
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, 9)
+    group.signal(signal.SIGKILL)
     with anyio.move_on_after(_STOP_GRACE_S):
         await process.wait()
 

@@ -2,7 +2,10 @@
 
 Each command leads its own process group, so a timeout or a cancelled run kills everything it
 started (`kill -- -PGID`), not just the shell; so do the runtime's close and its host's death (see
-`_watchdog`). The shell gets an environment without credentials: the variables of
+`_watchdog`). A group is signalled through its leader's pidfd, taken when the shell starts, or by
+number only while that shell is unreaped (`unified._pgroup`): on asyncio the loop's child watcher
+reaps a shell the moment it exits, and its group's number may go to a stranger once the group is
+empty. The shell gets an environment without credentials: the variables of
 `SHELL_ENV_ALLOWLIST` (plus any the caller allows), never a secret value (docs/tools.md).
 """
 
@@ -30,6 +33,7 @@ from pydantic import Field
 
 from unified._files import open_regular_fd
 from unified._internal import limits
+from unified._pgroup import ProcessGroup
 from unified._redaction import Redactor, is_secret, redactor
 from unified.tools import _watchdog
 from unified.tools._base import Params, Progress, ToolError, ToolOutput, require_unicode
@@ -91,11 +95,6 @@ SHELL_SETTINGS: Mapping[str, str] = {
 uses a bare repository only when told to (`--git-dir`): a directory of plain files the model wrote
 (`x/HEAD`, `x/config` with `core.fsmonitor = <command>`) is not a repository an allowed `git status`
 run inside it picks up and obeys. (A `.git` directory is a protected path; such a directory is not.)"""
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
 
 
 async def _open_shielded(command: list[str], **kwargs: Any) -> Process:
@@ -201,6 +200,7 @@ class BackgroundProcess:
     command: str
     log: CappedLog
     popen: subprocess.Popen[bytes]
+    group: ProcessGroup
     cgroup: Path | None = None
 
     def status(self) -> str:
@@ -222,6 +222,8 @@ class GroupWatch:
         self.marker = os.urandom(8).hex()
         """The value of `_watchdog.OWNER_VARIABLE` in this runtime's shells."""
         self.groups: set[int] = set()
+        self.handles: dict[int, ProcessGroup] = {}
+        """The groups of `groups` held through their leader's pidfd (`ProcessGroup`), by number."""
         self.watchdog_pid: int | None = None
         self._containment: _watchdog.Containment | None = None
         self._contained = False
@@ -243,9 +245,11 @@ class GroupWatch:
     def cgroup(self) -> Path | None:
         return self._containment.path if self._containment is not None else None
 
-    async def add(self, pgid: int) -> None:
-        """Put group `pgid` (just started) under watch."""
+    async def add(self, group: ProcessGroup) -> None:
+        """Put `group` (just started) under watch."""
+        pgid = group.leader
         self.groups.add(pgid)
+        self.handles[pgid] = group
         async with self._lock:
             if self._send(f"+ {pgid}\n"):
                 return
@@ -257,19 +261,34 @@ class GroupWatch:
                 self._send("".join([*told, *(f"+ {group}\n" for group in self.groups)]))
 
     def prune(self) -> None:
-        """Forget the groups that have no process left, so a reused group number is never killed."""
+        """Forget the groups that have no process left, so a reused group number is never killed. Asked
+        through the leader's pidfd where the kernel can; else by number, which may say "alive" for a
+        stranger's group that got the number since: it is kept then, and `_watchdog.kill_owned_group`
+        checks whose it is before it kills."""
         for pgid in list(self.groups):
-            try:
-                os.killpg(pgid, 0)
-            except ProcessLookupError:
-                self.groups.discard(pgid)
-                self._send(f"- {pgid}\n")
-            except PermissionError:
-                pass  # the number now belongs to someone else's group; the watchdog checks before it kills
+            handle = self.handles.get(pgid)
+            alive = handle.alive() if handle is not None else None
+            if alive is None:
+                try:
+                    os.killpg(pgid, 0)
+                    alive = True
+                except ProcessLookupError:
+                    alive = False
+                except PermissionError:
+                    alive = True
+            if not alive:
+                self._forget(pgid)
 
-    async def kill_call(self, pgid: int, cgroup: Path | None) -> None:
+    def _forget(self, pgid: int) -> None:
+        self.groups.discard(pgid)
+        handle = self.handles.pop(pgid, None)
+        if handle is not None:
+            handle.close()
+        self._send(f"- {pgid}\n")
+
+    async def kill_call(self, group: ProcessGroup, cgroup: Path | None) -> None:
         """Kill what one shell call started: its cgroup whole, or its process group."""
-        _kill_group(pgid)
+        group.signal(signal.SIGKILL)
         if cgroup is not None:
             await anyio.to_thread.run_sync(_watchdog.kill_cgroup, cgroup)
 
@@ -277,10 +296,18 @@ class GroupWatch:
         """Kill everything still running (`cmd &` children, `setsid`/`set -m` escapees included),
         then let the watchdog go."""
         self.prune()
-        groups, self.groups = set(self.groups), set()
+        # through a pidfd where the kernel reaches a group by one (exact); the rest by number, once
+        # `kill_owned_group` has found a process of ours in it
+        by_pidfd = {pgid for pgid, handle in self.handles.items() if handle.fd is not None and handle.reaches_by_fd()}
+        for pgid in by_pidfd:
+            self.handles[pgid].signal(signal.SIGKILL)
+        groups, self.groups = self.groups - by_pidfd, set()
+        handles, self.handles = self.handles, {}
         cgroup = self.cgroup
         if groups or cgroup is not None:
             await anyio.to_thread.run_sync(_watchdog.kill_all, self.marker, cgroup, groups)
+        for handle in handles.values():
+            handle.close()
         self._release()
 
     def _start(self) -> int | None:
@@ -378,8 +405,7 @@ class ShellConfig:
         """Kill everything still running (background processes, `cmd &` children, whatever left its
         group) and drop the logs."""
         for proc in self.background.values():
-            if proc.popen.poll() is None:
-                _kill_group(proc.pid)
+            proc.group.signal(signal.SIGKILL)
         await self.watch.close()
         for proc in self.background.values():
             await anyio.to_thread.run_sync(proc.popen.wait)
@@ -475,8 +501,9 @@ async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progr
         if move is not None:
             os.close(move)
     pgid = process.pid
+    group = ProcessGroup(pgid, lambda: process.returncode is not None)
     with anyio.CancelScope(shield=True):  # a group started must be watched, cancelled or not
-        await config.watch.add(pgid)
+        await config.watch.add(group)
     buf = bytearray()
     total = 0
     last_output = anyio.current_time()
@@ -513,7 +540,7 @@ async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progr
                     break
                 if anyio.current_time() - last_output >= config.inactivity_timeout_s:
                     timed_out = True
-                    await config.watch.kill_call(pgid, cgroup)
+                    await config.watch.kill_call(group, cgroup)
                     await process.wait()
                     break
             # `cmd &` children may hold the pipe open: read what is there, then stop listening.
@@ -522,7 +549,7 @@ async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progr
             tg.cancel_scope.cancel()
     except BaseException:
         with anyio.CancelScope(shield=True):
-            await config.watch.kill_call(pgid, cgroup)
+            await config.watch.kill_call(group, cgroup)
             await process.wait()
         raise
     finally:
@@ -584,7 +611,7 @@ async def _run_background(config: ShellConfig, p: ShellParams, cwd: Path) -> Too
     cgroup = await anyio.to_thread.run_sync(config.watch.call_cgroup)
     move, into = _into_cgroup(cgroup)
 
-    def spawn() -> subprocess.Popen[bytes]:
+    def spawn() -> tuple[subprocess.Popen[bytes], ProcessGroup]:
         read, write = os.pipe()
         try:
             popen = subprocess.Popen(
@@ -603,18 +630,18 @@ async def _run_background(config: ShellConfig, p: ShellParams, cwd: Path) -> Too
         finally:
             os.close(write)
         log.follow(read)
-        return popen
+        return popen, ProcessGroup(popen.pid, lambda: popen.returncode is not None)
 
     try:
-        popen = await anyio.to_thread.run_sync(spawn)
+        popen, group = await anyio.to_thread.run_sync(spawn)
     except OSError as exc:
         raise ToolError(f"Error: could not start bash: {exc}") from exc
     finally:
         if move is not None:
             os.close(move)
     with anyio.CancelScope(shield=True):
-        await config.watch.add(popen.pid)
-    proc = BackgroundProcess(popen.pid, p.command, log, popen, cgroup)
+        await config.watch.add(group)
+    proc = BackgroundProcess(popen.pid, p.command, log, popen, group, cgroup)
     config.background[popen.pid] = proc
     await anyio.sleep(p.delay_ms / 1000)
     clean = config.redactor()

@@ -23,7 +23,13 @@ terminal or a polite kill sends; and if a tool kills it anyway, the host starts 
 shell call, the host's own close still kills everything, and the next runtime on the machine reaps
 any cgroup whose host is gone (`Containment.reap_orphans`).
 
-This file runs as a script (`python -I -S _watchdog.py`), so it imports only the standard library.
+A process found by its number (in `cgroup.procs`, in /proc) is signalled through a pidfd opened
+before it is checked to be ours (in the cgroup, in the group, carrying the marker): a process that
+ended meanwhile, and a stranger that got its number, is never signalled (`_kill_checked`, Linux >= 5.3;
+where there are no pidfds, the check and `kill` follow each other, and that moment is the window left).
+
+This file runs as a script (`python -I -S _watchdog.py`), so it imports only the standard library
+(`unified._pgroup` does for the host what `_kill_checked` does here).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 __all__ = ["OWNER_VARIABLE", "group_members", "kill_owned_group", "main", "owned_by"]
@@ -41,10 +48,57 @@ OWNER_VARIABLE = "UNIFIED_SHELL_OWNER"
 """Set in every shell a runtime starts; its value names the runtime (a random token)."""
 
 CGROUP_PREFIX = "unified-shells-"
-"""Runtime cgroups are `<prefix><host pid>-<token>` beside the host's own cgroup's children."""
+"""Runtime cgroups are `<prefix><host pid>.<its pid namespace>-<token>` beside the host's own cgroup's children:
+a host pid means something only in its pid namespace (`_pid_namespace`), and runtimes of other namespaces (a
+container's, a test's) may share that parent cgroup. (`<prefix><host pid>-<token>`: an older version's.)"""
 
 KILL_ROUNDS = 200
 """Rounds of SIGKILL over a cgroup's members without cgroup.kill (each round waits a few ms)."""
+
+
+PIDFD_SIGNAL_PROCESS_GROUP = 4
+"""`pidfd_send_signal` flag (Linux 6.9): signal the group the pidfd's process leads."""
+
+
+def _pidfd(pid: int) -> int | None:
+    """A pidfd for the process that has `pid` now, None where there are no pidfds; ProcessLookupError when
+    there is no such process."""
+    if not hasattr(os, "pidfd_open"):
+        return None
+    try:
+        return os.pidfd_open(pid)
+    except ProcessLookupError:
+        raise
+    except OSError:  # a kernel without pidfds
+        return None
+
+
+def _kill_checked(pids: Iterable[int], check: Callable[[list[int]], Iterable[int]], group: int | None = None) -> int:
+    """SIGKILL those of `pids` that `check` (given them all) keeps, its checks made once a pidfd for each was
+    opened; with `group`, that group whole through its leader's pidfd when the leader is one kept (Linux >=
+    6.9). How many were sent a kill."""
+    fds: dict[int, int | None] = {}
+    try:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                fds[pid] = _pidfd(pid)
+        kept = list(check(list(fds)))
+        leader = fds.get(group) if group is not None and group in kept else None
+        if leader is not None:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(leader, signal.SIGKILL, None, PIDFD_SIGNAL_PROCESS_GROUP)
+                return len(kept)
+        sent = 0
+        for pid in kept:
+            fd = fds[pid]
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                signal.pidfd_send_signal(fd, signal.SIGKILL) if fd is not None else os.kill(pid, signal.SIGKILL)
+                sent += 1
+        return sent
+    finally:
+        for fd in fds.values():
+            if fd is not None:
+                os.close(fd)
 
 
 # --- cgroup v2 -------------------------------------------------------------------------------------
@@ -82,6 +136,11 @@ def cgroup_members(path: Path) -> list[int]:
     return pids
 
 
+def _still_members(path: Path) -> Callable[[list[int]], Iterable[int]]:
+    """A `_kill_checked` check: those still in the cgroup (listed again, once their pidfds are open)."""
+    return lambda pids: set(pids) & set(cgroup_members(path))
+
+
 def kill_cgroup(path: Path) -> bool:
     """SIGKILL every process of a cgroup (and its descendants), wait until none is left, and remove
     the cgroups; whether it ended empty."""
@@ -93,9 +152,7 @@ def kill_cgroup(path: Path) -> bool:
         members = cgroup_members(path)
         if not members:
             break
-        for pid in members:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+        _kill_checked(members, _still_members(path))
         time.sleep(0.005)
     remove_cgroup(path)
     return not cgroup_members(path)
@@ -134,7 +191,7 @@ class Containment:
         if mount is None or own is None:
             return None
         parent = Path(mount, own.lstrip("/"))
-        path = parent / f"{CGROUP_PREFIX}{os.getpid()}-{token}"
+        path = parent / f"{CGROUP_PREFIX}{os.getpid()}.{_pid_namespace()}-{token}"
         try:
             path.mkdir()
         except OSError:
@@ -156,14 +213,33 @@ class Containment:
     @staticmethod
     def reap_orphans(parent: Path) -> None:
         """Kill and remove the cgroups of runtimes whose host process is gone (killed with its
-        watchdog): whatever they left is reached by the next runtime on this machine."""
+        watchdog): whatever they left is reached by the next runtime on this machine.
+
+        Only those of hosts in this pid namespace: another namespace's host pid is absent here (or someone
+        else's), and its runtime, alive, would lose every process. A host's pid that went to another process
+        since keeps its cgroup (left, not killed). An older version's name, without a namespace, is taken to
+        be of the initial pid namespace's host (left alone by a runtime in any other)."""
+        own = str(_pid_namespace())
+        unnamed = "" if own == str(INITIAL_PID_NAMESPACE) else own
         with contextlib.suppress(OSError):
             for entry in parent.iterdir():
                 if not entry.name.startswith(CGROUP_PREFIX):
                     continue
-                host = entry.name[len(CGROUP_PREFIX) :].split("-", 1)[0]
-                if host.isdigit() and not _alive(int(host)):
+                host, _, namespace = entry.name[len(CGROUP_PREFIX) :].split("-", 1)[0].partition(".")
+                if host.isdigit() and namespace in (unnamed, own) and not _alive(int(host)):
                     kill_cgroup(entry)
+
+
+INITIAL_PID_NAMESPACE = 0xEFFFFFFC
+"""The inode of the initial pid namespace (PROC_PID_INIT_INO, fixed by the kernel)."""
+
+
+def _pid_namespace() -> int:
+    """This process's pid namespace (the inode of /proc/self/ns/pid; 0 where it cannot be read)."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
 
 
 def _alive(pid: int) -> bool:
@@ -185,6 +261,11 @@ def _stat_fields(pid: str) -> list[bytes] | None:
     except OSError:
         return None
     return stat.rsplit(b")", 1)[1].split()
+
+
+def _group_of(pid: int) -> int | None:
+    fields = _stat_fields(str(pid))
+    return int(fields[2]) if fields is not None and fields[0] != b"Z" else None
 
 
 def group_members(pgid: int) -> list[int]:
@@ -220,10 +301,27 @@ def owned_by(pgid: int, marker: str) -> bool:
 
 
 def kill_owned_group(pgid: int, marker: str) -> None:
-    """SIGKILL process group `pgid` if it is still the runtime's."""
-    if owned_by(pgid, marker):
+    """SIGKILL process group `pgid` if it is still the runtime's: a process of it carries the marker.
+
+    On Linux the group's live members are each checked (in the group, and one of them marked) after a pidfd
+    for each was opened, and killed through those pidfds (the whole group through the leader's where it is
+    one of them, Linux >= 6.9), round after round until none is left: a number that went to a stranger's
+    group since, and a member's pid that went to a stranger, is never signalled. Without /proc (not
+    Linux) nothing can be checked: the group is taken to be the runtime's and killed by number."""
+    if not os.path.isdir("/proc/self"):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
+        return
+    needle = f"{OWNER_VARIABLE}={marker}".encode()
+
+    def ours(pids: list[int]) -> list[int]:
+        members = [pid for pid in pids if _group_of(pid) == pgid]
+        return members if any(_carries(pid, needle) for pid in members) else []
+
+    for _ in range(KILL_ROUNDS):
+        if not _kill_checked(group_members(pgid), ours, group=pgid):
+            return
+        time.sleep(0.005)  # SIGKILL lands asynchronously: look again for what is still running
 
 
 def kill_marked(marker: str) -> None:
@@ -243,8 +341,7 @@ def kill_marked(marker: str) -> None:
                 if fields is None or fields[0] == b"Z" or not _carries(int(entry.name), needle):
                     continue
                 found += 1
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(int(entry.name), signal.SIGKILL)
+                _kill_checked([int(entry.name)], lambda pids: [pid for pid in pids if _carries(pid, needle)])
         if not found:
             return
         time.sleep(0.005)

@@ -19,6 +19,7 @@ from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams, UserInputRequest, UserInputResponse
 from unified._adapters.gemini_cli import AcpPool
 from unified._execute import EventStream
+from unified._pgroup import ProcessGroup
 from unified.events import ErrorEvent, PermissionDecision, Result, ToolResult, ToolUse, UnifiedEvent, WarningEvent
 from unified.types import StdioMcpServer
 
@@ -147,7 +148,10 @@ async def test_crash_mid_stream_is_an_explained_error(responses: Responses, work
             if isinstance(event, ToolUse):
                 # The whole group: `gemini` is a node launcher with a node child holding the pipes.
                 [leader] = [p for p in _children(os.getpid()) if b"gemini" in _cmdline(p)]
-                os.killpg(leader, signal.SIGKILL)
+                # through its pidfd, checked to be our child not yet reaped: never a group number gone to a stranger
+                group = ProcessGroup(leader, lambda: False)
+                assert group.signal(signal.SIGKILL)
+                group.close()
     error = next(e for e in events if isinstance(e, ErrorEvent))
     assert "killed by signal 9" in error.message
     assert error.details["exit_code"] == -9

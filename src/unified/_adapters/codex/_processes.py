@@ -15,7 +15,6 @@ the app-server is killed, with its process group:
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -27,12 +26,14 @@ import anyio.lowlevel
 from unified._binary.process import (
     Process,
     has_proc,
+    is_still,
     proc_pids,
     process_table,
     read_proc,
     start_time,
     still_running,
 )
+from unified._pgroup import signal_verified
 
 __all__ = ["GONE_WITHIN_S", "MARKED_SLICE", "MARKER", "end_all", "find_marked"]
 
@@ -116,14 +117,10 @@ def end_all(processes: Iterable[Process]) -> list[int]:
     are gone; returns the pids that were still alive. Runs in a worker thread."""
     killed: list[Process] = []
     for process in still_running(processes):
-        pid = process[0]
         killed.append(process)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            group = os.getpgid(pid)
-            if group == pid:
-                os.killpg(group, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
+        # checked to be this very process (its start time) through a pidfd opened first: its pid, and the
+        # number of the group it leads, may have gone to a stranger since it was found
+        signal_verified(process[0], signal.SIGKILL, is_still(process), group=True)
     deadline = time.monotonic() + GONE_WITHIN_S
     while still_running(killed) and time.monotonic() < deadline:
         time.sleep(0.005)  # no event tells a non-child's end: look again shortly
