@@ -21,7 +21,7 @@ import re
 import stat
 from pathlib import Path
 
-__all__ = ["FLAGS", "open_folder", "remove_if_unheld", "same_file", "sweep"]
+__all__ = ["FLAGS", "let_go", "open_folder", "remove_if_unheld", "same_file", "sweep"]
 
 FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 """How a held file is opened: never through a link, never waiting on a FIFO, never inherited by a child."""
@@ -76,3 +76,18 @@ def sweep(dir_fd: int, pattern: re.Pattern[str], keep: str = "") -> None:
         ]
     for name in names:
         remove_if_unheld(name, dir_fd)
+
+
+def let_go(fd: int, path: Path, *, remove: bool = True) -> None:
+    """Close our hold `fd` on `path` (its lock goes with it), then remove the file if nobody else holds it."""
+    os.close(fd)
+    if not remove:
+        return
+    try:
+        dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        remove_if_unheld(path.name, dir_fd)
+    finally:
+        os.close(dir_fd)

@@ -33,7 +33,7 @@ import re
 import stat
 from pathlib import Path
 
-from unified._binary.held_files import FLAGS, open_folder, remove_if_unheld, same_file, sweep
+from unified._binary.held_files import FLAGS, let_go, open_folder, same_file, sweep
 
 __all__ = ["KeyLease", "key_file", "lease"]
 
@@ -59,19 +59,8 @@ class KeyLease:
         """Give the hold back, and remove the file when no other lease holds it (kept where the file
         system has no locks: another process's run may need it)."""
         fd, self._fd = self._fd, None
-        if fd is None:
-            return
-        os.close(fd)  # our shared lock goes with it
-        if not self._locked:
-            return
-        try:
-            dir_fd = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:
-            return
-        try:
-            remove_if_unheld(self.path.name, dir_fd)
-        finally:
-            os.close(dir_fd)
+        if fd is not None:
+            let_go(fd, self.path, remove=self._locked)
 
     @property
     def held(self) -> bool:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from unified._adapters.gemini_cli._outcome import provider_down, retry_note
 from unified._binary.environment import cache_folder
-from unified._binary.held_files import FLAGS, open_folder, remove_if_unheld, sweep
+from unified._binary.held_files import FLAGS, let_go, open_folder, sweep
 from unified._redaction import clip
 
 __all__ = ["CONNECT_ATTEMPTS", "DEBUG_LOG_ENV", "WATCH_INTERVAL_S", "DebugLog", "RetryWatch", "debug_log_env"]
@@ -71,17 +71,8 @@ class DebugLog:
     def remove(self) -> None:
         """Let go of the log and remove it, once, when unified made it (the caller's own is left alone)."""
         held, self._held = self._held, None
-        if held is None:
-            return
-        os.close(held)
-        try:
-            folder = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:
-            return
-        try:
-            remove_if_unheld(self.path.name, folder)
-        finally:
-            os.close(folder)
+        if held is not None:
+            let_go(held, self.path)
 
 
 def debug_log_env(env: Mapping[str, str]) -> tuple[dict[str, str], DebugLog]:
