@@ -139,11 +139,11 @@ Nothing was sent. A connection that broke once open raises `ReadError`, `RemoteP
 and the like: not these."""
 
 
-def unreachable(exc: BaseException, base_url: str | None = None) -> BackendUnavailable | None:
+def unreachable(exc: BaseException) -> BackendUnavailable | None:
     """The typed `backend_unavailable` error when `exc` (or what it wraps: the Interactions SDK's
     `APIConnectionError` raises from httpx's) says no connection to the Gemini API could be made; None otherwise.
 
-    The URL named is the request's (its origin and path; never its query), else `base_url`."""
+    The URL named is the request's (its origin and path; never its query)."""
     cause: BaseException | None = exc
     for _ in range(5):  # the SDK's wrapper → httpx's error → the socket's: a short chain
         if cause is None or isinstance(cause, _CONNECT_FAILURES):
@@ -151,7 +151,7 @@ def unreachable(exc: BaseException, base_url: str | None = None) -> BackendUnava
         cause = cause.__cause__ or cause.__context__
     if not isinstance(cause, _CONNECT_FAILURES):
         return None
-    url = base_url or "the configured base URL"
+    url = "the configured base URL"
     with contextlib.suppress(RuntimeError):  # an error raised without its request names no URL
         url = str(cause.request.url)
     why = f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__

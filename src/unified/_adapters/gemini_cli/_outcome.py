@@ -10,6 +10,7 @@ from typing import Any
 
 from unified._adapters.gemini_cli._translate import usage_from_prompt_result
 from unified._binary.jsonrpc import RpcError, as_dict
+from unified._internal.reach import provider_unreachable
 from unified._redaction import clip
 from unified.backends import RunOutcome
 from unified.errors import AuthError, BackendError, BackendUnavailable, SessionNotFound, UnifiedError
@@ -209,8 +210,6 @@ def retry_note(line: str) -> RetryNote | None:
 
 def provider_down(url: str, note: RetryNote, attempts: int) -> BackendUnavailable:
     """The `backend_unavailable` error of a provider the CLI failed to connect to `attempts` times in a row."""
-    from unified._internal.reach import provider_unreachable
-
     return provider_unreachable(
         "the Gemini API",
         url,
