@@ -221,9 +221,9 @@ class GroupWatch:
     def __init__(self) -> None:
         self.marker = os.urandom(8).hex()
         """The value of `_watchdog.OWNER_VARIABLE` in this runtime's shells."""
-        self.groups: set[int] = set()
-        self.handles: dict[int, ProcessGroup] = {}
-        """The groups of `groups` held through their leader's pidfd (`ProcessGroup`), by number."""
+        self.groups: dict[int, ProcessGroup] = {}
+        """Every group a shell call started that may still run, by number, each held through its leader's
+        pidfd where there is one (`ProcessGroup`)."""
         self.watchdog_pid: int | None = None
         self._containment: _watchdog.Containment | None = None
         self._contained = False
@@ -248,8 +248,7 @@ class GroupWatch:
     async def add(self, group: ProcessGroup) -> None:
         """Put `group` (just started) under watch."""
         pgid = group.leader
-        self.groups.add(pgid)
-        self.handles[pgid] = group
+        self.groups[pgid] = group
         async with self._lock:
             if self._send(f"+ {pgid}\n"):
                 return
@@ -265,9 +264,8 @@ class GroupWatch:
         through the leader's pidfd where the kernel can; else by number, which may say "alive" for a
         stranger's group that got the number since: it is kept then, and `_watchdog.kill_owned_group`
         checks whose it is before it kills."""
-        for pgid in list(self.groups):
-            handle = self.handles.get(pgid)
-            alive = handle.alive() if handle is not None else None
+        for pgid, handle in list(self.groups.items()):
+            alive = handle.alive()
             if alive is None:
                 try:
                     os.killpg(pgid, 0)
@@ -280,10 +278,7 @@ class GroupWatch:
                 self._forget(pgid)
 
     def _forget(self, pgid: int) -> None:
-        self.groups.discard(pgid)
-        handle = self.handles.pop(pgid, None)
-        if handle is not None:
-            handle.close()
+        self.groups.pop(pgid).close()
         self._send(f"- {pgid}\n")
 
     async def kill_call(self, group: ProcessGroup, cgroup: Path | None) -> None:
@@ -298,11 +293,11 @@ class GroupWatch:
         self.prune()
         # through a pidfd where the kernel reaches a group by one (exact); the rest by number, once
         # `kill_owned_group` has found a process of ours in it
-        by_pidfd = {pgid for pgid, handle in self.handles.items() if handle.fd is not None and handle.reaches_by_fd()}
+        handles, self.groups = self.groups, {}
+        by_pidfd = {pgid for pgid, handle in handles.items() if handle.fd is not None and handle.reaches_by_fd()}
         for pgid in by_pidfd:
-            self.handles[pgid].signal(signal.SIGKILL)
-        groups, self.groups = self.groups - by_pidfd, set()
-        handles, self.handles = self.handles, {}
+            handles[pgid].signal(signal.SIGKILL)
+        groups = set(handles) - by_pidfd
         cgroup = self.cgroup
         if groups or cgroup is not None:
             await anyio.to_thread.run_sync(_watchdog.kill_all, self.marker, cgroup, groups)
