@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,12 +31,6 @@ from unified.types import Fallback
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
 
-ROOT = Path(__file__).resolve().parents[3]
-BINARIES = {
-    "UNIFIED_GEMINI_BIN": ROOT / ".gemini-cli" / "node_modules" / ".bin" / "gemini",
-    "UNIFIED_CLAUDE_BIN": ROOT / ".claude-code" / "node_modules" / ".bin" / "claude",
-    "UNIFIED_CODEX_BIN": ROOT / ".codex-cli" / "node_modules" / ".bin" / "codex",
-}
 GEMINI_MODEL = "gemini-2.5-flash"
 SIGNATURES = {"google": "sig-of-google-7", "anthropic": "sig-of-anthropic-7", "openai": "sig-of-openai-7"}
 """The signature each provider's fake signs the source's thought with (raw; base64 on some wires)."""
@@ -103,15 +96,6 @@ class Lab:
             for r in server.requests
             if isinstance(r.body, dict) and (r.body.get("contents") or r.body.get("input"))
         ]
-
-
-@pytest.fixture
-def binaries(monkeypatch: pytest.MonkeyPatch) -> None:
-    for variable, default in BINARIES.items():
-        binary = Path(os.environ.get(variable) or default)
-        if not binary.exists():
-            pytest.fail(f"the pinned binary is not at {binary}: run scripts/setup")
-        monkeypatch.setenv(variable, str(binary))
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conversations.test_backend_pairs import Lab, _result, binaries, lab  # noqa: F401 (fixtures)
+from tests.e2e.conversations.test_backend_pairs import Lab, _result, lab  # noqa: F401 (a fixture)
 from unified import sessions
 from unified.conversations import (
     Conversation,

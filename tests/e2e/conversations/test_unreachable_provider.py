@@ -19,7 +19,6 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.e2e.conversations.test_backend_pairs import BINARIES
 from tests.hang_guard import HANG_GUARD_S
 from tests.harness.closed_port import closed_port
 from unified import ExecuteParams, execute
@@ -101,15 +100,6 @@ class Lab:
 
 def _model(backend: str) -> str | None:
     return {"codex": CODEX_MODEL, "claude-code": None}.get(backend, GEMINI_MODEL)
-
-
-@pytest.fixture
-def binaries(monkeypatch: pytest.MonkeyPatch) -> None:
-    for variable, default in BINARIES.items():
-        binary = Path(os.environ.get(variable) or default)
-        if not binary.exists():
-            pytest.fail(f"the pinned binary is not at {binary}: run scripts/setup")
-        monkeypatch.setenv(variable, str(binary))
 
 
 @pytest.fixture
