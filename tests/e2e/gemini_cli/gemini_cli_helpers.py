@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
+
+from tests.hang_guard import HANG_GUARD_S
 from tests.harness.recordings import recordings_dir
 from unified.events import UnifiedEvent
 
@@ -73,3 +77,30 @@ def sessions_of(marker: str) -> set[int]:
 
 def alive_in(sessions: set[int]) -> set[int]:
     return {pid for pid, (_, sid) in _processes().items() if sid in sessions}
+
+
+async def later_start_with_cleanup(home: Path, workspace: Path, chats: Path | None = None) -> None:
+    """Start the real CLI in the workspace with session cleanup ON and wait until its cleanup ran.
+
+    A decoy session with an empty duplicate (the bug's leftover), put in `chats` (the workspace's project's:
+    by default `tmp/ws/chats`), proves the cleanup did run: it is deleted, while the real session must be
+    left alone.
+    """
+    chats = chats if chats is not None else home / "tmp" / "ws" / "chats"
+    decoy_id = "dec0dec0-0000-4000-8000-000000000000"
+    header = {"sessionId": decoy_id, "projectHash": "x", "startTime": "2026-01-01T00:00:00Z", "kind": "main"}
+    decoy = chats / "session-2026-01-01T00-00-dec0dec0.jsonl"
+    decoy.write_text(json.dumps(header) + "\n" + json.dumps({"id": "u", "type": "user", "content": "hi"}) + "\n")
+    (chats / "session-2026-01-01T00-01-dec0dec0.jsonl").write_text(json.dumps(header) + "\n")
+    # User settings: the CLI ignores a system settings file unless root owns it and every parent.
+    settings = json.loads((home / "settings.json").read_text())
+    settings["general"]["sessionRetention"] = {"enabled": True, "maxAge": "3650d"}
+    (home / "settings.json").write_text(json.dumps(settings))
+    child = await anyio.open_process([str(LOCAL_BINARY), "--acp"], cwd=workspace, stdout=subprocess.DEVNULL)
+    try:
+        with anyio.fail_after(HANG_GUARD_S):
+            while decoy.exists():  # noqa: ASYNC110 -- waiting on another process's file system work
+                await anyio.sleep(0.1)
+    finally:
+        child.kill()
+        await child.aclose()

@@ -9,17 +9,20 @@ every message is in the file and that a real later start, with cleanup on, delet
 
 from __future__ import annotations
 
-import json
-import subprocess
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import anyio
 import pytest
 
-from tests.e2e.gemini_cli.gemini_cli_helpers import LOCAL_BINARY, Run, kinds, stream_line, text
-from tests.hang_guard import HANG_GUARD_S
+from tests.e2e.gemini_cli.gemini_cli_helpers import (
+    LOCAL_BINARY,
+    Run,
+    kinds,
+    later_start_with_cleanup,
+    stream_line,
+    text,
+)
 from unified._adapters.gemini_cli import AcpPool
 from unified._adapters.gemini_cli._chat_files import ChatFiles, read_chat, session_files
 from unified.events import Result, SessionStarted, UnifiedEvent, WarningEvent
@@ -62,32 +65,6 @@ async def resume(
     assert isinstance(result, Result)
     assert (result.status, result.final_text) == ("success", answer)
     return events
-
-
-async def later_start_with_cleanup(home: Path, workspace: Path) -> None:
-    """Start the real CLI in the workspace with session cleanup ON and wait until its cleanup ran.
-
-    A decoy session with an empty duplicate (the bug's leftover) proves the cleanup did run: it is
-    deleted, while the real session must be left alone.
-    """
-    chats = home / "tmp" / "ws" / "chats"
-    decoy_id = "dec0dec0-0000-4000-8000-000000000000"
-    header = {"sessionId": decoy_id, "projectHash": "x", "startTime": "2026-01-01T00:00:00Z", "kind": "main"}
-    decoy = chats / "session-2026-01-01T00-00-dec0dec0.jsonl"
-    decoy.write_text(json.dumps(header) + "\n" + json.dumps({"id": "u", "type": "user", "content": "hi"}) + "\n")
-    (chats / "session-2026-01-01T00-01-dec0dec0.jsonl").write_text(json.dumps(header) + "\n")
-    # User settings: the CLI ignores a system settings file unless root owns it and every parent.
-    settings = json.loads((home / "settings.json").read_text())
-    settings["general"]["sessionRetention"] = {"enabled": True, "maxAge": "3650d"}
-    (home / "settings.json").write_text(json.dumps(settings))
-    child = await anyio.open_process([str(LOCAL_BINARY), "--acp"], cwd=workspace, stdout=subprocess.DEVNULL)
-    try:
-        with anyio.fail_after(HANG_GUARD_S):
-            while decoy.exists():  # noqa: ASYNC110 -- waiting on another process's file system work
-                await anyio.sleep(0.1)
-    finally:
-        child.kill()
-        await child.aclose()
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the trio run is the test below

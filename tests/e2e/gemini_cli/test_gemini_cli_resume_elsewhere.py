@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.e2e.gemini_cli.gemini_cli_helpers import LOCAL_BINARY, stream_line, text
+from tests.e2e.gemini_cli.gemini_cli_helpers import later_start_with_cleanup, stream_line, text
 from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams, execute
 from unified._adapters.gemini_cli._chat_files import session_files
@@ -145,29 +144,8 @@ async def test_the_headless_transport_resumes_from_another_directory_too(tmp_pat
         assert (path.parent.parent / ".project_root").read_text() == str(b)
     # The CLI's own session cleanup in b (retention on) keeps the moved session, header and all.
     content = path.read_bytes()
-    await _start_with_cleanup(isolated_home / ".gemini", path.parent, b)
+    await later_start_with_cleanup(isolated_home / ".gemini", b, path.parent)
     assert path.read_bytes() == content
-
-
-async def _start_with_cleanup(home: Path, chats: Path, workspace: Path) -> None:
-    """Start the real CLI in `workspace` with session cleanup ON until its cleanup ran (a decoy session with an
-    empty duplicate, the CLI's own leftover, is deleted by it: then it has looked at every file of `chats`)."""
-    decoy_id = "dec0dec0-0000-4000-8000-000000000000"
-    header = {"sessionId": decoy_id, "projectHash": "x", "startTime": "2026-01-01T00:00:00Z", "kind": "main"}
-    decoy = chats / "session-2026-01-01T00-00-dec0dec0.jsonl"
-    decoy.write_text(json.dumps(header) + "\n" + json.dumps({"id": "u", "type": "user", "content": "hi"}) + "\n")
-    (chats / "session-2026-01-01T00-01-dec0dec0.jsonl").write_text(json.dumps(header) + "\n")
-    settings = json.loads((home / "settings.json").read_text())
-    settings["general"]["sessionRetention"] = {"enabled": True, "maxAge": "3650d"}
-    (home / "settings.json").write_text(json.dumps(settings))
-    child = await anyio.open_process([str(LOCAL_BINARY), "--acp"], cwd=workspace, stdout=subprocess.DEVNULL)
-    try:
-        with anyio.fail_after(HANG_GUARD_S):
-            while decoy.exists():  # noqa: ASYNC110 -- waiting on another process's file system work
-                await anyio.sleep(0.1)
-    finally:
-        child.kill()
-        await child.aclose()
 
 
 @pytest.mark.parametrize("transport", ["acp", "stream-json"])
