@@ -13,16 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from unified._sessions.records import (
-    SHORT_ID_LENGTH,
-    SessionInfo,
-    SessionProblem,
-    SessionStore,
-    StoredSession,
-    resolve_ref,
-    short_id_of,
-)
-from unified._sessions.service import (
+from unified._session_service import (
     SessionListing,
     delete,
     export,
@@ -31,6 +22,15 @@ from unified._sessions.service import (
     resolve,
     session_backends,
     show,
+)
+from unified._sessions.records import (
+    SHORT_ID_LENGTH,
+    SessionInfo,
+    SessionProblem,
+    SessionStore,
+    StoredSession,
+    resolve_ref,
+    short_id_of,
 )
 
 if TYPE_CHECKING:

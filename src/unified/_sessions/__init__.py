@@ -1,1 +1,5 @@
-"""Sessions: records and the store protocol, the built-in stores, and the service over every backend."""
+"""Sessions: records and the store protocol, and the built-in stores.
+
+The service over every backend (`unified._session_service`) stands above the backend registry, outside
+this folder: nothing here knows a backend.
+"""

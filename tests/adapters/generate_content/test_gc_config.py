@@ -12,7 +12,7 @@ import pytest
 from unified._adapters.generate_content import _client
 from unified._adapters.generate_content._client import CONFIG_OPTIONS, generation_config
 from unified._adapters.generate_content._options import GenerateContentOptions, ThinkingPlan
-from unified._internal.agent_loop import Declarations
+from unified._agent_loop import Declarations
 
 _DECLARATIONS = Declarations(
     json.dumps([{"name": "read_file", "description": "Read a file.", "parameters": {"type": "object"}}])

@@ -498,7 +498,7 @@ async def test_a_tool_turn_s_calls_reach_the_consumer_before_the_tools_start(
 ) -> None:
     """The calls are announced when the turn's stream ends; the consumer has them before the loop
     starts the tool runtime (and saves the turn), not after."""
-    from unified._internal import agent_loop
+    from unified import _agent_loop as agent_loop
     from unified.events import ToolUse
     from unified.tools import ToolRuntime
 

@@ -50,6 +50,6 @@ class GenerateContentBackend:
                 hint="run under asyncio, use Vertex AI express mode with an API key, or the interactions backend",
             )
         turns = await import_off_loop("unified._adapters.generate_content._turns")  # with the agent loop and the tools
-        from unified._internal.agent_loop import AgentLoop
+        from unified._agent_loop import AgentLoop
 
         return await AgentLoop(ctx, turns.GenerateContentTurns(ctx.params, options)).run()

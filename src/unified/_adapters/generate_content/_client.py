@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from google.genai import types
 
 from unified._adapters.generate_content._options import GenerateContentOptions
-from unified._internal.agent_loop import Declarations
+from unified._agent_loop import Declarations
 from unified._internal.api_options import GoogleMapsTool
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 The API keeps nothing between calls, so every request sends the whole history (`contents`, thought
 signatures included), which the session's state holds. google-genai's automatic function calling
-and continuation are off: the shared agent loop (`unified._internal.agent_loop`) owns every request.
+and continuation are off: the shared agent loop (`unified._agent_loop`) owns every request.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from unified._adapters.generate_content._options import (
 from unified._adapters.generate_content._sessions import BACKEND
 from unified._adapters.generate_content._stream import WireRequest, stream_chunks, text_content_json
 from unified._adapters.generate_content._translate import GenerateContentTranslator
-from unified._internal.agent_loop import Declarations, Emit, TurnEnd
+from unified._agent_loop import Declarations, Emit, TurnEnd
 from unified._internal.genai_client import GenaiClient
 from unified._internal.retry import Failure
 from unified.backends import RunOutcome

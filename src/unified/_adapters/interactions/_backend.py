@@ -56,6 +56,6 @@ class InteractionsBackend:
     async def run(self, ctx: RunContext) -> RunOutcome:
         options = self._options.resolved(ctx.params)
         turns = await import_off_loop("unified._adapters.interactions._turns")  # with the agent loop and the tools
-        from unified._internal.agent_loop import AgentLoop
+        from unified._agent_loop import AgentLoop
 
         return await AgentLoop(ctx, turns.InteractionsTurns(ctx.params, options)).run()

@@ -1,6 +1,6 @@
 """The interactions turn client: one model turn is one interaction.
 
-The shared agent loop (`unified._internal.agent_loop`) sends each turn through here. A turn creates
+The shared agent loop (`unified._agent_loop`) sends each turn through here. A turn creates
 an interaction (streaming) and follows it to its end: `requires_action` hands the function calls to
 the loop, whose results become the next interaction's input, chained with `previous_interaction_id`
 (or, with `store=false`, by resending the whole conversation); `requires_continuation` continues
@@ -40,7 +40,7 @@ from unified._adapters.interactions._translate import (
     StatusChange,
     StreamFailure,
 )
-from unified._internal.agent_loop import Declarations, Emit, TurnEnd
+from unified._agent_loop import Declarations, Emit, TurnEnd
 from unified._internal.api_errors import HTTP_OF_STATUS, error_from_status, timed_out
 from unified._internal.api_options import GoogleMapsTool
 from unified._internal.models import plan_level
