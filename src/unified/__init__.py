@@ -17,7 +17,7 @@ parameters, the errors), `unified.events` (the protocol), `unified.types` (param
 Everything else is private. Backends load only when a run needs them.
 """
 
-__version__ = "0.1.0"
+from unified._version import __version__
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing alone costs more than the rest of this module
 if TYPE_CHECKING:

@@ -39,7 +39,6 @@ from typing import Any
 
 import anyio
 
-import unified
 from unified._adapters.codex._approvals import ApprovalBridge
 from unified._adapters.codex._launch import DEFAULT_BASE_URL, Launch, home_is_prepared, prepare_home, start_codex
 from unified._adapters.codex._options import BACKEND, CodexOptions
@@ -52,6 +51,7 @@ from unified._binary.jsonrpc import ConnectionClosed, Inbox, LineProblem, RpcErr
 from unified._binary.loops import every
 from unified._binary.pool import Lease, pool_key
 from unified._binary.process import descendants
+from unified._version import __version__
 from unified.backends import AgentProcess, RunContext, RunOutcome
 from unified.conversations import Origin
 from unified.errors import BackendError, BackendUnavailable, ConfigurationError, RunStopped, SessionNotFound
@@ -89,7 +89,7 @@ def initialize_params() -> dict[str, Any]:
     """What `initialize` asks for: `experimentalApi` (for `thread/backgroundTerminals/clean`), no
     notifications that are no sign of progress (the benchmark's direct client sends the same)."""
     return {
-        "clientInfo": {"name": "unified", "title": "unified", "version": unified.__version__},
+        "clientInfo": {"name": "unified", "title": "unified", "version": __version__},
         "capabilities": {"experimentalApi": True, "optOutNotificationMethods": OPT_OUT},
     }
 

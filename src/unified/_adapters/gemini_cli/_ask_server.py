@@ -39,6 +39,7 @@ import h11
 from anyio.abc import SocketAttribute, SocketListener, SocketStream, TaskGroup
 from pydantic import ValidationError
 
+from unified._version import __version__
 from unified.events import UserInputRequest, UserInputResponse
 
 __all__ = [
@@ -275,7 +276,7 @@ class AskUserServer:
                 {
                     "protocolVersion": version,
                     "capabilities": {"tools": {"listChanged": False}},
-                    "serverInfo": {"name": "unified", "version": _version()},
+                    "serverInfo": {"name": "unified", "version": __version__},
                 },
             )
         if method == "ping":
@@ -356,12 +357,6 @@ def _header(request: h11.Request, name: bytes) -> str | None:
     if len(values) > 1:
         raise _Reject(400)
     return values[0].decode("latin-1") if values else None
-
-
-def _version() -> str:
-    from unified import __version__
-
-    return __version__
 
 
 @asynccontextmanager
