@@ -77,13 +77,16 @@ class Lab:
         moved: dict[str, Any] = _moved(options, root, self.closed)
         return moved
 
-    def params(self, backend: str, *fallback: str) -> ExecuteParams:
+    def params(self, backend: str, *fallback: str, transport: str = "") -> ExecuteParams:
+        options = self.options(backend, reachable=False)
+        if transport:  # gemini-cli's fallback transport, `gemini -p ... --output-format stream-json`
+            options["transport"] = transport
         return ExecuteParams(
             prompt="say hello",
             backend=backend,
             model=_model(backend),
             cwd=self.workspace,
-            backend_options=self.options(backend, reachable=False),
+            backend_options=options,
             approval_mode="yolo",
             fallback=tuple(
                 Fallback(backend=b, model=_model(b), backend_options=self.options(b, reachable=True)) for b in fallback
@@ -128,10 +131,11 @@ def _keys(options: Any) -> list[str]:
     return [k for k in found if isinstance(k, str) and k]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", [*BACKENDS, "gemini-cli/stream-json"])
 async def test_an_unreachable_provider_is_backend_unavailable(lab: Lab, backend: str) -> None:
     before = descendants(os.getpid())
-    params = lab.params(backend)
+    name, _, transport = backend.partition("/")
+    params = lab.params(name, transport=transport)
     events = await lab.run(params)
     errors = [e for e in events if isinstance(e, ErrorEvent)]
     assert len(errors) == 1, [(e.type, getattr(e, "code", None)) for e in events]

@@ -17,15 +17,17 @@ import anyio
 
 from unified._adapters.gemini_cli._chat_files import ChatFiles, ResumeGuard, gemini_home
 from unified._adapters.gemini_cli._launch import GEMINI_CLI, Launch
-from unified._adapters.gemini_cli._outcome import error_from_exit
+from unified._adapters.gemini_cli._outcome import DEFAULT_BASE_URL, error_from_exit
 from unified._adapters.gemini_cli._relocate import SESSION_ID, session_lease
+from unified._adapters.gemini_cli._retry_watch import WATCH_INTERVAL_S, RetryWatch, debug_log_env
 from unified._adapters.gemini_cli._translate import Item, TurnBoundary
 from unified._binary.framing import parse_object
 from unified._binary.jsonrpc import as_dict
+from unified._binary.loops import every
 from unified._binary.process import AgentSubprocess
 from unified.backends import MalformedLine, RunContext, RunOutcome
 from unified.capabilities import snapshot
-from unified.errors import BackendError
+from unified.errors import BackendError, BackendUnavailable
 from unified.events import (
     ErrorEvent,
     SessionStarted,
@@ -190,32 +192,57 @@ async def run_stream_json(launch: Launch, ctx: RunContext) -> RunOutcome:
     translator = StreamJsonTranslator(
         cwd=str(cwd), resumed=guard is not None, capabilities=snapshot(STREAM_JSON_COLUMN)
     )
-    child = AgentSubprocess(argv, cwd=cwd, env=launch.env, stdin=False, hint=GEMINI_CLI.install_hint)
+    env, log = debug_log_env(launch.env)  # the CLI's retries are told only there (`_retry_watch`)
+    try:
+        child = AgentSubprocess(argv, cwd=cwd, env=env, stdin=False, hint=GEMINI_CLI.install_hint)
+    except BaseException:
+        log.remove()
+        raise
+
+    async def warn(code: str, message: str) -> None:
+        await ctx.emit(WarningEvent(code=code, message=message))
+
+    retries = RetryWatch(log, warn, launch.env.get("GOOGLE_GEMINI_BASE_URL") or DEFAULT_BASE_URL)
     # A new session's lease, once its id comes (`_relocate.session_lease`; a resume's is the backend's).
     leases = contextlib.AsyncExitStack()
     try:
         async with leases:
-            while True:
-                try:
-                    line = await child.receive()
-                except MalformedLine as bad:
-                    await ctx.emit(
-                        WarningEvent(code="malformed_line", message=f"dropped a {bad.size}-byte line: {bad.reason}")
-                    )
-                    continue
-                if line is None:
-                    break
-                data = parse_object(line)
-                if not leased and guard is None and isinstance(data, dict) and data.get("type") == "init":
-                    leased = True  # before `session_started` is emitted: no one learns the id before it is held
-                    session_id = data.get("session_id")
-                    if isinstance(session_id, str) and SESSION_ID.fullmatch(session_id):
-                        await leases.enter_async_context(session_lease(gemini_home(launch.env), session_id))
-                await _handle_line(ctx, translator, data)
+            done = anyio.Event()  # the ticker's end: set, not cancelled (`every`)
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(every, WATCH_INTERVAL_S, retries.tick, done)
+                    try:
+                        while True:
+                            try:
+                                line = await child.receive()
+                            except MalformedLine as bad:
+                                message = f"dropped a {bad.size}-byte line: {bad.reason}"
+                                await ctx.emit(WarningEvent(code="malformed_line", message=message))
+                                continue
+                            if line is None:
+                                break
+                            data = parse_object(line)
+                            if isinstance(data, dict) and data.get("type") == "init":
+                                if not leased and guard is None:
+                                    leased = True  # before `session_started`: no one learns the id before it is held
+                                    session_id = data.get("session_id")
+                                    if isinstance(session_id, str) and SESSION_ID.fullmatch(session_id):
+                                        home = gemini_home(launch.env)
+                                        await leases.enter_async_context(session_lease(home, session_id))
+                            else:  # `init` comes before the first request: anything after it is the model's
+                                retries.progress()
+                            await _handle_line(ctx, translator, data)
+                    finally:
+                        done.set()
+            except BaseExceptionGroup as group:  # the provider cannot be reached (`RetryWatch.tick`)
+                if all(isinstance(exc, BackendUnavailable) for exc in group.exceptions):
+                    raise group.exceptions[0] from None
+                raise
             code = await child.wait(10.0)
     finally:
         with anyio.CancelScope(shield=True):
             await child.close()
+            log.remove()
             if guard is not None:
                 for repair in guard.after():
                     await ctx.emit(WarningEvent(code="session_repaired", message=repair))
