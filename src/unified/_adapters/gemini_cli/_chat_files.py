@@ -327,13 +327,18 @@ class ChatFiles:
         """Files skipped during the last listing, with the reason."""
 
     @property
+    def home(self) -> Path:
+        """The CLI's home (`gemini_home` of the environment these files were looked up in)."""
+        return gemini_home(self._env)
+
+    @property
     def root(self) -> Path:
-        return gemini_home(self._env) / "tmp"
+        return self.home / "tmp"
 
     def projects(self) -> dict[str, str]:
         """Project root → directory name under tmp/ (slug), from projects.json."""
         try:
-            data = json.loads(read_regular(gemini_home(self._env) / "projects.json"))
+            data = json.loads(read_regular(self.home / "projects.json"))
         except (OSError, ValueError, RecursionError):
             return {}
         projects = data.get("projects") if isinstance(data, dict) else None

@@ -8,13 +8,12 @@ sessions it has never run too.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Mapping
 from typing import Any
 
 import anyio
 
-from unified._adapters.gemini_cli._chat_files import BACKEND, ChatFiles, gemini_home
+from unified._adapters.gemini_cli._chat_files import BACKEND, ChatFiles
 from unified._adapters.gemini_cli._conversation import conversation_from_messages
 from unified._adapters.gemini_cli._relocate import check_session_id, session_lease
 from unified._adapters.gemini_cli._shared_sessions import state_summary
@@ -99,12 +98,13 @@ class GeminiSessionLocator:
         info, shared = await self._find(ref, cwd)
         check_session_id(info.session_id, info.path)
         # Refused (`SessionInUse`) while a run holds it, as every run does from before its session_started.
-        async with session_lease(gemini_home(self._env if self._env is not None else os.environ), info.session_id):
+        files = ChatFiles(self._env)
+        async with session_lease(files.home, info.session_id):
             if self._store is None or not shared:
-                return await anyio.to_thread.run_sync(ChatFiles(self._env).delete, info.session_id, cwd)
+                return await anyio.to_thread.run_sync(files.delete, info.session_id, cwd)
             await self._store.delete(BACKEND, info.session_id)
             with contextlib.suppress(SessionNotFound):
-                await anyio.to_thread.run_sync(ChatFiles(self._env).delete, info.session_id, None)
+                await anyio.to_thread.run_sync(files.delete, info.session_id, None)
             return info
 
 
