@@ -14,7 +14,7 @@ from unified._internal import limits
 from unified._internal.stream import GuardedStream, StreamGuard, announce_unsupported_options
 from unified._redaction import redact_key_shapes, redactor
 from unified.backends import Backend, RunContext, RunOutcome, UnsupportedOption, load_backend_factory
-from unified.conversations import Conversation, TextPart, ToolResultPart, UserTurn, provider_of_backend
+from unified.conversations import CONTINUE_PROMPT, Conversation, TextPart, UserTurn, provider_of_backend
 from unified.errors import ConfigurationError, RoutingError, UnifiedError
 from unified.events import Failover, JsonValue, UnifiedEvent, Usage, UserInputRequest, UserInputResponse
 from unified.sessions import short_id_of
@@ -157,7 +157,7 @@ class _Failover:
                         left_session=left,
                     )
                 )
-                self._current = _make_backend(params, fallback=False)
+                self._current, _ = _make_backend(params, fallback=False)
                 self.name = self._current.name
                 view = _Continued(ctx, params)
                 await announce_unsupported_options(self._current, params, ctx.emit)
@@ -178,9 +178,7 @@ class _Failover:
             carried = _continuable(redactor().json(carried), failed, chosen.backend, session_id)
         same_provider = provider_of_backend(chosen.backend) == provider_of_backend(failed)
         prompt, images = ("", ()) if retry else (params.prompt, params.images)
-        if retry and carried is not None and chosen.backend in _PROMPT_ONLY and _owes_results(carried):
-            retry, prompt = False, CONTINUE_PROMPT  # an agent binary answers a user's message, never a tool round
-        return params.model_copy(
+        following = params.model_copy(
             update={
                 "backend": chosen.backend,
                 "model": chosen.model if isinstance(target, Fallback) else params.model if same_provider else None,
@@ -192,21 +190,25 @@ class _Failover:
                 "images": images,
             }
         )
+        return _as_run_on(following, chosen.backend)
 
 
-CONTINUE_PROMPT = "Go on with the task: the results of your tool calls are above."
-"""What a failover sends a backend driving an agent binary when the turn that gave out was the model's answer
-to tool results: such a binary takes a user's message, not a tool round to answer again."""
+def _as_run_on(params: ExecuteParams, backend: str) -> ExecuteParams:
+    """`params` as `backend` runs them: a `retry` of a history that ends with tool results the model has not
+    answered, on a backend that takes only a user's message last (its block of the capability matrix says
+    `tool_results_last = "continue_prompt"`: an agent binary), sends that history, tool round and all, and then
+    `CONTINUE_PROMPT` as the user's turn; the same for a caller's retry and for a failover between tool rounds.
+    A backend that sends such a history as it is (an API backend) gets `params` unchanged: its model answers the
+    results. A resumed session ending with tool results is continued the same way by the backend itself, which
+    alone reads its session files."""
+    from unified import capabilities
 
-_PROMPT_ONLY = frozenset({"gemini-cli", "claude-code", "codex"})
-"""Backends whose binary can only be sent a user's message: a history ending with tool results is continued
-with `CONTINUE_PROMPT` (the API backends send such a history as it is, and the model answers the results)."""
-
-
-def _owes_results(conversation: Conversation) -> bool:
-    """Whether the conversation ends with tool results the model has not answered yet."""
-    last = conversation.turns[-1] if conversation.turns else None
-    return isinstance(last, UserTurn) and bool(last.parts) and all(isinstance(p, ToolResultPart) for p in last.parts)
+    history = params.history
+    if not params.retry or history is None or not history.ends_with_tool_results():
+        return params
+    if capabilities.tool_results_last(backend) != "continue_prompt":
+        return params
+    return params.model_copy(update={"retry": False, "prompt": CONTINUE_PROMPT})
 
 
 def _recorded(conversation: Conversation, params: ExecuteParams) -> bool:
@@ -312,10 +314,12 @@ def check_params(params: ExecuteParams) -> None:
         raise ConfigurationError("the prompt is empty", hint="say what the agent should do")
 
 
-def _make_backend(params: ExecuteParams, *, fallback: bool = True) -> Backend:
-    """The backend `params` name (routing `auto`), wrapped for failover when `params.fallback` names any."""
+def _make_backend(params: ExecuteParams, *, fallback: bool = True) -> tuple[Backend, ExecuteParams]:
+    """The backend `params` name (routing `auto`), wrapped for failover when `params.fallback` names any, and the
+    parameters it runs with (`_as_run_on`; the failover keeps the caller's own, to carry to the next backend)."""
     name: str = params.backend
     chosen: Backend
+    run = params
     try:
         if name == "auto" and params.resume:
             chosen = _SessionOwner(params)
@@ -324,10 +328,11 @@ def _make_backend(params: ExecuteParams, *, fallback: bool = True) -> Backend:
                 from unified._routing import select_backend_for
 
                 name = select_backend_for(params).backend
-            chosen = load_backend_factory(name)(params)
+            run = _as_run_on(params, name)
+            chosen = load_backend_factory(name)(run)
     except UnifiedError as exc:
-        chosen = _Unavailable(name, exc)
-    return _Failover(params, chosen) if fallback and params.fallback else chosen
+        chosen, run = _Unavailable(name, exc), params
+    return (_Failover(params, chosen) if fallback and params.fallback else chosen), run
 
 
 class EventStream(AsyncIterator[UnifiedEvent]):
@@ -342,8 +347,12 @@ class EventStream(AsyncIterator[UnifiedEvent]):
     def __init__(self, params: ExecuteParams, *, backend: Backend | None = None, strict: bool = False) -> None:
         check_params(params)
         params = _with_history_answered(params)
+        chosen: Backend
+        if backend is None:
+            chosen, params = _make_backend(params)
+        else:
+            chosen = backend
         self.params = params
-        chosen = backend if backend is not None else _make_backend(params)
         self._stream = GuardedStream(lambda channel: StreamGuard(params, chosen, channel, strict=strict))
 
     @property

@@ -18,10 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from importlib.resources import files
-from typing import Any, cast, get_args
+from typing import Any, Literal, cast, get_args
 
 from unified._auth import AUTH_MODES, AuthModeName
-from unified.events import SupportLevel
+from unified.events import Provider, SupportLevel
 
 __all__ = [
     "BACKENDS",
@@ -29,10 +29,12 @@ __all__ = [
     "LEVELS",
     "MATRIX",
     "QUALIFYING_LEVELS",
+    "TOOL_RESULTS_LAST",
     "BackendColumn",
     "Cell",
     "Difference",
     "Matrix",
+    "ToolResultsLast",
     "cell",
     "column",
     "level",
@@ -41,6 +43,7 @@ __all__ = [
     "render_markdown",
     "snapshot",
     "to_json",
+    "tool_results_last",
 ]
 
 LEVELS: tuple[SupportLevel, ...] = get_args(SupportLevel)
@@ -48,6 +51,16 @@ QUALIFYING_LEVELS: frozenset[SupportLevel] = frozenset({"full", "partial", "emul
 """Levels that satisfy a required capability when routing."""
 
 REGENERATE_COMMAND = "python -m unified.capabilities --markdown > docs/capabilities.md"
+
+ToolResultsLast = Literal["sent", "continue_prompt"]
+"""What a backend does with a history whose last turn is tool results the model has not answered (a `retry`
+of it, or a failover between tool rounds): `sent` as it is, and the model answers the results (an API
+backend); `continue_prompt`: the backend takes only a user's message last (an agent binary), so the tool round
+is sent, then `unified.conversations.CONTINUE_PROMPT` as the user's turn."""
+TOOL_RESULTS_LAST: tuple[ToolResultsLast, ...] = get_args(ToolResultsLast)
+_PROVIDERS: tuple[Provider, ...] = get_args(Provider)
+_NO_PROVIDER = "none"
+"""`provider = "none"`: a backend with no model provider behind it (`scripted`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +92,12 @@ class BackendColumn:
     """Whether `backend="auto"` may choose it (never for variants and test backends)."""
     variant_of: str | None
     cells: Mapping[str, Cell]
+    provider: Provider | None
+    """The model provider behind it (`provider = "google"`; `"none"` in the file for a backend with no model,
+    None here): whose signatures its model reads, whether a failover keeps the run's `model`
+    (`unified.conversations.provider_of_backend`)."""
+    tool_results_last: ToolResultsLast
+    """What it does with a history that ends with tool results (`ToolResultsLast`)."""
     differences: Mapping[str, Difference] = field(default_factory=dict)
     """Name -> a declared difference (`[backends.<name>.differences]`); the conformance suite observes each."""
 
@@ -124,6 +143,8 @@ def load_matrix(text: str | None = None) -> Matrix:
     for column in backends.values():
         if column.variant_of is not None and column.variant_of not in backends:
             raise ValueError(f"capabilities.toml: {column.name} is a variant of unknown backend {column.variant_of!r}")
+        if column.variant_of is not None and column.provider != backends[column.variant_of].provider:
+            raise ValueError(f"capabilities.toml: {column.name} needs the provider of {column.variant_of}, its backend")
     return Matrix(levels=levels, auth=auth, capabilities=capabilities, backends=backends)
 
 
@@ -152,6 +173,12 @@ def _column(name: str, raw: Any, capabilities: Mapping[str, str]) -> BackendColu
         cells[capability] = Cell(
             level=cast("SupportLevel", entry["level"]), note=_text(entry, "note", f"{where} {capability}")
         )
+    provider = raw.get("provider")
+    if provider != _NO_PROVIDER and provider not in _PROVIDERS:
+        raise ValueError(f"capabilities.toml: {where} needs a provider among {', '.join([*_PROVIDERS, _NO_PROVIDER])}")
+    tool_results_last = raw.get("tool_results_last")
+    if tool_results_last not in TOOL_RESULTS_LAST:
+        raise ValueError(f"capabilities.toml: {where} needs a tool_results_last among {', '.join(TOOL_RESULTS_LAST)}")
     return BackendColumn(
         name=name,
         title=_text(raw, "title", where),
@@ -160,6 +187,8 @@ def _column(name: str, raw: Any, capabilities: Mapping[str, str]) -> BackendColu
         auto=bool(raw.get("auto", False)),
         variant_of=variant_of,
         cells=cells,
+        provider=None if provider == _NO_PROVIDER else cast("Provider", provider),
+        tool_results_last=cast("ToolResultsLast", tool_results_last),
         differences=_differences(raw.get("differences", {}), capabilities, where),
     )
 
@@ -206,6 +235,13 @@ def note(backend: str, capability: str) -> str:
     return cell(backend, capability).note
 
 
+def tool_results_last(backend: str) -> ToolResultsLast:
+    """What `backend` does with a history that ends with tool results (`ToolResultsLast`): its block's
+    `tool_results_last`; `sent` for a backend the matrix does not know (a registered one), as the API backends."""
+    found = MATRIX.backends.get(backend)
+    return found.tool_results_last if found is not None else "sent"
+
+
 def snapshot(backend: str) -> dict[str, SupportLevel]:
     """Capability → level for one backend: what `session_started.capabilities` carries."""
     return {name: c.level for name, c in column(backend).cells.items()}
@@ -224,6 +260,8 @@ def to_json() -> dict[str, Any]:
                 "auth": list(b.auth),
                 "auto": b.auto,
                 "variant_of": b.variant_of,
+                "provider": b.provider,
+                "tool_results_last": b.tool_results_last,
                 "cells": {name: {"level": c.level, "note": c.note} for name, c in b.cells.items()},
                 "differences": {name: {"cell": d.cell, "note": d.note} for name, d in b.differences.items()},
             }
@@ -266,8 +304,8 @@ def render_markdown() -> str:
         "",
         "## Backends",
         "",
-        _row(["backend", "what it is", "auth modes", "chosen by auto"]),
-        _row(["---"] * 4),
+        _row(["backend", "what it is", "auth modes", "chosen by auto", "model provider", "tool results last"]),
+        _row(["---"] * 6),
         *[
             _row(
                 [
@@ -275,6 +313,8 @@ def render_markdown() -> str:
                     _md(b.description),
                     ", ".join(b.auth) or "none needed",
                     "yes" if b.auto else "no",
+                    b.provider or "none",
+                    b.tool_results_last,
                 ]
             )
             for b in backends
@@ -283,6 +323,17 @@ def render_markdown() -> str:
         "Auth modes:",
         "",
         *[f"- **{name}**: {_md(text)}" for name, text in MATRIX.auth.items()],
+        "",
+        "Model provider: whose signatures the backend's model reads (a signature never crosses providers), and "
+        "whether a failover keeps the run's `model` (docs/conversations.md).",
+        "",
+        "Tool results last: what the backend does with a history whose last turn is tool results the model has "
+        "not answered (a `retry` of it, or a failover between tool rounds):",
+        "",
+        "- **sent**: sent as it is; the model answers the results.",
+        "- **continue_prompt**: the backend takes only a user's message last (an agent binary): the whole tool "
+        "round is sent, then a user's message telling the model to go on from it "
+        "(`unified.conversations.CONTINUE_PROMPT`).",
         "",
         "## Capabilities",
     ]

@@ -19,7 +19,8 @@ What cannot cross is handled by rules, the same on every backend (docs/conversat
   a backend driving an agent binary is given the history the way it resumes its own sessions (its
   session file, written into its isolated home), never as a prompt of prose.
 
-This module imports only the event protocol: it is data, readable without any backend.
+This module imports only the event protocol (and the capability matrix, where `provider_of_backend` reads a
+backend's provider): it is data, readable without any backend.
 """
 
 from __future__ import annotations
@@ -34,9 +35,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, ValidationError
 
-from unified.events import JsonValue, Usage
+from unified.events import JsonValue, Provider, Usage
 
 __all__ = [
+    "CONTINUE_PROMPT",
     "FORMAT",
     "VERSION",
     "Conversation",
@@ -62,21 +64,14 @@ FORMAT: Literal["unified.conversation"] = "unified.conversation"
 VERSION = 1
 """The record's version: a reader refuses a larger one (it was written by a newer unified)."""
 
-Provider = Literal["google", "anthropic", "openai"]
-"""Who made a model turn, and so who can read its signatures."""
-
-_PROVIDERS: dict[str, Provider] = {
-    "gemini-cli": "google",
-    "generate-content": "google",
-    "interactions": "google",
-    "claude-code": "anthropic",
-    "codex": "openai",
-}
-
 
 def provider_of_backend(backend: str) -> Provider | None:
-    """The model provider behind a backend (None for one unified does not know, e.g. `scripted`)."""
-    return _PROVIDERS.get(backend)
+    """The model provider behind a backend, as its block of the capability matrix declares it (`provider`;
+    None for a backend without one, e.g. `scripted`, and for one the matrix does not know)."""
+    from unified import capabilities  # the matrix is read when a run needs it, not when a conversation is
+
+    found = capabilities.MATRIX.backends.get(backend)
+    return found.provider if found is not None else None
 
 
 def _bytes_from_base64(value: object) -> bytes:
@@ -386,6 +381,15 @@ class Conversation(BaseModel):
         """Whether the last turn is the user's: a prompt or tool results the model has not answered yet."""
         return bool(self.turns) and isinstance(self.turns[-1], UserTurn)
 
+    def ends_with_tool_results(self) -> bool:
+        """Whether the last turn is tool results (and nothing else) the model has not answered yet: a run that
+        stopped between a tool round and the model's answer to it. A backend that takes only a user's message
+        last continues it with `CONTINUE_PROMPT` (`unified.capabilities.tool_results_last`)."""
+        last = self.turns[-1] if self.turns else None
+        return (
+            isinstance(last, UserTurn) and bool(last.parts) and all(isinstance(p, ToolResultPart) for p in last.parts)
+        )
+
     def problem(self, max_bytes: int | None = None, max_depth: int | None = None) -> str | None:
         """Why no backend can continue this conversation, or None: text that is not Unicode (a lone
         surrogate: no session file, no request can hold it), tool arguments or data nested deeper than
@@ -460,6 +464,12 @@ class Conversation(BaseModel):
 
 CONTINUED_PROMPT = "[a conversation continued from here]"
 """The user turn `with_results_after_calls` puts before a conversation that starts with the model's turn."""
+
+CONTINUE_PROMPT = "Go on with the task: the results of your tool calls are above."
+"""The user's message that continues a conversation ending with tool results (`ends_with_tool_results`) on a
+backend that takes only a user's message last (an agent binary: `tool_results_last = "continue_prompt"` in the
+capability matrix), when a run retries it or a failover carries it there: the whole tool round is sent, then
+this, as the user's turn."""
 
 _Position = tuple[int, int]
 """A part of a conversation: its turn's number, its own number in that turn."""

@@ -41,6 +41,9 @@ JsonValue: TypeAlias = Any
 """Any value that survives `json.dumps` / `json.loads` unchanged."""
 
 SupportLevel = Literal["full", "partial", "emulated", "none"]
+Provider = Literal["google", "anthropic", "openai"]
+"""A model provider: who made a model turn (and so who can read its signatures), and the provider behind a
+backend (the capability matrix's `provider`). Shared here by `unified.conversations` and `unified.capabilities`."""
 ResultStatus = Literal["success", "error", "cancelled", "max_turns", "interrupted"]
 UserInputSource = Literal["model-tool", "permission", "mcp-elicitation"]
 
@@ -863,6 +866,7 @@ __all__ = [
     "Failover",
     "ImageOutput",
     "PermissionDecision",
+    "Provider",
     "Question",
     "QuestionOption",
     "Result",

@@ -178,18 +178,28 @@ def app_server(
     after_turn: Callable[[FakeAgentProcess], Iterable[str | bytes]],
     *,
     resume_error: str | None = None,
+    closing: int = 0,
     kind: type[FakeAgentProcess] = FakeAgentProcess,
 ) -> Any:
     """A stand-in `codex app-server`: answers the handshake, opens the thread, starts the turn, then
-    writes what `after_turn` gives."""
+    writes what `after_turn` gives. `thread/resume` is refused (`resume_error`), or answered `closing`
+    times that the thread is still closing, then opened."""
 
     def make(process: FakeAgentProcess) -> Callable[[str], list[str | bytes]]:
+        still_closing = [closing]
+
         def answer(line: str) -> list[str | bytes]:
             message = json.loads(line)
             method, mid = message.get("method"), message.get("id")
             if method == "initialize":
                 return [json.dumps({"id": mid, "result": {"userAgent": "stand-in"}})]
             if method == "thread/start":
+                return [json.dumps({"id": mid, "result": {"thread": {"id": THREAD, "cwd": "/w"}, "model": "gpt-5.5"}})]
+            if method == "thread/resume" and still_closing[0] > 0:
+                still_closing[0] -= 1
+                closed = f"thread {THREAD} is closing; retry thread/resume after the thread is closed"
+                return [json.dumps({"id": mid, "error": {"code": -32600, "message": closed}})]
+            if method == "thread/resume" and closing:
                 return [json.dumps({"id": mid, "result": {"thread": {"id": THREAD, "cwd": "/w"}, "model": "gpt-5.5"}})]
             if method == "thread/resume":
                 return [json.dumps({"id": mid, "error": {"code": -32600, "message": resume_error or "no"}})]
@@ -550,6 +560,26 @@ async def test_a_request_nobody_handles_is_answered_so_codex_never_waits(tmp_pat
     final = events[-1]
     assert isinstance(final, Result)
     assert final.status == "success"
+
+
+async def test_a_thread_still_closing_is_resumed_once_codex_has_closed_it(tmp_path: Path) -> None:
+    """The process that ran a thread unloads it after the run (after a failed turn, on a loaded machine: seen once
+    in the e2e retry tests); resumed meanwhile, Codex answers "thread ... is closing; retry thread/resume after the
+    thread is closed", and the run asks again until it opens."""
+    from datetime import UTC, datetime
+
+    from unified._adapters.codex._conversation import rollout_from_conversation
+    from unified._adapters.codex._rollouts import Rollouts
+    from unified.conversations import Conversation, TextPart, UserTurn
+
+    text = rollout_from_conversation(
+        Conversation(turns=[UserTurn(parts=[TextPart(text="q")])]), thread_id=THREAD, cwd="/w", provider="unified"
+    )
+    Rollouts(tmp_path / "home").write(THREAD, datetime.now(UTC), text)
+    starter = app_server(lambda process: finished("resumed"), closing=3)
+    events = await run(tmp_path, starter, resume=THREAD[-8:])
+    assert not [e for e in events if isinstance(e, ErrorEvent)]
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["resumed"]
 
 
 async def test_a_thread_codex_does_not_have_is_session_not_found(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ from unified.conversations import (
     UserTurn,
 )
 from unified.events import Result, SessionStarted
-from unified.testing import FakeAnthropic
+from unified.testing import FakeAnthropic, Fault
 from unified.testing import ModelTurn as Turn
 
 pytestmark = pytest.mark.anyio
@@ -172,6 +172,26 @@ async def test_retry_answers_the_last_user_turn_again(workspace: Path) -> None:
         assert "Two." not in json.dumps(second["messages"])
     assert isinstance(again[-1], Result)
     assert again[-1].final_text == "Two, again."
+
+
+async def test_retry_of_a_session_whose_first_prompt_failed_answers_it_in_the_same_session(workspace: Path) -> None:
+    """Cut before its only prompt, the session held no conversation, and the CLI refused to resume it ("No
+    conversation found"): the most common retry (the first request rate limited) failed. Now the session starts
+    anew under its own id, and the prompt is answered once."""
+    limited = Fault(kind="rate_limit", retry_delay="3600s")  # longer than unified waits: the run fails at once
+    async with FakeAnthropic([Turn(text="Hello back.", fault=limited)]) as server:
+        failed = await run_claude(server, workspace, "Hello there.")
+        assert isinstance(failed[-1], Result)
+        assert failed[-1].status == "error"
+        short = started(failed).short_id or ""
+        again = await run_claude(server, workspace, "", resume=short, retry=True)
+        sent = last_request(server)
+    result = again[-1]
+    assert isinstance(result, Result)
+    assert (result.status, result.final_text, result.short_id) == ("success", "Hello back.", short), result.error
+    assert sent.count("Hello there.") == 1
+    exported = await sessions.export(short)
+    assert [t.role for t in exported.turns] == ["user", "model"]
 
 
 async def test_the_session_store_shares_a_session_with_a_worker_that_never_ran_it(

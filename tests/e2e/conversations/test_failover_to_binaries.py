@@ -15,7 +15,7 @@ import json
 import pytest
 
 from tests.e2e.conversations.test_backend_pairs import Lab, _result, lab  # noqa: F401 (a fixture)
-from unified._execute import CONTINUE_PROMPT
+from unified.conversations import CONTINUE_PROMPT
 from unified.events import Failover, ToolResult, ToolUse
 from unified.testing import Fault, FunctionCall
 from unified.testing import ModelTurn as ScriptTurn

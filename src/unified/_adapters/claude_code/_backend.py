@@ -10,7 +10,8 @@ real subprocess, or a fake in tests). What session the process starts with is pl
 - `history` (a `Conversation`): written as a session file into the home, then `--resume`d; a new
   session of this backend, whose file names the one it came from;
 - `retry`: the last user turn is answered again: the session (or the history) without that turn,
-  then that turn sent as the message.
+  then that turn sent as the message; a session that ends with tool results is sent as it is, then
+  `CONTINUE_PROMPT` (a history that does is continued that way before it reaches the backend: `_execute`).
 With a shared session store (`ExecuteParams.session_store`, `UNIFIED_SESSION_STORE_URL`) each
 run's session file is saved there, and a resume on a worker whose home lacks it writes it first.
 
@@ -30,7 +31,7 @@ from typing import Any
 import anyio
 
 from unified._adapters.claude_code import _session_files
-from unified._adapters.claude_code._conversation import lines_from_conversation
+from unified._adapters.claude_code._conversation import conversation_from_lines, lines_from_conversation
 from unified._adapters.claude_code._launch import Launch, config_dir, new_session_id, start_claude
 from unified._adapters.claude_code._options import BACKEND, claude_code_options
 from unified._adapters.claude_code._run import ClaudeRun, RunPlan, SpareLost, prompt_content
@@ -48,7 +49,7 @@ from unified._binary.pool import pool_key
 from unified._binary.process import ProcessStarter
 from unified._binary.shared import run_shared, shared_store
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
-from unified.conversations import Conversation, ImagePart, TextPart, UserTurn
+from unified.conversations import CONTINUE_PROMPT, Conversation, ImagePart, TextPart, UserTurn
 from unified.errors import BackendUnavailable, ConfigurationError
 from unified.types import ExecuteParams
 
@@ -170,8 +171,8 @@ class ClaudeCodeBackend:
         if params.resume:
             info = SessionFiles(self.launch.home).resolve(params.resume)
             if params.retry:
-                prompt_line = self._drop_last_prompt(Path(str(info.path)))
-                return RunPlan(info.session_id, True, prompt_line, resumed=True)
+                prompt_line, anew = self._retried(Path(str(info.path)))
+                return RunPlan(info.session_id, not anew, prompt_line, resumed=True)
             return RunPlan(info.session_id, True, prompt.content(), resumed=True)
         session_id = new_session_id()
         if params.history is None:
@@ -197,15 +198,28 @@ class ClaudeCodeBackend:
         write_lines(target, [*lines, marker])
         return RunPlan(session_id, True, content, resumed=False)
 
-    def _drop_last_prompt(self, path: Path) -> str | list[dict[str, Any]]:
-        """Cut a session file before its last prompt (to answer it again); returns that prompt's content."""
+    def _retried(self, path: Path) -> tuple[str | list[dict[str, Any]], bool]:
+        """What a retry of the session sends, and whether the session starts anew. A session that ends with tool
+        results the model has not answered (its answer to a tool round failed) is left as it is and sent
+        `CONTINUE_PROMPT`, as a failover does: the CLI takes only a user's message, and cutting back to the prompt
+        would lose the round (its calls asked for, and run, again). Else the file is cut before its last prompt,
+        which is answered again; when that prompt was the session's first, nothing of a conversation is left for
+        the CLI to resume ("No conversation found"): the file goes (the CLI refuses `--session-id` of an existing
+        one, "already in use") and the session starts anew under its own id."""
         parsed = parse_session(path)
+        if conversation_from_lines(parsed.lines, origin=None).ends_with_tool_results():
+            return CONTINUE_PROMPT, False
         index = next((i for i in range(len(parsed.lines) - 1, -1, -1) if is_prompt(parsed.lines[i])), None)
         if index is None:
             raise ConfigurationError(f"session {path.stem[:8]} has no user turn to retry", hint="send a prompt instead")
         content = parsed.lines[index]["message"]["content"]
-        write_lines(path, parsed.lines[:index])
-        return content if isinstance(content, str | list) else str(content)
+        kept = parsed.lines[:index]
+        anew = not conversation_from_lines(kept, origin=None).turns
+        if anew:
+            path.unlink()
+        else:
+            write_lines(path, kept)
+        return (content if isinstance(content, str | list) else str(content)), anew
 
 
 def _without_last_user_turn(history: Conversation) -> tuple[Conversation, str | list[dict[str, Any]]]:

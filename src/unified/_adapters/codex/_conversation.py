@@ -16,13 +16,18 @@ summary text alone; a server-side tool of another provider and a generated image
 **Retry (`ExecuteParams.retry`).** The last user turn is answered again: for a stored session, the
 rollout is cut just before the task of its last user message (the cut-off tail is kept under
 `<CODEX_HOME>/unified-retry-backups/`) and that message becomes the turn's input; for a conversation,
-its last user turn is left out of the written rollout and becomes the input.
+its last user turn is left out of the written rollout and becomes the input. A stored session that ends
+with tool results the model has not answered is resumed as it is, with `CONTINUE_PROMPT` as the input
+(Codex takes a user's message, never a tool round to answer again; cutting back to the last user message
+lost the round, and the model asked for its calls again); a conversation that does is continued that way
+before it reaches the backend (`_execute`).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import errno
 import json
 import os
@@ -40,6 +45,7 @@ from unified._adapters.codex._rollouts import Rollout, Rollouts, codex_short_id,
 from unified._adapters.codex._run import Opening
 from unified._files import read_regular, write_atomically
 from unified.conversations import (
+    CONTINUE_PROMPT,
     Conversation,
     ImagePart,
     ModelTurn,
@@ -454,8 +460,12 @@ def open_history(rollouts: Rollouts, params: ExecuteParams, provider: str) -> Op
 
 
 def open_retry(rollouts: Rollouts, thread_id: str) -> Opening:
-    """Cut the thread's rollout before the task of its last user message; that message is the turn's input."""
+    """Cut the thread's rollout before the task of its last user message; that message is the turn's input. A
+    thread that ends with tool results the model has not answered is resumed as it is, `CONTINUE_PROMPT` the input."""
     rollout = rollouts.read(thread_id)
+    with contextlib.suppress(CorruptSession):  # an item unified cannot read: the last user message is cut as before
+        if conversation_from_rollout(rollout).ends_with_tool_results():
+            return Opening(thread_id, resumed=True, prompt=CONTINUE_PROMPT)
     path = rollout.path
     raw = read_regular(path).splitlines(keepends=True)
     last_user: int | None = None

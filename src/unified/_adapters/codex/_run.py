@@ -65,6 +65,10 @@ HANDSHAKE_TIMEOUT_S = 60.0
 INTERRUPT_GRACE_S = 5.0
 """How long an interrupted turn may take to end before the process is ended regardless."""
 EXIT_GRACE_S = 2.0
+CLOSING_WAIT_S = 10.0
+"""How long `thread/resume` is asked again while Codex answers that the thread is still closing (the process that
+ran it is unloading it: a run that ended on a failed turn, seen on a loaded machine), `CLOSING_POLL_S` apart."""
+CLOSING_POLL_S = 0.05
 CONNECT_ATTEMPTS = 2
 """Codex's failed connections in a row after which the provider counts as unreachable (`backend_unavailable`):
 its first retry comes at once, the second ~5 s later (then 10 s, 20 s, ... for ever), so the run ends ~5 s in, in
@@ -332,6 +336,18 @@ class CodexRun:
         with anyio.fail_after(HANDSHAKE_TIMEOUT_S):
             return await self.connection.request(method, params, meanwhile=meanwhile)
 
+    async def _resume(self, params: dict[str, Any]) -> dict[str, Any]:
+        """`thread/resume`, asked again while Codex says the thread is closing ("retry thread/resume after the
+        thread is closed"), for at most `CLOSING_WAIT_S`."""
+        deadline = anyio.current_time() + CLOSING_WAIT_S
+        while True:
+            try:
+                return await self._request("thread/resume", params)
+            except RpcError as exc:
+                if "is closing" not in exc.message or anyio.current_time() >= deadline:
+                    raise
+            await anyio.sleep(CLOSING_POLL_S)
+
     async def _handshake(self) -> None:
         assert self.connection is not None
         try:
@@ -356,9 +372,7 @@ class CodexRun:
             else:
                 assert self.connection is not None
                 self.connection.adopt(opening.thread_id)
-                answer = await self._request(
-                    "thread/resume", {**params, "threadId": opening.thread_id, "excludeTurns": True}
-                )
+                answer = await self._resume({**params, "threadId": opening.thread_id, "excludeTurns": True})
         except TimeoutError:
             raise BackendError("codex app-server did not open the thread in time", retryable=True) from None
         except RpcError as exc:

@@ -12,7 +12,9 @@ file (`_hold_back.py`) and then carry its `args` and `functionResponse.response`
 A conversation to continue (`ExecuteParams.history`) is written as a new session's chat file into the
 CLI's home (`_conversation.open_history`) and then `session/load`ed like a resume, so the model is sent
 the earlier turns as they are; `retry` cuts the last prompt off (the session's, or the history's) and
-sends it as the message (`_conversation.open_retry`).
+sends it as the message (`_conversation.open_retry`), or, to a session that ends with tool results,
+sends `CONTINUE_PROMPT` after them (a history that does is continued that way before it reaches the
+backend: `_execute`).
 """
 
 from __future__ import annotations

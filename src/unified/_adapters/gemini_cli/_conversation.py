@@ -19,12 +19,14 @@ without one). Server-side tools of another provider are told as text, since the 
 folder under `<home>/.gemini/tmp/`, named by the cwd's slug in `projects.json` (claimed the way the
 CLI's `ProjectRegistry` claims one, with its `.project_root` marker), the file named for a minute in
 the past (the CLI's fresh record of the current minute must not land in it). `open_retry` cuts a
-session's last prompt off (`$rewindTo`, as the CLI's own rewind does) to send it again.
+session's last prompt off (`$rewindTo`, as the CLI's own rewind does) to send it again; a session that
+ends with tool results is sent `CONTINUE_PROMPT` after them instead.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import os
@@ -50,6 +52,7 @@ from unified._files import append_line, read_regular, read_regular_text, write_a
 from unified._internal.gemini_parts import response_of_result, result_of_response
 from unified._redaction import redact_key_shapes
 from unified.conversations import (
+    CONTINUE_PROMPT,
     Conversation,
     ImagePart,
     ModelPart,
@@ -484,10 +487,16 @@ def keep_failed_prompt(home: Path, session_id: str, blocks: list[dict[str, Any]]
 
 
 def open_retry(path: Path, session_id: str) -> Opening:
-    """The session's failed prompt, to send again: the one `keep_failed_prompt` noted, when nothing came after
-    the turn it followed; else an unanswered last prompt (a run that died in its turn), cut off the file (a
-    `$rewindTo` record, as the CLI's own rewind writes) to be sent again. Blocking."""
+    """What a retry of the session sends: when the session ends with tool results the model has not answered (its
+    answer to a tool round failed), `CONTINUE_PROMPT` after them, as a failover does (the CLI takes only a user's
+    message; the prompt of before the round is not sent again, nor the round run again). Else the session's failed
+    prompt: the one `keep_failed_prompt` noted, when nothing came after the turn it followed; else an unanswered
+    last prompt (a run that died in its turn), cut off the file (a `$rewindTo` record, as the CLI's own rewind
+    writes) to be sent again. Blocking."""
     chat = read_chat(path)
+    with contextlib.suppress(CorruptSession):  # a message unified cannot read: the prompt is looked for as before
+        if conversation_from_messages(chat.messages).ends_with_tool_results():
+            return Opening(load=session_id, prompt=[{"type": "text", "text": CONTINUE_PROMPT}])
     messages = [m for m in chat.messages if m.get("type") == "gemini" or prompt_text(m) is not None]
     failed = chat.meta.get(FAILED_TURN)
     if (

@@ -14,7 +14,7 @@ import anyio
 from google.genai import types
 
 from unified._adapters.generate_content._client import generation_config
-from unified._adapters.generate_content._conversation import contents_from_conversation
+from unified._adapters.generate_content._conversation import contents_from_conversation, conversation_from_contents
 from unified._adapters.generate_content._failures import failure_from_exception
 from unified._adapters.generate_content._options import (
     DEFAULT_MODEL,
@@ -38,6 +38,7 @@ from unified.types import ExecuteParams
 __all__ = ["GenerateContentTurns"]
 
 _CANCELLED_CALL = "this call never ran: the previous run ended before it could"
+_UNANSWERED_CALL = "not run: the session holds no result for this call"
 
 
 async def _close(stream: AsyncIterator[Any]) -> None:
@@ -72,6 +73,48 @@ def _repair(contents: list[types.Content]) -> None:
                 ],
             )
         )
+
+
+def _paired(contents: list[types.Content]) -> bool:
+    """Whether each model turn's function calls are answered by the very next turn, by their responses and no
+    other, and no response stands anywhere else: the pairing the Gemini API checks (it counts consecutive contents
+    of one role as one turn; a call its own turn answers is a server-side one). Every session this backend wrote
+    is paired; a scan of the parts, without reading them further."""
+    turns: list[tuple[str, list[types.Part]]] = []
+    for content in contents:
+        role = "model" if content.role == "model" else "user"
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(content.parts or [])
+        else:
+            turns.append((role, list(content.parts or [])))
+    owed: list[tuple[str | None, str | None]] = []
+    for role, parts in turns:
+        calls = [(p.function_call.id, p.function_call.name) for p in parts if p.function_call is not None]
+        answers = [(p.function_response.id, p.function_response.name) for p in parts if p.function_response is not None]
+        if role == "model":
+            if owed:
+                return False
+            owed = [call for call in calls if call[0] is None or call not in answers]
+        else:
+            if sorted(answers, key=repr) != sorted(owed, key=repr):
+                return False
+            owed = []
+    return not owed
+
+
+def _in_order(contents: list[types.Content], model: str) -> list[types.Content]:
+    """The session's contents in the order the Gemini API takes (each call's response in the turn right after
+    it, every call answered), as a caller's history and a failover's are put (`_execute._with_history_answered`,
+    `Conversation.with_results_after_calls`): a stored session is the caller's data (a `SessionStore` another tool
+    writes, a file edited), and the API answers one out of that order with HTTP 400. One no provider can continue
+    (a result that answers no call) is `contents` itself, for the API to say why."""
+    conversation = conversation_from_contents([_dump(c) for c in contents], model=model)
+    if conversation.problem() is not None:
+        return contents
+    ordered = conversation.with_results_after_calls(unanswered=_UNANSWERED_CALL)
+    if ordered is conversation:
+        return contents
+    return [types.Content.model_validate(c) for c in contents_from_conversation(ordered)]
 
 
 class GenerateContentTurns:
@@ -114,6 +157,8 @@ class GenerateContentTurns:
             stored = contents_from_conversation(self.params.history)
         self.contents = [types.Content.model_validate(c) for c in stored or []]
         _repair(self.contents)
+        if session.state.get("contents") is not None and not _paired(self.contents):  # a stored session, edited
+            self.contents = _in_order(self.contents, self.model)
         if self.params.retry:
             if not self.contents or self.contents[-1].role != "user":
                 raise ConfigurationError(
