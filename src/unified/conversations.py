@@ -40,6 +40,7 @@ from unified.events import JsonValue, Provider, Usage
 __all__ = [
     "CONTINUE_PROMPT",
     "FORMAT",
+    "NO_STORED_RESULT",
     "VERSION",
     "Conversation",
     "ImagePart",
@@ -381,6 +382,16 @@ class Conversation(BaseModel):
         """Whether the last turn is the user's: a prompt or tool results the model has not answered yet."""
         return bool(self.turns) and isinstance(self.turns[-1], UserTurn)
 
+    def stored_in_order(self) -> Conversation:
+        """A stored session as an API backend sends it again: `with_results_after_calls`, each call no result
+        answers given `NO_STORED_RESULT`. A session is the caller's data (a `SessionStore` another tool writes, a
+        file edited), and an API answers one out of order with HTTP 400. Itself when it is in order (every session
+        unified wrote), and when no provider can continue it (`problem()`: a result that answers no call), for the
+        API to say why."""
+        if self.problem() is not None:
+            return self
+        return self.with_results_after_calls(unanswered=NO_STORED_RESULT)
+
     def ends_with_tool_results(self) -> bool:
         """Whether the last turn is tool results (and nothing else) the model has not answered yet: a run that
         stopped between a tool round and the model's answer to it. A backend that takes only a user's message
@@ -464,6 +475,9 @@ class Conversation(BaseModel):
 
 CONTINUED_PROMPT = "[a conversation continued from here]"
 """The user turn `with_results_after_calls` puts before a conversation that starts with the model's turn."""
+
+NO_STORED_RESULT = "not run: the session holds no result for this call"
+"""The error result `Conversation.stored_in_order` gives a stored call that no result answers."""
 
 CONTINUE_PROMPT = "Go on with the task: the results of your tool calls are above."
 """The user's message that continues a conversation ending with tool results (`ends_with_tool_results`) on a

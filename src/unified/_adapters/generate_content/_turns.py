@@ -38,7 +38,6 @@ from unified.types import ExecuteParams
 __all__ = ["GenerateContentTurns"]
 
 _CANCELLED_CALL = "this call never ran: the previous run ended before it could"
-_UNANSWERED_CALL = "not run: the session holds no result for this call"
 
 
 async def _close(stream: AsyncIterator[Any]) -> None:
@@ -102,21 +101,6 @@ def _paired(contents: list[types.Content]) -> bool:
     return not owed
 
 
-def _in_order(contents: list[types.Content], model: str) -> list[types.Content]:
-    """The session's contents in the order the Gemini API takes (each call's response in the turn right after
-    it, every call answered), as a caller's history and a failover's are put (`_execute._with_history_answered`,
-    `Conversation.with_results_after_calls`): a stored session is the caller's data (a `SessionStore` another tool
-    writes, a file edited), and the API answers one out of that order with HTTP 400. One no provider can continue
-    (a result that answers no call) is `contents` itself, for the API to say why."""
-    conversation = conversation_from_contents([_dump(c) for c in contents], model=model)
-    if conversation.problem() is not None:
-        return contents
-    ordered = conversation.with_results_after_calls(unanswered=_UNANSWERED_CALL)
-    if ordered is conversation:
-        return contents
-    return [types.Content.model_validate(c) for c in contents_from_conversation(ordered)]
-
-
 class GenerateContentTurns:
     """The `TurnClient` of the generate-content backend."""
 
@@ -158,7 +142,10 @@ class GenerateContentTurns:
         self.contents = [types.Content.model_validate(c) for c in stored or []]
         _repair(self.contents)
         if session.state.get("contents") is not None and not _paired(self.contents):  # a stored session, edited
-            self.contents = _in_order(self.contents, self.model)
+            stored_session = conversation_from_contents([_dump(c) for c in self.contents], model=self.model)
+            in_order = stored_session.stored_in_order()
+            if in_order is not stored_session:
+                self.contents = [types.Content.model_validate(c) for c in contents_from_conversation(in_order)]
         if self.params.retry:
             if not self.contents or self.contents[-1].role != "user":
                 raise ConfigurationError(

@@ -56,22 +56,6 @@ from unified.types import ExecuteParams
 __all__ = ["InteractionsTurns", "builtin_tools", "tool_choice"]
 
 _USER_STEPS = frozenset({"user_input", "function_result"})
-_UNANSWERED_CALL = "not run: the session holds no result for this call"
-
-
-def _in_order(steps: list[dict[str, Any]], model: str) -> list[dict[str, Any]]:
-    """A stored session's steps (sent whole on every request without `store`) in the order the API takes: each
-    function result right after its call, every call answered, as a caller's history and a failover's are put
-    (`Conversation.with_results_after_calls`). A stored session is the caller's data (a `SessionStore` another
-    tool writes, a file edited); one in order (every one this backend wrote) is `steps` itself, sent as stored, and
-    so is one no provider can continue (a result that answers no call), for the API to say why."""
-    conversation = conversation_from_steps(steps, model=model)
-    if conversation.problem() is not None:
-        return steps
-    ordered = conversation.with_results_after_calls(unanswered=_UNANSWERED_CALL)
-    return steps if ordered is conversation else steps_from_conversation(ordered)
-
-
 """Steps the client sends; a history ending with one has a turn the model has not answered."""
 _ENDED = TERMINAL_STATUSES | {"requires_action", "requires_continuation"}
 """Statuses after which the current stream has nothing more to say."""
@@ -162,7 +146,10 @@ class InteractionsTurns:
             stored = steps_from_conversation(self.params.history)
         pending = list(stored or []) if seeded else list(session.state.get("pending") or [])
         if stored and not seeded and not self.store_mode:  # every request sends the stored steps
-            stored = _in_order(stored, self.model)
+            ordered = conversation_from_steps(stored, model=self.model)
+            in_order = ordered.stored_in_order()
+            if in_order is not ordered:
+                stored = steps_from_conversation(in_order)
         if self.params.retry:
             if not (pending if self.store_mode else stored) or (stored or [{}])[-1].get("type") not in _USER_STEPS:
                 raise ConfigurationError(
