@@ -277,7 +277,8 @@ def check_params(params: ExecuteParams) -> None:
     """Reject what no backend can run, the same way on every backend, before anything starts.
 
     Raises `ConfigurationError` for a `cwd` that is missing or not a directory, for a blank prompt
-    (a prompt of images only is allowed), and for `retry` or `history` used the wrong way.
+    (a prompt of images only is allowed), for a blank `resume` (it would start a new session
+    unasked), and for `retry` or `history` used the wrong way.
     """
     cwd = params.cwd.expanduser()
     try:
@@ -290,6 +291,11 @@ def check_params(params: ExecuteParams) -> None:
         ) from None
     if not stat.S_ISDIR(mode):
         raise ConfigurationError(f"cwd {cwd} is not a directory", hint="pass a directory as cwd, not a file")
+    if params.resume is not None and not params.resume.strip():
+        raise ConfigurationError(
+            "the session reference (resume) is empty",
+            hint="pass a short id, a unique prefix or a full id (`unified sessions list` shows them), or no resume",
+        )
     if params.history is not None and params.resume is not None:
         raise ConfigurationError(
             "a run continues either a stored session (resume) or a conversation (history), not both",
