@@ -119,6 +119,8 @@ EXIT_BAD_INPUT = 2
 """A bad argument, option, file or setting: nothing ran."""
 EXIT_BROKEN_PIPE = 141
 """What a shell reports for a process ended by SIGPIPE: the reader of stdout left (`| head`)."""
+EXIT_TERMINATED = 128 + signal.SIGTERM
+"""What a shell reports for a process ended by SIGTERM: `unified run` exits with it when SIGTERM interrupted the run."""
 EXIT_INTERNAL = 70
 """An exception `unified` did not expect: a bug (EX_SOFTWARE)."""
 APPROVAL_CHOICES: tuple[str, ...] = ("default", "auto_edit", "yolo", "plan")
@@ -383,7 +385,7 @@ def run(
         ),
     ] = None,
 ) -> None:
-    """Run PROMPT and show its events as they happen. Ctrl-C cancels the run cleanly (exit 130)."""
+    """Run PROMPT and show its events as they happen. Ctrl-C (or SIGTERM) cancels the run cleanly (exit 130, 143)."""
     if prompt is None and not retry:
         raise _fail("Missing argument 'PROMPT' (say what the agent should do, or pass --retry)", EXIT_BAD_INPUT)
     params = _checked_params(
@@ -443,10 +445,11 @@ async def _run(params: ExecuteParams, json_lines: bool) -> int:
     console = _console()
     status: ResultStatus = "interrupted"  # unless a result arrives
     no_node = False
+    signals: list[signal.Signals] = []  # the ones that came
     from unified._execute import execute  # loaded by `_checked_params`, before the event loop started
 
     async with execute(params) as stream, anyio.create_task_group() as tg:
-        tg.start_soon(_cancel_on_interrupt, stream, tg.cancel_scope)
+        tg.start_soon(_cancel_on_interrupt, stream, tg.cancel_scope, signals)
         async for event in stream:
             try:
                 _show(event, json_lines, renderer, console)
@@ -459,20 +462,26 @@ async def _run(params: ExecuteParams, json_lines: bool) -> int:
             if isinstance(event, Result):
                 status = event.status
         tg.cancel_scope.cancel()
+    if status == "interrupted" and signal.SIGTERM in signals:
+        return EXIT_TERMINATED
     return EXIT_BAD_INPUT if no_node and status == "error" else EXIT_CODES[status]
 
 
-async def _cancel_on_interrupt(stream: EventStream, scope: CancelScope) -> None:
-    """First Ctrl-C cancels the run, whose `result` still arrives; a second one stops waiting for it."""
+async def _cancel_on_interrupt(stream: EventStream, scope: CancelScope, came: list[signal.Signals]) -> None:
+    """First Ctrl-C (or SIGTERM: a supervisor's stop, `kill`) cancels the run, whose `result` still arrives,
+    and its processes end as on any cancel; a second signal stops waiting for it. Each signal is added to `came`.
+
+    Without SIGTERM here its default action ended `unified run` at once: no `result`, and an agent
+    binary (claude) and the tool command it ran went on with no parent."""
     try:
-        with anyio.open_signal_receiver(signal.SIGINT) as signals:
-            interrupted = False
-            async for _ in signals:
-                if interrupted:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for number in signals:
+                came.append(number)
+                if len(came) > 1:
                     scope.cancel()
                     return
-                interrupted = True
-                _say("interrupting… (Ctrl-C again to stop waiting)", style="yellow", stderr=True)
+                again = "Ctrl-C" if number == signal.SIGINT else "SIGTERM"
+                _say(f"interrupting… ({again} again to stop waiting)", style="yellow", stderr=True)
                 stream.cancel(interrupted=True)
     except NotImplementedError:  # no signal receivers on Windows: KeyboardInterrupt ends the run
         return
