@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from unified._adapters.gemini_cli._outcome import error_from_exit
 from unified._adapters.gemini_cli._retry_watch import DebugLog, debug_log_env
 from unified._binary.jsonrpc import ConnectionClosed, JsonRpcConnection, Message, RpcError, as_dict
@@ -87,6 +89,10 @@ async def connect(start: ProcessStarter, argv: Sequence[str], cwd: Path, env: Ma
         tail = connection.process.stderr_tail()
         await connection.close()
         raise error_from_exit(code, tail, f"gemini --acp failed to start ({exc})") from exc
+    except BaseException:  # cancelled before it answered (Ctrl-C while the CLI starts): the process goes too
+        with anyio.CancelScope(shield=True):
+            await connection.close()
+        raise
     connection.agent_info = as_dict(info.get("agentInfo"))
     connection.can_load = as_dict(info.get("agentCapabilities")).get("loadSession") is True
     return connection
