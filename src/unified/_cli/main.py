@@ -467,21 +467,28 @@ async def _run(params: ExecuteParams, json_lines: bool) -> int:
     return EXIT_BAD_INPUT if no_node and status == "error" else EXIT_CODES[status]
 
 
-async def _cancel_on_interrupt(stream: EventStream, scope: CancelScope, came: list[signal.Signals]) -> None:
-    """First Ctrl-C (or SIGTERM: a supervisor's stop, `kill`) cancels the run, whose `result` still arrives,
-    and its processes end as on any cancel; a second signal stops waiting for it. Each signal is added to `came`.
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+"""What interrupts `run` and `demo`: Ctrl-C, or SIGTERM (a supervisor's stop, `kill`). Without SIGTERM among
+them its default action ended the command at once: no `result`, an agent binary (claude) and the tool command
+it ran went on with no parent, and the demo's temporary directory stayed."""
 
-    Without SIGTERM here its default action ended `unified run` at once: no `result`, and an agent
-    binary (claude) and the tool command it ran went on with no parent."""
+
+def _say_interrupting(number: int) -> None:
+    again = "Ctrl-C" if number == signal.SIGINT else "SIGTERM"
+    _say(f"interrupting… ({again} again to stop waiting)", style="yellow", stderr=True)
+
+
+async def _cancel_on_interrupt(stream: EventStream, scope: CancelScope, came: list[signal.Signals]) -> None:
+    """The first stop signal cancels the run, whose `result` still arrives, and its processes end as on any
+    cancel; a second one stops waiting for it. Each signal is added to `came`."""
     try:
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        with anyio.open_signal_receiver(*_STOP_SIGNALS) as signals:
             async for number in signals:
                 came.append(number)
                 if len(came) > 1:
                     scope.cancel()
                     return
-                again = "Ctrl-C" if number == signal.SIGINT else "SIGTERM"
-                _say(f"interrupting… ({again} again to stop waiting)", style="yellow", stderr=True)
+                _say_interrupting(number)
                 stream.cancel(interrupted=True)
     except NotImplementedError:  # no signal receivers on Windows: KeyboardInterrupt ends the run
         return
@@ -547,7 +554,7 @@ def demo(
     if control.interrupted:
         if not_run:
             _say(f"interrupted: {', '.join(not_run)} did not run", style="yellow", stderr=True)
-        raise typer.Exit(EXIT_CODES["interrupted"])
+        raise typer.Exit(EXIT_TERMINATED if control.terminated else EXIT_CODES["interrupted"])
     failed = [one.backend for one in runs if one.result is None or one.result.status != "success"]
     raise typer.Exit(1 if failed else 0)
 
@@ -568,15 +575,17 @@ async def _demo(backends: tuple[str, ...], show: Callable[[str, UnifiedEvent], N
 
 
 async def _interrupt_demo(control: Any, scope: CancelScope) -> None:
-    """As `unified run`: a first Ctrl-C interrupts the backend running and starts no other; a second stops waiting."""
+    """As `unified run`: a first Ctrl-C (or SIGTERM) interrupts the backend running and starts no other; a second
+    stops waiting."""
     try:
-        with anyio.open_signal_receiver(signal.SIGINT) as signals:
-            async for _ in signals:
+        with anyio.open_signal_receiver(*_STOP_SIGNALS) as signals:
+            async for number in signals:
                 if control.interrupted:
                     scope.cancel()
                     return
                 control.interrupted = True
-                _say("interrupting… (Ctrl-C again to stop waiting)", style="yellow", stderr=True)
+                control.terminated = number == signal.SIGTERM
+                _say_interrupting(number)
                 if control.stream is not None:
                     control.stream.cancel(interrupted=True)
     except NotImplementedError:  # no signal receivers on Windows: KeyboardInterrupt ends the demo
