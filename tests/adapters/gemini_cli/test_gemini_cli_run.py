@@ -18,6 +18,7 @@ import pytest
 from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams, UserInputRequest, UserInputResponse
 from unified._adapters.gemini_cli import AcpPool
+from unified._adapters.gemini_cli import _acp as acp_module
 from unified._adapters.gemini_cli import _hold_back as hold_back
 from unified._adapters.gemini_cli import _run as run_module
 from unified._adapters.gemini_cli._launch import DEFAULT_MODEL
@@ -538,6 +539,22 @@ async def test_a_cancel_while_the_cli_starts_ends_its_process(tmp_path: Path, po
             events.extend([event async for event in stream])
     assert result_of(events).status == "cancelled"
     assert fake.methods() == ["initialize"]
+    assert no_process_left(fake)
+
+
+async def test_a_cli_that_never_answers_initialize_fails_the_run_and_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As codex's and claude's runs do: before, it waited for the idle timeout (180 s; for ever with it off)."""
+    monkeypatch.setattr(acp_module, "INITIALIZE_TIMEOUT_S", 0.05)
+    fake = FakeAcp([text("never"), Finish()], faults={"initialize": Hang()})
+    with anyio.fail_after(HANG_GUARD_S):
+        events = await run(fake, tmp_path, idle_timeout_s=None)
+    error = one(events, ErrorEvent)
+    assert (error.code, error.retryable) == ("backend_error", True)
+    assert "gemini --acp did not answer initialize within 0.05 s" in error.message
+    assert "unified doctor" in error.message
+    assert result_of(events).status == "error"
     assert no_process_left(fake)
 
 
