@@ -15,7 +15,7 @@ from unified._internal.stream import GuardedStream, StreamGuard, announce_unsupp
 from unified._redaction import redact_key_shapes, redactor
 from unified.backends import Backend, RunContext, RunOutcome, UnsupportedOption, load_backend_factory
 from unified.conversations import CONTINUE_PROMPT, Conversation, TextPart, UserTurn, provider_of_backend
-from unified.errors import ConfigurationError, RoutingError, UnifiedError
+from unified.errors import ConfigurationError, RoutingError, SessionNotFound, UnifiedError
 from unified.events import Failover, JsonValue, UnifiedEvent, Usage, UserInputRequest, UserInputResponse
 from unified.sessions import short_id_of
 from unified.types import ExecuteParams, Fallback
@@ -69,6 +69,40 @@ class _SessionOwner:
         self.name = backend.name
         await announce_unsupported_options(backend, self.params, ctx.emit)
         return await backend.run(ctx)
+
+
+class _NamedResume:
+    """`resume` on a named backend: when it has no such session but another backend has, the error names
+    that backend (a short id from `unified sessions list` run with the wrong `--backend`), where it only
+    listed this backend's sessions."""
+
+    def __init__(self, params: ExecuteParams, backend: Backend) -> None:
+        self.params = params
+        self._backend = backend
+        self.name = backend.name
+
+    def unsupported_options(self, params: ExecuteParams) -> Sequence[UnsupportedOption]:
+        return self._backend.unsupported_options(params)
+
+    async def run(self, ctx: RunContext) -> RunOutcome:
+        from unified import sessions
+
+        try:
+            return await self._backend.run(ctx)
+        except SessionNotFound as missing:
+            ref = str(self.params.resume)
+            try:
+                owner = await sessions.resolve(ref, store=self.params.session_store)
+            except UnifiedError:  # nowhere else either (or ambiguous there): this backend's own error says it
+                raise missing from None
+            if owner.backend == self.name:
+                raise
+            raise SessionNotFound(
+                f"no {self.name} session matches {ref!r}: {owner.short_id} belongs to the {owner.backend} backend",
+                hint=f"resume it with the {owner.backend} backend (or auto), or continue it on {self.name} "
+                f"as a new session from its history (`unified sessions export {owner.short_id}`, then --history)",
+                details={"owner": owner.backend, "session_id": owner.session_id},
+            ) from None
 
 
 class _Continued:
@@ -279,7 +313,8 @@ def check_params(params: ExecuteParams) -> None:
     """Reject what no backend can run, the same way on every backend, before anything starts.
 
     Raises `ConfigurationError` for a `cwd` that is missing or not a directory, for a blank prompt
-    (a prompt of images only is allowed), and for `retry` or `history` used the wrong way.
+    (a prompt of images only is allowed), for a blank `resume` (it would start a new session
+    unasked), and for `retry` or `history` used the wrong way.
     """
     cwd = params.cwd.expanduser()
     try:
@@ -292,6 +327,11 @@ def check_params(params: ExecuteParams) -> None:
         ) from None
     if not stat.S_ISDIR(mode):
         raise ConfigurationError(f"cwd {cwd} is not a directory", hint="pass a directory as cwd, not a file")
+    if params.resume is not None and not params.resume.strip():
+        raise ConfigurationError(
+            "the session reference (resume) is empty",
+            hint="pass a short id, a unique prefix or a full id (`unified sessions list` shows them), or no resume",
+        )
     if params.history is not None and params.resume is not None:
         raise ConfigurationError(
             "a run continues either a stored session (resume) or a conversation (history), not both",
@@ -330,6 +370,8 @@ def _make_backend(params: ExecuteParams, *, fallback: bool = True) -> tuple[Back
                 name = select_backend_for(params).backend
             run = _as_run_on(params, name)
             chosen = load_backend_factory(name)(run)
+            if params.resume:
+                chosen = _NamedResume(run, chosen)
     except UnifiedError as exc:
         chosen, run = _Unavailable(name, exc), params
     return (_Failover(params, chosen) if fallback and params.fallback else chosen), run

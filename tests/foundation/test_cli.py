@@ -167,6 +167,31 @@ def test_doctor_finds_each_binary_where_its_backend_does(tmp_path: Path, monkeyp
     assert (found["path"], found["found_by"], found["version"]) == (str(explicit), "UNIFIED_GEMINI_BIN", "0.61.0")
 
 
+def test_doctor_does_not_call_gemini_cli_ready_without_the_node_a_run_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pinned gemini is a Node script: with no `node` on PATH every run fails (`backend_unavailable`,
+    exit 2) while doctor, which reads the version from the npm package, said "✓ ready"."""
+    monkeypatch.chdir(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("UNIFIED_")} | {
+        "PATH": str(tmp_path),
+        "GEMINI_API_KEY": "a-key-for-the-test-0001",
+    }
+    report = doctor_report(env)
+    assert report["gemini"]["version"] == spec_of("gemini-cli").version
+    assert "Node.js was not found on PATH" in str(report["gemini"]["problem"])
+    assert "install Node.js 20 or newer" in str(report["gemini"]["problem"])  # what to do
+    [status] = [b for b in report["backends"] if b["backend"] == "gemini-cli"]
+    assert not status["ready"]
+    assert any("Node.js was not found on PATH" in problem for problem in status["problems"])
+    for native in ("claude", "codex"):  # native executables: no Node needed to run them
+        assert report[native]["problem"] is None, report[native]
+    node = tmp_path / "node"
+    node.write_text("#!/bin/sh\n")
+    node.chmod(0o755)
+    assert doctor_report(env)["gemini"]["problem"] is None
+
+
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", "from unified._cli.main import app; app(prog_name='unified')", *args],

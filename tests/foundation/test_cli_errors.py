@@ -85,6 +85,8 @@ def test_replay_of_a_bad_file(bad_files: Path, name: str, phrase: str) -> None:
         (("run", " \n\t"), "the prompt is empty"),
         (("run", "hi", "--cwd", "/nonexistent/dir"), "does not exist"),
         (("run", "hi", "--cwd", str(TOOL_CALL)), "is not a directory"),
+        (("run", "hi", "--resume", ""), "the session reference (resume) is empty"),
+        (("run", "hi", "--resume", " ", "--backend", "scripted"), "the session reference (resume) is empty"),
         (("run", "hi", "--backend", "claude"), "'claude' is not one of"),
         (("run", "hi", "--max-turns", "0"), "--max-turns"),
         (("run", "hi", "--bogus"), "No such option"),

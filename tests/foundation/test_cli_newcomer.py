@@ -169,26 +169,35 @@ def test_the_demo_of_every_backend_writes_nothing_outside_its_temporary_director
     assert "events: thinking 1 on gemini-cli, 1 on generate-content, 2 on interactions" in " ".join(notes.split())
 
 
-def test_ctrl_c_interrupts_the_demo_as_it_does_a_run(isolated_home: Path) -> None:
+@pytest.mark.parametrize(
+    ("sent", "code", "again"), [(signal.SIGINT, EXIT_INTERRUPTED, "Ctrl-C"), (signal.SIGTERM, 143, "SIGTERM")]
+)
+def test_ctrl_c_interrupts_the_demo_as_it_does_a_run(
+    isolated_home: Path, sent: signal.Signals, code: int, again: str
+) -> None:
+    """SIGTERM too: its default action ended the demo at once, leaving its temporary directory behind."""
+    temporary = isolated_home.parent / "tmp"
+    temporary.mkdir()
     demo = subprocess.Popen(
         [sys.executable, "-m", "unified._cli", "demo", "--backend", "generate-content"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=_env(isolated_home),
+        env=_env(isolated_home, TMPDIR=str(temporary)),
     )
     assert demo.stdout is not None
     for line in demo.stdout:  # the run has started: its session is shown
         if line.startswith("● session"):
-            demo.send_signal(signal.SIGINT)
+            demo.send_signal(sent)
             break
     out, err = demo.communicate(timeout=HANG_GUARD_S)
-    assert demo.returncode == EXIT_INTERRUPTED, err
-    assert "interrupting… (Ctrl-C again to stop waiting)" in err
+    assert demo.returncode == code, err
+    assert f"interrupting… ({again} again to stop waiting)" in err
     assert "Traceback" not in err
     finished = out.splitlines()
     # the run was interrupted, or had already ended when the signal came: either way it says so and exits 130
     assert any(line.startswith(("✘ interrupted", "✔ success")) for line in finished), out
+    assert list(temporary.iterdir()) == []  # the demo's temporary directory is gone
 
 
 # --- record, serve, run -------------------------------------------------------------------------------

@@ -71,7 +71,7 @@ def test_import_unified_stays_light() -> None:
     assert json.loads(out) == []
 
 
-BACKENDS = ["gemini-cli", "generate-content", "interactions", "scripted", "auto"]
+BACKENDS = ["gemini-cli", "generate-content", "interactions", "claude-code", "codex", "scripted", "auto"]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -82,6 +82,8 @@ BACKENDS = ["gemini-cli", "generate-content", "interactions", "scripted", "auto"
         ({"cwd": Path(__file__)}, "is not a directory"),
         ({"prompt": ""}, "the prompt is empty"),
         ({"prompt": "  \n\t"}, "the prompt is empty"),
+        ({"resume": ""}, "the session reference \\(resume\\) is empty"),
+        ({"resume": " "}, "the session reference \\(resume\\) is empty"),
     ],
 )
 def test_every_backend_rejects_what_no_backend_can_run_before_it_starts(

@@ -13,7 +13,7 @@ import unified
 from unified import SessionStore
 from unified.errors import AmbiguousSession, SessionInUse, SessionNotFound
 from unified.events import Usage
-from unified.sessions import FileSessionStore, MemorySessionStore, StoredSession
+from unified.sessions import FileSessionStore, MemorySessionStore, SessionInfo, StoredSession, resolve_ref
 
 pytestmark = pytest.mark.anyio
 
@@ -173,3 +173,22 @@ async def test_only_a_new_sessions_announced_save_skips_the_fsync(
     await stores.save_announced(store, session, new=new)
     assert bool(synced) is not new
     assert (await store.load("scripted", session.session_id)).first_prompt == "hi"
+
+
+def test_an_unknown_ref_lists_each_recent_session_on_one_line() -> None:
+    """A first prompt of several lines (an image's note under the question, a pasted file) took as many
+    lines of the "recent sessions" of `--resume`'s error, each looking like a session of its own."""
+    sessions = [
+        SessionInfo(
+            backend="b", session_id="1a000000-0000", short_id="1a000000", first_prompt="what is this\nimage note"
+        ),
+        SessionInfo(backend="b", session_id="2b000000-0000", short_id="2b000000", first_prompt="  two\r\n\tlines "),
+    ]
+    with pytest.raises(SessionNotFound) as caught:
+        resolve_ref("zzz", sessions, "b")
+    lines = caught.value.message.splitlines()
+    assert lines[0] == "no b session matches 'zzz'; recent sessions:"
+    assert [line.split() for line in lines[1:]] == [
+        ["1a000000", "what", "is", "this", "image", "note"],
+        ["2b000000", "two", "lines"],
+    ]

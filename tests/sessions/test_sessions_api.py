@@ -17,7 +17,7 @@ from unified import execute, sessions
 from unified._adapters.gemini_cli._chat_files import ChatFiles
 from unified._cli import main as cli
 from unified.errors import AmbiguousSession, SessionNotFound
-from unified.events import Result, SessionStarted, UnifiedEvent, WarningEvent
+from unified.events import ErrorEvent, Result, SessionStarted, UnifiedEvent, WarningEvent
 from unified.sessions import MemorySessionStore, StoredSession
 from unified.testing import FakeGemini
 from unified.testing._scenario import ModelTurn
@@ -230,3 +230,32 @@ async def test_auto_resume_of_an_unknown_id_lists_where_it_looked(monkeypatch: p
     assert "no session matches '0000ffff'" in str(result.error)
     assert "generate-content:" in str(result.error)
     assert "gemini-cli:" in str(result.error)
+
+
+@pytest.mark.parametrize(
+    ("backend", "ref", "owner"),
+    [("interactions", "1c1c1c1c", "generate-content"), ("generate-content", GEMINI_ID[:8], "gemini-cli")],
+)
+async def test_a_resume_on_the_wrong_backend_names_the_backend_that_has_it(
+    gemini_session: Path, monkeypatch: pytest.MonkeyPatch, backend: str, ref: str, owner: str
+) -> None:
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key-for-routing-0001")
+    store = MemorySessionStore()
+    await _api_session(store, "generate-content", "1c1c1c1c-0000", "gc prompt")
+    events = await _collect(
+        ExecuteParams(prompt="x", backend=backend, resume=ref, session_store=store, cwd=gemini_session)
+    )
+    error = next(e for e in events if isinstance(e, ErrorEvent))
+    assert error.code == "session_not_found"
+    assert error.message.startswith(f"no {backend} session matches '{ref}': {ref} belongs to the {owner} backend")
+    assert f"(resume it with the {owner} backend (or auto)" in error.message  # what to do
+    assert error.details["owner"] == owner
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert (result.status, result.backend) == ("error", backend)
+    nobodys = await _collect(
+        ExecuteParams(prompt="x", backend=backend, resume="0000ffff", session_store=store, cwd=gemini_session)
+    )
+    error = next(e for e in nobodys if isinstance(e, ErrorEvent))  # an id no backend has: the backend's own error
+    assert error.message.startswith(f"no {backend} session matches '0000ffff'")
+    assert "owner" not in error.details

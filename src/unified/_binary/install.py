@@ -28,7 +28,8 @@ from pathlib import Path
 
 import platformdirs
 
-from unified._binary.environment import EnvPolicy, child_env
+from unified._binary.environment import EnvPolicy, FileSignature, child_env, file_signature
+from unified._files import open_regular
 from unified.errors import BackendUnavailable
 
 __all__ = [
@@ -135,6 +136,50 @@ class Binary:
 
 class NodeUnavailable(BackendUnavailable):
     """Node.js is missing, broken or too old to install or run the binary."""
+
+
+def require_node(spec: BinarySpec, binary: Path, env: Mapping[str, str]) -> None:
+    """A `NodeUnavailable` (backend_unavailable, naming what to install) when `binary` (of `spec`) is a Node
+    script and no `node` is on the PATH of `env` (the child's): else the run would die with `/usr/bin/env:
+    'node': No such file`. `unified doctor` asks the same, so it never calls such a backend ready."""
+    signature = file_signature(binary)
+    if signature is None:
+        return
+    if _runs_on_node(binary, signature) and _node_on(env.get("PATH")) is None:
+        raise NodeUnavailable(
+            f"Node.js was not found on PATH; {spec.title} ({binary}) needs Node.js {spec.min_node[0]}+",
+            hint=NODE_HINT,
+            details={"missing": "node", "binary": str(binary)},
+        )
+
+
+_NODE_FOUND: dict[str | None, str] = {}
+"""Per PATH, the `node` last found on it."""
+
+
+def _node_on(path: str | None) -> str | None:
+    """A `node` on `path`, None when there is none. The last one found is checked again (one `access`),
+    not looked for in every folder of the PATH before every run; a node that went away is looked for anew."""
+    known = _NODE_FOUND.get(path)
+    if known is not None and os.access(known, os.X_OK):
+        return known
+    found = shutil.which("node", path=path)
+    if found is None:
+        _NODE_FOUND.pop(path, None)
+    elif len(_NODE_FOUND) < 16 or path in _NODE_FOUND:
+        _NODE_FOUND[path] = found
+    return found
+
+
+@functools.lru_cache(maxsize=16)
+def _runs_on_node(binary: Path, signature: FileSignature) -> bool:
+    """Whether `binary` (as it is: its `file_signature`) is a script run by Node (its `#!` line)."""
+    try:
+        with open_regular(binary) as handle:  # a FIFO there is refused, never waited on
+            first = handle.readline(256)
+    except OSError:
+        return False
+    return first.startswith(b"#!") and b"node" in first
 
 
 def find_binary(spec: BinarySpec, explicit: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path:

@@ -122,6 +122,8 @@ class DemoControl:
     stream: EventStream | None = None
     """The run in progress (`cancel(interrupted=True)` ends it with `result(interrupted)`)."""
     interrupted: bool = False
+    terminated: bool = False
+    """The interruption was SIGTERM (the demo exits 143, not 130)."""
     runs: list[DemoRun] = field(default_factory=list)
     """The runs that ended, in order."""
     binaries: dict[str, Path] = field(default_factory=dict)

@@ -34,7 +34,7 @@ def agent_binary(spec: BinarySpec, env: Mapping[str, str]) -> dict[str, Any]:
     """The binary of `spec` its backend would run: where (and how it was found, in the backend's own
     order: its variable, the project-local folder, the `unified install` folder, PATH), its version
     (from its npm package when it has one, so no process starts), and what is wrong with it."""
-    from unified._binary.install import find_binary, probe_version
+    from unified._binary.install import find_binary, probe_version, require_node
 
     info: dict[str, Any] = {"path": None, "found_by": None, "version": None, "problem": None}
     try:
@@ -60,6 +60,11 @@ def agent_binary(spec: BinarySpec, env: Mapping[str, str]) -> dict[str, Any]:
     low, high = spec.supported
     if not low <= version < high:
         info["problem"] = f"version {info['version']} is not the pinned {spec.version}: {spec.install_hint}"
+    elif spec.runs_on_node:
+        try:
+            require_node(spec, path, env)  # what a run checks first: the version came from its npm package
+        except UnifiedError as exc:
+            info["problem"] = f"{exc.message}: {exc.hint}"
     return info
 
 

@@ -119,6 +119,8 @@ EXIT_BAD_INPUT = 2
 """A bad argument, option, file or setting: nothing ran."""
 EXIT_BROKEN_PIPE = 141
 """What a shell reports for a process ended by SIGPIPE: the reader of stdout left (`| head`)."""
+EXIT_TERMINATED = 128 + signal.SIGTERM
+"""What a shell reports for a process ended by SIGTERM: `unified run` exits with it when SIGTERM interrupted the run."""
 EXIT_INTERNAL = 70
 """An exception `unified` did not expect: a bug (EX_SOFTWARE)."""
 APPROVAL_CHOICES: tuple[str, ...] = ("default", "auto_edit", "yolo", "plan")
@@ -383,7 +385,7 @@ def run(
         ),
     ] = None,
 ) -> None:
-    """Run PROMPT and show its events as they happen. Ctrl-C cancels the run cleanly (exit 130)."""
+    """Run PROMPT and show its events as they happen. Ctrl-C (or SIGTERM) cancels the run cleanly (exit 130, 143)."""
     if prompt is None and not retry:
         raise _fail("Missing argument 'PROMPT' (say what the agent should do, or pass --retry)", EXIT_BAD_INPUT)
     params = _checked_params(
@@ -443,10 +445,11 @@ async def _run(params: ExecuteParams, json_lines: bool) -> int:
     console = _console()
     status: ResultStatus = "interrupted"  # unless a result arrives
     no_node = False
+    signals: list[signal.Signals] = []  # the ones that came
     from unified._execute import execute  # loaded by `_checked_params`, before the event loop started
 
     async with execute(params) as stream, anyio.create_task_group() as tg:
-        tg.start_soon(_cancel_on_interrupt, stream, tg.cancel_scope)
+        tg.start_soon(_cancel_on_interrupt, stream, tg.cancel_scope, signals)
         async for event in stream:
             try:
                 _show(event, json_lines, renderer, console)
@@ -459,20 +462,33 @@ async def _run(params: ExecuteParams, json_lines: bool) -> int:
             if isinstance(event, Result):
                 status = event.status
         tg.cancel_scope.cancel()
+    if status == "interrupted" and signal.SIGTERM in signals:
+        return EXIT_TERMINATED
     return EXIT_BAD_INPUT if no_node and status == "error" else EXIT_CODES[status]
 
 
-async def _cancel_on_interrupt(stream: EventStream, scope: CancelScope) -> None:
-    """First Ctrl-C cancels the run, whose `result` still arrives; a second one stops waiting for it."""
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+"""What interrupts `run` and `demo`: Ctrl-C, or SIGTERM (a supervisor's stop, `kill`). Without SIGTERM among
+them its default action ended the command at once: no `result`, an agent binary (claude) and the tool command
+it ran went on with no parent, and the demo's temporary directory stayed."""
+
+
+def _say_interrupting(number: int) -> None:
+    again = "Ctrl-C" if number == signal.SIGINT else "SIGTERM"
+    _say(f"interrupting… ({again} again to stop waiting)", style="yellow", stderr=True)
+
+
+async def _cancel_on_interrupt(stream: EventStream, scope: CancelScope, came: list[signal.Signals]) -> None:
+    """The first stop signal cancels the run, whose `result` still arrives, and its processes end as on any
+    cancel; a second one stops waiting for it. Each signal is added to `came`."""
     try:
-        with anyio.open_signal_receiver(signal.SIGINT) as signals:
-            interrupted = False
-            async for _ in signals:
-                if interrupted:
+        with anyio.open_signal_receiver(*_STOP_SIGNALS) as signals:
+            async for number in signals:
+                came.append(number)
+                if len(came) > 1:
                     scope.cancel()
                     return
-                interrupted = True
-                _say("interrupting… (Ctrl-C again to stop waiting)", style="yellow", stderr=True)
+                _say_interrupting(number)
                 stream.cancel(interrupted=True)
     except NotImplementedError:  # no signal receivers on Windows: KeyboardInterrupt ends the run
         return
@@ -538,7 +554,7 @@ def demo(
     if control.interrupted:
         if not_run:
             _say(f"interrupted: {', '.join(not_run)} did not run", style="yellow", stderr=True)
-        raise typer.Exit(EXIT_CODES["interrupted"])
+        raise typer.Exit(EXIT_TERMINATED if control.terminated else EXIT_CODES["interrupted"])
     failed = [one.backend for one in runs if one.result is None or one.result.status != "success"]
     raise typer.Exit(1 if failed else 0)
 
@@ -559,15 +575,17 @@ async def _demo(backends: tuple[str, ...], show: Callable[[str, UnifiedEvent], N
 
 
 async def _interrupt_demo(control: Any, scope: CancelScope) -> None:
-    """As `unified run`: a first Ctrl-C interrupts the backend running and starts no other; a second stops waiting."""
+    """As `unified run`: a first Ctrl-C (or SIGTERM) interrupts the backend running and starts no other; a second
+    stops waiting."""
     try:
-        with anyio.open_signal_receiver(signal.SIGINT) as signals:
-            async for _ in signals:
+        with anyio.open_signal_receiver(*_STOP_SIGNALS) as signals:
+            async for number in signals:
                 if control.interrupted:
                     scope.cancel()
                     return
                 control.interrupted = True
-                _say("interrupting… (Ctrl-C again to stop waiting)", style="yellow", stderr=True)
+                control.terminated = number == signal.SIGTERM
+                _say_interrupting(number)
                 if control.stream is not None:
                     control.stream.cancel(interrupted=True)
     except NotImplementedError:  # no signal receivers on Windows: KeyboardInterrupt ends the demo

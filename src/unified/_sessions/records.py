@@ -161,7 +161,8 @@ class SessionStore(Protocol):
 def _describe(sessions: Sequence[SessionInfo], limit: int = 5) -> str:
     recent = sorted(sessions, key=by_recency, reverse=True)
     lines = [
-        f"  {s.short_id}  {(s.updated_at or s.started_at or '')!s:.19}  {clip(s.summary or s.first_prompt or '', 60)}"
+        f"  {s.short_id}  {(s.updated_at or s.started_at or '')!s:.19}  "
+        f"{clip(' '.join((s.summary or s.first_prompt or '').split()), 60)}"  # one line each: a prompt may have many
         for s in recent[:limit]
     ]
     return "\n".join(lines) if lines else "  (no sessions)"

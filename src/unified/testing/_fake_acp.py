@@ -134,7 +134,8 @@ class RawUpdate:
 @dataclass(frozen=True, slots=True)
 class Hang:
     """The prompt stops here until `session/cancel`, then answers `cancelled`; with `answers_cancel`
-    False it never answers at all."""
+    False it never answers at all. As a fault of a setup method (`FakeAcp(faults=...)`): that request
+    is never answered (a process stuck at its start)."""
 
     answers_cancel: bool = True
 
@@ -335,10 +336,11 @@ class FakeAcp:
         *prompts: Script,
         load_session: bool = True,
         write_chat: bool = True,
-        faults: Mapping[str, Crash | ErrorAnswer] | None = None,
+        faults: Mapping[str, Crash | ErrorAnswer | Hang] | None = None,
     ) -> None:
         """`write_chat=False`: no chat file (as when the CLI cannot write one); `faults`: the answer to a
-        setup method (`initialize`, `session/new`, `session/load`, ...) is that crash or error instead."""
+        setup method (`initialize`, `session/new`, `session/load`, ...) is that crash or error instead,
+        or none at all (`Hang`)."""
         self.prompts: list[Script] = list(prompts)
         self.load_session = load_session
         self.write_chat = write_chat
@@ -417,6 +419,8 @@ class FakeAcpProcess(FakeAgentProcess):
             return
         if isinstance(fault, ErrorAnswer):
             self._send({"id": message["id"], "error": {"code": fault.code, "message": fault.message}})
+            return
+        if isinstance(fault, Hang):
             return
         if handler is None:
             self._send({"id": message["id"], "error": {"code": -32601, "message": f'"Method not found": {method}'}})

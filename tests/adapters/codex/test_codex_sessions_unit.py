@@ -102,6 +102,20 @@ def test_hostile_rollouts_are_problems_not_crashes(tmp_path: Path) -> None:
         Rollouts(tmp_path).resolve("000ffff1")
 
 
+def test_a_rollout_of_binary_bytes_is_said_to_be_unreadable_not_empty(tmp_path: Path) -> None:
+    path = write(tmp_path, "01a23248-9d08-7a31-8b3c-0000000aaaa1", said("fine"))
+    path.write_bytes(b"\x00\xff\x8b" * 100 + b"\n" + b"\x1f\x8b" * 50)  # a binary blob: 2 lines, no JSON
+    with pytest.raises(CorruptSession, match="has no line that is JSON \\(2 unreadable\\)") as caught:
+        read_rollout(path)
+    assert "empty" not in caught.value.message
+    [info] = Rollouts(tmp_path).list_sessions()
+    assert info.problem is not None
+    assert "has no line that is JSON" in info.problem.message
+    path.write_bytes(b"")
+    with pytest.raises(CorruptSession, match="is empty"):
+        read_rollout(path)
+
+
 def test_subagent_rollouts_are_not_listed_and_go_with_their_parent(tmp_path: Path) -> None:
     parent = "01a23248-9d08-7a31-8b3c-0000000aaaa1"
     child = "01a23248-9d09-7a31-8b3c-0000000aaaa2"

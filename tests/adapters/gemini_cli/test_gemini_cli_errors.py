@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from unified._adapters.gemini_cli._launch import gemini_env, require_node
+from unified._adapters.gemini_cli._launch import GEMINI_CLI, gemini_env
 from unified._adapters.gemini_cli._outcome import error_from_acp
-from unified._binary.install import NodeUnavailable
+from unified._binary.install import NodeUnavailable, require_node
 from unified._binary.jsonrpc import RpcError
 
 
@@ -59,7 +59,7 @@ def _script(tmp_path: Path, shebang: str) -> Path:
 
 def test_no_node_on_path_is_backend_unavailable_naming_what_to_install(tmp_path: Path) -> None:
     with pytest.raises(NodeUnavailable) as caught:
-        require_node(_script(tmp_path, "#!/usr/bin/env node"), {"PATH": str(tmp_path / "empty")})
+        require_node(GEMINI_CLI, _script(tmp_path, "#!/usr/bin/env node"), {"PATH": str(tmp_path / "empty")})
     assert caught.value.code == "backend_unavailable"
     assert "Node.js was not found on PATH" in caught.value.message
     assert caught.value.hint is not None
@@ -73,8 +73,8 @@ def test_a_node_on_path_or_a_binary_that_is_no_node_script_passes(tmp_path: Path
     node = bin_dir / "node"
     node.write_text("#!/bin/sh\n")
     node.chmod(0o755)
-    require_node(_script(tmp_path, "#!/usr/bin/env node"), {"PATH": str(bin_dir)})
-    require_node(_script(tmp_path, "#!/bin/sh"), {"PATH": str(tmp_path / "empty")})
+    require_node(GEMINI_CLI, _script(tmp_path, "#!/usr/bin/env node"), {"PATH": str(bin_dir)})
+    require_node(GEMINI_CLI, _script(tmp_path, "#!/bin/sh"), {"PATH": str(tmp_path / "empty")})
 
 
 def test_a_node_that_went_away_is_missed_at_the_next_run(tmp_path: Path) -> None:
@@ -86,10 +86,10 @@ def test_a_node_that_went_away_is_missed_at_the_next_run(tmp_path: Path) -> None
     node.write_text("#!/bin/sh\n")
     node.chmod(0o755)
     binary = _script(tmp_path, "#!/usr/bin/env node")
-    require_node(binary, {"PATH": str(bin_dir)})
+    require_node(GEMINI_CLI, binary, {"PATH": str(bin_dir)})
     node.unlink()
     with pytest.raises(NodeUnavailable):
-        require_node(binary, {"PATH": str(bin_dir)})
+        require_node(GEMINI_CLI, binary, {"PATH": str(bin_dir)})
 
 
 def test_the_machine_s_system_settings_are_read_again_when_they_change(

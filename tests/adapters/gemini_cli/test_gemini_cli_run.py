@@ -12,10 +12,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
+from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams, UserInputRequest, UserInputResponse
 from unified._adapters.gemini_cli import AcpPool
+from unified._adapters.gemini_cli import _acp as acp_module
 from unified._adapters.gemini_cli import _hold_back as hold_back
 from unified._adapters.gemini_cli import _run as run_module
 from unified._adapters.gemini_cli._launch import DEFAULT_MODEL
@@ -514,6 +517,45 @@ async def test_prompt_that_never_answers_a_cancel_retires_its_process(
     assert result_of(events).status == "cancelled"
     assert no_process_left(fake)
     assert pool.pids() == []
+
+
+@pytest.mark.parametrize("pool_size", [0, 1])
+async def test_a_cancel_while_the_cli_starts_ends_its_process(tmp_path: Path, pool_size: int) -> None:
+    """A CLI that never answers `initialize` (stuck at its start), cancelled meanwhile (Ctrl-C): the run
+    ends `cancelled` and the process with it; it was left running, with no parent, once `unified run` exited."""
+    fake = FakeAcp([text("never"), Finish()], faults={"initialize": Hang()})
+    options = {"start_process": fake, "pool": AcpPool(size=pool_size)}
+    params = ExecuteParams(prompt="go", backend="gemini-cli", cwd=tmp_path, backend_options=options)
+    events: list[UnifiedEvent] = []
+    with anyio.fail_after(HANG_GUARD_S):
+        async with EventStream(params, strict=True) as stream, anyio.create_task_group() as tg:
+
+            async def cancel_once_it_starts() -> None:
+                while "initialize" not in fake.methods():  # noqa: ASYNC110 -- sent by the run, in its own task
+                    await anyio.sleep(0.01)
+                stream.cancel()
+
+            tg.start_soon(cancel_once_it_starts)
+            events.extend([event async for event in stream])
+    assert result_of(events).status == "cancelled"
+    assert fake.methods() == ["initialize"]
+    assert no_process_left(fake)
+
+
+async def test_a_cli_that_never_answers_initialize_fails_the_run_and_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As codex's and claude's runs do: before, it waited for the idle timeout (180 s; for ever with it off)."""
+    monkeypatch.setattr(acp_module, "INITIALIZE_TIMEOUT_S", 0.05)
+    fake = FakeAcp([text("never"), Finish()], faults={"initialize": Hang()})
+    with anyio.fail_after(HANG_GUARD_S):
+        events = await run(fake, tmp_path, idle_timeout_s=None)
+    error = one(events, ErrorEvent)
+    assert (error.code, error.retryable) == ("backend_error", True)
+    assert "gemini --acp did not answer initialize within 0.05 s" in error.message
+    assert "unified doctor" in error.message
+    assert result_of(events).status == "error"
+    assert no_process_left(fake)
 
 
 async def test_oversized_line_is_dropped_with_a_warning(tmp_path: Path) -> None:

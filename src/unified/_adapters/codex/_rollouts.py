@@ -156,7 +156,8 @@ def read_rollout(path: Path, limit: int | None = None, scan: Callable[[dict[str,
         hint = exc.hint if isinstance(exc, NotRegularFile) else "check its permissions"
         raise CorruptSession(f"{path} cannot be read: {exc.strerror or exc}", hint=hint) from exc
     if meta is None:
-        raise CorruptSession(f"{path} is empty", hint="Codex cannot resume it either; it was left unchanged")
+        what = f"has no line that is JSON ({bad} unreadable)" if bad else "is empty"
+        raise CorruptSession(f"{path} {what}", hint="Codex cannot resume it either; it was left unchanged")
     if str(meta.get("id", "")).lower() != match["id"]:
         raise CorruptSession(f"{path} holds the metadata of thread {meta.get('id')!r}", hint="it was left unchanged")
     return Rollout(path=path, thread_id=match["id"], meta=meta, records=records, bad_lines=bad)

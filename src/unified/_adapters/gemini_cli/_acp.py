@@ -13,18 +13,24 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from unified._adapters.gemini_cli._outcome import error_from_exit
 from unified._adapters.gemini_cli._retry_watch import DebugLog, debug_log_env
 from unified._binary.jsonrpc import ConnectionClosed, JsonRpcConnection, Message, RpcError, as_dict
 from unified._binary.pool import DEFAULT_IDLE_TTL, DEFAULT_SIZE, ProcessWide, WarmPool
 from unified._binary.process import ProcessStarter
 from unified.backends import AgentProcess
+from unified.errors import BackendError
 
 __all__ = ["AcpConnection", "AcpPool", "connect", "default_pool", "initialize_params", "session_of"]
 
 PROTOCOL_VERSION = 1
 START_EXIT_GRACE_S = 2.0
 """How long a process that failed `initialize` may take to exit before its code is read."""
+INITIALIZE_TIMEOUT_S = 60.0
+"""How long `gemini --acp` may take to answer `initialize` (a cold start takes about 2 s): a CLI stuck at its
+start fails the run here, as codex's and claude's do, not only at the idle timeout (never, with that off)."""
 MAX_SESSIONS_PER_PROCESS = 8
 
 
@@ -81,12 +87,27 @@ async def connect(start: ProcessStarter, argv: Sequence[str], cwd: Path, env: Ma
         raise
     connection = AcpConnection(process, log)
     try:
-        info = await connection.request("initialize", initialize_params())
+        with anyio.fail_after(INITIALIZE_TIMEOUT_S):
+            info = await connection.request("initialize", initialize_params())
+    except TimeoutError:
+        tail = connection.process.stderr_tail()
+        with anyio.CancelScope(shield=True):
+            await connection.close()
+        raise BackendError(
+            f"gemini --acp did not answer initialize within {INITIALIZE_TIMEOUT_S:g} s",
+            retryable=True,
+            hint="run `unified doctor`; the CLI's stderr is in this error's details",
+            details={"stderr_tail": tail},
+        ) from None
     except (ConnectionClosed, RpcError) as exc:
         code = await connection.process.wait(START_EXIT_GRACE_S)
         tail = connection.process.stderr_tail()
         await connection.close()
         raise error_from_exit(code, tail, f"gemini --acp failed to start ({exc})") from exc
+    except BaseException:  # cancelled before it answered (Ctrl-C while the CLI starts): the process goes too
+        with anyio.CancelScope(shield=True):
+            await connection.close()
+        raise
     connection.agent_info = as_dict(info.get("agentInfo"))
     connection.can_load = as_dict(info.get("agentCapabilities")).get("loadSession") is True
     return connection

@@ -33,7 +33,6 @@ import functools
 import json
 import os
 import re
-import shutil
 import stat
 from collections import ChainMap
 from collections.abc import Mapping, Sequence
@@ -43,9 +42,9 @@ from typing import Any
 
 from unified._adapters.gemini_cli._options import GeminiCliOptions
 from unified._binary.environment import EnvPolicy, FileSignature, cache_file, cache_folder, child_env, file_signature
-from unified._binary.install import NODE_HINT, BinarySpec, NodeUnavailable, locate
+from unified._binary.install import BinarySpec, locate, require_node
 from unified._binary.process import AgentSubprocess
-from unified._files import open_regular, read_regular
+from unified._files import read_regular
 from unified.tools import protected_path_patterns
 from unified.types import ExecuteParams
 
@@ -184,49 +183,6 @@ def _half_memory_mb() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (2 * 1024 * 1024)
 
 
-def require_node(binary: Path, env: Mapping[str, str]) -> None:
-    """A `NodeUnavailable` (backend_unavailable, naming what to install) when `binary` is a Node script and no
-    `node` is on the child's PATH: else the run would die with `/usr/bin/env: 'node': No such file`."""
-    signature = file_signature(binary)
-    if signature is None:
-        return
-    if _runs_on_node(binary, signature) and _node_on(env.get("PATH")) is None:
-        raise NodeUnavailable(
-            f"Node.js was not found on PATH; {GEMINI_CLI.title} ({binary}) needs Node.js {GEMINI_CLI.min_node[0]}+",
-            hint=NODE_HINT,
-            details={"missing": "node", "binary": str(binary)},
-        )
-
-
-_NODE_FOUND: dict[str | None, str] = {}
-"""Per PATH, the `node` last found on it."""
-
-
-def _node_on(path: str | None) -> str | None:
-    """A `node` on `path`, None when there is none. The last one found is checked again (one `access`),
-    not looked for in every folder of the PATH before every run; a node that went away is looked for anew."""
-    known = _NODE_FOUND.get(path)
-    if known is not None and os.access(known, os.X_OK):
-        return known
-    found = shutil.which("node", path=path)
-    if found is None:
-        _NODE_FOUND.pop(path, None)
-    elif len(_NODE_FOUND) < 16 or path in _NODE_FOUND:
-        _NODE_FOUND[path] = found
-    return found
-
-
-@functools.lru_cache(maxsize=16)
-def _runs_on_node(binary: Path, signature: FileSignature) -> bool:
-    """Whether `binary` (as it is: its `file_signature`) is a script run by Node (its `#!` line)."""
-    try:
-        with open_regular(binary) as handle:  # a FIFO there is refused, never waited on
-            first = handle.readline(256)
-    except OSError:
-        return False
-    return first.startswith(b"#!") and b"node" in first
-
-
 def start_gemini(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> AgentSubprocess:
     """The default `start_process`: the `gemini --acp` subprocess."""
     return AgentSubprocess(argv, cwd=cwd, env=env, hint=GEMINI_CLI.install_hint)
@@ -258,7 +214,7 @@ class Launch:
         binary = STAND_IN_BINARY
         if options.start_process is None:
             binary = locate(GEMINI_CLI, options.gemini_binary, where).path
-            require_node(binary, env)
+            require_node(GEMINI_CLI, binary, env)
         fake = options.fake_responses.resolve() if options.fake_responses is not None else None
         return cls(
             binary=binary,

@@ -1,4 +1,4 @@
-"""What every e2e conversation test shares: the pinned agent binaries, found where `scripts/setup` put them."""
+"""What e2e tests share: the pinned agent binaries, found where `scripts/setup` put them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 BINARIES = {
     "UNIFIED_GEMINI_BIN": ROOT / ".gemini-cli" / "node_modules" / ".bin" / "gemini",
     "UNIFIED_CLAUDE_BIN": ROOT / ".claude-code" / "node_modules" / ".bin" / "claude",
