@@ -164,3 +164,31 @@ async def test_a_retried_answer_that_differs_replaces_the_cut_one_and_says_so(wo
     assert result.status == "success"
     assert result.final_text == "Second answer."
     assert json.loads(json.dumps(result.usage.model_dump()))["output_tokens"] >= 0
+
+
+@pytest.mark.parametrize(
+    ("second", "warns"), [("Hello there, friend of mine.", False), ("Another answer.", True)], ids=["same", "differs"]
+)
+async def test_an_error_mid_stream_is_answered_by_the_cli_s_fallback_request_shown_once(
+    workspace: Path, second: str, warns: bool
+) -> None:
+    """After an `error` event in the middle of a stream the CLI asks again without streaming: the whole answer
+    arrives as one `assistant` line. It is matched against what was shown, as a streamed retry is: a repeated
+    prefix is not shown twice; an answer that differs closes the cut one and says so. Before, the whole answer
+    followed the cut text, and the final text was the two glued ("HelloAnother answer.")."""
+    turns = [
+        ModelTurn(text="Hello there, friend of mine.", text_chunks=4, fault=Fault(kind="mid_stream_error", after=3)),
+        ModelTurn(text=second),
+    ]
+    async with FakeAnthropic(turns) as server:
+        events = await run_claude(server, workspace, "Greet me")
+        streamed = [r.body.get("stream") for r in server.requests_for("messages") if isinstance(r.body, dict)]
+    assert streamed == [True, False]  # the fallback is a request without streaming
+    warned = [e for e in events if isinstance(e, WarningEvent) and e.code == "stream_resumed"]
+    assert len(warned) == (1 if warns else 0)
+    after = events[events.index(warned[0]) :] if warns else events
+    assert "".join(e.text for e in after if isinstance(e, TextDelta)) == second
+    assert [e.text for e in events if isinstance(e, AssistantMessage)][-1] == second
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert (result.status, result.final_text) == ("success", second)

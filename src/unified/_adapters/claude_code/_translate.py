@@ -454,16 +454,7 @@ class StreamTranslator:
             self._replay = _Replay([b for b in seen if b.kind in ("text", "thinking")])
             self._blocks = {}
             return []
-        items: list[Item] = []
-        replay = self._replay
-        if replay is not None and not replay.diverged:
-            texts = [b for b in blocks if b.kind in ("text", "thinking")]
-            if len(texts) < len(replay.shown) or any(
-                len(new.text) < len(old.text) for new, old in zip(texts, replay.shown, strict=False)
-            ):
-                items += self._diverge()
-        self._replay = None
-        self._blocks = {}
+        items = self._replaced_whole()
         items.append(EndTurn(self._usage or Usage()))
         self._usage = None
         return items
@@ -480,10 +471,20 @@ class StreamTranslator:
         if isinstance(inner.get("model"), str) and task is None:
             self.model = inner["model"]
         items: list[Item] = []
-        for block in as_list(inner.get("content")):
+        # The CLI's non-streaming fallback after a stream that failed (its `message_stop` names the abandoned
+        # blocks, or never came): the whole answer is matched against what was shown, as a streamed retry is.
+        answers_cut = task is None and not streamed and (self._replay is not None or self._cut_stream_shown())
+        if answers_cut and self._replay is None:
+            self._replay = _Replay([b for _, b in sorted(self._blocks.items()) if b.kind in ("text", "thinking")])
+            self._blocks = {}
+        for index, block in enumerate(as_list(inner.get("content"))):
             if not isinstance(block, Mapping):
                 continue
             kind = block.get("type")
+            if answers_cut and kind in ("text", "thinking"):
+                items += self._grow(index, str(kind), str(block.get(kind) or ""))
+                items += self._block_stop(index)
+                continue
             if kind == "tool_use" and isinstance(block.get("id"), str):
                 call_id = block["id"]
                 if call_id in self.tools:
@@ -533,6 +534,28 @@ class StreamTranslator:
                         text=str(block.get("thinking") or ""), replace=False, signature=signature, subagent_task_id=task
                     )
                 )
+        if answers_cut:
+            items += self._replaced_whole()
+        return items
+
+    def _cut_stream_shown(self) -> bool:
+        """Whether a main-agent message was streamed in part and never ended (no `message_stop`: its stream
+        failed), with text or thought shown: the next whole answer is the model's again, not more of it."""
+        return any(b.kind in ("text", "thinking") and b.text for b in self._blocks.values())
+
+    def _replaced_whole(self) -> list[Item]:
+        """The end of a whole answer matched against the cut one (`_replay`): one shorter than what was shown
+        diverges; then the match is over."""
+        items: list[Item] = []
+        replay = self._replay
+        if replay is not None and not replay.diverged:
+            texts = [b for _, b in sorted(self._blocks.items()) if b.kind in ("text", "thinking")]
+            if len(texts) < len(replay.shown) or any(
+                len(new.text) < len(old.text) for new, old in zip(texts, replay.shown, strict=False)
+            ):
+                items += self._diverge()
+        self._replay = None
+        self._blocks = {}
         return items
 
     def _task_of_parent(self, parent: object) -> str | None:
