@@ -1037,7 +1037,8 @@ def _sed_script(text: str) -> str | None:
         if command in "qQlL":
             skip(" \t0123456789")
         elif command in "#:bBtTvrR":
-            while index < size and text[index] not in "\n" + (";" if command in "bBtTv" else ""):
+            # GNU sed ends a label (`:a`, `ba`) at a `;` too: `:a;e touch x` runs `e`
+            while index < size and text[index] not in "\n" + (";" if command in ":bBtTv" else ""):
                 index += 1
         elif command in "aic":
             to_line_end()
@@ -1066,6 +1067,8 @@ def _sed_script(text: str) -> str | None:
 _AWK_LONG_FLAGS = frozenset({"--posix", "--traditional", "--re-interval", "--characters-as-bytes", "--csv"})
 _AWK_PRINT_TO = re.compile(r"\bprintf?\b[^;{}\n]*[>|]")
 _AWK_PIPE = re.compile(r"(?<!\|)\|(?!\|)")
+_AWK_AT = re.compile(r"@\s*\w")
+"""gawk's `@include`, `@load`, and its indirect calls: `f = "sys" "tem"; @f("cmd")` runs `system`."""
 
 
 def _awk_form(args: Sequence[str]) -> str | None:
@@ -1106,8 +1109,8 @@ def _awk_form(args: Sequence[str]) -> str | None:
             return "its program runs a command (system)"
         if _AWK_PIPE.search(program):
             return "its program runs a command (|)"
-        if "@include" in program or "@load" in program:
-            return "its program reads code from a file (@include, @load)"
+        if _AWK_AT.search(program):
+            return "its program reads code from a file (@include, @load) or calls a function by name (@f())"
         if _AWK_PRINT_TO.search(program):
             return "its program writes a file it names (print >)"
     return None
