@@ -13,6 +13,9 @@ on the code before that fix):
 - a sed script whose `e` command follows a label on its line (`:a;e touch x`: GNU sed ends the label
   at the `;`) and a gawk program calling `system` by name (`f = "sys" "tem"; @f("cmd")`), under
   allow rules for `sed` and `gawk`: both allowed, the sed one ran its command; worked;
+- writers the list missed, given a target only known at run time: `shuf -o ~/.bashrc evil` and
+  `sdiff -o ~/.bashrc evil evil` wrote the model's line into `.bashrc`, `yq -i -y '. = "cmd"' .env*`
+  replaced `.envrc` with a command, `uudecode x` writes the name its input's header gives; worked;
 - a shell command holding a NUL byte: `failed unexpectedly: ValueError: embedded null byte`;
 - an MCP server answering with an image whose data is not base64: `failed unexpectedly: Error: ...`.
 """
@@ -163,6 +166,47 @@ async def test_e2e_an_allowed_sed_does_not_run_the_command_after_a_label(ws: Pat
     assert outcome.decision is not None
     assert outcome.decision.decision == "deny"
     assert not (ws / "PWNED").exists()
+
+
+# --- writers with a target only known at run time --------------------------------------------------
+
+RUN_TIME_WRITES = [
+    ("shuf", 'shuf -o "$HOME/.bashrc" evil'),
+    ("sdiff", 'sdiff -o "$HOME/.bashrc" evil evil'),
+    ("yq", """yq -i -y '. = "touch PWNED"' .env*"""),
+    ("sd", "sd export 'touch PWNED; export' .env*"),
+    ("crudini", "crudini --set .gi*/config core fsmonitor 'touch PWNED'"),
+    ("uudecode", "uudecode payload.uu"),
+]
+
+
+@pytest.mark.parametrize(("prefix", "command"), RUN_TIME_WRITES)
+async def test_a_writer_with_a_run_time_target_is_asked_under_an_allow_rule(
+    ws: Path, prefix: str, command: str
+) -> None:
+    """SUCCEEDED before: each was allowed; the target (or, for uudecode, the name in its input) may be protected."""
+    async with ToolRuntime(ws, policy=_allow(prefix)) as rt:
+        decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": command}))
+    assert decision.decision == "deny"
+    assert decision.rule == "protected-paths"
+
+
+@pytest.mark.e2e  # runs bash, shuf, sdiff and yq
+@pytest.mark.parametrize(("prefix", "command"), RUN_TIME_WRITES[:3])
+async def test_e2e_an_allowed_writer_does_not_reach_a_start_up_file(
+    ws: Path, isolated_home: Path, prefix: str, command: str
+) -> None:
+    """SUCCEEDED before: each wrote `touch PWNED` into ~/.bashrc or .envrc under an allow rule for it."""
+    if shutil.which(prefix) is None:
+        pytest.skip(f"needs {prefix}")
+    (ws / "evil").write_text("touch PWNED\n")
+    (ws / ".envrc").write_text("a: 1\n")
+    async with ToolRuntime(ws, policy=_allow(prefix), shell_env_allowlist=["HOME"]) as rt:
+        [outcome] = await rt.run_batch([ToolCall("1", "run_shell_command", {"command": command})])
+    assert outcome.decision is not None
+    assert outcome.decision.decision == "deny"
+    assert not (isolated_home / ".bashrc").exists()
+    assert (ws / ".envrc").read_text() == "a: 1\n"
 
 
 # --- malformed input that raised ------------------------------------------------------------------
