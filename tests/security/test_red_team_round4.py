@@ -16,6 +16,9 @@ on the code before that fix):
 - writers the list missed, given a target only known at run time: `shuf -o ~/.bashrc evil` and
   `sdiff -o ~/.bashrc evil evil` wrote the model's line into `.bashrc`, `yq -i -y '. = "cmd"' .env*`
   replaced `.envrc` with a command, `uudecode x` writes the name its input's header gives; worked;
+- decompressors, which write each operand without its suffix: `gunzip .bashrc.gz` (after
+  `gzip -k evil && mv evil.gz .bashrc.gz`) wrote `.bashrc`, `xz -d .envrc.xz`, `gzip -dS .x .envrc.x`
+  and `gzip -S rc .bash` the same; all allowed under a rule for them; worked;
 - a shell command holding a NUL byte: `failed unexpectedly: ValueError: embedded null byte`;
 - an MCP server answering with an image whose data is not base64: `failed unexpectedly: Error: ...`.
 """
@@ -207,6 +210,51 @@ async def test_e2e_an_allowed_writer_does_not_reach_a_start_up_file(
     assert outcome.decision.decision == "deny"
     assert not (isolated_home / ".bashrc").exists()
     assert (ws / ".envrc").read_text() == "a: 1\n"
+
+
+# --- decompressors ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("prefix", "command"),
+    [
+        ("gunzip", "gunzip .bashrc.gz"),
+        ("gunzip", "gunzip -f sub/CLAUDE.md.gz"),
+        ("gunzip", "gunzip .envrc-gz"),
+        ("gzip", "gzip -d .envrc.gz"),
+        ("gzip", "gzip -dS .x .envrc.x"),
+        ("gzip", "gzip -d --suffix=.x .envrc.x"),
+        ("gzip", "gzip -S rc .bash"),
+        ("xz", "xz -d .envrc.xz"),
+        ("unxz", "unxz .envrc.xz"),
+        ("zstd", "zstd -d .envrc.zst"),
+        ("bzip2", "bzip2 -d .envrc.bz2"),
+        ("uncompress", "uncompress .envrc.Z"),
+    ],
+)
+async def test_a_decompressor_writing_a_protected_name_is_asked(ws: Path, prefix: str, command: str) -> None:
+    """SUCCEEDED before: allowed; the name written (the operand without, or with, its suffix) is protected."""
+    async with ToolRuntime(ws, policy=_allow(prefix)) as rt:
+        decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": command}))
+    assert decision.decision == "deny"
+    assert decision.rule == "protected-paths"
+
+
+@pytest.mark.e2e  # runs bash and gzip
+@pytest.mark.skipif(shutil.which("gzip") is None, reason="needs gzip")
+async def test_e2e_an_allowed_gunzip_does_not_write_a_start_up_file(ws: Path) -> None:
+    """SUCCEEDED before: under a rule allowing `gzip`, `gunzip` and `mv`, three calls put `touch PWNED`
+    into `.bashrc`; each names no protected path."""
+    (ws / "evil").write_text("touch PWNED\n")
+    calls = ["gzip -k evil", "mv evil.gz .bashrc.gz", "gunzip .bashrc.gz"]
+    async with ToolRuntime(ws, policy=_allow("gzip", "gunzip", "mv")) as rt:
+        outcomes = [
+            outcome
+            for i, command in enumerate(calls)  # one turn each: a call is judged once the one before has run
+            for outcome in await rt.run_batch([ToolCall(str(i), "run_shell_command", {"command": command})])
+        ]
+    assert [o.decision.decision for o in outcomes if o.decision] == ["allow", "allow", "deny"]
+    assert not (ws / ".bashrc").exists()
 
 
 # --- malformed input that raised ------------------------------------------------------------------

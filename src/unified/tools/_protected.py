@@ -220,6 +220,8 @@ class ProtectedPaths:
     """Commands that write the paths their input names (`[[input_writer]]`), by command name."""
     backup_suffix: frozenset[str] = frozenset()
     """Writers whose `-S`/`--suffix` names a backup file (`shell_backup_suffix`)."""
+    suffix_strippers: frozenset[str] = frozenset()
+    """Decompressors: each operand without its suffix is what they write (`shell_suffix_strippers`)."""
     shell_path_variables: frozenset[str] = frozenset()
     """Variables that decide where a later command writes or goes, or what options it takes."""
     directory_options: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
@@ -293,6 +295,7 @@ def protected_paths() -> ProtectedPaths:
         _alternatives(holders) if holders else None,
         input_writers,
         frozenset(str(w) for w in data["protected"].get("shell_backup_suffix", ())),
+        frozenset(str(w) for w in data["protected"].get("shell_suffix_strippers", ())),
         frozenset(str(w) for w in data["protected"].get("shell_path_variables", ())),
         {
             str(name): tuple(str(o) for o in options)
@@ -398,8 +401,9 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
             why = _input_write(name, part, writer, scope)
             if why is not None:
                 return why
-        if name in data.backup_suffix:
-            why = _backup_write(name, [w for w in part.words[1:] if w is not None], scope)
+        args = [w for w in part.words[1:] if w is not None]
+        if name in data.backup_suffix or name in data.suffix_strippers:
+            why = _suffix_write(name, args, scope, strips=name in data.suffix_strippers)
             if why is not None:
                 return why
     return None
@@ -881,8 +885,27 @@ def _link_leads(path: str, roots: Sequence[Path]) -> str | None:
     return None if hit is None else f"{text} ({hit})"
 
 
-def _backup_write(name: str, args: Sequence[str], scope: _Scope) -> str | None:
-    """`cp -b -S rc x .bash` writes `.bashrc`: each operand with the backup suffix is judged."""
+def _suffix_write(name: str, args: Sequence[str], scope: _Scope, *, strips: bool) -> str | None:
+    """`cp -b -S rc x .bash` writes `.bashrc`: each operand with the backup suffix is judged; with
+    `strips` (a decompressor: `gunzip .bashrc.gz` writes `.bashrc`), each operand without its last
+    suffix, and without the `-S` one, too."""
+    suffix = _suffix_option(args)
+    for word in args:
+        if word.startswith("-"):
+            continue
+        written = [word + suffix] if suffix and name in protected_paths().backup_suffix else []
+        if strips:
+            stem = re.sub(r"[._-][^./_-]*$", "", word)
+            written += [stem, word.removesuffix(suffix)] if suffix else [stem]
+        for name_written in written:
+            hit = _names_protected(name_written, scope) if name_written and name_written != word else None
+            if hit is not None:
+                return f"{name} writes {word} as {name_written} ({hit})"
+    return None
+
+
+def _suffix_option(args: Sequence[str]) -> str:
+    """The suffix a `-S SUF` / `--suffix=SUF` (abbreviated, or at the end of a cluster) gives; "" if none."""
     suffix = None
     for index, word in enumerate(args):
         key, eq, value = word.partition("=")
@@ -892,15 +915,7 @@ def _backup_write(name: str, args: Sequence[str], scope: _Scope) -> str | None:
             suffix = word[2:] or (args[index + 1] if index + 1 < len(args) else "")
         elif word.startswith("-") and not word.startswith("--") and "S" in word[1:]:
             suffix = word[word.index("S") + 1 :] or (args[index + 1] if index + 1 < len(args) else "")
-    if not suffix:
-        return None
-    for word in args:
-        if word.startswith("-"):
-            continue
-        hit = _names_protected(word + suffix, scope)
-        if hit is not None:
-            return f"{name} backs up {word} as {word + suffix} ({hit})"
-    return None
+    return suffix or ""
 
 
 # sed: the options GNU sed knows, and which of them take a value
