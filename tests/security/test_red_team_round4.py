@@ -19,6 +19,9 @@ on the code before that fix):
 - decompressors, which write each operand without its suffix: `gunzip .bashrc.gz` (after
   `gzip -k evil && mv evil.gz .bashrc.gz`) wrote `.bashrc`, `xz -d .envrc.xz`, `gzip -dS .x .envrc.x`
   and `gzip -S rc .bash` the same; all allowed under a rule for them; worked;
+- an `argsPattern` rule scoped to a folder (`"file_path": "src/`) read on the path as written:
+  `src/../setup.py` was allowed, and a deny rule for `"file_path": "secrets/` missed
+  `./secrets/key`; worked;
 - a shell command holding a NUL byte: `failed unexpectedly: ValueError: embedded null byte`;
 - an MCP server answering with an image whose data is not base64: `failed unexpectedly: Error: ...`.
 """
@@ -255,6 +258,52 @@ async def test_e2e_an_allowed_gunzip_does_not_write_a_start_up_file(ws: Path) ->
         ]
     assert [o.decision.decision for o in outcomes if o.decision] == ["allow", "allow", "deny"]
     assert not (ws / ".bashrc").exists()
+
+
+# --- argsPattern on a path with `..` --------------------------------------------------------------
+
+SRC_ONLY = """
+[[rule]]
+toolName = ["write_file", "run_shell_command"]
+argsPattern = '"(file_path|dir_path)": "src/'
+decision = "allow"
+priority = 100
+
+[[rule]]
+toolName = "read_file"
+argsPattern = '"file_path": "secrets/'
+decision = "deny"
+priority = 100
+"""
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "expected"),
+    [
+        ("write_file", {"file_path": "src/../setup.py", "content": "x"}, "ask_user"),
+        ("write_file", {"file_path": "src/a/../../setup.py", "content": "x"}, "ask_user"),
+        ("run_shell_command", {"command": "ls", "dir_path": "src/.."}, "ask_user"),
+        ("read_file", {"file_path": "./secrets/key"}, "deny"),
+        ("read_file", {"file_path": "docs/../secrets/key"}, "deny"),
+        ("read_file", {"file_path": ".//secrets/key"}, "deny"),
+    ],
+)
+def test_an_args_pattern_reads_a_path_in_its_plain_form_too(tool: str, args: dict[str, str], expected: str) -> None:
+    """SUCCEEDED before: the allow rule scoped to src/ allowed a path leaving it, the deny rule
+    scoped to secrets/ missed one entering it (the read-only row allowed it)."""
+    verdict = Policy.default().with_toml(SRC_ONLY).evaluate(tool, args, "default")
+    assert verdict.decision == expected
+
+
+async def test_a_write_leaving_the_folder_its_rule_allows_is_not_made(ws: Path) -> None:
+    """SUCCEEDED before: `src/../setup.py` was written without a prompt under the rule for src/."""
+    (ws / "src").mkdir()
+    async with ToolRuntime(ws, policy=Policy.default().with_toml(SRC_ONLY)) as rt:
+        [outcome] = await rt.run_batch(
+            [ToolCall("1", "write_file", {"file_path": "src/../setup.py", "content": "import os\n"})]
+        )
+    assert outcome.is_error
+    assert not (ws / "setup.py").exists()
 
 
 # --- malformed input that raised ------------------------------------------------------------------

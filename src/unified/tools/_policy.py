@@ -87,8 +87,9 @@ class Rule:
         if self.modes is not None and mode not in self.modes:
             return Match.NO
         if self.args_pattern is not None:
-            text = json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
-            if not self.args_pattern.search(text):
+            forms = [args] if (normal := _normal_paths(args)) is None else [args, normal]
+            found = [self.args_pattern.search(_json(form)) is not None for form in forms]
+            if not (all(found) if self.decision is Decision.ALLOW else any(found)):
                 return Match.NO
         command = str(args.get("command", ""))
         if self.command_shape is not None and shell_shape(command) != self.command_shape:
@@ -183,6 +184,28 @@ def _named(part: _shell_syntax.SimpleCommand, prefix: str) -> bool:
     return True
 
 
+_PATH_ARGUMENTS = ("file_path", "dir_path", "path")
+"""The arguments the built-in tools read as paths."""
+
+
+def _normal_paths(args: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The arguments with each path written with `.`, `..` or `//` put in its plain form, or None
+    when there is none. An allow rule's `argsPattern` must match this form too (a rule for
+    `"file_path": "src/` does not cover `src/../setup.py`); a deny or ask rule's applies if either
+    form matches (one for `"file_path": "secrets/` covers `./secrets/key`)."""
+    changed = {
+        key: posixpath.normpath(value)
+        for key in _PATH_ARGUMENTS
+        if isinstance(value := args.get(key), str) and value and posixpath.normpath(value) != value.rstrip("/")
+    }
+    return {**args, **changed} if changed else None
+
+
+def _json(args: Mapping[str, Any]) -> str:
+    """The text an `argsPattern` is searched in."""
+    return json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+
+
 def _shell_call(tool: str, args: Mapping[str, Any]) -> bool:
     return tool == _SHELL_TOOL and "command" in args
 
@@ -205,7 +228,7 @@ def _allow_each(
         # the free-text description (the model's, it changes nothing that runs) is left out
         alone = {key: value for key, value in args.items() if key != "description"}
         alone["command"] = " ".join(word for word in part.words if word is not None)
-        if not pattern.search(json.dumps(alone, sort_keys=True, ensure_ascii=False, default=str)):
+        if not pattern.search(_json(alone)):
             return Match.NO
     return Match.YES
 
