@@ -9,7 +9,8 @@ on the code before that fix):
   `x/config` with `core.fsmonitor`) ran the model's command; worked;
 - files the agent CLIs read as configuration or instructions that the protected list missed
   (`~/.claude.json` holds Claude Code's MCP servers, `CLAUDE.local.md`, `AGENTS.override.md`,
-  `.bash_aliases` which Debian's `.bashrc` sources): written under auto_edit without a prompt; worked;
+  `.bash_aliases` which Debian's `.bashrc` sources, a `.pth` file in a workspace `.venv` which every
+  Python of it executes, direnv's rc): written under auto_edit without a prompt; worked;
 - a sed script whose `e` command follows a label on its line (`:a;e touch x`: GNU sed ends the label
   at the `;`) and a gawk program calling `system` by name (`f = "sys" "tem"; @f("cmd")`), under
   allow rules for `sed` and `gawk`: both allowed, the sed one ran its command; worked;
@@ -119,7 +120,18 @@ async def test_e2e_a_cleared_environment_does_not_reach_a_bare_repository_the_mo
 # --- agent configuration the protected list missed -----------------------------------------------
 
 
-@pytest.mark.parametrize("name", [".claude.json", "CLAUDE.local.md", "sub/AGENTS.override.md", ".bash_aliases"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        ".claude.json",
+        "CLAUDE.local.md",
+        "sub/AGENTS.override.md",
+        ".bash_aliases",
+        ".venv/lib/python3.12/site-packages/evil.pth",
+        ".venv/lib/python3.12/site-packages/sitecustomize.py",
+        ".config/direnv/direnvrc",
+    ],
+)
 async def test_auto_edit_asks_before_writing_what_an_agent_cli_or_a_shell_reads(ws: Path, name: str) -> None:
     """SUCCEEDED before: auto_edit wrote each without asking; the next claude, codex or login shell obeys it."""
     async with ToolRuntime(ws, approval_mode="auto_edit") as rt:
