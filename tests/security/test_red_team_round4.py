@@ -23,6 +23,8 @@ on the code before that fix):
 - an `argsPattern` rule scoped to a folder (`"file_path": "src/`) read on the path as written:
   `src/../setup.py` was allowed, and a deny rule for `"file_path": "secrets/` missed
   `./secrets/key`; worked;
+- a call whose arguments nest 100,000 levels deep, under a policy with an `argsPattern` rule:
+  `run_batch` raised RecursionError (nothing may raise out of it);
 - a shell command holding a NUL byte: `failed unexpectedly: ValueError: embedded null byte`;
 - an MCP server answering with an image whose data is not base64: `failed unexpectedly: Error: ...`.
 """
@@ -33,6 +35,7 @@ import shutil
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -329,6 +332,33 @@ async def test_a_command_with_a_nul_byte_is_a_clean_error(ws: Path) -> None:
     assert outcome.response == {
         "error": "command holds a NUL byte (at character 6), which bash cannot be given; remove it."
     }
+
+
+def _deep(levels: int) -> dict[str, Any]:
+    value: dict[str, Any] = {"leaf": 1}
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+def echo(x: dict[str, Any]) -> str:
+    """A custom tool taking any object."""
+    return "ran"
+
+
+@pytest.mark.parametrize("levels", [65, 100_000])
+async def test_arguments_nested_too_deep_are_refused_not_raised(ws: Path, levels: int) -> None:
+    """SUCCEEDED before (a crash): `run_batch` raised RecursionError from the argsPattern's json.dumps."""
+    policy = Policy.default().with_toml('[[rule]]\ntoolName = "*"\nargsPattern = "zzz"\ndecision = "deny"\n')
+    async with ToolRuntime(ws, approval_mode="yolo", policy=policy) as rt:
+        rt.register(echo)
+        [outcome] = await rt.run_batch([ToolCall("1", "echo", {"x": _deep(levels)})])
+        decision = await rt.decide(ToolCall("2", "echo", {"x": _deep(levels)}))
+    assert outcome.response == {
+        "error": "Invalid parameters provided to echo. Reason: they nest deeper than 64 levels."
+    }
+    assert decision.decision == "deny"
+    assert decision.decided_by == "backend"
 
 
 BAD_IMAGE_SERVER = textwrap.dedent(

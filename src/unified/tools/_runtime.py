@@ -407,6 +407,10 @@ class ToolRuntime:
         calls get the same answers as the API backends'. A Gemini CLI name is read through `ALIASES`.
         """
         args = {k: v for k, v in call.args.items() if k != "wait_for_previous"}
+        if limits.too_deep(args):
+            return PermissionDecision(
+                tool_use_id=call.id, tool_name=call.name, decision="deny", decided_by="backend", reason=_too_deep(call)
+            )
         return await self._decide(call, ALIASES.get(call.name, call.name), args)
 
     async def run_batch(self, calls: Sequence[ToolCall], observer: ToolObserver | None = None) -> list[ToolOutcome]:
@@ -452,6 +456,8 @@ class ToolRuntime:
             names = ", ".join(self.tool_names())
             return await _refused(call, obs, f'Tool "{call.name}" not found. Available tools: {names}')
         args = {k: v for k, v in call.args.items() if k != "wait_for_previous"}
+        if limits.too_deep(args):  # every rule with an argsPattern serialises them: a RecursionError
+            return await _refused(call, obs, _too_deep(call))
         params: Any = args
         if spec.params is not None:
             try:
@@ -600,6 +606,10 @@ class _Ready:
     decision: PermissionDecision
     judged_path: Path | None = None
     """The real path the protected-path check judged (write_file, edit_file; not in yolo mode)."""
+
+
+def _too_deep(call: ToolCall) -> str:
+    return f"Invalid parameters provided to {call.name}. Reason: they nest deeper than {limits.MAX_JSON_DEPTH} levels."
 
 
 def _reasons(exc: ValidationError) -> str:
