@@ -23,6 +23,9 @@ on the code before that fix):
 - an `argsPattern` rule scoped to a folder (`"file_path": "src/`) read on the path as written:
   `src/../setup.py` was allowed, and a deny rule for `"file_path": "secrets/` missed
   `./secrets/key`; worked;
+- "allow always" on a shell command held in every directory, and the prompt did not name the
+  directory: `rm -rf build` approved with `dir_path: tmp` then ran without a prompt in the
+  workspace root; worked;
 - a call whose arguments nest 100,000 levels deep, under a policy with an `argsPattern` rule:
   `run_batch` raised RecursionError (nothing may raise out of it);
 - a shell command holding a NUL byte: `failed unexpectedly: ValueError: embedded null byte`;
@@ -40,7 +43,7 @@ from typing import Any
 import anyio
 import pytest
 
-from unified.tools import Policy, ToolCall, ToolRuntime
+from unified.tools import PermissionRequest, Policy, ToolCall, ToolRuntime
 from unified.tools import _shell_syntax as syntax
 from unified.types import StdioMcpServer
 
@@ -319,6 +322,29 @@ async def test_a_write_leaving_the_folder_its_rule_allows_is_not_made(ws: Path) 
         )
     assert outcome.is_error
     assert not (ws / "setup.py").exists()
+
+
+# --- "allow always" and the directory ---------------------------------------------------------------
+
+
+async def test_allow_always_holds_in_the_directory_it_was_given_in(ws: Path) -> None:
+    """SUCCEEDED before: the second call ran without a prompt, in another directory than the one approved,
+    and the prompt had not said where the first would run."""
+    asked: list[PermissionRequest] = []
+
+    async def ask(request: PermissionRequest) -> str:
+        asked.append(request)
+        return "allow_always" if len(asked) == 1 else "deny"
+
+    (ws / "tmp").mkdir()
+    async with ToolRuntime(ws, ask=ask) as rt:
+        first = await rt.decide(ToolCall("1", "run_shell_command", {"command": "rm -rf build", "dir_path": "tmp"}))
+        same = await rt.decide(ToolCall("2", "run_shell_command", {"command": "rm -rf build", "dir_path": "tmp/"}))
+        root = await rt.decide(ToolCall("3", "run_shell_command", {"command": "rm -rf build"}))
+    assert asked[0].summary == "Allow running `rm -rf build` in tmp?"
+    assert (first.decision, same.decision, root.decision) == ("allow", "allow", "deny")
+    assert len(asked) == 2
+    assert asked[1].summary == "Allow running `rm -rf build`?"
 
 
 # --- malformed input that raised ------------------------------------------------------------------

@@ -78,7 +78,8 @@ class Rule:
     args_pattern: re.Pattern[str] | None = None
     command_prefixes: tuple[str, ...] | None = None
     command_shape: tuple[object, ...] | None = None
-    """For an "allow always" rule: the exact shape (`shell_shape`) of the approved command."""
+    """For an "allow always" rule: the directory and the exact shape (`shell_shape`) of the approved
+    command (`_approved_shape`)."""
 
     def match(self, tool: str, args: Mapping[str, Any], mode: ApprovalMode) -> Match:
         """Whether this rule applies; MAYBE when a shell command has parts only known at run time."""
@@ -92,7 +93,7 @@ class Rule:
             if not (all(found) if self.decision is Decision.ALLOW else any(found)):
                 return Match.NO
         command = str(args.get("command", ""))
-        if self.command_shape is not None and shell_shape(command) != self.command_shape:
+        if self.command_shape is not None and _approved_shape(args) != self.command_shape:
             return Match.NO
         if self.command_prefixes is None:
             if self.decision is Decision.ALLOW and self.args_pattern is not None and _shell_call(tool, args):
@@ -243,6 +244,13 @@ def shell_shape(command: str) -> tuple[object, ...]:
     return tuple(part.shape() for part in parts)
 
 
+def _approved_shape(args: Mapping[str, Any]) -> tuple[object, ...]:
+    """What an "allow always" on a shell command is scoped to: its shape, in its directory
+    (`rm -rf build` approved in `tmp` does not cover `rm -rf build` in the workspace root)."""
+    directory = posixpath.normpath(str(args.get("dir_path") or "."))
+    return (directory, *shell_shape(str(args.get("command", ""))))
+
+
 @dataclass(frozen=True)
 class Verdict:
     decision: Decision
@@ -362,7 +370,7 @@ def session_rule(tool: str, args: Mapping[str, Any], mode: ApprovalMode) -> Rule
     label = tool
     if tool == "run_shell_command":
         command = str(args.get("command", ""))
-        shape = shell_shape(command)
+        shape = _approved_shape(args)
         words = " ".join(command.split())
         label = f"{tool}:{clip(words, 80, more='…')}"
     return Rule(

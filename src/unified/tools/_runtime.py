@@ -658,7 +658,9 @@ _SUMMARY_PARTS = 6
 def _summary(tool: str, args: Mapping[str, Any]) -> str:
     if tool == "run_shell_command":
         command = str(args.get("command", ""))
-        return f"Allow running `{command}`?" + _shell_parts(command)
+        directory = args.get("dir_path")
+        where = f" in {directory}" if isinstance(directory, str) and directory not in ("", ".") else ""
+        return f"Allow running `{command}`{where}?" + _shell_parts(command)
     if "file_path" in args:
         return f"Allow {tool} on {args['file_path']}?"
     return f"Allow {tool}?"
