@@ -43,7 +43,7 @@ from typing import Any
 import anyio
 import pytest
 
-from unified.tools import PermissionRequest, Policy, ToolCall, ToolRuntime
+from unified.tools import PermissionAnswer, PermissionRequest, Policy, ToolCall, ToolRuntime
 from unified.tools import _shell_syntax as syntax
 from unified.types import StdioMcpServer
 
@@ -332,7 +332,7 @@ async def test_allow_always_holds_in_the_directory_it_was_given_in(ws: Path) -> 
     and the prompt had not said where the first would run."""
     asked: list[PermissionRequest] = []
 
-    async def ask(request: PermissionRequest) -> str:
+    async def ask(request: PermissionRequest) -> PermissionAnswer:
         asked.append(request)
         return "allow_always" if len(asked) == 1 else "deny"
 
