@@ -28,6 +28,9 @@ on the code before that fix):
   workspace root; worked;
 - a call whose arguments nest 100,000 levels deep, under a policy with an `argsPattern` rule:
   `run_batch` raised RecursionError (nothing may raise out of it);
+- writers that name their files by a prefix plus a made-up part: `split -l 1 -a 1 x .bashr`
+  wrote `.bashrc` (third chunk), `csplit -f .envr -b 'c%.0d' x 2` wrote `.envrc`; allowed under
+  rules for them; worked;
 - a shell command holding a NUL byte: `failed unexpectedly: ValueError: embedded null byte`;
 - an MCP server answering with an image whose data is not base64: `failed unexpectedly: Error: ...`.
 """
@@ -231,6 +234,45 @@ async def test_e2e_an_allowed_writer_does_not_reach_a_start_up_file(
     assert outcome.decision.decision == "deny"
     assert not (isolated_home / ".bashrc").exists()
     assert (ws / ".envrc").read_text() == "a: 1\n"
+
+
+# --- writers naming their files by a prefix ---------------------------------------------------------
+
+PREFIX_WRITES = [
+    ("split", "split -l 1 -a 1 three .bashr", ".bashrc"),
+    ("csplit", "csplit -s -f .envr -b 'c%.0d' three 2", ".envrc"),
+    ("split", "split -l 1 -a 1 --additional-suffix=rc three .bash", None),
+    ("csplit", "csplit -f sub -b '/../.envrc%.0d' three 2", None),
+    ("split", "split -l 1 three .venv/lib/site-packages/evil.p", None),
+    ("split", "split -l 1 three .vscode/task", None),
+]
+
+
+@pytest.mark.parametrize(("prefix", "command", "victim"), PREFIX_WRITES)
+async def test_a_prefix_that_grows_into_a_protected_name_is_asked(
+    ws: Path, prefix: str, command: str, victim: str | None
+) -> None:
+    """SUCCEEDED before: allowed under a rule for the command."""
+    async with ToolRuntime(ws, policy=_allow(prefix)) as rt:
+        decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": command}))
+    assert decision.decision == "deny"
+    assert decision.rule == "protected-paths"
+
+
+@pytest.mark.e2e  # runs bash, split and csplit
+@pytest.mark.parametrize(("prefix", "command", "victim"), [case for case in PREFIX_WRITES if case[2]])
+async def test_e2e_an_allowed_split_does_not_write_a_start_up_file(
+    ws: Path, prefix: str, command: str, victim: str
+) -> None:
+    """SUCCEEDED before: the chunk `touch PWNED` landed in .bashrc / .envrc."""
+    if shutil.which(prefix) is None:
+        pytest.skip(f"needs {prefix}")
+    (ws / "three").write_text("1\n2\ntouch PWNED\n")
+    async with ToolRuntime(ws, policy=_allow(prefix)) as rt:
+        [outcome] = await rt.run_batch([ToolCall("1", "run_shell_command", {"command": command})])
+    assert outcome.decision is not None
+    assert outcome.decision.decision == "deny"
+    assert not (ws / victim).exists()
 
 
 # --- decompressors ---------------------------------------------------------------------------------

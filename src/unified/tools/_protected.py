@@ -222,6 +222,8 @@ class ProtectedPaths:
     """Writers whose `-S`/`--suffix` names a backup file (`shell_backup_suffix`)."""
     suffix_strippers: frozenset[str] = frozenset()
     """Decompressors: each operand without its suffix is what they write (`shell_suffix_strippers`)."""
+    prefix_writers: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    """Commands that name what they write by a prefix and a made-up part (`[[prefix_writer]]`)."""
     shell_path_variables: frozenset[str] = frozenset()
     """Variables that decide where a later command writes or goes, or what options it takes."""
     directory_options: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
@@ -296,6 +298,7 @@ def protected_paths() -> ProtectedPaths:
         input_writers,
         frozenset(str(w) for w in data["protected"].get("shell_backup_suffix", ())),
         frozenset(str(w) for w in data["protected"].get("shell_suffix_strippers", ())),
+        {str(name): entry for entry in data.get("prefix_writer", []) for name in entry["commands"]},
         frozenset(str(w) for w in data["protected"].get("shell_path_variables", ())),
         {
             str(name): tuple(str(o) for o in options)
@@ -402,6 +405,10 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
             if why is not None:
                 return why
         args = [w for w in part.words[1:] if w is not None]
+        if name in data.prefix_writers:
+            why = _prefix_write(name, args, data.prefix_writers[name], scope)
+            if why is not None:
+                return why
         if name in data.backup_suffix or name in data.suffix_strippers:
             why = _suffix_write(name, args, scope, strips=name in data.suffix_strippers)
             if why is not None:
@@ -883,6 +890,42 @@ def _link_leads(path: str, roots: Sequence[Path]) -> str | None:
     if hit is None:
         hit = _protected_or_holder(real, roots)
     return None if hit is None else f"{text} ({hit})"
+
+
+def _prefix_write(name: str, args: Sequence[str], entry: Mapping[str, Any], scope: _Scope) -> str | None:
+    """`split -a 1 x .bashr` writes `.bashrc`: the names a prefix may grow into are judged."""
+    valued = {str(v) if str(v).startswith("-") else f"-{v}" for v in entry.get("valued", ())}
+    options: dict[str, str] = {}
+    operands: list[str] = []
+    for arg in _getopt(args, lambda option: _VALUE if option in valued else _NO_VALUE):
+        if arg.operand:
+            operands.append(arg.word)
+        elif arg.value is not None:
+            options[arg.word] = arg.value
+    where = str(entry["prefix"])
+    prefix = (operands[1] if len(operands) > 1 else None) if where == "operand" else options.get(where)
+    if not prefix:
+        return None
+    directory, stem = posixpath.split(prefix)
+    names = [prefix + re.sub(r"%[^a-zA-Z%]*[a-zA-Z%]", "", options.get(str(entry.get("format")), ""))]
+    for pattern in protected_paths().patterns:
+        # the file name only: a pattern's directories match the prefix's own or not (judged whole below)
+        last = pattern.casefold().replace("**", "*").replace("?", "*").rsplit("/", 1)[-1]
+        head, tail = last.split("*", 1)[0], last.rsplit("*", 1)[-1]
+        grown = None
+        if last == "*":  # `.git/**`: any name in a protected directory, which the prefix names itself
+            continue
+        if head.startswith(stem.casefold()):  # `.bashr` grows into `.bashrc`, `i` into `id_x`
+            grown = head + ("x" + tail if "*" in last else "")
+        elif "*" in last and stem.casefold().startswith(head):  # `evil.p` grows into `evil.p.pth`
+            grown = stem + tail
+        if grown is not None:
+            names.append(posixpath.join(directory, grown))
+    for grown in names:
+        hit = _names_protected(grown, scope)
+        if hit is not None:
+            return f"{name} names what it writes by the prefix {prefix}, which may make {grown} ({hit})"
+    return None
 
 
 def _suffix_write(name: str, args: Sequence[str], scope: _Scope, *, strips: bool) -> str | None:
