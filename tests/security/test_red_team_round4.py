@@ -19,7 +19,7 @@ on the code before that fix):
   replaced `.envrc` with a command, `uudecode x` writes the name its input's header gives; worked;
 - decompressors, which write each operand without its suffix: `gunzip .bashrc.gz` (after
   `gzip -k evil && mv evil.gz .bashrc.gz`) wrote `.bashrc`, `xz -d .envrc.xz`, `gzip -dS .x .envrc.x`
-  and `gzip -S rc .bash` the same; all allowed under a rule for them; worked;
+  and `gzip -S rc .bash` the same, and `gpg .bashrc.gpg` (decrypts to `.bashrc`); all allowed under a rule for them; worked;
 - an `argsPattern` rule scoped to a folder (`"file_path": "src/`) read on the path as written:
   `src/../setup.py` was allowed, and a deny rule for `"file_path": "secrets/` missed
   `./secrets/key`; worked;
@@ -293,6 +293,8 @@ async def test_e2e_an_allowed_split_does_not_write_a_start_up_file(
         ("zstd", "zstd -d .envrc.zst"),
         ("bzip2", "bzip2 -d .envrc.bz2"),
         ("uncompress", "uncompress .envrc.Z"),
+        ("gpg", "gpg .bashrc.gpg"),
+        ("gpg", "gpg --decrypt-files .envrc.asc"),
     ],
 )
 async def test_a_decompressor_writing_a_protected_name_is_asked(ws: Path, prefix: str, command: str) -> None:
