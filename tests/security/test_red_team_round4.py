@@ -19,7 +19,8 @@ on the code before that fix):
   replaced `.envrc` with a command, `uudecode x` writes the name its input's header gives; worked;
 - decompressors, which write each operand without its suffix: `gunzip .bashrc.gz` (after
   `gzip -k evil && mv evil.gz .bashrc.gz`) wrote `.bashrc`, `xz -d .envrc.xz`, `gzip -dS .x .envrc.x`
-  and `gzip -S rc .bash` the same, and `gpg .bashrc.gpg` (decrypts to `.bashrc`); all allowed under a rule for them; worked;
+  and `gzip -S rc .bash` the same, `gpg .bashrc.gpg` (decrypts to `.bashrc`), and
+  `rsync -b --suffix=rc new .bash` (backs up the old `.bash` as `.bashrc`); all allowed under a rule for them; worked;
 - an `argsPattern` rule scoped to a folder (`"file_path": "src/`) read on the path as written:
   `src/../setup.py` was allowed, and a deny rule for `"file_path": "secrets/` missed
   `./secrets/key`; worked;
@@ -288,6 +289,8 @@ async def test_e2e_an_allowed_split_does_not_write_a_start_up_file(
         ("gzip", "gzip -dS .x .envrc.x"),
         ("gzip", "gzip -d --suffix=.x .envrc.x"),
         ("gzip", "gzip -S rc .bash"),
+        ("rsync", "rsync -b --suffix=rc new .bash"),
+        ("rsync", "rsync --backup --suffix rc new .bash"),
         ("xz", "xz -d .envrc.xz"),
         ("unxz", "unxz .envrc.xz"),
         ("zstd", "zstd -d .envrc.zst"),
