@@ -27,6 +27,9 @@ on the code before that fix):
 - "allow always" on a shell command held in every directory, and the prompt did not name the
   directory: `rm -rf build` approved with `dir_path: tmp` then ran without a prompt in the
   workspace root; worked;
+- a user rule written with a Gemini CLI tool name (`toolName = "replace"`, `"grep_search"`), as the
+  docs accept those names in calls and in `excluded_tools`: it matched nothing, so a deny rule
+  ported from the CLI's policy let every edit through in yolo mode; worked;
 - a call whose arguments nest 100,000 levels deep, under a policy with an `argsPattern` rule:
   `run_batch` raised RecursionError (nothing may raise out of it);
 - writers that name their files by a prefix plus a made-up part: `split -l 1 -a 1 x .bashr`
@@ -369,6 +372,28 @@ async def test_a_write_leaving_the_folder_its_rule_allows_is_not_made(ws: Path) 
         )
     assert outcome.is_error
     assert not (ws / "setup.py").exists()
+
+
+# --- Gemini CLI names in a rule ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "tool", "args"),
+    [
+        ("replace", "edit_file", {"file_path": "a", "old_string": "x", "new_string": "y"}),
+        ("grep_search", "search", {"query": "x"}),
+        ("list_directory", "list_dir", {}),
+    ],
+)
+async def test_a_deny_rule_naming_a_tool_by_its_gemini_cli_name_applies(
+    ws: Path, name: str, tool: str, args: dict[str, str]
+) -> None:
+    """SUCCEEDED before: the rule matched nothing; yolo (or the read-only row) allowed the call."""
+    policy = Policy.default().with_toml(f'[[rule]]\ntoolName = "{name}"\ndecision = "deny"\n')
+    async with ToolRuntime(ws, approval_mode="yolo", policy=policy) as rt:
+        by_ours = await rt.decide(ToolCall("1", tool, args))
+        by_theirs = await rt.decide(ToolCall("2", name, args))
+    assert (by_ours.decision, by_theirs.decision) == ("deny", "deny")
 
 
 # --- "allow always" and the directory ---------------------------------------------------------------

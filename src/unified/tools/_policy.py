@@ -28,6 +28,7 @@ from unified.tools import _shell_syntax
 from unified.types import ApprovalMode
 
 __all__ = [
+    "ALIASES",
     "DEFAULT_TIER",
     "SESSION_PRIORITY",
     "SESSION_TIER",
@@ -47,6 +48,10 @@ DEFAULT_TIER = 1
 SESSION_TIER = 3
 USER_TIER = 4
 SESSION_PRIORITY = 950
+
+ALIASES: Mapping[str, str] = {"replace": "edit_file", "grep_search": "search", "list_directory": "list_dir"}
+"""Gemini CLI names accepted for our tools: in calls, in `excluded_tools` and in a rule's `toolName`
+(a rule ported from the CLI's policy, `toolName = "replace"`, must not silently match nothing)."""
 
 _MODES: tuple[ApprovalMode, ...] = ("plan", "default", "auto_edit", "yolo")
 """Approval modes from least to most permissive: an "allow always" holds in its mode and above."""
@@ -83,7 +88,7 @@ class Rule:
 
     def match(self, tool: str, args: Mapping[str, Any], mode: ApprovalMode) -> Match:
         """Whether this rule applies; MAYBE when a shell command has parts only known at run time."""
-        if not any(fnmatch.fnmatchcase(tool, pattern) for pattern in self.tool_names):
+        if not any(fnmatch.fnmatchcase(tool, ALIASES.get(pattern, pattern)) for pattern in self.tool_names):
             return Match.NO
         if self.modes is not None and mode not in self.modes:
             return Match.NO

@@ -44,7 +44,7 @@ from unified.tools._base import (
 )
 from unified.tools._custom import function_tool
 from unified.tools._paths import Workspace
-from unified.tools._policy import DEFAULT_TIER, Decision, Policy, Rule, Verdict, session_rule
+from unified.tools._policy import ALIASES, DEFAULT_TIER, Decision, Policy, Rule, Verdict, session_rule
 from unified.types import ApprovalMode, McpServer
 
 __all__ = [
@@ -67,10 +67,6 @@ PermissionAnswer = Literal["allow_once", "allow_always", "deny"]
 PROTECTED_RULE = Rule(tool_names=("*",), decision=Decision.ASK_USER, priority=5.0, name="protected-paths")
 """Not a row of any table: the name a decision carries when a write to a protected path was put to
 the user although a rule allowed it (docs/tools.md, "Protected paths")."""
-
-ALIASES: Mapping[str, str] = {"replace": "edit_file", "grep_search": "search", "list_directory": "list_dir"}
-"""Gemini CLI names accepted for our tools, in calls and in `excluded_tools`."""
-
 
 def is_excluded(name: str, excluded_tools: Sequence[str]) -> bool:
     """Whether `excluded_tools` (glob patterns, Gemini CLI names accepted: `ALIASES`) removes our tool `name`:
