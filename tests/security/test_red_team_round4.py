@@ -35,6 +35,9 @@ on the code before that fix):
 - writers that name their files by a prefix plus a made-up part: `split -l 1 -a 1 x .bashr`
   wrote `.bashrc` (third chunk), `csplit -f .envr -b 'c%.0d' x 2` wrote `.envrc`; allowed under
   rules for them; worked;
+- programs with a shell escape in their own language, under an allow rule for them:
+  `sqlite3 :memory: '.shell touch PWNED'`, `gdb -batch -ex '!touch PWNED'`, `dc -e '!cmd'`,
+  `psql -c '\\! cmd'`, `m4` (`syscmd`): allowed, and sqlite3 and gdb ran it; worked;
 - a shell command holding a NUL byte: `failed unexpectedly: ValueError: embedded null byte`;
 - an MCP server answering with an image whose data is not base64: `failed unexpectedly: Error: ...`.
 """
@@ -194,6 +197,41 @@ async def test_e2e_an_allowed_sed_does_not_run_the_command_after_a_label(ws: Pat
     (ws / "a.txt").write_text("x\n")
     async with ToolRuntime(ws, policy=_allow("sed")) as rt:
         [outcome] = await rt.run_batch([ToolCall("1", "run_shell_command", {"command": SED_LABEL})])
+    assert outcome.decision is not None
+    assert outcome.decision.decision == "deny"
+    assert not (ws / "PWNED").exists()
+
+
+# --- shell escapes of query tools and calculators --------------------------------------------------
+
+SHELL_ESCAPES = [
+    ("sqlite3", "sqlite3 :memory: '.shell touch PWNED'"),
+    ("gdb", "gdb -q -batch -ex '!touch PWNED'"),
+    ("sqlite3", "sqlite3 x.db '.load ./evil'"),
+    ("dc", "dc -e '!touch PWNED'"),
+    ("psql", "psql -c '\\! touch PWNED'"),
+    ("mysql", "mysql -e 'system touch PWNED'"),
+    ("m4", "m4 macros.m4"),
+]
+
+
+@pytest.mark.parametrize(("prefix", "command"), SHELL_ESCAPES)
+async def test_a_shell_escape_of_a_query_tool_is_asked(ws: Path, prefix: str, command: str) -> None:
+    """SUCCEEDED before: allowed under a rule for the program."""
+    async with ToolRuntime(ws, policy=_allow(prefix)) as rt:
+        decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": command}))
+    assert decision.decision == "deny"
+    assert decision.rule == "protected-paths"
+
+
+@pytest.mark.e2e  # runs bash, sqlite3 and gdb
+@pytest.mark.parametrize(("prefix", "command"), SHELL_ESCAPES[:2])
+async def test_e2e_an_allowed_query_tool_does_not_run_a_shell_command(ws: Path, prefix: str, command: str) -> None:
+    """SUCCEEDED before: PWNED was made."""
+    if shutil.which(prefix) is None:
+        pytest.skip(f"needs {prefix}")
+    async with ToolRuntime(ws, policy=_allow(prefix)) as rt:
+        [outcome] = await rt.run_batch([ToolCall("1", "run_shell_command", {"command": command})])
     assert outcome.decision is not None
     assert outcome.decision.decision == "deny"
     assert not (ws / "PWNED").exists()
