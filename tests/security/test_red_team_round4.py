@@ -37,7 +37,8 @@ on the code before that fix):
   rules for them; worked;
 - programs with a shell escape in their own language, under an allow rule for them:
   `sqlite3 :memory: '.shell touch PWNED'`, `gdb -batch -ex '!touch PWNED'`, `dc -e '!cmd'`,
-  `psql -c '\\! cmd'`, `m4` (`syscmd`): allowed, and sqlite3 and gdb ran it; worked;
+  `psql -c '\\! cmd'`, `m4` (`syscmd`), `sdiff --diff-program=./evil`, `tmux new -d cmd`: allowed,
+  and sqlite3, gdb and sdiff ran it; worked;
 - a shell command holding a NUL byte: `failed unexpectedly: ValueError: embedded null byte`;
 - an MCP server answering with an image whose data is not base64: `failed unexpectedly: Error: ...`.
 """
@@ -212,6 +213,10 @@ SHELL_ESCAPES = [
     ("psql", "psql -c '\\! touch PWNED'"),
     ("mysql", "mysql -e 'system touch PWNED'"),
     ("m4", "m4 macros.m4"),
+    ("sdiff", "sdiff --diff-program=./evil a b"),
+    ("diff3", "diff3 --diff-pro=./evil a b a"),
+    ("tmux", "tmux new-session -d 'touch PWNED'"),
+    ("screen", "screen -dm touch PWNED"),
 ]
 
 
