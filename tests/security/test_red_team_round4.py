@@ -27,6 +27,8 @@ on the code before that fix):
 - "allow always" on a shell command held in every directory, and the prompt did not name the
   directory: `rm -rf build` approved with `dir_path: tmp` then ran without a prompt in the
   workspace root; worked;
+- a deny rule's `argsPattern` on a shell command read on the text only: `'"command": "rm '` let
+  `r''m -rf x`, `\\rm -rf x` and `ls; rm -rf x` through in yolo mode; worked;
 - a user rule written with a Gemini CLI tool name (`toolName = "replace"`, `"grep_search"`), as the
   docs accept those names in calls and in `excluded_tools`: it matched nothing, so a deny rule
   ported from the CLI's policy let every edit through in yolo mode; worked;
@@ -415,6 +417,27 @@ async def test_a_write_leaving_the_folder_its_rule_allows_is_not_made(ws: Path) 
         )
     assert outcome.is_error
     assert not (ws / "setup.py").exists()
+
+
+# --- a deny argsPattern read on the text only ------------------------------------------------------
+
+DENY_RM = """
+[[rule]]
+toolName = "run_shell_command"
+argsPattern = '"command": "rm '
+decision = "deny"
+priority = 100
+"""
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [("r''m -rf x", "deny"), ("\\rm -rf x", "deny"), ("ls; rm -rf x", "deny"), ("$RM -rf x", "ask_user")],
+)
+def test_a_deny_args_pattern_applies_to_each_command_bash_runs(command: str, expected: str) -> None:
+    """SUCCEEDED before: each was allowed by yolo, the raw text not matching the pattern."""
+    verdict = Policy.default().with_toml(DENY_RM).evaluate("run_shell_command", {"command": command}, "yolo")
+    assert verdict.decision == expected
 
 
 # --- Gemini CLI names in a rule ---------------------------------------------------------------------

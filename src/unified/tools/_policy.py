@@ -92,12 +92,16 @@ class Rule:
             return Match.NO
         if self.modes is not None and mode not in self.modes:
             return Match.NO
+        command = str(args.get("command", ""))
         if self.args_pattern is not None:
             forms = [args] if (normal := _normal_paths(args)) is None else [args, normal]
             found = [self.args_pattern.search(_json(form)) is not None for form in forms]
-            if not (all(found) if self.decision is Decision.ALLOW else any(found)):
+            if self.decision is Decision.ALLOW and not all(found):
                 return Match.NO
-        command = str(args.get("command", ""))
+            if self.decision is not Decision.ALLOW and not any(found):
+                if self.command_prefixes is not None or not _shell_call(tool, args):
+                    return Match.NO
+                return _deny_each(_shell_syntax.parse(command), args, self.args_pattern)
         if self.command_shape is not None and _approved_shape(args) != self.command_shape:
             return Match.NO
         if self.command_prefixes is None:
@@ -231,12 +235,32 @@ def _allow_each(
             return Match.NO
         if any(word is None for word in part.words):
             return Match.NO
-        # the free-text description (the model's, it changes nothing that runs) is left out
-        alone = {key: value for key, value in args.items() if key != "description"}
-        alone["command"] = " ".join(word for word in part.words if word is not None)
-        if not pattern.search(_json(alone)):
+        if not pattern.search(_part_json(part, args)):
             return Match.NO
     return Match.YES
+
+
+def _deny_each(
+    parts: Sequence[_shell_syntax.SimpleCommand], args: Mapping[str, Any], pattern: re.Pattern[str]
+) -> Match:
+    """A deny or ask rule's `argsPattern` that the command's text escapes (`r''m -rf x`, `\\rm`,
+    `cd /; rm`: words the pattern does not see as written) still applies if it matches a simple
+    command bash would run, read as `_allow_each` reads it; MAYBE if a part is only known at run time."""
+    result = Match.NO
+    for part in parts:
+        if part.unknown is not None or not part.words or any(word is None for word in part.words):
+            result = Match.MAYBE
+        elif pattern.search(_part_json(part, args)):
+            return Match.YES
+    return result
+
+
+def _part_json(part: _shell_syntax.SimpleCommand, args: Mapping[str, Any]) -> str:
+    """The arguments' JSON with `command` replaced by one part's words (after quote removal) and the
+    free-text description (the model's, it changes nothing that runs) left out."""
+    alone = {key: value for key, value in args.items() if key != "description"}
+    alone["command"] = " ".join(word for word in part.words if word is not None)
+    return _json(alone)
 
 
 def shell_shape(command: str) -> tuple[object, ...]:
