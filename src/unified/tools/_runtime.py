@@ -68,6 +68,7 @@ PROTECTED_RULE = Rule(tool_names=("*",), decision=Decision.ASK_USER, priority=5.
 """Not a row of any table: the name a decision carries when a write to a protected path was put to
 the user although a rule allowed it (docs/tools.md, "Protected paths")."""
 
+
 def is_excluded(name: str, excluded_tools: Sequence[str]) -> bool:
     """Whether `excluded_tools` (glob patterns, Gemini CLI names accepted: `ALIASES`) removes our tool `name`:
     the one reading of `ExecuteParams.excluded_tools`, for the runtime and for a tool an adapter serves itself."""
