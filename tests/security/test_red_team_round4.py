@@ -10,7 +10,8 @@ on the code before that fix):
 - files the agent CLIs read as configuration or instructions that the protected list missed
   (`~/.claude.json` holds Claude Code's MCP servers, `CLAUDE.local.md`, `AGENTS.override.md`,
   `.bash_aliases` which Debian's `.bashrc` sources, a `.pth` file in a workspace `.venv` which every
-  Python of it executes, direnv's rc): written under auto_edit without a prompt; worked;
+  Python of it executes, direnv's rc; the start-up files of vim, tmux, gdb, sqlite3, psql, R, IPython
+  which run commands): written under auto_edit or copied under a cp rule without a prompt; worked;
 - a sed script whose `e` command follows a label on its line (`:a;e touch x`: GNU sed ends the label
   at the `;`) and a gawk program calling `system` by name (`f = "sys" "tem"; @f("cmd")`), under
   allow rules for `sed` and `gawk`: both allowed, the sed one ran its command; worked;
@@ -160,7 +161,22 @@ async def test_auto_edit_asks_before_writing_what_an_agent_cli_or_a_shell_reads(
     assert not (ws / name).exists()
 
 
-@pytest.mark.parametrize("target", ["/home/u/.claude.json", "CLAUDE.local.md", "/home/u/.bash_aliases"])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/home/u/.claude.json",
+        "CLAUDE.local.md",
+        "/home/u/.bash_aliases",
+        "/home/u/.vimrc",
+        "/home/u/.tmux.conf",
+        "/home/u/.gdbinit",
+        "/home/u/.sqliterc",
+        "/home/u/.psqlrc",
+        ".Rprofile",
+        "/home/u/.ipython/profile_default/startup/00.py",
+        "/home/u/.config/nvim/init.lua",
+    ],
+)
 async def test_an_allowed_copy_onto_an_agent_configuration_file_is_asked(ws: Path, target: str) -> None:
     async with ToolRuntime(ws, policy=_allow("cp")) as rt:
         decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": f"cp evil {target}"}))
