@@ -42,12 +42,17 @@ on the code before that fix):
   `sqlite3 :memory: '.shell touch PWNED'`, `gdb -batch -ex '!touch PWNED'`, `dc -e '!cmd'`,
   `psql -c '\\! cmd'`, `m4` (`syscmd`), `sdiff --diff-program=./evil`, `tmux new -d cmd`: allowed,
   and sqlite3, gdb and sdiff ran it; worked;
+- a write into a directory of PATH, which replaces the program a later allowed command runs:
+  `cp evil /usr/local/bin/git` (or `cp git /usr/local/bin`) under a cp rule, then `git status`
+  under a git rule, ran the model's program; the system's own start-up files (`/etc/profile.d/*`,
+  `/etc/ld.so.preload`, `/etc/gitconfig`) likewise; worked;
 - a shell command holding a NUL byte: `failed unexpectedly: ValueError: embedded null byte`;
 - an MCP server answering with an image whose data is not base64: `failed unexpectedly: Error: ...`.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import textwrap
@@ -499,6 +504,63 @@ async def test_allow_always_holds_in_the_directory_it_was_given_in(ws: Path) -> 
     assert (first.decision, same.decision, root.decision) == ("allow", "allow", "deny")
     assert len(asked) == 2
     assert asked[1].summary == "Allow running `rm -rf build`?"
+
+
+# --- the directories of PATH and the system's start-up files ----------------------------------------
+
+
+@pytest.fixture
+def bin_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A directory first on PATH, as /usr/local/bin is: the shell's PATH is the host's."""
+    directory = tmp_path / "bin"
+    directory.mkdir()
+    monkeypatch.setenv("PATH", f"{directory}{os.pathsep}{os.environ['PATH']}")
+    return directory
+
+
+@pytest.mark.e2e  # runs bash and cp
+async def test_e2e_a_copy_onto_a_program_of_path_is_asked(ws: Path, bin_on_path: Path) -> None:
+    """SUCCEEDED before: the copy was allowed, and the next `git` the shell ran was the model's."""
+    (ws / "git").write_text("#!/bin/sh\ntouch PWNED\n")
+    (ws / "git").chmod(0o755)
+    async with ToolRuntime(ws, policy=_allow("cp", "git")) as rt:
+        [copied] = await rt.run_batch([ToolCall("1", "run_shell_command", {"command": f"cp git {bin_on_path}"})])
+    assert copied.decision is not None
+    assert copied.decision.decision == "deny"
+    assert not (bin_on_path / "git").exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["cp evil {bin}/git", "install evil {bin}/ls", "ln -sf /tmp/evil {bin}/ls", "cat evil > {bin}/git"],
+)
+async def test_a_write_into_a_directory_of_path_is_asked(ws: Path, bin_on_path: Path, command: str) -> None:
+    """SUCCEEDED before: allowed (under a rule for the writer, or one allowing every command)."""
+    rules = _allow("cp", "install", "ln").with_toml('[[rule]]\ntoolName = "run_shell_command"\ndecision = "allow"\n')
+    async with ToolRuntime(ws, policy=rules) as rt:
+        decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": command.format(bin=bin_on_path)}))
+    assert decision.decision == "deny"
+    assert decision.rule == "protected-paths"
+
+
+async def test_auto_edit_asks_before_writing_into_a_directory_of_path(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SUCCEEDED before: a workspace `bin` on PATH (an activated `.venv/bin` is one) took a new program unasked."""
+    monkeypatch.setenv("PATH", f"{ws / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    async with ToolRuntime(ws, approval_mode="auto_edit") as rt:
+        [outcome] = await rt.run_batch([ToolCall("1", "write_file", {"file_path": "bin/git", "content": "x\n"})])
+    assert outcome.is_error
+    assert "a directory of PATH" in outcome.response["error"]
+
+
+@pytest.mark.parametrize("target", ["/etc/profile.d/x.sh", "/etc/ld.so.preload", "/etc/gitconfig", "/etc/cron.d/x"])
+async def test_a_copy_onto_a_system_start_up_file_is_asked(ws: Path, target: str) -> None:
+    """SUCCEEDED before: allowed under a cp rule (and the agent may run as root)."""
+    async with ToolRuntime(ws, policy=_allow("cp")) as rt:
+        decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": f"cp evil {target}"}))
+    assert decision.decision == "deny"
+    assert decision.rule == "protected-paths"
 
 
 # --- malformed input that raised ------------------------------------------------------------------

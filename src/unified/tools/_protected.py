@@ -39,6 +39,7 @@ __all__ = [
     "credential_files",
     "credential_ids",
     "credential_refusal",
+    "program_directory",
     "protected_path",
     "protected_path_patterns",
     "protected_paths",
@@ -332,6 +333,29 @@ def protected_path(path: Path, roots: Sequence[Path]) -> str | None:
     return None
 
 
+def program_directory(path: Path) -> str | None:
+    """The directory of `PATH` a file written at `path` lands in (`path` itself, for a copy into a
+    directory): a file there runs in place of the program a later command names (`cp evil
+    /usr/local/bin/git`, then an allowed `git status`). Only writes are judged so: reading
+    `/usr/bin/python3` is no reason to ask."""
+    directories = _program_directories(os.environ.get("PATH", ""))
+    for candidate in (path, path.parent):
+        if str(candidate) in directories:
+            return f"a directory of PATH, {candidate}"
+    return None
+
+
+@functools.lru_cache(maxsize=8)
+def _program_directories(search_path: str) -> frozenset[str]:
+    """The absolute directories of a `PATH` value, as written and with links resolved (the shell's
+    is the host's: `_shell.SHELL_ENV_ALLOWLIST`). A relative entry names no one directory: left out."""
+    found: set[str] = set()
+    for entry in search_path.split(os.pathsep):
+        if os.path.isabs(entry):
+            found |= {os.path.normpath(entry), os.path.realpath(entry)}
+    return frozenset(found)
+
+
 def _relatives(path: Path, roots: Sequence[Path]) -> list[str]:
     """`path` relative to every root holding it, deepest first (its own text when none does)."""
     holders = sorted((r for r in roots if path == r or path.is_relative_to(r)), key=lambda r: -len(r.parts))
@@ -375,7 +399,7 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
         for target in part.writes:
             if target == "?":
                 return "a redirection to a file only known at run time may write a protected path"
-            hit = _names_protected(target, scope)
+            hit = _names_protected(target, scope) or _names_program_directory(target, scope)
             if hit is not None:
                 return f"it writes {target} ({hit})"
         name = _program(part)
@@ -395,6 +419,8 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
                 return f"{name} has an option cluster too long to judge ({clip(word, 60, more='…')})"
             for candidate in _path_candidates(word):
                 hit = _names_protected(candidate, scope)
+                if hit is None and (name in data.shell_writers or writer is not None):
+                    hit = _names_program_directory(candidate, scope)
                 if hit is not None:
                     return f"{name} names {candidate} ({hit})"
         git = _git_writes_config(part)
@@ -581,6 +607,22 @@ def _names_protected(word: str, scope: _Scope) -> str | None:
         hit = scope.named[key]
         if hit is not None:
             return hit
+    return None
+
+
+def _names_program_directory(word: str, scope: _Scope) -> str | None:
+    """`program_directory` of what `word` names from any place of `scope`, as written and with links
+    resolved."""
+    for place in scope.places:
+        lexical = Path(posixpath.normpath(str(place / word)))
+        try:
+            real = Path(os.path.realpath(lexical))
+        except (OSError, ValueError):
+            real = lexical
+        for path in {lexical, real}:
+            hit = program_directory(path)
+            if hit is not None:
+                return hit
     return None
 
 

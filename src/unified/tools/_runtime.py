@@ -503,7 +503,7 @@ class ToolRuntime:
                 return None  # the tool refuses it itself
             if judged is not None:
                 judged["path"] = real
-            pattern = _protected.protected_path(real, self.workspace.roots)
+            pattern = _protected.protected_path(real, self.workspace.roots) or _protected.program_directory(real)
             if pattern is None:
                 return None
             return f"{self.workspace.display(real)} is a protected path ({pattern}): writing it changes what runs later"
