@@ -41,8 +41,8 @@ on the code before that fix):
 - programs with a shell escape in their own language, under an allow rule for them:
   `sqlite3 :memory: '.shell touch PWNED'`, `gdb -batch -ex '!touch PWNED'`, `dc -e '!cmd'`,
   `psql -c '\\! cmd'`, `m4` (`syscmd`), `sdiff --diff-program=./evil`, `tmux new -d cmd`,
-  `wget --use-askpass=./evil`, `curl --engine ./evil.so`: allowed, and sqlite3, gdb, sdiff and wget
-  ran it (curl's engine not tried); worked;
+  `wget --use-askpass=./evil`, `curl --engine ./evil.so`, `sftp -D ./evil`: allowed, and sqlite3, gdb,
+  sdiff, wget and sftp ran it (curl's engine not tried); worked;
 - a write into a directory of PATH, which replaces the program a later allowed command runs:
   `cp evil /usr/local/bin/git` (or `cp git /usr/local/bin`) under a cp rule, then `git status`
   under a git rule, ran the model's program; the system's own start-up files (`/etc/profile.d/*`,
@@ -244,6 +244,7 @@ SHELL_ESCAPES = [
     ("wget", "wget -q --use-askpass=./evil http://127.0.0.1:1/"),
     ("wget", "wget --use-ask=./evil http://127.0.0.1:1/"),
     ("curl", "curl --engine ./evil.so https://example.invalid/"),
+    ("sftp", "sftp -D ./evil"),
 ]
 
 
