@@ -25,6 +25,10 @@ on the code before that fix):
 - an `argsPattern` rule scoped to a folder (`"file_path": "src/`) read on the path as written:
   `src/../setup.py` was allowed, and a deny rule for `"file_path": "secrets/` missed
   `./secrets/key`; worked;
+- `git push` (an allowed verb) to a repository on this machine runs git inside it: the model wrote
+  `x/HEAD`, `x/config` (`core.fsmonitor`, `receive.denyCurrentBranch = updateInstead`; no
+  protected name, no executable bit) and `git push x HEAD:refs/heads/main` ran the command under a
+  rule for git; worked;
 - "allow always" on a shell command held in every directory, and the prompt did not name the
   directory: `rm -rf build` approved with `dir_path: tmp` then ran without a prompt in the
   workspace root; worked;
@@ -486,6 +490,50 @@ async def test_a_deny_rule_naming_a_tool_by_its_gemini_cli_name_applies(
         by_ours = await rt.decide(ToolCall("1", tool, args))
         by_theirs = await rt.decide(ToolCall("2", name, args))
     assert (by_ours.decision, by_theirs.decision) == ("deny", "deny")
+
+
+# --- git push to a repository on this machine --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git push ./x HEAD",
+        "git push x HEAD:refs/heads/main",
+        "git fetch ../other",
+        "git push file:///tmp/x HEAD",
+        "git ls-remote /tmp/x",
+        "git push --repo=../x",
+        "git init -q --bare y && git push y HEAD",
+    ],
+)
+async def test_git_with_a_repository_on_this_machine_is_asked(ws: Path, command: str) -> None:
+    """SUCCEEDED before: allowed under a rule for git (push, fetch and ls-remote are verbs known safe)."""
+    (ws / "x").mkdir()
+    async with ToolRuntime(ws, policy=_allow("git")) as rt:
+        decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": command}))
+    assert decision.decision == "deny"
+    assert "runs git inside that repository" in str(decision.reason)
+
+
+@pytest.mark.e2e  # runs bash and git
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+async def test_e2e_an_allowed_push_does_not_obey_a_repository_the_model_wrote(ws: Path) -> None:
+    """SUCCEEDED before: the push updated the plain-file repository's work tree, and its fsmonitor ran."""
+    setup = "git init -q -b main . && git -c user.name=a -c user.email=b commit -q --allow-empty -m init"
+    await anyio.run_process(["bash", "-c", setup], cwd=ws)
+    config = (
+        f'[core]\n\tbare = false\n\tworktree = {ws / "wt"}\n\tfsmonitor = "touch {ws}/PWNED; false"\n'
+        "[receive]\n\tdenyCurrentBranch = updateInstead\n"
+    )
+    writes = {"x/HEAD": "ref: refs/heads/main\n", "x/config": config, "x/objects/.keep": "", "x/refs/heads/.keep": ""}
+    writes["wt/.keep"] = ""
+    async with ToolRuntime(ws, approval_mode="auto_edit", policy=_allow("git")) as rt:
+        calls = [ToolCall(name, "write_file", {"file_path": name, "content": text}) for name, text in writes.items()]
+        calls.append(ToolCall("push", "run_shell_command", {"command": "git push -q x HEAD:refs/heads/main"}))
+        outcomes = await rt.run_batch(calls)
+    assert [o.decision.decision for o in outcomes if o.decision] == ["allow"] * len(writes) + ["deny"]
+    assert not (ws / "PWNED").exists()
 
 
 # --- "allow always" and the directory ---------------------------------------------------------------

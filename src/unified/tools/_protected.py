@@ -423,7 +423,7 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
                     hit = _names_program_directory(candidate, scope)
                 if hit is not None:
                     return f"{name} names {candidate} ({hit})"
-        git = _git_writes_config(part)
+        git = _git_writes_config(part) or _git_local_repository(part, scope)
         if git is not None:
             return git
         if writer is not None:
@@ -677,6 +677,45 @@ def _git_writes_config(part: SimpleCommand) -> str | None:
     if verb in ("init", "clone") and any(w.split("=", 1)[0] in _GIT_WRITING_OPTIONS for w in rest):
         return f"git {verb} with a template or configuration writes hooks or config (a protected path)"
     return None
+
+
+_GIT_REMOTE_VERBS = frozenset({"push", "fetch", "pull", "ls-remote"})
+"""Verbs that run git in another repository when it is on this machine (receive-pack, upload-pack)."""
+_REMOTE_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://|[^/:]+:")
+"""A URL (`https://`, `ssh://`) or scp-like `host:path`: a repository elsewhere. `file://` is here."""
+
+
+def _git_local_repository(part: SimpleCommand, scope: _Scope) -> str | None:
+    """`git push ./x` runs git inside `x` on this machine: its hooks and its own `config` (a
+    directory of plain files the model wrote: `core.fsmonitor` with `receive.denyCurrentBranch =
+    updateInstead` runs a command), none of it under a protected name. A repository named by a
+    path, a `file://` URL, or a name that is a directory here is asked; a remote's name is not."""
+    if _program(part) != "git":
+        return None
+    words = [w for w in part.words[1:] if w is not None]
+    index = 0
+    while index < len(words) and words[index].startswith("-"):
+        index += 2 if words[index] in ("-C", "-c", "--git-dir", "--work-tree", "--namespace") else 1
+    if index >= len(words) or words[index] not in _GIT_REMOTE_VERBS:
+        return None
+    verb = words[index]
+    operands = [w for w in words[index + 1 :] if not w.startswith("-")]
+    repos = [w.split("=", 1)[1] for w in words[index + 1 :] if w.startswith("--repo=")] + operands[:1]
+    for repo in repos:
+        local = repo.startswith("file://") or not _REMOTE_URL.match(repo)
+        named = "/" in repo or repo.startswith((".", "~")) or _made_here(repo, part, scope)
+        if local and (named or any(os.path.lexists(place / repo) for place in scope.places)):
+            return f"git {verb} {repo} runs git inside that repository on this machine (its hooks and config)"
+    return None
+
+
+def _made_here(word: str, part: SimpleCommand, scope: _Scope) -> bool:
+    """Whether another part of the command may make `word` (`git init --bare x && git push x`): it
+    names it, or is unknown."""
+    return any(
+        maker is not part and (maker.unknown is not None or word in maker.words or word in maker.writes)
+        for maker in scope.makers
+    )
 
 
 # --- commands that write the paths their input names ---------------------------------------------
