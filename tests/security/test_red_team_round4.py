@@ -14,7 +14,8 @@ on the code before that fix):
   which run commands): written under auto_edit or copied under a cp rule without a prompt; worked;
 - a sed script whose `e` command follows a label on its line (`:a;e touch x`: GNU sed ends the label
   at the `;`) and a gawk program calling `system` by name (`f = "sys" "tem"; @f("cmd")`), under
-  allow rules for `sed` and `gawk`: both allowed, the sed one ran its command; worked;
+  allow rules for `sed` and `gawk`, and `parallel ::: 'cmd'` (no command: each argument is one) under
+  a rule for parallel: all allowed, the sed one ran its command; worked;
 - writers the list missed, given a target only known at run time: `shuf -o ~/.bashrc evil` and
   `sdiff -o ~/.bashrc evil evil` wrote the model's line into `.bashrc`, `yq -i -y '. = "cmd"' .env*`
   replaced `.envrc` with a command, `uudecode x` writes the name its input's header gives; worked;
@@ -216,6 +217,13 @@ async def test_a_script_that_runs_a_command_is_asked_under_an_allow_rule(ws: Pat
         decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": command}))
     assert decision.decision == "deny"
     assert decision.rule == "protected-paths"
+
+
+@pytest.mark.parametrize("command", ["parallel ::: 'touch PWNED'", "parallel '' ::: 'touch PWNED'"])
+def test_parallel_without_a_command_is_not_covered_by_a_rule_for_parallel(command: str) -> None:
+    """SUCCEEDED before: allowed; with no command GNU parallel runs each argument as a command line."""
+    verdict = _allow("parallel").evaluate("run_shell_command", {"command": command}, "default")
+    assert verdict.decision == "ask_user"
 
 
 @pytest.mark.e2e  # runs bash and sed

@@ -1242,10 +1242,15 @@ def _find(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
 
 
 def _parallel(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
-    """`parallel CMD ::: args` runs CMD per argument; without `:::` the commands come from stdin."""
+    """`parallel CMD ::: args` runs CMD per argument; without `:::` the commands come from stdin, and
+    without CMD the arguments are the commands."""
     args = words[1:]
     if ":::" not in args or not args or args[0] is None or args[0].startswith("-"):
         walker.out.append(inv.unknown("parallel runs commands only known at run time"))
+        return
+    if not any(word and word.strip() for word in args[: args.index(":::")]):
+        # `parallel ::: 'rm x'`: with no command, each argument is a command line it runs
+        walker.out.append(inv.unknown("parallel without a command runs its arguments as commands"))
         return
     # its own part keeps every word (the `:::` arguments are judged as any argument is), and each
     # command it runs gets them appended at run time: an open tail, as under xargs
