@@ -8,6 +8,7 @@ without tearing down the others, and a server dying mid-session cannot cancel th
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import re
 from collections.abc import Sequence
@@ -89,7 +90,11 @@ def _output(result: mcp_types.CallToolResult) -> ToolOutput:
         if isinstance(block, mcp_types.TextContent):
             texts.append(block.text)
         elif isinstance(block, mcp_types.ImageContent):
-            media.append(InlineData(block.mime_type, base64.b64decode(block.data)))
+            try:
+                data = base64.b64decode(block.data)
+            except binascii.Error as exc:
+                raise ToolError(f"The MCP tool sent an image whose data is not valid base64 ({exc}).") from None
+            media.append(InlineData(block.mime_type, data))
         else:
             texts.append(block.model_dump_json(exclude_none=True))
     if not texts and result.structured_content is not None:

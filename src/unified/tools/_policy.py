@@ -28,6 +28,7 @@ from unified.tools import _shell_syntax
 from unified.types import ApprovalMode
 
 __all__ = [
+    "ALIASES",
     "DEFAULT_TIER",
     "SESSION_PRIORITY",
     "SESSION_TIER",
@@ -47,6 +48,10 @@ DEFAULT_TIER = 1
 SESSION_TIER = 3
 USER_TIER = 4
 SESSION_PRIORITY = 950
+
+ALIASES: Mapping[str, str] = {"replace": "edit_file", "grep_search": "search", "list_directory": "list_dir"}
+"""Gemini CLI names accepted for our tools: in calls, in `excluded_tools` and in a rule's `toolName`
+(a rule ported from the CLI's policy, `toolName = "replace"`, must not silently match nothing)."""
 
 _MODES: tuple[ApprovalMode, ...] = ("plan", "default", "auto_edit", "yolo")
 """Approval modes from least to most permissive: an "allow always" holds in its mode and above."""
@@ -78,20 +83,26 @@ class Rule:
     args_pattern: re.Pattern[str] | None = None
     command_prefixes: tuple[str, ...] | None = None
     command_shape: tuple[object, ...] | None = None
-    """For an "allow always" rule: the exact shape (`shell_shape`) of the approved command."""
+    """For an "allow always" rule: the directory and the exact shape (`shell_shape`) of the approved
+    command (`_approved_shape`)."""
 
     def match(self, tool: str, args: Mapping[str, Any], mode: ApprovalMode) -> Match:
         """Whether this rule applies; MAYBE when a shell command has parts only known at run time."""
-        if not any(fnmatch.fnmatchcase(tool, pattern) for pattern in self.tool_names):
+        if not any(fnmatch.fnmatchcase(tool, ALIASES.get(pattern, pattern)) for pattern in self.tool_names):
             return Match.NO
         if self.modes is not None and mode not in self.modes:
             return Match.NO
-        if self.args_pattern is not None:
-            text = json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
-            if not self.args_pattern.search(text):
-                return Match.NO
         command = str(args.get("command", ""))
-        if self.command_shape is not None and shell_shape(command) != self.command_shape:
+        if self.args_pattern is not None:
+            forms = [args] if (normal := _normal_paths(args)) is None else [args, normal]
+            found = [self.args_pattern.search(_json(form)) is not None for form in forms]
+            if self.decision is Decision.ALLOW and not all(found):
+                return Match.NO
+            if self.decision is not Decision.ALLOW and not any(found):
+                if self.command_prefixes is not None or not _shell_call(tool, args):
+                    return Match.NO
+                return _deny_each(_shell_syntax.parse(command), args, self.args_pattern)
+        if self.command_shape is not None and _approved_shape(args) != self.command_shape:
             return Match.NO
         if self.command_prefixes is None:
             if self.decision is Decision.ALLOW and self.args_pattern is not None and _shell_call(tool, args):
@@ -183,6 +194,28 @@ def _named(part: _shell_syntax.SimpleCommand, prefix: str) -> bool:
     return True
 
 
+_PATH_ARGUMENTS = ("file_path", "dir_path", "path")
+"""The arguments the built-in tools read as paths."""
+
+
+def _normal_paths(args: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The arguments with each path written with `.`, `..` or `//` put in its plain form, or None
+    when there is none. An allow rule's `argsPattern` must match this form too (a rule for
+    `"file_path": "src/` does not cover `src/../setup.py`); a deny or ask rule's applies if either
+    form matches (one for `"file_path": "secrets/` covers `./secrets/key`)."""
+    changed = {
+        key: posixpath.normpath(value)
+        for key in _PATH_ARGUMENTS
+        if isinstance(value := args.get(key), str) and value and posixpath.normpath(value) != value.rstrip("/")
+    }
+    return {**args, **changed} if changed else None
+
+
+def _json(args: Mapping[str, Any]) -> str:
+    """The text an `argsPattern` is searched in."""
+    return json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+
+
 def _shell_call(tool: str, args: Mapping[str, Any]) -> bool:
     return tool == _SHELL_TOOL and "command" in args
 
@@ -202,12 +235,32 @@ def _allow_each(
             return Match.NO
         if any(word is None for word in part.words):
             return Match.NO
-        # the free-text description (the model's, it changes nothing that runs) is left out
-        alone = {key: value for key, value in args.items() if key != "description"}
-        alone["command"] = " ".join(word for word in part.words if word is not None)
-        if not pattern.search(json.dumps(alone, sort_keys=True, ensure_ascii=False, default=str)):
+        if not pattern.search(_part_json(part, args)):
             return Match.NO
     return Match.YES
+
+
+def _deny_each(
+    parts: Sequence[_shell_syntax.SimpleCommand], args: Mapping[str, Any], pattern: re.Pattern[str]
+) -> Match:
+    """A deny or ask rule's `argsPattern` that the command's text escapes (`r''m -rf x`, `\\rm`,
+    `cd /; rm`: words the pattern does not see as written) still applies if it matches a simple
+    command bash would run, read as `_allow_each` reads it; MAYBE if a part is only known at run time."""
+    result = Match.NO
+    for part in parts:
+        if part.unknown is not None or not part.words or any(word is None for word in part.words):
+            result = Match.MAYBE
+        elif pattern.search(_part_json(part, args)):
+            return Match.YES
+    return result
+
+
+def _part_json(part: _shell_syntax.SimpleCommand, args: Mapping[str, Any]) -> str:
+    """The arguments' JSON with `command` replaced by one part's words (after quote removal) and the
+    free-text description (the model's, it changes nothing that runs) left out."""
+    alone = {key: value for key, value in args.items() if key != "description"}
+    alone["command"] = " ".join(word for word in part.words if word is not None)
+    return _json(alone)
 
 
 def shell_shape(command: str) -> tuple[object, ...]:
@@ -218,6 +271,13 @@ def shell_shape(command: str) -> tuple[object, ...]:
     if any(part.unknown is not None for part in parts):
         return ("text", command)
     return tuple(part.shape() for part in parts)
+
+
+def _approved_shape(args: Mapping[str, Any]) -> tuple[object, ...]:
+    """What an "allow always" on a shell command is scoped to: its shape, in its directory
+    (`rm -rf build` approved in `tmp` does not cover `rm -rf build` in the workspace root)."""
+    directory = posixpath.normpath(str(args.get("dir_path") or "."))
+    return (directory, *shell_shape(str(args.get("command", ""))))
 
 
 @dataclass(frozen=True)
@@ -339,7 +399,7 @@ def session_rule(tool: str, args: Mapping[str, Any], mode: ApprovalMode) -> Rule
     label = tool
     if tool == "run_shell_command":
         command = str(args.get("command", ""))
-        shape = shell_shape(command)
+        shape = _approved_shape(args)
         words = " ".join(command.split())
         label = f"{tool}:{clip(words, 80, more='…')}"
     return Rule(

@@ -39,6 +39,7 @@ __all__ = [
     "credential_files",
     "credential_ids",
     "credential_refusal",
+    "program_directory",
     "protected_path",
     "protected_path_patterns",
     "protected_paths",
@@ -220,6 +221,10 @@ class ProtectedPaths:
     """Commands that write the paths their input names (`[[input_writer]]`), by command name."""
     backup_suffix: frozenset[str] = frozenset()
     """Writers whose `-S`/`--suffix` names a backup file (`shell_backup_suffix`)."""
+    suffix_strippers: frozenset[str] = frozenset()
+    """Decompressors: each operand without its suffix is what they write (`shell_suffix_strippers`)."""
+    prefix_writers: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    """Commands that name what they write by a prefix and a made-up part (`[[prefix_writer]]`)."""
     shell_path_variables: frozenset[str] = frozenset()
     """Variables that decide where a later command writes or goes, or what options it takes."""
     directory_options: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
@@ -293,6 +298,8 @@ def protected_paths() -> ProtectedPaths:
         _alternatives(holders) if holders else None,
         input_writers,
         frozenset(str(w) for w in data["protected"].get("shell_backup_suffix", ())),
+        frozenset(str(w) for w in data["protected"].get("shell_suffix_strippers", ())),
+        {str(name): entry for entry in data.get("prefix_writer", []) for name in entry["commands"]},
         frozenset(str(w) for w in data["protected"].get("shell_path_variables", ())),
         {
             str(name): tuple(str(o) for o in options)
@@ -324,6 +331,29 @@ def protected_path(path: Path, roots: Sequence[Path]) -> str | None:
         if hit is not None:
             return hit
     return None
+
+
+def program_directory(path: Path) -> str | None:
+    """The directory of `PATH` a file written at `path` lands in (`path` itself, for a copy into a
+    directory): a file there runs in place of the program a later command names (`cp evil
+    /usr/local/bin/git`, then an allowed `git status`). Only writes are judged so: reading
+    `/usr/bin/python3` is no reason to ask."""
+    directories = _program_directories(os.environ.get("PATH", ""))
+    for candidate in (path, path.parent):
+        if str(candidate) in directories:
+            return f"a directory of PATH, {candidate}"
+    return None
+
+
+@functools.lru_cache(maxsize=8)
+def _program_directories(search_path: str) -> frozenset[str]:
+    """The absolute directories of a `PATH` value, as written and with links resolved (the shell's
+    is the host's: `_shell.SHELL_ENV_ALLOWLIST`). A relative entry names no one directory: left out."""
+    found: set[str] = set()
+    for entry in search_path.split(os.pathsep):
+        if os.path.isabs(entry):
+            found |= {os.path.normpath(entry), os.path.realpath(entry)}
+    return frozenset(found)
 
 
 def _relatives(path: Path, roots: Sequence[Path]) -> list[str]:
@@ -369,7 +399,7 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
         for target in part.writes:
             if target == "?":
                 return "a redirection to a file only known at run time may write a protected path"
-            hit = _names_protected(target, scope)
+            hit = _names_protected(target, scope) or _names_program_directory(target, scope)
             if hit is not None:
                 return f"it writes {target} ({hit})"
         name = _program(part)
@@ -389,17 +419,24 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
                 return f"{name} has an option cluster too long to judge ({clip(word, 60, more='…')})"
             for candidate in _path_candidates(word):
                 hit = _names_protected(candidate, scope)
+                if hit is None and (name in data.shell_writers or writer is not None):
+                    hit = _names_program_directory(candidate, scope)
                 if hit is not None:
                     return f"{name} names {candidate} ({hit})"
-        git = _git_writes_config(part)
+        git = _git_writes_config(part) or _git_local_repository(part, scope)
         if git is not None:
             return git
         if writer is not None:
             why = _input_write(name, part, writer, scope)
             if why is not None:
                 return why
-        if name in data.backup_suffix:
-            why = _backup_write(name, [w for w in part.words[1:] if w is not None], scope)
+        args = [w for w in part.words[1:] if w is not None]
+        if name in data.prefix_writers:
+            why = _prefix_write(name, args, data.prefix_writers[name], scope)
+            if why is not None:
+                return why
+        if name in data.backup_suffix or name in data.suffix_strippers:
+            why = _suffix_write(name, args, scope, strips=name in data.suffix_strippers)
             if why is not None:
                 return why
     return None
@@ -573,6 +610,22 @@ def _names_protected(word: str, scope: _Scope) -> str | None:
     return None
 
 
+def _names_program_directory(word: str, scope: _Scope) -> str | None:
+    """`program_directory` of what `word` names from any place of `scope`, as written and with links
+    resolved."""
+    for place in scope.places:
+        lexical = Path(posixpath.normpath(str(place / word)))
+        try:
+            real = Path(os.path.realpath(lexical))
+        except (OSError, ValueError):
+            real = lexical
+        for path in {lexical, real}:
+            hit = program_directory(path)
+            if hit is not None:
+                return hit
+    return None
+
+
 def _names_protected_from(word: str, cwd: Path, roots: Sequence[Path]) -> str | None:
     joined = cwd / word
     lexical = Path(posixpath.normpath(str(joined)))
@@ -624,6 +677,45 @@ def _git_writes_config(part: SimpleCommand) -> str | None:
     if verb in ("init", "clone") and any(w.split("=", 1)[0] in _GIT_WRITING_OPTIONS for w in rest):
         return f"git {verb} with a template or configuration writes hooks or config (a protected path)"
     return None
+
+
+_GIT_REMOTE_VERBS = frozenset({"push", "fetch", "pull", "ls-remote"})
+"""Verbs that run git in another repository when it is on this machine (receive-pack, upload-pack)."""
+_REMOTE_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://|[^/:]+:")
+"""A URL (`https://`, `ssh://`) or scp-like `host:path`: a repository elsewhere. `file://` is here."""
+
+
+def _git_local_repository(part: SimpleCommand, scope: _Scope) -> str | None:
+    """`git push ./x` runs git inside `x` on this machine: its hooks and its own `config` (a
+    directory of plain files the model wrote: `core.fsmonitor` with `receive.denyCurrentBranch =
+    updateInstead` runs a command), none of it under a protected name. A repository named by a
+    path, a `file://` URL, or a name that is a directory here is asked; a remote's name is not."""
+    if _program(part) != "git":
+        return None
+    words = [w for w in part.words[1:] if w is not None]
+    index = 0
+    while index < len(words) and words[index].startswith("-"):
+        index += 2 if words[index] in ("-C", "-c", "--git-dir", "--work-tree", "--namespace") else 1
+    if index >= len(words) or words[index] not in _GIT_REMOTE_VERBS:
+        return None
+    verb = words[index]
+    operands = [w for w in words[index + 1 :] if not w.startswith("-")]
+    repos = [w.split("=", 1)[1] for w in words[index + 1 :] if w.startswith("--repo=")] + operands[:1]
+    for repo in repos:
+        local = repo.startswith("file://") or not _REMOTE_URL.match(repo)
+        named = "/" in repo or repo.startswith((".", "~")) or _made_here(repo, part, scope)
+        if local and (named or any(os.path.lexists(place / repo) for place in scope.places)):
+            return f"git {verb} {repo} runs git inside that repository on this machine (its hooks and config)"
+    return None
+
+
+def _made_here(word: str, part: SimpleCommand, scope: _Scope) -> bool:
+    """Whether another part of the command may make `word` (`git init --bare x && git push x`): it
+    names it, or is unknown."""
+    return any(
+        maker is not part and (maker.unknown is not None or word in maker.words or word in maker.writes)
+        for maker in scope.makers
+    )
 
 
 # --- commands that write the paths their input names ---------------------------------------------
@@ -881,8 +973,63 @@ def _link_leads(path: str, roots: Sequence[Path]) -> str | None:
     return None if hit is None else f"{text} ({hit})"
 
 
-def _backup_write(name: str, args: Sequence[str], scope: _Scope) -> str | None:
-    """`cp -b -S rc x .bash` writes `.bashrc`: each operand with the backup suffix is judged."""
+def _prefix_write(name: str, args: Sequence[str], entry: Mapping[str, Any], scope: _Scope) -> str | None:
+    """`split -a 1 x .bashr` writes `.bashrc`: the names a prefix may grow into are judged."""
+    valued = {str(v) if str(v).startswith("-") else f"-{v}" for v in entry.get("valued", ())}
+    options: dict[str, str] = {}
+    operands: list[str] = []
+    for arg in _getopt(args, lambda option: _VALUE if option in valued else _NO_VALUE):
+        if arg.operand:
+            operands.append(arg.word)
+        elif arg.value is not None:
+            options[arg.word] = arg.value
+    where = str(entry["prefix"])
+    prefix = (operands[1] if len(operands) > 1 else None) if where == "operand" else options.get(where)
+    if not prefix:
+        return None
+    directory, stem = posixpath.split(prefix)
+    names = [prefix + re.sub(r"%[^a-zA-Z%]*[a-zA-Z%]", "", options.get(str(entry.get("format")), ""))]
+    for pattern in protected_paths().patterns:
+        # the file name only: a pattern's directories match the prefix's own or not (judged whole below)
+        last = pattern.casefold().replace("**", "*").replace("?", "*").rsplit("/", 1)[-1]
+        head, tail = last.split("*", 1)[0], last.rsplit("*", 1)[-1]
+        grown = None
+        if last == "*":  # `.git/**`: any name in a protected directory, which the prefix names itself
+            continue
+        if head.startswith(stem.casefold()):  # `.bashr` grows into `.bashrc`, `i` into `id_x`
+            grown = head + ("x" + tail if "*" in last else "")
+        elif "*" in last and stem.casefold().startswith(head):  # `evil.p` grows into `evil.p.pth`
+            grown = stem + tail
+        if grown is not None:
+            names.append(posixpath.join(directory, grown))
+    for grown in names:
+        hit = _names_protected(grown, scope)
+        if hit is not None:
+            return f"{name} names what it writes by the prefix {prefix}, which may make {grown} ({hit})"
+    return None
+
+
+def _suffix_write(name: str, args: Sequence[str], scope: _Scope, *, strips: bool) -> str | None:
+    """`cp -b -S rc x .bash` writes `.bashrc`: each operand with the backup suffix is judged; with
+    `strips` (a decompressor: `gunzip .bashrc.gz` writes `.bashrc`), each operand without its last
+    suffix, and without the `-S` one, too."""
+    suffix = _suffix_option(args)
+    for word in args:
+        if word.startswith("-"):
+            continue
+        written = [word + suffix] if suffix and name in protected_paths().backup_suffix else []
+        if strips:
+            stem = re.sub(r"[._-][^./_-]*$", "", word)
+            written += [stem, word.removesuffix(suffix)] if suffix else [stem]
+        for name_written in written:
+            hit = _names_protected(name_written, scope) if name_written and name_written != word else None
+            if hit is not None:
+                return f"{name} writes {word} as {name_written} ({hit})"
+    return None
+
+
+def _suffix_option(args: Sequence[str]) -> str:
+    """The suffix a `-S SUF` / `--suffix=SUF` (abbreviated, or at the end of a cluster) gives; "" if none."""
     suffix = None
     for index, word in enumerate(args):
         key, eq, value = word.partition("=")
@@ -892,15 +1039,7 @@ def _backup_write(name: str, args: Sequence[str], scope: _Scope) -> str | None:
             suffix = word[2:] or (args[index + 1] if index + 1 < len(args) else "")
         elif word.startswith("-") and not word.startswith("--") and "S" in word[1:]:
             suffix = word[word.index("S") + 1 :] or (args[index + 1] if index + 1 < len(args) else "")
-    if not suffix:
-        return None
-    for word in args:
-        if word.startswith("-"):
-            continue
-        hit = _names_protected(word + suffix, scope)
-        if hit is not None:
-            return f"{name} backs up {word} as {word + suffix} ({hit})"
-    return None
+    return suffix or ""
 
 
 # sed: the options GNU sed knows, and which of them take a value
@@ -1037,7 +1176,8 @@ def _sed_script(text: str) -> str | None:
         if command in "qQlL":
             skip(" \t0123456789")
         elif command in "#:bBtTvrR":
-            while index < size and text[index] not in "\n" + (";" if command in "bBtTv" else ""):
+            # GNU sed ends a label (`:a`, `ba`) at a `;` too: `:a;e touch x` runs `e`
+            while index < size and text[index] not in "\n" + (";" if command in ":bBtTv" else ""):
                 index += 1
         elif command in "aic":
             to_line_end()
@@ -1066,6 +1206,8 @@ def _sed_script(text: str) -> str | None:
 _AWK_LONG_FLAGS = frozenset({"--posix", "--traditional", "--re-interval", "--characters-as-bytes", "--csv"})
 _AWK_PRINT_TO = re.compile(r"\bprintf?\b[^;{}\n]*[>|]")
 _AWK_PIPE = re.compile(r"(?<!\|)\|(?!\|)")
+_AWK_AT = re.compile(r"@\s*\w")
+"""gawk's `@include`, `@load`, and its indirect calls: `f = "sys" "tem"; @f("cmd")` runs `system`."""
 
 
 def _awk_form(args: Sequence[str]) -> str | None:
@@ -1106,8 +1248,8 @@ def _awk_form(args: Sequence[str]) -> str | None:
             return "its program runs a command (system)"
         if _AWK_PIPE.search(program):
             return "its program runs a command (|)"
-        if "@include" in program or "@load" in program:
-            return "its program reads code from a file (@include, @load)"
+        if _AWK_AT.search(program):
+            return "its program reads code from a file (@include, @load) or calls a function by name (@f())"
         if _AWK_PRINT_TO.search(program):
             return "its program writes a file it names (print >)"
     return None

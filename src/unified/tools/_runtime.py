@@ -44,7 +44,7 @@ from unified.tools._base import (
 )
 from unified.tools._custom import function_tool
 from unified.tools._paths import Workspace
-from unified.tools._policy import DEFAULT_TIER, Decision, Policy, Rule, Verdict, session_rule
+from unified.tools._policy import ALIASES, DEFAULT_TIER, Decision, Policy, Rule, Verdict, session_rule
 from unified.types import ApprovalMode, McpServer
 
 __all__ = [
@@ -67,9 +67,6 @@ PermissionAnswer = Literal["allow_once", "allow_always", "deny"]
 PROTECTED_RULE = Rule(tool_names=("*",), decision=Decision.ASK_USER, priority=5.0, name="protected-paths")
 """Not a row of any table: the name a decision carries when a write to a protected path was put to
 the user although a rule allowed it (docs/tools.md, "Protected paths")."""
-
-ALIASES: Mapping[str, str] = {"replace": "edit_file", "grep_search": "search", "list_directory": "list_dir"}
-"""Gemini CLI names accepted for our tools, in calls and in `excluded_tools`."""
 
 
 def is_excluded(name: str, excluded_tools: Sequence[str]) -> bool:
@@ -407,6 +404,10 @@ class ToolRuntime:
         calls get the same answers as the API backends'. A Gemini CLI name is read through `ALIASES`.
         """
         args = {k: v for k, v in call.args.items() if k != "wait_for_previous"}
+        if limits.too_deep(args):
+            return PermissionDecision(
+                tool_use_id=call.id, tool_name=call.name, decision="deny", decided_by="backend", reason=_too_deep(call)
+            )
         return await self._decide(call, ALIASES.get(call.name, call.name), args)
 
     async def run_batch(self, calls: Sequence[ToolCall], observer: ToolObserver | None = None) -> list[ToolOutcome]:
@@ -452,6 +453,8 @@ class ToolRuntime:
             names = ", ".join(self.tool_names())
             return await _refused(call, obs, f'Tool "{call.name}" not found. Available tools: {names}')
         args = {k: v for k, v in call.args.items() if k != "wait_for_previous"}
+        if limits.too_deep(args):  # every rule with an argsPattern serialises them: a RecursionError
+            return await _refused(call, obs, _too_deep(call))
         params: Any = args
         if spec.params is not None:
             try:
@@ -500,7 +503,7 @@ class ToolRuntime:
                 return None  # the tool refuses it itself
             if judged is not None:
                 judged["path"] = real
-            pattern = _protected.protected_path(real, self.workspace.roots)
+            pattern = _protected.protected_path(real, self.workspace.roots) or _protected.program_directory(real)
             if pattern is None:
                 return None
             return f"{self.workspace.display(real)} is a protected path ({pattern}): writing it changes what runs later"
@@ -602,6 +605,10 @@ class _Ready:
     """The real path the protected-path check judged (write_file, edit_file; not in yolo mode)."""
 
 
+def _too_deep(call: ToolCall) -> str:
+    return f"Invalid parameters provided to {call.name}. Reason: they nest deeper than {limits.MAX_JSON_DEPTH} levels."
+
+
 def _reasons(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors())
 
@@ -648,7 +655,9 @@ _SUMMARY_PARTS = 6
 def _summary(tool: str, args: Mapping[str, Any]) -> str:
     if tool == "run_shell_command":
         command = str(args.get("command", ""))
-        return f"Allow running `{command}`?" + _shell_parts(command)
+        directory = args.get("dir_path")
+        where = f" in {directory}" if isinstance(directory, str) and directory not in ("", ".") else ""
+        return f"Allow running `{command}`{where}?" + _shell_parts(command)
     if "file_path" in args:
         return f"Allow {tool} on {args['file_path']}?"
     return f"Allow {tool}?"

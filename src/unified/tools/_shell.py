@@ -469,6 +469,9 @@ async def _cwd(config: ShellConfig, raw: str | None) -> Path:
 async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progress) -> ToolOutput:
     if not p.command.strip():
         raise ToolError("command must not be empty.")
+    if "\x00" in p.command:  # an argument of exec cannot hold one: Popen would raise ValueError
+        at = p.command.index("\x00")
+        raise ToolError(f"command holds a NUL byte (at character {at}), which bash cannot be given; remove it.")
     require_unicode(p.command, "command")
     cwd = await _cwd(config, p.dir_path)
     if p.is_background:

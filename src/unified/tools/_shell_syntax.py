@@ -212,7 +212,8 @@ class SimpleCommand:
 
     `words` is its argv (None for a word only known at run time); `unknown`, when set, says why
     this part cannot be judged from the text. `writes` are the files its redirections write
-    (`?` for a target only known at run time); `assigns` the variables set for it or by it;
+    (`?` for a target only known at run time); `assigns` the variables set for it or by it, or
+    removed from its environment (`env -u NAME`; `*` for all of them: `env -i`, `exec -c`);
     `via` the wrappers and shells it runs under; `open_tail` that more arguments arrive at run
     time (`xargs`). `text` is where it came from, for a prompt.
     """
@@ -981,6 +982,10 @@ class _Options:
     """`-10` is an option (nice)."""
     lone_dash: bool = False
     """`-` alone is an option (env: the same as -i)."""
+    clears: frozenset[str] = frozenset()
+    """Options that start the command with an empty environment (`env -i`, `exec -c`)."""
+    unsets: frozenset[str] = frozenset()
+    """Options whose value names a variable the command starts without (`env -u NAME`)."""
     positionals: int = 0
     """Operands before the command (the duration of `timeout`)."""
     separate_command: bool = False
@@ -1012,7 +1017,11 @@ class _Options:
                     return f"an option it does not know ({word})"
                 index += 1
                 continue
-            if (self.numeric_flags and re.fullmatch(r"-\d+", word)) or (self.lone_dash and word == "-"):
+            if self.numeric_flags and re.fullmatch(r"-\d+", word):
+                index += 1
+                continue
+            if self.lone_dash and word == "-":
+                seen["-"] = ""
                 index += 1
                 continue
             if len(word) > 1 and word[0] == "-":
@@ -1072,7 +1081,11 @@ def _wrapper(options: _Options, *, takes_env: bool = False, default: str | None 
             inv = replace(inv, writes=(*inv.writes, seen.get("-o") or seen["--output"]))
         if name in ("strace", "ltrace") and "-o" in seen:
             inv = replace(inv, writes=(*inv.writes, seen["-o"]))
-        assigns = list(inv.assigns)
+        # Removing a variable changes what runs as much as setting one: the runtime's own settings
+        # (`_shell.SHELL_SETTINGS`: safe.bareRepository=explicit, PAGER=cat) go with it, and
+        # `env -i git --work-tree=.. status` obeys a directory of plain files the model wrote.
+        assigns = [*inv.assigns, *("*" for _ in options.clears & seen.keys())]
+        assigns += [seen[option] for option in sorted(options.unsets & seen.keys())]
         while takes_env and rest and (rest[0] is None or "=" in rest[0]):
             if rest[0] is None:
                 walker.out.append(inv.unknown(f"{name}: an argument only known at run time"))
@@ -1229,10 +1242,15 @@ def _find(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
 
 
 def _parallel(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
-    """`parallel CMD ::: args` runs CMD per argument; without `:::` the commands come from stdin."""
+    """`parallel CMD ::: args` runs CMD per argument; without `:::` the commands come from stdin, and
+    without CMD the arguments are the commands."""
     args = words[1:]
     if ":::" not in args or not args or args[0] is None or args[0].startswith("-"):
         walker.out.append(inv.unknown("parallel runs commands only known at run time"))
+        return
+    if not any(word and word.strip() for word in args[: args.index(":::")]):
+        # `parallel ::: 'rm x'`: with no command, each argument is a command line it runs
+        walker.out.append(inv.unknown("parallel without a command runs its arguments as commands"))
         return
     # its own part keeps every word (the `:::` arguments are judged as any argument is), and each
     # command it runs gets them appended at run time: an open tail, as under xargs
@@ -1434,12 +1452,14 @@ _WRAPPERS: dict[str, _Handler] = {
             long_flags=frozenset({"ignore-environment", "null", "debug", "list-signal-handling"}),
             long_optional=frozenset({"ignore-signal", "default-signal", "block-signal"}),
             lone_dash=True,
+            clears=frozenset({"-i", "-", "--ignore-environment"}),
+            unsets=frozenset({"-u", "--unset"}),
         ),
         takes_env=True,
     ),
     "command": _command_builtin,
     "builtin": _wrapper(_Options()),
-    "exec": _wrapper(_Options(valued="a", flags="cl")),
+    "exec": _wrapper(_Options(valued="a", flags="cl", clears=frozenset({"-c"}))),
     "nohup": _wrapper(_Options()),
     "nice": _wrapper(_Options(valued="n", long_valued=frozenset({"adjustment"}), numeric_flags=True)),
     "time": _wrapper(
