@@ -664,6 +664,31 @@ async def test_arguments_nested_too_deep_are_refused_not_raised(ws: Path, levels
     assert decision.decided_by == "backend"
 
 
+@pytest.mark.parametrize("size", [200 * 1024, 1024 * 1024])
+async def test_a_shell_command_longer_than_bash_can_be_given_is_refused_before_the_policy_parses_it(
+    ws: Path, size: int
+) -> None:
+    """bash takes the command as one exec argument, which Linux refuses over 128 KiB: such a command can never
+    run, and parsing 1 MB of it for the policy held the event loop ~8 s. Refused at once, in run_batch and in
+    decide (the Gemini CLI's calls), with what to do; nothing runs."""
+    command = "echo " + "a " * (size // 2)
+    async with ToolRuntime(ws, approval_mode="yolo") as rt:
+        [outcome] = await rt.run_batch([ToolCall("1", "run_shell_command", {"command": command})])
+        decision = await rt.decide(ToolCall("2", "run_shell_command", {"command": command}))
+    error = outcome.response.get("error", "")
+    assert "more than bash can be given" in error, outcome.response
+    assert "write the long part to a file" in error
+    assert (decision.decision, decision.decided_by) == ("deny", "backend")
+
+
+@pytest.mark.e2e
+async def test_a_long_shell_command_within_the_limit_still_runs(ws: Path) -> None:
+    command = "printf %s " + "b" * (100 * 1024) + " | wc -c"
+    async with ToolRuntime(ws, approval_mode="yolo") as rt:
+        [outcome] = await rt.run_batch([ToolCall("1", "run_shell_command", {"command": command})])
+    assert "102400" in str(outcome.response), outcome.response
+
+
 BAD_IMAGE_SERVER = textwrap.dedent(
     """
     import json, sys

@@ -56,6 +56,11 @@ before it writes anything (the biggest session file a binary's reader here accep
 
 # --- what a tool gives the model --------------------------------------------------------------
 
+MAX_SHELL_COMMAND_BYTES = 120 * 1024
+"""Longest shell command (UTF-8) a call may carry. bash takes the command as one argument of exec, which Linux
+refuses over 128 KiB (MAX_ARG_STRLEN): a longer one could never run. It is refused before the policy parses it
+(a 1 MB command held the event loop about 8 s there); the margin is the runtime's own lines around it."""
+
 MAX_TOOL_OUTPUT_CHARS = 256 * 1024
 """Largest output (or error) of any tool as the model reads it: secrets are replaced first, then a
 longer text keeps its head and says how much was cut. Structured outputs count as their JSON."""

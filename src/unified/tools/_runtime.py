@@ -404,11 +404,13 @@ class ToolRuntime:
         calls get the same answers as the API backends'. A Gemini CLI name is read through `ALIASES`.
         """
         args = {k: v for k, v in call.args.items() if k != "wait_for_previous"}
-        if limits.too_deep(args):
+        tool = ALIASES.get(call.name, call.name)
+        unjudgeable = _unjudgeable(call, tool, args)
+        if unjudgeable is not None:
             return PermissionDecision(
-                tool_use_id=call.id, tool_name=call.name, decision="deny", decided_by="backend", reason=_too_deep(call)
+                tool_use_id=call.id, tool_name=call.name, decision="deny", decided_by="backend", reason=unjudgeable
             )
-        return await self._decide(call, ALIASES.get(call.name, call.name), args)
+        return await self._decide(call, tool, args)
 
     async def run_batch(self, calls: Sequence[ToolCall], observer: ToolObserver | None = None) -> list[ToolOutcome]:
         """Runs one model turn's calls; outcomes in call order.
@@ -453,8 +455,9 @@ class ToolRuntime:
             names = ", ".join(self.tool_names())
             return await _refused(call, obs, f'Tool "{call.name}" not found. Available tools: {names}')
         args = {k: v for k, v in call.args.items() if k != "wait_for_previous"}
-        if limits.too_deep(args):  # every rule with an argsPattern serialises them: a RecursionError
-            return await _refused(call, obs, _too_deep(call))
+        unjudgeable = _unjudgeable(call, spec.name, args)
+        if unjudgeable is not None:
+            return await _refused(call, obs, unjudgeable)
         params: Any = args
         if spec.params is not None:
             try:
@@ -605,8 +608,22 @@ class _Ready:
     """The real path the protected-path check judged (write_file, edit_file; not in yolo mode)."""
 
 
-def _too_deep(call: ToolCall) -> str:
-    return f"Invalid parameters provided to {call.name}. Reason: they nest deeper than {limits.MAX_JSON_DEPTH} levels."
+def _unjudgeable(call: ToolCall, tool: str, args: Mapping[str, Any]) -> str | None:
+    """Why the policy must not read these arguments at all, or None: nested deeper than any rule's `argsPattern`
+    can serialise (a RecursionError), or a shell command longer than bash can be given (its parse alone would
+    hold the event loop for seconds)."""
+    invalid = f"Invalid parameters provided to {call.name}. Reason:"
+    if limits.too_deep(args):
+        return f"{invalid} they nest deeper than {limits.MAX_JSON_DEPTH} levels."
+    command = args.get("command")
+    if tool == "run_shell_command" and isinstance(command, str) and len(command) > limits.MAX_SHELL_COMMAND_BYTES // 4:
+        size = len(command.encode("utf-8", "surrogatepass"))
+        if size > limits.MAX_SHELL_COMMAND_BYTES:
+            return (
+                f"{invalid} the command is {size:,} bytes, more than bash can be given "
+                f"({limits.MAX_SHELL_COMMAND_BYTES:,}); write the long part to a file and run that."
+            )
+    return None
 
 
 def _reasons(exc: ValidationError) -> str:
