@@ -445,6 +445,40 @@ async def test_user_input_timeout_and_handler_failure_become_warnings() -> None:
     assert "UI went away" in warning.message
 
 
+async def _returns_none(request: UserInputRequest) -> Any:
+    return None
+
+
+async def _returns_dict(request: UserInputRequest) -> Any:
+    return {"permission": "allow_once"}
+
+
+async def _returns_text(request: UserInputRequest) -> Any:
+    return "allow_once"
+
+
+def _not_async(request: UserInputRequest) -> Any:
+    return UserInputResponse.allow()
+
+
+@pytest.mark.parametrize(
+    ("handler", "said"),
+    [
+        (_returns_none, "returned NoneType, not a UserInputResponse"),
+        (_returns_dict, "returned dict, not a UserInputResponse"),
+        (_returns_text, "returned str, not a UserInputResponse"),
+        (_not_async, "returned UserInputResponse instead of an awaitable: it must be an async function"),
+    ],
+)
+async def test_a_handler_answering_with_the_wrong_type_is_no_answer_with_a_warning(handler: Any, said: str) -> None:
+    events, backend = await run([START, Ask(_question())], on_user_input=handler)
+    assert backend.answers[0] == UserInputResponse(cancelled=True)  # never the handler's object, which backends misread
+    warning = next(e for e in events if isinstance(e, WarningEvent))
+    assert warning.code == "user_input_handler_failed"
+    assert said in warning.message
+    assert assert_well_formed(events).status == "success"
+
+
 async def test_unsupported_options_warn_before_session_started() -> None:
     backend = ScriptedBackend([START], unsupported=[UnsupportedOption("thinking", "this backend cannot think", False)])
     out = [e async for e in EventStream(params(), backend=backend)]

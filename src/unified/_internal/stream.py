@@ -10,6 +10,7 @@ with exactly one `result`, whether the adapter returned, raised, crashed or was 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import math
 import time
 from collections import deque
@@ -706,7 +707,24 @@ class StreamGuard:
         self._paused += 1
         try:
             with anyio.move_on_after(self.params.user_input_timeout_s) as timer:
-                return await handler(request)
+                answer = handler(request)
+                if not inspect.isawaitable(answer):  # a plain function: the run must not crash on `await`
+                    await self._warn(
+                        "user_input_handler_failed",
+                        f"on_user_input returned {type(answer).__name__} instead of an awaitable: it must be an "
+                        "async function returning a UserInputResponse; treated as no answer",
+                    )
+                    return UserInputResponse(cancelled=True)
+                reply = await answer
+                if isinstance(reply, UserInputResponse):
+                    return reply
+                # None, a dict, a string...: the backends read a UserInputResponse, so this is no answer
+                await self._warn(
+                    "user_input_handler_failed",
+                    f"on_user_input returned {type(reply).__name__}, not a UserInputResponse (use "
+                    "UserInputResponse.allow(), .deny() or UserInputResponse(answers=...)); treated as no answer",
+                )
+                return UserInputResponse(cancelled=True)
             await self._warn(
                 "user_input_timeout",
                 f"no answer to {request.request_id} within {self.params.user_input_timeout_s:g}s; treated as no answer",
