@@ -341,7 +341,9 @@ class EventStream(AsyncIterator[UnifiedEvent]):
     Raises `ConfigurationError` at once for parameters no backend can run (see `check_params`).
 
     Prefer `async with execute(params) as events:` so the run is cleaned up even when you stop
-    reading early; bare `async for` works too when you read to the end from one task.
+    reading early; bare `async for` works too when you read to the end from one task. A bare
+    `async for` left early goes on running until `aclose()`, or until the stream is dropped (its
+    finalizer stops the run, whose processes are then ended) or the event loop ends.
     """
 
     def __init__(self, params: ExecuteParams, *, backend: Backend | None = None, strict: bool = False) -> None:

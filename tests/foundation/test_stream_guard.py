@@ -280,6 +280,52 @@ async def test_closing_early_stops_the_backend() -> None:
     assert cleaned.is_set()
 
 
+async def test_a_bare_async_for_left_early_and_dropped_stops_the_run_and_leaves_the_callers_scopes_alone() -> None:
+    cleaned = anyio.Event()
+
+    class Slow(ScriptedBackend):
+        async def run(self, ctx: RunContext) -> RunOutcome:
+            try:
+                await ctx.emit(START.model_copy())
+                await anyio.sleep(30)
+                return RunOutcome()
+            finally:
+                cleaned.set()
+
+    with anyio.fail_after(HANG_GUARD_S):
+        with anyio.CancelScope():  # the caller's own scope, left after the break: it must not fail
+            stream = EventStream(params(), backend=Slow([]))
+            async for event in stream:  # no `async with`, no aclose()
+                assert isinstance(event, SessionStarted)
+                break
+        assert not cleaned.is_set()  # the run goes on while the caller holds the stream
+        del stream
+        gc.collect()
+        await cleaned.wait()  # dropped: the run is stopped, its cleanup ran
+
+
+async def test_closing_a_bare_async_for_from_another_task_ends_the_run() -> None:
+    cleaned = anyio.Event()
+
+    class Slow(ScriptedBackend):
+        async def run(self, ctx: RunContext) -> RunOutcome:
+            try:
+                await ctx.emit(START.model_copy())
+                await anyio.sleep(30)
+                return RunOutcome()
+            finally:
+                cleaned.set()
+
+    stream = EventStream(params(), backend=Slow([]))
+    with anyio.fail_after(HANG_GUARD_S):
+        assert isinstance(await stream.__anext__(), SessionStarted)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stream.aclose)
+        assert cleaned.is_set()  # aclose() returns once the run's cleanup ran
+        await stream.aclose()  # twice is fine
+        assert [e async for e in stream] == []
+
+
 async def test_a_backend_faster_than_its_consumer_waits_with_a_bounded_buffer_and_loses_nothing() -> None:
     """The consumer reads one event and stops reading: the backend runs until the buffer is full and
     waits there (memory stays bounded); read on, every event arrives once, in order."""
