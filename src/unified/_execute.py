@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from types import TracebackType
 from typing import Any
 
+import sniffio
 from anyio.from_thread import start_blocking_portal
 
 from unified._exports import publish
@@ -399,11 +400,26 @@ def execute(params: ExecuteParams | None = None, /, **fields: Any) -> EventStrea
     return EventStream(params)
 
 
+def _refuse_a_running_loop() -> None:
+    try:
+        library = sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        return
+    raise ConfigurationError(
+        f"execute_sync() was called from inside a running {library} event loop, which it would block until "
+        "the run ends",
+        hint="in async code use `async with execute(params) as events: async for event in events: ...`",
+    )
+
+
 def execute_sync(params: ExecuteParams | None = None, /, **fields: Any) -> Iterator[UnifiedEvent]:
     """`execute()` for synchronous code: events arrive as they happen, from an event loop in a worker thread.
 
     Closing the iterator early cancels the run (its processes are ended before `close()` returns).
+    Raises `ConfigurationError` when called on the thread of a running event loop, which it would block
+    until the run ends (a run that needs that loop, e.g. a server or callback of it, would never end).
     """
+    _refuse_a_running_loop()
     # Made here, in the caller's thread and before the worker's loop starts: its `check_params` raises here
     # (once: it reads the whole history).
     made = EventStream(params if params is not None else ExecuteParams(**fields))

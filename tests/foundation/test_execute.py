@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import unified
-from unified import ExecuteParams, execute, execute_sync
+from unified import ConfigurationError, ExecuteParams, execute, execute_sync
 from unified.events import ErrorEvent, Result, SessionStarted, TextDelta
 from unified.testing._scripted import EndMessage, ScriptedBackend
 
@@ -58,6 +58,14 @@ def test_execute_sync_can_stop_early() -> None:
     first = next(stream)
     stream.close()  # type: ignore[attr-defined]
     assert first.type == "session_started"
+
+
+@pytest.mark.anyio
+async def test_execute_sync_inside_a_running_event_loop_says_so_instead_of_blocking_it() -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        next(execute_sync(prompt="x", backend="scripted"))
+    assert "inside a running" in caught.value.message
+    assert "async with execute(params)" in (caught.value.hint or "")
 
 
 @pytest.mark.e2e  # runs a real subprocess
