@@ -19,7 +19,7 @@ from unified.conversations import CONTINUE_PROMPT, Conversation, TextPart, UserT
 from unified.errors import ConfigurationError, RoutingError, UnifiedError
 from unified.events import Failover, JsonValue, UnifiedEvent, Usage, UserInputRequest, UserInputResponse
 from unified.sessions import short_id_of
-from unified.types import ExecuteParams, Fallback
+from unified.types import ExecuteParams, Fallback, ImageInput, image_type
 
 __all__ = ["EventStream", "check_params", "execute", "execute_sync"]
 
@@ -280,7 +280,8 @@ def check_params(params: ExecuteParams) -> None:
     """Reject what no backend can run, the same way on every backend, before anything starts.
 
     Raises `ConfigurationError` for a `cwd` that is missing or not a directory, for a blank prompt
-    (a prompt of images only is allowed), and for `retry` or `history` used the wrong way.
+    (a prompt of images only is allowed), for an empty image or one whose bytes are another type than its
+    `mime_type`, and for `retry` or `history` used the wrong way.
     """
     cwd = params.cwd.expanduser()
     try:
@@ -293,6 +294,8 @@ def check_params(params: ExecuteParams) -> None:
         ) from None
     if not stat.S_ISDIR(mode):
         raise ConfigurationError(f"cwd {cwd} is not a directory", hint="pass a directory as cwd, not a file")
+    for number, image in enumerate(params.images, 1):
+        _check_image(number, image)
     if params.history is not None and params.resume is not None:
         raise ConfigurationError(
             "a run continues either a stored session (resume) or a conversation (history), not both",
@@ -313,6 +316,19 @@ def check_params(params: ExecuteParams) -> None:
         return
     if not params.prompt.strip() and not params.images:
         raise ConfigurationError("the prompt is empty", hint="say what the agent should do")
+
+
+def _check_image(number: int, image: ImageInput) -> None:
+    """An empty image, or one whose bytes are another type than it says, is refused by every model provider, and
+    only after the run started (a 400 from the API, or an agent binary's own error)."""
+    if not image.data:
+        raise ConfigurationError(f"image {number} is empty (0 bytes)", hint="pass the image file's bytes")
+    found = image_type(image.data)
+    if found is not None and found != image.mime_type:
+        raise ConfigurationError(
+            f"image {number} says it is {image.mime_type} but its bytes are {found}",
+            hint="give the type of its bytes, or build it with ImageInput.from_path, which reads it from them",
+        )
 
 
 def _make_backend(params: ExecuteParams, *, fallback: bool = True) -> tuple[Backend, ExecuteParams]:

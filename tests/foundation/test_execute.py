@@ -90,6 +90,11 @@ BACKENDS = ["gemini-cli", "generate-content", "interactions", "scripted", "auto"
         ({"cwd": Path(__file__)}, "is not a directory"),
         ({"prompt": ""}, "the prompt is empty"),
         ({"prompt": "  \n\t"}, "the prompt is empty"),
+        ({"images": (unified.ImageInput(mime_type="image/png", data=b""),)}, r"image 1 is empty \(0 bytes\)"),
+        (
+            {"images": (unified.ImageInput(mime_type="image/png", data=b"GIF89a\x01\x00\x01\x00"),)},
+            "image 1 says it is image/png but its bytes are image/gif",
+        ),
     ],
 )
 def test_every_backend_rejects_what_no_backend_can_run_before_it_starts(
