@@ -14,7 +14,14 @@ from unified._exports import publish
 from unified._internal import limits
 from unified._internal.stream import GuardedStream, StreamGuard, announce_unsupported_options
 from unified._redaction import redact_key_shapes, redactor
-from unified.backends import Backend, RunContext, RunOutcome, UnsupportedOption, load_backend_factory
+from unified.backends import (
+    Backend,
+    RunContext,
+    RunOutcome,
+    UnsupportedOption,
+    known_backends,
+    load_backend_factory,
+)
 from unified.conversations import CONTINUE_PROMPT, Conversation, TextPart, UserTurn, provider_of_backend
 from unified.errors import ConfigurationError, RoutingError, UnifiedError
 from unified.events import Failover, JsonValue, UnifiedEvent, Usage, UserInputRequest, UserInputResponse
@@ -331,6 +338,17 @@ def _check_image(number: int, image: ImageInput) -> None:
         )
 
 
+def _check_fallback(params: ExecuteParams) -> None:
+    """A `fallback` naming no backend would only be found out when the run needs it, after its backend gave out."""
+    names = [target.backend if isinstance(target, Fallback) else target for target in params.fallback]
+    unknown = [name for name in names if name != "auto" and name not in known_backends()]
+    if unknown:
+        raise ConfigurationError(
+            f"fallback names an unknown backend {unknown[0]!r}",
+            hint=f"choose one of: {', '.join(sorted(known_backends()))}",
+        )
+
+
 def _make_backend(params: ExecuteParams, *, fallback: bool = True) -> tuple[Backend, ExecuteParams]:
     """The backend `params` name (routing `auto`), wrapped for failover when `params.fallback` names any, and the
     parameters it runs with (`_as_run_on`; the failover keeps the caller's own, to carry to the next backend)."""
@@ -338,6 +356,7 @@ def _make_backend(params: ExecuteParams, *, fallback: bool = True) -> tuple[Back
     chosen: Backend
     run = params
     try:
+        _check_fallback(params)
         if name == "auto" and params.resume:
             chosen = _SessionOwner(params)
         else:

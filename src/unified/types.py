@@ -234,7 +234,7 @@ class ExecuteParams(BaseModel):
         description="Backends to go on on, in order, when the backend gives out with an error of `failover_on`: "
         "the run continues with the conversation so far, in the same stream (a `failover` event says so). A "
         "name alone keeps `model` only for a backend of the same provider and sends no `backend_options`; "
-        "a `Fallback` gives them.",
+        "a `Fallback` gives them. An unknown backend name ends the run with a `configuration_error` before it starts.",
     )
     failover_on: tuple[str, ...] = Field(
         default=FAILOVER_CODES,

@@ -13,6 +13,7 @@ import unified
 from unified import ConfigurationError, ExecuteParams, execute, execute_sync
 from unified.events import ErrorEvent, Result, SessionStarted, TextDelta
 from unified.testing._scripted import EndMessage, ScriptedBackend
+from unified.types import Fallback
 
 
 @pytest.mark.anyio
@@ -43,6 +44,21 @@ async def test_an_unknown_backend_is_an_error_event_not_an_exception() -> None:
     error = events[0]
     assert isinstance(error, ErrorEvent)
     assert "unknown backend 'telepathy'" in error.message
+    assert "gemini-cli" in error.message  # says what to choose instead
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("fallback", [("telepathy",), (Fallback(backend="telepathy"),)])
+async def test_an_unknown_fallback_backend_is_an_error_before_the_run_not_after_it_gave_out(
+    fallback: tuple[str | Fallback, ...], tmp_path: Path
+) -> None:
+    params = ExecuteParams(prompt="x", backend="scripted", cwd=tmp_path, fallback=fallback)
+    events = [e async for e in unified.EventStream(params)]
+    assert [e.type for e in events] == ["error", "result"]  # the scripted backend never ran
+    error = events[0]
+    assert isinstance(error, ErrorEvent)
+    assert error.code == "configuration_error"
+    assert "fallback names an unknown backend 'telepathy'" in error.message
     assert "gemini-cli" in error.message  # says what to choose instead
 
 
