@@ -379,7 +379,8 @@ class EventStream(AsyncIterator[UnifiedEvent]):
     Prefer `async with execute(params) as events:` so the run is cleaned up even when you stop
     reading early; bare `async for` works too when you read to the end from one task. A bare
     `async for` left early goes on running until `aclose()`, or until the stream is dropped (its
-    finalizer stops the run, whose processes are then ended) or the event loop ends.
+    finalizer stops the run, whose processes are then ended) or the event loop ends. A second task
+    reading it while one waits for an event gets a `UnifiedError` saying so.
     """
 
     def __init__(self, params: ExecuteParams, *, backend: Backend | None = None, strict: bool = False) -> None:

@@ -14,7 +14,7 @@ from tests.hang_guard import HANG_GUARD_S
 from unified import BackendError, ExecuteParams, UnifiedEvent, UserInputRequest, UserInputResponse
 from unified._execute import EventStream
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
-from unified.errors import RunStopped
+from unified.errors import RunStopped, UnifiedError
 from unified.events import (
     ERROR_CODES,
     WARNING_CODES,
@@ -324,6 +324,23 @@ async def test_closing_a_bare_async_for_from_another_task_ends_the_run() -> None
         assert cleaned.is_set()  # aclose() returns once the run's cleanup ran
         await stream.aclose()  # twice is fine
         assert [e async for e in stream] == []
+
+
+async def test_a_second_task_reading_the_same_stream_at_once_is_told_so() -> None:
+    class Slow(ScriptedBackend):
+        async def run(self, ctx: RunContext) -> RunOutcome:
+            await ctx.emit(START.model_copy())
+            await anyio.sleep(30)
+            return RunOutcome()
+
+    with anyio.fail_after(HANG_GUARD_S):
+        async with EventStream(params(), backend=Slow([])) as stream, anyio.create_task_group() as tg:
+            assert isinstance(await stream.__anext__(), SessionStarted)
+            tg.start_soon(stream.__anext__)  # waits for the next event
+            await anyio.wait_all_tasks_blocked()
+            with pytest.raises(UnifiedError, match="already being read by another task"):
+                await stream.__anext__()
+            stream.cancel()
 
 
 async def test_a_backend_faster_than_its_consumer_waits_with_a_bounded_buffer_and_loses_nothing() -> None:

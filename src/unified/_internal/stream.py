@@ -1069,6 +1069,8 @@ class GuardedStream:
         """Set when the task hosting a bare `async for`'s run is done."""
         self._done = False
         self._managed = False
+        self._waiting = False
+        """A reader waits in `next` (a second one at the same time is refused)."""
 
     async def start(self, *, managed: bool = False) -> None:
         """Start the run. `managed`: an `async with` block owns the task and will call `close()`."""
@@ -1084,14 +1086,22 @@ class GuardedStream:
             _spawn_host(self.guard, self._ended)
 
     async def next(self) -> UnifiedEvent:
+        if self._waiting:  # two readers would each get some of the events, and nobody all of them
+            raise UnifiedError(
+                "this EventStream is already being read by another task",
+                hint="read a stream from one task; hand its events on to others (e.g. an anyio memory object stream)",
+            )
         if self._tg is None and self._ended is None:
             await self.start()
+        self._waiting = True
         try:
             return await self.channel.get()  # a queued event at once, with no trip through the event loop
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             if not self._managed:  # bare `async for`: wait for the run's task to be done
                 await self.close()
             raise StopAsyncIteration from None
+        finally:
+            self._waiting = False
 
     async def close(self) -> None:
         """End the run if it is still going and release its task; safe to call twice."""
