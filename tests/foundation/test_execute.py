@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
 import unified
@@ -82,6 +83,10 @@ async def test_execute_sync_inside_a_running_event_loop_says_so_instead_of_block
         next(execute_sync(prompt="x", backend="scripted"))
     assert "inside a running" in caught.value.message
     assert "async with execute(params)" in (caught.value.hint or "")
+    # a worker thread of that loop runs no loop: there it works
+    events = await anyio.to_thread.run_sync(lambda: list(execute_sync(prompt="x", backend="scripted")))
+    assert isinstance(events[-1], Result)
+    assert events[-1].status == "success"
 
 
 @pytest.mark.e2e  # runs a real subprocess
