@@ -7,18 +7,26 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from types import TracebackType
 from typing import Any
 
+import sniffio
 from anyio.from_thread import start_blocking_portal
 
 from unified._exports import publish
 from unified._internal import limits
 from unified._internal.stream import GuardedStream, StreamGuard, announce_unsupported_options
 from unified._redaction import redact_key_shapes, redactor
-from unified.backends import Backend, RunContext, RunOutcome, UnsupportedOption, load_backend_factory
+from unified.backends import (
+    Backend,
+    RunContext,
+    RunOutcome,
+    UnsupportedOption,
+    known_backends,
+    load_backend_factory,
+)
 from unified.conversations import CONTINUE_PROMPT, Conversation, TextPart, UserTurn, provider_of_backend
 from unified.errors import ConfigurationError, RoutingError, SessionNotFound, UnifiedError
 from unified.events import Failover, JsonValue, UnifiedEvent, Usage, UserInputRequest, UserInputResponse
 from unified.sessions import short_id_of
-from unified.types import ExecuteParams, Fallback
+from unified.types import ExecuteParams, Fallback, ImageInput, image_type
 
 __all__ = ["EventStream", "check_params", "execute", "execute_sync"]
 
@@ -315,6 +323,8 @@ def check_params(params: ExecuteParams) -> None:
     Raises `ConfigurationError` for a `cwd` that is missing or not a directory, for a blank prompt
     (a prompt of images only is allowed), for a blank `resume` (it would start a new session
     unasked), and for `retry` or `history` used the wrong way.
+    (a prompt of images only is allowed), for an empty image or one whose bytes are another type than its
+    `mime_type`, and for `retry` or `history` used the wrong way.
     """
     cwd = params.cwd.expanduser()
     try:
@@ -332,6 +342,8 @@ def check_params(params: ExecuteParams) -> None:
             "the session reference (resume) is empty",
             hint="pass a short id, a unique prefix or a full id (`unified sessions list` shows them), or no resume",
         )
+    for number, image in enumerate(params.images, 1):
+        _check_image(number, image)
     if params.history is not None and params.resume is not None:
         raise ConfigurationError(
             "a run continues either a stored session (resume) or a conversation (history), not both",
@@ -354,6 +366,30 @@ def check_params(params: ExecuteParams) -> None:
         raise ConfigurationError("the prompt is empty", hint="say what the agent should do")
 
 
+def _check_image(number: int, image: ImageInput) -> None:
+    """An empty image, or one whose bytes are another type than it says, is refused by every model provider, and
+    only after the run started (a 400 from the API, or an agent binary's own error)."""
+    if not image.data:
+        raise ConfigurationError(f"image {number} is empty (0 bytes)", hint="pass the image file's bytes")
+    found = image_type(image.data)
+    if found is not None and found != image.mime_type:
+        raise ConfigurationError(
+            f"image {number} says it is {image.mime_type} but its bytes are {found}",
+            hint="give the type of its bytes, or build it with ImageInput.from_path, which reads it from them",
+        )
+
+
+def _check_fallback(params: ExecuteParams) -> None:
+    """A `fallback` naming no backend would only be found out when the run needs it, after its backend gave out."""
+    names = [target.backend if isinstance(target, Fallback) else target for target in params.fallback]
+    unknown = [name for name in names if name != "auto" and name not in known_backends()]
+    if unknown:
+        raise ConfigurationError(
+            f"fallback names an unknown backend {unknown[0]!r}",
+            hint=f"choose one of: {', '.join(sorted(known_backends()))}",
+        )
+
+
 def _make_backend(params: ExecuteParams, *, fallback: bool = True) -> tuple[Backend, ExecuteParams]:
     """The backend `params` name (routing `auto`), wrapped for failover when `params.fallback` names any, and the
     parameters it runs with (`_as_run_on`; the failover keeps the caller's own, to carry to the next backend)."""
@@ -361,6 +397,7 @@ def _make_backend(params: ExecuteParams, *, fallback: bool = True) -> tuple[Back
     chosen: Backend
     run = params
     try:
+        _check_fallback(params)
         if name == "auto" and params.resume:
             chosen = _SessionOwner(params)
         else:
@@ -383,7 +420,10 @@ class EventStream(AsyncIterator[UnifiedEvent]):
     Raises `ConfigurationError` at once for parameters no backend can run (see `check_params`).
 
     Prefer `async with execute(params) as events:` so the run is cleaned up even when you stop
-    reading early; bare `async for` works too when you read to the end from one task.
+    reading early; bare `async for` works too when you read to the end from one task. A bare
+    `async for` left early goes on running until `aclose()`, or until the stream is dropped (its
+    finalizer stops the run, whose processes are then ended) or the event loop ends. A second task
+    reading it while one waits for an event gets a `UnifiedError` saying so.
     """
 
     def __init__(self, params: ExecuteParams, *, backend: Backend | None = None, strict: bool = False) -> None:
@@ -439,11 +479,26 @@ def execute(params: ExecuteParams | None = None, /, **fields: Any) -> EventStrea
     return EventStream(params)
 
 
+def _refuse_a_running_loop() -> None:
+    try:
+        library = sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        return
+    raise ConfigurationError(
+        f"execute_sync() was called from inside a running {library} event loop, which it would block until "
+        "the run ends",
+        hint="in async code use `async with execute(params) as events: async for event in events: ...`",
+    )
+
+
 def execute_sync(params: ExecuteParams | None = None, /, **fields: Any) -> Iterator[UnifiedEvent]:
     """`execute()` for synchronous code: events arrive as they happen, from an event loop in a worker thread.
 
     Closing the iterator early cancels the run (its processes are ended before `close()` returns).
+    Raises `ConfigurationError` when called on the thread of a running event loop, which it would block
+    until the run ends (a run that needs that loop, e.g. a server or callback of it, would never end).
     """
+    _refuse_a_running_loop()
     # Made here, in the caller's thread and before the worker's loop starts: its `check_params` raises here
     # (once: it reads the whole history).
     made = EventStream(params if params is not None else ExecuteParams(**fields))

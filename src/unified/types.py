@@ -159,18 +159,28 @@ class ImageInput(_Frozen):
         `path` (or a link to one) is refused with `unified._files.NotRegularFile` (an OSError), never waited on
         or read without end."""
         data = read_regular(path)
-        signatures: tuple[tuple[bytes, ImageMime], ...] = (
-            (b"\x89PNG\r\n\x1a\n", "image/png"),
-            (b"\xff\xd8\xff", "image/jpeg"),
-            (b"GIF87a", "image/gif"),
-            (b"GIF89a", "image/gif"),
-        )
-        for magic, mime in signatures:
-            if data.startswith(magic):
-                return cls(mime_type=mime, data=data)
-        if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-            return cls(mime_type="image/webp", data=data)
-        raise ValueError(f"{path} is not a PNG, JPEG, GIF or WebP image")
+        mime = image_type(data)
+        if mime is None:
+            raise ValueError(f"{path} is not a PNG, JPEG, GIF or WebP image")
+        return cls(mime_type=mime, data=data)
+
+
+_SIGNATURES: tuple[tuple[bytes, ImageMime], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+
+
+def image_type(data: bytes) -> ImageMime | None:
+    """The image type `data` starts with (its signature), or None when it is none of the four."""
+    for magic, mime in _SIGNATURES:
+        if data.startswith(magic):
+            return mime
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
 
 
 class Fallback(_Frozen):
@@ -224,7 +234,7 @@ class ExecuteParams(BaseModel):
         description="Backends to go on on, in order, when the backend gives out with an error of `failover_on`: "
         "the run continues with the conversation so far, in the same stream (a `failover` event says so). A "
         "name alone keeps `model` only for a backend of the same provider and sends no `backend_options`; "
-        "a `Fallback` gives them.",
+        "a `Fallback` gives them. An unknown backend name ends the run with a `configuration_error` before it starts.",
     )
     failover_on: tuple[str, ...] = Field(
         default=FAILOVER_CODES,

@@ -7,12 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
 import unified
-from unified import ExecuteParams, execute, execute_sync
+from unified import ConfigurationError, ExecuteParams, execute, execute_sync
 from unified.events import ErrorEvent, Result, SessionStarted, TextDelta
 from unified.testing._scripted import EndMessage, ScriptedBackend
+from unified.types import Fallback
 
 
 @pytest.mark.anyio
@@ -46,6 +48,21 @@ async def test_an_unknown_backend_is_an_error_event_not_an_exception() -> None:
     assert "gemini-cli" in error.message  # says what to choose instead
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("fallback", [("telepathy",), (Fallback(backend="telepathy"),)])
+async def test_an_unknown_fallback_backend_is_an_error_before_the_run_not_after_it_gave_out(
+    fallback: tuple[str | Fallback, ...], tmp_path: Path
+) -> None:
+    params = ExecuteParams(prompt="x", backend="scripted", cwd=tmp_path, fallback=fallback)
+    events = [e async for e in unified.EventStream(params)]
+    assert [e.type for e in events] == ["error", "result"]  # the scripted backend never ran
+    error = events[0]
+    assert isinstance(error, ErrorEvent)
+    assert error.code == "configuration_error"
+    assert "fallback names an unknown backend 'telepathy'" in error.message
+    assert "gemini-cli" in error.message  # says what to choose instead
+
+
 def test_execute_sync_streams_events_in_order() -> None:
     events = list(execute_sync(prompt="sync please", backend="scripted"))
     assert [e.seq for e in events] == list(range(len(events)))
@@ -58,6 +75,18 @@ def test_execute_sync_can_stop_early() -> None:
     first = next(stream)
     stream.close()  # type: ignore[attr-defined]
     assert first.type == "session_started"
+
+
+@pytest.mark.anyio
+async def test_execute_sync_inside_a_running_event_loop_says_so_instead_of_blocking_it() -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        next(execute_sync(prompt="x", backend="scripted"))
+    assert "inside a running" in caught.value.message
+    assert "async with execute(params)" in (caught.value.hint or "")
+    # a worker thread of that loop runs no loop: there it works
+    events = await anyio.to_thread.run_sync(lambda: list(execute_sync(prompt="x", backend="scripted")))
+    assert isinstance(events[-1], Result)
+    assert events[-1].status == "success"
 
 
 @pytest.mark.e2e  # runs a real subprocess
@@ -84,6 +113,11 @@ BACKENDS = ["gemini-cli", "generate-content", "interactions", "claude-code", "co
         ({"prompt": "  \n\t"}, "the prompt is empty"),
         ({"resume": ""}, "the session reference \\(resume\\) is empty"),
         ({"resume": " "}, "the session reference \\(resume\\) is empty"),
+        ({"images": (unified.ImageInput(mime_type="image/png", data=b""),)}, r"image 1 is empty \(0 bytes\)"),
+        (
+            {"images": (unified.ImageInput(mime_type="image/png", data=b"GIF89a\x01\x00\x01\x00"),)},
+            "image 1 says it is image/png but its bytes are image/gif",
+        ),
     ],
 )
 def test_every_backend_rejects_what_no_backend_can_run_before_it_starts(

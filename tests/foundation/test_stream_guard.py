@@ -14,7 +14,7 @@ from tests.hang_guard import HANG_GUARD_S
 from unified import BackendError, ExecuteParams, UnifiedEvent, UserInputRequest, UserInputResponse
 from unified._execute import EventStream
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
-from unified.errors import RunStopped
+from unified.errors import RunStopped, UnifiedError
 from unified.events import (
     ERROR_CODES,
     WARNING_CODES,
@@ -280,6 +280,69 @@ async def test_closing_early_stops_the_backend() -> None:
     assert cleaned.is_set()
 
 
+async def test_a_bare_async_for_left_early_and_dropped_stops_the_run_and_leaves_the_callers_scopes_alone() -> None:
+    cleaned = anyio.Event()
+
+    class Slow(ScriptedBackend):
+        async def run(self, ctx: RunContext) -> RunOutcome:
+            try:
+                await ctx.emit(START.model_copy())
+                await anyio.sleep(30)
+                return RunOutcome()
+            finally:
+                cleaned.set()
+
+    with anyio.fail_after(HANG_GUARD_S):
+        with anyio.CancelScope():  # the caller's own scope, left after the break: it must not fail
+            stream = EventStream(params(), backend=Slow([]))
+            async for event in stream:  # no `async with`, no aclose()
+                assert isinstance(event, SessionStarted)
+                break
+        assert not cleaned.is_set()  # the run goes on while the caller holds the stream
+        del stream
+        gc.collect()
+        await cleaned.wait()  # dropped: the run is stopped, its cleanup ran
+
+
+async def test_closing_a_bare_async_for_from_another_task_ends_the_run() -> None:
+    cleaned = anyio.Event()
+
+    class Slow(ScriptedBackend):
+        async def run(self, ctx: RunContext) -> RunOutcome:
+            try:
+                await ctx.emit(START.model_copy())
+                await anyio.sleep(30)
+                return RunOutcome()
+            finally:
+                cleaned.set()
+
+    stream = EventStream(params(), backend=Slow([]))
+    with anyio.fail_after(HANG_GUARD_S):
+        assert isinstance(await stream.__anext__(), SessionStarted)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stream.aclose)
+        assert cleaned.is_set()  # aclose() returns once the run's cleanup ran
+        await stream.aclose()  # twice is fine
+        assert [e async for e in stream] == []
+
+
+async def test_a_second_task_reading_the_same_stream_at_once_is_told_so() -> None:
+    class Slow(ScriptedBackend):
+        async def run(self, ctx: RunContext) -> RunOutcome:
+            await ctx.emit(START.model_copy())
+            await anyio.sleep(30)
+            return RunOutcome()
+
+    with anyio.fail_after(HANG_GUARD_S):
+        async with EventStream(params(), backend=Slow([])) as stream, anyio.create_task_group() as tg:
+            assert isinstance(await stream.__anext__(), SessionStarted)
+            tg.start_soon(stream.__anext__)  # waits for the next event
+            await anyio.wait_all_tasks_blocked()
+            with pytest.raises(UnifiedError, match="already being read by another task"):
+                await stream.__anext__()
+            stream.cancel()
+
+
 async def test_a_backend_faster_than_its_consumer_waits_with_a_bounded_buffer_and_loses_nothing() -> None:
     """The consumer reads one event and stops reading: the backend runs until the buffer is full and
     waits there (memory stays bounded); read on, every event arrives once, in order."""
@@ -443,6 +506,40 @@ async def test_user_input_timeout_and_handler_failure_become_warnings() -> None:
     assert backend.answers[0].cancelled
     warning = next(e for e in events if isinstance(e, WarningEvent))
     assert "UI went away" in warning.message
+
+
+async def _returns_none(request: UserInputRequest) -> Any:
+    return None
+
+
+async def _returns_dict(request: UserInputRequest) -> Any:
+    return {"permission": "allow_once"}
+
+
+async def _returns_text(request: UserInputRequest) -> Any:
+    return "allow_once"
+
+
+def _not_async(request: UserInputRequest) -> Any:
+    return UserInputResponse.allow()
+
+
+@pytest.mark.parametrize(
+    ("handler", "said"),
+    [
+        (_returns_none, "returned NoneType, not a UserInputResponse"),
+        (_returns_dict, "returned dict, not a UserInputResponse"),
+        (_returns_text, "returned str, not a UserInputResponse"),
+        (_not_async, "returned UserInputResponse instead of an awaitable: it must be an async function"),
+    ],
+)
+async def test_a_handler_answering_with_the_wrong_type_is_no_answer_with_a_warning(handler: Any, said: str) -> None:
+    events, backend = await run([START, Ask(_question())], on_user_input=handler)
+    assert backend.answers[0] == UserInputResponse(cancelled=True)  # never the handler's object, which backends misread
+    warning = next(e for e in events if isinstance(e, WarningEvent))
+    assert warning.code == "user_input_handler_failed"
+    assert said in warning.message
+    assert assert_well_formed(events).status == "success"
 
 
 async def test_unsupported_options_warn_before_session_started() -> None:

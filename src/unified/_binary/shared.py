@@ -9,10 +9,14 @@ made) runs as it is. What differs per backend is data: `SharedFiles`.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from pathlib import Path
 
 import anyio
+import platformdirs
 
 from unified._sessions.config import configured_store
 from unified.backends import RunContext, RunOutcome
@@ -21,7 +25,7 @@ from unified.events import WarningEvent
 from unified.sessions import SessionInfo, SessionStore, StoredSession, short_id_of
 from unified.types import ExecuteParams
 
-__all__ = ["SharedFiles", "run_shared", "shared_store"]
+__all__ = ["SharedFiles", "run_shared", "session_lease", "shared_store"]
 
 
 def shared_store(params: ExecuteParams) -> SessionStore | None:
@@ -91,3 +95,17 @@ async def _save(
                     session_id=session_id,
                 )
             )
+
+
+def session_lease(backend: str, home: Path, session_id: str) -> AbstractAsyncContextManager[None]:
+    """The local lease an agent binary's run holds on its session (`SessionInUse` when another run holds it).
+
+    A `FileSessionStore`'s lease (a `flock` the kernel releases however the holder dies) in unified's cache,
+    per backend and CLI home: the CLIs' own files carry no lock, and two runs continuing one session at once
+    would interleave their turns in its file (and a session must not move, or be deleted, while a run writes it).
+    """
+    from unified._sessions.stores import FileSessionStore
+
+    digest = hashlib.sha256(str(home).encode()).hexdigest()[:16]
+    root = Path(platformdirs.user_cache_dir("unified")) / backend / "leases" / digest
+    return FileSessionStore(root).lease(backend, session_id)

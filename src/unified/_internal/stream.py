@@ -10,6 +10,7 @@ with exactly one `result`, whether the adapter returned, raised, crashed or was 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import math
 import time
 from collections import deque
@@ -706,7 +707,24 @@ class StreamGuard:
         self._paused += 1
         try:
             with anyio.move_on_after(self.params.user_input_timeout_s) as timer:
-                return await handler(request)
+                answer = handler(request)
+                if not inspect.isawaitable(answer):  # a plain function: the run must not crash on `await`
+                    await self._warn(
+                        "user_input_handler_failed",
+                        f"on_user_input returned {type(answer).__name__} instead of an awaitable: it must be an "
+                        "async function returning a UserInputResponse; treated as no answer",
+                    )
+                    return UserInputResponse(cancelled=True)
+                reply = await answer
+                if isinstance(reply, UserInputResponse):
+                    return reply
+                # None, a dict, a string...: the backends read a UserInputResponse, so this is no answer
+                await self._warn(
+                    "user_input_handler_failed",
+                    f"on_user_input returned {type(reply).__name__}, not a UserInputResponse (use "
+                    "UserInputResponse.allow(), .deny() or UserInputResponse(answers=...)); treated as no answer",
+                )
+                return UserInputResponse(cancelled=True)
             await self._warn(
                 "user_input_timeout",
                 f"no answer to {request.request_id} within {self.params.user_input_timeout_s:g}s; treated as no answer",
@@ -1002,11 +1020,44 @@ class StreamGuard:
         return event.message
 
 
+_HOSTS: set[asyncio.Task[None]] = set()
+"""The asyncio tasks hosting runs read by a bare `async for` (the loop holds its tasks only weakly)."""
+
+
+async def _host(guard: StreamGuard, ended: anyio.Event) -> None:
+    """A run read by a bare `async for`: its task group, in a task of its own. It holds the guard, never the
+    stream, so a stream its consumer drops is collected, and its finalizer stops the run."""
+    try:
+        async with anyio.create_task_group() as tg:
+            guard.start_in(tg)
+    finally:
+        ended.set()
+
+
+def _spawn_host(guard: StreamGuard, ended: anyio.Event) -> None:
+    """Start `_host` outside the consumer's task: a task group entered in the consumer's task without an
+    `async with` would stay on its cancel-scope stack after a `break`, and the consumer's next exit of a
+    cancel scope would fail deep inside anyio (or trio)."""
+    if sniffio.current_async_library() == "asyncio":
+        task = asyncio.get_running_loop().create_task(_host(guard, ended), name="unified run")
+        _HOSTS.add(task)
+        task.add_done_callback(_HOSTS.discard)
+    else:
+        import contextvars
+
+        import trio
+
+        trio.lowlevel.spawn_system_task(_host, guard, ended, name="unified run", context=contextvars.copy_context())
+
+
 class GuardedStream:
     """Hosts a StreamGuard's task for one consumer; `unified.EventStream` is its public face.
 
-    The guard's task group lives in the consumer's task: entered by `async with` (and left at its
-    end) or, for a bare `async for`, entered on the first event and left after the last one.
+    Read in an `async with` block, the guard's task group lives in the consumer's task, entered by the block
+    and left at its end. Read by a bare `async for`, it lives in a task of its own (`_spawn_host`), started on
+    the first event and awaited after the last one; a consumer that stops early without `aclose()` leaves
+    it running until it drops the stream: then the finalizer stops the run (its processes are ended by the
+    run's own task), or until the event loop ends, which cancels it.
     """
 
     def __init__(self, guard_factory: Callable[[_Channel], StreamGuard]) -> None:
@@ -1014,26 +1065,43 @@ class GuardedStream:
         """The run's events on their way to the consumer (`EventStream.__anext__` takes a queued one itself)."""
         self.guard = guard_factory(self.channel)
         self._tg: TaskGroup | None = None
+        self._ended: anyio.Event | None = None
+        """Set when the task hosting a bare `async for`'s run is done."""
         self._done = False
         self._managed = False
+        self._waiting = False
+        """A reader waits in `next` (a second one at the same time is refused)."""
 
     async def start(self, *, managed: bool = False) -> None:
         """Start the run. `managed`: an `async with` block owns the task and will call `close()`."""
-        if self._tg is None and not self._done:
-            self._managed = managed
+        if self._tg is not None or self._ended is not None or self._done:
+            return
+        self._managed = managed
+        if managed:
             self._tg = anyio.create_task_group()
             await self._tg.__aenter__()
             self.guard.start_in(self._tg)
+        else:
+            self._ended = anyio.Event()
+            _spawn_host(self.guard, self._ended)
 
     async def next(self) -> UnifiedEvent:
-        if self._tg is None:
+        if self._waiting:  # two readers would each get some of the events, and nobody all of them
+            raise UnifiedError(
+                "this EventStream is already being read by another task",
+                hint="read a stream from one task; hand its events on to others (e.g. an anyio memory object stream)",
+            )
+        if self._tg is None and self._ended is None:
             await self.start()
+        self._waiting = True
         try:
             return await self.channel.get()  # a queued event at once, with no trip through the event loop
         except (anyio.EndOfStream, anyio.ClosedResourceError):
-            if not self._managed:  # bare `async for`: nobody else will release the task
+            if not self._managed:  # bare `async for`: wait for the run's task to be done
                 await self.close()
             raise StopAsyncIteration from None
+        finally:
+            self._waiting = False
 
     async def close(self) -> None:
         """End the run if it is still going and release its task; safe to call twice."""
@@ -1045,3 +1113,15 @@ class GuardedStream:
             self.guard.stop("cancelled")
             tg, self._tg = self._tg, None
             await tg.__aexit__(None, None, None)
+        elif self._ended is not None:
+            self.guard.stop("cancelled")
+            with anyio.CancelScope(shield=True):  # the run's processes are ended before close() returns
+                await self._ended.wait()
+
+    def __del__(self) -> None:
+        # A bare `async for` left early and the stream dropped without `aclose()`: stop the run, whose own task
+        # ends its processes. (An `async with` block always closes the stream before it can be dropped.)
+        if not self._done and self._ended is not None and not self._ended.is_set():
+            self._done = True
+            self.channel.close_receiving()
+            self.guard.stop("cancelled")

@@ -14,7 +14,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.e2e.claude_code.claude_code_helpers import claude_home, run_claude
+from tests.e2e.claude_code.claude_code_helpers import claude_home, model_bodies, run_claude
 from tests.hang_guard import HANG_GUARD_S
 from unified import MemorySessionStore, sessions
 from unified.conversations import (
@@ -27,8 +27,9 @@ from unified.conversations import (
     ToolResultPart,
     UserTurn,
 )
-from unified.events import Result, SessionStarted
-from unified.testing import FakeAnthropic, Fault
+from unified.errors import SessionInUse
+from unified.events import ErrorEvent, Result, SessionStarted, UnifiedEvent, UserInputRequest, UserInputResponse
+from unified.testing import FakeAnthropic, Fault, FunctionCall
 from unified.testing import ModelTurn as Turn
 
 pytestmark = pytest.mark.anyio
@@ -267,3 +268,34 @@ async def test_another_providers_ids_and_a_far_result_reach_claude_in_the_order_
     assert set(outputs) == {b["id"] for b in uses}, "each result first in the message right after its call"
     assert "AAA" in outputs[uses[0]["id"]]
     assert "BBB" in outputs[uses[1]["id"]]
+
+
+async def test_a_session_a_run_continues_is_refused_to_a_second_run_and_to_delete(workspace: Path) -> None:
+    """The second run resuming a session still running (started from inside the first one's permission prompt,
+    so the two overlap for sure) ends `session_in_use`, and `sessions.delete` of it raises `SessionInUse`,
+    instead of a second `claude --resume` appending its own turns to the same session file."""
+    call = FunctionCall(name="Bash", args={"command": "echo hi > hi.txt", "description": "d"}, id="toolu_hold")
+    turns = [Turn(text="Noted."), Turn(function_calls=[call]), Turn(text="Denied, fine.")]
+    async with FakeAnthropic(turns) as server:
+        first = await run_claude(server, workspace, "Remember the number 42.")
+        short = started(first).short_id
+        assert short is not None
+        inside: list[list[UnifiedEvent]] = []
+        refused: list[SessionInUse] = []
+
+        async def meanwhile(request: UserInputRequest) -> UserInputResponse:
+            inside.append(await run_claude(server, workspace, "Me too.", resume=short))
+            with pytest.raises(SessionInUse) as caught:
+                await sessions.delete(short, backend="claude-code")
+            refused.append(caught.value)
+            return UserInputResponse.deny()
+
+        second = await run_claude(server, workspace, "Run it.", resume=short, answer=meanwhile)
+        assert [e.code for e in inside[0] if isinstance(e, ErrorEvent)] == ["session_in_use"]
+        assert isinstance(inside[0][-1], Result)
+        assert inside[0][-1].status == "error"
+        assert refused
+        assert isinstance(second[-1], Result)
+        assert second[-1].status == "success"
+        assert len(model_bodies(server)) == 3  # the refused run never reached the model
+        await sessions.delete(short, backend="claude-code")  # once the run is over, it may go

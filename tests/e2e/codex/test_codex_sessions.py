@@ -32,8 +32,8 @@ from unified.conversations import (
 from unified.conversations import (
     ModelTurn as ConvModelTurn,
 )
-from unified.errors import AmbiguousSession
-from unified.events import ErrorEvent, Result, SessionStarted
+from unified.errors import AmbiguousSession, SessionInUse
+from unified.events import ErrorEvent, Result, SessionStarted, UnifiedEvent, UserInputRequest, UserInputResponse
 from unified.testing import CODEX_MODEL, FAKE_OPENAI_KEY, FakeOpenAI, Fault, FunctionCall, ModelTurn, Thought
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -321,3 +321,30 @@ async def test_a_long_foreign_call_id_and_a_far_result_reach_openai_in_the_order
     assert output["type"] == "function_call_output"
     assert output["call_id"] == call["call_id"]
     assert "alpha-77" in json.dumps(output)
+
+
+async def test_a_thread_a_run_continues_is_refused_to_a_second_run_and_to_delete(workspace: Path) -> None:
+    """The second run resuming a thread still running (started from inside the first one's approval prompt, so
+    the two overlap for sure) ends `session_in_use`, and `sessions.delete` of it raises `SessionInUse`."""
+    command = FunctionCall(name="run_shell_command", args={"command": "touch held.txt"})
+    turns = [ModelTurn(text="Noted."), ModelTurn(function_calls=[command]), ModelTurn(text="Denied, fine.")]
+    async with FakeOpenAI(turns) as server:
+        first = await run_codex(server, workspace, "Remember the number 42.")
+        short = started(first).short_id
+        assert short is not None
+        inside: list[list[UnifiedEvent]] = []
+        refused: list[SessionInUse] = []
+
+        async def meanwhile(request: UserInputRequest) -> UserInputResponse:
+            inside.append(await run_codex(server, workspace, "Me too.", resume=short))
+            with pytest.raises(SessionInUse) as caught:
+                await sessions.delete(short, backend="codex")
+            refused.append(caught.value)
+            return UserInputResponse.deny()
+
+        second = await run_codex(server, workspace, "Run it.", resume=short, on_user_input=meanwhile)
+        assert [e.code for e in inside[0] if isinstance(e, ErrorEvent)] == ["session_in_use"]
+        assert result(inside[0]).status == "error"
+        assert refused
+        assert result(second).status == "success"
+        await sessions.delete(short, backend="codex")  # once the run is over, it may go

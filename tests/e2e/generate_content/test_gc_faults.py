@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import gc
+import os
 
 import anyio
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from tests.e2e.generate_content.gc_harness import Harness, result_of
 from tests.hang_guard import HANG_GUARD_S
 from unified import execute
+from unified._binary.process import descendants
 from unified.events import ErrorEvent, SessionStarted, TextDelta, UnifiedEvent, WarningEvent
 from unified.sessions import short_id_of
 from unified.testing._scenario import Fault, FunctionCall, ModelTurn, Thought
@@ -190,3 +193,23 @@ async def test_vertex_without_credentials_says_how_to_get_them(harness: Harness,
     assert "Application Default Credentials" in error.message
     assert "gcloud auth application-default login" in error.message
     assert harness.server.requests == []  # nothing was sent without credentials
+
+
+async def test_a_bare_async_for_left_during_a_shell_call_and_dropped_ends_the_shell(harness: Harness) -> None:
+    pid_file = harness.workspace / "pid"
+    command = f"echo $$ > {pid_file}; exec sleep 60"
+    harness.server.add(ModelTurn(function_calls=[FunctionCall(name="run_shell_command", args={"command": command})]))
+    with anyio.fail_after(HANG_GUARD_S):
+        with anyio.CancelScope():  # the caller's own scope, left after the break
+            stream = execute(harness.params(approval_mode="yolo"))
+            async for event in stream:  # no `async with`, no aclose()
+                if event.type == "tool_use":
+                    break
+        while not pid_file.exists() or not pid_file.read_text().strip():  # noqa: ASYNC110 -- the shell's own file
+            await anyio.sleep(0.01)
+        pid = int(pid_file.read_text())
+        assert pid in {p for p, _ in descendants(os.getpid())}  # the run goes on while the caller holds it
+        del stream
+        gc.collect()
+        while pid in {p for p, _ in descendants(os.getpid())}:  # noqa: ASYNC110 -- polling /proc: dropped, the run ends its shell
+            await anyio.sleep(0.01)

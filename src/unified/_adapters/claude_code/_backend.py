@@ -47,7 +47,7 @@ from unified._adapters.claude_code._shared_sessions import shared_files
 from unified._adapters.claude_code._spares import ClaudeSpare, ClaudeSparePool, default_spares, start_spare
 from unified._binary.pool import pool_key
 from unified._binary.process import ProcessStarter
-from unified._binary.shared import run_shared, shared_store
+from unified._binary.shared import run_shared, session_lease, shared_store
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
 from unified.conversations import CONTINUE_PROMPT, Conversation, ImagePart, TextPart, UserTurn
 from unified.errors import BackendUnavailable, ConfigurationError
@@ -112,6 +112,9 @@ class ClaudeCodeBackend:
             # worker-thread round trip (1-4 ms before every such run's process on a loaded machine).
             plan = self._plan()
         starter = self.options.start_process or start_claude
+        if plan.resumed:  # the caller's session: one run at a time continues it (else `session_in_use`)
+            async with session_lease(BACKEND, self.launch.home, plan.session_id):
+                return await ClaudeRun(ctx, self.launch, self.options, starter).run(plan)
         if self.spares is None or plan.resume:
             return await ClaudeRun(ctx, self.launch, self.options, starter).run(plan)
         return await self._run_with_spares(ctx, plan, self.spares, starter)

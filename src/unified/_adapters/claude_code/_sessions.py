@@ -18,6 +18,7 @@ from unified._adapters.claude_code._launch import default_home
 from unified._adapters.claude_code._options import BACKEND
 from unified._adapters.claude_code._session_files import SessionFiles, parse_session
 from unified._adapters.claude_code._shared_sessions import SESSION_FILE, session_lines, state_summary
+from unified._binary.shared import session_lease
 from unified._sessions.config import configured_store
 from unified.backends import SessionLocator
 from unified.conversations import Conversation, Origin
@@ -83,13 +84,15 @@ class ClaudeSessionLocator:
 
     async def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
         info, shared = await self._find(ref, cwd)
-        if not shared:
-            return await anyio.to_thread.run_sync(self._files().delete, info.session_id, cwd)
-        assert self._store is not None
-        await self._store.delete(BACKEND, info.session_id)
-        with contextlib.suppress(SessionNotFound):
-            await anyio.to_thread.run_sync(self._files().delete, info.session_id, None)
-        return info
+        files = self._files()
+        async with session_lease(BACKEND, files.home, info.session_id):  # `SessionInUse` while a run continues it
+            if not shared:
+                return await anyio.to_thread.run_sync(files.delete, info.session_id, cwd)
+            assert self._store is not None
+            await self._store.delete(BACKEND, info.session_id)
+            with contextlib.suppress(SessionNotFound):
+                await anyio.to_thread.run_sync(files.delete, info.session_id, None)
+            return info
 
 
 def create_session_locator(store: SessionStore | None = None) -> SessionLocator:

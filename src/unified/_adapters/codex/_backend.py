@@ -20,7 +20,7 @@ from unified._adapters.codex._pool import CodexPool, default_pool
 from unified._adapters.codex._rollouts import Rollouts
 from unified._adapters.codex._run import CodexRun, Opening
 from unified._adapters.codex._shared_sessions import shared_files
-from unified._binary.shared import run_shared, shared_store
+from unified._binary.shared import run_shared, session_lease, shared_store
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
 from unified.types import ExecuteParams, SseMcpServer
 
@@ -96,6 +96,9 @@ class CodexBackend:
                 opening = await anyio.to_thread.run_sync(open_retry, rollouts, info.session_id)
             else:
                 opening = Opening(info.session_id, resumed=True)
+            # The caller's thread: one run at a time continues it (else `session_in_use`).
+            async with session_lease(BACKEND, self.launch.home, info.session_id):
+                return await CodexRun(self.launch, self.options, ctx, opening, self.pool).run()
         else:
             opening = Opening()
         return await CodexRun(self.launch, self.options, ctx, opening, self.pool).run()

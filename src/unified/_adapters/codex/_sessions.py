@@ -21,6 +21,7 @@ from unified._adapters.codex._launch import codex_home
 from unified._adapters.codex._options import BACKEND, CodexOptions
 from unified._adapters.codex._rollouts import Rollout, Rollouts, codex_short_id, show_rollout
 from unified._adapters.codex._shared_sessions import _scratch, resolve_in_store, stored_files, stored_show
+from unified._binary.shared import session_lease
 from unified._sessions.config import configured_store
 from unified.backends import SessionLocator
 from unified.conversations import Conversation
@@ -102,13 +103,14 @@ class CodexSessionLocator:
     async def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
         """Delete the thread's rollout (and its subagents'); from the shared store too when it is there."""
         info, shared = await self._find(ref)
-        if shared and self._store is not None:
-            await self._store.delete(BACKEND, info.session_id)
-            with contextlib.suppress(SessionNotFound):
-                await anyio.to_thread.run_sync(self._rollouts().delete, info.session_id)
+        async with session_lease(BACKEND, self.home, info.session_id):  # `SessionInUse` while a run continues it
+            if shared and self._store is not None:
+                await self._store.delete(BACKEND, info.session_id)
+                with contextlib.suppress(SessionNotFound):
+                    await anyio.to_thread.run_sync(self._rollouts().delete, info.session_id)
+                return info
+            await anyio.to_thread.run_sync(self._rollouts().delete, info.session_id)
             return info
-        await anyio.to_thread.run_sync(self._rollouts().delete, info.session_id)
-        return info
 
 
 def create_session_locator(store: SessionStore | None = None) -> SessionLocator:

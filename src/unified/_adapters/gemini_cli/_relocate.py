@@ -43,7 +43,6 @@ moved: every run, resumed or new, over ACP or stream-json, holds the session's l
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
 import stat
@@ -53,10 +52,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-import platformdirs
-
 from unified._adapters.gemini_cli._chat_files import BACKEND, _loads, real_directory
 from unified._adapters.gemini_cli._conversation import project_slug
+from unified._binary.shared import session_lease as shared_session_lease
 from unified._files import open_regular
 from unified.errors import CorruptSession, SessionError
 from unified.sessions import SessionInfo, short_id_of
@@ -69,16 +67,8 @@ _SUBAGENT_SUFFIXES = (".jsonl", ".json")
 
 
 def session_lease(home: Path, session_id: str) -> AbstractAsyncContextManager[None]:
-    """The local lease a gemini-cli run holds on its session (`SessionInUse` when another run holds it).
-
-    A `FileSessionStore`'s lease (a `flock` the kernel releases however the holder dies) in unified's cache,
-    per CLI home: the CLI's own files carry no lock, and a session must not move while a run writes it.
-    """
-    from unified._sessions.stores import FileSessionStore
-
-    digest = hashlib.sha256(str(home).encode()).hexdigest()[:16]
-    root = Path(platformdirs.user_cache_dir("unified")) / "gemini-cli" / "leases" / digest
-    return FileSessionStore(root).lease(BACKEND, session_id)
+    """The local lease a gemini-cli run holds on its session (`unified._binary.shared.session_lease`)."""
+    return shared_session_lease(BACKEND, home, session_id)
 
 
 @dataclass(slots=True)
