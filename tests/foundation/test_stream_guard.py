@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import threading
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -302,6 +303,34 @@ async def test_a_bare_async_for_left_early_and_dropped_stops_the_run_and_leaves_
         del stream
         gc.collect()
         await cleaned.wait()  # dropped: the run is stopped, its cleanup ran
+
+
+async def test_a_stream_dropped_on_another_thread_stops_its_run_on_the_run_s_own_loop() -> None:
+    """The finalizer runs where the last reference goes (a worker thread, the garbage collector's): it hands the
+    stop to the run's event loop, never touching the run's cancel scope from that thread."""
+    cleaned = anyio.Event()
+    stopped_on: list[int] = []
+
+    class Slow(ScriptedBackend):
+        async def run(self, ctx: RunContext) -> RunOutcome:
+            try:
+                await ctx.emit(START.model_copy())
+                await anyio.sleep(30)
+                return RunOutcome()
+            finally:
+                stopped_on.append(threading.get_ident())
+                cleaned.set()
+
+    with anyio.fail_after(HANG_GUARD_S):
+        stream = EventStream(params(), backend=Slow([]))
+        async for event in stream:
+            assert isinstance(event, SessionStarted)
+            break
+        held = [stream]
+        del stream, event
+        await anyio.to_thread.run_sync(held.clear)  # the last reference goes in a worker thread
+        await cleaned.wait()
+    assert stopped_on == [threading.get_ident()]
 
 
 async def test_closing_a_bare_async_for_from_another_task_ends_the_run() -> None:

@@ -10,6 +10,8 @@ with exactly one `result`, whether the adapter returned, raised, crashed or was 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import inspect
 import math
 import time
@@ -1034,20 +1036,30 @@ async def _host(guard: StreamGuard, ended: anyio.Event) -> None:
         ended.set()
 
 
-def _spawn_host(guard: StreamGuard, ended: anyio.Event) -> None:
+def _spawn_host(guard: StreamGuard, ended: anyio.Event) -> Callable[[Callable[[], object]], object]:
     """Start `_host` outside the consumer's task: a task group entered in the consumer's task without an
     `async with` would stay on its cancel-scope stack after a `break`, and the consumer's next exit of a
-    cancel scope would fail deep inside anyio (or trio)."""
+    cancel scope would fail deep inside anyio (or trio). Returns how to call a function on the run's event loop
+    from any thread (the finalizer may run on another one: the garbage collector's)."""
     if sniffio.current_async_library() == "asyncio":
-        task = asyncio.get_running_loop().create_task(_host(guard, ended), name="unified run")
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(_host(guard, ended), name="unified run")
         _HOSTS.add(task)
         task.add_done_callback(_HOSTS.discard)
-    else:
-        import contextvars
+        return loop.call_soon_threadsafe
+    import contextvars
 
-        import trio
+    import trio
 
-        trio.lowlevel.spawn_system_task(_host, guard, ended, name="unified run", context=contextvars.copy_context())
+    trio.lowlevel.spawn_system_task(_host, guard, ended, name="unified run", context=contextvars.copy_context())
+    return trio.lowlevel.current_trio_token().run_sync_soon
+
+
+def _abandoned(channel: _Channel, guard: StreamGuard) -> None:
+    """A dropped stream's run, stopped on its own event loop: its consumer is gone, its processes are ended by
+    the run's own task."""
+    channel.close_receiving()
+    guard.stop("cancelled")
 
 
 class GuardedStream:
@@ -1067,6 +1079,8 @@ class GuardedStream:
         self._tg: TaskGroup | None = None
         self._ended: anyio.Event | None = None
         """Set when the task hosting a bare `async for`'s run is done."""
+        self._on_loop: Callable[[Callable[[], object]], object] | None = None
+        """Calls a function on that run's event loop, from any thread (`_spawn_host`)."""
         self._done = False
         self._managed = False
         self._waiting = False
@@ -1083,7 +1097,7 @@ class GuardedStream:
             self.guard.start_in(self._tg)
         else:
             self._ended = anyio.Event()
-            _spawn_host(self.guard, self._ended)
+            self._on_loop = _spawn_host(self.guard, self._ended)
 
     async def next(self) -> UnifiedEvent:
         if self._waiting:  # two readers would each get some of the events, and nobody all of them
@@ -1121,7 +1135,8 @@ class GuardedStream:
     def __del__(self) -> None:
         # A bare `async for` left early and the stream dropped without `aclose()`: stop the run, whose own task
         # ends its processes. (An `async with` block always closes the stream before it can be dropped.)
-        if not self._done and self._ended is not None and not self._ended.is_set():
+        on_loop = self._on_loop
+        if not self._done and on_loop is not None and self._ended is not None and not self._ended.is_set():
             self._done = True
-            self.channel.close_receiving()
-            self.guard.stop("cancelled")
+            with contextlib.suppress(Exception):  # the loop already closed: nothing of the run is left to stop
+                on_loop(functools.partial(_abandoned, self.channel, self.guard))
