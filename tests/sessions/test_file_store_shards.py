@@ -196,6 +196,26 @@ def test_a_damaged_legacy_record_is_not_moved_or_replaced(tmp_path: Path) -> Non
     assert not store.path_of(BACKEND, legacy.session_id).exists()
 
 
+def test_a_record_cut_short_says_truncated_and_one_of_junk_says_it_is_no_record(tmp_path: Path) -> None:
+    """What the message tells the user to look for: a record cut short (a crash, a full disk) or a file
+    that never was one (another program's bytes in its place)."""
+    store = FileSessionStore(tmp_path)
+    cut, junk = _session(), _session()
+    anyio.run(store.save, cut)
+    anyio.run(store.save, junk)
+    whole = store.path_of(BACKEND, cut.session_id).read_bytes()
+    store.path_of(BACKEND, cut.session_id).write_bytes(whole[:-5])
+    store.path_of(BACKEND, junk.session_id).write_bytes(bytes(range(256)) * 4)
+    listed = {info.session_id: info.problem for info in anyio.run(store.list_sessions, BACKEND)}
+    cut_problem, junk_problem = listed[cut.session_id], listed[junk.session_id]
+    assert cut_problem is not None
+    assert junk_problem is not None
+    assert "truncated" in cut_problem.message
+    assert "no session record unified wrote" in junk_problem.message
+    assert "truncated" not in junk_problem.message
+    assert store.path_of(BACKEND, junk.session_id).read_bytes() == bytes(range(256)) * 4  # left as it was
+
+
 def test_a_session_at_both_paths_is_one_session_and_the_shard_s_copy_wins(tmp_path: Path) -> None:
     """What a crash between the move's write and its unlink leaves."""
     store = FileSessionStore(tmp_path)

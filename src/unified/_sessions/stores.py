@@ -553,7 +553,9 @@ class FileSessionStore(BlockingSessionStore):
             handle.seek(max(os.fstat(handle.fileno()).st_size - len(_END), 0))
             end = handle.read()
             if end != _END:
-                raise corrupt_error(where, "it is truncated (it does not end as unified writes it)")
+                if first.startswith(_HEADER_PREFIX.encode()):
+                    raise corrupt_error(where, "it is truncated (it does not end as unified writes it)")
+                raise corrupt_error(where, "it is no session record unified wrote (it neither begins nor ends as one)")
             try:
                 line = first.decode("utf-8").rstrip()
             except UnicodeDecodeError as exc:

@@ -13,7 +13,7 @@ import pytest
 
 from unified._adapters.gemini_cli._outcome import retry_note
 from unified._adapters.gemini_cli._retry_watch import DEBUG_LOG_ENV, DebugLog, RetryWatch, debug_log_env
-from unified.errors import BackendUnavailable
+from unified.errors import BackendUnavailable, UnifiedError
 
 pytestmark = pytest.mark.anyio
 
@@ -31,11 +31,11 @@ class Warnings(list[tuple[str, str]]):
         self.append((code, message))
 
 
-def _watch(tmp_path: Path, before: str = "") -> tuple[Path, RetryWatch, Warnings]:
+def _watch(tmp_path: Path, before: str = "", max_retries: int = 9) -> tuple[Path, RetryWatch, Warnings]:
     path = tmp_path / "debug.log"
     path.write_text(before)
     warnings = Warnings()
-    return path, RetryWatch(DebugLog(path), warnings, "http://u:pw@127.0.0.1:9/"), warnings
+    return path, RetryWatch(DebugLog(path), warnings, "http://u:pw@127.0.0.1:9/", max_retries), warnings
 
 
 def _add(path: Path, text: str) -> None:
@@ -71,6 +71,43 @@ async def test_an_answered_attempt_or_progress_starts_the_count_again(tmp_path: 
     _add(path, REFUSED.format(n=4)[40:])
     await watch.tick()
     assert len(warnings) == 4
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [
+        (STATUS, "backend_error"),
+        (STATUS.replace("status 503", "status 429"), "rate_limited"),
+        (
+            "[2026-12-03T22:04:32.764Z] [WARN] Attempt {n} failed: Resource has been exhausted (e.g. check quota).\n",
+            "rate_limited",
+        ),
+        (
+            "[2026-12-03T22:04:32.764Z] [WARN] Attempt {n} failed with 5xx error. Retrying with backoff...\n",
+            "backend_error",
+        ),
+        (
+            "[2026-12-03T22:04:32.764Z] [WARN] Attempt {n} failed. Retrying with backoff... Error: terminated\n",
+            "stream_interrupted",
+        ),
+    ],
+    ids=["503", "429", "quota", "5xx", "broken-stream"],
+)
+async def test_an_attempt_past_max_retries_ends_the_prompt_with_its_typed_error(
+    tmp_path: Path, line: str, code: str
+) -> None:
+    """`max_retries` of the CLI's own retries are waited for (each a warning); the failure after them ends the
+    prompt with the typed error the other backends give for it, retryable (a failover_on backend takes over)."""
+    path, watch, warnings = _watch(tmp_path, max_retries=2)
+    _add(path, line.format(n=1) + line.format(n=2))
+    await watch.tick()
+    assert [c for c, _ in warnings] == ["retrying", "retrying"]
+    _add(path, line.format(n=3))
+    with pytest.raises(UnifiedError) as caught:
+        await watch.tick()
+    assert (caught.value.code, caught.value.retryable) == (code, True), caught.value.message
+    assert "attempt 3" in caught.value.message
+    assert len(warnings) == 2  # the last failure is the error, not one more warning
 
 
 def test_retry_lines() -> None:

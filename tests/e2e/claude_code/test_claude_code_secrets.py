@@ -147,3 +147,15 @@ async def test_with_a_different_bearer_token_too_the_cli_still_sends_both(worksp
     [request] = seen.requests
     assert seen.saw[GATEWAY_TOKEN]
     assert seen.saw[RUN_KEY], request.headers
+
+
+async def test_a_path_without_cat_still_gives_the_cli_its_key(workspace: Path, tmp_path: Path) -> None:
+    """The helper is `cat` of the key file, run by the CLI's shell with the run's PATH: a PATH narrowed by the
+    `env` option to a folder without `cat` made every run an auth error ("apiKeyHelper script is failing")."""
+    bare = tmp_path / "bare-bin"
+    bare.mkdir()
+    seen = await claude_run(workspace, [ModelTurn(text="ok")], {"ANTHROPIC_API_KEY": RUN_KEY, "PATH": str(bare)}, "hi")
+    result = seen.events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success", result.error
+    assert seen.saw[RUN_KEY]

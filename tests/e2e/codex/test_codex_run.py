@@ -272,6 +272,19 @@ async def test_a_provider_failure_is_a_typed_error(workspace: Path, fault: Fault
     assert result(events).status == "error"
 
 
+async def test_a_prompt_over_codex_s_input_limit_is_a_bad_request_saying_what_to_do(workspace: Path) -> None:
+    """Codex refuses a turn's input over 1 MiB of text (its own limit, on `turn/start`): a `bad_request` whose hint
+    says to shorten the prompt, not a bare backend_error; the model is never asked."""
+    async with FakeOpenAI([ModelTurn(text="never")]) as server:
+        events = await run_codex(server, workspace, "x" * (1 << 20 | 1))
+        asked = server.model_requests()
+    error = next(e for e in events if isinstance(e, ErrorEvent))
+    assert (error.code, error.retryable) == ("bad_request", False), error.message
+    assert "maximum length" in error.message
+    assert "shorten the prompt" in error.message  # the hint, in the message
+    assert asked == []
+
+
 async def test_a_stalled_stream_fails_after_codexs_idle_limit(workspace: Path) -> None:
     async with FakeOpenAI([ModelTurn(text="stalls", fault=Fault(kind="stall", after=2))]) as server:
         events = await run_codex(server, workspace, options={"stream_idle_timeout_s": 1.0})

@@ -18,17 +18,22 @@ import pytest
 from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams, execute
 from unified._auth import detect_auth
+from unified._binary.process import descendants
 from unified._routing import select_backend
-from unified.events import ErrorEvent, Result, UnifiedEvent
+from unified.events import ErrorEvent, Result, UnifiedEvent, WarningEvent
 from unified.testing import FakeGemini, Fault, ModelTurn
 from unified.testing._fake_gemini import CLI_MODEL
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
 
 
-async def _run(workspace: Path, env: dict[str, str], model: str = CLI_MODEL) -> list[UnifiedEvent]:
+async def _run(workspace: Path, env: dict[str, str], model: str = CLI_MODEL, **options: object) -> list[UnifiedEvent]:
     params = ExecuteParams(
-        prompt="hi", backend="gemini-cli", model=model, cwd=workspace, backend_options={"env": env, "pool_size": 0}
+        prompt="hi",
+        backend="gemini-cli",
+        model=model,
+        cwd=workspace,
+        backend_options={"env": env, "pool_size": 0, **options},
     )
     async with execute(params) as stream:
         return [event async for event in stream]
@@ -52,6 +57,35 @@ async def test_the_apis_http_errors_get_the_api_backends_codes(
     assert (error.code, error.fatal) == (code, True)
     assert error.details["cli_message"]  # the CLI's own words travel with it
     assert "stderr_tail" in error.details
+
+
+@pytest.mark.parametrize(("fault", "code"), [("unavailable", "backend_error"), ("rate_limit", "rate_limited")])
+async def test_a_failure_past_max_retries_ends_the_run_with_its_typed_error(
+    workspace: Path, fault: str, code: str
+) -> None:
+    """The CLI would ask again for ~3.5 min (its own retries, silent over ACP); past the run's `max_retries` the
+    prompt ends with the error the API backends give for the same answer, retryable, and the process is gone."""
+    before = descendants(os.getpid())
+    async with FakeGemini([ModelTurn(text="never", fault=Fault(kind=fault))]) as server:
+        with anyio.fail_after(HANG_GUARD_S):
+            events = await _run(workspace, server.cli_env, max_retries=0)
+    error = next(e for e in events if isinstance(e, ErrorEvent))
+    assert (error.code, error.retryable, error.fatal) == (code, True, True), error.message
+    assert "attempt 1 failed" in error.message
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "error"
+    assert not {pid for pid, _ in descendants(os.getpid()) - before}, "the CLI's process is gone"
+
+
+async def test_with_retries_left_the_cli_s_retry_answers_and_the_run_succeeds(workspace: Path) -> None:
+    async with FakeGemini([ModelTurn(text="answered", fault=Fault(kind="unavailable"))]) as server:
+        with anyio.fail_after(HANG_GUARD_S):
+            events = await _run(workspace, server.cli_env, max_retries=1)
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert (result.status, result.final_text) == ("success", "answered"), result.error
+    assert [e.code for e in events if isinstance(e, WarningEvent)].count("retrying") == 1
 
 
 async def test_no_key_is_an_auth_error_naming_what_to_set(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from unified._adapters.claude_code._tools import ask_settings, claude_tool_name
 from unified._binary.environment import EnvPolicy, child_env
 from unified._binary.install import BinarySpec, locate
 from unified._binary.process import AgentSubprocess
+from unified.errors import BackendUnavailable
 from unified.types import ExecuteParams, HttpMcpServer, McpServer, SseMcpServer
 
 __all__ = [
@@ -186,11 +188,21 @@ def key_helper(env: dict[str, str], home: Path) -> str | None:
     key, so the key is in no environment of its process: not in what its Bash tool's commands inherit,
     nor in `/proc/<its pid>/environ` (docs/backends/claude-code.md, "Keys and the model's commands")."""
     credential = take_credential(env)
-    return None if credential is None else _helper(home, credential)
+    return None if credential is None else _helper(home, credential, env.get("PATH"))
 
 
-def _helper(home: Path, credential: str) -> str:
-    return f"cat {shlex.quote(str(key_file(home, credential)))}"
+def _helper(home: Path, credential: str, path: str | None) -> str:
+    """`cat` of the key file, by the absolute path of `cat`: the CLI runs the helper through a shell with the
+    run's PATH, and a PATH without `cat` (an `env` option that narrows it) made every run fail with "apiKeyHelper
+    script is failing", an auth error naming no cause."""
+    cat = shutil.which("cat", path=path) or shutil.which("cat", path=os.defpath)
+    if cat is None:
+        raise BackendUnavailable(
+            "claude-code gives the CLI its key through `cat`, and no `cat` program was found on PATH or in "
+            f"{os.defpath}",
+            hint="install coreutils (or put `cat` on PATH)",
+        )
+    return f"{shlex.quote(cat)} {shlex.quote(str(key_file(home, credential)))}"
 
 
 def start_claude(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> AgentSubprocess:
@@ -231,7 +243,7 @@ class Launch:
             else locate(CLAUDE_CODE, options.claude_binary, {**os.environ, **env}).path  # UNIFIED_CLAUDE_BIN is ours
         )
         key = take_credential(env)
-        helper = None if key is None else _helper(home, key)
+        helper = None if key is None else _helper(home, key, env.get("PATH"))
         return cls(
             binary=binary, env=env, home=home, model=params.model, params=params, api_key_helper=helper, api_key=key
         )

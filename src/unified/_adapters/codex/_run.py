@@ -459,6 +459,12 @@ class CodexRun:
             raise BackendError("codex app-server did not start the turn in time", retryable=True) from None
         except RpcError as exc:
             await self._announce()
+            if "exceeds the maximum length" in exc.message:  # Codex's own limit on a turn's input (1 MiB of text)
+                raise BackendError(
+                    f"codex refused the prompt: {exc.message}",
+                    code="bad_request",
+                    hint="shorten the prompt (put long material in a file of the workspace and name it)",
+                ) from exc
             raise BackendError(f"codex app-server could not start the turn: {exc.message}") from exc
         self.turn_id = str(as_dict(answer.get("turn")).get("id") or "")
         translator.start_turn(self.turn_id)

@@ -197,6 +197,8 @@ class Launch:
     fake_responses_strict: bool
     include_directories: tuple[Path, ...]
     excluded_tools: tuple[str, ...]
+    max_retries: int = 3
+    """The CLI's retries of one request before the run gives up (`GeminiCliOptions.max_retries`, `RetryWatch`)."""
 
     @classmethod
     def of(cls, params: ExecuteParams, options: GeminiCliOptions) -> Launch:
@@ -224,6 +226,7 @@ class Launch:
             fake_responses_strict=options.fake_responses_strict,
             include_directories=tuple(Path(d).resolve() for d in params.include_directories),
             excluded_tools=tuple(sorted(set(params.excluded_tools))),
+            max_retries=options.max_retries,
         )
 
     def model_for(self, session_model: str | None = None) -> str:

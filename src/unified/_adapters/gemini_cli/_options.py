@@ -41,6 +41,10 @@ class GeminiCliOptions(BackendOptions):
     """`--fake-responses` (True) or `--fake-responses-non-strict` (False)."""
     env: dict[str, str] = Field(default_factory=dict)
     """Extra environment variables for the child."""
+    max_retries: StrictInt = Field(default=3, ge=0, le=9)
+    """Retries of one model request after a 429, a 5xx or a broken stream, of the CLI's own (up to 9, waiting 5 s,
+    10 s, 20 s, then 30 s each: ~3.5 min). Past them the prompt is ended and the run fails with the last failure's
+    typed error (`rate_limited`, `backend_error`, retryable), in step with the other backends' `max_retries`."""
     acp_transcript: TranscriptOption = None
     """A list that receives every JSON-RPC message both ways and, between them, the records the CLI
     appended to its chat files meanwhile (cassette recording); kept by identity."""

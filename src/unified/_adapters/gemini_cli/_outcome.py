@@ -27,6 +27,7 @@ __all__ = [
     "explain_exit",
     "prompt_end",
     "provider_down",
+    "retries_spent",
     "retry_note",
 ]
 
@@ -196,6 +197,8 @@ class RetryNote:
     """The line's text (the CLI's words), from "Attempt N failed"."""
     connect_failure: bool
     """No connection could be made (`_CONNECT_FAILURE`)."""
+    status: int | None = None
+    """The HTTP status the server answered with, when it answered one."""
 
 
 def retry_note(line: str) -> RetryNote | None:
@@ -204,8 +207,44 @@ def retry_note(line: str) -> RetryNote | None:
     if match is None:
         return None
     text = match.group("text").strip()
-    failed = " with status " not in text and bool(_CONNECT_FAILURE.search(text))
-    return RetryNote(int(match.group("attempt")), text, failed)
+    status = _status_of(text)
+    failed = status is None and bool(_CONNECT_FAILURE.search(text))
+    return RetryNote(int(match.group("attempt")), text, failed, status)
+
+
+_STATUSES: tuple[tuple[re.Pattern[str], int | None], ...] = (
+    (re.compile(r"^Attempt \d+ failed with status (\d{3})\b"), None),
+    (re.compile(r"^Attempt \d+ failed with 429 error\b"), 429),
+    (re.compile(r"^Attempt \d+ failed with 5xx error\b"), 500),
+    (re.compile(r"^Attempt \d+ failed: "), 429),
+)
+"""The HTTP status each of the retry loop's lines (0.61) tells: its number, or the one its words stand for. `failed:
+<message>` is its quota error (`RetryableQuotaError`, a 429 it retries after the server's delay; the message may
+run over several lines, `. Retrying after <n>ms...` last)."""
+
+
+def _status_of(text: str) -> int | None:
+    for pattern, status in _STATUSES:
+        found = pattern.search(text)
+        if found is not None:
+            return status if status is not None else int(found[1])
+    return None
+
+
+def retries_spent(note: RetryNote) -> UnifiedError:
+    """The typed error of a request that failed `note.attempt` times, the last as `note` says (an HTTP status, or a
+    broken stream), when the run's `max_retries` are spent: retryable, as the failure was."""
+    from unified._internal.api_errors import error_from_status  # imports httpx: only when an error came
+
+    said = f"the gemini CLI's attempt {note.attempt} failed, the last the run allows: {clip(note.text, 300)!r}"
+    if note.status is not None:
+        return error_from_status(note.status, None, said, body=None, model=None)
+    return BackendError(
+        f"the Gemini API's answer broke off {note.attempt} times: {said}",
+        code="stream_interrupted",
+        retryable=True,
+        hint="run again; a failover_on backend takes over",
+    )
 
 
 def provider_down(url: str, note: RetryNote, attempts: int) -> BackendUnavailable:

@@ -7,7 +7,8 @@ UI) nor on stderr. Its debug logger writes each failed attempt to the file GEMIN
 in unified's cache folder, removed with the process); a run reads what was added to it during its prompt:
 each failed attempt is a `retrying` warning, and the `CONNECT_ATTEMPTS`th attempt in a row that made no connection
 at all ends the prompt with `backend_unavailable` (docs/backends/gemini-cli.md, "Errors"), where the run used to
-wait silently for its idle timeout.
+wait silently for its idle timeout; an attempt the server answered (a 429, a 5xx) or that broke off past the run's
+`max_retries` ends it with that failure's typed error (`_outcome.retries_spent`), where the CLI would go on for minutes.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
-from unified._adapters.gemini_cli._outcome import provider_down, retry_note
+from unified._adapters.gemini_cli._outcome import provider_down, retries_spent, retry_note
 from unified._binary.environment import cache_folder
 from unified._binary.held_files import FLAGS, let_go, open_folder, sweep
 from unified._redaction import clip
@@ -100,10 +101,14 @@ class RetryWatch:
     """What the CLI's debug log says of one prompt's requests: its retries as warnings; the end of a prompt whose
     provider cannot be reached (`tick` raises `backend_unavailable`)."""
 
-    def __init__(self, log: DebugLog | None, warn: Callable[[str, str], Awaitable[None]], url: str) -> None:
+    def __init__(
+        self, log: DebugLog | None, warn: Callable[[str, str], Awaitable[None]], url: str, max_retries: int
+    ) -> None:
         self.log = log
         self.warn = warn
         self.url = url
+        self.max_retries = max_retries
+        """The CLI's retries of one request the run waits for (`GeminiCliOptions.max_retries`)."""
         self.offset = log.size() if log is not None else 0
         """What the log held before the prompt: another prompt's."""
         self.refused = 0
@@ -122,10 +127,13 @@ class RetryWatch:
             note = retry_note(line)
             if note is None:
                 continue
-            await self.warn("retrying", f"gemini: {clip(note.text, 300)}")
             if not note.connect_failure:
                 self.refused = 0
+                if note.attempt > self.max_retries:  # the CLI would ask again: the run's budget is spent
+                    raise retries_spent(note)
+                await self.warn("retrying", f"gemini: {clip(note.text, 300)}")
                 continue
+            await self.warn("retrying", f"gemini: {clip(note.text, 300)}")
             self.refused += 1
             if self.refused >= CONNECT_ATTEMPTS:
                 raise provider_down(self.url, note, self.refused)

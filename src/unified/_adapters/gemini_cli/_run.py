@@ -42,7 +42,7 @@ from unified._binary.jsonrpc import ConnectionClosed, LineProblem, as_dict
 from unified._binary.loops import every
 from unified._binary.pool import Lease
 from unified.backends import RunContext, RunOutcome
-from unified.errors import BackendUnavailable, ConfigurationError, RunStopped
+from unified.errors import ConfigurationError, UnifiedError
 from unified.events import (
     PermissionDecision,
     SessionStarted,
@@ -188,7 +188,7 @@ class AcpRun:
         opening = self.opening
         blocks = opening.prompt if opening is not None and opening.prompt is not None else prompt_blocks(self.params)
         url = self.launch.env.get("GOOGLE_GEMINI_BASE_URL") or DEFAULT_BASE_URL
-        retries = RetryWatch(self.connection.debug_log, self._warn, url)  # from what the log holds now
+        retries = RetryWatch(self.connection.debug_log, self._warn, url, self.launch.max_retries)  # from the log's end
         request_id = await self.connection.start_request(
             "session/prompt", {"sessionId": self.session_id, "prompt": blocks}, self.setup.inbox
         )
@@ -207,12 +207,13 @@ class AcpRun:
                 # A dead process surfaces from the task group wrapped; `run` explains it.
                 if all(isinstance(exc, ConnectionClosed) for exc in group.exceptions):
                     raise group.exceptions[0] from None
-                if all(isinstance(exc, RunStopped | BackendUnavailable) for exc in group.exceptions):
+                if all(isinstance(exc, UnifiedError) for exc in group.exceptions):
                     raise group.exceptions[0] from None
                 raise
-        except (RunStopped, BackendUnavailable):
-            # The caller's permission answer ended the run, or the provider cannot be reached (`_retry_watch`):
-            # end the prompt (the CLI would retry for minutes), then report it.
+        except UnifiedError:
+            # The caller's permission answer ended the run, the provider cannot be reached or the run's retries
+            # are spent (`_retry_watch`), or the run failed: end the prompt (the CLI would retry for minutes),
+            # then report it.
             with anyio.CancelScope(shield=True):
                 await self._cancel(request_id)
                 await hold.flush(wait=False)

@@ -27,7 +27,7 @@ from unified._binary.loops import every
 from unified._binary.process import AgentSubprocess
 from unified.backends import MalformedLine, RunContext, RunOutcome
 from unified.capabilities import snapshot
-from unified.errors import BackendError, BackendUnavailable
+from unified.errors import BackendError, UnifiedError
 from unified.events import (
     ErrorEvent,
     SessionStarted,
@@ -202,7 +202,8 @@ async def run_stream_json(launch: Launch, ctx: RunContext) -> RunOutcome:
     async def warn(code: str, message: str) -> None:
         await ctx.emit(WarningEvent(code=code, message=message))
 
-    retries = RetryWatch(log, warn, launch.env.get("GOOGLE_GEMINI_BASE_URL") or DEFAULT_BASE_URL)
+    url = launch.env.get("GOOGLE_GEMINI_BASE_URL") or DEFAULT_BASE_URL
+    retries = RetryWatch(log, warn, url, launch.max_retries)
     # A new session's lease, once its id comes (`_relocate.session_lease`; a resume's is the backend's).
     leases = contextlib.AsyncExitStack()
     try:
@@ -234,8 +235,8 @@ async def run_stream_json(launch: Launch, ctx: RunContext) -> RunOutcome:
                             await _handle_line(ctx, translator, data)
                     finally:
                         done.set()
-            except BaseExceptionGroup as group:  # the provider cannot be reached (`RetryWatch.tick`)
-                if all(isinstance(exc, BackendUnavailable) for exc in group.exceptions):
+            except BaseExceptionGroup as group:  # unreachable, or the retries spent (`RetryWatch.tick`)
+                if all(isinstance(exc, UnifiedError) for exc in group.exceptions):
                     raise group.exceptions[0] from None
                 raise
             code = await child.wait(10.0)
