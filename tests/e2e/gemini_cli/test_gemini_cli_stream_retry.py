@@ -24,7 +24,7 @@ ANSWER = "Hello there, my friend."
 
 
 def failing(kind: str, after: int) -> ModelTurn:
-    return ModelTurn(text=ANSWER, text_chunks=3, fault=Fault(kind=kind, after=after))  # type: ignore[arg-type]
+    return ModelTurn(text=ANSWER, text_chunks=3, fault=Fault(kind=kind, after=after))
 
 
 async def run(turns: list[ModelTurn], workspace: Path, home: Path) -> tuple[list[UnifiedEvent], int]:

@@ -112,6 +112,8 @@ class ChatRecords:
     answers: dict[str, str] = field(default_factory=dict)
     """Message id → the text of one model call of this prompt as the CLI kept it (its last record), in the
     order the calls were first recorded: after a retried stream, the attempt that succeeded (`_replays`)."""
+    prompted: bool = False
+    """The prompt's own record was read: the CLI records this prompt (its answers too)."""
     follower: JsonlFollower = field(init=False)
 
     def __post_init__(self) -> None:
@@ -150,10 +152,13 @@ class ChatRecords:
                     response = part.get("functionResponse") if isinstance(part, dict) else None
                     if isinstance(response, dict) and isinstance(response.get("id"), str):
                         self.answered[response["id"]] = response
-            if record.get("type") == "gemini" and isinstance(record.get("id"), str):
+            if record.get("type") == "gemini":
                 text = kept_text(record)
-                if text is not None:
-                    self.answers[record["id"]] = text
+                if text is not None:  # a record without an id (not the CLI's) counts as a call of its own
+                    key = record.get("id")
+                    self.answers[key if isinstance(key, str) else f"#{len(self.answers)}"] = text
+            if record.get("type") == "user" and not self.prompted:
+                self.prompted = any(isinstance(p, dict) and "text" in p for p in record.get("content") or [])
             counts = record.get("tokens")
             if record.get("type") == "gemini" and isinstance(counts, dict) and isinstance(record.get("id"), str):
                 self.tokens[record["id"]] = counts

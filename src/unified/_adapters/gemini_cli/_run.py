@@ -331,16 +331,14 @@ class _Sink:
         self.replays = Replays()
         """The main agent's text of the current model call, its retried attempts folded (`_replays`)."""
         self._recorded: set[str] = set()
-        """The model calls the chat file had recorded when the current message began."""
+        """The model calls the chat file had recorded when the last message ended (not read when the current one
+        began: its record may be written before its first chunk is read)."""
         self.relabel: Callable[[PermissionDecision], Awaitable[PermissionDecision]] | None = None
         self.arrived = anyio.Event()
         """Set (and replaced) whenever an item has been handed to the hold (delivered or queued there)."""
 
     async def deliver(self, item: Item, raw: Any) -> None:
         if isinstance(item, TextDelta) and item.subagent_task_id is None:
-            if not self.replays.started:
-                self.chat.poll()
-                self._recorded = set(self.chat.answers)
             for shown in self.replays.text(item):
                 await self._deliver(shown, raw)
             return
@@ -358,7 +356,8 @@ class _Sink:
             return False
         self.chat.poll(rescan=final)
         recorded = [text for key, text in self.chat.answers.items() if key not in self._recorded]
-        kept = recorded[-1] if recorded else "" if final and self.chat.tails else None
+        kept = recorded[-1] if recorded else "" if final and self.chat.prompted else None
+        self._recorded = set(self.chat.answers)
         for item in self.replays.end(kept):
             await self._deliver(item, None)
         return kept == ""
