@@ -15,7 +15,7 @@ from tests.e2e.gemini_cli.gemini_cli_helpers import kinds
 from unified import ExecuteParams, execute
 from unified.events import AssistantMessage, Result, TextDelta, UnifiedEvent, WarningEvent
 from unified.testing import FakeGemini, ModelTurn
-from unified.testing._scenario import Fault
+from unified.testing._scenario import Fault, FunctionCall
 from unified.testing._wiring import backend_options_for
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
@@ -96,3 +96,22 @@ async def test_retries_that_get_no_answer_say_so(workspace: Path, tmp_path: Path
     assert result.final_text == ""
     [warning] = resumed(events)
     assert "kept none" in warning.message
+
+
+async def test_a_retried_stream_before_a_tool_call_shows_its_text_once(workspace: Path, tmp_path: Path) -> None:
+    lead = "Let me read the notes file now."
+    call = FunctionCall(name="read_file", args={"file_path": "notes.txt"})
+    turns = [
+        ModelTurn(text=lead, text_chunks=3, fault=Fault(kind="mid_stream_error", after=2)),
+        ModelTurn(text=lead, text_chunks=3, function_calls=[call]),
+        ModelTurn(text="It says alpha."),
+    ]
+    events, requests = await run(turns, workspace, tmp_path)
+    assert requests == 3
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success", result.error
+    assert messages(events) == [lead, "It says alpha."]
+    assert shown(events[: kinds(events).index("tool_use")]) == lead
+    assert result.final_text == "It says alpha."
+    assert not resumed(events)
