@@ -217,11 +217,13 @@ class AcpRun:
             with anyio.CancelScope(shield=True):
                 await self._cancel(request_id)
                 await hold.flush(wait=False)
+                await sink.end_message(final=False)  # text held as a possible retry goes out as it came
             raise
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 await self._cancel(request_id)
                 await hold.flush(wait=False)
+                await sink.end_message(final=False)  # text held as a possible retry goes out as it came
             raise
         finally:
             self.connection.forget(request_id)
