@@ -27,9 +27,15 @@ def failing(kind: str, after: int) -> ModelTurn:
     return ModelTurn(text=ANSWER, text_chunks=3, fault=Fault(kind=kind, after=after))
 
 
-async def run(turns: list[ModelTurn], workspace: Path, home: Path) -> tuple[list[UnifiedEvent], int]:
+@pytest.fixture(params=["acp", "stream-json"])
+def transport(request: pytest.FixtureRequest) -> str:
+    """Both transports pass on every attempt's text: the fallback's `gemini -p` ignores the retry event too."""
+    return str(request.param)
+
+
+async def run(turns: list[ModelTurn], workspace: Path, home: Path, transport: str) -> tuple[list[UnifiedEvent], int]:
     async with FakeGemini(turns) as server:
-        options = backend_options_for(server, "gemini-cli", cli_home=home)
+        options = {**backend_options_for(server, "gemini-cli", cli_home=home), "transport": transport}
         params = ExecuteParams(prompt="hi", backend="gemini-cli", cwd=workspace, backend_options=options)
         async with execute(params) as stream:
             events = [event async for event in stream]
@@ -57,9 +63,10 @@ def resumed(events: list[UnifiedEvent]) -> list[WarningEvent]:
     ],
 )
 async def test_a_retried_stream_shows_the_repeated_prefix_once(
-    failed: list[ModelTurn], workspace: Path, tmp_path: Path
+    failed: list[ModelTurn], workspace: Path, tmp_path: Path, transport: str
 ) -> None:
-    events, requests = await run([*failed, ModelTurn(text=ANSWER, text_chunks=3)], workspace, tmp_path / "home")
+    turns = [*failed, ModelTurn(text=ANSWER, text_chunks=3)]
+    events, requests = await run(turns, workspace, tmp_path / "home", transport)
     assert requests == len(failed) + 1  # the CLI did ask again
     result = events[-1]
     assert isinstance(result, Result)
@@ -70,9 +77,12 @@ async def test_a_retried_stream_shows_the_repeated_prefix_once(
     assert not resumed(events)
 
 
-async def test_a_retry_that_answers_otherwise_replaces_what_was_shown(workspace: Path, tmp_path: Path) -> None:
+async def test_a_retry_that_answers_otherwise_replaces_what_was_shown(
+    workspace: Path, tmp_path: Path, transport: str
+) -> None:
     other = "Goodbye now."
-    events, _ = await run([failing("mid_stream_error", 2), ModelTurn(text=other, text_chunks=2)], workspace, tmp_path)
+    turns = [failing("mid_stream_error", 2), ModelTurn(text=other, text_chunks=2)]
+    events, _ = await run(turns, workspace, tmp_path, transport)
     result = events[-1]
     assert isinstance(result, Result)
     assert result.status == "success", result.error
@@ -86,19 +96,26 @@ async def test_a_retry_that_answers_otherwise_replaces_what_was_shown(workspace:
     assert kinds(after) == ["warning", "text_delta", "assistant_message", "result"]
 
 
-async def test_retries_that_get_no_answer_say_so(workspace: Path, tmp_path: Path) -> None:
-    # the CLI takes an empty answer for a failed attempt too: after the fourth it gives up and ends the turn
+async def test_retries_that_get_no_answer_say_so(workspace: Path, tmp_path: Path, transport: str) -> None:
+    # the CLI takes an empty answer for a failed attempt too: after the fourth it gives up; `gemini -p` fails the turn,
+    # its ACP agent ends it as if answered
     empty = [ModelTurn(text="") for _ in range(3)]
-    events, requests = await run([failing("mid_stream_error", 2), *empty], workspace, tmp_path)
+    events, requests = await run([failing("mid_stream_error", 2), *empty], workspace, tmp_path, transport)
     assert requests == 4
     result = events[-1]
     assert isinstance(result, Result)
+    if transport == "stream-json":
+        assert result.status == "error"
+        return
+    assert result.status == "success", result.error
     assert result.final_text == ""
     [warning] = resumed(events)
     assert "kept none" in warning.message
 
 
-async def test_a_retried_stream_before_a_tool_call_shows_its_text_once(workspace: Path, tmp_path: Path) -> None:
+async def test_a_retried_stream_before_a_tool_call_shows_its_text_once(
+    workspace: Path, tmp_path: Path, transport: str
+) -> None:
     lead = "Let me read the notes file now."
     call = FunctionCall(name="read_file", args={"file_path": "notes.txt"})
     turns = [
@@ -106,7 +123,7 @@ async def test_a_retried_stream_before_a_tool_call_shows_its_text_once(workspace
         ModelTurn(text=lead, text_chunks=3, function_calls=[call]),
         ModelTurn(text="It says alpha."),
     ]
-    events, requests = await run(turns, workspace, tmp_path)
+    events, requests = await run(turns, workspace, tmp_path, transport)
     assert requests == 3
     result = events[-1]
     assert isinstance(result, Result)

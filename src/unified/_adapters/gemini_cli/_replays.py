@@ -21,10 +21,13 @@ shown whole, so the message's `assistant_message` and the run's final text are t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from unified.events import TextDelta, WarningEvent
+from unified._adapters.gemini_cli._chat_records import ChatRecords
+from unified._adapters.gemini_cli._translate import TurnBoundary
+from unified.events import TextDelta, ToolUse, WarningEvent
 
-__all__ = ["RESTART_MIN", "MessageEnd", "Replays", "Shown"]
+__all__ = ["RESTART_MIN", "Folding", "MessageEnd", "Replays", "Shown"]
 
 RESTART_MIN = 6
 """A chunk restarts the message when it begins with at least this much of it (all of it when shorter)."""
@@ -121,3 +124,40 @@ class Replays:
     @staticmethod
     def _warning(last: TextDelta, message: str) -> WarningEvent:
         return WarningEvent(code="stream_resumed", message=message, session_id=last.session_id)
+
+
+class Folding:
+    """`Replays` with the chat file's kept answers, as both transports run the main agent's text through it: each
+    main-agent `text_delta` goes through `text`; before an item that `ends_message` (a new model turn, a main-agent
+    call: the model call's stream is over) and at the prompt's end, `end` gives what closes the message."""
+
+    def __init__(self, chat: ChatRecords | None = None) -> None:
+        self.chat = chat
+        """The session's chat file during the prompt (None: not known yet, or not followed)."""
+        self.replays = Replays()
+        self._recorded: set[str] = set()
+        """The model calls the chat file had recorded when the last message ended (not read when the current one
+        began: its record may be written before its first chunk is read)."""
+
+    def text(self, delta: TextDelta) -> list[Shown]:
+        return self.replays.text(delta)
+
+    def ends_message(self, item: Any) -> bool:
+        return self.replays.started and (
+            isinstance(item, TurnBoundary) or (isinstance(item, ToolUse) and item.subagent_task_id is None)
+        )
+
+    def end(self, *, final: bool) -> tuple[list[Shown], bool]:
+        """What closes the current message: its held text, or the CLI's kept answer in place of what was shown;
+        `final`: the prompt ended well, so a model call the chat file has no record of kept no answer. Also whether
+        it kept none after text was shown."""
+        if not self.replays.started:
+            return [], False
+        kept: str | None = None
+        chat = self.chat
+        if chat is not None:
+            chat.poll(rescan=final)
+            recorded = [text for key, text in chat.answers.items() if key not in self._recorded]
+            kept = recorded[-1] if recorded else "" if final and chat.prompted else None
+            self._recorded = set(chat.answers)
+        return self.replays.end(kept), kept == ""

@@ -28,7 +28,7 @@ from unified._adapters.gemini_cli._launch import BACKEND, Launch
 from unified._adapters.gemini_cli._outcome import DEFAULT_BASE_URL, error_from_exit, prompt_end
 from unified._adapters.gemini_cli._permissions import PermissionBridge
 from unified._adapters.gemini_cli._relocate import SESSION_ID, session_lease
-from unified._adapters.gemini_cli._replays import MessageEnd, Replays
+from unified._adapters.gemini_cli._replays import Folding, MessageEnd
 from unified._adapters.gemini_cli._retry_watch import WATCH_INTERVAL_S, RetryWatch
 from unified._adapters.gemini_cli._session_setup import SessionSetup
 from unified._adapters.gemini_cli._subagents import POLL_INTERVAL_S, SubagentWatcher
@@ -330,39 +330,27 @@ class _Sink:
         self.hold = hold
         self.translator = translator
         self.chat = chat
-        self.replays = Replays()
+        self.folding = Folding(chat)
         """The main agent's text of the current model call, its retried attempts folded (`_replays`)."""
-        self._recorded: set[str] = set()
-        """The model calls the chat file had recorded when the last message ended (not read when the current one
-        began: its record may be written before its first chunk is read)."""
         self.relabel: Callable[[PermissionDecision], Awaitable[PermissionDecision]] | None = None
         self.arrived = anyio.Event()
         """Set (and replaced) whenever an item has been handed to the hold (delivered or queued there)."""
 
     async def deliver(self, item: Item, raw: Any) -> None:
         if isinstance(item, TextDelta) and item.subagent_task_id is None:
-            for shown in self.replays.text(item):
+            for shown in self.folding.text(item):
                 await self._deliver(shown, raw)
             return
-        if self.replays.started and (
-            isinstance(item, TurnBoundary) or (isinstance(item, ToolUse) and item.subagent_task_id is None)
-        ):
+        if self.folding.ends_message(item):
             await self.end_message(final=False)  # the model call's stream is over
         await self._deliver(item, raw)
 
     async def end_message(self, *, final: bool) -> bool:
-        """The current message ends: its held text, or the CLI's kept answer in place of what was shown;
-        `final`: the prompt ended well, so a model call the chat file has no record of kept no answer.
-        Whether it kept none after text was shown."""
-        if not self.replays.started:
-            return False
-        self.chat.poll(rescan=final)
-        recorded = [text for key, text in self.chat.answers.items() if key not in self._recorded]
-        kept = recorded[-1] if recorded else "" if final and self.chat.prompted else None
-        self._recorded = set(self.chat.answers)
-        for item in self.replays.end(kept):
+        """The current message ends (`Folding.end`); whether the CLI kept no answer after text was shown."""
+        items, kept_nothing = self.folding.end(final=final)
+        for item in items:
             await self._deliver(item, None)
-        return kept == ""
+        return kept_nothing
 
     async def _deliver(self, item: Item | MessageEnd, raw: Any) -> None:
         if isinstance(item, PermissionDecision) and self.relabel is not None and item.subagent_task_id is None:
