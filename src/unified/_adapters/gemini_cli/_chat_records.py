@@ -36,6 +36,7 @@ __all__ = [
     "FINAL_STATUSES",
     "ChatRecords",
     "TranscriptCapture",
+    "kept_text",
     "tool_calls_of",
     "tool_response",
     "usage_from_tokens",
@@ -59,6 +60,20 @@ def tool_calls_of(record: dict[str, Any]) -> list[dict[str, Any]]:
         for call in message.get("toolCalls") or []
         if isinstance(call, dict) and isinstance(call.get("id"), str)
     ]
+
+
+def kept_text(record: dict[str, Any]) -> str | None:
+    """The text of a `gemini` chat record (its `content`: a string, or parts with `text`)."""
+    content = record.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part["text"]
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str) and not part.get("thought")
+        )
+    return None
 
 
 def tool_response(call: dict[str, Any]) -> tuple[Any, bool] | None:
@@ -94,6 +109,11 @@ class ChatRecords:
     CLI answered: also those it never reported over ACP (a tool it lacks: "Tool not found")."""
     tokens: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Message id → the `tokens` of one model call of this prompt."""
+    answers: dict[str, str] = field(default_factory=dict)
+    """Message id → the text of one model call of this prompt as the CLI kept it (its last record), in the
+    order the calls were first recorded: after a retried stream, the attempt that succeeded (`_replays`)."""
+    prompted: bool = False
+    """The prompt's own record was read: the CLI records this prompt (its answers too)."""
     follower: JsonlFollower = field(init=False)
 
     def __post_init__(self) -> None:
@@ -132,6 +152,13 @@ class ChatRecords:
                     response = part.get("functionResponse") if isinstance(part, dict) else None
                     if isinstance(response, dict) and isinstance(response.get("id"), str):
                         self.answered[response["id"]] = response
+            if record.get("type") == "gemini":
+                text = kept_text(record)
+                if text is not None:  # a record without an id (not the CLI's) counts as a call of its own
+                    key = record.get("id")
+                    self.answers[key if isinstance(key, str) else f"#{len(self.answers)}"] = text
+            if record.get("type") == "user" and not self.prompted:
+                self.prompted = any(isinstance(p, dict) and "text" in p for p in record.get("content") or [])
             counts = record.get("tokens")
             if record.get("type") == "gemini" and isinstance(counts, dict) and isinstance(record.get("id"), str):
                 self.tokens[record["id"]] = counts

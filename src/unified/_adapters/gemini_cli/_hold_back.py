@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 
 from unified._adapters.gemini_cli._chat_records import ChatRecords, tool_response
+from unified._adapters.gemini_cli._replays import MessageEnd
 from unified._adapters.gemini_cli._translate import Item
 from unified.events import ToolResult, ToolUse
 
@@ -32,7 +33,8 @@ FLUSH_GRACE_S = 1.0
 TOOL_USE_GRACE_S = 1.0
 """How long a `tool_use` waits for its call's record (its arguments) before it is announced without them."""
 
-Deliver = Callable[[Item, Any], Awaitable[None]]
+Held = Item | MessageEnd
+Deliver = Callable[[Held, Any], Awaitable[None]]
 Warn = Callable[[str, str], Awaitable[None]]
 
 
@@ -43,7 +45,7 @@ class ToolOutputHold:
         self.chat = chat
         self._deliver_now = deliver_now
         self._warn = warn
-        self._queue: list[tuple[Item, Any, bool, float]] = []
+        self._queue: list[tuple[Held, Any, bool, float]] = []
         """(item, raw, waits for its record, when it was queued), in arrival order."""
         self._shown: dict[str, dict[str, Any]] = {}
         """The input each call's `tool_use` went out with: its result repeats the recorded arguments only
@@ -55,7 +57,7 @@ class ToolOutputHold:
     def holding(self) -> int:
         return sum(1 for _, _, waits, _ in self._queue if waits)
 
-    async def deliver(self, item: Item, raw: Any, *, hold: bool) -> None:
+    async def deliver(self, item: Held, raw: Any, *, hold: bool) -> None:
         """Deliver `item` in order; `hold`: a tool_use or tool_result the chat file should complete."""
         async with self._lock:
             waits = hold and isinstance(item, ToolUse | ToolResult)
@@ -96,7 +98,7 @@ class ToolOutputHold:
             self._queue.pop(0)
             await self._out(item, raw)
 
-    def _completed(self, item: Item, *, rescan: bool) -> Item | None:
+    def _completed(self, item: Held, *, rescan: bool) -> Held | None:
         """`item` completed from its call's record; None while the record is missing."""
         assert isinstance(item, ToolUse | ToolResult)
         record = self.chat.lookup(item.tool_use_id, rescan=rescan)
@@ -139,7 +141,7 @@ class ToolOutputHold:
         for item, raw, _, _ in queued:
             await self._out(item, raw)
 
-    async def _out(self, item: Item, raw: Any) -> None:
+    async def _out(self, item: Held, raw: Any) -> None:
         if isinstance(item, ToolUse):
             self._shown[item.tool_use_id] = dict(item.input)
         await self._deliver_now(item, raw)

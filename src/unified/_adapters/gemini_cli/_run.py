@@ -11,6 +11,7 @@ cancellation and a dying process.
 from __future__ import annotations
 
 import base64
+import dataclasses
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -27,10 +28,16 @@ from unified._adapters.gemini_cli._launch import BACKEND, Launch
 from unified._adapters.gemini_cli._outcome import DEFAULT_BASE_URL, error_from_exit, prompt_end
 from unified._adapters.gemini_cli._permissions import PermissionBridge
 from unified._adapters.gemini_cli._relocate import SESSION_ID, session_lease
+from unified._adapters.gemini_cli._replays import Folding, MessageEnd
 from unified._adapters.gemini_cli._retry_watch import WATCH_INTERVAL_S, RetryWatch
 from unified._adapters.gemini_cli._session_setup import SessionSetup
 from unified._adapters.gemini_cli._subagents import POLL_INTERVAL_S, SubagentWatcher
-from unified._adapters.gemini_cli._translate import AcpTranslator, Item, TurnBoundary, tool_name_from_call_id
+from unified._adapters.gemini_cli._translate import (
+    AcpTranslator,
+    Item,
+    TurnBoundary,
+    tool_name_from_call_id,
+)
 from unified._binary.jsonrpc import ConnectionClosed, LineProblem, as_dict
 from unified._binary.loops import every
 from unified._binary.pool import Lease
@@ -41,6 +48,7 @@ from unified.events import (
     SessionStarted,
     SubagentCompleted,
     SubagentStarted,
+    TextDelta,
     ToolResult,
     ToolUse,
     UserInputRequest,
@@ -155,7 +163,7 @@ class AcpRun:
         chat.start()
         delivery = _Delivery(ctx, watcher)
         hold = ToolOutputHold(chat, delivery.deliver_now, self._warn)
-        sink = _Sink(hold, self.translator)
+        sink = _Sink(hold, self.translator, chat)
         self._shown = _Shown(hold, delivery, sink)
         bridge = PermissionBridge(ctx, self.connection, self.translator, self.session_id, sink.deliver, hold.flush, cwd)
         sink.relabel = bridge.gate.relabel
@@ -209,16 +217,19 @@ class AcpRun:
             with anyio.CancelScope(shield=True):
                 await self._cancel(request_id)
                 await hold.flush(wait=False)
+                await sink.end_message(final=False)  # text held as a possible retry goes out as it came
             raise
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 await self._cancel(request_id)
                 await hold.flush(wait=False)
+                await sink.end_message(final=False)  # text held as a possible retry goes out as it came
             raise
         finally:
             self.connection.forget(request_id)
         await hold.flush()
         chat.poll(rescan=True)
+        kept_nothing = await sink.end_message(final="error" not in answer)
         await self._calls_acp_never_showed(chat, delivery)
         recorded = chat.usage()  # the chat file's exact per-call counts, also when the prompt failed
         if recorded is not None:
@@ -232,6 +243,8 @@ class AcpRun:
         await ctx.end_message()
         if end.warning is not None:
             await self._warn(*end.warning)
+        if kept_nothing and end.outcome.status == "success":  # the CLI's retries got no answer (`_replays`)
+            return dataclasses.replace(end.outcome, final_text="")
         return end.outcome
 
     async def _calls_acp_never_showed(self, chat: ChatRecords, delivery: _Delivery) -> None:
@@ -313,21 +326,40 @@ class _Sink:
     """Where translated items go: a main-session result the CLI ran waits for its chat-file record, and the
     decision of a call the CLI ran unasked is unified's rule where its table allows the tool unasked."""
 
-    def __init__(self, hold: ToolOutputHold, translator: AcpTranslator) -> None:
+    def __init__(self, hold: ToolOutputHold, translator: AcpTranslator, chat: ChatRecords) -> None:
         self.hold = hold
         self.translator = translator
+        self.chat = chat
+        self.folding = Folding(chat)
+        """The main agent's text of the current model call, its retried attempts folded (`_replays`)."""
         self.relabel: Callable[[PermissionDecision], Awaitable[PermissionDecision]] | None = None
         self.arrived = anyio.Event()
         """Set (and replaced) whenever an item has been handed to the hold (delivered or queued there)."""
 
     async def deliver(self, item: Item, raw: Any) -> None:
+        if isinstance(item, TextDelta) and item.subagent_task_id is None:
+            for shown in self.folding.text(item):
+                await self._deliver(shown, raw)
+            return
+        if self.folding.ends_message(item):
+            await self.end_message(final=False)  # the model call's stream is over
+        await self._deliver(item, raw)
+
+    async def end_message(self, *, final: bool) -> bool:
+        """The current message ends (`Folding.end`); whether the CLI kept no answer after text was shown."""
+        items, kept_nothing = self.folding.end(final=final)
+        for item in items:
+            await self._deliver(item, None)
+        return kept_nothing
+
+    async def _deliver(self, item: Item | MessageEnd, raw: Any) -> None:
         if isinstance(item, PermissionDecision) and self.relabel is not None and item.subagent_task_id is None:
             item = await self.relabel(item)
         await self.hold.deliver(item, raw, hold=self._from_chat_file(item, raw))
         arrived, self.arrived = self.arrived, anyio.Event()
         arrived.set()
 
-    def _from_chat_file(self, item: Item, raw: Any) -> bool:
+    def _from_chat_file(self, item: Item | MessageEnd, raw: Any) -> bool:
         """Whether the chat file completes this item: a main-session call the CLI ran (not one we
         denied, whose result is ours; not one first seen in a permission prompt, whose `tool_use` must
         precede the prompt), not a subagent (its detail is the watcher's) and without ACP `rawInput`."""
@@ -349,11 +381,14 @@ class _Delivery:
         self.uses: set[str] = set()
         """The calls whose `tool_use` went out."""
 
-    async def deliver_now(self, item: Item, raw: Any) -> None:
+    async def deliver_now(self, item: Item | MessageEnd, raw: Any) -> None:
         ctx = self.ctx
         if isinstance(item, TurnBoundary):
             await ctx.end_message()
             ctx.turns += 1
+            return
+        if isinstance(item, MessageEnd):
+            await ctx.end_message()
             return
         if isinstance(item, SubagentCompleted):
             usage = await self.watcher.finish(item.task_id)

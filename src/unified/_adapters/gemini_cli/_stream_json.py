@@ -16,9 +16,11 @@ from typing import Any
 import anyio
 
 from unified._adapters.gemini_cli._chat_files import ChatFiles, ResumeGuard, gemini_home
+from unified._adapters.gemini_cli._chat_records import ChatRecords
 from unified._adapters.gemini_cli._launch import GEMINI_CLI, Launch
 from unified._adapters.gemini_cli._outcome import DEFAULT_BASE_URL, error_from_exit
 from unified._adapters.gemini_cli._relocate import SESSION_ID, session_lease
+from unified._adapters.gemini_cli._replays import Folding, MessageEnd, Shown
 from unified._adapters.gemini_cli._retry_watch import WATCH_INTERVAL_S, RetryWatch, debug_log_env
 from unified._adapters.gemini_cli._translate import Item, TurnBoundary
 from unified._binary.framing import parse_object
@@ -204,6 +206,10 @@ async def run_stream_json(launch: Launch, ctx: RunContext) -> RunOutcome:
 
     url = launch.env.get("GOOGLE_GEMINI_BASE_URL") or DEFAULT_BASE_URL
     retries = RetryWatch(log, warn, url, launch.max_retries)
+    folding = Folding()  # the CLI's silent mid-stream retries (`_replays`), with the session's chat file:
+    if guard is not None:  # a resume's from its end now (its earlier prompts are not this run's)
+        folding.chat = ChatRecords(gemini_home(launch.env), guard.session_id)
+        folding.chat.start()
     # A new session's lease, once its id comes (`_relocate.session_lease`; a resume's is the backend's).
     leases = contextlib.AsyncExitStack()
     try:
@@ -224,6 +230,9 @@ async def run_stream_json(launch: Launch, ctx: RunContext) -> RunOutcome:
                                 break
                             data = parse_object(line)
                             if isinstance(data, dict) and data.get("type") == "init":
+                                if isinstance(data.get("session_id"), str) and folding.chat is None:
+                                    # a new session's whole: the CLI may have written this prompt's record already
+                                    folding.chat = ChatRecords(gemini_home(launch.env), data["session_id"])
                                 if not leased and guard is None:
                                     leased = True  # before `session_started`: no one learns the id before it is held
                                     session_id = data.get("session_id")
@@ -232,7 +241,7 @@ async def run_stream_json(launch: Launch, ctx: RunContext) -> RunOutcome:
                                         await leases.enter_async_context(session_lease(home, session_id))
                             else:  # `init` comes before the first request: anything after it is the model's
                                 retries.progress()
-                            await _handle_line(ctx, translator, data)
+                            await _handle_line(ctx, translator, data, folding)
                     finally:
                         done.set()
             except BaseExceptionGroup as group:  # unreachable, or the retries spent (`RetryWatch.tick`)
@@ -249,9 +258,12 @@ async def run_stream_json(launch: Launch, ctx: RunContext) -> RunOutcome:
                     await ctx.emit(WarningEvent(code="session_repaired", message=repair))
     if translator.usage is not None:
         ctx.add_usage(translator.usage)
+    final = translator.final
+    ended_well = final is not None and final.get("status") != "error" and code in (0, None)
+    shown, kept_nothing = folding.end(final=ended_well)
+    await _emit(ctx, shown, None)
     await ctx.end_message()
     short = short_id_of(translator.session_id) if translator.session_id else None
-    final = translator.final
     if final is not None and final.get("status") == "error":
         error = as_dict(final.get("error"))
         raise BackendError(
@@ -261,18 +273,34 @@ async def run_stream_json(launch: Launch, ctx: RunContext) -> RunOutcome:
         )
     if final is None or code not in (0, None):
         raise error_from_exit(code, child.stderr_tail(), "gemini -p ended without a result")
-    return RunOutcome(status="success", short_id=short)
+    return RunOutcome(status="success", short_id=short, final_text="" if kept_nothing else None)
 
 
-async def _handle_line(ctx: RunContext, translator: StreamJsonTranslator, data: dict[str, Any] | str) -> None:
+async def _handle_line(
+    ctx: RunContext, translator: StreamJsonTranslator, data: dict[str, Any] | str, folding: Folding
+) -> None:
     """One parsed line (`parse_object`: the object, or why the line is none) → events."""
     if isinstance(data, str):
         await ctx.emit(WarningEvent(code="malformed_line", message=f"ignored a line: {data}"))
         return
     for item in translator.event(data):
+        if isinstance(item, TextDelta) and item.subagent_task_id is None:
+            await _emit(ctx, folding.text(item), data)
+            continue
+        if folding.ends_message(item):
+            await _emit(ctx, folding.end(final=False)[0], None)
         if isinstance(item, TurnBoundary):
             await ctx.end_message()
             ctx.turns += 1
         else:
             item.native = ctx.native(data)
+            await ctx.emit(item)
+
+
+async def _emit(ctx: RunContext, items: list[Shown], raw: dict[str, Any] | None) -> None:
+    for item in items:
+        if isinstance(item, MessageEnd):
+            await ctx.end_message()
+        else:
+            item.native = ctx.native(raw)
             await ctx.emit(item)
