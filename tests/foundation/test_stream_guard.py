@@ -46,6 +46,25 @@ def params(**kw: Any) -> ExecuteParams:
     return ExecuteParams(prompt="p", backend="scripted", **kw)
 
 
+class Slow(ScriptedBackend):
+    """Starts its session, then waits (30 s, far past any test): only a stop ends it. `cleaned` is set by its
+    cleanup, `stopped_on` holds the thread that ran it."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+        self.cleaned = anyio.Event()
+        self.stopped_on: list[int] = []
+
+    async def run(self, ctx: RunContext) -> RunOutcome:
+        try:
+            await ctx.emit(START.model_copy())
+            await anyio.sleep(30)
+            return RunOutcome()
+        finally:
+            self.stopped_on.append(threading.get_ident())
+            self.cleaned.set()
+
+
 async def run(
     steps: Sequence[Step], *, outcome: RunOutcome | None = None, strict: bool = False, **kw: Any
 ) -> tuple[list[UnifiedEvent], ScriptedBackend]:
@@ -175,20 +194,12 @@ async def test_unexpected_exception_is_reported_as_a_bug_not_a_traceback() -> No
 
 
 async def test_cancel_ends_with_cancelled_result_and_runs_cleanup() -> None:
-    cleaned = anyio.Event()
-
-    class Slow(ScriptedBackend):
-        async def run(self, ctx: RunContext) -> RunOutcome:
-            try:
-                await ctx.emit(START.model_copy())
-                await anyio.sleep(30)
-                return RunOutcome()
-            finally:
-                cleaned.set()
+    slow = Slow()
+    cleaned = slow.cleaned
 
     out: list[UnifiedEvent] = []
     with anyio.fail_after(HANG_GUARD_S):
-        async with EventStream(params(), backend=Slow([])) as stream:
+        async with EventStream(params(), backend=slow) as stream:
             async for event in stream:
                 out.append(event)
                 if isinstance(event, SessionStarted):
@@ -282,20 +293,12 @@ async def test_closing_early_stops_the_backend() -> None:
 
 
 async def test_a_bare_async_for_left_early_and_dropped_stops_the_run_and_leaves_the_callers_scopes_alone() -> None:
-    cleaned = anyio.Event()
-
-    class Slow(ScriptedBackend):
-        async def run(self, ctx: RunContext) -> RunOutcome:
-            try:
-                await ctx.emit(START.model_copy())
-                await anyio.sleep(30)
-                return RunOutcome()
-            finally:
-                cleaned.set()
+    slow = Slow()
+    cleaned = slow.cleaned
 
     with anyio.fail_after(HANG_GUARD_S):
         with anyio.CancelScope():  # the caller's own scope, left after the break: it must not fail
-            stream = EventStream(params(), backend=Slow([]))
+            stream = EventStream(params(), backend=slow)
             async for event in stream:  # no `async with`, no aclose()
                 assert isinstance(event, SessionStarted)
                 break
@@ -308,21 +311,11 @@ async def test_a_bare_async_for_left_early_and_dropped_stops_the_run_and_leaves_
 async def test_a_stream_dropped_on_another_thread_stops_its_run_on_the_run_s_own_loop() -> None:
     """The finalizer runs where the last reference goes (a worker thread, the garbage collector's): it hands the
     stop to the run's event loop, never touching the run's cancel scope from that thread."""
-    cleaned = anyio.Event()
-    stopped_on: list[int] = []
-
-    class Slow(ScriptedBackend):
-        async def run(self, ctx: RunContext) -> RunOutcome:
-            try:
-                await ctx.emit(START.model_copy())
-                await anyio.sleep(30)
-                return RunOutcome()
-            finally:
-                stopped_on.append(threading.get_ident())
-                cleaned.set()
+    slow = Slow()
+    cleaned, stopped_on = slow.cleaned, slow.stopped_on
 
     with anyio.fail_after(HANG_GUARD_S):
-        stream = EventStream(params(), backend=Slow([]))
+        stream = EventStream(params(), backend=slow)
         async for event in stream:
             assert isinstance(event, SessionStarted)
             break
@@ -334,18 +327,10 @@ async def test_a_stream_dropped_on_another_thread_stops_its_run_on_the_run_s_own
 
 
 async def test_closing_a_bare_async_for_from_another_task_ends_the_run() -> None:
-    cleaned = anyio.Event()
+    slow = Slow()
+    cleaned = slow.cleaned
 
-    class Slow(ScriptedBackend):
-        async def run(self, ctx: RunContext) -> RunOutcome:
-            try:
-                await ctx.emit(START.model_copy())
-                await anyio.sleep(30)
-                return RunOutcome()
-            finally:
-                cleaned.set()
-
-    stream = EventStream(params(), backend=Slow([]))
+    stream = EventStream(params(), backend=slow)
     with anyio.fail_after(HANG_GUARD_S):
         assert isinstance(await stream.__anext__(), SessionStarted)
         async with anyio.create_task_group() as tg:
@@ -356,14 +341,8 @@ async def test_closing_a_bare_async_for_from_another_task_ends_the_run() -> None
 
 
 async def test_a_second_task_reading_the_same_stream_at_once_is_told_so() -> None:
-    class Slow(ScriptedBackend):
-        async def run(self, ctx: RunContext) -> RunOutcome:
-            await ctx.emit(START.model_copy())
-            await anyio.sleep(30)
-            return RunOutcome()
-
     with anyio.fail_after(HANG_GUARD_S):
-        async with EventStream(params(), backend=Slow([])) as stream, anyio.create_task_group() as tg:
+        async with EventStream(params(), backend=Slow()) as stream, anyio.create_task_group() as tg:
             assert isinstance(await stream.__anext__(), SessionStarted)
             tg.start_soon(stream.__anext__)  # waits for the next event
             await anyio.wait_all_tasks_blocked()
