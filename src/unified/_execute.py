@@ -322,9 +322,8 @@ def check_params(params: ExecuteParams) -> None:
 
     Raises `ConfigurationError` for a `cwd` that is missing or not a directory, for a blank prompt
     (a prompt of images only is allowed), for a blank `resume` (it would start a new session
-    unasked), and for `retry` or `history` used the wrong way.
-    (a prompt of images only is allowed), for an empty image or one whose bytes are another type than its
-    `mime_type`, and for `retry` or `history` used the wrong way.
+    unasked), for an empty image or one whose bytes are another type than its `mime_type`, and for
+    `retry` or `history` used the wrong way.
     """
     cwd = params.cwd.expanduser()
     try:
@@ -381,12 +380,14 @@ def _check_image(number: int, image: ImageInput) -> None:
 
 def _check_fallback(params: ExecuteParams) -> None:
     """A `fallback` naming no backend would only be found out when the run needs it, after its backend gave out."""
+    if not params.fallback:
+        return
+    known = known_backends()  # the registry and the entry points: looked at once
     names = [target.backend if isinstance(target, Fallback) else target for target in params.fallback]
-    unknown = [name for name in names if name != "auto" and name not in known_backends()]
+    unknown = [name for name in names if name != "auto" and name not in known]
     if unknown:
         raise ConfigurationError(
-            f"fallback names an unknown backend {unknown[0]!r}",
-            hint=f"choose one of: {', '.join(sorted(known_backends()))}",
+            f"fallback names an unknown backend {unknown[0]!r}", hint=f"choose one of: {', '.join(sorted(known))}"
         )
 
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-import platformdirs
 
+from unified._binary.environment import cache_folder
 from unified._sessions.config import configured_store
 from unified.backends import RunContext, RunOutcome
 from unified.errors import SessionNotFound
@@ -107,5 +107,4 @@ def session_lease(backend: str, home: Path, session_id: str) -> AbstractAsyncCon
     from unified._sessions.stores import FileSessionStore
 
     digest = hashlib.sha256(str(home).encode()).hexdigest()[:16]
-    root = Path(platformdirs.user_cache_dir("unified")) / backend / "leases" / digest
-    return FileSessionStore(root).lease(backend, session_id)
+    return FileSessionStore(cache_folder(backend) / "leases" / digest).lease(backend, session_id)

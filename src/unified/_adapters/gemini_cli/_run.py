@@ -32,12 +32,7 @@ from unified._adapters.gemini_cli._replays import Folding, MessageEnd
 from unified._adapters.gemini_cli._retry_watch import WATCH_INTERVAL_S, RetryWatch
 from unified._adapters.gemini_cli._session_setup import SessionSetup
 from unified._adapters.gemini_cli._subagents import POLL_INTERVAL_S, SubagentWatcher
-from unified._adapters.gemini_cli._translate import (
-    AcpTranslator,
-    Item,
-    TurnBoundary,
-    tool_name_from_call_id,
-)
+from unified._adapters.gemini_cli._translate import AcpTranslator, Item, TurnBoundary, tool_name_from_call_id
 from unified._binary.jsonrpc import ConnectionClosed, LineProblem, as_dict
 from unified._binary.loops import every
 from unified._binary.pool import Lease
@@ -329,7 +324,6 @@ class _Sink:
     def __init__(self, hold: ToolOutputHold, translator: AcpTranslator, chat: ChatRecords) -> None:
         self.hold = hold
         self.translator = translator
-        self.chat = chat
         self.folding = Folding(chat)
         """The main agent's text of the current model call, its retried attempts folded (`_replays`)."""
         self.relabel: Callable[[PermissionDecision], Awaitable[PermissionDecision]] | None = None

@@ -181,6 +181,7 @@ async def run_stream_json(launch: Launch, ctx: RunContext) -> RunOutcome:
     if launch.fake_responses is not None:
         argv += ["--fake-responses", str(launch.fake_responses)]
     argv += launch.headless_policy_flags(protect_paths=params.approval_mode != "yolo")
+    home = gemini_home(launch.env)
     guard: ResumeGuard | None = None
     session_model = None
     leased = False
@@ -188,7 +189,7 @@ async def run_stream_json(launch: Launch, ctx: RunContext) -> RunOutcome:
         info = ChatFiles(launch.env).resolve(params.resume, str(cwd))
         session_model = info.model
         argv += ["--resume", info.session_id]  # the CLI takes no prefix: always the full id
-        guard = ResumeGuard(gemini_home(launch.env), info.session_id)
+        guard = ResumeGuard(home, info.session_id)
         guard.before()
     argv += ["-m", launch.model_for(session_model)]  # always concrete: never the router's detour
     translator = StreamJsonTranslator(
@@ -208,7 +209,7 @@ async def run_stream_json(launch: Launch, ctx: RunContext) -> RunOutcome:
     retries = RetryWatch(log, warn, url, launch.max_retries)
     folding = Folding()  # the CLI's silent mid-stream retries (`_replays`), with the session's chat file:
     if guard is not None:  # a resume's from its end now (its earlier prompts are not this run's)
-        folding.chat = ChatRecords(gemini_home(launch.env), guard.session_id)
+        folding.chat = ChatRecords(home, guard.session_id)
         folding.chat.start()
     # A new session's lease, once its id comes (`_relocate.session_lease`; a resume's is the backend's).
     leases = contextlib.AsyncExitStack()
@@ -230,15 +231,15 @@ async def run_stream_json(launch: Launch, ctx: RunContext) -> RunOutcome:
                                 break
                             data = parse_object(line)
                             if isinstance(data, dict) and data.get("type") == "init":
-                                if isinstance(data.get("session_id"), str) and folding.chat is None:
+                                session_id = data.get("session_id")
+                                named = isinstance(session_id, str) and SESSION_ID.fullmatch(session_id) is not None
+                                if named and folding.chat is None:
                                     # a new session's whole: the CLI may have written this prompt's record already
-                                    folding.chat = ChatRecords(gemini_home(launch.env), data["session_id"])
+                                    folding.chat = ChatRecords(home, str(session_id))
                                 if not leased and guard is None:
                                     leased = True  # before `session_started`: no one learns the id before it is held
-                                    session_id = data.get("session_id")
-                                    if isinstance(session_id, str) and SESSION_ID.fullmatch(session_id):
-                                        home = gemini_home(launch.env)
-                                        await leases.enter_async_context(session_lease(home, session_id))
+                                    if named:
+                                        await leases.enter_async_context(session_lease(home, str(session_id)))
                             else:  # `init` comes before the first request: anything after it is the model's
                                 retries.progress()
                             await _handle_line(ctx, translator, data, folding)
