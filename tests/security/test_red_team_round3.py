@@ -38,14 +38,7 @@ from unified.tools._paths import Workspace
 from unified.tools._shell import ShellConfig
 from unified.types import ApprovalMode
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(autouse=True)
-def quiet_git(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """HOME is a throwaway already (`isolated_home`); no git configuration or CDPATH of the host either."""
-    for name in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_DIR", "CDPATH"):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("quiet_git")]
 
 
 @pytest.fixture

@@ -72,14 +72,7 @@ from unified.tools import PermissionAnswer, PermissionRequest, Policy, ToolCall,
 from unified.tools import _shell_syntax as syntax
 from unified.types import StdioMcpServer
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(autouse=True)
-def quiet_git(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """HOME is a throwaway already (`isolated_home`); no git configuration of the host either."""
-    for name in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_DIR", "CDPATH"):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("quiet_git")]
 
 
 @pytest.fixture
