@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import textwrap
 import tracemalloc
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -23,6 +22,7 @@ import anyio.lowlevel
 import pytest
 
 from tests.hang_guard import HANG_GUARD_S
+from tests.harness import hostile_mcp_server
 from tests.harness.loop_turns import counting_turns
 from unified._internal import limits
 from unified.tools import ToolCall, ToolOutcome, ToolRuntime
@@ -258,59 +258,12 @@ async def test_background_output_is_capped_on_disk_and_in_every_answer(ws: Path)
 
 # --- MCP replies --------------------------------------------------------------------------------------
 
-SERVER = textwrap.dedent(
-    """
-    import json, sys
-
-    def send(message):
-        sys.stdout.write(json.dumps(message) + "\\n")
-        sys.stdout.flush()
-
-    TOOLS = [{"name": name, "inputSchema": {"type": "object"}} for name in ("huge", "deep", "broken", "fine", "wide")]
-    for line in sys.stdin:
-        request = json.loads(line)
-        method, rid = request.get("method"), request.get("id")
-        if rid is None:
-            continue
-        if method == "initialize":
-            send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": request["params"]["protocolVersion"],
-                  "capabilities": {"tools": {}}, "serverInfo": {"name": "hostile", "version": "1"}}})
-        elif method == "tools/list":
-            send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS}})
-        elif method == "tools/call":
-            name = request["params"]["name"]
-            if name == "huge":
-                head = '{"jsonrpc": "2.0", "id": %s, "result": {"content": [{"type": "text", "text": "'
-                sys.stdout.write(head % json.dumps(rid))
-                for _ in range(40):
-                    sys.stdout.write("h" * (1024 * 1024))
-                sys.stdout.write('"}]}}\\n')
-                sys.stdout.flush()
-            elif name == "deep":
-                head = '{"jsonrpc": "2.0", "id": %s, "result": {"content": [], "structuredContent": {"a": '
-                sys.stdout.write(head % json.dumps(rid) + "[" * 10000 + "]" * 10000 + "}}}\\n")
-                sys.stdout.flush()
-            elif name == "wide":
-                nested = 1
-                for _ in range(70):
-                    nested = [nested]
-                send({"jsonrpc": "2.0", "id": rid, "result": {"content": [], "structuredContent": {"a": nested}}})
-            elif name == "broken":
-                sys.stdout.write('{"jsonrpc": "2.0", "id": %s, "result": {"content": [ not json\\n' % json.dumps(rid))
-                sys.stdout.flush()
-            else:
-                send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "fine"}]}})
-        else:
-            send({"jsonrpc": "2.0", "id": rid, "result": {}})
-    """
-)
-
 
 @pytest.fixture
-def hostile_server(tmp_path: Path) -> StdioMcpServer:
-    script = tmp_path / "hostile_mcp.py"
-    script.write_text(SERVER)
-    return StdioMcpServer(name="hostile", command=sys.executable, args=(str(script),), timeout_s=HANG_GUARD_S)
+def hostile_server() -> StdioMcpServer:
+    return StdioMcpServer(
+        name="hostile", command=sys.executable, args=(str(hostile_mcp_server.SCRIPT),), timeout_s=HANG_GUARD_S
+    )
 
 
 @pytest.mark.e2e  # starts an MCP server

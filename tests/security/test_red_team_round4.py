@@ -61,13 +61,13 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
+from tests.harness import hostile_mcp_server
 from unified.tools import PermissionAnswer, PermissionRequest, Policy, ToolCall, ToolRuntime
 from unified.tools import _shell_syntax as syntax
 from unified.types import StdioMcpServer
@@ -682,40 +682,10 @@ async def test_a_long_shell_command_within_the_limit_still_runs(ws: Path) -> Non
     assert "102400" in str(outcome.response), outcome.response
 
 
-BAD_IMAGE_SERVER = textwrap.dedent(
-    """
-    import json, sys
-
-    def send(message):
-        sys.stdout.write(json.dumps(message) + "\\n")
-        sys.stdout.flush()
-
-    for line in sys.stdin:
-        request = json.loads(line)
-        method, rid = request.get("method"), request.get("id")
-        if rid is None:
-            continue
-        if method == "initialize":
-            send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": request["params"]["protocolVersion"],
-                  "capabilities": {"tools": {}}, "serverInfo": {"name": "bad", "version": "1"}}})
-        elif method == "tools/list":
-            tool = {"name": "img", "inputSchema": {"type": "object"}}
-            send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [tool]}})
-        elif method == "tools/call":
-            image = {"type": "image", "data": "!!!notbase64", "mimeType": "image/png"}
-            send({"jsonrpc": "2.0", "id": rid, "result": {"content": [image]}})
-        else:
-            send({"jsonrpc": "2.0", "id": rid, "result": {}})
-    """
-)
-
-
 @pytest.mark.e2e  # starts an MCP server
-async def test_an_mcp_image_that_is_not_base64_is_a_typed_error(ws: Path, tmp_path: Path) -> None:
+async def test_an_mcp_image_that_is_not_base64_is_a_typed_error(ws: Path) -> None:
     """SUCCEEDED before (a crash): `Tool mcp__bad__img failed unexpectedly: Error: Invalid base64-encoded string...`."""
-    script = tmp_path / "bad_image_mcp.py"
-    script.write_text(BAD_IMAGE_SERVER)
-    server = StdioMcpServer(name="bad", command=sys.executable, args=(str(script),))
+    server = StdioMcpServer(name="bad", command=sys.executable, args=(str(hostile_mcp_server.SCRIPT),))  # `img`
     async with ToolRuntime(ws, approval_mode="yolo") as rt:
         assert await rt.connect_mcp([server]) == []
         [outcome] = await rt.run_batch([ToolCall("1", "mcp__bad__img", {})])
