@@ -200,3 +200,28 @@ async def test_saw_credential_says_which_credentials_requests_carried_and_keeps_
     assert HEADERS["x-api-key"] not in recorded
     assert token not in recorded
     assert all(r.headers.get("x-api-key", REDACTED) == REDACTED for r in server.requests)
+
+
+@pytest.mark.parametrize("kind", ["mid_stream_error", "empty_stream", "no_finish"])
+async def test_a_stream_fault_on_a_request_that_is_not_streamed_answers_it_as_a_whole(kind: str) -> None:
+    """Claude Code's fallback after a broken stream asks again without streaming. Before, a stream fault on
+    such a request hung it until the server stopped (only `cut_stream` dropped it): the fallback waited."""
+    async with FakeAnthropic([ModelTurn(text="Whole.", fault=Fault(kind=kind))]) as server:
+        response = await post(server, json=body(stream=False))
+        [request] = server.requests_for("messages")
+    assert request.fault == kind
+    if kind == "mid_stream_error":
+        assert (response.status_code, response.json()["error"]["type"]) == (529, "overloaded_error")
+        return
+    message = response.json()
+    assert response.status_code == 200
+    assert message["stop_reason"] is None
+    assert message["content"] == ([] if kind == "empty_stream" else [{"type": "text", "text": "Whole."}])
+
+
+async def test_a_mid_stream_error_on_a_request_that_is_not_streamed_carries_its_http_fault() -> None:
+    fault = Fault(kind="mid_stream_error", carries="rate_limit", retry_delay="3s")
+    async with FakeAnthropic([ModelTurn(text="Whole.", fault=fault)]) as server:
+        response = await post(server, json=body(stream=False))
+    assert (response.status_code, response.json()["error"]["type"]) == (429, "rate_limit_error")
+    assert response.headers["retry-after"] == "3"

@@ -31,7 +31,9 @@ Faults, as FakeGemini's: an HTTP fault (`rate_limit` 429 with `retry-after`, `ov
 `permission_denied` 403, `not_found` 404) answers instead of the turn and leaves it queued;
 stream faults consume it after `after` SSE events: `mid_stream_error` (an `error` event),
 `cut_stream` (the connection dropped), `stall` (then silence until the server stops),
-`empty_stream`, `no_finish` (no `message_delta` / `message_stop`); `no_headers` never answers.
+`empty_stream`, `no_finish` (no `message_delta` / `message_stop`); `no_headers` never answers. A request
+that is not streamed gets the whole-answer form of a stream fault: dropped, silence, the error as a
+529 (or the fault's `carries`), a message without content or without a `stop_reason`.
 """
 
 from __future__ import annotations
@@ -225,7 +227,7 @@ class _Sse:
 
 @dataclass
 class _Hang:
-    """Never answer (``no_headers``, or a non-streamed request hit by ``stall``)."""
+    """Never answer (``no_headers``, or a non-streamed request hit by ``stall``): until the server stops."""
 
 
 @dataclass
@@ -361,19 +363,20 @@ class FakeAnthropic(ScriptedFake["_Reply"]):
         message_id = f"msg_fake_{next(self._ids):04d}"
         blocks = message_blocks(turn, (f"toolu_fake_{next(self._ids):04d}" for _ in itertools.count()))
         if not stream:
-            if fault is not None:
-                return (_Drop() if fault.kind == "cut_stream" else _Hang()), None, fault
+            if fault is not None and fault.kind in ("cut_stream", "stall", "mid_stream_error"):
+                return _unstreamed_fault(fault), None, fault
+            empty, unfinished = fault is not None and fault.kind == "empty_stream", fault is not None
             message = {
                 "id": message_id,
                 "type": "message",
                 "role": "assistant",
                 "model": model,
-                "content": blocks,
-                "stop_reason": _stop_reason(turn, blocks),
+                "content": [] if empty else blocks,
+                "stop_reason": None if unfinished else _stop_reason(turn, blocks),
                 "stop_sequence": None,
                 "usage": _wire_usage(turn.usage),
             }
-            return _Json(200, message, {}), None, None
+            return _Json(200, message, {}), None, fault
         cut = stream_fault(
             sse_events(message_id, model, turn, blocks),
             fault,
@@ -390,6 +393,19 @@ def _refuse_credentials(headers: dict[str, str]) -> _Json | None:
     if headers.get("x-api-key") or (token.startswith("Bearer ") and len(token) > 7):
         return None
     return _Json(401, _error_body("authentication_error", "x-api-key header is required"), {})
+
+
+def _unstreamed_fault(fault: Fault) -> _Reply:
+    """What a stream fault does to a request that is not streamed (Claude Code's fallback after a broken
+    stream is one): the connection dropped (`cut_stream`), silence (`stall`), or the error the stream
+    would have carried, as the whole answer (`mid_stream_error`: 529 `overloaded_error`, or its `carries`).
+    `empty_stream` and `no_finish` are answered as a message without content or without a `stop_reason`.
+    Before, every one but `cut_stream` hung, and the CLI's fallback waited for an answer that never came."""
+    if fault.kind == "cut_stream":
+        return _Drop()
+    if fault.kind == "stall":
+        return _Hang()
+    return _http_fault(fault.model_copy(update={"kind": fault.carries or "overloaded"}))
 
 
 def _http_fault(fault: Fault) -> _Reply:
