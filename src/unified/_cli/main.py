@@ -18,9 +18,9 @@ import os
 import signal
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import anyio
 import typer
@@ -33,6 +33,7 @@ from unified._redaction import clip, redact, redact_key_shapes
 from unified.errors import ConfigurationError, SessionNotFound, UnifiedError
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskStatus
     from pydantic import ValidationError
     from rich.console import Console
     from rich.table import Table
@@ -467,6 +468,7 @@ async def _run(params: ExecuteParams, json_lines: bool) -> int:
     return EXIT_BAD_INPUT if no_node and status == "error" else EXIT_CODES[status]
 
 
+_T = TypeVar("_T")
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 """What interrupts `run` and `demo`: Ctrl-C, or SIGTERM (a supervisor's stop, `kill`). Without SIGTERM among
 them its default action ended the command at once: no `result`, an agent binary (claude) and the tool command
@@ -492,6 +494,42 @@ async def _cancel_on_interrupt(stream: EventStream, scope: CancelScope, came: li
                 stream.cancel(interrupted=True)
     except NotImplementedError:  # no signal receivers on Windows: KeyboardInterrupt ends the run
         return
+
+
+async def _stoppable(work: Callable[[], Awaitable[_T]]) -> tuple[_T | None, signal.Signals | None]:
+    """`work`'s value, or the stop signal (Ctrl-C, SIGTERM) that cancelled it: as any cancel, the processes it
+    started end and what it wrote for itself goes (`record` leaves no half cassette). For the commands whose run
+    has no `result` to wait for after a stop (`record`, `replay`): before, SIGTERM's default action ended them
+    at once, leaving the agent binary and its command running with no parent and the recording's scratch file."""
+    came: list[signal.Signals] = []
+    done: list[_T] = []
+
+    async def watch(scope: CancelScope, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        try:
+            with anyio.open_signal_receiver(*_STOP_SIGNALS) as signals:
+                task_status.started()  # listened for before the work starts: no signal meets the default action
+                async for number in signals:
+                    came.append(number)
+                    scope.cancel()
+                    return
+        except NotImplementedError:  # no signal receivers on Windows: KeyboardInterrupt ends the command
+            task_status.started()
+
+    failed: list[Exception] = []
+    async with anyio.create_task_group() as tg:
+        await tg.start(watch, tg.cancel_scope)
+        try:
+            done.append(await work())
+        except Exception as exc:  # raised as it is below, not wrapped in the task group's ExceptionGroup
+            failed.append(exc)
+        tg.cancel_scope.cancel()
+    if failed:
+        raise failed[0]
+    return (done[0] if done else None), (came[0] if came else None)
+
+
+def _stopped_code(number: signal.Signals) -> int:
+    return EXIT_TERMINATED if number == signal.SIGTERM else EXIT_CODES["interrupted"]
 
 
 # ----------------------------------------------------------------------------- demo, replay
@@ -707,11 +745,14 @@ def replay(
         return EXIT_CODES[status]
 
     try:
-        code = anyio.run(play)
+        code, stopped = anyio.run(_stoppable, play)
     except ReplayDiverged as exc:
         raise _fail(str(exc)) from None
     except ReplayError as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    if stopped is not None or code is None:
+        _say("replay interrupted", style="yellow", stderr=True)
+        raise typer.Exit(_stopped_code(stopped or signal.SIGINT))
     raise typer.Exit(code)
 
 
@@ -757,13 +798,17 @@ def record(
         _show(event, json_lines, renderer, console)
 
     try:
-        events = anyio.run(
-            functools.partial(record_run, params, cassette, source=what, on_event=show, keep_failed=keep_failed)
+        events, stopped = anyio.run(
+            _stoppable,
+            functools.partial(record_run, params, cassette, source=what, on_event=show, keep_failed=keep_failed),
         )
     except RecordError as exc:
         if exc.events:  # the run happened and failed: its events were shown
             raise _fail(f"{cassette} not written: {exc}") from None
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    if stopped is not None or events is None:
+        _say(f"interrupted: {cassette} not written", style="yellow", stderr=True)
+        raise typer.Exit(_stopped_code(stopped or signal.SIGINT))
     result = events[-1] if events and isinstance(events[-1], Result) else None
     _say(f"recorded {cassette}", style="dim", stderr=True)
     raise typer.Exit(EXIT_CODES[result.status] if result else 1)

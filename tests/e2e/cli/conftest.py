@@ -1,0 +1,108 @@
+"""What the CLI's signal tests share: the fake model `unified serve` starts, its script asking for a shell
+command that never ends, and the processes under a command's pid."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.hang_guard import HANG_GUARD_S
+from unified._binary.process import Process, process_table
+from unified._cli.serve import FAKE_SERVERS, start_fake
+
+FAKE = {"gemini-cli": "gemini", "claude-code": "anthropic", "codex": "openai"}
+
+
+def shell_call(backend: str, command: str) -> dict[str, object]:
+    """The model's call of the backend's shell tool (codex: waiting for the command, not yielding early)."""
+    if backend == "claude-code":
+        return {"name": "Bash", "args": {"command": command}}
+    if backend == "codex":
+        return {"name": "exec_command", "args": {"cmd": command, "yield_time_ms": 600_000}}
+    return {"name": "run_shell_command", "args": {"command": command}}
+
+
+@pytest.fixture
+def served_env(request: pytest.FixtureRequest, isolated_home: Path, tmp_path: Path) -> Iterator[dict[str, str]]:
+    """`unified serve SCRIPT --fake F` in this process, and the environment its printed lines make."""
+    backend, log = request.param, tmp_path / "never-written.log"
+    log.touch()
+    script = tmp_path / "script.json"
+    call = shell_call(backend, f"tail -f {log}")
+    script.write_text(json.dumps({"turns": [{"kind": "model", "function_calls": [call]}]}))
+    fake = FAKE_SERVERS[FAKE[backend]]
+    served = start_fake(FAKE[backend], script, 0, tmp_path / "serve")
+    env = {name: value for name, value in os.environ.items() if name not in fake.unset}
+    try:
+        yield env | served.exports() | {"UNIFIED_TEST_BACKEND": backend, "UNIFIED_TEST_LOG": str(log)}
+    finally:
+        served.close()
+
+
+def descendants(root: int) -> list[Process]:
+    """Every live process under `root`, with its start time (a later process with the same pid is not it)."""
+    table = process_table()
+    found: list[Process] = []
+    todo = [root]
+    while todo:
+        parent = todo.pop()
+        for pid, (ppid, started) in table.items():
+            if ppid == parent:
+                found.append((pid, started))
+                todo.append(pid)
+    return found
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+@dataclass
+class Stoppable:
+    """A CLI command started as a user starts it, read until the model's never-ending command runs."""
+
+    process: subprocess.Popen[str]
+    lines: list[str]
+    """What it printed up to then (one JSON event a line)."""
+    started: list[Process]
+    """Every process under it then: none may outlive it."""
+
+
+def start_until_the_command_runs(argv: list[str], env: dict[str, str], cwd: Path) -> Stoppable:
+    """Start `python -m unified._cli ARGV` and read its events until the tool command (`tail -f LOG`) runs."""
+    log = env["UNIFIED_TEST_LOG"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "unified._cli", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=cwd,
+    )
+    try:
+        assert process.stdout is not None
+        lines: list[str] = []
+        for line in process.stdout:
+            lines.append(line)
+            if json.loads(line)["type"] == "permission_decision":
+                break
+        deadline = time.monotonic() + HANG_GUARD_S
+        while not any(log in cmdline(pid) for pid, _ in descendants(process.pid)):  # the command runs
+            assert time.monotonic() < deadline, "the tool command never started"
+            time.sleep(0.05)
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    return Stoppable(process, lines, descendants(process.pid))
