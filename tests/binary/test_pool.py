@@ -345,3 +345,35 @@ def test_a_run_takes_the_given_pool_or_a_cold_one_or_the_process_wide_one_at_its
     assert default.for_run(None, 4, lambda: cold) is pool
     assert pool.size == 4
     pool.close_now()
+
+
+async def test_an_entry_retires_after_max_runs_and_its_successor_is_warm_again() -> None:
+    """A busy pool never idles: without a bound, one process served every run for as long as the pool was used,
+    its sessions and debug log growing with them. Its `max_runs`th run retires it; the run after starts anew."""
+    pool: WarmPool[FakeResource] = WarmPool(size=2, max_runs=3)
+    spawn = Spawner()
+    async with pool.lease("k", spawn) as first:
+        async with pool.lease("k", spawn) as second:
+            assert second.resource is first.resource
+        async with pool.lease("k", spawn) as third:  # its third run: the last it takes
+            assert third.resource is first.resource
+            assert not third.kept
+            async with pool.lease("k", spawn) as fourth:
+                assert fourth.resource is not first.resource
+        assert not first.resource.ended  # the runs still on it finish undisturbed
+    assert first.resource.closed
+    async with pool.lease("k", spawn) as fifth:
+        assert fifth.warm
+        assert fifth.resource is spawn.made[1]
+    assert pool.spawned == 2
+    await pool.aclose()
+
+
+async def test_without_max_runs_an_entry_serves_every_run() -> None:
+    pool: WarmPool[FakeResource] = WarmPool(size=1, max_runs=None)
+    spawn = Spawner()
+    for _ in range(300):
+        async with pool.lease("k", spawn):
+            pass
+    assert pool.spawned == 1
+    await pool.aclose()

@@ -24,6 +24,9 @@ binary that hosts several sessions (ACP, Codex's app-server) serves several runs
   key gets a transient one, closed when it ends. `size=0`: every run starts cold.
 - At most `max_leases` runs share one entry at a time (1 for a binary with one session each).
 - Idle entries are evicted after `idle_ttl` seconds, checked on every lease (no timer task).
+- An entry serves at most `max_runs` runs in its life (`DEFAULT_MAX_RUNS`), then retires: a busy pool never
+  goes idle, and what a long-lived agent process keeps growing (its sessions in memory, its debug log) is
+  bounded by a restart instead of growing for as long as the pool is used. `None`: no bound.
 - An entry that died, or that a run `retire()`d (a cancel it could not settle), takes no new runs
   and is closed once its last run leaves, so the others finish undisturbed.
 """
@@ -43,10 +46,21 @@ import anyio
 
 from unified._binary.loops import current_loop, loop_finished
 
-__all__ = ["DEFAULT_IDLE_TTL", "DEFAULT_SIZE", "Lease", "Poolable", "ProcessWide", "WarmPool", "pool_key"]
+__all__ = [
+    "DEFAULT_IDLE_TTL",
+    "DEFAULT_MAX_RUNS",
+    "DEFAULT_SIZE",
+    "Lease",
+    "Poolable",
+    "ProcessWide",
+    "WarmPool",
+    "pool_key",
+]
 
 DEFAULT_SIZE = 2
 DEFAULT_IDLE_TTL = 300.0
+DEFAULT_MAX_RUNS = 200
+"""Runs one warm process serves before it is replaced (a restart costs one cold start per 200 runs)."""
 
 
 class Poolable(Protocol):
@@ -86,6 +100,8 @@ class _Entry(Generic[T]):
     transient: bool = False
     active: int = 0
     retired: bool = False
+    runs: int = 0
+    """Runs it was leased to so far."""
 
     @property
     def usable(self) -> bool:
@@ -121,11 +137,13 @@ class WarmPool(Generic[T]):
         idle_ttl: float = DEFAULT_IDLE_TTL,
         max_leases: int = 8,
         clock: Callable[[], float] = time.monotonic,
+        max_runs: int | None = DEFAULT_MAX_RUNS,
     ) -> None:
         """`clock` says how long an entry has been idle (a test's own clock)."""
         self.size = size
         self.idle_ttl = idle_ttl
         self.max_leases = max_leases
+        self.max_runs = max_runs
         self._clock = clock
         self._entries: list[_Entry[T]] = []
         self._spawn_locks: dict[object, anyio.Lock] = {}
@@ -154,7 +172,7 @@ class WarmPool(Generic[T]):
                     entry = _Entry(key, loop, resource, self._clock(), spawn, transient=not kept)
                     if kept:
                         self._entries.append(entry)
-                    entry.active += 1
+                    self._count_run(entry)
                 self._kill(ended)
         try:
             yield Lease(entry.resource, warm, entry)
@@ -194,8 +212,15 @@ class WarmPool(Generic[T]):
             if entry is not None:
                 entry.loop = loop
         if entry is not None:
-            entry.active += 1
+            self._count_run(entry)
         return entry
+
+    def _count_run(self, entry: _Entry[T]) -> None:
+        """One more run on `entry`; its last one (`max_runs`) retires it. Under `_claim_lock`."""
+        entry.active += 1
+        entry.runs += 1
+        if self.max_runs is not None and entry.runs >= self.max_runs:
+            entry.retired = True
 
     def _make_room(self) -> tuple[bool, list[_Entry[T]]]:
         """Whether a new entry may stay warm, and the least recently used idle one taken out to make room for it
