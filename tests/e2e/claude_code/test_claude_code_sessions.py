@@ -270,6 +270,39 @@ async def test_another_providers_ids_and_a_far_result_reach_claude_in_the_order_
     assert "BBB" in outputs[uses[1]["id"]]
 
 
+async def test_a_new_session_is_refused_to_a_resume_while_its_first_run_goes_on(workspace: Path) -> None:
+    """A new session is leased from before its `session_started`, as a resumed one: a resume of it by id while its first
+    run waits in a permission prompt ends `session_in_use`, and `sessions.delete` of it raises `SessionInUse`. Before,
+    only a resumed run took the lease: a second `claude --resume` appended its turns to the file the first run wrote."""
+    call = FunctionCall(name="Bash", args={"command": "echo hi > hi.txt", "description": "d"}, id="toolu_hold")
+    turns = [Turn(function_calls=[call]), Turn(text="Denied, fine.")]
+    shorts: list[str] = []
+    inside: list[list[UnifiedEvent]] = []
+    refused: list[SessionInUse] = []
+
+    async def note(event: UnifiedEvent, stream: object) -> None:
+        if isinstance(event, SessionStarted) and event.short_id:
+            shorts.append(event.short_id)
+
+    async def meanwhile(request: UserInputRequest) -> UserInputResponse:
+        inside.append(await run_claude(server, workspace, "Me too.", resume=shorts[0]))
+        with pytest.raises(SessionInUse) as caught:
+            await sessions.delete(shorts[0], backend="claude-code")
+        refused.append(caught.value)
+        return UserInputResponse.deny()
+
+    async with FakeAnthropic(turns) as server:
+        first = await run_claude(server, workspace, "Run it.", answer=meanwhile, on_event=note)
+        assert len(model_bodies(server)) == 2  # the refused run never reached the model
+    assert [e.code for e in inside[0] if isinstance(e, ErrorEvent)] == ["session_in_use"]
+    assert isinstance(inside[0][-1], Result)
+    assert inside[0][-1].status == "error"
+    assert refused
+    assert isinstance(first[-1], Result)
+    assert first[-1].status == "success"
+    await sessions.delete(shorts[0], backend="claude-code")  # once the run is over, it may go
+
+
 async def test_a_session_a_run_continues_is_refused_to_a_second_run_and_to_delete(workspace: Path) -> None:
     """The second run resuming a session still running (started from inside the first one's permission prompt,
     so the two overlap for sure) ends `session_in_use`, and `sessions.delete` of it raises `SessionInUse`,

@@ -14,13 +14,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.e2e.codex.conftest import run_codex
+from tests.e2e.codex.conftest import codex_params, run_codex
 from tests.hang_guard import HANG_GUARD_S
 from unified import sessions
 from unified._adapters.codex._conversation import rollout_from_conversation
 from unified._adapters.codex._launch import codex_home
 from unified._adapters.codex._options import CodexOptions
 from unified._adapters.codex._rollouts import Rollouts, codex_short_id
+from unified._execute import EventStream
 from unified.conversations import (
     Conversation,
     TextPart,
@@ -321,6 +322,40 @@ async def test_a_long_foreign_call_id_and_a_far_result_reach_openai_in_the_order
     assert output["type"] == "function_call_output"
     assert output["call_id"] == call["call_id"]
     assert "alpha-77" in json.dumps(output)
+
+
+async def test_a_new_thread_is_refused_to_a_resume_while_its_first_run_goes_on(workspace: Path) -> None:
+    """A new thread is leased from before its `session_started`, as a resumed one: a resume of it by id while its first
+    run waits in an approval prompt ends `session_in_use`, and `sessions.delete` of it raises `SessionInUse`. Before,
+    only a resumed run took the lease: the resume went on, a second app-server writing the rollout the first one was
+    writing."""
+    command = FunctionCall(name="run_shell_command", args={"command": "touch held.txt"})
+    turns = [ModelTurn(function_calls=[command]), ModelTurn(text="Denied, fine.")]
+    shorts: list[str] = []
+    inside: list[list[UnifiedEvent]] = []
+    refused: list[SessionInUse] = []
+
+    async def meanwhile(request: UserInputRequest) -> UserInputResponse:
+        inside.append(await run_codex(server, workspace, "Me too.", resume=shorts[0]))
+        with pytest.raises(SessionInUse) as caught:
+            await sessions.delete(shorts[0], backend="codex")
+        refused.append(caught.value)
+        return UserInputResponse.deny()
+
+    async with FakeOpenAI(turns) as server:
+        first: list[UnifiedEvent] = []
+        with anyio.fail_after(HANG_GUARD_S):
+            async with EventStream(codex_params(server, workspace, "Run it.", on_user_input=meanwhile)) as stream:
+                async for event in stream:
+                    first.append(event)
+                    if isinstance(event, SessionStarted) and event.short_id:
+                        shorts.append(event.short_id)
+        assert len(server.model_requests()) == 2  # the refused run never reached the model
+    assert [e.code for e in inside[0] if isinstance(e, ErrorEvent)] == ["session_in_use"]
+    assert result(inside[0]).status == "error"
+    assert refused
+    assert result(first).status == "success"
+    await sessions.delete(shorts[0], backend="codex")  # once the run is over, it may go
 
 
 async def test_a_thread_a_run_continues_is_refused_to_a_second_run_and_to_delete(workspace: Path) -> None:

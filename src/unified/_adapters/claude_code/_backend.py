@@ -116,7 +116,8 @@ class ClaudeCodeBackend:
             async with session_lease(BACKEND, self.launch.home, plan.session_id):
                 return await ClaudeRun(ctx, self.launch, self.options, starter).run(plan)
         if self.spares is None or plan.resume:
-            return await ClaudeRun(ctx, self.launch, self.options, starter).run(plan)
+            async with session_lease(BACKEND, self.launch.home, plan.session_id):  # a new session's (see below)
+                return await ClaudeRun(ctx, self.launch, self.options, starter).run(plan)
         return await self._run_with_spares(ctx, plan, self.spares, starter)
 
     async def _run_with_spares(
@@ -158,13 +159,18 @@ class ClaudeCodeBackend:
             except (BackendUnavailable, ConnectionError):
                 return  # no spare: the next run starts cold, and says why if it cannot either
 
+        # A new session is leased too, from before its `session_started`: a resume of it by id (another worker's,
+        # the caller's own) waits for this run's end (`session_in_use`) instead of a second `claude --resume`
+        # appending to the file this run writes.
         spare = spares.take(key)
         if spare is not None:
             with contextlib.suppress(SpareLost):  # the run ended it (and removed its entry): run cold
-                return await ClaudeRun(ctx, self.launch, self.options, starter).run(
-                    replace(plan, session_id=spare.session_id), spare, replenish
-                )
-        return await ClaudeRun(ctx, self.launch, self.options, starter).run(plan, None, replenish)
+                async with session_lease(BACKEND, self.launch.home, spare.session_id):
+                    return await ClaudeRun(ctx, self.launch, self.options, starter).run(
+                        replace(plan, session_id=spare.session_id), spare, replenish
+                    )
+        async with session_lease(BACKEND, self.launch.home, plan.session_id):
+            return await ClaudeRun(ctx, self.launch, self.options, starter).run(plan, None, replenish)
 
     # --- which session, and what is said ------------------------------------------------------------
 

@@ -30,6 +30,7 @@ run started (`CodexConnection.end_run`); a process the pool does not keep has it
 from __future__ import annotations
 
 import base64
+import contextlib
 import secrets
 import time
 from collections import deque
@@ -51,6 +52,7 @@ from unified._binary.jsonrpc import ConnectionClosed, Inbox, LineProblem, RpcErr
 from unified._binary.loops import every
 from unified._binary.pool import Lease, pool_key
 from unified._binary.process import descendants
+from unified._binary.shared import session_lease
 from unified._version import __version__
 from unified.backends import AgentProcess, RunContext, RunOutcome
 from unified.conversations import Origin
@@ -193,6 +195,8 @@ class CodexRun:
         """The run's `SessionStarted` once the thread is open, until `_announce` emits it."""
         self._mode: dict[str, Any] | None = None
         """The collaboration mode the turn sets (`collaboration_mode`), if another than the thread's."""
+        self._leases = contextlib.AsyncExitStack()
+        """A new thread's lease (`session_lease`), from its id on to the run's end; a resumed one's is the backend's."""
         self._reusable = False
         """Whether the turn ended by itself (completed, or failed on the provider's side) and nothing else went
         wrong: the process may serve another run."""
@@ -222,10 +226,11 @@ class CodexRun:
         # The cwd is the process's own (an MCP server without a cwd of its own runs there); the starter is part
         # of the key, so a stand-in never serves a run meant for the binary.
         key = pool_key([*argv, str(cwd), repr(self.options.start_process)], env)
-        try:
-            return await self._leased(key, spawn, cwd, replace_dead=True)
-        except _DeadOnArrival:
-            return await self._leased(key, spawn, cwd, replace_dead=False)
+        async with self._leases:
+            try:
+                return await self._leased(key, spawn, cwd, replace_dead=True)
+            except _DeadOnArrival:
+                return await self._leased(key, spawn, cwd, replace_dead=False)
 
     async def _leased(
         self, key: str, spawn: Callable[[], Awaitable[CodexConnection]], cwd: Path, *, replace_dead: bool
@@ -390,6 +395,8 @@ class CodexRun:
         if not thread_id:
             raise BackendError("codex app-server opened a thread without an id")
         self.thread_id = thread_id
+        if not self.params.resume:  # a new thread (or one made from a history): a resume of it now waits for this run
+            await self._leases.enter_async_context(session_lease(BACKEND, self.launch.home, thread_id))
         where = str(thread.get("cwd") or answer.get("cwd") or cwd)
         self.translator = AppServerTranslator(main_thread=thread_id, cwd=where)
         self._started = SessionStarted(
