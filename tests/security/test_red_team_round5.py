@@ -17,6 +17,13 @@ the code before that fix):
   the pager it is given: any command);
 - `git log|diff|show --output=FILE` under an allow rule for `git diff`: allowed, and it overwrites any
   file with the diff (`--output=src/main.py`), where `git diff > src/main.py` is asked;
+- words after a redirection (`git >/dev/null push --force`, `rm 2>/dev/null -rf .git`,
+  `cp >/dev/null evil ~/.bashrc`, `git <<EOF push`): tree-sitter-bash files them under the
+  redirection (as more "destinations"), and the parse dropped them: a yolo deny rule for `git push`
+  let `git >/dev/null push --force` through, and under allow rules for `rm`/`cp` the protected-path
+  check never saw `.git` or `.bashrc` (the e2e case deleted `.git`); and a target cut by a line
+  continuation (`>.bash\\<newline>rc`, which bash writes as `.bashrc`) was read as its first
+  piece only (`.bash`); worked;
 - resource bounds: a command's processes could allocate all of the host's memory (no bound but the
   OOM killer) and fork without limit (the user's RLIMIT_NPROC, 96,369 here); a command writing for
   ever (`yes`, a loop printing) ran for ever, as every byte restarts the inactivity timeout.
@@ -331,3 +338,97 @@ async def test_e2e_a_command_that_never_stops_writing_is_stopped(ws: Path, monke
 def test_a_git_word_only_known_at_run_time_may_be_its_output_option(command: str) -> None:
     """SUCCEEDED before: allowed under rules for `git diff`/`git log` and `echo`/`cat`."""
     assert _verdict(_allow("git diff", "git log", "echo", "cat"), command) == "ask_user"
+
+
+# --- words after a redirection ----------------------------------------------------------------------
+
+
+def _deny_git_push() -> Policy:
+    rule = '[[rule]]\ntoolName = "run_shell_command"\ncommandPrefix = "git push"\ndecision = "deny"\npriority = 100\n'
+    return Policy.default().with_toml(rule)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git >/dev/null push --force",
+        "git 2>/dev/null push",
+        "git 2>&1 >/dev/null push --force",
+        "git >&2 push",
+        "! git >/dev/null push",
+        "time git >/dev/null push",
+        "x=1 git >/dev/null push",
+        "git >/dev/null push | cat",
+        "git <<EOF push\nx\nEOF",
+        "git <<EOF >/dev/null push\nx\nEOF",
+    ],
+)
+def test_a_yolo_deny_rule_sees_the_words_after_a_redirection(command: str) -> None:
+    """SUCCEEDED before: allowed in yolo mode (the parse read `git` alone)."""
+    verdict = _deny_git_push().evaluate("run_shell_command", {"command": command}, "yolo")
+    assert verdict.decision.value == "deny"
+
+
+def test_the_words_after_a_redirection_are_the_commands_in_order() -> None:
+    [part] = syntax.parse("git >x a 2>y b")
+    assert part.words == ("git", "a", "b")
+    assert part.writes == ("x", "y")
+    [part] = syntax.parse("echo x >.bash\\\nrc")
+    assert part.writes == (".bashrc",)
+    [part] = syntax.parse("true </dev\\\n/tcp/h/80")
+    assert part.opens == ("/dev/tcp/h/80",)
+
+
+@pytest.mark.parametrize("command", ["{ echo; } > a push", "f() { :; } > a b"])
+def test_words_after_a_compound_commands_redirection_are_unknown(command: str) -> None:
+    """bash refuses them (a syntax error); the grammar accepted them and the parse dropped them."""
+    assert any(part.unknown for part in syntax.parse(command))
+
+
+@pytest.mark.parametrize(
+    ("prefix", "command"),
+    [
+        ("rm", "rm 2>/dev/null -rf .git"),
+        ("rm", "rm >/dev/null -rf .git/hooks"),
+        ("cp", "cp >/dev/null evil .bashrc"),
+        ("cp", "cp 2>&1 >/dev/null evil .envrc"),
+        ("mv", "mv </dev/null evil .git/hooks/pre-commit"),
+    ],
+)
+async def test_an_allowed_writer_with_its_target_after_a_redirection_is_asked(
+    ws: Path, prefix: str, command: str
+) -> None:
+    """SUCCEEDED before: allowed; the protected-path check saw `rm`, `cp` or `mv` with no argument."""
+    async with ToolRuntime(ws, policy=_allow(prefix)) as rt:
+        decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": command}))
+    assert decision.decision == "deny"
+    assert decision.rule == "protected-paths"
+
+
+@pytest.mark.parametrize("command", ["echo x >.bash\\\nrc", "echo x >.profil\\\ne"])
+async def test_a_target_cut_by_a_line_continuation_is_judged_whole(ws: Path, command: str) -> None:
+    """SUCCEEDED before: under a rule allowing every shell command, the write was judged as `.bash`
+    (no protected name) and allowed; bash wrote `.bashrc`."""
+    rule = '[[rule]]\ntoolName = "run_shell_command"\ndecision = "allow"\npriority = 100\n'
+    async with ToolRuntime(ws, policy=Policy.default().with_toml(rule)) as rt:
+        decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": command}))
+    assert decision.decision == "deny"
+    assert decision.rule == "protected-paths"
+
+
+@pytest.mark.e2e  # runs bash and rm
+async def test_e2e_an_allowed_rm_does_not_delete_git_behind_a_redirection(ws: Path) -> None:
+    """SUCCEEDED before: `rm 2>/dev/null -rf .git` under a rule for `rm` deleted the repository."""
+    (ws / ".git" / "hooks").mkdir(parents=True)
+    (ws / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (ws / "build").mkdir()
+    async with ToolRuntime(ws, policy=_allow("rm")) as rt:
+        outcomes = await rt.run_batch(
+            [
+                ToolCall("1", "run_shell_command", {"command": "rm 2>/dev/null -rf .git"}),
+                ToolCall("2", "run_shell_command", {"command": "rm 2>/dev/null -rf build"}),
+            ]
+        )
+    assert [o.decision.decision for o in outcomes if o.decision] == ["deny", "allow"]
+    assert (ws / ".git" / "HEAD").exists()
+    assert not (ws / "build").exists()

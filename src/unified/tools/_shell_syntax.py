@@ -309,6 +309,9 @@ class _Context:
     """The literal text a heredoc or here-string feeds the command (a shell reading it runs it)."""
     opens: tuple[str, ...] = ()
     """Sockets and run-time targets the enclosing redirections open (`SimpleCommand.opens`)."""
+    more_words: tuple[Node, ...] = ()
+    """Arguments tree-sitter-bash put after a redirection of the command (`git >/dev/null push`):
+    the command's words, in order, after its own (`_Walker.trailing_words`)."""
 
 
 class _Walker:
@@ -592,26 +595,62 @@ class _Walker:
 
     def redirect_writes(self, node: Node) -> list[str]:
         operator = next((c.type for c in node.children if c.type in _WRITE_OPERATORS or c.type == ">&"), None)
-        destination = node.child_by_field_name("destination")
-        if operator is None or destination is None or destination.type == "process_substitution":
+        destination = self.destination(node)
+        if operator is None or not destination or destination[0].type == "process_substitution":
             return []
-        target = self.literal(destination)
+        target = self.target(destination)
         if operator == ">&" and target is not None and (target == "-" or target.isdigit()):
             return []
         if target in _HARMLESS_TARGETS:
             return []
         return [target if target is not None else "?"]
 
+    def destination(self, node: Node) -> list[Node]:
+        """The nodes of a file redirection's target: tree-sitter-bash gives it every word up to the
+        next operator (`> a b`: `a`, then `b`), but bash only the first word, which may be cut by a line
+        continuation into several nodes (`>.bash\\<newline>rc` writes `.bashrc`)."""
+        nodes = node.children_by_field_name("destination")
+        if not nodes:
+            return []
+        first = [nodes[0]]
+        for following in nodes[1:]:
+            if self.data[first[-1].end_byte : following.start_byte].replace(b"\\\n", b""):
+                break
+            first.append(following)
+        return first
+
+    def target(self, nodes: Sequence[Node]) -> Word:
+        """The literal target of `destination`'s nodes, or None when it is only known at run time."""
+        parts = [self.literal(part) for part in nodes]
+        return None if any(part is None for part in parts) else "".join(part for part in parts if part is not None)
+
+    def trailing_words(self, node: Node) -> list[Node]:
+        """The command's arguments tree-sitter-bash put inside a redirection: the words after a file
+        redirection's target (`git >/dev/null push --force` runs `git push --force`, and
+        `rm 2>/dev/null -rf .git` deletes `.git`) and a heredoc's (`git <<EOF push`), with those of
+        the redirections it nests."""
+        if node.type == "file_redirect":
+            return node.children_by_field_name("destination")[len(self.destination(node)) :]
+        if node.type != "heredoc_redirect":
+            return []
+        words: list[Node] = []
+        for index, child in enumerate(node.children):
+            if node.field_name_for_child(index) == "argument":
+                words.append(child)
+            elif child.type == "file_redirect":
+                words.extend(self.trailing_words(child))
+        return words
+
     def redirect_opens(self, node: Node) -> list[str]:
         """What a file redirection opens that is not a plain file, whatever its direction: bash
         connects a socket for `/dev/tcp/HOST/PORT` and `/dev/udp/HOST/PORT` (`cat < /dev/tcp/h/80`
         reads from the network, `exec 3<> ...` keeps a connection), and a target only known at run
         time (`< "$f"`, `< /dev/${x}/h/80`, `< ~/x`) may be one."""
-        destination = node.child_by_field_name("destination")
-        if destination is None or destination.type == "process_substitution":
+        destination = self.destination(node)
+        if not destination or destination[0].type == "process_substitution":
             return []
         operator = next((c.type for c in node.children if not c.is_named), "")
-        target = self.literal(destination)
+        target = self.target(destination)
         if target is None:
             return ["?"]
         if operator in (">&", "<&") and (target == "-" or target.isdigit()):
@@ -642,17 +681,28 @@ class _Walker:
             if child.type == "file_redirect":
                 writes.extend(self.redirect_writes(child))
                 opens.extend(self.redirect_opens(child))
-        inner = replace(ctx, writes=tuple(writes), opens=tuple(opens))
+                if self.trailing_words(child):
+                    self.flag(node, "words after the redirection of a function definition")
+        inner = replace(ctx, writes=tuple(writes), opens=tuple(opens), more_words=())
         for index, child in enumerate(node.children):
             self.visit(child, inner if node.field_name_for_child(index) == "body" else ctx)
 
     def redirected(self, node: Node, ctx: _Context) -> None:
         writes, opens = list(ctx.writes), list(ctx.opens)
         stdin = ctx.stdin_script
+        more: list[Node] = []
         for child in node.children:
             if child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
                 stdin = self.redirect(child, writes, stdin, opens)
-        inner = _Context(tuple(writes), stdin, tuple(opens))
+                more.extend(self.trailing_words(child))
+        body = node.child_by_field_name("body")
+        while body is not None and body.type == "negated_command":
+            body = next((c for c in body.named_children), None)
+        if more and (body is None or body.type != "command"):
+            # bash refuses words after a compound command's redirection; the grammar takes them
+            self.flag(node, "words after the redirection of a compound command")
+            more = []
+        inner = _Context(tuple(writes), stdin, tuple(opens), tuple(more))
         start = len(self.out)
         for index, child in enumerate(node.children):
             self.visit(child, inner if node.field_name_for_child(index) == "body" else ctx)
@@ -793,6 +843,7 @@ class _Walker:
                 continue
             if child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
                 stdin = self.redirect(child, writes, stdin, opens)
+                word_nodes.extend(self.trailing_words(child))
             elif child.type == "command_name":
                 word_nodes.extend(child.children)
             elif child.is_named and child.type != "comment":
@@ -800,6 +851,7 @@ class _Walker:
                     continue
                 word_nodes.append(child)
             self.visit(child, _Context())
+        word_nodes.extend(ctx.more_words)
         words = self.words(word_nodes)
         self.resolve(
             words,
