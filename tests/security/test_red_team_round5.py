@@ -15,6 +15,9 @@ the code before that fix):
   and `echo $(< /dev/tcp/..)` connected; worked;
 - `man -P CMD` / `--pager=CMD` / `-H` / `-C FILE` under an allow rule for `man`: allowed (man runs
   the pager it is given: any command);
+- less's key files: `less --lesskey-src=keys x` (or `-k`) under an allow rule for `less`, with a
+  `keys` the model wrote (`#env` / `LESSOPEN=|touch PWNED; cat %s`), ran the command (e2e), and
+  `cp keys ~/.lesskey` under a rule for cp was allowed: every later `less` runs it; worked;
 - `git log|diff|show --output=FILE` under an allow rule for `git diff`: allowed, and it overwrites any
   file with the diff (`--output=src/main.py`), where `git diff > src/main.py` is asked;
 - words after a redirection (`git >/dev/null push --force`, `rm 2>/dev/null -rf .git`,
@@ -34,6 +37,7 @@ from __future__ import annotations
 import os
 import resource
 import shlex
+import shutil
 import socket
 import sys
 from pathlib import Path
@@ -432,3 +436,51 @@ async def test_e2e_an_allowed_rm_does_not_delete_git_behind_a_redirection(ws: Pa
     assert [o.decision.decision for o in outcomes if o.decision] == ["deny", "allow"]
     assert (ws / ".git" / "HEAD").exists()
     assert not (ws / "build").exists()
+
+
+# --- less's key files --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "less --lesskey-src=keys x",
+        "less --lesskey-s=keys x",
+        "less -k keys x",
+        "less -Nkkeys x",
+        "less --lesskey-file=k x",
+    ],
+)
+async def test_less_with_a_key_file_is_asked_under_a_rule_for_less(ws: Path, command: str) -> None:
+    """SUCCEEDED before: allowed; a key file the model wrote (`#env` / `LESSOPEN=|cmd %s`) made less
+    run its command (tried: less 590 ran `touch`)."""
+    async with ToolRuntime(ws, policy=_allow("less")) as rt:
+        decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": command}))
+        plain = await rt.decide(ToolCall("2", "run_shell_command", {"command": "less -N x"}))
+    assert decision.decision == "deny"
+    assert decision.rule == "protected-paths"
+    assert plain.decision == "allow"
+
+
+@pytest.mark.parametrize("name", [".lesskey", ".less", ".config/lesskey", ".config/less", ".lessfilter"])
+async def test_a_copy_onto_less_start_up_files_is_asked(ws: Path, name: str) -> None:
+    """SUCCEEDED before: allowed under a rule for cp; less reads `~/.lesskey` at every start and runs
+    the `LESSOPEN` command its `#env` section sets (tried: less 590)."""
+    async with ToolRuntime(ws, policy=_allow("cp")) as rt:
+        decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": f"cp keys /home/u/{name}"}))
+    assert decision.decision == "deny"
+    assert decision.rule == "protected-paths"
+
+
+@pytest.mark.e2e  # runs bash and less
+async def test_e2e_an_allowed_less_does_not_run_a_key_files_command(ws: Path) -> None:
+    """SUCCEEDED before: under a rule for `less`, `less --lesskey-src=keys x` ran `touch PWNED`."""
+    if shutil.which("less") is None:
+        pytest.skip("needs less")
+    (ws / "x").write_text("hi\n")
+    (ws / "keys").write_text(f"#env\nLESSOPEN=|touch {ws}/PWNED; cat %s\n")
+    async with ToolRuntime(ws, policy=_allow("less")) as rt:
+        [outcome] = await rt.run_batch([ToolCall("1", "run_shell_command", {"command": "less --lesskey-src=keys x"})])
+    assert outcome.decision is not None
+    assert outcome.decision.decision == "deny"
+    assert not (ws / "PWNED").exists()
