@@ -18,6 +18,10 @@ the code before that fix):
 - less's key files: `less --lesskey-src=keys x` (or `-k`) under an allow rule for `less`, with a
   `keys` the model wrote (`#env` / `LESSOPEN=|touch PWNED; cat %s`), ran the command (e2e), and
   `cp keys ~/.lesskey` under a rule for cp was allowed: every later `less` runs it; worked;
+- go: `go vet -vettool=./evil`, `go build -toolexec=./evil`, `go test -exec ./evil` under rules for
+  those subcommands, and `go env -w GOFLAGS=-toolexec=./evil` under a rule for `go env` (go's
+  environment file then runs `./evil` in every later allowed build; `cp x ~/.config/go/env` the
+  same): allowed;
 - `git log|diff|show --output=FILE` under an allow rule for `git diff`: allowed, and it overwrites any
   file with the diff (`--output=src/main.py`), where `git diff > src/main.py` is asked;
 - words after a redirection (`git >/dev/null push --force`, `rm 2>/dev/null -rf .git`,
@@ -484,3 +488,31 @@ async def test_e2e_an_allowed_less_does_not_run_a_key_files_command(ws: Path) ->
     assert outcome.decision is not None
     assert outcome.decision.decision == "deny"
     assert not (ws / "PWNED").exists()
+
+
+# --- go's options that run a program -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("prefix", "command"),
+    [
+        ("go vet", "go vet -vettool=./evil ./..."),
+        ("go vet", "go vet -vettool ./evil ./..."),
+        ("go vet", "go vet --vettool=./evil ./..."),
+        ("go build", "go build -toolexec=./evil ."),
+        ("go test", "go test -exec ./evil ./..."),
+        ("go env", "go env -w GOFLAGS=-toolexec=./evil"),
+        ("go env", "go env -w=true CC=./evil"),
+        ("cp", "cp x /home/u/.config/go/env"),
+    ],
+)
+async def test_go_running_a_program_it_is_given_is_asked(ws: Path, prefix: str, command: str) -> None:
+    """SUCCEEDED before: allowed under a rule for the subcommand (or for cp)."""
+    async with ToolRuntime(ws, policy=_allow(prefix)) as rt:
+        decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": command}))
+        plain = await rt.decide(
+            ToolCall("2", "run_shell_command", {"command": "go test -v -race ./..." if prefix != "cp" else "cp x y"})
+        )
+    assert decision.decision == "deny"
+    assert decision.rule == "protected-paths"
+    assert plain.decision == ("allow" if prefix in ("go test", "cp") else "deny")
