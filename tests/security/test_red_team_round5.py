@@ -31,6 +31,9 @@ the code before that fix):
   check never saw `.git` or `.bashrc` (the e2e case deleted `.git`); and a target cut by a line
   continuation (`>.bash\\<newline>rc`, which bash writes as `.bashrc`) was read as its first
   piece only (`.bash`); worked;
+- a closing redirection and a named descriptor: `git 3>&- push` (tree-sitter-bash takes `push` for
+  the target of `>&-`, which has none) and `git {fd}>/dev/null push`, `x=1 {fd}>/dev/null git push`
+  (bash's named descriptor read as a word): a yolo deny rule for `git push` let them through;
 - resource bounds: a command's processes could allocate all of the host's memory (no bound but the
   OOM killer) and fork without limit (the user's RLIMIT_NPROC, 96,369 here); a command writing for
   ever (`yes`, a loop printing) ran for ever, as every byte restarts the inactivity timeout.
@@ -516,3 +519,24 @@ async def test_go_running_a_program_it_is_given_is_asked(ws: Path, prefix: str, 
     assert decision.decision == "deny"
     assert decision.rule == "protected-paths"
     assert plain.decision == ("allow" if prefix in ("go test", "cp") else "deny")
+
+
+# --- closing redirections and named descriptors -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["git 3>&- push", "git >&- push", "git {fd}>/dev/null push", "x=1 {fd}>/dev/null git push"],
+)
+def test_a_yolo_deny_rule_sees_past_a_closed_or_named_descriptor(command: str) -> None:
+    """SUCCEEDED before: allowed in yolo mode; bash ran `git push`."""
+    verdict = _deny_git_push().evaluate("run_shell_command", {"command": command}, "yolo")
+    assert verdict.decision.value == "deny"
+
+
+def test_a_named_descriptor_sets_its_variable() -> None:
+    """`{fd}>f` sets fd (an allow rule does not cover a command that sets a variable); `{PATH}>f` sets PATH."""
+    [part] = syntax.parse("git {fd}>/dev/null push")
+    assert part.words == ("git", "push")
+    assert part.assigns == ("fd",)
+    assert any(p.unknown for p in syntax.parse("true {PATH}>/dev/null"))

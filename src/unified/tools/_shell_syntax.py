@@ -574,6 +574,14 @@ class _Walker:
         """Digits glued to a following `<` or `>` are the redirection's descriptor, not a word."""
         return self.text(node).isdigit() and self.data[node.end_byte : node.end_byte + 1] in (b"<", b">")
 
+    def descriptor_variable(self, node: Node) -> str | None:
+        """`{fd}` glued to a following `<` or `>` is bash's named descriptor (`git {fd}>/dev/null push`
+        runs `git push` and sets fd), not a word: the name it sets, else None."""
+        found = re.fullmatch(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", self.text(node))
+        if found is None or self.data[node.end_byte : node.end_byte + 1] not in (b"<", b">"):
+            return None
+        return found.group(1)
+
     def redirect(self, node: Node, writes: list[str], stdin: str | None, opens: list[str]) -> str | None:
         """Adds the files `node` writes to `writes`, and the sockets or run-time targets it opens to
         `opens`; returns standard input after it."""
@@ -615,8 +623,8 @@ class _Walker:
         next operator (`> a b`: `a`, then `b`), but bash only the first word, which may be cut by a line
         continuation into several nodes (`>.bash\\<newline>rc` writes `.bashrc`)."""
         nodes = node.children_by_field_name("destination")
-        if not nodes:
-            return []
+        if not nodes or any(c.type in (">&-", "<&-") for c in node.children):
+            return []  # `3>&- push`: closing a descriptor takes no target, `push` is an argument
         first = [nodes[0]]
         for following in nodes[1:]:
             if self.data[first[-1].end_byte : following.start_byte].replace(b"\\\n", b""):
@@ -849,10 +857,16 @@ class _Walker:
             if child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
                 stdin = self.redirect(child, writes, stdin, opens)
                 word_nodes.extend(self.trailing_words(child))
-            elif child.type == "command_name":
+            elif child.type == "command_name" and self.descriptor_variable(child) is None:
                 word_nodes.extend(child.children)
             elif child.is_named and child.type != "comment":
                 if child.type in ("number", "word") and self.is_descriptor_word(child):
+                    continue
+                variable = self.descriptor_variable(child)
+                if variable is not None:
+                    if code_variable(variable):
+                        self.flag(child, f"it sets {variable}, which carries code into what runs")
+                    assigns.append(variable)
                     continue
                 word_nodes.append(child)
             self.visit(child, _Context())
