@@ -30,7 +30,8 @@ the code before that fix):
   let `git >/dev/null push --force` through, and under allow rules for `rm`/`cp` the protected-path
   check never saw `.git` or `.bashrc` (the e2e case deleted `.git`); and a target cut by a line
   continuation (`>.bash\\<newline>rc`, which bash writes as `.bashrc`) was read as its first
-  piece only (`.bash`); worked;
+  piece only (`.bash`); `export >/dev/null BASH_ENV=./evil; bash -c true` was read as `export`
+  alone and allowed under rules for `export` and `bash`; worked;
 - a closing redirection and a named descriptor: `git 3>&- push` (tree-sitter-bash takes `push` for
   the target of `>&-`, which has none) and `git {fd}>/dev/null push`, `x=1 {fd}>/dev/null git push`
   (bash's named descriptor read as a word): a yolo deny rule for `git push` let them through;
@@ -540,3 +541,13 @@ def test_a_named_descriptor_sets_its_variable() -> None:
     assert part.words == ("git", "push")
     assert part.assigns == ("fd",)
     assert any(p.unknown for p in syntax.parse("true {PATH}>/dev/null"))
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["export >/dev/null BASH_ENV=./evil; bash -c true", "declare 2>/dev/null -x PATH=.; true", "unset >/dev/null x"],
+)
+def test_a_declaration_with_its_words_after_a_redirection_is_asked(command: str) -> None:
+    """SUCCEEDED before: allowed under rules for `export`/`declare`/`unset` and `true` (the parse read
+    `export` alone); bash set BASH_ENV and the next bash ran ./evil."""
+    assert _verdict(_allow("export", "declare", "unset", "true", "bash"), command) == "ask_user"

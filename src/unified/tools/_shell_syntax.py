@@ -712,8 +712,14 @@ class _Walker:
         while body is not None and body.type == "negated_command":
             body = next((c for c in body.named_children), None)
         if more and (body is None or body.type != "command"):
-            # bash refuses words after a compound command's redirection; the grammar takes them
-            self.flag(node, "words after the redirection of a compound command")
+            # bash refuses words after a compound command's redirection, and gives a declaration's
+            # (`export >/dev/null BASH_ENV=./x`) to it: neither is followed, so either is unknown
+            kind = (
+                "a declaration"
+                if body is not None and body.type in ("declaration_command", "unset_command")
+                else "a compound command"
+            )
+            self.flag(node, f"words after the redirection of {kind}")
             more = []
         inner = _Context(tuple(writes), stdin, tuple(opens), tuple(more))
         start = len(self.out)
