@@ -24,6 +24,9 @@ __all__ = [
     "MCP_MAX_MESSAGE_BYTES",
     "SEARCH_MAX_BYTES",
     "SEARCH_TIME_BUDGET_S",
+    "SHELL_MAX_MEMORY_BYTES",
+    "SHELL_MAX_PROCESSES",
+    "SHELL_MAX_RUN_S",
     "WALK_MAX_ENTRIES",
     "WALK_OPEN_DIRS",
     "too_deep",
@@ -64,6 +67,23 @@ refuses over 128 KiB (MAX_ARG_STRLEN): a longer one could never run. It is refus
 MAX_TOOL_OUTPUT_CHARS = 256 * 1024
 """Largest output (or error) of any tool as the model reads it: secrets are replaced first, then a
 longer text keeps its head and says how much was cut. Structured outputs count as their JSON."""
+
+SHELL_MAX_MEMORY_BYTES = 8 * 1024 * 1024 * 1024
+"""Memory each process of a shell command may allocate (RLIMIT_DATA: its heap and private writable
+mappings, not address space merely reserved, so a JVM's or V8's reservations still fit). Set as the
+hard limit in the command's shell before the command runs: the command cannot raise it (root, or a
+process with CAP_SYS_RESOURCE, can). An allocation past it fails (ENOMEM, MemoryError) instead of
+pushing the host into swap or the OOM killer."""
+
+SHELL_MAX_PROCESSES = 4096
+"""Processes (threads count) the user may have when a shell command forks (RLIMIT_NPROC, set as the
+hard limit like `SHELL_MAX_MEMORY_BYTES`): a fork bomb's forks fail past it. The kernel counts every
+process of the user, not only the command's, and does not apply it to root."""
+
+SHELL_MAX_RUN_S = 3600.0
+"""Longest a foreground shell command may run, output or not: the inactivity timeout restarts with
+every byte, so `yes` would otherwise hold its call (and the turn) forever. Past it the command's
+processes are killed and the call says so."""
 
 LIST_DIR_MAX_ENTRIES = 2_000
 """Entries list_dir shows; it counts the rest without holding them."""

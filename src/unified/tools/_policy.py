@@ -168,11 +168,12 @@ SYSTEM_COMMAND_DIRS = frozenset(
 
 def _allow_all(parts: Sequence[_shell_syntax.SimpleCommand], prefixes: Sequence[str]) -> Match:
     """An allow rule applies only if every command run matches a prefix and none writes a file
-    through a redirection or sets a variable (`PATH=..`, `GIT_PAGER=..` change what runs)."""
+    through a redirection, opens a socket through one (`cat < /dev/tcp/h/80`: a rule for `cat` names
+    a reader of files, not a network client) or sets a variable (`PATH=..`, `GIT_PAGER=..` change what runs)."""
     if not parts:
         return Match.NO
     for part in parts:
-        if part.unknown is not None or part.writes or part.assigns:
+        if part.unknown is not None or part.writes or part.opens or part.assigns:
             return Match.NO
         if not any(_prefix_match(part, prefix) is Match.YES and _named(part, prefix) for prefix in prefixes):
             return Match.NO
@@ -227,11 +228,12 @@ def _allow_each(
     bash would run, each on its own (`git status; rm -rf ~` is two, and `"command": "git status` matches
     only the first), and none writes a file through a redirection, sets a variable or has a word only
     known at run time: as the Gemini CLI checks each part of a compound command, and as `commandPrefix`
-    rules are read (`_allow_all`). The whole arguments must match too (`Rule.match`)."""
+    rules are read (`_allow_all`; a socket a redirection opens counts as a write). The whole arguments
+    must match too (`Rule.match`)."""
     if not parts:
         return Match.NO
     for part in parts:
-        if part.unknown is not None or part.writes or part.assigns or not part.words:
+        if part.unknown is not None or part.writes or part.opens or part.assigns or not part.words:
             return Match.NO
         if any(word is None for word in part.words):
             return Match.NO

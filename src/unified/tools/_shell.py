@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import os
+import re
+import resource
 import shlex
 import signal
 import subprocess
@@ -118,6 +120,65 @@ def _describe_duration(seconds: float) -> str:
 
 
 _JOBS_FILE_MAX_BYTES = 64 * 1024
+
+
+def _size(count: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= size and count % size == 0:
+            return f"{count // size} {unit}"
+    return f"{count} bytes"
+
+
+def _bounds() -> str:
+    """The script lines that bound every process of a command (`limits.SHELL_MAX_MEMORY_BYTES`,
+    `limits.SHELL_MAX_PROCESSES` beyond the tasks running now), run by its shell before the command:
+    as *hard* limits, which a process without CAP_SYS_RESOURCE can lower but never raise, and which
+    every process the command starts inherits. A bound the host already holds tighter is kept; one
+    the system refuses (where RLIMIT_DATA is not enforced) is passed over, as the command would fail
+    at the first word otherwise. Read at each call, so a test may lower a limit."""
+    lines = []
+    for option, which, wanted, unit in (
+        ("-d", resource.RLIMIT_DATA, limits.SHELL_MAX_MEMORY_BYTES, 1024),
+        ("-u", resource.RLIMIT_NPROC, limits.SHELL_MAX_PROCESSES + _tasks_now(), 1),
+    ):
+        soft, hard = resource.getrlimit(which)
+        value = wanted // unit
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard // unit)
+        both = "S" if soft == resource.RLIM_INFINITY or soft // unit > value else ""
+        lines.append(f"builtin ulimit -H{both} {option} {value} 2>/dev/null\n")
+    return "".join(lines)
+
+
+def _tasks_now() -> int:
+    """The tasks the machine runs now (`/proc/loadavg`), 0 where it cannot say. RLIMIT_NPROC counts
+    every process and thread of the user, not the command's: the bound is set this far above what
+    already runs, so a user with many processes can still fork `SHELL_MAX_PROCESSES` more, no more."""
+    try:
+        with open("/proc/loadavg", "rb") as file:
+            return int(file.read(256).split()[3].split(b"/")[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+_RESOURCE_FAILURE = re.compile(
+    r"Resource temporarily unavailable|Cannot allocate memory|MemoryError|out of memory|bad_alloc|"
+    r"fork: retry|memory allocation failed",
+    re.IGNORECASE,
+)
+"""What a program says when a fork or an allocation fails: the command may have met its bounds."""
+
+
+def _bounds_note(text: str) -> str | None:
+    """A line saying the command's bounds when its output shows a fork or an allocation failing,
+    so the model learns why (and that retrying the same way fails the same way)."""
+    if not _RESOURCE_FAILURE.search(text):
+        return None
+    return (
+        f"Limits: each process of a command may allocate {_size(limits.SHELL_MAX_MEMORY_BYTES)} and the user "
+        f"may start {limits.SHELL_MAX_PROCESSES} processes; a fork or an allocation past that fails, "
+        "as this command's output suggests one did."
+    )
 
 
 def _open_own(path: Path, flags: int) -> int:
@@ -239,7 +300,9 @@ class GroupWatch:
         if not self._contained:
             self._contained = True
             self._containment = _watchdog.Containment.create(self.marker)
-        return self._containment.call_cgroup() if self._containment is not None else None
+        if self._containment is None:
+            return None
+        return self._containment.call_cgroup(limits.SHELL_MAX_PROCESSES)
 
     @property
     def cgroup(self) -> Path | None:
@@ -481,7 +544,7 @@ async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progr
     jobs_file = config.log_dir() / f"jobs-{os.urandom(6).hex()}"
     cgroup = await anyio.to_thread.run_sync(config.watch.call_cgroup)
     move, into = _into_cgroup(cgroup)
-    script = f"{into}trap 'jobs -p > {shlex.quote(str(jobs_file))} 2>/dev/null' EXIT\n{p.command}"
+    script = f"{into}{_bounds()}trap 'jobs -p > {shlex.quote(str(jobs_file))} 2>/dev/null' EXIT\n{p.command}"
     try:
         process = await _open_shielded(
             ["bash", "-c", script],
@@ -507,6 +570,8 @@ async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progr
     last_output = anyio.current_time()
     last_progress = 0.0
     timed_out = False
+    overran = False
+    deadline = anyio.current_time() + limits.SHELL_MAX_RUN_S
     drained = anyio.Event()
 
     async def pump() -> None:
@@ -532,12 +597,16 @@ async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progr
         async with anyio.create_task_group() as tg:
             tg.start_soon(pump)
             while True:
-                remaining = last_output + config.inactivity_timeout_s - anyio.current_time()
+                now = anyio.current_time()
+                remaining = min(last_output + config.inactivity_timeout_s, deadline) - now
                 with anyio.move_on_after(max(remaining, 0)):
                     await process.wait()
                     break
-                if anyio.current_time() - last_output >= config.inactivity_timeout_s:
-                    timed_out = True
+                now = anyio.current_time()
+                if now - last_output >= config.inactivity_timeout_s or now >= deadline:
+                    # output restarts the inactivity timeout, so `yes` needs the run's own bound
+                    timed_out = now - last_output >= config.inactivity_timeout_s
+                    overran = not timed_out
                     await config.watch.kill_call(group, cgroup)
                     await process.wait()
                     break
@@ -555,6 +624,14 @@ async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progr
             await process.aclose()
         config.watch.prune()
     text = shown_output(bytes(buf), total, config.output_cap, clean)
+    if overran:
+        head = (
+            "Command was automatically cancelled because it ran longer than "
+            f"{_describe_duration(limits.SHELL_MAX_RUN_S)}, the most a command may run; its processes were killed."
+        )
+        if text.strip():
+            raise ToolError(f"{head} Below is the output before it was cancelled:\n{text}")
+        raise ToolError(f"{head} There was no output before it was cancelled.")
     if timed_out:
         head = (
             "Command was automatically cancelled because it exceeded the timeout of "
@@ -569,6 +646,9 @@ async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progr
         lines.append(f"Exit Code: {code}")
     if code is not None and code < 0:
         lines.append(f"Signal: {signal.Signals(-code).name}")
+    note = _bounds_note(text) if code else None
+    if note is not None:
+        lines.append(note)
     background = await anyio.to_thread.run_sync(_read_jobs, jobs_file)
     if background:
         lines.append(f"Background PIDs: {', '.join(background)}")
@@ -613,7 +693,7 @@ async def _run_background(config: ShellConfig, p: ShellParams, cwd: Path) -> Too
         read, write = os.pipe()
         try:
             popen = subprocess.Popen(
-                ["bash", "-c", f"{into}{p.command}"],
+                ["bash", "-c", f"{into}{_bounds()}{p.command}"],
                 stdin=subprocess.DEVNULL,
                 stdout=write,
                 stderr=subprocess.STDOUT,

@@ -44,6 +44,10 @@ MAX_NESTING = 8
 """Scripts inside scripts (`bash -c`, `eval`, `trap`) deeper than this are not followed: unknown."""
 
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
+_NETWORK_TARGET = re.compile(r"(?:^|/)dev/(?:tcp|udp)(?:/|$)", re.IGNORECASE)
+"""A redirection target bash opens as a socket (`/dev/tcp/HOST/PORT`, `/dev/udp/HOST/PORT`), matched
+on the path with `.`, `..` and doubled slashes folded (`//dev/./tcp/h/80`), and in any case: bash
+itself compares the text as written, so this sees more than bash does, never less."""
 _WRITE_OPERATORS = frozenset({">", ">>", "&>", "&>>", ">|", "<>"})
 _READ_OPERATORS = frozenset({"<", "<>", "<&", "<&-"})
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "yash", "fish", "csh", "tcsh", "rbash"})
@@ -166,6 +170,11 @@ CODE_VARIABLES = frozenset(
         "BROWSER",
         "LESSOPEN",
         "LESSCLOSE",
+        "LESSKEY",
+        "LESSKEYIN",
+        "LESSKEY_CONTENT",
+        "LESSKEY_SYSTEM",
+        "LESSKEYIN_SYSTEM",
         "SSH_ASKPASS",
         "SUDO_ASKPASS",
         "PYTHONSTARTUP",
@@ -215,7 +224,10 @@ class SimpleCommand:
     (`?` for a target only known at run time); `assigns` the variables set for it or by it, or
     removed from its environment (`env -u NAME`; `*` for all of them: `env -i`, `exec -c`);
     `via` the wrappers and shells it runs under; `open_tail` that more arguments arrive at run
-    time (`xargs`). `text` is where it came from, for a prompt.
+    time (`xargs`). `text` is where it came from, for a prompt. `opens` are what its redirections
+    open that is not a plain file: a network connection (`< /dev/tcp/h/80`, `> /dev/udp/h/53`) or a
+    target only known at run time (`< "$f"`, `?`), which may be one; a command that opens one is
+    never covered by an allow rule (a rule for `cat` does not allow `cat < /dev/tcp/h/80`).
     """
 
     words: tuple[Word, ...]
@@ -227,6 +239,7 @@ class SimpleCommand:
     open_tail: bool = False
     paths: tuple[str, ...] = ()
     """The programs on its way run by a path (`./tar`, `/usr/bin/env`), itself or a wrapper."""
+    opens: tuple[str, ...] = ()
 
     @property
     def name(self) -> Word:
@@ -244,11 +257,13 @@ class SimpleCommand:
             shown += " …"
         for target in self.writes:
             shown += f" > {target}"
+        for target in self.opens:
+            shown += f" < {target}"
         return f"{shown} (via {', '.join(self.via)})" if self.via else shown
 
     def shape(self) -> tuple[object, ...]:
         """What an "allow always" answer is scoped to: everything but the source text."""
-        return (self.words, self.unknown, self.writes, self.assigns, self.via, self.open_tail, self.paths)
+        return (self.words, self.unknown, self.writes, self.assigns, self.via, self.open_tail, self.paths, self.opens)
 
 
 def command_name(word: str) -> str:
@@ -297,6 +312,11 @@ class _Context:
     writes: tuple[str, ...] = ()
     stdin_script: str | None = None
     """The literal text a heredoc or here-string feeds the command (a shell reading it runs it)."""
+    opens: tuple[str, ...] = ()
+    """Sockets and run-time targets the enclosing redirections open (`SimpleCommand.opens`)."""
+    more_words: tuple[Node, ...] = ()
+    """Arguments tree-sitter-bash put after a redirection of the command (`git >/dev/null push`):
+    the command's words, in order, after its own (`_Walker.trailing_words`)."""
 
 
 class _Walker:
@@ -386,6 +406,9 @@ class _Walker:
             self.children(node, ctx)
         elif kind == "command_substitution" and self.text(node).startswith("`") and "\\" in self.text(node):
             self.backticks(node)
+        elif kind == "command_substitution" and any(c.type == "file_redirect" for c in node.children):
+            self.bare_redirection(node)
+            self.children(node, ctx)
         elif kind in _DESCEND:
             self.children(node, ctx)
         elif kind in _INERT:
@@ -432,6 +455,18 @@ class _Walker:
         gaps.append(self.data[at : node.end_byte])
         if any(_UNESCAPED_BACKTICK.search(gap) for gap in gaps):
             self.flag(node, "a backtick substitution in a heredoc, which the parser does not read")
+
+    def bare_redirection(self, node: Node) -> None:
+        """`$(< f)` is bash's way to read a file without `cat`, and tree-sitter-bash gives the
+        substitution the redirection itself, with no command to carry it: yet bash opens the target
+        all the same (`$(< /dev/tcp/h/80)` connects, `$(> f)` and `$(2> f)` create or empty f)."""
+        writes: list[str] = []
+        opens: list[str] = []
+        for child in node.children:
+            if child.type == "file_redirect":
+                self.redirect(child, writes, None, opens)
+        if writes or opens:
+            self.out.append(SimpleCommand((), self.text(node), writes=tuple(writes), via=self.via, opens=tuple(opens)))
 
     def backticks(self, node: Node) -> None:
         r"""Inside backticks bash first removes the backslash of \\, \` and \$, so `\`rm x\`` nests a
@@ -539,8 +574,17 @@ class _Walker:
         """Digits glued to a following `<` or `>` are the redirection's descriptor, not a word."""
         return self.text(node).isdigit() and self.data[node.end_byte : node.end_byte + 1] in (b"<", b">")
 
-    def redirect(self, node: Node, writes: list[str], stdin: str | None) -> str | None:
-        """Adds the files `node` writes to `writes`; returns standard input after it."""
+    def descriptor_variable(self, node: Node) -> str | None:
+        """`{fd}` glued to a following `<` or `>` is bash's named descriptor (`git {fd}>/dev/null push`
+        runs `git push` and sets fd), not a word: the name it sets, else None."""
+        found = re.fullmatch(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", self.text(node))
+        if found is None or self.data[node.end_byte : node.end_byte + 1] not in (b"<", b">"):
+            return None
+        return found.group(1)
+
+    def redirect(self, node: Node, writes: list[str], stdin: str | None, opens: list[str]) -> str | None:
+        """Adds the files `node` writes to `writes`, and the sockets or run-time targets it opens to
+        `opens`; returns standard input after it."""
         fd = self.descriptor(node)
         reads_stdin = fd is None or fd == 0
         if node.type == "heredoc_redirect":
@@ -549,13 +593,14 @@ class _Walker:
             # heredoc node (`cat <<EOF > f`, `bash <<EOF < x.sh`): they write, or replace stdin
             for child in node.children:
                 if child.type in ("file_redirect", "herestring_redirect"):
-                    stdin = self.redirect(child, writes, stdin)
+                    stdin = self.redirect(child, writes, stdin, opens)
             return stdin
         if node.type == "herestring_redirect":
             return self.herestring_text(node) if reads_stdin else stdin
         if node.type != "file_redirect":
             return stdin
         writes.extend(self.redirect_writes(node))
+        opens.extend(self.redirect_opens(node))
         operator = next((c.type for c in node.children if not c.is_named), "")
         if (reads_stdin and operator in _READ_OPERATORS) or fd == 0:
             return None  # standard input now comes from a file or another descriptor
@@ -563,15 +608,67 @@ class _Walker:
 
     def redirect_writes(self, node: Node) -> list[str]:
         operator = next((c.type for c in node.children if c.type in _WRITE_OPERATORS or c.type == ">&"), None)
-        destination = node.child_by_field_name("destination")
-        if operator is None or destination is None or destination.type == "process_substitution":
+        destination = self.destination(node)
+        if operator is None or not destination or destination[0].type == "process_substitution":
             return []
-        target = self.literal(destination)
+        target = self.target(destination)
         if operator == ">&" and target is not None and (target == "-" or target.isdigit()):
             return []
         if target in _HARMLESS_TARGETS:
             return []
         return [target if target is not None else "?"]
+
+    def destination(self, node: Node) -> list[Node]:
+        """The nodes of a file redirection's target: tree-sitter-bash gives it every word up to the
+        next operator (`> a b`: `a`, then `b`), but bash only the first word, which may be cut by a line
+        continuation into several nodes (`>.bash\\<newline>rc` writes `.bashrc`)."""
+        nodes = node.children_by_field_name("destination")
+        if not nodes or any(c.type in (">&-", "<&-") for c in node.children):
+            return []  # `3>&- push`: closing a descriptor takes no target, `push` is an argument
+        first = [nodes[0]]
+        for following in nodes[1:]:
+            if self.data[first[-1].end_byte : following.start_byte].replace(b"\\\n", b""):
+                break
+            first.append(following)
+        return first
+
+    def target(self, nodes: Sequence[Node]) -> Word:
+        """The literal target of `destination`'s nodes, or None when it is only known at run time."""
+        parts = [self.literal(part) for part in nodes]
+        return None if any(part is None for part in parts) else "".join(part for part in parts if part is not None)
+
+    def trailing_words(self, node: Node) -> list[Node]:
+        """The command's arguments tree-sitter-bash put inside a redirection: the words after a file
+        redirection's target (`git >/dev/null push --force` runs `git push --force`, and
+        `rm 2>/dev/null -rf .git` deletes `.git`) and a heredoc's (`git <<EOF push`), with those of
+        the redirections it nests."""
+        if node.type == "file_redirect":
+            return node.children_by_field_name("destination")[len(self.destination(node)) :]
+        if node.type != "heredoc_redirect":
+            return []
+        words: list[Node] = []
+        for index, child in enumerate(node.children):
+            if node.field_name_for_child(index) == "argument":
+                words.append(child)
+            elif child.type == "file_redirect":
+                words.extend(self.trailing_words(child))
+        return words
+
+    def redirect_opens(self, node: Node) -> list[str]:
+        """What a file redirection opens that is not a plain file, whatever its direction: bash
+        connects a socket for `/dev/tcp/HOST/PORT` and `/dev/udp/HOST/PORT` (`cat < /dev/tcp/h/80`
+        reads from the network, `exec 3<> ...` keeps a connection), and a target only known at run
+        time (`< "$f"`, `< /dev/${x}/h/80`, `< ~/x`) may be one."""
+        destination = self.destination(node)
+        if not destination or destination[0].type == "process_substitution":
+            return []
+        operator = next((c.type for c in node.children if not c.is_named), "")
+        target = self.target(destination)
+        if target is None:
+            return ["?"]
+        if operator in (">&", "<&") and (target == "-" or target.isdigit()):
+            return []
+        return [target] if _network_target(target) else []
 
     def heredoc_text(self, node: Node) -> str | None:
         """The script a heredoc feeds: verbatim under a quoted delimiter; under a plain one, after
@@ -592,26 +689,49 @@ class _Walker:
 
     def function(self, node: Node, ctx: _Context) -> None:
         """`f() { ..; } > file`: the redirection applies to the body each time `f` runs."""
-        writes = list(ctx.writes)
+        writes, opens = list(ctx.writes), list(ctx.opens)
         for child in node.children:
             if child.type == "file_redirect":
                 writes.extend(self.redirect_writes(child))
-        inner = replace(ctx, writes=tuple(writes))
+                opens.extend(self.redirect_opens(child))
+                if self.trailing_words(child):
+                    self.flag(node, "words after the redirection of a function definition")
+        inner = replace(ctx, writes=tuple(writes), opens=tuple(opens), more_words=())
         for index, child in enumerate(node.children):
             self.visit(child, inner if node.field_name_for_child(index) == "body" else ctx)
 
     def redirected(self, node: Node, ctx: _Context) -> None:
-        writes = list(ctx.writes)
+        writes, opens = list(ctx.writes), list(ctx.opens)
         stdin = ctx.stdin_script
+        more: list[Node] = []
         for child in node.children:
             if child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
-                stdin = self.redirect(child, writes, stdin)
-        inner = _Context(tuple(writes), stdin)
+                stdin = self.redirect(child, writes, stdin, opens)
+                more.extend(self.trailing_words(child))
+        body = node.child_by_field_name("body")
+        while body is not None and body.type == "negated_command":
+            body = next((c for c in body.named_children), None)
+        if more and (body is None or body.type != "command"):
+            # bash refuses words after a compound command's redirection, and gives a declaration's
+            # (`export >/dev/null BASH_ENV=./x`) to it: neither is followed, so either is unknown
+            kind = (
+                "a declaration"
+                if body is not None and body.type in ("declaration_command", "unset_command")
+                else "a compound command"
+            )
+            self.flag(node, f"words after the redirection of {kind}")
+            more = []
+        inner = _Context(tuple(writes), stdin, tuple(opens), tuple(more))
         start = len(self.out)
         for index, child in enumerate(node.children):
             self.visit(child, inner if node.field_name_for_child(index) == "body" else ctx)
         added = set(writes) - set(ctx.writes)
-        if added and not any(added <= set(part.writes) for part in self.out[start:] if part.unknown is None):
+        opened = set(opens) - set(ctx.opens)
+        carried = [part for part in self.out[start:] if part.unknown is None]
+        if opened and not any(opened <= set(part.opens) for part in carried):
+            # `< /dev/tcp/h/80` alone, or before a body that leaves no part: bash connects all the same
+            self.out.append(SimpleCommand((), self.text(node), writes=tuple(writes), via=self.via, opens=tuple(opens)))
+        if added and not any(added <= set(part.writes) for part in carried):
             # bash opens the file whatever the body is, but some bodies leave no part to carry the
             # write: none (`> f` alone), a test (`[ x ] > f`, `[[ .. ]] > f`, `(( 1 )) > f`), or
             # assignments (`x=1 y=2 > f`)
@@ -685,7 +805,9 @@ class _Walker:
                 words.append(child.type)
         assigns.extend(self.declared_names(plain, node, valued=len(assigns) > 0))
         self.out.append(
-            SimpleCommand(tuple(words), self.text(node), writes=ctx.writes, assigns=tuple(assigns), via=self.via)
+            SimpleCommand(
+                tuple(words), self.text(node), writes=ctx.writes, assigns=tuple(assigns), via=self.via, opens=ctx.opens
+            )
         )
 
     def declared_names(self, words: Sequence[Word], node: Node, *, valued: bool) -> list[str]:
@@ -725,32 +847,40 @@ class _Walker:
                 reason = self.name_reason(word)
                 if reason is not None:
                     self.flag(node, reason)
-        self.out.append(SimpleCommand(tuple(words), self.text(node), writes=ctx.writes, via=self.via))
+        self.out.append(SimpleCommand(tuple(words), self.text(node), writes=ctx.writes, via=self.via, opens=ctx.opens))
 
     # -- commands -------------------------------------------------------------------------------
 
     def command(self, node: Node, ctx: _Context) -> None:
         word_nodes: list[Node] = []
         assigns: list[str] = []
-        writes = list(ctx.writes)
+        writes, opens = list(ctx.writes), list(ctx.opens)
         stdin = ctx.stdin_script
         for child in node.children:
             if child.type == "variable_assignment":
                 assigns.append(self.assignment(child))
                 continue
             if child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
-                stdin = self.redirect(child, writes, stdin)
-            elif child.type == "command_name":
+                stdin = self.redirect(child, writes, stdin, opens)
+                word_nodes.extend(self.trailing_words(child))
+            elif child.type == "command_name" and self.descriptor_variable(child) is None:
                 word_nodes.extend(child.children)
             elif child.is_named and child.type != "comment":
                 if child.type in ("number", "word") and self.is_descriptor_word(child):
                     continue
+                variable = self.descriptor_variable(child)
+                if variable is not None:
+                    if code_variable(variable):
+                        self.flag(child, f"it sets {variable}, which carries code into what runs")
+                    assigns.append(variable)
+                    continue
                 word_nodes.append(child)
             self.visit(child, _Context())
+        word_nodes.extend(ctx.more_words)
         words = self.words(word_nodes)
         self.resolve(
             words,
-            _Invocation(self.text(node), tuple(assigns), tuple(writes), stdin, self.via, open_tail=False),
+            _Invocation(self.text(node), tuple(assigns), tuple(writes), stdin, self.via, opens=tuple(opens)),
         )
 
     def words(self, nodes: Sequence[Node]) -> list[Word]:
@@ -808,7 +938,9 @@ class _Walker:
             words = [None if w is None or inv.placeholder in w else w for w in words]
         if not words:
             if inv.assigns:
-                self.out.append(SimpleCommand((), inv.text, assigns=inv.assigns, writes=inv.writes, via=inv.via))
+                self.out.append(
+                    SimpleCommand((), inv.text, assigns=inv.assigns, writes=inv.writes, via=inv.via, opens=inv.opens)
+                )
             return
         first = words[0]
         if first is None:
@@ -888,7 +1020,14 @@ class _Walker:
     def nested(self, script: str, inv: _Invocation, runner: str) -> None:
         inner = _Walker(script, depth=self.depth + 1, via=(*inv.via, runner))
         for part in inner.run():
-            self.out.append(replace(part, writes=(*part.writes, *inv.writes), assigns=(*part.assigns, *inv.assigns)))
+            self.out.append(
+                replace(
+                    part,
+                    writes=(*part.writes, *inv.writes),
+                    assigns=(*part.assigns, *inv.assigns),
+                    opens=(*part.opens, *inv.opens),
+                )
+            )
 
     def shell(self, name: str, words: list[Word], inv: _Invocation) -> None:
         """`bash [opts] -c SCRIPT`, `bash <<EOF`, or `bash file` (a file's content is not ours to see)."""
@@ -954,16 +1093,19 @@ class _Invocation:
     via: tuple[str, ...]
     open_tail: bool = False
     placeholder: str | None = None
+    opens: tuple[str, ...] = ()
 
     def command(self, words: Sequence[Word]) -> SimpleCommand:
         if self.placeholder is not None:
             words = [None if w is None or self.placeholder in w else w for w in words]
         if words and words[0] is None:
             return self.unknown("its command name is only known at run time")
-        return SimpleCommand(tuple(words), self.text, None, self.writes, self.assigns, self.via, self.open_tail)
+        return SimpleCommand(
+            tuple(words), self.text, None, self.writes, self.assigns, self.via, self.open_tail, opens=self.opens
+        )
 
     def unknown(self, reason: str) -> SimpleCommand:
-        return SimpleCommand((), self.text, reason, self.writes, self.assigns, self.via)
+        return SimpleCommand((), self.text, reason, self.writes, self.assigns, self.via, opens=self.opens)
 
 
 @dataclass(frozen=True)
@@ -1396,7 +1538,35 @@ def _completion(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
     walker.out.append(inv.command(words))
 
 
+def _git(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    """`git log|diff|show|... --output=FILE` writes FILE as `> FILE` would: a rule for `git diff`
+    names a reader, and the option must not make it a writer of any file (`--output=src/main.py`).
+    Read before `--` (paths after it), and in any spelling git's option parser accepts (`--output F`,
+    an abbreviation `--outp=F`); a value only known at run time is `?`, and so is a word only known
+    at run time (`git diff $(cat opts)` may be `--output=src/main.py`)."""
+    writes = list(inv.writes)
+    args = words[1:]
+    for index, word in enumerate(args):
+        if word == "--":
+            break
+        if word is None:
+            writes.append("?")
+            continue
+        if not word.startswith("--ou"):
+            continue
+        option, eq, value = word.partition("=")
+        if not "--output".startswith(option):
+            continue
+        if eq:
+            writes.append(value or "?")
+        else:
+            following = args[index + 1] if index + 1 < len(args) else None
+            writes.append(following if following else "?")
+    walker.out.append(replace(inv, writes=tuple(writes)).command(words))
+
+
 _BUILTINS: dict[str, _Handler] = {
+    "git": _git,
     "read": _read,
     "mapfile": _mapfile,
     "readarray": _mapfile,
@@ -1419,7 +1589,8 @@ _BUILTINS: dict[str, _Handler] = {
     "bind": _runs_code("bind -x makes keys run commands"),
     "fc": _runs_code("fc runs commands from the history"),
 }
-"""Builtins that set variables by name, evaluate, or run commands their words do not show."""
+"""Builtins that set variables by name, evaluate, or run commands their words do not show; and git,
+whose `--output` writes a file as a redirection does."""
 
 _SUDO_OPTIONS = _Options(
     valued="ugCDhprtTUR",
@@ -1536,6 +1707,12 @@ _WRAPPERS: dict[str, _Handler] = {
     "parallel": _parallel,
 }
 """Commands that run other commands, and how to find the command they run."""
+
+
+def _network_target(target: str) -> bool:
+    """Whether bash may open `target` as a socket (`_NETWORK_TARGET`)."""
+    folded = posixpath.normpath(target)
+    return bool(_NETWORK_TARGET.search(folded) or _NETWORK_TARGET.search(target))
 
 
 def _generated_file(word: Word) -> bool:

@@ -196,18 +196,26 @@ class Containment:
             path.mkdir()
         except OSError:
             return None
+        with contextlib.suppress(OSError):
+            # the pids controller bounds a call's processes whoever runs it (RLIMIT_NPROC spares root);
+            # where the parent does not delegate it, the write fails and only the rlimit is left
+            Path(path, "cgroup.subtree_control").write_text("+pids")
         containment = cls(path)
         containment.reap_orphans(parent)
         return containment
 
-    def call_cgroup(self) -> Path | None:
-        """A new child cgroup for one shell call."""
+    def call_cgroup(self, max_processes: int | None = None) -> Path | None:
+        """A new child cgroup for one shell call, holding at most `max_processes` where the pids
+        controller is delegated here (this script runs without the package: the caller says the number)."""
         self._calls += 1
         path = self.path / f"call-{self._calls}"
         try:
             path.mkdir()
         except OSError:
             return None
+        with contextlib.suppress(OSError):
+            if max_processes is not None:
+                Path(path, "pids.max").write_text(str(max_processes))
         return path
 
     @staticmethod
