@@ -551,3 +551,40 @@ def test_a_declaration_with_its_words_after_a_redirection_is_asked(command: str)
     """SUCCEEDED before: allowed under rules for `export`/`declare`/`unset` and `true` (the parse read
     `export` alone); bash set BASH_ENV and the next bash ran ./evil."""
     assert _verdict(_allow("export", "declare", "unset", "true", "bash"), command) == "ask_user"
+
+
+# --- a deny rule past the program's own options -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git -C . push --force",
+        "git --no-pager push",
+        "git -c core.sshCommand=ssh push",
+        "git -c user.name=x -C /tmp --no-pager push origin",
+        "git --git-dir=.git --work-tree=. push",
+        "GIT=1 git -P push",
+        "git -C push push",
+        "sudo git -C . push",
+        "git -C . push | cat",
+    ],
+)
+def test_a_deny_rule_sees_past_the_programs_own_options(command: str) -> None:
+    """SUCCEEDED before: allowed in yolo mode, a deny rule for `git push` compared the word after `git` alone."""
+    verdict = _deny_git_push().evaluate("run_shell_command", {"command": command}, "yolo")
+    assert verdict.decision.value == "deny"
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["git log --grep push", "git commit -m push", "git -C . status", "git -C . log -- push", "git pushy"],
+)
+def test_a_deny_rule_past_options_still_names_one_subcommand(command: str) -> None:
+    verdict = _deny_git_push().evaluate("run_shell_command", {"command": command}, "yolo")
+    assert verdict.decision.value == "allow"
+
+
+def test_a_run_time_word_among_the_options_may_be_the_subcommand() -> None:
+    verdict = _deny_git_push().evaluate("run_shell_command", {"command": 'git -C . "$x"'}, "yolo")
+    assert verdict.decision.value != "allow"

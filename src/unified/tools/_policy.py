@@ -121,9 +121,13 @@ class Match(Enum):
 
 
 def _prefix_match(part: _shell_syntax.SimpleCommand, prefix: str, *, fold: bool = False) -> Match:
-    """Word-wise: `git push` matches `git push origin`, not `git pushy`; the command word by basename,
-    and with `fold` whatever its case (a deny rule: on a case-insensitive file system, as macOS's
-    usually is, `RM -rf x` runs `rm`)."""
+    """Word-wise: `git push` matches `git push origin`, not `git pushy`; the command word by basename.
+
+    With `fold` (a deny or ask rule, which fails closed): the command word whatever its case (on a
+    case-insensitive file system, as macOS's usually is, `RM -rf x` runs `rm`), and the rest of the prefix
+    also past the program's own options: `git -C . push`, `git --no-pager push`, `git -c k=v push` push
+    as `git push` does. An option's value may be the next word, so a word right after an option is passed
+    over too; the first other word ends the search (`git log --grep push` is no push)."""
     wanted = prefix.split()
     if not wanted:
         return Match.NO
@@ -133,9 +137,39 @@ def _prefix_match(part: _shell_syntax.SimpleCommand, prefix: str, *, fold: bool 
     words = [part.name, *part.words[1:]]
     if fold and words[0] is not None:
         words[0], wanted[0] = words[0].casefold(), wanted[0].casefold()
-    for index, expected in enumerate(wanted):
+    if words[0] is None:
+        return Match.MAYBE
+    if words[0] != wanted[0]:
+        return Match.NO
+    found = _words_at(words, 1, wanted[1:], part.open_tail)
+    if not fold or found is Match.YES or len(wanted) == 1:
+        return found
+    doubt = found is Match.MAYBE
+    start = 1
+    while start < len(words):
+        word = words[start]
+        if word is None:
+            return Match.MAYBE  # an option (or the subcommand) only known at run time
+        after_option = _is_option(words[start - 1]) and "=" not in str(words[start - 1])
+        if not _is_option(word) and not (start > 1 and after_option):
+            break
+        start += 1
+        found = _words_at(words, start, wanted[1:], part.open_tail)
+        if found is Match.YES:
+            return Match.YES
+        doubt = doubt or found is Match.MAYBE
+    return Match.MAYBE if doubt else Match.NO
+
+
+def _is_option(word: str | None) -> bool:
+    return word is not None and word.startswith("-") and word not in ("-", "--")
+
+
+def _words_at(words: Sequence[str | None], start: int, wanted: Sequence[str], open_tail: bool) -> Match:
+    """Whether `words` from `start` on begin with `wanted`."""
+    for index, expected in enumerate(wanted, start):
         if index >= len(words):
-            return Match.MAYBE if part.open_tail else Match.NO
+            return Match.MAYBE if open_tail else Match.NO
         if words[index] is None:
             return Match.MAYBE
         if words[index] != expected:
