@@ -588,3 +588,23 @@ def test_a_deny_rule_past_options_still_names_one_subcommand(command: str) -> No
 def test_a_run_time_word_among_the_options_may_be_the_subcommand() -> None:
     verdict = _deny_git_push().evaluate("run_shell_command", {"command": 'git -C . "$x"'}, "yolo")
     assert verdict.decision.value != "allow"
+
+
+# --- the PATH of the commands, not of unified ------------------------------------------------------
+
+
+async def test_a_write_into_a_directory_of_the_shell_envs_path_is_asked(ws: Path) -> None:
+    """SUCCEEDED before: a runtime whose `shell_env` puts a workspace `tools/` first on PATH took a new `git` there
+    unasked (write_file in auto_edit, or `cp` under a rule for cp): the check read unified's own PATH, not the one
+    the commands run with."""
+    path = f"{ws / 'tools'}{os.pathsep}/usr/bin{os.pathsep}/bin"
+    (ws / "tools").mkdir()
+    async with ToolRuntime(ws, approval_mode="auto_edit", shell_env={"PATH": path}) as rt:
+        [written] = await rt.run_batch([ToolCall("1", "write_file", {"file_path": "tools/git", "content": "x\n"})])
+    assert written.is_error
+    assert "a directory of PATH" in written.response["error"]
+    assert not (ws / "tools" / "git").exists()
+    async with ToolRuntime(ws, policy=_allow("cp"), shell_env={"PATH": path}) as rt:
+        decision = await rt.decide(ToolCall("2", "run_shell_command", {"command": "cp evil tools/git"}))
+    assert decision.decision == "deny"
+    assert decision.rule == "protected-paths"

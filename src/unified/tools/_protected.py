@@ -333,12 +333,13 @@ def protected_path(path: Path, roots: Sequence[Path]) -> str | None:
     return None
 
 
-def program_directory(path: Path) -> str | None:
+def program_directory(path: Path, search_path: str | None = None) -> str | None:
     """The directory of `PATH` a file written at `path` lands in (`path` itself, for a copy into a
     directory): a file there runs in place of the program a later command names (`cp evil
     /usr/local/bin/git`, then an allowed `git status`). Only writes are judged so: reading
-    `/usr/bin/python3` is no reason to ask."""
-    directories = _program_directories(os.environ.get("PATH", ""))
+    `/usr/bin/python3` is no reason to ask. `search_path` is the `PATH` the commands run with (a
+    runtime's `shell_env` may set its own); None: this process's."""
+    directories = _program_directories(os.environ.get("PATH", "") if search_path is None else search_path)
     for candidate in (path, path.parent):
         if str(candidate) in directories:
             return f"a directory of PATH, {candidate}"
@@ -347,8 +348,8 @@ def program_directory(path: Path) -> str | None:
 
 @functools.lru_cache(maxsize=8)
 def _program_directories(search_path: str) -> frozenset[str]:
-    """The absolute directories of a `PATH` value, as written and with links resolved (the shell's
-    is the host's: `_shell.SHELL_ENV_ALLOWLIST`). A relative entry names no one directory: left out."""
+    """The absolute directories of a `PATH` value, as written and with links resolved. A relative
+    entry names no one directory: left out."""
     found: set[str] = set()
     for entry in search_path.split(os.pathsep):
         if os.path.isabs(entry):
@@ -362,8 +363,11 @@ def _relatives(path: Path, roots: Sequence[Path]) -> list[str]:
     return [path.relative_to(root).as_posix() for root in holders] or [path.as_posix()]
 
 
-def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[Path]) -> str | None:
-    """Why a shell command may write a protected path (the first reason), or None.
+def shell_protected(
+    parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[Path], search_path: str | None = None
+) -> str | None:
+    """Why a shell command may write a protected path (the first reason), or None; `search_path` is the
+    `PATH` the command runs with (`program_directory`).
 
     A redirection target or any argument naming a protected path (lexically and through links), a
     file-writing command (`shell_writers`) with an argument only known at run time, `git config`
@@ -388,7 +392,7 @@ def shell_protected(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
     if isinstance(places, str):
         return places
     makers = [part for part in parts if _may_make(part)]
-    scope = _Scope(places, roots, makers, entries_left=TREE_CHECK_MAX_ENTRIES)
+    scope = _Scope(places, roots, makers, entries_left=TREE_CHECK_MAX_ENTRIES, search_path=search_path)
     for part in parts:
         if part.unknown is not None:
             # a prefix rule never allows it, but a rule without commandPrefix (all shell commands) does
@@ -561,6 +565,8 @@ class _Scope:
     """The trees searched already (device, inode, and where a copy of it lands): none twice."""
     named: dict[tuple[str, Path], str | None] = dataclasses.field(default_factory=dict)
     """What each word names from each place (`_names_protected`), judged once per command."""
+    search_path: str | None = None
+    """The `PATH` the command runs with (`program_directory`)."""
 
 
 _CLUSTER_MAX = 64
@@ -620,7 +626,7 @@ def _names_program_directory(word: str, scope: _Scope) -> str | None:
         except (OSError, ValueError):
             real = lexical
         for path in {lexical, real}:
-            hit = program_directory(path)
+            hit = program_directory(path, scope.search_path)
             if hit is not None:
                 return hit
     return None

@@ -506,7 +506,9 @@ class ToolRuntime:
                 return None  # the tool refuses it itself
             if judged is not None:
                 judged["path"] = real
-            pattern = _protected.protected_path(real, self.workspace.roots) or _protected.program_directory(real)
+            pattern = _protected.protected_path(real, self.workspace.roots) or _protected.program_directory(
+                real, self._shell.search_path()
+            )
             if pattern is None:
                 return None
             return f"{self.workspace.display(real)} is a protected path ({pattern}): writing it changes what runs later"
@@ -517,7 +519,8 @@ class ToolRuntime:
             except ToolError:
                 cwd = self.workspace.root
             roots = self.workspace.roots
-            return await anyio.to_thread.run_sync(_protected.shell_protected, parts, cwd, roots)
+            search_path = self._shell.search_path()
+            return await anyio.to_thread.run_sync(_protected.shell_protected, parts, cwd, roots, search_path)
         return None
 
     async def _decide(

@@ -443,6 +443,11 @@ class ShellConfig:
     def redactor(self) -> Redactor:
         return redactor(extra=self.secrets)
 
+    def search_path(self) -> str:
+        """The `PATH` commands run with (`environment`'s): a `shell_env` PATH, else this process's. A
+        write into one of its directories replaces a program a later command runs (`_protected`)."""
+        return self.env.get("PATH") or SHELL_SETTINGS.get("PATH") or os.environ.get("PATH", "")
+
     def environment(self) -> dict[str, str]:
         """What a command's environment holds: allowlisted host variables without secrets, then ours."""
         allowed = (*SHELL_ENV_ALLOWLIST, *self.env_allowlist)
