@@ -152,7 +152,7 @@ class GeminiCliBackend:
                 lambda: open_history(self.launch.env, where, history, model=model, retry=params.retry)
             )
         if self.options.transport == "stream-json":
-            return await run_stream_json(self.launch, ctx)
+            return await run_stream_json(self.launch, ctx, where)
         argv = self.launch.acp_argv()
         # `session/load` looks the session up under its `cwd` parameter, not the process's cwd,
         # so resumed runs share the warm processes too.
@@ -192,4 +192,4 @@ class GeminiCliBackend:
                 "(no thoughts, no permission prompts)",
             )
         )
-        return await run_stream_json(self.launch, ctx)
+        return await run_stream_json(self.launch, ctx, where)
