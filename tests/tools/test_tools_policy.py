@@ -368,3 +368,20 @@ async def test_unexpected_exception_becomes_error_response(ws: Path) -> None:
     rt.register(boom)
     [out] = await rt.run_batch([ToolCall("1", "boom", {"x": 3})])
     assert out.response == {"error": "Tool boom failed unexpectedly: KeyError: 3"}
+
+
+def test_the_shipped_policy_is_parsed_once_and_stays_as_shipped() -> None:
+    """Every ToolRuntime (two per gemini-cli ACP run) starts from the shipped policy: it is parsed once, and
+    what a runtime derives from it (`with_toml`) is a copy that leaves it as shipped."""
+    from importlib import resources
+
+    from unified.tools._policy import DEFAULT_TIER, parse_rules
+
+    shipped = Policy.default()
+    assert Policy.default() is shipped
+    text = resources.files("unified.tools").joinpath("default_policy.toml").read_text(encoding="utf-8")
+    fresh = Policy(tuple(parse_rules(text, source="default", tier=DEFAULT_TIER)))
+    assert shipped == fresh
+    extended = shipped.with_toml('[[rule]]\ntoolName = "*"\ndecision = "deny"\npriority = 0\n')
+    assert len(extended.rules) == len(shipped.rules) + 1
+    assert Policy.default() == fresh

@@ -11,6 +11,7 @@ tier + priority / 1000 (default 1, session "allow always" 3, user file 4), as th
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import posixpath
 import re
@@ -394,9 +395,8 @@ class Policy:
 
     @classmethod
     def default(cls) -> Policy:
-        """The shipped `default_policy.toml`."""
-        text = resources.files("unified.tools").joinpath("default_policy.toml").read_text(encoding="utf-8")
-        return cls(tuple(parse_rules(text, source="default", tier=DEFAULT_TIER)))
+        """The shipped `default_policy.toml`, read and parsed once per process (`_shipped_policy`)."""
+        return _shipped_policy()
 
     def with_rules(self, rules: Sequence[Rule]) -> Policy:
         return Policy((*self.rules, *rules))
@@ -449,3 +449,13 @@ def session_rule(tool: str, args: Mapping[str, Any], mode: ApprovalMode) -> Rule
 
 
 publish("unified.tools", ["Decision", "Policy", "PolicyError", "Rule", "Verdict"], globals())
+
+
+@functools.cache
+def _shipped_policy() -> Policy:
+    """The shipped `default_policy.toml` as a `Policy`, parsed on first use only: every `ToolRuntime` starts
+    from it (two per gemini-cli ACP run, built between `session/new` and `session/prompt`, where parsing the
+    TOML each time cost ~1 ms before the prompt was sent). A `Policy` and its rules are frozen (`with_*`
+    return copies), and the file is part of the installed package, so one parse serves every run."""
+    text = resources.files("unified.tools").joinpath("default_policy.toml").read_text(encoding="utf-8")
+    return Policy(tuple(parse_rules(text, source="default", tier=DEFAULT_TIER)))

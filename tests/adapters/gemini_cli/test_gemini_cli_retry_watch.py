@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 
 from unified._adapters.gemini_cli._outcome import retry_note
-from unified._adapters.gemini_cli._retry_watch import DEBUG_LOG_ENV, DebugLog, RetryWatch, debug_log_env
+from unified._adapters.gemini_cli._retry_watch import (
+    DEBUG_LOG_ENV,
+    DebugLog,
+    RetryWatch,
+    debug_log_env,
+    sweep_debug_logs,
+)
 from unified.errors import BackendUnavailable, UnifiedError
 
 pytestmark = pytest.mark.anyio
@@ -163,3 +169,25 @@ def test_the_logs_a_crashed_run_left_are_swept_and_nothing_else(tmp_path: Path) 
     first.remove()
     assert not first.path.exists()
     assert not second.path.exists()
+
+
+def test_a_run_may_sweep_after_its_process_started_and_never_its_own_log() -> None:
+    """`sweep=False` makes the log and leaves the crashed runs' logs for `sweep_debug_logs`, which a run calls
+    once its process is started (off the way to its first output); the sweep spares the `keep` log, even
+    unheld (a file system without locks), and still removes the stale ones."""
+    _, first = debug_log_env({})
+    folder = first.path.parent
+    stale = folder / f"{'d' * 32}.log"
+    stale.write_text("[DEBUG] a crashed run's\n")
+    _, mine = debug_log_env({}, sweep=False)
+    assert stale.exists()  # not swept before the process starts
+    unheld = folder / f"{'e' * 32}.log"
+    unheld.write_text("[DEBUG] this run's, its lock refused\n")
+    sweep_debug_logs(keep=unheld.name)
+    assert not stale.exists()
+    assert unheld.exists()
+    assert mine.path.exists()  # held by its run
+    assert first.path.exists()
+    unheld.unlink()
+    mine.remove()
+    first.remove()

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 
 from unified._adapters.gemini_cli._outcome import error_from_exit
-from unified._adapters.gemini_cli._retry_watch import DebugLog, debug_log_env
+from unified._adapters.gemini_cli._retry_watch import DebugLog, debug_log_env, sweep_debug_logs
 from unified._binary.jsonrpc import ConnectionClosed, JsonRpcConnection, Message, RpcError, as_dict
 from unified._binary.pool import DEFAULT_IDLE_TTL, DEFAULT_SIZE, ProcessWide, WarmPool
 from unified._binary.process import ProcessStarter
@@ -79,7 +79,7 @@ class AcpConnection(JsonRpcConnection):
 async def connect(start: ProcessStarter, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> AcpConnection:
     """Start the agent (with a debug log of its own: `_retry_watch`) and `initialize` it; a process that fails to
     is a typed error with its exit."""
-    env, log = debug_log_env(env)
+    env, log = debug_log_env(env, sweep=False)  # the crashed runs' logs are swept once the process is started
     try:
         process = start(argv, cwd, env)
     except BaseException:
@@ -87,6 +87,7 @@ async def connect(start: ProcessStarter, argv: Sequence[str], cwd: Path, env: Ma
         raise
     connection = AcpConnection(process, log)
     try:
+        sweep_debug_logs(keep=log.path.name)  # while node starts, before it can read `initialize`
         with anyio.fail_after(INITIALIZE_TIMEOUT_S):
             info = await connection.request("initialize", initialize_params())
     except TimeoutError:

@@ -22,7 +22,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
-import platformdirs
 
 from unified._adapters.gemini_cli._acp import AcpConnection, AcpPool, connect, default_pool
 from unified._adapters.gemini_cli._chat_files import ChatFiles, gemini_home, repair_session
@@ -34,6 +33,7 @@ from unified._adapters.gemini_cli._relocate import check_session_id, gather, ses
 from unified._adapters.gemini_cli._run import AcpRun
 from unified._adapters.gemini_cli._shared_sessions import shared_files
 from unified._adapters.gemini_cli._stream_json import run_stream_json
+from unified._binary.environment import cache_folder
 from unified._binary.pool import pool_key
 from unified._binary.shared import run_shared, shared_store
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
@@ -46,9 +46,14 @@ __all__ = ["GeminiCliBackend"]
 
 
 def _workdir() -> Path:
-    """A neutral cwd for the processes: the CLI files a startup session under its cwd's project."""
-    path = Path(platformdirs.user_cache_dir("unified")) / "gemini-cli" / "workdir"
-    path.mkdir(parents=True, exist_ok=True)
+    """A neutral cwd for the processes: the CLI files a startup session under its cwd's project.
+
+    Asked before every ACP process is started (and before the pool is looked at: it is part of the key):
+    unified's cache folder as `cache_folder` knows it (platformdirs asked again only when the environment
+    changed), and one `stat` when the folder is there (a `mkdir` of an existing one fails, and then stats)."""
+    path = cache_folder(BACKEND) / "workdir"
+    if not path.is_dir():
+        path.mkdir(parents=True, exist_ok=True)
     return path
 
 
@@ -152,7 +157,7 @@ class GeminiCliBackend:
                 lambda: open_history(self.launch.env, where, history, model=model, retry=params.retry)
             )
         if self.options.transport == "stream-json":
-            return await run_stream_json(self.launch, ctx)
+            return await run_stream_json(self.launch, ctx, where)
         argv = self.launch.acp_argv()
         # `session/load` looks the session up under its `cwd` parameter, not the process's cwd,
         # so resumed runs share the warm processes too.
@@ -192,4 +197,4 @@ class GeminiCliBackend:
                 "(no thoughts, no permission prompts)",
             )
         )
-        return await run_stream_json(self.launch, ctx)
+        return await run_stream_json(self.launch, ctx, where)

@@ -84,8 +84,28 @@ class PermissionGate:
             "include_directories": params.include_directories,
             "approval_mode": params.approval_mode,
         }
-        self.runtime: ToolRuntime = ToolRuntime(cwd, ask=ask if params.on_user_input is not None else None, **common)
-        self.quiet: ToolRuntime = ToolRuntime(cwd, **common)
+        self._asking: ToolRuntime | None = ToolRuntime(
+            cwd, ask=ask if params.on_user_input is not None else None, **common
+        )
+        self._quiet_args = (cwd, common)
+        self._quiet: ToolRuntime | None = None
+
+    @property
+    def runtime(self) -> ToolRuntime:
+        """The runtime that decides (and asks): once the gate is closed, the quiet one (`aclose`)."""
+        return self._asking if self._asking is not None else self.quiet
+
+    @property
+    def quiet(self) -> ToolRuntime:
+        """The same table without anyone to ask, made at its first use: a gate is made between `session/new`
+        and `session/prompt`, where a second runtime (~0.1 ms) delayed the prompt the CLI waits for, and most
+        runs never relabel a decision."""
+        if self._quiet is None:
+            from unified.tools import ToolRuntime
+
+            cwd, common = self._quiet_args
+            self._quiet = ToolRuntime(cwd, **common)
+        return self._quiet
 
     async def decide(self, call: ToolCall) -> PermissionDecision:
         return await self.runtime.decide(call)
@@ -104,11 +124,13 @@ class PermissionGate:
         )
 
     async def aclose(self) -> None:
-        await self.runtime.aclose()
-        await self.quiet.aclose()
+        asking, self._asking = self._asking, None
+        if asking is not None:
+            await asking.aclose()
+        if self._quiet is not None:
+            await self._quiet.aclose()
         # The asking runtime holds the bridge's `_ask` and the bridge holds this gate: dropped here, a finished
         # run with `on_user_input` is freed at once, not left to the cycle collector.
-        self.runtime = self.quiet
 
 
 class PermissionBridge:

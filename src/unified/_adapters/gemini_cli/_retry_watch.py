@@ -23,10 +23,19 @@ from pathlib import Path
 
 from unified._adapters.gemini_cli._outcome import provider_down, retries_spent, retry_note
 from unified._binary.environment import cache_folder
-from unified._binary.held_files import FLAGS, let_go, open_folder, sweep
+from unified._binary.held_files import FLAGS, let_go, open_folder
+from unified._binary.held_files import sweep as sweep_stale
 from unified._redaction import clip
 
-__all__ = ["CONNECT_ATTEMPTS", "DEBUG_LOG_ENV", "WATCH_INTERVAL_S", "DebugLog", "RetryWatch", "debug_log_env"]
+__all__ = [
+    "CONNECT_ATTEMPTS",
+    "DEBUG_LOG_ENV",
+    "WATCH_INTERVAL_S",
+    "DebugLog",
+    "RetryWatch",
+    "debug_log_env",
+    "sweep_debug_logs",
+]
 
 DEBUG_LOG_ENV = "GEMINI_DEBUG_LOG_FILE"
 CONNECT_ATTEMPTS = 2
@@ -36,6 +45,8 @@ WATCH_INTERVAL_S = 0.25
 """How often a prompt's run looks at the debug log (one `stat`, a read when it grew)."""
 _MAX_READ = 1 << 20
 """At most this much of the log is read at one look (the rest at the next)."""
+_LOG_FOLDER = "gemini-debug"
+"""unified's cache folder of the debug logs it makes."""
 _LOG_NAME = re.compile(r"[0-9a-f]{32}\.log\Z")
 """The name of a debug log unified made (and so may sweep)."""
 
@@ -76,17 +87,22 @@ class DebugLog:
             let_go(held, self.path)
 
 
-def debug_log_env(env: Mapping[str, str]) -> tuple[dict[str, str], DebugLog]:
+def debug_log_env(env: Mapping[str, str], *, sweep: bool = True) -> tuple[dict[str, str], DebugLog]:
     """The environment to start one CLI process with, its debug log named in it: the caller's own
     GEMINI_DEBUG_LOG_FILE when it set one, else a new file only the user can read, in unified's cache
-    folder, held until `DebugLog.remove` (the logs of crashed runs in that folder are removed first)."""
+    folder, held until `DebugLog.remove` (the logs of crashed runs in that folder are removed first).
+
+    `sweep=False` leaves that removal to the caller (`sweep_debug_logs`), which makes it once the process
+    is started: the logs of crashed runs need not go before the CLI starts, and the sweep (a listing and a
+    lock tried per file) then costs nothing on the way to its first output."""
     given = env.get(DEBUG_LOG_ENV)
     if given:
         return dict(env), DebugLog(Path(given))
-    folder_path = cache_folder("gemini-debug")
+    folder_path = cache_folder(_LOG_FOLDER)
     folder = open_folder(folder_path)
     try:
-        sweep(folder, _LOG_NAME)
+        if sweep:
+            sweep_stale(folder, _LOG_NAME)
         name = f"{uuid.uuid4().hex}.log"
         fd = os.open(name, os.O_CREAT | os.O_EXCL | os.O_RDONLY | FLAGS, 0o600, dir_fd=folder)
     finally:
@@ -95,6 +111,16 @@ def debug_log_env(env: Mapping[str, str]) -> tuple[dict[str, str], DebugLog]:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     path = folder_path / name
     return {**env, DEBUG_LOG_ENV: str(path)}, DebugLog(path, held=fd)
+
+
+def sweep_debug_logs(keep: str = "") -> None:
+    """Remove the debug logs of crashed runs from unified's folder of them (`held_files.sweep`: only logs
+    nobody holds), but `keep` (a log of this run's, whatever its hold)."""
+    folder = open_folder(cache_folder(_LOG_FOLDER))
+    try:
+        sweep_stale(folder, _LOG_NAME, keep)
+    finally:
+        os.close(folder)
 
 
 class RetryWatch:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -21,7 +22,7 @@ from unified._adapters.gemini_cli._launch import GEMINI_CLI, Launch
 from unified._adapters.gemini_cli._outcome import DEFAULT_BASE_URL, error_from_exit
 from unified._adapters.gemini_cli._relocate import SESSION_ID, session_lease
 from unified._adapters.gemini_cli._replays import Folding, MessageEnd, Shown
-from unified._adapters.gemini_cli._retry_watch import WATCH_INTERVAL_S, RetryWatch, debug_log_env
+from unified._adapters.gemini_cli._retry_watch import WATCH_INTERVAL_S, RetryWatch, debug_log_env, sweep_debug_logs
 from unified._adapters.gemini_cli._translate import Item, TurnBoundary
 from unified._binary.framing import parse_object
 from unified._binary.jsonrpc import as_dict
@@ -173,15 +174,18 @@ def _count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-async def run_stream_json(launch: Launch, ctx: RunContext) -> RunOutcome:
+async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutcome:
+    """One `gemini -p` run in `cwd` (the run's cwd, resolved once by the backend).
+
+    Only what the child needs at its start comes before the spawn (its argv, its environment and the files
+    both name, a resume's checks and repair); what only its output needs (the translator and its capability
+    snapshot, the debug-log sweep) is made after it, while node starts (~0.5 s at least)."""
     params = ctx.params
-    cwd = params.cwd.expanduser().resolve()
     argv = [str(launch.binary), "-p", params.prompt, "--output-format", "stream-json"]
     argv += ["--approval-mode", STREAM_JSON_MODES[params.approval_mode]]
     if launch.fake_responses is not None:
         argv += ["--fake-responses", str(launch.fake_responses)]
     argv += launch.headless_policy_flags(protect_paths=params.approval_mode != "yolo")
-    home = gemini_home(launch.env)
     guard: ResumeGuard | None = None
     session_model = None
     leased = False
@@ -189,31 +193,37 @@ async def run_stream_json(launch: Launch, ctx: RunContext) -> RunOutcome:
         info = ChatFiles(launch.env).resolve(params.resume, str(cwd))
         session_model = info.model
         argv += ["--resume", info.session_id]  # the CLI takes no prefix: always the full id
-        guard = ResumeGuard(home, info.session_id)
-        guard.before()
+        guard = ResumeGuard(gemini_home(launch.env), info.session_id)
+        guard.before()  # before the spawn: the CLI reads the session at its start
     argv += ["-m", launch.model_for(session_model)]  # always concrete: never the router's detour
-    translator = StreamJsonTranslator(
-        cwd=str(cwd), resumed=guard is not None, capabilities=snapshot(STREAM_JSON_COLUMN)
-    )
-    env, log = debug_log_env(launch.env)  # the CLI's retries are told only there (`_retry_watch`)
-    try:
-        child = AgentSubprocess(argv, cwd=cwd, env=env, stdin=False, hint=GEMINI_CLI.install_hint)
-    except BaseException:
-        log.remove()
-        raise
+    # The CLI's retries are told only in its debug log (`_retry_watch`): the file is made (and named in the
+    # environment) before the spawn, the stale logs of crashed runs swept after it.
+    env, log = debug_log_env(launch.env, sweep=False)
 
     async def warn(code: str, message: str) -> None:
         await ctx.emit(WarningEvent(code=code, message=message))
 
+    # Both read where their files end now, before the CLI can write to them (a caller's own debug log may hold
+    # another run's lines; a resumed session's chat file its earlier prompts).
     url = launch.env.get("GOOGLE_GEMINI_BASE_URL") or DEFAULT_BASE_URL
     retries = RetryWatch(log, warn, url, launch.max_retries)
     folding = Folding()  # the CLI's silent mid-stream retries (`_replays`), with the session's chat file:
-    if guard is not None:  # a resume's from its end now (its earlier prompts are not this run's)
-        folding.chat = ChatRecords(home, guard.session_id)
-        folding.chat.start()
+    try:
+        if guard is not None:  # a resume's from its end now (its earlier prompts are not this run's)
+            folding.chat = ChatRecords(guard.home, guard.session_id)
+            folding.chat.start()
+        child = AgentSubprocess(argv, cwd=cwd, env=env, stdin=False, hint=GEMINI_CLI.install_hint)
+    except BaseException:
+        log.remove()
+        raise
     # A new session's lease, once its id comes (`_relocate.session_lease`; a resume's is the backend's).
     leases = contextlib.AsyncExitStack()
     try:
+        sweep_debug_logs(keep=log.path.name)
+        home = gemini_home(launch.env)
+        translator = StreamJsonTranslator(
+            cwd=str(cwd), resumed=guard is not None, capabilities=snapshot(STREAM_JSON_COLUMN)
+        )
         async with leases:
             done = anyio.Event()  # the ticker's end: set, not cancelled (`every`)
             try:
