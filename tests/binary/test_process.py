@@ -4,6 +4,7 @@ group ended on close (checked on the grandchild's pid), a bounded and redacted s
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import select
 import subprocess
@@ -20,7 +21,7 @@ import pytest
 import unified._binary.process as process_module
 from tests.hang_guard import HANG_GUARD_S
 from unified._binary.install import BinarySpec, probe_version
-from unified._binary.process import STDERR_TAIL_BYTES, AgentSubprocess
+from unified._binary.process import PIPED_ENV_MAX_BYTES, STDERR_TAIL_BYTES, AgentSubprocess, PipedEnv
 from unified.backends import MalformedLine
 from unified.errors import BackendUnavailable
 
@@ -217,6 +218,62 @@ async def test_the_stderr_tail_is_bounded_and_redacted(tmp_path: Path) -> None:
     assert tail.endswith("the key is [REDACTED]\n")
     assert secret not in tail
     await process.close()
+
+
+PIPE_READER = """
+    import json, os, sys
+    fd = int(os.environ["TEST_ENV_FD"])
+    line = b""
+    while not line.endswith(b"\\n"):
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        line += chunk
+    os.close(fd)
+    environ = open("/proc/self/environ", "rb").read().decode(errors="replace")
+    print(json.dumps({"values": json.loads(line), "environ": environ}), flush=True)
+    sys.stderr.write("the key is " + json.loads(line)["FAKE_API_KEY"] + "\\n")
+    sys.stderr.flush()
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+async def test_piped_variables_reach_the_child_through_a_pipe_not_its_environment(tmp_path: Path) -> None:
+    """`PipedEnv`: the child reads the values from the descriptor its variable names; its exec environment
+    (`/proc/<pid>/environ`, readable by the same user) never holds them; the stderr tail is redacted of them
+    too; our end of the pipe is not left open."""
+    secret = "sk-test-piped-0123456789abcdefghijkl"
+    before = set(os.listdir("/proc/self/fd"))
+    process = AgentSubprocess(
+        [sys.executable, "-c", textwrap.dedent(PIPE_READER)],
+        cwd=tmp_path,
+        env=dict(os.environ),
+        piped=PipedEnv("TEST_ENV_FD", {"FAKE_API_KEY": secret, "GONE": None}),
+    )
+    line = await process.receive()
+    assert line is not None, process.stderr_tail()
+    seen = json.loads(line)
+    assert seen["values"] == {"FAKE_API_KEY": secret, "GONE": None}
+    assert "TEST_ENV_FD=" in seen["environ"]
+    assert secret not in seen["environ"]
+    await process.wait(HANG_GUARD_S)
+    assert process.stderr_tail() == "the key is [REDACTED]\n"
+    await process.close()
+    assert set(os.listdir("/proc/self/fd")) == before
+
+
+def test_variables_too_large_for_a_pipe_are_refused_before_the_child_starts(tmp_path: Path) -> None:
+    """Written whole before the child starts, so never more than any pipe holds: a typed error, never a hang."""
+    before = set(os.listdir("/proc/self/fd")) if sys.platform.startswith("linux") else set()
+    with pytest.raises(BackendUnavailable, match="at most"):
+        AgentSubprocess(
+            [sys.executable, "-c", "pass"],
+            cwd=tmp_path,
+            env=dict(os.environ),
+            piped=PipedEnv("TEST_ENV_FD", {"BIG": "x" * PIPED_ENV_MAX_BYTES}),
+        )
+    if sys.platform.startswith("linux"):
+        assert set(os.listdir("/proc/self/fd")) == before
 
 
 @pytest.mark.parametrize("either", [True, False], ids=["one-epoll-descriptor", "a-task-group"])

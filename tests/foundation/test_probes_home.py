@@ -57,3 +57,27 @@ def test_the_adapter_version_probe_runs_in_a_throwaway_home(isolated_home: Path,
     before = _tree(isolated_home)
     assert probe_version(GEMINI_CLI, binary, dict(os.environ)) == (0, 61, 0)
     assert _tree(isolated_home) == before
+
+
+def test_the_adapter_version_probe_gets_no_credentials(isolated_home: Path, tmp_path: Path) -> None:
+    """`gemini --version` needs no key: the probe's environment carries none of the CLI's credentials
+    (`BinarySpec.credential_env`) nor any other secret (docs/cli.md), while the rest of the caller's
+    environment still reaches it."""
+    binary = tmp_path / "bin" / "gemini"
+    binary.parent.mkdir()
+    binary.write_text(
+        "#!/bin/sh\n"
+        'if [ -n "$GEMINI_API_KEY$GOOGLE_API_KEY$GOOGLE_APPLICATION_CREDENTIALS$OPENAI_API_KEY" ]; then '
+        'echo "keyed 9.9.9"; '
+        'elif [ "$PROBE_MARK" != here ]; then echo "bare 8.8.8"; else echo 0.61.0; fi\n'
+    )
+    binary.chmod(0o755)
+    env = {
+        **os.environ,
+        "GEMINI_API_KEY": "AIza-probe-key",
+        "GOOGLE_API_KEY": "google-probe-key",
+        "GOOGLE_APPLICATION_CREDENTIALS": str(tmp_path / "adc.json"),
+        "OPENAI_API_KEY": "sk-proj-another-providers-key-0123456789",  # any secret, not only the CLI's
+        "PROBE_MARK": "here",
+    }
+    assert probe_version(GEMINI_CLI, binary, env) == (0, 61, 0)

@@ -413,7 +413,13 @@ async def test_server_error_text_quoting_the_key_is_redacted(
 
 FAILING_GEMINI = """#!/bin/sh
 if [ "$1" = "--version" ]; then echo 0.61.0; exit 0; fi
-echo "Error: API key $GEMINI_API_KEY rejected by https://x.test/?key=$GEMINI_API_KEY" >&2
+how="from its environment"
+if [ -n "$UNIFIED_GEMINI_ENV_FD" ]; then  # as key_loader.cjs gets it for the real CLI: from the pipe
+  line=$(head -n 1 "/dev/fd/$UNIFIED_GEMINI_ENV_FD")
+  GEMINI_API_KEY=$(printf '%s' "$line" | sed -n 's/.*"GEMINI_API_KEY":"\\([^"]*\\)".*/\\1/p')
+  how="by pipe"
+fi
+echo "Error: API key $GEMINI_API_KEY rejected by https://x.test/?key=$GEMINI_API_KEY (the key came $how)" >&2
 exit 1
 """
 
@@ -431,6 +437,7 @@ async def test_gemini_cli_stderr_quoting_the_key_is_redacted(
     assert_events_clean(events)
     errors = [e for e in events if isinstance(e, ErrorEvent)]
     assert any(f"API key {REDACTED} rejected" in e.message for e in errors), errors  # the stderr got through
+    assert any("the key came by pipe" in e.message for e in errors), errors  # never in the CLI's environment
 
 
 # --- the stream guard, one event kind at a time -------------------------------------------------

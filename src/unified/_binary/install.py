@@ -30,6 +30,7 @@ import platformdirs
 
 from unified._binary.environment import EnvPolicy, FileSignature, child_env, file_signature
 from unified._files import open_regular
+from unified._redaction import is_secret
 from unified.errors import BackendUnavailable
 
 __all__ = [
@@ -86,6 +87,9 @@ class BinarySpec:
     """Variables naming its home: a version probe points them at a throwaway folder."""
     probe_env: Mapping[str, str] = field(default_factory=dict)
     """More variables for the version probe (a quicker start)."""
+    credential_env: tuple[str, ...] = ()
+    """Variables carrying its credentials: left out of the version probe's environment (`--version` needs
+    no key, and a key is best where nothing that does not need it can read it)."""
     min_node: Version = (20, 0, 0)
     """The oldest Node.js npm installs it with (and, when `runs_on_node`, that runs it)."""
     runs_on_node: bool = True
@@ -224,8 +228,14 @@ def probe_version(spec: BinarySpec, binary: Path, env: Mapping[str, str]) -> Ver
     if text is None:
         try:
             with tempfile.TemporaryDirectory(prefix=f"unified-{spec.name}-version-") as home:
+                # `--version` needs no key: none of the binary's credentials, nothing that looks like a secret
+                parent = {
+                    name: value
+                    for name, value in env.items()
+                    if name not in spec.credential_env and not is_secret(name, value)
+                }
                 probe = child_env(
-                    EnvPolicy(), parent=env, extra=spec.probe_env, home=Path(home), home_vars=spec.home_vars
+                    EnvPolicy(), parent=parent, extra=spec.probe_env, home=Path(home), home_vars=spec.home_vars
                 )
                 done = subprocess.run(
                     [str(binary), "--version"],

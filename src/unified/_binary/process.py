@@ -26,12 +26,19 @@ Decisions:
   read still goes on until the pipe is empty, so no edge is ever missed.
 - The stderr tail is bounded and redacted with the child's own environment, so a secret passed
   only to the child (an API key in the backend's `env` option) never reaches an error message.
+- Secrets by pipe (`PipedEnv`): a process's exec environment stays readable for its life by every
+  process of the same user (`/proc/<pid>/environ`, `ps eww`), so a command the binary runs for a model
+  could read a key there. A backend whose binary can take variables another way (the gemini CLI: a
+  preload of node, `_adapters/gemini_cli/_launch.py`) hands them over through a pipe the child inherits:
+  written whole (one JSON line) and its write end closed before the child starts, so the child's read
+  never waits on us; our read end is closed once the child has its copy. POSIX only (`pass_fds`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import select
 import signal
@@ -39,6 +46,7 @@ import subprocess
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -52,8 +60,10 @@ from unified.backends import AgentProcess, MalformedLine
 from unified.errors import BackendUnavailable
 
 __all__ = [
+    "PIPED_ENV_MAX_BYTES",
     "STDERR_TAIL_BYTES",
     "AgentSubprocess",
+    "PipedEnv",
     "Process",
     "ProcessStarter",
     "StderrTail",
@@ -107,6 +117,40 @@ class StderrTail:
         return clean(text) if clean is not None else text
 
 
+PIPED_ENV_MAX_BYTES = 4096
+"""The most a `PipedEnv` message may take: what any pipe holds unread (Linux's page, a quarter of macOS's
+16 KiB), so writing it whole before the child starts never blocks. Keys take a few dozen bytes."""
+
+
+@dataclass(frozen=True, slots=True)
+class PipedEnv:
+    """Variables handed to the child through an inherited pipe, never its exec environment (see the module
+    docstring): the child finds the pipe's descriptor number in its variable `fd_var` and reads one line, a
+    JSON object of names to values (a null value: a variable to delete)."""
+
+    fd_var: str
+    values: Mapping[str, str | None]
+
+
+def _piped_env_fd(piped: PipedEnv) -> int:
+    """The read end of a pipe that holds `piped.values` as one JSON line, its write end already closed (the
+    child reads to the line's end, or to the end of the pipe if something broke, and never waits on us)."""
+    message = (json.dumps(dict(piped.values), separators=(",", ":")) + "\n").encode()
+    if len(message) > PIPED_ENV_MAX_BYTES:
+        raise ValueError(f"{len(message)} bytes of variables for the child's pipe; at most {PIPED_ENV_MAX_BYTES}")
+    read_fd, write_fd = os.pipe()  # both non-inheritable: only `pass_fds` gives the child the read end
+    try:
+        os.set_blocking(write_fd, False)  # a pipe that holds less than promised fails here, never hangs
+        if os.write(write_fd, message) != len(message):
+            raise OSError("the pipe took only part of the child's variables")
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)
+    return read_fd
+
+
 class AgentSubprocess(AgentProcess):
     """The binary as a child process: see the module docstring."""
 
@@ -119,21 +163,32 @@ class AgentSubprocess(AgentProcess):
         stdin: bool = True,
         line_limit: int = MAX_LINE_BYTES,
         hint: str | None = None,
+        piped: PipedEnv | None = None,
     ) -> None:
         """`stdin=False` gives the child /dev/null (a CLI that reads a piped stdin to its end first);
-        `hint` is what a `BackendUnavailable` says to do when the binary cannot be started."""
+        `hint` is what a `BackendUnavailable` says to do when the binary cannot be started; `piped`, variables
+        handed over through a pipe, not `env` (POSIX only: see the module docstring)."""
+        child_env = dict(env)
+        read_fd: int | None = None
         try:
+            if piped is not None:
+                read_fd = _piped_env_fd(piped)
+                child_env[piped.fd_var] = str(read_fd)
             self.popen = subprocess.Popen(
                 list(argv),
                 cwd=cwd,
-                env=dict(env),
+                env=child_env,
                 stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
+                pass_fds=() if read_fd is None else (read_fd,),
             )
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             raise BackendUnavailable(f"could not start {argv[0]}: {exc}", hint=hint) from exc
+        finally:
+            if read_fd is not None:
+                os.close(read_fd)  # the child has its own copy: what it does not read goes with it
         popen = self.popen
         self._group = ProcessGroup(popen.pid, lambda: popen.returncode is not None)
         """Its process group: taken now, while nothing can have reaped the leader."""
@@ -155,7 +210,7 @@ class AgentSubprocess(AgentProcess):
         self._watch: _LoopWatch | None = None
         """The asyncio loop's lasting reader of `_either`, for the loop it was made on."""
         self._name = str(argv[0])
-        self._redact = redactor(env)
+        self._redact = redactor(env if piped is None else {**env, **_strings(piped.values)})
         self._tail = StderrTail()
         self._framer = LineFramer(line_limit)
         self._lines: deque[str | MalformedLine] = deque()
@@ -577,6 +632,11 @@ def descendants(root: int) -> frozenset[Process]:
             found.add(process)
             pending.extend(children.get(process[0], []))
     return frozenset(found)
+
+
+def _strings(values: Mapping[str, str | None]) -> dict[str, str]:
+    """The set variables of `values` (those not deleted): what the stderr tail is redacted of besides `env`."""
+    return {name: value for name, value in values.items() if value is not None}
 
 
 def start_subprocess(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> AgentSubprocess:

@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from unified._adapters.gemini_cli._launch import SYSTEM_SETTINGS_ENV, gemini_env
+import unified._adapters.gemini_cli._launch as launch_module
+from unified._adapters.gemini_cli._launch import (
+    ENV_FD_VAR,
+    KEY_LOADER,
+    SYSTEM_SETTINGS_ENV,
+    credentials_by_pipe,
+    gemini_env,
+)
+from unified.errors import BackendUnavailable
 
 
 def _half_memory_mb() -> int:
@@ -97,3 +105,52 @@ def test_the_system_settings_turn_on_the_clis_redaction_of_keys_in_commands(
         "enabled": True,
         "blocked": ["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS"],
     }
+
+
+def test_the_credentials_go_by_pipe_and_node_options_load_the_key_loader_first() -> None:
+    """docs/backends/gemini-cli.md, "Keys and the model's commands": the key leaves the exec environment (which
+    `/proc/<pid>/environ` shows for the process's life); the pipe also carries the caller's `NODE_OPTIONS`,
+    which the loader puts back, so what the CLI starts loads nothing of ours."""
+    env = {
+        "PATH": "/bin",
+        "GEMINI_API_KEY": "AIza-key",
+        "GOOGLE_API_KEY": "google-key",
+        "NODE_OPTIONS": "--max-old-space-size=512",
+        ENV_FD_VAR: "7",  # a stale one from the caller's environment is never passed on
+    }
+    launch_env, piped = credentials_by_pipe(env)
+    assert piped is not None
+    assert piped.fd_var == ENV_FD_VAR
+    assert dict(piped.values) == {
+        "GEMINI_API_KEY": "AIza-key",
+        "GOOGLE_API_KEY": "google-key",
+        "NODE_OPTIONS": "--max-old-space-size=512",
+    }
+    assert launch_env == {"PATH": "/bin", "NODE_OPTIONS": f'--require "{KEY_LOADER}" --max-old-space-size=512'}
+    _, piped = credentials_by_pipe({"GEMINI_API_KEY": "AIza-key"})
+    assert piped is not None
+    assert piped.values["NODE_OPTIONS"] is None  # none before: none for what the CLI starts
+
+
+def test_without_credentials_or_a_pipe_the_environment_is_left_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No credentials: nothing to hide, no preload. Where no descriptor can be passed (Windows), the key stays
+    in the environment, as before."""
+    env = {"PATH": "/bin", "NODE_OPTIONS": "--max-old-space-size=512"}
+    assert credentials_by_pipe(env) == (env, None)
+    monkeypatch.setattr(launch_module, "PIPES_CREDENTIALS", False)
+    keyed = {**env, "GEMINI_API_KEY": "AIza-key"}
+    assert credentials_by_pipe(keyed) == (keyed, None)
+
+
+def test_a_missing_key_loader_is_a_typed_error_not_a_cli_without_its_key(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(launch_module, "KEY_LOADER", tmp_path / "key_loader.cjs")
+    with pytest.raises(BackendUnavailable, match="key loader") as raised:
+        credentials_by_pipe({"GEMINI_API_KEY": "AIza-key"})
+    assert "reinstall unified" in (raised.value.hint or "")
+
+
+def test_node_options_quote_the_loaders_path() -> None:
+    """node splits `NODE_OPTIONS` at spaces outside double quotes, a backslash escaping inside them."""
+    assert launch_module._node_option_quoted('/a b/c"d\\e.cjs') == '"/a b/c\\"d\\\\e.cjs"'

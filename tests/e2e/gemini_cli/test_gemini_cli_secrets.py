@@ -7,10 +7,11 @@ what of it reaches the model and the events.
   settings it writes. The assertion is on what the model received, the function response the CLI sent
   back in its next request (not unified's events, whose redaction would hide a leak); the CLI still
   authenticated with the key (`saw_credential`).
-- `/proc/$PPID/environ` (up to the CLI's node process, which holds GEMINI_API_KEY) and
-  `/proc/<unified's pid>/environ`: the OpenAI and Anthropic keys of unified's environment never reach
-  the CLI's process; the Gemini key does (a limit, pinned below: docs/backends/gemini-cli.md, "Keys and
-  the model's commands"), and is replaced in every event.
+- `/proc/$PPID/environ` (up to the CLI's node process) and `/proc/<unified's pid>/environ`: the OpenAI
+  and Anthropic keys of unified's environment never reach the CLI's process; the Gemini keys reach it
+  through a pipe its node preload reads (`key_loader.cjs`), not its exec environment, so neither its
+  environ nor its open files hold them, on ACP and on stream-json (docs/backends/gemini-cli.md, "Keys and
+  the model's commands"); the key a `.env` of the workspace names does not replace the run's.
 
 One setup (`gemini_run`) serves every attack: the merge of the former test_gemini_cli_env_scrub.py and
 test_gemini_cli_secrets.py (which ran the CLI on `--fake-responses`: now on FakeGemini too, so what the
@@ -46,7 +47,16 @@ ENV_COMMAND = (
     "env | grep -a -i -E 'key|token|cred|gemini|google|^home='; echo '--- printenv'; "
     "printenv GEMINI_API_KEY; printenv GOOGLE_API_KEY; printenv GOOGLE_APPLICATION_CREDENTIALS; echo '--- end'"
 )
-PARENT_COMMAND = "tr '\\0' '\\n' < /proc/$PPID/environ | grep -a -i -E 'api_key'; echo '--- end'"
+PARENT_COMMAND = (
+    "tr '\\0' '\\n' < /proc/$PPID/environ | grep -a -i -E 'api_key|credentials|unified_gemini_env_fd'; "
+    "echo '--- fds'; ls -l /proc/$PPID/fd; "
+    # the CLI's open regular files, read for a key (never its pipes or sockets: a read could block or steal)
+    'for f in /proc/$PPID/fd/*; do [ -f "$f" ] && '
+    "grep -a -o -E 'AIza[0-9A-Za-z_-]{8,}|gk-[0-9A-Za-z]{8,}' \"$f\" 2>/dev/null; done; "
+    "echo '--- end'"
+)
+DOTENV_KEY = "AIzaSyD-w0rKsPaCe8Dot3nv5Key1Xy7Zq2Lm4Np"
+"""The key a `.env` file of the workspace names: the CLI loads such a file, never over a variable already set."""
 
 
 @dataclass(frozen=True)
@@ -58,16 +68,18 @@ class Seen:
     """Every request the CLI sent the model server."""
     authenticated: bool
     """The CLI sent the run's Gemini key to the model server."""
+    server: FakeGemini
+    """The model server (`saw_credential`: whether the CLI authenticated with a key)."""
 
 
-async def gemini_run(command: str, tmp_path: Path, workspace: Path) -> Seen:
-    """One run of the real binary running `command` through its run_shell_command, the run's keys (and a
-    credentials file) given in the backend's `env` option."""
+async def gemini_run(command: str, tmp_path: Path, workspace: Path, transport: str = "acp") -> Seen:
+    """One run of the real binary (over `transport`) running `command` through its run_shell_command, the
+    run's keys (and a credentials file) given in the backend's `env` option."""
     credentials = tmp_path / "adc.json"
     credentials.write_text('{"type": "authorized_user"}')
     call = FunctionCall(name="run_shell_command", args={"command": command})
     async with FakeGemini([ModelTurn(function_calls=[call]), ModelTurn(text="ok")]) as server:
-        options = backend_options_for(server, "gemini-cli", cli_home=tmp_path / "cli-home")
+        options = backend_options_for(server, "gemini-cli", cli_home=tmp_path / "cli-home") | {"transport": transport}
         env = dict(options["env"])  # type: ignore[call-overload]
         env |= {"GEMINI_API_KEY": GEMINI_KEY, "GOOGLE_API_KEY": GOOGLE_KEY}
         env["GOOGLE_APPLICATION_CREDENTIALS"] = str(credentials)
@@ -85,7 +97,7 @@ async def gemini_run(command: str, tmp_path: Path, workspace: Path) -> Seen:
         assert len(bodies) >= 2, events
         answer = bodies[1]["contents"][-1]  # the function response the model was sent
         assert "functionResponse" in str(answer), answer
-        return Seen(events, str(answer), "\n".join(map(str, bodies)), server.saw_credential(GEMINI_KEY))
+        return Seen(events, str(answer), "\n".join(map(str, bodies)), server.saw_credential(GEMINI_KEY), server)
 
 
 @pytest.fixture
@@ -118,15 +130,24 @@ async def test_the_model_reads_no_piece_of_a_key_in_the_environment_of_its_shell
     assert "adc.json" not in sent, sent  # GOOGLE_APPLICATION_CREDENTIALS is out too
 
 
-async def test_what_remains_the_environ_of_the_cli_process_itself_still_holds_the_key(
-    tmp_path: Path, workspace: Path
+@pytest.mark.parametrize("transport", ["acp", "stream-json"])
+async def test_the_cli_process_holds_the_key_in_neither_its_environ_nor_its_open_files(
+    tmp_path: Path, workspace: Path, transport: str
 ) -> None:
-    """Documents a limit, not a wish: the shell's parent is the CLI's node process, whose environment
-    (same user) holds the key it authenticates with. If this starts failing, the CLI closed the gap."""
-    seen = await gemini_run(PARENT_COMMAND, tmp_path, workspace)
+    """The shell's parent is the CLI's node process: its exec environment (`/proc/$PPID/environ`, readable by
+    the same user for the process's whole life) holds no key, nor does any file it holds open; the pipe the
+    key came through is closed (its number, in the environ, names no pipe of ours any more). The CLI still
+    authenticated with the run's key, not with the one a `.env` of the workspace names."""
+    (workspace / ".env").write_text(f"GEMINI_API_KEY={DOTENV_KEY}\n")
+    seen = await gemini_run(PARENT_COMMAND, tmp_path, workspace, transport)
     assert seen.authenticated
+    assert not seen.server.saw_credential(DOTENV_KEY), "the key of the workspace's .env replaced the run's"
+    assert "--- fds" in seen.answer, seen.answer
     assert "--- end" in seen.answer, seen.answer
-    assert pieces(GEMINI_KEY, seen.answer) != [], seen.answer
+    assert pieces(GEMINI_KEY, seen.answer) == [], seen.answer
+    assert pieces(GOOGLE_KEY, seen.answer) == [], seen.answer
+    assert "adc.json" not in seen.answer, seen.answer
+    assert "UNIFIED_GEMINI_ENV_FD=" in seen.answer, seen.answer  # the key came by pipe
 
 
 async def test_a_shell_command_reading_the_environ_of_the_cli_and_of_unified_gets_no_key_out(

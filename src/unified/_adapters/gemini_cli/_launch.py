@@ -24,6 +24,13 @@ option, and three additions of ours:
   `NODE_COMPILE_CACHE` (unified's cache folder, `node-compile-cache`) and checks it against each
   module's source, so later starts skip that work: 2.28 -> 1.86 s of CPU here on Node 22.23 (medians). Older
   Node ignores the variable. A caller's own `NODE_COMPILE_CACHE` or `NODE_DISABLE_COMPILE_CACHE` wins.
+
+The credentials (`CREDENTIAL_ENV`) stay in `Launch.env` (the pool key, the redaction of the stderr tail) but
+not in the exec environment of the process (`start_gemini`, `credentials_by_pipe`): on POSIX they reach the
+CLI through an inherited pipe that `key_loader.cjs`, preloaded by node, reads into `process.env` before the
+CLI's code runs, so `/proc/<the CLI's pid>/environ`, which a command the model runs can read, never holds
+them (docs/backends/gemini-cli.md, "Keys and the model's commands"). On Windows (no `pass_fds`) they stay
+in the environment.
 """
 
 from __future__ import annotations
@@ -43,19 +50,24 @@ from typing import Any
 from unified._adapters.gemini_cli._options import GeminiCliOptions
 from unified._binary.environment import EnvPolicy, FileSignature, cache_file, cache_folder, child_env, file_signature
 from unified._binary.install import BinarySpec, locate, require_node
-from unified._binary.process import AgentSubprocess
+from unified._binary.process import AgentSubprocess, PipedEnv
 from unified._files import read_regular
+from unified.errors import BackendUnavailable
 from unified.tools import protected_path_patterns
 from unified.types import ExecuteParams
 
 __all__ = [
     "BACKEND",
     "CLI_NAMES",
+    "CREDENTIAL_ENV",
     "DEFAULT_MODEL",
+    "ENV_FD_VAR",
     "GEMINI_CLI",
+    "KEY_LOADER",
     "PINNED_VERSION",
     "SYSTEM_SETTINGS_ENV",
     "Launch",
+    "credentials_by_pipe",
     "gemini_env",
     "gemini_file",
     "policy_rules",
@@ -64,6 +76,9 @@ __all__ = [
 ]
 
 BACKEND = "gemini-cli"
+CREDENTIAL_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS")
+"""The variables that carry the CLI's credentials: never in its exec environment where a pipe can carry them
+(`credentials_by_pipe`), never given to a version probe."""
 PINNED_VERSION = "0.61.0"
 GEMINI_CLI = BinarySpec(
     name=BACKEND,
@@ -78,8 +93,8 @@ GEMINI_CLI = BinarySpec(
     title="the gemini CLI",
     home_vars=("HOME", "GEMINI_CLI_HOME"),  # the CLI writes into its home even for --version
     probe_env={"GEMINI_CLI_NO_RELAUNCH": "true"},
+    credential_env=CREDENTIAL_ENV,  # `--version` needs none
 )
-CREDENTIAL_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS")
 AUTH_ENV = (
     *CREDENTIAL_ENV,
     "GOOGLE_GENAI_USE_VERTEXAI",
@@ -183,9 +198,50 @@ def _half_memory_mb() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (2 * 1024 * 1024)
 
 
-def start_gemini(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> AgentSubprocess:
-    """The default `start_process`: the `gemini --acp` subprocess."""
-    return AgentSubprocess(argv, cwd=cwd, env=env, hint=GEMINI_CLI.install_hint)
+KEY_LOADER = Path(__file__).with_name("key_loader.cjs")
+"""The preload (package data) that reads the piped credentials into the CLI's `process.env`."""
+ENV_FD_VAR = "UNIFIED_GEMINI_ENV_FD"
+"""Where `KEY_LOADER` finds the pipe's descriptor number (it removes the variable)."""
+KEY_LOADER_EXIT = 78
+"""The exit code of a CLI whose `KEY_LOADER` could not read the pipe (`_outcome.EXIT_CODES`)."""
+PIPES_CREDENTIALS = os.name == "posix"
+"""Whether the credentials go by pipe: POSIX has `pass_fds`; Windows keeps them in the environment."""
+
+
+def credentials_by_pipe(env: Mapping[str, str]) -> tuple[dict[str, str], PipedEnv | None]:
+    """The CLI's exec environment and what goes through the pipe (see the module docstring).
+
+    The credentials leave the environment; `NODE_OPTIONS` gets `--require <KEY_LOADER>` first, and the pipe
+    carries its value as it was (or its deletion), which the loader puts back, so what the CLI starts (the
+    model's commands, MCP servers) sees the `NODE_OPTIONS` it would have seen and loads no preload of ours.
+    Without credentials, or where no pipe can be passed, `env` as it is. A missing loader is a
+    `BackendUnavailable` (a broken install), never a CLI started without its key.
+    """
+    secrets = {name: env[name] for name in CREDENTIAL_ENV if name in env}
+    if not secrets or not PIPES_CREDENTIALS:
+        return dict(env), None
+    if not KEY_LOADER.is_file():
+        raise BackendUnavailable(
+            f"unified's key loader for the gemini CLI is missing ({KEY_LOADER})",
+            hint="reinstall unified: pip install --force-reinstall unified",
+        )
+    theirs = env.get("NODE_OPTIONS")
+    launch_env = {name: value for name, value in env.items() if name not in secrets and name != ENV_FD_VAR}
+    launch_env["NODE_OPTIONS"] = f"--require {_node_option_quoted(str(KEY_LOADER))}" + (f" {theirs}" if theirs else "")
+    return launch_env, PipedEnv(ENV_FD_VAR, {**secrets, "NODE_OPTIONS": theirs})
+
+
+def _node_option_quoted(text: str) -> str:
+    """`text` as one argument of `NODE_OPTIONS`, which node splits at spaces outside double quotes (inside
+    them a backslash escapes the next character)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def start_gemini(argv: Sequence[str], cwd: Path, env: Mapping[str, str], *, stdin: bool = True) -> AgentSubprocess:
+    """The default `start_process` (the `gemini --acp` subprocess), and stream-json's `gemini -p` (`stdin=False`):
+    the credentials by pipe (`credentials_by_pipe`)."""
+    launch_env, piped = credentials_by_pipe(env)
+    return AgentSubprocess(argv, cwd=cwd, env=launch_env, stdin=stdin, hint=GEMINI_CLI.install_hint, piped=piped)
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,7 @@ EXIT_CODES: dict[int, str] = {
     53: "the session hit its turn limit",
     54: "a tool failed fatally",
     55: "the workspace is not trusted",
+    78: "unified's key loader (key_loader.cjs, preloaded by node) could not read the credentials unified piped it",
     130: "cancelled (SIGINT)",
 }
 

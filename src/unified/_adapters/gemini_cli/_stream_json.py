@@ -18,7 +18,7 @@ import anyio
 
 from unified._adapters.gemini_cli._chat_files import ChatFiles, ResumeGuard, gemini_home
 from unified._adapters.gemini_cli._chat_records import ChatRecords
-from unified._adapters.gemini_cli._launch import GEMINI_CLI, Launch
+from unified._adapters.gemini_cli._launch import Launch, start_gemini
 from unified._adapters.gemini_cli._outcome import DEFAULT_BASE_URL, error_from_exit
 from unified._adapters.gemini_cli._relocate import SESSION_ID, session_lease
 from unified._adapters.gemini_cli._replays import Folding, MessageEnd, Shown
@@ -27,7 +27,6 @@ from unified._adapters.gemini_cli._translate import Item, TurnBoundary
 from unified._binary.framing import parse_object
 from unified._binary.jsonrpc import as_dict
 from unified._binary.loops import every
-from unified._binary.process import AgentSubprocess
 from unified.backends import MalformedLine, RunContext, RunOutcome
 from unified.capabilities import snapshot
 from unified.errors import BackendError, UnifiedError
@@ -212,7 +211,7 @@ async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutc
         if guard is not None:  # a resume's from its end now (its earlier prompts are not this run's)
             folding.chat = ChatRecords(guard.home, guard.session_id)
             folding.chat.start()
-        child = AgentSubprocess(argv, cwd=cwd, env=env, stdin=False, hint=GEMINI_CLI.install_hint)
+        child = start_gemini(argv, cwd, env, stdin=False)
     except BaseException:
         log.remove()
         raise
