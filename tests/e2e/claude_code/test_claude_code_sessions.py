@@ -27,7 +27,7 @@ from unified.conversations import (
     ToolResultPart,
     UserTurn,
 )
-from unified.errors import SessionInUse
+from unified.errors import SessionInUse, SessionNotFound
 from unified.events import ErrorEvent, Result, SessionStarted, UnifiedEvent, UserInputRequest, UserInputResponse
 from unified.testing import FakeAnthropic, Fault, FunctionCall
 from unified.testing import ModelTurn as Turn
@@ -285,6 +285,14 @@ async def test_a_new_session_is_refused_to_a_resume_while_its_first_run_goes_on(
             shorts.append(event.short_id)
 
     async def meanwhile(request: UserInputRequest) -> UserInputResponse:
+        # The CLI writes its session file in the background: a short id names nothing until it is there.
+        with anyio.fail_after(HANG_GUARD_S):
+            while True:
+                try:
+                    await sessions.resolve(shorts[0], backend="claude-code")
+                    break
+                except SessionNotFound:
+                    await anyio.sleep(0.05)
         inside.append(await run_claude(server, workspace, "Me too.", resume=shorts[0]))
         with pytest.raises(SessionInUse) as caught:
             await sessions.delete(shorts[0], backend="claude-code")

@@ -33,7 +33,7 @@ from unified.conversations import (
 from unified.conversations import (
     ModelTurn as ConvModelTurn,
 )
-from unified.errors import AmbiguousSession, SessionInUse
+from unified.errors import AmbiguousSession, SessionInUse, SessionNotFound
 from unified.events import ErrorEvent, Result, SessionStarted, UnifiedEvent, UserInputRequest, UserInputResponse
 from unified.testing import CODEX_MODEL, FAKE_OPENAI_KEY, FakeOpenAI, Fault, FunctionCall, ModelTurn, Thought
 
@@ -336,6 +336,14 @@ async def test_a_new_thread_is_refused_to_a_resume_while_its_first_run_goes_on(w
     refused: list[SessionInUse] = []
 
     async def meanwhile(request: UserInputRequest) -> UserInputResponse:
+        # Codex writes its rollout in the background: a short id names nothing until it is there.
+        with anyio.fail_after(HANG_GUARD_S):
+            while True:
+                try:
+                    await sessions.resolve(shorts[0], backend="codex")
+                    break
+                except SessionNotFound:
+                    await anyio.sleep(0.05)
         inside.append(await run_codex(server, workspace, "Me too.", resume=shorts[0]))
         with pytest.raises(SessionInUse) as caught:
             await sessions.delete(shorts[0], backend="codex")
