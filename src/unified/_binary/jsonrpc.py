@@ -167,6 +167,11 @@ class JsonRpcConnection:
     def close_inbox(self, key: str) -> None:
         self._sessions.pop(key, None)
 
+    @property
+    def open_inboxes(self) -> int:
+        """Route keys (sessions) with an inbox now: the runs a shared process serves at once."""
+        return len(self._sessions)
+
     # --- sending --------------------------------------------------------------------------------
 
     async def _send(self, message: Message) -> None:

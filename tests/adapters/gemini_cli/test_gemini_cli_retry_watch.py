@@ -191,3 +191,23 @@ def test_a_run_may_sweep_after_its_process_started_and_never_its_own_log() -> No
     unheld.unlink()
     mine.remove()
     first.remove()
+
+
+async def test_on_a_shared_process_a_retry_may_be_another_sessions_and_spends_no_budget(tmp_path: Path) -> None:
+    """A warm ACP process serves several runs' sessions, and its one debug log tells of all their requests. Before,
+    another session's failing request at attempt 4 ended this run (max_retries 3) with its error, and each of its
+    retries was shown as this run's own."""
+    path, watch, warnings = _watch(tmp_path, max_retries=3)
+    others = [True]
+    watch.shared = lambda: others[0]
+    _add(path, STATUS.format(n=4))
+    await watch.tick()  # no raise: maybe another session's
+    assert [code for code, _ in warnings] == ["retrying"]
+    assert "maybe another session" in warnings[0][1]
+    _add(path, REFUSED.format(n=1) + REFUSED.format(n=2))
+    with pytest.raises(BackendUnavailable):  # no connection at all: as unreachable for this run as for the others
+        await watch.tick()
+    others[0] = False
+    _add(path, STATUS.format(n=4))
+    with pytest.raises(UnifiedError):  # alone on the process: the retry is this run's, and its budget is spent
+        await watch.tick()

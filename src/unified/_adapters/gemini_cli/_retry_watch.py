@@ -128,13 +128,23 @@ class RetryWatch:
     provider cannot be reached (`tick` raises `backend_unavailable`)."""
 
     def __init__(
-        self, log: DebugLog | None, warn: Callable[[str, str], Awaitable[None]], url: str, max_retries: int
+        self,
+        log: DebugLog | None,
+        warn: Callable[[str, str], Awaitable[None]],
+        url: str,
+        max_retries: int,
+        shared: Callable[[], bool] | None = None,
     ) -> None:
         self.log = log
         self.warn = warn
         self.url = url
         self.max_retries = max_retries
         """The CLI's retries of one request the run waits for (`GeminiCliOptions.max_retries`)."""
+        self.shared = shared
+        """Whether the process serves other runs' sessions now (a warm ACP process): its log then tells of their
+        requests too, with nothing saying whose. A retry read then is shown as maybe another session's and never
+        spends this run's `max_retries` (a healthy run was ended by another's failing request); attempts that made
+        no connection still end it, as the provider is as unreachable for it as for the others."""
         self.offset = log.size() if log is not None else 0
         """What the log held before the prompt: another prompt's."""
         self.refused = 0
@@ -153,13 +163,16 @@ class RetryWatch:
             note = retry_note(line)
             if note is None:
                 continue
+            shared = self.shared is not None and self.shared()
+            whose = " (a request of this process, maybe another session's)" if shared else ""
+            said = f"gemini{whose}: {clip(note.text, 300)}"
             if not note.connect_failure:
                 self.refused = 0
-                if note.attempt > self.max_retries:  # the CLI would ask again: the run's budget is spent
+                if note.attempt > self.max_retries and not shared:  # the CLI would ask again: the budget is spent
                     raise retries_spent(note)
-                await self.warn("retrying", f"gemini: {clip(note.text, 300)}")
+                await self.warn("retrying", said)
                 continue
-            await self.warn("retrying", f"gemini: {clip(note.text, 300)}")
+            await self.warn("retrying", said)
             self.refused += 1
             if self.refused >= CONNECT_ATTEMPTS:
                 raise provider_down(self.url, note, self.refused)

@@ -183,7 +183,9 @@ class AcpRun:
         opening = self.opening
         blocks = opening.prompt if opening is not None and opening.prompt is not None else prompt_blocks(self.params)
         url = self.launch.env.get("GOOGLE_GEMINI_BASE_URL") or DEFAULT_BASE_URL
-        retries = RetryWatch(self.connection.debug_log, self._warn, url, self.launch.max_retries)  # from the log's end
+        connection = self.connection
+        shared = lambda: connection.open_inboxes > 1  # noqa: E731  # other runs' sessions on this process now
+        retries = RetryWatch(connection.debug_log, self._warn, url, self.launch.max_retries, shared)  # from its end
         request_id = await self.connection.start_request(
             "session/prompt", {"sessionId": self.session_id, "prompt": blocks}, self.setup.inbox
         )
