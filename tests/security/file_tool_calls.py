@@ -20,13 +20,6 @@ Call = Callable[..., Awaitable[ToolOutcome]]
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
 def outside(tmp_path: Path) -> Path:
     """A directory beside the workspace holding `secret.txt`."""
     directory = tmp_path / "outside"

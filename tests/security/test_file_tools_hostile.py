@@ -17,11 +17,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.security.file_tool_calls import SECRET, Call, call, error, output, outside, text_of, ws
+from tests.security.file_tool_calls import SECRET, Call, call, error, output, outside, text_of
 from unified.tools import ToolCall, ToolRuntime
 from unified.tools._paths import Workspace
 
-__all__ = ["call", "outside", "ws"]
+__all__ = ["call", "outside"]
 
 pytestmark = pytest.mark.anyio
 

@@ -71,13 +71,6 @@ def pid_in(path: Path) -> int | None:
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
 def strays() -> Iterator[Holder]:
     """What a failed test might leave, held by pidfd from the moment its pid is known (the escapee wrote it and
     sleeps on): killed at the end whatever happened, never a stranger that got a pid of theirs since."""

@@ -68,24 +68,12 @@ import anyio
 import pytest
 
 from tests.harness import hostile_mcp_server
+from tests.security.rules import allow_prefixes
 from unified.tools import PermissionAnswer, PermissionRequest, Policy, ToolCall, ToolRuntime
 from unified.tools import _shell_syntax as syntax
 from unified.types import StdioMcpServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("quiet_git")]
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return root
-
-
-def _allow(*prefixes: str) -> Policy:
-    listed = ", ".join(f'"{prefix}"' for prefix in prefixes)
-    rule = f'[[rule]]\ntoolName = "run_shell_command"\ncommandPrefix = [{listed}]\ndecision = "allow"\npriority = 100\n'
-    return Policy.default().with_toml(rule)
 
 
 # --- removing the runtime's shell settings -------------------------------------------------------
@@ -107,7 +95,7 @@ ENV_REMOVALS = [
 @pytest.mark.parametrize("command", ENV_REMOVALS)
 def test_an_allow_rule_does_not_cover_a_command_run_without_the_runtimes_variables(command: str) -> None:
     """SUCCEEDED before: each was `git status` with nothing set, so an allow rule for `git` ran it."""
-    assert _allow("git").evaluate("run_shell_command", {"command": command}, "default").decision == "ask_user"
+    assert allow_prefixes("git").evaluate("run_shell_command", {"command": command}, "default").decision == "ask_user"
 
 
 def test_the_parse_says_which_variables_a_wrapper_removes() -> None:
@@ -126,7 +114,7 @@ async def test_e2e_a_cleared_environment_does_not_reach_a_bare_repository_the_mo
     """SUCCEEDED before: auto_edit (writes allowed), a rule allowing `git`; the model writes a bare
     repository as plain files and runs git in it without GIT_CONFIG_COUNT: fsmonitor ran `touch`."""
     config = f'[core]\n\tbare = false\n\tworktree = {ws}\n\tfsmonitor = "touch {ws}/PWNED; false"\n'
-    async with ToolRuntime(ws, approval_mode="auto_edit", policy=_allow("git")) as rt:
+    async with ToolRuntime(ws, approval_mode="auto_edit", policy=allow_prefixes("git")) as rt:
         outcomes = await rt.run_batch(
             [
                 ToolCall("1", "write_file", {"file_path": "x/HEAD", "content": "ref: refs/heads/main\n"}),
@@ -182,7 +170,7 @@ async def test_auto_edit_asks_before_writing_what_an_agent_cli_or_a_shell_reads(
     ],
 )
 async def test_an_allowed_copy_onto_an_agent_configuration_file_is_asked(ws: Path, target: str) -> None:
-    async with ToolRuntime(ws, policy=_allow("cp")) as rt:
+    async with ToolRuntime(ws, policy=allow_prefixes("cp")) as rt:
         decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": f"cp evil {target}"}))
     assert decision.decision == "deny"
     assert decision.rule == "protected-paths"
@@ -206,7 +194,7 @@ SED_LABEL = "sed ':a;e touch PWNED' a.txt"
 async def test_a_script_that_runs_a_command_is_asked_under_an_allow_rule(ws: Path, prefix: str, command: str) -> None:
     """SUCCEEDED before: each was allowed (the sed label ran to the end of the line, and only
     `@include`/`@load` were looked for after an `@`)."""
-    async with ToolRuntime(ws, policy=_allow(prefix)) as rt:
+    async with ToolRuntime(ws, policy=allow_prefixes(prefix)) as rt:
         decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": command}))
     assert decision.decision == "deny"
     assert decision.rule == "protected-paths"
@@ -215,7 +203,7 @@ async def test_a_script_that_runs_a_command_is_asked_under_an_allow_rule(ws: Pat
 @pytest.mark.parametrize("command", ["parallel ::: 'touch PWNED'", "parallel '' ::: 'touch PWNED'"])
 def test_parallel_without_a_command_is_not_covered_by_a_rule_for_parallel(command: str) -> None:
     """SUCCEEDED before: allowed; with no command GNU parallel runs each argument as a command line."""
-    verdict = _allow("parallel").evaluate("run_shell_command", {"command": command}, "default")
+    verdict = allow_prefixes("parallel").evaluate("run_shell_command", {"command": command}, "default")
     assert verdict.decision == "ask_user"
 
 
@@ -225,7 +213,7 @@ async def test_e2e_an_allowed_sed_does_not_run_the_command_after_a_label(ws: Pat
     if shutil.which("sed") is None or b"GNU" not in (await anyio.run_process(["sed", "--version"])).stdout:
         pytest.skip("needs GNU sed")
     (ws / "a.txt").write_text("x\n")
-    async with ToolRuntime(ws, policy=_allow("sed")) as rt:
+    async with ToolRuntime(ws, policy=allow_prefixes("sed")) as rt:
         [outcome] = await rt.run_batch([ToolCall("1", "run_shell_command", {"command": SED_LABEL})])
     assert outcome.decision is not None
     assert outcome.decision.decision == "deny"
@@ -256,7 +244,7 @@ SHELL_ESCAPES = [
 @pytest.mark.parametrize(("prefix", "command"), SHELL_ESCAPES)
 async def test_a_shell_escape_of_a_query_tool_is_asked(ws: Path, prefix: str, command: str) -> None:
     """SUCCEEDED before: allowed under a rule for the program."""
-    async with ToolRuntime(ws, policy=_allow(prefix)) as rt:
+    async with ToolRuntime(ws, policy=allow_prefixes(prefix)) as rt:
         decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": command}))
     assert decision.decision == "deny"
     assert decision.rule == "protected-paths"
@@ -268,7 +256,7 @@ async def test_e2e_an_allowed_query_tool_does_not_run_a_shell_command(ws: Path, 
     """SUCCEEDED before: PWNED was made."""
     if shutil.which(prefix) is None:
         pytest.skip(f"needs {prefix}")
-    async with ToolRuntime(ws, policy=_allow(prefix)) as rt:
+    async with ToolRuntime(ws, policy=allow_prefixes(prefix)) as rt:
         [outcome] = await rt.run_batch([ToolCall("1", "run_shell_command", {"command": command})])
     assert outcome.decision is not None
     assert outcome.decision.decision == "deny"
@@ -292,7 +280,7 @@ async def test_a_writer_with_a_run_time_target_is_asked_under_an_allow_rule(
     ws: Path, prefix: str, command: str
 ) -> None:
     """SUCCEEDED before: each was allowed; the target (or, for uudecode, the name in its input) may be protected."""
-    async with ToolRuntime(ws, policy=_allow(prefix)) as rt:
+    async with ToolRuntime(ws, policy=allow_prefixes(prefix)) as rt:
         decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": command}))
     assert decision.decision == "deny"
     assert decision.rule == "protected-paths"
@@ -308,7 +296,7 @@ async def test_e2e_an_allowed_writer_does_not_reach_a_start_up_file(
         pytest.skip(f"needs {prefix}")
     (ws / "evil").write_text("touch PWNED\n")
     (ws / ".envrc").write_text("a: 1\n")
-    async with ToolRuntime(ws, policy=_allow(prefix), shell_env_allowlist=["HOME"]) as rt:
+    async with ToolRuntime(ws, policy=allow_prefixes(prefix), shell_env_allowlist=["HOME"]) as rt:
         [outcome] = await rt.run_batch([ToolCall("1", "run_shell_command", {"command": command})])
     assert outcome.decision is not None
     assert outcome.decision.decision == "deny"
@@ -333,7 +321,7 @@ async def test_a_prefix_that_grows_into_a_protected_name_is_asked(
     ws: Path, prefix: str, command: str, victim: str | None
 ) -> None:
     """SUCCEEDED before: allowed under a rule for the command."""
-    async with ToolRuntime(ws, policy=_allow(prefix)) as rt:
+    async with ToolRuntime(ws, policy=allow_prefixes(prefix)) as rt:
         decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": command}))
     assert decision.decision == "deny"
     assert decision.rule == "protected-paths"
@@ -348,7 +336,7 @@ async def test_e2e_an_allowed_split_does_not_write_a_start_up_file(
     if shutil.which(prefix) is None:
         pytest.skip(f"needs {prefix}")
     (ws / "three").write_text("1\n2\ntouch PWNED\n")
-    async with ToolRuntime(ws, policy=_allow(prefix)) as rt:
+    async with ToolRuntime(ws, policy=allow_prefixes(prefix)) as rt:
         [outcome] = await rt.run_batch([ToolCall("1", "run_shell_command", {"command": command})])
     assert outcome.decision is not None
     assert outcome.decision.decision == "deny"
@@ -381,7 +369,7 @@ async def test_e2e_an_allowed_split_does_not_write_a_start_up_file(
 )
 async def test_a_decompressor_writing_a_protected_name_is_asked(ws: Path, prefix: str, command: str) -> None:
     """SUCCEEDED before: allowed; the name written (the operand without, or with, its suffix) is protected."""
-    async with ToolRuntime(ws, policy=_allow(prefix)) as rt:
+    async with ToolRuntime(ws, policy=allow_prefixes(prefix)) as rt:
         decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": command}))
     assert decision.decision == "deny"
     assert decision.rule == "protected-paths"
@@ -394,7 +382,7 @@ async def test_e2e_an_allowed_gunzip_does_not_write_a_start_up_file(ws: Path) ->
     into `.bashrc`; each names no protected path."""
     (ws / "evil").write_text("touch PWNED\n")
     calls = ["gzip -k evil", "mv evil.gz .bashrc.gz", "gunzip .bashrc.gz"]
-    async with ToolRuntime(ws, policy=_allow("gzip", "gunzip", "mv")) as rt:
+    async with ToolRuntime(ws, policy=allow_prefixes("gzip", "gunzip", "mv")) as rt:
         outcomes = [
             outcome
             for i, command in enumerate(calls)  # one turn each: a call is judged once the one before has run
@@ -511,7 +499,7 @@ async def test_a_deny_rule_naming_a_tool_by_its_gemini_cli_name_applies(
 async def test_git_with_a_repository_on_this_machine_is_asked(ws: Path, command: str) -> None:
     """SUCCEEDED before: allowed under a rule for git (push, fetch and ls-remote are verbs known safe)."""
     (ws / "x").mkdir()
-    async with ToolRuntime(ws, policy=_allow("git")) as rt:
+    async with ToolRuntime(ws, policy=allow_prefixes("git")) as rt:
         decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": command}))
     assert decision.decision == "deny"
     assert "runs git inside that repository" in str(decision.reason)
@@ -529,7 +517,7 @@ async def test_e2e_an_allowed_push_does_not_obey_a_repository_the_model_wrote(ws
     )
     writes = {"x/HEAD": "ref: refs/heads/main\n", "x/config": config, "x/objects/.keep": "", "x/refs/heads/.keep": ""}
     writes["wt/.keep"] = ""
-    async with ToolRuntime(ws, approval_mode="auto_edit", policy=_allow("git")) as rt:
+    async with ToolRuntime(ws, approval_mode="auto_edit", policy=allow_prefixes("git")) as rt:
         calls = [ToolCall(name, "write_file", {"file_path": name, "content": text}) for name, text in writes.items()]
         calls.append(ToolCall("push", "run_shell_command", {"command": "git push -q x HEAD:refs/heads/main"}))
         outcomes = await rt.run_batch(calls)
@@ -577,7 +565,7 @@ async def test_e2e_a_copy_onto_a_program_of_path_is_asked(ws: Path, bin_on_path:
     """SUCCEEDED before: the copy was allowed, and the next `git` the shell ran was the model's."""
     (ws / "git").write_text("#!/bin/sh\ntouch PWNED\n")
     (ws / "git").chmod(0o755)
-    async with ToolRuntime(ws, policy=_allow("cp", "git")) as rt:
+    async with ToolRuntime(ws, policy=allow_prefixes("cp", "git")) as rt:
         [copied] = await rt.run_batch([ToolCall("1", "run_shell_command", {"command": f"cp git {bin_on_path}"})])
     assert copied.decision is not None
     assert copied.decision.decision == "deny"
@@ -590,7 +578,9 @@ async def test_e2e_a_copy_onto_a_program_of_path_is_asked(ws: Path, bin_on_path:
 )
 async def test_a_write_into_a_directory_of_path_is_asked(ws: Path, bin_on_path: Path, command: str) -> None:
     """SUCCEEDED before: allowed (under a rule for the writer, or one allowing every command)."""
-    rules = _allow("cp", "install", "ln").with_toml('[[rule]]\ntoolName = "run_shell_command"\ndecision = "allow"\n')
+    rules = allow_prefixes("cp", "install", "ln").with_toml(
+        '[[rule]]\ntoolName = "run_shell_command"\ndecision = "allow"\n'
+    )
     async with ToolRuntime(ws, policy=rules) as rt:
         decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": command.format(bin=bin_on_path)}))
     assert decision.decision == "deny"
@@ -611,7 +601,7 @@ async def test_auto_edit_asks_before_writing_into_a_directory_of_path(
 @pytest.mark.parametrize("target", ["/etc/profile.d/x.sh", "/etc/ld.so.preload", "/etc/gitconfig", "/etc/cron.d/x"])
 async def test_a_copy_onto_a_system_start_up_file_is_asked(ws: Path, target: str) -> None:
     """SUCCEEDED before: allowed under a cp rule (and the agent may run as root)."""
-    async with ToolRuntime(ws, policy=_allow("cp")) as rt:
+    async with ToolRuntime(ws, policy=allow_prefixes("cp")) as rt:
         decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": f"cp evil {target}"}))
     assert decision.decision == "deny"
     assert decision.rule == "protected-paths"

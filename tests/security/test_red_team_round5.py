@@ -53,25 +53,13 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.security.rules import allow_prefixes
 from unified._internal import limits
 from unified.tools import Policy, ToolCall, ToolRuntime, _shell
 from unified.tools import _shell_syntax as syntax
 from unified.tools._policy import session_rule
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("quiet_git")]
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return root
-
-
-def _allow(*prefixes: str) -> Policy:
-    listed = ", ".join(f'"{prefix}"' for prefix in prefixes)
-    rule = f'[[rule]]\ntoolName = "run_shell_command"\ncommandPrefix = [{listed}]\ndecision = "allow"\npriority = 100\n'
-    return Policy.default().with_toml(rule)
 
 
 def _verdict(policy: Policy, command: str) -> str:
@@ -120,7 +108,7 @@ NETWORK = [
 @pytest.mark.parametrize("command", NETWORK)
 def test_a_redirection_that_opens_a_socket_is_not_covered_by_an_allow_rule(command: str) -> None:
     """SUCCEEDED before: allowed under a rule for the reader; bash connected to the host."""
-    assert _verdict(_allow("cat", "true", "head", "echo", "bash", "eval"), command) == "ask_user"
+    assert _verdict(allow_prefixes("cat", "true", "head", "echo", "bash", "eval"), command) == "ask_user"
 
 
 def test_a_socket_shows_in_the_parse_and_plain_reads_stay_allowed() -> None:
@@ -128,7 +116,7 @@ def test_a_socket_shows_in_the_parse_and_plain_reads_stay_allowed() -> None:
     [part] = syntax.parse("cat </dev/tc''p/h/80")
     assert part.opens == ("/dev/tcp/h/80",)
     assert part.display() == "cat < /dev/tcp/h/80"
-    policy = _allow("cat", "echo")
+    policy = allow_prefixes("cat", "echo")
     for command in ("cat < notes.txt", 'cat < "notes.txt"', "cat </dev/null", "echo hi 2>&1", "cat <&0"):
         assert _verdict(policy, command) == "allow", command
 
@@ -158,7 +146,7 @@ async def test_e2e_an_allowed_reader_does_not_connect(ws: Path, template: str) -
         listener.listen(8)
         listener.setblocking(False)
         command = template.format(port=listener.getsockname()[1])
-        async with ToolRuntime(ws, policy=_allow("head", "echo"), shell_timeout_s=30) as rt:
+        async with ToolRuntime(ws, policy=allow_prefixes("head", "echo"), shell_timeout_s=30) as rt:
             [outcome] = await rt.run_batch([ToolCall("1", "run_shell_command", {"command": command})])
         assert outcome.decision is not None
         assert outcome.decision.decision == "deny"  # asked, and nobody can answer
@@ -169,7 +157,7 @@ async def test_e2e_an_allowed_reader_does_not_connect(ws: Path, template: str) -
 @pytest.mark.parametrize("command", ["echo $(> notes.txt)", "echo $(2> notes.txt)", "x=$(> notes.txt)"])
 def test_a_bare_redirection_in_a_substitution_is_a_write(command: str) -> None:
     """SUCCEEDED before: allowed under a rule for `echo`; bash created or emptied the file."""
-    assert _verdict(_allow("echo"), command) == "ask_user"
+    assert _verdict(allow_prefixes("echo"), command) == "ask_user"
     assert any(part.writes == ("notes.txt",) for part in syntax.parse(command))
 
 
@@ -177,7 +165,7 @@ def test_a_bare_redirection_in_a_substitution_is_a_write(command: str) -> None:
 async def test_e2e_an_allowed_echo_does_not_empty_a_protected_file(ws: Path) -> None:
     """SUCCEEDED before: `echo $(> .bashrc)` under a rule for `echo` emptied `.bashrc`."""
     (ws / ".bashrc").write_text("alias ls='ls -F'\n")
-    async with ToolRuntime(ws, policy=_allow("echo")) as rt:
+    async with ToolRuntime(ws, policy=allow_prefixes("echo")) as rt:
         [outcome] = await rt.run_batch([ToolCall("1", "run_shell_command", {"command": "echo $(> .bashrc)"})])
     assert outcome.decision is not None
     assert outcome.decision.decision == "deny"
@@ -202,7 +190,7 @@ async def test_e2e_an_allowed_echo_does_not_empty_a_protected_file(ws: Path) -> 
 )
 async def test_man_with_a_pager_or_browser_is_asked_under_a_rule_for_man(ws: Path, command: str) -> None:
     """SUCCEEDED before: allowed; man runs the pager it is given (`sh -c`), so any command."""
-    async with ToolRuntime(ws, policy=_allow("man")) as rt:
+    async with ToolRuntime(ws, policy=allow_prefixes("man")) as rt:
         decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": command}))
         plain = await rt.decide(ToolCall("2", "run_shell_command", {"command": "man 5 crontab"}))
     assert decision.decision == "deny"
@@ -223,10 +211,10 @@ async def test_man_with_a_pager_or_browser_is_asked_under_a_rule_for_man(ws: Pat
 )
 def test_git_output_is_a_write(prefix: str, command: str, target: str) -> None:
     """SUCCEEDED before: allowed under a rule for the reading subcommand; git overwrote the file."""
-    assert _verdict(_allow(prefix), command) == "ask_user"
+    assert _verdict(allow_prefixes(prefix), command) == "ask_user"
     [part] = syntax.parse(command)
     assert part.writes == (target,)
-    assert _verdict(_allow(prefix), f"{command.split(' --')[0]} -- --output=x") == "allow"  # a path after --
+    assert _verdict(allow_prefixes(prefix), f"{command.split(' --')[0]} -- --output=x") == "allow"  # a path after --
 
 
 # --- resource bounds -------------------------------------------------------------------------------
@@ -349,7 +337,7 @@ async def test_e2e_a_command_that_never_stops_writing_is_stopped(ws: Path, monke
 @pytest.mark.parametrize("command", ["git diff $(echo --output=src/main.py)", "git diff $OPTS", "git log `cat opts`"])
 def test_a_git_word_only_known_at_run_time_may_be_its_output_option(command: str) -> None:
     """SUCCEEDED before: allowed under rules for `git diff`/`git log` and `echo`/`cat`."""
-    assert _verdict(_allow("git diff", "git log", "echo", "cat"), command) == "ask_user"
+    assert _verdict(allow_prefixes("git diff", "git log", "echo", "cat"), command) == "ask_user"
 
 
 # --- words after a redirection ----------------------------------------------------------------------
@@ -411,7 +399,7 @@ async def test_an_allowed_writer_with_its_target_after_a_redirection_is_asked(
     ws: Path, prefix: str, command: str
 ) -> None:
     """SUCCEEDED before: allowed; the protected-path check saw `rm`, `cp` or `mv` with no argument."""
-    async with ToolRuntime(ws, policy=_allow(prefix)) as rt:
+    async with ToolRuntime(ws, policy=allow_prefixes(prefix)) as rt:
         decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": command}))
     assert decision.decision == "deny"
     assert decision.rule == "protected-paths"
@@ -434,7 +422,7 @@ async def test_e2e_an_allowed_rm_does_not_delete_git_behind_a_redirection(ws: Pa
     (ws / ".git" / "hooks").mkdir(parents=True)
     (ws / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     (ws / "build").mkdir()
-    async with ToolRuntime(ws, policy=_allow("rm")) as rt:
+    async with ToolRuntime(ws, policy=allow_prefixes("rm")) as rt:
         outcomes = await rt.run_batch(
             [
                 ToolCall("1", "run_shell_command", {"command": "rm 2>/dev/null -rf .git"}),
@@ -462,7 +450,7 @@ async def test_e2e_an_allowed_rm_does_not_delete_git_behind_a_redirection(ws: Pa
 async def test_less_with_a_key_file_is_asked_under_a_rule_for_less(ws: Path, command: str) -> None:
     """SUCCEEDED before: allowed; a key file the model wrote (`#env` / `LESSOPEN=|cmd %s`) made less
     run its command (tried: less 590 ran `touch`)."""
-    async with ToolRuntime(ws, policy=_allow("less")) as rt:
+    async with ToolRuntime(ws, policy=allow_prefixes("less")) as rt:
         decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": command}))
         plain = await rt.decide(ToolCall("2", "run_shell_command", {"command": "less -N x"}))
     assert decision.decision == "deny"
@@ -474,7 +462,7 @@ async def test_less_with_a_key_file_is_asked_under_a_rule_for_less(ws: Path, com
 async def test_a_copy_onto_less_start_up_files_is_asked(ws: Path, name: str) -> None:
     """SUCCEEDED before: allowed under a rule for cp; less reads `~/.lesskey` at every start and runs
     the `LESSOPEN` command its `#env` section sets (tried: less 590)."""
-    async with ToolRuntime(ws, policy=_allow("cp")) as rt:
+    async with ToolRuntime(ws, policy=allow_prefixes("cp")) as rt:
         decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": f"cp keys /home/u/{name}"}))
     assert decision.decision == "deny"
     assert decision.rule == "protected-paths"
@@ -487,7 +475,7 @@ async def test_e2e_an_allowed_less_does_not_run_a_key_files_command(ws: Path) ->
         pytest.skip("needs less")
     (ws / "x").write_text("hi\n")
     (ws / "keys").write_text(f"#env\nLESSOPEN=|touch {ws}/PWNED; cat %s\n")
-    async with ToolRuntime(ws, policy=_allow("less")) as rt:
+    async with ToolRuntime(ws, policy=allow_prefixes("less")) as rt:
         [outcome] = await rt.run_batch([ToolCall("1", "run_shell_command", {"command": "less --lesskey-src=keys x"})])
     assert outcome.decision is not None
     assert outcome.decision.decision == "deny"
@@ -512,7 +500,7 @@ async def test_e2e_an_allowed_less_does_not_run_a_key_files_command(ws: Path) ->
 )
 async def test_go_running_a_program_it_is_given_is_asked(ws: Path, prefix: str, command: str) -> None:
     """SUCCEEDED before: allowed under a rule for the subcommand (or for cp)."""
-    async with ToolRuntime(ws, policy=_allow(prefix)) as rt:
+    async with ToolRuntime(ws, policy=allow_prefixes(prefix)) as rt:
         decision = await rt.decide(ToolCall("1", "run_shell_command", {"command": command}))
         plain = await rt.decide(
             ToolCall("2", "run_shell_command", {"command": "go test -v -race ./..." if prefix != "cp" else "cp x y"})
@@ -550,7 +538,7 @@ def test_a_named_descriptor_sets_its_variable() -> None:
 def test_a_declaration_with_its_words_after_a_redirection_is_asked(command: str) -> None:
     """SUCCEEDED before: allowed under rules for `export`/`declare`/`unset` and `true` (the parse read
     `export` alone); bash set BASH_ENV and the next bash ran ./evil."""
-    assert _verdict(_allow("export", "declare", "unset", "true", "bash"), command) == "ask_user"
+    assert _verdict(allow_prefixes("export", "declare", "unset", "true", "bash"), command) == "ask_user"
 
 
 # --- a deny rule past the program's own options -----------------------------------------------------
@@ -604,7 +592,7 @@ async def test_a_write_into_a_directory_of_the_shell_envs_path_is_asked(ws: Path
     assert written.is_error
     assert "a directory of PATH" in written.response["error"]
     assert not (ws / "tools" / "git").exists()
-    async with ToolRuntime(ws, policy=_allow("cp"), shell_env={"PATH": path}) as rt:
+    async with ToolRuntime(ws, policy=allow_prefixes("cp"), shell_env={"PATH": path}) as rt:
         decision = await rt.decide(ToolCall("2", "run_shell_command", {"command": "cp evil tools/git"}))
     assert decision.decision == "deny"
     assert decision.rule == "protected-paths"

@@ -75,13 +75,6 @@ def secret_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CALLBACK_URL", f"https://example.test/cb?key={KEY}")  # an innocent name, a key inside
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return root
-
-
 def assert_clean(text: str | bytes) -> None:
     data = text.encode() if isinstance(text, str) else text
     for secret in SECRETS:

@@ -43,13 +43,6 @@ TOKEN = "svc-token-of-the-mcp-server-0123"
 OPENAI = "sk-proj-" + "Ab1" * 20
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return root
-
-
 # --- 1. an MCP server's stderr --------------------------------------------------------------------
 
 MCP_STDERR_SERVER = """

@@ -47,13 +47,6 @@ def secret_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DEPLOY_TOKEN", TOKEN)
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return root
-
-
 def _clean(value: Any) -> None:
     text = json.dumps(value, default=str)
     for secret in (KEY, TOKEN, "store-password-1234"):

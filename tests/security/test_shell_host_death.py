@@ -76,13 +76,6 @@ def is_watchdog(pid: int) -> bool:
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
 def held() -> Iterator[Holder]:
     """What the test watches, by pidfd; what is left of it is killed at the end, whatever happened."""
     holder = Holder()
