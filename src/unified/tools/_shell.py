@@ -629,17 +629,12 @@ async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progr
             await process.aclose()
         config.watch.prune()
     text = shown_output(bytes(buf), total, config.output_cap, clean)
-    if overran:
+    if overran or timed_out:
         head = (
             "Command was automatically cancelled because it ran longer than "
             f"{_describe_duration(limits.SHELL_MAX_RUN_S)}, the most a command may run; its processes were killed."
-        )
-        if text.strip():
-            raise ToolError(f"{head} Below is the output before it was cancelled:\n{text}")
-        raise ToolError(f"{head} There was no output before it was cancelled.")
-    if timed_out:
-        head = (
-            "Command was automatically cancelled because it exceeded the timeout of "
+            if overran
+            else "Command was automatically cancelled because it exceeded the timeout of "
             f"{_describe_duration(config.inactivity_timeout_s)} without output."
         )
         if text.strip():
