@@ -142,7 +142,7 @@ def test_each_process_gets_a_private_log_unless_the_caller_named_one(tmp_path: P
 
 
 def test_the_logs_a_crashed_run_left_are_swept_and_nothing_else(tmp_path: Path) -> None:
-    """A run killed before it removed its process's log (SIGKILL) holds it no more: the next log made removes
+    """A run killed before it removed its process's log (SIGKILL) holds it no more: the next run's sweep removes
     it; a log another live run holds, a link named like a log, and other files stay."""
     _, first = debug_log_env({})
     folder = first.path.parent
@@ -159,6 +159,7 @@ def test_the_logs_a_crashed_run_left_are_swept_and_nothing_else(tmp_path: Path) 
     with held.open("rb") as holder:
         fcntl.flock(holder.fileno(), fcntl.LOCK_SH)
         _, second = debug_log_env({})
+        sweep_debug_logs(keep=second.path.name)  # as a run does once its process started
         assert not stale.exists()
         assert held.exists()
         assert other.exists()
@@ -172,14 +173,14 @@ def test_the_logs_a_crashed_run_left_are_swept_and_nothing_else(tmp_path: Path) 
 
 
 def test_a_run_may_sweep_after_its_process_started_and_never_its_own_log() -> None:
-    """`sweep=False` makes the log and leaves the crashed runs' logs for `sweep_debug_logs`, which a run calls
+    """Making the log leaves the crashed runs' logs for `sweep_debug_logs`, which a run calls
     once its process is started (off the way to its first output); the sweep spares the `keep` log, even
     unheld (a file system without locks), and still removes the stale ones."""
     _, first = debug_log_env({})
     folder = first.path.parent
     stale = folder / f"{'d' * 32}.log"
     stale.write_text("[DEBUG] a crashed run's\n")
-    _, mine = debug_log_env({}, sweep=False)
+    _, mine = debug_log_env({})
     assert stale.exists()  # not swept before the process starts
     unheld = folder / f"{'e' * 32}.log"
     unheld.write_text("[DEBUG] this run's, its lock refused\n")

@@ -79,7 +79,7 @@ class AcpConnection(JsonRpcConnection):
 async def connect(start: ProcessStarter, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> AcpConnection:
     """Start the agent (with a debug log of its own: `_retry_watch`) and `initialize` it; a process that fails to
     is a typed error with its exit."""
-    env, log = debug_log_env(env, sweep=False)  # the crashed runs' logs are swept once the process is started
+    env, log = debug_log_env(env)  # the crashed runs' logs are swept once the process is started
     try:
         process = start(argv, cwd, env)
     except BaseException:

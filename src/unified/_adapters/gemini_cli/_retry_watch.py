@@ -87,22 +87,18 @@ class DebugLog:
             let_go(held, self.path)
 
 
-def debug_log_env(env: Mapping[str, str], *, sweep: bool = True) -> tuple[dict[str, str], DebugLog]:
+def debug_log_env(env: Mapping[str, str]) -> tuple[dict[str, str], DebugLog]:
     """The environment to start one CLI process with, its debug log named in it: the caller's own
     GEMINI_DEBUG_LOG_FILE when it set one, else a new file only the user can read, in unified's cache
-    folder, held until `DebugLog.remove` (the logs of crashed runs in that folder are removed first).
-
-    `sweep=False` leaves that removal to the caller (`sweep_debug_logs`), which makes it once the process
-    is started: the logs of crashed runs need not go before the CLI starts, and the sweep (a listing and a
-    lock tried per file) then costs nothing on the way to its first output."""
+    folder, held until `DebugLog.remove`. The logs of crashed runs in that folder are the caller's to sweep
+    (`sweep_debug_logs`) once its process is started: they need not go before the CLI starts, and the sweep
+    (a listing and a lock tried per file) then costs nothing on the way to its first output."""
     given = env.get(DEBUG_LOG_ENV)
     if given:
         return dict(env), DebugLog(Path(given))
     folder_path = cache_folder(_LOG_FOLDER)
     folder = open_folder(folder_path)
     try:
-        if sweep:
-            sweep_stale(folder, _LOG_NAME)
         name = f"{uuid.uuid4().hex}.log"
         fd = os.open(name, os.O_CREAT | os.O_EXCL | os.O_RDONLY | FLAGS, 0o600, dir_fd=folder)
     finally:

@@ -197,7 +197,7 @@ async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutc
     argv += ["-m", launch.model_for(session_model)]  # always concrete: never the router's detour
     # The CLI's retries are told only in its debug log (`_retry_watch`): the file is made (and named in the
     # environment) before the spawn, the stale logs of crashed runs swept after it.
-    env, log = debug_log_env(launch.env, sweep=False)
+    env, log = debug_log_env(launch.env)
 
     async def warn(code: str, message: str) -> None:
         await ctx.emit(WarningEvent(code=code, message=message))
