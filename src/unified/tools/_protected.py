@@ -204,6 +204,10 @@ def _changes_trees(value: Any) -> tuple[str, ...] | None:
     return () if value == "always" else tuple(str(option) for option in value)
 
 
+_VERSIONED = re.compile(r"(.+?)-?[0-9]+(?:\.[0-9]+)*")
+"""A program name with a version after it (`python3.12`, `node-18`): the name is group 1."""
+
+
 @dataclass(frozen=True)
 class ProtectedPaths:
     """The shipped data, compiled."""
@@ -231,6 +235,14 @@ class ProtectedPaths:
     """Options of a wrapper that run its command in another directory (`env -C dir`), by wrapper."""
     root_changers: frozenset[str] = frozenset()
     """Wrappers that run their command under another root directory (`chroot`)."""
+
+    def input_writer(self, name: str) -> InputWriter | None:
+        """The entry for program `name`, or for the name before a version written after it
+        (`python3.12`, `ruby3.1`, `node-18` are python, ruby, node): distributions install them so."""
+        found = self.input_writers.get(name)
+        if found is None and (versioned := _VERSIONED.fullmatch(name)) is not None:
+            found = self.input_writers.get(versioned[1])
+        return found
 
     def match(self, relative: str) -> str | None:
         """The pattern a `/`-separated relative path matches, at any depth; None if none does."""
@@ -409,7 +421,7 @@ def shell_protected(
         name = _program(part)
         if name is None:
             continue
-        writer = data.input_writers.get(name)
+        writer = data.input_writer(name)
         if part.open_tail and (name in data.shell_writers or writer is not None):
             return f"{name} with arguments read at run time (xargs) may write a protected path"
         for word in part.words[1:]:
@@ -547,7 +559,7 @@ def _may_make(part: SimpleCommand) -> bool:
         or name is None
         or bool(part.writes)
         or name in data.shell_writers
-        or name in data.input_writers
+        or data.input_writer(name) is not None
     )
 
 
