@@ -131,19 +131,43 @@ def temporary_beside(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
 
 
-def write_atomically(path: Path, data: str | bytes, *, mode: int | None = None) -> None:
-    """Replace `path` with `data` (text as UTF-8); `mode`: its permission bits, set before the rename (a
-    secret is never readable by others, not even for a moment)."""
+def write_atomically(
+    path: Path, data: str | bytes, *, mode: int | None = None, sync: bool = False, parents: bool = False
+) -> os.stat_result:
+    """Replace `path` with `data` (text as UTF-8); the written file's status (a rename keeps its inode,
+    size and modification time: what it is at `path` until someone else writes there).
+
+    `mode`: its exact permission bits. The temporary file is created with them (the umask may only take
+    bits away), so a secret is never readable by others, not even through the temporary before the
+    rename; without `mode`, 0666 less the umask, as a plain create. `sync`: fsynced before the rename
+    (a power loss leaves the old file or the new one whole). `parents`: the directory is made when it
+    is missing (only then: no `mkdir` before every write). The create never follows a link and never
+    opens an existing file (`O_EXCL`): whatever waits at the temporary's name is not written through."""
     temporary = temporary_beside(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    create_mode = 0o666 if mode is None else mode & 0o777
     try:
-        temporary.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
-        if mode is not None:
-            os.chmod(temporary, mode)
-        temporary.replace(path)
+        fd = os.open(temporary, flags, create_mode)
+    except FileNotFoundError:
+        if not parents:
+            raise
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(temporary, flags, create_mode)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode)
+            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+            handle.flush()
+            if sync:
+                os.fsync(handle.fileno())
+            status = os.fstat(handle.fileno())
+        os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             temporary.unlink()
         raise
+    return status
 
 
 def append_line(path: Path | str, line: bytes) -> None:

@@ -4,9 +4,11 @@ and files read from there only when they are regular files (a FIFO or a device r
 from __future__ import annotations
 
 import errno
+import os
 import stat
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,6 +33,40 @@ def test_text_and_bytes_replace_the_file_whole_with_the_mode_given(folder: Path)
     assert target.read_bytes() == b"\x00secret"
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
     assert [p.name for p in folder.iterdir()] == ["auth.json"], "no temporary file is left"
+
+
+def test_a_secret_is_never_readable_by_others_not_even_in_the_temporary(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The temporary is created with the mode asked for: it was written with the umask's mode (0644 here) and
+    narrowed only before the rename, so another user could open it, key inside, and keep reading."""
+    created: list[int] = []
+    real_open = os.open
+
+    def spy(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        fd = real_open(path, flags, mode, dir_fd=dir_fd)
+        if str(path).endswith(".tmp"):
+            created.append(stat.S_IMODE(os.fstat(fd).st_mode))
+        return fd
+
+    monkeypatch.setattr(os, "open", spy)
+    previous = os.umask(0o022)
+    try:
+        write_atomically(folder / "auth.json", "key", mode=0o600)
+        write_atomically(folder / "config.toml", "x")
+    finally:
+        os.umask(previous)
+    assert created == [0o600, 0o644]
+    assert stat.S_IMODE((folder / "auth.json").stat().st_mode) == 0o600
+
+
+def test_parents_makes_a_missing_directory_and_only_with_it(folder: Path) -> None:
+    target = folder / "ab" / "record.json"
+    with pytest.raises(FileNotFoundError):
+        write_atomically(target, "x")
+    written = write_atomically(target, "xy", parents=True, sync=True)
+    assert target.read_text() == "xy"
+    assert (written.st_ino, written.st_size) == (target.stat().st_ino, 2), "the status of the file now there"
 
 
 def test_writers_at_once_in_one_process_never_take_each_others_file(folder: Path) -> None:

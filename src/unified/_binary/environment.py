@@ -179,4 +179,9 @@ def file_signature(path: Path) -> FileSignature | None:
         found = path.stat()
     except OSError:
         return None
+    return signature(found)
+
+
+def signature(found: os.stat_result) -> FileSignature:
+    """The signature of a file whose status is at hand (`write_atomically` returns the one it wrote)."""
     return found.st_mode, found.st_ino, found.st_size, found.st_mtime_ns

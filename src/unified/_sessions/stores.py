@@ -51,7 +51,7 @@ import platformdirs
 
 from unified._environ import PerEnvironment
 from unified._exports import publish
-from unified._files import NotRegularFile, open_regular, temporary_beside
+from unified._files import NotRegularFile, open_regular, write_atomically
 from unified._redaction import redact
 from unified._sessions.records import (
     SessionInfo,
@@ -699,19 +699,7 @@ class FileSessionStore(BlockingSessionStore):
         moving = False if new else self._check_replaceable(target)
         stamp_updated(session)
         data = serialize(session).encode("utf-8")
-        tmp = temporary_beside(target)
-        try:
-            fd = _create(tmp, os.O_WRONLY | os.O_TRUNC)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                if sync:
-                    os.fsync(handle.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
-            raise
+        write_atomically(target, data, mode=0o600, sync=sync, parents=True)
         if moving:
             _finish_move(target)
         if target in self._written:

@@ -35,10 +35,10 @@ from typing import Any
 import platformdirs
 
 from unified._adapters.codex._options import BACKEND, CodexOptions
-from unified._binary.environment import EnvPolicy, FileSignature, child_env, file_signature
+from unified._binary.environment import EnvPolicy, FileSignature, child_env, file_signature, signature
 from unified._binary.install import BinarySpec, locate
 from unified._binary.process import AgentSubprocess
-from unified._files import open_regular, read_regular, read_regular_text, temporary_beside, write_atomically
+from unified._files import open_regular, read_regular, read_regular_text, write_atomically
 from unified.errors import BackendUnavailable, ConfigurationError
 from unified.types import ExecuteParams, HttpMcpServer, SseMcpServer, StdioMcpServer
 
@@ -234,12 +234,7 @@ def prepare_home(home: Path) -> None:
             if before is not None and file_signature(target) == before:  # not replaced while it was read
                 _PREPARED[home] = before
             return
-    temporary = temporary_beside(target)  # written here, not by write_atomically: its signature is wanted
-    temporary.write_text(CONFIG_TOML, encoding="utf-8")
-    written = file_signature(temporary)  # a rename keeps the inode, size and mtime
-    temporary.replace(target)
-    if written is not None:
-        _PREPARED[home] = written
+    _PREPARED[home] = signature(write_atomically(target, CONFIG_TOML))
 
 
 def toml_value(value: Any) -> str:
