@@ -52,6 +52,9 @@ process.stdout.write(JSON.stringify({
   nodeOptions: process.env.NODE_OPTIONS ?? null,
   handoverFd,
   child,
+  listed: Object.keys(process.env).filter((name) => /API_KEY|CREDENTIALS/.test(name)),
+  spread: Object.keys({ ...process.env }).filter((name) => /API_KEY|CREDENTIALS/.test(name)),
+  has: "GEMINI_API_KEY" in process.env && Object.hasOwn(process.env, "GOOGLE_API_KEY"),
 }) + "\n");
 process.stdin.on("data", () => {});
 process.stdin.on("end", () => process.exit(0));
@@ -96,6 +99,7 @@ async def test_piped_credentials_reach_process_env_and_no_place_a_command_can_re
         "GEMINI_API_KEY": GEMINI_KEY,
         "GOOGLE_API_KEY": GOOGLE_KEY,
         "GOOGLE_APPLICATION_CREDENTIALS": CREDENTIALS,
+        "GEMINI_CLI_NO_RELAUNCH": "true",
     }
     process = start_gemini([_node(), "-e", STAND_IN], tmp_path, env)
     try:
@@ -108,6 +112,10 @@ async def test_piped_credentials_reach_process_env_and_no_place_a_command_can_re
         assert seen["handoverFd"] == "ENOENT"  # and closed the pipe before the CLI's first line
         assert seen["nodeOptions"] == "--max-old-space-size=999"  # the caller's, without our --require
         child = seen["child"]
+        for secret in (GEMINI_KEY, GOOGLE_KEY, CREDENTIALS):  # what it starts inherits none of them...
+            assert pieces(secret, child) == [], child
+        assert seen["has"] is True  # ...which it reads by name (its .env loading asks whether one is set)
+        assert seen["listed"] == seen["spread"] == []  # but never lists: each child's environment is a listing
         assert ENV_FD_VAR not in child
         assert str(KEY_LOADER) not in child  # a node the model runs loads nothing of ours
         # the key's pipe is not passed on: stdio and the listing's own folder only
@@ -120,6 +128,29 @@ async def test_piped_credentials_reach_process_env_and_no_place_a_command_can_re
         held = b"".join(pipes.values()).decode(errors="replace")
         assert pieces(GEMINI_KEY, held) == [], pipes
         assert pieces(GOOGLE_KEY, held) == [], pipes
+    finally:
+        await process.close()
+
+
+async def test_a_cli_allowed_to_relaunch_itself_passes_the_key_to_its_second_process(tmp_path: Path) -> None:
+    """A caller who lets the CLI relaunch itself (`GEMINI_CLI_NO_RELAUNCH` empty): its second node process,
+    started with the first's environment, must authenticate, so the key is not hidden from children there
+    (docs/backends/gemini-cli.md, "What remains")."""
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "GEMINI_API_KEY": GEMINI_KEY,
+        "GEMINI_CLI_NO_RELAUNCH": "",
+    }
+    process = start_gemini([_node(), "-e", STAND_IN], tmp_path, env)
+    try:
+        with anyio.fail_after(HANG_GUARD_S):
+            line = await process.receive()
+        assert line is not None, process.stderr_tail()
+        seen = json.loads(line)
+        assert seen["gemini"] == GEMINI_KEY
+        assert f"GEMINI_API_KEY={GEMINI_KEY}" in seen["child"]
+        assert seen["listed"] == ["GEMINI_API_KEY"]
     finally:
         await process.close()
 

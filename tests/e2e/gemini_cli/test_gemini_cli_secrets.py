@@ -131,6 +131,23 @@ async def test_the_model_reads_no_piece_of_a_key_in_the_environment_of_its_shell
 
 
 @pytest.mark.parametrize("transport", ["acp", "stream-json"])
+async def test_without_the_clis_own_redaction_no_command_it_starts_gets_the_key(
+    tmp_path: Path, workspace: Path, transport: str
+) -> None:
+    """Any user, unified's system settings skipped by the CLI (not root's: its redaction is off): the key
+    loader keeps the piped variables out of every environment the CLI gives a child. Before, a command's
+    `env` showed GEMINI_API_KEY, GOOGLE_API_KEY and the credentials file's path to the model."""
+    seen = await gemini_run(ENV_COMMAND, tmp_path, workspace, transport)
+    sent = seen.answer
+    assert seen.authenticated  # the CLI itself still read the key
+    assert "--- end" in sent, sent  # the command ran to its end
+    assert "GEMINI_CLI" in sent, sent  # it printed the environment
+    assert pieces(GEMINI_KEY, sent) == [], sent
+    assert pieces(GOOGLE_KEY, sent) == [], sent
+    assert "adc.json" not in sent, sent
+
+
+@pytest.mark.parametrize("transport", ["acp", "stream-json"])
 async def test_the_cli_process_holds_the_key_in_neither_its_environ_nor_its_open_files(
     tmp_path: Path, workspace: Path, transport: str
 ) -> None:

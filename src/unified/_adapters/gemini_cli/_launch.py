@@ -29,8 +29,9 @@ The credentials (`CREDENTIAL_ENV`) stay in `Launch.env` (the pool key, the redac
 not in the exec environment of the process (`start_gemini`, `credentials_by_pipe`): on POSIX they reach the
 CLI through an inherited pipe that `key_loader.cjs`, preloaded by node, reads into `process.env` before the
 CLI's code runs, so `/proc/<the CLI's pid>/environ`, which a command the model runs can read, never holds
-them (docs/backends/gemini-cli.md, "Keys and the model's commands"). On Windows (no `pass_fds`) they stay
-in the environment.
+them, and leaves them out of every listing of `process.env`, so no environment the CLI builds for a child
+holds them either (docs/backends/gemini-cli.md, "Keys and the model's commands"). On Windows (no
+`pass_fds`) they stay in the environment.
 """
 
 from __future__ import annotations
@@ -202,6 +203,9 @@ KEY_LOADER = Path(__file__).with_name("key_loader.cjs")
 """The preload (package data) that reads the piped credentials into the CLI's `process.env`."""
 ENV_FD_VAR = "UNIFIED_GEMINI_ENV_FD"
 """Where `KEY_LOADER` finds the pipe's descriptor number (it removes the variable)."""
+HIDE_ENTRY = "UNIFIED_GEMINI_HIDE"
+"""The pipe's entry (never a variable) naming, comma-separated, the variables `KEY_LOADER` leaves out of every
+enumeration of `process.env`, so of every child's environment the CLI builds (readable by name still)."""
 KEY_LOADER_EXIT = 78
 """The exit code of a CLI whose `KEY_LOADER` could not read the pipe (`_outcome.EXIT_CODES`)."""
 PIPES_CREDENTIALS = os.name == "posix"
@@ -228,7 +232,10 @@ def credentials_by_pipe(env: Mapping[str, str]) -> tuple[dict[str, str], PipedEn
     theirs = env.get("NODE_OPTIONS")
     launch_env = {name: value for name, value in env.items() if name not in secrets and name != ENV_FD_VAR}
     launch_env["NODE_OPTIONS"] = f"--require {_node_option_quoted(str(KEY_LOADER))}" + (f" {theirs}" if theirs else "")
-    return launch_env, PipedEnv(ENV_FD_VAR, {**secrets, "NODE_OPTIONS": theirs})
+    piped: dict[str, str | None] = {**secrets, "NODE_OPTIONS": theirs}
+    if env.get("GEMINI_CLI_NO_RELAUNCH"):  # a CLI that relaunches itself needs the key in its second process
+        piped[HIDE_ENTRY] = ",".join(secrets)
+    return launch_env, PipedEnv(ENV_FD_VAR, piped)
 
 
 def _node_option_quoted(text: str) -> str:

@@ -9,6 +9,13 @@
 // CLI's children nor anything reading /proc/<pid>/fd finds the key. Without the variable it does nothing (a
 // node the model runs inherits NODE_OPTIONS only when the message did not take our --require back out of it).
 // A failure is an exit with code 78 and one line on stderr: the CLI never runs without the key it was given.
+//
+// The names listed in the message's UNIFIED_GEMINI_HIDE (comma-separated; never set as a variable) stay
+// readable by name (process.env.GEMINI_API_KEY, `in`, Object.hasOwn: what the CLI and its .env loading ask)
+// but are left out of every enumeration of process.env (Object.keys, for..in, {...process.env}): the CLI
+// builds each child's environment so (its shell tool, hooks, MCP servers, node's own child_process
+// default), so no command the model runs inherits the key, even where the CLI's own redaction is off
+// (it reads unified's system settings only as root).
 "use strict";
 (() => {
   const variable = "UNIFIED_GEMINI_ENV_FD";
@@ -43,12 +50,19 @@
       throw new Error("the pipe ended before the whole message");
     }
     const values = JSON.parse(line);
+    const hideVariable = "UNIFIED_GEMINI_HIDE";
+    const hidden = new Set(typeof values[hideVariable] === "string" ? values[hideVariable].split(",") : []);
+    delete values[hideVariable];
     for (const [name, value] of Object.entries(values)) {
       if (value === null) {
         delete process.env[name];
       } else if (typeof value === "string") {
         process.env[name] = value;
       }
+    }
+    if (hidden.size > 0) {
+      const names = (target) => Reflect.ownKeys(target).filter((name) => !hidden.has(name));
+      process.env = new Proxy(process.env, { ownKeys: names });
     }
   } catch (error) {
     if (open) {
