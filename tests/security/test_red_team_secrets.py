@@ -163,14 +163,19 @@ def test_a_cut_inside_a_run_knows_the_secrets_the_run_was_given() -> None:
     assert OPENAI_PROJECT not in redactor().values
 
 
-def _codex_stand_in(after_turn: Sequence[str | bytes], started: list[dict[str, str]]) -> Any:
+def _codex_stand_in(
+    after_turn: Sequence[str | bytes], started: list[dict[str, str]], processes: list[Any] | None = None
+) -> Any:
     """The stand-in `codex app-server` of the codex adapter's tests, writing `after_turn` once the turn
-    started; `started` receives the environment each process was started with."""
+    started; `started` receives the environment each process was started with, `processes` the processes."""
     starter = app_server(lambda process: after_turn)
 
     def start(argv: Any, cwd: Path, env: Any) -> Any:
         started.append(dict(env))
-        return starter(argv, cwd, env)
+        process = starter(argv, cwd, env)
+        if processes is not None:
+            processes.append(process)
+        return process
 
     return start
 
@@ -191,9 +196,13 @@ async def test_codex_an_option_key_cut_by_the_quote_of_a_line_that_is_no_json(tm
     """worked: the key only in `api_key`; the app-server prints a line that is no JSON with the key
     across the quote's 200th character: the warning showed its first part."""
     started: list[dict[str, str]] = []
+    processes: list[Any] = []
     line = "x" * offset + OPENAI_PROJECT + " and the rest"
-    events = await _codex_run(tmp_path, _codex_stand_in([line, *finished()], started), api_key=OPENAI_PROJECT)
-    assert started[0]["OPENAI_API_KEY"] == OPENAI_PROJECT, "the child got the key (from the option)"
+    starter = _codex_stand_in([line, *finished()], started, processes)
+    events = await _codex_run(tmp_path, starter, api_key=OPENAI_PROJECT)
+    [login] = [json.loads(sent) for sent in processes[0].received if "account/login/start" in sent]
+    assert login["params"]["apiKey"] == OPENAI_PROJECT, "the child got the key (from the option), by login"
+    assert OPENAI_PROJECT not in started[0].values(), "never in its environment"
     [warning] = [e for e in events if isinstance(e, WarningEvent) and e.code == "malformed_line"]
     assert "xxxxxxxx" in warning.message
     assert _pieces(OPENAI_PROJECT, _dumped(events)) == []

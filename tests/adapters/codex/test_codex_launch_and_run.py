@@ -52,12 +52,16 @@ def test_a_key_and_a_base_url_become_our_own_provider(tmp_path: Path) -> None:
     overrides = dict(arg.split("=", 1) for arg in argv[4::2])
     assert overrides["model_provider"] == '"unified"'
     assert '"base_url" = "http://h:1/v1"' in overrides["model_providers.unified"]
-    assert '"env_key" = "OPENAI_API_KEY"' in overrides["model_providers.unified"]
+    assert '"requires_openai_auth" = true' in overrides["model_providers.unified"]
+    assert "env_key" not in overrides["model_providers.unified"]
+    assert overrides["cli_auth_credentials_store"] == '"ephemeral"'
     assert '"request_max_retries" = 0' in overrides["model_providers.unified"]
     assert overrides["model"] == '"gpt-5.5"'
     assert started.auth == "base_url"
-    assert "sk-abc" not in " ".join(argv), "the key travels in the environment only"
-    assert started.env["OPENAI_API_KEY"] == "sk-abc"
+    assert "sk-abc" not in " ".join(argv), "the key travels by account/login/start only"
+    assert "OPENAI_API_KEY" not in started.env
+    assert started.api_key == "sk-abc"
+    assert "sk-abc" not in repr(started)
 
 
 def test_the_environment_is_an_allowlist(tmp_path: Path) -> None:
@@ -73,7 +77,7 @@ def test_the_environment_is_an_allowlist(tmp_path: Path) -> None:
         "MY_PROJECT_SETTING": "1",
     }
     child = launch(tmp_path, env, options={"env": {"GIVEN": "yes"}}).env
-    assert set(child) == {"PATH", "HOME", "LANG", "HTTPS_PROXY", "OPENAI_API_KEY", "GIVEN", "CODEX_HOME"}
+    assert set(child) == {"PATH", "HOME", "LANG", "HTTPS_PROXY", "GIVEN", "CODEX_HOME"}  # the key goes by login
     assert ENV_POLICY.admits("SSL_CERT_FILE")
     assert not ENV_POLICY.admits("UNIFIED_SESSION_STORE_URL")
 
@@ -327,8 +331,8 @@ async def test_stdin_is_closed_once_the_turn_is_over_and_the_exit_waited_for_bef
     EndsInput.steps = []
     events = await run(tmp_path, app_server(lambda process: finished(), kind=EndsInput), {"pool_size": 0})
     assert isinstance(events[-1], Result)
-    # initialize, initialized, thread/start, turn/start
-    assert EndsInput.steps == ["end_input after 4 lines", "wait", "close"]
+    # initialize, initialized, account/login/start, thread/start, turn/start
+    assert EndsInput.steps == ["end_input after 5 lines", "wait", "close"]
 
 
 def threads_in_turn(process: FakeAgentProcess) -> Callable[[str], list[str | bytes]]:
@@ -389,6 +393,7 @@ async def test_a_kept_process_serves_the_next_run_warm_and_closes_only_with_its_
         assert methods == [
             "initialize",
             "initialized",
+            "account/login/start",  # once per process: a warm one stays logged in
             "thread/start",
             "turn/start",
             *end,
@@ -465,7 +470,7 @@ async def test_the_session_is_announced_once_the_turn_is_requested(
 
     monkeypatch.setattr(StreamGuard, "accept", noting)
     events = await run(tmp_path, app_server(lambda process: finished(), kind=NotesSent))
-    assert sent_at_announce == [["initialize", "initialized", "thread/start", "turn/start"]]
+    assert sent_at_announce == [["initialize", "initialized", "account/login/start", "thread/start", "turn/start"]]
     assert isinstance(events[0], SessionStarted)
     assert isinstance(events[-1], Result)
 

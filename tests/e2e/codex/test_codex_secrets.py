@@ -6,10 +6,9 @@ the run's key reaches the model and the events.
   `[shell_environment_policy] exclude` (`_launch.py`, SECRET_PATTERNS); the assertion is on what the
   model received, the command output Codex sent back in its next request (not unified's events, whose
   redaction would hide a leak). Codex still authenticated with the key (`saw_credential`).
-- `/proc/$PPID/environ` (Codex's own process, which must hold the run's OPENAI_API_KEY) and
-  `/proc/<unified's pid>/environ`: the Gemini and Anthropic keys of unified's environment never reach
-  Codex's process; the run's own key does (a limit, pinned below: docs/backends/codex.md), and is
-  replaced in every event.
+- `/proc/$PPID/environ` (Codex's own process) and `/proc/<unified's pid>/environ`: the Gemini and
+  Anthropic keys of unified's environment never reach Codex's process, nor does the run's own key (it
+  goes by `account/login/start`: docs/backends/codex.md), which is replaced in every event too.
 - A provider error quoting the key: no piece of it in the events.
 
 One setup (`codex_run`) serves every attack: the merge of the former test_codex_env_scrub.py and
@@ -88,14 +87,15 @@ async def test_the_model_reads_no_piece_of_the_key_in_the_environment_of_its_com
     assert pieces(RUN_KEY, sent) == [], sent
 
 
-async def test_what_remains_the_environ_of_codex_itself_still_holds_the_key(workspace: Path) -> None:
-    """Documents a limit, not a wish: the shell's parent is Codex's process, whose environment (same
-    user) holds the key it authenticates with. If this starts failing, that gap closed."""
+async def test_the_environ_of_codex_itself_holds_no_key(workspace: Path) -> None:
+    """The shell's parent is Codex's process, whose exec environment a same-user command can read for the
+    process's whole life: the run's key reaches Codex by `account/login/start` (kept in memory), never
+    there. Before, it held OPENAI_API_KEY (measured as a user other than root too: dumpable)."""
     seen = await codex_run(workspace, shell(PARENT_COMMAND))
     sent = seen.after_the_command
-    assert seen.authenticated
+    assert seen.authenticated  # Codex still sent the key to the model server
     assert "--- end" in sent, sent
-    assert pieces(RUN_KEY, sent) != [], sent
+    assert pieces(RUN_KEY, sent) == [], sent
 
 
 async def test_a_command_reading_the_environ_of_codex_and_of_unified_gets_no_key_out(

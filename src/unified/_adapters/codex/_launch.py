@@ -13,11 +13,14 @@
   on the command line, so concurrent runs never race on the file.
 - **The provider.** Codex 0.171's built-in `openai` provider ignores `OPENAI_BASE_URL` and an
   `OPENAI_API_KEY` in the environment, and tries a WebSocket first; so an API key or a base URL
-  becomes a custom provider of ours (`wire_api = "responses"`, `env_key = "OPENAI_API_KEY"`, no
-  retries of its own: unified reports a 429 at once). A ChatGPT login (`auth.json` of the user's
+  becomes a custom provider of ours (`wire_api = "responses"`, no retries of its own: unified reports
+  a 429 at once). Its key is never in the process's environment, which every command the model runs
+  could read for the process's whole life (`/proc/$PPID/environ`): the provider takes Codex's own
+  login (`requires_openai_auth`), kept in memory only (`cli_auth_credentials_store = "ephemeral"`),
+  and the run logs in over stdin (`account/login/start`, `_run`). A ChatGPT login (`auth.json` of the user's
   Codex home) runs on the built-in provider, with that file copied in (`ChatgptLogin`).
 - **The environment** is an allowlist (`ENV_POLICY`): the basics, TLS and proxy settings, Rust's
-  logging; never unified's own settings or secrets, and the API key only when it is the run's key.
+  logging; never unified's own settings or secrets, nor the API key.
 """
 
 from __future__ import annotations
@@ -103,7 +106,7 @@ ENV_POLICY = EnvPolicy(
     )
 )
 """What of the caller's environment the app-server sees besides the basics (PATH, HOME, locale, TMPDIR,
-terminal): TLS and proxy settings and Rust's logging. The API key is added only as the run's key."""
+terminal): TLS and proxy settings and Rust's logging. Never the API key (it goes by `account/login/start`)."""
 
 SECRET_PATTERNS = ("*KEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*", "*CREDENTIAL*", "*AUTH*")
 """Variables the model's commands never see ([shell_environment_policy] exclude; Codex matches them
@@ -329,6 +332,8 @@ class Launch:
     base_url: str | None
     chatgpt: ChatgptLogin | None = None
     mcp_names: tuple[str, ...] = field(default=())
+    api_key: str | None = field(default=None, repr=False)
+    """The run's OpenAI key, given to the process by `account/login/start` (`_run`), never in its environment."""
 
     @classmethod
     def of(cls, params: ExecuteParams, options: CodexOptions, parent: Mapping[str, str] | None = None) -> Launch:
@@ -347,17 +352,20 @@ class Launch:
         overrides: list[tuple[str, Any]] = []
         chatgpt = None
         if key is not None:
-            extra["OPENAI_API_KEY"] = key
             provider = {
                 "name": PROVIDER,
                 "base_url": (base_url or DEFAULT_BASE_URL).rstrip("/"),
                 "wire_api": "responses",
-                "env_key": "OPENAI_API_KEY",
+                "requires_openai_auth": True,
                 "request_max_retries": 0,
                 "stream_max_retries": 0,
                 "stream_idle_timeout_ms": round(options.stream_idle_timeout_s * 1000),
             }
-            overrides += [("model_provider", PROVIDER), (f"model_providers.{PROVIDER}", provider)]
+            overrides += [
+                ("model_provider", PROVIDER),
+                (f"model_providers.{PROVIDER}", provider),
+                ("cli_auth_credentials_store", "ephemeral"),
+            ]
             auth = "base_url" if base_url else "api_key"
         elif base_url:
             raise ConfigurationError(
@@ -411,6 +419,7 @@ class Launch:
             base_url=base_url,
             chatgpt=chatgpt,
             mcp_names=tuple(names),
+            api_key=key,
         )
 
     @property

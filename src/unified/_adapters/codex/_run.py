@@ -56,7 +56,7 @@ from unified._binary.shared import session_lease
 from unified._version import __version__
 from unified.backends import AgentProcess, RunContext, RunOutcome
 from unified.conversations import Origin
-from unified.errors import BackendError, BackendUnavailable, ConfigurationError, RunStopped, SessionNotFound
+from unified.errors import AuthError, BackendError, BackendUnavailable, ConfigurationError, RunStopped, SessionNotFound
 from unified.events import SessionStarted, Usage, WarningEvent
 from unified.types import ExecuteParams, ImageInput
 
@@ -225,7 +225,7 @@ class CodexRun:
 
         # The cwd is the process's own (an MCP server without a cwd of its own runs there); the starter is part
         # of the key, so a stand-in never serves a run meant for the binary.
-        key = pool_key([*argv, str(cwd), repr(self.options.start_process)], env)
+        key = pool_key([*argv, str(cwd), repr(self.options.start_process), self.launch.api_key or ""], env)
         async with self._leases:
             try:
                 return await self._leased(key, spawn, cwd, replace_dead=True)
@@ -366,7 +366,32 @@ class CodexRun:
         except RpcError as exc:
             raise BackendUnavailable(f"codex app-server refused initialize: {exc.message}") from exc
         await self.connection.notify("initialized", {})
+        if self.launch.api_key is not None:
+            await self._log_in(self.launch.api_key)
         self.connection.initialized = True
+
+    async def _log_in(self, key: str) -> None:
+        """Give the process the run's key (`_launch`: never its environment). Codex keeps it in memory
+        (`cli_auth_credentials_store = "ephemeral"`) for the process's life: a warm one is logged in once,
+        and its pool key holds the key, so it serves only runs of that key. The exchange stays out of the
+        `transcript` (a cassette never holds the key, and its replay answers a login itself)."""
+        assert self.connection is not None
+        observer, self.connection.observer = self.connection.observer, None
+        try:
+            await self._request("account/login/start", {"type": "apiKey", "apiKey": key})
+        except TimeoutError:
+            process = self.process
+            assert process is not None
+            raise error_from_exit(
+                process.returncode, process.stderr_tail(), "codex app-server did not answer the API key login"
+            ) from None
+        except RpcError as exc:
+            raise AuthError(
+                f"codex app-server refused the run's API key: {exc.message}",
+                hint="check OPENAI_API_KEY (or the api_key option)",
+            ) from exc
+        finally:
+            self.connection.observer = observer
 
     async def _open(self, cwd: Path) -> None:
         params = thread_params(self.params)
