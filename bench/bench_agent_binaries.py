@@ -14,8 +14,9 @@ mode it includes what the driven mode costs the binary itself):
 - claude-code (stream-json both ways): the `initialize` request and the prompt written at once,
   stdout read until the `result`, stdin closed, the exit waited for;
 - codex (`codex app-server`, the argv, environment and run marker of `Launch`): `initialize`, and
-  once it is answered (the protocol rejects any request before that) `initialized` and
-  `thread/start` with unified's very parameters, then `turn/start` once the thread's id is known,
+  once it is answered (the protocol rejects any request before that) `initialized` and the key's
+  `account/login/start` (the key never goes in the environment), `thread/start` with unified's very
+  parameters once the login is answered, then `turn/start` once the thread's id is known,
   stdout read until `turn/completed`, stdin closed (app-server then exits by itself: over 30 runs
   each, as soon as SIGTERM and without a signal to send), the exit waited for.
 Time to first output is the first piece of answer text (a stream-json `text_delta`, an exec
@@ -121,8 +122,10 @@ def driven_app_server(argv: list[str], cwd: Path, env: dict[str, str], requests:
             if "error" in message:
                 raise RuntimeError(f"codex app-server answered {message}")
             if message.get("id") == 1:
-                thread = {"id": 2, "method": "thread/start", "params": requests["thread"]}
-                send({"method": "initialized", "params": {}}, thread)
+                login = {"id": 4, "method": "account/login/start", "params": requests["login"]}
+                send({"method": "initialized", "params": {}}, login)
+            elif message.get("id") == 4:
+                send({"id": 2, "method": "thread/start", "params": requests["thread"]})
             elif message.get("id") == 2:
                 turn = {"threadId": message["result"]["thread"]["id"], "input": requests["input"]}
                 send({"id": 3, "method": "turn/start", "params": turn})
@@ -179,7 +182,7 @@ class CodexSetup:
 
 
 def _codex_setup(binary: Path, fake: FakeOpenAI, home: Path, cwd: Path) -> CodexSetup:
-    from unified._adapters.codex._launch import Launch, prepare_home, toml_value
+    from unified._adapters.codex._launch import PROVIDER, Launch, prepare_home, toml_value
     from unified._adapters.codex._options import codex_options
     from unified._adapters.codex._processes import MARKER
     from unified._adapters.codex._run import initialize_params, thread_params, user_input
@@ -191,15 +194,21 @@ def _codex_setup(binary: Path, fake: FakeOpenAI, home: Path, cwd: Path) -> Codex
     prepare_home(launch.home)
     argv = [str(launch.binary), "exec", "--json", "--skip-git-repo-check"]
     for key, value in launch.overrides:
+        if key == f"model_providers.{PROVIDER}":  # exec has no login request: the key as its variable
+            provider = {k: v for k, v in value.items() if k != "requires_openai_auth"}
+            value = {**provider, "env_key": "OPENAI_API_KEY"}
         argv += ["-c", f"{key}={toml_value(value)}"]
     argv.append("go")
+    assert launch.api_key is not None
+    exec_env = {**launch.env, "OPENAI_API_KEY": launch.api_key}
     requests = {
         "initialize": initialize_params(),
+        "login": {"type": "apiKey", "apiKey": launch.api_key},
         "thread": {**thread_params(params), "cwd": str(cwd.expanduser().resolve())},
         "input": user_input("go", ()),
     }
     run_env = {**launch.env, MARKER: secrets.token_hex(8)}
-    return CodexSetup(params, argv, dict(launch.env), launch.argv(), run_env, requests)
+    return CodexSetup(params, argv, exec_env, launch.argv(), run_env, requests)
 
 
 def _codex(
@@ -225,6 +234,10 @@ class WarmAppServer:
         self.next_id = 0
         self._request("initialize", requests["initialize"])
         self._send({"method": "initialized", "params": {}})
+        login = self._request("account/login/start", requests["login"])
+        for line in self._lines():  # answered before any thread, as unified waits for it
+            if json.loads(line).get("id") == login:
+                break
 
     def _send(self, message: dict[str, Any]) -> None:
         assert self.child.stdin is not None
