@@ -270,9 +270,8 @@ class CodexRun:
             await self._announce()  # a thread was opened before the process ended
             process = connection.process
             code = await process.wait(EXIT_GRACE_S)
-            raise error_from_exit(
-                code, process.stderr_tail(), f"codex app-server exited during the run ({exc})"
-            ) from exc
+            when = "during the run" if connection.initialized else "before it answered initialize"
+            raise error_from_exit(code, process.stderr_tail(), f"codex app-server exited {when} ({exc})") from exc
         except RunStopped:
             self._reusable = False
             with anyio.CancelScope(shield=True):

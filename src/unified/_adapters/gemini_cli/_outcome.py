@@ -25,6 +25,7 @@ __all__ = [
     "error_from_acp",
     "error_from_exit",
     "explain_exit",
+    "no_answer",
     "prompt_end",
     "provider_down",
     "retries_spent",
@@ -78,6 +79,23 @@ def prompt_end(answer: dict[str, Any], short_id: str, stderr_tail: str = "") -> 
     if stop == "max_tokens":
         warning = ("finish_max_tokens", "the answer was cut at the model's output token limit")
     return PromptEnd(RunOutcome(status="success", short_id=short_id), usage, warning)
+
+
+def no_answer(url: str, *, shown: bool) -> UnifiedError:
+    """The error of a prompt the CLI ended well although the model's last call got no answer, even on the CLI's
+    retries (`_run`): cut off after `shown` text, or no chunk at all (an empty stream). `gemini -p` fails it
+    ("Model stream ended without a finish reason"); over ACP the CLI ends it as answered."""
+    what = (
+        "the model's answer was cut off and the Gemini CLI's retries got no answer"
+        if shown
+        else "the model answered with nothing (an empty stream, also on the Gemini CLI's retries): no text, no call"
+    )
+    return UnifiedError(
+        f"the Gemini API at {url}: {what}",
+        code="stream_interrupted",
+        retryable=True,
+        hint="run again (retry=True answers the same prompt); if it keeps happening, check the model provider",
+    )
 
 
 _NOT_FOUND = re.compile(
