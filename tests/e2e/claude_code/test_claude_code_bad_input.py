@@ -17,7 +17,7 @@ import pytest
 from tests.e2e.bad_binaries import BROKEN, GARBAGE_LINES, broken_binary, script_binary
 from tests.e2e.claude_code.claude_code_helpers import Processes, alive, claude_home, run_claude
 from tests.hang_guard import HANG_GUARD_S
-from unified import execute
+from unified import execute, execute_sync
 from unified._execute import EventStream
 from unified.errors import ConfigurationError
 from unified.events import ErrorEvent, Result, SessionStarted, TextDelta, UnifiedEvent, WarningEvent
@@ -205,6 +205,18 @@ async def test_leaving_a_run_early_leaves_no_process(workspace: Path, how: str) 
         options = {**backend_options_for(server, "claude-code"), "start_process": processes}
         params = ExecuteParams(prompt="hi", backend="claude-code", cwd=workspace, backend_options=options)
         await _cancel_at_first_text(params, how)
+    assert processes.pids
+    assert not any(alive(pid) for pid in processes.pids)
+
+
+def test_closing_execute_sync_early_leaves_no_process(workspace: Path) -> None:
+    """`execute_sync`'s promise: closing its iterator early ends the run's processes before `close()` returns."""
+    processes = Processes()
+    with FakeAnthropic([SLOW]) as server:
+        options = {**backend_options_for(server, "claude-code"), "start_process": processes}
+        events = execute_sync(ExecuteParams(prompt="hi", backend="claude-code", cwd=workspace, backend_options=options))
+        next(event for event in events if isinstance(event, TextDelta))
+        events.close()
     assert processes.pids
     assert not any(alive(pid) for pid in processes.pids)
 

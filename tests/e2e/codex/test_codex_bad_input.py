@@ -18,7 +18,7 @@ import pytest
 from tests.e2e.bad_binaries import BROKEN, GARBAGE_LINES, broken_binary, script_binary
 from tests.e2e.codex.conftest import codex_params, run_codex
 from tests.hang_guard import HANG_GUARD_S
-from unified import execute
+from unified import execute, execute_sync
 from unified._adapters.codex._launch import codex_home, native_binary, start_codex
 from unified._adapters.codex._options import CodexOptions
 from unified._binary.process import AgentSubprocess, Process, alive, start_time
@@ -207,6 +207,18 @@ async def test_leaving_a_run_early_leaves_no_process(workspace: Path, how: str, 
                             if isinstance(event, TextDelta):
                                 scope.cancel()
                 assert scope.cancelled_caught
+    assert started.processes
+    assert not started.still_running()
+
+
+def test_closing_execute_sync_early_leaves_no_process(workspace: Path) -> None:
+    """`execute_sync`'s promise: closing its iterator early ends the run's processes before `close()` returns (a
+    process whose run was left early is never kept warm)."""
+    started = Started()
+    with FakeOpenAI([SLOW]) as server:
+        events = execute_sync(codex_params(server, workspace, options={"start_process": started, "pool_size": 1}))
+        next(event for event in events if isinstance(event, TextDelta))
+        events.close()
     assert started.processes
     assert not started.still_running()
 

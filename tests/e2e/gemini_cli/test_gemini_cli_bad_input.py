@@ -19,7 +19,7 @@ import pytest
 
 from tests.e2e.bad_binaries import BROKEN, GARBAGE_LINES, broken_binary, script_binary
 from tests.hang_guard import HANG_GUARD_S
-from unified import ExecuteParams, execute
+from unified import ExecuteParams, execute, execute_sync
 from unified._adapters.gemini_cli._chat_files import session_files
 from unified._adapters.gemini_cli._launch import start_gemini
 from unified._binary.process import AgentSubprocess, Process, alive, start_time
@@ -188,6 +188,22 @@ async def test_leaving_a_run_early_leaves_no_process(workspace: Path, how: str) 
                             if isinstance(event, TextDelta):
                                 scope.cancel()
                 assert scope.cancelled_caught
+    assert started.processes
+    assert not started.still_running()
+
+
+async def test_closing_execute_sync_early_leaves_no_process(workspace: Path) -> None:
+    """`execute_sync`'s promise: closing its iterator early ends the run's processes before `close()` returns. (An
+    `async def` only for the module's `anyio_backend` mark: `execute_sync` runs in a worker thread, off this loop.)"""
+    started = Started()
+
+    def run_and_close() -> None:
+        with FakeGemini([SLOW]) as server:
+            events = execute_sync(params(server, workspace, start_process=started))
+            next(event for event in events if isinstance(event, TextDelta))
+            events.close()
+
+    await anyio.to_thread.run_sync(run_and_close)
     assert started.processes
     assert not started.still_running()
 
