@@ -142,6 +142,19 @@ async def test_a_provider_whose_every_answer_is_empty_is_a_retryable_stream_erro
     assert "run again" in error.message  # the hint
 
 
+async def test_a_stream_cut_on_every_attempt_is_a_retryable_stream_error(workspace: Path) -> None:
+    """Was `backend_error` "the Gemini API failed (500): terminated": the CLI's JSON-RPC code 500 taken for an
+    HTTP status, though the connection dropped mid-answer and no 500 came."""
+    cut = ModelTurn(text="A cut answer, again.", text_chunks=4, fault=Fault(kind="cut_stream", after=2))
+    async with FakeGemini([cut] * 4) as server:
+        events = await run(server, workspace)
+        assert all(request.status == 200 for request in server.requests)
+    error = the_error(events)
+    assert (error.code, error.retryable, error.fatal) == ("stream_interrupted", True, True), error.message
+    assert "broke off" in error.message
+    assert "(500)" not in error.message
+
+
 @pytest.mark.parametrize("damage", ["binary", "empty", "cut_in_the_prompt"])
 async def test_a_damaged_chat_file_is_corrupt_session_and_kept_as_it_is(
     workspace: Path, isolated_home: Path, damage: str

@@ -112,6 +112,12 @@ AUTH_HINT = (
 )
 
 
+_CUT = re.compile(r"terminated|other side closed|socket hang up", re.I)
+"""The whole message of a JSON-RPC error (code 500) of 0.61 for a model stream whose connection dropped once open
+(node's fetch: `TypeError: terminated`), which it does not retry: no HTTP 500 came. Its retry loop's word for the
+same break is `stream_interrupted` too (`retries_spent`)."""
+
+
 def _http_error(exc: RpcError) -> tuple[int, str | None, str, Any] | None:
     """The Gemini API's HTTP error inside a JSON-RPC error of the CLI: (status code, status, message, body).
 
@@ -149,6 +155,14 @@ def error_from_acp(exc: RpcError, stderr_tail: str = "") -> UnifiedError:
         "cli_message": exc.message,
         "stderr_tail": stderr_tail.strip(),
     }
+    if _CUT.fullmatch(exc.message.strip()):
+        return BackendError(
+            f"{exc.method}: the Gemini API's answer broke off (the connection dropped mid-stream: {exc.message!r})",
+            code="stream_interrupted",
+            retryable=True,
+            hint="run again (retry=True answers the same prompt); a failover_on backend takes over",
+            details=details,
+        )
     http = _http_error(exc)
     if http is not None:
         from unified._internal.api_errors import error_from_status  # imports httpx: only when an error came
