@@ -68,7 +68,7 @@ async def test_a_binary_that_prints_garbage_and_exits_0_is_a_backend_error_after
 ) -> None:
     binary = script_binary(tmp_path / "bin", "claude", VERSION, GARBAGE_LINES + "exit 0\n")
     async with FakeAnthropic([ModelTurn(text="never")]) as server:
-        events = await run_claude(server, workspace, options={"claude_binary": binary}, strict=False)
+        events = await run_claude(server, workspace, options={"claude_binary": binary})
     malformed = [e for e in events if isinstance(e, WarningEvent) and e.code == "malformed_line"]
     assert len(malformed) == 4  # no JSON, not UTF-8, no object, over the cap; the wrong-shape object is read past
     assert any("over the" in w.message and "cap" in w.message for w in malformed)
@@ -83,7 +83,7 @@ async def test_a_binary_that_exits_0_at_once_without_a_result_is_a_backend_error
 ) -> None:
     binary = script_binary(tmp_path / "bin", "claude", VERSION, "exit 0\n")
     async with FakeAnthropic([ModelTurn(text="never")]) as server:
-        events = await run_claude(server, workspace, options={"claude_binary": binary}, strict=False)
+        events = await run_claude(server, workspace, options={"claude_binary": binary})
     error = the_error(events)
     assert error.code == "backend_error"
     assert "exited with code 0" in error.message
@@ -97,9 +97,7 @@ async def test_a_cli_killed_mid_stream_is_a_backend_error_and_its_session_resume
             os.kill(processes.pids[-1], signal.SIGKILL)
 
     async with FakeAnthropic([SLOW, ModelTurn(text="Resumed.")]) as server:
-        events = await run_claude(
-            server, workspace, options={"start_process": processes}, on_event=kill_at_first_text, strict=False
-        )
+        events = await run_claude(server, workspace, options={"start_process": processes}, on_event=kill_at_first_text)
         error = the_error(events)
         started = next(e for e in events if isinstance(e, SessionStarted))
         again = await run_claude(server, workspace, "Go on.", resume=started.short_id)
@@ -128,6 +126,25 @@ async def test_a_provider_error_that_stays_is_typed(workspace: Path, fault: str,
         events = await run_claude(server, workspace)
     error = the_error(events)
     assert (error.code, error.retryable, error.fatal) == (code, retryable, True), error.message
+
+
+@pytest.mark.parametrize(
+    ("kind", "code", "said"),
+    [
+        ("cut_stream", "stream_interrupted", "Connection dropped"),
+        ("no_finish", "stream_interrupted", "Connection lost mid-response"),
+        ("mid_stream_error", "backend_error", "529"),
+    ],
+)
+async def test_a_stream_that_breaks_on_every_attempt_is_a_retryable_typed_error(
+    workspace: Path, kind: str, code: str, said: str
+) -> None:
+    broken = ModelTurn(text="Hello there, my friend.", text_chunks=4, fault=Fault(kind=kind, after=3))
+    async with FakeAnthropic([broken] * 8) as server:
+        events = await run_claude(server, workspace)
+    error = the_error(events)
+    assert (error.code, error.retryable, error.fatal) == (code, True, True), error.message
+    assert said in error.message
 
 
 async def test_an_empty_answer_from_the_provider_is_a_retryable_stream_error_saying_so(workspace: Path) -> None:

@@ -99,7 +99,7 @@ async def test_an_app_server_that_exits_0_without_answering_is_a_backend_error(
     `initialize`; its garbage lines are still not warned of (no session is open yet: see the report)."""
     started = Started(script_binary(tmp_path / "bin", "codex", "codex-cli 0.171.0", body))
     async with FakeOpenAI([ModelTurn(text="never")]) as server:
-        events = await run_codex(server, workspace, options={"start_process": started, "pool_size": 0}, strict=False)
+        events = await run_codex(server, workspace, options={"start_process": started, "pool_size": 0})
         assert server.requests == []
     error = the_error(events)
     assert error.code == "backend_error"
