@@ -23,7 +23,7 @@ from unified._adapters.codex._launch import codex_home, native_binary, start_cod
 from unified._adapters.codex._options import CodexOptions
 from unified._binary.process import AgentSubprocess, Process, alive, start_time
 from unified.errors import ConfigurationError
-from unified.events import ErrorEvent, Result, SessionStarted, TextDelta, UnifiedEvent
+from unified.events import ErrorEvent, Result, SessionStarted, TextDelta, UnifiedEvent, WarningEvent
 from unified.testing import FakeOpenAI, Fault, ModelTurn
 from unified.types import ExecuteParams
 
@@ -96,11 +96,16 @@ async def test_an_app_server_that_exits_0_without_answering_is_a_backend_error(
     workspace: Path, tmp_path: Path, body: str, said: str
 ) -> None:
     """Was "codex app-server exited during the run (...)" with no hint, for a process that never answered
-    `initialize`; its garbage lines are still not warned of (no session is open yet: see the report)."""
+    `initialize`, and its garbage lines were never warned of (read while the run waited for that answer)."""
     started = Started(script_binary(tmp_path / "bin", "codex", "codex-cli 0.171.0", body))
     async with FakeOpenAI([ModelTurn(text="never")]) as server:
         events = await run_codex(server, workspace, options={"start_process": started, "pool_size": 0})
         assert server.requests == []
+    malformed = [e for e in events if isinstance(e, WarningEvent) and e.code == "malformed_line"]
+    if body.startswith("exit"):
+        assert malformed == []
+    else:  # no JSON, not UTF-8, no object, over the cap; the wrong-shape object is read past
+        assert len(malformed) == 4, [w.message for w in malformed]
     error = the_error(events)
     assert error.code == "backend_error"
     assert "codex app-server exited before it answered initialize" in error.message
