@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import stat
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Generator, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -492,7 +492,7 @@ def _refuse_a_running_loop() -> None:
     )
 
 
-def execute_sync(params: ExecuteParams | None = None, /, **fields: Any) -> Iterator[UnifiedEvent]:
+def execute_sync(params: ExecuteParams | None = None, /, **fields: Any) -> Generator[UnifiedEvent, None, None]:
     """`execute()` for synchronous code: events arrive as they happen, from an event loop in a worker thread.
 
     Closing the iterator early cancels the run (its processes are ended before `close()` returns).

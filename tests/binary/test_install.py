@@ -40,6 +40,7 @@ def npm_layout(prefix: Path, version: str = "1.2.3") -> Path:
     package.mkdir(parents=True)
     (package / "package.json").write_text(json.dumps({"name": SPEC.package, "version": version}))
     (package / "cli.js").write_text("#!/usr/bin/env node\n")
+    (package / "cli.js").chmod(0o755)  # npm makes a package's bin executable
     binary = prefix / "node_modules" / ".bin" / "fake"
     binary.parent.mkdir(parents=True)
     binary.symlink_to(package / "cli.js")
@@ -55,6 +56,28 @@ def test_the_option_comes_first_and_a_missing_path_names_its_source(tmp_path: Pa
     with pytest.raises(BackendUnavailable) as caught:
         find_binary(SPEC, None, {"UNIFIED_FAKE_BIN": str(tmp_path / "nope")})
     assert caught.value.message.startswith("UNIFIED_FAKE_BIN points at")
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"),
+    [
+        ("directory", "which is a directory, not the executable"),
+        ("plain_file", "which is not executable (mode -rw-r--r--"),
+    ],
+)
+def test_a_named_path_that_cannot_run_says_why_before_it_is_run(tmp_path: Path, kind: str, said: str) -> None:
+    """Was "could not run ... --version: [Errno 13] Permission denied" for both, from the version probe."""
+    path = tmp_path / "fake"
+    if kind == "directory":
+        path.mkdir()
+    else:
+        path.write_text("#!/bin/sh\n")
+        path.chmod(0o644)
+    for explicit, env in ((path, {}), (None, {"UNIFIED_FAKE_BIN": str(path)})):
+        with pytest.raises(BackendUnavailable) as caught:
+            locate(SPEC, explicit, env)
+        assert f"points at {path}, {said}" in caught.value.message
+        assert caught.value.hint == SPEC.install_hint
 
 
 def test_then_the_user_data_folder_then_path(tmp_path: Path) -> None:

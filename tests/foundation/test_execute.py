@@ -73,7 +73,7 @@ def test_execute_sync_streams_events_in_order() -> None:
 def test_execute_sync_can_stop_early() -> None:
     stream = execute_sync(prompt="x", backend="scripted")
     first = next(stream)
-    stream.close()  # type: ignore[attr-defined]
+    stream.close()
     assert first.type == "session_started"
 
 

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -186,13 +187,30 @@ def _runs_on_node(binary: Path, signature: FileSignature) -> bool:
     return first.startswith(b"#!") and b"node" in first
 
 
+def _not_runnable(path: Path) -> str | None:
+    """Why a path the caller named cannot be run, None when it can: found here, the message says what is wrong
+    with the path, where running it would say only "Permission denied" (a directory, a file without its `x` bit)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "which does not exist"
+    except OSError as exc:
+        return f"which cannot be looked at ({exc.strerror})"
+    if stat.S_ISDIR(mode):
+        return "which is a directory, not the executable"
+    if not os.access(path, os.X_OK):
+        return f"which is not executable (mode {stat.filemode(mode)}: `chmod +x` it, or name the executable)"
+    return None
+
+
 def find_binary(spec: BinarySpec, explicit: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path:
     """The binary's path, looked for in the order of the module docstring."""
     for source, value in ((f"backend_options['{spec.option}']", explicit), (spec.env_var, env.get(spec.env_var))):
         if value:
             path = Path(value).expanduser()
-            if not path.exists():
-                raise BackendUnavailable(f"{source} points at {path}, which does not exist", hint=spec.install_hint)
+            problem = _not_runnable(path)
+            if problem is not None:
+                raise BackendUnavailable(f"{source} points at {path}, {problem}", hint=spec.install_hint)
             return path
     local = spec.project_local() or spec.user_installed()
     if local is not None:

@@ -321,6 +321,21 @@ async def test_an_api_error_result_maps_to_the_registry(tmp_path: Path) -> None:
         assert error.retryable is (status in (429, 529, 500))
 
 
+async def test_an_answer_with_no_content_is_a_retryable_stream_error_not_the_clis_diagnostic(tmp_path: Path) -> None:
+    """What 2.1.332 ends a turn with when the model's stream (and its non-streaming fallback) had no content block:
+    once `backend_error` "the claude CLI failed: [ede_diagnostic] ..." (e2e: test_claude_code_bad_input.py)."""
+    line = result(
+        subtype="error_during_execution",
+        is_error=True,
+        terminal_reason="completed",
+        errors=["[ede_diagnostic] result_type=assistant last_content_type=none stop_reason=null"],
+    )
+    events, _ = await run(tmp_path, [[init(), line]])
+    [error] = [e for e in events if isinstance(e, ErrorEvent)]
+    assert (error.code, error.retryable) == ("stream_interrupted", True)
+    assert error.message.startswith("the model's API answered with no content")
+
+
 async def test_a_withdrawn_permission_request_is_not_answered(tmp_path: Path) -> None:
     call = {
         "type": "assistant",

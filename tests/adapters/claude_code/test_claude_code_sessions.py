@@ -147,6 +147,18 @@ def test_a_file_without_a_prompt_is_hidden_and_one_without_a_readable_line_is_li
         SessionFiles(home).resolve(broken)
 
 
+def test_an_empty_file_is_listed_as_corrupt_not_hidden(home: Path) -> None:
+    """Was hidden like a session without a prompt, so its resume said "no claude-code session matches" although
+    the file named for it is right there (e2e: test_claude_code_bad_input.py)."""
+    projects = home / ".claude" / "projects" / "-work-x"
+    projects.mkdir(parents=True)
+    session_id = "0e7d9c33-0000-4000-8000-000000000003"
+    (projects / f"{session_id}.jsonl").write_bytes(b"")
+    with pytest.raises(CorruptSession, match="is empty"):
+        SessionFiles(home).resolve(session_id[:8])
+    assert (projects / f"{session_id}.jsonl").read_bytes() == b""
+
+
 def test_bad_lines_are_skipped_and_counted(home: Path) -> None:
     path = next(SessionFiles(home).files())
     path.write_text(path.read_text() + "{half a line\n[1, 2]\n")

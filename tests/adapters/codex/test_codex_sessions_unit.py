@@ -215,6 +215,7 @@ def test_a_stored_session_may_not_name_other_paths() -> None:
         ({"httpConnectionFailed": {"httpStatusCode": 401}}, "auth_error", False),
         ("unauthorized", "auth_error", False),
         ({"httpConnectionFailed": {"httpStatusCode": 404}}, "model_not_found", False),
+        ("modelNotFound", "model_not_found", False),  # a 404 on 0.171 (e2e: test_codex_bad_input.py)
         ("contextWindowExceeded", "bad_request", False),
         ("internalServerError", "backend_error", True),
         ({"responseStreamDisconnected": {"httpStatusCode": None}}, "stream_interrupted", True),
@@ -225,6 +226,26 @@ def test_a_stored_session_may_not_name_other_paths() -> None:
 def test_codex_errors_have_the_registrys_codes(info: object, code: str, retryable: bool) -> None:
     error = error_from_turn_error({"message": "m", "codexErrorInfo": info}, where="the provider")
     assert (error.code, error.retryable) == (code, retryable)
+
+
+@pytest.mark.parametrize(
+    ("message", "code"),
+    [
+        ('{"error": {"message": "Invalid request.", "type": "invalid_request_error", "param": null}}', "bad_request"),
+        ('{"error": {"message": "Boom.", "type": "server_error"}}', "backend_error"),
+        ('{"error": "not an object"}', "backend_error"),
+        ("[" * 5000, "backend_error"),
+    ],
+)
+def test_a_400_body_codex_passes_on_as_its_message_is_a_bad_request_in_the_providers_words(
+    message: str, code: str
+) -> None:
+    """Codex 0.171 reports a provider's 400 as `other` with no status, the body verbatim as its message."""
+    error = error_from_turn_error({"message": message, "codexErrorInfo": "other"}, where="the provider")
+    assert error.code == code
+    if code == "bad_request":
+        assert error.message == "the provider refused the request: Invalid request."
+        assert not error.retryable
 
 
 def test_a_retry_delay_is_kept_and_an_exit_is_explained() -> None:

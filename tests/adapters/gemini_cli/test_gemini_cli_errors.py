@@ -30,6 +30,10 @@ CASES = [
     pytest.param(-32000, "Gemini API key is missing or not configured.", "auth_error", id="no key (session/new)"),
     pytest.param(-32000, "Authentication required.", "auth_error", id="no credentials"),
     pytest.param(-32603, "No more mock responses for generateContent", "backend_error", id="anything else"),
+    # a stream whose connection dropped once open: node's fetch says "terminated", the CLI gives it code 500 (it was
+    # `backend_error` "the Gemini API failed (500)"; e2e: test_gemini_cli_bad_input.py)
+    pytest.param(500, "terminated", "stream_interrupted", id="cut stream"),
+    pytest.param(500, "the job was terminated by the API", "backend_error", id="terminated in a sentence"),
 ]
 
 

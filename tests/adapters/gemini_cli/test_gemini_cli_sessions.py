@@ -16,7 +16,7 @@ from unified._adapters.gemini_cli._chat_files import (
     replay_count,
     session_files,
 )
-from unified.errors import AmbiguousSession, SessionNotFound
+from unified.errors import AmbiguousSession, CorruptSession, SessionNotFound
 
 
 def write_session(home: Path, slug: str, session_id: str, prompt: str, extra: list[object]) -> Path:
@@ -77,6 +77,22 @@ def test_corrupt_file_is_reported_not_deleted(isolated_home: Path) -> None:
     assert locator.list_sessions() == []
     assert locator.problems
     assert bad.exists()
+
+
+def test_a_file_cut_inside_its_prompt_is_corrupt_not_a_session_that_does_not_exist(isolated_home: Path) -> None:
+    """Was hidden like a session with no prompt yet, so its resume said "no gemini-cli session matches" although
+    the file named for it is there (e2e: test_gemini_cli_bad_input.py). A session with no prompt yet stays hidden."""
+    path = write_session(isolated_home, "ws", "cut00000-1", "a prompt cut short", [])
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 12])
+    waiting = write_session(isolated_home, "ws", "new00000-1", "", [])
+    locator = ChatFiles()
+    with pytest.raises(CorruptSession, match=r"named for 'cut00000' but cannot be read: .* no prompt that can be read"):
+        locator.resolve("cut00000")
+    assert path.read_bytes() == data[: len(data) - 12]
+    with pytest.raises(SessionNotFound):
+        locator.resolve("new00000")
+    assert waiting.exists()
 
 
 def test_checkpoint_and_rewind(isolated_home: Path) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from tests.e2e.gemini_cli.gemini_cli_helpers import kinds
 from unified import ExecuteParams, execute
-from unified.events import AssistantMessage, Result, TextDelta, UnifiedEvent, WarningEvent
+from unified.events import AssistantMessage, ErrorEvent, Result, TextDelta, UnifiedEvent, WarningEvent
 from unified.testing import FakeGemini, ModelTurn
 from unified.testing._scenario import Fault, FunctionCall
 from unified.testing._wiring import backend_options_for
@@ -98,19 +98,20 @@ async def test_a_retry_that_answers_otherwise_replaces_what_was_shown(
 
 async def test_retries_that_get_no_answer_say_so(workspace: Path, tmp_path: Path, transport: str) -> None:
     # the CLI takes an empty answer for a failed attempt too: after the fourth it gives up; `gemini -p` fails the turn,
-    # its ACP agent ends it as if answered
+    # its ACP agent ends it as if answered: the run fails it on both (it was `success` over ACP)
     empty = [ModelTurn(text="") for _ in range(3)]
     events, requests = await run([failing("mid_stream_error", 2), *empty], workspace, tmp_path, transport)
     assert requests == 4
     result = events[-1]
     assert isinstance(result, Result)
+    assert result.status == "error"
     if transport == "stream-json":
-        assert result.status == "error"
         return
-    assert result.status == "success", result.error
-    assert result.final_text == ""
     [warning] = resumed(events)
     assert "kept none" in warning.message
+    [error] = [e for e in events if isinstance(e, ErrorEvent)]
+    assert (error.code, error.retryable) == ("stream_interrupted", True)
+    assert "retries got no answer" in error.message
 
 
 async def test_a_retried_stream_before_a_tool_call_shows_its_text_once(

@@ -4,10 +4,10 @@ Every API failure ends the CLI's turn with `result.subtype: "success"` and `is_e
 the HTTP status is `api_error_status` (null for a broken connection or a timeout) and the text the
 CLI shows is `result`. The codes, as on every backend: 429 `rate_limited` (retryable), 529 and 5xx
 `backend_error` (retryable), 401/403 `auth_error`, 400/413 `bad_request`, 404 `model_not_found`,
-a dropped or timed-out stream `stream_interrupted` (retryable), no connection made at all (refused, DNS,
-no route, a proxy's refused tunnel, an untrusted certificate: `CONNECT_FAILURE`) `backend_unavailable`
-(retryable, naming the URL: `unified._internal.reach`); "Not logged in" (no credentials at
-all) `auth_error`; a `--resume` the CLI could not find `session_not_found`.
+a dropped or timed-out stream, or an answer with no content at all, `stream_interrupted` (retryable),
+no connection made at all (refused, DNS, no route, a proxy's refused tunnel, an untrusted certificate:
+`CONNECT_FAILURE`) `backend_unavailable` (retryable, naming the URL: `unified._internal.reach`); "Not
+logged in" (no credentials at all) `auth_error`; a `--resume` the CLI could not find `session_not_found`.
 """
 
 from __future__ import annotations
@@ -41,6 +41,10 @@ refused — a firewall or proxy may be blocking it (ECONNREFUSED)"), a name that
 API server — check your internet or DNS (ENOTFOUND)"), no route, a proxy that refused the tunnel, a certificate it
 does not trust. Not a connection that dropped once open ("Connection dropped (ECONNRESET)") nor a timeout
 ("Request timed out": the CLI says the same for a server that accepted and went silent): `stream_interrupted`."""
+
+_NO_CONTENT = re.compile(r"\[ede_diagnostic\].*\blast_content_type=none\b")
+"""The CLI's words (2.1.332, the `errors` of an `error_during_execution` result) when the model's answer had no
+content block at all: an empty stream, and its non-streaming fallback empty too."""
 
 
 def _text(raw: Mapping[str, Any]) -> str:
@@ -130,6 +134,13 @@ def error_from_result(raw: Mapping[str, Any], base_url: str | None = None) -> Un
         )
     if raw.get("terminal_reason") == "api_error" or "API Error" in message or "Connection" in message:
         return error_from_status(None, message, base_url=base_url)
+    if _NO_CONTENT.search(message):
+        return UnifiedError(
+            f"the model's API answered with no content (an empty response; the claude CLI says {message!r})",
+            code="stream_interrupted",
+            retryable=True,
+            hint="run again; if it keeps happening, check the model provider or the gateway in ANTHROPIC_BASE_URL",
+        )
     return BackendError(f"the claude CLI failed: {message}", details={"subtype": str(raw.get("subtype"))})
 
 

@@ -206,6 +206,8 @@ class SessionFiles:
         if parsed.first_prompt is None:
             if parsed.bad_lines and not parsed.good_lines:
                 return self._unreadable(path, f"no readable line ({parsed.bad_lines} lines are not JSON)")
+            if not parsed.good_lines:  # the CLI's first line makes the file: an empty one was emptied since
+                return self._unreadable(path, "is empty")
             return None
         updated = parsed.updated_at or datetime.fromtimestamp(path.stat().st_mtime, UTC)
         return SessionInfo(

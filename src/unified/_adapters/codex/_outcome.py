@@ -9,8 +9,8 @@ one-key object, e.g. `{"responseTooManyFailedAttempts": {"httpStatusCode": 429}}
 |---|---|
 | `usageLimitExceeded` (429 `insufficient_quota`), `rateLimitExceeded`, `...{429}` | `rate_limited` |
 | `unauthorized`, `httpConnectionFailed{401 or 403}`, a 401/403 status anywhere | `auth_error` |
-| `httpConnectionFailed{404}` / `...{400}` (no such model, a bad request) | `model_not_found` / `bad_request` |
-| `contextWindowExceeded` | `bad_request` |
+| `httpConnectionFailed{404}`, `modelNotFound` (no such model) | `model_not_found` |
+| `...{400}`, `contextWindowExceeded`, `other` with the provider's `invalid_request_error` body | `bad_request` |
 | `internalServerError`, `serverOverloaded`, a 5xx status | `backend_error`, retryable |
 | `responseStreamDisconnected`, `other` with "stream disconnected" | `stream_interrupted`, retryable |
 | anything else | `backend_error` |
@@ -27,6 +27,7 @@ import math
 import re
 from typing import Any
 
+from unified._binary.framing import parse_object
 from unified._internal.reach import provider_unreachable
 from unified.errors import AuthError, BackendError, BackendUnavailable, RateLimited, UnifiedError
 
@@ -80,6 +81,20 @@ def _kind(info: object) -> str:
     return "other"
 
 
+def _provider_refusal(message: str) -> str | None:
+    """The provider's own words when `message` is its 400 body verbatim, as Codex 0.171 reports a request the
+    provider refused (`codexErrorInfo` `other`, no status): `{"error": {"type": "invalid_request_error",
+    "message": ...}}` in OpenAI's shape. None for any other message."""
+    if not message.startswith("{"):
+        return None
+    body = parse_object(message)
+    error = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(error, dict) or error.get("type") != "invalid_request_error":
+        return None
+    said = error.get("message")
+    return said if isinstance(said, str) and said else "invalid_request_error"
+
+
 def error_from_turn_error(error: dict[str, Any] | None, *, where: str) -> UnifiedError:
     """The typed error of a failed turn; `where` names the provider for the message."""
     error = error or {}
@@ -107,10 +122,18 @@ def error_from_turn_error(error: dict[str, Any] | None, *, where: str) -> Unifie
         )
     if kind == "unauthorized" or status in (401, 403):
         return AuthError(f"{where} refused the credentials: {text}", hint="check OPENAI_API_KEY", details=extra)
-    if status == 404:
+    refused = _provider_refusal(message)
+    if refused is not None:
+        text = refused + text[len(message) :]
+    if status == 404 or kind == "modelNotFound":
         return BackendError(f"{where}: {text}", code="model_not_found", hint="check the model name", details=extra)
-    if status == 400 or kind == "contextWindowExceeded":
-        return BackendError(f"{where}: {text}", code="bad_request", details=extra)
+    if status == 400 or kind == "contextWindowExceeded" or refused is not None:
+        return BackendError(
+            f"{where} refused the request: {text}",
+            code="bad_request",
+            hint="running it again unchanged fails the same way: change what the provider refused",
+            details=extra,
+        )
     if kind in ("internalServerError", "serverOverloaded") or (status is not None and status >= 500):
         return BackendError(
             f"{where}: {text}", retryable=True, hint="the server had a problem; run again", details=extra
@@ -126,4 +149,9 @@ def error_from_exit(code: int | None, stderr: str, what: str) -> UnifiedError:
     last = next((line for line in reversed(tail.splitlines()) if line.strip()), "")
     status = "still running" if code is None else f"exit status {code}"
     message = f"{what} ({status})" + (f": {last}" if last else "")
-    return BackendError(message, details={"exit_code": code, "stderr_tail": tail[-4000:]})
+    return BackendError(
+        message,
+        hint="run `unified doctor` (it checks the binary and its credentials); the app-server's stderr is in this "
+        "error's details",
+        details={"exit_code": code, "stderr_tail": tail[-4000:]},
+    )

@@ -268,11 +268,11 @@ class CodexRun:
                 # It died while idle (its exit not yet seen when it was leased): nothing of the run happened yet.
                 raise _DeadOnArrival from exc
             await self._announce()  # a thread was opened before the process ended
+            await self._warn_unread_lines()
             process = connection.process
             code = await process.wait(EXIT_GRACE_S)
-            raise error_from_exit(
-                code, process.stderr_tail(), f"codex app-server exited during the run ({exc})"
-            ) from exc
+            when = "during the run" if connection.initialized else "before it answered initialize"
+            raise error_from_exit(code, process.stderr_tail(), f"codex app-server exited {when} ({exc})") from exc
         except RunStopped:
             self._reusable = False
             with anyio.CancelScope(shield=True):
@@ -587,6 +587,14 @@ class CodexRun:
                 await self._provider_down()
             return None
         return await self._usable(message)
+
+    async def _warn_unread_lines(self) -> None:
+        """The lines of a process that ended which nothing of the run read and which could not be used, as the
+        warnings a read would have given: what an app-server that died before `initialize` wrote (a wrong binary's
+        banner, garbage) says why it died."""
+        while (message := self.inbox.pop()) is not None:
+            if isinstance(message, LineProblem):
+                await self._usable(message)
 
     async def _usable(self, message: dict[str, Any] | LineProblem) -> dict[str, Any] | None:
         if isinstance(message, LineProblem):

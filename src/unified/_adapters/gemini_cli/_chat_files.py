@@ -277,14 +277,21 @@ def summarize(path: Path, project_dir: str | None) -> SessionInfo | None:
         raise CorruptSession(f"{path} has no session header", hint="the file is not a Gemini CLI chat file")
     session_id = header["sessionId"]
     first_prompt = None
+    unreadable = 0
     for line in head[1:]:
         record = _loads(line)
         if record is None:
+            unreadable += bool(line.strip())
             continue
         candidates = record.get("$set", {}).get("messages", []) if isinstance(record.get("$set"), dict) else [record]
         first_prompt = next((t for m in candidates if isinstance(m, dict) for t in [prompt_text(m)] if t), None)
         if first_prompt:
             break
+    if first_prompt is None and unreadable:  # a file cut (or damaged) before its prompt, not one without a prompt yet
+        raise CorruptSession(
+            f"{path} has no prompt that can be read: {unreadable} of its lines are not JSON (cut short?)",
+            hint="it was left unchanged",
+        )
     if first_prompt is None and len(head) == len(tail) and head == tail:
         return None
     updated = _parse_time(header.get("lastUpdated"))

@@ -25,6 +25,7 @@ __all__ = [
     "error_from_acp",
     "error_from_exit",
     "explain_exit",
+    "no_answer",
     "prompt_end",
     "provider_down",
     "retries_spent",
@@ -80,6 +81,23 @@ def prompt_end(answer: dict[str, Any], short_id: str, stderr_tail: str = "") -> 
     return PromptEnd(RunOutcome(status="success", short_id=short_id), usage, warning)
 
 
+def no_answer(url: str, *, shown: bool) -> UnifiedError:
+    """The error of a prompt the CLI ended well although the model's last call got no answer, even on the CLI's
+    retries (`_run`): cut off after `shown` text, or no chunk at all (an empty stream). `gemini -p` fails it
+    ("Model stream ended without a finish reason"); over ACP the CLI ends it as answered."""
+    what = (
+        "the model's answer was cut off and the Gemini CLI's retries got no answer"
+        if shown
+        else "the model answered with nothing (an empty stream, also on the Gemini CLI's retries): no text, no call"
+    )
+    return UnifiedError(
+        f"the Gemini API at {url}: {what}",
+        code="stream_interrupted",
+        retryable=True,
+        hint="run again (retry=True answers the same prompt); if it keeps happening, check the model provider",
+    )
+
+
 _NOT_FOUND = re.compile(
     r"is not found for API version|models/\S+ is not found|model .* (?:not found|does not exist)", re.I
 )
@@ -92,6 +110,12 @@ AUTH_HINT = (
     "ACP) with GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION and Application Default Credentials; `unified doctor` "
     "says what it sees"
 )
+
+
+_CUT = re.compile(r"terminated|other side closed|socket hang up", re.I)
+"""The whole message of a JSON-RPC error (code 500) of 0.61 for a model stream whose connection dropped once open
+(node's fetch: `TypeError: terminated`), which it does not retry: no HTTP 500 came. Its retry loop's word for the
+same break is `stream_interrupted` too (`retries_spent`)."""
 
 
 def _http_error(exc: RpcError) -> tuple[int, str | None, str, Any] | None:
@@ -131,6 +155,14 @@ def error_from_acp(exc: RpcError, stderr_tail: str = "") -> UnifiedError:
         "cli_message": exc.message,
         "stderr_tail": stderr_tail.strip(),
     }
+    if _CUT.fullmatch(exc.message.strip()):
+        return BackendError(
+            f"{exc.method}: the Gemini API's answer broke off (the connection dropped mid-stream: {exc.message!r})",
+            code="stream_interrupted",
+            retryable=True,
+            hint="run again (retry=True answers the same prompt); a failover_on backend takes over",
+            details=details,
+        )
     http = _http_error(exc)
     if http is not None:
         from unified._internal.api_errors import error_from_status  # imports httpx: only when an error came

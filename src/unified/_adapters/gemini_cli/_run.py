@@ -11,7 +11,6 @@ cancellation and a dying process.
 from __future__ import annotations
 
 import base64
-import dataclasses
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from unified._adapters.gemini_cli._chat_records import ChatRecords
 from unified._adapters.gemini_cli._conversation import Opening, keep_failed_prompt
 from unified._adapters.gemini_cli._hold_back import SETTLE_INTERVAL_S, ToolOutputHold
 from unified._adapters.gemini_cli._launch import BACKEND, Launch
-from unified._adapters.gemini_cli._outcome import DEFAULT_BASE_URL, error_from_exit, prompt_end
+from unified._adapters.gemini_cli._outcome import DEFAULT_BASE_URL, error_from_exit, no_answer, prompt_end
 from unified._adapters.gemini_cli._permissions import PermissionBridge
 from unified._adapters.gemini_cli._relocate import SESSION_ID, session_lease
 from unified._adapters.gemini_cli._replays import Folding, MessageEnd
@@ -240,8 +239,13 @@ class AcpRun:
         await ctx.end_message()
         if end.warning is not None:
             await self._warn(*end.warning)
-        if kept_nothing and end.outcome.status == "success":  # the CLI's retries got no answer (`_replays`)
-            return dataclasses.replace(end.outcome, final_text="")
+        if end.outcome.status == "success" and (
+            kept_nothing or (not sink.received and chat.prompted and not chat.tokens)
+        ):
+            # Over ACP the CLI ends a prompt whose last model call got no answer, even on its own retries (an answer
+            # cut off after text was shown, `_replays`; or no chunk at all: no item, no model call recorded) as a
+            # plain `end_turn`. Not a success: `gemini -p` fails the same turn.
+            raise no_answer(url, shown=kept_nothing)
         return end.outcome
 
     async def _calls_acp_never_showed(self, chat: ChatRecords, delivery: _Delivery) -> None:
@@ -331,8 +335,12 @@ class _Sink:
         self.relabel: Callable[[PermissionDecision], Awaitable[PermissionDecision]] | None = None
         self.arrived = anyio.Event()
         """Set (and replaced) whenever an item has been handed to the hold (delivered or queued there)."""
+        self.received = False
+        """Whether the prompt brought any item at all (text, a thought, a call): a prompt that brought none and
+        recorded no model call got no answer."""
 
     async def deliver(self, item: Item, raw: Any) -> None:
+        self.received = True
         if isinstance(item, TextDelta) and item.subagent_task_id is None:
             for shown in self.folding.text(item):
                 await self._deliver(shown, raw)
