@@ -20,6 +20,9 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   every short id of its backend fail with TypeError (naive and aware datetimes do not compare);
 - a session id over 250 characters made load, lease and delete raise the kernel's ENAMETOOLONG
   (an untyped OSError), as did a long backend name in a listing;
+- a search query of nine characters (`\\pL{1000}`) compiled to 1.2 million instructions in 1.5 s with
+  the GIL held (the whole host stopped), and the pattern cache kept every compiled pattern whatever its
+  size (256 such queries: over 2 GB);
 - a conversation of tiny values (`[[],[],...]`, `[1.5,1.5,...]`): 15 MB of JSON held 1.1 GB and 9 s
   (parse and `problem()`), so the 256 MiB a run accepts could take some 18 GiB;
 - a key pasted where a field name goes came back in the ValidationError's location.
@@ -46,6 +49,7 @@ from unified.sessions import FileSessionStore, MemorySessionStore, StoredSession
 from unified.tools import Policy, ToolCall, ToolRuntime
 from unified.tools._base import ToolError
 from unified.tools._paths import PATH_MAX, Workspace
+from unified.tools._regex import compile_pattern
 
 __all__ = ["call", "outside"]
 
@@ -251,6 +255,31 @@ async def test_a_hostile_ignore_file_in_the_walk_ends_with_the_budget(ws: Path, 
     found = output(await call("glob", pattern="**/*"))
     assert "x.txt" in found
     assert "x.log" not in found
+
+
+# --- regular expressions: compile time and the cache ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("query", ["\\pL{1000}", "(?:\\pL|\\pN|\\pS){1000}", "[\\pL\\pN]{1000}"])
+async def test_a_tiny_query_that_compiles_to_a_huge_program_is_refused(ws: Path, call: Call, query: str) -> None:
+    """SUCCEEDED before: `\\pL{1000}` (nine characters) compiled to 1.2 million instructions in 1.5 s with
+    the GIL held (every task of the host stopped) and stayed in the cache (9 MB each). Now RE2's memory
+    bound is its own default (8 MiB) and such a pattern is an invalid one, refused in about 0.1 s."""
+    (ws / "f.txt").write_text("x\n")
+    message = error(await call("search", query=query))
+    assert message.startswith(f"Invalid regular expression {query!r}: pattern too large")
+
+
+def test_large_compiled_patterns_are_not_kept() -> None:
+    """SUCCEEDED before: every compiled pattern stayed in a 256-entry cache, whatever its size: 256 queries
+    like `\\pL{N}` held over 2 GB. Now only small ones are kept; a large one is freed after its call."""
+    large = "[\\pL\\pN]{300}x"
+    assert compile_pattern(large).programsize > 100_000
+    assert compile_pattern(large) is not compile_pattern(large)
+    small = "(?i)todo|fixme round 6"
+    assert compile_pattern(small) is compile_pattern(small)
+    long_text = "(?:" + "x" * 50_000 + "){0}y"  # a tiny program, but its text would be kept
+    assert compile_pattern(long_text) is not compile_pattern(long_text)
 
 
 # --- held: the file tools' paths ---------------------------------------------------------------------------------
@@ -499,6 +528,39 @@ async def test_a_memory_store_document_without_a_time_zone_lists_with_the_others
     store._documents[key] = store._documents[key].replace(',"x":"' + odd.updated_at.isoformat() + '"', "", 1)
     listed = await store.list_sessions(_BACKEND)
     assert [s.session_id for s in listed] == [sound.session_id, odd.session_id]
+
+
+@pytest.mark.parametrize("shape", ["{short}/" + "../" * 12 + "{victim}", "{short}/../..", "{short}\0x"])
+async def test_a_gemini_cli_chat_file_naming_a_path_as_its_session_deletes_nothing(
+    isolated_home: Path, tmp_path: Path, shape: str
+) -> None:
+    """Held: `delete` removes `chats/<sessionId>/` (the subagents' folder) with the id read from the
+    file's header, and a chat file whose `sessionId` is `abcd1234/../../..<dir>` has the harmless short
+    id `abcd1234`; `unified sessions delete abcd1234` checks the id first (`check_session_id`) and
+    refuses with CorruptSession, deleting nothing. (The chat-file layer below it, `ChatFiles.delete`,
+    trusts its caller: called directly with such a file, it removed the directory.)"""
+    from unified.sessions import locator
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious.txt").write_text("keep me")
+    (isolated_home / ".gemini").mkdir()
+    (isolated_home / ".gemini" / "projects.json").write_text(json.dumps({"projects": {str(ws): "ws"}}))
+    chats = isolated_home / ".gemini" / "tmp" / "ws" / "chats"
+    (chats / "abcd1234").mkdir(parents=True)
+    session_id = shape.format(short="abcd1234", victim=str(victim).lstrip("/"))
+    chat = chats / "session-2026-11-29T10-00-abcd1234.jsonl"
+    header = {"sessionId": session_id, "projectHash": "h", "startTime": "2026-11-29T10:00:00Z", "kind": "main"}
+    prompt = {"id": "u1", "type": "user", "content": [{"text": "hi"}]}
+    chat.write_text(json.dumps(header) + "\n" + json.dumps(prompt) + "\n")
+    before = chat.read_bytes()
+    with pytest.raises(CorruptSession, match="which is no Gemini CLI session id"):
+        await locator("gemini-cli").delete("abcd1234", str(ws))
+    assert (victim / "precious.txt").read_text() == "keep me"
+    assert (chats / "abcd1234").is_dir()
+    assert chat.read_bytes() == before
 
 
 # --- conversations from untrusted JSON ---------------------------------------------------------------------------
