@@ -23,6 +23,10 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
 - a search query of nine characters (`\\pL{1000}`) compiled to 1.2 million instructions in 1.5 s with
   the GIL held (the whole host stopped), and the pattern cache kept every compiled pattern whatever its
   size (256 such queries: over 2 GB);
+- write_file's placeholder check ran a Python regex tried at every position of each line holding
+  `...`: `...` and 5,000 spaces took 232 s (cubic) on the event loop, GIL held: the whole host stopped;
+- a NUL in a reference or id given to the PostgreSQL store (resolve, load, delete, list, save) was
+  `SessionStoreUnavailable` ("cannot be reached"; hint: start the database): a working store looked down;
 - a conversation of tiny values (`[[],[],...]`, `[1.5,1.5,...]`): 15 MB of JSON held 1.1 GB and 9 s
   (parse and `problem()`), so the 256 MiB a run accepts could take some 18 GiB;
 - a key pasted where a field name goes came back in the ValidationError's location.
@@ -32,20 +36,23 @@ Attacks that held are kept below their section as pins.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Callable
+import signal
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
+from tests.hang_guard import HANG_GUARD_S
 from tests.security.file_tool_calls import SECRET, Call, call, error, output, outside, text_of
 from unified._internal import limits
 from unified.conversations import Conversation
 from unified.errors import CorruptSession, SessionError, SessionNotFound
-from unified.sessions import FileSessionStore, MemorySessionStore, StoredSession
+from unified.sessions import FileSessionStore, MemorySessionStore, SessionStore, StoredSession
 from unified.tools import Policy, ToolCall, ToolRuntime
 from unified.tools._base import ToolError
 from unified.tools._paths import PATH_MAX, Workspace
@@ -282,6 +289,35 @@ def test_large_compiled_patterns_are_not_kept() -> None:
     assert compile_pattern(long_text) is not compile_pattern(long_text)
 
 
+@contextlib.contextmanager
+def _hang_guard() -> Iterator[None]:
+    """`HANG_GUARD_S` for code that holds the GIL (a Python regex): SIGALRM interrupts even that, where
+    `anyio.fail_after` would wait for the event loop the regex holds."""
+
+    def expired(signum: int, frame: object) -> None:
+        raise TimeoutError(f"still running after the {HANG_GUARD_S:g} s hang guard")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, HANG_GUARD_S)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("line", ["..." + " " * 50_000 + "x", "// ..." + " \t" * 30_000 + "-"])
+async def test_write_file_s_placeholder_check_is_linear_in_a_line(ws: Path, call: Call, line: str) -> None:
+    """SUCCEEDED before: write_file looks for an omission placeholder (`// ... rest unchanged`) in every line
+    holding `...`, and took the comment marks off with a Python regex tried at every position
+    (`\\s*(?:\\*/|-->)?\\s*$`): `...` then 5,000 spaces took 232 s, cubic in the line, on the event loop
+    with the GIL held (the whole host stopped). Now the marks are taken off with string methods."""
+    content = f"x = 1\n{line}\n"
+    with _hang_guard():
+        assert output(await call("write_file", file_path="f.txt", content=content)).startswith("Successfully")
+    assert (ws / "f.txt").read_text() == content
+
+
 # --- held: the file tools' paths ---------------------------------------------------------------------------------
 
 
@@ -378,7 +414,7 @@ def _store(tmp_path: Path) -> FileSessionStore:
     return FileSessionStore(tmp_path / "sessions")
 
 
-async def _saved(store: FileSessionStore | MemorySessionStore, prompt: str = "hi") -> StoredSession:
+async def _saved(store: SessionStore, prompt: str = "hi") -> StoredSession:
     session = StoredSession.new(_BACKEND, model="m", cwd="/w", first_prompt=prompt)
     await store.save(session)
     return session
@@ -561,6 +597,30 @@ async def test_a_gemini_cli_chat_file_naming_a_path_as_its_session_deletes_nothi
     assert (victim / "precious.txt").read_text() == "keep me"
     assert (chats / "abcd1234").is_dir()
     assert chat.read_bytes() == before
+
+
+@pytest.mark.e2e  # a PostgreSQL server of its own
+async def test_a_nul_in_a_postgres_session_reference_is_no_unreachable_store(postgres_url: str) -> None:
+    """SUCCEEDED before: psycopg refuses a NUL in a text parameter before sending the query, and the store
+    read that as `SessionStoreUnavailable` ("cannot be reached or refused the request"; hint: start the
+    database) for resolve, load, delete and a listing: an orchestrator would fail over from a working
+    store. Now a reference with one is a miss (SessionNotFound), an id or backend a SessionError; and a
+    missed id of 100,000 characters is quoted clipped."""
+    from unified.sessions import PostgresSessionStore
+
+    store = PostgresSessionStore(postgres_url)
+    session = await _saved(store)
+    with pytest.raises(SessionNotFound, match="no generate-content session matches 'a\\\\x00b'"):
+        await store.resolve(_BACKEND, "a\0b")
+    for attempt in (store.load(_BACKEND, "a\0b"), store.delete(_BACKEND, "a\0b"), store.list_sessions("g\0c")):
+        with pytest.raises(SessionError, match="holds a NUL character: it cannot name a stored session"):
+            await attempt
+    with pytest.raises(SessionError, match="holds a NUL character"):
+        await store.save(StoredSession(backend=_BACKEND, session_id="x\0y"))
+    with pytest.raises(SessionNotFound) as caught:
+        await store.load(_BACKEND, "x" * 100_000)
+    assert len(caught.value.message) < 1_000
+    assert (await store.resolve(_BACKEND, session.short_id)).session_id == session.session_id
 
 
 # --- conversations from untrusted JSON ---------------------------------------------------------------------------
