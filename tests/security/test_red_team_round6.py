@@ -16,6 +16,8 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
 - ignore files were compiled outside the call's time budget on the way to the directory asked for
   (one `.gitignore` of 10,000 patterns like `*a*a*a...` took 15 s; ten levels of them, 150 s with
   no bound and no cancellation);
+- an ignore file of one 1 MiB line went to pathspec whole, whose translation grows as the square of the
+  line (128,000 `*a`: 15 s), in one step no budget interrupts;
 - a session record whose `updated_at` has no time zone (another tool, a hand) made every listing and
   every short id of its backend fail with TypeError (naive and aware datetimes do not compare);
 - a session id over 250 characters made load, lease and delete raise the kernel's ENAMETOOLONG
@@ -44,6 +46,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pathspec
 import pytest
 from pydantic import ValidationError
 
@@ -250,6 +253,33 @@ async def test_ignore_files_on_the_way_to_a_directory_are_compiled_on_the_budget
     (ws / ".gitignore").write_text("*.log\n")
     (ws / "a" / ".ignore").write_text("build/\n")
     assert note in output(await call(tool, **args))
+
+
+@pytest.mark.parametrize("line", ["*a" * 500_000, "?" * 1_000_000, "**/" * 300_000 + "x"])
+async def test_an_ignore_pattern_longer_than_a_path_is_never_compiled(
+    ws: Path, call: Call, monkeypatch: pytest.MonkeyPatch, line: str
+) -> None:
+    """SUCCEEDED before: a `.gitignore` of one 1 MiB line went to pathspec whole; its translation grows as
+    the square of the line (128,000 `*a`: 15 s; the whole line: minutes), one step the budget cannot
+    interrupt. Now a pattern over 4,096 characters is passed over (a path is no longer) and the rest of
+    the file still counts. (The spy refuses a long line instead of spending those minutes.)"""
+    compiled = pathspec.GitIgnoreSpec.from_lines
+    longest: list[int] = [0]
+
+    def spy(lines: list[str], **kwargs: Any) -> pathspec.GitIgnoreSpec:
+        longest[0] = max([longest[0], *(len(one) for one in lines)])
+        if longest[0] > 4096:
+            raise ValueError("a pattern longer than a path reached pathspec")
+        return compiled(lines, **kwargs)
+
+    monkeypatch.setattr(pathspec.GitIgnoreSpec, "from_lines", spy)
+    (ws / ".gitignore").write_text(f"{line}\n*.log\n")
+    (ws / "x.log").write_text("x\n")
+    (ws / "x.txt").write_text("x\n")
+    found = output(await call("glob", pattern="*"))
+    assert "x.txt" in found
+    assert "x.log" not in found
+    assert 0 < longest[0] <= 4096
 
 
 async def test_a_hostile_ignore_file_in_the_walk_ends_with_the_budget(ws: Path, call: Call) -> None:

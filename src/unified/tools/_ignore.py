@@ -22,13 +22,25 @@ from unified.tools._base import ToolError
 from unified.tools._paths import Workspace
 from unified.tools._regex import matchable
 
-__all__ = ["IGNORE_FILE_MAX_BYTES", "IGNORE_FILE_MAX_PATTERNS", "IgnoreRules", "WalkedFile", "scan", "walk_files"]
+__all__ = [
+    "IGNORE_FILE_MAX_BYTES",
+    "IGNORE_FILE_MAX_PATTERNS",
+    "IGNORE_PATTERN_MAX_CHARS",
+    "IgnoreRules",
+    "WalkedFile",
+    "scan",
+    "walk_files",
+]
 
 _IGNORE_FILES = (".gitignore", ".ignore")
 IGNORE_FILE_MAX_BYTES = 1024 * 1024
 """What is read of one ignore file; the rest of a larger one is not read."""
 IGNORE_FILE_MAX_PATTERNS = 10_000
 """Patterns used of one ignore file (compiling one costs about 0.2 ms); later ones are not used."""
+IGNORE_PATTERN_MAX_CHARS = 4096
+"""Longest pattern used (a path is at most as long); a longer line is passed over. pathspec translates
+a pattern in time that grows as its square, in one step no budget can interrupt: one line of 128,000
+`*a` took 15 s, a file of one 1 MiB line minutes."""
 _PATTERNS_PER_SET = 500
 """Patterns compiled into one RE2 set: a few thousand short ones (`*.ext1` ... `*.ext3000`) already
 exceed the set's memory bound, and pathspec then raises from deep inside RE2."""
@@ -72,7 +84,9 @@ def _read_layer(base: Path, dir_fd: int, name: str, budget: Budget) -> _Layer | 
     if data is None:
         return None
     lines = data.decode("utf-8", errors="replace").splitlines()
-    patterns = [line for line in lines if line.strip() and not line.startswith("#")][:IGNORE_FILE_MAX_PATTERNS]
+    patterns = [
+        line for line in lines if line.strip() and not line.startswith("#") and len(line) <= IGNORE_PATTERN_MAX_CHARS
+    ][:IGNORE_FILE_MAX_PATTERNS]
     chunks = [patterns[at : at + _PATTERNS_PER_SET] for at in range(0, len(patterns), _PATTERNS_PER_SET)]
     return _Layer(base, tuple(spec for chunk in chunks for spec in _compiled(chunk, budget)))
 
