@@ -34,7 +34,9 @@ from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from unified._internal import limits
 from unified.events import JsonValue, Provider, Usage
 
 __all__ = [
@@ -452,17 +454,31 @@ class Conversation(BaseModel):
     @classmethod
     def from_json(cls, text: str | bytes) -> Conversation:
         """The conversation `text` holds; pydantic's `ValidationError` when it holds none, which never
-        quotes the input (a conversation may carry a key): not even a `role` or `type` tag, which
-        pydantic's own message for an unknown one would."""
+        quotes the input (a conversation may carry a key): not even a `role` or `type` tag, or the name
+        of a field no part has (a key pasted where a field name goes), which pydantic's own message
+        would. More than `limits.MAX_CONVERSATION_VALUES` values is refused before anything is parsed
+        (the same error)."""
+        values = _values(text)
+        if values > limits.MAX_CONVERSATION_VALUES:
+            problem = PydanticCustomError(
+                "too_many_values",
+                "it holds {count} JSON values (objects, arrays and their items), more than a conversation may "
+                f"({limits.MAX_CONVERSATION_VALUES:,}); it was not parsed",
+                {"count": f"{values:,}"},
+            )
+            details: list[InitErrorDetails] = [{"type": problem, "loc": (), "input": None}]
+            raise ValidationError.from_exception_data(cls.__name__, details, hide_input=True)
         try:
             return cls.model_validate_json(text)
         except ValidationError as exc:
             errors = exc.errors(include_url=False)
-            if not any(error["type"] == "union_tag_invalid" for error in errors):
+            if not any(error["type"] in ("union_tag_invalid", "extra_forbidden") for error in errors):
                 raise
             hidden = [
                 {**error, "ctx": {**error.get("ctx", {}), "tag": "..."}}
                 if error["type"] == "union_tag_invalid"
+                else {**error, "loc": (*error["loc"][:-1], "...")}
+                if error["type"] == "extra_forbidden"
                 else error
                 for error in errors
             ]
@@ -568,6 +584,27 @@ def _conform(value: str, rule: re.Pattern[str], mapped: dict[str, str], taken: s
             taken.add(candidate)
             return candidate
     raise ValueError("no stand-in for a tool call's id or name")  # unreachable: sha256 has no such collisions
+
+
+_JSON_STRING = rb'"(?:[^"\\]|\\.)*"'
+"""A JSON string literal, escapes included (`_values` leaves them out: a text's brackets and commas are no values)."""
+_VALUE_MARKS = (b"{", b"[", b",")
+
+
+def _values(text: str | bytes) -> int:
+    """About how many values a JSON text holds: its `{`, `[` and `,` outside strings (an array of n items
+    has n - 1 commas and a bracket; an object of n members, n - 1 commas and a brace). Counted on the raw
+    text first (one pass in C per character, no copy), and without the strings only when that count is
+    over the bound (prose holds a comma every 60 characters or so), with RE2 (linear, and no backtracking
+    stack on a long string)."""
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    raw = sum(data.count(mark) for mark in _VALUE_MARKS)
+    if raw <= limits.MAX_CONVERSATION_VALUES:
+        return raw
+    import re2  # only for a text this large
+
+    bare: bytes = re2.sub(_JSON_STRING, b"", data)
+    return sum(bare.count(mark) for mark in _VALUE_MARKS)
 
 
 _ORIGIN_MAX_CHARS = 4096

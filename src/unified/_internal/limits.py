@@ -15,6 +15,7 @@ __all__ = [
     "BACKGROUND_LOG_MAX_BYTES",
     "LIST_DIR_MAX_ENTRIES",
     "MAX_CONVERSATION_BYTES",
+    "MAX_CONVERSATION_VALUES",
     "MAX_EVENT_BYTES",
     "MAX_JSON_CONTAINERS",
     "MAX_JSON_DEPTH",
@@ -56,6 +57,13 @@ MAX_TURN_TEXT_CHARS = 4 * 1024 * 1024
 MAX_CONVERSATION_BYTES = 256 * 1024 * 1024
 """Largest conversation (`ExecuteParams.history`, a `--history` file) as JSON: a run refuses a larger one
 before it writes anything (the biggest session file a binary's reader here accepts is as large)."""
+
+MAX_CONVERSATION_VALUES = 4_000_000
+"""Most JSON values `Conversation.from_json` parses, counted as the `{`, `[` and `,` outside strings:
+parsed, a value costs about 100 bytes and `Conversation.problem`'s walk as many again, so 16 MB of
+`1.5,` held 535 MB and 256 MiB of `[],` would have held some 18 GiB before any check ran (worst case
+now about 0.5-1 GiB). A conversation's values are mostly texts: a long session has a few hundred
+thousand."""
 
 # --- what a tool gives the model --------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from unified._exports import publish
+from unified._redaction import clip
 from unified._sessions.records import SessionInfo, StoredSession, resolve_ref
 from unified._sessions.stores import (
     FORMAT_VERSION,
@@ -46,6 +47,7 @@ from unified._sessions.stores import (
 from unified.errors import (
     ConfigurationError,
     CorruptSession,
+    SessionError,
     SessionNotFound,
     SessionStoreUnavailable,
     UnsupportedSessionFormat,
@@ -96,6 +98,18 @@ def lock_key(backend: str, session_id: str) -> int:
     """The 64-bit advisory lock key of one session (a digest: collisions are out of reach)."""
     digest = hashlib.blake2b(f"unified\0{backend}\0{session_id}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
+
+
+def _storable(kind: str, value: str) -> str:
+    """`value`, unless PostgreSQL's text cannot hold it: a NUL character, which psycopg refuses before
+    the query is sent, read as the store being unreachable (`SessionStoreUnavailable`, whose hint is to
+    start the database). No stored session has one."""
+    if "\0" in value:
+        raise SessionError(
+            f"{kind} {clip(value, 80)!r} holds a NUL character: it cannot name a stored session",
+            hint="pass the session's id as `unified sessions list` shows it",
+        )
+    return value
 
 
 def _like_prefix(text: str) -> str:
@@ -236,6 +250,7 @@ class PostgresSessionStore(BlockingSessionStore):
             return unreadable_info(backend, session_id, where, exc)
 
     def _list(self, backend: str) -> list[SessionInfo]:
+        _storable("backend", backend)
         with self._connection() as connection:
             rows = connection.execute(
                 f"SELECT session_id, format, header FROM {TABLE} WHERE backend = %s ORDER BY updated_at DESC",
@@ -246,9 +261,10 @@ class PostgresSessionStore(BlockingSessionStore):
     def _resolve(self, backend: str, ref: str) -> SessionInfo:
         """An index range scan over ids starting with `ref`; the five newest sessions only to explain a miss."""
         key = ref.strip().lower()
+        _storable("backend", backend)
         with self._connection() as connection:
             rows = []
-            if key:
+            if key and "\0" not in key:  # no id holds one: a miss, explained as any other
                 rows = connection.execute(
                     f"SELECT session_id, format, header FROM {TABLE} WHERE backend = %s "
                     "AND lower(session_id) LIKE %s ORDER BY lower(session_id) LIMIT %s",
@@ -263,6 +279,8 @@ class PostgresSessionStore(BlockingSessionStore):
         return resolve_ref(ref, [self._entry(backend, *row) for row in rows], backend)
 
     def _load(self, backend: str, session_id: str) -> StoredSession:
+        _storable("backend", backend)
+        _storable("session id", session_id)
         with self._connection() as connection:
             row = connection.execute(
                 f"SELECT format, document FROM {TABLE} WHERE backend = %s AND session_id = %s",
@@ -270,7 +288,7 @@ class PostgresSessionStore(BlockingSessionStore):
             ).fetchone()
         if row is None:
             raise SessionNotFound(
-                f"no {backend} session {session_id!r} in {self.label}",
+                f"no {backend} session {clip(session_id, 80)!r} in {self.label}",
                 hint="run `unified sessions list` to see the sessions there are",
             )
         return self._readable(backend, session_id, *row)
@@ -285,7 +303,7 @@ class PostgresSessionStore(BlockingSessionStore):
         return session
 
     def _save(self, session: StoredSession) -> None:
-        backend, session_id = session.backend, session.session_id
+        backend, session_id = _storable("backend", session.backend), _storable("session id", session.session_id)
         with self._connection() as connection, connection.transaction():
             row = connection.execute(
                 f"SELECT format, document FROM {TABLE} WHERE backend = %s AND session_id = %s FOR UPDATE",
@@ -304,6 +322,8 @@ class PostgresSessionStore(BlockingSessionStore):
             )
 
     def _delete(self, backend: str, session_id: str) -> None:
+        _storable("backend", backend)
+        _storable("session id", session_id)
         with self._connection() as connection, connection.transaction():
             free = connection.execute("SELECT pg_try_advisory_xact_lock(%s)", (lock_key(backend, session_id),))
             if not _first(free.fetchone()):
@@ -312,7 +332,7 @@ class PostgresSessionStore(BlockingSessionStore):
                 f"DELETE FROM {TABLE} WHERE backend = %s AND session_id = %s", (backend, session_id)
             )
             if gone.rowcount == 0:
-                raise SessionNotFound(f"no {backend} session {session_id!r} in {self.label}")
+                raise SessionNotFound(f"no {backend} session {clip(session_id, 80)!r} in {self.label}")
 
     def _take_lease(self, backend: str, session_id: str) -> psycopg.Connection[Any]:
         """A connection of its own holding the session's advisory lock, or SessionInUse at once."""

@@ -199,8 +199,8 @@ def resolve_ref(ref: str, sessions: Iterable[SessionInfo], backend: str) -> Sess
             hint="give more characters of the id",
             details={"candidates": sorted(unique)},
         )
-    raise SessionNotFound(
-        f"no {backend} session matches {ref!r}; recent sessions:\n{_describe(candidates)}",
+    raise SessionNotFound(  # the reference may be anything a caller was given: quoted clipped
+        f"no {backend} session matches {clip(ref, 80, more='…')!r}; recent sessions:\n{_describe(candidates)}",
         hint="run `unified sessions list` to see them all",
         details={"ref": ref},
     )

@@ -52,7 +52,7 @@ import platformdirs
 from unified._environ import PerEnvironment
 from unified._exports import publish
 from unified._files import NotRegularFile, open_regular, write_atomically
-from unified._redaction import redact
+from unified._redaction import clip, redact
 from unified._sessions.records import (
     SessionInfo,
     SessionProblem,
@@ -223,6 +223,17 @@ def checked_header(raw: object, where: str) -> dict[str, Any]:
     return raw
 
 
+def _stamp(value: object) -> datetime:
+    """A header's timestamp. One without a time zone (unified writes UTC; another tool or a hand may
+    not) is read as UTC: compared with the others it raised TypeError, and one such record made every
+    listing and every short id of its backend fail. A value that is no ISO text raises TypeError or
+    ValueError (the record is corrupt)."""
+    if not isinstance(value, str):
+        raise TypeError(f"a timestamp is {type(value).__name__}, not ISO 8601 text")
+    stamp = datetime.fromisoformat(value)
+    return stamp if stamp.utcoffset() is not None else stamp.replace(tzinfo=UTC)
+
+
 def info_of_header(header: dict[str, Any], where: str) -> SessionInfo:
     try:
         session_id = header["id"]
@@ -233,8 +244,8 @@ def info_of_header(header: dict[str, Any], where: str) -> SessionInfo:
             backend=str(header["backend"]),
             session_id=session_id,
             short_id=short_id_of(session_id),
-            started_at=datetime.fromisoformat(header["created_at"]),
-            updated_at=datetime.fromisoformat(header["updated_at"]),
+            started_at=_stamp(header["created_at"]),
+            updated_at=_stamp(header["updated_at"]),
             first_prompt=header.get("first_prompt"),
             cwd=header.get("cwd"),
             model=header.get("model"),
@@ -264,8 +275,8 @@ def parse_document(text: str, where: str) -> StoredSession:
         model=info.model,
         cwd=info.cwd,
         first_prompt=info.first_prompt,
-        created_at=datetime.fromisoformat(header["created_at"]),
-        updated_at=datetime.fromisoformat(header["updated_at"]),
+        created_at=_stamp(header["created_at"]),
+        updated_at=_stamp(header["updated_at"]),
         usage=Usage.model_validate(info.extra["usage"]),
         turns=int(info.extra["turns"]),
         state=state,
@@ -288,11 +299,23 @@ def newest_first(infos: list[SessionInfo]) -> list[SessionInfo]:
     return sorted(infos, key=lambda s: s.updated_at or datetime.min.replace(tzinfo=UTC), reverse=True)
 
 
+_NAME_MAX_CHARS = 128
+"""Longest backend name or session id that becomes a path component: the record's temporary file
+(`.<id>.json.<pid>.<token>.tmp`) must stay within the kernel's 255 bytes. A uuid is 36."""
+
+
 def _checked_name(kind: str, value: str) -> str:
+    """`value`, if it can become a path component; else the SessionError saying why (a longer one was
+    the kernel's ENAMETOOLONG, an untyped OSError from load, lease and delete)."""
     if not _NAME_CHARS.fullmatch(value):
         raise SessionError(
-            f"{kind} {value!r} cannot name a stored session",
+            f"{kind} {clip(value, 80)!r} cannot name a stored session",
             hint="use letters, digits, '-' and '_' only",
+        )
+    if len(value) > _NAME_MAX_CHARS:
+        raise SessionError(
+            f"{kind} {clip(value, 80)!r} is {len(value):,} characters: it cannot name a stored session",
+            hint=f"a stored session's {kind} has at most {_NAME_MAX_CHARS} characters",
         )
     return value
 

@@ -22,13 +22,25 @@ from unified.tools._base import ToolError
 from unified.tools._paths import Workspace
 from unified.tools._regex import matchable
 
-__all__ = ["IGNORE_FILE_MAX_BYTES", "IGNORE_FILE_MAX_PATTERNS", "IgnoreRules", "WalkedFile", "scan", "walk_files"]
+__all__ = [
+    "IGNORE_FILE_MAX_BYTES",
+    "IGNORE_FILE_MAX_PATTERNS",
+    "IGNORE_PATTERN_MAX_CHARS",
+    "IgnoreRules",
+    "WalkedFile",
+    "scan",
+    "walk_files",
+]
 
 _IGNORE_FILES = (".gitignore", ".ignore")
 IGNORE_FILE_MAX_BYTES = 1024 * 1024
 """What is read of one ignore file; the rest of a larger one is not read."""
 IGNORE_FILE_MAX_PATTERNS = 10_000
 """Patterns used of one ignore file (compiling one costs about 0.2 ms); later ones are not used."""
+IGNORE_PATTERN_MAX_CHARS = 4096
+"""Longest pattern used (a path is at most as long); a longer line is passed over. pathspec translates
+a pattern in time that grows as its square, in one step no budget can interrupt: one line of 128,000
+`*a` took 15 s, a file of one 1 MiB line minutes."""
 _PATTERNS_PER_SET = 500
 """Patterns compiled into one RE2 set: a few thousand short ones (`*.ext1` ... `*.ext3000`) already
 exceed the set's memory bound, and pathspec then raises from deep inside RE2."""
@@ -49,30 +61,37 @@ class _Layer:
         return None
 
 
-def _compiled(lines: list[str]) -> list[pathspec.GitIgnoreSpec]:
+def _compiled(lines: list[str], budget: Budget) -> list[pathspec.GitIgnoreSpec]:
     """`lines` as RE2-backed specs (a hostile ignore file cannot make matching backtrack, see
     `_regex`), split in halves while RE2 refuses a set; a line that cannot be compiled on its own
-    (`!`, `\\`, `[z-a]`, one too large for RE2) is passed over, as git passes over a bad pattern."""
+    (`!`, `\\`, `[z-a]`, one too large for RE2) is passed over, as git passes over a bad pattern.
+
+    Compiling is not free (one file of 10,000 patterns like `*a*a*a...` took 15 s), so each set is
+    compiled on the call's `budget`: ignore files met on the way to a directory, or in every
+    directory of a walk, cannot hold a call past its time."""
+    budget.clock()
     try:
         return [pathspec.GitIgnoreSpec.from_lines(lines, backend="re2")]
     except Exception:  # GitIgnorePatternError, re.error, re2.error ("failed to compile Set")
         if len(lines) <= 1:
             return []
         half = len(lines) // 2
-        return _compiled(lines[:half]) + _compiled(lines[half:])
+        return _compiled(lines[:half], budget) + _compiled(lines[half:], budget)
 
 
-def _read_layer(base: Path, dir_fd: int, name: str) -> _Layer | None:
+def _read_layer(base: Path, dir_fd: int, name: str, budget: Budget) -> _Layer | None:
     data = _safe_io.read_small(dir_fd, name, IGNORE_FILE_MAX_BYTES)
     if data is None:
         return None
     lines = data.decode("utf-8", errors="replace").splitlines()
-    patterns = [line for line in lines if line.strip() and not line.startswith("#")][:IGNORE_FILE_MAX_PATTERNS]
+    patterns = [
+        line for line in lines if line.strip() and not line.startswith("#") and len(line) <= IGNORE_PATTERN_MAX_CHARS
+    ][:IGNORE_FILE_MAX_PATTERNS]
     chunks = [patterns[at : at + _PATTERNS_PER_SET] for at in range(0, len(patterns), _PATTERNS_PER_SET)]
-    return _Layer(base, tuple(spec for chunk in chunks for spec in _compiled(chunk)))
+    return _Layer(base, tuple(spec for chunk in chunks for spec in _compiled(chunk, budget)))
 
 
-def _repo_exclude(repo: Path, repo_fd: int) -> _Layer | None:
+def _repo_exclude(repo: Path, repo_fd: int, budget: Budget) -> _Layer | None:
     git = _safe_io.open_child_dir(repo_fd, ".git")
     if git is None:
         return None
@@ -83,7 +102,7 @@ def _repo_exclude(repo: Path, repo_fd: int) -> _Layer | None:
     if info is None:
         return None
     try:
-        return _read_layer(repo, info, "exclude")
+        return _read_layer(repo, info, "exclude", budget)
     finally:
         os.close(info)
 
@@ -95,9 +114,10 @@ class IgnoreRules:
         self._layers = layers
 
     @classmethod
-    def for_directory(cls, workspace: Workspace, directory: Path) -> IgnoreRules:
+    def for_directory(cls, workspace: Workspace, directory: Path, budget: Budget) -> IgnoreRules:
         """Rules for `directory`, reading ignore files from the workspace root down to it (one
-        directory open at a time, so a directory any number of levels deep costs no more)."""
+        directory open at a time, so a directory any number of levels deep costs no more), compiled
+        on the call's `budget` (`BudgetSpent` when it runs out)."""
         top = workspace.root
         chain = [directory]
         if directory.is_relative_to(top):
@@ -114,15 +134,15 @@ class IgnoreRules:
                     os.close(fd)
                     fd = child
                 if _safe_io.lstat_in(fd, ".git") is not None:
-                    exclude = _repo_exclude(d, fd)
-                levels.append(tuple(layer for name in _IGNORE_FILES if (layer := _read_layer(d, fd, name))))
+                    exclude = _repo_exclude(d, fd, budget)
+                levels.append(tuple(layer for name in _IGNORE_FILES if (layer := _read_layer(d, fd, name, budget))))
         finally:
             os.close(fd)
         layers = [exclude] if exclude is not None else []
         return cls((*layers, *(layer for level in levels for layer in level)))
 
-    def child(self, directory: Path, dir_fd: int) -> IgnoreRules:
-        added = [layer for name in _IGNORE_FILES if (layer := _read_layer(directory, dir_fd, name))]
+    def child(self, directory: Path, dir_fd: int, budget: Budget) -> IgnoreRules:
+        added = [layer for name in _IGNORE_FILES if (layer := _read_layer(directory, dir_fd, name, budget))]
         return IgnoreRules(self._layers + tuple(added)) if added else self
 
     def ignored(self, path: Path, is_dir: bool) -> bool:
@@ -214,7 +234,7 @@ def walk_files(
     rules: IgnoreRules | None,
     stop: _safe_io.StopFlag,
     *,
-    budget: Budget | None = None,
+    budget: Budget,
     reopen: Callable[[Path], int] | None = None,
 ) -> Iterator[WalkedFile]:
     """Every non-directory entry under an open directory in path order, pruning ignored directories.
@@ -238,8 +258,7 @@ def walk_files(
                     os.close(frame.fd)
                     open_count -= 1
                 continue
-            if budget is not None:
-                budget.entry()
+            budget.entry()
             if frame.fd is None:
                 try:
                     frame.fd = reopen(frame.path) if reopen is not None else None
@@ -257,9 +276,7 @@ def walk_files(
             if child is None:
                 continue
             try:
-                child_rules = frame.rules.child(path, child) if frame.rules else None
-                if budget is not None:
-                    budget.clock()  # its ignore files were just compiled
+                child_rules = frame.rules.child(path, child, budget) if frame.rules else None
                 entries = scan(child, path, child_rules)
             except BaseException:
                 os.close(child)

@@ -17,12 +17,22 @@ import anyio.to_thread
 from unified._redaction import clip
 from unified.tools._base import ToolError, require_unicode
 
-__all__ = ["NAME_MAX", "PATH_MAX", "Workspace"]
+__all__ = ["NAME_MAX", "PATH_MAX", "Workspace", "spelled"]
 
 NAME_MAX = 255
 """Bytes in one path component on Linux (and macOS): the kernel refuses a longer one (ENAMETOOLONG)."""
 PATH_MAX = 4096
 """Bytes in a whole path, its terminating NUL included."""
+
+
+def spelled(raw: str) -> str:
+    """The path a tool argument spells before the file system is asked: NUL bytes removed, a `file://`
+    URL percent-decoded to its path. The policy matches an `argsPattern` on this form too, so that a
+    deny rule for `secrets/` is not passed by `secr\\0ets/` or `file:///ws/%73ecrets/`."""
+    text = raw.replace("\0", "")
+    if text.startswith("file://"):
+        text = unquote(urlparse(text).path)
+    return text
 
 
 class Workspace:
@@ -58,25 +68,32 @@ class Workspace:
         return await anyio.to_thread.run_sync(self._resolve_sync, raw, abandon_on_cancel=True)
 
     def _resolve_sync(self, raw: str) -> Path:
-        text = raw.replace("\0", "")
+        text = spelled(raw)
         require_unicode(text, "Path")
-        if text.startswith("file://"):
-            text = unquote(urlparse(text).path)
         if not text.strip():
             raise ToolError("Path must not be empty.")
         candidate = self.root / text
-        if text.startswith("@") and not candidate.exists():
+        # Measured before the file system is asked as well as after: the kernel refuses a longer path
+        # (ENAMETOOLONG, an OSError that crashed the run), and realpath's time grows as its square.
+        _check_length(candidate, raw)
+        if text.startswith("@") and not os.path.exists(candidate):  # never raises (Path.exists can)
             candidate = self.root / text[1:]
         real = Path(os.path.realpath(candidate))
-        if len(os.fsencode(real)) >= PATH_MAX or any(len(os.fsencode(part)) > NAME_MAX for part in real.parts):
-            shown = clip(raw, 80, more="…")
-            raise ToolError(
-                f'Path too long: "{shown}" ({len(raw):,} characters); a file name may have at most {NAME_MAX} '
-                f"bytes and a whole path {PATH_MAX - 1:,}."
-            )
+        _check_length(real, raw)
         if not self.contains(real):
             allowed = ", ".join(str(r) for r in self.roots)
             raise ToolError(
-                f'Path not in workspace: "{raw}" resolves to {real}, outside the allowed directories: {allowed}'
+                f'Path not in workspace: "{clip(raw, 200, more="…")}" resolves to {real}, outside the allowed '
+                f"directories: {allowed}"
             )
         return real
+
+
+def _check_length(path: Path, raw: str) -> None:
+    """Refuses a path the kernel would refuse (a component over `NAME_MAX` bytes, the whole over `PATH_MAX`)."""
+    if len(os.fsencode(path)) >= PATH_MAX or any(len(os.fsencode(part)) > NAME_MAX for part in path.parts):
+        shown = clip(raw, 80, more="…")
+        raise ToolError(
+            f'Path too long: "{shown}" ({len(raw):,} characters); a file name may have at most {NAME_MAX} '
+            f"bytes and a whole path {PATH_MAX - 1:,}."
+        )

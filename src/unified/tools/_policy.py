@@ -26,6 +26,7 @@ from typing import Any
 from unified._exports import publish
 from unified._redaction import clip
 from unified.tools import _shell_syntax
+from unified.tools._paths import spelled
 from unified.types import ApprovalMode
 
 __all__ = [
@@ -234,15 +235,25 @@ _PATH_ARGUMENTS = ("file_path", "dir_path", "path")
 """The arguments the built-in tools read as paths."""
 
 
+def _plain(value: str) -> str:
+    """A path argument as the tools read it (`_paths.spelled`: NUL bytes removed, a `file://` URL
+    decoded), without the leading `@` they drop when no such file exists, `.`, `..` and `//` put
+    in their plain form."""
+    text = spelled(value)
+    text = text[1:] if text.startswith("@") and len(text) > 1 else text
+    return posixpath.normpath(text) if text else text
+
+
 def _normal_paths(args: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The arguments with each path written with `.`, `..` or `//` put in its plain form, or None
-    when there is none. An allow rule's `argsPattern` must match this form too (a rule for
-    `"file_path": "src/` does not cover `src/../setup.py`); a deny or ask rule's applies if either
-    form matches (one for `"file_path": "secrets/` covers `./secrets/key`)."""
+    """The arguments with each path spelled another way than plainly (`_plain`) put in its plain
+    form, or None when there is none. An allow rule's `argsPattern` must match this form too (a rule
+    for `"file_path": "src/` does not cover `src/../setup.py`); a deny or ask rule's applies if either
+    form matches (one for `"file_path": "secrets/` covers `./secrets/key`, `@secrets/key`,
+    `secr\\u0000ets/key` and `file:///ws/%73ecrets/key`)."""
     changed = {
-        key: posixpath.normpath(value)
+        key: plain
         for key in _PATH_ARGUMENTS
-        if isinstance(value := args.get(key), str) and value and posixpath.normpath(value) != value.rstrip("/")
+        if isinstance(value := args.get(key), str) and value and (plain := _plain(value)) != value.rstrip("/")
     }
     return {**args, **changed} if changed else None
 

@@ -12,14 +12,35 @@ compile here.
 from __future__ import annotations
 
 import functools
+import threading
+from collections import OrderedDict
 from typing import Protocol
 
 import re2
 
-__all__ = ["MAX_MEMORY", "Match", "Pattern", "PatternError", "compile_pattern", "matchable"]
+__all__ = [
+    "CACHED_PATTERNS",
+    "CACHED_PROGRAM_MAX",
+    "MAX_MEMORY",
+    "Match",
+    "Pattern",
+    "PatternError",
+    "compile_pattern",
+    "matchable",
+]
 
-MAX_MEMORY = 64 * 1024 * 1024
-"""What one compiled pattern may use for its automata; a larger one fails to compile (an error)."""
+MAX_MEMORY = 8 * 1024 * 1024
+"""What one compiled pattern may use for its automata; a larger one fails to compile (an error). RE2's
+own default, near ripgrep's 10 MB: compiling holds the GIL, and at 64 MiB the nine characters
+`\\pL{1000}` compiled to 1.2 million instructions in 1.5 s, every task of the host stopped meanwhile
+(now refused in 0.1 s; the largest pattern that compiles takes about 0.4 s)."""
+
+CACHED_PATTERNS = 256
+"""Compiled patterns kept for reuse (a search repeated, the same ignore globs on every call)."""
+CACHED_PROGRAM_MAX = 20_000
+"""Instructions of the largest compiled pattern kept, and characters of the longest: a larger one is
+compiled for its call and freed after (each `\\pL{N}` of a series held 9 MB in the cache: 256 of them,
+over 2 GB). Patterns people write are a few hundred at most."""
 
 
 class Match(Protocol):
@@ -27,6 +48,9 @@ class Match(Protocol):
 
 
 class Pattern(Protocol):
+    @property
+    def programsize(self) -> int: ...
+
     def search(self, text: str) -> Match | None: ...
 
     def fullmatch(self, text: str) -> Match | None: ...
@@ -46,15 +70,35 @@ def _options() -> re2.Options:
     return options
 
 
-@functools.lru_cache(maxsize=256)
+_cache: OrderedDict[str, Pattern] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
 def compile_pattern(pattern: str) -> Pattern:
-    """The compiled pattern; `PatternError` with RE2's reason when it is not a valid one."""
+    """The compiled pattern; `PatternError` with RE2's reason when it is not a valid one. The last
+    `CACHED_PATTERNS` small ones (`CACHED_PROGRAM_MAX`) are kept, as `functools.lru_cache` would."""
+    with _cache_lock:
+        found = _cache.get(pattern)
+        if found is not None:
+            _cache.move_to_end(pattern)
+            return found
+    compiled = _compiled(pattern)
+    if compiled.programsize <= CACHED_PROGRAM_MAX and len(pattern) <= CACHED_PROGRAM_MAX:
+        with _cache_lock:
+            _cache[pattern] = compiled
+            while len(_cache) > CACHED_PATTERNS:
+                _cache.popitem(last=False)
+    return compiled
+
+
+def _compiled(pattern: str) -> Pattern:
     try:
         pattern.encode("utf-8")
     except UnicodeEncodeError as exc:  # RE2 takes UTF-8 only: a lone surrogate (`"\ud800"` in JSON)
         raise PatternError(f"not valid Unicode text (a lone surrogate at character {exc.start})") from None
     try:
-        compiled: Pattern = re2.compile(pattern, options=_options())
+        # Not `re2.compile`: it keeps the last 128 patterns compiled whatever their size (a cache of its own).
+        compiled: Pattern = re2._Regexp(pattern, _options())
     except re2.error as exc:
         reason = exc.args[0] if exc.args else exc
         raise PatternError(reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)) from None

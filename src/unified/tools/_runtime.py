@@ -465,7 +465,7 @@ class ToolRuntime:
             except ValidationError as exc:
                 reason = _reasons(exc)
                 return await _refused(call, obs, f"Invalid parameters provided to {call.name}. Reason: {reason}")
-        judged: dict[str, Path] = {}
+        judged: dict[str, Path | _files.Unresolved] = {}
         event = await self._decide(call, spec.name, args, judged)
         if event.input is not None and spec.params is not None:
             try:  # the user changed the input: it must be as valid as the model's
@@ -494,7 +494,7 @@ class ToolRuntime:
         return _Ready(spec, params, event, judged_path)
 
     async def _protected_write(
-        self, tool: str, args: Mapping[str, Any], judged: dict[str, Path] | None = None
+        self, tool: str, args: Mapping[str, Any], judged: dict[str, Path | _files.Unresolved] | None = None
     ) -> str | None:
         """Why this call may write a protected path (docs/tools.md, "Protected paths"), or None.
         `judged` receives the real path a file tool's call was judged on."""
@@ -502,8 +502,10 @@ class ToolRuntime:
         if spec is not None and spec.kind == "edit" and isinstance(args.get("file_path"), str):
             try:
                 real = await self.workspace.resolve(args["file_path"])
-            except ToolError:
-                return None  # the tool refuses it itself
+            except ToolError as exc:
+                if judged is not None:  # the tool refuses it too, and must even if it resolves by then
+                    judged["path"] = _files.Unresolved(str(exc))
+                return None
             if judged is not None:
                 judged["path"] = real
             pattern = _protected.protected_path(real, self.workspace.roots) or _protected.program_directory(
@@ -524,7 +526,11 @@ class ToolRuntime:
         return None
 
     async def _decide(
-        self, call: ToolCall, tool: str, args: dict[str, Any], judged: dict[str, Path] | None = None
+        self,
+        call: ToolCall,
+        tool: str,
+        args: dict[str, Any],
+        judged: dict[str, Path | _files.Unresolved] | None = None,
     ) -> PermissionDecision:
         verdict = self.policy.evaluate(tool, args, self.approval_mode)
         guarded = None
@@ -607,8 +613,9 @@ class _Ready:
     spec: ToolSpec
     params: Params | dict[str, Any]
     decision: PermissionDecision
-    judged_path: Path | None = None
-    """The real path the protected-path check judged (write_file, edit_file; not in yolo mode)."""
+    judged_path: Path | _files.Unresolved | None = None
+    """The real path the protected-path check judged (write_file, edit_file; not in yolo mode), or why
+    it could not resolve one."""
 
 
 def _unjudgeable(call: ToolCall, tool: str, args: Mapping[str, Any]) -> str | None:

@@ -105,7 +105,7 @@ def _scan(
             return hits, None
         fd = _safe_io.open_directory(workspace, root, shown)
         try:
-            rules = IgnoreRules.for_directory(workspace, root)
+            rules = IgnoreRules.for_directory(workspace, root, budget)
             reopen = _safe_io.reopener(workspace)
             for found in walk_files(fd, root, rules, stop, budget=budget, reopen=reopen):
                 file = _open_walked(workspace, found)
