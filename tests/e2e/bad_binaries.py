@@ -7,9 +7,71 @@ binary does and then print garbage or exit. Everything the real binary can be ma
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["BROKEN", "GARBAGE_LINES", "broken_binary", "script_binary"]
+import anyio
+
+from tests.hang_guard import HANG_GUARD_S
+from unified import execute
+from unified._binary.process import AgentSubprocess, Process, alive, start_time
+from unified.events import TextDelta
+from unified.testing import ModelTurn
+from unified.types import ExecuteParams
+
+__all__ = [
+    "BROKEN",
+    "GARBAGE_LINES",
+    "SLOW",
+    "Started",
+    "broken_binary",
+    "leave_at_first_text",
+    "script_binary",
+]
+
+SLOW = ModelTurn(text="A slow answer that takes its time.", text_chunks=6, chunk_delay=0.5)
+"""An answer in six pieces half a second apart: the run is still going when its first text arrives."""
+
+
+class Started:
+    """A `start_process` that starts `binary` with the backend's own starter (`start_codex`, `start_gemini`),
+    keeping each process as (pid, start time): a later process that reuses a pid is not taken for it."""
+
+    def __init__(
+        self, start: Callable[[Sequence[str], Path, Mapping[str, str]], AgentSubprocess], binary: Path | str
+    ) -> None:
+        self.start = start
+        self.binary = str(binary)
+        self.processes: list[Process] = []
+
+    def __call__(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> AgentSubprocess:
+        process = self.start([self.binary, *argv[1:]], cwd, env)
+        started_at = start_time(process.pid) if process.pid is not None else None
+        if process.pid is not None and started_at is not None:  # None: it has already ended
+            self.processes.append((process.pid, started_at))
+        return process
+
+    def still_running(self) -> list[Process]:
+        return [process for process in self.processes if alive(process)]
+
+
+async def leave_at_first_text(params: ExecuteParams, how: str) -> None:
+    """Run `params` and leave it at its first text: by `break` out of the stream (`how="break"`), or by
+    cancelling an enclosing cancel scope (`"cancel_scope"`)."""
+    with anyio.fail_after(HANG_GUARD_S):
+        if how == "break":
+            async with execute(params) as stream:
+                async for event in stream:
+                    if isinstance(event, TextDelta):
+                        break
+        else:
+            with anyio.CancelScope() as scope:
+                async with execute(params) as stream:
+                    async for event in stream:
+                        if isinstance(event, TextDelta):
+                            scope.cancel()
+            assert scope.cancelled_caught
+
 
 GARBAGE_LINES = (
     "echo 'Welcome! this line is no JSON'\n"

@@ -11,12 +11,10 @@ import os
 import signal
 from pathlib import Path
 
-import anyio
 import pytest
 
-from tests.e2e.bad_binaries import BROKEN, GARBAGE_LINES, broken_binary, script_binary
+from tests.e2e.bad_binaries import BROKEN, GARBAGE_LINES, SLOW, broken_binary, leave_at_first_text, script_binary
 from tests.e2e.claude_code.claude_code_helpers import Processes, alive, claude_home, run_claude
-from tests.hang_guard import HANG_GUARD_S
 from unified import execute, execute_sync
 from unified._execute import EventStream
 from unified.errors import ConfigurationError
@@ -28,7 +26,6 @@ from unified.types import ExecuteParams
 pytestmark = pytest.mark.anyio
 
 VERSION = "2.1.332 (Claude Code)"
-SLOW = ModelTurn(text="A slow answer that takes its time.", text_chunks=6, chunk_delay=0.5)
 
 
 def the_error(events: list[UnifiedEvent]) -> ErrorEvent:
@@ -199,29 +196,13 @@ async def test_a_session_file_of_garbage_is_corrupt_session_and_kept_as_it_is(wo
     assert path.read_bytes() == content
 
 
-async def _cancel_at_first_text(params: ExecuteParams, how: str) -> None:
-    with anyio.fail_after(HANG_GUARD_S):
-        if how == "break":
-            async with execute(params) as stream:
-                async for event in stream:
-                    if isinstance(event, TextDelta):
-                        break
-        else:
-            with anyio.CancelScope() as scope:
-                async with execute(params) as stream:
-                    async for event in stream:
-                        if isinstance(event, TextDelta):
-                            scope.cancel()
-            assert scope.cancelled_caught
-
-
 @pytest.mark.parametrize("how", ["break", "cancel_scope"])
 async def test_leaving_a_run_early_leaves_no_process(workspace: Path, how: str) -> None:
     processes = Processes()
     async with FakeAnthropic([SLOW]) as server:
         options = {**backend_options_for(server, "claude-code"), "start_process": processes}
         params = ExecuteParams(prompt="hi", backend="claude-code", cwd=workspace, backend_options=options)
-        await _cancel_at_first_text(params, how)
+        await leave_at_first_text(params, how)
     assert processes.pids
     assert not any(alive(pid) for pid in processes.pids)
 

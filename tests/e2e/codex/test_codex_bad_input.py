@@ -9,19 +9,25 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import anyio
 import pytest
 
-from tests.e2e.bad_binaries import BROKEN, GARBAGE_LINES, broken_binary, script_binary
+from tests.e2e.bad_binaries import (
+    BROKEN,
+    GARBAGE_LINES,
+    SLOW,
+    Started,
+    broken_binary,
+    leave_at_first_text,
+    script_binary,
+)
 from tests.e2e.codex.conftest import codex_params, run_codex
 from tests.hang_guard import HANG_GUARD_S
 from unified import execute, execute_sync
 from unified._adapters.codex._launch import codex_home, native_binary, start_codex
 from unified._adapters.codex._options import CodexOptions
-from unified._binary.process import AgentSubprocess, Process, alive, start_time
 from unified.errors import ConfigurationError
 from unified.events import ErrorEvent, Result, SessionStarted, TextDelta, UnifiedEvent, WarningEvent
 from unified.testing import FakeOpenAI, Fault, ModelTurn
@@ -29,26 +35,10 @@ from unified.types import ExecuteParams
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
-SLOW = ModelTurn(text="A slow answer that takes its time.", text_chunks=6, chunk_delay=0.5)
 
-
-class Started:
-    """`start_codex` on `binary` (default: the pinned one's native binary), keeping each process as (pid, start
-    time): a later process that reuses a pid is not taken for it."""
-
-    def __init__(self, binary: Path | None = None) -> None:
-        self.binary = str(binary or native_binary(Path(os.environ["UNIFIED_CODEX_BIN"])))
-        self.processes: list[Process] = []
-
-    def __call__(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> AgentSubprocess:
-        process = start_codex([self.binary, *argv[1:]], cwd, env)
-        started_at = start_time(process.pid) if process.pid is not None else None
-        if process.pid is not None and started_at is not None:  # None: it has already ended
-            self.processes.append((process.pid, started_at))
-        return process
-
-    def still_running(self) -> list[Process]:
-        return [process for process in self.processes if alive(process)]
+def codex_started(binary: Path | None = None) -> Started:
+    """`start_codex` on `binary` (default: the pinned one's native binary)."""
+    return Started(start_codex, binary or native_binary(Path(os.environ["UNIFIED_CODEX_BIN"])))
 
 
 def the_error(events: list[UnifiedEvent]) -> ErrorEvent:
@@ -97,7 +87,7 @@ async def test_an_app_server_that_exits_0_without_answering_is_a_backend_error(
 ) -> None:
     """Was "codex app-server exited during the run (...)" with no hint, for a process that never answered
     `initialize`, and its garbage lines were never warned of (read while the run waited for that answer)."""
-    started = Started(script_binary(tmp_path / "bin", "codex", "codex-cli 0.171.0", body))
+    started = codex_started(script_binary(tmp_path / "bin", "codex", "codex-cli 0.171.0", body))
     async with FakeOpenAI([ModelTurn(text="never")]) as server:
         events = await run_codex(server, workspace, options={"start_process": started, "pool_size": 0})
         assert server.requests == []
@@ -115,7 +105,7 @@ async def test_an_app_server_that_exits_0_without_answering_is_a_backend_error(
 
 
 async def test_an_app_server_killed_mid_stream_is_a_backend_error_and_its_thread_resumes(workspace: Path) -> None:
-    started = Started()
+    started = codex_started()
     events: list[UnifiedEvent] = []
     async with FakeOpenAI([SLOW, ModelTurn(text="Resumed.")]) as server:
         params = codex_params(server, workspace, options={"start_process": started, "pool_size": 0})
@@ -196,22 +186,10 @@ async def test_a_rollout_of_garbage_is_corrupt_session_and_kept_as_it_is(workspa
 @pytest.mark.parametrize("how", ["break", "cancel_scope"])
 async def test_leaving_a_run_early_leaves_no_process(workspace: Path, how: str, pool_size: int) -> None:
     """With a pool too: a process whose run was left early is retired, never kept warm."""
-    started = Started()
+    started = codex_started()
     async with FakeOpenAI([SLOW]) as server:
-        params = codex_params(server, workspace, options={"start_process": started, "pool_size": pool_size})
-        with anyio.fail_after(HANG_GUARD_S):
-            if how == "break":
-                async with execute(params) as stream:
-                    async for event in stream:
-                        if isinstance(event, TextDelta):
-                            break
-            else:
-                with anyio.CancelScope() as scope:
-                    async with execute(params) as stream:
-                        async for event in stream:
-                            if isinstance(event, TextDelta):
-                                scope.cancel()
-                assert scope.cancelled_caught
+        options = {"start_process": started, "pool_size": pool_size}
+        await leave_at_first_text(codex_params(server, workspace, options=options), how)
     assert started.processes
     assert not started.still_running()
 
@@ -219,7 +197,7 @@ async def test_leaving_a_run_early_leaves_no_process(workspace: Path, how: str, 
 def test_closing_execute_sync_early_leaves_no_process(workspace: Path) -> None:
     """`execute_sync`'s promise: closing its iterator early ends the run's processes before `close()` returns (a
     process whose run was left early is never kept warm)."""
-    started = Started()
+    started = codex_started()
     with FakeOpenAI([SLOW]) as server:
         events = execute_sync(codex_params(server, workspace, options={"start_process": started, "pool_size": 1}))
         next(event for event in events if isinstance(event, TextDelta))

@@ -10,19 +10,25 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from tests.e2e.bad_binaries import BROKEN, GARBAGE_LINES, broken_binary, script_binary
+from tests.e2e.bad_binaries import (
+    BROKEN,
+    GARBAGE_LINES,
+    SLOW,
+    Started,
+    broken_binary,
+    leave_at_first_text,
+    script_binary,
+)
 from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams, execute, execute_sync
 from unified._adapters.gemini_cli._chat_files import session_files
 from unified._adapters.gemini_cli._launch import start_gemini
-from unified._binary.process import AgentSubprocess, Process, alive, start_time
 from unified.errors import ConfigurationError
 from unified.events import ErrorEvent, Result, SessionStarted, TextDelta, UnifiedEvent
 from unified.testing import FakeGemini, Fault, ModelTurn
@@ -30,25 +36,10 @@ from unified.testing._fake_gemini import CLI_MODEL
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
 
-SLOW = ModelTurn(text="A slow answer that takes its time.", text_chunks=6, chunk_delay=0.5)
 
-
-class Started:
-    """`start_gemini` on the pinned binary, keeping each process as (pid, start time): a later process that reuses
-    a pid is not taken for it. The adapter starts each in a process group of its own."""
-
-    def __init__(self) -> None:
-        self.processes: list[Process] = []
-
-    def __call__(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> AgentSubprocess:
-        process = start_gemini([os.environ["UNIFIED_GEMINI_BIN"], *argv[1:]], cwd, env)
-        started_at = start_time(process.pid) if process.pid is not None else None
-        if process.pid is not None and started_at is not None:  # None: it has already ended
-            self.processes.append((process.pid, started_at))
-        return process
-
-    def still_running(self) -> list[Process]:
-        return [process for process in self.processes if alive(process)]
+def gemini_started() -> Started:
+    """`start_gemini` on the pinned binary (the adapter starts each process in a process group of its own)."""
+    return Started(start_gemini, os.environ["UNIFIED_GEMINI_BIN"])
 
 
 def params(server: FakeGemini, workspace: Path, prompt: str = "hi", **options: Any) -> ExecuteParams:
@@ -109,7 +100,7 @@ async def test_a_binary_that_exits_0_without_answering_is_a_backend_error(
 
 
 async def test_a_cli_killed_mid_stream_is_a_backend_error_and_its_session_resumes(workspace: Path) -> None:
-    started = Started()
+    started = gemini_started()
     events: list[UnifiedEvent] = []
     async with FakeGemini([SLOW, ModelTurn(text="Resumed.")]) as server:
         with anyio.fail_after(HANG_GUARD_S):
@@ -185,22 +176,9 @@ async def test_a_damaged_chat_file_is_corrupt_session_and_kept_as_it_is(
 
 @pytest.mark.parametrize("how", ["break", "cancel_scope"])
 async def test_leaving_a_run_early_leaves_no_process(workspace: Path, how: str) -> None:
-    started = Started()
+    started = gemini_started()
     async with FakeGemini([SLOW]) as server:
-        run_params = params(server, workspace, start_process=started)
-        with anyio.fail_after(HANG_GUARD_S):
-            if how == "break":
-                async with execute(run_params) as stream:
-                    async for event in stream:
-                        if isinstance(event, TextDelta):
-                            break
-            else:
-                with anyio.CancelScope() as scope:
-                    async with execute(run_params) as stream:
-                        async for event in stream:
-                            if isinstance(event, TextDelta):
-                                scope.cancel()
-                assert scope.cancelled_caught
+        await leave_at_first_text(params(server, workspace, start_process=started), how)
     assert started.processes
     assert not started.still_running()
 
@@ -208,7 +186,7 @@ async def test_leaving_a_run_early_leaves_no_process(workspace: Path, how: str) 
 async def test_closing_execute_sync_early_leaves_no_process(workspace: Path) -> None:
     """`execute_sync`'s promise: closing its iterator early ends the run's processes before `close()` returns. (An
     `async def` only for the module's `anyio_backend` mark: `execute_sync` runs in a worker thread, off this loop.)"""
-    started = Started()
+    started = gemini_started()
 
     def run_and_close() -> None:
         with FakeGemini([SLOW]) as server:
