@@ -8,11 +8,14 @@ command would (docs/backends/gemini-cli.md, "Keys and the model's commands")."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -91,6 +94,21 @@ def _readable_pipes(pid: int) -> dict[int, bytes]:
     return found
 
 
+@contextlib.asynccontextmanager
+async def stand_in(tmp_path: Path, env: dict[str, str]) -> AsyncIterator[dict[str, Any]]:
+    """The stand-in started as `start_gemini` starts the CLI with `env`: what it says it saw, while it waits
+    (its /proc can be read); ended on the way out."""
+    process = start_gemini([_node(), "-e", STAND_IN], tmp_path, env)
+    try:
+        with anyio.fail_after(HANG_GUARD_S):
+            line = await process.receive()
+        assert line is not None, process.stderr_tail()
+        seen: dict[str, Any] = json.loads(line)
+        yield seen
+    finally:
+        await process.close()
+
+
 async def test_piped_credentials_reach_process_env_and_no_place_a_command_can_read_later(tmp_path: Path) -> None:
     env = {
         "PATH": os.environ["PATH"],
@@ -101,12 +119,7 @@ async def test_piped_credentials_reach_process_env_and_no_place_a_command_can_re
         "GOOGLE_APPLICATION_CREDENTIALS": CREDENTIALS,
         "GEMINI_CLI_NO_RELAUNCH": "true",
     }
-    process = start_gemini([_node(), "-e", STAND_IN], tmp_path, env)
-    try:
-        with anyio.fail_after(HANG_GUARD_S):
-            line = await process.receive()
-        assert line is not None, process.stderr_tail()
-        seen = json.loads(line)
+    async with stand_in(tmp_path, env) as seen:
         assert (seen["gemini"], seen["google"], seen["credentials"]) == (GEMINI_KEY, GOOGLE_KEY, CREDENTIALS)
         assert seen["fdVar"] is None  # the loader took its variable out
         assert seen["handoverFd"] == "ENOENT"  # and closed the pipe before the CLI's first line
@@ -128,8 +141,6 @@ async def test_piped_credentials_reach_process_env_and_no_place_a_command_can_re
         held = b"".join(pipes.values()).decode(errors="replace")
         assert pieces(GEMINI_KEY, held) == [], pipes
         assert pieces(GOOGLE_KEY, held) == [], pipes
-    finally:
-        await process.close()
 
 
 async def test_a_cli_allowed_to_relaunch_itself_passes_the_key_to_its_second_process(tmp_path: Path) -> None:
@@ -142,17 +153,10 @@ async def test_a_cli_allowed_to_relaunch_itself_passes_the_key_to_its_second_pro
         "GEMINI_API_KEY": GEMINI_KEY,
         "GEMINI_CLI_NO_RELAUNCH": "",
     }
-    process = start_gemini([_node(), "-e", STAND_IN], tmp_path, env)
-    try:
-        with anyio.fail_after(HANG_GUARD_S):
-            line = await process.receive()
-        assert line is not None, process.stderr_tail()
-        seen = json.loads(line)
+    async with stand_in(tmp_path, env) as seen:
         assert seen["gemini"] == GEMINI_KEY
         assert f"GEMINI_API_KEY={GEMINI_KEY}" in seen["child"]
         assert seen["listed"] == ["GEMINI_API_KEY"]
-    finally:
-        await process.close()
 
 
 @pytest.mark.parametrize("handover", ["not-a-number", "250"])

@@ -353,16 +353,22 @@ class CodexRun:
                     raise
             await anyio.sleep(CLOSING_POLL_S)
 
-    async def _handshake(self) -> None:
-        assert self.connection is not None
+    async def _starting(self, method: str, params: dict[str, Any], what: str) -> dict[str, Any]:
+        """A request of the process's start (`initialize`, the login): no answer in time is the process's
+        failure, told with its exit code and stderr."""
         try:
-            await self._request("initialize", initialize_params())
+            return await self._request(method, params)
         except TimeoutError:
             process = self.process
             assert process is not None
             raise error_from_exit(
-                process.returncode, process.stderr_tail(), "codex app-server did not answer initialize"
+                process.returncode, process.stderr_tail(), f"codex app-server did not answer {what}"
             ) from None
+
+    async def _handshake(self) -> None:
+        assert self.connection is not None
+        try:
+            await self._starting("initialize", initialize_params(), "initialize")
         except RpcError as exc:
             raise BackendUnavailable(f"codex app-server refused initialize: {exc.message}") from exc
         await self.connection.notify("initialized", {})
@@ -378,13 +384,7 @@ class CodexRun:
         assert self.connection is not None
         observer, self.connection.observer = self.connection.observer, None
         try:
-            await self._request("account/login/start", {"type": "apiKey", "apiKey": key})
-        except TimeoutError:
-            process = self.process
-            assert process is not None
-            raise error_from_exit(
-                process.returncode, process.stderr_tail(), "codex app-server did not answer the API key login"
-            ) from None
+            await self._starting("account/login/start", {"type": "apiKey", "apiKey": key}, "the API key login")
         except RpcError as exc:
             raise AuthError(
                 f"codex app-server refused the run's API key: {exc.message}",
