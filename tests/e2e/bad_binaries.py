@@ -7,6 +7,8 @@ binary does and then print garbage or exit. Everything the real binary can be ma
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -15,7 +17,7 @@ import anyio
 from tests.hang_guard import HANG_GUARD_S
 from unified import execute
 from unified._binary.process import AgentSubprocess, Process, alive, start_time
-from unified.events import TextDelta
+from unified.events import ErrorEvent, Result, TextDelta, UnifiedEvent
 from unified.testing import ModelTurn
 from unified.types import ExecuteParams
 
@@ -25,8 +27,10 @@ __all__ = [
     "SLOW",
     "Started",
     "broken_binary",
+    "killed_at_first_text",
     "leave_at_first_text",
     "script_binary",
+    "the_error",
 ]
 
 SLOW = ModelTurn(text="A slow answer that takes its time.", text_chunks=6, chunk_delay=0.5)
@@ -119,3 +123,27 @@ BROKEN = {
     "no_version": "did not report a version",
 }
 """What the error's message says for each `broken_binary` kind."""
+
+
+async def killed_at_first_text(
+    params: ExecuteParams, started: Started, kill: Callable[[int, int], None] = os.kill
+) -> list[UnifiedEvent]:
+    """Every event of a run of `params` whose process `kill` sends SIGKILL at its first text (`os.killpg` for a
+    backend that starts it in a process group of its own)."""
+    events: list[UnifiedEvent] = []
+    with anyio.fail_after(HANG_GUARD_S):
+        async with execute(params) as stream:
+            async for event in stream:
+                events.append(event)
+                if isinstance(event, TextDelta) and started.still_running():
+                    kill(started.processes[-1][0], signal.SIGKILL)
+    return events
+
+
+def the_error(events: list[UnifiedEvent]) -> ErrorEvent:
+    """The run's one error, after which it ended `error`."""
+    [error] = [e for e in events if isinstance(e, ErrorEvent)]
+    last = events[-1]
+    assert isinstance(last, Result)
+    assert last.status == "error"
+    return error

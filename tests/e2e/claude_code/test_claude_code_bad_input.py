@@ -13,12 +13,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.bad_binaries import BROKEN, GARBAGE_LINES, SLOW, broken_binary, leave_at_first_text, script_binary
+from tests.e2e.bad_binaries import (
+    BROKEN,
+    GARBAGE_LINES,
+    SLOW,
+    broken_binary,
+    leave_at_first_text,
+    script_binary,
+    the_error,
+)
 from tests.e2e.claude_code.claude_code_helpers import Processes, alive, claude_home, run_claude
 from unified import execute, execute_sync
 from unified._execute import EventStream
 from unified.errors import ConfigurationError
-from unified.events import ErrorEvent, Result, SessionStarted, TextDelta, UnifiedEvent, WarningEvent
+from unified.events import Result, SessionStarted, TextDelta, UnifiedEvent, WarningEvent
 from unified.testing import FakeAnthropic, Fault, ModelTurn
 from unified.testing._wiring import backend_options_for
 from unified.types import ExecuteParams
@@ -26,15 +34,6 @@ from unified.types import ExecuteParams
 pytestmark = pytest.mark.anyio
 
 VERSION = "2.1.332 (Claude Code)"
-
-
-def the_error(events: list[UnifiedEvent]) -> ErrorEvent:
-    """The run's one error, after which it ended `error`."""
-    [error] = [e for e in events if isinstance(e, ErrorEvent)]
-    last = events[-1]
-    assert isinstance(last, Result)
-    assert last.status == "error"
-    return error
 
 
 def session_file(session_id: str | None) -> Path:

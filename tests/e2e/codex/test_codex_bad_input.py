@@ -8,10 +8,8 @@ for what it cannot be made to do (tests/e2e/bad_binaries.py), started by the bac
 from __future__ import annotations
 
 import os
-import signal
 from pathlib import Path
 
-import anyio
 import pytest
 
 from tests.e2e.bad_binaries import (
@@ -20,16 +18,17 @@ from tests.e2e.bad_binaries import (
     SLOW,
     Started,
     broken_binary,
+    killed_at_first_text,
     leave_at_first_text,
     script_binary,
+    the_error,
 )
 from tests.e2e.codex.conftest import codex_params, run_codex
-from tests.hang_guard import HANG_GUARD_S
 from unified import execute, execute_sync
 from unified._adapters.codex._launch import codex_home, native_binary, start_codex
 from unified._adapters.codex._options import CodexOptions
 from unified.errors import ConfigurationError
-from unified.events import ErrorEvent, Result, SessionStarted, TextDelta, UnifiedEvent, WarningEvent
+from unified.events import Result, SessionStarted, TextDelta, WarningEvent
 from unified.testing import FakeOpenAI, Fault, ModelTurn
 from unified.types import ExecuteParams
 
@@ -39,15 +38,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 def codex_started(binary: Path | None = None) -> Started:
     """`start_codex` on `binary` (default: the pinned one's native binary)."""
     return Started(start_codex, binary or native_binary(Path(os.environ["UNIFIED_CODEX_BIN"])))
-
-
-def the_error(events: list[UnifiedEvent]) -> ErrorEvent:
-    """The run's one error, after which it ended `error`."""
-    [error] = [e for e in events if isinstance(e, ErrorEvent)]
-    last = events[-1]
-    assert isinstance(last, Result)
-    assert last.status == "error"
-    return error
 
 
 def rollout(session_id: str | None) -> Path:
@@ -106,15 +96,9 @@ async def test_an_app_server_that_exits_0_without_answering_is_a_backend_error(
 
 async def test_an_app_server_killed_mid_stream_is_a_backend_error_and_its_thread_resumes(workspace: Path) -> None:
     started = codex_started()
-    events: list[UnifiedEvent] = []
     async with FakeOpenAI([SLOW, ModelTurn(text="Resumed.")]) as server:
         params = codex_params(server, workspace, options={"start_process": started, "pool_size": 0})
-        with anyio.fail_after(HANG_GUARD_S):
-            async with execute(params) as stream:
-                async for event in stream:
-                    events.append(event)
-                    if isinstance(event, TextDelta) and started.still_running():
-                        os.kill(started.processes[-1][0], signal.SIGKILL)
+        events = await killed_at_first_text(params, started)
         error = the_error(events)
         thread = next(e for e in events if isinstance(e, SessionStarted))
         again = await run_codex(server, workspace, "Go on.", resume=thread.short_id)

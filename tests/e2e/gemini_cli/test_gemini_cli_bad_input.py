@@ -9,7 +9,6 @@ test_gemini_cli_options.py's and test_gemini_cli_resume.py's."""
 from __future__ import annotations
 
 import os
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +21,17 @@ from tests.e2e.bad_binaries import (
     SLOW,
     Started,
     broken_binary,
+    killed_at_first_text,
     leave_at_first_text,
     script_binary,
+    the_error,
 )
 from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams, execute, execute_sync
 from unified._adapters.gemini_cli._chat_files import session_files
 from unified._adapters.gemini_cli._launch import start_gemini
 from unified.errors import ConfigurationError
-from unified.events import ErrorEvent, Result, SessionStarted, TextDelta, UnifiedEvent
+from unified.events import Result, SessionStarted, TextDelta, UnifiedEvent
 from unified.testing import FakeGemini, Fault, ModelTurn
 from unified.testing._fake_gemini import CLI_MODEL
 
@@ -58,15 +59,6 @@ async def run(server: FakeGemini, workspace: Path, prompt: str = "hi", **options
     with anyio.fail_after(HANG_GUARD_S):
         async with execute(params(server, workspace, prompt, **options)) as stream:
             return [event async for event in stream]
-
-
-def the_error(events: list[UnifiedEvent]) -> ErrorEvent:
-    """The run's one error, after which it ended `error`."""
-    [error] = [e for e in events if isinstance(e, ErrorEvent)]
-    last = events[-1]
-    assert isinstance(last, Result)
-    assert last.status == "error"
-    return error
 
 
 @pytest.mark.parametrize("kind", list(BROKEN))
@@ -101,14 +93,8 @@ async def test_a_binary_that_exits_0_without_answering_is_a_backend_error(
 
 async def test_a_cli_killed_mid_stream_is_a_backend_error_and_its_session_resumes(workspace: Path) -> None:
     started = gemini_started()
-    events: list[UnifiedEvent] = []
     async with FakeGemini([SLOW, ModelTurn(text="Resumed.")]) as server:
-        with anyio.fail_after(HANG_GUARD_S):
-            async with execute(params(server, workspace, start_process=started)) as stream:
-                async for event in stream:
-                    events.append(event)
-                    if isinstance(event, TextDelta) and started.still_running():
-                        os.killpg(started.processes[-1][0], signal.SIGKILL)
+        events = await killed_at_first_text(params(server, workspace, start_process=started), started, os.killpg)
         error = the_error(events)
         session = next(e for e in events if isinstance(e, SessionStarted))
         again = await run(server, workspace, "Go on.", resume=session.short_id)
