@@ -466,11 +466,12 @@ def test_claude_code_a_file_system_without_locks_keeps_the_key_file(
         raise OSError(errno.ENOLCK, "no locks available")
 
     monkeypatch.setattr("unified._adapters.claude_code._key_file.fcntl.flock", no_locks)
-    held = _key_file.lease(tmp_path, ANTHROPIC_KEY)
+    files = [(_key_file.key_file(tmp_path, ANTHROPIC_KEY), ANTHROPIC_KEY.encode())]
+    held = _key_file.lease(files)
     assert held.path.read_text() == ANTHROPIC_KEY
     held.release()
     assert held.path.read_text() == ANTHROPIC_KEY
-    again = _key_file.lease(tmp_path, ANTHROPIC_KEY)  # its sweep removes nothing it cannot lock either
+    again = _key_file.lease(files)  # its sweep removes nothing it cannot lock either
     assert again.path == held.path
     again.release()
     assert held.path.exists()

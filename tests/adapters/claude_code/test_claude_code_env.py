@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from unified._adapters.claude_code._key_file import lease
+from unified._adapters.claude_code._key_file import key_file, lease
 from unified._adapters.claude_code._launch import CLAUDE_CODE, Launch, claude_env, default_home, key_helper
 from unified._adapters.claude_code._options import claude_code_options
 from unified.types import ExecuteParams, HttpMcpServer, StdioMcpServer, ThinkingConfig
@@ -67,16 +67,19 @@ def test_the_pin_is_exact() -> None:
     assert CLAUDE_CODE.local_dir == ".claude-code"
 
 
-def argv_of(tmp_path: Path, **fields: object) -> list[str]:
+def launch_of(tmp_path: Path, **fields: object) -> Launch:
     params = ExecuteParams(
         prompt="x", backend="claude-code", cwd=tmp_path, backend_options={"start_process": print}, **fields
     )
-    launch = Launch.of(params, claude_code_options(params.backend_options))
-    return launch.argv(session_id="00000000-0000-4000-8000-000000000000", resume=False)
+    return Launch.of(params, claude_code_options(params.backend_options))
+
+
+def argv_of(tmp_path: Path, **fields: object) -> list[str]:
+    return launch_of(tmp_path, **fields).argv(session_id="00000000-0000-4000-8000-000000000000", resume=False)
 
 
 def test_the_flags_of_a_run(tmp_path: Path) -> None:
-    argv = argv_of(
+    launch = launch_of(
         tmp_path,
         model="claude-sonnet-5-5",
         excluded_tools=("run_shell_command", "WebFetch"),
@@ -89,6 +92,7 @@ def test_the_flags_of_a_run(tmp_path: Path) -> None:
             HttpMcpServer(name="web", url="http://127.0.0.1:1/mcp", headers={"x": "y"}),
         ),
     )
+    argv = launch.argv(session_id="00000000-0000-4000-8000-000000000000", resume=False)
 
     def value(flag: str) -> str:
         return argv[argv.index(flag) + 1]
@@ -107,7 +111,13 @@ def test_the_flags_of_a_run(tmp_path: Path) -> None:
     assert value("--system-prompt") == "Be brief."
     assert value("--max-turns") == "4"
     assert value("--effort") == "low"
-    servers = json.loads(value("--mcp-config"))["mcpServers"]
+    held = launch.lease()  # the MCP servers come in a file of the home, written while a process holds it
+    assert held is not None
+    try:
+        servers = json.loads(Path(value("--mcp-config")).read_text())["mcpServers"]
+    finally:
+        held.release()
+    assert not Path(value("--mcp-config")).exists()
     assert servers["echo"] == {"type": "stdio", "command": "python3", "args": ["echo.py"]}
     assert servers["web"] == {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"x": "y"}}
 
@@ -194,7 +204,7 @@ def test_a_fifo_in_place_of_the_key_file_is_replaced_never_waited_on(tmp_path: P
     path = Path(first.split(" ", 1)[1].strip("'"))
     path.parent.mkdir()
     os.mkfifo(path)
-    held = lease(tmp_path, key)
+    held = lease([(key_file(tmp_path, key), key.encode())])
     assert path.is_file()
     assert path.read_text() == key
     held.release()

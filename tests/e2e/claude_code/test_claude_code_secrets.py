@@ -19,6 +19,7 @@ and test_claude_code_secrets.py, whose runs were the same but for the command an
 from __future__ import annotations
 
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,13 +27,14 @@ import anyio
 import pytest
 
 from tests.e2e.claude_code.claude_code_helpers import claude_home
+from tests.e2e.conformance import mcp_echo_server
 from tests.e2e.environ_attack import check_no_key_out, environ_command, pieces
 from tests.hang_guard import HANG_GUARD_S
 from unified._execute import EventStream
 from unified.events import Result, UnifiedEvent
 from unified.testing import REDACTED, FakeAnthropic, FunctionCall, ModelTurn
 from unified.testing._serving import RecordedRequest
-from unified.types import ExecuteParams
+from unified.types import ExecuteParams, HttpMcpServer, McpServer, StdioMcpServer
 
 pytestmark = pytest.mark.anyio
 
@@ -63,7 +65,11 @@ def bash(command: str) -> list[ModelTurn]:
 
 
 async def claude_run(
-    workspace: Path, turns: list[ModelTurn], credentials: dict[str, str], prompt: str = "show me the environment"
+    workspace: Path,
+    turns: list[ModelTurn],
+    credentials: dict[str, str],
+    prompt: str = "show me the environment",
+    mcp_servers: tuple[McpServer, ...] = (),
 ) -> Seen:
     """One run of the real binary, `credentials` (and FakeAnthropic's URL and model) given in the
     backend's `env` option, every tool allowed."""
@@ -77,6 +83,7 @@ async def claude_run(
             cwd=workspace,
             approval_mode="yolo",
             backend_options={"env": env, "max_retries": 1},
+            mcp_servers=mcp_servers,
         )
         with anyio.fail_after(HANG_GUARD_S):
             async with EventStream(params) as stream:
@@ -159,3 +166,35 @@ async def test_a_path_without_cat_still_gives_the_cli_its_key(workspace: Path, t
     assert isinstance(result, Result)
     assert result.status == "success", result.error
     assert seen.saw[RUN_KEY]
+
+
+MCP_TOKEN = "mcp-bearer-Xk4Rt8Wq2Lz6Vn1Hc9Jd5Fp3Gs7Ya0Ue"
+MCP_ENV_SECRET = "mcp-env-secret-Qw5Er8Ty1Ui4Op7As0Df3Gh6Jk"
+CMDLINE_COMMAND = "echo '--- cmdline'; tr '\\0' '\\n' < /proc/$PPID/cmdline; echo '--- end'"
+
+
+async def test_the_model_reads_no_mcp_server_token_in_the_command_line_of_claude_code(workspace: Path) -> None:
+    """The caller's MCP servers carry tokens (an HTTP server's `Authorization` header, a stdio server's
+    `env`). On the CLI's command line (`--mcp-config <json>`) a Bash command read them from
+    `/proc/$PPID/cmdline`, as any local user could with `ps`; they now come in a private file of the home,
+    named there, gone with the process. The server still got its header: the file reached the CLI."""
+    stdio = Path(mcp_echo_server.__file__)
+    with mcp_echo_server.serving("http") as url:
+        heard = len(mcp_echo_server.headers)
+        servers = (
+            HttpMcpServer(name="web", url=url, headers={"Authorization": f"Bearer {MCP_TOKEN}"}, timeout_s=20),
+            StdioMcpServer(
+                name="echo", command=sys.executable, args=(str(stdio),), env={"ECHO_SECRET": MCP_ENV_SECRET}
+            ),
+        )
+        seen = await claude_run(workspace, bash(CMDLINE_COMMAND), {"ANTHROPIC_API_KEY": RUN_KEY}, mcp_servers=servers)
+        got = mcp_echo_server.headers[heard:]
+    assert len(seen.bodies) >= 2, seen.events
+    sent = seen.bodies[1]  # the request carrying the Bash result
+    assert "--- cmdline" in sent, sent
+    assert "--- end" in sent, sent
+    assert "--mcp-config" in sent, sent  # it printed the CLI's command line
+    assert pieces(MCP_TOKEN, sent) == []
+    assert pieces(MCP_ENV_SECRET, sent) == []
+    assert any(h.get("authorization") == f"Bearer {MCP_TOKEN}" for h in got), got
+    assert list((claude_home() / "keys").iterdir()) == [], "the MCP config went with the run's process"

@@ -8,13 +8,15 @@ import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Literal
+from typing import Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 
 server = MCPServer("echo")
 heard: list[str] = []
 """The texts the tool was called with (over HTTP: the stdio server is another process)."""
+headers: list[dict[str, str]] = []
+"""The headers of every HTTP request the server got (what a client sent: its credentials included)."""
 
 
 @server.tool()
@@ -34,7 +36,18 @@ def serving(transport: Literal["http", "sse"]) -> Iterator[str]:
     listener = socket.create_server(("127.0.0.1", 0))
     # The app is made in uvicorn's thread, on its event loop (a factory): its session manager's lock would
     # otherwise belong to the loop of the test that starts it, trio's included.
-    app = server.streamable_http_app if transport == "http" else server.sse_app
+    make = server.streamable_http_app if transport == "http" else server.sse_app
+
+    def app() -> Any:
+        inner = make()
+
+        async def noting_headers(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http":
+                headers.append({k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]})
+            await inner(scope, receive, send)
+
+        return noting_headers
+
     config = uvicorn.Config(app, factory=True, log_level="warning", lifespan="on")
     http = uvicorn.Server(config)
     thread = threading.Thread(target=http.run, kwargs={"sockets": [listener]}, name="mcp-echo-http", daemon=True)

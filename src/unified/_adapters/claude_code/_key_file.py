@@ -1,25 +1,30 @@
-"""The key file of claude-code's `apiKeyHelper`: there while a process may read it, gone after.
+"""The private files of a claude run: there while a process may read them, gone after.
 
-The CLI gets the run's key by running its `apiKeyHelper` (`cat <home>/keys/anthropic-<digest>`,
-`_launch.key_helper`), at its start and again later (after a 401, when its cache of the key
-expires). The file's name depends only on the key, so every launch of one key and home has the
-same command line (a spare started for one run serves the next: `_spares.py`).
+Two of what a run gives the CLI must not be in its command line nor its environment, which its Bash
+tool's commands and every local user (`ps`, `/proc/<pid>/cmdline`) can read:
+- the run's key, printed by the CLI's `apiKeyHelper` (`cat <home>/keys/anthropic-<digest>`,
+  `_launch.key_helper`), which the CLI runs at its start and again later (after a 401, when its cache
+  of the key expires);
+- the caller's MCP servers (`--mcp-config <home>/keys/mcp-<digest>.json`), whose HTTP headers and
+  stdio `env` carry the servers' tokens.
+A file's name depends only on what it holds, so every launch of one key (or one set of servers) and
+home has the same command line (a spare started for one run serves the next: `_spares.py`).
 
-Who needs the file holds a lease (`lease`): an open descriptor of it with a shared `flock`, for
+Who needs the files holds a lease (`lease`): an open descriptor of each with a shared `flock`, for
 as long as its `claude` process may run (taken before the process starts, given back by
 `ClaudeConnection.close`/`kill` once the process is gone, a spare's when its pool ends it). The
-last to give its lease back removes the file: it takes the lock exclusively without waiting, which
+last to give its lease back removes a file: it takes the lock exclusively without waiting, which
 succeeds only when no one else (a run of this process or of another on the same home) holds it.
 A process that crashed holds nothing (the kernel drops its locks with its descriptors), so the
-file it left is stale: each lease removes the stale files of its folder first (`sweep`).
+files it left are stale: each lease removes the stale files of its folder first (`sweep`).
 
 Safety (`unified._binary.held_files`, shared with gemini-cli's debug log): every step works on the
 folder's descriptor opened without following a symlink, opens without following one either, and
-removes only regular files of our user named as ours (`anthropic-` and 16 hex digits) that nobody
-holds and that are still the file it locked. A FIFO is never waited on (opened non-blocking).
-Nothing waits on a lock: a lock held elsewhere for long (a model's command could `flock` the file)
-fails the start (`OSError`) instead of hanging the run. On a file system without locks the file is
-written and kept, as before leases.
+removes only regular files of our user named as ours (`anthropic-` and 16 hex digits, `mcp-` and 16 hex
+digits `.json`) that nobody holds and that are still the file it locked. A FIFO is never waited on
+(opened non-blocking). Nothing waits on a lock: a lock held elsewhere for long (a model's command could
+`flock` the file) fails the start (`OSError`) instead of hanging the run. On a file system without locks
+the files are written and kept, as before leases.
 """
 
 from __future__ import annotations
@@ -35,36 +40,51 @@ from pathlib import Path
 
 from unified._binary.held_files import FLAGS, let_go, open_folder, same_file, sweep
 
-__all__ = ["KeyLease", "key_file", "lease"]
+__all__ = ["KeyLease", "key_file", "lease", "mcp_file"]
 
-_NAME = re.compile(r"anthropic-[0-9a-f]{16}\Z")
+_NAME = re.compile(r"(?:anthropic-[0-9a-f]{16}|mcp-[0-9a-f]{16}\.json)\Z")
 _ATTEMPTS = 1000
 """Tries at a lock another lease is taking away (it holds it for one `unlink`): then it is not that."""
 
 
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
 def key_file(home: Path, key: str) -> Path:
     """Where the key of `home` lives: `<home>/keys/anthropic-<the first 16 hex digits of its SHA-256>`."""
-    return home / "keys" / f"anthropic-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+    return home / "keys" / f"anthropic-{_digest(key.encode())}"
+
+
+def mcp_file(home: Path, config: bytes) -> Path:
+    """Where the MCP config `config` (the `--mcp-config` JSON) lives: `<home>/keys/mcp-<digest>.json`."""
+    return home / "keys" / f"mcp-{_digest(config)}.json"
 
 
 class KeyLease:
-    """A hold on a key file (see the module docstring); `release` gives it back, once."""
+    """A hold on a run's private files (see the module docstring); `release` gives it back, once."""
 
-    def __init__(self, path: Path, fd: int, *, locked: bool = True) -> None:
-        self.path = path
-        self._fd: int | None = fd
-        self._locked = locked
+    def __init__(self, holds: list[tuple[Path, int, bool]]) -> None:
+        self._holds = holds
+        """(path, descriptor, locked) of each file held, until `release`."""
+        self.paths = [path for path, _, _ in holds]
+        """The files, in the order leased (the key's first, when the run has a key)."""
+
+    @property
+    def path(self) -> Path:
+        """The first file (the key's, when the run has a key)."""
+        return self.paths[0]
 
     def release(self) -> None:
-        """Give the hold back, and remove the file when no other lease holds it (kept where the file
-        system has no locks: another process's run may need it)."""
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            let_go(fd, self.path, remove=self._locked)
+        """Give the hold back, and remove each file no other lease holds (kept where the file system has
+        no locks: another process's run may need it)."""
+        holds, self._holds = self._holds, []
+        for path, fd, locked in holds:
+            let_go(fd, path, remove=locked)
 
     @property
     def held(self) -> bool:
-        return self._fd is not None
+        return bool(self._holds)
 
 
 def _hold(fd: int, name: str, dir_fd: int, data: bytes) -> bool | None:
@@ -94,14 +114,25 @@ def _hold(fd: int, name: str, dir_fd: int, data: bytes) -> bool | None:
     return locked
 
 
-def lease(home: Path, key: str) -> KeyLease:
-    """A hold on the key file of `key` in `home`, written (mode 0600, folder 0700) if it does not hold
-    the key; the stale key files of the folder are removed first."""
-    path = key_file(home, key)
-    data = key.encode()
+def lease(files: list[tuple[Path, bytes]]) -> KeyLease:
+    """A hold on each private file `(path, content)` (all in one folder of the home), written (mode 0600,
+    folder 0700) if it does not hold its content; the stale files of the folder are removed first. A
+    file that cannot be held gives back the holds already taken."""
+    holds: list[tuple[Path, int, bool]] = []
+    try:
+        for path, data in files:
+            holds.append(_lease_one(path, data, sweep_first=not holds))
+    except BaseException:
+        KeyLease(holds).release()
+        raise
+    return KeyLease(holds)
+
+
+def _lease_one(path: Path, data: bytes, *, sweep_first: bool) -> tuple[Path, int, bool]:
     dir_fd = open_folder(path.parent)
     try:
-        sweep(dir_fd, _NAME, path.name)
+        if sweep_first:
+            sweep(dir_fd, _NAME, path.name)
         for _ in range(_ATTEMPTS):
             fd = os.open(path.name, os.O_RDWR | os.O_CREAT | FLAGS, 0o600, dir_fd=dir_fd)
             held: bool | None = False
@@ -111,7 +142,7 @@ def lease(home: Path, key: str) -> KeyLease:
                 if held is False:
                     os.close(fd)
             if held is not False:
-                return KeyLease(path, fd, locked=held is True)
-        raise OSError(errno.EWOULDBLOCK, f"the key file {path} is locked by another process")
+                return path, fd, held is True
+        raise OSError(errno.EWOULDBLOCK, f"the private file {path} is locked by another process")
     finally:
         os.close(dir_fd)

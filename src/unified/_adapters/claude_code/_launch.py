@@ -32,7 +32,7 @@ from typing import Any
 
 import platformdirs
 
-from unified._adapters.claude_code._key_file import KeyLease, key_file, lease
+from unified._adapters.claude_code._key_file import KeyLease, key_file, lease, mcp_file
 from unified._adapters.claude_code._options import BACKEND, ClaudeCodeOptions
 from unified._adapters.claude_code._tools import ask_settings, claude_tool_name
 from unified._binary.environment import EnvPolicy, child_env
@@ -232,6 +232,10 @@ class Launch:
     """The `apiKeyHelper` command that gives the CLI the run's key (`key_helper`), None without one."""
     api_key: str | None = field(default=None, repr=False)
     """The key the helper prints, written to its file while a process holds a `lease`."""
+    mcp_config: bytes | None = field(default=None, repr=False)
+    """The `--mcp-config` JSON of the run's MCP servers (their headers and `env` carry tokens), None without
+    servers: given to the CLI as a file of the home (`mcp_file`), written while a process holds a `lease`,
+    never on its command line, which its Bash tool's commands and every local user can read."""
 
     @classmethod
     def of(cls, params: ExecuteParams, options: ClaudeCodeOptions) -> Launch:
@@ -244,14 +248,31 @@ class Launch:
         )
         key = take_credential(env)
         helper = None if key is None else _helper(home, key, env.get("PATH"))
+        mcp = None
+        if params.mcp_servers:
+            servers = {server.name: _mcp_entry(server) for server in params.mcp_servers}
+            mcp = json.dumps({"mcpServers": servers}, separators=(",", ":")).encode()
         return cls(
-            binary=binary, env=env, home=home, model=params.model, params=params, api_key_helper=helper, api_key=key
+            binary=binary,
+            env=env,
+            home=home,
+            model=params.model,
+            params=params,
+            api_key_helper=helper,
+            api_key=key,
+            mcp_config=mcp,
         )
 
     def lease(self) -> KeyLease | None:
-        """A hold on the key file for one process about to start (None without a key): the file is
-        written now if it is not there, and removed once no process holds it (`_key_file`)."""
-        return None if self.api_key is None else lease(self.home, self.api_key)
+        """A hold on the run's private files (its key's, its MCP config's) for one process about to start
+        (None without either): written now if they are not there, and removed once no process holds them
+        (`_key_file`)."""
+        files = []
+        if self.api_key is not None:
+            files.append((key_file(self.home, self.api_key), self.api_key.encode()))
+        if self.mcp_config is not None:
+            files.append((mcp_file(self.home, self.mcp_config), self.mcp_config))
+        return lease(files) if files else None
 
     def argv(self, *, session_id: str, resume: bool) -> list[str]:
         """The command line: stream-json both ways with partial messages, permission prompts over
@@ -281,9 +302,8 @@ class Launch:
         argv.append(f"--resume={session_id}" if resume else f"--session-id={session_id}")
         if self.model:
             argv += ["--model", self.model]
-        if params.mcp_servers:
-            servers = {server.name: _mcp_entry(server) for server in params.mcp_servers}
-            argv += ["--mcp-config", json.dumps({"mcpServers": servers}, separators=(",", ":"))]
+        if self.mcp_config is not None:
+            argv += ["--mcp-config", str(mcp_file(self.home, self.mcp_config))]
         if params.excluded_tools:
             argv += ["--disallowedTools", ",".join(sorted({claude_tool_name(n) for n in params.excluded_tools}))]
         for directory in params.include_directories:
