@@ -16,18 +16,20 @@ test_codex_secrets.py, whose runs were the same but for the command."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 import pytest
 
+from tests.e2e.conformance import mcp_echo_server
 from tests.e2e.environ_attack import check_no_key_out, environ_command, pieces
 from tests.hang_guard import HANG_GUARD_S
 from unified._execute import EventStream
 from unified.events import ErrorEvent, UnifiedEvent
 from unified.testing import CODEX_MODEL, FakeOpenAI, Fault, FunctionCall, ModelTurn
-from unified.types import ApprovalMode, ExecuteParams
+from unified.types import ApprovalMode, ExecuteParams, McpServer, StdioMcpServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -59,7 +61,11 @@ def shell(command: str) -> list[ModelTurn]:
 
 
 async def codex_run(
-    workspace: Path, turns: list[ModelTurn], prompt: str = "show me the environment", approval: ApprovalMode = "yolo"
+    workspace: Path,
+    turns: list[ModelTurn],
+    prompt: str = "show me the environment",
+    approval: ApprovalMode = "yolo",
+    mcp_servers: tuple[McpServer, ...] = (),
 ) -> Seen:
     """One run of the real binary with the run's key given in its options (no environment of its own)."""
     async with FakeOpenAI(turns, api_key=RUN_KEY) as server:
@@ -70,6 +76,7 @@ async def codex_run(
             cwd=workspace,
             approval_mode=approval,
             backend_options={"base_url": server.base_url, "api_key": RUN_KEY, "pool_size": 0},
+            mcp_servers=mcp_servers,
         )
         with anyio.fail_after(HANG_GUARD_S):
             async with EventStream(params) as stream:
@@ -123,3 +130,25 @@ async def test_a_provider_error_that_echoes_the_key_shows_none_of_it(workspace: 
     assert errors, [e.type for e in seen.events]
     shown = "\n".join(e.model_dump_json() for e in seen.events)
     assert pieces(RUN_KEY, shown) == []
+
+
+SERVER_SECRET = "pg://u:Pw7Kq2Xz9Lm4Vb1Nc6Hd3Jf8Tz0@h-Rx4Wq.Yv8/Lm2Bn"
+
+
+async def test_a_stdio_mcp_server_s_env_is_not_in_the_environment_of_the_model_s_command(workspace: Path) -> None:
+    """A stdio MCP server's `env` reaches Codex's process (Codex forwards it to the server by name) and so the
+    environment the model's commands inherit; a name no secret pattern matches (`ECHO_DATABASE_URL`) was
+    printed by `env` whole. It is excluded by name now ([shell_environment_policy] exclude, per run)."""
+    echo = StdioMcpServer(
+        name="echo",
+        command=sys.executable,
+        args=(str(mcp_echo_server.__file__),),
+        env={"ECHO_DATABASE_URL": SERVER_SECRET},
+        timeout_s=20,
+    )
+    seen = await codex_run(workspace, shell(ENV_COMMAND), mcp_servers=(echo,))
+    sent = seen.after_the_command
+    assert "--- end" in sent, sent
+    assert "PATH=" in sent, sent  # it printed the environment
+    assert "ECHO_DATABASE_URL" not in sent, sent
+    assert pieces(SERVER_SECRET, sent) == [], sent

@@ -403,6 +403,11 @@ class Launch:
                 )
             overrides.append((f"mcp_servers.{server.name}", _mcp_table(server, number, extra)))
             names.append(server.name)
+        servers_env = sorted({name for s in params.mcp_servers if isinstance(s, StdioMcpServer) for name in s.env})
+        if servers_env:
+            # A stdio server's `env` is for the server (its tokens, its database URL), not the model's commands:
+            # it reaches the app-server's environment, which they inherit, unless excluded by name too.
+            overrides.append(("shell_environment_policy.exclude", [*SECRET_PATTERNS, *servers_env]))
         env = child_env(ENV_POLICY, extra=extra, parent=parent)  # None: the environment, as `child_env` keeps it
         env["CODEX_HOME"] = str(home)
         binary = (
