@@ -467,3 +467,29 @@ def test_a_process_read_on_asyncio_then_trio_then_asyncio_again(tmp_path: Path) 
     process.kill()
     assert process._either is not None
     assert process._either.closed
+
+
+def test_a_command_line_too_long_for_the_system_says_so_not_to_reinstall(tmp_path: Path) -> None:
+    """Linux refuses an argument over 128 KiB (E2BIG): the binary is fine, the run's options are not. It was a
+    `BackendUnavailable` telling the caller to install the CLI."""
+    from unified.errors import UnifiedError
+
+    with pytest.raises(UnifiedError) as caught:
+        AgentSubprocess(["sh", "-c", "exit 0", "x" * 200_000], cwd=tmp_path, env=dict(os.environ))
+    assert not isinstance(caught.value, BackendUnavailable)
+    assert caught.value.code == "bad_request"
+    assert "longer than the system allows" in caught.value.message
+    assert "install" not in str(caught.value)
+
+
+async def test_write_gives_stdin_its_bytes_as_they_are(tmp_path: Path) -> None:
+    """`write` passes bytes on unchanged (no newline added: a prompt given as a CLI's whole stdin)."""
+    out = tmp_path / "got"
+    proc = AgentSubprocess(["sh", "-c", f"cat > {out}"], cwd=tmp_path, env=dict(os.environ))
+    try:
+        await proc.write(b"no newline\0after")
+        await proc.end_input()
+        assert await proc.wait(HANG_GUARD_S) == 0
+    finally:
+        await proc.close()
+    assert out.read_bytes() == b"no newline\0after"

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import os
 import select
@@ -57,7 +58,7 @@ from unified._binary.loops import PerLoopLock
 from unified._pgroup import ProcessGroup, pidfd, signal_verified
 from unified._redaction import REDACTED, SPLIT_HOLD_MIN, Redactor, redactor
 from unified.backends import AgentProcess, MalformedLine
-from unified.errors import BackendUnavailable
+from unified.errors import BackendUnavailable, UnifiedError
 
 __all__ = [
     "PIPED_ENV_MAX_BYTES",
@@ -89,6 +90,10 @@ _POLL_S = 0.02
 
 ProcessStarter = Callable[[Sequence[str], Path, Mapping[str, str]], AgentProcess]
 """Starts an agent for `(argv, cwd, env)`: `start_subprocess`, or a test's fake."""
+
+
+_MAX_ARG_BYTES = 128 * 1024
+"""The longest single argument Linux passes to a program (MAX_ARG_STRLEN): a longer one fails the start."""
 
 
 class StderrTail:
@@ -184,7 +189,17 @@ class AgentSubprocess(AgentProcess):
                 start_new_session=True,
                 pass_fds=() if read_fd is None else (read_fd,),
             )
-        except (OSError, ValueError) as exc:
+        except OSError as exc:
+            if exc.errno == errno.E2BIG:  # the binary is fine: what the run put on its command line is not
+                size = sum(len(os.fsencode(arg)) + 1 for arg in argv)
+                raise UnifiedError(
+                    f"could not start {argv[0]}: its command line ({size:,} bytes) is longer than the system "
+                    f"allows (an argument over {_MAX_ARG_BYTES:,} bytes, or all of them over ARG_MAX)",
+                    code="bad_request",
+                    hint="shorten the longest option of the run (a system instruction, a tool list)",
+                ) from None
+            raise BackendUnavailable(f"could not start {argv[0]}: {exc}", hint=hint) from exc
+        except ValueError as exc:
             raise BackendUnavailable(f"could not start {argv[0]}: {exc}", hint=hint) from exc
         finally:
             if read_fd is not None:
@@ -245,10 +260,15 @@ class AgentSubprocess(AgentProcess):
         return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
 
     async def send(self, line: str) -> None:
+        """Write `line` and its newline to the process's stdin (a JSON-RPC or stream-json message)."""
+        await self.write((line + "\n").encode())
+
+    async def write(self, data: bytes) -> None:
+        """Write `data` to the process's stdin, as it is (waiting while the pipe is full)."""
         if self._stdin is None:
             raise ConnectionError(f"{self._name} was started without stdin")
         async with self._write_lock.get():
-            view = memoryview((line + "\n").encode())
+            view = memoryview(data)
             while view:
                 if self._closed:
                     raise ConnectionError("the process was closed")

@@ -244,11 +244,11 @@ def _node_option_quoted(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def start_gemini(argv: Sequence[str], cwd: Path, env: Mapping[str, str], *, stdin: bool = True) -> AgentSubprocess:
-    """The default `start_process` (the `gemini --acp` subprocess), and stream-json's `gemini -p` (`stdin=False`):
-    the credentials by pipe (`credentials_by_pipe`)."""
+def start_gemini(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> AgentSubprocess:
+    """The default `start_process` (the `gemini --acp` subprocess), and stream-json's `gemini -p` (its prompt on
+    stdin): the credentials by pipe (`credentials_by_pipe`)."""
     launch_env, piped = credentials_by_pipe(env)
-    return AgentSubprocess(argv, cwd=cwd, env=launch_env, stdin=stdin, hint=GEMINI_CLI.install_hint, piped=piped)
+    return AgentSubprocess(argv, cwd=cwd, env=launch_env, hint=GEMINI_CLI.install_hint, piped=piped)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""The fallback transport: `gemini -p PROMPT --output-format stream-json`, one process per run.
+"""The fallback transport: `gemini -p "" --output-format stream-json`, one process per run, the prompt on its stdin.
 
 For CLIs (or environments) without ACP. What it loses against ACP: thoughts, permission prompts
 (the approval mode alone decides; in `default` mode writes and shell are simply not registered),
@@ -9,6 +9,7 @@ per-turn usage (one total at the end) and images.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ from unified._adapters.gemini_cli._translate import Item, TurnBoundary
 from unified._binary.framing import parse_object
 from unified._binary.jsonrpc import as_dict
 from unified._binary.loops import every
+from unified._binary.process import AgentSubprocess
 from unified.backends import MalformedLine, RunContext, RunOutcome
 from unified.capabilities import snapshot
 from unified.errors import BackendError, UnifiedError
@@ -47,6 +49,12 @@ __all__ = ["StreamJsonTranslator", "run_stream_json"]
 
 STREAM_JSON_MODES = {"default": "default", "auto_edit": "auto_edit", "yolo": "yolo", "plan": "plan"}
 
+
+ECHO_MAX_BYTES = 65_536 - 128
+"""The longest `message(role=user)` line (the prompt's echo, less room for its framing) `gemini -p --output-format
+stream-json` survives: measured with 0.61, once that line is over 64 KiB the CLI ends (exit 0) right after it, with
+no answer and no `result` (a prompt of 65,300 `x` ran, 65,500 did not; of 32,700 `é` ran, 32,800 did not; over ACP
+both run). A longer prompt is refused before the run starts, naming the transport that takes it."""
 
 STREAM_JSON_COLUMN = "gemini-cli/stream-json"
 """The capability matrix's column for this transport: what it loses is declared there."""
@@ -180,7 +188,17 @@ async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutc
     both name, a resume's checks and repair); what only its output needs (the translator and its capability
     snapshot, the debug-log sweep) is made after it, while node starts (~0.5 s at least)."""
     params = ctx.params
-    argv = [str(launch.binary), "-p", params.prompt, "--output-format", "stream-json"]
+    prompt = params.prompt.encode()
+    echoed = len(json.dumps(params.prompt, ensure_ascii=False).encode())
+    if echoed > ECHO_MAX_BYTES:
+        raise UnifiedError(
+            f"the prompt is {len(prompt):,} bytes; `gemini -p` (the stream-json transport) ends without an answer "
+            f"once its echo of the prompt is over {ECHO_MAX_BYTES:,} bytes",
+            code="bad_request",
+            hint="use the acp transport (the default), or a shorter prompt (put large inputs in files the model reads)",
+        )
+    # `-p ""` makes the run headless; the CLI takes its stdin, whole, as the prompt (its `input` is empty).
+    argv = [str(launch.binary), "-p", "", "--output-format", "stream-json"]
     argv += ["--approval-mode", STREAM_JSON_MODES[params.approval_mode]]
     if launch.fake_responses is not None:
         argv += ["--fake-responses", str(launch.fake_responses)]
@@ -211,7 +229,7 @@ async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutc
         if guard is not None:  # a resume's from its end now (its earlier prompts are not this run's)
             folding.chat = ChatRecords(guard.home, guard.session_id)
             folding.chat.start()
-        child = start_gemini(argv, cwd, env, stdin=False)
+        child = start_gemini(argv, cwd, env)
     except BaseException:
         log.remove()
         raise
@@ -228,6 +246,7 @@ async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutc
             try:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(every, WATCH_INTERVAL_S, retries.tick, done)
+                    tg.start_soon(_give_prompt, child, prompt)
                     try:
                         while True:
                             try:
@@ -284,6 +303,15 @@ async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutc
     if final is None or code not in (0, None):
         raise error_from_exit(code, child.stderr_tail(), "gemini -p ended without a result")
     return RunOutcome(status="success", short_id=short, final_text="" if kept_nothing else None)
+
+
+async def _give_prompt(child: AgentSubprocess, prompt: bytes) -> None:
+    """The prompt on the CLI's stdin, then its end (the CLI reads to the end before it starts). Beside the
+    reading of its output: a prompt larger than the pipe waits for the CLI to read it. A CLI that ended
+    before reading it is told by its exit, not here."""
+    with contextlib.suppress(ConnectionError):
+        await child.write(prompt)
+    await child.end_input()
 
 
 async def _handle_line(
