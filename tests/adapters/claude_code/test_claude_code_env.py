@@ -108,16 +108,17 @@ def test_the_flags_of_a_run(tmp_path: Path) -> None:
     assert value("--model") == "claude-sonnet-5-5"
     assert value("--disallowedTools") == "Bash,WebFetch"
     assert value("--add-dir") == str(tmp_path.resolve())
-    assert value("--system-prompt") == "Be brief."
     assert value("--max-turns") == "4"
     assert value("--effort") == "low"
     held = launch.lease()  # the MCP servers come in a file of the home, written while a process holds it
     assert held is not None
     try:
         servers = json.loads(Path(value("--mcp-config")).read_text())["mcpServers"]
+        assert Path(value("--system-prompt-file")).read_text() == "Be brief."
     finally:
         held.release()
     assert not Path(value("--mcp-config")).exists()
+    assert not Path(value("--system-prompt-file")).exists()
     assert servers["echo"] == {"type": "stdio", "command": "python3", "args": ["echo.py"]}
     assert servers["web"] == {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"x": "y"}}
 

@@ -198,3 +198,34 @@ async def test_the_model_reads_no_mcp_server_token_in_the_command_line_of_claude
     assert pieces(MCP_ENV_SECRET, sent) == []
     assert any(h.get("authorization") == f"Bearer {MCP_TOKEN}" for h in got), got
     assert list((claude_home() / "keys").iterdir()) == [], "the MCP config went with the run's process"
+
+
+@pytest.mark.parametrize("size", [40, 200_000], ids=["short", "over-128-KiB"])
+async def test_the_system_instruction_reaches_the_model_from_a_file_not_the_command_line(
+    workspace: Path, size: int
+) -> None:
+    """`system_instruction` was `--system-prompt <text>`: on the command line every local user reads it, and
+    Linux refuses an argument over 128 KiB (the run could not start). It is a file of the home now
+    (`--system-prompt-file`), gone with the process; the model gets it whole as its system prompt."""
+    marker = "system-marker-Wq5Zt8Lx2Vn7"
+    instruction = (marker + " be brief. ")[:size] if size < 100 else marker + " " + "context " * (size // 8)
+    async with FakeAnthropic([ModelTurn(text="ok")]) as server:
+        params = ExecuteParams(
+            prompt="hi",
+            backend="claude-code",
+            cwd=workspace,
+            system_instruction=instruction,
+            backend_options={"env": server.cli_env, "max_retries": 1},
+        )
+        with anyio.fail_after(HANG_GUARD_S):
+            async with EventStream(params) as stream:
+                events: list[UnifiedEvent] = [event async for event in stream]
+        bodies = server.model_bodies()
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success", result.error
+    [body] = bodies
+    system = body["system"]
+    shown = system if isinstance(system, str) else "".join(block.get("text", "") for block in system)
+    assert instruction.strip() in shown
+    assert [p.name for p in (claude_home() / "keys").iterdir()] == []

@@ -32,7 +32,7 @@ from typing import Any
 
 import platformdirs
 
-from unified._adapters.claude_code._key_file import KeyLease, key_file, lease, mcp_file
+from unified._adapters.claude_code._key_file import KeyLease, key_file, lease, mcp_file, system_file
 from unified._adapters.claude_code._options import BACKEND, ClaudeCodeOptions
 from unified._adapters.claude_code._tools import ask_settings, claude_tool_name
 from unified._binary.environment import EnvPolicy, child_env
@@ -236,6 +236,9 @@ class Launch:
     """The `--mcp-config` JSON of the run's MCP servers (their headers and `env` carry tokens), None without
     servers: given to the CLI as a file of the home (`mcp_file`), written while a process holds a `lease`,
     never on its command line, which its Bash tool's commands and every local user can read."""
+    system_prompt: bytes | None = field(default=None, repr=False)
+    """The run's system instruction, given as a file of the home the same way (`system_file`): a command line
+    holds no argument over 128 KiB."""
 
     @classmethod
     def of(cls, params: ExecuteParams, options: ClaudeCodeOptions) -> Launch:
@@ -261,17 +264,20 @@ class Launch:
             api_key_helper=helper,
             api_key=key,
             mcp_config=mcp,
+            system_prompt=None if params.system_instruction is None else params.system_instruction.encode(),
         )
 
     def lease(self) -> KeyLease | None:
-        """A hold on the run's private files (its key's, its MCP config's) for one process about to start
-        (None without either): written now if they are not there, and removed once no process holds them
-        (`_key_file`)."""
+        """A hold on the run's private files (its key's, its MCP config's, its system instruction's) for one
+        process about to start (None without any): written now if they are not there, and removed once no
+        process holds them (`_key_file`)."""
         files = []
         if self.api_key is not None:
             files.append((key_file(self.home, self.api_key), self.api_key.encode()))
         if self.mcp_config is not None:
             files.append((mcp_file(self.home, self.mcp_config), self.mcp_config))
+        if self.system_prompt is not None:
+            files.append((system_file(self.home, self.system_prompt), self.system_prompt))
         return lease(files) if files else None
 
     def argv(self, *, session_id: str, resume: bool) -> list[str]:
@@ -308,8 +314,8 @@ class Launch:
             argv += ["--disallowedTools", ",".join(sorted({claude_tool_name(n) for n in params.excluded_tools}))]
         for directory in params.include_directories:
             argv += ["--add-dir", str(Path(directory).expanduser().resolve())]
-        if params.system_instruction is not None:
-            argv += ["--system-prompt", params.system_instruction]
+        if self.system_prompt is not None:
+            argv += ["--system-prompt-file", str(system_file(self.home, self.system_prompt))]
         if params.max_turns is not None:
             argv += ["--max-turns", str(params.max_turns)]
         thinking = params.thinking
