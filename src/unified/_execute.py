@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import stat
 from collections.abc import AsyncIterator, Generator, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -317,25 +319,61 @@ def _with_history_answered(params: ExecuteParams) -> ExecuteParams:
     return params if answered is history else params.model_copy(update={"history": answered})
 
 
+_NOT_A_MODEL = re.compile(r"[\s\x00-\x1f\x7f?&#]|\.\.")
+"""What no model id holds and a URL path reads otherwise (google-genai refuses `..`, `?` and `&` itself, as an
+"invalid model parameter"; the CLIs send what they are given)."""
+
+
+def _check_directory(what: str, path: Path) -> None:
+    path = path.expanduser()
+    try:
+        mode = path.stat().st_mode  # one stat for both questions (this runs before every run)
+    except (FileNotFoundError, NotADirectoryError):
+        raise ConfigurationError(
+            f"{what} {path} does not exist", hint=f"pass an existing directory as {what}"
+        ) from None
+    except OSError as exc:
+        raise ConfigurationError(
+            f"{what} {path} cannot be looked at: {exc.strerror}", hint="pass a directory this process may enter"
+        ) from None
+    if not stat.S_ISDIR(mode):
+        raise ConfigurationError(f"{what} {path} is not a directory", hint=f"pass a directory as {what}, not a file")
+
+
+def _check_text(what: str, text: str) -> None:
+    """`text` as UTF-8 can carry it: a lone surrogate (text decoded with `surrogateescape`, or cut mid-pair)
+    failed deep inside an API client, or left a binary's run waiting for an answer to a line it dropped."""
+    try:
+        text.encode()
+    except UnicodeEncodeError as exc:
+        raise ConfigurationError(
+            f"the {what} is not text: it holds a lone surrogate (U+{ord(text[exc.start]):04X}) at character "
+            f"{exc.start:,}",
+            hint="decode the input with errors='replace' (or fix its encoding) and run again",
+        ) from None
+
+
 def check_params(params: ExecuteParams) -> None:
     """Reject what no backend can run, the same way on every backend, before anything starts.
 
-    Raises `ConfigurationError` for a `cwd` that is missing or not a directory, for a blank prompt
-    (a prompt of images only is allowed), for a blank `resume` (it would start a new session
-    unasked), for an empty image or one whose bytes are another type than its `mime_type`, and for
-    `retry` or `history` used the wrong way.
+    Raises `ConfigurationError` for a `cwd` or an `include_directories` entry that is missing or not a
+    directory, for a blank prompt (a prompt of images only is allowed), for a prompt or system instruction
+    that is not text (a lone surrogate, which no API's UTF-8 can carry), for a model name no API takes, for
+    a blank `resume` (it would start a new session unasked), for an empty image or one whose bytes are
+    another type than its `mime_type`, and for `retry` or `history` used the wrong way.
     """
-    cwd = params.cwd.expanduser()
-    try:
-        mode = cwd.stat().st_mode  # one stat for both questions (this runs before every run)
-    except (FileNotFoundError, NotADirectoryError):
-        raise ConfigurationError(f"cwd {cwd} does not exist", hint="pass an existing directory as cwd") from None
-    except OSError as exc:
+    _check_directory("cwd", params.cwd)
+    for directory in params.include_directories:
+        _check_directory("include_directories entry", directory)
+    _check_text("prompt", params.prompt)
+    if params.system_instruction is not None:
+        _check_text("system instruction", params.system_instruction)
+    if params.model is not None and (not params.model.strip() or _NOT_A_MODEL.search(params.model)):
         raise ConfigurationError(
-            f"cwd {cwd} cannot be looked at: {exc.strerror}", hint="pass a directory this process may enter"
-        ) from None
-    if not stat.S_ISDIR(mode):
-        raise ConfigurationError(f"cwd {cwd} is not a directory", hint="pass a directory as cwd, not a file")
+            f"model {params.model!r} is not a model name (it is blank, or holds whitespace, '..', '?', '&' or '#', "
+            "which would change the request's URL)",
+            hint="pass a model id such as gemini-2.5-flash or claude-sonnet-4-5, or no model (the backend's default)",
+        )
     if params.resume is not None and not params.resume.strip():
         raise ConfigurationError(
             "the session reference (resume) is empty",

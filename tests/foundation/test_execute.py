@@ -109,6 +109,17 @@ BACKENDS = ["gemini-cli", "generate-content", "interactions", "claude-code", "co
     [
         ({"cwd": Path("/nonexistent/unified-cwd")}, "cwd /nonexistent/unified-cwd does not exist"),
         ({"cwd": Path(__file__)}, "is not a directory"),
+        ({"include_directories": (Path("/nonexistent/unified-inc"),)}, "entry /nonexistent/unified-inc does not exist"),
+        ({"include_directories": (Path(__file__),)}, "include_directories entry .* is not a directory"),
+        (
+            {"prompt": "hi \ud800 there"},
+            r"the prompt is not text: it holds a lone surrogate \(U\+D800\) at character 3",
+        ),
+        ({"system_instruction": "\udcff"}, "the system instruction is not text"),
+        ({"model": "../../etc/passwd"}, "is not a model name"),
+        ({"model": "gemini-2.5-flash?alt=sse"}, "is not a model name"),
+        ({"model": "gemini 2.5"}, "is not a model name"),
+        ({"model": " "}, "is not a model name"),
         ({"prompt": ""}, "the prompt is empty"),
         ({"prompt": "  \n\t"}, "the prompt is empty"),
         ({"resume": ""}, "the session reference \\(resume\\) is empty"),
