@@ -69,3 +69,15 @@ def test_parse_object_refuses_exactly_the_lines_nested_deeper_than_the_limit(ope
     assert parse_object(nested(limits.MAX_JSON_DEPTH + 1)) == f"nested deeper than {limits.MAX_JSON_DEPTH} levels"
     brackets_in_text = json_line({"text": "[{" * limits.MAX_JSON_DEPTH})
     assert parse_object(brackets_in_text) == {"text": "[{" * limits.MAX_JSON_DEPTH}
+
+
+def test_a_lone_surrogate_escape_parses_into_u_fffd_and_a_pair_into_its_character() -> None:
+    """Half an emoji cut by a CLI's `slice` comes as `"\\ud83d"` (node's JSON.stringify escapes it): a Python
+    str can hold it, no UTF-8 can (the session file, the next request, `model_dump_json` failed)."""
+    from unified._binary.framing import parse_object
+
+    assert parse_object('{"text": "half \\ud83d", "keys": {"\\udfff": ["\\uDC80"]}}') == {
+        "text": "half \ufffd",
+        "keys": {"\ufffd": ["\ufffd"]},
+    }
+    assert parse_object('{"text": "whole \\ud83d\\ude00"}') == {"text": "whole \U0001f600"}

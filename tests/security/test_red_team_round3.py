@@ -453,21 +453,24 @@ async def test_a_file_name_that_is_not_utf8_does_not_break_the_walk(
 ) -> None:
     """SUCCEEDED before: one such name anywhere in the workspace made glob, search, tree and list_dir
     (with ignore globs) fail for the whole workspace: `failed unexpectedly: UnicodeEncodeError` (RE2
-    and pathspec's RE2 backend take UTF-8 only). Now each undecodable byte matches as one character."""
+    and pathspec's RE2 backend take UTF-8 only). Now each undecodable byte matches as one character.
+    The model reads each such byte as U+FFFD (`_internal/text.py`): as a surrogate escape the name
+    failed the next request in the API client (tests/e2e/api_loop/test_lone_surrogates.py)."""
     outcome = await _one(undecodable, tool, **args)
     assert not outcome.is_error, outcome.response
     text = str(outcome.response["output"])
-    assert "bad\udcff.txt" in text
+    assert "bad\ufffd.txt" in text
+    text.encode()  # a request carries it
     if tool != "list_dir":
         assert "in.txt" in text
     if tool == "glob":
-        [found] = [line for line in text.splitlines() if line.endswith("bad\udcff.txt")]
-        assert Path(found) == undecodable / "bad\udcff.txt"  # read_file takes the name back as it is
+        [found] = [line for line in text.splitlines() if line.endswith("bad\ufffd.txt")]
+        assert Path(found) == undecodable / "bad\ufffd.txt"
 
 
 async def test_a_glob_question_mark_matches_one_undecodable_byte(undecodable: Path) -> None:
     outcome = await _one(undecodable, "glob", pattern="bad?.txt")
-    assert "bad\udcff.txt" in str(outcome.response["output"]), outcome.response
+    assert "bad\ufffd.txt" in str(outcome.response["output"]), outcome.response
 
 
 # --- an argsPattern allow rule on a compound shell command -------------------------------------------

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 from unified._internal import limits
+from unified._internal.text import escapes_surrogates, well_formed_json
 from unified._redaction import clip
 from unified.backends import MalformedLine
 
@@ -87,6 +88,8 @@ def parse_object(line: str) -> dict[str, Any] | str:
     # the count can only be too high), so most lines skip the walk.
     if line.count("{") + line.count("[") > limits.MAX_JSON_DEPTH and limits.too_deep(value):
         return f"nested deeper than {limits.MAX_JSON_DEPTH} levels"
+    if escapes_surrogates(line):  # half an emoji a CLI's `slice` cut, escaped by its JSON.stringify
+        return cast("dict[str, Any]", well_formed_json(value))
     return value
 
 

@@ -22,6 +22,7 @@ from unified._exports import publish
 from unified._internal import limits
 from unified._internal.imports import import_off_loop
 from unified._internal.models import ToolFamily
+from unified._internal.text import well_formed, well_formed_json
 from unified._redaction import Redactor, redactor
 from unified.errors import RunStopped
 from unified.events import (
@@ -654,7 +655,10 @@ def _error(call: ToolCall, message: str, decision: PermissionDecision | None = N
 
 
 def capped(text: str, limit: int = limits.MAX_TOOL_OUTPUT_CHARS) -> str:
-    """`text` (already redacted) cut to `limit` characters, saying how much was left out."""
+    """`text` (already redacted) as UTF-8 can carry it (`well_formed`: a file name that is not UTF-8 comes as
+    surrogate escapes, and in a glob's output it failed the whole run inside the API client), cut to `limit`
+    characters, saying how much was left out."""
+    text = well_formed(text)
     if len(text) <= limit:
         return text
     return f"{text[:limit]}\n[output cut at {limit:,} characters: {len(text) - limit:,} more not shown]"
@@ -662,13 +666,14 @@ def capped(text: str, limit: int = limits.MAX_TOOL_OUTPUT_CHARS) -> str:
 
 def model_output(value: Any, clean: Redactor) -> Any:
     """A tool's output as the model reads it: secrets replaced in every string (keys included) of
-    any output type, then cut to `MAX_TOOL_OUTPUT_CHARS` (a structured output by its JSON, which
-    then comes back as that cut text). Output nested deeper than `MAX_JSON_DEPTH` is refused."""
+    any output type, each `well_formed`, then cut to `MAX_TOOL_OUTPUT_CHARS` (a
+    structured output by its JSON, which then comes back as that cut text). Output nested deeper than
+    `MAX_JSON_DEPTH` is refused."""
     if isinstance(value, str):
         return capped(clean(value))
     if limits.too_deep(value):
         raise ToolError(f"returned output nested deeper than {limits.MAX_JSON_DEPTH} levels; it was not sent.")
-    redacted = clean.json(value)
+    redacted = well_formed_json(clean.json(value))
     if isinstance(redacted, (dict, list, tuple)):
         text = json.dumps(redacted, ensure_ascii=False, default=str)
         if len(text) > limits.MAX_TOOL_OUTPUT_CHARS:

@@ -10,7 +10,8 @@ reading a chunk (bench/README.md). So each event is parsed once, by `json.loads`
 JSON the translator reads.
 
 The request path relies on google-genai internals (`models._GenerateContentParameters_to_mldev` and
-its Vertex twin, `BaseApiClient._build_request`, `._async_request`); `WIRE_PATH` says whether they
+its Vertex twin, `BaseApiClient._build_request`, `._async_request`, `HttpResponse._aiter_response_stream`, the
+SDK's split of the SSE body); `WIRE_PATH` says whether they
 are there. When a google-genai release moves them, the public `generate_content_stream` is used and
 each chunk is read as its JSON dump, slower but the same (tests/adapters/generate_content pins
 which path runs and that both send the same body).
@@ -36,7 +37,9 @@ from urllib.parse import urlencode
 import anyio
 import httpx
 from google import genai
-from google.genai import _common, errors, models, types
+from google.genai import _api_client, _common, errors, models, types
+
+from unified._internal.text import escapes_surrogates, well_formed_json
 
 __all__ = ["WIRE_PATH", "WireRequest", "stream_chunks", "text_content_json"]
 
@@ -48,6 +51,8 @@ _INTERNALS = (
     and hasattr(_common, "encode_unserializable_types")
     and hasattr(models, "_Content_to_mldev")
     and hasattr(models, "_Content_to_vertex")
+    and hasattr(_api_client.HttpResponse, "_aiter_response_stream")
+    and hasattr(_api_client.HttpResponse, "_load_json_from_response")
 )
 WIRE_PATH: bool = _INTERNALS
 """True when google-genai's request path is driven directly and the answer read as JSON."""
@@ -211,7 +216,7 @@ async def stream_chunks(
             async for chunk in stream:
                 dumped: dict[str, Any] = chunk.model_dump(mode="json", by_alias=True, exclude_none=True)
                 dumped.pop("sdkHttpResponse", None)
-                yield dumped
+                yield well_formed_json(dumped)
             if on_end is not None:
                 await on_end()
         finally:
@@ -229,9 +234,12 @@ async def stream_chunks(
     http_request = api._build_request("post", path, request, http_options)
     response = await api._async_request(http_request=http_request, http_options=http_options, stream=True)
     held = _hold_release(response)
-    segments = cast("AsyncGenerator[Any, None]", response.async_segments())
+    segments = cast("AsyncGenerator[str, None]", response._aiter_response_stream())
     try:
-        async for chunk in segments:
+        async for raw in segments:  # the SDK's split of the SSE body, each event's JSON text
+            chunk = response._load_json_from_response(raw)
+            if escapes_surrogates(raw):  # a lone surrogate no request nor session file could hold again
+                chunk = well_formed_json(chunk)
             if isinstance(chunk, dict) and next(iter(chunk), None) == "error":  # the SDK's in-band error check
                 await errors.APIError.raise_error_async(chunk["error"].get("code"), chunk, response)
             yield chunk

@@ -41,6 +41,7 @@ from unified._internal.api_errors import (
 )
 from unified._internal.genai_client import GenaiClient
 from unified._internal.retry import Failure, retrying
+from unified._internal.text import escapes_surrogates, well_formed_json
 from unified.errors import BackendError, UnifiedError
 
 __all__ = [
@@ -139,7 +140,9 @@ def _event(data: list[str]) -> dict[str, Any] | None:
         event = json.loads(text)
     except json.JSONDecodeError:
         return None
-    return event if isinstance(event, dict) else None
+    if not isinstance(event, dict):
+        return None
+    return well_formed_json(event) if escapes_surrogates(text) else event
 
 
 def _data(line: str) -> str | None:

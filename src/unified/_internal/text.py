@@ -1,0 +1,52 @@
+"""Text that UTF-8 can carry: what comes in from outside made so once, where it comes in.
+
+A Python `str` can hold a lone surrogate (U+D800-U+DFFF) that no UTF-8 can: JSON's `"\\ud83d"` escape
+without its pair parses into one (a node CLI's `JSON.stringify` writes such an escape for half an emoji
+cut by a `slice`; a hostile server may send one on purpose), and a file name that is not UTF-8 reads
+as surrogate escapes (`os.fsdecode`). Such a string fails wherever it is encoded next: the request
+that carries it back to the model, the session file that keeps it (the run ended `internal_error`,
+its session unsaved), a consumer's `event.model_dump_json()`. Each is replaced by U+FFFD, as a
+terminal shows a byte that is not UTF-8, where it enters: a binary's line (`_binary.framing`), an
+API's event (the generate-content and interactions streams), a tool's output (`tools._runtime`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from unified._internal.limits import MAX_JSON_DEPTH
+
+__all__ = ["escapes_surrogates", "well_formed", "well_formed_json"]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A code point no UTF-8 holds. In a `str` every surrogate is alone: a JSON pair parses into one character."""
+
+
+def well_formed(text: str) -> str:
+    """`text` with each lone surrogate (a surrogate escape of a byte that is not UTF-8 included) replaced
+    by U+FFFD. ASCII text, most text, is answered without a scan."""
+    if text.isascii():
+        return text
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def well_formed_json(value: Any, depth: int = MAX_JSON_DEPTH) -> Any:
+    """`value` (parsed JSON) with every string, keys included, `well_formed`: a copy. Past `depth` levels it
+    is left as it is (never a RecursionError): what nests that deep is refused wherever it is read
+    (`limits.too_deep`)."""
+    if isinstance(value, str):
+        return well_formed(value)
+    if depth <= 0:
+        return value
+    if isinstance(value, dict):
+        return {well_formed_json(key, 0): well_formed_json(item, depth - 1) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [well_formed_json(item, depth - 1) for item in value]
+    return value
+
+
+def escapes_surrogates(raw: str) -> bool:
+    """Whether JSON text `raw` may parse into a lone surrogate: only a `\\uD800`-`\\uDFFF` escape makes one
+    (two substring scans in C, so the walk of `well_formed_json` runs only for the rare line that has one)."""
+    return "\\ud" in raw or "\\uD" in raw
