@@ -233,3 +233,22 @@ async def test_a_bad_backend_option_is_a_configuration_error_naming_it(workspace
 def test_an_empty_prompt_is_refused_before_anything_starts(workspace: Path, prompt: str) -> None:
     with pytest.raises(ConfigurationError, match="the prompt is empty"):
         execute(ExecuteParams(prompt=prompt, backend="claude-code", cwd=workspace))
+
+
+async def test_mcp_servers_that_do_not_start_are_a_warning_each(workspace: Path) -> None:
+    """A stdio command that is not there and an HTTP URL nobody answers: the CLI runs on without their tools
+    (its `init` lists both `failed`); the run says so, as on the other backends (`mcp_unavailable`). Before,
+    not a word."""
+    from unified.types import HttpMcpServer, StdioMcpServer
+
+    servers = (
+        StdioMcpServer(name="gone", command="/nonexistent/mcp-server", timeout_s=5),
+        HttpMcpServer(name="down", url="http://127.0.0.1:9/mcp", timeout_s=5),
+    )
+    async with FakeAnthropic([ModelTurn(text="ok")]) as server:
+        events = await run_claude(server, workspace, "hi", mcp_servers=servers)
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success", result.error
+    warned = sorted(e.message for e in events if isinstance(e, WarningEvent) and e.code == "mcp_unavailable")
+    assert [m.split(" did not start")[0] for m in warned] == ["MCP server 'down'", "MCP server 'gone'"], warned
