@@ -401,7 +401,6 @@ async def test_every_tool_call_has_exactly_one_decision(cwd: Path, mode: str, de
     ("stop", "status", "warning"),
     [
         ("end_turn", "success", None),
-        ("max_tokens", "success", "finish_max_tokens"),
         ("refusal", "error", None),
         ("cancelled", "cancelled", None),
         ("max_turn_requests", "max_turns", None),
@@ -415,6 +414,17 @@ async def test_stop_reasons(tmp_path: Path, stop: str, status: str, warning: str
     assert result.usage.input_tokens == 100  # counted whatever the ending
     if stop == "refusal":
         assert result.error == "the model refused to answer"
+
+
+async def test_max_tokens_is_a_request_over_the_context_window_not_a_cut_answer(tmp_path: Path) -> None:
+    """0.61's ACP agent ends a turn `max_tokens` only when it counted the next request over the model's context
+    window and did not send it (`ContextWindowWillOverflow`); an answer cut at the output limit is `end_turn`.
+    It read "the answer was cut at the model's output token limit", a success with no answer."""
+    events = await run(FakeAcp([Finish("max_tokens", USAGE)]), tmp_path)
+    error = one(events, ErrorEvent)
+    assert error.code == "bad_request"
+    assert "larger than the model's context window" in error.message
+    assert result_of(events).status == "error"
 
 
 @pytest.mark.parametrize(

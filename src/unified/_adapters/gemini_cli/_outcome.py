@@ -51,12 +51,10 @@ EXIT_CODES: dict[int, str] = {
 
 @dataclass(frozen=True, slots=True)
 class PromptEnd:
-    """What the prompt's answer says: the outcome, the usage to add and a warning to emit first."""
+    """What the prompt's answer says: the outcome and the usage to add."""
 
     outcome: RunOutcome
     usage: Usage | None = None
-    warning: tuple[str, str] | None = None
-    """`(code, message)` of a `WarningEvent`, for an answer that succeeded with a caveat."""
 
 
 def prompt_end(answer: dict[str, Any], short_id: str, stderr_tail: str = "") -> PromptEnd:
@@ -75,10 +73,17 @@ def prompt_end(answer: dict[str, Any], short_id: str, stderr_tail: str = "") -> 
         return PromptEnd(RunOutcome(status="max_turns", short_id=short_id), usage)
     if stop == "refusal":
         return PromptEnd(RunOutcome(status="error", error="the model refused to answer", short_id=short_id), usage)
-    warning = None
     if stop == "max_tokens":
-        warning = ("finish_max_tokens", "the answer was cut at the model's output token limit")
-    return PromptEnd(RunOutcome(status="success", short_id=short_id), usage, warning)
+        # 0.61's ACP agent says it for one thing only, its `ContextWindowWillOverflow`: the next request (the
+        # prompt, its images, the session's history) counts more tokens than the model's context window, so the
+        # CLI never sent it. A real cut at the output limit ends as `end_turn`.
+        raise UnifiedError(
+            "the request is larger than the model's context window: the Gemini CLI counted its tokens and did "
+            "not send it (the prompt, its images and the session's history together)",
+            code="bad_request",
+            hint="send a shorter prompt or fewer images, or start a new session instead of resuming a long one",
+        )
+    return PromptEnd(RunOutcome(status="success", short_id=short_id), usage)
 
 
 def no_answer(url: str, *, shown: bool) -> UnifiedError:

@@ -237,8 +237,6 @@ class AcpRun:
         if recorded is None and end.usage is not None:  # no chat file: ACP's report of one call
             ctx.add_usage(end.usage)
         await ctx.end_message()
-        if end.warning is not None:
-            await self._warn(*end.warning)
         if end.outcome.status == "success" and (
             kept_nothing or (not sink.received and chat.prompted and not chat.tokens)
         ):
