@@ -468,13 +468,13 @@ def test_claude_code_a_file_system_without_locks_keeps_the_key_file(
     monkeypatch.setattr("unified._adapters.claude_code._key_file.fcntl.flock", no_locks)
     files = [(_key_file.key_file(tmp_path, ANTHROPIC_KEY), ANTHROPIC_KEY.encode())]
     held = _key_file.lease(files)
-    assert held.path.read_text() == ANTHROPIC_KEY
+    assert held.paths[0].read_text() == ANTHROPIC_KEY
     held.release()
-    assert held.path.read_text() == ANTHROPIC_KEY
+    assert held.paths[0].read_text() == ANTHROPIC_KEY
     again = _key_file.lease(files)  # its sweep removes nothing it cannot lock either
-    assert again.path == held.path
+    assert again.paths[0] == held.paths[0]
     again.release()
-    assert held.path.exists()
+    assert held.paths[0].exists()
 
 
 # --- 6. key shapes in diagnostics ------------------------------------------------------------------

@@ -77,11 +77,6 @@ class KeyLease:
         self.paths = [path for path, _, _ in holds]
         """The files, in the order leased (the key's first, when the run has a key)."""
 
-    @property
-    def path(self) -> Path:
-        """The first file (the key's, when the run has a key)."""
-        return self.paths[0]
-
     def release(self) -> None:
         """Give the hold back, and remove each file no other lease holds (kept where the file system has
         no locks: another process's run may need it)."""
