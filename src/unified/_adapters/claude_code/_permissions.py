@@ -4,7 +4,10 @@ The CLI asks about every call that can change or read anything (`_tools.ASKED` a
 rules), so unified's policy (`unified.tools.Policy`, default the shipped one, with the run's
 approval mode) decides each, as it does on the API backends: a rule allows or denies, else the
 caller's `on_user_input` is asked (`user_input_request(source=permission)`), else the call is
-denied. Each decision is one `permission_decision`. The answers, as the CLI takes them:
+denied. A write of a protected path (a file tool's path, what a Bash command writes: docs/tools.md,
+"Protected paths") or of a path outside the workspace is asked whatever rule allows it, in every mode
+but yolo, as on the API backends. Each decision is one `permission_decision`. The answers, as the CLI
+takes them:
 
 - allow: `{"behavior": "allow"}` (the input the model gave runs);
 - allow with a changed input: `updatedInput` (the CLI runs it, while its history keeps the model's
@@ -29,6 +32,7 @@ already decided (one decision per call: its input may not be the one decided).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -49,7 +53,9 @@ from unified.events import (
     permission_request,
 )
 from unified.tools import Policy
-from unified.tools._policy import DEFAULT_TIER, Decision, session_rule
+from unified.tools._paths import Workspace
+from unified.tools._policy import DEFAULT_TIER, Decision, Verdict, session_rule
+from unified.tools._runtime import PROTECTED_RULE, protected_write
 
 __all__ = ["Answer", "PermissionBridge", "cli_rule"]
 
@@ -106,6 +112,8 @@ class PermissionBridge:
         self.translator = translator
         self.policy = policy if policy is not None else Policy.default()
         self.mode = ctx.params.approval_mode
+        self.workspace = Workspace(ctx.params.cwd.expanduser(), ctx.params.include_directories)
+        """Where the CLI's tools work (its cwd, `--add-dir`): what a write is judged against."""
 
     async def answer(self, request_id: str, request: Mapping[str, Any], emit: Emit) -> Answer | None:
         """Decide one request, emit what the stream shows of it, send the answer. None: the CLI
@@ -179,6 +187,17 @@ class PermissionBridge:
     ) -> Answer:
         name, args = policy_call(tool, tool_input)
         verdict = self.policy.evaluate(name, args, self.mode)
+        if verdict.decision is Decision.ALLOW and self.mode != "yolo":
+            guarded = await protected_write(
+                name,
+                args,
+                self.workspace,
+                os.environ.get("PATH", ""),  # the CLI's Bash runs with the host's PATH (`_launch`)
+                edit=name in ("write_file", "edit_file"),
+                elsewhere=True,
+            )
+            if guarded is not None:
+                verdict = Verdict(Decision.ASK_USER, PROTECTED_RULE, guarded)
         rule = verdict.rule
         shipped_mode_rule = rule is not None and rule.modes is not None and int(rule.priority) == DEFAULT_TIER
         by: Literal["policy", "approval_mode"] = "approval_mode" if shipped_mode_rule else "policy"
@@ -211,9 +230,10 @@ class PermissionBridge:
         for key in ("description", "decision_reason", "blocked_path"):
             if isinstance(request.get(key), str):
                 details[key] = request[key]
+        protected = f"\nIt writes a protected path: {verdict.doubt}." if rule is PROTECTED_RULE else ""
         prompt = permission_request(
             f"{self.ctx.session_id}:{request_id}",
-            _summary(tool, tool_input),
+            _summary(tool, tool_input) + protected,
             tool_use_id=call_id,
             tool_name=tool,
             details=details,

@@ -11,7 +11,10 @@ Who decides (one `permission_decision` per call):
   `listFiles` and `search`) or an MCP tool marked `readOnlyHint` runs without asking, in every mode;
   in `plan` mode everything else is denied;
 - `approval_mode`: `yolo` allows everything, `auto_edit` allows patches; and when nobody answers
-  (no `on_user_input`, a timeout) the mode decides as elsewhere (default denies);
+  (no `on_user_input`, a timeout) the mode decides as elsewhere (default denies). A patch that writes a
+  protected path or a path outside the workspace (docs/tools.md, "Protected paths"; a move's destination
+  too), whose files the request does not show, or that asks for a writable root (`grantRoot`) is asked
+  in auto_edit as in default mode (rule `protected-paths`; denied when nobody answers);
 - `user`: `on_user_input` answered the permission prompt.
 
 Answers: allow → `accept`; allow always → `acceptForSession` (Codex then runs that exact command
@@ -30,10 +33,12 @@ request about a call already decided (one decision per call).
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, Literal
 
 from unified._adapters.codex._translate import AppServerTranslator, tool_call_of, unwrap_shell
 from unified._binary.jsonrpc import JsonRpcConnection, RpcError, as_dict, as_list
+from unified._redaction import clip
 from unified.backends import RunContext
 from unified.errors import RunStopped
 from unified.events import (
@@ -142,7 +147,38 @@ class ApprovalBridge:
             await self.ctx.emit(ToolUse(tool_use_id=call_id, name=name, input=arguments, subagent_task_id=task))
         return name
 
-    def _policy(self, kind: Kind, params: dict[str, Any]) -> tuple[Choice | None, str | None, str | None]:
+    async def _guarded(self, params: dict[str, Any], call_id: str) -> str | None:
+        """Why auto_edit must not approve this patch unasked (see the module docstring), or None."""
+        from unified.tools._paths import Workspace
+        from unified.tools._runtime import protected_write
+
+        if params.get("grantRoot") is not None:
+            return f"the patch asks for write access to {clip(str(params['grantRoot']), 200, more='…')}"
+        item = self.translator.item(call_id) or {}
+        changes = [as_dict(c) for c in as_list(item.get("changes"))]
+        if not changes:
+            return "the request does not show the patch's files"
+        workspace = Workspace(self.ctx.params.cwd.expanduser(), self.ctx.params.include_directories)
+        for change in changes:
+            move = as_dict(change.get("kind")).get("move_path")
+            for path in (change.get("path"), *(() if move is None else (move,))):
+                if not isinstance(path, str) or not path:
+                    return "the request does not show the patch's files"
+                guarded = await protected_write(
+                    "apply_patch",
+                    {"file_path": path},
+                    workspace,
+                    os.environ.get("PATH", ""),  # Codex runs with the host's PATH (`_launch`)
+                    edit=True,
+                    elsewhere=True,
+                )
+                if guarded is not None:
+                    return guarded
+        return None
+
+    def _policy(
+        self, kind: Kind, params: dict[str, Any], guarded: str | None
+    ) -> tuple[Choice | None, str | None, str | None]:
         """(choice, decided_by, rule) when no one needs to be asked; (None, None, None) to ask."""
         mode = self.ctx.params.approval_mode
         if kind == "command" and _read_only_command(params):
@@ -152,12 +188,19 @@ class ApprovalBridge:
             return "allow_once", "policy", "read-only MCP tool (readOnlyHint)"
         if mode == "plan":
             return "deny", "policy", "plan mode: only read-only calls run"
-        if mode == "yolo" or (mode == "auto_edit" and kind == "file"):
+        if mode == "yolo" or (mode == "auto_edit" and kind == "file" and guarded is None):
             return "allow_once", "approval_mode", None
         return None, None, None
 
     def _prompt(
-        self, request_id: Any, call_id: str, name: str, kind: Kind, params: dict[str, Any], task: str | None
+        self,
+        request_id: Any,
+        call_id: str,
+        name: str,
+        kind: Kind,
+        params: dict[str, Any],
+        task: str | None,
+        guarded: str | None = None,
     ) -> UserInputRequest:
         item = self.translator.item(call_id) or {}
         details: dict[str, Any] = {"kind": kind}
@@ -171,7 +214,7 @@ class ApprovalBridge:
             _, arguments = tool_call_of(item, self.translator.cwd) if item else ("apply_patch", {"changes": []})
             details |= arguments
             paths = ", ".join(str(as_dict(c).get("path")) for c in as_list(arguments.get("changes")))
-            prompt = f"Allow changes to {paths or 'files'}?"
+            prompt = f"Allow changes to {paths or 'files'}?" + (f"\nIt needs approval: {guarded}." if guarded else "")
         else:
             meta = as_dict(params.get("_meta"))
             details |= {
@@ -205,7 +248,9 @@ class ApprovalBridge:
             await self._respond(request_id, kind, "decline")
             return
         name = await self._announce(call_id, params, kind, task)
-        choice, decided_by, rule = self._policy(kind, params)
+        mode = self.ctx.params.approval_mode
+        guarded = await self._guarded(params, call_id) if kind == "file" and mode == "auto_edit" else None
+        choice, decided_by, rule = self._policy(kind, params, guarded)
         reason = None
         message = None
         stop = False
@@ -213,14 +258,16 @@ class ApprovalBridge:
         if choice is None:
             reply = None
             if self.ctx.params.on_user_input is not None:
-                reply = await self.ctx.ask_user(self._prompt(request_id, call_id, name, kind, params, task))
+                reply = await self.ctx.ask_user(self._prompt(request_id, call_id, name, kind, params, task, guarded))
                 if reply.cancelled:
                     reply = None
             if reply is None:
                 decided_by = "approval_mode"
-                mode = self.ctx.params.approval_mode
                 choice = "allow_once" if mode == "yolo" or (mode == "auto_edit" and kind == "file") else "deny"
                 reason = f"approval mode {mode} (nobody answered)"
+                if guarded is not None:
+                    decided_by, rule, choice = "policy", "protected-paths", "deny"
+                    reason = f"{guarded}; it needs approval and nobody answered"
             else:
                 decided_by = "user"
                 choice = reply.permission()
