@@ -14,6 +14,8 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   global `GEMINI.md`, which every later session reads as instructions; its project temp dir) was allowed in
   auto_edit, since unified judged no protected path outside its workspace; and Claude Code normalises
   `.vscode/lnk/../tasks.json` to `.vscode/tasks.json` while unified resolved `lnk` first (`sub/tasks.json`);
+- search spent its time and byte budget once a line ended: a file of one 32 MiB line was read whole
+  (a line a background writer keeps growing, for ever) before the clock was looked at.
 
 Attacks that held are kept below their section as pins.
 """
@@ -23,6 +25,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -40,7 +43,7 @@ from unified._adapters.codex._translate import AppServerTranslator
 from unified._adapters.gemini_cli._translate import AcpTranslator
 from unified._internal import limits
 from unified.events import PermissionDecision, UserInputRequest, UserInputResponse
-from unified.tools import Policy, ToolCall, ToolRuntime
+from unified.tools import Policy, ToolCall, ToolRuntime, _safe_io
 from unified.types import ExecuteParams
 
 pytestmark = [pytest.mark.anyio]
@@ -339,3 +342,44 @@ async def test_an_ordinary_codex_patch_still_runs_unasked_in_auto_edit(tmp_path:
     answer, decision = await _codex_patch(tmp_path, [_add(tmp_path / "notes.md"), _add(tmp_path / "src" / "a.py")])
     assert answer == "accept"
     assert decision.decided_by == "approval_mode"
+
+
+# --- search's budget inside one line ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def bytes_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The size of every chunk the file tools read from a file."""
+    read: list[int] = []
+    chunks = _safe_io.chunks
+
+    def counted(fd: int, stop: _safe_io.StopFlag, limit: int | None = None) -> Iterator[bytes]:
+        for chunk in chunks(fd, stop, limit):
+            read.append(len(chunk))
+            yield chunk
+
+    monkeypatch.setattr(_safe_io, "chunks", counted)
+    return read
+
+
+@pytest.mark.parametrize(
+    ("path", "setting", "value", "note"),
+    [
+        (".", "SEARCH_MAX_BYTES", 1 * MiB, "it read 1 MiB"),
+        ("one-line.txt", "SEARCH_MAX_BYTES", 1 * MiB, "it read 1 MiB"),
+        # a walk looks at the clock at its first entry; a search of one file, at its first chunk
+        ("one-line.txt", "SEARCH_TIME_BUDGET_S", -1.0, "it ran for -1 s"),
+    ],
+)
+async def test_search_spends_its_budget_inside_one_line(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, bytes_read: list[int], setting: str, value: float, note: str, path: str
+) -> None:
+    """SUCCEEDED before: the budget was spent once a line ended, so a file of one line was read whole
+    (32 MiB here; a line a background writer keeps growing, for ever) before the search looked at the clock
+    or at what it had read."""
+    (ws / "one-line.txt").write_bytes(b"needle" + b"a" * (32 * MiB))
+    monkeypatch.setattr(limits, setting, value)
+    async with ToolRuntime(ws, approval_mode="yolo") as rt:
+        [outcome] = await rt.run_batch([ToolCall("1", "search", {"query": "needle", "path": path})])
+    assert f"[search stopped early: {note};" in outcome.response["output"]
+    assert sum(bytes_read) <= 2 * MiB
