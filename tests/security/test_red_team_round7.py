@@ -14,6 +14,10 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   global `GEMINI.md`, which every later session reads as instructions; its project temp dir) was allowed in
   auto_edit, since unified judged no protected path outside its workspace; and Claude Code normalises
   `.vscode/lnk/../tasks.json` to `.vscode/tasks.json` while unified resolved `lnk` first (`sub/tasks.json`);
+- the agent binaries' own reads: the shipped `read-only` rule allowed Claude Code's Read, NotebookRead, LS,
+  Grep and Glob of any path, unasked in every mode (plan included), and codex's bridge every command Codex
+  parses as reads wherever it read: the key file Claude Code's apiKeyHelper reads, Codex's `auth.json`,
+  `~/.aws/credentials`, `rg sk- /` (the real CLI read a canary outside the workspace to its model);
 - search spent its time and byte budget once a line ended: a file of one 32 MiB line was read whole
   (a line a background writer keeps growing, for ever) before the clock was looked at.
 
@@ -32,6 +36,8 @@ from typing import Any, cast
 
 import pytest
 
+from tests.e2e.claude_code.claude_code_helpers import model_bodies, run_claude
+from tests.e2e.claude_code.conftest import claude_setup
 from tests.security.rules import allow_prefixes
 from tests.security.test_permission_type_confusion import Context, Wire, _gemini_handle
 from tests.security.test_red_team_round5 import _capability
@@ -43,8 +49,11 @@ from unified._adapters.codex._translate import AppServerTranslator
 from unified._adapters.gemini_cli._translate import AcpTranslator
 from unified._internal import limits
 from unified.events import PermissionDecision, UserInputRequest, UserInputResponse
+from unified.testing import FakeAnthropic, FunctionCall, ModelTurn
 from unified.tools import Policy, ToolCall, ToolRuntime, _safe_io
 from unified.types import ExecuteParams
+
+__all__ = ["claude_setup"]
 
 pytestmark = [pytest.mark.anyio]
 
@@ -383,3 +392,152 @@ async def test_search_spends_its_budget_inside_one_line(
         [outcome] = await rt.run_batch([ToolCall("1", "search", {"query": "needle", "path": path})])
     assert f"[search stopped early: {note};" in outcome.response["output"]
     assert sum(bytes_read) <= 2 * MiB
+
+
+# --- the agent binaries' own reads outside the workspace ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input"),
+    [
+        pytest.param("Read", {"file_path": "{out}/keys/anthropic-0123456789abcdef"}, id="read"),
+        pytest.param("Read", {"file_path": "~/.aws/credentials"}, id="read-home"),
+        pytest.param("Read", {"file_path": "sub/../../out/x"}, id="read-dot-dot"),
+        pytest.param("NotebookRead", {"notebook_path": "{out}/x.ipynb"}, id="notebook-read"),
+        pytest.param("LS", {"path": "{out}"}, id="ls"),
+        pytest.param("Grep", {"pattern": "sk-ant", "path": "{out}"}, id="grep"),
+        pytest.param("Glob", {"pattern": "*", "path": "{out}"}, id="glob-path"),
+        pytest.param("Glob", {"pattern": "{out}/**/*"}, id="glob-absolute-pattern"),
+        pytest.param("Glob", {"pattern": "../**/auth.json"}, id="glob-dot-dot-pattern"),
+    ],
+)
+async def test_a_claude_code_read_outside_the_workspace_is_asked(
+    tmp_path: Path, tool: str, tool_input: dict[str, Any]
+) -> None:
+    """SUCCEEDED before: the shipped `read-only` rule allowed Claude Code's Read, Grep, Glob and LS of any path,
+    unasked in every mode (plan included): the key file its apiKeyHelper reads, `~/.aws/credentials`,
+    Codex's auth.json; unified's own read tools never leave the workspace."""
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    filled = json.loads(json.dumps(tool_input).replace("{out}", str(tmp_path / "out")))
+    body, decision = await _claude_answer(ws, tool, filled)
+    assert body["behavior"] == "deny", body
+    assert decision.rule == "outside-workspace"
+    assert "is not a path in the workspace, so unified does not read it unasked" in str(decision.reason)
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input"),
+    [
+        pytest.param("Read", {"file_path": "notes.md"}, id="read"),
+        pytest.param("Read", {"file_path": "{ws}/sub/notes.md"}, id="read-absolute"),
+        pytest.param("Grep", {"pattern": "needle"}, id="grep-no-path"),
+        pytest.param("Glob", {"pattern": "**/*.py"}, id="glob"),
+        pytest.param("LS", {"path": "{ws}"}, id="ls"),
+    ],
+)
+async def test_a_claude_code_read_inside_the_workspace_still_runs_unasked(
+    tmp_path: Path, tool: str, tool_input: dict[str, Any]
+) -> None:
+    """The pin beside it."""
+    (tmp_path / "sub").mkdir()
+    filled = json.loads(json.dumps(tool_input).replace("{ws}", str(tmp_path)))
+    body, decision = await _claude_answer(tmp_path, tool, filled)
+    assert body == {"behavior": "allow"}
+    assert decision.rule == "read-only"
+
+
+async def _codex_command(cwd: Path, command: str, where: Path, actions: list[dict[str, Any]]) -> tuple[str, Any]:
+    """Codex 0.171's approval of a command it parses as `actions` (as `cassettes/codex`); unified's answer and
+    decision, nobody to ask."""
+    translator = AppServerTranslator(main_thread="T", cwd=str(cwd))
+    translator.start_turn("U")
+    ctx, wire = _auto_edit(cwd), Wire()
+    params = {
+        "kind": "command",
+        "threadId": "T",
+        "turnId": "U",
+        "itemId": "call_read",
+        "command": f"/bin/bash -lc {shlex.quote(command)}",
+        "cwd": str(where),
+        "commandActions": actions,
+    }
+    await ApprovalBridge(cast(Any, ctx), cast(Any, wire), translator).answer(
+        {"method": "item/commandExecution/requestApproval", "id": 0, "params": params}
+    )
+    [(_, _, body)] = wire.answers()
+    [decision] = [e for e in ctx.events if isinstance(e, PermissionDecision)]
+    return body["decision"], decision
+
+
+@pytest.mark.parametrize(
+    ("command", "where", "actions"),
+    [
+        pytest.param(
+            "cat ../home/.codex/auth.json",
+            "{ws}",
+            [{"type": "read", "command": "cat", "name": "auth.json", "path": "{ws}/../home/.codex/auth.json"}],
+            id="read-path",
+        ),
+        pytest.param(
+            "cat auth.json",
+            "{out}",
+            [{"type": "read", "command": "cat auth.json", "name": "auth.json", "path": "auth.json"}],
+            id="cwd-outside",
+        ),
+        pytest.param("ls", "{out}", [{"type": "listFiles", "command": "ls"}], id="list-outside"),
+        pytest.param(
+            "rg sk- /",
+            "{ws}",
+            [{"type": "search", "command": "rg sk- /", "query": "sk-", "path": "/"}],
+            id="search-root",
+        ),
+    ],
+)
+async def test_a_codex_read_only_command_outside_the_workspace_is_asked(
+    tmp_path: Path, command: str, where: str, actions: list[dict[str, Any]]
+) -> None:
+    """SUCCEEDED before: a command Codex parses as reads, listings or searches ran unasked in every mode,
+    wherever it read: `cat ~/.codex/auth.json` (its login), `rg sk- /`."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    spelled = {"{ws}": str(ws), "{out}": str(out)}
+    filled = json.loads(json.dumps(actions).replace("{ws}", str(ws)).replace("{out}", str(out)))
+    answer, decision = await _codex_command(ws, command, Path(spelled[where]), filled)
+    assert answer == "decline"
+    assert decision.rule == "outside-workspace"
+
+
+async def test_a_codex_read_only_command_inside_the_workspace_still_runs_unasked(tmp_path: Path) -> None:
+    """The pin beside it."""
+    actions = [{"type": "read", "command": "cat notes.txt", "name": "notes.txt", "path": str(tmp_path / "notes.txt")}]
+    answer, decision = await _codex_command(tmp_path, "cat notes.txt", tmp_path, actions)
+    assert answer == "accept"
+    assert decision.decided_by == "policy"
+
+
+@pytest.mark.e2e  # runs the real claude binary, against FakeAnthropic
+@pytest.mark.usefixtures("claude_setup")
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_e2e_claude_code_in_auto_edit_neither_reads_outside_nor_writes_a_hook_unasked(tmp_path: Path) -> None:
+    """SUCCEEDED before: the real CLI read the file outside the workspace (its canary reached the model)
+    and wrote `.git/hooks/pre-commit`, unasked."""
+    ws = tmp_path / "ws"
+    (ws / ".git" / "hooks").mkdir(parents=True)
+    secret = tmp_path / "out" / "auth.json"
+    secret.parent.mkdir()
+    secret.write_text("CANARY-7f3a91\n")
+    read = FunctionCall(name="Read", args={"file_path": str(secret)}, id="toolu_read")
+    hook = ws / ".git" / "hooks" / "pre-commit"
+    write = FunctionCall(name="Write", args={"file_path": str(hook), "content": "touch PWNED\n"}, id="toolu_hook")
+    turns = [ModelTurn(function_calls=[read]), ModelTurn(function_calls=[write]), ModelTurn(text="Done.")]
+    async with FakeAnthropic(turns) as server:
+        events = await run_claude(server, ws, approval_mode="auto_edit")
+        bodies = model_bodies(server)
+    decisions = {e.tool_use_id: e for e in events if isinstance(e, PermissionDecision)}
+    assert (decisions["toolu_read"].decision, decisions["toolu_read"].rule) == ("deny", "outside-workspace")
+    assert (decisions["toolu_hook"].decision, decisions["toolu_hook"].rule) == ("deny", "protected-paths")
+    assert not hook.exists()
+    assert not any("CANARY-7f3a91" in body for body in bodies)

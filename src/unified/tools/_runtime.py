@@ -67,6 +67,9 @@ PermissionAnswer = Literal["allow_once", "allow_always", "deny"]
 PROTECTED_RULE = Rule(tool_names=("*",), decision=Decision.ASK_USER, priority=5.0, name="protected-paths")
 """Not a row of any table: the name a decision carries when a write to a protected path was put to
 the user although a rule allowed it (docs/tools.md, "Protected paths")."""
+OUTSIDE_RULE = Rule(tool_names=("*",), decision=Decision.ASK_USER, priority=5.0, name="outside-workspace")
+"""Not a row of any table either: the name a decision carries when a backend's own read of a path outside
+the workspace was put to the user although a rule allowed it (docs/tools.md, "Protected paths")."""
 
 
 def is_excluded(name: str, excluded_tools: Sequence[str]) -> bool:
@@ -654,6 +657,21 @@ async def protected_write(
             cwd = workspace.root
         roots = workspace.roots
         return await anyio.to_thread.run_sync(_protected.shell_protected, parts, cwd, roots, search_path)
+    return None
+
+
+async def read_outside(workspace: Workspace, paths: Sequence[str]) -> str | None:
+    """Why a backend's own tool that reads `paths` (Claude Code's Read, Grep, Glob, LS; a command Codex
+    parses as reads) must be asked although a rule allows reads: one of them lies outside the workspace
+    (as the kernel or as a program normalising `..` first reads it), where unified's own tools never read
+    and the run's credentials live (Claude Code's key file, Codex's auth.json, `~/.aws`). None: all inside."""
+    for raw in paths:
+        for lexical in (False, True):
+            try:
+                await workspace.resolve(raw, lexical=lexical)
+            except ToolError as exc:
+                shown = clip(raw, 200, more="…")
+                return f"{shown} is not a path in the workspace, so unified does not read it unasked: {exc}"
     return None
 
 

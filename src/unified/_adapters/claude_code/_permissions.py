@@ -55,7 +55,7 @@ from unified.events import (
 from unified.tools import Policy
 from unified.tools._paths import Workspace
 from unified.tools._policy import DEFAULT_TIER, Decision, Verdict, session_rule
-from unified.tools._runtime import PROTECTED_RULE, protected_write
+from unified.tools._runtime import OUTSIDE_RULE, PROTECTED_RULE, protected_write, read_outside
 
 __all__ = ["Answer", "PermissionBridge", "cli_rule"]
 
@@ -99,6 +99,17 @@ def _summary(tool: str, tool_input: Mapping[str, Any]) -> str:
     if isinstance(tool_input.get("description"), str):
         return f"Allow {tool}: {tool_input['description']}?"
     return f"Allow {tool}?"
+
+
+def _read_paths(name: str, args: Mapping[str, Any]) -> list[str]:
+    """The paths a read tool of the CLI names (unified's names, `policy_call`): Read's and LS's, Grep's
+    and Glob's `path`, and a Glob pattern that leaves its folder (absolute, or with `..`)."""
+    keys = {"read_file": ("file_path",), "list_dir": ("file_path",), "search": ("path",), "glob": ("path",)}
+    paths = [args[key] for key in keys.get(name, ()) if isinstance(args.get(key), str)]
+    pattern = args.get("pattern")
+    if name == "glob" and isinstance(pattern, str) and (pattern.startswith(("/", "~")) or ".." in pattern):
+        paths.append(pattern)
+    return paths
 
 
 class PermissionBridge:
@@ -198,6 +209,8 @@ class PermissionBridge:
             )
             if guarded is not None:
                 verdict = Verdict(Decision.ASK_USER, PROTECTED_RULE, guarded)
+            elif (outside := await read_outside(self.workspace, _read_paths(name, args))) is not None:
+                verdict = Verdict(Decision.ASK_USER, OUTSIDE_RULE, outside)
         rule = verdict.rule
         shipped_mode_rule = rule is not None and rule.modes is not None and int(rule.priority) == DEFAULT_TIER
         by: Literal["policy", "approval_mode"] = "approval_mode" if shipped_mode_rule else "policy"
@@ -230,10 +243,14 @@ class PermissionBridge:
         for key in ("description", "decision_reason", "blocked_path"):
             if isinstance(request.get(key), str):
                 details[key] = request[key]
-        protected = f"\nIt writes a protected path: {verdict.doubt}." if rule is PROTECTED_RULE else ""
+        protected = {
+            PROTECTED_RULE: "\nIt writes a protected path: ",
+            OUTSIDE_RULE: "\nIt reads outside the workspace: ",
+        }
+        why_asked = f"{protected[rule]}{verdict.doubt}." if rule in protected else ""
         prompt = permission_request(
             f"{self.ctx.session_id}:{request_id}",
-            _summary(tool, tool_input) + protected,
+            _summary(tool, tool_input) + why_asked,
             tool_use_id=call_id,
             tool_name=tool,
             details=details,

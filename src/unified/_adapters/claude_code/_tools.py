@@ -18,6 +18,7 @@ keeps its own name: the shipped policy asks for it (denied when nobody can answe
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -115,8 +116,12 @@ def policy_call(tool: str, args: Mapping[str, Any]) -> tuple[str, dict[str, Any]
         arguments.setdefault("query", arguments["pattern"])
     if name == "list_dir" and "path" in arguments:
         arguments.setdefault("file_path", arguments["path"])
-    if tool == "NotebookEdit" and "notebook_path" in arguments:  # the path it writes, whatever else it is given
+    if tool in ("NotebookEdit", "NotebookRead") and "notebook_path" in arguments:  # its path, whatever else it is given
         arguments["file_path"] = arguments["notebook_path"]
+    for key in ("file_path", "path", "pattern"):
+        value = arguments.get(key)
+        if isinstance(value, str) and (value == "~" or value.startswith("~/")):  # the CLI reads `~` as HOME
+            arguments[key] = os.path.expanduser(value)
     return name, arguments
 
 

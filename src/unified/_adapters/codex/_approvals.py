@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from unified._adapters.codex._translate import AppServerTranslator, tool_call_of, unwrap_shell
 from unified._binary.jsonrpc import JsonRpcConnection, RpcError, as_dict, as_list
@@ -55,6 +56,9 @@ from unified.events import (
     permission_request,
 )
 
+if TYPE_CHECKING:  # the tool runtime loads with the first approval, not with the adapter
+    from unified.tools._paths import Workspace
+
 __all__ = ["READ_ONLY_ACTIONS", "ApprovalBridge"]
 
 READ_ONLY_ACTIONS = frozenset({"read", "listFiles", "search"})
@@ -66,6 +70,15 @@ Choice = Literal["allow_once", "allow_always", "deny"]
 def _read_only_command(params: dict[str, Any]) -> bool:
     actions = [a for a in as_list(params.get("commandActions")) if isinstance(a, dict)]
     return bool(actions) and all(isinstance(a.get("type"), str) and a["type"] in READ_ONLY_ACTIONS for a in actions)
+
+
+def _read_paths(params: dict[str, Any], cwd: str) -> list[str]:
+    """Where a read-only command reads: its directory, and each path Codex's parse names (from there)."""
+    given = params.get("cwd")
+    where = given if isinstance(given, str) and given else cwd
+    actions = [a for a in as_list(params.get("commandActions")) if isinstance(a, dict)]
+    named = [a["path"] for a in actions if isinstance(a.get("path"), str) and a["path"]]
+    return [where, *(os.path.join(where, path) for path in named)]
 
 
 def _item_id(params: dict[str, Any]) -> str:
@@ -147,9 +160,16 @@ class ApprovalBridge:
             await self.ctx.emit(ToolUse(tool_use_id=call_id, name=name, input=arguments, subagent_task_id=task))
         return name
 
+    def _workspace(self) -> Workspace:
+        """Where Codex works: its thread's cwd (as Codex reports it: a replay's is the recording's), and the
+        run's include directories."""
+        from unified.tools._paths import Workspace
+
+        root = Path(self.translator.cwd) if self.translator.cwd else self.ctx.params.cwd.expanduser()
+        return Workspace(root, self.ctx.params.include_directories)
+
     async def _guarded(self, params: dict[str, Any], call_id: str) -> str | None:
         """Why auto_edit must not approve this patch unasked (see the module docstring), or None."""
-        from unified.tools._paths import Workspace
         from unified.tools._runtime import protected_write
 
         if params.get("grantRoot") is not None:
@@ -158,7 +178,7 @@ class ApprovalBridge:
         changes = [as_dict(c) for c in as_list(item.get("changes"))]
         if not changes:
             return "the request does not show the patch's files"
-        workspace = Workspace(self.ctx.params.cwd.expanduser(), self.ctx.params.include_directories)
+        workspace = self._workspace()
         for change in changes:
             move = as_dict(change.get("kind")).get("move_path")
             for path in (change.get("path"), *(() if move is None else (move,))):
@@ -176,12 +196,19 @@ class ApprovalBridge:
                     return guarded
         return None
 
+    async def _reads_outside(self, params: dict[str, Any]) -> str | None:
+        """Why a read-only command must be asked all the same: it runs, or reads, outside the workspace."""
+        from unified.tools._runtime import read_outside
+
+        workspace = self._workspace()
+        return await read_outside(workspace, _read_paths(params, str(workspace.root)))
+
     def _policy(
         self, kind: Kind, params: dict[str, Any], guarded: str | None
     ) -> tuple[Choice | None, str | None, str | None]:
         """(choice, decided_by, rule) when no one needs to be asked; (None, None, None) to ask."""
         mode = self.ctx.params.approval_mode
-        if kind == "command" and _read_only_command(params):
+        if kind == "command" and _read_only_command(params) and guarded is None:
             return "allow_once", "policy", "read-only command (Codex parses it as reads, listings or searches)"
         annotations = as_dict(as_dict(params.get("_meta")).get("tool_annotations"))
         if kind == "mcp" and annotations.get("readOnlyHint") is True:
@@ -209,7 +236,7 @@ class ApprovalBridge:
             details |= {"command": text, "cwd": params.get("cwd") or item.get("cwd")}
             if params.get("reason"):
                 details["reason"] = params["reason"]
-            prompt = f"Allow the command `{text}`?"
+            prompt = f"Allow the command `{text}`?" + (f"\nIt needs approval: {guarded}." if guarded else "")
         elif kind == "file":
             _, arguments = tool_call_of(item, self.translator.cwd) if item else ("apply_patch", {"changes": []})
             details |= arguments
@@ -249,7 +276,11 @@ class ApprovalBridge:
             return
         name = await self._announce(call_id, params, kind, task)
         mode = self.ctx.params.approval_mode
-        guarded = await self._guarded(params, call_id) if kind == "file" and mode == "auto_edit" else None
+        guarded = None
+        if kind == "file" and mode == "auto_edit":
+            guarded = await self._guarded(params, call_id)
+        elif kind == "command" and mode != "yolo" and _read_only_command(params):
+            guarded = await self._reads_outside(params)
         choice, decided_by, rule = self._policy(kind, params, guarded)
         reason = None
         message = None
@@ -266,7 +297,8 @@ class ApprovalBridge:
                 choice = "allow_once" if mode == "yolo" or (mode == "auto_edit" and kind == "file") else "deny"
                 reason = f"approval mode {mode} (nobody answered)"
                 if guarded is not None:
-                    decided_by, rule, choice = "policy", "protected-paths", "deny"
+                    decided_by, choice = "policy", "deny"
+                    rule = "protected-paths" if kind == "file" else "outside-workspace"
                     reason = f"{guarded}; it needs approval and nobody answered"
             else:
                 decided_by = "user"
