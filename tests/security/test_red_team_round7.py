@@ -27,6 +27,7 @@ Attacks that held are kept below their section as pins.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from collections.abc import Iterator
@@ -541,3 +542,44 @@ async def test_e2e_claude_code_in_auto_edit_neither_reads_outside_nor_writes_a_h
     assert (decisions["toolu_hook"].decision, decisions["toolu_hook"].rule) == ("deny", "protected-paths")
     assert not hook.exists()
     assert not any("CANARY-7f3a91" in body for body in bodies)
+
+
+@pytest.mark.e2e  # runs the real claude binary, against FakeAnthropic
+@pytest.mark.usefixtures("claude_setup")
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_e2e_a_claude_code_cd_does_not_carry_into_the_next_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SUCCEEDED before: Claude Code keeps a Bash command's `cd` for the next one, while unified judges each
+    command's relative paths from the workspace: with the workspace's `tools` on PATH and allow rules for `cd`
+    and `cp`, `cd tools`, then `cp <file> git` (judged `./git`, no program directory) put a `git` on PATH,
+    unasked, for the next `git status` to run."""
+    ws = tmp_path / "ws"
+    (ws / "tools").mkdir(parents=True)
+    monkeypatch.setenv("PATH", f"{ws / 'tools'}{os.pathsep}{os.environ['PATH']}")
+    payload = tmp_path / "payload"
+    payload.write_text("touch PWNED\n")
+    cd = FunctionCall(name="Bash", args={"command": "cd tools", "description": "d"}, id="toolu_cd")
+    cp = FunctionCall(name="Bash", args={"command": f"cp {payload} git", "description": "d"}, id="toolu_cp")
+    turns = [ModelTurn(function_calls=[cd]), ModelTurn(function_calls=[cp]), ModelTurn(text="Done.")]
+    async with FakeAnthropic(turns) as server:
+        events = await run_claude(server, ws, approval_mode="auto_edit", options={"policy": allow_prefixes("cd", "cp")})
+    decisions = {e.tool_use_id: e.decision for e in events if isinstance(e, PermissionDecision)}
+    assert decisions == {"toolu_cd": "allow", "toolu_cp": "allow"}
+    assert not (ws / "tools" / "git").exists()
+    assert (ws / "git").read_text() == "touch PWNED\n"  # where unified judged it
+
+
+async def test_a_claude_code_tilde_is_the_cli_s_own_home_not_the_callers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SUCCEEDED before (with the round's first fix): `~` was read as unified's HOME, but the CLI's HOME is its
+    own home (`_launch.claude_env`), where its apiKeyHelper's key file is: run in the caller's home folder, Read
+    `~/keys/anthropic-...` was judged a file of the workspace and allowed unasked."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    monkeypatch.setenv("HOME", str(ws))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))  # the CLI's home: <data>/unified/claude-code/home
+    body, decision = await _claude_answer(ws, "Read", {"file_path": "~/keys/anthropic-0123456789abcdef"})
+    assert body["behavior"] == "deny", body
+    assert decision.rule == "outside-workspace"

@@ -35,9 +35,11 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from unified._adapters.claude_code._control import ClaudeConnection
+from unified._adapters.claude_code._launch import default_home
 from unified._adapters.claude_code._tools import QUESTION_TOOL, policy_call
 from unified._adapters.claude_code._translate import StreamTranslator, as_object
 from unified._binary.jsonrpc import as_list
@@ -101,6 +103,16 @@ def _summary(tool: str, tool_input: Mapping[str, Any]) -> str:
     return f"Allow {tool}?"
 
 
+def _home_expanded(args: Mapping[str, Any], home: Path) -> dict[str, Any]:
+    """The arguments with a path's leading `~` read as the CLI reads it: its own HOME."""
+    expanded = dict(args)
+    for key in ("file_path", "path", "pattern"):
+        value = args.get(key)
+        if isinstance(value, str) and (value == "~" or value.startswith("~/")):
+            expanded[key] = str(home) + value[1:]
+    return expanded
+
+
 def _read_paths(name: str, args: Mapping[str, Any]) -> list[str]:
     """The paths a read tool of the CLI names (unified's names, `policy_call`): Read's and LS's, Grep's
     and Glob's `path`, and a Glob pattern that leaves its folder (absolute, or with `..`)."""
@@ -116,7 +128,12 @@ class PermissionBridge:
     """Answers the `can_use_tool` requests of one run."""
 
     def __init__(
-        self, ctx: RunContext, connection: ClaudeConnection, translator: StreamTranslator, policy: Policy | None
+        self,
+        ctx: RunContext,
+        connection: ClaudeConnection,
+        translator: StreamTranslator,
+        policy: Policy | None,
+        home: Path | None = None,
     ) -> None:
         self.ctx = ctx
         self.connection = connection
@@ -125,6 +142,8 @@ class PermissionBridge:
         self.mode = ctx.params.approval_mode
         self.workspace = Workspace(ctx.params.cwd.expanduser(), ctx.params.include_directories)
         """Where the CLI's tools work (its cwd, `--add-dir`): what a write is judged against."""
+        self.home = home if home is not None else default_home()
+        """The CLI's HOME (`_launch.claude_env`: unified's, not the user's), as which it reads a path's `~`."""
 
     async def answer(self, request_id: str, request: Mapping[str, Any], emit: Emit) -> Answer | None:
         """Decide one request, emit what the stream shows of it, send the answer. None: the CLI
@@ -199,9 +218,10 @@ class PermissionBridge:
         name, args = policy_call(tool, tool_input)
         verdict = self.policy.evaluate(name, args, self.mode)
         if verdict.decision is Decision.ALLOW and self.mode != "yolo":
+            paths = _home_expanded(args, self.home)
             guarded = await protected_write(
                 name,
-                args,
+                paths,
                 self.workspace,
                 os.environ.get("PATH", ""),  # the CLI's Bash runs with the host's PATH (`_launch`)
                 edit=name in ("write_file", "edit_file"),
@@ -209,7 +229,7 @@ class PermissionBridge:
             )
             if guarded is not None:
                 verdict = Verdict(Decision.ASK_USER, PROTECTED_RULE, guarded)
-            elif (outside := await read_outside(self.workspace, _read_paths(name, args))) is not None:
+            elif (outside := await read_outside(self.workspace, _read_paths(name, paths))) is not None:
                 verdict = Verdict(Decision.ASK_USER, OUTSIDE_RULE, outside)
         rule = verdict.rule
         shipped_mode_rule = rule is not None and rule.modes is not None and int(rule.priority) == DEFAULT_TIER

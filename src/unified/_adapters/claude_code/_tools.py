@@ -18,7 +18,6 @@ keeps its own name: the shipped policy asks for it (denied when nobody can answe
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -118,10 +117,6 @@ def policy_call(tool: str, args: Mapping[str, Any]) -> tuple[str, dict[str, Any]
         arguments.setdefault("file_path", arguments["path"])
     if tool in ("NotebookEdit", "NotebookRead") and "notebook_path" in arguments:  # its path, whatever else it is given
         arguments["file_path"] = arguments["notebook_path"]
-    for key in ("file_path", "path", "pattern"):
-        value = arguments.get(key)
-        if isinstance(value, str) and (value == "~" or value.startswith("~/")):  # the CLI reads `~` as HOME
-            arguments[key] = os.path.expanduser(value)
     return name, arguments
 
 
