@@ -25,6 +25,7 @@ __all__ = [
     "MCP_MAX_MESSAGE_BYTES",
     "SEARCH_MAX_BYTES",
     "SEARCH_TIME_BUDGET_S",
+    "SHELL_MAX_FILE_BYTES",
     "SHELL_MAX_MEMORY_BYTES",
     "SHELL_MAX_PROCESSES",
     "SHELL_MAX_RUN_S",
@@ -87,6 +88,14 @@ SHELL_MAX_PROCESSES = 4096
 """Processes (threads count) the user may have when a shell command forks (RLIMIT_NPROC, set as the
 hard limit like `SHELL_MAX_MEMORY_BYTES`): a fork bomb's forks fail past it. The kernel counts every
 process of the user, not only the command's, and does not apply it to root."""
+
+SHELL_MAX_FILE_BYTES = 16 * 1024 * 1024 * 1024
+"""Largest file each process of a shell command may write (RLIMIT_FSIZE, set as the hard limit like
+`SHELL_MAX_MEMORY_BYTES`): without it `yes > f` fills the disk at a gigabyte a second for all of
+`SHELL_MAX_RUN_S`, and the host's other work fails with it. A write past it fails (the process gets
+SIGXFSZ, "File size limit exceeded"; one that ignores the signal gets EFBIG, "File too large").
+Generous: a build's largest artifacts, a database dump, a disk image fit. Only the size a write reaches
+is bounded, not the number of files; pipes and the output the runtime reads are not files."""
 
 SHELL_MAX_RUN_S = 3600.0
 """Longest a foreground shell command may run, output or not: the inactivity timeout restarts with

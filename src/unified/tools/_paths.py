@@ -63,9 +63,19 @@ class Workspace:
             return path.relative_to(self.root).as_posix()
         return str(path)
 
-    async def resolve(self, raw: str) -> Path:
-        """The real, confined path for a tool argument, or a `ToolError` the model can act on."""
+    async def resolve(self, raw: str, *, lexical: bool = False) -> Path:
+        """The real, confined path for a tool argument, or a `ToolError` the model can act on.
+        `lexical`: `..` is applied to the text first, as a program that normalises a path before it opens
+        it does (Node's `path.resolve`), not after the links before it, as the kernel does."""
+        if lexical:
+            return await anyio.to_thread.run_sync(self._resolve_lexical, raw, abandon_on_cancel=True)
         return await anyio.to_thread.run_sync(self._resolve_sync, raw, abandon_on_cancel=True)
+
+    def _resolve_lexical(self, raw: str) -> Path:
+        text = spelled(raw)
+        require_unicode(text, "Path")
+        _check_length(self.root / text, raw)  # before normpath, whose time grows with the length too
+        return self._resolve_sync(os.path.normpath(self.root / text))
 
     def _resolve_sync(self, raw: str) -> Path:
         text = spelled(raw)

@@ -23,7 +23,7 @@ from unified._internal import limits
 from unified._internal.imports import import_off_loop
 from unified._internal.models import ToolFamily
 from unified._internal.text import well_formed, well_formed_json
-from unified._redaction import Redactor, redactor
+from unified._redaction import Redactor, clip, redactor
 from unified.errors import RunStopped
 from unified.events import (
     PermissionDecision,
@@ -68,6 +68,9 @@ PermissionAnswer = Literal["allow_once", "allow_always", "deny"]
 PROTECTED_RULE = Rule(tool_names=("*",), decision=Decision.ASK_USER, priority=5.0, name="protected-paths")
 """Not a row of any table: the name a decision carries when a write to a protected path was put to
 the user although a rule allowed it (docs/tools.md, "Protected paths")."""
+OUTSIDE_RULE = Rule(tool_names=("*",), decision=Decision.ASK_USER, priority=5.0, name="outside-workspace")
+"""Not a row of any table either: the name a decision carries when a backend's own read of a path outside
+the workspace was put to the user although a rule allowed it (docs/tools.md, "Protected paths")."""
 
 
 def is_excluded(name: str, excluded_tools: Sequence[str]) -> bool:
@@ -411,7 +414,7 @@ class ToolRuntime:
             return PermissionDecision(
                 tool_use_id=call.id, tool_name=call.name, decision="deny", decided_by="backend", reason=unjudgeable
             )
-        return await self._decide(call, tool, args)
+        return await self._decide(call, tool, args, elsewhere=True)
 
     async def run_batch(self, calls: Sequence[ToolCall], observer: ToolObserver | None = None) -> list[ToolOutcome]:
         """Runs one model turn's calls; outcomes in call order.
@@ -495,36 +498,19 @@ class ToolRuntime:
         return _Ready(spec, params, event, judged_path)
 
     async def _protected_write(
-        self, tool: str, args: Mapping[str, Any], judged: dict[str, Path | _files.Unresolved] | None = None
+        self,
+        tool: str,
+        args: Mapping[str, Any],
+        judged: dict[str, Path | _files.Unresolved] | None = None,
+        *,
+        elsewhere: bool = False,
     ) -> str | None:
         """Why this call may write a protected path (docs/tools.md, "Protected paths"), or None.
         `judged` receives the real path a file tool's call was judged on."""
         spec = self._tools.get(tool)
-        if spec is not None and spec.kind == "edit" and isinstance(args.get("file_path"), str):
-            try:
-                real = await self.workspace.resolve(args["file_path"])
-            except ToolError as exc:
-                if judged is not None:  # the tool refuses it too, and must even if it resolves by then
-                    judged["path"] = _files.Unresolved(str(exc))
-                return None
-            if judged is not None:
-                judged["path"] = real
-            pattern = _protected.protected_path(real, self.workspace.roots) or _protected.program_directory(
-                real, self._shell.search_path()
-            )
-            if pattern is None:
-                return None
-            return f"{self.workspace.display(real)} is a protected path ({pattern}): writing it changes what runs later"
-        if tool == "run_shell_command" and isinstance(args.get("command"), str):
-            parts = _shell_syntax.parse(args["command"])
-            try:
-                cwd = await self.workspace.resolve(str(args.get("dir_path") or "."))
-            except ToolError:
-                cwd = self.workspace.root
-            roots = self.workspace.roots
-            search_path = self._shell.search_path()
-            return await anyio.to_thread.run_sync(_protected.shell_protected, parts, cwd, roots, search_path)
-        return None
+        edit = spec is not None and spec.kind == "edit"
+        search_path = self._shell.search_path()
+        return await protected_write(tool, args, self.workspace, search_path, judged, edit=edit, elsewhere=elsewhere)
 
     async def _decide(
         self,
@@ -532,11 +518,13 @@ class ToolRuntime:
         tool: str,
         args: dict[str, Any],
         judged: dict[str, Path | _files.Unresolved] | None = None,
+        *,
+        elsewhere: bool = False,
     ) -> PermissionDecision:
         verdict = self.policy.evaluate(tool, args, self.approval_mode)
         guarded = None
         if verdict.decision is not Decision.DENY and self.approval_mode != "yolo":
-            guarded = await self._protected_write(tool, args, judged)
+            guarded = await self._protected_write(tool, args, judged, elsewhere=elsewhere)
         if guarded is not None and verdict.decision is Decision.ALLOW:
             verdict = Verdict(Decision.ASK_USER, PROTECTED_RULE, guarded)
         rule = verdict.rule
@@ -617,6 +605,75 @@ class _Ready:
     judged_path: Path | _files.Unresolved | None = None
     """The real path the protected-path check judged (write_file, edit_file; not in yolo mode), or why
     it could not resolve one."""
+
+
+async def protected_write(
+    tool: str,
+    args: Mapping[str, Any],
+    workspace: Workspace,
+    search_path: str,
+    judged: dict[str, Path | _files.Unresolved] | None = None,
+    *,
+    edit: bool,
+    elsewhere: bool = False,
+) -> str | None:
+    """Why a call of `tool` (unified's name; `edit`: a tool that writes its `file_path`) may write a protected
+    path (docs/tools.md, "Protected paths"), or None. `judged` receives the real path a file tool's call was
+    judged on. `search_path` is the `PATH` its commands run with.
+
+    `elsewhere`: the tool is a backend's own (the Gemini CLI's, Claude Code's, Codex's), which writes the path
+    itself, after the answer, by its own rules. Then a path outside the workspace is asked (the CLIs write
+    their own settings, memory and instructions there, and unified's tools, which would refuse it, cannot
+    vouch for it), and the path is judged as the kernel reads it (links, then `..`) and as a program that
+    normalises it first does (`..`, then links): `.vscode/lnk/../tasks.json` is `.vscode/tasks.json` to
+    Claude Code whatever `lnk` leads to."""
+    if edit and isinstance(args.get("file_path"), str):
+        raw = args["file_path"]
+        candidates = []
+        for lexical in (False, True) if elsewhere else (False,):
+            try:
+                candidates.append(await workspace.resolve(raw, lexical=lexical))
+            except ToolError as exc:
+                if judged is not None:  # the tool refuses it too, and must even if it resolves by then
+                    judged["path"] = _files.Unresolved(str(exc))
+                if elsewhere:
+                    return (
+                        f"{clip(raw, 200, more='…')} is not a path in the workspace, so unified cannot judge it: {exc}"
+                    )
+                return None
+        if judged is not None:
+            judged["path"] = candidates[0]
+        for path in candidates:
+            pattern = _protected.protected_path(path, workspace.roots) or _protected.program_directory(
+                path, search_path
+            )
+            if pattern is not None:
+                return f"{workspace.display(path)} is a protected path ({pattern}): writing it changes what runs later"
+        return None
+    if tool == "run_shell_command" and isinstance(args.get("command"), str):
+        parts = _shell_syntax.parse(args["command"])
+        try:
+            cwd = await workspace.resolve(str(args.get("dir_path") or "."))
+        except ToolError:
+            cwd = workspace.root
+        roots = workspace.roots
+        return await anyio.to_thread.run_sync(_protected.shell_protected, parts, cwd, roots, search_path)
+    return None
+
+
+async def read_outside(workspace: Workspace, paths: Sequence[str]) -> str | None:
+    """Why a backend's own tool that reads `paths` (Claude Code's Read, Grep, Glob, LS; a command Codex
+    parses as reads) must be asked although a rule allows reads: one of them lies outside the workspace
+    (as the kernel or as a program normalising `..` first reads it), where unified's own tools never read
+    and the run's credentials live (Claude Code's key file, Codex's auth.json, `~/.aws`). None: all inside."""
+    for raw in paths:
+        for lexical in (False, True):
+            try:
+                await workspace.resolve(raw, lexical=lexical)
+            except ToolError as exc:
+                shown = clip(raw, 200, more="…")
+                return f"{shown} is not a path in the workspace, so unified does not read it unasked: {exc}"
+    return None
 
 
 def _unjudgeable(call: ToolCall, tool: str, args: Mapping[str, Any]) -> str | None:

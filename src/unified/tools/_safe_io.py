@@ -437,18 +437,25 @@ class LineStream:
     `lines(first, last)` yields lines `first..last` and counts the others without decoding them;
     lowering `last` while iterating ends the window early. Once exhausted, `total` is the file's
     line count (a final line without `\\n` counts). A NUL byte anywhere raises `BinaryContent`.
+    `spend` is told the size of each chunk read, before its lines are looked at: a budget it raises
+    from holds inside a line too (one line of gigabytes, or one that a writer keeps growing).
     """
 
-    def __init__(self, fd: int, stop: StopFlag, keep: int, limit: int | None = None) -> None:
+    def __init__(
+        self, fd: int, stop: StopFlag, keep: int, limit: int | None = None, spend: Callable[[int], None] | None = None
+    ) -> None:
         self._fd = fd
         self._stop = stop
         self._keep = keep
         self._limit = limit
+        self._spend = spend
         self.last: int | None = None
         self.total = 0
 
     def _chunks(self) -> Iterator[bytes]:
         for chunk in chunks(self._fd, self._stop, self._limit):
+            if self._spend is not None:
+                self._spend(len(chunk))
             if b"\0" in chunk:
                 raise BinaryContent
             yield chunk

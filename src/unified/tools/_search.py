@@ -58,11 +58,11 @@ Hit = tuple[Path, int, str, int]
 
 
 def _scan_file(fd: int, path: Path, rx: Pattern, hits: list[Hit], limit: int, stop: StopFlag, budget: Budget) -> None:
-    """Appends the file's matching lines; a file with a NUL byte adds none."""
+    """Appends the file's matching lines; a file with a NUL byte adds none. The budget is spent as the
+    file is read, chunk by chunk, not line by line: a line may be gigabytes long."""
     before = len(hits)
     try:
-        for line in _safe_io.LineStream(fd, stop, SEARCH_MATCH_CHARS).lines():
-            budget.bytes(line.length + 1)
+        for line in _safe_io.LineStream(fd, stop, SEARCH_MATCH_CHARS, spend=budget.bytes).lines():
             if rx.search(line.text):
                 hits.append((path, line.number, clip(line.text, SEARCH_LINE_CHARS), line.length))
                 if len(hits) >= limit:

@@ -131,7 +131,8 @@ def _size(count: int) -> str:
 
 def _bounds() -> str:
     """The script lines that bound every process of a command (`limits.SHELL_MAX_MEMORY_BYTES`,
-    `limits.SHELL_MAX_PROCESSES` beyond the tasks running now), run by its shell before the command:
+    `limits.SHELL_MAX_FILE_BYTES`, `limits.SHELL_MAX_PROCESSES` beyond the tasks running now), run by its
+    shell before the command:
     as *hard* limits, which a process without CAP_SYS_RESOURCE can lower but never raise, and which
     every process the command starts inherits. A bound the host already holds tighter is kept; one
     the system refuses (where RLIMIT_DATA is not enforced) is passed over, as the command would fail
@@ -139,6 +140,7 @@ def _bounds() -> str:
     lines = []
     for option, which, wanted, unit in (
         ("-d", resource.RLIMIT_DATA, limits.SHELL_MAX_MEMORY_BYTES, 1024),
+        ("-f", resource.RLIMIT_FSIZE, limits.SHELL_MAX_FILE_BYTES, 1024),
         ("-u", resource.RLIMIT_NPROC, limits.SHELL_MAX_PROCESSES + _tasks_now(), 1),
     ):
         soft, hard = resource.getrlimit(which)
@@ -163,21 +165,22 @@ def _tasks_now() -> int:
 
 _RESOURCE_FAILURE = re.compile(
     r"Resource temporarily unavailable|Cannot allocate memory|MemoryError|out of memory|bad_alloc|"
-    r"fork: retry|memory allocation failed",
+    r"fork: retry|memory allocation failed|File size limit exceeded|File too large",
     re.IGNORECASE,
 )
-"""What a program says when a fork or an allocation fails: the command may have met its bounds."""
+"""What a program says when a fork, an allocation or a write fails for its size (bash names SIGXFSZ
+"File size limit exceeded", EFBIG is "File too large"): the command may have met its bounds."""
 
 
 def _bounds_note(text: str) -> str | None:
-    """A line saying the command's bounds when its output shows a fork or an allocation failing,
-    so the model learns why (and that retrying the same way fails the same way)."""
+    """A line saying the command's bounds when its output shows a fork, an allocation or a write
+    failing, so the model learns why (and that retrying the same way fails the same way)."""
     if not _RESOURCE_FAILURE.search(text):
         return None
     return (
-        f"Limits: each process of a command may allocate {_size(limits.SHELL_MAX_MEMORY_BYTES)} and the user "
-        f"may start {limits.SHELL_MAX_PROCESSES} processes; a fork or an allocation past that fails, "
-        "as this command's output suggests one did."
+        f"Limits: each process of a command may allocate {_size(limits.SHELL_MAX_MEMORY_BYTES)} and write files "
+        f"up to {_size(limits.SHELL_MAX_FILE_BYTES)}, and the user may start {limits.SHELL_MAX_PROCESSES} "
+        "processes; a fork, an allocation or a write past that fails, as this command's output suggests one did."
     )
 
 

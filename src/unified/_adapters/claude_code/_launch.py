@@ -121,6 +121,9 @@ _FIXED_ENV = {
     "DISABLE_AUTOUPDATER": "1",
     "DISABLE_ERROR_REPORTING": "1",
     "CLAUDE_CODE_ENTRYPOINT": "sdk-py",
+    # each Bash command starts in the project folder, where unified's policy judges its relative paths: a
+    # `cd .git/hooks` kept for the next command would make its `cp x pre-commit` write a hook unasked
+    "CLAUDE_BASH_MAINTAIN_PROJECT_WORKING_DIR": "1",
 }
 _NEVER_FROM_PARENT = frozenset({"CLAUDE_CONFIG_DIR", "CLAUDE_CODE_TMPDIR"})
 """The caller's own Claude home must not leak in: the run's home is always ours."""

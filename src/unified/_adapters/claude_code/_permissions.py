@@ -4,7 +4,10 @@ The CLI asks about every call that can change or read anything (`_tools.ASKED` a
 rules), so unified's policy (`unified.tools.Policy`, default the shipped one, with the run's
 approval mode) decides each, as it does on the API backends: a rule allows or denies, else the
 caller's `on_user_input` is asked (`user_input_request(source=permission)`), else the call is
-denied. Each decision is one `permission_decision`. The answers, as the CLI takes them:
+denied. A write of a protected path (a file tool's path, what a Bash command writes: docs/tools.md,
+"Protected paths") or of a path outside the workspace is asked whatever rule allows it, in every mode
+but yolo, as on the API backends. Each decision is one `permission_decision`. The answers, as the CLI
+takes them:
 
 - allow: `{"behavior": "allow"}` (the input the model gave runs);
 - allow with a changed input: `updatedInput` (the CLI runs it, while its history keeps the model's
@@ -29,11 +32,14 @@ already decided (one decision per call: its input may not be the one decided).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from unified._adapters.claude_code._control import ClaudeConnection
+from unified._adapters.claude_code._launch import default_home
 from unified._adapters.claude_code._tools import QUESTION_TOOL, policy_call
 from unified._adapters.claude_code._translate import StreamTranslator, as_object
 from unified._binary.jsonrpc import as_list
@@ -49,7 +55,9 @@ from unified.events import (
     permission_request,
 )
 from unified.tools import Policy
-from unified.tools._policy import DEFAULT_TIER, Decision, session_rule
+from unified.tools._paths import Workspace
+from unified.tools._policy import DEFAULT_TIER, Decision, Verdict, session_rule
+from unified.tools._runtime import OUTSIDE_RULE, PROTECTED_RULE, protected_write, read_outside
 
 __all__ = ["Answer", "PermissionBridge", "cli_rule"]
 
@@ -95,17 +103,47 @@ def _summary(tool: str, tool_input: Mapping[str, Any]) -> str:
     return f"Allow {tool}?"
 
 
+def _home_expanded(args: Mapping[str, Any], home: Path) -> dict[str, Any]:
+    """The arguments with a path's leading `~` read as the CLI reads it: its own HOME."""
+    expanded = dict(args)
+    for key in ("file_path", "path", "pattern"):
+        value = args.get(key)
+        if isinstance(value, str) and (value == "~" or value.startswith("~/")):
+            expanded[key] = str(home) + value[1:]
+    return expanded
+
+
+def _read_paths(name: str, args: Mapping[str, Any]) -> list[str]:
+    """The paths a read tool of the CLI names (unified's names, `policy_call`): Read's and LS's, Grep's
+    and Glob's `path`, and a Glob pattern that leaves its folder (absolute, or with `..`)."""
+    keys = {"read_file": ("file_path",), "list_dir": ("file_path",), "search": ("path",), "glob": ("path",)}
+    paths = [args[key] for key in keys.get(name, ()) if isinstance(args.get(key), str)]
+    pattern = args.get("pattern")
+    if name == "glob" and isinstance(pattern, str) and (pattern.startswith(("/", "~")) or ".." in pattern):
+        paths.append(pattern)
+    return paths
+
+
 class PermissionBridge:
     """Answers the `can_use_tool` requests of one run."""
 
     def __init__(
-        self, ctx: RunContext, connection: ClaudeConnection, translator: StreamTranslator, policy: Policy | None
+        self,
+        ctx: RunContext,
+        connection: ClaudeConnection,
+        translator: StreamTranslator,
+        policy: Policy | None,
+        home: Path | None = None,
     ) -> None:
         self.ctx = ctx
         self.connection = connection
         self.translator = translator
         self.policy = policy if policy is not None else Policy.default()
         self.mode = ctx.params.approval_mode
+        self.workspace = Workspace(ctx.params.cwd.expanduser(), ctx.params.include_directories)
+        """Where the CLI's tools work (its cwd, `--add-dir`): what a write is judged against."""
+        self.home = home if home is not None else default_home()
+        """The CLI's HOME (`_launch.claude_env`: unified's, not the user's), as which it reads a path's `~`."""
 
     async def answer(self, request_id: str, request: Mapping[str, Any], emit: Emit) -> Answer | None:
         """Decide one request, emit what the stream shows of it, send the answer. None: the CLI
@@ -179,6 +217,20 @@ class PermissionBridge:
     ) -> Answer:
         name, args = policy_call(tool, tool_input)
         verdict = self.policy.evaluate(name, args, self.mode)
+        if verdict.decision is Decision.ALLOW and self.mode != "yolo":
+            paths = _home_expanded(args, self.home)
+            guarded = await protected_write(
+                name,
+                paths,
+                self.workspace,
+                os.environ.get("PATH", ""),  # the CLI's Bash runs with the host's PATH (`_launch`)
+                edit=name in ("write_file", "edit_file"),
+                elsewhere=True,
+            )
+            if guarded is not None:
+                verdict = Verdict(Decision.ASK_USER, PROTECTED_RULE, guarded)
+            elif (outside := await read_outside(self.workspace, _read_paths(name, paths))) is not None:
+                verdict = Verdict(Decision.ASK_USER, OUTSIDE_RULE, outside)
         rule = verdict.rule
         shipped_mode_rule = rule is not None and rule.modes is not None and int(rule.priority) == DEFAULT_TIER
         by: Literal["policy", "approval_mode"] = "approval_mode" if shipped_mode_rule else "policy"
@@ -211,9 +263,14 @@ class PermissionBridge:
         for key in ("description", "decision_reason", "blocked_path"):
             if isinstance(request.get(key), str):
                 details[key] = request[key]
+        protected = {
+            PROTECTED_RULE: "\nIt writes a protected path: ",
+            OUTSIDE_RULE: "\nIt reads outside the workspace: ",
+        }
+        why_asked = f"{protected[rule]}{verdict.doubt}." if rule in protected else ""
         prompt = permission_request(
             f"{self.ctx.session_id}:{request_id}",
-            _summary(tool, tool_input),
+            _summary(tool, tool_input) + why_asked,
             tool_use_id=call_id,
             tool_name=tool,
             details=details,

@@ -164,7 +164,7 @@ class ClaudeRun:
         self.process = process
         self.connection = connection
         try:
-            bridge = PermissionBridge(self.ctx, connection, self.translator, self.options.policy)
+            bridge = PermissionBridge(self.ctx, connection, self.translator, self.options.policy, self.launch.home)
             try:
                 pending = await self._initialize(spare.initialize_id if spare is not None else None)
                 await connection.user(plan.content)

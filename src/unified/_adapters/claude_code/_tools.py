@@ -115,6 +115,8 @@ def policy_call(tool: str, args: Mapping[str, Any]) -> tuple[str, dict[str, Any]
         arguments.setdefault("query", arguments["pattern"])
     if name == "list_dir" and "path" in arguments:
         arguments.setdefault("file_path", arguments["path"])
+    if tool in ("NotebookEdit", "NotebookRead") and "notebook_path" in arguments:  # its path, whatever else it is given
+        arguments["file_path"] = arguments["notebook_path"]
     return name, arguments
 
 

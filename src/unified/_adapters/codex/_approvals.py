@@ -11,7 +11,10 @@ Who decides (one `permission_decision` per call):
   `listFiles` and `search`) or an MCP tool marked `readOnlyHint` runs without asking, in every mode;
   in `plan` mode everything else is denied;
 - `approval_mode`: `yolo` allows everything, `auto_edit` allows patches; and when nobody answers
-  (no `on_user_input`, a timeout) the mode decides as elsewhere (default denies);
+  (no `on_user_input`, a timeout) the mode decides as elsewhere (default denies). A patch that writes a
+  protected path or a path outside the workspace (docs/tools.md, "Protected paths"; a move's destination
+  too), whose files the request does not show, or that asks for a writable root (`grantRoot`) is asked
+  in auto_edit as in default mode (rule `protected-paths`; denied when nobody answers);
 - `user`: `on_user_input` answered the permission prompt.
 
 Answers: allow → `accept`; allow always → `acceptForSession` (Codex then runs that exact command
@@ -30,10 +33,13 @@ request about a call already decided (one decision per call).
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from unified._adapters.codex._translate import AppServerTranslator, tool_call_of, unwrap_shell
 from unified._binary.jsonrpc import JsonRpcConnection, RpcError, as_dict, as_list
+from unified._redaction import clip
 from unified.backends import RunContext
 from unified.errors import RunStopped
 from unified.events import (
@@ -50,6 +56,9 @@ from unified.events import (
     permission_request,
 )
 
+if TYPE_CHECKING:  # the tool runtime loads with the first approval, not with the adapter
+    from unified.tools._paths import Workspace
+
 __all__ = ["READ_ONLY_ACTIONS", "ApprovalBridge"]
 
 READ_ONLY_ACTIONS = frozenset({"read", "listFiles", "search"})
@@ -61,6 +70,15 @@ Choice = Literal["allow_once", "allow_always", "deny"]
 def _read_only_command(params: dict[str, Any]) -> bool:
     actions = [a for a in as_list(params.get("commandActions")) if isinstance(a, dict)]
     return bool(actions) and all(isinstance(a.get("type"), str) and a["type"] in READ_ONLY_ACTIONS for a in actions)
+
+
+def _read_paths(params: dict[str, Any], cwd: str) -> list[str]:
+    """Where a read-only command reads: its directory, and each path Codex's parse names (from there)."""
+    given = params.get("cwd")
+    where = given if isinstance(given, str) and given else cwd
+    actions = [a for a in as_list(params.get("commandActions")) if isinstance(a, dict)]
+    named = [a["path"] for a in actions if isinstance(a.get("path"), str) and a["path"]]
+    return [where, *(os.path.join(where, path) for path in named)]
 
 
 def _item_id(params: dict[str, Any]) -> str:
@@ -142,22 +160,74 @@ class ApprovalBridge:
             await self.ctx.emit(ToolUse(tool_use_id=call_id, name=name, input=arguments, subagent_task_id=task))
         return name
 
-    def _policy(self, kind: Kind, params: dict[str, Any]) -> tuple[Choice | None, str | None, str | None]:
+    def _workspace(self) -> Workspace:
+        """Where Codex works: its thread's cwd (as Codex reports it: a replay's is the recording's), and the
+        run's include directories."""
+        from unified.tools._paths import Workspace
+
+        root = Path(self.translator.cwd) if self.translator.cwd else self.ctx.params.cwd.expanduser()
+        return Workspace(root, self.ctx.params.include_directories)
+
+    async def _guarded(self, params: dict[str, Any], call_id: str) -> str | None:
+        """Why auto_edit must not approve this patch unasked (see the module docstring), or None."""
+        from unified.tools._runtime import protected_write
+
+        if params.get("grantRoot") is not None:
+            return f"the patch asks for write access to {clip(str(params['grantRoot']), 200, more='…')}"
+        item = self.translator.item(call_id) or {}
+        changes = [as_dict(c) for c in as_list(item.get("changes"))]
+        if not changes:
+            return "the request does not show the patch's files"
+        workspace = self._workspace()
+        for change in changes:
+            move = as_dict(change.get("kind")).get("move_path")
+            for path in (change.get("path"), *(() if move is None else (move,))):
+                if not isinstance(path, str) or not path:
+                    return "the request does not show the patch's files"
+                guarded = await protected_write(
+                    "apply_patch",
+                    {"file_path": path},
+                    workspace,
+                    os.environ.get("PATH", ""),  # Codex runs with the host's PATH (`_launch`)
+                    edit=True,
+                    elsewhere=True,
+                )
+                if guarded is not None:
+                    return guarded
+        return None
+
+    async def _reads_outside(self, params: dict[str, Any]) -> str | None:
+        """Why a read-only command must be asked all the same: it runs, or reads, outside the workspace."""
+        from unified.tools._runtime import read_outside
+
+        workspace = self._workspace()
+        return await read_outside(workspace, _read_paths(params, str(workspace.root)))
+
+    def _policy(
+        self, kind: Kind, params: dict[str, Any], guarded: str | None
+    ) -> tuple[Choice | None, str | None, str | None]:
         """(choice, decided_by, rule) when no one needs to be asked; (None, None, None) to ask."""
         mode = self.ctx.params.approval_mode
-        if kind == "command" and _read_only_command(params):
+        if kind == "command" and _read_only_command(params) and guarded is None:
             return "allow_once", "policy", "read-only command (Codex parses it as reads, listings or searches)"
         annotations = as_dict(as_dict(params.get("_meta")).get("tool_annotations"))
         if kind == "mcp" and annotations.get("readOnlyHint") is True:
             return "allow_once", "policy", "read-only MCP tool (readOnlyHint)"
         if mode == "plan":
             return "deny", "policy", "plan mode: only read-only calls run"
-        if mode == "yolo" or (mode == "auto_edit" and kind == "file"):
+        if mode == "yolo" or (mode == "auto_edit" and kind == "file" and guarded is None):
             return "allow_once", "approval_mode", None
         return None, None, None
 
     def _prompt(
-        self, request_id: Any, call_id: str, name: str, kind: Kind, params: dict[str, Any], task: str | None
+        self,
+        request_id: Any,
+        call_id: str,
+        name: str,
+        kind: Kind,
+        params: dict[str, Any],
+        task: str | None,
+        guarded: str | None = None,
     ) -> UserInputRequest:
         item = self.translator.item(call_id) or {}
         details: dict[str, Any] = {"kind": kind}
@@ -166,12 +236,12 @@ class ApprovalBridge:
             details |= {"command": text, "cwd": params.get("cwd") or item.get("cwd")}
             if params.get("reason"):
                 details["reason"] = params["reason"]
-            prompt = f"Allow the command `{text}`?"
+            prompt = f"Allow the command `{text}`?" + (f"\nIt needs approval: {guarded}." if guarded else "")
         elif kind == "file":
             _, arguments = tool_call_of(item, self.translator.cwd) if item else ("apply_patch", {"changes": []})
             details |= arguments
             paths = ", ".join(str(as_dict(c).get("path")) for c in as_list(arguments.get("changes")))
-            prompt = f"Allow changes to {paths or 'files'}?"
+            prompt = f"Allow changes to {paths or 'files'}?" + (f"\nIt needs approval: {guarded}." if guarded else "")
         else:
             meta = as_dict(params.get("_meta"))
             details |= {
@@ -205,7 +275,13 @@ class ApprovalBridge:
             await self._respond(request_id, kind, "decline")
             return
         name = await self._announce(call_id, params, kind, task)
-        choice, decided_by, rule = self._policy(kind, params)
+        mode = self.ctx.params.approval_mode
+        guarded = None
+        if kind == "file" and mode == "auto_edit":
+            guarded = await self._guarded(params, call_id)
+        elif kind == "command" and mode != "yolo" and _read_only_command(params):
+            guarded = await self._reads_outside(params)
+        choice, decided_by, rule = self._policy(kind, params, guarded)
         reason = None
         message = None
         stop = False
@@ -213,14 +289,17 @@ class ApprovalBridge:
         if choice is None:
             reply = None
             if self.ctx.params.on_user_input is not None:
-                reply = await self.ctx.ask_user(self._prompt(request_id, call_id, name, kind, params, task))
+                reply = await self.ctx.ask_user(self._prompt(request_id, call_id, name, kind, params, task, guarded))
                 if reply.cancelled:
                     reply = None
             if reply is None:
                 decided_by = "approval_mode"
-                mode = self.ctx.params.approval_mode
                 choice = "allow_once" if mode == "yolo" or (mode == "auto_edit" and kind == "file") else "deny"
                 reason = f"approval mode {mode} (nobody answered)"
+                if guarded is not None:
+                    decided_by, choice = "policy", "deny"
+                    rule = "protected-paths" if kind == "file" else "outside-workspace"
+                    reason = f"{guarded}; it needs approval and nobody answered"
             else:
                 decided_by = "user"
                 choice = reply.permission()
