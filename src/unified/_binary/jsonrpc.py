@@ -66,6 +66,8 @@ class LineProblem:
     """A line from the agent that could not be used, filed where messages go (a warning for the run)."""
 
     text: str
+    head: str = ""
+    """The line's first characters, when they could be read: what an adapter tells a line it can do without by."""
 
 
 Incoming = Message | LineProblem
@@ -298,7 +300,7 @@ class JsonRpcConnection:
     def _refuse(self, head: str, text: str) -> None:
         """A line that cannot be used: every open session is warned, and when it answered one of our
         requests, that request fails now with `text` instead of waiting for an answer that never comes."""
-        self._broadcast(LineProblem(text))
+        self._broadcast(LineProblem(text, head))
         found = _ANSWER_ID.match(head)
         target = self._answers.get(int(found.group(1))) if found else None
         if target is not None and found is not None:

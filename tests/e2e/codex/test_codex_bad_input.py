@@ -208,3 +208,36 @@ async def test_a_bad_backend_option_is_a_configuration_error_naming_it(workspace
 def test_an_empty_prompt_is_refused_before_anything_starts(workspace: Path, prompt: str) -> None:
     with pytest.raises(ConfigurationError, match="the prompt is empty"):
         execute(ExecuteParams(prompt=prompt, backend="codex", cwd=workspace))
+
+
+def noise_png(width: int, height: int) -> bytes:
+    """A valid RGB PNG of random pixels (incompressible: about width x height x 3 bytes)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\0" + os.urandom(width * 3) for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows, 0)) + chunk(b"IEND", b"")
+
+
+async def test_a_large_image_reaches_the_model_without_a_warning_about_codex_echoing_it(workspace: Path) -> None:
+    """Codex echoes the run's own user message (`item/started`, `item/completed`) with each image inlined again
+    as its data URL: a 10 MB image made both lines longer than the framing's cap, and the run warned twice of
+    `malformed_line`s it never needed. The model still gets the image."""
+    from unified.types import ImageInput
+
+    png = noise_png(1800, 1800)
+    assert len(png) > 9_000_000
+    async with FakeOpenAI([ModelTurn(text="seen")]) as server:
+        images = (ImageInput(mime_type="image/png", data=png),)
+        events = await run_codex(server, workspace, "what is this?", images=images)
+        sent = "".join(str(request.body) for request in server.requests)
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success", result.error
+    assert [e.message for e in events if isinstance(e, WarningEvent)] == []
+    assert "'type': 'input_image'" in sent  # the image went to the model
+    assert "could not be processed" not in sent

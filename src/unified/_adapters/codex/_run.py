@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import re
 import secrets
 import time
 from collections import deque
@@ -125,6 +126,14 @@ def collaboration_mode(params: ExecuteParams, thread: dict[str, Any]) -> dict[st
         "reasoning_effort": thread.get("reasoningEffort"),
     }
     return {"mode": wanted, "settings": settings}
+
+
+_OWN_MESSAGE = re.compile(
+    r'\s*\{\s*"method"\s*:\s*"item/(?:started|completed)"\s*,\s*"params"\s*:\s*\{\s*"item"\s*:\s*\{\s*"type"\s*:\s*"userMessage"'
+)
+"""The start of Codex's echo of the run's own user message (`item/started`, `item/completed`), which carries each
+image again as its data URL: a large image makes it a line over the framing's cap, dropped, and unified needs
+nothing of it. It is dropped without a `malformed_line` warning (two of them for every large image, before)."""
 
 
 def user_input(text: str, images: tuple[Any, ...]) -> list[dict[str, Any]]:
@@ -598,7 +607,8 @@ class CodexRun:
 
     async def _usable(self, message: dict[str, Any] | LineProblem) -> dict[str, Any] | None:
         if isinstance(message, LineProblem):
-            await self.ctx.emit(WarningEvent(code="malformed_line", message=message.text))
+            if not _OWN_MESSAGE.match(message.head):
+                await self.ctx.emit(WarningEvent(code="malformed_line", message=message.text))
             return None
         return message
 
