@@ -1030,11 +1030,12 @@ def _resolve(ref: str, backend: str | None, cwd: str | None) -> SessionInfo:
         return anyio.run(lambda: sessions.resolve(ref, backend=backend, cwd=cwd))
     except SessionNotFound as exc:
         searched = exc.details.get("searched")
+        shown = clip(ref, 80, more="…")
         if backend is None and isinstance(searched, list):  # the library's message lists each backend on a line
             unavailable = exc.details.get("unavailable") or []
             skipped = f"; not searched: {', '.join(map(str, unavailable))}" if unavailable else ""
             where = ", ".join(map(str, searched)) or "no backend"
-            raise _fail(f"no session matches {ref!r} (searched {where}{skipped}; {exc.hint})") from None
+            raise _fail(f"no session matches {shown!r} (searched {where}{skipped}; {exc.hint})") from None
         raise _fail(str(exc)) from None
     except UnifiedError as exc:
         raise _fail(str(exc)) from None

@@ -32,7 +32,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import platformdirs
 
@@ -110,6 +110,13 @@ def _loads(line: bytes | str) -> dict[str, Any] | None:
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
+
+
+def header_of(handle: BinaryIO) -> dict[str, Any] | None:
+    """The header (first line) of the chat file open in `handle`, None when it is not one: read up to
+    `_HEAD_BYTES`, as a listing reads it (a first line of hundreds of MB, or no newline at all, was read whole
+    by a resume's search for the session's files and by a delete)."""
+    return _loads(handle.readline(_HEAD_BYTES))
 
 
 def prompt_text(message: Mapping[str, Any]) -> str | None:
@@ -428,8 +435,9 @@ class ChatFiles:
             return self._resolve(ref, None), False
         except SessionNotFound:
             self._refuse_unreadable(ref)
+            shown = clip(ref, 80, more="…")
             raise SessionNotFound(
-                f"no gemini-cli session matches {ref!r} in the project at {cwd} nor in any other project "
+                f"no gemini-cli session matches {shown!r} in the project at {cwd} nor in any other project "
                 f"under {self.root}",
                 hint="run `unified sessions list` to see every session",
                 details={"ref": ref, "searched": str(self.root)},
@@ -477,7 +485,7 @@ class ChatFiles:
         for twin in path.parent.glob(f"session-*-{info.short_id}.jsonl"):
             try:
                 with open_regular(twin) as handle:
-                    header = _loads(handle.readline())
+                    header = header_of(handle)
             except NotRegularFile:
                 continue  # not a chat file: not the CLI's, not ours to delete
             if header is not None and header.get("sessionId") == info.session_id:
@@ -495,7 +503,7 @@ def session_files(home: Path, session_id: str) -> list[Path]:
     for path in (home / "tmp").glob(f"*/chats/session-*-{short_id_of(session_id)}.jsonl"):
         try:
             with open_regular(path) as handle:
-                header = _loads(handle.readline())
+                header = header_of(handle)
         except OSError:
             continue
         if header is not None and header.get("sessionId") == session_id:
