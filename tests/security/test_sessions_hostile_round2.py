@@ -12,7 +12,9 @@ Hostile cases tried (each asserted below):
 - a session reference of 100,000 characters: the error quotes 80 of them, not all;
 - a store whose backend directory is a file, a full or read-only disk under a save, a directory that cannot
   be listed: `SessionStoreUnavailable` naming the path (a run ended with `internal_error`, an OSError), the
-  record kept.
+  record kept;
+- `UNIFIED_SESSION_STORE_URL=file://` (or `file://dir`): sessions went to each run's own directory, where a
+  run started elsewhere never found them; now a `ConfigurationError` saying to use `file:///absolute/dir`.
 """
 
 from __future__ import annotations
@@ -314,3 +316,33 @@ async def test_a_run_on_a_store_that_cannot_be_written_ends_with_session_store_u
     assert [e.code for e in errors] == ["session_store_unavailable"], [e.message for e in errors]
     assert "Not a directory" in errors[0].message
     assert (root / backend).read_text() == "not a directory"
+
+
+@pytest.mark.parametrize("url", ["file://", "file://sessions", "file://rel/dir", "file://localhost"])
+def test_a_file_store_url_without_an_absolute_directory_is_refused(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from unified._sessions.config import default_store, store_from_url
+
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)  # where such a store put its sessions: each run's own directory
+    with pytest.raises(ConfigurationError, match="names no absolute directory") as caught:
+        store_from_url(url)
+    assert "file:///absolute/directory" in str(caught.value.hint)
+    monkeypatch.setenv("UNIFIED_SESSION_STORE_URL", url)
+    with pytest.raises(ConfigurationError):
+        default_store()
+    result = CliRunner().invoke(cli.app, ["sessions", "list", "--backend", BACKEND])
+    assert result.exit_code != 0
+    assert "names no absolute directory" in result.output
+    assert list(work.iterdir()) == []
+
+
+def test_a_file_store_url_names_its_absolute_directory_with_or_without_localhost(tmp_path: Path) -> None:
+    from unified._sessions.config import store_from_url
+
+    for url in (f"file://{tmp_path}", f"file://localhost{tmp_path}"):
+        store = store_from_url(url)
+        assert isinstance(store, FileSessionStore)
+        assert store.root == tmp_path
