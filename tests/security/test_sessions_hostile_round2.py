@@ -7,7 +7,8 @@ Hostile cases tried (each asserted below):
   resume read and parsed both whole: 30 MB of `[],` held 870 MB), in the file and the memory store;
 - a first prompt of 100,000 characters: the header (read by every listing) keeps 4,096 of them;
 - a gemini-cli chat file named for the session whose first line is 32 MB without a newline (read whole by
-  the search for the session's files a resume makes);
+  the search for the session's files a resume makes), and one larger than the CLI can load (a listing reads
+  its edges, then a resume or an export read it whole);
 - a working directory whose name is not UTF-8: a `configuration_error`, where it was `internal_error`;
 - a session reference of 100,000 characters: the error quotes 80 of them, not all;
 - a store whose backend directory is a file, a full or read-only disk under a save, a directory that cannot
@@ -346,3 +347,33 @@ def test_a_file_store_url_names_its_absolute_directory_with_or_without_localhost
         store = store_from_url(url)
         assert isinstance(store, FileSessionStore)
         assert store.root == tmp_path
+
+
+def test_a_gemini_cli_chat_file_larger_than_the_cli_loads_is_refused_unread(
+    isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from unified import sessions
+    from unified._adapters.gemini_cli import _chat_files
+    from unified._adapters.gemini_cli._conversation import open_history
+    from unified.conversations import Conversation, ModelTurn, TextPart, UserTurn
+
+    monkeypatch.setattr(_chat_files, "MAX_CHAT_FILE_BYTES", SMALL_BOUND, raising=False)
+    answer = "x" * (HOSTILE_BYTES // 4)  # listed from its edges, so it resolves; read whole, it is refused
+    conversation = Conversation(turns=[UserTurn(parts=[TextPart(text="hi")]), ModelTurn(parts=[TextPart(text=answer)])])
+    opening = open_history({"GEMINI_CLI_HOME": str(isolated_home)}, tmp_path, conversation, model="m")
+    [chat] = list((isolated_home / ".gemini" / "tmp").glob("*/chats/*.jsonl"))
+    size = chat.stat().st_size
+
+    async def export() -> object:
+        return await sessions.export(opening.load, backend="gemini-cli", cwd=str(tmp_path))
+
+    refused, peak = _peak(lambda: _raised(lambda: anyio.run(export)))
+    assert isinstance(refused, CorruptSession), refused
+    assert peak < PEAK_BOUND, f"the export held {peak:,} bytes of a {size:,}-byte chat file"
+    assert str(chat) in refused.message
+    assert f"more than unified reads ({SMALL_BOUND})" in refused.message
+    assert "left unchanged" in str(refused.hint)
+    listing = anyio.run(lambda: sessions.list_sessions(backend="gemini-cli"))
+    assert [(s.path, s.problem is not None) for s in listing.unreadable] == [(str(chat), True)]
+    assert listing.sessions == []
+    assert chat.stat().st_size == size
