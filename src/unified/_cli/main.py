@@ -1232,6 +1232,17 @@ def _usage_error(exc: Exception) -> int | None:
     return code
 
 
+def _stdin_from_devnull() -> None:
+    """Python leaves `sys.stdin` None when descriptor 0 was closed at start (`<&-`, some supervisors): `run` asked it
+    `isatty()` and `--history -` read its `buffer`, both an AttributeError ("unexpected ... a bug in unified", exit
+    70). /dev/null takes its place: no input, not a terminal. It goes to descriptor 0 only while that is free (the
+    lowest free descriptor is the one `open` returns), so nothing opened since start is ever replaced."""
+    fd = os.open(os.devnull, os.O_RDONLY | (os.O_CLOEXEC if hasattr(os, "O_CLOEXEC") else 0))
+    if fd == 0:
+        os.set_inheritable(0, True)  # as a stdin is: a child given no stdin of its own reads /dev/null too
+    sys.stdin = open(fd, encoding="utf-8", errors="surrogateescape")  # noqa: SIM115  # it is stdin: kept open
+
+
 def main(argv: list[str] | None = None) -> int:
     """The `unified` console script: every failure ends as one `error:` line and an exit code.
 
@@ -1239,6 +1250,8 @@ def main(argv: list[str] | None = None) -> int:
     unexpected exception 70
     (its traceback only with UNIFIED_DEBUG=1); docs/cli.md lists them all.
     """
+    if sys.stdin is None:  # started with its descriptor closed (`<&-`): read as an empty input, /dev/null's
+        _stdin_from_devnull()
     if sys.stdout is None:  # started with its descriptor closed (`>&-`): nowhere to put any output
         if sys.stderr is not None:
             _say("error: stdout is closed: unified writes its output there (give it a file, or /dev/null)", stderr=True)

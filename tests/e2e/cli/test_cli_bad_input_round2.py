@@ -12,7 +12,9 @@ Hostile cases tried (each asserted below):
   quoted all of it; now 80 characters of it;
 - stdout on a full disk (`> /dev/full`) or closed (`>&-`): "error: unexpected ExceptionGroup ... (a bug in
   unified)" or "unexpected AttributeError", exit 70; now one line saying stdout cannot be written, exit 74
-  (a run is cancelled first).
+  (a run is cancelled first);
+- stdin closed (`<&-`): `unified run` failed with "unexpected AttributeError: 'NoneType' object has no
+  attribute 'isatty'", exit 70; now it reads as /dev/null (no input, not a terminal).
 """
 
 from __future__ import annotations
@@ -143,3 +145,25 @@ def test_a_closed_stdout_is_one_error_line_and_exit_74(tmp_path: Path) -> None:
     assert done.returncode == 74, err
     assert err.startswith("error: stdout is closed"), err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "said"),
+    [
+        (["run", "hi", "--backend", "scripted"], 0, ""),
+        (["run", "hi", "--backend", "scripted", "--history", "-"], 2, "error: --history - is not a conversation"),
+    ],
+)
+def test_a_closed_stdin_reads_as_empty(args: list[str], code: int, said: str, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "unified", *args],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=HANG_GUARD_S,
+        check=False,
+        preexec_fn=lambda: os.close(0),  # as `unified run ... <&-` starts it
+    )
+    err = done.stderr.decode(errors="replace")
+    assert done.returncode == code, err
+    assert err.startswith(said), err
+    assert "unexpected" not in err
