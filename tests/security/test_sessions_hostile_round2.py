@@ -14,6 +14,8 @@ Hostile cases tried (each asserted below):
 - a store whose backend directory is a file, a full or read-only disk under a save, a directory that cannot
   be listed: `SessionStoreUnavailable` naming the path (a run ended with `internal_error`, an OSError), the
   record kept;
+- a session's lock file planted as a symbolic link (to a file, dangling) or a FIFO: a lease truncated and
+  overwrote the link's target with its holder record; now `SessionError` naming it, nothing written;
 - `UNIFIED_SESSION_STORE_URL=file://` (or `file://dir`): sessions went to each run's own directory, where a
   run started elsewhere never found them; now a `ConfigurationError` saying to use `file:///absolute/dir`.
 """
@@ -36,7 +38,13 @@ from unified._cli import main as cli
 from unified._execute import EventStream
 from unified._internal import limits
 from unified._sessions.stores import FileSessionStore, MemorySessionStore, serialize
-from unified.errors import ConfigurationError, CorruptSession, SessionNotFound, SessionStoreUnavailable
+from unified.errors import (
+    ConfigurationError,
+    CorruptSession,
+    SessionError,
+    SessionNotFound,
+    SessionStoreUnavailable,
+)
 from unified.events import ErrorEvent
 from unified.sessions import StoredSession
 
@@ -377,3 +385,38 @@ def test_a_gemini_cli_chat_file_larger_than_the_cli_loads_is_refused_unread(
     assert [(s.path, s.problem is not None) for s in listing.unreadable] == [(str(chat), True)]
     assert listing.sessions == []
     assert chat.stat().st_size == size
+
+
+@pytest.mark.parametrize("planted", ["a link to a file", "a dangling link", "a FIFO"])
+def test_a_lock_file_that_is_no_regular_file_is_refused_and_nothing_is_written_through_it(
+    planted: str, tmp_path: Path
+) -> None:
+    store = FileSessionStore(tmp_path / "sessions")
+    session = _saved(store)
+    lock = store.path_of(BACKEND, session.session_id).with_suffix(".lock")
+    precious = tmp_path / "precious.txt"
+    precious.write_text("the user's own file")
+    if planted == "a link to a file":
+        lock.symlink_to(precious)
+    elif planted == "a dangling link":
+        lock.symlink_to(tmp_path / "created-through-the-link")
+    else:
+        os.mkfifo(lock)
+
+    async def lease() -> None:
+        async with store.lease(BACKEND, session.session_id):
+            raise AssertionError("a lease through a planted lock file")
+
+    attempts: list[Callable[[], object]] = [
+        lambda: anyio.run(lease),
+        lambda: anyio.run(store.delete, BACKEND, session.session_id),
+    ]
+    for attempt in attempts:
+        with pytest.raises(SessionError) as caught:
+            attempt()
+        assert str(lock) in caught.value.message
+        assert "move it away" in str(caught.value.hint)
+    assert precious.read_text() == "the user's own file"  # a lease wrote its holder record through the link
+    assert not (tmp_path / "created-through-the-link").exists()
+    assert os.path.lexists(lock)  # left as it was
+    assert anyio.run(store.load, BACKEND, session.session_id).session_id == session.session_id  # not deleted

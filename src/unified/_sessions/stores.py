@@ -461,7 +461,7 @@ def _take_lock(lock: Path, session_id: str) -> int:
     the path and tries again if not. That keeps "one holder" true without ever leaving lock files behind.
     """
     while True:
-        fd = _create(lock, os.O_RDWR)
+        fd = _open_lock(lock)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -484,6 +484,32 @@ def _take_lock(lock: Path, session_id: str) -> int:
         _release_lock(lock, fd)
         raise
     return fd
+
+
+def _open_lock(lock: Path) -> int:
+    """A descriptor of the lock file at `lock` (created if missing), refused unless it is a regular file.
+
+    A lease writes its holder's record into the file (truncating a crashed holder's first): opened through
+    a symbolic link planted at the lock's name, it truncated and overwrote the link's target, any file the
+    user may write. A link is never followed (O_NOFOLLOW) and a FIFO or device never waited on or written."""
+    try:
+        fd = _create(lock, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise _refused_lock(lock, "a symbolic link") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _refused_lock(lock, "not a regular file")
+    return fd
+
+
+def _refused_lock(lock: Path, what: str) -> SessionError:
+    return SessionError(
+        f"the session's lock file {lock} is {what}: the session store does not follow or write through it",
+        hint="it was left unchanged; move it away, then run again",
+        details={"path": str(lock)},
+    )
 
 
 def _release_lock(lock: Path, fd: int) -> None:
