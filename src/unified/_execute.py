@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import stat
 from collections.abc import AsyncIterator, Generator, Sequence
@@ -15,7 +16,7 @@ from anyio.from_thread import start_blocking_portal
 from unified._exports import publish
 from unified._internal import limits
 from unified._internal.stream import GuardedStream, StreamGuard, announce_unsupported_options
-from unified._redaction import redact_key_shapes, redactor
+from unified._redaction import clip, redact_key_shapes, redactor
 from unified.backends import (
     Backend,
     RunContext,
@@ -107,8 +108,9 @@ class _NamedResume:
                 raise missing from None
             if owner.backend == self.name:
                 raise
+            shown = clip(ref, 80, more="…")
             raise SessionNotFound(
-                f"no {self.name} session matches {ref!r}: {owner.short_id} belongs to the {owner.backend} backend",
+                f"no {self.name} session matches {shown!r}: {owner.short_id} belongs to the {owner.backend} backend",
                 hint=f"resume it with the {owner.backend} backend (or auto), or continue it on {self.name} "
                 f"as a new session from its history (`unified sessions export {owner.short_id}`, then --history)",
                 details={"owner": owner.backend, "session_id": owner.session_id},
@@ -326,6 +328,13 @@ _NOT_A_MODEL = re.compile(r"[\s\x00-\x1f\x7f?&#]|\.\.")
 
 def _check_directory(what: str, path: Path) -> None:
     path = path.expanduser()
+    name = str(path)
+    if not name.isascii() and not _is_utf8(name):
+        raise ConfigurationError(
+            f"{what} {os.fsencode(name)!r} is not valid UTF-8: no backend can name it (requests and session files "
+            "are UTF-8)",
+            hint="rename the directory to a UTF-8 name, or run in another one",
+        )
     try:
         mode = path.stat().st_mode  # one stat for both questions (this runs before every run)
     except (FileNotFoundError, NotADirectoryError):
@@ -338,6 +347,18 @@ def _check_directory(what: str, path: Path) -> None:
         ) from None
     if not stat.S_ISDIR(mode):
         raise ConfigurationError(f"{what} {path} is not a directory", hint=f"pass a directory as {what}, not a file")
+
+
+def _is_utf8(name: str) -> bool:
+    """Whether a path's name (bytes that are not UTF-8 became lone surrogates, `surrogateescape`) is UTF-8: a cwd
+    named so failed with `internal_error` (UnicodeEncodeError) on the API backends while the session record was
+    written, and the gemini CLI, given U+FFFD in its place, looked for another directory ("Directory does not
+    exist", a `backend_error`)."""
+    try:
+        name.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _check_text(what: str, text: str) -> None:
@@ -356,11 +377,12 @@ def _check_text(what: str, text: str) -> None:
 def check_params(params: ExecuteParams) -> None:
     """Reject what no backend can run, the same way on every backend, before anything starts.
 
-    Raises `ConfigurationError` for a `cwd` or an `include_directories` entry that is missing or not a
-    directory, for a blank prompt (a prompt of images only is allowed), for a prompt or system instruction
-    that is not text (a lone surrogate, which no API's UTF-8 can carry), for a model name no API takes, for
-    a blank `resume` (it would start a new session unasked), for an empty image or one whose bytes are
-    another type than its `mime_type`, and for `retry` or `history` used the wrong way.
+    Raises `ConfigurationError` for a `cwd` or an `include_directories` entry that is missing, not a
+    directory or named in bytes that are not UTF-8, for a blank prompt (a prompt of images only is
+    allowed), for a prompt or system instruction that is not text (a lone surrogate, which no API's UTF-8
+    can carry), for a model name no API takes, for a blank `resume` (it would start a new session
+    unasked), for an empty image or one whose bytes are another type than its `mime_type`, and for
+    `retry` or `history` used the wrong way.
     """
     _check_directory("cwd", params.cwd)
     for directory in params.include_directories:

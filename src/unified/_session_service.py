@@ -13,7 +13,7 @@ from typing import Any
 
 from unified import backends as registry
 from unified._exports import publish
-from unified._redaction import redactor
+from unified._redaction import clip, redactor
 from unified._sessions.records import SessionInfo, SessionStore, by_recency
 from unified.backends import SessionLocator
 from unified.conversations import Conversation
@@ -99,13 +99,13 @@ async def resolve(
     if matches:
         names = ", ".join(f"{m.backend} {m.short_id}" for m in matches)
         raise AmbiguousSession(
-            f"{ref!r} names sessions of several backends ({names})",
+            f"{clip(ref, 80, more='…')!r} names sessions of several backends ({names})",
             hint="pass the backend, or more characters of the id",
             details={"candidates": [m.session_id for m in matches]},
         )
     looked = [*misses, *(f"{name}: not searched ({why})" for name, why in unavailable.items())]
     raise SessionNotFound(
-        f"no session matches {ref!r}. Looked in:\n" + "\n".join(looked),
+        f"no session matches {clip(ref, 80, more='…')!r}. Looked in:\n" + "\n".join(looked),
         hint="run `unified sessions list` to see every session",
         details={"ref": ref, "searched": [each.backend for each in locators], "unavailable": sorted(unavailable)},
     )

@@ -591,15 +591,16 @@ _JSON_STRING = rb'"(?:[^"\\]|\\.)*"'
 _VALUE_MARKS = (b"{", b"[", b",")
 
 
-def _values(text: str | bytes) -> int:
+def _values(text: str | bytes, bound: int | None = None) -> int:
     """About how many values a JSON text holds: its `{`, `[` and `,` outside strings (an array of n items
     has n - 1 commas and a bracket; an object of n members, n - 1 commas and a brace). Counted on the raw
     text first (one pass in C per character, no copy), and without the strings only when that count is
     over the bound (prose holds a comma every 60 characters or so), with RE2 (linear, and no backtracking
-    stack on a long string)."""
+    stack on a long string). `bound`: `limits.MAX_CONVERSATION_VALUES` unless given (a session record's is
+    `limits.MAX_SESSION_VALUES`)."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     raw = sum(data.count(mark) for mark in _VALUE_MARKS)
-    if raw <= limits.MAX_CONVERSATION_VALUES:
+    if raw <= (limits.MAX_CONVERSATION_VALUES if bound is None else bound):
         return raw
     import re2  # only for a text this large
 

@@ -52,6 +52,7 @@ __all__ = [
     "EXIT_BROKEN_PIPE",
     "EXIT_CODES",
     "EXIT_INTERNAL",
+    "EXIT_OUTPUT_FAILED",
     "LEVEL_STYLES",
     "CwdOption",
     "SessionBackendOption",
@@ -120,6 +121,8 @@ EXIT_BAD_INPUT = 2
 """A bad argument, option, file or setting: nothing ran."""
 EXIT_BROKEN_PIPE = 141
 """What a shell reports for a process ended by SIGPIPE: the reader of stdout left (`| head`)."""
+EXIT_OUTPUT_FAILED = 74
+"""stdout cannot be written (a full disk, a closed or failing file): EX_IOERR."""
 EXIT_TERMINATED = 128 + signal.SIGTERM
 """What a shell reports for a process ended by SIGTERM: `unified run` exits with it when SIGTERM interrupted the run."""
 EXIT_INTERNAL = 70
@@ -134,6 +137,40 @@ class _ReaderLeft(Exception):
 
     Not an OSError on purpose: typer turns a BrokenPipeError into exit code 1.
     """
+
+
+class _OutputFailed(Exception):
+    """stdout cannot be written (`> /dev/full`, a full disk, a file that fails): the command stops and exits 74
+    with one line saying so. It was an OSError from deep inside (an ExceptionGroup during a run), reported as
+    "unexpected ... a bug in unified", exit 70."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(error.strerror or str(error))
+        self.error = error
+
+
+class _Stdout:
+    """sys.stdout for rich, as it is (rich asks it `isatty`, `fileno`, `encoding`), but a write or flush that fails
+    raises `_OutputFailed` (a BrokenPipeError stays one: rich's `on_broken_pipe` handles it)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(sys.stdout, name)
+
+    def write(self, text: str) -> int:
+        try:
+            return sys.stdout.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise _OutputFailed(exc) from None
+
+    def flush(self) -> None:
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise _OutputFailed(exc) from None
 
 
 @functools.cache
@@ -151,7 +188,9 @@ def _console_class() -> type[Console]:
 
 
 def _console(*, stderr: bool = False) -> Console:
-    return _console_class()(stderr=stderr, highlight=False, soft_wrap=True)
+    if stderr:
+        return _console_class()(stderr=True, highlight=False, soft_wrap=True)
+    return _console_class()(file=_Stdout(), highlight=False, soft_wrap=True)  # type: ignore[arg-type]
 
 
 def _say(text: str, *, style: str = "", stderr: bool = False) -> None:
@@ -274,6 +313,8 @@ def _print_json(data: Any) -> None:
         sys.stdout.flush()
     except BrokenPipeError:
         raise _ReaderLeft from None
+    except OSError as exc:
+        raise _OutputFailed(exc) from None
 
 
 def _validation_line(exc: ValidationError) -> str:
@@ -284,6 +325,20 @@ def _validation_line(exc: ValidationError) -> str:
         message = str(error["msg"]).removeprefix("Value error, ")
         parts.append(f"{where}: {message}" if where else message)
     return redact_key_shapes("; ".join(parts))  # a message or a field name may quote the input (a key)
+
+
+def _output_failed(exc: _OutputFailed, *, running: bool = False) -> int:
+    """stdout failed: say so on stderr, send what is left to /dev/null (so exiting prints nothing), exit 74."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    stopped = "; the run was cancelled" if running else ""
+    _say(
+        f"error: cannot write the output to stdout: {exc}{stopped} (free space where it goes, or send it elsewhere)",
+        style="bold red",
+        stderr=True,
+    )
+    return EXIT_OUTPUT_FAILED
 
 
 def _reader_left() -> int:
@@ -301,6 +356,8 @@ def _write_line(line: str, *, redacted: bool = True) -> None:
         sys.stdout.flush()
     except BrokenPipeError:
         raise _ReaderLeft from None
+    except OSError as exc:
+        raise _OutputFailed(exc) from None
 
 
 # --------------------------------------------------------------------------------------------- run
@@ -458,6 +515,10 @@ async def _run(params: ExecuteParams, json_lines: bool) -> int:
                 stream.cancel()
                 tg.cancel_scope.cancel()
                 return _reader_left()
+            except _OutputFailed as exc:  # nowhere to show the run: stop it, say why
+                stream.cancel()
+                tg.cancel_scope.cancel()
+                return _output_failed(exc, running=True)
             if isinstance(event, ErrorEvent) and event.code == "backend_unavailable":
                 no_node = no_node or event.details.get("missing") == "node"  # nothing ran: bad input (docs/cli.md)
             if isinstance(event, Result):
@@ -1030,11 +1091,12 @@ def _resolve(ref: str, backend: str | None, cwd: str | None) -> SessionInfo:
         return anyio.run(lambda: sessions.resolve(ref, backend=backend, cwd=cwd))
     except SessionNotFound as exc:
         searched = exc.details.get("searched")
+        shown = clip(ref, 80, more="…")
         if backend is None and isinstance(searched, list):  # the library's message lists each backend on a line
             unavailable = exc.details.get("unavailable") or []
             skipped = f"; not searched: {', '.join(map(str, unavailable))}" if unavailable else ""
             where = ", ".join(map(str, searched)) or "no backend"
-            raise _fail(f"no session matches {ref!r} (searched {where}{skipped}; {exc.hint})") from None
+            raise _fail(f"no session matches {shown!r} (searched {where}{skipped}; {exc.hint})") from None
         raise _fail(str(exc)) from None
     except UnifiedError as exc:
         raise _fail(str(exc)) from None
@@ -1170,20 +1232,40 @@ def _usage_error(exc: Exception) -> int | None:
     return code
 
 
+def _stdin_from_devnull() -> None:
+    """Python leaves `sys.stdin` None when descriptor 0 was closed at start (`<&-`, some supervisors): `run` asked it
+    `isatty()` and `--history -` read its `buffer`, both an AttributeError ("unexpected ... a bug in unified", exit
+    70). /dev/null takes its place: no input, not a terminal. It goes to descriptor 0 only while that is free (the
+    lowest free descriptor is the one `open` returns), so nothing opened since start is ever replaced."""
+    fd = os.open(os.devnull, os.O_RDONLY | (os.O_CLOEXEC if hasattr(os, "O_CLOEXEC") else 0))
+    if fd == 0:
+        os.set_inheritable(0, True)  # as a stdin is: a child given no stdin of its own reads /dev/null too
+    sys.stdin = open(fd, encoding="utf-8", errors="surrogateescape")  # noqa: SIM115  # it is stdin: kept open
+
+
 def main(argv: list[str] | None = None) -> int:
     """The `unified` console script: every failure ends as one `error:` line and an exit code.
 
-    Usage errors exit 2, a reader of stdout that left (`| head`) 141, an unexpected exception 70
+    Usage errors exit 2, a reader of stdout that left (`| head`) 141, a stdout that cannot be written 74, an
+    unexpected exception 70
     (its traceback only with UNIFIED_DEBUG=1); docs/cli.md lists them all.
     """
+    if sys.stdin is None:  # started with its descriptor closed (`<&-`): read as an empty input, /dev/null's
+        _stdin_from_devnull()
+    if sys.stdout is None:  # started with its descriptor closed (`>&-`): nowhere to put any output
+        if sys.stderr is not None:
+            _say("error: stdout is closed: unified writes its output there (give it a file, or /dev/null)", stderr=True)
+        return EXIT_OUTPUT_FAILED
     try:
         code = app(args=argv, prog_name="unified", standalone_mode=False)
-        sys.stdout.flush()  # here, not at exit, so a reader that left is reported like any other
+        _Stdout().flush()  # here, not at exit, so a reader that left is reported like any other
     except typer.Abort:
         _say("aborted", style="yellow", stderr=True)
         return EXIT_CODES["interrupted"]
     except (_ReaderLeft, BrokenPipeError):
         return _reader_left()
+    except _OutputFailed as exc:
+        return _output_failed(exc)
     except UnifiedError as exc:
         _say(f"error: {_one_line(str(exc))}", style="bold red", stderr=True)
         return EXIT_BAD_INPUT if isinstance(exc, ConfigurationError) else 1

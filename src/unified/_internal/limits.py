@@ -20,6 +20,10 @@ __all__ = [
     "MAX_JSON_CONTAINERS",
     "MAX_JSON_DEPTH",
     "MAX_PARTS_PER_TURN",
+    "MAX_SESSION_HEADER_BYTES",
+    "MAX_SESSION_PROMPT_CHARS",
+    "MAX_SESSION_RECORD_BYTES",
+    "MAX_SESSION_VALUES",
     "MAX_TOOL_OUTPUT_CHARS",
     "MAX_TURN_TEXT_CHARS",
     "MCP_MAX_MESSAGE_BYTES",
@@ -65,6 +69,32 @@ parsed, a value costs about 100 bytes and `Conversation.problem`'s walk as many 
 `1.5,` held 535 MB and 256 MiB of `[],` would have held some 18 GiB before any check ran (worst case
 now about 0.5-1 GiB). A conversation's values are mostly texts: a long session has a few hundred
 thousand."""
+
+MAX_SESSION_HEADER_BYTES = 16 * 1024 * 1024
+"""Most bytes of a session record a listing (`unified sessions list`) or a short id's resolve reads for
+its header: the record's first line, and the whole record when it is not in the one-line layout unified
+writes. Every file of a backend is read so, one after another: a damaged or hostile one whose first line
+was 300 MB (or that had no newline) was read whole twice, 1.5 GB held, to list it. A longer one is
+listed as unreadable, named, and left as it is. A header unified writes is a few KB (its first prompt is
+clipped to `MAX_SESSION_PROMPT_CHARS`); one an older unified wrote held the whole first prompt, which no
+model takes at 16 MB."""
+
+MAX_SESSION_PROMPT_CHARS = 4096
+"""Most characters of the first prompt a session record's header keeps (what a listing shows of it:
+80): the header is read by every listing, so a pasted 10 MB prompt made every listing read and hold
+10 MB. The whole prompt is in the record's state."""
+
+MAX_SESSION_RECORD_BYTES = 2 * MAX_CONVERSATION_BYTES
+"""Largest session record (`FileSessionStore`) a resume, a `show` or a save over it reads: twice the largest
+conversation a run takes as history. Nothing bounded it: a resume read a record of any size whole, then parsed
+it. A larger one is refused unread as unreadable (`CorruptSession` naming it), and left as it is."""
+
+MAX_SESSION_VALUES = 2 * MAX_CONVERSATION_VALUES
+"""Most JSON values a stored session record may hold (counted as `Conversation.from_json` counts them, before
+anything is parsed, by every store): parsed, a value costs 60-100 bytes, so 30 MB of `[],` in a record's state
+held 870 MB on a resume, and a record at `MAX_SESSION_RECORD_BYTES` would have held some 15 GiB. A record holds
+about as many values as its conversation (twice the conversation's bound: the API's own form of it nests a
+level more)."""
 
 # --- what a tool gives the model --------------------------------------------------------------
 

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from unified._exports import publish
+from unified._redaction import clip
 from unified._sessions.records import SessionStore
 from unified._sessions.stores import FileSessionStore
 from unified.errors import ConfigurationError
@@ -30,11 +31,28 @@ def store_from_url(url: str) -> SessionStore:
     if scheme in ("postgresql", "postgres"):
         return _postgres_store(url)
     if scheme == "file":
-        return FileSessionStore(Path(url.partition("://")[2]))
+        return FileSessionStore(_file_store_root(url))
     raise ConfigurationError(
         f"the session store URL names an unknown kind of store ({scheme or 'no scheme'!s})",
         hint=f"set {STORE_URL_ENV} to postgresql://user:password@host:port/database or file:///directory",
     )
+
+
+def _file_store_root(url: str) -> Path:
+    """The directory a `file:///path` (or `file://localhost/path`) URL names, taken as it is written.
+
+    Anything else is refused: `file://` named no directory and `file://dir` a relative one, so each run put
+    its sessions under the directory it started in (a project's own folder), where a run started anywhere
+    else could not find them."""
+    rest = url.partition("://")[2]
+    path = rest.removeprefix("localhost") if rest.startswith("localhost/") else rest
+    if not path.startswith("/"):
+        raise ConfigurationError(
+            f"the session store URL {clip(url, 200)!r} names no absolute directory: a file store in a relative one "
+            "would be in whatever directory each run starts",
+            hint=f"set {STORE_URL_ENV} to file:///absolute/directory (three slashes)",
+        )
+    return Path(path)
 
 
 @functools.cache

@@ -194,8 +194,9 @@ def resolve_ref(ref: str, sessions: Iterable[SessionInfo], backend: str) -> Sess
             raise found.problem.error()
         return found
     if len(unique) > 1:
+        shown = clip(ref, 80, more="…")
         raise AmbiguousSession(
-            f"{ref!r} matches {len(unique)} {backend} sessions:\n{_describe(list(unique.values()), 20)}",
+            f"{shown!r} matches {len(unique)} {backend} sessions:\n{_describe(list(unique.values()), 20)}",
             hint="give more characters of the id",
             details={"candidates": sorted(unique)},
         )

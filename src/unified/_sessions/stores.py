@@ -52,6 +52,7 @@ import platformdirs
 from unified._environ import PerEnvironment
 from unified._exports import publish
 from unified._files import NotRegularFile, open_regular, write_atomically
+from unified._internal import limits
 from unified._redaction import clip, redact
 from unified._sessions.records import (
     SessionInfo,
@@ -66,6 +67,7 @@ from unified.errors import (
     SessionError,
     SessionInUse,
     SessionNotFound,
+    SessionStoreUnavailable,
     UnsupportedSessionFormat,
 )
 from unified.events import Usage
@@ -172,12 +174,20 @@ def described(session: StoredSession) -> dict[str, Any]:
         "short_id": session.short_id,
         "model": session.model,
         "cwd": session.cwd,
-        "first_prompt": session.first_prompt,
+        "first_prompt": _clipped_prompt(session.first_prompt),
         "created_at": session.created_at.isoformat(),
         "updated_at": session.updated_at.isoformat(),
         "usage": session.usage.model_dump(),
         "turns": session.turns,
     }
+
+
+def _clipped_prompt(prompt: str | None) -> str | None:
+    """The first prompt as a header keeps it: at most `limits.MAX_SESSION_PROMPT_CHARS` (every listing reads
+    every header; the whole prompt is in the conversation)."""
+    if prompt is None or len(prompt) <= limits.MAX_SESSION_PROMPT_CHARS:
+        return prompt
+    return clip(prompt, limits.MAX_SESSION_PROMPT_CHARS, more="…")
 
 
 def serialize(session: StoredSession) -> str:
@@ -246,7 +256,7 @@ def info_of_header(header: dict[str, Any], where: str) -> SessionInfo:
             short_id=short_id_of(session_id),
             started_at=_stamp(header["created_at"]),
             updated_at=_stamp(header["updated_at"]),
-            first_prompt=header.get("first_prompt"),
+            first_prompt=_clipped_prompt(header.get("first_prompt")),  # an older unified kept it whole
             cwd=header.get("cwd"),
             model=header.get("model"),
             path=where,
@@ -256,8 +266,27 @@ def info_of_header(header: dict[str, Any], where: str) -> SessionInfo:
         raise corrupt_error(where, f"its header has a wrong or missing field ({type(exc).__name__}: {exc})") from exc
 
 
+def _values(text: str) -> int:
+    """About how many JSON values `text` holds: its `{`, `[` and `,` (one pass in C each); when that is over
+    the bound, counted again outside strings, as `Conversation.from_json` counts them (prose has commas)."""
+    raw = text.count("{") + text.count("[") + text.count(",")
+    if raw <= limits.MAX_SESSION_VALUES:
+        return raw
+    from unified.conversations import _values as outside_strings
+
+    return outside_strings(text, limits.MAX_SESSION_VALUES)
+
+
 def parse_document(text: str, where: str) -> StoredSession:
-    """The session in a stored document, or CorruptSession/UnsupportedSessionFormat."""
+    """The session in a stored document, or CorruptSession/UnsupportedSessionFormat (also for a document of
+    more values than `limits.MAX_SESSION_VALUES`, refused before it is parsed)."""
+    values = _values(text)
+    if values > limits.MAX_SESSION_VALUES:
+        raise corrupt_error(
+            where,
+            f"it holds {values:,} JSON values, more than a session record may ({limits.MAX_SESSION_VALUES:,}); "
+            "it was not parsed",
+        )
     try:
         document = json.loads(text)
     except (ValueError, RecursionError) as exc:
@@ -432,7 +461,7 @@ def _take_lock(lock: Path, session_id: str) -> int:
     the path and tries again if not. That keeps "one holder" true without ever leaving lock files behind.
     """
     while True:
-        fd = _create(lock, os.O_RDWR)
+        fd = _open_lock(lock)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -457,9 +486,37 @@ def _take_lock(lock: Path, session_id: str) -> int:
     return fd
 
 
+def _open_lock(lock: Path) -> int:
+    """A descriptor of the lock file at `lock` (created if missing), refused unless it is a regular file.
+
+    A lease writes its holder's record into the file (truncating a crashed holder's first): opened through
+    a symbolic link planted at the lock's name, it truncated and overwrote the link's target, any file the
+    user may write. A link is never followed (O_NOFOLLOW) and a FIFO or device never waited on or written."""
+    try:
+        fd = _create(lock, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise _refused_lock(lock, "a symbolic link") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _refused_lock(lock, "not a regular file")
+    return fd
+
+
+def _refused_lock(lock: Path, what: str) -> SessionError:
+    return SessionError(
+        f"the session's lock file {lock} is {what}: the session store does not follow or write through it",
+        hint="it was left unchanged; move it away, then run again",
+        details={"path": str(lock)},
+    )
+
+
 def _release_lock(lock: Path, fd: int) -> None:
-    """Unlink the lock file while still holding it, then close (which releases the flock)."""
-    with contextlib.suppress(FileNotFoundError):
+    """Unlink the lock file while still holding it, then close (which releases the flock). A lock file that
+    cannot be unlinked (its directory turned read-only meanwhile) is left: the next taker takes it as it takes
+    a crashed holder's, and a failed unlink must not turn a run's end into an error."""
+    with contextlib.suppress(OSError):
         lock.unlink()
     os.close(fd)
 
@@ -517,8 +574,16 @@ def _open_record(path: Path) -> BinaryIO:
 
 
 def _read_record(path: Path) -> bytes:
+    """The whole record at `path`; CorruptSession, unread, when it is larger than `limits.MAX_SESSION_RECORD_BYTES`."""
     with _open_record(path) as handle:
-        return handle.read()
+        size = os.fstat(handle.fileno()).st_size
+        if size > limits.MAX_SESSION_RECORD_BYTES:
+            raise corrupt_error(
+                str(path),
+                f"it is {size:,} bytes, more than a session record may be ({limits.MAX_SESSION_RECORD_BYTES:,}); "
+                "it was not read",
+            )
+        return handle.read(size)  # not read(bound): a read of n bytes allocates n first; no more than checked
 
 
 class FileSessionStore(BlockingSessionStore):
@@ -571,9 +636,11 @@ class FileSessionStore(BlockingSessionStore):
     def _read_header(self, path: Path) -> dict[str, Any]:
         """The header, reading the first line and the last two bytes (a cut file fails here)."""
         where = str(path)
+        bound = limits.MAX_SESSION_HEADER_BYTES
         with _open_record(path) as handle:
-            first = handle.readline()
-            handle.seek(max(os.fstat(handle.fileno()).st_size - len(_END), 0))
+            first = handle.readline(bound + 1)
+            size = os.fstat(handle.fileno()).st_size
+            handle.seek(max(size - len(_END), 0))
             end = handle.read()
             if end != _END:
                 if first.startswith(_HEADER_PREFIX.encode()):
@@ -586,6 +653,12 @@ class FileSessionStore(BlockingSessionStore):
             if line.startswith(_HEADER_PREFIX) and line.endswith(","):
                 with contextlib.suppress(ValueError, RecursionError):
                     return checked_header(json.loads(line[len(_HEADER_PREFIX) : -1]), where)
+            if size > bound:  # no header line we can read, and too much to read whole for one
+                raise corrupt_error(
+                    where,
+                    f"its header is not on a first line of at most {bound:,} bytes as unified writes it, and "
+                    f"the file is {size:,} bytes, more than a listing reads to find it",
+                )
             handle.seek(0)  # not in our one-line layout: read it all, from the file already open
             raw = handle.read()
         try:
@@ -654,7 +727,9 @@ class FileSessionStore(BlockingSessionStore):
 
     def _collect(self, backend: str, prefix: str) -> list[SessionInfo]:
         infos: list[SessionInfo] = []
-        for path, is_flat in self._files(backend, prefix):
+        with self._failing("be listed"):  # a file's own failure is its entry's problem (`_entry`)
+            files = self._files(backend, prefix)
+        for path, is_flat in files:
             info = self._entry(backend, path)
             if info is None and is_flat:  # a save moved it meanwhile
                 info = self._entry(backend, path.parent / _shard_of(path.stem) / path.name)
@@ -678,10 +753,12 @@ class FileSessionStore(BlockingSessionStore):
     def _load(self, backend: str, session_id: str) -> StoredSession:
         """The shard's record, else the flat one (an older layout's), else the shard's again: a save
         may have moved it between the two looks."""
-        path = _checked_shard(self.path_of(backend, session_id))
+        with self._failing("be read"):
+            path = _checked_shard(self.path_of(backend, session_id))
         for candidate in (path, _flat_of(path), path):
             try:
-                return self._read_session(candidate)
+                with self._failing("be read"):
+                    return self._read_session(candidate)
             except FileNotFoundError:
                 continue
         raise SessionNotFound(
@@ -715,6 +792,10 @@ class FileSessionStore(BlockingSessionStore):
         self._save(session, sync=False, new=True)
 
     def _save(self, session: StoredSession, *, sync: bool = True, new: bool = False) -> None:
+        with self._failing("be written"):
+            self._write(session, sync=sync, new=new)
+
+    def _write(self, session: StoredSession, *, sync: bool, new: bool) -> None:
         key = (session.backend, session.session_id)
         target = self.path_of(*key)
         if key not in self._leased:  # a lease checked its shard when it was taken
@@ -753,11 +834,30 @@ class FileSessionStore(BlockingSessionStore):
         with self._hold(backend, session_id):
             removed = False
             for candidate in (path, _flat_of(path)):
-                with contextlib.suppress(FileNotFoundError):
+                with contextlib.suppress(FileNotFoundError), self._failing("be written"):
                     candidate.unlink()
                     removed = True
             if not removed:
                 raise SessionNotFound(f"no {backend} session {session_id!r} in {path.parent.parent}") from None
+
+    @contextlib.contextmanager
+    def _failing(self, what: str) -> Iterator[None]:
+        """An OSError of the store's own files (a full disk, a read-only or unwritable directory, a file where
+        its directory goes) as `SessionStoreUnavailable` naming the path: it was an untyped OSError, which a
+        run reported as `internal_error`, "a bug in unified". A FileNotFoundError is left to the caller (a
+        record that is not there is a miss, not a broken store)."""
+        try:
+            yield
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            where = exc.filename or self.root
+            raise SessionStoreUnavailable(
+                f"the session store at {self.root} cannot {what}: {exc.strerror or exc} ({where})",
+                hint="make that directory writable (or free disk space), or point UNIFIED_DATA_DIR (or "
+                "UNIFIED_SESSION_STORE_URL) at another store; no stored session was changed",
+                details={"path": str(where), "errno": exc.errno},
+            ) from None
 
     @contextlib.contextmanager
     def _hold(self, backend: str, session_id: str) -> Iterator[None]:
@@ -769,14 +869,16 @@ class FileSessionStore(BlockingSessionStore):
         Every run of this one takes the shard's lock first, so two of them exclude each other by it
         alone, whatever a move between the layouts does meanwhile.
         """
-        record = _checked_shard(self.path_of(backend, session_id))
+        with self._failing("be written"):
+            record = _checked_shard(self.path_of(backend, session_id))
+            lock = record.with_suffix(".lock")
+            held = [(lock, _take_lock(lock, session_id))]
         flat = _flat_of(record)
-        lock = record.with_suffix(".lock")
-        held = [(lock, _take_lock(lock, session_id))]
         try:
             if os.path.lexists(flat):
                 legacy_lock = flat.with_suffix(".lock")
-                held.append((legacy_lock, _take_lock(legacy_lock, session_id)))
+                with self._failing("be written"):
+                    held.append((legacy_lock, _take_lock(legacy_lock, session_id)))
             self._written[record] = None
             self._leased[(backend, session_id)] = record
             try:

@@ -32,11 +32,18 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import platformdirs
 
-from unified._files import NotRegularFile, open_regular, read_regular, read_regular_text, write_atomically
+from unified._files import (
+    FileTooLarge,
+    NotRegularFile,
+    open_regular,
+    read_regular,
+    read_regular_text,
+    write_atomically,
+)
 from unified._redaction import clip
 from unified.errors import CorruptSession, SessionNotFound
 from unified.events import Usage
@@ -68,6 +75,11 @@ _ID_CHARS = re.compile(r"[0-9a-z_-]+")
 """What a session id is made of (the CLI accepts [A-Za-z0-9_-]); anything else cannot name a file."""
 _HEAD_BYTES = 64 * 1024
 _TAIL_BYTES = 64 * 1024
+MAX_CHAT_FILE_BYTES = 512 * 1024 * 1024
+"""Largest chat file read whole (a resume, `show`, `export`): about the longest string V8 holds (2**29 - 24
+characters), so the CLI itself cannot load a larger one. A listing reads only a file's edges, so nothing
+bounded the read that followed: a resume or an export read a chat file of any size whole, then parsed it.
+A larger one is `CorruptSession` naming it, unread and kept."""
 _CONTEXT_PREFIX = "<session_context>"
 PROJECT_ROOT_FILE = ".project_root"
 """The CLI's marker in each `tmp/<slug>/` directory: the project root it belongs to."""
@@ -112,6 +124,13 @@ def _loads(line: bytes | str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def header_of(handle: BinaryIO) -> dict[str, Any] | None:
+    """The header (first line) of the chat file open in `handle`, None when it is not one: read up to
+    `_HEAD_BYTES`, as a listing reads it (a first line of hundreds of MB, or no newline at all, was read whole
+    by a resume's search for the session's files and by a delete)."""
+    return _loads(handle.readline(_HEAD_BYTES))
+
+
 def prompt_text(message: Mapping[str, Any]) -> str | None:
     """The text of a real user prompt (not the CLI's `<session_context>` preamble, not a tool answer)."""
     if message.get("type") != "user":
@@ -147,12 +166,21 @@ class ChatFile:
 def read_chat(path: Path) -> ChatFile:
     """Replay a chat file: last record per id, `$set` (checkpoints included) and `$rewindTo`."""
     try:
-        raw = read_regular(path)
+        raw = read_regular(path, max_bytes=MAX_CHAT_FILE_BYTES)
     except NotRegularFile as exc:
         raise CorruptSession(f"cannot read {path}: it is {exc.strerror}", hint=exc.hint) from exc
+    except FileTooLarge as exc:
+        raise _too_large(path, exc) from exc
     except OSError as exc:
         raise CorruptSession(f"cannot read {path}: {exc}", hint="check the file's permissions") from exc
     return parse_chat(raw, path)
+
+
+def _too_large(path: Path, exc: FileTooLarge) -> CorruptSession:
+    return CorruptSession(
+        f"cannot read the gemini-cli chat file {path}: {exc.strerror}; the gemini CLI cannot load one this large",
+        hint="it was left unchanged; start a new session (or move the file away)",
+    )
 
 
 def parse_chat(raw: bytes, path: Path) -> ChatFile:
@@ -270,7 +298,12 @@ def session_usage(path: Path) -> tuple[Usage, int]:
 
 
 def summarize(path: Path, project_dir: str | None) -> SessionInfo | None:
-    """A listing record from the head and tail of a chat file; None for a session with no prompt yet."""
+    """A listing record from the head and tail of a chat file; None for a session with no prompt yet. A file
+    larger than `MAX_CHAT_FILE_BYTES` is `CorruptSession`: no resume could read it (and `session_usage`, which
+    reads every line, would hold its longest one)."""
+    size = path.stat().st_size
+    if size > MAX_CHAT_FILE_BYTES:
+        raise _too_large(path, FileTooLarge(path, size, MAX_CHAT_FILE_BYTES))
     head, tail = _read_edges(path)
     header = _loads(head[0]) if head else None
     if header is None or not isinstance(header.get("sessionId"), str):
@@ -428,8 +461,9 @@ class ChatFiles:
             return self._resolve(ref, None), False
         except SessionNotFound:
             self._refuse_unreadable(ref)
+            shown = clip(ref, 80, more="…")
             raise SessionNotFound(
-                f"no gemini-cli session matches {ref!r} in the project at {cwd} nor in any other project "
+                f"no gemini-cli session matches {shown!r} in the project at {cwd} nor in any other project "
                 f"under {self.root}",
                 hint="run `unified sessions list` to see every session",
                 details={"ref": ref, "searched": str(self.root)},
@@ -477,7 +511,7 @@ class ChatFiles:
         for twin in path.parent.glob(f"session-*-{info.short_id}.jsonl"):
             try:
                 with open_regular(twin) as handle:
-                    header = _loads(handle.readline())
+                    header = header_of(handle)
             except NotRegularFile:
                 continue  # not a chat file: not the CLI's, not ours to delete
             if header is not None and header.get("sessionId") == info.session_id:
@@ -495,7 +529,7 @@ def session_files(home: Path, session_id: str) -> list[Path]:
     for path in (home / "tmp").glob(f"*/chats/session-*-{short_id_of(session_id)}.jsonl"):
         try:
             with open_regular(path) as handle:
-                header = _loads(handle.readline())
+                header = header_of(handle)
         except OSError:
             continue
         if header is not None and header.get("sessionId") == session_id:

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from unified._adapters.gemini_cli._chat_files import BACKEND, _loads, real_directory
+from unified._adapters.gemini_cli._chat_files import BACKEND, header_of, real_directory
 from unified._adapters.gemini_cli._conversation import project_slug
 from unified._binary.shared import session_lease as shared_session_lease
 from unified._files import open_regular
@@ -127,7 +127,7 @@ def _header_names(path: Path, session_id: str) -> bool:
     """Whether the regular file at `path` (not a link) has a header naming `session_id`."""
     try:
         with open_regular(path, follow_links=False) as handle:
-            header = _loads(handle.readline())
+            header = header_of(handle)
     except OSError:
         return False
     return header is not None and header.get("sessionId") == session_id
