@@ -81,3 +81,24 @@ def test_a_lone_surrogate_escape_parses_into_u_fffd_and_a_pair_into_its_characte
         "keys": {"\ufffd": ["\ufffd"]},
     }
     assert parse_object('{"text": "whole \\ud83d\\ude00"}') == {"text": "whole \U0001f600"}
+
+
+def test_leading_fields_are_read_from_the_start_of_a_line_too_long_to_parse() -> None:
+    from unified._binary.framing import leading_fields
+    from unified._binary.jsonrpc import request_in_head
+
+    names = ("jsonrpc", "id", "method", "type", "request_id", "n", "ok")
+    head = '{"jsonrpc":"2.0","id":7,"method":"session/request_permission","params":{"content":"xxxx'
+    assert leading_fields(head, names) == {"jsonrpc": "2.0", "id": 7, "method": "session/request_permission"}
+    assert request_in_head(head) == (7, "session/request_permission")
+    assert request_in_head('{"method":"item/fileChange/requestApproval","id":"a1","params":{') == (
+        "a1",
+        "item/fileChange/requestApproval",
+    )
+    assert request_in_head('{"method":"item/started","params":{"item":{"id":3') is None  # a notification
+    assert request_in_head('{"jsonrpc":"2.0","id":true,"method":"x",') is None  # an id is a number or a string
+    assert request_in_head("not json at all") is None
+    assert leading_fields(' {"n": -1.5e3, "ok": true, "x": 1, "type": "later"', names) == {"n": -1500.0, "ok": True}
+    quoted = '{"type": "a \\" quote", "request_id": "r", "request": {'
+    assert leading_fields(quoted, names) == {"type": 'a " quote', "request_id": "r"}
+    assert leading_fields('{"type": "cut off here', names) == {}  # a value the head cuts is not read

@@ -20,18 +20,22 @@ Decisions:
   ours) warns every open session; with one request waiting it is that request's answer, which fails
   at once instead of leaving the run to its timeouts.
 - A line that is not a JSON object (or that the process could not read) becomes a `LineProblem`
-  in every open session inbox (in `unrouted` when none is open): each run warns, none crashes.
+  in every open session inbox (in `unrouted` when none is open): each run warns, none crashes. When
+  such a line was a request of the agent's (a line over the cap: a permission request carrying a
+  large file), its id and method are read from its start and it is answered with an error at once:
+  the agent would otherwise wait for that answer until the run's idle timeout.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from unified._binary.framing import json_line, parse_object
+from unified._binary.framing import json_line, leading_fields, parse_object
 from unified._binary.loops import PerLoopLock
 from unified._redaction import clip
 from unified.backends import AgentProcess, MalformedLine
@@ -55,6 +59,16 @@ UNROUTED_LIMIT = 100
 METHOD_NOT_FOUND = -32601
 
 Message = dict[str, Any]
+
+
+def request_in_head(head: str) -> tuple[int | str, str] | None:
+    """(id, method) when `head`, the start of a line that cannot be used, is a request of the agent's: it
+    waits for an answer, which a dropped line would never get. Its leading fields only, in any order."""
+    fields = leading_fields(head, ("jsonrpc", "id", "method"))
+    request_id, method = fields.get("id"), fields.get("method")
+    if isinstance(request_id, int | str) and not isinstance(request_id, bool) and isinstance(method, str):
+        return request_id, method
+    return None
 
 
 _ANSWER_ID = re.compile(r'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(\d+)\s*,\s*"(?:result|error)"')
@@ -246,7 +260,17 @@ class JsonRpcConnection:
                 try:
                     line = await self.process.receive()
                 except MalformedLine as bad:
-                    self._refuse(bad.head, f"dropped a {bad.size}-byte line from {self.name}: {bad.reason}")
+                    text = f"dropped a {bad.size}-byte line from {self.name}: {bad.reason}"
+                    request = request_in_head(bad.head)
+                    if request is None:
+                        self._refuse(bad.head, text)
+                        continue
+                    # The agent waits for an answer to it (a permission request carrying a 9 MB file waited until
+                    # the run's idle timeout): it is refused now, and the agent goes on without it.
+                    request_id, method = request
+                    self._broadcast(LineProblem(f"{text}; its {method} request was refused unread", bad.head))
+                    with contextlib.suppress(ConnectionError):
+                        await self.respond_error(request_id, -32600, f"unified could not read this request: {text}")
                     continue
                 if line is None:
                     self.closed = True

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from unified._adapters.claude_code._key_file import KeyLease
-from unified._binary.framing import json_line, parse_object
+from unified._binary.framing import json_line, leading_fields, parse_object
 from unified._binary.jsonrpc import LineProblem
 from unified._files import read_regular
 from unified.backends import AgentProcess, MalformedLine
@@ -47,6 +47,11 @@ from unified.backends import AgentProcess, MalformedLine
 __all__ = ["ClaudeConnection", "LineProblem", "control_response_of"]
 
 Message = dict[str, Any]
+
+
+_HEAD_FIELDS = ("type", "request_id", "duration_api_ms", "stop_reason", "session_id", "total_cost_usd")
+"""What is read of a line over the cap from its start: a control request's id, or a result's first fields (2.1.332
+writes them before its usage and `permission_denials`)."""
 
 
 def control_response_of(message: Message) -> tuple[str, Message] | None:
@@ -154,7 +159,23 @@ class ClaudeConnection:
         try:
             line = await self.process.receive()
         except MalformedLine as exc:
-            return LineProblem(f"the claude CLI wrote an unreadable line: {exc}")
+            problem = f"the claude CLI wrote an unreadable line: {exc}"
+            head = leading_fields(exc.head, _HEAD_FIELDS)
+            if head.get("type") == "result" or ("duration_api_ms" in head and "session_id" in head):
+                # The turn's end (2.1.332 writes its `type` late, after `permission_denials`, which repeat the
+                # input of every call it denied: a denied 9 MB Write), read from its first fields, so the run ends
+                # instead of waiting for it until its idle timeout. Its usage is not among them: estimated.
+                ended = head.get("stop_reason") == "end_turn"
+                self._ahead.append({**head, "type": "result", "subtype": "success", "is_error": not ended})
+                return LineProblem(f"{problem}; read as the turn's result from its first fields (usage estimated)")
+            request_id = head.get("request_id")
+            if head.get("type") != "control_request" or not isinstance(request_id, str):
+                return LineProblem(problem)
+            # The CLI waits for the answer (a permission request carrying a 9 MB Write waited until the run's
+            # idle timeout): it is refused now, and the CLI goes on without it.
+            with contextlib.suppress(ConnectionError):
+                await self.respond_error(request_id, f"unified could not read this request: {exc}")
+            return LineProblem(f"{problem}; its control request was refused unread")
         if line is None:
             return None
         parsed = parse_object(line)
