@@ -12,10 +12,9 @@ from pathlib import Path
 import pytest
 
 from unified import execute
-from unified.events import ErrorEvent, Result, UnifiedEvent, WarningEvent
+from unified.events import ErrorEvent, Result, UnifiedEvent, UserInputResponse, WarningEvent
 from unified.testing import FakeAnthropic, FakeGemini, FunctionCall, ModelTurn
 from unified.testing._wiring import backend_options_for, prepare_cli_home
-from unified.types import UserInputResponse
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
 
