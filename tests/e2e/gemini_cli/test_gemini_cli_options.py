@@ -225,7 +225,7 @@ async def test_cancelled_run_leaves_its_neighbour_alone(responses: Responses, wo
 async def test_mcp_server_that_cannot_start_is_a_warning(run_gemini: Run, responses: Responses) -> None:
     broken = StdioMcpServer(name="broken", command="no-such-mcp-server-binary")
     events = await run_gemini(responses(stream_line(text("ok"))), mcp_servers=(broken,))
-    warning = next(e for e in events if isinstance(e, WarningEvent) and e.code == "mcp_server_unavailable")
+    warning = next(e for e in events if isinstance(e, WarningEvent) and e.code == "mcp_unavailable")
     assert "'broken'" in warning.message
     assert "no-such-mcp-server-binary" in warning.message
     assert result_of(events).final_text == "ok"

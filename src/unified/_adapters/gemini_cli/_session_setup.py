@@ -146,7 +146,7 @@ class SessionSetup:
         for server in self.params.mcp_servers:
             if isinstance(server, StdioMcpServer) and not command_exists(server.command, cwd, self.launch.env):
                 await self.warn(
-                    "mcp_server_unavailable",
+                    "mcp_unavailable",  # as every backend says of an MCP server that does not start
                     f"MCP server {server.name!r} cannot start: command {server.command!r} was not found "
                     f"(PATH of the gemini process, relative paths from {cwd}); its tools will be missing",
                 )
