@@ -329,7 +329,7 @@ _NOT_A_MODEL = re.compile(r"[\s\x00-\x1f\x7f?&#]|\.\.")
 def _check_directory(what: str, path: Path) -> None:
     path = path.expanduser()
     name = str(path)
-    if not name.isascii() and not _is_utf8(name):
+    if _lone_surrogate_at(name) is not None:  # bytes that are not UTF-8 (`surrogateescape`)
         raise ConfigurationError(
             f"{what} {os.fsencode(name)!r} is not valid UTF-8: no backend can name it (requests and session files "
             "are UTF-8)",
@@ -349,29 +349,28 @@ def _check_directory(what: str, path: Path) -> None:
         raise ConfigurationError(f"{what} {path} is not a directory", hint=f"pass a directory as {what}, not a file")
 
 
-def _is_utf8(name: str) -> bool:
-    """Whether a path's name (bytes that are not UTF-8 became lone surrogates, `surrogateescape`) is UTF-8: a cwd
-    named so failed with `internal_error` (UnicodeEncodeError) on the API backends while the session record was
-    written, and the gemini CLI, given U+FFFD in its place, looked for another directory ("Directory does not
-    exist", a `backend_error`)."""
-    try:
-        name.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _check_text(what: str, text: str) -> None:
-    """`text` as UTF-8 can carry it: a lone surrogate (text decoded with `surrogateescape`, or cut mid-pair)
-    failed deep inside an API client, or left a binary's run waiting for an answer to a line it dropped."""
+def _lone_surrogate_at(text: str) -> int | None:
+    """Where `text` holds a lone surrogate, which no UTF-8 carries (None: nowhere). A path's bytes that are not
+    UTF-8 read as such (`surrogateescape`): a cwd named so failed with `internal_error` (UnicodeEncodeError) on the
+    API backends while the session record was written, and the gemini CLI, given U+FFFD in its place, looked for
+    another directory ("Directory does not exist", a `backend_error`). A prompt holding one failed deep inside an
+    API client, or left a binary's run waiting for an answer to a line it dropped."""
+    if text.isascii():
+        return None
     try:
         text.encode()
     except UnicodeEncodeError as exc:
+        return exc.start
+    return None
+
+
+def _check_text(what: str, text: str) -> None:
+    at = _lone_surrogate_at(text)
+    if at is not None:
         raise ConfigurationError(
-            f"the {what} is not text: it holds a lone surrogate (U+{ord(text[exc.start]):04X}) at character "
-            f"{exc.start:,}",
+            f"the {what} is not text: it holds a lone surrogate (U+{ord(text[at]):04X}) at character {at:,}",
             hint="decode the input with errors='replace' (or fix its encoding) and run again",
-        ) from None
+        )
 
 
 def check_params(params: ExecuteParams) -> None:

@@ -189,8 +189,8 @@ class AgentSubprocess(AgentProcess):
                 start_new_session=True,
                 pass_fds=() if read_fd is None else (read_fd,),
             )
-        except OSError as exc:
-            if exc.errno == errno.E2BIG:  # the binary is fine: what the run put on its command line is not
+        except (OSError, ValueError) as exc:
+            if isinstance(exc, OSError) and exc.errno == errno.E2BIG:  # the binary is fine, its command line is not
                 size = sum(len(os.fsencode(arg)) + 1 for arg in argv)
                 raise UnifiedError(
                     f"could not start {argv[0]}: its command line ({size:,} bytes) is longer than the system "
@@ -198,8 +198,6 @@ class AgentSubprocess(AgentProcess):
                     code="bad_request",
                     hint="shorten the longest option of the run (a system instruction, a tool list)",
                 ) from None
-            raise BackendUnavailable(f"could not start {argv[0]}: {exc}", hint=hint) from exc
-        except ValueError as exc:
             raise BackendUnavailable(f"could not start {argv[0]}: {exc}", hint=hint) from exc
         finally:
             if read_fd is not None:
