@@ -8,6 +8,7 @@ code (the idle timeout given here ends it)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +24,13 @@ BIG = "x" * 9_000_000
 
 async def allow(request: object) -> UserInputResponse:
     return UserInputResponse.allow()
+
+
+async def write_big(backend: str, cwd: Path, options: dict[str, Any]) -> list[UnifiedEvent]:
+    """The run of the fake server's script (a call writing BIG, then "done"), every permission allowed; its idle timeout
+    (30 s) is what ended it before."""
+    params = {"backend_options": {**options, "pool_size": 0}, "on_user_input": allow, "idle_timeout_s": 30}
+    return [e async for e in execute(prompt="go", backend=backend, cwd=cwd, **params)]
 
 
 def ended_promptly(events: list[UnifiedEvent], refused: str) -> Result:
@@ -43,18 +51,8 @@ async def test_gemini_cli_a_permission_request_over_the_cap_is_refused_and_the_r
         ModelTurn(function_calls=[FunctionCall(name="write_file", args={"file_path": str(target), "content": BIG})])
     ]
     async with FakeGemini([*turns, ModelTurn(text="done")]) as server:
-        options = {**backend_options_for(server, "gemini-cli", cli_home=isolated_home), "pool_size": 0}
-        events = [
-            e
-            async for e in execute(
-                prompt="go",
-                backend="gemini-cli",
-                cwd=tmp_path,
-                backend_options=options,
-                on_user_input=allow,
-                idle_timeout_s=30,
-            )
-        ]
+        options = backend_options_for(server, "gemini-cli", cli_home=isolated_home)
+        events = await write_big("gemini-cli", tmp_path, options)
     result = ended_promptly(events, "its session/request_permission request was refused unread")
     assert result.status == "success"
     assert result.final_text == "done"
@@ -66,18 +64,7 @@ async def test_claude_code_a_permission_request_and_a_result_over_the_cap_end_th
     target = tmp_path / "big.txt"
     turns = [ModelTurn(function_calls=[FunctionCall(name="Write", args={"file_path": str(target), "content": BIG})])]
     async with FakeAnthropic([*turns, ModelTurn(text="done")]) as server:
-        options = {**backend_options_for(server, "claude-code"), "pool_size": 0}
-        events = [
-            e
-            async for e in execute(
-                prompt="go",
-                backend="claude-code",
-                cwd=tmp_path,
-                backend_options=options,
-                on_user_input=allow,
-                idle_timeout_s=30,
-            )
-        ]
+        events = await write_big("claude-code", tmp_path, backend_options_for(server, "claude-code"))
     result = ended_promptly(events, "its control request was refused unread")
     assert any(
         "read as the turn's result from its first fields" in e.message for e in events if isinstance(e, WarningEvent)
