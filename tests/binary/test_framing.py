@@ -84,12 +84,12 @@ def test_a_lone_surrogate_escape_parses_into_u_fffd_and_a_pair_into_its_characte
 
 
 def test_leading_fields_are_read_from_the_start_of_a_line_too_long_to_parse() -> None:
-    from unified._binary.framing import leading_fields
-    from unified._binary.jsonrpc import request_in_head
+    from unified._internal.json_head import leading_fields, request_in_head
 
     names = ("jsonrpc", "id", "method", "type", "request_id", "n", "ok")
     head = '{"jsonrpc":"2.0","id":7,"method":"session/request_permission","params":{"content":"xxxx'
-    assert leading_fields(head, names) == {"jsonrpc": "2.0", "id": 7, "method": "session/request_permission"}
+    opening = {"jsonrpc": "2.0", "id": 7, "method": "session/request_permission"}
+    assert leading_fields(head, names) == (opening, "params")
     assert request_in_head(head) == (7, "session/request_permission")
     assert request_in_head('{"method":"item/fileChange/requestApproval","id":"a1","params":{') == (
         "a1",
@@ -98,7 +98,27 @@ def test_leading_fields_are_read_from_the_start_of_a_line_too_long_to_parse() ->
     assert request_in_head('{"method":"item/started","params":{"item":{"id":3') is None  # a notification
     assert request_in_head('{"jsonrpc":"2.0","id":true,"method":"x",') is None  # an id is a number or a string
     assert request_in_head("not json at all") is None
-    assert leading_fields(' {"n": -1.5e3, "ok": true, "x": 1, "type": "later"', names) == {"n": -1500.0, "ok": True}
+    fields = leading_fields(' {"n": -1.5e3, "ok": true, "x": 1, "type": "later"', names)
+    assert fields == ({"n": -1500.0, "ok": True}, "x")
     quoted = '{"type": "a \\" quote", "request_id": "r", "request": {'
-    assert leading_fields(quoted, names) == {"type": 'a " quote', "request_id": "r"}
-    assert leading_fields('{"type": "cut off here', names) == {}  # a value the head cuts is not read
+    assert leading_fields(quoted, names) == ({"type": 'a " quote', "request_id": "r"}, "request")
+    assert leading_fields('{"type": "cut off here', names) == ({}, "type")  # a value the head cuts is not read
+
+
+@pytest.mark.parametrize(
+    ("head", "answers"),
+    [
+        ('{"jsonrpc":"2.0","id":3,"result":{"text":"zzz', 3),
+        ('{"id":3,"jsonrpc":"2.0","error":{"code":1', 3),  # any order of the leading fields
+        ('{"id":"a1","result":[', "a1"),
+        ('{"jsonrpc":"2.0","result":{"content":[{"id":5,"text":"', None),  # an id inside the result is not its own
+        ('{"jsonrpc":"2.0","id":5,"method":"x","params":{', None),  # a request, not an answer
+        ('{"jsonrpc":"2.0","id":true,"result":{', None),
+        ('{"jsonrpc":"2.0","id":5,"params":{', None),
+        ("[1, 2", None),
+    ],
+)
+def test_an_answer_is_told_from_its_leading_fields_only(head: str, answers: int | str | None) -> None:
+    from unified._internal.json_head import answer_in_head
+
+    assert answer_in_head(head) == answers

@@ -380,8 +380,9 @@ def _answering_with(bad: Callable[[int], bytes]) -> FakeAgentProcess:
         lambda i: b'{"jsonrpc":"2.0","id":%d,"result":{"x":' % i + _nested(10_000).encode() + b"}}",
         lambda i: b'{"id": %d, "result": {"x":' % i + _nested(70).encode() + b"}}",
         lambda i: b'{"jsonrpc":"2.0","id":%d,"result":{"text":"' % i + b"z" * (MAX_LINE_BYTES + 10) + b'"}}',
+        lambda i: b'{"id":%d,"jsonrpc":"2.0","result":{"text":"' % i + b"z" * (MAX_LINE_BYTES + 10) + b'"}}',
     ],
-    ids=["too-deep-to-parse", "deeper-than-the-limit", "over-the-line-cap"],
+    ids=["too-deep-to-parse", "deeper-than-the-limit", "over-the-line-cap", "over-the-cap-id-first"],
 )
 async def test_an_unusable_answer_fails_its_request_at_once(bad: Callable[[int], bytes]) -> None:
     """The request the line answered gets an error now, instead of waiting for an answer forever."""

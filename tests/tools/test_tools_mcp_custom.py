@@ -165,3 +165,14 @@ def test_registration_errors(ws: Path) -> None:
         rt.register(star, name="has space")
     with pytest.raises(ValueError, match="a tool named 'read_file' is already registered"):
         rt.register(lambda: 0, name="read_file")
+
+
+def test_an_unusable_mcp_line_fails_only_the_request_its_own_id_names() -> None:
+    """A line over the cap (or nested too deep) fails the request it answers, read from its leading fields:
+    an `id` inside its result (a server writing `result` first) is not the answer's, and another request
+    waiting for its own answer is left alone."""
+    from unified.tools._mcp_transport import _answer_id
+
+    assert _answer_id(b'{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"') == 4
+    assert _answer_id(b'{"jsonrpc":"2.0","result":{"content":[{"type":"text","id":5,"text":"') is None
+    assert _answer_id(b'{"jsonrpc":"2.0","id":6,"method":"sampling/createMessage","params":{') is None

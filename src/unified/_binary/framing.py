@@ -9,10 +9,8 @@ only, so a bad line is a warning for the run, never a crash nor unbounded memory
 
 from __future__ import annotations
 
-import contextlib
 import json
-import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any, cast
 
 from unified._internal import limits
@@ -20,7 +18,7 @@ from unified._internal.text import escapes_surrogates, well_formed_json
 from unified._redaction import clip
 from unified.backends import MalformedLine
 
-__all__ = ["MAX_LINE_BYTES", "LineFramer", "json_line", "leading_fields", "parse_object"]
+__all__ = ["MAX_LINE_BYTES", "LineFramer", "json_line", "parse_object"]
 
 MAX_LINE_BYTES = limits.MAX_EVENT_BYTES
 """The longest line read (a tool output can be large); a longer one is dropped with a `MalformedLine`."""
@@ -93,27 +91,6 @@ def parse_object(line: str) -> dict[str, Any] | str:
     if escapes_surrogates(line):  # half an emoji a CLI's `slice` cut, escaped by its JSON.stringify
         return cast("dict[str, Any]", well_formed_json(value))
     return value
-
-
-_LEADING_FIELD = re.compile(
-    r'\s*"([A-Za-z_]+)"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)\s*,'
-)
-"""One leading field of an object with a scalar value (`"id": 7,`), read where no parser may go."""
-
-
-def leading_fields(head: str, names: Sequence[str]) -> dict[str, Any]:
-    """The fields among `names` that open the JSON object whose first characters are `head` (a line too long
-    to parse: `MalformedLine.head`), in any order, while each holds a string, a number, true, false or null."""
-    start = head.lstrip()
-    fields: dict[str, Any] = {}
-    if not start.startswith("{"):
-        return fields
-    at = 1
-    while (found := _LEADING_FIELD.match(start, at)) is not None and found.group(1) in names:
-        with contextlib.suppress(ValueError):
-            fields[found.group(1)] = json.loads(found.group(2))
-        at = found.end()
-    return fields
 
 
 def _quoted(line: str) -> str:

@@ -29,14 +29,14 @@ Decisions:
 from __future__ import annotations
 
 import contextlib
-import re
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from unified._binary.framing import json_line, leading_fields, parse_object
+from unified._binary.framing import json_line, parse_object
 from unified._binary.loops import PerLoopLock
+from unified._internal.json_head import answer_in_head, request_in_head
 from unified._redaction import clip
 from unified.backends import AgentProcess, MalformedLine
 
@@ -59,20 +59,6 @@ UNROUTED_LIMIT = 100
 METHOD_NOT_FOUND = -32601
 
 Message = dict[str, Any]
-
-
-def request_in_head(head: str) -> tuple[int | str, str] | None:
-    """(id, method) when `head`, the start of a line that cannot be used, is a request of the agent's: it
-    waits for an answer, which a dropped line would never get. Its leading fields only, in any order."""
-    fields = leading_fields(head, ("jsonrpc", "id", "method"))
-    request_id, method = fields.get("id"), fields.get("method")
-    if isinstance(request_id, int | str) and not isinstance(request_id, bool) and isinstance(method, str):
-        return request_id, method
-    return None
-
-
-_ANSWER_ID = re.compile(r'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(\d+)\s*,\s*"(?:result|error)"')
-"""The id of an answer to one of our requests, read from the start of a line that cannot be used."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,10 +311,10 @@ class JsonRpcConnection:
         """A line that cannot be used: every open session is warned, and when it answered one of our
         requests, that request fails now with `text` instead of waiting for an answer that never comes."""
         self._broadcast(LineProblem(text, head))
-        found = _ANSWER_ID.match(head)
-        target = self._answers.get(int(found.group(1))) if found else None
-        if target is not None and found is not None:
-            target.put({"id": int(found.group(1)), "error": {"code": -32603, "message": text}})
+        request_id = answer_in_head(head)
+        target = self._answers.get(request_id) if type(request_id) is int else None
+        if target is not None:
+            target.put({"id": request_id, "error": {"code": -32603, "message": text}})
 
     def _broadcast(self, problem: LineProblem) -> None:
         for inbox in self._sessions.values():

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import re
 import signal
 import subprocess
 import sys
@@ -43,6 +42,7 @@ from mcp.shared.message import SessionMessage
 
 from unified._internal import limits
 from unified._internal.http import EventMeter, EventTooLarge
+from unified._internal.json_head import answer_in_head
 from unified._pgroup import ProcessGroup
 from unified._redaction import Redactor, SplitGuard, redactor
 from unified.types import StdioMcpServer
@@ -50,21 +50,14 @@ from unified.types import StdioMcpServer
 __all__ = ["MCP_STDERR_BYTES", "FaultWatch", "capped_http_client", "capped_stdio"]
 
 _HEAD = 512
-_ANSWER_ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")')
 _STOP_GRACE_S = 2.0
 MCP_STDERR_BYTES = 1024 * 1024
 """How much of a stdio server's stderr is passed on to ours; the rest is read and dropped."""
 
 
 def _answer_id(head: bytes) -> int | str | None:
-    """The id of the JSON-RPC message a line starts (only an answer, not a request, is looked at)."""
-    if b'"method"' in head:
-        return None
-    found = _ANSWER_ID.search(head)
-    if found is None:
-        return None
-    raw = found.group(1)
-    return int(raw) if raw[:1] != b'"' else raw[1:-1].decode("utf-8", "replace")
+    """The id of the JSON-RPC answer a line starts (a request, or an id only inside its result, is none)."""
+    return answer_in_head(head.decode("utf-8", "replace"))
 
 
 def _error_answer(request_id: int | str, message: str) -> SessionMessage:

@@ -39,9 +39,10 @@ from pathlib import Path
 from typing import Any
 
 from unified._adapters.claude_code._key_file import KeyLease
-from unified._binary.framing import json_line, leading_fields, parse_object
+from unified._binary.framing import json_line, parse_object
 from unified._binary.jsonrpc import LineProblem
 from unified._files import read_regular
+from unified._internal.json_head import leading_fields
 from unified.backends import AgentProcess, MalformedLine
 
 __all__ = ["ClaudeConnection", "LineProblem", "control_response_of"]
@@ -160,7 +161,7 @@ class ClaudeConnection:
             line = await self.process.receive()
         except MalformedLine as exc:
             problem = f"the claude CLI wrote an unreadable line: {exc}"
-            head = leading_fields(exc.head, _HEAD_FIELDS)
+            head, _ = leading_fields(exc.head, _HEAD_FIELDS)
             if head.get("type") == "result" or ("duration_api_ms" in head and "session_id" in head):
                 # The turn's end (2.1.332 writes its `type` late, after `permission_denials`, which repeat the
                 # input of every call it denied: a denied 9 MB Write), read from its first fields, so the run ends
