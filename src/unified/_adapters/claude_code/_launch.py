@@ -233,15 +233,16 @@ class Launch:
     params: ExecuteParams = field(repr=False)
     api_key_helper: str | None = None
     """The `apiKeyHelper` command that gives the CLI the run's key (`key_helper`), None without one."""
-    api_key: str | None = field(default=None, repr=False)
-    """The key the helper prints, written to its file while a process holds a `lease`."""
-    mcp_config: bytes | None = field(default=None, repr=False)
-    """The `--mcp-config` JSON of the run's MCP servers (their headers and `env` carry tokens), None without
-    servers: given to the CLI as a file of the home (`mcp_file`), written while a process holds a `lease`,
-    never on its command line, which its Bash tool's commands and every local user can read."""
-    system_prompt: bytes | None = field(default=None, repr=False)
-    """The run's system instruction, given as a file of the home the same way (`system_file`): a command line
-    holds no argument over 128 KiB."""
+    private_files: tuple[tuple[Path, bytes], ...] = field(default=(), repr=False)
+    """The run's private files of the home, by path and content, written while a process holds a `lease`
+    (`_key_file`): the key the helper prints (`key_file`); the `--mcp-config` JSON of its MCP servers, whose
+    headers and `env` carry tokens (`mcp_file`), never on its command line, which its Bash tool's commands and
+    every local user can read; its system instruction (`system_file`): a command line holds no argument over
+    128 KiB."""
+    mcp_path: Path | None = None
+    """The `--mcp-config` file among them, None without MCP servers."""
+    system_path: Path | None = None
+    """The `--system-prompt-file` among them, None without a system instruction."""
 
     @classmethod
     def of(cls, params: ExecuteParams, options: ClaudeCodeOptions) -> Launch:
@@ -254,10 +255,17 @@ class Launch:
         )
         key = take_credential(env)
         helper = None if key is None else _helper(home, key, env.get("PATH"))
-        mcp = None
+        files = [] if key is None else [(key_file(home, key), key.encode())]
+        mcp_path = system_path = None
         if params.mcp_servers:
             servers = {server.name: _mcp_entry(server) for server in params.mcp_servers}
-            mcp = json.dumps({"mcpServers": servers}, separators=(",", ":")).encode()
+            config = json.dumps({"mcpServers": servers}, separators=(",", ":")).encode()
+            mcp_path = mcp_file(home, config)
+            files.append((mcp_path, config))
+        if params.system_instruction is not None:
+            text = params.system_instruction.encode()
+            system_path = system_file(home, text)
+            files.append((system_path, text))
         return cls(
             binary=binary,
             env=env,
@@ -265,23 +273,15 @@ class Launch:
             model=params.model,
             params=params,
             api_key_helper=helper,
-            api_key=key,
-            mcp_config=mcp,
-            system_prompt=None if params.system_instruction is None else params.system_instruction.encode(),
+            private_files=tuple(files),
+            mcp_path=mcp_path,
+            system_path=system_path,
         )
 
     def lease(self) -> KeyLease | None:
-        """A hold on the run's private files (its key's, its MCP config's, its system instruction's) for one
-        process about to start (None without any): written now if they are not there, and removed once no
-        process holds them (`_key_file`)."""
-        files = []
-        if self.api_key is not None:
-            files.append((key_file(self.home, self.api_key), self.api_key.encode()))
-        if self.mcp_config is not None:
-            files.append((mcp_file(self.home, self.mcp_config), self.mcp_config))
-        if self.system_prompt is not None:
-            files.append((system_file(self.home, self.system_prompt), self.system_prompt))
-        return lease(files) if files else None
+        """A hold on the run's private files for one process about to start (None without any): written now
+        if they are not there, and removed once no process holds them (`_key_file`)."""
+        return lease(list(self.private_files)) if self.private_files else None
 
     def argv(self, *, session_id: str, resume: bool) -> list[str]:
         """The command line: stream-json both ways with partial messages, permission prompts over
@@ -311,14 +311,14 @@ class Launch:
         argv.append(f"--resume={session_id}" if resume else f"--session-id={session_id}")
         if self.model:
             argv += ["--model", self.model]
-        if self.mcp_config is not None:
-            argv += ["--mcp-config", str(mcp_file(self.home, self.mcp_config))]
+        if self.mcp_path is not None:
+            argv += ["--mcp-config", str(self.mcp_path)]
         if params.excluded_tools:
             argv += ["--disallowedTools", ",".join(sorted({claude_tool_name(n) for n in params.excluded_tools}))]
         for directory in params.include_directories:
             argv += ["--add-dir", str(Path(directory).expanduser().resolve())]
-        if self.system_prompt is not None:
-            argv += ["--system-prompt-file", str(system_file(self.home, self.system_prompt))]
+        if self.system_path is not None:
+            argv += ["--system-prompt-file", str(self.system_path)]
         if params.max_turns is not None:
             argv += ["--max-turns", str(params.max_turns)]
         thinking = params.thinking
