@@ -20,7 +20,9 @@ The loop owns what must behave the same on each of them (docs/backends/api-loop.
   (`runaway_loop`); a malformed turn (the model botched it, or the stream ended empty) is asked
   again up to `max_retries` times;
 - retries of a request that failed before showing anything (`unified._internal.retry`);
-- per-turn accounting in one call (`RunContext.end_turn`), mirrored into the stored session.
+- per-turn accounting in one call (`RunContext.end_turn`), mirrored into the stored session;
+- subagents (`backend_options.subagents`): a `delegate` tool hands a self-contained task to a new
+  conversation of the same backend and model, with the same tools and policy (`_Subagent`).
 
 A backend supplies a `TurnClient`: it sends one turn, translates its stream into events, and keeps
 in the session's state whatever its next request needs (the whole history, or the chain of
@@ -33,9 +35,10 @@ import functools
 import json
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -44,21 +47,77 @@ import anyio.to_thread
 from unified._internal.api_options import ApiOptions
 from unified._internal.models import ToolFamily
 from unified._internal.retry import Failure, retrying
+from unified._internal.stream import estimate_tokens
 from unified._redaction import run_secrets
 from unified._sessions.config import default_store
 from unified._sessions.stores import save_announced
 from unified.backends import RunContext, RunOutcome
-from unified.errors import UnifiedError
-from unified.events import SessionStarted, ToolResult, UnifiedEvent, Usage, WarningEvent
+from unified.errors import RunStopped, UnifiedError
+from unified.events import (
+    PermissionDecision,
+    SessionStarted,
+    SubagentCompleted,
+    SubagentStarted,
+    TextDelta,
+    ToolResult,
+    UnifiedEvent,
+    Usage,
+    UserInputRequest,
+    UserInputResponse,
+    WarningEvent,
+)
 from unified.sessions import SessionStore, StoredSession
 from unified.tools import EventForwarder, ToolCall, ToolOutcome, ToolRuntime, tool_family
 
-__all__ = ["NOT_RUN_NO_TOOLS", "AgentLoop", "Declarations", "Emit", "T", "TurnClient", "TurnEnd", "call_key", "refused"]
+__all__ = [
+    "DELEGATE",
+    "NOT_RUN_NO_TOOLS",
+    "AgentLoop",
+    "Declarations",
+    "Emit",
+    "T",
+    "TurnClient",
+    "TurnEnd",
+    "call_key",
+    "refused",
+]
 
 Emit = Callable[[UnifiedEvent], Awaitable[None]]
 T = TypeVar("T")
 
 NOT_RUN_NO_TOOLS = "no local tools are available in this run (backend_options.local_tools is false)"
+
+DELEGATE = "delegate"
+"""The tool that hands a task to a subagent (`backend_options.subagents`)."""
+
+_DELEGATE_DECLARATION: dict[str, Any] = {
+    "name": DELEGATE,
+    "description": (
+        "Hands a self-contained task to a subagent: a new conversation with the same model, tools and permissions, "
+        "which sees nothing of this one and works until the task is done. Its final answer comes back as this "
+        "call's result; its steps do not fill this conversation. Use it for a side task with many steps whose "
+        "details you do not need (a search through many files, a summary of a long log)."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "task": {
+                "type": "string",
+                "description": "What the subagent must do and answer, with every detail it needs: it sees nothing "
+                "of this conversation.",
+            },
+            "description": {"type": "string", "description": "A few words naming the task, shown to the user."},
+        },
+        "required": ["task"],
+        "additionalProperties": False,
+    },
+}
+
+SUBAGENT_MAX_TURNS = 50
+"""A subagent's model requests at most, when the run sets no `max_turns` (which then bounds each subagent too)."""
+
+_IN_TASK: ContextVar[str | None] = ContextVar("unified_subagent_task", default=None)
+"""The subagent task whose calls are running (its permission prompts carry its id)."""
 
 
 @dataclass
@@ -135,6 +194,10 @@ class TurnClient(Protocol):
     def keep_tool_round(self, session: StoredSession, calls: list[ToolCall], outcomes: list[ToolOutcome]) -> None:
         """Record the calls' results in the state as the next request's input."""
 
+    def for_subagent(self, task: str) -> TurnClient:
+        """A client of the same backend, model and options for a subagent's own conversation, which begins
+        with `task` alone: no history, no images, nothing of this one's state."""
+
 
 @dataclass(frozen=True)
 class _RuntimeSettings:
@@ -184,6 +247,32 @@ def refused(calls: list[ToolCall], message: str) -> list[ToolOutcome]:
     return [ToolOutcome(c.id, c.name, {"error": message}, True) for c in calls]
 
 
+@dataclass
+class _Streaks:
+    """What the loop counts over consecutive turns (the run's, or a subagent's): malformed turns in a row,
+    and the same calls in a row (a runaway loop)."""
+
+    malformed: int = 0
+    repeats: int = 0
+    last_keys: list[str] = field(default_factory=list)
+
+    def botched(self) -> int:
+        """One more malformed turn: how many in a row."""
+        self.malformed += 1
+        return self.malformed
+
+    def kept(self) -> None:
+        """A turn that was not malformed."""
+        self.malformed = 0
+
+    def same_calls(self, calls: list[ToolCall]) -> int:
+        """A turn that asked for `calls`: how many turns in a row asked for the very same ones."""
+        keys = sorted(call_key(c) for c in calls)
+        self.repeats = self.repeats + 1 if keys == self.last_keys else 1
+        self.last_keys = keys
+        return self.repeats
+
+
 class AgentLoop:
     """One run of an API backend: the session, the tools and the turns, around a `TurnClient`."""
 
@@ -194,6 +283,8 @@ class AgentLoop:
         self.options = client.options
         self.store: SessionStore = ctx.params.session_store or default_store()
         """The only place the API backends touch the session store."""
+        self._child_declarations: Declarations | None = None
+        """What a subagent's requests declare (the run's, without `delegate`); None: the run offers no `delegate`."""
 
     async def run(self) -> RunOutcome:
         params = self.params
@@ -291,9 +382,23 @@ class AgentLoop:
                     declarations = Declarations(json.dumps(tools.declarations(family)))
                 else:
                     declarations = Declarations(_declarations_of(self._runtime_settings(), family))
+            if self.options.local_tools and self.options.subagents and DELEGATE not in params.excluded_tools:
+                declarations = await self._with_delegate(declarations)
             self.client.begin(session, declarations)
             await self._leased.wait()  # no request before the store answered: it may be down, or the session in use
             return await self._turns(session)
+
+    async def _with_delegate(self, declarations: Declarations) -> Declarations:
+        """The run's declarations with `delegate` (a subagent's are the run's as they were)."""
+        declared = declarations.parsed()
+        if any(d.get("name") == DELEGATE for d in declared):  # an MCP or custom tool of that name
+            await self._warn(
+                "unsupported_option",
+                f"subagents: a tool named {DELEGATE!r} is declared already, so this run offers no subagents",
+            )
+            return declarations
+        self._child_declarations = declarations
+        return Declarations(json.dumps([*declared, _DELEGATE_DECLARATION]))
 
     def _runtime_settings(self) -> _RuntimeSettings:
         params = self.params
@@ -315,11 +420,18 @@ class AgentLoop:
                     include_directories=params.include_directories,
                     approval_mode=params.approval_mode,
                     excluded_tools=params.excluded_tools,
-                    user_input=self.ctx.ask_user if params.on_user_input is not None else None,
+                    user_input=self._ask_user if params.on_user_input is not None else None,
                     secrets=run_secrets(params),
                 )
             )
         return self._tools
+
+    async def _ask_user(self, request: UserInputRequest) -> UserInputResponse:
+        """A tool's permission prompt, marked with the subagent task whose call asks (if one does)."""
+        task = _IN_TASK.get()
+        if task is not None:
+            _into_task(request, task)
+        return await self.ctx.ask_user(request)
 
     async def _save(self, session: StoredSession) -> None:
         await self.store.save(session)
@@ -357,8 +469,7 @@ class AgentLoop:
 
     async def _turns(self, session: StoredSession) -> RunOutcome:
         max_turns = self.params.max_turns
-        last_keys: list[str] = []
-        repeats = malformed = 0
+        streaks = _Streaks()
         unsaved: StoredSession | None = None
         """The session, when its last change is to be written while the next request is in flight."""
         while True:
@@ -376,14 +487,14 @@ class AgentLoop:
             session.usage = session.usage + counted
             session.turns += 1
             if turn.malformed is not None:
-                malformed += 1
+                malformed = streaks.botched()
                 if malformed > self.options.max_retries:
                     return RunOutcome(
                         status="error", error=f"{turn.malformed}; the model's turn was malformed {malformed} times"
                     )
                 await self._warn("malformed_turn", f"{turn.malformed}; asking the model again")
                 continue
-            malformed = 0
+            streaks.kept()
             self.client.keep_turn(session, turn)
             if turn.error is not None:
                 raise turn.error  # `run` saves the session on the way out
@@ -392,9 +503,7 @@ class AgentLoop:
             if turn.continues or not turn.calls:
                 unsaved = session
                 continue
-            keys = sorted(call_key(c) for c in turn.calls)
-            repeats = repeats + 1 if keys == last_keys else 1
-            last_keys = keys
+            repeats = streaks.same_calls(turn.calls)
             if repeats >= self.options.loop_threshold:
                 await self._refuse(session, turn.calls, "not run: the same call was repeated too often (runaway loop)")
                 raise UnifiedError(
@@ -436,19 +545,76 @@ class AgentLoop:
             attempt, classify=self.client.classify, options=self.options, warn=self._warn, shown=lambda: shown > 0
         )
 
-    async def _run_calls(self, calls: list[ToolCall]) -> list[ToolOutcome]:
-        if not self.options.local_tools:
-            outcomes = refused(calls, NOT_RUN_NO_TOOLS)
+    async def _run_calls(self, calls: list[ToolCall], emit: Emit | None = None) -> list[ToolOutcome]:
+        """Run one round's calls and show their results; `emit` is a subagent's (its calls may not delegate)."""
+        show = emit or self.ctx.emit
+        delegated = {c.id for c in calls if c.name == DELEGATE and self._child_declarations is not None}
+        local = [c for c in calls if c.id not in delegated]
+        if not local:
+            ran: list[ToolOutcome] = []
+        elif not self.options.local_tools:
+            ran = refused(local, NOT_RUN_NO_TOOLS)
         else:
             tools = await self._runtime()
-            outcomes = await tools.run_batch(calls, EventForwarder(self.ctx.emit))
+            ran = await tools.run_batch(local, EventForwarder(show))
+        by_id = {outcome.call_id: outcome for outcome in ran}
+        for call in calls:
+            if call.id in delegated:
+                by_id[call.id] = await self._delegate(call) if emit is None else _not_delegated(call)
+        outcomes = [by_id[c.id] for c in calls]
         for outcome in outcomes:
             shown = outcome.response.get("error" if outcome.is_error else "output", outcome.response)
             ran_with = outcome.decision.input if outcome.decision is not None else None  # the user changed it
-            await self.ctx.emit(
-                ToolResult(tool_use_id=outcome.call_id, output=shown, is_error=outcome.is_error, input=ran_with)
-            )
+            await show(ToolResult(tool_use_id=outcome.call_id, output=shown, is_error=outcome.is_error, input=ran_with))
         return outcomes
+
+    async def _delegate(self, call: ToolCall) -> ToolOutcome:
+        """Run a `delegate` call: a subagent works on its task in a conversation of its own, its events marked
+        with the task's id, between `subagent_started` and `subagent_completed`; its final answer is the call's
+        output. The subagent's calls are each put to the run's policy, so the delegation itself is allowed."""
+        task, description = call.args.get("task"), call.args.get("description")
+        if not isinstance(task, str) or not task.strip():
+            return ToolOutcome(
+                call.id, call.name, {"error": f"{DELEGATE} needs `task`: what the subagent must do"}, True
+            )
+        await self.ctx.emit(
+            PermissionDecision(
+                tool_use_id=call.id,
+                tool_name=DELEGATE,
+                decision="allow",
+                decided_by="policy",
+                rule=DELEGATE,
+                reason="a subagent's own calls are each put to the policy",
+            )
+        )
+        task_id = f"task-{call.id}"
+        await self.ctx.emit(
+            SubagentStarted(
+                task_id=task_id,
+                agent_name=DELEGATE,
+                description=description if isinstance(description, str) and description else None,
+                parent_tool_use_id=call.id,
+            )
+        )
+        subagent = _Subagent(self, self.client.for_subagent(task), task_id)
+        token = _IN_TASK.set(task_id)
+        try:
+            status, answer = await subagent.run()
+        except RunStopped:
+            raise
+        except UnifiedError as exc:  # the subagent's request failed for good: the parent's model is told
+            status, answer = "failed", exc.message
+        finally:
+            _IN_TASK.reset(token)
+        usage = subagent.usage
+        if usage.output_tokens == 0 and subagent.text_chars:
+            usage = usage.model_copy(update={"output_tokens": estimate_tokens(subagent.text_chars), "estimated": True})
+        await self.ctx.emit(
+            SubagentCompleted(task_id=task_id, agent_name=DELEGATE, status=status, result=answer, usage=usage)
+        )
+        if status == "completed":
+            return ToolOutcome(call.id, call.name, {"output": answer}, False)
+        return ToolOutcome(call.id, call.name, {"error": f"the subagent ended {status}: {answer}"}, True)
 
     async def _refuse(self, session: StoredSession, calls: list[ToolCall], message: str) -> None:
         """Answer calls that will not run, in the stream and in the history (so a resume is valid).
@@ -457,3 +623,114 @@ class AgentLoop:
         for call in calls:
             await self._emit(ToolResult(tool_use_id=call.id, output=message, is_error=True))
         self.client.keep_tool_round(session, calls, refused(calls, message))
+
+
+def _into_task(event: UnifiedEvent, task_id: str) -> None:
+    """Mark `event` as the subagent task's; its tool call id gets the task's prefix, so the ids the subagent's
+    conversation uses (the server's, or the translator's own count) never meet the run's."""
+    event.subagent_task_id = task_id
+    event.is_subagent = True
+    tool_use_id = getattr(event, "tool_use_id", None)
+    if isinstance(tool_use_id, str):
+        event.tool_use_id = f"{task_id}/{tool_use_id}"  # type: ignore[union-attr]
+
+
+_Ending = tuple[Literal["completed", "failed", "max_turns"], str]
+"""How a subagent's conversation ended (its `subagent_completed` status) and its answer, or why there is none."""
+
+
+def _not_delegated(call: ToolCall) -> ToolOutcome:
+    return ToolOutcome(call.id, call.name, {"error": f"not run: a subagent cannot {DELEGATE} (one level only)"}, True)
+
+
+class _Subagent:
+    """One `delegate` call's conversation: the main loop's turns (retries, malformed turns, runaway calls,
+    tool rounds through the run's runtime) on a `TurnClient` of its own, never saved (the parent's history
+    keeps the call and its answer), its usage reported in `subagent_completed` instead of the turn's."""
+
+    def __init__(self, loop: AgentLoop, client: TurnClient, task_id: str) -> None:
+        self.loop = loop
+        self.client = client
+        self.task_id = task_id
+        self.usage = Usage()
+        self.text_chars = 0
+        self._answer: list[str] = []
+        """The text of the subagent's latest model turn: its answer once it stops."""
+        self._shown = 0
+        """Events of the request being tried."""
+
+    async def _attempt(self) -> TurnEnd:
+        """One try of a model request (`retrying` asks again while nothing of it was shown)."""
+        self._answer = []
+        self._shown = 0
+        return await self.client.send(self.emit)
+
+    async def emit(self, event: UnifiedEvent) -> None:
+        self._shown += 1
+        _into_task(event, self.task_id)
+        if type(event) is TextDelta:
+            self._answer.append(event.text)
+            self.text_chars += len(event.text)
+        await self.loop.ctx.emit(event)
+
+    async def _warn(self, code: str, message: str) -> None:
+        """A warning of the subagent's (a retry, a malformed turn): its own, but no output of a request."""
+        warning = WarningEvent(code=code, message=message)
+        _into_task(warning, self.task_id)
+        await self.loop.ctx.emit(warning)
+
+    async def run(self) -> _Ending:
+        """(status, the final answer or why there is none)."""
+        loop, client = self.loop, self.client
+        params = loop.params
+        session = StoredSession.new(client.backend, model=None, cwd=str(params.cwd), first_prompt=None)
+        session.model = client.choose_model(loop.client.model)
+        client.prepare(session)
+        assert loop._child_declarations is not None
+        client.begin(session, loop._child_declarations)
+        limit = params.max_turns if params.max_turns is not None else SUBAGENT_MAX_TURNS
+        async with client.connection:
+            try:
+                return await self._turns(session, limit)
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await client.abandon()
+                raise
+
+    async def _turns(self, session: StoredSession, limit: int) -> _Ending:
+        turns = 0
+        streaks = _Streaks()
+        while True:
+            if turns >= limit:
+                return "max_turns", f"stopped after {limit} model requests"
+            turn = await retrying(
+                self._attempt,
+                classify=self.client.classify,
+                options=self.loop.options,
+                warn=self._warn,
+                shown=lambda: self._shown > 0,
+            )
+            turns += 1
+            self.usage = self.usage + turn.usage
+            if turn.malformed is not None:
+                malformed = streaks.botched()
+                if malformed > self.loop.options.max_retries:
+                    return "failed", f"{turn.malformed}; the model's turn was malformed {malformed} times"
+                await self._warn("malformed_turn", f"{turn.malformed}; asking the model again")
+                continue
+            streaks.kept()
+            self.client.keep_turn(session, turn)
+            if turn.error is not None:
+                return "failed", turn.error.message
+            if turn.outcome is not None:
+                answer = "".join(self._answer)
+                if turn.outcome.status == "success":
+                    return "completed", answer
+                return "failed", turn.outcome.error or f"the subagent's conversation ended {turn.outcome.status}"
+            if turn.continues or not turn.calls:
+                continue
+            repeats = streaks.same_calls(turn.calls)
+            if repeats >= self.loop.options.loop_threshold:
+                return "failed", f"runaway loop: the same call ({turn.calls[0].name}) {repeats} turns in a row"
+            outcomes = await self.loop._run_calls(turn.calls, self.emit)
+            self.client.keep_tool_round(session, turn.calls, outcomes)

@@ -123,10 +123,10 @@ def test_nothing_present_explains_what_to_set() -> None:
     assert "`unified demo` runs every backend against local fake servers" in message
 
 
-def test_with_some_credentials_the_hint_does_not_offer_the_demo() -> None:
+def test_with_some_credentials_the_hint_does_not_offer_the_demo(tmp_path: Path) -> None:
     with pytest.raises(RoutingError) as caught:
-        select_backend(_auth(API_KEY), requires=["background_agents", "subagent_ids_on_deltas"])
-    assert "ANTHROPIC_API_KEY" in str(caught.value)  # claude-code alone has both: its credentials are named
+        select_backend(_code_assist(tmp_path), requires=["background_agents", "subagent_ids_on_deltas"])
+    assert "ANTHROPIC_API_KEY" in str(caught.value)  # claude-code has both: its credentials are named
     assert "unified demo" not in str(caught.value)
 
 
@@ -141,7 +141,6 @@ def test_incomplete_credentials_are_named() -> None:
 def test_capability_picks_the_only_backend_offering_it() -> None:
     auth = _auth(API_KEY)
     assert select_backend(auth, ["background_agents"]).backend == "interactions"
-    assert select_backend(auth, ["subagent_lifecycle"]).backend == "gemini-cli"
 
 
 def test_partial_support_loses_to_full_or_emulated() -> None:
@@ -152,6 +151,9 @@ def test_partial_support_loses_to_full_or_emulated() -> None:
     emulated = select_backend(_auth(API_KEY), ["permission_requests", "plan_mode", "usage_accuracy"])
     assert emulated.backend == "generate-content"  # emulated by unified counts as supported
     assert emulated.alternatives == ("interactions", "gemini-cli")  # gemini-cli's usage_accuracy is partial
+    delegating = select_backend(_auth(API_KEY), ["subagent_lifecycle"])
+    assert delegating.backend == "generate-content"  # unified's delegate tool beats gemini-cli's partial invoke_agent
+    assert delegating.alternatives == ("interactions", "gemini-cli")
 
 
 def test_capability_missing_for_the_only_authenticated_backend(tmp_path: Path) -> None:
@@ -166,8 +168,8 @@ def test_capability_missing_for_the_only_authenticated_backend(tmp_path: Path) -
 
 def test_no_backend_offers_the_combination() -> None:
     with pytest.raises(RoutingError, match="drop a requirement") as caught:
-        select_backend(_auth(API_KEY), ["background_agents", "server_side_tools", "subagent_lifecycle"])
-    assert "interactions does not support subagent_lifecycle" in str(caught.value)
+        select_backend(_auth(API_KEY), ["background_agents", "subagent_lifecycle"], only="generate-content")
+    assert "generate-content does not support background_agents" in str(caught.value)
 
 
 def test_unknown_capability_is_refused() -> None:
@@ -179,9 +181,9 @@ def test_prefer_wins_when_it_qualifies_and_is_explained_when_not() -> None:
     auth = _auth(API_KEY)
     assert select_backend(auth, prefer="interactions").backend == "interactions"
     assert select_backend(auth, prefer="scripted").backend == "scripted"
-    passed_over = select_backend(auth, ["subagent_lifecycle"], prefer="interactions")
-    assert passed_over.backend == "gemini-cli"
-    assert "preferred interactions does not support subagent_lifecycle" in passed_over.reason
+    passed_over = select_backend(auth, ["background_agents"], prefer="generate-content")
+    assert passed_over.backend == "interactions"
+    assert "preferred generate-content does not support background_agents" in passed_over.reason
     with pytest.raises(ConfigurationError, match="unknown backend"):
         select_backend(auth, prefer="nope")
 

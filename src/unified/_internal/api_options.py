@@ -128,6 +128,11 @@ class ApiOptions(BackendOptions):
     loop_threshold: int = Field(default=4, ge=2)
     """The same call with the same arguments this many turns in a row is a runaway loop."""
     local_tools: bool = True
+    subagents: bool = True
+    """With `local_tools`, offer the model a `delegate` tool that hands a self-contained task to a subagent: a
+    new conversation of the same model with the same tools and policy, whose events carry its task's id and
+    whose final answer is the call's result (docs/backends/api-loop.md, "Subagents"), as the agent binaries
+    offer theirs. False: one declaration less in every request."""
     google_search: bool = False
     url_context: bool = False
     code_execution: bool = False

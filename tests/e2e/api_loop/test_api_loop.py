@@ -18,7 +18,6 @@ import httpx
 import pytest
 
 import unified
-from tests.e2e.generate_content.gc_harness import Harness
 from tests.hang_guard import HANG_GUARD_S
 from unified._internal import genai_client, http
 from unified._sessions.config import default_store
@@ -31,25 +30,8 @@ from unified.types import ExecuteParams, ThinkingConfig
 
 pytestmark = pytest.mark.anyio
 
-BACKENDS = ["generate-content", "interactions"]
 MODEL = "gemini-3-flash-preview"
 ClientT = TypeVar("ClientT", httpx.AsyncClient, httpx.Client)
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def fake(harness: Harness) -> FakeGemini:
-    return harness.server
-
-
-@pytest.fixture
-def workspace(harness: Harness) -> Path:
-    (harness.workspace / "notes.txt").write_text("alpha\n", encoding="utf-8")
-    return harness.workspace
 
 
 def params(backend: str, fake: FakeGemini, workspace: Path, prompt: str = "hi", **fields: Any) -> ExecuteParams:

@@ -162,6 +162,14 @@ USER_DENIED = "Tool call write_file was denied: the user denied it"
 CANCELED = 'Tool "write_file" was canceled by the user.'
 """What the gemini CLI tells the model of a call its client refused (the matrix's `denial_text`)."""
 CLI_WROTE = "Successfully created and wrote to new file: {cwd}/new.txt. Here is the updated code:\nwritten\n"
+DELEGATING = (
+    ModelTurn(function_calls=[FunctionCall(name="delegate", args={"task": "Read notes.txt and say what it holds."})]),
+    ModelTurn(function_calls=[NOTES]),
+    ModelTurn(text="alpha"),
+    ModelTurn(text="The subagent says alpha."),
+)
+"""The subagent scenario on unified's own loop: the parent delegates, the subagent reads and answers, then the
+parent ends."""
 
 
 def shell(command: str) -> ModelTurn:
@@ -351,7 +359,9 @@ SCENARIOS: tuple[Scenario, ...] = (
                 ModelTurn(subagent=True, function_calls=[NOTES]),
                 ModelTurn(subagent=True, text="alpha"),
                 ModelTurn(text="The subagent says alpha."),
-            )
+            ),
+            # unified's own loop: the `delegate` tool; FakeGemini serves the subagent's requests in turn.
+            **dict.fromkeys(("generate-content", "interactions"), DELEGATING),
         },
         shapes_for={
             "claude-code": (
@@ -359,7 +369,16 @@ SCENARIOS: tuple[Scenario, ...] = (
                 "subagent general-purpose completed: (tool read_file ok, text)",
                 "text",
                 "result success",
-            )
+            ),
+            **dict.fromkeys(
+                ("generate-content", "interactions"),
+                (
+                    "tool delegate ok",
+                    "subagent delegate completed: (tool read_file ok, text)",
+                    "text",
+                    "result success",
+                ),
+            ),
         },
         differences={
             # Codex names no agents (agent_name is the child's model); a child ends its task with its
