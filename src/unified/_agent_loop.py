@@ -48,7 +48,7 @@ from unified._internal.api_options import ApiOptions
 from unified._internal.models import ToolFamily
 from unified._internal.retry import Failure, retrying
 from unified._internal.stream import estimate_tokens
-from unified._redaction import run_secrets
+from unified._redaction import clip, run_secrets
 from unified._sessions.config import default_store
 from unified._sessions.stores import save_announced
 from unified.backends import RunContext, RunOutcome
@@ -71,6 +71,7 @@ from unified.tools import EventForwarder, ToolCall, ToolOutcome, ToolRuntime, to
 
 __all__ = [
     "DELEGATE",
+    "DELEGATIONS_PER_TURN",
     "NOT_RUN_NO_TOOLS",
     "AgentLoop",
     "Declarations",
@@ -112,6 +113,10 @@ _DELEGATE_DECLARATION: dict[str, Any] = {
         "additionalProperties": False,
     },
 }
+
+DELEGATIONS_PER_TURN = 4
+"""`delegate` calls run from one model turn at most (one after the other); the rest are answered "not run":
+each may take `SUBAGENT_MAX_TURNS` requests, and a turn of a hundred calls would multiply the run's cost."""
 
 SUBAGENT_MAX_TURNS = 50
 """A subagent's model requests at most, when the run sets no `max_turns` (which then bounds each subagent too)."""
@@ -558,9 +563,13 @@ class AgentLoop:
             tools = await self._runtime()
             ran = await tools.run_batch(local, EventForwarder(show))
         by_id = {outcome.call_id: outcome for outcome in ran}
-        for call in calls:
-            if call.id in delegated:
-                by_id[call.id] = await self._delegate(call) if emit is None else _not_delegated(call)
+        for n, call in enumerate(c for c in calls if c.id in delegated):
+            if emit is not None:
+                by_id[call.id] = _not_delegated(call, "a subagent cannot delegate (one level only)")
+            elif n >= DELEGATIONS_PER_TURN:
+                by_id[call.id] = _not_delegated(call, f"at most {DELEGATIONS_PER_TURN} delegations a turn")
+            else:
+                by_id[call.id] = await self._delegate(call)
         outcomes = [by_id[c.id] for c in calls]
         for outcome in outcomes:
             shown = outcome.response.get("error" if outcome.is_error else "output", outcome.response)
@@ -592,7 +601,7 @@ class AgentLoop:
             SubagentStarted(
                 task_id=task_id,
                 agent_name=DELEGATE,
-                description=description if isinstance(description, str) and description else None,
+                description=clip(description, 200) if isinstance(description, str) and description else None,
                 parent_tool_use_id=call.id,
             )
         )
@@ -639,8 +648,8 @@ _Ending = tuple[Literal["completed", "failed", "max_turns"], str]
 """How a subagent's conversation ended (its `subagent_completed` status) and its answer, or why there is none."""
 
 
-def _not_delegated(call: ToolCall) -> ToolOutcome:
-    return ToolOutcome(call.id, call.name, {"error": f"not run: a subagent cannot {DELEGATE} (one level only)"}, True)
+def _not_delegated(call: ToolCall, why: str) -> ToolOutcome:
+    return ToolOutcome(call.id, call.name, {"error": f"not run: {why}"}, True)
 
 
 class _Subagent:

@@ -14,6 +14,7 @@ import pytest
 import unified
 from tests.e2e.api_loop.test_api_loop import collect, params, read_notes, request_bodies, result
 from tests.hang_guard import HANG_GUARD_S
+from unified._agent_loop import DELEGATIONS_PER_TURN
 from unified.events import (
     ErrorEvent,
     PermissionDecision,
@@ -217,4 +218,26 @@ async def test_a_subagent_s_request_is_retried(backend: str, fake: FakeGemini, w
     assert retry.subagent_task_id == "task-d1"
     done = next(e for e in events if isinstance(e, SubagentCompleted))
     assert (done.status, done.result) == ("completed", "found it")
+    assert result(events).final_text == "ok"
+
+
+async def test_a_turn_runs_a_few_delegations_and_refuses_the_rest(
+    backend: str, fake: FakeGemini, workspace: Path
+) -> None:
+    """A model (or an injected prompt) asking for many subagents at once gets DELEGATIONS_PER_TURN of them; each
+    could take 50 requests. Their long descriptions are clipped where the stream shows them."""
+    calls = [
+        FunctionCall(name="delegate", args={"task": f"task {n}", "description": "d" * 5000}, id=f"d{n}")
+        for n in range(DELEGATIONS_PER_TURN + 2)
+    ]
+    fake.add(ModelTurn(function_calls=calls))
+    fake.add(*[ModelTurn(text=f"answer {n}") for n in range(DELEGATIONS_PER_TURN)], ModelTurn(text="ok"))
+    events = await collect(params(backend, fake, workspace))
+    no_violation(events)
+    started = [e for e in events if isinstance(e, SubagentStarted)]
+    assert [e.task_id for e in started] == [f"task-d{n}" for n in range(DELEGATIONS_PER_TURN)]
+    assert all(len(e.description or "") <= 200 for e in started)
+    refused = [e for e in events if isinstance(e, ToolResult) and e.is_error]
+    assert [e.tool_use_id for e in refused] == [f"d{n}" for n in range(DELEGATIONS_PER_TURN, DELEGATIONS_PER_TURN + 2)]
+    assert all("at most" in str(e.output) for e in refused)
     assert result(events).final_text == "ok"
