@@ -288,6 +288,8 @@ class AgentLoop:
         self.options = client.options
         self.store: SessionStore = ctx.params.session_store or default_store()
         """The only place the API backends touch the session store."""
+        self._delegated = Usage()
+        """The usage of the subagents of the tool round under way (the session's, once the round is kept)."""
         self._child_declarations: Declarations | None = None
         """What a subagent's requests declare (the run's, without `delegate`); None: the run offers no `delegate`."""
 
@@ -525,6 +527,8 @@ class AgentLoop:
                 )
             outcomes = await self._while_saving(session, functools.partial(self._run_calls, turn.calls))
             self.client.keep_tool_round(session, turn.calls, outcomes)
+            session.usage = session.usage + self._delegated  # the session's usage is the run's, as `result` says
+            self._delegated = Usage()
             unsaved = session  # the round is written while the next request is in flight
 
     async def _request(self) -> TurnEnd:
@@ -618,6 +622,7 @@ class AgentLoop:
         usage = subagent.usage
         if usage.output_tokens == 0 and subagent.text_chars:
             usage = usage.model_copy(update={"output_tokens": estimate_tokens(subagent.text_chars), "estimated": True})
+        self._delegated = self._delegated + usage
         await self.ctx.emit(
             SubagentCompleted(task_id=task_id, agent_name=DELEGATE, status=status, result=answer, usage=usage)
         )

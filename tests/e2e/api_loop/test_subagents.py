@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 import unified
-from tests.e2e.api_loop.test_api_loop import collect, params, read_notes, request_bodies, result
+from tests.e2e.api_loop.test_api_loop import collect, load_stored, params, read_notes, request_bodies, result
 from tests.hang_guard import HANG_GUARD_S
 from unified._agent_loop import DELEGATIONS_PER_TURN
 from unified.events import (
@@ -86,6 +86,12 @@ async def test_a_delegated_task_runs_in_a_conversation_of_its_own(
     final = result(events)
     assert (final.status, final.final_text, final.turns) == ("success", "Done: alpha.", 2)
     assert final.usage.input_tokens >= 30 + 11  # the subagent's usage is in the run's
+    stored = await load_stored(backend, str(final.short_id))
+    assert (stored.usage.input_tokens, stored.usage.output_tokens, stored.turns) == (
+        final.usage.input_tokens,
+        final.usage.output_tokens,
+        2,
+    )
     bodies = request_bodies(fake, backend)
     assert len(bodies) == 4
     assert declared(bodies[0]) == ["delegate", "read_file", "write_file"]
