@@ -235,6 +235,8 @@ class ProtectedPaths:
     """Options of a wrapper that run its command in another directory (`env -C dir`), by wrapper."""
     root_changers: frozenset[str] = frozenset()
     """Wrappers that run their command under another root directory (`chroot`)."""
+    program_trees: tuple[Path, ...] = ()
+    """System directories whose files, at any depth, later commands run or load (`program_trees`)."""
 
     def input_writer(self, name: str) -> InputWriter | None:
         """The entry for program `name`, or for the name before a version written after it
@@ -318,6 +320,7 @@ def protected_paths() -> ProtectedPaths:
             for name, options in data["protected"].get("shell_directory_options", {}).items()
         },
         frozenset(str(w) for w in data["protected"].get("shell_root_changers", ())),
+        tuple(Path(str(d)) for d in data["protected"].get("program_trees", ())),
     )
 
 
@@ -347,14 +350,20 @@ def protected_path(path: Path, roots: Sequence[Path]) -> str | None:
 
 def program_directory(path: Path, search_path: str | None = None) -> str | None:
     """The directory of `PATH` a file written at `path` lands in (`path` itself, for a copy into a
-    directory): a file there runs in place of the program a later command names (`cp evil
-    /usr/local/bin/git`, then an allowed `git status`). Only writes are judged so: reading
-    `/usr/bin/python3` is no reason to ask. `search_path` is the `PATH` the commands run with (a
+    directory), or the system directory of `program_trees` it is below: a file there runs in place
+    of the program a later command names (`cp evil /usr/local/bin/git`, then an allowed `git status`;
+    `cp evil /usr/lib/git-core/git-remote-https`, then an allowed `git fetch`). Only writes are
+    judged so: reading `/usr/bin/python3` is no reason to ask. `search_path` is the `PATH` the commands run with (a
     runtime's `shell_env` may set its own); None: this process's."""
     directories = _program_directories(os.environ.get("PATH", "") if search_path is None else search_path)
     for candidate in (path, path.parent):
         if str(candidate) in directories:
             return f"a directory of PATH, {candidate}"
+    # the loader's libraries, git's exec path, cron's spool, ...: a file at any depth below one runs
+    # or is loaded in place of what a later command (or the system) expects (`program_trees`)
+    for tree in protected_paths().program_trees:
+        if path.is_relative_to(tree):
+            return f"a directory whose files later commands run or load, {tree}"
     return None
 
 
