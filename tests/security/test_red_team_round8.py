@@ -29,7 +29,22 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   https remote runs it), `/usr/lib/x86_64-linux-gnu/libc.so.6`, the hook templates in
   `/usr/share/git-core` (`git init`, `git clone` copy them into every new repository),
   `/etc/init.d`, `/var/spool/cron/crontabs/root`: allowed under a rule for `cp` and
-  under a rule allowing every command, where only the directories of PATH were judged.
+  under a rule allowing every command, where only the directories of PATH were judged; and the
+  rest of the system the same way: `echo '|/ws/evil %p' | tee /proc/sys/kernel/core_pattern` (the
+  kernel runs it at the next crash), `/sys/kernel/uevent_helper`, `/etc/hosts` and `/etc/pip.conf`
+  (where the next install comes from), `/usr/share/bash-completion/completions/git`, vim's plugins
+  in `/usr/share/vim`, `/opt`, dpkg's maintainer scripts (a workspace inside one of these stays the
+  user's to edit);
+- start-up files of the home directory the list missed, allowed under a rule for `cp`: vim's
+  `~/.vim/plugin` (`.vimrc` was protected), nvim's `site` directory, `~/.bash_completion`, X's and
+  systemd's session environment, `~/.local/bin` (Debian's `.profile` puts it first in PATH), the
+  builds and hooks version managers' shims run (`~/.pyenv/versions/3.11.7/bin/python3.11`, the
+  interpreter of unified's own venv here; `~/.pyenv/pyenv.d/exec/*.bash`, sourced at every `python3`;
+  `~/.rustup/toolchains/*/bin/cargo`, `~/.nvm`), gpg-agent's pinentry, julia's, ghci's and ocaml's
+  start-up files, starship's prompt commands, gradle's init scripts, sbt's plugins, pip's, maven's and
+  conda's index, bun's preload, terraform's provider overrides, nix's build hooks, gh's pager,
+  pre-commit's cached hooks (an allowed `pre-commit run` runs them), `~/.kube/config` (its `exec`
+  plugin runs at the next allowed `kubectl get`), `~/.my.cnf`.
 
 Attacks that held are kept below their section as pins.
 """
@@ -245,6 +260,106 @@ def test_reading_from_a_system_program_directory_is_no_write(ws: Path) -> None:
     writer naming one at all, `cp /usr/lib/os-release x`, is asked, as for the directories of PATH)."""
     for command in ["cat /usr/lib/os-release", "file /usr/lib/git-core/git", "cp evil /tmp/x"]:
         assert _allowed(ws, allow_prefixes("cat", "file", "cp"), command), command
+
+
+# --- the rest of the system, and the home directory's other start-up files ------------------------------------
+
+SYSTEM_WRITES = [
+    ("tee", "echo '|/ws/evil %p' | tee /proc/sys/kernel/core_pattern"),
+    ("tee", "echo /ws/evil | tee /sys/kernel/uevent_helper"),
+    ("tee", "echo '1.2.3.4 pypi.org' | tee -a /etc/hosts"),
+    ("cp", "cp evil /etc/pip.conf"),
+    ("cp", "cp evil /etc/modprobe.d/x.conf"),
+    ("cp", "cp evil /usr/share/bash-completion/completions/git"),
+    ("cp", "cp evil /usr/share/vim/vimfiles/plugin/x.vim"),
+    ("cp", "cp evil /opt/app/bin/app"),
+    ("cp", "cp evil /var/lib/dpkg/info/bash.postinst"),
+    ("dd", "dd if=evil of=/usr/local/share/x"),
+    ("cp", "cp evil /var/spool/cron/crontabs/root"),
+]
+
+
+@pytest.mark.parametrize(("prefix", "command"), SYSTEM_WRITES)
+async def test_a_write_anywhere_in_the_systems_software_or_configuration_is_asked(
+    ws: Path, prefix: str, command: str
+) -> None:
+    """SUCCEEDED before: allowed under a rule for the writer; the kernel runs `core_pattern`'s program
+    at the next crash, bash sources the completion, vim the plugin, `/etc/hosts` and `pip.conf` choose
+    where the next install comes from."""
+    assert await _decision(ws, allow_prefixes(prefix, "echo"), command) == ("deny", "protected-paths")
+
+
+def test_a_project_inside_a_system_directory_is_still_the_users_to_edit() -> None:
+    """A workspace in `/usr/share` (as `/usr/src/app` in a container image) is below a system directory;
+    writes inside it are judged as any workspace's, not asked for that."""
+    root = Path("/usr/share")
+    assert _protected.program_directory(root / "app" / "main.py", "", (root,)) is None
+    assert _protected.shell_protected(syntax.parse("touch notes.txt"), root, (root,)) is None
+    assert _protected.program_directory(root / "app" / "main.py", "") is not None
+
+
+HOME_FILES = [
+    ".vim/plugin/x.vim",
+    ".vim/after/ftplugin/python.vim",
+    ".local/share/nvim/site/plugin/x.lua",
+    ".bash_completion",
+    ".local/share/bash-completion/completions/git",
+    ".config/environment.d/x.conf",
+    ".pam_environment",
+    ".xprofile",
+    ".xsessionrc",
+    ".local/bin/git",
+    ".pyenv/versions/3.11.7/bin/python3.11",
+    ".pyenv/pyenv.d/exec/x.bash",
+    ".pyenv/plugins/x/etc/pyenv.d/exec/x.bash",
+    ".rustup/toolchains/stable-x86_64-unknown-linux-gnu/bin/cargo",
+    ".nvm/nvm.sh",
+    ".asdf/shims/node",
+    ".gnupg/gpg-agent.conf",
+    ".julia/config/startup.jl",
+    ".ghci",
+    ".ocamlinit",
+    ".config/starship.toml",
+    ".gradle/init.d/x.gradle",
+    ".gradle/gradle.properties",
+    ".sbt/1.0/plugins/x.sbt",
+    ".m2/settings.xml",
+    ".config/pip/pip.conf",
+    ".pip/pip.conf",
+    ".bunfig.toml",
+    ".terraformrc",
+    ".config/nix/nix.conf",
+    ".config/gh/config.yml",
+    ".cache/pre-commit/repo1/hook.py",
+    ".kube/config",
+    ".my.cnf",
+]
+
+
+@pytest.mark.parametrize("name", HOME_FILES)
+async def test_an_allowed_copy_onto_a_start_up_file_of_the_home_directory_is_asked(ws: Path, name: str) -> None:
+    """SUCCEEDED before: allowed under a rule for `cp`: vim loads `~/.vim/plugin`, pyenv's shim runs
+    `~/.pyenv/versions/*/bin/python3.11` (the interpreter of unified's own venv here) and sources its
+    `pyenv.d` hooks, gradle runs its init scripts, gpg-agent its pinentry, kubectl the `exec` plugin of
+    `~/.kube/config`, an allowed `pre-commit run` the cached hooks."""
+    assert await _decision(ws, allow_prefixes("cp"), f"cp evil /home/u/{name}") == ("deny", "protected-paths")
+
+
+@pytest.mark.parametrize(
+    "name", [".pyenv/versions/3.11.7/lib/python3.11/os.py", ".vim/plugin/x.vim", ".gnupg/gpg.conf"]
+)
+async def test_auto_edit_asks_before_writing_a_home_start_up_file_in_the_workspace_too(ws: Path, name: str) -> None:
+    """The patterns hold at any depth, as the others do (a workspace that is the home directory)."""
+    async with ToolRuntime(ws, approval_mode="auto_edit") as rt:
+        [outcome] = await rt.run_batch([ToolCall("1", "write_file", {"file_path": name, "content": "x\n"})])
+    assert outcome.is_error
+    assert "is a protected path" in outcome.response["error"]
+
+
+def test_plain_files_of_the_home_directory_stay_plain(ws: Path) -> None:
+    """Pin: a note, a cache or a download in the home directory is no start-up file."""
+    for name in ["notes.txt", ".cache/pip/x", "Downloads/a.pdf", ".local/share/x/data.db", "bin-old/x"]:
+        assert _allowed(ws, allow_prefixes("cp"), f"cp evil /home/u/{name}"), name
 
 
 # --- pins: attacks that held ----------------------------------------------------------------------------------

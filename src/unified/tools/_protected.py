@@ -348,19 +348,23 @@ def protected_path(path: Path, roots: Sequence[Path]) -> str | None:
     return None
 
 
-def program_directory(path: Path, search_path: str | None = None) -> str | None:
+def program_directory(path: Path, search_path: str | None = None, roots: Sequence[Path] = ()) -> str | None:
     """The directory of `PATH` a file written at `path` lands in (`path` itself, for a copy into a
     directory), or the system directory of `program_trees` it is below: a file there runs in place
     of the program a later command names (`cp evil /usr/local/bin/git`, then an allowed `git status`;
     `cp evil /usr/lib/git-core/git-remote-https`, then an allowed `git fetch`). Only writes are
     judged so: reading `/usr/bin/python3` is no reason to ask. `search_path` is the `PATH` the commands run with (a
-    runtime's `shell_env` may set its own); None: this process's."""
+    runtime's `shell_env` may set its own); None: this process's. A path inside one of `roots` (the
+    workspace and its include directories) is below no system directory: a project in `/usr/src/app`
+    is the user's to edit."""
     directories = _program_directories(os.environ.get("PATH", "") if search_path is None else search_path)
     for candidate in (path, path.parent):
         if str(candidate) in directories:
             return f"a directory of PATH, {candidate}"
     # the loader's libraries, git's exec path, cron's spool, ...: a file at any depth below one runs
     # or is loaded in place of what a later command (or the system) expects (`program_trees`)
+    if any(path.is_relative_to(root) for root in roots):
+        return None
     for tree in protected_paths().program_trees:
         if path.is_relative_to(tree):
             return f"a directory whose files later commands run or load, {tree}"
@@ -647,7 +651,7 @@ def _names_program_directory(word: str, scope: _Scope) -> str | None:
         except (OSError, ValueError):
             real = lexical
         for path in {lexical, real}:
-            hit = program_directory(path, scope.search_path)
+            hit = program_directory(path, scope.search_path, scope.roots)
             if hit is not None:
                 return hit
     return None
