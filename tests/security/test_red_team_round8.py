@@ -46,6 +46,19 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   pre-commit's cached hooks (an allowed `pre-commit run` runs them), `~/.kube/config` (its `exec`
   plugin runs at the next allowed `kubectl get`), `~/.my.cnf`.
 
+- heredocs tree-sitter-bash reads otherwise than bash, under allow rules for `cat` and `echo`:
+  a body line whose `$(..)` (or `${..}`) follows leading blanks (`cat <<EOF` / ` $(touch PWNED)` /
+  `EOF`, and every `<<-` body indented with tabs) gets no children from the parser, so the parse held
+  `cat` alone; and a plain `<<echo` heredoc the parser ended at a tab-indented `\\techo`
+  where bash does not, so the lines after it were commands to the parser (`echo '$(touch PWNED)'`, a
+  quoted literal, and `echo`) and body to bash, which expanded the substitution; both ran
+  `touch PWNED` (measured, e2e). Now unknown (asked);
+- quoting and comments tree-sitter-bash reads otherwise than bash, under an allow rule for `echo`:
+  single quotes inside a double-quoted `${..}` (`echo "${x:-'$(touch PWNED)'}"`: the parser saw a
+  single-quoted literal, bash plain characters around a substitution it ran), and a `#` after a
+  line continuation (`echo x\\<newline>#$(touch PWNED)`: a comment to the parser, the word `x#..` to
+  bash, which ran the substitution); measured, e2e. Now unknown (asked).
+
 Attacks that held are kept below their section as pins.
 """
 
@@ -360,6 +373,105 @@ def test_plain_files_of_the_home_directory_stay_plain(ws: Path) -> None:
     """Pin: a note, a cache or a download in the home directory is no start-up file."""
     for name in ["notes.txt", ".cache/pip/x", "Downloads/a.pdf", ".local/share/x/data.db", "bin-old/x"]:
         assert _allowed(ws, allow_prefixes("cp"), f"cp evil /home/u/{name}"), name
+
+
+# --- heredocs tree-sitter-bash reads otherwise than bash ------------------------------------------------------
+
+HEREDOC_HOLES = [
+    # a line's leading blanks before `$(`: the parser gives the body no children, bash runs it
+    "cat <<EOF\n $(touch PWNED)\nEOF",
+    "cat <<-EOF\n\t$(touch PWNED)\n\tEOF",
+    "cat <<EOF\n  ${PS1@P}\nEOF",
+    # a delimiter line the parser accepts and bash does not: the rest is body to bash, expanded
+    # whatever its quotes, and commands (allowed ones, with `echo` for the delimiter) to the parser
+    "cat <<echo\n\techo\necho '$(touch PWNED)'\necho",
+]
+HEREDOC_HELD = ["cat <<EOF\n\t${x:-$(touch PWNED)}\nEOF", "cat <<EOF\nEOF \necho '$(touch PWNED)'\nEOF"]
+"""Asked before too (the parser read the substitution, or did not end at `EOF `): pins."""
+
+
+@pytest.mark.parametrize("command", HEREDOC_HOLES + HEREDOC_HELD)
+def test_a_heredoc_the_parser_misreads_is_not_covered_by_an_allow_rule(command: str) -> None:
+    """SUCCEEDED before (HEREDOC_HOLES): allowed under rules for `cat` and `echo` (the parse held `cat`,
+    or `cat`, `echo '$(..)'` and `echo`); bash ran `touch PWNED`."""
+    verdict = allow_prefixes("cat", "echo").evaluate(SHELL, {"command": command}, "default")
+    assert verdict.decision is Decision.ASK_USER
+
+
+@pytest.mark.e2e  # runs bash
+@pytest.mark.parametrize("command", [HEREDOC_HOLES[0], HEREDOC_HOLES[3]])
+async def test_e2e_an_allowed_cat_with_a_misread_heredoc_runs_nothing(ws: Path, command: str) -> None:
+    """SUCCEEDED before: the runtime ran both under rules for `cat` and `echo`, and PWNED was made."""
+    async with ToolRuntime(ws, approval_mode="default", policy=allow_prefixes("cat", "echo")) as rt:
+        [outcome] = await rt.run_batch([ToolCall("1", SHELL, {"command": command})])
+    assert outcome.decision is not None
+    assert outcome.decision.decision == "deny"
+    assert not (ws / "PWNED").exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat <<EOF\nhello $USER ${HOME}\nEOF",
+        "cat <<EOF\n  indented $USER\nEOF",
+        "cat <<-EOF\n\thello ${USER}\n\tEOF",
+        "cat <<'EOF'\n $(not run)\nEOF",
+        "cat <<EOF\nEOF",
+        "echo x; cat <<EOF\n$x\nEOF\necho y",
+    ],
+)
+def test_plain_heredocs_are_still_allowed(command: str) -> None:
+    """Pin: a body the parser reads whole, or a quoted one, is judged as before."""
+    verdict = allow_prefixes("cat", "echo").evaluate(SHELL, {"command": command}, "default")
+    assert verdict.decision is Decision.ALLOW
+
+
+QUOTING_HOLES = [
+    # single quotes inside a double-quoted `${..}` are plain characters to bash: the default runs
+    "echo \"${x:-'$(touch PWNED)'}\"",
+    "echo \"${HOME:+'$(touch PWNED)'}\"",
+    "echo \"${x-'`touch PWNED`'}\"",
+    # a line continuation joins `#` to the word before it: no comment to bash
+    "echo x\\\n#$(touch PWNED)",
+    "echo x\\\n\\\n#`touch PWNED`",
+]
+
+
+@pytest.mark.parametrize("command", QUOTING_HOLES)
+def test_a_substitution_the_parser_takes_for_quoted_or_comment_text_is_asked(command: str) -> None:
+    """SUCCEEDED before: allowed under a rule for `echo` (the parser saw a single-quoted literal, or a
+    comment); bash ran `touch PWNED`."""
+    verdict = allow_prefixes("echo").evaluate(SHELL, {"command": command}, "default")
+    assert verdict.decision is Decision.ASK_USER
+
+
+@pytest.mark.e2e  # runs bash
+@pytest.mark.parametrize("command", [QUOTING_HOLES[0], QUOTING_HOLES[3]])
+async def test_e2e_an_allowed_echo_runs_no_substitution_hidden_in_quotes_or_a_comment(ws: Path, command: str) -> None:
+    """SUCCEEDED before: PWNED was made under a rule for `echo`."""
+    async with ToolRuntime(ws, approval_mode="default", policy=allow_prefixes("echo")) as rt:
+        [outcome] = await rt.run_batch([ToolCall("1", SHELL, {"command": command})])
+    assert outcome.decision is not None
+    assert outcome.decision.decision == "deny"
+    assert not (ws / "PWNED").exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo \"${x:-'a b'}\"",
+        "echo \"$(echo '$(not run)')\"",
+        "echo '$(not run)'",
+        "echo x # $(not run)",
+        "echo x \\\n# $(not run)",
+        "echo x\n# $(not run)",
+    ],
+)
+def test_plain_quotes_and_comments_are_still_allowed(command: str) -> None:
+    """Pin: real single quotes (outside double quotes, or in a substitution inside them) and real
+    comments stay inert."""
+    verdict = allow_prefixes("echo").evaluate(SHELL, {"command": command}, "default")
+    assert verdict.decision is Decision.ALLOW
 
 
 # --- pins: attacks that held ----------------------------------------------------------------------------------
