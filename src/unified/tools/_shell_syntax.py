@@ -73,6 +73,11 @@ as plain text, but bash runs them."""
 _UNREAD_EXPANSION = re.compile(rb"(?<!\\)(?:\\\\)*(?:`|\$[({\[])")
 """A backtick, `$(`, `${` or `$[` left as text in an unquoted heredoc's body: bash runs or expands it
 (`${x@P}` runs the substitutions in x's value), so text the parser did not read as an expansion is unknown."""
+_BLANK_TO_THE_PARSER_ONLY = re.compile(rb"[\r\v\f]")
+"""Characters tree-sitter-bash takes for blanks between words and bash for word characters (bash's
+blanks are space and tab): `echo\r/../../usr/bin/python3 -c ..` is `echo` and its arguments to the
+parser, and to bash a path through a directory named `echo\r` to python; `x\r#$(cmd)` a comment
+to the parser, a word whose substitution bash runs."""
 _LEAVES = frozenset({"word", "regex", "string_content", "extglob_pattern", "heredoc_content"})
 _GLOB = re.compile(r"(?<!\\)(?:\\\\)*(?:[*?\[]|\{[^}]*(?:,|\.\.)[^}]*\})")
 """An unescaped glob character or brace expansion (`{a,b}`, `{1..3}`): the word is made at run time."""
@@ -338,6 +343,9 @@ class _Walker:
         root = tree.root_node
         if root.has_error:
             self.out.append(self.unknown(self.source, "bash syntax the parser does not understand"))
+        if _BLANK_TO_THE_PARSER_ONLY.search(self.data):
+            reason = "a carriage return, vertical tab or form feed, which bash reads as part of a word"
+            self.out.append(self.unknown(self.source, reason))
         self.visit(root, _Context())
         if self.misparsed:
             self.rescan()
@@ -413,8 +421,13 @@ class _Walker:
             self.children(node, ctx)
         elif kind in _DESCEND:
             self.children(node, ctx)
-        elif kind == "raw_string" and _in_double_quotes(node) and _UNREAD_EXPANSION.search(self.data_of(node)):
-            # `"${x:-'$(cmd)'}"`: inside double quotes bash takes the single quotes for plain characters
+        elif (
+            kind in ("raw_string", "ansi_c_string")
+            and _in_double_quotes(node)
+            and _UNREAD_EXPANSION.search(self.data_of(node))
+        ):
+            # `"${x:-'$(cmd)'}"`, `"${x:- $'$(cmd)'}"`: inside double quotes bash takes the single
+            # quotes (and a `$'`) for plain characters
             self.flag(node, "single quotes inside a double-quoted expansion, which do not quote there")
         elif kind == "comment" and self.in_word(node):
             # `x\<newline>#$(cmd)`: bash joins the lines first, so `#` is inside the word `x#$(cmd)`
