@@ -15,6 +15,9 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   made), `pylint` (load-plugins), `flake8` (local-plugins), `coverage` (plugins), `eslint`/`prettier`
   (JavaScript configuration), `sphinx-build` (conf.py), `mkdocs` (hooks), `golangci-lint` (plugin
   libraries), `terraform plan` (an `external` data source runs its program), `ansible`, `jupyter`,
+  JavaScript tools whose configuration is a module (`babel`, `next`, `markdownlint-cli2`, `typedoc`, ...),
+  Python tools that import the project's modules (`pdoc`, `pyinstaller`, `alembic`, `flask`, `uvicorn`,
+  `celery`, `dbt`, ...),
   and vim under its other names (`view -es -c '!touch PWNED'` made PWNED with no terminal;
   `vimdiff`, `editor`, `sensible-editor`); `pager -k keys` is less's `-k` under Debian's name;
 - options that run a program or load a library, under a rule for the program: `gcc -wrapper ./evil,
@@ -163,6 +166,17 @@ RUNS_PROJECT_CODE = [
     ("vim.basic", "vim.basic -es -c '!touch PWNED' f"),
     ("pager", "pager -k keys f"),
     ("sensible-pager", "sensible-pager --lesskey-src=keys f"),
+    ("markdownlint-cli2", "markdownlint-cli2 README.md"),
+    ("babel", "babel src -d lib"),
+    ("next", "next lint"),
+    ("typedoc", "typedoc"),
+    ("pdoc", "pdoc mypkg"),
+    ("pyinstaller", "pyinstaller app.spec"),
+    ("alembic", "alembic current"),
+    ("flask", "flask routes"),
+    ("uvicorn", "uvicorn app:app"),
+    ("celery", "celery -A proj inspect ping"),
+    ("dbt", "dbt compile"),
 ]
 
 
