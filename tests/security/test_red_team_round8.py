@@ -37,7 +37,9 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   kernel runs it at the next crash), `/sys/kernel/uevent_helper`, `/etc/hosts` and `/etc/pip.conf`
   (where the next install comes from), `/usr/share/bash-completion/completions/git`, vim's plugins
   in `/usr/share/vim`, `/opt`, dpkg's maintainer scripts (a workspace inside one of these stays the
-  user's to edit);
+  user's to edit); and a link to a directory above one, made by the same command: `ln -s / r; cp
+  evil r/usr/local/bin/git` (round 4's directories of PATH included) was judged where `r` led when
+  the call was judged, nowhere, and allowed under rules for `ln` and `cp`;
 - start-up files of the home directory the list missed, allowed under a rule for `cp`: vim's
   `~/.vim/plugin` (`.vimrc` was protected), nvim's `site` directory, `~/.bash_completion`, X's and
   systemd's session environment, `~/.local/bin` (Debian's `.profile` puts it first in PATH), the
@@ -294,6 +296,33 @@ def test_reading_from_a_system_program_directory_is_no_write(ws: Path) -> None:
     writer naming one at all, `cp /usr/lib/os-release x`, is asked, as for the directories of PATH)."""
     for command in ["cat /usr/lib/os-release", "file /usr/lib/git-core/git", "cp evil /tmp/x"]:
         assert _allowed(ws, allow_prefixes("cat", "file", "cp"), command), command
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "ln -s / r; cp evil r/usr/local/bin/git",
+        "ln -s / r && cp evil r/usr/lib/git-core/git-remote-https",
+        "ln -s /var v && cp evil v/spool/cron/crontabs/root",
+        "ln -s ../../../../../../../../.. r; cp evil r/usr/local/bin/git",
+    ],
+)
+def test_a_link_to_a_directory_above_a_program_directory_is_asked(ws: Path, command: str) -> None:
+    """SUCCEEDED before: `ln -s / r; cp evil r/usr/local/bin/git` was allowed under rules for `ln` and
+    `cp` (the write was judged where `r` led when the call was judged: nowhere), and git ran the copy."""
+    parts = syntax.parse(command)
+    assert _protected.shell_protected(parts, ws, (ws,), "/usr/local/bin:/usr/bin") is not None
+
+
+def test_a_copy_of_the_root_as_links_stays_asked(ws: Path) -> None:
+    """Pin (held before: a tree too large to search): `cp -rs / r` makes links to every file."""
+    assert _protected.shell_protected(syntax.parse("cp -rs / r"), ws, (ws,), "/usr/local/bin:/usr/bin") is not None
+
+
+def test_a_link_to_a_plain_directory_is_still_allowed(ws: Path) -> None:
+    """Pin: a link to the parent of the workspace or to /tmp holds no program directory."""
+    for command in ["ln -s .. up && cp evil up/x", "ln -s /tmp t && cp evil t/x"]:
+        assert _protected.shell_protected(syntax.parse(command), ws, (ws,), "/usr/local/bin:/usr/bin") is None
 
 
 # --- the rest of the system, and the home directory's other start-up files ------------------------------------

@@ -643,7 +643,9 @@ def _names_protected(word: str, scope: _Scope) -> str | None:
 
 def _names_program_directory(word: str, scope: _Scope) -> str | None:
     """`program_directory` of what `word` names from any place of `scope`, as written and with links
-    resolved."""
+    resolved; or a directory holding one (`/`, `/var`, `/root` above `/root/.cargo/bin`): a link to it
+    made by the same command leads a later write there under a name the check does not know
+    (`ln -s / r; cp evil r/usr/local/bin/git`), as a named protected directory does (`match_holder`)."""
     for place in scope.places:
         lexical = Path(posixpath.normpath(str(place / word)))
         try:
@@ -651,10 +653,22 @@ def _names_program_directory(word: str, scope: _Scope) -> str | None:
         except (OSError, ValueError):
             real = lexical
         for path in {lexical, real}:
-            hit = program_directory(path, scope.search_path, scope.roots)
+            hit = program_directory(path, scope.search_path, scope.roots) or _holds_program_directory(
+                path, scope.search_path, scope.roots
+            )
             if hit is not None:
                 return hit
     return None
+
+
+def _holds_program_directory(path: Path, search_path: str | None, roots: Sequence[Path]) -> str | None:
+    """A directory of `PATH` or of `program_trees` strictly below `path` (outside the roots), if any."""
+    if any(path == root or path.is_relative_to(root) for root in roots):
+        return None
+    directories = _program_directories(os.environ.get("PATH", "") if search_path is None else search_path)
+    below = [Path(d) for d in directories] + list(protected_paths().program_trees)
+    held = next((d for d in below if d != path and d.is_relative_to(path)), None)
+    return None if held is None else f"a directory holding {held}, whose files later commands run or load"
 
 
 def _names_protected_from(word: str, cwd: Path, roots: Sequence[Path]) -> str | None:
