@@ -39,7 +39,8 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   in `/usr/share/vim`, `/opt`, dpkg's maintainer scripts (a workspace inside one of these stays the
   user's to edit); and a link to a directory above one, made by the same command: `ln -s / r; cp
   evil r/usr/local/bin/git` (round 4's directories of PATH included) was judged where `r` led when
-  the call was judged, nowhere, and allowed under rules for `ln` and `cp`;
+  the call was judged, nowhere, and allowed under rules for `ln` and `cp`; so was a chain of links
+  each naming only `..` (`ln -s .. a; ln -s a/.. b; ...; cp evil h/usr/local/bin/git`);
 - start-up files of the home directory the list missed, allowed under a rule for `cp`: vim's
   `~/.vim/plugin` (`.vimrc` was protected), nvim's `site` directory, `~/.bash_completion`, X's and
   systemd's session environment, `~/.local/bin` (Debian's `.profile` puts it first in PATH), the
@@ -312,6 +313,31 @@ def test_a_link_to_a_directory_above_a_program_directory_is_asked(ws: Path, comm
     `cp` (the write was judged where `r` led when the call was judged: nowhere), and git ran the copy."""
     parts = syntax.parse(command)
     assert _protected.shell_protected(parts, ws, (ws,), "/usr/local/bin:/usr/bin") is not None
+
+
+CHAIN = "ln -s .. a; ln -s a/.. b; ln -s b/.. c; ln -s c/.. d; ln -s d/.. e; ln -s e/.. f; ln -s f/.. g; ln -s g/.. h"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        f"{CHAIN}; cp evil h/usr/local/bin/git",
+        f"{CHAIN} && cp evil h/usr/lib/git-core/git-remote-https",
+        f"{CHAIN}; echo evil > h/usr/local/bin/git",
+        "cp -rs .. a; cp -s a/.. b; cp evil b/usr/local/bin/git",
+    ],
+)
+def test_a_chain_of_links_to_the_root_made_by_the_same_command_is_asked(ws: Path, command: str) -> None:
+    """SUCCEEDED before: each link names only `..` (or `a/..`, a path that does not exist yet), so no
+    word names `/`; the chain leads there all the same, and the copy replaced `/usr/local/bin/git`."""
+    parts = syntax.parse(command)
+    assert _protected.shell_protected(parts, ws, (ws,), "/usr/local/bin:/usr/bin") is not None
+
+
+def test_a_copy_beside_a_link_into_a_plain_directory_is_still_allowed(ws: Path) -> None:
+    """Pin: with a link made in the command, a write whose every tail is no program directory passes."""
+    command = "ln -s ../shared lib && cp x lib/config.json"
+    assert _protected.shell_protected(syntax.parse(command), ws, (ws,), "/usr/local/bin:/usr/bin") is None
 
 
 def test_a_copy_of_the_root_as_links_stays_asked(ws: Path) -> None:

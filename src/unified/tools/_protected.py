@@ -658,7 +658,26 @@ def _names_program_directory(word: str, scope: _Scope) -> str | None:
             )
             if hit is not None:
                 return hit
+    if any(_may_make_link(maker) for maker in scope.makers):
+        # `ln -s .. a; ln -s a/.. b; ...; cp evil h/usr/local/bin/git`: each link names only `..`, and the
+        # chain the command makes leads to `/`; so what follows any component of the path, which may
+        # be such a link, is judged as an absolute path
+        components = [c for c in posixpath.normpath(word).split("/") if c]
+        for start in range(1, len(components)):
+            hit = program_directory(Path("/", *components[start:]), scope.search_path, scope.roots)
+            if hit is not None:
+                return f"{hit}, through a link the same command may make"
     return None
+
+
+def _may_make_link(part: SimpleCommand) -> bool:
+    """Whether a part may make a symbolic link (`ln`, `cp -s`, or one the analysis cannot read)."""
+    name = _program(part)
+    if part.unknown is not None or name is None or name == "ln":
+        return True
+    args = [w for w in part.words[1:] if w is not None]
+    symbolic = any(w == "--symbolic-link" or (w.startswith("-") and not w.startswith("--") and "s" in w) for w in args)
+    return name == "cp" and symbolic
 
 
 def _holds_program_directory(path: Path, search_path: str | None, roots: Sequence[Path]) -> str | None:
