@@ -63,7 +63,8 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   single quotes inside a double-quoted `${..}` (`echo "${x:-'$(touch PWNED)'}"`: the parser saw a
   single-quoted literal, bash plain characters around a substitution it ran), and a `#` after a
   line continuation (`echo x\\<newline>#$(touch PWNED)`: a comment to the parser, the word `x#..` to
-  bash, which ran the substitution); `$'..'` there too (`"${x:- $'$(touch PWNED)'}"`); measured, e2e.
+  bash, which ran the substitution); `$'..'` there too (`"${x:- $'$(touch PWNED)'}"`), and single quotes
+  in an unquoted heredoc's `${x:-'$(touch PWNED)'}`; measured, e2e.
   Now unknown (asked);
 - a carriage return, vertical tab or form feed: blanks to tree-sitter-bash, word characters to bash.
   In auto_edit under a rule for `echo`, the model wrote `echo\\r/x` (a directory named `echo\\r`), and
@@ -508,6 +509,8 @@ QUOTING_HOLES = [
     "echo \"${HOME:+'$(touch PWNED)'}\"",
     "echo \"${x-'`touch PWNED`'}\"",
     "echo \"${x:- $'$(touch PWNED)'}\"",
+    # and in an unquoted heredoc's body, where quotes are plain characters too
+    "cat <<EOF\n${x:-'$(touch PWNED)'}\nEOF",
     # a line continuation joins `#` to the word before it: no comment to bash
     "echo x\\\n#$(touch PWNED)",
     "echo x\\\n\\\n#`touch PWNED`",
@@ -518,12 +521,12 @@ QUOTING_HOLES = [
 def test_a_substitution_the_parser_takes_for_quoted_or_comment_text_is_asked(command: str) -> None:
     """SUCCEEDED before: allowed under a rule for `echo` (the parser saw a single-quoted literal, or a
     comment); bash ran `touch PWNED`."""
-    verdict = allow_prefixes("echo").evaluate(SHELL, {"command": command}, "default")
+    verdict = allow_prefixes("echo", "cat").evaluate(SHELL, {"command": command}, "default")
     assert verdict.decision is Decision.ASK_USER
 
 
 @pytest.mark.e2e  # runs bash
-@pytest.mark.parametrize("command", [QUOTING_HOLES[0], QUOTING_HOLES[3]])
+@pytest.mark.parametrize("command", [QUOTING_HOLES[0], QUOTING_HOLES[5]])
 async def test_e2e_an_allowed_echo_runs_no_substitution_hidden_in_quotes_or_a_comment(ws: Path, command: str) -> None:
     """SUCCEEDED before: PWNED was made under a rule for `echo`."""
     async with ToolRuntime(ws, approval_mode="default", policy=allow_prefixes("echo")) as rt:
@@ -542,12 +545,13 @@ async def test_e2e_an_allowed_echo_runs_no_substitution_hidden_in_quotes_or_a_co
         "echo x # $(not run)",
         "echo x \\\n# $(not run)",
         "echo x\n# $(not run)",
+        "cat <<'EOF'\n${x:-'$(not run)'}\nEOF",
     ],
 )
 def test_plain_quotes_and_comments_are_still_allowed(command: str) -> None:
     """Pin: real single quotes (outside double quotes, or in a substitution inside them) and real
     comments stay inert."""
-    verdict = allow_prefixes("echo").evaluate(SHELL, {"command": command}, "default")
+    verdict = allow_prefixes("echo", "cat").evaluate(SHELL, {"command": command}, "default")
     assert verdict.decision is Decision.ALLOW
 
 

@@ -1771,12 +1771,18 @@ def _generated_file(word: Word) -> bool:
 
 
 def _in_double_quotes(node: Node) -> bool:
-    """Whether `node` is inside a double-quoted string of the same command line (a command or
-    process substitution starts its own quoting)."""
+    """Whether `node` is inside a double-quoted string or a heredoc's body (where quotes are plain
+    characters too) of the same command line (a command or process substitution starts its own
+    quoting)."""
     parent = node.parent
     while parent is not None:
         if parent.type == "string":
             return True
+        if parent.type == "heredoc_body":
+            start = (
+                next((c for c in parent.parent.children if c.type == "heredoc_start"), None) if parent.parent else None
+            )
+            return start is None or not any(q in (start.text or b"") for q in (b"'", b'"', b"\\"))
         if parent.type in ("command_substitution", "process_substitution"):
             return False
         parent = parent.parent
