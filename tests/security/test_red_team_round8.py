@@ -491,6 +491,7 @@ async def test_e2e_an_allowed_cat_with_a_misread_heredoc_runs_nothing(ws: Path, 
     [
         "cat <<EOF\nhello $USER ${HOME}\nEOF",
         "cat <<EOF\n  indented $USER\nEOF",
+        "cat <<EOF\n  ${USER}\nEOF",
         "cat <<-EOF\n\thello ${USER}\n\tEOF",
         "cat <<'EOF'\n $(not run)\nEOF",
         "cat <<EOF\nEOF",

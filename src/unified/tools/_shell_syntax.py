@@ -70,9 +70,10 @@ _QUOTED_SUBSTITUTION = re.compile(r"\$\(|`")
 _UNPARSED_SUBSTITUTION = re.compile(r"(?<!\\)(?:\\\\)*(?:`|\$\()")
 """A substitution left inside a leaf token: tree-sitter-bash keeps `${x:-`cmd`}` and `${x#$(cmd)}`
 as plain text, but bash runs them."""
-_UNREAD_EXPANSION = re.compile(rb"(?<!\\)(?:\\\\)*(?:`|\$[({\[])")
-"""A backtick, `$(`, `${` or `$[` left as text in an unquoted heredoc's body: bash runs or expands it
-(`${x@P}` runs the substitutions in x's value), so text the parser did not read as an expansion is unknown."""
+_UNREAD_EXPANSION = re.compile(rb"(?<!\\)(?:\\\\)*(?:`|\$[(\[]|\$\{(?![A-Za-z_][A-Za-z0-9_]*\}))")
+"""A backtick, `$(`, `$[` or a `${` other than a plain `${NAME}` left as text in an unquoted heredoc's
+body: bash runs or expands it (`${x@P}` runs the substitutions in x's value, `${x:-$(cmd)}` runs cmd),
+so text the parser did not read as an expansion is unknown; `${HOME}` only reads a variable."""
 _BLANK_TO_THE_PARSER_ONLY = re.compile(rb"[\r\v\f]")
 """Characters tree-sitter-bash takes for blanks between words and bash for word characters (bash's
 blanks are space and tab): `echo\r/../../usr/bin/python3 -c ..` is `echo` and its arguments to the
