@@ -235,6 +235,8 @@ class ProtectedPaths:
     """Options of a wrapper that run its command in another directory (`env -C dir`), by wrapper."""
     root_changers: frozenset[str] = frozenset()
     """Wrappers that run their command under another root directory (`chroot`)."""
+    program_trees: tuple[Path, ...] = ()
+    """System directories whose files, at any depth, later commands run or load (`program_trees`)."""
 
     def input_writer(self, name: str) -> InputWriter | None:
         """The entry for program `name`, or for the name before a version written after it
@@ -318,6 +320,7 @@ def protected_paths() -> ProtectedPaths:
             for name, options in data["protected"].get("shell_directory_options", {}).items()
         },
         frozenset(str(w) for w in data["protected"].get("shell_root_changers", ())),
+        tuple(Path(str(d)) for d in data["protected"].get("program_trees", ())),
     )
 
 
@@ -345,16 +348,26 @@ def protected_path(path: Path, roots: Sequence[Path]) -> str | None:
     return None
 
 
-def program_directory(path: Path, search_path: str | None = None) -> str | None:
+def program_directory(path: Path, search_path: str | None = None, roots: Sequence[Path] = ()) -> str | None:
     """The directory of `PATH` a file written at `path` lands in (`path` itself, for a copy into a
-    directory): a file there runs in place of the program a later command names (`cp evil
-    /usr/local/bin/git`, then an allowed `git status`). Only writes are judged so: reading
-    `/usr/bin/python3` is no reason to ask. `search_path` is the `PATH` the commands run with (a
-    runtime's `shell_env` may set its own); None: this process's."""
+    directory), or the system directory of `program_trees` it is below: a file there runs in place
+    of the program a later command names (`cp evil /usr/local/bin/git`, then an allowed `git status`;
+    `cp evil /usr/lib/git-core/git-remote-https`, then an allowed `git fetch`). Only writes are
+    judged so: reading `/usr/bin/python3` is no reason to ask. `search_path` is the `PATH` the commands run with (a
+    runtime's `shell_env` may set its own); None: this process's. A path inside one of `roots` (the
+    workspace and its include directories) is below no system directory: a project in `/usr/src/app`
+    is the user's to edit."""
     directories = _program_directories(os.environ.get("PATH", "") if search_path is None else search_path)
     for candidate in (path, path.parent):
         if str(candidate) in directories:
             return f"a directory of PATH, {candidate}"
+    # the loader's libraries, git's exec path, cron's spool, ...: a file at any depth below one runs
+    # or is loaded in place of what a later command (or the system) expects (`program_trees`)
+    if any(path.is_relative_to(root) for root in roots):
+        return None
+    for tree in protected_paths().program_trees:
+        if path.is_relative_to(tree):
+            return f"a directory whose files later commands run or load, {tree}"
     return None
 
 
@@ -630,7 +643,9 @@ def _names_protected(word: str, scope: _Scope) -> str | None:
 
 def _names_program_directory(word: str, scope: _Scope) -> str | None:
     """`program_directory` of what `word` names from any place of `scope`, as written and with links
-    resolved."""
+    resolved; or a directory holding one (`/`, `/var`, `/root` above `/root/.cargo/bin`): a link to it
+    made by the same command leads a later write there under a name the check does not know
+    (`ln -s / r; cp evil r/usr/local/bin/git`), as a named protected directory does (`match_holder`)."""
     for place in scope.places:
         lexical = Path(posixpath.normpath(str(place / word)))
         try:
@@ -638,10 +653,41 @@ def _names_program_directory(word: str, scope: _Scope) -> str | None:
         except (OSError, ValueError):
             real = lexical
         for path in {lexical, real}:
-            hit = program_directory(path, scope.search_path)
+            hit = program_directory(path, scope.search_path, scope.roots) or _holds_program_directory(
+                path, scope.search_path, scope.roots
+            )
             if hit is not None:
                 return hit
+    if any(_may_make_link(maker) for maker in scope.makers):
+        # `ln -s .. a; ln -s a/.. b; ...; cp evil h/usr/local/bin/git`: each link names only `..`, and the
+        # chain the command makes leads to `/`; so what follows any component of the path, which may
+        # be such a link, is judged as an absolute path
+        components = [c for c in posixpath.normpath(word).split("/") if c]
+        for start in range(1, len(components)):
+            hit = program_directory(Path("/", *components[start:]), scope.search_path, scope.roots)
+            if hit is not None:
+                return f"{hit}, through a link the same command may make"
     return None
+
+
+def _may_make_link(part: SimpleCommand) -> bool:
+    """Whether a part may make a symbolic link (`ln`, `cp -s`, or one the analysis cannot read)."""
+    name = _program(part)
+    if part.unknown is not None or name is None or name == "ln":
+        return True
+    args = [w for w in part.words[1:] if w is not None]
+    symbolic = any(w == "--symbolic-link" or (w.startswith("-") and not w.startswith("--") and "s" in w) for w in args)
+    return name == "cp" and symbolic
+
+
+def _holds_program_directory(path: Path, search_path: str | None, roots: Sequence[Path]) -> str | None:
+    """A directory of `PATH` or of `program_trees` strictly below `path` (outside the roots), if any."""
+    if any(path == root or path.is_relative_to(root) for root in roots):
+        return None
+    directories = _program_directories(os.environ.get("PATH", "") if search_path is None else search_path)
+    below = [Path(d) for d in directories] + list(protected_paths().program_trees)
+    held = next((d for d in below if d != path and d.is_relative_to(path)), None)
+    return None if held is None else f"a directory holding {held}, whose files later commands run or load"
 
 
 def _names_protected_from(word: str, cwd: Path, roots: Sequence[Path]) -> str | None:

@@ -645,7 +645,7 @@ async def protected_write(
             judged["path"] = candidates[0]
         for path in candidates:
             pattern = _protected.protected_path(path, workspace.roots) or _protected.program_directory(
-                path, search_path
+                path, search_path, workspace.roots
             )
             if pattern is not None:
                 return f"{workspace.display(path)} is a protected path ({pattern}): writing it changes what runs later"

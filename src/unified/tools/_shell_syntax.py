@@ -70,7 +70,15 @@ _QUOTED_SUBSTITUTION = re.compile(r"\$\(|`")
 _UNPARSED_SUBSTITUTION = re.compile(r"(?<!\\)(?:\\\\)*(?:`|\$\()")
 """A substitution left inside a leaf token: tree-sitter-bash keeps `${x:-`cmd`}` and `${x#$(cmd)}`
 as plain text, but bash runs them."""
-_UNESCAPED_BACKTICK = re.compile(rb"(?<!\\)(?:\\\\)*`")
+_UNREAD_EXPANSION = re.compile(rb"(?<!\\)(?:\\\\)*(?:`|\$[(\[]|\$\{(?![A-Za-z_][A-Za-z0-9_]*\}))")
+"""A backtick, `$(`, `$[` or a `${` other than a plain `${NAME}` left as text in an unquoted heredoc's
+body: bash runs or expands it (`${x@P}` runs the substitutions in x's value, `${x:-$(cmd)}` runs cmd),
+so text the parser did not read as an expansion is unknown; `${HOME}` only reads a variable."""
+_BLANK_TO_THE_PARSER_ONLY = re.compile(rb"[\r\v\f]")
+"""Characters tree-sitter-bash takes for blanks between words and bash for word characters (bash's
+blanks are space and tab): `echo\r/../../usr/bin/python3 -c ..` is `echo` and its arguments to the
+parser, and to bash a path through a directory named `echo\r` to python; `x\r#$(cmd)` a comment
+to the parser, a word whose substitution bash runs."""
 _LEAVES = frozenset({"word", "regex", "string_content", "extglob_pattern", "heredoc_content"})
 _GLOB = re.compile(r"(?<!\\)(?:\\\\)*(?:[*?\[]|\{[^}]*(?:,|\.\.)[^}]*\})")
 """An unescaped glob character or brace expansion (`{a,b}`, `{1..3}`): the word is made at run time."""
@@ -336,6 +344,9 @@ class _Walker:
         root = tree.root_node
         if root.has_error:
             self.out.append(self.unknown(self.source, "bash syntax the parser does not understand"))
+        if _BLANK_TO_THE_PARSER_ONLY.search(self.data):
+            reason = "a carriage return, vertical tab or form feed, which bash reads as part of a word"
+            self.out.append(self.unknown(self.source, reason))
         self.visit(root, _Context())
         if self.misparsed:
             self.rescan()
@@ -411,12 +422,35 @@ class _Walker:
             self.children(node, ctx)
         elif kind in _DESCEND:
             self.children(node, ctx)
+        elif (
+            kind in ("raw_string", "ansi_c_string")
+            and _in_double_quotes(node)
+            and _UNREAD_EXPANSION.search(self.data_of(node))
+        ):
+            # `"${x:-'$(cmd)'}"`, `"${x:- $'$(cmd)'}"`: inside double quotes bash takes the single
+            # quotes (and a `$'`) for plain characters
+            self.flag(node, "single quotes inside a double-quoted expansion, which do not quote there")
+        elif kind == "comment" and self.in_word(node):
+            # `x\<newline>#$(cmd)`: bash joins the lines first, so `#` is inside the word `x#$(cmd)`
+            self.flag(node, "a # the parser takes for a comment, inside a word to bash")
         elif kind in _INERT:
             if kind in _LEAVES and _UNPARSED_SUBSTITUTION.search(self.text(node)):
                 self.misparsed = True
         else:
             self.flag(node, f"syntax the analysis does not follow ({kind})")
             self.children(node, ctx)
+
+    def data_of(self, node: Node) -> bytes:
+        return self.data[node.start_byte : node.end_byte]
+
+    def in_word(self, node: Node) -> bool:
+        """Whether bash reads the `#` starting `node` inside a word: a comment begins only where a
+        word may, and a line continuation before it (`x\\<newline>#`) joins it to the word before."""
+        before = self.data[: node.start_byte]
+        joined = False
+        while before.endswith(b"\\\n"):
+            before, joined = before[:-2], True
+        return joined and bool(before) and before[-1:] not in b" \t\n;&|()<>"
 
     def pipeline(self, node: Node, ctx: _Context) -> None:
         """Only the first command of a pipeline reads the heredoc; the others read the pipe."""
@@ -429,8 +463,12 @@ class _Walker:
         """Where tree-sitter-bash reads a heredoc's body otherwise than bash, it is unknown: a line
         bash takes for the delimiter inside what the parser takes for the body (after `\\` at a
         line's end bash joins the next line to it; the parser does so in a quoted heredoc too), so
-        what follows runs as commands; and, in an unquoted heredoc, a backtick substitution, which
-        bash runs and the parser leaves as text (`$(..)` it reads)."""
+        what follows runs as commands; a delimiter line the parser accepts and bash does not (a
+        tab-indented `\tEOF` after a plain `<<EOF`, a trailing space or carriage return), so what the
+        parser reads as commands after it is body to bash, expanded there whatever its quotes
+        (`echo '$(cmd)'` runs cmd); and, in an unquoted heredoc, an expansion the parser leaves as
+        text: a backtick substitution, and `$(..)`, `${..}`, `$[..]` after a line's leading blanks
+        (`cat <<EOF` then ` $(cmd)`: bash runs cmd, the parser gives the body no children)."""
         redirect = node.parent
         start = next((c for c in redirect.children if c.type == "heredoc_start"), None) if redirect else None
         if start is None or redirect is None:
@@ -446,6 +484,15 @@ class _Walker:
             # bash's body starts on the line after `<<E`; the parser took a line of it for something else
             self.flag(node, "a heredoc bash ends before the parser does")
             return
+        end = next((c for c in redirect.children if c.type == "heredoc_end"), None)
+        if end is not None:
+            line_start = self.data.rfind(b"\n", 0, end.start_byte) + 1
+            line_stop = self.data.find(b"\n", end.end_byte)
+            line = self.data[line_start : len(self.data) if line_stop < 0 else line_stop]
+            if (line.lstrip(b"\t") if strip_tabs else line) != delimiter.encode("utf-8", "surrogateescape"):
+                # what the parser reads after this line is still the body to bash, expanded there
+                self.flag(node, "a heredoc the parser ends on a line bash does not take for its delimiter")
+                return
         if quoted:
             return  # a quoted delimiter: the body is not expanded
         gaps, at = [], node.start_byte
@@ -453,8 +500,8 @@ class _Walker:
             gaps.append(self.data[at : child.start_byte])
             at = child.end_byte
         gaps.append(self.data[at : node.end_byte])
-        if any(_UNESCAPED_BACKTICK.search(gap) for gap in gaps):
-            self.flag(node, "a backtick substitution in a heredoc, which the parser does not read")
+        if any(_UNREAD_EXPANSION.search(gap) for gap in gaps):
+            self.flag(node, "a substitution or expansion in a heredoc that the parser does not read")
 
     def bare_redirection(self, node: Node) -> None:
         """`$(< f)` is bash's way to read a file without `cat`, and tree-sitter-bash gives the
@@ -1722,6 +1769,25 @@ def _generated_file(word: Word) -> bool:
         return True
     parts = [p for p in posixpath.normpath(word).split("/") if p not in ("", ".")]
     return bool({"dev", "proc", "fd"} & set(parts)) or (bool(parts) and parts[-1] in ("stdin", "-"))
+
+
+def _in_double_quotes(node: Node) -> bool:
+    """Whether `node` is inside a double-quoted string or a heredoc's body (where quotes are plain
+    characters too) of the same command line (a command or process substitution starts its own
+    quoting)."""
+    parent = node.parent
+    while parent is not None:
+        if parent.type == "string":
+            return True
+        if parent.type == "heredoc_body":
+            start = (
+                next((c for c in parent.parent.children if c.type == "heredoc_start"), None) if parent.parent else None
+            )
+            return start is None or not any(q in (start.text or b"") for q in (b"'", b'"', b"\\"))
+        if parent.type in ("command_substitution", "process_substitution"):
+            return False
+        parent = parent.parent
+    return False
 
 
 def _ends_early(body: str, delimiter: str, *, quoted: bool, strip_tabs: bool) -> bool:
