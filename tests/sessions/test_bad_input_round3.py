@@ -1,0 +1,186 @@
+"""Sessions, stores, resume and conversations under bad input, round 3.
+
+Each case says what happened before the fix it proves:
+- a save killed between writing its temporary file and renaming it left `.<id>.json.<pid>.<token>.tmp` in the
+  store for good (nothing ever removed one); now `list` and `resolve` remove those untouched for an hour,
+  and nothing else (a live writer's, a record, a lock, a link);
+- a save whose temporary file (or directory) vanished under it raised an untyped FileNotFoundError (a run's
+  `internal_error`); now `SessionStoreUnavailable`, the record kept;
+- `file:///srv/my%20store` made a directory named `my%20store`; now it is `/srv/my store`, as RFC 8089 and
+  `urllib.request.url2pathname` read it; a query, a fragment, `%00` or non-UTF-8 bytes are refused.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import anyio
+import pytest
+
+from unified._sessions import stores
+from unified._sessions.stores import FileSessionStore
+from unified.errors import ConfigurationError, SessionStoreUnavailable
+from unified.sessions import StoredSession
+
+BACKEND = "generate-content"
+
+
+def _session(session_id: str | None = None, first_prompt: str = "hi") -> StoredSession:
+    session = StoredSession.new(BACKEND, model="m", cwd="/w", first_prompt=first_prompt)
+    if session_id is not None:
+        session.session_id = session_id
+    session.state["contents"] = [{"role": "user", "parts": [{"text": first_prompt}]}]
+    return session
+
+
+def _aged(path: Path, seconds: float) -> Path:
+    """`path`, its modification time set `seconds` before its own current one (no clock read by the test)."""
+    status = os.lstat(path)
+    os.utime(path, (status.st_atime - seconds, status.st_mtime - seconds), follow_symlinks=False)
+    return path
+
+
+# --- temporary files of a save that died -----------------------------------------------------------
+
+
+def test_a_dead_save_s_temporary_files_are_swept_and_nothing_else(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    kept = _session("ab000000-kept")
+    anyio.run(store.save, kept)
+    shard = tmp_path / BACKEND / "ab"
+    backend = tmp_path / BACKEND
+    old = stores.STALE_TEMPORARY_SECONDS + 60
+    dead = [  # what a killed save of this unified, and of older ones, left
+        shard / f".{kept.session_id}.json.4242.0a1b2c3d.tmp",
+        shard / ".ab111111-other.json.17.139872634.tmp",
+        backend / ".ab222222-flat.json.99.tmp",
+    ]
+    for path in dead:
+        path.write_text('{"header": ')
+        _aged(path, old)
+    live = shard / f".{kept.session_id}.json.4243.deadbeef.tmp"  # a save writing now
+    live.write_text("{")
+    record = _aged(store.path_of(BACKEND, kept.session_id), old)
+    lock = shard / f"{kept.session_id}.lock"
+    lock.write_text("{}")
+    _aged(lock, old)
+    link = shard / f".{kept.session_id}.json.1.00000000.tmp"
+    link.symlink_to(record)
+    _aged(link, old)
+    lookalikes = [shard / f".{kept.session_id}.json.tmp.bak", shard / f"{kept.session_id}.json.1.2.tmp"]
+    for path in lookalikes:
+        path.write_text("mine")
+        _aged(path, old)
+
+    listed = anyio.run(store.list_sessions, BACKEND)
+
+    assert [i.session_id for i in listed] == [kept.session_id]
+    assert [p for p in dead if os.path.lexists(p)] == []
+    assert live.read_text() == "{"
+    assert os.path.islink(link)
+    assert lock.read_text() == "{}"
+    assert all(p.read_text() == "mine" for p in lookalikes)
+    assert anyio.run(store.load, BACKEND, kept.session_id).state == kept.state
+
+
+def test_a_resolve_sweeps_the_shard_it_lists(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    kept = _session("cd000000-kept")
+    anyio.run(store.save, kept)
+    dead = tmp_path / BACKEND / "cd" / f".{kept.session_id}.json.7.12345678.tmp"
+    dead.write_text("{")
+    _aged(dead, stores.STALE_TEMPORARY_SECONDS + 1)
+    assert anyio.run(store.resolve, BACKEND, "cd000000").session_id == kept.session_id
+    assert not dead.exists()
+
+
+def test_a_sweep_on_a_read_only_store_keeps_the_file_and_lists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = FileSessionStore(tmp_path)
+    kept = _session("ef000000-kept")
+    anyio.run(store.save, kept)
+    dead = tmp_path / BACKEND / "ef" / f".{kept.session_id}.json.7.12345678.tmp"
+    dead.write_text("{")
+    _aged(dead, stores.STALE_TEMPORARY_SECONDS + 1)
+
+    def read_only(path: object) -> None:
+        raise OSError(30, "Read-only file system", str(path))
+
+    monkeypatch.setattr(os, "unlink", read_only)
+    assert [i.session_id for i in anyio.run(store.list_sessions, BACKEND)] == [kept.session_id]
+    assert dead.exists()
+
+
+def test_a_save_whose_temporary_file_vanished_is_a_store_failure_and_keeps_the_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = FileSessionStore(tmp_path)
+    session = _session("ab000000-save")
+    anyio.run(store.save, session)
+    before = store.path_of(BACKEND, session.session_id).read_bytes()
+    real = os.replace
+
+    def swept_first(source: str | Path, target: str | Path) -> None:
+        os.unlink(source)  # a sweep took it (a save stalled an hour), or the directory went
+        real(source, target)
+
+    monkeypatch.setattr(os, "replace", swept_first)
+    session.state["contents"].append({"role": "model", "parts": [{"text": "lost?"}]})
+    with pytest.raises(SessionStoreUnavailable, match="cannot be written") as caught:
+        anyio.run(store.save, session)
+    assert caught.value.code == "session_store_unavailable"
+    monkeypatch.setattr(os, "replace", real)
+    assert store.path_of(BACKEND, session.session_id).read_bytes() == before
+    assert [p.name for p in store.path_of(BACKEND, session.session_id).parent.iterdir()] == [
+        f"{session.session_id}.json"
+    ]
+
+
+# --- file:// store URLs -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spelled", "meant"),
+    [
+        ("my%20store", "my store"),
+        ("caf%C3%A9", "café"),
+        ("a%2Fb", "a/b"),
+        ("100%25", "100%"),
+        ("plain", "plain"),
+    ],
+)
+def test_a_file_store_url_is_percent_decoded(spelled: str, meant: str, tmp_path: Path) -> None:
+    from unified._sessions.config import store_from_url
+
+    for url in (f"file://{tmp_path}/{spelled}", f"file://localhost{tmp_path}/{spelled}"):
+        store = store_from_url(url)
+        assert isinstance(store, FileSessionStore)
+        assert store.root == tmp_path / meant
+
+
+def test_a_percent_encoded_file_store_url_saves_where_it_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from unified._sessions.config import default_store
+
+    (tmp_path / "stores").mkdir()
+    monkeypatch.setenv("UNIFIED_SESSION_STORE_URL", f"file://{tmp_path}/stores/my%20store")
+    store = default_store()
+    anyio.run(store.save, _session("ab000000-here"))
+    assert sorted(p.name for p in (tmp_path / "stores").iterdir()) == ["my store"]
+
+
+@pytest.mark.parametrize(
+    ("tail", "why"),
+    [
+        ("/x?y=1", "query or a fragment"),
+        ("/x#top", "query or a fragment"),
+        ("/x%00y", "NUL byte"),
+        ("/x%FF", "not UTF-8"),
+        ("other-host/x", "names no absolute directory"),
+    ],
+)
+def test_a_file_store_url_that_names_no_directory_is_refused(tail: str, why: str) -> None:
+    from unified._sessions.config import store_from_url
+
+    with pytest.raises(ConfigurationError, match=why) as caught:
+        store_from_url(f"file://{tail}")
+    assert "file:///absolute/directory" in str(caught.value.hint)
