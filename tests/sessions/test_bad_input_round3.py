@@ -6,6 +6,8 @@ Each case says what happened before the fix it proves:
   and nothing else (a live writer's, a record, a lock, a link);
 - a save whose temporary file (or directory) vanished under it raised an untyped FileNotFoundError (a run's
   `internal_error`); now `SessionStoreUnavailable`, the record kept;
+- a short id two sessions share: the error listed that same short id twice, so the user could not tell
+  which characters to add; now each candidate's whole id;
 - `file:///srv/my%20store` made a directory named `my%20store`; now it is `/srv/my store`, as RFC 8089 and
   `urllib.request.url2pathname` read it; a query, a fragment, `%00` or non-UTF-8 bytes are refused.
 """
@@ -17,10 +19,12 @@ from pathlib import Path
 
 import anyio
 import pytest
+from typer.testing import CliRunner
 
+from unified._cli import main as cli
 from unified._sessions import stores
-from unified._sessions.stores import FileSessionStore
-from unified.errors import ConfigurationError, SessionStoreUnavailable
+from unified._sessions.stores import FileSessionStore, MemorySessionStore
+from unified.errors import AmbiguousSession, ConfigurationError, SessionNotFound, SessionStoreUnavailable
 from unified.sessions import StoredSession
 
 BACKEND = "generate-content"
@@ -184,3 +188,47 @@ def test_a_file_store_url_that_names_no_directory_is_refused(tail: str, why: str
     with pytest.raises(ConfigurationError, match=why) as caught:
         store_from_url(f"file://{tail}")
     assert "file:///absolute/directory" in str(caught.value.hint)
+
+
+# --- a short id that names two sessions --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["file", "memory"])
+def test_an_ambiguous_short_id_lists_candidates_that_can_be_told_apart(kind: str, tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path) if kind == "file" else MemorySessionStore()
+    ids = [f"aaaa1111-0000-4000-8000-00000000000{n}" for n in (1, 2)]
+    for session_id in ids:
+        anyio.run(store.save, _session(session_id))
+    with pytest.raises(AmbiguousSession) as caught:
+        anyio.run(store.resolve, BACKEND, "aaaa1111")
+    message = caught.value.message
+    assert all(session_id in message for session_id in ids), message  # the short id alone was listed twice
+    assert caught.value.details["candidates"] == ids
+    for session_id in ids:  # and what it shows resolves
+        assert anyio.run(store.resolve, BACKEND, session_id).session_id == session_id
+
+
+def test_an_ambiguous_short_id_on_the_cli_names_each_candidate_on_stderr(
+    isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("UNIFIED_SESSION_STORE_URL", f"file://{tmp_path}/store")
+    store = FileSessionStore(tmp_path / "store")
+    ids = [f"aaaa1111-0000-4000-8000-00000000000{n}" for n in (1, 2)]
+    for session_id in ids:
+        anyio.run(store.save, _session(session_id))
+    for command in ("show", "export", "delete"):
+        result = CliRunner().invoke(cli.app, ["sessions", command, "aaaa1111"])
+        assert result.exit_code == 1, result.output
+        assert "Traceback" not in result.output
+        assert "matches 2 generate-content sessions" in result.stderr
+        assert all(session_id in result.stderr for session_id in ids), result.stderr
+    assert [i.session_id for i in anyio.run(store.list_sessions, BACKEND)] == ids[::-1]
+
+
+def test_a_listing_of_recent_sessions_says_how_many_it_left_out(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    for n in range(7):
+        anyio.run(store.save, _session(f"ab00000{n}-x"))
+    with pytest.raises(SessionNotFound) as caught:
+        anyio.run(store.resolve, BACKEND, "zz")
+    assert "(and 2 more)" in caught.value.message
