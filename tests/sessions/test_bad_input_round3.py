@@ -232,3 +232,44 @@ def test_a_listing_of_recent_sessions_says_how_many_it_left_out(tmp_path: Path) 
     with pytest.raises(SessionNotFound) as caught:
         anyio.run(store.resolve, BACKEND, "zz")
     assert "(and 2 more)" in caught.value.message
+
+
+# --- a store that is no directory, a store URL that names none -----------------------------------------
+
+
+def test_a_store_whose_directory_is_a_file_is_not_listed_as_empty(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a directory")
+    store = FileSessionStore(tmp_path / "file" / "sessions")  # UNIFIED_DATA_DIR set to a file
+    for attempt in (lambda: anyio.run(store.list_sessions, BACKEND), lambda: anyio.run(store.resolve, BACKEND, "ab")):
+        with pytest.raises(SessionStoreUnavailable, match="cannot be listed: Not a directory"):
+            attempt()  # it was [] and SessionNotFound: "no sessions yet", while every save failed
+    assert (tmp_path / "file").read_text() == "not a directory"
+
+
+def test_sessions_list_on_a_store_that_is_a_file_says_so(
+    isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setenv("UNIFIED_DATA_DIR", str(tmp_path / "file"))
+    result = CliRunner().invoke(cli.app, ["sessions", "list"])
+    assert "Traceback" not in result.output
+    assert "sessions yet" not in result.stdout
+    assert "sessions of generate-content are not available" in result.stderr
+    assert "Not a directory" in result.stderr
+    result = CliRunner().invoke(cli.app, ["sessions", "list", "--backend", "generate-content"])
+    assert result.exit_code == 1
+    assert "cannot be listed: Not a directory" in result.stderr
+
+
+@pytest.mark.parametrize("url", ["ftp://x/y", "file:///tmp/%00"])
+def test_sessions_list_with_a_store_url_no_backend_can_use_fails_once(
+    url: str, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("UNIFIED_SESSION_STORE_URL", url)
+    result = CliRunner().invoke(cli.app, ["sessions", "list"])
+    assert result.exit_code == 1  # it was 0, "no sessions yet: `unified run` starts one"
+    assert "sessions yet" not in result.stdout
+    lines = [line for line in result.stderr.splitlines() if "not available" in line]
+    assert len(lines) == 1, result.stderr  # the same reason was printed once per backend
+    assert lines[0].startswith("sessions of gemini-cli, generate-content, interactions")
+    assert "no backend's sessions could be listed" in result.stderr

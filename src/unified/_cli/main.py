@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from unified._execute import EventStream
     from unified.conversations import Conversation
     from unified.events import ResultStatus, UnifiedEvent
-    from unified.sessions import SessionInfo
+    from unified.sessions import SessionInfo, SessionListing
     from unified.types import ApprovalMode, ExecuteParams
 
 __all__ = [
@@ -1128,9 +1128,13 @@ def sessions_list(
         listing = anyio.run(lambda: sessions.list_sessions(backend=backend, cwd=_cwd(cwd)))
     except UnifiedError as exc:
         raise _fail(str(exc)) from None
+    searched_none = bool(listing.unavailable) and set(listing.unavailable) >= set(sessions.session_backends())
     if as_json:
         for info in [*listing.sessions, *listing.unreadable]:
             _json_line(info.model_dump(mode="json"))
+    elif not listing.sessions and not listing.unreadable and listing.unavailable:
+        if not searched_none:  # "no sessions yet" was said when no store could be read at all
+            _say(f"no sessions in the backends searched ({', '.join(_searched(listing))})", style="dim")
     elif not listing.sessions and not listing.unreadable:
         _say(f"no {backend + ' ' if backend else ''}sessions yet: `unified run` starts one", style="dim")
     elif not listing.sessions:
@@ -1148,8 +1152,19 @@ def sessions_list(
         for s in listing.unreadable:
             assert s.problem is not None
             _say(f"  {s.backend} {s.short_id}: {s.problem.message} ({s.problem.hint})", style="yellow")
+    reasons: dict[str, list[str]] = {}  # one misconfigured store made every backend say the same thing
     for name, why in listing.unavailable.items():
-        _say(f"sessions of {name} are not available: {why}", style="yellow", stderr=True)
+        reasons.setdefault(_one_line(why), []).append(name)
+    for why, names in reasons.items():
+        _say(f"sessions of {', '.join(names)} are not available: {why}", style="yellow", stderr=True)
+    if searched_none:
+        raise _fail("no backend's sessions could be listed (above: why)")
+
+
+def _searched(listing: SessionListing) -> list[str]:
+    from unified import sessions
+
+    return [name for name in sessions.session_backends() if name not in listing.unavailable]
 
 
 @sessions_app.command("show")

@@ -731,7 +731,7 @@ class FileSessionStore(BlockingSessionStore):
         flat: dict[str, Path] = {}
         try:
             listing = os.scandir(directory)
-        except (FileNotFoundError, NotADirectoryError):
+        except FileNotFoundError:  # no session saved yet; a file in the way (NotADirectoryError) is no store
             return []
         temporaries: list[os.DirEntry[str]] = []
         with listing:
