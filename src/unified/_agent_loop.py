@@ -40,15 +40,16 @@ from typing import Any, Protocol, TypeVar
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
+from pydantic import ValidationError
 
 from unified._internal.api_options import ApiOptions
 from unified._internal.models import ToolFamily
 from unified._internal.retry import Failure, retrying
-from unified._redaction import run_secrets
+from unified._redaction import clip, run_secrets
 from unified._sessions.config import default_store
 from unified._sessions.stores import save_announced
 from unified.backends import RunContext, RunOutcome
-from unified.errors import UnifiedError
+from unified.errors import CorruptSession, UnifiedError
 from unified.events import SessionStarted, ToolResult, UnifiedEvent, Usage, WarningEvent
 from unified.sessions import SessionStore, StoredSession
 from unified.tools import EventForwarder, ToolCall, ToolOutcome, ToolRuntime, tool_family
@@ -208,7 +209,12 @@ class AgentLoop:
                     params.history.origin.model_dump(mode="json") if params.history.origin is not None else None
                 )
         session.model = self.client.choose_model(session.model)
-        self.client.prepare(session)
+        try:
+            self.client.prepare(session)
+        except (AttributeError, LookupError, TypeError, ValueError) as exc:  # pydantic's ValidationError too
+            if not params.resume:
+                raise
+            raise _unreadable_state(backend, session, exc) from None
         self._leased = anyio.Event()
         self._started = anyio.Event()
         self._finished = anyio.Event()
@@ -457,3 +463,21 @@ class AgentLoop:
         for call in calls:
             await self._emit(ToolResult(tool_use_id=call.id, output=message, is_error=True))
         self.client.keep_tool_round(session, calls, refused(calls, message))
+
+
+def _unreadable_state(backend: str, session: StoredSession, exc: Exception) -> CorruptSession:
+    """The error of a resumed session whose stored state the backend cannot read (`contents` that is no list
+    of contents, steps that are no steps): a store is shared, so its state may be anything another tool or a
+    hand wrote. It was the parse's own exception (pydantic's ValidationError), reported as `internal_error`,
+    "a bug in unified"; `export` of the same record already said `corrupt_session`. Nothing was saved."""
+    if isinstance(exc, ValidationError):  # its message quotes the input, which may be anything the session holds
+        first = exc.errors(include_url=False, include_input=False, include_context=False)[0]
+        why = f"{'.'.join(map(str, first['loc'])) or exc.title}: {first['msg']}"
+    else:
+        why = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+    return CorruptSession(
+        f"{backend} session {session.short_id} in the session store holds a state unified cannot read "
+        f"({clip(why, 240)})",
+        hint="it was left unchanged; start a new session (or fix the record), or continue what it holds elsewhere",
+        details={"session_id": session.session_id},
+    )

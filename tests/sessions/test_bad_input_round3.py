@@ -273,3 +273,46 @@ def test_sessions_list_with_a_store_url_no_backend_can_use_fails_once(
     assert len(lines) == 1, result.stderr  # the same reason was printed once per backend
     assert lines[0].startswith("sessions of gemini-cli, generate-content, interactions")
     assert "no backend's sessions could be listed" in result.stderr
+
+
+# --- a resumed session whose state the backend cannot read ------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize(
+    ("backend", "state"),
+    [
+        ("generate-content", {"contents": "not a list"}),
+        ("generate-content", {"contents": [1, None, "x"]}),
+        ("generate-content", {"contents": [{"role": "user", "parts": "zz"}]}),
+        ("interactions", {"steps": "x", "store": False}),
+        ("interactions", {"steps": [1, 2], "store": False}),
+        ("interactions", {"steps": [{"type": "user_input", "content": 7}], "store": False}),
+        ("interactions", {"steps": [], "store": True, "pending": 5}),
+    ],
+)
+async def test_resuming_a_session_whose_state_is_damaged_is_a_corrupt_session(
+    backend: str, state: dict[str, object], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from unified import ExecuteParams
+    from unified._execute import EventStream
+    from unified.events import ErrorEvent
+
+    monkeypatch.setenv("GEMINI_API_KEY", "not-a-key")
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:9")  # nothing may get that far
+    store = FileSessionStore(tmp_path / "store")
+    session = StoredSession.new(backend, model="gemini-2.5-flash", cwd=str(tmp_path), first_prompt="hi")
+    session.state = dict(state)
+    await store.save(session)
+    path = store.path_of(backend, session.session_id)
+    before = path.read_bytes()
+
+    params = ExecuteParams(prompt="go on", backend=backend, cwd=tmp_path, resume=session.short_id, session_store=store)
+    events = [e async for e in EventStream(params)]
+
+    errors = [e for e in events if isinstance(e, ErrorEvent)]
+    assert [e.code for e in errors] == ["corrupt_session"], [e.message for e in errors]  # it was internal_error
+    assert f"{backend} session {session.short_id}" in errors[0].message
+    assert "cannot read" in errors[0].message
+    assert path.read_bytes() == before  # nothing saved over it
