@@ -8,12 +8,19 @@ Each case says what happened before the fix it proves:
   `internal_error`); now `SessionStoreUnavailable`, the record kept;
 - a short id two sessions share: the error listed that same short id twice, so the user could not tell
   which characters to add; now each candidate's whole id;
+- a resumed session whose state the backend cannot read: `internal_error` (pydantic's ValidationError); now
+  `corrupt_session`, as `export` said;
+- a store whose directory is a file: listed as empty ("no sessions yet"); now `SessionStoreUnavailable`;
+- a history whose user turn holds an image of a type Anthropic or OpenAI refuse (`application/pdf`,
+  `image/svg+xml`) continued on claude-code or codex: written as an image block (HTTP 400 on every turn);
+  codex's retry dropped it without a word; now a text note saying what it was, and a warning;
 - `file:///srv/my%20store` made a directory named `my%20store`; now it is `/srv/my store`, as RFC 8089 and
   `urllib.request.url2pathname` read it; a query, a fragment, `%00` or non-UTF-8 bytes are refused.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -21,9 +28,11 @@ import anyio
 import pytest
 from typer.testing import CliRunner
 
+from unified import ExecuteParams
 from unified._cli import main as cli
 from unified._sessions import stores
 from unified._sessions.stores import FileSessionStore, MemorySessionStore
+from unified.conversations import Conversation, ImagePart, ModelTurn, TextPart, UserTurn
 from unified.errors import AmbiguousSession, ConfigurationError, SessionNotFound, SessionStoreUnavailable
 from unified.sessions import StoredSession
 
@@ -295,7 +304,6 @@ def test_sessions_list_with_a_store_url_no_backend_can_use_fails_once(
 async def test_resuming_a_session_whose_state_is_damaged_is_a_corrupt_session(
     backend: str, state: dict[str, object], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from unified import ExecuteParams
     from unified._execute import EventStream
     from unified.events import ErrorEvent
 
@@ -316,3 +324,78 @@ async def test_resuming_a_session_whose_state_is_damaged_is_a_corrupt_session(
     assert f"{backend} session {session.short_id}" in errors[0].message
     assert "cannot read" in errors[0].message
     assert path.read_bytes() == before  # nothing saved over it
+
+
+# --- a history with images the next provider cannot take -------------------------------------------
+
+_PDF = b"%PDF-1.7 not an image"
+_PNG = b"\x89PNG\r\n\x1a\n0000"
+
+
+def _with_attachments() -> Conversation:
+    return Conversation(
+        turns=[
+            UserTurn(
+                parts=[
+                    TextPart(text="read these"),
+                    ImagePart(mime_type="application/pdf", data=_PDF),
+                    ImagePart(mime_type="image/svg+xml", data=b"<svg/>"),
+                    ImagePart(mime_type="image/png", data=_PNG),
+                ]
+            ),
+            ModelTurn(parts=[TextPart(text="read")], provider="google"),
+            UserTurn(parts=[TextPart(text="and now?")]),
+        ]
+    )
+
+
+def test_claude_code_carries_an_image_type_anthropic_refuses_as_a_note_and_warns() -> None:
+    from unified._adapters.claude_code._backend import ClaudeCodeBackend
+    from unified._adapters.claude_code._conversation import lines_from_conversation
+
+    lines = lines_from_conversation(_with_attachments(), session_id="s", cwd="/w", model=None)
+    blocks = lines[0]["message"]["content"]
+    assert [b["type"] for b in blocks] == ["text", "text", "text", "image"]  # pdf and svg were image blocks: HTTP 400
+    assert "application/pdf" in blocks[1]["text"]
+    assert "image/svg+xml" in blocks[2]["text"]
+    assert blocks[3]["source"]["media_type"] == "image/png"
+    params = ExecuteParams(prompt="go on", backend="claude-code", history=_with_attachments())
+    problems = ClaudeCodeBackend(params).unsupported_options(params)
+    warned = [p for p in problems if p.option == "history"]
+    assert len(warned) == 1
+    assert not warned[0].fatal
+    assert "turn 0: application/pdf, turn 0: image/svg+xml" in warned[0].explanation
+
+
+def test_codex_carries_an_image_type_openai_refuses_as_a_note_and_warns_and_retries_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from unified._adapters.codex._backend import CodexBackend
+    from unified._adapters.codex._conversation import _opening_for, rollout_from_conversation
+
+    text = rollout_from_conversation(_with_attachments(), thread_id="t", cwd="/w", provider="openai")
+    items = [json.loads(line)["payload"] for line in text.splitlines() if '"response_item"' in line]
+    content = items[0]["content"]
+    assert [c["type"] for c in content] == ["input_text", "input_text", "input_text", "input_image"]
+    assert "application/pdf" in content[1]["text"]
+    assert content[3]["image_url"].startswith("data:image/png;base64,")
+    retried = _with_attachments().turns[0]
+    assert isinstance(retried, UserTurn)
+    prompt, images = _opening_for(retried)  # a retry of that turn left the pdf and svg out without a word
+    assert "read these" in prompt
+    assert "application/pdf" in prompt
+    assert "image/svg+xml" in prompt
+    assert [i.mime_type for i in images] == ["image/png"]
+    monkeypatch.setenv("OPENAI_API_KEY", "not-a-key")
+    params = ExecuteParams(prompt="go on", backend="codex", history=_with_attachments())
+    warned = [p for p in CodexBackend(params).unsupported_options(params) if p.option == "history"]
+    assert len(warned) == 1
+    assert "OpenAI" in warned[0].explanation
+
+
+def test_a_history_of_images_every_provider_takes_warns_nothing() -> None:
+    from unified._adapters.claude_code._backend import ClaudeCodeBackend
+
+    history = Conversation(turns=[UserTurn(parts=[ImagePart(mime_type="image/png", data=_PNG)])])
+    params = ExecuteParams(prompt="go on", backend="claude-code", history=history)
+    assert [p for p in ClaudeCodeBackend(params).unsupported_options(params) if p.option == "history"] == []
