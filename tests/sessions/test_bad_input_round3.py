@@ -33,7 +33,13 @@ from unified._cli import main as cli
 from unified._sessions import stores
 from unified._sessions.stores import FileSessionStore, MemorySessionStore
 from unified.conversations import Conversation, ImagePart, ModelTurn, TextPart, UserTurn
-from unified.errors import AmbiguousSession, ConfigurationError, SessionNotFound, SessionStoreUnavailable
+from unified.errors import (
+    AmbiguousSession,
+    ConfigurationError,
+    CorruptSession,
+    SessionNotFound,
+    SessionStoreUnavailable,
+)
 from unified.sessions import StoredSession
 
 BACKEND = "generate-content"
@@ -399,3 +405,78 @@ def test_a_history_of_images_every_provider_takes_warns_nothing() -> None:
     history = Conversation(turns=[UserTurn(parts=[ImagePart(mime_type="image/png", data=_PNG)])])
     params = ExecuteParams(prompt="go on", backend="claude-code", history=history)
     assert [p for p in ClaudeCodeBackend(params).unsupported_options(params) if p.option == "history"] == []
+
+
+# --- text a terminal or an encoder cannot take ----------------------------------------------------
+
+
+def _with_lone_surrogate(store: FileSessionStore, session_id: str, *, in_header: bool) -> Path:
+    """A record whose first prompt (`in_header`) or whose state holds `\\ud800` escaped alone, as a hand or
+    another tool may write it (`json.loads` takes it; no UTF-8 encoder does)."""
+    session = _session(session_id, first_prompt="PROMPT")
+    session.state["contents"] = [{"role": "user", "parts": [{"text": "STATE"}]}]
+    anyio.run(store.save, session)
+    path = store.path_of(BACKEND, session_id)
+    text = path.read_text()
+    path.write_text(text.replace("PROMPT" if in_header else "STATE", "a\\ud800b").replace("PROMPT", "hi"))
+    return path
+
+
+def test_a_record_holding_a_lone_surrogate_is_corrupt_not_a_crash(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    header = _with_lone_surrogate(store, "ab000000-header", in_header=True)
+    state = _with_lone_surrogate(store, "ab000001-state", in_header=False)
+    fine = _session("ab000002-pair", first_prompt="\U0001f600 an emoji, escaped as a pair")
+    anyio.run(store.save, fine)
+    path = store.path_of(BACKEND, fine.session_id)
+    path.write_text(path.read_text().replace("\U0001f600", "\\ud83d\\ude00"))
+    before = {p: p.read_bytes() for p in (header, state)}
+
+    listed = {i.session_id: i for i in anyio.run(store.list_sessions, BACKEND)}
+    problem = listed["ab000000-header"].problem
+    assert problem is not None
+    assert "not Unicode" in problem.message  # the listing's JSON and table failed with UnicodeEncodeError
+    assert listed["ab000002-pair"].first_prompt == "\U0001f600 an emoji, escaped as a pair"
+    assert listed["ab000002-pair"].problem is None
+    for session_id in ("ab000000-header", "ab000001-state"):
+        with pytest.raises(CorruptSession, match="not Unicode"):
+            anyio.run(store.load, BACKEND, session_id)
+        with pytest.raises(CorruptSession, match="not Unicode"):  # never replaced
+            anyio.run(store.save, _session(session_id))
+    memory = MemorySessionStore()
+    memory._documents[(BACKEND, "ab000001-state")] = state.read_text()
+    with pytest.raises(CorruptSession, match="not Unicode"):
+        anyio.run(memory.load, BACKEND, "ab000001-state")
+    assert {p: p.read_bytes() for p in (header, state)} == before
+
+
+def test_the_cli_lists_and_exports_a_record_holding_a_lone_surrogate_without_exit_70(
+    isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("UNIFIED_SESSION_STORE_URL", f"file://{tmp_path}/store")
+    store = FileSessionStore(tmp_path / "store")
+    _with_lone_surrogate(store, "ab000000-header", in_header=True)
+    _with_lone_surrogate(store, "cd000000-state", in_header=False)
+    for args in (["--backend", BACKEND], ["--backend", BACKEND, "--json"]):
+        result = CliRunner().invoke(cli.app, ["sessions", "list", *args])
+        assert result.exit_code == 0, result.output  # it was 70, UnicodeEncodeError
+        assert "cd000000" in result.stdout
+    result = CliRunner().invoke(cli.app, ["sessions", "export", "cd000000"])
+    assert result.exit_code == 1  # it was 70, PydanticSerializationError
+    assert "not Unicode" in result.stderr
+
+
+def test_the_cli_writes_out_the_control_characters_a_session_holds(
+    isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("UNIFIED_SESSION_STORE_URL", f"file://{tmp_path}/store")
+    store = FileSessionStore(tmp_path / "store")
+    for n in (1, 2):  # a first prompt another worker (or a hand) wrote, which clears the screen
+        anyio.run(store.save, _session(f"aaaa1111-{n}", first_prompt="hi \x1b[2J\x1b]0;owned\x07 \u202egnp.exe"))
+    listing = CliRunner().invoke(cli.app, ["sessions", "list", "--backend", BACKEND])
+    ambiguous = CliRunner().invoke(cli.app, ["sessions", "show", "aaaa1111"])
+    for shown in (listing.stdout, ambiguous.stderr):
+        assert "\x1b" not in shown
+        assert "\x07" not in shown
+        assert "\u202e" not in shown
+        assert "\\x1b[2J" in shown

@@ -194,9 +194,13 @@ def _console(*, stderr: bool = False) -> Console:
 
 
 def _say(text: str, *, style: str = "", stderr: bool = False) -> None:
+    """Print `text` redacted, each control character a terminal would act on written out (`visible`): a message
+    quotes what a session holds (its first prompt, its cwd), which another worker or a hand may have written."""
     from rich.text import Text
 
-    _console(stderr=stderr).print(Text(redact(text), style=style))
+    from unified._cli.render import visible
+
+    _console(stderr=stderr).print(Text(visible(redact(text)), style=style))
 
 
 def _one_line(text: str) -> str:
@@ -1142,10 +1146,12 @@ def sessions_list(
     else:
         from rich.table import Table
 
+        from unified._cli.render import visible
+
         table = Table("short id", "backend", "updated", "summary")
         for s in listing.sessions:
             when = str(s.updated_at or s.started_at or "")[:19]
-            table.add_row(s.short_id, s.backend, when, clip(s.summary or s.first_prompt or "", 80))
+            table.add_row(s.short_id, s.backend, when, visible(clip(s.summary or s.first_prompt or "", 80)))
         _console().print(table)
     if listing.unreadable and not as_json:
         _say(f"{len(listing.unreadable)} unreadable session(s), left unchanged:", style="bold yellow")
@@ -1216,7 +1222,9 @@ def sessions_delete(
     if not yes:
         if not sys.stdin.isatty():
             raise _fail(f"refusing to delete {label} without --yes", 2)
-        typer.confirm(redact(f"Delete {label}?"), abort=True)
+        from unified._cli.render import visible
+
+        typer.confirm(visible(redact(f"Delete {label}?")), abort=True)
     try:
         anyio.run(lambda: sessions.delete(info.session_id, backend=info.backend, cwd=_cwd(cwd)))
     except UnifiedError as exc:

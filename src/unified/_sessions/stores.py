@@ -80,6 +80,7 @@ __all__ = [
     "FileSessionStore",
     "MemorySessionStore",
     "checked_header",
+    "checked_unicode",
     "corrupt_error",
     "described",
     "header_text",
@@ -228,6 +229,26 @@ def corrupt_error(where: str, why: str) -> CorruptSession:
     )
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+"""A JSON escape of a UTF-16 surrogate: half of an escaped pair, or a lone one, which no text can hold."""
+
+
+def checked_unicode(text: str, value: object, where: str) -> None:
+    """CorruptSession when `value` (parsed from the JSON `text`) holds a lone surrogate (`"\\ud800"` escaped
+    alone, which `json.loads` takes): text that is not Unicode, which no request, session file or terminal can
+    take. Such a record (a hand's, another tool's) made `unified sessions list` of its backend exit 70 with
+    UnicodeEncodeError, `export` too, and a resume end in `internal_error`. Only a record whose text holds a
+    surrogate escape at all is checked further (a pair, an emoji, is fine)."""
+    if _SURROGATE_ESCAPE.search(text) is None:
+        return
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise corrupt_error(
+            where, "it holds text that is not Unicode (a lone surrogate, escaped as \\ud800-\\udfff)"
+        ) from None
+
+
 def checked_header(raw: object, where: str) -> dict[str, Any]:
     """`raw` if it is a header this `unified` can read; else the error that says why not."""
     if not isinstance(raw, dict):
@@ -300,6 +321,7 @@ def parse_document(text: str, where: str) -> StoredSession:
         raise corrupt_error(where, f"it is not valid JSON ({exc})") from exc
     if not isinstance(document, dict) or "header" not in document:
         raise corrupt_error(where, "it has no header")
+    checked_unicode(text, document, where)
     header = checked_header(document["header"], where)
     state = document.get("state")
     if not isinstance(state, dict):
@@ -683,7 +705,9 @@ class FileSessionStore(BlockingSessionStore):
                 raise corrupt_error(where, f"it is not UTF-8 ({exc})") from exc
             if line.startswith(_HEADER_PREFIX) and line.endswith(","):
                 with contextlib.suppress(ValueError, RecursionError):
-                    return checked_header(json.loads(line[len(_HEADER_PREFIX) : -1]), where)
+                    header = json.loads(line[len(_HEADER_PREFIX) : -1])
+                    checked_unicode(line, header, where)
+                    return checked_header(header, where)
             if size > bound:  # no header line we can read, and too much to read whole for one
                 raise corrupt_error(
                     where,
@@ -698,6 +722,7 @@ class FileSessionStore(BlockingSessionStore):
             raise corrupt_error(where, f"it is not valid JSON ({exc})") from exc
         if not isinstance(document, dict):
             raise corrupt_error(where, "it is not a JSON object")
+        checked_unicode(raw.decode("utf-8"), document.get("header"), where)
         return checked_header(document.get("header"), where)
 
     def _entry(self, backend: str, path: Path) -> SessionInfo | None:
