@@ -33,13 +33,13 @@ from unified._sessions.stores import (
     FORMAT_VERSION,
     BlockingSessionStore,
     checked_header,
-    checked_unicode,
     corrupt_error,
     header_text,
     in_use_error,
     info_of_header,
     newest_first,
     parse_document,
+    readable_json,
     serialize,
     stamp_updated,
     unreadable_info,
@@ -243,8 +243,7 @@ class PostgresSessionStore(BlockingSessionStore):
                 raw = json.loads(header)
             except (ValueError, RecursionError) as exc:
                 raise corrupt_error(where, f"its header is not valid JSON ({exc})") from exc
-            checked_unicode(header, raw, where)
-            info = info_of_header(checked_header(raw, where), where)
+            info = info_of_header(checked_header(readable_json(header, raw, where), where), where)
             if info.session_id != session_id:
                 raise corrupt_error(where, f"it names session {info.session_id!r}")
             return info

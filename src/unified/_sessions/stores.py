@@ -55,6 +55,7 @@ from unified._environ import PerEnvironment
 from unified._exports import publish
 from unified._files import NotRegularFile, open_regular, write_atomically
 from unified._internal import limits
+from unified._internal.text import escapes_surrogates, well_formed_json
 from unified._redaction import clip, redact
 from unified._sessions.records import (
     SessionInfo,
@@ -80,7 +81,6 @@ __all__ = [
     "FileSessionStore",
     "MemorySessionStore",
     "checked_header",
-    "checked_unicode",
     "corrupt_error",
     "described",
     "header_text",
@@ -88,6 +88,7 @@ __all__ = [
     "info_of_header",
     "newest_first",
     "parse_document",
+    "readable_json",
     "save_announced",
     "serialize",
     "sessions_root",
@@ -229,24 +230,23 @@ def corrupt_error(where: str, why: str) -> CorruptSession:
     )
 
 
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-"""A JSON escape of a UTF-16 surrogate: half of an escaped pair, or a lone one, which no text can hold."""
-
-
-def checked_unicode(text: str, value: object, where: str) -> None:
-    """CorruptSession when `value` (parsed from the JSON `text`) holds a lone surrogate (`"\\ud800"` escaped
-    alone, which `json.loads` takes): text that is not Unicode, which no request, session file or terminal can
-    take. Such a record (a hand's, another tool's) made `unified sessions list` of its backend exit 70 with
-    UnicodeEncodeError, `export` too, and a resume end in `internal_error`. Only a record whose text holds a
-    surrogate escape at all is checked further (a pair, an emoji, is fine)."""
-    if _SURROGATE_ESCAPE.search(text) is None:
-        return
+def readable_json(text: str, value: Any, where: str) -> Any:
+    """`value` (parsed from the JSON `text` of a record) with each lone surrogate (`"\\ud800"` escaped alone,
+    which `json.loads` takes and no UTF-8 encoder writes: a hand's, another tool's) replaced by U+FFFD, as
+    unified reads every text from outside (`unified._internal.text`). Such a record made `unified sessions
+    list` of its backend exit 70 with UnicodeEncodeError, `export` too, and a resume end in `internal_error`.
+    Only a record whose text escapes a surrogate at all is walked. CorruptSession when one is left (nested
+    past the depth a walk goes)."""
+    if not escapes_surrogates(text):
+        return value
+    value = well_formed_json(value)
     try:
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         raise corrupt_error(
             where, "it holds text that is not Unicode (a lone surrogate, escaped as \\ud800-\\udfff)"
         ) from None
+    return value
 
 
 def checked_header(raw: object, where: str) -> dict[str, Any]:
@@ -321,7 +321,7 @@ def parse_document(text: str, where: str) -> StoredSession:
         raise corrupt_error(where, f"it is not valid JSON ({exc})") from exc
     if not isinstance(document, dict) or "header" not in document:
         raise corrupt_error(where, "it has no header")
-    checked_unicode(text, document, where)
+    document = readable_json(text, document, where)
     header = checked_header(document["header"], where)
     state = document.get("state")
     if not isinstance(state, dict):
@@ -705,8 +705,7 @@ class FileSessionStore(BlockingSessionStore):
                 raise corrupt_error(where, f"it is not UTF-8 ({exc})") from exc
             if line.startswith(_HEADER_PREFIX) and line.endswith(","):
                 with contextlib.suppress(ValueError, RecursionError):
-                    header = json.loads(line[len(_HEADER_PREFIX) : -1])
-                    checked_unicode(line, header, where)
+                    header = readable_json(line, json.loads(line[len(_HEADER_PREFIX) : -1]), where)
                     return checked_header(header, where)
             if size > bound:  # no header line we can read, and too much to read whole for one
                 raise corrupt_error(
@@ -722,8 +721,7 @@ class FileSessionStore(BlockingSessionStore):
             raise corrupt_error(where, f"it is not valid JSON ({exc})") from exc
         if not isinstance(document, dict):
             raise corrupt_error(where, "it is not a JSON object")
-        checked_unicode(raw.decode("utf-8"), document.get("header"), where)
-        return checked_header(document.get("header"), where)
+        return checked_header(readable_json(raw.decode("utf-8"), document.get("header"), where), where)
 
     def _entry(self, backend: str, path: Path) -> SessionInfo | None:
         """The listing entry of one file, None if it vanished meanwhile."""

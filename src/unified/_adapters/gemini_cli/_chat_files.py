@@ -44,6 +44,7 @@ from unified._files import (
     read_regular_text,
     write_atomically,
 )
+from unified._internal.text import loaded_well_formed
 from unified._redaction import clip
 from unified.errors import CorruptSession, SessionNotFound
 from unified.events import Usage
@@ -117,11 +118,12 @@ def _parse_time(value: object) -> datetime | None:
 
 
 def _loads(line: bytes | str) -> dict[str, Any] | None:
+    """One record of a chat file; a lone surrogate (the CLI's `JSON.stringify` escapes half an emoji) as U+FFFD."""
     try:
         value = json.loads(line)
     except (ValueError, RecursionError):
         return None
-    return value if isinstance(value, dict) else None
+    return loaded_well_formed(line, value) if isinstance(value, dict) else None
 
 
 def header_of(handle: BinaryIO) -> dict[str, Any] | None:
