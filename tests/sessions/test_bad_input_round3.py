@@ -512,3 +512,27 @@ def test_the_cli_writes_out_the_control_characters_a_session_holds(
         assert "\x07" not in shown
         assert "\u202e" not in shown
         assert "\\x1b[2J" in shown
+
+
+# --- UNIFIED_DATA_DIR as no shell expanded it ----------------------------------------------------------
+
+
+def test_a_data_dir_with_a_tilde_or_relative_is_the_directory_a_shell_would_name(
+    isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from unified._adapters.codex._launch import codex_home
+    from unified._adapters.codex._options import CodexOptions
+
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("UNIFIED_DATA_DIR", "~/data")  # a systemd unit or `docker run -e` does not expand it
+    assert stores.sessions_root() == isolated_home / "data" / "sessions"
+    assert codex_home(CodexOptions(), {"UNIFIED_DATA_DIR": "~/data"}) == (isolated_home / "data" / "codex-home")
+    anyio.run(FileSessionStore().save, _session("ab000000-home"))
+    assert list(work.iterdir()) == []  # it made a directory named `~` here
+    monkeypatch.setenv("UNIFIED_DATA_DIR", "rel")
+    root = stores.sessions_root()
+    assert root == work / "rel" / "sessions"
+    monkeypatch.chdir(tmp_path)
+    assert stores.sessions_root() == root  # a relative one no longer moves with the working directory

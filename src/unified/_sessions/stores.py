@@ -132,9 +132,13 @@ def sessions_root() -> Path:
 
 
 def _find_sessions_root() -> Path:
+    """`UNIFIED_DATA_DIR` with `~` expanded and made absolute, as a shell would give it: set where no shell
+    expands it (a systemd unit, `docker run -e`, a `.env` file), `~/data` made a directory named `~` in
+    whatever directory each run started, and a relative one moved with it (and with a library's `chdir`)."""
     override = os.environ.get("UNIFIED_DATA_DIR")
-    base = Path(override) if override else Path(platformdirs.user_data_dir("unified", appauthor=False))
-    return base / "sessions"
+    if not override:
+        return Path(platformdirs.user_data_dir("unified", appauthor=False)) / "sessions"
+    return Path(override).expanduser().absolute() / "sessions"
 
 
 _sessions_root = PerEnvironment(_find_sessions_root)
