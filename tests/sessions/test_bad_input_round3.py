@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from unified import ExecuteParams
@@ -536,3 +538,37 @@ def test_a_data_dir_with_a_tilde_or_relative_is_the_directory_a_shell_would_name
     assert root == work / "rel" / "sessions"
     monkeypatch.chdir(tmp_path)
     assert stores.sessions_root() == root  # a relative one no longer moves with the working directory
+
+
+# --- a conversation file as an editor or a shell saved it ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "encoded",
+    [
+        lambda text: b"\xef\xbb\xbf" + text.encode("utf-8"),  # Notepad's UTF-8 with its byte order mark
+        lambda text: text.encode("utf-16"),  # Windows PowerShell 5's `unified sessions export X > conv.json`
+        lambda text: text.encode("utf-16-be").join([b"\xfe\xff", b""]),
+    ],
+)
+def test_a_history_file_with_a_byte_order_mark_is_read(
+    encoded: Callable[[str], bytes], isolated_home: Path, tmp_path: Path
+) -> None:
+    conversation = Conversation(turns=[UserTurn(parts=[TextPart(text="remember wren-5 é")])])
+    path = tmp_path / "conv.json"
+    path.write_bytes(encoded(conversation.to_json()))
+    assert cli._read_history(path) == conversation  # it was exit 2, "Invalid JSON: expected value at line 1 column 1"
+
+
+def test_a_conversation_s_text_with_a_byte_order_mark_is_read() -> None:
+    conversation = Conversation(turns=[UserTurn(parts=[TextPart(text="hi")])])
+    assert Conversation.from_json("\ufeff" + conversation.to_json()) == conversation
+    assert Conversation.from_json(b"\xef\xbb\xbf" + conversation.to_json().encode()) == conversation
+
+
+def test_a_history_file_in_broken_utf_16_is_refused_in_one_line(isolated_home: Path, tmp_path: Path) -> None:
+    path = tmp_path / "conv.json"
+    path.write_bytes(b"\xff\xfe" + "{}".encode("utf-16-le") + b"\x00")  # an odd byte out
+    with pytest.raises(typer.Exit) as caught:
+        cli._read_history(path)
+    assert caught.value.exit_code == 2

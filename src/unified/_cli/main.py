@@ -296,6 +296,11 @@ def _read_history(path: Path) -> Conversation:
         raise _fail(f"cannot read --history {path}: {exc.strerror or exc}", EXIT_BAD_INPUT) from None
     if len(data) > bound:
         raise _fail(f"cannot read --history {path}: more than {bound} bytes", EXIT_BAD_INPUT)
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16, as Windows PowerShell's `>` saves an export
+        try:
+            data = data.decode("utf-16").encode("utf-8")
+        except UnicodeError:
+            raise _fail(f"--history {path} is not UTF-8, nor whole UTF-16: save it as UTF-8", EXIT_BAD_INPUT) from None
     try:
         return Conversation.from_json(data)
     except ValidationError as exc:
