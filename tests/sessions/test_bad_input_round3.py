@@ -572,3 +572,24 @@ def test_a_history_file_in_broken_utf_16_is_refused_in_one_line(isolated_home: P
     with pytest.raises(typer.Exit) as caught:
         cli._read_history(path)
     assert caught.value.exit_code == 2
+
+
+# --- a store URL with a short password ---------------------------------------------------------------
+
+
+def test_a_short_store_password_is_hidden_where_it_stands_not_inside_every_word() -> None:
+    from unified._sessions.postgres import PostgresSessionStore
+
+    store = PostgresSessionStore("postgresql://u:p@127.0.0.1:1/db")  # nothing listens on port 1
+    with pytest.raises(SessionStoreUnavailable) as caught:
+        anyio.run(store.list_sessions, BACKEND)
+    message = caught.value.message
+    assert "port 1" in message, message  # it read "***ort 1": every "p" of the driver's message hidden
+    assert "***" not in message
+    assert store._without_password("connection string u:p@host, password=p") == (
+        "connection string u:***@host, password=***"
+    )
+    long = PostgresSessionStore("postgresql://u:longpassword@127.0.0.1:1/db")
+    assert long._without_password("xlongpasswordx") == "x***x"
+    store.close()
+    long.close()
