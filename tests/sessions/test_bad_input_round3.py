@@ -593,3 +593,33 @@ def test_a_short_store_password_is_hidden_where_it_stands_not_inside_every_word(
     assert long._without_password("xlongpasswordx") == "x***x"
     store.close()
     long.close()
+
+
+# --- a header number no int holds ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("turns", ["1e400", "-1e400", "NaN", "Infinity"])
+def test_a_header_count_that_is_no_integer_is_one_unreadable_entry(
+    turns: str, isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = FileSessionStore(tmp_path / "store")
+    kept = _session("cd000000-kept")
+    anyio.run(store.save, kept)
+    bad = _session("ab000000-bad")
+    anyio.run(store.save, bad)
+    path = store.path_of(BACKEND, bad.session_id)
+    before = path.read_text().replace('"turns":0', f'"turns":{turns}', 1)
+    path.write_text(before)
+
+    listed = {i.session_id: i for i in anyio.run(store.list_sessions, BACKEND)}  # OverflowError: no listing
+    problem = listed[bad.session_id].problem
+    assert problem is not None
+    assert "wrong or missing field" in problem.message
+    assert listed[kept.session_id].problem is None
+    with pytest.raises(CorruptSession):
+        anyio.run(store.load, BACKEND, bad.session_id)
+    monkeypatch.setenv("UNIFIED_SESSION_STORE_URL", f"file://{tmp_path}/store")
+    result = CliRunner().invoke(cli.app, ["sessions", "list", "--backend", BACKEND])
+    assert result.exit_code == 0, result.output  # it was 70, "unexpected OverflowError"
+    assert "1 unreadable session" in result.stdout
+    assert path.read_text() == before

@@ -294,7 +294,8 @@ def info_of_header(header: dict[str, Any], where: str) -> SessionInfo:
             path=where,
             extra={"usage": usage.model_dump(), "turns": int(header.get("turns") or 0)},
         )
-    except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:  # pydantic's ValidationError is a ValueError
+        # OverflowError: `"turns": 1e400` (JSON's number is a float, infinity here) failed every listing of its backend
         raise corrupt_error(where, f"its header has a wrong or missing field ({type(exc).__name__}: {exc})") from exc
 
 
