@@ -310,6 +310,8 @@ def test_sessions_list_with_a_store_url_no_backend_can_use_fails_once(
         ("interactions", {"steps": [1, 2], "store": False}),
         ("interactions", {"steps": [{"type": "user_input", "content": 7}], "store": False}),
         ("interactions", {"steps": [], "store": True, "pending": 5}),
+        ("interactions", {"steps": [], "store": True, "interactions": "abc"}),  # resumed from interaction "c"
+        ("interactions", {"steps": [], "store": True, "interactions": [1, None]}),  # from "None"
     ],
 )
 async def test_resuming_a_session_whose_state_is_damaged_is_a_corrupt_session(
