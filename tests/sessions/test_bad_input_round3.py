@@ -625,3 +625,15 @@ def test_a_header_count_that_is_no_integer_is_one_unreadable_entry(
     assert result.exit_code == 0, result.output  # it was 70, "unexpected OverflowError"
     assert "1 unreadable session" in result.stdout
     assert path.read_text() == before
+
+
+@pytest.mark.parametrize("kind", ["file", "memory"])
+def test_ids_that_differ_in_case_only_are_each_named_by_their_own_spelling(kind: str, tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path) if kind == "file" else MemorySessionStore()
+    ids = ["ab000000-Task", "ab000000-task"]  # another tool's ids; unified's are lower-case uuids
+    for session_id in ids:
+        anyio.run(store.save, _session(session_id))
+    for session_id in ids:  # each was AmbiguousSession, whatever was given
+        assert anyio.run(store.resolve, BACKEND, session_id).session_id == session_id
+    with pytest.raises(AmbiguousSession):
+        anyio.run(store.resolve, BACKEND, "AB000000-TASK")  # a spelling of neither: both, as before

@@ -179,7 +179,8 @@ def by_recency(info: SessionInfo) -> str:
 def resolve_ref(ref: str, sessions: Iterable[SessionInfo], backend: str) -> SessionInfo:
     """Pick the session `ref` names: an exact full id, an exact short id, or a unique prefix.
 
-    Matching ignores case. Several matches give `AmbiguousSession` listing them; none gives
+    Matching ignores case, but an id given exactly as written names that id (ids that differ in case only).
+    Several matches give `AmbiguousSession` listing them; none gives
     `SessionNotFound` listing the most recent sessions; a match whose record is unreadable
     raises its problem's error (CorruptSession, UnsupportedSessionFormat).
     """
@@ -187,7 +188,11 @@ def resolve_ref(ref: str, sessions: Iterable[SessionInfo], backend: str) -> Sess
     if not wanted:
         raise SessionNotFound("an empty session reference names no session", hint="pass a short id")
     candidates = list(sessions)
-    exact = [s for s in candidates if s.session_id.lower() == wanted]
+    # The id as written first: ids that differ in case only (another tool's, a hand's) were each an exact match
+    # of the other's reference, ambiguous whatever was given, so neither could be resumed, shown or deleted.
+    exact = [s for s in candidates if s.session_id == ref.strip()] or [
+        s for s in candidates if s.session_id.lower() == wanted
+    ]
     matches = exact or [
         s for s in candidates if s.session_id.lower().startswith(wanted) or s.short_id.lower().startswith(wanted)
     ]
