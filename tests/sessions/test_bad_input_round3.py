@@ -637,3 +637,40 @@ def test_ids_that_differ_in_case_only_are_each_named_by_their_own_spelling(kind:
         assert anyio.run(store.resolve, BACKEND, session_id).session_id == session_id
     with pytest.raises(AmbiguousSession):
         anyio.run(store.resolve, BACKEND, "AB000000-TASK")  # a spelling of neither: both, as before
+
+
+# --- a gemini-cli chat file stamped without a time zone, or not at all ---------------------------------
+
+
+def _chat(home: Path, slug: str, session_id: str, prompt: str, header: dict[str, object]) -> None:
+    chats = home / ".gemini" / "tmp" / slug / "chats"
+    chats.mkdir(parents=True, exist_ok=True)
+    records = [
+        {"sessionId": session_id, "projectHash": "h", "kind": "main", **header},
+        {"id": "u1", "type": "user", "content": [{"text": prompt}]},
+    ]
+    (chats / f"session-2026-11-29T10-00-{session_id[:8]}.jsonl").write_text(
+        "\n".join(json.dumps(r) for r in records) + "\n"
+    )
+
+
+def test_gemini_chat_files_stamped_without_a_zone_or_at_all_are_listed_with_the_others(
+    isolated_home: Path, tmp_path: Path
+) -> None:
+    from unified._adapters.gemini_cli._chat_files import ChatFiles
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (isolated_home / ".gemini").mkdir()
+    (isolated_home / ".gemini" / "projects.json").write_text(json.dumps({"projects": {str(ws): "ws"}}))
+    _chat(isolated_home, "ws", "aaaaaaaa-0", "the CLI's own", {"startTime": "2026-11-29T09:00:00Z"})
+    _chat(isolated_home, "ws", "bbbbbbbb-0", "no zone", {"startTime": "2026-11-29T10:00:00"})
+    _chat(isolated_home, "ws", "cccccccc-0", "no stamp", {})
+
+    listed = ChatFiles().list_sessions(str(ws))  # TypeError: can't compare offset-naive and offset-aware
+    assert [s.first_prompt for s in listed] == ["no zone", "the CLI's own", "no stamp"]
+    assert ChatFiles().resolve("cccc", str(ws)).first_prompt == "no stamp"
+    with pytest.raises(SessionNotFound):  # a miss lists them all to explain itself
+        ChatFiles().resolve("dddd", str(ws))
+    result = CliRunner().invoke(cli.app, ["sessions", "list", "--backend", "gemini-cli", "--cwd", str(ws)])
+    assert result.exit_code == 0, result.output  # it was 70
