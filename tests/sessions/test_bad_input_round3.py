@@ -674,3 +674,44 @@ def test_gemini_chat_files_stamped_without_a_zone_or_at_all_are_listed_with_the_
         ChatFiles().resolve("dddd", str(ws))
     result = CliRunner().invoke(cli.app, ["sessions", "list", "--backend", "gemini-cli", "--cwd", str(ws)])
     assert result.exit_code == 0, result.output  # it was 70
+
+
+# --- a generate-content session another tool stored in the REST API's spelling --------------------------
+
+
+def test_a_session_stored_in_the_rest_api_s_camel_case_exports_whole() -> None:
+    from unified._adapters.generate_content._sessions import GenerateContentSessionLocator
+    from unified.conversations import ThinkingPart, ToolCallPart, ToolResultPart
+
+    store = MemorySessionStore()
+    session = StoredSession.new("generate-content", model="gemini-2.5-flash", cwd="/w", first_prompt="see")
+    session.state["contents"] = [
+        {"role": "user", "parts": [{"text": "see"}, {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}}]},
+        {
+            "role": "model",
+            "parts": [
+                {"text": "looking", "thought": True, "thoughtSignature": "c2ln"},
+                {"functionCall": {"name": "read_file", "id": "c1", "args": {"filePath": "a"}}},
+            ],
+        },
+        {
+            "role": "user",
+            "parts": [{"functionResponse": {"name": "read_file", "id": "c1", "response": {"output": "x"}}}],
+        },
+    ]
+    anyio.run(store.save, session)
+
+    exported = anyio.run(GenerateContentSessionLocator(store).export, session.short_id)
+
+    parts = [part for turn in exported.turns for part in turn.parts]  # the image, thought, call and result were lost
+    kinds = ["TextPart", "ImagePart", "ThinkingPart", "ToolCallPart", "ToolResultPart"]
+    assert [type(p).__name__ for p in parts] == kinds
+    image, thought, call, result = parts[1], parts[2], parts[3], parts[4]
+    assert isinstance(image, ImagePart)
+    assert image.mime_type == "image/png"
+    assert isinstance(thought, ThinkingPart)
+    assert thought.signature == "c2ln"
+    assert isinstance(call, ToolCallPart)
+    assert call.arguments == {"filePath": "a"}  # the model's own argument names are left as they are
+    assert isinstance(result, ToolResultPart)
+    assert result.call_id == "c1"
