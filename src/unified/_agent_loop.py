@@ -43,6 +43,7 @@ from typing import Any, Literal, Protocol, TypeVar
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
+from pydantic import ValidationError
 
 from unified._internal.api_options import ApiOptions
 from unified._internal.models import ToolFamily
@@ -52,7 +53,7 @@ from unified._redaction import clip, run_secrets
 from unified._sessions.config import default_store
 from unified._sessions.stores import save_announced
 from unified.backends import RunContext, RunOutcome
-from unified.errors import RunStopped, UnifiedError
+from unified.errors import CorruptSession, RunStopped, UnifiedError
 from unified.events import (
     PermissionDecision,
     SessionStarted,
@@ -306,7 +307,12 @@ class AgentLoop:
                     params.history.origin.model_dump(mode="json") if params.history.origin is not None else None
                 )
         session.model = self.client.choose_model(session.model)
-        self.client.prepare(session)
+        try:
+            self.client.prepare(session)
+        except (AttributeError, LookupError, TypeError, ValueError) as exc:  # pydantic's ValidationError too
+            if not params.resume:
+                raise
+            raise _unreadable_state(backend, session, exc) from None
         self._leased = anyio.Event()
         self._started = anyio.Event()
         self._finished = anyio.Event()
@@ -748,3 +754,21 @@ class _Subagent:
                 return "failed", f"runaway loop: the same call ({turn.calls[0].name}) {repeats} turns in a row"
             outcomes = await self.loop._run_calls(turn.calls, self.emit)
             self.client.keep_tool_round(session, turn.calls, outcomes)
+
+
+def _unreadable_state(backend: str, session: StoredSession, exc: Exception) -> CorruptSession:
+    """The error of a resumed session whose stored state the backend cannot read (`contents` that is no list
+    of contents, steps that are no steps): a store is shared, so its state may be anything another tool or a
+    hand wrote. It was the parse's own exception (pydantic's ValidationError), reported as `internal_error`,
+    "a bug in unified"; `export` of the same record already said `corrupt_session`. Nothing was saved."""
+    if isinstance(exc, ValidationError):  # its message quotes the input, which may be anything the session holds
+        first = exc.errors(include_url=False, include_input=False, include_context=False)[0]
+        why = f"{'.'.join(map(str, first['loc'])) or exc.title}: {first['msg']}"
+    else:
+        why = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+    return CorruptSession(
+        f"{backend} session {session.short_id} in the session store holds a state unified cannot read "
+        f"({clip(why, 240)})",
+        hint="it was left unchanged; start a new session (or fix the record), or continue what it holds elsewhere",
+        details={"session_id": session.session_id},
+    )

@@ -457,7 +457,9 @@ class Conversation(BaseModel):
         quotes the input (a conversation may carry a key): not even a `role` or `type` tag, or the name
         of a field no part has (a key pasted where a field name goes), which pydantic's own message
         would. More than `limits.MAX_CONVERSATION_VALUES` values is refused before anything is parsed
-        (the same error)."""
+        (the same error). A leading byte order mark (Notepad's UTF-8 one, as RFC 8259 lets a reader ignore it) is
+        left out: it was "Invalid JSON: expected value at line 1 column 1"."""
+        text = text.removeprefix(b"\xef\xbb\xbf") if isinstance(text, bytes) else text.removeprefix("\ufeff")
         values = _values(text)
         if values > limits.MAX_CONVERSATION_VALUES:
             problem = PydanticCustomError(

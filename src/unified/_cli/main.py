@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from unified._execute import EventStream
     from unified.conversations import Conversation
     from unified.events import ResultStatus, UnifiedEvent
-    from unified.sessions import SessionInfo
+    from unified.sessions import SessionInfo, SessionListing
     from unified.types import ApprovalMode, ExecuteParams
 
 __all__ = [
@@ -194,9 +194,13 @@ def _console(*, stderr: bool = False) -> Console:
 
 
 def _say(text: str, *, style: str = "", stderr: bool = False) -> None:
+    """Print `text` redacted, each control character a terminal would act on written out (`visible`): a message
+    quotes what a session holds (its first prompt, its cwd), which another worker or a hand may have written."""
     from rich.text import Text
 
-    _console(stderr=stderr).print(Text(redact(text), style=style))
+    from unified._cli.render import visible
+
+    _console(stderr=stderr).print(Text(visible(redact(text)), style=style))
 
 
 def _one_line(text: str) -> str:
@@ -292,6 +296,11 @@ def _read_history(path: Path) -> Conversation:
         raise _fail(f"cannot read --history {path}: {exc.strerror or exc}", EXIT_BAD_INPUT) from None
     if len(data) > bound:
         raise _fail(f"cannot read --history {path}: more than {bound} bytes", EXIT_BAD_INPUT)
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16, as Windows PowerShell's `>` saves an export
+        try:
+            data = data.decode("utf-16").encode("utf-8")
+        except UnicodeError:
+            raise _fail(f"--history {path} is not UTF-8, nor whole UTF-16: save it as UTF-8", EXIT_BAD_INPUT) from None
     try:
         return Conversation.from_json(data)
     except ValidationError as exc:
@@ -1128,9 +1137,13 @@ def sessions_list(
         listing = anyio.run(lambda: sessions.list_sessions(backend=backend, cwd=_cwd(cwd)))
     except UnifiedError as exc:
         raise _fail(str(exc)) from None
+    searched_none = bool(listing.unavailable) and set(listing.unavailable) >= set(sessions.session_backends())
     if as_json:
         for info in [*listing.sessions, *listing.unreadable]:
             _json_line(info.model_dump(mode="json"))
+    elif not listing.sessions and not listing.unreadable and listing.unavailable:
+        if not searched_none:  # "no sessions yet" was said when no store could be read at all
+            _say(f"no sessions in the backends searched ({', '.join(_searched(listing))})", style="dim")
     elif not listing.sessions and not listing.unreadable:
         _say(f"no {backend + ' ' if backend else ''}sessions yet: `unified run` starts one", style="dim")
     elif not listing.sessions:
@@ -1138,18 +1151,31 @@ def sessions_list(
     else:
         from rich.table import Table
 
+        from unified._cli.render import visible
+
         table = Table("short id", "backend", "updated", "summary")
         for s in listing.sessions:
             when = str(s.updated_at or s.started_at or "")[:19]
-            table.add_row(s.short_id, s.backend, when, clip(s.summary or s.first_prompt or "", 80))
+            table.add_row(s.short_id, s.backend, when, visible(clip(s.summary or s.first_prompt or "", 80)))
         _console().print(table)
     if listing.unreadable and not as_json:
         _say(f"{len(listing.unreadable)} unreadable session(s), left unchanged:", style="bold yellow")
         for s in listing.unreadable:
             assert s.problem is not None
             _say(f"  {s.backend} {s.short_id}: {s.problem.message} ({s.problem.hint})", style="yellow")
+    reasons: dict[str, list[str]] = {}  # one misconfigured store made every backend say the same thing
     for name, why in listing.unavailable.items():
-        _say(f"sessions of {name} are not available: {why}", style="yellow", stderr=True)
+        reasons.setdefault(_one_line(why), []).append(name)
+    for why, names in reasons.items():
+        _say(f"sessions of {', '.join(names)} are not available: {why}", style="yellow", stderr=True)
+    if searched_none:
+        raise _fail("no backend's sessions could be listed (above: why)")
+
+
+def _searched(listing: SessionListing) -> list[str]:
+    from unified import sessions
+
+    return [name for name in sessions.session_backends() if name not in listing.unavailable]
 
 
 @sessions_app.command("show")
@@ -1201,7 +1227,9 @@ def sessions_delete(
     if not yes:
         if not sys.stdin.isatty():
             raise _fail(f"refusing to delete {label} without --yes", 2)
-        typer.confirm(redact(f"Delete {label}?"), abort=True)
+        from unified._cli.render import visible
+
+        typer.confirm(visible(redact(f"Delete {label}?")), abort=True)
     try:
         anyio.run(lambda: sessions.delete(info.session_id, backend=info.backend, cwd=_cwd(cwd)))
     except UnifiedError as exc:

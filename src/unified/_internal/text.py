@@ -7,7 +7,9 @@ as surrogate escapes (`os.fsdecode`). Such a string fails wherever it is encoded
 that carries it back to the model, the session file that keeps it (the run ended `internal_error`,
 its session unsaved), a consumer's `event.model_dump_json()`. Each is replaced by U+FFFD, as a
 terminal shows a byte that is not UTF-8, where it enters: a binary's line (`_binary.framing`), an
-API's event (the generate-content and interactions streams), a tool's output (`tools._runtime`).
+API's event (the generate-content and interactions streams), a tool's output (`tools._runtime`), a
+stored session's record and the CLIs' own session files as they are read (`loaded_well_formed`: a node
+CLI writes its session files with the same `JSON.stringify`, and `unified sessions list` exited 70).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from unified._internal.limits import MAX_JSON_DEPTH
 
-__all__ = ["escapes_surrogates", "well_formed", "well_formed_json"]
+__all__ = ["escapes_surrogates", "loaded_well_formed", "well_formed", "well_formed_json"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 """A code point no UTF-8 holds. In a `str` every surrogate is alone: a JSON pair parses into one character."""
@@ -50,3 +52,10 @@ def escapes_surrogates(raw: str) -> bool:
     """Whether JSON text `raw` may parse into a lone surrogate: only a `\\uD800`-`\\uDFFF` escape makes one
     (two substring scans in C, so the walk of `well_formed_json` runs only for the rare line that has one)."""
     return "\\ud" in raw or "\\uD" in raw
+
+
+def loaded_well_formed(raw: str | bytes, value: Any) -> Any:
+    """`value`, parsed from the JSON text `raw`, `well_formed_json` when `raw` escapes a surrogate; else `value`
+    itself (no walk)."""
+    escaped = (b"\\ud" in raw or b"\\uD" in raw) if isinstance(raw, bytes) else escapes_surrogates(raw)
+    return well_formed_json(value) if escaped else value

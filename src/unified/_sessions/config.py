@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import urllib.parse
 from pathlib import Path
 
 from unified._exports import publish
@@ -39,20 +40,41 @@ def store_from_url(url: str) -> SessionStore:
 
 
 def _file_store_root(url: str) -> Path:
-    """The directory a `file:///path` (or `file://localhost/path`) URL names, taken as it is written.
+    """The directory a `file:///path` (or `file://localhost/path`) URL names, read as RFC 8089 (and
+        `urllib.request.url2pathname`) read one: its path percent-decoded, `%20` a space (it was taken as it was
+        written, so `file:///srv/my%20store` made a directory named `my%20store` beside the `my store` the URL
+        means). The decoded bytes must be UTF-8 (`%FF` alone is refused: decoded with replacement, as `unquote`
+    does, it named another directory).
 
-    Anything else is refused: `file://` named no directory and `file://dir` a relative one, so each run put
-    its sessions under the directory it started in (a project's own folder), where a run started anywhere
-    else could not find them."""
+        Anything else is refused: `file://` named no directory and `file://dir` a relative one, so each run put
+        its sessions under the directory it started in (a project's own folder), where a run started anywhere
+        else could not find them; a URL with a query or a fragment (`?`, `#`: a path spelling them writes `%3F`,
+        `%23`), another host, or a NUL byte (`%00`, which no file name holds) names no directory either."""
     rest = url.partition("://")[2]
-    path = rest.removeprefix("localhost") if rest.startswith("localhost/") else rest
-    if not path.startswith("/"):
-        raise ConfigurationError(
-            f"the session store URL {clip(url, 200)!r} names no absolute directory: a file store in a relative one "
-            "would be in whatever directory each run starts",
-            hint=f"set {STORE_URL_ENV} to file:///absolute/directory (three slashes)",
+    host, slash, path = rest.partition("/")
+    if not slash or host.lower() not in ("", "localhost"):
+        raise _refused(
+            url,
+            "names no absolute directory: a file store in a relative one would be in whatever directory each run "
+            "starts"
+            + (f" (and file://{clip(host, 80)}/... names a directory of the host {clip(host, 80)!r})" if slash else ""),
         )
-    return Path(path)
+    if "?" in path or "#" in path:
+        raise _refused(url, "has a query or a fragment, which a directory has not (write '?' as %3F, '#' as %23)")
+    try:
+        decoded = urllib.parse.unquote_to_bytes("/" + path).decode("utf-8")
+    except UnicodeDecodeError:
+        raise _refused(url, "percent-encodes a path that is not UTF-8") from None
+    if "\0" in decoded:
+        raise _refused(url, "holds a NUL byte (%00), which no directory name can")
+    return Path(decoded)
+
+
+def _refused(url: str, why: str) -> ConfigurationError:
+    return ConfigurationError(
+        f"the session store URL {clip(url, 200)!r} {why}",
+        hint=f"set {STORE_URL_ENV} to file:///absolute/directory (three slashes; percent-encoded as a URL is)",
+    )
 
 
 @functools.cache

@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import socket
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from unified._exports import publish
-from unified._redaction import clip
+from unified._redaction import MIN_SECRET_LENGTH, clip
 from unified._sessions.records import SessionInfo, StoredSession, resolve_ref
 from unified._sessions.stores import (
     FORMAT_VERSION,
@@ -39,6 +40,7 @@ from unified._sessions.stores import (
     info_of_header,
     newest_first,
     parse_document,
+    readable_json,
     serialize,
     stamp_updated,
     unreadable_info,
@@ -155,8 +157,19 @@ class PostgresSessionStore(BlockingSessionStore):
 
     # -- connections ---------------------------------------------------------------------------------
 
+    def _without_password(self, text: str) -> str:
+        """`text` with the URL's password hidden wherever it stands on its own (between characters that are not
+        letters or digits: `:p@`, `password=p`), and anywhere at all when it is as long as a secret is
+        (`MIN_SECRET_LENGTH`). A short one was hidden inside every word too: with `postgresql://u:p@...`,
+        "Servname not supported for ai_socktype" read "Servname not su******orted for ai_sockty***e"."""
+        if not self._secret:
+            return text
+        if len(self._secret) >= MIN_SECRET_LENGTH:
+            return text.replace(self._secret, "***")
+        return re.sub(rf"(?<![A-Za-z0-9]){re.escape(self._secret)}(?![A-Za-z0-9])", "***", text)
+
     def _unavailable(self, exc: Exception) -> SessionStoreUnavailable:
-        why = str(exc).strip().replace(self._secret, "***") if self._secret else str(exc).strip()
+        why = self._without_password(str(exc).strip())
         return SessionStoreUnavailable(
             f"the session store {self.label} cannot be reached or refused the request: {why}",
             hint="start the database, fix UNIFIED_SESSION_STORE_URL or the user's rights (it creates and "
@@ -242,7 +255,7 @@ class PostgresSessionStore(BlockingSessionStore):
                 raw = json.loads(header)
             except (ValueError, RecursionError) as exc:
                 raise corrupt_error(where, f"its header is not valid JSON ({exc})") from exc
-            info = info_of_header(checked_header(raw, where), where)
+            info = info_of_header(checked_header(readable_json(header, raw, where), where), where)
             if info.session_id != session_id:
                 raise corrupt_error(where, f"it names session {info.session_id!r}")
             return info

@@ -158,14 +158,18 @@ class SessionStore(Protocol):
         ...
 
 
-def _describe(sessions: Sequence[SessionInfo], limit: int = 5) -> str:
+def _describe(sessions: Sequence[SessionInfo], limit: int = 5, *, whole_ids: bool = False) -> str:
+    """One line per session, the most recent `limit`: its short id (`whole_ids`: its whole id, for the
+    candidates of an ambiguous reference, which may all share one short id), its time, its first prompt."""
     recent = sorted(sessions, key=by_recency, reverse=True)
-    lines = [
-        f"  {s.short_id}  {(s.updated_at or s.started_at or '')!s:.19}  "
-        f"{clip(' '.join((s.summary or s.first_prompt or '').split()), 60)}"  # one line each: a prompt may have many
+    lines = [  # one line each: a prompt may have many
+        f"  {clip(s.session_id, 80, more='…') if whole_ids else s.short_id}  "
+        f"{(s.updated_at or s.started_at or '')!s:.19}  "
+        f"{clip(' '.join((s.summary or s.first_prompt or '').split()), 60)}"
         for s in recent[:limit]
     ]
-    return "\n".join(lines) if lines else "  (no sessions)"
+    more = len(sessions) - limit
+    return "\n".join(lines + ([f"  (and {more} more)"] if more > 0 else [])) if lines else "  (no sessions)"
 
 
 def by_recency(info: SessionInfo) -> str:
@@ -175,7 +179,8 @@ def by_recency(info: SessionInfo) -> str:
 def resolve_ref(ref: str, sessions: Iterable[SessionInfo], backend: str) -> SessionInfo:
     """Pick the session `ref` names: an exact full id, an exact short id, or a unique prefix.
 
-    Matching ignores case. Several matches give `AmbiguousSession` listing them; none gives
+    Matching ignores case, but an id given exactly as written names that id (ids that differ in case only).
+    Several matches give `AmbiguousSession` listing them; none gives
     `SessionNotFound` listing the most recent sessions; a match whose record is unreadable
     raises its problem's error (CorruptSession, UnsupportedSessionFormat).
     """
@@ -183,7 +188,11 @@ def resolve_ref(ref: str, sessions: Iterable[SessionInfo], backend: str) -> Sess
     if not wanted:
         raise SessionNotFound("an empty session reference names no session", hint="pass a short id")
     candidates = list(sessions)
-    exact = [s for s in candidates if s.session_id.lower() == wanted]
+    # The id as written first: ids that differ in case only (another tool's, a hand's) were each an exact match
+    # of the other's reference, ambiguous whatever was given, so neither could be resumed, shown or deleted.
+    exact = [s for s in candidates if s.session_id == ref.strip()] or [
+        s for s in candidates if s.session_id.lower() == wanted
+    ]
     matches = exact or [
         s for s in candidates if s.session_id.lower().startswith(wanted) or s.short_id.lower().startswith(wanted)
     ]
@@ -196,8 +205,9 @@ def resolve_ref(ref: str, sessions: Iterable[SessionInfo], backend: str) -> Sess
     if len(unique) > 1:
         shown = clip(ref, 80, more="…")
         raise AmbiguousSession(
-            f"{shown!r} matches {len(unique)} {backend} sessions:\n{_describe(list(unique.values()), 20)}",
-            hint="give more characters of the id",
+            f"{shown!r} matches {len(unique)} {backend} sessions:\n"
+            f"{_describe(list(unique.values()), 20, whole_ids=True)}",
+            hint="give more characters of the id, enough to tell these apart",
             details={"candidates": sorted(unique)},
         )
     raise SessionNotFound(  # the reference may be anything a caller was given: quoted clipped

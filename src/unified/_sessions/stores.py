@@ -9,7 +9,8 @@ shard whose name starts with it. The file is one JSON object
 whose first line holds the small `header` (format, id, model, cwd, timestamps, usage, first
 prompt) and whose rest holds the backend's opaque `state`, so listing reads one line (and the
 last two bytes, to see the file is whole) per file. Writes go to a temp file in the same
-directory, fsynced, then `os.replace`d into place: a reader never sees half a file.
+directory, fsynced, then `os.replace`d into place: a reader never sees half a file. The temp file of a
+save that died before its rename is removed by a later listing of its directory, once an hour old (`_sweep`).
 
 Legacy layout: a store written by an older unified keeps its sessions flat, `<root>/<backend>/<id>.json`.
 They are still listed, resolved, loaded, leased and deleted. A save moves one: it writes the shard
@@ -39,6 +40,7 @@ import re
 import socket
 import stat
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
@@ -53,6 +55,7 @@ from unified._environ import PerEnvironment
 from unified._exports import publish
 from unified._files import NotRegularFile, open_regular, write_atomically
 from unified._internal import limits
+from unified._internal.text import escapes_surrogates, well_formed_json
 from unified._redaction import clip, redact
 from unified._sessions.records import (
     SessionInfo,
@@ -85,6 +88,7 @@ __all__ = [
     "info_of_header",
     "newest_first",
     "parse_document",
+    "readable_json",
     "save_announced",
     "serialize",
     "sessions_root",
@@ -107,6 +111,11 @@ _NAME_CHARS = re.compile(r"[0-9A-Za-z_-]+")
 _SHARD_LENGTH = 2
 _SHARD_CHARS = re.compile(rf"[0-9a-z_-]{{1,{_SHARD_LENGTH}}}")
 """What a shard directory's name is: the first `_SHARD_LENGTH` characters of an id, in lower case."""
+_TEMPORARY = re.compile(r"\.[0-9A-Za-z_-]{1,128}\.json\.[0-9]+(?:\.[0-9a-f]+)?\.tmp")
+"""The name of a save's temporary file (`unified._files.temporary_beside`: `.<id>.json.<pid>.<token>.tmp`;
+an older unified wrote `.<id>.json.<pid>.<thread>.tmp` and `.<id>.json.<pid>.tmp`). Never a record's or a lock's."""
+STALE_TEMPORARY_SECONDS = 3600.0
+"""How long after its last write a save's temporary file is taken for a dead save's and removed (see `_sweep`)."""
 
 
 def _shard_of(session_id: str) -> str:
@@ -123,9 +132,13 @@ def sessions_root() -> Path:
 
 
 def _find_sessions_root() -> Path:
+    """`UNIFIED_DATA_DIR` with `~` expanded and made absolute, as a shell would give it: set where no shell
+    expands it (a systemd unit, `docker run -e`, a `.env` file), `~/data` made a directory named `~` in
+    whatever directory each run started, and a relative one moved with it (and with a library's `chdir`)."""
     override = os.environ.get("UNIFIED_DATA_DIR")
-    base = Path(override) if override else Path(platformdirs.user_data_dir("unified", appauthor=False))
-    return base / "sessions"
+    if not override:
+        return Path(platformdirs.user_data_dir("unified", appauthor=False)) / "sessions"
+    return Path(override).expanduser().absolute() / "sessions"
 
 
 _sessions_root = PerEnvironment(_find_sessions_root)
@@ -221,6 +234,25 @@ def corrupt_error(where: str, why: str) -> CorruptSession:
     )
 
 
+def readable_json(text: str, value: Any, where: str) -> Any:
+    """`value` (parsed from the JSON `text` of a record) with each lone surrogate (`"\\ud800"` escaped alone,
+    which `json.loads` takes and no UTF-8 encoder writes: a hand's, another tool's) replaced by U+FFFD, as
+    unified reads every text from outside (`unified._internal.text`). Such a record made `unified sessions
+    list` of its backend exit 70 with UnicodeEncodeError, `export` too, and a resume end in `internal_error`.
+    Only a record whose text escapes a surrogate at all is walked. CorruptSession when one is left (nested
+    past the depth a walk goes)."""
+    if not escapes_surrogates(text):
+        return value
+    value = well_formed_json(value)
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise corrupt_error(
+            where, "it holds text that is not Unicode (a lone surrogate, escaped as \\ud800-\\udfff)"
+        ) from None
+    return value
+
+
 def checked_header(raw: object, where: str) -> dict[str, Any]:
     """`raw` if it is a header this `unified` can read; else the error that says why not."""
     if not isinstance(raw, dict):
@@ -262,7 +294,8 @@ def info_of_header(header: dict[str, Any], where: str) -> SessionInfo:
             path=where,
             extra={"usage": usage.model_dump(), "turns": int(header.get("turns") or 0)},
         )
-    except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:  # pydantic's ValidationError is a ValueError
+        # OverflowError: `"turns": 1e400` (JSON's number is a float, infinity here) failed every listing of its backend
         raise corrupt_error(where, f"its header has a wrong or missing field ({type(exc).__name__}: {exc})") from exc
 
 
@@ -293,6 +326,7 @@ def parse_document(text: str, where: str) -> StoredSession:
         raise corrupt_error(where, f"it is not valid JSON ({exc})") from exc
     if not isinstance(document, dict) or "header" not in document:
         raise corrupt_error(where, "it has no header")
+    document = readable_json(text, document, where)
     header = checked_header(document["header"], where)
     state = document.get("state")
     if not isinstance(state, dict):
@@ -521,6 +555,30 @@ def _release_lock(lock: Path, fd: int) -> None:
     os.close(fd)
 
 
+def _sweep(temporaries: list[os.DirEntry[str]]) -> None:
+    """Remove the temporary files among `temporaries` (entries named like one, `_TEMPORARY`) that a dead save
+    left: a save killed between writing its temporary file and renaming it over the record (SIGKILL, a power
+    loss) never removes it, and nothing else did, so they piled up in the store for good.
+
+    Which are dead is decided by age, not by a lock: a save takes none (a shared session's first save
+    runs outside any lease) and the pid in the name may be another host's, or reused. A live save writes
+    its temporary file in one go, fsyncs it and renames it at once, so its modification time is its last
+    write's, moments before the rename; one untouched for `STALE_TEMPORARY_SECONDS` (an hour, well past any
+    fsync and any clock skew between hosts sharing the directory) is no live save's. Should a save stalled
+    that long still rename it, its save fails (`SessionStoreUnavailable`) and the record it would have
+    replaced stays whole. Only regular files of that name are removed, never a link, a record or a lock;
+    a removal that fails (a read-only store) is left for a later sweep. Done while listing a directory
+    anyway (`list` and `resolve`), so it costs a stat per temporary file and nothing otherwise."""
+    if not temporaries:
+        return
+    now = time.time()
+    for entry in temporaries:
+        with contextlib.suppress(OSError):
+            status = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(status.st_mode) and now - status.st_mtime > STALE_TEMPORARY_SECONDS:
+                os.unlink(entry.path)
+
+
 class BlockingSessionStore(ABC):
     """A store whose I/O blocks (files, a database driver): each protocol call but `lease` runs its
     blocking twin in a worker thread, so no event loop waits on a disk or a socket."""
@@ -652,7 +710,8 @@ class FileSessionStore(BlockingSessionStore):
                 raise corrupt_error(where, f"it is not UTF-8 ({exc})") from exc
             if line.startswith(_HEADER_PREFIX) and line.endswith(","):
                 with contextlib.suppress(ValueError, RecursionError):
-                    return checked_header(json.loads(line[len(_HEADER_PREFIX) : -1]), where)
+                    header = readable_json(line, json.loads(line[len(_HEADER_PREFIX) : -1]), where)
+                    return checked_header(header, where)
             if size > bound:  # no header line we can read, and too much to read whole for one
                 raise corrupt_error(
                     where,
@@ -667,7 +726,7 @@ class FileSessionStore(BlockingSessionStore):
             raise corrupt_error(where, f"it is not valid JSON ({exc})") from exc
         if not isinstance(document, dict):
             raise corrupt_error(where, "it is not a JSON object")
-        return checked_header(document.get("header"), where)
+        return checked_header(readable_json(raw.decode("utf-8"), document.get("header"), where), where)
 
     def _entry(self, backend: str, path: Path) -> SessionInfo | None:
         """The listing entry of one file, None if it vanished meanwhile."""
@@ -700,8 +759,9 @@ class FileSessionStore(BlockingSessionStore):
         flat: dict[str, Path] = {}
         try:
             listing = os.scandir(directory)
-        except (FileNotFoundError, NotADirectoryError):
+        except FileNotFoundError:  # no session saved yet; a file in the way (NotADirectoryError) is no store
             return []
+        temporaries: list[os.DirEntry[str]] = []
         with listing:
             for entry in listing:
                 name = entry.name
@@ -710,6 +770,8 @@ class FileSessionStore(BlockingSessionStore):
                         shards.append(name)
                 elif (stem := _record_id(entry, prefix)) is not None:
                     flat[stem] = Path(entry.path)
+                elif _TEMPORARY.fullmatch(name):
+                    temporaries.append(entry)
         found: dict[str, Path] = {}
         for shard in shards:
             try:
@@ -721,6 +783,9 @@ class FileSessionStore(BlockingSessionStore):
                     stem = _record_id(entry, prefix)
                     if stem is not None and _shard_of(stem) == shard:
                         found[stem] = Path(entry.path)
+                    elif stem is None and _TEMPORARY.fullmatch(entry.name):
+                        temporaries.append(entry)
+        _sweep(temporaries)
         return [(path, False) for path in found.values()] + [
             (path, True) for stem, path in flat.items() if stem not in found
         ]
@@ -792,7 +857,7 @@ class FileSessionStore(BlockingSessionStore):
         self._save(session, sync=False, new=True)
 
     def _save(self, session: StoredSession, *, sync: bool = True, new: bool = False) -> None:
-        with self._failing("be written"):
+        with self._failing("be written", missing=True):
             self._write(session, sync=sync, new=new)
 
     def _write(self, session: StoredSession, *, sync: bool, new: bool) -> None:
@@ -841,16 +906,18 @@ class FileSessionStore(BlockingSessionStore):
                 raise SessionNotFound(f"no {backend} session {session_id!r} in {path.parent.parent}") from None
 
     @contextlib.contextmanager
-    def _failing(self, what: str) -> Iterator[None]:
+    def _failing(self, what: str, *, missing: bool = False) -> Iterator[None]:
         """An OSError of the store's own files (a full disk, a read-only or unwritable directory, a file where
         its directory goes) as `SessionStoreUnavailable` naming the path: it was an untyped OSError, which a
         run reported as `internal_error`, "a bug in unified". A FileNotFoundError is left to the caller (a
-        record that is not there is a miss, not a broken store)."""
+        record that is not there is a miss, not a broken store), unless `missing`: for a save nothing is a
+        miss, and a file gone under it (its temporary file, swept after an hour's stall; its directory,
+        removed meanwhile) is the store failing that save."""
         try:
             yield
-        except FileNotFoundError:
-            raise
         except OSError as exc:
+            if isinstance(exc, FileNotFoundError) and not missing:
+                raise
             where = exc.filename or self.root
             raise SessionStoreUnavailable(
                 f"the session store at {self.root} cannot {what}: {exc.strerror or exc} ({where})",

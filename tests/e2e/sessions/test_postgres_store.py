@@ -69,3 +69,23 @@ def test_import_unified_does_not_load_the_driver() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_a_row_holding_a_lone_surrogate_reads_it_as_u_fffd(postgres_url: str) -> None:
+    """A row another tool wrote with `\\ud800` escaped alone (JSON text takes it; no UTF-8 encoder does):
+    the listing's JSON and `unified sessions list` failed with UnicodeEncodeError, exit 70."""
+    store = PostgresSessionStore(postgres_url)
+    session = StoredSession.new("generate-content", model=None, cwd=None, first_prompt="PROMPT")
+    session.state["contents"] = [{"role": "user", "parts": [{"text": "PROMPT"}]}]
+    anyio.run(store.save, session)
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute(
+            f"UPDATE {TABLE} SET header = replace(header, 'PROMPT', %s), document = replace(document, 'PROMPT', %s)",
+            ("a\\ud800b", "a\\ud800b"),
+        )
+    [listed] = anyio.run(store.list_sessions, "generate-content")
+    assert listed.problem is None
+    assert listed.first_prompt == "a\ufffdb"
+    loaded = anyio.run(store.load, "generate-content", session.session_id)
+    assert loaded.state["contents"][0]["parts"][0]["text"] == "a\ufffdb"
+    store.close()

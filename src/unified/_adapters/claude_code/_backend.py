@@ -48,6 +48,7 @@ from unified._adapters.claude_code._spares import ClaudeSpare, ClaudeSparePool, 
 from unified._binary.pool import pool_key
 from unified._binary.process import ProcessStarter
 from unified._binary.shared import run_shared, session_lease, shared_store
+from unified._internal.images import images_not_taken
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
 from unified.conversations import CONTINUE_PROMPT, Conversation, ImagePart, TextPart, UserTurn
 from unified.errors import BackendUnavailable, ConfigurationError
@@ -81,6 +82,9 @@ class ClaudeCodeBackend:
 
     def unsupported_options(self, params: ExecuteParams) -> list[UnsupportedOption]:
         problems: list[UnsupportedOption] = []
+        images = images_not_taken(params.history, "Anthropic")
+        if images is not None:
+            problems.append(UnsupportedOption("history", images, False))
         thinking = params.thinking
         if thinking is not None and thinking.budget is not None and thinking.budget > 0:
             problems.append(

@@ -29,6 +29,7 @@ from typing import Any
 from unified._adapters.claude_code._launch import PINNED_VERSION
 from unified._adapters.claude_code._session_files import prompt_text
 from unified._adapters.claude_code._translate import as_object, tool_result_text, usage_from_anthropic
+from unified._internal.images import image_note, taken
 from unified.conversations import (
     Conversation,
     ImagePart,
@@ -168,9 +169,12 @@ def _user_content(turn: UserTurn) -> list[dict[str, Any]]:
     for part in turn.parts:
         if isinstance(part, TextPart):
             blocks.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImagePart) and not taken(part):  # the API refused the whole request
+            blocks.append({"type": "text", "text": image_note(part, "Anthropic")})
         elif isinstance(part, ImagePart):
             data = base64.b64encode(part.data).decode()
-            blocks.append({"type": "image", "source": {"type": "base64", "media_type": part.mime_type, "data": data}})
+            media_type = part.mime_type.lower()
+            blocks.append({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}})
         else:
             blocks.append(
                 {"type": "tool_result", "tool_use_id": part.call_id, "content": part.output, "is_error": part.is_error}

@@ -26,6 +26,7 @@ from typing import Any
 from unified._adapters.claude_code._launch import config_dir
 from unified._adapters.claude_code._options import BACKEND
 from unified._files import open_regular, write_atomically
+from unified._internal.text import loaded_well_formed
 from unified.errors import SessionNotFound
 from unified.sessions import SessionInfo, SessionProblem, resolve_ref, short_id_of
 
@@ -139,6 +140,7 @@ def parse_session(path: Path, *, max_bytes: int | None = None, keep_lines: bool 
             if not isinstance(line, dict):
                 parsed.bad_lines += 1
                 continue
+            line = loaded_well_formed(raw, line)  # a lone surrogate the CLI's JSON.stringify escaped, as U+FFFD
             parsed.good_lines += 1
             if keep_lines:
                 parsed.lines.append(line)

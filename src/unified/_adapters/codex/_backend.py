@@ -21,6 +21,7 @@ from unified._adapters.codex._rollouts import Rollouts
 from unified._adapters.codex._run import CodexRun, Opening
 from unified._adapters.codex._shared_sessions import shared_files
 from unified._binary.shared import run_shared, session_lease, shared_store
+from unified._internal.images import images_not_taken
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
 from unified.types import ExecuteParams, SseMcpServer
 
@@ -40,6 +41,9 @@ class CodexBackend:
 
     def unsupported_options(self, params: ExecuteParams) -> list[UnsupportedOption]:
         problems: list[UnsupportedOption] = []
+        images = images_not_taken(params.history, "OpenAI")
+        if images is not None:
+            problems.append(UnsupportedOption("history", images, False))
         if params.max_turns is not None:
             problems.append(
                 UnsupportedOption(

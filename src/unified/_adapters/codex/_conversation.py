@@ -44,6 +44,7 @@ from unified._adapters.codex._options import BACKEND
 from unified._adapters.codex._rollouts import Rollout, Rollouts, codex_short_id, user_text
 from unified._adapters.codex._run import Opening
 from unified._files import read_regular, write_atomically
+from unified._internal.images import image_note, taken
 from unified.conversations import (
     CONTINUE_PROMPT,
     Conversation,
@@ -325,9 +326,11 @@ def _user_items(turn: UserTurn, custom: set[str]) -> Iterable[dict[str, Any]]:
     for part in turn.parts:
         if isinstance(part, TextPart):
             content.append({"type": "input_text", "text": part.text})
+        elif isinstance(part, ImagePart) and not taken(part):  # the API refused the whole request
+            content.append({"type": "input_text", "text": image_note(part, "OpenAI")})
         elif isinstance(part, ImagePart):
             data = base64.b64encode(part.data).decode()
-            content.append({"type": "input_image", "image_url": f"data:{part.mime_type};base64,{data}"})
+            content.append({"type": "input_image", "image_url": f"data:{part.mime_type.lower()};base64,{data}"})
         elif isinstance(part, ToolResultPart):
             kind = "custom_tool_call_output" if part.call_id in custom else "function_call_output"
             yield {"type": kind, "call_id": part.call_id, "output": part.output}
@@ -426,11 +429,17 @@ def _split_last_user(conversation: Conversation) -> tuple[Conversation, UserTurn
 
 
 def _opening_for(turn: UserTurn) -> tuple[str, tuple[ImageInput, ...]]:
-    text = "\n".join(p.text for p in turn.parts if isinstance(p, TextPart))
-    images = tuple(
-        ImageInput(mime_type=p.mime_type, data=p.data)
+    """The retried turn's text and images; an image OpenAI cannot take is told in the text (it was left out
+    without a word)."""
+    text = "\n".join(
+        p.text if isinstance(p, TextPart) else image_note(p, "OpenAI")
         for p in turn.parts
-        if isinstance(p, ImagePart) and p.mime_type in ("image/png", "image/jpeg", "image/webp", "image/gif")
+        if isinstance(p, TextPart) or (isinstance(p, ImagePart) and not taken(p))
+    )
+    images = tuple(
+        ImageInput(mime_type=p.mime_type.lower(), data=p.data)  # taken: one of the four types it holds
+        for p in turn.parts
+        if isinstance(p, ImagePart) and taken(p)
     )
     return text, images
 

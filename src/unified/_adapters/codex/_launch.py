@@ -203,7 +203,7 @@ def codex_home(options: CodexOptions, env: Mapping[str, str]) -> Path:
     if env.get("UNIFIED_CODEX_HOME"):
         return Path(env["UNIFIED_CODEX_HOME"]).expanduser().resolve()
     data = env.get("UNIFIED_DATA_DIR")
-    base = Path(data) if data else Path(platformdirs.user_data_dir("unified", appauthor=False))
+    base = Path(data).expanduser() if data else Path(platformdirs.user_data_dir("unified", appauthor=False))
     return (base / "codex-home").resolve()
 
 

@@ -33,6 +33,7 @@ from typing import Any
 
 from unified._adapters.codex._options import BACKEND
 from unified._files import NotRegularFile, open_regular, write_atomically
+from unified._internal.text import loaded_well_formed
 from unified.errors import CorruptSession, SessionNotFound
 from unified.sessions import SessionInfo, SessionProblem, resolve_ref
 
@@ -90,7 +91,7 @@ def _lines(path: Path, limit: int | None = None) -> Iterator[dict[str, Any] | No
             except (ValueError, RecursionError):
                 yield None
                 continue
-            yield record if isinstance(record, dict) else None
+            yield loaded_well_formed(line, record) if isinstance(record, dict) else None
 
 
 def user_text(payload: dict[str, Any]) -> str | None:

@@ -44,6 +44,7 @@ from unified._files import (
     read_regular_text,
     write_atomically,
 )
+from unified._internal.text import loaded_well_formed
 from unified._redaction import clip
 from unified.errors import CorruptSession, SessionNotFound
 from unified.events import Usage
@@ -117,11 +118,12 @@ def _parse_time(value: object) -> datetime | None:
 
 
 def _loads(line: bytes | str) -> dict[str, Any] | None:
+    """One record of a chat file; a lone surrogate (the CLI's `JSON.stringify` escapes half an emoji) as U+FFFD."""
     try:
         value = json.loads(line)
     except (ValueError, RecursionError):
         return None
-    return value if isinstance(value, dict) else None
+    return loaded_well_formed(line, value) if isinstance(value, dict) else None
 
 
 def header_of(handle: BinaryIO) -> dict[str, Any] | None:
@@ -355,6 +357,17 @@ def summarize(path: Path, project_dir: str | None) -> SessionInfo | None:
     )
 
 
+def _recency(info: SessionInfo) -> datetime:
+    """A listing's order: the last update, else the start, a stamp without a time zone read as UTC (as the CLI
+    writes them), none at all first. Compared as they were, a chat file whose header had no `startTime`, or one
+    without a zone ("2026-11-29T10:00:00"), beside the CLI's own (UTC, "Z") failed every listing and every
+    short id's resolve with TypeError ("can't compare offset-naive and offset-aware datetimes"; exit 70)."""
+    stamp = info.updated_at or info.started_at
+    if stamp is None:
+        return datetime.min.replace(tzinfo=UTC)
+    return stamp if stamp.utcoffset() is not None else stamp.replace(tzinfo=UTC)
+
+
 class ChatFiles:
     """The Gemini CLI's chat files under `<GEMINI_CLI_HOME or HOME>/.gemini/tmp`: list, resolve, show, delete
     (blocking; `GeminiSessionLocator` runs it off the event loop)."""
@@ -437,7 +450,7 @@ class ChatFiles:
                 if info.session_id not in best or size > best[info.session_id][0]:
                     best[info.session_id] = (size, info)
         sessions = [info for _, info in best.values()]
-        sessions.sort(key=lambda s: s.updated_at or s.started_at or datetime.min.replace(tzinfo=None), reverse=True)
+        sessions.sort(key=_recency, reverse=True)
         return sessions
 
     def resolve(self, ref: str, cwd: str | None = None) -> SessionInfo:

@@ -54,7 +54,7 @@ def conversation_from_contents(
     turns: list[UserTurn | ModelTurn] = []
     open_calls: list[ToolCallPart] = []
     for index, content in enumerate(contents):
-        parts = content.get("parts") or []
+        parts = [_snake(part) for part in content.get("parts") or []]
         if content.get("role") == "model":
             model_parts: list[ModelPart] = []
             open_calls = []
@@ -67,6 +67,36 @@ def conversation_from_contents(
                 user_parts += _user_parts(part, open_calls)
             turns.append(UserTurn(parts=user_parts))
     return Conversation(origin=origin, turns=turns)
+
+
+_SNAKE = {
+    "functionCall": "function_call",
+    "functionResponse": "function_response",
+    "inlineData": "inline_data",
+    "thoughtSignature": "thought_signature",
+    "executableCode": "executable_code",
+    "codeExecutionResult": "code_execution_result",
+    "toolCall": "tool_call",
+    "toolResponse": "tool_response",
+    "mimeType": "mime_type",
+    "toolType": "tool_type",
+}
+"""The REST API's camelCase names of the part fields read here, as the SDK dumps them."""
+_WITH_FIELDS = frozenset({"inline_data", "tool_call", "tool_response"})
+"""Parts whose own fields are named here too (a call's `args` and a response's `response` are the model's data)."""
+
+
+def _snake(part: Any) -> Any:
+    """`part` as the SDK dumps it when another tool stored it as the REST API writes it (`inlineData`,
+    `functionCall`, `thoughtSignature`): such parts were no part unified knew, and export left them out
+    without a word (the image, the calls, the signatures), while a resume sent them (the SDK reads both)."""
+    if not isinstance(part, Mapping) or not any(key in _SNAKE for key in part):
+        return part
+    snake = {_SNAKE.get(key, key): value for key, value in part.items()}
+    for key in _WITH_FIELDS & snake.keys():
+        if isinstance(snake[key], Mapping):
+            snake[key] = {_SNAKE.get(field, field): value for field, value in snake[key].items()}
+    return snake
 
 
 def _model_parts(part: Mapping[str, Any], turn: int, number: int, open_calls: list[ToolCallPart]) -> list[ModelPart]:

@@ -22,9 +22,14 @@ BACKEND = "interactions"
 
 
 def chain(session: StoredSession) -> list[str]:
-    """The interaction ids of a session, oldest first."""
+    """The interaction ids of a session, oldest first. TypeError when the stored value is not a list of ids (a
+    store is shared: another tool or a hand may write anything): a string was taken for its characters, so
+    `"abc"` resumed from interaction "c", `[1, null]` from "None", and the turn's answer then failed to append
+    (AttributeError, `internal_error` after the model had answered). A resume says `corrupt_session`."""
     ids = session.state.get("interactions") or []
-    return [str(i) for i in ids]
+    if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
+        raise TypeError("its interactions are not a list of interaction ids")
+    return list(ids)
 
 
 def append_interaction(session: StoredSession, interaction_id: str) -> None:
@@ -43,7 +48,7 @@ class InteractionsSessionLocator(StoreSessionLocator):
 
     def show_state(self, session: StoredSession) -> dict[str, Any]:
         return {
-            "interactions": chain(session),
+            "interactions": session.state.get("interactions") or [],  # as stored, whatever it is
             "store": session.state.get("store", True),
             "steps": session.state.get("steps", []),
         }
