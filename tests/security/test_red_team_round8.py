@@ -475,15 +475,21 @@ def test_a_heredoc_the_parser_misreads_is_not_covered_by_an_allow_rule(command: 
     assert verdict.decision is Decision.ASK_USER
 
 
-@pytest.mark.e2e  # runs bash
-@pytest.mark.parametrize("command", [HEREDOC_HOLES[0], HEREDOC_HOLES[3]])
-async def test_e2e_an_allowed_cat_with_a_misread_heredoc_runs_nothing(ws: Path, command: str) -> None:
-    """SUCCEEDED before: the runtime ran both under rules for `cat` and `echo`, and PWNED was made."""
-    async with ToolRuntime(ws, approval_mode="default", policy=allow_prefixes("cat", "echo")) as rt:
+async def _denied_and_nothing_made(ws: Path, command: str, *allowed: str) -> None:
+    """`command` run through the runtime under allow rules for `allowed` (and nobody to ask): denied, and
+    the PWNED it would make is not there."""
+    async with ToolRuntime(ws, approval_mode="default", policy=allow_prefixes(*allowed)) as rt:
         [outcome] = await rt.run_batch([ToolCall("1", SHELL, {"command": command})])
     assert outcome.decision is not None
     assert outcome.decision.decision == "deny"
     assert not (ws / "PWNED").exists()
+
+
+@pytest.mark.e2e  # runs bash
+@pytest.mark.parametrize("command", [HEREDOC_HOLES[0], HEREDOC_HOLES[3]])
+async def test_e2e_an_allowed_cat_with_a_misread_heredoc_runs_nothing(ws: Path, command: str) -> None:
+    """SUCCEEDED before: the runtime ran both under rules for `cat` and `echo`, and PWNED was made."""
+    await _denied_and_nothing_made(ws, command, "cat", "echo")
 
 
 @pytest.mark.parametrize(
@@ -530,11 +536,7 @@ def test_a_substitution_the_parser_takes_for_quoted_or_comment_text_is_asked(com
 @pytest.mark.parametrize("command", [QUOTING_HOLES[0], QUOTING_HOLES[5]])
 async def test_e2e_an_allowed_echo_runs_no_substitution_hidden_in_quotes_or_a_comment(ws: Path, command: str) -> None:
     """SUCCEEDED before: PWNED was made under a rule for `echo`."""
-    async with ToolRuntime(ws, approval_mode="default", policy=allow_prefixes("echo")) as rt:
-        [outcome] = await rt.run_batch([ToolCall("1", SHELL, {"command": command})])
-    assert outcome.decision is not None
-    assert outcome.decision.decision == "deny"
-    assert not (ws / "PWNED").exists()
+    await _denied_and_nothing_made(ws, command, "echo")
 
 
 @pytest.mark.parametrize(

@@ -33,6 +33,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from tests.sessions.records import BACKEND, stored_session
 from unified import ExecuteParams
 from unified._cli import main as cli
 from unified._sessions import stores
@@ -47,16 +48,6 @@ from unified.errors import (
 )
 from unified.sessions import StoredSession
 
-BACKEND = "generate-content"
-
-
-def _session(session_id: str | None = None, first_prompt: str = "hi") -> StoredSession:
-    session = StoredSession.new(BACKEND, model="m", cwd="/w", first_prompt=first_prompt)
-    if session_id is not None:
-        session.session_id = session_id
-    session.state["contents"] = [{"role": "user", "parts": [{"text": first_prompt}]}]
-    return session
-
 
 def _aged(path: Path, seconds: float) -> Path:
     """`path`, its modification time set `seconds` before its own current one (no clock read by the test)."""
@@ -70,7 +61,7 @@ def _aged(path: Path, seconds: float) -> Path:
 
 def test_a_dead_save_s_temporary_files_are_swept_and_nothing_else(tmp_path: Path) -> None:
     store = FileSessionStore(tmp_path)
-    kept = _session("ab000000-kept")
+    kept = stored_session("ab000000-kept")
     anyio.run(store.save, kept)
     shard = tmp_path / BACKEND / "ab"
     backend = tmp_path / BACKEND
@@ -110,7 +101,7 @@ def test_a_dead_save_s_temporary_files_are_swept_and_nothing_else(tmp_path: Path
 
 def test_a_resolve_sweeps_the_shard_it_lists(tmp_path: Path) -> None:
     store = FileSessionStore(tmp_path)
-    kept = _session("cd000000-kept")
+    kept = stored_session("cd000000-kept")
     anyio.run(store.save, kept)
     dead = tmp_path / BACKEND / "cd" / f".{kept.session_id}.json.7.12345678.tmp"
     dead.write_text("{")
@@ -121,7 +112,7 @@ def test_a_resolve_sweeps_the_shard_it_lists(tmp_path: Path) -> None:
 
 def test_a_sweep_on_a_read_only_store_keeps_the_file_and_lists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = FileSessionStore(tmp_path)
-    kept = _session("ef000000-kept")
+    kept = stored_session("ef000000-kept")
     anyio.run(store.save, kept)
     dead = tmp_path / BACKEND / "ef" / f".{kept.session_id}.json.7.12345678.tmp"
     dead.write_text("{")
@@ -139,7 +130,7 @@ def test_a_save_whose_temporary_file_vanished_is_a_store_failure_and_keeps_the_r
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = FileSessionStore(tmp_path)
-    session = _session("ab000000-save")
+    session = stored_session("ab000000-save")
     anyio.run(store.save, session)
     before = store.path_of(BACKEND, session.session_id).read_bytes()
     real = os.replace
@@ -188,7 +179,7 @@ def test_a_percent_encoded_file_store_url_saves_where_it_says(tmp_path: Path, mo
     (tmp_path / "stores").mkdir()
     monkeypatch.setenv("UNIFIED_SESSION_STORE_URL", f"file://{tmp_path}/stores/my%20store")
     store = default_store()
-    anyio.run(store.save, _session("ab000000-here"))
+    anyio.run(store.save, stored_session("ab000000-here"))
     assert sorted(p.name for p in (tmp_path / "stores").iterdir()) == ["my store"]
 
 
@@ -218,7 +209,7 @@ def test_an_ambiguous_short_id_lists_candidates_that_can_be_told_apart(kind: str
     store = FileSessionStore(tmp_path) if kind == "file" else MemorySessionStore()
     ids = [f"aaaa1111-0000-4000-8000-00000000000{n}" for n in (1, 2)]
     for session_id in ids:
-        anyio.run(store.save, _session(session_id))
+        anyio.run(store.save, stored_session(session_id))
     with pytest.raises(AmbiguousSession) as caught:
         anyio.run(store.resolve, BACKEND, "aaaa1111")
     message = caught.value.message
@@ -235,7 +226,7 @@ def test_an_ambiguous_short_id_on_the_cli_names_each_candidate_on_stderr(
     store = FileSessionStore(tmp_path / "store")
     ids = [f"aaaa1111-0000-4000-8000-00000000000{n}" for n in (1, 2)]
     for session_id in ids:
-        anyio.run(store.save, _session(session_id))
+        anyio.run(store.save, stored_session(session_id))
     for command in ("show", "export", "delete"):
         result = CliRunner().invoke(cli.app, ["sessions", command, "aaaa1111"])
         assert result.exit_code == 1, result.output
@@ -248,7 +239,7 @@ def test_an_ambiguous_short_id_on_the_cli_names_each_candidate_on_stderr(
 def test_a_listing_of_recent_sessions_says_how_many_it_left_out(tmp_path: Path) -> None:
     store = FileSessionStore(tmp_path)
     for n in range(7):
-        anyio.run(store.save, _session(f"ab00000{n}-x"))
+        anyio.run(store.save, stored_session(f"ab00000{n}-x"))
     with pytest.raises(SessionNotFound) as caught:
         anyio.run(store.resolve, BACKEND, "zz")
     assert "(and 2 more)" in caught.value.message
@@ -420,7 +411,7 @@ def test_a_history_of_images_every_provider_takes_warns_nothing() -> None:
 def _with_lone_surrogate(store: FileSessionStore, session_id: str, *, in_header: bool) -> Path:
     """A record whose first prompt (`in_header`) or whose state holds `\\ud800` escaped alone, as a hand or
     another tool may write it (`json.loads` takes it; no UTF-8 encoder does)."""
-    session = _session(session_id, first_prompt="PROMPT")
+    session = stored_session(session_id, first_prompt="PROMPT")
     session.state["contents"] = [{"role": "user", "parts": [{"text": "STATE"}]}]
     anyio.run(store.save, session)
     path = store.path_of(BACKEND, session_id)
@@ -433,7 +424,7 @@ def test_a_record_holding_a_lone_surrogate_reads_it_as_u_fffd(tmp_path: Path) ->
     store = FileSessionStore(tmp_path)
     _with_lone_surrogate(store, "ab000000-header", in_header=True)
     _with_lone_surrogate(store, "ab000001-state", in_header=False)
-    fine = _session("ab000002-pair", first_prompt="\U0001f600 an emoji, escaped as a pair")
+    fine = stored_session("ab000002-pair", first_prompt="\U0001f600 an emoji, escaped as a pair")
     anyio.run(store.save, fine)
     path = store.path_of(BACKEND, fine.session_id)
     path.write_text(path.read_text().replace("\U0001f600", "\\ud83d\\ude00"))
@@ -452,7 +443,7 @@ def test_a_record_holding_a_lone_surrogate_reads_it_as_u_fffd(tmp_path: Path) ->
 
 def test_a_lone_surrogate_nested_past_the_walk_is_a_corrupt_record(tmp_path: Path) -> None:
     store = FileSessionStore(tmp_path)
-    session = _session("ab000000-deep")
+    session = stored_session("ab000000-deep")
     session.state["deep"] = "DEEP"
     for _ in range(80):
         session.state["deep"] = [session.state["deep"]]
@@ -508,7 +499,7 @@ def test_the_cli_writes_out_the_control_characters_a_session_holds(
     monkeypatch.setenv("UNIFIED_SESSION_STORE_URL", f"file://{tmp_path}/store")
     store = FileSessionStore(tmp_path / "store")
     for n in (1, 2):  # a first prompt another worker (or a hand) wrote, which clears the screen
-        anyio.run(store.save, _session(f"aaaa1111-{n}", first_prompt="hi \x1b[2J\x1b]0;owned\x07 \u202egnp.exe"))
+        anyio.run(store.save, stored_session(f"aaaa1111-{n}", first_prompt="hi \x1b[2J\x1b]0;owned\x07 \u202egnp.exe"))
     listing = CliRunner().invoke(cli.app, ["sessions", "list", "--backend", BACKEND])
     ambiguous = CliRunner().invoke(cli.app, ["sessions", "show", "aaaa1111"])
     for shown in (listing.stdout, ambiguous.stderr):
@@ -533,7 +524,7 @@ def test_a_data_dir_with_a_tilde_or_relative_is_the_directory_a_shell_would_name
     monkeypatch.setenv("UNIFIED_DATA_DIR", "~/data")  # a systemd unit or `docker run -e` does not expand it
     assert stores.sessions_root() == isolated_home / "data" / "sessions"
     assert codex_home(CodexOptions(), {"UNIFIED_DATA_DIR": "~/data"}) == (isolated_home / "data" / "codex-home")
-    anyio.run(FileSessionStore().save, _session("ab000000-home"))
+    anyio.run(FileSessionStore().save, stored_session("ab000000-home"))
     assert list(work.iterdir()) == []  # it made a directory named `~` here
     monkeypatch.setenv("UNIFIED_DATA_DIR", "rel")
     root = stores.sessions_root()
@@ -605,9 +596,9 @@ def test_a_header_count_that_is_no_integer_is_one_unreadable_entry(
     turns: str, isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = FileSessionStore(tmp_path / "store")
-    kept = _session("cd000000-kept")
+    kept = stored_session("cd000000-kept")
     anyio.run(store.save, kept)
-    bad = _session("ab000000-bad")
+    bad = stored_session("ab000000-bad")
     anyio.run(store.save, bad)
     path = store.path_of(BACKEND, bad.session_id)
     before = path.read_text().replace('"turns":0', f'"turns":{turns}', 1)
@@ -632,7 +623,7 @@ def test_ids_that_differ_in_case_only_are_each_named_by_their_own_spelling(kind:
     store = FileSessionStore(tmp_path) if kind == "file" else MemorySessionStore()
     ids = ["ab000000-Task", "ab000000-task"]  # another tool's ids; unified's are lower-case uuids
     for session_id in ids:
-        anyio.run(store.save, _session(session_id))
+        anyio.run(store.save, stored_session(session_id))
     for session_id in ids:  # each was AmbiguousSession, whatever was given
         assert anyio.run(store.resolve, BACKEND, session_id).session_id == session_id
     with pytest.raises(AmbiguousSession):

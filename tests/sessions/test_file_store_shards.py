@@ -24,20 +24,11 @@ import pytest
 
 from tests.harness.lease_holder import lease_held_elsewhere
 from tests.harness.not_regular import releasing_readers_of
+from tests.sessions.records import BACKEND, stored_session
 from unified._sessions import stores
 from unified._sessions.stores import FileSessionStore, serialize
 from unified.errors import AmbiguousSession, CorruptSession, SessionError, SessionInUse, SessionNotFound
 from unified.sessions import StoredSession
-
-BACKEND = "generate-content"
-
-
-def _session(session_id: str | None = None, first_prompt: str = "hi") -> StoredSession:
-    session = StoredSession.new(BACKEND, model="m", cwd="/w", first_prompt=first_prompt)
-    if session_id is not None:
-        session.session_id = session_id
-    session.state["contents"] = [{"role": "user", "parts": [{"text": first_prompt}]}]
-    return session
 
 
 def _flat(root: Path, session: StoredSession) -> Path:
@@ -87,7 +78,7 @@ def test_a_save_goes_to_the_shard_of_its_id_and_resolve_lists_only_that_shard(
     tmp_path: Path, scanned: list[str], headers_read: list[Path]
 ) -> None:
     store = FileSessionStore(tmp_path)
-    sessions = [_session(first_prompt=f"p{n}") for n in range(40)]
+    sessions = [stored_session(first_prompt=f"p{n}") for n in range(40)]
     for session in sessions:
         anyio.run(store.save, session)
         assert store.path_of(BACKEND, session.session_id) == (
@@ -112,7 +103,7 @@ def test_a_save_goes_to_the_shard_of_its_id_and_resolve_lists_only_that_shard(
 def test_a_one_character_reference_looks_in_every_shard_it_can_name(tmp_path: Path, scanned: list[str]) -> None:
     store = FileSessionStore(tmp_path)
     for session_id in ("a", "ab000000-1", "a0000000-2", "b0000000-3"):
-        anyio.run(store.save, _session(session_id))
+        anyio.run(store.save, stored_session(session_id))
     assert (tmp_path / BACKEND / "a" / "a.json").is_file()  # a one-character id has a one-character shard
     scanned.clear()
     assert anyio.run(store.resolve, BACKEND, "a").session_id == "a"  # the exact id wins over the prefixes
@@ -127,7 +118,7 @@ def test_a_one_character_reference_looks_in_every_shard_it_can_name(tmp_path: Pa
 
 def test_an_id_with_capitals_lives_in_the_lower_case_shard_and_resolves_in_any_case(tmp_path: Path) -> None:
     store = FileSessionStore(tmp_path)
-    anyio.run(store.save, _session("AbC12345-x"))
+    anyio.run(store.save, stored_session("AbC12345-x"))
     assert (tmp_path / BACKEND / "ab" / "AbC12345-x.json").is_file()
     assert anyio.run(store.resolve, BACKEND, "abc1").session_id == "AbC12345-x"
     assert anyio.run(store.resolve, BACKEND, "ABC12345").session_id == "AbC12345-x"
@@ -138,9 +129,9 @@ def test_an_id_with_capitals_lives_in_the_lower_case_shard_and_resolves_in_any_c
 
 def test_a_legacy_session_is_listed_resolved_loaded_and_deleted(tmp_path: Path) -> None:
     store = FileSessionStore(tmp_path)
-    legacy = _session("12345678-legacy", "old layout")
+    legacy = stored_session("12345678-legacy", "old layout")
     flat = _flat(tmp_path, legacy)
-    current = _session("9a000000-current", "new layout")
+    current = stored_session("9a000000-current", "new layout")
     anyio.run(store.save, current)
     listed = {i.session_id: i for i in anyio.run(store.list_sessions, BACKEND)}
     assert set(listed) == {legacy.session_id, current.session_id}
@@ -160,7 +151,7 @@ def test_a_legacy_session_is_listed_resolved_loaded_and_deleted(tmp_path: Path) 
 
 def test_a_save_under_a_lease_moves_a_legacy_session_to_its_shard(tmp_path: Path) -> None:
     store = FileSessionStore(tmp_path)
-    legacy = _session(first_prompt="old layout")
+    legacy = stored_session(first_prompt="old layout")
     flat = _flat(tmp_path, legacy)
 
     async def resume() -> None:
@@ -183,7 +174,7 @@ def test_a_save_under_a_lease_moves_a_legacy_session_to_its_shard(tmp_path: Path
 
 def test_a_damaged_legacy_record_is_not_moved_or_replaced(tmp_path: Path) -> None:
     store = FileSessionStore(tmp_path)
-    legacy = _session()
+    legacy = stored_session()
     flat = _flat(tmp_path, legacy)
     damaged = flat.read_bytes()[:-5]
     flat.write_bytes(damaged)
@@ -191,7 +182,7 @@ def test_a_damaged_legacy_record_is_not_moved_or_replaced(tmp_path: Path) -> Non
     assert info.problem is not None
     assert info.problem.kind == "corrupt"
     with pytest.raises(CorruptSession):
-        anyio.run(store.save, _session(legacy.session_id, "overwrite"))
+        anyio.run(store.save, stored_session(legacy.session_id, "overwrite"))
     assert flat.read_bytes() == damaged
     assert not store.path_of(BACKEND, legacy.session_id).exists()
 
@@ -200,7 +191,7 @@ def test_a_record_cut_short_says_truncated_and_one_of_junk_says_it_is_no_record(
     """What the message tells the user to look for: a record cut short (a crash, a full disk) or a file
     that never was one (another program's bytes in its place)."""
     store = FileSessionStore(tmp_path)
-    cut, junk = _session(), _session()
+    cut, junk = stored_session(), stored_session()
     anyio.run(store.save, cut)
     anyio.run(store.save, junk)
     whole = store.path_of(BACKEND, cut.session_id).read_bytes()
@@ -219,9 +210,9 @@ def test_a_record_cut_short_says_truncated_and_one_of_junk_says_it_is_no_record(
 def test_a_session_at_both_paths_is_one_session_and_the_shard_s_copy_wins(tmp_path: Path) -> None:
     """What a crash between the move's write and its unlink leaves."""
     store = FileSessionStore(tmp_path)
-    old = _session(first_prompt="flat copy")
+    old = stored_session(first_prompt="flat copy")
     flat = _flat(tmp_path, old)
-    new = _session(old.session_id, "shard copy")
+    new = stored_session(old.session_id, "shard copy")
     sharded = store.path_of(BACKEND, old.session_id)
     sharded.parent.mkdir(parents=True)
     sharded.write_text(serialize(new))
@@ -241,7 +232,7 @@ def test_a_crash_after_the_move_s_write_leaves_the_session_readable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = FileSessionStore(tmp_path)
-    legacy = _session(first_prompt="old")
+    legacy = stored_session(first_prompt="old")
     flat = _flat(tmp_path, legacy)
 
     def crash(record: Path) -> None:
@@ -249,13 +240,13 @@ def test_a_crash_after_the_move_s_write_leaves_the_session_readable(
 
     monkeypatch.setattr(stores, "_finish_move", crash)
     with pytest.raises(KeyboardInterrupt):
-        anyio.run(store.save, _session(legacy.session_id, "new"))
+        anyio.run(store.save, stored_session(legacy.session_id, "new"))
     assert flat.exists()
     assert store.path_of(BACKEND, legacy.session_id).exists()
     (info,) = anyio.run(store.list_sessions, BACKEND)
     assert info.first_prompt == "new"
     monkeypatch.undo()
-    anyio.run(store.save, _session(legacy.session_id, "newer"))  # the next save finds the shard's copy
+    anyio.run(store.save, stored_session(legacy.session_id, "newer"))  # the next save finds the shard's copy
     assert anyio.run(store.load, BACKEND, legacy.session_id).first_prompt == "newer"
 
 
@@ -274,7 +265,7 @@ def _old_unified_lock(flat_record: Path) -> int:
 
 
 def test_two_leases_on_a_legacy_session_exclude_each_other_before_and_after_its_move(tmp_path: Path) -> None:
-    legacy = _session()
+    legacy = stored_session()
     _flat(tmp_path, legacy)
     first, second = FileSessionStore(tmp_path), FileSessionStore(tmp_path)
 
@@ -295,7 +286,7 @@ def test_two_leases_on_a_legacy_session_exclude_each_other_before_and_after_its_
 
 
 def test_a_lease_on_a_legacy_session_excludes_an_older_unified_s_lock_both_ways(tmp_path: Path) -> None:
-    legacy = _session()
+    legacy = stored_session()
     flat = _flat(tmp_path, legacy)
     store = FileSessionStore(tmp_path)
     old = _old_unified_lock(flat)
@@ -312,7 +303,7 @@ def test_a_lease_on_a_legacy_session_excludes_an_older_unified_s_lock_both_ways(
 
 @pytest.mark.e2e  # runs a real subprocess
 def test_a_lease_on_a_legacy_session_held_by_another_process_excludes_both_layouts(tmp_path: Path) -> None:
-    legacy = _session()
+    legacy = stored_session()
     flat = _flat(tmp_path, legacy)
     store = FileSessionStore(tmp_path)
     with lease_held_elsewhere(tmp_path, legacy.session_id) as holder:
@@ -331,9 +322,9 @@ def test_a_lease_on_a_legacy_session_held_by_another_process_excludes_both_layou
 def test_a_symlinked_shard_is_never_followed(tmp_path: Path, headers_read: list[Path]) -> None:
     root, elsewhere = tmp_path / "sessions", tmp_path / "elsewhere"
     store = FileSessionStore(root)
-    mine = _session("cd000000-mine")
+    mine = stored_session("cd000000-mine")
     anyio.run(store.save, mine)
-    foreign = _session("ab000000-foreign")
+    foreign = stored_session("ab000000-foreign")
     elsewhere.mkdir()
     (elsewhere / f"{foreign.session_id}.json").write_text(serialize(foreign))
     (root / BACKEND / "ab").symlink_to(elsewhere, target_is_directory=True)
@@ -346,7 +337,7 @@ def test_a_symlinked_shard_is_never_followed(tmp_path: Path, headers_read: list[
     with pytest.raises(SessionError, match="not a directory"):
         anyio.run(store.load, BACKEND, foreign.session_id)
     with pytest.raises(SessionError, match="not a directory"):
-        anyio.run(store.save, _session("ab000000-new"))
+        anyio.run(store.save, stored_session("ab000000-new"))
     with pytest.raises(SessionError, match="not a directory"):
         anyio.run(store.delete, BACKEND, foreign.session_id)
     assert sorted(p.name for p in elsewhere.iterdir()) == before  # nothing written, locked or removed there
@@ -354,12 +345,12 @@ def test_a_symlinked_shard_is_never_followed(tmp_path: Path, headers_read: list[
 
 def test_names_that_are_no_id_links_and_directories_are_not_sessions(tmp_path: Path, headers_read: list[Path]) -> None:
     store = FileSessionStore(tmp_path)
-    good = _session("ef000000-good")
+    good = stored_session("ef000000-good")
     anyio.run(store.save, good)
     backend = tmp_path / BACKEND
     outside = tmp_path / "outside.json"
-    outside.write_text(serialize(_session("0e000000-outside")))
-    (backend / "..json").write_text(serialize(_session()))  # names that are no id
+    outside.write_text(serialize(stored_session("0e000000-outside")))
+    (backend / "..json").write_text(serialize(stored_session()))  # names that are no id
     (backend / "x y.json").write_text("{}")
     (backend / "..%2fx.json").write_text("{}")
     (backend / "ef" / "..json").write_text("{}")
@@ -368,9 +359,10 @@ def test_names_that_are_no_id_links_and_directories_are_not_sessions(tmp_path: P
     (backend / "ef222222-dir.json").mkdir()  # directories named like ids
     (backend / "ef333333-dir").mkdir()
     (backend / "ef" / "ef444444-dir.json").mkdir()
-    (backend / "ef" / "ab555555-elsewhere.json").write_text(serialize(_session("ab555555-elsewhere")))  # wrong shard
+    elsewhere = serialize(stored_session("ab555555-elsewhere"))
+    (backend / "ef" / "ab555555-elsewhere.json").write_text(elsewhere)  # wrong shard
     (backend / "EF").mkdir()  # not a shard name
-    (backend / "EF" / "ef666666-upper.json").write_text(serialize(_session("ef666666-upper")))
+    (backend / "EF" / "ef666666-upper.json").write_text(serialize(stored_session("ef666666-upper")))
     (backend / "ef" / f"{good.session_id}.lock").write_text("{}")  # lock and temp files
     (backend / "ef" / f".{good.session_id}.json.1.2.tmp").write_text("{}")
     (backend / "ef777777-x.lock").write_text("{}")
@@ -388,7 +380,7 @@ def test_names_that_are_no_id_links_and_directories_are_not_sessions(tmp_path: P
 
 def test_a_fifo_at_a_record_s_path_is_refused_not_waited_on(tmp_path: Path) -> None:
     store = FileSessionStore(tmp_path)
-    session = _session("ab000000-fifo")
+    session = stored_session("ab000000-fifo")
     fifo = store.path_of(BACKEND, session.session_id)
     fifo.parent.mkdir(parents=True)
     os.mkfifo(fifo)
@@ -406,11 +398,11 @@ def test_a_listed_record_swapped_before_its_read_is_reported_not_followed(tmp_pa
     """A listing names regular files only, but an attacker can swap one between the listing and the
     read: the read opens without following a link or waiting on a FIFO, and checks what it opened."""
     store = FileSessionStore(tmp_path / "sessions")
-    session = _session("ab000000-swapped", first_prompt="mine")
+    session = stored_session("ab000000-swapped", first_prompt="mine")
     anyio.run(store.save, session)
     path = store.path_of(BACKEND, session.session_id)
     foreign = tmp_path / "foreign.json"  # the same id, so following the link would list it as fine
-    foreign.write_text(serialize(_session(session.session_id, first_prompt="foreign")))
+    foreign.write_text(serialize(stored_session(session.session_id, first_prompt="foreign")))
     real = FileSessionStore._read_header
 
     def swapping(self: FileSessionStore, listed: Path) -> dict[str, object]:
