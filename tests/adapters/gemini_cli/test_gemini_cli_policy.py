@@ -56,3 +56,27 @@ def test_excluded_tools_are_denied_by_the_clis_names() -> None:
     rules = _rules(policy_rules(["edit_file", "run_shell_command"]))
     denied = [(r["toolName"], r["priority"]) for r in rules if r["decision"] == "deny"]
     assert denied == [("replace", 999), ("run_shell_command", 999)]
+
+
+def test_the_protected_paths_are_denied_in_patterns_the_cli_keeps() -> None:
+    """The CLI drops an `argsPattern` over 2,048 characters, and the rule with it: red team round 8 made the one
+    pattern of every protected path longer than that (the stream-json transport then refused to start). As many
+    rules as needed, each under the limit, and every protected name is still denied by one of them."""
+    import json
+    import re
+
+    from unified._adapters.gemini_cli._launch import protected_path_rules
+    from unified.tools._protected import protected_path_patterns
+
+    rules = _rules(protected_path_rules())
+    patterns = [str(rule["argsPattern"]) for rule in rules]
+    assert len(patterns) >= 2
+    assert all(len(pattern) <= 2048 for pattern in patterns)
+    assert all(rule["decision"] == "deny" for rule in rules)
+    literal = [p for p in protected_path_patterns() if not any(c in p for c in "*?[")]
+    assert literal
+    for path in literal:
+        arguments = json.dumps({"file_path": f"/ws/{path}"}, separators=(",", ":"))
+        assert any(re.search(pattern, arguments) for pattern in patterns), path
+    plain = json.dumps({"file_path": "/ws/notes.txt"}, separators=(",", ":"))
+    assert not any(re.search(pattern, plain) for pattern in patterns)

@@ -386,22 +386,36 @@ def deny_rules(excluded_tools: Sequence[str]) -> str:
     )
 
 
+_MAX_ARGS_PATTERN = 2048
+"""The longest `argsPattern` the CLI takes (it drops a longer one, and the rule with it)."""
+
+
 @functools.cache
 def protected_path_rules() -> str:
     """Deny rules for the CLI's edit tools on protected paths, matched on their `file_path` argument
     (the CLI tests `argsPattern` against the arguments' JSON; its regexes take no case flag, and it
-    drops a pattern with a quantified group, `(..)?`, or over 2,048 characters)."""
+    drops a pattern with a quantified group, `(..)?`, or over 2,048 characters): as many rules as it
+    takes to keep each pattern under that length."""
     fragments = []
     for pattern in protected_path_patterns():
         fragment = re.escape(pattern).replace(r"\*\*", '[^"]*').replace(r"\*", '[^/"]*').replace(r"\?", '[^/"]')
         fragments.append(fragment)
     # the CLI refuses a quantified group (its ReDoS check) and patterns over 2,048 characters
-    args = '"file_path":"(?:[^"]*/|)(?:' + "|".join(fragments) + ')"'
-    if len(args) > 2048:
-        raise AssertionError("the CLI would refuse this argsPattern: split the rule")
-    return (
-        '[[rule]]\ntoolName = ["write_file", "replace"]\n'
-        f"argsPattern = {json.dumps(args)}\n"
-        'decision = "deny"\npriority = 998\n'
-        'denyMessage = "unified: a protected path (it changes what runs later) is never written unasked"\n\n'
-    )
+    opening, closing = '"file_path":"(?:[^"]*/|)(?:', ')"'
+    groups: list[list[str]] = [[]]
+    for fragment in fragments:
+        if len(opening + "|".join([*groups[-1], fragment]) + closing) > _MAX_ARGS_PATTERN and groups[-1]:
+            groups.append([])
+        groups[-1].append(fragment)
+    rules = []
+    for group in groups:
+        args = opening + "|".join(group) + closing
+        if len(args) > _MAX_ARGS_PATTERN:
+            raise AssertionError(f"one protected path is too long for the CLI's argsPattern: {args[:80]}...")
+        rules.append(
+            '[[rule]]\ntoolName = ["write_file", "replace"]\n'
+            f"argsPattern = {json.dumps(args)}\n"
+            'decision = "deny"\npriority = 998\n'
+            'denyMessage = "unified: a protected path (it changes what runs later) is never written unasked"\n\n'
+        )
+    return "".join(rules)
