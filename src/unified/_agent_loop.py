@@ -69,6 +69,7 @@ from unified.events import (
 )
 from unified.sessions import SessionStore, StoredSession
 from unified.tools import EventForwarder, ToolCall, ToolOutcome, ToolRuntime, tool_family
+from unified.types import ExecuteParams
 
 __all__ = [
     "DELEGATE",
@@ -200,9 +201,9 @@ class TurnClient(Protocol):
     def keep_tool_round(self, session: StoredSession, calls: list[ToolCall], outcomes: list[ToolOutcome]) -> None:
         """Record the calls' results in the state as the next request's input."""
 
-    def for_subagent(self, task: str) -> TurnClient:
-        """A client of the same backend, model and options for a subagent's own conversation, which begins
-        with `task` alone: no history, no images, nothing of this one's state."""
+    def for_subagent(self, params: ExecuteParams) -> TurnClient:
+        """A client of the same backend and options for a subagent's own conversation, run with `params`
+        (`_subagent_params`): nothing of this one's state."""
 
 
 @dataclass(frozen=True)
@@ -251,6 +252,24 @@ def call_key(call: ToolCall) -> str:
 
 def refused(calls: list[ToolCall], message: str) -> list[ToolOutcome]:
     return [ToolOutcome(c.id, c.name, {"error": message}, True) for c in calls]
+
+
+@functools.lru_cache(maxsize=64)
+def _plus_delegate(declared: str) -> str | None:
+    """The declarations `declared` (JSON text) with `delegate`, None when a tool of that name is among them.
+    Cached as `_declarations_of` is: the same settings give the same text, so a run does not parse and dump
+    its declarations again in front of its first request."""
+    parsed: list[dict[str, Any]] = json.loads(declared)
+    if any(d.get("name") == DELEGATE for d in parsed):
+        return None
+    return json.dumps([*parsed, _DELEGATE_DECLARATION])
+
+
+def _subagent_params(params: ExecuteParams, task: str, model: str) -> ExecuteParams:
+    """A subagent's parameters: the run's, on its model, with `task` as the prompt and nothing of the run's
+    conversation (no history, images, resume or retry)."""
+    fresh = {"prompt": task, "images": (), "history": None, "resume": None, "retry": False, "model": model}
+    return params.model_copy(update=fresh)
 
 
 @dataclass
@@ -403,15 +422,15 @@ class AgentLoop:
 
     async def _with_delegate(self, declarations: Declarations) -> Declarations:
         """The run's declarations with `delegate` (a subagent's are the run's as they were)."""
-        declared = declarations.parsed()
-        if any(d.get("name") == DELEGATE for d in declared):  # an MCP or custom tool of that name
+        offered = _plus_delegate(declarations.json)
+        if offered is None:  # an MCP tool of that name
             await self._warn(
                 "unsupported_option",
                 f"subagents: a tool named {DELEGATE!r} is declared already, so this run offers no subagents",
             )
             return declarations
         self._child_declarations = declarations
-        return Declarations(json.dumps([*declared, _DELEGATE_DECLARATION]))
+        return Declarations(offered)
 
     def _runtime_settings(self) -> _RuntimeSettings:
         params = self.params
@@ -615,7 +634,8 @@ class AgentLoop:
                 parent_tool_use_id=call.id,
             )
         )
-        subagent = _Subagent(self, self.client.for_subagent(task), task_id)
+        client = self.client.for_subagent(_subagent_params(self.params, task, self.client.model))
+        subagent = _Subagent(self, client, task_id)
         token = _IN_TASK.set(task_id)
         try:
             status, answer = await subagent.run()

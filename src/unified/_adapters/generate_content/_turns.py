@@ -125,9 +125,8 @@ class GenerateContentTurns:
     def connection(self) -> GenaiClient:
         return self._genai
 
-    def for_subagent(self, task: str) -> GenerateContentTurns:
-        fresh = {"prompt": task, "images": (), "history": None, "resume": None, "retry": False, "model": self.model}
-        return GenerateContentTurns(self.params.model_copy(update=fresh), self.options)
+    def for_subagent(self, params: ExecuteParams) -> GenerateContentTurns:
+        return GenerateContentTurns(params, self.options)
 
     async def abandon(self) -> None:
         """Nothing runs server-side between requests."""

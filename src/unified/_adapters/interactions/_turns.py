@@ -112,9 +112,8 @@ class InteractionsTurns:
     def connection(self) -> InteractionsClient:
         return self.client
 
-    def for_subagent(self, task: str) -> InteractionsTurns:
-        fresh = {"prompt": task, "images": (), "history": None, "resume": None, "retry": False, "model": self.model}
-        return InteractionsTurns(self.params.model_copy(update=fresh), self.options)
+    def for_subagent(self, params: ExecuteParams) -> InteractionsTurns:
+        return InteractionsTurns(params, self.options)
 
     async def emit(self, event: UnifiedEvent) -> None:
         await self._events.event(event)
