@@ -49,6 +49,14 @@ from unified.errors import (
 from unified.sessions import StoredSession
 
 
+def _dead_save(root: Path, session: StoredSession) -> Path:
+    """The temporary file a save of `session` killed before its rename left in the store at `root`, older than a
+    live save's could be."""
+    dead = root / BACKEND / session.session_id[:2] / f".{session.session_id}.json.7.12345678.tmp"
+    dead.write_text("{")
+    return _aged(dead, stores.STALE_TEMPORARY_SECONDS + 1)
+
+
 def _aged(path: Path, seconds: float) -> Path:
     """`path`, its modification time set `seconds` before its own current one (no clock read by the test)."""
     status = os.lstat(path)
@@ -103,9 +111,7 @@ def test_a_resolve_sweeps_the_shard_it_lists(tmp_path: Path) -> None:
     store = FileSessionStore(tmp_path)
     kept = stored_session("cd000000-kept")
     anyio.run(store.save, kept)
-    dead = tmp_path / BACKEND / "cd" / f".{kept.session_id}.json.7.12345678.tmp"
-    dead.write_text("{")
-    _aged(dead, stores.STALE_TEMPORARY_SECONDS + 1)
+    dead = _dead_save(tmp_path, kept)
     assert anyio.run(store.resolve, BACKEND, "cd000000").session_id == kept.session_id
     assert not dead.exists()
 
@@ -114,9 +120,7 @@ def test_a_sweep_on_a_read_only_store_keeps_the_file_and_lists(tmp_path: Path, m
     store = FileSessionStore(tmp_path)
     kept = stored_session("ef000000-kept")
     anyio.run(store.save, kept)
-    dead = tmp_path / BACKEND / "ef" / f".{kept.session_id}.json.7.12345678.tmp"
-    dead.write_text("{")
-    _aged(dead, stores.STALE_TEMPORARY_SECONDS + 1)
+    dead = _dead_save(tmp_path, kept)
 
     def read_only(path: object) -> None:
         raise OSError(30, "Read-only file system", str(path))
