@@ -26,6 +26,7 @@ import pytest
 
 from tests.hang_guard import HANG_GUARD_S
 from unified._pgroup import PIDFD_SIGNAL_PROCESS_GROUP, pidfds
+from unified.tools._watchdog import _carries
 
 __all__ = ["Held", "Holder", "carries", "exited", "in_group", "wait_exited"]
 
@@ -35,10 +36,11 @@ def carries(variable: str, value: str) -> Callable[[int], bool]:
     needle = f"{variable}={value}".encode()
 
     def check(pid: int) -> bool:
-        try:
-            return needle in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-        except OSError:
-            return False
+        deadline = time.monotonic() + HANG_GUARD_S
+        # None while the process is inside execve (its environment not laid out yet: `_watchdog._mid_exec`)
+        while (found := _carries(pid, needle)) is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return bool(found)
 
     return check
 

@@ -55,6 +55,11 @@ container's, a test's) may share that parent cgroup. (`<prefix><host pid>-<token
 KILL_ROUNDS = 200
 """Rounds of SIGKILL over a cgroup's members without cgroup.kill (each round waits a few ms)."""
 
+EXEC_ROUNDS = 2000
+"""Further rounds (5 ms each, 10 s in all) spent waiting for a process inside execve to show its environment
+(`_mid_exec`): microseconds on an idle machine, but a loaded one can leave the process unscheduled for long;
+a kill that gave up on it sooner would leave it running."""
+
 
 PIDFD_SIGNAL_PROCESS_GROUP = 4
 """`pidfd_send_signal` flag (Linux 6.9): signal the group the pidfd's process leads."""
@@ -289,12 +294,37 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
-def _carries(pid: int, needle: bytes) -> bool:
+def _carries(pid: int, needle: bytes) -> bool | None:
+    """Whether the process's environment holds `needle`; None while that cannot be known yet: the process
+    is inside `execve` (`_mid_exec`)."""
+    path = Path(f"/proc/{pid}/environ")
     try:
-        environ = Path(f"/proc/{pid}/environ").read_bytes()
+        environ = path.read_bytes()
+        if not environ:
+            if _mid_exec(pid):
+                return None
+            environ = path.read_bytes()  # the exec may have ended between the two reads
     except OSError:
         return False
     return needle in environ.split(b"\0")
+
+
+_PF_KTHREAD = 0x00200000
+"""/proc/<pid>/stat `flags` bit of a kernel thread (no memory of its own, so no environment ever)."""
+
+
+def _mid_exec(pid: int) -> bool:
+    """Whether the process is inside `execve`, between the old program's memory and the new one's
+    environment: /proc shows no environment then (`env_end`, stat field 51, is 0), though it will
+    have one. The window is real and opens right where a parent sees a start: the kernel closes the
+    close-on-exec descriptors, which tells `subprocess` (and a shell's `$!`) that the exec succeeded,
+    before it lays out the new environment (measured: 13% of `sleep` processes read at once after
+    `Popen` returned, on 2 busy cores). A process read then would be taken for a stranger's and
+    never killed."""
+    fields = _stat_fields(str(pid))
+    if fields is None or fields[0] in (b"Z", b"X") or len(fields) < 49:
+        return False  # ended, or a kernel too old to say: what was read is what there is
+    return fields[48] == b"0" and not int(fields[6]) & _PF_KTHREAD
 
 
 def owned_by(pgid: int, marker: str) -> bool:
@@ -305,7 +335,12 @@ def owned_by(pgid: int, marker: str) -> bool:
     if not os.path.isdir("/proc/self"):
         return True
     needle = f"{OWNER_VARIABLE}={marker}".encode()
-    return any(_carries(pid, needle) for pid in group_members(pgid))
+    for _ in range(EXEC_ROUNDS):
+        marks = [_carries(pid, needle) for pid in group_members(pgid)]
+        if any(marks) or None not in marks:
+            return any(marks)
+        time.sleep(0.005)  # a member inside execve: its environment is about to be readable
+    return False
 
 
 def kill_owned_group(pgid: int, marker: str) -> None:
@@ -321,15 +356,20 @@ def kill_owned_group(pgid: int, marker: str) -> None:
             os.killpg(pgid, signal.SIGKILL)
         return
     needle = f"{OWNER_VARIABLE}={marker}".encode()
+    undecided = False
 
     def ours(pids: list[int]) -> list[int]:
+        nonlocal undecided
         members = [pid for pid in pids if _group_of(pid) == pgid]
-        return members if any(_carries(pid, needle) for pid in members) else []
+        marks = [_carries(pid, needle) for pid in members]
+        undecided = not any(marks) and None in marks
+        return members if any(marks) else []
 
-    for _ in range(KILL_ROUNDS):
-        if not _kill_checked(group_members(pgid), ours, group=pgid):
+    for _ in range(KILL_ROUNDS + EXEC_ROUNDS):
+        if not _kill_checked(group_members(pgid), ours, group=pgid) and not undecided:
             return
-        time.sleep(0.005)  # SIGKILL lands asynchronously: look again for what is still running
+        # SIGKILL lands asynchronously, and a member inside execve shows its environment in a moment: look again
+        time.sleep(0.005)
 
 
 def kill_marked(marker: str) -> None:
@@ -339,14 +379,20 @@ def kill_marked(marker: str) -> None:
         return
     needle = f"{OWNER_VARIABLE}={marker}".encode()
     me = os.getpid()
-    for _ in range(20):
+    for _ in range(20 + EXEC_ROUNDS):
         found = 0
         with contextlib.suppress(OSError):
             for entry in os.scandir("/proc"):
                 if not entry.name.isdigit() or int(entry.name) == me:
                     continue
                 fields = _stat_fields(entry.name)
-                if fields is None or fields[0] == b"Z" or not _carries(int(entry.name), needle):
+                if fields is None or fields[0] == b"Z":
+                    continue
+                mark = _carries(int(entry.name), needle)
+                if mark is None:  # inside execve (anyone's): look again once its environment shows
+                    found += 1
+                    continue
+                if not mark:
                     continue
                 found += 1
                 _kill_checked([int(entry.name)], lambda pids: [pid for pid in pids if _carries(pid, needle)])
