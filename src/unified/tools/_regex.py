@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Protocol
 
 import re2
@@ -70,6 +71,11 @@ def _options() -> re2.Options:
     return options
 
 
+_REGEXP: Callable[[str, re2.Options], Pattern] = getattr(re2, "_Regexp", re2.compile)
+"""The compiled pattern's class, not `re2.compile`: that keeps the last 128 patterns compiled whatever their
+size (a cache of its own, beside `_cache`). `_Regexp` is the bindings' private name (google-re2 1.1); a
+version without it still works through `re2.compile`, only with that second cache."""
+
 _cache: OrderedDict[str, Pattern] = OrderedDict()
 _cache_lock = threading.Lock()
 
@@ -97,8 +103,7 @@ def _compiled(pattern: str) -> Pattern:
     except UnicodeEncodeError as exc:  # RE2 takes UTF-8 only: a lone surrogate (`"\ud800"` in JSON)
         raise PatternError(f"not valid Unicode text (a lone surrogate at character {exc.start})") from None
     try:
-        # Not `re2.compile`: it keeps the last 128 patterns compiled whatever their size (a cache of its own).
-        compiled: Pattern = re2._Regexp(pattern, _options())
+        compiled: Pattern = _REGEXP(pattern, _options())
     except re2.error as exc:
         reason = exc.args[0] if exc.args else exc
         raise PatternError(reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)) from None
