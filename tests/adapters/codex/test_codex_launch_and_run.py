@@ -100,21 +100,34 @@ def test_no_credentials_and_a_base_url_without_a_key_are_told_apart(tmp_path: Pa
         launch(tmp_path, {"HOME": str(tmp_path), "OPENAI_BASE_URL": "http://h/v1"})
 
 
-def test_mcp_servers_are_overrides_that_always_ask(tmp_path: Path) -> None:
+def test_mcp_servers_are_the_thread_s_and_always_ask(tmp_path: Path) -> None:
+    """The tables go to each thread (`thread/start`'s `config`) with their secrets as values: neither the
+    command line nor the environment (which the model's commands read) holds them."""
     stdio = StdioMcpServer(name="echo", command="python3", args=("server.py",), env={"ECHO_TOKEN": "s3cret-stdio"})
     remote = HttpMcpServer(
         name="remote", url="https://mcp.example/mcp", headers={"Authorization": "Bearer s3cret-http"}
     )
     started = launch(tmp_path, {"HOME": str(tmp_path), "OPENAI_API_KEY": "k"}, mcp_servers=(stdio, remote))
-    argv = started.argv()
-    table = next(arg for arg in argv if arg.startswith("mcp_servers.echo="))
-    assert '"default_tools_approval_mode" = "prompt"' in table
-    assert '"args" = ["server.py"]' in table
-    assert '"env_vars" = ["ECHO_TOKEN"]' in table
-    assert '"env_http_headers" = {"Authorization" = "UNIFIED_MCP_1_0_TOKEN"}' in " ".join(argv)
-    assert "s3cret" not in " ".join(argv), "no value that may be secret on the command line"
-    assert started.env["ECHO_TOKEN"] == "s3cret-stdio"
-    assert started.env["UNIFIED_MCP_1_0_TOKEN"] == "Bearer s3cret-http"
+    assert started.mcp_servers == {
+        "echo": {
+            "command": "python3",
+            "args": ["server.py"],
+            "env": {"ECHO_TOKEN": "s3cret-stdio"},
+            "startup_timeout_sec": 30,
+            "default_tools_approval_mode": "prompt",
+        },
+        "remote": {
+            "url": "https://mcp.example/mcp",
+            "http_headers": {"Authorization": "Bearer s3cret-http"},
+            "startup_timeout_sec": 30,
+            "default_tools_approval_mode": "prompt",
+        },
+    }
+    argv = " ".join(started.argv())
+    assert "mcp_servers" not in argv
+    assert "s3cret" not in argv, "no value that may be secret on the command line"
+    assert not any("s3cret" in value for value in started.env.values()), "nor in the environment"
+    assert "s3cret" not in repr(started)
 
 
 def test_toml_values() -> None:

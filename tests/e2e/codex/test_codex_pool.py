@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -14,6 +15,7 @@ import anyio
 import pytest
 
 from tests.e2e.codex.conftest import codex_params, run_codex
+from tests.e2e.conformance import mcp_echo_server
 from tests.hang_guard import HANG_GUARD_S
 from unified._adapters.codex._launch import native_binary, start_codex
 from unified._adapters.codex._pool import CodexPool, default_pool
@@ -31,6 +33,7 @@ from unified.events import (
     UserInputResponse,
 )
 from unified.testing import FakeOpenAI, Fault, FunctionCall, ModelTurn
+from unified.types import HttpMcpServer, StdioMcpServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -324,3 +327,47 @@ def test_runs_in_successive_event_loops_take_the_default_pools_warm_process(work
     finally:
         pool.close_now()
     assert not any(running(pid) for pid in mine if pid is not None)
+
+
+def children(pid: int) -> list[int]:
+    """The running processes whose parent is `pid`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        fields = stat_fields(int(entry.name)) if entry.name.isdigit() else None
+        if fields is not None and fields[0] != b"Z" and int(fields[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+async def test_a_warm_process_serves_runs_of_other_mcp_servers_and_ends_each_run_s(workspace: Path) -> None:
+    """MCP servers are the thread's (`thread/start`'s `config`), not the process's: a warm process serves the
+    next run whatever its servers; the first run's stdio server ends with that run, and in the next run (no
+    servers) the model's call to the first run's server tool reaches no server."""
+    pool = CodexPool(size=1)
+    local = StdioMcpServer(name="local", command=sys.executable, args=(str(mcp_echo_server.__file__),), timeout_s=20)
+    call = FunctionCall(name="mcp__echo__echo", args={"text": "warm-mcp-hello"})
+    turns = [
+        ModelTurn(function_calls=[call]),
+        ModelTurn(text="with"),
+        ModelTurn(function_calls=[call]),
+        ModelTurn(text="without"),
+    ]
+    try:
+        async with FakeOpenAI(turns) as server:
+            with mcp_echo_server.serving("http") as url:
+                heard = len(mcp_echo_server.heard)
+                echo = HttpMcpServer(name="echo", url=url, timeout_s=20)
+                first = await run_codex(
+                    server, workspace, approval_mode="yolo", options={"pool": pool}, mcp_servers=(echo, local)
+                )
+                assert result(first).status == "success", result(first).error
+                assert mcp_echo_server.heard[heard:] == ["warm-mcp-hello"], "the run's server was called"
+                (pid,) = pool.pids()
+                assert pid is not None
+                assert children(pid) == [], "the run's stdio MCP server ended with it"
+                second = await run_codex(server, workspace, approval_mode="yolo", options={"pool": pool})
+                assert result(second).status == "success", result(second).error
+                assert pool.pids() == [pid], "the same warm process served it"
+                assert mcp_echo_server.heard[heard:] == ["warm-mcp-hello"], "no server of the first run's in the second"
+    finally:
+        await pool.aclose()

@@ -29,7 +29,7 @@ from tests.hang_guard import HANG_GUARD_S
 from unified._execute import EventStream
 from unified.events import ErrorEvent, UnifiedEvent
 from unified.testing import CODEX_MODEL, FakeOpenAI, Fault, FunctionCall, ModelTurn
-from unified.types import ApprovalMode, ExecuteParams, McpServer, StdioMcpServer
+from unified.types import ApprovalMode, ExecuteParams, HttpMcpServer, McpServer, StdioMcpServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -152,3 +152,36 @@ async def test_a_stdio_mcp_server_s_env_is_not_in_the_environment_of_the_model_s
     assert "PATH=" in sent, sent  # it printed the environment
     assert "ECHO_DATABASE_URL" not in sent, sent
     assert pieces(SERVER_SECRET, sent) == [], sent
+
+
+MCP_TOKEN = "mcp-bearer-Xk4Rt8Wq2Lz6Vn1Hc9Jd5Fp3Gs7Ya0Ue"
+PARENT_DUMP = "tr '\\0' '\\n' < /proc/$PPID/environ; echo '--- end'"
+
+
+async def test_no_mcp_server_secret_is_in_the_environ_of_codex_itself(workspace: Path) -> None:
+    """A stdio server's `env` was forwarded through Codex's environment (`env_vars`) and an HTTP server's
+    headers through `UNIFIED_MCP_<n>_<i>_TOKEN` variables (`env_http_headers`): a command reading
+    `/proc/$PPID/environ` (Codex's own, same user) printed both whole, and the model got them. The tables go
+    to the thread now (`thread/start`'s `config`, over stdin): the servers still get their secrets."""
+    with mcp_echo_server.serving("http") as url:
+        heard = len(mcp_echo_server.headers)
+        servers = (
+            HttpMcpServer(name="web", url=url, headers={"Authorization": f"Bearer {MCP_TOKEN}"}, timeout_s=20),
+            StdioMcpServer(
+                name="echo",
+                command=sys.executable,
+                args=(str(mcp_echo_server.__file__),),
+                env={"ECHO_DATABASE_URL": SERVER_SECRET},
+                timeout_s=20,
+            ),
+        )
+        seen = await codex_run(workspace, shell(PARENT_DUMP), mcp_servers=servers)
+        got = mcp_echo_server.headers[heard:]
+    sent = seen.after_the_command
+    assert "--- end" in sent, sent
+    assert "CODEX_HOME=" in sent, sent  # it printed Codex's environment
+    assert pieces(MCP_TOKEN, sent) == [], sent
+    assert pieces(SERVER_SECRET, sent) == [], sent
+    assert any(h.get("authorization") == f"Bearer {MCP_TOKEN}" for h in got), got  # the header reached the server
+    warnings = [e for e in seen.events if e.type == "warning"]
+    assert not any(getattr(w, "code", "") == "mcp_unavailable" for w in warnings), warnings  # both servers started

@@ -15,6 +15,7 @@ import anyio
 import pytest
 
 from tests.e2e.codex.conftest import codex_params, run_codex
+from tests.e2e.conformance import mcp_echo_server
 from tests.hang_guard import HANG_GUARD_S
 from unified import sessions
 from unified._adapters.codex._conversation import rollout_from_conversation
@@ -36,6 +37,7 @@ from unified.conversations import (
 from unified.errors import AmbiguousSession, SessionInUse, SessionNotFound
 from unified.events import ErrorEvent, Result, SessionStarted, UnifiedEvent, UserInputRequest, UserInputResponse
 from unified.testing import CODEX_MODEL, FAKE_OPENAI_KEY, FakeOpenAI, Fault, FunctionCall, ModelTurn, Thought
+from unified.types import HttpMcpServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -391,3 +393,20 @@ async def test_a_thread_a_run_continues_is_refused_to_a_second_run_and_to_delete
         assert refused
         assert result(second).status == "success"
         await sessions.delete(short, backend="codex")  # once the run is over, it may go
+
+
+async def test_a_resumed_thread_gets_the_run_s_mcp_servers(workspace: Path) -> None:
+    """The run's MCP servers are the thread's (`thread/start` and `thread/resume` take them in `config`): a
+    resumed thread starts them too, with their headers, though the first run had none."""
+    token = "Bearer mcp-resume-Qz7Lk2Vx9Wm4"
+    async with FakeOpenAI([ModelTurn(text="one"), ModelTurn(text="two")]) as server:
+        first = started(await run_codex(server, workspace, "first"))
+        with mcp_echo_server.serving("http") as url:
+            heard = len(mcp_echo_server.headers)
+            web = HttpMcpServer(name="web", url=url, headers={"Authorization": token}, timeout_s=20)
+            again = await run_codex(server, workspace, "again", resume=first.short_id, mcp_servers=(web,))
+            got = mcp_echo_server.headers[heard:]
+    assert started(again).resumed
+    assert result(again).status == "success", result(again).error
+    assert [e for e in again if e.type == "warning"] == []
+    assert any(h.get("authorization") == token for h in got), got

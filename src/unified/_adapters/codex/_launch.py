@@ -9,8 +9,9 @@
   never the user's `~/.codex`. It holds a `config.toml` of ours with the settings every run shares
   (no update check, analytics and plugins off, web search off, no sandbox (see `_run.SANDBOX`), a shell
   environment policy that keeps keys and tokens out of the model's commands). What differs per run
-  (the model provider and its base URL, the model, MCP servers) is given as `-c key=value` overrides
-  on the command line, so concurrent runs never race on the file.
+  (the model provider and its base URL, the model) is given as `-c key=value` overrides on the command
+  line, so concurrent runs never race on the file; the run's MCP servers are the thread's own
+  (`thread/start`'s `config`, `mcp_servers`), since their tables hold tokens.
 - **The provider.** Codex 0.171's built-in `openai` provider ignores `OPENAI_BASE_URL` and an
   `OPENAI_API_KEY` in the environment, and tries a WebSocket first; so an API key or a base URL
   becomes a custom provider of ours (`wire_api = "responses"`, no retries of its own: unified reports
@@ -114,7 +115,7 @@ case-insensitively)."""
 
 CONFIG_TOML = f"""\
 # Written by unified for its codex backend (rewritten when unified's settings change; edits are lost).
-# Per-run settings (model provider, model, MCP servers) are passed as -c overrides instead.
+# Per-run settings (model provider, model) are passed as -c overrides instead, MCP servers per thread.
 check_for_update_on_startup = false
 sandbox_mode = "danger-full-access"
 web_search = "disabled"
@@ -290,28 +291,23 @@ def chatgpt_login(env: Mapping[str, str]) -> ChatgptLogin | None:
     return None
 
 
-def _mcp_table(server: StdioMcpServer | HttpMcpServer, number: int, env: dict[str, str]) -> dict[str, Any]:
-    """An MCP server as Codex's `[mcp_servers.NAME]` table. Values that may be secret never go on the
-    command line (any local user can read a process's argv): a stdio server's `env` goes into the
-    app-server's environment and is forwarded by name (`env_vars`), an HTTP server's headers through
-    variables named `UNIFIED_MCP_<n>_<i>_TOKEN` (`env_http_headers`), which the model's commands never see."""
+def _mcp_table(server: StdioMcpServer | HttpMcpServer) -> dict[str, Any]:
+    """An MCP server as Codex's `[mcp_servers.NAME]` table, with its secrets (a stdio server's `env`, an HTTP
+    server's headers) as values: the table goes to Codex over stdin (`thread/start`'s `config`), never on its
+    command line (any local user reads a process's argv) nor in its environment, which every command the
+    model runs could read (`/proc/$PPID/environ`: measured, a stdio server's `env` and an HTTP server's
+    bearer token were both printed there when they were forwarded that way)."""
     table: dict[str, Any]
     if isinstance(server, StdioMcpServer):
         table = {"command": server.command, "args": list(server.args)}
         if server.env:
-            env.update(server.env)
-            table["env_vars"] = sorted(server.env)
+            table["env"] = dict(server.env)
         if server.cwd is not None:
             table["cwd"] = str(server.cwd)
     else:
         table = {"url": server.url}
         if server.headers:
-            names = {}
-            for index, (header, value) in enumerate(sorted(server.headers.items())):
-                name = f"UNIFIED_MCP_{number}_{index}_TOKEN"
-                env[name] = value
-                names[header] = name
-            table["env_http_headers"] = names
+            table["http_headers"] = dict(server.headers)
     table["startup_timeout_sec"] = max(1, round(server.timeout_s))
     # Every MCP tool asks, so the caller decides every call that can change anything.
     table["default_tools_approval_mode"] = "prompt"
@@ -331,7 +327,9 @@ class Launch:
     `chatgpt` (the user's ChatGPT login), for `doctor`'s and the errors' words."""
     base_url: str | None
     chatgpt: ChatgptLogin | None = None
-    mcp_names: tuple[str, ...] = field(default=())
+    mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    """The run's MCP servers as Codex's tables, by name: the thread's `config` (`_run`), never the process's
+    argv or environment (they hold tokens). So a warm process serves runs of any MCP servers."""
     api_key: str | None = field(default=None, repr=False)
     """The run's OpenAI key, given to the process by `account/login/start` (`_run`), never in its environment."""
 
@@ -393,21 +391,15 @@ class Launch:
             if thinking.level is not None:
                 overrides.append(("model_reasoning_effort", thinking.level))
             overrides.append(("model_reasoning_summary", "detailed" if thinking.include_thoughts else "none"))
-        names = []
-        for number, server in enumerate(params.mcp_servers):
+        servers: dict[str, dict[str, Any]] = {}
+        for server in params.mcp_servers:
             if isinstance(server, SseMcpServer):
                 continue  # Codex does not speak SSE: the backend refuses the run (a fatal unsupported option)
             if not server.name.replace("-", "_").replace("_", "").isalnum():
                 raise ConfigurationError(
                     f"MCP server name {server.name!r} cannot be a Codex config key", hint="use letters, digits, - and _"
                 )
-            overrides.append((f"mcp_servers.{server.name}", _mcp_table(server, number, extra)))
-            names.append(server.name)
-        servers_env = sorted({name for s in params.mcp_servers if isinstance(s, StdioMcpServer) for name in s.env})
-        if servers_env:
-            # A stdio server's `env` is for the server (its tokens, its database URL), not the model's commands:
-            # it reaches the app-server's environment, which they inherit, unless excluded by name too.
-            overrides.append(("shell_environment_policy.exclude", [*SECRET_PATTERNS, *servers_env]))
+            servers[server.name] = _mcp_table(server)
         env = child_env(ENV_POLICY, extra=extra, parent=parent)  # None: the environment, as `child_env` keeps it
         env["CODEX_HOME"] = str(home)
         binary = (
@@ -423,7 +415,7 @@ class Launch:
             auth=auth,
             base_url=base_url,
             chatgpt=chatgpt,
-            mcp_names=tuple(names),
+            mcp_servers=servers,
             api_key=key,
         )
 

@@ -300,7 +300,7 @@ class CodexRun:
         connection.observer = None
         if self._reusable and lease.kept and connection.alive and self.translator is not None:
             try:
-                started = bool(self.translator.tools or self.launch.mcp_names)
+                started = bool(self.translator.tools or self.launch.mcp_servers)
                 await connection.end_run(self.translator.threads, started=started)
                 return True
             except (ConnectionClosed, RpcError, TimeoutError):
@@ -404,6 +404,8 @@ class CodexRun:
 
     async def _open(self, cwd: Path) -> None:
         params = thread_params(self.params)
+        if self.launch.mcp_servers:  # the thread's own (`_launch._mcp_table`: their tokens stay off argv and env)
+            params["config"] = {"mcp_servers": self.launch.mcp_servers}
         opening = self.opening
         try:
             if opening.thread_id is None:
@@ -454,7 +456,7 @@ class CodexRun:
     async def _mcp_startup(self) -> None:
         """Wait until each MCP server of the run is ready (or has failed): Codex resolves a call to an MCP tool
         only once its server is up, so a turn started earlier could not use them. Other messages wait."""
-        names = set(self.launch.mcp_names)
+        names = set(self.launch.mcp_servers)
         if not names:
             return
         limit = max((server.timeout_s for server in self.params.mcp_servers), default=30.0) + 5.0
@@ -485,7 +487,7 @@ class CodexRun:
         assert self.translator is not None
         assert self.thread_id is not None
         translator = self.translator
-        if self.launch.mcp_names:  # their start-up may warn: the session is announced first
+        if self.launch.mcp_servers:  # their start-up may warn: the session is announced first
             await self._announce()
         await self._mcp_startup()
         text = self.opening.prompt if self.opening.prompt is not None else self.params.prompt
