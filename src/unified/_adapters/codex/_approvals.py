@@ -8,7 +8,8 @@ outside Codex's sandbox: "allow" means allow.
 Who decides (one `permission_decision` per call):
 
 - `policy`: a read-only command (Codex's own parse of it, `commandActions`, is only `read`,
-  `listFiles` and `search`) or an MCP tool marked `readOnlyHint` runs without asking, in every mode;
+  `listFiles` and `search`, and unified's own parse agrees: `unified.tools._read_only`) or an MCP tool
+  marked `readOnlyHint` runs without asking, in every mode;
   in `plan` mode everything else is denied;
 - `approval_mode`: `yolo` allows everything, `auto_edit` allows patches; and when nobody answers
   (no `on_user_input`, a timeout) the mode decides as elsewhere (default denies). A patch that writes a
@@ -68,8 +69,18 @@ Choice = Literal["allow_once", "allow_always", "deny"]
 
 
 def _read_only_command(params: dict[str, Any]) -> bool:
+    """Whether Codex's parse of the command (`commandActions`) is only reads, listings and searches, and
+    unified's own parse agrees (`unified.tools._read_only`): Codex's names the program, not what its options
+    do, and called `find . -delete`, `rg --pre ./x` and `cat a | tee x` reads."""
     actions = [a for a in as_list(params.get("commandActions")) if isinstance(a, dict)]
-    return bool(actions) and all(isinstance(a.get("type"), str) and a["type"] in READ_ONLY_ACTIONS for a in actions)
+    if not actions or not all(isinstance(a.get("type"), str) and a["type"] in READ_ONLY_ACTIONS for a in actions):
+        return False
+    command = params.get("command")
+    if not isinstance(command, str):
+        return False
+    from unified.tools._read_only import not_read_only
+
+    return not_read_only(unwrap_shell(command)) is None
 
 
 def _read_paths(params: dict[str, Any], cwd: str) -> list[str]:
@@ -209,7 +220,7 @@ class ApprovalBridge:
         """(choice, decided_by, rule) when no one needs to be asked; (None, None, None) to ask."""
         mode = self.ctx.params.approval_mode
         if kind == "command" and _read_only_command(params) and guarded is None:
-            return "allow_once", "policy", "read-only command (Codex parses it as reads, listings or searches)"
+            return "allow_once", "policy", "read-only command (Codex's parse and unified's: reads, listings, searches)"
         annotations = as_dict(as_dict(params.get("_meta")).get("tool_annotations"))
         if kind == "mcp" and annotations.get("readOnlyHint") is True:
             return "allow_once", "policy", "read-only MCP tool (readOnlyHint)"

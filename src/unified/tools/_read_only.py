@@ -1,0 +1,102 @@
+"""Shell commands that only read, judged by unified's own parse of them (`read_only.toml`).
+
+The codex backend ran without asking every command Codex parses as reads, listings or searches
+(`commandActions`). Codex's parse names the program, not what its options do: `find . -delete`,
+`find . -fprint x`, `rg --pre ./x`, `fd -x touch`, `git grep -O'cmd'`, `cat a | tee x` and
+`nl a | xargs touch` all came back as reads (measured on Codex 0.171, in default mode with nobody
+to ask: the first deleted the workspace, two more wrote files). So such a command runs unasked only
+when this module agrees too: every command bash would start (`_shell_syntax.parse`: pipelines, lists,
+substitutions) is a program of the table with none of its unsafe options, and nothing of it is only
+known at run time. What this cannot judge is asked (fail closed).
+"""
+
+from __future__ import annotations
+
+import functools
+import posixpath
+import re
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+
+from unified.tools import _shell_syntax
+from unified.tools._policy import SYSTEM_COMMAND_DIRS
+from unified.tools._protected import _unsafe_option
+
+__all__ = ["not_read_only"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Program:
+    unsafe: tuple[str, ...]
+    script: re.Pattern[str] | None
+    required: tuple[str, ...]
+
+
+@functools.cache
+def _table() -> dict[tuple[str, ...], _Program]:
+    """Programs by their command words (`("git", "grep")`), read once."""
+    text = resources.files("unified.tools").joinpath("read_only.toml").read_text(encoding="utf-8")
+    table: dict[tuple[str, ...], _Program] = {}
+    for entry in tomllib.loads(text)["program"]:
+        script = entry.get("script")
+        program = _Program(
+            tuple(entry.get("unsafe", ())), re.compile(script) if script else None, tuple(entry.get("required", ()))
+        )
+        for command in entry["commands"]:
+            table[tuple(command.split())] = program
+    return table
+
+
+def not_read_only(command: str) -> str | None:
+    """Why `command` may do more than read (then it must be asked), or None when every command it
+    starts is a read of `read_only.toml`."""
+    parts = _shell_syntax.parse(command)
+    if not parts:
+        return "no command"
+    for part in parts:
+        why = _part(part)
+        if why is not None:
+            return f"{part.display()}: {why}"
+    return None
+
+
+def _part(part: _shell_syntax.SimpleCommand) -> str | None:
+    if part.unknown is not None:
+        return part.unknown
+    if part.writes:
+        return "it writes a file"
+    if part.opens:
+        return "it opens what is not a plain file"
+    if part.assigns:
+        return "it sets a variable"
+    if part.via:
+        return f"it runs under {part.via[0]}"
+    if part.open_tail:
+        return "more arguments arrive at run time"
+    if any(posixpath.dirname(posixpath.normpath(path)) not in SYSTEM_COMMAND_DIRS for path in part.paths):
+        return "a program run by its path"
+    words = part.words
+    if not words or any(word is None for word in words):
+        return "a word only known at run time"
+    argv = [_shell_syntax.command_name(str(words[0])), *(str(word) for word in words[1:])]
+    table = _table()
+    for size in (2, 1):
+        program = table.get(tuple(argv[:size]))
+        if program is not None:
+            return _judged(program, argv[size:])
+    return "not a program that only reads"
+
+
+def _judged(program: _Program, args: list[str]) -> str | None:
+    unsafe = _unsafe_option(args, program.unsafe)
+    if unsafe is not None:
+        return f"{unsafe} may write, delete or run a program"
+    missing = [option for option in program.required if option not in args]
+    if missing:
+        return f"without {missing[0]}"
+    if program.script is not None:
+        operands = [arg for arg in args if not arg.startswith("-")]
+        if not operands or program.script.fullmatch(operands[0]) is None:
+            return "a script that may write or run a program"
+    return None
