@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from unified.tools._read_only import not_read_only
+from unified.tools._read_only import not_read_only, operands
 
 READS = [
     "cat a",
@@ -116,3 +116,18 @@ def test_the_docs_table_lists_every_program_and_option() -> None:
         [row] = [line for key, line in rows.items() if f"`{program['commands'][0]}`" in key]
         for name in [*program["commands"], *program.get("unsafe", ())]:
             assert f"`{name}`" in row, (name, row)
+
+
+@pytest.mark.parametrize(
+    ("command", "words"),
+    [
+        ("nl a /etc/hostname", ["a", "/etc/hostname"]),
+        ("grep -rn foo src", ["n", "foo", "src"]),  # a cluster of letters reads as an attached value: harmless
+        ("grep -f/etc/passwd a", ["/etc/passwd", "a"]),
+        ("rg --file=/etc/x y", ["/etc/x", "y"]),
+        ("cat a | head -n 2 ../b", ["a", "2", "../b"]),
+        ('cat "$HOME"', []),
+    ],
+)
+def test_every_word_that_may_be_a_path_is_an_operand(command: str, words: list[str]) -> None:
+    assert operands(command) == words

@@ -23,7 +23,7 @@ from unified.tools import _shell_syntax
 from unified.tools._policy import SYSTEM_COMMAND_DIRS
 from unified.tools._protected import _unsafe_option
 
-__all__ = ["not_read_only"]
+__all__ = ["not_read_only", "operands"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,3 +100,22 @@ def _judged(program: _Program, args: list[str]) -> str | None:
         if not operands or program.script.fullmatch(operands[0]) is None:
             return "a script that may write or run a program"
     return None
+
+
+def operands(command: str) -> list[str]:
+    """Every word of `command`'s commands that may name a path it reads, as written (relative to its
+    directory): each argument, and an option's attached value (`--file=x`, `-fx`). Many are patterns
+    and not paths at all; judged as paths they only make a command that reads outside its directory
+    asked, as Codex's parse names one path of `grep -r x a /etc/passwd` (`a`) and left the rest unasked."""
+    found: list[str] = []
+    for part in _shell_syntax.parse(command):
+        for word in part.words[1:]:
+            if word is None:
+                continue
+            if not word.startswith("-"):
+                found.append(word)
+            elif "=" in word:
+                found.append(word.split("=", 1)[1])
+            elif not word.startswith("--") and len(word) > 2:
+                found.append(word[2:])
+    return [word for word in found if word]

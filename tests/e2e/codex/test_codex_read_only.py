@@ -55,3 +55,31 @@ async def test_what_codex_calls_a_read_is_asked_unless_unified_agrees(workspace:
         decision = decided[command]
         assert (decision.decision, decision.decided_by) == ("allow", "policy"), (command, decision)
     assert names(workspace) == before, "nothing written, nothing deleted"
+
+
+OUTSIDE = [
+    "head -n1 a ../../../../etc/hostname",
+    "grep -r root a /etc/passwd",
+    "rg foo a /etc",
+    "nl a /etc/hostname",
+    "sed -n 1p a /etc/hostname",
+    "ls / a",
+    "find . /etc -name hostname",
+    "cat a | grep x /etc/hostname",
+    "grep -f/etc/passwd a",
+]
+
+
+async def test_a_read_of_a_second_path_outside_the_workspace_is_asked(workspace: Path) -> None:
+    """SUCCEEDED before: Codex's parse names one path of each of these (`a`), so the outside-workspace check
+    saw only that one and they ran unasked, reading /etc. Every word that may be a path is looked at now."""
+    (workspace / "a").write_text("foo\n")
+    calls = [FunctionCall(name="exec_command", args={"cmd": command}) for command in OUTSIDE]
+    async with FakeOpenAI([ModelTurn(function_calls=calls), ModelTurn(text="done")]) as server:
+        events = await run_codex(server, workspace, approval_mode="default")
+    commands = {e.tool_use_id: str(e.input.get("cmd")) for e in events if isinstance(e, ToolUse)}
+    decided = {commands[e.tool_use_id]: e for e in events if isinstance(e, PermissionDecision)}
+    assert set(decided) == set(OUTSIDE), sorted(decided)
+    for command in OUTSIDE:
+        assert decided[command].decision == "deny", (command, decided[command])
+        assert decided[command].decided_by != "policy" or decided[command].rule == "outside-workspace", command

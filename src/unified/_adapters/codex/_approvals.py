@@ -84,12 +84,18 @@ def _read_only_command(params: dict[str, Any]) -> bool:
 
 
 def _read_paths(params: dict[str, Any], cwd: str) -> list[str]:
-    """Where a read-only command reads: its directory, and each path Codex's parse names (from there)."""
+    """Where a read-only command reads: its directory, each path Codex's parse names, and each word of the
+    command that may be a path (`_read_only.operands`: Codex's parse names one path of `nl a /etc/x`), all
+    from that directory."""
+    from unified.tools._read_only import operands
+
     given = params.get("cwd")
     where = given if isinstance(given, str) and given else cwd
     actions = [a for a in as_list(params.get("commandActions")) if isinstance(a, dict)]
     named = [a["path"] for a in actions if isinstance(a.get("path"), str) and a["path"]]
-    return [where, *(os.path.join(where, path) for path in named)]
+    command = params.get("command")
+    words = operands(unwrap_shell(command)) if isinstance(command, str) else []
+    return [where, *(os.path.join(where, path) for path in [*named, *words])]
 
 
 def _item_id(params: dict[str, Any]) -> str:
