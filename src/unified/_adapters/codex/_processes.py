@@ -27,6 +27,7 @@ from unified._binary.process import (
     Process,
     has_proc,
     is_still,
+    mid_exec,
     proc_pids,
     process_table,
     read_proc,
@@ -40,6 +41,10 @@ __all__ = ["GONE_WITHIN_S", "MARKED_SLICE", "MARKER", "end_all", "find_marked"]
 MARKER = "UNIFIED_CODEX_RUN"
 """The environment variable that marks a run's processes."""
 
+
+EXEC_ROUNDS = 2000
+"""Looks again (5 ms apart, 10 s in all) at a process still inside execve before it is given up on
+(`unified._binary.process.mid_exec`): microseconds when idle, longer on a loaded machine."""
 
 MARKED_SLICE = 64
 """Processes `find_marked` looks at between two checkpoints (~0.2 ms of reads on the event loop)."""
@@ -57,14 +62,22 @@ async def find_marked(value: str) -> list[Process]:
         return await anyio.to_thread.run_sync(_marked_by_ps, value)
     pids = proc_pids()
     found: list[Process] = []
+    later: list[str] = []
     for start in range(0, len(pids), MARKED_SLICE):
         if start:
             await anyio.lowlevel.checkpoint()
-        found += _marked_among(pids[start : start + MARKED_SLICE], value)
+        found += _marked_among(pids[start : start + MARKED_SLICE], value, later)
+    for _ in range(EXEC_ROUNDS):  # a process inside execve shows its environment in a moment: look again
+        if not later:
+            break
+        await anyio.sleep(0.005)
+        pending, later = later, []
+        found += _marked_among(pending, value, later)
     return found
 
 
-def _marked_among(pids: Iterable[str], value: str) -> list[Process]:
+def _marked_among(pids: Iterable[str], value: str, later: list[str]) -> list[Process]:
+    """The marked processes of `pids`; those inside execve (no environment to read yet) go to `later`."""
     needle = f"{MARKER}={value}".encode()
     found: list[Process] = []
     own = os.getpid()
@@ -72,6 +85,11 @@ def _marked_among(pids: Iterable[str], value: str) -> list[Process]:
         if int(entry) == own:
             continue
         environ = read_proc(entry, "environ")
+        if environ == b"" and mid_exec(entry):
+            later.append(entry)
+            continue
+        if environ == b"":  # the exec may have ended between the two reads
+            environ = read_proc(entry, "environ")
         if (
             environ is not None
             and needle in environ  # in C, before the split (which most environments fail)
