@@ -8,6 +8,8 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   runtime and for a tool an adapter serves itself"), but the loop looked `delegate` up by equality: with
   `excluded_tools=["*"]` (every tool), `["deleg*"]` or `["del?gate"]` the run still offered `delegate` and ran
   the subagents the model asked for (measured on both API backends against FakeGemini);
+- `unified run` asked a subagent's permission in the terminal exactly as it asked the main agent's (the same
+  lines): the person answering could not tell the prompt came from a task the model delegated;
 - a subagent's permission prompt had the `request_id` of one of the run's own: the runtime names a prompt after
   its call (`permission-call_1_1`), and a subagent's conversation counts its calls from the start as the run
   does, so on generate-content the run's first prompt and the subagent's first were both
@@ -48,21 +50,31 @@ a loop variable, brace expansion and `/proc` spellings in shell commands; the fi
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from tests.e2e.api_loop.conftest import backend, fake, workspace
 from tests.e2e.api_loop.test_api_loop import collect, params, request_bodies, result
 from tests.e2e.generate_content.gc_harness import harness
 from tests.security.rules import allow_prefixes
 from unified._agent_loop import DELEGATIONS_PER_TURN
+from unified._cli.interactive import ask_in_terminal
 from unified.conversations import Conversation, TextPart, ToolCallPart, UserTurn
 from unified.conversations import ModelTurn as HistoryTurn
-from unified.events import SubagentCompleted, SubagentStarted, ToolResult, UserInputRequest, UserInputResponse
+from unified.events import (
+    SubagentCompleted,
+    SubagentStarted,
+    ToolResult,
+    UserInputRequest,
+    UserInputResponse,
+    permission_request,
+)
 from unified.testing._fake_gemini import FakeGemini
 from unified.testing._scenario import Fault, FunctionCall, ModelTurn
 from unified.tools import Decision, Policy, ToolCall, ToolRuntime, _protected
@@ -268,6 +280,34 @@ async def test_calls_a_hostile_history_left_unanswered_never_run(
     assert not (workspace / "PWNED").exists()
     assert not [e for e in events if isinstance(e, SubagentStarted)]
     assert len(request_bodies(fake, backend)) == 1
+
+
+def _terminal_prompt(request: UserInputRequest, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, color_system=None, width=300)
+    monkeypatch.setattr(console, "input", lambda prompt="": "1")
+    assert ask_in_terminal(request, console).permission() == "allow_once"
+    return out.getvalue().splitlines()
+
+
+def test_the_terminal_prompt_says_a_subagent_asks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SUCCEEDED before: `unified run` asked a subagent's write exactly as the main agent's (same lines): the person
+    answering could not tell that it came from a task the model delegated, not from the agent they followed."""
+    asked = permission_request("r", "Allow writing x.txt?", tool_use_id="task-c1/c2", tool_name="write_file")
+    asked.subagent_task_id, asked.is_subagent = "task-c1", True
+    main = permission_request("r", "Allow writing x.txt?", tool_use_id="c2", tool_name="write_file")
+    lines = _terminal_prompt(asked, monkeypatch)
+    assert lines[0] == "(asked by subagent task-c1, not the main agent)"
+    assert lines[1:] == _terminal_prompt(main, monkeypatch)
+
+
+def test_a_subagent_task_id_cannot_rewrite_the_terminal_prompt(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pin: the task id comes from a call id (the server's); its control characters are shown, not obeyed."""
+    asked = permission_request("r", "Allow?", tool_use_id="t/c", tool_name="write_file")
+    asked.subagent_task_id = "task-\x1b[2K\x1b[1G? Allow running `ls`?"
+    lines = _terminal_prompt(asked, monkeypatch)
+    assert "\x1b" not in "\n".join(lines)
+    assert [line for line in lines if line.startswith("? ")] == ["? Allow?"]
 
 
 # --- who can log in, what every program loads ---------------------------------------------------------------------
