@@ -69,6 +69,7 @@ from unified.events import (
 )
 from unified.sessions import SessionStore, StoredSession
 from unified.tools import EventForwarder, ToolCall, ToolOutcome, ToolRuntime, tool_family
+from unified.tools._runtime import is_excluded
 from unified.types import ExecuteParams
 
 __all__ = [
@@ -414,7 +415,7 @@ class AgentLoop:
                     declarations = Declarations(json.dumps(tools.declarations(family)))
                 else:
                     declarations = Declarations(_declarations_of(self._runtime_settings(), family))
-            if self.options.local_tools and self.options.subagents and DELEGATE not in params.excluded_tools:
+            if self.options.local_tools and self.options.subagents and not is_excluded(DELEGATE, params.excluded_tools):
                 declarations = await self._with_delegate(declarations)
             self.client.begin(session, declarations)
             await self._leased.wait()  # no request before the store answered: it may be down, or the session in use
@@ -667,12 +668,17 @@ class AgentLoop:
 
 def _into_task(event: UnifiedEvent, task_id: str) -> None:
     """Mark `event` as the subagent task's; its tool call id gets the task's prefix, so the ids the subagent's
-    conversation uses (the server's, or the translator's own count) never meet the run's."""
+    conversation uses (the server's, or the translator's own count) never meet the run's. A prompt's
+    `request_id` gets it too: the runtime names a permission prompt after its call (`permission-call_1_1`), and
+    the subagent's first call has the same id as the run's first, so a caller keeping answers by request id
+    would have taken the subagent's prompt for the run's (round 9)."""
     event.subagent_task_id = task_id
     event.is_subagent = True
     tool_use_id = getattr(event, "tool_use_id", None)
     if isinstance(tool_use_id, str):
         event.tool_use_id = f"{task_id}/{tool_use_id}"  # type: ignore[union-attr]
+    if type(event) is UserInputRequest:
+        event.request_id = f"{task_id}/{event.request_id}"
 
 
 _Ending = tuple[Literal["completed", "failed", "max_turns"], str]

@@ -185,7 +185,7 @@ SAFE = [
     "sed -i 's/a/b/' src/main.py",
     "sed -e 's/x/y/g;s/e/f/' -e '/^#/d' src/main.py",
     "awk '{print $1}' src/main.py",
-    "awk -F: '$3 > 100 {print $1}' /etc/passwd",
+    "awk -F: '$3 > 100 {print $1}' users.txt",
     "gunzip x.gz",
     "gzip -k src/main.py",
     "curl -o out.html https://example.invalid/",

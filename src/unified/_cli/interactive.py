@@ -52,8 +52,12 @@ async def _ask_in_background(request: UserInputRequest, console: Console) -> Use
 
 
 def ask_in_terminal(request: UserInputRequest, console: Console) -> UserInputResponse:
-    """Ask each question on `console`; end of input means no answer (cancelled)."""
+    """Ask each question on `console`; end of input means no answer (cancelled). A subagent's question says
+    whose it is first: the same prompt from the main agent and from a task it delegated read alike, and the
+    person answering may trust the one whose reasoning they followed, not the other."""
     answers: dict[str, str | list[str]] = {}
+    if request.subagent_task_id is not None:
+        console.print(Text(_shown(f"(asked by subagent {request.subagent_task_id}, not the main agent)"), style="bold"))
     try:
         for question in request.questions:
             answers[question.id] = _ask_one(question, console)

@@ -237,6 +237,8 @@ class ProtectedPaths:
     """Wrappers that run their command under another root directory (`chroot`)."""
     program_trees: tuple[Path, ...] = ()
     """System directories whose files, at any depth, later commands run or load (`program_trees`)."""
+    login_path: tuple[str, ...] = ()
+    """Directories of the home directory (`~/bin`) a login puts in `PATH` once they exist (`login_path`)."""
 
     def input_writer(self, name: str) -> InputWriter | None:
         """The entry for program `name`, or for the name before a version written after it
@@ -321,6 +323,7 @@ def protected_paths() -> ProtectedPaths:
         },
         frozenset(str(w) for w in data["protected"].get("shell_root_changers", ())),
         tuple(Path(str(d)) for d in data["protected"].get("program_trees", ())),
+        tuple(str(d) for d in data["protected"].get("login_path", ())),
     )
 
 
@@ -350,35 +353,58 @@ def protected_path(path: Path, roots: Sequence[Path]) -> str | None:
 
 def program_directory(path: Path, search_path: str | None = None, roots: Sequence[Path] = ()) -> str | None:
     """The directory of `PATH` a file written at `path` lands in (`path` itself, for a copy into a
-    directory), or the system directory of `program_trees` it is below: a file there runs in place
+    directory), or one a login puts in `PATH` once it exists (`login_path`: `~/bin`), or the system
+    directory of `program_trees` it is below: a file there runs in place
     of the program a later command names (`cp evil /usr/local/bin/git`, then an allowed `git status`;
     `cp evil /usr/lib/git-core/git-remote-https`, then an allowed `git fetch`). Only writes are
     judged so: reading `/usr/bin/python3` is no reason to ask. `search_path` is the `PATH` the commands run with (a
     runtime's `shell_env` may set its own); None: this process's. A path inside one of `roots` (the
     workspace and its include directories) is below no system directory: a project in `/usr/src/app`
-    is the user's to edit."""
+    is the user's to edit. Compared whatever the case, as the patterns are: on a case-insensitive file
+    system (macOS's, as a rule) `/USR/LOCAL/BIN/git` is `/usr/local/bin/git`."""
     directories = _program_directories(os.environ.get("PATH", "") if search_path is None else search_path)
+    later = _login_directories(os.path.expanduser("~"))
     for candidate in (path, path.parent):
-        if str(candidate) in directories:
+        if str(candidate).casefold() in directories:
             return f"a directory of PATH, {candidate}"
+        if str(candidate).casefold() in later:
+            return f"a directory a login puts in PATH, {candidate}"
     # the loader's libraries, git's exec path, cron's spool, ...: a file at any depth below one runs
     # or is loaded in place of what a later command (or the system) expects (`program_trees`)
     if any(path.is_relative_to(root) for root in roots):
         return None
+    folded = _folded(path)
     for tree in protected_paths().program_trees:
-        if path.is_relative_to(tree):
+        if folded.is_relative_to(_folded(tree)):
             return f"a directory whose files later commands run or load, {tree}"
     return None
 
 
+def _folded(path: Path) -> Path:
+    """`path` in the one case `program_directory` compares system directories in."""
+    return Path(str(path).casefold())
+
+
 @functools.lru_cache(maxsize=8)
 def _program_directories(search_path: str) -> frozenset[str]:
-    """The absolute directories of a `PATH` value, as written and with links resolved. A relative
-    entry names no one directory: left out."""
+    """The absolute directories of a `PATH` value, as written and with links resolved, case folded
+    (`program_directory`). A relative entry names no one directory: left out."""
     found: set[str] = set()
     for entry in search_path.split(os.pathsep):
         if os.path.isabs(entry):
-            found |= {os.path.normpath(entry), os.path.realpath(entry)}
+            found |= {os.path.normpath(entry).casefold(), os.path.realpath(entry).casefold()}
+    return frozenset(found)
+
+
+@functools.lru_cache(maxsize=8)
+def _login_directories(home: str) -> frozenset[str]:
+    """The directories of `login_path` for the home directory `home`, as written and with links resolved
+    (HOME is read when a call is judged: a runtime's environment, or a test's, may set its own)."""
+    found: set[str] = set()
+    for entry in protected_paths().login_path:
+        directory = os.path.normpath(home + entry[1:] if entry.startswith("~") else entry)
+        if os.path.isabs(directory):
+            found |= {directory.casefold(), os.path.realpath(directory).casefold()}
     return frozenset(found)
 
 
@@ -650,8 +676,13 @@ def _names_program_directory(word: str, scope: _Scope) -> str | None:
         lexical = Path(posixpath.normpath(str(place / word)))
         try:
             real = Path(os.path.realpath(lexical))
-        except (OSError, ValueError):
+        except ValueError:
             real = lexical
+        except OSError as exc:
+            # a link this process may not read, where the command may follow it: another process's root
+            # or directory (`/proc/1/root/usr/local/bin/git` is `/usr/local/bin/git` to a command that may
+            # trace pid 1); judged on its text it led nowhere, and was allowed (round 9)
+            return f"where {clip(str(lexical), 120, more='…')} leads cannot be read ({exc.strerror or exc})"
         for path in {lexical, real}:
             hit = program_directory(path, scope.search_path, scope.roots) or _holds_program_directory(
                 path, scope.search_path, scope.roots
@@ -681,12 +712,15 @@ def _may_make_link(part: SimpleCommand) -> bool:
 
 
 def _holds_program_directory(path: Path, search_path: str | None, roots: Sequence[Path]) -> str | None:
-    """A directory of `PATH` or of `program_trees` strictly below `path` (outside the roots), if any."""
+    """A directory of `PATH` or of `program_trees` strictly below `path` (outside the roots), if any. Not
+    `login_path`'s: a link to the home directory would be asked whenever the workspace is in it, and a
+    write through one, `h/bin/git`, is judged on its tail as any path after a link is (`/bin` is a tree)."""
     if any(path == root or path.is_relative_to(root) for root in roots):
         return None
     directories = _program_directories(os.environ.get("PATH", "") if search_path is None else search_path)
-    below = [Path(d) for d in directories] + list(protected_paths().program_trees)
-    held = next((d for d in below if d != path and d.is_relative_to(path)), None)
+    below = [Path(d) for d in directories] + [_folded(tree) for tree in protected_paths().program_trees]
+    folded = _folded(path)
+    held = next((d for d in below if d != folded and d.is_relative_to(folded)), None)
     return None if held is None else f"a directory holding {held}, whose files later commands run or load"
 
 
