@@ -198,7 +198,9 @@ class WarmPool(Generic[T]):
             if lock is None:
                 for old in [other for other in self._spawn_locks if loop_finished(other)]:
                     del self._spawn_locks[old]
-                lock = self._spawn_locks[loop] = anyio.Lock()
+                # Taken without a yield when free (the warm case: every run of a loop that spawns nothing), which
+                # was a loop iteration per run; a cancelled caller still stops there.
+                lock = self._spawn_locks[loop] = anyio.Lock(fast_acquire=True)
             return lock
 
     def _claim(self, key: str, loop: object) -> _Entry[T] | None:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
+import anyio
 import pytest
 
 from unified._adapters.codex._launch import (
@@ -262,6 +263,52 @@ async def test_a_clean_turn(tmp_path: Path) -> None:
     assert isinstance(final, Result)
     assert final.status == "success"
     assert final.usage.estimated, "Codex reported no usage: the guard estimates it, flagged"
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_process_watch_starts_at_its_first_look_not_with_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On asyncio the ticker that remembers the app-server's processes is started by a timer at its first look: a
+    run over before starts no task at all, and a longer one is looked at from `WATCH_S` on, every `WATCH_S`."""
+    from unified._adapters.codex import _run
+    from unified._binary.loops import every as real_every
+
+    tickers: list[object] = []
+    looks: list[float] = []
+
+    def every(*args: Any) -> Any:
+        tickers.append(args)
+        return real_every(*args)
+
+    async def remember(self: Any) -> None:
+        looks.append(anyio.current_time())
+
+    monkeypatch.setattr(_run, "every", every)
+    monkeypatch.setattr(_run.CodexRun, "_remember", remember)
+    await run(tmp_path, app_server(lambda process: finished()))
+    assert (tickers, looks) == ([], []), "a run shorter than WATCH_S started the ticker"
+
+    monkeypatch.setattr(_run, "WATCH_S", 0.02)
+    processes: list[FakeAgentProcess] = []
+
+    def held_open(process: FakeAgentProcess) -> list[str]:
+        processes.append(process)
+        return []  # the turn goes on until `finish` ends it
+
+    async def finish() -> None:
+        await anyio.sleep(0.2)
+        processes[0].emit(*finished())
+
+    started = anyio.current_time()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(finish)
+        events = await run(tmp_path, app_server(held_open))
+    final = events[-1]
+    assert isinstance(final, Result)
+    assert final.status == "success"
+    assert len(looks) >= 3, looks
+    assert looks[0] - started >= 0.02
 
 
 def test_a_login_refreshed_in_a_warm_process_goes_back_after_each_run(tmp_path: Path) -> None:

@@ -215,6 +215,24 @@ def user_codex_home(env: Mapping[str, str]) -> Path:
     return Path(env.get("HOME") or Path.home()) / ".codex"
 
 
+def _may_be(home: Path, other: Path) -> bool:
+    """Whether `home` (resolved) may be the directory `other` names, before `other` is resolved (realpath: an
+    `lstat` per component in Python, every run): not when `home` is there and `other` is not, as for a user with
+    an API key and no `codex login` (no `~/.codex`), since a path that names an existing directory exists. Any
+    other answer of the two `stat`s leaves it to the resolved paths."""
+    try:
+        os.stat(other)
+    except FileNotFoundError:
+        try:
+            os.stat(home)
+        except OSError:
+            return True
+        return False
+    except OSError:
+        return True
+    return True
+
+
 _PREPARED: dict[Path, FileSignature] = {}
 """The config.toml of each home `prepare_home` wrote or found current in this process (its
 `file_signature`): while it is still that file, a run checks it with one `stat` on the event loop instead of
@@ -339,7 +357,7 @@ class Launch:
         home = codex_home(options, source)
         user_home = user_codex_home(source).expanduser()
         with contextlib.suppress(OSError):
-            if home == user_home.resolve():
+            if _may_be(home, user_home) and home == user_home.resolve():
                 raise ConfigurationError(
                     f"the codex backend's home {home} is your own Codex home",
                     hint="unified runs Codex in a home of its own: point codex_home / UNIFIED_CODEX_HOME elsewhere",

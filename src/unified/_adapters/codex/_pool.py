@@ -21,7 +21,6 @@ the key is made.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable
 
 import anyio
@@ -69,7 +68,10 @@ class CodexConnection(JsonRpcConnection):
         """Whether its stdin was closed after the turn (it is then exiting by itself)."""
         self.remembered: dict[int, str] = {}
         """Every process it started that was seen alive during the current run: pid → start time."""
-        self.ended: deque[str] = deque(maxlen=ENDED_KEPT)
+        self.ended: dict[str, None] = {}
+        """The last `ENDED_KEPT` of them, oldest first: a dict, not a deque, because every message's route asks
+        whether its thread is one (a deque is searched end to end: 64 ids of one prefix, the same few
+        microseconds for each of a run's ~25 messages)."""
         self._closed_for_good = False
 
     def _route(self, message: Message) -> str | None:
@@ -78,11 +80,19 @@ class CodexConnection(JsonRpcConnection):
         thread = thread_of(message)
         return None if thread is not None and thread in self.ended else ROUTE
 
+    def _end(self, threads: Iterable[str]) -> None:
+        """Remember `threads` as ended (`ended`), forgetting the oldest beyond `ENDED_KEPT`."""
+        ended = self.ended
+        for thread in threads:
+            ended.pop(thread, None)  # ended again (a resumed thread): it is the newest now
+            ended[thread] = None
+        while len(ended) > ENDED_KEPT:
+            del ended[next(iter(ended))]
+
     def adopt(self, thread: str) -> None:
         """A thread of an earlier run that this run resumes: its messages are this run's again (Codex sent the
         last of its earlier ones before it answered `thread/unsubscribe`, which `end_run` awaited)."""
-        if thread in self.ended:
-            self.ended = deque((t for t in self.ended if t != thread), maxlen=ENDED_KEPT)
+        self.ended.pop(thread, None)
 
     async def end_run(self, threads: Iterable[str], *, started: bool = True) -> None:
         """The end of a run whose process stays warm: what the exit of a run's own process did. Its threads'
@@ -106,32 +116,37 @@ class CodexConnection(JsonRpcConnection):
                 found.extend(await anyio.to_thread.run_sync(descendants, own))
             found.extend(await find_marked(self.marker))
 
+        async def unloaded() -> None:
+            for _ in range(len(asked)):
+                answer = await self.receive(answers)
+                assert isinstance(answer, dict)  # an answer inbox holds answers only
+                method, thread = asked[answer["id"]]
+                if isinstance(answer.get("error"), dict):
+                    raise RpcError(method, answer["error"])
+                if as_dict(answer.get("result")).get("status") == "unsubscribed":
+                    closing.add(thread)  # its last subscriber: Codex unloads it now
+            while closing:
+                message = await self.receive(inbox)
+                if isinstance(message, dict) and message.get("method") == "thread/closed":
+                    closing.discard(thread_of(message) or "")
+
         try:
             with anyio.fail_after(END_RUN_TIMEOUT_S):
                 for thread in threads:
                     for method in ("thread/backgroundTerminals/clean", "thread/unsubscribe"):
                         asked[await self.start_request(method, {"threadId": thread}, answers)] = (method, thread)
-                async with anyio.create_task_group() as tg:
-                    if started or self.remembered:
+                if started or self.remembered:
+                    async with anyio.create_task_group() as tg:
                         tg.start_soon(look_up)
-                    for _ in range(len(asked)):
-                        answer = await self.receive(answers)
-                        assert isinstance(answer, dict)  # an answer inbox holds answers only
-                        method, thread = asked[answer["id"]]
-                        if isinstance(answer.get("error"), dict):
-                            raise RpcError(method, answer["error"])
-                        if as_dict(answer.get("result")).get("status") == "unsubscribed":
-                            closing.add(thread)  # its last subscriber: Codex unloads it now
-                    while closing:
-                        message = await self.receive(inbox)
-                        if isinstance(message, dict) and message.get("method") == "thread/closed":
-                            closing.discard(thread_of(message) or "")
+                        await unloaded()
+                else:  # nothing to look up beside it: no task group (its scope and exit cost a loop iteration)
+                    await unloaded()
         except BaseExceptionGroup as group:
             raise group.exceptions[0] from None
         finally:
             for request in asked:
                 self.forget(request)
-        self.ended.extend(thread for _, thread in asked.values())
+        self._end(thread for _, thread in asked.values())
         self.close_inbox(ROUTE)
         self.remembered.update(found)
         self.remembered.pop(own or 0, None)
