@@ -46,7 +46,7 @@ from unified._files import (
 )
 from unified._internal.text import loaded_well_formed
 from unified._redaction import clip
-from unified.errors import CorruptSession, SessionNotFound
+from unified.errors import AmbiguousSession, CorruptSession, SessionNotFound
 from unified.events import Usage
 from unified.sessions import SHORT_ID_LENGTH, SessionInfo, resolve_ref, short_id_of
 
@@ -434,9 +434,12 @@ class ChatFiles:
         return self._collect(cwd, "session-*.jsonl")
 
     def _collect(self, cwd: str | None, pattern: str) -> list[SessionInfo]:
-        """Sessions from the chat files matching `pattern`, newest first, one per id (its largest file)."""
+        """Sessions from the chat files matching `pattern`, newest first: one per id and project (its largest
+        file there). An id in two projects is two entries (each its own file, its own state: a copy, another
+        tool's), so neither hides the other and a short id naming both is ambiguous (`_resolve`); one file
+        under two names (a move cut short between its link and its unlink, `_relocate`) is one entry."""
         self.problems = []
-        best: dict[str, tuple[int, SessionInfo]] = {}
+        best: dict[tuple[str, Path], tuple[int, tuple[int, int], SessionInfo]] = {}
         for directory, project in self.project_dirs(cwd):
             for path in sorted((directory / "chats").glob(pattern)):
                 try:
@@ -446,10 +449,14 @@ class ChatFiles:
                     continue
                 if info is None:
                     continue
-                size = path.stat().st_size
-                if info.session_id not in best or size > best[info.session_id][0]:
-                    best[info.session_id] = (size, info)
-        sessions = [info for _, info in best.values()]
+                status = path.stat()
+                key = (info.session_id, directory)
+                if key not in best or status.st_size > best[key][0]:
+                    best[key] = (status.st_size, (status.st_dev, status.st_ino), info)
+        files: dict[tuple[str, tuple[int, int]], SessionInfo] = {}
+        for _, inode, info in best.values():
+            files.setdefault((info.session_id, inode), info)
+        sessions = list(files.values())
         sessions.sort(key=_recency, reverse=True)
         return sessions
 
@@ -498,13 +505,23 @@ class ChatFiles:
 
     def _resolve(self, ref: str, cwd: str | None) -> SessionInfo:
         key = ref.strip().lower()
+        found: list[SessionInfo] = []
         if _ID_CHARS.fullmatch(key):
             stem = key[:SHORT_ID_LENGTH]
             wildcard = "" if len(stem) == SHORT_ID_LENGTH else "*"
             found = self._collect(cwd, f"session-*-{stem}{wildcard}.jsonl")
-            if found:
-                return resolve_ref(ref, found, BACKEND)
-        return resolve_ref(ref, self.list_sessions(cwd), BACKEND)
+        if not found:
+            found = self.list_sessions(cwd)
+        info = resolve_ref(ref, found, BACKEND)
+        copies = [s for s in found if s.session_id == info.session_id]
+        if len(copies) > 1:  # one id in two projects: which one is meant only the caller knows
+            where = "\n".join(f"  {s.cwd or '(project unknown)'}: {s.path}" for s in copies)
+            raise AmbiguousSession(
+                f"gemini-cli session {info.session_id} is in the chat files of {len(copies)} projects:\n{where}",
+                hint="name the project: run from it, or pass --cwd (ExecuteParams.cwd, `cwd=`) with the session",
+                details={"candidates": [s.path for s in copies], "projects": [s.cwd for s in copies]},
+            )
+        return info
 
     def show(self, ref: str, cwd: str | None = None) -> dict[str, Any]:
         info = self.resolve(ref, cwd)

@@ -18,6 +18,7 @@ from unified._adapters.gemini_cli._conversation import conversation_from_message
 from unified._adapters.gemini_cli._relocate import check_session_id, session_lease
 from unified._adapters.gemini_cli._shared_sessions import state_summary
 from unified._sessions.config import configured_store
+from unified._sessions.locator import resolve_any
 from unified.backends import SessionLocator
 from unified.conversations import Conversation, Origin
 from unified.errors import SessionNotFound
@@ -69,10 +70,12 @@ class GeminiSessionLocator:
         """A session of the shared store first (it is resumable from any project), else a local one."""
         return (await self._find(ref, cwd))[0]
 
-    async def _find(self, ref: str, cwd: str | None) -> tuple[SessionInfo, bool]:
+    async def _find(self, ref: str, cwd: str | None, *, unreadable: bool = False) -> tuple[SessionInfo, bool]:
         """The session `ref` names, and whether it is the shared store's."""
         if self._store is not None:
             try:
+                if unreadable:  # a delete: a record the store cannot read is removable too
+                    return await resolve_any(self._store, BACKEND, ref), True
                 return await self._store.resolve(BACKEND, ref), True
             except SessionNotFound:
                 pass
@@ -95,7 +98,7 @@ class GeminiSessionLocator:
 
     async def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
         """Delete the session: from the shared store and this worker's chat files, when it is the store's."""
-        info, shared = await self._find(ref, cwd)
+        info, shared = await self._find(ref, cwd, unreadable=True)
         check_session_id(info.session_id, info.path)
         # Refused (`SessionInUse`) while a run holds it, as every run does from before its session_started.
         files = ChatFiles(self._env)

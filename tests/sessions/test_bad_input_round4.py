@@ -1,0 +1,179 @@
+"""Sessions, stores and backends under bad input, round 4 (round 3: `test_bad_input_round3.py`).
+
+Each case says what happened before the fix it proves:
+- a record that cannot be read (corrupt, or a newer unified's format) could not be deleted: `unified sessions
+  delete <id>` (and `unified.sessions.delete`) resolved it first, and resolving an unreadable record raises
+  its problem; the user could neither read nor remove it. Now it is deleted, named as strictly as any other
+  (a reference that also names a readable session is still ambiguous, and nothing is deleted);
+- one gemini-cli session id in the chat files of two projects (two files, not one file under two names) was
+  listed once (the larger file's), the other hidden, and its short id resolved to that one silently (a
+  delete removed it); now each is listed, and the id without its project is `AmbiguousSession` naming both
+  projects (`--cwd` names one);
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+from typer.testing import CliRunner
+
+from tests.sessions.records import BACKEND, stored_session
+from unified import sessions
+from unified._cli import main as cli
+from unified._sessions.stores import FileSessionStore, MemorySessionStore
+from unified.errors import AmbiguousSession, CorruptSession
+from unified.sessions import SessionStore, StoredSession
+
+# --- an unreadable record can be deleted ------------------------------------------------------------------
+
+
+def _unreadable_store(store: SessionStore, root: Path | None) -> dict[str, str]:
+    """Three sessions in `store`: one readable, one corrupt, one of a newer format; kind → id."""
+    ids = {"kept": "ab000000-kept", "corrupt": "cd000000-corrupt", "newer": "ef000000-newer"}
+    for session_id in ids.values():
+        anyio.run(store.save, stored_session(session_id))
+    if isinstance(store, FileSessionStore):
+        store.path_of(BACKEND, ids["corrupt"]).write_text('{"header": {"format": 1, ')
+        newer = store.path_of(BACKEND, ids["newer"])
+        newer.write_text(newer.read_text().replace('"format":1', '"format":99', 1))
+    else:
+        assert isinstance(store, MemorySessionStore)
+        documents = store._documents
+        documents[(BACKEND, ids["corrupt"])] = '{"header": {"format": 1, '
+        key = (BACKEND, ids["newer"])
+        documents[key] = documents[key].replace('"format":1', '"format":99', 1)
+    return ids
+
+
+@pytest.mark.parametrize("kind", ["file", "memory"])
+def test_an_unreadable_record_is_deleted_by_its_short_id_and_nothing_else(kind: str, tmp_path: Path) -> None:
+    store: SessionStore = FileSessionStore(tmp_path) if kind == "file" else MemorySessionStore()
+    ids = _unreadable_store(store, tmp_path)
+    with pytest.raises(CorruptSession):  # what a resume or a show still says
+        anyio.run(lambda: sessions.resolve("cd000000", backend=BACKEND, store=store))
+
+    deleted = anyio.run(lambda: sessions.delete("cd000000", backend=BACKEND, store=store))
+    assert deleted.session_id == ids["corrupt"]
+    assert deleted.problem is not None
+    deleted = anyio.run(lambda: sessions.delete("ef00", store=store))  # every backend searched, a prefix
+    assert deleted.session_id == ids["newer"]
+
+    listed = anyio.run(store.list_sessions, BACKEND)
+    assert [(i.session_id, i.problem) for i in listed] == [(ids["kept"], None)]
+
+
+def test_a_reference_naming_an_unreadable_and_a_readable_record_deletes_neither(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    readable, corrupt = "ab000000-0000-4000-8000-000000000001", "ab000000-0000-4000-8000-000000000002"
+    for session_id in (readable, corrupt):
+        anyio.run(store.save, stored_session(session_id))
+    store.path_of(BACKEND, corrupt).write_text("{")
+    with pytest.raises(AmbiguousSession):
+        anyio.run(lambda: sessions.delete("ab000000", backend=BACKEND, store=store))
+    assert sorted(i.session_id for i in anyio.run(store.list_sessions, BACKEND)) == [readable, corrupt]
+    anyio.run(lambda: sessions.delete(corrupt, backend=BACKEND, store=store))  # its whole id names it alone
+    assert [i.session_id for i in anyio.run(store.list_sessions, BACKEND)] == [readable]
+
+
+def test_sessions_delete_on_the_cli_removes_an_unreadable_record(
+    isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("UNIFIED_SESSION_STORE_URL", f"file://{tmp_path}/store")
+    store = FileSessionStore(tmp_path / "store")
+    ids = _unreadable_store(store, tmp_path / "store")
+    for short, kind in (("cd000000", "corrupt"), ("ef000000", "newer")):
+        refused = CliRunner().invoke(cli.app, ["sessions", "delete", short])  # not a terminal: asks for --yes
+        assert refused.exit_code == 2, refused.output
+        assert "unreadable" in refused.stderr
+        assert store.path_of(BACKEND, ids[kind]).exists()
+        result = CliRunner().invoke(cli.app, ["sessions", "delete", short, "--yes"])
+        assert result.exit_code == 0, result.output  # it was 1: "session ... is corrupt ... left unchanged"
+        assert f"deleted {BACKEND} session {short}" in result.stdout
+        assert not store.path_of(BACKEND, ids[kind]).exists()
+    listing = CliRunner().invoke(cli.app, ["sessions", "list", "--backend", BACKEND, "--json"])
+    assert [json.loads(line)["session_id"] for line in listing.stdout.splitlines()] == [ids["kept"]]
+
+
+@pytest.mark.parametrize("backend", ["gemini-cli", "claude-code", "codex"])
+def test_an_unreadable_record_of_a_cli_backend_in_a_shared_store_is_deleted(backend: str, tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path / "store")
+    ids = ["019a0000-0000-7000-8000-00000000aaaa", "019a0000-0000-7000-8000-00000000bbbb"]
+    for session_id in ids:
+        anyio.run(store.save, StoredSession(backend=backend, session_id=session_id, state={}))
+    store.path_of(backend, ids[0]).write_text("{")
+    with pytest.raises(CorruptSession):
+        anyio.run(lambda: sessions.resolve(ids[0], backend=backend, store=store))
+
+    deleted = anyio.run(lambda: sessions.delete(ids[0], backend=backend, store=store))
+
+    assert deleted.session_id == ids[0]
+    assert [i.session_id for i in anyio.run(store.list_sessions, backend)] == [ids[1]]
+
+
+# --- one gemini-cli session id in two projects ----------------------------------------------------------
+
+GEMINI_SESSION = "5e55e55e-1111-4222-8333-444455556666"
+
+
+def _gemini_chat(home: Path, project: Path, slug: str, prompt: str) -> Path:
+    """A chat file of `GEMINI_SESSION` in the project `project`, as the CLI 0.61 files one (marked root)."""
+    chats = home / ".gemini" / "tmp" / slug / "chats"
+    chats.mkdir(parents=True)
+    (home / ".gemini" / "tmp" / slug / ".project_root").write_text(str(project))
+    records = [
+        {"sessionId": GEMINI_SESSION, "projectHash": "h", "kind": "main", "startTime": "2026-11-29T10:00:00Z"},
+        {"id": "u1", "type": "user", "content": [{"text": prompt}]},
+    ]
+    path = chats / f"session-2026-11-29T10-00-{GEMINI_SESSION[:8]}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def test_one_gemini_session_id_in_two_projects_is_listed_twice_and_resolved_only_with_its_project(
+    isolated_home: Path, tmp_path: Path
+) -> None:
+    from unified._adapters.gemini_cli._chat_files import ChatFiles
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    in_a = _gemini_chat(isolated_home, a.resolve(), "a", "the one in a, the longer of the two")
+    in_b = _gemini_chat(isolated_home, b.resolve(), "b", "the one in b")
+
+    listed = ChatFiles().list_sessions()  # it listed a's alone (the larger file), b's hidden
+    assert sorted((s.first_prompt, s.path) for s in listed) == [
+        ("the one in a, the longer of the two", str(in_a)),
+        ("the one in b", str(in_b)),
+    ]
+    for ref in (GEMINI_SESSION[:8], GEMINI_SESSION, "5e55"):
+        with pytest.raises(AmbiguousSession) as caught:  # it resolved to a's silently
+            ChatFiles().resolve(ref)
+        assert str(a.resolve()) in caught.value.message
+        assert str(b.resolve()) in caught.value.message
+        assert "--cwd" in str(caught.value.hint)
+    assert ChatFiles().resolve(GEMINI_SESSION[:8], str(b)).path == str(in_b)  # its project names it
+
+    with pytest.raises(AmbiguousSession):
+        anyio.run(lambda: sessions.delete(GEMINI_SESSION[:8], backend="gemini-cli"))
+    assert in_a.exists()
+    assert in_b.exists()
+    anyio.run(lambda: sessions.delete(GEMINI_SESSION[:8], backend="gemini-cli", cwd=str(b)))
+    assert in_a.exists()
+    assert not in_b.exists()
+    assert ChatFiles().resolve(GEMINI_SESSION[:8]).path == str(in_a)
+
+
+def test_the_cli_lists_both_copies_and_says_which_projects_hold_them(isolated_home: Path, tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        _gemini_chat(isolated_home, (tmp_path / name).resolve(), name, f"in {name}")
+    listing = CliRunner().invoke(cli.app, ["sessions", "list", "--backend", "gemini-cli", "--json"])
+    assert listing.exit_code == 0, listing.output
+    assert sorted(json.loads(line)["first_prompt"] for line in listing.stdout.splitlines()) == ["in a", "in b"]
+    shown = CliRunner().invoke(cli.app, ["sessions", "show", GEMINI_SESSION[:8]])
+    assert shown.exit_code == 1, shown.output
+    assert "in the chat files of 2 projects" in shown.stderr
+    assert str((tmp_path / "b").resolve()) in shown.stderr
