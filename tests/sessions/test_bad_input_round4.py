@@ -9,10 +9,17 @@ Each case says what happened before the fix it proves:
   listed once (the larger file's), the other hidden, and its short id resolved to that one silently (a
   delete removed it); now each is listed, and the id without its project is `AmbiguousSession` naming both
   projects (`--cwd` names one);
+- a history (a conversation continued, or a stored session resumed) holding an attachment of a type Gemini
+  refuses (`image/svg+xml`) was sent to generate-content as `inline_data` (HTTP 400 on every turn), and to
+  interactions as an `image` item (a PDF too); now a text note saying what it was, and an `unsupported_option`
+  warning on `history` (a stored session keeps the note, so only its next resume warns);
+- gemini-cli over ACP said nothing of an HTTP MCP server that is down (the real binary drops it silently): now
+  `mcp_unavailable` naming it (tests/e2e/gemini_cli/test_gemini_cli_options.py, on the real binary);
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -20,12 +27,18 @@ import anyio
 import pytest
 from typer.testing import CliRunner
 
+from tests.e2e.generate_content.gc_harness import Harness, harness, result_of
 from tests.sessions.records import BACKEND, stored_session
-from unified import sessions
+from unified import ExecuteParams, sessions
 from unified._cli import main as cli
 from unified._sessions.stores import FileSessionStore, MemorySessionStore
+from unified.conversations import Conversation, ImagePart, ModelTurn, TextPart, UserTurn
 from unified.errors import AmbiguousSession, CorruptSession
+from unified.events import WarningEvent
 from unified.sessions import SessionStore, StoredSession
+from unified.testing._scenario import ModelTurn as ScriptedTurn
+
+__all__ = ["harness"]  # the generate-content tests' fixture (a FakeGemini in this process)
 
 # --- an unreadable record can be deleted ------------------------------------------------------------------
 
@@ -177,3 +190,95 @@ def test_the_cli_lists_both_copies_and_says_which_projects_hold_them(isolated_ho
     assert shown.exit_code == 1, shown.output
     assert "in the chat files of 2 projects" in shown.stderr
     assert str((tmp_path / "b").resolve()) in shown.stderr
+
+
+# --- an attachment of a type Gemini refuses, carried to generate-content or interactions -------------------
+
+_PNG = b"\x89PNG\r\n\x1a\n0000"
+
+
+def _with_attachments() -> Conversation:
+    return Conversation(
+        turns=[
+            UserTurn(
+                parts=[
+                    TextPart(text="read these"),
+                    ImagePart(mime_type="image/svg+xml", data=b"<svg/>"),
+                    ImagePart(mime_type="application/pdf", data=b"%PDF-1.7"),
+                    ImagePart(mime_type="image/png", data=_PNG),
+                ]
+            ),
+            ModelTurn(parts=[TextPart(text="read")], provider="anthropic"),
+        ]
+    )
+
+
+def _mime_of(part: dict[str, object]) -> object:
+    blob = part["inlineData"]
+    assert isinstance(blob, dict)
+    return blob.get("mimeType", blob.get("mime_type"))
+
+
+def _sent_parts(harness: Harness) -> list[dict[str, object]]:
+    parts: list[dict[str, object]] = harness.bodies()[0]["contents"][0]["parts"]
+    return parts
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_generate_content_carries_a_history_attachment_gemini_refuses_as_a_note_and_warns(
+    harness: Harness,
+) -> None:
+    harness.server.add(ScriptedTurn(text="ok"))
+    events = await harness.run("go on", history=_with_attachments())
+
+    parts = _sent_parts(harness)  # the svg went as inlineData: "Unsupported MIME type" (HTTP 400), every turn
+    assert [next(iter(p)) for p in parts] == ["text", "text", "inlineData", "inlineData"]
+    assert "image/svg+xml" in str(parts[1]["text"])
+    assert [_mime_of(p) for p in parts[2:]] == ["application/pdf", "image/png"]
+    warnings = [e for e in events if isinstance(e, WarningEvent) and e.message.startswith("history:")]
+    assert len(warnings) == 1
+    assert "turn 0: image/svg+xml" in warnings[0].message
+    assert "application/pdf" not in warnings[0].message
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_stored_generate_content_session_holding_a_refused_attachment_resumes(
+    harness: Harness, tmp_path: Path
+) -> None:
+    store = FileSessionStore(tmp_path / "store")
+    session = StoredSession.new("generate-content", model="gemini-2.5-flash", cwd=str(tmp_path), first_prompt="hi")
+    svg = base64.b64encode(b"<svg/>").decode()
+    session.state["contents"] = [  # as a session stored before the check holds it
+        {"role": "user", "parts": [{"text": "hi"}, {"inline_data": {"mime_type": "image/svg+xml", "data": svg}}]},
+        {"role": "model", "parts": [{"text": "an svg"}]},
+    ]
+    await store.save(session)
+    harness.server.add(ScriptedTurn(text="ok"))
+
+    events = await harness.run("go on", resume=session.short_id, session_store=store)
+
+    assert result_of(events).status == "success"
+    parts = _sent_parts(harness)
+    assert [next(iter(p)) for p in parts] == ["text", "text"]
+    assert "image/svg+xml" in str(parts[1]["text"])
+    warnings = [e for e in events if isinstance(e, WarningEvent) and e.code == "unsupported_option"]
+    assert len(warnings) == 1
+    assert "content 0: image/svg+xml" in warnings[0].message
+    stored = (await store.load("generate-content", session.session_id)).state["contents"]
+    assert "inline_data" not in json.dumps(stored[0])  # kept as the note: the next resume says nothing
+
+
+def test_interactions_carries_a_history_attachment_it_refuses_as_a_note_and_warns() -> None:
+    from unified._adapters.interactions._backend import InteractionsBackend
+    from unified._adapters.interactions._conversation import steps_from_conversation
+
+    steps = steps_from_conversation(_with_attachments())
+    content = steps[0]["content"]
+    assert [c["type"] for c in content] == ["text", "text", "text", "image"]  # svg and pdf were `image` items
+    assert "application/pdf" in content[2]["text"]
+    params = ExecuteParams(prompt="go on", backend="interactions", history=_with_attachments())
+    warned = [p for p in InteractionsBackend(params).unsupported_options(params) if p.option == "history"]
+    assert len(warned) == 1
+    assert "turn 0: image/svg+xml, turn 0: application/pdf" in warned[0].explanation

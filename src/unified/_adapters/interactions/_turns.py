@@ -100,6 +100,7 @@ class InteractionsTurns:
         self.pending: list[dict[str, Any]] = []
         self.continuation: str | None = None
         self.declarations: list[dict[str, Any]] = []
+        self.history_notes: list[str] = []
 
     def choose_model(self, stored: str | None) -> str:
         self.model = self.options.agent or self.params.model or stored or DEFAULT_MODEL
