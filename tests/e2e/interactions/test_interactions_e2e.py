@@ -263,6 +263,21 @@ async def test_rate_limit_exhausted(fake: FakeGemini, params: Params) -> None:
     assert of_type(events, "error")[0].code == "rate_limited"
 
 
+@pytest.mark.parametrize("kind", ["rate_limit", "server_error", "bad_request"])
+async def test_an_http_error_says_the_server_s_words_not_the_sdk_s_dump_of_the_body(
+    fake: FakeGemini, params: Params, kind: str
+) -> None:
+    """The SDK's message is "Error code: 429 - " and the repr of the whole body (its `details` list and all): the
+    error, each `retrying` warning and a failed subagent's tool result carried that; now the server's message."""
+    fake.inject(Fault(kind=kind, message="the server's own words"), at_request=0)
+    fake.add(text_turn("never"))
+    events = await collect(params(backend_options={"max_retries": 0}))
+    error = of_type(events, "error")[0]
+    assert "the server's own words" in error.message
+    assert "Error code" not in error.message, error.message
+    assert "'details'" not in error.message
+
+
 async def test_stream_resume_after_a_cut(fake: FakeGemini, params: Params) -> None:
     fake.add(
         InteractionTurn(
