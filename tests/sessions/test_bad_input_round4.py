@@ -4,7 +4,9 @@ Each case says what happened before the fix it proves:
 - a record that cannot be read (corrupt, or a newer unified's format) could not be deleted: `unified sessions
   delete <id>` (and `unified.sessions.delete`) resolved it first, and resolving an unreadable record raises
   its problem; the user could neither read nor remove it. Now it is deleted, named as strictly as any other
-  (a reference that also names a readable session is still ambiguous, and nothing is deleted);
+  (a reference that also names a readable session is still ambiguous, and nothing is deleted); a gemini-cli chat
+  file that cannot be read too (a regular file named for the reference, under its session's lease when its
+  header names one);
 - one gemini-cli session id in the chat files of two projects (two files, not one file under two names) was
   listed once (the larger file's), the other hidden, and its short id resolved to that one silently (a
   delete removed it); now each is listed, and the id without its project is `AmbiguousSession` naming both
@@ -12,9 +14,20 @@ Each case says what happened before the fix it proves:
 - a history (a conversation continued, or a stored session resumed) holding an attachment of a type Gemini
   refuses (`image/svg+xml`) was sent to generate-content as `inline_data` (HTTP 400 on every turn), and to
   interactions as an `image` item (a PDF too); now a text note saying what it was, and an `unsupported_option`
-  warning on `history` (a stored session keeps the note, so only its next resume warns);
+  warning on `history` (a stored session keeps the note, so only its next resume warns; interactions' stored
+  session: tests/e2e/interactions/test_interactions_e2e.py);
 - gemini-cli over ACP said nothing of an HTTP MCP server that is down (the real binary drops it silently): now
   `mcp_unavailable` naming it (tests/e2e/gemini_cli/test_gemini_cli_options.py, on the real binary);
+- codex sent the model "image content omitted because it could not be processed" in place of a prompt image
+  it cannot decode and told the caller nothing (a plain success); now `image_omitted` naming the image
+  (tests/e2e/codex/test_codex_bad_input.py, on the real binary);
+- an MCP server's `timeout_s` of NaN or infinity was taken, and a codex run's start raised a bare ValueError
+  (`round(nan)`) from its config; 0 or less timed every call out at once: now refused where it is given;
+- a conversation of a newer version (`unified run --history`, `Conversation.from_json`) was refused with
+  pydantic's "Input should be less than or equal to 1"; now "a newer unified wrote it ...; upgrade unified";
+- an HTTP error of the Interactions API (429, 500, 400) said the SDK's "Error code: 429 - " and the repr of the
+  whole body (its `details` list and all) in the error, each `retrying` warning and a failed subagent's tool
+  result; now the server's own message (tests/e2e/interactions/test_interactions_e2e.py);
 """
 
 from __future__ import annotations
@@ -25,6 +38,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from tests.e2e.generate_content.gc_harness import Harness, harness, result_of
@@ -37,6 +51,7 @@ from unified.errors import AmbiguousSession, CorruptSession
 from unified.events import WarningEvent
 from unified.sessions import SessionStore, StoredSession
 from unified.testing._scenario import ModelTurn as ScriptedTurn
+from unified.types import HttpMcpServer, SseMcpServer, StdioMcpServer
 
 __all__ = ["harness"]  # the generate-content tests' fixture (a FakeGemini in this process)
 
@@ -282,3 +297,67 @@ def test_interactions_carries_a_history_attachment_it_refuses_as_a_note_and_warn
     warned = [p for p in InteractionsBackend(params).unsupported_options(params) if p.option == "history"]
     assert len(warned) == 1
     assert "turn 0: image/svg+xml, turn 0: application/pdf" in warned[0].explanation
+
+
+# --- an MCP server's timeout that is no positive finite number --------------------------------------------
+
+
+@pytest.mark.parametrize("timeout", [float("nan"), float("inf"), 0.0, -1.0])
+@pytest.mark.parametrize("kind", [StdioMcpServer, HttpMcpServer, SseMcpServer])
+def test_an_mcp_server_timeout_that_is_no_positive_finite_number_is_refused_where_it_is_given(
+    kind: type[StdioMcpServer | HttpMcpServer | SseMcpServer], timeout: float
+) -> None:
+    """NaN or infinity passed, and a codex run's start raised a bare ValueError/OverflowError from its config
+    (`round(server.timeout_s)`); 0 or less timed every call out at once."""
+    fields = {"command": "x"} if kind is StdioMcpServer else {"url": "http://127.0.0.1:9/mcp"}
+    with pytest.raises(ValidationError, match="timeout_s"):
+        kind(name="s", timeout_s=timeout, **fields)
+
+
+# --- a conversation a newer unified wrote ----------------------------------------------------------------
+
+
+def test_a_conversation_of_a_newer_version_says_a_newer_unified_wrote_it(isolated_home: Path, tmp_path: Path) -> None:
+    text = json.dumps({"format": "unified.conversation", "version": 2, "turns": []})
+    with pytest.raises(ValidationError) as caught:
+        Conversation.from_json(text)
+    assert "a newer unified wrote it (this one reads version 1); upgrade unified" in str(caught.value)
+    path = tmp_path / "conversation.json"
+    path.write_text(text)
+    result = CliRunner().invoke(cli.app, ["run", "--backend", "generate-content", "--history", str(path), "hi"])
+    assert result.exit_code == 2, result.output  # it was "version: Input should be less than or equal to 1"
+    assert "version 2: a newer unified wrote it" in result.stderr
+    assert "upgrade unified" in result.stderr
+    for version in (0, 1.5, None):  # what is no version at all is still refused as before
+        with pytest.raises(ValidationError, match="version"):
+            Conversation.from_json(json.dumps({"format": "unified.conversation", "version": version}))
+
+
+def test_an_unreadable_gemini_chat_file_is_deleted_by_its_short_id_and_nothing_else(
+    isolated_home: Path, tmp_path: Path
+) -> None:
+    from unified._adapters.gemini_cli._chat_files import ChatFiles
+
+    project = tmp_path / "a"
+    project.mkdir()
+    kept = _gemini_chat(isolated_home, project.resolve(), "a", "kept")
+    chats = kept.parent
+    cut = chats / "session-2026-11-29T11-00-ab12cd34.jsonl"  # its first prompt cut short
+    cut.write_text(json.dumps({"sessionId": "ab12cd34-0000", "kind": "main"}) + '\n{"id": "u1", "type": "us')
+    headless = chats / "session-2026-11-29T12-00-ab12ef56.jsonl"
+    headless.write_text("not json\n")
+    with pytest.raises(CorruptSession):  # what a resume or a show still says
+        ChatFiles().resolve("ab12cd34")
+
+    with pytest.raises(AmbiguousSession):  # names both unreadable files: neither goes
+        anyio.run(lambda: sessions.delete("ab12", backend="gemini-cli"))
+    assert cut.exists()
+    assert headless.exists()
+    result = CliRunner().invoke(cli.app, ["sessions", "delete", "ab12cd34", "--backend", "gemini-cli", "--yes"])
+    assert result.exit_code == 0, result.output  # it was 1: "... cannot be read ... left unchanged"
+    assert not cut.exists()
+    deleted = anyio.run(lambda: sessions.delete("ab12ef56", backend="gemini-cli"))
+    assert deleted.path == str(headless)
+    assert not headless.exists()
+    assert kept.exists()
+    assert [s.path for s in ChatFiles().list_sessions()] == [str(kept)]

@@ -19,6 +19,7 @@ __all__ = [
     "GEMINI_IMAGE_TYPES",
     "GEMINI_INLINE_TYPES",
     "TAKEN_IMAGE_TYPES",
+    "attachment_note",
     "image_note",
     "images_not_taken",
     "taken",
@@ -78,10 +79,12 @@ def taken(part: ImagePart, accepted: frozenset[str] = TAKEN_IMAGE_TYPES) -> bool
 
 def image_note(part: ImagePart, provider: str) -> str:
     """The text that stands in for an image `provider` cannot take."""
-    return (
-        f"[an attachment ({part.mime_type}, {len(part.data):,} bytes) {provider} cannot take as an image: "
-        "not carried over]"
-    )
+    return attachment_note(part.mime_type, len(part.data), provider)
+
+
+def attachment_note(mime_type: str, size: int, provider: str) -> str:
+    """`image_note` of an image known by its type and size only (a stored request's, still base64)."""
+    return f"[an attachment ({mime_type}, {size:,} bytes) {provider} cannot take as an image: not carried over]"
 
 
 def images_not_taken(

@@ -394,3 +394,34 @@ async def test_client_errors_are_not_retried_and_say_what_to_fix(
     assert not [w for w in of_type(events, "warning") if w.code == "retrying"]
     assert len(fake.requests_for("interactions.create")) == 1  # asked once, not retried
     assert events[-1].status == "error"
+
+
+async def test_a_stored_session_holding_an_image_the_api_refuses_resumes_with_a_note(
+    fake: FakeGemini, params: Params, tmp_path: Path
+) -> None:
+    """A session stored before the check (or by another tool) holding an `image` item of a type the Interactions
+    API refuses (`image/svg+xml`) sent it again on every turn; now the note a carried history gets, and a warning."""
+    from unified._sessions.stores import FileSessionStore
+    from unified.sessions import StoredSession
+
+    store = FileSessionStore(tmp_path / "store")
+    session = StoredSession.new("interactions", model=MODEL, cwd=str(tmp_path), first_prompt="hi")
+    svg = {"type": "image", "mime_type": "image/svg+xml", "data": "PHN2Zy8+"}
+    session.state = {
+        "store": False,
+        "steps": [
+            {"type": "user_input", "content": [{"type": "text", "text": "hi"}, svg]},
+            {"type": "model_output", "content": [{"type": "text", "text": "an svg"}]},
+        ],
+    }
+    await store.save(session)
+    fake.add(text_turn("ok"))
+    events = await collect(params("go on", resume=session.short_id, session_store=store))
+    assert events[-1].status == "success"
+    sent = str(fake.requests_for("interactions.create")[0].body)
+    assert "image/svg+xml" in sent
+    assert "'type': 'image'" not in sent
+    (warning,) = of_type(events, "warning")
+    assert (warning.code, "step 0: image/svg+xml" in warning.message) == ("unsupported_option", True)
+    stored = (await store.load("interactions", session.session_id)).state["steps"]
+    assert stored[0]["content"][1]["type"] == "text"  # kept as the note

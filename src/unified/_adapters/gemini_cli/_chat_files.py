@@ -16,7 +16,8 @@ Every file is opened by `unified._files.open_regular`: a FIFO or a device at a c
 a link to one) is refused as unreadable, never waited on. A file we cannot read is reported in
 `problems` (and by `GeminiSessionLocator.list_sessions` as an entry with `problem` set); nothing
 here deletes a file except `ChatFiles.delete()` on the caller's explicit request (only regular files
-whose header names the session) and `ResumeGuard.after()`, which only removes a file the CLI has
+whose header names the session), `ChatFiles.delete_unreadable()` likewise (the one unreadable regular file
+the reference names, `unreadable()`) and `ResumeGuard.after()`, which only removes a file the CLI has
 just created with no messages for a session that has a real file elsewhere.
 """
 
@@ -535,6 +536,40 @@ class ChatFiles:
             shown["continued_from"] = chat.header[CONTINUED_FROM]
         return shown
 
+    def unreadable(self, ref: str, cwd: str | None = None) -> tuple[Path, str, str | None]:
+        """The one chat file named for `ref` that cannot be read, for a delete (what `resolve` refuses with
+        `CorruptSession`): (its path, why, the session id its header names, if it names one). Named as strictly
+        as any session: a reference several such files match is `AmbiguousSession`; the `resolve` error of a
+        reference that names a readable session, or nothing, is raised as it is."""
+        try:
+            self.locate(ref, cwd)  # fills `problems`
+        except CorruptSession:
+            pass
+        else:
+            raise SessionNotFound(f"the gemini-cli session {ref!r} names can be read: it is no unreadable file")
+        key = ref.strip().lower()
+        matches = [(path, why) for path, why in self.problems if _named_for(path, key)]
+        if len(matches) > 1:
+            raise AmbiguousSession(
+                f"{clip(ref, 80, more='…')!r} names {len(matches)} unreadable gemini-cli chat files: "
+                + ", ".join(str(path) for path, _ in matches),
+                hint="give more characters of the id, or pass --cwd with the project of the one to delete",
+                details={"candidates": [str(path) for path, _ in matches]},
+            )
+        if not matches:
+            raise SessionNotFound(f"no unreadable gemini-cli chat file is named for {clip(ref, 80, more='…')!r}")
+        path, why = matches[0]
+        return path, why, _header_id(path)
+
+    def delete_unreadable(self, path: Path) -> None:
+        """Remove the unreadable chat file `unreadable` named: a regular file only (never a link's target)."""
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            raise CorruptSession(
+                f"{path} is not a regular file: not the CLI's chat file, not ours to delete",
+                hint="remove it by hand if it is yours",
+            )
+        path.unlink()
+
     def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
         info = self.resolve(ref, cwd)
         path = Path(str(info.path))
@@ -548,6 +583,27 @@ class ChatFiles:
                 twin.unlink()
         shutil.rmtree(path.parent / info.session_id, ignore_errors=True)
         return info
+
+
+def _named_for(path: Path, key: str) -> bool:
+    """Whether the chat file at `path` is named for the (lower-case) reference `key`: its name's id suffix starts
+    with a short one; a longer one must also be what its header names, when it names anything."""
+    suffix = path.stem.rsplit("-", 1)[-1].lower()
+    if len(key) <= SHORT_ID_LENGTH:
+        return bool(key) and suffix.startswith(key)
+    header = _header_id(path)
+    return suffix == key[:SHORT_ID_LENGTH] and (header is None or header.lower().startswith(key))
+
+
+def _header_id(path: Path) -> str | None:
+    """The session id the header (first line) of the chat file at `path` names, or None (no header to read)."""
+    try:
+        with open_regular(path, follow_links=False) as handle:
+            header = header_of(handle)
+    except OSError:
+        return None
+    session_id = header.get("sessionId") if header is not None else None
+    return session_id if isinstance(session_id, str) else None
 
 
 # --- what the adapter needs of them ---------------------------------------------------------------
