@@ -25,6 +25,10 @@ Each case says what happened before the fix it proves:
   (`round(nan)`) from its config; 0 or less timed every call out at once: now refused where it is given;
 - a conversation of a newer version (`unified run --history`, `Conversation.from_json`) was refused with
   pydantic's "Input should be less than or equal to 1"; now "a newer unified wrote it ...; upgrade unified";
+- a backend option taken in whole milliseconds given as infinity (generate-content and interactions `timeout_s`,
+  claude-code `request_timeout_s`, codex `stream_idle_timeout_s`) ended a run in `internal_error` or raised a
+  bare OverflowError from `execute`; a `temperature` of NaN or infinity went to the API as no JSON: now each is
+  refused as a bad option (`configuration_error`);
 - an HTTP error of the Interactions API (429, 500, 400) said the SDK's "Error code: 429 - " and the repr of the
   whole body (its `details` list and all) in the error, each `retrying` warning and a failed subagent's tool
   result; now the server's own message (tests/e2e/interactions/test_interactions_e2e.py);
@@ -38,12 +42,16 @@ from pathlib import Path
 
 import anyio
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from typer.testing import CliRunner
 
 from tests.e2e.generate_content.gc_harness import Harness, harness, result_of
 from tests.sessions.records import BACKEND, stored_session
-from unified import ExecuteParams, sessions
+from unified import ExecuteParams, execute, sessions
+from unified._adapters.claude_code._options import ClaudeCodeOptions
+from unified._adapters.codex._options import CodexOptions
+from unified._adapters.generate_content._options import GenerateContentOptions
+from unified._adapters.interactions._options import InteractionsOptions
 from unified._cli import main as cli
 from unified._sessions.stores import FileSessionStore, MemorySessionStore
 from unified.conversations import Conversation, ImagePart, ModelTurn, TextPart, UserTurn
@@ -361,3 +369,34 @@ def test_an_unreadable_gemini_chat_file_is_deleted_by_its_short_id_and_nothing_e
     assert not headless.exists()
     assert kept.exists()
     assert [s.path for s in ChatFiles().list_sessions()] == [str(kept)]
+
+
+# --- a backend option that must be finite ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "field", "value"),
+    [
+        (GenerateContentOptions, "timeout_s", float("inf")),  # int(inf * 1000) in the SDK's HttpOptions
+        (InteractionsOptions, "timeout_s", float("inf")),
+        (ClaudeCodeOptions, "request_timeout_s", float("inf")),  # round(inf * 1000) for API_TIMEOUT_MS
+        (CodexOptions, "stream_idle_timeout_s", float("inf")),  # round(inf * 1000) for stream_idle_timeout_ms
+        (GenerateContentOptions, "temperature", float("nan")),  # sent as the token NaN: no JSON at all
+        (GenerateContentOptions, "temperature", float("inf")),
+    ],
+)
+def test_a_backend_option_that_must_be_finite_is_refused(options: type[BaseModel], field: str, value: float) -> None:
+    with pytest.raises(ValidationError, match=field):
+        options.model_validate({field: value})
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_generate_content_run_with_an_infinite_timeout_is_a_configuration_error(harness: Harness) -> None:
+    harness.server.add(ScriptedTurn(text="never"))
+    async with execute(harness.params("hi", backend_options={"timeout_s": float("inf")})) as stream:
+        events = [e async for e in stream]
+    errors = [e for e in events if e.type == "error"]
+    assert [getattr(e, "code", None) for e in errors] == ["configuration_error"], errors  # it was internal_error
+    assert "timeout_s" in str(getattr(errors[0], "message", ""))
+    assert harness.server.requests == []
