@@ -28,7 +28,9 @@ Each case says what happened before the fix it proves:
 - a backend option taken in whole milliseconds given as infinity (generate-content and interactions `timeout_s`,
   claude-code `request_timeout_s`, codex `stream_idle_timeout_s`) ended a run in `internal_error` or raised a
   bare OverflowError from `execute`; a `temperature` of NaN or infinity went to the API as no JSON: now each is
-  refused as a bad option (`configuration_error`);
+  refused as a bad option (`configuration_error`); so is a codex `stream_idle_timeout_s` over a day (1e300
+  made the app-server panic at start: "exited before it answered initialize") and a claude-code
+  `request_timeout_s` over a Node timer's 2**31 - 1 ms (which Node fires at once);
 - an HTTP error of the Interactions API (429, 500, 400) said the SDK's "Error code: 429 - " and the repr of the
   whole body (its `details` list and all) in the error, each `retrying` warning and a failed subagent's tool
   result; now the server's own message (tests/e2e/interactions/test_interactions_e2e.py);
@@ -381,6 +383,8 @@ def test_an_unreadable_gemini_chat_file_is_deleted_by_its_short_id_and_nothing_e
         (InteractionsOptions, "timeout_s", float("inf")),
         (ClaudeCodeOptions, "request_timeout_s", float("inf")),  # round(inf * 1000) for API_TIMEOUT_MS
         (CodexOptions, "stream_idle_timeout_s", float("inf")),  # round(inf * 1000) for stream_idle_timeout_ms
+        (CodexOptions, "stream_idle_timeout_s", 1e300),  # the app-server panicked at start
+        (ClaudeCodeOptions, "request_timeout_s", 3e6),  # over a Node timer's 2**31 - 1 ms: it fires at once
         (GenerateContentOptions, "temperature", float("nan")),  # sent as the token NaN: no JSON at all
         (GenerateContentOptions, "temperature", float("inf")),
     ],
