@@ -31,6 +31,8 @@ Each case says what happened before the fix it proves:
   refused as a bad option (`configuration_error`); so is a codex `stream_idle_timeout_s` over a day (1e300
   made the app-server panic at start: "exited before it answered initialize") and a claude-code
   `request_timeout_s` over a Node timer's 2**31 - 1 ms (which Node fires at once);
+- gemini-cli's stream-json transport dropped the run's MCP servers without a word (they go in ACP
+  `session/new` only); now an `unsupported_option` warning naming them;
 - an HTTP error of the Interactions API (429, 500, 400) said the SDK's "Error code: 429 - " and the repr of the
   whole body (its `details` list and all) in the error, each `retrying` warning and a failed subagent's tool
   result; now the server's own message (tests/e2e/interactions/test_interactions_e2e.py);
@@ -404,3 +406,19 @@ async def test_a_generate_content_run_with_an_infinite_timeout_is_a_configuratio
     assert [getattr(e, "code", None) for e in errors] == ["configuration_error"], errors  # it was internal_error
     assert "timeout_s" in str(getattr(errors[0], "message", ""))
     assert harness.server.requests == []
+
+
+def test_mcp_servers_on_gemini_s_stream_json_transport_are_a_warning_naming_them() -> None:
+    """The stream-json transport passes the CLI no MCP server (they go in ACP `session/new`): they were dropped
+    without a word, and the model just lacked their tools."""
+    from unified._adapters.gemini_cli._backend import GeminiCliBackend
+
+    servers = (StdioMcpServer(name="files", command="x"), HttpMcpServer(name="web", url="http://127.0.0.1:9/mcp"))
+    params = ExecuteParams(
+        prompt="go", backend="gemini-cli", backend_options={"transport": "stream-json"}, mcp_servers=servers
+    )
+    [warned] = [p for p in GeminiCliBackend(params).unsupported_options(params) if p.option == "mcp_servers"]
+    assert not warned.fatal
+    assert "'files', 'web' will not be connected" in warned.explanation
+    acp = params.model_copy(update={"backend_options": {}})
+    assert [p for p in GeminiCliBackend(acp).unsupported_options(acp) if p.option == "mcp_servers"] == []
