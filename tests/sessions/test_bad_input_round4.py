@@ -6,7 +6,7 @@ Each case says what happened before the fix it proves:
   its problem; the user could neither read nor remove it. Now it is deleted, named as strictly as any other
   (a reference that also names a readable session is still ambiguous, and nothing is deleted); a gemini-cli chat
   file that cannot be read too (a regular file named for the reference, under its session's lease when its
-  header names one);
+  header names one); a claude-code session file too (a regular file only);
 - one gemini-cli session id in the chat files of two projects (two files, not one file under two names) was
   listed once (the larger file's), the other hidden, and its short id resolved to that one silently (a
   delete removed it); now each is listed, and the id without its project is `AmbiguousSession` naming both
@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from pathlib import Path
 
 import anyio
@@ -422,3 +423,30 @@ def test_mcp_servers_on_gemini_s_stream_json_transport_are_a_warning_naming_them
     assert "'files', 'web' will not be connected" in warned.explanation
     acp = params.model_copy(update={"backend_options": {}})
     assert [p for p in GeminiCliBackend(acp).unsupported_options(acp) if p.option == "mcp_servers"] == []
+
+
+def test_an_unreadable_claude_session_file_is_deleted_by_its_id_and_nothing_else(tmp_path: Path) -> None:
+    from unified._adapters.claude_code._sessions import ClaudeSessionLocator
+
+    home = tmp_path / "home"
+    project = home / ".claude" / "projects" / "-work-x"
+    project.mkdir(parents=True)
+    ids = [f"0e7d9c33-0000-4000-8000-00000000000{n}" for n in (1, 2)]
+    for session_id in ids:
+        (project / f"{session_id}.jsonl").write_bytes(b"\x00\xff garbage\n{not json\n")
+    fifo = "0e7d9c34-0000-4000-8000-000000000003"
+    os.mkfifo(project / f"{fifo}.jsonl")
+    locator = ClaudeSessionLocator(home=home)
+    with pytest.raises(CorruptSession):
+        anyio.run(locator.resolve, ids[0])
+    with pytest.raises(AmbiguousSession):  # names both: neither goes
+        anyio.run(locator.delete, "0e7d9c33")
+
+    deleted = anyio.run(locator.delete, ids[0])  # it was CorruptSession: "... it was left unchanged"
+
+    assert deleted.problem is not None
+    assert not (project / f"{ids[0]}.jsonl").exists()
+    assert (project / f"{ids[1]}.jsonl").exists()
+    with pytest.raises(CorruptSession, match="not a regular file"):  # a FIFO is not the CLI's file
+        anyio.run(locator.delete, fifo)
+    assert (project / f"{fifo}.jsonl").is_fifo()

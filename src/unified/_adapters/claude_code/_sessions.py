@@ -8,6 +8,7 @@ worker lists, resolves, shows, exports and deletes the sessions it has never run
 from __future__ import annotations
 
 import contextlib
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,7 @@ class ClaudeSessionLocator:
                 return await self._store.resolve(BACKEND, ref), True
             except SessionNotFound:
                 pass
-        return await anyio.to_thread.run_sync(self._files().resolve, ref, cwd), False
+        return await anyio.to_thread.run_sync(partial(self._files().resolve, ref, cwd, unreadable=unreadable)), False
 
     async def show(self, ref: str, cwd: str | None = None) -> dict[str, Any]:
         info, shared = await self._find(ref, cwd)
