@@ -6,7 +6,7 @@ Each case says what happened before the fix it proves:
   its problem; the user could neither read nor remove it. Now it is deleted, named as strictly as any other
   (a reference that also names a readable session is still ambiguous, and nothing is deleted); a gemini-cli chat
   file that cannot be read too (a regular file named for the reference, under its session's lease when its
-  header names one); a claude-code session file too (a regular file only);
+  header names one); a claude-code session file and a codex rollout too (a regular file only);
 - one gemini-cli session id in the chat files of two projects (two files, not one file under two names) was
   listed once (the larger file's), the other hidden, and its short id resolved to that one silently (a
   delete removed it); now each is listed, and the id without its project is `AmbiguousSession` naming both
@@ -450,3 +450,21 @@ def test_an_unreadable_claude_session_file_is_deleted_by_its_id_and_nothing_else
     with pytest.raises(CorruptSession, match="not a regular file"):  # a FIFO is not the CLI's file
         anyio.run(locator.delete, fifo)
     assert (project / f"{fifo}.jsonl").is_fifo()
+
+
+def test_an_unreadable_codex_rollout_is_deleted_by_its_id_and_nothing_else(tmp_path: Path) -> None:
+    from unified._adapters.codex._sessions import CodexSessionLocator
+
+    folder = tmp_path / "codex-home" / "sessions" / "2026" / "11" / "29"
+    folder.mkdir(parents=True)
+    ids = [f"019a0000-0000-7000-8000-00000000000{n}" for n in (1, 2)]
+    for thread_id in ids:
+        (folder / f"rollout-2026-11-29T10-00-00-{thread_id}.jsonl").write_bytes(b"\x00\xff not a rollout\n")
+    locator = CodexSessionLocator(env={"UNIFIED_CODEX_HOME": str(tmp_path / "codex-home")})
+    with pytest.raises(CorruptSession):
+        anyio.run(locator.resolve, ids[0])
+
+    deleted = anyio.run(locator.delete, ids[0])  # it was CorruptSession: "... left unchanged"
+
+    assert deleted.problem is not None
+    assert sorted(p.name for p in folder.iterdir()) == [f"rollout-2026-11-29T10-00-00-{ids[1]}.jsonl"]

@@ -246,9 +246,10 @@ class Rollouts:
             found = [s for s in found if s.problem is not None or s.cwd == cwd]
         return found
 
-    def resolve(self, ref: str) -> SessionInfo:
-        """The one thread `ref` names, from any directory (a thread keeps its own cwd)."""
-        return resolve_ref(ref, self.list_sessions(), BACKEND)
+    def resolve(self, ref: str, *, unreadable: bool = False) -> SessionInfo:
+        """The one thread `ref` names, from any directory (a thread keeps its own cwd); `unreadable` (a delete):
+        also a rollout that cannot be read, its `problem` set."""
+        return resolve_ref(ref, self.list_sessions(), BACKEND, unreadable=unreadable)
 
     def read(self, thread_id: str) -> Rollout:
         path = self.path_of(thread_id)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,7 @@ class CodexSessionLocator:
                 return await resolve_in_store(self._store, ref, unreadable=unreadable), True
             except SessionNotFound:
                 pass
-        return await anyio.to_thread.run_sync(self._rollouts().resolve, ref), False
+        return await anyio.to_thread.run_sync(partial(self._rollouts().resolve, ref, unreadable=unreadable)), False
 
     async def _rollout(self, ref: str) -> Rollout:
         info, shared = await self._find(ref)
