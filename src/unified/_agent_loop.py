@@ -184,7 +184,13 @@ class TurnClient(Protocol):
     def prepare(self, session: StoredSession) -> None:
         """Read the session's history (a new session's: the `history` it continues) and add the
         prompt to it, in the session's state, before the session's first save: a run killed during
-        its first request resumes with its prompt (`retry` answers it again)."""
+        its first request resumes with its prompt (`retry` answers it again). What it had to change in a
+        stored history for the API to take it goes in `history_notes`."""
+
+    @property
+    def history_notes(self) -> list[str]:
+        """What `prepare` changed in a stored history (an attachment of a type the API refuses, made a text
+        note): the run says each in an `unsupported_option` warning, as it says what a `history` cannot carry."""
 
     def begin(self, session: StoredSession, declarations: Declarations) -> None:
         """Configure the requests (the declarations, the generation settings). Reads the session
@@ -417,6 +423,8 @@ class AgentLoop:
                     declarations = Declarations(_declarations_of(self._runtime_settings(), family))
             if self.options.local_tools and self.options.subagents and not is_excluded(DELEGATE, params.excluded_tools):
                 declarations = await self._with_delegate(declarations)
+            for note in self.client.history_notes:
+                await self._warn("unsupported_option", f"history: {note}")
             self.client.begin(session, declarations)
             await self._leased.wait()  # no request before the store answered: it may be down, or the session in use
             return await self._turns(session)

@@ -14,10 +14,16 @@ from typing import Any
 from unified import backends as registry
 from unified._exports import publish
 from unified._redaction import clip, redactor
-from unified._sessions.records import SessionInfo, SessionStore, by_recency
+from unified._sessions.records import SessionInfo, SessionStore, by_recency, resolve_ref
 from unified.backends import SessionLocator
 from unified.conversations import Conversation
-from unified.errors import AmbiguousSession, SessionNotFound, UnifiedError
+from unified.errors import (
+    AmbiguousSession,
+    CorruptSession,
+    SessionNotFound,
+    UnifiedError,
+    UnsupportedSessionFormat,
+)
 
 __all__ = ["SessionListing", "delete", "export", "list_sessions", "locator", "resolve", "session_backends", "show"]
 
@@ -77,12 +83,18 @@ async def list_sessions(
 
 
 async def resolve(
-    ref: str, *, backend: str | None = None, cwd: str | None = None, store: SessionStore | None = None
+    ref: str,
+    *,
+    backend: str | None = None,
+    cwd: str | None = None,
+    store: SessionStore | None = None,
+    unreadable: bool = False,
 ) -> SessionInfo:
     """The one session `ref` names, searching every backend unless one is given; `.backend` owns it.
 
     Raises SessionNotFound (saying which backends were searched and which could not be),
-    AmbiguousSession (also when several backends match), or the error of an unreadable record.
+    AmbiguousSession (also when several backends match), or the error of an unreadable record;
+    with `unreadable` (what `delete` needs), an unreadable record is returned, its `problem` set.
     """
     locators, unavailable = _locators(backend, store)
     matches: list[SessionInfo] = []
@@ -90,6 +102,10 @@ async def resolve(
     for each in locators:
         try:
             matches.append(await each.resolve(ref, cwd))
+        except (CorruptSession, UnsupportedSessionFormat):
+            if not unreadable:
+                raise
+            matches.append(resolve_ref(ref, await each.list_sessions(cwd), each.backend, unreadable=True))
         except SessionNotFound as exc:
             if backend:
                 raise
@@ -132,8 +148,9 @@ async def export(
 async def delete(
     ref: str, *, backend: str | None = None, cwd: str | None = None, store: SessionStore | None = None
 ) -> SessionInfo:
-    """Delete one session (refused while a run holds it); returns what was deleted."""
-    info = await resolve(ref, backend=backend, cwd=cwd, store=store)
+    """Delete one session, also one whose record cannot be read (refused while a run holds it); returns
+    what was deleted."""
+    info = await resolve(ref, backend=backend, cwd=cwd, store=store, unreadable=True)
     return await locator(info.backend, store).delete(info.session_id, cwd)
 
 

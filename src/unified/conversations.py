@@ -33,7 +33,7 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, ValidationError, field_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from unified._internal import limits
@@ -250,6 +250,20 @@ class Conversation(BaseModel):
     origin: Origin | None = None
     system_instruction: str | None = None
     turns: list[Turn] = Field(default_factory=list)
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _written_by_this_unified(cls, version: object) -> object:
+        """A larger version is a newer unified's record: said so, with what to do (it was pydantic's "Input should
+        be less than or equal to 1", which told neither)."""
+        if isinstance(version, int) and not isinstance(version, bool) and version > VERSION:
+            raise PydanticCustomError(
+                "newer_version",
+                "the conversation has version {version}: a newer unified wrote it (this one reads version {known}); "
+                "upgrade unified to read it",
+                {"version": version, "known": VERSION},
+            )
+        return version
 
     def tool_calls(self) -> Iterator[ToolCallPart]:
         """Every client-side tool call, in order."""

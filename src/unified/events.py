@@ -66,6 +66,7 @@ WarningCode = Literal[
     "permission_answer_unsupported",
     "gemini_warning",
     "codex_warning",
+    "image_omitted",
     "finish_max_tokens",
     "finish_other",
     "finish_language",

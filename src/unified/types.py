@@ -57,6 +57,11 @@ _ReprArgs = Iterable[tuple[str | None, Any]]
 """What pydantic's `__repr_args__` yields: (field name, value) pairs."""
 
 
+_MCP_TIMEOUT = "Longest wait for one answer of the server, in seconds."
+"""Finite and above 0 (the field's bounds): NaN or infinity failed a codex run's start with an untyped ValueError
+from deep inside (its config takes whole seconds), and 0 or less timed out every call at once."""
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
@@ -95,7 +100,7 @@ class StdioMcpServer(_Frozen):
     args: tuple[str, ...] = Field(default=(), description="Its arguments.")
     env: dict[str, str] = Field(default_factory=dict, description="Variables added to its environment.")
     cwd: Path | None = Field(default=None, description="Where it starts (None: the run's `cwd`).")
-    timeout_s: float = Field(default=30.0, description="Longest wait for one answer of the server, in seconds.")
+    timeout_s: float = Field(default=30.0, gt=0, allow_inf_nan=False, description=_MCP_TIMEOUT)
 
 
 class HttpMcpServer(_Frozen):
@@ -105,7 +110,7 @@ class HttpMcpServer(_Frozen):
     name: str = Field(description="The server's name: its tools are offered as `<name>__<tool>`.")
     url: str = Field(description="The server's streamable HTTP endpoint.")
     headers: dict[str, str] = Field(default_factory=dict, description="Sent with every request (never logged).")
-    timeout_s: float = Field(default=30.0, description="Longest wait for one answer of the server, in seconds.")
+    timeout_s: float = Field(default=30.0, gt=0, allow_inf_nan=False, description=_MCP_TIMEOUT)
 
 
 class SseMcpServer(_Frozen):
@@ -115,7 +120,7 @@ class SseMcpServer(_Frozen):
     name: str = Field(description="The server's name: its tools are offered as `<name>__<tool>`.")
     url: str = Field(description="The server's SSE endpoint.")
     headers: dict[str, str] = Field(default_factory=dict, description="Sent with every request (never logged).")
-    timeout_s: float = Field(default=30.0, description="Longest wait for one answer of the server, in seconds.")
+    timeout_s: float = Field(default=30.0, gt=0, allow_inf_nan=False, description=_MCP_TIMEOUT)
 
 
 McpServer = Annotated[StdioMcpServer | HttpMcpServer | SseMcpServer, Field(discriminator="type")]

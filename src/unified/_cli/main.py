@@ -1090,14 +1090,15 @@ def _install(backend: str, prefix: Path | None) -> None:
 # ----------------------------------------------------------------------------------------- sessions
 
 
-def _resolve(ref: str, backend: str | None, cwd: str | None) -> SessionInfo:
-    """The one session `ref` names, searching every backend unless one is given."""
+def _resolve(ref: str, backend: str | None, cwd: str | None, *, unreadable: bool = False) -> SessionInfo:
+    """The one session `ref` names, searching every backend unless one is given (`unreadable`: also one whose
+    record cannot be read, for `delete`)."""
     from unified import sessions
 
     if not ref.strip():
         raise _fail("the session reference is empty (pass a short id, a unique prefix or a full id)", EXIT_BAD_INPUT)
     try:
-        return anyio.run(lambda: sessions.resolve(ref, backend=backend, cwd=cwd))
+        return anyio.run(lambda: sessions.resolve(ref, backend=backend, cwd=cwd, unreadable=unreadable))
     except SessionNotFound as exc:
         searched = exc.details.get("searched")
         shown = clip(ref, 80, more="…")
@@ -1222,8 +1223,9 @@ def sessions_delete(
     """Delete one session (asks first unless --yes). REF: a short id, a unique prefix or a full session id."""
     from unified import sessions
 
-    info = _resolve(ref, backend, _cwd(cwd))
-    label = f"{info.backend} session {info.short_id} ({clip(info.summary or info.first_prompt or '', 60)})"
+    info = _resolve(ref, backend, _cwd(cwd), unreadable=True)
+    about = f"unreadable: {info.problem.message}" if info.problem else info.summary or info.first_prompt or ""
+    label = f"{info.backend} session {info.short_id} ({clip(about, 60)})"
     if not yes:
         if not sys.stdin.isatty():
             raise _fail(f"refusing to delete {label} without --yes", 2)

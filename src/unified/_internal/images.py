@@ -1,10 +1,13 @@
-"""Images of a carried history that the Anthropic and OpenAI APIs cannot take.
+"""Images of a carried history that a provider's API cannot take.
 
 A conversation's `ImagePart` may hold any media type (`image/svg+xml`, `application/pdf`: a Gemini session
 keeps what its API took, a file may say anything), but Anthropic's `image` block and OpenAI's `input_image`
 take PNG, JPEG, GIF and WebP only: written as one, another type made the API refuse the request (HTTP 400)
 on every turn of the continued session, and codex's retry left such an image out of the turn without a word.
-Claude Code and Codex carry each such image as a text note saying what it was, and the run says so first
+Gemini's `inline_data` takes more (`GEMINI_INLINE_TYPES`: PDF, text, audio, video) but not every type
+(`image/svg+xml`, `application/zip`: "Unsupported MIME type", HTTP 400 on every turn), and the interactions
+API's `image` item images only (`GEMINI_IMAGE_TYPES`).
+Each backend carries such an image as a text note saying what it was, and the run says so first
 (an `unsupported_option` warning on `history`).
 """
 
@@ -12,39 +15,95 @@ from __future__ import annotations
 
 from unified.conversations import Conversation, ImagePart, UserTurn
 
-__all__ = ["TAKEN_IMAGE_TYPES", "image_note", "images_not_taken", "taken"]
+__all__ = [
+    "GEMINI_IMAGE_TYPES",
+    "GEMINI_INLINE_TYPES",
+    "TAKEN_IMAGE_TYPES",
+    "attachment_note",
+    "image_note",
+    "images_not_taken",
+    "taken",
+]
 
 TAKEN_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 """The image types the Anthropic Messages API and the OpenAI Responses API take (the prompt's `ImageInput` too)."""
 
+GEMINI_IMAGE_TYPES = TAKEN_IMAGE_TYPES | {"image/heic", "image/heif"}
+"""The image types Gemini lists (PNG, JPEG, WebP, HEIC, HEIF), and GIF, which the prompt's `ImageInput` takes on
+every backend."""
 
-def taken(part: ImagePart) -> bool:
-    """Whether Anthropic and OpenAI take `part` as an image (a media type is case-insensitive)."""
-    return part.mime_type.lower() in TAKEN_IMAGE_TYPES
+GEMINI_INLINE_TYPES = GEMINI_IMAGE_TYPES | {
+    "application/pdf",
+    "text/plain",
+    "text/html",
+    "text/css",
+    "text/csv",
+    "text/xml",
+    "text/rtf",
+    "text/markdown",
+    "text/javascript",
+    "application/x-javascript",
+    "text/x-python",
+    "application/x-python",
+    "audio/wav",
+    "audio/mp3",
+    "audio/mpeg",
+    "audio/aiff",
+    "audio/aac",
+    "audio/ogg",
+    "audio/flac",
+    "video/mp4",
+    "video/mpeg",
+    "video/mov",
+    "video/avi",
+    "video/x-flv",
+    "video/mpg",
+    "video/webm",
+    "video/wmv",
+    "video/3gpp",
+}
+"""The media types the Gemini API documents for `inline_data` (images, documents, audio, video)."""
+
+_ACCEPTED = {
+    TAKEN_IMAGE_TYPES: "PNG, JPEG, GIF and WebP only",
+    GEMINI_IMAGE_TYPES: "PNG, JPEG, GIF, WebP, HEIC and HEIF only",
+    GEMINI_INLINE_TYPES: "images, PDF, text, audio and video of the types Gemini lists only",
+}
+
+
+def taken(part: ImagePart, accepted: frozenset[str] = TAKEN_IMAGE_TYPES) -> bool:
+    """Whether a provider taking the `accepted` types takes `part` (default: Anthropic's and OpenAI's images; a
+    media type is case-insensitive)."""
+    return part.mime_type.lower() in accepted
 
 
 def image_note(part: ImagePart, provider: str) -> str:
     """The text that stands in for an image `provider` cannot take."""
-    return (
-        f"[an attachment ({part.mime_type}, {len(part.data):,} bytes) {provider} cannot take as an image: "
-        "not carried over]"
-    )
+    return attachment_note(part.mime_type, len(part.data), provider)
 
 
-def images_not_taken(conversation: Conversation | None, provider: str) -> str | None:
-    """What the warning says of the images a user's turn of `conversation` holds that `provider` cannot take,
-    or None when there are none (the model's own images are told as text already, as any backend tells them)."""
+def attachment_note(mime_type: str, size: int, provider: str) -> str:
+    """`image_note` of an image known by its type and size only (a stored request's, still base64)."""
+    return f"[an attachment ({mime_type}, {size:,} bytes) {provider} cannot take as an image: not carried over]"
+
+
+def images_not_taken(
+    conversation: Conversation | None, provider: str, accepted: frozenset[str] = TAKEN_IMAGE_TYPES
+) -> str | None:
+    """What the warning says of the images a user's turn of `conversation` holds that `provider` (taking the
+    `accepted` types) cannot take, or None when there are none (the model's own images are told as text
+    already, as any backend tells them)."""
     found = [
         f"turn {number}: {part.mime_type}"
         for number, turn in enumerate(conversation.turns if conversation is not None else [])
         if isinstance(turn, UserTurn)
         for part in turn.parts
-        if isinstance(part, ImagePart) and not taken(part)
+        if isinstance(part, ImagePart) and not taken(part, accepted)
     ]
     if not found:
         return None
     shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
     return (
-        f"the history holds {len(found)} image(s) of a type {provider} does not take (PNG, JPEG, GIF and WebP "
-        f"only): {shown}; each is carried as a text note saying what it was"
+        f"the history holds {len(found)} image(s) of a type {provider} does not take ({_ACCEPTED[accepted]}): "
+        f"{shown}; each is carried as a text note saying what it was"
     )

@@ -5,12 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 from unified._sessions.config import default_store
-from unified._sessions.records import SessionInfo, SessionStore, StoredSession
+from unified._sessions.records import SessionInfo, SessionStore, StoredSession, resolve_ref
 from unified._sessions.stores import described
 from unified.conversations import Conversation, Origin
-from unified.errors import CorruptSession
+from unified.errors import CorruptSession, UnsupportedSessionFormat
 
-__all__ = ["StoreSessionLocator"]
+__all__ = ["StoreSessionLocator", "resolve_any"]
+
+
+async def resolve_any(store: SessionStore, backend: str, ref: str) -> SessionInfo:
+    """The session `ref` names in `store`, also one whose record cannot be read (corrupt, or a newer
+    unified's): a delete must remove what the user cannot read, and `resolve` refuses those. Named as
+    strictly as any other (an ambiguous `ref` is still `AmbiguousSession`); the listing is read only then."""
+    try:
+        return await store.resolve(backend, ref)
+    except (CorruptSession, UnsupportedSessionFormat):
+        return resolve_ref(ref, await store.list_sessions(backend), backend, unreadable=True)
 
 
 class StoreSessionLocator:
@@ -72,7 +82,7 @@ class StoreSessionLocator:
         raise NotImplementedError(f"the {self.backend} backend cannot export its sessions")
 
     async def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
-        """Remove our record of one session (refused while a run holds it)."""
-        info = await self.resolve(ref)
+        """Remove our record of one session, readable or not (refused while a run holds it)."""
+        info = await resolve_any(self.store, self.backend, ref)
         await self.store.delete(self.backend, info.session_id)
         return info

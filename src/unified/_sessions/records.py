@@ -45,7 +45,8 @@ def short_id_of(session_id: str) -> str:
 
 
 class SessionProblem(BaseModel):
-    """Why a stored session cannot be read. The file stays as it is; nothing rewrites or deletes it."""
+    """Why a stored session cannot be read. The file stays as it is: nothing rewrites it, and only a `delete`
+    naming that session removes it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
@@ -176,13 +177,14 @@ def by_recency(info: SessionInfo) -> str:
     return str(info.updated_at or info.started_at or "")
 
 
-def resolve_ref(ref: str, sessions: Iterable[SessionInfo], backend: str) -> SessionInfo:
+def resolve_ref(ref: str, sessions: Iterable[SessionInfo], backend: str, *, unreadable: bool = False) -> SessionInfo:
     """Pick the session `ref` names: an exact full id, an exact short id, or a unique prefix.
 
     Matching ignores case, but an id given exactly as written names that id (ids that differ in case only).
     Several matches give `AmbiguousSession` listing them; none gives
     `SessionNotFound` listing the most recent sessions; a match whose record is unreadable
-    raises its problem's error (CorruptSession, UnsupportedSessionFormat).
+    raises its problem's error (CorruptSession, UnsupportedSessionFormat), unless `unreadable` (a delete:
+    what cannot be read must still be removable, named as strictly as any other).
     """
     wanted = ref.strip().lower()
     if not wanted:
@@ -199,7 +201,7 @@ def resolve_ref(ref: str, sessions: Iterable[SessionInfo], backend: str) -> Sess
     unique = {s.session_id: s for s in matches}
     if len(unique) == 1:
         found = next(iter(unique.values()))
-        if found.problem is not None:
+        if found.problem is not None and not unreadable:
             raise found.problem.error()
         return found
     if len(unique) > 1:

@@ -241,3 +241,25 @@ async def test_a_large_image_reaches_the_model_without_a_warning_about_codex_ech
     assert [e.message for e in events if isinstance(e, WarningEvent)] == []
     assert "'type': 'input_image'" in sent  # the image went to the model
     assert "could not be processed" not in sent
+
+
+async def test_an_image_codex_cannot_decode_is_a_warning_naming_it(workspace: Path) -> None:
+    """Codex sends the model "image content omitted because it could not be processed" in place of an image it
+    cannot decode, and tells the client nothing: the caller saw a plain success. Now `image_omitted` names it;
+    the whole image beside it went to the model, and the run goes on."""
+    from unified.types import ImageInput
+
+    broken = ImageInput(mime_type="image/png", data=b"\x89PNG\r\n\x1a\n" + b"not the rest of a png" * 4)
+    whole = ImageInput(mime_type="image/png", data=noise_png(4, 4))
+    async with FakeOpenAI([ModelTurn(text="seen")]) as server:
+        events = await run_codex(server, workspace, "what are these?", images=(whole, broken))
+        sent = "".join(str(request.body) for request in server.requests)
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success", result.error
+    warnings = [e for e in events if isinstance(e, WarningEvent)]
+    assert [w.code for w in warnings] == ["image_omitted"]
+    assert "image 2 of 2: image content omitted because it could not be processed" in warnings[0].message
+    assert "could not be processed" in sent  # what the model got in its place
+    assert sent.count("'type': 'input_image'") == 1
+    assert events.index(warnings[0]) < len(events) - 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -21,7 +22,7 @@ from unified._adapters.gemini_cli import AcpPool
 from unified._execute import EventStream
 from unified._pgroup import ProcessGroup
 from unified.events import ErrorEvent, PermissionDecision, Result, ToolResult, ToolUse, UnifiedEvent, WarningEvent
-from unified.types import StdioMcpServer
+from unified.types import HttpMcpServer, StdioMcpServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
 Responses = Callable[..., Path]
@@ -220,6 +221,22 @@ async def test_cancelled_run_leaves_its_neighbour_alone(responses: Responses, wo
         assert anyio.current_time() - started < HANG_GUARD_S  # nobody waited for the victim's `sleep 3000`
     finally:
         await pool.aclose()
+
+
+async def test_an_http_mcp_server_that_is_down_is_a_warning_naming_it(run_gemini: Run, responses: Responses) -> None:
+    """A port nothing listens on (bound, never listening: refused, and no other process can take it meanwhile):
+    the CLI dropped the server without a word over ACP; now `mcp_unavailable` names it, and the run goes on."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+        down = HttpMcpServer(name="down", url=f"http://127.0.0.1:{port}/mcp", headers={"Authorization": "Bearer s3"})
+        events = await run_gemini(responses(stream_line(text("ok"))), mcp_servers=(down,))
+    warnings = [e for e in events if isinstance(e, WarningEvent) and e.code == "mcp_unavailable"]
+    assert len(warnings) == 1, [e.message for e in events if isinstance(e, WarningEvent)]
+    assert "'down'" in warnings[0].message
+    assert f"127.0.0.1:{port}" in warnings[0].message
+    assert "s3" not in warnings[0].message
+    assert result_of(events).final_text == "ok"
 
 
 async def test_mcp_server_that_cannot_start_is_a_warning(run_gemini: Run, responses: Responses) -> None:

@@ -263,6 +263,21 @@ async def test_rate_limit_exhausted(fake: FakeGemini, params: Params) -> None:
     assert of_type(events, "error")[0].code == "rate_limited"
 
 
+@pytest.mark.parametrize("kind", ["rate_limit", "server_error", "bad_request"])
+async def test_an_http_error_says_the_server_s_words_not_the_sdk_s_dump_of_the_body(
+    fake: FakeGemini, params: Params, kind: str
+) -> None:
+    """The SDK's message is "Error code: 429 - " and the repr of the whole body (its `details` list and all): the
+    error, each `retrying` warning and a failed subagent's tool result carried that; now the server's message."""
+    fake.inject(Fault(kind=kind, message="the server's own words"), at_request=0)
+    fake.add(text_turn("never"))
+    events = await collect(params(backend_options={"max_retries": 0}))
+    error = of_type(events, "error")[0]
+    assert "the server's own words" in error.message
+    assert "Error code" not in error.message, error.message
+    assert "'details'" not in error.message
+
+
 async def test_stream_resume_after_a_cut(fake: FakeGemini, params: Params) -> None:
     fake.add(
         InteractionTurn(
@@ -379,3 +394,34 @@ async def test_client_errors_are_not_retried_and_say_what_to_fix(
     assert not [w for w in of_type(events, "warning") if w.code == "retrying"]
     assert len(fake.requests_for("interactions.create")) == 1  # asked once, not retried
     assert events[-1].status == "error"
+
+
+async def test_a_stored_session_holding_an_image_the_api_refuses_resumes_with_a_note(
+    fake: FakeGemini, params: Params, tmp_path: Path
+) -> None:
+    """A session stored before the check (or by another tool) holding an `image` item of a type the Interactions
+    API refuses (`image/svg+xml`) sent it again on every turn; now the note a carried history gets, and a warning."""
+    from unified._sessions.stores import FileSessionStore
+    from unified.sessions import StoredSession
+
+    store = FileSessionStore(tmp_path / "store")
+    session = StoredSession.new("interactions", model=MODEL, cwd=str(tmp_path), first_prompt="hi")
+    svg = {"type": "image", "mime_type": "image/svg+xml", "data": "PHN2Zy8+"}
+    session.state = {
+        "store": False,
+        "steps": [
+            {"type": "user_input", "content": [{"type": "text", "text": "hi"}, svg]},
+            {"type": "model_output", "content": [{"type": "text", "text": "an svg"}]},
+        ],
+    }
+    await store.save(session)
+    fake.add(text_turn("ok"))
+    events = await collect(params("go on", resume=session.short_id, session_store=store))
+    assert events[-1].status == "success"
+    sent = str(fake.requests_for("interactions.create")[0].body)
+    assert "image/svg+xml" in sent
+    assert "'type': 'image'" not in sent
+    (warning,) = of_type(events, "warning")
+    assert (warning.code, "step 0: image/svg+xml" in warning.message) == ("unsupported_option", True)
+    stored = (await store.load("interactions", session.session_id)).state["steps"]
+    assert stored[0]["content"][1]["type"] == "text"  # kept as the note

@@ -15,8 +15,10 @@ readable conversation is listed with a `problem` and left as it is.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -27,7 +29,7 @@ from unified._adapters.claude_code._launch import config_dir
 from unified._adapters.claude_code._options import BACKEND
 from unified._files import open_regular, write_atomically
 from unified._internal.text import loaded_well_formed
-from unified.errors import SessionNotFound
+from unified.errors import CorruptSession, SessionNotFound
 from unified.sessions import SessionInfo, SessionProblem, resolve_ref, short_id_of
 
 __all__ = [
@@ -248,10 +250,11 @@ class SessionFiles:
             found = [s for s in found if s.problem is not None or s.cwd == cwd]
         return sorted(found, key=lambda s: str(s.updated_at or ""), reverse=True)
 
-    def resolve(self, ref: str, cwd: str | None = None) -> SessionInfo:
-        """The session `ref` names, looked for in every project (it resumes from any directory)."""
+    def resolve(self, ref: str, cwd: str | None = None, *, unreadable: bool = False) -> SessionInfo:
+        """The session `ref` names, looked for in every project (it resumes from any directory); `unreadable`
+        (a delete): also a file that cannot be read, its `problem` set."""
         del cwd  # a Claude Code session resumes from any directory: every project is searched
-        return resolve_ref(ref, self.list_sessions(None), BACKEND)
+        return resolve_ref(ref, self.list_sessions(None), BACKEND, unreadable=unreadable)
 
     def show(self, ref: str, cwd: str | None = None) -> dict[str, Any]:
         info = self.resolve(ref, cwd)
@@ -264,11 +267,17 @@ class SessionFiles:
         return {"session": info.model_dump(mode="json"), "messages": messages, "skipped_lines": parsed.bad_lines}
 
     def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
-        """Remove the session's file and its folder of subagent transcripts."""
-        info = self.resolve(ref, cwd)
+        """Remove the session's file and its folder of subagent transcripts; one that cannot be read too (the user
+        must be able to remove what they cannot read), when it is a regular file."""
+        info = self.resolve(ref, cwd, unreadable=True)
         path = Path(info.path) if info.path else None
         if path is None or not path.exists():
             raise SessionNotFound(f"claude-code session {info.short_id} has no file", hint="list them again")
+        if info.problem is not None and not stat.S_ISREG(os.lstat(path).st_mode):
+            raise CorruptSession(
+                f"{path} is not a regular file: not the CLI's session file, not ours to delete",
+                hint="remove it by hand if it is yours",
+            )
         path.unlink()
         side = path.with_suffix("")
         if side.is_dir():

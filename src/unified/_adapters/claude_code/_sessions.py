@@ -8,6 +8,7 @@ worker lists, resolves, shows, exports and deletes the sessions it has never run
 from __future__ import annotations
 
 import contextlib
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from unified._adapters.claude_code._session_files import SessionFiles, parse_ses
 from unified._adapters.claude_code._shared_sessions import SESSION_FILE, session_lines, state_summary
 from unified._binary.shared import session_lease
 from unified._sessions.config import configured_store
+from unified._sessions.locator import resolve_any
 from unified.backends import SessionLocator
 from unified.conversations import Conversation, Origin
 from unified.errors import SessionNotFound
@@ -51,14 +53,16 @@ class ClaudeSessionLocator:
     async def resolve(self, ref: str, cwd: str | None = None) -> SessionInfo:
         return (await self._find(ref, cwd))[0]
 
-    async def _find(self, ref: str, cwd: str | None) -> tuple[SessionInfo, bool]:
+    async def _find(self, ref: str, cwd: str | None, *, unreadable: bool = False) -> tuple[SessionInfo, bool]:
         """The session `ref` names (in every project: it resumes from any directory), and whether it is the store's."""
         if self._store is not None:
             try:
+                if unreadable:  # a delete: a record the store cannot read is removable too
+                    return await resolve_any(self._store, BACKEND, ref), True
                 return await self._store.resolve(BACKEND, ref), True
             except SessionNotFound:
                 pass
-        return await anyio.to_thread.run_sync(self._files().resolve, ref, cwd), False
+        return await anyio.to_thread.run_sync(partial(self._files().resolve, ref, cwd, unreadable=unreadable)), False
 
     async def show(self, ref: str, cwd: str | None = None) -> dict[str, Any]:
         info, shared = await self._find(ref, cwd)
@@ -83,7 +87,7 @@ class ClaudeSessionLocator:
         return conversation_from_lines(parsed.lines, origin=origin)
 
     async def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
-        info, shared = await self._find(ref, cwd)
+        info, shared = await self._find(ref, cwd, unreadable=True)
         files = self._files()
         async with session_lease(BACKEND, files.home, info.session_id):  # `SessionInUse` while a run continues it
             if not shared:

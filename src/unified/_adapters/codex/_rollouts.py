@@ -44,6 +44,7 @@ __all__ = [
     "Rollout",
     "Rollouts",
     "codex_short_id",
+    "omitted_images",
     "read_rollout",
     "rollout_name",
     "show_rollout",
@@ -56,6 +57,9 @@ ROLLOUT_NAME = re.compile(
     r"rollout-(?P<stamp>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2})-"
     r"(?P<id>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl"
 )
+OMITTED_IMAGE = "image content omitted because "
+"""How Codex 0.171 starts the text it sends the model in place of an image it could not take ("... it could not
+be processed", "... it exceeded the supported size limit; use a smaller image"): it tells nobody else."""
 _CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "<turn_aborted>", "<skills_instructions>")
 _PREVIEW_LINES = 400
 """Lines read to list a session (its first prompt is near the top); a `show` reads it all."""
@@ -242,9 +246,10 @@ class Rollouts:
             found = [s for s in found if s.problem is not None or s.cwd == cwd]
         return found
 
-    def resolve(self, ref: str) -> SessionInfo:
-        """The one thread `ref` names, from any directory (a thread keeps its own cwd)."""
-        return resolve_ref(ref, self.list_sessions(), BACKEND)
+    def resolve(self, ref: str, *, unreadable: bool = False) -> SessionInfo:
+        """The one thread `ref` names, from any directory (a thread keeps its own cwd); `unreadable` (a delete):
+        also a rollout that cannot be read, its `problem` set."""
+        return resolve_ref(ref, self.list_sessions(), BACKEND, unreadable=unreadable)
 
     def read(self, thread_id: str) -> Rollout:
         path = self.path_of(thread_id)
@@ -326,3 +331,37 @@ def show_rollout(rollout: Rollout) -> dict[str, Any]:
     if "unified_continued_from" in rollout.meta:
         meta["continued_from"] = rollout.meta["unified_continued_from"]
     return {"meta": meta, "messages": messages, "skipped_lines": rollout.bad_lines}
+
+
+def omitted_images(path: Path, offset: int, images: int) -> list[str]:
+    """What Codex sent the model instead of each of a turn's `images` it could not take, one entry per image
+    ("image 2 of 3: ... could not be processed"); read from the first user message written to the rollout at
+    `path` after `offset` (its size before the turn). Empty when every image went, or nothing can be read (the
+    check is a courtesy: the turn itself went on without the image either way)."""
+    try:
+        with open_regular(path) as handle:
+            handle.seek(offset)
+            for line in handle:
+                if len(line) > MAX_LINE_BYTES or b'"user"' not in line:
+                    continue
+                record = json.loads(line)
+                payload = record.get("payload") if isinstance(record, dict) else None
+                if not isinstance(payload, dict) or payload.get("type") != "message" or payload.get("role") != "user":
+                    continue
+                content = [c for c in payload.get("content") or [] if isinstance(c, dict)]
+                slots = [
+                    c
+                    for c in content
+                    if c.get("type") == "input_image"
+                    or (c.get("type") == "input_text" and str(c.get("text") or "").startswith(OMITTED_IMAGE))
+                ]
+                if len(slots) != images:
+                    continue  # not this turn's message (a context one)
+                return [
+                    f"image {number} of {images}: {slot['text']}"
+                    for number, slot in enumerate(slots, 1)
+                    if slot.get("type") == "input_text"
+                ]
+    except (OSError, ValueError, RecursionError):
+        return []
+    return []

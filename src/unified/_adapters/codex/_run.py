@@ -48,7 +48,7 @@ from unified._adapters.codex._options import BACKEND, CodexOptions
 from unified._adapters.codex._outcome import connect_failure, error_from_exit, error_from_turn_error, provider_down
 from unified._adapters.codex._pool import ROUTE, CodexConnection, CodexPool
 from unified._adapters.codex._processes import MARKER
-from unified._adapters.codex._rollouts import codex_short_id
+from unified._adapters.codex._rollouts import codex_short_id, omitted_images
 from unified._adapters.codex._translate import AppServerTranslator, ModelResponse, Retrying, TurnEnded
 from unified._binary.jsonrpc import ConnectionClosed, Inbox, LineProblem, RpcError, as_dict
 from unified._binary.loops import every
@@ -200,6 +200,8 @@ class CodexRun:
         self.inbox = Inbox()
         self.translator: AppServerTranslator | None = None
         self.thread_id: str | None = None
+        self._rollout: Path | None = None
+        """The thread's rollout file, as Codex names it when the thread opens."""
         self.turn_id: str | None = None
         self.turn_ended = False
         self._stuck_since: float | None = None
@@ -459,6 +461,8 @@ class CodexRun:
         if not thread_id:
             raise BackendError("codex app-server opened a thread without an id")
         self.thread_id = thread_id
+        rollout = thread.get("path")
+        self._rollout = Path(rollout) if isinstance(rollout, str) and Path(rollout).is_absolute() else None
         if not self.params.resume:  # a new thread (or one made from a history): a resume of it now waits for this run
             await self._leases.enter_async_context(session_lease(BACKEND, self.launch.home, thread_id))
         where = str(thread.get("cwd") or answer.get("cwd") or cwd)
@@ -519,7 +523,9 @@ class CodexRun:
             await self._announce()
         await self._mcp_startup()
         text = self.opening.prompt if self.opening.prompt is not None else self.params.prompt
-        items = user_input(text, self.params.images if self.opening.prompt is None else self.opening.images)
+        images = self.params.images if self.opening.prompt is None else self.opening.images
+        items = user_input(text, images)
+        before = await anyio.to_thread.run_sync(self._rollout_size) if images else 0
         try:
             turn: dict[str, Any] = {"threadId": self.thread_id, "input": items}
             if self._mode is not None:
@@ -591,6 +597,8 @@ class CodexRun:
             self.connection.input_ended = True
         assert main_end is not None
         self._reusable = main_end.status != "interrupted"
+        if images and self._rollout is not None:
+            await self._warn_omitted_images(self._rollout, before, len(images))
         if self._responses == 0:
             await self.ctx.end_turn(Usage())  # nothing reported: the guard estimates from the text, flagged
         short = codex_short_id(self.thread_id)
@@ -599,6 +607,25 @@ class CodexRun:
         if main_end.status == "interrupted":
             return RunOutcome(status="interrupted", short_id=short)
         raise error_from_turn_error(main_end.error, where=self.where)
+
+    def _rollout_size(self) -> int:
+        """How long the thread's rollout is (0 before Codex writes it: a new thread's first turn)."""
+        try:
+            return self._rollout.stat().st_size if self._rollout is not None else 0
+        except OSError:
+            return 0
+
+    async def _warn_omitted_images(self, rollout: Path, offset: int, images: int) -> None:
+        """A `warning` per image of the turn Codex did not send the model (one it cannot decode, one too large):
+        Codex puts a note in its place for the model, and tells the client nothing (no notification, no error)."""
+        for omitted in await anyio.to_thread.run_sync(omitted_images, rollout, offset, images):
+            await self.ctx.emit(
+                WarningEvent(
+                    code="image_omitted",
+                    message=f"codex did not send the model {omitted}; give a whole PNG, JPEG, GIF or WebP file "
+                    "(ImageInput.from_path reads one), under Codex's size limit",
+                )
+            )
 
     async def _next(self) -> dict[str, Any] | None:
         """The next message for the run; None when there is none to act on (a bad line, or a deadline: the

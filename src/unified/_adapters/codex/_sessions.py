@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -63,13 +64,13 @@ class CodexSessionLocator:
         """From any directory: a thread keeps its own cwd. The shared store's first, else a local one."""
         return (await self._find(ref))[0]
 
-    async def _find(self, ref: str) -> tuple[SessionInfo, bool]:
+    async def _find(self, ref: str, *, unreadable: bool = False) -> tuple[SessionInfo, bool]:
         if self._store is not None:
             try:
-                return await resolve_in_store(self._store, ref), True
+                return await resolve_in_store(self._store, ref, unreadable=unreadable), True
             except SessionNotFound:
                 pass
-        return await anyio.to_thread.run_sync(self._rollouts().resolve, ref), False
+        return await anyio.to_thread.run_sync(partial(self._rollouts().resolve, ref, unreadable=unreadable)), False
 
     async def _rollout(self, ref: str) -> Rollout:
         info, shared = await self._find(ref)
@@ -102,7 +103,7 @@ class CodexSessionLocator:
 
     async def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
         """Delete the thread's rollout (and its subagents'); from the shared store too when it is there."""
-        info, shared = await self._find(ref)
+        info, shared = await self._find(ref, unreadable=True)
         async with session_lease(BACKEND, self.home, info.session_id):  # `SessionInUse` while a run continues it
             if shared and self._store is not None:
                 await self._store.delete(BACKEND, info.session_id)

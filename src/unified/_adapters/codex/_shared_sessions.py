@@ -32,11 +32,12 @@ ROLLOUTS = "rollouts"
 """The state key: rollout file name -> its text (the session's own first, then its subagents')."""
 
 
-async def resolve_in_store(store: SessionStore, ref: str) -> SessionInfo:
-    """The store's codex session `ref` names, by codex's short ids (see the module docstring)."""
+async def resolve_in_store(store: SessionStore, ref: str, *, unreadable: bool = False) -> SessionInfo:
+    """The store's codex session `ref` names, by codex's short ids (see the module docstring); `unreadable`: also
+    one whose record cannot be read (a delete)."""
     listed = await store.list_sessions(BACKEND)
     keyed = [info.model_copy(update={"short_id": codex_short_id(info.session_id)}) for info in listed]
-    return resolve_ref(ref, keyed, BACKEND)
+    return resolve_ref(ref, keyed, BACKEND, unreadable=unreadable)
 
 
 def stored_files(session: StoredSession) -> dict[str, str]:

@@ -103,6 +103,16 @@ class GeminiCliBackend:
                 )
             if params.images:
                 problems.append(UnsupportedOption("images", "the stream-json transport takes a text prompt only", True))
+            if params.mcp_servers:  # they went nowhere without a word: the CLI takes them over ACP only, here
+                names = ", ".join(repr(server.name) for server in params.mcp_servers)
+                problems.append(
+                    UnsupportedOption(
+                        "mcp_servers",
+                        f"the stream-json transport takes no MCP servers (they go in ACP session/new): {names} "
+                        "will not be connected; use the acp transport for them",
+                        False,
+                    )
+                )
             if params.on_user_input is not None:
                 problems.append(
                     UnsupportedOption("on_user_input", "stream-json cannot ask: the approval mode decides", False)

@@ -16,7 +16,8 @@ Every file is opened by `unified._files.open_regular`: a FIFO or a device at a c
 a link to one) is refused as unreadable, never waited on. A file we cannot read is reported in
 `problems` (and by `GeminiSessionLocator.list_sessions` as an entry with `problem` set); nothing
 here deletes a file except `ChatFiles.delete()` on the caller's explicit request (only regular files
-whose header names the session) and `ResumeGuard.after()`, which only removes a file the CLI has
+whose header names the session), `ChatFiles.delete_unreadable()` likewise (the one unreadable regular file
+the reference names, `unreadable()`) and `ResumeGuard.after()`, which only removes a file the CLI has
 just created with no messages for a session that has a real file elsewhere.
 """
 
@@ -46,7 +47,7 @@ from unified._files import (
 )
 from unified._internal.text import loaded_well_formed
 from unified._redaction import clip
-from unified.errors import CorruptSession, SessionNotFound
+from unified.errors import AmbiguousSession, CorruptSession, SessionNotFound
 from unified.events import Usage
 from unified.sessions import SHORT_ID_LENGTH, SessionInfo, resolve_ref, short_id_of
 
@@ -434,9 +435,12 @@ class ChatFiles:
         return self._collect(cwd, "session-*.jsonl")
 
     def _collect(self, cwd: str | None, pattern: str) -> list[SessionInfo]:
-        """Sessions from the chat files matching `pattern`, newest first, one per id (its largest file)."""
+        """Sessions from the chat files matching `pattern`, newest first: one per id and project (its largest
+        file there). An id in two projects is two entries (each its own file, its own state: a copy, another
+        tool's), so neither hides the other and a short id naming both is ambiguous (`_resolve`); one file
+        under two names (a move cut short between its link and its unlink, `_relocate`) is one entry."""
         self.problems = []
-        best: dict[str, tuple[int, SessionInfo]] = {}
+        best: dict[tuple[str, Path], tuple[int, tuple[int, int], SessionInfo]] = {}
         for directory, project in self.project_dirs(cwd):
             for path in sorted((directory / "chats").glob(pattern)):
                 try:
@@ -446,10 +450,14 @@ class ChatFiles:
                     continue
                 if info is None:
                     continue
-                size = path.stat().st_size
-                if info.session_id not in best or size > best[info.session_id][0]:
-                    best[info.session_id] = (size, info)
-        sessions = [info for _, info in best.values()]
+                status = path.stat()
+                key = (info.session_id, directory)
+                if key not in best or status.st_size > best[key][0]:
+                    best[key] = (status.st_size, (status.st_dev, status.st_ino), info)
+        files: dict[tuple[str, tuple[int, int]], SessionInfo] = {}
+        for _, inode, info in best.values():
+            files.setdefault((info.session_id, inode), info)
+        sessions = list(files.values())
         sessions.sort(key=_recency, reverse=True)
         return sessions
 
@@ -498,13 +506,23 @@ class ChatFiles:
 
     def _resolve(self, ref: str, cwd: str | None) -> SessionInfo:
         key = ref.strip().lower()
+        found: list[SessionInfo] = []
         if _ID_CHARS.fullmatch(key):
             stem = key[:SHORT_ID_LENGTH]
             wildcard = "" if len(stem) == SHORT_ID_LENGTH else "*"
             found = self._collect(cwd, f"session-*-{stem}{wildcard}.jsonl")
-            if found:
-                return resolve_ref(ref, found, BACKEND)
-        return resolve_ref(ref, self.list_sessions(cwd), BACKEND)
+        if not found:
+            found = self.list_sessions(cwd)
+        info = resolve_ref(ref, found, BACKEND)
+        copies = [s for s in found if s.session_id == info.session_id]
+        if len(copies) > 1:  # one id in two projects: which one is meant only the caller knows
+            where = "\n".join(f"  {s.cwd or '(project unknown)'}: {s.path}" for s in copies)
+            raise AmbiguousSession(
+                f"gemini-cli session {info.session_id} is in the chat files of {len(copies)} projects:\n{where}",
+                hint="name the project: run from it, or pass --cwd (ExecuteParams.cwd, `cwd=`) with the session",
+                details={"candidates": [s.path for s in copies], "projects": [s.cwd for s in copies]},
+            )
+        return info
 
     def show(self, ref: str, cwd: str | None = None) -> dict[str, Any]:
         info = self.resolve(ref, cwd)
@@ -517,6 +535,40 @@ class ChatFiles:
         if isinstance(chat.header.get(CONTINUED_FROM), dict):
             shown["continued_from"] = chat.header[CONTINUED_FROM]
         return shown
+
+    def unreadable(self, ref: str, cwd: str | None = None) -> tuple[Path, str, str | None]:
+        """The one chat file named for `ref` that cannot be read, for a delete (what `resolve` refuses with
+        `CorruptSession`): (its path, why, the session id its header names, if it names one). Named as strictly
+        as any session: a reference several such files match is `AmbiguousSession`; the `resolve` error of a
+        reference that names a readable session, or nothing, is raised as it is."""
+        try:
+            self.locate(ref, cwd)  # fills `problems`
+        except CorruptSession:
+            pass
+        else:
+            raise SessionNotFound(f"the gemini-cli session {ref!r} names can be read: it is no unreadable file")
+        key = ref.strip().lower()
+        matches = [(path, why) for path, why in self.problems if _named_for(path, key)]
+        if len(matches) > 1:
+            raise AmbiguousSession(
+                f"{clip(ref, 80, more='…')!r} names {len(matches)} unreadable gemini-cli chat files: "
+                + ", ".join(str(path) for path, _ in matches),
+                hint="give more characters of the id, or pass --cwd with the project of the one to delete",
+                details={"candidates": [str(path) for path, _ in matches]},
+            )
+        if not matches:
+            raise SessionNotFound(f"no unreadable gemini-cli chat file is named for {clip(ref, 80, more='…')!r}")
+        path, why = matches[0]
+        return path, why, _header_id(path)
+
+    def delete_unreadable(self, path: Path) -> None:
+        """Remove the unreadable chat file `unreadable` named: a regular file only (never a link's target)."""
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            raise CorruptSession(
+                f"{path} is not a regular file: not the CLI's chat file, not ours to delete",
+                hint="remove it by hand if it is yours",
+            )
+        path.unlink()
 
     def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
         info = self.resolve(ref, cwd)
@@ -531,6 +583,27 @@ class ChatFiles:
                 twin.unlink()
         shutil.rmtree(path.parent / info.session_id, ignore_errors=True)
         return info
+
+
+def _named_for(path: Path, key: str) -> bool:
+    """Whether the chat file at `path` is named for the (lower-case) reference `key`: its name's id suffix starts
+    with a short one; a longer one must also be what its header names, when it names anything."""
+    suffix = path.stem.rsplit("-", 1)[-1].lower()
+    if len(key) <= SHORT_ID_LENGTH:
+        return bool(key) and suffix.startswith(key)
+    header = _header_id(path)
+    return suffix == key[:SHORT_ID_LENGTH] and (header is None or header.lower().startswith(key))
+
+
+def _header_id(path: Path) -> str | None:
+    """The session id the header (first line) of the chat file at `path` names, or None (no header to read)."""
+    try:
+        with open_regular(path, follow_links=False) as handle:
+            header = header_of(handle)
+    except OSError:
+        return None
+    session_id = header.get("sessionId") if header is not None else None
+    return session_id if isinstance(session_id, str) else None
 
 
 # --- what the adapter needs of them ---------------------------------------------------------------

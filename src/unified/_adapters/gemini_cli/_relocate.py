@@ -21,7 +21,7 @@ How (`gather`), never losing a file and never leaving half of one:
   (a rename would overwrite a name taken in between). A crash between the two leaves one file under
   two names, both the whole session: the next resume (from either directory) removes the name outside
   its own project once it has checked they are the same file (inode), and `sessions list` shows one
-  session (one entry per id) meanwhile;
+  session (one entry: one file) meanwhile;
 - the subagent chats (`chats/<session id>/*.jsonl`) move first, the main chat file(s) last: until the
   main file has moved, the session is still the old project's and resumes there as before;
 - a main file's name taken in the new project (a session with the same first 8 characters, started in

@@ -13,6 +13,7 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 
@@ -22,11 +23,20 @@ from unified._adapters.gemini_cli._launch import SYSTEM_SETTINGS_ENV, Launch
 from unified._adapters.gemini_cli._outcome import error_from_acp
 from unified._binary.jsonrpc import Inbox, RpcError, as_dict
 from unified._files import read_regular
+from unified._internal.reach import display_url
 from unified.backends import RunContext
 from unified.events import WarningEvent
 from unified.types import ApprovalMode, HttpMcpServer, McpServer, SseMcpServer, StdioMcpServer
 
-__all__ = ["ACP_MODES", "SessionSetup", "acp_from_mcp_server", "command_exists", "mcp_allowlist", "session_model"]
+__all__ = [
+    "ACP_MODES",
+    "SessionSetup",
+    "acp_from_mcp_server",
+    "command_exists",
+    "mcp_allowlist",
+    "session_model",
+    "unreachable",
+]
 
 ACP_MODES: dict[ApprovalMode, str] = {"default": "default", "auto_edit": "default", "yolo": "yolo", "plan": "plan"}
 """The CLI's mode per approval mode. auto_edit runs the CLI in its default mode: its own autoEdit approves
@@ -37,6 +47,9 @@ the CLI's subagents run their own tools (which it can never put to a client)."""
 REPLAY_QUIET_S = 2.0
 """How long the history replay of `session/load` may pause before we stop waiting for the rest."""
 _REPLAYED = frozenset({"user_message_chunk", "agent_thought_chunk", "agent_message_chunk", "tool_call"})
+MCP_CONNECT_S = 5.0
+"""How long the look at an HTTP MCP server's port may wait for a connection (it runs beside `session/new`)."""
+_PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
 
 
 def acp_from_mcp_server(server: McpServer) -> dict[str, Any]:
@@ -80,6 +93,27 @@ def mcp_allowlist(env: Mapping[str, str], cwd: Path) -> list[str]:
         if isinstance(names, list):
             allowed = [str(name) for name in names]
     return allowed
+
+
+async def unreachable(url: str) -> str | None:
+    """Why no TCP connection to the host and port of `url` could be made (refused, a name that does not
+    resolve, none in `MCP_CONNECT_S`), or None when one was: a look at the port only, nothing is sent."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as exc:
+        return f"its URL cannot be read ({exc})"
+    if not host:
+        return "its URL names no host"
+    try:
+        with anyio.fail_after(MCP_CONNECT_S):
+            stream = await anyio.connect_tcp(host, port)
+    except TimeoutError:
+        return f"no connection to {host}:{port} in {MCP_CONNECT_S:g} s"
+    except OSError as exc:
+        return f"no connection to {host}:{port} ({exc.strerror or exc})"
+    await stream.aclose()
+    return None
 
 
 def session_model(messages: list[dict[str, Any]]) -> str | None:
@@ -130,9 +164,27 @@ class SessionSetup:
     async def _new(self, cwd: Path) -> None:
         await self._warn_unstartable_mcp(cwd)
         await self._warn_blocked_own_servers(cwd)
-        result = await self.request("session/new", {"cwd": str(cwd), "mcpServers": self._mcp_servers()})
+        result = await self._opening("session/new", {"cwd": str(cwd), "mcpServers": self._mcp_servers()})
         self._opened(str(result["sessionId"]))
         await self._configure()
+
+    async def _opening(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        """`request` of the session's opening, while the HTTP MCP servers are looked at
+        (`_warn_unreachable_mcp`); its error raised as itself, not inside an ExceptionGroup."""
+        if not any(isinstance(s, HttpMcpServer | SseMcpServer) for s in self.params.mcp_servers):
+            return await self.request(method, params)
+        answer: list[dict[str, Any]] = []
+        failed: list[Exception] = []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._warn_unreachable_mcp)
+            try:
+                answer.append(await self.request(method, params))
+            except Exception as exc:  # raised after the group: the look is of no use once the opening failed
+                failed.append(exc)
+                tg.cancel_scope.cancel()
+        if failed:
+            raise failed[0]
+        return answer[0]
 
     def _mcp_servers(self) -> list[dict[str, Any]]:
         return [acp_from_mcp_server(server) for server in self.params.mcp_servers] + self.own_servers
@@ -150,6 +202,28 @@ class SessionSetup:
                     f"MCP server {server.name!r} cannot start: command {server.command!r} was not found "
                     f"(PATH of the gemini process, relative paths from {cwd}); its tools will be missing",
                 )
+
+    async def _warn_unreachable_mcp(self) -> None:
+        """Warn about HTTP and SSE MCP servers whose port takes no connection (a server that is down): the CLI
+        says nothing of them over ACP either, and the model would just lack their tools. Each is looked at
+        while the CLI opens the session (it connects to them then too), so a server that is up costs no wait.
+        Not through a proxy: with one configured the CLI may reach what this process cannot, so no look."""
+        if any(self.launch.env.get(name) for name in _PROXY_VARIABLES):
+            return
+        servers = [s for s in self.params.mcp_servers if isinstance(s, HttpMcpServer | SseMcpServer)]
+        found: dict[str, str] = {}
+
+        async def look(server: HttpMcpServer | SseMcpServer) -> None:
+            why = await unreachable(server.url)
+            if why is not None:
+                found[server.name] = f"MCP server {server.name!r} at {display_url(server.url)} cannot be reached: {why}"
+
+        async with anyio.create_task_group() as tg:
+            for server in servers:
+                tg.start_soon(look, server)
+        for server in servers:  # in the order given
+            if server.name in found:
+                await self.warn("mcp_unavailable", f"{found[server.name]}; its tools will be missing")
 
     async def _warn_blocked_own_servers(self, cwd: Path) -> None:
         """Warn when the CLI's settings allow only named MCP servers (`mcp.allowed`): 0.61 then blocks unified's
@@ -188,7 +262,7 @@ class SessionSetup:
         await self._warn_unstartable_mcp(cwd)
         await self._warn_blocked_own_servers(cwd)
         try:
-            await self.request(
+            await self._opening(
                 "session/load",
                 {"sessionId": info.session_id, "cwd": str(cwd), "mcpServers": self._mcp_servers()},
             )

@@ -15,12 +15,13 @@ import anyio
 
 from unified._adapters.gemini_cli._chat_files import BACKEND, ChatFiles
 from unified._adapters.gemini_cli._conversation import conversation_from_messages
-from unified._adapters.gemini_cli._relocate import check_session_id, session_lease
+from unified._adapters.gemini_cli._relocate import SESSION_ID, check_session_id, session_lease
 from unified._adapters.gemini_cli._shared_sessions import state_summary
 from unified._sessions.config import configured_store
+from unified._sessions.locator import resolve_any
 from unified.backends import SessionLocator
 from unified.conversations import Conversation, Origin
-from unified.errors import SessionNotFound
+from unified.errors import CorruptSession, SessionNotFound
 from unified.sessions import SessionInfo, SessionProblem, SessionStore
 
 __all__ = ["GeminiSessionLocator", "create_session_locator"]
@@ -69,10 +70,12 @@ class GeminiSessionLocator:
         """A session of the shared store first (it is resumable from any project), else a local one."""
         return (await self._find(ref, cwd))[0]
 
-    async def _find(self, ref: str, cwd: str | None) -> tuple[SessionInfo, bool]:
+    async def _find(self, ref: str, cwd: str | None, *, unreadable: bool = False) -> tuple[SessionInfo, bool]:
         """The session `ref` names, and whether it is the shared store's."""
         if self._store is not None:
             try:
+                if unreadable:  # a delete: a record the store cannot read is removable too
+                    return await resolve_any(self._store, BACKEND, ref), True
                 return await self._store.resolve(BACKEND, ref), True
             except SessionNotFound:
                 pass
@@ -94,8 +97,12 @@ class GeminiSessionLocator:
         return {"session": info.model_dump(mode="json"), **state_summary(session)}
 
     async def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
-        """Delete the session: from the shared store and this worker's chat files, when it is the store's."""
-        info, shared = await self._find(ref, cwd)
+        """Delete the session: from the shared store and this worker's chat files, when it is the store's. A chat
+        file that cannot be read is deleted too (the user must be able to remove what they cannot read)."""
+        try:
+            info, shared = await self._find(ref, cwd, unreadable=True)
+        except CorruptSession:
+            return await self._delete_unreadable(ref, cwd)
         check_session_id(info.session_id, info.path)
         # Refused (`SessionInUse`) while a run holds it, as every run does from before its session_started.
         files = ChatFiles(self._env)
@@ -106,6 +113,24 @@ class GeminiSessionLocator:
             with contextlib.suppress(SessionNotFound):
                 await anyio.to_thread.run_sync(files.delete, info.session_id, None)
             return info
+
+    async def _delete_unreadable(self, ref: str, cwd: str | None) -> SessionInfo:
+        """The one unreadable chat file `ref` names, removed: under its session's lease when its header names one
+        (a run's file is unreadable for the moment its first prompt is half written)."""
+        files = ChatFiles(self._env)
+        path, why, session_id = await anyio.to_thread.run_sync(files.unreadable, ref, cwd)
+        suffix = path.stem.rsplit("-", 1)[-1]
+        async with contextlib.AsyncExitStack() as stack:
+            if session_id is not None and SESSION_ID.fullmatch(session_id):
+                await stack.enter_async_context(session_lease(files.home, session_id))
+            await anyio.to_thread.run_sync(files.delete_unreadable, path)
+        return SessionInfo(
+            backend=BACKEND,
+            session_id=session_id or suffix,
+            short_id=suffix,
+            path=str(path),
+            problem=SessionProblem(kind="corrupt", message=why, hint="it was deleted"),
+        )
 
 
 def create_session_locator(store: SessionStore | None = None) -> SessionLocator:

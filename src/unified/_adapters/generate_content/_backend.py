@@ -11,6 +11,7 @@ from unified._adapters.generate_content._options import (
 )
 from unified._adapters.generate_content._sessions import BACKEND
 from unified._internal.api_options import ParsedOptions
+from unified._internal.images import GEMINI_INLINE_TYPES, images_not_taken
 from unified._internal.imports import import_off_loop
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
 from unified.errors import BackendUnavailable
@@ -36,6 +37,9 @@ class GenerateContentBackend:
         resumed_model = params.resume is not None and params.model is None  # checked once the session loads
         features = options.tool_features(functions=options.local_tools, invocations=True)
         problems = options.check_tools(BACKEND, None if resumed_model else model, features)
+        images = images_not_taken(params.history, "Gemini", GEMINI_INLINE_TYPES)
+        if images is not None:
+            problems.append(UnsupportedOption("history", images, False))
         plan = plan_thinking(model, params.thinking)
         if plan is not None:
             problems.extend(UnsupportedOption("thinking", note, False) for note in plan.notes)

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from unified._internal.gemini_parts import response_of_result, result_of_response
+from unified._internal.images import GEMINI_INLINE_TYPES, image_note, taken
 from unified.conversations import (
     Conversation,
     ImagePart,
@@ -223,6 +224,8 @@ def _gemini_user_parts(part: UserPart, made_ids: set[str]) -> list[dict[str, Any
         if part.call_id in made_ids:
             response["id"] = part.call_id
         return [{"function_response": response}]
+    if isinstance(part, ImagePart) and not taken(part, GEMINI_INLINE_TYPES):  # the API refused the whole request
+        return [{"text": image_note(part, "Gemini")}]
     if isinstance(part, ImagePart):
         return [{"inline_data": {"mime_type": part.mime_type, "data": _b64(part.data)}}]
     return [{"text": part.text}]

@@ -38,7 +38,7 @@ class GenerateContentOptions(ApiOptions):
     `max_retries` counts retries of one model turn after a 429, 5xx or dropped stream.
     """
 
-    temperature: float | None = None
+    temperature: float | None = Field(default=None, allow_inf_nan=False)
     max_output_tokens: int | None = Field(default=None, gt=0)
 
 

@@ -27,8 +27,10 @@ from unified._adapters.generate_content._stream import WireRequest, stream_chunk
 from unified._adapters.generate_content._translate import GenerateContentTranslator
 from unified._agent_loop import Declarations, Emit, TurnEnd
 from unified._internal.genai_client import GenaiClient
+from unified._internal.images import GEMINI_INLINE_TYPES, image_note, taken
 from unified._internal.retry import Failure
 from unified.backends import RunOutcome
+from unified.conversations import ImagePart
 from unified.errors import BackendError, ConfigurationError
 from unified.events import Usage
 from unified.sessions import StoredSession
@@ -101,6 +103,31 @@ def _paired(contents: list[types.Content]) -> bool:
     return not owed
 
 
+def _refused_media(contents: list[types.Content]) -> list[str]:
+    """Each attachment of a user's content in `contents` of a type Gemini refuses (`image/svg+xml`: HTTP 400 on
+    every turn of the session, as a session stored before the check holds it) made the text note a carried
+    history gets (`_conversation`), in place; what the warning says of them, or nothing."""
+    found: list[str] = []
+    for number, content in enumerate(contents):
+        if content.role == "model":
+            continue
+        for index, part in enumerate(content.parts or []):
+            blob = part.inline_data
+            if blob is None:
+                continue
+            image = ImagePart(mime_type=blob.mime_type or "application/octet-stream", data=blob.data or b"")
+            if not taken(image, GEMINI_INLINE_TYPES):
+                found.append(f"content {number}: {image.mime_type}")
+                (content.parts or [])[index] = types.Part(text=image_note(image, "Gemini"))
+    if not found:
+        return []
+    return [
+        f"the stored session holds {len(found)} attachment(s) of a type Gemini does not take: "
+        f"{', '.join(found[:5])}{f' and {len(found) - 5} more' if len(found) > 5 else ''}; "
+        "each is sent (and kept) as a text note saying what it was"
+    ]
+
+
 class GenerateContentTurns:
     """The `TurnClient` of the generate-content backend."""
 
@@ -120,6 +147,7 @@ class GenerateContentTurns:
         self._translator: GenerateContentTranslator | None = None
         self._turn = 0
         self._wire = WireRequest()
+        self.history_notes: list[str] = []
 
     @property
     def connection(self) -> GenaiClient:
@@ -143,6 +171,7 @@ class GenerateContentTurns:
         if stored is None and self.params.history is not None:  # a new session continuing a conversation
             stored = contents_from_conversation(self.params.history)
         self.contents = [types.Content.model_validate(c) for c in stored or []]
+        self.history_notes = _refused_media(self.contents)
         _repair(self.contents)
         if session.state.get("contents") is not None and not _paired(self.contents):  # a stored session, edited
             stored_session = conversation_from_contents([_dump(c) for c in self.contents], model=self.model)

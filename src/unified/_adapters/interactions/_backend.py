@@ -5,6 +5,7 @@ from __future__ import annotations
 from unified._adapters.interactions._options import DEFAULT_MODEL, InteractionsOptions
 from unified._adapters.interactions._sessions import BACKEND
 from unified._internal.api_options import ParsedOptions
+from unified._internal.images import GEMINI_IMAGE_TYPES, images_not_taken
 from unified._internal.imports import import_off_loop
 from unified._internal.models import plan_level
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
@@ -29,6 +30,9 @@ class InteractionsBackend:
         resumed_model = params.resume is not None and params.model is None  # checked once the session loads
         features = options.tool_features(functions=not agent and options.local_tools, invocations=False)
         problems = options.check_tools(BACKEND, agent or (None if resumed_model else model), features)
+        images = images_not_taken(params.history, "the Interactions API", GEMINI_IMAGE_TYPES)
+        if images is not None:
+            problems.append(UnsupportedOption("history", images, False))
         if options.server_side_tool_invocations is not None:
             why = "the Interactions API always streams the built-in tools' steps; the option is ignored"
             problems.append(UnsupportedOption("backend_options.server_side_tool_invocations", why, False))

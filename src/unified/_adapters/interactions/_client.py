@@ -76,7 +76,11 @@ def describe(exc: BaseException) -> tuple[int | None, Any, str]:
     from google.genai import _interactions, errors
 
     if isinstance(exc, _interactions.APIError):
-        return exc.status_code, exc.body, exc.message
+        # The server's own words: the SDK's message is "Error code: 429 - " and the whole body's repr (its
+        # `details` list and all), which every error of the run and the subagents' tool results repeated.
+        error = exc.body.get("error") if isinstance(exc.body, Mapping) else None
+        said = error.get("message") if isinstance(error, Mapping) else None
+        return exc.status_code, exc.body, said if isinstance(said, str) and said.strip() else exc.message
     if isinstance(exc, errors.APIError):
         return exc.code, {"error": {"details": exc.details}} if exc.details else None, exc.message or str(exc)
     return None, None, f"{type(exc).__name__}: {exc}"

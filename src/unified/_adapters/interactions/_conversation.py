@@ -14,6 +14,7 @@ import base64
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from unified._internal.images import GEMINI_IMAGE_TYPES, image_note, taken
 from unified.conversations import (
     Conversation,
     ImagePart,
@@ -164,6 +165,8 @@ def _steps_of_model_turn(turn: ModelTurn) -> list[dict[str, Any]]:
 def _content_item(part: TextPart | ImagePart) -> dict[str, Any]:
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text}
+    if not taken(part, GEMINI_IMAGE_TYPES):  # the API refused the whole request
+        return {"type": "text", "text": image_note(part, "Gemini")}
     return {"type": "image", "data": base64.b64encode(part.data).decode("ascii"), "mime_type": part.mime_type}
 
 

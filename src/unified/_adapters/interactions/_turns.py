@@ -43,6 +43,7 @@ from unified._adapters.interactions._translate import (
 from unified._agent_loop import Declarations, Emit, TurnEnd
 from unified._internal.api_errors import HTTP_OF_STATUS, error_from_status, timed_out
 from unified._internal.api_options import GoogleMapsTool
+from unified._internal.images import GEMINI_IMAGE_TYPES, attachment_note
 from unified._internal.models import plan_level
 from unified._internal.retry import Failure
 from unified._redaction import clip
@@ -59,6 +60,32 @@ _USER_STEPS = frozenset({"user_input", "function_result"})
 """Steps the client sends; a history ending with one has a turn the model has not answered."""
 _ENDED = TERMINAL_STATUSES | {"requires_action", "requires_continuation"}
 """Statuses after which the current stream has nothing more to say."""
+
+
+def _refused_images(steps: list[Any]) -> list[str]:
+    """Each `image` item of a user's step in `steps` of a type the Interactions API refuses (a session stored
+    before the check holds it, or another tool's: refused on every turn) made the text note a carried history gets
+    (`_conversation`), in place; what the warning says of them, or nothing."""
+    found: list[str] = []
+    for number, step in enumerate(steps):
+        content = step.get("content") if isinstance(step, dict) and step.get("type") == "user_input" else None
+        if not isinstance(content, list):
+            continue
+        for index, item in enumerate(content):
+            if not isinstance(item, dict) or item.get("type") != "image":
+                continue
+            mime_type = str(item.get("mime_type") or "image/png")
+            if mime_type.lower() not in GEMINI_IMAGE_TYPES:
+                size = len(str(item.get("data") or "")) * 3 // 4  # about: it is still base64
+                found.append(f"step {number}: {mime_type}")
+                content[index] = {"type": "text", "text": attachment_note(mime_type, size, "the Interactions API")}
+    if not found:
+        return []
+    return [
+        f"the stored session holds {len(found)} image(s) of a type the Interactions API does not take: "
+        f"{', '.join(found[:5])}{f' and {len(found) - 5} more' if len(found) > 5 else ''}; "
+        "each is sent (and kept) as a text note saying what it was"
+    ]
 
 
 class _TurnEvents:
@@ -100,6 +127,7 @@ class InteractionsTurns:
         self.pending: list[dict[str, Any]] = []
         self.continuation: str | None = None
         self.declarations: list[dict[str, Any]] = []
+        self.history_notes: list[str] = []
 
     def choose_model(self, stored: str | None) -> str:
         self.model = self.options.agent or self.params.model or stored or DEFAULT_MODEL
@@ -148,6 +176,8 @@ class InteractionsTurns:
             assert self.params.history is not None
             stored = steps_from_conversation(self.params.history)
         pending = list(stored or []) if seeded else list(session.state.get("pending") or [])
+        if not seeded:  # a carried history was checked as it was written (`steps_from_conversation`)
+            self.history_notes = _refused_images(list(stored or []) + pending)
         if stored and not seeded and not self.store_mode:  # every request sends the stored steps
             ordered = conversation_from_steps(stored, model=self.model)
             in_order = ordered.stored_in_order()
