@@ -33,12 +33,12 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from tests.sessions.records import BACKEND, stored_session
+from tests.sessions.records import ATTACHMENT_DATA, BACKEND, stored_session, with_attachments
 from unified import ExecuteParams
 from unified._cli import main as cli
 from unified._sessions import stores
 from unified._sessions.stores import FileSessionStore, MemorySessionStore
-from unified.conversations import Conversation, ImagePart, ModelTurn, TextPart, UserTurn
+from unified.conversations import Conversation, ImagePart, TextPart, UserTurn
 from unified.errors import (
     AmbiguousSession,
     ConfigurationError,
@@ -336,25 +336,9 @@ async def test_resuming_a_session_whose_state_is_damaged_is_a_corrupt_session(
 
 # --- a history with images the next provider cannot take -------------------------------------------
 
-_PDF = b"%PDF-1.7 not an image"
-_PNG = b"\x89PNG\r\n\x1a\n0000"
-
 
 def _with_attachments() -> Conversation:
-    return Conversation(
-        turns=[
-            UserTurn(
-                parts=[
-                    TextPart(text="read these"),
-                    ImagePart(mime_type="application/pdf", data=_PDF),
-                    ImagePart(mime_type="image/svg+xml", data=b"<svg/>"),
-                    ImagePart(mime_type="image/png", data=_PNG),
-                ]
-            ),
-            ModelTurn(parts=[TextPart(text="read")], provider="google"),
-            UserTurn(parts=[TextPart(text="and now?")]),
-        ]
-    )
+    return with_attachments(["application/pdf", "image/svg+xml", "image/png"], answered_by="google", then="and now?")
 
 
 def test_claude_code_carries_an_image_type_anthropic_refuses_as_a_note_and_warns() -> None:
@@ -404,7 +388,9 @@ def test_codex_carries_an_image_type_openai_refuses_as_a_note_and_warns_and_retr
 def test_a_history_of_images_every_provider_takes_warns_nothing() -> None:
     from unified._adapters.claude_code._backend import ClaudeCodeBackend
 
-    history = Conversation(turns=[UserTurn(parts=[ImagePart(mime_type="image/png", data=_PNG)])])
+    history = Conversation(
+        turns=[UserTurn(parts=[ImagePart(mime_type="image/png", data=ATTACHMENT_DATA["image/png"])])]
+    )
     params = ExecuteParams(prompt="go on", backend="claude-code", history=history)
     assert [p for p in ClaudeCodeBackend(params).unsupported_options(params) if p.option == "history"] == []
 

@@ -51,7 +51,7 @@ from pydantic import BaseModel, ValidationError
 from typer.testing import CliRunner
 
 from tests.e2e.generate_content.gc_harness import Harness, harness, result_of
-from tests.sessions.records import BACKEND, stored_session
+from tests.sessions.records import BACKEND, stored_session, with_attachments
 from unified import ExecuteParams, execute, sessions
 from unified._adapters.claude_code._options import ClaudeCodeOptions
 from unified._adapters.codex._options import CodexOptions
@@ -59,7 +59,7 @@ from unified._adapters.generate_content._options import GenerateContentOptions
 from unified._adapters.interactions._options import InteractionsOptions
 from unified._cli import main as cli
 from unified._sessions.stores import FileSessionStore, MemorySessionStore
-from unified.conversations import Conversation, ImagePart, ModelTurn, TextPart, UserTurn
+from unified.conversations import Conversation
 from unified.errors import AmbiguousSession, CorruptSession
 from unified.events import WarningEvent
 from unified.sessions import SessionStore, StoredSession
@@ -222,23 +222,9 @@ def test_the_cli_lists_both_copies_and_says_which_projects_hold_them(isolated_ho
 
 # --- an attachment of a type Gemini refuses, carried to generate-content or interactions -------------------
 
-_PNG = b"\x89PNG\r\n\x1a\n0000"
-
 
 def _with_attachments() -> Conversation:
-    return Conversation(
-        turns=[
-            UserTurn(
-                parts=[
-                    TextPart(text="read these"),
-                    ImagePart(mime_type="image/svg+xml", data=b"<svg/>"),
-                    ImagePart(mime_type="application/pdf", data=b"%PDF-1.7"),
-                    ImagePart(mime_type="image/png", data=_PNG),
-                ]
-            ),
-            ModelTurn(parts=[TextPart(text="read")], provider="anthropic"),
-        ]
-    )
+    return with_attachments(["image/svg+xml", "application/pdf", "image/png"], answered_by="anthropic")
 
 
 def _mime_of(part: dict[str, object]) -> object:
