@@ -214,6 +214,10 @@ def test_the_cli_lists_both_copies_and_says_which_projects_hold_them(isolated_ho
     listing = CliRunner().invoke(cli.app, ["sessions", "list", "--backend", "gemini-cli", "--json"])
     assert listing.exit_code == 0, listing.output
     assert sorted(json.loads(line)["first_prompt"] for line in listing.stdout.splitlines()) == ["in a", "in b"]
+    table = CliRunner().invoke(cli.app, ["sessions", "list", "--backend", "gemini-cli"], env={"COLUMNS": "400"})
+    assert table.exit_code == 0, table.output
+    for name in ("a", "b"):  # the two rows' one short id, each with the project that tells it apart
+        assert f"in {name} (in {(tmp_path / name).resolve()}: --cwd)" in table.stdout, table.stdout
     shown = CliRunner().invoke(cli.app, ["sessions", "show", GEMINI_SESSION[:8]])
     assert shown.exit_code == 1, shown.output
     assert "in the chat files of 2 projects" in shown.stderr

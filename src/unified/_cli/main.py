@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
@@ -1155,9 +1156,13 @@ def sessions_list(
         from unified._cli.render import visible
 
         table = Table("short id", "backend", "updated", "summary")
+        seen = Counter((s.backend, s.short_id) for s in listing.sessions)
         for s in listing.sessions:
             when = str(s.updated_at or s.started_at or "")[:19]
-            table.add_row(s.short_id, s.backend, when, visible(clip(s.summary or s.first_prompt or "", 80)))
+            summary = clip(s.summary or s.first_prompt or "", 80)
+            if seen[(s.backend, s.short_id)] > 1 and s.cwd:  # one id in two projects: `--cwd` tells them apart
+                summary = f"{summary} (in {clip(s.cwd, 120)}: --cwd)"
+            table.add_row(s.short_id, s.backend, when, visible(summary))
         _console().print(table)
     if listing.unreadable and not as_json:
         _say(f"{len(listing.unreadable)} unreadable session(s), left unchanged:", style="bold yellow")
