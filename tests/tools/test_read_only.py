@@ -43,6 +43,9 @@ NOT_READS = [
     ("find . -fprint x", "-fprint"),
     ("find . -fprintf x '%p'", "-fprintf"),
     ("find . -fls x", "-fls"),
+    ("find -- . -delete", "-delete"),  # find's `--` ends its options, not its expression: it deletes
+    ("find . -name x -- -delete", "-delete"),
+    ("sort -- -o x a", "-o"),  # after `--` a name, but asked all the same
     ("rg --pre ./evil.sh foo .", "--pre"),
     ("rg --pre=./evil.sh foo", "--pre"),
     ("rg --hostname-bin=./evil --hyperlink-format='{host}' foo", "--hostname-bin"),

@@ -89,7 +89,10 @@ def _part(part: _shell_syntax.SimpleCommand) -> str | None:
 
 
 def _judged(program: _Program, args: list[str]) -> str | None:
-    unsafe = _unsafe_option(args, program.unsafe)
+    # Every word is looked at, past a `--` too: `find -- . -delete` deletes (find's `--` ends its own options, not
+    # the expression after the paths); for other programs a word after `--` that reads as an unsafe option is a
+    # pattern or a name, and is asked all the same.
+    unsafe = _unsafe_option([arg for arg in args if arg != "--"], program.unsafe)
     if unsafe is not None:
         return f"{unsafe} may write, delete or run a program"
     missing = [option for option in program.required if option not in args]
