@@ -58,6 +58,10 @@ NOT_READS = [
     ("sort -o x a", "-o"),
     ("sort --compress-program=./evil a", "--compress-program"),
     ("tree -o x", "-o"),
+    ("tree -R -L 1", "-R"),  # writes 00Tree.html in every directory
+    ("sort --files0-from=list", "--files0-from"),  # prints the files a list the model wrote names
+    ("wc --files0-from=list", "--files0-from"),
+    ("du --files0-from list", "--files0-from"),
     ("file -C -m magic", "-C"),
     ("sed -n 'w x' a", "script"),
     ("sed -n '1e touch x' a", "script"),
