@@ -43,6 +43,7 @@ NOT_READS = [
     ("find . -fprint x", "-fprint"),
     ("find . -fprintf x '%p'", "-fprintf"),
     ("find . -fls x", "-fls"),
+    ("find -files0-from list -name x", "-files0-from"),  # lists where a list the model wrote points
     ("find -- . -delete", "-delete"),  # find's `--` ends its options, not its expression: it deletes
     ("find . -name x -- -delete", "-delete"),
     ("sort -- -o x a", "-o"),  # after `--` a name, but asked all the same
