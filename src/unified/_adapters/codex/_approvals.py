@@ -221,11 +221,12 @@ class ApprovalBridge:
         return await read_outside(workspace, _read_paths(params, str(workspace.root)))
 
     def _policy(
-        self, kind: Kind, params: dict[str, Any], guarded: str | None
+        self, kind: Kind, params: dict[str, Any], guarded: str | None, read_only: bool
     ) -> tuple[Choice | None, str | None, str | None]:
-        """(choice, decided_by, rule) when no one needs to be asked; (None, None, None) to ask."""
+        """(choice, decided_by, rule) when no one needs to be asked; (None, None, None) to ask. `read_only`: a
+        command both Codex's parse and unified's call a read (`_read_only_command`)."""
         mode = self.ctx.params.approval_mode
-        if kind == "command" and _read_only_command(params) and guarded is None:
+        if read_only and guarded is None:
             return "allow_once", "policy", "read-only command (Codex's parse and unified's: reads, listings, searches)"
         annotations = as_dict(as_dict(params.get("_meta")).get("tool_annotations"))
         if kind == "mcp" and annotations.get("readOnlyHint") is True:
@@ -294,11 +295,12 @@ class ApprovalBridge:
         name = await self._announce(call_id, params, kind, task)
         mode = self.ctx.params.approval_mode
         guarded = None
+        read_only = kind == "command" and _read_only_command(params)  # judged once: it parses the command
         if kind == "file" and mode == "auto_edit":
             guarded = await self._guarded(params, call_id)
-        elif kind == "command" and mode != "yolo" and _read_only_command(params):
+        elif read_only and mode != "yolo":
             guarded = await self._reads_outside(params)
-        choice, decided_by, rule = self._policy(kind, params, guarded)
+        choice, decided_by, rule = self._policy(kind, params, guarded, read_only)
         reason = None
         message = None
         stop = False
