@@ -13,14 +13,13 @@ known at run time. What this cannot judge is asked (fail closed).
 from __future__ import annotations
 
 import functools
-import posixpath
 import re
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
 
 from unified.tools import _shell_syntax
-from unified.tools._policy import SYSTEM_COMMAND_DIRS
+from unified.tools._policy import _named
 from unified.tools._protected import _unsafe_option
 
 __all__ = ["not_read_only", "operands"]
@@ -74,7 +73,7 @@ def _part(part: _shell_syntax.SimpleCommand) -> str | None:
         return f"it runs under {part.via[0]}"
     if part.open_tail:
         return "more arguments arrive at run time"
-    if any(posixpath.dirname(posixpath.normpath(path)) not in SYSTEM_COMMAND_DIRS for path in part.paths):
+    if part.name is not None and not _named(part, part.name):  # `./cat`, not the `cat` of PATH or a system directory
         return "a program run by its path"
     words = part.words
     if not words or any(word is None for word in words):
