@@ -490,6 +490,30 @@ async def test_user_input_reaches_the_handler_and_back() -> None:
     assert any(e.type == "user_input_request" for e in events)
 
 
+async def test_a_model_s_question_reaches_the_handler_and_its_answers_go_back() -> None:
+    """The scripted backend's `user_input: full`: a question of the model's own (not a permission) is put
+    to the caller, and the backend gets the caller's answers, a multi-select one included."""
+    request = UserInputRequest(
+        request_id="q1",
+        source="model-tool",
+        questions=[
+            Question(id="colours", prompt="Which colours?", multi_select=True),
+            Question(id="name", prompt="Your name?"),
+        ],
+    )
+    asked: list[UserInputRequest] = []
+
+    async def handler(request: UserInputRequest) -> UserInputResponse:
+        asked.append(request)
+        return UserInputResponse(answers={"colours": ["red", "green"], "name": "Ada"})
+
+    events, backend = await run([START, Ask(request)], on_user_input=handler)
+    assert_well_formed(events)
+    assert [q.id for q in asked[0].questions] == ["colours", "name"]
+    assert backend.answers[0].answers == {"colours": ["red", "green"], "name": "Ada"}
+    assert [e.source for e in events if isinstance(e, UserInputRequest)] == ["model-tool"]
+
+
 async def test_user_input_without_handler_is_no_answer() -> None:
     events, backend = await run([START, Ask(_question())])
     assert_well_formed(events)

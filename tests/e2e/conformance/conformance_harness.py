@@ -213,6 +213,23 @@ NOT_DRIVEN: Mapping[str, str] = {
 }
 """Matrix columns the suite does not drive, and why; the coverage test names them rather than skipping silently."""
 
+_GEMINI = "tests/e2e/gemini_cli"
+_GUARD = "tests/foundation/test_stream_guard.py"
+PROVED_ELSEWHERE: Mapping[tuple[str, str], str] = {
+    ("gemini-cli/stream-json", "streaming_text"): f"{_GEMINI}/test_gemini_cli_stream_json_text.py::"
+    "test_the_model_s_chunks_arrive_as_text_deltas_in_order",
+    ("gemini-cli/stream-json", "session_resume"): f"{_GEMINI}/test_gemini_cli_resume_elsewhere.py::"
+    "test_the_headless_transport_resumes_from_another_directory_too",
+    ("gemini-cli/stream-json", "cancellation"): f"{_GEMINI}/test_gemini_cli_acp.py::"
+    "test_cancellation_leaves_no_process",
+    ("scripted", "streaming_text"): f"{_GUARD}::test_normal_run_aggregates_messages_usage_and_ids",
+    ("scripted", "thinking"): f"{_GUARD}::test_normal_run_aggregates_messages_usage_and_ids",
+    ("scripted", "user_input"): f"{_GUARD}::test_a_model_s_question_reaches_the_handler_and_its_answers_go_back",
+    ("scripted", "permission_requests"): f"{_GUARD}::test_user_input_reaches_the_handler_and_back",
+    ("scripted", "cancellation"): f"{_GUARD}::test_interrupt_is_its_own_status",
+}
+"""For a column in NOT_DRIVEN, the test that proves each of its `full` cells on that column (path::function)."""
+
 
 # --- the normaliser ---------------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ of the matrix for a driven backend needs a scenario that observes it on that bac
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import gc
 import os
@@ -30,6 +31,7 @@ from tests.e2e.conformance import mcp_echo_server
 from tests.e2e.conformance.conformance_harness import (
     COLUMNS,
     NOT_DRIVEN,
+    PROVED_ELSEWHERE,
     RUN_TIMEOUT_S,
     Column,
     Run,
@@ -313,6 +315,29 @@ def test_every_declared_capability_is_observed() -> None:
         )
     ]
     assert not unobserved, "declared but observed by no scenario:\n" + "\n".join(unobserved)
+
+
+def test_every_full_cell_of_a_column_not_driven_names_the_test_that_proves_it() -> None:
+    """The rule above for the columns the suite does not drive: each `full` cell names its proof, which exists."""
+    root = Path(__file__).resolve().parents[3]
+    missing = [
+        f"{name}/{capability}"
+        for name in NOT_DRIVEN
+        for capability, cell in capabilities.column(name).cells.items()
+        if cell.level == "full" and (name, capability) not in PROVED_ELSEWHERE
+    ]
+    assert not missing, f"full cells of columns not driven, with no test named in PROVED_ELSEWHERE: {missing}"
+    absent = []
+    for (name, capability), proof in PROVED_ELSEWHERE.items():
+        path, function = proof.split("::")
+        source = root / path
+        defined = source.is_file() and any(
+            isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == function
+            for node in ast.walk(ast.parse(source.read_text()))
+        )
+        if not defined or name not in NOT_DRIVEN or capabilities.level(name, capability) == "none":
+            absent.append(f"{name}/{capability}: {proof}")
+    assert not absent, f"PROVED_ELSEWHERE names tests that do not exist (or cells that are none): {absent}"
 
 
 def test_every_declared_difference_is_observed() -> None:

@@ -79,6 +79,13 @@ def alive_in(sessions: set[int]) -> set[int]:
     return {pid for pid, (_, sid) in _processes().items() if sid in sessions}
 
 
+def running_as(command: str) -> set[int]:
+    """The live processes whose command line is `command` (a shell command the CLI ran: the CLI starts its
+    commands in a session of their own, which `sessions_of` does not see)."""
+    wanted = command.encode() + b" "
+    return {pid for pid, (cmdline, _) in _processes().items() if cmdline == wanted}
+
+
 async def later_start_with_cleanup(home: Path, workspace: Path, chats: Path | None = None) -> None:
     """Start the real CLI in the workspace with session cleanup ON and wait until its cleanup ran.
 

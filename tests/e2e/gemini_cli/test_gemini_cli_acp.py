@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -15,6 +16,7 @@ from tests.e2e.gemini_cli.gemini_cli_helpers import (
     alive_in,
     call,
     kinds,
+    running_as,
     sessions_of,
     stream_line,
     text,
@@ -242,27 +244,38 @@ async def test_sampled_recordings_play_through(run_gemini: Run, recording: Path)
         assert result.status == "success", result.error
 
 
-async def test_cancellation_leaves_no_process(run_gemini: Run, responses: Responses, workspace: Path) -> None:
-    fake = responses(stream_line(call("run_shell_command", command="sleep 30")), stream_line(text("done")))
+@pytest.mark.parametrize("transport", ["acp", "stream-json"])
+async def test_cancellation_leaves_no_process(
+    run_gemini: Run, responses: Responses, workspace: Path, transport: str
+) -> None:
+    """The matrix's `cancellation: full` on both transports: a run cancelled while the CLI's shell runs a
+    command (its `sleep` seen alive) ends with a cancelled `result`, and no process of it is left: neither
+    the CLI's session (node) nor the command, which the CLI starts in a session of its own."""
+    command = f"sleep 30.{secrets.randbelow(10**6):06d}"  # this test's own: xdist runs others beside it
+    fake = responses(stream_line(call("run_shell_command", command=command)), stream_line(text("done")))
     params = ExecuteParams(
         prompt="wait",
         backend="gemini-cli",
         cwd=workspace,
         approval_mode="yolo",
-        backend_options={"fake_responses": str(fake), "pool_size": 0},
+        backend_options={"fake_responses": str(fake), "pool_size": 0, "transport": transport},
     )
-    seen: list[str] = []
+    seen: list[UnifiedEvent] = []
     sessions: set[int] = set()
+    running: set[int] = set()
     async with EventStream(params, strict=True) as stream:
         async for event in stream:
-            seen.append(event.type)
+            seen.append(event)
             if event.type == "tool_use":
                 sessions = sessions_of(str(fake))
+                with anyio.fail_after(HANG_GUARD_S):
+                    while not (running := running_as(command)):  # noqa: ASYNC110 -- polling /proc: no event to wait on
+                        await anyio.sleep(0.02)
                 stream.cancel()
-    assert seen[-1] == "result"
+    assert result_of(seen).status == "cancelled", kinds(seen)
     assert sessions
     with anyio.fail_after(HANG_GUARD_S):
-        while alive_in(sessions):  # noqa: ASYNC110 -- polling /proc, there is no event to wait on
+        while alive_in(sessions) or running_as(command) & running:  # noqa: ASYNC110 -- polling /proc
             await anyio.sleep(0.05)
 
 
