@@ -250,9 +250,11 @@ async def test_cancellation_leaves_no_process(
 ) -> None:
     """The matrix's `cancellation: full` on both transports: a run cancelled while the CLI's shell runs a
     command (its `sleep` seen alive) ends with a cancelled `result`, and no process of it is left: neither
-    the CLI's session (node) nor the command, which the CLI starts in a session of its own."""
+    the CLI's session (node) nor the command, which the CLI starts in a session of its own, and which ignores
+    the hang-up a closed terminal sends and the signals a polite stop sends."""
     command = f"sleep 30.{secrets.randbelow(10**6):06d}"  # this test's own: xdist runs others beside it
-    fake = responses(stream_line(call("run_shell_command", command=command)), stream_line(text("done")))
+    shell = f"trap '' HUP TERM INT; {command}"
+    fake = responses(stream_line(call("run_shell_command", command=shell)), stream_line(text("done")))
     params = ExecuteParams(
         prompt="wait",
         backend="gemini-cli",
