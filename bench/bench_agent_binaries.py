@@ -184,8 +184,8 @@ class CodexSetup:
 def _codex_setup(binary: Path, fake: FakeOpenAI, home: Path, cwd: Path) -> CodexSetup:
     from unified._adapters.codex._launch import PROVIDER, Launch, prepare_home, toml_value
     from unified._adapters.codex._options import codex_options
-    from unified._adapters.codex._processes import MARKER
     from unified._adapters.codex._run import initialize_params, thread_params, user_input
+    from unified._binary.strays import MARKER
 
     options = {**backend_options_for(fake, "codex", cli_home=home / "codex-home"), "codex_binary": str(binary)}
     options["pool_size"] = 0  # a cold process each run, as the baselines start one (warm runs: `_codex_warm`)

@@ -19,6 +19,7 @@ import anyio.lowlevel
 import pytest
 
 import unified._binary.process as process_module
+import unified._binary.proctable as proctable
 from tests.hang_guard import HANG_GUARD_S
 from unified._binary.install import BinarySpec, probe_version
 from unified._binary.process import PIPED_ENV_MAX_BYTES, STDERR_TAIL_BYTES, AgentSubprocess, PipedEnv
@@ -115,7 +116,7 @@ async def test_close_ends_a_descendant_in_a_process_group_of_its_own(tmp_path: P
 @pytest.fixture
 def no_proc(monkeypatch: pytest.MonkeyPatch) -> None:
     """As on macOS: no /proc, so the processes are listed by `ps`."""
-    monkeypatch.setattr(process_module, "_PROC", Path("/nonexistent/proc"))
+    monkeypatch.setattr(proctable, "_PROC", Path("/nonexistent/proc"))
 
 
 async def test_without_proc_close_still_ends_a_descendant_in_a_process_group_of_its_own(
@@ -135,7 +136,7 @@ def test_descendants_are_every_generation_below_and_start_times_tell_a_reused_pi
 ) -> None:
     """A child and its child, from /proc and, as on macOS, from `ps`; a made-up start time is another process."""
     if source == "ps":
-        monkeypatch.setattr(process_module, "_PROC", Path("/nonexistent/proc"))
+        monkeypatch.setattr(proctable, "_PROC", Path("/nonexistent/proc"))
     code = (
         "import subprocess, sys; child = subprocess.Popen([sys.executable, '-c', 'import sys; sys.stdin.read()'],"
         " stdin=subprocess.PIPE); print(child.pid, flush=True); sys.stdin.read(); child.stdin.close(); child.wait()"
@@ -144,16 +145,16 @@ def test_descendants_are_every_generation_below_and_start_times_tell_a_reused_pi
     try:
         assert parent.stdout is not None
         grandchild = int(parent.stdout.readline())
-        ours = sorted(p for p in process_module.descendants(os.getpid()) if p[0] in (parent.pid, grandchild))
+        ours = sorted(p for p in proctable.descendants(os.getpid()) if p[0] in (parent.pid, grandchild))
         assert [pid for pid, _ in ours] == sorted([parent.pid, grandchild])
-        assert all(process_module.alive(p) for p in ours)
-        assert not process_module.alive((ours[0][0], ours[0][1] + "0"))  # another start: another process
-        assert process_module.still_running([*ours, (ours[0][0], "then")]) == ours
+        assert all(proctable.alive(p) for p in ours)
+        assert not proctable.alive((ours[0][0], ours[0][1] + "0"))  # another start: another process
+        assert proctable.still_running([*ours, (ours[0][0], "then")]) == ours
     finally:
         assert parent.stdin is not None
         parent.stdin.close()
         parent.wait()
-    assert process_module.still_running(ours) == []
+    assert proctable.still_running(ours) == []
 
 
 def test_kill_ends_a_descendant_in_a_process_group_of_its_own(tmp_path: Path) -> None:
@@ -301,7 +302,7 @@ async def test_close_after_the_exit_looks_up_no_descendants_of_the_free_pid(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     looked_up: list[int] = []
-    real = process_module.descendants
+    real = proctable.descendants
 
     def recording(root: int) -> frozenset[tuple[int, str]]:
         looked_up.append(root)

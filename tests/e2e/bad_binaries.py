@@ -16,7 +16,8 @@ import anyio
 
 from tests.hang_guard import HANG_GUARD_S
 from unified import execute
-from unified._binary.process import AgentSubprocess, Process, alive, start_time
+from unified._binary.process import AgentSubprocess
+from unified._binary.proctable import Process, alive, start_time
 from unified.events import ErrorEvent, Result, TextDelta, UnifiedEvent
 from unified.testing import ModelTurn
 from unified.types import ExecuteParams

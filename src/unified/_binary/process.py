@@ -12,7 +12,9 @@ Decisions:
   without reaping it), so its zombie keeps the group's number from going to a stranger until then. A child that
   moved to a process group of its own (Claude Code runs each Bash command in one) is not in that
   group: the descendants are listed (from /proc, else `ps`) before the signals, and those still alive once
-  the process is gone are killed with their groups (a SIGKILLed binary would orphan them).
+  the process is gone are killed with their groups; and so is every process still carrying the process's
+  marker in its environment (`strays`): what a crashed or SIGKILLed binary orphaned, or a command forked
+  into the background, which no list of descendants shows.
 - No background task: whoever calls `receive` reads, and stderr is drained meanwhile, so neither
   pipe can fill up and block the child. On Linux one epoll descriptor watches both pipes, so a read
   waits on that one descriptor; elsewhere a task group waits on both (two tasks and a cancellation
@@ -41,12 +43,13 @@ import contextlib
 import errno
 import json
 import os
+import secrets
 import select
 import signal
 import subprocess
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +58,8 @@ import sniffio
 
 from unified._binary.framing import MAX_LINE_BYTES, LineFramer
 from unified._binary.loops import PerLoopLock
+from unified._binary.proctable import Process, descendants, is_still, still_running
+from unified._binary.strays import MARKER, end_all, find_marked, find_marked_now
 from unified._pgroup import ProcessGroup, pidfd, signal_verified
 from unified._redaction import REDACTED, SPLIT_HOLD_MIN, Redactor, redactor
 from unified.backends import AgentProcess, MalformedLine
@@ -65,21 +70,9 @@ __all__ = [
     "STDERR_TAIL_BYTES",
     "AgentSubprocess",
     "PipedEnv",
-    "Process",
     "ProcessStarter",
     "StderrTail",
-    "alive",
-    "descendants",
-    "has_proc",
-    "is_still",
-    "mid_exec",
-    "proc_pids",
-    "process_table",
-    "read_proc",
     "start_subprocess",
-    "start_time",
-    "stat_fields",
-    "still_running",
 ]
 
 STDERR_TAIL_BYTES = 8192
@@ -175,6 +168,13 @@ class AgentSubprocess(AgentProcess):
         `hint` is what a `BackendUnavailable` says to do when the binary cannot be started; `piped`, variables
         handed over through a pipe, not `env` (POSIX only: see the module docstring)."""
         child_env = dict(env)
+        self._marker: str | None = None
+        """The value of `strays.MARKER` in the process's environment, which what it starts inherits: set here,
+        unless the caller set it (codex, whose warm process ends each run's commands itself), and then what
+        carries it is ended after the process (`close`, `kill`): a command the binary ran outside its process
+        group and left behind by a crash, a SIGKILL or a fork into the background."""
+        if MARKER not in child_env:
+            self._marker = child_env[MARKER] = secrets.token_hex(8)
         read_fd: int | None = None
         try:
             if piped is not None:
@@ -361,6 +361,8 @@ class AgentSubprocess(AgentProcess):
                 self._signal_group(signal.SIGKILL)
                 await self.wait(KILL_GRACE_S)
         self._finish(strays)
+        if self._marker is not None and (marked := await find_marked(self._marker)):
+            await anyio.to_thread.run_sync(end_all, marked)
 
     def kill(self) -> None:
         if self._closed:
@@ -369,6 +371,8 @@ class AgentSubprocess(AgentProcess):
         self._signal_group(signal.SIGKILL)
         self._exited_sync(KILL_GRACE_S)
         self._finish(strays)
+        if self._marker is not None and (marked := find_marked_now(self._marker)):
+            end_all(marked)
 
     # --- the pipes ------------------------------------------------------------------------------
 
@@ -516,157 +520,6 @@ class _LoopWatch:
             self.waiter.set_result(None)  # a reader still waiting finds the process closed
         if close:
             self.either.close()
-
-
-def read_proc(pid: int | str, name: str) -> bytes | None:
-    """/proc/<pid>/<name> (`stat`, `environ`), None when the process is gone (or /proc is not there).
-
-    Plain `os.open` / `os.read`: the end of every run reads the `stat` of every process on the
-    machine (`descendants`), and pathlib's `read_text` cost four times as much (0.94 ms against
-    0.25 ms for ~100 processes here), on the event loop when `close` lists the descendants."""
-    try:
-        fd = os.open(f"/proc/{pid}/{name}", os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        chunks = []
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return b"".join(chunks)
-
-
-def proc_pids() -> list[str]:
-    """The pid of every process, as /proc lists them (none where there is no /proc)."""
-    try:
-        return [entry for entry in os.listdir(_PROC) if entry.isdigit()]
-    except OSError:
-        return []
-
-
-def stat_fields(pid: int | str) -> list[bytes] | None:
-    """The fields of /proc/<pid>/stat after the command's name (field 3 on), None when it is gone."""
-    stat = read_proc(pid, "stat")
-    return stat[stat.rfind(b")") + 2 :].split() if stat else None
-
-
-_PF_KTHREAD = 0x00200000
-"""/proc/<pid>/stat `flags` bit of a kernel thread (no environment, ever)."""
-
-
-def mid_exec(pid: int | str) -> bool:
-    """Whether the process is inside `execve`: /proc shows it no environment yet (`env_end`, stat field 51,
-    is 0) though it will have one. The window opens where a parent sees a start (the kernel closes the
-    close-on-exec descriptors before it lays out the new program's environment): 116 of 1,000 `sleep`s read
-    at once after `Popen` returned showed none. A look for a marker in the environment must look again
-    then. (`unified.tools._watchdog._mid_exec` is the same check in the watchdog's standard-library script.)"""
-    fields = stat_fields(pid)
-    if fields is None or fields[0] in (b"Z", b"X") or len(fields) < 49:
-        return False
-    return fields[48] == b"0" and not int(fields[6]) & _PF_KTHREAD
-
-
-Process = tuple[int, str]
-"""(pid, start time): the start time tells a process apart from a later one that reuses its pid. From
-/proc the start is field 22 of its `stat` (clock ticks since boot), from `ps` its `lstart`; either way
-compared only with a start read the same way on the same machine."""
-_PROC = Path("/proc")
-
-
-def _ps_table(pid: int | None = None) -> dict[int, tuple[int, str]]:
-    """pid -> (parent pid, start time) of every live process (or of `pid` alone), from `ps`: where
-    there is no /proc (macOS). Zombies are left out: they have ended, and they have no children."""
-    selection = ["-p", str(pid)] if pid is not None else ["-A"]
-    try:
-        done = subprocess.run(
-            ["ps", *selection, "-o", "pid=,ppid=,stat=,lstart="],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    table = {}
-    for line in done.stdout.splitlines():
-        parts = line.split(None, 3)
-        if len(parts) == 4 and parts[0].isdigit() and parts[1].isdigit() and not parts[2].startswith("Z"):
-            table[int(parts[0])] = (int(parts[1]), parts[3].strip())
-    return table
-
-
-def _proc_entry(pid: int | str) -> tuple[int, str] | None:
-    """(parent pid, start time) of a live process from /proc/<pid>/stat; None when it is gone or a zombie."""
-    fields = stat_fields(pid)
-    if fields is None or len(fields) < 20 or fields[0] == b"Z" or not fields[1].isdigit():
-        return None
-    return int(fields[1]), fields[19].decode()
-
-
-def has_proc() -> bool:
-    """Whether this machine has /proc (Linux); elsewhere (macOS) processes are listed by `ps`."""
-    return _PROC.is_dir()
-
-
-def process_table() -> dict[int, tuple[int, str]]:
-    """pid -> (parent pid, start time) of every live process: from /proc, or from `ps` where there is none."""
-    if not has_proc():
-        return _ps_table()
-    table = {}
-    for entry in proc_pids():
-        found = _proc_entry(entry)
-        if found is not None:
-            table[int(entry)] = found
-    return table
-
-
-def start_time(pid: int) -> str | None:
-    """The start time of the live process `pid` (see `Process`); None when it is gone."""
-    found = _proc_entry(pid) if has_proc() else _ps_table(pid).get(pid)
-    return found[1] if found is not None else None
-
-
-def alive(process: Process) -> bool:
-    """Whether this very process (not a later one with its pid) still runs."""
-    return start_time(process[0]) == process[1]
-
-
-def is_still(process: Process) -> Callable[[int], bool]:
-    """A `signal_verified` check: the pid is still this very process's."""
-    return lambda _pid: alive(process)
-
-
-def still_running(processes: Iterable[Process]) -> list[Process]:
-    """Those of `processes` that still run (not later ones with their pids): one /proc read each, or one
-    `ps` for them all where there is no /proc."""
-    wanted = list(processes)
-    table = {pid: _proc_entry(pid) for pid, _ in wanted} if has_proc() else _ps_table()
-    return [process for process in wanted if (table.get(process[0]) or (0, None))[1] == process[1]]
-
-
-def descendants(root: int) -> frozenset[Process]:
-    """Every live descendant of `root` (children, their children, ...), from one `process_table`.
-
-    From /proc not by walking down /proc/<pid>/task/<tid>/children (a read per thread, not per process): the
-    dentries that walk leaves under a multi-threaded process's /proc entry made reaping it cost
-    0.1-3.7 ms of kernel time (d_invalidate of them all, in `wait4`) against ~0.07 ms, at the end of
-    every codex run (app-server has ~20 threads), more than the whole scan costs. Where there is no /proc
-    (macOS), `ps` lists them: a child that left the group (Claude Code's Bash commands, Codex's) is
-    found there too."""
-    children: dict[int, list[Process]] = {}
-    for pid, (parent, started) in process_table().items():
-        children.setdefault(parent, []).append((pid, started))
-    found: set[Process] = set()
-    pending = list(children.get(root, []))
-    while pending:
-        process = pending.pop()
-        if process not in found:
-            found.add(process)
-            pending.extend(children.get(process[0], []))
-    return frozenset(found)
 
 
 def _strings(values: Mapping[str, str | None]) -> dict[str, str]:

@@ -197,6 +197,45 @@ async def test_cancel_during_a_shell_command_ends_its_children(workspace: Path, 
     assert not any(alive(pid) for pid in processes.pids)
 
 
+async def test_a_killed_cli_leaves_no_shell_command_behind(workspace: Path, tmp_path: Path) -> None:
+    """A SIGKILLed CLI cannot end the Bash command it runs in a process group of its own, and the command's
+    parent (a shell of the CLI's) may be gone before anyone lists the CLI's descendants: the run ends with a
+    typed error and the command, which carries the marker of the process that started it, is ended after it."""
+    fifo = tmp_path / "child.pid"
+    os.mkfifo(fifo)
+    script = f"import os, time; open({str(fifo)!r}, 'w').write(str(os.getpid())); time.sleep(600)"
+    command = f"{sys.executable} -c {script!r}"
+    turns = [
+        ModelTurn(function_calls=[FunctionCall(name="Bash", args={"command": command, "description": "wait"})]),
+        ModelTurn(text="Never reached."),
+    ]
+    processes = Processes()
+    child: list[int] = []
+
+    async def kill_the_cli_when_the_child_runs(event: UnifiedEvent, stream: EventStream) -> None:
+        if isinstance(event, ToolUse):
+            with anyio.fail_after(HANG_GUARD_S):  # the child writes its pid once it runs
+                child.append(int(await anyio.to_thread.run_sync(fifo.read_text)))
+            assert alive(child[0])
+            for pid in processes.pids:
+                os.kill(pid, signal.SIGKILL)
+
+    async with FakeAnthropic(turns) as server:
+        events = await run_claude(
+            server,
+            workspace,
+            approval_mode="yolo",
+            options={"start_process": processes},
+            on_event=kill_the_cli_when_the_child_runs,
+        )
+    assert isinstance(events[-1], Result)
+    assert events[-1].status == "error"
+    assert any(isinstance(e, ErrorEvent) for e in events)
+    with anyio.fail_after(HANG_GUARD_S):
+        while alive(child[0]):  # noqa: ASYNC110 -- polling /proc: no event tells a non-child's end
+            await anyio.sleep(0.05)
+
+
 async def test_a_crash_of_the_cli_is_a_typed_error_with_its_stderr(workspace: Path, tmp_path: Path) -> None:
     fake = tmp_path / "claude"
     fake.write_text(

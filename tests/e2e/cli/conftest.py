@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.hang_guard import HANG_GUARD_S
-from unified._binary.process import Process, process_table
+from unified._binary.proctable import Process, process_table
 from unified._cli.serve import FAKE_SERVERS, start_fake
 
 FAKE = {"gemini-cli": "gemini", "claude-code": "anthropic", "codex": "openai"}

@@ -16,7 +16,7 @@ import pytest
 
 from tests.e2e.cli.conftest import FAKE, cmdline, start_until_the_command_runs
 from tests.hang_guard import HANG_GUARD_S
-from unified._binary.process import still_running
+from unified._binary.proctable import still_running
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("binaries")]
 

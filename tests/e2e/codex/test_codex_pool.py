@@ -20,7 +20,8 @@ from tests.hang_guard import HANG_GUARD_S
 from unified._adapters.codex._launch import native_binary, start_codex
 from unified._adapters.codex._pool import CodexPool, default_pool
 from unified._adapters.codex._rollouts import Rollouts
-from unified._binary.process import AgentSubprocess, alive, stat_fields
+from unified._binary.process import AgentSubprocess
+from unified._binary.proctable import alive, stat_fields
 from unified._execute import EventStream, execute_sync
 from unified.events import (
     ErrorEvent,

@@ -15,7 +15,7 @@ import pytest
 
 from tests.e2e.codex.conftest import codex_params, kinds, run_codex
 from tests.hang_guard import HANG_GUARD_S
-from unified._binary.process import alive
+from unified._binary.proctable import alive
 from unified._execute import EventStream
 from unified.events import (
     ErrorEvent,

@@ -22,7 +22,7 @@ import pytest
 from tests.hang_guard import HANG_GUARD_S
 from tests.harness.closed_port import closed_port
 from unified import ExecuteParams, execute
-from unified._binary.process import descendants
+from unified._binary.proctable import descendants
 from unified.events import ErrorEvent, Failover, Result, SessionStarted, UnifiedEvent
 from unified.testing import CODEX_MODEL, FakeAnthropic, FakeGemini, FakeOpenAI, backend_options_for
 from unified.testing import ModelTurn as ScriptTurn

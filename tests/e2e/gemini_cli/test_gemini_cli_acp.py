@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import secrets
+import signal
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -278,6 +280,40 @@ async def test_cancellation_leaves_no_process(
     assert sessions
     with anyio.fail_after(HANG_GUARD_S):
         while alive_in(sessions) or running_as(command) & running:  # noqa: ASYNC110 -- polling /proc
+            await anyio.sleep(0.05)
+
+
+@pytest.mark.parametrize("transport", ["acp", "stream-json"])
+async def test_a_killed_cli_leaves_no_command_behind(responses: Responses, workspace: Path, transport: str) -> None:
+    """A SIGKILLed CLI cannot end the command it runs on its pseudo-terminal (a session of its own, deaf to the
+    hang-up here): the run ends with a typed error, and the command, which still carries the marker of the
+    process that started it, is ended after it (it sleeps ten minutes: only a kill ends it in time)."""
+    command = f"sleep 600.{secrets.randbelow(10**6):06d}"
+    shell = f"trap '' HUP TERM INT; {command}"
+    fake = responses(stream_line(call("run_shell_command", command=shell)), stream_line(text("done")))
+    params = ExecuteParams(
+        prompt="wait",
+        backend="gemini-cli",
+        cwd=workspace,
+        approval_mode="yolo",
+        backend_options={"fake_responses": str(fake), "pool_size": 0, "transport": transport},
+    )
+    seen: list[UnifiedEvent] = []
+    running: set[int] = set()
+    async with EventStream(params) as stream:
+        async for event in stream:
+            seen.append(event)
+            if event.type == "tool_use":
+                with anyio.fail_after(HANG_GUARD_S):
+                    while not (running := running_as(command)):  # noqa: ASYNC110 -- polling /proc: no event to wait on
+                        await anyio.sleep(0.02)
+                for leader in sessions_of(str(fake)):
+                    os.kill(leader, signal.SIGKILL)
+    result = result_of(seen)
+    assert result.status == "error", kinds(seen)
+    assert any(isinstance(e, ErrorEvent) for e in seen)
+    with anyio.fail_after(HANG_GUARD_S):
+        while running_as(command) & running:  # noqa: ASYNC110 -- polling /proc
             await anyio.sleep(0.05)
 
 

@@ -18,7 +18,7 @@ import pytest
 from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams, execute
 from unified._auth import detect_auth
-from unified._binary.process import descendants
+from unified._binary.proctable import descendants
 from unified._routing import select_backend
 from unified.events import ErrorEvent, Result, UnifiedEvent, WarningEvent
 from unified.testing import FakeGemini, Fault, ModelTurn

@@ -12,7 +12,7 @@ import pytest
 from tests.e2e.generate_content.gc_harness import Harness, result_of
 from tests.hang_guard import HANG_GUARD_S
 from unified import execute
-from unified._binary.process import descendants
+from unified._binary.proctable import descendants
 from unified.events import ErrorEvent, SessionStarted, TextDelta, UnifiedEvent, WarningEvent
 from unified.sessions import short_id_of
 from unified.testing._scenario import Fault, FunctionCall, ModelTurn, Thought

@@ -25,10 +25,10 @@ from collections.abc import Iterable
 
 import anyio
 
-from unified._adapters.codex._processes import end_all, find_marked
 from unified._binary.jsonrpc import Inbox, JsonRpcConnection, Message, RpcError, as_dict
 from unified._binary.pool import DEFAULT_IDLE_TTL, DEFAULT_SIZE, ProcessWide, WarmPool
-from unified._binary.process import Process, descendants
+from unified._binary.proctable import Process, descendants
+from unified._binary.strays import end_all, find_marked
 from unified.backends import AgentProcess
 
 __all__ = ["ROUTE", "CodexConnection", "CodexPool", "default_pool", "thread_of"]

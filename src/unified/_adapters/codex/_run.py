@@ -47,14 +47,14 @@ from unified._adapters.codex._launch import DEFAULT_BASE_URL, Launch, home_is_pr
 from unified._adapters.codex._options import BACKEND, CodexOptions
 from unified._adapters.codex._outcome import connect_failure, error_from_exit, error_from_turn_error, provider_down
 from unified._adapters.codex._pool import ROUTE, CodexConnection, CodexPool
-from unified._adapters.codex._processes import MARKER
 from unified._adapters.codex._rollouts import codex_short_id, omitted_images
 from unified._adapters.codex._translate import AppServerTranslator, ModelResponse, Retrying, TurnEnded
 from unified._binary.jsonrpc import ConnectionClosed, Inbox, LineProblem, RpcError, as_dict
 from unified._binary.loops import every
 from unified._binary.pool import Lease, pool_key
-from unified._binary.process import descendants
+from unified._binary.proctable import descendants
 from unified._binary.shared import session_lease
+from unified._binary.strays import MARKER
 from unified._version import __version__
 from unified.backends import AgentProcess, RunContext, RunOutcome
 from unified.conversations import Origin

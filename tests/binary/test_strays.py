@@ -1,4 +1,4 @@
-"""The end of a codex run finds every process carrying the run's marker on the event loop, in slices."""
+"""The processes carrying a binary process's marker are found on the event loop, in slices (`_binary.strays`)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-import unified._binary.process as process_module
+import unified._binary.proctable as proctable
 from tests.harness.loop_turns import counting_turns
-from unified._adapters.codex import _processes
-from unified._adapters.codex._processes import MARKER, _marked_among, find_marked
-from unified._binary.process import alive, proc_pids
+from unified._binary import strays
+from unified._binary.proctable import alive, proc_pids
+from unified._binary.strays import MARKER, _marked_among, find_marked
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]  # a real child process
 
@@ -39,7 +39,7 @@ async def test_find_marked_finds_what_marked_finds_and_lets_the_loop_run_between
     marked_child: tuple[str, subprocess.Popen[bytes]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     value, child = marked_child
-    monkeypatch.setattr(_processes, "MARKED_SLICE", 1)  # at least two slices: this process and the child
+    monkeypatch.setattr(strays, "MARKED_SLICE", 1)  # at least two slices: this process and the child
     async with counting_turns() as turns:
         found = await find_marked(value)
     assert [pid for pid, _ in found] == [child.pid]
@@ -54,7 +54,7 @@ async def test_without_proc_ps_finds_the_marked_process_with_the_start_time_aliv
 ) -> None:
     """As on macOS: no /proc, so `ps eww` (each process's environment after its command line) finds it."""
     value, child = marked_child
-    monkeypatch.setattr(process_module, "_PROC", Path("/nonexistent/proc"))
+    monkeypatch.setattr(proctable, "_PROC", Path("/nonexistent/proc"))
     found = await find_marked(value)
     assert [pid for pid, _ in found] == [child.pid]
     assert alive(found[0]), "the start time is the one ps gives the process table"
@@ -82,7 +82,7 @@ async def test_a_process_looked_for_as_it_starts_is_found(monkeypatch: pytest.Mo
         value = f"start{n}-{os.urandom(4).hex()}"
         child = _marked_sleep(value)
         try:
-            monkeypatch.setattr(_processes, "proc_pids", lambda pid=child.pid: [str(pid)])
+            monkeypatch.setattr(strays, "proc_pids", lambda pid=child.pid: [str(pid)])
             if [pid for pid, _ in await find_marked(value)] != [child.pid]:
                 missed.append(n)
         finally:

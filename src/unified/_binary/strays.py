@@ -1,16 +1,16 @@
-"""Every process the app-server started, found and ended: Codex runs each command in a session of its own.
+"""What an agent binary started, found and ended after it: a model's commands run outside its process group.
 
-`codex app-server` starts each command with `setsid` (VERIFIED on 0.171), so a command is not in the
-app-server's process group: ending that group does not end it. A polite end (SIGTERM, closed stdin)
-makes Codex kill its commands itself; a SIGKILL, a crash or `turn/interrupt` (which leaves the
-command running) does not. So the run's processes are found two ways, and whatever of them outlives
-the app-server is killed, with its process group:
-
-- every process of the run carries a marker in its environment (`MARKER`, a value per app-server process,
-  which serves one run at a time, and which commands inherit): `/proc/<pid>/environ` finds them even once
-  orphaned (`find_marked`), or `ps eww` where there is no /proc;
-- the app-server's descendants, remembered while it lives (pid and start time, which tells a reused
-  pid apart): the binary layer's `descendants`, from `/proc` or, elsewhere, `ps`.
+Agent binaries run a model's commands where a signal to the binary's process group does not reach them
+(VERIFIED on the pinned versions): `codex app-server` `setsid`s each command, Claude Code gives each Bash
+command a process group of its own, and the gemini CLI runs each on a pseudo-terminal, a session of its
+own. A polite end (SIGTERM, closed stdin) makes a binary end its commands itself; a crash, a SIGKILL or
+Codex's `turn/interrupt` does not, and a command that forks into the background leaves the binary's tree
+at once. So every process of a binary carries a marker in its environment (`MARKER`, a value per binary
+process, which its commands inherit): `/proc/<pid>/environ` finds them even once orphaned
+(`find_marked`), or `ps eww` where there is no /proc, and whatever of them outlives the binary is killed
+with its process group (`end_all`). `AgentSubprocess` marks every process it starts and ends the marked
+ones after it; a backend that sets the marker itself (codex, whose warm process ends each run's commands
+at the run's end) does the looking itself.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Iterable
 
 import anyio.lowlevel
 
-from unified._binary.process import (
+from unified._binary.proctable import (
     Process,
     has_proc,
     is_still,
@@ -36,15 +36,15 @@ from unified._binary.process import (
 )
 from unified._pgroup import signal_verified
 
-__all__ = ["GONE_WITHIN_S", "MARKED_SLICE", "MARKER", "end_all", "find_marked"]
+__all__ = ["GONE_WITHIN_S", "MARKED_SLICE", "MARKER", "end_all", "find_marked", "find_marked_now"]
 
-MARKER = "UNIFIED_CODEX_RUN"
-"""The environment variable that marks a run's processes."""
+MARKER = "UNIFIED_AGENT_PROCESS"
+"""The environment variable that marks the processes of one binary process (and of its commands)."""
 
 
 EXEC_ROUNDS = 2000
 """Looks again (5 ms apart, 10 s in all) at a process still inside execve before it is given up on
-(`unified._binary.process.mid_exec`): microseconds when idle, longer on a loaded machine."""
+(`unified._binary.proctable.mid_exec`): microseconds when idle, longer on a loaded machine."""
 
 MARKED_SLICE = 64
 """Processes `find_marked` looks at between two checkpoints (~0.2 ms of reads on the event loop)."""
@@ -71,6 +71,21 @@ async def find_marked(value: str) -> list[Process]:
         if not later:
             break
         await anyio.sleep(0.005)
+        pending, later = later, []
+        found += _marked_among(pending, value, later)
+    return found
+
+
+def find_marked_now(value: str) -> list[Process]:
+    """`find_marked` for a caller without an event loop (`AgentSubprocess.kill`): the same look, blocking."""
+    if not has_proc():
+        return _marked_by_ps(value)
+    later: list[str] = []
+    found = _marked_among(proc_pids(), value, later)
+    for _ in range(EXEC_ROUNDS):
+        if not later:
+            break
+        time.sleep(0.005)
         pending, later = later, []
         found += _marked_among(pending, value, later)
     return found
