@@ -279,20 +279,26 @@ def test_variables_too_large_for_a_pipe_are_refused_before_the_child_starts(tmp_
 
 @pytest.mark.parametrize("either", [True, False], ids=["one-epoll-descriptor", "a-task-group"])
 async def test_a_read_drains_a_stderr_that_would_fill_its_pipe(tmp_path: Path, either: bool) -> None:
-    """The child writes more to stderr than a pipe holds before its first stdout line: a read waiting only on
-    stdout would leave it blocked on stderr forever."""
+    """The child writes more to stderr than a pipe holds before its first stdout line, and again between two
+    lines, once both pipes were read until empty (a read then waits without trying either pipe first): a read
+    waiting only on stdout would leave it blocked on stderr forever."""
     code = """
         import sys
-        for _ in range(256):
-            sys.stderr.write("e" * 1023 + "\\n")
-        sys.stderr.flush()
-        print("out", flush=True)
+        for line in ("out", "more"):
+            for _ in range(256):
+                sys.stderr.write("e" * 1023 + "\\n")
+            sys.stderr.flush()
+            print(line, flush=True)
+            sys.stdin.readline()
     """
     process = python(code, tmp_path)
     if not either and process._either is not None:  # the portable way, as where there is no epoll
         process._either.close()
         process._either = None
     assert await process.receive() == "out"
+    await process.send("next")
+    assert await process.receive() == "more"
+    await process.send("done")
     assert await process.receive() is None
     assert process.stderr_tail().endswith("e\n")
     await process.close()

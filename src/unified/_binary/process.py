@@ -26,6 +26,11 @@ Decisions:
   it readable only once per new output, never again while nobody reads (a level-triggered watch
   left in place would wake the loop at every turn while output waits for a busy reader). Every
   read still goes on until the pipe is empty, so no edge is ever missed.
+- A pipe known to be empty is not read before a wait: a read that returned less than it asked for, or
+  nothing, emptied it, and the epoll's events (kept by the watch when they come while nobody waits) say
+  which pipe has new output since. So a wait is not preceded by two reads that fail (`EAGAIN`), one of
+  stdout and one of stderr, which was every wait's cost (~12 a warm codex run), and stderr, which a
+  well-behaved binary seldom writes to, is read only when it has output.
 - The stderr tail is bounded and redacted with the child's own environment, so a secret passed
   only to the child (an API key in the backend's `env` option) never reaches an error message.
 - Secrets by pipe (`PipedEnv`): a process's exec environment stays readable for its life by every
@@ -54,7 +59,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-import sniffio
 
 from unified._binary.framing import MAX_LINE_BYTES, LineFramer
 from unified._binary.loops import PerLoopLock
@@ -81,6 +85,9 @@ TERM_GRACE_S = 1.0
 KILL_GRACE_S = 5.0
 """How long the kernel may take to reap a process after SIGKILL (a hang guard: it is immediate)."""
 _POLL_S = 0.02
+READ_BYTES = 65536
+"""The most one read of a pipe takes: a read that returns less has emptied the pipe (Linux and macOS pipes give all
+they hold, up to what is asked)."""
 
 ProcessStarter = Callable[[Sequence[str], Path, Mapping[str, str]], AgentProcess]
 """Starts an agent for `(argv, cwd, env)`: `start_subprocess`, or a test's fake."""
@@ -230,6 +237,10 @@ class AgentSubprocess(AgentProcess):
         self._lines: deque[str | MalformedLine] = deque()
         self._write_lock = PerLoopLock(fast=True)
         self._stderr_open = True
+        self._stdout_empty = False
+        """stdout was read until empty and has shown no new output since: a read waits first (module docstring)."""
+        self._stderr_empty = False
+        """The same for stderr, which is then not drained before a wait."""
         self._eof = False
         self._closed = False
 
@@ -411,17 +422,29 @@ class AgentSubprocess(AgentProcess):
         self._group.signal(sig)
 
     async def _read_stdout(self) -> bytes:
-        """The next chunk of stdout (b'' at its end), draining stderr meanwhile so neither pipe fills."""
+        """The next chunk of stdout (b'' at its end), draining stderr meanwhile so neither pipe fills. A pipe known
+        to be empty is not read before the wait (module docstring)."""
         while True:
-            chunk = self._try_read(self._stdout)
-            if chunk is not None:
-                return chunk
-            self._drain_stderr()
+            if self._closed:
+                return b""
+            if not self._stdout_empty:
+                chunk = self._try_read(self._stdout)
+                if chunk is not None:
+                    self._stdout_empty = len(chunk) < READ_BYTES
+                    return chunk
+                self._stdout_empty = True
+            if not self._stderr_empty:
+                self._drain_stderr()
             if not self._stderr_open:
                 await anyio.wait_readable(self._stdout)
+                self._stdout_empty = False
                 continue
             if self._either is not None:
-                await self._wait_either(self._either)
+                for fd in await self._wait_either(self._either):
+                    if fd == self._stdout:
+                        self._stdout_empty = False
+                    elif fd == self._stderr:
+                        self._stderr_empty = False
                 continue
             async with anyio.create_task_group() as tg:
 
@@ -431,26 +454,31 @@ class AgentSubprocess(AgentProcess):
 
                 tg.start_soon(wait_for, self._stdout)
                 tg.start_soon(wait_for, self._stderr)
+            self._stdout_empty = self._stderr_empty = False
 
-    async def _wait_either(self, either: select.epoll) -> None:
-        """Until stdout or stderr has new output (both were read until empty before)."""
-        if sniffio.current_async_library() == "asyncio":
-            loop = asyncio.get_running_loop()
-            watch = self._watch
-            if watch is None or watch.loop is not loop:
-                if watch is not None:
-                    watch.drop(close=False)
-                watch = self._watch = _LoopWatch(loop, either)
-            await watch.wait()
-            return
+    async def _wait_either(self, either: select.epoll) -> Iterable[int]:
+        """Until stdout or stderr has new output (each was read until empty, or is known to be): the descriptors
+        that have, by the epoll's events."""
+        loop = asyncio._get_running_loop()  # None on trio (`loops.current_loop`)
+        watch = self._watch
+        if watch is not None and watch.loop is loop:
+            return await watch.wait()
+        if watch is not None:  # an earlier loop's: it may have taken edges nobody read after, so both pipes are read
+            self._watch = None
+            watch.drop(close=False)
+            self._stdout_empty = self._stderr_empty = False
+            return ()
+        if loop is not None:
+            self._watch = _LoopWatch(loop, either)
+            return await self._watch.wait()
         await anyio.wait_readable(either.fileno())
-        either.poll(0)  # take the edge: the descriptor is not readable again before new output
+        return [fd for fd, _ in either.poll(0)]  # take the edges: not readable again before new output
 
     def _try_read(self, fd: int) -> bytes | None:
         if self._closed:
             return b""
         try:
-            return os.read(fd, 65536)
+            return os.read(fd, READ_BYTES)
         except BlockingIOError:
             return None
         except OSError:
@@ -460,6 +488,7 @@ class AgentSubprocess(AgentProcess):
         while self._stderr_open and not self._closed:
             chunk = self._try_read(self._stderr)
             if chunk is None:
+                self._stderr_empty = True
                 return
             if not chunk:
                 self._stderr_open = False
@@ -471,28 +500,35 @@ class _LoopWatch:
     """One asyncio loop's lasting reader of a process's edge-triggered epoll descriptor (see the module
     docstring): registered on the first wait, kept until the process is closed or serves another loop."""
 
-    __slots__ = ("either", "loop", "registered", "waiter")
+    __slots__ = ("either", "loop", "ready", "registered", "waiter")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, either: select.epoll) -> None:
         self.loop = loop
         self.either = either
         self.registered = False
         self.waiter: asyncio.Future[None] | None = None
+        self.ready: set[int] = set()
+        """The descriptors with new output that no wait has returned yet."""
 
-    async def wait(self) -> None:
+    async def wait(self) -> set[int]:
+        """The descriptors with new output since the last wait returned: at once if there are some."""
         if self.waiter is not None:
             raise anyio.BusyResourceError("reading from")
         if not self.registered:
             self.loop.add_reader(self.either.fileno(), self._ready)
             self.registered = True
-        self.waiter = self.loop.create_future()
-        try:
-            await self.waiter
-        finally:
-            self.waiter = None
+        if not self.ready:
+            self.waiter = self.loop.create_future()
+            try:
+                await self.waiter
+            finally:
+                self.waiter = None
+        ready, self.ready = self.ready, set()
+        return ready
 
     def _ready(self) -> None:
-        self.either.poll(0)  # take the edge, whether or not anyone waits: the next read empties the pipes
+        # Take the edges whether or not anyone waits, and keep which pipes they were for until a wait returns them.
+        self.ready.update(fd for fd, _ in self.either.poll(0))
         if self.waiter is not None and not self.waiter.done():
             self.waiter.set_result(None)
 
