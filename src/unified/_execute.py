@@ -13,8 +13,8 @@ from typing import Any
 import sniffio
 from anyio.from_thread import start_blocking_portal
 
+from unified import _limits as limits
 from unified._exports import publish
-from unified._internal import limits
 from unified._internal.stream import GuardedStream, StreamGuard, announce_unsupported_options
 from unified._redaction import clip, redact_key_shapes, redactor
 from unified.backends import (

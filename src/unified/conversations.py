@@ -36,7 +36,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, ValidationError, field_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from unified._internal import limits
+from unified import _limits as limits
 from unified.events import JsonValue, Provider, Usage
 
 __all__ = [

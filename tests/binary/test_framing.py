@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from unified import _limits as limits
 from unified._binary.framing import LineFramer, json_line, parse_object
-from unified._internal import limits
 from unified.backends import MalformedLine
 
 

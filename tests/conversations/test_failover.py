@@ -230,7 +230,7 @@ async def test_a_carried_history_no_backend_can_continue_ends_the_run_typed_and_
 async def test_a_carried_history_larger_than_a_run_takes_ends_the_run_typed(
     lab: Lab, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from unified._internal import limits
+    from unified import _limits as limits
 
     lab.server.add(*_tool_round())
     lab.fail("rate_limit", first=1)

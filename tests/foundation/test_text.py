@@ -1,11 +1,11 @@
-"""`unified._internal.text`: text that UTF-8 can carry, made so where it comes in."""
+"""`unified._text`: text that UTF-8 can carry, made so where it comes in."""
 
 from __future__ import annotations
 
 import os
 
-from unified._internal.limits import MAX_JSON_DEPTH
-from unified._internal.text import escapes_surrogates, well_formed, well_formed_json
+from unified._limits import MAX_JSON_DEPTH
+from unified._text import escapes_surrogates, well_formed, well_formed_json
 
 
 def test_lone_surrogates_and_escaped_bytes_become_u_fffd_and_the_rest_stays() -> None:

@@ -24,7 +24,7 @@ import pytest
 from tests.hang_guard import HANG_GUARD_S
 from tests.harness import hostile_mcp_server
 from tests.harness.loop_turns import counting_turns
-from unified._internal import limits
+from unified import _limits as limits
 from unified.tools import ToolCall, ToolOutcome, ToolRuntime
 from unified.types import StdioMcpServer
 

@@ -34,11 +34,11 @@ from pydantic import ValidationError
 
 from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams, execute_sync
+from unified import _limits as limits
 from unified._adapters.claude_code._conversation import lines_from_conversation
 from unified._adapters.claude_code._shared_sessions import SESSION_FILE, state_summary
 from unified._adapters.codex._conversation import rollout_from_conversation
 from unified._adapters.gemini_cli._conversation import chat_records_from_conversation, open_history
-from unified._internal import limits
 from unified.conversations import (
     Conversation,
     ImagePart,

@@ -21,11 +21,11 @@ from typing import Any
 import pytest
 
 from unified import ExecuteParams
+from unified import _limits as limits
 from unified._adapters.interactions._translate import UNPARSED_ARGUMENTS, InteractionsTranslator
 from unified._binary.framing import MAX_LINE_BYTES, LineFramer
 from unified._binary.jsonrpc import JsonRpcConnection, RpcError
 from unified._execute import EventStream
-from unified._internal import limits
 from unified.backends import MalformedLine
 from unified.events import ErrorEvent, Result, TextDelta, UnifiedEvent, WarningEvent
 from unified.testing import FakeAgentProcess

@@ -31,7 +31,7 @@ import anyio
 import pytest
 
 from tests.hang_guard import HANG_GUARD_S
-from unified._internal import limits
+from unified import _limits as limits
 from unified.tools import Policy, ToolCall, ToolOutcome, ToolRuntime, _protected
 from unified.tools import _shell_syntax as syntax
 from unified.tools._paths import Workspace
@@ -454,7 +454,7 @@ async def test_a_file_name_that_is_not_utf8_does_not_break_the_walk(
     """SUCCEEDED before: one such name anywhere in the workspace made glob, search, tree and list_dir
     (with ignore globs) fail for the whole workspace: `failed unexpectedly: UnicodeEncodeError` (RE2
     and pathspec's RE2 backend take UTF-8 only). Now each undecodable byte matches as one character.
-    The model reads each such byte as U+FFFD (`_internal/text.py`): as a surrogate escape the name
+    The model reads each such byte as U+FFFD (`_text.py`): as a surrogate escape the name
     failed the next request in the API client (tests/e2e/api_loop/test_lone_surrogates.py)."""
     outcome = await _one(undecodable, tool, **args)
     assert not outcome.is_error, outcome.response

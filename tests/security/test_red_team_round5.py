@@ -54,7 +54,7 @@ import anyio
 import pytest
 
 from tests.security.rules import allow_prefixes
-from unified._internal import limits
+from unified import _limits as limits
 from unified.tools import Policy, ToolCall, ToolRuntime, _shell
 from unified.tools import _shell_syntax as syntax
 from unified.tools._policy import session_rule

@@ -52,7 +52,7 @@ from pydantic import ValidationError
 
 from tests.hang_guard import HANG_GUARD_S
 from tests.security.file_tool_calls import SECRET, Call, call, error, output, outside, text_of
-from unified._internal import limits
+from unified import _limits as limits
 from unified.conversations import Conversation
 from unified.errors import CorruptSession, SessionError, SessionNotFound
 from unified.sessions import FileSessionStore, MemorySessionStore, SessionStore, StoredSession

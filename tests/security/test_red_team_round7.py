@@ -42,13 +42,13 @@ from tests.e2e.claude_code.conftest import claude_setup
 from tests.security.rules import allow_prefixes
 from tests.security.test_permission_type_confusion import Context, Wire, _gemini_handle
 from tests.security.test_red_team_round5 import _capability
+from unified import _limits as limits
 from unified._adapters.claude_code._permissions import PermissionBridge as ClaudeBridge
 from unified._adapters.claude_code._run import ClaudeRun
 from unified._adapters.claude_code._translate import StreamTranslator
 from unified._adapters.codex._approvals import ApprovalBridge
 from unified._adapters.codex._translate import AppServerTranslator
 from unified._adapters.gemini_cli._translate import AcpTranslator
-from unified._internal import limits
 from unified.events import PermissionDecision, UserInputRequest, UserInputResponse
 from unified.testing import FakeAnthropic, FunctionCall, ModelTurn
 from unified.tools import Policy, ToolCall, ToolRuntime, _safe_io

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from unified import ExecuteParams
+from unified import _limits as limits
 from unified._adapters.gemini_cli._launch import gemini_env
 from unified._execute import EventStream
-from unified._internal import limits
 from unified._redaction import REDACTED, SPLIT_HOLD_MIN, SplitGuard, redactor
 from unified.events import SessionStarted, TextDelta, Thinking, ToolProgress, ToolResult, ToolUse, UnifiedEvent
 from unified.testing._fake_acp import FakeAcp, Finish, text

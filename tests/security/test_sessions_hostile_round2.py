@@ -34,9 +34,9 @@ import pytest
 from typer.testing import CliRunner
 
 from unified import ExecuteParams
+from unified import _limits as limits
 from unified._cli import main as cli
 from unified._execute import EventStream
-from unified._internal import limits
 from unified._sessions.stores import FileSessionStore, MemorySessionStore, serialize
 from unified.errors import (
     ConfigurationError,

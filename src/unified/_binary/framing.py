@@ -13,9 +13,9 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any, cast
 
-from unified._internal import limits
-from unified._internal.text import escapes_surrogates, well_formed_json
+from unified import _limits as limits
 from unified._redaction import clip
+from unified._text import escapes_surrogates, well_formed_json
 from unified.backends import MalformedLine
 
 __all__ = ["MAX_LINE_BYTES", "LineFramer", "json_line", "parse_object"]

@@ -286,8 +286,8 @@ def _read_history(path: Path) -> Conversation:
     """A conversation file (as `unified sessions export REF` prints it; `-` reads stdin), or exit 2 with one line."""
     from pydantic import ValidationError
 
+    from unified import _limits as limits
     from unified._files import read_regular
-    from unified._internal import limits
     from unified.conversations import Conversation
 
     bound = limits.MAX_CONVERSATION_BYTES

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Iterator
 import certifi
 import httpx
 
-from unified._internal import limits
+from unified import _limits as limits
 from unified.errors import BackendError
 
 __all__ = ["CONNECT_TIMEOUT_S", "async_client", "sync_client", "tls_context"]

@@ -26,7 +26,7 @@ import sniffio
 from anyio.abc import TaskGroup
 from pydantic import BaseModel, ValidationError
 
-from unified._internal import limits
+from unified import _limits as limits
 from unified._redaction import (
     Redactor,
     SplitGuard,

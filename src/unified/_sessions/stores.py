@@ -51,11 +51,10 @@ import anyio
 import anyio.lowlevel
 import platformdirs
 
+from unified import _limits as limits
 from unified._environ import PerEnvironment
 from unified._exports import publish
 from unified._files import NotRegularFile, open_regular, write_atomically
-from unified._internal import limits
-from unified._internal.text import escapes_surrogates, well_formed_json
 from unified._redaction import clip, redact
 from unified._sessions.records import (
     SessionInfo,
@@ -65,6 +64,7 @@ from unified._sessions.records import (
     resolve_ref,
     short_id_of,
 )
+from unified._text import escapes_surrogates, well_formed_json
 from unified.errors import (
     CorruptSession,
     SessionError,
@@ -237,7 +237,7 @@ def corrupt_error(where: str, why: str) -> CorruptSession:
 def readable_json(text: str, value: Any, where: str) -> Any:
     """`value` (parsed from the JSON `text` of a record) with each lone surrogate (`"\\ud800"` escaped alone,
     which `json.loads` takes and no UTF-8 encoder writes: a hand's, another tool's) replaced by U+FFFD, as
-    unified reads every text from outside (`unified._internal.text`). Such a record made `unified sessions
+    unified reads every text from outside (`unified._text`). Such a record made `unified sessions
     list` of its backend exit 70 with UnicodeEncodeError, `export` too, and a resume end in `internal_error`.
     Only a record whose text escapes a surrogate at all is walked. CorruptSession when one is left (nested
     past the depth a walk goes)."""

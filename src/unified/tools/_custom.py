@@ -11,7 +11,7 @@ import anyio.to_thread
 from pydantic import create_model
 from pydantic_core import to_jsonable_python
 
-from unified._internal import limits
+from unified import _limits as limits
 from unified.tools._base import Params, Progress, ToolError, ToolOutput, ToolSpec, clean_schema
 
 __all__ = ["function_tool"]

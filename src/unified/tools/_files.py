@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from unified._internal import limits
+from unified import _limits as limits
 from unified.tools import _safe_io
 from unified.tools._base import InlineData, Params, Progress, ToolError, ToolOutput
 from unified.tools._ignore import Budget, BudgetSpent, IgnoreRules, WalkedFile, scan, walk_files

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pathspec
 
-from unified._internal import limits
+from unified import _limits as limits
 from unified.tools import _safe_io
 from unified.tools._base import ToolError
 from unified.tools._paths import Workspace

@@ -23,7 +23,7 @@ from mcp import Client, MCPError
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from unified._internal import limits
+from unified import _limits as limits
 from unified._redaction import Redactor, redactor, secret_values
 from unified.tools._base import InlineData, Progress, ToolError, ToolOutput, ToolSpec
 from unified.tools._mcp_transport import FaultWatch, capped_http_client, capped_stdio

@@ -40,7 +40,7 @@ from mcp.client.stdio import get_default_environment
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.message import SessionMessage
 
-from unified._internal import limits
+from unified import _limits as limits
 from unified._internal.http import EventMeter, EventTooLarge
 from unified._internal.json_head import answer_in_head
 from unified._pgroup import ProcessGroup

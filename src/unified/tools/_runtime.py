@@ -18,12 +18,12 @@ import anyio
 import anyio.to_thread
 from pydantic import ValidationError
 
+from unified import _limits as limits
 from unified._exports import publish
-from unified._internal import limits
 from unified._internal.imports import import_off_loop
 from unified._internal.models import ToolFamily
-from unified._internal.text import well_formed, well_formed_json
 from unified._redaction import Redactor, clip, redactor
+from unified._text import well_formed, well_formed_json
 from unified.errors import RunStopped
 from unified.events import (
     PermissionDecision,

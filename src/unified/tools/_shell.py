@@ -33,8 +33,8 @@ import anyio.to_thread
 from anyio.abc import Process
 from pydantic import Field
 
+from unified import _limits as limits
 from unified._files import open_regular_fd
-from unified._internal import limits
 from unified._pgroup import ProcessGroup
 from unified._redaction import Redactor, is_secret, redactor
 from unified.tools import _watchdog

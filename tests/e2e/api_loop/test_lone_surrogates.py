@@ -1,4 +1,4 @@
-"""Text no UTF-8 can carry, from the model or from the workspace, never ends a run (`_internal/text.py`).
+"""Text no UTF-8 can carry, from the model or from the workspace, never ends a run (`_text.py`).
 
 A model's JSON may hold a lone surrogate (`"\\ud83d"`: half an emoji, escaped; on purpose from a hostile
 server), and a file name that is not UTF-8 reads as surrogate escapes. Either failed the run where it was

@@ -1,6 +1,6 @@
 """A lone surrogate on the real binary's path: the model's JSON holds `"\\ud83d"` (half an emoji), node parses it
 into a lone UTF-16 unit and its JSON.stringify writes it back escaped on the ACP line. unified's events, its
-result and a consumer's `model_dump_json()` carry U+FFFD (`_internal/text.py`); before, every event holding it
+result and a consumer's `model_dump_json()` carry U+FFFD (`_text.py`); before, every event holding it
 failed to serialize. Fails on the code before."""
 
 from __future__ import annotations

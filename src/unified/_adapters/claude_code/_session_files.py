@@ -28,7 +28,7 @@ from typing import Any
 from unified._adapters.claude_code._launch import config_dir
 from unified._adapters.claude_code._options import BACKEND
 from unified._files import open_regular, write_atomically
-from unified._internal.text import loaded_well_formed
+from unified._text import loaded_well_formed
 from unified.errors import CorruptSession, SessionNotFound
 from unified.sessions import SessionInfo, SessionProblem, resolve_ref, short_id_of
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from unified._adapters.codex._options import BACKEND
 from unified._files import NotRegularFile, open_regular, write_atomically
-from unified._internal.text import loaded_well_formed
+from unified._text import loaded_well_formed
 from unified.errors import CorruptSession, SessionNotFound
 from unified.sessions import SessionInfo, SessionProblem, resolve_ref
 

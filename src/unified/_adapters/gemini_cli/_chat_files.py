@@ -45,8 +45,8 @@ from unified._files import (
     read_regular_text,
     write_atomically,
 )
-from unified._internal.text import loaded_well_formed
 from unified._redaction import clip
+from unified._text import loaded_well_formed
 from unified.errors import AmbiguousSession, CorruptSession, SessionNotFound
 from unified.events import Usage
 from unified.sessions import SHORT_ID_LENGTH, SessionInfo, resolve_ref, short_id_of

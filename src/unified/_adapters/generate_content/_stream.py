@@ -39,7 +39,7 @@ import httpx
 from google import genai
 from google.genai import _api_client, _common, errors, models, types
 
-from unified._internal.text import escapes_surrogates, well_formed_json
+from unified._text import escapes_surrogates, well_formed_json
 
 __all__ = ["WIRE_PATH", "WireRequest", "stream_chunks", "text_content_json"]
 

@@ -39,7 +39,7 @@ from typing import Any
 from google.genai import _common, types
 from pydantic import ConfigDict, TypeAdapter
 
-from unified._internal import limits
+from unified import _limits as limits
 from unified._internal.api_errors import UNFIT_ERRORS as _UNFIT
 from unified._internal.api_errors import unfit_response
 from unified.errors import BackendError

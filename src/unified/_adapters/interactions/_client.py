@@ -41,7 +41,7 @@ from unified._internal.api_errors import (
 )
 from unified._internal.genai_client import GenaiClient
 from unified._internal.retry import Failure, retrying
-from unified._internal.text import escapes_surrogates, well_formed_json
+from unified._text import escapes_surrogates, well_formed_json
 from unified.errors import BackendError, UnifiedError
 
 __all__ = [

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from unified._internal.limits import MAX_JSON_DEPTH
+from unified._limits import MAX_JSON_DEPTH
 
 __all__ = ["escapes_surrogates", "loaded_well_formed", "well_formed", "well_formed_json"]
 
