@@ -163,44 +163,11 @@ async def test_a_killed_cold_run_leaves_no_live_process_entry_and_its_session_re
     assert not any(alive(pid) for pid in processes.pids)
 
 
-async def test_cancel_during_a_shell_command_ends_its_children(workspace: Path, tmp_path: Path) -> None:
-    """The CLI runs each Bash command in a process group of its own: cancelling must end it too."""
-    fifo = tmp_path / "child.pid"
-    os.mkfifo(fifo)
-    script = f"import os, time; open({str(fifo)!r}, 'w').write(str(os.getpid())); time.sleep(300)"
-    command = f"{sys.executable} -c {script!r}"
-    turns = [
-        ModelTurn(function_calls=[FunctionCall(name="Bash", args={"command": command, "description": "wait"})]),
-        ModelTurn(text="Never reached."),
-    ]
-    processes = Processes()
-    child: list[int] = []
-
-    async def cancel_when_the_child_runs(event: UnifiedEvent, stream: EventStream) -> None:
-        if isinstance(event, ToolUse):
-            with anyio.fail_after(HANG_GUARD_S):  # the child writes its pid once it runs
-                child.append(int(await anyio.to_thread.run_sync(fifo.read_text)))
-            assert alive(child[0])
-            stream.cancel()
-
-    async with FakeAnthropic(turns) as server:
-        events = await run_claude(
-            server,
-            workspace,
-            approval_mode="yolo",
-            options={"start_process": processes},
-            on_event=cancel_when_the_child_runs,
-        )
-    assert isinstance(events[-1], Result)
-    assert events[-1].status == "cancelled"
-    assert not alive(child[0]), "the shell command's process outlived the run"
-    assert not any(alive(pid) for pid in processes.pids)
-
-
-async def test_a_killed_cli_leaves_no_shell_command_behind(workspace: Path, tmp_path: Path) -> None:
-    """A SIGKILLed CLI cannot end the Bash command it runs in a process group of its own, and the command's
-    parent (a shell of the CLI's) may be gone before anyone lists the CLI's descendants: the run ends with a
-    typed error and the command, which carries the marker of the process that started it, is ended after it."""
+@pytest.mark.parametrize("ending", ["cancel", "sigkill"])
+async def test_a_cancelled_or_killed_run_ends_its_shell_command(workspace: Path, tmp_path: Path, ending: str) -> None:
+    """The CLI runs each Bash command in a process group of its own: cancelling must end it too, and so must
+    the end of a run whose CLI was SIGKILLed (then the command's shell may be gone before anyone lists the
+    CLI's descendants: the command carries the marker of the process that started it, and is ended after it)."""
     fifo = tmp_path / "child.pid"
     os.mkfifo(fifo)
     script = f"import os, time; open({str(fifo)!r}, 'w').write(str(os.getpid())); time.sleep(600)"
@@ -212,13 +179,16 @@ async def test_a_killed_cli_leaves_no_shell_command_behind(workspace: Path, tmp_
     processes = Processes()
     child: list[int] = []
 
-    async def kill_the_cli_when_the_child_runs(event: UnifiedEvent, stream: EventStream) -> None:
+    async def end_when_the_child_runs(event: UnifiedEvent, stream: EventStream) -> None:
         if isinstance(event, ToolUse):
             with anyio.fail_after(HANG_GUARD_S):  # the child writes its pid once it runs
                 child.append(int(await anyio.to_thread.run_sync(fifo.read_text)))
             assert alive(child[0])
-            for pid in processes.pids:
-                os.kill(pid, signal.SIGKILL)
+            if ending == "cancel":
+                stream.cancel()
+            else:
+                for pid in processes.pids:
+                    os.kill(pid, signal.SIGKILL)
 
     async with FakeAnthropic(turns) as server:
         events = await run_claude(
@@ -226,14 +196,19 @@ async def test_a_killed_cli_leaves_no_shell_command_behind(workspace: Path, tmp_
             workspace,
             approval_mode="yolo",
             options={"start_process": processes},
-            on_event=kill_the_cli_when_the_child_runs,
+            on_event=end_when_the_child_runs,
         )
     assert isinstance(events[-1], Result)
-    assert events[-1].status == "error"
-    assert any(isinstance(e, ErrorEvent) for e in events)
-    with anyio.fail_after(HANG_GUARD_S):
-        while alive(child[0]):  # noqa: ASYNC110 -- polling /proc: no event tells a non-child's end
-            await anyio.sleep(0.05)
+    if ending == "cancel":
+        assert events[-1].status == "cancelled"
+        assert not alive(child[0]), "the shell command's process outlived the run"
+    else:
+        assert events[-1].status == "error"
+        assert any(isinstance(e, ErrorEvent) for e in events)
+        with anyio.fail_after(HANG_GUARD_S):
+            while alive(child[0]):  # noqa: ASYNC110 -- polling /proc: no event tells a non-child's end
+                await anyio.sleep(0.05)
+    assert not any(alive(pid) for pid in processes.pids)
 
 
 async def test_a_crash_of_the_cli_is_a_typed_error_with_its_stderr(workspace: Path, tmp_path: Path) -> None:

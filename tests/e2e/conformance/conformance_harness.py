@@ -221,7 +221,7 @@ PROVED_ELSEWHERE: Mapping[tuple[str, str], str] = {
     ("gemini-cli/stream-json", "session_resume"): f"{_GEMINI}/test_gemini_cli_resume_elsewhere.py::"
     "test_the_headless_transport_resumes_from_another_directory_too",
     ("gemini-cli/stream-json", "cancellation"): f"{_GEMINI}/test_gemini_cli_acp.py::"
-    "test_cancellation_leaves_no_process",
+    "test_a_cancelled_or_killed_run_leaves_no_process",
     ("scripted", "streaming_text"): f"{_GUARD}::test_normal_run_aggregates_messages_usage_and_ids",
     ("scripted", "thinking"): f"{_GUARD}::test_normal_run_aggregates_messages_usage_and_ids",
     ("scripted", "user_input"): f"{_GUARD}::test_a_model_s_question_reaches_the_handler_and_its_answers_go_back",
