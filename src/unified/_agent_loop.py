@@ -55,7 +55,6 @@ from unified._sessions.stores import save_announced
 from unified.backends import RunContext, RunOutcome
 from unified.errors import CorruptSession, RunStopped, UnifiedError
 from unified.events import (
-    PermissionDecision,
     SessionStarted,
     SubagentCompleted,
     SubagentStarted,
@@ -319,6 +318,14 @@ class AgentLoop:
         """The usage of the subagents of the tool round under way (the session's, once the round is kept)."""
         self._child_declarations: Declarations | None = None
         """What a subagent's requests declare (the run's, without `delegate`); None: the run offers no `delegate`."""
+        self._requests = 0
+        """Model requests of the run so far, its subagents' included (`max_requests`)."""
+        self._request_limit = (
+            self.options.max_requests if self.options.max_requests is not None else ctx.params.max_turns
+        )
+        """The run's model requests at most, its subagents' included; None: no bound on the total."""
+        self._subagents = 0
+        """Subagents the run has started (`max_subagents`)."""
 
     async def run(self) -> RunOutcome:
         params = self.params
@@ -463,6 +470,7 @@ class AgentLoop:
                     excluded_tools=params.excluded_tools,
                     user_input=self._ask_user if params.on_user_input is not None else None,
                     secrets=run_secrets(params),
+                    policy=self.options.policy,
                 )
             )
         return self._tools
@@ -516,7 +524,10 @@ class AgentLoop:
         while True:
             if max_turns is not None and self.ctx.turns >= max_turns:
                 return RunOutcome(status="max_turns", error=f"stopped after max_turns={max_turns} model requests")
+            if self._spent():
+                return RunOutcome(status="max_turns", error=self._spent_message())
             turn = await self._while_saving(unsaved, self._request)
+            self._requests += 1
             unsaved = None
             # The turn's last events (a tool turn's calls, announced when its stream ends) are in the
             # consumer's buffer: let it have them before the turn is saved and the tools start (the
@@ -559,11 +570,25 @@ class AgentLoop:
                     status="max_turns",
                     error=f"stopped after max_turns={max_turns} model requests; the last turn's calls were not run",
                 )
+            if self._spent():
+                await self._refuse(session, turn.calls, f"not run: {self._spent_message()}")
+                return RunOutcome(
+                    status="max_turns", error=f"{self._spent_message()}; the last turn's calls were not run"
+                )
             outcomes = await self._while_saving(session, functools.partial(self._run_calls, turn.calls))
             self.client.keep_tool_round(session, turn.calls, outcomes)
             session.usage = session.usage + self._delegated  # the session's usage is the run's, as `result` says
             self._delegated = Usage()
             unsaved = session  # the round is written while the next request is in flight
+
+    def _spent(self) -> bool:
+        """Whether the run has made all the model requests it may (`max_requests`), its subagents' included."""
+        return self._request_limit is not None and self._requests >= self._request_limit
+
+    def _spent_message(self) -> str:
+        limit = self._request_limit
+        named = f"max_requests={limit}" if self.options.max_requests is not None else f"max_turns={limit}"
+        return f"the run reached {named} model requests, its subagents' included"
 
     async def _request(self) -> TurnEnd:
         """One model request, asked again while nothing of it has been shown."""
@@ -606,6 +631,11 @@ class AgentLoop:
                 by_id[call.id] = _not_delegated(call, "a subagent cannot delegate (one level only)")
             elif n >= DELEGATIONS_PER_TURN:
                 by_id[call.id] = _not_delegated(call, f"at most {DELEGATIONS_PER_TURN} delegations a turn")
+            elif self._subagents >= self.options.max_subagents:
+                limit = self.options.max_subagents
+                by_id[call.id] = _not_delegated(call, f"the run has started max_subagents={limit} subagents already")
+            elif self._spent():
+                by_id[call.id] = _not_delegated(call, self._spent_message())
             else:
                 by_id[call.id] = await self._delegate(call)
         outcomes = [by_id[c.id] for c in calls]
@@ -618,22 +648,32 @@ class AgentLoop:
     async def _delegate(self, call: ToolCall) -> ToolOutcome:
         """Run a `delegate` call: a subagent works on its task in a conversation of its own, its events marked
         with the task's id, between `subagent_started` and `subagent_completed`; its final answer is the call's
-        output. The subagent's calls are each put to the run's policy, so the delegation itself is allowed."""
+        output. The delegation is decided by the run's policy as any call is (the shipped `delegate` rule allows it
+        in every mode: the subagent's own calls are each put to the policy, in the run's approval mode), so a
+        caller's deny or ask rule for `delegate` stops or asks it."""
         task, description = call.args.get("task"), call.args.get("description")
         if not isinstance(task, str) or not task.strip():
             return ToolOutcome(
                 call.id, call.name, {"error": f"{DELEGATE} needs `task`: what the subagent must do"}, True
             )
-        await self.ctx.emit(
-            PermissionDecision(
-                tool_use_id=call.id,
-                tool_name=DELEGATE,
-                decision="allow",
-                decided_by="policy",
-                rule=DELEGATE,
-                reason="a subagent's own calls are each put to the policy",
+        decision = await (await self._runtime()).decide(call)
+        await self.ctx.emit(decision)
+        if decision.stops_run:
+            raise RunStopped(
+                f"the user stopped the run at {DELEGATE} ({call.id})",
+                hint="resume the session to go on",
+                details={"tool_use_id": call.id},
             )
-        )
+        if decision.decision == "deny":
+            told = f". The user says: {decision.message}" if decision.message else ""
+            denied = {"error": f"Tool call {DELEGATE} was denied: {decision.reason}{told}"}
+            return ToolOutcome(call.id, call.name, denied, True, decision=decision)
+        if decision.input is not None:  # the user changed the task
+            task, description = decision.input.get("task"), decision.input.get("description")
+            if not isinstance(task, str) or not task.strip():
+                denied = {"error": f"Tool call {DELEGATE} was denied: the input the user gave has no `task`"}
+                return ToolOutcome(call.id, call.name, denied, True, decision=decision)
+        self._subagents += 1
         task_id = f"task-{call.id}"
         await self.ctx.emit(
             SubagentStarted(
@@ -662,8 +702,10 @@ class AgentLoop:
             SubagentCompleted(task_id=task_id, agent_name=DELEGATE, status=status, result=answer, usage=usage)
         )
         if status == "completed":
-            return ToolOutcome(call.id, call.name, {"output": answer}, False)
-        return ToolOutcome(call.id, call.name, {"error": f"the subagent ended {status}: {answer}"}, True)
+            return ToolOutcome(call.id, call.name, {"output": answer}, False, decision=decision)
+        return ToolOutcome(
+            call.id, call.name, {"error": f"the subagent ended {status}: {answer}"}, True, decision=decision
+        )
 
     async def _refuse(self, session: StoredSession, calls: list[ToolCall], message: str) -> None:
         """Answer calls that will not run, in the stream and in the history (so a resume is valid).
@@ -757,6 +799,8 @@ class _Subagent:
         while True:
             if turns >= limit:
                 return "max_turns", f"stopped after {limit} model requests"
+            if self.loop._spent():
+                return "max_turns", f"stopped after {turns} model requests: {self.loop._spent_message()}"
             turn = await retrying(
                 self._attempt,
                 classify=self.client.classify,
@@ -765,6 +809,7 @@ class _Subagent:
                 shown=lambda: self._shown > 0,
             )
             turns += 1
+            self.loop._requests += 1
             self.usage = self.usage + turn.usage
             if turn.malformed is not None:
                 malformed = streaks.botched()
