@@ -46,6 +46,7 @@ import anyio.to_thread
 from pydantic import ValidationError
 
 from unified._internal.api_options import ApiOptions
+from unified._internal.call_ids import SEPARATOR
 from unified._internal.models import ToolFamily
 from unified._internal.retry import Failure, retrying
 from unified._internal.stream import estimate_tokens
@@ -721,14 +722,16 @@ def _into_task(event: UnifiedEvent, task_id: str) -> None:
     conversation uses (the server's, or the translator's own count) never meet the run's. A prompt's
     `request_id` gets it too: the runtime names a permission prompt after its call (`permission-call_1_1`), and
     the subagent's first call has the same id as the run's first, so a caller keeping answers by request id
-    would have taken the subagent's prompt for the run's (round 9)."""
+    would have taken the subagent's prompt for the run's (round 9). The translators show no id with the
+    separator in it (`call_ids.shown_id`), so no id of the run, nor of another subagent, reads as one of this
+    subagent's (round 10)."""
     event.subagent_task_id = task_id
     event.is_subagent = True
     tool_use_id = getattr(event, "tool_use_id", None)
     if isinstance(tool_use_id, str):
-        event.tool_use_id = f"{task_id}/{tool_use_id}"  # type: ignore[union-attr]
+        event.tool_use_id = f"{task_id}{SEPARATOR}{tool_use_id}"  # type: ignore[union-attr]
     if type(event) is UserInputRequest:
-        event.request_id = f"{task_id}/{event.request_id}"
+        event.request_id = f"{task_id}{SEPARATOR}{event.request_id}"
 
 
 _Ending = tuple[Literal["completed", "failed", "max_turns"], str]

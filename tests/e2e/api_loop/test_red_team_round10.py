@@ -7,6 +7,7 @@ of its own)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from unified.events import (
     SubagentCompleted,
     SubagentStarted,
     ToolResult,
+    ToolUse,
     UnifiedEvent,
     UserInputRequest,
     UserInputResponse,
@@ -168,3 +170,48 @@ async def test_max_subagents_is_sixteen_by_default(backend: str, fake: FakeGemin
     events = await collect(params(backend, fake, workspace))
     assert len([e for e in events if isinstance(e, SubagentStarted)]) == 16
     assert "max_subagents=16" in str(answer_of(events, "d16").output)
+
+
+def tool_use_ids(events: list[UnifiedEvent]) -> list[str]:
+    return [e.tool_use_id for e in events if isinstance(e, ToolUse)]
+
+
+async def test_a_server_id_with_a_slash_is_never_a_subagent_s_id(
+    backend: str, fake: FakeGemini, workspace: Path
+) -> None:
+    """The server names a call of the run `task-d1/c1`, the id the stream gave subagent d1's call c1: two
+    tool_use of one id, each answered twice (three protocol violations). The id is shown escaped; the server
+    gets its own id back in the function response."""
+    fake.add(delegate(), read_notes("c1"), ModelTurn(text="alpha"), read_notes("task-d1/c1"), ModelTurn(text="ok"))
+    events = await collect(params(backend, fake, workspace))
+    no_violation(events)
+    ids = tool_use_ids(events)
+    assert len(ids) == len(set(ids)) == 3
+    main = [e for e in events if isinstance(e, ToolUse) and e.name == "read_file" and e.subagent_task_id is None]
+    assert [e.tool_use_id for e in main] == ["task-d1%2Fc1"]
+    assert answer_of(events, "task-d1%2Fc1").output
+    assert '"task-d1/c1"' in json.dumps(request_bodies(fake, backend)[-1])  # the server's own id, answered
+    assert result(events).final_text == "ok"
+
+
+async def test_two_subagents_calls_never_share_an_id(backend: str, fake: FakeGemini, workspace: Path) -> None:
+    """Delegations `a` and `a/b`: subagent a's call `b/c` and subagent a/b's call `c` were both `task-a/b/c`."""
+    fake.add(
+        ModelTurn(
+            function_calls=[
+                FunctionCall(name="delegate", args={"task": "one"}, id="a"),
+                FunctionCall(name="delegate", args={"task": "two"}, id="a/b"),
+            ]
+        ),
+        read_notes("b/c"),
+        ModelTurn(text="first"),
+        read_notes("c"),
+        ModelTurn(text="second"),
+        ModelTurn(text="ok"),
+    )
+    events = await collect(params(backend, fake, workspace))
+    no_violation(events)
+    ids = tool_use_ids(events)
+    assert len(ids) == len(set(ids)) == 4
+    assert [e.task_id for e in events if isinstance(e, SubagentStarted)] == ["task-a", "task-a%2Fb"]
+    assert result(events).final_text == "ok"
