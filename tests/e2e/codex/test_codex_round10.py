@@ -1,0 +1,36 @@
+"""Red team round 10 on the real pinned Codex binary: git obeys the config of a directory of plain files.
+
+A directory holding `HEAD`, `config`, `objects/` and `refs/` is a bare repository to git when a command runs
+inside it (discovery; git 2.39's default `safe.bareRepository=all`), and its `config` may name a command
+(`core.fsmonitor`) that `git grep` and `git status` run. None of those names is a protected path, so a model
+that may edit files (auto_edit, or a patch the user approved) writes them, and Codex's read-only `git grep` in
+that directory then ran the command unasked, in default mode with nobody to ask. unified's own shell sets
+`safe.bareRepository=explicit` for every command (`_shell.SHELL_SETTINGS`); Codex's commands had no such
+setting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.codex.conftest import run_codex
+from tests.security.test_red_team_round10 import plain_repository
+from unified.events import PermissionDecision
+from unified.testing import FakeOpenAI, FunctionCall, ModelTurn
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+
+@pytest.mark.parametrize("command", ["git grep hello", "git -C g grep hello"])
+async def test_a_read_only_git_command_does_not_obey_a_plain_directory_s_config(workspace: Path, command: str) -> None:
+    marker = workspace / "PWNED"
+    (workspace / "a.txt").write_text("hello\n")
+    plain_repository(workspace / "g", marker)
+    args = {"cmd": command, "workdir": str(workspace / "g")} if "-C" not in command else {"cmd": command}
+    calls = [FunctionCall(name="exec_command", args=args)]
+    async with FakeOpenAI([ModelTurn(function_calls=calls), ModelTurn(text="done")]) as server:
+        events = await run_codex(server, workspace, approval_mode="default")
+    decisions = [e for e in events if isinstance(e, PermissionDecision)]
+    assert decisions, "the command was decided"
+    assert not marker.exists(), f"{command}: git ran the command a model-written config named"

@@ -1,0 +1,67 @@
+"""Red team round 10: holes in what the policy, the read-only judgement and the agents' environments let a
+prompt-injected model do. Each case failed on the code before its fix (see the commit that added it)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from unified._adapters.claude_code._launch import claude_env
+from unified._adapters.claude_code._options import claude_code_options
+from unified._adapters.codex._launch import ENV_POLICY as CODEX_ENV_POLICY
+from unified._adapters.gemini_cli._launch import gemini_env
+from unified._binary.environment import child_env
+
+GIT = shutil.which("git")
+
+
+def plain_repository(folder: Path, marker: Path) -> None:
+    """A bare repository made of what a model may write: plain files and folders, none named `.git`, its
+    config naming a command git runs when it reads the work tree's index."""
+    (folder / "objects").mkdir(parents=True)
+    (folder / "refs").mkdir()
+    (folder / "HEAD").write_text("ref: refs/heads/main\n")
+    (folder / "config").write_text(
+        "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n"
+        f'\tfsmonitor = "touch {marker}; echo"\n'
+    )
+
+
+AGENT_ENVS: dict[str, Callable[[Path], dict[str, str]]] = {
+    "claude-code": lambda home: claude_env(claude_code_options({}), home, parent={"PATH": os.environ["PATH"]}),
+    "gemini-cli": lambda home: gemini_env(),
+    "codex": lambda home: child_env(CODEX_ENV_POLICY, parent={"PATH": os.environ["PATH"]}),
+}
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(GIT is None, reason="needs git")
+@pytest.mark.parametrize("agent", sorted(AGENT_ENVS))
+@pytest.mark.parametrize("command", [["git", "grep", "hello"], ["git", "status", "--short"], ["git", "diff"]])
+def test_an_agent_s_git_does_not_obey_a_plain_directory_s_config(
+    tmp_path: Path, agent: str, command: list[str]
+) -> None:
+    """git discovers a directory with HEAD, config, objects/ and refs/ as a bare repository when run inside it;
+    its `core.fsmonitor` ran at `git grep`/`git status`/`git diff` (commands a user's rule or Codex's read-only
+    judgement allows) in every agent binary's environment. Now the agents' environments carry
+    `safe.bareRepository=explicit`: git refuses the directory."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "a.txt").write_text("hello\n")
+    marker = tmp_path / "PWNED"
+    plain_repository(workspace / "g", marker)
+    env = AGENT_ENVS[agent](tmp_path / "home")
+    env["HOME"] = str(tmp_path / "home")  # no user git config of this machine
+    env["GIT_CONFIG_NOSYSTEM"] = "1"
+    subprocess.run(command, cwd=workspace / "g", env=env, capture_output=True, timeout=60, check=False)
+    assert not marker.exists(), f"{agent}: {' '.join(command)} ran the command a model-written config names"
+
+
+def test_a_caller_s_own_git_parameters_are_kept(tmp_path: Path) -> None:
+    env = child_env(CODEX_ENV_POLICY, extra={"GIT_CONFIG_PARAMETERS": "'core.quotepath'='off'"}, parent={})
+    assert env["GIT_CONFIG_PARAMETERS"] == "'core.quotepath'='off' 'safe.bareRepository'='explicit'"
