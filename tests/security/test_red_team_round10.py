@@ -65,3 +65,25 @@ def test_an_agent_s_git_does_not_obey_a_plain_directory_s_config(
 def test_a_caller_s_own_git_parameters_are_kept(tmp_path: Path) -> None:
     env = child_env(CODEX_ENV_POLICY, extra={"GIT_CONFIG_PARAMETERS": "'core.quotepath'='off'"}, parent={})
     assert env["GIT_CONFIG_PARAMETERS"] == "'core.quotepath'='off' 'safe.bareRepository'='explicit'"
+
+
+UP = "/".join([".."] * 24)
+
+
+@pytest.mark.parametrize(
+    ("command", "word"),
+    [
+        (f"cat a -- --/{UP}/etc/passwd", f"--/{UP}/etc/passwd"),
+        (f"grep -r root a -- --x/{UP}/etc", f"--x/{UP}/etc"),
+        (f"sed -n 1p -- a --/{UP}/etc/hostname", f"--/{UP}/etc/hostname"),
+        (f"head -n1 -- -/{UP}/etc/hostname", f"-/{UP}/etc/hostname"),
+    ],
+)
+def test_a_word_past_double_dash_is_a_path_the_read_only_check_judges(command: str, word: str) -> None:
+    """Past `--` a word starting with `--` is a file (through a folder named `--` the model made): the words
+    Codex's read-only commands are judged by (`_read_only.operands`, checked against the workspace) passed
+    over it as a long option, so `cat a -- --/../../etc/passwd` ran unasked, reading outside the workspace."""
+    from unified.tools._read_only import not_read_only, operands
+
+    assert not_read_only(command) is None  # a read, so only the outside-workspace check can ask it
+    assert word in operands(command)

@@ -16,7 +16,7 @@ import pytest
 
 from tests.e2e.codex.conftest import run_codex
 from tests.security.test_red_team_round10 import plain_repository
-from unified.events import PermissionDecision
+from unified.events import PermissionDecision, ToolUse
 from unified.testing import FakeOpenAI, FunctionCall, ModelTurn
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -34,3 +34,22 @@ async def test_a_read_only_git_command_does_not_obey_a_plain_directory_s_config(
     decisions = [e for e in events if isinstance(e, PermissionDecision)]
     assert decisions, "the command was decided"
     assert not marker.exists(), f"{command}: git ran the command a model-written config named"
+
+
+UP = "/".join([".."] * 24)
+PAST_DOUBLE_DASH = [f"cat a -- --/{UP}/etc/hostname", f"grep -r root a -- --/{UP}/etc/passwd"]
+
+
+async def test_a_read_past_double_dash_outside_the_workspace_is_asked(workspace: Path) -> None:
+    """SUCCEEDED before: with a folder named `--` in the workspace (any edit makes one), `cat a -- --/../../etc/x`
+    reads /etc/x; the word read as a long option was not judged, and Codex's parse names `a` only."""
+    (workspace / "a").write_text("foo\n")
+    (workspace / "--").mkdir()
+    calls = [FunctionCall(name="exec_command", args={"cmd": command}) for command in PAST_DOUBLE_DASH]
+    async with FakeOpenAI([ModelTurn(function_calls=calls), ModelTurn(text="done")]) as server:
+        events = await run_codex(server, workspace, approval_mode="default")
+    commands = {e.tool_use_id: str(e.input.get("cmd")) for e in events if isinstance(e, ToolUse)}
+    decided = {commands[e.tool_use_id]: e for e in events if isinstance(e, PermissionDecision)}
+    assert set(decided) == set(PAST_DOUBLE_DASH), sorted(decided)
+    for command in PAST_DOUBLE_DASH:
+        assert decided[command].decision == "deny", (command, decided[command])
