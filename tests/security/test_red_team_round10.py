@@ -87,3 +87,38 @@ def test_a_word_past_double_dash_is_a_path_the_read_only_check_judges(command: s
 
     assert not_read_only(command) is None  # a read, so only the outside-workspace check can ask it
     assert word in operands(command)
+
+
+FOLLOWING = [
+    "grep -R secret .",
+    "grep -rRn secret .",
+    "egrep --dereference-recursive secret .",
+    "rg -L secret",
+    "rg --follow secret .",
+    "fd -L key",
+    "fd --follow key .",
+    "find -L . -name id_rsa",
+    "find . -follow -name id_rsa",
+    "tree -l",
+    "tree -al .",
+    "ls -RL",
+    "ls -R --dereference",
+    "du -aL .",
+]
+
+
+@pytest.mark.parametrize("command", FOLLOWING)
+def test_a_recursion_that_follows_links_is_no_read_only_command(command: str) -> None:
+    """A repository may hold a link leading out of the workspace (`docs -> ~/.ssh`): the outside-workspace check
+    judges the paths a command names (`.`), not what a recursion meets, so `grep -R secret .` read through the
+    link unasked on codex. Following links is now an unsafe option of each program that can."""
+    from unified.tools._read_only import not_read_only
+
+    assert not_read_only(command) is not None
+
+
+@pytest.mark.parametrize("command", ["grep -rn secret .", "rg secret", "find . -name x", "ls -R", "tree -L 2"])
+def test_a_recursion_that_does_not_follow_links_is_still_a_read(command: str) -> None:
+    from unified.tools._read_only import not_read_only
+
+    assert not_read_only(command) is None

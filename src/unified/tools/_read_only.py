@@ -93,7 +93,7 @@ def _judged(program: _Program, args: list[str]) -> str | None:
     # pattern or a name, and is asked all the same.
     unsafe = _unsafe_option([arg for arg in args if arg != "--"], program.unsafe)
     if unsafe is not None:
-        return f"{unsafe} may write, delete or run a program"
+        return f"{unsafe} may write, delete, run a program or follow links out of the workspace"
     missing = [option for option in program.required if option not in args]
     if missing:
         return f"without {missing[0]}"

@@ -16,7 +16,7 @@ import pytest
 
 from tests.e2e.codex.conftest import run_codex
 from tests.security.test_red_team_round10 import plain_repository
-from unified.events import PermissionDecision, ToolUse
+from unified.events import PermissionDecision, ToolResult, ToolUse
 from unified.testing import FakeOpenAI, FunctionCall, ModelTurn
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -53,3 +53,18 @@ async def test_a_read_past_double_dash_outside_the_workspace_is_asked(workspace:
     assert set(decided) == set(PAST_DOUBLE_DASH), sorted(decided)
     for command in PAST_DOUBLE_DASH:
         assert decided[command].decision == "deny", (command, decided[command])
+
+
+async def test_a_recursive_read_through_a_link_out_of_the_workspace_is_asked(workspace: Path, tmp_path: Path) -> None:
+    """SUCCEEDED before: a link the workspace holds (a cloned repository's `docs -> ~/.ssh`) and `grep -R KEY .`
+    printed the secret unasked in default mode; `.` is in the workspace, and the recursion followed the link."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "id_key").write_text("KEY-0123456789\n")
+    (workspace / "docs").symlink_to(outside)
+    calls = [FunctionCall(name="exec_command", args={"cmd": "grep -R KEY ."})]
+    async with FakeOpenAI([ModelTurn(function_calls=calls), ModelTurn(text="done")]) as server:
+        events = await run_codex(server, workspace, approval_mode="default")
+    (decision,) = [e for e in events if isinstance(e, PermissionDecision)]
+    assert decision.decision == "deny", decision
+    assert "KEY-0123456789" not in str([e for e in events if isinstance(e, ToolResult)])
