@@ -122,3 +122,38 @@ def test_a_recursion_that_does_not_follow_links_is_still_a_read(command: str) ->
     from unified.tools._read_only import not_read_only
 
     assert not_read_only(command) is None
+
+
+ARITHMETIC_AS_TEXT = [
+    "ls 'a[$(touch PWNED)]'; echo ${x:-$[_]}",
+    "ls 'a[$(touch PWNED)]'; echo ${PWD#$[_]}",
+    "echo 'a[$(touch PWNED)]' ${x/$[_]/y}",
+    "echo 'a[$(touch PWNED)]' ${x:+$[_]}",
+    "echo 'a[$(touch PWNED)]' ${x:?$[_]}",
+    "echo 'a[$(touch PWNED)]' ${x%%$[_]}",
+    "echo 'a[$(touch PWNED)]' ${x,,$[_]}",
+    "echo 'a[$(touch PWNED)]' \"${x:-a$[_]b}\"",
+    "echo 'a[$(touch PWNED)]' ${x:-${y:-$[_]}}",
+    "ls 'a[$(touch PWNED)]'; [[ x =~ $[_] ]] && ls",
+]
+
+
+@pytest.mark.parametrize("command", ARITHMETIC_AS_TEXT)
+def test_arithmetic_the_parser_keeps_as_text_is_not_allowed(command: str) -> None:
+    """tree-sitter-bash keeps `$[..]` inside an expansion's operand or a `=~` regex as a plain word; bash
+    evaluates it, and `$[_]` evaluates the last argument of the command before, `a[$(touch PWNED)]`, which
+    runs `touch PWNED` (checked by hand with bash 5.2). A user's rule allowing `ls` and `echo` allowed each."""
+    from tests.security.rules import allow_prefixes
+    from unified.tools._policy import Decision
+
+    verdict = allow_prefixes("ls", "echo").evaluate("run_shell_command", {"command": command}, "default")
+    assert verdict.decision is not Decision.ALLOW
+
+
+@pytest.mark.parametrize("command", ["echo ${x:-a}", "echo ${x:-\\$[_]}", "echo $[1]", "echo '${x:-$[_]}'"])
+def test_an_expansion_without_arithmetic_text_is_still_allowed(command: str) -> None:
+    from tests.security.rules import allow_prefixes
+    from unified.tools._policy import Decision
+
+    verdict = allow_prefixes("ls", "echo").evaluate("run_shell_command", {"command": command}, "default")
+    assert verdict.decision is Decision.ALLOW

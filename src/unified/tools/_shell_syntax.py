@@ -70,6 +70,10 @@ _QUOTED_SUBSTITUTION = re.compile(r"\$\(|`")
 _UNPARSED_SUBSTITUTION = re.compile(r"(?<!\\)(?:\\\\)*(?:`|\$\()")
 """A substitution left inside a leaf token: tree-sitter-bash keeps `${x:-`cmd`}` and `${x#$(cmd)}`
 as plain text, but bash runs them."""
+_UNPARSED_ARITHMETIC = re.compile(r"(?<!\\)(?:\\\\)*\$\[")
+"""An arithmetic expansion left inside a leaf token: tree-sitter-bash keeps `${x:-$[_]}`, `${x/$[_]/y}` and
+`[[ x =~ $[_] ]]` as plain text, but bash evaluates it, and arithmetic evaluates the names in it: after
+`ls 'a[$(cmd)]'`, `$_` holds `a[$(cmd)]`, and `$[_]` runs cmd (round 10)."""
 _UNREAD_EXPANSION = re.compile(rb"(?<!\\)(?:\\\\)*(?:`|\$[(\[]|\$\{(?![A-Za-z_][A-Za-z0-9_]*\}))")
 """A backtick, `$(`, `$[` or a `${` other than a plain `${NAME}` left as text in an unquoted heredoc's
 body: bash runs or expands it (`${x@P}` runs the substitutions in x's value, `${x:-$(cmd)}` runs cmd),
@@ -434,6 +438,8 @@ class _Walker:
             # `x\<newline>#$(cmd)`: bash joins the lines first, so `#` is inside the word `x#$(cmd)`
             self.flag(node, "a # the parser takes for a comment, inside a word to bash")
         elif kind in _INERT:
+            if kind in _LEAVES and _UNPARSED_ARITHMETIC.search(self.text(node)):
+                self.flag(node, "arithmetic ($[..]) the parser leaves as text, which may run a command")
             if kind in _LEAVES and _UNPARSED_SUBSTITUTION.search(self.text(node)):
                 self.misparsed = True
         else:
