@@ -157,3 +157,17 @@ def test_an_expansion_without_arithmetic_text_is_still_allowed(command: str) -> 
 
     verdict = allow_prefixes("ls", "echo").evaluate("run_shell_command", {"command": command}, "default")
     assert verdict.decision is Decision.ALLOW
+
+
+COMPLETIONS = ["compgen -W '$(touch PWNED)' x", "compgen -aW '`touch PWNED`' x", "complete -W x ls"]
+
+
+@pytest.mark.parametrize("command", COMPLETIONS)
+def test_a_completion_word_list_is_code(command: str) -> None:
+    """`compgen -W LIST` expands LIST as a word, command substitutions included (bash 5.2 ran `touch PWNED`):
+    a rule allowing `compgen` (a builtin that only prints completions) allowed it."""
+    from tests.security.rules import allow_prefixes
+    from unified.tools._policy import Decision
+
+    verdict = allow_prefixes("compgen", "complete").evaluate("run_shell_command", {"command": command}, "default")
+    assert verdict.decision is not Decision.ALLOW

@@ -1584,9 +1584,10 @@ def _runs_code(reason: str) -> _Handler:
 
 
 def _completion(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
-    """`compgen`/`complete -C cmd` or `-F func` run a command to make completions."""
-    if any(w is None or (w.startswith("-") and ("C" in w or "F" in w)) for w in words[1:]):
-        walker.out.append(inv.unknown(f"{words[0]} -C/-F runs a command"))
+    """`compgen`/`complete -C cmd` or `-F func` run a command to make completions, and `-W list` expands its
+    list as bash expands a word: `compgen -W '$(cmd)' x` runs cmd (round 10)."""
+    if any(w is None or (w.startswith("-") and any(letter in w for letter in "CFW")) for w in words[1:]):
+        walker.out.append(inv.unknown(f"{words[0]} -C/-F/-W runs a command"))
         return
     walker.out.append(inv.command(words))
 
