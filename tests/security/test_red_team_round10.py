@@ -171,3 +171,33 @@ def test_a_completion_word_list_is_code(command: str) -> None:
 
     verdict = allow_prefixes("compgen", "complete").evaluate("run_shell_command", {"command": command}, "default")
     assert verdict.decision is not Decision.ALLOW
+
+
+GLUED_CONTINUATIONS = [
+    "ls 'a[$(touch PWNED)]'; echo $\\\n[_]",
+    "ls 'a[$(touch PWNED)]'; echo ${x:-$\\\n[_]}",
+    "echo ${x:-$\\\n(touch PWNED)}",
+    'echo "$\\\n[_]"',
+    "cat <<EOF\n$\\\n(touch PWNED)\nEOF",
+]
+
+
+@pytest.mark.parametrize("command", GLUED_CONTINUATIONS)
+def test_a_line_continuation_inside_a_word_is_not_allowed(command: str) -> None:
+    """bash removes a backslash-newline before it reads the line: `$\\<newline>[_]` is `$[_]`, which runs what
+    `$_` holds (bash 5.2 ran `touch` for the first three, checked by hand); tree-sitter-bash read a variable
+    named `\\<newline>` and plain text, and a rule allowing `ls`, `echo` and `cat` allowed them."""
+    from tests.security.rules import allow_prefixes
+    from unified.tools._policy import Decision
+
+    verdict = allow_prefixes("ls", "echo", "cat").evaluate("run_shell_command", {"command": command}, "default")
+    assert verdict.decision is not Decision.ALLOW
+
+
+@pytest.mark.parametrize("command", ["ls \\\n  -la", "ls -la \\\n  .", "echo 'a' \\\n 'b'"])
+def test_a_long_command_split_after_a_blank_is_still_allowed(command: str) -> None:
+    from tests.security.rules import allow_prefixes
+    from unified.tools._policy import Decision
+
+    verdict = allow_prefixes("ls", "echo").evaluate("run_shell_command", {"command": command}, "default")
+    assert verdict.decision is Decision.ALLOW

@@ -83,6 +83,11 @@ _BLANK_TO_THE_PARSER_ONLY = re.compile(rb"[\r\v\f]")
 blanks are space and tab): `echo\r/../../usr/bin/python3 -c ..` is `echo` and its arguments to the
 parser, and to bash a path through a directory named `echo\r` to python; `x\r#$(cmd)` a comment
 to the parser, a word whose substitution bash runs."""
+_GLUED_CONTINUATION = re.compile(rb"(?:^|[^\\ \t\n])(?:\\\\)*\\\n")
+r"""A line continuation glued to what comes before it: bash removes every unquoted backslash-newline before
+it reads the line, so `$\<newline>[_]` is `$[_]` (arithmetic, which runs what `$_` holds) and
+`${x:-$\<newline>(cmd)}` runs cmd; tree-sitter-bash reads a variable named `\<newline>`, or plain text.
+One after a blank (`ls \<newline>  -la`, the usual way to split a long command) is left to the parser."""
 _LEAVES = frozenset({"word", "regex", "string_content", "extglob_pattern", "heredoc_content"})
 _GLOB = re.compile(r"(?<!\\)(?:\\\\)*(?:[*?\[]|\{[^}]*(?:,|\.\.)[^}]*\})")
 """An unescaped glob character or brace expansion (`{a,b}`, `{1..3}`): the word is made at run time."""
@@ -348,6 +353,9 @@ class _Walker:
         root = tree.root_node
         if root.has_error:
             self.out.append(self.unknown(self.source, "bash syntax the parser does not understand"))
+        if _GLUED_CONTINUATION.search(self.data):
+            reason = "a line continuation inside a word, which bash joins before it reads the line"
+            self.out.append(self.unknown(self.source, reason))
         if _BLANK_TO_THE_PARSER_ONLY.search(self.data):
             reason = "a carriage return, vertical tab or form feed, which bash reads as part of a word"
             self.out.append(self.unknown(self.source, reason))
