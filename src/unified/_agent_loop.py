@@ -45,6 +45,7 @@ import anyio.lowlevel
 import anyio.to_thread
 from pydantic import ValidationError
 
+from unified._internal import limits
 from unified._internal.api_options import ApiOptions
 from unified._internal.call_ids import SEPARATOR
 from unified._internal.models import ToolFamily
@@ -617,8 +618,10 @@ class AgentLoop:
     async def _run_calls(self, calls: list[ToolCall], emit: Emit | None = None) -> list[ToolOutcome]:
         """Run one round's calls and show their results; `emit` is a subagent's (its calls may not delegate)."""
         show = emit or self.ctx.emit
-        delegated = {c.id for c in calls if c.name == DELEGATE and self._child_declarations is not None}
-        local = [c for c in calls if c.id not in delegated]
+        most = limits.MAX_CALLS_PER_TURN
+        dropped = refused(calls[most:], f"not run: a turn runs at most {most} calls; ask again for the rest")
+        delegated = {c.id for c in calls[:most] if c.name == DELEGATE and self._child_declarations is not None}
+        local = [c for c in calls[:most] if c.id not in delegated]
         if not local:
             ran: list[ToolOutcome] = []
         elif not self.options.local_tools:
@@ -626,8 +629,8 @@ class AgentLoop:
         else:
             tools = await self._runtime()
             ran = await tools.run_batch(local, EventForwarder(show))
-        by_id = {outcome.call_id: outcome for outcome in ran}
-        for n, call in enumerate(c for c in calls if c.id in delegated):
+        by_id = {outcome.call_id: outcome for outcome in [*ran, *dropped]}
+        for n, call in enumerate(c for c in calls[:most] if c.id in delegated):
             if emit is not None:
                 by_id[call.id] = _not_delegated(call, "a subagent cannot delegate (one level only)")
             elif n >= DELEGATIONS_PER_TURN:

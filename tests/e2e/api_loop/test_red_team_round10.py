@@ -14,6 +14,7 @@ import pytest
 
 from tests.e2e.api_loop.test_api_loop import collect, params, read_notes, request_bodies, result
 from tests.e2e.api_loop.test_subagents import delegate, no_violation
+from unified._internal import limits
 from unified.events import (
     PermissionDecision,
     SubagentCompleted,
@@ -214,4 +215,19 @@ async def test_two_subagents_calls_never_share_an_id(backend: str, fake: FakeGem
     ids = tool_use_ids(events)
     assert len(ids) == len(set(ids)) == 4
     assert [e.task_id for e in events if isinstance(e, SubagentStarted)] == ["task-a", "task-a%2Fb"]
+    assert result(events).final_text == "ok"
+
+
+async def test_a_turn_of_many_calls_runs_a_bounded_number(backend: str, fake: FakeGemini, workspace: Path) -> None:
+    """A turn may carry 10,000 calls, all run at once (reads need no approval), each output up to 256 Ki
+    characters, all held and sent in the next request. The loop runs MAX_CALLS_PER_TURN of them."""
+    most = limits.MAX_CALLS_PER_TURN
+    calls = [FunctionCall(name="read_file", args={"file_path": "notes.txt"}, id=f"r{n}") for n in range(most + 3)]
+    fake.add(ModelTurn(function_calls=calls), ModelTurn(text="ok"))
+    events = await collect(params(backend, fake, workspace))
+    no_violation(events)
+    answers = [e for e in events if isinstance(e, ToolResult)]
+    assert [e.tool_use_id for e in answers] == [c.id for c in calls]
+    assert not any(e.is_error for e in answers[:most])
+    assert all(e.is_error and f"at most {most} calls" in str(e.output) for e in answers[most:])
     assert result(events).final_text == "ok"
