@@ -231,3 +231,22 @@ async def test_a_turn_of_many_calls_runs_a_bounded_number(backend: str, fake: Fa
     assert not any(e.is_error for e in answers[:most])
     assert all(e.is_error and f"at most {most} calls" in str(e.output) for e in answers[most:])
     assert result(events).final_text == "ok"
+
+
+@pytest.mark.parametrize("backend", ["interactions"])  # generate-content's translator made the ids unique already
+async def test_two_calls_of_one_server_id_are_each_shown(backend: str, fake: FakeGemini, workspace: Path) -> None:
+    """The server gives a read and a write the same id: on Interactions the write ran (auto_edit) with no
+    `tool_use` of its own, shown as a second decision and result of the read (two protocol violations). Each
+    call now has an id of its own in the stream; the server gets its own id back for both."""
+    read = FunctionCall(name="read_file", args={"file_path": "notes.txt"}, id="c1")
+    write = FunctionCall(name="write_file", args={"file_path": "x.txt", "content": "pwned"}, id="c1")
+    fake.add(ModelTurn(function_calls=[read, write]), ModelTurn(text="ok"))
+    events = await collect(params(backend, fake, workspace, approval_mode="auto_edit"))
+    no_violation(events)
+    uses = [e for e in events if isinstance(e, ToolUse)]
+    assert [u.name for u in uses] == ["read_file", "write_file"]
+    assert len({u.tool_use_id for u in uses}) == 2
+    shown_write = next(u for u in uses if u.name == "write_file")
+    assert shown_write.input == write.args
+    assert answer_of(events, shown_write.tool_use_id).is_error is False
+    assert json.dumps(request_bodies(fake, backend)[-1]).count('"c1"') >= 2  # both answered by the server's id

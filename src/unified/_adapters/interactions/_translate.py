@@ -511,7 +511,7 @@ class InteractionsTranslator:
         if kind == "function_call":
             server_id = str(data.get("id") or f"call_{self.interaction_id}_{index}")
             call = FunctionCall(
-                id=shown_id(server_id),
+                id=self._unique(shown_id(server_id)),
                 name=str(data.get("name") or ""),
                 arguments=current.call_arguments(),
                 server_id=server_id,
@@ -554,6 +554,16 @@ class InteractionsTranslator:
             self.answered.add(call_id)
             out.append(_result(call_id, {"annotations": found}))
         return out
+
+    def _unique(self, call_id: str) -> str:
+        """`call_id`, or when a call of that id was shown already (the server gave two calls one id) `<id>_<n>`:
+        the second call ran with no `tool_use` of its own (a write shown as the read before it, round 10)."""
+        if call_id not in self.announced:
+            return call_id
+        n = 2
+        while f"{call_id}_{n}" in self.announced:
+            n += 1
+        return f"{call_id}_{n}"
 
     def _announce(self, call_id: str, name: str, arguments: dict[str, Any], *, server_side: bool) -> list[Signal]:
         if call_id in self.announced:
