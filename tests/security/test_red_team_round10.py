@@ -201,3 +201,14 @@ def test_a_long_command_split_after_a_blank_is_still_allowed(command: str) -> No
 
     verdict = allow_prefixes("ls", "echo").evaluate("run_shell_command", {"command": command}, "default")
     assert verdict.decision is Decision.ALLOW
+
+
+@pytest.mark.parametrize(
+    "command", ["file -f names.txt", "file -bf names.txt", "file --files-from=names.txt", "tree --fromfile names.txt"]
+)
+def test_a_reader_of_the_files_a_list_names_is_no_read_only_command(command: str) -> None:
+    """`file -f names.txt` judges each file the list names (the model may have written `~/.ssh/id_rsa` into it:
+    `OpenSSH private key`), past the outside-workspace check that sees `names.txt` only; as `wc --files0-from`."""
+    from unified.tools._read_only import not_read_only
+
+    assert not_read_only(command) is not None
