@@ -45,7 +45,9 @@ import anyio.lowlevel
 import anyio.to_thread
 from pydantic import ValidationError
 
+from unified._internal import limits
 from unified._internal.api_options import ApiOptions
+from unified._internal.call_ids import SEPARATOR
 from unified._internal.models import ToolFamily
 from unified._internal.retry import Failure, retrying
 from unified._internal.stream import estimate_tokens
@@ -55,7 +57,6 @@ from unified._sessions.stores import save_announced
 from unified.backends import RunContext, RunOutcome
 from unified.errors import CorruptSession, RunStopped, UnifiedError
 from unified.events import (
-    PermissionDecision,
     SessionStarted,
     SubagentCompleted,
     SubagentStarted,
@@ -319,6 +320,14 @@ class AgentLoop:
         """The usage of the subagents of the tool round under way (the session's, once the round is kept)."""
         self._child_declarations: Declarations | None = None
         """What a subagent's requests declare (the run's, without `delegate`); None: the run offers no `delegate`."""
+        self._requests = 0
+        """Model requests of the run so far, its subagents' included (`max_requests`)."""
+        self._request_limit = (
+            self.options.max_requests if self.options.max_requests is not None else ctx.params.max_turns
+        )
+        """The run's model requests at most, its subagents' included; None: no bound on the total."""
+        self._subagents = 0
+        """Subagents the run has started (`max_subagents`)."""
 
     async def run(self) -> RunOutcome:
         params = self.params
@@ -463,6 +472,7 @@ class AgentLoop:
                     excluded_tools=params.excluded_tools,
                     user_input=self._ask_user if params.on_user_input is not None else None,
                     secrets=run_secrets(params),
+                    policy=self.options.policy,
                 )
             )
         return self._tools
@@ -516,7 +526,10 @@ class AgentLoop:
         while True:
             if max_turns is not None and self.ctx.turns >= max_turns:
                 return RunOutcome(status="max_turns", error=f"stopped after max_turns={max_turns} model requests")
+            if self._spent():
+                return RunOutcome(status="max_turns", error=self._spent_message())
             turn = await self._while_saving(unsaved, self._request)
+            self._requests += 1
             unsaved = None
             # The turn's last events (a tool turn's calls, announced when its stream ends) are in the
             # consumer's buffer: let it have them before the turn is saved and the tools start (the
@@ -559,11 +572,25 @@ class AgentLoop:
                     status="max_turns",
                     error=f"stopped after max_turns={max_turns} model requests; the last turn's calls were not run",
                 )
+            if self._spent():
+                await self._refuse(session, turn.calls, f"not run: {self._spent_message()}")
+                return RunOutcome(
+                    status="max_turns", error=f"{self._spent_message()}; the last turn's calls were not run"
+                )
             outcomes = await self._while_saving(session, functools.partial(self._run_calls, turn.calls))
             self.client.keep_tool_round(session, turn.calls, outcomes)
             session.usage = session.usage + self._delegated  # the session's usage is the run's, as `result` says
             self._delegated = Usage()
             unsaved = session  # the round is written while the next request is in flight
+
+    def _spent(self) -> bool:
+        """Whether the run has made all the model requests it may (`max_requests`), its subagents' included."""
+        return self._request_limit is not None and self._requests >= self._request_limit
+
+    def _spent_message(self) -> str:
+        limit = self._request_limit
+        named = f"max_requests={limit}" if self.options.max_requests is not None else f"max_turns={limit}"
+        return f"the run reached {named} model requests, its subagents' included"
 
     async def _request(self) -> TurnEnd:
         """One model request, asked again while nothing of it has been shown."""
@@ -591,8 +618,10 @@ class AgentLoop:
     async def _run_calls(self, calls: list[ToolCall], emit: Emit | None = None) -> list[ToolOutcome]:
         """Run one round's calls and show their results; `emit` is a subagent's (its calls may not delegate)."""
         show = emit or self.ctx.emit
-        delegated = {c.id for c in calls if c.name == DELEGATE and self._child_declarations is not None}
-        local = [c for c in calls if c.id not in delegated]
+        most = limits.MAX_CALLS_PER_TURN
+        dropped = refused(calls[most:], f"not run: a turn runs at most {most} calls; ask again for the rest")
+        delegated = {c.id for c in calls[:most] if c.name == DELEGATE and self._child_declarations is not None}
+        local = [c for c in calls[:most] if c.id not in delegated]
         if not local:
             ran: list[ToolOutcome] = []
         elif not self.options.local_tools:
@@ -600,12 +629,17 @@ class AgentLoop:
         else:
             tools = await self._runtime()
             ran = await tools.run_batch(local, EventForwarder(show))
-        by_id = {outcome.call_id: outcome for outcome in ran}
-        for n, call in enumerate(c for c in calls if c.id in delegated):
+        by_id = {outcome.call_id: outcome for outcome in [*ran, *dropped]}
+        for n, call in enumerate(c for c in calls[:most] if c.id in delegated):
             if emit is not None:
                 by_id[call.id] = _not_delegated(call, "a subagent cannot delegate (one level only)")
             elif n >= DELEGATIONS_PER_TURN:
                 by_id[call.id] = _not_delegated(call, f"at most {DELEGATIONS_PER_TURN} delegations a turn")
+            elif self._subagents >= self.options.max_subagents:
+                limit = self.options.max_subagents
+                by_id[call.id] = _not_delegated(call, f"the run has started max_subagents={limit} subagents already")
+            elif self._spent():
+                by_id[call.id] = _not_delegated(call, self._spent_message())
             else:
                 by_id[call.id] = await self._delegate(call)
         outcomes = [by_id[c.id] for c in calls]
@@ -618,22 +652,32 @@ class AgentLoop:
     async def _delegate(self, call: ToolCall) -> ToolOutcome:
         """Run a `delegate` call: a subagent works on its task in a conversation of its own, its events marked
         with the task's id, between `subagent_started` and `subagent_completed`; its final answer is the call's
-        output. The subagent's calls are each put to the run's policy, so the delegation itself is allowed."""
+        output. The delegation is decided by the run's policy as any call is (the shipped `delegate` rule allows it
+        in every mode: the subagent's own calls are each put to the policy, in the run's approval mode), so a
+        caller's deny or ask rule for `delegate` stops or asks it."""
         task, description = call.args.get("task"), call.args.get("description")
         if not isinstance(task, str) or not task.strip():
             return ToolOutcome(
                 call.id, call.name, {"error": f"{DELEGATE} needs `task`: what the subagent must do"}, True
             )
-        await self.ctx.emit(
-            PermissionDecision(
-                tool_use_id=call.id,
-                tool_name=DELEGATE,
-                decision="allow",
-                decided_by="policy",
-                rule=DELEGATE,
-                reason="a subagent's own calls are each put to the policy",
+        decision = await (await self._runtime()).decide(call)
+        await self.ctx.emit(decision)
+        if decision.stops_run:
+            raise RunStopped(
+                f"the user stopped the run at {DELEGATE} ({call.id})",
+                hint="resume the session to go on",
+                details={"tool_use_id": call.id},
             )
-        )
+        if decision.decision == "deny":
+            told = f". The user says: {decision.message}" if decision.message else ""
+            denied = {"error": f"Tool call {DELEGATE} was denied: {decision.reason}{told}"}
+            return ToolOutcome(call.id, call.name, denied, True, decision=decision)
+        if decision.input is not None:  # the user changed the task
+            task, description = decision.input.get("task"), decision.input.get("description")
+            if not isinstance(task, str) or not task.strip():
+                denied = {"error": f"Tool call {DELEGATE} was denied: the input the user gave has no `task`"}
+                return ToolOutcome(call.id, call.name, denied, True, decision=decision)
+        self._subagents += 1
         task_id = f"task-{call.id}"
         await self.ctx.emit(
             SubagentStarted(
@@ -662,8 +706,10 @@ class AgentLoop:
             SubagentCompleted(task_id=task_id, agent_name=DELEGATE, status=status, result=answer, usage=usage)
         )
         if status == "completed":
-            return ToolOutcome(call.id, call.name, {"output": answer}, False)
-        return ToolOutcome(call.id, call.name, {"error": f"the subagent ended {status}: {answer}"}, True)
+            return ToolOutcome(call.id, call.name, {"output": answer}, False, decision=decision)
+        return ToolOutcome(
+            call.id, call.name, {"error": f"the subagent ended {status}: {answer}"}, True, decision=decision
+        )
 
     async def _refuse(self, session: StoredSession, calls: list[ToolCall], message: str) -> None:
         """Answer calls that will not run, in the stream and in the history (so a resume is valid).
@@ -679,14 +725,16 @@ def _into_task(event: UnifiedEvent, task_id: str) -> None:
     conversation uses (the server's, or the translator's own count) never meet the run's. A prompt's
     `request_id` gets it too: the runtime names a permission prompt after its call (`permission-call_1_1`), and
     the subagent's first call has the same id as the run's first, so a caller keeping answers by request id
-    would have taken the subagent's prompt for the run's (round 9)."""
+    would have taken the subagent's prompt for the run's (round 9). The translators show no id with the
+    separator in it (`call_ids.shown_id`), so no id of the run, nor of another subagent, reads as one of this
+    subagent's (round 10)."""
     event.subagent_task_id = task_id
     event.is_subagent = True
     tool_use_id = getattr(event, "tool_use_id", None)
     if isinstance(tool_use_id, str):
-        event.tool_use_id = f"{task_id}/{tool_use_id}"  # type: ignore[union-attr]
+        event.tool_use_id = f"{task_id}{SEPARATOR}{tool_use_id}"  # type: ignore[union-attr]
     if type(event) is UserInputRequest:
-        event.request_id = f"{task_id}/{event.request_id}"
+        event.request_id = f"{task_id}{SEPARATOR}{event.request_id}"
 
 
 _Ending = tuple[Literal["completed", "failed", "max_turns"], str]
@@ -757,6 +805,8 @@ class _Subagent:
         while True:
             if turns >= limit:
                 return "max_turns", f"stopped after {limit} model requests"
+            if self.loop._spent():
+                return "max_turns", f"stopped after {turns} model requests: {self.loop._spent_message()}"
             turn = await retrying(
                 self._attempt,
                 classify=self.client.classify,
@@ -765,6 +815,7 @@ class _Subagent:
                 shown=lambda: self._shown > 0,
             )
             turns += 1
+            self.loop._requests += 1
             self.usage = self.usage + turn.usage
             if turn.malformed is not None:
                 malformed = streaks.botched()

@@ -14,6 +14,7 @@ from typing import Any
 __all__ = [
     "BACKGROUND_LOG_MAX_BYTES",
     "LIST_DIR_MAX_ENTRIES",
+    "MAX_CALLS_PER_TURN",
     "MAX_CONVERSATION_BYTES",
     "MAX_CONVERSATION_VALUES",
     "MAX_EVENT_BYTES",
@@ -102,6 +103,11 @@ MAX_SHELL_COMMAND_BYTES = 120 * 1024
 """Longest shell command (UTF-8) a call may carry. bash takes the command as one argument of exec, which Linux
 refuses over 128 KiB (MAX_ARG_STRLEN): a longer one could never run. It is refused before the policy parses it
 (a 1 MB command held the event loop about 8 s there); the margin is the runtime's own lines around it."""
+
+MAX_CALLS_PER_TURN = 128
+"""Most function calls of one model turn the agent loop runs (the rest are answered "not run"): a turn may
+carry 10,000 parts, and as many reads at once (each up to `MAX_TOOL_OUTPUT_CHARS`) held 2.5 GiB and sent it
+all in the next request; 128 reads are 32 Mi characters at most."""
 
 MAX_TOOL_OUTPUT_CHARS = 256 * 1024
 """Largest output (or error) of any tool as the model reads it: secrets are replaced first, then a

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from unified._binary.environment import BASIC_ENV, EnvPolicy, cache_file, child_env
+from unified._binary.environment import BASIC_ENV, GIT_SAFETY, EnvPolicy, cache_file, child_env
 
 PARENT = {
     "PATH": "/usr/bin",
@@ -22,7 +22,7 @@ PARENT = {
 
 
 def test_without_an_allowlist_every_variable_passes() -> None:
-    assert child_env(EnvPolicy(), parent=PARENT) == PARENT
+    assert child_env(EnvPolicy(), parent=PARENT) == {**PARENT, GIT_SAFETY[0]: GIT_SAFETY[1]}
 
 
 def test_an_allowlist_passes_the_basics_and_what_the_binary_reads_only() -> None:
@@ -36,6 +36,7 @@ def test_an_allowlist_passes_the_basics_and_what_the_binary_reads_only() -> None
         "GEMINI_API_KEY": "k",
         "GEMINI_CLI_HOME": "/x",
         "EXTRA": "1",  # what the caller gave the child always passes
+        "GIT_CONFIG_PARAMETERS": "'safe.bareRepository'='explicit'",  # ours, always
     }
     assert "PATH" in BASIC_ENV
 

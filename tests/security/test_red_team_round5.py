@@ -373,9 +373,10 @@ def test_the_words_after_a_redirection_are_the_commands_in_order() -> None:
     [part] = syntax.parse("git >x a 2>y b")
     assert part.words == ("git", "a", "b")
     assert part.writes == ("x", "y")
-    [part] = syntax.parse("echo x >.bash\\\nrc")
+    # a continuation glued inside a word also makes the command unknown (round 10); the part still reads it
+    [part] = [p for p in syntax.parse("echo x >.bash\\\nrc") if p.unknown is None]
     assert part.writes == (".bashrc",)
-    [part] = syntax.parse("true </dev\\\n/tcp/h/80")
+    [part] = [p for p in syntax.parse("true </dev\\\n/tcp/h/80") if p.unknown is None]
     assert part.opens == ("/dev/tcp/h/80",)
 
 

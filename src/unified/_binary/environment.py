@@ -16,6 +16,9 @@ backend's policy names it.
 3. `home`: an isolated home, every variable of `home_vars` pointing at it (a throwaway home for a
    version probe; a per-run home for a binary whose state must not touch the user's).
 
+Then one setting of ours, whatever the sources said: git uses a bare repository only when told to
+(`GIT_SAFETY`), as unified's own shell has it (`tools._shell.SHELL_SETTINGS`).
+
 The backend adds what only it knows (a settings override, a flag in the environment) afterwards.
 """
 
@@ -33,7 +36,16 @@ import platformdirs
 from unified._environ import PerEnvironment
 from unified._files import write_atomically
 
-__all__ = ["BASIC_ENV", "EnvPolicy", "FileSignature", "cache_file", "cache_folder", "child_env", "file_signature"]
+__all__ = [
+    "BASIC_ENV",
+    "GIT_SAFETY",
+    "EnvPolicy",
+    "FileSignature",
+    "cache_file",
+    "cache_folder",
+    "child_env",
+    "file_signature",
+]
 
 BASIC_ENV = frozenset(
     {
@@ -103,6 +115,16 @@ class EnvPolicy:
         return name.startswith((*BASIC_PREFIXES, *self.allow_prefixes))
 
 
+GIT_SAFETY = ("GIT_CONFIG_PARAMETERS", "'safe.bareRepository'='explicit'")
+"""A directory holding `HEAD`, `config`, `objects/` and `refs/` is a bare repository to a git command run
+inside it, and git obeys its config: `core.fsmonitor = <command>` runs at the next `git grep` or `git status`
+there. None of those names is a protected path, so a model that may edit files could write one and have a
+command the policy allows (Codex's read-only `git grep`, a user's `git status` rule) run anything. With
+`safe.bareRepository=explicit` git uses such a directory only when named (`--git-dir`, which is asked). Given
+as command-line configuration (`GIT_CONFIG_PARAMETERS`: the only kind git honours for this setting besides
+the user's own files, and a name no CLI's secret filter drops, as Codex's `*KEY*` drops `GIT_CONFIG_KEY_0`)."""
+
+
 def child_env(
     policy: EnvPolicy,
     *,
@@ -120,6 +142,9 @@ def child_env(
     env.update(extra or {})
     if home is not None:
         env.update(dict.fromkeys(home_vars, str(home)))
+    name, setting = GIT_SAFETY
+    given = env.get(name, "").strip()
+    env[name] = f"{given} {setting}" if given and setting not in given else given or setting
     return env
 
 

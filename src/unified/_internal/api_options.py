@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from unified._auth import ApiAuth, resolve_api_auth, vertex_from_env
 from unified._exports import publish
@@ -129,11 +129,22 @@ class ApiOptions(BackendOptions):
     loop_threshold: int = Field(default=4, ge=2)
     """The same call with the same arguments this many turns in a row is a runaway loop."""
     local_tools: bool = True
+    policy: Any = Field(default=None, repr=False, exclude=True)
+    """The permission policy deciding every local tool call, `delegate` included (a `unified.tools.Policy`, as
+    the claude-code backend takes; None: the shipped one, `Policy.default()`). A user's deny rule for `delegate`
+    is how a caller forbids subagents by policy (`excluded_tools` does it by not offering the tool)."""
     subagents: bool = True
     """With `local_tools`, offer the model a `delegate` tool that hands a self-contained task to a subagent: a
     new conversation of the same model with the same tools and policy, whose events carry its task's id and
     whose final answer is the call's result (docs/backends/api-loop.md, "Subagents"), as the agent binaries
     offer theirs. False: one declaration less in every request."""
+    max_subagents: int = Field(default=16, ge=0)
+    """Subagents one run may start (`delegate` calls that ran); a later call is answered "not run". Each may make
+    up to `max_turns` (50 when unset) model requests, so this bounds what delegation can multiply."""
+    max_requests: int | None = Field(default=None, ge=1)
+    """The run's model requests in all, its subagents' included (None: the run's `max_turns` when it sets one,
+    else no bound but `max_turns`' and each subagent's). Reached, the run ends `max_turns` saying so; a subagent
+    that reaches it ends `max_turns`, and its run with it."""
     google_search: bool = False
     url_context: bool = False
     code_execution: bool = False
@@ -150,6 +161,18 @@ class ApiOptions(BackendOptions):
     tool_checks: Literal["error", "warn"] = "error"
     """`warn`: a tool combination `api_tools.toml` says the API refuses is sent anyway, with a warning
     (for when the documentation lags behind the models)."""
+
+    @field_validator("policy")
+    @classmethod
+    def _a_policy(cls, value: Any) -> Any:
+        """A `Policy` or None; `unified.tools` (~0.2 s to import) is loaded only when a policy is given."""
+        if value is None:
+            return None
+        from unified.tools import Policy
+
+        if not isinstance(value, Policy):
+            raise ValueError(f"policy must be a unified.tools.Policy (got {type(value).__name__})")
+        return value
 
     @property
     def google_tools(self) -> tuple[str, ...]:

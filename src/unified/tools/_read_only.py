@@ -93,7 +93,7 @@ def _judged(program: _Program, args: list[str]) -> str | None:
     # pattern or a name, and is asked all the same.
     unsafe = _unsafe_option([arg for arg in args if arg != "--"], program.unsafe)
     if unsafe is not None:
-        return f"{unsafe} may write, delete or run a program"
+        return f"{unsafe} may write, delete, run a program or follow links out of the workspace"
     missing = [option for option in program.required if option not in args]
     if missing:
         return f"without {missing[0]}"
@@ -108,14 +108,19 @@ def operands(command: str) -> list[str]:
     """Every word of `command`'s commands that may name a path it reads, as written (relative to its
     directory): each argument, and an option's attached value (`--file=x`, `-fx`). Many are patterns
     and not paths at all; judged as paths they only make a command that reads outside its directory
-    asked, as Codex's parse names one path of `grep -r x a /etc/passwd` (`a`) and left the rest unasked."""
+    asked, as Codex's parse names one path of `grep -r x a /etc/passwd` (`a`) and left the rest unasked.
+    Past a `--` every word is an operand as written: `cat a -- --/../../etc/passwd` reads /etc/passwd through
+    a folder named `--` the model made, and the word, read as a long option, was passed over."""
     found: list[str] = []
     for part in _shell_syntax.parse(command):
+        ended = False
         for word in part.words[1:]:
             if word is None:
                 continue
-            if not word.startswith("-"):
+            if ended or not word.startswith("-"):
                 found.append(word)
+            elif word == "--":
+                ended = True
             elif "=" in word:
                 found.append(word.split("=", 1)[1])
             elif not word.startswith("--") and len(word) > 2:

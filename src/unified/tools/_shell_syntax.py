@@ -70,6 +70,10 @@ _QUOTED_SUBSTITUTION = re.compile(r"\$\(|`")
 _UNPARSED_SUBSTITUTION = re.compile(r"(?<!\\)(?:\\\\)*(?:`|\$\()")
 """A substitution left inside a leaf token: tree-sitter-bash keeps `${x:-`cmd`}` and `${x#$(cmd)}`
 as plain text, but bash runs them."""
+_UNPARSED_ARITHMETIC = re.compile(r"(?<!\\)(?:\\\\)*\$\[")
+"""An arithmetic expansion left inside a leaf token: tree-sitter-bash keeps `${x:-$[_]}`, `${x/$[_]/y}` and
+`[[ x =~ $[_] ]]` as plain text, but bash evaluates it, and arithmetic evaluates the names in it: after
+`ls 'a[$(cmd)]'`, `$_` holds `a[$(cmd)]`, and `$[_]` runs cmd (round 10)."""
 _UNREAD_EXPANSION = re.compile(rb"(?<!\\)(?:\\\\)*(?:`|\$[(\[]|\$\{(?![A-Za-z_][A-Za-z0-9_]*\}))")
 """A backtick, `$(`, `$[` or a `${` other than a plain `${NAME}` left as text in an unquoted heredoc's
 body: bash runs or expands it (`${x@P}` runs the substitutions in x's value, `${x:-$(cmd)}` runs cmd),
@@ -79,6 +83,11 @@ _BLANK_TO_THE_PARSER_ONLY = re.compile(rb"[\r\v\f]")
 blanks are space and tab): `echo\r/../../usr/bin/python3 -c ..` is `echo` and its arguments to the
 parser, and to bash a path through a directory named `echo\r` to python; `x\r#$(cmd)` a comment
 to the parser, a word whose substitution bash runs."""
+_GLUED_CONTINUATION = re.compile(rb"(?:^|[^\\ \t\n])(?:\\\\)*\\\n")
+r"""A line continuation glued to what comes before it: bash removes every unquoted backslash-newline before
+it reads the line, so `$\<newline>[_]` is `$[_]` (arithmetic, which runs what `$_` holds) and
+`${x:-$\<newline>(cmd)}` runs cmd; tree-sitter-bash reads a variable named `\<newline>`, or plain text.
+One after a blank (`ls \<newline>  -la`, the usual way to split a long command) is left to the parser."""
 _LEAVES = frozenset({"word", "regex", "string_content", "extglob_pattern", "heredoc_content"})
 _GLOB = re.compile(r"(?<!\\)(?:\\\\)*(?:[*?\[]|\{[^}]*(?:,|\.\.)[^}]*\})")
 """An unescaped glob character or brace expansion (`{a,b}`, `{1..3}`): the word is made at run time."""
@@ -344,6 +353,9 @@ class _Walker:
         root = tree.root_node
         if root.has_error:
             self.out.append(self.unknown(self.source, "bash syntax the parser does not understand"))
+        if _GLUED_CONTINUATION.search(self.data):
+            reason = "a line continuation inside a word, which bash joins before it reads the line"
+            self.out.append(self.unknown(self.source, reason))
         if _BLANK_TO_THE_PARSER_ONLY.search(self.data):
             reason = "a carriage return, vertical tab or form feed, which bash reads as part of a word"
             self.out.append(self.unknown(self.source, reason))
@@ -434,6 +446,8 @@ class _Walker:
             # `x\<newline>#$(cmd)`: bash joins the lines first, so `#` is inside the word `x#$(cmd)`
             self.flag(node, "a # the parser takes for a comment, inside a word to bash")
         elif kind in _INERT:
+            if kind in _LEAVES and _UNPARSED_ARITHMETIC.search(self.text(node)):
+                self.flag(node, "arithmetic ($[..]) the parser leaves as text, which may run a command")
             if kind in _LEAVES and _UNPARSED_SUBSTITUTION.search(self.text(node)):
                 self.misparsed = True
         else:
@@ -1578,9 +1592,10 @@ def _runs_code(reason: str) -> _Handler:
 
 
 def _completion(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
-    """`compgen`/`complete -C cmd` or `-F func` run a command to make completions."""
-    if any(w is None or (w.startswith("-") and ("C" in w or "F" in w)) for w in words[1:]):
-        walker.out.append(inv.unknown(f"{words[0]} -C/-F runs a command"))
+    """`compgen`/`complete -C cmd` or `-F func` run a command to make completions, and `-W list` expands its
+    list as bash expands a word: `compgen -W '$(cmd)' x` runs cmd (round 10)."""
+    if any(w is None or (w.startswith("-") and any(letter in w for letter in "CFW")) for w in words[1:]):
+        walker.out.append(inv.unknown(f"{words[0]} -C/-F/-W runs a command"))
         return
     walker.out.append(inv.command(words))
 

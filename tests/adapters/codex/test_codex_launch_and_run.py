@@ -78,7 +78,8 @@ def test_the_environment_is_an_allowlist(tmp_path: Path) -> None:
         "MY_PROJECT_SETTING": "1",
     }
     child = launch(tmp_path, env, options={"env": {"GIVEN": "yes"}}).env
-    assert set(child) == {"PATH", "HOME", "LANG", "HTTPS_PROXY", "GIVEN", "CODEX_HOME"}  # the key goes by login
+    expected = {"PATH", "HOME", "LANG", "HTTPS_PROXY", "GIVEN", "CODEX_HOME", "GIT_CONFIG_PARAMETERS"}
+    assert set(child) == expected  # the key goes by login
     assert ENV_POLICY.admits("SSL_CERT_FILE")
     assert not ENV_POLICY.admits("UNIFIED_SESSION_STORE_URL")
 

@@ -3,11 +3,12 @@
 The CLI asks the client (`can_use_tool`) only for calls its own rules do not settle; in its
 default mode it runs read-only Bash and in-cwd reads without asking. So the backend makes it ask
 for every call that can change anything, or read anything, with a `permissions.ask` rule per tool
-in the `--settings` it starts with (`ASKED`): the caller's policy then decides each one. The tools
-left out only inspect the CLI's own state (`ToolSearch`, `ListAgents`, `CronList`, ...) or start a
-subagent (`Agent`, whose every call is asked in turn); the CLI runs those itself and the backend
-reports `decided_by="backend"`. `AskUserQuestion` is asked too:
-its "permission" request is how the CLI hands the model's question to the client.
+in the `--settings` it starts with (`ASKED`): the caller's policy then decides each one. The subagent
+tool (`Agent`, `invoke_agent` to the policy) is asked too: the shipped rule allows it in every mode (its
+subagent's every call is asked in turn), and a caller's rule denying or asking for it must be heard (round
+10: the CLI ran it unasked). The tools left out only inspect the CLI's own state (`ToolSearch`,
+`ListAgents`, `CronList`, ...); the CLI runs those itself and the backend reports `decided_by="backend"`.
+`AskUserQuestion` is asked too: its "permission" request is how the CLI hands the model's question to the client.
 
 For the policy (`unified.tools.Policy`, whose rules name unified's tools), each Claude tool maps
 to the unified tool of the same effect (`Bash` is `run_shell_command`, `Write` is `write_file`,
@@ -36,6 +37,7 @@ AGENT_TOOLS = frozenset({"Agent", "Task"})
 
 ASKED: tuple[str, ...] = (
     QUESTION_TOOL,
+    "Agent",
     "Bash",
     "BashOutput",
     "KillShell",

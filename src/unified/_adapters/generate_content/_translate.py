@@ -42,6 +42,7 @@ from pydantic import ConfigDict, TypeAdapter
 from unified import _limits as limits
 from unified._internal.api_errors import UNFIT_ERRORS as _UNFIT
 from unified._internal.api_errors import unfit_response
+from unified._internal.call_ids import shown_id
 from unified.errors import BackendError
 from unified.events import (
     ErrorEvent,
@@ -375,6 +376,7 @@ class GenerateContentTranslator:
     def _new_id(self, prefix: str, wanted: str | None = None) -> str:
         """`wanted` (the model's id), or `prefix`_turn_n, made unique in the run by a number."""
         taken = self.taken_ids
+        wanted = shown_id(wanted) if wanted else wanted  # the model's id stays in the history (`call_id`)
         candidate = wanted
         if not candidate:
             self._count += 1

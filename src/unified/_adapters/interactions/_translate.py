@@ -28,6 +28,7 @@ from typing import Any
 from unified import _limits as limits
 from unified._internal.api_errors import UNFIT_ERRORS as _UNFIT
 from unified._internal.api_errors import unfit_response
+from unified._internal.call_ids import shown_id
 from unified._redaction import clip
 from unified.errors import BackendError
 from unified.events import (
@@ -114,8 +115,11 @@ class FunctionCall:
     """A client-side call the loop must run before the interaction can continue."""
 
     id: str
+    """As the stream shows it (`call_ids.shown_id`)."""
     name: str
     arguments: dict[str, Any]
+    server_id: str = field(default="", compare=False)
+    """The id the server gave it, which its `function_result` must carry ("": `id`); the same call whatever it is."""
 
 
 @dataclass(frozen=True)
@@ -505,10 +509,12 @@ class InteractionsTranslator:
         if kind == "thought" and data.get("signature"):
             return [_thinking(text="", replace=False, signature=str(data["signature"]))]
         if kind == "function_call":
+            server_id = str(data.get("id") or f"call_{self.interaction_id}_{index}")
             call = FunctionCall(
-                id=str(data.get("id") or f"call_{self.interaction_id}_{index}"),
+                id=self._unique(shown_id(server_id)),
                 name=str(data.get("name") or ""),
                 arguments=current.call_arguments(),
+                server_id=server_id,
             )
             self.calls.append(call)
             return [*self._announce(call.id, call.name, call.arguments, server_side=False), call]
@@ -517,10 +523,10 @@ class InteractionsTranslator:
         if kind in _CLIENT_STEPS:
             return []
         if kind.endswith("_call"):
-            call_id = str(data.get("id") or f"{kind}_{self.interaction_id}_{index}")
+            call_id = shown_id(str(data.get("id") or f"{kind}_{self.interaction_id}_{index}"))
             return self._announce(call_id, server_tool_name(data), _server_input(data), server_side=True)
         if kind.endswith("_result"):
-            call_id = str(data.get("call_id") or data.get("id") or f"{kind}_{self.interaction_id}_{index}")
+            call_id = shown_id(str(data.get("call_id") or data.get("id") or f"{kind}_{self.interaction_id}_{index}"))
             if call_id in self.answered:
                 return []
             out: list[Signal] = []
@@ -548,6 +554,16 @@ class InteractionsTranslator:
             self.answered.add(call_id)
             out.append(_result(call_id, {"annotations": found}))
         return out
+
+    def _unique(self, call_id: str) -> str:
+        """`call_id`, or when a call of that id was shown already (the server gave two calls one id) `<id>_<n>`:
+        the second call ran with no `tool_use` of its own (a write shown as the read before it, round 10)."""
+        if call_id not in self.announced:
+            return call_id
+        n = 2
+        while f"{call_id}_{n}" in self.announced:
+            n += 1
+        return f"{call_id}_{n}"
 
     def _announce(self, call_id: str, name: str, arguments: dict[str, Any], *, server_side: bool) -> list[Signal]:
         if call_id in self.announced:

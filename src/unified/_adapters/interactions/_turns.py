@@ -118,6 +118,8 @@ class InteractionsTurns:
         self._events = _TurnEvents()
         self.client = InteractionsClient(options, warn=self._events.warn)
         self.translator = InteractionsTranslator()
+        self._server_ids: dict[str, str] = {}
+        """The last turn's calls: the server's id of each by the id the stream shows (`call_ids.shown_id`)."""
         self.seen: set[str] = set()
         self.failure: StreamFailure | None = None
         self.task_id: str | None = None
@@ -220,7 +222,9 @@ class InteractionsTurns:
         self.continuation = self.translator.continuation_token if turn.continues else None
 
     def keep_tool_round(self, session: StoredSession, calls: list[ToolCall], outcomes: list[ToolOutcome]) -> None:
-        results = [_function_result(outcome) for outcome in outcomes]
+        results = [
+            _function_result(outcome, self._server_ids.get(outcome.call_id, outcome.call_id)) for outcome in outcomes
+        ]
         if self.store_mode:
             self.pending = results
             session.state["pending"] = results
@@ -261,6 +265,7 @@ class InteractionsTurns:
             calls = list(self.translator.calls)
             if calls:
                 end.calls = [ToolCall(call.id, call.name, call.arguments) for call in calls]
+                self._server_ids = {call.id: call.server_id or call.id for call in calls}
             else:
                 end.malformed = "the interaction requires action but asked for no function call"
         elif status == "completed":
@@ -463,8 +468,9 @@ def tool_choice(options: InteractionsOptions) -> str | dict[str, Any] | None:
     return calling.mode
 
 
-def _function_result(outcome: ToolOutcome) -> dict[str, Any]:
-    """A tool outcome as a `function_result` input step; attached media go beside the JSON response."""
+def _function_result(outcome: ToolOutcome, call_id: str) -> dict[str, Any]:
+    """A tool outcome as a `function_result` input step (`call_id`: the server's id of the call, which the stream
+    may show escaped: `call_ids.shown_id`); attached media go beside the JSON response."""
     result: Any = outcome.response
     if outcome.inline_data:
         result = [{"type": "text", "text": json.dumps(outcome.response, ensure_ascii=False)}]
@@ -474,7 +480,7 @@ def _function_result(outcome: ToolOutcome) -> dict[str, Any]:
         ]
     item: dict[str, Any] = {
         "type": "function_result",
-        "call_id": outcome.call_id,
+        "call_id": call_id,
         "name": outcome.name,
         "result": result,
     }
