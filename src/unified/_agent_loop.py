@@ -45,7 +45,7 @@ import anyio.lowlevel
 import anyio.to_thread
 from pydantic import ValidationError
 
-from unified._internal import limits
+from unified import _limits as limits
 from unified._internal.api_options import ApiOptions
 from unified._internal.call_ids import SEPARATOR
 from unified._internal.models import ToolFamily
@@ -322,10 +322,9 @@ class AgentLoop:
         """What a subagent's requests declare (the run's, without `delegate`); None: the run offers no `delegate`."""
         self._requests = 0
         """Model requests of the run so far, its subagents' included (`max_requests`)."""
-        self._request_limit = (
-            self.options.max_requests if self.options.max_requests is not None else ctx.params.max_turns
-        )
-        """The run's model requests at most, its subagents' included; None: no bound on the total."""
+        self._request_limit = self.options.max_requests
+        """The run's model requests at most, its subagents' included; None: no bound on the total (the run's own
+        requests are `max_turns`', each subagent's its own `max_turns`, and `max_subagents` bounds how many)."""
         self._subagents = 0
         """Subagents the run has started (`max_subagents`)."""
 
@@ -588,9 +587,7 @@ class AgentLoop:
         return self._request_limit is not None and self._requests >= self._request_limit
 
     def _spent_message(self) -> str:
-        limit = self._request_limit
-        named = f"max_requests={limit}" if self.options.max_requests is not None else f"max_turns={limit}"
-        return f"the run reached {named} model requests, its subagents' included"
+        return f"the run reached max_requests={self._request_limit} model requests, its subagents' included"
 
     async def _request(self) -> TurnEnd:
         """One model request, asked again while nothing of it has been shown."""

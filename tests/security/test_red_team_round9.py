@@ -185,12 +185,12 @@ async def test_no_more_than_the_bound_of_delegations_run_from_one_turn(
 
 @pytest.mark.e2e
 async def test_a_subagent_keeps_the_run_s_max_turns(backend: str, fake: FakeGemini, workspace: Path) -> None:
-    """Pin: with `max_turns=2` a subagent that keeps calling tools stops after two requests of its own (the run's
-    total, `max_requests`, is the run's max_turns unless set: round 10; set higher here)."""
+    """Pin: with `max_turns=2` a subagent that keeps calling tools stops after two requests of its own; the run's
+    own two requests are its own too (`max_turns` counts the main agent's turns, as on every backend)."""
     read = FunctionCall(name="read_file", args={"file_path": "notes.txt"})
     fake.add(ModelTurn(function_calls=[_delegate("loop")]))
     fake.add(ModelTurn(function_calls=[read]), ModelTurn(function_calls=[read]), ModelTurn(text="ok"))
-    events = await collect(params(backend, fake, workspace, max_turns=2, backend_options={"max_requests": 10}))
+    events = await collect(params(backend, fake, workspace, max_turns=2))
     done = next(e for e in events if isinstance(e, SubagentCompleted))
     assert done.status == "max_turns"
     assert len(request_bodies(fake, backend)) == 4

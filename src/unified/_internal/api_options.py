@@ -142,9 +142,10 @@ class ApiOptions(BackendOptions):
     """Subagents one run may start (`delegate` calls that ran); a later call is answered "not run". Each may make
     up to `max_turns` (50 when unset) model requests, so this bounds what delegation can multiply."""
     max_requests: int | None = Field(default=None, ge=1)
-    """The run's model requests in all, its subagents' included (None: the run's `max_turns` when it sets one,
-    else no bound but `max_turns`' and each subagent's). Reached, the run ends `max_turns` saying so; a subagent
-    that reaches it ends `max_turns`, and its run with it."""
+    """The run's model requests in all, its subagents' included (None: no bound on the total; `max_turns` bounds
+    the run's own requests and each subagent's, as it counts the main agent's turns on every backend, and
+    `max_subagents` how many subagents there are). Reached, the run ends `max_turns` saying so; a subagent that
+    reaches it ends `max_turns`, and its run with it."""
     google_search: bool = False
     url_context: bool = False
     code_execution: bool = False
