@@ -3,10 +3,14 @@ measured against FakeGemini by the conformance suite (tests/e2e/conformance, col
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.adapters.gemini_cli.test_gemini_cli_chat_records import READ_ID, SESSION, call, chat_file, line, message
+from unified._adapters.gemini_cli import _stream_json
+from unified._adapters.gemini_cli._chat_records import ChatRecords
 from unified._adapters.gemini_cli._outcome import error_from_result
 from unified._adapters.gemini_cli._stream_json import StreamJsonTranslator
 from unified.events import PermissionDecision, ToolResult, ToolUse
@@ -61,6 +65,30 @@ def test_every_call_gets_one_permission_decision_before_its_result() -> None:
     assert [d.tool_name for d in decisions] == ["read_file", "list_directory", "write_file", "write_file"]
     assert "no tool named 'write_file'" in (decisions[2].reason or "")
     assert "policy denied it" in (decisions[3].reason or "")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_successful_call_s_output_is_what_the_model_read_from_the_chat_file(
+    anyio_backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """0.61's stream-json `tool_result` of a read is `output: ""` (its display) while the model read the file:
+    the chat file's function response replaces it, as over ACP. With no record (no chat file) the display stays,
+    after the grace (shrunk here). Before, every read's output was empty, every listing's and edit's null."""
+    monkeypatch.setattr(_stream_json, "RECORD_GRACE_S", 0.01)
+    path = chat_file(tmp_path)
+    chat = ChatRecords(tmp_path / ".gemini", SESSION)
+    chat.start()
+    with path.open("ab") as handle:
+        handle.write(line(message(call(READ_ID, "success", {"output": "alpha\nbeta\n"}, file_path="notes.txt"))))
+    translator = StreamJsonTranslator()
+    translator.event({"type": "tool_use", "tool_name": "read_file", "tool_id": READ_ID, "parameters": {}})
+    shown = translator.event({"type": "tool_result", "tool_id": READ_ID, "status": "success", "output": ""})[-1]
+    assert isinstance(shown, ToolResult)
+    read = await _stream_json._as_the_model_read_it(chat, shown)
+    assert (read.output, read.is_error) == ("alpha\nbeta\n", False)
+    unrecorded = shown.model_copy(update={"tool_use_id": "list_directory__list_directory_1_1", "output": None})
+    assert await _stream_json._as_the_model_read_it(chat, unrecorded) == unrecorded
 
 
 QUOTA = "[API Error: Resource has been exhausted (e.g. check quota).\nSuggested retry after 3600s.]"

@@ -323,10 +323,7 @@ SCENARIOS: tuple[Scenario, ...] = (
             Texts(
                 "tool_output",
                 ("alpha\nbeta\n", "gamma\n"),
-                {
-                    "claude-code": ("read_output", (CLAUDE_READ["notes.txt"], CLAUDE_READ["more.txt"])),
-                    SJ: ("display_output", ("", "")),
-                },
+                {"claude-code": ("read_output", (CLAUDE_READ["notes.txt"], CLAUDE_READ["more.txt"]))},
             ),
         ),
     ),
@@ -665,11 +662,14 @@ SCENARIOS: tuple[Scenario, ...] = (
                 "tool_output",
                 ("Directory listing for .:\nmore.txt\nnotes.txt\nvictim.txt",),
                 {
-                    "gemini-cli": (
-                        "list_directory_output",
+                    **dict.fromkeys(
+                        ("gemini-cli", SJ),
                         (
-                            "Directory listing for {cwd}:\n"
-                            "more.txt (6 bytes)\nnotes.txt (11 bytes)\nvictim.txt (7 bytes)",
+                            "list_directory_output",
+                            (
+                                "Directory listing for {cwd}:\n"
+                                "more.txt (6 bytes)\nnotes.txt (11 bytes)\nvictim.txt (7 bytes)",
+                            ),
                         ),
                     ),
                     "claude-code": (
@@ -677,7 +677,6 @@ SCENARIOS: tuple[Scenario, ...] = (
                         ("<tool_use_error>Error: No such tool available: list_directory</tool_use_error>",),
                     ),
                     "codex": ("list_directory_output", ("more.txt\nnotes.txt\nvictim.txt\n",)),
-                    SJ: ("display_output", (None,)),
                 },
             ),
         ),
@@ -713,11 +712,14 @@ SCENARIOS: tuple[Scenario, ...] = (
                 "tool_output",
                 ("Invalid parameters provided to replace. Reason: instruction: Extra inputs are not permitted",),
                 {
-                    "gemini-cli": (
-                        "replace_parameters",
+                    **dict.fromkeys(
+                        ("gemini-cli", SJ),
                         (
-                            "Successfully modified file: {cwd}/notes.txt (1 replacements). Here is the updated code:\n"
-                            "ALPHA\nbeta\n",
+                            "replace_parameters",
+                            (
+                                "Successfully modified file: {cwd}/notes.txt (1 replacements). "
+                                "Here is the updated code:\nALPHA\nbeta\n",
+                            ),
                         ),
                     ),
                     "claude-code": (
@@ -728,7 +730,6 @@ SCENARIOS: tuple[Scenario, ...] = (
                         ),
                     ),
                     "codex": ("unknown_tools", ()),
-                    SJ: ("display_output", (None,)),
                 },
             ),
         ),

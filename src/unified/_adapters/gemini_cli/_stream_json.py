@@ -1,5 +1,10 @@
 """The fallback transport: `gemini -p "" --output-format stream-json`, one process per run, the prompt on its stdin.
 
+A call's `tool_result` there carries the CLI's display of it (0.61: an empty string for a read, nothing for a
+listing or an edit), not what the model read: a successful call's output is taken from the session's chat file,
+which has it a few milliseconds later (as over ACP: `_chat_records.py`), or stays the display after
+`RECORD_GRACE_S`.
+
 For CLIs (or environments) without ACP. What it loses against ACP: thoughts, permission prompts
 (the approval mode alone decides; in `default` mode writes and shell are simply not registered),
 the `ask_user` tool, subagent detail (only the `invoke_agent` call and an output-less result),
@@ -18,7 +23,7 @@ from typing import Any
 import anyio
 
 from unified._adapters.gemini_cli._chat_files import ChatFiles, ResumeGuard, gemini_home
-from unified._adapters.gemini_cli._chat_records import ChatRecords
+from unified._adapters.gemini_cli._chat_records import ChatRecords, tool_response
 from unified._adapters.gemini_cli._launch import Launch, start_gemini
 from unified._adapters.gemini_cli._outcome import DEFAULT_BASE_URL, error_from_exit, error_from_result
 from unified._adapters.gemini_cli._relocate import SESSION_ID, session_lease
@@ -56,6 +61,10 @@ ECHO_MAX_BYTES = 65_536 - 128
 stream-json` survives: measured with 0.61, once that line is over 64 KiB the CLI ends (exit 0) right after it, with
 no answer and no `result` (a prompt of 65,300 `x` ran, 65,500 did not; of 32,700 `é` ran, 32,800 did not; over ACP
 both run). A longer prompt is refused before the run starts, naming the transport that takes it."""
+
+RECORD_GRACE_S = 1.0
+"""How long a successful call's `tool_result` waits for the chat file's record of what the model read."""
+RECORD_POLL_S = 0.05
 
 STREAM_JSON_COLUMN = "gemini-cli/stream-json"
 """The capability matrix's column for this transport: what it loses is declared there."""
@@ -342,6 +351,8 @@ async def _handle_line(
         await ctx.emit(WarningEvent(code="malformed_line", message=f"ignored a line: {data}"))
         return
     for item in translator.event(data):
+        if isinstance(item, ToolResult) and not item.is_error and folding.chat is not None:
+            item = await _as_the_model_read_it(folding.chat, item)
         if isinstance(item, TextDelta) and item.subagent_task_id is None:
             await _emit(ctx, folding.text(item), data)
             continue
@@ -353,6 +364,22 @@ async def _handle_line(
         else:
             item.native = ctx.native(data)
             await ctx.emit(item)
+
+
+async def _as_the_model_read_it(chat: ChatRecords, result: ToolResult) -> ToolResult:
+    """A successful call's result with the function response the chat file recorded for it (what the model read)
+    in place of the CLI's display; as it came when no record comes in time (no chat file, an unreadable one).
+    A failed call's output is already its error's text, which the model read."""
+    record = chat.lookup(result.tool_use_id, rescan=True)
+    with anyio.move_on_after(RECORD_GRACE_S):
+        while record is None:
+            await anyio.sleep(RECORD_POLL_S)
+            record = chat.lookup(result.tool_use_id)
+    answer = tool_response(record) if record is not None else None
+    if answer is None:
+        return result
+    output, is_error = answer
+    return ToolResult.model_validate({**result.model_dump(), "output": output, "data": None, "is_error": is_error})
 
 
 async def _emit(ctx: RunContext, items: list[Shown], raw: dict[str, Any] | None) -> None:
