@@ -89,6 +89,9 @@ async def test_a_successful_call_s_output_is_what_the_model_read_from_the_chat_f
     assert (read.output, read.is_error) == ("alpha\nbeta\n", False)
     unrecorded = shown.model_copy(update={"tool_use_id": "list_directory__list_directory_1_1", "output": None})
     assert await _stream_json._as_the_model_read_it(chat, unrecorded) == unrecorded
+    nowhere = ChatRecords(tmp_path / "elsewhere", SESSION)  # no chat file at all
+    nowhere.start()
+    assert await _stream_json._as_the_model_read_it(nowhere, shown) == shown
 
 
 QUOTA = "[API Error: Resource has been exhausted (e.g. check quota).\nSuggested retry after 3600s.]"

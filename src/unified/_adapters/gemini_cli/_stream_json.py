@@ -368,9 +368,12 @@ async def _handle_line(
 
 async def _as_the_model_read_it(chat: ChatRecords, result: ToolResult) -> ToolResult:
     """A successful call's result with the function response the chat file recorded for it (what the model read)
-    in place of the CLI's display; as it came when no record comes in time (no chat file, an unreadable one).
+    in place of the CLI's display; as it came when no record comes in time, at once when the session has no chat
+    file to look in (the CLI's chat recording off, an unreadable file).
     A failed call's output is already its error's text, which the model read."""
     record = chat.lookup(result.tool_use_id, rescan=True)
+    if record is None and not chat.tails:
+        return result  # no chat file (recording off, unreadable): nothing to wait for
     with anyio.move_on_after(RECORD_GRACE_S):
         while record is None:
             await anyio.sleep(RECORD_POLL_S)
