@@ -177,6 +177,12 @@ COLUMNS: tuple[Column, ...] = (
         # unified's ask_user, served to the CLI as an MCP tool whose server's name is random per run
         tools={"ask_user": "mcp_unified-*_ask_the_user"},
     ),
+    Column(
+        "gemini-cli/stream-json",
+        "gemini-cli",
+        lambda server: {**_cli_options(server), "transport": "stream-json"},
+        needs_cli=True,
+    ),
     Column("generate-content", "generate-content", _http_options("generate-content")),
     Column("interactions", "interactions", _http_options("interactions")),
     Column(
@@ -207,21 +213,11 @@ COLUMNS: tuple[Column, ...] = (
 NOT_DRIVEN: Mapping[str, str] = {
     "scripted": "plays a script of UnifiedEvents, not a model: FakeGemini cannot drive it "
     "(its guarantees are tested in tests/foundation)",
-    "gemini-cli/stream-json": "not driven yet: a trial run differed in 11 of 16 scenarios (no thoughts or permission "
-    "prompts by design; images, MCP, google_web_search and the rate-limit error code fail): its alternatives must be "
-    "declared first",
 }
 """Matrix columns the suite does not drive, and why; the coverage test names them rather than skipping silently."""
 
-_GEMINI = "tests/e2e/gemini_cli"
 _GUARD = "tests/foundation/test_stream_guard.py"
 PROVED_ELSEWHERE: Mapping[tuple[str, str], str] = {
-    ("gemini-cli/stream-json", "streaming_text"): f"{_GEMINI}/test_gemini_cli_stream_json_text.py::"
-    "test_the_model_s_chunks_arrive_as_text_deltas_in_order",
-    ("gemini-cli/stream-json", "session_resume"): f"{_GEMINI}/test_gemini_cli_resume_elsewhere.py::"
-    "test_the_headless_transport_resumes_from_another_directory_too",
-    ("gemini-cli/stream-json", "cancellation"): f"{_GEMINI}/test_gemini_cli_acp.py::"
-    "test_a_cancelled_or_killed_run_leaves_no_process",
     ("scripted", "streaming_text"): f"{_GUARD}::test_normal_run_aggregates_messages_usage_and_ids",
     ("scripted", "thinking"): f"{_GUARD}::test_normal_run_aggregates_messages_usage_and_ids",
     ("scripted", "user_input"): f"{_GUARD}::test_a_model_s_question_reaches_the_handler_and_its_answers_go_back",

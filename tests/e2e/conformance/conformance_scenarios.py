@@ -161,6 +161,12 @@ NOTES = FunctionCall(name="read_file", args={"file_path": "notes.txt"})
 USER_DENIED = "Tool call write_file was denied: the user denied it"
 CANCELED = 'Tool "write_file" was canceled by the user.'
 """What the gemini CLI tells the model of a call its client refused (the matrix's `denial_text`)."""
+SJ = "gemini-cli/stream-json"
+"""The gemini CLI's headless transport: the same binary and tools as `gemini-cli`, so the same scripts; no
+thoughts, no prompts (the approval mode decides alone: `default` registers no write or shell tool), no MCP,
+no images (docs/capabilities.md)."""
+NOT_REGISTERED = ("text", "result success")
+"""What follows a headless call of a tool the CLI did not register (it fails, the model answers)."""
 CLI_WROTE = "Successfully created and wrote to new file: {cwd}/new.txt. Here is the updated code:\nwritten\n"
 DELEGATING = (
     ModelTurn(function_calls=[FunctionCall(name="delegate", args={"task": "Read notes.txt and say what it holds."})]),
@@ -222,6 +228,15 @@ IMAGE_CHUNKS = (
 """A streamed answer with text, then a generated image (the shape of the real image-output recordings)."""
 
 
+NO_MCP = ("tool mcp_echo_echo error", *NOT_REGISTERED)
+"""A column that connects no MCP server: the model's call of its tool fails as one of a tool the CLI lacks."""
+PLAN_REFUSED = (
+    "Tool execution denied by policy. You are in Plan Mode and cannot modify source code. You may ONLY use "
+    "write_file or replace to save plans to the designated plans directory as .md files."
+)
+"""The headless CLI's own refusal of a write in plan mode (the matrix's `plan_denial_text`)."""
+
+
 def _remote_mcp(transport: Literal["http", "sse"], shapes_for: Mapping[str, Shape] | None = None) -> Scenario:
     """The echo call through the MCP server served over `transport` on 127.0.0.1: the backend (or its
     binary) connects to it; the Interactions API calls a remote server itself, so its column plays the
@@ -243,12 +258,13 @@ def _remote_mcp(transport: Literal["http", "sse"], shapes_for: Mapping[str, Shap
         ("tool mcp_echo_echo ok", "text", "result success"),
         observes=("mcp",),
         turns_for={
-            "gemini-cli": (
-                ModelTurn(function_calls=[FunctionCall(name="mcp_echo_echo", args=said)]),
-                ModelTurn(text="Echoed."),
+            **dict.fromkeys(
+                ("gemini-cli", SJ),
+                (ModelTurn(function_calls=[FunctionCall(name="mcp_echo_echo", args=said)]), ModelTurn(text="Echoed.")),
             ),
             "interactions": (InteractionTurn(steps=steps),),
         },
+        alternatives_for={(SJ, "mcp"): NO_MCP},
         aliases={"echo/echo": "mcp_echo_echo"},
         approval_mode="yolo",
         mcp=transport,
@@ -275,6 +291,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
         ("thinking", "text", "result success"),
         observes=("thinking",),
+        alternatives={"thinking": ("text", "result success")},
         final_text="Hi.",
     ),
     Scenario(
@@ -288,6 +305,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
         ("thinking", "tool read_file ok", "text", "result success"),
         observes=("tool_use", "thought_signatures"),
+        alternatives={"thinking": ("tool read_file ok", "text", "result success")},
         final_text="The notes say alpha.",
         texts=(
             Texts("tool_output", ("alpha\nbeta\n",), {"claude-code": ("read_output", (CLAUDE_READ["notes.txt"],))}),
@@ -322,7 +340,7 @@ SCENARIOS: tuple[Scenario, ...] = (
                 "tool_output",
                 ("File not found: missing.txt",),
                 {
-                    "gemini-cli": ("read_errors", ("File not found: {cwd}/missing.txt",)),
+                    **dict.fromkeys(("gemini-cli", SJ), ("read_errors", ("File not found: {cwd}/missing.txt",))),
                     "claude-code": (
                         "read_errors",
                         ("File does not exist. Note: your current working directory is {cwd}.",),
@@ -390,6 +408,15 @@ SCENARIOS: tuple[Scenario, ...] = (
                 "result success",
             )
         },
+        # Headless, the CLI shows the delegation and its end only: the subagent's calls are in its chat file.
+        alternatives_for={
+            (SJ, "subagent_ids_on_deltas"): (
+                "tool invoke_agent ok",
+                "subagent generalist completed: ()",
+                "text",
+                "result success",
+            )
+        },
         alternatives={
             # Without subagents the script's turns all reach the main loop, where invoke_agent and
             # complete_task are unknown tools.
@@ -408,6 +435,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         (ModelTurn(function_calls=[WRITE]), ModelTurn(text="Written.")),
         ("tool write_file ok [ask permission] [allow by user]", "text", "result success"),
         observes=("permission_requests",),
+        alternatives_for={(SJ, "permission_requests"): ("tool write_file error", *NOT_REGISTERED)},
         answer="allow",
         files={"new.txt": True},
         texts=(
@@ -427,6 +455,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         (ModelTurn(function_calls=[WRITE]), ModelTurn(text="Not written.")),
         ("tool write_file error [ask permission] [deny by user]", "text", "result success"),
         observes=("permission_requests",),
+        alternatives_for={(SJ, "permission_requests"): ("tool write_file error", *NOT_REGISTERED)},
         answer="deny",
         files={"new.txt": False},
         texts=(
@@ -446,6 +475,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         (ModelTurn(function_calls=[WRITE]), ModelTurn(text="I will use staging.txt.")),
         ("tool write_file error [ask permission] [deny by user]", "text", "result success"),
         observes=("permission_requests",),
+        alternatives_for={(SJ, "permission_requests"): ("tool write_file error", *NOT_REGISTERED)},
         answer="deny_with_message",
         files={"new.txt": False},
         texts=(
@@ -468,6 +498,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         (ModelTurn(function_calls=[WRITE]), ModelTurn(text="Written.")),
         ("tool write_file ok [ask permission] [allow by user]", "text", "result success"),
         observes=("permission_requests",),
+        alternatives_for={(SJ, "permission_requests"): ("tool write_file error", *NOT_REGISTERED)},
         answer="allow_changed_input",
         # ACP cannot change a call's input: gemini-cli denies it instead, with a warning. Nor can Codex's
         # approval answers (accept/decline/cancel, no input): codex denies it too, with a warning.
@@ -502,6 +533,9 @@ SCENARIOS: tuple[Scenario, ...] = (
         (ModelTurn(function_calls=[WRITE]),),
         ("tool write_file no result [ask permission] [deny by user]", "result interrupted"),
         observes=("permission_requests",),
+        # Nobody is asked headless, so nobody stops the run: the model answers the failed call.
+        turns_for={SJ: (ModelTurn(function_calls=[WRITE]), ModelTurn(text="Not written."))},
+        alternatives_for={(SJ, "permission_requests"): ("tool write_file error", *NOT_REGISTERED)},
         answer="stop",
         files={"new.txt": False},
     ),
@@ -516,6 +550,7 @@ SCENARIOS: tuple[Scenario, ...] = (
             "result success",
         ),
         observes=("permission_requests",),
+        alternatives_for={(SJ, "permission_requests"): ("tool run_shell_command error",) * 2 + NOT_REGISTERED},
         answer="deny",
         files={"victim.txt": True},
         texts=(
@@ -535,6 +570,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         (shell("echo hi"), shell("rm victim.txt"), ModelTurn(text="Nobody could allow them.")),
         ("tool run_shell_command error [deny]", "tool run_shell_command error [deny]", "text", "result success"),
         observes=("permission_requests",),
+        alternatives_for={(SJ, "permission_requests"): ("tool run_shell_command error",) * 2 + NOT_REGISTERED},
         files={"victim.txt": True},
         texts=(
             Texts(
@@ -567,6 +603,7 @@ SCENARIOS: tuple[Scenario, ...] = (
             "result success",
         ),
         observes=("permission_requests",),
+        alternatives_for={(SJ, "permission_requests"): ("tool run_shell_command error",) * 3 + NOT_REGISTERED},
         answer="allow_always_then_deny",
         files={"out.txt": True, "other.txt": False, "victim.txt": True},
         # Codex's acceptForSession covers that exact command line: the same command spaced otherwise asks again
@@ -625,11 +662,14 @@ SCENARIOS: tuple[Scenario, ...] = (
                 "tool_output",
                 ("Directory listing for .:\nmore.txt\nnotes.txt\nvictim.txt",),
                 {
-                    "gemini-cli": (
-                        "list_directory_output",
+                    **dict.fromkeys(
+                        ("gemini-cli", SJ),
                         (
-                            "Directory listing for {cwd}:\n"
-                            "more.txt (6 bytes)\nnotes.txt (11 bytes)\nvictim.txt (7 bytes)",
+                            "list_directory_output",
+                            (
+                                "Directory listing for {cwd}:\n"
+                                "more.txt (6 bytes)\nnotes.txt (11 bytes)\nvictim.txt (7 bytes)",
+                            ),
                         ),
                     ),
                     "claude-code": (
@@ -663,7 +703,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         observes=("tool_use",),
         approval_mode="yolo",
         differences={
-            ("gemini-cli", "tool_use"): ("tool edit_file ok", "text", "result success"),
+            **{(cli, "tool_use"): ("tool edit_file ok", "text", "result success") for cli in ("gemini-cli", SJ)},
             # Codex has no replace tool: it answers the model itself and the app-server shows no item.
             ("codex", "tool_use"): ("text", "result success"),
         },
@@ -672,11 +712,14 @@ SCENARIOS: tuple[Scenario, ...] = (
                 "tool_output",
                 ("Invalid parameters provided to replace. Reason: instruction: Extra inputs are not permitted",),
                 {
-                    "gemini-cli": (
-                        "replace_parameters",
+                    **dict.fromkeys(
+                        ("gemini-cli", SJ),
                         (
-                            "Successfully modified file: {cwd}/notes.txt (1 replacements). Here is the updated code:\n"
-                            "ALPHA\nbeta\n",
+                            "replace_parameters",
+                            (
+                                "Successfully modified file: {cwd}/notes.txt (1 replacements). "
+                                "Here is the updated code:\nALPHA\nbeta\n",
+                            ),
                         ),
                     ),
                     "claude-code": (
@@ -695,6 +738,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "thought_layout",
         (ModelTurn(thoughts=[Thought(text="**Plan**\n\nFirst line.\n\nSecond line.\n")], text="Done."),),
         ("thinking", "text", "result success"),
+        alternatives={"thinking": ("text", "result success")},
         texts=(
             Texts(
                 "thinking",
@@ -708,6 +752,8 @@ SCENARIOS: tuple[Scenario, ...] = (
         (ModelTurn(function_calls=[WRITE]), ModelTurn(text="I may not write in plan mode.")),
         ("tool write_file error [deny]", "text", "result success"),
         observes=("plan_mode",),
+        # The CLI's plan-mode policy refuses it itself: no decision of unified's to show.
+        differences={(SJ, "plan_mode"): ("tool write_file error", "text", "result success")},
         approval_mode="plan",
         files={"new.txt": False},
         texts=(
@@ -718,6 +764,7 @@ SCENARIOS: tuple[Scenario, ...] = (
                     "gemini-cli": ("denial_text", (CANCELED,)),
                     "claude-code": ("denial_text", (claude_denied("rule plan-denies denies it in plan mode"),)),
                     "codex": ("denial_text", (CODEX_PATCH_REJECTED,)),
+                    SJ: ("plan_denial_text", (PLAN_REFUSED,)),
                 },
             ),
         ),
@@ -727,6 +774,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         (ModelTurn(text="A single pixel."),),
         ("text", "result success"),
         observes=("image_input",),
+        alternatives_for={(SJ, "image_input"): ("error unsupported_option fatal", "result error")},
         images=True,
     ),
     Scenario(
@@ -749,10 +797,13 @@ SCENARIOS: tuple[Scenario, ...] = (
         observes=("server_side_tools",),
         turns_for={
             # The CLI's google_web_search is a CLI tool that asks the model (generateContent) to search.
-            "gemini-cli": (
-                ModelTurn(function_calls=[FunctionCall(name="google_web_search", args={"query": "unified"})]),
-                ModelTurn(method="generateContent", text="unified is a Python library."),
-                ModelTurn(text="Found it."),
+            **dict.fromkeys(
+                ("gemini-cli", SJ),
+                (
+                    ModelTurn(function_calls=[FunctionCall(name="google_web_search", args={"query": "unified"})]),
+                    ModelTurn(method="generateContent", text="unified is a Python library."),
+                    ModelTurn(text="Found it."),
+                ),
             ),
             "generate-content": (RecordedTurn(method="generateContentStream", response=[GROUNDED]),),
             "claude-code": (ModelTurn(text="Found it."),),
@@ -792,12 +843,14 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
         ("tool mcp_echo_echo ok", "text", "result success"),
         observes=("mcp",),
-        turns_for={
-            "gemini-cli": (
+        turns_for=dict.fromkeys(
+            ("gemini-cli", SJ),
+            (
                 ModelTurn(function_calls=[FunctionCall(name="mcp_echo_echo", args={"text": "hi"})]),
                 ModelTurn(text="Echoed."),
-            )
-        },
+            ),
+        ),
+        alternatives_for={(SJ, "mcp"): NO_MCP},
         approval_mode="yolo",
         mcp="stdio",
     ),
@@ -858,6 +911,8 @@ SCENARIOS: tuple[Scenario, ...] = (
         # Codex 0.171 lets the model ask only in its plan collaboration mode, which a plan run turns on
         # (elsewhere it refuses the call and tells the model only: the stream would show no call at all).
         approval_modes_for={"codex": "plan"},
+        # Headless, unified serves no ask_user and the CLI registers none: the call fails.
+        alternatives_for={(SJ, "user_input"): ("tool ask_user error", *NOT_REGISTERED)},
         answer="allow",
     ),
     Scenario(

@@ -138,7 +138,9 @@ async def run_scenario(column: Column, scenario: Scenario, workspace: Path) -> t
     if scenario.mcp in ("http", "sse") and run.result.status == "success":
         played = [turn for turn in scenario.script(column.name) if isinstance(turn, ModelTurn)]
         said = [call.args["text"] for turn in played for call in turn.function_calls]
-        assert mcp_echo_server.heard[heard:] == said, f"the MCP server was not called over {scenario.mcp}"
+        if column.level("mcp") == "none":  # the column connects no server: nothing may have reached it
+            said = []
+        assert mcp_echo_server.heard[heard:] == said, f"the MCP server was not called over {scenario.mcp} as scripted"
     return run, asked
 
 
@@ -187,6 +189,7 @@ async def test_scenario(
     anyio_backend: str, column: Column, scenario: Scenario, workspace: Path, request: pytest.FixtureRequest
 ) -> None:
     _ready(column, request)
+    existed = {path: (workspace / path).exists() for path in scenario.files}
     run, asked = await run_scenario(column, scenario, workspace)
     shape, substituted = expected_shape(scenario, column)
     aliases = {**column.aliases, **scenario.aliases}
@@ -199,6 +202,9 @@ async def test_scenario(
     if scenario.final_text is not None:
         assert run.result.final_text == scenario.final_text
     for path, exists in scenario.files.items():
+        # Under an alternative the capability that would have made a file is missing: nothing new may appear,
+        # and what the scenario protects must stay.
+        exists = exists if substituted is None else exists and existed[path]
         assert (workspace / path).exists() is exists, f"{path} exists={not exists} after the run"
     if scenario.answer is not None and substituted is None:
         assert asked, "on_user_input was never called"

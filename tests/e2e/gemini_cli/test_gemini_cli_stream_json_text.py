@@ -1,8 +1,6 @@
 """The stream-json transport's `streaming_text: full` (the capability matrix), on the pinned binary: the model's
-chunks arrive as `text_delta`s as the CLI prints them, in order, and make the run's final text.
-
-(The cross-backend conformance suite does not drive this transport: `NOT_DRIVEN` in its harness says why; its
-`full` cells are proved by the tests `PROVED_ELSEWHERE` names.)"""
+chunks arrive as `text_delta`s as the CLI prints them, in order, and make the run's final text (the conformance
+suite compares what the stream says; this test pins that each chunk is a delta of its own)."""
 
 from __future__ import annotations
 

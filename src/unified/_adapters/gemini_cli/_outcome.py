@@ -13,7 +13,7 @@ from unified._binary.jsonrpc import RpcError, as_dict
 from unified._internal.reach import provider_unreachable
 from unified._redaction import clip
 from unified.backends import RunOutcome
-from unified.errors import AuthError, BackendError, BackendUnavailable, SessionNotFound, UnifiedError
+from unified.errors import AuthError, BackendError, BackendUnavailable, RateLimited, SessionNotFound, UnifiedError
 from unified.events import Usage
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "RetryNote",
     "error_from_acp",
     "error_from_exit",
+    "error_from_result",
     "explain_exit",
     "no_answer",
     "prompt_end",
@@ -211,6 +212,32 @@ def error_from_exit(code: int | None, stderr_tail: str, context: str) -> Backend
     if code == 41:
         return AuthError(message, hint=AUTH_HINT, details=details)
     return BackendError(message, hint="see the stderr tail; rerun with the same options to reproduce", details=details)
+
+
+RATE_LIMIT_NOTES = (
+    "request a quota increase through",  # an API key's (AI Studio) or Vertex AI's
+    "Possible quota limitations in place",  # any other login's
+)
+"""What 0.61's `parseAndFormatApiError` appends, by auth type, to the text of an API error of status 429: in a
+headless run's `result` (its error `type` is `unknown`) the one sign that the quota ended the run."""
+_RETRY_AFTER = re.compile(r"Suggested retry after (\d+(?:\.\d+)?)s")
+
+
+def error_from_result(error: dict[str, Any], exit_code: int | None) -> UnifiedError:
+    """The typed error of a headless run's `result(status=error)`: a quota error is `rate_limited`, as over ACP
+    and on the API backends (a caller's retry or failover acts on the code); any other is `backend_error`."""
+    message = str(error.get("message") or "unknown error")
+    text = f"gemini failed: {message} ({error.get('type') or 'error'})"
+    details: dict[str, Any] = {"exit_code": exit_code, "error": error}
+    if _QUOTA.search(message) or any(note in message for note in RATE_LIMIT_NOTES):
+        delay = _RETRY_AFTER.search(message)
+        if delay is not None:
+            details["retry_after_s"] = float(delay.group(1))
+        hint = f"wait {delay.group(1)}s and run again" if delay else "wait and run again, or check your quota"
+        return RateLimited(text, hint=hint, details=details)
+    return BackendError(
+        text, hint="see the message; `gemini-client-error-*.json` in the temp dir has the request", details=details
+    )
 
 
 _RETRY_LINE = re.compile(r"^\[[^\]]*\] \[WARN\] (?P<text>Attempt (?P<attempt>\d+) failed\b.*)$")

@@ -1,5 +1,10 @@
 """The fallback transport: `gemini -p "" --output-format stream-json`, one process per run, the prompt on its stdin.
 
+A call's `tool_result` there carries the CLI's display of it (0.61: an empty string for a read, nothing for a
+listing or an edit), not what the model read: a successful call's output is taken from the session's chat file,
+which has it a few milliseconds later (as over ACP: `_chat_records.py`), or stays the display after
+`RECORD_GRACE_S`.
+
 For CLIs (or environments) without ACP. What it loses against ACP: thoughts, permission prompts
 (the approval mode alone decides; in `default` mode writes and shell are simply not registered),
 the `ask_user` tool, subagent detail (only the `invoke_agent` call and an output-less result),
@@ -18,22 +23,23 @@ from typing import Any
 import anyio
 
 from unified._adapters.gemini_cli._chat_files import ChatFiles, ResumeGuard, gemini_home
-from unified._adapters.gemini_cli._chat_records import ChatRecords
+from unified._adapters.gemini_cli._chat_records import ChatRecords, tool_response
 from unified._adapters.gemini_cli._launch import Launch, start_gemini
-from unified._adapters.gemini_cli._outcome import DEFAULT_BASE_URL, error_from_exit
+from unified._adapters.gemini_cli._outcome import DEFAULT_BASE_URL, error_from_exit, error_from_result
 from unified._adapters.gemini_cli._relocate import SESSION_ID, session_lease
 from unified._adapters.gemini_cli._replays import Folding, MessageEnd, Shown
 from unified._adapters.gemini_cli._retry_watch import WATCH_INTERVAL_S, RetryWatch, debug_log_env, sweep_debug_logs
-from unified._adapters.gemini_cli._translate import Item, TurnBoundary
+from unified._adapters.gemini_cli._translate import BACKEND_ALLOWED, Item, TurnBoundary
 from unified._binary.framing import parse_object
 from unified._binary.jsonrpc import as_dict
 from unified._binary.loops import every
 from unified._binary.process import AgentSubprocess
 from unified.backends import MalformedLine, RunContext, RunOutcome
 from unified.capabilities import snapshot
-from unified.errors import BackendError, UnifiedError
+from unified.errors import UnifiedError
 from unified.events import (
     ErrorEvent,
+    PermissionDecision,
     SessionStarted,
     SubagentCompleted,
     SubagentStarted,
@@ -56,6 +62,13 @@ stream-json` survives: measured with 0.61, once that line is over 64 KiB the CLI
 no answer and no `result` (a prompt of 65,300 `x` ran, 65,500 did not; of 32,700 `é` ran, 32,800 did not; over ACP
 both run). A longer prompt is refused before the run starts, naming the transport that takes it."""
 
+RECORD_GRACE_S = 1.0
+"""How long a successful call's `tool_result` waits for the chat file's record of what the model read."""
+RECORD_FIRST_POLL_S = 0.002
+RECORD_POLL_S = 0.05
+"""The chat file is looked at again after 2 ms, then twice as long each time up to 50 ms: the record comes
+1-3 ms after the result line (0.61), which a 50 ms look would have held back each call's result for."""
+
 STREAM_JSON_COLUMN = "gemini-cli/stream-json"
 """The capability matrix's column for this transport: what it loses is declared there."""
 
@@ -74,10 +87,10 @@ class StreamJsonTranslator:
     _agents: dict[str, str] = field(default_factory=dict)
     _after_tools: bool = True
     _started: bool = False
-    _tools: set[str] = field(default_factory=set)
-    """Calls announced (`tool_use`), and below those answered: the CLI's output is not trusted to name
-    each call once, nor only calls it announced (a stream breaking the event protocol would be reported
-    as unified's bug)."""
+    _tools: dict[str, str] = field(default_factory=dict)
+    """Calls announced (`tool_use`: id → tool name, for its `permission_decision`), and below those answered: the
+    CLI's output is not trusted to name each call once, nor only calls it announced (a stream breaking the event
+    protocol would be reported as unified's bug)."""
     _answered: set[str] = field(default_factory=set)
 
     def event(self, data: Mapping[str, Any]) -> list[Item]:
@@ -120,9 +133,9 @@ class StreamJsonTranslator:
             call_id = str(data.get("tool_id") or "")
             if call_id in self._tools:
                 return []  # announced already
-            self._tools.add(call_id)
             self._after_tools = True
             name = str(data.get("tool_name") or "")
+            self._tools[call_id] = name
             args = as_dict(data.get("parameters"))
             uses: list[Item] = [ToolUse(tool_use_id=call_id, name=name, input=args, session_id=sid)]
             if name == "invoke_agent":
@@ -146,7 +159,7 @@ class StreamJsonTranslator:
             is_error = data.get("status") != "success"
             error = data.get("error") if isinstance(data.get("error"), dict) else None
             output = data.get("output") if not is_error else (error or {}).get("message", data.get("output"))
-            results: list[Item] = []
+            results: list[Item] = [self._decision(call_id, error)]
             if call_id in self._agents:
                 results.append(
                     SubagentCompleted(
@@ -173,6 +186,30 @@ class StreamJsonTranslator:
                 cached_tokens=_count(stats.get("cached")),
             )
         return []
+
+    def _decision(self, call_id: str, error: Mapping[str, Any] | None) -> PermissionDecision:
+        """The one `permission_decision` of a call (docs/protocol.md), told by its result: headless, the CLI's
+        approval mode and policy decide alone and say nothing until the call's end. A call it refused (a tool it
+        did not register, a policy rule) was denied; any other ended, however it went, was allowed."""
+        kind = str((error or {}).get("type") or "")
+        refused = REFUSALS.get(kind)
+        name = self._tools[call_id]
+        return PermissionDecision(
+            tool_use_id=call_id,
+            tool_name=name,
+            decision="allow" if refused is None else "deny",
+            decided_by="backend",
+            reason=BACKEND_ALLOWED if refused is None else refused.format(name=name),
+            session_id=self.session_id,
+        )
+
+
+REFUSALS: Mapping[str, str] = {
+    "tool_not_registered": "the Gemini CLI has no tool named {name!r} (headless, it registers no write or shell "
+    "tools outside yolo and auto_edit)",
+    "policy_violation": "the Gemini CLI's policy denied it (its approval mode or a rule of unified's policy file)",
+}
+"""The CLI's error types (its `ToolErrorType`) of a call it never ran: denied, not failed."""
 
 
 def _count(value: object) -> int:
@@ -294,12 +331,7 @@ async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutc
     await ctx.end_message()
     short = short_id_of(translator.session_id) if translator.session_id else None
     if final is not None and final.get("status") == "error":
-        error = as_dict(final.get("error"))
-        raise BackendError(
-            f"gemini failed: {error.get('message') or 'unknown error'} ({error.get('type') or 'error'})",
-            hint="see the message; `gemini-client-error-*.json` in the temp dir has the request",
-            details={"exit_code": code, "error": error},
-        )
+        raise error_from_result(as_dict(final.get("error")), code)
     if final is None or code not in (0, None):
         raise error_from_exit(code, child.stderr_tail(), "gemini -p ended without a result")
     return RunOutcome(status="success", short_id=short, final_text="" if kept_nothing else None)
@@ -322,6 +354,8 @@ async def _handle_line(
         await ctx.emit(WarningEvent(code="malformed_line", message=f"ignored a line: {data}"))
         return
     for item in translator.event(data):
+        if isinstance(item, ToolResult) and not item.is_error and folding.chat is not None:
+            item = await _as_the_model_read_it(folding.chat, item)
         if isinstance(item, TextDelta) and item.subagent_task_id is None:
             await _emit(ctx, folding.text(item), data)
             continue
@@ -333,6 +367,27 @@ async def _handle_line(
         else:
             item.native = ctx.native(data)
             await ctx.emit(item)
+
+
+async def _as_the_model_read_it(chat: ChatRecords, result: ToolResult) -> ToolResult:
+    """A successful call's result with the function response the chat file recorded for it (what the model read)
+    in place of the CLI's display; as it came when no record comes in time, at once when the session has no chat
+    file to look in (the CLI's chat recording off, an unreadable file).
+    A failed call's output is already its error's text, which the model read."""
+    record = chat.lookup(result.tool_use_id, rescan=True)
+    if record is None and not chat.tails:
+        return result  # no chat file (recording off, unreadable): nothing to wait for
+    pause = RECORD_FIRST_POLL_S
+    with anyio.move_on_after(RECORD_GRACE_S):
+        while record is None:  # no event tells a file's new line: looked at again, sooner at first
+            await anyio.sleep(pause)
+            pause = min(pause * 2, RECORD_POLL_S)
+            record = chat.lookup(result.tool_use_id)
+    answer = tool_response(record) if record is not None else None
+    if answer is None:
+        return result
+    output, is_error = answer
+    return ToolResult.model_validate({**result.model_dump(), "output": output, "data": None, "is_error": is_error})
 
 
 async def _emit(ctx: RunContext, items: list[Shown], raw: dict[str, Any] | None) -> None:
