@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,15 +25,18 @@ from unified._binary.jsonrpc import Inbox, RpcError, as_dict
 from unified._files import read_regular
 from unified._internal.reach import display_url
 from unified.backends import RunContext
+from unified.errors import BackendError
 from unified.events import WarningEvent
 from unified.types import ApprovalMode, HttpMcpServer, McpServer, SseMcpServer, StdioMcpServer
 
 __all__ = [
     "ACP_MODES",
+    "OpeningStalled",
     "SessionSetup",
     "acp_from_mcp_server",
     "command_exists",
     "mcp_allowlist",
+    "opening_limit",
     "session_model",
     "unreachable",
 ]
@@ -49,7 +52,19 @@ REPLAY_QUIET_S = 2.0
 _REPLAYED = frozenset({"user_message_chunk", "agent_thought_chunk", "agent_message_chunk", "tool_call"})
 MCP_CONNECT_S = 5.0
 """How long the look at an HTTP MCP server's port may wait for a connection (it runs beside `session/new`)."""
+MCP_OPENING_SLACK_S = 30.0
+"""What the session's opening may take beyond the slowest `timeout_s` of the run's MCP servers. 0.61 answers
+`session/new` (and `session/load`) only once every MCP server has listed its tools, and waits 10 minutes
+(`MCP_DEFAULT_TIMEOUT_MSEC`; ACP cannot set a server's timeout) for a server that took the connection and then
+stopped answering: measured, a stdio server that answered `initialize` and never `tools/list` held the opening
+until the run's idle timeout (180 s) said only "no event". The slack covers the CLI's own work in the opening
+(about 1 s on a cold process)."""
 _PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
+
+
+class OpeningStalled(BackendError):
+    """The CLI held the session's opening past `opening_limit`: the process is of no more use (`AcpRun` retires
+    it), and the run ends with this error."""
 
 
 def acp_from_mcp_server(server: McpServer) -> dict[str, Any]:
@@ -116,6 +131,14 @@ async def unreachable(url: str) -> str | None:
     return None
 
 
+def opening_limit(servers: Sequence[McpServer]) -> float | None:
+    """How long the session's opening may take with `servers` (each given its own `timeout_s`, then
+    `MCP_OPENING_SLACK_S`); None without servers: then the run's idle timeout alone bounds it."""
+    if not servers:
+        return None
+    return max(server.timeout_s for server in servers) + MCP_OPENING_SLACK_S
+
+
 def session_model(messages: list[dict[str, Any]]) -> str | None:
     """The model of a session's last answer (the CLI records it on every `gemini` message)."""
     for message in reversed(messages):
@@ -169,22 +192,41 @@ class SessionSetup:
         await self._configure()
 
     async def _opening(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
-        """`request` of the session's opening, while the HTTP MCP servers are looked at
-        (`_warn_unreachable_mcp`); its error raised as itself, not inside an ExceptionGroup."""
+        """`_bounded_opening`, while the HTTP MCP servers are looked at (`_warn_unreachable_mcp`); its error
+        raised as itself, not inside an ExceptionGroup."""
         if not any(isinstance(s, HttpMcpServer | SseMcpServer) for s in self.params.mcp_servers):
-            return await self.request(method, params)
+            return await self._bounded_opening(method, params)
         answer: list[dict[str, Any]] = []
         failed: list[Exception] = []
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._warn_unreachable_mcp)
             try:
-                answer.append(await self.request(method, params))
+                answer.append(await self._bounded_opening(method, params))
             except Exception as exc:  # raised after the group: the look is of no use once the opening failed
                 failed.append(exc)
                 tg.cancel_scope.cancel()
         if failed:
             raise failed[0]
         return answer[0]
+
+    async def _bounded_opening(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        """`request` of the session's opening, given up after `opening_limit` of the run's MCP servers: the CLI
+        holds it for as long as one of them does not answer (`MCP_OPENING_SLACK_S`), and says which to nobody.
+        The process is retired then (its opening still hangs in it): `OpeningStalled` names every server."""
+        limit = opening_limit(self.params.mcp_servers)
+        if limit is None:
+            return await self.request(method, params)
+        with anyio.move_on_after(limit):
+            return await self.request(method, params)
+        names = ", ".join(repr(server.name) for server in self.params.mcp_servers)
+        raise OpeningStalled(
+            f"the gemini CLI did not open the session within {limit:g} s: it opens one only once every MCP server "
+            f"of the run ({names}) has listed its tools, so one of them took the connection and then did not "
+            "answer (gemini 0.61 waits 10 minutes for it and says nothing over ACP)",
+            hint="check that each of these servers answers initialize and tools/list (start it alone, e.g. with "
+            "the MCP inspector); raise its timeout_s if it is only slow to start, or run without it",
+            details={"mcp_servers": [server.name for server in self.params.mcp_servers], "limit_s": limit},
+        )
 
     def _mcp_servers(self) -> list[dict[str, Any]]:
         return [acp_from_mcp_server(server) for server in self.params.mcp_servers] + self.own_servers

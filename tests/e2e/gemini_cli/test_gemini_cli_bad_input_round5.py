@@ -1,0 +1,86 @@
+"""Bad input round 5 for the gemini-cli backend, with the real pinned binary against FakeGemini: an MCP server
+that takes the connection and then fails. 0.61 says nothing of such a server over ACP; what it does do is hold
+the session's opening until every server has listed its tools (10 minutes for one that never does)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.e2e.bad_binaries import Started, the_error
+from tests.hang_guard import HANG_GUARD_S
+from unified import ExecuteParams, execute
+from unified._adapters.gemini_cli._launch import start_gemini
+from unified.events import SessionStarted, UnifiedEvent
+from unified.testing import FakeGemini, ModelTurn
+from unified.testing._fake_gemini import CLI_MODEL
+from unified.types import McpServer, StdioMcpServer
+
+pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
+
+SILENT_AFTER_INITIALIZE = """
+import json, os, sys
+with open(sys.argv[1], "w") as pid_file:
+    pid_file.write(str(os.getpid()))
+request = json.loads(sys.stdin.readline())
+answer = {"protocolVersion": request["params"]["protocolVersion"], "capabilities": {"tools": {}},
+          "serverInfo": {"name": "silent", "version": "1"}}
+sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": answer}) + "\\n")
+sys.stdout.flush()
+for line in sys.stdin:  # reads tools/list and every later request, and answers none
+    pass
+"""
+"""An MCP server (stdio) that answers `initialize` and then nothing: a server stuck after its handshake."""
+
+
+async def run(server: FakeGemini, workspace: Path, started: Started, mcp: McpServer) -> list[UnifiedEvent]:
+    params = ExecuteParams(
+        prompt="hi",
+        backend="gemini-cli",
+        model=CLI_MODEL,
+        cwd=workspace,
+        mcp_servers=(mcp,),
+        idle_timeout_s=120,  # old code's end: the idle timeout, which names nothing
+        backend_options={"env": server.cli_env, "pool_size": 0, "start_process": started},
+    )
+    with anyio.fail_after(HANG_GUARD_S):
+        async with execute(params) as stream:
+            return [event async for event in stream]
+
+
+def runs(pid: int, script: Path) -> bool:
+    """Whether process `pid` still runs `script` (not a later process that took its pid)."""
+    try:
+        return str(script).encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+async def test_an_mcp_server_that_stops_answering_after_initialize_is_a_backend_error_naming_it(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Was: no event at all until the idle timeout (180 s by default), then `idle_timeout` "no event within
+    180s", naming neither the server nor the session's opening that waited for it (the CLI would have waited
+    10 minutes). Now the opening is given up after the server's `timeout_s` and a slack, as a typed error that
+    names the server and says what to check; the CLI and the server it started are gone."""
+    script = tmp_path / "silent_mcp.py"
+    script.write_text(SILENT_AFTER_INITIALIZE)
+    pid_file = tmp_path / "mcp.pid"
+    silent = StdioMcpServer(name="silent", command=sys.executable, args=(str(script), str(pid_file)), timeout_s=1)
+    started = Started(start_gemini, os.environ["UNIFIED_GEMINI_BIN"])
+    async with FakeGemini([ModelTurn(text="never")]) as server:
+        events = await run(server, workspace, started, silent)
+        assert server.requests == []  # the model was never asked
+    error = the_error(events)
+    assert error.code == "backend_error", error.message
+    assert "'silent'" in error.message
+    assert "tools/list" in error.message  # what to check, from the hint
+    assert not any(isinstance(event, SessionStarted) for event in events)
+    assert started.processes
+    assert not started.still_running()
+    assert pid_file.exists()  # the CLI did start the server: it was the server that stalled
+    assert not runs(int(pid_file.read_text()), script)
