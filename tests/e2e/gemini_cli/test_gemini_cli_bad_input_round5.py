@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import anyio
@@ -15,10 +19,10 @@ from tests.e2e.bad_binaries import Started, the_error
 from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams, execute
 from unified._adapters.gemini_cli._launch import start_gemini
-from unified.events import SessionStarted, UnifiedEvent
+from unified.events import Result, SessionStarted, UnifiedEvent, WarningEvent
 from unified.testing import FakeGemini, ModelTurn
 from unified.testing._fake_gemini import CLI_MODEL
-from unified.types import McpServer, StdioMcpServer
+from unified.types import HttpMcpServer, McpServer, SseMcpServer, StdioMcpServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
 
@@ -37,7 +41,7 @@ for line in sys.stdin:  # reads tools/list and every later request, and answers 
 """An MCP server (stdio) that answers `initialize` and then nothing: a server stuck after its handshake."""
 
 
-async def run(server: FakeGemini, workspace: Path, started: Started, mcp: McpServer) -> list[UnifiedEvent]:
+async def run(server: FakeGemini, workspace: Path, started: Started | None, mcp: McpServer) -> list[UnifiedEvent]:
     params = ExecuteParams(
         prompt="hi",
         backend="gemini-cli",
@@ -45,7 +49,8 @@ async def run(server: FakeGemini, workspace: Path, started: Started, mcp: McpSer
         cwd=workspace,
         mcp_servers=(mcp,),
         idle_timeout_s=120,  # old code's end: the idle timeout, which names nothing
-        backend_options={"env": server.cli_env, "pool_size": 0, "start_process": started},
+        backend_options={"env": server.cli_env, "pool_size": 0}
+        | ({"start_process": started} if started is not None else {}),
     )
     with anyio.fail_after(HANG_GUARD_S):
         async with execute(params) as stream:
@@ -84,3 +89,68 @@ async def test_an_mcp_server_that_stops_answering_after_initialize_is_a_backend_
     assert not started.still_running()
     assert pid_file.exists()  # the CLI did start the server: it was the server that stalled
     assert not runs(int(pid_file.read_text()), script)
+
+
+@contextmanager
+def answering(status: int, body: bytes) -> Iterator[str]:
+    """An HTTP server on 127.0.0.1 that answers every request with `status` and `body`: its URL. The TCP look
+    before a run sees a port that takes connections."""
+
+    class Answer(BaseHTTPRequestHandler):
+        def answer(self) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_DELETE = answer
+
+        def log_message(self, format: str, *args: object) -> None:
+            del format, args
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@pytest.mark.parametrize(
+    ("kind", "status", "body", "said"),
+    [
+        ("http", 401, b"{}", "requires authentication"),
+        ("sse", 401, b"{}", "requires authentication"),
+        ("http", 500, b'{"error": "database down"}', "HTTP 500"),
+        ("http", 200, b"no json here", "not valid JSON"),
+    ],
+    ids=["http-401", "sse-401", "http-500", "http-garbage"],
+)
+async def test_an_mcp_server_that_takes_the_connection_and_fails_is_a_warning_naming_it(
+    workspace: Path, kind: str, status: int, body: bytes, said: str
+) -> None:
+    """Was: nothing. The TCP look saw a port that is up; the CLI dropped the server and said so only in its debug
+    log. Now `mcp_unavailable` names the server, its URL and what the CLI met, once, and the run goes on."""
+    with answering(status, body) as url:
+        headers = {"Authorization": "Bearer s3cret-token"}
+        failing: McpServer = (
+            HttpMcpServer(name="tickets", url=url, headers=headers)
+            if kind == "http"
+            else SseMcpServer(name="tickets", url=url, headers=headers)
+        )
+        async with FakeGemini([ModelTurn(text="done without it")]) as server:
+            events = await run(server, workspace, None, failing)
+    warnings = [e for e in events if isinstance(e, WarningEvent) and e.code == "mcp_unavailable"]
+    assert len(warnings) == 1, [e.message for e in events if isinstance(e, WarningEvent)]
+    assert "'tickets'" in warnings[0].message
+    assert url.removesuffix("/mcp") in warnings[0].message
+    assert said in warnings[0].message
+    assert "s3cret-token" not in warnings[0].message
+    last = events[-1]
+    assert isinstance(last, Result)
+    assert last.status == "success"
+    assert last.final_text == "done without it"

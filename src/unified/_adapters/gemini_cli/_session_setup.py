@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,9 +22,11 @@ from unified._adapters.gemini_cli._acp import AcpConnection
 from unified._adapters.gemini_cli._chat_files import ChatFiles, ResumeGuard, gemini_home, read_chat, replay_count
 from unified._adapters.gemini_cli._launch import SYSTEM_SETTINGS_ENV, Launch
 from unified._adapters.gemini_cli._outcome import error_from_acp
+from unified._adapters.gemini_cli._retry_watch import DebugLog
 from unified._binary.jsonrpc import Inbox, RpcError, as_dict
 from unified._files import read_regular
 from unified._internal.reach import display_url
+from unified._redaction import clip
 from unified.backends import RunContext
 from unified.errors import BackendError
 from unified.events import WarningEvent
@@ -35,6 +38,7 @@ __all__ = [
     "SessionSetup",
     "acp_from_mcp_server",
     "command_exists",
+    "logged_mcp_failures",
     "mcp_allowlist",
     "opening_limit",
     "session_model",
@@ -59,6 +63,8 @@ MCP_OPENING_SLACK_S = 30.0
 stopped answering: measured, a stdio server that answered `initialize` and never `tools/list` held the opening
 until the run's idle timeout (180 s) said only "no event". The slack covers the CLI's own work in the opening
 (about 1 s on a cold process)."""
+_MCP_LOG_MAX_CHARS = 4 << 20
+"""Most of the CLI's debug log read for the opening's MCP failures (its lines of one opening are a few KB)."""
 _PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
 
 
@@ -139,6 +145,33 @@ def opening_limit(servers: Sequence[McpServer]) -> float | None:
     return max(server.timeout_s for server in servers) + MCP_OPENING_SLACK_S
 
 
+_MCP_LOG_FAILURES = (
+    (re.compile(r"\[MCP info\] MCP server '(?P<name>[^']+)' requires authentication\b"), None),
+    (re.compile(r"\[MCP error\] Error during discovery for MCP server '(?P<name>[^']+)': (?P<why>.*)"), "why"),
+)
+"""What 0.61's debug log (`_retry_watch.DebugLog`) says of an MCP server that took the connection and then failed
+while the session opened, and nowhere else: an HTTP or SSE server that answered 401 ("requires authentication"),
+and one that answered 403, 404, 500 or a body that is no JSON, or whose listing failed otherwise ("Error during
+discovery"). The CLI drops such a server; the model just lacks its tools."""
+
+
+def logged_mcp_failures(text: str, names: Sequence[str]) -> dict[str, str]:
+    """Why each of the servers `names` failed, per the CLI's debug log lines in `text` (`_MCP_LOG_FAILURES`),
+    said as a warning's message; the first line on a server counts."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        for pattern, group in _MCP_LOG_FAILURES:
+            match = pattern.search(line)
+            if match is None or match["name"] not in names or match["name"] in found:
+                continue
+            if group is None:
+                why = "it requires authentication (it answered 401): the headers given carry no credentials it takes"
+            else:
+                why = f"listing its tools failed: {clip(match[group].strip(), 300)}"
+            found[match["name"]] = why
+    return found
+
+
 def session_model(messages: list[dict[str, Any]]) -> str | None:
     """The model of a session's last answer (the CLI records it on every `gemini` message)."""
     for message in reversed(messages):
@@ -164,6 +197,8 @@ class SessionSetup:
         self.model = launch.model_for()
         """The model the session runs on, set on it after `session/new` or `session/load`."""
         self.inbox = Inbox()
+        self.mcp_warned: set[str] = set()
+        """The run's MCP servers a `mcp_unavailable` warning has named: one warning a server."""
 
     async def warn(self, code: str, message: str) -> None:
         """A warning of the run, with the session's id once it is known. The setup's own, not a method of the
@@ -192,6 +227,39 @@ class SessionSetup:
         await self._configure()
 
     async def _opening(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        """`_looked_at_opening`, then a warning for each MCP server the CLI's debug log says failed meanwhile
+        (`logged_mcp_failures`)."""
+        log = self.connection.debug_log
+        start = log.size() if log is not None and self.params.mcp_servers else None
+        answer = await self._looked_at_opening(method, params)
+        if log is not None and start is not None:
+            await self._warn_logged_mcp(log, start)
+        return answer
+
+    async def _warn_logged_mcp(self, log: DebugLog, start: int) -> None:
+        """Warn about the run's MCP servers that the CLI's debug log, from `start` on, says failed while the
+        session opened (it logs them before it answers the opening): 0.61 says it nowhere else."""
+        text, offset = log.read(start)
+        while offset < log.size() and len(text) < _MCP_LOG_MAX_CHARS:
+            more, after = log.read(offset)
+            if after == offset:
+                break
+            text, offset = text + more, after
+        servers = {server.name: server for server in self.params.mcp_servers}
+        for name, why in logged_mcp_failures(text, list(servers)).items():
+            if name in self.mcp_warned:
+                continue
+            server = servers[name]
+            where = f" at {display_url(server.url)}" if isinstance(server, HttpMcpServer | SseMcpServer) else ""
+            message = f"MCP server {name!r}{where} failed as the gemini CLI connected: {why}; its tools will be missing"
+            await self.warn_mcp(name, message)
+
+    async def warn_mcp(self, name: str, message: str) -> None:
+        """`mcp_unavailable` about the run's MCP server `name`, once."""
+        self.mcp_warned.add(name)
+        await self.warn("mcp_unavailable", message)
+
+    async def _looked_at_opening(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """`_bounded_opening`, while the HTTP MCP servers are looked at (`_warn_unreachable_mcp`); its error
         raised as itself, not inside an ExceptionGroup."""
         if not any(isinstance(s, HttpMcpServer | SseMcpServer) for s in self.params.mcp_servers):
@@ -239,8 +307,8 @@ class SessionSetup:
         """
         for server in self.params.mcp_servers:
             if isinstance(server, StdioMcpServer) and not command_exists(server.command, cwd, self.launch.env):
-                await self.warn(
-                    "mcp_unavailable",  # as every backend says of an MCP server that does not start
+                await self.warn_mcp(
+                    server.name,  # `mcp_unavailable`, as every backend says of an MCP server that does not start
                     f"MCP server {server.name!r} cannot start: command {server.command!r} was not found "
                     f"(PATH of the gemini process, relative paths from {cwd}); its tools will be missing",
                 )
@@ -265,7 +333,7 @@ class SessionSetup:
                 tg.start_soon(look, server)
         for server in servers:  # in the order given
             if server.name in found:
-                await self.warn("mcp_unavailable", f"{found[server.name]}; its tools will be missing")
+                await self.warn_mcp(server.name, f"{found[server.name]}; its tools will be missing")
 
     async def _warn_blocked_own_servers(self, cwd: Path) -> None:
         """Warn when the CLI's settings allow only named MCP servers (`mcp.allowed`): 0.61 then blocks unified's
