@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -16,8 +16,9 @@ import anyio
 import pytest
 
 from tests.e2e.bad_binaries import Started, the_error
+from tests.e2e.gemini_cli.gemini_cli_helpers import Run, stream_line, text
 from tests.hang_guard import HANG_GUARD_S
-from unified import ExecuteParams, execute
+from unified import ExecuteParams, ImageInput, UserInputRequest, UserInputResponse, execute
 from unified._adapters.gemini_cli._launch import start_gemini
 from unified.events import Result, SessionStarted, UnifiedEvent, WarningEvent
 from unified.testing import FakeGemini, ModelTurn
@@ -39,6 +40,8 @@ for line in sys.stdin:  # reads tools/list and every later request, and answers 
     pass
 """
 """An MCP server (stdio) that answers `initialize` and then nothing: a server stuck after its handshake."""
+PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 64
+"""The head of a PNG: the refusal comes before anything reads the image."""
 
 
 async def run(server: FakeGemini, workspace: Path, started: Started | None, mcp: McpServer) -> list[UnifiedEvent]:
@@ -154,3 +157,81 @@ async def test_an_mcp_server_that_takes_the_connection_and_fails_is_a_warning_na
     assert isinstance(last, Result)
     assert last.status == "success"
     assert last.final_text == "done without it"
+
+
+NO_LOAD_WRAPPER = """#!{python}
+import os, subprocess, sys
+real = {real!r}
+if "--acp" not in sys.argv:
+    os.execv(real, [real, *sys.argv[1:]])
+child = subprocess.Popen([real, *sys.argv[1:]], stdout=subprocess.PIPE, close_fds=False)  # the key pipe too
+for line in child.stdout:  # the CLI's answers, with session/load no longer offered
+    sys.stdout.buffer.write(line.replace(b'"loadSession":true', b'"loadSession":false'))
+    sys.stdout.buffer.flush()
+sys.exit(child.wait())
+"""
+"""The real pinned gemini, whose ACP `initialize` answer says it offers no `session/load` (as a CLI without it)."""
+
+
+def without_load(folder: Path) -> Path:
+    """`NO_LOAD_WRAPPER` around the real binary, as a binary of its own."""
+    path = folder / "gemini-without-load"
+    path.write_text(NO_LOAD_WRAPPER.format(python=sys.executable, real=os.environ["UNIFIED_GEMINI_BIN"]))
+    path.chmod(0o755)
+    return path
+
+
+async def a_session(run_gemini: Run, responses: Callable[..., Path]) -> str:
+    """The short id of a session the real CLI made (over ACP) in the workspace."""
+    events = await run_gemini(responses(stream_line(text("first answer"))), prompt="remember 42")
+    started = events[0]
+    assert isinstance(started, SessionStarted)
+    assert started.short_id is not None
+    return started.short_id
+
+
+async def ask(request: UserInputRequest) -> UserInputResponse:
+    raise AssertionError(f"nothing can be asked on `gemini -p`: {request}")
+
+
+async def test_a_resume_through_stream_json_names_the_mcp_servers_and_the_asking_it_drops(
+    run_gemini: Run, responses: Callable[..., Path], tmp_path: Path
+) -> None:
+    """A gemini without ACP `session/load` (the real one, its `initialize` answer saying so) resumes
+    through `gemini -p --resume`, which takes no MCP servers and asks nobody. Was: a warning that said "no
+    thoughts, no permission prompts" and nothing of the run's MCP servers or its `on_user_input`, which went
+    nowhere; the model just lacked the tools. Now the warning names them; the run goes on."""
+    short_id = await a_session(run_gemini, responses)
+    notes = StdioMcpServer(name="notes", command=sys.executable, args=(str(tmp_path / "never_started.py"),))
+    events = await run_gemini(
+        responses(stream_line(text("still 42"))),
+        prompt="what was it?",
+        resume=short_id,
+        mcp_servers=(notes,),
+        on_user_input=ask,
+        backend_options={"gemini_binary": str(without_load(tmp_path))},
+    )
+    [warning] = [e for e in events if isinstance(e, WarningEvent) and e.code == "resume_via_stream_json"]
+    assert "'notes'" in warning.message
+    assert "on_user_input" in warning.message
+    last = events[-1]
+    assert isinstance(last, Result)
+    assert (last.status, last.final_text) == ("success", "still 42")
+
+
+async def test_a_resume_through_stream_json_refuses_the_images_it_would_drop(
+    run_gemini: Run, responses: Callable[..., Path], tmp_path: Path
+) -> None:
+    """Was: the prompt's images were dropped without a word (`gemini -p` takes text only), where the stream-json
+    transport refuses them. Now the same refusal, before the CLI runs, and the session is left as it was."""
+    short_id = await a_session(run_gemini, responses)
+    events = await run_gemini(
+        responses(stream_line(text("never"))),
+        prompt="what is in this picture?",
+        resume=short_id,
+        images=(ImageInput(mime_type="image/png", data=PNG),),
+        backend_options={"gemini_binary": str(without_load(tmp_path))},
+    )
+    error = the_error(events)
+    assert error.code == "configuration_error", error.message
+    assert "images" in error.message
