@@ -1,0 +1,60 @@
+"""`unified` given bad input as a user gives it, round 5, in a subprocess: an empty `--cwd` (`--cwd "$DIR"` with DIR
+unset). A Path of "" is ".", so the run went on in the shell's own directory (its writes and its shell there,
+in yolo unasked) and `sessions list --cwd ""` listed that directory's sessions; now one `error:` line, exit 2,
+before anything starts. The library refuses `cwd=""` and an empty `include_directories` entry the same way."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from tests.hang_guard import HANG_GUARD_S
+from unified import ExecuteParams
+
+pytestmark = pytest.mark.e2e
+
+
+def _unified(args: list[str], home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "GEMINI_API_KEY": "not-a-key",
+        "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:9",  # never reached: refused before
+        "UNIFIED_DATA_DIR": str(home / "unified-data"),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "unified", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD_S,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "write the file", "--backend", "generate-content", "--approval-mode", "yolo", "--cwd", ""],
+        ["sessions", "list", "--cwd", ""],
+    ],
+    ids=["run", "sessions-list"],
+)
+def test_an_empty_cwd_is_one_error_line_and_exit_2(args: list[str], isolated_home: Path, tmp_path: Path) -> None:
+    done = _unified(args, isolated_home, tmp_path)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stderr.startswith("error: Invalid value for '--cwd': the directory's name is empty"), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (isolated_home / "unified-data").exists()  # no session stored, nothing started
+
+
+@pytest.mark.parametrize("field", ["cwd", "include_directories"])
+def test_an_empty_directory_name_is_refused_where_it_is_given(field: str) -> None:
+    value = "" if field == "cwd" else (Path.cwd(), "")
+    with pytest.raises(ValidationError, match="the directory's name is empty"):
+        ExecuteParams.model_validate({"prompt": "hi", field: value})
