@@ -5,7 +5,9 @@ before anything starts. The library refuses `cwd=""` and an empty `include_direc
 
 from __future__ import annotations
 
+import json
 import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -58,3 +60,53 @@ def test_an_empty_directory_name_is_refused_where_it_is_given(field: str) -> Non
     value = "" if field == "cwd" else (Path.cwd(), "")
     with pytest.raises(ValidationError, match="the directory's name is empty"):
         ExecuteParams.model_validate({"prompt": "hi", field: value})
+
+
+def _on_a_full_disk(limit: int) -> None:
+    """In the child before it runs: no file it writes may grow past `limit` bytes (RLIMIT_FSIZE), as on a disk
+    that fills up there; Python ignores SIGXFSZ, so such a write fails with EFBIG."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+@pytest.mark.parametrize("backend", ["gemini-cli", "claude-code", "codex"])
+def test_a_conversation_that_does_not_fit_on_the_disk_is_backend_unavailable(
+    backend: str, isolated_home: Path, tmp_path: Path
+) -> None:
+    """`--history` on an agent CLI writes the conversation into the CLI's home as a session file before the CLI
+    starts. On a full disk that write's OSError reached the run as `internal_error`, "This is a bug in unified's
+    ... adapter; please report it"; now `backend_unavailable` (so `--fallback` moves on) saying what to free."""
+    turns = [
+        {"role": "user", "parts": [{"type": "text", "text": "remember this: " + "x" * 20_000}]},
+        {"role": "model", "parts": [{"type": "text", "text": "remembered"}]},
+    ]
+    history = tmp_path / "conversation.json"
+    history.write_text(json.dumps({"format": "unified.conversation", "version": 1, "turns": turns}))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env = {
+        **os.environ,
+        "GEMINI_API_KEY": "not-a-key",
+        "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:9",  # never reached: the run ends before its agent starts
+        "ANTHROPIC_API_KEY": "not-a-key",
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+        "OPENAI_API_KEY": "not-a-key",
+        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+        "UNIFIED_DATA_DIR": str(isolated_home / "unified-data"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "unified", "run", "go on", "--history", str(history), "--backend", backend, "--json"],
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD_S,
+        check=False,
+        preexec_fn=lambda: _on_a_full_disk(8_000),  # the one way to give only the child a limit
+    )
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    [error] = [event for event in events if event["type"] == "error"]
+    assert error["code"] == "backend_unavailable", error["message"]
+    assert f"the {backend} backend cannot write its files here" in error["message"]
+    assert "File too large" in error["message"]
+    assert events[-1]["type"] == "result"
