@@ -12,11 +12,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 from pydantic import ValidationError
 
 from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams
+from unified.testing import FakeAnthropic, FakeGemini, FakeOpenAI, ModelTurn
 
 pytestmark = pytest.mark.e2e
 
@@ -110,3 +112,38 @@ def test_a_conversation_that_does_not_fit_on_the_disk_is_backend_unavailable(
     assert f"the {backend} backend cannot write its files here" in error["message"]
     assert "File too large" in error["message"]
     assert events[-1]["type"] == "result"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize("backend", ["gemini-cli", "claude-code", "codex"])
+async def test_an_agent_binary_killed_by_the_file_size_limit_is_told_so(
+    backend: str, isolated_home: Path, tmp_path: Path
+) -> None:
+    """The binary itself writes past the limit (its session file, its logs): Node and Codex do not ignore SIGXFSZ,
+    and the run said "killed by signal 25" (codex: "exit status -25"), which tells nobody what happened. Now the
+    error names SIGXFSZ and the file size limit to raise."""
+    fakes = {"gemini-cli": FakeGemini, "claude-code": FakeAnthropic, "codex": FakeOpenAI}
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    async with fakes[backend]([ModelTurn(text="An answer of some length. " * 40)]) as server:
+        wiring = server.env if isinstance(server, FakeOpenAI) else server.cli_env
+        env = {**os.environ, **wiring, "UNIFIED_DATA_DIR": str(isolated_home / "unified-data")}
+        args = [sys.executable, "-m", "unified", "run", "hi", "--backend", backend, "--json"]
+        done = await anyio.to_thread.run_sync(
+            lambda: subprocess.run(
+                args,
+                cwd=workspace,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=HANG_GUARD_S,
+                check=False,
+                preexec_fn=lambda: _on_a_full_disk(3_000),  # the one way to give only the child a limit
+            )
+        )
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    [error] = [event for event in events if event["type"] == "error"]
+    assert error["code"] == "backend_error", error["message"]
+    assert "killed by signal 25 (SIGXFSZ: a file it wrote passed the file size limit" in error["message"]

@@ -10,6 +10,7 @@ from typing import Any
 
 from unified._adapters.gemini_cli._translate import usage_from_prompt_result
 from unified._binary.jsonrpc import RpcError, as_dict
+from unified._binary.process import killed_by
 from unified._internal.reach import provider_unreachable
 from unified._redaction import clip
 from unified.backends import RunOutcome
@@ -199,7 +200,7 @@ def explain_exit(code: int | None) -> str:
     if code is None:
         return "the gemini process is still running"
     if code < 0:
-        return f"killed by signal {-code}"
+        return killed_by(-code)
     return f"exit code {code}: {EXIT_CODES.get(code, 'unexpected exit')}"
 
 
