@@ -235,3 +235,29 @@ async def test_a_resume_through_stream_json_refuses_the_images_it_would_drop(
     error = the_error(events)
     assert error.code == "configuration_error", error.message
     assert "images" in error.message
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"),
+    [("directory", "is a directory, not a program"), ("not_executable", "is not executable")],
+)
+async def test_an_mcp_command_that_cannot_run_is_a_warning_saying_why(
+    run_gemini: Run, responses: Callable[..., Path], tmp_path: Path, kind: str, said: str
+) -> None:
+    """Was: a file without its `x` bit "was not found" (it is there), and a directory passed the look (it has an
+    `x` bit) to fail in the CLI's own spawn (EACCES). Now the warning says which it is, before the CLI starts it."""
+    command = tmp_path / "mcp-server"
+    if kind == "directory":
+        command.mkdir()
+    else:
+        command.write_text("#!/bin/sh\nexit 0\n")
+        command.chmod(0o644)
+    server = StdioMcpServer(name="tickets", command=str(command))
+    events = await run_gemini(responses(stream_line(text("ok"))), mcp_servers=(server,))
+    warnings = [e for e in events if isinstance(e, WarningEvent) and e.code == "mcp_unavailable"]
+    assert len(warnings) == 1, [e.message for e in events if isinstance(e, WarningEvent)]
+    assert "'tickets'" in warnings[0].message
+    assert said in warnings[0].message
+    last = events[-1]
+    assert isinstance(last, Result)
+    assert (last.status, last.final_text) == ("success", "ok")

@@ -37,7 +37,7 @@ __all__ = [
     "OpeningStalled",
     "SessionSetup",
     "acp_from_mcp_server",
-    "command_exists",
+    "command_problem",
     "logged_mcp_failures",
     "mcp_allowlist",
     "opening_limit",
@@ -90,11 +90,21 @@ def acp_from_mcp_server(server: McpServer) -> dict[str, Any]:
     }
 
 
-def command_exists(command: str, cwd: Path, env: Mapping[str, str]) -> bool:
-    """Whether the CLI could spawn `command` (it runs MCP servers with the session's cwd)."""
+def command_problem(command: str, cwd: Path, env: Mapping[str, str]) -> str | None:
+    """Why the CLI could not spawn `command` (it runs MCP servers with the session's cwd), None when it could: not
+    there, a directory, or a file without its `x` bit (each was "was not found", or, for a directory, nothing
+    until the CLI's own spawn failed)."""
     if os.sep in command:
-        return os.access(cwd / Path(command).expanduser(), os.X_OK)
-    return shutil.which(command, path=env.get("PATH")) is not None
+        path = cwd / Path(command).expanduser()
+        if path.is_dir():
+            return "is a directory, not a program"
+        if path.exists() and not os.access(path, os.X_OK):
+            return "is not executable (`chmod +x` it, or name the program that runs it)"
+        if os.access(path, os.X_OK):
+            return None
+    elif shutil.which(command, path=env.get("PATH")) is not None:
+        return None
+    return f"was not found (PATH of the gemini process, relative paths from {cwd})"
 
 
 def mcp_allowlist(env: Mapping[str, str], cwd: Path) -> list[str]:
@@ -300,17 +310,20 @@ class SessionSetup:
         return [acp_from_mcp_server(server) for server in self.params.mcp_servers] + self.own_servers
 
     async def _warn_unstartable_mcp(self, cwd: Path) -> None:
-        """Warn about stdio MCP servers whose command does not exist.
+        """Warn about stdio MCP servers whose command cannot run (`command_problem`).
 
         0.61 does not report a failed MCP server over ACP (one stderr line at exit, naming no server),
         so the failure we can see beforehand is ours to report.
         """
         for server in self.params.mcp_servers:
-            if isinstance(server, StdioMcpServer) and not command_exists(server.command, cwd, self.launch.env):
+            problem = (
+                command_problem(server.command, cwd, self.launch.env) if isinstance(server, StdioMcpServer) else None
+            )
+            if isinstance(server, StdioMcpServer) and problem is not None:
                 await self.warn_mcp(
                     server.name,  # `mcp_unavailable`, as every backend says of an MCP server that does not start
-                    f"MCP server {server.name!r} cannot start: command {server.command!r} was not found "
-                    f"(PATH of the gemini process, relative paths from {cwd}); its tools will be missing",
+                    f"MCP server {server.name!r} cannot start: command {server.command!r} {problem}; its tools will "
+                    "be missing",
                 )
 
     async def _warn_unreachable_mcp(self) -> None:
