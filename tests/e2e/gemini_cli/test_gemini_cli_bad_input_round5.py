@@ -17,6 +17,8 @@ import pytest
 
 from tests.e2e.bad_binaries import Started, the_error
 from tests.e2e.gemini_cli.gemini_cli_helpers import Run, stream_line, text
+from tests.e2e.generate_content.test_gc_bad_input_round5 import ANSWERS
+from tests.e2e.generate_content.test_gc_bad_input_round5 import answering as answering_with
 from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams, ImageInput, UserInputRequest, UserInputResponse, execute
 from unified._adapters.gemini_cli._launch import start_gemini
@@ -261,3 +263,21 @@ async def test_an_mcp_command_that_cannot_run_is_a_warning_saying_why(
     last = events[-1]
     assert isinstance(last, Result)
     assert (last.status, last.final_text) == ("success", "ok")
+
+
+@pytest.mark.parametrize("kind", list(ANSWERS))
+async def test_an_answer_that_is_not_the_api_s_json_is_a_stream_error_saying_so(workspace: Path, kind: str) -> None:
+    """A stream cut in the middle of an event, and a proxy's HTML page with status 200: 0.61 ends the prompt with
+    a JSON-RPC error 500 "Incomplete JSON segment at the end", which the run passed on as `backend_error` "the
+    Gemini API failed (500) ... a server-side problem" (no 500 came). Now `stream_interrupted`, saying what came."""
+    with answering_with(kind) as (url, _):
+        env = {"GOOGLE_GEMINI_BASE_URL": url, "GEMINI_API_KEY": "fake-gemini-key", "GEMINI_MODEL": CLI_MODEL}
+        options = {"env": env, "pool_size": 0}
+        params = ExecuteParams(prompt="hi", backend="gemini-cli", cwd=workspace, backend_options=options)
+        with anyio.fail_after(HANG_GUARD_S):
+            async with execute(params) as stream:
+                events = [event async for event in stream]
+    error = the_error(events)
+    assert (error.code, error.retryable) == ("stream_interrupted", True), error.message
+    assert "is not its JSON" in error.message
+    assert "(500)" not in error.message
