@@ -15,6 +15,7 @@ from anyio.from_thread import start_blocking_portal
 
 from unified import _limits as limits
 from unified._exports import publish
+from unified._files import unwritable
 from unified._internal.stream import GuardedStream, StreamGuard, announce_unsupported_options
 from unified._redaction import clip, redact_key_shapes, redactor
 from unified.backends import (
@@ -185,7 +186,13 @@ class _Failover:
         while True:
             before = ctx.session_id
             try:
-                return await self._current.run(view)
+                try:
+                    return await self._current.run(view)
+                except OSError as exc:  # a full disk under this backend's files: typed, so the next one may go on
+                    typed = unwritable(exc, self._current.name)
+                    if typed is None:
+                        raise
+                    raise typed from exc
             except UnifiedError as failure:
                 if not remaining or failure.code not in self.params.failover_on:
                     raise

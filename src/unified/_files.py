@@ -25,6 +25,8 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
+from unified.errors import BackendUnavailable
+
 __all__ = [
     "FileTooLarge",
     "NotRegularFile",
@@ -34,8 +36,30 @@ __all__ = [
     "read_regular",
     "read_regular_text",
     "temporary_beside",
+    "unwritable",
     "write_atomically",
 ]
+
+
+UNWRITABLE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM})
+"""What a write refused by the machine, not by unified's code, fails with: a full disk or quota, a file size
+limit (RLIMIT_FSIZE), a read-only file system, a folder the user may not write."""
+
+
+def unwritable(exc: BaseException, backend: str) -> BackendUnavailable | None:
+    """`exc` as the typed error of a backend that cannot write its files here (`UNWRITABLE`), naming the file; None
+    for any other failure. A run's files outside the session store (a conversation written into an agent CLI's
+    home, its key and settings files, its debug log) failed with the bare OSError, which a run reported as
+    `internal_error`, "a bug in unified"; `backend_unavailable` lets the run fail over to a backend that can."""
+    if not isinstance(exc, OSError) or exc.errno not in UNWRITABLE:
+        return None
+    where = f" ({exc.filename})" if exc.filename else ""
+    return BackendUnavailable(
+        f"the {backend} backend cannot write its files here{where}: {exc.strerror or exc}",
+        hint="free disk space (or raise the quota or file size limit), or make that folder writable; or let the "
+        "run fail over to another backend (ExecuteParams.fallback)",
+        details={"path": str(exc.filename or ""), "errno": exc.errno},
+    )
 
 
 class NotRegularFile(OSError):

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from unified._files import read_regular
 from unified._redaction import REDACTED, redact_mapping
@@ -196,6 +196,17 @@ class Fallback(_Frozen):
     backend_options: dict[str, object] | BackendOptions = Field(default_factory=dict)
 
 
+def _named_directory(value: object) -> object:
+    """An empty name is no directory: `Path("")` is `.`, so `cwd=""` (a script's unset variable, `--cwd "$DIR"`) ran
+    the agent, its writes and its shell in the process's own directory, unasked. Refused where it is given."""
+    if value == "":
+        raise ValueError("the directory's name is empty: name a directory, or leave it out for the current one")
+    return value
+
+
+_Directory = Annotated[Path, BeforeValidator(_named_directory)]
+
+
 class ExecuteParams(BaseModel):
     """Everything one run needs: a `prompt` (or, with `retry`, none), the rest optional.
 
@@ -224,7 +235,7 @@ class ExecuteParams(BaseModel):
     model: str | None = Field(
         default=None, description="The model, e.g. `gemini-2.5-flash`; None: the backend's default (docs/backends/)."
     )
-    cwd: Path = Field(
+    cwd: _Directory = Field(
         default_factory=Path.cwd,
         description="The agent's working directory: where its tools run and its session is filed. Must exist.",
     )
@@ -264,7 +275,7 @@ class ExecuteParams(BaseModel):
         default=(), description="MCP servers whose tools the agent may call (stdio, HTTP or SSE)."
     )
     excluded_tools: tuple[str, ...] = Field(default=(), description="Tools the agent must not be offered, by name.")
-    include_directories: tuple[Path, ...] = Field(
+    include_directories: tuple[_Directory, ...] = Field(
         default=(), description="More directories the agent may work in, besides `cwd`."
     )
     max_turns: int | None = Field(

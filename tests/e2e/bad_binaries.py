@@ -100,8 +100,8 @@ def script_binary(folder: Path, name: str, version: str, body: str) -> Path:
 
 
 def broken_binary(folder: Path, name: str, kind: str) -> Path:
-    """A path that names no runnable binary: `missing`, a `directory`, a file `not_executable`, or a script
-    whose `--version` prints no version (`no_version`)."""
+    """A path that names no runnable binary: `missing`, a `directory`, a file `not_executable`, a script
+    whose `--version` prints no version (`no_version`), or one whose `#!` line cannot start it (`_SCRIPTS`)."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
     if kind == "directory":
@@ -112,16 +112,29 @@ def broken_binary(folder: Path, name: str, kind: str) -> Path:
     elif kind == "no_version":
         path.write_text("#!/bin/sh\necho 'Segmentation fault? no, just garbage'\n")
         path.chmod(0o755)
+    elif kind in _SCRIPTS:
+        path.write_bytes(_SCRIPTS[kind])
+        path.chmod(0o755)
     elif kind != "missing":
         raise ValueError(f"unknown kind {kind!r}")
     return path
 
+
+_SCRIPTS = {
+    "bad_interpreter": b"#!/nonexistent/sh\necho 0.61.0\n",
+    "windows_line_ends": b"#!/bin/sh\r\necho 0.61.0\r\n",
+    "interpreter_not_on_path": b"#!/usr/bin/env no-such-interpreter-r5\necho 0.61.0\n",
+}
+"""Scripts whose `#!` line cannot start them (each would print a supported version if it ran)."""
 
 BROKEN = {
     "missing": "which does not exist",
     "directory": "which is a directory, not the executable",
     "not_executable": "which is not executable",
     "no_version": "did not report a version",
+    "bad_interpreter": "whose interpreter '/nonexistent/sh' (its `#!` line) is not there",
+    "windows_line_ends": "Windows line endings",
+    "interpreter_not_on_path": "no 'no-such-interpreter-r5' is on the PATH",
 }
 """What the error's message says for each `broken_binary` kind."""
 

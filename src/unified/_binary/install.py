@@ -203,6 +203,43 @@ def _not_runnable(path: Path) -> str | None:
     return None
 
 
+def _script_problem(binary: Path, env: Mapping[str, str]) -> str | None:
+    """Why the `#!` line of the script `binary` cannot start it, None when `binary` is no script or its line names
+    an interpreter that is there. Asked only once running it failed: exec's error then names the script itself
+    ("No such file or directory: '<binary>'", a file that is there) when it is the interpreter that is missing,
+    and `#!/usr/bin/env NAME` without NAME on PATH exits 127 with no output at all."""
+    try:
+        with open_regular(binary) as handle:
+            first = handle.readline(256)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    line = first[2:].rstrip(b"\n")
+    if line.endswith(b"\r"):
+        return (
+            "which is a script with Windows line endings: its `#!` line names an interpreter whose name ends in a "
+            "carriage return, which no system has (convert the file to Unix line endings, e.g. with dos2unix)"
+        )
+    words = line.decode(errors="replace").split()
+    if not words:
+        return "which is a script whose `#!` line names no interpreter"
+    interpreter = words[0]
+    if not os.access(interpreter, os.X_OK):
+        return (
+            f"which is a script whose interpreter {interpreter!r} (its `#!` line) is not there or not executable "
+            "(install it, or correct the line)"
+        )
+    names = [word for word in words[1:] if not word.startswith("-")]  # `env -S node --flag`: node
+    wanted = names[0] if Path(interpreter).name == "env" and names and "=" not in names[0] else None
+    if wanted is not None and shutil.which(wanted, path=env.get("PATH")) is None:
+        return (
+            f"which is a script run by `{interpreter} {wanted}`, and no {wanted!r} is on the PATH the backend "
+            "gets (install it, or put its folder on PATH)"
+        )
+    return None
+
+
 def find_binary(spec: BinarySpec, explicit: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path:
     """The binary's path, looked for in the order of the module docstring."""
     for source, value in ((f"backend_options['{spec.option}']", explicit), (spec.env_var, env.get(spec.env_var))):
@@ -264,10 +301,15 @@ def probe_version(spec: BinarySpec, binary: Path, env: Mapping[str, str]) -> Ver
                     check=False,
                 )
         except (OSError, subprocess.TimeoutExpired) as exc:
-            raise BackendUnavailable(f"could not run {binary} --version: {exc}", hint=spec.install_hint) from exc
+            problem = _script_problem(binary, env) if isinstance(exc, OSError) else None
+            said = f"{binary} cannot run, {problem}" if problem else f"could not run {binary} --version: {exc}"
+            raise BackendUnavailable(said, hint=spec.install_hint) from exc
         text = done.stdout
     match = _VERSION.search(text or "")
     if match is None:
+        problem = _script_problem(binary, env)
+        if problem is not None:
+            raise BackendUnavailable(f"{binary} cannot run, {problem}", hint=spec.install_hint)
         raise BackendUnavailable(f"{binary} did not report a version ({text!r})", hint=spec.install_hint)
     version = (int(match[1]), int(match[2]), int(match[3]))
     _probed[key] = version

@@ -76,8 +76,32 @@ __all__ = [
     "PipedEnv",
     "ProcessStarter",
     "StderrTail",
+    "killed_by",
     "start_subprocess",
 ]
+
+_SIGNALS = {
+    "SIGXFSZ": "a file it wrote passed the file size limit (`ulimit -f`, RLIMIT_FSIZE): raise the limit",
+    "SIGKILL": "killed from outside (the kernel's out-of-memory killer, or someone's `kill -9`): see `dmesg`, free "
+    "memory",
+    "SIGSEGV": "it crashed (a segmentation fault): run again; if it persists, reinstall the binary",
+    "SIGBUS": "it crashed (a bus error; a file it had mapped shrank, or a full /dev/shm): run again",
+    "SIGABRT": "it aborted (an internal assertion, or out of memory): run again; if it persists, see its stderr",
+    "SIGXCPU": "it used up its CPU time limit (`ulimit -t`, RLIMIT_CPU): raise the limit",
+}
+"""What a signal that ends an agent binary on its own (not unified's SIGTERM) says about why, and what to do."""
+
+
+def killed_by(number: int) -> str:
+    """`killed by signal N`, with the signal's name and, for the ones a binary meets unasked (`_SIGNALS`), what it
+    means: "killed by signal 25" told nobody that the disk's file size limit had been reached."""
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        return f"killed by signal {number}"
+    meaning = _SIGNALS.get(name)
+    return f"killed by signal {number} ({name}: {meaning})" if meaning else f"killed by signal {number} ({name})"
+
 
 STDERR_TAIL_BYTES = 8192
 TERM_GRACE_S = 1.0

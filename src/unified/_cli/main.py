@@ -233,6 +233,14 @@ def _root(
     """Drive agent backends (Gemini CLI, generateContent, Interactions, Claude Code, Codex) through one stream."""
 
 
+def _directory(value: str) -> Path:
+    """A `--cwd` as given: an empty one (`--cwd "$DIR"` with DIR unset) is refused, where a Path of it would be `.`
+    and the run would go on in the shell's own directory (`unified.types._named_directory`)."""
+    if not value:
+        raise typer.BadParameter("the directory's name is empty: name a directory, or leave --cwd out for this one")
+    return Path(value)
+
+
 def _choice(values: tuple[str, ...] | Callable[[], tuple[str, ...]]) -> Callable[[str | None], str | None]:
     """A typer callback that accepts one of `values` (a callable: looked up when an option is given, so
     building the command line, for `--help`, loads nothing of the registry or the matrix)."""
@@ -441,7 +449,9 @@ def run(
     approval_mode: Annotated[
         str, typer.Option(callback=_choice(APPROVAL_CHOICES), help=f"One of: {', '.join(APPROVAL_CHOICES)}.")
     ] = "default",
-    cwd: Annotated[Path | None, typer.Option(help="The agent's working directory (default: here).")] = None,
+    cwd: Annotated[
+        Path | None, typer.Option(parser=_directory, help="The agent's working directory (default: here).")
+    ] = None,
     json_lines: Annotated[bool, typer.Option("--json", help="Print one JSON event per line.")] = False,
     max_turns: Annotated[int | None, typer.Option(min=1, help="Stop after this many model turns.")] = None,
     timeout: Annotated[float | None, typer.Option(min=0.001, help="Total time limit in seconds.")] = None,
@@ -768,7 +778,10 @@ def replay(
     native: Annotated[bool, typer.Option(help="Keep each raw backend event in `native`.")] = False,
     cwd: Annotated[
         Path | None,
-        typer.Option(help="Where the replayed tools run, e.g. a copy of the recorded workspace (default: empty)."),
+        typer.Option(
+            parser=_directory,
+            help="Where the replayed tools run, e.g. a copy of the recorded workspace (default: empty).",
+        ),
     ] = None,
     approve: Annotated[
         bool | None,
@@ -840,7 +853,9 @@ def record(
     approval_mode: Annotated[
         str, typer.Option(callback=_choice(APPROVAL_CHOICES), help=f"One of: {', '.join(APPROVAL_CHOICES)}.")
     ] = "default",
-    cwd: Annotated[Path | None, typer.Option(help="The agent's working directory (default: here).")] = None,
+    cwd: Annotated[
+        Path | None, typer.Option(parser=_directory, help="The agent's working directory (default: here).")
+    ] = None,
     source: Annotated[
         str | None, typer.Option(help="What answered, written into the cassette (default: says it was a live run).")
     ] = None,
@@ -1117,7 +1132,10 @@ SessionBackendOption = Annotated[
     str | None,
     typer.Option(callback=_choice(_session_backends), help="Only this backend (one that keeps sessions)."),
 ]
-CwdOption = Annotated[Path | None, typer.Option(help="The project whose sessions to use (default: the backend's).")]
+CwdOption = Annotated[
+    Path | None,
+    typer.Option(parser=_directory, help="The project whose sessions to use (default: the backend's)."),
+]
 
 
 def _cwd(cwd: Path | None) -> str | None:

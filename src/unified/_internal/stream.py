@@ -27,6 +27,7 @@ from anyio.abc import TaskGroup
 from pydantic import BaseModel, ValidationError
 
 from unified import _limits as limits
+from unified._files import unwritable
 from unified._redaction import (
     Redactor,
     SplitGuard,
@@ -1003,6 +1004,7 @@ class StreamGuard:
 
     async def _report_failure(self, failure: BaseException) -> str:
         """The run's fatal `error` event; its message (as delivered: key shapes hidden) for `result.error`."""
+        failure = unwritable(failure, self.backend.name) or failure
         if isinstance(failure, UnifiedError):
             event = ErrorEvent(
                 code=failure.code,

@@ -254,5 +254,5 @@ def test_a_retry_delay_is_kept_and_an_exit_is_explained() -> None:
     )
     assert error.details["retry_after_s"] == 1.5
     crashed = error_from_exit(-9, "line one\nthe reason\n", "codex app-server exited")
-    assert "exit status -9" in crashed.message
+    assert "killed by signal 9 (SIGKILL" in crashed.message
     assert "the reason" in crashed.message

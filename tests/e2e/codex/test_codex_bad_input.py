@@ -103,7 +103,7 @@ async def test_an_app_server_killed_mid_stream_is_a_backend_error_and_its_thread
         thread = next(e for e in events if isinstance(e, SessionStarted))
         again = await run_codex(server, workspace, "Go on.", resume=thread.short_id)
     assert error.code == "backend_error"
-    assert "exit status -9" in error.message
+    assert "killed by signal 9 (SIGKILL" in error.message
     assert not started.still_running()
     last = again[-1]
     assert isinstance(last, Result)

@@ -141,6 +141,10 @@ def config_dir(home: Path) -> Path:
     return home / ".claude"
 
 
+_NODE_TIMER_MAX_MS = 2**31 - 1
+"""The longest wait a Node timer takes: a longer one fires at once."""
+
+
 def claude_env(options: ClaudeCodeOptions, home: Path, *, parent: Mapping[str, str] | None = None) -> dict[str, str]:
     """The child's environment: the allowlisted variables, the `env` option, the isolated home, ours."""
     inherited = child_env(ENV_POLICY, parent=parent)
@@ -258,6 +262,11 @@ class Launch:
         files = [] if key is None else [(key_file(home, key), key.encode())]
         mcp_path = system_path = None
         if params.mcp_servers:
+            # The CLI's one wait for its MCP servers to start and list their tools (30 s unless set); it takes no
+            # timeout per server. Without it a server's `timeout_s` went nowhere: 120 s for a slow one was cut at
+            # 30 s (its tools missing, no word), 2 s for a stuck one still held every turn's start 30 s.
+            slowest = max(server.timeout_s for server in params.mcp_servers)
+            env.setdefault("MCP_TIMEOUT", str(min(max(1, round(slowest * 1000)), _NODE_TIMER_MAX_MS)))
             servers = {server.name: _mcp_entry(server) for server in params.mcp_servers}
             config = json.dumps({"mcpServers": servers}, separators=(",", ":")).encode()
             mcp_path = mcp_file(home, config)

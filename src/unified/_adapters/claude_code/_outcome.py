@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from unified._binary.process import killed_by
 from unified._internal.reach import provider_unreachable
 from unified.errors import AuthError, BackendError, RateLimited, SessionNotFound, UnifiedError
 
@@ -149,7 +150,7 @@ def error_from_exit(code: int | None, stderr_tail: str, what: str) -> BackendErr
     if code is None:
         how = "closed its output"
     elif code < 0:
-        how = f"was killed by signal {-code}"
+        how = f"was {killed_by(-code)}"
     else:
         how = f"exited with code {code}"
     tail = stderr_tail.strip()

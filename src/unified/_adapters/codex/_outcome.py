@@ -28,6 +28,7 @@ import re
 from typing import Any
 
 from unified._binary.framing import parse_object
+from unified._binary.process import killed_by
 from unified._internal.reach import provider_unreachable
 from unified.errors import AuthError, BackendError, BackendUnavailable, RateLimited, UnifiedError
 
@@ -147,7 +148,7 @@ def error_from_exit(code: int | None, stderr: str, what: str) -> UnifiedError:
     """The app-server ended (or never answered): what its exit status and stderr say."""
     tail = stderr.strip()
     last = next((line for line in reversed(tail.splitlines()) if line.strip()), "")
-    status = "still running" if code is None else f"exit status {code}"
+    status = "still running" if code is None else killed_by(-code) if code < 0 else f"exit status {code}"
     message = f"{what} ({status})" + (f": {last}" if last else "")
     return BackendError(
         message,

@@ -57,6 +57,18 @@ def _workdir() -> Path:
     return path
 
 
+def _stream_json_resume_note(params: ExecuteParams) -> str:
+    """The `resume_via_stream_json` warning: what the resumed run loses on `gemini -p --resume`, the run's own
+    options named (its MCP servers and its ask_user went nowhere without a word before: they go over ACP only)."""
+    lost = ["no thoughts", "no permission prompts"]
+    if params.mcp_servers:
+        names = ", ".join(repr(server.name) for server in params.mcp_servers)
+        lost.append(f"the MCP servers {names} are not connected (they go in ACP session/load only)")
+    if params.on_user_input is not None:
+        lost.append("the model cannot ask the user (on_user_input: the approval mode alone decides)")
+    return f"this gemini does not offer ACP session/load; the resumed run uses `gemini -p --resume` ({'; '.join(lost)})"
+
+
 class GeminiCliBackend:
     name = BACKEND
 
@@ -200,11 +212,14 @@ class GeminiCliBackend:
                 "this gemini does not offer ACP session/load, which continuing a conversation or retrying a turn needs",
                 hint=f"install the pinned gemini CLI ({GEMINI_CLI.version}): unified install-gemini",
             )
-        await ctx.emit(
-            WarningEvent(
-                code="resume_via_stream_json",
-                message="this gemini does not offer ACP session/load; the resumed run uses `gemini -p --resume` "
-                "(no thoughts, no permission prompts)",
+        if params.images:  # as on the stream-json transport: a prompt's images are never dropped unsaid
+            raise ConfigurationError(
+                "this gemini does not offer ACP session/load, so the resumed run uses `gemini -p --resume`, which "
+                "takes a text prompt only: the prompt's images cannot go",
+                hint=f"install the pinned gemini CLI ({GEMINI_CLI.version}): unified install-gemini; or resume "
+                "without images",
             )
+        await ctx.emit(
+            WarningEvent(code="resume_via_stream_json", message=_stream_json_resume_note(params)),
         )
         return await run_stream_json(self.launch, ctx, where)

@@ -10,6 +10,7 @@ from typing import Any
 
 from unified._adapters.gemini_cli._translate import usage_from_prompt_result
 from unified._binary.jsonrpc import RpcError, as_dict
+from unified._binary.process import killed_by
 from unified._internal.reach import provider_unreachable
 from unified._redaction import clip
 from unified.backends import RunOutcome
@@ -124,6 +125,11 @@ _CUT = re.compile(r"terminated|other side closed|socket hang up", re.I)
 same break is `stream_interrupted` too (`retries_spent`)."""
 
 
+_NOT_JSON = re.compile(r"Incomplete JSON segment|is not valid JSON|Unexpected end of JSON input", re.I)
+"""0.61's JSON-RPC error (code 500) for an HTTP 200 answer its stream parser could not read: an event cut in the
+middle, or a page that is no JSON (a proxy's). No HTTP 500 came; the same break as `_CUT`, said for what it is."""
+
+
 def _http_error(exc: RpcError) -> tuple[int, str | None, str, Any] | None:
     """The Gemini API's HTTP error inside a JSON-RPC error of the CLI: (status code, status, message, body).
 
@@ -169,6 +175,15 @@ def error_from_acp(exc: RpcError, stderr_tail: str = "") -> UnifiedError:
             hint="run again (retry=True answers the same prompt); a failover_on backend takes over",
             details=details,
         )
+    if _NOT_JSON.search(exc.message):
+        return BackendError(
+            f"{exc.method}: the answer from the Gemini API is not its JSON ({exc.message!r}): an event cut in the "
+            "middle, or something other than the Gemini API answered (a proxy's page)",
+            code="stream_interrupted",
+            retryable=True,
+            hint="run again (retry=True answers the same prompt); if it persists, check GOOGLE_GEMINI_BASE_URL",
+            details=details,
+        )
     http = _http_error(exc)
     if http is not None:
         from unified._internal.api_errors import error_from_status  # imports httpx: only when an error came
@@ -200,7 +215,7 @@ def explain_exit(code: int | None) -> str:
     if code is None:
         return "the gemini process is still running"
     if code < 0:
-        return f"killed by signal {-code}"
+        return killed_by(-code)
     return f"exit code {code}: {EXIT_CODES.get(code, 'unexpected exit')}"
 
 

@@ -29,7 +29,7 @@ from unified._adapters.gemini_cli._permissions import PermissionBridge
 from unified._adapters.gemini_cli._relocate import SESSION_ID, session_lease
 from unified._adapters.gemini_cli._replays import Folding, MessageEnd
 from unified._adapters.gemini_cli._retry_watch import WATCH_INTERVAL_S, RetryWatch
-from unified._adapters.gemini_cli._session_setup import SessionSetup
+from unified._adapters.gemini_cli._session_setup import OpeningStalled, SessionSetup
 from unified._adapters.gemini_cli._subagents import POLL_INTERVAL_S, SubagentWatcher
 from unified._adapters.gemini_cli._translate import AcpTranslator, Item, TurnBoundary, tool_name_from_call_id
 from unified._binary.jsonrpc import ConnectionClosed, LineProblem, as_dict
@@ -106,6 +106,9 @@ class AcpRun:
                     return await self._open_and_prompt(cwd)
                 finally:  # the server holds this run's methods: no cycle for the collector to find
                     self.translator.ask_user_noted = None
+        except OpeningStalled:
+            self.lease.retire()  # its opening still hangs in it: no other run gets it
+            raise
         except ConnectionClosed as exc:
             self.lease.retire()
             process = self.connection.process

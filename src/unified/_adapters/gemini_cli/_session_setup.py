@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -21,19 +22,25 @@ from unified._adapters.gemini_cli._acp import AcpConnection
 from unified._adapters.gemini_cli._chat_files import ChatFiles, ResumeGuard, gemini_home, read_chat, replay_count
 from unified._adapters.gemini_cli._launch import SYSTEM_SETTINGS_ENV, Launch
 from unified._adapters.gemini_cli._outcome import error_from_acp
+from unified._adapters.gemini_cli._retry_watch import DebugLog
 from unified._binary.jsonrpc import Inbox, RpcError, as_dict
 from unified._files import read_regular
 from unified._internal.reach import display_url
+from unified._redaction import clip
 from unified.backends import RunContext
+from unified.errors import BackendError
 from unified.events import WarningEvent
 from unified.types import ApprovalMode, HttpMcpServer, McpServer, SseMcpServer, StdioMcpServer
 
 __all__ = [
     "ACP_MODES",
+    "OpeningStalled",
     "SessionSetup",
     "acp_from_mcp_server",
-    "command_exists",
+    "command_problem",
+    "logged_mcp_failures",
     "mcp_allowlist",
+    "opening_limit",
     "session_model",
     "unreachable",
 ]
@@ -49,7 +56,21 @@ REPLAY_QUIET_S = 2.0
 _REPLAYED = frozenset({"user_message_chunk", "agent_thought_chunk", "agent_message_chunk", "tool_call"})
 MCP_CONNECT_S = 5.0
 """How long the look at an HTTP MCP server's port may wait for a connection (it runs beside `session/new`)."""
+MCP_OPENING_SLACK_S = 30.0
+"""What the session's opening may take beyond the slowest `timeout_s` of the run's MCP servers. 0.61 answers
+`session/new` (and `session/load`) only once every MCP server has listed its tools, and waits 10 minutes
+(`MCP_DEFAULT_TIMEOUT_MSEC`; ACP cannot set a server's timeout) for a server that took the connection and then
+stopped answering: measured, a stdio server that answered `initialize` and never `tools/list` held the opening
+until the run's idle timeout (180 s) said only "no event". The slack covers the CLI's own work in the opening
+(about 1 s on a cold process)."""
+_MCP_LOG_MAX_CHARS = 4 << 20
+"""Most of the CLI's debug log read for the opening's MCP failures (its lines of one opening are a few KB)."""
 _PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
+
+
+class OpeningStalled(BackendError):
+    """The CLI held the session's opening past `opening_limit`: the process is of no more use (`AcpRun` retires
+    it), and the run ends with this error."""
 
 
 def acp_from_mcp_server(server: McpServer) -> dict[str, Any]:
@@ -69,11 +90,21 @@ def acp_from_mcp_server(server: McpServer) -> dict[str, Any]:
     }
 
 
-def command_exists(command: str, cwd: Path, env: Mapping[str, str]) -> bool:
-    """Whether the CLI could spawn `command` (it runs MCP servers with the session's cwd)."""
+def command_problem(command: str, cwd: Path, env: Mapping[str, str]) -> str | None:
+    """Why the CLI could not spawn `command` (it runs MCP servers with the session's cwd), None when it could: not
+    there, a directory, or a file without its `x` bit (each was "was not found", or, for a directory, nothing
+    until the CLI's own spawn failed)."""
     if os.sep in command:
-        return os.access(cwd / Path(command).expanduser(), os.X_OK)
-    return shutil.which(command, path=env.get("PATH")) is not None
+        path = cwd / Path(command).expanduser()
+        if path.is_dir():
+            return "is a directory, not a program"
+        if path.exists() and not os.access(path, os.X_OK):
+            return "is not executable (`chmod +x` it, or name the program that runs it)"
+        if os.access(path, os.X_OK):
+            return None
+    elif shutil.which(command, path=env.get("PATH")) is not None:
+        return None
+    return f"was not found (PATH of the gemini process, relative paths from {cwd})"
 
 
 def mcp_allowlist(env: Mapping[str, str], cwd: Path) -> list[str]:
@@ -116,6 +147,41 @@ async def unreachable(url: str) -> str | None:
     return None
 
 
+def opening_limit(servers: Sequence[McpServer]) -> float | None:
+    """How long the session's opening may take with `servers` (each given its own `timeout_s`, then
+    `MCP_OPENING_SLACK_S`); None without servers: then the run's idle timeout alone bounds it."""
+    if not servers:
+        return None
+    return max(server.timeout_s for server in servers) + MCP_OPENING_SLACK_S
+
+
+_MCP_LOG_FAILURES = (
+    (re.compile(r"\[MCP info\] MCP server '(?P<name>[^']+)' requires authentication\b"), None),
+    (re.compile(r"\[MCP error\] Error during discovery for MCP server '(?P<name>[^']+)': (?P<why>.*)"), "why"),
+)
+"""What 0.61's debug log (`_retry_watch.DebugLog`) says of an MCP server that took the connection and then failed
+while the session opened, and nowhere else: an HTTP or SSE server that answered 401 ("requires authentication"),
+and one that answered 403, 404, 500 or a body that is no JSON, or whose listing failed otherwise ("Error during
+discovery"). The CLI drops such a server; the model just lacks its tools."""
+
+
+def logged_mcp_failures(text: str, names: Sequence[str]) -> dict[str, str]:
+    """Why each of the servers `names` failed, per the CLI's debug log lines in `text` (`_MCP_LOG_FAILURES`),
+    said as a warning's message; the first line on a server counts."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        for pattern, group in _MCP_LOG_FAILURES:
+            match = pattern.search(line)
+            if match is None or match["name"] not in names or match["name"] in found:
+                continue
+            if group is None:
+                why = "it requires authentication (it answered 401): the headers given carry no credentials it takes"
+            else:
+                why = f"listing its tools failed: {clip(match[group].strip(), 300)}"
+            found[match["name"]] = why
+    return found
+
+
 def session_model(messages: list[dict[str, Any]]) -> str | None:
     """The model of a session's last answer (the CLI records it on every `gemini` message)."""
     for message in reversed(messages):
@@ -141,6 +207,8 @@ class SessionSetup:
         self.model = launch.model_for()
         """The model the session runs on, set on it after `session/new` or `session/load`."""
         self.inbox = Inbox()
+        self.mcp_warned: set[str] = set()
+        """The run's MCP servers a `mcp_unavailable` warning has named: one warning a server."""
 
     async def warn(self, code: str, message: str) -> None:
         """A warning of the run, with the session's id once it is known. The setup's own, not a method of the
@@ -169,16 +237,49 @@ class SessionSetup:
         await self._configure()
 
     async def _opening(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
-        """`request` of the session's opening, while the HTTP MCP servers are looked at
-        (`_warn_unreachable_mcp`); its error raised as itself, not inside an ExceptionGroup."""
+        """`_looked_at_opening`, then a warning for each MCP server the CLI's debug log says failed meanwhile
+        (`logged_mcp_failures`)."""
+        log = self.connection.debug_log
+        start = log.size() if log is not None and self.params.mcp_servers else None
+        answer = await self._looked_at_opening(method, params)
+        if log is not None and start is not None:
+            await self._warn_logged_mcp(log, start)
+        return answer
+
+    async def _warn_logged_mcp(self, log: DebugLog, start: int) -> None:
+        """Warn about the run's MCP servers that the CLI's debug log, from `start` on, says failed while the
+        session opened (it logs them before it answers the opening): 0.61 says it nowhere else."""
+        text, offset = log.read(start)
+        while offset < log.size() and len(text) < _MCP_LOG_MAX_CHARS:
+            more, after = log.read(offset)
+            if after == offset:
+                break
+            text, offset = text + more, after
+        servers = {server.name: server for server in self.params.mcp_servers}
+        for name, why in logged_mcp_failures(text, list(servers)).items():
+            if name in self.mcp_warned:
+                continue
+            server = servers[name]
+            where = f" at {display_url(server.url)}" if isinstance(server, HttpMcpServer | SseMcpServer) else ""
+            message = f"MCP server {name!r}{where} failed as the gemini CLI connected: {why}; its tools will be missing"
+            await self.warn_mcp(name, message)
+
+    async def warn_mcp(self, name: str, message: str) -> None:
+        """`mcp_unavailable` about the run's MCP server `name`, once."""
+        self.mcp_warned.add(name)
+        await self.warn("mcp_unavailable", message)
+
+    async def _looked_at_opening(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        """`_bounded_opening`, while the HTTP MCP servers are looked at (`_warn_unreachable_mcp`); its error
+        raised as itself, not inside an ExceptionGroup."""
         if not any(isinstance(s, HttpMcpServer | SseMcpServer) for s in self.params.mcp_servers):
-            return await self.request(method, params)
+            return await self._bounded_opening(method, params)
         answer: list[dict[str, Any]] = []
         failed: list[Exception] = []
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._warn_unreachable_mcp)
             try:
-                answer.append(await self.request(method, params))
+                answer.append(await self._bounded_opening(method, params))
             except Exception as exc:  # raised after the group: the look is of no use once the opening failed
                 failed.append(exc)
                 tg.cancel_scope.cancel()
@@ -186,21 +287,43 @@ class SessionSetup:
             raise failed[0]
         return answer[0]
 
+    async def _bounded_opening(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        """`request` of the session's opening, given up after `opening_limit` of the run's MCP servers: the CLI
+        holds it for as long as one of them does not answer (`MCP_OPENING_SLACK_S`), and says which to nobody.
+        The process is retired then (its opening still hangs in it): `OpeningStalled` names every server."""
+        limit = opening_limit(self.params.mcp_servers)
+        if limit is None:
+            return await self.request(method, params)
+        with anyio.move_on_after(limit):
+            return await self.request(method, params)
+        names = ", ".join(repr(server.name) for server in self.params.mcp_servers)
+        raise OpeningStalled(
+            f"the gemini CLI did not open the session within {limit:g} s: it opens one only once every MCP server "
+            f"of the run ({names}) has listed its tools, so one of them took the connection and then did not "
+            "answer (gemini 0.61 waits 10 minutes for it and says nothing over ACP)",
+            hint="check that each of these servers answers initialize and tools/list (start it alone, e.g. with "
+            "the MCP inspector); raise its timeout_s if it is only slow to start, or run without it",
+            details={"mcp_servers": [server.name for server in self.params.mcp_servers], "limit_s": limit},
+        )
+
     def _mcp_servers(self) -> list[dict[str, Any]]:
         return [acp_from_mcp_server(server) for server in self.params.mcp_servers] + self.own_servers
 
     async def _warn_unstartable_mcp(self, cwd: Path) -> None:
-        """Warn about stdio MCP servers whose command does not exist.
+        """Warn about stdio MCP servers whose command cannot run (`command_problem`).
 
         0.61 does not report a failed MCP server over ACP (one stderr line at exit, naming no server),
         so the failure we can see beforehand is ours to report.
         """
         for server in self.params.mcp_servers:
-            if isinstance(server, StdioMcpServer) and not command_exists(server.command, cwd, self.launch.env):
-                await self.warn(
-                    "mcp_unavailable",  # as every backend says of an MCP server that does not start
-                    f"MCP server {server.name!r} cannot start: command {server.command!r} was not found "
-                    f"(PATH of the gemini process, relative paths from {cwd}); its tools will be missing",
+            problem = (
+                command_problem(server.command, cwd, self.launch.env) if isinstance(server, StdioMcpServer) else None
+            )
+            if isinstance(server, StdioMcpServer) and problem is not None:
+                await self.warn_mcp(
+                    server.name,  # `mcp_unavailable`, as every backend says of an MCP server that does not start
+                    f"MCP server {server.name!r} cannot start: command {server.command!r} {problem}; its tools will "
+                    "be missing",
                 )
 
     async def _warn_unreachable_mcp(self) -> None:
@@ -223,7 +346,7 @@ class SessionSetup:
                 tg.start_soon(look, server)
         for server in servers:  # in the order given
             if server.name in found:
-                await self.warn("mcp_unavailable", f"{found[server.name]}; its tools will be missing")
+                await self.warn_mcp(server.name, f"{found[server.name]}; its tools will be missing")
 
     async def _warn_blocked_own_servers(self, cwd: Path) -> None:
         """Warn when the CLI's settings allow only named MCP servers (`mcp.allowed`): 0.61 then blocks unified's

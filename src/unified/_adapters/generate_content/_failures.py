@@ -22,6 +22,7 @@ from unified._internal.api_errors import (
     unreadable_response,
 )
 from unified._internal.retry import Failure
+from unified._redaction import clip
 from unified.errors import BackendError, RateLimited
 
 __all__ = ["failure_from_exception"]
@@ -31,6 +32,18 @@ def failure_from_exception(exc: BaseException, model: str, timeout_s: float) -> 
     """The meaning of `exc`, or None when it is not a request failure (a bug: let it propagate)."""
     if isinstance(exc, errors.APIError):
         return _api_failure(exc, model)
+    if isinstance(exc, errors.UnknownApiResponseError):  # a ValueError too, but the answer's fault, not the request's
+        return Failure(
+            "transient",
+            BackendError(
+                f"the answer from the Gemini API is not its JSON ({clip(str(exc), 300)})",
+                hint="a stream cut in the middle of an event, or something other than the Gemini API answered (a "
+                "proxy's page): run again; if it persists, check the URL the backend talks to (GOOGLE_GEMINI_BASE_URL "
+                "or backend_options['base_url'])",
+                code="stream_interrupted",
+                retryable=True,
+            ),
+        )
     if isinstance(exc, ValueError | TypeError) and _raised_by_genai(exc):
         return Failure(
             "fatal",
@@ -46,7 +59,7 @@ def failure_from_exception(exc: BaseException, model: str, timeout_s: float) -> 
     unavailable = unreachable(exc)
     if unavailable is not None:  # no connection was made: retried, then `backend_unavailable` (api_errors)
         return Failure("transient", unavailable)
-    if isinstance(exc, (httpx.TransportError, errors.UnknownApiResponseError)):
+    if isinstance(exc, httpx.TransportError):
         why = timed_out(exc, timeout_s) or f"the connection to the Gemini API broke ({type(exc).__name__}: {exc})"
         return Failure(
             "transient",
