@@ -70,7 +70,7 @@ from unified.events import (
 )
 from unified.sessions import SessionStore, StoredSession
 from unified.tools import EventForwarder, ToolCall, ToolOutcome, ToolRuntime, tool_family
-from unified.tools._runtime import is_excluded
+from unified.tools._runtime import is_excluded, refused_by
 from unified.types import ExecuteParams
 
 __all__ = [
@@ -659,16 +659,9 @@ class AgentLoop:
             )
         decision = await (await self._runtime()).decide(call)
         await self.ctx.emit(decision)
-        if decision.stops_run:
-            raise RunStopped(
-                f"the user stopped the run at {DELEGATE} ({call.id})",
-                hint="resume the session to go on",
-                details={"tool_use_id": call.id},
-            )
-        if decision.decision == "deny":
-            told = f". The user says: {decision.message}" if decision.message else ""
-            denied = {"error": f"Tool call {DELEGATE} was denied: {decision.reason}{told}"}
-            return ToolOutcome(call.id, call.name, denied, True, decision=decision)
+        refusal = refused_by(call, decision)
+        if refusal is not None:
+            return refusal
         if decision.input is not None:  # the user changed the task
             task, description = decision.input.get("task"), decision.input.get("description")
             if not isinstance(task, str) or not task.strip():

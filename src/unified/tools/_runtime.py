@@ -61,6 +61,7 @@ __all__ = [
     "ToolOutcome",
     "ToolRuntime",
     "is_excluded",
+    "refused_by",
 ]
 
 PermissionAnswer = Literal["allow_once", "allow_always", "deny"]
@@ -484,15 +485,9 @@ class ToolRuntime:
         elif event.input is not None:
             params = event.input
         await obs.decision(call, event)
-        if event.stops_run:
-            raise RunStopped(
-                f"the user stopped the run at {call.name} ({call.id})",
-                hint="resume the session to go on",
-                details={"tool_use_id": call.id},
-            )
-        if event.decision == "deny":
-            told = f". The user says: {event.message}" if event.message else ""
-            return _error(call, f"Tool call {call.name} was denied: {event.reason}{told}", event)
+        refusal = refused_by(call, event)
+        if refusal is not None:
+            return refusal
         # the path the protected-path check judged is the one the tool must write (unless the user changed it)
         judged_path = judged.get("path") if event.input is None else None
         return _Ready(spec, params, event, judged_path)
@@ -705,6 +700,22 @@ async def _refused(call: ToolCall, obs: ToolObserver, message: str) -> ToolOutco
     )
     await obs.decision(call, event)
     return _error(call, message, event)
+
+
+def refused_by(call: ToolCall, decision: PermissionDecision) -> ToolOutcome | None:
+    """What a decision that does not let `call` run makes of it: a stop ends the run (`RunStopped`), a denial is
+    the call's error, in the words the model reads on every backend; None when the call may run. One place for
+    the runtime's calls and the agent loop's `delegate`, which the policy decides as any call."""
+    if decision.stops_run:
+        raise RunStopped(
+            f"the user stopped the run at {call.name} ({call.id})",
+            hint="resume the session to go on",
+            details={"tool_use_id": call.id},
+        )
+    if decision.decision == "deny":
+        told = f". The user says: {decision.message}" if decision.message else ""
+        return _error(call, f"Tool call {call.name} was denied: {decision.reason}{told}", decision)
+    return None
 
 
 def _error(call: ToolCall, message: str, decision: PermissionDecision | None = None) -> ToolOutcome:

@@ -23,13 +23,18 @@ from unified.testing import FakeAnthropic, FakeGemini, FakeOpenAI, ModelTurn
 pytestmark = pytest.mark.e2e
 
 
-def _unified(args: list[str], home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "GEMINI_API_KEY": "not-a-key",
-        "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:9",  # never reached: refused before
-        "UNIFIED_DATA_DIR": str(home / "unified-data"),
-    }
+def _unified(
+    args: list[str], home: Path, cwd: Path, env: dict[str, str] | None = None, file_limit: int | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`unified ARGS` in a child Python (its environment: a dummy Gemini key that reaches nothing, else `env`),
+    with no file it writes growing past `file_limit` bytes when given (`_on_a_full_disk`)."""
+    if env is None:
+        env = {
+            **os.environ,
+            "GEMINI_API_KEY": "not-a-key",
+            "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:9",  # never reached: refused before
+            "UNIFIED_DATA_DIR": str(home / "unified-data"),
+        }
     return subprocess.run(
         [sys.executable, "-m", "unified", *args],
         cwd=cwd,
@@ -38,6 +43,7 @@ def _unified(args: list[str], home: Path, cwd: Path) -> subprocess.CompletedProc
         text=True,
         timeout=HANG_GUARD_S,
         check=False,
+        preexec_fn=None if file_limit is None else lambda: _on_a_full_disk(file_limit),  # only the child's limit
     )
 
 
@@ -95,16 +101,8 @@ def test_a_conversation_that_does_not_fit_on_the_disk_is_backend_unavailable(
         "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
         "UNIFIED_DATA_DIR": str(isolated_home / "unified-data"),
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "unified", "run", "go on", "--history", str(history), "--backend", backend, "--json"],
-        cwd=workspace,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=HANG_GUARD_S,
-        check=False,
-        preexec_fn=lambda: _on_a_full_disk(8_000),  # the one way to give only the child a limit
-    )
+    args = ["run", "go on", "--history", str(history), "--backend", backend, "--json"]
+    done = _unified(args, isolated_home, workspace, env, file_limit=8_000)
     assert done.returncode == 1, (done.stdout, done.stderr)
     events = [json.loads(line) for line in done.stdout.splitlines()]
     [error] = [event for event in events if event["type"] == "error"]
@@ -129,19 +127,8 @@ async def test_an_agent_binary_killed_by_the_file_size_limit_is_told_so(
     async with fakes[backend]([ModelTurn(text="An answer of some length. " * 40)]) as server:
         wiring = server.env if isinstance(server, FakeOpenAI) else server.cli_env
         env = {**os.environ, **wiring, "UNIFIED_DATA_DIR": str(isolated_home / "unified-data")}
-        args = [sys.executable, "-m", "unified", "run", "hi", "--backend", backend, "--json"]
-        done = await anyio.to_thread.run_sync(
-            lambda: subprocess.run(
-                args,
-                cwd=workspace,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=HANG_GUARD_S,
-                check=False,
-                preexec_fn=lambda: _on_a_full_disk(3_000),  # the one way to give only the child a limit
-            )
-        )
+        args = ["run", "hi", "--backend", backend, "--json"]
+        done = await anyio.to_thread.run_sync(lambda: _unified(args, isolated_home, workspace, env, file_limit=3_000))
     assert done.returncode == 1, (done.stdout, done.stderr)
     events = [json.loads(line) for line in done.stdout.splitlines()]
     [error] = [event for event in events if event["type"] == "error"]
