@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -18,8 +15,8 @@ import pytest
 from tests.e2e.bad_binaries import Started, the_error
 from tests.e2e.gemini_cli.gemini_cli_helpers import Run, stream_line, text
 from tests.e2e.generate_content.test_gc_bad_input_round5 import ANSWERS
-from tests.e2e.generate_content.test_gc_bad_input_round5 import answering as answering_with
 from tests.hang_guard import HANG_GUARD_S
+from tests.harness.raw_http import answering
 from unified import ExecuteParams, ImageInput, UserInputRequest, UserInputResponse, execute
 from unified._adapters.gemini_cli._launch import start_gemini
 from unified.events import Result, SessionStarted, UnifiedEvent, WarningEvent
@@ -96,35 +93,6 @@ async def test_an_mcp_server_that_stops_answering_after_initialize_is_a_backend_
     assert not runs(int(pid_file.read_text()), script)
 
 
-@contextmanager
-def answering(status: int, body: bytes) -> Iterator[str]:
-    """An HTTP server on 127.0.0.1 that answers every request with `status` and `body`: its URL. The TCP look
-    before a run sees a port that takes connections."""
-
-    class Answer(BaseHTTPRequestHandler):
-        def answer(self) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        do_GET = do_POST = do_DELETE = answer
-
-        def log_message(self, format: str, *args: object) -> None:
-            del format, args
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Answer)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
-
-
 @pytest.mark.parametrize(
     ("kind", "status", "body", "said"),
     [
@@ -140,7 +108,8 @@ async def test_an_mcp_server_that_takes_the_connection_and_fails_is_a_warning_na
 ) -> None:
     """Was: nothing. The TCP look saw a port that is up; the CLI dropped the server and said so only in its debug
     log. Now `mcp_unavailable` names the server, its URL and what the CLI met, once, and the run goes on."""
-    with answering(status, body) as url:
+    with answering(status, body) as (base, _):
+        url = f"{base}/mcp"
         headers = {"Authorization": "Bearer s3cret-token"}
         failing: McpServer = (
             HttpMcpServer(name="tickets", url=url, headers=headers)
@@ -270,7 +239,8 @@ async def test_an_answer_that_is_not_the_api_s_json_is_a_stream_error_saying_so(
     """A stream cut in the middle of an event, and a proxy's HTML page with status 200: 0.61 ends the prompt with
     a JSON-RPC error 500 "Incomplete JSON segment at the end", which the run passed on as `backend_error` "the
     Gemini API failed (500) ... a server-side problem" (no 500 came). Now `stream_interrupted`, saying what came."""
-    with answering_with(kind) as (url, _):
+    content_type, body = ANSWERS[kind]
+    with answering(200, body, content_type) as (url, _):
         env = {"GOOGLE_GEMINI_BASE_URL": url, "GEMINI_API_KEY": "fake-gemini-key", "GEMINI_MODEL": CLI_MODEL}
         options = {"env": env, "pool_size": 0}
         params = ExecuteParams(prompt="hi", backend="gemini-cli", cwd=workspace, backend_options=options)

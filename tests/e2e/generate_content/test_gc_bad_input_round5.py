@@ -6,14 +6,11 @@ answer it is: `stream_interrupted`, retried as a dropped stream is, retryable at
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from tests.harness.raw_http import answering
 from unified import execute
 from unified.events import ErrorEvent, Result
 
@@ -25,44 +22,13 @@ ANSWERS = {
 }
 
 
-@contextmanager
-def answering(kind: str) -> Iterator[tuple[str, list[str]]]:
-    """A server on 127.0.0.1 answering every request 200 with `ANSWERS[kind]` (then closing): its URL, and the
-    paths it was asked."""
-    content_type, body = ANSWERS[kind]
-    asked: list[str] = []
-
-    class Answer(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            asked.append(self.path)
-            self.send_response(200)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            del format, args
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Answer)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", asked
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
-
-
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 @pytest.mark.parametrize("kind", list(ANSWERS))
 async def test_an_answer_that_is_not_the_api_s_json_is_a_retried_stream_error(
     kind: str, tmp_path: Path, isolated_home: Path
 ) -> None:
-    with answering(kind) as (url, asked):
+    content_type, body = ANSWERS[kind]
+    with answering(200, body, content_type) as (url, asked):
         options = {"api_key": "fake-gemini-key", "base_url": url, "max_retries": 1}
         async with execute(prompt="hi", backend="generate-content", cwd=tmp_path, backend_options=options) as stream:
             events = [event async for event in stream]

@@ -1,0 +1,44 @@
+"""A loopback HTTP server that answers every request with one fixed answer, whatever it is asked: for the
+answers no fake server gives on purpose (a proxy's HTML page, an event cut in half, a 401 to an MCP client)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+__all__ = ["answering"]
+
+
+@contextmanager
+def answering(status: int, body: bytes, content_type: str = "application/json") -> Iterator[tuple[str, list[str]]]:
+    """A server on 127.0.0.1 answering every GET, POST and DELETE with `status`, `content_type` and `body`, then
+    closing the connection: its base URL, and the paths it was asked (in order)."""
+    asked: list[str] = []
+
+    class Answer(BaseHTTPRequestHandler):
+        def answer(self) -> None:
+            asked.append(self.path)
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_DELETE = answer
+
+        def log_message(self, format: str, *args: object) -> None:
+            del format, args
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", asked
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
