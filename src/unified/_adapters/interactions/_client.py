@@ -41,12 +41,14 @@ from unified._internal.api_errors import (
 )
 from unified._internal.genai_client import GenaiClient
 from unified._internal.retry import Failure, retrying
+from unified._redaction import clip
 from unified._text import escapes_surrogates, well_formed_json
 from unified.errors import BackendError, UnifiedError
 
 __all__ = [
     "InteractionsClient",
     "T",
+    "UnreadableStream",
     "Warn",
     "describe",
     "error_from_exception",
@@ -121,6 +123,18 @@ def error_from_exception(exc: BaseException, what: str, model: str | None = None
 
 def failure_from_exception(exc: BaseException) -> Failure | None:
     """What a failed Interactions API call means for the retry policy (None: not a request failure)."""
+    if isinstance(exc, UnreadableStream):  # the answer's fault, not the request's: asked again, as a cut stream is
+        return Failure(
+            "transient",
+            BackendError(
+                f"the answer from the Gemini API is not its JSON ({exc})",
+                hint="a stream cut in the middle of an event, or something other than the Gemini API answered (a "
+                "proxy's page): run again; if it persists, check the URL the backend talks to (GOOGLE_GEMINI_BASE_URL "
+                "or backend_options['base_url'])",
+                code="stream_interrupted",
+                retryable=True,
+            ),
+        )
     if not is_api_error(exc):
         credentials = credentials_error(exc) or unreadable_response(exc)
         return Failure("fatal", credentials) if credentials is not None else None
@@ -135,18 +149,33 @@ def failure_from_exception(exc: BaseException) -> Failure | None:
 _DONE = "[DONE]"
 
 
+class UnreadableStream(ValueError):
+    """An answer of status 200 that is not the API's stream of JSON events: an event cut in the middle, or
+    something other than the API answered (a proxy's page). Read as nothing, it made the run ask the model again
+    as for a botched turn, blaming the model; it is a broken stream (`failure_from_exception`, `_turns._follow`)."""
+
+
 def _event(data: list[str]) -> dict[str, Any] | None:
-    """One SSE event's `data` lines as wire JSON (None for the `[DONE]` sentinel or data that is no object)."""
+    """One SSE event's `data` lines as wire JSON (None for the `[DONE]` sentinel or data that is no object).
+    Raises `UnreadableStream` for data that is no JSON."""
     text = data[0] if len(data) == 1 else "\n".join(data)
     if text == _DONE:
         return None
     try:
         event = json.loads(text)
-    except json.JSONDecodeError:
-        return None
+    except json.JSONDecodeError as exc:
+        raise UnreadableStream(f"an event that is no JSON ({exc.msg}): {clip(text, 200)!r}") from None
     if not isinstance(event, dict):
         return None
     return well_formed_json(event) if escapes_surrogates(text) else event
+
+
+def _event_stream(response: httpx.Response) -> None:
+    """Raises `UnreadableStream` unless `response` says it is an event stream (a proxy's page of status 200 is
+    `text/html`: its lines are no SSE, and read as such they were no event at all)."""
+    content_type = response.headers.get("content-type", "")
+    if content_type and not content_type.lower().startswith("text/event-stream"):
+        raise UnreadableStream(f"an answer of type {clip(content_type, 100)!r}, not an event stream")
 
 
 def _data(line: str) -> str | None:
@@ -283,6 +312,7 @@ class InteractionsClient(GenaiClient):
     async def _read(self, manager: Any, response: Any) -> AsyncGenerator[dict[str, Any], None]:
         """The body's events as wire JSON; the response is closed however iteration ends."""
         try:
+            _event_stream(response.http_response)
             async for event in sse_events(response.http_response.aiter_lines()):
                 yield event
         finally:
@@ -292,6 +322,7 @@ class InteractionsClient(GenaiClient):
     async def _read_threaded(self, manager: Any, response: Any) -> AsyncGenerator[dict[str, Any], None]:
         def events() -> Iterator[dict[str, Any]]:
             try:
+                _event_stream(response.http_response)
                 yield from sse_events_sync(response.http_response.iter_lines())
             finally:
                 manager.__exit__(None, None, None)

@@ -24,6 +24,7 @@ import anyio
 
 from unified._adapters.interactions._client import (
     InteractionsClient,
+    UnreadableStream,
     error_from_exception,
     failure_from_exception,
     is_api_error,
@@ -382,7 +383,8 @@ class InteractionsTurns:
                         if self.failure is not None:
                             return
             except Exception as exc:
-                if not is_connection_error(exc):
+                unreadable = isinstance(exc, UnreadableStream) and self.translator.interaction_id is not None
+                if not (unreadable or is_connection_error(exc)):  # unreadable before any id: the request is asked again
                     if is_api_error(exc):
                         raise error_from_exception(exc, "the interaction stream") from exc
                     raise
