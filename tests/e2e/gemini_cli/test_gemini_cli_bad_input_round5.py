@@ -12,9 +12,9 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.e2e.api_loop.test_api_bad_input_round5 import ANSWERS
 from tests.e2e.bad_binaries import Started, the_error
 from tests.e2e.gemini_cli.gemini_cli_helpers import Run, stream_line, text
-from tests.e2e.generate_content.test_gc_bad_input_round5 import ANSWERS
 from tests.hang_guard import HANG_GUARD_S
 from tests.harness.raw_http import answering
 from unified import ExecuteParams, ImageInput, UserInputRequest, UserInputResponse, execute
