@@ -16,8 +16,8 @@ import pytest
 
 from tests.hang_guard import HANG_GUARD_S
 from unified._execute import EventStream
-from unified.events import UnifiedEvent
-from unified.testing import CODEX_MODEL, FakeOpenAI, backend_options_for
+from unified.events import PermissionDecision, ToolUse, UnifiedEvent
+from unified.testing import CODEX_MODEL, FakeOpenAI, FunctionCall, ModelTurn, backend_options_for
 from unified.types import ExecuteParams
 
 LOCAL_CODEX = Path(__file__).resolve().parents[3] / ".codex-cli" / "node_modules" / ".bin" / "codex"
@@ -72,6 +72,16 @@ async def run_codex(
             async for event in stream:
                 events.append(event)
     return events
+
+
+async def decide_commands(cwd: Path, commands: Sequence[str]) -> dict[str, PermissionDecision]:
+    """The model runs each of `commands` (`exec_command`, one turn) in default mode: the decision on each
+    command, by its text."""
+    calls = [FunctionCall(name="exec_command", args={"cmd": command}) for command in commands]
+    async with FakeOpenAI([ModelTurn(function_calls=calls), ModelTurn(text="done")]) as server:
+        events = await run_codex(server, cwd, approval_mode="default")
+    issued = {e.tool_use_id: str(e.input.get("cmd")) for e in events if isinstance(e, ToolUse)}
+    return {issued[e.tool_use_id]: e for e in events if isinstance(e, PermissionDecision)}
 
 
 def kinds(events: Sequence[UnifiedEvent]) -> list[str]:

@@ -12,9 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.codex.conftest import run_codex
-from unified.events import PermissionDecision, ToolUse
-from unified.testing import FakeOpenAI, FunctionCall, ModelTurn
+from tests.e2e.codex.conftest import decide_commands
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -42,11 +40,7 @@ async def test_what_codex_calls_a_read_is_asked_unless_unified_agrees(workspace:
     (workspace / "evil.sh").write_text("#!/bin/sh\ntouch PWNED0\ncat\n")
     (workspace / "evil.sh").chmod(0o755)
     before = names(workspace)
-    calls = [FunctionCall(name="exec_command", args={"cmd": command}) for command in [*NOT_READS, *READS]]
-    async with FakeOpenAI([ModelTurn(function_calls=calls), ModelTurn(text="done")]) as server:
-        events = await run_codex(server, workspace, approval_mode="default")
-    commands = {e.tool_use_id: str(e.input.get("cmd")) for e in events if isinstance(e, ToolUse)}
-    decided = {commands[e.tool_use_id]: e for e in events if isinstance(e, PermissionDecision)}
+    decided = await decide_commands(workspace, [*NOT_READS, *READS])
     assert set(decided) == {*NOT_READS, *READS}, sorted(decided)
     for command in NOT_READS:
         decision = decided[command]
@@ -74,11 +68,7 @@ async def test_a_read_of_a_second_path_outside_the_workspace_is_asked(workspace:
     """SUCCEEDED before: Codex's parse names one path of each of these (`a`), so the outside-workspace check
     saw only that one and they ran unasked, reading /etc. Every word that may be a path is looked at now."""
     (workspace / "a").write_text("foo\n")
-    calls = [FunctionCall(name="exec_command", args={"cmd": command}) for command in OUTSIDE]
-    async with FakeOpenAI([ModelTurn(function_calls=calls), ModelTurn(text="done")]) as server:
-        events = await run_codex(server, workspace, approval_mode="default")
-    commands = {e.tool_use_id: str(e.input.get("cmd")) for e in events if isinstance(e, ToolUse)}
-    decided = {commands[e.tool_use_id]: e for e in events if isinstance(e, PermissionDecision)}
+    decided = await decide_commands(workspace, OUTSIDE)
     assert set(decided) == set(OUTSIDE), sorted(decided)
     for command in OUTSIDE:
         assert decided[command].decision == "deny", (command, decided[command])

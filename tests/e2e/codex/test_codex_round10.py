@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.codex.conftest import run_codex
+from tests.e2e.codex.conftest import decide_commands, run_codex
 from tests.security.test_red_team_round10 import plain_repository
-from unified.events import PermissionDecision, ToolResult, ToolUse
+from unified.events import PermissionDecision, ToolResult
 from unified.testing import FakeOpenAI, FunctionCall, ModelTurn
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -45,11 +45,7 @@ async def test_a_read_past_double_dash_outside_the_workspace_is_asked(workspace:
     reads /etc/x; the word read as a long option was not judged, and Codex's parse names `a` only."""
     (workspace / "a").write_text("foo\n")
     (workspace / "--").mkdir()
-    calls = [FunctionCall(name="exec_command", args={"cmd": command}) for command in PAST_DOUBLE_DASH]
-    async with FakeOpenAI([ModelTurn(function_calls=calls), ModelTurn(text="done")]) as server:
-        events = await run_codex(server, workspace, approval_mode="default")
-    commands = {e.tool_use_id: str(e.input.get("cmd")) for e in events if isinstance(e, ToolUse)}
-    decided = {commands[e.tool_use_id]: e for e in events if isinstance(e, PermissionDecision)}
+    decided = await decide_commands(workspace, PAST_DOUBLE_DASH)
     assert set(decided) == set(PAST_DOUBLE_DASH), sorted(decided)
     for command in PAST_DOUBLE_DASH:
         assert decided[command].decision == "deny", (command, decided[command])
