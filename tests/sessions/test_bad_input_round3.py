@@ -696,3 +696,16 @@ def test_a_session_stored_in_the_rest_api_s_camel_case_exports_whole() -> None:
     assert call.arguments == {"filePath": "a"}  # the model's own argument names are left as they are
     assert isinstance(result, ToolResultPart)
     assert result.call_id == "c1"
+
+
+def test_deleting_an_unreadable_session_names_its_whole_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = FileSessionStore(tmp_path / ("a-store-whose-path-is-long-" * 4))
+    bad = stored_session("ab000000-bad")
+    anyio.run(store.save, bad)
+    path = store.path_of(BACKEND, bad.session_id)
+    path.write_text('{"broken')
+    monkeypatch.setenv("UNIFIED_SESSION_STORE_URL", f"file://{store.root}")
+    result = CliRunner().invoke(cli.app, ["sessions", "delete", "ab000000", "--backend", BACKEND, "--yes"])
+    assert result.exit_code == 0, result.output
+    assert f"deleted {BACKEND} session ab000000 (unreadable record {path})" in result.output  # it was clipped at 60
+    assert not path.exists()

@@ -1247,8 +1247,10 @@ def sessions_delete(
     from unified import sessions
 
     info = _resolve(ref, backend, _cwd(cwd), unreadable=True)
-    about = f"unreadable: {info.problem.message}" if info.problem else info.summary or info.first_prompt or ""
-    label = f"{info.backend} session {info.short_id} ({clip(about, 60)})"
+    # An unreadable record is named by its whole path (what was deleted must be findable, and the
+    # problem's message, which leads with it, lost its end to the clip); a readable one by its summary.
+    about = f"unreadable record {info.path}" if info.problem else clip(info.summary or info.first_prompt or "", 60)
+    label = f"{info.backend} session {info.short_id} ({about})"
     if not yes:
         if not sys.stdin.isatty():
             raise _fail(f"refusing to delete {label} without --yes", 2)
