@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import json
 import os
 import re
@@ -393,7 +394,17 @@ def in_use_error(session_id: str, holder: str) -> SessionInUse:
 
 
 def _holder_record() -> bytes:
-    return json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": utc_now().isoformat()}).encode()
+    """What a lease's holder writes in its lock file: `{"pid": ..., "host": ..., "since": ...}`, as `json.dumps`
+    writes it, the host's JSON string kept (`_json_string`; the time is digits and signs): every run of an agent
+    binary takes a lease, and a call of the encoder cost more than the rest of the record."""
+    host = _json_string(socket.gethostname())
+    return f'{{"pid": {os.getpid()}, "host": {host}, "since": "{utc_now().isoformat()}"}}'.encode()
+
+
+@functools.lru_cache(maxsize=4)
+def _json_string(text: str) -> str:
+    """`text` as a JSON string (the few host names a process sees)."""
+    return json.dumps(text)
 
 
 def _kernel_holder(fd: int) -> int | None:
