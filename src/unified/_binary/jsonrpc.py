@@ -262,7 +262,8 @@ class JsonRpcConnection:
                     self.closed = True
                     continue
                 self._file(line)
-            await self._answer_orphans()
+            if self._orphans:  # seldom: no coroutine to make and await for every line
+                await self._answer_orphans()
 
     def _file(self, line: str) -> None:
         message = parse_object(line)

@@ -100,11 +100,12 @@ async def _save(
 def session_lease(backend: str, home: Path, session_id: str) -> AbstractAsyncContextManager[None]:
     """The local lease an agent binary's run holds on its session (`SessionInUse` when another run holds it).
 
-    A `FileSessionStore`'s lease (a `flock` the kernel releases however the holder dies) in unified's cache,
-    per backend and CLI home: the CLIs' own files carry no lock, and two runs continuing one session at once
-    would interleave their turns in its file (and a session must not move, or be deleted, while a run writes it).
+    A `FileSessionStore`'s lease (a `flock` the kernel releases however the holder dies), taken as `folder_lease`
+    since the folder holds leases only, in unified's cache, per backend and CLI home: the CLIs' own files carry no
+    lock, and two runs continuing one session at once would interleave their turns in its file (and a session
+    must not move, or be deleted, while a run writes it).
     """
-    from unified._sessions.stores import FileSessionStore
+    from unified._sessions.stores import folder_lease
 
     digest = hashlib.sha256(str(home).encode()).hexdigest()[:16]
-    return FileSessionStore(cache_folder(backend) / "leases" / digest).lease(backend, session_id)
+    return folder_lease(cache_folder(backend) / "leases" / digest, backend, session_id)

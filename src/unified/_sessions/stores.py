@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import json
 import os
 import re
@@ -83,6 +84,7 @@ __all__ = [
     "checked_header",
     "corrupt_error",
     "described",
+    "folder_lease",
     "header_text",
     "in_use_error",
     "info_of_header",
@@ -392,7 +394,17 @@ def in_use_error(session_id: str, holder: str) -> SessionInUse:
 
 
 def _holder_record() -> bytes:
-    return json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": utc_now().isoformat()}).encode()
+    """What a lease's holder writes in its lock file: `{"pid": ..., "host": ..., "since": ...}`, as `json.dumps`
+    writes it, the host's JSON string kept (`_json_string`; the time is digits and signs): every run of an agent
+    binary takes a lease, and a call of the encoder cost more than the rest of the record."""
+    host = _json_string(socket.gethostname())
+    return f'{{"pid": {os.getpid()}, "host": {host}, "since": "{utc_now().isoformat()}"}}'.encode()
+
+
+@functools.lru_cache(maxsize=4)
+def _json_string(text: str) -> str:
+    """`text` as a JSON string (the few host names a process sees)."""
+    return json.dumps(text)
 
 
 def _kernel_holder(fd: int) -> int | None:
@@ -439,6 +451,28 @@ def _create(path: Path, flags: int) -> int:
     except FileNotFoundError:
         path.parent.mkdir(parents=True, exist_ok=True)
         return os.open(path, flags, 0o600)
+
+
+@contextlib.contextmanager
+def _failing_at(root: Path, what: str, *, missing: bool = False) -> Iterator[None]:
+    """An OSError of the store's own files (a full disk, a read-only or unwritable directory, a file where
+    its directory goes) as `SessionStoreUnavailable` naming the path: it was an untyped OSError, which a
+    run reported as `internal_error`, "a bug in unified". A FileNotFoundError is left to the caller (a
+    record that is not there is a miss, not a broken store), unless `missing`: for a save nothing is a
+    miss, and a file gone under it (its temporary file, swept after an hour's stall; its directory,
+    removed meanwhile) is the store failing that save."""
+    try:
+        yield
+    except OSError as exc:
+        if isinstance(exc, FileNotFoundError) and not missing:
+            raise
+        where = exc.filename or root
+        raise SessionStoreUnavailable(
+            f"the session store at {root} cannot {what}: {exc.strerror or exc} ({where})",
+            hint="make that directory writable (or free disk space), or point UNIFIED_DATA_DIR (or "
+            "UNIFIED_SESSION_STORE_URL) at another store; no stored session was changed",
+            details={"path": str(where), "errno": exc.errno},
+        ) from None
 
 
 def _flat_of(record: Path) -> Path:
@@ -553,6 +587,25 @@ def _release_lock(lock: Path, fd: int) -> None:
     with contextlib.suppress(OSError):
         lock.unlink()
     os.close(fd)
+
+
+@contextlib.asynccontextmanager
+async def folder_lease(root: Path, backend: str, session_id: str) -> AsyncIterator[None]:
+    """`FileSessionStore(root).lease(backend, session_id)` for a `root` that holds leases only, never a record (an
+    agent binary's sessions are its CLI's own files: `unified._binary.shared.session_lease`): the very lock file,
+    taken and released the same way, so either excludes the other. Left out is what only a store of records needs
+    around the lock: the store object, the record's path, the session's bookkeeping for saves and the look for an
+    older layout's flat record (a folder of leases never has one, so the store's lease never takes that second
+    lock there either): every new codex thread and every resume takes one, on the event loop's thread."""
+    await anyio.lowlevel.checkpoint_if_cancelled()  # as the store's lease: no trip through the loop
+    name = _checked_name("session id", session_id)
+    lock = Path(f"{root}/{_checked_name('backend', backend)}/{_shard_of(name)}/{name}.lock")
+    with _failing_at(root, "be written"):
+        fd = _take_lock(_checked_shard(lock), session_id)
+    try:
+        yield
+    finally:
+        _release_lock(lock, fd)
 
 
 def _sweep(temporaries: list[os.DirEntry[str]]) -> None:
@@ -906,26 +959,9 @@ class FileSessionStore(BlockingSessionStore):
             if not removed:
                 raise SessionNotFound(f"no {backend} session {session_id!r} in {path.parent.parent}") from None
 
-    @contextlib.contextmanager
-    def _failing(self, what: str, *, missing: bool = False) -> Iterator[None]:
-        """An OSError of the store's own files (a full disk, a read-only or unwritable directory, a file where
-        its directory goes) as `SessionStoreUnavailable` naming the path: it was an untyped OSError, which a
-        run reported as `internal_error`, "a bug in unified". A FileNotFoundError is left to the caller (a
-        record that is not there is a miss, not a broken store), unless `missing`: for a save nothing is a
-        miss, and a file gone under it (its temporary file, swept after an hour's stall; its directory,
-        removed meanwhile) is the store failing that save."""
-        try:
-            yield
-        except OSError as exc:
-            if isinstance(exc, FileNotFoundError) and not missing:
-                raise
-            where = exc.filename or self.root
-            raise SessionStoreUnavailable(
-                f"the session store at {self.root} cannot {what}: {exc.strerror or exc} ({where})",
-                hint="make that directory writable (or free disk space), or point UNIFIED_DATA_DIR (or "
-                "UNIFIED_SESSION_STORE_URL) at another store; no stored session was changed",
-                details={"path": str(where), "errno": exc.errno},
-            ) from None
+    def _failing(self, what: str, *, missing: bool = False) -> contextlib.AbstractContextManager[None]:
+        """`_failing_at` this store's root."""
+        return _failing_at(self.root, what, missing=missing)
 
     @contextlib.contextmanager
     def _hold(self, backend: str, session_id: str) -> Iterator[None]:
