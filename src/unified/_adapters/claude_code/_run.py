@@ -72,6 +72,12 @@ SETTLE_S = 5.0
 """How long an interrupted turn may take to print its `result`."""
 CANCEL_SETTLE_S = 2.0
 """The same for a cancelled run, whose caller is waiting for it to end."""
+MCP_LOOK_SLACK_S = 5.0
+"""How long after its `MCP_TIMEOUT` the run asks the CLI (`mcp_status`) about the MCP servers `init` listed as
+`pending`. 2.1.332 does not wait for them (the first model request goes out at once, "still connecting") and says no
+more of them on its stream: measured, a stdio server that answered `initialize` and never `tools/list` was
+`pending` at 0.5 s and `connected` with no tools from 2.5 s on (MCP_TIMEOUT 2 s), the model's call of its tool
+"No such tool available". The slack covers the CLI's own work after its timer fires."""
 
 
 def prompt_content(text: str, images: Sequence[tuple[str, bytes]]) -> str | list[dict[str, Any]]:
@@ -130,6 +136,12 @@ class ClaudeRun:
         self.heard = False
         """A line of the CLI was handled after the handshake, or an event went to the consumer: from then on
         the run has begun, and a death of its process is the run's failure (no `SpareLost`)."""
+        self.mcp_pending: list[str] | None = None
+        """The run's MCP servers `init` listed as still starting (None until `init`); looked at once
+        (`_look_at_mcp`) at `mcp_look_at` (event-loop time, None: no look due)."""
+        self.mcp_look_at: float | None = None
+        self.mcp_look_id: str | None = None
+        """The id of our `mcp_status` request, whose answer `_mcp_looked` reads."""
 
     async def run(
         self,
@@ -241,16 +253,33 @@ class ClaudeRun:
             if kind == "control_request":
                 await self._control_request(bridge, message)
                 continue
-            if kind in ("control_response", "control_cancel_request"):
+            if kind == "control_response":
+                await self._mcp_looked(message)
+                continue
+            if kind == "control_cancel_request":
                 continue
             if kind == "system" and message.get("subtype") == "status":
                 self.requesting = message.get("status") == "requesting"
+            if kind == "system" and message.get("subtype") == "init" and self.mcp_pending is None:
+                self._plan_mcp_look(message.get("mcp_servers"))
             for item in self.translator.line(message):
                 outcome = await self._item(item, message)
                 if outcome is not None:
                     return outcome
 
     async def _receive(self) -> dict[str, Any] | LineProblem | None:
+        """The next line; the look at the MCP servers is made once it is due (`_plan_mcp_look`)."""
+        connection = self.connection
+        assert connection is not None
+        if self.mcp_look_at is not None:
+            with anyio.move_on_after(self.mcp_look_at - anyio.current_time()):
+                return await self._receive_watched()
+            self.mcp_look_at = None
+            self.mcp_look_id = await connection.request("mcp_status")
+        return await self._receive_watched()
+
+    async def _receive_watched(self) -> dict[str, Any] | LineProblem | None:
+        """The next line, within `stall_timeout_s` while the model is being asked."""
         connection = self.connection
         assert connection is not None
         if not self.requesting:
@@ -266,6 +295,59 @@ class ClaudeRun:
         )
         await self._interrupt()
         raise error
+
+    def _plan_mcp_look(self, servers: object) -> None:
+        """Plan the look at the run's MCP servers `init` lists as `pending`, after the CLI's one wait for them
+        (`MCP_TIMEOUT`, `_launch`) and `MCP_LOOK_SLACK_S`."""
+        ours = {server.name for server in self.params.mcp_servers}
+        listed = servers if isinstance(servers, list) else []
+        self.mcp_pending = [
+            str(server["name"])
+            for server in listed
+            if isinstance(server, Mapping) and server.get("status") == "pending" and server.get("name") in ours
+        ]
+        if self.mcp_pending:
+            self.mcp_look_at = anyio.current_time() + self._mcp_wait_s() + MCP_LOOK_SLACK_S
+
+    def _mcp_wait_s(self) -> float:
+        """The CLI's one wait for its MCP servers (`MCP_TIMEOUT`, milliseconds), in seconds."""
+        try:
+            return int(self.launch.env.get("MCP_TIMEOUT", "")) / 1000
+        except ValueError:
+            return 30.0  # what the CLI waits when it cannot read it
+
+    async def _mcp_looked(self, message: dict[str, Any]) -> None:
+        """A `warning(mcp_unavailable)` for each server `init` listed as starting that the answer to our
+        `mcp_status` says is not up or gave the CLI no tools: the model would just lack them, unsaid."""
+        answer = control_response_of(message)
+        if answer is None or answer[0] != self.mcp_look_id or answer[1].get("subtype") != "success":
+            return
+        self.mcp_look_id = None
+        body = answer[1].get("response")
+        servers = body.get("mcpServers") if isinstance(body, Mapping) else None
+        waited = f"{self._mcp_wait_s() + MCP_LOOK_SLACK_S:g} s"
+        for server in servers if isinstance(servers, list) else []:
+            if not isinstance(server, Mapping) or server.get("name") not in (self.mcp_pending or []):
+                continue
+            name, status, error = server["name"], server.get("status"), server.get("error")
+            if status == "connected" and server.get("tools") == []:
+                why = (
+                    "started but gave the claude CLI no tools: it answered initialize and then did not list its "
+                    "tools in time (or has none)"
+                )
+            elif status == "pending":
+                why = f"has still not finished starting after {waited}"
+            elif status != "connected":
+                said = f": {clip(error, 300)}" if isinstance(error, str) and error else ""
+                why = f"did not start (the claude CLI says {clip(str(status), 40)!r}{said})"
+            else:
+                continue
+            await self._warn(
+                "mcp_unavailable",
+                f"MCP server {clip(name, 200)!r} {why}; its tools are missing from this run. Check that it answers "
+                "initialize and tools/list (start it alone, e.g. with the MCP inspector); raise its timeout_s if it "
+                "is only slow",
+            )
 
     async def _control_request(self, bridge: PermissionBridge, message: dict[str, Any]) -> None:
         connection = self.connection
