@@ -1,20 +1,25 @@
 """Bad input round 6 for the codex backend, with the real pinned binary against FakeOpenAI: MCP servers that do
 not start. Codex 0.171 says why in `mcpServer/startupStatus/updated`'s `failureReason`, in its own words: Rust type
-paths (`Transport [codex_rmcp_client::...<rmcp::transport::...>]`), most of it twice."""
+paths (`Transport [codex_rmcp_client::...<rmcp::transport::...>]`), most of it twice. And a run cancelled at a
+permission prompt."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
-from tests.e2e.codex.conftest import run_codex
+from tests.e2e.codex.conftest import codex_params, run_codex
 from tests.e2e.gemini_cli.test_gemini_cli_bad_input_round5 import SILENT_AFTER_INITIALIZE
 from tests.e2e.gemini_cli.test_gemini_cli_bad_input_round6 import EXITS
+from tests.hang_guard import HANG_GUARD_S
+from tests.harness.cancelled_prompts import WHEN, cancelling, check_denied
 from tests.harness.raw_http import answering
-from unified.events import Result, WarningEvent
-from unified.testing import FakeOpenAI, ModelTurn
+from unified._execute import EventStream
+from unified.events import Result, UnifiedEvent, WarningEvent
+from unified.testing import FakeOpenAI, FunctionCall, ModelTurn
 from unified.types import HttpMcpServer, StdioMcpServer
 
 pytestmark = [pytest.mark.anyio]
@@ -63,3 +68,20 @@ async def test_an_mcp_server_that_does_not_start_is_said_without_rust_types(work
     last = events[-1]
     assert isinstance(last, Result)
     assert last.status == "success"
+
+
+@pytest.mark.parametrize("when", WHEN)
+async def test_a_run_cancelled_at_a_permission_prompt_denies_the_call(workspace: Path, when: str) -> None:
+    """Was: no `permission_decision` for the call when the answer never came (docs/protocol.md: one per call),
+    and `allow` by the user for an answer that came after the cancel, though the call never ran. Now one `deny`,
+    the user's (who stopped the run)."""
+    answer, streams = cancelling(when)
+    call = FunctionCall(name="exec_command", args={"cmd": f"touch {workspace / 'ran'}"})
+    events: list[UnifiedEvent] = []
+    async with FakeOpenAI([ModelTurn(function_calls=[call]), ModelTurn(text="never")]) as server:
+        params = codex_params(server, workspace, "hi", approval_mode="default", on_user_input=answer)
+        with anyio.fail_after(HANG_GUARD_S):
+            async with EventStream(params, strict=True) as stream:
+                streams.append(stream)
+                events.extend([event async for event in stream])
+    check_denied(events, (workspace / "ran").exists())

@@ -1,6 +1,7 @@
 """Bad input round 6 for the gemini-cli backend, with the real pinned binary against FakeGemini: a stdio MCP server
 whose process ends as the CLI connects (0.61 logs "Connection closed" while listing its tools, and nothing over
-ACP); on the stream-json transport, a subagent's result and a call cancelled before its result."""
+ACP); on the stream-json transport, a subagent's result and a call cancelled before its result; a run cancelled at
+a permission prompt."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from tests.e2e.bad_binaries import the_error
 from tests.e2e.gemini_cli.gemini_cli_helpers import Run, call, stream_line, text
 from tests.e2e.gemini_cli.test_gemini_cli_bad_input_round5 import run
 from tests.hang_guard import HANG_GUARD_S
+from tests.harness.cancelled_prompts import WHEN, cancelling, check_denied
 from unified import ExecuteParams
 from unified._execute import EventStream
 from unified.events import (
@@ -125,3 +127,26 @@ async def test_stream_json_a_call_cancelled_before_its_result_has_its_decision(
     assert isinstance(last, Result)
     assert last.status == "cancelled"
     assert events.index(decision) < events.index(last)
+
+
+@pytest.mark.parametrize("when", WHEN)
+async def test_a_run_cancelled_at_a_permission_prompt_denies_the_call(
+    workspace: Path, responses: Callable[..., Path], when: str
+) -> None:
+    """Was: no `permission_decision` for the call when the answer never came (docs/protocol.md: one per call),
+    and `allow` by the user for an answer that came after the cancel, though the call never ran. Now one `deny`,
+    the user's (who stopped the run)."""
+    answer, streams = cancelling(when)
+    fake = responses(
+        stream_line(call("run_shell_command", command=f"touch {workspace / 'ran'}")), stream_line(text("x"))
+    )
+    options = {"fake_responses": str(fake), "pool_size": 0}
+    params = ExecuteParams(
+        prompt="go", backend="gemini-cli", cwd=workspace, on_user_input=answer, backend_options=options
+    )
+    events: list[UnifiedEvent] = []
+    with anyio.fail_after(HANG_GUARD_S):
+        async with EventStream(params, strict=True) as stream:
+            streams.append(stream)
+            events.extend([event async for event in stream])
+    check_denied(events, (workspace / "ran").exists())
