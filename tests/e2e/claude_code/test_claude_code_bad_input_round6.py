@@ -1,6 +1,7 @@
 """Bad input round 6 for the claude-code backend, with the real pinned binary against FakeAnthropic: an MCP server
 that answers `initialize` and then goes silent. 2.1.332 does not wait for its MCP servers (the first model request
-goes out while they are still `pending`) and says no more of them on its stream."""
+goes out while they are still `pending`) and says no more of them on its stream; a run cancelled at a permission
+prompt."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ import pytest
 
 from tests.e2e.claude_code.claude_code_helpers import run_claude
 from tests.e2e.gemini_cli.test_gemini_cli_bad_input_round5 import SILENT_AFTER_INITIALIZE
+from tests.harness.cancelled_prompts import WHEN, cancelling, check_denied
 from unified._execute import EventStream
 from unified.events import Result, UnifiedEvent, WarningEvent
 from unified.testing import FakeAnthropic, FunctionCall, ModelTurn
-from unified.types import StdioMcpServer
+from unified.types import HttpMcpServer, StdioMcpServer
 
 pytestmark = [pytest.mark.anyio]
 
@@ -48,3 +50,40 @@ async def test_an_mcp_server_silent_after_initialize_is_a_warning_naming_it(work
     assert "'silent'" in warning.message
     assert "tools/list" in warning.message  # what to check
     assert "no tools" in warning.message  # what the CLI made of it
+
+
+@pytest.mark.parametrize("when", WHEN)
+async def test_a_run_cancelled_at_a_permission_prompt_denies_the_call(workspace: Path, when: str) -> None:
+    """Was: no `permission_decision` for the call when the answer never came (docs/protocol.md: one per call),
+    and `allow` by the user for an answer that came after the cancel, though the call never ran. Now one `deny`,
+    the user's (who stopped the run)."""
+    answer, streams = cancelling(when)
+
+    async def keep(event: UnifiedEvent, stream: EventStream) -> None:
+        streams[:] = [stream]
+
+    call = FunctionCall(name="Bash", args={"command": f"touch {workspace / 'ran'}"})
+    async with FakeAnthropic([ModelTurn(function_calls=[call]), ModelTurn(text="never")]) as server:
+        events = await run_claude(server, workspace, "hi", approval_mode="default", answer=answer, on_event=keep)
+    check_denied(events, (workspace / "ran").exists())
+
+
+async def test_an_mcp_server_that_fails_is_a_warning_with_the_cli_s_reason(workspace: Path) -> None:
+    """Was: "did not start (the claude CLI says 'failed'): its tools are missing", the same for a command that is
+    not there and a URL nobody answers (`init` gives no reason). Now the run asks the CLI (`mcp_status`) and the
+    warning carries its reason and what to do for that kind of server."""
+    servers = (
+        StdioMcpServer(name="gone", command="/nonexistent/mcp-server", timeout_s=5),
+        HttpMcpServer(name="down", url="http://127.0.0.1:9/mcp", timeout_s=5),
+    )
+    async with FakeAnthropic([ModelTurn(text="ok")]) as server:
+        events = await run_claude(server, workspace, "hi", mcp_servers=servers)
+    said = {e.message.split("'")[1]: e.message for e in events if isinstance(e, WarningEvent)}
+    assert sorted(said) == ["down", "gone"]
+    assert "ENOENT" in said["gone"]
+    assert "Run its command alone" in said["gone"]
+    assert "ECONNREFUSED" in said["down"]
+    assert "Check that its URL answers" in said["down"]
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success", result.error

@@ -59,6 +59,7 @@ from unified.backends import AgentProcess, RunContext, RunOutcome
 from unified.errors import BackendError, RunStopped, UnifiedError
 from unified.events import SessionStarted, UnifiedEvent, Usage, WarningEvent
 from unified.sessions import short_id_of
+from unified.types import StdioMcpServer
 
 __all__ = ["ClaudeRun", "RunPlan", "SpareLost", "prompt_content"]
 
@@ -72,6 +73,18 @@ SETTLE_S = 5.0
 """How long an interrupted turn may take to print its `result`."""
 CANCEL_SETTLE_S = 2.0
 """The same for a cancelled run, whose caller is waiting for it to end."""
+_MCP_UP = frozenset({"connected", "pending"})
+"""An MCP server's states in `init` that are no failure: up, or still starting (looked at later)."""
+_MCP_CHECK = (
+    "Check that it answers initialize and tools/list (start it alone, e.g. with the MCP inspector); raise its "
+    "timeout_s if it is only slow"
+)
+_MCP_RUN_ALONE = (
+    "Run its command alone to see why (one with a slash is taken from the run's cwd, one without from PATH)"
+)
+_MCP_OPEN_URL = "Check that its URL answers (and, for a 401 or 403, its headers)"
+"""What to do about a server that is up but gave no tools, or never came up (`_mcp_looked`); about a stdio server that
+failed, and an HTTP or SSE one."""
 MCP_LOOK_SLACK_S = 5.0
 """How long after its `MCP_TIMEOUT` the run asks the CLI (`mcp_status`) about the MCP servers `init` listed as
 `pending`. 2.1.332 does not wait for them (the first model request goes out at once, "still connecting") and says no
@@ -136,12 +149,15 @@ class ClaudeRun:
         self.heard = False
         """A line of the CLI was handled after the handshake, or an event went to the consumer: from then on
         the run has begun, and a death of its process is the run's failure (no `SpareLost`)."""
-        self.mcp_pending: list[str] | None = None
-        """The run's MCP servers `init` listed as still starting (None until `init`); looked at once
-        (`_look_at_mcp`) at `mcp_look_at` (event-loop time, None: no look due)."""
+        self.mcp_seen = False
+        """`init` listed the MCP servers (the first `init` only: later ones repeat it)."""
         self.mcp_look_at: float | None = None
-        self.mcp_look_id: str | None = None
-        """The id of our `mcp_status` request, whose answer `_mcp_looked` reads."""
+        """When the look at the servers `init` listed as `pending` is due (event-loop time; None: none due)."""
+        self.mcp_pending: list[str] = []
+        self.mcp_looks: dict[str, list[str]] = {}
+        """Our `mcp_status` requests not answered yet, by id: the servers each answer is read for (`_mcp_looked`)."""
+        self.mcp_unsaid: dict[str, str] = {}
+        """The run's servers `init` listed as failed (name -> the CLI's status), until a warning named each."""
 
     async def run(
         self,
@@ -260,8 +276,8 @@ class ClaudeRun:
                 continue
             if kind == "system" and message.get("subtype") == "status":
                 self.requesting = message.get("status") == "requesting"
-            if kind == "system" and message.get("subtype") == "init" and self.mcp_pending is None:
-                self._plan_mcp_look(message.get("mcp_servers"))
+            if kind == "system" and message.get("subtype") == "init" and not self.mcp_seen:
+                await self._plan_mcp_look(message.get("mcp_servers"))
             for item in self.translator.line(message):
                 outcome = await self._item(item, message)
                 if outcome is not None:
@@ -275,7 +291,7 @@ class ClaudeRun:
             with anyio.move_on_after(self.mcp_look_at - anyio.current_time()):
                 return await self._receive_watched()
             self.mcp_look_at = None
-            self.mcp_look_id = await connection.request("mcp_status")
+            self.mcp_looks[await connection.request("mcp_status")] = self.mcp_pending
         return await self._receive_watched()
 
     async def _receive_watched(self) -> dict[str, Any] | LineProblem | None:
@@ -296,16 +312,19 @@ class ClaudeRun:
         await self._interrupt()
         raise error
 
-    def _plan_mcp_look(self, servers: object) -> None:
-        """Plan the look at the run's MCP servers `init` lists as `pending`, after the CLI's one wait for them
-        (`MCP_TIMEOUT`, `_launch`) and `MCP_LOOK_SLACK_S`."""
+    async def _plan_mcp_look(self, servers: object) -> None:
+        """Look at the run's MCP servers `init` lists as not up: those `failed` (or `needs-auth`) at once, for
+        the CLI's reason (`init` gives none); those `pending` after the CLI's one wait for them (`MCP_TIMEOUT`,
+        `_launch`) and `MCP_LOOK_SLACK_S`."""
+        assert self.connection is not None
+        self.mcp_seen = True
         ours = {server.name for server in self.params.mcp_servers}
-        listed = servers if isinstance(servers, list) else []
-        self.mcp_pending = [
-            str(server["name"])
-            for server in listed
-            if isinstance(server, Mapping) and server.get("status") == "pending" and server.get("name") in ours
-        ]
+        listed = [s for s in servers if isinstance(s, Mapping)] if isinstance(servers, list) else []
+        states = {str(s["name"]): s.get("status") for s in listed if s.get("name") in ours}
+        self.mcp_pending = [name for name, status in states.items() if status == "pending"]
+        self.mcp_unsaid = {name: str(status) for name, status in states.items() if status not in _MCP_UP}
+        if self.mcp_unsaid:
+            self.mcp_looks[await self.connection.request("mcp_status")] = list(self.mcp_unsaid)
         if self.mcp_pending:
             self.mcp_look_at = anyio.current_time() + self._mcp_wait_s() + MCP_LOOK_SLACK_S
 
@@ -317,19 +336,21 @@ class ClaudeRun:
             return 30.0  # what the CLI waits when it cannot read it
 
     async def _mcp_looked(self, message: dict[str, Any]) -> None:
-        """A `warning(mcp_unavailable)` for each server `init` listed as starting that the answer to our
-        `mcp_status` says is not up or gave the CLI no tools: the model would just lack them, unsaid."""
+        """A `warning(mcp_unavailable)` for each server a look was for (`_plan_mcp_look`) that the answer to our
+        `mcp_status` says is not up (with the CLI's reason), is still starting, or gave the CLI no tools: the model
+        would just lack them, unsaid. A failed server the answer does not explain is said without its reason."""
         answer = control_response_of(message)
-        if answer is None or answer[0] != self.mcp_look_id or answer[1].get("subtype") != "success":
+        names = self.mcp_looks.pop(answer[0], None) if answer is not None else None
+        if answer is None or names is None:
             return
-        self.mcp_look_id = None
-        body = answer[1].get("response")
+        body = answer[1].get("response") if answer[1].get("subtype") == "success" else None
         servers = body.get("mcpServers") if isinstance(body, Mapping) else None
         waited = f"{self._mcp_wait_s() + MCP_LOOK_SLACK_S:g} s"
         for server in servers if isinstance(servers, list) else []:
-            if not isinstance(server, Mapping) or server.get("name") not in (self.mcp_pending or []):
+            if not isinstance(server, Mapping) or server.get("name") not in names:
                 continue
             name, status, error = server["name"], server.get("status"), server.get("error")
+            todo = _MCP_CHECK
             if status == "connected" and server.get("tools") == []:
                 why = (
                     "started but gave the claude CLI no tools: it answered initialize and then did not list its "
@@ -338,16 +359,29 @@ class ClaudeRun:
             elif status == "pending":
                 why = f"has still not finished starting after {waited}"
             elif status != "connected":
-                said = f": {clip(error, 300)}" if isinstance(error, str) and error else ""
-                why = f"did not start (the claude CLI says {clip(str(status), 40)!r}{said})"
+                said = f": {clip(error.splitlines()[0], 300)}" if isinstance(error, str) and error.strip() else ""
+                why, todo = (
+                    f"did not start (the claude CLI says {clip(str(status), 40)!r}{said})",
+                    self._failed_todo(name),
+                )
             else:
                 continue
-            await self._warn(
-                "mcp_unavailable",
-                f"MCP server {clip(name, 200)!r} {why}; its tools are missing from this run. Check that it answers "
-                "initialize and tools/list (start it alone, e.g. with the MCP inspector); raise its timeout_s if it "
-                "is only slow",
-            )
+            self.mcp_unsaid.pop(name, None)
+            await self._warn("mcp_unavailable", f"MCP server {clip(name, 200)!r} {why}; its tools are missing. {todo}")
+        await self._say_unsaid_mcp()
+
+    def _failed_todo(self, name: str) -> str:
+        """What to do about the run's MCP server `name` that failed: run its command, or check its URL."""
+        stdio = any(server.name == name and isinstance(server, StdioMcpServer) for server in self.params.mcp_servers)
+        return _MCP_RUN_ALONE if stdio else _MCP_OPEN_URL
+
+    async def _say_unsaid_mcp(self) -> None:
+        """A warning for each server `init` listed as failed that no answer of the CLI's explained (it had not
+        come by the turn's result, or the CLI refused `mcp_status`): its name and the CLI's status alone."""
+        unsaid, self.mcp_unsaid = self.mcp_unsaid, {}
+        for name, status in unsaid.items():
+            why, todo = f"did not start (the claude CLI says {clip(status, 40)!r})", self._failed_todo(name)
+            await self._warn("mcp_unavailable", f"MCP server {clip(name, 200)!r} {why}; its tools are missing. {todo}")
 
     async def _control_request(self, bridge: PermissionBridge, message: dict[str, Any]) -> None:
         connection = self.connection
@@ -448,6 +482,7 @@ class ClaudeRun:
         self.run_usage = self.run_usage + usage_from_model_usage(raw.get("model_usage_since_last_result"))
         self.requesting = False
         self.idle = True
+        await self._say_unsaid_mcp()
         status = status_of_result(raw)
         if self.stopping:
             raise RunStopped("the user stopped the run at a permission prompt", hint="resume the session to go on")
