@@ -21,16 +21,35 @@ from unified.types import HttpMcpServer, StdioMcpServer
 pytestmark = [pytest.mark.anyio]
 
 
-async def test_an_mcp_server_silent_after_initialize_is_a_warning_naming_it(workspace: Path, tmp_path: Path) -> None:
-    """Was: `init` listed the server `pending`, the CLI later took it as up with no tools, and the run said
-    nothing (the model's call of its tool: "No such tool available"). Now, past the CLI's wait for it, the run
-    asks the CLI and warns, naming the server and what to check. The model's Bash command runs until the test
-    has seen the warning (or 60 s: the old code's end, with no warning)."""
-    script = tmp_path / "silent_mcp.py"
-    script.write_text(SILENT_AFTER_INITIALIZE)
-    silent = StdioMcpServer(
-        name="silent", command=sys.executable, args=(str(script), str(tmp_path / "pid")), timeout_s=1
-    )
+NO_TOOLS = """
+import json, sys
+for line in sys.stdin:
+    request = json.loads(line)
+    if "id" not in request:
+        continue
+    result = {"tools": []} if request["method"] == "tools/list" else {}
+    if request["method"] == "initialize":
+        result = {"protocolVersion": request["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "silent", "version": "1"}}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}) + "\\n")
+    sys.stdout.flush()
+"""
+"""An MCP server (stdio) that lists no tools: the CLI has it up with none by `init`, as it had the silent one on a
+loaded machine (its `tools/list` timed out before `init`)."""
+
+
+@pytest.mark.parametrize("script", [SILENT_AFTER_INITIALIZE, NO_TOOLS], ids=["silent", "no-tools"])
+async def test_an_mcp_server_silent_after_initialize_is_a_warning_naming_it(
+    workspace: Path, tmp_path: Path, script: str
+) -> None:
+    """Was: `init` listed the server `pending` (or, on a loaded machine, up), the CLI later took it as up with no
+    tools, and the run said nothing (the model's call of its tool: "No such tool available"). Now the run asks
+    the CLI (at once for a server up without tools in `init`, past the CLI's wait for one still starting) and
+    warns, naming the server and what to check. The model's Bash command runs until the test has seen the warning
+    (or 60 s: the old code's end, with no warning)."""
+    path = tmp_path / "server.py"
+    path.write_text(script)
+    silent = StdioMcpServer(name="silent", command=sys.executable, args=(str(path), str(tmp_path / "pid")), timeout_s=1)
     seen = workspace / "warned"
     wait = f"for i in $(seq 600); do [ -f {seen} ] && break; sleep 0.1; done; echo done"
     call = FunctionCall(name="Bash", args={"command": wait})

@@ -277,7 +277,7 @@ class ClaudeRun:
             if kind == "system" and message.get("subtype") == "status":
                 self.requesting = message.get("status") == "requesting"
             if kind == "system" and message.get("subtype") == "init" and not self.mcp_seen:
-                await self._plan_mcp_look(message.get("mcp_servers"))
+                await self._plan_mcp_look(message)
             for item in self.translator.line(message):
                 outcome = await self._item(item, message)
                 if outcome is not None:
@@ -312,19 +312,27 @@ class ClaudeRun:
         await self._interrupt()
         raise error
 
-    async def _plan_mcp_look(self, servers: object) -> None:
-        """Look at the run's MCP servers `init` lists as not up: those `failed` (or `needs-auth`) at once, for
-        the CLI's reason (`init` gives none); those `pending` after the CLI's one wait for them (`MCP_TIMEOUT`,
-        `_launch`) and `MCP_LOOK_SLACK_S`."""
+    async def _plan_mcp_look(self, init: Mapping[str, Any]) -> None:
+        """Look at the run's MCP servers `init` lists as not up, or up without a tool in its `tools`: those at once
+        (`init` gives no reason; measured, on a loaded machine the silent server of round 6 was already up with no
+        tools by `init`); those `pending` after the CLI's one wait for them (`MCP_TIMEOUT`, `_launch`) and
+        `MCP_LOOK_SLACK_S`."""
         assert self.connection is not None
         self.mcp_seen = True
         ours = {server.name for server in self.params.mcp_servers}
+        servers, tools = init.get("mcp_servers"), init.get("tools")
         listed = [s for s in servers if isinstance(s, Mapping)] if isinstance(servers, list) else []
         states = {str(s["name"]): s.get("status") for s in listed if s.get("name") in ours}
+        names = [tool for tool in tools if isinstance(tool, str)] if isinstance(tools, list) else []
+        toolless = [
+            name
+            for name, status in states.items()
+            if status == "connected" and not any(tool.startswith(f"mcp__{name}__") for tool in names)
+        ]
         self.mcp_pending = [name for name, status in states.items() if status == "pending"]
         self.mcp_unsaid = {name: str(status) for name, status in states.items() if status not in _MCP_UP}
-        if self.mcp_unsaid:
-            self.mcp_looks[await self.connection.request("mcp_status")] = list(self.mcp_unsaid)
+        if self.mcp_unsaid or toolless:
+            self.mcp_looks[await self.connection.request("mcp_status")] = [*self.mcp_unsaid, *toolless]
         if self.mcp_pending:
             self.mcp_look_at = anyio.current_time() + self._mcp_wait_s() + MCP_LOOK_SLACK_S
 
