@@ -1,7 +1,7 @@
 """Bad input round 6 for the gemini-cli backend, with the real pinned binary against FakeGemini: a stdio MCP server
 whose process ends as the CLI connects (0.61 logs "Connection closed" while listing its tools, and nothing over
 ACP); on the stream-json transport, a subagent's result and a call cancelled before its result; a run cancelled at
-a permission prompt."""
+a permission prompt; a chat file with a byte that is no UTF-8."""
 
 from __future__ import annotations
 
@@ -14,15 +14,19 @@ import pytest
 
 from tests.e2e.bad_binaries import the_error
 from tests.e2e.gemini_cli.gemini_cli_helpers import Run, call, stream_line, text
+from tests.e2e.gemini_cli.test_gemini_cli_bad_input import run as run_once
 from tests.e2e.gemini_cli.test_gemini_cli_bad_input_round5 import run
 from tests.hang_guard import HANG_GUARD_S
 from tests.harness.cancelled_prompts import WHEN, cancelling, check_denied
 from unified import ExecuteParams
+from unified._adapters.gemini_cli._chat_files import session_files
 from unified._execute import EventStream
 from unified.events import (
     PermissionDecision,
     Result,
+    SessionStarted,
     SubagentCompleted,
+    TextDelta,
     ToolResult,
     ToolUse,
     UnifiedEvent,
@@ -150,3 +154,26 @@ async def test_a_run_cancelled_at_a_permission_prompt_denies_the_call(
             streams.append(stream)
             events.extend([event async for event in stream])
     check_denied(events, (workspace / "ran").exists())
+
+
+async def test_a_chat_file_with_a_byte_that_is_no_utf8_resumes_without_replaying_into_the_run(
+    workspace: Path, isolated_home: Path
+) -> None:
+    """Was: the record holding the bad byte was dropped by unified's reading (the CLI's, Node's, reads it with
+    U+FFFD), so the count of `session/load`'s replay came out short: the old answer came out as this run's text
+    ("\\ufffd\\ufffdFirst answer here.") and the new one as a retry of it (`stream_resumed`). Now the file is read
+    as the CLI reads it, and the run says only its own answer."""
+    async with FakeGemini([ModelTurn(text="First answer here."), ModelTurn(text="Second.")]) as server:
+        first = await run_once(server, workspace, "One.")
+        session = next(e for e in first if isinstance(e, SessionStarted))
+        assert session.session_id is not None
+        [path] = session_files(isolated_home / ".gemini", session.session_id)
+        data = path.read_bytes()
+        at = data.index(b"First answer")
+        path.write_bytes(data[:at] + b"\xff\xfe" + data[at:])
+        events = await run_once(server, workspace, "Two.", resume=session.short_id)
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["Second."]
+    assert not [e for e in events if isinstance(e, WarningEvent) and e.code == "stream_resumed"]
+    last = events[-1]
+    assert isinstance(last, Result)
+    assert (last.status, last.final_text) == ("success", "Second.")
