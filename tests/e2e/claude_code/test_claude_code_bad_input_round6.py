@@ -1,7 +1,7 @@
 """Bad input round 6 for the claude-code backend, with the real pinned binary against FakeAnthropic: an MCP server
 that answers `initialize` and then goes silent. 2.1.332 does not wait for its MCP servers (the first model request
 goes out while they are still `pending`) and says no more of them on its stream; a run cancelled at a permission
-prompt."""
+prompt; a session file with a byte that is no UTF-8."""
 
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.claude_code.claude_code_helpers import run_claude
+from tests.e2e.claude_code.test_claude_code_bad_input import session_file
 from tests.e2e.gemini_cli.test_gemini_cli_bad_input_round5 import SILENT_AFTER_INITIALIZE
 from tests.harness.cancelled_prompts import WHEN, cancelling, check_denied
+from unified import sessions
 from unified._execute import EventStream
-from unified.events import Result, UnifiedEvent, WarningEvent
+from unified.events import Result, SessionStarted, UnifiedEvent, WarningEvent
 from unified.testing import FakeAnthropic, FunctionCall, ModelTurn
 from unified.types import HttpMcpServer, StdioMcpServer
 
@@ -106,3 +108,17 @@ async def test_an_mcp_server_that_fails_is_a_warning_with_the_cli_s_reason(works
     result = events[-1]
     assert isinstance(result, Result)
     assert result.status == "success", result.error
+
+
+async def test_an_answer_with_a_byte_that_is_no_utf8_stays_in_the_export(workspace: Path) -> None:
+    """Was: the session file's line of the model's answer, one byte of it no UTF-8, was skipped as unreadable, so
+    the exported conversation (and a failover from it) lost the answer, which the CLI itself still reads. Now the
+    line is read as the CLI reads it, the byte as U+FFFD."""
+    async with FakeAnthropic([ModelTurn(text="First answer here.")]) as server:
+        started = next(e for e in await run_claude(server, workspace, "One.") if isinstance(e, SessionStarted))
+    assert started.short_id is not None
+    path = session_file(started.session_id)
+    path.write_bytes(path.read_bytes().replace(b"First answer", b"\xffFirst answer"))
+    exported = await sessions.export(started.short_id)
+    texts = [[getattr(part, "text", None) for part in turn.parts] for turn in exported.turns]
+    assert texts == [["One."], ["\ufffdFirst answer here."]]

@@ -1,7 +1,7 @@
 """Bad input round 6 for the codex backend, with the real pinned binary against FakeOpenAI: MCP servers that do
 not start. Codex 0.171 says why in `mcpServer/startupStatus/updated`'s `failureReason`, in its own words: Rust type
 paths (`Transport [codex_rmcp_client::...<rmcp::transport::...>]`), most of it twice. And a run cancelled at a
-permission prompt."""
+permission prompt; a rollout with a byte that is no UTF-8."""
 
 from __future__ import annotations
 
@@ -12,13 +12,15 @@ import anyio
 import pytest
 
 from tests.e2e.codex.conftest import codex_params, run_codex
+from tests.e2e.codex.test_codex_bad_input import rollout
 from tests.e2e.gemini_cli.test_gemini_cli_bad_input_round5 import SILENT_AFTER_INITIALIZE
 from tests.e2e.gemini_cli.test_gemini_cli_bad_input_round6 import EXITS
 from tests.hang_guard import HANG_GUARD_S
 from tests.harness.cancelled_prompts import WHEN, cancelling, check_denied
 from tests.harness.raw_http import answering
+from unified import sessions
 from unified._execute import EventStream
-from unified.events import Result, UnifiedEvent, WarningEvent
+from unified.events import Result, SessionStarted, UnifiedEvent, WarningEvent
 from unified.testing import FakeOpenAI, FunctionCall, ModelTurn
 from unified.types import HttpMcpServer, StdioMcpServer
 
@@ -85,3 +87,18 @@ async def test_a_run_cancelled_at_a_permission_prompt_denies_the_call(workspace:
                 streams.append(stream)
                 events.extend([event async for event in stream])
     check_denied(events, (workspace / "ran").exists())
+
+
+async def test_an_answer_with_a_byte_that_is_no_utf8_stays_in_the_export(workspace: Path) -> None:
+    """Was: the rollout line of the model's answer, one byte of it no UTF-8, was skipped as unreadable, so the
+    exported conversation (and a failover from it) lost the answer, which Codex itself still reads. Now the line is
+    read as Codex reads it, the byte as U+FFFD."""
+    async with FakeOpenAI([ModelTurn(text="First answer here.")]) as server:
+        thread = next(e for e in await run_codex(server, workspace, "One.") if isinstance(e, SessionStarted))
+    assert thread.short_id is not None
+    path = rollout(thread.session_id)
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b"First answer", b"\xffFirst answer"))
+    exported = await sessions.export(thread.short_id)
+    texts = [[getattr(part, "text", None) for part in turn.parts] for turn in exported.turns]
+    assert texts == [["One."], ["\ufffdFirst answer here."]]
