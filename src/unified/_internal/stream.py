@@ -24,6 +24,7 @@ from typing import Any, Literal, NoReturn, Union, get_args, get_origin
 import anyio
 import sniffio
 from anyio.abc import TaskGroup
+from anyio.lowlevel import checkpoint_if_cancelled
 from pydantic import BaseModel, ValidationError
 
 from unified import _limits as limits
@@ -354,6 +355,9 @@ class _Aggregator:
         self.running_locally: set[str] = set()
         """Local tool calls announced and not answered yet: their time is the tool's, not idle time."""
         self.decided: set[str] = set()
+        self.prompted: dict[str, str] = {}
+        """Calls a permission prompt asked about (id -> tool name): each still undecided at the run's end gets its
+        `permission_decision` then (`StreamGuard._undecided`)."""
         self.tasks: set[str] = set()
         self.finished_tasks: set[str] = set()
         self.buffers: dict[str | None, list[str]] = {}
@@ -440,6 +444,10 @@ class _Aggregator:
     def _decision(self, event: PermissionDecision) -> None:
         self.decided.add(event.tool_use_id)
 
+    def _prompt(self, event: UserInputRequest) -> None:
+        if event.source == "permission" and event.tool_use_id in self.tool_uses:
+            self.prompted[event.tool_use_id] = event.tool_name or ""
+
     def _session(self, event: SessionStarted) -> None:
         self.session = event
         self.session_id = event.session_id
@@ -451,6 +459,7 @@ class _Aggregator:
         self.answered.clear()
         self.running_locally.clear()
         self.decided.clear()
+        self.prompted.clear()
         self.tasks.clear()
         self.finished_tasks.clear()
 
@@ -501,6 +510,7 @@ _KIND_RECORDS: dict[type[BaseModel], Callable[[_Aggregator, Any], None]] = {
     ToolUse: _Aggregator._tool_use,
     ToolResult: _Aggregator._tool_result,
     PermissionDecision: _Aggregator._decision,
+    UserInputRequest: _Aggregator._prompt,
     SessionStarted: _Aggregator._session,
     Failover: _Aggregator._failover,
     SubagentStarted: _Aggregator._task_started,
@@ -719,6 +729,9 @@ class StreamGuard:
                     )
                     return UserInputResponse(cancelled=True)
                 reply = await answer
+                # A run stopped meanwhile acts on no answer (one that allowed a call came after the cancel, and the
+                # call's `permission_decision` said `allow` though it never ran): its end decides (`_undecided`).
+                await checkpoint_if_cancelled()
                 if isinstance(reply, UserInputResponse):
                     return reply
                 # None, a dict, a string...: the backends read a UserInputResponse, so this is no answer
@@ -987,6 +1000,7 @@ class StreamGuard:
                 status = "interrupted" if reason == "interrupted" else "cancelled"
         else:
             status, error = outcome.status, outcome.error and redact_key_shapes(outcome.error)
+        await self._undecided(status)
         session = self.agg.session
         final_text = outcome.final_text if outcome and outcome.final_text is not None else self.agg.last_message
         await self._deliver(
@@ -1001,6 +1015,25 @@ class StreamGuard:
                 error=error,
             )
         )
+
+    async def _undecided(self, status: ResultStatus) -> None:
+        """A `deny` for each call whose permission prompt the run ended without answering (cancelled while the
+        caller's `on_user_input` ran, or failed meanwhile): docs/protocol.md promises one decision per call, and
+        the call never ran. The caller's stop is the user's decision; any other end is the approval mode's."""
+        agg = self.agg
+        for call_id, name in list(agg.prompted.items()):
+            if call_id in agg.decided:
+                continue
+            await self.accept(
+                PermissionDecision(
+                    tool_use_id=call_id,
+                    tool_name=name,
+                    decision="deny",
+                    decided_by="user" if status in ("cancelled", "interrupted") else "approval_mode",
+                    reason=f"the run ended ({status}) before its permission prompt was answered: the call did not run",
+                    session_id=agg.session_id,
+                )
+            )
 
     async def _report_failure(self, failure: BaseException) -> str:
         """The run's fatal `error` event; its message (as delivered: key shapes hidden) for `result.error`."""

@@ -59,6 +59,7 @@ from unified.backends import AgentProcess, RunContext, RunOutcome
 from unified.errors import BackendError, RunStopped, UnifiedError
 from unified.events import SessionStarted, UnifiedEvent, Usage, WarningEvent
 from unified.sessions import short_id_of
+from unified.types import StdioMcpServer
 
 __all__ = ["ClaudeRun", "RunPlan", "SpareLost", "prompt_content"]
 
@@ -72,6 +73,24 @@ SETTLE_S = 5.0
 """How long an interrupted turn may take to print its `result`."""
 CANCEL_SETTLE_S = 2.0
 """The same for a cancelled run, whose caller is waiting for it to end."""
+_MCP_UP = frozenset({"connected", "pending"})
+"""An MCP server's states in `init` that are no failure: up, or still starting (looked at later)."""
+_MCP_CHECK = (
+    "Check that it answers initialize and tools/list (start it alone, e.g. with the MCP inspector); raise its "
+    "timeout_s if it is only slow"
+)
+_MCP_RUN_ALONE = (
+    "Run its command alone to see why (one with a slash is taken from the run's cwd, one without from PATH)"
+)
+_MCP_OPEN_URL = "Check that its URL answers (and, for a 401 or 403, its headers)"
+"""What to do about a server that is up but gave no tools, or never came up (`_mcp_looked`); about a stdio server that
+failed, and an HTTP or SSE one."""
+MCP_LOOK_SLACK_S = 5.0
+"""How long after its `MCP_TIMEOUT` the run asks the CLI (`mcp_status`) about the MCP servers `init` listed as
+`pending`. 2.1.332 does not wait for them (the first model request goes out at once, "still connecting") and says no
+more of them on its stream: measured, a stdio server that answered `initialize` and never `tools/list` was
+`pending` at 0.5 s and `connected` with no tools from 2.5 s on (MCP_TIMEOUT 2 s), the model's call of its tool
+"No such tool available". The slack covers the CLI's own work after its timer fires."""
 
 
 def prompt_content(text: str, images: Sequence[tuple[str, bytes]]) -> str | list[dict[str, Any]]:
@@ -130,6 +149,15 @@ class ClaudeRun:
         self.heard = False
         """A line of the CLI was handled after the handshake, or an event went to the consumer: from then on
         the run has begun, and a death of its process is the run's failure (no `SpareLost`)."""
+        self.mcp_seen = False
+        """`init` listed the MCP servers (the first `init` only: later ones repeat it)."""
+        self.mcp_look_at: float | None = None
+        """When the look at the servers `init` listed as `pending` is due (event-loop time; None: none due)."""
+        self.mcp_pending: list[str] = []
+        self.mcp_looks: dict[str, list[str]] = {}
+        """Our `mcp_status` requests not answered yet, by id: the servers each answer is read for (`_mcp_looked`)."""
+        self.mcp_unsaid: dict[str, str] = {}
+        """The run's servers `init` listed as failed (name -> the CLI's status), until a warning named each."""
 
     async def run(
         self,
@@ -241,16 +269,33 @@ class ClaudeRun:
             if kind == "control_request":
                 await self._control_request(bridge, message)
                 continue
-            if kind in ("control_response", "control_cancel_request"):
+            if kind == "control_response":
+                await self._mcp_looked(message)
+                continue
+            if kind == "control_cancel_request":
                 continue
             if kind == "system" and message.get("subtype") == "status":
                 self.requesting = message.get("status") == "requesting"
+            if kind == "system" and message.get("subtype") == "init" and not self.mcp_seen:
+                await self._plan_mcp_look(message)
             for item in self.translator.line(message):
                 outcome = await self._item(item, message)
                 if outcome is not None:
                     return outcome
 
     async def _receive(self) -> dict[str, Any] | LineProblem | None:
+        """The next line; the look at the MCP servers is made once it is due (`_plan_mcp_look`)."""
+        connection = self.connection
+        assert connection is not None
+        if self.mcp_look_at is not None:
+            with anyio.move_on_after(self.mcp_look_at - anyio.current_time()):
+                return await self._receive_watched()
+            self.mcp_look_at = None
+            self.mcp_looks[await connection.request("mcp_status")] = self.mcp_pending
+        return await self._receive_watched()
+
+    async def _receive_watched(self) -> dict[str, Any] | LineProblem | None:
+        """The next line, within `stall_timeout_s` while the model is being asked."""
         connection = self.connection
         assert connection is not None
         if not self.requesting:
@@ -266,6 +311,85 @@ class ClaudeRun:
         )
         await self._interrupt()
         raise error
+
+    async def _plan_mcp_look(self, init: Mapping[str, Any]) -> None:
+        """Look at the run's MCP servers `init` lists as not up, or up without a tool in its `tools`: those at once
+        (`init` gives no reason; measured, on a loaded machine the silent server of round 6 was already up with no
+        tools by `init`); those `pending` after the CLI's one wait for them (`MCP_TIMEOUT`, `_launch`) and
+        `MCP_LOOK_SLACK_S`."""
+        assert self.connection is not None
+        self.mcp_seen = True
+        ours = {server.name for server in self.params.mcp_servers}
+        servers, tools = init.get("mcp_servers"), init.get("tools")
+        listed = [s for s in servers if isinstance(s, Mapping)] if isinstance(servers, list) else []
+        states = {str(s["name"]): s.get("status") for s in listed if s.get("name") in ours}
+        names = [tool for tool in tools if isinstance(tool, str)] if isinstance(tools, list) else []
+        toolless = [
+            name
+            for name, status in states.items()
+            if status == "connected" and not any(tool.startswith(f"mcp__{name}__") for tool in names)
+        ]
+        self.mcp_pending = [name for name, status in states.items() if status == "pending"]
+        self.mcp_unsaid = {name: str(status) for name, status in states.items() if status not in _MCP_UP}
+        if self.mcp_unsaid or toolless:
+            self.mcp_looks[await self.connection.request("mcp_status")] = [*self.mcp_unsaid, *toolless]
+        if self.mcp_pending:
+            self.mcp_look_at = anyio.current_time() + self._mcp_wait_s() + MCP_LOOK_SLACK_S
+
+    def _mcp_wait_s(self) -> float:
+        """The CLI's one wait for its MCP servers (`MCP_TIMEOUT`, milliseconds), in seconds."""
+        try:
+            return int(self.launch.env.get("MCP_TIMEOUT", "")) / 1000
+        except ValueError:
+            return 30.0  # what the CLI waits when it cannot read it
+
+    async def _mcp_looked(self, message: dict[str, Any]) -> None:
+        """A `warning(mcp_unavailable)` for each server a look was for (`_plan_mcp_look`) that the answer to our
+        `mcp_status` says is not up (with the CLI's reason), is still starting, or gave the CLI no tools: the model
+        would just lack them, unsaid. A failed server the answer does not explain is said without its reason."""
+        answer = control_response_of(message)
+        names = self.mcp_looks.pop(answer[0], None) if answer is not None else None
+        if answer is None or names is None:
+            return
+        body = answer[1].get("response") if answer[1].get("subtype") == "success" else None
+        servers = body.get("mcpServers") if isinstance(body, Mapping) else None
+        waited = f"{self._mcp_wait_s() + MCP_LOOK_SLACK_S:g} s"
+        for server in servers if isinstance(servers, list) else []:
+            if not isinstance(server, Mapping) or server.get("name") not in names:
+                continue
+            name, status, error = server["name"], server.get("status"), server.get("error")
+            todo = _MCP_CHECK
+            if status == "connected" and server.get("tools") == []:
+                why = (
+                    "started but gave the claude CLI no tools: it answered initialize and then did not list its "
+                    "tools in time (or has none)"
+                )
+            elif status == "pending":
+                why = f"has still not finished starting after {waited}"
+            elif status != "connected":
+                said = f": {clip(error.splitlines()[0], 300)}" if isinstance(error, str) and error.strip() else ""
+                why, todo = (
+                    f"did not start (the claude CLI says {clip(str(status), 40)!r}{said})",
+                    self._failed_todo(name),
+                )
+            else:
+                continue
+            self.mcp_unsaid.pop(name, None)
+            await self._warn("mcp_unavailable", f"MCP server {clip(name, 200)!r} {why}; its tools are missing. {todo}")
+        await self._say_unsaid_mcp()
+
+    def _failed_todo(self, name: str) -> str:
+        """What to do about the run's MCP server `name` that failed: run its command, or check its URL."""
+        stdio = any(server.name == name and isinstance(server, StdioMcpServer) for server in self.params.mcp_servers)
+        return _MCP_RUN_ALONE if stdio else _MCP_OPEN_URL
+
+    async def _say_unsaid_mcp(self) -> None:
+        """A warning for each server `init` listed as failed that no answer of the CLI's explained (it had not
+        come by the turn's result, or the CLI refused `mcp_status`): its name and the CLI's status alone."""
+        unsaid, self.mcp_unsaid = self.mcp_unsaid, {}
+        for name, status in unsaid.items():
+            why, todo = f"did not start (the claude CLI says {clip(status, 40)!r})", self._failed_todo(name)
+            await self._warn("mcp_unavailable", f"MCP server {clip(name, 200)!r} {why}; its tools are missing. {todo}")
 
     async def _control_request(self, bridge: PermissionBridge, message: dict[str, Any]) -> None:
         connection = self.connection
@@ -366,6 +490,7 @@ class ClaudeRun:
         self.run_usage = self.run_usage + usage_from_model_usage(raw.get("model_usage_since_last_result"))
         self.requesting = False
         self.idle = True
+        await self._say_unsaid_mcp()
         status = status_of_result(raw)
         if self.stopping:
             raise RunStopped("the user stopped the run at a permission prompt", hint="resume the session to go on")

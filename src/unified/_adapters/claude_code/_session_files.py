@@ -131,12 +131,13 @@ def parse_session(path: Path, *, max_bytes: int | None = None, keep_lines: bool 
     file of up to `max_bytes` as Python objects."""
     parsed = ParsedSession(session_id=path.stem, path=path)
     with open_regular(path, max_bytes=max_bytes) as handle:
-        for raw in handle:
-            if not raw.strip():
+        for data in handle:
+            if not data.strip():
                 continue
+            raw = data.decode("utf-8", "replace")  # as the CLI (Node) reads it: a bad byte dropped the line's message
             try:
                 line = json.loads(raw)
-            except (ValueError, RecursionError, UnicodeDecodeError):
+            except (ValueError, RecursionError):
                 parsed.bad_lines += 1
                 continue
             if not isinstance(line, dict):

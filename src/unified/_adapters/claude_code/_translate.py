@@ -233,29 +233,6 @@ class _Task:
     done: bool = False
 
 
-_MCP_UP = frozenset({"connected", "pending"})
-"""An MCP server's states in `init` that are no failure: up, or still starting (its end is not told)."""
-
-
-def _mcp_failures(servers: object) -> list[Item]:
-    """A `warning(mcp_unavailable)` per MCP server `init` lists as not up (`failed`: a command that is not there,
-    a URL nobody answers; `needs-auth`), as the other backends warn: its tools are missing from the run. Before,
-    the run went on without them and without a word."""
-    if not isinstance(servers, list):
-        return []
-    warnings: list[Item] = []
-    for server in servers:
-        if not isinstance(server, Mapping):
-            continue
-        name, status = server.get("name"), server.get("status")
-        if isinstance(name, str) and isinstance(status, str) and status not in _MCP_UP:
-            message = (
-                f"MCP server {name[:200]!r} did not start (the claude CLI says {status[:40]!r}): its tools are missing"
-            )
-            warnings.append(WarningEvent(code="mcp_unavailable", message=message))
-    return warnings
-
-
 _TERMINAL_TASK = {
     "completed": "completed",
     "failed": "failed",
@@ -686,7 +663,7 @@ class StreamTranslator:
                     session if isinstance(session, str) else None, self.model, cwd if isinstance(cwd, str) else None
                 )
             ]
-            return started + _mcp_failures(message.get("mcp_servers"))
+            return started  # its `mcp_servers` are the run's to judge (`_run.ClaudeRun._plan_mcp_look`)
         if subtype == "api_retry":
             status = message.get("error_status")
             delay = message.get("retry_delay_ms")

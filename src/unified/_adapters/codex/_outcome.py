@@ -29,10 +29,18 @@ from typing import Any
 
 from unified._binary.framing import parse_object
 from unified._binary.process import killed_by
-from unified._internal.reach import provider_unreachable
+from unified._internal.reach import display_url, provider_unreachable
+from unified._redaction import clip
 from unified.errors import AuthError, BackendError, BackendUnavailable, RateLimited, UnifiedError
 
-__all__ = ["connect_failure", "error_from_exit", "error_from_turn_error", "provider_down", "status_of"]
+__all__ = [
+    "connect_failure",
+    "error_from_exit",
+    "error_from_turn_error",
+    "mcp_startup_failure",
+    "provider_down",
+    "status_of",
+]
 
 _CONNECT_FAILURE = re.compile(
     r"waiting for network|\bConnection failed\b|dns error|failed to lookup address|Connection refused"
@@ -156,3 +164,68 @@ def error_from_exit(code: int | None, stderr: str, what: str) -> UnifiedError:
         "error's details",
         details={"exit_code": code, "stderr_tail": tail[-4000:]},
     )
+
+
+_RUN_ALONE = "run its command alone to see why it stops"
+_MCP_STARTUP_FAILURES: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (
+        re.compile(r"No such file or directory"),
+        "its command was not found",
+        "check its command (a path, or a program on the PATH codex runs with)",
+    ),
+    (
+        re.compile(r"Permission denied"),
+        "its command could not be run (permission denied)",
+        "make it executable (`chmod +x`), or name the program that runs it",
+    ),
+    (
+        re.compile(r"timed out awaiting (?P<what>[\w/]+) after (?P<after>[\w.]+)"),
+        "it did not answer {what} within {after}",
+        "check that it answers initialize and tools/list (start it alone, e.g. with the MCP inspector); raise its "
+        "timeout_s if it is only slow",
+    ),
+    (
+        re.compile(r"connection closed: initialize response"),
+        "its process ended before it answered initialize",
+        _RUN_ALONE,
+    ),
+    (
+        re.compile(r"Transport closed|Broken pipe"),
+        "its process ended (its connection closed) as codex connected, right after it answered initialize",
+        _RUN_ALONE,
+    ),
+    (
+        re.compile(r"unexpected server response: HTTP (?P<status>\d{3})(?::\s*(?P<body>.*?))?(?:, when |$)"),
+        "it answered HTTP {status}{body}",
+        "check the server, its URL and, for a 401 or 403, its headers",
+    ),
+    (
+        re.compile(r"error sending request for url \((?P<url>[^)]*)\)"),
+        "no connection to {url}",
+        "check that the server is up and its URL",
+    ),
+)
+"""What codex 0.171's `failureReason` of a failed MCP server says (after "MCP client for `NAME` failed to start: MCP
+startup failed: "), measured against the real binary, as what happened and what to do. Its own text names Rust
+types (`Send message error Transport [codex_rmcp_client::...<rmcp::transport::worker::WorkerTransport<...>>]`) and
+says most of it twice."""
+_RUST_PATH = re.compile(r"\s*\[[^\]]*::[^\]]*\]|\b\w+(?:::\w+)+(?:<\S*>)?")
+
+
+def mcp_startup_failure(name: str, reason: str) -> str:
+    """The warning's message for the run's MCP server `name` that codex says did not start for `reason`: which
+    server, what happened, what to do, without the Rust type paths of codex's own text (a reason no row of
+    `_MCP_STARTUP_FAILURES` reads is said with them cut out)."""
+    for pattern, what, todo in _MCP_STARTUP_FAILURES:
+        match = pattern.search(reason)
+        if match is None:
+            continue
+        found = match.groupdict()
+        if found.get("url"):
+            found["url"] = display_url(found["url"])
+        body = (found.get("body") or "").strip()
+        found["body"] = f" ({clip(body, 200)})" if body else ""
+        return f"MCP server {name!r} did not start: {what.format(**found)}; its tools are missing from this run; {todo}"
+    said = reason.split("MCP startup failed:", 1)[-1]
+    said = _RUST_PATH.sub("", said.split(", when ", 1)[0]).strip()
+    return f"MCP server {name!r} did not start: {clip(said, 300)}; its tools are missing from this run"

@@ -90,12 +90,13 @@ def _lines(path: Path, limit: int | None = None) -> Iterator[dict[str, Any] | No
                 continue
             if not line.strip():
                 continue
+            text = line.decode("utf-8", "replace")  # as Codex reads it: a bad byte dropped the whole line's message
             try:
-                record = json.loads(line)
+                record = json.loads(text)
             except (ValueError, RecursionError):
                 yield None
                 continue
-            yield loaded_well_formed(line, record) if isinstance(record, dict) else None
+            yield loaded_well_formed(text, record) if isinstance(record, dict) else None
 
 
 def user_text(payload: dict[str, Any]) -> str | None:

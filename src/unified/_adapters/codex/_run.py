@@ -45,7 +45,13 @@ import anyio
 from unified._adapters.codex._approvals import ApprovalBridge
 from unified._adapters.codex._launch import DEFAULT_BASE_URL, Launch, home_is_prepared, prepare_home, start_codex
 from unified._adapters.codex._options import BACKEND, CodexOptions
-from unified._adapters.codex._outcome import connect_failure, error_from_exit, error_from_turn_error, provider_down
+from unified._adapters.codex._outcome import (
+    connect_failure,
+    error_from_exit,
+    error_from_turn_error,
+    mcp_startup_failure,
+    provider_down,
+)
 from unified._adapters.codex._pool import ROUTE, CodexConnection, CodexPool
 from unified._adapters.codex._rollouts import codex_short_id, omitted_images
 from unified._adapters.codex._translate import AppServerTranslator, ModelResponse, Retrying, TurnEnded
@@ -505,10 +511,10 @@ class CodexRun:
                     continue
                 names.discard(name)
                 if status != "ready":
-                    why = params.get("failureReason") or params.get("error") or status
-                    await self.ctx.emit(
-                        WarningEvent(code="mcp_unavailable", message=f"MCP server {name!r} did not start: {why}")
-                    )
+                    why = str(params.get("failureReason") or params.get("error") or status)
+                    warning = WarningEvent(code="mcp_unavailable", message=mcp_startup_failure(name, why))
+                    warning.native = self.ctx.native(params)  # codex's own text, with its Rust type paths
+                    await self.ctx.emit(warning)
         for name in sorted(names):
             await self.ctx.emit(
                 WarningEvent(code="mcp_unavailable", message=f"MCP server {name!r} did not start within {limit:g} s")

@@ -119,12 +119,16 @@ def _parse_time(value: object) -> datetime | None:
 
 
 def _loads(line: bytes | str) -> dict[str, Any] | None:
-    """One record of a chat file; a lone surrogate (the CLI's `JSON.stringify` escapes half an emoji) as U+FFFD."""
+    """One record of a chat file; a lone surrogate (the CLI's `JSON.stringify` escapes half an emoji) as U+FFFD, and
+    so is a byte that is no UTF-8: the CLI (Node) reads the file so, and a record dropped here for one bad byte is
+    one the CLI still replays on `session/load` (`replay_count` came out short: the rest of the replay, an old
+    answer, was taken for the new prompt's and the new answer for a retry of it, "stream_resumed")."""
+    text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
     try:
-        value = json.loads(line)
+        value = json.loads(text)
     except (ValueError, RecursionError):
         return None
-    return loaded_well_formed(line, value) if isinstance(value, dict) else None
+    return loaded_well_formed(text, value) if isinstance(value, dict) else None
 
 
 def header_of(handle: BinaryIO) -> dict[str, Any] | None:

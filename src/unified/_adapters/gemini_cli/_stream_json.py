@@ -7,7 +7,7 @@ which has it a few milliseconds later (as over ACP: `_chat_records.py`), or stay
 
 For CLIs (or environments) without ACP. What it loses against ACP: thoughts, permission prompts
 (the approval mode alone decides; in `default` mode writes and shell are simply not registered),
-the `ask_user` tool, subagent detail (only the `invoke_agent` call and an output-less result),
+the `ask_user` tool, subagent detail (only the `invoke_agent` call and its result, from the chat file),
 per-turn usage (one total at the end) and images.
 """
 
@@ -187,6 +187,26 @@ class StreamJsonTranslator:
             )
         return []
 
+    def undecided(self) -> list[PermissionDecision]:
+        """The `permission_decision` of each call announced and never answered (the run was cancelled, or the CLI
+        ended, while it ran), once: docs/protocol.md promises one per call, and headless the CLI had allowed it
+        (a call it refuses is answered at once, `REFUSALS`)."""
+        decisions = []
+        for call_id, name in self._tools.items():
+            if call_id not in self._answered:
+                self._answered.add(call_id)
+                decisions.append(
+                    PermissionDecision(
+                        tool_use_id=call_id,
+                        tool_name=name,
+                        decision="allow",
+                        decided_by="backend",
+                        reason=f"{BACKEND_ALLOWED}; the run ended before its result",
+                        session_id=self.session_id,
+                    )
+                )
+        return decisions
+
     def _decision(self, call_id: str, error: Mapping[str, Any] | None) -> PermissionDecision:
         """The one `permission_decision` of a call (docs/protocol.md), told by its result: headless, the CLI's
         approval mode and policy decide alone and say nothing until the call's end. A call it refused (a tool it
@@ -310,6 +330,9 @@ async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutc
                             await _handle_line(ctx, translator, data, folding)
                     finally:
                         done.set()
+                        with anyio.CancelScope(shield=True):
+                            for decision in translator.undecided():
+                                await ctx.emit(decision)
             except BaseExceptionGroup as group:  # unreachable, or the retries spent (`RetryWatch.tick`)
                 if all(isinstance(exc, UnifiedError) for exc in group.exceptions):
                     raise group.exceptions[0] from None
@@ -353,9 +376,10 @@ async def _handle_line(
     if isinstance(data, str):
         await ctx.emit(WarningEvent(code="malformed_line", message=f"ignored a line: {data}"))
         return
-    for item in translator.event(data):
-        if isinstance(item, ToolResult) and not item.is_error and folding.chat is not None:
-            item = await _as_the_model_read_it(folding.chat, item)
+    items = translator.event(data)
+    if folding.chat is not None:
+        items = await _as_the_model_read_them(folding.chat, items)
+    for item in items:
         if isinstance(item, TextDelta) and item.subagent_task_id is None:
             await _emit(ctx, folding.text(item), data)
             continue
@@ -367,6 +391,24 @@ async def _handle_line(
         else:
             item.native = ctx.native(data)
             await ctx.emit(item)
+
+
+async def _as_the_model_read_them(chat: ChatRecords, items: list[Item]) -> list[Item]:
+    """`items` with each successful call's result as the model read it (`_as_the_model_read_it`), and a subagent's
+    `result` the same text: the CLI's display of an `invoke_agent` call is empty (0.61), so its `subagent_completed`
+    said nothing of what the subagent returned, where the chat file has it ("Subagent 'generalist' finished ...
+    Result: ...")."""
+    read = [
+        await _as_the_model_read_it(chat, item) if isinstance(item, ToolResult) and not item.is_error else item
+        for item in items
+    ]
+    outputs = {item.tool_use_id: item.output for item in read if isinstance(item, ToolResult) and not item.is_error}
+    return [
+        item.model_copy(update={"result": outputs[item.task_id]})
+        if isinstance(item, SubagentCompleted) and isinstance(outputs.get(item.task_id), str)
+        else item
+        for item in read
+    ]
 
 
 async def _as_the_model_read_it(chat: ChatRecords, result: ToolResult) -> ToolResult:
