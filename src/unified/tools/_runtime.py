@@ -365,17 +365,19 @@ class ToolRuntime:
         """
         if not servers:
             return []
-        connect_server = (await import_off_loop("unified.tools._mcp")).connect_server
+        mcp = await import_off_loop("unified.tools._mcp")
 
         errors: list[McpConnectError] = []
         for server in servers:
             try:
-                specs = await connect_server(server, self._stack, self._secrets)
+                specs = await mcp.connect_server(server, self._stack, self._secrets)
             except Exception as exc:
                 cause: BaseException = exc
                 while isinstance(cause, BaseExceptionGroup) and cause.exceptions:
                     cause = cause.exceptions[0]
-                reason = f"{type(cause).__name__}: {cause}"
+                # its own URL's credentials and headers too: an HTTP client's error quotes the URL whole
+                clean = redactor(extra=(*self._secrets, *mcp.server_secrets(server)))
+                reason = clean(f"{type(cause).__name__}: {cause}")
                 errors.append(McpConnectError(server.name, f"MCP server {server.name!r} failed to start: {reason}"))
                 continue
             for spec in specs:
