@@ -131,10 +131,10 @@ async def test_a_glob_over_a_huge_directory_keeps_only_what_it_shows(tmp_path: P
     """HOLE: glob kept every hit (path and mtime) to sort them, though it shows 1,000: 300,000 matching entries
     added 170 MB to the process per call (measured; a turn's calls run at once, up to 1,000,000 entries each).
     Now the list is cut back to the newest 1,000 whenever it doubles. 20,000 hits: 10.2 MB traced before, 3.7 now
-    (what remains is the walk's own)."""
+    (what remains is the walk's own); 40,000: ~21 MB before."""
     folder = tmp_path / "d"
     folder.mkdir()
-    for i in range(20_000):
+    for i in range(40_000):
         os.close(os.open(folder / f"f{i:06d}", os.O_CREAT | os.O_WRONLY))
     runtime = ToolRuntime(tmp_path, approval_mode="yolo")
     try:
@@ -148,10 +148,10 @@ async def test_a_glob_over_a_huge_directory_keeps_only_what_it_shows(tmp_path: P
     finally:
         await runtime.aclose()
     output = outcome.response["output"]
-    assert output.startswith('Found 20000 file(s) matching "d/*"')
-    assert "[19000 more not shown; narrow the pattern]" in output
+    assert output.startswith('Found 40000 file(s) matching "d/*"')
+    assert "[39000 more not shown; narrow the pattern]" in output
     assert output.count("\n") == 1001
-    assert peak < 6_000_000
+    assert peak < 14_000_000
 
 
 # --- part 2: secrets in error texts ------------------------------------------------------------------------------
@@ -179,3 +179,106 @@ async def test_an_mcp_servers_query_token_is_not_quoted_by_its_connection_error(
     assert QUERY_TOKEN not in repr(server)
     assert QUERY_TOKEN in run_secrets(ExecuteParams(prompt="p", mcp_servers=(server,)))
     assert "page=2" in repr(server)  # what is no credential stays readable
+
+
+# --- part 2: attacks the defences held against (pinned) ---------------------------------------------------------
+
+
+async def test_held_a_hard_link_to_a_file_outside_is_not_written_through(tmp_path: Path) -> None:
+    """HELD: a hard link in the workspace to a file outside (made earlier by anyone): write_file and edit_file
+    replace the link (a new file by rename), so the outside file is never changed, even in yolo."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("original\n")
+    os.link(outside, ws / "h.txt")
+    async with ToolRuntime(ws, approval_mode="yolo") as runtime:
+        (wrote,) = await runtime.run_batch([ToolCall("1", "write_file", {"file_path": "h.txt", "content": "new\n"})])
+        os.unlink(ws / "h.txt")
+        os.link(outside, ws / "h.txt")
+        args = {"file_path": "h.txt", "old_string": "original", "new_string": "edited"}
+        (edited,) = await runtime.run_batch([ToolCall("2", "edit_file", args)])
+    assert not wrote.is_error
+    assert not edited.is_error
+    assert outside.read_text() == "original\n"
+    assert (ws / "h.txt").read_text() == "edited\n"
+
+
+@pytest.mark.parametrize("spelling", ["/proc/self/root{outside}", "/proc/self/cwd/../../{name}", "/dev/fd/0"])
+async def test_held_proc_and_fd_spellings_of_a_path_outside_are_refused(tmp_path: Path, spelling: str) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret\n")
+    path = spelling.format(outside=outside, name=outside.name)
+    async with ToolRuntime(ws, approval_mode="yolo") as runtime:
+        (read,) = await runtime.run_batch([ToolCall("1", "read_file", {"file_path": path})])
+    assert read.is_error
+    assert "Path not in workspace" in read.response["error"]
+
+
+async def test_held_hostile_names_neither_break_the_tools_nor_reach_past_their_bounds(tmp_path: Path) -> None:
+    """HELD: a name of invalid UTF-8, a name with a newline, a name of 255 bytes and a file 40 directories of 200
+    bytes deep (8,000 characters of path): each tool answers (the deep one: "Path too long", refused unread)."""
+    (tmp_path / os.fsdecode(b"bad\xff\xfe.txt")).write_bytes(b"hello bad\n")
+    (tmp_path / "two\nlines.txt").write_text("hello nl\n")
+    (tmp_path / ("x" * 255)).write_text("hello long\n")
+    fd = os.open(tmp_path, os.O_RDONLY)
+    for _ in range(40):
+        os.mkdir("d" * 200, dir_fd=fd)
+        deeper = os.open("d" * 200, os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = deeper
+    os.close(fd)
+    deep = "/".join(["d" * 200] * 40) + "/f.txt"
+    calls = [
+        ToolCall("1", "list_dir", {"dir_path": "."}),
+        ToolCall("2", "glob", {"pattern": "**/*"}),
+        ToolCall("3", "search", {"query": "hello"}),
+        ToolCall("4", "read_file", {"file_path": "bad\udcff\udcfe.txt"}),
+        ToolCall("5", "write_file", {"file_path": deep, "content": "x"}),
+    ]
+    async with ToolRuntime(tmp_path, approval_mode="yolo") as runtime:
+        listed, globbed, searched, read, wrote = await runtime.run_batch(calls)
+    assert "two\nlines.txt" in listed.response["output"]
+    assert "Found 3 file(s)" in globbed.response["output"]
+    assert "Found 3 match(es)" in searched.response["output"]
+    assert read.response == {"output": "hello bad\n"}
+    assert wrote.is_error
+    assert "Path too long" in wrote.response["error"]
+
+
+async def test_held_a_file_of_one_endless_line_is_read_in_bounded_memory(tmp_path: Path) -> None:
+    """HELD: 64 MiB without a newline: read_file answers a capped piece, search one capped match line."""
+    (tmp_path / "one.txt").write_bytes(b"a" * (64 << 20))
+    async with ToolRuntime(tmp_path, approval_mode="yolo") as runtime:
+        tracemalloc.start()
+        try:
+            read, found = await runtime.run_batch(
+                [ToolCall("1", "read_file", {"file_path": "one.txt"}), ToolCall("2", "search", {"query": "a$"})]
+            )
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert len(read.response["output"]) < 100_000
+    assert len(found.response["output"]) < 100_000
+    assert peak < 32 * 1024 * 1024
+
+
+DENY_RM = _user('[[rule]]\nname = "no-rm"\ntoolName = "run_shell_command"\ncommandPrefix = "rm"\ndecision = "deny"\n')
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "x='$(rm -rf victim)'; echo \"${x@P}\"",  # prompt expansion runs the command substitution (bash 5, measured)
+        "PS4='$(rm -rf victim)'; set -x; true",  # xtrace expands PS4 as a prompt before each command
+        "{rm,-rf,victim}",  # brace expansion makes the command word
+        "e{cho,} hi; {r,}m -rf victim",
+        'x=(rm -rf victim); "${x[@]}"',
+        'set -- rm -rf victim; "$@"',
+    ],
+)
+def test_held_a_yolo_deny_rule_is_not_passed_by_expansions_bash_makes_at_run_time(command: str) -> None:
+    """HELD: each is asked (a doubt), never allowed by yolo past the deny rule for rm."""
+    assert DENY_RM.evaluate("run_shell_command", {"command": command}, "yolo").decision is Decision.ASK_USER
