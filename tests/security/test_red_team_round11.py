@@ -282,3 +282,11 @@ DENY_RM = _user('[[rule]]\nname = "no-rm"\ntoolName = "run_shell_command"\ncomma
 def test_held_a_yolo_deny_rule_is_not_passed_by_expansions_bash_makes_at_run_time(command: str) -> None:
     """HELD: each is asked (a doubt), never allowed by yolo past the deny rule for rm."""
     assert DENY_RM.evaluate("run_shell_command", {"command": command}, "yolo").decision is Decision.ASK_USER
+
+
+def test_a_policy_without_the_shipped_read_only_row_makes_the_cli_ask_about_reads() -> None:
+    """The CLI's `--policy` file let it run its read-only tools unasked on the shipped table's word; a caller's
+    policy without that row (`Policy().with_toml`) allows no read unasked, so they are asked (fails on the code
+    before: the user rule names only the shell)."""
+    policy = Policy().with_toml('[[rule]]\ntoolName = "run_shell_command"\ndecision = "deny"\n')
+    assert user_rule_tools(policy) == ("glob", "grep_search", "list_directory", "read_file", "run_shell_command")

@@ -89,3 +89,20 @@ async def test_stream_json_refuses_a_policy_it_cannot_apply(run_gemini: Run, res
     assert isinstance(result, Result)
     assert result.status == "error"
     assert "stream-json transport cannot ask unified" in (result.error or "")
+
+
+async def test_a_policy_without_the_read_only_row_is_asked_about_reads(run_gemini: Run, responses: Responses) -> None:
+    """The CLI ran the read-only tools unasked on the shipped table's word; a caller's policy built without its
+    `read-only` row (`Policy().with_toml(...)`) allows no read unasked, so the CLI must ask about them too."""
+    asked: list[UserInputRequest] = []
+
+    async def refuse(request: UserInputRequest) -> UserInputResponse:
+        asked.append(request)
+        return UserInputResponse.deny()
+
+    policy = Policy().with_toml('[[rule]]\nname = "shell"\ntoolName = "run_shell_command"\ndecision = "deny"\n')
+    fake = responses(stream_line(call("read_file", file_path="notes.txt")), stream_line(text("ok")))
+    events = await run_gemini(fake, backend_options={"policy": policy}, on_user_input=refuse)
+    assert len(asked) == 1
+    decision = _decision(events, "read_file")
+    assert (decision.decision, decision.decided_by) == ("deny", "user")

@@ -55,7 +55,7 @@ from unified._binary.process import AgentSubprocess, PipedEnv
 from unified._files import read_regular
 from unified.errors import BackendUnavailable
 from unified.tools import Policy, protected_path_patterns
-from unified.tools._policy import USER_TIER, Decision, unasked_refusal
+from unified.tools._policy import ALIASES, USER_TIER, Decision, unasked_refusal
 from unified.types import ApprovalMode, ExecuteParams
 
 __all__ = [
@@ -398,13 +398,21 @@ def policy_denials(denials: Mapping[str, tuple[str, tuple[str, ...]]]) -> str:
 def user_rule_tools(policy: Policy | None) -> tuple[str, ...]:
     """The CLI's names of the tools a user rule of `policy` may deny or ask for: the CLI must ask unified about
     them in every mode, or it would run them unasked (its read-only tools, everything in yolo) and the rule would
-    not hold. A name with a wildcard may be any tool: then every tool (`*`)."""
+    not hold. A name with a wildcard may be any tool: then every tool (`*`). So are the read-only tools `policy`
+    does not allow in every mode (one built without the shipped table's `read-only` row): the CLI runs those
+    unasked only on unified's word."""
+    if policy is None:
+        return ()
     names: set[str] = set()
-    for rule in policy.rules if policy is not None else ():
+    for rule in policy.rules:
         if rule.priority < USER_TIER or rule.decision is Decision.ALLOW:
             continue
         for name in rule.tool_names:
             names.add("*" if any(c in name for c in "*?[") else CLI_NAMES.get(name, name))
+    for tool in READ_ONLY_CLI_TOOLS:
+        ours = ALIASES.get(tool, tool)
+        if any(policy.evaluate(ours, {}, mode, unseen=True).decision is not Decision.ALLOW for mode in _CLI_MODES):
+            names.add(tool)
     return ("*",) if "*" in names else tuple(sorted(names))
 
 
