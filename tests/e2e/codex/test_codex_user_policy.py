@@ -117,3 +117,16 @@ async def test_a_user_allow_rule_does_not_widen_what_codex_asks(workspace: Path)
     assert _decisions(events)["exec_command"].decision == "deny"
     assert (workspace / "notes.txt").exists()
     assert isinstance(events[-1], Result)
+
+
+async def test_a_policy_without_the_shipped_table_lets_no_read_run_unasked(workspace: Path) -> None:
+    """The bridge's table runs read-only commands unasked on the shipped table's word; a caller's policy built
+    without it (`Policy().with_toml(...)`) covers no `cat`: asked, and denied with nobody to answer, even in yolo."""
+    calls = [FunctionCall(name="exec_command", args={"cmd": "cat notes.txt"})]
+    policy = Policy().with_toml(
+        '[[rule]]\nname = "no-rm"\ntoolName = "run_shell_command"\ncommandPrefix = "rm"\ndecision = "deny"\n'
+    )
+    async with FakeOpenAI([ModelTurn(function_calls=calls), ModelTurn(text="done")]) as server:
+        events = await run_codex(server, workspace, approval_mode="yolo", options={"policy": policy})
+    decision = _decisions(events)["exec_command"]
+    assert (decision.decision, decision.decided_by, decision.rule) == ("deny", "policy", "none (no rule covers it)")

@@ -64,6 +64,9 @@ if TYPE_CHECKING:  # the tool runtime loads with the first approval, not with th
 
 __all__ = ["CODEX_SUBAGENT_TOOL", "READ_ONLY_ACTIONS", "ApprovalBridge", "subagents_refused"]
 
+UNCOVERED = "none (no rule covers it)"
+"""The rule a decision names when no rule of the caller's policy covers the call (`_user_verdict`)."""
+
 CODEX_SUBAGENT_TOOL = "spawn_agent"
 """Codex's subagent tool, as its `tool_use` names it. The policy reads it as `invoke_agent` (as Claude Code's
 `Agent`: the shipped `delegate` row allows it), and a user rule may name it by Codex's own name too."""
@@ -293,8 +296,10 @@ class ApprovalBridge:
 
     def _user_verdict(self, kind: Kind, params: dict[str, Any], call_id: str) -> tuple[bool, str, str] | None:
         """What the caller's user rules say of the call, when one decides it (or may: `Policy.evaluate`'s doubt):
-        (denied, the rule, why); a deny of any part outranks an ask. None: no user rule decides (an allow leaves the
-        call to `_policy`'s table, which may still ask: the policy and Codex's own checks must both allow it)."""
+        (denied, the rule, why); a deny of any part outranks an ask. A call no rule of the policy covers at all (one
+        built without the shipped table, `Policy().with_toml(...)`) is asked too: the table's own unasked reads stand
+        for the shipped rows, not for a policy without them. None: no user rule decides (an allow leaves the call to
+        `_policy`'s table, which may still ask: the policy and Codex's own checks must both allow it)."""
         if self.policy is None:
             return None
         from unified.tools._policy import USER_TIER, Decision
@@ -304,6 +309,9 @@ class ApprovalBridge:
         for tool, arguments in self._policy_calls(kind, params, call_id):
             verdict = self.policy.evaluate(tool, arguments, mode, unseen=not arguments)
             rule = verdict.rule
+            if rule is None and verdict.decision is Decision.ASK_USER:
+                found = found or (False, UNCOVERED, f"no rule of the policy covers {tool} in {mode} mode")
+                continue
             if rule is None or rule.priority < USER_TIER or verdict.decision is Decision.ALLOW:
                 continue
             if verdict.decision is Decision.DENY:
