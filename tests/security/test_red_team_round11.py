@@ -290,3 +290,23 @@ def test_a_policy_without_the_shipped_read_only_row_makes_the_cli_ask_about_read
     before: the user rule names only the shell)."""
     policy = Policy().with_toml('[[rule]]\ntoolName = "run_shell_command"\ndecision = "deny"\n')
     assert user_rule_tools(policy) == ("glob", "grep_search", "list_directory", "read_file", "run_shell_command")
+
+
+def test_names_beyond_the_bmp_reach_the_clis_policy_file_as_toml_can_read_them() -> None:
+    """JSON's `\\ud83e\\udd16` escapes are no TOML: the CLI dropped each such rule (an exclusion, a denial)."""
+    policy = _user('[[rule]]\nname = "no \U0001f916"\ntoolName = "invoke_agent"\ndecision = "deny"\n')
+    launch = Launch(
+        binary=Path("/bin/true"),
+        env={},
+        model=None,
+        fake_responses=None,
+        fake_responses_strict=True,
+        include_directories=(),
+        excluded_tools=("mcp_\U0001f916_x",),
+        policy=policy,
+    )
+    text = Path(launch.policy_flags()[1]).read_text(encoding="utf-8")
+    assert "\\ud83e" not in text
+    names = [rule.get("toolName") for rule in tomllib.loads(text)["rule"]]
+    assert "mcp_\U0001f916_x" in names
+    assert "invoke_agent" in names

@@ -106,3 +106,22 @@ async def test_a_policy_without_the_read_only_row_is_asked_about_reads(run_gemin
     assert len(asked) == 1
     decision = _decision(events, "read_file")
     assert (decision.decision, decision.decided_by) == ("deny", "user")
+
+
+async def test_a_deny_rule_named_beyond_the_bmp_still_holds(run_gemini: Run, responses: Responses) -> None:
+    """The rule's name went into the CLI's policy file as a JSON surrogate-pair escape, which TOML refuses: the CLI
+    dropped the rule and, in yolo, the subagent ran. Now the name is written as the character it is."""
+    policy = Policy.default().with_toml(
+        '[[rule]]\nname = "no \U0001f916 agents"\ntoolName = "invoke_agent"\ndecision = "deny"\npriority = 500\n'
+    )
+    fake = responses(
+        stream_line(call("invoke_agent", agent_name="generalist", prompt="read notes.txt")),
+        stream_line(call("read_file", file_path="notes.txt")),
+        stream_line(call("complete_task", result={"response": "alpha"})),
+        stream_line(text("done")),
+    )
+    options = {"policy": policy, "fake_responses_strict": False}
+    events = await run_gemini(fake, approval_mode="yolo", backend_options=options)
+    assert not any(isinstance(e, SubagentStarted) for e in events)
+    decision = _decision(events, "invoke_agent")
+    assert (decision.decision, decision.rule) == ("deny", "no \U0001f916 agents")

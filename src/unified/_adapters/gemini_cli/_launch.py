@@ -382,15 +382,23 @@ def never_asked_denials(policy: Policy | None) -> dict[str, tuple[str, tuple[str
     return denials
 
 
+def toml_string(value: str | list[str]) -> str:
+    """`value` as a TOML string (or array of them) for the CLI's policy file: JSON's escapes without `ensure_ascii`.
+    With it, a character beyond the BMP (an emoji in a rule's name, in an excluded MCP tool's name) became a JSON
+    surrogate pair escape, which TOML refuses, and the CLI dropped that rule: a deny rule for `invoke_agent` so named
+    let the subagent run (measured on 0.61)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
 def policy_denials(denials: Mapping[str, tuple[str, tuple[str, ...]]]) -> str:
     """`never_asked_denials` as the CLI's deny rules, above everything of unified's but the exclusions. Without
     arguments, so the CLI does not offer the tool in those modes: 0.61 in yolo runs a delegation past a deny rule
     *with* arguments (measured: the subagent started), and a call of a tool it does not offer is refused."""
     return "".join(
-        f"[[rule]]\nname = {json.dumps(f'unified: {rule}')}\ntoolName = {json.dumps(tool)}\n"
+        f"[[rule]]\nname = {toml_string(f'unified: {rule}')}\ntoolName = {toml_string(tool)}\n"
         'decision = "deny"\n'
         f"priority = 998\nmodes = {json.dumps(list(modes))}\n"
-        f"denyMessage = {json.dumps(f'unified: the policy rule {rule} does not allow it')}\n\n"
+        f"denyMessage = {toml_string(f'unified: the policy rule {rule} does not allow it')}\n\n"
         for tool, (rule, modes) in sorted(denials.items())
     )
 
@@ -431,7 +439,7 @@ def policy_rules(excluded_tools: Sequence[str] = (), asked: Sequence[str] = ()) 
     rules = deny_rules(excluded_tools)
     if asked:
         rules += (
-            f'[[rule]]\nname = "unified: the caller\'s policy decides"\ntoolName = {json.dumps(list(asked))}\n'
+            f'[[rule]]\nname = "unified: the caller\'s policy decides"\ntoolName = {toml_string(list(asked))}\n'
             f'argsPattern = "."\ndecision = "ask_user"\npriority = {_RULE_PRIORITY + 10}\nmodes = {ALL_MODES}\n\n'
         )
     ask = f'decision = "ask_user"\npriority = {_RULE_PRIORITY}\n'
@@ -454,7 +462,7 @@ def deny_rules(excluded_tools: Sequence[str]) -> str:
     """`excluded_tools` as deny rules (0.61 has no exclude flag; settings are the user's). A deny rule
     without arguments removes the tool from what the model is offered."""
     return "".join(
-        f'[[rule]]\ntoolName = {json.dumps(CLI_NAMES.get(name, name))}\ndecision = "deny"\npriority = 999\n\n'
+        f'[[rule]]\ntoolName = {toml_string(CLI_NAMES.get(name, name))}\ndecision = "deny"\npriority = 999\n\n'
         for name in sorted(set(excluded_tools))
     )
 
