@@ -353,6 +353,7 @@ ASKING_MODES = '["default", "autoEdit", "plan"]'
 """The CLI's modes our rules hold in: all but yolo (unified's yolo allows every call, and only the CLI's yolo
 lets its subagents run tools they could never put to a client)."""
 ALL_MODES = '["default", "autoEdit", "plan", "yolo"]'
+"""The CLI's modes a caller's rule holds in: all, yolo included (`user_rule_tools`; yolo's own allow is below it)."""
 _RULE_PRIORITY = 380
 """4.38 in the CLI's tiers: above its settings' `tools.allowed` (4.3) and trusted MCP servers (4.2), below
 its settings' `tools.exclude` (4.4) and `mcp.excluded` (4.9) denials, which stay theirs."""
