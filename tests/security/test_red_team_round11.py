@@ -9,17 +9,23 @@ tests/e2e/codex/test_codex_user_policy.py. Part 2: attacks on the local tool run
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 import tracemalloc
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.adapters.codex.test_codex_launch_and_run import THREAD, app_server, finished
+from tests.adapters.codex.test_codex_launch_and_run import run as codex_run
 from tests.harness.raw_http import answering
 from unified._adapters.codex._approvals import subagents_refused
 from unified._adapters.gemini_cli._launch import Launch, never_asked_denials, policy_rules, user_rule_tools
 from unified._redaction import run_secrets
+from unified.testing import FakeAgentProcess
 from unified.tools import Decision, Policy, ToolCall, ToolRuntime
 from unified.types import ApprovalMode, ExecuteParams, HttpMcpServer, SseMcpServer
 
@@ -310,3 +316,46 @@ def test_names_beyond_the_bmp_reach_the_clis_policy_file_as_toml_can_read_them()
     names = [rule.get("toolName") for rule in tomllib.loads(text)["rule"]]
     assert "mcp_\U0001f916_x" in names
     assert "invoke_agent" in names
+
+
+async def test_a_codex_mcp_approval_naming_no_tool_is_asked_under_a_rule_for_one_of_the_servers_tools(
+    tmp_path: Path,
+) -> None:
+    """Codex's MCP approval may carry only the arguments (`_meta.tool_params`, the tool's name in its prose): read as
+    `mcp__<server>__`, it matched no user rule for that server's tools, and yolo's table allowed it past a user deny
+    rule for `mcp__srv__delete_repo`. Now a user rule for any tool of the server may apply: asked, and declined with
+    nobody to answer, naming the rule."""
+    answers: list[dict[str, Any]] = []
+    request = {
+        "id": 99,
+        "method": "mcpServer/elicitation/request",
+        "params": {
+            "threadId": THREAD,
+            "serverName": "srv",
+            "message": "Allow the srv tool to run?",
+            "_meta": {"codex_approval_kind": "mcp_tool_call", "tool_params": {"repo": "x"}},
+        },
+    }
+
+    def after_turn(process: object) -> list[str]:
+        return [json.dumps(request), *finished()]
+
+    inner = app_server(after_turn)
+
+    def start(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> FakeAgentProcess:
+        process: FakeAgentProcess = inner(argv, cwd, env)
+        answer = process.handler
+        assert answer is not None
+
+        def record(line: str) -> Any:
+            message = json.loads(line)
+            if message.get("id") == 99 and "method" not in message:
+                answers.append(message)
+            return answer(line)
+
+        process.handler = record
+        return process
+
+    policy = _user('[[rule]]\nname = "no-delete"\ntoolName = "mcp__srv__delete_repo"\ndecision = "deny"\n')
+    await codex_run(tmp_path, start, {"policy": policy}, approval_mode="yolo")
+    assert [a["result"]["action"] for a in answers] == ["decline"]

@@ -33,6 +33,7 @@ request about a call already decided (one decision per call).
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 from pathlib import Path
@@ -307,6 +308,11 @@ class ApprovalBridge:
         mode = self.ctx.params.approval_mode
         found: tuple[bool, str, str] | None = None
         for tool, arguments in self._policy_calls(kind, params, call_id):
+            if tool.endswith("__") and kind == "mcp":  # the request names no tool: any rule for the server's may apply
+                unnamed = self._unnamed_mcp_rule(tool, mode)
+                if unnamed is not None:
+                    found = found or (False, unnamed, f"rule {unnamed} may apply to the MCP tool Codex does not name")
+                continue
             verdict = self.policy.evaluate(tool, arguments, mode, unseen=not arguments)
             rule = verdict.rule
             if rule is None and verdict.decision is Decision.ASK_USER:
@@ -318,6 +324,23 @@ class ApprovalBridge:
                 return True, rule.name, f"rule {rule.name} denies it in {mode} mode"
             found = found or (False, rule.name, verdict.doubt or f"rule {rule.name} asks for it in {mode} mode")
         return found
+
+    def _unnamed_mcp_rule(self, prefix: str, mode: ApprovalMode) -> str | None:
+        """A user rule that denies or asks for some tool of the server `prefix` (`mcp__<server>__`) names, for an MCP
+        approval that does not say which tool (`_meta` may carry only its arguments): it may apply, so it is asked."""
+        from unified.tools._policy import USER_TIER, Decision
+
+        assert self.policy is not None
+        for rule in self.policy.rules:
+            if rule.priority < USER_TIER or rule.decision is Decision.ALLOW:
+                continue
+            if rule.modes is not None and mode not in rule.modes:
+                continue
+            if any(
+                fnmatch.fnmatchcase(prefix, name) or fnmatch.fnmatchcase(name, prefix + "*") for name in rule.tool_names
+            ):
+                return rule.name
+        return None
 
     def _prompt(
         self,
