@@ -359,3 +359,25 @@ async def test_a_codex_mcp_approval_naming_no_tool_is_asked_under_a_rule_for_one
     policy = _user('[[rule]]\nname = "no-delete"\ntoolName = "mcp__srv__delete_repo"\ndecision = "deny"\n')
     await codex_run(tmp_path, start, {"policy": policy}, approval_mode="yolo")
     assert [a["result"]["action"] for a in answers] == ["decline"]
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("list_dir", {"ignore": ["*" * 100_000]}),
+        ("list_dir", {"ignore": ["{" * 5_000 + "a" + "}" * 5_000]}),
+        ("glob", {"pattern": "{" * 5_000 + "f1" + "}" * 5_000}),
+        ("glob", {"pattern": "*a" * 20_000}),
+    ],
+)
+async def test_held_hostile_glob_patterns_are_answered(tmp_path: Path, tool: str, args: dict[str, Any]) -> None:
+    """HELD: patterns of 100,000 stars, 5,000 nested braces or 20,000 `*a` compile through the bounded regex engine
+    (no recursion, no backtracking) and the call answers (a list, or the pattern's error), never a crash."""
+    for i in range(20):
+        (tmp_path / f"f{i}").write_text("x")
+    async with ToolRuntime(tmp_path, approval_mode="yolo") as runtime:
+        (outcome,) = await runtime.run_batch([ToolCall("1", tool, args)])
+    text = json.dumps(outcome.response)
+    assert "RecursionError" not in text
+    assert "internal" not in text.lower()
+    assert set(outcome.response) <= {"output", "error"}
