@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, cast
+from urllib.parse import unquote_plus
 
 from unified._environ import PerEnvironment
 
@@ -347,6 +348,21 @@ def _url_passwords(text: str) -> list[str]:
     return [p for p in _URL_PASSWORD.findall(text) if len(p) >= MIN_SECRET_LENGTH]
 
 
+_URL_QUERY_SECRET = re.compile(
+    r"[?&](?:[^=&#\s]*(?:key|token|secret|password|passwd|auth|credential|signature|sig|session)[^=&#\s]*)="
+    r"([^&#\s'\"]+)",
+    re.IGNORECASE,
+)
+"""A URL's query parameter whose name says it carries a credential (`?api_key=`, `&access_token=`, `?sig=`): its
+value, as written (an HTTP client's error quotes the URL whole: `Client error '401' for url '...?token=...'`)."""
+
+
+def _url_query_secrets(text: str) -> list[str]:
+    """The credential values in the queries of the URLs in `text` (`_URL_QUERY_SECRET`), as written and decoded."""
+    found = [v for v in _URL_QUERY_SECRET.findall(text) if len(v) >= MIN_SECRET_LENGTH]
+    return found + [decoded for v in found if (decoded := unquote_plus(v)) != v]
+
+
 def _secret_values(items: Iterable[tuple[str, str]]) -> tuple[str, ...]:
     found: set[str] = set()
     for name, value in items:
@@ -452,6 +468,7 @@ def redact_mapping(value: object) -> object:
         return type(value)(redact_mapping(item) for item in value)
     if isinstance(value, str):
         value = KEY_SHAPES.sub(REDACTED, value)
+        value = _URL_QUERY_SECRET.sub(lambda m: m[0][: m.start(1) - m.start()] + REDACTED, value)
         return _URL_PASSWORD.sub(lambda m: m[0][: m.start(1) - m.start()] + REDACTED + "@", value)
     return value
 
@@ -481,7 +498,8 @@ def _secrets_of_settings(value: object) -> list[str]:
     """The secrets of one mapping given in code (a backend's options, an MCP server): every string
     under a secret-looking key, every `env` value that is a secret by its name or shape
     (`is_secret`: `OPENAI_KEY=sk-proj-...`, `DATABASE_URL=postgresql://u:PASSWORD@h/db`), every
-    `headers` value, and the password of any URL it holds (`base_url="https://u:PASSWORD@proxy"`)."""
+    `headers` value, and the password of any URL it holds (`base_url="https://u:PASSWORD@proxy"`) and the
+    credentials of its query (`url="https://mcp.example/sse?token=..."`: `_url_query_secrets`)."""
     dump = value.model_dump() if hasattr(value, "model_dump") else value
     if not isinstance(dump, Mapping):
         return []
@@ -498,6 +516,8 @@ def _secrets_of_settings(value: object) -> list[str]:
     for item in dump.values():
         if isinstance(item, str) and "@" in item:
             found += _url_passwords(item)
+        if isinstance(item, str) and "?" in item:
+            found += _url_query_secrets(item)
     return found
 
 

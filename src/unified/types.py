@@ -72,7 +72,7 @@ class _Frozen(BaseModel):
                 {key: REDACTED for key in value}  # every header value is a secret (`given_secrets`)
                 if name == "headers" and isinstance(value, dict)
                 else redact_mapping(value)
-                if isinstance(value, dict)
+                if isinstance(value, (dict, str))  # a string: a URL's password or query credential
                 else value,
             )
             for name, value in super().__repr_args__()

@@ -24,7 +24,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from unified import _limits as limits
-from unified._redaction import Redactor, redactor, secret_values
+from unified._redaction import Redactor, given_secrets, redactor, secret_values
 from unified.tools._base import InlineData, Progress, ToolError, ToolOutput, ToolSpec
 from unified.tools._mcp_transport import FaultWatch, capped_http_client, capped_stdio
 from unified.types import HttpMcpServer, McpServer, SseMcpServer, StdioMcpServer
@@ -146,6 +146,15 @@ def _spec(server: str, client: Client, tool: mcp_types.Tool, faults: FaultWatch)
     )
 
 
+def server_secrets(server: McpServer) -> list[str]:
+    """The secrets of a server's own settings: a stdio server's `env` values that are secrets by name or shape, an
+    HTTP or SSE server's headers and its URL's password and query credentials (`?token=`: an HTTP client's error
+    quotes the URL whole, `Client error '401 Unauthorized' for url '...'`)."""
+    if isinstance(server, StdioMcpServer):
+        return secret_values(server.env)
+    return given_secrets((), [server])
+
+
 async def connect_server(server: McpServer, stack: AsyncExitStack, secrets: Sequence[str] = ()) -> list[ToolSpec]:
     """Starts `server`, lists its tools, and keeps it connected until `stack` closes. What a stdio
     server writes to stderr reaches ours without the secrets of the environment, of the run
@@ -153,8 +162,7 @@ async def connect_server(server: McpServer, stack: AsyncExitStack, secrets: Sequ
     tg = await stack.enter_async_context(anyio.create_task_group())
     stack.callback(tg.cancel_scope.cancel)
     faults = FaultWatch(server.name)
-    own = secret_values(server.env) if isinstance(server, StdioMcpServer) else []
-    clean = redactor(extra=(*secrets, *own))
+    clean = redactor(extra=(*secrets, *server_secrets(server)))
     try:
         with anyio.fail_after(server.timeout_s):
             client, tools = await tg.start(_serve, server, faults, clean)

@@ -88,12 +88,16 @@ class Rule:
     """For an "allow always" rule: the directory and the exact shape (`shell_shape`) of the approved
     command (`_approved_shape`)."""
 
-    def match(self, tool: str, args: Mapping[str, Any], mode: ApprovalMode) -> Match:
-        """Whether this rule applies; MAYBE when a shell command has parts only known at run time."""
+    def match(self, tool: str, args: Mapping[str, Any], mode: ApprovalMode, *, unseen: bool = False) -> Match:
+        """Whether this rule applies; MAYBE when a shell command has parts only known at run time, or when the
+        call's arguments are `unseen` (a backend that does not show them) and the rule reads them: then an
+        allow rule that reads them does not apply and any other may."""
         if not any(fnmatch.fnmatchcase(tool, ALIASES.get(pattern, pattern)) for pattern in self.tool_names):
             return Match.NO
         if self.modes is not None and mode not in self.modes:
             return Match.NO
+        if unseen and (self.args_pattern, self.command_prefixes, self.command_shape) != (None, None, None):
+            return Match.NO if self.decision is Decision.ALLOW else Match.MAYBE
         command = str(args.get("command", ""))
         if self.args_pattern is not None:
             forms = [args] if (normal := _normal_paths(args)) is None else [args, normal]
@@ -423,20 +427,36 @@ class Policy:
             raise PolicyError(f"cannot read policy file {path}: {exc}") from exc
         return self.with_toml(text, source=str(path))
 
-    def evaluate(self, tool: str, args: Mapping[str, Any], mode: ApprovalMode) -> Verdict:
+    def evaluate(self, tool: str, args: Mapping[str, Any], mode: ApprovalMode, *, unseen: bool = False) -> Verdict:
         """The first matching rule decides, except that an allow never outranks a deny or ask rule
-        above it that could match once bash expands the command: then the user is asked."""
+        above it that could match once bash expands the command, or that could match the arguments of a
+        call whose arguments are `unseen` (`Rule.match`): then the user is asked."""
         doubt: Rule | None = None
         for rule in self.rules:
-            found = rule.match(tool, args, mode)
+            found = rule.match(tool, args, mode, unseen=unseen)
             if found is Match.MAYBE and doubt is None:
                 doubt = rule
             if found is Match.YES:
                 if rule.decision is Decision.ALLOW and doubt is not None:
-                    reason = f"rule {doubt.name} may apply to a part of the command only known at run time"
+                    unknown = (
+                        "the call's arguments, which the backend does not show"
+                        if unseen
+                        else ("a part of the command only known at run time")
+                    )
+                    reason = f"rule {doubt.name} may apply to {unknown}"
                     return Verdict(Decision.ASK_USER, doubt, reason)
                 return Verdict(rule.decision, rule)
         return Verdict(Decision.ASK_USER, doubt)
+
+
+def unasked_refusal(policy: Policy, tool: str, mode: ApprovalMode) -> str | None:
+    """For a tool a backend runs without asking anyone (the Gemini CLI's and Codex's subagent tools): None when
+    `policy` allows every call of it in `mode`, else the rule that may deny or ask for one (its arguments are
+    unseen: `Policy.evaluate`), named; then the backend must not offer or run it, since nobody can be asked."""
+    verdict = policy.evaluate(tool, {}, mode, unseen=True)
+    if verdict.decision is Decision.ALLOW:
+        return None
+    return verdict.rule.name if verdict.rule is not None else "none (no rule allows it)"
 
 
 def session_rule(tool: str, args: Mapping[str, Any], mode: ApprovalMode) -> Rule:

@@ -365,17 +365,19 @@ class ToolRuntime:
         """
         if not servers:
             return []
-        connect_server = (await import_off_loop("unified.tools._mcp")).connect_server
+        mcp = await import_off_loop("unified.tools._mcp")
 
         errors: list[McpConnectError] = []
         for server in servers:
             try:
-                specs = await connect_server(server, self._stack, self._secrets)
+                specs = await mcp.connect_server(server, self._stack, self._secrets)
             except Exception as exc:
                 cause: BaseException = exc
                 while isinstance(cause, BaseExceptionGroup) and cause.exceptions:
                     cause = cause.exceptions[0]
-                reason = f"{type(cause).__name__}: {cause}"
+                # its own URL's credentials and headers too: an HTTP client's error quotes the URL whole
+                clean = redactor(extra=(*self._secrets, *mcp.server_secrets(server)))
+                reason = clean(f"{type(cause).__name__}: {cause}")
                 errors.append(McpConnectError(server.name, f"MCP server {server.name!r} failed to start: {reason}"))
                 continue
             for spec in specs:
@@ -401,12 +403,14 @@ class ToolRuntime:
         """Function declarations (name, description, JSON-schema parameters) for the model."""
         return [self._tools[name].declaration(family) for name in self.tool_names()]
 
-    async def decide(self, call: ToolCall) -> PermissionDecision:
+    async def decide(self, call: ToolCall, *, unseen: bool = False) -> PermissionDecision:
         """The permission decision for one call, without running it: the policy table, the approval mode,
         the `ask` hook and the "allow always" session rules, exactly as `run_batch` decides its calls.
 
         For a backend whose tools run elsewhere and ask before each call (the Gemini CLI), so that its
         calls get the same answers as the API backends'. A Gemini CLI name is read through `ALIASES`.
+        `unseen`: the backend did not show the call's arguments (`Policy.evaluate`: a rule that reads them
+        may apply, so it is asked, never allowed by an allow rule that reads them).
         """
         args = {k: v for k, v in call.args.items() if k != "wait_for_previous"}
         tool = ALIASES.get(call.name, call.name)
@@ -415,7 +419,7 @@ class ToolRuntime:
             return PermissionDecision(
                 tool_use_id=call.id, tool_name=call.name, decision="deny", decided_by="backend", reason=unjudgeable
             )
-        return await self._decide(call, tool, args, elsewhere=True)
+        return await self._decide(call, tool, args, elsewhere=True, unseen=unseen)
 
     async def run_batch(self, calls: Sequence[ToolCall], observer: ToolObserver | None = None) -> list[ToolOutcome]:
         """Runs one model turn's calls; outcomes in call order.
@@ -515,8 +519,9 @@ class ToolRuntime:
         judged: dict[str, Path | _files.Unresolved] | None = None,
         *,
         elsewhere: bool = False,
+        unseen: bool = False,
     ) -> PermissionDecision:
-        verdict = self.policy.evaluate(tool, args, self.approval_mode)
+        verdict = self.policy.evaluate(tool, args, self.approval_mode, unseen=unseen)
         guarded = None
         if verdict.decision is not Decision.DENY and self.approval_mode != "yolo":
             guarded = await self._protected_write(tool, args, judged, elsewhere=elsewhere)

@@ -33,6 +33,7 @@ request about a call already decided (one decision per call).
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 from pathlib import Path
@@ -58,9 +59,37 @@ from unified.events import (
 )
 
 if TYPE_CHECKING:  # the tool runtime loads with the first approval, not with the adapter
+    from unified.tools import Policy
     from unified.tools._paths import Workspace
+    from unified.types import ApprovalMode
 
-__all__ = ["READ_ONLY_ACTIONS", "ApprovalBridge"]
+__all__ = ["CODEX_SUBAGENT_TOOL", "READ_ONLY_ACTIONS", "ApprovalBridge", "subagents_refused"]
+
+UNCOVERED = "none (no rule covers it)"
+"""The rule a decision names when no rule of the caller's policy covers the call (`_user_verdict`)."""
+
+CODEX_SUBAGENT_TOOL = "spawn_agent"
+"""Codex's subagent tool, as its `tool_use` names it. The policy reads it as `invoke_agent` (as Claude Code's
+`Agent`: the shipped `delegate` row allows it), and a user rule may name it by Codex's own name too."""
+
+
+def subagents_refused(policy: Policy, mode: ApprovalMode) -> str | None:
+    """The rule of `policy` that may deny or ask for a subagent in `mode` (`unasked_refusal` of `invoke_agent`, or a
+    user rule naming `spawn_agent`), else None: Codex spawns one without asking anyone, so then the thread must not
+    have the tools."""
+    from unified.tools._policy import USER_TIER, Decision, unasked_refusal
+
+    refusal = unasked_refusal(policy, "invoke_agent", mode)
+    if refusal is not None:
+        return refusal
+    verdict = policy.evaluate(CODEX_SUBAGENT_TOOL, {}, mode, unseen=True)
+    rule = verdict.rule
+    return (
+        rule.name
+        if rule is not None and rule.priority >= USER_TIER and verdict.decision is not Decision.ALLOW
+        else None
+    )
+
 
 READ_ONLY_ACTIONS = frozenset({"read", "listFiles", "search"})
 METHOD_NOT_FOUND = -32601
@@ -120,10 +149,18 @@ def _unreadable(kind: Kind, params: dict[str, Any], call_id: str) -> str | None:
 class ApprovalBridge:
     """Answers the requests Codex sends during one run (every thread of it)."""
 
-    def __init__(self, ctx: RunContext, connection: JsonRpcConnection, translator: AppServerTranslator) -> None:
+    def __init__(
+        self,
+        ctx: RunContext,
+        connection: JsonRpcConnection,
+        translator: AppServerTranslator,
+        policy: Policy | None = None,
+    ) -> None:
         self.ctx = ctx
         self.connection = connection
         self.translator = translator
+        self.policy = policy
+        """The caller's policy: its user rules decide before the table of `_policy` (`_user_verdict`)."""
 
     async def answer(self, message: dict[str, Any]) -> None:
         method = str(message.get("method"))
@@ -237,6 +274,74 @@ class ApprovalBridge:
             return "allow_once", "approval_mode", None
         return None, None, None
 
+    def _policy_calls(self, kind: Kind, params: dict[str, Any], call_id: str) -> list[tuple[str, dict[str, Any]]]:
+        """The call as the policy reads it (unified's tool names, `run_shell_command` {command}, `write_file` /
+        `edit_file` {file_path} per file of a patch, `mcp__<server>__<tool>` {its arguments}); an empty argument
+        mapping where the request does not show them (then a rule reading them may apply: `Policy.evaluate`)."""
+        if kind == "command":
+            command = params.get("command") or as_dict(self.translator.item(call_id)).get("command")
+            return [("run_shell_command", {"command": unwrap_shell(command)} if isinstance(command, str) else {})]
+        if kind == "file":
+            calls: list[tuple[str, dict[str, Any]]] = []
+            for change in as_list(as_dict(self.translator.item(call_id)).get("changes")):
+                kind_of = as_dict(as_dict(change).get("kind"))
+                path, move = as_dict(change).get("path"), kind_of.get("move_path")
+                tool = "write_file" if kind_of.get("type") == "add" else "edit_file"
+                calls += [(tool, {"file_path": path})] if isinstance(path, str) and path else [(tool, {})]
+                calls += [("write_file", {"file_path": move})] if isinstance(move, str) and move else []
+            return calls or [("edit_file", {})]
+        meta = as_dict(params.get("_meta"))
+        arguments = meta.get("tool_params")
+        name = f"mcp__{params.get('serverName')}__{meta.get('tool_name') or ''}"
+        return [(name, arguments if isinstance(arguments, dict) else {})]
+
+    def _user_verdict(self, kind: Kind, params: dict[str, Any], call_id: str) -> tuple[bool, str, str] | None:
+        """What the caller's user rules say of the call, when one decides it (or may: `Policy.evaluate`'s doubt):
+        (denied, the rule, why); a deny of any part outranks an ask. A call no rule of the policy covers at all (one
+        built without the shipped table, `Policy().with_toml(...)`) is asked too: the table's own unasked reads stand
+        for the shipped rows, not for a policy without them. None: no user rule decides (an allow leaves the call to
+        `_policy`'s table, which may still ask: the policy and Codex's own checks must both allow it)."""
+        if self.policy is None:
+            return None
+        from unified.tools._policy import USER_TIER, Decision
+
+        mode = self.ctx.params.approval_mode
+        found: tuple[bool, str, str] | None = None
+        for tool, arguments in self._policy_calls(kind, params, call_id):
+            if tool.endswith("__") and kind == "mcp":  # the request names no tool: any rule for the server's may apply
+                unnamed = self._unnamed_mcp_rule(tool, mode)
+                if unnamed is not None:
+                    found = found or (False, unnamed, f"rule {unnamed} may apply to the MCP tool Codex does not name")
+                continue
+            verdict = self.policy.evaluate(tool, arguments, mode, unseen=not arguments)
+            rule = verdict.rule
+            if rule is None and verdict.decision is Decision.ASK_USER:
+                found = found or (False, UNCOVERED, f"no rule of the policy covers {tool} in {mode} mode")
+                continue
+            if rule is None or rule.priority < USER_TIER or verdict.decision is Decision.ALLOW:
+                continue
+            if verdict.decision is Decision.DENY:
+                return True, rule.name, f"rule {rule.name} denies it in {mode} mode"
+            found = found or (False, rule.name, verdict.doubt or f"rule {rule.name} asks for it in {mode} mode")
+        return found
+
+    def _unnamed_mcp_rule(self, prefix: str, mode: ApprovalMode) -> str | None:
+        """A user rule that denies or asks for some tool of the server `prefix` (`mcp__<server>__`) names, for an MCP
+        approval that does not say which tool (`_meta` may carry only its arguments): it may apply, so it is asked."""
+        from unified.tools._policy import USER_TIER, Decision
+
+        assert self.policy is not None
+        for rule in self.policy.rules:
+            if rule.priority < USER_TIER or rule.decision is Decision.ALLOW:
+                continue
+            if rule.modes is not None and mode not in rule.modes:
+                continue
+            if any(
+                fnmatch.fnmatchcase(prefix, name) or fnmatch.fnmatchcase(name, prefix + "*") for name in rule.tool_names
+            ):
+                return rule.name
+        return None
+
     def _prompt(
         self,
         request_id: Any,
@@ -302,6 +407,10 @@ class ApprovalBridge:
             guarded = await self._reads_outside(params)
         choice, decided_by, rule = self._policy(kind, params, guarded, read_only)
         reason = None
+        user = self._user_verdict(kind, params, call_id)
+        if user is not None:  # a user rule outranks the table: its denial stands, its ask is asked in every mode
+            denied, rule, reason = user
+            choice, decided_by = ("deny", "policy") if denied else (None, None)
         message = None
         stop = False
         warn = None
@@ -319,6 +428,9 @@ class ApprovalBridge:
                     decided_by, choice = "policy", "deny"
                     rule = "protected-paths" if kind == "file" else "outside-workspace"
                     reason = f"{guarded}; it needs approval and nobody answered"
+                if user is not None:
+                    decided_by, choice, rule = "policy", "deny", user[1]
+                    reason = f"{user[2]}; it needs approval and nobody answered"
             else:
                 decided_by = "user"
                 choice = reply.permission()

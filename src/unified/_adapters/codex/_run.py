@@ -42,7 +42,7 @@ from typing import Any
 
 import anyio
 
-from unified._adapters.codex._approvals import ApprovalBridge
+from unified._adapters.codex._approvals import ApprovalBridge, subagents_refused
 from unified._adapters.codex._launch import DEFAULT_BASE_URL, Launch, home_is_prepared, prepare_home, start_codex
 from unified._adapters.codex._options import BACKEND, CodexOptions
 from unified._adapters.codex._outcome import (
@@ -442,6 +442,9 @@ class CodexRun:
         params = thread_params(self.params)
         if self.launch.mcp_servers:  # the thread's own (`_launch._mcp_table`: their tokens stay off argv and env)
             params["config"] = {"mcp_servers": self.launch.mcp_servers}
+        if self.options.policy is not None and subagents_refused(self.options.policy, self.params.approval_mode):
+            # Codex asks nobody before a spawn: a policy that might refuse one turns the tools off for the thread
+            params.setdefault("config", {})["features"] = {"multi_agent": False}
         opening = self.opening
         try:
             if opening.thread_id is None:
@@ -551,7 +554,7 @@ class CodexRun:
             raise BackendError(f"codex app-server could not start the turn: {exc.message}") from exc
         self.turn_id = str(as_dict(answer.get("turn")).get("id") or "")
         translator.start_turn(self.turn_id)
-        bridge = ApprovalBridge(self.ctx, self.connection, translator)
+        bridge = ApprovalBridge(self.ctx, self.connection, translator, self.options.policy)
         main_end: TurnEnded | None = None
         while main_end is None or translator.children_running() or self._grace_until is not None:
             message = await self._next()

@@ -104,6 +104,15 @@ class GeminiCliBackend:
                 )
             )
         if self.options.transport == "stream-json":
+            if self.options.policy is not None:
+                problems.append(
+                    UnsupportedOption(
+                        "backend_options.policy",
+                        "the stream-json transport cannot ask unified about a call, so the policy could not decide "
+                        "any; use the acp transport (the default) for a policy",
+                        True,
+                    )
+                )
             if params.history is not None or params.retry:
                 problems.append(
                     UnsupportedOption(

@@ -54,8 +54,9 @@ from unified._binary.install import BinarySpec, locate, require_node
 from unified._binary.process import AgentSubprocess, PipedEnv
 from unified._files import read_regular
 from unified.errors import BackendUnavailable
-from unified.tools import protected_path_patterns
-from unified.types import ExecuteParams
+from unified.tools import Policy, protected_path_patterns
+from unified.tools._policy import ALIASES, USER_TIER, Decision, unasked_refusal
+from unified.types import ApprovalMode, ExecuteParams
 
 __all__ = [
     "BACKEND",
@@ -71,9 +72,12 @@ __all__ = [
     "credentials_by_pipe",
     "gemini_env",
     "gemini_file",
+    "never_asked_denials",
+    "policy_denials",
     "policy_rules",
     "require_node",
     "start_gemini",
+    "user_rule_tools",
 ]
 
 BACKEND = "gemini-cli"
@@ -260,6 +264,8 @@ class Launch:
     fake_responses_strict: bool
     include_directories: tuple[Path, ...]
     excluded_tools: tuple[str, ...]
+    policy: Policy | None = None
+    """The caller's policy (`GeminiCliOptions.policy`): the tools its user rules may deny or ask for are asked."""
     max_retries: int = 3
     """The CLI's retries of one request before the run gives up (`GeminiCliOptions.max_retries`, `RetryWatch`)."""
 
@@ -289,6 +295,7 @@ class Launch:
             fake_responses_strict=options.fake_responses_strict,
             include_directories=tuple(Path(d).resolve() for d in params.include_directories),
             excluded_tools=tuple(sorted(set(params.excluded_tools))),
+            policy=options.policy,
             max_retries=options.max_retries,
         )
 
@@ -325,7 +332,9 @@ class Launch:
     def policy_flags(self) -> list[str]:
         """unified's rules for the CLI (`policy_rules`) as a `--policy` file. A file given this way is the
         CLI's user tier and replaces its user policies directory: no rule of its own lets a call past unified."""
-        return ["--policy", str(gemini_file("policy", ".toml", policy_rules(self.excluded_tools)))]
+        rules = policy_denials(never_asked_denials(self.policy))
+        rules += policy_rules(self.excluded_tools, user_rule_tools(self.policy))
+        return ["--policy", str(gemini_file("policy", ".toml", rules))]
 
     def headless_policy_flags(self, *, protect_paths: bool) -> list[str]:
         """stream-json's `--policy` file, where nobody can be asked (the approval mode decides): the
@@ -343,6 +352,8 @@ written out so that finding the binary does not load the tool runtime). `exclude
 ASKING_MODES = '["default", "autoEdit", "plan"]'
 """The CLI's modes our rules hold in: all but yolo (unified's yolo allows every call, and only the CLI's yolo
 lets its subagents run tools they could never put to a client)."""
+ALL_MODES = '["default", "autoEdit", "plan", "yolo"]'
+"""The CLI's modes a caller's rule holds in: all, yolo included (`user_rule_tools`; yolo's own allow is below it)."""
 _RULE_PRIORITY = 380
 """4.38 in the CLI's tiers: above its settings' `tools.allowed` (4.3) and trusted MCP servers (4.2), below
 its settings' `tools.exclude` (4.4) and `mcp.excluded` (4.9) denials, which stay theirs."""
@@ -350,7 +361,71 @@ READ_ONLY_CLI_TOOLS = ("glob", "grep_search", "list_directory", "read_file")
 """The CLI's tools that are unified's read-only ones (`list_directory` is our `list_dir`, ...)."""
 
 
-def policy_rules(excluded_tools: Sequence[str] = ()) -> str:
+NEVER_ASKED = ("invoke_agent",)
+"""The CLI's tools it runs without asking whatever its policy says (0.61: a delegation's `shouldConfirmExecute`
+is its subagent's, which confirms nothing), so an `ask_user` rule lets them run: only a deny rule stops them."""
+_CLI_MODES: Mapping[ApprovalMode, str] = {"default": "default", "auto_edit": "default", "plan": "plan", "yolo": "yolo"}
+"""unified's approval mode -> the CLI's mode it runs in (`auto_edit` runs the CLI's `default`: `_session_setup`)."""
+
+
+def never_asked_denials(policy: Policy | None) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """For each tool the CLI never asks about (`NEVER_ASKED`) that the caller's policy would not plainly allow: the
+    rule that says so and the CLI modes it holds in. Decided by the policy itself, for a call whose arguments are
+    unseen (`Policy.evaluate`: a rule that denies or asks for some calls of the tool counts): nobody can be asked,
+    so what the policy might not allow is denied (fail closed)."""
+    denials: dict[str, tuple[str, tuple[str, ...]]] = {}
+    if policy is None:
+        return denials
+    for tool in NEVER_ASKED:
+        refusals = {cli: rule for mode, cli in _CLI_MODES.items() if (rule := unasked_refusal(policy, tool, mode))}
+        if refusals:
+            denials[tool] = (next(iter(refusals.values())), tuple(sorted(refusals)))
+    return denials
+
+
+def toml_string(value: str | list[str]) -> str:
+    """`value` as a TOML string (or array of them) for the CLI's policy file: JSON's escapes without `ensure_ascii`.
+    With it, a character beyond the BMP (an emoji in a rule's name, in an excluded MCP tool's name) became a JSON
+    surrogate pair escape, which TOML refuses, and the CLI dropped that rule: a deny rule for `invoke_agent` so named
+    let the subagent run (measured on 0.61)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def policy_denials(denials: Mapping[str, tuple[str, tuple[str, ...]]]) -> str:
+    """`never_asked_denials` as the CLI's deny rules, above everything of unified's but the exclusions. Without
+    arguments, so the CLI does not offer the tool in those modes: 0.61 in yolo runs a delegation past a deny rule
+    *with* arguments (measured: the subagent started), and a call of a tool it does not offer is refused."""
+    return "".join(
+        f"[[rule]]\nname = {toml_string(f'unified: {rule}')}\ntoolName = {toml_string(tool)}\n"
+        'decision = "deny"\n'
+        f"priority = 998\nmodes = {json.dumps(list(modes))}\n"
+        f"denyMessage = {toml_string(f'unified: the policy rule {rule} does not allow it')}\n\n"
+        for tool, (rule, modes) in sorted(denials.items())
+    )
+
+
+def user_rule_tools(policy: Policy | None) -> tuple[str, ...]:
+    """The CLI's names of the tools a user rule of `policy` may deny or ask for: the CLI must ask unified about
+    them in every mode, or it would run them unasked (its read-only tools, everything in yolo) and the rule would
+    not hold. A name with a wildcard may be any tool: then every tool (`*`). So are the read-only tools `policy`
+    does not allow in every mode (one built without the shipped table's `read-only` row): the CLI runs those
+    unasked only on unified's word."""
+    if policy is None:
+        return ()
+    names: set[str] = set()
+    for rule in policy.rules:
+        if rule.priority < USER_TIER or rule.decision is Decision.ALLOW:
+            continue
+        for name in rule.tool_names:
+            names.add("*" if any(c in name for c in "*?[") else CLI_NAMES.get(name, name))
+    for tool in READ_ONLY_CLI_TOOLS:
+        ours = ALIASES.get(tool, tool)
+        if any(policy.evaluate(ours, {}, mode, unseen=True).decision is not Decision.ALLOW for mode in _CLI_MODES):
+            names.add(tool)
+    return ("*",) if "*" in names else tuple(sorted(names))
+
+
+def policy_rules(excluded_tools: Sequence[str] = (), asked: Sequence[str] = ()) -> str:
     """The CLI's policy that makes unified the one authority over tool calls (docs/backends/gemini-cli.md).
 
     - every call that can change anything asks (unified answers, `_permissions.py`): the shell (a rule with
@@ -358,9 +433,16 @@ def policy_rules(excluded_tools: Sequence[str] = ()) -> str:
       writes and edits, web fetches, memory, skills and every MCP tool; plan mode asks for the edits the
       CLI would allow there itself (its plan files) and denies the rest, as unified's plan does;
     - the read-only tools unified's table allows in every mode run unasked (reported as its rule);
-    - `excluded_tools` are denied (a denial without arguments also hides the tool from the model).
+    - `excluded_tools` are denied (a denial without arguments also hides the tool from the model);
+    - the `asked` tools (`user_rule_tools`: those a caller's rule may deny or ask for) ask in every mode, yolo
+      included, above the read-only rule: unified's policy decides them.
     """
     rules = deny_rules(excluded_tools)
+    if asked:
+        rules += (
+            f'[[rule]]\nname = "unified: the caller\'s policy decides"\ntoolName = {toml_string(list(asked))}\n'
+            f'argsPattern = "."\ndecision = "ask_user"\npriority = {_RULE_PRIORITY + 10}\nmodes = {ALL_MODES}\n\n'
+        )
     ask = f'decision = "ask_user"\npriority = {_RULE_PRIORITY}\n'
     rules += (
         '[[rule]]\nname = "unified: the shell asks"\ntoolName = "run_shell_command"\nargsPattern = "."\n'
@@ -381,7 +463,7 @@ def deny_rules(excluded_tools: Sequence[str]) -> str:
     """`excluded_tools` as deny rules (0.61 has no exclude flag; settings are the user's). A deny rule
     without arguments removes the tool from what the model is offered."""
     return "".join(
-        f'[[rule]]\ntoolName = {json.dumps(CLI_NAMES.get(name, name))}\ndecision = "deny"\npriority = 999\n\n'
+        f'[[rule]]\ntoolName = {toml_string(CLI_NAMES.get(name, name))}\ndecision = "deny"\npriority = 999\n\n'
         for name in sorted(set(excluded_tools))
     )
 

@@ -11,12 +11,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, StrictBool, StrictInt
+from pydantic import Field, InstanceOf, StrictBool, StrictInt
 
 from unified._adapters.gemini_cli._acp import AcpPool
 from unified._binary.options import StartProcessOption, TranscriptOption
 from unified._exports import publish
 from unified._internal.options import parse_options
+from unified.tools import Policy
 from unified.types import BackendOptions
 
 __all__ = ["GeminiCliOptions", "gemini_cli_options"]
@@ -41,6 +42,11 @@ class GeminiCliOptions(BackendOptions):
     """`--fake-responses` (True) or `--fake-responses-non-strict` (False)."""
     env: dict[str, str] = Field(default_factory=dict)
     """Extra environment variables for the child."""
+    policy: InstanceOf[Policy] | None = None
+    """The permission policy deciding every call the CLI asks about (default: unified's shipped one,
+    `Policy.default()`), as on the other backends. The CLI is made to ask, in every mode, about each tool
+    a user rule of it may deny or ask for (`_launch.user_rule_tools`): `invoke_agent`, its subagents, too.
+    ACP only: stream-json cannot ask, so a policy there is refused."""
     max_retries: StrictInt = Field(default=3, ge=0, le=9)
     """Retries of one model request after a 429, a 5xx or a broken stream, of the CLI's own (up to 9, waiting 5 s,
     10 s, 20 s, then 30 s each: ~3.5 min). Past them the prompt is ended and the run fails with the last failure's

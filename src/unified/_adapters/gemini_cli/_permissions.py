@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from unified._adapters.gemini_cli._acp import AcpConnection
+from unified._adapters.gemini_cli._launch import never_asked_denials
 from unified._adapters.gemini_cli._translate import AcpTranslator, Item
 from unified._binary.jsonrpc import as_dict, as_list
 from unified.backends import RunContext
@@ -51,7 +52,7 @@ from unified.events import (
 from unified.types import ExecuteParams
 
 if TYPE_CHECKING:  # the tool runtime (its shell parser) loads with the first run, not with the adapter
-    from unified.tools import PermissionRequest, ToolCall, ToolRuntime
+    from unified.tools import PermissionRequest, Policy, ToolCall, ToolRuntime
 
 __all__ = ["PermissionBridge", "PermissionGate", "pick_option"]
 
@@ -76,19 +77,27 @@ class PermissionGate:
     `on_user_input`); `quiet` is the same table without anyone to ask, for the calls the CLI ran unasked.
     """
 
-    def __init__(self, params: ExecuteParams, ask: Callable[[PermissionRequest], Awaitable[UserInputResponse]]) -> None:
+    def __init__(
+        self,
+        params: ExecuteParams,
+        ask: Callable[[PermissionRequest], Awaitable[UserInputResponse]],
+        policy: Policy | None = None,
+    ) -> None:
         from unified.tools import ToolRuntime
 
         cwd = params.cwd.expanduser().resolve()
         common: dict[str, Any] = {
             "include_directories": params.include_directories,
             "approval_mode": params.approval_mode,
+            "policy": policy,
         }
         self._asking: ToolRuntime | None = ToolRuntime(
             cwd, ask=ask if params.on_user_input is not None else None, **common
         )
         self._quiet_args = (cwd, common)
         self._quiet: ToolRuntime | None = None
+        self._denials = never_asked_denials(policy)
+        """The tools the CLI never asks about that the policy denies by a `--policy` rule (`_launch`), by rule."""
 
     @property
     def runtime(self) -> ToolRuntime:
@@ -107,11 +116,16 @@ class PermissionGate:
             self._quiet = ToolRuntime(cwd, **common)
         return self._quiet
 
-    async def decide(self, call: ToolCall) -> PermissionDecision:
-        return await self.runtime.decide(call)
+    async def decide(self, call: ToolCall, *, unseen: bool = False) -> PermissionDecision:
+        return await self.runtime.decide(call, unseen=unseen)
 
     async def relabel(self, decision: PermissionDecision) -> PermissionDecision:
-        """A call the CLI ran unasked: unified's own rule when its table allows the tool without asking."""
+        """A call the CLI ran unasked: unified's own rule when its table allows the tool without asking. A call the CLI
+        refused of a tool the caller's policy denies by a `--policy` rule (`never_asked_denials`: the CLI does not offer
+        it, or its policy denied it): that rule, `decided_by="policy"`."""
+        denial = self._denials.get(decision.tool_name)
+        if denial is not None and decision.decision == "deny" and decision.rule is None:
+            return decision.model_copy(update={"decided_by": "policy", "rule": denial[0]})
         if decision.decided_by != "backend" or decision.decision != "allow":
             return decision
         from unified.tools import ToolCall
@@ -145,6 +159,7 @@ class PermissionBridge:
         deliver: Deliver,
         flush: Callable[[], Awaitable[None]],
         cwd: Path,
+        policy: Policy | None = None,
     ) -> None:
         self.ctx = ctx
         self._flush = flush
@@ -153,7 +168,7 @@ class PermissionBridge:
         self.session_id = session_id
         self._deliver = deliver
         self.cwd = cwd
-        self.gate = PermissionGate(ctx.params, self._ask)
+        self.gate = PermissionGate(ctx.params, self._ask, policy)
         self._shown: dict[str, Any] = {}
         """ACP's view of the call being asked about, added to the prompt's `details`."""
 
@@ -190,7 +205,8 @@ class PermissionBridge:
         }
         from unified.tools import ToolCall
 
-        decision = await self.gate.decide(ToolCall(call_id, tool_name, args))
+        # ACP shows no arguments but the shell's and the edits' (`_translate.request_args`): a rule reading them asks
+        decision = await self.gate.decide(ToolCall(call_id, tool_name, args), unseen=not args)
         if decision.decision == "allow" and decision.input is not None:
             decision = decision.model_copy(update={"decision": "deny", "input": None, "reason": CHANGED_INPUT})
             await self._unsupported(f"{tool_name}: ACP cannot run a call with a changed input; it was denied instead")

@@ -162,7 +162,9 @@ class AcpRun:
         hold = ToolOutputHold(chat, delivery.deliver_now, self._warn)
         sink = _Sink(hold, self.translator, chat)
         self._shown = _Shown(hold, delivery, sink)
-        bridge = PermissionBridge(ctx, self.connection, self.translator, self.session_id, sink.deliver, hold.flush, cwd)
+        bridge = PermissionBridge(
+            ctx, self.connection, self.translator, self.session_id, sink.deliver, hold.flush, cwd, self.launch.policy
+        )
         sink.relabel = bridge.gate.relabel
         try:
             return await self._prompt_with(bridge, sink, hold, chat, watcher, delivery, short)
@@ -229,7 +231,7 @@ class AcpRun:
         await hold.flush()
         chat.poll(rescan=True)
         kept_nothing = await sink.end_message(final="error" not in answer)
-        await self._calls_acp_never_showed(chat, delivery)
+        await self._calls_acp_never_showed(chat, delivery, bridge.gate.relabel)
         recorded = chat.usage()  # the chat file's exact per-call counts, also when the prompt failed
         if recorded is not None:
             ctx.add_usage(recorded)
@@ -249,10 +251,16 @@ class AcpRun:
             raise no_answer(url, shown=kept_nothing)
         return end.outcome
 
-    async def _calls_acp_never_showed(self, chat: ChatRecords, delivery: _Delivery) -> None:
+    async def _calls_acp_never_showed(
+        self,
+        chat: ChatRecords,
+        delivery: _Delivery,
+        relabel: Callable[[PermissionDecision], Awaitable[PermissionDecision]],
+    ) -> None:
         """Calls the CLI answered but never reported over ACP (a tool it does not have: "Tool not found"),
         shown as a `tool_use` (no arguments: the CLI records none for them), the backend's denial (as the
-        API backends report a call of a tool they lack) and its `tool_result`, once the prompt has ended."""
+        API backends report a call of a tool they lack; the caller's rule when its policy made the CLI not
+        offer the tool, `PermissionGate.relabel`) and its `tool_result`, once the prompt has ended."""
         for call_id, response in chat.answered.items():
             if call_id in self.translator.tools:
                 continue
@@ -272,7 +280,7 @@ class AcpRun:
                 reason=f"the Gemini CLI has no tool named {use.name!r}",
                 session_id=self.session_id,
             )
-            await delivery.deliver_now(denial, None)
+            await delivery.deliver_now(await relabel(denial), None)
             is_error = not isinstance(output, dict) or "error" in output
             result = ToolResult(tool_use_id=call_id, output=output, is_error=is_error, session_id=self.session_id)
             await delivery.deliver_now(result, None)
