@@ -10,16 +10,15 @@ options can be checked before the stream starts.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterable, Mapping
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from unified._auth import ApiAuth, resolve_api_auth, vertex_from_env
 from unified._exports import publish
 from unified._internal.api_tools import BUILTIN_TOOLS, ToolProblem, tool_problems
-from unified._internal.options import parse_options
+from unified._internal.options import PolicyOption, parse_options
 from unified.backends import UnsupportedOption
 from unified.errors import AuthError, ConfigurationError
 from unified.types import BackendOptions, ExecuteParams
@@ -39,8 +38,6 @@ __all__ = [
 
 ApiVersion = Literal["v1", "v1beta", "v1alpha", "v1beta1"]
 FunctionCallingMode = Literal["auto", "any", "none", "validated"]
-_POLICY_MODULE = "unified.tools._policy"
-"""Where `Policy` is defined (`ApiOptions.policy` looks for it among the imported modules)."""
 
 
 class _ToolSetting(BaseModel):
@@ -132,7 +129,7 @@ class ApiOptions(BackendOptions):
     loop_threshold: int = Field(default=4, ge=2)
     """The same call with the same arguments this many turns in a row is a runaway loop."""
     local_tools: bool = True
-    policy: Any = Field(default=None, repr=False, exclude=True)
+    policy: PolicyOption = None
     """The permission policy deciding every local tool call, `delegate` included (a `unified.tools.Policy`, as
     the claude-code backend takes; None: the shipped one, `Policy.default()`). A user's deny rule for `delegate`
     is how a caller forbids subagents by policy (`excluded_tools` does it by not offering the tool)."""
@@ -165,18 +162,6 @@ class ApiOptions(BackendOptions):
     tool_checks: Literal["error", "warn"] = "error"
     """`warn`: a tool combination `api_tools.toml` says the API refuses is sent anyway, with a warning
     (for when the documentation lags behind the models)."""
-
-    @field_validator("policy")
-    @classmethod
-    def _a_policy(cls, value: Any) -> Any:
-        """A `Policy` or None, checked without importing `unified.tools` (~0.2 s, and a module above this
-        one): a `Policy` exists only once its module was imported, so where it is not, `value` is none."""
-        if value is None:
-            return None
-        policies = sys.modules.get(_POLICY_MODULE)
-        if policies is None or not isinstance(value, policies.Policy):
-            raise ValueError(f"policy must be a unified.tools.Policy (got {type(value).__name__})")
-        return value
 
     @property
     def google_tools(self) -> tuple[str, ...]:

@@ -9,13 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import Field, InstanceOf, StrictInt
+from pydantic import Field, StrictInt
 
 from unified._adapters.claude_code._spares import ClaudeSparePool
 from unified._binary.options import StartProcessOption, TranscriptOption
 from unified._exports import publish
-from unified._internal.options import parse_options
-from unified.tools import Policy
+from unified._internal.options import PolicyOption, parse_options
 from unified.types import BackendOptions
 
 __all__ = ["BACKEND", "ClaudeCodeOptions", "claude_code_options"]
@@ -34,7 +33,7 @@ class ClaudeCodeOptions(BackendOptions):
     and a Claude login live. Default: `claude-code/home` in unified's data folder (never `~/.claude`)."""
     env: dict[str, str] = Field(default_factory=dict)
     """Extra environment for the child (passed as given, after the allowlist)."""
-    policy: InstanceOf[Policy] | None = None
+    policy: PolicyOption = None
     """The permission policy deciding every tool call (default: unified's shipped one, `Policy.default()`)."""
     max_retries: StrictInt = Field(default=3, ge=0, le=15)
     """Retries of one model request (the CLI's own, capped by CLAUDE_CODE_MAX_RETRIES)."""

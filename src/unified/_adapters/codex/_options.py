@@ -10,13 +10,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, InstanceOf, StrictInt
+from pydantic import Field, StrictInt
 
 from unified._adapters.codex._pool import CodexPool
 from unified._binary.options import StartProcessOption, TranscriptOption
 from unified._exports import publish
-from unified._internal.options import parse_options
-from unified.tools import Policy
+from unified._internal.options import PolicyOption, parse_options
 from unified.types import BackendOptions
 
 __all__ = ["BACKEND", "CodexOptions", "codex_options"]
@@ -56,7 +55,7 @@ class CodexOptions(BackendOptions):
     """OpenAI's hosted web search (Codex's `web_search`): off unless asked for, since the provider runs it
     on its side with no approval (as the API backends' google_search); `cached` searches OpenAI's index,
     `live` the web. Each search is a server-side `tool_use` / `tool_result` pair."""
-    policy: InstanceOf[Policy] | None = None
+    policy: PolicyOption = None
     """The caller's permission policy (a `unified.tools.Policy`, as the other backends take). Its user rules
     (`Policy.with_toml`, `with_file`) decide before the bridge's own table: a deny rule refuses the call naming the
     rule, an ask rule puts it to `on_user_input` (denied when nobody answers) even where Codex's read-only or the

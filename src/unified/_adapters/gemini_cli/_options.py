@@ -11,13 +11,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, InstanceOf, StrictBool, StrictInt
+from pydantic import Field, StrictBool, StrictInt
 
 from unified._adapters.gemini_cli._acp import AcpPool
 from unified._binary.options import StartProcessOption, TranscriptOption
 from unified._exports import publish
-from unified._internal.options import parse_options
-from unified.tools import Policy
+from unified._internal.options import PolicyOption, parse_options
 from unified.types import BackendOptions
 
 __all__ = ["GeminiCliOptions", "gemini_cli_options"]
@@ -42,7 +41,7 @@ class GeminiCliOptions(BackendOptions):
     """`--fake-responses` (True) or `--fake-responses-non-strict` (False)."""
     env: dict[str, str] = Field(default_factory=dict)
     """Extra environment variables for the child."""
-    policy: InstanceOf[Policy] | None = None
+    policy: PolicyOption = None
     """The permission policy deciding every call the CLI asks about (default: unified's shipped one,
     `Policy.default()`), as on the other backends. The CLI is made to ask, in every mode, about each tool
     a user rule of it may deny or ask for (`_launch.user_rule_tools`): `invoke_agent`, its subagents, too.
