@@ -37,14 +37,19 @@ def _decisions(events: Sequence[UnifiedEvent]) -> dict[str, PermissionDecision]:
     return {names[e.tool_use_id]: e for e in events if isinstance(e, PermissionDecision)}
 
 
-async def test_a_deny_rule_for_subagents_turns_codexs_spawn_off(workspace: Path) -> None:
+def _delegating_turns() -> list[ModelTurn]:
+    """The model spawns a subagent that reads notes.txt and reports back; the parent then says done."""
     spawn = FunctionCall(name="invoke_agent", args={"agent_name": "helper", "prompt": "Read notes.txt."})
-    turns = [
+    return [
         ModelTurn(function_calls=[spawn]),
         ModelTurn(function_calls=[FunctionCall(name="read_file", args={"file_path": "notes.txt"})]),
         ModelTurn(function_calls=[FunctionCall(name="complete_task", args={"result": {"response": "alpha"}})]),
         ModelTurn(text="done"),
     ]
+
+
+async def test_a_deny_rule_for_subagents_turns_codexs_spawn_off(workspace: Path) -> None:
+    turns = _delegating_turns()
     options = {"policy": _policy('toolName = "invoke_agent"\ndecision = "deny"')}
     async with FakeOpenAI(turns) as server:
         events = await run_codex(server, workspace, approval_mode="yolo", options=options, strict=False)
@@ -57,13 +62,7 @@ async def test_a_deny_rule_for_subagents_turns_codexs_spawn_off(workspace: Path)
 
 
 async def test_without_a_rule_against_them_subagents_still_run(workspace: Path) -> None:
-    spawn = FunctionCall(name="invoke_agent", args={"agent_name": "helper", "prompt": "Read notes.txt."})
-    turns = [
-        ModelTurn(function_calls=[spawn]),
-        ModelTurn(function_calls=[FunctionCall(name="read_file", args={"file_path": "notes.txt"})]),
-        ModelTurn(function_calls=[FunctionCall(name="complete_task", args={"result": {"response": "alpha"}})]),
-        ModelTurn(text="done"),
-    ]
+    turns = _delegating_turns()
     options = {"policy": _policy('toolName = "run_shell_command"\ncommandPrefix = "rm"\ndecision = "deny"')}
     async with FakeOpenAI(turns) as server:
         events = await run_codex(server, workspace, approval_mode="yolo", options=options, strict=False)
