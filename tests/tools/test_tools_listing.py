@@ -226,3 +226,26 @@ async def test_search_shows_a_name_with_a_control_character_escaped(ws: Path, ca
     text = ok(await call("search", query="hit"))
     assert sorted(text.splitlines()[1:]) == [f"{PLANTED_SHOWN}:1: hit", "plain.txt:1: hit"]
     no_faked_line(text)
+
+
+LONG = "q" * 40_000
+"""A 40 KB argument: each answer that repeats it shows its first 200 characters (`ECHO_MAX_CHARS`), cut with `…`."""
+
+LONG_SHOWN = "q" * 199 + "…"
+
+
+async def test_glob_and_search_clip_the_pattern_they_repeat(ws: Path, call: Call, ok: Get, err: Get) -> None:
+    make(ws, {"f.txt": "x\n"})
+    assert ok(await call("glob", pattern=LONG)) == f'No files found matching pattern "{LONG_SHOWN}" within .'
+    assert ok(await call("glob", pattern="*" + LONG)).startswith(f'No files found matching pattern "*{LONG_SHOWN[1:]}"')
+    assert err(await call("glob", pattern="[z-a]" + LONG)).startswith(f"Invalid glob pattern '[z-a]{LONG_SHOWN[5:]}': ")
+    assert ok(await call("search", query=LONG)) == f'No matches found for pattern "{LONG_SHOWN}" in path ".".'
+    assert err(await call("search", query="(" + LONG)).startswith(f"Invalid regular expression '({LONG_SHOWN[1:]}': ")
+    make(ws, {"hit.txt": "x" + LONG + "\n"})
+    found = ok(await call("search", query="x" + LONG))
+    assert found.splitlines()[0] == f'Found 1 match(es) for pattern "x{LONG_SHOWN[1:]}" in path ".":'
+
+
+async def test_read_file_clips_the_path_it_repeats(ws: Path, call: Call, err: Get) -> None:
+    deep = "/".join(["d" * 250] * 15)  # 3,764 characters: a path the kernel takes, naming nothing
+    assert err(await call("read_file", file_path=deep)) == f"File not found: {deep[:199]}…"

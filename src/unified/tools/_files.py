@@ -22,7 +22,7 @@ from unified import _limits as limits
 from unified.tools import _safe_io
 from unified.tools._base import InlineData, Params, Progress, ToolError, ToolOutput
 from unified.tools._ignore import Budget, BudgetSpent, IgnoreRules, WalkedFile, scan, walk_files
-from unified.tools._paths import Workspace, shown_name
+from unified.tools._paths import Workspace, echoed, shown_name
 from unified.tools._regex import Pattern, PatternError, compile_pattern, matchable
 from unified.tools._safe_io import StopFlag
 
@@ -216,7 +216,7 @@ def _read_text(
 
 async def read_file(config: FileConfig, p: ReadFileParams, progress: Progress) -> ToolOutput:
     path = await config.workspace.resolve(p.file_path)
-    shown = config.workspace.display(path)
+    shown = echoed(config.workspace.display(path))
 
     def read(stop: StopFlag) -> ToolOutput:
         fd, info = _safe_io.open_file(config.workspace, path, shown, "read")
@@ -637,7 +637,7 @@ def glob_regex(pattern: str) -> Pattern:
     try:
         return compile_pattern("".join(out) + ")" * depth)
     except PatternError as exc:
-        raise ToolError(f"Invalid glob pattern {pattern!r}: {exc}") from None
+        raise ToolError(f"Invalid glob pattern {echoed(pattern)!r}: {exc}") from None
 
 
 class GlobParams(Params):
@@ -712,8 +712,11 @@ async def glob(config: FileConfig, p: GlobParams, progress: Progress) -> ToolOut
         named = ", ".join(outside) + (", ..." if outside_count > len(outside) else "")
         note.append(f"[{outside_count} link(s) pointing outside the workspace left out: {named}]")
     if not hits:
-        return ToolOutput("\n".join([f'No files found matching pattern "{p.pattern}" within {shown}', *note]))
-    head = f'Found {count} file(s) matching "{p.pattern}" within {shown}, sorted by modification time (newest first):'
+        return ToolOutput("\n".join([f'No files found matching pattern "{echoed(p.pattern)}" within {shown}', *note]))
+    head = (
+        f'Found {count} file(s) matching "{echoed(p.pattern)}" within {shown}, '
+        "sorted by modification time (newest first):"
+    )
     body = [shown_name(str(f)) for f in hits]
     if count > len(hits):
         body.append(f"[{count - len(hits)} more not shown; narrow the pattern]")
