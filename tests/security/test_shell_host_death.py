@@ -13,6 +13,7 @@ names whoever has it now: once the process has ended the system may give it to a
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
@@ -249,3 +250,26 @@ def test_a_process_looked_at_while_its_environment_is_laid_out_is_killed() -> No
             process.wait()
     assert not wrong, f"{len(wrong)} of {WIDE_STARTS} processes of ours, looked at as they started, read as strangers'"
     assert not survivors, f"{len(survivors)} of {WIDE_STARTS} processes killed as they started were left running"
+
+
+def test_a_scan_of_proc_that_fails_is_made_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A look through /proc that fails (the host out of descriptors: EMFILE) is no proof that nothing marked
+    runs: the kill looks again rather than return with the process alive."""
+    real = os.scandir
+    failures = [OSError(errno.EMFILE, "Too many open files")]
+
+    def scandir(path: str) -> Iterator[os.DirEntry[str]]:
+        if failures:
+            raise failures.pop()
+        return real(path)
+
+    process = _just_started("failed-scan")
+    try:
+        monkeypatch.setattr(os, "scandir", scandir)
+        kill_marked("failed-scan")
+        monkeypatch.undo()
+        assert not failures
+        assert process.poll() == -signal.SIGKILL
+    finally:
+        process.kill()
+        process.wait()

@@ -380,14 +380,15 @@ def kill_owned_group(pgid: int, marker: str) -> None:
 
 def kill_marked(marker: str) -> None:
     """SIGKILL every process whose environment carries the runtime's marker, wherever its group or
-    session is (what `setsid` and `set -m` leave behind), until none is found."""
+    session is (what `setsid` and `set -m` leave behind), until a whole look through /proc finds none (one that
+    fails part way is no such look)."""
     if not marker or not os.path.isdir("/proc/self"):
         return
     needle = f"{OWNER_VARIABLE}={marker}".encode()
     me = os.getpid()
     for _ in range(20 + EXEC_ROUNDS):
         found = 0
-        with contextlib.suppress(OSError):
+        try:
             for entry in os.scandir("/proc"):
                 if not entry.name.isdigit() or int(entry.name) == me:
                     continue
@@ -402,6 +403,8 @@ def kill_marked(marker: str) -> None:
                     continue
                 found += 1
                 _kill_checked([int(entry.name)], lambda pids: [pid for pid in pids if _carries(pid, needle)])
+        except OSError:  # a scan cut short (no descriptor left to open /proc, say) saw nothing it can vouch for
+            found += 1
         if not found:
             return
         time.sleep(0.005)
