@@ -252,9 +252,10 @@ def test_a_process_looked_at_while_its_environment_is_laid_out_is_killed() -> No
     assert not survivors, f"{len(survivors)} of {WIDE_STARTS} processes killed as they started were left running"
 
 
-def test_a_scan_of_proc_that_fails_is_made_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A look through /proc that fails (the host out of descriptors: EMFILE) is no proof that nothing marked
-    runs: the kill looks again rather than return with the process alive."""
+@pytest.mark.parametrize("kill", ["kill_owned_group", "kill_marked"])
+def test_a_scan_of_proc_that_fails_is_made_again(monkeypatch: pytest.MonkeyPatch, kill: str) -> None:
+    """A look through /proc that fails (the host out of descriptors: EMFILE) is no proof that nothing of ours
+    runs: each kill looks again rather than return with the process alive."""
     real = os.scandir
     failures = [OSError(errno.EMFILE, "Too many open files")]
 
@@ -266,7 +267,7 @@ def test_a_scan_of_proc_that_fails_is_made_again(monkeypatch: pytest.MonkeyPatch
     process = _just_started("failed-scan")
     try:
         monkeypatch.setattr(os, "scandir", scandir)
-        kill_marked("failed-scan")
+        kill_owned_group(process.pid, "failed-scan") if kill == "kill_owned_group" else kill_marked("failed-scan")
         monkeypatch.undo()
         assert not failures
         assert process.poll() == -signal.SIGKILL

@@ -281,17 +281,25 @@ def _group_of(pid: int) -> int | None:
     return int(fields[2]) if fields is not None and fields[0] != b"Z" else None
 
 
-def group_members(pgid: int) -> list[int]:
-    """The live processes of process group `pgid`, from /proc (empty where there is no /proc)."""
+def _scanned_group(pgid: int) -> tuple[list[int], bool]:
+    """The live processes of process group `pgid` found in /proc, and whether the look went through the whole
+    of it (an OSError, no descriptor left to open /proc say, cuts it short: what it found is not all there is)."""
     members: list[int] = []
-    with contextlib.suppress(OSError):
+    try:
         for entry in os.scandir("/proc"):
             if not entry.name.isdigit():
                 continue
             fields = _stat_fields(entry.name)
             if fields is not None and fields[0] != b"Z" and int(fields[2]) == pgid:
                 members.append(int(entry.name))
-    return members
+    except OSError:
+        return members, False
+    return members, True
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live processes of process group `pgid`, from /proc (empty where there is no /proc)."""
+    return _scanned_group(pgid)[0]
 
 
 def _carries(pid: int, needle: bytes) -> bool | None:
@@ -372,7 +380,8 @@ def kill_owned_group(pgid: int, marker: str) -> None:
         return members if any(marks) else []
 
     for _ in range(KILL_ROUNDS + EXEC_ROUNDS):
-        if not _kill_checked(group_members(pgid), ours, group=pgid) and not undecided:
+        members, whole = _scanned_group(pgid)
+        if not _kill_checked(members, ours, group=pgid) and not undecided and whole:
             return
         # SIGKILL lands asynchronously, and a member inside execve shows its environment in a moment: look again
         time.sleep(0.005)
