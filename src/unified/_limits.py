@@ -13,6 +13,7 @@ from typing import Any
 
 __all__ = [
     "BACKGROUND_LOG_MAX_BYTES",
+    "ECHO_MAX_CHARS",
     "LIST_DIR_MAX_ENTRIES",
     "MAX_CALLS_PER_TURN",
     "MAX_CONVERSATION_BYTES",
@@ -137,6 +138,10 @@ SHELL_MAX_RUN_S = 3600.0
 """Longest a foreground shell command may run, output or not: the inactivity timeout restarts with
 every byte, so `yes` would otherwise hold its call (and the turn) forever. Past it the command's
 processes are killed and the call says so."""
+
+ECHO_MAX_CHARS = 200
+"""Characters of a tool's argument (a glob or search pattern, a path) that its answer repeats: a pattern of
+40 KB came back whole in each line that named it."""
 
 LIST_DIR_MAX_ENTRIES = 2_000
 """Entries list_dir shows; it counts the rest without holding them."""

@@ -246,7 +246,7 @@ async def test_held_hostile_names_neither_break_the_tools_nor_reach_past_their_b
     ]
     async with ToolRuntime(tmp_path, approval_mode="yolo") as runtime:
         listed, globbed, searched, read, wrote = await runtime.run_batch(calls)
-    assert "two\nlines.txt" in listed.response["output"]
+    assert "'two\\nlines.txt'" in listed.response["output"]  # escaped: it cannot fake a line of the listing
     assert "Found 3 file(s)" in globbed.response["output"]
     assert "Found 3 match(es)" in searched.response["output"]
     assert read.response == {"output": "hello bad\n"}

@@ -385,3 +385,18 @@ def test_the_shipped_policy_is_parsed_once_and_stays_as_shipped() -> None:
     extended = shipped.with_toml('[[rule]]\ntoolName = "*"\ndecision = "deny"\npriority = 0\n')
     assert len(extended.rules) == len(shipped.rules) + 1
     assert Policy.default() == fresh
+
+
+@pytest.mark.parametrize("depth", [65, 3000])
+async def test_arguments_nested_too_deep_to_check_are_denied_with_a_reason(depth: int) -> None:
+    """Arguments nested past what JSON can be written for (an `argsPattern` is searched in their JSON) are
+    refused with a reason, by no rule of the table and before any: never a RecursionError."""
+    nested: object = "secret"
+    for _ in range(depth):
+        nested = [nested]
+    policy = Policy.default().with_toml('[[rule]]\ntoolName = "read_file"\ndecision = "allow"\nargsPattern = "a"\n')
+    verdict = policy.evaluate("read_file", {"file_path": "a", "x": nested}, "yolo")
+    assert verdict.decision is Decision.DENY
+    assert verdict.rule is not None
+    assert verdict.rule.name == "nested-arguments"
+    assert "nest deeper than 64 levels" in str(verdict.doubt)

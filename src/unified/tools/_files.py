@@ -22,7 +22,7 @@ from unified import _limits as limits
 from unified.tools import _safe_io
 from unified.tools._base import InlineData, Params, Progress, ToolError, ToolOutput
 from unified.tools._ignore import Budget, BudgetSpent, IgnoreRules, WalkedFile, scan, walk_files
-from unified.tools._paths import Workspace
+from unified.tools._paths import Workspace, echoed, shown_name
 from unified.tools._regex import Pattern, PatternError, compile_pattern, matchable
 from unified.tools._safe_io import StopFlag
 
@@ -216,7 +216,7 @@ def _read_text(
 
 async def read_file(config: FileConfig, p: ReadFileParams, progress: Progress) -> ToolOutput:
     path = await config.workspace.resolve(p.file_path)
-    shown = config.workspace.display(path)
+    shown = echoed(config.workspace.display(path))
 
     def read(stop: StopFlag) -> ToolOutput:
         fd, info = _safe_io.open_file(config.workspace, path, shown, "read")
@@ -484,7 +484,8 @@ async def list_dir(config: FileConfig, p: ListDirParams, progress: Progress) -> 
                     continue
                 counts[0] += 1
                 is_dir = _shows_as_dir(config.workspace, path, entry)
-                yield (not is_dir, entry.name + "/" if is_dir else entry.name)
+                name = shown_name(entry.name)
+                yield (not is_dir, name + "/" if is_dir else name)
 
         try:
             with os.scandir(fd) as entries:
@@ -544,7 +545,7 @@ def render_tree(workspace: Workspace, root: Path, root_fd: int, depth: int, stop
             indent = "  " * (level - 1)
             child = _safe_io.open_child_dir(dir_fd, entry.name) if entry.is_dir(follow_symlinks=False) else None
             if child is None:
-                if not emit(f"{indent}{entry.name}"):
+                if not emit(f"{indent}{shown_name(entry.name)}"):
                     return False
                 continue
             try:
@@ -553,9 +554,9 @@ def render_tree(workspace: Workspace, root: Path, root_fd: int, depth: int, stop
                 if level == depth:
                     hidden = len(scan(child, path, child_rules))
                     note = f" ({hidden} entries not shown)" if hidden else ""
-                    if not emit(f"{indent}{entry.name}/{note}"):
+                    if not emit(f"{indent}{shown_name(entry.name)}/{note}"):
                         return False
-                elif not emit(f"{indent}{entry.name}/") or not visit(child, path, child_rules, level + 1):
+                elif not emit(f"{indent}{shown_name(entry.name)}/") or not visit(child, path, child_rules, level + 1):
                     return False
             finally:
                 os.close(child)
@@ -636,7 +637,7 @@ def glob_regex(pattern: str) -> Pattern:
     try:
         return compile_pattern("".join(out) + ")" * depth)
     except PatternError as exc:
-        raise ToolError(f"Invalid glob pattern {pattern!r}: {exc}") from None
+        raise ToolError(f"Invalid glob pattern {echoed(pattern)!r}: {exc}") from None
 
 
 class GlobParams(Params):
@@ -711,9 +712,12 @@ async def glob(config: FileConfig, p: GlobParams, progress: Progress) -> ToolOut
         named = ", ".join(outside) + (", ..." if outside_count > len(outside) else "")
         note.append(f"[{outside_count} link(s) pointing outside the workspace left out: {named}]")
     if not hits:
-        return ToolOutput("\n".join([f'No files found matching pattern "{p.pattern}" within {shown}', *note]))
-    head = f'Found {count} file(s) matching "{p.pattern}" within {shown}, sorted by modification time (newest first):'
-    body = [str(f) for f in hits]
+        return ToolOutput("\n".join([f'No files found matching pattern "{echoed(p.pattern)}" within {shown}', *note]))
+    head = (
+        f'Found {count} file(s) matching "{echoed(p.pattern)}" within {shown}, '
+        "sorted by modification time (newest first):"
+    )
+    body = [shown_name(str(f)) for f in hits]
     if count > len(hits):
         body.append(f"[{count - len(hits)} more not shown; narrow the pattern]")
     return ToolOutput("\n".join([head, *body, *note]))

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from unified._exports import publish
+from unified._limits import MAX_JSON_DEPTH, too_deep
 from unified._redaction import clip
 from unified.tools import _shell_syntax
 from unified.tools._paths import spelled
@@ -32,6 +33,7 @@ from unified.types import ApprovalMode
 __all__ = [
     "ALIASES",
     "DEFAULT_TIER",
+    "NESTED_RULE",
     "SESSION_PRIORITY",
     "SESSION_TIER",
     "USER_TIER",
@@ -337,7 +339,20 @@ class Verdict:
     decision: Decision
     rule: Rule | None
     doubt: str | None = None
-    """Why an allow became ask_user: a deny or ask rule may apply once bash expands the command."""
+    """Why an allow became ask_user (a deny or ask rule may apply once bash expands the command), or why a
+    call was denied before any rule could be read (`NESTED_RULE`)."""
+
+
+NESTED_RULE = Rule(tool_names=("*",), decision=Decision.DENY, priority=9.0, name="nested-arguments")
+"""Not a row of any table: the name a deny carries when a call's arguments nest deeper than `MAX_JSON_DEPTH`
+levels. No rule can be read against them (an `argsPattern` is searched in their JSON, which Python cannot
+write ~1,000 levels deep: a RecursionError), and every reader of tool arguments refuses them anyway, so the
+call is refused, above every tier, whatever the rules say."""
+
+_NESTED_REASON = (
+    f"its arguments nest deeper than {MAX_JSON_DEPTH} levels, too deep to check against the policy: "
+    "call it again with flatter arguments"
+)
 
 
 def _strings(value: Any, key: str, where: str) -> tuple[str, ...]:
@@ -430,7 +445,10 @@ class Policy:
     def evaluate(self, tool: str, args: Mapping[str, Any], mode: ApprovalMode, *, unseen: bool = False) -> Verdict:
         """The first matching rule decides, except that an allow never outranks a deny or ask rule
         above it that could match once bash expands the command, or that could match the arguments of a
-        call whose arguments are `unseen` (`Rule.match`): then the user is asked."""
+        call whose arguments are `unseen` (`Rule.match`): then the user is asked. Arguments nested too deep
+        to be read are denied (`NESTED_RULE`, the reason in `doubt`)."""
+        if too_deep(args):
+            return Verdict(Decision.DENY, NESTED_RULE, _NESTED_REASON)
         doubt: Rule | None = None
         for rule in self.rules:
             found = rule.match(tool, args, mode, unseen=unseen)

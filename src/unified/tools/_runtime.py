@@ -542,7 +542,7 @@ class ToolRuntime:
         if verdict.decision is Decision.ALLOW:
             return decided("allow", f"allowed by rule {name} in {self.approval_mode} mode")
         if verdict.decision is Decision.DENY:
-            return decided("deny", f"rule {name} denies it in {self.approval_mode} mode")
+            return decided("deny", verdict.doubt or f"rule {name} denies it in {self.approval_mode} mode")
         if self._ask is None:
             why = f"{verdict.doubt}; " if verdict.doubt else ""
             return decided("deny", f"{why}it needs approval and nobody can answer in this non-interactive run")

@@ -19,7 +19,7 @@ from unified.tools import _safe_io
 from unified.tools._base import Params, Progress, ToolError, ToolOutput
 from unified.tools._files import FileConfig
 from unified.tools._ignore import Budget, BudgetSpent, IgnoreRules, WalkedFile, walk_files
-from unified.tools._paths import Workspace
+from unified.tools._paths import Workspace, echoed
 from unified.tools._regex import Pattern, PatternError, compile_pattern
 from unified.tools._safe_io import StopFlag
 
@@ -130,17 +130,17 @@ async def search(config: FileConfig, p: SearchParams, progress: Progress) -> Too
     try:
         rx = compile_pattern(p.query)
     except PatternError as exc:
-        raise ToolError(f"Invalid regular expression {p.query!r}: {exc}") from None
+        raise ToolError(f"Invalid regular expression {echoed(p.query)!r}: {exc}") from None
     workspace = config.workspace
     root = await workspace.resolve(p.path)
-    shown = workspace.display(root)
+    shown = echoed(workspace.display(root))
     limit = min(p.limit, SEARCH_MAX_LIMIT)
     hits, spent = await _safe_io.in_worker(lambda stop: _scan(workspace, root, shown, rx, limit, stop))
     stopped = f"[search stopped early: {spent}; the list may be incomplete: narrow the query or the path]"
     if not hits:
-        empty = f'No matches found for pattern "{p.query}" in path "{shown}".'
+        empty = f'No matches found for pattern "{echoed(p.query)}" in path "{shown}".'
         return ToolOutput(f"{empty}\n{stopped}" if spent else empty)
-    rows = [f'Found {len(hits)} match(es) for pattern "{p.query}" in path "{shown}":']
+    rows = [f'Found {len(hits)} match(es) for pattern "{echoed(p.query)}" in path "{shown}":']
     for file, number, text, length in hits:
         if length > SEARCH_LINE_CHARS:
             text = f"{text} ({length - SEARCH_LINE_CHARS} more chars...)"

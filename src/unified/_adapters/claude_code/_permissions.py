@@ -255,7 +255,7 @@ class PermissionBridge:
         if verdict.decision is Decision.ALLOW:
             return Answer(decided("allow", f"allowed by rule {rule_name} in {self.mode} mode"), {"behavior": "allow"})
         if verdict.decision is Decision.DENY:
-            return denied(decided("deny", f"rule {rule_name} denies it in {self.mode} mode"))
+            return denied(decided("deny", verdict.doubt or f"rule {rule_name} denies it in {self.mode} mode"))
         why = f"{verdict.doubt}; " if verdict.doubt else ""
         if self.ctx.params.on_user_input is None:
             return denied(decided("deny", f"{why}it needs approval and nobody can answer in this non-interactive run"))

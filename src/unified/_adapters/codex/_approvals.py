@@ -321,7 +321,7 @@ class ApprovalBridge:
             if rule is None or rule.priority < USER_TIER or verdict.decision is Decision.ALLOW:
                 continue
             if verdict.decision is Decision.DENY:
-                return True, rule.name, f"rule {rule.name} denies it in {mode} mode"
+                return True, rule.name, verdict.doubt or f"rule {rule.name} denies it in {mode} mode"
             found = found or (False, rule.name, verdict.doubt or f"rule {rule.name} asks for it in {mode} mode")
         return found
 
