@@ -122,8 +122,9 @@ async def test_only_this_runs_tool_is_allowed_unasked(tmp_path: Path, impostor: 
     assert (ours.decision, ours.decided_by, ours.rule) == ("allow", "policy", "ask-user")
     theirs = decisions[uses[1].tool_use_id]
     assert (theirs.decision, theirs.decided_by) == ("deny", "user")
-    # our tool is never a permission prompt; the impostor is one, like any MCP tool
-    assert [(r.source, r.tool_name) for r in asked] == [("permission", impostor)]
+    # our tool is never a permission prompt; the impostor is one, like any MCP tool, named as the policy names it
+    server, _, tool = impostor.removeprefix("mcp_").partition("_")
+    assert [(r.source, r.tool_name) for r in asked] == [("permission", f"mcp__{server}__{tool}")]
     assert fake.permission_answers == [
         {"outcome": "selected", "optionId": "proceed_once"},
         {"outcome": "selected", "optionId": "cancel"},

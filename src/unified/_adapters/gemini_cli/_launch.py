@@ -69,12 +69,14 @@ __all__ = [
     "PINNED_VERSION",
     "SYSTEM_SETTINGS_ENV",
     "Launch",
+    "cli_tool_name",
     "credentials_by_pipe",
     "gemini_env",
     "gemini_file",
     "never_asked_denials",
     "policy_denials",
     "policy_rules",
+    "policy_tool_name",
     "require_node",
     "start_gemini",
     "user_rule_tools",
@@ -404,20 +406,51 @@ def policy_denials(denials: Mapping[str, tuple[str, tuple[str, ...]]]) -> str:
     )
 
 
+_MCP_NAME = re.compile(r"mcp__(?P<server>[^*?\[\]]+?)__(?P<tool>[^*?\[\]]+)")
+"""unified's name of an MCP tool (`mcp__<server>__<tool>`, docs/tools.md)."""
+
+
+def cli_tool_name(name: str) -> str:
+    """The CLI's name (or policy pattern) for a tool name of unified's: `edit_file` -> `replace` (`CLI_NAMES`),
+    an MCP tool `mcp__srv__tool` -> `mcp_srv_tool` (0.61's `mcp_<server>_<tool>`); a wildcard may be any tool:
+    `*` (fail closed; 0.61's own `mcp_srv_*` let a call in yolo run unasked, measured). The
+    CLI's policy took `mcp__srv__tool` for a tool of its own name, none: in yolo the tool ran unasked, a
+    subagent's call too (measured on 0.61)."""
+    mcp = _MCP_NAME.fullmatch(name)
+    if mcp is not None:
+        return f"mcp_{mcp['server']}_{mcp['tool']}"
+    if any(c in name for c in "*?["):
+        return "*"
+    return CLI_NAMES.get(name, name)
+
+
+def policy_tool_name(name: str, servers: Sequence[str]) -> str:
+    """unified's name for the CLI's MCP tool `name` (`mcp_<server>_<tool>` -> `mcp__<server>__<tool>`), which
+    the caller's policy speaks; the longest of the run's `servers` that prefixes it (a server's name may hold
+    `_`), else the CLI's own split at the first `_`. Any other name is unified's already."""
+    if not name.startswith("mcp_") or name.startswith("mcp__"):
+        return name
+    rest = name[len("mcp_") :]
+    for server in sorted(servers, key=len, reverse=True):
+        if rest.startswith(f"{server}_") and len(rest) > len(server) + 1:
+            return f"mcp__{server}__{rest[len(server) + 1 :]}"
+    server, sep, tool = rest.partition("_")
+    return f"mcp__{server}__{tool}" if sep and server and tool else name
+
+
 def user_rule_tools(policy: Policy | None) -> tuple[str, ...]:
     """The CLI's names of the tools a user rule of `policy` may deny or ask for: the CLI must ask unified about
     them in every mode, or it would run them unasked (its read-only tools, everything in yolo) and the rule would
-    not hold. A name with a wildcard may be any tool: then every tool (`*`). So are the read-only tools `policy`
-    does not allow in every mode (one built without the shipped table's `read-only` row): the CLI runs those
-    unasked only on unified's word."""
+    not hold. Each in the CLI's spelling (`cli_tool_name`); a wildcard: every tool (`*`). So are the read-only
+    tools `policy` does not allow in every mode (one built without the shipped table's `read-only` row): the CLI runs
+    those unasked only on unified's word."""
     if policy is None:
         return ()
     names: set[str] = set()
     for rule in policy.rules:
         if rule.priority < USER_TIER or rule.decision is Decision.ALLOW:
             continue
-        for name in rule.tool_names:
-            names.add("*" if any(c in name for c in "*?[") else CLI_NAMES.get(name, name))
+        names.update(cli_tool_name(name) for name in rule.tool_names)
     for tool in READ_ONLY_CLI_TOOLS:
         ours = ALIASES.get(tool, tool)
         if any(policy.evaluate(ours, {}, mode, unseen=True).decision is not Decision.ALLOW for mode in _CLI_MODES):

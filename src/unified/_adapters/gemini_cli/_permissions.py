@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from unified._adapters.gemini_cli._acp import AcpConnection
-from unified._adapters.gemini_cli._launch import never_asked_denials
+from unified._adapters.gemini_cli._launch import never_asked_denials, policy_tool_name
 from unified._adapters.gemini_cli._translate import AcpTranslator, Item
 from unified._binary.jsonrpc import as_dict, as_list
 from unified.backends import RunContext
@@ -169,6 +169,8 @@ class PermissionBridge:
         self._deliver = deliver
         self.cwd = cwd
         self.gate = PermissionGate(ctx.params, self._ask, policy)
+        self.servers = tuple(server.name for server in ctx.params.mcp_servers)
+        """The run's MCP servers, whose names tell where the CLI's `mcp_<server>_<tool>` splits."""
         self._shown: dict[str, Any] = {}
         """ACP's view of the call being asked about, added to the prompt's `details`."""
 
@@ -205,8 +207,11 @@ class PermissionBridge:
         }
         from unified.tools import ToolCall
 
-        # ACP shows no arguments but the shell's and the edits' (`_translate.request_args`): a rule reading them asks
-        decision = await self.gate.decide(ToolCall(call_id, tool_name, args), unseen=not args)
+        # ACP shows no arguments but the shell's and the edits' (`_translate.request_args`): a rule reading them asks.
+        # The policy speaks unified's names (an MCP tool's `mcp__<server>__<tool>`); the events keep the CLI's.
+        named = policy_tool_name(tool_name, self.servers)
+        decision = await self.gate.decide(ToolCall(call_id, named, args), unseen=not args)
+        decision = decision.model_copy(update={"tool_name": tool_name})
         if decision.decision == "allow" and decision.input is not None:
             decision = decision.model_copy(update={"decision": "deny", "input": None, "reason": CHANGED_INPUT})
             await self._unsupported(f"{tool_name}: ACP cannot run a call with a changed input; it was denied instead")
