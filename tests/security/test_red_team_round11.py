@@ -107,7 +107,8 @@ def test_user_rules_that_may_refuse_make_the_cli_ask_in_every_mode() -> None:
     assert asked["priority"] > 380  # above the read-only allow
 
 
-def test_the_launch_writes_the_denial_into_the_policy_file(monkeypatch: pytest.MonkeyPatch) -> None:
+def _policy_file(policy: Policy, excluded_tools: tuple[str, ...] = ()) -> str:
+    """The `--policy` file a gemini-cli launch with `policy` writes."""
     launch = Launch(
         binary=Path("/bin/true"),
         env={},
@@ -115,10 +116,14 @@ def test_the_launch_writes_the_denial_into_the_policy_file(monkeypatch: pytest.M
         fake_responses=None,
         fake_responses_strict=True,
         include_directories=(),
-        excluded_tools=(),
-        policy=DENY_SUBAGENTS,
+        excluded_tools=excluded_tools,
+        policy=policy,
     )
-    text = Path(launch.policy_flags()[1]).read_text()
+    return Path(launch.policy_flags()[1]).read_text(encoding="utf-8")
+
+
+def test_the_launch_writes_the_denial_into_the_policy_file() -> None:
+    text = _policy_file(DENY_SUBAGENTS)
     (denial,) = [r for r in tomllib.loads(text)["rule"] if r.get("toolName") == "invoke_agent"]
     assert (denial["decision"], denial["name"]) == ("deny", "unified: no-subagents")
     assert "argsPattern" not in denial  # 0.61 in yolo runs a delegation past a deny rule with arguments
@@ -313,17 +318,7 @@ def test_a_policy_without_the_shipped_read_only_row_makes_the_cli_ask_about_read
 def test_names_beyond_the_bmp_reach_the_clis_policy_file_as_toml_can_read_them() -> None:
     """JSON's `\\ud83e\\udd16` escapes are no TOML: the CLI dropped each such rule (an exclusion, a denial)."""
     policy = _user('[[rule]]\nname = "no \U0001f916"\ntoolName = "invoke_agent"\ndecision = "deny"\n')
-    launch = Launch(
-        binary=Path("/bin/true"),
-        env={},
-        model=None,
-        fake_responses=None,
-        fake_responses_strict=True,
-        include_directories=(),
-        excluded_tools=("mcp_\U0001f916_x",),
-        policy=policy,
-    )
-    text = Path(launch.policy_flags()[1]).read_text(encoding="utf-8")
+    text = _policy_file(policy, excluded_tools=("mcp_\U0001f916_x",))
     assert "\\ud83e" not in text
     names = [rule.get("toolName") for rule in tomllib.loads(text)["rule"]]
     assert "mcp_\U0001f916_x" in names

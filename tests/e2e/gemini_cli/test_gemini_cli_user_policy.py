@@ -40,14 +40,19 @@ def _decision(events: Sequence[UnifiedEvent], name: str) -> PermissionDecision:
     return next(e for e in events if isinstance(e, PermissionDecision) and e.tool_use_id == use.tool_use_id)
 
 
-@pytest.mark.parametrize("mode", ["default", "yolo", "plan"])
-async def test_a_deny_rule_for_the_subagent_tool_holds(run_gemini: Run, responses: Responses, mode: str) -> None:
-    fake = responses(
+def _delegating(responses: Responses) -> Path:
+    """The model delegates to the generalist, whose subagent reads notes.txt and reports back; then "done"."""
+    return responses(
         stream_line(call("invoke_agent", agent_name="generalist", prompt="read notes.txt")),
         stream_line(call("read_file", file_path="notes.txt")),
         stream_line(call("complete_task", result={"response": "alpha"})),
         stream_line(text("done")),
     )
+
+
+@pytest.mark.parametrize("mode", ["default", "yolo", "plan"])
+async def test_a_deny_rule_for_the_subagent_tool_holds(run_gemini: Run, responses: Responses, mode: str) -> None:
+    fake = _delegating(responses)
     options = {"policy": DENY_SUBAGENTS, "fake_responses_strict": False}
     events = await run_gemini(fake, approval_mode=mode, backend_options=options)
     decision = _decision(events, "invoke_agent")
@@ -114,12 +119,7 @@ async def test_a_deny_rule_named_beyond_the_bmp_still_holds(run_gemini: Run, res
     policy = Policy.default().with_toml(
         '[[rule]]\nname = "no \U0001f916 agents"\ntoolName = "invoke_agent"\ndecision = "deny"\npriority = 500\n'
     )
-    fake = responses(
-        stream_line(call("invoke_agent", agent_name="generalist", prompt="read notes.txt")),
-        stream_line(call("read_file", file_path="notes.txt")),
-        stream_line(call("complete_task", result={"response": "alpha"})),
-        stream_line(text("done")),
-    )
+    fake = _delegating(responses)
     options = {"policy": policy, "fake_responses_strict": False}
     events = await run_gemini(fake, approval_mode="yolo", backend_options=options)
     assert not any(isinstance(e, SubagentStarted) for e in events)
