@@ -74,3 +74,12 @@ def run_gemini(workspace: Path) -> Callable[..., Awaitable[list[UnifiedEvent]]]:
         return events
 
     return run
+
+
+@pytest.fixture
+def short_opening_slack(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session opening held by an MCP server is given up 5 s after the server's `timeout_s`, not 30 s: the tests
+    that wait for that bound (a server that stops answering) need not wait for a loaded machine's worst case."""
+    from unified._adapters.gemini_cli import _session_setup
+
+    monkeypatch.setattr(_session_setup, "MCP_OPENING_SLACK_S", 5.0)

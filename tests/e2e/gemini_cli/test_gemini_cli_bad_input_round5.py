@@ -67,6 +67,7 @@ def runs(pid: int, script: Path) -> bool:
         return False
 
 
+@pytest.mark.usefixtures("short_opening_slack")
 async def test_an_mcp_server_that_stops_answering_after_initialize_is_a_backend_error_naming_it(
     workspace: Path, tmp_path: Path
 ) -> None:

@@ -52,6 +52,7 @@ sys.exit(3)
 
 
 @pytest.mark.parametrize("when", ["at-start", "after-initialize"])
+@pytest.mark.usefixtures("short_opening_slack")
 async def test_an_mcp_server_that_exits_as_the_cli_connects_is_said_to_have_ended(
     workspace: Path, tmp_path: Path, when: str
 ) -> None:
