@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,3 +106,33 @@ def start_until_the_command_runs(argv: list[str], env: dict[str, str], cwd: Path
         process.wait()
         raise
     return Stoppable(process, lines, descendants(process.pid))
+
+
+def run_unified(
+    args: Sequence[str | bytes],
+    home: Path,
+    cwd: Path | bytes,
+    env: dict[str, str] | None = None,
+    before: Callable[[], None] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """`unified ARGS` in a child Python, its output read as UTF-8 (a byte that is not, as U+FFFD: the bad-input
+    tests give names that are not UTF-8). Its environment: a dummy Gemini key that reaches nothing and a data
+    folder under `home`, else `env`; `before` runs in the child before it starts (a resource limit of its own)."""
+    if env is None:
+        env = {
+            **os.environ,
+            "GEMINI_API_KEY": "not-a-key",
+            "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:9",  # never reached: refused before
+            "UNIFIED_DATA_DIR": str(home / "unified-data"),
+        }
+    return subprocess.run(
+        [sys.executable, "-m", "unified", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        encoding="utf-8",
+        errors="replace",
+        timeout=HANG_GUARD_S,
+        check=False,
+        preexec_fn=before,
+    )

@@ -26,34 +26,18 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.cli.conftest import run_unified
 from tests.hang_guard import HANG_GUARD_S
 
 pytestmark = pytest.mark.e2e
-
-
-def _unified(args: list[str | bytes], home: Path, cwd: Path) -> subprocess.CompletedProcess[bytes]:
-    env = {
-        **os.environ,
-        "GEMINI_API_KEY": "not-a-key",
-        "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:9",  # never reached: refused before
-        "UNIFIED_DATA_DIR": str(home / "unified-data"),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "unified", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        timeout=HANG_GUARD_S,
-        check=False,
-    )
 
 
 @pytest.mark.parametrize("backend", ["generate-content", "interactions"])
 def test_a_prompt_whose_bytes_are_not_utf8_is_one_error_line_and_exit_2(
     backend: str, isolated_home: Path, tmp_path: Path
 ) -> None:
-    done = _unified(["run", b"caf\xc3 \xff", "--backend", backend], isolated_home, tmp_path)
-    err = done.stderr.decode(errors="replace")
+    done = run_unified(["run", b"caf\xc3 \xff", "--backend", backend], isolated_home, tmp_path)
+    err = done.stderr
     assert done.returncode == 2, err
     assert err.startswith("error: the prompt is not text: it holds a lone surrogate (U+DCC3) at character 3"), err
     assert "internal_error" not in err
@@ -66,8 +50,8 @@ def test_a_session_reference_of_50000_characters_is_quoted_clipped(
     command: list[str], isolated_home: Path, tmp_path: Path
 ) -> None:
     ref = "a" * 50_000
-    done = _unified([*command, ref], isolated_home, tmp_path)  # every backend searched
-    out = (done.stdout + done.stderr).decode(errors="replace")
+    done = run_unified([*command, ref], isolated_home, tmp_path)  # every backend searched
+    out = done.stdout + done.stderr
     assert done.returncode in (1, 2), out
     assert "no session matches" in out
     assert "a" * 79 + "…" in out
@@ -84,8 +68,8 @@ def test_a_cwd_whose_name_is_not_utf8_is_one_error_line_and_exit_2(
     named: list[str | bytes] = ["--cwd", workspace]
     for args in (named, []):  # named, or the directory it runs in
         where = Path(os.fsdecode(workspace)) if not args else tmp_path
-        done = _unified(["run", "hi", "--backend", backend, *args], isolated_home, where)
-        err = done.stderr.decode(errors="replace")
+        done = run_unified(["run", "hi", "--backend", backend, *args], isolated_home, where)
+        err = done.stderr
         assert done.returncode == 2, err
         assert err.startswith("error: cwd b'"), err
         assert "is not valid UTF-8" in err

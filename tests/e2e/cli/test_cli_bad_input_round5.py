@@ -8,43 +8,18 @@ from __future__ import annotations
 import json
 import os
 import resource
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import anyio
 import pytest
 from pydantic import ValidationError
 
-from tests.hang_guard import HANG_GUARD_S
+from tests.e2e.cli.conftest import run_unified
 from unified import ExecuteParams
 from unified.testing import FakeAnthropic, FakeGemini, FakeOpenAI, ModelTurn
 
 pytestmark = pytest.mark.e2e
-
-
-def _unified(
-    args: list[str], home: Path, cwd: Path, env: dict[str, str] | None = None, file_limit: int | None = None
-) -> subprocess.CompletedProcess[str]:
-    """`unified ARGS` in a child Python (its environment: a dummy Gemini key that reaches nothing, else `env`),
-    with no file it writes growing past `file_limit` bytes when given (`_on_a_full_disk`)."""
-    if env is None:
-        env = {
-            **os.environ,
-            "GEMINI_API_KEY": "not-a-key",
-            "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:9",  # never reached: refused before
-            "UNIFIED_DATA_DIR": str(home / "unified-data"),
-        }
-    return subprocess.run(
-        [sys.executable, "-m", "unified", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=HANG_GUARD_S,
-        check=False,
-        preexec_fn=None if file_limit is None else lambda: _on_a_full_disk(file_limit),  # only the child's limit
-    )
 
 
 @pytest.mark.parametrize(
@@ -56,7 +31,7 @@ def _unified(
     ids=["run", "sessions-list"],
 )
 def test_an_empty_cwd_is_one_error_line_and_exit_2(args: list[str], isolated_home: Path, tmp_path: Path) -> None:
-    done = _unified(args, isolated_home, tmp_path)
+    done = run_unified(args, isolated_home, tmp_path)
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stderr.startswith("error: Invalid value for '--cwd': the directory's name is empty"), done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
@@ -102,7 +77,7 @@ def test_a_conversation_that_does_not_fit_on_the_disk_is_backend_unavailable(
         "UNIFIED_DATA_DIR": str(isolated_home / "unified-data"),
     }
     args = ["run", "go on", "--history", str(history), "--backend", backend, "--json"]
-    done = _unified(args, isolated_home, workspace, env, file_limit=8_000)
+    done = run_unified(args, isolated_home, workspace, env, partial(_on_a_full_disk, 8_000))
     assert done.returncode == 1, (done.stdout, done.stderr)
     events = [json.loads(line) for line in done.stdout.splitlines()]
     [error] = [event for event in events if event["type"] == "error"]
@@ -128,7 +103,8 @@ async def test_an_agent_binary_killed_by_the_file_size_limit_is_told_so(
         wiring = server.env if isinstance(server, FakeOpenAI) else server.cli_env
         env = {**os.environ, **wiring, "UNIFIED_DATA_DIR": str(isolated_home / "unified-data")}
         args = ["run", "hi", "--backend", backend, "--json"]
-        done = await anyio.to_thread.run_sync(lambda: _unified(args, isolated_home, workspace, env, file_limit=3_000))
+        full = partial(_on_a_full_disk, 3_000)
+        done = await anyio.to_thread.run_sync(lambda: run_unified(args, isolated_home, workspace, env, full))
     assert done.returncode == 1, (done.stdout, done.stderr)
     events = [json.loads(line) for line in done.stdout.splitlines()]
     [error] = [event for event in events if event["type"] == "error"]
