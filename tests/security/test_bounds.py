@@ -92,9 +92,11 @@ def _many(directory: Path, count: int) -> None:
         os.close(fd)
 
 
-@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # 200,000 files made: ~20 s; the loop is not what it tests
-async def test_list_dir_of_200k_entries_is_capped_in_output_and_memory(ws: Path) -> None:
-    _many(ws / "big", 200_000)
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the loop is not what it tests
+async def test_list_dir_of_50k_entries_is_capped_in_output_and_memory(ws: Path) -> None:
+    """50,000 entries (were 200,000: 115 s on a loaded machine, most of it making the files): the listing holds the
+    first 2,000 only, 2.55 MiB traced; every entry kept and sorted (`sorted` for `heapq.nsmallest`) traced 6.0-8.1."""
+    _many(ws / "big", 50_000)
     outcome, peak = await _peak(lambda: _call(ws, "list_dir", dir_path="big"))
     output = outcome.response["output"]
     lines = output.splitlines()
@@ -102,11 +104,11 @@ async def test_list_dir_of_200k_entries_is_capped_in_output_and_memory(ws: Path)
     assert lines[1:3] == ["f000000", "f000001"]
     assert (
         lines[-1]
-        == f"[listing cut at {limits.LIST_DIR_MAX_ENTRIES:,} of 200,000 entries; list a subdirectory or use glob]"
+        == f"[listing cut at {limits.LIST_DIR_MAX_ENTRIES:,} of 50,000 entries; list a subdirectory or use glob]"
     )
     assert len(lines) == limits.LIST_DIR_MAX_ENTRIES + 2
     assert len(output) < 64 * 1024
-    assert peak < 16 * MiB
+    assert peak < 4 * MiB
 
 
 def _deep(root: Path, levels: int) -> Path:
