@@ -443,7 +443,9 @@ async def test_output_nobody_reads_yet_does_not_keep_waking_the_loop(
         ready(watch)
 
     monkeypatch.setattr(process_module._LoopWatch, "_ready", counting)
-    code = "import sys\nprint('a', flush=True)\nsys.stdin.readline()\nprint('b', flush=True)\nsys.stdin.read()\n"
+    # each line in one write: with PYTHONUNBUFFERED set (as in CI's shell) `print` writes the text and its newline
+    # apart, two edges, and a loaded machine ran the loop between them (woken == 2, failed once in a full run)
+    code = "import os, sys\nos.write(1, b'a\\n')\nsys.stdin.readline()\nos.write(1, b'b\\n')\nsys.stdin.read()\n"
     process = python(code, tmp_path)
     assert await process.receive() == "a"  # the watch is in place now
     woken = 0
