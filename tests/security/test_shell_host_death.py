@@ -13,8 +13,10 @@ names whoever has it now: once the process has ended the system may give it to a
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -234,20 +236,30 @@ WIDE_STARTS = 100
 
 def test_a_process_looked_at_while_its_environment_is_laid_out_is_killed() -> None:
     """The look at a process whose environment the kernel is still laying out says "not yet known" (then
-    the killer looks again), never "not ours"; and a kill then leaves it dead (a zombie: no wait needed)."""
+    the killer looks again), never "not ours"; and a kill then leaves it dead (a zombie: no wait needed).
+
+    Started by `posix_spawn`, which returns once the exec has replaced the child, as `Popen` does, but builds the
+    environment in C: `Popen` spent 176 ms a start encoding 100,000 variables in Python, 45 ms here (the test took
+    34 s of a loaded run's worker)."""
     wrong, survivors = [], []
     filler = {f"V{i}": "x" for i in range(WIDE)}
+    sleep = shutil.which("sleep")
+    assert sleep is not None
     for n in range(WIDE_STARTS):
-        process = subprocess.Popen(["sleep", "600"], start_new_session=True, env={**filler, OWNER_VARIABLE: f"wide{n}"})
+        pid = os.posix_spawn(sleep, ["sleep", "600"], {**filler, OWNER_VARIABLE: f"wide{n}"}, setsid=True)
         try:
-            if _carries(process.pid, f"{OWNER_VARIABLE}=wide{n}".encode()) is False:
+            if _carries(pid, f"{OWNER_VARIABLE}=wide{n}".encode()) is False:
                 wrong.append(n)
             kill_marked(f"wide{n}")
-            if process.poll() is None:
+            if os.waitpid(pid, os.WNOHANG) == (0, 0):
                 survivors.append(n)
-        finally:
-            process.kill()
-            process.wait()
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError, ChildProcessError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            raise
     assert not wrong, f"{len(wrong)} of {WIDE_STARTS} processes of ours, looked at as they started, read as strangers'"
     assert not survivors, f"{len(survivors)} of {WIDE_STARTS} processes killed as they started were left running"
 
