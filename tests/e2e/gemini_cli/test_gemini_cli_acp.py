@@ -211,7 +211,7 @@ ENDS_WITHOUT_A_REPLY = {"parallel-tools.responses"}
 FAKE_RESPONSES_SAMPLE = [
     RECORDINGS / name
     for name in (
-        "perf.high-volume.responses",  # a million lines of shell output
+        "perf.asian-language.responses",  # text that is not ASCII
         "policy-headless-shell-denied.responses",  # the CLI's own policy refuses a call
         "context-compress-interactive.compress.responses",  # the CLI compresses and retries
         "memory.multi-function-call.responses",  # several calls in one turn, then an answer
@@ -220,7 +220,9 @@ FAKE_RESPONSES_SAMPLE = [
 ]
 """The `--fake-responses` wiring on a sample: every recording plays through the real binary (behind
 FakeGemini, with every invariant checked) in `scripts/fidelity` (docs/fidelity.md), and a sample of
-that in test_gemini_cli_fidelity.py; one cold start each is too dear to repeat all 16 here."""
+that in test_gemini_cli_fidelity.py; one cold start each is too dear to repeat all 16 here. Not
+`perf.high-volume` (a million lines of `yes` through the CLI's pseudo-terminal: 30 s of a loaded run's worker,
+the CLI's own work; `scripts/fidelity` plays it)."""
 
 
 def test_the_recordings_are_all_there() -> None:
