@@ -22,6 +22,7 @@ from tests.e2e.gemini_cli.gemini_cli_helpers import Run, call, stream_line, text
 from tests.e2e.gemini_cli.test_gemini_cli_mcp_policy import _server
 from tests.hang_guard import HANG_GUARD_S
 from unified.events import (
+    ErrorEvent,
     PermissionDecision,
     Result,
     SubagentStarted,
@@ -134,3 +135,32 @@ async def test_a_subagent_is_refused_what_the_main_agent_is_asked(
     )
     result = _assert_refused(events, "run_shell_command")
     assert "unified: the policy rule mine does not allow it" in str(result.output)
+
+
+async def test_a_subagent_that_waits_unanswered_ends_the_run(
+    run_gemini: Run, responses: Responses, workspace: Path, gemini_setup: Path
+) -> None:
+    """A subagent of the user's own (`.gemini/agents/`) is not named by unified's rules, so its call of a tool the
+    policy asks about still waits on a question nobody can answer: the bound on a subagent's silence
+    (`subagent_silence_s`, 2 s here) ends the run with a typed error. Before, the run hung."""
+    agents = gemini_setup / ".gemini" / "agents"
+    agents.mkdir()
+    (agents / "helper.md").write_text("---\nname: helper\ndescription: Runs commands.\n---\nYou run commands.\n")
+    fake = responses(
+        stream_line(call("invoke_agent", agent_name="helper", prompt="do it")),
+        stream_line(call("run_shell_command", command="touch sub")),
+        stream_line(call("complete_task", result={"response": "finished"})),
+        stream_line(text("done")),
+    )
+    policy = _rule("run_shell_command", "ask_user")
+    options = {"policy": policy, "fake_responses_strict": False, "subagent_silence_s": 2}
+    with anyio.fail_after(HANG_GUARD_S):
+        events = await run_gemini(fake, approval_mode="yolo", backend_options=options)
+    started = [e for e in events if isinstance(e, SubagentStarted)]
+    assert [e.agent_name for e in started] == ["helper"]
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "error"
+    assert "subagent helper" in (result.error or "")
+    assert any(isinstance(e, ErrorEvent) and e.code == "backend_error" for e in events)
+    assert not (workspace / "sub").exists()

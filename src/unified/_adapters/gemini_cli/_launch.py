@@ -274,6 +274,8 @@ class Launch:
     """The caller's policy (`GeminiCliOptions.policy`): the tools its user rules may deny or ask for are asked."""
     max_retries: int = 3
     """The CLI's retries of one request before the run gives up (`GeminiCliOptions.max_retries`, `RetryWatch`)."""
+    subagent_silence_s: float | None = 900.0
+    """How long a running subagent may write nothing before the run ends (`GeminiCliOptions.subagent_silence_s`)."""
 
     @classmethod
     def of(cls, params: ExecuteParams, options: GeminiCliOptions) -> Launch:
@@ -303,6 +305,7 @@ class Launch:
             excluded_tools=tuple(sorted(set(params.excluded_tools))),
             policy=options.policy,
             max_retries=options.max_retries,
+            subagent_silence_s=options.subagent_silence_s,
         )
 
     def model_for(self, session_model: str | None = None) -> str:

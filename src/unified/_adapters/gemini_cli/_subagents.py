@@ -22,6 +22,7 @@ from unified._adapters.gemini_cli._launch import DENIAL_RULE, cli_denials
 from unified._adapters.gemini_cli._translate import BACKEND_ALLOWED
 from unified._binary.follow import JsonlFollower
 from unified.backends import RunContext
+from unified.errors import BackendError
 from unified.events import PermissionDecision, SubagentProgress, ToolResult, ToolUse, Usage
 
 if TYPE_CHECKING:
@@ -77,7 +78,14 @@ def _decision(call: dict[str, Any], call_id: str, name: str, common: dict[str, A
 class SubagentWatcher:
     """Follows the child chat files of one parent session while its subagents run."""
 
-    def __init__(self, home: Path, parent_session_id: str, ctx: RunContext, policy: Policy | None = None) -> None:
+    def __init__(
+        self,
+        home: Path,
+        parent_session_id: str,
+        ctx: RunContext,
+        policy: Policy | None = None,
+        silence_s: float | None = None,
+    ) -> None:
         pattern = f"tmp/*/chats/{parent_session_id}/*.jsonl"
         self._follower = JsonlFollower(lambda: home.glob(pattern), rescan_interval=None)
         self._ctx = ctx
@@ -90,6 +98,9 @@ class SubagentWatcher:
         """Records of a file that appeared before its `invoke_agent` call was tracked."""
         self._by_task: dict[str, _Child] = {}
         self._lock = anyio.Lock()
+        self._silence_s = silence_s
+        self._heard: dict[str, tuple[float, str | None]] = {}
+        """Each running subagent's task id -> when its file last grew (or it started) and its agent's name."""
         self._denials = {tool: rule for tool, (rule, _modes) in cli_denials(policy).items()}
         """The tools the CLI does not offer for the caller's policy (`_launch.cli_denials`) -> the caller's rule."""
 
@@ -99,12 +110,25 @@ class SubagentWatcher:
 
     def track(self, task_id: str, agent_name: str | None) -> None:
         self._waiting.append((task_id, agent_name))
+        self._heard[task_id] = (anyio.current_time(), agent_name)
 
     async def tick(self) -> None:
         """One look, every `POLL_INTERVAL_S` while the prompt runs (`_binary.loops.every`): a poll while a
-        subagent is awaited or running."""
+        subagent is awaited or running, and the bound on a subagent's silence (`subagent_silence_s`)."""
         if self._waiting or self._by_task:
             await self.poll()
+        if self._silence_s is None:
+            return
+        now = anyio.current_time()
+        for task_id, (heard, agent) in self._heard.items():
+            if now - heard > self._silence_s:
+                raise BackendError(
+                    f"the Gemini CLI's subagent {agent or '?'} ({task_id}) wrote nothing for {self._silence_s:g}s: "
+                    "it may be waiting on a question a subagent cannot put to a client, which 0.61 waits on for ever",
+                    hint="deny the tool in the policy, or raise backend_options.subagent_silence_s for a subagent "
+                    "that runs one command that long",
+                    details={"task_id": task_id, "agent_name": agent, "subagent_silence_s": self._silence_s},
+                )
 
     async def poll(self) -> None:
         async with self._lock:
@@ -117,6 +141,8 @@ class SubagentWatcher:
                     task_id, agent = self._waiting.pop(0)
                     self._children[path] = self._by_task[task_id] = _Child(task_id, agent)
             for path, child in self._children.items():
+                if path in self._unclaimed and child.task_id in self._heard:
+                    self._heard[child.task_id] = (anyio.current_time(), child.agent_name)
                 for record in self._unclaimed.pop(path, []):
                     if not child.finished and record.get("type") == "gemini":
                         await self._message(child, record)
@@ -127,6 +153,7 @@ class SubagentWatcher:
         """Read what is left of the task's file; its usage, then stop following it."""
         await self.poll()
         child = self._by_task.pop(task_id, None)
+        self._heard.pop(task_id, None)
         self._waiting = [(t, a) for t, a in self._waiting if t != task_id]
         if child is None:
             return None
