@@ -477,6 +477,25 @@ def unasked_refusal(policy: Policy, tool: str, mode: ApprovalMode) -> str | None
     return verdict.rule.name if verdict.rule is not None else "none (no rule allows it)"
 
 
+def outright_refusal(policy: Policy, tool: str, mode: ApprovalMode, *, lowest: float = 0.0) -> str | None:
+    """The rule by which `policy` denies every call of `tool` in `mode`, whatever its arguments: the first rule that
+    names the tool there is a deny without conditions, with nothing above it but deny rules (a rule above that could
+    allow or ask for some call, with arguments or not, leaves the tool to be decided call by call: None). Only a
+    rule of priority `lowest` or more counts (`USER_TIER`: the caller's own)."""
+    for rule in policy.rules:
+        if rule.priority < lowest:
+            return None
+        if not any(fnmatch.fnmatchcase(tool, ALIASES.get(pattern, pattern)) for pattern in rule.tool_names):
+            continue
+        if rule.modes is not None and mode not in rule.modes:
+            continue
+        if rule.decision is not Decision.DENY:
+            return None
+        if (rule.args_pattern, rule.command_prefixes, rule.command_shape) == (None, None, None):
+            return rule.name
+    return None
+
+
 def session_rule(tool: str, args: Mapping[str, Any], mode: ApprovalMode) -> Rule:
     """The narrowed rule an "allow always" answer adds: this tool in this approval mode and the
     more permissive ones, and for the shell only this command's shape (`shell_shape`)."""

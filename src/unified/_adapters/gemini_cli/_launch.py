@@ -55,7 +55,7 @@ from unified._binary.process import AgentSubprocess, PipedEnv
 from unified._files import read_regular
 from unified.errors import BackendUnavailable
 from unified.tools import Policy, protected_path_patterns
-from unified.tools._policy import ALIASES, USER_TIER, Decision, unasked_refusal
+from unified.tools._policy import ALIASES, USER_TIER, Decision, Rule, outright_refusal, unasked_refusal
 from unified.types import ApprovalMode, ExecuteParams
 
 __all__ = [
@@ -69,16 +69,20 @@ __all__ = [
     "PINNED_VERSION",
     "SYSTEM_SETTINGS_ENV",
     "Launch",
+    "cli_denials",
     "cli_tool_name",
     "credentials_by_pipe",
     "gemini_env",
     "gemini_file",
     "never_asked_denials",
+    "outright_denials",
     "policy_denials",
     "policy_rules",
-    "policy_tool_name",
+    "policy_tool_names",
     "require_node",
     "start_gemini",
+    "subagent_denials",
+    "subagent_rules",
     "user_rule_tools",
 ]
 
@@ -270,6 +274,8 @@ class Launch:
     """The caller's policy (`GeminiCliOptions.policy`): the tools its user rules may deny or ask for are asked."""
     max_retries: int = 3
     """The CLI's retries of one request before the run gives up (`GeminiCliOptions.max_retries`, `RetryWatch`)."""
+    subagent_silence_s: float | None = 900.0
+    """How long a running subagent may write nothing before the run ends (`GeminiCliOptions.subagent_silence_s`)."""
 
     @classmethod
     def of(cls, params: ExecuteParams, options: GeminiCliOptions) -> Launch:
@@ -299,6 +305,7 @@ class Launch:
             excluded_tools=tuple(sorted(set(params.excluded_tools))),
             policy=options.policy,
             max_retries=options.max_retries,
+            subagent_silence_s=options.subagent_silence_s,
         )
 
     def model_for(self, session_model: str | None = None) -> str:
@@ -334,7 +341,7 @@ class Launch:
     def policy_flags(self) -> list[str]:
         """unified's rules for the CLI (`policy_rules`) as a `--policy` file. A file given this way is the
         CLI's user tier and replaces its user policies directory: no rule of its own lets a call past unified."""
-        rules = policy_denials(never_asked_denials(self.policy))
+        rules = policy_denials(cli_denials(self.policy)) + subagent_rules(subagent_denials(self.policy))
         rules += policy_rules(self.excluded_tools, user_rule_tools(self.policy))
         return ["--policy", str(gemini_file("policy", ".toml", rules))]
 
@@ -385,6 +392,90 @@ def never_asked_denials(policy: Policy | None) -> dict[str, tuple[str, tuple[str
     return denials
 
 
+def outright_denials(policy: Policy | None) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """For each tool a user rule names (exactly, no wildcard) that `policy` denies every call of
+    (`tools._policy.outright_refusal`): its CLI name -> the rule and the CLI modes it holds in. The CLI is told to deny
+    it without arguments (`policy_denials`), so it refuses every call itself, a subagent's too, and does not offer it:
+    asked instead (`user_rule_tools`), a subagent's call of it was a question nobody could answer, and the run hung
+    (0.61 in yolo, measured for an MCP tool, the shell and `write_file`)."""
+    denials: dict[str, tuple[str, tuple[str, ...]]] = {}
+    if policy is None:
+        return denials
+    for name, _rule in _user_rule_names(policy):
+        if any(c in name for c in "*?["):
+            continue
+        tool = ALIASES.get(name, name)
+        refusals = {
+            cli: rule
+            for mode, cli in _CLI_MODES.items()
+            if (rule := outright_refusal(policy, tool, mode, lowest=USER_TIER))
+        }
+        if refusals:
+            denials.setdefault(cli_tool_name(name), (next(iter(refusals.values())), tuple(sorted(refusals))))
+    return denials
+
+
+def cli_denials(policy: Policy | None) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Every tool the CLI is told to deny without arguments for the caller's policy, by its CLI name: those it never
+    asks about (`never_asked_denials`) and those the policy denies outright (`outright_denials`)."""
+    return {**outright_denials(policy), **never_asked_denials(policy)}
+
+
+SUBAGENTS = ("codebase_investigator", "cli_help", "generalist", "browser_agent")
+"""0.61's own subagents (`AgentRegistry.loadBuiltInAgents`). A policy rule holds for one subagent's calls when its
+`subagent` names it, exactly (no wildcard, no list): a subagent of the user's own (`.gemini/agents/`) is not named."""
+
+
+def _user_rule_names(policy: Policy) -> list[tuple[str, str]]:
+    """(tool name or pattern as written, rule name) of the caller's rules that may deny or ask, highest first."""
+    rules: list[Rule] = [r for r in policy.rules if r.priority >= USER_TIER and r.decision is not Decision.ALLOW]
+    return [(name, rule.name) for rule in rules for name in rule.tool_names]
+
+
+def subagent_denials(policy: Policy | None) -> dict[str, str]:
+    """The CLI's name (or pattern) of each tool the CLI must ask unified about (`user_rule_tools`) -> the rule that
+    makes it so. A subagent cannot put a question to the client: 0.61 puts it on its internal message bus, which no
+    ACP client answers, and waits for ever (its own time limit paused meanwhile). So a subagent is denied these
+    tools outright (fail closed: an ask rule, or a deny rule with arguments, refuses every call of the subagent's),
+    while the main agent's calls are still asked. A tool the CLI denies everyone in every mode (`cli_denials`) needs
+    no rule of its own."""
+    denials: dict[str, str] = {}
+    if policy is None:
+        return denials
+    for name, rule in _user_rule_names(policy):
+        denials.setdefault(cli_tool_name(name), rule)
+    for tool in READ_ONLY_CLI_TOOLS:
+        ours = ALIASES.get(tool, tool)
+        refusals = [refusal for mode in _CLI_MODES if (refusal := unasked_refusal(policy, ours, mode)) is not None]
+        if refusals:
+            denials.setdefault(tool, refusals[0])
+    everywhere = set(_CLI_MODES.values())
+    denied = {tool for tool, (_rule, modes) in cli_denials(policy).items() if set(modes) == everywhere}
+    return {tool: rule for tool, rule in denials.items() if tool not in denied}
+
+
+_UNASKABLE = " (a subagent cannot be asked)"
+
+
+def subagent_rules(denials: Mapping[str, str]) -> str:
+    """`subagent_denials` as the CLI's deny rules, one per built-in subagent (`SUBAGENTS`) and tool, in every mode,
+    above unified's asking rules; the `denyMessage` names the caller's rule (`_subagents` reads it back). (With a
+    wildcard, `*`, no subagent starts in the first place: the main agent's rule asking about every tool makes 0.61's
+    own check of the delegation a question, which it refuses, "Tool execution for ... denied by policy", measured.)"""
+    return "".join(
+        f"[[rule]]\nname = {toml_string(f'unified: {rule} (subagent {agent})')}\ntoolName = {toml_string(tool)}\n"
+        f'subagent = {toml_string(agent)}\ndecision = "deny"\npriority = 997\nmodes = {ALL_MODES}\n'
+        f"denyMessage = {toml_string(f'unified: the policy rule {rule} does not allow it{_UNASKABLE}')}\n\n"
+        for tool, rule in sorted(denials.items())
+        for agent in SUBAGENTS
+    )
+
+
+DENIAL_RULE = re.compile(r"unified: the policy rule (?P<rule>.+?) does not allow it")
+"""The caller's rule named in the `denyMessage` of unified's deny rules (`policy_denials`, `subagent_rules`), as
+the CLI's refusal quotes it ("Tool execution denied by policy. unified: ...")."""
+
+
 def toml_string(value: str | list[str]) -> str:
     """`value` as a TOML string (or array of them) for the CLI's policy file: JSON's escapes without `ensure_ascii`.
     With it, a character beyond the BMP (an emoji in a rule's name, in an excluded MCP tool's name) became a JSON
@@ -424,18 +515,24 @@ def cli_tool_name(name: str) -> str:
     return CLI_NAMES.get(name, name)
 
 
-def policy_tool_name(name: str, servers: Sequence[str]) -> str:
-    """unified's name for the CLI's MCP tool `name` (`mcp_<server>_<tool>` -> `mcp__<server>__<tool>`), which
-    the caller's policy speaks; the longest of the run's `servers` that prefixes it (a server's name may hold
-    `_`), else the CLI's own split at the first `_`. Any other name is unified's already."""
+def policy_tool_names(name: str, servers: Sequence[str]) -> tuple[str, ...]:
+    """unified's names for the CLI's MCP tool `name` (`mcp_<server>_<tool>` -> `mcp__<server>__<tool>`), which the
+    caller's policy speaks: one for each of the run's `servers` that prefixes it, longest server first. A server's name
+    may hold `_`, so with servers `a` and `a_b` the CLI's `mcp_a_b_c` is tool `c` of `a_b` or tool `b_c` of `a`: the
+    caller decides on every reading, and the strictest wins (`_permissions`: fail closed). Without a matching server,
+    the CLI's own split at the first `_`. Any other name is unified's already (one reading)."""
     if not name.startswith("mcp_") or name.startswith("mcp__"):
-        return name
+        return (name,)
     rest = name[len("mcp_") :]
-    for server in sorted(servers, key=len, reverse=True):
-        if rest.startswith(f"{server}_") and len(rest) > len(server) + 1:
-            return f"mcp__{server}__{rest[len(server) + 1 :]}"
+    readings = tuple(
+        f"mcp__{server}__{rest[len(server) + 1 :]}"
+        for server in sorted(set(servers), key=len, reverse=True)
+        if rest.startswith(f"{server}_") and len(rest) > len(server) + 1
+    )
+    if readings:
+        return readings
     server, sep, tool = rest.partition("_")
-    return f"mcp__{server}__{tool}" if sep and server and tool else name
+    return (f"mcp__{server}__{tool}",) if sep and server and tool else (name,)
 
 
 def user_rule_tools(policy: Policy | None) -> tuple[str, ...]:

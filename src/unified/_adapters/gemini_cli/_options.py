@@ -50,6 +50,12 @@ class GeminiCliOptions(BackendOptions):
     """Retries of one model request after a 429, a 5xx or a broken stream, of the CLI's own (up to 9, waiting 5 s,
     10 s, 20 s, then 30 s each: ~3.5 min). Past them the prompt is ended and the run fails with the last failure's
     typed error (`rate_limited`, `backend_error`, retryable), in step with the other backends' `max_retries`."""
+    subagent_silence_s: float | None = Field(default=900.0, gt=0)
+    """Longest a running subagent may go without a record in its chat file; then the run ends with `backend_error`
+    naming it. 0.61 waits for ever on a question a subagent cannot put to a client (a tool the caller's policy asks
+    about, called by a subagent of the user's own, which unified's `--policy` rules cannot name), and the delegation
+    keeps the run's idle timeout off. The CLI ends its own subagents after 10 minutes of work (`timeout_mins` of a
+    user's agent), a wait for a question excluded; None: no bound."""
     acp_transcript: TranscriptOption = None
     """A list that receives every JSON-RPC message both ways and, between them, the records the CLI
     appended to its chat files meanwhile (cassette recording); kept by identity."""

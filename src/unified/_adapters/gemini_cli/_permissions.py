@@ -30,12 +30,12 @@ CLI's own (`decided_by="backend"`).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from unified._adapters.gemini_cli._acp import AcpConnection
-from unified._adapters.gemini_cli._launch import never_asked_denials, policy_tool_name
+from unified._adapters.gemini_cli._launch import cli_denials, policy_tool_names
 from unified._adapters.gemini_cli._translate import AcpTranslator, Item
 from unified._binary.jsonrpc import as_dict, as_list
 from unified.backends import RunContext
@@ -96,8 +96,8 @@ class PermissionGate:
         )
         self._quiet_args = (cwd, common)
         self._quiet: ToolRuntime | None = None
-        self._denials = never_asked_denials(policy)
-        """The tools the CLI never asks about that the policy denies by a `--policy` rule (`_launch`), by rule."""
+        self._denials = cli_denials(policy)
+        """The tools the CLI is told to deny by a `--policy` rule (`_launch.cli_denials`), by the caller's rule."""
 
     @property
     def runtime(self) -> ToolRuntime:
@@ -119,9 +119,27 @@ class PermissionGate:
     async def decide(self, call: ToolCall, *, unseen: bool = False) -> PermissionDecision:
         return await self.runtime.decide(call, unseen=unseen)
 
+    def strictest(self, names: Sequence[str], args: Mapping[str, Any], *, unseen: bool) -> str:
+        """Of the readings of one call's tool name (`_launch.policy_tool_names`: an MCP tool whose server names
+        overlap), the one the policy treats most strictly (deny, then ask, then allow): fail closed, since the CLI
+        does not say which server's tool it is."""
+        if len(names) == 1:
+            return names[0]
+        from unified.tools import Decision
+        from unified.tools._policy import ALIASES
+
+        runtime = self.runtime
+        order = {Decision.DENY: 0, Decision.ASK_USER: 1, Decision.ALLOW: 2}
+
+        def strictness(name: str) -> int:
+            tool = ALIASES.get(name, name)
+            return order[runtime.policy.evaluate(tool, args, runtime.approval_mode, unseen=unseen).decision]
+
+        return min(names, key=strictness)
+
     async def relabel(self, decision: PermissionDecision) -> PermissionDecision:
         """A call the CLI ran unasked: unified's own rule when its table allows the tool without asking. A call the CLI
-        refused of a tool the caller's policy denies by a `--policy` rule (`never_asked_denials`: the CLI does not offer
+        refused of a tool the caller's policy denies by a `--policy` rule (`cli_denials`: the CLI does not offer
         it, or its policy denied it): that rule, `decided_by="policy"`."""
         denial = self._denials.get(decision.tool_name)
         if denial is not None and decision.decision == "deny" and decision.rule is None:
@@ -208,8 +226,9 @@ class PermissionBridge:
         from unified.tools import ToolCall
 
         # ACP shows no arguments but the shell's and the edits' (`_translate.request_args`): a rule reading them asks.
-        # The policy speaks unified's names (an MCP tool's `mcp__<server>__<tool>`); the events keep the CLI's.
-        named = policy_tool_name(tool_name, self.servers)
+        # The policy speaks unified's names (an MCP tool's `mcp__<server>__<tool>`, the strictest reading where the
+        # run's server names overlap); the events keep the CLI's.
+        named = self.gate.strictest(policy_tool_names(tool_name, self.servers), args, unseen=not args)
         decision = await self.gate.decide(ToolCall(call_id, named, args), unseen=not args)
         decision = decision.model_copy(update={"tool_name": tool_name})
         if decision.decision == "allow" and decision.input is not None:

@@ -154,7 +154,7 @@ class AcpRun:
             )
         )
         home = gemini_home(self.launch.env)
-        watcher = SubagentWatcher(home, self.session_id, ctx)
+        watcher = SubagentWatcher(home, self.session_id, ctx, self.launch.policy, self.launch.subagent_silence_s)
         watcher.start()
         chat = ChatRecords(home, self.session_id)
         chat.start()

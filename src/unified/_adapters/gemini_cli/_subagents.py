@@ -13,15 +13,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from unified._adapters.gemini_cli._chat_records import FINAL_STATUSES, usage_from_tokens
+from unified._adapters.gemini_cli._launch import DENIAL_RULE, cli_denials
 from unified._adapters.gemini_cli._translate import BACKEND_ALLOWED
 from unified._binary.follow import JsonlFollower
 from unified.backends import RunContext
+from unified.errors import BackendError
 from unified.events import PermissionDecision, SubagentProgress, ToolResult, ToolUse, Usage
+
+if TYPE_CHECKING:
+    from unified.tools import Policy
 
 __all__ = ["SubagentWatcher"]
 
@@ -47,10 +52,40 @@ def _tool_output(call: dict[str, Any]) -> Any:
     return call.get("resultDisplay") or None
 
 
+def _decision(call: dict[str, Any], call_id: str, name: str, common: dict[str, Any]) -> PermissionDecision:
+    """A subagent's call is never put to the client: the CLI decided it itself. A call the CLI refused by one of
+    unified's `--policy` rules for the caller's policy (`_launch.subagent_rules`, `policy_denials`: recorded ended,
+    its error quoting the rule) is that rule's denial; any other was allowed."""
+    refused = None
+    if call.get("status") in FINAL_STATUSES and call.get("status") != "success":
+        refused = DENIAL_RULE.search(str(_tool_output(call)))
+    if refused is not None:
+        reason = "a subagent cannot be asked, and the caller's policy may not allow this call"
+        return PermissionDecision(
+            tool_use_id=call_id,
+            tool_name=name,
+            decision="deny",
+            decided_by="policy",
+            rule=refused["rule"],
+            reason=reason,
+            **common,
+        )
+    return PermissionDecision(
+        tool_use_id=call_id, tool_name=name, decision="allow", decided_by="backend", reason=BACKEND_ALLOWED, **common
+    )
+
+
 class SubagentWatcher:
     """Follows the child chat files of one parent session while its subagents run."""
 
-    def __init__(self, home: Path, parent_session_id: str, ctx: RunContext) -> None:
+    def __init__(
+        self,
+        home: Path,
+        parent_session_id: str,
+        ctx: RunContext,
+        policy: Policy | None = None,
+        silence_s: float | None = None,
+    ) -> None:
         pattern = f"tmp/*/chats/{parent_session_id}/*.jsonl"
         self._follower = JsonlFollower(lambda: home.glob(pattern), rescan_interval=None)
         self._ctx = ctx
@@ -63,6 +98,11 @@ class SubagentWatcher:
         """Records of a file that appeared before its `invoke_agent` call was tracked."""
         self._by_task: dict[str, _Child] = {}
         self._lock = anyio.Lock()
+        self._silence_s = silence_s
+        self._heard: dict[str, tuple[float, str | None]] = {}
+        """Each running subagent's task id -> when its file last grew (or it started) and its agent's name."""
+        self._denials = {tool: rule for tool, (rule, _modes) in cli_denials(policy).items()}
+        """The tools the CLI does not offer for the caller's policy (`_launch.cli_denials`) -> the caller's rule."""
 
     def start(self) -> None:
         self._follower.start()
@@ -70,12 +110,25 @@ class SubagentWatcher:
 
     def track(self, task_id: str, agent_name: str | None) -> None:
         self._waiting.append((task_id, agent_name))
+        self._heard[task_id] = (anyio.current_time(), agent_name)
 
     async def tick(self) -> None:
         """One look, every `POLL_INTERVAL_S` while the prompt runs (`_binary.loops.every`): a poll while a
-        subagent is awaited or running."""
+        subagent is awaited or running, and the bound on a subagent's silence (`subagent_silence_s`)."""
         if self._waiting or self._by_task:
             await self.poll()
+        if self._silence_s is None:
+            return
+        now = anyio.current_time()
+        for task_id, (heard, agent) in self._heard.items():
+            if now - heard > self._silence_s:
+                raise BackendError(
+                    f"the Gemini CLI's subagent {agent or '?'} ({task_id}) wrote nothing for {self._silence_s:g}s: "
+                    "it may be waiting on a question a subagent cannot put to a client, which 0.61 waits on for ever",
+                    hint="deny the tool in the policy, or raise backend_options.subagent_silence_s for a subagent "
+                    "that runs one command that long",
+                    details={"task_id": task_id, "agent_name": agent, "subagent_silence_s": self._silence_s},
+                )
 
     async def poll(self) -> None:
         async with self._lock:
@@ -88,19 +141,59 @@ class SubagentWatcher:
                     task_id, agent = self._waiting.pop(0)
                     self._children[path] = self._by_task[task_id] = _Child(task_id, agent)
             for path, child in self._children.items():
+                if path in self._unclaimed and child.task_id in self._heard:
+                    self._heard[child.task_id] = (anyio.current_time(), child.agent_name)
                 for record in self._unclaimed.pop(path, []):
                     if not child.finished and record.get("type") == "gemini":
                         await self._message(child, record)
+                    elif not child.finished and record.get("type") == "user":
+                        await self._refused(child, record)
 
     async def finish(self, task_id: str) -> Usage | None:
         """Read what is left of the task's file; its usage, then stop following it."""
         await self.poll()
         child = self._by_task.pop(task_id, None)
+        self._heard.pop(task_id, None)
         self._waiting = [(t, a) for t, a in self._waiting if t != task_id]
         if child is None:
             return None
         child.finished = True
         return usage_from_tokens(child.tokens)
+
+    async def _refused(self, child: _Child, record: dict[str, Any]) -> None:
+        """A function response for a call the child's records never showed: the subagent called a tool it does not
+        have, which the CLI answers without running anything ("Unauthorized tool call: ... is not available to this
+        agent"), as it does for a tool it was told not to offer for the caller's policy (`_launch.cli_denials`): a
+        denial, that rule's where there is one."""
+        common: dict[str, Any] = {"session_id": self._session_id, "subagent_task_id": child.task_id}
+        for part in record.get("content") or []:
+            response = part.get("functionResponse") if isinstance(part, dict) else None
+            if not isinstance(response, dict) or not isinstance(response.get("id"), str):
+                continue
+            call_id, name = response["id"], str(response.get("name"))
+            if call_id in child.announced:
+                continue
+            child.announced.add(call_id)
+            child.answered.add(call_id)
+            rule = self._denials.get(name)
+            output = response.get("response")
+            if isinstance(output, dict):
+                output = output.get("error", output.get("output", output))
+            await self._ctx.emit(ToolUse(tool_use_id=call_id, name=name, input={}, **common))
+            await self._ctx.emit(
+                PermissionDecision(
+                    tool_use_id=call_id,
+                    tool_name=name,
+                    decision="deny",
+                    decided_by="backend" if rule is None else "policy",
+                    rule=rule,
+                    reason=f"the subagent has no tool named {name!r}"
+                    if rule is None
+                    else f"the caller's policy rule {rule} does not allow it, so the Gemini CLI does not offer it",
+                    **common,
+                )
+            )
+            await self._ctx.emit(ToolResult(tool_use_id=call_id, output=output, is_error=True, **common))
 
     async def _message(self, child: _Child, record: dict[str, Any]) -> None:
         common: dict[str, Any] = {"session_id": self._session_id, "subagent_task_id": child.task_id}
@@ -121,16 +214,7 @@ class SubagentWatcher:
                 args = call.get("args") if isinstance(call.get("args"), dict) else {}
                 name = str(call.get("name"))
                 await self._ctx.emit(ToolUse(tool_use_id=call_id, name=name, input=args, **common))
-                # A subagent's calls are never put to the client: the CLI decided them itself.
-                decision = PermissionDecision(
-                    tool_use_id=call_id,
-                    tool_name=name,
-                    decision="allow",
-                    decided_by="backend",
-                    reason=BACKEND_ALLOWED,
-                    **common,
-                )
-                await self._ctx.emit(decision)
+                await self._ctx.emit(_decision(call, call_id, name, common))
             if call.get("status") in FINAL_STATUSES and call_id not in child.answered:
                 child.answered.add(call_id)
                 await self._ctx.emit(
