@@ -1,0 +1,144 @@
+"""Red team round 13: attacks by a model that read unified's code, on the shell command's reading (the policy's
+and the read-only judge's), the file tools' confinement and the secrets. Each hole found is a test that failed
+before its fix; attacks that held are pinned as `test_held_...`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from unified.tools import Decision, Policy, _shell_syntax
+from unified.tools._protected import shell_protected
+from unified.tools._read_only import not_read_only
+
+# --- the read-only judge (codex runs what it and Codex's parse call reads unasked) ------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sed -n -l 1p '1e touch pwned' a",  # sed takes `1p` as -l's number (atoi) and runs the script `1e ...`
+        "sed -n -l 1p 'w .bashrc' a",
+        "sed -n --line-length 1p '1e touch pwned' a",
+        "sed -n --line 1p '1e touch pwned' a",  # getopt takes an unambiguous prefix of a long option
+    ],
+)
+def test_a_sed_script_hidden_behind_an_options_value_is_not_a_read(command: str) -> None:
+    """The judge took the first word without a dash for the script; `-l` takes the next word as its value, so
+    the script sed runs was the word after (GNU sed 4.9 ran `1e touch pwned`)."""
+    why = not_read_only(command)
+    assert why is not None
+    assert "script" in why
+
+
+@pytest.mark.parametrize("command", ["sed -n -l 5 1p a", "sed -n -l5 1p a", "sed -n --line-length=5 '$p' a"])
+def test_a_print_script_after_a_line_length_is_still_a_read(command: str) -> None:
+    assert not_read_only(command) is None
+
+
+# --- the shell command's reading: builtins' options as bash's getopt reads them ----------------------------------
+
+DENY_RM = Policy.default().with_toml(
+    '[[rule]]\nname = "no-rm"\ntoolName = "run_shell_command"\ncommandPrefix = "rm"\ndecision = "deny"\n'
+)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "jobs -x -- rm -rf victim",  # bash's getopt ends the options at `--`; the parse ran `--` as the command
+        "jobs -xl rm -rf victim",  # `-x` in a cluster
+        "jobs -x -r rm -rf victim",  # more options after `-x`
+    ],
+)
+def test_jobs_x_runs_its_command_in_every_spelling_of_its_options(command: str) -> None:
+    """bash 5.2 ran `touch` under each form (measured); yolo allowed them past a deny rule for rm."""
+    verdict = DENY_RM.evaluate("run_shell_command", {"command": command}, "yolo")
+    assert verdict.decision is Decision.DENY
+    assert verdict.rule is not None
+    assert verdict.rule.name == "no-rm"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "wait -np 'a[$(rm -rf victim)]'",  # `-p NAME` in a cluster: bash sets the name and evaluates its index
+        "wait -fnp 'a[$(rm -rf victim)]'",
+        "wait -p'a[$(rm -rf victim)]'",
+        "printf -v a -v 'b[$(rm -rf victim)]' x",  # the last `-v` wins; the parse read the first
+        "printf -vz -v 'b[$(rm -rf victim)]' x",
+    ],
+)
+def test_a_variable_a_builtins_clustered_or_repeated_option_names_is_judged(command: str) -> None:
+    """bash 5.2 ran the index's command substitution for the unattached and repeated forms (measured with
+    `touch`); the parse saw no variable set, so yolo allowed them past a deny rule for rm. Now asked."""
+    verdict = DENY_RM.evaluate("run_shell_command", {"command": command}, "yolo")
+    assert verdict.decision is Decision.ASK_USER
+    assert "run time" in (verdict.doubt or "")
+
+
+@pytest.mark.parametrize("command", ["wait -n", "wait -p pid -n", "jobs -l", "printf -v x %s y", "printf -- -v y"])
+def test_plain_waits_jobs_and_printfs_stay_allowed_in_yolo(command: str) -> None:
+    assert DENY_RM.evaluate("run_shell_command", {"command": command}, "yolo").decision is Decision.ALLOW
+
+
+@pytest.mark.parametrize("command", ["hash -rp /bin/rm ls; ls victim", "hash -p/bin/rm ls; ls victim"])
+def test_hash_p_in_a_cluster_or_attached_is_not_passed_by(command: str) -> None:
+    """`hash -p PATH NAME` makes NAME run PATH: bash 5.2 deleted `victim` under both forms (measured), which the
+    parse, looking for the word `-p` alone, let yolo allow past a deny rule for rm. Now asked."""
+    verdict = DENY_RM.evaluate("run_shell_command", {"command": command}, "yolo")
+    assert verdict.decision is Decision.ASK_USER
+    assert "run time" in (verdict.doubt or "")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "set -k; bash -c true BASH_ENV=/dev/stdin <<< 'rm -rf victim'",
+        "set -o keyword; bash -c true BASH_ENV=/dev/stdin <<< 'rm -rf victim'",
+        "set -ek; bash -c true BASH_ENV=/dev/stdin <<< 'rm -rf victim'",
+        "shopt -os keyword; bash -c true BASH_ENV=/dev/stdin <<< 'rm -rf victim'",
+        "bash -kc 'bash -c true BASH_ENV=/dev/stdin' <<< 'rm -rf victim'",
+        "bash -o keyword -c 'bash -c true BASH_ENV=/dev/stdin' <<< 'rm -rf victim'",
+    ],
+)
+def test_keyword_mode_which_makes_a_later_word_a_variable_is_not_passed_by(command: str) -> None:
+    """In keyword mode a `NAME=value` word after the command name goes into its environment: bash 5.2 deleted
+    `victim` under each form (measured with `rm -f`), through a `BASH_ENV` the parse never saw set, and yolo
+    allowed it past a deny rule for rm. Now the mode is a part only known at run time: asked."""
+    verdict = DENY_RM.evaluate("run_shell_command", {"command": command}, "yolo")
+    assert verdict.decision is Decision.ASK_USER
+    assert "run time" in (verdict.doubt or "")
+
+
+@pytest.mark.parametrize("command", ["set -euo pipefail; ls", "set +k; ls", "set -- -k", "bash -e -o pipefail -c ls"])
+def test_other_shell_options_stay_allowed_in_yolo(command: str) -> None:
+    assert DENY_RM.evaluate("run_shell_command", {"command": command}, "yolo").decision is Decision.ALLOW
+
+
+# --- protected paths: more files that make a later command, login or boot run a program --------------------------
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        ".hgrc",  # Mercurial: `[hooks] pre-status = cmd` runs at the next `hg status`
+        ".config/hg/hgrc",
+        ".jj/repo/config.toml",  # Jujutsu: `ui.pager`, diff tools
+        ".jjconfig.toml",
+        ".config/jj/config.toml",
+        ".local/share/systemd/user/evil.service",  # a user unit, as under .config/systemd/user
+        "/etc/sysctl.d/99-x.conf",  # kernel.core_pattern = |/ws/evil, applied at boot
+        "/etc/sysctl.conf",
+        "/etc/tmpfiles.d/x.conf",  # files and links made as root at boot
+        "/etc/binfmt.d/x.conf",  # an interpreter the kernel runs for a file type
+        "/etc/anacrontab",
+        "/run/systemd/system/x.service",
+    ],
+)
+def test_a_copy_onto_a_file_that_runs_programs_later_is_a_protected_write(tmp_path: Path, target: str) -> None:
+    """Each was written unasked under an allow rule for `cp` (no pattern named it)."""
+    (tmp_path / "a").write_text("x")
+    parts = _shell_syntax.parse(f"cp a {target}")
+    assert shell_protected(parts, tmp_path, [tmp_path], "/usr/bin:/bin") is not None
