@@ -4,11 +4,13 @@ before its fix; attacks that held are pinned as `test_held_...`."""
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
 
-from unified.tools import Decision, Policy, _shell_syntax
+from unified.tools import Decision, Policy, ToolCall, ToolRuntime, _shell_syntax
 from unified.tools._protected import shell_protected
 from unified.tools._read_only import not_read_only
 
@@ -142,3 +144,84 @@ def test_a_copy_onto_a_file_that_runs_programs_later_is_a_protected_write(tmp_pa
     (tmp_path / "a").write_text("x")
     parts = _shell_syntax.parse(f"cp a {target}")
     assert shell_protected(parts, tmp_path, [tmp_path], "/usr/bin:/bin") is not None
+
+
+# --- a rule's argsPattern and a path spelled through a link -------------------------------------------------------
+
+DENY_SECRETS = Policy.default().with_toml(
+    '[[rule]]\nname = "no-secrets"\ntoolName = "*"\nargsPattern = "secrets/"\ndecision = "deny"\n'
+)
+
+
+def _linked_workspace(root: Path) -> Path:
+    """A workspace whose `docs/l` leads to its `secrets` (a repository may hold such a link)."""
+    (root / "secrets").mkdir()
+    (root / "secrets" / "key").write_text("TOPSECRET")
+    (root / "docs").mkdir()
+    os.symlink("../secrets", root / "docs" / "l")
+    os.symlink("secrets/key", root / "k")
+    return root
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("spelling", ["docs/l/key", "k", "{root}/docs/l/key"])
+async def test_a_deny_rule_for_a_path_holds_through_a_link_in_the_workspace(tmp_path: Path, spelling: str) -> None:
+    """`read_file docs/l/key` read `secrets/key`: the rule's pattern matched the text, not the path the tool
+    reached through the link. Now the rules are also read against that path."""
+    root = _linked_workspace(tmp_path)
+    async with ToolRuntime(root, policy=DENY_SECRETS) as runtime:
+        [outcome] = await runtime.run_batch([ToolCall("c1", "read_file", {"file_path": spelling.format(root=root)})])
+    assert "TOPSECRET" not in json.dumps(outcome.response)
+    assert outcome.decision is not None
+    assert (outcome.decision.decision, outcome.decision.rule) == ("deny", "no-secrets")
+
+
+@pytest.mark.anyio
+async def test_an_allow_rule_for_a_folder_does_not_cover_a_link_leading_out_of_it(tmp_path: Path) -> None:
+    root = _linked_workspace(tmp_path)
+    policy = Policy.default().with_toml(
+        '[[rule]]\nname = "docs"\ntoolName = "write_file"\nargsPattern = \'"file_path": "docs/\'\ndecision = "allow"\n'
+    )
+    async with ToolRuntime(root, policy=policy) as runtime:
+        [linked, plain] = await runtime.run_batch(
+            [
+                ToolCall("c1", "write_file", {"file_path": "docs/l/key", "content": "x"}),
+                ToolCall("c2", "write_file", {"file_path": "docs/new.md", "content": "x"}),
+            ]
+        )
+    assert linked.decision is not None
+    assert plain.decision is not None
+    assert linked.decision.decision == "deny"  # asked, and nobody can answer
+    assert "nobody can answer" in (linked.decision.reason or "")
+    assert (root / "secrets" / "key").read_text() == "TOPSECRET"
+    assert (plain.decision.decision, plain.decision.rule) == ("allow", "docs")
+
+
+DENY_RM_AND_PUSH = Policy.default().with_toml(
+    '[[rule]]\nname = "no"\ntoolName = "run_shell_command"\ncommandPrefix = ["rm", "git push"]\ndecision = "deny"\n'
+)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "nice -5 git push",  # nice's old numeric option
+        "sudo --preserve-env=X git push",
+        "env -vi rm x",
+        "find . -name x -o -exec rm {} \\;",  # -exec after an -o
+        "bash -cx 'rm x'",
+        "exec -cl rm x",
+        "watch -x rm x",
+        "$'\\u0072m' x",  # a \u escape in $'..'
+        "git pu\\\nsh",  # a line continuation inside the subcommand
+        "time -o f rm x",
+        "command -p -- rm x",
+        "flock -E 3 x rm x",
+        "coproc X { git push; }",
+        "trap -- 'git push' EXIT",
+    ],
+)
+def test_held_wrapper_and_quoting_spellings_a_yolo_deny_rule_still_denies(command: str) -> None:
+    """HELD (round 13's probes of option spellings the parse might misread): each is denied by the rule."""
+    verdict = DENY_RM_AND_PUSH.evaluate("run_shell_command", {"command": command}, "yolo")
+    assert verdict.decision is Decision.DENY
