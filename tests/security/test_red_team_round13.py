@@ -225,3 +225,47 @@ def test_held_wrapper_and_quoting_spellings_a_yolo_deny_rule_still_denies(comman
     """HELD (round 13's probes of option spellings the parse might misread): each is denied by the rule."""
     verdict = DENY_RM_AND_PUSH.evaluate("run_shell_command", {"command": command}, "yolo")
     assert verdict.decision is Decision.DENY
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "gh alias set x '!rm -rf ~'",  # ~/.config/gh/config.yml: the next `gh x` runs it
+        "gh config set pager 'sh -c evil'",
+        "gh auth setup-git",  # ~/.gitconfig's credential helper
+        "mise use node@20",  # mise.toml
+        "asdf set python system",  # .tool-versions
+        "conda config --add channels http://evil",  # .condarc
+        "direnv allow",  # the workspace's .envrc runs at the user's next cd
+        "systemctl --user enable evil.service",  # ~/.config/systemd/user/*.wants
+        "sysctl -w kernel.core_pattern='|/ws/evil'",
+        "sysctl kernel.core_pattern='|/ws/evil'",
+        "update-alternatives --install /usr/local/bin/x x ./y 1",
+        "chsh -s /ws/evil",
+        "useradd -o -u 0 x",
+    ],
+)
+def test_a_subcommand_that_writes_a_protected_file_it_does_not_name_is_a_protected_write(
+    tmp_path: Path, command: str
+) -> None:
+    """Each writes a protected path (`.config/gh/**`, `mise.toml`, `.tool-versions`, `.condarc`, ...) or what a
+    login, a boot or the next `cd` runs, without naming it: an allow rule for the program let it run unasked."""
+    assert shell_protected(_shell_syntax.parse(command), tmp_path, [tmp_path], "/usr/bin:/bin") is not None
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "gh pr list",
+        "gh pr view 12",
+        "mise ls",
+        "asdf current",
+        "conda list",
+        "direnv status",
+        "systemctl status x",
+        "sysctl -n kernel.core_pattern",
+        "update-alternatives --display editor",
+    ],
+)
+def test_their_forms_that_read_are_not_protected_writes(tmp_path: Path, command: str) -> None:
+    assert shell_protected(_shell_syntax.parse(command), tmp_path, [tmp_path], "/usr/bin:/bin") is None
