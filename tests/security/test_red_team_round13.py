@@ -269,3 +269,32 @@ def test_a_subcommand_that_writes_a_protected_file_it_does_not_name_is_a_protect
 )
 def test_their_forms_that_read_are_not_protected_writes(tmp_path: Path, command: str) -> None:
     assert shell_protected(_shell_syntax.parse(command), tmp_path, [tmp_path], "/usr/bin:/bin") is None
+
+
+# --- the read-only judge: a file a redirection reads -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "path"),
+    [
+        ("head a - < /root/.codex/auth.json", "/root/.codex/auth.json"),  # `-`: standard input, the key file
+        ("cat < /etc/shadow", "/etc/shadow"),
+        ("cat a; head 0</etc/shadow", "/etc/shadow"),
+        ("{ cat; } < /etc/shadow", "/etc/shadow"),
+        ("wc -l < /etc/shadow | head -n 1", "/etc/shadow"),
+    ],
+)
+def test_a_file_a_redirection_reads_is_a_path_the_read_only_check_judges(command: str, path: str) -> None:
+    """The words the outside-workspace check judges held no redirection: `head a - < ~/.codex/auth.json` is a
+    read by unified's parse, and only `a` was checked against the workspace, so wherever Codex's parse called it a
+    read naming `a`, the key file was read unasked. Now each file a redirection reads is among the words."""
+    from unified._adapters.codex._approvals import _read_paths
+
+    assert not_read_only(command) is None
+    assert path in _read_paths({"command": command, "cwd": "/ws"}, "/ws")
+
+
+def test_heredocs_here_strings_and_descriptor_copies_name_no_file() -> None:
+    from unified.tools._read_only import operands
+
+    assert operands("wc -l <<< x; cat <<EOF\nx\nEOF\ncat 3<&0 < <(ls) 2>/dev/null") == []

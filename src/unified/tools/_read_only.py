@@ -124,7 +124,8 @@ def operands(command: str) -> list[str]:
     and not paths at all; judged as paths they only make a command that reads outside its directory
     asked, as Codex's parse names one path of `grep -r x a /etc/passwd` (`a`) and left the rest unasked.
     Past a `--` every word is an operand as written: `cat a -- --/../../etc/passwd` reads /etc/passwd through
-    a folder named `--` the model made, and the word, read as a long option, was passed over."""
+    a folder named `--` the model made, and the word, read as a long option, was passed over. So is each file
+    a redirection reads (`_shell_syntax.redirected_inputs`)."""
     found: list[str] = []
     for part in _shell_syntax.parse(command):
         ended = False
@@ -139,4 +140,5 @@ def operands(command: str) -> list[str]:
                 found.append(word.split("=", 1)[1])
             elif not word.startswith("--") and len(word) > 2:
                 found.append(word[2:])
+    found.extend(_shell_syntax.redirected_inputs(command))  # `head a - < /etc/shadow` names no path in its words
     return [word for word in found if word]

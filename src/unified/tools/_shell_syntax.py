@@ -313,6 +313,29 @@ def parse(command: str) -> tuple[SimpleCommand, ...]:
         return (SimpleCommand((), command, unknown="text that is not valid Unicode (a lone surrogate)"),)
 
 
+def redirected_inputs(command: str) -> list[str]:
+    """Every literal file a redirection of `command` opens for reading (`< f`, `<> f`, `0< f`), wherever it
+    stands (a compound command's, a substitution's): a read the command's words do not name, as in
+    `head a - < ~/.codex/auth.json`, which prints the key file as its standard input. A target only known at
+    run time is `SimpleCommand.opens`' (every such part is one that cannot be judged), and is left out."""
+    walker = _Walker(command, depth=0, via=())
+    with _parser_lock:
+        tree = _parser().parse(walker.data)
+    found: list[str] = []
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        stack.extend(reversed(node.children))
+        if node.type != "file_redirect":
+            continue
+        operator = next((c.type for c in node.children if not c.is_named), "")
+        destination = walker.destination(node)
+        target = walker.target(destination) if operator in ("<", "<>") and destination else None
+        if target is not None:
+            found.append(target)
+    return found
+
+
 _parser_lock = threading.Lock()
 
 
