@@ -98,7 +98,9 @@ class Workspace:
         _check_length(self.root / text, raw)  # before normpath, whose time grows with the length too
         return self._resolve_sync(os.path.normpath(self.root / text))
 
-    def _resolve_sync(self, raw: str) -> Path:
+    def real_path(self, raw: str) -> Path:
+        """The path a tool argument reaches once its links are followed, not yet confined (the policy reads
+        its rules against it too: `_runtime`), or a `ToolError` for one no tool can use."""
         text = spelled(raw)
         require_unicode(text, "Path")
         if not text.strip():
@@ -111,6 +113,10 @@ class Workspace:
             candidate = self.root / text[1:]
         real = Path(os.path.realpath(candidate))
         _check_length(real, raw)
+        return real
+
+    def _resolve_sync(self, raw: str) -> Path:
+        real = self.real_path(raw)
         if not self.contains(real):
             allowed = ", ".join(str(r) for r in self.roots)
             raise ToolError(

@@ -34,6 +34,7 @@ __all__ = [
     "ALIASES",
     "DEFAULT_TIER",
     "NESTED_RULE",
+    "PATH_ARGUMENTS",
     "SESSION_PRIORITY",
     "SESSION_TIER",
     "USER_TIER",
@@ -44,6 +45,7 @@ __all__ = [
     "Rule",
     "Verdict",
     "parse_rules",
+    "plain_path",
     "session_rule",
     "shell_shape",
 ]
@@ -237,11 +239,11 @@ def _named(part: _shell_syntax.SimpleCommand, prefix: str) -> bool:
     return True
 
 
-_PATH_ARGUMENTS = ("file_path", "dir_path", "path")
+PATH_ARGUMENTS = ("file_path", "dir_path", "path")
 """The arguments the built-in tools read as paths."""
 
 
-def _plain(value: str) -> str:
+def plain_path(value: str) -> str:
     """A path argument as the tools read it (`_paths.spelled`: NUL bytes removed, a `file://` URL
     decoded), without the leading `@` they drop when no such file exists, `.`, `..` and `//` put
     in their plain form."""
@@ -251,15 +253,15 @@ def _plain(value: str) -> str:
 
 
 def _normal_paths(args: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The arguments with each path spelled another way than plainly (`_plain`) put in its plain
+    """The arguments with each path spelled another way than plainly (`plain_path`) put in its plain
     form, or None when there is none. An allow rule's `argsPattern` must match this form too (a rule
     for `"file_path": "src/` does not cover `src/../setup.py`); a deny or ask rule's applies if either
     form matches (one for `"file_path": "secrets/` covers `./secrets/key`, `@secrets/key`,
     `secr\\u0000ets/key` and `file:///ws/%73ecrets/key`)."""
     changed = {
         key: plain
-        for key in _PATH_ARGUMENTS
-        if isinstance(value := args.get(key), str) and value and (plain := _plain(value)) != value.rstrip("/")
+        for key in PATH_ARGUMENTS
+        if isinstance(value := args.get(key), str) and value and (plain := plain_path(value)) != value.rstrip("/")
     }
     return {**args, **changed} if changed else None
 

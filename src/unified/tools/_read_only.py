@@ -20,7 +20,7 @@ from importlib import resources
 
 from unified.tools import _shell_syntax
 from unified.tools._policy import _named
-from unified.tools._protected import _unsafe_option
+from unified.tools._protected import _NO_VALUE, _VALUE, _getopt, _unsafe_option
 
 __all__ = ["not_read_only", "operands"]
 
@@ -30,6 +30,7 @@ class _Program:
     unsafe: tuple[str, ...]
     script: re.Pattern[str] | None
     required: tuple[str, ...]
+    valued: tuple[str, ...]
 
 
 @functools.cache
@@ -40,7 +41,10 @@ def _table() -> dict[tuple[str, ...], _Program]:
     for entry in tomllib.loads(text)["program"]:
         script = entry.get("script")
         program = _Program(
-            tuple(entry.get("unsafe", ())), re.compile(script) if script else None, tuple(entry.get("required", ()))
+            tuple(entry.get("unsafe", ())),
+            re.compile(script) if script else None,
+            tuple(entry.get("required", ())),
+            tuple(entry.get("valued", ())),
         )
         for command in entry["commands"]:
             table[tuple(command.split())] = program
@@ -98,10 +102,20 @@ def _judged(program: _Program, args: list[str]) -> str | None:
     if missing:
         return f"without {missing[0]}"
     if program.script is not None:
-        operands = [arg for arg in args if not arg.startswith("-")]
+        # Operands as the program's getopt reads them: `sed -n -l 1p '1e cmd' f` gives `1p` to `-l` (sed reads
+        # its number with atoi) and runs the script `1e cmd`, which a first word without a dash took for `1p`.
+        operands = [arg.word for arg in _getopt(args, functools.partial(_takes, program.valued)) if arg.operand]
         if not operands or program.script.fullmatch(operands[0]) is None:
             return "a script that may write or run a program"
     return None
+
+
+def _takes(valued: tuple[str, ...], option: str) -> int:
+    """What `option` takes (`_protected._getopt`): a value when it is one of `valued`, a long one also
+    abbreviated (`--line 1p`: getopt takes any unambiguous prefix)."""
+    if option in valued or (option.startswith("--") and len(option) > 2 and any(v.startswith(option) for v in valued)):
+        return _VALUE
+    return _NO_VALUE
 
 
 def operands(command: str) -> list[str]:
@@ -110,7 +124,8 @@ def operands(command: str) -> list[str]:
     and not paths at all; judged as paths they only make a command that reads outside its directory
     asked, as Codex's parse names one path of `grep -r x a /etc/passwd` (`a`) and left the rest unasked.
     Past a `--` every word is an operand as written: `cat a -- --/../../etc/passwd` reads /etc/passwd through
-    a folder named `--` the model made, and the word, read as a long option, was passed over."""
+    a folder named `--` the model made, and the word, read as a long option, was passed over. So is each file
+    a redirection reads (`_shell_syntax.redirected_inputs`)."""
     found: list[str] = []
     for part in _shell_syntax.parse(command):
         ended = False
@@ -125,4 +140,5 @@ def operands(command: str) -> list[str]:
                 found.append(word.split("=", 1)[1])
             elif not word.startswith("--") and len(word) > 2:
                 found.append(word[2:])
+    found.extend(_shell_syntax.redirected_inputs(command))  # `head a - < /etc/shadow` names no path in its words
     return [word for word in found if word]

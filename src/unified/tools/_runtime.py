@@ -45,7 +45,17 @@ from unified.tools._base import (
 )
 from unified.tools._custom import function_tool
 from unified.tools._paths import Workspace
-from unified.tools._policy import ALIASES, DEFAULT_TIER, Decision, Policy, Rule, Verdict, session_rule
+from unified.tools._policy import (
+    ALIASES,
+    DEFAULT_TIER,
+    PATH_ARGUMENTS,
+    Decision,
+    Policy,
+    Rule,
+    Verdict,
+    plain_path,
+    session_rule,
+)
 from unified.types import ApprovalMode, McpServer
 
 __all__ = [
@@ -511,6 +521,32 @@ class ToolRuntime:
         search_path = self._shell.search_path()
         return await protected_write(tool, args, self.workspace, search_path, judged, edit=edit, elsewhere=elsewhere)
 
+    async def _real_paths(self, tool: str, args: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The arguments of a built-in tool with each path argument that resolves elsewhere than it reads
+        (through a link: `docs/l/key` with `docs/l -> ../secrets`) put as the path it reaches, relative to the
+        workspace root (absolute in an include directory), or None when none does. A rule's `argsPattern`
+        reads the text of a path; a link in the workspace (a repository may hold one, a command may make one)
+        spelled `secrets/key` another way, and a deny rule for `secrets/` let `read_file` read it. A path that
+        cannot be resolved, or leads outside the workspace, is left as it is: the tool refuses it."""
+        if tool not in _PATH_TOOLS:
+            return None
+        changed: dict[str, Any] = {}
+        for key in PATH_ARGUMENTS:
+            value = args.get(key)
+            if not isinstance(value, str) or not value:
+                continue
+            try:
+                real = await anyio.to_thread.run_sync(self.workspace.real_path, value, abandon_on_cancel=True)
+            except ToolError:
+                continue
+            root = self.workspace.root
+            if not self.workspace.contains(real):
+                continue
+            form = real.relative_to(root).as_posix() if real.is_relative_to(root) else str(real)
+            if form != plain_path(value):
+                changed[key] = form
+        return {**args, **changed} if changed else None
+
     async def _decide(
         self,
         call: ToolCall,
@@ -522,6 +558,9 @@ class ToolRuntime:
         unseen: bool = False,
     ) -> PermissionDecision:
         verdict = self.policy.evaluate(tool, args, self.approval_mode, unseen=unseen)
+        real = await self._real_paths(tool, args)
+        if real is not None and verdict.decision is not Decision.DENY:
+            verdict = _stricter(verdict, self.policy.evaluate(tool, real, self.approval_mode, unseen=unseen))
         guarded = None
         if verdict.decision is not Decision.DENY and self.approval_mode != "yolo":
             guarded = await self._protected_write(tool, args, judged, elsewhere=elsewhere)
@@ -752,6 +791,19 @@ def model_output(value: Any, clean: Redactor) -> Any:
         if len(text) > limits.MAX_TOOL_OUTPUT_CHARS:
             return capped(text)
     return redacted
+
+
+_PATH_TOOLS = frozenset(
+    {"read_file", "write_file", "edit_file", "list_dir", "tree", "search", "glob", "run_shell_command"}
+)
+"""The built-in tools whose `file_path`, `dir_path` or `path` argument is a path of the workspace."""
+
+_STRICTNESS = {Decision.ALLOW: 0, Decision.ASK_USER: 1, Decision.DENY: 2}
+
+
+def _stricter(first: Verdict, second: Verdict) -> Verdict:
+    """The verdict that allows less (deny over ask over allow); the first when they are alike."""
+    return second if _STRICTNESS[second.decision] > _STRICTNESS[first.decision] else first
 
 
 _SUMMARY_PARTS = 6

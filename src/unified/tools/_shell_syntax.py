@@ -313,6 +313,29 @@ def parse(command: str) -> tuple[SimpleCommand, ...]:
         return (SimpleCommand((), command, unknown="text that is not valid Unicode (a lone surrogate)"),)
 
 
+def redirected_inputs(command: str) -> list[str]:
+    """Every literal file a redirection of `command` opens for reading (`< f`, `<> f`, `0< f`), wherever it
+    stands (a compound command's, a substitution's): a read the command's words do not name, as in
+    `head a - < ~/.codex/auth.json`, which prints the key file as its standard input. A target only known at
+    run time is `SimpleCommand.opens`' (every such part is one that cannot be judged), and is left out."""
+    walker = _Walker(command, depth=0, via=())
+    with _parser_lock:
+        tree = _parser().parse(walker.data)
+    found: list[str] = []
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        stack.extend(reversed(node.children))
+        if node.type != "file_redirect":
+            continue
+        operator = next((c.type for c in node.children if not c.is_named), "")
+        destination = walker.destination(node)
+        target = walker.target(destination) if operator in ("<", "<>") and destination else None
+        if target is not None:
+            found.append(target)
+    return found
+
+
 _parser_lock = threading.Lock()
 
 
@@ -1047,8 +1070,13 @@ class _Walker:
             self.script(args[:1], inv, name)
         elif name == "alias" and any(a is None or "=" in a for a in args):
             self.out.append(inv.unknown("an alias definition changes what later words run"))
-        elif name == "hash" and "-p" in args:
+        elif name == "hash" and any(a is None or re.match(r"-[^-]*p", a) for a in args):
+            # in a cluster or with its value attached too: `hash -rp /bin/rm ls; ls x` and `hash -p/bin/rm ls` run rm
             self.out.append(inv.unknown("hash -p changes which program a name runs"))
+        elif name in ("set", "shopt") and _keyword_mode(args):
+            self.out.append(
+                inv.unknown(f"{name}: keyword mode makes a NAME=value word after a command name set a variable")
+            )
         elif name in ("source", "."):
             self.sourced(name, words, inv)
         elif name in _BUILTINS:
@@ -1114,6 +1142,9 @@ class _Walker:
                 letters = word[1:]
                 if "i" in letters:
                     self.out.append(inv.unknown(f"{name} -i reads start-up files and prompts as code"))
+                    return
+                if _keyword_mode(words[index:]):
+                    self.out.append(inv.unknown(f"{name}: keyword mode makes a NAME=value word set a variable"))
                     return
                 has_c = has_c or "c" in letters
                 reads_stdin = reads_stdin or "s" in letters
@@ -1258,6 +1289,25 @@ class _Options:
 
 _Handler = Callable[[_Walker, list[Word], _Invocation], None]
 
+
+def _keyword_mode(args: Sequence[Word]) -> bool:
+    """Whether options `args` (of `set`, `shopt -o` or a shell) may turn on keyword mode (`-k`, `-o keyword`),
+    in which every `NAME=value` word of a later command, not only those before its name, is a variable of its
+    environment: after `set -k`, `bash -c true BASH_ENV=/dev/stdin <<< 'rm x'` ran rm (bash 5.2), and a
+    variable that carries code must be seen wherever it is set. Read up to the first word that is no option;
+    a word only known at run time may be one."""
+    for at, word in enumerate(args):
+        if word is None:
+            return True
+        if word in ("-", "--") or len(word) < 2 or word[0] not in "-+":
+            return False
+        if word[0] == "-" and "k" in word[1:]:
+            return True
+        if "o" in word[1:] and any(value is None or value == "keyword" for value in args[at + 1 : at + 3]):
+            return True
+    return False
+
+
 _CHDIR_OPTIONS = frozenset({"-C", "--chdir"})
 """Wrapper options that run the command in another directory (`env -C dir`, `env --chdir=dir`)."""
 
@@ -1391,12 +1441,21 @@ def _command_builtin(walker: _Walker, words: list[Word], inv: _Invocation) -> No
     walker.resolve(args, replace(inv, via=(*inv.via, "command")))
 
 
+_JOBS_OPTIONS = _Options(flags="lpnxrs")
+"""`jobs`' options as its getopt reads them: `-x` in a cluster (`-xl`) or before more options and a `--`
+(`jobs -x -r -- cmd`) runs the command all the same (bash 5.2)."""
+
+
 def _jobs(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
     """`jobs -x cmd args` runs cmd (job specs replaced by process group ids)."""
-    args = words[1:]
-    if "-x" in args:
-        walker.out.append(inv.command(words[: words.index("-x") + 1]))
-        walker.resolve(args[args.index("-x") + 1 :], replace(inv, via=(*inv.via, "jobs -x")))
+    split = _JOBS_OPTIONS.split(words[1:])
+    if isinstance(split, str):
+        walker.out.append(inv.unknown(f"jobs: {split}"))
+        return
+    own, rest, seen = split
+    if "-x" in seen:
+        walker.out.append(inv.command(words[: len(own) + 1]))
+        walker.resolve(rest, replace(inv, via=(*inv.via, "jobs -x")))
         return
     walker.out.append(inv.command(words))
 
@@ -1522,12 +1581,20 @@ def _mapfile(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
     _names_set(walker, words, inv, split[1][:1] or ["MAPFILE"])
 
 
+_PRINTF_OPTIONS = _Options(valued="v")
+
+
 def _printf(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
-    args = words[1:]
-    if args[:1] == ["-v"] and len(args) > 1:
-        _names_set(walker, words, inv, [args[1]])
-    elif args and (args[0] is None or (args[0].startswith("-v") and len(args[0]) > 2)):
-        _names_set(walker, words, inv, [None if args[0] is None else args[0][2:]])
+    """`printf -v NAME` sets NAME, each `-v` of the options (`printf -v a -v 'b[$(cmd)]' x`: bash 5.2 set the
+    last, and ran cmd evaluating its index, when only the first was read)."""
+    split = _PRINTF_OPTIONS.split(words[1:])
+    if isinstance(split, str):
+        walker.out.append(inv.unknown(f"printf: {split}"))
+        return
+    own = split[0]
+    names = [own[at + 1] if word == "-v" else word[2:] for at, word in enumerate(own) if word and word.startswith("-v")]
+    if names:
+        _names_set(walker, words, inv, names)
     else:
         walker.out.append(inv.command(words))
 
@@ -1536,11 +1603,17 @@ def _getopts(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
     _names_set(walker, words, inv, words[2:3] or [None])
 
 
+_WAIT_OPTIONS = _Options(valued="p", flags="fn")
+"""`wait`'s options as its getopt reads them: `-p NAME` in a cluster (`wait -np 'a[$(cmd)]'`) sets NAME too,
+and its index is evaluated (bash 5.2 ran cmd)."""
+
+
 def _wait(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
-    args = words[1:]
-    if "-p" in args:
-        at = args.index("-p")
-        _names_set(walker, words, inv, args[at + 1 : at + 2] or [None])
+    split = _WAIT_OPTIONS.split(words[1:])
+    if isinstance(split, str):
+        walker.out.append(inv.unknown(f"wait: {split}"))
+    elif "-p" in split[2]:
+        _names_set(walker, words, inv, [split[2]["-p"]])
     else:
         walker.out.append(inv.command(words))
 
