@@ -37,6 +37,7 @@ __all__ = [
     "PATH_ARGUMENTS",
     "SESSION_PRIORITY",
     "SESSION_TIER",
+    "STRICTNESS",
     "USER_TIER",
     "Decision",
     "Match",
@@ -71,6 +72,11 @@ class Decision(StrEnum):
     ALLOW = "allow"
     DENY = "deny"
     ASK_USER = "ask_user"
+
+
+STRICTNESS = {Decision.ALLOW: 0, Decision.ASK_USER: 1, Decision.DENY: 2}
+"""How much each decision refuses. Where one call can be read two ways (a path through a link and the path it
+reaches; an MCP tool name over overlapping server names), the reading decided most strictly wins: fail closed."""
 
 
 class PolicyError(ValueError):

@@ -49,6 +49,7 @@ from unified.tools._policy import (
     ALIASES,
     DEFAULT_TIER,
     PATH_ARGUMENTS,
+    STRICTNESS,
     Decision,
     Policy,
     Rule,
@@ -798,12 +799,10 @@ _PATH_TOOLS = frozenset(
 )
 """The built-in tools whose `file_path`, `dir_path` or `path` argument is a path of the workspace."""
 
-_STRICTNESS = {Decision.ALLOW: 0, Decision.ASK_USER: 1, Decision.DENY: 2}
-
 
 def _stricter(first: Verdict, second: Verdict) -> Verdict:
     """The verdict that allows less (deny over ask over allow); the first when they are alike."""
-    return second if _STRICTNESS[second.decision] > _STRICTNESS[first.decision] else first
+    return second if STRICTNESS[second.decision] > STRICTNESS[first.decision] else first
 
 
 _SUMMARY_PARTS = 6

@@ -125,17 +125,15 @@ class PermissionGate:
         does not say which server's tool it is."""
         if len(names) == 1:
             return names[0]
-        from unified.tools import Decision
-        from unified.tools._policy import ALIASES
+        from unified.tools._policy import ALIASES, STRICTNESS
 
         runtime = self.runtime
-        order = {Decision.DENY: 0, Decision.ASK_USER: 1, Decision.ALLOW: 2}
 
         def strictness(name: str) -> int:
             tool = ALIASES.get(name, name)
-            return order[runtime.policy.evaluate(tool, args, runtime.approval_mode, unseen=unseen).decision]
+            return STRICTNESS[runtime.policy.evaluate(tool, args, runtime.approval_mode, unseen=unseen).decision]
 
-        return min(names, key=strictness)
+        return max(names, key=strictness)
 
     async def relabel(self, decision: PermissionDecision) -> PermissionDecision:
         """A call the CLI ran unasked: unified's own rule when its table allows the tool without asking. A call the CLI
