@@ -44,7 +44,7 @@ from unified.tools._base import (
     params_schema,
 )
 from unified.tools._custom import function_tool
-from unified.tools._paths import Workspace
+from unified.tools._paths import Workspace, echoed
 from unified.tools._policy import ALIASES, DEFAULT_TIER, Decision, Policy, Rule, Verdict, session_rule
 from unified.types import ApprovalMode, McpServer
 
@@ -462,7 +462,7 @@ class ToolRuntime:
         spec = self._available(call.name)
         if spec is None:
             names = ", ".join(self.tool_names())
-            return await _refused(call, obs, f'Tool "{call.name}" not found. Available tools: {names}')
+            return await _refused(call, obs, f'Tool "{echoed(call.name)}" not found. Available tools: {names}')
         args = {k: v for k, v in call.args.items() if k != "wait_for_previous"}
         unjudgeable = _unjudgeable(call, spec.name, args)
         if unjudgeable is not None:
