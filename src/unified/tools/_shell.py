@@ -37,7 +37,7 @@ from unified import _limits as limits
 from unified._files import open_regular_fd
 from unified._pgroup import ProcessGroup
 from unified._redaction import Redactor, is_secret, redactor
-from unified.tools import _watchdog
+from unified.tools import _safe_io, _watchdog
 from unified.tools._base import Params, Progress, ToolError, ToolOutput, require_unicode
 from unified.tools._paths import Workspace, echoed, shown_text
 
@@ -554,6 +554,9 @@ class ShellParams(Params):
 async def _cwd(config: ShellConfig, raw: str | None) -> Path:
     path = await config.workspace.resolve(raw or ".")
     if not await anyio.Path(path).is_dir():
+        for root in config.workspace.roots:
+            if path.is_relative_to(root) and not await anyio.Path(root).is_dir():
+                raise _safe_io.root_gone(root)
         raise ToolError(f"Path is not a directory: {config.workspace.display(path)}")
     return path
 
