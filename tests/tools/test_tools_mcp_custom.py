@@ -176,3 +176,34 @@ def test_an_unusable_mcp_line_fails_only_the_request_its_own_id_names() -> None:
     assert _answer_id(b'{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"') == 4
     assert _answer_id(b'{"jsonrpc":"2.0","result":{"content":[{"type":"text","id":5,"text":"') is None
     assert _answer_id(b'{"jsonrpc":"2.0","id":6,"method":"sampling/createMessage","params":{') is None
+
+
+@pytest.mark.e2e  # tries to start real processes
+async def test_a_stdio_server_whose_command_cannot_run_is_told_why(ws: Path, tmp_path: Path) -> None:
+    """exec said "PermissionError: Permission denied: '/tmp'" of a directory or a file without its `x` bit, and
+    "FileNotFoundError" naming a script that is there when its `#!` interpreter is not: now the command's fault."""
+    plain = tmp_path / "server.py"
+    plain.write_text("print('never runs')\n")
+    interpreted = tmp_path / "server.sh"
+    interpreted.write_text("#!/nonexistent/sh-r7\necho\n")
+    interpreted.chmod(0o755)
+    servers = [
+        StdioMcpServer(name="dir", command=str(tmp_path)),
+        StdioMcpServer(name="plain", command=str(plain)),
+        StdioMcpServer(name="interp", command=str(interpreted)),
+        StdioMcpServer(name="nowhere", command="no-such-mcp-server-r7"),
+        StdioMcpServer(name="cwd", command=sys.executable, cwd=tmp_path / "gone"),
+    ]
+    async with ToolRuntime(ws) as rt:
+        errors = await rt.connect_mcp(servers)
+    failed = "failed to start: CommandCannotRun: its"
+    assert [e.message for e in errors] == [
+        f"MCP server 'dir' {failed} command {str(tmp_path)!r}, which is a directory, not the executable",
+        f"MCP server 'plain' {failed} command {str(plain)!r}, which is not executable (mode -rw-r--r--: "
+        "`chmod +x` it, or name the executable)",
+        f"MCP server 'interp' {failed} command {str(interpreted)!r}, which is a script whose interpreter "
+        "'/nonexistent/sh-r7' (its `#!` line) is not there or not executable (install it, or correct the line)",
+        f"MCP server 'nowhere' {failed} command 'no-such-mcp-server-r7', which is not a program on the PATH it "
+        "gets (install it, or name it by its path)",
+        f"MCP server 'cwd' {failed} cwd {str(tmp_path / 'gone')!r} is not a directory (or does not exist)",
+    ]
