@@ -207,3 +207,17 @@ async def test_a_stdio_server_whose_command_cannot_run_is_told_why(ws: Path, tmp
         "gets (install it, or name it by its path)",
         f"MCP server 'cwd' {failed} cwd {str(tmp_path / 'gone')!r} is not a directory (or does not exist)",
     ]
+
+
+@pytest.mark.e2e  # runs real subprocesses
+async def test_a_stdio_server_that_exits_before_it_answers_is_said_to_have_closed(ws: Path, tmp_path: Path) -> None:
+    """It was "MCPError: Connection closed", which told neither that the server had gone nor where its words are."""
+    script = tmp_path / "not_mcp.py"
+    script.write_text("print('Welcome! no JSON here')\nprint('[1, 2]')\n")
+    async with ToolRuntime(ws) as rt:
+        [error] = await rt.connect_mcp([StdioMcpServer(name="chatty", command=sys.executable, args=(str(script),))])
+    assert error.message == (
+        "MCP server 'chatty' failed to start: MCPError: Connection closed (it closed its stdout before it answered "
+        "initialize: it exited or crashed, or it is no MCP server (a program that prints something else); what it "
+        "wrote to stderr is on unified's stderr. Run its command alone to see)"
+    )
