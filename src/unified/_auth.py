@@ -248,6 +248,9 @@ def resolve_api_auth(
     )
     chosen_location = location or env_location
     custom = base_url or env.get("GOOGLE_VERTEX_BASE_URL") or None
+    unsendable = _unsendable(key, key_source, custom, "the base_url option" if base_url else "GOOGLE_VERTEX_BASE_URL")
+    if unsendable is not None:
+        problems.append(unsendable[0])
     if key and (chosen_project or chosen_location):
         problems.append("an API key and a project/location were both given: pass one (key: express mode)")
     if key:
@@ -260,7 +263,9 @@ def resolve_api_auth(
             api_key=key,
             key_source=key_source,
             problems=tuple(problems),
-            hint="give an API key alone (express mode: unset GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION) "
+            hint=unsendable[1]
+            if unsendable is not None
+            else "give an API key alone (express mode: unset GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION) "
             "or a project with credentials (ADC), not both"
             if problems
             else None,
@@ -306,7 +311,9 @@ def resolve_api_auth(
         location=chosen_location,
         credentials=source,
         problems=tuple(problems),
-        hint=(
+        hint=unsendable[1]
+        if unsendable is not None
+        else (
             "set GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION and run `gcloud auth application-default login`, "
             "or set GOOGLE_API_KEY alone for express mode"
         )
@@ -317,17 +324,61 @@ def resolve_api_auth(
 
 
 def _gemini_api_auth(env: Mapping[str, str], key: str | None, key_source: str | None, base_url: str | None) -> ApiAuth:
-    return _gemini_api_auth_of(key, key_source, base_url or env.get("GOOGLE_GEMINI_BASE_URL") or None)
+    url_source = "the base_url option" if base_url else "GOOGLE_GEMINI_BASE_URL"
+    return _gemini_api_auth_of(key, key_source, base_url or env.get("GOOGLE_GEMINI_BASE_URL") or None, url_source)
+
+
+def _unsendable(key: str | None, key_source: str | None, url: str | None, url_source: str) -> tuple[str, str] | None:
+    """What google-genai could not send, and what to do: a base URL it cannot parse or connect to (an unclosed
+    `[`, a port of letters or past 65535, a scheme but http/https), or a key an HTTP header cannot carry (a line
+    break, a character that is not ASCII). Each failed only at the first request, as `internal_error` ("a bug in
+    unified") or a `stream_interrupted` that said to run again. Neither the URL (a gateway's may carry a token)
+    nor the key is repeated."""
+    if url is not None:
+        why = _not_a_url(url)
+        if why is not None:
+            return (
+                f"the base URL from {url_source} is not one requests can be sent to: {why}",
+                f"set {url_source} to an http:// or https:// URL (a host, a port of 1-65535, a path)",
+            )
+    if key:
+        at = next((i for i, ch in enumerate(key) if not " " <= ch <= "~"), None)
+        if at is not None:
+            what = "a line break" if key[at] in "\r\n" else f"the character U+{ord(key[at]):04X}"
+            return (
+                f"the API key from {key_source} holds {what} (at character {at}), which no HTTP header can carry",
+                f"copy the key into {key_source} again, without it",
+            )
+    return None
+
+
+def _not_a_url(url: str) -> str | None:
+    """Why `url` is no http(s) URL an HTTP client can connect to, or None."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port  # a port of letters, or past 65535, raises here
+    except ValueError as exc:
+        return str(exc)
+    if parts.scheme not in ("http", "https"):
+        return f"its scheme is {parts.scheme!r}, not http or https" if parts.scheme else "it has no http:// or https://"
+    if not parts.hostname:
+        return "it names no host"
+    if port == 0:
+        return "its port is 0"
+    return None
 
 
 @functools.lru_cache(maxsize=32)
-def _gemini_api_auth_of(key: str | None, key_source: str | None, custom: str | None) -> ApiAuth:
+def _gemini_api_auth_of(key: str | None, key_source: str | None, custom: str | None, url_source: str) -> ApiAuth:
     """The Gemini API's auth, a pure function of these (ApiAuth is frozen): built once per set, as
     every run of an API backend resolves it before its first request."""
     url = custom or GEMINI_API_URL
     problems: tuple[str, ...] = ()
     hint = None
-    if key is None and custom:
+    unsendable = _unsendable(key, key_source, custom, url_source)
+    if unsendable is not None:
+        problems, hint = (unsendable[0],), unsendable[1]
+    elif key is None and custom:
         problems = (
             "a gateway without an API key: google-genai sends every Gemini API request with a key and "
             "will not start without one",
@@ -639,7 +690,10 @@ def _code_assist(env: Mapping[str, str], cli_home: Path) -> AuthMode | None:
 
 def _origin(url: str) -> str:
     """scheme://host[:port] of a URL: user info, path and query may carry tokens and are dropped."""
-    parts = urlsplit(url.strip())
+    try:
+        parts = urlsplit(url.strip())  # an unclosed `[` raises here
+    except ValueError:
+        return "(not a URL)"
     try:
         port = f":{parts.port}" if parts.port else ""
     except ValueError:

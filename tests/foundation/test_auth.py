@@ -308,3 +308,69 @@ def test_a_key_with_an_explicit_project_is_refused_up_front() -> None:
     auth = resolve_api_auth({}, vertexai=True, api_key=SECRET, project="p")
     assert not auth.usable
     assert "both given" in auth.problems[0]
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("http://[::1", "Invalid IPv6 URL"),
+        ("http://127.0.0.1:99999", "Port out of range 0-65535"),
+        ("http://127.0.0.1:abc", "Port could not be cast to integer value as 'abc'"),
+        ("http://127.0.0.1:0", "its port is 0"),
+        ("localhost:8080/v1", "its scheme is 'localhost', not http or https"),
+        ("gw.example", "it has no http:// or https://"),
+        ("http://:80", "it names no host"),
+    ],
+)
+@pytest.mark.parametrize("vertex", [False, True])
+def test_a_base_url_no_request_can_go_to_is_refused_up_front(url: str, why: str, vertex: bool) -> None:
+    """A base URL google-genai cannot parse or connect to failed only at the first request: `internal_error`
+    ("a bug in unified": ValueError, InvalidURL, an ExceptionGroup) or a `stream_interrupted` that said to run
+    again. Now the auth says so before anything starts, never repeating the URL (a gateway's may hold a token)."""
+    variable = "GOOGLE_VERTEX_BASE_URL" if vertex else "GOOGLE_GEMINI_BASE_URL"
+    env = {"GOOGLE_API_KEY": SECRET, variable: url + f"/?token={SECRET}"}
+    auth = resolve_api_auth(env, vertexai=vertex)
+    assert auth.problems == (f"the base URL from {variable} is not one requests can be sent to: {why}",)
+    assert auth.hint == f"set {variable} to an http:// or https:// URL (a host, a port of 1-65535, a path)"
+    assert SECRET not in auth.describe()
+    option = resolve_api_auth({"GOOGLE_API_KEY": SECRET}, vertexai=vertex, base_url=url)
+    assert option.problems[0].startswith("the base URL from the base_url option is not one")
+
+
+@pytest.mark.parametrize(
+    ("key", "what"),
+    [
+        (SECRET + "\n", f"a line break (at character {len(SECRET)})"),
+        ("AIza\r\nX-Evil: 1", "a line break (at character 4)"),
+        ("AIza\u200bkey", "the character U+200B (at character 4)"),
+        ("clé", "the character U+00E9 (at character 2)"),
+        ("AIza\x00key", "the character U+0000 (at character 4)"),
+    ],
+)
+def test_a_key_no_http_header_can_carry_is_refused_up_front(key: str, what: str) -> None:
+    """A key pasted with a line break or a zero-width space failed at the first request (`internal_error`,
+    UnicodeEncodeError; `stream_interrupted`, "Illegal header value" with the key in it). Never repeated."""
+    auth = resolve_api_auth({"GEMINI_API_KEY": key})
+    assert auth.problems == (f"the API key from GEMINI_API_KEY holds {what}, which no HTTP header can carry",)
+    assert auth.hint == "copy the key into GEMINI_API_KEY again, without it"
+    assert key not in auth.describe()
+    assert resolve_api_auth({}, api_key="inner space is sent").usable
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("backend", ["generate-content", "interactions"])
+async def test_a_run_with_an_unsendable_base_url_or_key_is_an_auth_error_before_any_request(
+    backend: str, tmp_path: Path
+) -> None:
+    from unified import execute
+
+    for options in (
+        {"api_key": "k", "base_url": "http://[::1"},
+        {"api_key": "k\u00e9", "base_url": "http://127.0.0.1:9"},
+    ):
+        async with execute(prompt="hi", backend=backend, cwd=tmp_path, backend_options=options) as stream:
+            events = [event async for event in stream]
+        [error] = [event for event in events if event.type == "error"]
+        assert error.code == "auth_error", error.message
+        assert error.message.startswith(f"the {backend} backend cannot authenticate: the "), error.message
+        assert events[-1].type == "result"

@@ -176,3 +176,48 @@ def test_an_unusable_mcp_line_fails_only_the_request_its_own_id_names() -> None:
     assert _answer_id(b'{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"') == 4
     assert _answer_id(b'{"jsonrpc":"2.0","result":{"content":[{"type":"text","id":5,"text":"') is None
     assert _answer_id(b'{"jsonrpc":"2.0","id":6,"method":"sampling/createMessage","params":{') is None
+
+
+@pytest.mark.e2e  # tries to start real processes
+async def test_a_stdio_server_whose_command_cannot_run_is_told_why(ws: Path, tmp_path: Path) -> None:
+    """exec said "PermissionError: Permission denied: '/tmp'" of a directory or a file without its `x` bit, and
+    "FileNotFoundError" naming a script that is there when its `#!` interpreter is not: now the command's fault."""
+    plain = tmp_path / "server.py"
+    plain.write_text("print('never runs')\n")
+    interpreted = tmp_path / "server.sh"
+    interpreted.write_text("#!/nonexistent/sh-r7\necho\n")
+    interpreted.chmod(0o755)
+    servers = [
+        StdioMcpServer(name="dir", command=str(tmp_path)),
+        StdioMcpServer(name="plain", command=str(plain)),
+        StdioMcpServer(name="interp", command=str(interpreted)),
+        StdioMcpServer(name="nowhere", command="no-such-mcp-server-r7"),
+        StdioMcpServer(name="cwd", command=sys.executable, cwd=tmp_path / "gone"),
+    ]
+    async with ToolRuntime(ws) as rt:
+        errors = await rt.connect_mcp(servers)
+    failed = "failed to start: CommandCannotRun: its"
+    assert [e.message for e in errors] == [
+        f"MCP server 'dir' {failed} command {str(tmp_path)!r}, which is a directory, not the executable",
+        f"MCP server 'plain' {failed} command {str(plain)!r}, which is not executable (mode -rw-r--r--: "
+        "`chmod +x` it, or name the executable)",
+        f"MCP server 'interp' {failed} command {str(interpreted)!r}, which is a script whose interpreter "
+        "'/nonexistent/sh-r7' (its `#!` line) is not there or not executable (install it, or correct the line)",
+        f"MCP server 'nowhere' {failed} command 'no-such-mcp-server-r7', which is not a program on the PATH it "
+        "gets (install it, or name it by its path)",
+        f"MCP server 'cwd' {failed} cwd {str(tmp_path / 'gone')!r} is not a directory (or does not exist)",
+    ]
+
+
+@pytest.mark.e2e  # runs real subprocesses
+async def test_a_stdio_server_that_exits_before_it_answers_is_said_to_have_closed(ws: Path, tmp_path: Path) -> None:
+    """It was "MCPError: Connection closed", which told neither that the server had gone nor where its words are."""
+    script = tmp_path / "not_mcp.py"
+    script.write_text("print('Welcome! no JSON here')\nprint('[1, 2]')\n")
+    async with ToolRuntime(ws) as rt:
+        [error] = await rt.connect_mcp([StdioMcpServer(name="chatty", command=sys.executable, args=(str(script),))])
+    assert error.message == (
+        "MCP server 'chatty' failed to start: MCPError: Connection closed (it closed its stdout before it answered "
+        "initialize: it exited or crashed, or it is no MCP server (a program that prints something else); what it "
+        "wrote to stderr is on unified's stderr. Run its command alone to see)"
+    )

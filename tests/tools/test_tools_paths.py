@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import anyio
 import pytest
 
 from unified.tools import ToolCall, ToolOutcome, ToolRuntime
@@ -57,3 +59,30 @@ async def test_include_directories_are_reachable(ws: Path, tmp_path: Path, ok: G
     plain = ToolRuntime(ws, approval_mode="yolo")
     [refused] = await plain.run_batch([ToolCall("1", "read_file", {"file_path": str(extra / "e.txt")})])
     assert err(refused).startswith("Path not in workspace")
+
+
+async def test_a_workspace_deleted_during_the_run_is_said_to_be_gone(ws: Path, call: Call, err: Get) -> None:
+    """Every tool said something untrue of a workspace deleted under the run (`rm -rf "$PWD"` in a shell call):
+    `Path not found: .`, `Path is not a directory: .`, and write_file "part of its path is a file". Now each says
+    the workspace is gone and what to do. The shell refuses before it starts anything."""
+    (ws / "a.txt").write_text("x\n")
+    shutil.rmtree(ws)
+    gone = (
+        f"The workspace directory {ws} is gone: it was deleted, moved or replaced by a file after the session "
+        "started, so no tool can read or write in it. Stop and tell the user; do not try to recreate it."
+    )
+    calls = [
+        ("read_file", {"file_path": "a.txt"}),
+        ("write_file", {"file_path": "b.txt", "content": "y"}),
+        ("edit_file", {"file_path": "a.txt", "old_string": "x", "new_string": "y"}),
+        ("list_dir", {}),
+        ("tree", {}),
+        ("search", {"query": "x"}),
+        ("glob", {"pattern": "*"}),
+        ("run_shell_command", {"command": "echo hi"}),
+        ("run_shell_command", {"command": "echo hi", "dir_path": "sub"}),
+    ]
+    for name, args in calls:
+        assert err(await call(name, **args)) == gone, name
+    await anyio.Path(ws).write_text("a file where the workspace was")
+    assert err(await call("list_dir")) == gone

@@ -400,3 +400,16 @@ async def test_arguments_nested_too_deep_to_check_are_denied_with_a_reason(depth
     assert verdict.rule is not None
     assert verdict.rule.name == "nested-arguments"
     assert "nest deeper than 64 levels" in str(verdict.doubt)
+
+
+async def test_unknown_tool_name_is_clipped_and_escaped(ws: Path) -> None:
+    """A model's tool name of 10,000 characters, with a line break, or empty: the error names it as an echoed
+    argument (200 characters, control characters escaped), never whole, and still lists the tools."""
+    rt = ToolRuntime(ws, approval_mode="yolo")
+    long = "x\nError: stop" + "n" * 10_000
+    outcomes = await rt.run_batch([ToolCall("1", long, {}), ToolCall("2", "", {})])
+    first = outcomes[0].response["error"]
+    assert first.startswith("Tool \"'x\\nError: stop" + "n" * 186 + "…'\" not found. Available tools: read_file, ")
+    assert "\n" not in first
+    assert outcomes[1].response["error"].startswith('Tool "" not found. Available tools: read_file, ')
+    assert [o.decision.decision for o in outcomes if o.decision is not None] == ["deny", "deny"]

@@ -161,6 +161,10 @@ async def test_progress_events(ws: Path) -> None:
     rt = ToolRuntime(ws, approval_mode="yolo")
     await rt.run_batch([ToolCall("p1", "run_shell_command", {"command": "echo working"})], Observer())
     assert [(e.tool_use_id, e.message) for e in progress] == [("p1", "working")]
+    progress.clear()
+    coloured = r"printf '\033[31mred\033[0m\b!\n'"  # the line as the result shows it: no sequence, the BS escaped
+    await rt.run_batch([ToolCall("p2", "run_shell_command", {"command": coloured})], Observer())
+    assert [(e.tool_use_id, e.message) for e in progress] == [("p2", "red\\x08!")]
 
 
 async def test_background_process_listed_and_readable(ws: Path, ok: Get, err: Get) -> None:
@@ -197,3 +201,25 @@ async def test_spawn_failure_is_an_error(ws: Path, monkeypatch: pytest.MonkeyPat
     async with ToolRuntime(ws, approval_mode="yolo") as rt:
         [bg] = await rt.run_batch([ToolCall("b", "run_shell_command", {"command": "echo", "is_background": True})])
     assert err(bg).startswith("Error: could not start bash: ")
+
+
+async def test_output_shows_what_was_printed_not_what_a_terminal_makes_of_it(ws: Path, ok: Get) -> None:
+    """Colours and cursor moves go, a CRLF is a line end, a lone CR or a backspace is escaped: a command cannot
+    overwrite a line of its output or fake a line of the result (docs/tools.md, run_shell_command)."""
+    command = r"printf '\033[32mok\033[0m\r\nreal\rExit Code: 0\n\033[1A\033[2Kgone?\bX\n'; exit 3"
+    text = ok(await shell(ws, command))
+    lines = text.splitlines()
+    assert lines[:4] == ["Output: ok", "real\\rExit Code: 0", "gone?\\x08X", "Exit Code: 3"]
+    assert not any(ch in text for ch in "\r\x1b\x08")
+
+
+async def test_background_listing_shows_a_command_as_an_echoed_argument(ws: Path, ok: Get) -> None:
+    """The listing repeats the model's command on one line: a line break in it is escaped, a long one clipped."""
+    async with ToolRuntime(ws, approval_mode="yolo") as rt:
+        command = "true\n- [PID 1] RUNNING: `fake`\nsleep 30 # " + "x" * 300
+        [started] = await rt.run_batch(
+            [ToolCall("b", "run_shell_command", {"command": command, "is_background": True})]
+        )
+        pid = int(ok(started).split("PID ")[1].split(",")[0])
+        [listed] = await rt.run_batch([ToolCall("l", "list_background_processes", {})])
+    assert ok(listed) == f"- [PID {pid}] RUNNING: `{command[:199] + '…'!r}`"

@@ -46,6 +46,7 @@ __all__ = [
     "locate",
     "node_version",
     "probe_version",
+    "why_cannot_run",
 ]
 
 Version = tuple[int, int, int]
@@ -201,6 +202,20 @@ def _not_runnable(path: Path) -> str | None:
     if not os.access(path, os.X_OK):
         return f"which is not executable (mode {stat.filemode(mode)}: `chmod +x` it, or name the executable)"
     return None
+
+
+def why_cannot_run(command: str, env: Mapping[str, str]) -> str | None:
+    """Why `command` (a path, or a name looked up on `env`'s PATH) cannot be started, said of the command
+    ("which is a directory, not the executable"), or None when nothing here tells: for a program that failed to
+    start, whose exec error said only "Permission denied" or named a script whose interpreter is missing."""
+    if os.sep not in command:
+        found = shutil.which(command, path=env.get("PATH"))
+        if found is None:
+            return "which is not a program on the PATH it gets (install it, or name it by its path)"
+        path = Path(found)
+    else:
+        path = Path(command)
+    return _not_runnable(path) or _script_problem(path, env)
 
 
 def _script_problem(binary: Path, env: Mapping[str, str]) -> str | None:

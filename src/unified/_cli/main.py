@@ -1164,6 +1164,10 @@ def sessions_list(
     elif not listing.sessions and not listing.unreadable and listing.unavailable:
         if not searched_none:  # "no sessions yet" was said when no store could be read at all
             _say(f"no sessions in the backends searched ({', '.join(_searched(listing))})", style="dim")
+    elif not listing.sessions and not listing.unreadable and cwd is not None:
+        # "no sessions yet: `unified run` starts one" was said of a --cwd with a typo, sessions or not elsewhere
+        missing = "" if cwd.is_dir() else " (no such directory here: check --cwd)"
+        _say(f"no {backend + ' ' if backend else ''}sessions in the project at {cwd.resolve()}{missing}", style="dim")
     elif not listing.sessions and not listing.unreadable:
         _say(f"no {backend + ' ' if backend else ''}sessions yet: `unified run` starts one", style="dim")
     elif not listing.sessions:

@@ -197,8 +197,21 @@ def _load(path: Path, loader: Callable[[Path], _Script]) -> _Script:
     try:
         return loader(path)
     except (ValueError, KeyError, TypeError, OSError) as exc:  # pydantic's ValidationError is a ValueError
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ServeError(f"{path}: not a script this fake can play ({first})") from exc
+        raise ServeError(f"{path}: not a script this fake can play ({_first_problem(exc)})") from exc
+
+
+def _first_problem(exc: Exception) -> str:
+    """What is wrong, in one line: a ValidationError's first line is only "1 validation error for Script", so its
+    first error is named by where it is and what it says (`turns.0.model.text: Input should be a valid string`)."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError) and exc.errors():
+        errors = exc.errors(include_url=False)
+        where = ".".join(str(part) for part in errors[0]["loc"])
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        return f"{where}: {errors[0]['msg']}{more}" if where else f"{errors[0]['msg']}{more}"
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def export_lines(fake: FakeServer, served: ServedFake) -> list[str]:

@@ -22,7 +22,7 @@ from unified import _limits as limits
 from unified.tools import _safe_io
 from unified.tools._base import InlineData, Params, Progress, ToolError, ToolOutput
 from unified.tools._ignore import Budget, BudgetSpent, IgnoreRules, WalkedFile, scan, walk_files
-from unified.tools._paths import Workspace, echoed, shown_name
+from unified.tools._paths import Workspace, echoed, quoted, shown_name
 from unified.tools._regex import Pattern, PatternError, compile_pattern, matchable
 from unified.tools._safe_io import StopFlag
 
@@ -637,7 +637,7 @@ def glob_regex(pattern: str) -> Pattern:
     try:
         return compile_pattern("".join(out) + ")" * depth)
     except PatternError as exc:
-        raise ToolError(f"Invalid glob pattern {echoed(pattern)!r}: {exc}") from None
+        raise ToolError(f"Invalid glob pattern {quoted(pattern)}: {echoed(str(exc))}") from None
 
 
 class GlobParams(Params):

@@ -41,13 +41,14 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.message import SessionMessage
 
 from unified import _limits as limits
+from unified._binary.install import why_cannot_run
 from unified._internal.http import EventMeter, EventTooLarge
 from unified._internal.json_head import answer_in_head
 from unified._pgroup import ProcessGroup
 from unified._redaction import Redactor, SplitGuard, redactor
 from unified.types import StdioMcpServer
 
-__all__ = ["MCP_STDERR_BYTES", "FaultWatch", "capped_http_client", "capped_stdio"]
+__all__ = ["MCP_STDERR_BYTES", "CommandCannotRun", "FaultWatch", "capped_http_client", "capped_stdio"]
 
 _HEAD = 512
 _STOP_GRACE_S = 2.0
@@ -132,6 +133,11 @@ def _write_stderr(text: str) -> None:
         sys.stderr.flush()
 
 
+class CommandCannotRun(OSError):
+    """A stdio server whose command cannot be started, saying why (exec said only "Permission denied" of a
+    directory or of a file without its `x` bit, and named the script when its `#!` interpreter was missing)."""
+
+
 @asynccontextmanager
 async def capped_stdio(
     server: StdioMcpServer,
@@ -144,13 +150,21 @@ async def capped_stdio(
     and the run's)."""
     env = {**get_default_environment(), **server.env}
     clean = clean if clean is not None else redactor()
-    process = await anyio.open_process(
-        [server.command, *server.args],
-        env=env,
-        cwd=server.cwd,
-        stderr=subprocess.PIPE,  # read here, never left to fill: see the module docstring
-        start_new_session=True,
-    )
+    try:
+        process = await anyio.open_process(
+            [server.command, *server.args],
+            env=env,
+            cwd=server.cwd,
+            stderr=subprocess.PIPE,  # read here, never left to fill: see the module docstring
+            start_new_session=True,
+        )
+    except OSError as exc:
+        if server.cwd is not None and not await anyio.Path(server.cwd).is_dir():
+            raise CommandCannotRun(f"its cwd {str(server.cwd)!r} is not a directory (or does not exist)") from exc
+        why = why_cannot_run(server.command, env)
+        if why is None:
+            raise
+        raise CommandCannotRun(f"its command {server.command!r}, {why}") from exc
     group = ProcessGroup(process.pid, lambda: process.returncode is not None)
     """Its group, through a pidfd taken now: on asyncio the loop's child watcher reaps the server the moment
     it exits, and a group ended later by number could be a stranger's by then (see `unified._pgroup`)."""

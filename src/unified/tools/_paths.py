@@ -19,7 +19,7 @@ from unified._limits import ECHO_MAX_CHARS
 from unified._redaction import clip
 from unified.tools._base import ToolError, require_unicode
 
-__all__ = ["NAME_MAX", "PATH_MAX", "Workspace", "echoed", "shown_name", "spelled"]
+__all__ = ["NAME_MAX", "PATH_MAX", "Workspace", "echoed", "quoted", "shown_line", "shown_name", "shown_text", "spelled"]
 
 NAME_MAX = 255
 """Bytes in one path component on Linux (and macOS): the kernel refuses a longer one (ENAMETOOLONG)."""
@@ -27,9 +27,18 @@ PATH_MAX = 4096
 """Bytes in a whole path, its terminating NUL included."""
 
 
-_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-"""Characters that break a line or act instead of showing: C0 and C1 controls, DEL, the Unicode line and
-paragraph separators, bidi marks and overrides."""
+_ACTING = "\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+"""Besides the C0 controls, characters that break a line or act instead of showing: DEL, the C1 controls, the
+Unicode line and paragraph separators, bidi marks and overrides."""
+
+_CONTROLS = re.compile(f"[\x00-\x1f{_ACTING}]")
+"""In a name: every C0 control, the tab included (no file name needs one), and the others of `_ACTING`."""
+
+_LINE_CONTROLS = re.compile(f"[\x00-\x08\x0a-\x1f{_ACTING}]")
+"""In a line of a file: the same, but the tab, which indents code and only moves the text on."""
+
+_TEXT_CONTROLS = re.compile(f"[\x00-\x08\x0b-\x1f{_ACTING}]")
+"""In a text of many lines (a command's output): the same, but the tab and the line feed that ends each line."""
 
 
 def shown_name(name: str) -> str:
@@ -40,10 +49,32 @@ def shown_name(name: str) -> str:
     return repr(name) if _CONTROLS.search(name) else name
 
 
+def shown_line(line: str) -> str:
+    """A line of a file as a search row repeats it: `shown_name`'s rule, but a tab is shown as it is. A line
+    holding a carriage return, an escape sequence (`ESC[2K`, `ESC[1A`) or a line separator would otherwise show
+    the model a row of its own making (`x<CR>src/auth.py:1: password = "hunter2"`)."""
+    return repr(line) if _LINE_CONTROLS.search(line) else line
+
+
+def shown_text(text: str) -> str:
+    """A text of many lines (a command's output) with each `_TEXT_CONTROLS` character written in place as a
+    Python string literal writes it (`\\r`, `\\x1b`, `\\u2028`): the lines stay readable, and none can
+    rewrite another. A backslash already there is left as it is (output is full of them)."""
+    if _TEXT_CONTROLS.search(text) is None:
+        return text
+    return _TEXT_CONTROLS.sub(lambda m: repr(m[0])[1:-1], text)
+
+
 def echoed(argument: str) -> str:
     """A tool's argument (a pattern, a path) as its answer repeats it: at most `ECHO_MAX_CHARS` characters,
-    a cut one ending `…`, the run's secrets replaced (`clip`)."""
-    return clip(argument, ECHO_MAX_CHARS, more="…")
+    a cut one ending `…`, the run's secrets replaced (`clip`), then shown as `shown_name` shows a name (the
+    argument comes from a model that may have read a prompt injection: a line break in it could fake a line)."""
+    return shown_name(clip(argument, ECHO_MAX_CHARS, more="…"))
+
+
+def quoted(argument: str) -> str:
+    """A tool's argument as an error quotes it: clipped as `echoed`, always as a Python string literal."""
+    return repr(clip(argument, ECHO_MAX_CHARS, more="…"))
 
 
 def spelled(raw: str) -> str:

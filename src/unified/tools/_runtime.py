@@ -44,7 +44,7 @@ from unified.tools._base import (
     params_schema,
 )
 from unified.tools._custom import function_tool
-from unified.tools._paths import Workspace
+from unified.tools._paths import Workspace, echoed
 from unified.tools._policy import (
     ALIASES,
     DEFAULT_TIER,
@@ -57,7 +57,7 @@ from unified.tools._policy import (
     plain_path,
     session_rule,
 )
-from unified.types import ApprovalMode, McpServer
+from unified.types import ApprovalMode, McpServer, StdioMcpServer
 
 __all__ = [
     "ALIASES",
@@ -283,6 +283,14 @@ def _builtin_tools(files: _files.FileConfig, shell: _shell.ShellConfig) -> list[
     ]
 
 
+CLOSED_BEFORE_ANSWERING = (
+    "it closed its stdout before it answered initialize: it exited or crashed, or it is no MCP server (a program "
+    "that prints something else); what it wrote to stderr is on unified's stderr. Run its command alone to see"
+)
+"""Said of a stdio MCP server whose connection closed before it answered: the SDK's "Connection closed" told
+neither that the server had gone nor where its last words are."""
+
+
 class ToolRuntime:
     """The local tools of one session: their declarations, policy, scheduling and lifetime.
 
@@ -389,6 +397,8 @@ class ToolRuntime:
                 # its own URL's credentials and headers too: an HTTP client's error quotes the URL whole
                 clean = redactor(extra=(*self._secrets, *mcp.server_secrets(server)))
                 reason = clean(f"{type(cause).__name__}: {cause}")
+                if isinstance(server, StdioMcpServer) and str(cause) == "Connection closed":  # the mcp SDK's words
+                    reason += f" ({CLOSED_BEFORE_ANSWERING})"
                 errors.append(McpConnectError(server.name, f"MCP server {server.name!r} failed to start: {reason}"))
                 continue
             for spec in specs:
@@ -473,7 +483,7 @@ class ToolRuntime:
         spec = self._available(call.name)
         if spec is None:
             names = ", ".join(self.tool_names())
-            return await _refused(call, obs, f'Tool "{call.name}" not found. Available tools: {names}')
+            return await _refused(call, obs, f'Tool "{echoed(call.name)}" not found. Available tools: {names}')
         args = {k: v for k, v in call.args.items() if k != "wait_for_previous"}
         unjudgeable = _unjudgeable(call, spec.name, args)
         if unjudgeable is not None:

@@ -60,6 +60,7 @@ __all__ = [
     "read_at_most",
     "read_small",
     "replace_file",
+    "root_gone",
     "size_at_open",
 ]
 
@@ -127,9 +128,21 @@ def _link_appeared(shown: str) -> ToolError:
     )
 
 
+def root_gone(root: Path) -> ToolError:
+    """A workspace root deleted (or moved away) during the run: every path under it is missing, and the model
+    was told `Path not found: .`, or that a file it wrote had "a file, not a directory" in its path."""
+    return ToolError(
+        f"The workspace directory {root} is gone: it was deleted, moved or replaced by a file after the session "
+        "started, so no tool can read or write in it. Stop and tell the user; do not try to recreate it."
+    )
+
+
 def _open_root(workspace: Workspace, root: Path) -> int:
     # Followed on purpose: what counts is that the directory opened is the one recorded.
-    fd = os.open(root, _DIR_FLAGS & ~os.O_NOFOLLOW)
+    try:
+        fd = os.open(root, _DIR_FLAGS & ~os.O_NOFOLLOW)
+    except (FileNotFoundError, NotADirectoryError):
+        raise root_gone(root) from None
     info = os.fstat(fd)
     known = workspace.root_ids.setdefault(root, (info.st_dev, info.st_ino))
     if known != (info.st_dev, info.st_ino):
@@ -200,6 +213,8 @@ def entry_mode(workspace: Workspace, real: Path, shown: str) -> int | None:
     if real in workspace.roots:
         try:
             return os.stat(real).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            raise root_gone(real) from None
         except OSError:
             return None
     try:

@@ -19,7 +19,7 @@ from unified.tools import _safe_io
 from unified.tools._base import Params, Progress, ToolError, ToolOutput
 from unified.tools._files import FileConfig
 from unified.tools._ignore import Budget, BudgetSpent, IgnoreRules, WalkedFile, walk_files
-from unified.tools._paths import Workspace, echoed
+from unified.tools._paths import Workspace, echoed, quoted, shown_line
 from unified.tools._regex import Pattern, PatternError, compile_pattern
 from unified.tools._safe_io import StopFlag
 
@@ -130,7 +130,7 @@ async def search(config: FileConfig, p: SearchParams, progress: Progress) -> Too
     try:
         rx = compile_pattern(p.query)
     except PatternError as exc:
-        raise ToolError(f"Invalid regular expression {echoed(p.query)!r}: {exc}") from None
+        raise ToolError(f"Invalid regular expression {quoted(p.query)}: {echoed(str(exc))}") from None
     workspace = config.workspace
     root = await workspace.resolve(p.path)
     shown = echoed(workspace.display(root))
@@ -142,9 +142,10 @@ async def search(config: FileConfig, p: SearchParams, progress: Progress) -> Too
         return ToolOutput(f"{empty}\n{stopped}" if spent else empty)
     rows = [f'Found {len(hits)} match(es) for pattern "{echoed(p.query)}" in path "{shown}":']
     for file, number, text, length in hits:
+        line = shown_line(text)
         if length > SEARCH_LINE_CHARS:
-            text = f"{text} ({length - SEARCH_LINE_CHARS} more chars...)"
-        rows.append(f"{workspace.display(file)}:{number}: {text}")
+            line = f"{line} ({length - SEARCH_LINE_CHARS} more chars...)"
+        rows.append(f"{workspace.display(file)}:{number}: {line}")
     if len(hits) == limit:
         rows.append(f"[limit of {limit} matches reached; the list may be cut: narrow the query or the path]")
     if spent:

@@ -37,9 +37,9 @@ from unified import _limits as limits
 from unified._files import open_regular_fd
 from unified._pgroup import ProcessGroup
 from unified._redaction import Redactor, is_secret, redactor
-from unified.tools import _watchdog
+from unified.tools import _safe_io, _watchdog
 from unified.tools._base import Params, Progress, ToolError, ToolOutput, require_unicode
-from unified.tools._paths import Workspace
+from unified.tools._paths import Workspace, echoed, shown_text
 
 __all__ = [
     "BACKGROUND_READ_CAP",
@@ -499,14 +499,35 @@ def _into_cgroup(cgroup: Path | None) -> tuple[int | None, str]:
     return fd, f"{{ builtin echo $$ >&{fd}; }} 2>/dev/null; exec {fd}>&-\n"
 
 
+_TERMINAL_SEQUENCES = re.compile(
+    "(?:\x1b\\[|\x9b)[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, erasing (`ESC[31m`, `ESC[1A`, `ESC[2K`)
+    "|(?:\x1b[]PX^_]|[\x90\x98\x9d-\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\\\|\x9c)"  # OSC, DCS: a title, a link
+    "|\x1b[ -/]*[0-~]"  # the other escapes: `ESC 7`/`ESC 8` (cursor saved, restored), `ESC M` (a line up), `ESC c`
+)
+"""The ECMA-48 sequences a terminal acts on instead of showing. An OSC or DCS ends on its line, so one left open
+cannot take the lines after it away: only its opening two characters go, as do those of a CSI cut short; a
+lone ESC at the end is escaped by `shown_text`."""
+
+
+def terminal_text(text: str, clean: Redactor) -> str:
+    """A command's output as the model (and a `tool_progress` line) reads it: what it printed, never what a
+    terminal would make of it. Escape sequences are removed (colours are noise; a cursor move or an erase could
+    hide a line), a CRLF becomes a line feed, and every other control but the tab and the line feed is written
+    as a Python string literal writes it (`shown_text`): a lone CR that would overwrite a line on a terminal
+    shows as `\\r`, so a command cannot fake a line of its output, or of this result's. Secrets are replaced
+    again after the sequences go: one printed with sequences between its characters is whole only then."""
+    return shown_text(clean(_TERMINAL_SEQUENCES.sub("", text).replace("\r\n", "\n")))
+
+
 def shown_output(data: bytes, total: int, cap: int, clean: Redactor) -> str:
     """The tail of a command's output as the model reads it: secrets replaced first, over what was
-    kept beyond the cap too, so a secret cut by the cap is still replaced whole; then the cut."""
+    kept beyond the cap too, so a secret cut by the cap is still replaced whole; then the cut, then
+    `terminal_text`."""
     text = data.decode("utf-8", errors="replace")
     if total <= cap:
-        return clean(text).rstrip("\n")
+        return terminal_text(clean(text), clean).rstrip("\n")
     start = len(data[: max(len(data) - cap, 0)].decode("utf-8", errors="replace"))
-    shown = clean.window(text, start).rstrip("\n")
+    shown = terminal_text(clean.window(text, start), clean).rstrip("\n")
     return f"[output cut: the first {total - cap} bytes were dropped, the last {cap} kept]\n{shown}"
 
 
@@ -533,6 +554,9 @@ class ShellParams(Params):
 async def _cwd(config: ShellConfig, raw: str | None) -> Path:
     path = await config.workspace.resolve(raw or ".")
     if not await anyio.Path(path).is_dir():
+        for root in config.workspace.roots:
+            if path.is_relative_to(root) and not await anyio.Path(root).is_dir():
+                raise _safe_io.root_gone(root)
         raise ToolError(f"Path is not a directory: {config.workspace.display(path)}")
     return path
 
@@ -667,7 +691,7 @@ def _progress_line(buf: bytearray, clean: Redactor) -> str:
     hold = clean.partial_suffix(text)
     start = min(margin, len(text) - hold) if len(buf) > len(text) else 0
     shown = clean.window(text[: len(text) - hold], max(start, 0)).strip().splitlines()
-    return shown[-1][:_PROGRESS_CHARS] if shown else ""
+    return terminal_text(shown[-1][:_PROGRESS_CHARS], clean) if shown else ""
 
 
 def _read_jobs(path: Path) -> list[str]:
@@ -746,7 +770,7 @@ async def list_background_processes(config: ShellConfig, p: ListBackgroundParams
     if not config.background:
         return ToolOutput("No background processes found.")
     return ToolOutput(
-        "\n".join(f"- [PID {pid}] {proc.status()}: `{proc.command}`" for pid, proc in config.background.items())
+        "\n".join(f"- [PID {pid}] {proc.status()}: `{echoed(proc.command)}`" for pid, proc in config.background.items())
     )
 
 
@@ -774,7 +798,7 @@ async def read_background_output(config: ShellConfig, p: ReadBackgroundParams, p
         data = proc.log.tail(BACKGROUND_READ_CAP + margin)
         text = data.decode("utf-8", errors="replace")
         start = len(data[:margin].decode("utf-8", errors="replace")) if len(data) > BACKGROUND_READ_CAP else 0
-        lines = clean.window(text, start).splitlines()
+        lines = terminal_text(clean.window(text, start), clean).splitlines()
         return lines[-p.lines :], len(lines)
 
     shown, total = await anyio.to_thread.run_sync(tail)

@@ -15,6 +15,7 @@ from unified._adapters.gemini_cli._chat_files import (
     read_chat,
     replay_count,
     session_files,
+    summarize,
 )
 from unified.errors import AmbiguousSession, CorruptSession, SessionNotFound
 
@@ -218,3 +219,15 @@ def test_a_listed_session_carries_its_usage_and_turns_as_the_api_backends_do(
         "cost_usd": None,
     }
     assert ChatFiles().show("abcdef12", str(ws))["session"]["extra"] == info.extra
+
+
+def test_a_chat_file_whose_lines_are_json_but_no_records_says_so(tmp_path: Path) -> None:
+    """Lines of JSON that are no object (`[1, 2]`, `"garbage"`, `7`) were said to be "not JSON (cut short?)"."""
+    path = tmp_path / "session-2026-11-29T10-00-e5.jsonl"
+    path.write_text('{"sessionId": "e5eeeeee-0", "kind": "main"}\n[1, 2]\n"garbage"\n7\n')
+    with pytest.raises(CorruptSession) as refused:
+        summarize(path, None)
+    assert refused.value.message == (
+        f"{path} has no prompt that can be read: 3 of its lines are no JSON object (cut short, or not the CLI's "
+        "records: a list, a number, a string)"
+    )

@@ -299,7 +299,9 @@ class CodexRun:
             process = connection.process
             code = await process.wait(EXIT_GRACE_S)
             when = "during the run" if connection.initialized else "before it answered initialize"
-            raise error_from_exit(code, process.stderr_tail(), f"codex app-server exited {when} ({exc})") from exc
+            # A process that closed its stdout and went on running was said to have "exited ... (still running)".
+            what = f"exited {when} ({exc})" if code is not None else f"closed its stdout {when} without exiting"
+            raise error_from_exit(code, process.stderr_tail(), f"codex app-server {what}") from exc
         except RunStopped:
             self._reusable = False
             with anyio.CancelScope(shield=True):

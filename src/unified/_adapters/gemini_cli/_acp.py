@@ -104,7 +104,12 @@ async def connect(start: ProcessStarter, argv: Sequence[str], cwd: Path, env: Ma
         code = await connection.process.wait(START_EXIT_GRACE_S)
         tail = connection.process.stderr_tail()
         await connection.close()
-        raise error_from_exit(code, tail, f"gemini --acp failed to start ({exc})") from exc
+        # A process that closed its stdout and ran on was said to have failed "(gemini has exited)", still running.
+        closed = isinstance(exc, ConnectionClosed) and code is None
+        what = (
+            "closed its stdout before it answered initialize, without exiting" if closed else f"failed to start ({exc})"
+        )
+        raise error_from_exit(code, tail, f"gemini --acp {what}") from exc
     except BaseException:  # cancelled before it answered (Ctrl-C while the CLI starts): the process goes too
         with anyio.CancelScope(shield=True):
             await connection.close()

@@ -329,7 +329,8 @@ def summarize(path: Path, project_dir: str | None) -> SessionInfo | None:
             break
     if first_prompt is None and unreadable:  # a file cut (or damaged) before its prompt, not one without a prompt yet
         raise CorruptSession(
-            f"{path} has no prompt that can be read: {unreadable} of its lines are not JSON (cut short?)",
+            f"{path} has no prompt that can be read: {unreadable} of its lines are no JSON object (cut short, or "
+            "not the CLI's records: a list, a number, a string)",
             hint="it was left unchanged",
         )
     if first_prompt is None and len(head) == len(tail) and head == tail:
