@@ -9,6 +9,7 @@ made) runs as it is. What differs per backend is data: `SharedFiles`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
@@ -107,5 +108,10 @@ def session_lease(backend: str, home: Path, session_id: str) -> AbstractAsyncCon
     """
     from unified._sessions.stores import folder_lease
 
-    digest = hashlib.sha256(str(home).encode()).hexdigest()[:16]
-    return folder_lease(cache_folder(backend) / "leases" / digest, backend, session_id)
+    return folder_lease(_leases_folder(cache_folder(backend), home), backend, session_id)
+
+
+@functools.lru_cache(maxsize=16)
+def _leases_folder(cache: Path, home: Path) -> str:
+    """The folder of one CLI home's leases (its path's digest names it): worked out once per home and cache."""
+    return f"{cache}/leases/{hashlib.sha256(str(home).encode()).hexdigest()[:16]}"

@@ -25,8 +25,9 @@ run, so the kernel releases it when the holder exits, however it dies; while the
 flat file, `<id>.lock` beside it (the lock an older unified takes) is held too, so neither layout's
 holder can run beside the other's. The error names the holder
 from the kernel's lock table (Linux), else from the pid and host the holder wrote in the file;
-neither is ever used to decide anything. Taking a lease never waits. See docs/sessions.md for the
-guarantees and their limits.
+neither is ever used to decide anything. Taking a lease never waits. A folder of leases only
+(`folder_lease`, an agent binary's) links a spare lock file at the lock's path instead of creating one
+(`unified._sessions.spares`). See docs/sessions.md for the guarantees and their limits.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from unified._environ import PerEnvironment
 from unified._exports import publish
 from unified._files import NotRegularFile, open_regular, write_atomically
 from unified._redaction import clip, redact
+from unified._sessions import spares
 from unified._sessions.records import (
     SessionInfo,
     SessionProblem,
@@ -395,16 +397,18 @@ def in_use_error(session_id: str, holder: str) -> SessionInUse:
 
 def _holder_record() -> bytes:
     """What a lease's holder writes in its lock file: `{"pid": ..., "host": ..., "since": ...}`, as `json.dumps`
-    writes it, the host's JSON string kept (`_json_string`; the time is digits and signs): every run of an agent
-    binary takes a lease, and a call of the encoder cost more than the rest of the record."""
-    host = _json_string(socket.gethostname())
-    return f'{{"pid": {os.getpid()}, "host": {host}, "since": "{utc_now().isoformat()}"}}'.encode()
+    writes it (the time is digits and signs). Only the time is new per lease: the rest is this process's
+    (`_holder_prefix`); every run of an agent binary takes a lease, and a call of the encoder, or of
+    `gethostname`, cost more than the rest of the record."""
+    return f'{_holder_prefix(os.getpid())}"{utc_now().isoformat()}"}}'.encode()
 
 
-@functools.lru_cache(maxsize=4)
-def _json_string(text: str) -> str:
-    """`text` as a JSON string (the few host names a process sees)."""
-    return json.dumps(text)
+@functools.lru_cache(maxsize=1)
+def _holder_prefix(pid: int) -> str:
+    """The record up to its time, for the process `pid` (a forked child is another pid, so it reads its own).
+    The host is read once per process: the record only names the holder to a person (`_describe_holder`
+    asks the kernel first), never decides anything."""
+    return f'{{"pid": {pid}, "host": {json.dumps(socket.gethostname())}, "since": '
 
 
 def _kernel_holder(fd: int) -> int | None:
@@ -441,7 +445,7 @@ def _describe_holder(fd: int) -> str:
 # --- files ----------------------------------------------------------------------------------------
 
 
-def _create(path: Path, flags: int) -> int:
+def _create(path: str | Path, flags: int) -> int:
     """`os.open(path, flags | O_CREAT)` (mode 0600), making its directory only when it is missing:
     a run's lease and first save happen on the event loop's thread, where a `mkdir` and a `stat`
     before every create were two more metadata calls (each a wait on a busy disk's journal)."""
@@ -449,12 +453,12 @@ def _create(path: Path, flags: int) -> int:
     try:
         return os.open(path, flags, 0o600)
     except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         return os.open(path, flags, 0o600)
 
 
 @contextlib.contextmanager
-def _failing_at(root: Path, what: str, *, missing: bool = False) -> Iterator[None]:
+def _failing_at(root: str | Path, what: str, *, missing: bool = False) -> Iterator[None]:
     """An OSError of the store's own files (a full disk, a read-only or unwritable directory, a file where
     its directory goes) as `SessionStoreUnavailable` naming the path: it was an untyped OSError, which a
     run reported as `internal_error`, "a bug in unified". A FileNotFoundError is left to the caller (a
@@ -466,13 +470,17 @@ def _failing_at(root: Path, what: str, *, missing: bool = False) -> Iterator[Non
     except OSError as exc:
         if isinstance(exc, FileNotFoundError) and not missing:
             raise
-        where = exc.filename or root
-        raise SessionStoreUnavailable(
-            f"the session store at {root} cannot {what}: {exc.strerror or exc} ({where})",
-            hint="make that directory writable (or free disk space), or point UNIFIED_DATA_DIR (or "
-            "UNIFIED_SESSION_STORE_URL) at another store; no stored session was changed",
-            details={"path": str(where), "errno": exc.errno},
-        ) from None
+        raise _unavailable(root, what, exc) from None
+
+
+def _unavailable(root: str | Path, what: str, exc: OSError) -> SessionStoreUnavailable:
+    where = exc.filename or root
+    return SessionStoreUnavailable(
+        f"the session store at {root} cannot {what}: {exc.strerror or exc} ({where})",
+        hint="make that directory writable (or free disk space), or point UNIFIED_DATA_DIR (or "
+        "UNIFIED_SESSION_STORE_URL) at another store; no stored session was changed",
+        details={"path": str(where), "errno": exc.errno},
+    )
 
 
 def _flat_of(record: Path) -> Path:
@@ -493,17 +501,22 @@ def _record_id(entry: os.DirEntry[str], prefix: str) -> str | None:
 
 def _checked_shard(record: Path) -> Path:
     """`record`, unless something other than a directory (a symbolic link) stands where its shard goes."""
+    _check_folder(str(record.parent))
+    return record
+
+
+def _check_folder(folder: str) -> None:
+    """Raise unless `folder` is a directory itself (not a symbolic link to one) or is missing."""
     try:
-        mode = os.lstat(record.parent).st_mode
+        mode = os.lstat(folder).st_mode
     except FileNotFoundError:
-        return record
+        return
     if not stat.S_ISDIR(mode):
         raise SessionError(
-            f"{record.parent} is not a directory: the session store does not follow or write through it",
+            f"{folder} is not a directory: the session store does not follow or write through it",
             hint="it was left unchanged; move it away",
-            details={"path": str(record.parent)},
+            details={"path": folder},
         )
-    return record
 
 
 def _finish_move(record: Path) -> None:
@@ -520,23 +533,33 @@ def _finish_move(record: Path) -> None:
         _flat_of(record).unlink()
 
 
-def _take_lock(lock: Path, session_id: str) -> int:
+def _take_lock(lock: str | Path, session_id: str) -> int:
     """A descriptor holding the flock on `lock`, the holder's record written in it; SessionInUse if
     another descriptor holds it.
 
     A holder unlinks the file on release while still holding it, so a taker that opened it just
     before can lock a file no longer at the path: it checks that the inode it locked is the one at
-    the path and tries again if not. That keeps "one holder" true without ever leaving lock files behind.
+    the path and tries again if not (the inode's link count would not do: a folder lease's inode keeps
+    its spare's name, `unified._sessions.spares`). That keeps "one holder" true without ever leaving
+    lock files behind. The file's type is read by the same `fstat`, after the `flock` (a flock of a
+    FIFO or a device changes nothing), where one before it was a call more on every lease.
     """
     while True:
         fd = _open_lock(lock)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _describe_holder(fd)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                held = True
+            except BlockingIOError:
+                held = False
+            locked = os.fstat(fd)
+            if not stat.S_ISREG(locked.st_mode):
+                raise _refused_lock(lock, "not a regular file")
+            if not held:
+                raise in_use_error(session_id, _describe_holder(fd))
+        except BaseException:
             os.close(fd)
-            raise in_use_error(session_id, holder) from None
-        locked = os.fstat(fd)
+            raise
         try:
             current = os.stat(lock)
             if (current.st_ino, current.st_dev) == (locked.st_ino, locked.st_dev):
@@ -554,25 +577,22 @@ def _take_lock(lock: Path, session_id: str) -> int:
     return fd
 
 
-def _open_lock(lock: Path) -> int:
-    """A descriptor of the lock file at `lock` (created if missing), refused unless it is a regular file.
+def _open_lock(lock: str | Path) -> int:
+    """A descriptor of the lock file at `lock` (created if missing), never through a symbolic link.
 
     A lease writes its holder's record into the file (truncating a crashed holder's first): opened through
     a symbolic link planted at the lock's name, it truncated and overwrote the link's target, any file the
-    user may write. A link is never followed (O_NOFOLLOW) and a FIFO or device never waited on or written."""
+    user may write. A link is never followed (O_NOFOLLOW), a FIFO never waited on (O_NONBLOCK), and
+    `_take_lock` refuses anything but a regular file before it writes."""
     try:
-        fd = _create(lock, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
+        return _create(lock, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
         if exc.errno != errno.ELOOP:
             raise
         raise _refused_lock(lock, "a symbolic link") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise _refused_lock(lock, "not a regular file")
-    return fd
 
 
-def _refused_lock(lock: Path, what: str) -> SessionError:
+def _refused_lock(lock: str | Path, what: str) -> SessionError:
     return SessionError(
         f"the session's lock file {lock} is {what}: the session store does not follow or write through it",
         hint="it was left unchanged; move it away, then run again",
@@ -580,32 +600,77 @@ def _refused_lock(lock: Path, what: str) -> SessionError:
     )
 
 
-def _release_lock(lock: Path, fd: int) -> None:
+def _release_lock(lock: str | Path, fd: int) -> None:
     """Unlink the lock file while still holding it, then close (which releases the flock). A lock file that
     cannot be unlinked (its directory turned read-only meanwhile) is left: the next taker takes it as it takes
     a crashed holder's, and a failed unlink must not turn a run's end into an error."""
     with contextlib.suppress(OSError):
-        lock.unlink()
+        os.unlink(lock)
     os.close(fd)
 
 
-@contextlib.asynccontextmanager
-async def folder_lease(root: Path, backend: str, session_id: str) -> AsyncIterator[None]:
+def folder_lease(root: str | Path, backend: str, session_id: str) -> contextlib.AbstractAsyncContextManager[None]:
     """`FileSessionStore(root).lease(backend, session_id)` for a `root` that holds leases only, never a record (an
     agent binary's sessions are its CLI's own files: `unified._binary.shared.session_lease`): the very lock file,
     taken and released the same way, so either excludes the other. Left out is what only a store of records needs
     around the lock: the store object, the record's path, the session's bookkeeping for saves and the look for an
     older layout's flat record (a folder of leases never has one, so the store's lease never takes that second
     lock there either): every new codex thread and every resume takes one, on the event loop's thread."""
-    await anyio.lowlevel.checkpoint_if_cancelled()  # as the store's lease: no trip through the loop
-    name = _checked_name("session id", session_id)
-    lock = Path(f"{root}/{_checked_name('backend', backend)}/{_shard_of(name)}/{name}.lock")
-    with _failing_at(root, "be written"):
-        fd = _take_lock(_checked_shard(lock), session_id)
+    return _FolderLease(str(root), backend, session_id)
+
+
+class _FolderLease:
+    """`folder_lease`'s context manager, a class rather than a generator's: entered once per agent binary run, on
+    the event loop's thread, where a generator-based one cost a generator and its wrapper per run. The lock file
+    is a spare linked at the lock's path when it can be (`unified._sessions.spares`: no file created and freed per
+    lease), else taken as the store's lease takes it."""
+
+    __slots__ = ("_backend", "_fd", "_folder", "_lock", "_root", "_session_id", "_spare")
+
+    def __init__(self, root: str, backend: str, session_id: str) -> None:
+        self._root, self._backend, self._session_id = root, backend, session_id
+        self._folder = self._lock = ""
+        self._fd = -1
+        self._spare: spares.Spare | None = None
+
+    async def __aenter__(self) -> None:
+        await anyio.lowlevel.checkpoint_if_cancelled()  # as the store's lease: no trip through the loop
+        root, name = self._root, _checked_name("session id", self._session_id)
+        folder = f"{root}/{_checked_name('backend', self._backend)}"
+        shard = f"{folder}/{_shard_of(name)}"
+        lock = f"{shard}/{name}.lock"
+        try:  # `_failing_at(root, "be written")`, without a generator's context manager
+            _check_folder(shard)
+            spare = spares.linked_spare(folder, lock)
+            if spare is None:
+                self._fd = _take_lock(lock, self._session_id)
+            else:
+                self._fd = spare.fd
+                _record_holder(folder, lock, spare)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise _unavailable(root, "be written", exc) from None
+        self._folder, self._lock, self._spare = folder, lock, spare
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._spare is None:
+            _release_lock(self._lock, self._fd)
+        else:
+            spares.put_back(self._folder, self._lock, self._spare)
+
+
+def _record_holder(folder: str, lock: str, spare: spares.Spare) -> None:
+    """Write the holder's record in the spare just linked at `lock` (over the last lease's), or release it."""
     try:
-        yield
-    finally:
-        _release_lock(lock, fd)
+        record = _holder_record()
+        os.pwrite(spare.fd, record, 0)
+        if len(record) < spare.size:
+            os.ftruncate(spare.fd, len(record))
+        spare.size = len(record)
+    except BaseException:
+        spares.put_back(folder, lock, spare)
+        raise
 
 
 def _sweep(temporaries: list[os.DirEntry[str]]) -> None:
