@@ -19,7 +19,6 @@ import json
 import os
 import re
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,7 @@ from pathlib import Path
 import platformdirs
 
 from unified._binary.environment import EnvPolicy, FileSignature, child_env, file_signature
+from unified._executables import not_runnable, script_problem
 from unified._files import open_regular
 from unified._redaction import is_secret
 from unified.errors import BackendUnavailable
@@ -46,7 +46,6 @@ __all__ = [
     "locate",
     "node_version",
     "probe_version",
-    "why_cannot_run",
 ]
 
 Version = tuple[int, int, int]
@@ -188,79 +187,12 @@ def _runs_on_node(binary: Path, signature: FileSignature) -> bool:
     return first.startswith(b"#!") and b"node" in first
 
 
-def _not_runnable(path: Path) -> str | None:
-    """Why a path the caller named cannot be run, None when it can: found here, the message says what is wrong
-    with the path, where running it would say only "Permission denied" (a directory, a file without its `x` bit)."""
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        return "which does not exist"
-    except OSError as exc:
-        return f"which cannot be looked at ({exc.strerror})"
-    if stat.S_ISDIR(mode):
-        return "which is a directory, not the executable"
-    if not os.access(path, os.X_OK):
-        return f"which is not executable (mode {stat.filemode(mode)}: `chmod +x` it, or name the executable)"
-    return None
-
-
-def why_cannot_run(command: str, env: Mapping[str, str]) -> str | None:
-    """Why `command` (a path, or a name looked up on `env`'s PATH) cannot be started, said of the command
-    ("which is a directory, not the executable"), or None when nothing here tells: for a program that failed to
-    start, whose exec error said only "Permission denied" or named a script whose interpreter is missing."""
-    if os.sep not in command:
-        found = shutil.which(command, path=env.get("PATH"))
-        if found is None:
-            return "which is not a program on the PATH it gets (install it, or name it by its path)"
-        path = Path(found)
-    else:
-        path = Path(command)
-    return _not_runnable(path) or _script_problem(path, env)
-
-
-def _script_problem(binary: Path, env: Mapping[str, str]) -> str | None:
-    """Why the `#!` line of the script `binary` cannot start it, None when `binary` is no script or its line names
-    an interpreter that is there. Asked only once running it failed: exec's error then names the script itself
-    ("No such file or directory: '<binary>'", a file that is there) when it is the interpreter that is missing,
-    and `#!/usr/bin/env NAME` without NAME on PATH exits 127 with no output at all."""
-    try:
-        with open_regular(binary) as handle:
-            first = handle.readline(256)
-    except OSError:
-        return None
-    if not first.startswith(b"#!"):
-        return None
-    line = first[2:].rstrip(b"\n")
-    if line.endswith(b"\r"):
-        return (
-            "which is a script with Windows line endings: its `#!` line names an interpreter whose name ends in a "
-            "carriage return, which no system has (convert the file to Unix line endings, e.g. with dos2unix)"
-        )
-    words = line.decode(errors="replace").split()
-    if not words:
-        return "which is a script whose `#!` line names no interpreter"
-    interpreter = words[0]
-    if not os.access(interpreter, os.X_OK):
-        return (
-            f"which is a script whose interpreter {interpreter!r} (its `#!` line) is not there or not executable "
-            "(install it, or correct the line)"
-        )
-    names = [word for word in words[1:] if not word.startswith("-")]  # `env -S node --flag`: node
-    wanted = names[0] if Path(interpreter).name == "env" and names and "=" not in names[0] else None
-    if wanted is not None and shutil.which(wanted, path=env.get("PATH")) is None:
-        return (
-            f"which is a script run by `{interpreter} {wanted}`, and no {wanted!r} is on the PATH the backend "
-            "gets (install it, or put its folder on PATH)"
-        )
-    return None
-
-
 def find_binary(spec: BinarySpec, explicit: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path:
     """The binary's path, looked for in the order of the module docstring."""
     for source, value in ((f"backend_options['{spec.option}']", explicit), (spec.env_var, env.get(spec.env_var))):
         if value:
             path = Path(value).expanduser()
-            problem = _not_runnable(path)
+            problem = not_runnable(path)
             if problem is not None:
                 raise BackendUnavailable(f"{source} points at {path}, {problem}", hint=spec.install_hint)
             return path
@@ -316,13 +248,13 @@ def probe_version(spec: BinarySpec, binary: Path, env: Mapping[str, str]) -> Ver
                     check=False,
                 )
         except (OSError, subprocess.TimeoutExpired) as exc:
-            problem = _script_problem(binary, env) if isinstance(exc, OSError) else None
+            problem = script_problem(binary, env) if isinstance(exc, OSError) else None
             said = f"{binary} cannot run, {problem}" if problem else f"could not run {binary} --version: {exc}"
             raise BackendUnavailable(said, hint=spec.install_hint) from exc
         text = done.stdout
     match = _VERSION.search(text or "")
     if match is None:
-        problem = _script_problem(binary, env)
+        problem = script_problem(binary, env)
         if problem is not None:
             raise BackendUnavailable(f"{binary} cannot run, {problem}", hint=spec.install_hint)
         raise BackendUnavailable(f"{binary} did not report a version ({text!r})", hint=spec.install_hint)

@@ -41,7 +41,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.message import SessionMessage
 
 from unified import _limits as limits
-from unified._binary.install import why_cannot_run
+from unified._executables import why_cannot_run
 from unified._internal.http import EventMeter, EventTooLarge
 from unified._internal.json_head import answer_in_head
 from unified._pgroup import ProcessGroup
