@@ -599,7 +599,7 @@ class AgentLoop:
             await self._emit(event)
             if shown == 1:
                 # The guard hands events over without yielding, so the chunks already read behind
-                # the first one (up to the buffer's 64 events) would all be translated before the
+                # the first one (up to the buffer's 128 events) would all be translated before the
                 # consumer saw it: the turn's first output goes now.
                 await _consumer_turn()
 

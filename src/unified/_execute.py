@@ -503,6 +503,8 @@ class EventStream(AsyncIterator[UnifiedEvent]):
             chosen = backend
         self.params = params
         self._stream = GuardedStream(lambda channel: StreamGuard(params, chosen, channel, strict=strict))
+        self._channel = self._stream.channel
+        """The stream's channel, held here too: `__anext__` takes a queued event from it (one lookup less an event)."""
 
     @property
     def backend(self) -> str:
@@ -517,7 +519,7 @@ class EventStream(AsyncIterator[UnifiedEvent]):
 
     async def __anext__(self) -> UnifiedEvent:
         # A queued event is taken here, in the one coroutine of this step; the stream's own `next` waits.
-        event = self._stream.channel.get_nowait()
+        event = self._channel.get_nowait()
         return event if event is not None else await self._stream.next()
 
     async def aclose(self) -> None:

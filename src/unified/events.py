@@ -374,8 +374,9 @@ class Usage(_Constructed):
         cost = (
             None if self.cost_usd is None and other.cost_usd is None else (self.cost_usd or 0) + (other.cost_usd or 0)
         )
-        # Sums of valid counts are valid: built without validation (every run adds several).
-        return Usage.model_construct(
+        # Sums of valid counts are valid: built without validation (every run adds several), by a builder
+        # written for all eight fields (1.0 us a sum against 1.5 for `model_construct`'s `**values`).
+        return _usage_sum(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             thinking_tokens=self.thinking_tokens + other.thinking_tokens,
@@ -810,6 +811,10 @@ EVENT_TYPES: tuple[type[_EventBase], ...] = (
     Failover,
     Result,
 )
+
+
+_usage_sum = _event_builder(Usage.model_construct, *Usage.model_fields)
+"""`Usage.model_construct` written for a caller that gives every field (`Usage.__add__`)."""
 
 
 def build_validators() -> None:
