@@ -295,7 +295,7 @@ class ApprovalBridge:
         name = f"mcp__{params.get('serverName')}__{meta.get('tool_name') or ''}"
         return [(name, arguments if isinstance(arguments, dict) else {})]
 
-    def _user_verdict(self, kind: Kind, params: dict[str, Any], call_id: str) -> tuple[bool, str, str] | None:
+    async def _user_verdict(self, kind: Kind, params: dict[str, Any], call_id: str) -> tuple[bool, str, str] | None:
         """What the caller's user rules say of the call, when one decides it (or may: `Policy.evaluate`'s doubt):
         (denied, the rule, why); a deny of any part outranks an ask. A call no rule of the policy covers at all (one
         built without the shipped table, `Policy().with_toml(...)`) is asked too: the table's own unasked reads stand
@@ -304,8 +304,10 @@ class ApprovalBridge:
         if self.policy is None:
             return None
         from unified.tools._policy import USER_TIER, Decision
+        from unified.tools._runtime import linked_verdict
 
         mode = self.ctx.params.approval_mode
+        workspace = self._workspace()
         found: tuple[bool, str, str] | None = None
         for tool, arguments in self._policy_calls(kind, params, call_id):
             if tool.endswith("__") and kind == "mcp":  # the request names no tool: any rule for the server's may apply
@@ -313,7 +315,7 @@ class ApprovalBridge:
                 if unnamed is not None:
                     found = found or (False, unnamed, f"rule {unnamed} may apply to the MCP tool Codex does not name")
                 continue
-            verdict = self.policy.evaluate(tool, arguments, mode, unseen=not arguments)
+            verdict = await linked_verdict(self.policy, workspace, tool, arguments, mode, unseen=not arguments)
             rule = verdict.rule
             if rule is None and verdict.decision is Decision.ASK_USER:
                 found = found or (False, UNCOVERED, f"no rule of the policy covers {tool} in {mode} mode")
@@ -407,7 +409,7 @@ class ApprovalBridge:
             guarded = await self._reads_outside(params)
         choice, decided_by, rule = self._policy(kind, params, guarded, read_only)
         reason = None
-        user = self._user_verdict(kind, params, call_id)
+        user = await self._user_verdict(kind, params, call_id)
         if user is not None:  # a user rule outranks the table: its denial stands, its ask is asked in every mode
             denied, rule, reason = user
             choice, decided_by = ("deny", "policy") if denied else (None, None)

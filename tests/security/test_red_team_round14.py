@@ -1,0 +1,122 @@
+"""Red team, round 14: the caller's path rules against links on the agent binaries' own tools, and this
+round's new code (spare lock files, `--policy` file generation, the shell-output cleaner, API auth checks).
+
+Holes (each test marked SUCCEEDED before fails on the code before its fix):
+
+- round 13 judged a path rule (a deny of `secrets/` by `argsPattern`) also on the path a link reaches, but
+  only for unified's own tools: Claude Code's Read, Write, Edit and Grep of `docs/l/key` (`docs/l ->
+  ../secrets`) were allowed by the shipped rows or auto_edit, and Codex's patch of `docs/l/key` was accepted in
+  auto_edit, past the caller's deny rule. Every backend now asks `_runtime.linked_verdict`;
+- a folder reached through a link (or named plainly) was judged without its trailing `/`: a search of `docs/l`
+  (or of `secrets`) read every file a deny of `secrets/` was written for.
+
+Attacks that held are kept below their section as pins.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.claude_code.claude_code_helpers import model_bodies, run_claude
+from tests.e2e.claude_code.conftest import claude_setup
+from tests.security.test_red_team_round7 import _claude_answer, _codex_patch_with
+from tests.security.test_red_team_round13 import DENY_SECRETS, _linked_workspace
+from unified.events import PermissionDecision
+from unified.testing import FakeAnthropic, FunctionCall, ModelTurn
+from unified.tools import ToolCall, ToolRuntime
+
+__all__ = ["claude_setup"]
+
+pytestmark = [pytest.mark.anyio]
+
+
+# --- path rules through links, on the binaries' own tools ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input"),
+    [
+        pytest.param("Read", {"file_path": "{ws}/docs/l/key"}, id="read-absolute"),
+        pytest.param("Read", {"file_path": "docs/l/key"}, id="read-relative"),
+        pytest.param("Read", {"file_path": "k"}, id="read-file-link"),
+        pytest.param("Write", {"file_path": "{ws}/docs/l/key", "content": "x"}, id="write"),
+        pytest.param("Edit", {"file_path": "{ws}/docs/l/key", "old_string": "T", "new_string": "x"}, id="edit"),
+        pytest.param("Grep", {"pattern": "TOP", "path": "{ws}/docs/l/key"}, id="grep-file"),
+        pytest.param("Grep", {"pattern": "TOP", "path": "{ws}/docs/l"}, id="grep-folder"),
+        pytest.param("Glob", {"pattern": "*", "path": "{ws}/docs/l"}, id="glob-folder"),
+        pytest.param("LS", {"path": "{ws}/docs/l"}, id="ls-folder"),
+    ],
+)
+async def test_a_claude_code_call_through_a_link_is_denied_by_the_callers_path_rule(
+    tmp_path: Path, tool: str, tool_input: dict[str, Any]
+) -> None:
+    """SUCCEEDED before: Claude Code's bridge read the rule against the text of the path only, so `Read
+    docs/l/key` was allowed by the shipped `read-only` row (and Write/Edit by auto_edit) though it reads
+    `secrets/key`, which the caller's rule denies."""
+    ws = _linked_workspace(tmp_path)
+    filled = json.loads(json.dumps(tool_input).replace("{ws}", str(ws)))
+    body, decision = await _claude_answer(ws, tool, filled, DENY_SECRETS)
+    assert body["behavior"] == "deny", body
+    assert (decision.decision, decision.rule) == ("deny", "no-secrets")
+    assert (ws / "secrets" / "key").read_text() == "TOPSECRET"
+
+
+@pytest.mark.e2e  # runs the real claude binary, against FakeAnthropic
+@pytest.mark.usefixtures("claude_setup")
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_e2e_claude_code_does_not_read_a_denied_file_through_a_link(tmp_path: Path) -> None:
+    """SUCCEEDED before, with the real CLI: its Read of `docs/l/key` was allowed (`read-only`) and the model
+    read `TOPSECRET`, past the caller's deny of `secrets/`."""
+    (tmp_path / "ws").mkdir()
+    ws = _linked_workspace(tmp_path / "ws")
+    read = FunctionCall(name="Read", args={"file_path": str(ws / "docs" / "l" / "key")}, id="toolu_read")
+    turns = [ModelTurn(function_calls=[read]), ModelTurn(text="Done.")]
+    async with FakeAnthropic(turns) as server:
+        events = await run_claude(server, ws, options={"policy": DENY_SECRETS})
+        bodies = model_bodies(server)
+    [decision] = [e for e in events if isinstance(e, PermissionDecision)]
+    assert (decision.decision, decision.rule) == ("deny", "no-secrets")
+    assert not any("TOPSECRET" in body for body in bodies)
+
+
+async def test_a_claude_code_read_of_an_ordinary_file_is_still_allowed_under_a_path_rule(tmp_path: Path) -> None:
+    """The pin beside it: a file no link leads from is judged as before."""
+    ws = _linked_workspace(tmp_path)
+    (ws / "docs" / "a.md").write_text("hi")
+    body, decision = await _claude_answer(ws, "Read", {"file_path": str(ws / "docs" / "a.md")}, DENY_SECRETS)
+    assert body == {"behavior": "allow"}
+    assert decision.rule == "read-only"
+
+
+@pytest.mark.parametrize("spelling", ["{ws}/docs/l/key", "{ws}/docs/l/new.txt", "{ws}/k"])
+async def test_a_codex_patch_through_a_link_is_denied_by_the_callers_path_rule(tmp_path: Path, spelling: str) -> None:
+    """SUCCEEDED before: auto_edit accepted Codex's patch of `docs/l/key`, a write of `secrets/key` the caller's
+    rule denies (the rule read the text `docs/l/key`)."""
+    ws = _linked_workspace(tmp_path)
+    change = {"path": spelling.format(ws=ws), "kind": {"type": "add"}, "diff": "x\n"}
+    answer, decision = await _codex_patch_with(ws, [change], DENY_SECRETS)
+    assert answer == "decline"
+    assert (decision.decision, decision.decided_by, decision.rule) == ("deny", "policy", "no-secrets")
+
+
+async def test_a_codex_patch_of_an_ordinary_file_is_still_accepted_under_a_path_rule(tmp_path: Path) -> None:
+    ws = _linked_workspace(tmp_path)
+    change = {"path": str(ws / "docs" / "a.md"), "kind": {"type": "add"}, "diff": "x\n"}
+    answer, _ = await _codex_patch_with(ws, [change], DENY_SECRETS)
+    assert answer == "accept"
+
+
+@pytest.mark.parametrize("folder", ["docs/l", "secrets", "docs/l/"])
+async def test_a_search_of_a_denied_folder_is_denied_however_it_is_named(tmp_path: Path, folder: str) -> None:
+    """SUCCEEDED before: the folder was judged as `secrets` (no `/`), which a rule for `secrets/` does not match,
+    and search printed `TOPSECRET`."""
+    ws = _linked_workspace(tmp_path)
+    async with ToolRuntime(ws, policy=DENY_SECRETS) as runtime:
+        [outcome] = await runtime.run_batch([ToolCall("c1", "search", {"query": "TOP", "path": folder})])
+    assert "TOPSECRET" not in json.dumps(outcome.response)
+    assert outcome.decision is not None
+    assert (outcome.decision.decision, outcome.decision.rule) == ("deny", "no-secrets")
