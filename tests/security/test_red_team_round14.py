@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from tests.e2e.claude_code.claude_code_helpers import model_bodies, run_claude
@@ -120,3 +121,45 @@ async def test_a_search_of_a_denied_folder_is_denied_however_it_is_named(tmp_pat
     assert "TOPSECRET" not in json.dumps(outcome.response)
     assert outcome.decision is not None
     assert (outcome.decision.decision, outcome.decision.rule) == ("deny", "no-secrets")
+
+
+# --- spare lock files (`_sessions/spares.py`) ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("planted", ["file", "symlink"])
+def test_a_file_put_at_a_swept_spare_s_name_is_not_linked_as_the_lock(tmp_path: Path, planted: str) -> None:
+    """SUCCEEDED before: a spare's name (listed in the leases folder) swept and replaced by a file of the
+    attacker's (or a link) was linked at the next lease's lock path: the lease flocked its own inode, the path
+    named the other, and a second taker locked that and held the same session (two holders)."""
+    from tests.sessions.records import BACKEND
+    from unified._sessions import spares
+    from unified._sessions.stores import FileSessionStore, folder_lease
+    from unified.errors import SessionInUse
+
+    session = "019b2c3d-4e5f-7a8b-9c0d-1e2f3a4b5c6d"
+    lock = tmp_path / BACKEND / session[:2] / f"{session}.lock"
+    spares._remove_at_exit()
+
+    async def scenario() -> None:
+        async with folder_lease(tmp_path, BACKEND, session):
+            pass
+        (spare,) = (tmp_path / BACKEND).glob(".spare-*")
+        spare.unlink()
+        if planted == "file":
+            spare.write_text("planted")
+        else:
+            (tmp_path / "elsewhere").write_text("planted")
+            spare.symlink_to(tmp_path / "elsewhere")
+        async with folder_lease(tmp_path, BACKEND, session):
+            assert not lock.is_symlink()
+            with pytest.raises(SessionInUse):
+                async with FileSessionStore(tmp_path).lease(BACKEND, session):
+                    pass
+        assert not lock.exists()
+
+    try:
+        anyio.run(scenario)
+    finally:
+        spares._remove_at_exit()
+    if planted == "symlink":
+        assert (tmp_path / "elsewhere").read_text() == "planted"  # never written through
