@@ -163,3 +163,29 @@ def test_a_file_put_at_a_swept_spare_s_name_is_not_linked_as_the_lock(tmp_path: 
         spares._remove_at_exit()
     if planted == "symlink":
         assert (tmp_path / "elsewhere").read_text() == "planted"  # never written through
+
+
+# --- the Gemini CLI's `--policy` file (`gemini_cli/_launch`) ------------------------------------------------------
+
+HOSTILE_NAMES = ['q"uote', "new\nline", "back\\slash", "tab\tand ]]\n[[rule]]", "del\x7f", "ünï😀", "nul\x00", "\x85c1"]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_every_rule_and_tool_name_reaches_the_cli_s_policy_file_as_written(name: str) -> None:
+    """SUCCEEDED before for DEL: JSON leaves it raw, TOML (and the CLI's parser) refuse it, and the CLI dropped
+    the whole file (the e2e proof: tests/e2e/gemini_cli/test_gemini_cli_user_policy.py). The rest are pins: each
+    name is one TOML string, whatever it holds, and reads back as written."""
+    import tomllib
+
+    from unified._adapters.gemini_cli import _launch
+
+    tool = f"mcp_srv_{name}"
+    denial = f"unified: the policy rule {name} does not allow it"
+    subagent = tomllib.loads(_launch.subagent_rules({tool: name}))["rule"]
+    assert {(r["toolName"], r["denyMessage"]) for r in subagent} == {(tool, denial + " (a subagent cannot be asked)")}
+    [outright] = tomllib.loads(_launch.policy_denials({tool: (name, ("default", "yolo"))}))["rule"]
+    assert (outright["toolName"], outright["name"], outright["denyMessage"]) == (tool, f"unified: {name}", denial)
+    rules = tomllib.loads(_launch.policy_rules(excluded_tools=[tool], asked=[tool]))["rule"]
+    assert rules[0]["toolName"] == tool  # the exclusion
+    assert rules[1]["toolName"] == [tool]  # asked in every mode
+    assert len(rules) == 7  # no rule of the name's own making
