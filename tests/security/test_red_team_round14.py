@@ -189,3 +189,41 @@ def test_every_rule_and_tool_name_reaches_the_cli_s_policy_file_as_written(name:
     assert rules[0]["toolName"] == tool  # the exclusion
     assert rules[1]["toolName"] == [tool]  # asked in every mode
     assert len(rules) == 7  # no rule of the name's own making
+
+
+# --- the shell's output cleaner (`tools/_shell.py`) ---------------------------------------------------------------
+
+SECRET = "sk-ant-api03-Zq9XvB7kLmN4pR2tY6wE8uI0oP"
+
+
+@pytest.mark.parametrize(
+    "so_far",
+    [
+        pytest.param("sk-ant\x1b[m\x1b[K-api03-Zq9XvB7", id="grep-color-inside"),
+        pytest.param("\x1b[01;31msk-ant-api03-Zq9XvB7\x1b[m", id="coloured-then-cut"),
+        pytest.param("sk-ant-api03-Zq9XvB7\x9b0m", id="c1-csi"),
+        pytest.param("sk-ant-api03-Zq9XvB7\x1b", id="lone-esc"),
+        pytest.param("sk-ant-api03-Zq9XvB7\x1b[0", id="csi-without-final-byte"),
+        pytest.param("sk-ant-api03-Zq9XvB7\x1b]8;;x\x07", id="osc-bel"),
+        pytest.param("sk-ant-api03-Zq9XvB7\x1b]8;;x\x1b\\", id="osc-st"),
+    ],
+)
+def test_a_secret_split_by_an_escape_sequence_is_held_back_from_a_progress_line(so_far: str) -> None:
+    """SUCCEEDED before: the output read so far ending in a secret's beginning and a sequence (coloured output
+    cut by a read) was not held back, since the hold looked at the text with its sequences; once they went, the
+    `tool_progress` event showed the first 20 characters of the key."""
+    from unified._redaction import redactor
+    from unified.tools._shell import _progress_line
+
+    clean = redactor({}, [SECRET])
+    line = _progress_line(bytearray(("first line\n" + so_far).encode()), clean)
+    assert "Zq9" not in line
+    assert "sk-ant" not in line
+
+
+def test_a_progress_line_still_shows_coloured_output_without_its_colours() -> None:
+    from unified._redaction import redactor
+    from unified.tools._shell import _progress_line
+
+    clean = redactor({}, [SECRET])
+    assert _progress_line(bytearray(b"ok \x1b[01;31mdone\x1b[m 50%\x1b[1"), clean) == "ok done 50%"

@@ -683,13 +683,22 @@ async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progr
     return ToolOutput("\n".join(lines))
 
 
+_OPEN_SEQUENCE = re.compile("(?:\x1b[ -/]*|(?:\x1b\\[|\x9b)[0-?]*[ -/]*)\\Z")
+"""An escape sequence the output so far ends inside of (its final byte not yet read)."""
+
+
 def _progress_line(buf: bytearray, clean: Redactor) -> str:
     """The last line of the output so far for a progress event: secrets replaced over the bytes
-    before it too, and the end held back while it may still become a secret (`SplitGuard`)."""
+    before it too, and the end held back while it may still become a secret (`SplitGuard`). The
+    terminal's sequences go first (and one the output ends inside of is held back): coloured output
+    (`grep --color`) splits a secret with them, and the end `sk-ant<ESC>[m<ESC>[K-api03-Zq9` read so far
+    was not the beginning of a secret to the hold, but became one once they went: it was shown."""
     margin = _margin(clean)
-    text = bytes(buf[-(4 * _PROGRESS_CHARS + 2 * margin) :]).decode("utf-8", errors="replace")
+    raw = bytes(buf[-(4 * _PROGRESS_CHARS + 2 * margin) :]).decode("utf-8", errors="replace")
+    opened = _OPEN_SEQUENCE.search(raw)
+    text = _TERMINAL_SEQUENCES.sub("", raw if opened is None else raw[: opened.start()])
     hold = clean.partial_suffix(text)
-    start = min(margin, len(text) - hold) if len(buf) > len(text) else 0
+    start = min(margin, len(text) - hold) if len(buf) > len(raw) else 0
     shown = clean.window(text[: len(text) - hold], max(start, 0)).strip().splitlines()
     return terminal_text(shown[-1][:_PROGRESS_CHARS], clean) if shown else ""
 
