@@ -227,3 +227,36 @@ def test_a_progress_line_still_shows_coloured_output_without_its_colours() -> No
 
     clean = redactor({}, [SECRET])
     assert _progress_line(bytearray(b"ok \x1b[01;31mdone\x1b[m 50%\x1b[1"), clean) == "ok done 50%"
+
+
+# --- API auth checks (`_auth.py`) ---------------------------------------------------------------------------------
+
+TOKEN = "tok_live_9f8e7d6c5b4a3"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        pytest.param(f"https://gw.example:{TOKEN}/v1beta", id="token-where-the-port-goes"),
+        pytest.param(f"https://{TOKEN}@gw.exa\u2100mple/", id="token-in-a-host-nfkc-refuses"),
+        pytest.param(f"https://gw.example:443:{TOKEN}/", id="token-after-the-port"),
+    ],
+)
+def test_a_base_url_s_problem_never_quotes_the_url(url: str) -> None:
+    """SUCCEEDED before: `problems` (and `describe()`, said to be secret-free: `doctor`, the run's error) quoted
+    the URL parser's error, which quotes the port's text or the whole netloc: a gateway token put there."""
+    from unified._auth import resolve_api_auth
+
+    auth = resolve_api_auth({"GEMINI_API_KEY": "k" * 20, "GOOGLE_GEMINI_BASE_URL": url}, vertexai=False)
+    assert not auth.usable
+    assert TOKEN not in auth.describe()
+    assert TOKEN not in repr(auth.problems)
+
+
+def test_a_key_in_a_base_url_s_user_info_is_not_shown_as_its_endpoint() -> None:
+    """A pin: `https://<key>@host` is sent to `host`, and only `host` is shown."""
+    from unified._auth import resolve_api_auth
+
+    auth = resolve_api_auth({"GEMINI_API_KEY": "k" * 20, "GOOGLE_GEMINI_BASE_URL": f"https://{TOKEN}@gw.example"})
+    assert TOKEN not in auth.describe()
+    assert auth.endpoint == "https://gw.example"
