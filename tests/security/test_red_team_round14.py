@@ -50,6 +50,7 @@ pytestmark = [pytest.mark.anyio]
         pytest.param("Grep", {"pattern": "TOP", "path": "{ws}/docs/l"}, id="grep-folder"),
         pytest.param("Glob", {"pattern": "*", "path": "{ws}/docs/l"}, id="glob-folder"),
         pytest.param("LS", {"path": "{ws}/docs/l"}, id="ls-folder"),
+        pytest.param("Grep", {"pattern": "TOP", "path": "{ws}/secrets"}, id="grep-the-folder-itself"),
     ],
 )
 async def test_a_claude_code_call_through_a_link_is_denied_by_the_callers_path_rule(
@@ -111,13 +112,14 @@ async def test_a_codex_patch_of_an_ordinary_file_is_still_accepted_under_a_path_
     assert answer == "accept"
 
 
-@pytest.mark.parametrize("folder", ["docs/l", "secrets", "docs/l/"])
+@pytest.mark.parametrize("folder", ["docs/l", "secrets", "docs/l/", "{ws}/secrets"])
 async def test_a_search_of_a_denied_folder_is_denied_however_it_is_named(tmp_path: Path, folder: str) -> None:
     """SUCCEEDED before: the folder was judged as `secrets` (no `/`), which a rule for `secrets/` does not match,
     and search printed `TOPSECRET`."""
     ws = _linked_workspace(tmp_path)
     async with ToolRuntime(ws, policy=DENY_SECRETS) as runtime:
-        [outcome] = await runtime.run_batch([ToolCall("c1", "search", {"query": "TOP", "path": folder})])
+        path = folder.format(ws=ws)
+        [outcome] = await runtime.run_batch([ToolCall("c1", "search", {"query": "TOP", "path": path})])
     assert "TOPSECRET" not in json.dumps(outcome.response)
     assert outcome.decision is not None
     assert (outcome.decision.decision, outcome.decision.rule) == ("deny", "no-secrets")

@@ -705,7 +705,7 @@ async def real_paths(workspace: Workspace, tool: str, args: Mapping[str, Any]) -
         form = real.relative_to(root).as_posix() if real.is_relative_to(root) else str(real)
         if real != root and await anyio.to_thread.run_sync(real.is_dir, abandon_on_cancel=True):
             form += "/"  # a folder as a rule for its files spells it: a search of `docs/l` reads `secrets/`
-        if form != plain_path(value) and str(real) != plain_path(value):
+        if form != plain_path(value):
             changed[key] = form
     return {**args, **changed} if changed else None
 
