@@ -262,3 +262,37 @@ def test_a_key_in_a_base_url_s_user_info_is_not_shown_as_its_endpoint() -> None:
     auth = resolve_api_auth({"GEMINI_API_KEY": "k" * 20, "GOOGLE_GEMINI_BASE_URL": f"https://{TOKEN}@gw.example"})
     assert TOKEN not in auth.describe()
     assert auth.endpoint == "https://gw.example"
+
+
+@pytest.mark.parametrize("where", ["{ws}/docs/l", "{ws}/secrets"])
+async def test_a_codex_command_run_in_a_denied_folder_is_denied_by_the_callers_path_rule(
+    tmp_path: Path, where: str
+) -> None:
+    """SUCCEEDED before: Codex's approval of `cat key` run in `docs/l` (its `cwd`: `secrets`) was judged on the
+    command's text alone, and auto_edit's table let the read run past the caller's deny of `secrets/`. The cwd is
+    now the call's `dir_path`, as the runtime's shell names it, and judged through the link."""
+    from typing import cast
+
+    from tests.security.test_permission_type_confusion import Wire
+    from tests.security.test_red_team_round7 import _auto_edit
+    from unified._adapters.codex._approvals import ApprovalBridge
+    from unified._adapters.codex._translate import AppServerTranslator
+
+    ws = _linked_workspace(tmp_path)
+    translator = AppServerTranslator(main_thread="T", cwd=str(ws))
+    translator.start_turn("U")
+    ctx, wire = _auto_edit(ws), Wire()
+    params = {
+        "threadId": "T",
+        "turnId": "U",
+        "itemId": "call_read",
+        "command": "/bin/bash -lc 'cat key'",
+        "cwd": where.format(ws=ws),
+        "commandActions": [{"type": "read", "command": "cat key", "name": "key", "path": "key"}],
+    }
+    request = {"method": "item/commandExecution/requestApproval", "id": 0, "params": params}
+    await ApprovalBridge(cast(Any, ctx), cast(Any, wire), translator, DENY_SECRETS).answer(request)
+    [(_, _, body)] = wire.answers()
+    [decision] = [e for e in ctx.events if isinstance(e, PermissionDecision)]
+    assert body["decision"] == "decline"
+    assert (decision.decision, decision.rule) == ("deny", "no-secrets")

@@ -275,12 +275,19 @@ class ApprovalBridge:
         return None, None, None
 
     def _policy_calls(self, kind: Kind, params: dict[str, Any], call_id: str) -> list[tuple[str, dict[str, Any]]]:
-        """The call as the policy reads it (unified's tool names, `run_shell_command` {command}, `write_file` /
+        """The call as the policy reads it (unified's tool names, `run_shell_command` {command, dir_path when it runs
+        elsewhere than the thread's cwd}, `write_file` /
         `edit_file` {file_path} per file of a patch, `mcp__<server>__<tool>` {its arguments}); an empty argument
         mapping where the request does not show them (then a rule reading them may apply: `Policy.evaluate`)."""
         if kind == "command":
             command = params.get("command") or as_dict(self.translator.item(call_id)).get("command")
-            return [("run_shell_command", {"command": unwrap_shell(command)} if isinstance(command, str) else {})]
+            if not isinstance(command, str):
+                return [("run_shell_command", {})]
+            shell: dict[str, Any] = {"command": unwrap_shell(command)}
+            where = params.get("cwd")
+            if isinstance(where, str) and where and Path(where) != self._workspace().root:
+                shell["dir_path"] = where  # as the runtime's shell names it, judged through links too
+            return [("run_shell_command", shell)]
         if kind == "file":
             calls: list[tuple[str, dict[str, Any]]] = []
             for change in as_list(as_dict(self.translator.item(call_id)).get("changes")):
