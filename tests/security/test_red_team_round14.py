@@ -296,3 +296,45 @@ async def test_a_codex_command_run_in_a_denied_folder_is_denied_by_the_callers_p
     [decision] = [e for e in ctx.events if isinstance(e, PermissionDecision)]
     assert body["decision"] == "decline"
     assert (decision.decision, decision.rule) == ("deny", "no-secrets")
+
+
+async def test_a_gemini_cli_write_through_a_link_is_denied_by_the_callers_path_rule(tmp_path: Path) -> None:
+    """A pin: the Gemini CLI's asked calls are decided by the tool runtime (`ToolRuntime.decide`), which judged
+    the path a link reaches already (round 13); its write_file of `docs/l/key` is cancelled, the rule named."""
+    from typing import cast
+
+    from tests.security.test_permission_type_confusion import Wire
+    from tests.security.test_red_team_round7 import _acp_write, _auto_edit
+    from unified._adapters.gemini_cli._permissions import PermissionBridge
+    from unified._adapters.gemini_cli._translate import AcpTranslator
+
+    ws = _linked_workspace(tmp_path)
+    ctx, wire = _auto_edit(ws), Wire()
+
+    async def deliver(item: Any, raw: Any) -> None:
+        ctx.events.append(item)
+
+    async def flush() -> None:
+        pass
+
+    bridge = PermissionBridge(
+        cast(Any, ctx), cast(Any, wire), AcpTranslator(), "sess-1", deliver, flush, ws, DENY_SECRETS
+    )
+    message = _acp_write(ws / "docs" / "l" / "key", "docs/l/key")
+    try:
+        await bridge.answer(message["id"], message["params"], message)
+    finally:
+        await bridge.aclose()
+    assert wire.answers() == [("respond", 3, {"outcome": {"outcome": "selected", "optionId": "cancel"}})]
+    [decision] = [e for e in ctx.events if isinstance(e, PermissionDecision)]
+    assert (decision.decision, decision.rule) == ("deny", "no-secrets")
+
+
+@pytest.mark.parametrize("line", ["x\x9b2Kfake row", "x\x1b[2Kfake", "x\rsrc/a.py:1: fake", "x\u2028fake", "x\x1b"])
+def test_a_search_row_shows_every_acting_character_escaped(line: str) -> None:
+    """A pin: `shown_line` writes a row holding an 8-bit CSI, an escape, a CR or a line separator as a literal."""
+    from unified.tools._paths import shown_line
+
+    shown = shown_line(line)
+    assert shown == repr(line)
+    assert not any(ch in shown for ch in "\x9b\x1b\r\u2028")
