@@ -338,3 +338,17 @@ def test_a_search_row_shows_every_acting_character_escaped(line: str) -> None:
     shown = shown_line(line)
     assert shown == repr(line)
     assert not any(ch in shown for ch in "\x9b\x1b\r\u2028")
+
+
+async def test_a_claude_code_read_whose_dot_dot_follows_a_link_is_judged_as_the_cli_reads_it(tmp_path: Path) -> None:
+    """SUCCEEDED before: Claude Code applies `..` to the text before it opens a path (`a/b/../c` is `a/c`, as
+    round 7 measured), while the kernel follows the link `a/b` first: with `a/c -> ../secrets/key` and
+    `a/b -> ../z/y`, the path was judged `z/c`, and the CLI read `secrets/key` past the deny of `secrets/`."""
+    ws = _linked_workspace(tmp_path)
+    (ws / "a").mkdir()
+    (ws / "z" / "y").mkdir(parents=True)
+    (ws / "a" / "c").symlink_to("../secrets/key")
+    (ws / "a" / "b").symlink_to("../z/y")
+    body, decision = await _claude_answer(ws, "Read", {"file_path": str(ws / "a" / "b" / ".." / "c")}, DENY_SECRETS)
+    assert body["behavior"] == "deny", body
+    assert (decision.decision, decision.rule) == ("deny", "no-secrets")

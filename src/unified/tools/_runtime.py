@@ -7,6 +7,7 @@ import fnmatch
 import functools
 import itertools
 import json
+import posixpath
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -44,7 +45,7 @@ from unified.tools._base import (
     params_schema,
 )
 from unified.tools._custom import function_tool
-from unified.tools._paths import Workspace, echoed
+from unified.tools._paths import Workspace, echoed, spelled
 from unified.tools._policy import (
     ALIASES,
     DEFAULT_TIER,
@@ -682,14 +683,18 @@ async def protected_write(
     return None
 
 
-async def real_paths(workspace: Workspace, tool: str, args: Mapping[str, Any]) -> dict[str, Any] | None:
+async def real_paths(
+    workspace: Workspace, tool: str, args: Mapping[str, Any], *, lexical: bool = False
+) -> dict[str, Any] | None:
     """The arguments of a call of a built-in tool (or of a binary's tool as the policy names it) with each path
     argument that resolves elsewhere than it reads (through a link: `docs/l/key` with `docs/l -> ../secrets`) put
     as the path it reaches, relative to the workspace root (absolute outside it), or None when none does. A rule's
     `argsPattern` reads the text of a path; a link in the workspace (a repository may hold one, a command may make
     one) spelled `secrets/key` another way, and a deny rule for `secrets/` let `read_file` read it. A folder is
     put with a trailing `/`, so that rule also covers a search of `secrets` or `docs/l`. A path that
-    cannot be resolved is left as it is: the runtime's tool refuses it, a binary's asks (`read_outside`)."""
+    cannot be resolved is left as it is: the runtime's tool refuses it, a binary's asks (`read_outside`).
+    `lexical`: each path's `..` applied to its text first, as Claude Code does before it opens it (Node's
+    `path.resolve`): `a/b/../c` is `a/c` to it, wherever the link `a/b` leads; None when no path has a `..`."""
     if tool not in _PATH_TOOLS:
         return None
     changed: dict[str, Any] = {}
@@ -697,9 +702,14 @@ async def real_paths(workspace: Workspace, tool: str, args: Mapping[str, Any]) -
         value = args.get(key)
         if not isinstance(value, str) or not value:
             continue
+        target = value
+        if lexical:
+            target = posixpath.normpath(spelled(value))
+            if target == spelled(value) or ".." not in value:
+                continue
         try:
-            real = await anyio.to_thread.run_sync(workspace.real_path, value, abandon_on_cancel=True)
-        except ToolError:
+            real = await anyio.to_thread.run_sync(workspace.real_path, target, abandon_on_cancel=True)
+        except (ToolError, OSError):  # realpath raises when a link it follows is swapped away meanwhile
             continue
         root = workspace.root
         form = real.relative_to(root).as_posix() if real.is_relative_to(root) else str(real)
@@ -720,18 +730,20 @@ async def linked_verdict(
     unseen: bool = False,
     paths: Mapping[str, Any] | None = None,
 ) -> Verdict:
-    """The policy's verdict on a call, read on its arguments and on the paths they reach (`real_paths`), the
-    stricter of the two. The one place a path rule is judged through links: unified's own tools (`_decide`) and
-    the binaries' permission requests (Claude Code's `can_use_tool`, Codex's approvals, the Gemini CLI's through
-    `decide`) all ask here, so a deny of `secrets/` holds on `docs/l/key` whichever program reads it. `paths`:
-    the arguments as the program reads its paths (Claude Code's `~`), when not as written."""
+    """The policy's verdict on a call, read on its arguments and on the paths they reach (`real_paths`: through
+    the kernel's links, and with `..` applied first as Claude Code applies it), the strictest. The one place a
+    path rule is judged through links: unified's own tools (`_decide`) and the binaries' permission requests
+    (Claude Code's `can_use_tool`, Codex's approvals, the Gemini CLI's through `decide`) all ask here, so a deny
+    of `secrets/` holds on `docs/l/key` whichever program reads it. `paths`: the arguments as the program reads
+    its paths (Claude Code's `~`), when not as written."""
     verdict = policy.evaluate(tool, args, mode, unseen=unseen)
     if verdict.decision is Decision.DENY:
         return verdict
-    real = await real_paths(workspace, tool, args if paths is None else paths)
-    if real is None:
-        return verdict
-    return _stricter(verdict, policy.evaluate(tool, real, mode, unseen=unseen))
+    for lexical in (False, True):
+        real = await real_paths(workspace, tool, args if paths is None else paths, lexical=lexical)
+        if real is not None:
+            verdict = _stricter(verdict, policy.evaluate(tool, real, mode, unseen=unseen))
+    return verdict
 
 
 async def read_outside(workspace: Workspace, paths: Sequence[str]) -> str | None:
