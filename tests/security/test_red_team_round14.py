@@ -352,3 +352,17 @@ async def test_a_claude_code_read_whose_dot_dot_follows_a_link_is_judged_as_the_
     body, decision = await _claude_answer(ws, "Read", {"file_path": str(ws / "a" / "b" / ".." / "c")}, DENY_SECRETS)
     assert body["behavior"] == "deny", body
     assert (decision.decision, decision.rule) == ("deny", "no-secrets")
+
+
+def test_an_osc_body_never_spans_another_opener() -> None:
+    """SUCCEEDED before (a CPU bound): each 8-bit OSC opener's body was read to the end of its line when no
+    terminator came, so a line of openers cost the square of its length to clean (16,384 of them, the 32 KiB a
+    result keeps: 1.4 s of CPU; 32,768, a background read's 64 KiB: 5 s; measured). A body now stops at the next
+    opener: the first, unterminated, is shown escaped, and the text after it is not swallowed with the second."""
+    from unified._redaction import redactor
+    from unified.tools._shell import terminal_text
+
+    clean = redactor({}, [])
+    assert terminal_text("\x9dkept\x9d0;title\x07after", clean) == "\\x9dkeptafter"
+    assert terminal_text("\x1b]kept\x90dcs\x9cafter", clean) == "keptafter"
+    assert terminal_text("a\x1b]0;title\x07b \x9d8;;http://x\x9cc \x1b]8;;u\x1b\\d", clean) == "ab c d"
