@@ -7,8 +7,15 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   only for unified's own tools: Claude Code's Read, Write, Edit and Grep of `docs/l/key` (`docs/l ->
   ../secrets`) were allowed by the shipped rows or auto_edit, and Codex's patch of `docs/l/key` was accepted in
   auto_edit, past the caller's deny rule. Every backend now asks `_runtime.linked_verdict`;
-- a folder reached through a link (or named plainly) was judged without its trailing `/`: a search of `docs/l`
-  (or of `secrets`) read every file a deny of `secrets/` was written for.
+- a folder reached through a link (or named plainly, or by its absolute path) was judged without its trailing `/`:
+  a search of `docs/l` (or of `secrets`) read every file a deny of `secrets/` was written for;
+- Claude Code applies `..` before it follows links (`a/b/../c` is `a/c`): the path was judged where the kernel
+  goes; Codex's command run in `docs/l` (its `cwd`) was judged on its text alone;
+- a file or link put at a swept spare lock file's name was linked as a lease's lock: two holders;
+- a DEL in a caller's rule name made the CLI refuse the whole `--policy` file (unified's rules with it);
+- a progress line showed the first characters of a secret split by colour sequences, read so far;
+- a base URL's problem quoted the URL parser's error, which quotes a token put at the port or in the host;
+- an 8-bit OSC opener's body ran to the end of its line: cleaning a line of them was quadratic (5 s of CPU).
 
 Attacks that held are kept below their section as pins.
 """
