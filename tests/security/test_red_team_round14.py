@@ -373,3 +373,31 @@ def test_an_osc_body_never_spans_another_opener() -> None:
     assert terminal_text("\x9dkept\x9d0;title\x07after", clean) == "\\x9dkeptafter"
     assert terminal_text("\x1b]kept\x90dcs\x9cafter", clean) == "keptafter"
     assert terminal_text("a\x1b]0;title\x07b \x9d8;;http://x\x9cc \x1b]8;;u\x1b\\d", clean) == "ab c d"
+
+
+@pytest.mark.parametrize(
+    "tool_input",
+    [
+        pytest.param({"pattern": "docs/l/*"}, id="relative"),
+        pytest.param({"pattern": "l/**/*", "path": "{ws}/docs"}, id="under-a-path"),
+        pytest.param({"pattern": "{ws}/docs/l/*"}, id="absolute"),
+    ],
+)
+async def test_a_claude_code_glob_whose_pattern_goes_through_a_link_is_denied_by_the_callers_path_rule(
+    tmp_path: Path, tool_input: dict[str, Any]
+) -> None:
+    """SUCCEEDED before: Glob `docs/l/*` listed the names under `secrets` (the rule read the pattern's text)."""
+    ws = _linked_workspace(tmp_path)
+    filled = json.loads(json.dumps(tool_input).replace("{ws}", str(ws)))
+    body, decision = await _claude_answer(ws, "Glob", filled, DENY_SECRETS)
+    assert body["behavior"] == "deny", body
+    assert (decision.decision, decision.rule) == ("deny", "no-secrets")
+
+
+async def test_a_glob_pattern_without_a_link_is_judged_as_written(tmp_path: Path) -> None:
+    """The pin beside it: `**/*.py` and `docs/*.md` reach nothing else; allowed as before."""
+    ws = _linked_workspace(tmp_path)
+    for pattern in ("**/*.py", "docs/*.md", "*"):
+        body, decision = await _claude_answer(ws, "Glob", {"pattern": pattern}, DENY_SECRETS)
+        assert body == {"behavior": "allow"}, pattern
+        assert decision.rule == "read-only"

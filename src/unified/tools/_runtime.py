@@ -717,7 +717,33 @@ async def real_paths(
             form += "/"  # a folder as a rule for its files spells it: a search of `docs/l` reads `secrets/`
         if form != plain_path(value):
             changed[key] = form
+    pattern = args.get("pattern")
+    if tool == "glob" and not lexical and isinstance(pattern, str):
+        reached = await _glob_reaches(workspace, args.get("path"), pattern)
+        if reached is not None:
+            changed["pattern"] = reached
     return {**args, **changed} if changed else None
+
+
+async def _glob_reaches(workspace: Workspace, base: Any, pattern: str) -> str | None:
+    """A glob pattern with its folders before the first wildcard put as the folder they reach (`docs/l/*` ->
+    `secrets/*`), or None when that is as written: the walk lists what is under the link, which a rule for
+    `secrets/` reading the pattern's text did not see."""
+    parts = pattern.split("/")
+    fixed = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[{")), len(parts) - 1)
+    if fixed == 0:
+        return None
+    folder = "/".join(parts[:fixed]) or "/"
+    if isinstance(base, str) and base and not folder.startswith("/"):
+        folder = f"{base.rstrip('/')}/{folder}"
+    try:
+        real = await anyio.to_thread.run_sync(workspace.real_path, folder, abandon_on_cancel=True)
+    except (ToolError, OSError):
+        return None
+    root = workspace.root
+    form = real.relative_to(root).as_posix() if real.is_relative_to(root) else str(real)
+    reached = "/".join((form, *parts[fixed:])) if real != root else "/".join(parts[fixed:])
+    return None if reached == pattern else reached
 
 
 async def linked_verdict(
