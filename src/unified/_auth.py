@@ -353,12 +353,18 @@ def _unsendable(key: str | None, key_source: str | None, url: str | None, url_so
 
 
 def _not_a_url(url: str) -> str | None:
-    """Why `url` is no http(s) URL an HTTP client can connect to, or None."""
+    """Why `url` is no http(s) URL an HTTP client can connect to, or None. In unified's words, never the
+    parser's: its errors quote the URL's parts (`Port could not be cast to integer value as 'tok_live_...'`,
+    `netloc '...' contains invalid characters`), and a gateway's URL may carry a token there."""
     try:
         parts = urlsplit(url.strip())
         port = parts.port  # a port of letters, or past 65535, raises here
     except ValueError as exc:
-        return str(exc)
+        if "Port" in str(exc):
+            return "its port is not a number of 1-65535"
+        if "IPv6" in str(exc):
+            return "its IPv6 host's `[` is not closed by `]`"
+        return "its host holds characters a URL cannot (after Unicode normalization)"
     if parts.scheme not in ("http", "https"):
         return f"its scheme is {parts.scheme!r}, not http or https" if parts.scheme else "it has no http:// or https://"
     if not parts.hostname:

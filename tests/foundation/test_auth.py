@@ -313,9 +313,10 @@ def test_a_key_with_an_explicit_project_is_refused_up_front() -> None:
 @pytest.mark.parametrize(
     ("url", "why"),
     [
-        ("http://[::1", "Invalid IPv6 URL"),
-        ("http://127.0.0.1:99999", "Port out of range 0-65535"),
-        ("http://127.0.0.1:abc", "Port could not be cast to integer value as 'abc'"),
+        ("http://[::1", "its IPv6 host's `[` is not closed by `]`"),
+        ("http://127.0.0.1:99999", "its port is not a number of 1-65535"),
+        ("http://127.0.0.1:abc", "its port is not a number of 1-65535"),
+        ("http://gw.exa\u2100mple", "its host holds characters a URL cannot (after Unicode normalization)"),
         ("http://127.0.0.1:0", "its port is 0"),
         ("localhost:8080/v1", "its scheme is 'localhost', not http or https"),
         ("gw.example", "it has no http:// or https://"),

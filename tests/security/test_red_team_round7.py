@@ -293,6 +293,17 @@ async def _codex_patch(
 ) -> tuple[str, PermissionDecision]:
     """Codex 0.171's approval of an apply_patch (as `cassettes/codex`), its item announced first; the answer
     unified sent and its decision."""
+    return await _codex_patch_with(cwd, changes, None, asked, **extra)
+
+
+async def _codex_patch_with(
+    cwd: Path,
+    changes: list[dict[str, Any]],
+    policy: Policy | None,
+    asked: list[UserInputRequest] | None = None,
+    **extra: Any,
+) -> tuple[str, PermissionDecision]:
+    """`_codex_patch` under the caller's `policy`."""
     translator = AppServerTranslator(main_thread="T", cwd=str(cwd))
     translator.start_turn("U")
     item = {"type": "fileChange", "id": "call_write", "changes": changes, "status": "inProgress"}
@@ -300,7 +311,7 @@ async def _codex_patch(
     ctx, wire = _auto_edit(cwd, asked), Wire()
     params = {"threadId": "T", "turnId": "U", "itemId": "call_write", "reason": None, "grantRoot": None, **extra}
     request = {"method": "item/fileChange/requestApproval", "id": 2, "params": params}
-    await ApprovalBridge(cast(Any, ctx), cast(Any, wire), translator).answer(request)
+    await ApprovalBridge(cast(Any, ctx), cast(Any, wire), translator, policy).answer(request)
     [(_, _, body)] = wire.answers()
     [decision] = [e for e in ctx.events if isinstance(e, PermissionDecision)]
     return body["decision"], decision

@@ -86,7 +86,24 @@ def linked_spare(folder: str, lock: str) -> Spare | None:
         else:
             _drop(spare)
         return None
+    if not _links_own(spare, lock):
+        # The spare's name was swept and something else put there (a file, a link): that is what got linked, an
+        # inode nobody holds, so a taker would lock it beside this lease. The path made here is removed.
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+        _drop(spare)
+        return None
     return spare
+
+
+def _links_own(spare: Spare, lock: str) -> bool:
+    """Whether `lock` names the spare's own inode (not a link, not another file put at the spare's name)."""
+    try:
+        found = os.stat(lock, follow_symlinks=False)
+    except OSError:
+        return False
+    own = os.fstat(spare.fd)
+    return (found.st_ino, found.st_dev) == (own.st_ino, own.st_dev)
 
 
 def _link(spare: Spare, lock: str) -> None:

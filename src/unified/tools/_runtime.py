@@ -7,6 +7,7 @@ import fnmatch
 import functools
 import itertools
 import json
+import posixpath
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -44,7 +45,7 @@ from unified.tools._base import (
     params_schema,
 )
 from unified.tools._custom import function_tool
-from unified.tools._paths import Workspace, echoed
+from unified.tools._paths import Workspace, echoed, spelled
 from unified.tools._policy import (
     ALIASES,
     DEFAULT_TIER,
@@ -532,32 +533,6 @@ class ToolRuntime:
         search_path = self._shell.search_path()
         return await protected_write(tool, args, self.workspace, search_path, judged, edit=edit, elsewhere=elsewhere)
 
-    async def _real_paths(self, tool: str, args: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The arguments of a built-in tool with each path argument that resolves elsewhere than it reads
-        (through a link: `docs/l/key` with `docs/l -> ../secrets`) put as the path it reaches, relative to the
-        workspace root (absolute in an include directory), or None when none does. A rule's `argsPattern`
-        reads the text of a path; a link in the workspace (a repository may hold one, a command may make one)
-        spelled `secrets/key` another way, and a deny rule for `secrets/` let `read_file` read it. A path that
-        cannot be resolved, or leads outside the workspace, is left as it is: the tool refuses it."""
-        if tool not in _PATH_TOOLS:
-            return None
-        changed: dict[str, Any] = {}
-        for key in PATH_ARGUMENTS:
-            value = args.get(key)
-            if not isinstance(value, str) or not value:
-                continue
-            try:
-                real = await anyio.to_thread.run_sync(self.workspace.real_path, value, abandon_on_cancel=True)
-            except ToolError:
-                continue
-            root = self.workspace.root
-            if not self.workspace.contains(real):
-                continue
-            form = real.relative_to(root).as_posix() if real.is_relative_to(root) else str(real)
-            if form != plain_path(value):
-                changed[key] = form
-        return {**args, **changed} if changed else None
-
     async def _decide(
         self,
         call: ToolCall,
@@ -568,10 +543,7 @@ class ToolRuntime:
         elsewhere: bool = False,
         unseen: bool = False,
     ) -> PermissionDecision:
-        verdict = self.policy.evaluate(tool, args, self.approval_mode, unseen=unseen)
-        real = await self._real_paths(tool, args)
-        if real is not None and verdict.decision is not Decision.DENY:
-            verdict = _stricter(verdict, self.policy.evaluate(tool, real, self.approval_mode, unseen=unseen))
+        verdict = await linked_verdict(self.policy, self.workspace, tool, args, self.approval_mode, unseen=unseen)
         guarded = None
         if verdict.decision is not Decision.DENY and self.approval_mode != "yolo":
             guarded = await self._protected_write(tool, args, judged, elsewhere=elsewhere)
@@ -709,6 +681,95 @@ async def protected_write(
         roots = workspace.roots
         return await anyio.to_thread.run_sync(_protected.shell_protected, parts, cwd, roots, search_path)
     return None
+
+
+async def real_paths(
+    workspace: Workspace, tool: str, args: Mapping[str, Any], *, lexical: bool = False
+) -> dict[str, Any] | None:
+    """The arguments of a call of a built-in tool (or of a binary's tool as the policy names it) with each path
+    argument that resolves elsewhere than it reads (through a link: `docs/l/key` with `docs/l -> ../secrets`) put
+    as the path it reaches, relative to the workspace root (absolute outside it), or None when none does. A rule's
+    `argsPattern` reads the text of a path; a link in the workspace (a repository may hold one, a command may make
+    one) spelled `secrets/key` another way, and a deny rule for `secrets/` let `read_file` read it. A folder is
+    put with a trailing `/`, so that rule also covers a search of `secrets` or `docs/l`. A path that
+    cannot be resolved is left as it is: the runtime's tool refuses it, a binary's asks (`read_outside`).
+    `lexical`: each path's `..` applied to its text first, as Claude Code does before it opens it (Node's
+    `path.resolve`): `a/b/../c` is `a/c` to it, wherever the link `a/b` leads; None when no path has a `..`."""
+    if tool not in _PATH_TOOLS:
+        return None
+    changed: dict[str, Any] = {}
+    for key in PATH_ARGUMENTS:
+        value = args.get(key)
+        if not isinstance(value, str) or not value:
+            continue
+        target = value
+        if lexical:
+            target = posixpath.normpath(spelled(value))
+            if target == spelled(value) or ".." not in value:
+                continue
+        try:
+            real = await anyio.to_thread.run_sync(workspace.real_path, target, abandon_on_cancel=True)
+        except (ToolError, OSError):  # realpath raises when a link it follows is swapped away meanwhile
+            continue
+        root = workspace.root
+        form = real.relative_to(root).as_posix() if real.is_relative_to(root) else str(real)
+        if real != root and await anyio.to_thread.run_sync(real.is_dir, abandon_on_cancel=True):
+            form += "/"  # a folder as a rule for its files spells it: a search of `docs/l` reads `secrets/`
+        if form != plain_path(value):
+            changed[key] = form
+    pattern = args.get("pattern")
+    if tool == "glob" and not lexical and isinstance(pattern, str):
+        reached = await _glob_reaches(workspace, args.get("path"), pattern)
+        if reached is not None:
+            changed["pattern"] = reached
+    return {**args, **changed} if changed else None
+
+
+async def _glob_reaches(workspace: Workspace, base: Any, pattern: str) -> str | None:
+    """A glob pattern with its folders before the first wildcard put as the folder they reach (`docs/l/*` ->
+    `secrets/*`), or None when that is as written: the walk lists what is under the link, which a rule for
+    `secrets/` reading the pattern's text did not see."""
+    parts = pattern.split("/")
+    fixed = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[{")), len(parts) - 1)
+    if fixed == 0:
+        return None
+    folder = "/".join(parts[:fixed]) or "/"
+    if isinstance(base, str) and base and not folder.startswith("/"):
+        folder = f"{base.rstrip('/')}/{folder}"
+    try:
+        real = await anyio.to_thread.run_sync(workspace.real_path, folder, abandon_on_cancel=True)
+    except (ToolError, OSError):
+        return None
+    root = workspace.root
+    form = real.relative_to(root).as_posix() if real.is_relative_to(root) else str(real)
+    reached = "/".join((form, *parts[fixed:])) if real != root else "/".join(parts[fixed:])
+    return None if reached == pattern else reached
+
+
+async def linked_verdict(
+    policy: Policy,
+    workspace: Workspace,
+    tool: str,
+    args: Mapping[str, Any],
+    mode: ApprovalMode,
+    *,
+    unseen: bool = False,
+    paths: Mapping[str, Any] | None = None,
+) -> Verdict:
+    """The policy's verdict on a call, read on its arguments and on the paths they reach (`real_paths`: through
+    the kernel's links, and with `..` applied first as Claude Code applies it), the strictest. The one place a
+    path rule is judged through links: unified's own tools (`_decide`) and the binaries' permission requests
+    (Claude Code's `can_use_tool`, Codex's approvals, the Gemini CLI's through `decide`) all ask here, so a deny
+    of `secrets/` holds on `docs/l/key` whichever program reads it. `paths`: the arguments as the program reads
+    its paths (Claude Code's `~`), when not as written."""
+    verdict = policy.evaluate(tool, args, mode, unseen=unseen)
+    if verdict.decision is Decision.DENY:
+        return verdict
+    for lexical in (False, True):
+        real = await real_paths(workspace, tool, args if paths is None else paths, lexical=lexical)
+        if real is not None:
+            verdict = _stricter(verdict, policy.evaluate(tool, real, mode, unseen=unseen))
+    return verdict
 
 
 async def read_outside(workspace: Workspace, paths: Sequence[str]) -> str | None:

@@ -501,12 +501,14 @@ def _into_cgroup(cgroup: Path | None) -> tuple[int | None, str]:
 
 _TERMINAL_SEQUENCES = re.compile(
     "(?:\x1b\\[|\x9b)[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, erasing (`ESC[31m`, `ESC[1A`, `ESC[2K`)
-    "|(?:\x1b[]PX^_]|[\x90\x98\x9d-\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\\\|\x9c)"  # OSC, DCS: a title, a link
+    "|(?:\x1b[]PX^_]|[\x90\x98\x9d-\x9f])[^\x07\x1b\x9c\n\x90\x98\x9d-\x9f]*(?:\x07|\x1b\\\\|\x9c)"  # OSC, DCS
     "|\x1b[ -/]*[0-~]"  # the other escapes: `ESC 7`/`ESC 8` (cursor saved, restored), `ESC M` (a line up), `ESC c`
 )
-"""The ECMA-48 sequences a terminal acts on instead of showing. An OSC or DCS ends on its line, so one left open
-cannot take the lines after it away: only its opening two characters go, as do those of a CSI cut short; a
-lone ESC at the end is escaped by `shown_text`."""
+"""The ECMA-48 sequences a terminal acts on instead of showing (OSC, DCS: a title, a link). An OSC or DCS ends on
+its line, so one left open cannot take the lines after it away: only its opening two characters go, as do those
+of a CSI cut short; a lone ESC at the end is escaped by `shown_text`. Nor does its body hold another opener: each
+opener's body was read to the line's end when no terminator came, and a line of 16,384 8-bit OSC openers (the
+32 KiB a result keeps) took 1.4 s of CPU to clean, 5 s at 32,768 (a background read's 64 KiB), quadratically."""
 
 
 def terminal_text(text: str, clean: Redactor) -> str:
@@ -683,13 +685,22 @@ async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progr
     return ToolOutput("\n".join(lines))
 
 
+_OPEN_SEQUENCE = re.compile("(?:\x1b[ -/]*|(?:\x1b\\[|\x9b)[0-?]*[ -/]*)\\Z")
+"""An escape sequence the output so far ends inside of (its final byte not yet read)."""
+
+
 def _progress_line(buf: bytearray, clean: Redactor) -> str:
     """The last line of the output so far for a progress event: secrets replaced over the bytes
-    before it too, and the end held back while it may still become a secret (`SplitGuard`)."""
+    before it too, and the end held back while it may still become a secret (`SplitGuard`). The
+    terminal's sequences go first (and one the output ends inside of is held back): coloured output
+    (`grep --color`) splits a secret with them, and the end `sk-ant<ESC>[m<ESC>[K-api03-Zq9` read so far
+    was not the beginning of a secret to the hold, but became one once they went: it was shown."""
     margin = _margin(clean)
-    text = bytes(buf[-(4 * _PROGRESS_CHARS + 2 * margin) :]).decode("utf-8", errors="replace")
+    raw = bytes(buf[-(4 * _PROGRESS_CHARS + 2 * margin) :]).decode("utf-8", errors="replace")
+    opened = _OPEN_SEQUENCE.search(raw)
+    text = _TERMINAL_SEQUENCES.sub("", raw if opened is None else raw[: opened.start()])
     hold = clean.partial_suffix(text)
-    start = min(margin, len(text) - hold) if len(buf) > len(text) else 0
+    start = min(margin, len(text) - hold) if len(buf) > len(raw) else 0
     shown = clean.window(text[: len(text) - hold], max(start, 0)).strip().splitlines()
     return terminal_text(shown[-1][:_PROGRESS_CHARS], clean) if shown else ""
 

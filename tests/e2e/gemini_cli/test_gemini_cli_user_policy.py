@@ -125,3 +125,19 @@ async def test_a_deny_rule_named_beyond_the_bmp_still_holds(run_gemini: Run, res
     assert not any(isinstance(e, SubagentStarted) for e in events)
     decision = _decision(events, "invoke_agent")
     assert (decision.decision, decision.rule) == ("deny", "no \U0001f916 agents")
+
+
+async def test_a_deny_rule_whose_name_holds_a_del_character_still_holds_in_yolo(
+    run_gemini: Run, responses: Responses, workspace: Path
+) -> None:
+    """Red team round 14, SUCCEEDED before: the rule's name went into the `--policy` file with its DEL (U+007F)
+    raw, which the CLI's TOML parser refuses: it dropped the whole file, unified's rules with it, and in yolo ran
+    the shell command the caller's rule denies, unasked."""
+    policy = Policy.default().with_toml(
+        '[[rule]]\nname = "no\\u007fshell"\ntoolName = "run_shell_command"\ndecision = "deny"\n'
+    )
+    fake = responses(stream_line(call("run_shell_command", command="touch pwned.txt")), stream_line(text("ok")))
+    events = await run_gemini(fake, approval_mode="yolo", backend_options={"policy": policy})
+    decision = _decision(events, "run_shell_command")
+    assert (decision.decision, decision.decided_by, decision.rule) == ("deny", "policy", "no\x7fshell")
+    assert not (workspace / "pwned.txt").exists()

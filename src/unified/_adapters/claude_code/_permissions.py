@@ -57,7 +57,7 @@ from unified.events import (
 from unified.tools import Policy
 from unified.tools._paths import Workspace
 from unified.tools._policy import DEFAULT_TIER, Decision, Verdict, session_rule
-from unified.tools._runtime import OUTSIDE_RULE, PROTECTED_RULE, protected_write, read_outside
+from unified.tools._runtime import OUTSIDE_RULE, PROTECTED_RULE, linked_verdict, protected_write, read_outside
 
 __all__ = ["Answer", "PermissionBridge", "cli_rule"]
 
@@ -216,9 +216,9 @@ class PermissionBridge:
         task: str | None,
     ) -> Answer:
         name, args = policy_call(tool, tool_input)
-        verdict = self.policy.evaluate(name, args, self.mode)
+        paths = _home_expanded(args, self.home)
+        verdict = await linked_verdict(self.policy, self.workspace, name, args, self.mode, paths=paths)
         if verdict.decision is Decision.ALLOW and self.mode != "yolo":
-            paths = _home_expanded(args, self.home)
             guarded = await protected_write(
                 name,
                 paths,

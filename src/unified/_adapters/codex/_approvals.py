@@ -275,12 +275,19 @@ class ApprovalBridge:
         return None, None, None
 
     def _policy_calls(self, kind: Kind, params: dict[str, Any], call_id: str) -> list[tuple[str, dict[str, Any]]]:
-        """The call as the policy reads it (unified's tool names, `run_shell_command` {command}, `write_file` /
+        """The call as the policy reads it (unified's tool names, `run_shell_command` {command, dir_path when it runs
+        elsewhere than the thread's cwd}, `write_file` /
         `edit_file` {file_path} per file of a patch, `mcp__<server>__<tool>` {its arguments}); an empty argument
         mapping where the request does not show them (then a rule reading them may apply: `Policy.evaluate`)."""
         if kind == "command":
             command = params.get("command") or as_dict(self.translator.item(call_id)).get("command")
-            return [("run_shell_command", {"command": unwrap_shell(command)} if isinstance(command, str) else {})]
+            if not isinstance(command, str):
+                return [("run_shell_command", {})]
+            shell: dict[str, Any] = {"command": unwrap_shell(command)}
+            where = params.get("cwd")
+            if isinstance(where, str) and where and Path(where) != self._workspace().root:
+                shell["dir_path"] = where  # as the runtime's shell names it, judged through links too
+            return [("run_shell_command", shell)]
         if kind == "file":
             calls: list[tuple[str, dict[str, Any]]] = []
             for change in as_list(as_dict(self.translator.item(call_id)).get("changes")):
@@ -295,7 +302,7 @@ class ApprovalBridge:
         name = f"mcp__{params.get('serverName')}__{meta.get('tool_name') or ''}"
         return [(name, arguments if isinstance(arguments, dict) else {})]
 
-    def _user_verdict(self, kind: Kind, params: dict[str, Any], call_id: str) -> tuple[bool, str, str] | None:
+    async def _user_verdict(self, kind: Kind, params: dict[str, Any], call_id: str) -> tuple[bool, str, str] | None:
         """What the caller's user rules say of the call, when one decides it (or may: `Policy.evaluate`'s doubt):
         (denied, the rule, why); a deny of any part outranks an ask. A call no rule of the policy covers at all (one
         built without the shipped table, `Policy().with_toml(...)`) is asked too: the table's own unasked reads stand
@@ -304,8 +311,10 @@ class ApprovalBridge:
         if self.policy is None:
             return None
         from unified.tools._policy import USER_TIER, Decision
+        from unified.tools._runtime import linked_verdict
 
         mode = self.ctx.params.approval_mode
+        workspace = self._workspace()
         found: tuple[bool, str, str] | None = None
         for tool, arguments in self._policy_calls(kind, params, call_id):
             if tool.endswith("__") and kind == "mcp":  # the request names no tool: any rule for the server's may apply
@@ -313,7 +322,7 @@ class ApprovalBridge:
                 if unnamed is not None:
                     found = found or (False, unnamed, f"rule {unnamed} may apply to the MCP tool Codex does not name")
                 continue
-            verdict = self.policy.evaluate(tool, arguments, mode, unseen=not arguments)
+            verdict = await linked_verdict(self.policy, workspace, tool, arguments, mode, unseen=not arguments)
             rule = verdict.rule
             if rule is None and verdict.decision is Decision.ASK_USER:
                 found = found or (False, UNCOVERED, f"no rule of the policy covers {tool} in {mode} mode")
@@ -407,7 +416,7 @@ class ApprovalBridge:
             guarded = await self._reads_outside(params)
         choice, decided_by, rule = self._policy(kind, params, guarded, read_only)
         reason = None
-        user = self._user_verdict(kind, params, call_id)
+        user = await self._user_verdict(kind, params, call_id)
         if user is not None:  # a user rule outranks the table: its denial stands, its ask is asked in every mode
             denied, rule, reason = user
             choice, decided_by = ("deny", "policy") if denied else (None, None)

@@ -480,8 +480,10 @@ def toml_string(value: str | list[str]) -> str:
     """`value` as a TOML string (or array of them) for the CLI's policy file: JSON's escapes without `ensure_ascii`.
     With it, a character beyond the BMP (an emoji in a rule's name, in an excluded MCP tool's name) became a JSON
     surrogate pair escape, which TOML refuses, and the CLI dropped that rule: a deny rule for `invoke_agent` so named
-    let the subagent run (measured on 0.61)."""
-    return json.dumps(value, ensure_ascii=False)
+    let the subagent run (measured on 0.61). DEL (U+007F), which JSON leaves raw and TOML refuses in a string, is
+    escaped: raw, the CLI's parser refused the whole file, every rule of unified's with it, and in yolo a tool the
+    caller's rule (so named) denies ran unasked (measured on 0.61)."""
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 def policy_denials(denials: Mapping[str, tuple[str, tuple[str, ...]]]) -> str:
