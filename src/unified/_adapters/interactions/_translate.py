@@ -258,6 +258,8 @@ class _Step:
                 streamed = {UNPARSED_ARGUMENTS: clip(text, 1000)}  # the tool rejects it and the model reads why
             if isinstance(streamed, dict):
                 merged.update(streamed)
+            else:  # JSON, but an array, a string, a number: dropped, the call ran with no arguments and no word why
+                merged[UNPARSED_ARGUMENTS] = clip(text, 1000)
         return merged
 
 
