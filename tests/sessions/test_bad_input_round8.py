@@ -2,10 +2,15 @@
 out of range or no number, no host, another scheme, a control character). Each failed at the first connection in
 the HTTP client's words ("InvalidURL: Invalid port", an OverflowError) on unified's own runtime, or inside an agent
 binary; now describing the server raises a ValidationError naming the server and the fix, on every backend alike
-(they all take these types), and never shows the URL's password or key."""
+(they all take these types), and never shows the URL's password or key. And a codex rollout whose message
+`content` is no list, which broke `unified sessions list`."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import anyio
 import pytest
 from pydantic import ValidationError
 
@@ -47,3 +52,35 @@ def test_a_bad_mcp_url_given_as_a_dict_to_execute_params_is_refused_without_its_
 @pytest.mark.parametrize("url", ["http://127.0.0.1:9/mcp", "https://[::1]:443/mcp", "HTTPS://example.com/a b"])
 def test_a_url_the_http_client_takes_is_kept(url: str) -> None:
     assert HttpMcpServer(name="tickets", url=url).url == url
+
+
+# --- a codex rollout whose message `content` is no list ------------------------------------------------------
+
+
+@pytest.mark.parametrize("content", [5, 7.5, True])
+def test_a_codex_rollout_whose_message_content_is_no_list_is_listed_shown_and_exported(
+    tmp_path: Path, content: object
+) -> None:
+    """`"content": 5` in a user message broke `unified sessions list` (every codex session with it) with a bare
+    TypeError ('int' object is not iterable), and `show` and `export` too. Such content is read as none."""
+    from unified._adapters.codex._sessions import CodexSessionLocator
+
+    folder = tmp_path / "codex-home" / "sessions" / "2026" / "11" / "29"
+    folder.mkdir(parents=True)
+    thread_id = "019a0000-0000-7000-8000-000000000001"
+    meta = {"type": "session_meta", "payload": {"id": thread_id, "cwd": "/p", "timestamp": "2026-11-29T10:00:00Z"}}
+    bad = {"type": "response_item", "payload": {"type": "message", "role": "user", "content": content}}
+    said = [{"type": "output_text", "text": "hi there"}]
+    answer = {"type": "response_item", "payload": {"type": "message", "role": "assistant", "content": said}}
+    path = folder / f"rollout-2026-11-29T10-00-00-{thread_id}.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in (meta, bad, answer)))
+    locator = CodexSessionLocator(env={"UNIFIED_CODEX_HOME": str(tmp_path / "codex-home")})
+
+    [listed] = anyio.run(locator.list_sessions)
+    shown = anyio.run(locator.show, thread_id)
+    exported = anyio.run(locator.export, thread_id)
+
+    assert (listed.session_id, listed.problem) == (thread_id, None)
+    assert {"role": "assistant", "text": "hi there"} in shown["messages"]
+    assert "hi there" in exported.model_dump_json()
+    assert path.read_text().count("\n") == 3  # left as it was
