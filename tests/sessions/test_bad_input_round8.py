@@ -84,3 +84,37 @@ def test_a_codex_rollout_whose_message_content_is_no_list_is_listed_shown_and_ex
     assert {"role": "assistant", "text": "hi there"} in shown["messages"]
     assert "hi there" in exported.model_dump_json()
     assert path.read_text().count("\n") == 3  # left as it was
+
+
+# --- a stored generate-content session whose contents is no list ---------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("contents", [5, "text", {"role": "user"}])
+async def test_a_stored_session_whose_contents_is_no_list_says_so_on_resume(tmp_path: Path, contents: object) -> None:
+    """It said "holds a state unified cannot read (TypeError: 'int' object is not iterable)"; a dict was read
+    as its keys. Now the field and its type are named; the record is kept."""
+    from tests.sessions.records import stored_session
+    from unified import execute
+    from unified.events import ErrorEvent
+    from unified.sessions import FileSessionStore
+    from unified.testing import FakeGemini, ModelTurn
+
+    store = FileSessionStore(tmp_path / "sessions")
+    session = stored_session()
+    session.state["contents"] = contents
+    await store.save(session)
+    with FakeGemini([ModelTurn(text="never")]) as fake:
+        options = {"api_key": "k", "base_url": fake.base_url}
+        params = ExecuteParams(
+            prompt="again", cwd=tmp_path, resume=session.session_id, session_store=store, backend_options=options
+        )
+        async with execute(params.model_copy(update={"backend": "generate-content"})) as stream:
+            events = [event async for event in stream]
+        assert fake.requests == []
+    [error] = [e for e in events if isinstance(e, ErrorEvent)]
+    assert error.code == "corrupt_session"
+    assert "its contents is" in error.message, error.message
+    assert "not a list of contents" in error.message
+    assert "not iterable" not in error.message
+    assert (await store.load("generate-content", session.session_id)).state["contents"] == contents
