@@ -118,3 +118,30 @@ async def test_a_stored_session_whose_contents_is_no_list_says_so_on_resume(tmp_
     assert "not a list of contents" in error.message
     assert "not iterable" not in error.message
     assert (await store.load("generate-content", session.session_id)).state["contents"] == contents
+
+
+@pytest.mark.parametrize(
+    ("contents", "words"),
+    [
+        (5, "its contents is a number, not a list of contents"),
+        ([{"role": "user", "parts": [{"text": 5}]}], "(text: Input should be a valid string)"),
+    ],
+)
+def test_exporting_a_stored_session_whose_contents_does_not_fit_names_what(
+    tmp_path: Path, contents: object, words: str
+) -> None:
+    """`unified sessions export` said only "holds a state unified cannot read (TypeError)"; now it says what, as
+    a resume does, and the record is kept."""
+    from tests.sessions.records import stored_session
+    from unified._adapters.generate_content._sessions import GenerateContentSessionLocator
+    from unified.errors import CorruptSession
+    from unified.sessions import FileSessionStore
+
+    store = FileSessionStore(tmp_path / "sessions")
+    session = stored_session()
+    session.state["contents"] = contents
+    anyio.run(store.save, session)
+    with pytest.raises(CorruptSession) as raised:
+        anyio.run(GenerateContentSessionLocator(store=store).export, session.session_id)
+    assert words in raised.value.message, raised.value.message
+    assert anyio.run(store.load, "generate-content", session.session_id).state["contents"] == contents
