@@ -43,7 +43,6 @@ from typing import Any, Literal, Protocol, TypeVar
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
-from pydantic import ValidationError
 
 from unified import _limits as limits
 from unified._internal.api_options import ApiOptions
@@ -53,6 +52,7 @@ from unified._internal.retry import Failure, retrying
 from unified._internal.stream import estimate_tokens
 from unified._redaction import clip, run_secrets
 from unified._sessions.config import default_store
+from unified._sessions.locator import unreadable_why
 from unified._sessions.stores import save_announced
 from unified.backends import RunContext, RunOutcome
 from unified.errors import CorruptSession, RunStopped, UnifiedError
@@ -836,14 +836,9 @@ def _unreadable_state(backend: str, session: StoredSession, exc: Exception) -> C
     of contents, steps that are no steps): a store is shared, so its state may be anything another tool or a
     hand wrote. It was the parse's own exception (pydantic's ValidationError), reported as `internal_error`,
     "a bug in unified"; `export` of the same record already said `corrupt_session`. Nothing was saved."""
-    if isinstance(exc, ValidationError):  # its message quotes the input, which may be anything the session holds
-        first = exc.errors(include_url=False, include_input=False, include_context=False)[0]
-        why = f"{'.'.join(map(str, first['loc'])) or exc.title}: {first['msg']}"
-    else:
-        why = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
     return CorruptSession(
         f"{backend} session {session.short_id} in the session store holds a state unified cannot read "
-        f"({clip(why, 240)})",
+        f"({unreadable_why(exc)})",
         hint="it was left unchanged; start a new session (or fix the record), or continue what it holds elsewhere",
         details={"session_id": session.session_id},
     )

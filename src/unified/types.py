@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
@@ -103,7 +104,46 @@ class StdioMcpServer(_Frozen):
     timeout_s: float = Field(default=30.0, gt=0, allow_inf_nan=False, description=_MCP_TIMEOUT)
 
 
-class HttpMcpServer(_Frozen):
+def _url_problem(url: str) -> str | None:
+    """What keeps `url` from naming an HTTP endpoint, or None. Checked when the server is described: a bad
+    port, no host or another scheme failed at the first connection with the HTTP client's own words
+    ("InvalidURL: Invalid port", an OverflowError), or not at all inside an agent binary."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError as exc:  # a port that is no number or out of 0-65535
+        return f"its port is not a port number from 1 to 65535 ({exc})"
+    if parts.scheme.lower() not in ("http", "https"):
+        return f"its scheme is {parts.scheme!r}, not http or https" if parts.scheme else "it has no http:// or https://"
+    if not parts.hostname:
+        return "it names no host"
+    if port == 0:
+        return "its port is 0, not a port number from 1 to 65535"
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in url.strip()):
+        return "it holds a control character"
+    return None
+
+
+class _UrlMcpServer(_Frozen):
+    """An MCP server reached at a URL: the URL is checked as the server is described (`_url_problem`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True, hide_input_in_errors=True)
+    """Its input not in an error: it holds the URL's password or key, and the headers."""
+
+    @model_validator(mode="after")
+    def _url_fits(self) -> _UrlMcpServer:
+        url: str = getattr(self, "url")  # noqa: B009  # each subclass's own field, described there
+        problem = _url_problem(url)
+        if problem is not None:
+            shown = redact_mapping(url)
+            raise ValueError(
+                f"MCP server {getattr(self, 'name')!r}: its url {shown!r} cannot be used: {problem}; "  # noqa: B009
+                "give the server's full http:// or https:// URL, e.g. http://localhost:8080/mcp"
+            )
+        return self
+
+
+class HttpMcpServer(_UrlMcpServer):
     """An MCP server reached over streamable HTTP."""
 
     type: Literal["http"] = "http"
@@ -113,7 +153,7 @@ class HttpMcpServer(_Frozen):
     timeout_s: float = Field(default=30.0, gt=0, allow_inf_nan=False, description=_MCP_TIMEOUT)
 
 
-class SseMcpServer(_Frozen):
+class SseMcpServer(_UrlMcpServer):
     """An MCP server reached over the older HTTP+SSE transport."""
 
     type: Literal["sse"] = "sse"

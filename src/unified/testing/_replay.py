@@ -49,6 +49,7 @@ from typing import Any, cast
 from urllib.parse import urlsplit
 
 from unified._exports import publish
+from unified._redaction import clip
 from unified.events import Result, UnifiedEvent, UserInputRequest, UserInputResponse
 from unified.testing._fake_acp import cli_home
 from unified.testing._fake_process import FakeAgentProcess
@@ -277,6 +278,30 @@ def _answering(answers: list[RecordedAnswer], differences: list[str]) -> UserInp
 # --- API backends: vcrpy cassettes ---------------------------------------------------------------------
 
 
+def _response_problem(response: object) -> str | None:
+    """What keeps a vcrpy response from being served, or None. vcrpy reads the fields as it serves them: a status
+    that is no mapping was an `internal_error` ('int' object is not subscriptable) blamed on the adapter, a code
+    that is no number a `backend_error` blamed on the request ('<=' not supported ...)."""
+    if not isinstance(response, dict):
+        return "is missing or no mapping"
+    status = response.get("status")
+    if not isinstance(status, dict):
+        return "has no `status` mapping (`code:` and `message:`)"
+    code = status.get("code")
+    if not isinstance(code, int) or isinstance(code, bool) or not 100 <= code <= 599:
+        return f"has `status.code` {clip(repr(code), 60)}, not an HTTP status from 100 to 599"
+    headers = response.get("headers", {})
+    if not isinstance(headers, dict) or not all(
+        isinstance(value, str) or (isinstance(value, list) and all(isinstance(item, str) for item in value))
+        for value in headers.values()
+    ):
+        return "has `headers` that are no mapping of names to lists of strings"
+    body = response.get("body")
+    if not isinstance(body, dict) or not isinstance(body.get("string"), str | bytes):
+        return "has no `body.string` text"
+    return None
+
+
 def _describe_http(path: Path) -> CassetteInfo:
     from unified.testing._cassettes import UNIFIED_KEY
     from unified.testing._yaml import load_yaml
@@ -290,6 +315,13 @@ def _describe_http(path: Path) -> CassetteInfo:
     request = first.get("request") if isinstance(first, dict) else None
     if not isinstance(request, dict) or not request.get("uri") or not isinstance(first.get("response"), dict):
         raise ReplayError(f"{path}: the first interaction lacks a request uri or a response (a truncated file?)")
+    for number, interaction in enumerate(interactions, 1):
+        problem = _response_problem(interaction.get("response") if isinstance(interaction, dict) else None)
+        if problem is not None:
+            raise ReplayError(
+                f"{path}: interaction {number}'s response {problem}; the file was edited or cut: re-record it "
+                "(`unified record`, or UNIFIED_RECORD=1 for the test cassettes) or mend that field"
+            )
     url = urlsplit(str(request["uri"]))
     body = json.loads(request.get("body") or "{}")
     source = _SOURCE_LINE.search(text)

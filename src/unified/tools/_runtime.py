@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol
 
 import anyio
 import anyio.to_thread
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from unified import _limits as limits
 from unified._exports import publish
@@ -494,8 +494,12 @@ class ToolRuntime:
             try:
                 params = spec.params.model_validate(args)
             except ValidationError as exc:
-                reason = _reasons(exc)
-                return await _refused(call, obs, f"Invalid parameters provided to {call.name}. Reason: {reason}")
+                args = _nulls_left_out(spec.params, args, exc)
+                try:
+                    params = spec.params.model_validate(args)
+                except ValidationError as again:
+                    reason = _reasons(again)
+                    return await _refused(call, obs, f"Invalid parameters provided to {call.name}. Reason: {reason}")
         judged: dict[str, Path | _files.Unresolved] = {}
         event = await self._decide(call, spec.name, args, judged)
         if event.input is not None and spec.params is not None:
@@ -803,6 +807,16 @@ def _unjudgeable(call: ToolCall, tool: str, args: Mapping[str, Any]) -> str | No
                 f"({limits.MAX_SHELL_COMMAND_BYTES:,}); write the long part to a file and run that."
             )
     return None
+
+
+def _nulls_left_out(model: type[BaseModel], args: dict[str, Any], exc: ValidationError) -> dict[str, Any]:
+    """`args` without the nulls `exc` refused for parameters that have a default: a model sends `null` for an
+    optional parameter it means to leave out (as JSON Schema's "not given" reads to it), and gets the default,
+    as it would by leaving it out; a null the parameter's type takes (`str | None`) is never refused, so kept."""
+    refused = {e["loc"][0] for e in exc.errors() if len(e["loc"]) == 1 and args.get(str(e["loc"][0]), 0) is None}
+    fields = model.model_fields
+    optional = {name for name in refused if name in fields and not fields[str(name)].is_required()}
+    return {key: value for key, value in args.items() if key not in optional} if optional else args
 
 
 def _reasons(exc: ValidationError) -> str:

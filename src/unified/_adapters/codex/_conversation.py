@@ -41,7 +41,7 @@ from typing import Any
 from unified._adapters.codex import _rollouts
 from unified._adapters.codex._launch import PINNED_VERSION
 from unified._adapters.codex._options import BACKEND
-from unified._adapters.codex._rollouts import Rollout, Rollouts, codex_short_id, user_text
+from unified._adapters.codex._rollouts import Rollout, Rollouts, codex_short_id, content_parts, user_text
 from unified._adapters.codex._run import Opening
 from unified._files import read_regular, write_atomically
 from unified._internal.images import image_note, taken
@@ -183,12 +183,12 @@ def _conversation_from_rollout(rollout: Rollout) -> Conversation:
         if item == "message":
             role = payload.get("role")
             if role == "assistant":
-                for part in payload.get("content") or []:
+                for part in content_parts(payload):
                     if isinstance(part, dict) and isinstance(part.get("text"), str):
                         model_turn().parts.append(TextPart(text=part["text"]))
             elif (role == "user" and user_text(payload) is not None) or (role == "user" and _has_image(payload)):
                 parts: list[UserPart] = []
-                for part in payload.get("content") or []:
+                for part in content_parts(payload):
                     if not isinstance(part, dict):
                         continue
                     if part.get("type") == "input_text" and isinstance(part.get("text"), str):
@@ -250,14 +250,14 @@ def _instructions(payload: dict[str, Any]) -> str | None:
     """The text of a `<user_instructions>` message (how a continued conversation's system instruction is kept)."""
     if payload.get("type") != "message" or payload.get("role") != "user":
         return None
-    parts = [p.get("text") for p in payload.get("content") or [] if isinstance(p, dict)]
+    parts = [p.get("text") for p in content_parts(payload) if isinstance(p, dict)]
     text = parts[0] if len(parts) == 1 and isinstance(parts[0], str) else ""
     start, end = "<user_instructions>\n", "\n</user_instructions>"
     return text[len(start) : -len(end)] if text.startswith(start) and text.endswith(end) else None
 
 
 def _has_image(payload: dict[str, Any]) -> bool:
-    return any(isinstance(p, dict) and p.get("type") == "input_image" for p in payload.get("content") or [])
+    return any(isinstance(p, dict) and p.get("type") == "input_image" for p in content_parts(payload))
 
 
 # --- continue -----------------------------------------------------------------------------------------
@@ -503,7 +503,7 @@ def open_retry(rollouts: Rollouts, thread_id: str) -> Opening:
     payload = parsed[last_user]["payload"]  # type: ignore[index]
     turn = UserTurn(parts=[])
     text = user_text(payload) or ""
-    for part in payload.get("content") or []:
+    for part in content_parts(payload):
         if isinstance(part, dict) and part.get("type") == "input_image" and (image := _image(part.get("image_url"))):
             turn.parts.append(image)
     prompt, images = text, _opening_for(turn)[1]

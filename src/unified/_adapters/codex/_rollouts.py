@@ -44,6 +44,7 @@ __all__ = [
     "Rollout",
     "Rollouts",
     "codex_short_id",
+    "content_parts",
     "omitted_images",
     "read_rollout",
     "rollout_name",
@@ -99,13 +100,20 @@ def _lines(path: Path, limit: int | None = None) -> Iterator[dict[str, Any] | No
             yield loaded_well_formed(text, record) if isinstance(record, dict) else None
 
 
+def content_parts(payload: dict[str, Any]) -> list[Any]:
+    """A message item's `content` list; [] for one that is no list (a hand-edited or damaged rollout: `"content":
+    5` broke `unified sessions list` with a bare TypeError). Its parts that are no object are skipped where read."""
+    content = payload.get("content")
+    return content if isinstance(content, list) else []
+
+
 def user_text(payload: dict[str, Any]) -> str | None:
     """The text of a user `message` response item, unless it is context Codex added."""
     if payload.get("type") != "message" or payload.get("role") != "user":
         return None
     texts = [
         str(part.get("text"))
-        for part in payload.get("content") or []
+        for part in content_parts(payload)
         if isinstance(part, dict) and part.get("type") == "input_text"
     ]
     text = "\n".join(texts)
@@ -306,9 +314,7 @@ def show_rollout(rollout: Rollout) -> dict[str, Any]:
             continue
         kind = payload.get("type")
         if kind == "message" and payload.get("role") == "assistant":
-            text = "".join(
-                str(p.get("text")) for p in payload.get("content") or [] if isinstance(p, dict) and "text" in p
-            )
+            text = "".join(str(p.get("text")) for p in content_parts(payload) if isinstance(p, dict) and "text" in p)
             messages.append({"role": "assistant", "text": text})
         elif kind == "message" and (said := user_text(payload)) is not None:
             messages.append({"role": "user", "text": said})
@@ -349,7 +355,7 @@ def omitted_images(path: Path, offset: int, images: int) -> list[str]:
                 payload = record.get("payload") if isinstance(record, dict) else None
                 if not isinstance(payload, dict) or payload.get("type") != "message" or payload.get("role") != "user":
                     continue
-                content = [c for c in payload.get("content") or [] if isinstance(c, dict)]
+                content = [c for c in content_parts(payload) if isinstance(c, dict)]
                 slots = [
                     c
                     for c in content

@@ -113,7 +113,13 @@ class AcpRun:
             self.lease.retire()
             process = self.connection.process
             code = await process.wait(EXIT_GRACE_S)
-            raise error_from_exit(code, process.stderr_tail(), f"gemini exited during the run ({exc})") from exc
+            # A process that closed its stdout and ran on was said to have "exited during the run", still running.
+            what = (
+                f"exited during the run ({exc})"
+                if code is not None
+                else "closed its stdout during the run, without exiting"
+            )
+            raise error_from_exit(code, process.stderr_tail(), f"gemini {what}") from exc
         finally:
             if self.session_id:
                 self.connection.close_inbox(self.session_id)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from unified._adapters.generate_content._conversation import conversation_from_contents
+from unified._internal.api_errors import json_type
 from unified._sessions.locator import StoreSessionLocator
 from unified.conversations import Conversation, Origin
 from unified.events import Usage
@@ -31,6 +32,7 @@ class GenerateContentSessionLocator(StoreSessionLocator):
 
     def conversation_of(self, session: StoredSession, origin: Origin) -> Conversation:
         usage = {int(k): Usage.model_validate(v) for k, v in (session.state.get("usage") or {}).items()}
-        return conversation_from_contents(
-            session.state.get("contents", []), model=session.model, origin=origin, usage=usage
-        )
+        contents = session.state.get("contents", [])
+        if not isinstance(contents, list):  # else Python's "'int' object is not iterable", or a dict's keys read
+            raise TypeError(f"its contents is {json_type(contents)}, not a list of contents")
+        return conversation_from_contents(contents, model=session.model, origin=origin, usage=usage)

@@ -40,6 +40,7 @@ from google.genai import _common, types
 from pydantic import ConfigDict, TypeAdapter
 
 from unified import _limits as limits
+from unified._adapters.generate_content._shapes import CANDIDATE, CHUNK, USAGE, misfit
 from unified._internal.api_errors import UNFIT_ERRORS as _UNFIT
 from unified._internal.api_errors import unfit_response
 from unified._internal.call_ids import shown_id
@@ -366,7 +367,9 @@ class GenerateContentTranslator:
         try:
             return usage_from_metadata(self.usage_metadata)
         except _UNFIT as exc:  # read once the turn ended: a count that is no number
-            raise unfit_response(f"usageMetadata: {exc}") from None
+            raise unfit_response(
+                misfit(self.usage_metadata, USAGE, "usageMetadata") or f"usageMetadata: {exc}"
+            ) from None
 
     @property
     def text(self) -> str:
@@ -435,8 +438,8 @@ class GenerateContentTranslator:
                 events[0].native = copy.deepcopy(dict(wire))
             self.emitted += len(events)
             return events
-        except _UNFIT as exc:
-            raise unfit_response(str(exc) or type(exc).__name__) from None
+        except _UNFIT as exc:  # the field that did not fit, named (`misfit`), else what reading it raised
+            raise unfit_response(misfit(wire, CHUNK, "") or str(exc) or type(exc).__name__) from None
 
     def _too_large(self, bound: str, limit: str) -> BackendError:
         """The turn brought more than `limits` lets one turn bring (its parts, its characters of text)."""
@@ -449,6 +452,9 @@ class GenerateContentTranslator:
         text = part.get("text")
         if text is not None and not text and not part.get("thoughtSignature") and not part.get("thought"):
             return []  # an empty text part carries nothing; echoing it back would be rejected
+        signature = part.get("thoughtSignature")
+        if signature is not None and signature.__class__ is not str:  # else refused by the history, at the end
+            raise TypeError("thoughtSignature")
         call = part.get("functionCall")
         if call is not None:
             self._function_call(call, part.get("thoughtSignature") or None)
@@ -469,6 +475,11 @@ class GenerateContentTranslator:
             raise TypeError(f"functionCall.name is {type(name).__name__}, not a string")
         if args is not None and not isinstance(args, dict):
             raise TypeError(f"functionCall.args is {type(args).__name__}, not an object")
+        call_id, pieces = call.get("id"), call.get("partialArgs")
+        if (call_id is not None and not isinstance(call_id, str)) or (
+            pieces is not None and not isinstance(pieces, list)
+        ):
+            raise TypeError("functionCall.id or partialArgs")  # read when the call is announced: named now (`misfit`)
         pending = self._streaming_call
         if pending is None:
             pending = _CallInProgress(call.get("name") or "", call.get("id"), signature, dict(call.get("args") or {}))
@@ -477,7 +488,6 @@ class GenerateContentTranslator:
             pending.call_id = pending.call_id or call.get("id")
             pending.signature = pending.signature or signature
             pending.args.update(call.get("args") or {})
-        pieces = call.get("partialArgs")
         if pieces:
             pending.add(list(pieces))
         will_continue = bool(call.get("willContinue"))
@@ -616,8 +626,9 @@ class GenerateContentTranslator:
                     events.append(ErrorEvent(code=code, message=problem[1], fatal=True, details={"reason": problem[0]}))
             self.emitted += len(events)
             return events
-        except _UNFIT as exc:  # what the stream left for its end (grounding, a call's id) is of the wrong shape
-            raise unfit_response(str(exc) or type(exc).__name__) from None
+        except _UNFIT as exc:  # what the stream left for its end (grounding) is of the wrong shape
+            kept = {"groundingMetadata": self.grounding, "urlContextMetadata": self.url_context}
+            raise unfit_response(misfit(kept, CANDIDATE, "candidates[0]") or str(exc) or type(exc).__name__) from None
 
     def _server_pair(self, name: str, args: dict[str, Any], output: Any) -> list[UnifiedEvent]:
         tool_use_id = self._new_id(name)

@@ -26,6 +26,7 @@ from unified._adapters.generate_content._sessions import BACKEND
 from unified._adapters.generate_content._stream import WireRequest, stream_chunks, text_content_json
 from unified._adapters.generate_content._translate import GenerateContentTranslator
 from unified._agent_loop import Declarations, Emit, TurnEnd
+from unified._internal.api_errors import json_type
 from unified._internal.genai_client import GenaiClient
 from unified._internal.images import GEMINI_INLINE_TYPES, image_note, taken
 from unified._internal.retry import Failure
@@ -170,6 +171,8 @@ class GenerateContentTurns:
         stored = session.state.get("contents")
         if stored is None and self.params.history is not None:  # a new session continuing a conversation
             stored = contents_from_conversation(self.params.history)
+        if stored is not None and not isinstance(stored, list):  # else Python's "'int' object is not iterable"
+            raise TypeError(f"its contents is {json_type(stored)}, not a list of contents")
         self.contents = [types.Content.model_validate(c) for c in stored or []]
         self.history_notes = _refused_media(self.contents)
         _repair(self.contents)

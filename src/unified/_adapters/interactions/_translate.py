@@ -27,7 +27,7 @@ from typing import Any
 
 from unified import _limits as limits
 from unified._internal.api_errors import UNFIT_ERRORS as _UNFIT
-from unified._internal.api_errors import unfit_response
+from unified._internal.api_errors import json_type, unfit_response
 from unified._internal.call_ids import shown_id
 from unified._redaction import clip
 from unified.errors import BackendError
@@ -174,20 +174,6 @@ _EVENT_FIELDS = {
 """The shape of an event's fields (when they are there; a null one is absent, but for `index`)."""
 
 
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object" if isinstance(value, dict) else type(value).__name__
-
-
 def _misfit(event: Any, exc: BaseException) -> str:
     """What did not fit (the error path only): the first field of the event of the wrong shape, else what the
     reading raised (a field further in)."""
@@ -196,7 +182,7 @@ def _misfit(event: Any, exc: BaseException) -> str:
             value = event.get(key)
             present = key in event and (value is not None or key == "index")
             if present and (not isinstance(value, kind) or isinstance(value, bool)):
-                return f"its `{key}` is {_json_type(value)}, not {'an integer' if kind is int else 'an object'}"
+                return f"its `{key}` is {json_type(value)}, not {'an integer' if kind is int else 'an object'}"
     return _why(exc)
 
 
@@ -272,6 +258,8 @@ class _Step:
                 streamed = {UNPARSED_ARGUMENTS: clip(text, 1000)}  # the tool rejects it and the model reads why
             if isinstance(streamed, dict):
                 merged.update(streamed)
+            else:  # JSON, but an array, a string, a number: dropped, the call ran with no arguments and no word why
+                merged[UNPARSED_ARGUMENTS] = clip(text, 1000)
         return merged
 
 
