@@ -15,6 +15,7 @@ import pytest
 from pydantic import ValidationError
 
 from unified import ExecuteParams
+from unified.errors import CorruptSession
 from unified.types import HttpMcpServer, SseMcpServer
 
 BAD_URLS = {
@@ -58,11 +59,12 @@ def test_a_url_the_http_client_takes_is_kept(url: str) -> None:
 
 
 @pytest.mark.parametrize("content", [5, 7.5, True])
-def test_a_codex_rollout_whose_message_content_is_no_list_is_listed_shown_and_exported(
+def test_a_codex_rollout_whose_message_content_is_no_list_is_listed_and_shown_and_refused_by_export(
     tmp_path: Path, content: object
 ) -> None:
     """`"content": 5` in a user message broke `unified sessions list` (every codex session with it) with a bare
-    TypeError ('int' object is not iterable), and `show` and `export` too. Such content is read as none."""
+    TypeError ('int' object is not iterable), and `show`. Such content is read as none there; an export, which
+    another backend would continue from, stays `CorruptSession` naming it (the message would be lost silently)."""
     from unified._adapters.codex._sessions import CodexSessionLocator
 
     folder = tmp_path / "codex-home" / "sessions" / "2026" / "11" / "29"
@@ -78,11 +80,11 @@ def test_a_codex_rollout_whose_message_content_is_no_list_is_listed_shown_and_ex
 
     [listed] = anyio.run(locator.list_sessions)
     shown = anyio.run(locator.show, thread_id)
-    exported = anyio.run(locator.export, thread_id)
+    with pytest.raises(CorruptSession, match=r"a user message's content is .*, not a list"):
+        anyio.run(locator.export, thread_id)
 
     assert (listed.session_id, listed.problem) == (thread_id, None)
     assert {"role": "assistant", "text": "hi there"} in shown["messages"]
-    assert "hi there" in exported.model_dump_json()
     assert path.read_text().count("\n") == 3  # left as it was
 
 

@@ -182,6 +182,8 @@ def _conversation_from_rollout(rollout: Rollout) -> Conversation:
             continue
         if item == "message":
             role = payload.get("role")
+            if not isinstance(payload.get("content", []), list):  # listed and shown without it; exported: lost
+                raise TypeError(f"a {role} message's content is {type(payload['content']).__name__}, not a list")
             if role == "assistant":
                 for part in content_parts(payload):
                     if isinstance(part, dict) and isinstance(part.get("text"), str):
