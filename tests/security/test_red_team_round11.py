@@ -139,6 +139,7 @@ def test_codex_subagents_are_off_when_the_policy_may_refuse_them(mode: ApprovalM
 # --- part 2: bounded resources ----------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the walk runs in a worker thread, not on the loop
 async def test_a_glob_over_a_huge_directory_keeps_only_what_it_shows(tmp_path: Path) -> None:
     """HOLE: glob kept every hit (path and mtime) to sort them, though it shows 1,000: 300,000 matching entries
     added 170 MB to the process per call (measured; a turn's calls run at once, up to 1,000,000 entries each).
@@ -151,8 +152,8 @@ async def test_a_glob_over_a_huge_directory_keeps_only_what_it_shows(tmp_path: P
         os.close(os.open(folder / f"f{i:06d}", os.O_CREAT | os.O_WRONLY))
     runtime = ToolRuntime(tmp_path, approval_mode="yolo")
     try:
-        # a first call untraced: what a first call allocates once (a backend's worker thread, caches: 7.7 MB more
-        # under trio in the unit tier) is no part of what a call holds; ten hits do it as well as the whole walk did
+        # a first call untraced: what a first call allocates once (the worker thread, caches: 7.7 MB more under trio
+        # in the unit tier) is no part of what a call holds; ten hits do it as well as the whole walk did
         await runtime.run_batch([ToolCall("warm", "glob", {"pattern": "d/f00000*"})])
         # pathlib interns every name it parses: with the names already interned (and kept), the interpreter's
         # table of interned strings does not grow during the call (in a worker that ran many tests, its resize
