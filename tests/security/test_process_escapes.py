@@ -226,9 +226,21 @@ def test_a_runtime_reaps_the_cgroup_of_a_host_that_died_with_its_watchdog() -> N
     assert mount is not None
     assert own is not None
     orphan = Path(mount, own.lstrip("/"), f"{_watchdog.CGROUP_PREFIX}{dead}.{_watchdog._pid_namespace()}-stale")
-    orphan.mkdir()
     stray = subprocess.Popen(["sleep", "613"], start_new_session=True)
-    (orphan / "cgroup.procs").write_text(str(stray.pid))
+    # Another test worker's runtime may reap the orphan while it is still empty (it was made for that): made again
+    # until the stray is in it (a CI run lost it between the `mkdir` and the write, FileNotFoundError). From then on
+    # whichever runtime reaps it, this test's or another worker's, is the behaviour under test.
+    for _ in range(100):
+        orphan.mkdir(exist_ok=True)
+        try:
+            (orphan / "cgroup.procs").write_text(str(stray.pid))
+            break
+        except FileNotFoundError:
+            continue
+    else:
+        stray.kill()
+        stray.wait()
+        pytest.fail("the orphan cgroup was removed 100 times before the stray could be put in it")
     try:
         fresh = _watchdog.Containment.create("fresh")
         assert fresh is not None
