@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from unified._files import read_regular
+from unified._urls import url_problem
 
 __all__ = [
     "ANTHROPIC_MODES",
@@ -335,7 +336,7 @@ def _unsendable(key: str | None, key_source: str | None, url: str | None, url_so
     unified") or a `stream_interrupted` that said to run again. Neither the URL (a gateway's may carry a token)
     nor the key is repeated."""
     if url is not None:
-        why = _not_a_url(url)
+        why = url_problem(url)
         if why is not None:
             return (
                 f"the base URL from {url_source} is not one requests can be sent to: {why}",
@@ -349,28 +350,6 @@ def _unsendable(key: str | None, key_source: str | None, url: str | None, url_so
                 f"the API key from {key_source} holds {what} (at character {at}), which no HTTP header can carry",
                 f"copy the key into {key_source} again, without it",
             )
-    return None
-
-
-def _not_a_url(url: str) -> str | None:
-    """Why `url` is no http(s) URL an HTTP client can connect to, or None. In unified's words, never the
-    parser's: its errors quote the URL's parts (`Port could not be cast to integer value as 'tok_live_...'`,
-    `netloc '...' contains invalid characters`), and a gateway's URL may carry a token there."""
-    try:
-        parts = urlsplit(url.strip())
-        port = parts.port  # a port of letters, or past 65535, raises here
-    except ValueError as exc:
-        if "Port" in str(exc):
-            return "its port is not a number of 1-65535"
-        if "IPv6" in str(exc):
-            return "its IPv6 host's `[` is not closed by `]`"
-        return "its host holds characters a URL cannot (after Unicode normalization)"
-    if parts.scheme not in ("http", "https"):
-        return f"its scheme is {parts.scheme!r}, not http or https" if parts.scheme else "it has no http:// or https://"
-    if not parts.hostname:
-        return "it names no host"
-    if port == 0:
-        return "its port is 0"
     return None
 
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from unified._files import read_regular
 from unified._redaction import REDACTED, redact_mapping
 from unified._sessions.records import SessionStore
+from unified._urls import url_problem
 from unified.conversations import Conversation
 from unified.events import UserInputRequest, UserInputResponse
 
@@ -105,23 +105,14 @@ class StdioMcpServer(_Frozen):
 
 
 def _url_problem(url: str) -> str | None:
-    """What keeps `url` from naming an HTTP endpoint, or None. Checked when the server is described: a bad
-    port, no host or another scheme failed at the first connection with the HTTP client's own words
-    ("InvalidURL: Invalid port", an OverflowError), or not at all inside an agent binary."""
-    try:
-        parts = urlsplit(url.strip())
-        port = parts.port
-    except ValueError as exc:  # a port that is no number or out of 0-65535
-        return f"its port is not a port number from 1 to 65535 ({exc})"
-    if parts.scheme.lower() not in ("http", "https"):
-        return f"its scheme is {parts.scheme!r}, not http or https" if parts.scheme else "it has no http:// or https://"
-    if not parts.hostname:
-        return "it names no host"
-    if port == 0:
-        return "its port is 0, not a port number from 1 to 65535"
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in url.strip()):
+    """What keeps `url` from naming an HTTP endpoint, or None (`unified._urls.url_problem`, the check of a base URL
+    too, and a control character). Checked when the server is described: a bad port, no host or another scheme
+    failed at the first connection with the HTTP client's own words ("InvalidURL: Invalid port", an OverflowError),
+    or not at all inside an agent binary."""
+    problem = url_problem(url)
+    if problem is None and any(ord(c) < 0x20 or ord(c) == 0x7F for c in url.strip()):
         return "it holds a control character"
-    return None
+    return problem
 
 
 class _UrlMcpServer(_Frozen):
@@ -135,9 +126,8 @@ class _UrlMcpServer(_Frozen):
         url: str = getattr(self, "url")  # noqa: B009  # each subclass's own field, described there
         problem = _url_problem(url)
         if problem is not None:
-            shown = redact_mapping(url)
-            raise ValueError(
-                f"MCP server {getattr(self, 'name')!r}: its url {shown!r} cannot be used: {problem}; "  # noqa: B009
+            raise ValueError(  # the URL itself not repeated: a token may stand where its port or host goes
+                f"MCP server {getattr(self, 'name')!r}: its url cannot be used: {problem}; "  # noqa: B009
                 "give the server's full http:// or https:// URL, e.g. http://localhost:8080/mcp"
             )
         return self

@@ -19,8 +19,8 @@ from unified.errors import CorruptSession
 from unified.types import HttpMcpServer, SseMcpServer
 
 BAD_URLS = {
-    "http://localhost:99999/mcp": "its port is not a port number from 1 to 65535",
-    "http://localhost:abc/mcp": "its port is not a port number from 1 to 65535",
+    "http://localhost:99999/mcp": "its port is not a number of 1-65535",
+    "http://localhost:abc/mcp": "its port is not a number of 1-65535",
     "http://localhost:0/mcp": "its port is 0",
     "http://:8080/mcp": "it names no host",
     "ftp://localhost/mcp": "its scheme is 'ftp', not http or https",
@@ -41,6 +41,14 @@ def test_an_mcp_url_that_names_no_http_endpoint_is_refused_naming_the_server_and
     assert "MCP server 'tickets'" in message
     assert BAD_URLS[url] in message
     assert "give the server's full http:// or https:// URL" in message
+
+
+def test_a_token_where_an_mcp_url_s_port_goes_is_not_repeated() -> None:
+    """The URL parser's error quotes the port's text ("Port could not be cast to integer value as '...'"), and
+    the message quoted the URL itself, whose port a token stood in: neither is repeated now."""
+    with pytest.raises(ValidationError, match="its port is not a number of 1-65535") as raised:
+        HttpMcpServer(name="tickets", url="https://gw:tok_live_s3cret/mcp")
+    assert "s3cret" not in str(raised.value)
 
 
 def test_a_bad_mcp_url_given_as_a_dict_to_execute_params_is_refused_without_its_secrets() -> None:
