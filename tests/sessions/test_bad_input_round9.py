@@ -138,3 +138,45 @@ async def test_a_streamed_call_flag_of_the_wrong_type_is_a_backend_error_naming_
     assert not [e for e in events if isinstance(e, ToolUse)]
     assert isinstance(events[-1], Result)
     assert events[-1].status == "error"
+
+
+# --- UNIFIED_DATA_DIR naming a regular file -----------------------------------------------------------------
+
+
+def test_a_data_dir_that_is_a_file_says_so_and_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It said "cannot be written: Not a directory (<file>/sessions/generate-content/0d)" and "make that directory
+    writable": of a folder that is no folder, and the fix for another failure. Now it names the file and the
+    setting that names it."""
+    from tests.sessions.records import stored_session
+    from unified._sessions.stores import sessions_root
+    from unified.errors import SessionStoreUnavailable
+    from unified.sessions import FileSessionStore
+
+    blocker = tmp_path / "notes.txt"
+    blocker.write_text("mine")
+    monkeypatch.setenv("UNIFIED_DATA_DIR", str(blocker))
+    store = FileSessionStore(sessions_root())
+    for attempt in (lambda: store.save(stored_session()), lambda: store.list_sessions("generate-content")):
+        with pytest.raises(SessionStoreUnavailable) as raised:
+            anyio.run(attempt)
+        assert f"{blocker} is a file, where the store needs a folder" in raised.value.message, raised.value.message
+        assert raised.value.hint is not None
+        assert "UNIFIED_DATA_DIR names that file: point UNIFIED_DATA_DIR at a folder" in raised.value.hint
+        assert "writable" not in raised.value.hint
+    assert blocker.read_text() == "mine"
+
+
+def test_a_file_in_the_way_of_a_backend_folder_no_setting_names_is_named_with_its_fix(tmp_path: Path) -> None:
+    import errno
+
+    from unified._files import unwritable
+
+    blocker = tmp_path / "cache"
+    blocker.write_text("")
+    exc = NotADirectoryError(errno.ENOTDIR, "Not a directory", str(blocker / "unified" / "gemini-cli"))
+    typed = unwritable(exc, "gemini-cli")
+    assert typed is not None
+    assert typed.code == "backend_unavailable"
+    assert f"{blocker} is a file, not a folder" in typed.message
+    assert typed.hint is not None
+    assert typed.hint.startswith("move or remove that file")
