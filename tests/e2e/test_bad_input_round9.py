@@ -38,7 +38,7 @@ async def test_a_folder_setting_that_names_a_file_is_backend_unavailable_naming_
         monkeypatch.setenv(name, value)
     work = tmp_path / "work"
     work.mkdir()
-    async with execute(ExecuteParams(prompt="hi", backend=backend, cwd=work)) as stream:  # type: ignore[arg-type]
+    async with execute(ExecuteParams(prompt="hi", backend=backend, cwd=work)) as stream:
         events = [event async for event in stream]
     [error] = [e for e in events if isinstance(e, ErrorEvent)]
     assert error.code == "backend_unavailable", error.message

@@ -180,3 +180,54 @@ def test_a_file_in_the_way_of_a_backend_folder_no_setting_names_is_named_with_it
     assert f"{blocker} is a file, not a folder" in typed.message
     assert typed.hint is not None
     assert typed.hint.startswith("move or remove that file")
+
+
+# --- a base URL with whitespace, or a host IDNA refuses -----------------------------------------------------
+
+SECRET = "tok_live_s3cret"
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        (" http://127.0.0.1:9", "it starts or ends with whitespace"),
+        ("http://127.0.0.1:9\n", "it starts or ends with whitespace"),
+        ("\thttp://127.0.0.1:9", "it starts or ends with whitespace"),
+        ("http://127.0.0.1:9/v1\tbeta", "it holds a control character"),
+        ("http://gw.exa mple", "its user, host or port holds whitespace"),
+        ("http://gw.exa\u200bmple", "its host is not a valid internationalized domain name"),
+        ("http://\u2488.example", "its host is not a valid internationalized domain name"),
+        ("http://xn--zz.example", "its host is not a valid internationalized domain name"),
+        ("http://999.1.1.1", "its host looks like an IPv4 address but is not one"),
+    ],
+)
+def test_a_base_url_with_whitespace_or_a_host_idna_refuses_is_caught_by_the_auth_check(url: str, why: str) -> None:
+    """Each passed `ApiAuth.problems` and failed at the first request (the host read as empty, `gw.exa%20mple`
+    looked up and not found, "InvalidURL: Invalid IDNA hostname: '...'" quoting the host, where a gateway's token
+    may stand); now the auth check names the problem, never the URL."""
+    from unified._auth import resolve_api_auth
+
+    for variable, vertex in (("GOOGLE_GEMINI_BASE_URL", False), ("GOOGLE_VERTEX_BASE_URL", True)):
+        with_secret = url.replace("http://", f"http://{SECRET}@", 1) if url.startswith("http") else url
+        auth = resolve_api_auth({"GOOGLE_API_KEY": "k", variable: with_secret}, vertexai=vertex)
+        assert not auth.usable
+        [problem] = auth.problems
+        assert problem.startswith(f"the base URL from {variable} is not one requests can be sent to: {why}"), problem
+        assert SECRET not in problem
+        assert SECRET not in auth.describe()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:9",
+        "https://gw.example/a b",
+        "http://ex\u00e4mple.com",
+        "http://[::1]:9",
+        "http://xn--exmple-cua.com",
+    ],
+)
+def test_a_base_url_the_http_client_sends_is_still_taken(url: str) -> None:
+    from unified._auth import resolve_api_auth
+
+    assert resolve_api_auth({"GOOGLE_API_KEY": "k", "GOOGLE_GEMINI_BASE_URL": url}).problems == ()
