@@ -32,7 +32,7 @@ import contextlib
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from unified._binary.framing import json_line, parse_object
 from unified._binary.loops import PerLoopLock
@@ -43,6 +43,7 @@ from unified.backends import AgentProcess, MalformedLine
 __all__ = [
     "UNROUTED_LIMIT",
     "ConnectionClosed",
+    "Ended",
     "Inbox",
     "Incoming",
     "JsonRpcConnection",
@@ -52,6 +53,7 @@ __all__ = [
     "as_dict",
     "as_list",
     "reject_request",
+    "stream_ended",
 ]
 
 UNROUTED_LIMIT = 100
@@ -90,6 +92,27 @@ class RpcError(Exception):
 
 class ConnectionClosed(Exception):
     """The process ended (or closed its stdout, or was closed) while a caller was waiting on it."""
+
+
+class Ended(NamedTuple):
+    """How a binary whose stream closed had ended (`stream_ended`): the arguments of an adapter's `error_from_exit`."""
+
+    code: int | None
+    """Its exit status; None while it still runs."""
+    stderr_tail: str
+    what: str
+    """"<label> exited <when> (<cause>)", or "<label> closed its stdout <when>, without exiting"."""
+
+
+async def stream_ended(process: AgentProcess, label: str, when: str, cause: BaseException, grace: float) -> Ended:
+    """How `process` ended once its stream closed (`cause`), after up to `grace` seconds for its exit. One wording for
+    every binary: one that closed its stdout and ran on was said to have exited while still running (gemini at
+    start and mid-run, codex), each adapter in words of its own. The adapter makes its error of it with its own
+    `error_from_exit(*ended)`, which keeps what is its own (gemini's exit 41 is `auth_error`; codex's message ends
+    with its last stderr line)."""
+    code = await process.wait(grace)
+    what = f"exited {when} ({cause})" if code is not None else f"closed its stdout {when}, without exiting"
+    return Ended(code, process.stderr_tail(), f"{label} {what}")
 
 
 @dataclass(slots=True)

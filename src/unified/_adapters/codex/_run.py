@@ -55,7 +55,7 @@ from unified._adapters.codex._outcome import (
 from unified._adapters.codex._pool import ROUTE, CodexConnection, CodexPool
 from unified._adapters.codex._rollouts import codex_short_id, omitted_images
 from unified._adapters.codex._translate import AppServerTranslator, ModelResponse, Retrying, TurnEnded
-from unified._binary.jsonrpc import ConnectionClosed, Inbox, LineProblem, RpcError, as_dict
+from unified._binary.jsonrpc import ConnectionClosed, Inbox, LineProblem, RpcError, as_dict, stream_ended
 from unified._binary.loops import every
 from unified._binary.pool import Lease, pool_key
 from unified._binary.proctable import descendants
@@ -296,12 +296,9 @@ class CodexRun:
                 raise _DeadOnArrival from exc
             await self._announce()  # a thread was opened before the process ended
             await self._warn_unread_lines()
-            process = connection.process
-            code = await process.wait(EXIT_GRACE_S)
             when = "during the run" if connection.initialized else "before it answered initialize"
-            # A process that closed its stdout and went on running was said to have "exited ... (still running)".
-            what = f"exited {when} ({exc})" if code is not None else f"closed its stdout {when} without exiting"
-            raise error_from_exit(code, process.stderr_tail(), f"codex app-server {what}") from exc
+            ended = await stream_ended(connection.process, "codex app-server", when, exc, EXIT_GRACE_S)
+            raise error_from_exit(*ended) from exc
         except RunStopped:
             self._reusable = False
             with anyio.CancelScope(shield=True):
