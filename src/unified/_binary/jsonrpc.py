@@ -38,6 +38,7 @@ from unified._binary.framing import json_line, parse_object
 from unified._binary.loops import PerLoopLock
 from unified._internal.json_head import answer_in_head, request_in_head
 from unified._redaction import clip
+from unified._text import json_type
 from unified.backends import AgentProcess, MalformedLine
 
 __all__ = [
@@ -85,7 +86,12 @@ class RpcError(Exception):
             self.code = int(error.get("code", 0) or 0)
         except (TypeError, ValueError, OverflowError):  # no number: the agent's error has no code to go by
             self.code = 0
-        self.message = str(error.get("message", ""))
+        message = error.get("message")
+        if isinstance(message, str) and message.strip():
+            self.message = message
+        else:  # "refused initialize: " said nothing; a number was shown as if it were the agent's words
+            what = "no message" if message is None or message == "" else f"a message that is {json_type(message)}"
+            self.message = f"an error with {what} (JSON-RPC error code {self.code})"
         self.data = error.get("data")
         super().__init__(f"{method} failed ({self.code}): {self.message}")
 
@@ -249,8 +255,14 @@ class JsonRpcConnection:
                     break
         finally:
             self.forget(request_id)
-        if isinstance(answer.get("error"), dict):
-            raise RpcError(method, answer["error"])
+        error = answer.get("error")
+        if isinstance(error, dict):
+            raise RpcError(method, error)
+        if error is not None:  # a string or a number where JSON-RPC's error object goes: an error all the same
+            said = f": {clip(error, 200)!r}" if isinstance(error, str) else ""
+            raise RpcError(
+                method, {"message": f"an error that is {json_type(error)}, not a JSON-RPC error object{said}"}
+            )
         return as_dict(answer.get("result"))
 
     # --- receiving ------------------------------------------------------------------------------
