@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.adapters.claude_code.test_claude_code_run import init, result
+from tests.adapters.claude_code.test_claude_code_run import Line, init, result
 from tests.adapters.claude_code.test_claude_code_run import run as run_claude
 from tests.adapters.codex.test_codex_launch_and_run import THREAD, TURN, finished
 from tests.adapters.codex.test_codex_launch_and_run import run as run_codex
@@ -35,7 +35,8 @@ pytestmark = pytest.mark.anyio
 async def test_claude_a_control_request_that_is_no_object_is_answered_with_an_error(
     tmp_path: Path, request_body: object
 ) -> None:
-    lines = [init(), {"type": "control_request", "request_id": "r1", "request": request_body}, "WAIT", result()]
+    request: dict[str, Any] = {"type": "control_request", "request_id": "r1", "request": request_body}
+    lines: list[Line] = [init(), request, "WAIT", result()]
     with anyio.fail_after(HANG_GUARD_S):  # it waited for an answer that never came
         events, fake = await run_claude(tmp_path, [lines])
     [answer] = [m for m in fake.sent if m.get("type") == "control_response"]
@@ -57,7 +58,8 @@ def _app_server(answers: dict[str, Callable[[int], list[dict[str, Any]]]]) -> An
             message = json.loads(line)
             method, mid = message.get("method"), message.get("id")
             if method in answers:
-                return [json.dumps(m) for m in answers[method](mid)] + (finished() if method == "turn/start" else [])
+                answered: list[str | bytes] = [json.dumps(m) for m in answers[method](mid)]
+                return answered + (list(finished()) if method == "turn/start" else [])
             if method == "thread/start":
                 return [json.dumps({"id": mid, "result": {"thread": {"id": THREAD, "cwd": "/w"}, "model": "m"}})]
             if method == "turn/start":
