@@ -231,3 +231,42 @@ def test_a_base_url_the_http_client_sends_is_still_taken(url: str) -> None:
     from unified._auth import resolve_api_auth
 
     assert resolve_api_auth({"GOOGLE_API_KEY": "k", "GOOGLE_GEMINI_BASE_URL": url}).problems == ()
+
+
+# --- a claude-code session whose prompt line is damaged --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("damage", "words"),
+    [
+        ({"message": "hi"}, "a user line's message is a string, not an object"),
+        ({"message": {"role": "user", "content": 5}}, "a user line's message content is a number, not text"),
+    ],
+)
+def test_a_claude_session_whose_prompt_line_is_damaged_is_listed_with_a_problem_and_can_be_deleted(
+    tmp_path: Path, damage: dict[str, Any], words: str
+) -> None:
+    """It was hidden as a file that never got a prompt, though a model had answered in it: not listed, `show`
+    and `delete` said "no claude-code session matches", so it could be neither seen nor removed. Now it is listed
+    with a problem naming the line's fault, and `delete` removes it; `show` is a CorruptSession."""
+    from tests.adapters.claude_code.test_claude_code_sessions import A, session_lines
+    from unified._adapters.claude_code._session_files import project_dir_name, write_lines
+    from unified._adapters.claude_code._sessions import ClaudeSessionLocator
+
+    home = tmp_path / "home"
+    lines = session_lines(A, "first", "one", "/work/a")
+    lines[1].update(damage)
+    path = home / ".claude" / "projects" / project_dir_name("/work/a") / f"{A}.jsonl"
+    write_lines(path, lines)
+    before = path.read_bytes()
+    locator = ClaudeSessionLocator(home=home)
+    [listed] = anyio.run(locator.list_sessions)
+    assert listed.session_id == A
+    assert listed.problem is not None
+    assert words in listed.problem.message, listed.problem.message
+    assert "delete the session" in listed.problem.hint
+    with pytest.raises(CorruptSession, match="has no prompt unified can read"):
+        anyio.run(locator.show, A[:8])
+    assert path.read_bytes() == before
+    anyio.run(locator.delete, A[:8])
+    assert not path.exists()
