@@ -270,3 +270,29 @@ def test_a_claude_session_whose_prompt_line_is_damaged_is_listed_with_a_problem_
     assert path.read_bytes() == before
     anyio.run(locator.delete, A[:8])
     assert not path.exists()
+
+
+# --- another tool's export given as a conversation ---------------------------------------------------------------
+
+
+def test_another_tool_s_export_given_as_history_says_it_is_not_a_conversation_and_what_one_is(
+    tmp_path: Path,
+) -> None:
+    """`unified run --history chat.json` with an OpenAI-style `{"messages": [...]}` said only "...: Extra inputs are
+    not permitted": neither what was wrong nor what a conversation is. The field's name is still not shown (a
+    key pasted there would be)."""
+    from typer.testing import CliRunner
+
+    from unified._cli import main as cli
+
+    foreign = tmp_path / "chat.json"
+    foreign.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}], "sk-live-s3cret": 1}))
+    result = CliRunner().invoke(cli.app, ["run", "go on", "--history", str(foreign), "--backend", "generate-content"])
+    assert result.exit_code == 2, result.output
+    assert "a field no conversation has (its name not shown: it may hold a key)" in result.stderr
+    assert "format, version, origin, system_instruction and turns" in result.stderr
+    assert "unified sessions export" in result.stderr
+    assert "Extra inputs" not in result.stderr
+    assert "s3cret" not in result.stderr
+    assert "messages" not in result.stderr
+    assert result.stderr.count("a field no conversation has") == 1  # two such fields, one line

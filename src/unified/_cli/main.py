@@ -342,7 +342,9 @@ def _validation_line(exc: ValidationError) -> str:
         where = ".".join(str(part) for part in error["loc"])
         message = str(error["msg"]).removeprefix("Value error, ")
         parts.append(f"{where}: {message}" if where else message)
-    return redact_key_shapes("; ".join(parts))  # a message or a field name may quote the input (a key)
+    return redact_key_shapes(
+        "; ".join(dict.fromkeys(parts))
+    )  # once each: two unknown fields read as one (`...`)  # a message or a field name may quote the input (a key)
 
 
 def _output_failed(exc: _OutputFailed, *, running: bool = False) -> int:
