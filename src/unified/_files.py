@@ -25,13 +25,14 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from unified.errors import BackendUnavailable
+from unified.errors import BackendUnavailable, SessionError
 
 __all__ = [
     "FileTooLarge",
     "NotRegularFile",
     "append_line",
     "file_in_the_way",
+    "folder_entries",
     "make_way",
     "open_regular",
     "open_regular_fd",
@@ -102,6 +103,31 @@ def make_way(blocker: Path) -> str:
         if value and Path(value).expanduser().absolute() == blocker.absolute():
             return f"{name} names that file: point {name} at a folder, or move the file away"
     return "move or remove that file"
+
+
+def folder_entries(folder: Path, backend: str) -> list[Path]:
+    """The entries of a folder of `backend`'s session files, sorted; [] for one that is not there. One that cannot
+    be read (no permission, an I/O error, a file in its place) is a `SessionError` naming it, which a listing of
+    every backend reports as that backend not searched: it was the bare OSError (`unified sessions list` ended as
+    "a bug in unified"), or, through `glob`, which passes over what it cannot read, "no sessions yet"."""
+    try:
+        return sorted(folder.iterdir())
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        details = {"path": str(folder), "errno": exc.errno}
+        blocker = file_in_the_way(folder) if exc.errno == errno.ENOTDIR else None
+        if blocker is not None:
+            raise SessionError(
+                f"the {backend} session folder {folder} cannot be read: {blocker} is a file, not a folder",
+                hint=f"{make_way(blocker)}; no session was changed",
+                details=details,
+            ) from None
+        raise SessionError(
+            f"the {backend} session folder {folder} cannot be read: {exc.strerror or exc}",
+            hint="make it readable by this user (its owner or permissions), or move it away; no session was changed",
+            details=details,
+        ) from None
 
 
 class NotRegularFile(OSError):

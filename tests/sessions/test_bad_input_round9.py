@@ -296,3 +296,45 @@ def test_another_tool_s_export_given_as_history_says_it_is_not_a_conversation_an
     assert "s3cret" not in result.stderr
     assert "messages" not in result.stderr
     assert result.stderr.count("a field no conversation has") == 1  # two such fields, one line
+
+
+# --- a session folder that cannot be read ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["claude-code", "codex", "gemini-cli"])
+def test_a_session_folder_that_cannot_be_read_is_reported_not_a_crash_or_no_sessions(
+    backend: str, isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """claude-code's projects folder unreadable ended `unified sessions list` with a bare PermissionError ("a bug in
+    unified"); codex's sessions folder (read through `glob`, which passes over what it cannot read) gave "no
+    sessions" for sessions it could not see. Now the listing says that backend could not be searched, naming
+    the folder and what to do, and lists the others."""
+    import errno
+    import os
+
+    from unified import _session_service as service
+    from unified._adapters.claude_code._sessions import ClaudeSessionLocator
+    from unified._adapters.codex._sessions import CodexSessionLocator
+    from unified._adapters.gemini_cli._chat_files import ChatFiles
+
+    monkeypatch.setenv("UNIFIED_DATA_DIR", str(tmp_path / "data"))
+    folders = {
+        "claude-code": lambda: ClaudeSessionLocator()._files().projects,
+        "codex": lambda: CodexSessionLocator()._rollouts().root,
+        "gemini-cli": lambda: ChatFiles().root,
+    }
+    blocked = folders[backend]()
+    blocked.mkdir(parents=True)
+    real = Path.iterdir
+
+    def iterdir(self: Path) -> Any:
+        if self == blocked:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "iterdir", iterdir)
+    listing = anyio.run(lambda: service.list_sessions())
+    assert set(listing.unavailable) == {backend}, listing.unavailable
+    why = listing.unavailable[backend]
+    assert f"the {backend} session folder {blocked} cannot be read: Permission denied" in why
+    assert "make it readable by this user" in why

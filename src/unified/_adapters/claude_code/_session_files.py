@@ -27,7 +27,7 @@ from typing import Any
 
 from unified._adapters.claude_code._launch import config_dir
 from unified._adapters.claude_code._options import BACKEND
-from unified._files import open_regular, write_atomically
+from unified._files import folder_entries, open_regular, write_atomically
 from unified._text import json_type, loaded_well_formed
 from unified.errors import CorruptSession, SessionNotFound
 from unified.sessions import SessionInfo, SessionProblem, resolve_ref, short_id_of
@@ -197,13 +197,11 @@ class SessionFiles:
 
     def files(self) -> Iterator[Path]:
         """Every session file (`<uuid>.jsonl` directly in a project folder)."""
-        if not self.projects.is_dir():
-            return
-        for project in sorted(self.projects.iterdir()):
+        for project in folder_entries(self.projects, BACKEND):
             if not project.is_dir():
                 continue
-            for path in sorted(project.glob("*.jsonl")):
-                if _UUID.match(path.stem):
+            for path in folder_entries(project, BACKEND):
+                if path.suffix == ".jsonl" and _UUID.match(path.stem):
                     yield path
 
     def find(self, session_id: str) -> Path | None:

@@ -23,6 +23,7 @@ just created with no messages for a session that has a real file elsewhere.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
@@ -40,6 +41,7 @@ import platformdirs
 from unified._files import (
     FileTooLarge,
     NotRegularFile,
+    folder_entries,
     open_regular,
     read_regular,
     read_regular_text,
@@ -415,14 +417,14 @@ class ChatFiles:
         owner = {slug: root for root, slug in projects.items()}
         if cwd is None:
             if self.root.is_dir():
-                for directory in sorted(self.root.iterdir()):
+                for directory in folder_entries(self.root, BACKEND):
                     if (directory / "chats").is_dir():
                         yield directory, owner.get(directory.name) or self._marked_root(directory)
             return
         path = Path(cwd).expanduser().resolve()
         marked: dict[str, list[str]] = {}
         if self.root.is_dir():
-            for directory in self.root.iterdir():
+            for directory in folder_entries(self.root, BACKEND):
                 root = self._marked_root(directory)
                 if root is not None:
                     marked.setdefault(root, []).append(directory.name)
@@ -447,7 +449,9 @@ class ChatFiles:
         self.problems = []
         best: dict[tuple[str, Path], tuple[int, tuple[int, int], SessionInfo]] = {}
         for directory, project in self.project_dirs(cwd):
-            for path in sorted((directory / "chats").glob(pattern)):
+            for path in folder_entries(directory / "chats", BACKEND):
+                if not fnmatch.fnmatchcase(path.name, pattern):
+                    continue
                 try:
                     info = summarize(path, project)
                 except (CorruptSession, OSError) as exc:
