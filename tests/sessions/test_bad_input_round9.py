@@ -338,3 +338,43 @@ def test_a_session_folder_that_cannot_be_read_is_reported_not_a_crash_or_no_sess
     why = listing.unavailable[backend]
     assert f"the {backend} session folder {blocked} cannot be read: Permission denied" in why
     assert "make it readable by this user" in why
+
+
+# --- a gemini-cli chat message with a field of the wrong type -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("tokens", "many", "its `tokens` is a string, not an object"),
+        ("thoughts", 5, "its `thoughts` is a number, not a list"),
+        ("thoughts", ["x"], "its `thoughts[0]` is a string, not an object"),
+        ("toolCalls", 5, "its `toolCalls` is a number, not a list"),
+        ("toolCalls", [{"id": "c1", "name": "read_file", "args": "x"}], "its `toolCalls[0].args` is a string"),
+        ("toolCalls", [{"id": "c1", "name": "read_file", "result": 5}], "its `toolCalls[0].result` is a number"),
+    ],
+)
+def test_exporting_a_gemini_chat_message_of_a_wrong_type_names_the_message_and_field(
+    isolated_home: Path, field: str, value: object, words: str
+) -> None:
+    """The export said "holds a message unified cannot read (id 'g1', AttributeError)": Python's word for the
+    fault, no field named. Now the message and the field, and the file is left as it was."""
+    from tests.adapters.gemini_cli.test_gemini_cli_session_files_not_regular import GOOD, chat_path
+    from unified._adapters.gemini_cli._sessions import GeminiSessionLocator
+
+    records: list[dict[str, Any]] = [
+        {"sessionId": GOOD, "projectHash": "h", "startTime": "2026-11-29T10:00:00Z", "kind": "main"},
+        {"id": "u1", "type": "user", "content": [{"text": "hello"}]},
+        {"id": "g1", "type": "gemini", "content": "ok", field: value},
+    ]
+    path = chat_path(isolated_home, GOOD)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    before = path.read_bytes()
+    with pytest.raises(CorruptSession) as raised:
+        anyio.run(GeminiSessionLocator().export, GOOD[:8])
+    message = raised.value.message
+    assert "holds a message unified cannot read: message 'g1': " in message, message
+    assert words in message, message
+    for python in ("AttributeError", "TypeError", "ValueError"):
+        assert python not in message
+    assert path.read_bytes() == before
