@@ -378,3 +378,36 @@ def test_exporting_a_gemini_chat_message_of_a_wrong_type_names_the_message_and_f
     for python in ("AttributeError", "TypeError", "ValueError"):
         assert python not in message
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (5, "a user message's content is a number, not text or a list"),
+        ([5], "a user message's content[0] is a number, not text or an object"),
+        ([{"text": 5}], "a user message's content[0].text is a number, not text"),
+    ],
+)
+def test_a_gemini_chat_whose_prompt_is_damaged_is_listed_with_a_problem_and_can_be_deleted(
+    isolated_home: Path, content: object, words: str
+) -> None:
+    """It was hidden as a session with no prompt yet, though the model had answered in it: not listed, and `show`
+    and `delete` said "no gemini-cli session matches". Now it is listed with a problem naming the fault, and
+    `delete` removes it."""
+    from tests.adapters.gemini_cli.test_gemini_cli_session_files_not_regular import GOOD, chat_path
+    from unified._adapters.gemini_cli._sessions import GeminiSessionLocator
+
+    records: list[dict[str, Any]] = [
+        {"sessionId": GOOD, "projectHash": "h", "startTime": "2026-11-29T10:00:00Z", "kind": "main"},
+        {"id": "u1", "type": "user", "content": content},
+        {"id": "g1", "type": "gemini", "content": "ok", "tokens": {"input": 3, "output": 1}},
+    ]
+    path = chat_path(isolated_home, GOOD)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    locator = GeminiSessionLocator()
+    [listed] = anyio.run(locator.list_sessions)
+    assert listed.problem is not None
+    assert words in listed.problem.message, listed.problem.message
+    assert path.exists()
+    anyio.run(locator.delete, GOOD[:8])
+    assert not path.exists()
