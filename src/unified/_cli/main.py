@@ -1168,7 +1168,13 @@ def sessions_list(
             _say(f"no sessions in the backends searched ({', '.join(_searched(listing))})", style="dim")
     elif not listing.sessions and not listing.unreadable and cwd is not None:
         # "no sessions yet: `unified run` starts one" was said of a --cwd with a typo, sessions or not elsewhere
-        missing = "" if cwd.is_dir() else " (no such directory here: check --cwd)"
+        missing = (  # a file was said to be no such directory
+            ""
+            if cwd.is_dir()
+            else " (a file, not a directory: check --cwd)"
+            if cwd.exists()
+            else " (no such directory here: check --cwd)"
+        )
         _say(f"no {backend + ' ' if backend else ''}sessions in the project at {cwd.resolve()}{missing}", style="dim")
     elif not listing.sessions and not listing.unreadable:
         _say(f"no {backend + ' ' if backend else ''}sessions yet: `unified run` starts one", style="dim")
