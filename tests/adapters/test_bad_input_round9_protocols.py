@@ -127,3 +127,17 @@ async def test_codex_a_thread_or_turn_id_that_is_no_string_is_a_backend_error_at
     found = _the_error(events)
     assert found.code == "backend_error"
     assert f"codex app-server {words}" in found.message, found.message
+
+
+@pytest.mark.parametrize(
+    "reason",
+    ["MCP startup failed: timed out awaiting tools/list after 2s", "tools/list pagination timed out after 2s"],
+)
+def test_codex_an_mcp_server_too_slow_for_tools_list_is_said_with_what_to_do_in_either_wording(reason: str) -> None:
+    """Codex words a server that does not answer tools/list in time two ways; the second ("pagination timed out")
+    was passed on as it came, with nothing to do (seen in an e2e run of the real binary under load)."""
+    from unified._adapters.codex._outcome import mcp_startup_failure
+
+    said = mcp_startup_failure("silent", reason)
+    assert said.startswith("MCP server 'silent' did not start: it did not answer tools/list within 2s;"), said
+    assert "raise its timeout_s" in said
