@@ -1,6 +1,8 @@
 """Bad input round 9: each case failed in Python's words, or late, or not at all; now a typed error names what is
 wrong where and what to do.
 
+- generate-content: a streamed call's `willContinue` (or a `partialArgs` piece's `willContinue`/`boolValue`) sent
+  as the text "false" was read as true; now it is the chunk-shape `backend_error` naming the field.
 - a codex rollout whose `function_call.arguments` (or a reasoning `summary`, or a message's `content`) is of a
   type Codex never writes: the export said "(TypeError: the JSON object must be str, bytes or bytearray, not
   int)"; now it names the file, the line and the field.
@@ -75,3 +77,64 @@ def test_a_codex_call_whose_arguments_are_not_json_is_still_exported_as_the_text
     conversation = anyio.run(CodexSessionLocator(env=env).export, THREAD)
     [call] = [p for t in conversation.turns for p in t.parts if isinstance(p, ToolCallPart)]
     assert call.arguments == {"arguments": "{oops"}
+
+
+# --- generate-content: a streamed call's flag sent as the text "false" ----------------------------------------
+
+_CALL_PATH = "`candidates[0].content.parts[0].functionCall"
+FLAGS = {
+    "call willContinue 'false'": (
+        {"name": "read_file", "args": {"file_path": "a"}, "willContinue": "false"},
+        f"{_CALL_PATH}.willContinue` is a string ('false'), not a boolean",
+    ),
+    "call willContinue 0": (
+        {"name": "read_file", "args": {"file_path": "a"}, "willContinue": 0},
+        f"{_CALL_PATH}.willContinue` is a number (0), not a boolean",
+    ),
+    "piece willContinue 'false'": (
+        {"name": "plan", "partialArgs": [{"jsonPath": "$.a", "stringValue": "x", "willContinue": "false"}]},
+        f"{_CALL_PATH}.partialArgs[0].willContinue` is a string ('false'), not a boolean",
+    ),
+    "piece boolValue 'false'": (
+        {"name": "plan", "partialArgs": [{"jsonPath": "$.a", "boolValue": "false"}]},
+        f"{_CALL_PATH}.partialArgs[0].boolValue` is a string ('false'), not a boolean",
+    ),
+    "piece that is a number": (
+        {"name": "plan", "partialArgs": [5]},
+        f"{_CALL_PATH}.partialArgs[0]` is a number (5), not an object",
+    ),
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize("case", list(FLAGS))
+async def test_a_streamed_call_flag_of_the_wrong_type_is_a_backend_error_naming_it(tmp_path: Path, case: str) -> None:
+    """`"willContinue": "false"` was read as Python reads a non-empty string, true (more pieces to come), and a
+    `boolValue` of "false" became a `true` argument: no error, the calls ran until the loop guard stopped the
+    run (`runaway_loop`). Now each is the chunk-shape error every other wrong-typed chunk field gives
+    (`_shapes`): the API's JSON sends these flags as booleans, so a string is the server's (or a proxy's) fault."""
+    from unified import ExecuteParams, execute
+    from unified.events import ErrorEvent, Result, ToolUse
+    from unified.testing import FakeGemini, RecordedTurn
+
+    call, words = FLAGS[case]
+    chunk = {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": call}]}, "finishReason": "STOP"}]}
+    turns = [RecordedTurn(method="generateContentStream", response=[chunk])] * 4  # a retry gets the same
+    options = {"api_key": "test-key", "retry_delay_scale": 0.001}
+    with FakeGemini(turns) as fake:
+        params = ExecuteParams(
+            prompt="go",
+            backend="generate-content",
+            cwd=tmp_path,
+            backend_options={**options, "base_url": fake.base_url},
+        )
+        async with execute(params) as stream:
+            events = [event async for event in stream]
+    errors = [e for e in events if isinstance(e, ErrorEvent)]
+    assert [e.code for e in errors] == ["backend_error"], [(e.code, e.message) for e in errors]
+    assert "does not fit its schema" in errors[0].message
+    assert words in errors[0].message, errors[0].message
+    assert not [e for e in events if isinstance(e, ToolUse)]
+    assert isinstance(events[-1], Result)
+    assert events[-1].status == "error"
