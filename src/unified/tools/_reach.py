@@ -29,10 +29,18 @@ from unified import _limits as limits
 from unified.tools import _shell_syntax
 from unified.tools._policy import ALIASES, Decision, Policy, Rule, Verdict
 from unified.tools._protected import _cluster_end, _places
-from unified.tools._shell_syntax import SimpleCommand
 from unified.types import ApprovalMode
 
-__all__ = ["RECURSIVE_READERS", "ShellReach", "Veto", "reads_arguments", "shell_reach", "tree_verdict"]
+__all__ = [
+    "RECURSIVE_READERS",
+    "ShellReach",
+    "Veto",
+    "process_path",
+    "reads_arguments",
+    "refusing_reader",
+    "shell_reach",
+    "tree_verdict",
+]
 
 
 def reads_arguments(policy: Policy, tool: str, mode: ApprovalMode) -> Policy | None:
@@ -175,7 +183,29 @@ def tree_verdict(
 
 
 def _first_reader(policy: Policy) -> Rule | None:
-    return next((rule for rule in policy.rules if rule.args_pattern is not None or rule.command_prefixes), None)
+    return refusing_reader(policy) or next(
+        (rule for rule in policy.rules if rule.args_pattern is not None or rule.command_prefixes is not None), None
+    )
+
+
+def refusing_reader(policy: Policy) -> Rule | None:
+    """The first rule of `policy` that denies or asks for a call by its arguments (`argsPattern`, `commandPrefix`),
+    or None: the one that may apply to what unified cannot read of a call."""
+    return next(
+        (
+            rule
+            for rule in policy.rules
+            if rule.decision is not Decision.ALLOW
+            and (rule.args_pattern is not None or rule.command_prefixes is not None)
+        ),
+        None,
+    )
+
+
+def process_path(value: str) -> bool:
+    """Whether a path means something else in each process (`/proc/self/cwd/..`, `/dev/fd/3`): unified, judging a
+    call another process makes, cannot resolve it as that process will."""
+    return _PROCESS_PATHS.match(value) is not None
 
 
 # --- shell commands ------------------------------------------------------------------------------------------
@@ -274,6 +304,9 @@ def shell_reach(command: str, cwd: Path, root: Path) -> ShellReach:
     return ShellReach("\n".join(variants) if changed else None, tuple(walks), doubt)
 
 
+_PATH_MAX = 4096
+"""The longest word resolved as a path (the kernel's `PATH_MAX`): a longer one names no file."""
+
 _WORDS_MAX = 4096
 """The most words of one command judged as paths (each is resolved): a longer command is asked when a rule reads
 paths."""
@@ -343,7 +376,7 @@ def _walks(
         first = operands[0][0] if operands else len(args) + 1
         shifted = any(a.startswith("-") and "=" not in a for a in args[: first - 1])
         if not paths:
-            found.append((place, not shifted or not operands, tuple(rewritten), -1))
+            found.append((place, True, tuple(rewritten), -1))
         elif shifted or any(_mode(_reached(place, w) or place / w) == 0 for _, w in paths):
             found.append((place, False, tuple(rewritten), -1))
     return found
