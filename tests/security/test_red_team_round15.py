@@ -1,0 +1,304 @@
+"""Red team, round 15: the caller's path rules against what a call reaches past its path arguments (walks, a shell
+command's words), files that run code, mass kills, and new attacks on the policy's readers.
+
+Holes (each test marked SUCCEEDED before fails on the code before its fix):
+
+- a search, glob or tree of `.` (unified's own; Claude Code's Grep and Glob without a path; the Gemini CLI's
+  grep_search; `rg x`, `grep -r x .`, `find .` in a shell, which Codex runs unasked as reads) walked into
+  `secrets/` past a deny of `secrets/`, directly or through a link in the workspace: unified's walks now leave out
+  what the call could not name (`_reach.Veto`, said in the answer, never named), a walk a program does itself is
+  judged entry by entry first (`_reach.tree_verdict`);
+- a path inside a shell command was read as text: `cat docs/l/key` (`docs/l -> ../secrets`), `cat k`, `cat <
+  docs/l/key`, `cd docs && cat l/key`, `head secrets/../secrets/key` under a prefix rule, `cat /ws/secrets/key`;
+  each word is now judged as the path it reaches too (`_reach.shell_reach`), and a path its own process resolves
+  (`/proc/self/cwd/..`, `/dev/fd/N`) is asked.
+
+Attacks that held are kept below their section as pins.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from tests.security.test_permission_type_confusion import Wire
+from tests.security.test_red_team_round7 import _auto_edit, _claude_answer
+from tests.security.test_red_team_round13 import DENY_SECRETS, _linked_workspace
+from unified.events import PermissionDecision
+from unified.tools import Policy, ToolCall, ToolRuntime
+
+pytestmark = [pytest.mark.anyio]
+
+READS = DENY_SECRETS.with_toml(
+    '[[rule]]\nname = "reads"\ntoolName = "run_shell_command"\n'
+    'commandPrefix = ["cat", "head", "cp", "rg", "grep", "find", "ls", "tree", "cd"]\ndecision = "allow"\n'
+)
+"""A caller who lets commands that read run unasked, and denies `secrets/`."""
+
+
+def _workspace(tmp_path: Path) -> Path:
+    ws = _linked_workspace(tmp_path)
+    (ws / "docs" / "a.md").write_text("TOP of the docs\n")
+    return ws
+
+
+# --- 1. a walk of `.` past a deny rule -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        pytest.param("search", {"query": "TOP"}, id="search-no-path"),
+        pytest.param("search", {"query": "TOP", "path": "."}, id="search-dot"),
+        pytest.param("search", {"query": "TOP", "path": "docs/.."}, id="search-dot-dot"),
+        pytest.param("glob", {"pattern": "**/*"}, id="glob"),
+        pytest.param("glob", {"pattern": "**/key"}, id="glob-key"),
+        pytest.param("tree", {"path": ".", "depth": 4}, id="tree"),
+    ],
+)
+async def test_a_walk_of_the_workspace_leaves_out_what_a_deny_rule_covers(
+    tmp_path: Path, tool: str, args: dict[str, Any]
+) -> None:
+    """SUCCEEDED before: `search` of `.` printed `secrets/key:1: TOPSECRET` (and `k:1: TOPSECRET` through the link
+    `k -> secrets/key`), glob and tree listed `secrets/key`, though a search of `secrets` itself was denied."""
+    ws = _workspace(tmp_path)
+    async with ToolRuntime(ws, policy=DENY_SECRETS) as runtime:
+        [outcome] = await runtime.run_batch([ToolCall("c1", tool, args)])
+    text = json.dumps(outcome.response)
+    assert "TOPSECRET" not in text
+    assert "secrets/key" not in text and "/k\\n" not in text
+    assert "left out: the policy does not allow this call to read them (rule no-secrets)" in text
+    if tool == "search":
+        assert "docs/a.md:1: TOP of the docs" in text
+
+
+async def test_a_walk_under_a_policy_without_path_rules_says_nothing_more(tmp_path: Path) -> None:
+    """The pin beside it: the shipped table reads no arguments, so nothing is judged entry by entry."""
+    ws = _workspace(tmp_path)
+    async with ToolRuntime(ws) as runtime:
+        [outcome] = await runtime.run_batch([ToolCall("c1", "search", {"query": "TOP"})])
+    text = json.dumps(outcome.response)
+    assert "secrets/key:1: TOPSECRET" in text
+    assert "left out" not in text
+
+
+async def test_an_ask_rule_for_a_folder_is_not_answered_by_allowing_a_search_above_it(tmp_path: Path) -> None:
+    """An ask of `secrets/` by the caller is left out of a search the `read-only` row allowed (nobody was asked
+    about `secrets/`), while a file another rule asks for, the one that asked for the call, stays in."""
+    ws = _workspace(tmp_path)
+    policy = Policy.default().with_toml(
+        '[[rule]]\nname = "ask-secrets"\ntoolName = "*"\nargsPattern = "secrets/"\ndecision = "ask_user"\n'
+    )
+    async with ToolRuntime(ws, policy=policy) as runtime:
+        [outcome] = await runtime.run_batch([ToolCall("c1", "search", {"query": "TOP"})])
+    text = json.dumps(outcome.response)
+    assert "TOPSECRET" not in text
+    assert "rule ask-secrets" in text
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input"),
+    [
+        pytest.param("Grep", {"pattern": "TOP"}, id="grep-no-path"),
+        pytest.param("Grep", {"pattern": "TOP", "path": "{ws}"}, id="grep-workspace"),
+        pytest.param("Glob", {"pattern": "**/*"}, id="glob-no-path"),
+        pytest.param("Glob", {"pattern": "**/*", "path": "{ws}"}, id="glob-workspace"),
+    ],
+)
+async def test_a_claude_code_walk_of_the_workspace_is_denied_under_a_deny_rule(
+    tmp_path: Path, tool: str, tool_input: dict[str, Any]
+) -> None:
+    """SUCCEEDED before: Claude Code's Grep without a path (its cwd, the workspace) was allowed by `read-only`, and
+    its ripgrep read `secrets/key` past the caller's deny of `secrets/`. Unified cannot filter what the CLI finds,
+    so the walk is judged first: an entry the rule denies denies the call, with the reason (narrow the path)."""
+    ws = _workspace(tmp_path)
+    filled = json.loads(json.dumps(tool_input).replace("{ws}", str(ws)))
+    body, decision = await _claude_answer(ws, tool, filled, DENY_SECRETS)
+    assert body["behavior"] == "deny", body
+    assert (decision.decision, decision.rule) == ("deny", "no-secrets")
+    assert "name a folder that does not hold it" in (decision.reason or "")
+
+
+async def test_a_claude_code_grep_of_a_folder_holding_nothing_denied_is_still_allowed(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    (ws / "src").mkdir()
+    (ws / "src" / "a.py").write_text("x = 1\n")
+    body, decision = await _claude_answer(ws, "Grep", {"pattern": "x", "path": str(ws / "src")}, DENY_SECRETS)
+    assert body == {"behavior": "allow"}
+    assert decision.rule == "read-only"
+
+
+async def test_a_claude_code_walk_too_large_to_judge_is_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder with more entries than are judged (`POLICY_WALK_MAX_ENTRIES`) cannot be vouched for: asked (denied
+    with nobody to answer)."""
+    from unified import _limits
+
+    monkeypatch.setattr(_limits, "POLICY_WALK_MAX_ENTRIES", 3)
+    ws = _workspace(tmp_path)
+    (ws / "many").mkdir()
+    for index in range(5):
+        (ws / "many" / f"f{index}").write_text("x")
+    body, decision = await _claude_answer(ws, "Grep", {"pattern": "x", "path": str(ws / "many")}, DENY_SECRETS)
+    assert body["behavior"] == "deny"
+    assert "too many entries" in (decision.reason or "")
+
+
+async def test_a_gemini_cli_grep_of_the_workspace_is_denied_under_a_deny_rule(tmp_path: Path) -> None:
+    """SUCCEEDED before: the CLI's grep_search without a dir_path (asked of unified because a caller's rule names
+    every tool) was allowed by `read-only`; the CLI then read `secrets/key`."""
+    ws = _workspace(tmp_path)
+    async with ToolRuntime(ws, policy=DENY_SECRETS) as runtime:
+        decision = await runtime.decide(ToolCall("c1", "grep_search", {"pattern": "TOP"}))
+    assert (decision.decision, decision.rule) == ("deny", "no-secrets")
+
+
+async def _codex_read(ws: Path, command: str, actions: list[dict[str, Any]], policy: Policy) -> tuple[str, Any]:
+    """Codex's approval of a command it parses as reads (run unasked when unified agrees), under `policy`."""
+    from unified._adapters.codex._approvals import ApprovalBridge
+    from unified._adapters.codex._translate import AppServerTranslator
+
+    translator = AppServerTranslator(main_thread="T", cwd=str(ws))
+    translator.start_turn("U")
+    ctx, wire = _auto_edit(ws), Wire()
+    params = {
+        "threadId": "T",
+        "turnId": "U",
+        "itemId": "call_read",
+        "command": f"/bin/bash -lc {shlex.quote(command)}",
+        "cwd": str(ws),
+        "commandActions": actions,
+    }
+    request = {"method": "item/commandExecution/requestApproval", "id": 0, "params": params}
+    await ApprovalBridge(cast(Any, ctx), cast(Any, wire), translator, policy).answer(request)
+    [(_, _, body)] = wire.answers()
+    [decision] = [e for e in ctx.events if isinstance(e, PermissionDecision)]
+    return body["decision"], decision
+
+
+@pytest.mark.parametrize(
+    ("command", "actions"),
+    [
+        pytest.param("rg TOP", [{"type": "search", "command": "rg TOP", "query": "TOP", "path": None}], id="rg"),
+        pytest.param(
+            "grep -rn TOP .", [{"type": "search", "command": "grep -rn TOP .", "query": "TOP", "path": "."}], id="grep"
+        ),
+        pytest.param("find .", [{"type": "listFiles", "command": "find .", "path": "."}], id="find"),
+        pytest.param("ls -R", [{"type": "listFiles", "command": "ls -R", "path": None}], id="ls-R"),
+        pytest.param(
+            "cat docs/l/key", [{"type": "read", "command": "cat docs/l/key", "name": "key", "path": "docs/l/key"}]
+        ),
+        pytest.param("cat k", [{"type": "read", "command": "cat k", "name": "k", "path": "k"}]),
+    ],
+)
+async def test_a_codex_read_that_reaches_a_denied_folder_is_declined(
+    tmp_path: Path, command: str, actions: list[dict[str, Any]]
+) -> None:
+    """SUCCEEDED before: Codex's read-only commands run unasked in every mode when unified's parse agrees, and the
+    caller's rule read the command's text: `rg TOP` printed `secrets/key:TOPSECRET`, `cat docs/l/key` the key."""
+    ws = _workspace(tmp_path)
+    answer, decision = await _codex_read(ws, command, actions, DENY_SECRETS)
+    assert answer == "decline"
+    assert (decision.decision, decision.rule) == ("deny", "no-secrets")
+
+
+async def test_a_codex_read_of_a_folder_holding_nothing_denied_still_runs_unasked(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    actions = [{"type": "search", "command": "rg TOP docs/a.md", "query": "TOP", "path": "docs/a.md"}]
+    answer, _ = await _codex_read(ws, "rg TOP docs/a.md", actions, DENY_SECRETS)
+    assert answer == "accept"
+
+
+# --- 2. a path inside a shell command, read as text -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat docs/l/key",
+        "cat k",
+        "cp docs/l/key out",
+        "cat < docs/l/key",
+        "cd docs && cat l/key",
+        "cat ./docs/../docs/l/key",
+        "cat -- docs/l/key",
+        "cat {ws}/docs/l/key",
+        "rg TOP",
+        "grep -r TOP .",
+        "grep -rn TOP",
+        "find .",
+        "tree",
+        "rg TOP docs",
+    ],
+)
+async def test_a_shell_command_reaching_a_denied_path_is_denied_under_an_allow_rule(tmp_path: Path, command: str) -> None:
+    """SUCCEEDED before: a caller's allow rule for `cat` ran `cat docs/l/key` (`docs/l -> ../secrets`) past its own
+    deny of `secrets/`: the rule read the command's text, not the path its words reach."""
+    ws = _workspace(tmp_path)
+    async with ToolRuntime(ws, policy=READS) as runtime:
+        call = ToolCall("c1", "run_shell_command", {"command": command.format(ws=ws)})
+        decision = await runtime.decide(call)
+    assert (decision.decision, decision.rule) == ("deny", "no-secrets")
+
+
+@pytest.mark.parametrize(
+    "command", ["head secrets/../secrets/key", "cat ./secrets/key", "cat docs/l/key", "cat {ws}/secrets/key"]
+)
+async def test_a_prefix_deny_of_a_path_holds_however_the_path_is_spelled(tmp_path: Path, command: str) -> None:
+    """SUCCEEDED before: a prefix rule `cat secrets/key` matched the word as written, so `cat ./secrets/key` and
+    `head secrets/../secrets/key` were allowed by the caller's rule for `cat` and `head`."""
+    ws = _workspace(tmp_path)
+    policy = Policy.default().with_toml(
+        '[[rule]]\nname = "no-key"\ntoolName = "run_shell_command"\n'
+        'commandPrefix = ["cat secrets/key", "head secrets/key"]\ndecision = "deny"\n'
+        '[[rule]]\nname = "reads"\ntoolName = "run_shell_command"\ncommandPrefix = ["cat", "head"]\n'
+        'decision = "allow"\n'
+    )
+    async with ToolRuntime(ws, policy=policy) as runtime:
+        decision = await runtime.decide(ToolCall("c1", "run_shell_command", {"command": command.format(ws=ws)}))
+    assert (decision.decision, decision.rule) == ("deny", "no-key")
+
+
+@pytest.mark.parametrize("command", ["cat /proc/self/cwd/x/key", "cat /dev/fd/3", "cat /proc/thread-self/root/etc/x"])
+async def test_a_path_the_commands_own_process_resolves_is_asked(tmp_path: Path, command: str) -> None:
+    """SUCCEEDED before: `/proc/self/cwd` in the command is the shell's cwd, but unified resolved it as its own
+    (another folder): `cat /proc/self/cwd/secrets/key` spelled without `secrets/` ran under an allow rule."""
+    ws = _workspace(tmp_path)
+    async with ToolRuntime(ws, policy=READS) as runtime:
+        decision = await runtime.decide(ToolCall("c1", "run_shell_command", {"command": command}))
+    assert decision.decision == "deny"
+    assert "own process" in (decision.reason or "")
+
+
+@pytest.mark.parametrize("command", ["cat docs/a.md", "ls", "ls docs", "grep TOP docs/a.md", "cd docs && cat a.md"])
+async def test_a_shell_read_reaching_nothing_denied_is_still_allowed(tmp_path: Path, command: str) -> None:
+    ws = _workspace(tmp_path)
+    async with ToolRuntime(ws, policy=READS) as runtime:
+        decision = await runtime.decide(ToolCall("c1", "run_shell_command", {"command": command}))
+    assert (decision.decision, decision.rule) == ("allow", "reads")
+
+
+async def test_a_shell_command_through_a_link_does_not_print_the_key(tmp_path: Path) -> None:
+    """The whole run: the runtime's shell never starts `cat docs/l/key`."""
+    ws = _workspace(tmp_path)
+    async with ToolRuntime(ws, policy=READS) as runtime:
+        [outcome] = await runtime.run_batch([ToolCall("c1", "run_shell_command", {"command": "cat docs/l/key"})])
+    assert "TOPSECRET" not in json.dumps(outcome.response)
+    assert outcome.decision is not None and outcome.decision.rule == "no-secrets"
+
+
+async def test_claude_code_bash_reaching_a_denied_path_is_denied(tmp_path: Path) -> None:
+    """SUCCEEDED before: Claude Code's Bash `cat docs/l/key` under the caller's allow rule for `cat`."""
+    ws = _workspace(tmp_path)
+    body, decision = await _claude_answer(ws, "Bash", {"command": "cat docs/l/key"}, READS)
+    assert body["behavior"] == "deny"
+    assert decision.rule == "no-secrets"
+
+
+def test_the_link_in_the_fixture_is_what_the_tests_think(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    assert os.path.realpath(ws / "docs" / "l" / "key") == str(ws / "secrets" / "key")
