@@ -302,3 +302,55 @@ async def test_claude_code_bash_reaching_a_denied_path_is_denied(tmp_path: Path)
 def test_the_link_in_the_fixture_is_what_the_tests_think(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
     assert os.path.realpath(ws / "docs" / "l" / "key") == str(ws / "secrets" / "key")
+
+
+# --- 3. files that run code, and other agents' instructions -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".venv/bin/activate",
+        ".venv/bin/pytest",
+        "venv/bin/python3",
+        "sub/.venv/bin/ruff",
+        ".venv/pyvenv.cfg",
+        "node_modules/.bin/prettier",
+        "web/node_modules/.bin/eslint",
+        ".cursorrules",
+        ".github/copilot-instructions.md",
+        ".github/instructions/python.instructions.md",
+        ".windsurfrules",
+        ".windsurf/rules/style.md",
+        ".clinerules",
+        ".clinerules/style.md",
+        ".roorules",
+        ".roo/rules/a.md",
+        ".amazonq/rules/a.md",
+        ".junie/guidelines.md",
+        ".continue/config.yaml",
+        ".aider.conf.yml",
+        ".vscode/mcp.json",
+        ".zed/settings.json",
+        ".zed/tasks.json",
+    ],
+)
+async def test_a_write_of_a_file_that_runs_later_is_asked_in_auto_edit(tmp_path: Path, path: str) -> None:
+    """SUCCEEDED before: auto_edit wrote these unasked. `.venv/bin/activate` is sourced into the user's shell and
+    `.venv/bin/*`, `node_modules/.bin/*` run by name (`uv run`, `npx`, an activated venv's PATH), `pyvenv.cfg`'s
+    `home` chooses the interpreter a venv starts; the others are the instructions or settings (MCP servers, lint
+    and test commands) the next run of another agent obeys, as `AGENTS.md` and `CLAUDE.md` (protected already)."""
+    async with ToolRuntime(tmp_path, approval_mode="auto_edit") as runtime:
+        [outcome] = await runtime.run_batch([ToolCall("c1", "write_file", {"file_path": path, "content": "x"})])
+    assert outcome.decision is not None
+    assert (outcome.decision.decision, outcome.decision.rule) == ("deny", "protected-paths")
+    assert not (tmp_path / path).exists()
+
+
+@pytest.mark.parametrize("path", ["src/bin/tool.py", "node_modules/lib/index.js", ".github/workflows/ci.yml", "bin/x"])
+async def test_ordinary_files_beside_them_are_still_written_unasked(tmp_path: Path, path: str) -> None:
+    """The pins beside it: a project's own `bin`, a dependency's module (it runs when a command that runs code,
+    asked, imports it), a workflow (it runs on a server after a push the user makes)."""
+    async with ToolRuntime(tmp_path, approval_mode="auto_edit") as runtime:
+        [outcome] = await runtime.run_batch([ToolCall("c1", "write_file", {"file_path": path, "content": "x"})])
+    assert outcome.decision is not None and outcome.decision.decision == "allow"
