@@ -11,7 +11,12 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
 - a path inside a shell command was read as text: `cat docs/l/key` (`docs/l -> ../secrets`), `cat k`, `cat <
   docs/l/key`, `cd docs && cat l/key`, `head secrets/../secrets/key` under a prefix rule, `cat /ws/secrets/key`;
   each word is now judged as the path it reaches too (`_reach.shell_reach`), and a path its own process resolves
-  (`/proc/self/cwd/..`, `/dev/fd/N`) is asked.
+  (`/proc/self/cwd/..`, `/dev/fd/N`) is asked;
+- files that run later were not protected: `.venv/bin/activate` and `.venv/bin/*`, `pyvenv.cfg`,
+  `node_modules/.bin/*`, other agents' instructions and settings (`.cursorrules`, `.github/copilot-instructions.md`,
+  `.windsurfrules`, `.clinerules`, `.continue/`, `.vscode/mcp.json`, ...): auto_edit wrote them unasked;
+- an allow rule for `kill` (a prefix or a pattern) allowed `kill -9 -1`, `kill 0`, `pkill -f .`, `pkill -u me`: a
+  mass kill is now asked unless a prefix spells it (`_policy.kills_all`).
 
 Attacks that held are kept below their section as pins.
 """
@@ -354,3 +359,61 @@ async def test_ordinary_files_beside_them_are_still_written_unasked(tmp_path: Pa
     async with ToolRuntime(tmp_path, approval_mode="auto_edit") as runtime:
         [outcome] = await runtime.run_batch([ToolCall("c1", "write_file", {"file_path": path, "content": "x"})])
     assert outcome.decision is not None and outcome.decision.decision == "allow"
+
+
+# --- 4. a mass kill under an allow rule for `kill` -------------------------------------------------------------
+
+KILLS = Policy.default().with_toml(
+    '[[rule]]\nname = "kills"\ntoolName = "run_shell_command"\ncommandPrefix = ["kill", "pkill", "killall"]\n'
+    'decision = "allow"\n'
+    '[[rule]]\nname = "kill-pattern"\ntoolName = "run_shell_command"\nargsPattern = \'"command": "(kill|pkill) \'\n'
+    'decision = "allow"\nmodes = ["auto_edit"]\n'
+)
+
+
+@pytest.mark.parametrize("mode", ["default", "auto_edit"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "kill -9 -1",
+        "kill -- -1",
+        "kill -KILL -1",
+        "kill -s KILL -1",
+        "kill -n 9 -1",
+        "kill -9 -01",
+        "kill 0",
+        "/bin/kill -9 -1",
+        "env kill -9 -1",
+        "timeout 5 kill -9 -1",
+        "busybox kill -9 -1",
+        "echo -1 | xargs kill -9",
+        "kill -9 $PID",
+        "pkill -f .",
+        "pkill -9 -f '.*'",
+        "pkill -u me",
+        "killall -u me",
+        "killall5 -9",
+    ],
+)
+def test_a_mass_kill_is_not_covered_by_an_allow_rule_for_kill(command: str, mode: str) -> None:
+    """SUCCEEDED before: a caller's rule for `kill` (a prefix, or an argsPattern) allowed `kill -9 -1`, which
+    signals every process the user may (unified's host, the user's shell and editor, other agents), and `pkill -f
+    .`. A rule for `kill` means a process the model names; a mass kill is asked (denied with nobody to answer).
+    `xargs kill` and `killall5` held before (not named by the rules): pins."""
+    verdict = KILLS.evaluate("run_shell_command", {"command": command}, cast(Any, mode))
+    assert verdict.decision.value == "ask_user", verdict
+
+
+@pytest.mark.parametrize(
+    "command", ["kill 1234", "kill -9 1234", "kill -TERM 1234 5678", "kill -1 1234", "pkill -x node", "killall node"]
+)
+def test_a_kill_of_named_processes_is_still_allowed(command: str) -> None:
+    assert KILLS.evaluate("run_shell_command", {"command": command}, "default").decision.value == "allow"
+
+
+def test_a_prefix_that_spells_the_mass_kill_covers_it() -> None:
+    """The caller who means it says so: a prefix `kill -9 -1` allows `kill -9 -1`."""
+    policy = Policy.default().with_toml(
+        '[[rule]]\nname = "all"\ntoolName = "run_shell_command"\ncommandPrefix = "kill -9 -1"\ndecision = "allow"\n'
+    )
+    assert policy.evaluate("run_shell_command", {"command": "kill -9 -1"}, "default").decision.value == "allow"
