@@ -417,3 +417,123 @@ def test_a_prefix_that_spells_the_mass_kill_covers_it() -> None:
         '[[rule]]\nname = "all"\ntoolName = "run_shell_command"\ncommandPrefix = "kill -9 -1"\ndecision = "allow"\n'
     )
     assert policy.evaluate("run_shell_command", {"command": "kill -9 -1"}, "default").decision.value == "allow"
+
+
+# --- 5. new attacks on the judges (this round's own and the older ones) ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param("cat $'docs/l/key\\x00zzz'", id="nul-escape-ends-the-argument"),
+        pytest.param("cat $'docs/l/key\\0'", id="nul-octal"),
+        pytest.param("cat < $'docs/l/key\\0'", id="nul-in-a-redirection"),
+        pytest.param("grep -" + "i" * 20 + "fdocs/l/key x", id="value-after-a-long-cluster"),
+        pytest.param("cat -" + "A" * 70 + "docs/l/key", id="cluster-longer-than-judged"),
+    ],
+)
+async def test_a_word_bash_reads_otherwise_than_its_text_is_judged_as_bash_reads_it(
+    tmp_path: Path, command: str
+) -> None:
+    """SUCCEEDED before (on this round's first judge of shell words): `$'docs/l/key\\0zzz'` is `docs/l/key` to the
+    program (bash hands it a C string), but resolving the text failed on the NUL and the word was passed over; a
+    value attached after more than 8 option letters (`grep -iiii...fdocs/l/key`) was not tried as a path. A
+    cluster longer than 64 letters is asked."""
+    ws = _workspace(tmp_path)
+    async with ToolRuntime(ws, policy=READS) as runtime:
+        decision = await runtime.decide(ToolCall("c1", "run_shell_command", {"command": command}))
+    assert (decision.decision, decision.rule) == ("deny", "no-secrets")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param("cat <<< $(cat docs/l/key)", id="here-string-of-a-substitution"),
+        pytest.param("cat <(cat docs/l/key)", id="process-substitution"),
+        pytest.param("cat \"$PWD/docs/l/key\"", id="variable"),
+        pytest.param("cat ~/../x/secrets/key", id="tilde"),
+        pytest.param("cat docs/l/*", id="glob"),
+        pytest.param("cat {docs/l,x}/key", id="brace"),
+        pytest.param("cd docs; cd l; cat key", id="two-cds"),
+        pytest.param("pushd docs/l; cat key", id="pushd"),
+        pytest.param("bash -c 'cat docs/l/key'", id="bash-c"),
+        pytest.param("cat /proc/self/root{ws}/docs/l/key", id="proc-self-root"),
+    ],
+)
+async def test_other_spellings_of_a_denied_path_in_a_command_are_never_allowed(tmp_path: Path, command: str) -> None:
+    """SUCCEEDED before (6ba2aec) for the here-string, the two `cd`s, `pushd`, `bash -c` and `/proc/self/root`
+    (the words inside were read as text); the variable, `~`, the glob and the brace held (words only known at run
+    time make a deny rule a doubt: asked, denied with nobody to answer)."""
+    ws = _workspace(tmp_path)
+    policy = READS.with_toml('[[rule]]\nname = "b"\ntoolName = "run_shell_command"\ncommandPrefix = "bash"\ndecision = "allow"\n')
+    async with ToolRuntime(ws, policy=policy) as runtime:
+        decision = await runtime.decide(ToolCall("c1", "run_shell_command", {"command": command.replace("{ws}", str(ws))}))
+    assert decision.decision == "deny"
+    assert decision.rule == "no-secrets"
+
+
+async def test_a_file_swapped_for_a_link_after_the_walk_judged_it_is_not_read(tmp_path: Path) -> None:
+    """Pin. A deterministic race on unified's own search: right after the veto judged `docs/a.md` (allowed), it becomes
+    a link to `secrets/key`. Pin: the walk opens what it judged without following a link (`O_NOFOLLOW`), so the
+    swapped name is skipped; the key is never printed."""
+    from unified.tools import _reach
+
+    ws = _workspace(tmp_path)
+    judged = _reach.Veto.left_out
+
+    def swapping(self: _reach.Veto, path: Path, is_dir: bool, is_link: bool) -> bool:
+        left = judged(self, path, is_dir, is_link)
+        if path.name == "a.md" and not path.is_symlink():
+            path.unlink()
+            path.symlink_to(ws / "secrets" / "key")
+        return left
+
+    async with ToolRuntime(ws, policy=DENY_SECRETS) as runtime:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(_reach.Veto, "left_out", swapping)
+            [outcome] = await runtime.run_batch([ToolCall("c1", "search", {"query": "TOP"})])
+    assert (ws / "docs" / "a.md").is_symlink()
+    assert "TOPSECRET" not in json.dumps(outcome.response)
+
+
+@pytest.mark.parametrize("spelling", ["/proc/self/root{ws}/docs/l/key", "/proc/self/root{ws}/secrets/../k"])
+async def test_a_direct_read_through_proc_self_root_is_denied(tmp_path: Path, spelling: str) -> None:
+    """Pin: unified's own read_file resolves `/proc/self/root` in its own process, where it is `/` too."""
+    ws = _workspace(tmp_path)
+    async with ToolRuntime(ws, policy=DENY_SECRETS) as runtime:
+        [outcome] = await runtime.run_batch([ToolCall("c1", "read_file", {"file_path": spelling.format(ws=ws)})])
+    assert "TOPSECRET" not in json.dumps(outcome.response)
+    assert outcome.decision is not None and outcome.decision.decision == "deny"
+
+
+async def test_claude_code_read_of_a_process_relative_path_is_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SUCCEEDED before: Claude Code's Read of `/proc/self/cwd/s/key` is `<its cwd, the workspace>/s/key`, the key
+    (`s -> secrets`); unified resolved it in its own process, whose cwd was `docs`: `docs/s/key`, no file, allowed
+    by `read-only`. A path a process resolves for itself is asked when a rule reads paths."""
+    ws = _workspace(tmp_path)
+    os.symlink("secrets", ws / "s")
+    monkeypatch.chdir(ws / "docs")
+    body, decision = await _claude_answer(ws, "Read", {"file_path": "/proc/self/cwd/s/key"}, DENY_SECRETS)
+    assert body["behavior"] == "deny"
+    assert decision.decision == "deny"
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input"),
+    [
+        # the folder holding the link SUCCEEDED before (6ba2aec); the others held (round 14's glob prefix, the text)
+        pytest.param("Glob", {"pattern": "{ws}/docs/l/*"}, id="absolute-pattern-through-a-link"),
+        pytest.param("Glob", {"pattern": "**/key", "path": "{ws}/docs"}, id="folder-holding-the-link"),
+        pytest.param("Grep", {"pattern": "TOP", "glob": "secrets/**"}, id="grep-glob-filter"),
+    ],
+)
+async def test_claude_code_walks_by_other_spellings_are_denied(
+    tmp_path: Path, tool: str, tool_input: dict[str, Any]
+) -> None:
+    ws = _workspace(tmp_path)
+    filled = json.loads(json.dumps(tool_input).replace("{ws}", str(ws)))
+    body, decision = await _claude_answer(ws, tool, filled, DENY_SECRETS)
+    assert body["behavior"] == "deny", body
+    assert decision.rule == "no-secrets"

@@ -60,10 +60,13 @@ def reads_arguments(policy: Policy, tool: str, mode: ApprovalMode) -> Policy | N
 
 def _form(root: Path, real: Path, folder: bool) -> str:
     """A reached path as `real_paths` puts it: relative to the workspace root (absolute outside it), a folder with
-    a trailing `/`."""
-    if real == root:
+    a trailing `/`. On the text (a walk calls it for every entry: pathlib's `relative_to` cost as much as the
+    policy's evaluation)."""
+    text, base = str(real), str(root)
+    if text == base:
         return "."
-    text = real.relative_to(root).as_posix() if real.is_relative_to(root) else str(real)
+    if text.startswith(base.rstrip("/") + "/"):
+        text = text[len(base.rstrip("/")) + 1 :]
     return text + "/" if folder else text
 
 
@@ -279,6 +282,8 @@ def shell_reach(command: str, cwd: Path, root: Path) -> ShellReach:
                 words_judged += 1
                 if words_judged > _WORDS_MAX:
                     return ShellReach(None, (), f"it has more words than unified judges as paths (over {_WORDS_MAX})")
+                if _cluster_end(word) > _CLUSTER_MAX:
+                    doubt = doubt or f"{word[:40]}… has an option cluster too long to judge"
                 for candidate, build in _candidates(word):
                     if _PROCESS_PATHS.match(candidate):
                         doubt = doubt or f"{candidate} is read by the command's own process, which unified cannot see"
@@ -293,6 +298,7 @@ def shell_reach(command: str, cwd: Path, root: Path) -> ShellReach:
             variants.append(shlex.join(rewritten))
             walks.extend(_walks(words, rewritten, place))
     for target in _shell_syntax.redirected_inputs(command) if "<" in command else ():
+        target = target.split("\0", 1)[0]
         if _PROCESS_PATHS.match(target):
             doubt = doubt or f"{target} is read by the command's own process, which unified cannot see"
             continue
@@ -303,6 +309,10 @@ def shell_reach(command: str, cwd: Path, root: Path) -> ShellReach:
                 changed = True
     return ShellReach("\n".join(variants) if changed else None, tuple(walks), doubt)
 
+
+_CLUSTER_MAX = 64
+"""The longest run of option letters before an attached value that is judged (`-iiiifdocs/l/key`); a longer one is
+asked when a rule reads paths (as `_protected` does for protected paths)."""
 
 _PATH_MAX = 4096
 """The longest word resolved as a path (the kernel's `PATH_MAX`): a longer one names no file."""
@@ -315,12 +325,13 @@ paths."""
 def _candidates(word: str) -> list[tuple[str, Any]]:
     """The paths a word may name, each with how to put another path in its place: itself, the value of
     `--opt=value`, and a value attached to a short option (`-fdocs/l/key`)."""
+    word = word.split("\0", 1)[0]  # bash hands a program C strings: `$'docs/l/key\0x'` is `docs/l/key`
     found: list[tuple[str, Any]] = [] if word.startswith("-") else [(word, lambda form: form)]
     if word.startswith("-") and "=" in word:
         head, value = word.split("=", 1)
         found.append((value, lambda form, head=head: f"{head}={form}"))
     elif word.startswith("-") and not word.startswith("--") and len(word) > 2:
-        for end in range(2, min(_cluster_end(word), 8) + 1):
+        for end in range(2, min(_cluster_end(word), _CLUSTER_MAX) + 1):
             if word[end:]:
                 found.append((word[end:], lambda form, head=word[:end]: f"{head}{form}"))
     return [(text, build) for text, build in found if text]
