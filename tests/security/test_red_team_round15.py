@@ -76,7 +76,8 @@ async def test_a_walk_of_the_workspace_leaves_out_what_a_deny_rule_covers(
         [outcome] = await runtime.run_batch([ToolCall("c1", tool, args)])
     text = json.dumps(outcome.response)
     assert "TOPSECRET" not in text
-    assert "secrets/key" not in text and "/k\\n" not in text
+    assert "secrets/key" not in text
+    assert "/k\\n" not in text
     assert "left out: the policy does not allow this call to read them (rule no-secrets)" in text
     if tool == "search":
         assert "docs/a.md:1: TOP of the docs" in text
@@ -240,7 +241,9 @@ async def test_a_codex_read_of_a_folder_holding_nothing_denied_still_runs_unaske
         "rg TOP docs",
     ],
 )
-async def test_a_shell_command_reaching_a_denied_path_is_denied_under_an_allow_rule(tmp_path: Path, command: str) -> None:
+async def test_a_shell_command_reaching_a_denied_path_is_denied_under_an_allow_rule(
+    tmp_path: Path, command: str
+) -> None:
     """SUCCEEDED before: a caller's allow rule for `cat` ran `cat docs/l/key` (`docs/l -> ../secrets`) past its own
     deny of `secrets/`: the rule read the command's text, not the path its words reach."""
     ws = _workspace(tmp_path)
@@ -268,11 +271,26 @@ async def test_a_prefix_deny_of_a_path_holds_however_the_path_is_spelled(tmp_pat
     assert (decision.decision, decision.rule) == ("deny", "no-key")
 
 
-@pytest.mark.parametrize("command", ["cat /proc/self/cwd/x/key", "cat /dev/fd/3", "cat /proc/thread-self/root/etc/x"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat /proc/self/cwd/x/key",
+        "cat /dev/fd/3",
+        "cat /proc/thread-self/root/etc/x",
+        "cat /proc/./self/cwd/x/key",
+        "cat //proc/../proc/self/cwd/x/key",
+        "cat pp/self/cwd/x/key",
+        "cat < pp/self/cwd/x/key",
+        "cat docs/../pp/self/cwd/x",
+    ],
+)
 async def test_a_path_the_commands_own_process_resolves_is_asked(tmp_path: Path, command: str) -> None:
     """SUCCEEDED before: `/proc/self/cwd` in the command is the shell's cwd, but unified resolved it as its own
-    (another folder): `cat /proc/self/cwd/secrets/key` spelled without `secrets/` ran under an allow rule."""
+    (another folder): `cat /proc/self/cwd/secrets/key` spelled without `secrets/` ran under an allow rule. Spelled
+    with `.` or `..` on the way, or through a link to `/proc` (`pp`), it SUCCEEDED on this round's first judge,
+    which matched the text."""
     ws = _workspace(tmp_path)
+    os.symlink("/proc", ws / "pp")
     async with ToolRuntime(ws, policy=READS) as runtime:
         decision = await runtime.decide(ToolCall("c1", "run_shell_command", {"command": command}))
     assert decision.decision == "deny"
@@ -293,7 +311,8 @@ async def test_a_shell_command_through_a_link_does_not_print_the_key(tmp_path: P
     async with ToolRuntime(ws, policy=READS) as runtime:
         [outcome] = await runtime.run_batch([ToolCall("c1", "run_shell_command", {"command": "cat docs/l/key"})])
     assert "TOPSECRET" not in json.dumps(outcome.response)
-    assert outcome.decision is not None and outcome.decision.rule == "no-secrets"
+    assert outcome.decision is not None
+    assert outcome.decision.rule == "no-secrets"
 
 
 async def test_claude_code_bash_reaching_a_denied_path_is_denied(tmp_path: Path) -> None:
@@ -358,7 +377,8 @@ async def test_ordinary_files_beside_them_are_still_written_unasked(tmp_path: Pa
     asked, imports it), a workflow (it runs on a server after a push the user makes)."""
     async with ToolRuntime(tmp_path, approval_mode="auto_edit") as runtime:
         [outcome] = await runtime.run_batch([ToolCall("c1", "write_file", {"file_path": path, "content": "x"})])
-    assert outcome.decision is not None and outcome.decision.decision == "allow"
+    assert outcome.decision is not None
+    assert outcome.decision.decision == "allow"
 
 
 # --- 4. a mass kill under an allow rule for `kill` -------------------------------------------------------------
@@ -450,7 +470,7 @@ async def test_a_word_bash_reads_otherwise_than_its_text_is_judged_as_bash_reads
     [
         pytest.param("cat <<< $(cat docs/l/key)", id="here-string-of-a-substitution"),
         pytest.param("cat <(cat docs/l/key)", id="process-substitution"),
-        pytest.param("cat \"$PWD/docs/l/key\"", id="variable"),
+        pytest.param('cat "$PWD/docs/l/key"', id="variable"),
         pytest.param("cat ~/../x/secrets/key", id="tilde"),
         pytest.param("cat docs/l/*", id="glob"),
         pytest.param("cat {docs/l,x}/key", id="brace"),
@@ -465,9 +485,13 @@ async def test_other_spellings_of_a_denied_path_in_a_command_are_never_allowed(t
     (the words inside were read as text); the variable, `~`, the glob and the brace held (words only known at run
     time make a deny rule a doubt: asked, denied with nobody to answer)."""
     ws = _workspace(tmp_path)
-    policy = READS.with_toml('[[rule]]\nname = "b"\ntoolName = "run_shell_command"\ncommandPrefix = "bash"\ndecision = "allow"\n')
+    policy = READS.with_toml(
+        '[[rule]]\nname = "b"\ntoolName = "run_shell_command"\ncommandPrefix = "bash"\ndecision = "allow"\n'
+    )
     async with ToolRuntime(ws, policy=policy) as runtime:
-        decision = await runtime.decide(ToolCall("c1", "run_shell_command", {"command": command.replace("{ws}", str(ws))}))
+        decision = await runtime.decide(
+            ToolCall("c1", "run_shell_command", {"command": command.replace("{ws}", str(ws))})
+        )
     assert decision.decision == "deny"
     assert decision.rule == "no-secrets"
 
@@ -503,7 +527,8 @@ async def test_a_direct_read_through_proc_self_root_is_denied(tmp_path: Path, sp
     async with ToolRuntime(ws, policy=DENY_SECRETS) as runtime:
         [outcome] = await runtime.run_batch([ToolCall("c1", "read_file", {"file_path": spelling.format(ws=ws)})])
     assert "TOPSECRET" not in json.dumps(outcome.response)
-    assert outcome.decision is not None and outcome.decision.decision == "deny"
+    assert outcome.decision is not None
+    assert outcome.decision.decision == "deny"
 
 
 async def test_claude_code_read_of_a_process_relative_path_is_asked(

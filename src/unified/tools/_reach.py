@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import posixpath
 import re
 import shlex
 import stat
@@ -205,10 +206,40 @@ def refusing_reader(policy: Policy) -> Rule | None:
     )
 
 
-def process_path(value: str) -> bool:
-    """Whether a path means something else in each process (`/proc/self/cwd/..`, `/dev/fd/3`): unified, judging a
-    call another process makes, cannot resolve it as that process will."""
-    return _PROCESS_PATHS.match(value) is not None
+def process_path(path: str) -> bool:
+    """Whether an absolute path leads through a place that means something else in each process (`/proc/self`,
+    `/proc/<pid>`, `/dev/fd`, `/dev/stdin`), spelled so or reached by a link or `..` on the way (`/proc/./self`, a
+    link to `/proc`): unified, judging a call another process makes, cannot resolve it as that process will
+    (`/proc/self/cwd` is that process's cwd). Each component is looked at as the kernel walks it, at most 40
+    links (then the kernel refuses the path: ELOOP)."""
+    parts = [part for part in path.split("/") if part]
+    resolved = "/"
+    links = 0
+    while parts:
+        part = parts.pop(0)
+        if part == ".":
+            continue
+        if part == "..":
+            resolved = posixpath.dirname(resolved)
+            continue
+        step = posixpath.join(resolved, part)
+        if _PROCESS_PATHS.match(step):
+            return True
+        try:
+            target = os.readlink(step)
+        except (OSError, ValueError):
+            resolved = step
+            continue
+        links += 1
+        if links > _LINKS_MAX:
+            return False
+        resolved = "/" if target.startswith("/") else resolved
+        parts[:0] = [piece for piece in target.split("/") if piece]
+    return False
+
+
+_LINKS_MAX = 40
+"""The links the kernel follows in one path before it refuses it (ELOOP)."""
 
 
 # --- shell commands ------------------------------------------------------------------------------------------
@@ -285,7 +316,7 @@ def shell_reach(command: str, cwd: Path, root: Path) -> ShellReach:
                 if _cluster_end(word) > _CLUSTER_MAX:
                     doubt = doubt or f"{word[:40]}… has an option cluster too long to judge"
                 for candidate, build in _candidates(word):
-                    if _PROCESS_PATHS.match(candidate):
+                    if process_path(str(place / candidate)):
                         doubt = doubt or f"{candidate} is read by the command's own process, which unified cannot see"
                         continue
                     real = _reached(place, candidate)
@@ -299,7 +330,7 @@ def shell_reach(command: str, cwd: Path, root: Path) -> ShellReach:
             walks.extend(_walks(words, rewritten, place))
     for target in _shell_syntax.redirected_inputs(command) if "<" in command else ():
         target = target.split("\0", 1)[0]
-        if _PROCESS_PATHS.match(target):
+        if any(process_path(str(place / target)) for place in places):
             doubt = doubt or f"{target} is read by the command's own process, which unified cannot see"
             continue
         for place in places:

@@ -549,7 +549,9 @@ class ToolRuntime:
         elsewhere: bool = False,
         unseen: bool = False,
     ) -> PermissionDecision:
-        verdict = await linked_verdict(self.policy, self.workspace, tool, args, self.approval_mode, unseen=unseen)
+        verdict = await linked_verdict(
+            self.policy, self.workspace, tool, args, self.approval_mode, unseen=unseen, elsewhere=elsewhere
+        )
         guarded = None
         if verdict.decision is not Decision.DENY and self.approval_mode != "yolo":
             guarded = await self._protected_write(tool, args, judged, elsewhere=elsewhere)
@@ -804,7 +806,9 @@ async def linked_verdict(
     if tool == "run_shell_command" and isinstance(args.get("command"), str):
         return await anyio.to_thread.run_sync(_shell_verdict, readers, workspace, args, mode, verdict)
     if elsewhere:
-        return await anyio.to_thread.run_sync(_elsewhere_verdict, readers, workspace, tool, paths or args, mode, verdict)
+        return await anyio.to_thread.run_sync(
+            _elsewhere_verdict, readers, workspace, tool, paths or args, mode, verdict
+        )
     return verdict
 
 
@@ -847,25 +851,33 @@ def _elsewhere_verdict(
     policy: Policy, workspace: Workspace, tool: str, args: Mapping[str, Any], mode: ApprovalMode, verdict: Verdict
 ) -> Verdict:
     """`verdict` made stricter for a binary's own tool: a path it resolves in its own process (`/proc/self/cwd/..`)
-    is asked, and the folder its search or glob walks (Claude Code's Grep and Glob; its `path`, else the
-    workspace) is judged entry by entry (`_reach.tree_verdict`). Blocking."""
+    is asked, and the folder its search or glob walks (Claude Code's Grep and Glob, the Gemini CLI's grep_search and
+    glob; its `path` or `dir_path`, else the workspace) is judged entry by entry (`_reach.tree_verdict`). Blocking."""
     for key in PATH_ARGUMENTS:
         value = args.get(key)
-        if isinstance(value, str) and _reach.process_path(value) and verdict.decision is Decision.ALLOW:
+        if (
+            isinstance(value, str)
+            and verdict.decision is Decision.ALLOW
+            and _reach.process_path(str(workspace.root / spelled(value)))
+        ):
             doubt = _reach.refusing_reader(policy)
             if doubt is not None:
-                why = f"rule {doubt.name} may apply to {clip(value, 200, more='…')}, which the program resolves in its own process"
+                shown = clip(value, 200, more="…")
+                why = f"rule {doubt.name} may apply to {shown}, which the program resolves in its own process"
                 return Verdict(Decision.ASK_USER, doubt, why)
     if tool not in ("search", "glob"):
         return verdict
-    folder = args.get("path")
+    key = "dir_path" if "dir_path" in args else "path"  # the Gemini CLI's name, Claude Code's
+    folder = args.get(key)
     pattern = args.get("pattern")
     if tool == "glob" and isinstance(pattern, str):
         fixed = [part for part in pattern.split("/")[:-1]]
         cut = next((i for i, part in enumerate(fixed) if any(c in part for c in "*?[{")), len(fixed))
         prefix = "/".join(fixed[:cut])
         if prefix:
-            folder = prefix if prefix.startswith("/") or not isinstance(folder, str) else f"{folder.rstrip('/')}/{prefix}"
+            folder = (
+                prefix if prefix.startswith("/") or not isinstance(folder, str) else f"{folder.rstrip('/')}/{prefix}"
+            )
     try:
         real = workspace.real_path(folder if isinstance(folder, str) and folder else ".")
     except (ToolError, OSError):
@@ -874,7 +886,7 @@ def _elsewhere_verdict(
         return verdict
 
     def judged(form: str) -> dict[str, Any]:
-        return {**args, "path": form}
+        return {**args, key: form}
 
     found = _reach.tree_verdict(policy, workspace.root, tool, judged, real, mode, verdict)
     return verdict if found is None else _stricter(verdict, found)
