@@ -562,3 +562,28 @@ async def test_claude_code_walks_by_other_spellings_are_denied(
     body, decision = await _claude_answer(ws, tool, filled, DENY_SECRETS)
     assert body["behavior"] == "deny", body
     assert decision.rule == "no-secrets"
+
+
+READ_RULE = Policy.default().with_toml(
+    '[[rule]]\nname = "no-reading-secrets"\ntoolName = "read_file"\nargsPattern = \'"file_path": "secrets/\'\n'
+    'decision = "deny"\n'
+)
+
+
+@pytest.mark.parametrize("path", [".", "secrets", "secrets/key", "docs/l", "k"])
+async def test_a_search_does_not_read_what_a_rule_for_read_file_denies(tmp_path: Path, path: str) -> None:
+    """SUCCEEDED before: a caller's rule that denies read_file of `secrets/` (another tool's name, not `*`) did not
+    stop a search from printing the lines of `secrets/key`: the search reads each file it meets, so each is judged
+    as read_file too (`_reach.ALSO_JUDGED`)."""
+    ws = _workspace(tmp_path)
+    async with ToolRuntime(ws, policy=READ_RULE) as runtime:
+        [outcome] = await runtime.run_batch([ToolCall("c1", "search", {"query": "TOP", "path": path})])
+    assert "TOPSECRET" not in json.dumps(outcome.response)
+
+
+async def test_a_claude_code_grep_does_not_read_what_a_rule_for_read_file_denies(tmp_path: Path) -> None:
+    """SUCCEEDED before: the same for Claude Code's Grep (the policy's `search`) of the workspace."""
+    ws = _workspace(tmp_path)
+    body, decision = await _claude_answer(ws, "Grep", {"pattern": "TOP"}, READ_RULE)
+    assert body["behavior"] == "deny"
+    assert decision.rule == "no-reading-secrets"

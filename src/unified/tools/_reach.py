@@ -28,11 +28,12 @@ from typing import Any
 
 from unified import _limits as limits
 from unified.tools import _shell_syntax
-from unified.tools._policy import ALIASES, Decision, Policy, Rule, Verdict
+from unified.tools._policy import ALIASES, STRICTNESS, Decision, Policy, Rule, Verdict
 from unified.tools._protected import _cluster_end, _places
 from unified.types import ApprovalMode
 
 __all__ = [
+    "ALSO_JUDGED",
     "RECURSIVE_READERS",
     "ShellReach",
     "Veto",
@@ -44,15 +45,23 @@ __all__ = [
 ]
 
 
+ALSO_JUDGED: Mapping[str, tuple[tuple[str, str], ...]] = {"search": (("read_file", "file_path"),)}
+"""What else an entry of a walk is judged as, beside the call naming it: a search prints the lines of each file it
+meets, so a rule for reading that file (`toolName = "read_file"`, `"file_path": "secrets/`) holds on it too."""
+
+
 def reads_arguments(policy: Policy, tool: str, mode: ApprovalMode) -> Policy | None:
-    """The rules of `policy` that name `tool` in `mode`, when at least one of them reads the call's arguments
-    (`argsPattern`, `commandPrefix`), else None: then where a call reaches cannot change its verdict, and nothing is
-    walked (the shipped table reads no arguments)."""
+    """The rules of `policy` that name `tool` (or what its entries are also judged as: `ALSO_JUDGED`) in `mode`, when
+    at least one of them reads the call's arguments (`argsPattern`, `commandPrefix`), else None: then where a call
+    reaches cannot change its verdict, and nothing is walked (the shipped table reads no arguments)."""
+    tools = [tool, *(other for other, _ in ALSO_JUDGED.get(tool, ()))]
     rules = [
         rule
         for rule in policy.rules
         if (rule.modes is None or mode in rule.modes)
-        and any(fnmatch.fnmatchcase(tool, ALIASES.get(pattern, pattern)) for pattern in rule.tool_names)
+        and any(
+            fnmatch.fnmatchcase(name, ALIASES.get(pattern, pattern)) for pattern in rule.tool_names for name in tools
+        )
     ]
     if not any(rule.args_pattern is not None or rule.command_prefixes is not None for rule in rules):
         return None
@@ -113,12 +122,15 @@ class Veto:
 
     def left_out(self, path: Path, is_dir: bool, is_link: bool) -> bool:
         for form in _entry_forms(self.root, path, is_dir, is_link):
-            verdict = self.policy.evaluate(self.tool, {**self.args, self.key: form}, self.mode)
-            if _refuses(verdict, self.call_rule):
-                self.left += 1
-                if verdict.rule is not None:
-                    self.rules[verdict.rule.name] = None
-                return True
+            calls = [(self.tool, {**self.args, self.key: form})]
+            calls += [(other, {key: form}) for other, key in ALSO_JUDGED.get(self.tool, ())]
+            for tool, args in calls:
+                verdict = self.policy.evaluate(tool, args, self.mode)
+                if _refuses(verdict, self.call_rule):
+                    self.left += 1
+                    if verdict.rule is not None:
+                        self.rules[verdict.rule.name] = None
+                    return True
         return False
 
     def note(self) -> str | None:
@@ -168,7 +180,9 @@ def tree_verdict(
                     is_link = entry.is_symlink()
                     is_dir = not is_link and entry.is_dir(follow_symlinks=False)
                     for form in _entry_forms(root, Path(entry.path), is_dir, is_link):
-                        verdict = policy.evaluate(tool, judged(form), mode)
+                        calls = [(tool, judged(form))]
+                        calls += [(other, {key: form}) for other, key in ALSO_JUDGED.get(tool, ())]
+                        verdict = _strictest(policy, calls, mode)
                         if _refuses(verdict, call_rule):
                             name = verdict.rule.name if verdict.rule is not None else "none"
                             how = "denies" if verdict.decision is Decision.DENY else "asks for"
@@ -184,6 +198,11 @@ def tree_verdict(
         except OSError:
             continue
     return None
+
+
+def _strictest(policy: Policy, calls: Sequence[tuple[str, Mapping[str, Any]]], mode: ApprovalMode) -> Verdict:
+    verdicts = [policy.evaluate(tool, args, mode) for tool, args in calls]
+    return max(verdicts, key=lambda verdict: STRICTNESS[verdict.decision])
 
 
 def _first_reader(policy: Policy) -> Rule | None:

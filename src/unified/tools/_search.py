@@ -97,6 +97,8 @@ def _scan(
         raise ToolError(f"Path not found: {shown}")
     try:
         if not stat.S_ISDIR(mode):
+            if veto is not None and veto.left_out(root, False, False):
+                return hits, None  # named directly, yet the policy refuses it as read (a rule for read_file)
             fd, _ = _safe_io.open_file(workspace, root, shown, "search")
             try:
                 _scan_file(fd, root, rx, hits, limit, stop, budget)
