@@ -587,3 +587,52 @@ async def test_a_claude_code_grep_does_not_read_what_a_rule_for_read_file_denies
     body, decision = await _claude_answer(ws, "Grep", {"pattern": "TOP"}, READ_RULE)
     assert body["behavior"] == "deny"
     assert decision.rule == "no-reading-secrets"
+
+
+# --- the Gemini CLI's stream-json policy file: protected paths through a link ----------------------------------
+
+
+def test_the_stream_json_policy_denies_an_edit_through_a_link_to_a_protected_path(tmp_path: Path) -> None:
+    """SUCCEEDED before: stream-json cannot ask, so its `--policy` file denies `write_file`/`replace` of a protected
+    path by the text of `file_path`; the CLI writes through a link, so with `docs/e -> ../.envrc` (a repository may
+    hold one) its autoEdit wrote `.envrc` as `docs/e`. The links the workspace holds are named too."""
+    import re
+    import tomllib
+
+    from unified._adapters.gemini_cli._launch import linked_protected_rules, protected_path_rules
+    from unified.tools._protected import protected_links
+
+    (tmp_path / ".vscode").mkdir()
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "notes.txt").write_text("x")
+    os.symlink("../.envrc", tmp_path / "docs" / "e")
+    os.symlink("../.vscode", tmp_path / "docs" / "v")
+    os.symlink("../notes.txt", tmp_path / "docs" / "n")
+    links = protected_links([tmp_path])
+    assert links is not None
+    assert sorted(links) == ["docs/e", "docs/v"]
+    text = protected_path_rules() + linked_protected_rules(links)
+    patterns = [str(rule["argsPattern"]) for rule in tomllib.loads(text)["rule"]]
+
+    def denied(path: str) -> bool:
+        arguments = json.dumps({"file_path": path, "content": "x"}, separators=(",", ":"))
+        return any(re.search(pattern, arguments) for pattern in patterns)
+
+    assert denied(f"{tmp_path}/docs/e")
+    assert denied("docs/e")
+    assert denied(f"{tmp_path}/docs/v/tasks.json")
+    assert not denied(f"{tmp_path}/docs/n")
+    assert not denied(f"{tmp_path}/docs/else.md")
+
+
+def test_a_workspace_too_large_to_check_for_links_gets_no_unasked_edit(tmp_path: Path) -> None:
+    import tomllib
+
+    from unified._adapters.gemini_cli._launch import linked_protected_rules
+    from unified.tools._protected import protected_links
+
+    for index in range(5):
+        (tmp_path / f"f{index}").write_text("x")
+    assert protected_links([tmp_path], limit=3) is None
+    [rule] = tomllib.loads(linked_protected_rules(None))["rule"]
+    assert (rule["decision"], "argsPattern" in rule) == ("deny", False)
