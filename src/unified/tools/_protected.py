@@ -1052,7 +1052,12 @@ def _tree_search(
     return None
 
 
-def protected_links(roots: Sequence[Path], limit: int = TREE_CHECK_MAX_ENTRIES) -> list[str] | None:
+LINK_SCAN_MAX_ENTRIES = 200_000
+"""The most entries `protected_links` looks at (about half a second): a run's workspace with `node_modules` often
+holds more than a copy's `TREE_CHECK_MAX_ENTRIES`, and past the bound every edit is denied."""
+
+
+def protected_links(roots: Sequence[Path], limit: int = LINK_SCAN_MAX_ENTRIES) -> list[str] | None:
     """The symbolic links under `roots` (none followed) that lead to a protected path or directory (`_link_leads`:
     `docs/e -> ../.envrc`, `docs/v -> ../.vscode`), each relative to the root that holds it; None when the roots
     hold more than `limit` entries (what lies past them cannot be vouched for). For a program that writes through a
