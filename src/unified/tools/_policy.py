@@ -45,9 +45,9 @@ __all__ = [
     "PolicyError",
     "Rule",
     "Verdict",
+    "kills_all",
     "parse_rules",
     "plain_path",
-    "kills_all",
     "session_rule",
     "shell_shape",
 ]
@@ -241,12 +241,29 @@ _KILLERS = frozenset({"kill", "pkill", "killall", "killall5", "skill", "slay"})
 _ALL_NAMES = ("a", "bash", "python3", "node", "unified", "claude", "systemd", "sshd", "-")
 """Names a pattern must match all of to be taken for "every process" (`pkill .`, `pkill -f ''`)."""
 _PKILL_SELECTORS = frozenset(
-    {"-u", "-U", "-g", "-G", "-s", "-t", "-P", "--euid", "--uid", "--group", "--pgroup", "--session", "--terminal",
-     "--parent", "--ns", "--cgroup"}
+    {
+        "-u",
+        "-U",
+        "-g",
+        "-G",
+        "-s",
+        "-t",
+        "-P",
+        "--euid",
+        "--uid",
+        "--group",
+        "--pgroup",
+        "--session",
+        "--terminal",
+        "--parent",
+        "--ns",
+        "--cgroup",
+    }
 )
 _PKILL_VALUED = _PKILL_SELECTORS | {"--signal", "-F", "--pidfile", "--nslist", "-q", "--queue"}
-_KILLALL_VALUED = frozenset({"-u", "--user", "-o", "--older-than", "-y", "--younger-than", "-s", "--signal", "-n", "--ns",
-                             "-Z", "--context"})
+_KILLALL_VALUED = frozenset(
+    {"-u", "--user", "-o", "--older-than", "-y", "--younger-than", "-s", "--signal", "-n", "--ns", "-Z", "--context"}
+)
 
 
 def kills_all(words: Sequence[str | None], *, open_tail: bool = False) -> str | None:
@@ -291,7 +308,7 @@ def _kill_all(args: list[str | None]) -> str | None:
             index += 1  # the signal
         elif arg in ("-l", "-L"):
             return None
-        elif operands or arg[1:].isdigit() and index > 1 or _pid(arg) is not None and index > 1:
+        elif operands or (arg[1:].isdigit() and index > 1) or (_pid(arg) is not None and index > 1):
             operands.append(arg)  # a negative pid after the signal: `kill -9 -1`
         # else the signal (`-9`, `-KILL`, `-SIGTERM`, `-1` first is SIGHUP)
     for operand in operands:
@@ -299,7 +316,9 @@ def _kill_all(args: list[str | None]) -> str | None:
             return "kill of a pid only known at run time, which may be -1 (every process)"
         pid = _pid(operand)
         if pid in (-1, 0):
-            return f"kill {operand} signals every process the user owns" if pid == -1 else "kill 0 signals its whole group"
+            return (
+                f"kill {operand} signals every process the user owns" if pid == -1 else "kill 0 signals its whole group"
+            )
     return None
 
 
@@ -340,7 +359,8 @@ def _pkill_all(name: str, args: list[str]) -> str | None:
         try:
             compiled = re.compile(pattern)
         except re.error:
-            return f"{name} by a pattern unified cannot read ({clip(pattern, 40, more='…')}), which may match every process"
+            shown = clip(pattern, 40, more="…")
+            return f"{name} by a pattern unified cannot read ({shown}), which may match every process"
         if all(compiled.search(sample) for sample in _ALL_NAMES):
             return f"{name} {clip(pattern, 40, more='…')} matches every process"
     return None

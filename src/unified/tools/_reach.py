@@ -117,11 +117,14 @@ class Veto:
     key: str
     mode: ApprovalMode
     call_rule: str | None
+    through_links: bool = True
+    """Whether a link is judged where it leads too (a search reads it), or only where it is (glob and tree list its
+    name, which says nothing of what it leads to)."""
     left: int = 0
     rules: dict[str, None] = field(default_factory=dict)
 
     def left_out(self, path: Path, is_dir: bool, is_link: bool) -> bool:
-        for form in _entry_forms(self.root, path, is_dir, is_link):
+        for form in _entry_forms(self.root, path, is_dir, is_link and self.through_links):
             calls = [(self.tool, {**self.args, self.key: form})]
             calls += [(other, {key: form}) for other, key in ALSO_JUDGED.get(self.tool, ())]
             for tool, args in calls:
@@ -153,19 +156,25 @@ def tree_verdict(
     *,
     certain: bool = True,
     budget: list[int] | None = None,
+    listed: Callable[[str], bool] | None = None,
 ) -> Verdict | None:
     """The verdict that stops a walk a program does itself (Claude Code's Grep and Glob, `rg`, `grep -r`, `find`)
     of `folder`, or None: that of the first entry under it (links not followed, a link judged where it leads too)
     that `_refuses`, each judged as the call naming it would be (`judged(<entry>)`: its arguments). A folder with
     more entries than `budget` (shared by one call: `limits.POLICY_WALK_MAX_ENTRIES`) is asked: what it holds past
     them cannot be judged. Not `certain` (the program may walk it or not: `rg -g x docs` searches `.` for `docs`):
-    a denial becomes an ask. Blocking: call from a worker thread."""
+    a denial becomes an ask. `listed`: the call only lists names (a glob), of the files whose path under `folder`
+    it takes: only those are judged, as named and where they are (a listed link's name says nothing of what it
+    leads to), and a link to a folder is followed (the program may: `docs/l/x.py` is listed as such, judged as
+    `secrets/x.py` too), each folder once.
+    Blocking: call from a worker thread."""
     left = budget if budget is not None else [limits.POLICY_WALK_MAX_ENTRIES]
     call_rule = call.rule.name if call.rule is not None else None
     shown = _form(root, folder, True)
-    pending = [folder]
+    pending = [(folder, folder)]  # (the folder read, where the walk names it: through a followed link)
+    seen = {folder}
     while pending:
-        directory = pending.pop()
+        directory, named = pending.pop()
         try:
             with os.scandir(directory) as entries:
                 for entry in entries:
@@ -177,9 +186,22 @@ def tree_verdict(
                             f"{shown} holds too many entries (over {limits.POLICY_WALK_MAX_ENTRIES:,}) for unified to "
                             "judge each against the policy's path rules",
                         )
+                    path, where = Path(entry.path), named / entry.name
                     is_link = entry.is_symlink()
                     is_dir = not is_link and entry.is_dir(follow_symlinks=False)
-                    for form in _entry_forms(root, Path(entry.path), is_dir, is_link):
+                    if listed is None:
+                        forms = _entry_forms(root, path, is_dir, is_link)
+                    elif is_link and os.path.isdir(path):  # a glob may follow it: what lies under it is listed
+                        real = Path(os.path.realpath(path))
+                        if real not in seen:
+                            seen.add(real)
+                            pending.append((real, where))
+                        forms = []
+                    elif not is_dir and listed(where.relative_to(folder).as_posix()):
+                        forms = list(dict.fromkeys([_form(root, where, False), _form(root, path, False)]))
+                    else:
+                        forms = []
+                    for form in forms:
                         calls = [(tool, judged(form))]
                         calls += [(other, {key: form}) for other, key in ALSO_JUDGED.get(tool, ())]
                         verdict = _strictest(policy, calls, mode)
@@ -194,7 +216,7 @@ def tree_verdict(
                             decision = verdict.decision if certain else Decision.ASK_USER
                             return Verdict(decision, verdict.rule, why)
                     if is_dir:
-                        pending.append(Path(entry.path))
+                        pending.append((path, where))
         except OSError:
             continue
     return None

@@ -60,6 +60,7 @@ from unified.tools._policy import (
     plain_path,
     session_rule,
 )
+from unified.tools._regex import matchable
 from unified.types import ApprovalMode, McpServer, StdioMcpServer
 
 __all__ = [
@@ -613,7 +614,8 @@ class ToolRuntime:
         if readers is None:
             return None
         given = event.input if event.input is not None else args
-        return _reach.Veto(readers, self.workspace.root, tool, dict(given), key, self.approval_mode, event.rule)
+        root, mode = self.workspace.root, self.approval_mode
+        return _reach.Veto(readers, root, tool, dict(given), key, mode, event.rule, through_links=tool == "search")
 
     async def _execute(self, call: ToolCall, ready: _Ready, obs: ToolObserver) -> ToolOutcome:
         async def progress(message: str) -> None:
@@ -870,14 +872,19 @@ def _elsewhere_verdict(
     key = "dir_path" if "dir_path" in args else "path"  # the Gemini CLI's name, Claude Code's
     folder = args.get(key)
     pattern = args.get("pattern")
-    if tool == "glob" and isinstance(pattern, str):
-        fixed = [part for part in pattern.split("/")[:-1]]
-        cut = next((i for i, part in enumerate(fixed) if any(c in part for c in "*?[{")), len(fixed))
-        prefix = "/".join(fixed[:cut])
+    listed = None
+    if tool == "glob" and isinstance(pattern, str):  # it lists the names its pattern takes, under its fixed folders
+        parts = pattern.split("/")
+        cut = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[{")), len(parts) - 1)
+        prefix = "/".join(parts[:cut]) or ("/" if pattern.startswith("/") else "")
         if prefix:
             folder = (
                 prefix if prefix.startswith("/") or not isinstance(folder, str) else f"{folder.rstrip('/')}/{prefix}"
             )
+        try:
+            listed = _files.glob_regex("/".join(parts[cut:]) or "*")
+        except ToolError:
+            listed = None  # a pattern unified cannot read: every entry is judged
     try:
         real = workspace.real_path(folder if isinstance(folder, str) and folder else ".")
     except (ToolError, OSError):
@@ -888,7 +895,8 @@ def _elsewhere_verdict(
     def judged(form: str) -> dict[str, Any]:
         return {**args, key: form}
 
-    found = _reach.tree_verdict(policy, workspace.root, tool, judged, real, mode, verdict)
+    takes = None if listed is None else (lambda relative: listed.fullmatch(matchable(relative)) is not None)
+    found = _reach.tree_verdict(policy, workspace.root, tool, judged, real, mode, verdict, listed=takes)
     return verdict if found is None else _stricter(verdict, found)
 
 
