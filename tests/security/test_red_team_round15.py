@@ -636,3 +636,19 @@ def test_a_workspace_too_large_to_check_for_links_gets_no_unasked_edit(tmp_path:
     assert protected_links([tmp_path], limit=3) is None
     [rule] = tomllib.loads(linked_protected_rules(None))["rule"]
     assert (rule["decision"], "argsPattern" in rule) == ("deny", False)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "decision"),
+    [
+        pytest.param("(a)\\1", "ask_user", id="backreference-unreadable"),
+        pytest.param("(?:(?:.*)*)*(?:(?:.*)*)*(?:(?:.*)*)*!", "allow", id="catastrophic-for-backtracking"),
+    ],
+)
+def test_a_pkill_pattern_is_read_in_linear_time(pattern: str, decision: str) -> None:
+    """SUCCEEDED before (on this round's first mass-kill judge, which compiled the model's pattern with `re`):
+    `pkill '(?:(?:.*)*)*...!'` under an allow rule for pkill held the event loop for over a minute (measured: the
+    policy is evaluated on it). The pattern is read by RE2 now (`_regex.compile_pattern`, linear); one RE2 cannot
+    read (a backreference, which `re` took and found matching no name: allowed) is asked as possibly every name."""
+    verdict = KILLS.evaluate("run_shell_command", {"command": f"pkill '{pattern}'"}, "default")
+    assert verdict.decision.value == decision

@@ -28,6 +28,7 @@ from unified._limits import MAX_JSON_DEPTH, too_deep
 from unified._redaction import clip
 from unified.tools import _shell_syntax
 from unified.tools._paths import spelled
+from unified.tools._regex import PatternError, compile_pattern
 from unified.types import ApprovalMode
 
 __all__ = [
@@ -356,9 +357,9 @@ def _pkill_all(name: str, args: list[str]) -> str | None:
     for pattern in patterns:
         if not regex:
             continue
-        try:
-            compiled = re.compile(pattern)
-        except re.error:
+        try:  # RE2, linear in the text: a pattern is the model's, and `re` backtracks (`pkill '((.*)*)*x'` hung)
+            compiled = compile_pattern(pattern)
+        except PatternError:
             shown = clip(pattern, 40, more="…")
             return f"{name} by a pattern unified cannot read ({shown}), which may match every process"
         if all(compiled.search(sample) for sample in _ALL_NAMES):
