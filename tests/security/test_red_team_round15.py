@@ -652,3 +652,31 @@ def test_a_pkill_pattern_is_read_in_linear_time(pattern: str, decision: str) -> 
     read (a backreference, which `re` took and found matching no name: allowed) is asked as possibly every name."""
     verdict = KILLS.evaluate("run_shell_command", {"command": f"pkill '{pattern}'"}, "default")
     assert verdict.decision.value == decision
+
+
+ARCHIVERS = DENY_SECRETS.with_toml(
+    '[[rule]]\nname = "tools"\ntoolName = "run_shell_command"\n'
+    'commandPrefix = ["dd", "7z", "bsdtar", "ugrep", "egrep", "ls", "cat"]\ndecision = "allow"\n'
+)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["dd if=docs/l/key", "7z a x.7z .", "bsdtar -cf x.tar .", "ugrep -r TOP", "egrep -r TOP", "ls --recursive"],
+)
+async def test_more_readers_that_reach_a_denied_folder_are_denied(tmp_path: Path, command: str) -> None:
+    """SUCCEEDED before (on this round's first shell judge): `dd if=docs/l/key` (an operand `name=path` was not
+    read as a path), 7z, bsdtar and ugrep archiving or searching `.` (not known as recursive readers), `egrep -r`
+    and `ls --recursive` (only grep's and ls's short forms were)."""
+    ws = _workspace(tmp_path)
+    async with ToolRuntime(ws, policy=ARCHIVERS) as runtime:
+        decision = await runtime.decide(ToolCall("c1", "run_shell_command", {"command": command}))
+    assert (decision.decision, decision.rule) == ("deny", "no-secrets")
+
+
+async def test_dd_of_an_ordinary_file_is_still_allowed(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    async with ToolRuntime(ws, policy=ARCHIVERS) as runtime:
+        command = "dd if=docs/a.md of=/dev/null"
+        decision = await runtime.decide(ToolCall("c1", "run_shell_command", {"command": command}))
+    assert (decision.decision, decision.rule) == ("allow", "tools")

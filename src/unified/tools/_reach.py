@@ -306,13 +306,26 @@ RECURSIVE_READERS: Mapping[str, tuple[bool, bool]] = {
     "rsync": (False, False),
     "scp": (False, False),
     "diff": (False, False),
+    "7z": (False, False),
+    "7za": (False, False),
+    "7zz": (False, False),
+    "bsdtar": (False, False),
+    "pax": (False, False),
+    "ugrep": (False, True),
     "git": (True, False),
 }
 """Programs that read (or copy, list) the whole of a folder operand, not only its name: each folder such a word
 names, and the folder the command runs in when the program searches it by default, is walked by `tree_verdict`
 (`grep` and `ls` only with their recursive options, `git` only as `git grep`)."""
 
-_RECURSIVE_OPTIONS = {"grep": ("r", "R", "--recursive", "--dereference-recursive", "--directories"), "ls": ("R",)}
+_GREP_RECURSION = ("r", "R", "--recursive", "--dereference-recursive", "--directories")
+_RECURSIVE_OPTIONS = {
+    "grep": _GREP_RECURSION,
+    "egrep": _GREP_RECURSION,
+    "fgrep": _GREP_RECURSION,
+    "ugrep": _GREP_RECURSION,
+    "ls": ("R", "--recursive"),
+}
 _PATTERN_OPTIONS = ("-e", "-f", "--regexp", "--file", "--files", "--type-list")
 """Options that give the pattern (or mean there is none), after which every operand is a path."""
 
@@ -396,10 +409,10 @@ paths."""
 
 def _candidates(word: str) -> list[tuple[str, Any]]:
     """The paths a word may name, each with how to put another path in its place: itself, the value of
-    `--opt=value`, and a value attached to a short option (`-fdocs/l/key`)."""
+    `--opt=value` or of an operand `if=value` (dd), and a value attached to a short option (`-fdocs/l/key`)."""
     word = word.split("\0", 1)[0]  # bash hands a program C strings: `$'docs/l/key\0x'` is `docs/l/key`
     found: list[tuple[str, Any]] = [] if word.startswith("-") else [(word, lambda form: form)]
-    if word.startswith("-") and "=" in word:
+    if "=" in word:  # `--file=x`, and an operand `if=x` (dd), `of=x`
         head, value = word.split("=", 1)
         found.append((value, lambda form, head=head: f"{head}={form}"))
     elif word.startswith("-") and not word.startswith("--") and len(word) > 2:
