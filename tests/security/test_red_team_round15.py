@@ -680,3 +680,17 @@ async def test_dd_of_an_ordinary_file_is_still_allowed(tmp_path: Path) -> None:
         command = "dd if=docs/a.md of=/dev/null"
         decision = await runtime.decide(ToolCall("c1", "run_shell_command", {"command": command}))
     assert (decision.decision, decision.rule) == ("allow", "tools")
+
+
+async def test_a_word_known_at_run_time_does_not_hide_a_linked_word_beside_it(tmp_path: Path) -> None:
+    """SUCCEEDED before (on this round's first shell judge, which passed over a part with a word only known at run
+    time): `cat docs/l/key "$X"` under a prefix deny of `cat secrets/key` and an allow of `cat`."""
+    ws = _workspace(tmp_path)
+    policy = Policy.default().with_toml(
+        '[[rule]]\nname = "no-key"\ntoolName = "run_shell_command"\ncommandPrefix = "cat secrets/key"\n'
+        'decision = "deny"\n[[rule]]\nname = "cat"\ntoolName = "run_shell_command"\ncommandPrefix = "cat"\n'
+        'decision = "allow"\n'
+    )
+    async with ToolRuntime(ws, policy=policy) as runtime:
+        decision = await runtime.decide(ToolCall("c1", "run_shell_command", {"command": 'cat docs/l/key "$X"'}))
+    assert (decision.decision, decision.rule) == ("deny", "no-key")

@@ -334,11 +334,16 @@ _PROCESS_PATHS = re.compile(r"^/+(?:proc/+(?:self|thread-self|\d+)(?:/|$)|dev/+(
 command another process runs, cannot resolve them as that process will (`cat /proc/self/cwd/secrets/key`)."""
 
 
+_RUN_TIME = "…"
+"""Where a word only known at run time stands in a command put as the paths it reaches."""
+
+
 @dataclass(frozen=True)
 class ShellReach:
     """What a shell command reaches, for `linked_verdict`: `command` its text with each word put as the path it
-    reaches (None when no word reaches elsewhere than it reads), `walks` the folders it reads whole (folder,
-    certain, the part's words with the folder in place of `-` index), `doubt` a word unified cannot resolve."""
+    reaches from each place it may run in (None when no word reaches elsewhere than it reads); `walks` the folders
+    it reads whole, each as (the folder, whether it surely does: `_walks`, the part's words as put, the index of
+    the word naming the folder, -1 when none does: the folder it runs in); `doubt` why a word cannot be judged."""
 
     command: str | None
     walks: tuple[tuple[Path, bool, tuple[str, ...], int], ...] = ()
@@ -346,7 +351,8 @@ class ShellReach:
 
 
 def shell_reach(command: str, cwd: Path, root: Path) -> ShellReach:
-    """Blocking (it asks the file system): call from a worker thread."""
+    """What `command`, run in `cwd`, reaches in the workspace `root` (`ShellReach`). Blocking (it asks the file
+    system): call from a worker thread."""
     parts = _shell_syntax.parse(command)
     places = _places(parts, cwd)
     if isinstance(places, str):
@@ -358,12 +364,16 @@ def shell_reach(command: str, cwd: Path, root: Path) -> ShellReach:
     changed = False
     words_judged = 0
     for part in parts:
-        if part.unknown is not None or not part.words or any(word is None for word in part.words):
-            continue
-        words = [str(word) for word in part.words]
+        if part.unknown is not None or not part.words or part.words[0] is None:
+            continue  # a part the policy cannot read is a doubt of every rule that reads it already
+        # a word only known at run time keeps its place (`cat docs/l/key $X`: a prefix `cat secrets/key` still
+        # lines up with the first operand), as a word no rule names
+        words = [_RUN_TIME if word is None else word for word in part.words]
         for place in places:
             rewritten = list(words)
             for index, word in enumerate(words[1:], 1):
+                if part.words[index] is None:
+                    continue
                 words_judged += 1
                 if words_judged > _WORDS_MAX:
                     return ShellReach(None, (), f"it has more words than unified judges as paths (over {_WORDS_MAX})")
