@@ -694,3 +694,16 @@ async def test_a_word_known_at_run_time_does_not_hide_a_linked_word_beside_it(tm
     async with ToolRuntime(ws, policy=policy) as runtime:
         decision = await runtime.decide(ToolCall("c1", "run_shell_command", {"command": 'cat docs/l/key "$X"'}))
     assert (decision.decision, decision.rule) == ("deny", "no-key")
+
+
+async def test_the_gemini_clis_read_many_files_under_an_allow_rule_does_not_reach_a_denied_folder(
+    tmp_path: Path,
+) -> None:
+    """SUCCEEDED before: a caller who allows the Gemini CLI's read_many_files (asked by default) and denies
+    `secrets/` had `{"include": ["**/*"]}` allowed: the rule read the globs' text. The workspace it reads from is
+    judged entry by entry now (its globs are not read: any denied entry denies it)."""
+    ws = _workspace(tmp_path)
+    policy = DENY_SECRETS.with_toml('[[rule]]\nname = "many"\ntoolName = "read_many_files"\ndecision = "allow"\n')
+    async with ToolRuntime(ws, policy=policy) as runtime:
+        decision = await runtime.decide(ToolCall("c1", "read_many_files", {"include": ["**/*"]}))
+    assert (decision.decision, decision.rule) == ("deny", "no-secrets")

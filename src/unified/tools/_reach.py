@@ -45,7 +45,10 @@ __all__ = [
 ]
 
 
-ALSO_JUDGED: Mapping[str, tuple[tuple[str, str], ...]] = {"search": (("read_file", "file_path"),)}
+ALSO_JUDGED: Mapping[str, tuple[tuple[str, str], ...]] = {
+    "search": (("read_file", "file_path"),),
+    "read_many_files": (("read_file", "file_path"),),
+}
 """What else an entry of a walk is judged as, beside the call naming it: a search prints the lines of each file it
 meets, so a rule for reading that file (`toolName = "read_file"`, `"file_path": "secrets/`) holds on it too."""
 

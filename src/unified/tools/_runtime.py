@@ -854,7 +854,8 @@ def _elsewhere_verdict(
 ) -> Verdict:
     """`verdict` made stricter for a binary's own tool: a path it resolves in its own process (`/proc/self/cwd/..`)
     is asked, and the folder its search or glob walks (Claude Code's Grep and Glob, the Gemini CLI's grep_search and
-    glob; its `path` or `dir_path`, else the workspace) is judged entry by entry (`_reach.tree_verdict`). Blocking."""
+    glob; its `path` or `dir_path`, else the workspace; the Gemini CLI's read_many_files, the workspace: its globs are
+    not read) is judged entry by entry (`_reach.tree_verdict`). Blocking."""
     for key in PATH_ARGUMENTS:
         value = args.get(key)
         if (
@@ -867,9 +868,14 @@ def _elsewhere_verdict(
                 shown = clip(value, 200, more="…")
                 why = f"rule {doubt.name} may apply to {shown}, which the program resolves in its own process"
                 return Verdict(Decision.ASK_USER, doubt, why)
-    if tool not in ("search", "glob"):
+    if tool not in ("search", "glob", "read_many_files"):
         return verdict
     key = "dir_path" if "dir_path" in args else "path"  # the Gemini CLI's name, Claude Code's
+    if tool == "read_many_files":  # the Gemini CLI's: every file its `include` globs take, from the workspace
+        found = _reach.tree_verdict(
+            policy, workspace.root, tool, lambda form: {**args, key: form}, workspace.root, mode, verdict
+        )
+        return verdict if found is None else _stricter(verdict, found)
     folder = args.get(key)
     pattern = args.get("pattern")
     listed = None
