@@ -18,6 +18,14 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
 - an allow rule for `kill` (a prefix or a pattern) allowed `kill -9 -1`, `kill 0`, `pkill -f .`, `pkill -u me`: a
   mass kill is now asked unless a prefix spells it (`_policy.kills_all`).
 
+New attacks (section 5 on): a rule for read_file did not hold on a search that prints the file's lines; the Gemini
+CLI's read_many_files under an allow rule; Claude Code's Read of `/proc/self/cwd/..` (resolved in unified's process);
+the stream-json `--policy` file read the text of `file_path` while the CLI writes through a repository's link to
+`.envrc`. Against this round's own first judges: a NUL in `$'..'` ending the argument, a value after more than 8
+option letters, `/proc/./self` and a link to `/proc`, `dd if=`, `7z`/`bsdtar`/`ugrep`/`egrep -r`/`ls --recursive`, a
+word known at run time hiding its part, and a pkill pattern that backtracked for over a minute in `re`. Held (pins):
+here-strings, process substitution, variables, globs, braces, `bash -c`, a file swapped for a link mid-walk.
+
 Attacks that held are kept below their section as pins.
 """
 
