@@ -464,7 +464,7 @@ def test_the_cli_s_own_session_files_holding_a_lone_surrogate_read_it_as_u_fffd(
 
     assert read_chat(gemini).messages[0]["content"] == [{"text": "a\ufffd"}]  # "a\ud83d": no encoder took it
     assert parse_session(claude).lines[0]["message"]["content"] == "a\ufffd"
-    assert [record["payload"]["text"] for record in _lines(codex) if record] == ["a\ufffd"]
+    assert [record["payload"]["text"] for _, record in _lines(codex) if record] == ["a\ufffd"]
 
 
 def test_the_cli_lists_and_exports_a_record_holding_a_lone_surrogate_without_exit_70(

@@ -44,6 +44,7 @@ from unified._adapters.codex._options import BACKEND
 from unified._adapters.codex._rollouts import Rollout, Rollouts, codex_short_id, content_parts, user_text
 from unified._adapters.codex._run import Opening
 from unified._files import read_regular, write_atomically
+from unified._internal.api_errors import json_type
 from unified._internal.images import image_note, taken
 from unified.conversations import (
     CONTINUE_PROMPT,
@@ -130,16 +131,23 @@ def _usage(raw: object) -> Usage | None:
 
 
 def conversation_from_rollout(rollout: Rollout) -> Conversation:
-    """A rollout's history as a Conversation (see the module docstring); `CorruptSession` when an item is not
-    of the shape Codex writes (a rollout edited by hand or by an attacker), the file unchanged."""
-    try:
-        return _conversation_from_rollout(rollout)
-    except (AttributeError, TypeError, ValueError) as exc:
-        raise CorruptSession(
-            f"codex session {codex_short_id(rollout.thread_id)} holds an item unified cannot read "
-            f"({type(exc).__name__}: {exc})",
-            hint="the rollout was left unchanged; remove or fix that item, or start a new session",
-        ) from None
+    """A rollout's history as a Conversation (see the module docstring); `CorruptSession` naming the file, the
+    line and the field when an item is not of the shape Codex writes (a rollout edited by hand or by an
+    attacker), the file unchanged."""
+    return _conversation_from_rollout(rollout)
+
+
+class _Unfit(Exception):
+    """A field of a rollout item of a type Codex never writes; its message names the field and the type found."""
+
+
+def _corrupt(rollout: Rollout, line: int, what: str) -> CorruptSession:
+    return CorruptSession(
+        f"codex session {codex_short_id(rollout.thread_id)} holds an item unified cannot read: "
+        f"line {line} of {rollout.path}: {what}",
+        hint="the rollout was left unchanged; fix or remove that line, or start a new session",
+        details={"path": str(rollout.path), "line": line},
+    )
 
 
 def _conversation_from_rollout(rollout: Rollout) -> Conversation:
@@ -162,81 +170,98 @@ def _conversation_from_rollout(rollout: Rollout) -> Conversation:
         assert isinstance(last, UserTurn)
         return last
 
-    for record in rollout.records:
-        kind = record.get("type")
-        payload = record.get("payload")
-        if not isinstance(payload, dict):
-            continue
-        if kind == "turn_context" and isinstance(payload.get("model"), str):
-            model = payload["model"]
-            continue
-        if kind == "token_usage_record" and turns and isinstance(turns[-1], ModelTurn):
-            turns[-1].usage = _usage(payload.get("usage"))
-            continue
-        if kind != "response_item":
-            continue
-        item = payload.get("type")
-        instructions = _instructions(payload)
-        if instructions is not None:
-            system = instructions if system is None else system
-            continue
-        if item == "message":
-            role = payload.get("role")
-            if not isinstance(payload.get("content", []), list):  # listed and shown without it; exported: lost
-                raise TypeError(f"a {role} message's content is {type(payload['content']).__name__}, not a list")
-            if role == "assistant":
-                for part in content_parts(payload):
-                    if isinstance(part, dict) and isinstance(part.get("text"), str):
-                        model_turn().parts.append(TextPart(text=part["text"]))
-            elif (role == "user" and user_text(payload) is not None) or (role == "user" and _has_image(payload)):
-                parts: list[UserPart] = []
-                for part in content_parts(payload):
-                    if not isinstance(part, dict):
-                        continue
-                    if part.get("type") == "input_text" and isinstance(part.get("text"), str):
-                        if not part["text"].startswith(("<image", "</image")):
-                            parts.append(TextPart(text=part["text"]))
-                    elif part.get("type") == "input_image" and (image := _image(part.get("image_url"))) is not None:
-                        parts.append(image)
-                user_turn().parts.extend(parts)
-        elif item == "reasoning":
-            summary = "\n\n".join(
-                str(s.get("text")) for s in payload.get("summary") or [] if isinstance(s, dict) and s.get("text")
-            )
-            signature = payload.get("encrypted_content")
-            model_turn().parts.append(
-                ThinkingPart(text=summary, signature=signature if isinstance(signature, str) else None)
-            )
-        elif item == "function_call":
-            call_id = str(payload.get("call_id") or payload.get("id") or "")
-            name = _call_name(payload)
-            names[call_id] = name
-            try:
-                arguments = json.loads(payload.get("arguments") or "{}")
-            except (ValueError, RecursionError):
-                arguments = {"arguments": payload.get("arguments")}
-            model_turn().parts.append(
-                ToolCallPart(
-                    id=call_id, name=name, arguments=arguments if isinstance(arguments, dict) else {"value": arguments}
+    for number, record in zip(rollout.line_numbers, rollout.records, strict=True):
+        try:
+            kind = record.get("type")
+            payload = record.get("payload")
+            if not isinstance(payload, dict):
+                continue
+            if kind == "turn_context" and isinstance(payload.get("model"), str):
+                model = payload["model"]
+                continue
+            if kind == "token_usage_record" and turns and isinstance(turns[-1], ModelTurn):
+                turns[-1].usage = _usage(payload.get("usage"))
+                continue
+            if kind != "response_item":
+                continue
+            item = payload.get("type")
+            instructions = _instructions(payload)
+            if instructions is not None:
+                system = instructions if system is None else system
+                continue
+            if item == "message":
+                role = payload.get("role")
+                if not isinstance(payload.get("content", []), list):  # listed and shown without it; exported: lost
+                    who = {"assistant": "an assistant", "user": "a user"}.get(str(role), f"a {role!r}")
+                    raise _Unfit(f"{who} message's content is {json_type(payload['content'])}, not a list")
+                if role == "assistant":
+                    for part in content_parts(payload):
+                        if isinstance(part, dict) and isinstance(part.get("text"), str):
+                            model_turn().parts.append(TextPart(text=part["text"]))
+                elif (role == "user" and user_text(payload) is not None) or (role == "user" and _has_image(payload)):
+                    parts: list[UserPart] = []
+                    for part in content_parts(payload):
+                        if not isinstance(part, dict):
+                            continue
+                        if part.get("type") == "input_text" and isinstance(part.get("text"), str):
+                            if not part["text"].startswith(("<image", "</image")):
+                                parts.append(TextPart(text=part["text"]))
+                        elif part.get("type") == "input_image" and (image := _image(part.get("image_url"))) is not None:
+                            parts.append(image)
+                    user_turn().parts.extend(parts)
+            elif item == "reasoning":
+                listed = payload.get("summary") or []
+                if not isinstance(listed, list):
+                    raise _Unfit(f"a reasoning item's summary is {json_type(listed)}, not a list")
+                summary = "\n\n".join(str(s.get("text")) for s in listed if isinstance(s, dict) and s.get("text"))
+                signature = payload.get("encrypted_content")
+                model_turn().parts.append(
+                    ThinkingPart(text=summary, signature=signature if isinstance(signature, str) else None)
                 )
-            )
-        elif item == "custom_tool_call":
-            call_id = str(payload.get("call_id") or payload.get("id") or "")
-            names[call_id] = str(payload.get("name") or "")
-            model_turn().parts.append(
-                ToolCallPart(id=call_id, name=names[call_id], arguments={"input": str(payload.get("input") or "")})
-            )
-        elif item == "web_search_call":
-            action = payload.get("action")
-            call_id = str(payload.get("id") or "")
-            model_turn().parts.append(
-                ServerToolCallPart(id=call_id, name="web_search", arguments=action if isinstance(action, dict) else {})
-            )
-        elif item in _OUTPUT_ITEMS:
-            call_id = str(payload.get("call_id") or "")
-            user_turn().parts.append(
-                ToolResultPart(call_id=call_id, name=names.get(call_id, ""), output=_output_text(payload.get("output")))
-            )
+            elif item == "function_call":
+                call_id = str(payload.get("call_id") or payload.get("id") or "")
+                name = _call_name(payload)
+                names[call_id] = name
+                raw = payload.get("arguments")
+                raw = "{}" if raw in (None, "") else raw
+                if not isinstance(raw, str):  # Codex writes the model's arguments as the JSON text it sent
+                    raise _Unfit(f"function_call {name!r}'s arguments is {json_type(raw)}, not a string of JSON")
+                try:
+                    arguments = json.loads(raw)
+                except (ValueError, RecursionError):
+                    arguments = {"arguments": raw}
+                model_turn().parts.append(
+                    ToolCallPart(
+                        id=call_id,
+                        name=name,
+                        arguments=arguments if isinstance(arguments, dict) else {"value": arguments},
+                    )
+                )
+            elif item == "custom_tool_call":
+                call_id = str(payload.get("call_id") or payload.get("id") or "")
+                names[call_id] = str(payload.get("name") or "")
+                model_turn().parts.append(
+                    ToolCallPart(id=call_id, name=names[call_id], arguments={"input": str(payload.get("input") or "")})
+                )
+            elif item == "web_search_call":
+                action = payload.get("action")
+                call_id = str(payload.get("id") or "")
+                model_turn().parts.append(
+                    ServerToolCallPart(
+                        id=call_id, name="web_search", arguments=action if isinstance(action, dict) else {}
+                    )
+                )
+            elif item in _OUTPUT_ITEMS:
+                call_id = str(payload.get("call_id") or "")
+                user_turn().parts.append(
+                    ToolResultPart(
+                        call_id=call_id, name=names.get(call_id, ""), output=_output_text(payload.get("output"))
+                    )
+                )
+        except _Unfit as exc:
+            raise _corrupt(rollout, number, str(exc)) from None
+        except (AttributeError, TypeError, ValueError):  # a shape not foreseen above: its line named all the same
+            raise _corrupt(rollout, number, "an item of a shape Codex does not write") from None
     cwd = rollout.meta.get("cwd")
     origin = Origin(
         backend=BACKEND,

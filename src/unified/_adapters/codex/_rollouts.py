@@ -75,8 +75,9 @@ def rollout_name(thread_id: str, created: datetime) -> str:
     return f"rollout-{created.astimezone(UTC).strftime('%Y-%m-%dT%H-%M-%S')}-{thread_id}.jsonl"
 
 
-def _lines(path: Path, limit: int | None = None) -> Iterator[dict[str, Any] | None]:
-    """The file's records; None for a line that cannot be read (too long, not JSON, not an object)."""
+def _lines(path: Path, limit: int | None = None) -> Iterator[tuple[int, dict[str, Any] | None]]:
+    """The file's records with their line numbers (from 1); None for a line that cannot be read (too long, not
+    JSON, not an object)."""
     with open_regular(path) as handle:
         count = 0
         while limit is None or count < limit:
@@ -87,7 +88,7 @@ def _lines(path: Path, limit: int | None = None) -> Iterator[dict[str, Any] | No
             if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
                 while line and not line.endswith(b"\n"):  # skip the rest of an oversized line
                     line = handle.readline(MAX_LINE_BYTES)
-                yield None
+                yield count, None
                 continue
             if not line.strip():
                 continue
@@ -95,9 +96,9 @@ def _lines(path: Path, limit: int | None = None) -> Iterator[dict[str, Any] | No
             try:
                 record = json.loads(text)
             except (ValueError, RecursionError):
-                yield None
+                yield count, None
                 continue
-            yield loaded_well_formed(text, record) if isinstance(record, dict) else None
+            yield count, loaded_well_formed(text, record) if isinstance(record, dict) else None
 
 
 def content_parts(payload: dict[str, Any]) -> list[Any]:
@@ -131,6 +132,8 @@ class Rollout:
     meta: dict[str, Any]
     records: list[dict[str, Any]] = field(default_factory=list)
     bad_lines: int = 0
+    line_numbers: list[int] = field(default_factory=list)
+    """The line of the file each of `records` stands on (from 1), so an error about one can name it."""
 
     @property
     def parent(self) -> str | None:
@@ -147,10 +150,11 @@ def read_rollout(path: Path, limit: int | None = None, scan: Callable[[dict[str,
     if match is None:
         raise CorruptSession(f"{path.name} is not a Codex rollout file name", hint="it was left unchanged")
     records: list[dict[str, Any]] = []
+    numbers: list[int] = []
     bad = 0
     meta: dict[str, Any] | None = None
     try:
-        for record in _lines(path, limit):
+        for number, record in _lines(path, limit):
             if record is None:
                 bad += 1
                 continue
@@ -166,6 +170,7 @@ def read_rollout(path: Path, limit: int | None = None, scan: Callable[[dict[str,
                     break
                 continue
             records.append(record)
+            numbers.append(number)
     except OSError as exc:
         hint = exc.hint if isinstance(exc, NotRegularFile) else "check its permissions"
         raise CorruptSession(f"{path} cannot be read: {exc.strerror or exc}", hint=hint) from exc
@@ -174,7 +179,7 @@ def read_rollout(path: Path, limit: int | None = None, scan: Callable[[dict[str,
         raise CorruptSession(f"{path} {what}", hint="Codex cannot resume it either; it was left unchanged")
     if str(meta.get("id", "")).lower() != match["id"]:
         raise CorruptSession(f"{path} holds the metadata of thread {meta.get('id')!r}", hint="it was left unchanged")
-    return Rollout(path=path, thread_id=match["id"], meta=meta, records=records, bad_lines=bad)
+    return Rollout(path=path, thread_id=match["id"], meta=meta, records=records, bad_lines=bad, line_numbers=numbers)
 
 
 def _time(value: object) -> datetime | None:

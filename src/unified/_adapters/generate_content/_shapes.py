@@ -15,10 +15,19 @@ Shape = str | tuple[str, Any] | Mapping[str, Any]
 """A JSON type ("string", "number", "boolean", "object"), ("array", the items' shape), or an object's fields."""
 
 _ID_NAME = {"id": "string", "name": "string"}
+_PIECE: Mapping[str, Shape] = {
+    "jsonPath": "string",
+    "stringValue": "string",
+    "numberValue": "number",
+    "boolValue": "boolean",
+    "willContinue": "boolean",
+}
+"""One piece of streamed arguments (`partialArgs`): a flag sent as the text "false" is no flag (read as Python
+reads a non-empty string, it was true: the call never ended, or a `false` argument became true)."""
 _CALL: Mapping[str, Shape] = {
     **_ID_NAME,
     "args": "object",
-    "partialArgs": ("array", "object"),
+    "partialArgs": ("array", _PIECE),
     "willContinue": "boolean",
 }
 _PART: Mapping[str, Shape] = {

@@ -222,6 +222,8 @@ class _CallInProgress:
 
     def add(self, pieces: list[Wire]) -> None:
         for piece in pieces:
+            if _unfit_piece(piece):
+                raise TypeError("a partialArgs piece")  # named by the chunk's handler (`misfit`)
             path = piece.get("jsonPath") or ""
             if (text := piece.get("stringValue")) is not None:
                 before = _get_path(self.args, path) if path in self.open_strings else None
@@ -255,6 +257,20 @@ _PATH_STEP = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
 def _steps(path: str) -> list[str | int]:
     """`$.a.b[0]` → ["a", "b", 0]."""
     return [name if name else int(index) for name, index in _PATH_STEP.findall(path.removeprefix("$"))]
+
+
+def _unfit_piece(piece: Wire) -> bool:
+    """Whether a piece of streamed arguments has a field of a type the API never sends (its flags above all:
+    `bool("false")` is true); `misfit` names which."""
+    if not isinstance(piece, dict):
+        return True
+    flags = (piece.get("willContinue"), piece.get("boolValue"))
+    path, text = piece.get("jsonPath"), piece.get("stringValue")
+    return (
+        any(flag is not None and not isinstance(flag, bool) for flag in flags)
+        or (path is not None and not isinstance(path, str))
+        or (text is not None and not isinstance(text, str))
+    )
 
 
 def _get_path(args: dict[str, Any], path: str) -> Any:
@@ -476,10 +492,12 @@ class GenerateContentTranslator:
         if args is not None and not isinstance(args, dict):
             raise TypeError(f"functionCall.args is {type(args).__name__}, not an object")
         call_id, pieces = call.get("id"), call.get("partialArgs")
-        if (call_id is not None and not isinstance(call_id, str)) or (
-            pieces is not None and not isinstance(pieces, list)
-        ):
-            raise TypeError("functionCall.id or partialArgs")  # read when the call is announced: named now (`misfit`)
+        if (
+            (call_id is not None and not isinstance(call_id, str))
+            or (pieces is not None and not isinstance(pieces, list))
+            or not isinstance(call.get("willContinue", False), bool | None)
+        ):  # read when the call is announced, or its flag read as Python reads "false" (true): named now (`misfit`)
+            raise TypeError("functionCall.id, partialArgs or willContinue")
         pending = self._streaming_call
         if pending is None:
             pending = _CallInProgress(call.get("name") or "", call.get("id"), signature, dict(call.get("args") or {}))
