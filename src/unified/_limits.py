@@ -29,6 +29,7 @@ __all__ = [
     "MAX_TOOL_OUTPUT_CHARS",
     "MAX_TURN_TEXT_CHARS",
     "MCP_MAX_MESSAGE_BYTES",
+    "POLICY_WALK_MAX_ENTRIES",
     "SEARCH_MAX_BYTES",
     "SEARCH_TIME_BUDGET_S",
     "SHELL_MAX_FILE_BYTES",
@@ -162,6 +163,10 @@ SEARCH_MAX_BYTES = 1024 * 1024 * 1024
 
 WALK_MAX_ENTRIES = 1_000_000
 """Directory entries one walk (search, glob) may visit before it stops and says so."""
+
+POLICY_WALK_MAX_ENTRIES = 20_000
+"""Entries of the folders one call walks elsewhere (Claude Code's Grep, `rg x` in a shell) that are judged against
+the caller's path rules before it runs (`tools._reach.tree_verdict`); a call that reaches more is asked."""
 
 WALK_OPEN_DIRS = 64
 """Directory descriptors a walk keeps open at once; deeper levels are reopened from the root."""

@@ -21,7 +21,7 @@ from pydantic import Field
 from unified import _limits as limits
 from unified.tools import _safe_io
 from unified.tools._base import InlineData, Params, Progress, ToolError, ToolOutput
-from unified.tools._ignore import Budget, BudgetSpent, IgnoreRules, WalkedFile, scan, walk_files
+from unified.tools._ignore import WALK_VETO, Budget, BudgetSpent, IgnoreRules, Veto, WalkedFile, scan, walk_files
 from unified.tools._paths import Workspace, echoed, quoted, shown_name
 from unified.tools._regex import Pattern, PatternError, compile_pattern, matchable
 from unified.tools._safe_io import StopFlag
@@ -518,8 +518,11 @@ class TreeParams(Params):
     )
 
 
-def render_tree(workspace: Workspace, root: Path, root_fd: int, depth: int, stop: StopFlag) -> str:
-    """The tree under an open directory; subdirectories are opened without following links."""
+def render_tree(
+    workspace: Workspace, root: Path, root_fd: int, depth: int, stop: StopFlag, veto: Veto | None = None
+) -> str:
+    """The tree under an open directory; subdirectories are opened without following links, and an entry `veto`
+    refuses is left out."""
     lines: list[str] = []
     size = 0
     cut: str | None = None
@@ -543,6 +546,9 @@ def render_tree(workspace: Workspace, root: Path, root_fd: int, depth: int, stop
         for entry in scan(dir_fd, directory, rules):
             budget.entry()
             indent = "  " * (level - 1)
+            is_dir = entry.is_dir(follow_symlinks=False)
+            if veto is not None and veto.left_out(directory / entry.name, is_dir, not is_dir and entry.is_symlink()):
+                continue
             child = _safe_io.open_child_dir(dir_fd, entry.name) if entry.is_dir(follow_symlinks=False) else None
             if child is None:
                 if not emit(f"{indent}{shown_name(entry.name)}"):
@@ -569,10 +575,13 @@ def render_tree(workspace: Workspace, root: Path, root_fd: int, depth: int, stop
         spent = str(exc)
     if spent:
         lines.append(f"[tree stopped early: {spent}; ask for a smaller depth or root the tree deeper]")
+    left = veto.note() if veto is not None else None
     if not lines:
-        return "(empty directory)"
+        return "\n".join(["(empty directory)", *([left] if left else [])])
     if cut:
         lines.append(f"[tree cut at {cut}; ask for a smaller depth or root the tree deeper]")
+    if left:
+        lines.append(left)
     return "\n".join(lines)
 
 
@@ -582,11 +591,12 @@ async def tree(config: FileConfig, p: TreeParams, progress: Progress) -> ToolOut
     path = await config.workspace.resolve(p.path)
     shown = config.workspace.display(path)
     depth = min(p.depth, TREE_MAX_DEPTH)
+    veto = WALK_VETO.get()
 
     def render(stop: StopFlag) -> str:
         fd = _safe_io.open_directory(config.workspace, path, shown)
         try:
-            return render_tree(config.workspace, path, fd, depth, stop)
+            return render_tree(config.workspace, path, fd, depth, stop, veto)
         finally:
             os.close(fd)
 
@@ -664,6 +674,7 @@ async def glob(config: FileConfig, p: GlobParams, progress: Progress) -> ToolOut
     root = await workspace.resolve(p.dir_path)
     shown = workspace.display(root)
     rx = glob_regex(p.pattern.removeprefix("./"))
+    veto = WALK_VETO.get()
 
     def newest_first(hit: tuple[float, Path]) -> tuple[float, str]:
         return -hit[0], str(hit[1])
@@ -682,7 +693,7 @@ async def glob(config: FileConfig, p: GlobParams, progress: Progress) -> ToolOut
                 budget = Budget()
                 rules = IgnoreRules.for_directory(workspace, root, budget) if p.respect_ignore_files else None
                 reopen = _safe_io.reopener(workspace)
-                for found in walk_files(fd, root, rules, stop, budget=budget, reopen=reopen):
+                for found in walk_files(fd, root, rules, stop, budget=budget, reopen=reopen, veto=veto):
                     if not rx.fullmatch(matchable(found.path.relative_to(root).as_posix())):
                         continue
                     if found.is_link and not workspace.contains(Path(os.path.realpath(found.path))):
@@ -711,6 +722,9 @@ async def glob(config: FileConfig, p: GlobParams, progress: Progress) -> ToolOut
     if outside:
         named = ", ".join(outside) + (", ..." if outside_count > len(outside) else "")
         note.append(f"[{outside_count} link(s) pointing outside the workspace left out: {named}]")
+    left = veto.note() if veto is not None else None
+    if left:
+        note.append(left)
     if not hits:
         return ToolOutput("\n".join([f'No files found matching pattern "{echoed(p.pattern)}" within {shown}', *note]))
     head = (

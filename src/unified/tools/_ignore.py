@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import pathspec
 
@@ -26,7 +28,9 @@ __all__ = [
     "IGNORE_FILE_MAX_BYTES",
     "IGNORE_FILE_MAX_PATTERNS",
     "IGNORE_PATTERN_MAX_CHARS",
+    "WALK_VETO",
     "IgnoreRules",
+    "Veto",
     "WalkedFile",
     "scan",
     "walk_files",
@@ -175,6 +179,19 @@ def scan(dir_fd: int, directory: Path, rules: IgnoreRules | None) -> list[os.Dir
     return [e for e in entries if not rules.ignored(directory / e.name, e.is_dir(follow_symlinks=False))]
 
 
+class Veto(Protocol):
+    """What leaves an entry out of a walk (`_reach.Veto`, the caller's path rules), and says so after it."""
+
+    def left_out(self, path: Path, is_dir: bool, is_link: bool) -> bool: ...
+
+    def note(self) -> str | None: ...
+
+
+WALK_VETO: ContextVar[Veto | None] = ContextVar("unified_walk_veto", default=None)
+"""The policy's veto on the entries of this call's walk (set around a search, glob or tree call by `ToolRuntime`
+when a rule reads paths), read by the tool before its walk starts in a worker thread."""
+
+
 @dataclass(frozen=True)
 class WalkedFile:
     """A non-directory entry met by `walk_files`; `dir_fd` is open only while the walk is at it."""
@@ -236,6 +253,7 @@ def walk_files(
     *,
     budget: Budget,
     reopen: Callable[[Path], int] | None = None,
+    veto: Veto | None = None,
 ) -> Iterator[WalkedFile]:
     """Every non-directory entry under an open directory in path order, pruning ignored directories.
 
@@ -243,7 +261,8 @@ def walk_files(
     leaves the tree it started in; links are yielded as entries (`is_link`) for the caller to judge.
     The walk keeps a stack, not a recursion, so any depth is walked; at most
     `limits.WALK_OPEN_DIRS` directories stay open, the others are reopened (`reopen`, from the root,
-    without following links) only if the walk comes back to them with entries left.
+    without following links) only if the walk comes back to them with entries left. An entry `veto` refuses
+    (the policy would not let the call name it: `_reach.Veto`) is neither yielded nor entered.
     """
     frames = [_Frame(directory, rules, iter(scan(dir_fd, directory, rules)), dir_fd, owned=False)]
     open_count = 0
@@ -269,7 +288,10 @@ def walk_files(
                     continue
                 open_count += 1
             path = frame.path / entry.name
-            if not entry.is_dir(follow_symlinks=False):
+            is_dir = entry.is_dir(follow_symlinks=False)
+            if veto is not None and veto.left_out(path, is_dir, not is_dir and entry.is_symlink()):
+                continue
+            if not is_dir:
                 yield WalkedFile(path, frame.fd, entry.name, entry.is_symlink())
                 continue
             child = _safe_io.open_child_dir(frame.fd, entry.name)

@@ -28,6 +28,7 @@ from unified._limits import MAX_JSON_DEPTH, too_deep
 from unified._redaction import clip
 from unified.tools import _shell_syntax
 from unified.tools._paths import spelled
+from unified.tools._regex import PatternError, compile_pattern
 from unified.types import ApprovalMode
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "PolicyError",
     "Rule",
     "Verdict",
+    "kills_all",
     "parse_rules",
     "plain_path",
     "session_rule",
@@ -225,9 +227,144 @@ def _allow_all(parts: Sequence[_shell_syntax.SimpleCommand], prefixes: Sequence[
     for part in parts:
         if part.unknown is not None or part.writes or part.opens or part.assigns:
             return Match.NO
-        if not any(_prefix_match(part, prefix) is Match.YES and _named(part, prefix) for prefix in prefixes):
+        mass = kills_all(part.words, open_tail=part.open_tail)
+        if not any(
+            _prefix_match(part, prefix) is Match.YES
+            and _named(part, prefix)
+            and (mass is None or kills_all(prefix.split()) is not None)
+            for prefix in prefixes
+        ):
             return Match.NO
     return Match.YES
+
+
+_KILLERS = frozenset({"kill", "pkill", "killall", "killall5", "skill", "slay"})
+_ALL_NAMES = ("a", "bash", "python3", "node", "unified", "claude", "systemd", "sshd", "-")
+"""Names a pattern must match all of to be taken for "every process" (`pkill .`, `pkill -f ''`)."""
+_PKILL_SELECTORS = frozenset(
+    {
+        "-u",
+        "-U",
+        "-g",
+        "-G",
+        "-s",
+        "-t",
+        "-P",
+        "--euid",
+        "--uid",
+        "--group",
+        "--pgroup",
+        "--session",
+        "--terminal",
+        "--parent",
+        "--ns",
+        "--cgroup",
+    }
+)
+_PKILL_VALUED = _PKILL_SELECTORS | {"--signal", "-F", "--pidfile", "--nslist", "-q", "--queue"}
+_KILLALL_VALUED = frozenset(
+    {"-u", "--user", "-o", "--older-than", "-y", "--younger-than", "-s", "--signal", "-n", "--ns", "-Z", "--context"}
+)
+
+
+def kills_all(words: Sequence[str | None], *, open_tail: bool = False) -> str | None:
+    """Why a command (its argv) may kill every process the user owns, or None: `kill -9 -1` and `kill -- -1` (pid
+    -1: every process the caller may signal; unified's host, the user's session and other agents included), `kill
+    0` (the caller's whole process group), a pid only known at run time (`kill $P`, `xargs kill`: it may be -1),
+    `pkill` or `killall` by a pattern every name matches (`pkill -f .`), by user, group, session or terminal alone
+    (`pkill -u me`, `killall -u me`), and `killall5`. An allow rule for `kill` (or `pkill`, or a pattern naming
+    them) means a process the model names, not all of them: such a command is covered only by a prefix that spells
+    the mass kill itself (`kill -9 -1`)."""
+    if not words or words[0] is None:
+        return None
+    name = _shell_syntax.command_name(words[0]).lower()
+    if name not in _KILLERS:
+        return None
+    args = list(words[1:])
+    if name == "killall5":
+        return "killall5 signals every process"
+    if open_tail:
+        return f"{name} is given more arguments at run time, which may name every process"
+    if name == "kill":
+        return _kill_all(args)
+    if any(arg is None for arg in args):
+        return f"{name} has an argument only known at run time, which may select every process"
+    return _pkill_all(name, [str(arg) for arg in args])
+
+
+def _kill_all(args: list[str | None]) -> str | None:
+    operands: list[str | None] = []
+    ended = False
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        index += 1
+        if arg is None:
+            operands.append(None)
+        elif ended or not arg.startswith("-") or arg == "-":
+            operands.append(arg)
+        elif arg == "--":
+            ended = True
+        elif arg in ("-s", "-n"):
+            index += 1  # the signal
+        elif arg in ("-l", "-L"):
+            return None
+        elif operands or (arg[1:].isdigit() and index > 1) or (_pid(arg) is not None and index > 1):
+            operands.append(arg)  # a negative pid after the signal: `kill -9 -1`
+        # else the signal (`-9`, `-KILL`, `-SIGTERM`, `-1` first is SIGHUP)
+    for operand in operands:
+        if operand is None:
+            return "kill of a pid only known at run time, which may be -1 (every process)"
+        pid = _pid(operand)
+        if pid in (-1, 0):
+            return (
+                f"kill {operand} signals every process the user owns" if pid == -1 else "kill 0 signals its whole group"
+            )
+    return None
+
+
+def _pid(word: str) -> int | None:
+    try:
+        return int(word, 10)
+    except ValueError:
+        return None
+
+
+def _pkill_all(name: str, args: list[str]) -> str | None:
+    valued = _KILLALL_VALUED if name in ("killall", "slay") else _PKILL_VALUED
+    patterns: list[str] = []
+    selected = False
+    regex = name != "killall"
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        index += 1
+        if arg == "--":
+            patterns.extend(args[index:])
+            break
+        if not arg.startswith("-") or arg == "-":
+            patterns.append(arg)
+            continue
+        option = arg.split("=", 1)[0]
+        if option in _PKILL_SELECTORS or (name == "killall" and option in ("-u", "--user")):
+            selected = True
+        if option in ("-r", "--regexp"):
+            regex = True
+        if option in valued and "=" not in arg:
+            index += 1
+    if not patterns:
+        return f"{name} by user, group or terminal alone signals every process they select" if selected else None
+    for pattern in patterns:
+        if not regex:
+            continue
+        try:  # RE2, linear in the text: a pattern is the model's, and `re` backtracks (`pkill '((.*)*)*x'` hung)
+            compiled = compile_pattern(pattern)
+        except PatternError:
+            shown = clip(pattern, 40, more="…")
+            return f"{name} by a pattern unified cannot read ({shown}), which may match every process"
+        if all(compiled.search(sample) for sample in _ALL_NAMES):
+            return f"{name} {clip(pattern, 40, more='…')} matches every process"
+    return None
 
 
 def _named(part: _shell_syntax.SimpleCommand, prefix: str) -> bool:
@@ -295,7 +432,7 @@ def _allow_each(
     for part in parts:
         if part.unknown is not None or part.writes or part.opens or part.assigns or not part.words:
             return Match.NO
-        if any(word is None for word in part.words):
+        if any(word is None for word in part.words) or kills_all(part.words, open_tail=part.open_tail):
             return Match.NO
         if not pattern.search(_part_json(part, args)):
             return Match.NO

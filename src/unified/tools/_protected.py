@@ -40,6 +40,7 @@ __all__ = [
     "credential_ids",
     "credential_refusal",
     "program_directory",
+    "protected_links",
     "protected_path",
     "protected_path_patterns",
     "protected_paths",
@@ -1049,6 +1050,38 @@ def _tree_search(
         except OSError as exc:
             return f"{operand}, which cannot be searched ({exc.strerror})"
     return None
+
+
+LINK_SCAN_MAX_ENTRIES = 200_000
+"""The most entries `protected_links` looks at (about half a second): a run's workspace with `node_modules` often
+holds more than a copy's `TREE_CHECK_MAX_ENTRIES`, and past the bound every edit is denied."""
+
+
+def protected_links(roots: Sequence[Path], limit: int = LINK_SCAN_MAX_ENTRIES) -> list[str] | None:
+    """The symbolic links under `roots` (none followed) that lead to a protected path or directory (`_link_leads`:
+    `docs/e -> ../.envrc`, `docs/v -> ../.vscode`), each relative to the root that holds it; None when the roots
+    hold more than `limit` entries (what lies past them cannot be vouched for). For a program that writes through a
+    link and judges only the text of a path (the Gemini CLI's `--policy` rules on `file_path`)."""
+    found: list[str] = []
+    left = limit
+    for root in roots:
+        pending = [root]
+        while pending:
+            directory = pending.pop()
+            try:
+                with os.scandir(directory) as entries:
+                    for entry in entries:
+                        left -= 1
+                        if left < 0:
+                            return None
+                        if entry.is_symlink():
+                            if _link_leads(entry.path, roots) is not None:
+                                found.append(Path(entry.path).relative_to(root).as_posix())
+                        elif entry.is_dir(follow_symlinks=False):
+                            pending.append(Path(entry.path))
+            except OSError:
+                continue
+    return found
 
 
 def _link_leads(path: str, roots: Sequence[Path]) -> str | None:

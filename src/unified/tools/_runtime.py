@@ -8,6 +8,7 @@ import functools
 import itertools
 import json
 import posixpath
+import shlex
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from unified.events import (
     UserInputResponse,
     permission_request,
 )
-from unified.tools import _files, _protected, _search, _shell, _shell_syntax
+from unified.tools import _files, _protected, _reach, _search, _shell, _shell_syntax
 from unified.tools._ask_user import CURRENT_CALL_ID, UserInputBridge, ask_user_tool
 from unified.tools._base import (
     InlineData,
@@ -45,6 +46,7 @@ from unified.tools._base import (
     params_schema,
 )
 from unified.tools._custom import function_tool
+from unified.tools._ignore import WALK_VETO
 from unified.tools._paths import Workspace, echoed, spelled
 from unified.tools._policy import (
     ALIASES,
@@ -58,6 +60,7 @@ from unified.tools._policy import (
     plain_path,
     session_rule,
 )
+from unified.tools._regex import matchable
 from unified.types import ApprovalMode, McpServer, StdioMcpServer
 
 __all__ = [
@@ -520,7 +523,7 @@ class ToolRuntime:
             return refusal
         # the path the protected-path check judged is the one the tool must write (unless the user changed it)
         judged_path = judged.get("path") if event.input is None else None
-        return _Ready(spec, params, event, judged_path)
+        return _Ready(spec, params, event, judged_path, self._veto(spec.name, args, event))
 
     async def _protected_write(
         self,
@@ -547,7 +550,9 @@ class ToolRuntime:
         elsewhere: bool = False,
         unseen: bool = False,
     ) -> PermissionDecision:
-        verdict = await linked_verdict(self.policy, self.workspace, tool, args, self.approval_mode, unseen=unseen)
+        verdict = await linked_verdict(
+            self.policy, self.workspace, tool, args, self.approval_mode, unseen=unseen, elsewhere=elsewhere
+        )
         guarded = None
         if verdict.decision is not Decision.DENY and self.approval_mode != "yolo":
             guarded = await self._protected_write(tool, args, judged, elsewhere=elsewhere)
@@ -598,12 +603,27 @@ class ToolRuntime:
             return decided("allow", "the user allowed it once", decided_by="user")
         return decided("deny", "the user denied it", decided_by="user", message=message)
 
+    def _veto(self, tool: str, args: Mapping[str, Any], event: PermissionDecision) -> _reach.Veto | None:
+        """What leaves an entry out of this call's walk (search, glob, tree of a folder): each entry the policy would
+        not let the call name directly (`_reach.Veto`), when a rule reads paths at all. Judged on the arguments
+        the tool runs with (the user's changed input, if any)."""
+        key = _WALK_KEYS.get(tool)
+        if key is None:
+            return None
+        readers = _reach.reads_arguments(self.policy, tool, self.approval_mode)
+        if readers is None:
+            return None
+        given = event.input if event.input is not None else args
+        root, mode = self.workspace.root, self.approval_mode
+        return _reach.Veto(readers, root, tool, dict(given), key, mode, event.rule, through_links=tool == "search")
+
     async def _execute(self, call: ToolCall, ready: _Ready, obs: ToolObserver) -> ToolOutcome:
         async def progress(message: str) -> None:
             await obs.progress(call, ToolProgress(tool_use_id=call.id, status="running", message=message))
 
         token = CURRENT_CALL_ID.set(call.id)
         judged = _files.JUDGED_PATH.set(ready.judged_path)
+        vetoed = WALK_VETO.set(ready.veto)
         try:
             result = await ready.spec.run(ready.params, progress)
         except ToolError as exc:
@@ -611,6 +631,7 @@ class ToolRuntime:
         except Exception as exc:
             return _error(call, f"Tool {call.name} failed unexpectedly: {type(exc).__name__}: {exc}", ready.decision)
         finally:
+            WALK_VETO.reset(vetoed)
             _files.JUDGED_PATH.reset(judged)
             CURRENT_CALL_ID.reset(token)
         try:
@@ -631,6 +652,8 @@ class _Ready:
     judged_path: Path | _files.Unresolved | None = None
     """The real path the protected-path check judged (write_file, edit_file; not in yolo mode), or why
     it could not resolve one."""
+    veto: _reach.Veto | None = None
+    """What leaves an entry out of the call's walk (`ToolRuntime._veto`)."""
 
 
 async def protected_write(
@@ -759,13 +782,19 @@ async def linked_verdict(
     *,
     unseen: bool = False,
     paths: Mapping[str, Any] | None = None,
+    elsewhere: bool = False,
 ) -> Verdict:
     """The policy's verdict on a call, read on its arguments and on the paths they reach (`real_paths`: through
     the kernel's links, and with `..` applied first as Claude Code applies it), the strictest. The one place a
     path rule is judged through links: unified's own tools (`_decide`) and the binaries' permission requests
     (Claude Code's `can_use_tool`, Codex's approvals, the Gemini CLI's through `decide`) all ask here, so a deny
     of `secrets/` holds on `docs/l/key` whichever program reads it. `paths`: the arguments as the program reads
-    its paths (Claude Code's `~`), when not as written."""
+    its paths (Claude Code's `~`), when not as written.
+
+    Where a rule reads arguments (`_reach.reads_arguments`), also what the call reaches past its path arguments: a
+    shell command's words through links and the folders its recursive readers walk (`_shell_verdict`), and, for a
+    tool a binary runs `elsewhere` (Claude Code's), the folder its search or glob walks (`_elsewhere_verdict`).
+    Unified's own walks leave out what the policy refuses as they go instead (`walk_veto`)."""
     verdict = policy.evaluate(tool, args, mode, unseen=unseen)
     if verdict.decision is Decision.DENY:
         return verdict
@@ -773,7 +802,108 @@ async def linked_verdict(
         real = await real_paths(workspace, tool, args if paths is None else paths, lexical=lexical)
         if real is not None:
             verdict = _stricter(verdict, policy.evaluate(tool, real, mode, unseen=unseen))
+    readers = _reach.reads_arguments(policy, tool, mode) if not unseen else None
+    if readers is None or verdict.decision is Decision.DENY:
+        return verdict
+    if tool == "run_shell_command" and isinstance(args.get("command"), str):
+        return await anyio.to_thread.run_sync(_shell_verdict, readers, workspace, args, mode, verdict)
+    if elsewhere:
+        return await anyio.to_thread.run_sync(
+            _elsewhere_verdict, readers, workspace, tool, paths or args, mode, verdict
+        )
     return verdict
+
+
+def _shell_verdict(
+    policy: Policy, workspace: Workspace, args: Mapping[str, Any], mode: ApprovalMode, verdict: Verdict
+) -> Verdict:
+    """`verdict` made stricter by what a shell command reaches (`_reach.shell_reach`): its words as the paths they
+    reach from every directory it may run in, and each folder a recursive reader of it walks, entry by entry.
+    Blocking."""
+    tool = "run_shell_command"
+    try:
+        cwd = workspace.real_path(str(args.get("dir_path") or "."))
+    except (ToolError, OSError):
+        cwd = workspace.root
+    reach = _reach.shell_reach(str(args["command"]), cwd, workspace.root)
+    if reach.doubt is not None and verdict.decision is Decision.ALLOW:
+        doubt = _reach.refusing_reader(policy)
+        if doubt is not None:
+            return Verdict(Decision.ASK_USER, doubt, f"rule {doubt.name} may apply to a path it reads: {reach.doubt}")
+    if reach.command is not None:
+        verdict = _stricter(verdict, policy.evaluate(tool, {**args, "command": reach.command}, mode))
+    budget = [limits.POLICY_WALK_MAX_ENTRIES]
+    for folder, certain, words, index in reach.walks:
+        if verdict.decision is Decision.DENY:
+            break
+
+        def judged(form: str, words: tuple[str, ...] = words, index: int = index) -> dict[str, Any]:
+            argv = [*words, form] if index < 0 else [*words[:index], form, *words[index + 1 :]]
+            return {**args, "command": shlex.join(argv)}
+
+        found = _reach.tree_verdict(
+            policy, workspace.root, tool, judged, folder, mode, verdict, certain=certain, budget=budget
+        )
+        if found is not None:
+            verdict = _stricter(verdict, found)
+    return verdict
+
+
+def _elsewhere_verdict(
+    policy: Policy, workspace: Workspace, tool: str, args: Mapping[str, Any], mode: ApprovalMode, verdict: Verdict
+) -> Verdict:
+    """`verdict` made stricter for a binary's own tool: a path it resolves in its own process (`/proc/self/cwd/..`)
+    is asked, and the folder its search or glob walks (Claude Code's Grep and Glob, the Gemini CLI's grep_search and
+    glob; its `path` or `dir_path`, else the workspace; the Gemini CLI's read_many_files, the workspace: its globs are
+    not read) is judged entry by entry (`_reach.tree_verdict`). Blocking."""
+    for key in PATH_ARGUMENTS:
+        value = args.get(key)
+        if (
+            isinstance(value, str)
+            and verdict.decision is Decision.ALLOW
+            and _reach.process_path(str(workspace.root / spelled(value)))
+        ):
+            doubt = _reach.refusing_reader(policy)
+            if doubt is not None:
+                shown = clip(value, 200, more="…")
+                why = f"rule {doubt.name} may apply to {shown}, which the program resolves in its own process"
+                return Verdict(Decision.ASK_USER, doubt, why)
+    if tool not in ("search", "glob", "read_many_files"):
+        return verdict
+    key = "dir_path" if "dir_path" in args else "path"  # the Gemini CLI's name, Claude Code's
+    if tool == "read_many_files":  # the Gemini CLI's: every file its `include` globs take, from the workspace
+        found = _reach.tree_verdict(
+            policy, workspace.root, tool, lambda form: {**args, key: form}, workspace.root, mode, verdict
+        )
+        return verdict if found is None else _stricter(verdict, found)
+    folder = args.get(key)
+    pattern = args.get("pattern")
+    listed = None
+    if tool == "glob" and isinstance(pattern, str):  # it lists the names its pattern takes, under its fixed folders
+        parts = pattern.split("/")
+        cut = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[{")), len(parts) - 1)
+        prefix = "/".join(parts[:cut]) or ("/" if pattern.startswith("/") else "")
+        if prefix:
+            folder = (
+                prefix if prefix.startswith("/") or not isinstance(folder, str) else f"{folder.rstrip('/')}/{prefix}"
+            )
+        try:
+            listed = _files.glob_regex("/".join(parts[cut:]) or "*")
+        except ToolError:
+            listed = None  # a pattern unified cannot read: every entry is judged
+    try:
+        real = workspace.real_path(folder if isinstance(folder, str) and folder else ".")
+    except (ToolError, OSError):
+        return verdict
+    if not real.is_dir():
+        return verdict
+
+    def judged(form: str) -> dict[str, Any]:
+        return {**args, key: form}
+
+    takes = None if listed is None else (lambda relative: listed.fullmatch(matchable(relative)) is not None)
+    found = _reach.tree_verdict(policy, workspace.root, tool, judged, real, mode, verdict, listed=takes)
+    return verdict if found is None else _stricter(verdict, found)
 
 
 async def read_outside(workspace: Workspace, paths: Sequence[str]) -> str | None:
@@ -878,6 +1008,9 @@ def model_output(value: Any, clean: Redactor) -> Any:
             return capped(text)
     return redacted
 
+
+_WALK_KEYS = {"search": "path", "glob": "dir_path", "tree": "path"}
+"""Unified's tools that walk a folder, and the argument that names it (an entry is judged as that argument)."""
 
 _PATH_TOOLS = frozenset(
     {"read_file", "write_file", "edit_file", "list_dir", "tree", "search", "glob", "run_shell_command"}

@@ -18,7 +18,7 @@ from unified._redaction import clip
 from unified.tools import _safe_io
 from unified.tools._base import Params, Progress, ToolError, ToolOutput
 from unified.tools._files import FileConfig
-from unified.tools._ignore import Budget, BudgetSpent, IgnoreRules, WalkedFile, walk_files
+from unified.tools._ignore import WALK_VETO, Budget, BudgetSpent, IgnoreRules, Veto, WalkedFile, walk_files
 from unified.tools._paths import Workspace, echoed, quoted, shown_line
 from unified.tools._regex import Pattern, PatternError, compile_pattern
 from unified.tools._safe_io import StopFlag
@@ -87,7 +87,7 @@ def _open_walked(workspace: Workspace, found: WalkedFile) -> int | None:
 
 
 def _scan(
-    workspace: Workspace, root: Path, shown: str, rx: Pattern, limit: int, stop: StopFlag
+    workspace: Workspace, root: Path, shown: str, rx: Pattern, limit: int, stop: StopFlag, veto: Veto | None = None
 ) -> tuple[list[Hit], str | None]:
     """The hits, and why the scan stopped early if its budget ran out."""
     hits: list[Hit] = []
@@ -97,6 +97,8 @@ def _scan(
         raise ToolError(f"Path not found: {shown}")
     try:
         if not stat.S_ISDIR(mode):
+            if veto is not None and veto.left_out(root, False, False):
+                return hits, None  # named directly, yet the policy refuses it as read (a rule for read_file)
             fd, _ = _safe_io.open_file(workspace, root, shown, "search")
             try:
                 _scan_file(fd, root, rx, hits, limit, stop, budget)
@@ -107,7 +109,7 @@ def _scan(
         try:
             rules = IgnoreRules.for_directory(workspace, root, budget)
             reopen = _safe_io.reopener(workspace)
-            for found in walk_files(fd, root, rules, stop, budget=budget, reopen=reopen):
+            for found in walk_files(fd, root, rules, stop, budget=budget, reopen=reopen, veto=veto):
                 file = _open_walked(workspace, found)
                 if file is None:
                     continue
@@ -135,11 +137,13 @@ async def search(config: FileConfig, p: SearchParams, progress: Progress) -> Too
     root = await workspace.resolve(p.path)
     shown = echoed(workspace.display(root))
     limit = min(p.limit, SEARCH_MAX_LIMIT)
-    hits, spent = await _safe_io.in_worker(lambda stop: _scan(workspace, root, shown, rx, limit, stop))
+    veto = WALK_VETO.get()
+    hits, spent = await _safe_io.in_worker(lambda stop: _scan(workspace, root, shown, rx, limit, stop, veto))
     stopped = f"[search stopped early: {spent}; the list may be incomplete: narrow the query or the path]"
+    left = veto.note() if veto is not None else None
     if not hits:
         empty = f'No matches found for pattern "{echoed(p.query)}" in path "{shown}".'
-        return ToolOutput(f"{empty}\n{stopped}" if spent else empty)
+        return ToolOutput("\n".join([empty, *([stopped] if spent else []), *([left] if left else [])]))
     rows = [f'Found {len(hits)} match(es) for pattern "{echoed(p.query)}" in path "{shown}":']
     for file, number, text, length in hits:
         line = shown_line(text)
@@ -150,4 +154,6 @@ async def search(config: FileConfig, p: SearchParams, progress: Progress) -> Too
         rows.append(f"[limit of {limit} matches reached; the list may be cut: narrow the query or the path]")
     if spent:
         rows.append(stopped)
+    if left:
+        rows.append(left)
     return ToolOutput("\n".join(rows))

@@ -147,3 +147,29 @@ def test_function_responses_of_this_prompt_are_collected(tmp_path: Path) -> None
         handle.write(line({"id": "u2", "type": "user", "content": [{"text": "a prompt"}]}))
     tail.poll()
     assert tail.answered == {"customDivide__customDivide_1_0": missing}
+
+
+def test_a_calls_record_without_text_is_not_the_answer_of_the_text_shown_before_it(tmp_path: Path) -> None:
+    """0.61 records a model call's text, then (once its calls ran) a record of its calls with `content: ""`. A read
+    that finished before unified saw ACP's `tool_call` (a loaded machine) has both on file when the text's message
+    ends: the kept answer is the text, not "" (which warned that the CLI kept nothing; a flaky CI failure)."""
+    from unified._adapters.gemini_cli._replays import Folding
+    from unified.events import TextDelta
+
+    path = chat_file(tmp_path)
+    chat = ChatRecords(tmp_path / ".gemini", SESSION)
+    chat.start()
+    lead = "Let me read the notes file now."
+    folding = Folding(chat)
+    shown = [folding.text(TextDelta(text=part, session_id="s")) for part in ("Let me read", " the notes file now.")]
+    assert [item.text for items in shown for item in items if isinstance(item, TextDelta)] == [
+        "Let me read",
+        " the notes file now.",
+    ]
+    with path.open("ab") as handle:
+        handle.write(line({"id": "u1", "type": "user", "content": [{"text": "hi"}]}))
+        handle.write(line({"id": "g1", "type": "gemini", "content": lead}))
+        handle.write(line(message(call(READ_ID, "success", {"output": "alpha\n"}), message_id="g2")))
+    items, kept_nothing = folding.end(final=False)
+    assert (items, kept_nothing) == ([], False)
+    assert chat.answers == {"g1": lead}

@@ -35,3 +35,24 @@ async def test_auto_edit_writes_plain_files_but_not_protected_ones(
     await run_gemini(fake, approval_mode="auto_edit", backend_options={"transport": transport})
     assert (workspace / "plain.txt").read_text() == "fine"
     assert not (workspace / protected).exists()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize("transport", ["acp", "stream-json"])
+async def test_auto_edit_does_not_write_a_protected_path_through_a_link(
+    run_gemini: Run, responses: Responses, workspace: Path, transport: str
+) -> None:
+    """Red team round 15. SUCCEEDED before on stream-json: the CLI writes through a link, and its `--policy` deny
+    rule read the text of `file_path`, so with `docs/e -> ../.envrc` in the repository its autoEdit wrote `.envrc`.
+    The links the workspace holds to protected paths are denied by name too."""
+    (workspace / "docs").mkdir()
+    (workspace / "docs" / "e").symlink_to("../.envrc")
+    fake = responses(
+        stream_line(call("write_file", file_path=str(workspace / "docs" / "e"), content="export X=1\n")),
+        stream_line(call("write_file", file_path=str(workspace / "plain.txt"), content="fine")),
+        stream_line(text("done")),
+    )
+    await run_gemini(fake, approval_mode="auto_edit", backend_options={"transport": transport})
+    assert (workspace / "plain.txt").read_text() == "fine"
+    assert not (workspace / ".envrc").exists()

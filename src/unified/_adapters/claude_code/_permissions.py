@@ -217,7 +217,7 @@ class PermissionBridge:
     ) -> Answer:
         name, args = policy_call(tool, tool_input)
         paths = _home_expanded(args, self.home)
-        verdict = await linked_verdict(self.policy, self.workspace, name, args, self.mode, paths=paths)
+        verdict = await linked_verdict(self.policy, self.workspace, name, args, self.mode, paths=paths, elsewhere=True)
         if verdict.decision is Decision.ALLOW and self.mode != "yolo":
             guarded = await protected_write(
                 name,

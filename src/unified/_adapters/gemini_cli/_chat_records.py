@@ -154,7 +154,11 @@ class ChatRecords:
                         self.answered[response["id"]] = response
             if record.get("type") == "gemini":
                 text = kept_text(record)
-                if text is not None:  # a record without an id (not the CLI's) counts as a call of its own
+                # A record with calls and no text is written once the calls have run, apart from the record of the
+                # text the same model call streamed before them (0.61): it is not that call's answer (read as one,
+                # a read finished before ACP's `tool_call` was seen made the shown text read as never kept).
+                if text is not None and (text or not tool_calls_of(record)):
+                    # a record without an id (not the CLI's) counts as a call of its own
                     key = record.get("id")
                     self.answers[key if isinstance(key, str) else f"#{len(self.answers)}"] = text
             if record.get("type") == "user" and not self.prompted:

@@ -345,11 +345,14 @@ class Launch:
         rules += policy_rules(self.excluded_tools, user_rule_tools(self.policy))
         return ["--policy", str(gemini_file("policy", ".toml", rules))]
 
-    def headless_policy_flags(self, *, protect_paths: bool) -> list[str]:
+    def headless_policy_flags(self, *, protect_paths: bool, links: Sequence[str] | None = ()) -> list[str]:
         """stream-json's `--policy` file, where nobody can be asked (the approval mode decides): the
         `excluded_tools` denied and, with `protect_paths` (all but yolo, where the CLI's autoEdit would
-        approve edits unseen), `write_file`/`replace` of a protected path denied (docs/tools.md)."""
-        rules = deny_rules(self.excluded_tools) + (protected_path_rules() if protect_paths else "")
+        approve edits unseen), `write_file`/`replace` of a protected path denied (docs/tools.md), named plainly or
+        through one of `links` the run's folders hold (`linked_protected_rules`; None: they could not be named)."""
+        rules = deny_rules(self.excluded_tools)
+        if protect_paths:
+            rules += protected_path_rules() + linked_protected_rules(links)
         if not rules:
             return []
         return ["--policy", str(gemini_file("exclude-tools", ".toml", rules))]
@@ -604,17 +607,31 @@ _MAX_ARGS_PATTERN = 2048
 """The longest `argsPattern` the CLI takes (it drops a longer one, and the rule with it)."""
 
 
-@functools.cache
-def protected_path_rules() -> str:
-    """Deny rules for the CLI's edit tools on protected paths, matched on their `file_path` argument
-    (the CLI tests `argsPattern` against the arguments' JSON; its regexes take no case flag, and it
-    drops a pattern with a quantified group, `(..)?`, or over 2,048 characters): as many rules as it
-    takes to keep each pattern under that length."""
-    fragments = []
-    for pattern in protected_path_patterns():
-        fragment = re.escape(pattern).replace(r"\*\*", '[^"]*').replace(r"\*", '[^/"]*').replace(r"\?", '[^/"]')
-        fragments.append(fragment)
-    # the CLI refuses a quantified group (its ReDoS check) and patterns over 2,048 characters
+_LINK_SAFE = re.compile(r"[A-Za-z0-9._+@/ -]+")
+"""A link's path the CLI's JSON of the arguments spells as it is (no escape), so a pattern can name it."""
+
+
+def linked_protected_rules(links: Sequence[str] | None) -> str:
+    """Deny rules for the CLI's edit tools on each link of the workspace that leads to a protected path or directory
+    (`_protected.protected_links`: `docs/e -> ../.envrc`; `docs/v -> ../.vscode` and what lies under it): the CLI
+    writes through a link, while `protected_path_rules` reads the text of `file_path` (red team round 15:
+    stream-json's autoEdit wrote `.envrc` as `docs/e`). The links are found when the run starts (headless, the CLI
+    runs no shell command unasked, so it makes none). None (they could not all be found), or a name no pattern can
+    spell: every edit is denied, saying why."""
+    if links is None or any(_LINK_SAFE.fullmatch(link) is None or len(link) > _MAX_ARGS_PATTERN // 4 for link in links):
+        why = "unified could not name every link of this workspace that leads to a protected path"
+        return (
+            '[[rule]]\ntoolName = ["write_file", "replace"]\ndecision = "deny"\npriority = 998\n'
+            f"denyMessage = {json.dumps(f'unified: {why}; use the acp transport to edit here')}\n\n"
+        )
+    fragments = [f'{re.escape(link)}|{re.escape(link)}/[^"]*' for link in links]
+    return _deny_edits(fragments, "a link to a protected path (it changes what runs later) is never written unasked")
+
+
+def _deny_edits(fragments: Sequence[str], message: str) -> str:
+    """Deny rules for the CLI's edit tools whose `file_path` ends in one of `fragments` (alternatives of a regex; the
+    CLI refuses a quantified group, its ReDoS check), as many as keep each `argsPattern` within what the CLI takes
+    (`_MAX_ARGS_PATTERN`)."""
     opening, closing = '"file_path":"(?:[^"]*/|)(?:', ')"'
     groups: list[list[str]] = [[]]
     for fragment in fragments:
@@ -622,14 +639,27 @@ def protected_path_rules() -> str:
             groups.append([])
         groups[-1].append(fragment)
     rules = []
-    for group in groups:
+    for group in groups if fragments else []:
         args = opening + "|".join(group) + closing
         if len(args) > _MAX_ARGS_PATTERN:
-            raise AssertionError(f"one protected path is too long for the CLI's argsPattern: {args[:80]}...")
+            raise AssertionError(f"one path is too long for the CLI's argsPattern: {args[:80]}...")
         rules.append(
             '[[rule]]\ntoolName = ["write_file", "replace"]\n'
             f"argsPattern = {json.dumps(args)}\n"
             'decision = "deny"\npriority = 998\n'
-            'denyMessage = "unified: a protected path (it changes what runs later) is never written unasked"\n\n'
+            f"denyMessage = {json.dumps(f'unified: {message}')}\n\n"
         )
     return "".join(rules)
+
+
+@functools.cache
+def protected_path_rules() -> str:
+    """Deny rules for the CLI's edit tools on protected paths, matched on their `file_path` argument
+    (the CLI tests `argsPattern` against the arguments' JSON; its regexes take no case flag, and it
+    drops a pattern with a quantified group, `(..)?`, or over 2,048 characters): as many rules as it
+    takes to keep each pattern under that length."""
+    fragments = [
+        re.escape(pattern).replace(r"\*\*", '[^"]*').replace(r"\*", '[^/"]*').replace(r"\?", '[^/"]')
+        for pattern in protected_path_patterns()
+    ]
+    return _deny_edits(fragments, "a protected path (it changes what runs later) is never written unasked")

@@ -50,6 +50,7 @@ from unified.events import (
     WarningEvent,
 )
 from unified.sessions import short_id_of
+from unified.tools._protected import protected_links
 
 __all__ = ["StreamJsonTranslator", "run_stream_json"]
 
@@ -259,7 +260,10 @@ async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutc
     argv += ["--approval-mode", STREAM_JSON_MODES[params.approval_mode]]
     if launch.fake_responses is not None:
         argv += ["--fake-responses", str(launch.fake_responses)]
-    argv += launch.headless_policy_flags(protect_paths=params.approval_mode != "yolo")
+    protect = params.approval_mode != "yolo"
+    roots = [cwd, *launch.include_directories]
+    links = await anyio.to_thread.run_sync(protected_links, roots) if protect else []
+    argv += launch.headless_policy_flags(protect_paths=protect, links=links)
     guard: ResumeGuard | None = None
     session_model = None
     leased = False
