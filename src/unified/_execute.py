@@ -478,6 +478,11 @@ def _make_backend(params: ExecuteParams, *, fallback: bool = True) -> tuple[Back
                 chosen = _NamedResume(run, chosen)
     except UnifiedError as exc:
         chosen, run = _Unavailable(name, exc), params
+    except OSError as exc:  # a backend's files made as it is set up (a settings file in unified's cache folder)
+        typed = unwritable(exc, name)
+        if typed is None:
+            raise
+        chosen, run = _Unavailable(name, typed), params
     return (_Failover(params, chosen) if fallback and params.fallback else chosen), run
 
 

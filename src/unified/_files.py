@@ -25,12 +25,15 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from unified.errors import BackendUnavailable
+from unified.errors import BackendUnavailable, SessionError
 
 __all__ = [
     "FileTooLarge",
     "NotRegularFile",
     "append_line",
+    "file_in_the_way",
+    "folder_entries",
+    "make_way",
     "open_regular",
     "open_regular_fd",
     "read_regular",
@@ -47,19 +50,84 @@ limit (RLIMIT_FSIZE), a read-only file system, a folder the user may not write."
 
 
 def unwritable(exc: BaseException, backend: str) -> BackendUnavailable | None:
-    """`exc` as the typed error of a backend that cannot write its files here (`UNWRITABLE`), naming the file; None
-    for any other failure. A run's files outside the session store (a conversation written into an agent CLI's
-    home, its key and settings files, its debug log) failed with the bare OSError, which a run reported as
-    `internal_error`, "a bug in unified"; `backend_unavailable` lets the run fail over to a backend that can."""
-    if not isinstance(exc, OSError) or exc.errno not in UNWRITABLE:
+    """`exc` as the typed error of a backend that cannot write its files here (`UNWRITABLE`, or a file where one
+    of its folders goes), naming the file; None for any other failure. A run's files outside the session store (a
+    conversation written into an agent CLI's home, its key and settings files, its debug log, unified's cache)
+    failed with the bare OSError, which a run reported as `internal_error`, "a bug in unified";
+    `backend_unavailable` lets the run fail over to a backend that can."""
+    if not isinstance(exc, OSError):
+        return None
+    details = {"path": str(exc.filename or ""), "errno": exc.errno}
+    if exc.errno in (errno.ENOTDIR, errno.EEXIST) and (blocker := file_in_the_way(exc.filename)) is not None:
+        return BackendUnavailable(
+            f"the {backend} backend cannot make its folder {exc.filename}: {blocker} is a file, not a folder",
+            hint=f"{make_way(blocker)}; or let the run fail over to another backend (ExecuteParams.fallback)",
+            details=details,
+        )
+    if exc.errno not in UNWRITABLE:
         return None
     where = f" ({exc.filename})" if exc.filename else ""
     return BackendUnavailable(
         f"the {backend} backend cannot write its files here{where}: {exc.strerror or exc}",
         hint="free disk space (or raise the quota or file size limit), or make that folder writable; or let the "
         "run fail over to another backend (ExecuteParams.fallback)",
-        details={"path": str(exc.filename or ""), "errno": exc.errno},
+        details=details,
     )
+
+
+_FOLDER_SETTINGS = ("UNIFIED_DATA_DIR", "UNIFIED_CODEX_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME")
+"""The environment variables that name the folders unified writes under (`make_way` points at the one to fix)."""
+
+
+def file_in_the_way(path: str | os.PathLike[str] | None) -> Path | None:
+    """The file (anything but a folder) standing at `path` or at one of its parents, where a folder should be: what
+    an ENOTDIR ("Not a directory", naming the path being made, not the file) or a mkdir's EEXIST is about. None
+    when the nearest existing one is a folder, or `path` is None."""
+    if path is None:
+        return None
+    target = Path(os.fsdecode(path))
+    for candidate in (target, *target.parents):
+        try:
+            status = os.stat(candidate)
+        except OSError:
+            continue
+        return None if stat.S_ISDIR(status.st_mode) else candidate
+    return None
+
+
+def make_way(blocker: Path) -> str:
+    """What to do about a file where a folder goes: move it, or (when a folder setting of the environment names the
+    file itself, as `UNIFIED_DATA_DIR=~/notes.txt` does) point that setting at a folder."""
+    for name in _FOLDER_SETTINGS:
+        value = os.environ.get(name, "").strip()
+        if value and Path(value).expanduser().absolute() == blocker.absolute():
+            return f"{name} names that file: point {name} at a folder, or move the file away"
+    return "move or remove that file"
+
+
+def folder_entries(folder: Path, backend: str) -> list[Path]:
+    """The entries of a folder of `backend`'s session files, sorted; [] for one that is not there. One that cannot
+    be read (no permission, an I/O error, a file in its place) is a `SessionError` naming it, which a listing of
+    every backend reports as that backend not searched: it was the bare OSError (`unified sessions list` ended as
+    "a bug in unified"), or, through `glob`, which passes over what it cannot read, "no sessions yet"."""
+    try:
+        return sorted(folder.iterdir())
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        details = {"path": str(folder), "errno": exc.errno}
+        blocker = file_in_the_way(folder) if exc.errno == errno.ENOTDIR else None
+        if blocker is not None:
+            raise SessionError(
+                f"the {backend} session folder {folder} cannot be read: {blocker} is a file, not a folder",
+                hint=f"{make_way(blocker)}; no session was changed",
+                details=details,
+            ) from None
+        raise SessionError(
+            f"the {backend} session folder {folder} cannot be read: {exc.strerror or exc}",
+            hint="make it readable by this user (its owner or permissions), or move it away; no session was changed",
+            details=details,
+        ) from None
 
 
 class NotRegularFile(OSError):

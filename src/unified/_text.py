@@ -19,7 +19,7 @@ from typing import Any
 
 from unified._limits import MAX_JSON_DEPTH
 
-__all__ = ["escapes_surrogates", "loaded_well_formed", "well_formed", "well_formed_json"]
+__all__ = ["escapes_surrogates", "json_type", "loaded_well_formed", "well_formed", "well_formed_json"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 """A code point no UTF-8 holds. In a `str` every surrogate is alone: a JSON pair parses into one character."""
@@ -59,3 +59,18 @@ def loaded_well_formed(raw: str | bytes, value: Any) -> Any:
     itself (no walk)."""
     escaped = (b"\\ud" in raw or b"\\uD" in raw) if isinstance(raw, bytes) else escapes_surrogates(raw)
     return well_formed_json(value) if escaped else value
+
+
+def json_type(value: object) -> str:
+    """The JSON type of a parsed value, as a message says it ("a number", "an array", "null")."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object" if isinstance(value, dict) else type(value).__name__

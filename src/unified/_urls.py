@@ -7,17 +7,29 @@ errors quote the parts a token may stand in.
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from urllib.parse import urlsplit
 
 __all__ = ["url_problem"]
+
+_IPV4_LIKE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+")
+"""A host the HTTP client (httpx) takes for an IPv4 address, and refuses unless it is one (`999.1.1.1`)."""
 
 
 def url_problem(url: str) -> str | None:
     """Why `url` is no http(s) URL an HTTP client can connect to, or None. In unified's words, never the
     parser's: its errors quote the URL's parts (`Port could not be cast to integer value as 'tok_live_...'`,
-    `netloc '...' contains invalid characters`), and a gateway's URL may carry a token there."""
+    `netloc '...' contains invalid characters`, `Invalid IDNA hostname: '...'`), and a gateway's URL may carry a
+    token there. Whitespace at either end, or in the scheme, host or port, is refused (a URL copied with a space or
+    a line break passed here and failed at the first request: the host read as empty, `exa%20mple.com` looked up,
+    a line break refused by the client); in the path or query it is kept, as an HTTP client sends it (`%20`)."""
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in url.strip()):
+        return "it holds a control character (a tab or a line break?)"
+    if url != url.strip():
+        return "it starts or ends with whitespace (a space or a line break copied with it?)"
     try:
-        parts = urlsplit(url.strip())
+        parts = urlsplit(url)
         port = parts.port  # a port of letters, or past 65535, raises here
     except ValueError as exc:
         if "Port" in str(exc):
@@ -29,6 +41,31 @@ def url_problem(url: str) -> str | None:
         return f"its scheme is {parts.scheme!r}, not http or https" if parts.scheme else "it has no http:// or https://"
     if not parts.hostname:
         return "it names no host"
+    if any(c.isspace() for c in parts.netloc):
+        return "its user, host or port holds whitespace"
     if port == 0:
         return "its port is 0"
+    return _host_problem(parts.hostname)
+
+
+def _host_problem(host: str) -> str | None:
+    """Why the HTTP client cannot encode `host` (lower case, brackets gone) for a request, or None: an
+    internationalized name that IDNA refuses (a zero-width space, `⒈`, a bad `xn--` label), a would-be IPv4
+    address. Checked as httpx does, since google-genai sends through it."""
+    if _IPV4_LIKE.fullmatch(host):
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            return "its host looks like an IPv4 address but is not one"
+        return None
+    if host.isascii() and not any(label.startswith("xn--") for label in host.split(".")):
+        return None
+    if ":" in host:  # an IPv6 address, checked by urlsplit
+        return None
+    import idna  # httpx's own dependency; loaded only for a name that is not plain ASCII
+
+    try:
+        idna.decode(host) if host.isascii() else idna.encode(host)
+    except (idna.IDNAError, UnicodeError, ValueError):
+        return "its host is not a valid internationalized domain name (IDNA refuses it)"
     return None

@@ -493,7 +493,7 @@ class Conversation(BaseModel):
             hidden = [
                 {**error, "ctx": {**error.get("ctx", {}), "tag": "..."}}
                 if error["type"] == "union_tag_invalid"
-                else {**error, "loc": (*error["loc"][:-1], "...")}
+                else {**error, "loc": (*error["loc"][:-1], "..."), "type": _unknown_field(len(error["loc"]) == 1)}
                 if error["type"] == "extra_forbidden"
                 else error
                 for error in errors
@@ -503,6 +503,22 @@ class Conversation(BaseModel):
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
         return cls.model_json_schema()
+
+
+def _unknown_field(top: bool) -> PydanticCustomError:
+    """A field the format does not have, in words that say so and what to do: "Extra inputs are not permitted" at a
+    location of `...` told a reader who gave another tool's export (`{"messages": [...]}`) neither. Its name is not
+    shown (see `Conversation.from_json`)."""
+    if top:
+        return PydanticCustomError(
+            "extra_forbidden",
+            "a field no conversation has (its name not shown: it may hold a key); a conversation is a JSON object of "
+            "format, version, origin, system_instruction and turns, as `unified sessions export` prints it, not "
+            "another tool's export",
+        )
+    return PydanticCustomError(
+        "extra_forbidden", "a field this part of a conversation does not have (its name not shown)"
+    )
 
 
 CONTINUED_PROMPT = "[a conversation continued from here]"

@@ -104,19 +104,10 @@ class StdioMcpServer(_Frozen):
     timeout_s: float = Field(default=30.0, gt=0, allow_inf_nan=False, description=_MCP_TIMEOUT)
 
 
-def _url_problem(url: str) -> str | None:
-    """What keeps `url` from naming an HTTP endpoint, or None (`unified._urls.url_problem`, the check of a base URL
-    too, and a control character). Checked when the server is described: a bad port, no host or another scheme
-    failed at the first connection with the HTTP client's own words ("InvalidURL: Invalid port", an OverflowError),
-    or not at all inside an agent binary."""
-    problem = url_problem(url)
-    if problem is None and any(ord(c) < 0x20 or ord(c) == 0x7F for c in url.strip()):
-        return "it holds a control character"
-    return problem
-
-
 class _UrlMcpServer(_Frozen):
-    """An MCP server reached at a URL: the URL is checked as the server is described (`_url_problem`)."""
+    """An MCP server reached at a URL: the URL is checked as the server is described (`unified._urls.url_problem`,
+    the check of a base URL too). A bad port, no host or another scheme failed at the first connection with the HTTP
+    client's own words ("InvalidURL: Invalid port", an OverflowError), or not at all inside an agent binary."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True, hide_input_in_errors=True)
     """Its input not in an error: it holds the URL's password or key, and the headers."""
@@ -124,7 +115,7 @@ class _UrlMcpServer(_Frozen):
     @model_validator(mode="after")
     def _url_fits(self) -> _UrlMcpServer:
         url: str = getattr(self, "url")  # noqa: B009  # each subclass's own field, described there
-        problem = _url_problem(url)
+        problem = url_problem(url)
         if problem is not None:
             raise ValueError(  # the URL itself not repeated: a token may stand where its port or host goes
                 f"MCP server {getattr(self, 'name')!r}: its url cannot be used: {problem}; "  # noqa: B009

@@ -252,7 +252,7 @@ async def _claude_handle(translator: StreamTranslator, message: dict[str, Any], 
 def _claude_verify(message: dict[str, Any], wire: Wire, ctx: Context, who: str) -> str | None:
     request_id = message.get("request_id")
     answers = wire.answers()
-    if not isinstance(request_id, str) or not isinstance(message.get("request"), dict):
+    if not isinstance(request_id, str):
         return None if not answers else f"answered a request it cannot address: {answers}"
     if len(answers) != 1 or answers[0][1] != request_id:
         return f"expected one answer to {request_id!r}, sent {wire.sent}"

@@ -705,7 +705,6 @@ def test_the_event_rendering_shows_control_characters_instead_of_obeying_them(ev
     [
         {"type": "control_request", "request_id": 7, "request": {"subtype": "can_use_tool", "tool_name": "Bash"}},
         {"type": "control_request", "request": {"subtype": "can_use_tool", "tool_name": "Bash"}},
-        {"type": "control_request", "request_id": "r1", "request": "can_use_tool"},
     ],
 )
 async def test_claude_code_a_control_request_that_cannot_be_answered_is_a_warning_not_silence(

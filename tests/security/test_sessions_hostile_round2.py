@@ -260,9 +260,10 @@ def test_a_store_whose_directory_is_a_file_is_a_typed_error_that_names_it(tmp_pa
         with pytest.raises(SessionStoreUnavailable) as caught:
             attempt()
         assert caught.value.code == "session_store_unavailable"
-        assert f"the session store at {root} cannot be written: Not a directory" in caught.value.message
-        assert "writable" in str(caught.value.hint)
-    with pytest.raises(SessionStoreUnavailable, match="cannot be read: Not a directory"):
+        blocker = root / BACKEND
+        assert f"the session store at {root} cannot be written: {blocker} is a file" in caught.value.message
+        assert "move or remove that file" in str(caught.value.hint)
+    with pytest.raises(SessionStoreUnavailable, match=r"cannot be read: .* is a file, where the store needs a folder"):
         anyio.run(store.load, BACKEND, session.session_id)
     assert (root / BACKEND).read_text() == "not a directory"
 
@@ -323,7 +324,7 @@ async def test_a_run_on_a_store_that_cannot_be_written_ends_with_session_store_u
     events = [e async for e in EventStream(params)]
     errors = [e for e in events if isinstance(e, ErrorEvent)]
     assert [e.code for e in errors] == ["session_store_unavailable"], [e.message for e in errors]
-    assert "Not a directory" in errors[0].message
+    assert f"{root / backend} is a file, where the store needs a folder" in errors[0].message
     assert (root / backend).read_text() == "not a directory"
 
 

@@ -256,7 +256,7 @@ def test_a_store_whose_directory_is_a_file_is_not_listed_as_empty(tmp_path: Path
     (tmp_path / "file").write_text("not a directory")
     store = FileSessionStore(tmp_path / "file" / "sessions")  # UNIFIED_DATA_DIR set to a file
     for attempt in (lambda: anyio.run(store.list_sessions, BACKEND), lambda: anyio.run(store.resolve, BACKEND, "ab")):
-        with pytest.raises(SessionStoreUnavailable, match="cannot be listed: Not a directory"):
+        with pytest.raises(SessionStoreUnavailable, match=r"cannot be listed: .*file is a file, where the store needs"):
             attempt()  # it was [] and SessionNotFound: "no sessions yet", while every save failed
     assert (tmp_path / "file").read_text() == "not a directory"
 
@@ -269,11 +269,12 @@ def test_sessions_list_on_a_store_that_is_a_file_says_so(
     result = CliRunner().invoke(cli.app, ["sessions", "list"])
     assert "Traceback" not in result.output
     assert "sessions yet" not in result.stdout
-    assert "sessions of generate-content are not available" in result.stderr
-    assert "Not a directory" in result.stderr
+    assert "sessions of generate-content, interactions are not available" in result.stderr  # one line for both
+    assert "is a file, where the store needs a folder" in result.stderr
+    assert "UNIFIED_DATA_DIR names that file" in result.stderr
     result = CliRunner().invoke(cli.app, ["sessions", "list", "--backend", "generate-content"])
     assert result.exit_code == 1
-    assert "cannot be listed: Not a directory" in result.stderr
+    assert f"cannot be listed: {tmp_path / 'file'} is a file" in result.stderr
 
 
 @pytest.mark.parametrize("url", ["ftp://x/y", "file:///tmp/%00"])

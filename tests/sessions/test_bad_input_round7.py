@@ -23,6 +23,10 @@ def test_an_empty_listing_of_a_cwd_names_it_and_says_when_it_is_no_directory(
         path.mkdir()
     result = CliRunner().invoke(cli.app, ["sessions", "list", "--backend", "codex", "--cwd", str(path)])
     assert result.exit_code == 0, result.output
-    missing = "" if kind == "directory" else " (no such directory here: check --cwd)"
+    missing = {
+        "directory": "",
+        "file": " (a file, not a directory: check --cwd)",  # round 9: it said "no such directory here"
+        "missing": " (no such directory here: check --cwd)",
+    }[kind]
     assert result.output.strip() == f"no codex sessions in the project at {path}{missing}"
     assert "yet" not in result.output

@@ -32,17 +32,19 @@ import contextlib
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from unified._binary.framing import json_line, parse_object
 from unified._binary.loops import PerLoopLock
 from unified._internal.json_head import answer_in_head, request_in_head
 from unified._redaction import clip
+from unified._text import json_type
 from unified.backends import AgentProcess, MalformedLine
 
 __all__ = [
     "UNROUTED_LIMIT",
     "ConnectionClosed",
+    "Ended",
     "Inbox",
     "Incoming",
     "JsonRpcConnection",
@@ -52,6 +54,7 @@ __all__ = [
     "as_dict",
     "as_list",
     "reject_request",
+    "stream_ended",
 ]
 
 UNROUTED_LIMIT = 100
@@ -83,13 +86,39 @@ class RpcError(Exception):
             self.code = int(error.get("code", 0) or 0)
         except (TypeError, ValueError, OverflowError):  # no number: the agent's error has no code to go by
             self.code = 0
-        self.message = str(error.get("message", ""))
+        message = error.get("message")
+        if isinstance(message, str) and message.strip():
+            self.message = message
+        else:  # "refused initialize: " said nothing; a number was shown as if it were the agent's words
+            what = "no message" if message is None or message == "" else f"a message that is {json_type(message)}"
+            self.message = f"an error with {what} (JSON-RPC error code {self.code})"
         self.data = error.get("data")
         super().__init__(f"{method} failed ({self.code}): {self.message}")
 
 
 class ConnectionClosed(Exception):
     """The process ended (or closed its stdout, or was closed) while a caller was waiting on it."""
+
+
+class Ended(NamedTuple):
+    """How a binary whose stream closed had ended (`stream_ended`): the arguments of an adapter's `error_from_exit`."""
+
+    code: int | None
+    """Its exit status; None while it still runs."""
+    stderr_tail: str
+    what: str
+    """"<label> exited <when> (<cause>)", or "<label> closed its stdout <when>, without exiting"."""
+
+
+async def stream_ended(process: AgentProcess, label: str, when: str, cause: BaseException, grace: float) -> Ended:
+    """How `process` ended once its stream closed (`cause`), after up to `grace` seconds for its exit. One wording for
+    every binary: one that closed its stdout and ran on was said to have exited while still running (gemini at
+    start and mid-run, codex), each adapter in words of its own. The adapter makes its error of it with its own
+    `error_from_exit(*ended)`, which keeps what is its own (gemini's exit 41 is `auth_error`; codex's message ends
+    with its last stderr line)."""
+    code = await process.wait(grace)
+    what = f"exited {when} ({cause})" if code is not None else f"closed its stdout {when}, without exiting"
+    return Ended(code, process.stderr_tail(), f"{label} {what}")
 
 
 @dataclass(slots=True)
@@ -226,8 +255,14 @@ class JsonRpcConnection:
                     break
         finally:
             self.forget(request_id)
-        if isinstance(answer.get("error"), dict):
-            raise RpcError(method, answer["error"])
+        error = answer.get("error")
+        if isinstance(error, dict):
+            raise RpcError(method, error)
+        if error is not None:  # a string or a number where JSON-RPC's error object goes: an error all the same
+            said = f": {clip(error, 200)!r}" if isinstance(error, str) else ""
+            raise RpcError(
+                method, {"message": f"an error that is {json_type(error)}, not a JSON-RPC error object{said}"}
+            )
         return as_dict(answer.get("result"))
 
     # --- receiving ------------------------------------------------------------------------------

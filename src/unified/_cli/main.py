@@ -342,7 +342,9 @@ def _validation_line(exc: ValidationError) -> str:
         where = ".".join(str(part) for part in error["loc"])
         message = str(error["msg"]).removeprefix("Value error, ")
         parts.append(f"{where}: {message}" if where else message)
-    return redact_key_shapes("; ".join(parts))  # a message or a field name may quote the input (a key)
+    return redact_key_shapes(
+        "; ".join(dict.fromkeys(parts))
+    )  # once each: two unknown fields read as one (`...`)  # a message or a field name may quote the input (a key)
 
 
 def _output_failed(exc: _OutputFailed, *, running: bool = False) -> int:
@@ -1166,7 +1168,13 @@ def sessions_list(
             _say(f"no sessions in the backends searched ({', '.join(_searched(listing))})", style="dim")
     elif not listing.sessions and not listing.unreadable and cwd is not None:
         # "no sessions yet: `unified run` starts one" was said of a --cwd with a typo, sessions or not elsewhere
-        missing = "" if cwd.is_dir() else " (no such directory here: check --cwd)"
+        missing = (  # a file was said to be no such directory
+            ""
+            if cwd.is_dir()
+            else " (a file, not a directory: check --cwd)"
+            if cwd.exists()
+            else " (no such directory here: check --cwd)"
+        )
         _say(f"no {backend + ' ' if backend else ''}sessions in the project at {cwd.resolve()}{missing}", style="dim")
     elif not listing.sessions and not listing.unreadable:
         _say(f"no {backend + ' ' if backend else ''}sessions yet: `unified run` starts one", style="dim")

@@ -24,7 +24,6 @@ __all__ = [
     "UNFIT_ERRORS",
     "credentials_error",
     "error_from_status",
-    "json_type",
     "retry_delay",
     "timed_out",
     "unfit_response",
@@ -202,21 +201,6 @@ UNFIT_ERRORS = (TypeError, AttributeError, ValueError, KeyError, IndexError)
 """What reading a wire field of the wrong shape raises (`x.get` on a list, `int()` of an object, `candidates[0]`
 of an object, google-genai's ValidationError): caught at a translator's boundary for one native message, the
 server's fault (`unfit_response`)."""
-
-
-def json_type(value: object) -> str:
-    """The JSON type of a parsed value, as a message says it ("a number", "an array", "null")."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object" if isinstance(value, dict) else type(value).__name__
 
 
 def unfit_response(why: str) -> BackendError:

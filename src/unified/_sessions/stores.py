@@ -56,7 +56,7 @@ import platformdirs
 from unified import _limits as limits
 from unified._environ import PerEnvironment
 from unified._exports import publish
-from unified._files import NotRegularFile, open_regular, write_atomically
+from unified._files import NotRegularFile, file_in_the_way, make_way, open_regular, write_atomically
 from unified._redaction import clip, redact
 from unified._sessions import spares
 from unified._sessions.records import (
@@ -475,11 +475,25 @@ def _failing_at(root: str | Path, what: str, *, missing: bool = False) -> Iterat
 
 def _unavailable(root: str | Path, what: str, exc: OSError) -> SessionStoreUnavailable:
     where = exc.filename or root
+    details = {"path": str(where), "errno": exc.errno}
+    keep = "no stored session was changed"
+    other = "point UNIFIED_DATA_DIR (or UNIFIED_SESSION_STORE_URL) at another store"
+    if exc.errno in (errno.ENOTDIR, errno.EEXIST) and (blocker := file_in_the_way(where)) is not None:
+        return SessionStoreUnavailable(  # it said "Not a directory" of the folder, and to make it writable
+            f"the session store at {root} cannot {what}: {blocker} is a file, where the store needs a folder",
+            hint=f"{make_way(blocker)} (or {other}); {keep}",
+            details=details,
+        )
+    if exc.errno == errno.EROFS:
+        fix = f"{other} on a writable file system"
+    elif exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        fix = f"free disk space (or raise the quota), or {other}"
+    else:
+        fix = f"make that directory writable, or {other}"
     return SessionStoreUnavailable(
         f"the session store at {root} cannot {what}: {exc.strerror or exc} ({where})",
-        hint="make that directory writable (or free disk space), or point UNIFIED_DATA_DIR (or "
-        "UNIFIED_SESSION_STORE_URL) at another store; no stored session was changed",
-        details={"path": str(where), "errno": exc.errno},
+        hint=f"{fix}; {keep}",
+        details=details,
     )
 
 

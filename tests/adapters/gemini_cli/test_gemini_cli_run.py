@@ -579,7 +579,12 @@ async def test_oversized_line_is_dropped_with_a_warning(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("method", "fault", "code", "words"),
     [
-        ("initialize", Crash(exit_code=41, stderr="no credentials"), "auth_error", "failed to start"),
+        (
+            "initialize",
+            Crash(exit_code=41, stderr="no credentials"),
+            "auth_error",
+            "exited before it answered initialize",
+        ),
         ("initialize", ErrorAnswer(-32603, "internal"), "backend_error", "failed to start"),
         ("session/new", ErrorAnswer(401, "Unauthenticated"), "auth_error", "session/new"),
         ("session/set_model", ErrorAnswer(-32602, "unknown model"), "backend_error", "session/set_model"),

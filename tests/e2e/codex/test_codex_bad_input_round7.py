@@ -28,7 +28,7 @@ async def test_an_app_server_that_closes_its_stdout_and_runs_on_is_told_so_and_s
     error = the_error(events)
     assert error.code == "backend_error"
     assert error.message.startswith(
-        "codex app-server closed its stdout before it answered initialize without exiting (still running)"
+        "codex app-server closed its stdout before it answered initialize, without exiting (still running)"
     ), error.message
     assert "exited" not in error.message
     assert started.still_running() == []

@@ -87,7 +87,7 @@ async def test_a_binary_that_exits_0_without_answering_is_a_backend_error(
         events = await run(server, workspace, gemini_binary=binary)
     error = the_error(events)
     assert error.code == "backend_error"
-    assert "failed to start" in error.message
+    assert "gemini --acp exited before it answered initialize" in error.message
     assert "exit code 0" in error.message
 
 

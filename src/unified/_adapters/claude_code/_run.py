@@ -55,6 +55,7 @@ from unified._adapters.claude_code._translate import (
 )
 from unified._binary.process import ProcessStarter
 from unified._redaction import clip
+from unified._text import json_type
 from unified.backends import AgentProcess, RunContext, RunOutcome
 from unified.errors import BackendError, RunStopped, UnifiedError
 from unified.events import SessionStarted, UnifiedEvent, Usage, WarningEvent
@@ -396,15 +397,27 @@ class ClaudeRun:
         assert connection is not None
         request_id = message.get("request_id")
         request = message.get("request")
+        if isinstance(request_id, str) and not isinstance(request, dict):
+            # Its id can be answered: an error answer, or the CLI waited for one until the run's idle timeout.
+            await connection.respond_error(
+                request_id, f"unified could not read this request: its request is {json_type(request)}, not an object"
+            )
+            await self._emit(
+                WarningEvent(
+                    code="malformed_line",
+                    message=f"the claude CLI sent a control_request whose request is {json_type(request)}, not an "
+                    "object; unified answered it with an error",
+                )
+            )
+            return
         if not isinstance(request_id, str) or not isinstance(request, dict):
             # No answer can name it: said, not swallowed (a CLI waiting for its answer stalls the run).
-            why = "no string request_id" if not isinstance(request_id, str) else "no request object"
             subtype = request.get("subtype") if isinstance(request, dict) else None
             kind = clip(subtype, 60) if isinstance(subtype, str) and subtype else "of no subtype"
             await self._emit(
                 WarningEvent(
                     code="malformed_line",
-                    message=f"the claude CLI sent a control_request ({kind}) with {why}; "
+                    message=f"the claude CLI sent a control_request ({kind}) with no string request_id; "
                     "unified cannot answer it and ignored it (the CLI may wait for that answer)",
                 )
             )

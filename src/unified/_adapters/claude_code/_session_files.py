@@ -27,8 +27,8 @@ from typing import Any
 
 from unified._adapters.claude_code._launch import config_dir
 from unified._adapters.claude_code._options import BACKEND
-from unified._files import open_regular, write_atomically
-from unified._text import loaded_well_formed
+from unified._files import folder_entries, open_regular, write_atomically
+from unified._text import json_type, loaded_well_formed
 from unified.errors import CorruptSession, SessionNotFound
 from unified.sessions import SessionInfo, SessionProblem, resolve_ref, short_id_of
 
@@ -114,6 +114,10 @@ class ParsedSession:
     updated_at: datetime | None = None
     continued_from: dict[str, Any] | None = None
     """The conversation this session was made from (`ExecuteParams.history`), as its origin names it."""
+    unreadable_user: str | None = None
+    """What was wrong with the first user line whose message is of a shape the CLI never writes ("message is a
+    string, not an object"): with no prompt read, such a file is listed with a problem, not hidden as one that never
+    got a prompt."""
 
     def conversation_lines(self) -> list[dict[str, Any]]:
         """The main conversation's `user` / `assistant` lines, in order."""
@@ -159,6 +163,11 @@ def parse_session(path: Path, *, max_bytes: int | None = None, keep_lines: bool 
             if isinstance(line.get("cwd"), str) and parsed.cwd is None:
                 parsed.cwd = line["cwd"]
             message = line.get("message")
+            if line.get("type") == "user" and parsed.unreadable_user is None:
+                if not isinstance(message, Mapping):
+                    parsed.unreadable_user = f"message is {json_type(message)}, not an object"
+                elif not isinstance(message.get("content"), str | list):
+                    parsed.unreadable_user = f"message content is {json_type(message.get('content'))}, not text"
             if not isinstance(message, Mapping):
                 continue
             if line.get("type") == "assistant" and isinstance(message.get("model"), str):
@@ -188,13 +197,11 @@ class SessionFiles:
 
     def files(self) -> Iterator[Path]:
         """Every session file (`<uuid>.jsonl` directly in a project folder)."""
-        if not self.projects.is_dir():
-            return
-        for project in sorted(self.projects.iterdir()):
+        for project in folder_entries(self.projects, BACKEND):
             if not project.is_dir():
                 continue
-            for path in sorted(project.glob("*.jsonl")):
-                if _UUID.match(path.stem):
+            for path in folder_entries(project, BACKEND):
+                if path.suffix == ".jsonl" and _UUID.match(path.stem):
                     yield path
 
     def find(self, session_id: str) -> Path | None:
@@ -213,6 +220,11 @@ class SessionFiles:
                 return self._unreadable(path, f"no readable line ({parsed.bad_lines} lines are not JSON)")
             if not parsed.good_lines:  # the CLI's first line makes the file: an empty one was emptied since
                 return self._unreadable(path, "is empty")
+            if parsed.unreadable_user is not None:  # a damaged prompt: hidden, it could be neither found nor deleted
+                why = f"has no prompt unified can read: a user line's {parsed.unreadable_user}"
+                return self._unreadable(
+                    path, why, "fix or remove that line, or delete the session; it was left unchanged"
+                )
             return None
         updated = parsed.updated_at or datetime.fromtimestamp(path.stat().st_mtime, UTC)
         return SessionInfo(
@@ -232,7 +244,9 @@ class SessionFiles:
             },
         )
 
-    def _unreadable(self, path: Path, why: str) -> SessionInfo:
+    def _unreadable(
+        self, path: Path, why: str, hint: str = "the claude CLI cannot resume it either; it was left unchanged"
+    ) -> SessionInfo:
         return SessionInfo(
             backend=BACKEND,
             session_id=path.stem,
@@ -241,7 +255,7 @@ class SessionFiles:
             problem=SessionProblem(
                 kind="corrupt",
                 message=f"claude-code session file {path} {why}",
-                hint="the claude CLI cannot resume it either; it was left unchanged",
+                hint=hint,
             ),
         )
 

@@ -44,8 +44,8 @@ from unified._adapters.codex._options import BACKEND
 from unified._adapters.codex._rollouts import Rollout, Rollouts, codex_short_id, content_parts, user_text
 from unified._adapters.codex._run import Opening
 from unified._files import read_regular, write_atomically
-from unified._internal.api_errors import json_type
 from unified._internal.images import image_note, taken
+from unified._text import json_type
 from unified.conversations import (
     CONTINUE_PROMPT,
     Conversation,

@@ -167,6 +167,10 @@ def error_from_exit(code: int | None, stderr: str, what: str) -> UnifiedError:
 
 
 _RUN_ALONE = "run its command alone to see why it stops"
+_SLOW = (
+    "check that it answers initialize and tools/list (start it alone, e.g. with the MCP inspector); raise its "
+    "timeout_s if it is only slow"
+)
 _MCP_STARTUP_FAILURES: tuple[tuple[re.Pattern[str], str, str], ...] = (
     (
         re.compile(r"No such file or directory"),
@@ -181,8 +185,12 @@ _MCP_STARTUP_FAILURES: tuple[tuple[re.Pattern[str], str, str], ...] = (
     (
         re.compile(r"timed out awaiting (?P<what>[\w/]+) after (?P<after>[\w.]+)"),
         "it did not answer {what} within {after}",
-        "check that it answers initialize and tools/list (start it alone, e.g. with the MCP inspector); raise its "
-        "timeout_s if it is only slow",
+        _SLOW,
+    ),
+    (
+        re.compile(r"(?P<what>[\w/]+) pagination timed out after (?P<after>[\w.]+)"),  # the same, worded otherwise
+        "it did not answer {what} within {after}",
+        _SLOW,
     ),
     (
         re.compile(r"connection closed: initialize response"),

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from unified._adapters.codex._options import BACKEND
-from unified._files import NotRegularFile, open_regular, write_atomically
+from unified._files import NotRegularFile, folder_entries, open_regular, write_atomically
 from unified._text import loaded_well_formed
 from unified.errors import CorruptSession, SessionNotFound
 from unified.sessions import SessionInfo, SessionProblem, resolve_ref
@@ -199,12 +199,13 @@ class Rollouts:
 
     def files(self) -> Iterator[tuple[Path, str]]:
         """(path, thread id) of every rollout file, by name."""
-        if not self.root.is_dir():
-            return
-        for path in sorted(self.root.glob("*/*/*/rollout-*.jsonl")):
-            match = ROLLOUT_NAME.fullmatch(path.name)
-            if match is not None and path.is_file():
-                yield path, match["id"]
+        for year in folder_entries(self.root, BACKEND):
+            for month in folder_entries(year, BACKEND) if year.is_dir() else ():
+                for day in folder_entries(month, BACKEND) if month.is_dir() else ():
+                    for path in folder_entries(day, BACKEND) if day.is_dir() else ():
+                        match = ROLLOUT_NAME.fullmatch(path.name)
+                        if match is not None and path.is_file():
+                            yield path, match["id"]
 
     def path_of(self, thread_id: str) -> Path | None:
         return next((path for path, found in self.files() if found == thread_id.lower()), None)

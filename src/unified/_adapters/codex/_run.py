@@ -55,12 +55,13 @@ from unified._adapters.codex._outcome import (
 from unified._adapters.codex._pool import ROUTE, CodexConnection, CodexPool
 from unified._adapters.codex._rollouts import codex_short_id, omitted_images
 from unified._adapters.codex._translate import AppServerTranslator, ModelResponse, Retrying, TurnEnded
-from unified._binary.jsonrpc import ConnectionClosed, Inbox, LineProblem, RpcError, as_dict
+from unified._binary.jsonrpc import ConnectionClosed, Inbox, LineProblem, RpcError, as_dict, stream_ended
 from unified._binary.loops import every
 from unified._binary.pool import Lease, pool_key
 from unified._binary.proctable import descendants
 from unified._binary.shared import session_lease
 from unified._binary.strays import MARKER
+from unified._text import json_type
 from unified._version import __version__
 from unified.backends import AgentProcess, RunContext, RunOutcome
 from unified.conversations import Origin
@@ -125,6 +126,18 @@ def thread_params(params: ExecuteParams) -> dict[str, Any]:
     if params.system_instruction is not None:
         settings["baseInstructions"] = params.system_instruction
     return settings
+
+
+def _answered_id(value: object, what: str) -> str:
+    """The id of a thread or turn Codex answered with ("" for none); `BackendError` for one that is no string: read
+    as its text ("5"), it matched none of the notifications that name it (the number 5), and the run waited for
+    them until its idle timeout."""
+    if value is None or isinstance(value, str):
+        return value or ""
+    raise BackendError(
+        f"codex app-server {what} whose id is {json_type(value)}, not a string: unified cannot follow it",
+        hint="run `unified doctor`: this codex is not the version unified drives (its app-server's answers differ)",
+    )
 
 
 def collaboration_mode(params: ExecuteParams, thread: dict[str, Any]) -> dict[str, Any] | None:
@@ -296,12 +309,9 @@ class CodexRun:
                 raise _DeadOnArrival from exc
             await self._announce()  # a thread was opened before the process ended
             await self._warn_unread_lines()
-            process = connection.process
-            code = await process.wait(EXIT_GRACE_S)
             when = "during the run" if connection.initialized else "before it answered initialize"
-            # A process that closed its stdout and went on running was said to have "exited ... (still running)".
-            what = f"exited {when} ({exc})" if code is not None else f"closed its stdout {when} without exiting"
-            raise error_from_exit(code, process.stderr_tail(), f"codex app-server {what}") from exc
+            ended = await stream_ended(connection.process, "codex app-server", when, exc, EXIT_GRACE_S)
+            raise error_from_exit(*ended) from exc
         except RunStopped:
             self._reusable = False
             with anyio.CancelScope(shield=True):
@@ -468,7 +478,7 @@ class CodexRun:
             raise BackendError(f"codex app-server could not open the thread: {exc.message}") from exc
         self._mode = collaboration_mode(self.params, answer)
         thread = as_dict(answer.get("thread"))
-        thread_id = str(thread.get("id") or opening.thread_id or "")
+        thread_id = _answered_id(thread.get("id"), "opened a thread") or opening.thread_id or ""
         if not thread_id:
             raise BackendError("codex app-server opened a thread without an id")
         self.thread_id = thread_id
@@ -554,7 +564,7 @@ class CodexRun:
                     hint="shorten the prompt (put long material in a file of the workspace and name it)",
                 ) from exc
             raise BackendError(f"codex app-server could not start the turn: {exc.message}") from exc
-        self.turn_id = str(as_dict(answer.get("turn")).get("id") or "")
+        self.turn_id = _answered_id(as_dict(answer.get("turn")).get("id"), "started a turn")
         translator.start_turn(self.turn_id)
         bridge = ApprovalBridge(self.ctx, self.connection, translator, self.options.policy)
         main_end: TurnEnded | None = None

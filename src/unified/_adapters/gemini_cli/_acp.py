@@ -17,7 +17,7 @@ import anyio
 
 from unified._adapters.gemini_cli._outcome import error_from_exit
 from unified._adapters.gemini_cli._retry_watch import DebugLog, debug_log_env, sweep_debug_logs
-from unified._binary.jsonrpc import ConnectionClosed, JsonRpcConnection, Message, RpcError, as_dict
+from unified._binary.jsonrpc import ConnectionClosed, JsonRpcConnection, Message, RpcError, as_dict, stream_ended
 from unified._binary.pool import DEFAULT_IDLE_TTL, DEFAULT_SIZE, ProcessWide, WarmPool
 from unified._binary.process import ProcessStarter
 from unified.backends import AgentProcess
@@ -100,16 +100,17 @@ async def connect(start: ProcessStarter, argv: Sequence[str], cwd: Path, env: Ma
             hint="run `unified doctor`; the CLI's stderr is in this error's details",
             details={"stderr_tail": tail},
         ) from None
-    except (ConnectionClosed, RpcError) as exc:
+    except ConnectionClosed as exc:
+        ended = await stream_ended(
+            connection.process, "gemini --acp", "before it answered initialize", exc, START_EXIT_GRACE_S
+        )
+        await connection.close()
+        raise error_from_exit(*ended) from exc
+    except RpcError as exc:  # it answered initialize with an error
         code = await connection.process.wait(START_EXIT_GRACE_S)
         tail = connection.process.stderr_tail()
         await connection.close()
-        # A process that closed its stdout and ran on was said to have failed "(gemini has exited)", still running.
-        closed = isinstance(exc, ConnectionClosed) and code is None
-        what = (
-            "closed its stdout before it answered initialize, without exiting" if closed else f"failed to start ({exc})"
-        )
-        raise error_from_exit(code, tail, f"gemini --acp {what}") from exc
+        raise error_from_exit(code, tail, f"gemini --acp failed to start ({exc})") from exc
     except BaseException:  # cancelled before it answered (Ctrl-C while the CLI starts): the process goes too
         with anyio.CancelScope(shield=True):
             await connection.close()

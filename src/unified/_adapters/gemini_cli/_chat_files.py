@@ -23,6 +23,7 @@ just created with no messages for a session that has a real file elsewhere.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
@@ -40,13 +41,14 @@ import platformdirs
 from unified._files import (
     FileTooLarge,
     NotRegularFile,
+    folder_entries,
     open_regular,
     read_regular,
     read_regular_text,
     write_atomically,
 )
 from unified._redaction import clip
-from unified._text import loaded_well_formed
+from unified._text import json_type, loaded_well_formed
 from unified.errors import AmbiguousSession, CorruptSession, SessionNotFound
 from unified.events import Usage
 from unified.sessions import SHORT_ID_LENGTH, SessionInfo, resolve_ref, short_id_of
@@ -318,6 +320,7 @@ def summarize(path: Path, project_dir: str | None) -> SessionInfo | None:
     session_id = header["sessionId"]
     first_prompt = None
     unreadable = 0
+    damaged: str | None = None
     for line in head[1:]:
         record = _loads(line)
         if record is None:
@@ -327,11 +330,17 @@ def summarize(path: Path, project_dir: str | None) -> SessionInfo | None:
         first_prompt = next((t for m in candidates if isinstance(m, dict) for t in [prompt_text(m)] if t), None)
         if first_prompt:
             break
+        damaged = damaged or _damaged_prompt(record)
     if first_prompt is None and unreadable:  # a file cut (or damaged) before its prompt, not one without a prompt yet
         raise CorruptSession(
             f"{path} has no prompt that can be read: {unreadable} of its lines are no JSON object (cut short, or "
             "not the CLI's records: a list, a number, a string)",
             hint="it was left unchanged",
+        )
+    if first_prompt is None and damaged is not None:  # hidden as a session with no prompt yet, it could not be deleted
+        raise CorruptSession(
+            f"{path} has no prompt that can be read: {damaged}",
+            hint="fix or remove that line, or delete the session; it was left unchanged",
         )
     if first_prompt is None and len(head) == len(tail) and head == tail:
         return None
@@ -361,6 +370,22 @@ def summarize(path: Path, project_dir: str | None) -> SessionInfo | None:
         path=str(path),
         extra={"usage": usage.model_dump(), "turns": turns},  # as the API backends' stores list them
     )
+
+
+def _damaged_prompt(record: dict[str, Any]) -> str | None:
+    """What is wrong with a user record whose content is of a shape the CLI never writes (a number, an item that
+    is neither text nor an object, a `text` that is no string), or None."""
+    if record.get("type") != "user":
+        return None
+    content = record.get("content")
+    if not isinstance(content, str | list):
+        return f"a user message's content is {json_type(content)}, not text or a list"
+    for index, item in enumerate(content if isinstance(content, list) else []):
+        if not isinstance(item, str | dict):
+            return f"a user message's content[{index}] is {json_type(item)}, not text or an object"
+        if isinstance(item, dict) and "text" in item and not isinstance(item["text"], str):
+            return f"a user message's content[{index}].text is {json_type(item['text'])}, not text"
+    return None
 
 
 def _recency(info: SessionInfo) -> datetime:
@@ -415,14 +440,14 @@ class ChatFiles:
         owner = {slug: root for root, slug in projects.items()}
         if cwd is None:
             if self.root.is_dir():
-                for directory in sorted(self.root.iterdir()):
+                for directory in folder_entries(self.root, BACKEND):
                     if (directory / "chats").is_dir():
                         yield directory, owner.get(directory.name) or self._marked_root(directory)
             return
         path = Path(cwd).expanduser().resolve()
         marked: dict[str, list[str]] = {}
         if self.root.is_dir():
-            for directory in self.root.iterdir():
+            for directory in folder_entries(self.root, BACKEND):
                 root = self._marked_root(directory)
                 if root is not None:
                     marked.setdefault(root, []).append(directory.name)
@@ -447,7 +472,9 @@ class ChatFiles:
         self.problems = []
         best: dict[tuple[str, Path], tuple[int, tuple[int, int], SessionInfo]] = {}
         for directory, project in self.project_dirs(cwd):
-            for path in sorted((directory / "chats").glob(pattern)):
+            for path in folder_entries(directory / "chats", BACKEND):
+                if not fnmatch.fnmatchcase(path.name, pattern):
+                    continue
                 try:
                     info = summarize(path, project)
                 except (CorruptSession, OSError) as exc:

@@ -51,6 +51,7 @@ from unified._adapters.gemini_cli._chat_files import (
 from unified._files import append_line, read_regular, read_regular_text, write_atomically
 from unified._internal.gemini_parts import response_of_result, result_of_response
 from unified._redaction import redact_key_shapes
+from unified._text import json_type
 from unified.conversations import (
     CONTINUE_PROMPT,
     Conversation,
@@ -103,14 +104,35 @@ def conversation_from_messages(messages: list[dict[str, Any]], *, origin: Origin
     for message in messages:
         try:
             _add_message(message, turns, answered)
-        except (AttributeError, TypeError, ValueError) as exc:  # a chat file edited by hand or by an attacker
+        except (_Unfit, AttributeError, TypeError, ValueError) as exc:  # a chat file edited by hand or by an attacker
             where = f"session {origin.short_id}" if origin is not None else "the chat file"
-            raise CorruptSession(
-                f"{where} holds a message unified cannot read (id {redact_key_shapes(str(message.get('id')))[:64]!r}, "
-                f"{type(exc).__name__})",
+            what = str(exc) if isinstance(exc, _Unfit) else "it is of a shape the Gemini CLI does not write"
+            raise CorruptSession(  # it ended "(id 'g1', AttributeError)": Python's word, no field named
+                f"{where} holds a message unified cannot read: message "
+                f"{redact_key_shapes(str(message.get('id')))[:64]!r}: {what}",
                 hint="the file was left unchanged; remove or fix that message, or start a new session",
             ) from None
     return Conversation(origin=origin, turns=[t for t in turns if t.parts])
+
+
+class _Unfit(Exception):
+    """A field of a chat message of a type the Gemini CLI never writes; its message names the field and the type."""
+
+
+def _items(value: object, field: str) -> list[Any]:
+    """A list field of a chat message (absent: empty); `_Unfit` naming it when it is anything else."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _Unfit(f"its `{field}` is {json_type(value)}, not a list")
+    return value
+
+
+def _fields(value: object, field: str) -> Mapping[str, Any]:
+    """An object in a chat message; `_Unfit` naming it when it is anything else."""
+    if not isinstance(value, Mapping):
+        raise _Unfit(f"its `{field}` is {json_type(value)}, not an object")
+    return value
 
 
 def _add_message(message: dict[str, Any], turns: list[UserTurn | ModelTurn], answered: set[str]) -> None:
@@ -119,7 +141,8 @@ def _add_message(message: dict[str, Any], turns: list[UserTurn | ModelTurn], ans
     if kind == "gemini":
         model_parts: list[ModelPart] = []
         results: list[UserPart] = []
-        for thought in message.get("thoughts") or []:
+        for index, thought in enumerate(_items(message.get("thoughts"), "thoughts")):
+            thought = _fields(thought, f"thoughts[{index}]")
             text = "\n\n".join(str(thought.get(k)) for k in ("subject", "description") if thought.get(k))
             if text:
                 model_parts.append(ThinkingPart(text=text))
@@ -129,18 +152,18 @@ def _add_message(message: dict[str, Any], turns: list[UserTurn | ModelTurn], ans
         in_content = _model_parts_of(content) if isinstance(content, list) else []
         model_parts.extend(in_content)
         listed = {p.id for p in in_content if isinstance(p, ToolCallPart)}
-        for call in message.get("toolCalls") or []:
+        for index, call in enumerate(_items(message.get("toolCalls"), "toolCalls")):
+            call = _fields(call, f"toolCalls[{index}]")
             call_id = str(call.get("id") or "")
             if call_id not in listed:
-                model_parts.append(
-                    ToolCallPart(id=call_id, name=str(call.get("name") or ""), arguments=dict(call.get("args") or {}))
-                )
-            for item in call.get("result") or []:
+                arguments = dict(_fields(call.get("args") or {}, f"toolCalls[{index}].args"))
+                model_parts.append(ToolCallPart(id=call_id, name=str(call.get("name") or ""), arguments=arguments))
+            for item in _items(call.get("result"), f"toolCalls[{index}].result"):
                 response = item.get("functionResponse") if isinstance(item, Mapping) else None
                 if isinstance(response, Mapping):
                     results.append(_result_part(response, str(call.get("name") or ""), call_id))
                     answered.add(call_id)
-        usage = usage_from_counts(message["tokens"]) if message.get("tokens") else None
+        usage = usage_from_counts(_fields(message["tokens"], "tokens")) if message.get("tokens") else None
         last = turns[-1] if turns else None
         if isinstance(last, ModelTurn):  # the same response, recorded in pieces
             last.parts.extend(model_parts)

@@ -32,7 +32,7 @@ from unified._adapters.gemini_cli._retry_watch import WATCH_INTERVAL_S, RetryWat
 from unified._adapters.gemini_cli._session_setup import OpeningStalled, SessionSetup
 from unified._adapters.gemini_cli._subagents import POLL_INTERVAL_S, SubagentWatcher
 from unified._adapters.gemini_cli._translate import AcpTranslator, Item, TurnBoundary, tool_name_from_call_id
-from unified._binary.jsonrpc import ConnectionClosed, LineProblem, as_dict
+from unified._binary.jsonrpc import ConnectionClosed, LineProblem, as_dict, stream_ended
 from unified._binary.loops import every
 from unified._binary.pool import Lease
 from unified.backends import RunContext, RunOutcome
@@ -111,15 +111,8 @@ class AcpRun:
             raise
         except ConnectionClosed as exc:
             self.lease.retire()
-            process = self.connection.process
-            code = await process.wait(EXIT_GRACE_S)
-            # A process that closed its stdout and ran on was said to have "exited during the run", still running.
-            what = (
-                f"exited during the run ({exc})"
-                if code is not None
-                else "closed its stdout during the run, without exiting"
-            )
-            raise error_from_exit(code, process.stderr_tail(), f"gemini {what}") from exc
+            ended = await stream_ended(self.connection.process, "gemini", "during the run", exc, EXIT_GRACE_S)
+            raise error_from_exit(*ended) from exc
         finally:
             if self.session_id:
                 self.connection.close_inbox(self.session_id)

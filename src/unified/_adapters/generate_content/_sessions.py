@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from unified._adapters.generate_content._conversation import conversation_from_contents
-from unified._internal.api_errors import json_type
 from unified._sessions.locator import StoreSessionLocator
+from unified._text import json_type
 from unified.conversations import Conversation, Origin
 from unified.events import Usage
 from unified.sessions import StoredSession

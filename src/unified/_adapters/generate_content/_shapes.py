@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from unified._internal.api_errors import json_type
+from unified._text import json_type
 
 __all__ = ["CANDIDATE", "CHUNK", "USAGE", "misfit"]
 

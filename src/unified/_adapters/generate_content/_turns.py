@@ -26,10 +26,10 @@ from unified._adapters.generate_content._sessions import BACKEND
 from unified._adapters.generate_content._stream import WireRequest, stream_chunks, text_content_json
 from unified._adapters.generate_content._translate import GenerateContentTranslator
 from unified._agent_loop import Declarations, Emit, TurnEnd
-from unified._internal.api_errors import json_type
 from unified._internal.genai_client import GenaiClient
 from unified._internal.images import GEMINI_INLINE_TYPES, image_note, taken
 from unified._internal.retry import Failure
+from unified._text import json_type
 from unified.backends import RunOutcome
 from unified.conversations import ImagePart
 from unified.errors import BackendError, ConfigurationError

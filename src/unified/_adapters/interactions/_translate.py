@@ -27,9 +27,10 @@ from typing import Any
 
 from unified import _limits as limits
 from unified._internal.api_errors import UNFIT_ERRORS as _UNFIT
-from unified._internal.api_errors import json_type, unfit_response
+from unified._internal.api_errors import unfit_response
 from unified._internal.call_ids import shown_id
 from unified._redaction import clip
+from unified._text import json_type
 from unified.errors import BackendError
 from unified.events import (
     ImageOutput,
