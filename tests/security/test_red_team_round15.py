@@ -312,6 +312,39 @@ async def test_a_shell_read_reaching_nothing_denied_is_still_allowed(tmp_path: P
     assert (decision.decision, decision.rule) == ("allow", "reads")
 
 
+EXACT = DENY_SECRETS.with_toml(
+    '[[rule]]\nname = "exact"\ntoolName = "run_shell_command"\n'
+    'commandPrefix = ["git status", "git log -1", "wc -l a.md", "rg TOP ."]\ndecision = "allow"\n'
+)
+"""A caller who allows a few commands by their exact text, and denies `secrets/`."""
+
+
+@pytest.mark.parametrize(
+    ("command", "folder"),
+    [
+        ("git status", "docs"),
+        ("git log -1", "docs"),
+        ("wc -l a.md", "docs"),
+        ("rg TOP .", "docs"),
+        ("rg TOP .", "."),
+    ],
+)
+async def test_an_allow_rule_for_a_commands_text_holds_in_a_subfolder_and_over_its_walk(
+    tmp_path: Path, command: str, folder: str
+) -> None:
+    """Broke on this round's first judge (a fresh-clone CI found it in round 3's `git status` test): a command run
+    in `docs/` was also judged as its words rewritten to the paths they reach (`git docs/status`), and an entry of
+    its walk as the call naming it (`rg TOP docs/a.md`); those texts match no allow rule, so the shipped
+    `shell-asks` asked, and the stricter verdict lost the caller's allow rule. Only a rule that reads arguments (or
+    a denial) refuses a rewritten call now."""
+    ws = tmp_path / "ws"
+    (ws / "docs").mkdir(parents=True)
+    (ws / "docs" / "a.md").write_text("TOP\n")
+    async with ToolRuntime(ws, policy=EXACT) as runtime:
+        decision = await runtime.decide(ToolCall("c1", "run_shell_command", {"command": command, "dir_path": folder}))
+    assert (decision.decision, decision.rule) == ("allow", "exact")
+
+
 async def test_a_shell_command_through_a_link_does_not_print_the_key(tmp_path: Path) -> None:
     """The whole run: the runtime's shell never starts `cat docs/l/key`."""
     ws = _workspace(tmp_path)

@@ -39,6 +39,7 @@ __all__ = [
     "Veto",
     "process_path",
     "reads_arguments",
+    "refuses_by_path",
     "refusing_reader",
     "shell_reach",
     "tree_verdict",
@@ -98,13 +99,28 @@ def _entry_forms(root: Path, path: Path, is_dir: bool, is_link: bool) -> list[st
 def _refuses(entry: Verdict, call_rule: str | None) -> bool:
     """Whether an entry the policy judges `entry` must be left out of (or stop) a walk the call's rule allowed: a
     denial, or an ask by another rule than the one the call itself was asked by (a user's ask of `secrets/` is not
-    answered by the answer to the search of `.`)."""
+    answered by the answer to the search of `.`) that reads arguments (`refuses_by_path`)."""
     if entry.decision is Decision.DENY:
         return True
     if entry.decision is Decision.ASK_USER:
         name = entry.rule.name if entry.rule is not None else None
-        return name != call_rule
+        return name != call_rule and refuses_by_path(entry)
     return False
+
+
+def refuses_by_path(verdict: Verdict) -> bool:
+    """Whether the verdict on a call rewritten to name what it reaches (an entry of its walk, its words as the paths
+    they reach) refuses it for what it names: a denial, or an ask by a rule that reads arguments. An ask by a rule
+    that reads none (the shipped `shell-asks`) says only that the rewritten text matches no allow rule: `git status`
+    run in `x/`, judged as `git x/status`, would lose the user's allow rule for `git status`."""
+    if verdict.decision is Decision.DENY:
+        return True
+    rule = verdict.rule
+    return (
+        verdict.decision is Decision.ASK_USER
+        and rule is not None
+        and (rule.args_pattern is not None or rule.command_prefixes is not None)
+    )
 
 
 @dataclass

@@ -831,7 +831,9 @@ def _shell_verdict(
         if doubt is not None:
             return Verdict(Decision.ASK_USER, doubt, f"rule {doubt.name} may apply to a path it reads: {reach.doubt}")
     if reach.command is not None:
-        verdict = _stricter(verdict, policy.evaluate(tool, {**args, "command": reach.command}, mode))
+        rewritten = policy.evaluate(tool, {**args, "command": reach.command}, mode)
+        if _reach.refuses_by_path(rewritten):
+            verdict = _stricter(verdict, rewritten)
     budget = [limits.POLICY_WALK_MAX_ENTRIES]
     for folder, certain, words, index in reach.walks:
         if verdict.decision is Decision.DENY:
