@@ -1,0 +1,136 @@
+"""Red team, round 16: the caller's own regexes against text the model writes, hostile session files, secrets in
+children and artefacts, and what backends send without bound.
+
+Holes (each test marked SUCCEEDED before fails on the code before its fix):
+
+- a caller's `argsPattern` was compiled with Python's `re` and searched in the arguments' JSON, which the model
+  writes: a sloppy `(x+x+)+y` (or `.*a.*a.*a.*b`) held the event loop for as long as backtracking takes (hours on a
+  few thousand characters, the GIL held, no cancellation). Rule patterns are now `_regex.RulePattern`: Python's
+  syntax and meaning, written out as RE2 (each class, `\\w`, `\\s`, `(?i)` letter as the exact code points `re`
+  matches with it) and searched in linear time; what RE2 cannot express (lookaround, backreference, Unicode `\\b`)
+  is searched with `re` in texts of at most `RULE_FALLBACK_TEXT_MAX` characters (a longer one: the rule is a
+  doubt, asked) and may not nest repeats (refused when the policy is read).
+
+Attacks that held are kept below their section as pins.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from unified.tools import Policy, PolicyError, Rule
+from unified.tools._policy import Decision
+from unified.tools._regex import RULE_FALLBACK_TEXT_MAX, RulePattern
+
+pytestmark = [pytest.mark.anyio]
+
+
+def _rule(pattern: str, decision: str, tool: str = "*") -> str:
+    """A rule in TOML, the pattern as a literal string (no escapes: what the caller typed)."""
+    return f"[[rule]]\ntoolName = '{tool}'\nargsPattern = '{pattern}'\ndecision = '{decision}'\npriority = 100\n"
+
+
+def _allow_all_below() -> Policy:
+    return Policy().with_toml('[[rule]]\ntoolName = "*"\ndecision = "allow"\npriority = 1\n')
+
+
+# 1. ReDoS through the caller's own rule patterns
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text"),
+    [
+        ("(x+x+)+y", "x" * 5_000),  # exponential in `re`: 2**5000 ways to split the x's
+        ("(a|aa)+$", "a" * 5_000 + "!"),
+        (".*a.*a.*a.*a.*b", "a" * 20_000),  # polynomial: n**5 / 120 steps in `re`
+    ],
+)
+def test_a_sloppy_caller_pattern_does_not_hold_the_loop(pattern: str, text: str) -> None:
+    """SUCCEEDED before: `Policy.evaluate` ran the caller's pattern in `re` over the model's argument: each of these
+    did not finish (killed after minutes); now each is searched by RE2 in linear time (milliseconds)."""
+    policy = _allow_all_below().with_toml(_rule(pattern, "deny"))
+    verdict = policy.evaluate("write_file", {"file_path": "a.txt", "content": text}, "default")
+    assert verdict.decision is Decision.ALLOW
+
+
+def test_a_greedy_caller_pattern_still_finds_a_secret_at_the_end_of_a_megabyte() -> None:
+    policy = _allow_all_below().with_toml(_rule(".*secret.*", "deny"))
+    big = "x" * 1_000_000
+    assert policy.evaluate("write_file", {"file_path": "a", "content": big}, "default").decision is Decision.ALLOW
+    verdict = policy.evaluate("write_file", {"file_path": "a", "content": big + "secret"}, "default")
+    assert verdict.decision is Decision.DENY
+
+
+def test_a_rule_built_in_code_with_re_compile_is_searched_in_linear_time() -> None:
+    """SUCCEEDED before: `Rule(args_pattern=re.compile(...))`, the public dataclass, kept Python's pattern."""
+    rule = Rule(
+        tool_names=("*",), decision=Decision.DENY, priority=4.1, name="mine", args_pattern=re.compile("(x+x+)+y")
+    )
+    policy = _allow_all_below().with_rules([rule])
+    verdict = policy.evaluate("write_file", {"file_path": "a", "content": "x" * 5_000}, "default")
+    assert verdict.decision is Decision.ALLOW
+    assert isinstance(rule.args_pattern, RulePattern)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text"),
+    [
+        (r"secrets/\w+\.key", "secrets/ключ.key"),  # Unicode \w, as Python reads it
+        (r"rm\s+-rf", "rm\u00a0-rf"),  # Unicode \s
+        (r"rm\s+-rf", "rm\x1c-rf"),  # Python's \s includes the file separators
+        (r"(?i)secret", "\u017fecret"),  # long s folds to s in Python
+        (r"(?i)key", "\u212aey"),  # Kelvin sign folds to k
+        (r"\d{3}", "\u0663\u0664\u0665"),  # Arabic-Indic digits
+        (r"[^/]+\.env$", "dir/x.env"),
+        (r"^\{", "{x"),
+        (r"(?s)a.b", "a\nb"),
+        (r"a.b", "a\u2028b"),
+        (r"(?x) a  b  # comment", "ab"),
+        (r"(?i:A)b", "aB"),
+        (r"\Aab\Z", "ab"),
+        (r"a{2,}?b", "aaab"),
+        (r"[\W\d]", "é"),
+    ],
+)
+def test_rule_patterns_keep_pythons_meaning(pattern: str, text: str) -> None:
+    """Pin: the translation to RE2 matches where Python's `re` does, and not where it does not (a deny rule read
+    more narrowly than written would let through what it names)."""
+    compiled = RulePattern(pattern)
+    assert compiled.search(text) is (re.search(pattern, text) is not None)
+    assert compiled.search("zzz" + text) is (re.search(pattern, "zzz" + text) is not None)
+
+
+def test_a_pattern_re2_cannot_read_is_searched_in_re_only_in_a_short_text() -> None:
+    """A lookahead needs `re`: a text longer than RULE_FALLBACK_TEXT_MAX is not searched, and a deny rule that may
+    apply is a doubt (asked), never skipped; an allow rule does not apply."""
+    deny = _allow_all_below().with_toml(_rule('"content": "rm(?! -i)', "deny"))
+    short = {"content": "rm -rf x"}
+    assert deny.evaluate("write_file", short, "default").decision is Decision.DENY
+    long = {"content": "rm -rf x; echo " + "y" * RULE_FALLBACK_TEXT_MAX}
+    assert deny.evaluate("write_file", long, "default").decision is Decision.ASK_USER
+    # a shell command is also read part by part: the short part `rm -rf x` is searched and denied
+    shell = _allow_all_below().with_toml(_rule('"command": "rm(?! -i)', "deny"))
+    command = {"command": "rm -rf x; echo " + "y" * RULE_FALLBACK_TEXT_MAX}
+    assert shell.evaluate("run_shell_command", command, "default").decision is Decision.DENY
+    allow = Policy().with_toml(_rule(r'"content": "ok\b', "allow", "write_file"))
+    assert allow.evaluate("write_file", {"content": "ok"}, "default").decision is Decision.ALLOW
+    padded: dict[str, Any] = {"content": "ok " + "z" * RULE_FALLBACK_TEXT_MAX}
+    assert allow.evaluate("write_file", padded, "default").decision is Decision.ASK_USER
+
+
+def test_a_pattern_re2_cannot_read_may_not_nest_repeats() -> None:
+    """SUCCEEDED before: `(?=x)(x+x+)+y` (a lookahead, so `re`) was accepted, and backtracks exponentially even in a
+    short text: now the policy is refused when read, saying why."""
+    with pytest.raises(PolicyError, match="nests repeats"):
+        Policy().with_toml(_rule("(?=x)(x+x+)+y", "deny"))
+
+
+def test_a_lone_surrogate_in_the_arguments_is_still_searched() -> None:
+    """RE2 takes UTF-8 only: a model's `"\\ud800"` in JSON reaches the policy as a lone surrogate; the text is
+    searched with `re` then (short), and the rule still applies."""
+    policy = _allow_all_below().with_toml(_rule("secret", "deny"))
+    verdict = policy.evaluate("write_file", {"file_path": "a", "content": "\ud800secret"}, "default")
+    assert verdict.decision is Decision.DENY
