@@ -22,6 +22,7 @@ __all__ = [
     "MAX_JSON_CONTAINERS",
     "MAX_JSON_DEPTH",
     "MAX_PARTS_PER_TURN",
+    "MAX_PATCH_FILES",
     "MAX_SESSION_HEADER_BYTES",
     "MAX_SESSION_PROMPT_CHARS",
     "MAX_SESSION_RECORD_BYTES",
@@ -105,6 +106,11 @@ MAX_SHELL_COMMAND_BYTES = 120 * 1024
 """Longest shell command (UTF-8) a call may carry. bash takes the command as one argument of exec, which Linux
 refuses over 128 KiB (MAX_ARG_STRLEN): a longer one could never run. It is refused before the policy parses it
 (a 1 MB command held the event loop about 8 s there); the margin is the runtime's own lines around it."""
+
+MAX_PATCH_FILES = 1_000
+"""Most files of one Codex patch approval unified judges (each path through links, against protected paths and
+the caller's rules): a patch naming more is declined unjudged, with a warning. Judging is linear but not cheap:
+a request naming 20,000 files took 29 s (9 s of CPU) in auto_edit, and the asked prompt listed every path."""
 
 MAX_CALLS_PER_TURN = 128
 """Most function calls of one model turn the agent loop runs (the rest are answered "not run"): a turn may

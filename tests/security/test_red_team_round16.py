@@ -17,10 +17,17 @@ Attacks that held are kept below their section as pins.
 from __future__ import annotations
 
 import re
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
+from tests.security.test_permission_type_confusion import Wire
+from tests.security.test_red_team_round7 import _auto_edit
+from unified._adapters.codex._approvals import ApprovalBridge
+from unified._adapters.codex._translate import AppServerTranslator
+from unified._limits import MAX_PATCH_FILES
+from unified.events import WarningEvent
 from unified.tools import Policy, PolicyError, Rule
 from unified.tools._policy import Decision
 from unified.tools._regex import RULE_FALLBACK_TEXT_MAX, RulePattern
@@ -134,3 +141,27 @@ def test_a_lone_surrogate_in_the_arguments_is_still_searched() -> None:
     policy = _allow_all_below().with_toml(_rule("secret", "deny"))
     verdict = policy.evaluate("write_file", {"file_path": "a", "content": "\ud800secret"}, "default")
     assert verdict.decision is Decision.DENY
+
+
+# 4. what backends send, without bound
+
+
+async def test_a_codex_patch_naming_more_files_than_are_judged_is_declined_unjudged(tmp_path: Path) -> None:
+    """SUCCEEDED before: a Codex patch approval naming 20,000 files was judged file by file (29 s, 9 s of CPU in
+    auto_edit, then allowed); 100,000 would take minutes and an asked prompt listed every path. Past
+    `MAX_PATCH_FILES` it is declined unjudged, with a warning saying why."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    translator = AppServerTranslator(main_thread="T", cwd=str(ws))
+    translator.start_turn("U")
+    changes = [{"path": f"{ws}/d/f{i}.txt", "kind": {"type": "add"}, "diff": "x\n"} for i in range(MAX_PATCH_FILES + 1)]
+    item = {"type": "fileChange", "id": "call_write", "changes": changes, "status": "inProgress"}
+    translator.notification("item/started", {"item": item, "threadId": "T", "turnId": "U"})
+    ctx, wire = _auto_edit(ws), Wire()
+    params = {"threadId": "T", "turnId": "U", "itemId": "call_write", "reason": None, "grantRoot": None}
+    request = {"method": "item/fileChange/requestApproval", "id": 2, "params": params}
+    await ApprovalBridge(cast(Any, ctx), cast(Any, wire), translator, None).answer(request)
+    [(_, _, body)] = wire.answers()
+    assert body["decision"] == "decline"
+    [warning] = [e for e in ctx.events if isinstance(e, WarningEvent)]
+    assert f"a patch of {MAX_PATCH_FILES + 1:,} files" in warning.message
