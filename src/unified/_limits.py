@@ -30,6 +30,7 @@ __all__ = [
     "MAX_TOOL_OUTPUT_CHARS",
     "MAX_TURN_TEXT_CHARS",
     "MCP_MAX_MESSAGE_BYTES",
+    "POLICY_PARTS_TEXT_MAX",
     "POLICY_WALK_MAX_ENTRIES",
     "SEARCH_MAX_BYTES",
     "SEARCH_TIME_BUDGET_S",
@@ -173,6 +174,12 @@ WALK_MAX_ENTRIES = 1_000_000
 POLICY_WALK_MAX_ENTRIES = 20_000
 """Entries of the folders one call walks elsewhere (Claude Code's Grep, `rg x` in a shell) that are judged against
 the caller's path rules before it runs (`tools._reach.tree_verdict`); a call that reaches more is asked."""
+
+POLICY_PARTS_TEXT_MAX = 16 * 1024 * 1024
+"""Characters an `argsPattern` may be searched in for the simple commands of one shell call (`_policy._allow_each`:
+each part's text is the whole arguments with `command` put as that part): past it the rule is not read part by part
+(an allow does not apply, a deny or ask is a doubt, asked). 20,000 parts (`a;a;...`, 40 KB) beside a 100 KB argument
+were 2 GB of text, 5 s of CPU with the loop held; 60,000 beside 1 MB, minutes. At RE2's speed this is ~40 ms."""
 
 WALK_OPEN_DIRS = 64
 """Directory descriptors a walk keeps open at once; deeper levels are reopened from the root."""

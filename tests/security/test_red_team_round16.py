@@ -9,7 +9,12 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   syntax and meaning, written out as RE2 (each class, `\\w`, `\\s`, `(?i)` letter as the exact code points `re`
   matches with it) and searched in linear time; what RE2 cannot express (lookaround, backreference, Unicode `\\b`)
   is searched with `re` in texts of at most `RULE_FALLBACK_TEXT_MAX` characters (a longer one: the rule is a
-  doubt, asked) and may not nest repeats (refused when the policy is read).
+  doubt, asked) and may not nest repeats (refused when the policy is read);
+- a shell call of many parts (`a;a;...`) beside a long argument was searched part by part in the whole arguments
+  each time (20,000 parts beside 100 KB: 2 GB of text, 5 s of CPU on the loop): past `POLICY_PARTS_TEXT_MAX` the
+  rule is a doubt (deny, ask) or does not apply (allow);
+- a Codex patch approval naming 20,000 files was judged file by file (29 s) and allowed in auto_edit: past
+  `MAX_PATCH_FILES` it is declined unjudged, with a warning.
 
 Attacks that held are kept below their section as pins.
 """
@@ -26,7 +31,7 @@ from tests.security.test_permission_type_confusion import Wire
 from tests.security.test_red_team_round7 import _auto_edit
 from unified._adapters.codex._approvals import ApprovalBridge
 from unified._adapters.codex._translate import AppServerTranslator
-from unified._limits import MAX_PATCH_FILES
+from unified._limits import MAX_PATCH_FILES, POLICY_PARTS_TEXT_MAX
 from unified.events import WarningEvent
 from unified.tools import Policy, PolicyError, Rule
 from unified.tools._policy import Decision
@@ -165,3 +170,19 @@ async def test_a_codex_patch_naming_more_files_than_are_judged_is_declined_unjud
     assert body["decision"] == "decline"
     [warning] = [e for e in ctx.events if isinstance(e, WarningEvent)]
     assert f"a patch of {MAX_PATCH_FILES + 1:,} files" in warning.message
+
+
+@pytest.mark.parametrize("decision", ["deny", "allow"])
+def test_many_shell_parts_beside_a_long_argument_are_not_searched_one_by_one(decision: str) -> None:
+    """SUCCEEDED before: each simple command of a shell call is searched in the whole arguments with `command` put as
+    that part, so `a;a;a;...` (20,000 parts in 40 KB) beside a 100 KB argument was 2 GB of text: 5 s of CPU with the
+    loop held (60,000 parts beside 1 MB: minutes), then allowed. Past `POLICY_PARTS_TEXT_MAX` the rule is not read
+    part by part: a deny is a doubt (asked), an allow does not apply."""
+    policy = _allow_all_below() if decision == "deny" else Policy()
+    policy = policy.with_toml(_rule('"command": "(rm|a) ' if decision == "deny" else '"command": "a', decision))
+    args = {"command": "a;" * 20_000, "dir_path": "x" * 1_000}
+    assert POLICY_PARTS_TEXT_MAX < 20_000 * 1_000
+    assert policy.evaluate("run_shell_command", args, "default").decision is Decision.ASK_USER
+    few = {"command": "a;" * 20 + ("\\rm -rf x" if decision == "deny" else ""), "dir_path": "x" * 1_000}
+    expected = Decision.DENY if decision == "deny" else Decision.ALLOW
+    assert policy.evaluate("run_shell_command", few, "default").decision is expected

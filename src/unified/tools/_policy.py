@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from unified._exports import publish
-from unified._limits import MAX_JSON_DEPTH, too_deep
+from unified._limits import MAX_JSON_DEPTH, POLICY_PARTS_TEXT_MAX, too_deep
 from unified._redaction import clip
 from unified.tools import _shell_syntax
 from unified.tools._paths import spelled
-from unified.tools._regex import PatternError, RulePattern, compile_pattern
+from unified.tools._regex import RULE_FALLBACK_TEXT_MAX, PatternError, RulePattern, compile_pattern
 from unified.types import ApprovalMode
 
 __all__ = [
@@ -436,7 +436,7 @@ def _allow_each(parts: Sequence[_shell_syntax.SimpleCommand], args: Mapping[str,
     known at run time: as the Gemini CLI checks each part of a compound command, and as `commandPrefix`
     rules are read (`_allow_all`; a socket a redirection opens counts as a write). The whole arguments
     must match too (`Rule.match`)."""
-    if not parts:
+    if not parts or not _within_budget(parts, args, pattern):
         return Match.NO
     for part in parts:
         if part.unknown is not None or part.writes or part.opens or part.assigns or not part.words:
@@ -452,6 +452,8 @@ def _deny_each(parts: Sequence[_shell_syntax.SimpleCommand], args: Mapping[str, 
     """A deny or ask rule's `argsPattern` that the command's text escapes (`r''m -rf x`, `\\rm`,
     `cd /; rm`: words the pattern does not see as written) still applies if it matches a simple
     command bash would run, read as `_allow_each` reads it; MAYBE if a part is only known at run time."""
+    if not _within_budget(parts, args, pattern):
+        return Match.MAYBE
     result = Match.NO
     for part in parts:
         if (
@@ -464,6 +466,15 @@ def _deny_each(parts: Sequence[_shell_syntax.SimpleCommand], args: Mapping[str, 
         elif found:
             return Match.YES
     return result
+
+
+def _within_budget(parts: Sequence[_shell_syntax.SimpleCommand], args: Mapping[str, Any], pattern: RulePattern) -> bool:
+    """Whether searching every part's text (`_part_json`) stays within `POLICY_PARTS_TEXT_MAX` characters (RE2), or
+    16 of `re`'s longest texts for a pattern only `re` reads: each part's text repeats the other arguments, so many
+    parts (`a;a;a;...`) beside a long argument multiply into gigabytes."""
+    rest = len(_json({key: value for key, value in args.items() if key not in ("command", "description")}))
+    budget = POLICY_PARTS_TEXT_MAX if pattern.linear else 16 * RULE_FALLBACK_TEXT_MAX
+    return len(parts) * (rest + 16) + len(str(args.get("command", ""))) <= budget
 
 
 def _part_json(part: _shell_syntax.SimpleCommand, args: Mapping[str, Any]) -> str:

@@ -183,6 +183,11 @@ class RulePattern:
     def pattern(self) -> str:
         return self.python.pattern
 
+    @property
+    def linear(self) -> bool:
+        """Whether RE2 searches it (else `re`, in short texts only)."""
+        return self._linear is not None
+
     def search(self, text: str) -> bool | None:
         """Whether the pattern occurs in `text`; None when that is not known (a text too long for `re`)."""
         if self._linear is not None and "\n" not in text and _utf8(text):
