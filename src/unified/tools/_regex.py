@@ -280,7 +280,27 @@ def _character_set(op: Any, av: Any, flags: int, state: Any) -> str:
 
     if str(op) == "LITERAL" and not (flags & re.IGNORECASE and chr(av).lower() != chr(av).upper()):
         return _escaped(av)
+    if (
+        str(op) == "IN"
+        and not flags & re.IGNORECASE
+        and {str(kind) for kind, _ in av} <= {"LITERAL", "RANGE", "NEGATE"}
+    ):
+        # letters and ranges alone mean the same to both (`[^/]` matches "\n" in both): no scan
+        negate = "^" if av and str(av[0][0]) == "NEGATE" else ""
+        items = [
+            _escaped(value) if str(kind) == "LITERAL" else f"{_escaped(value[0])}-{_escaped(value[1])}"
+            for kind, value in av
+            if str(kind) != "NEGATE"
+        ]
+        if items and not any(_has_surrogate(kind, value) for kind, value in av):  # RE2 reads no surrogate
+            return f"[{negate}{''.join(items)}]"
     return _code_point_class(op, av, flags & (re.IGNORECASE | re.DOTALL | re.ASCII | re.UNICODE), state)
+
+
+def _has_surrogate(kind: Any, value: Any) -> bool:
+    if str(kind) == "LITERAL":
+        return bool(0xD800 <= value <= 0xDFFF)
+    return str(kind) == "RANGE" and value[0] <= 0xDFFF and value[1] >= 0xD800
 
 
 def _code_point_class(op: Any, av: Any, flags: int, state: Any) -> str:
