@@ -157,7 +157,8 @@ def _random_pattern(rng: random.Random, depth: int = 0) -> str:
 
 def test_rule_patterns_answer_as_python_re_on_random_patterns() -> None:
     """Pin, differential: 300 random patterns of classes, Unicode letters, case folds, alternation, repeats and anchors,
-    each on 22 short texts (short: `re`, the oracle, backtracks too; Unicode spaces, digits, the Kelvin sign, long s, an emoji): RE2's answer is `re`'s."""
+    each on 22 short texts (Unicode spaces, digits, the Kelvin sign, long s, an emoji; short, since `re`, the oracle,
+    backtracks): RE2's answer is `re`'s."""
     rng = random.Random(16)
     for _ in range(300):
         pattern = _random_pattern(rng)
@@ -241,3 +242,35 @@ def test_many_shell_parts_beside_a_long_argument_are_not_searched_one_by_one(dec
     few = {"command": "a;" * 20 + ("\\rm -rf x" if decision == "deny" else ""), "dir_path": "x" * 1_000}
     expected = Decision.DENY if decision == "deny" else Decision.ALLOW
     assert policy.evaluate("run_shell_command", few, "default").decision is expected
+
+
+# 5. new attacks on the rule patterns themselves (held: pins)
+
+
+def test_a_lone_surrogate_beside_a_long_text_turns_a_deny_into_an_ask_never_an_allow() -> None:
+    """Known limit (docs/tools.md): RE2 takes no lone surrogate, so the text goes to `re`, which is bounded."""
+    policy = _allow_all_below().with_toml(_rule("secret", "deny"))
+    args = {"file_path": "a", "content": "\ud800" + "x" * RULE_FALLBACK_TEXT_MAX + "secret"}
+    assert policy.evaluate("write_file", args, "default").decision is Decision.ASK_USER
+
+
+@pytest.mark.parametrize("pattern", ["(?<name>x)", "a{,", "[z-a]", "(?P<n>a)(?P=m)"])
+def test_a_pattern_python_cannot_read_is_refused_even_where_re2_could(pattern: str) -> None:
+    """The syntax is Python's, as before: `(?<name>..)` is RE2's (and Rust's), not Python 3.11's."""
+    try:
+        re.compile(pattern)
+    except re.error:
+        with pytest.raises(PolicyError, match="argsPattern is not a valid regex"):
+            Policy().with_toml(_rule(pattern, "deny"))
+    else:
+        Policy().with_toml(_rule(pattern, "deny"))
+
+
+@pytest.mark.parametrize("pattern", [r"a{2000}", r"\w{1000}x"])
+def test_a_count_re2_refuses_is_read_by_re_within_its_bound(pattern: str) -> None:
+    """RE2 counts up to 1,000 and 8 MiB of automaton: past that the pattern is `re`'s (it nests no repeat)."""
+    compiled = RulePattern(pattern)
+    assert not compiled.linear
+    text = "a" * 2_000 if pattern.startswith("a") else "a" * 1_000 + "x"
+    assert compiled.search(text) is True
+    assert compiled.search(text + "y" * RULE_FALLBACK_TEXT_MAX) is None
