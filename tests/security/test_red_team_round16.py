@@ -274,3 +274,23 @@ def test_a_count_re2_refuses_is_read_by_re_within_its_bound(pattern: str) -> Non
     text = "a" * 2_000 if pattern.startswith("a") else "a" * 1_000 + "x"
     assert compiled.search(text) is True
     assert compiled.search(text + "y" * RULE_FALLBACK_TEXT_MAX) is None
+
+
+def test_many_rules_write_a_long_argument_as_json_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SUCCEEDED before: each rule with an `argsPattern` wrote the arguments' JSON again (and their plain form's): 50
+    rules on an 8 MB argument were 100 texts of 8 MB, 3.5 s of CPU with the loop held; now 2 texts (0.17 s)."""
+    from unified.tools import _policy
+
+    written: list[int] = []
+    real = _policy._json
+
+    def counting(args: Any) -> str:
+        written.append(1)
+        return real(args)
+
+    monkeypatch.setattr(_policy, "_json", counting)
+    rules = "".join(_rule(f'"content": "zz{i}', "deny") for i in range(50))
+    policy = _allow_all_below().with_toml(rules)
+    args = {"file_path": "./a", "content": "x" * 100_000}
+    assert policy.evaluate("write_file", args, "default").decision is Decision.ALLOW
+    assert len(written) == 2

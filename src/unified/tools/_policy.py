@@ -109,7 +109,15 @@ class Rule:
             except PatternError as exc:
                 raise PolicyError(f"rule {self.name}: argsPattern: {exc}") from None
 
-    def match(self, tool: str, args: Mapping[str, Any], mode: ApprovalMode, *, unseen: bool = False) -> Match:
+    def match(
+        self,
+        tool: str,
+        args: Mapping[str, Any],
+        mode: ApprovalMode,
+        *,
+        unseen: bool = False,
+        texts: _Texts | None = None,
+    ) -> Match:
         """Whether this rule applies; MAYBE when a shell command has parts only known at run time, or when the
         call's arguments are `unseen` (a backend that does not show them) and the rule reads them: then an
         allow rule that reads them does not apply and any other may."""
@@ -121,8 +129,7 @@ class Rule:
             return Match.NO if self.decision is Decision.ALLOW else Match.MAYBE
         command = str(args.get("command", ""))
         if self.args_pattern is not None:
-            forms = [args] if (normal := _normal_paths(args)) is None else [args, normal]
-            found = [self.args_pattern.search(_json(form)) for form in forms]
+            found = [self.args_pattern.search(text) for text in (texts or _Texts(args)).forms()]
             if self.decision is Decision.ALLOW and not all(found):
                 return Match.NO
             if self.decision is not Decision.ALLOW and not any(found):
@@ -425,6 +432,23 @@ def _json(args: Mapping[str, Any]) -> str:
     return json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
 
 
+class _Texts:
+    """The texts a call's `argsPattern`s are searched in (`_json` of the arguments, and of their plain form), written
+    once for every rule of one `Policy.evaluate`: 50 rules on an 8 MB argument wrote 100 JSON texts of 8 MB (3.5 s)."""
+
+    __slots__ = ("_args", "_forms")
+
+    def __init__(self, args: Mapping[str, Any]) -> None:
+        self._args = args
+        self._forms: tuple[str, ...] | None = None
+
+    def forms(self) -> tuple[str, ...]:
+        if self._forms is None:
+            normal = _normal_paths(self._args)
+            self._forms = tuple(_json(form) for form in ([self._args] if normal is None else [self._args, normal]))
+        return self._forms
+
+
 def _shell_call(tool: str, args: Mapping[str, Any]) -> bool:
     return tool == _SHELL_TOOL and "command" in args
 
@@ -618,8 +642,9 @@ class Policy:
         if too_deep(args):
             return Verdict(Decision.DENY, NESTED_RULE, _NESTED_REASON)
         doubt: Rule | None = None
+        texts = _Texts(args)
         for rule in self.rules:
-            found = rule.match(tool, args, mode, unseen=unseen)
+            found = rule.match(tool, args, mode, unseen=unseen, texts=texts)
             if found is Match.MAYBE and doubt is None:
                 doubt = rule
             if found is Match.YES:
