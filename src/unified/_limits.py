@@ -22,6 +22,7 @@ __all__ = [
     "MAX_JSON_CONTAINERS",
     "MAX_JSON_DEPTH",
     "MAX_PARTS_PER_TURN",
+    "MAX_PATCH_FILES",
     "MAX_SESSION_HEADER_BYTES",
     "MAX_SESSION_PROMPT_CHARS",
     "MAX_SESSION_RECORD_BYTES",
@@ -29,6 +30,7 @@ __all__ = [
     "MAX_TOOL_OUTPUT_CHARS",
     "MAX_TURN_TEXT_CHARS",
     "MCP_MAX_MESSAGE_BYTES",
+    "POLICY_PARTS_TEXT_MAX",
     "POLICY_WALK_MAX_ENTRIES",
     "SEARCH_MAX_BYTES",
     "SEARCH_TIME_BUDGET_S",
@@ -106,6 +108,11 @@ MAX_SHELL_COMMAND_BYTES = 120 * 1024
 refuses over 128 KiB (MAX_ARG_STRLEN): a longer one could never run. It is refused before the policy parses it
 (a 1 MB command held the event loop about 8 s there); the margin is the runtime's own lines around it."""
 
+MAX_PATCH_FILES = 1_000
+"""Most files of one Codex patch approval unified judges (each path through links, against protected paths and
+the caller's rules): a patch naming more is declined unjudged, with a warning. Judging is linear but not cheap:
+a request naming 20,000 files took 29 s (9 s of CPU) in auto_edit, and the asked prompt listed every path."""
+
 MAX_CALLS_PER_TURN = 128
 """Most function calls of one model turn the agent loop runs (the rest are answered "not run"): a turn may
 carry 10,000 parts, and as many reads at once (each up to `MAX_TOOL_OUTPUT_CHARS`) held 2.5 GiB and sent it
@@ -167,6 +174,12 @@ WALK_MAX_ENTRIES = 1_000_000
 POLICY_WALK_MAX_ENTRIES = 20_000
 """Entries of the folders one call walks elsewhere (Claude Code's Grep, `rg x` in a shell) that are judged against
 the caller's path rules before it runs (`tools._reach.tree_verdict`); a call that reaches more is asked."""
+
+POLICY_PARTS_TEXT_MAX = 16 * 1024 * 1024
+"""Characters an `argsPattern` may be searched in for the simple commands of one shell call (`_policy._allow_each`:
+each part's text is the whole arguments with `command` put as that part): past it the rule is not read part by part
+(an allow does not apply, a deny or ask is a doubt, asked). 20,000 parts (`a;a;...`, 40 KB) beside a 100 KB argument
+were 2 GB of text, 5 s of CPU with the loop held; 60,000 beside 1 MB, minutes. At RE2's speed this is ~40 ms."""
 
 WALK_OPEN_DIRS = 64
 """Directory descriptors a walk keeps open at once; deeper levels are reopened from the root."""

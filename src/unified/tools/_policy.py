@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from unified._exports import publish
-from unified._limits import MAX_JSON_DEPTH, too_deep
+from unified._limits import MAX_JSON_DEPTH, POLICY_PARTS_TEXT_MAX, too_deep
 from unified._redaction import clip
 from unified.tools import _shell_syntax
 from unified.tools._paths import spelled
-from unified.tools._regex import PatternError, compile_pattern
+from unified.tools._regex import RULE_FALLBACK_TEXT_MAX, PatternError, RulePattern, compile_pattern
 from unified.types import ApprovalMode
 
 __all__ = [
@@ -94,13 +94,30 @@ class Rule:
     priority: float
     name: str
     modes: frozenset[str] | None = None
-    args_pattern: re.Pattern[str] | None = None
+    args_pattern: RulePattern | None = None
+    """Python `re` syntax and meaning, matched in linear time (`RulePattern`); a `re.Pattern` given is read so too."""
     command_prefixes: tuple[str, ...] | None = None
     command_shape: tuple[object, ...] | None = None
     """For an "allow always" rule: the directory and the exact shape (`shell_shape`) of the approved
     command (`_approved_shape`)."""
 
-    def match(self, tool: str, args: Mapping[str, Any], mode: ApprovalMode, *, unseen: bool = False) -> Match:
+    def __post_init__(self) -> None:
+        pattern: object = self.args_pattern
+        if isinstance(pattern, re.Pattern):  # a caller's own `Rule(args_pattern=re.compile(...))`: unbounded in `re`
+            try:
+                object.__setattr__(self, "args_pattern", RulePattern(str(pattern.pattern)))
+            except PatternError as exc:
+                raise PolicyError(f"rule {self.name}: argsPattern: {exc}") from None
+
+    def match(
+        self,
+        tool: str,
+        args: Mapping[str, Any],
+        mode: ApprovalMode,
+        *,
+        unseen: bool = False,
+        texts: _Texts | None = None,
+    ) -> Match:
         """Whether this rule applies; MAYBE when a shell command has parts only known at run time, or when the
         call's arguments are `unseen` (a backend that does not show them) and the rule reads them: then an
         allow rule that reads them does not apply and any other may."""
@@ -112,14 +129,15 @@ class Rule:
             return Match.NO if self.decision is Decision.ALLOW else Match.MAYBE
         command = str(args.get("command", ""))
         if self.args_pattern is not None:
-            forms = [args] if (normal := _normal_paths(args)) is None else [args, normal]
-            found = [self.args_pattern.search(_json(form)) is not None for form in forms]
+            found = [self.args_pattern.search(text) for text in (texts or _Texts(args)).forms()]
             if self.decision is Decision.ALLOW and not all(found):
                 return Match.NO
             if self.decision is not Decision.ALLOW and not any(found):
+                unknown = None in found  # a text too long to search with `re` (`RulePattern`): fail closed, asked
                 if self.command_prefixes is not None or not _shell_call(tool, args):
-                    return Match.NO
-                return _deny_each(_shell_syntax.parse(command), args, self.args_pattern)
+                    return Match.MAYBE if unknown else Match.NO
+                each = _deny_each(_shell_syntax.parse(command), args, self.args_pattern)
+                return Match.MAYBE if unknown and each is Match.NO else each
         if self.command_shape is not None and _approved_shape(args) != self.command_shape:
             return Match.NO
         if self.command_prefixes is None:
@@ -414,44 +432,73 @@ def _json(args: Mapping[str, Any]) -> str:
     return json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
 
 
+class _Texts:
+    """The texts a call's `argsPattern`s are searched in (`_json` of the arguments, and of their plain form), written
+    once for every rule of one `Policy.evaluate`: 50 rules on an 8 MB argument wrote 100 JSON texts of 8 MB (3.5 s)."""
+
+    __slots__ = ("_args", "_forms")
+
+    def __init__(self, args: Mapping[str, Any]) -> None:
+        self._args = args
+        self._forms: tuple[str, ...] | None = None
+
+    def forms(self) -> tuple[str, ...]:
+        if self._forms is None:
+            normal = _normal_paths(self._args)
+            self._forms = tuple(_json(form) for form in ([self._args] if normal is None else [self._args, normal]))
+        return self._forms
+
+
 def _shell_call(tool: str, args: Mapping[str, Any]) -> bool:
     return tool == _SHELL_TOOL and "command" in args
 
 
-def _allow_each(
-    parts: Sequence[_shell_syntax.SimpleCommand], args: Mapping[str, Any], pattern: re.Pattern[str]
-) -> Match:
+def _allow_each(parts: Sequence[_shell_syntax.SimpleCommand], args: Mapping[str, Any], pattern: RulePattern) -> Match:
     """An allow rule's `argsPattern` on a shell command applies only if it matches every simple command
     bash would run, each on its own (`git status; rm -rf ~` is two, and `"command": "git status` matches
     only the first), and none writes a file through a redirection, sets a variable or has a word only
     known at run time: as the Gemini CLI checks each part of a compound command, and as `commandPrefix`
     rules are read (`_allow_all`; a socket a redirection opens counts as a write). The whole arguments
     must match too (`Rule.match`)."""
-    if not parts:
+    if not parts or not _within_budget(parts, args, pattern):
         return Match.NO
     for part in parts:
         if part.unknown is not None or part.writes or part.opens or part.assigns or not part.words:
             return Match.NO
         if any(word is None for word in part.words) or kills_all(part.words, open_tail=part.open_tail):
             return Match.NO
-        if not pattern.search(_part_json(part, args)):
+        if not pattern.search(_part_json(part, args)):  # None (unknown) too
             return Match.NO
     return Match.YES
 
 
-def _deny_each(
-    parts: Sequence[_shell_syntax.SimpleCommand], args: Mapping[str, Any], pattern: re.Pattern[str]
-) -> Match:
+def _deny_each(parts: Sequence[_shell_syntax.SimpleCommand], args: Mapping[str, Any], pattern: RulePattern) -> Match:
     """A deny or ask rule's `argsPattern` that the command's text escapes (`r''m -rf x`, `\\rm`,
     `cd /; rm`: words the pattern does not see as written) still applies if it matches a simple
     command bash would run, read as `_allow_each` reads it; MAYBE if a part is only known at run time."""
+    if not _within_budget(parts, args, pattern):
+        return Match.MAYBE
     result = Match.NO
     for part in parts:
-        if part.unknown is not None or not part.words or any(word is None for word in part.words):
+        if (
+            part.unknown is not None
+            or not part.words
+            or any(word is None for word in part.words)
+            or (found := pattern.search(_part_json(part, args))) is None
+        ):
             result = Match.MAYBE
-        elif pattern.search(_part_json(part, args)):
+        elif found:
             return Match.YES
     return result
+
+
+def _within_budget(parts: Sequence[_shell_syntax.SimpleCommand], args: Mapping[str, Any], pattern: RulePattern) -> bool:
+    """Whether searching every part's text (`_part_json`) stays within `POLICY_PARTS_TEXT_MAX` characters (RE2), or
+    16 of `re`'s longest texts for a pattern only `re` reads: each part's text repeats the other arguments, so many
+    parts (`a;a;a;...`) beside a long argument multiply into gigabytes."""
+    rest = len(_json({key: value for key, value in args.items() if key not in ("command", "description")}))
+    budget = POLICY_PARTS_TEXT_MAX if pattern.linear else 16 * RULE_FALLBACK_TEXT_MAX
+    return len(parts) * (rest + 16) + len(str(args.get("command", ""))) <= budget
 
 
 def _part_json(part: _shell_syntax.SimpleCommand, args: Mapping[str, Any]) -> str:
@@ -538,8 +585,8 @@ def parse_rules(text: str, *, source: str, tier: int) -> list[Rule]:
         pattern = None
         if "argsPattern" in raw:
             try:
-                pattern = re.compile(str(raw["argsPattern"]))
-            except re.error as exc:
+                pattern = RulePattern(str(raw["argsPattern"]))
+            except PatternError as exc:
                 problems.append(f"argsPattern is not a valid regex: {exc}")
         if problems:
             raise PolicyError(f"{where}: " + "; ".join(problems))
@@ -595,8 +642,9 @@ class Policy:
         if too_deep(args):
             return Verdict(Decision.DENY, NESTED_RULE, _NESTED_REASON)
         doubt: Rule | None = None
+        texts = _Texts(args)
         for rule in self.rules:
-            found = rule.match(tool, args, mode, unseen=unseen)
+            found = rule.match(tool, args, mode, unseen=unseen, texts=texts)
             if found is Match.MAYBE and doubt is None:
                 doubt = rule
             if found is Match.YES:

@@ -15,7 +15,7 @@ import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 import re2
 
@@ -23,9 +23,11 @@ __all__ = [
     "CACHED_PATTERNS",
     "CACHED_PROGRAM_MAX",
     "MAX_MEMORY",
+    "RULE_FALLBACK_TEXT_MAX",
     "Match",
     "Pattern",
     "PatternError",
+    "RulePattern",
     "compile_pattern",
     "matchable",
 ]
@@ -121,3 +123,258 @@ def matchable(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     return text
+
+
+RULE_FALLBACK_TEXT_MAX = 2_000
+"""Characters of the longest text a caller's pattern RE2 cannot express (`RulePattern`) is searched in with
+Python's `re`; a longer text is not searched (the caller's rule is then read as unknown: `search` answers None)."""
+
+_UNTRANSLATABLE = {
+    "ASSERT",
+    "ASSERT_NOT",
+    "GROUPREF",
+    "GROUPREF_EXISTS",
+    "GROUPREF_IGNORE",
+    "ATOMIC_GROUP",
+    "POSSESSIVE_REPEAT",
+}
+_ONE_CHARACTER = {"LITERAL", "NOT_LITERAL", "ANY", "IN", "CATEGORY"}
+_REPEATS = {"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"}
+
+
+class _Untranslatable(Exception):
+    """A construct RE2 has no exact equivalent of (lookaround, backreference, Unicode `\\b`, a count over 1,000)."""
+
+
+class RulePattern:
+    """A regex the *caller* wrote (a policy rule's `argsPattern`), searched in text the model controls, with Python
+    `re`'s meaning (what the docs promise: `\\w` and `\\s` are Unicode, `(?i)` folds as Python folds) but RE2's
+    linear time. The pattern is parsed by Python's own parser and written out again as RE2 syntax, each one-character
+    item (a class, `\\w`, `.`, a letter under `(?i)`) as the exact set of characters Python's `re` matches with it
+    (found by letting `re` scan every code point once), so a sloppy `(a+)+$` or `.*secret.*` on a 1 MB argument
+    takes milliseconds, not hours with the event loop held. What RE2 cannot express (lookaround, backreferences,
+    Unicode `\\b`, atomic groups) is searched with `re` in texts of at most `RULE_FALLBACK_TEXT_MAX` characters,
+    and such a pattern may not nest repeats (`(a+)+`: exponential in `re`); a longer text answers None (unknown),
+    which the policy reads against the caller: an allow rule does not apply, a deny or ask rule is a doubt (asked)."""
+
+    __slots__ = ("_linear", "python")
+
+    def __init__(self, source: str) -> None:
+        import re
+
+        try:
+            self.python: re.Pattern[str] = re.compile(source)
+        except re.error as exc:
+            raise PatternError(str(exc)) from None
+        except (OverflowError, RecursionError, MemoryError):
+            raise PatternError("too large or too deeply nested") from None
+        self._linear: Pattern | None
+        try:
+            self._linear = compile_pattern(_translated(source))
+        except (_Untranslatable, PatternError):
+            self._linear = None
+            if _nests_repeats(source):
+                raise PatternError(
+                    "RE2 cannot read it (a lookaround, backreference, \\b or count over 1000) and it nests repeats, "
+                    "which Python's re can take hours on: write it without one or the other"
+                ) from None
+
+    @property
+    def pattern(self) -> str:
+        return self.python.pattern
+
+    @property
+    def linear(self) -> bool:
+        """Whether RE2 searches it (else `re`, in short texts only)."""
+        return self._linear is not None
+
+    def search(self, text: str) -> bool | None:
+        """Whether the pattern occurs in `text`; None when that is not known (a text too long for `re`)."""
+        if self._linear is not None and "\n" not in text and _utf8(text):
+            return self._linear.search(text) is not None
+        if len(text) > RULE_FALLBACK_TEXT_MAX:
+            return None
+        return self.python.search(text) is not None
+
+    def __repr__(self) -> str:
+        return f"RulePattern({self.pattern!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RulePattern) and other.pattern == self.pattern
+
+    def __hash__(self) -> int:
+        return hash(self.pattern)
+
+
+def _utf8(text: str) -> bool:
+    """Whether RE2 can take `text` as it is (no lone surrogate, which a model's JSON can carry: `"\\ud800"`)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _translated(source: str) -> str:
+    from re import _parser  # type: ignore[attr-defined]
+
+    parsed = _parser.parse(source)
+    return _emit(parsed.data, parsed.state.flags, parsed.state)
+
+
+def _emit(items: list[tuple[Any, Any]], flags: int, state: Any) -> str:
+    import re
+    from re import _constants  # type: ignore[attr-defined]
+
+    out: list[str] = []
+    for op, av in items:
+        name = str(op)
+        if name in _UNTRANSLATABLE:
+            raise _Untranslatable(name)
+        if name in _ONE_CHARACTER:
+            out.append(_character_set(op, av, flags, state))
+        elif name == "SUBPATTERN":
+            _group, add, delete, inner = av
+            out.append(f"(?:{_emit(inner.data, (flags | add) & ~delete, state)})")
+        elif name == "BRANCH":
+            out.append("(?:" + "|".join(_emit(branch.data, flags, state) for branch in av[1]) + ")")
+        elif name in _REPEATS:
+            low, high, inner = av
+            if (high != _constants.MAXREPEAT and high > 1000) or low > 1000:
+                raise _Untranslatable("count")
+            count = (
+                "*"
+                if (low, high) == (0, _constants.MAXREPEAT)
+                else (
+                    "+"
+                    if (low, high) == (1, _constants.MAXREPEAT)
+                    else (f"{{{low},}}" if high == _constants.MAXREPEAT else f"{{{low},{high}}}")
+                )
+            )
+            out.append(f"(?:{_emit(inner.data, flags, state)}){count}" + ("?" if name == "MIN_REPEAT" else ""))
+        elif name == "AT":
+            at = str(av)
+            multiline = bool(flags & re.MULTILINE)
+            if at == "AT_BEGINNING_STRING" or (at == "AT_BEGINNING" and not multiline):
+                out.append(r"\A")
+            elif at == "AT_BEGINNING":
+                out.append("(?m:^)")
+            elif at == "AT_END_STRING":
+                out.append(r"\z")
+            elif at == "AT_END":
+                # Python's `$` also matches before a last "\n"; `RulePattern.search` sends RE2 no text with one
+                out.append("(?m:$)" if multiline else r"\z")
+            elif at in ("AT_BOUNDARY", "AT_NON_BOUNDARY") and flags & re.ASCII:
+                out.append(r"\b" if at == "AT_BOUNDARY" else r"\B")
+            else:
+                raise _Untranslatable(at)
+        else:
+            raise _Untranslatable(name)
+    return "".join(out)
+
+
+def _character_set(op: Any, av: Any, flags: int, state: Any) -> str:
+    import re
+
+    if str(op) == "LITERAL" and not (flags & re.IGNORECASE and chr(av).lower() != chr(av).upper()):
+        return _escaped(av)
+    if (
+        str(op) == "IN"
+        and not flags & re.IGNORECASE
+        and {str(kind) for kind, _ in av} <= {"LITERAL", "RANGE", "NEGATE"}
+    ):
+        # letters and ranges alone mean the same to both (`[^/]` matches "\n" in both): no scan
+        negate = "^" if av and str(av[0][0]) == "NEGATE" else ""
+        items = [
+            _escaped(value) if str(kind) == "LITERAL" else f"{_escaped(value[0])}-{_escaped(value[1])}"
+            for kind, value in av
+            if str(kind) != "NEGATE"
+        ]
+        if items and not any(_has_surrogate(kind, value) for kind, value in av):  # RE2 reads no surrogate
+            return f"[{negate}{''.join(items)}]"
+    return _code_point_class(op, av, flags & (re.IGNORECASE | re.DOTALL | re.ASCII | re.UNICODE), state)
+
+
+def _has_surrogate(kind: Any, value: Any) -> bool:
+    if str(kind) == "LITERAL":
+        return bool(0xD800 <= value <= 0xDFFF)
+    return str(kind) == "RANGE" and value[0] <= 0xDFFF and value[1] >= 0xD800
+
+
+def _code_point_class(op: Any, av: Any, flags: int, state: Any) -> str:
+    """The RE2 class of exactly the code points Python's `re` matches with this one-character item, found by
+    letting `re` scan every code point (each run of them is one range)."""
+    from re import _compiler, _parser  # type: ignore[attr-defined]
+
+    key = (str(op), repr(av), flags)
+    with _cache_lock:
+        found = _classes.get(key)
+    if found is None:
+        sub = _parser.SubPattern(state, [(op, av)])
+        runs = _parser.SubPattern(state, [(_parser.MAX_REPEAT, (1, _parser.MAXREPEAT, sub))])
+        spans = [run.span() for run in _compiler.compile(runs, flags).finditer(_every_code_point())]
+        found = _ranges_class([(start, end - 1) for start, end in spans])
+        with _cache_lock:
+            _classes[key] = found
+            while len(_classes) > CACHED_PATTERNS:
+                _classes.popitem(last=False)
+    return found
+
+
+_classes: OrderedDict[tuple[str, str, int], str] = OrderedDict()
+
+
+def _ranges_class(ranges: list[tuple[int, int]]) -> str:
+    parts: list[str] = []
+    for start, end in ranges:
+        # RE2 reads UTF-8: no surrogates (texts with one go to `re`: `RulePattern.search`)
+        for low, high in ((start, min(end, 0xD7FF)), (max(start, 0xE000), end)):
+            if low <= high:
+                parts.append(_escaped(low) if low == high else f"{_escaped(low)}-{_escaped(high)}")
+    return f"[{''.join(parts)}]" if parts else r"[^\x00-\x{10FFFF}]"
+
+
+def _escaped(code: int) -> str:
+    return f"\\x{{{code:X}}}"
+
+
+@functools.cache
+def _every_code_point() -> str:
+    import array
+
+    return array.array("I", range(0x110000)).tobytes().decode("utf-32-le", "surrogatepass")
+
+
+def _nests_repeats(source: str) -> bool:
+    """Whether a repeat of more than one holds another repeat or an alternation (`(a+)+`, `(a|a)*`): the
+    shapes on which Python's `re` backtracks exponentially."""
+    from re import _parser  # type: ignore[attr-defined]
+
+    def walk(items: Any, inside: bool) -> bool:
+        for op, av in items:
+            name = str(op)
+            if name in _REPEATS:
+                if inside and av[1] > 1:
+                    return True
+                if walk(av[2].data, inside or av[1] > 1):
+                    return True
+            elif name == "BRANCH":
+                if inside:
+                    return True
+                if any(walk(branch.data, inside) for branch in av[1]):
+                    return True
+            elif name in ("SUBPATTERN",):
+                if walk(av[3].data, inside):
+                    return True
+            elif name in ("ASSERT", "ASSERT_NOT", "ATOMIC_GROUP"):
+                if walk((av[1] if name != "ATOMIC_GROUP" else av).data, inside):
+                    return True
+            elif name == "GROUPREF_EXISTS" and any(
+                branch is not None and walk(branch.data, inside) for branch in av[1:]
+            ):
+                return True
+        return False
+
+    return walk(_parser.parse(source).data, False)

@@ -39,6 +39,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from unified import _limits as limits
 from unified._adapters.codex._translate import AppServerTranslator, tool_call_of, unwrap_shell
 from unified._binary.jsonrpc import JsonRpcConnection, RpcError, as_dict, as_list
 from unified._redaction import clip
@@ -394,6 +395,9 @@ class ApprovalBridge:
     async def _approve(self, request_id: Any, params: dict[str, Any], kind: Kind, call_id: str) -> None:
         task = self.translator.task_of(params.get("threadId"))
         unreadable = _unreadable(kind, params, call_id)
+        files = len(as_list(as_dict(self.translator.item(call_id)).get("changes"))) if kind == "file" else 0
+        if unreadable is None and files > limits.MAX_PATCH_FILES:
+            unreadable = f"a patch of {files:,} files, more than the {limits.MAX_PATCH_FILES:,} it judges one by one"
         if unreadable is not None:
             # Fail closed: what would run is unknown, so nobody can approve it (nor is there a call to report).
             text = f"unified declined a Codex approval request it cannot read ({unreadable})"
