@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fnmatch
 import io
 import os
 import secrets
@@ -105,13 +106,15 @@ def make_way(blocker: Path) -> str:
     return "move or remove that file"
 
 
-def folder_entries(folder: Path, backend: str) -> list[Path]:
-    """The entries of a folder of `backend`'s session files, sorted; [] for one that is not there. One that cannot
-    be read (no permission, an I/O error, a file in its place) is a `SessionError` naming it, which a listing of
-    every backend reports as that backend not searched: it was the bare OSError (`unified sessions list` ended as
-    "a bug in unified"), or, through `glob`, which passes over what it cannot read, "no sessions yet"."""
+def folder_entries(folder: Path, backend: str, pattern: str | None = None) -> list[Path]:
+    """The entries of a folder of `backend`'s session files (those whose name matches `pattern`, an `fnmatch`
+    pattern), sorted by name; [] for one that is not there. One that cannot be read (no permission, an I/O error, a
+    file in its place) is a `SessionError` naming it, which a listing of every backend reports as that backend not
+    searched: it was the bare OSError (`unified sessions list` ended as "a bug in unified"), or, through `glob`,
+    which passes over what it cannot read, "no sessions yet". Names are matched and sorted as text before a path is
+    made of each: a short id's lookup among 10,000 sessions made and sorted 10,000 paths (36 ms, 7 ms by glob)."""
     try:
-        return sorted(folder.iterdir())
+        names = os.listdir(folder)
     except FileNotFoundError:
         return []
     except OSError as exc:
@@ -128,6 +131,9 @@ def folder_entries(folder: Path, backend: str) -> list[Path]:
             hint="make it readable by this user (its owner or permissions), or move it away; no session was changed",
             details=details,
         ) from None
+    if pattern is not None:
+        names = fnmatch.filter(names, pattern)
+    return [folder / name for name in sorted(names)]
 
 
 class NotRegularFile(OSError):

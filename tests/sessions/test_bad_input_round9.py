@@ -325,14 +325,14 @@ def test_a_session_folder_that_cannot_be_read_is_reported_not_a_crash_or_no_sess
     }
     blocked = folders[backend]()
     blocked.mkdir(parents=True)
-    real = Path.iterdir
+    real = os.listdir
 
-    def iterdir(self: Path) -> Any:
-        if self == blocked:
-            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
-        return real(self)
+    def listdir(path: Any = ".") -> list[Any]:  # root reads what permissions forbid: the refusal is made here
+        if Path(path) == blocked:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return real(path)
 
-    monkeypatch.setattr(Path, "iterdir", iterdir)
+    monkeypatch.setattr(os, "listdir", listdir)
     listing = anyio.run(lambda: service.list_sessions())
     assert set(listing.unavailable) == {backend}, listing.unavailable
     why = listing.unavailable[backend]
@@ -411,3 +411,22 @@ def test_a_gemini_chat_whose_prompt_is_damaged_is_listed_with_a_problem_and_can_
     assert path.exists()
     anyio.run(locator.delete, GOOD[:8])
     assert not path.exists()
+
+
+def test_folder_entries_matches_and_sorts_names_before_making_paths(tmp_path: Path) -> None:
+    """A short id's lookup names a pattern: only the matching entries become paths (the bench's gemini-cli resolve
+    among 10,000 sessions went 7 -> 36 ms when every entry was made a path and sorted), in name order."""
+    from unified._files import folder_entries
+
+    tmp_path = tmp_path / "chats"
+    tmp_path.mkdir()
+    for name in ("session-b-2.jsonl", "session-a-1.jsonl", "other.json", ".session-c-3.jsonl.tmp"):
+        (tmp_path / name).write_text("{}\n")
+    assert folder_entries(tmp_path, "gemini-cli", "session-*.jsonl") == [
+        tmp_path / "session-a-1.jsonl",
+        tmp_path / "session-b-2.jsonl",
+    ]
+    assert [path.name for path in folder_entries(tmp_path, "gemini-cli")] == sorted(
+        ["session-b-2.jsonl", "session-a-1.jsonl", "other.json", ".session-c-3.jsonl.tmp"]
+    )
+    assert folder_entries(tmp_path / "missing", "gemini-cli", "*") == []

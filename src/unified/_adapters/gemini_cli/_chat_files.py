@@ -23,7 +23,6 @@ just created with no messages for a session that has a real file elsewhere.
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import json
 import os
@@ -472,9 +471,7 @@ class ChatFiles:
         self.problems = []
         best: dict[tuple[str, Path], tuple[int, tuple[int, int], SessionInfo]] = {}
         for directory, project in self.project_dirs(cwd):
-            for path in folder_entries(directory / "chats", BACKEND):
-                if not fnmatch.fnmatchcase(path.name, pattern):
-                    continue
+            for path in folder_entries(directory / "chats", BACKEND, pattern):
                 try:
                     info = summarize(path, project)
                 except (CorruptSession, OSError) as exc:
