@@ -296,3 +296,41 @@ def test_many_rules_write_a_long_argument_as_json_once(monkeypatch: pytest.Monke
     args = {"file_path": "./a", "content": "x" * 100_000}
     assert policy.evaluate("write_file", args, "default").decision is Decision.ALLOW
     assert len(written) == 2
+
+
+# --- a secret spread by escape sequences past the margin kept before an output cut ---------------------------------
+
+SPREAD_SECRET = "sk-ant-api03-Zq9XvB7kLmN4pR2tY6wE8uI0oP"
+
+
+@pytest.mark.parametrize("after", [200, 300, 120])
+def test_a_secret_spread_by_escape_sequences_past_the_margin_shows_none_of_its_end(after: int) -> None:
+    """SUCCEEDED before (carried from round 14): the bytes kept before a cut (4 a secret's characters, 16 more) let a
+    secret printed whole be replaced whole, but one with a colour sequence between each character spans 14 bytes a
+    character: the cut went through it, its first characters were dropped with the cut, and its last ones were
+    read whole once the sequences went (`...E8uI0oP` after a 32 KiB tail). A tail that begins with the end of a
+    secret now shows the replacement there."""
+    from unified._redaction import redactor
+    from unified.tools._shell import shown_output
+
+    cap = 4096
+    clean = redactor({}, [SPREAD_SECRET])
+    spread = "".join(f"{c}\x1b[0;1;31;42;5m" for c in SPREAD_SECRET).encode()
+    data = b"x" * 8192 + spread + b"y" * (cap - after)
+    kept = data[-(cap + 4 * len(SPREAD_SECRET) + 16) :]  # what the command's buffer keeps (`_margin`)
+    shown = shown_output(kept, len(data), cap, clean)
+    assert shown.startswith("[output cut")
+    body = shown.split("\n", 1)[1]
+    tail = SPREAD_SECRET[-4:]
+    assert tail not in body, body[:120]
+    assert body.endswith("y" * 20)
+
+
+def test_a_tail_that_begins_with_ordinary_text_is_shown_as_it_is() -> None:
+    from unified._redaction import redactor
+    from unified.tools._shell import shown_output
+
+    clean = redactor({}, [SPREAD_SECRET])
+    data = b"z" * 10_000
+    shown = shown_output(data[-(4096 + 176) :], len(data), 4096, clean)
+    assert shown.split("\n", 1)[1] == "z" * 4096

@@ -36,7 +36,7 @@ from pydantic import Field
 from unified import _limits as limits
 from unified._files import open_regular_fd
 from unified._pgroup import ProcessGroup
-from unified._redaction import Redactor, is_secret, redactor
+from unified._redaction import REDACTED, SPLIT_HOLD_MIN, Redactor, is_secret, redactor
 from unified.tools import _safe_io, _watchdog
 from unified.tools._base import Params, Progress, ToolError, ToolOutput, require_unicode
 from unified.tools._paths import Workspace, echoed, shown_text
@@ -529,8 +529,28 @@ def shown_output(data: bytes, total: int, cap: int, clean: Redactor) -> str:
     if total <= cap:
         return terminal_text(clean(text), clean).rstrip("\n")
     start = len(data[: max(len(data) - cap, 0)].decode("utf-8", errors="replace"))
-    shown = terminal_text(clean.window(text, start), clean).rstrip("\n")
+    shown = cut_tail(text, start, clean).rstrip("\n")
     return f"[output cut: the first {total - cap} bytes were dropped, the last {cap} kept]\n{shown}"
+
+
+_CUT_SEQUENCE = re.compile(r"[0-?]+[ -/]*[@-~]")
+"""What a CSI sequence cut within its parameters leaves at the start of a tail (`42;5m`)."""
+
+
+def cut_tail(text: str, start: int, clean: Redactor) -> str:
+    """`text[start:]`, the end of a longer output, as the model reads it (`terminal_text`), `text[:start]` (the
+    margin kept before the cut) only read for secrets that straddle `start`. A secret printed with a sequence
+    between its characters spans more bytes than that margin (14 a character with `ESC[0;1;31;42;5m`), so the cut
+    can drop its first characters with the margin and show its last ones once the sequences go: a tail that begins
+    with `SPLIT_HOLD_MIN` or more characters that end a secret (behind what a sequence cut within its parameters
+    left, if any) shows the replacement there instead."""
+    shown = terminal_text(clean.window(text, start), clean)
+    fragment = _CUT_SEQUENCE.match(shown)
+    for skip in (0, fragment.end()) if fragment is not None else (0,):
+        end = clean.partial_prefix(shown[skip:])
+        if end >= SPLIT_HOLD_MIN:
+            return REDACTED + shown[skip + end :]
+    return shown
 
 
 def _margin(clean: Redactor) -> int:
@@ -809,7 +829,7 @@ async def read_background_output(config: ShellConfig, p: ReadBackgroundParams, p
         data = proc.log.tail(BACKGROUND_READ_CAP + margin)
         text = data.decode("utf-8", errors="replace")
         start = len(data[:margin].decode("utf-8", errors="replace")) if len(data) > BACKGROUND_READ_CAP else 0
-        lines = terminal_text(clean.window(text, start), clean).splitlines()
+        lines = (cut_tail(text, start, clean) if start else terminal_text(clean(text), clean)).splitlines()
         return lines[-p.lines :], len(lines)
 
     shown, total = await anyio.to_thread.run_sync(tail)
