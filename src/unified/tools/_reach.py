@@ -38,6 +38,7 @@ __all__ = [
     "ShellReach",
     "Veto",
     "process_path",
+    "reached_form",
     "reads_arguments",
     "refuses_by_path",
     "refusing_reader",
@@ -54,6 +55,12 @@ ALSO_JUDGED: Mapping[str, tuple[tuple[str, str], ...]] = {
 meets, so a rule for reading that file (`toolName = "read_file"`, `"file_path": "secrets/`) holds on it too."""
 
 
+def _reads(rule: Rule) -> bool:
+    """Whether `rule` reads a call's arguments (`argsPattern`, `commandPrefix`): only such a rule can judge a call by
+    where its paths lead."""
+    return rule.args_pattern is not None or rule.command_prefixes is not None
+
+
 def reads_arguments(policy: Policy, tool: str, mode: ApprovalMode) -> Policy | None:
     """The rules of `policy` that name `tool` (or what its entries are also judged as: `ALSO_JUDGED`) in `mode`, when
     at least one of them reads the call's arguments (`argsPattern`, `commandPrefix`), else None: then where a call
@@ -67,15 +74,15 @@ def reads_arguments(policy: Policy, tool: str, mode: ApprovalMode) -> Policy | N
             fnmatch.fnmatchcase(name, ALIASES.get(pattern, pattern)) for pattern in rule.tool_names for name in tools
         )
     ]
-    if not any(rule.args_pattern is not None or rule.command_prefixes is not None for rule in rules):
+    if not any(_reads(rule) for rule in rules):
         return None
     return Policy(tuple(rules))
 
 
-def _form(root: Path, real: Path, folder: bool) -> str:
-    """A reached path as `real_paths` puts it: relative to the workspace root (absolute outside it), a folder with
-    a trailing `/`. On the text (a walk calls it for every entry: pathlib's `relative_to` cost as much as the
-    policy's evaluation)."""
+def reached_form(root: Path, real: Path, folder: bool) -> str:
+    """A reached path as a path rule reads it (`real_paths`, the walks and the shell words here): relative to the
+    workspace root (absolute outside it), a folder with a trailing `/`, the root itself `.`. On the text (a walk
+    calls it for every entry: pathlib's `relative_to` cost as much as the policy's evaluation)."""
     text, base = str(real), str(root)
     if text == base:
         return "."
@@ -86,11 +93,11 @@ def _form(root: Path, real: Path, folder: bool) -> str:
 
 def _entry_forms(root: Path, path: Path, is_dir: bool, is_link: bool) -> list[str]:
     """The texts a walked entry is judged as: where the walk met it, and, for a link, where it leads."""
-    forms = [_form(root, path, is_dir)]
+    forms = [reached_form(root, path, is_dir)]
     if is_link:
         try:
             real = Path(os.path.realpath(path))
-            forms.append(_form(root, real, os.path.isdir(real)))
+            forms.append(reached_form(root, real, os.path.isdir(real)))
         except (OSError, ValueError):
             pass
     return forms
@@ -116,11 +123,7 @@ def refuses_by_path(verdict: Verdict) -> bool:
     if verdict.decision is Decision.DENY:
         return True
     rule = verdict.rule
-    return (
-        verdict.decision is Decision.ASK_USER
-        and rule is not None
-        and (rule.args_pattern is not None or rule.command_prefixes is not None)
-    )
+    return verdict.decision is Decision.ASK_USER and rule is not None and _reads(rule)
 
 
 @dataclass
@@ -189,7 +192,7 @@ def tree_verdict(
     Blocking: call from a worker thread."""
     left = budget if budget is not None else [limits.POLICY_WALK_MAX_ENTRIES]
     call_rule = call.rule.name if call.rule is not None else None
-    shown = _form(root, folder, True)
+    shown = reached_form(root, folder, True)
     pending = [(folder, folder)]  # (the folder read, where the walk names it: through a followed link)
     seen = {folder}
     while pending:
@@ -217,7 +220,7 @@ def tree_verdict(
                             pending.append((real, where))
                         forms = []
                     elif not is_dir and listed(where.relative_to(folder).as_posix()):
-                        forms = list(dict.fromkeys([_form(root, where, False), _form(root, path, False)]))
+                        forms = list(dict.fromkeys([reached_form(root, where, False), reached_form(root, path, False)]))
                     else:
                         forms = []
                     for form in forms:
@@ -247,23 +250,13 @@ def _strictest(policy: Policy, calls: Sequence[tuple[str, Mapping[str, Any]]], m
 
 
 def _first_reader(policy: Policy) -> Rule | None:
-    return refusing_reader(policy) or next(
-        (rule for rule in policy.rules if rule.args_pattern is not None or rule.command_prefixes is not None), None
-    )
+    return refusing_reader(policy) or next((rule for rule in policy.rules if _reads(rule)), None)
 
 
 def refusing_reader(policy: Policy) -> Rule | None:
     """The first rule of `policy` that denies or asks for a call by its arguments (`argsPattern`, `commandPrefix`),
     or None: the one that may apply to what unified cannot read of a call."""
-    return next(
-        (
-            rule
-            for rule in policy.rules
-            if rule.decision is not Decision.ALLOW
-            and (rule.args_pattern is not None or rule.command_prefixes is not None)
-        ),
-        None,
-    )
+    return next((rule for rule in policy.rules if rule.decision is not Decision.ALLOW and _reads(rule)), None)
 
 
 def process_path(path: str) -> bool:
@@ -405,7 +398,7 @@ def shell_reach(command: str, cwd: Path, root: Path) -> ShellReach:
                     real = _reached(place, candidate)
                     if real is None:
                         continue
-                    form = _form(root, real, os.path.isdir(real))
+                    form = reached_form(root, real, os.path.isdir(real))
                     if form != candidate:
                         rewritten[index] = build(form)
                         changed = True
@@ -418,7 +411,7 @@ def shell_reach(command: str, cwd: Path, root: Path) -> ShellReach:
             continue
         for place in places:
             real = _reached(place, target)
-            if real is not None and (form := _form(root, real, False)) != target:
+            if real is not None and (form := reached_form(root, real, False)) != target:
                 variants.append(f": < {shlex.quote(form)}")
                 changed = True
     return ShellReach("\n".join(variants) if changed else None, tuple(walks), doubt)

@@ -739,9 +739,9 @@ async def real_paths(
         except (ToolError, OSError):  # realpath raises when a link it follows is swapped away meanwhile
             continue
         root = workspace.root
-        form = real.relative_to(root).as_posix() if real.is_relative_to(root) else str(real)
-        if real != root and await anyio.to_thread.run_sync(real.is_dir, abandon_on_cancel=True):
-            form += "/"  # a folder as a rule for its files spells it: a search of `docs/l` reads `secrets/`
+        # a folder as a rule for its files spells it (a trailing `/`): a search of `docs/l` reads `secrets/`
+        folder = real != root and await anyio.to_thread.run_sync(real.is_dir, abandon_on_cancel=True)
+        form = _reach.reached_form(root, real, folder)
         if form != plain_path(value):
             changed[key] = form
     pattern = args.get("pattern")
