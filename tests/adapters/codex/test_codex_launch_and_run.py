@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -29,7 +30,7 @@ from unified._adapters.codex._run import collaboration_mode
 from unified._execute import EventStream
 from unified._internal.stream import StreamGuard
 from unified.errors import BackendUnavailable, ConfigurationError
-from unified.events import ErrorEvent, Result, SessionStarted, TextDelta, UnifiedEvent, WarningEvent
+from unified.events import ErrorEvent, Result, SessionStarted, TextDelta, ToolUse, UnifiedEvent, WarningEvent
 from unified.testing import FakeAgentProcess
 from unified.types import ExecuteParams, HttpMcpServer, StdioMcpServer
 
@@ -396,9 +397,9 @@ async def test_stdin_is_closed_once_the_turn_is_over_and_the_exit_waited_for_bef
     assert EndsInput.steps == ["end_input after 5 lines", "wait", "close"]
 
 
-def threads_in_turn(process: FakeAgentProcess) -> Callable[[str], list[str | bytes]]:
+def threads_in_turn(process: FakeAgentProcess, *, command: bool = False) -> Callable[[str], list[str | bytes]]:
     """A stand-in app-server that opens a new thread (`t1`, `t2`, ...) for each `thread/start` and finishes each
-    turn at once; every request it does not know is answered `{}`."""
+    turn at once (after running `ls`, with `command`); every request it does not know is answered `{}`."""
     opened: list[str] = []
 
     def answer(line: str) -> list[str | bytes]:
@@ -410,9 +411,15 @@ def threads_in_turn(process: FakeAgentProcess) -> Callable[[str], list[str | byt
         if method == "turn/start":
             thread = opened[-1]
             late = [json.dumps({"method": "item/agentMessage/delta", "params": {"threadId": "t1", "delta": "late"}})]
+            item = {"type": "commandExecution", "id": f"c-{thread}", "command": "ls", "status": "completed"}
+            ran = [
+                json.dumps({"method": f"item/{stage}", "params": {"threadId": thread, "item": item}})
+                for stage in ("started", "completed")
+            ]
             return [
                 json.dumps({"id": mid, "result": {"turn": {"id": TURN}}}),
                 *(late if len(opened) > 1 else []),  # from the first run's thread, read by the second run
+                *(ran if command else []),
                 json.dumps({"method": "item/agentMessage/delta", "params": {"threadId": thread, "delta": thread}}),
                 json.dumps(
                     {
@@ -450,7 +457,7 @@ async def test_a_kept_process_serves_the_next_run_warm_and_closes_only_with_its_
         process = entry.resource.process
         assert isinstance(process, EndsInput)
         methods = [str(json.loads(line).get("method")) for line in process.received]
-        end = ["thread/backgroundTerminals/clean", "thread/unsubscribe"]
+        end = ["thread/unsubscribe"]  # a text-only run left no background terminal to clean
         assert methods == [
             "initialize",
             "initialized",
@@ -465,6 +472,24 @@ async def test_a_kept_process_serves_the_next_run_warm_and_closes_only_with_its_
     finally:
         await pool.aclose()
     assert EndsInput.steps == ["close"]
+
+
+async def test_a_run_that_called_a_tool_on_a_kept_process_cleans_its_background_terminals(tmp_path: Path) -> None:
+    """A command the model ran may leave a background terminal on the thread: the run cleans them before it
+    unsubscribes (a text-only run, above, has none to clean and sends only the unsubscribe)."""
+    EndsInput.steps = []
+    pool = CodexPool(size=1)
+    try:
+        events = await run(tmp_path, EndsInput.starter(partial(threads_in_turn, command=True)), {"pool": pool})
+        assert [e.name for e in events if isinstance(e, ToolUse)] == ["exec_command"]
+        assert isinstance(events[-1], Result)
+        (entry,) = pool._entries
+        process = entry.resource.process
+        assert isinstance(process, EndsInput)
+        methods = [str(json.loads(line).get("method")) for line in process.received]
+        assert methods[-2:] == ["thread/backgroundTerminals/clean", "thread/unsubscribe"]
+    finally:
+        await pool.aclose()
 
 
 class DiesUnseen(FakeAgentProcess):

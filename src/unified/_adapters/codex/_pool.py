@@ -40,6 +40,10 @@ EOF_GRACE_S = 0.5
 it is ended with signals (a hang guard: it always has in our runs)."""
 END_RUN_TIMEOUT_S = 5.0
 """A hang guard for the end of a run on a process that stays warm (each answer takes about a millisecond)."""
+_ENDING = ("thread/backgroundTerminals/clean", "thread/unsubscribe")
+"""What ends each thread of a run on a warm process that called a tool or had an MCP server."""
+_UNSUBSCRIBING = ("thread/unsubscribe",)
+"""... and of a run that did neither: it left no background terminal."""
 ENDED_KEPT = 64
 """Threads of earlier runs whose late messages are dropped: after `thread/unsubscribe` Codex sends none, so
 only the last few runs' threads can still have one on the way."""
@@ -102,8 +106,9 @@ class CodexConnection(JsonRpcConnection):
         marked ones, and its descendants: an MCP server runs without the mark), looked up while Codex unloads:
         only this run used the process. `started=False`: the run called no tool and had no MCP server, so it
         started no process and none is looked for (a scan of every process on the machine, 2-3 ms on a loaded
-        one, a third of a text-only run's end). Raises `ConnectionClosed`, `RpcError` or `TimeoutError` when the
-        process is not fit for another run."""
+        one, a third of a text-only run's end), and it left no background terminal to clean (a thread's earlier
+        runs cleaned theirs as they ended, or ended with their process): only the unsubscribe is sent. Raises
+        `ConnectionClosed`, `RpcError` or `TimeoutError` when the process is not fit for another run."""
         inbox = self.open_inbox(ROUTE)
         answers = Inbox()
         asked: dict[int, tuple[str, str]] = {}
@@ -132,8 +137,9 @@ class CodexConnection(JsonRpcConnection):
 
         try:
             with anyio.fail_after(END_RUN_TIMEOUT_S):
+                ending = _ENDING if started else _UNSUBSCRIBING
                 for thread in threads:
-                    for method in ("thread/backgroundTerminals/clean", "thread/unsubscribe"):
+                    for method in ending:
                         asked[await self.start_request(method, {"threadId": thread}, answers)] = (method, thread)
                 if started or self.remembered:
                     async with anyio.create_task_group() as tg:
