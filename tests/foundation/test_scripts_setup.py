@@ -33,15 +33,17 @@ version="${package##*@}"
 case "$name" in
   @google/gemini-cli) bin=gemini ;;
   @anthropic-ai/claude-code) bin=claude ;;
+  node) bin=node ;;
   *) bin=codex ;;
 esac
+[ "$bin" = node ] && [ "${NODE_FAILS:-0}" = 1 ] && { echo "npm error code EBADPLATFORM" >&2; exit 1; }
 echo "added 7 packages in 22s"
 echo "npm warn install-scripts 2 packages have install scripts not yet covered by allowScripts:" >&2
 echo "npm notice New major version of npm available!" >&2
 [ "${NPM_FAILS:-0}" = 1 ] && { echo "npm error code E404" >&2; exit 1; }
 mkdir -p "$prefix/node_modules/$name" "$prefix/node_modules/.bin"
 echo "{\\"name\\": \\"$name\\", \\"version\\": \\"$version\\"}" > "$prefix/node_modules/$name/package.json"
-printf '#!/bin/sh\\necho %s\\n' "$version" > "$prefix/node_modules/.bin/$bin"
+printf '#!/bin/sh\\necho %s%s\\n' "$( [ "$bin" = node ] && echo v)" "$version" > "$prefix/node_modules/.bin/$bin"
 chmod +x "$prefix/node_modules/.bin/$bin"
 if [ "$bin" = codex ]; then  # its platform package, with the native binary
   native="$prefix/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin"
@@ -79,7 +81,9 @@ def clone(tmp_path: Path) -> Path:
 
 def _setup(clone: Path, **extra: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PATH": f"{clone.parent / 'bin'}{os.pathsep}{os.environ['PATH']}", **extra}
-    env.pop("UNIFIED_SKIP_GEMINI_CLI", None)
+    for name in ("UNIFIED_SKIP_GEMINI_CLI", "UNIFIED_TEST_NODE"):
+        if name not in extra:
+            env.pop(name, None)
     return subprocess.run(
         ["bash", str(clone / "scripts" / "setup")],
         capture_output=True,
@@ -105,6 +109,27 @@ def test_setup_says_what_it_installs_and_keeps_npm_in_a_log(clone: Path) -> None
         assert "npm notice" in log
     again = _setup(clone)  # already there: nothing to say
     assert (again.returncode, again.stdout, again.stderr) == (0, "", "")
+
+
+def test_for_the_tests_setup_also_installs_their_node_and_goes_on_without_it_if_npm_cannot(clone: Path) -> None:
+    """scripts/test asks for the pinned Node the CLIs run on in the suite (.ci/install-node.sh); it only makes
+    their starts cheaper, so a failed install is said in one line and the tests run on the machine's Node."""
+    done = _setup(clone, UNIFIED_TEST_NODE="1")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == (
+        "setup: installing the tests' Node.js LTS into .node/ with npm (a few seconds; see .ci/install-node.sh for why)"
+    )
+    assert (clone / ".node" / "node_modules" / ".bin" / "node").is_file()
+    assert "npm warn install-scripts" in (clone / ".node" / "npm-install.log").read_text()
+    again = _setup(clone, UNIFIED_TEST_NODE="1")
+    assert (again.returncode, again.stdout, again.stderr) == (0, "", "")
+
+    shutil.rmtree(clone / ".node")
+    failed = _setup(clone, UNIFIED_TEST_NODE="1", NODE_FAILS="1")
+    assert failed.returncode == 0, failed.stderr
+    last = failed.stdout.splitlines()[-1]
+    assert last.startswith("setup: could not install the tests' Node.js (its log: .node/npm-install.log); the tests")
+    assert "npm error code EBADPLATFORM" in (clone / ".node" / "npm-install.log").read_text()
 
 
 def test_when_npm_fails_setup_shows_its_log_and_one_error_line(clone: Path) -> None:
