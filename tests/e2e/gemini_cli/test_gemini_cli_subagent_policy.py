@@ -11,6 +11,8 @@ the tool ran.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -137,15 +139,43 @@ async def test_a_subagent_is_refused_what_the_main_agent_is_asked(
     assert "unified: the policy rule mine does not allow it" in str(result.output)
 
 
+@pytest.mark.parametrize("where", ["home", "project"])
+async def test_a_subagent_of_the_users_own_is_refused_as_the_built_in_ones_are(
+    run_gemini: Run, responses: Responses, workspace: Path, gemini_setup: Path, where: str
+) -> None:
+    """unified names the subagents the user (`<home>/.gemini/agents/`) or the project defines in its rules
+    (`_user_agents.own_subagents`): a call of a tool the policy asks about is refused with the rule named. Before,
+    it waited on a question nobody can answer until `subagent_silence_s` (900 s by default) ended the run."""
+    agents = (gemini_setup if where == "home" else workspace) / ".gemini" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "helper.md").write_text("---\nname: helper\ndescription: Runs commands.\n---\nYou run commands.\n")
+    if where == "project":  # 0.61 runs a project's agent once the user acknowledged it (its file's SHA-256)
+        digest = hashlib.sha256((agents / "helper.md").read_bytes()).hexdigest()
+        acknowledged = gemini_setup / ".gemini" / "acknowledgments" / "agents.json"
+        acknowledged.parent.mkdir(parents=True, exist_ok=True)
+        acknowledged.write_text(json.dumps({str(workspace): {"helper": digest}}))
+    fake = responses(
+        stream_line(call("invoke_agent", agent_name="helper", prompt="do it")),
+        stream_line(call("run_shell_command", command="touch sub")),
+        stream_line(call("complete_task", result="finished")),  # an agent without an output schema answers text
+        stream_line(text("done")),
+    )
+    events = await _run(run_gemini, fake, "yolo", _rule("run_shell_command", "ask_user"))
+    assert [e.agent_name for e in events if isinstance(e, SubagentStarted)] == ["helper"]
+    _assert_refused(events, "run_shell_command")
+    assert not (workspace / "sub").exists()
+
+
 async def test_a_subagent_that_waits_unanswered_ends_the_run(
     run_gemini: Run, responses: Responses, workspace: Path, gemini_setup: Path
 ) -> None:
-    """A subagent of the user's own (`.gemini/agents/`) is not named by unified's rules, so its call of a tool the
-    policy asks about still waits on a question nobody can answer: the bound on a subagent's silence
-    (`subagent_silence_s`, 2 s here) ends the run with a typed error. Before, the run hung."""
+    """A subagent unified cannot name (its name a YAML block scalar, which `own_subagents` does not read) is not in
+    unified's rules, so its call of a tool the policy asks about still waits on a question nobody can answer: the
+    bound on a subagent's silence (`subagent_silence_s`, 2 s here) ends the run with a typed error. Before, the run
+    hung."""
     agents = gemini_setup / ".gemini" / "agents"
     agents.mkdir()
-    (agents / "helper.md").write_text("---\nname: helper\ndescription: Runs commands.\n---\nYou run commands.\n")
+    (agents / "helper.md").write_text("---\nname: >-\n  helper\ndescription: Runs commands.\n---\nYou run commands.\n")
     fake = responses(
         stream_line(call("invoke_agent", agent_name="helper", prompt="do it")),
         stream_line(call("run_shell_command", command="touch sub")),

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from unified._adapters.gemini_cli._options import GeminiCliOptions
+from unified._adapters.gemini_cli._user_agents import own_subagents
 from unified._binary.environment import EnvPolicy, FileSignature, cache_file, cache_folder, child_env, file_signature
 from unified._binary.install import BinarySpec, locate, require_node
 from unified._binary.process import AgentSubprocess, PipedEnv
@@ -276,6 +277,9 @@ class Launch:
     """The CLI's retries of one request before the run gives up (`GeminiCliOptions.max_retries`, `RetryWatch`)."""
     subagent_silence_s: float | None = 900.0
     """How long a running subagent may write nothing before the run ends (`GeminiCliOptions.subagent_silence_s`)."""
+    subagents: tuple[str, ...] = ()
+    """The subagents the CLI may run: its own (`SUBAGENTS`) and, with a policy, those the user, the project or an
+    extension defines (`_user_agents.own_subagents`), each named in `subagent_rules`."""
 
     @classmethod
     def of(cls, params: ExecuteParams, options: GeminiCliOptions) -> Launch:
@@ -295,6 +299,10 @@ class Launch:
             binary = locate(GEMINI_CLI, options.gemini_binary, where).path
             require_node(GEMINI_CLI, binary, env)
         fake = options.fake_responses.resolve() if options.fake_responses is not None else None
+        subagents: tuple[str, ...] = SUBAGENTS
+        if options.policy is not None:  # a file system look only when rules may name them
+            home = Path(env.get("GEMINI_CLI_HOME") or env.get("HOME") or Path.home())
+            subagents += tuple(name for name in own_subagents(home, params.cwd.expanduser()) if name not in SUBAGENTS)
         return cls(
             binary=binary,
             env=env,
@@ -306,6 +314,7 @@ class Launch:
             policy=options.policy,
             max_retries=options.max_retries,
             subagent_silence_s=options.subagent_silence_s,
+            subagents=subagents,
         )
 
     def model_for(self, session_model: str | None = None) -> str:
@@ -341,7 +350,8 @@ class Launch:
     def policy_flags(self) -> list[str]:
         """unified's rules for the CLI (`policy_rules`) as a `--policy` file. A file given this way is the
         CLI's user tier and replaces its user policies directory: no rule of its own lets a call past unified."""
-        rules = policy_denials(cli_denials(self.policy)) + subagent_rules(subagent_denials(self.policy))
+        rules = policy_denials(cli_denials(self.policy))
+        rules += subagent_rules(subagent_denials(self.policy), self.subagents)
         rules += policy_rules(self.excluded_tools, user_rule_tools(self.policy))
         return ["--policy", str(gemini_file("policy", ".toml", rules))]
 
@@ -426,7 +436,8 @@ def cli_denials(policy: Policy | None) -> dict[str, tuple[str, tuple[str, ...]]]
 
 SUBAGENTS = ("codebase_investigator", "cli_help", "generalist", "browser_agent")
 """0.61's own subagents (`AgentRegistry.loadBuiltInAgents`). A policy rule holds for one subagent's calls when its
-`subagent` names it, exactly (no wildcard, no list): a subagent of the user's own (`.gemini/agents/`) is not named."""
+`subagent` names it, exactly (no wildcard, no list): those the user, the project or an extension defines are named
+from their files (`_user_agents`)."""
 
 
 def _user_rule_names(policy: Policy) -> list[tuple[str, str]]:
@@ -460,8 +471,8 @@ def subagent_denials(policy: Policy | None) -> dict[str, str]:
 _UNASKABLE = " (a subagent cannot be asked)"
 
 
-def subagent_rules(denials: Mapping[str, str]) -> str:
-    """`subagent_denials` as the CLI's deny rules, one per built-in subagent (`SUBAGENTS`) and tool, in every mode,
+def subagent_rules(denials: Mapping[str, str], subagents: Sequence[str] = SUBAGENTS) -> str:
+    """`subagent_denials` as the CLI's deny rules, one per subagent (`Launch.subagents`) and tool, in every mode,
     above unified's asking rules; the `denyMessage` names the caller's rule (`_subagents` reads it back). (With a
     wildcard, `*`, no subagent starts in the first place: the main agent's rule asking about every tool makes 0.61's
     own check of the delegation a question, which it refuses, "Tool execution for ... denied by policy", measured.)"""
@@ -470,7 +481,7 @@ def subagent_rules(denials: Mapping[str, str]) -> str:
         f'subagent = {toml_string(agent)}\ndecision = "deny"\npriority = 997\nmodes = {ALL_MODES}\n'
         f"denyMessage = {toml_string(f'unified: the policy rule {rule} does not allow it{_UNASKABLE}')}\n\n"
         for tool, rule in sorted(denials.items())
-        for agent in SUBAGENTS
+        for agent in subagents
     )
 
 
