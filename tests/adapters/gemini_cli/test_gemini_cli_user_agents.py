@@ -5,6 +5,7 @@ not name waits for ever on a question no ACP client is put (e2e: test_gemini_cli
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -36,7 +37,23 @@ def test_the_users_the_projects_and_the_extensions_agents_are_found(tmp_path: Pa
     _agent(cwd / ".gemini" / "agents", "b.md", "name: 'reviewer'  # the project's\ndescription: d")
     _agent(home / ".gemini" / "extensions" / "ext" / "agents", "c.md", '{"name": "ext-agent", "description": "d"}')
     _agent(home / ".gemini" / "agents", "remote.md", "- name: far_1\n  agent_card_url: https://x\n- name: far_2")
-    assert own_subagents(home, cwd) == ("ext-agent", "far_1", "far_2", "helper", "reviewer")
+    linked = home / ".gemini" / "extensions" / "linked"  # `gemini extensions link ../src`: its files stay there
+    linked.mkdir()
+    record = {"source": str(tmp_path / "src"), "type": "link"}
+    (linked / ".gemini-extension-install.json").write_text(json.dumps(record))
+    _agent(tmp_path / "src" / "agents", "d.md", "name: from_source\ndescription: d")
+    _agent(linked / "agents", "e.md", "name: not_loaded\ndescription: d")  # 0.61 reads the source's
+    assert own_subagents(home, cwd) == ("ext-agent", "far_1", "far_2", "from_source", "helper", "reviewer")
+
+
+@pytest.mark.parametrize(
+    "record", ["{", '{"type": "link", "source": 7}', '["link"]', '{"type": "git", "source": "/x"}']
+)
+def test_an_extension_whose_install_record_names_no_link_is_read_where_it_is(tmp_path: Path, record: str) -> None:
+    extension = tmp_path / ".gemini" / "extensions" / "ext"
+    _agent(extension / "agents", "a.md", "name: here\ndescription: d")
+    (extension / ".gemini-extension-install.json").write_text(record)
+    assert own_subagents(tmp_path, tmp_path / "ws") == ("here",)
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,8 @@ no list), and a subagent cannot put a question to an ACP client: 0.61 waits for 
 such a subagent the tools the caller's policy would ask about (`_launch.subagent_rules`); for that they must name
 every subagent the CLI may run, not only its built-in ones. 0.61 loads them (`AgentRegistry.loadAgents`) from the
 Markdown files (not starting with `_`) of `<home>/.gemini/agents/`, of the project's `.gemini/agents/` (a trusted
-folder's, once acknowledged) and of each installed extension's `agents/`, each file's YAML front matter naming one
-agent (`name`, a slug: `[a-z0-9-_]+`) or a list of remote ones.
+folder's, once acknowledged) and of each installed extension's `agents/` (a linked one's where it lives), each
+file's YAML front matter naming one agent (`name`, a slug: `[a-z0-9-_]+`) or a list of remote ones.
 
 Read here without a YAML parser, over-inclusively: every slug written after a `name:` key in a file's front
 matter, at any depth. A name too many costs one rule that never matches; a name missed is the wait unified's
@@ -16,6 +16,7 @@ bound on a subagent's silence (`subagent_silence_s`) ends. Bounded: at most `MAX
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -40,7 +41,7 @@ as a block scalar (`name: >-` and the name on the next line)."""
 def own_subagents(home: Path, cwd: Path) -> tuple[str, ...]:
     """The names of the subagents defined in `home`'s and `cwd`'s `.gemini/agents/` and `home`'s extensions, sorted."""
     folders = [home / ".gemini" / "agents", cwd / ".gemini" / "agents"]
-    folders += [extension / "agents" for extension in _entries(home / ".gemini" / "extensions")]
+    folders += [_extension_root(extension) / "agents" for extension in _entries(home / ".gemini" / "extensions")]
     names: set[str] = set()
     budget = MAX_FILES
     for folder in folders:
@@ -61,6 +62,18 @@ def _entries(folder: Path) -> list[Path]:
             return sorted(Path(entry.path) for entry in found)
     except OSError:
         return []
+
+
+def _extension_root(folder: Path) -> Path:
+    """Where an installed extension's files are: its folder, or for one installed with `gemini extensions link`
+    the folder its install record names (0.61's `_buildExtension`: `.gemini-extension-install.json`, `type` link)."""
+    try:
+        with open_regular(folder / ".gemini-extension-install.json") as file:
+            record = json.loads(file.read(MAX_BYTES))
+    except (OSError, ValueError, RecursionError):
+        return folder
+    source = record.get("source") if isinstance(record, dict) and record.get("type") == "link" else None
+    return Path(source) if isinstance(source, str) and source and "\0" not in source else folder
 
 
 def _names_in(path: Path) -> list[str]:
