@@ -114,3 +114,16 @@ def test_a_run_with_a_policy_names_them_in_its_policy_file(tmp_path: Path, monke
     assert 'subagent = "generalist"\ndecision = "deny"' in rules
     without = Launch.of(params, GeminiCliOptions(start_process=SILENT))
     assert without.subagents == SUBAGENTS  # no policy: nothing to name them in, no look at the files
+
+
+def test_a_folder_of_very_many_entries_is_looked_at_only_up_to_a_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A workspace's `.gemini/agents/` is the repository's to fill: listing and sorting it whole at every start
+    would let it slow each one; the first `MAX_ENTRIES` entries listed are looked at."""
+    monkeypatch.setattr(_user_agents, "MAX_ENTRIES", 10)
+    folder = tmp_path / ".gemini" / "agents"
+    folder.mkdir(parents=True)
+    for n in range(50):
+        (folder / f"junk{n:02}.txt").write_text("")
+    assert len(_user_agents._entries(folder)) == 10

@@ -16,6 +16,7 @@ bound on a subagent's silence (`subagent_silence_s`) ends. Bounded: at most `MAX
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -27,6 +28,8 @@ __all__ = ["MAX_NAMES", "own_subagents"]
 
 MAX_FILES = 256
 """Agent files read in all (a user's folder holds a handful)."""
+MAX_ENTRIES = 4096
+"""Entries of one folder looked at: a workspace's `.gemini/agents/` of a million files costs no more."""
 MAX_BYTES = 64 * 1024
 """The most read of one file: its front matter comes first."""
 MAX_NAMES = 128
@@ -56,10 +59,11 @@ def own_subagents(home: Path, cwd: Path) -> tuple[str, ...]:
 
 
 def _entries(folder: Path) -> list[Path]:
-    """`folder`'s entries, sorted; none when it is missing or unreadable (the CLI then loads none from it)."""
+    """`folder`'s entries (the first `MAX_ENTRIES` the system lists), sorted; none when it is missing or unreadable
+    (the CLI then loads none from it)."""
     try:
         with os.scandir(folder) as found:
-            return sorted(Path(entry.path) for entry in found)
+            return sorted(Path(entry.path) for entry in itertools.islice(found, MAX_ENTRIES))
     except OSError:
         return []
 
