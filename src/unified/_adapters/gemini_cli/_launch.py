@@ -262,6 +262,12 @@ def start_gemini(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> Agen
     return AgentSubprocess(argv, cwd=cwd, env=launch_env, hint=GEMINI_CLI.install_hint, piped=piped)
 
 
+SUBAGENTS = ("codebase_investigator", "cli_help", "generalist", "browser_agent")
+"""0.61's own subagents (`AgentRegistry.loadBuiltInAgents`). A policy rule holds for one subagent's calls when its
+`subagent` names it, exactly (no wildcard, no list): those the user, the project or an extension defines are named
+from their files (`_user_agents`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Launch:
     binary: Path
@@ -277,7 +283,7 @@ class Launch:
     """The CLI's retries of one request before the run gives up (`GeminiCliOptions.max_retries`, `RetryWatch`)."""
     subagent_silence_s: float | None = 900.0
     """How long a running subagent may write nothing before the run ends (`GeminiCliOptions.subagent_silence_s`)."""
-    subagents: tuple[str, ...] = ()
+    subagents: tuple[str, ...] = SUBAGENTS
     """The subagents the CLI may run: its own (`SUBAGENTS`) and, with a policy, those the user, the project or an
     extension defines (`_user_agents.own_subagents`), each named in `subagent_rules`."""
 
@@ -432,12 +438,6 @@ def cli_denials(policy: Policy | None) -> dict[str, tuple[str, tuple[str, ...]]]
     """Every tool the CLI is told to deny without arguments for the caller's policy, by its CLI name: those it never
     asks about (`never_asked_denials`) and those the policy denies outright (`outright_denials`)."""
     return {**outright_denials(policy), **never_asked_denials(policy)}
-
-
-SUBAGENTS = ("codebase_investigator", "cli_help", "generalist", "browser_agent")
-"""0.61's own subagents (`AgentRegistry.loadBuiltInAgents`). A policy rule holds for one subagent's calls when its
-`subagent` names it, exactly (no wildcard, no list): those the user, the project or an extension defines are named
-from their files (`_user_agents`)."""
 
 
 def _user_rule_names(policy: Policy) -> list[tuple[str, str]]:
