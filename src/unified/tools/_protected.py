@@ -35,10 +35,13 @@ from unified.tools._shell_syntax import SimpleCommand
 
 __all__ = [
     "CREDENTIAL_CHECK_TTL_S",
+    "PROTECTED_LINK_SCAN_MAX_ENTRIES",
     "ProtectedPaths",
     "credential_files",
     "credential_ids",
     "credential_refusal",
+    "hard_linked",
+    "linked_from_protected",
     "program_directory",
     "protected_links",
     "protected_path",
@@ -458,6 +461,9 @@ def shell_protected(
             hit = _names_protected(target, scope) or _names_program_directory(target, scope)
             if hit is not None:
                 return f"it writes {target} ({hit})"
+            reached = _written_in_place(target, scope)
+            if reached is not None:
+                return f"it writes {target}: {reached}"
         name = _program(part)
         if name is None:
             continue
@@ -477,6 +483,8 @@ def shell_protected(
                 hit = _names_protected(candidate, scope)
                 if hit is None and (name in data.shell_writers or writer is not None):
                     hit = _names_program_directory(candidate, scope)
+                    if hit is None and (reached := _written_in_place(candidate, scope)) is not None:
+                        return f"{name} names {candidate}: {reached}"
                 if hit is not None:
                     return f"{name} names {candidate} ({hit})"
         git = _git_writes_config(part) or _git_local_repository(part, scope)
@@ -665,6 +673,20 @@ def _names_protected(word: str, scope: _Scope) -> str | None:
         hit = scope.named[key]
         if hit is not None:
             return hit
+    return None
+
+
+def _written_in_place(word: str, scope: _Scope) -> str | None:
+    """Why a command writing the file `word` names from a place of `scope` changes more than it names
+    (`hard_linked`, `linked_from_protected`), or None."""
+    for place in scope.places:
+        try:
+            real = Path(os.path.realpath(place / word))
+        except (OSError, ValueError):
+            continue
+        reached = hard_linked(real) or linked_from_protected(real, scope.roots)
+        if reached is not None:
+            return reached
     return None
 
 
@@ -1082,6 +1104,86 @@ def protected_links(roots: Sequence[Path], limit: int = LINK_SCAN_MAX_ENTRIES) -
             except OSError:
                 continue
     return found
+
+
+PROTECTED_LINK_SCAN_MAX_ENTRIES = 20_000
+"""The most entries `linked_from_protected` looks at for one written file; past it the write is asked."""
+
+
+def linked_from_protected(
+    path: Path, roots: Sequence[Path], limit: int = PROTECTED_LINK_SCAN_MAX_ENTRIES
+) -> str | None:
+    """Why writing the file at the real path `path` (there or not yet: a dangling link comes alive) changes a
+    protected path through a symbolic link to it, or None.
+
+    The link is protected, not what it leads to: `node_modules/.bin/prettier -> ../prettier/bin/prettier.cjs`,
+    `.venv/bin/tool -> ../../scripts/tool.py`, `.git/hooks/pre-commit -> ../../scripts/hook.sh`, `.envrc -> env.sh`,
+    or a folder above it (`.git/hooks -> ../hooks`, `.vscode -> conf/vscode`); a write to the target's own name
+    changes what `npx prettier`, the next commit, direnv or the editor runs. Looked for beside
+    each folder from `path` up to its root: the links among the entries there, and two levels into those that are
+    protected or hold protected paths (`.git/hooks/*`, `node_modules/.bin/*`), none followed; past `limit` entries
+    (a huge folder on the way) the answer is a doubt, a reason."""
+    holders = [root for root in roots if path.is_relative_to(root) and path != root]
+    if not holders:
+        return None
+    root = max(holders, key=lambda r: len(r.parts))
+    data = protected_paths()
+    left = limit
+
+    def scan(directory: Path, depth: int) -> str | None:
+        nonlocal left
+        try:
+            with os.scandir(directory) as entries:
+                listed = list(entries)
+        except OSError:
+            return None
+        left -= len(listed)
+        if left < 0:
+            return f"the folders around it hold too many entries to search for a protected link to it (over {limit:,})"
+        for entry in listed:
+            relative = relative_to_roots(Path(entry.path), roots)
+            protected = data.match(relative)
+            if entry.is_symlink():
+                if protected is None and data.match_holder(relative) is None:
+                    continue
+                try:
+                    leads = Path(os.path.realpath(entry.path))
+                except (OSError, ValueError):
+                    continue
+                # a link to the file, or to a folder above it (`.git/hooks -> ../hooks`, `.vscode -> conf/vscode`)
+                name = relative if leads == path else None
+                if name is None and path.is_relative_to(leads):
+                    name = f"{relative}/{path.relative_to(leads).as_posix()}"
+                hit = data.match(name) if name is not None else None
+                if hit is not None:
+                    return f"it is {name} ({hit}) through the link {relative}"
+            elif depth < 2 and entry.is_dir(follow_symlinks=False) and (protected or data.match_holder(relative)):
+                found = scan(Path(entry.path), depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+    for directory in [path.parent, *path.parent.parents]:
+        if not directory.is_relative_to(root):
+            break
+        found = scan(directory, 0)
+        if found is not None:
+            return found
+    return None
+
+
+def hard_linked(path: Path) -> str | None:
+    """Why a write in place (a shell redirection, a writer program, a backend's own edit tool: not unified's file
+    tools, which write a new file and rename it over the name) into the existing file `path` changes more than that
+    name, or None: a file with other names (hard links) changes under each (a protected one, `.git/config`, or one
+    outside the workspace: a package store's file that every project links to)."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        return f"it has {info.st_nlink} names (hard links), and a write in place changes the file under each"
+    return None
 
 
 def _link_leads(path: str, roots: Sequence[Path]) -> str | None:
