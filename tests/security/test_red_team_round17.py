@@ -576,3 +576,17 @@ async def test_a_secret_in_a_printed_form_is_hidden_from_every_tool_output(
     for form in (KEY.upper(), " ".join(KEY), KEY.lower(), KEY.encode().hex()):
         assert form not in shown
     assert shown.count(REDACTED) >= 4, shown
+
+
+def test_the_name_filter_of_the_link_search_passes_every_protected_name() -> None:
+    """Pin: `linked_from_protected` reads the patterns only for entries `_may_be_protected` passes (or inside a `/**`
+    folder): every pattern, its wildcards filled in, passes one or the other, so no protected link is skipped."""
+    from unified.tools._protected import _PROBE_NAME, _may_be_protected, protected_path_patterns, protected_paths
+
+    data = protected_paths()
+    for pattern in protected_path_patterns():
+        example = pattern.replace("**", "a/b").replace("*", "x").replace("?", "y")
+        parent, _, name = example.rpartition("/")
+        inside = parent != "" and data.match(f"{parent}/{_PROBE_NAME}") is not None
+        assert data.match(example) is not None, example
+        assert inside or _may_be_protected(name) or _may_be_protected(name.upper()), example
