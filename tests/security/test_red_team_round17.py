@@ -590,3 +590,30 @@ def test_the_name_filter_of_the_link_search_passes_every_protected_name() -> Non
         inside = parent != "" and data.match(f"{parent}/{_PROBE_NAME}") is not None
         assert data.match(example) is not None, example
         assert inside or _may_be_protected(name) or _may_be_protected(name.upper()), example
+
+
+def test_the_gemini_stream_json_policy_denies_what_a_protected_link_leads_to(tmp_path: Path) -> None:
+    """SUCCEEDED before: the `--policy` file of the stream-json transport (which asks nobody) named the links that lead
+    to protected paths, not the targets of protected links, so its autoEdit wrote `scripts/hook.sh` and `hooks/x`."""
+    import tomllib
+
+    from unified._adapters.gemini_cli._launch import linked_protected_rules, protected_path_rules
+    from unified.tools._protected import protected_links
+
+    ws = _linked_targets(tmp_path)
+    (ws / "hooks").mkdir()
+    (ws / ".husky").symlink_to("hooks")
+    links = protected_links([ws])
+    assert links is not None
+    patterns = [
+        str(r["argsPattern"]) for r in tomllib.loads(protected_path_rules() + linked_protected_rules(links))["rule"]
+    ]
+
+    def denied(path: str) -> bool:
+        arguments = json.dumps({"file_path": path, "content": "x"}, separators=(",", ":"))
+        return any(re.search(pattern, arguments) for pattern in patterns)
+
+    for target in (*_TARGETS, "hooks/pre-commit"):
+        assert denied(str(ws / target)), target
+    assert not denied(str(ws / "docs" / "a.md"))
+    assert not denied(str(ws / "scripts" / "other.sh"))

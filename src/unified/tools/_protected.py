@@ -1083,11 +1083,14 @@ holds more than a copy's `TREE_CHECK_MAX_ENTRIES`, and past the bound every edit
 
 def protected_links(roots: Sequence[Path], limit: int = LINK_SCAN_MAX_ENTRIES) -> list[str] | None:
     """The symbolic links under `roots` (none followed) that lead to a protected path or directory (`_link_leads`:
-    `docs/e -> ../.envrc`, `docs/v -> ../.vscode`), each relative to the root that holds it; None when the roots
-    hold more than `limit` entries (what lies past them cannot be vouched for). For a program that writes through a
-    link and judges only the text of a path (the Gemini CLI's `--policy` rules on `file_path`)."""
+    `docs/e -> ../.envrc`, `docs/v -> ../.vscode`), and what a protected link leads to in a root (`scripts/hook.sh`
+    for `.git/hooks/pre-commit -> ../../scripts/hook.sh`, `hooks` for `.git/hooks -> ../hooks`: a write there changes
+    the protected path, `linked_from_protected`), each relative to the root that holds it; None when the roots hold
+    more than `limit` entries (what lies past them cannot be vouched for). For a program that writes through a link
+    and judges only the text of a path (the Gemini CLI's `--policy` rules on `file_path`)."""
     found: list[str] = []
     left = limit
+    data = protected_paths()
     for root in roots:
         pending = [root]
         while pending:
@@ -1099,8 +1102,11 @@ def protected_links(roots: Sequence[Path], limit: int = LINK_SCAN_MAX_ENTRIES) -
                         if left < 0:
                             return None
                         if entry.is_symlink():
+                            relative = Path(entry.path).relative_to(root).as_posix()
                             if _link_leads(entry.path, roots) is not None:
-                                found.append(Path(entry.path).relative_to(root).as_posix())
+                                found.append(relative)
+                            elif data.match(relative) is not None or data.match_holder(relative) is not None:
+                                found.extend(_link_target(entry.path, roots))
                         elif entry.is_dir(follow_symlinks=False):
                             pending.append(Path(entry.path))
             except OSError:
@@ -1228,6 +1234,19 @@ def hard_linked(path: Path) -> str | None:
     if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
         return f"it has {info.st_nlink} names (hard links), and a write in place changes the file under each"
     return None
+
+
+def _link_target(link: str, roots: Sequence[Path]) -> list[str]:
+    """What the protected `link` leads to, relative to the deepest root holding it, if in one and not a root itself
+    (`protected_links`)."""
+    try:
+        real = Path(os.path.realpath(link))
+    except (OSError, ValueError):
+        return []
+    holders = [root for root in roots if real.is_relative_to(root) and real != root]
+    if not holders:
+        return []
+    return [real.relative_to(max(holders, key=lambda r: len(r.parts))).as_posix()]
 
 
 def _link_leads(path: str, roots: Sequence[Path]) -> str | None:
