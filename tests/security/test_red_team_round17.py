@@ -617,3 +617,21 @@ def test_the_gemini_stream_json_policy_denies_what_a_protected_link_leads_to(tmp
         assert denied(str(ws / target)), target
     assert not denied(str(ws / "docs" / "a.md"))
     assert not denied(str(ws / "scripts" / "other.sh"))
+
+
+def test_a_command_naming_many_files_lists_each_folder_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pin (round 17's own search): `touch` of 500 files in one folder lists that folder, `.git` and `.git/hooks`
+    once each (`LinkSearch`), not once per file (2,000 files: 11 s before the search was shared, 1 s after)."""
+    ws = _linked_targets(tmp_path)
+    listed: list[str] = []
+    scandir = os.scandir
+
+    def counting(path: str | Path) -> object:
+        listed.append(str(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", counting)
+    command = "touch " + " ".join(f"docs/n{i}.md" for i in range(500))
+    assert shell_protected(parse(command), ws, [ws]) is None
+    assert len(listed) == len(set(listed)), sorted(listed)
+    assert len(listed) < 20, sorted(listed)

@@ -38,6 +38,7 @@ from unified.tools._shell_syntax import SimpleCommand
 __all__ = [
     "CREDENTIAL_CHECK_TTL_S",
     "PROTECTED_LINK_SCAN_MAX_ENTRIES",
+    "LinkSearch",
     "ProtectedPaths",
     "credential_files",
     "credential_ids",
@@ -629,6 +630,8 @@ class _Scope:
     """What each word names from each place (`_names_protected`), judged once per command."""
     search_path: str | None = None
     """The `PATH` the command runs with (`program_directory`)."""
+    links: LinkSearch | None = None
+    """The protected links beside what the command writes (`_written_in_place`), each folder listed once."""
 
 
 _CLUSTER_MAX = 64
@@ -686,7 +689,9 @@ def _written_in_place(word: str, scope: _Scope) -> str | None:
             real = Path(os.path.realpath(place / word))
         except (OSError, ValueError):
             continue
-        reached = hard_linked(real) or linked_from_protected(real, scope.roots)
+        if scope.links is None:
+            scope.links = LinkSearch(scope.roots)
+        reached = hard_linked(real) or scope.links.reason(real)
         if reached is not None:
             return reached
     return None
@@ -1122,54 +1127,94 @@ def linked_from_protected(
     path: Path, roots: Sequence[Path], limit: int = PROTECTED_LINK_SCAN_MAX_ENTRIES
 ) -> str | None:
     """Why writing the file at the real path `path` (there or not yet: a dangling link comes alive) changes a
-    protected path through a symbolic link to it, or None.
+    protected path through a symbolic link to it, or None (`LinkSearch.reason`, for one path)."""
+    return LinkSearch(roots, limit).reason(path)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Link:
+    relative: str
+    """The protected link (or a link that holds protected paths: `.vscode -> conf/vscode`), relative to its root."""
+    leads: tuple[int, int] | None
+    """What it leads to, by device and inode; None when that is not there yet."""
+    dangling: Path | None
+    """Where it leads when that is not there yet."""
+
+
+class LinkSearch:
+    """The protected links beside the folders of the paths one call or command writes (`reason`), each folder listed
+    once: a command naming 2,000 files in one folder listed it (and `.git`, `node_modules/.bin`) 2,000 times, 11 s.
 
     The link is protected, not what it leads to: `node_modules/.bin/prettier -> ../prettier/bin/prettier.cjs`,
     `.venv/bin/tool -> ../../scripts/tool.py`, `.git/hooks/pre-commit -> ../../scripts/hook.sh`, `.envrc -> env.sh`,
     or a folder above it (`.git/hooks -> ../hooks`, `.vscode -> conf/vscode`); a write to the target's own name
-    changes what `npx prettier`, the next commit, direnv or the editor runs. Looked for beside
-    each folder from `path` up to its root: the links among the entries there, and two levels into those that are
-    protected or hold protected paths (`.git/hooks/*`, `node_modules/.bin/*`), none followed; past `limit` entries
-    (a huge folder on the way) the answer is a doubt, a reason."""
-    holders = [root for root in roots if path.is_relative_to(root) and path != root]
-    if not holders:
+    changes what `npx prettier`, the next commit, direnv or the editor runs. Looked for beside each folder from the
+    path up to its root: the links among the entries there, and two levels into those that are protected or hold
+    protected paths (`.git/hooks/*`, `node_modules/.bin/*`), none followed; past `limit` entries in all (a huge
+    folder on the way) the answer is a doubt, a reason."""
+
+    def __init__(self, roots: Sequence[Path], limit: int = PROTECTED_LINK_SCAN_MAX_ENTRIES) -> None:
+        self.roots = roots
+        self.limit = limit
+        self._left = limit
+        self._beside: dict[Path, list[_Link]] = {}
+
+    def reason(self, path: Path) -> str | None:
+        """Why writing the real path `path` changes a protected path through a link, or None."""
+        holders = [root for root in self.roots if path.is_relative_to(root) and path != root]
+        if not holders:
+            return None
+        root = max(holders, key=lambda r: len(r.parts))
+        above = [path.parent, *path.parent.parents]
+        above = above[: above.index(root) + 1]
+        # what a link may lead to, by device and inode (one `stat` of each link, not a `realpath`: 300 links of
+        # node_modules/.bin took 120 ms that way): the file, or a folder above it
+        reached: dict[tuple[int, int], Path] = {}
+        for place in (path, *above):
+            with contextlib.suppress(OSError):
+                info = os.stat(place)
+                reached.setdefault((info.st_dev, info.st_ino), place)
+        data = protected_paths()
+        for directory in above:
+            links = self._links(directory)
+            if isinstance(links, str):
+                return links
+            for link in links:
+                leads = reached.get(link.leads) if link.leads is not None else None
+                if leads is None and link.dangling == path:
+                    leads = path
+                if leads is None:
+                    continue
+                name = link.relative if leads == path else f"{link.relative}/{path.relative_to(leads).as_posix()}"
+                hit = data.match(name)
+                if hit is not None:
+                    return f"it is {name} ({hit}) through the link {link.relative}"
         return None
-    root = max(holders, key=lambda r: len(r.parts))
-    data = protected_paths()
-    left = limit
-    above = [path.parent, *path.parent.parents]
-    above = above[: above.index(root) + 1]
-    # what a link may lead to, by device and inode (one `stat` of the link, not a `realpath` of each: 300 links of
-    # node_modules/.bin took 120 ms that way): the file, or a folder above it
-    reached: dict[tuple[int, int], Path] = {}
-    for place in (path, *above):
-        with contextlib.suppress(OSError):
-            info = os.stat(place)
-            reached.setdefault((info.st_dev, info.st_ino), place)
 
-    def leads_to(link: str) -> Path | None:
-        try:
-            info = os.stat(link)
-        except FileNotFoundError:  # dangling: it leads to the file once the file is written
-            with contextlib.suppress(OSError, ValueError):
-                if Path(os.path.realpath(link)) == path:
-                    return path
-            return None
-        except (OSError, ValueError):
-            return None
-        return reached.get((info.st_dev, info.st_ino))
+    def _links(self, directory: Path) -> list[_Link] | str:
+        found = self._beside.get(directory)
+        if found is None:
+            found = []
+            why = self._scan(directory, 0, found)
+            if why is not None:
+                return why
+            self._beside[directory] = found
+        return found
 
-    def scan(directory: Path, depth: int) -> str | None:
-        nonlocal left
+    def _scan(self, directory: Path, depth: int, found: list[_Link]) -> str | None:
         try:
             with os.scandir(directory) as entries:
                 listed = list(entries)
         except OSError:
             return None
-        left -= len(listed)
-        if left < 0:
-            return f"the folders around it hold too many entries to search for a protected link to it (over {limit:,})"
-        base = relative_to_roots(directory, roots)
+        self._left -= len(listed)
+        if self._left < 0:
+            return (
+                f"the folders around it hold too many entries to search for a protected link to it "
+                f"(over {self.limit:,})"
+            )
+        data = protected_paths()
+        base = relative_to_roots(directory, self.roots)
         prefix = "" if base in ("", ".") else f"{base}/"
         every = data.match(prefix + _PROBE_NAME) is not None  # inside `.git/**`: each entry is protected
         for entry in listed:
@@ -1180,25 +1225,19 @@ def linked_from_protected(
             if entry.is_symlink():
                 if protected is None and data.match_holder(relative) is None:
                     continue
-                # a link to the file, or to a folder above it (`.git/hooks -> ../hooks`, `.vscode -> conf/vscode`)
-                leads = leads_to(entry.path)
-                if leads is None:
+                try:
+                    info = os.stat(entry.path)
+                    found.append(_Link(relative, (info.st_dev, info.st_ino), None))
+                except FileNotFoundError:  # dangling: it leads to the file once the file is written
+                    with contextlib.suppress(OSError, ValueError):
+                        found.append(_Link(relative, None, Path(os.path.realpath(entry.path))))
+                except (OSError, ValueError):
                     continue
-                name = relative if leads == path else f"{relative}/{path.relative_to(leads).as_posix()}"
-                hit = data.match(name)
-                if hit is not None:
-                    return f"it is {name} ({hit}) through the link {relative}"
             elif depth < 2 and entry.is_dir(follow_symlinks=False) and (protected or data.match_holder(relative)):
-                found = scan(Path(entry.path), depth + 1)
-                if found is not None:
-                    return found
+                why = self._scan(Path(entry.path), depth + 1, found)
+                if why is not None:
+                    return why
         return None
-
-    for directory in above:
-        found = scan(directory, 0)
-        if found is not None:
-            return found
-    return None
 
 
 _PROBE_NAME = "unified-probe-\x01"

@@ -306,8 +306,8 @@ class ToolRuntime:
     `shell_env`, set as given. No tool's output or error reaches the model with a secret value
     of the environment in it (docs/tools.md, "The shell's environment"). Before its first command
     this process is made undumpable, so a command cannot read the host's environment in
-    `/proc/<pid>/environ` (Linux; process-wide, with costs: `_shell.hide_host_environment`);
-    `hide_host_environment=False` leaves it dumpable.
+    `/proc/<pid>/environ` (Linux; process-wide, with costs: `_shell.hide_host_environment`), nor
+    can a stdio MCP server it starts; `hide_host_environment=False` leaves it dumpable.
     """
 
     def __init__(
@@ -393,6 +393,8 @@ class ToolRuntime:
         """
         if not servers:
             return []
+        if self._shell.hide_host_environment and any(isinstance(server, StdioMcpServer) for server in servers):
+            _shell.hide_host_environment()  # a stdio server is a child too, running what the model sends it
         mcp = await import_off_loop("unified.tools._mcp")
 
         errors: list[McpConnectError] = []
