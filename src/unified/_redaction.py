@@ -126,8 +126,8 @@ class Redactor:
     long as the shortest."""
     forms_from: int = 0
     forms_pattern: re.Pattern[str] | None = None
-    """The forms as one alternation of literals: one pass over a text, where a substring test each cost 2.5 times
-    more for 9 forms (and 7 times more for the 29 of three keys with their printed forms; 4 KB, measured)."""
+    """The forms as one alternation of literals: one pass over a text (the 29 forms of three keys in 4 KB: 21 us,
+    where a substring test each took 153 us)."""
 
     def __bool__(self) -> bool:
         return bool(self.values)
