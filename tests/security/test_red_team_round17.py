@@ -635,3 +635,74 @@ def test_a_command_naming_many_files_lists_each_folder_once(tmp_path: Path, monk
     assert shell_protected(parse(command), ws, [ws]) is None
     assert len(listed) == len(set(listed)), sorted(listed)
     assert len(listed) < 20, sorted(listed)
+
+
+_READS_ALLOWED = Policy.default().with_toml(
+    '[[rule]]\ntoolName = "run_shell_command"\n'
+    'commandPrefix = ["cat", "base64", "head", "cp", "tar"]\ndecision = "allow"\n'
+)
+"""A caller who lets commands that read run unasked."""
+
+
+def _credential_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    monkeypatch.setenv("HOME", str(home))
+    (home / ".netrc").write_text("machine x login u password SECRETPASSWORD123\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.link(home / ".netrc", ws / "n")  # a hard link: no protected name, no link to follow
+    (ws / "docs.md").write_text("docs\n")
+    return ws, home
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat n",
+        "head -c 100 n",
+        "cp n copy.txt",
+        "tar cf - n",
+        "cat ./n",
+        "cat x/../n",
+        "base64 < n",
+        "cat < n",
+        "head docs.md - < n",
+        "cat < ../home/.netrc",
+    ],
+)
+async def test_a_credential_file_read_under_another_name_or_as_input_is_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """SUCCEEDED before (allowed by the caller's rule for `cat`...): `n`, a hard link to `~/.netrc`, is no protected
+    path by its name, and a redirection's input was not judged at all; the password was printed. The file tools
+    refuse it by device and inode; a command naming it (or reading it as its input) is now asked."""
+    ws, _ = _credential_workspace(tmp_path, monkeypatch)
+    async with ToolRuntime(ws, policy=_READS_ALLOWED) as tools:
+        decision = await tools.decide(ToolCall("1", "run_shell_command", {"command": command}))
+    assert (decision.decision, decision.rule) == ("deny", "protected-paths"), decision
+    assert "nobody can answer" in str(decision.reason)
+
+
+async def test_the_file_a_credential_variable_names_is_asked_when_a_command_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SUCCEEDED before: `cat /keys/sa.json`, the file GOOGLE_APPLICATION_CREDENTIALS names, ran under a rule for
+    `cat` (the variable itself, `cat "$GOOGLE_APPLICATION_CREDENTIALS"`, is a word known at run time: the policy's)."""
+    ws, _ = _credential_workspace(tmp_path, monkeypatch)
+    key = tmp_path / "keys" / "sa.json"
+    key.parent.mkdir()
+    key.write_text('{"private_key": "x"}')
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
+    async with ToolRuntime(ws, policy=_READS_ALLOWED) as tools:
+        decision = await tools.decide(ToolCall("1", "run_shell_command", {"command": f"cat {key}"}))
+    assert (decision.decision, decision.rule) == ("deny", "protected-paths"), decision
+
+
+@pytest.mark.parametrize("command", ["cat < docs.md", "cat docs.md", "head -n 1 docs.md - < docs.md"])
+async def test_a_plain_input_stays_allowed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str) -> None:
+    """Pin: the caller's rule still covers reads of plain files, as words or as input."""
+    ws, _ = _credential_workspace(tmp_path, monkeypatch)
+    async with ToolRuntime(ws, policy=_READS_ALLOWED) as tools:
+        decision = await tools.decide(ToolCall("1", "run_shell_command", {"command": command}))
+    assert decision.decision == "allow", decision

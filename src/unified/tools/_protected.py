@@ -422,10 +422,16 @@ def _relatives(path: Path, roots: Sequence[Path]) -> list[str]:
 
 
 def shell_protected(
-    parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[Path], search_path: str | None = None
+    parts: Iterable[SimpleCommand],
+    cwd: Path,
+    roots: Sequence[Path],
+    search_path: str | None = None,
+    *,
+    inputs: Sequence[str] = (),
 ) -> str | None:
     """Why a shell command may write a protected path (the first reason), or None; `search_path` is the
-    `PATH` the command runs with (`program_directory`).
+    `PATH` the command runs with (`program_directory`); `inputs` the files its redirections read
+    (`_shell_syntax.redirected_inputs`), judged as its words are (`cat < n`, `n` a hard link to `~/.netrc`).
 
     A redirection target or any argument naming a protected path (lexically and through links), a
     file-writing command (`shell_writers`) with an argument only known at run time, `git config`
@@ -451,6 +457,10 @@ def shell_protected(
         return places
     makers = [part for part in parts if _may_make(part)]
     scope = _Scope(places, roots, makers, entries_left=TREE_CHECK_MAX_ENTRIES, search_path=search_path)
+    for source in inputs:
+        hit = _names_protected(source.split("\0", 1)[0], scope)
+        if hit is not None:
+            return f"it reads {source} ({hit})"
     for part in parts:
         if part.unknown is not None:
             # a prefix rule never allows it, but a rule without commandPrefix (all shell commands) does
@@ -769,6 +779,17 @@ def _names_protected_from(word: str, cwd: Path, roots: Sequence[Path]) -> str | 
         hit = _protected_or_holder(real, roots)
         if hit is not None:
             return f"a link to {relative_to_roots(real, roots)}, {hit}"
+    # a credential file under any name: a hard link to `~/.netrc` is `n` to the patterns, and an allowed `cat n`
+    # printed its password (round 17); the file tools refuse it by device and inode (`credential_refusal`)
+    ids = credential_ids()
+    for path in (joined, lexical):  # `x/../n`: the kernel's, and the text's once a command makes `x`
+        try:
+            info = os.stat(path)
+        except (OSError, ValueError):
+            continue
+        named = ids.get((info.st_dev, info.st_ino)) if stat.S_ISREG(info.st_mode) else None
+        if named is not None:
+            return f"a credential file ({named})"
     return None
 
 

@@ -717,7 +717,11 @@ async def protected_write(
         except ToolError:
             cwd = workspace.root
         roots = workspace.roots
-        return await anyio.to_thread.run_sync(_protected.shell_protected, parts, cwd, roots, search_path)
+        command = args["command"]
+        inputs = tuple(_shell_syntax.redirected_inputs(command)) if "<" in command else ()
+        return await anyio.to_thread.run_sync(
+            functools.partial(_protected.shell_protected, parts, cwd, roots, search_path, inputs=inputs)
+        )
     return None
 
 
