@@ -642,6 +642,10 @@ class _Scope:
     """The `PATH` the command runs with (`program_directory`)."""
     links: LinkSearch | None = None
     """The protected links beside what the command writes (`_written_in_place`), each folder listed once."""
+    credentials: Mapping[tuple[int, int], Path] | None = None
+    """The credential files (`credential_ids`), looked up once per command."""
+    makes_link: bool | None = None
+    """Whether a part may make a symbolic link (`_may_make_link`), found once per command."""
 
 
 _CLUSTER_MAX = 64
@@ -684,7 +688,9 @@ def _names_protected(word: str, scope: _Scope) -> str | None:
     for place in scope.places:
         key = (word, place)
         if key not in scope.named:
-            scope.named[key] = _names_protected_from(word, place, scope.roots)
+            if scope.credentials is None:
+                scope.credentials = credential_ids()
+            scope.named[key] = _names_protected_from(word, place, scope.roots, scope.credentials)
         hit = scope.named[key]
         if hit is not None:
             return hit
@@ -729,7 +735,9 @@ def _names_program_directory(word: str, scope: _Scope) -> str | None:
             )
             if hit is not None:
                 return hit
-    if any(_may_make_link(maker) for maker in scope.makers):
+    if scope.makes_link is None:  # once per command: each part's words, for each word (2,000 words: 1.5 s)
+        scope.makes_link = any(_may_make_link(maker) for maker in scope.makers)
+    if scope.makes_link:
         # `ln -s .. a; ln -s a/.. b; ...; cp evil h/usr/local/bin/git`: each link names only `..`, and the
         # chain the command makes leads to `/`; so what follows any component of the path, which may
         # be such a link, is judged as an absolute path
@@ -764,7 +772,9 @@ def _holds_program_directory(path: Path, search_path: str | None, roots: Sequenc
     return None if held is None else f"a directory holding {held}, whose files later commands run or load"
 
 
-def _names_protected_from(word: str, cwd: Path, roots: Sequence[Path]) -> str | None:
+def _names_protected_from(
+    word: str, cwd: Path, roots: Sequence[Path], credentials: Mapping[tuple[int, int], Path]
+) -> str | None:
     joined = cwd / word
     lexical = Path(posixpath.normpath(str(joined)))
     hit = _protected_or_holder(lexical, roots)
@@ -781,13 +791,12 @@ def _names_protected_from(word: str, cwd: Path, roots: Sequence[Path]) -> str | 
             return f"a link to {relative_to_roots(real, roots)}, {hit}"
     # a credential file under any name: a hard link to `~/.netrc` is `n` to the patterns, and an allowed `cat n`
     # printed its password (round 17); the file tools refuse it by device and inode (`credential_refusal`)
-    ids = credential_ids()
     for path in (joined, lexical):  # `x/../n`: the kernel's, and the text's once a command makes `x`
         try:
             info = os.stat(path)
         except (OSError, ValueError):
             continue
-        named = ids.get((info.st_dev, info.st_ino)) if stat.S_ISREG(info.st_mode) else None
+        named = credentials.get((info.st_dev, info.st_ino)) if stat.S_ISREG(info.st_mode) else None
         if named is not None:
             return f"a credential file ({named})"
     return None
@@ -1178,7 +1187,7 @@ class LinkSearch:
         self.roots = roots
         self.limit = limit
         self._left = limit
-        self._beside: dict[Path, list[_Link]] = {}
+        self._beside: dict[Path, dict[object, list[_Link]]] = {}
 
     def reason(self, path: Path) -> str | None:
         """Why writing the real path `path` changes a protected path through a link, or None."""
@@ -1200,25 +1209,27 @@ class LinkSearch:
             links = self._links(directory)
             if isinstance(links, str):
                 return links
-            for link in links:
-                leads = reached.get(link.leads) if link.leads is not None else None
-                if leads is None and link.dangling == path:
-                    leads = path
-                if leads is None:
-                    continue
+            # by what each leads to: a command naming 2,000 files beside 300 `.bin` links looks up a few keys each
+            candidates = [(link, leads) for key, leads in reached.items() for link in links.get(key, ())]
+            candidates += [(link, path) for link in links.get(path, ())]
+            for link, leads in candidates:
                 name = link.relative if leads == path else f"{link.relative}/{path.relative_to(leads).as_posix()}"
                 hit = data.match(name)
                 if hit is not None:
                     return f"it is {name} ({hit}) through the link {link.relative}"
         return None
 
-    def _links(self, directory: Path) -> list[_Link] | str:
+    def _links(self, directory: Path) -> dict[object, list[_Link]] | str:
+        """The protected links beside `directory`, by what each leads to (device and inode; a dangling one's path)."""
         found = self._beside.get(directory)
         if found is None:
-            found = []
-            why = self._scan(directory, 0, found)
+            listed: list[_Link] = []
+            why = self._scan(directory, 0, listed)
             if why is not None:
                 return why
+            found = {}
+            for link in listed:
+                found.setdefault(link.leads if link.leads is not None else link.dangling, []).append(link)
             self._beside[directory] = found
         return found
 
