@@ -16,7 +16,11 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   (`_protected.hard_linked`, `_protected.linked_from_protected`);
 - a known secret printed upper- or lower-cased, reversed, in hex, or with a space or line break after each
   character reached the model and the events: those forms are now replaced as the base64 forms are
-  (`_redaction._printed_forms`).
+  (`_redaction._printed_forms`);
+- (section 6, new) a credential file read by a shell command under another name (a hard link `n` to `~/.netrc`,
+  `x/../n`) or as a redirection's input (`base64 < n`, `cat < ../home/.netrc`) ran under a caller's rule for `cat`:
+  it is asked now (`_protected._names_protected_from`, `shell_protected(inputs=...)`); the Gemini CLI's stream-json
+  `--policy` named no protected link's target; Codex patches and Claude Code edits of them went unasked.
 
 Attacks that held are kept below their section as pins.
 """
