@@ -13,7 +13,9 @@ device and inode, so a link or a hard link to one is refused too.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fnmatch
 import functools
 import glob
 import os
@@ -35,10 +37,14 @@ from unified.tools._shell_syntax import SimpleCommand
 
 __all__ = [
     "CREDENTIAL_CHECK_TTL_S",
+    "PROTECTED_LINK_SCAN_MAX_ENTRIES",
+    "LinkSearch",
     "ProtectedPaths",
     "credential_files",
     "credential_ids",
     "credential_refusal",
+    "hard_linked",
+    "linked_from_protected",
     "program_directory",
     "protected_links",
     "protected_path",
@@ -416,10 +422,16 @@ def _relatives(path: Path, roots: Sequence[Path]) -> list[str]:
 
 
 def shell_protected(
-    parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[Path], search_path: str | None = None
+    parts: Iterable[SimpleCommand],
+    cwd: Path,
+    roots: Sequence[Path],
+    search_path: str | None = None,
+    *,
+    inputs: Sequence[str] = (),
 ) -> str | None:
     """Why a shell command may write a protected path (the first reason), or None; `search_path` is the
-    `PATH` the command runs with (`program_directory`).
+    `PATH` the command runs with (`program_directory`); `inputs` the files its redirections read
+    (`_shell_syntax.redirected_inputs`), judged as its words are (`cat < n`, `n` a hard link to `~/.netrc`).
 
     A redirection target or any argument naming a protected path (lexically and through links), a
     file-writing command (`shell_writers`) with an argument only known at run time, `git config`
@@ -445,6 +457,10 @@ def shell_protected(
         return places
     makers = [part for part in parts if _may_make(part)]
     scope = _Scope(places, roots, makers, entries_left=TREE_CHECK_MAX_ENTRIES, search_path=search_path)
+    for source in inputs:
+        hit = _names_protected(source.split("\0", 1)[0], scope)
+        if hit is not None:
+            return f"it reads {source} ({hit})"
     for part in parts:
         if part.unknown is not None:
             # a prefix rule never allows it, but a rule without commandPrefix (all shell commands) does
@@ -458,6 +474,9 @@ def shell_protected(
             hit = _names_protected(target, scope) or _names_program_directory(target, scope)
             if hit is not None:
                 return f"it writes {target} ({hit})"
+            reached = _written_in_place(target, scope)
+            if reached is not None:
+                return f"it writes {target}: {reached}"
         name = _program(part)
         if name is None:
             continue
@@ -477,6 +496,8 @@ def shell_protected(
                 hit = _names_protected(candidate, scope)
                 if hit is None and (name in data.shell_writers or writer is not None):
                     hit = _names_program_directory(candidate, scope)
+                    if hit is None and (reached := _written_in_place(candidate, scope)) is not None:
+                        return f"{name} names {candidate}: {reached}"
                 if hit is not None:
                     return f"{name} names {candidate} ({hit})"
         git = _git_writes_config(part) or _git_local_repository(part, scope)
@@ -619,6 +640,12 @@ class _Scope:
     """What each word names from each place (`_names_protected`), judged once per command."""
     search_path: str | None = None
     """The `PATH` the command runs with (`program_directory`)."""
+    links: LinkSearch | None = None
+    """The protected links beside what the command writes (`_written_in_place`), each folder listed once."""
+    credentials: Mapping[tuple[int, int], Path] | None = None
+    """The credential files (`credential_ids`), looked up once per command."""
+    makes_link: bool | None = None
+    """Whether a part may make a symbolic link (`_may_make_link`), found once per command."""
 
 
 _CLUSTER_MAX = 64
@@ -661,10 +688,28 @@ def _names_protected(word: str, scope: _Scope) -> str | None:
     for place in scope.places:
         key = (word, place)
         if key not in scope.named:
-            scope.named[key] = _names_protected_from(word, place, scope.roots)
+            if scope.credentials is None:
+                scope.credentials = credential_ids()
+            scope.named[key] = _names_protected_from(word, place, scope.roots, scope.credentials)
         hit = scope.named[key]
         if hit is not None:
             return hit
+    return None
+
+
+def _written_in_place(word: str, scope: _Scope) -> str | None:
+    """Why a command writing the file `word` names from a place of `scope` changes more than it names
+    (`hard_linked`, `linked_from_protected`), or None."""
+    for place in scope.places:
+        try:
+            real = Path(os.path.realpath(place / word))
+        except (OSError, ValueError):
+            continue
+        if scope.links is None:
+            scope.links = LinkSearch(scope.roots)
+        reached = hard_linked(real) or scope.links.reason(real)
+        if reached is not None:
+            return reached
     return None
 
 
@@ -690,7 +735,9 @@ def _names_program_directory(word: str, scope: _Scope) -> str | None:
             )
             if hit is not None:
                 return hit
-    if any(_may_make_link(maker) for maker in scope.makers):
+    if scope.makes_link is None:  # once per command: each part's words, for each word (2,000 words: 1.5 s)
+        scope.makes_link = any(_may_make_link(maker) for maker in scope.makers)
+    if scope.makes_link:
         # `ln -s .. a; ln -s a/.. b; ...; cp evil h/usr/local/bin/git`: each link names only `..`, and the
         # chain the command makes leads to `/`; so what follows any component of the path, which may
         # be such a link, is judged as an absolute path
@@ -725,7 +772,9 @@ def _holds_program_directory(path: Path, search_path: str | None, roots: Sequenc
     return None if held is None else f"a directory holding {held}, whose files later commands run or load"
 
 
-def _names_protected_from(word: str, cwd: Path, roots: Sequence[Path]) -> str | None:
+def _names_protected_from(
+    word: str, cwd: Path, roots: Sequence[Path], credentials: Mapping[tuple[int, int], Path]
+) -> str | None:
     joined = cwd / word
     lexical = Path(posixpath.normpath(str(joined)))
     hit = _protected_or_holder(lexical, roots)
@@ -740,6 +789,16 @@ def _names_protected_from(word: str, cwd: Path, roots: Sequence[Path]) -> str | 
         hit = _protected_or_holder(real, roots)
         if hit is not None:
             return f"a link to {relative_to_roots(real, roots)}, {hit}"
+    # a credential file under any name: a hard link to `~/.netrc` is `n` to the patterns, and an allowed `cat n`
+    # printed its password (round 17); the file tools refuse it by device and inode (`credential_refusal`)
+    for path in (joined, lexical):  # `x/../n`: the kernel's, and the text's once a command makes `x`
+        try:
+            info = os.stat(path)
+        except (OSError, ValueError):
+            continue
+        named = credentials.get((info.st_dev, info.st_ino)) if stat.S_ISREG(info.st_mode) else None
+        if named is not None:
+            return f"a credential file ({named})"
     return None
 
 
@@ -1059,11 +1118,14 @@ holds more than a copy's `TREE_CHECK_MAX_ENTRIES`, and past the bound every edit
 
 def protected_links(roots: Sequence[Path], limit: int = LINK_SCAN_MAX_ENTRIES) -> list[str] | None:
     """The symbolic links under `roots` (none followed) that lead to a protected path or directory (`_link_leads`:
-    `docs/e -> ../.envrc`, `docs/v -> ../.vscode`), each relative to the root that holds it; None when the roots
-    hold more than `limit` entries (what lies past them cannot be vouched for). For a program that writes through a
-    link and judges only the text of a path (the Gemini CLI's `--policy` rules on `file_path`)."""
+    `docs/e -> ../.envrc`, `docs/v -> ../.vscode`), and what a protected link leads to in a root (`scripts/hook.sh`
+    for `.git/hooks/pre-commit -> ../../scripts/hook.sh`, `hooks` for `.git/hooks -> ../hooks`: a write there changes
+    the protected path, `linked_from_protected`), each relative to the root that holds it; None when the roots hold
+    more than `limit` entries (what lies past them cannot be vouched for). For a program that writes through a link
+    and judges only the text of a path (the Gemini CLI's `--policy` rules on `file_path`)."""
     found: list[str] = []
     left = limit
+    data = protected_paths()
     for root in roots:
         pending = [root]
         while pending:
@@ -1075,13 +1137,187 @@ def protected_links(roots: Sequence[Path], limit: int = LINK_SCAN_MAX_ENTRIES) -
                         if left < 0:
                             return None
                         if entry.is_symlink():
+                            relative = Path(entry.path).relative_to(root).as_posix()
                             if _link_leads(entry.path, roots) is not None:
-                                found.append(Path(entry.path).relative_to(root).as_posix())
+                                found.append(relative)
+                            elif data.match(relative) is not None or data.match_holder(relative) is not None:
+                                found.extend(_link_target(entry.path, roots))
                         elif entry.is_dir(follow_symlinks=False):
                             pending.append(Path(entry.path))
             except OSError:
                 continue
     return found
+
+
+PROTECTED_LINK_SCAN_MAX_ENTRIES = 20_000
+"""The most entries `linked_from_protected` looks at for one written file; past it the write is asked."""
+
+
+def linked_from_protected(
+    path: Path, roots: Sequence[Path], limit: int = PROTECTED_LINK_SCAN_MAX_ENTRIES
+) -> str | None:
+    """Why writing the file at the real path `path` (there or not yet: a dangling link comes alive) changes a
+    protected path through a symbolic link to it, or None (`LinkSearch.reason`, for one path)."""
+    return LinkSearch(roots, limit).reason(path)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Link:
+    relative: str
+    """The protected link (or a link that holds protected paths: `.vscode -> conf/vscode`), relative to its root."""
+    leads: tuple[int, int] | None
+    """What it leads to, by device and inode; None when that is not there yet."""
+    dangling: Path | None
+    """Where it leads when that is not there yet."""
+
+
+class LinkSearch:
+    """The protected links beside the folders of the paths one call or command writes (`reason`), each folder listed
+    once: a command naming 2,000 files in one folder listed it (and `.git`, `node_modules/.bin`) 2,000 times, 11 s.
+
+    The link is protected, not what it leads to: `node_modules/.bin/prettier -> ../prettier/bin/prettier.cjs`,
+    `.venv/bin/tool -> ../../scripts/tool.py`, `.git/hooks/pre-commit -> ../../scripts/hook.sh`, `.envrc -> env.sh`,
+    or a folder above it (`.git/hooks -> ../hooks`, `.vscode -> conf/vscode`); a write to the target's own name
+    changes what `npx prettier`, the next commit, direnv or the editor runs. Looked for beside each folder from the
+    path up to its root: the links among the entries there, and two levels into those that are protected or hold
+    protected paths (`.git/hooks/*`, `node_modules/.bin/*`), none followed; past `limit` entries in all (a huge
+    folder on the way) the answer is a doubt, a reason."""
+
+    def __init__(self, roots: Sequence[Path], limit: int = PROTECTED_LINK_SCAN_MAX_ENTRIES) -> None:
+        self.roots = roots
+        self.limit = limit
+        self._left = limit
+        self._beside: dict[Path, dict[object, list[_Link]]] = {}
+
+    def reason(self, path: Path) -> str | None:
+        """Why writing the real path `path` changes a protected path through a link, or None."""
+        holders = [root for root in self.roots if path.is_relative_to(root) and path != root]
+        if not holders:
+            return None
+        root = max(holders, key=lambda r: len(r.parts))
+        above = [path.parent, *path.parent.parents]
+        above = above[: above.index(root) + 1]
+        # what a link may lead to, by device and inode (one `stat` of each link, not a `realpath`: 300 links of
+        # node_modules/.bin took 120 ms that way): the file, or a folder above it
+        reached: dict[tuple[int, int], Path] = {}
+        for place in (path, *above):
+            with contextlib.suppress(OSError):
+                info = os.stat(place)
+                reached.setdefault((info.st_dev, info.st_ino), place)
+        data = protected_paths()
+        for directory in above:
+            links = self._links(directory)
+            if isinstance(links, str):
+                return links
+            # by what each leads to: a command naming 2,000 files beside 300 `.bin` links looks up a few keys each
+            candidates = [(link, leads) for key, leads in reached.items() for link in links.get(key, ())]
+            candidates += [(link, path) for link in links.get(path, ())]
+            for link, leads in candidates:
+                name = link.relative if leads == path else f"{link.relative}/{path.relative_to(leads).as_posix()}"
+                hit = data.match(name)
+                if hit is not None:
+                    return f"it is {name} ({hit}) through the link {link.relative}"
+        return None
+
+    def _links(self, directory: Path) -> dict[object, list[_Link]] | str:
+        """The protected links beside `directory`, by what each leads to (device and inode; a dangling one's path)."""
+        found = self._beside.get(directory)
+        if found is None:
+            listed: list[_Link] = []
+            why = self._scan(directory, 0, listed)
+            if why is not None:
+                return why
+            found = {}
+            for link in listed:
+                found.setdefault(link.leads if link.leads is not None else link.dangling, []).append(link)
+            self._beside[directory] = found
+        return found
+
+    def _scan(self, directory: Path, depth: int, found: list[_Link]) -> str | None:
+        try:
+            with os.scandir(directory) as entries:
+                listed = list(entries)
+        except OSError:
+            return None
+        self._left -= len(listed)
+        if self._left < 0:
+            return (
+                f"the folders around it hold too many entries to search for a protected link to it "
+                f"(over {self.limit:,})"
+            )
+        data = protected_paths()
+        base = relative_to_roots(directory, self.roots)
+        prefix = "" if base in ("", ".") else f"{base}/"
+        every = data.match(prefix + _PROBE_NAME) is not None  # inside `.git/**`: each entry is protected
+        for entry in listed:
+            if not every and not _may_be_protected(entry.name):  # most entries: no pattern's search (26 us each)
+                continue
+            relative = prefix + entry.name
+            protected = data.match(relative)
+            if entry.is_symlink():
+                if protected is None and data.match_holder(relative) is None:
+                    continue
+                try:
+                    info = os.stat(entry.path)
+                    found.append(_Link(relative, (info.st_dev, info.st_ino), None))
+                except FileNotFoundError:  # dangling: it leads to the file once the file is written
+                    with contextlib.suppress(OSError, ValueError):
+                        found.append(_Link(relative, None, Path(os.path.realpath(entry.path))))
+                except (OSError, ValueError):
+                    continue
+            elif depth < 2 and entry.is_dir(follow_symlinks=False) and (protected or data.match_holder(relative)):
+                why = self._scan(Path(entry.path), depth + 1, found)
+                if why is not None:
+                    return why
+        return None
+
+
+_PROBE_NAME = "unified-probe-\x01"
+"""A name no pattern names: protected inside a folder only if every name there is (`.git/**`)."""
+
+
+@functools.cache
+def _last_names() -> tuple[frozenset[str], re.Pattern[str]]:
+    """The last components of the patterns (`/**` left off) and of the folders holding them, folded, and those of
+    them with a wildcard (`*.pth`, `mise.*.toml`) as one regex: an entry named otherwise is protected only inside a
+    `/**` folder."""
+    data = protected_paths()
+    last = {p.removesuffix("/**").rsplit("/", 1)[-1].casefold() for p in (*data.patterns, *data.holders)}
+    wild = [fnmatch.translate(n) for n in sorted(last) if any(c in n for c in "*?[")]
+    return frozenset(last), re.compile("|".join(wild) or "(?!)")
+
+
+def _may_be_protected(name: str) -> bool:
+    names, wild = _last_names()
+    folded = name.casefold()
+    return folded in names or wild.match(folded) is not None
+
+
+def hard_linked(path: Path) -> str | None:
+    """Why a write in place (a shell redirection, a writer program, a backend's own edit tool: not unified's file
+    tools, which write a new file and rename it over the name) into the existing file `path` changes more than that
+    name, or None: a file with other names (hard links) changes under each (a protected one, `.git/config`, or one
+    outside the workspace: a package store's file that every project links to)."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        return f"it has {info.st_nlink} names (hard links), and a write in place changes the file under each"
+    return None
+
+
+def _link_target(link: str, roots: Sequence[Path]) -> list[str]:
+    """What the protected `link` leads to, relative to the deepest root holding it, if in one and not a root itself
+    (`protected_links`)."""
+    try:
+        real = Path(os.path.realpath(link))
+    except (OSError, ValueError):
+        return []
+    holders = [root for root in roots if real.is_relative_to(root) and real != root]
+    if not holders:
+        return []
+    return [real.relative_to(max(holders, key=lambda r: len(r.parts))).as_posix()]
 
 
 def _link_leads(path: str, roots: Sequence[Path]) -> str | None:

@@ -12,6 +12,7 @@ compile here.
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -157,10 +158,9 @@ class RulePattern:
     and such a pattern may not nest repeats (`(a+)+`: exponential in `re`); a longer text answers None (unknown),
     which the policy reads against the caller: an allow rule does not apply, a deny or ask rule is a doubt (asked)."""
 
-    __slots__ = ("_linear", "python")
+    __slots__ = ("_linear", "_stand_in", "python")
 
     def __init__(self, source: str) -> None:
-        import re
 
         try:
             self.python: re.Pattern[str] = re.compile(source)
@@ -169,8 +169,10 @@ class RulePattern:
         except (OverflowError, RecursionError, MemoryError):
             raise PatternError("too large or too deeply nested") from None
         self._linear: Pattern | None
+        self._stand_in = False
         try:
             self._linear = compile_pattern(_translated(source))
+            self._stand_in = _fffd_stands_for_surrogates(source)
         except (_Untranslatable, PatternError):
             self._linear = None
             if _nests_repeats(source):
@@ -189,9 +191,17 @@ class RulePattern:
         return self._linear is not None
 
     def search(self, text: str) -> bool | None:
-        """Whether the pattern occurs in `text`; None when that is not known (a text too long for `re`)."""
-        if self._linear is not None and "\n" not in text and _utf8(text):
-            return self._linear.search(text) is not None
+        """Whether the pattern occurs in `text`; None when that is not known (a text too long for `re`).
+
+        A text with a lone surrogate (a model's JSON can carry `"\\ud800"`), which RE2 cannot take, is searched
+        by RE2 with each surrogate as U+FFFD when the pattern cannot tell one from the other (`_stand_in`: every
+        one-character item matches both or neither, as `.`, `\\W`, `[^/]`, `\\w` do): before, such a text past
+        `RULE_FALLBACK_TEXT_MAX` characters was not searched, and a deny rule that names what it holds was asked."""
+        if self._linear is not None and "\n" not in text:
+            if _utf8(text):
+                return self._linear.search(text) is not None
+            if self._stand_in:
+                return self._linear.search(_SURROGATE.sub("\ufffd", text)) is not None
         if len(text) > RULE_FALLBACK_TEXT_MAX:
             return None
         return self.python.search(text) is not None
@@ -217,6 +227,38 @@ def _utf8(text: str) -> bool:
     return True
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _fffd_stands_for_surrogates(source: str) -> bool:
+    """Whether every one-character item of the pattern matches all of the surrogates and U+FFFD, or none of
+    them: then a text's surrogates may be searched as U+FFFD with the same answer (`RulePattern.search`)."""
+    from re import _compiler, _parser  # type: ignore[attr-defined]
+
+    probe = _every_code_point()[0xD800:0xE000] + "\ufffd"
+    parsed = _parser.parse(source)
+
+    def same(op: Any, av: Any, flags: int) -> bool:
+        sub = _parser.SubPattern(parsed.state, [(op, av)])
+        matched = sum(1 for _ in _compiler.compile(sub, flags).finditer(probe))
+        return matched in (0, len(probe))
+
+    def walk(items: Any, flags: int) -> bool:
+        for op, av in items:
+            name = str(op)
+            if name in _ONE_CHARACTER and not same(op, av, flags):
+                return False
+            if name in _REPEATS and not walk(av[2].data, flags):
+                return False
+            if name == "BRANCH" and not all(walk(branch.data, flags) for branch in av[1]):
+                return False
+            if name == "SUBPATTERN" and not walk(av[3].data, (flags | av[1]) & ~av[2]):
+                return False
+        return True
+
+    return walk(parsed.data, parsed.state.flags)
+
+
 def _translated(source: str) -> str:
     from re import _parser  # type: ignore[attr-defined]
 
@@ -225,7 +267,6 @@ def _translated(source: str) -> str:
 
 
 def _emit(items: list[tuple[Any, Any]], flags: int, state: Any) -> str:
-    import re
     from re import _constants  # type: ignore[attr-defined]
 
     out: list[str] = []
@@ -276,7 +317,6 @@ def _emit(items: list[tuple[Any, Any]], flags: int, state: Any) -> str:
 
 
 def _character_set(op: Any, av: Any, flags: int, state: Any) -> str:
-    import re
 
     if str(op) == "LITERAL" and not (flags & re.IGNORECASE and chr(av).lower() != chr(av).upper()):
         return _escaped(av)

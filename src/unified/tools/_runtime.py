@@ -304,7 +304,10 @@ class ToolRuntime:
     A shell command sees only the host variables of `_shell.SHELL_ENV_ALLOWLIST` and
     `shell_env_allowlist` (names, `*`/`?` wildcards) whose values are not secrets, plus
     `shell_env`, set as given. No tool's output or error reaches the model with a secret value
-    of the environment in it (docs/tools.md, "The shell's environment").
+    of the environment in it (docs/tools.md, "The shell's environment"). Before its first command
+    this process is made undumpable, so a command cannot read the host's environment in
+    `/proc/<pid>/environ` (Linux; process-wide, with costs: `_shell.hide_host_environment`), nor
+    can a stdio MCP server it starts; `hide_host_environment=False` leaves it dumpable.
     """
 
     def __init__(
@@ -325,6 +328,7 @@ class ToolRuntime:
         shell_env_allowlist: Sequence[str] = (),
         shell_env: Mapping[str, str] | None = None,
         secrets: Sequence[str] = (),
+        hide_host_environment: bool = True,
     ) -> None:
         if line_cap < 1:
             raise ValueError(f"line_cap must be at least 1 (got {line_cap})")
@@ -347,6 +351,7 @@ class ToolRuntime:
             env_allowlist=tuple(shell_env_allowlist),
             env=dict(shell_env or {}),
             secrets=tuple(secrets),
+            hide_host_environment=hide_host_environment,
         )
         self._tools: dict[str, ToolSpec] = {t.name: t for t in _builtin_tools(files, self._shell)}
         if user_input is not None:
@@ -388,6 +393,8 @@ class ToolRuntime:
         """
         if not servers:
             return []
+        if self._shell.hide_host_environment and any(isinstance(server, StdioMcpServer) for server in servers):
+            _shell.hide_host_environment()  # a stdio server is a child too, running what the model sends it
         mcp = await import_off_loop("unified.tools._mcp")
 
         errors: list[McpConnectError] = []
@@ -698,6 +705,10 @@ async def protected_write(
             )
             if pattern is not None:
                 return f"{workspace.display(path)} is a protected path ({pattern}): writing it changes what runs later"
+            # unified's own tools write a new file and rename it over the name; a backend's write in place
+            reached = await anyio.to_thread.run_sync(_reached_by_write, path, workspace.roots, elsewhere)
+            if reached is not None:
+                return f"writing {workspace.display(path)} changes more than that file: {reached}"
         return None
     if tool == "run_shell_command" and isinstance(args.get("command"), str):
         parts = _shell_syntax.parse(args["command"])
@@ -706,8 +717,18 @@ async def protected_write(
         except ToolError:
             cwd = workspace.root
         roots = workspace.roots
-        return await anyio.to_thread.run_sync(_protected.shell_protected, parts, cwd, roots, search_path)
+        command = args["command"]
+        inputs = tuple(_shell_syntax.redirected_inputs(command)) if "<" in command else ()
+        return await anyio.to_thread.run_sync(
+            functools.partial(_protected.shell_protected, parts, cwd, roots, search_path, inputs=inputs)
+        )
     return None
+
+
+def _reached_by_write(path: Path, roots: Sequence[Path], in_place: bool) -> str | None:
+    """What else than `path` a write of the file changes (`protected_write`): a protected link's target always, and
+    for a write `in_place` (a backend's own tool: Node's `writeFile` truncates and writes) its other hard links."""
+    return (_protected.hard_linked(path) if in_place else None) or _protected.linked_from_protected(path, roots)
 
 
 async def real_paths(

@@ -53,6 +53,7 @@ __all__ = [
     "ReadBackgroundParams",
     "ShellConfig",
     "ShellParams",
+    "hide_host_environment",
     "list_background_processes",
     "read_background_output",
     "run_shell_command",
@@ -434,6 +435,8 @@ class ShellConfig:
     """Variables to set in every command, as given (the caller's deliberate choice, secrets included)."""
     secrets: tuple[str, ...] = ()
     """Secret values besides the environment's, replaced in what the model reads."""
+    hide_host_environment: bool = True
+    """Make this process undumpable before the first command starts (`hide_host_environment`)."""
     background: dict[int, BackgroundProcess] = field(default_factory=dict)
     watch: GroupWatch = field(default_factory=GroupWatch)
     _log_dir: Path | None = None
@@ -583,6 +586,36 @@ async def _cwd(config: ShellConfig, raw: str | None) -> Path:
     return path
 
 
+def hide_host_environment() -> bool:
+    """Marks this process not dumpable (Linux `prctl(PR_SET_DUMPABLE, 0)`), once; whether it is now.
+
+    Every process of the same user may read another's `/proc/<pid>/environ`, the environment it started with, unless
+    that process is not dumpable: then the kernel's ptrace access check refuses it to all but root (CAP_SYS_PTRACE).
+    A command the model runs (`cat /proc/$PPID/environ`, or a script that opens it at run time, which no static
+    judging of the command sees) would otherwise read the host's API keys there, and print them encoded past the
+    redaction. Nothing in the child can stop it (its own flag guards its environment, not its parent's; a new
+    session or process group changes nothing; Landlock's ptrace scope needs `no_new_privs` in every command, which
+    breaks sudo). The costs, process-wide and until the process ends (the flag is never set back: a command may
+    outlive the runtime): no core dump of this process; a debugger or profiler of the same user cannot attach to it
+    (`gdb -p`, `py-spy`, `strace -p`) and `/proc/<pid>/{environ,fd,maps,mem}` of it are root's to read (the process
+    itself still lists `/proc/self/fd`). Opt out with `ToolRuntime(hide_host_environment=False)` (docs/tools.md).
+    Its children are not affected: each program a command runs is dumpable again once it starts (`execve`)."""
+    global _host_hidden
+    if not _host_hidden and sys.platform == "linux":
+        import ctypes
+
+        try:
+            prctl = ctypes.CDLL(None, use_errno=True).prctl
+            _host_hidden = prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+        except (OSError, AttributeError):  # no libc with prctl (a static or foreign runtime): nothing to set
+            _host_hidden = False
+    return _host_hidden
+
+
+_PR_SET_DUMPABLE = 4
+_host_hidden = False
+
+
 async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progress) -> ToolOutput:
     if not p.command.strip():
         raise ToolError("command must not be empty.")
@@ -591,6 +624,8 @@ async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progr
         raise ToolError(f"command holds a NUL byte (at character {at}), which bash cannot be given; remove it.")
     require_unicode(p.command, "command")
     cwd = await _cwd(config, p.dir_path)
+    if config.hide_host_environment:
+        hide_host_environment()
     if p.is_background:
         return await _run_background(config, p, cwd)
     clean = config.redactor()

@@ -623,8 +623,9 @@ _LINK_SAFE = re.compile(r"[A-Za-z0-9._+@/ -]+")
 
 
 def linked_protected_rules(links: Sequence[str] | None) -> str:
-    """Deny rules for the CLI's edit tools on each link of the workspace that leads to a protected path or directory
-    (`_protected.protected_links`: `docs/e -> ../.envrc`; `docs/v -> ../.vscode` and what lies under it): the CLI
+    """Deny rules for the CLI's edit tools on each link of the workspace that leads to a protected path or directory,
+    and on what a protected link leads to (`_protected.protected_links`: `docs/e -> ../.envrc`; `docs/v -> ../.vscode`
+    and what lies under it; `scripts/hook.sh` for `.git/hooks/pre-commit -> ../../scripts/hook.sh`): the CLI
     writes through a link, while `protected_path_rules` reads the text of `file_path` (red team round 15:
     stream-json's autoEdit wrote `.envrc` as `docs/e`). The links are found when the run starts (headless, the CLI
     runs no shell command unasked, so it makes none). None (they could not all be found), or a name no pattern can
@@ -636,7 +637,11 @@ def linked_protected_rules(links: Sequence[str] | None) -> str:
             f"denyMessage = {json.dumps(f'unified: {why}; use the acp transport to edit here')}\n\n"
         )
     fragments = [f'{re.escape(link)}|{re.escape(link)}/[^"]*' for link in links]
-    return _deny_edits(fragments, "a link to a protected path (it changes what runs later) is never written unasked")
+    return _deny_edits(
+        fragments,
+        "a link to a protected path, or what a protected link leads to (it changes what runs later), is never written "
+        "unasked",
+    )
 
 
 def _deny_edits(fragments: Sequence[str], message: str) -> str:
