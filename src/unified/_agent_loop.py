@@ -472,6 +472,7 @@ class AgentLoop:
                     user_input=self._ask_user if params.on_user_input is not None else None,
                     secrets=run_secrets(params),
                     policy=self.options.policy,
+                    hide_host_environment=self.options.hide_host_environment,
                 )
             )
         return self._tools

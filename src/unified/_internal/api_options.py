@@ -129,6 +129,10 @@ class ApiOptions(BackendOptions):
     loop_threshold: int = Field(default=4, ge=2)
     """The same call with the same arguments this many turns in a row is a runaway loop."""
     local_tools: bool = True
+    hide_host_environment: bool = True
+    """Before the local tools' first shell command or stdio MCP server, make this process undumpable (Linux), so no
+    command can read its environment's keys in `/proc/<pid>/environ` (docs/tools.md, "The host's own environment":
+    process-wide, no core dump, no same-user debugger). False: leave it dumpable."""
     policy: PolicyOption = None
     """The permission policy deciding every local tool call, `delegate` included (a `unified.tools.Policy`, as
     the claude-code backend takes; None: the shipped one, `Policy.default()`). A user's deny rule for `delegate`
