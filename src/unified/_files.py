@@ -69,11 +69,36 @@ def unwritable(exc: BaseException, backend: str) -> BackendUnavailable | None:
         return None
     where = f" ({exc.filename})" if exc.filename else ""
     return BackendUnavailable(
-        f"the {backend} backend cannot write its files here{where}: {exc.strerror or exc}",
-        hint="free disk space (or raise the quota or file size limit), or make that folder writable; or let the "
-        "run fail over to another backend (ExecuteParams.fallback)",
+        f"the {backend} backend cannot write its files here{where}: {_why_unwritable(exc)}",
+        hint=f"{_unwritable_fix(exc)}; or let the run fail over to another backend (ExecuteParams.fallback)",
         details=details,
     )
+
+
+def _why_unwritable(exc: OSError) -> str:
+    """The machine's reason, said plainly for a full disk (the system's "No space left on device" alone read as
+    if the folder were at fault)."""
+    said = exc.strerror or str(exc)
+    if exc.errno == errno.ENOSPC:
+        return f"the disk is full ({said})"
+    if exc.errno == errno.EDQUOT:
+        return f"this user's disk quota is used up ({said})"
+    return said
+
+
+def _unwritable_fix(exc: OSError) -> str:
+    """What to do for each cause of `UNWRITABLE`: one hint for all said "make that folder writable" of a full disk."""
+    folder = os.path.dirname(os.fsdecode(exc.filename)) if exc.filename else ""
+    on = f" holding {folder}" if folder else ""
+    if exc.errno == errno.ENOSPC:
+        return f"free space on the file system{on} (`df -h` shows how full it is; old logs, caches and sessions go)"
+    if exc.errno == errno.EDQUOT:
+        return f"free space under your quota on the file system{on}, or ask for a larger quota"
+    if exc.errno == errno.EFBIG:
+        return "raise the file size limit this process runs under (`ulimit -f`), or free what made the file so large"
+    if exc.errno == errno.EROFS:
+        return f"the file system{on} is read-only: point the backend's home at a writable one"
+    return f"make that folder{' ' + folder if folder else ''} writable by this user"
 
 
 _FOLDER_SETTINGS = ("UNIFIED_DATA_DIR", "UNIFIED_CODEX_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME")
