@@ -23,6 +23,7 @@ import io
 import os
 import secrets
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -39,6 +40,7 @@ __all__ = [
     "open_regular_fd",
     "read_regular",
     "read_regular_text",
+    "read_regular_texts",
     "temporary_beside",
     "unwritable",
     "write_atomically",
@@ -182,6 +184,7 @@ class FileTooLarge(OSError):
 
     def __init__(self, path: Path | str, size: int, max_bytes: int) -> None:
         super().__init__(errno.EFBIG, f"{size} bytes, more than unified reads ({max_bytes})", str(path))
+        self.size, self.max_bytes = size, max_bytes
 
     def __str__(self) -> str:
         return str(self.strerror)
@@ -238,14 +241,47 @@ def open_regular_fd(path: Path | str, flags: int, *, mode: int = 0o600) -> int:
 
 
 def read_regular(path: Path | str, *, max_bytes: int | None = None) -> bytes:
-    """The whole content of the regular file at `path` (`open_regular`, `max_bytes` as there)."""
+    """The whole content of the regular file at `path` (`open_regular`, `max_bytes` as there). With `max_bytes`, at
+    most one byte more is read: a file that grows past it while it is read (an agent CLI still appending to it) is
+    `FileTooLarge` too, never held whole."""
     with open_regular(path, max_bytes=max_bytes) as handle:
-        return handle.read()
+        if max_bytes is None:
+            return handle.read()
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise FileTooLarge(path, len(data), max_bytes)
+    return data
 
 
-def read_regular_text(path: Path | str, encoding: str = "utf-8") -> str:
-    """The regular file at `path` as text, decoded as `Path.read_text` decodes it (universal newlines)."""
+def read_regular_text(path: Path | str, encoding: str = "utf-8", *, max_bytes: int | None = None) -> str:
+    """The regular file at `path` as text, decoded as `Path.read_text` decodes it (universal newlines); `max_bytes`
+    as `read_regular` bounds it."""
+    if max_bytes is not None:
+        return _text_of(read_regular(path, max_bytes=max_bytes), encoding)
     with open_regular(path) as handle, io.TextIOWrapper(handle, encoding=encoding) as text:
+        return text.read()
+
+
+def read_regular_texts(paths: Iterable[Path], *, max_bytes: int) -> dict[str, str]:
+    """The texts of `paths` (as `read_regular_text` reads one) by file name, at most `max_bytes` of them together:
+    what an agent CLI's session files become in one session record, bounded as the record is. The file that takes
+    them over the bound is `FileTooLarge` (its size, with what was read before it), refused unread when it says so
+    itself; they were read whole, however large, and a record over the store's bound refused only after that."""
+    texts: dict[str, str] = {}
+    used = 0
+    for path in paths:
+        try:
+            data = read_regular(path, max_bytes=max_bytes - used)
+        except FileTooLarge as exc:
+            raise FileTooLarge(path, used + exc.size, max_bytes) from None
+        used += len(data)
+        texts[path.name] = _text_of(data, "utf-8")
+    return texts
+
+
+def _text_of(data: bytes, encoding: str) -> str:
+    """`data` decoded as `read_regular_text` decodes a file (universal newlines); the bytes are not copied."""
+    with io.TextIOWrapper(io.BytesIO(data), encoding=encoding) as text:
         return text.read()
 
 

@@ -55,7 +55,8 @@ async def test_arguments_that_fail_with_no_null_to_leave_out_are_validated_once(
     second time with the very same arguments (the same failure, twice the work on a large call)."""
     rt = ToolRuntime(ws, approval_mode="yolo")
     spec = rt._available("read_file")
-    assert spec is not None and spec.params is not None
+    assert spec is not None
+    assert spec.params is not None
     model = spec.params
     validate = model.model_validate
     calls: list[object] = []
