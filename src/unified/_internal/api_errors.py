@@ -197,7 +197,7 @@ def unreadable_response(exc: BaseException) -> UnifiedError | None:
     return unfit_response(why)
 
 
-UNFIT_ERRORS = (TypeError, AttributeError, ValueError, KeyError, IndexError)
+UNFIT_ERRORS = (TypeError, AttributeError, ValueError, KeyError, IndexError, OverflowError)
 """What reading a wire field of the wrong shape raises (`x.get` on a list, `int()` of an object, `candidates[0]`
 of an object, google-genai's ValidationError): caught at a translator's boundary for one native message, the
 server's fault (`unfit_response`)."""

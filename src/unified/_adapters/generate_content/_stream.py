@@ -237,7 +237,12 @@ async def stream_chunks(
     segments = cast("AsyncGenerator[str, None]", response._aiter_response_stream())
     try:
         async for raw in segments:  # the SDK's split of the SSE body, each event's JSON text
-            chunk = response._load_json_from_response(raw)
+            try:
+                chunk = response._load_json_from_response(raw)
+            except errors.UnknownApiResponseError:
+                raise
+            except ValueError as exc:  # JSON the SDK does not call unparsable: a number of over 4,300 digits
+                raise errors.UnknownApiResponseError(f"Failed to parse response as JSON ({exc})") from None
             if escapes_surrogates(raw):  # a lone surrogate no request nor session file could hold again
                 chunk = well_formed_json(chunk)
             if isinstance(chunk, dict) and next(iter(chunk), None) == "error":  # the SDK's in-band error check
