@@ -10,6 +10,9 @@ server means; now a typed error naming what came, or the count read as nothing.
   answer is "not its JSON", asked again, then a typed failure.
 - an SSE event whose JSON is an array: UnboundLocalError; now "a chunk is an array, not an object".
 - a negative usage count went into the run's usage (-5 input tokens); now 0.
+- SSE the SDK's split does not strip (a proxy's ": keep-alive" comment, `event:`/`id:`/`retry:` fields, "data:"
+  without its space, a byte order mark, an OpenAI-style gateway's "data: [DONE]"): "not its JSON", the request
+  sent again until the run failed as "the model's answer was empty"; now read past as the SSE spec reads them.
 """
 
 from __future__ import annotations
@@ -97,3 +100,28 @@ async def test_a_negative_usage_count_is_read_as_none(tmp_path: Path) -> None:
     assert final.status == "success"
     assert final.usage.input_tokens >= 0
     assert final.usage.output_tokens == 3
+
+
+_HI = json.dumps(_answer()).encode()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        [b": keep-alive\r\n\r\n", _sse(_answer())],
+        [b"event: ping\r\ndata: {}\r\n\r\n", _sse(_answer())],
+        [b"id: 7\r\n", b"retry: 100\r\n", _sse(_answer())],
+        [b"data:" + _HI + b"\r\n\r\n"],
+        [b"\xef\xbb\xbf" + _sse(_answer())],
+        [_sse(_answer()), b"data: [DONE]\r\n\r\n"],
+    ],
+    ids=["comment", "event-field", "id-and-retry", "data-without-space", "byte-order-mark", "done-marker"],
+)
+async def test_sse_the_sdk_does_not_strip_is_read_past(body: list[bytes], tmp_path: Path) -> None:
+    with RawServer([body]) as server:
+        events = await _run(server, tmp_path)
+    final = events[-1]
+    assert isinstance(final, Result)
+    assert (final.status, final.error) == ("success", None)
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "hi"
+    assert server.bodies == []  # asked once
