@@ -165,6 +165,10 @@ def _event(data: list[str]) -> dict[str, Any] | None:
         event = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UnreadableStream(f"an event that is no JSON ({exc.msg}): {clip(text, 200)!r}") from None
+    except ValueError as exc:  # JSON Python will not read: a number of over 4,300 digits (internal_error before)
+        raise UnreadableStream(f"an event Python cannot read ({exc}): {clip(text, 200)!r}") from None
+    except RecursionError:  # nested deeper than the parser goes, under the bound on containers (internal_error)
+        raise UnreadableStream(f"an event nested too deeply to parse: {clip(text, 200)!r}") from None
     if not isinstance(event, dict):
         return None
     return well_formed_json(event) if escapes_surrogates(text) else event
@@ -179,9 +183,12 @@ def _event_stream(response: httpx.Response) -> None:
 
 
 def _data(line: str) -> str | None:
-    """The value of an SSE `data:` line; None for any other field or a comment."""
+    """The value of an SSE `data:` line; None for any other field or a comment. A byte order mark before the
+    stream's first line is dropped, as the SSE spec drops it (that line was read as no field: its event was lost)."""
     if not line.startswith("data:"):
-        return None
+        if not line.startswith("\ufeffdata:"):
+            return None
+        line = line[1:]
     return line[6:] if line.startswith("data: ") else line[5:]
 
 
