@@ -81,7 +81,11 @@ def parse_object(line: str) -> dict[str, Any] | str:
     except RecursionError:
         return "nested too deeply to parse"
     except ValueError:
-        return f"not JSON: {_quoted(line)}"
+        # What a terminal would show of it: the text after its last carriage return (a launcher's "Loading...\r"
+        # before the binary's first line), without a byte order mark (a launcher's, or the first line of a
+        # stream written as UTF-8 "with BOM"). Either lost that line: the answer to initialize, waited for 60 s.
+        shown = line.rpartition("\r")[2].removeprefix("\ufeff")
+        return parse_object(shown) if shown != line else f"not JSON: {_quoted(line)}"
     if not isinstance(value, dict):
         return f"JSON that is not an object: {_quoted(line)}"
     # Nesting deeper than the limit takes more opening brackets than that (counted in C, strings included:
