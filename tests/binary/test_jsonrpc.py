@@ -376,3 +376,32 @@ async def test_an_answer_to_an_id_never_sent_leaves_two_waiting_requests_to_thei
     warning = await connection.receive(inbox)
     assert isinstance(warning, LineProblem)
     assert "(id 77; unified's requests are numbered 1 to 2)" in warning.text
+
+
+async def test_a_batch_from_the_agent_is_filed_message_by_message() -> None:
+    """Bad input round 10: an answer inside a JSON-RPC batch (an array of messages on one line) was refused as
+    "JSON that is not an object", and its request waited for its timeout (the fake has none: it hung)."""
+
+    def agent(line: str) -> list[str]:
+        message = json.loads(line)
+        if "method" not in message:
+            return []
+        return [json.dumps([json.loads(note("a", 1)), {"id": message["id"], "result": {"ok": True}}])]
+
+    connection = JsonRpcConnection(FakeAgentProcess(agent), route=by_session)
+    inbox = connection.open_inbox("a")
+    assert await connection.request("ping", {}) == {"ok": True}
+    update = inbox.pop()
+    assert isinstance(update, dict)
+    assert update["params"] == {"sessionId": "a", "n": 1}
+
+
+@pytest.mark.parametrize("line", ["[]", "[1, 2]", '[{"id": 1}, 3]', "[" * 200 + "]" * 200])
+async def test_an_array_that_is_no_batch_is_still_a_line_problem(line: str) -> None:
+    process = FakeAgentProcess()
+    connection = JsonRpcConnection(process, route=by_session)
+    inbox = connection.open_inbox("a")
+    process.emit(line)
+    problem = await connection.receive(inbox)
+    assert isinstance(problem, LineProblem)
+    assert "ignored a line from the agent" in problem.text

@@ -20,6 +20,7 @@ Decisions:
   or an id we never numbered, of another type or out of range: a protocol error of the agent's) warns
   every open session; with one request waiting it is that request's answer, which fails at once
   instead of leaving the run to its timeouts.
+- A JSON-RPC batch (an array of messages on one line) is filed message by message.
 - A line that is not a JSON object (or that the process could not read) becomes a `LineProblem`
   in every open session inbox (in `unrouted` when none is open): each run warns, none crashes. When
   such a line was a request of the agent's (a line over the cap: a permission request carrying a
@@ -304,8 +305,16 @@ class JsonRpcConnection:
     def _file(self, line: str) -> None:
         message = parse_object(line)
         if isinstance(message, str):
-            self._refuse(line, f"ignored a line from {self.name}: {message}")
+            batch = _batch(line)
+            if batch is None:
+                self._refuse(line, f"ignored a line from {self.name}: {message}")
+                return
+            for member in batch:
+                self._file_message(member)
             return
+        self._file_message(message)
+
+    def _file_message(self, message: Message) -> None:
         if self.observer is not None:
             self.observer("recv", message)
         if "method" not in message:
@@ -396,3 +405,17 @@ class JsonRpcConnection:
         """Close the connection and end the process at once, from any loop or none."""
         self.closed = True
         self.process.kill()
+
+
+def _batch(line: str) -> list[Message] | None:
+    """The messages of a JSON-RPC 2.0 batch (an array of objects on one line), each filed as if it came alone;
+    None for any other line. unified sends no batch, but an agent may answer in one: the answer inside was
+    refused as "JSON that is not an object", and its request waited for its timeout. Read as the member of an
+    object, so `parse_object`'s checks (depth) hold for it."""
+    if line.lstrip()[:1] != "[":
+        return None
+    wrapped = parse_object(f'{{"batch": {line}}}')
+    members = wrapped.get("batch") if isinstance(wrapped, dict) else None
+    if not isinstance(members, list) or not members or not all(type(m) is dict for m in members):
+        return None
+    return members
