@@ -14,9 +14,9 @@ import pytest
 
 from tests.e2e.bad_binaries import BANNERS, SLOW, shim
 from tests.e2e.codex.conftest import codex_params, run_codex
+from tests.e2e.codex.test_codex_bad_input import codex_started
 from tests.hang_guard import HANG_GUARD_S
 from unified import execute
-from tests.e2e.codex.test_codex_bad_input import codex_started
 from unified._adapters.codex._launch import native_binary
 from unified.events import Result, TextDelta, UnifiedEvent, WarningEvent
 from unified.testing import FakeOpenAI, ModelTurn
