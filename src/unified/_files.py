@@ -30,6 +30,7 @@ from typing import BinaryIO
 from unified.errors import BackendUnavailable, SessionError
 
 __all__ = [
+    "BOM_HINT",
     "FileTooLarge",
     "NotRegularFile",
     "append_line",
@@ -41,6 +42,7 @@ __all__ = [
     "read_regular",
     "read_regular_text",
     "read_regular_texts",
+    "starts_with_bom",
     "temporary_beside",
     "unwritable",
     "write_atomically",
@@ -283,6 +285,23 @@ def _text_of(data: bytes, encoding: str) -> str:
     """`data` decoded as `read_regular_text` decodes a file (universal newlines); the bytes are not copied."""
     with io.TextIOWrapper(io.BytesIO(data), encoding=encoding) as text:
         return text.read()
+
+
+BOM_HINT = (
+    'it starts with a byte order mark (an editor saved it as UTF-8 "with BOM"), which the agent CLIs do not read '
+    "as JSON either: remove those first three bytes (save it as plain UTF-8); it was left unchanged"
+)
+"""What to do about a session file an editor saved with a byte order mark (`starts_with_bom`)."""
+
+
+def starts_with_bom(path: Path | str) -> bool:
+    """Whether the regular file at `path` starts with a UTF-8 byte order mark: its first line is then no JSON to
+    the agent CLIs (nor to unified), and the file reads as having no header, which says nothing of why."""
+    try:
+        with open_regular(path) as handle:
+            return handle.read(3) == b"\xef\xbb\xbf"
+    except OSError:
+        return False
 
 
 def temporary_beside(path: Path) -> Path:

@@ -17,6 +17,7 @@ import os
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -215,3 +216,41 @@ async def test_a_run_whose_chat_files_are_too_large_to_share_warns_and_keeps_its
     assert (result.status, result.final_text) == ("success", "kept")
     assert session_files(gemini_home(dict(os.environ)), result.session_id or "")
     assert await store.list_sessions("gemini-cli") == []
+
+
+# --- a session file an editor saved with a byte order mark ------------------------------------------------
+
+
+def _with_bom(path: Path, lines: list[Any], bom: bool) -> Path:
+    path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + "".join(json.dumps(line) + "\r\n" for line in lines).encode())
+    return path
+
+
+@pytest.mark.parametrize("bom", [True, False])
+def test_a_codex_rollout_saved_with_a_byte_order_mark_says_so(bom: bool, tmp_path: Path) -> None:
+    from unified._adapters.codex._rollouts import read_rollout
+    from unified.errors import CorruptSession
+
+    meta = {"type": "session_meta", "payload": {"id": CODEX_THREAD, "cwd": "/p", "timestamp": "2026-12-05T10:00:00Z"}}
+    said = {"type": "response_item", "payload": {"type": "message", "role": "user", "content": []}}
+    lines: list[Any] = [meta, said] if bom else [said, meta]
+    path = _with_bom(tmp_path / f"rollout-2026-12-05T10-00-00-{CODEX_THREAD}.jsonl", lines, bom)
+    with pytest.raises(CorruptSession) as refused:
+        read_rollout(path)
+    assert refused.value.hint is not None
+    assert ("byte order mark" in refused.value.hint) is bom, refused.value.hint
+
+
+@pytest.mark.parametrize("bom", [True, False])
+def test_a_gemini_chat_file_saved_with_a_byte_order_mark_says_so(bom: bool, tmp_path: Path) -> None:
+    from unified._adapters.gemini_cli._chat_files import read_chat, summarize
+    from unified.errors import CorruptSession
+
+    header = {"sessionId": "abcd1234-0000-4000-8000-000000000000", "startTime": "2026-12-05T10:00:00Z"}
+    lines: list[Any] = [header] if bom else [{"no": "header"}]
+    path = _with_bom(tmp_path / "session-2026-12-05T10-00-abcd1234.jsonl", lines, bom)
+    for read in (read_chat, lambda p: summarize(p, None)):
+        with pytest.raises(CorruptSession) as refused:
+            read(path)
+        assert refused.value.hint is not None
+        assert ("byte order mark" in refused.value.hint) is bom, refused.value.hint
