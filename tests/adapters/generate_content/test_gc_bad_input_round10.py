@@ -10,6 +10,8 @@ server means; now a typed error naming what came, or the count read as nothing.
   answer is "not its JSON", asked again, then a typed failure.
 - an SSE event whose JSON is an array: UnboundLocalError; now "a chunk is an array, not an object".
 - a negative usage count went into the run's usage (-5 input tokens); now 0.
+- a 429 whose RetryInfo asks for a delay of 400 digits (and the Gemini CLI's "Suggested retry after" as long):
+  "wait infs and run again", a `retry_after_s` of infinity; now no delay is taken from it.
 - SSE the SDK's split does not strip (a proxy's ": keep-alive" comment, `event:`/`id:`/`retry:` fields, "data:"
   without its space, a byte order mark, an OpenAI-style gateway's "data: [DONE]"): "not its JSON", the request
   sent again until the run failed as "the model's answer was empty"; now read past as the SSE spec reads them.
@@ -18,12 +20,16 @@ server means; now a typed error naming what came, or the count read as nothing.
 from __future__ import annotations
 
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.security.test_malformed_input import RawServer, _run, _sse
+from unified import ExecuteParams
+from unified._execute import EventStream
 from unified.events import ErrorEvent, Result, TextDelta
 
 pytestmark = pytest.mark.anyio
@@ -125,3 +131,65 @@ async def test_sse_the_sdk_does_not_strip_is_read_past(body: list[bytes], tmp_pa
     assert (final.status, final.error) == ("success", None)
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "hi"
     assert server.bodies == []  # asked once
+
+
+_NINES = "9" * 400
+
+
+class _RateLimiting:
+    """A loopback server answering every POST with a 429 whose RetryInfo asks for a delay of 400 digits."""
+
+    def __init__(self) -> None:
+        detail = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{_NINES}s"}
+        error = {"code": 429, "message": "slow down", "status": "RESOURCE_EXHAUSTED", "details": [detail]}
+        body = json.dumps({"error": error}).encode()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(429)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                return None
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.mark.parametrize("backend", ["generate-content", "interactions"])
+async def test_a_retry_delay_of_400_digits_is_no_delay_not_infinity(backend: str, tmp_path: Path) -> None:
+    """`float` of 400 digits is infinity: the error said "wait infs and run again" and carried a `retry_after_s`
+    of infinity, which no JSON holds (and `auto` would have rested the backend for ever)."""
+    fake = _RateLimiting()
+    try:
+        params = ExecuteParams(
+            prompt="go",
+            backend=backend,
+            model="gemini-2.5-flash",
+            cwd=tmp_path,
+            backend_options={"api_key": "test-key-12345", "base_url": fake.base_url, "retry_delay_scale": 0.001},
+        )
+        async with EventStream(params) as stream:
+            events = [event async for event in stream]
+    finally:
+        fake.server.shutdown()
+        fake.server.server_close()
+    [error] = [e for e in events if isinstance(e, ErrorEvent)]
+    assert error.code == "rate_limited"
+    assert "inf" not in error.message, error.message
+    assert "retry_after_s" not in error.details
+    json.dumps(error.details, allow_nan=False)
+
+
+def test_a_gemini_cli_retry_after_of_400_digits_is_no_delay() -> None:
+    from unified._adapters.gemini_cli._outcome import error_from_result
+
+    error = error_from_result({"message": f"Quota exceeded. Suggested retry after {_NINES}s", "type": "api"}, 1)
+    assert error.code == "rate_limited"
+    assert "retry_after_s" not in error.details
+    assert error.hint == "wait and run again, or check your quota"
