@@ -1,8 +1,9 @@
 """Bad input round 10, the Interactions API's event stream (unified splits and parses it itself): an event with a
 number of over 4,300 digits (a ValueError that is no JSONDecodeError) or nested too deeply for the parser but under
-the bound on containers (RecursionError) ended the run as `internal_error`, "a bug in unified"; now it is the
-unreadable stream it is (`stream_interrupted`, saying what was wrong). A byte order mark before the first `data:`
-line lost that event."""
+the bound on containers (RecursionError) ended the run as `internal_error`, "a bug in unified"; an event that is an
+array or a number was dropped unsaid, and a stream of them read as empty (`malformed_turn`, the model asked again
+for the server's fault). Each is now the unreadable stream it is (`stream_interrupted`, saying what was wrong). A
+byte order mark before the first `data:` line lost that event."""
 
 from __future__ import annotations
 
@@ -39,8 +40,10 @@ async def _run(body: bytes) -> list[UnifiedEvent]:
     [
         (b'{"event_type": "interaction.created", "n": ' + b"9" * 5000 + b"}", "an event Python cannot read"),
         (b"[" * 50_000 + b"]" * 50_000, "an event nested too deeply to parse"),
+        (b'[{"event_type": "interaction.created"}]', "an event that is an array, not an object"),
+        (b"5", "an event that is a number, not an object"),
     ],
-    ids=["5000-digits", "50000-deep"],
+    ids=["5000-digits", "50000-deep", "array", "number"],
 )
 async def test_an_event_python_cannot_parse_is_an_unreadable_stream_not_a_bug(data: bytes, words: str) -> None:
     events = await _run(b"data: " + data + b"\r\n\r\n")

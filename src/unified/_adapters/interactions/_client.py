@@ -42,7 +42,7 @@ from unified._internal.api_errors import (
 from unified._internal.genai_client import GenaiClient
 from unified._internal.retry import Failure, retrying
 from unified._redaction import clip
-from unified._text import escapes_surrogates, well_formed_json
+from unified._text import escapes_surrogates, json_type, well_formed_json
 from unified.errors import BackendError, UnifiedError
 
 __all__ = [
@@ -156,8 +156,8 @@ class UnreadableStream(ValueError):
 
 
 def _event(data: list[str]) -> dict[str, Any] | None:
-    """One SSE event's `data` lines as wire JSON (None for the `[DONE]` sentinel or data that is no object).
-    Raises `UnreadableStream` for data that is no JSON."""
+    """One SSE event's `data` lines as wire JSON (None for the `[DONE]` sentinel). Raises `UnreadableStream` for
+    data that is no JSON object."""
     text = data[0] if len(data) == 1 else "\n".join(data)
     if text == _DONE:
         return None
@@ -169,8 +169,9 @@ def _event(data: list[str]) -> dict[str, Any] | None:
         raise UnreadableStream(f"an event Python cannot read ({exc}): {clip(text, 200)!r}") from None
     except RecursionError:  # nested deeper than the parser goes, under the bound on containers (internal_error)
         raise UnreadableStream(f"an event nested too deeply to parse: {clip(text, 200)!r}") from None
-    if not isinstance(event, dict):
-        return None
+    if not isinstance(event, dict):  # the API's events are objects: an array or a number was dropped, unsaid, and
+        # a stream of them read as empty, the model asked again as for a botched turn
+        raise UnreadableStream(f"an event that is {json_type(event)}, not an object: {clip(text, 200)!r}")
     return well_formed_json(event) if escapes_surrogates(text) else event
 
 
