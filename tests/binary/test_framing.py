@@ -142,3 +142,13 @@ def test_a_line_is_read_as_a_terminal_shows_it(line: str, expected: dict[str, ob
 @pytest.mark.parametrize("line", ["Loading...\r", "\ufeff", "a\rb\rnot json", '{"id": 1}\rtrailing'])
 def test_what_a_terminal_shows_of_a_line_must_still_be_a_json_object(line: str) -> None:
     assert isinstance(parse_object(line), str)
+
+
+def test_many_lines_in_one_read_come_out_whole_and_in_order() -> None:
+    """A 64 KiB read of short lines, split across two feeds mid-line (the framer reads by position since round 10:
+    cutting off each line's rest copied it)."""
+    lines = [f'{{"n": {n}}}' for n in range(7000)]
+    data = ("\n".join(lines) + "\n").encode()
+    framer = LineFramer()
+    cut = len(data) // 2 + 3
+    assert [*framer.feed(data[:cut]), *framer.feed(data[cut:])] == lines

@@ -41,10 +41,13 @@ class LineFramer:
         """The first bytes of the oversized line being dropped."""
 
     def feed(self, data: bytes) -> Iterator[str | MalformedLine]:
-        """The lines `data` completes, each as text or, when it cannot be read, a `MalformedLine`."""
-        while data:
-            newline = data.find(b"\n")
-            part, data = (data, b"") if newline < 0 else (data[:newline], data[newline + 1 :])
+        """The lines `data` completes, each as text or, when it cannot be read, a `MalformedLine`. Read by position:
+        cutting off each line's rest copied it, and a 64 KiB read of 10-byte lines copied some 200 MB."""
+        start = 0
+        while start < len(data):
+            newline = data.find(b"\n", start)
+            end = len(data) if newline < 0 else newline
+            part, start = data[start:end], end + 1
             if self._skipping:
                 self._skipping += len(part)
             elif len(self._buffer) + len(part) > self.limit:
