@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
@@ -193,39 +194,65 @@ def _data(line: str) -> str | None:
     return line[6:] if line.startswith("data: ") else line[5:]
 
 
-async def sse_events(lines: AsyncIterator[str]) -> AsyncGenerator[dict[str, Any], None]:
-    """The JSON events of an SSE body, read to its end (so the connection goes back to the pool)."""
-    data: list[str] = []
-    async for line in lines:
+class _SseReader:
+    """One SSE body, line by line (the async and the sync reader's one state): `line` gives the event a blank line
+    completes, `end` the last one. A body that ends without any event, and held a line that is no SSE at all (no
+    field, no comment: a proxy's page sent as `text/event-stream`), is `UnreadableStream` naming that line: it read
+    as an empty stream, `malformed_turn`, and the model was asked again for the server's fault."""
+
+    __slots__ = ("data", "events", "stray")
+
+    def __init__(self) -> None:
+        self.data: list[str] = []
+        self.events = 0
+        self.stray: str | None = None
+
+    def line(self, line: str) -> dict[str, Any] | None:
         if line:
             value = _data(line)
             if value is not None:
-                data.append(value)
-            continue
-        if data:
-            event = _event(data)
-            data = []
-            if event is not None:
-                yield event
-    if data and (event := _event(data)) is not None:
+                self.data.append(value)
+            elif self.stray is None and not _SSE_LINE.match(line):
+                self.stray = line
+            return None
+        return self._flush()
+
+    def end(self) -> dict[str, Any] | None:
+        event = self._flush()
+        if event is None and self.events == 0 and self.stray is not None:
+            raise UnreadableStream(f"an answer without events, whose line {clip(self.stray, 200)!r} is no SSE")
+        return event
+
+    def _flush(self) -> dict[str, Any] | None:
+        if not self.data:
+            return None
+        event = _event(self.data)
+        self.data = []
+        self.events += event is not None
+        return event
+
+
+_SSE_LINE = re.compile(r"\ufeff?(?::|(?:event|id|retry)(?::|$))")
+"""A comment or a field other than `data` (what `_SseReader` passes over without calling it stray)."""
+
+
+async def sse_events(lines: AsyncIterator[str]) -> AsyncGenerator[dict[str, Any], None]:
+    """The JSON events of an SSE body, read to its end (so the connection goes back to the pool)."""
+    reader = _SseReader()
+    async for line in lines:
+        if (event := reader.line(line)) is not None:
+            yield event
+    if (event := reader.end()) is not None:
         yield event
 
 
 def sse_events_sync(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
     """`sse_events` for the sync client (the trio path, in worker threads)."""
-    data: list[str] = []
+    reader = _SseReader()
     for line in lines:
-        if line:
-            value = _data(line)
-            if value is not None:
-                data.append(value)
-            continue
-        if data:
-            event = _event(data)
-            data = []
-            if event is not None:
-                yield event
-    if data and (event := _event(data)) is not None:
+        if (event := reader.line(line)) is not None:
+            yield event
+    if (event := reader.end()) is not None:
         yield event
 
 
