@@ -23,12 +23,14 @@ import io
 import os
 import secrets
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 
 from unified.errors import BackendUnavailable, SessionError
 
 __all__ = [
+    "BOM_HINT",
     "FileTooLarge",
     "NotRegularFile",
     "append_line",
@@ -39,6 +41,8 @@ __all__ = [
     "open_regular_fd",
     "read_regular",
     "read_regular_text",
+    "read_regular_texts",
+    "starts_with_bom",
     "temporary_beside",
     "unwritable",
     "write_atomically",
@@ -69,11 +73,36 @@ def unwritable(exc: BaseException, backend: str) -> BackendUnavailable | None:
         return None
     where = f" ({exc.filename})" if exc.filename else ""
     return BackendUnavailable(
-        f"the {backend} backend cannot write its files here{where}: {exc.strerror or exc}",
-        hint="free disk space (or raise the quota or file size limit), or make that folder writable; or let the "
-        "run fail over to another backend (ExecuteParams.fallback)",
+        f"the {backend} backend cannot write its files here{where}: {_why_unwritable(exc)}",
+        hint=f"{_unwritable_fix(exc)}; or let the run fail over to another backend (ExecuteParams.fallback)",
         details=details,
     )
+
+
+def _why_unwritable(exc: OSError) -> str:
+    """The machine's reason, said plainly for a full disk (the system's "No space left on device" alone read as
+    if the folder were at fault)."""
+    said = exc.strerror or str(exc)
+    if exc.errno == errno.ENOSPC:
+        return f"the disk is full ({said})"
+    if exc.errno == errno.EDQUOT:
+        return f"this user's disk quota is used up ({said})"
+    return said
+
+
+def _unwritable_fix(exc: OSError) -> str:
+    """What to do for each cause of `UNWRITABLE`: one hint for all said "make that folder writable" of a full disk."""
+    folder = os.path.dirname(os.fsdecode(exc.filename)) if exc.filename else ""
+    on = f" holding {folder}" if folder else ""
+    if exc.errno == errno.ENOSPC:
+        return f"free space on the file system{on} (`df -h` shows how full it is; old logs, caches and sessions go)"
+    if exc.errno == errno.EDQUOT:
+        return f"free space under your quota on the file system{on}, or ask for a larger quota"
+    if exc.errno == errno.EFBIG:
+        return "raise the file size limit this process runs under (`ulimit -f`), or free what made the file so large"
+    if exc.errno == errno.EROFS:
+        return f"the file system{on} is read-only: point the backend's home at a writable one"
+    return f"make that folder{' ' + folder if folder else ''} writable by this user"
 
 
 _FOLDER_SETTINGS = ("UNIFIED_DATA_DIR", "UNIFIED_CODEX_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME")
@@ -157,6 +186,7 @@ class FileTooLarge(OSError):
 
     def __init__(self, path: Path | str, size: int, max_bytes: int) -> None:
         super().__init__(errno.EFBIG, f"{size} bytes, more than unified reads ({max_bytes})", str(path))
+        self.size, self.max_bytes = size, max_bytes
 
     def __str__(self) -> str:
         return str(self.strerror)
@@ -213,15 +243,65 @@ def open_regular_fd(path: Path | str, flags: int, *, mode: int = 0o600) -> int:
 
 
 def read_regular(path: Path | str, *, max_bytes: int | None = None) -> bytes:
-    """The whole content of the regular file at `path` (`open_regular`, `max_bytes` as there)."""
+    """The whole content of the regular file at `path` (`open_regular`, `max_bytes` as there). With `max_bytes`, at
+    most one byte more is read: a file that grows past it while it is read (an agent CLI still appending to it) is
+    `FileTooLarge` too, never held whole."""
     with open_regular(path, max_bytes=max_bytes) as handle:
-        return handle.read()
+        if max_bytes is None:
+            return handle.read()
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise FileTooLarge(path, len(data), max_bytes)
+    return data
 
 
-def read_regular_text(path: Path | str, encoding: str = "utf-8") -> str:
-    """The regular file at `path` as text, decoded as `Path.read_text` decodes it (universal newlines)."""
+def read_regular_text(path: Path | str, encoding: str = "utf-8", *, max_bytes: int | None = None) -> str:
+    """The regular file at `path` as text, decoded as `Path.read_text` decodes it (universal newlines); `max_bytes`
+    as `read_regular` bounds it."""
+    if max_bytes is not None:
+        return _text_of(read_regular(path, max_bytes=max_bytes), encoding)
     with open_regular(path) as handle, io.TextIOWrapper(handle, encoding=encoding) as text:
         return text.read()
+
+
+def read_regular_texts(paths: Iterable[Path], *, max_bytes: int) -> dict[str, str]:
+    """The texts of `paths` (as `read_regular_text` reads one) by file name, at most `max_bytes` of them together:
+    what an agent CLI's session files become in one session record, bounded as the record is. The file that takes
+    them over the bound is `FileTooLarge` (its size, with what was read before it), refused unread when it says so
+    itself; they were read whole, however large, and a record over the store's bound refused only after that."""
+    texts: dict[str, str] = {}
+    used = 0
+    for path in paths:
+        try:
+            data = read_regular(path, max_bytes=max_bytes - used)
+        except FileTooLarge as exc:
+            raise FileTooLarge(path, used + exc.size, max_bytes) from None
+        used += len(data)
+        texts[path.name] = _text_of(data, "utf-8")
+    return texts
+
+
+def _text_of(data: bytes, encoding: str) -> str:
+    """`data` decoded as `read_regular_text` decodes a file (universal newlines); the bytes are not copied."""
+    with io.TextIOWrapper(io.BytesIO(data), encoding=encoding) as text:
+        return text.read()
+
+
+BOM_HINT = (
+    'it starts with a byte order mark (an editor saved it as UTF-8 "with BOM"), which the agent CLIs do not read '
+    "as JSON either: remove those first three bytes (save it as plain UTF-8); it was left unchanged"
+)
+"""What to do about a session file an editor saved with a byte order mark (`starts_with_bom`)."""
+
+
+def starts_with_bom(path: Path | str) -> bool:
+    """Whether the regular file at `path` starts with a UTF-8 byte order mark: its first line is then no JSON to
+    the agent CLIs (nor to unified), and the file reads as having no header, which says nothing of why."""
+    try:
+        with open_regular(path) as handle:
+            return handle.read(3) == b"\xef\xbb\xbf"
+    except OSError:
+        return False
 
 
 def temporary_beside(path: Path) -> Path:

@@ -122,3 +122,33 @@ def test_an_answer_is_told_from_its_leading_fields_only(head: str, answers: int 
     from unified._internal.json_head import answer_in_head
 
     assert answer_in_head(head) == answers
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ('\ufeff{"id": 1, "result": {}}', {"id": 1, "result": {}}),
+        ('Loading...\r{"id": 1, "result": {}}', {"id": 1, "result": {}}),
+        ('50%\r100%\r\ufeff{"id": 1}', {"id": 1}),
+        ('{"text": "a\\rb"}', {"text": "a\rb"}),  # an escaped CR in a string is the string's
+    ],
+)
+def test_a_line_is_read_as_a_terminal_shows_it(line: str, expected: dict[str, object]) -> None:
+    """Bad input round 10: a byte order mark, or a launcher's progress text ended by a carriage return, before
+    a binary's first line made it no JSON: the answer to initialize was lost, and the run waited 60 s."""
+    assert parse_object(line) == expected
+
+
+@pytest.mark.parametrize("line", ["Loading...\r", "\ufeff", "a\rb\rnot json", '{"id": 1}\rtrailing'])
+def test_what_a_terminal_shows_of_a_line_must_still_be_a_json_object(line: str) -> None:
+    assert isinstance(parse_object(line), str)
+
+
+def test_many_lines_in_one_read_come_out_whole_and_in_order() -> None:
+    """A 64 KiB read of short lines, split across two feeds mid-line (the framer reads by position since round 10:
+    cutting off each line's rest copied it)."""
+    lines = [f'{{"n": {n}}}' for n in range(7000)]
+    data = ("\n".join(lines) + "\n").encode()
+    framer = LineFramer()
+    cut = len(data) // 2 + 3
+    assert [*framer.feed(data[:cut]), *framer.feed(data[cut:])] == lines

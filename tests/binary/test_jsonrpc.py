@@ -137,13 +137,14 @@ async def test_unrouted_messages_are_bounded_and_counted() -> None:
     process = FakeAgentProcess(echo_agent)
     connection = JsonRpcConnection(process, route=by_session)
     process.emit(*(note("nobody", n) for n in range(UNROUTED_LIMIT + 25)))
-    process.emit(json.dumps({"jsonrpc": "2.0", "id": 999, "result": {}}))  # an answer nobody waits for
+    late = await connection.start_request("late", {}, Inbox())
+    connection.forget(late)  # its answer (the echo) comes for nobody
     await connection.request("ping", {})
     assert len(connection.unrouted) == UNROUTED_LIMIT
     assert connection.unrouted_dropped == 26
     last = connection.unrouted[-1]
     assert isinstance(last, dict)
-    assert last["id"] == 999  # the newest are kept
+    assert last["id"] == late  # the newest are kept
 
 
 async def test_bad_lines_are_problems_for_every_open_session() -> None:
@@ -239,7 +240,8 @@ def test_an_inbox_is_first_in_first_out() -> None:
 
 async def test_an_answer_whose_id_is_true_does_not_answer_request_1() -> None:
     """JSON's `true` is Python's True, which equals 1: by its value alone it would be the answer to
-    request 1 (a binary's slip, or a line a model steered). Only an int or a string id routes."""
+    request 1 (a binary's slip, or a line a model steered). Only an int or a string id routes: an answer to
+    an id never sent, with one request waiting, fails that request (bad input round 10), never answers it."""
 
     def agent(line: str) -> list[str]:
         message = json.loads(line)
@@ -249,8 +251,12 @@ async def test_an_answer_whose_id_is_true_does_not_answer_request_1() -> None:
         return [forged, json.dumps({"id": message["id"], "result": {"real": True}})]
 
     connection = JsonRpcConnection(FakeAgentProcess(agent))
-    assert await connection.request("ping", {}) == {"real": True}
-    assert {"id": True, "result": {"forged": True}} in list(connection.unrouted)
+    with pytest.raises(RpcError) as failed:
+        await connection.request("ping", {})
+    assert "answered a request unified never sent (id True; unified's requests are numbered 1 to 1)" in str(
+        failed.value
+    )
+    assert "forged" not in str(failed.value)
 
 
 def error_with_id(request_id: object, message: str = "Parse error") -> str:
@@ -323,3 +329,79 @@ async def test_the_warning_about_a_stray_error_keeps_an_environment_secret_out(m
     assert secret not in problem.text
     assert secret[:12] not in problem.text
     assert len(problem.text) < 450
+
+
+@pytest.mark.parametrize("stray", [2, 0, -1, "1", 1.0, [1], {"id": 1}])
+async def test_an_answer_to_an_id_never_sent_fails_the_one_waiting_request_at_once(stray: object) -> None:
+    """Bad input round 10: a result under an id unified never numbered (Codex answering a request with a wrong
+    id) was kept for nobody, and the waiting request waited out its timeout (60 s for Codex) before a typed error
+    said anything; now it fails at once, saying what came and what to do. Every session is warned."""
+    answered: list[str] = []
+
+    def agent(line: str) -> list[str]:
+        message = json.loads(line)
+        if "method" not in message:
+            return []
+        answered.append(message["method"])
+        return [json.dumps({"id": stray, "result": {"ok": True}})]
+
+    connection = JsonRpcConnection(FakeAgentProcess(agent), name="codex app-server", jsonrpc_field=False)
+    inbox = connection.open_inbox("a")
+    with pytest.raises(RpcError) as failed:
+        await connection.request("thread/start", {})
+    assert failed.value.method == "thread/start"
+    said = failed.value.message
+    assert f"codex app-server answered a request unified never sent (id {stray!r}; " in said, said
+    assert "taken as the failure of request 1, the one waiting" in said
+    assert "update the agent CLI or report it" in said
+    warning = inbox.pop()
+    assert isinstance(warning, LineProblem)
+    assert "never sent" in warning.text
+    assert answered == ["thread/start"]
+
+
+async def test_an_answer_to_an_id_never_sent_leaves_two_waiting_requests_to_their_own_answers() -> None:
+    """With two requests waiting, a stray answer cannot be told to be either's: both get their own answers."""
+    process = FakeAgentProcess()
+    connection = JsonRpcConnection(process, route=by_session)
+    inbox = connection.open_inbox("a")
+    one_inbox = Inbox()
+    first = await connection.start_request("one", {}, one_inbox)
+    second_inbox = Inbox()
+    second = await connection.start_request("two", {}, second_inbox)
+    process.emit(json.dumps({"id": 77, "result": {}}), json.dumps({"id": second, "result": {"ok": 2}}))
+    process.emit(json.dumps({"id": first, "result": {"ok": 1}}))
+    assert await connection.receive(second_inbox) == {"id": second, "result": {"ok": 2}}
+    assert await connection.receive(one_inbox) == {"id": first, "result": {"ok": 1}}
+    warning = await connection.receive(inbox)
+    assert isinstance(warning, LineProblem)
+    assert "(id 77; unified's requests are numbered 1 to 2)" in warning.text
+
+
+async def test_a_batch_from_the_agent_is_filed_message_by_message() -> None:
+    """Bad input round 10: an answer inside a JSON-RPC batch (an array of messages on one line) was refused as
+    "JSON that is not an object", and its request waited for its timeout (the fake has none: it hung)."""
+
+    def agent(line: str) -> list[str]:
+        message = json.loads(line)
+        if "method" not in message:
+            return []
+        return [json.dumps([json.loads(note("a", 1)), {"id": message["id"], "result": {"ok": True}}])]
+
+    connection = JsonRpcConnection(FakeAgentProcess(agent), route=by_session)
+    inbox = connection.open_inbox("a")
+    assert await connection.request("ping", {}) == {"ok": True}
+    update = inbox.pop()
+    assert isinstance(update, dict)
+    assert update["params"] == {"sessionId": "a", "n": 1}
+
+
+@pytest.mark.parametrize("line", ["[]", "[1, 2]", '[{"id": 1}, 3]', "[" * 200 + "]" * 200])
+async def test_an_array_that_is_no_batch_is_still_a_line_problem(line: str) -> None:
+    process = FakeAgentProcess()
+    connection = JsonRpcConnection(process, route=by_session)
+    inbox = connection.open_inbox("a")
+    process.emit(line)
+    problem = await connection.receive(inbox)
+    assert isinstance(problem, LineProblem)
+    assert "ignored a line from the agent" in problem.text

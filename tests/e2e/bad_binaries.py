@@ -23,6 +23,7 @@ from unified.testing import ModelTurn
 from unified.types import ExecuteParams
 
 __all__ = [
+    "BANNERS",
     "BROKEN",
     "GARBAGE_LINES",
     "SLOW",
@@ -31,6 +32,7 @@ __all__ = [
     "killed_at_first_text",
     "leave_at_first_text",
     "script_binary",
+    "shim",
     "the_error",
 ]
 
@@ -97,6 +99,25 @@ def script_binary(folder: Path, name: str, version: str, body: str) -> Path:
     path.write_text(f'#!/bin/sh\nif [ "$1" = --version ]; then echo "{version}"; exit 0; fi\n{body}')
     path.chmod(0o755)
     return path
+
+
+def shim(folder: Path, name: str, real: Path | str, banner: str) -> Path:
+    """A `/bin/sh` launcher `folder/name` that runs the shell command `banner` (which prints to stdout; not for
+    `--version`), then becomes `real`: a version manager's shim saying which Node it picked."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(f'#!/bin/sh\nif [ "$1" != --version ]; then {banner}; fi\nexec "{real}" "$@"\n')
+    path.chmod(0o755)
+    return path
+
+
+BANNERS = {
+    "banner": "echo 'Now using node v22.11.0 (npm v10.9.0)'",
+    "bom": "printf '\\357\\273\\277'",
+    "carriage-return": "printf 'Loading...\\r'",
+}
+"""What a launcher prints before the binary's first line: a line of its own, a byte order mark, a progress text
+ended by a carriage return alone (the last two ran into that first line)."""
 
 
 def broken_binary(folder: Path, name: str, kind: str) -> Path:

@@ -252,6 +252,9 @@ async def _claude_handle(translator: StreamTranslator, message: dict[str, Any], 
 def _claude_verify(message: dict[str, Any], wire: Wire, ctx: Context, who: str) -> str | None:
     request_id = message.get("request_id")
     answers = wire.answers()
+    if isinstance(request_id, int | float):  # a number the CLI can match: refused under that id (round 10)
+        ok = [(kind, answered) for kind, answered, _ in answers] == [("error", request_id)]
+        return None if ok else f"expected one error answer under {request_id!r}, sent {wire.sent}"
     if not isinstance(request_id, str):
         return None if not answers else f"answered a request it cannot address: {answers}"
     if len(answers) != 1 or answers[0][1] != request_id:

@@ -700,23 +700,38 @@ def test_the_event_rendering_shows_control_characters_instead_of_obeying_them(ev
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize(
-    "message",
-    [
-        {"type": "control_request", "request_id": 7, "request": {"subtype": "can_use_tool", "tool_name": "Bash"}},
-        {"type": "control_request", "request": {"subtype": "can_use_tool", "tool_name": "Bash"}},
-    ],
-)
-async def test_claude_code_a_control_request_that_cannot_be_answered_is_a_warning_not_silence(
-    message: dict[str, Any], tmp_path: Path
-) -> None:
-    """It was dropped without a word: a CLI waiting for its answer stalled the run, and nothing said why."""
+async def test_claude_code_a_control_request_with_a_number_for_its_id_is_answered_under_that_id(tmp_path: Path) -> None:
+    """It was dropped without a word, then (round 9) only warned about: a CLI waiting for its answer stalled the
+    run. A number is an id the CLI can match: the request is refused under it (bad input round 10)."""
+    message = {"type": "control_request", "request_id": 7, "request": {"subtype": "can_use_tool", "tool_name": "Bash"}}
     ctx, wire = Context(_params(_allow, tmp_path), _allow), Wire()
     await _claude_handle(StreamTranslator(include_thoughts=True), message, ctx, wire)
-    assert wire.answers() == []
+    [(kind, request_id, _)] = wire.answers()
+    assert (kind, request_id) == ("error", 7)
     (warning,) = [e for e in ctx.events if isinstance(e, WarningEvent)]
     assert warning.code == "malformed_line"
-    assert "cannot answer" in warning.message
+    assert "answered it with an error under that id" in warning.message
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("request_id", ["missing", None, [1], {"id": "r1"}])
+async def test_claude_code_a_control_request_no_answer_can_name_ends_the_run(
+    request_id: object, tmp_path: Path
+) -> None:
+    """No id, null, a list or an object: no answer can name it, and the CLI waits for one; the run ends with a
+    typed error saying so (it was a warning, and the run hung until its idle timeout)."""
+    message: dict[str, Any] = {"type": "control_request", "request": {"subtype": "can_use_tool", "tool_name": "Bash"}}
+    if request_id != "missing":
+        message["request_id"] = request_id
+    ctx, wire = Context(_params(_allow, tmp_path), _allow), Wire()
+    with pytest.raises(UnifiedError) as ended:
+        await _claude_handle(StreamTranslator(include_thoughts=True), message, ctx, wire)
+    assert ended.value.code == "backend_error"
+    assert "control_request (can_use_tool)" in ended.value.message
+    assert "which no answer can name" in ended.value.message
+    assert ended.value.hint is not None
+    assert "claude update" in ended.value.hint
+    assert wire.answers() == []
 
 
 # --- a followed line that never ends ---------------------------------------------------------------------

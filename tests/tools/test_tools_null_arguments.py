@@ -46,3 +46,26 @@ async def test_a_null_the_parameter_takes_is_kept(ws: Path) -> None:
     [outcome] = await rt.run_batch([ToolCall("1", "note", {"text": "x", "tag": None, "count": None})])
     assert outcome.response == {"output": "noted"}, outcome.response
     assert seen == [(None, 1)]
+
+
+async def test_arguments_that_fail_with_no_null_to_leave_out_are_validated_once(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bad input round 10: a call whose arguments fail for another reason than an optional null was validated a
+    second time with the very same arguments (the same failure, twice the work on a large call)."""
+    rt = ToolRuntime(ws, approval_mode="yolo")
+    spec = rt._available("read_file")
+    assert spec is not None
+    assert spec.params is not None
+    model = spec.params
+    validate = model.model_validate
+    calls: list[object] = []
+
+    def counted(obj: object, *args: object, **kwargs: object) -> object:
+        calls.append(obj)
+        return validate(obj, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(model, "model_validate", counted)
+    [refused] = await rt.run_batch([ToolCall("1", "read_file", {"file_path": 7, "limit": "many"})])
+    assert refused.response["error"].startswith("Invalid parameters provided to read_file. Reason: ")
+    assert len(calls) == 1, calls

@@ -16,9 +16,11 @@ Decisions:
   open, such as a process's own startup session) are kept in `unrouted`, bounded: beyond
   `UNROUTED_LIMIT` the oldest are dropped and counted in `unrouted_dropped`. A pooled connection
   may live for hours; nothing it receives may pile up.
-- An error answer to an id we never sent (JSON-RPC's id null: the agent could not read a request of
-  ours) warns every open session; with one request waiting it is that request's answer, which fails
-  at once instead of leaving the run to its timeouts.
+- An answer to an id we never sent (JSON-RPC's id null: the agent could not read a request of ours;
+  or an id we never numbered, of another type or out of range: a protocol error of the agent's) warns
+  every open session; with one request waiting it is that request's answer, which fails at once
+  instead of leaving the run to its timeouts.
+- A JSON-RPC batch (an array of messages on one line) is filed message by message.
 - A line that is not a JSON object (or that the process could not read) becomes a `LineProblem`
   in every open session inbox (in `unrouted` when none is open): each run warns, none crashes. When
   such a line was a request of the agent's (a line over the cap: a permission request carrying a
@@ -303,15 +305,23 @@ class JsonRpcConnection:
     def _file(self, line: str) -> None:
         message = parse_object(line)
         if isinstance(message, str):
-            self._refuse(line, f"ignored a line from {self.name}: {message}")
+            batch = _batch(line)
+            if batch is None:
+                self._refuse(line, f"ignored a line from {self.name}: {message}")
+                return
+            for member in batch:
+                self._file_message(member)
             return
+        self._file_message(message)
+
+    def _file_message(self, message: Message) -> None:
         if self.observer is not None:
             self.observer("recv", message)
         if "method" not in message:
             request_id = message.get("id")
             # by exact type: `true` is an int to Python (and `True == 1`), so it would answer request 1
             target = self._answers.get(request_id) if type(request_id) in (int, str) else None
-            if target is None and "error" in message and not self._issued(request_id):
+            if target is None and ("error" in message or "result" in message) and not self._issued(request_id):
                 self._unanswerable(message)
                 return
         else:
@@ -330,16 +340,33 @@ class JsonRpcConnection:
         return type(request_id) is int and 0 < request_id <= self._next_id
 
     def _unanswerable(self, message: Message) -> None:
-        """An error answer to no request we sent: the agent could not read one of ours (JSON-RPC gives
-        such an error the id null), or it slipped. Every open session is warned, and when the id is null
-        and exactly one request awaits an answer, that request fails now: its answer will never come."""
-        error = as_dict(message.get("error"))
-        said = clip(str(error.get("message") or error.get("code") or "no message"), 300)
-        text = f"{self.name} answered with an error for no request unified sent (id {message.get('id')!r}): {said}"
+        """An answer to no request we sent: the agent could not read one of ours (JSON-RPC gives such an error the
+        id null), or it slipped (an id of another type, or one we never numbered). Every open session is warned,
+        and when exactly one request awaits an answer, that request fails now: its answer will not come under its
+        own id, and it waited for its timeout (Codex: 60 s) before a typed error said anything. With several
+        waiting, none can be told to be the one meant: they keep waiting, warned."""
+        request_id = message.get("id")
+        sent = f"unified's requests are numbered 1 to {self._next_id}" if self._next_id else "unified sent none yet"
+        if "error" in message:
+            error = as_dict(message.get("error"))
+            said = clip(str(error.get("message") or error.get("code") or "no message"), 300)
+            text = f"{self.name} answered with an error for no request unified sent (id {request_id!r}): {said}"
+            code = error.get("code", -32603)
+        else:
+            text = (
+                f"{self.name} answered a request unified never sent (id {request_id!r}; {sent}): a JSON-RPC "
+                "protocol error of the agent's"
+            )
+            code = -32603
         self._broadcast(LineProblem(text))
-        if message.get("id") is None and len(self._answers) == 1:
+        if len(self._answers) == 1:
             ((waiting, target),) = self._answers.items()
-            target.put({"id": waiting, "error": {"code": error.get("code", -32603), "message": text}})
+            if request_id is not None:
+                text += (
+                    f"; taken as the failure of request {waiting}, the one waiting, whose answer will not come "
+                    "under its own id. Retry; if it happens again, update the agent CLI or report it with its version"
+                )
+            target.put({"id": waiting, "error": {"code": code, "message": text}})
         else:
             self._keep_unrouted(message)
 
@@ -378,3 +405,17 @@ class JsonRpcConnection:
         """Close the connection and end the process at once, from any loop or none."""
         self.closed = True
         self.process.kill()
+
+
+def _batch(line: str) -> list[Message] | None:
+    """The messages of a JSON-RPC 2.0 batch (an array of objects on one line), each filed as if it came alone;
+    None for any other line. unified sends no batch, but an agent may answer in one: the answer inside was
+    refused as "JSON that is not an object", and its request waited for its timeout. Read as the member of an
+    object, so `parse_object`'s checks (depth) hold for it."""
+    if line.lstrip()[:1] != "[":
+        return None
+    wrapped = parse_object(f'{{"batch": {line}}}')
+    members = wrapped.get("batch") if isinstance(wrapped, dict) else None
+    if not isinstance(members, list) or not members or not all(type(m) is dict for m in members):
+        return None
+    return members

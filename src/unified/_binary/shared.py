@@ -19,9 +19,10 @@ from pathlib import Path
 import anyio
 
 from unified._binary.environment import cache_folder
+from unified._files import FileTooLarge
 from unified._sessions.config import configured_store
 from unified.backends import RunContext, RunOutcome
-from unified.errors import SessionNotFound
+from unified.errors import SessionNotFound, UnifiedError
 from unified.events import WarningEvent
 from unified.sessions import SessionInfo, SessionStore, StoredSession, short_id_of
 from unified.types import ExecuteParams
@@ -78,11 +79,27 @@ async def run_shared(
 async def _save(
     store: SessionStore, ctx: RunContext, files: SharedFiles, session_id: str | None, previous: StoredSession | None
 ) -> None:
-    """Save the run's files, even after a failure or a cancellation; a store that fails is a warning."""
+    """Save the run's files, even after a failure or a cancellation; a store that fails is a warning, and so are
+    files that cannot be read for it (too large for a store record, not a regular file, not UTF-8): they are kept
+    in the CLI home, and the run's own outcome stands (such a file ended the run as a bare OSError from here,
+    `internal_error`, "a bug in unified", after the CLI had written it whole)."""
     if not session_id:
         return
+    short = files.short_id(session_id)
     with anyio.CancelScope(shield=True):
-        session = await anyio.to_thread.run_sync(files.collect, session_id, previous)
+        try:
+            session = await anyio.to_thread.run_sync(files.collect, session_id, previous)
+        except (OSError, ValueError, UnifiedError) as exc:
+            await ctx.emit(
+                WarningEvent(
+                    code="session_not_shared",
+                    message=f"{files.what} of {files.backend} session {short} could not be read to save them to the "
+                    f"session store: {_unreadable(exc)}; they are kept on this worker only, and another worker "
+                    "resuming the session will not see this run",
+                    session_id=session_id,
+                )
+            )
+            return
         if session is None:
             return
         try:
@@ -91,11 +108,23 @@ async def _save(
             await ctx.emit(
                 WarningEvent(
                     code="session_not_shared",
-                    message=f"{files.what} of {files.backend} session {files.short_id(session_id)} could not be "
+                    message=f"{files.what} of {files.backend} session {short} could not be "
                     f"saved to the session store ({exc}); another worker resuming it will not see this run",
                     session_id=session_id,
                 )
             )
+
+
+def _unreadable(exc: BaseException) -> str:
+    """Why a CLI's session files could not be read for the store, and what to do."""
+    if isinstance(exc, FileTooLarge):
+        return (
+            f"{exc.filename} takes them to {exc.size:,} bytes, more than a session record may hold "
+            f"({exc.max_bytes:,}); start a new session to share it again"
+        )
+    if isinstance(exc, UnicodeDecodeError):
+        return f"they are not UTF-8 text ({exc.reason} at byte {exc.start})"
+    return str(exc)
 
 
 def session_lease(backend: str, home: Path, session_id: str) -> AbstractAsyncContextManager[None]:

@@ -9,6 +9,7 @@ which SDK surface raised it, so it is decided here once.
 from __future__ import annotations
 
 import contextlib
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -47,12 +48,13 @@ def _status_details(body: Any) -> list[Any]:
 
 
 def retry_delay(body: Any) -> float | None:
-    """`google.rpc.RetryInfo.retryDelay` ("15s", "0.5s") of an error body, in seconds, if any."""
+    """`google.rpc.RetryInfo.retryDelay` ("15s", "0.5s") of an error body, in seconds, if any; None for one of
+    400 digits, which `float` makes infinity ("wait infs and run again", and a `retry_after_s` no JSON holds)."""
     for item in _status_details(body):
         if isinstance(item, Mapping) and str(item.get("@type", "")).endswith("google.rpc.RetryInfo"):
             match = _DURATION.match(str(item.get("retryDelay", "")))
-            if match:
-                return float(match.group("seconds"))
+            if match and math.isfinite(seconds := float(match.group("seconds"))):
+                return seconds
     return None
 
 
@@ -197,7 +199,7 @@ def unreadable_response(exc: BaseException) -> UnifiedError | None:
     return unfit_response(why)
 
 
-UNFIT_ERRORS = (TypeError, AttributeError, ValueError, KeyError, IndexError)
+UNFIT_ERRORS = (TypeError, AttributeError, ValueError, KeyError, IndexError, OverflowError)
 """What reading a wire field of the wrong shape raises (`x.get` on a list, `int()` of an object, `candidates[0]`
 of an object, google-genai's ValidationError): caught at a translator's boundary for one native message, the
 server's fault (`unfit_response`)."""

@@ -504,11 +504,16 @@ class ToolRuntime:
             try:
                 params = spec.params.model_validate(args)
             except ValidationError as exc:
-                args = _nulls_left_out(spec.params, args, exc)
-                try:
-                    params = spec.params.model_validate(args)
-                except ValidationError as again:
-                    reason = _reasons(again)
+                kept = _nulls_left_out(spec.params, args, exc)
+                failed: ValidationError | None = exc
+                if kept is not args:  # a second try only with nulls left out: the same arguments fail the same way
+                    args, failed = kept, None
+                    try:
+                        params = spec.params.model_validate(args)
+                    except ValidationError as again:
+                        failed = again
+                if failed is not None:
+                    reason = _reasons(failed)
                     return await _refused(call, obs, f"Invalid parameters provided to {call.name}. Reason: {reason}")
         judged: dict[str, Path | _files.Unresolved] = {}
         event = await self._decide(call, spec.name, args, judged)
@@ -965,7 +970,8 @@ def _unjudgeable(call: ToolCall, tool: str, args: Mapping[str, Any]) -> str | No
 def _nulls_left_out(model: type[BaseModel], args: dict[str, Any], exc: ValidationError) -> dict[str, Any]:
     """`args` without the nulls `exc` refused for parameters that have a default: a model sends `null` for an
     optional parameter it means to leave out (as JSON Schema's "not given" reads to it), and gets the default,
-    as it would by leaving it out; a null the parameter's type takes (`str | None`) is never refused, so kept."""
+    as it would by leaving it out; a null the parameter's type takes (`str | None`) is never refused, so kept.
+    `args` itself (the same object) when there is none to leave out: the caller then validates no second time."""
     refused = {e["loc"][0] for e in exc.errors() if len(e["loc"]) == 1 and args.get(str(e["loc"][0]), 0) is None}
     fields = model.model_fields
     optional = {name for name in refused if name in fields and not fields[str(name)].is_required()}

@@ -214,7 +214,9 @@ class ClaudeConnection:
             }
         )
 
-    async def respond_error(self, request_id: str, error: str) -> None:
+    async def respond_error(self, request_id: str | float, error: str) -> None:
+        """An error answer to a request of the CLI (unless it withdrew it); `request_id` as the CLI sent it, a number
+        too (`ClaudeRun._odd_request_id`)."""
         if request_id in self.cancelled:
             return
         await self.send(

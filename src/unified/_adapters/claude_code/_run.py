@@ -397,7 +397,10 @@ class ClaudeRun:
         assert connection is not None
         request_id = message.get("request_id")
         request = message.get("request")
-        if isinstance(request_id, str) and not isinstance(request, dict):
+        if not isinstance(request_id, str):
+            await _odd_request_id(connection, self._emit, request_id, request)
+            return
+        if not isinstance(request, dict):
             # Its id can be answered: an error answer, or the CLI waited for one until the run's idle timeout.
             await connection.respond_error(
                 request_id, f"unified could not read this request: its request is {json_type(request)}, not an object"
@@ -407,18 +410,6 @@ class ClaudeRun:
                     code="malformed_line",
                     message=f"the claude CLI sent a control_request whose request is {json_type(request)}, not an "
                     "object; unified answered it with an error",
-                )
-            )
-            return
-        if not isinstance(request_id, str) or not isinstance(request, dict):
-            # No answer can name it: said, not swallowed (a CLI waiting for its answer stalls the run).
-            subtype = request.get("subtype") if isinstance(request, dict) else None
-            kind = clip(subtype, 60) if isinstance(subtype, str) and subtype else "of no subtype"
-            await self._emit(
-                WarningEvent(
-                    code="malformed_line",
-                    message=f"the claude CLI sent a control_request ({kind}) with no string request_id; "
-                    "unified cannot answer it and ignored it (the CLI may wait for that answer)",
                 )
             )
             return
@@ -592,3 +583,34 @@ class ClaudeRun:
     async def _warn(self, code: str, message: str) -> None:
         self.heard = True
         await self.ctx.emit(WarningEvent(code=code, message=message))
+
+
+async def _odd_request_id(
+    connection: ClaudeConnection, emit: Callable[[UnifiedEvent], Awaitable[None]], request_id: object, request: object
+) -> None:
+    """A control request whose `request_id` is no string. A number (or a boolean) is answered with an error under
+    that very id, which the CLI matches its pending request by; no id, null, or a list or object can be named by
+    no answer, and the CLI waits for one: the run ends with a typed error, the process with it. Both were only
+    warned about, and a CLI waiting for its permission answer hung the run until its idle timeout."""
+    subtype = request.get("subtype") if isinstance(request, dict) else None
+    kind = clip(subtype, 60) if isinstance(subtype, str) and subtype else "of no subtype"
+    what = "no request_id" if request_id is None else f"a request_id that is {json_type(request_id)}"
+    if isinstance(request_id, int | float):
+        await connection.respond_error(
+            request_id, f"unified could not take this request: its request_id is {json_type(request_id)}, not text"
+        )
+        await emit(
+            WarningEvent(
+                code="malformed_line",
+                message=f"the claude CLI sent a control_request ({kind}) with {what}, not text; unified answered "
+                "it with an error under that id (a permission request is so refused: the call does not run)",
+            )
+        )
+        return
+    raise BackendError(
+        f"the claude CLI sent a control_request ({kind}) with {what}, which no answer can name; it waits for an "
+        "answer, so the run was ended instead of hanging",
+        retryable=True,
+        hint="retry; if it happens again, update the claude CLI (`claude update`) or report it with the output "
+        "of `claude --version`",
+    )

@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from unified import _limits as limits
 from unified._adapters.claude_code._launch import config_dir
 from unified._adapters.claude_code._options import BACKEND
 from unified._adapters.claude_code._session_files import SessionFiles, parse_session
@@ -81,16 +82,19 @@ def write_session_file(session: StoredSession, home: Path) -> Path:
 
 
 def stored_session(home: Path, session_id: str, cwd: Path, previous: StoredSession | None) -> StoredSession | None:
-    """The session's file as a StoredSession; None if the CLI wrote none."""
+    """The session's file as a StoredSession; None if the CLI wrote none. A file larger than a store record may be
+    (`MAX_SESSION_RECORD_BYTES`) is `FileTooLarge`, refused unread."""
     path = SessionFiles(home).find(session_id)
     if path is None:
         return None
-    parsed = parse_session(path)
+    bound = limits.MAX_SESSION_RECORD_BYTES  # the file was read whole, then parsed whole, however large
+    text = read_regular_text(path, max_bytes=bound)
+    parsed = parse_session(path, max_bytes=bound, keep_lines=False)
     session = previous or StoredSession(backend=BACKEND, session_id=session_id)
     session.first_prompt = session.first_prompt or parsed.first_prompt
     session.model = parsed.model or session.model
     session.cwd = parsed.cwd or str(cwd)
-    session.state = {SESSION_FILE: {"project": path.parent.name, "text": read_regular_text(path)}}
+    session.state = {SESSION_FILE: {"project": path.parent.name, "text": text}}
     return session
 
 

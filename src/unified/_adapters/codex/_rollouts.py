@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from unified._adapters.codex._options import BACKEND
-from unified._files import NotRegularFile, folder_entries, open_regular, write_atomically
+from unified._files import BOM_HINT, NotRegularFile, folder_entries, open_regular, starts_with_bom, write_atomically
 from unified._text import loaded_well_formed
 from unified.errors import CorruptSession, SessionNotFound
 from unified.sessions import SessionInfo, SessionProblem, resolve_ref
@@ -162,7 +162,8 @@ def read_rollout(path: Path, limit: int | None = None, scan: Callable[[dict[str,
                 payload = record.get("payload")
                 if record.get("type") != "session_meta" or not isinstance(payload, dict):
                     raise CorruptSession(
-                        f"{path} does not start with Codex's session metadata", hint="Codex cannot resume it either"
+                        f"{path} does not start with Codex's session metadata",
+                        hint=BOM_HINT if starts_with_bom(path) else "Codex cannot resume it either",
                     )
                 meta = payload
             elif scan is not None:

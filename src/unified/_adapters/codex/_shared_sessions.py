@@ -19,10 +19,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from unified import _limits as limits
 from unified._adapters.codex._options import BACKEND
 from unified._adapters.codex._rollouts import ROLLOUT_NAME, Rollouts, codex_short_id, read_rollout, show_rollout
 from unified._binary.shared import SharedFiles
-from unified._files import read_regular_text
+from unified._files import read_regular_texts
 from unified.errors import CorruptSession
 from unified.sessions import SessionInfo, SessionStore, StoredSession, resolve_ref
 
@@ -74,14 +75,13 @@ def write_stored(session: StoredSession, home: Path) -> None:
 
 
 def collect(home: Path, thread_id: str, previous: StoredSession | None) -> StoredSession | None:
-    """The thread's rollout and its subagents' as a StoredSession; None if Codex wrote none."""
+    """The thread's rollout and its subagents' as a StoredSession; None if Codex wrote none. Rollouts larger
+    together than a store record may be (`MAX_SESSION_RECORD_BYTES`) are `FileTooLarge`, never read whole."""
     rollouts = Rollouts(home)
     path = rollouts.path_of(thread_id)
     if path is None:
         return None
-    files = {path.name: read_regular_text(path)}
-    for child in rollouts.children(thread_id):
-        files[child.name] = read_regular_text(child)
+    files = read_regular_texts([path, *rollouts.children(thread_id)], max_bytes=limits.MAX_SESSION_RECORD_BYTES)
     info = rollouts.info(path, thread_id)
     session = previous or StoredSession(backend=BACKEND, session_id=thread_id)
     if info is not None:

@@ -38,12 +38,14 @@ from typing import Any, BinaryIO
 import platformdirs
 
 from unified._files import (
+    BOM_HINT,
     FileTooLarge,
     NotRegularFile,
     folder_entries,
     open_regular,
     read_regular,
     read_regular_text,
+    starts_with_bom,
     write_atomically,
 )
 from unified._redaction import clip
@@ -184,6 +186,11 @@ def read_chat(path: Path) -> ChatFile:
     return parse_chat(raw, path)
 
 
+def _no_header(path: Path) -> CorruptSession:
+    hint = BOM_HINT if starts_with_bom(path) else "the file is not a Gemini CLI chat file"
+    return CorruptSession(f"{path} has no session header", hint=hint)
+
+
 def _too_large(path: Path, exc: FileTooLarge) -> CorruptSession:
     return CorruptSession(
         f"cannot read the gemini-cli chat file {path}: {exc.strerror}; the gemini CLI cannot load one this large",
@@ -196,7 +203,7 @@ def parse_chat(raw: bytes, path: Path) -> ChatFile:
     lines = raw.splitlines()
     header = _loads(lines[0]) if lines else None
     if header is None or "sessionId" not in header:
-        raise CorruptSession(f"{path} has no session header", hint="the file is not a Gemini CLI chat file")
+        raise _no_header(path)
     order: list[str] = []
     by_id: dict[str, dict[str, Any]] = {}
     meta: dict[str, Any] = {}
@@ -315,7 +322,7 @@ def summarize(path: Path, project_dir: str | None) -> SessionInfo | None:
     head, tail = _read_edges(path)
     header = _loads(head[0]) if head else None
     if header is None or not isinstance(header.get("sessionId"), str):
-        raise CorruptSession(f"{path} has no session header", hint="the file is not a Gemini CLI chat file")
+        raise _no_header(path)
     session_id = header["sessionId"]
     first_prompt = None
     unreadable = 0

@@ -4,6 +4,7 @@ status, usage and typed errors. Pure."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -246,6 +247,8 @@ def error_from_result(error: dict[str, Any], exit_code: int | None) -> UnifiedEr
     details: dict[str, Any] = {"exit_code": exit_code, "error": error}
     if _QUOTA.search(message) or any(note in message for note in RATE_LIMIT_NOTES):
         delay = _RETRY_AFTER.search(message)
+        if delay is not None and not math.isfinite(float(delay.group(1))):  # 400 digits: infinity
+            delay = None
         if delay is not None:
             details["retry_after_s"] = float(delay.group(1))
         hint = f"wait {delay.group(1)}s and run again" if delay else "wait and run again, or check your quota"

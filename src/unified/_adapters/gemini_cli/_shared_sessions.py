@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from unified import _limits as limits
 from unified._adapters.gemini_cli._chat_files import (
     BACKEND,
     PROJECT_ROOT_FILE,
@@ -33,7 +34,7 @@ from unified._adapters.gemini_cli._chat_files import (
     summarize,
 )
 from unified._binary.shared import SharedFiles
-from unified._files import read_regular_text, write_atomically
+from unified._files import read_regular_text, read_regular_texts, write_atomically
 from unified.errors import CorruptSession
 from unified.sessions import StoredSession, short_id_of
 
@@ -138,7 +139,8 @@ def write_chat_files(session: StoredSession, home: Path, cwd: Path) -> list[Path
 
 def stored_session(home: Path, session_id: str, cwd: Path, previous: StoredSession | None) -> StoredSession | None:
     """The session's chat files (those of the project holding its largest one) as a StoredSession;
-    None if the CLI wrote none."""
+    None if the CLI wrote none. Files larger together than a store record may be (`MAX_SESSION_RECORD_BYTES`)
+    are `FileTooLarge`, never read whole."""
     files = session_files(home, session_id)
     if not files:
         return None
@@ -151,7 +153,7 @@ def stored_session(home: Path, session_id: str, cwd: Path, previous: StoredSessi
         session.model = info.model or session.model
     session.usage, session.turns = session_usage(largest)
     session.cwd = str(cwd)
-    session.state = {CHAT_FILES: {path.name: read_regular_text(path) for path in files}}
+    session.state = {CHAT_FILES: read_regular_texts(files, max_bytes=limits.MAX_SESSION_RECORD_BYTES)}
     return session
 
 

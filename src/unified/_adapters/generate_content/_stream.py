@@ -29,6 +29,7 @@ request.
 from __future__ import annotations
 
 import copy
+import re
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, cast
@@ -188,6 +189,23 @@ def _hold_release(response: Any) -> _ReleasedAfterTheEnd | None:
     return held
 
 
+_SSE_FIELD = re.compile(r"(?:event|id|retry)(?::|$)")
+
+
+def _sse_payload(segment: str) -> str | None:
+    """The JSON text of a segment the SDK's split did not strip (it strips "data: " alone, and takes any other line
+    for a line of an error's JSON): None for an SSE comment (a proxy's ": keep-alive") or a field other than data
+    (`event:`, `id:`, `retry:`) or the "[DONE]" an OpenAI-style gateway ends with, the text after "data:" without
+    its space, a byte order mark dropped. Each was "not its JSON" to the SDK: the request was sent again, and
+    again, until the run failed as the model's (or, after the answer, as `stream_interrupted`)."""
+    text = segment.removeprefix("\ufeff")
+    if text.startswith(":") or _SSE_FIELD.match(text) or text == "[DONE]":  # [DONE]: an OpenAI-style gateway's end
+        return None
+    if text.startswith("data:"):
+        return text[5:].removeprefix(" ")
+    return text
+
+
 async def stream_chunks(
     client: genai.Client,
     *,
@@ -236,8 +254,16 @@ async def stream_chunks(
     held = _hold_release(response)
     segments = cast("AsyncGenerator[str, None]", response._aiter_response_stream())
     try:
-        async for raw in segments:  # the SDK's split of the SSE body, each event's JSON text
-            chunk = response._load_json_from_response(raw)
+        async for segment in segments:  # the SDK's split of the SSE body, each event's JSON text
+            raw = segment if segment[:1] == "{" else _sse_payload(segment)
+            if raw is None:
+                continue
+            try:
+                chunk = response._load_json_from_response(raw)
+            except errors.UnknownApiResponseError:
+                raise
+            except ValueError as exc:  # JSON the SDK does not call unparsable: a number of over 4,300 digits
+                raise errors.UnknownApiResponseError(f"Failed to parse response as JSON ({exc})") from None
             if escapes_surrogates(raw):  # a lone surrogate no request nor session file could hold again
                 chunk = well_formed_json(chunk)
             if isinstance(chunk, dict) and next(iter(chunk), None) == "error":  # the SDK's in-band error check

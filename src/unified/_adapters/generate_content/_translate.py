@@ -44,8 +44,10 @@ from unified._adapters.generate_content._shapes import CANDIDATE, CHUNK, USAGE, 
 from unified._internal.api_errors import UNFIT_ERRORS as _UNFIT
 from unified._internal.api_errors import unfit_response
 from unified._internal.call_ids import shown_id
+from unified._text import json_type
 from unified.errors import BackendError
 from unified.events import (
+    ERROR_CODES,
     ErrorEvent,
     ImageOutput,
     TextDelta,
@@ -135,12 +137,18 @@ def usage_from_metadata(meta: types.GenerateContentResponseUsageMetadata | Mappi
     if not isinstance(meta, Mapping):
         meta = meta.model_dump(mode="json", by_alias=True, exclude_none=True)
     return Usage.model_construct(
-        input_tokens=int(meta.get("promptTokenCount") or 0),
-        output_tokens=int(meta.get("candidatesTokenCount") or 0),
-        thinking_tokens=int(meta.get("thoughtsTokenCount") or 0),
-        cached_tokens=int(meta.get("cachedContentTokenCount") or 0),
-        tool_use_tokens=int(meta.get("toolUsePromptTokenCount") or 0),
+        input_tokens=_tokens(meta.get("promptTokenCount")),
+        output_tokens=_tokens(meta.get("candidatesTokenCount")),
+        thinking_tokens=_tokens(meta.get("thoughtsTokenCount")),
+        cached_tokens=_tokens(meta.get("cachedContentTokenCount")),
+        tool_use_tokens=_tokens(meta.get("toolUsePromptTokenCount")),
     )
+
+
+def _tokens(value: Any) -> int:
+    """A count of `usageMetadata`: 0 for a negative one (a server's slip: a usage of -5 tokens went on into the
+    run's totals and its cost); one that is no number, or not finite, raises (the caller's `unfit_response`)."""
+    return max(int(value or 0), 0)
 
 
 def split_subject(text: str) -> tuple[str | None, str]:
@@ -409,6 +417,7 @@ class GenerateContentTranslator:
     def feed(self, chunk: Mapping[str, Any] | types.GenerateContentResponse) -> list[UnifiedEvent]:
         """The events of one streamed chunk. The wire JSON is read without the SDK's validation (the
         hot path): a field of the wrong shape is the server's fault, a typed error naming it."""
+        wire: Any = chunk  # what the error names, also when it is no object (a JSON array as the chunk)
         try:
             wire = chunk if chunk.__class__ is dict or isinstance(chunk, Mapping) else wire_chunk(chunk)
             events: list[UnifiedEvent] = []
@@ -455,6 +464,8 @@ class GenerateContentTranslator:
             self.emitted += len(events)
             return events
         except _UNFIT as exc:  # the field that did not fit, named (`misfit`), else what reading it raised
+            if not isinstance(wire, Mapping):
+                raise unfit_response(f"a chunk is {json_type(wire)}, not an object") from None
             raise unfit_response(misfit(wire, CHUNK, "") or str(exc) or type(exc).__name__) from None
 
     def _too_large(self, bound: str, limit: str) -> BackendError:
@@ -640,8 +651,13 @@ class GenerateContentTranslator:
                 code = f"finish_{problem[0].lower()}"
                 if problem[0] in _WARN_FINISH:
                     events.append(WarningEvent(code=code, message=problem[1]))
-                else:
+                elif code in ERROR_CODES:
                     events.append(ErrorEvent(code=code, message=problem[1], fatal=True, details={"reason": problem[0]}))
+                else:  # a reason newer than this unified (the API adds some): its code is in no registry
+                    message = f"{problem[1]}, a reason this unified does not know (upgrading unified may name it)"
+                    events.append(
+                        ErrorEvent(code="backend_error", message=message, fatal=True, details={"reason": problem[0]})
+                    )
             self.emitted += len(events)
             return events
         except _UNFIT as exc:  # what the stream left for its end (grounding) is of the wrong shape

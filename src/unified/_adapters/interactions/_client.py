@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
@@ -42,7 +43,7 @@ from unified._internal.api_errors import (
 from unified._internal.genai_client import GenaiClient
 from unified._internal.retry import Failure, retrying
 from unified._redaction import clip
-from unified._text import escapes_surrogates, well_formed_json
+from unified._text import escapes_surrogates, json_type, well_formed_json
 from unified.errors import BackendError, UnifiedError
 
 __all__ = [
@@ -156,8 +157,8 @@ class UnreadableStream(ValueError):
 
 
 def _event(data: list[str]) -> dict[str, Any] | None:
-    """One SSE event's `data` lines as wire JSON (None for the `[DONE]` sentinel or data that is no object).
-    Raises `UnreadableStream` for data that is no JSON."""
+    """One SSE event's `data` lines as wire JSON (None for the `[DONE]` sentinel). Raises `UnreadableStream` for
+    data that is no JSON object."""
     text = data[0] if len(data) == 1 else "\n".join(data)
     if text == _DONE:
         return None
@@ -165,8 +166,13 @@ def _event(data: list[str]) -> dict[str, Any] | None:
         event = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UnreadableStream(f"an event that is no JSON ({exc.msg}): {clip(text, 200)!r}") from None
-    if not isinstance(event, dict):
-        return None
+    except ValueError as exc:  # JSON Python will not read: a number of over 4,300 digits (internal_error before)
+        raise UnreadableStream(f"an event Python cannot read ({exc}): {clip(text, 200)!r}") from None
+    except RecursionError:  # nested deeper than the parser goes, under the bound on containers (internal_error)
+        raise UnreadableStream(f"an event nested too deeply to parse: {clip(text, 200)!r}") from None
+    if not isinstance(event, dict):  # the API's events are objects: an array or a number was dropped, unsaid, and
+        # a stream of them read as empty, the model asked again as for a botched turn
+        raise UnreadableStream(f"an event that is {json_type(event)}, not an object: {clip(text, 200)!r}")
     return well_formed_json(event) if escapes_surrogates(text) else event
 
 
@@ -179,45 +185,74 @@ def _event_stream(response: httpx.Response) -> None:
 
 
 def _data(line: str) -> str | None:
-    """The value of an SSE `data:` line; None for any other field or a comment."""
+    """The value of an SSE `data:` line; None for any other field or a comment. A byte order mark before the
+    stream's first line is dropped, as the SSE spec drops it (that line was read as no field: its event was lost)."""
     if not line.startswith("data:"):
-        return None
+        if not line.startswith("\ufeffdata:"):
+            return None
+        line = line[1:]
     return line[6:] if line.startswith("data: ") else line[5:]
+
+
+class _SseReader:
+    """One SSE body, line by line (the async and the sync reader's one state): `line` gives the event a blank line
+    completes, `end` the last one. A body that ends without any event, and held a line that is no SSE at all (no
+    field, no comment: a proxy's page sent as `text/event-stream`), is `UnreadableStream` naming that line: it read
+    as an empty stream, `malformed_turn`, and the model was asked again for the server's fault."""
+
+    __slots__ = ("data", "events", "stray")
+
+    def __init__(self) -> None:
+        self.data: list[str] = []
+        self.events = 0
+        self.stray: str | None = None
+
+    def line(self, line: str) -> dict[str, Any] | None:
+        if line:
+            value = _data(line)
+            if value is not None:
+                self.data.append(value)
+            elif self.stray is None and not _SSE_LINE.match(line):
+                self.stray = line
+            return None
+        return self._flush()
+
+    def end(self) -> dict[str, Any] | None:
+        event = self._flush()
+        if event is None and self.events == 0 and self.stray is not None:
+            raise UnreadableStream(f"an answer without events, whose line {clip(self.stray, 200)!r} is no SSE")
+        return event
+
+    def _flush(self) -> dict[str, Any] | None:
+        if not self.data:
+            return None
+        event = _event(self.data)
+        self.data = []
+        self.events += event is not None
+        return event
+
+
+_SSE_LINE = re.compile(r"\ufeff?(?::|(?:event|id|retry)(?::|$))")
+"""A comment or a field other than `data` (what `_SseReader` passes over without calling it stray)."""
 
 
 async def sse_events(lines: AsyncIterator[str]) -> AsyncGenerator[dict[str, Any], None]:
     """The JSON events of an SSE body, read to its end (so the connection goes back to the pool)."""
-    data: list[str] = []
+    reader = _SseReader()
     async for line in lines:
-        if line:
-            value = _data(line)
-            if value is not None:
-                data.append(value)
-            continue
-        if data:
-            event = _event(data)
-            data = []
-            if event is not None:
-                yield event
-    if data and (event := _event(data)) is not None:
+        if (event := reader.line(line)) is not None:
+            yield event
+    if (event := reader.end()) is not None:
         yield event
 
 
 def sse_events_sync(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
     """`sse_events` for the sync client (the trio path, in worker threads)."""
-    data: list[str] = []
+    reader = _SseReader()
     for line in lines:
-        if line:
-            value = _data(line)
-            if value is not None:
-                data.append(value)
-            continue
-        if data:
-            event = _event(data)
-            data = []
-            if event is not None:
-                yield event
-    if data and (event := _event(data)) is not None:
+        if (event := reader.line(line)) is not None:
+            yield event
+    if (event := reader.end()) is not None:
         yield event
 
 
