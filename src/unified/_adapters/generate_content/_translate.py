@@ -120,11 +120,15 @@ def wire_bytes(text: Any) -> bytes | None:
 
 
 def _enum(kind: type[enum.Enum], value: Any) -> str | None:
-    """A wire enum value as google-genai's enum reads it (case-insensitive; unknown values kept)."""
+    """A wire enum value as google-genai's enum reads it (case-insensitive; unknown values kept, without the
+    `UserWarning` its `_missing_` prints to the host's stderr for a value newer than the SDK: ours is an event)."""
     if value is None:
         return None
     if value in kind._value2member_map_:
         return str(value)
+    if isinstance(value, str):
+        found = kind.__members__.get(value.upper()) or kind.__members__.get(value.lower())
+        return str(found.value) if found is not None else value
     member = kind(value)
     return str(member.value) if member is not None else str(value)
 
