@@ -125,12 +125,13 @@ async def test_sessions_commands_on_real_stores(isolated_home: Path, tmp_path: P
 def test_the_demo_says_why_each_backend_with_more_thinking_events_has_them() -> None:
     """codex's two pieces of one thought went unexplained: the note named only the signature senders."""
     from unified._cli.demo import DemoRun, _event_differences
-    from unified.events import Thinking
+    from unified.events import Thinking, UnifiedEvent
 
-    whole = [Thinking(text="**Plan** read it", replace=True)]
-    signed = [Thinking(text="read it", replace=False), Thinking(text="", replace=False, signature="c2ln")]
-    pieces = [Thinking(text="**Plan**\n\nread", replace=False), Thinking(text=" it", replace=False)]
-    runs = [DemoRun("generate-content", list(whole)), DemoRun("interactions", signed), DemoRun("codex", pieces)]
+    whole: list[UnifiedEvent] = [Thinking(text="**Plan** read it", replace=True)]
+    signature = Thinking(text="", replace=False, signature="c2ln")
+    signed: list[UnifiedEvent] = [Thinking(text="read it", replace=False), signature]
+    pieces: list[UnifiedEvent] = [Thinking(text="**Plan**\n\nread", replace=False), Thinking(text=" it", replace=False)]
+    runs = [DemoRun("generate-content", whole), DemoRun("interactions", signed), DemoRun("codex", pieces)]
     (note,) = _event_differences(runs)
     assert note == (
         "events: thinking 1 on generate-content, 2 on interactions, 2 on codex (interactions sends a thought's "
