@@ -113,6 +113,27 @@ async def test_tool_outputs_that_differ_from_the_recording_fail_the_replay(backe
         await collect(shipped, cwd=elsewhere)
 
 
+@pytest.mark.parametrize("backend", ["generate-content", "interactions"])
+async def test_a_diverging_api_replay_shows_no_internal_error_before_the_difference(
+    backend: str, tmp_path: Path
+) -> None:
+    """vcrpy's refusal of the unmatched request reached the stream first, as `internal_error` "This is a bug in
+    unified's adapter; please report it" with vcrpy's advice on record modes, before `ReplayDiverged` said what
+    differed (`unified replay` printed both)."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    seen: list[UnifiedEvent] = []
+
+    async def play() -> None:
+        async for event in replay_events(CASSETTES / backend / "tool-call.yaml", cwd=elsewhere):
+            seen.append(event)
+
+    with pytest.raises(ReplayDiverged, match=r"the output of read_file \(c1\) is .*File not found"):
+        await play()
+    assert [e.type for e in seen][:1] == ["session_started"]
+    assert [e for e in seen if e.type == "error"] == []
+
+
 async def test_the_callers_callback_runs_against_a_gemini_cli_cassette() -> None:
     cassette = CASSETTES / "gemini-cli" / "tools-permission.jsonl"
     events = await collect(cassette, on_user_input=approve)  # the recording allowed write_file once

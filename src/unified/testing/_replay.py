@@ -50,7 +50,7 @@ from urllib.parse import urlsplit
 
 from unified._exports import publish
 from unified._redaction import clip
-from unified.events import Result, UnifiedEvent, UserInputRequest, UserInputResponse
+from unified.events import ErrorEvent, Result, UnifiedEvent, UserInputRequest, UserInputResponse
 from unified.testing._fake_acp import cli_home
 from unified.testing._fake_process import FakeAgentProcess
 from unified.types import ApprovalMode, BackendName, ExecuteParams, UserInputHandler
@@ -206,6 +206,15 @@ async def replay_events(
 
         async with execute(run) as stream:
             async for event in stream:
+                if isinstance(event, ErrorEvent) and check is not _nothing and _UNMATCHED in event.message:
+                    # vcrpy refused a request the recording does not have: the run diverged here. Its exception
+                    # reached the stream as an `internal_error` calling it a bug of the adapter (and quoting
+                    # vcrpy's advice on record modes), where the difference is what to show.
+                    difference = check()
+                    if difference is not None:
+                        raise ReplayDiverged(
+                            f"{path}: the replay differs from the recording: {difference}{_hint(difference)}"
+                        )
                 if isinstance(event, Result):
                     difference = differences[0] if differences else check()
                     if difference is not None:
@@ -221,6 +230,10 @@ replay = replay_events
 
 def _nothing() -> str | None:
     return None
+
+
+_UNMATCHED = "CannotOverwriteExistingCassetteException"
+"""What vcrpy raises, in replay mode, for a request no recorded interaction matches."""
 
 
 def _hint(difference: str) -> str:
