@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -132,6 +133,38 @@ async def test_a_diverging_api_replay_shows_no_internal_error_before_the_differe
         await play()
     assert [e.type for e in seen][:1] == ["session_started"]
     assert [e for e in seen if e.type == "error"] == []
+
+
+@pytest.mark.parametrize(
+    ("backend", "answer", "difference"),
+    [
+        (
+            "claude-code",
+            deny,
+            "the answer to the permission request for 'Read' is deny where the recording answered allow",
+        ),
+        (
+            "codex",
+            deny,
+            "the answer to the approval request for .*echo alpha >> log.txt.* is 'decline' where the recording "
+            "answered 'accept'",
+        ),
+        (
+            "codex",
+            approve,
+            "the answer to the approval request for 'call_write' is 'accept' where the recording answered 'decline'",
+        ),
+    ],
+)
+async def test_a_permission_answered_otherwise_fails_a_transcript_replay(
+    backend: str, answer: Any, difference: str
+) -> None:
+    """The stand-in `claude` and `codex app-server` played the recorded lines whatever the answer: a denied Write
+    still said "File created successfully", a denied command still ran, and the replay succeeded (exit 0 with
+    `unified replay --deny`), as gemini-cli's replay never did."""
+    with pytest.raises(ReplayDiverged, match=difference):
+        await collect(CASSETTES / backend / "tools-permission.jsonl", on_user_input=answer)
+    assert result_of(await collect(CASSETTES / backend / "tools-permission.jsonl")).status == "success"
 
 
 async def test_the_callers_callback_runs_against_a_gemini_cli_cassette() -> None:

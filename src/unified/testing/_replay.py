@@ -536,11 +536,11 @@ def _transcript_params(
     """`run` on the stand-in agent that plays the transcript's `entries`."""
     scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="unified-replay-")))
     if info.backend == "claude-code":
-        return _claude_params(entries, run, scratch)
+        return _claude_params(entries, run, scratch, differences)
     if info.backend == "codex":
         from unified.testing._replay_codex import codex_run
 
-        return codex_run(entries, run, scratch)
+        return codex_run(entries, run, scratch, differences)
     home = scratch / "home"  # the CLI's home as the adapter sees it: empty, never the user's
     home.mkdir()
 
@@ -719,11 +719,13 @@ def _claude_answering(
     return answer
 
 
-def _claude_params(entries: list[dict[str, Any]], run: ExecuteParams, scratch: Path) -> ExecuteParams:
+def _claude_params(
+    entries: list[dict[str, Any]], run: ExecuteParams, scratch: Path, differences: list[str]
+) -> ExecuteParams:
 
     def start(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> FakeAgentProcess:
         process = FakeAgentProcess(argv=argv, env=env)
-        process.handler = _ClaudeTranscriptAgent(entries, process).answer
+        process.handler = _ClaudeTranscriptAgent(entries, process, differences).answer
         return process
 
     options = {**run.backend_options_dict(), "start_process": start, "home": scratch / "home"}
@@ -734,15 +736,19 @@ class _ClaudeTranscriptAgent:
     """The stand-in `claude`: answers the adapter's stream-json lines from a recorded transcript.
 
     Each line the adapter sends must match the next recorded `send` (the same `type`, and for a
-    control request the same `subtype`); the recorded `recv` lines up to the next `send` are then
-    written out, the request ids of our own control requests (random per run) rewritten to the live
-    ones. A mismatch ends the process (exit 1) with the reason on stderr, which the adapter reports.
+    control request the same `subtype`, for an answer to a permission request the same `behavior`); the
+    recorded `recv` lines up to the next `send` are then written out, the request ids of our own control
+    requests (random per run) rewritten to the live ones. A mismatch ends the process (exit 1) with the
+    reason on stderr, which the adapter reports, and in `differences`.
     """
 
-    def __init__(self, entries: list[dict[str, Any]], process: FakeAgentProcess) -> None:
+    def __init__(self, entries: list[dict[str, Any]], process: FakeAgentProcess, differences: list[str]) -> None:
         self.entries = entries
         self.process = process
+        self.differences = differences
         self.ids: dict[str, str] = {}
+        self.asked: dict[str, str] = {}
+        """The CLI's permission requests played so far: request id -> the tool it asked about."""
         self.position = 0
 
     def _play_until_next_send(self) -> None:
@@ -752,9 +758,13 @@ class _ClaudeTranscriptAgent:
             response = reply.get("response")
             if reply.get("type") == "control_response" and isinstance(response, dict):
                 response["request_id"] = self.ids.get(str(response.get("request_id")), response.get("request_id"))
+            request = reply.get("request")
+            if reply.get("type") == "control_request" and isinstance(request, dict):
+                self.asked[str(reply.get("request_id"))] = str(request.get("tool_name") or request.get("subtype"))
             self.process.emit(json.dumps(reply, separators=(",", ":")))
 
     def _fail(self, reason: str) -> None:
+        self.differences.append(reason)
         self.process.write_stderr(f"replay: {reason}\n")
         self.process.exit(1)
 
@@ -771,10 +781,25 @@ class _ClaudeTranscriptAgent:
         if recorded.get("type") != kind or recorded_subtype != subtype:
             self._fail(f"the adapter sent {subtype or kind}, the recording {recorded.get('type')}")
             return
+        live, then = _claude_behavior(message), _claude_behavior(recorded)
+        if kind == "control_response" and then is not None and live != then:
+            asked = self.asked.get(str((message.get("response") or {}).get("request_id")), "a tool")
+            self._fail(
+                f"the answer to the permission request for {asked!r} is {live} where the recording answered {then}"
+            )
+            return
         self.position += 1
         if kind == "control_request":
             self.ids[str(recorded.get("request_id"))] = str(message.get("request_id"))
         self._play_until_next_send()
+
+
+def _claude_behavior(message: Mapping[str, Any]) -> str | None:
+    """`allow` or `deny`: what a `control_response` answered to a permission request (None: another answer)."""
+    response = message.get("response")
+    inner = response.get("response") if isinstance(response, dict) else None
+    behavior = inner.get("behavior") if isinstance(inner, dict) else None
+    return behavior if isinstance(behavior, str) else None
 
 
 _INITIALIZE_RESULT: dict[str, Any] = {
