@@ -141,7 +141,7 @@ async def test_a_diverging_api_replay_shows_no_internal_error_before_the_differe
         (
             "claude-code",
             deny,
-            "the answer to the permission request for 'Read' is deny where the recording answered allow",
+            "the answer to the permission request for 'Write' is deny where the recording answered allow",
         ),
         (
             "codex",
@@ -165,6 +165,17 @@ async def test_a_permission_answered_otherwise_fails_a_transcript_replay(
     with pytest.raises(ReplayDiverged, match=difference):
         await collect(CASSETTES / backend / "tools-permission.jsonl", on_user_input=answer)
     assert result_of(await collect(CASSETTES / backend / "tools-permission.jsonl")).status == "success"
+
+
+async def test_a_claude_code_replay_reads_the_recorded_paths_as_its_own_workspace() -> None:
+    """The CLI's permission requests carry the recorded run's absolute paths: the replay's policy judged them
+    outside its workspace and asked about a Read the recording's policy allowed unasked ('It reads outside the
+    workspace: /tmp/tmp_76f9_0q/tools-permission/notes.txt')."""
+    events = await collect(CASSETTES / "claude-code" / "tools-permission.jsonl")
+    assert decisions(events) == [("Read", "allow", "policy"), ("Write", "allow", "user")]
+    asked = [e for e in events if isinstance(e, UserInputRequest)]
+    assert [e.tool_name for e in asked] == ["Write"]
+    assert "tmp_76f9_0q" not in json.dumps([e.model_dump(mode="json") for e in events])
 
 
 async def test_the_callers_callback_runs_against_a_gemini_cli_cassette() -> None:

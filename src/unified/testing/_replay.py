@@ -105,6 +105,9 @@ class CassetteInfo:
     """The caller's answers during the recording, in order."""
     workspace: Mapping[str, str] = field(default_factory=dict)
     """Files (relative path: text) a replay's fresh working directory starts with (HTTP cassettes)."""
+    paths_are_from: str | None = None
+    """The recorded run's cwd, which the transcript's absolute paths start with (claude-code: a replay reads it
+    as its own cwd)."""
 
 
 def describe(path: Path) -> CassetteInfo:
@@ -536,7 +539,7 @@ def _transcript_params(
     """`run` on the stand-in agent that plays the transcript's `entries`."""
     scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="unified-replay-")))
     if info.backend == "claude-code":
-        return _claude_params(entries, run, scratch, differences)
+        return _claude_params(entries, run, scratch, differences, info.paths_are_from)
     if info.backend == "codex":
         from unified.testing._replay_codex import codex_run
 
@@ -677,6 +680,7 @@ def _describe_claude(path: Path, meta: Mapping[str, Any], entries: list[dict[str
         prompt=prompt,
         model=model if isinstance(model, str) else None,
         approval_mode=cast("ApprovalMode", meta.get("approval_mode") or "default"),
+        paths_are_from=meta["paths_are_from"] if isinstance(meta.get("paths_are_from"), str) else None,
     )
 
 
@@ -720,12 +724,17 @@ def _claude_answering(
 
 
 def _claude_params(
-    entries: list[dict[str, Any]], run: ExecuteParams, scratch: Path, differences: list[str]
+    entries: list[dict[str, Any]],
+    run: ExecuteParams,
+    scratch: Path,
+    differences: list[str],
+    recorded_cwd: str | None,
 ) -> ExecuteParams:
 
     def start(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> FakeAgentProcess:
         process = FakeAgentProcess(argv=argv, env=env)
-        process.handler = _ClaudeTranscriptAgent(entries, process, differences).answer
+        moved = None if recorded_cwd is None else (recorded_cwd, str(cwd))
+        process.handler = _ClaudeTranscriptAgent(entries, process, differences, moved).answer
         return process
 
     options = {**run.backend_options_dict(), "start_process": start, "home": scratch / "home"}
@@ -738,12 +747,21 @@ class _ClaudeTranscriptAgent:
     Each line the adapter sends must match the next recorded `send` (the same `type`, and for a
     control request the same `subtype`, for an answer to a permission request the same `behavior`); the
     recorded `recv` lines up to the next `send` are then written out, the request ids of our own control
-    requests (random per run) rewritten to the live ones. A mismatch ends the process (exit 1) with the
-    reason on stderr, which the adapter reports, and in `differences`.
+    requests (random per run) rewritten to the live ones, and the recorded run's cwd in them to the replay's
+    (`moved`): the CLI's permission requests carry absolute paths, which unified's policy judged outside the
+    replay's workspace, asking about a read the recording's policy allowed unasked. A mismatch ends the
+    process (exit 1) with the reason on stderr, which the adapter reports, and in `differences`.
     """
 
-    def __init__(self, entries: list[dict[str, Any]], process: FakeAgentProcess, differences: list[str]) -> None:
+    def __init__(
+        self,
+        entries: list[dict[str, Any]],
+        process: FakeAgentProcess,
+        differences: list[str],
+        moved: tuple[str, str] | None = None,
+    ) -> None:
         self.entries = entries
+        self.moved = None if moved is None else tuple(json.dumps(path)[1:-1] for path in moved)
         self.process = process
         self.differences = differences
         self.ids: dict[str, str] = {}
@@ -761,7 +779,10 @@ class _ClaudeTranscriptAgent:
             request = reply.get("request")
             if reply.get("type") == "control_request" and isinstance(request, dict):
                 self.asked[str(reply.get("request_id"))] = str(request.get("tool_name") or request.get("subtype"))
-            self.process.emit(json.dumps(reply, separators=(",", ":")))
+            line = json.dumps(reply, separators=(",", ":"))
+            if self.moved is not None and self.moved[0] != self.moved[1]:
+                line = line.replace(self.moved[0], self.moved[1])
+            self.process.emit(line)
 
     def _fail(self, reason: str) -> None:
         self.differences.append(reason)
