@@ -84,3 +84,13 @@ def test_the_cassette_endpoint_testing_md_gives_is_the_kits() -> None:
 
     assert "cassette_endpoint" in unified.testing.__all__
     assert unified.testing.cassette_endpoint.__module__ == "unified.testing"
+
+
+def test_the_sessions_page_says_where_every_backend_keeps_its_sessions() -> None:
+    """docs/sessions.md's table of where a session lives had no codex row (codex keeps rollout files)."""
+    from unified import sessions
+
+    text = (ROOT / "docs" / "sessions.md").read_text(encoding="utf-8")
+    table = text[text.index("| backend | where |") : text.index("## Across backends")]
+    rows = {line.split("|")[1].strip() for line in table.splitlines()[2:] if line.startswith("| ")}
+    assert rows == set(sessions.session_backends())
