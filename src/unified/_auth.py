@@ -40,6 +40,7 @@ __all__ = [
     "detect_auth",
     "detect_cli_auth",
     "on_google_cloud",
+    "openai_modes",
     "resolve_api_auth",
     "vertex_from_env",
 ]
@@ -480,7 +481,7 @@ def detect_auth(
         *api_modes(api, env, user_home),
         *filter(None, [_code_assist(env, cli_home)]),
         *claude_code_modes(env, claude_home or claude_code_home(env), user_home),
-        *_openai_modes(env, home or user_home),
+        *openai_modes(env, home or user_home),
     ]
     selected = _cli_selected_type(cli_home / ".gemini" / "settings.json")
     notes = []
@@ -854,7 +855,7 @@ def claude_code_modes(env: Mapping[str, str], claude_home: Path, user_home: Path
 # --- OpenAI (the codex backend) --------------------------------------------------------------------
 
 
-def _openai_modes(env: Mapping[str, str], user_home: Path) -> list[AuthMode]:
+def openai_modes(env: Mapping[str, str], user_home: Path) -> list[AuthMode]:
     """What the codex backend authenticates with, in its own order (`unified._adapters.codex._launch`):
     an API key (`OPENAI_API_KEY`; with `OPENAI_BASE_URL`, a server of the caller's), else a ChatGPT login
     in the user's Codex home (`$CODEX_HOME/auth.json`, default `~/.codex`), which is only read."""

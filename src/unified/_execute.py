@@ -543,14 +543,26 @@ class EventStream(AsyncIterator[UnifiedEvent]):
 def execute(params: ExecuteParams | None = None, /, **fields: Any) -> EventStream:
     """Run one task on a backend and stream its events.
 
-    Pass an `ExecuteParams` or its fields: `execute(prompt="hi", backend="gemini-cli")`.
+    Pass an `ExecuteParams` or its fields: `execute(prompt="hi", backend="gemini-cli")`; or both, the fields
+    replacing the params' own (validated alike: a wrong value is pydantic's `ValidationError`, as it would be
+    from `ExecuteParams(...)`).
     Nothing heavy is imported until the chosen backend runs.
     """
+    return EventStream(_params_of(params, fields))
+
+
+def _params_of(params: ExecuteParams | None, fields: dict[str, Any]) -> ExecuteParams:
+    """The run's parameters: `params` with `fields` over it, validated as `ExecuteParams(**fields)` is.
+
+    `model_copy(update=...)` validated nothing: `max_turns=0` and an unknown field ran, `cwd="dir"` failed
+    as an AttributeError. The fields `params` was given stay given (`model_fields_set`), the rest defaults.
+    """
     if params is None:
-        params = ExecuteParams(**fields)
-    elif fields:
-        params = params.model_copy(update=fields)
-    return EventStream(params)
+        return ExecuteParams(**fields)
+    if not fields:
+        return params
+    given = {name: getattr(params, name) for name in params.model_fields_set}
+    return type(params).model_validate({**given, **fields})
 
 
 def _refuse_a_running_loop() -> None:
@@ -573,9 +585,13 @@ def execute_sync(params: ExecuteParams | None = None, /, **fields: Any) -> Gener
     until the run ends (a run that needs that loop, e.g. a server or callback of it, would never end).
     """
     _refuse_a_running_loop()
-    # Made here, in the caller's thread and before the worker's loop starts: its `check_params` raises here
-    # (once: it reads the whole history).
-    made = EventStream(params if params is not None else ExecuteParams(**fields))
+    # Made here, in the caller's thread and before the worker's loop starts: its `check_params` raises here, at
+    # the call (once: it reads the whole history), not at the first `next()` as a generator's body would.
+    return _events_of(EventStream(_params_of(params, fields)))
+
+
+def _events_of(made: EventStream) -> Generator[UnifiedEvent, None, None]:
+    """`made`'s events, from an event loop in a worker thread; closing early cancels the run."""
     with start_blocking_portal() as portal, portal.wrap_async_context_manager(made) as stream:
         finished = False
         try:

@@ -26,8 +26,11 @@ from unified._auth import (
     AuthMode,
     AuthReport,
     api_modes,
+    claude_code_home,
+    claude_code_modes,
     detect_auth,
     detect_cli_auth,
+    openai_modes,
     resolve_api_auth,
 )
 from unified.errors import ConfigurationError, RoutingError, UnifiedError
@@ -251,8 +254,11 @@ _OPTIONS: dict[str, str] = {
     "gemini-cli": "unified._adapters.gemini_cli._options:GeminiCliOptions",
     "generate-content": "unified._adapters.generate_content._options:GenerateContentOptions",
     "interactions": "unified._adapters.interactions._options:InteractionsOptions",
+    "claude-code": "unified._adapters.claude_code._options:ClaudeCodeOptions",
+    "codex": "unified._adapters.codex._options:CodexOptions",
 }
-"""Backend -> its typed options (SDK-free modules), so routing reads credentials given in code."""
+"""Backend -> its typed options (SDK-free modules), so routing reads credentials given in code: every
+backend that takes credentials in its options, or `auto` could not resume its sessions with them."""
 
 
 def _options_model(backend: str) -> type[BackendOptions] | None:
@@ -272,8 +278,10 @@ def options_auth(params: ExecuteParams, auth: AuthReport) -> tuple[AuthReport, d
     Typed options (`GenerateContentOptions(api_key=..., base_url=...)`) are for their backend alone; a
     dict for every backend whose options take its keys. Each such backend is judged by the same
     resolution its run uses: the API backends' `resolve_api_auth` with the options' `api_key`,
-    `vertexai`, `project`, `location`, `base_url` and `credentials`; gemini-cli's `detect_cli_auth` over
-    the environment plus its `env` option. So `auto` routes, and resumes, on credentials in code.
+    `vertexai`, `project`, `location`, `base_url` and `credentials`; gemini-cli's `detect_cli_auth` and
+    claude-code's `claude_code_modes` over the environment plus their `env` option (and claude-code's `home`,
+    where a Claude login lives); codex's `openai_modes` with its `api_key` and `base_url` options in place of
+    OPENAI_API_KEY and OPENAI_BASE_URL. So `auto` routes, and resumes, on credentials in code.
     """
     raw = params.backend_options
     if isinstance(raw, dict) and not raw:
@@ -297,9 +305,17 @@ def options_auth(params: ExecuteParams, auth: AuthReport) -> tuple[AuthReport, d
 def _modes_of(backend: str, options: BackendOptions) -> tuple[AuthMode, ...]:
     """The auth modes `backend` has with `options` (and the environment)."""
     env = dict(os.environ)
+    user_home = Path(env.get("HOME") or Path.home())
+    extra: dict[str, str] = getattr(options, "env", None) or {}
     if backend == "gemini-cli":
-        extra = getattr(options, "env", None) or {}
         return detect_cli_auth({**env, **extra})
+    if backend == "claude-code":
+        home = getattr(options, "home", None) or claude_code_home(env)  # the run's own lookup: not `env`'s
+        return tuple(claude_code_modes({**env, **extra}, home, user_home))
+    if backend == "codex":  # the run reads its key and URL from these options, else the environment
+        given = {"OPENAI_API_KEY": getattr(options, "api_key", None)}
+        given["OPENAI_BASE_URL"] = getattr(options, "base_url", None)
+        return tuple(openai_modes({**env, **{k: v for k, v in given.items() if v}}, user_home))
     fields = {k: getattr(options, k, None) for k in ("api_key", "vertexai", "project", "location", "base_url")}
     api = resolve_api_auth(env, credentials=getattr(options, "credentials", None) is not None, **fields)
-    return tuple(m for m in api_modes(api, env, Path(env.get("HOME") or Path.home())) if m.mode != "code_assist")
+    return tuple(m for m in api_modes(api, env, user_home) if m.mode != "code_assist")

@@ -220,6 +220,7 @@ def column(backend: str) -> BackendColumn:
 
 
 def cell(backend: str, capability: str) -> Cell:
+    """`backend`'s level and note for `capability`; an unknown one is a `KeyError` naming the known ones."""
     cells = column(backend).cells
     try:
         return cells[capability]
@@ -228,10 +229,12 @@ def cell(backend: str, capability: str) -> Cell:
 
 
 def level(backend: str, capability: str) -> SupportLevel:
+    """`backend`'s level for `capability`: full, partial, emulated or none."""
     return cell(backend, capability).level
 
 
 def note(backend: str, capability: str) -> str:
+    """What limits `backend`'s level for `capability` (docs/capabilities.md), or how unified builds it."""
     return cell(backend, capability).note
 
 

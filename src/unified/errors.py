@@ -100,14 +100,20 @@ class BackendError(UnifiedError):
 
 
 class SessionError(UnifiedError):
+    """A stored session could not be found, told apart, read or used; the subclasses say which."""
+
     code = "session_error"
 
 
 class SessionNotFound(SessionError):
+    """No session matches the reference; the message names the backends searched (`unified sessions list`)."""
+
     code = "session_not_found"
 
 
 class AmbiguousSession(SessionError):
+    """The reference matches several sessions; the message lists them by whole id: give a longer prefix."""
+
     code = "ambiguous_session"
 
 

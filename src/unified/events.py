@@ -599,6 +599,8 @@ class SubagentStarted(_EventBase):
 
 
 class SubagentProgress(_EventBase):
+    """Interim news of a subagent announced by `subagent_started` (same `task_id`)."""
+
     type: Literal["subagent_progress"] = "subagent_progress"
     task_id: str
     agent_name: str | None = None
@@ -607,6 +609,8 @@ class SubagentProgress(_EventBase):
 
 
 class SubagentCompleted(_EventBase):
+    """A subagent's task ended: how (`status`), its final answer (`result`) and what it used (`usage`)."""
+
     type: Literal["subagent_completed"] = "subagent_completed"
     task_id: str
     agent_name: str | None = None
@@ -616,6 +620,8 @@ class SubagentCompleted(_EventBase):
 
 
 class QuestionOption(BaseModel):
+    """One choice of a `Question`: answer with its `id`."""
+
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
     id: str

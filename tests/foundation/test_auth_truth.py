@@ -13,7 +13,14 @@ from typing import Any
 
 import pytest
 
-from unified import ExecuteParams, GeminiCliOptions, GenerateContentOptions, InteractionsOptions
+from unified import (
+    ClaudeCodeOptions,
+    CodexOptions,
+    ExecuteParams,
+    GeminiCliOptions,
+    GenerateContentOptions,
+    InteractionsOptions,
+)
 from unified._adapters.gemini_cli._launch import Launch
 from unified._adapters.gemini_cli._options import gemini_cli_options
 from unified._auth import NO_ADC, detect_auth, detect_cli_auth
@@ -85,11 +92,14 @@ def test_the_cli_over_acp_reads_its_own_auth_type_not_the_vertex_variable(isolat
 @pytest.mark.parametrize(
     ("options", "backend", "unfit"),
     [
-        pytest.param(GenerateContentOptions(api_key="k", base_url="http://127.0.0.1:9"), "generate-content", 2),
-        pytest.param(InteractionsOptions(api_key="k"), "interactions", 2),
-        pytest.param(GeminiCliOptions(env={"GEMINI_API_KEY": "k"}), "gemini-cli", 2),
-        pytest.param({"api_key": "k"}, "generate-content", 1, id="a dict of the API backends' keys"),
+        pytest.param(GenerateContentOptions(api_key="k", base_url="http://127.0.0.1:9"), "generate-content", 4),
+        pytest.param(InteractionsOptions(api_key="k"), "interactions", 4),
+        pytest.param(GeminiCliOptions(env={"GEMINI_API_KEY": "k"}), "gemini-cli", 4),
+        pytest.param(ClaudeCodeOptions(env={"ANTHROPIC_API_KEY": "k"}), "claude-code", 4),
+        pytest.param(CodexOptions(api_key="k", base_url="http://127.0.0.1:9/v1"), "codex", 4),
+        pytest.param({"api_key": "k"}, "generate-content", 2, id="a dict of the API backends' keys"),
         pytest.param({"env": {"GEMINI_API_KEY": "k"}, "pool_size": 0}, "gemini-cli", 2, id="a dict of gemini-cli's"),
+        pytest.param({"env": {"ANTHROPIC_API_KEY": "k"}, "max_retries": 1}, "claude-code", 3, id="claude-code's"),
     ],
 )
 def test_auto_routes_on_credentials_given_in_code(isolated_home: Path, options: Any, backend: str, unfit: int) -> None:
@@ -101,6 +111,35 @@ def test_auto_routes_on_credentials_given_in_code(isolated_home: Path, options: 
     _, rejected = options_auth(params, detect_auth())
     assert len(rejected) == unfit  # the backends these options are not for
     assert backend not in rejected
+
+
+@pytest.mark.parametrize(
+    ("owner", "options"),
+    [
+        pytest.param("claude-code", {"env": {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}}),
+        pytest.param("codex", {"api_key": "k", "base_url": "http://127.0.0.1:9/v1"}),
+    ],
+)
+def test_a_resume_routes_to_its_owner_on_credentials_given_in_code(
+    isolated_home: Path, owner: str, options: dict[str, object]
+) -> None:
+    """`resume` with `auto` routes to the session's own backend alone (`only`): the credentials the run gives
+    in its options count there as for the Google backends (they failed with no_backend, 'no usable credentials')."""
+    params = ExecuteParams(prompt="hi", backend="auto", backend_options=options)
+    with pytest.raises(RoutingError, match=r"no usable credentials|needs"):
+        select_backend_for(ExecuteParams(prompt="hi", backend="auto"), only=owner)
+    assert select_backend_for(params, only=owner).backend == owner
+
+
+def test_a_claude_login_in_the_home_option_counts(isolated_home: Path) -> None:
+    home = isolated_home / "claude-home"
+    credentials = home / ".claude" / ".credentials.json"
+    credentials.parent.mkdir(parents=True)
+    credentials.write_text(json.dumps({"claudeAiOauth": {"accessToken": "a", "refreshToken": "r", "expiresAt": 0}}))
+    params = ExecuteParams(prompt="hi", backend="auto", backend_options=ClaudeCodeOptions(home=home))
+    selection = select_backend_for(params, only="claude-code")
+    assert selection.backend == "claude-code"
+    assert "Claude login" in selection.reason
 
 
 def test_options_for_one_backend_route_only_to_it(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:

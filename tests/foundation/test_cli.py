@@ -418,3 +418,17 @@ def test_sessions_errors_are_messages(locator: _MemoryLocator) -> None:
     assert "no gemini-cli session matches" in output
     with pytest.raises(SessionNotFound):
         anyio.run(locator.resolve, "zzzz")
+
+
+@pytest.mark.parametrize("command", ["replay", "record"])
+def test_the_cassette_help_names_every_backend_that_records_jsonl(command: str) -> None:
+    """codex records and replays `.jsonl` transcripts too; the help named gemini-cli and claude-code only."""
+    from unified.testing._record import _SUFFIXES
+
+    done = runner.invoke(cli.app, [command, "--help"], terminal_width=200)
+    assert done.exit_code == 0
+    flat = " ".join(done.output.split())
+    text = flat[flat.index("cassette <path>") : flat.index("[required]")]  # the argument's own help
+    transcript_backends = [backend for backend, suffixes in _SUFFIXES.items() if ".jsonl" in suffixes]
+    assert transcript_backends == ["gemini-cli", "claude-code", "codex"]
+    assert [backend for backend in transcript_backends if backend not in text] == []

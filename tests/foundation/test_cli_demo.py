@@ -120,3 +120,21 @@ async def test_sessions_commands_on_real_stores(isolated_home: Path, tmp_path: P
         runner.invoke, cli.app, ["sessions", "list", "--backend", "generate-content", "--json"]
     )
     assert again.output == ""  # no session: no line
+
+
+def test_the_demo_says_why_each_backend_with_more_thinking_events_has_them() -> None:
+    """codex's two pieces of one thought went unexplained: the note named only the signature senders."""
+    from unified._cli.demo import DemoRun, _event_differences
+    from unified.events import Thinking, UnifiedEvent
+
+    whole: list[UnifiedEvent] = [Thinking(text="**Plan** read it", replace=True)]
+    signature = Thinking(text="", replace=False, signature="c2ln")
+    signed: list[UnifiedEvent] = [Thinking(text="read it", replace=False), signature]
+    pieces: list[UnifiedEvent] = [Thinking(text="**Plan**\n\nread", replace=False), Thinking(text=" it", replace=False)]
+    runs = [DemoRun("generate-content", whole), DemoRun("interactions", signed), DemoRun("codex", pieces)]
+    (note,) = _event_differences(runs)
+    assert note == (
+        "events: thinking 1 on generate-content, 2 on interactions, 2 on codex (interactions sends a thought's "
+        "signature in a thinking event of its own, without text; codex sends a thought in pieces, each extending "
+        "it (replace=false))."
+    )

@@ -89,6 +89,62 @@ async def test_execute_sync_inside_a_running_event_loop_says_so_instead_of_block
     assert events[-1].status == "success"
 
 
+def test_execute_sync_refuses_bad_input_when_called_not_at_the_first_event(tmp_path: Path) -> None:
+    """As `execute()` does, and as its docstring says: the body of a generator ran only at `next()`."""
+    with pytest.raises(ConfigurationError, match="the prompt is empty"):
+        execute_sync(prompt="  ", backend="scripted")
+    with pytest.raises(ConfigurationError, match="does not exist"):
+        execute_sync(prompt="hi", backend="scripted", cwd=tmp_path / "missing")
+
+
+@pytest.mark.anyio
+async def test_execute_sync_called_inside_a_running_loop_raises_at_the_call() -> None:
+    with pytest.raises(ConfigurationError, match="inside a running"):
+        execute_sync(prompt="x", backend="scripted")
+
+
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        ({"max_turns": 0}, "greater than or equal to 1"),
+        ({"approval_mode": "sometimes"}, "'default', 'auto_edit', 'yolo' or 'plan'"),
+        ({"bogus": 1}, "Extra inputs are not permitted"),
+    ],
+)
+def test_fields_given_beside_params_are_validated_as_params_are(fields: dict[str, object], problem: str) -> None:
+    """`execute(params, **fields)` ran `max_turns=0` and unknown fields as given (model_copy validates nothing)."""
+    from pydantic import ValidationError
+
+    params = ExecuteParams(prompt="hi", backend="scripted")
+    with pytest.raises(ValidationError, match=problem):
+        execute(params, **fields)
+    with pytest.raises(ValidationError, match=problem):
+        execute_sync(params, **fields)
+
+
+def test_fields_given_beside_params_replace_them_in_both_entry_points(tmp_path: Path) -> None:
+    """`execute_sync(params, prompt=...)` ran `params` alone; `execute(params, cwd="dir")` failed as an
+    AttributeError ('str' object has no attribute 'expanduser') where a `Path` was expected."""
+    params = ExecuteParams(prompt="first", backend="scripted")
+    events = list(execute_sync(params, prompt="second", cwd=str(tmp_path)))
+    started = events[0]
+    assert isinstance(started, SessionStarted)
+    assert started.cwd == str(tmp_path)
+    assert isinstance(events[-1], Result)
+    assert "You asked: 'second'" in events[-1].final_text
+
+    async def run() -> tuple[str, str]:
+        async with execute(params, cwd=str(tmp_path)) as stream:
+            done = [event async for event in stream]
+        first, last = done[0], done[-1]
+        assert isinstance(first, SessionStarted)
+        assert isinstance(last, Result)
+        return str(first.cwd), last.final_text
+
+    cwd, text = anyio.run(run)
+    assert (cwd, "You asked: 'first'" in text) == (str(tmp_path), True)
+
+
 @pytest.mark.e2e  # runs a real subprocess
 def test_import_unified_stays_light() -> None:
     code = (

@@ -201,6 +201,25 @@ def test_public_names_report_a_public_home(module: str) -> None:
 
 
 @pytest.mark.parametrize("module", PUBLIC_MODULES)
+def test_every_public_class_and_function_says_what_it_is(module: str) -> None:
+    """`help()` on a public name says something: its own docstring, never only an inherited one (an error
+    class that said nothing showed UnifiedError's, a model pydantic's)."""
+    mod = importlib.import_module(module)
+    silent = []
+    for name in mod.__all__:
+        obj = getattr(mod, name)
+        if inspect.isclass(obj):
+            doc = obj.__dict__.get("__doc__")
+        elif inspect.isfunction(obj):
+            doc = obj.__doc__
+        else:
+            continue
+        if not (doc or "").strip():
+            silent.append(name)
+    assert silent == []
+
+
+@pytest.mark.parametrize("module", PUBLIC_MODULES)
 def test_every_public_pydantic_model_builds(module: str) -> None:
     """A model moved to its public home still resolves its annotations (unified._exports)."""
     from pydantic import BaseModel

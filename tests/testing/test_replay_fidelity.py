@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -111,6 +112,70 @@ async def test_tool_outputs_that_differ_from_the_recording_fail_the_replay(backe
         ReplayDiverged, match=r"the output of read_file \(c1\) is .*File not found.* where the recording"
     ):
         await collect(shipped, cwd=elsewhere)
+
+
+@pytest.mark.parametrize("backend", ["generate-content", "interactions"])
+async def test_a_diverging_api_replay_shows_no_internal_error_before_the_difference(
+    backend: str, tmp_path: Path
+) -> None:
+    """vcrpy's refusal of the unmatched request reached the stream first, as `internal_error` "This is a bug in
+    unified's adapter; please report it" with vcrpy's advice on record modes, before `ReplayDiverged` said what
+    differed (`unified replay` printed both)."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    seen: list[UnifiedEvent] = []
+
+    async def play() -> None:
+        async for event in replay_events(CASSETTES / backend / "tool-call.yaml", cwd=elsewhere):
+            seen.append(event)
+
+    with pytest.raises(ReplayDiverged, match=r"the output of read_file \(c1\) is .*File not found"):
+        await play()
+    assert [e.type for e in seen][:1] == ["session_started"]
+    assert [e for e in seen if e.type == "error"] == []
+
+
+@pytest.mark.parametrize(
+    ("backend", "answer", "difference"),
+    [
+        (
+            "claude-code",
+            deny,
+            "the answer to the permission request for 'Write' is deny where the recording answered allow",
+        ),
+        (
+            "codex",
+            deny,
+            "the answer to the approval request for .*echo alpha >> log.txt.* is 'decline' where the recording "
+            "answered 'accept'",
+        ),
+        (
+            "codex",
+            approve,
+            "the answer to the approval request for 'call_write' is 'accept' where the recording answered 'decline'",
+        ),
+    ],
+)
+async def test_a_permission_answered_otherwise_fails_a_transcript_replay(
+    backend: str, answer: Any, difference: str
+) -> None:
+    """The stand-in `claude` and `codex app-server` played the recorded lines whatever the answer: a denied Write
+    still said "File created successfully", a denied command still ran, and the replay succeeded (exit 0 with
+    `unified replay --deny`), as gemini-cli's replay never did."""
+    with pytest.raises(ReplayDiverged, match=difference):
+        await collect(CASSETTES / backend / "tools-permission.jsonl", on_user_input=answer)
+    assert result_of(await collect(CASSETTES / backend / "tools-permission.jsonl")).status == "success"
+
+
+async def test_a_claude_code_replay_reads_the_recorded_paths_as_its_own_workspace() -> None:
+    """The CLI's permission requests carry the recorded run's absolute paths: the replay's policy judged them
+    outside its workspace and asked about a Read the recording's policy allowed unasked ('It reads outside the
+    workspace: /tmp/tmp_76f9_0q/tools-permission/notes.txt')."""
+    events = await collect(CASSETTES / "claude-code" / "tools-permission.jsonl")
+    assert decisions(events) == [("Read", "allow", "policy"), ("Write", "allow", "user")]
+    asked = [e for e in events if isinstance(e, UserInputRequest)]
+    assert [e.tool_name for e in asked] == ["Write"]
+    assert "tmp_76f9_0q" not in json.dumps([e.model_dump(mode="json") for e in events])
 
 
 async def test_the_callers_callback_runs_against_a_gemini_cli_cassette() -> None:

@@ -297,18 +297,27 @@ def _event_differences(runs: list[DemoRun]) -> list[str]:
     return notes
 
 
+def _and(backends: list[str]) -> str:
+    """`a sends`, `a and b send`, `a, b and c send`."""
+    names = " and ".join([", ".join(backends[:-1]), backends[-1]] if len(backends) > 1 else backends)
+    return f"{names} {'sends' if len(backends) == 1 else 'send'}"
+
+
 def _why(kind: str, runs: list[DemoRun]) -> str:
     """Why one backend has more events of `kind`, when the events show it."""
     if kind == "thinking":
-        alone = [
-            run.backend
-            for run in runs
-            if any(isinstance(e, Thinking) and not e.text and e.signature for e in run.events)
-        ]
+        thoughts = {run.backend: [e for e in run.events if isinstance(e, Thinking)] for run in runs}
+        fewest = min(len(each) for each in thoughts.values())
+        more = {backend: each for backend, each in thoughts.items() if len(each) > fewest}
+        alone = [backend for backend, each in more.items() if any(not e.text and e.signature for e in each)]
+        pieces = [b for b, each in more.items() if b not in alone and any(e.text and not e.replace for e in each)]
+        reasons = []
         if alone:
-            names = " and ".join([", ".join(alone[:-1]), alone[-1]] if len(alone) > 1 else alone)
-            verb = "sends" if len(alone) == 1 else "send"
-            return f" ({names} {verb} a thought's signature in a thinking event of its own, without text)"
+            reasons.append(f"{_and(alone)} a thought's signature in a thinking event of its own, without text")
+        if pieces:
+            reasons.append(f"{_and(pieces)} a thought in pieces, each extending it (replace=false)")
+        if reasons:
+            return f" ({'; '.join(reasons)})"
     if kind == "text_delta":
         return " (each backend streams the answer in the chunks its transport delivers)"
     return ""

@@ -774,7 +774,8 @@ async def _serve_until_interrupted(entry: FakeServer, served: ServedFake, export
 @app.command()
 def replay(
     cassette: Annotated[
-        Path, typer.Argument(help="A recorded cassette: a .yaml file or a gemini-cli or claude-code .jsonl file.")
+        Path,
+        typer.Argument(help="A recorded cassette: a .yaml file or a gemini-cli, claude-code or codex .jsonl file."),
     ],
     json_lines: Annotated[bool, typer.Option("--json", help="Print one JSON event per line.")] = False,
     native: Annotated[bool, typer.Option(help="Keep each raw backend event in `native`.")] = False,
@@ -845,7 +846,7 @@ def replay(
 @app.command()
 def record(
     cassette: Annotated[
-        Path, typer.Argument(help="The file to write: .yaml (API backends) or .jsonl (gemini-cli, claude-code).")
+        Path, typer.Argument(help="The file to write: .yaml (API backends) or .jsonl (gemini-cli, claude-code, codex).")
     ],
     prompt: Annotated[str, typer.Argument(help="What the agent should do.")],
     backend: Annotated[

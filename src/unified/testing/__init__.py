@@ -15,8 +15,9 @@
   sends to the lines it answers, for a backend that drives an agent binary.
 - `FakeAcp`: an in-process ACP agent standing in for `gemini --acp` behind the real gemini-cli
   adapter (its `start_process` option), scripted or replaying a recorded transcript.
-- `record_run`, `replay_events`, `use_cassette`: record a run once, replay it offline through the
-  real adapter code (HTTP cassettes need `pip install 'unified[cassettes]'`).
+- `record_run`, `replay_events`, `use_cassette` (with `cassette_endpoint`, the `base_url` a cassette's run
+  uses): record a run once, replay it offline through the real adapter code (HTTP cassettes need
+  `pip install 'unified[cassettes]'`).
 - `StoreConformance`, `StoreProcessConformance`: the conformance suite for your own `SessionStore`.
 
 Names load on first use, so importing this package costs nothing until a fake is needed.
@@ -29,7 +30,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from unified.testing._cassettes import scrub_text, use_cassette
+    from unified.testing._cassettes import cassette_endpoint, scrub_text, use_cassette
     from unified.testing._fake_acp import FakeAcp, script_from_transcript
     from unified.testing._fake_anthropic import AGENT_HEADER, FakeAnthropic
     from unified.testing._fake_gemini import FakeGemini
@@ -69,7 +70,7 @@ if TYPE_CHECKING:
     from unified.testing._wiring import backend_options_for, prepare_cli_home
 
 _HOMES = {
-    "unified.testing._cassettes": ("scrub_text", "use_cassette"),
+    "unified.testing._cassettes": ("cassette_endpoint", "scrub_text", "use_cassette"),
     "unified.testing._fake_acp": ("FakeAcp", "script_from_transcript"),
     "unified.testing._fake_anthropic": ("AGENT_HEADER", "FakeAnthropic"),
     "unified.testing._fake_gemini": ("FakeGemini",),
@@ -156,6 +157,7 @@ __all__ = [
     "Turn",
     "Usage",
     "backend_options_for",
+    "cassette_endpoint",
     "codex_call",
     "prepare_cli_home",
     "record_run",

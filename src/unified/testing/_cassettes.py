@@ -436,4 +436,4 @@ async def cassette_endpoint(turns: Iterable[Turn], faults: Mapping[int, Fault] |
         yield server.base_url
 
 
-publish("unified.testing", ["scrub_text", "use_cassette"], globals())
+publish("unified.testing", ["cassette_endpoint", "scrub_text", "use_cassette"], globals())

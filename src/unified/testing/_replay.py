@@ -50,7 +50,7 @@ from urllib.parse import urlsplit
 
 from unified._exports import publish
 from unified._redaction import clip
-from unified.events import Result, UnifiedEvent, UserInputRequest, UserInputResponse
+from unified.events import ErrorEvent, Result, UnifiedEvent, UserInputRequest, UserInputResponse
 from unified.testing._fake_acp import cli_home
 from unified.testing._fake_process import FakeAgentProcess
 from unified.types import ApprovalMode, BackendName, ExecuteParams, UserInputHandler
@@ -105,6 +105,9 @@ class CassetteInfo:
     """The caller's answers during the recording, in order."""
     workspace: Mapping[str, str] = field(default_factory=dict)
     """Files (relative path: text) a replay's fresh working directory starts with (HTTP cassettes)."""
+    paths_are_from: str | None = None
+    """The recorded run's cwd, which the transcript's absolute paths start with (claude-code: a replay reads it
+    as its own cwd)."""
 
 
 def describe(path: Path) -> CassetteInfo:
@@ -206,6 +209,15 @@ async def replay_events(
 
         async with execute(run) as stream:
             async for event in stream:
+                if isinstance(event, ErrorEvent) and check is not _nothing and _UNMATCHED in event.message:
+                    # vcrpy refused a request the recording does not have: the run diverged here. Its exception
+                    # reached the stream as an `internal_error` calling it a bug of the adapter (and quoting
+                    # vcrpy's advice on record modes), where the difference is what to show.
+                    difference = check()
+                    if difference is not None:
+                        raise ReplayDiverged(
+                            f"{path}: the replay differs from the recording: {difference}{_hint(difference)}"
+                        )
                 if isinstance(event, Result):
                     difference = differences[0] if differences else check()
                     if difference is not None:
@@ -221,6 +233,10 @@ replay = replay_events
 
 def _nothing() -> str | None:
     return None
+
+
+_UNMATCHED = "CannotOverwriteExistingCassetteException"
+"""What vcrpy raises, in replay mode, for a request no recorded interaction matches."""
 
 
 def _hint(difference: str) -> str:
@@ -523,11 +539,11 @@ def _transcript_params(
     """`run` on the stand-in agent that plays the transcript's `entries`."""
     scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="unified-replay-")))
     if info.backend == "claude-code":
-        return _claude_params(entries, run, scratch)
+        return _claude_params(entries, run, scratch, differences, info.paths_are_from)
     if info.backend == "codex":
         from unified.testing._replay_codex import codex_run
 
-        return codex_run(entries, run, scratch)
+        return codex_run(entries, run, scratch, differences)
     home = scratch / "home"  # the CLI's home as the adapter sees it: empty, never the user's
     home.mkdir()
 
@@ -664,6 +680,7 @@ def _describe_claude(path: Path, meta: Mapping[str, Any], entries: list[dict[str
         prompt=prompt,
         model=model if isinstance(model, str) else None,
         approval_mode=cast("ApprovalMode", meta.get("approval_mode") or "default"),
+        paths_are_from=meta["paths_are_from"] if isinstance(meta.get("paths_are_from"), str) else None,
     )
 
 
@@ -706,11 +723,18 @@ def _claude_answering(
     return answer
 
 
-def _claude_params(entries: list[dict[str, Any]], run: ExecuteParams, scratch: Path) -> ExecuteParams:
+def _claude_params(
+    entries: list[dict[str, Any]],
+    run: ExecuteParams,
+    scratch: Path,
+    differences: list[str],
+    recorded_cwd: str | None,
+) -> ExecuteParams:
 
     def start(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> FakeAgentProcess:
         process = FakeAgentProcess(argv=argv, env=env)
-        process.handler = _ClaudeTranscriptAgent(entries, process).answer
+        moved = None if recorded_cwd is None else (recorded_cwd, str(cwd))
+        process.handler = _ClaudeTranscriptAgent(entries, process, differences, moved).answer
         return process
 
     options = {**run.backend_options_dict(), "start_process": start, "home": scratch / "home"}
@@ -721,15 +745,28 @@ class _ClaudeTranscriptAgent:
     """The stand-in `claude`: answers the adapter's stream-json lines from a recorded transcript.
 
     Each line the adapter sends must match the next recorded `send` (the same `type`, and for a
-    control request the same `subtype`); the recorded `recv` lines up to the next `send` are then
-    written out, the request ids of our own control requests (random per run) rewritten to the live
-    ones. A mismatch ends the process (exit 1) with the reason on stderr, which the adapter reports.
+    control request the same `subtype`, for an answer to a permission request the same `behavior`); the
+    recorded `recv` lines up to the next `send` are then written out, the request ids of our own control
+    requests (random per run) rewritten to the live ones, and the recorded run's cwd in them to the replay's
+    (`moved`): the CLI's permission requests carry absolute paths, which unified's policy judged outside the
+    replay's workspace, asking about a read the recording's policy allowed unasked. A mismatch ends the
+    process (exit 1) with the reason on stderr, which the adapter reports, and in `differences`.
     """
 
-    def __init__(self, entries: list[dict[str, Any]], process: FakeAgentProcess) -> None:
+    def __init__(
+        self,
+        entries: list[dict[str, Any]],
+        process: FakeAgentProcess,
+        differences: list[str],
+        moved: tuple[str, str] | None = None,
+    ) -> None:
         self.entries = entries
+        self.moved = None if moved is None else tuple(json.dumps(path)[1:-1] for path in moved)
         self.process = process
+        self.differences = differences
         self.ids: dict[str, str] = {}
+        self.asked: dict[str, str] = {}
+        """The CLI's permission requests played so far: request id -> the tool it asked about."""
         self.position = 0
 
     def _play_until_next_send(self) -> None:
@@ -739,9 +776,16 @@ class _ClaudeTranscriptAgent:
             response = reply.get("response")
             if reply.get("type") == "control_response" and isinstance(response, dict):
                 response["request_id"] = self.ids.get(str(response.get("request_id")), response.get("request_id"))
-            self.process.emit(json.dumps(reply, separators=(",", ":")))
+            request = reply.get("request")
+            if reply.get("type") == "control_request" and isinstance(request, dict):
+                self.asked[str(reply.get("request_id"))] = str(request.get("tool_name") or request.get("subtype"))
+            line = json.dumps(reply, separators=(",", ":"))
+            if self.moved is not None and self.moved[0] != self.moved[1]:
+                line = line.replace(self.moved[0], self.moved[1])
+            self.process.emit(line)
 
     def _fail(self, reason: str) -> None:
+        self.differences.append(reason)
         self.process.write_stderr(f"replay: {reason}\n")
         self.process.exit(1)
 
@@ -758,10 +802,25 @@ class _ClaudeTranscriptAgent:
         if recorded.get("type") != kind or recorded_subtype != subtype:
             self._fail(f"the adapter sent {subtype or kind}, the recording {recorded.get('type')}")
             return
+        live, then = _claude_behavior(message), _claude_behavior(recorded)
+        if kind == "control_response" and then is not None and live != then:
+            asked = self.asked.get(str((message.get("response") or {}).get("request_id")), "a tool")
+            self._fail(
+                f"the answer to the permission request for {asked!r} is {live} where the recording answered {then}"
+            )
+            return
         self.position += 1
         if kind == "control_request":
             self.ids[str(recorded.get("request_id"))] = str(message.get("request_id"))
         self._play_until_next_send()
+
+
+def _claude_behavior(message: Mapping[str, Any]) -> str | None:
+    """`allow` or `deny`: what a `control_response` answered to a permission request (None: another answer)."""
+    response = message.get("response")
+    inner = response.get("response") if isinstance(response, dict) else None
+    behavior = inner.get("behavior") if isinstance(inner, dict) else None
+    return behavior if isinstance(behavior, str) else None
 
 
 _INITIALIZE_RESULT: dict[str, Any] = {

@@ -105,10 +105,13 @@ def _answering(answers: dict[str, UserInputResponse]) -> Callable[[UserInputRequ
 class CodexTranscriptAgent:
     """The stand-in `codex app-server` (see the module docstring)."""
 
-    def __init__(self, entries: list[dict[str, Any]], process: FakeAgentProcess) -> None:
+    def __init__(self, entries: list[dict[str, Any]], process: FakeAgentProcess, differences: list[str]) -> None:
         self.entries = entries
         self.process = process
+        self.differences = differences
         self.ids: dict[Any, Any] = {}
+        self.asked: dict[Any, str] = {}
+        """Codex's approval requests played so far: request id -> what it asked about (a command, a patch)."""
         self.position = 0
         self._play_until_next_send()
 
@@ -118,9 +121,13 @@ class CodexTranscriptAgent:
             self.position += 1
             if "method" not in reply and reply.get("id") in self.ids:
                 reply["id"] = self.ids[reply["id"]]
+            elif str(reply.get("method", "")).endswith("requestApproval") and "id" in reply:
+                params = _object(reply.get("params"))
+                self.asked[reply["id"]] = str(params.get("command") or params.get("itemId") or reply["method"])
             self.process.emit(json.dumps(reply, separators=(",", ":")))
 
     def _fail(self, reason: str) -> None:
+        self.differences.append(reason)
         self.process.write_stderr(f"replay: {reason}\n")
         self.process.exit(1)
 
@@ -140,6 +147,13 @@ class CodexTranscriptAgent:
                 f"the adapter sent {method or 'an answer'}, the recording {recorded.get('method') or 'an answer'}"
             )
             return
+        live, then = _object(message.get("result")).get("decision"), _object(recorded.get("result")).get("decision")
+        if method is None and message.get("id") in self.asked and live != then:
+            self._fail(
+                f"the answer to the approval request for {self.asked[message.get('id')]!r} is {live!r} "
+                f"where the recording answered {then!r}"
+            )
+            return
         self.position += 1
         if method is not None and "id" in recorded:
             self.ids[recorded["id"]] = message.get("id")
@@ -153,13 +167,15 @@ def codex_recorded_answers(
     return _answering(codex_answers(entries))
 
 
-def codex_run(entries: list[dict[str, Any]], run: ExecuteParams, scratch: Path) -> ExecuteParams:
+def codex_run(
+    entries: list[dict[str, Any]], run: ExecuteParams, scratch: Path, differences: list[str]
+) -> ExecuteParams:
     """`run` on the stand-in agent, in a throwaway Codex home under `scratch` (an API key of no value:
     nothing is sent anywhere)."""
 
     def start(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> FakeAgentProcess:
         process = FakeAgentProcess(argv=argv, env=env)
-        process.handler = CodexTranscriptAgent(entries, process).answer
+        process.handler = CodexTranscriptAgent(entries, process, differences).answer
         return process
 
     options = {

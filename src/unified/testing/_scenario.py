@@ -265,18 +265,24 @@ class _ServerStepBase(_StepBase):
 
 
 class GoogleSearchCall(_ServerStepBase):
+    """An Interactions `google_search_call` step: the model searched Google for `queries`."""
+
     type: Literal["google_search_call"] = "google_search_call"
     id: str
     queries: list[str] = Field(default_factory=list)
 
 
 class GoogleSearchResult(_ServerStepBase):
+    """An Interactions `google_search_result` step answering the call `call_id`."""
+
     type: Literal["google_search_result"] = "google_search_result"
     call_id: str
     search_suggestions: str = ""
 
 
 class CodeExecutionCall(_ServerStepBase):
+    """An Interactions `code_execution_call` step: the model ran `code` on Google's side."""
+
     type: Literal["code_execution_call"] = "code_execution_call"
     id: str
     code: str
@@ -284,6 +290,8 @@ class CodeExecutionCall(_ServerStepBase):
 
 
 class CodeExecutionResult(_ServerStepBase):
+    """An Interactions `code_execution_result` step: what the call `call_id` printed."""
+
     type: Literal["code_execution_result"] = "code_execution_result"
     call_id: str
     result: str

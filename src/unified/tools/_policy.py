@@ -71,6 +71,8 @@ _RULE_KEYS = {"name", "toolName", "decision", "priority", "modes", "argsPattern"
 
 
 class Decision(StrEnum):
+    """What a policy rule says about a call: it runs, it is refused, or the user is asked."""
+
     ALLOW = "allow"
     DENY = "deny"
     ASK_USER = "ask_user"

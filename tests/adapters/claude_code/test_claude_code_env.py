@@ -209,3 +209,42 @@ def test_a_fifo_in_place_of_the_key_file_is_replaced_never_waited_on(tmp_path: P
     assert path.is_file()
     assert path.read_text() == key
     held.release()
+
+
+@pytest.mark.parametrize(
+    ("env", "named", "why"),
+    [
+        ({"ANTHROPIC_BASE_URL": "not a url"}, "ANTHROPIC_BASE_URL of the env option", "it has no http:// or https://"),
+        ({"ANTHROPIC_BASE_URL": "http://127.0.0.1:99999"}, "ANTHROPIC_BASE_URL of", "its port is not a number"),
+        (
+            {"CLAUDE_CODE_USE_VERTEX": "1", "ANTHROPIC_VERTEX_BASE_URL": "ftp://h"},
+            "ANTHROPIC_VERTEX_BASE_URL of",
+            "its scheme is 'ftp'",
+        ),
+    ],
+)
+def test_a_base_url_the_cli_cannot_send_to_is_refused_before_it_starts(
+    tmp_path: Path, env: dict[str, str], named: str, why: str
+) -> None:
+    """The CLI took such a URL and failed each request as "API Error: Invalid URL", a `stream_interrupted` that
+    said to check the network and retry."""
+    from unified.errors import ConfigurationError
+
+    params = ExecuteParams(
+        prompt="x", backend="claude-code", cwd=tmp_path, backend_options={"start_process": print, "env": env}
+    )
+    with pytest.raises(ConfigurationError, match=f"the base URL in {named}") as raised:
+        Launch.of(params, claude_code_options(params.backend_options))
+    assert why in str(raised.value)
+
+
+def test_a_base_url_from_the_environment_is_named_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from unified.errors import ConfigurationError
+
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "gateway.example:8080")
+    with pytest.raises(ConfigurationError, match="the base URL in ANTHROPIC_BASE_URL is not one") as raised:
+        launch_of(tmp_path)
+    assert raised.value.hint is not None
+    assert "set ANTHROPIC_BASE_URL to an http:// or https:// URL" in raised.value.hint
+    monkeypatch.setenv("CLAUDE_CODE_USE_BEDROCK", "1")  # Bedrock's requests go elsewhere: this one is not read
+    assert launch_of(tmp_path).env["ANTHROPIC_BASE_URL"] == "gateway.example:8080"

@@ -103,6 +103,40 @@ def test_no_credentials_and_a_base_url_without_a_key_are_told_apart(tmp_path: Pa
         launch(tmp_path, {"HOME": str(tmp_path), "OPENAI_BASE_URL": "http://h/v1"})
 
 
+def test_a_base_url_option_without_a_key_names_the_option_not_the_variable(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="the base_url option is set but no key is") as raised:
+        launch(tmp_path, {"HOME": str(tmp_path)}, options={"base_url": "http://h/v1"})
+    assert raised.value.hint is not None
+    assert "unset the base_url option" in raised.value.hint
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("not a url", "it has no http:// or https://"),
+        ("ftp://h/v1", "its scheme is 'ftp'"),
+        ("http://127.0.0.1:99999/v1", "its port is not a number"),
+        ("http://[::1/v1", "is not closed"),
+    ],
+)
+@pytest.mark.parametrize("source", ["option", "environment"])
+def test_a_base_url_codex_cannot_send_to_is_refused_before_codex_starts(
+    tmp_path: Path, url: str, why: str, source: str
+) -> None:
+    """Codex took such a URL, started, and failed the turn as `stream_interrupted` ("builder error"), which
+    said neither what was wrong nor where it came from."""
+    env = {"HOME": str(tmp_path), "OPENAI_API_KEY": "sk-abc"}
+    options = {"base_url": url} if source == "option" else {}
+    if source == "environment":
+        env["OPENAI_BASE_URL"] = url
+    named = "the base_url option" if source == "option" else "OPENAI_BASE_URL"
+    with pytest.raises(ConfigurationError, match=f"the base URL from {named} is not one") as raised:
+        launch(tmp_path, env, options=options)
+    assert why in str(raised.value)
+    assert raised.value.hint is not None
+    assert f"set {named} to an http:// or https:// URL" in raised.value.hint
+
+
 def test_mcp_servers_are_the_thread_s_and_always_ask(tmp_path: Path) -> None:
     """The tables go to each thread (`thread/start`'s `config`) with their secrets as values: neither the
     command line nor the environment (which the model's commands read) holds them."""

@@ -154,3 +154,30 @@ def test_a_missing_key_loader_is_a_typed_error_not_a_cli_without_its_key(
 def test_node_options_quote_the_loaders_path() -> None:
     """node splits `NODE_OPTIONS` at spaces outside double quotes, a backslash escaping inside them."""
     assert launch_module._node_option_quoted('/a b/c"d\\e.cjs') == '"/a b/c\\"d\\\\e.cjs"'
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [("not a url", "it has no http:// or https://"), ("http://127.0.0.1:99999", "its port is not a number")],
+)
+@pytest.mark.parametrize("given_by", ["option", "environment"])
+def test_a_base_url_the_cli_cannot_send_to_is_refused_before_it_starts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, url: str, why: str, given_by: str
+) -> None:
+    """The CLI took such a URL, started, and failed session/new ("Invalid custom base URL"): a backend_error."""
+    from unified._adapters.gemini_cli._launch import Launch
+    from unified._adapters.gemini_cli._options import gemini_cli_options
+    from unified.errors import ConfigurationError
+    from unified.types import ExecuteParams
+
+    env = {"GEMINI_API_KEY": "k" * 12}
+    if given_by == "option":
+        env["GOOGLE_GEMINI_BASE_URL"] = url
+    else:
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", url)
+    options = gemini_cli_options({"start_process": print, "env": env})
+    named = "GOOGLE_GEMINI_BASE_URL of the env option" if given_by == "option" else "GOOGLE_GEMINI_BASE_URL is"
+    with pytest.raises(ConfigurationError, match=f"the base URL in {named}") as raised:
+        Launch.of(ExecuteParams(prompt="x", backend="gemini-cli", cwd=tmp_path), options)
+    assert why in str(raised.value)
+    assert "set GOOGLE_GEMINI_BASE_URL to an http:// or https:// URL" in (raised.value.hint or "")

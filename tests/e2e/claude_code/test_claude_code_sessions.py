@@ -43,6 +43,22 @@ def last_request(server: FakeAnthropic) -> str:
     return json.dumps(server.model_bodies()[-1])
 
 
+async def test_auto_resumes_by_short_id_on_credentials_given_in_code(workspace: Path, tmp_path: Path) -> None:
+    """The key and gateway only in `backend_options` (none in the environment): `auto` finds the session's
+    backend and continues it from another directory (it ended in no_backend, 'no usable credentials')."""
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    async with FakeAnthropic([Turn(text="Noted."), Turn(text="You said 42.")]) as server:
+        short = started(await run_claude(server, workspace, "Remember the number 42.")).short_id
+        again = await run_claude(server, other, "What number did I say?", backend="auto", resume=short)
+        assert "Remember the number 42." in last_request(server)
+    assert not [e for e in again if isinstance(e, ErrorEvent)]
+    assert (started(again).backend, started(again).resumed, started(again).short_id) == ("claude-code", True, short)
+    final = again[-1]
+    assert isinstance(final, Result)
+    assert (final.status, final.final_text) == ("success", "You said 42.")
+
+
 async def test_resume_by_short_id_from_another_directory_and_another_process(workspace: Path, tmp_path: Path) -> None:
     other = tmp_path / "elsewhere"
     other.mkdir()

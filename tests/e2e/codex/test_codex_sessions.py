@@ -106,6 +106,25 @@ async def test_resume_by_short_id_from_another_directory_and_process(tmp_path: P
     assert events[-1]["final_text"] == "You said 42."
 
 
+async def test_auto_resumes_by_short_id_on_credentials_given_in_code(tmp_path: Path) -> None:
+    """The key and base URL only in `backend_options` (none in the environment): `auto` finds the session's
+    backend and continues it from another directory (it ended in no_backend, 'no usable credentials')."""
+    project_a, project_b = tmp_path / "a", tmp_path / "b"
+    project_a.mkdir()
+    project_b.mkdir()
+    async with FakeOpenAI([ModelTurn(text="Noted."), ModelTurn(text="You said 42.")]) as server:
+        short = started(await run_codex(server, project_a, "Remember the number 42.")).short_id
+        params = codex_params(server, project_b, "What number did I say?", resume=short)
+        again: list[UnifiedEvent] = []
+        with anyio.fail_after(HANG_GUARD_S):
+            async with EventStream(params.model_copy(update={"backend": "auto"}), strict=True) as stream:
+                again = [event async for event in stream]
+        assert "Remember the number 42." in last_input(server)
+    assert not [e for e in again if isinstance(e, ErrorEvent)]
+    assert (started(again).backend, started(again).resumed, started(again).short_id) == ("codex", True, short)
+    assert (result(again).status, result(again).final_text) == ("success", "You said 42.")
+
+
 async def test_threads_made_moments_apart_resolve_separately(workspace: Path) -> None:
     async with FakeOpenAI([ModelTurn(text="one"), ModelTurn(text="two"), ModelTurn(text="again one")]) as server:
         first = started(await run_codex(server, workspace, "first"))

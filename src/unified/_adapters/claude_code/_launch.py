@@ -38,7 +38,8 @@ from unified._adapters.claude_code._tools import ask_settings, claude_tool_name
 from unified._binary.environment import EnvPolicy, child_env
 from unified._binary.install import BinarySpec, locate
 from unified._binary.process import AgentSubprocess
-from unified.errors import BackendUnavailable
+from unified._urls import url_problem
+from unified.errors import BackendUnavailable, ConfigurationError
 from unified.types import ExecuteParams, HttpMcpServer, McpServer, SseMcpServer
 
 __all__ = [
@@ -165,6 +166,30 @@ TOKEN_ENV = "ANTHROPIC_AUTH_TOKEN"
 """A gateway's bearer token: given through the helper too when it is the run's one credential (`take_credential`)."""
 
 
+def _base_url_variable(env: Mapping[str, str]) -> str:
+    """The variable naming where the CLI sends its model requests, as it picks its provider (Bedrock, Vertex
+    AI, else Anthropic's API or a gateway)."""
+    if env.get("CLAUDE_CODE_USE_BEDROCK", "").strip():
+        return "ANTHROPIC_BEDROCK_BASE_URL"
+    if env.get("CLAUDE_CODE_USE_VERTEX", "").strip():
+        return "ANTHROPIC_VERTEX_BASE_URL"
+    return "ANTHROPIC_BASE_URL"
+
+
+def _check_base_url(env: Mapping[str, str], options: ClaudeCodeOptions) -> None:
+    """Refuse a base URL the CLI cannot send to, before it starts: it took one and failed every request as
+    "API Error: Invalid URL", a `stream_interrupted` that said to check the network and retry."""
+    name = _base_url_variable(env)
+    url = env.get(name, "")
+    why = url_problem(url) if url else None
+    if why is not None:
+        source = f"{name} of the env option" if name in options.env else name
+        raise ConfigurationError(
+            f"the base URL in {source} is not one Claude Code can send requests to: {why}",
+            hint=f"set {name} to an http:// or https:// URL (a host, a port of 1-65535, a path), or unset it",
+        )
+
+
 def take_credential(env: dict[str, str]) -> str | None:
     """Takes the credential the `apiKeyHelper` gives out of `env` (None when there is none to take).
 
@@ -252,6 +277,7 @@ class Launch:
     def of(cls, params: ExecuteParams, options: ClaudeCodeOptions) -> Launch:
         home = (options.home or default_home()).expanduser().resolve()
         env = claude_env(options, home)
+        _check_base_url(env, options)
         binary = (
             STAND_IN_BINARY
             if options.start_process is not None

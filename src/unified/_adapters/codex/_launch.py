@@ -43,6 +43,7 @@ from unified._binary.environment import EnvPolicy, FileSignature, child_env, fil
 from unified._binary.install import BinarySpec, locate
 from unified._binary.process import AgentSubprocess
 from unified._files import open_regular, read_regular, read_regular_text, write_atomically
+from unified._urls import url_problem
 from unified.errors import BackendUnavailable, ConfigurationError
 from unified.types import ExecuteParams, HttpMcpServer, SseMcpServer, StdioMcpServer
 
@@ -365,6 +366,13 @@ class Launch:
         extra = dict(options.env)
         key = options.api_key or source.get("OPENAI_API_KEY") or None
         base_url = options.base_url or source.get("OPENAI_BASE_URL") or None
+        url_source = "the base_url option" if options.base_url else "OPENAI_BASE_URL"
+        why = None if base_url is None else url_problem(base_url)
+        if why is not None:  # else Codex starts, then fails the turn as a `stream_interrupted` "builder error"
+            raise ConfigurationError(
+                f"the base URL from {url_source} is not one Codex can send requests to: {why}",
+                hint=f"set {url_source} to an http:// or https:// URL, as the OpenAI SDKs read it (https://host/v1)",
+            )
         overrides: list[tuple[str, Any]] = []
         chatgpt = None
         if key is not None:
@@ -385,8 +393,9 @@ class Launch:
             auth = "base_url" if base_url else "api_key"
         elif base_url:
             raise ConfigurationError(
-                "OPENAI_BASE_URL is set but OPENAI_API_KEY is not: a custom base URL needs a key",
-                hint="set OPENAI_API_KEY to the key that server expects, or unset OPENAI_BASE_URL",
+                f"{url_source} is set but no key is (neither the api_key option nor OPENAI_API_KEY): a custom "
+                "base URL needs a key",
+                hint=f"set the api_key option or OPENAI_API_KEY to the key that server expects, or unset {url_source}",
             )
         else:
             chatgpt = chatgpt_login(source)
