@@ -96,6 +96,10 @@ async def resolve(
     AmbiguousSession (also when several backends match), or the error of an unreadable record;
     with `unreadable` (what `delete` needs), an unreadable record is returned, its `problem` set.
     """
+    if not ref.strip():  # said once, not once for each backend searched
+        raise SessionNotFound(
+            "an empty session reference names no session", hint="pass a short id (`unified sessions list` shows them)"
+        )
     locators, unavailable = _locators(backend, store)
     matches: list[SessionInfo] = []
     misses: list[str] = []

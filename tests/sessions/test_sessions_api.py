@@ -259,3 +259,12 @@ async def test_a_resume_on_the_wrong_backend_names_the_backend_that_has_it(
     error = next(e for e in nobodys if isinstance(e, ErrorEvent))  # an id no backend has: the backend's own error
     assert error.message.startswith(f"no {backend} session matches '0000ffff'")
     assert "owner" not in error.details
+
+
+@pytest.mark.parametrize("ref", ["", "   "])
+async def test_an_empty_reference_is_said_once_not_once_per_backend(ref: str) -> None:
+    """Before, every backend was searched and each said the same ("gemini-cli: an empty session reference names no
+    session", five times over); `execute(resume="")` said it once."""
+    with pytest.raises(SessionNotFound) as raised:
+        await sessions.resolve(ref)
+    assert raised.value.message == "an empty session reference names no session"
