@@ -500,6 +500,9 @@ def shell_protected(
                         return f"{name} names {candidate}: {reached}"
                 if hit is not None:
                     return f"{name} names {candidate} ({hit})"
+        read = _unread_reason(part, name, scope) or _tree_read_reason(part, name, scope)
+        if read is not None:
+            return read
         git = _git_writes_config(part) or _git_local_repository(part, scope)
         if git is not None:
             return git
@@ -624,6 +627,11 @@ def _may_make(part: SimpleCommand) -> bool:
     )
 
 
+GLOB_CHECK_MAX_ENTRIES = 2_000
+"""The most directory entries looked at to expand one command's wildcards (`~/.net*`, `sub/*`) against the credential
+files; a command whose wildcards reach more is asked."""
+
+
 @dataclass
 class _Scope:
     """What a command's parts are judged in: the places it may run in, the roots, the parts that
@@ -646,6 +654,8 @@ class _Scope:
     """The credential files (`credential_ids`), looked up once per command."""
     makes_link: bool | None = None
     """Whether a part may make a symbolic link (`_may_make_link`), found once per command."""
+    glob_left: int = GLOB_CHECK_MAX_ENTRIES
+    """The entries the expansion of the command's wildcards may still look at (`_bounded_glob`)."""
 
 
 _CLUSTER_MAX = 64
@@ -799,6 +809,324 @@ def _names_protected_from(
         named = credentials.get((info.st_dev, info.st_ino)) if stat.S_ISREG(info.st_mode) else None
         if named is not None:
             return f"a credential file ({named})"
+    return None
+
+
+_TREE_READERS: dict[str, tuple[frozenset[str], frozenset[str]] | None] = {
+    "grep": (frozenset("rR"), frozenset({"--recursive", "--dereference-recursive", "--directories=recurse"})),
+    "egrep": (frozenset("rR"), frozenset({"--recursive", "--dereference-recursive", "--directories=recurse"})),
+    "fgrep": (frozenset("rR"), frozenset({"--recursive", "--dereference-recursive", "--directories=recurse"})),
+    "zgrep": (frozenset("rR"), frozenset({"--recursive", "--dereference-recursive"})),
+    "rg": None,
+    "ag": None,
+    "ack": None,
+    "find": None,
+    "tar": None,
+    "bsdtar": None,
+    "rsync": None,
+    "zip": (frozenset("r"), frozenset({"--recurse-paths"})),
+    "cp": (frozenset("rRa"), frozenset({"--recursive", "--archive"})),
+    "scp": (frozenset("r"), frozenset()),
+    "du": None,
+}
+"""Programs that read every file below a directory they name (or below the directory they run in): always (None), or
+with one of these option letters or long options. Under a rule allowing them a tree holding a credential file, or
+another name of one (a hard link, which no name tells), is asked as the file itself is."""
+
+_FOLLOWS = frozenset({"-R", "-L", "--follow", "--dereference-recursive", "--dereference", "-follow", "-h"})
+"""Options with which a tree reader follows symbolic links inside the tree (`grep -R`, `rg -L`, `find -L`, `tar -h`):
+then a link in it to a credential file is read too."""
+
+
+def _unread_reason(part: SimpleCommand, name: str, scope: _Scope) -> str | None:
+    """Why a word of `part` only known at run time may name a credential file (`cat ~/.net*`, `cat $HOME/.netrc`,
+    `cat ~/.{netrc,x}`, `cat sub/*` with `sub/n` a hard link to `~/.netrc`), or None.
+
+    The parser keeps such a word's text (`SimpleCommand.unread`); the word is read as every path it may expand to (a
+    variable, a substitution, a brace or extended pattern may be any text, `/` included; `~` and `$HOME` are the home
+    directory; `*`, `?` and `[...]` one path component's characters) and compared with the credential files, as
+    written and resolved; a word with only wildcards (and `~`) is also expanded now, bounded, and each file it names
+    judged as a literal word is (a hard link, a link to a protected path). An ordinary wildcard (`cat *.py`) names no
+    credential file and stays under the caller's rule."""
+    if not part.unread:
+        return None
+    reads_trees = _reads_trees(part, name)
+    home = os.environ.get("HOME", "")
+    if scope.credentials is None:
+        scope.credentials = credential_ids()
+    known = {str(path) for path in scope.credentials.values()}
+    with contextlib.suppress(OSError, ValueError):
+        known |= {os.path.realpath(path) for path in list(known)}
+    for text in part.unread:
+        regex, globbed = _unread_pattern(text, home)
+        tail = "(?:/.*)?" if reads_trees else ""
+        for place in scope.places:
+            whole = re.compile(
+                regex + tail if regex.startswith(("/", ".*")) else f"{re.escape(str(place))}/{regex}{tail}"
+            )
+            named = next((path for path in sorted(known) if whole.fullmatch(path)), None)
+            if named is not None:
+                return f"{name} names {clip(text, 60, more='…')}, which may be the credential file {named}"
+            if globbed is None:
+                continue
+            found = _bounded_glob(globbed, place, scope)
+            if isinstance(found, str):
+                return f"{name} names {clip(text, 60, more='…')}, {found}"
+            for path in found:
+                hit = _names_protected(path, scope)
+                if hit is None and reads_trees:
+                    hit = _tree_credential(path, place, scope, follows=_follows(part))
+                if hit is not None:
+                    return f"{name} names {clip(text, 60, more='…')}, which names {path} ({hit})"
+    return None
+
+
+def _unread_pattern(text: str, home: str) -> tuple[str, str | None]:
+    """A regex of every path the word written `text` may expand to, and its `glob` pattern when only wildcards and the
+    home directory are unknown in it (else None). Quotes are removed; a `..` component lets anything stand before it
+    (the text cannot tell where `x*/..` or `$D/..` leads)."""
+    out: list[str] = []
+    globbed: list[str] | None = []
+    index, size, quoted = 0, len(text), False
+
+    def literal(chars: str) -> None:
+        out.append(re.escape(chars))
+        if globbed is not None:
+            globbed.append(glob.escape(chars))
+
+    def anything() -> None:
+        nonlocal globbed
+        if not out or out[-1] != ".*":
+            out.append(".*")
+        globbed = None
+
+    def closing(start: int, opening: str, closing_char: str) -> int:
+        depth = 0
+        for at in range(start, size):
+            if text[at] == "\\":
+                continue
+            if text[at] == opening:
+                depth += 1
+            elif text[at] == closing_char:
+                depth -= 1
+                if depth == 0:
+                    return at + 1
+        return size
+
+    if text.startswith("~"):
+        end = text.find("/")
+        end = size if end < 0 else end
+        if end == 1 and home:
+            literal(home)
+        else:  # `~user`, `~+`, `~-`: another directory
+            anything()
+        index = end
+    while index < size:
+        char = text[index]
+        if char == "\\" and index + 1 < size:
+            literal(text[index + 1])
+            index += 2
+        elif char == "'" and not quoted:
+            end = text.find("'", index + 1)
+            end = size if end < 0 else end
+            literal(text[index + 1 : end])
+            index = end + 1
+        elif char == '"':
+            quoted = not quoted
+            index += 1
+        elif char == "$":
+            following = text[index + 1 : index + 2]
+            if following == "{":
+                end = closing(index + 1, "{", "}")
+                (literal(home) if text[index + 2 : end - 1] == "HOME" and home else anything())
+                index = end
+            elif following == "(":
+                index = closing(index + 1, "(", ")")
+                anything()
+            elif following == "'" and not quoted:  # `$'\x2e'`: any text
+                end = index + 2
+                while end < size and text[end] != "'":
+                    end += 2 if text[end] == "\\" else 1
+                index = end + 1
+                anything()
+            elif following == '"':
+                index += 1
+            elif following and (following.isalnum() or following == "_"):
+                match = re.match(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]", text[index + 1 :])
+                variable = match.group() if match else following
+                (literal(home) if variable == "HOME" and home else anything())
+                index += 1 + len(variable)
+            elif following and following in "@*#?$!-[":
+                index += 2 if following != "[" else closing(index + 1, "[", "]") - index
+                anything()
+            else:
+                literal("$")
+                index += 1
+        elif char == "`":
+            end = text.find("`", index + 1)
+            index = size if end < 0 else end + 1
+            anything()
+        elif quoted:
+            literal(char)
+            index += 1
+        elif char in "?*+@!" and text[index + 1 : index + 2] == "(":  # an extended pattern
+            index = closing(index + 1, "(", ")")
+            anything()
+        elif char == "*":
+            out.append("[^/]*")
+            if globbed is not None:
+                globbed.append("*")
+            index += 1
+        elif char == "?":
+            out.append("[^/]")
+            if globbed is not None:
+                globbed.append("?")
+            index += 1
+        elif char == "[" and "]" in text[index + 2 :]:
+            end = text.index("]", index + 2) + 1
+            out.append("[^/]")
+            if globbed is not None:
+                globbed.append("?")
+            index = end
+        elif char == "{" and "}" in text[index:]:
+            end = closing(index, "{", "}")
+            if "," in text[index:end] or ".." in text[index:end]:
+                anything()
+            else:
+                literal(text[index:end])
+            index = end
+        else:
+            literal(char)
+            index += 1
+    regex = "".join(out)
+    # `..` after anything the text cannot place: what stands before it may be anywhere
+    up = regex.rfind(r"/\.\.")
+    if up >= 0 and (up + 5 == len(regex) or regex[up + 5] == "/"):
+        regex, globbed = ".*" + regex[up + 5 :], None
+    elif regex.startswith(r"\.\.") and (len(regex) == 4 or regex[4] == "/"):
+        regex, globbed = ".*" + regex[4:], None
+    return regex, None if globbed is None else "".join(globbed)
+
+
+def _bounded_glob(pattern: str, place: Path, scope: _Scope) -> list[str] | str:
+    """The paths the wildcard `pattern` matches from `place`, as bash expands it (a name beginning with a dot only
+    where the pattern's component does), looking at no more than `GLOB_CHECK_MAX_ENTRIES` entries for the command."""
+    absolute = pattern.startswith("/")
+    components = [c for c in pattern.split("/") if c]
+    found = ["/" if absolute else ""]
+    for component in components:
+        if not glob.has_magic(component):
+            plain = component.replace("[*]", "*").replace("[?]", "?").replace("[[]", "[")
+            found = [posixpath.join(f, plain) if f else plain for f in found]
+            continue
+        following: list[str] = []
+        for base in found:
+            try:
+                with os.scandir(place / base if base else place) as entries:
+                    names = [entry.name for entry in entries]
+            except (OSError, ValueError):
+                continue
+            scope.glob_left -= len(names)
+            if scope.glob_left < 0:
+                limit = f"{GLOB_CHECK_MAX_ENTRIES:,}"
+                return f"whose wildcards reach too many entries to check for a credential file (over {limit})"
+            hidden = component.startswith(".")
+            following += [
+                posixpath.join(base, n) if base else n
+                for n in names
+                if (hidden or not n.startswith(".")) and fnmatch.fnmatchcase(n, component)
+            ]
+        found = following
+    return [f for f in found if os.path.lexists(place / f)]
+
+
+def _reads_trees(part: SimpleCommand, name: str) -> bool:
+    if name not in _TREE_READERS:
+        return False
+    options = _TREE_READERS[name]
+    if options is None:
+        return True
+    letters, long = options
+    for word in part.words[1:]:
+        if word is None or not word.startswith("-"):
+            continue
+        if word.startswith("--"):
+            if word in long:
+                return True
+        elif letters & set(word[1 : _cluster_end(word)]):
+            return True
+    return name in ("grep", "egrep", "fgrep") and "recurse" in part.words
+
+
+def _follows(part: SimpleCommand) -> bool:
+    return any(
+        w is not None and (w in _FOLLOWS or (w.startswith("-") and not w.startswith("--") and "R" in w))
+        for w in part.words[1:]
+    )
+
+
+def _tree_read_reason(part: SimpleCommand, name: str, scope: _Scope) -> str | None:
+    """Why a tree reader (`_TREE_READERS`: `grep -r`, `rg`, `find`, `tar`) may read a credential file: a directory it
+    names (or the one it runs in, when it names none) holds one, by its path or, when a credential file has other
+    names, as a hard link found by a search of the tree (bounded: past it, asked)."""
+    if not _reads_trees(part, name):
+        return None
+    follows = _follows(part)
+    trees: list[str] = []
+    for place in scope.places:
+        trees += [w for w in part.words[1:] if w is not None and not w.startswith("-") and os.path.isdir(place / w)]
+    for tree in trees or ["."]:
+        for place in scope.places:
+            hit = _tree_credential(tree, place, scope, follows=follows)
+            if hit is not None:
+                return f"{name} reads {tree}, which holds {hit}"
+    return None
+
+
+def _tree_credential(tree: str, place: Path, scope: _Scope, *, follows: bool) -> str | None:
+    """A credential file inside the directory `tree` names from `place` (by its path; or, when a credential file has
+    hard links or links are followed, by device and inode in a bounded search), or None."""
+    if scope.credentials is None:
+        scope.credentials = credential_ids()
+    try:
+        real = Path(os.path.realpath(place / tree))
+        if not os.path.isdir(real):
+            return None
+    except (OSError, ValueError):
+        return None
+    linked = False
+    for path in scope.credentials.values():
+        with contextlib.suppress(OSError, ValueError):
+            if Path(os.path.realpath(path)).is_relative_to(real) or path.is_relative_to(real):
+                return f"the credential file {path}"
+            linked = linked or os.stat(path).st_nlink > 1
+    if not (linked or follows):
+        return None
+    pending = [real]
+    while pending:
+        directory = pending.pop()
+        try:
+            with os.scandir(directory) as entries:
+                listed = list(entries)
+        except OSError:
+            continue
+        scope.entries_left -= len(listed)
+        if scope.entries_left < 0:
+            limit = f"{TREE_CHECK_MAX_ENTRIES:,}"
+            return f"more entries than are searched for another name of a credential file (over {limit})"
+        for entry in listed:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(Path(entry.path))
+                    continue
+                info = entry.stat(follow_symlinks=follows)
+            except OSError:
+                continue
+            named = scope.credentials.get((info.st_dev, info.st_ino)) if stat.S_ISREG(info.st_mode) else None
+            if named is not None:
+                return (
+                    f"{relative_to_roots(Path(entry.path), scope.roots)}, another name of the credential file {named}"
+                )
     return None
 
 

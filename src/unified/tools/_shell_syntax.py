@@ -257,6 +257,9 @@ class SimpleCommand:
     paths: tuple[str, ...] = ()
     """The programs on its way run by a path (`./tar`, `/usr/bin/env`), itself or a wrapper."""
     opens: tuple[str, ...] = ()
+    unread: tuple[str, ...] = ()
+    """The text, as written, of each word of its command only known at run time (`~/.net*`, `"$HOME"/.netrc`): what
+    a judge of the files it may name reads (`_protected._unread_reason`); a wrapper's words included."""
 
     @property
     def name(self) -> Word:
@@ -280,7 +283,17 @@ class SimpleCommand:
 
     def shape(self) -> tuple[object, ...]:
         """What an "allow always" answer is scoped to: everything but the source text."""
-        return (self.words, self.unknown, self.writes, self.assigns, self.via, self.open_tail, self.paths, self.opens)
+        return (
+            self.words,
+            self.unknown,
+            self.writes,
+            self.assigns,
+            self.via,
+            self.open_tail,
+            self.paths,
+            self.opens,
+            self.unread,
+        )
 
 
 def command_name(word: str) -> str:
@@ -961,14 +974,24 @@ class _Walker:
                 word_nodes.append(child)
             self.visit(child, _Context())
         word_nodes.extend(ctx.more_words)
-        words = self.words(word_nodes)
+        unread: list[str] = []
+        words = self.words(word_nodes, unread)
         self.resolve(
             words,
-            _Invocation(self.text(node), tuple(assigns), tuple(writes), stdin, self.via, opens=tuple(opens)),
+            _Invocation(
+                self.text(node),
+                tuple(assigns),
+                tuple(writes),
+                stdin,
+                self.via,
+                opens=tuple(opens),
+                unread=tuple(unread),
+            ),
         )
 
-    def words(self, nodes: Sequence[Node]) -> list[Word]:
-        """Literal words; nodes separated only by a line continuation (`r\\<newline>m`) are one word."""
+    def words(self, nodes: Sequence[Node], unread: list[str] | None = None) -> list[Word]:
+        """Literal words; nodes separated only by a line continuation (`r\\<newline>m`) are one word. The text of
+        each word only known at run time is added to `unread`."""
         groups: list[list[Node]] = []
         for node in nodes:
             if groups:
@@ -980,7 +1003,12 @@ class _Walker:
         words: list[Word] = []
         for group in groups:
             parts = [self.literal(n) for n in group]
-            words.append(None if any(p is None for p in parts) else "".join(p for p in parts if p is not None))
+            if any(p is None for p in parts):
+                words.append(None)
+                if unread is not None:
+                    unread.append(self.data[group[0].start_byte : group[-1].end_byte].decode(errors="replace"))
+            else:
+                words.append("".join(p for p in parts if p is not None))
         return words
 
     def literal(self, node: Node) -> Word:
@@ -1186,6 +1214,7 @@ class _Invocation:
     open_tail: bool = False
     placeholder: str | None = None
     opens: tuple[str, ...] = ()
+    unread: tuple[str, ...] = ()
 
     def command(self, words: Sequence[Word]) -> SimpleCommand:
         if self.placeholder is not None:
@@ -1193,7 +1222,15 @@ class _Invocation:
         if words and words[0] is None:
             return self.unknown("its command name is only known at run time")
         return SimpleCommand(
-            tuple(words), self.text, None, self.writes, self.assigns, self.via, self.open_tail, opens=self.opens
+            tuple(words),
+            self.text,
+            None,
+            self.writes,
+            self.assigns,
+            self.via,
+            self.open_tail,
+            opens=self.opens,
+            unread=self.unread,
         )
 
     def unknown(self, reason: str) -> SimpleCommand:

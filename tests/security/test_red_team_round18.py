@@ -1,0 +1,295 @@
+"""Red team, round 18: words only known at run time that name a credential file, trees read whole through another
+name of one, printed secret forms split across streamed pieces, and protected links deep in the workspace.
+
+Holes (each test marked SUCCEEDED before fails on the code before its fix):
+
+- a glob, a variable or a brace naming a credential file (`cat ~/.net*`, `cat $HOME/.netrc`, `cat ~/.{netrc,x}`,
+  even `cat ~/.netrc`: `~` is an expansion too) ran under a caller's rule for `cat`: the parser dropped the word's
+  text. It keeps it now (`SimpleCommand.unread`), and a word that may expand to a credential file is asked
+  (`_protected._unread_reason`); `cat *.py` is not;
+- `grep -r`, `rg`, `find -exec cat`, `tar` of a directory holding a hard link to `~/.netrc` (or the home directory
+  itself, named literally) read it under an allow rule: a tree reader's trees are searched for the credential
+  files, by path and by device and inode when one has other names (`_protected._tree_read_reason`);
+- a printed form of a secret (hex, upper case, ...) split across two streamed text deltas reached the events: the
+  stream guard held back only the plain secret's beginning;
+- a nested repository's hook link (`a/b/.git/hooks/x -> ../../../../scripts/x`) left `scripts/x` writable unasked.
+
+Attacks that held are kept below their section as pins.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from unified._redaction import REDACTED, SPLIT_HOLD_MIN
+from unified.tools import Policy, ToolCall, ToolRuntime
+from unified.tools._protected import shell_protected
+from unified.tools._shell_syntax import parse
+
+pytestmark = [pytest.mark.anyio]
+
+KEY = "AIzaSyR18fakeKEYfake0123456789abcdefXYZ"
+
+_READS_ALLOWED = Policy.default().with_toml(
+    '[[rule]]\ntoolName = "run_shell_command"\n'
+    'commandPrefix = ["cat", "base64", "head", "cp", "tar", "grep", "rg", "find", "ls", "echo"]\ndecision = "allow"\n'
+)
+"""A caller who lets commands that read run unasked."""
+
+
+def _home_with_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    (home / ".netrc").write_text("machine x login u password SECRETPASSWORD123\n")
+    (home / ".git-credentials").write_text("https://u:tok@example.invalid\n")
+    (home / ".ssh" / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    (home / ".ssh" / "config").write_text("Host x\n")
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "src" / "a.py").write_text("print(1)\n")
+    (ws / "src" / "b.py").write_text("print(2)\n")
+    (ws / "docs").mkdir()
+    (ws / "docs" / "x.md").write_text("docs\n")
+    return ws
+
+
+async def _decide(ws: Path, command: str, policy: Policy = _READS_ALLOWED) -> tuple[str, str | None, str]:
+    async with ToolRuntime(ws, policy=policy) as tools:
+        decision = await tools.decide(ToolCall("1", "run_shell_command", {"command": command}))
+    return decision.decision, decision.rule, str(decision.reason)
+
+
+# 1. a word only known at run time that may name a credential file
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat ~/.net*",
+        "cat ~/.git-cred*",
+        "cat $HOME/.netrc",
+        "cat ${HOME}/.ssh/id_*",
+        "cat ~/.{netrc,x}",
+        "cat ~/.netrc",
+        "cat ~/.ne?rc",
+        "cat ~/.[n]etrc",
+        'cat "$HOME"/.netrc',
+        'cat "${HOME}/.git-credentials"',
+        "head -c 200 ~/.ssh/id_*",
+        "cat ../home/.n*",
+        "cat ~/$'\\x2e'netrc",
+        "cat ~/$(echo .netrc)",
+        "base64 -w0 ~/.netrc",
+        "cat -- ~/.netrc",
+        "bash -c 'cat ~/.netrc'",
+        "cat docs/x.md ~/.netrc",
+        "cat $D/.netrc",
+        "ls ~/.ssh/*",
+    ],
+)
+async def test_a_word_known_at_run_time_that_may_name_a_credential_file_is_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """SUCCEEDED before (allowed by the caller's rule for `cat`): the word became None and nothing read its text."""
+    ws = _home_with_credentials(tmp_path, monkeypatch)
+    decision, rule, reason = await _decide(ws, command)
+    assert (decision, rule) == ("deny", "protected-paths"), reason
+    assert "nobody can answer" in reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat *.py",
+        "cat src/*.py",
+        "cat src/?.py",
+        "head -n 3 src/[ab].py",
+        "cat src/{a,b}.py",
+        "ls ~/.cache",
+        "echo ~",
+        "cat docs/*",
+    ],
+)
+async def test_an_ordinary_glob_or_expansion_stays_allowed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """Pin: a wildcard that names no credential file is left to the caller's rule (`src/{a,b}.py` is a brace, which
+    may be any text: it is relative to the workspace, and no credential file is there)."""
+    ws = _home_with_credentials(tmp_path, monkeypatch)
+    monkeypatch.chdir(ws)
+    decision, _, reason = await _decide(ws, command)
+    assert decision == "allow", reason
+
+
+async def test_a_glob_over_a_hard_link_to_a_credential_file_is_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SUCCEEDED before: `cat docs/*` where `docs/n` is a hard link to `~/.netrc` (round 17 asked `cat docs/n`)."""
+    ws = _home_with_credentials(tmp_path, monkeypatch)
+    os.link(tmp_path / "home" / ".netrc", ws / "docs" / "n")
+    for command in ("cat docs/*", "cat d*/?", "head docs/[mn]"):
+        decision, rule, reason = await _decide(ws, command)
+        assert (decision, rule) == ("deny", "protected-paths"), (command, reason)
+
+
+def test_the_parser_keeps_the_text_of_a_word_it_cannot_know() -> None:
+    """Pin: `unread` holds each unknown word as written, through wrappers; an "allow always" answer is scoped to it
+    (`shape`), so approving `cat *.py` always does not approve `cat ~/.netrc`."""
+    part = parse("sudo cat ~/.net* 'a b' \"$HOME\"/x")[-1]
+    assert part.words == ("cat", None, "a b", None)
+    assert part.unread == ("~/.net*", '"$HOME"/x')
+    [glob_part], [home_part] = parse("cat *.py"), parse("cat ~/.netrc")
+    assert glob_part.words == home_part.words
+    assert glob_part.shape() != home_part.shape()
+
+
+def test_wildcards_reaching_too_many_entries_are_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pin: the expansion is bounded (`GLOB_CHECK_MAX_ENTRIES`); past it the answer is a reason, not None."""
+    from unified.tools._protected import GLOB_CHECK_MAX_ENTRIES
+
+    ws = _home_with_credentials(tmp_path, monkeypatch)
+    many = ws / "many"
+    many.mkdir()
+    for n in range(GLOB_CHECK_MAX_ENTRIES + 1):
+        (many / f"f{n}").touch()
+    reason = shell_protected(parse("cat many/*"), ws, [ws])
+    assert "too many entries" in str(reason), reason
+
+
+# 2. a tree read whole
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "grep -r password .",
+        "grep -rn password",
+        "grep -R password docs",
+        "grep --recursive password docs",
+        "rg password",
+        "rg -uu password docs",
+        "find . -type f -exec cat {} +",
+        "tar cf - docs",
+        "cp -r docs /tmp/out",
+    ],
+)
+async def test_a_tree_read_through_a_hard_link_to_a_credential_file_is_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """SUCCEEDED before (allowed): `docs/n`, a hard link to `~/.netrc`, was read by a command that names only its
+    folder (or none: `rg` searches where it runs)."""
+    ws = _home_with_credentials(tmp_path, monkeypatch)
+    os.link(tmp_path / "home" / ".netrc", ws / "docs" / "n")
+    decision, rule, reason = await _decide(ws, command)
+    assert (decision, rule) == ("deny", "protected-paths"), reason
+    assert "another name of the credential file" in reason
+
+
+async def test_a_tree_reader_naming_the_home_directory_is_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SUCCEEDED before: `grep -r password /path/to/home` named no protected path, and read `~/.netrc`."""
+    ws = _home_with_credentials(tmp_path, monkeypatch)
+    for command in (f"grep -r password {tmp_path / 'home'}", "grep -r password ~", f"tar cf - {tmp_path}"):
+        decision, rule, reason = await _decide(ws, command)
+        assert (decision, rule) == ("deny", "protected-paths"), (command, reason)
+
+
+async def test_grep_following_links_into_a_credential_file_is_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SUCCEEDED before: `grep -R` follows `docs/l -> ~/.netrc` (plain `grep -r` and `rg` do not: they stay allowed)."""
+    ws = _home_with_credentials(tmp_path, monkeypatch)
+    (ws / "docs" / "l").symlink_to(tmp_path / "home" / ".netrc")
+    decision, rule, reason = await _decide(ws, "grep -R password docs")
+    assert (decision, rule) == ("deny", "protected-paths"), reason
+    for command in ("grep -r password docs", "rg password docs"):
+        assert (await _decide(ws, command))[0] == "allow", command
+
+
+@pytest.mark.parametrize("command", ["grep -r print src", "rg print", "grep print src/a.py", "find . -name '*.py'"])
+async def test_a_tree_read_without_credentials_stays_allowed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """Pin: no credential file has another name, and none is under the tree: no search, the rule holds."""
+    ws = _home_with_credentials(tmp_path, monkeypatch)
+    decision, _, reason = await _decide(ws, command)
+    assert decision == "allow", reason
+
+
+# 3. a printed form of a secret split across streamed pieces
+
+_FORMS = {
+    "plain": KEY,
+    "upper": KEY.upper(),
+    "lower": KEY.lower(),
+    "reversed": KEY[::-1],
+    "hex": KEY.encode().hex(),
+    "HEX": KEY.encode().hex().upper(),
+    "spaced": " ".join(KEY),
+    "base64": base64.b64encode(KEY.encode()).decode(),
+}
+
+
+async def _streamed(monkeypatch: pytest.MonkeyPatch, pieces: list[str]) -> list[str]:
+    from unified import ExecuteParams
+    from unified._execute import EventStream
+    from unified.events import SessionStarted, TextDelta
+    from unified.testing import ScriptedBackend
+
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    started = SessionStarted(backend="scripted", session_id="s1", short_id="s1", cwd="/tmp")
+    backend = ScriptedBackend([started, *(TextDelta(text=piece) for piece in pieces)])
+    async with EventStream(ExecuteParams(prompt="p", backend="scripted"), backend=backend) as stream:
+        events = [event async for event in stream]
+    return [str(getattr(e, "text", None) or "") for e in events if e.type == "text_delta"]
+
+
+@pytest.mark.parametrize("form", list(_FORMS))
+@pytest.mark.parametrize("cut", [0.25, 0.5, 0.8])
+async def test_a_printed_form_split_across_two_text_deltas_is_replaced(
+    monkeypatch: pytest.MonkeyPatch, form: str, cut: float
+) -> None:
+    """SUCCEEDED before (all but plain): each half of the hex, upper-cased, reversed, spaced or base64 key was no
+    whole form in its delta, and the guard held back only the plain key's beginning: both halves reached the events."""
+    printed = _FORMS[form]
+    at = int(len(printed) * cut)
+    shown = await _streamed(monkeypatch, [f"the key is {printed[:at]}", f"{printed[at:]} done"])
+    joined = "".join(shown)
+    assert REDACTED in joined, shown
+    assert printed[:at][-SPLIT_HOLD_MIN:] not in joined.replace(REDACTED, "")
+    assert printed[at:][:8] not in joined.replace(REDACTED, ""), shown
+    assert joined.startswith("the key is ")
+    assert joined.endswith(" done")
+
+
+def test_a_progress_line_holds_back_the_beginning_of_a_printed_form() -> None:
+    """SUCCEEDED before: a command printing the key in hex showed its first half in a `tool_progress` line while the
+    rest was still to come (the line held back only the plain key's beginning)."""
+    from unified._redaction import redactor
+    from unified.tools._shell import _progress_line
+
+    clean = redactor({}, [KEY])
+    hexed = KEY.encode().hex()
+    line = _progress_line(bytearray(f"dumping\n{hexed[:40]}".encode()), clean)
+    assert hexed[:10] not in line, line
+
+
+def test_the_guards_hold_back_costs_one_search() -> None:
+    """Pin: with the forms held back, a piece's hold is one search for the forms' first characters
+    (`Redactor.partial_suffix` with `least`), with the same answers as the loop over each form."""
+    from unified._redaction import redactor
+
+    clean = redactor({}, [KEY]).streamed()
+    rng = random.Random(18)
+    for _ in range(2_000):
+        form = rng.choice(list(_FORMS.values()))
+        text = "".join(rng.choice("aAIz 4Q9") for _ in range(rng.randrange(0, 8))) + form[: rng.randrange(0, 60)]
+        slow = clean.partial_suffix(text)
+        assert clean.partial_suffix(text, SPLIT_HOLD_MIN) == (slow if slow >= SPLIT_HOLD_MIN else 0), text
