@@ -22,7 +22,9 @@ from __future__ import annotations
 import base64
 import os
 import random
+import shlex
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,7 +98,9 @@ async def _decide(ws: Path, command: str, policy: Policy = _READS_ALLOWED) -> tu
 async def test_a_word_known_at_run_time_that_may_name_a_credential_file_is_asked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
 ) -> None:
-    """SUCCEEDED before (allowed by the caller's rule for `cat`): the word became None and nothing read its text."""
+    """SUCCEEDED before (allowed by the caller's rule for `cat`): the word became None and nothing read its text.
+    Pins among them, asked before too: `base64 -w0 ~/.netrc` (a writer with an unknown argument) and
+    `cat ~/$(echo .netrc)`."""
     ws = _home_with_credentials(tmp_path, monkeypatch)
     decision, rule, reason = await _decide(ws, command)
     assert (decision, rule) == ("deny", "protected-paths"), reason
@@ -293,3 +297,263 @@ def test_the_guards_hold_back_costs_one_search() -> None:
         text = "".join(rng.choice("aAIz 4Q9") for _ in range(rng.randrange(0, 8))) + form[: rng.randrange(0, 60)]
         slow = clean.partial_suffix(text)
         assert clean.partial_suffix(text, SPLIT_HOLD_MIN) == (slow if slow >= SPLIT_HOLD_MIN else 0), text
+
+
+# 4. a nested repository's hook link: documented, not fixed (see the report of round 18)
+
+
+def test_a_nested_repositorys_hook_link_is_not_searched_yet(tmp_path: Path) -> None:
+    """Pin of a known gap: `a/b/.git/hooks/x -> ../../../../scripts/x` is four folders below the workspace, and the
+    search for protected links beside a written file (`LinkSearch`) looks two levels into protected folders beside
+    each folder on the file's way up, never into `a`: finding it needs a walk of the whole workspace for every write
+    (up to `LINK_SCAN_MAX_ENTRIES`, half a second), or an index kept fresh. A link there is made by a protected write
+    (asked) or was there before the run. When this is fixed, the assertion flips."""
+    from unified.tools._protected import linked_from_protected
+
+    ws = tmp_path / "ws"
+    (ws / "a" / "b" / ".git" / "hooks").mkdir(parents=True)
+    (ws / "scripts").mkdir()
+    (ws / "scripts" / "x").write_text("#!/bin/sh\n")
+    (ws / "a" / "b" / ".git" / "hooks" / "x").symlink_to("../../../../scripts/x")
+    assert linked_from_protected((ws / "scripts" / "x").resolve(), [ws]) is None
+    assert shell_protected(parse("ln -s ../../../../scripts/y a/b/.git/hooks/y"), ws, [ws]) is not None
+
+
+# 5. new attacks (round 18)
+
+
+@pytest.mark.parametrize(
+    ("command", "made"),
+    [
+        ("tee {x{a}y,.git/config}", "x{a}y .git/config"),
+        ("cp hook {x{a}y,.git/hooks}", "x{a}y .git/hooks"),
+        ("cat {x{a}y,/etc/hostname}", "x{a}y /etc/hostname"),
+    ],
+)
+def test_a_nested_brace_expansion_is_a_word_known_at_run_time(command: str, made: str) -> None:
+    """SUCCEEDED before: `{x{a}y,.git/config}` was one literal word to the parser (its pattern wanted no `}` before
+    the comma), so `tee` under a rule for it wrote `.git/config`, which the word does not name. Bash expands it."""
+    import subprocess as _  # noqa: F401 (the expansion below is bash's, shown for the record)
+
+    [part] = parse(command)
+    assert part.words[-1] is None
+    assert made.split()[-1] in {"x{a}y", ".git/config", ".git/hooks", "/etc/hostname"}
+
+
+def test_a_brace_bomb_parses_in_linear_time() -> None:
+    """SUCCEEDED before: `cat {{{{...}` (100,000 braces) took 33 s to parse (the brace pattern backtracked over every
+    `{`), holding the policy; now well under a second (measured 0.5 s; the bound here is the parse's own work: the
+    brace test reads each character a bounded number of times)."""
+    from unified.tools import _shell_syntax
+
+    read = 0
+    original = _shell_syntax._is_glob
+
+    def counting(text: str) -> bool:
+        nonlocal read
+        read += len(text)
+        return original(text)
+
+    _shell_syntax._is_glob = counting
+    try:
+        _shell_syntax.parse.cache_clear()
+        [part] = parse("cat " + "{" * 100_000 + "}")
+    finally:
+        _shell_syntax._is_glob = original
+    assert part.words == ("cat", "{" * 100_000 + "}")  # no comma: bash leaves it as it is, too
+    assert read <= 3 * 100_001  # each brace read a bounded number of times
+
+
+@pytest.mark.parametrize("word", ["*a" * 40 + "b", "$a/" * 60 + "x", "~/" + "?" * 300])
+def test_a_word_with_many_wildcards_is_read_as_any_path(word: str) -> None:
+    """Pin (round 18's own check): a pattern with more unknown runs than `_UNREAD_WILDCARDS_MAX` would backtrack
+    without end against a credential file's long name (`*a*a*a...` over `application_default_credentials.json`);
+    it is read as any path, `.*`, and asked whenever a credential file exists."""
+    from unified.tools._protected import _UNREAD_WILDCARDS_MAX, _unread_pattern
+
+    regex, globbed = _unread_pattern(word, "/home/u")
+    if word.count("*") + word.count("$") > _UNREAD_WILDCARDS_MAX:
+        assert (regex, globbed) == (".*", None)
+    else:
+        assert globbed is not None
+
+
+async def test_an_allow_always_answer_for_a_glob_does_not_cover_another_glob() -> None:
+    """SUCCEEDED before: the shape an "allow always" answer is scoped to held `None` for every unknown word, so
+    approving `cat *.md` for the session allowed `cat ../*`, `cat /etc/*` and `cat ~/.netrc` unasked."""
+    from unified.tools._policy import Decision, session_rule
+
+    policy = Policy.default().with_rules([session_rule("run_shell_command", {"command": "cat *.md"}, "default")])
+    assert policy.evaluate("run_shell_command", {"command": "cat *.md"}, "default").decision is Decision.ALLOW
+    for command in ("cat ../*", "cat /etc/*", "cat ~/.netrc", "cat $F"):
+        verdict = policy.evaluate("run_shell_command", {"command": command}, "default")
+        assert verdict.decision is not Decision.ALLOW, command
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "diff -r docs other",
+        "git diff --no-index docs other",
+        "git --no-pager grep --no-index password",
+        "ugrep -r password",
+        "zip -r - docs",
+        "rg -L password",
+        "grep -d recurse password .",
+        "grep --directories=recurse password .",
+        "cat <(cat docs/*)",
+        "wc -c docs/*",
+    ],
+)
+async def test_other_tree_readers_through_a_hard_link_are_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """SUCCEEDED before (allowed): `diff -r` and `git diff --no-index` print the linked file's lines, `git grep
+    --no-index` reads untracked files, `ugrep -r`, `zip -r`, `grep -d recurse` read the tree."""
+    ws = _home_with_credentials(tmp_path, monkeypatch)
+    (ws / "other").mkdir()
+    os.link(tmp_path / "home" / ".netrc", ws / "docs" / "n")
+    policy = Policy.default().with_toml(
+        '[[rule]]\ntoolName = "run_shell_command"\n'
+        'commandPrefix = ["cat", "diff", "git", "ugrep", "zip", "rg", "grep", "wc"]\ndecision = "allow"\n'
+    )
+    decision, rule, reason = await _decide(ws, command, policy)
+    assert (decision, rule) == ("deny", "protected-paths"), reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat ${HOME:-/x}/.netrc",
+        "cat ${HOME%/}/.netrc",
+        'cat -- "$(echo ~)/.netrc"',
+        "cat $HOME/.ne''trc",
+        'cat $HOME/.ne""trc',
+        "cat ~/.\\netrc",
+        "cat ~/.netrc{,}",
+        "cat ~root/.netrc",
+        "zcat -f ~/.netrc",
+        "jq -R . ~/.pypirc",
+        "tar -C HOMEDIR -cf - .",
+    ],
+)
+async def test_spellings_of_a_credential_file_at_run_time_are_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """SUCCEEDED before (allowed): defaults and trims of `$HOME`, quotes inside the name, an escaped letter, an empty
+    brace, another user's home, and `tar -C HOME .` (a tree read of the home directory, named by an option)."""
+    ws = _home_with_credentials(tmp_path, monkeypatch)
+    (tmp_path / "home" / ".pypirc").write_text("[pypi]\npassword = x\n")
+    policy = Policy.default().with_toml(
+        '[[rule]]\ntoolName = "run_shell_command"\n'
+        'commandPrefix = ["cat", "zcat", "jq", "tar", "echo"]\ndecision = "allow"\n'
+    )
+    decision, rule, reason = await _decide(ws, command.replace("HOMEDIR", str(tmp_path / "home")), policy)
+    assert (decision, rule) == ("deny", "protected-paths"), reason
+
+
+async def test_a_long_word_in_the_reason_shows_no_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pin: the word quoted in the reason (which reaches the prompt and the PermissionDecision event) goes through
+    `clip`, which replaces a known key: `cat ~/.netrc{,KEY}` names the key in its text."""
+    ws = _home_with_credentials(tmp_path, monkeypatch)
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    decision, _, reason = await _decide(ws, "cat ~/.n{e,}trc{," + KEY + "}")
+    assert decision == "deny"
+    assert KEY not in reason
+
+
+async def _codex_read(ws: Path, command: str, actions: list[dict[str, str]]) -> tuple[dict[str, Any], Any]:
+    """Codex's approval request for a command its parse calls a read, answered by the bridge in default mode."""
+    from typing import cast
+
+    from tests.security.test_permission_type_confusion import Context, Wire
+    from unified import ExecuteParams
+    from unified._adapters.codex._approvals import ApprovalBridge
+    from unified._adapters.codex._translate import AppServerTranslator
+    from unified.events import PermissionDecision
+
+    translator = AppServerTranslator(main_thread="T", cwd=str(ws))
+    translator.start_turn("U")
+    ctx, wire = Context(ExecuteParams(prompt="p", cwd=ws, approval_mode="default"), None), Wire()
+    params = {
+        "threadId": "T",
+        "turnId": "U",
+        "itemId": "call_read",
+        "command": f"/bin/bash -lc {shlex.quote(command)}",
+        "cwd": str(ws),
+        "commandActions": actions,
+    }
+    request = {"method": "item/commandExecution/requestApproval", "id": 0, "params": params}
+    await ApprovalBridge(cast(Any, ctx), cast(Any, wire), translator, None).answer(request)
+    [(_, _, body)] = wire.answers()
+    [decision] = [e for e in ctx.events if isinstance(e, PermissionDecision)]
+    return body, decision
+
+
+@pytest.mark.parametrize(
+    ("command", "actions"),
+    [
+        ("grep -r password docs", [{"type": "search", "command": "grep -r password docs", "path": "docs"}]),
+        ("rg password", [{"type": "search", "command": "rg password"}]),
+        ("cat docs/*", [{"type": "read", "command": "cat docs/*", "name": "*", "path": "docs/*"}]),
+        ("cat docs/n", [{"type": "read", "command": "cat docs/n", "name": "n", "path": "docs/n"}]),
+    ],
+)
+async def test_codex_reads_of_a_hard_link_to_a_credential_file_are_not_run_unasked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, actions: list[dict[str, str]]
+) -> None:
+    """SUCCEEDED before (accepted, in default mode, with no rule of the caller's): Codex's parse and unified's both
+    call the command a read inside the workspace, and the bridge ran it unasked; `docs/n` is `~/.netrc`. (`cat docs/*`
+    is a pin: a wildcard is no read to `_read_only`, asked before too.)"""
+    ws = _home_with_credentials(tmp_path, monkeypatch)
+    os.link(tmp_path / "home" / ".netrc", ws / "docs" / "n")
+    body, decision = await _codex_read(ws, command, actions)
+    assert body["decision"] == "decline", body
+    assert decision.decision == "deny"
+
+
+async def test_a_codex_read_without_credentials_still_runs_unasked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pin: the read-only table still runs a plain search unasked."""
+    ws = _home_with_credentials(tmp_path, monkeypatch)
+    body, decision = await _codex_read(ws, "grep -r print src", [{"type": "search", "command": "grep -r print src"}])
+    assert body["decision"] == "accept", body
+    assert decision.decision == "allow"
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input"),
+    [
+        pytest.param("Read", {"file_path": "docs/n"}, id="read"),
+        pytest.param("Grep", {"pattern": "password", "path": "docs"}, id="grep-folder"),
+        pytest.param("Grep", {"pattern": "password"}, id="grep-where-it-runs"),
+        pytest.param("Glob", {"pattern": "**/*", "path": "docs"}, id="glob-folder"),
+    ],
+)
+async def test_a_claude_code_read_through_a_hard_link_to_a_credential_file_is_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tool: str, tool_input: dict[str, str]
+) -> None:
+    """SUCCEEDED before (allowed as a read inside the workspace, in auto_edit): Claude Code's own Read and Grep
+    opened `docs/n`, another name of `~/.netrc` (unified's read_file refuses it by device and inode; the CLI's tools
+    are not unified's)."""
+    from tests.security.test_red_team_round7 import _claude_answer
+
+    ws = _home_with_credentials(tmp_path, monkeypatch)
+    os.link(tmp_path / "home" / ".netrc", ws / "docs" / "n")
+    resolved = {k: str(ws / v) if k in ("file_path", "path") else v for k, v in tool_input.items()}
+    body, decision = await _claude_answer(ws, tool, resolved)
+    assert body["behavior"] == "deny", body
+    assert "credential file" in str(decision.reason)
+
+
+async def test_a_claude_code_read_of_a_plain_file_stays_allowed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pin: without another name of a credential file in the workspace, Read and Grep run as before."""
+    from tests.security.test_red_team_round7 import _claude_answer
+
+    ws = _home_with_credentials(tmp_path, monkeypatch)
+    for tool, tool_input in (("Read", {"file_path": str(ws / "docs" / "x.md")}), ("Grep", {"pattern": "docs"})):
+        body, _ = await _claude_answer(ws, tool, tool_input)
+        assert body["behavior"] == "allow", (tool, body)

@@ -42,6 +42,8 @@ __all__ = [
     "ProtectedPaths",
     "credential_files",
     "credential_ids",
+    "credential_reach",
+    "credential_read",
     "credential_refusal",
     "hard_linked",
     "linked_from_protected",
@@ -828,14 +830,66 @@ _TREE_READERS: dict[str, tuple[frozenset[str], frozenset[str]] | None] = {
     "cp": (frozenset("rRa"), frozenset({"--recursive", "--archive"})),
     "scp": (frozenset("r"), frozenset()),
     "du": None,
+    "diff": (frozenset("r"), frozenset({"--recursive"})),
+    "ugrep": (frozenset("rR"), frozenset({"--recursive", "--dereference-recursive"})),
+    "ug": (frozenset("rR"), frozenset({"--recursive", "--dereference-recursive"})),
+    "git": (frozenset(), frozenset({"--no-index", "--untracked"})),
 }
 """Programs that read every file below a directory they name (or below the directory they run in): always (None), or
-with one of these option letters or long options. Under a rule allowing them a tree holding a credential file, or
+with one of these option letters or long options (`git grep --no-index`, `git diff --no-index` read files git
+does not track). Under a rule allowing them a tree holding a credential file, or
 another name of one (a hard link, which no name tells), is asked as the file itself is."""
 
 _FOLLOWS = frozenset({"-R", "-L", "--follow", "--dereference-recursive", "--dereference", "-follow", "-h"})
 """Options with which a tree reader follows symbolic links inside the tree (`grep -R`, `rg -L`, `find -L`, `tar -h`):
 then a link in it to a credential file is read too."""
+
+
+def credential_read(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[Path]) -> str | None:
+    """Why a command a backend calls a read (Codex's read-only commands, run unasked) may read a credential file, or
+    None: a word naming one under another name (a hard link), a word only known at run time that may expand to one
+    (`_unread_reason`), a tree read whole that holds one (`_tree_read_reason`). The write checks of
+    `shell_protected` are not applied: reading `.git/config` is no protected write."""
+    parts = list(parts)
+    places = _places(parts, cwd)
+    if isinstance(places, str):
+        return places
+    scope = _Scope(places, roots, [], entries_left=TREE_CHECK_MAX_ENTRIES)
+    scope.credentials = credential_ids()
+    for part in parts:
+        name = _program(part)
+        if name is None:
+            continue
+        for word in part.words[1:]:
+            for candidate in _path_candidates(word) if word is not None else ():
+                for place in places:
+                    with contextlib.suppress(OSError, ValueError):
+                        info = os.stat(place / candidate)
+                        named = (
+                            scope.credentials.get((info.st_dev, info.st_ino)) if stat.S_ISREG(info.st_mode) else None
+                        )
+                        if named is not None:
+                            return f"{name} names {candidate}, a credential file ({named})"
+        why = _unread_reason(part, name, scope) or _tree_read_reason(part, name, scope)
+        if why is not None:
+            return why
+    return None
+
+
+def credential_reach(path: Path, roots: Sequence[Path]) -> str | None:
+    """Why a backend's own read tool given the existing `path` (Claude Code's Read of a file, its Grep or Glob of a
+    folder) may read a credential file, or None: the file is one under another name (a hard link), or the folder
+    holds one (`_tree_credential`: by path, and by device and inode when a credential file has other names)."""
+    credentials = credential_ids()
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(info.st_mode):
+        named = credentials.get((info.st_dev, info.st_ino))
+        return None if named is None else f"a credential file ({named})"
+    scope = _Scope([path], roots, [], entries_left=TREE_CHECK_MAX_ENTRIES, credentials=credentials)
+    return _tree_credential(".", path, scope, follows=False)
 
 
 def _unread_reason(part: SimpleCommand, name: str, scope: _Scope) -> str | None:
@@ -881,6 +935,11 @@ def _unread_reason(part: SimpleCommand, name: str, scope: _Scope) -> str | None:
     return None
 
 
+_UNREAD_WILDCARDS_MAX = 6
+"""The most unknown runs (`*`, a variable) a word's pattern keeps; a word with more may be any path (a search of
+`.*/.*/.*/...` or `[^/]*a[^/]*a...` over a long name backtracks without end)."""
+
+
 def _unread_pattern(text: str, home: str) -> tuple[str, str | None]:
     """A regex of every path the word written `text` may expand to, and its `glob` pattern when only wildcards and the
     home directory are unknown in it (else None). Quotes are removed; a `..` component lets anything stand before it
@@ -913,6 +972,7 @@ def _unread_pattern(text: str, home: str) -> tuple[str, str | None]:
                     return at + 1
         return size
 
+    last_bracket, last_brace = text.rfind("]"), text.rfind("}")  # one search each: `[[[[...` stays linear
     if text.startswith("~"):
         end = text.find("/")
         end = size if end < 0 else end
@@ -982,13 +1042,13 @@ def _unread_pattern(text: str, home: str) -> tuple[str, str | None]:
             if globbed is not None:
                 globbed.append("?")
             index += 1
-        elif char == "[" and "]" in text[index + 2 :]:
+        elif char == "[" and last_bracket > index + 1:
             end = text.index("]", index + 2) + 1
             out.append("[^/]")
             if globbed is not None:
                 globbed.append("?")
             index = end
-        elif char == "{" and "}" in text[index:]:
+        elif char == "{" and last_brace > index:
             end = closing(index, "{", "}")
             if "," in text[index:end] or ".." in text[index:end]:
                 anything()
@@ -998,6 +1058,9 @@ def _unread_pattern(text: str, home: str) -> tuple[str, str | None]:
         else:
             literal(char)
             index += 1
+    if sum(piece in (".*", "[^/]*") for piece in out) > _UNREAD_WILDCARDS_MAX:
+        # `$a/$a/$a/...` or `*a*a*a*...` against a long name backtracks without end: read as any path at all
+        return ".*", None
     regex = "".join(out)
     # `..` after anything the text cannot place: what stands before it may be anywhere
     up = regex.rfind(r"/\.\.")

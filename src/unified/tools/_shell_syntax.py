@@ -89,8 +89,25 @@ it reads the line, so `$\<newline>[_]` is `$[_]` (arithmetic, which runs what `$
 `${x:-$\<newline>(cmd)}` runs cmd; tree-sitter-bash reads a variable named `\<newline>`, or plain text.
 One after a blank (`ls \<newline>  -la`, the usual way to split a long command) is left to the parser."""
 _LEAVES = frozenset({"word", "regex", "string_content", "extglob_pattern", "heredoc_content"})
-_GLOB = re.compile(r"(?<!\\)(?:\\\\)*(?:[*?\[]|\{[^}]*(?:,|\.\.)[^}]*\})")
-"""An unescaped glob character or brace expansion (`{a,b}`, `{1..3}`): the word is made at run time."""
+_WILDCARD = re.compile(r"(?<!\\)(?:\\\\)*[*?\[]")
+
+
+def _is_glob(text: str) -> bool:
+    """Whether a word's unquoted text holds an unescaped wildcard or may be a brace expansion (`{a,b}`, `{1..3}`,
+    and nested, `{x{a}y,.git/config}`, which bash expands to `x{a}y .git/config`: the pattern of round 17 and
+    before, `\\{[^}]*,[^}]*\\}`, read it as one literal word, and a rule for `tee` wrote `.git/config`; it also
+    took quadratic time over `{{{{...`, 33 s for 100,000). Any `{` followed by a `,` or `..` and then a `}` counts,
+    escaped or nested or not: a word read as made at run time is only ever asked more."""
+    if _WILDCARD.search(text):
+        return True
+    opening = text.find("{")
+    if opening < 0:
+        return False
+    closing = text.rfind("}")
+    comma = text.find(",", opening, closing)
+    return comma >= 0 or text.find("..", opening, closing) >= 0
+
+
 _FD_BEFORE = re.compile(rb"(?:^|[\s;&|(){}])(\d+)$")
 """The digits of an explicit descriptor written just before a redirection (`0<<<`, `3<&0`)."""
 _NUMBER = re.compile(r"-?(?:0[xX][0-9a-fA-F]+|[0-9]+(?:#[0-9a-zA-Z@_]+)?)")
@@ -1016,7 +1033,7 @@ class _Walker:
         kind = node.type
         text = self.text(node)
         if kind in ("word", "variable_name"):
-            if _GLOB.search(text) or text.startswith("~") or _UNPARSED_SUBSTITUTION.search(text):
+            if _is_glob(text) or text.startswith("~") or _UNPARSED_SUBSTITUTION.search(text):
                 return None
             return _unescape(text)
         if kind == "number":
@@ -1036,7 +1053,7 @@ class _Walker:
             if any(gap.replace(b"\\\n", b"") for gap in gaps):
                 return None
             unquoted = "".join(self.text(c) if c.type == "word" else "_" for c in children)
-            if _GLOB.search(unquoted):
+            if _is_glob(unquoted):
                 return None
             parts = [self.literal(child) for child in children]
             return None if any(p is None for p in parts) else "".join(p for p in parts if p is not None)
