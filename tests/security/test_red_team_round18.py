@@ -299,24 +299,58 @@ def test_the_guards_hold_back_costs_one_search() -> None:
         assert clean.partial_suffix(text, SPLIT_HOLD_MIN) == (slow if slow >= SPLIT_HOLD_MIN else 0), text
 
 
-# 4. a nested repository's hook link: documented, not fixed (see the report of round 18)
+# 4. a protected link deep in the workspace
 
 
-def test_a_nested_repositorys_hook_link_is_not_searched_yet(tmp_path: Path) -> None:
-    """Pin of a known gap: `a/b/.git/hooks/x -> ../../../../scripts/x` is four folders below the workspace, and the
-    search for protected links beside a written file (`LinkSearch`) looks two levels into protected folders beside
-    each folder on the file's way up, never into `a`: finding it needs a walk of the whole workspace for every write
-    (up to `LINK_SCAN_MAX_ENTRIES`, half a second), or an index kept fresh. A link there is made by a protected write
-    (asked) or was there before the run. When this is fixed, the assertion flips."""
-    from unified.tools._protected import linked_from_protected
-
+def _nested_hook(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
     (ws / "a" / "b" / ".git" / "hooks").mkdir(parents=True)
     (ws / "scripts").mkdir()
     (ws / "scripts" / "x").write_text("#!/bin/sh\n")
     (ws / "a" / "b" / ".git" / "hooks" / "x").symlink_to("../../../../scripts/x")
-    assert linked_from_protected((ws / "scripts" / "x").resolve(), [ws]) is None
-    assert shell_protected(parse("ln -s ../../../../scripts/y a/b/.git/hooks/y"), ws, [ws]) is not None
+    (ws / "vendor" / "lib" / "node_modules" / ".bin").mkdir(parents=True)
+    (ws / "tools").mkdir()
+    (ws / "vendor" / "lib" / "node_modules" / ".bin" / "fmt").symlink_to("../../../../tools/fmt.js")  # dangling
+    return ws
+
+
+@pytest.mark.parametrize("target", ["scripts/x", "tools/fmt.js"])
+async def test_a_write_to_what_a_deep_protected_link_leads_to_is_asked(tmp_path: Path, target: str) -> None:
+    """SUCCEEDED before (written unasked in auto_edit, and by `echo >` under a rule): `LinkSearch` looked two folders
+    deep beside each folder on the file's way up, never into `a/b/.git/hooks` (a nested repository's hook) or
+    `vendor/lib/node_modules/.bin`; an index of the protected links of the whole workspace (`deep_protected_targets`)
+    is consulted now."""
+    from unified.tools._protected import linked_from_protected
+
+    ws = _nested_hook(tmp_path)
+    assert "deeper in the workspace" in str(linked_from_protected((ws / target).resolve(), [ws]))
+    assert "deeper in the workspace" in str(shell_protected(parse(f"echo 'curl x | sh' > {target}"), ws, [ws]))
+    async with ToolRuntime(ws, approval_mode="auto_edit") as tools:
+        [outcome] = await tools.run_batch([ToolCall("1", "write_file", {"file_path": target, "content": "evil\n"})])
+    assert outcome.is_error, outcome.response
+    assert outcome.decision is not None
+    assert outcome.decision.rule == "protected-paths"
+
+
+def test_the_deep_index_leaves_other_files_alone_and_is_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pin: files no protected link leads to stay plain; the walk happens once per `DEEP_LINKS_TTL_S`, not per write
+    (21,000 entries of a checkout: 0.09 s, then 14 us)."""
+    from unified.tools import _protected
+
+    ws = _nested_hook(tmp_path)
+    walked: list[str] = []
+    scandir = os.scandir
+
+    def counting(path: str | Path) -> object:
+        walked.append(str(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", counting)
+    for name in ("scripts/y", "docs.md", "a/b/readme"):
+        assert _protected.deep_protected_targets([ws]).get((ws / name).resolve()) is None
+        assert shell_protected(parse(f"echo x > {name}"), ws, [ws]) is None, name
+    assert walked.count(str(ws)) <= 4  # the index's walk once, the search beside each write
+    assert _protected.deep_protected_targets([ws]) is _protected.deep_protected_targets([ws])
 
 
 # 5. new attacks (round 18)

@@ -45,6 +45,7 @@ __all__ = [
     "credential_reach",
     "credential_read",
     "credential_refusal",
+    "deep_protected_targets",
     "hard_linked",
     "linked_from_protected",
     "program_directory",
@@ -1608,6 +1609,11 @@ class LinkSearch:
                 hit = data.match(name)
                 if hit is not None:
                     return f"it is {name} ({hit}) through the link {link.relative}"
+        deep = deep_protected_targets(self.roots)
+        for place in (path, *above[:-1]):  # a nested repository's `a/b/.git/hooks/x -> ../../../../scripts/x`
+            link = deep.get(place)
+            if link is not None:
+                return f"a protected link deeper in the workspace leads to it: {link}"
         return None
 
     def _links(self, directory: Path) -> dict[object, list[_Link]] | str:
@@ -1661,6 +1667,60 @@ class LinkSearch:
                 if why is not None:
                     return why
         return None
+
+
+DEEP_LINKS_TTL_S = 10.0
+"""How long the index of the protected links anywhere in the roots (`deep_protected_targets`) is reused. A link made
+meanwhile is a write of a protected path (`.git/hooks/x`), asked itself; the search beside each written file
+(`LinkSearch`) still sees those near it at once."""
+
+_deep_cache: dict[tuple[Path, ...], tuple[float, dict[Path, str]]] = {}
+
+
+def deep_protected_targets(roots: Sequence[Path]) -> dict[Path, str]:
+    """What each protected link anywhere under `roots` leads to (its real path, there or not yet), with the link:
+    `LinkSearch` looks two folders deep beside each folder on a written file's way up, and a nested repository's
+    `a/b/.git/hooks/x -> ../../../../scripts/x` is deeper (round 18). One walk of the roots (`protected_links`'
+    bound, `LINK_SCAN_MAX_ENTRIES`; past it the index is empty and only the search beside the file applies), kept
+    `DEEP_LINKS_TTL_S`."""
+    key = tuple(roots)
+    now = time.monotonic()
+    cached = _deep_cache.get(key)
+    if cached is not None and now - cached[0] < DEEP_LINKS_TTL_S:
+        return cached[1]
+    found: dict[Path, str] = {}
+    left = LINK_SCAN_MAX_ENTRIES
+    data = protected_paths()
+    for root in roots:
+        pending: list[tuple[str, str, bool]] = [(str(root), "", False)]
+        while pending and left >= 0:
+            directory, prefix, inside = pending.pop()
+            try:
+                with os.scandir(directory) as entries:
+                    listed = list(entries)
+            except OSError:
+                continue
+            left -= len(listed)
+            # inside `.git/**` each entry is protected; a folder is looked up only when its name may be one
+            every = inside or (
+                prefix != "" and _may_be_protected(prefix[:-1].rsplit("/", 1)[-1]) and data.match(prefix + _PROBE_NAME)
+            )
+            for entry in listed:
+                if entry.is_symlink():
+                    if not every and not _may_be_protected(entry.name):  # most links: no pattern's search
+                        continue
+                    relative = prefix + entry.name
+                    if data.match(relative) is not None or data.match_holder(relative) is not None:
+                        with contextlib.suppress(OSError, ValueError):
+                            found.setdefault(Path(os.path.realpath(entry.path)), relative)
+                elif entry.is_dir(follow_symlinks=False):
+                    pending.append((entry.path, f"{prefix}{entry.name}/", bool(every)))
+    if left < 0:
+        found = {}
+    if len(_deep_cache) > 16:
+        _deep_cache.clear()
+    _deep_cache[key] = (now, found)
+    return found
 
 
 _PROBE_NAME = "unified-probe-\x01"
