@@ -12,7 +12,13 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   files, by path and by device and inode when one has other names (`_protected._tree_read_reason`);
 - a printed form of a secret (hex, upper case, ...) split across two streamed text deltas reached the events: the
   stream guard held back only the plain secret's beginning;
-- a nested repository's hook link (`a/b/.git/hooks/x -> ../../../../scripts/x`) left `scripts/x` writable unasked.
+- a nested repository's hook link (`a/b/.git/hooks/x -> ../../../../scripts/x`) left `scripts/x` writable unasked:
+  an index of the roots' protected links is consulted now (`_protected.deep_protected_targets`);
+- (section 5, new) a nested brace (`tee {x{a}y,.git/config}`) was one literal word to the parser, and a rule for
+  `tee` or `cp` wrote `.git/config` or a hook; 100,000 braces took 33 s to parse; an "allow always" for `cat *.md`
+  covered `cat ../*` and `cat ~/.netrc` (same shape); `diff -r`, `git grep --no-index`, `git diff --no-index`,
+  `ugrep -r`, `zip -r`, `grep -d recurse`, `rg -L` read a hard link to a credential file; Codex's read-only
+  searches and Claude Code's own Read, Grep and Glob read one unasked (default and auto_edit, no rule needed).
 
 Attacks that held are kept below their section as pins.
 """
@@ -591,3 +597,17 @@ async def test_a_claude_code_read_of_a_plain_file_stays_allowed(
     for tool, tool_input in (("Read", {"file_path": str(ws / "docs" / "x.md")}), ("Grep", {"pattern": "docs"})):
         body, _ = await _claude_answer(ws, tool, tool_input)
         assert body["behavior"] == "allow", (tool, body)
+
+
+@pytest.mark.parametrize("command", ["echo $PATH", "echo ~/.netrc", "test -f ~/.netrc", "printf '%s\\n' $HOME/*"])
+async def test_a_program_that_opens_no_file_keeps_its_unknown_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """Pin: `echo $PATH` under a rule for `echo` is no read of a credential file, whatever a variable may hold."""
+    ws = _home_with_credentials(tmp_path, monkeypatch)
+    policy = Policy.default().with_toml(
+        '[[rule]]\ntoolName = "run_shell_command"\ncommandPrefix = ["echo", "test", "printf"]\ndecision = "allow"\n'
+    )
+    decision, _, reason = await _decide(ws, command, policy)
+    assert decision == "allow", reason
+    assert (await _decide(ws, 'echo "$(cat ~/.netrc)"', policy))[0] == "deny"

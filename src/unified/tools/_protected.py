@@ -841,6 +841,27 @@ with one of these option letters or long options (`git grep --no-index`, `git di
 does not track). Under a rule allowing them a tree holding a credential file, or
 another name of one (a hard link, which no name tells), is asked as the file itself is."""
 
+_NAMES_ONLY = frozenset(
+    {
+        "echo",
+        "printf",
+        "test",
+        "[",
+        "true",
+        "false",
+        ":",
+        "basename",
+        "dirname",
+        "which",
+        "type",
+        "realpath",
+        "readlink",
+    }
+)
+"""Programs that never open the files their words name (`echo $PATH`, `test -f ~/.netrc`): a word of theirs known
+only at run time is no read of a credential file (a substitution in it, `echo "$(cat ~/.netrc)"`, is a part of its
+own, judged)."""
+
 _FOLLOWS = frozenset({"-R", "-L", "--follow", "--dereference-recursive", "--dereference", "-follow", "-h"})
 """Options with which a tree reader follows symbolic links inside the tree (`grep -R`, `rg -L`, `find -L`, `tar -h`):
 then a link in it to a credential file is read too."""
@@ -903,7 +924,7 @@ def _unread_reason(part: SimpleCommand, name: str, scope: _Scope) -> str | None:
     written and resolved; a word with only wildcards (and `~`) is also expanded now, bounded, and each file it names
     judged as a literal word is (a hard link, a link to a protected path). An ordinary wildcard (`cat *.py`) names no
     credential file and stays under the caller's rule."""
-    if not part.unread:
+    if not part.unread or name in _NAMES_ONLY:
         return None
     reads_trees = _reads_trees(part, name)
     home = os.environ.get("HOME", "")
@@ -1611,9 +1632,9 @@ class LinkSearch:
                     return f"it is {name} ({hit}) through the link {link.relative}"
         deep = deep_protected_targets(self.roots)
         for place in (path, *above[:-1]):  # a nested repository's `a/b/.git/hooks/x -> ../../../../scripts/x`
-            link = deep.get(place)
-            if link is not None:
-                return f"a protected link deeper in the workspace leads to it: {link}"
+            deep_link = deep.get(place)
+            if deep_link is not None:
+                return f"a protected link deeper in the workspace leads to it: {deep_link}"
         return None
 
     def _links(self, directory: Path) -> dict[object, list[_Link]] | str:
