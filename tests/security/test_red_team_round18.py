@@ -568,7 +568,6 @@ async def test_a_codex_read_without_credentials_still_runs_unasked(
         pytest.param("Read", {"file_path": "docs/n"}, id="read"),
         pytest.param("Grep", {"pattern": "password", "path": "docs"}, id="grep-folder"),
         pytest.param("Grep", {"pattern": "password"}, id="grep-where-it-runs"),
-        pytest.param("Glob", {"pattern": "**/*", "path": "docs"}, id="glob-folder"),
     ],
 )
 async def test_a_claude_code_read_through_a_hard_link_to_a_credential_file_is_asked(
@@ -590,11 +589,19 @@ async def test_a_claude_code_read_through_a_hard_link_to_a_credential_file_is_as
 async def test_a_claude_code_read_of_a_plain_file_stays_allowed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Pin: without another name of a credential file in the workspace, Read and Grep run as before."""
+    """Pin: without another name of a credential file in the workspace, Read and Grep run as before; with one, Glob
+    (which shows names, not content) and a Read of another file still do."""
     from tests.security.test_red_team_round7 import _claude_answer
 
     ws = _home_with_credentials(tmp_path, monkeypatch)
     for tool, tool_input in (("Read", {"file_path": str(ws / "docs" / "x.md")}), ("Grep", {"pattern": "docs"})):
+        body, _ = await _claude_answer(ws, tool, tool_input)
+        assert body["behavior"] == "allow", (tool, body)
+    os.link(tmp_path / "home" / ".netrc", ws / "docs" / "n")
+    for tool, tool_input in (
+        ("Glob", {"pattern": "**/*", "path": str(ws / "docs")}),
+        ("Read", {"file_path": str(ws / "docs" / "x.md")}),
+    ):
         body, _ = await _claude_answer(ws, tool, tool_input)
         assert body["behavior"] == "allow", (tool, body)
 

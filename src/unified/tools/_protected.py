@@ -898,10 +898,11 @@ def credential_read(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
     return None
 
 
-def credential_reach(path: Path, roots: Sequence[Path]) -> str | None:
-    """Why a backend's own read tool given the existing `path` (Claude Code's Read of a file, its Grep or Glob of a
-    folder) may read a credential file, or None: the file is one under another name (a hard link), or the folder
-    holds one (`_tree_credential`: by path, and by device and inode when a credential file has other names)."""
+def credential_reach(path: Path, roots: Sequence[Path], *, tree: bool) -> str | None:
+    """Why a backend's own read tool given the existing `path` (Claude Code's Read of a file, its Grep of a folder)
+    may read a credential file, or None: the file is one under another name (a hard link), or, for a tool that reads
+    a `tree`, the folder holds one (`_tree_credential`: by path, and by device and inode when a credential file has
+    other names)."""
     credentials = credential_ids()
     try:
         info = os.stat(path)
@@ -910,6 +911,8 @@ def credential_reach(path: Path, roots: Sequence[Path]) -> str | None:
     if stat.S_ISREG(info.st_mode):
         named = credentials.get((info.st_dev, info.st_ino))
         return None if named is None else f"a credential file ({named})"
+    if not tree:
+        return None
     scope = _Scope([path], roots, [], entries_left=TREE_CHECK_MAX_ENTRIES, credentials=credentials)
     return _tree_credential(".", path, scope, follows=False)
 

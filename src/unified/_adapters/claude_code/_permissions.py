@@ -232,7 +232,9 @@ class PermissionBridge:
             )
             if guarded is not None:
                 verdict = Verdict(Decision.ASK_USER, PROTECTED_RULE, guarded)
-            elif (outside := await read_outside(self.workspace, _read_paths(name, paths))) is not None:
+            elif (
+                outside := await read_outside(self.workspace, _read_paths(name, paths), trees=name == "search")
+            ) is not None:
                 verdict = Verdict(Decision.ASK_USER, OUTSIDE_RULE, outside)
         rule = verdict.rule
         shipped_mode_rule = rule is not None and rule.modes is not None and int(rule.priority) == DEFAULT_TIER
