@@ -132,11 +132,12 @@ class Redactor:
     def __bool__(self) -> bool:
         return bool(self.values)
 
-    def plain(self) -> Redactor:
-        """This Redactor without the base64 forms: a stream's pieces (`SplitGuard`), where a form is
-        looked for in each whole piece by the stream guard instead (a piece's cost, measured in
-        bench/bench_translate.py's keyed rows)."""
-        return _plain(self.held) if self.forms else self
+    def streamed(self) -> Redactor:
+        """This Redactor with every form (base64, printed) held back as a secret is: a stream's pieces
+        (`SplitGuard`), where a hex or upper-cased key printed half in one piece and half in the next is
+        one form only once both are read (round 18: the guard held back only the plain secret's
+        beginning, and each half of a form reached the events)."""
+        return _plain(self.values) if self.forms else self
 
     def found_in(self, text: str) -> bool:
         """Whether any secret occurs in `text`, even inside a word, in a base64 form, or written with
@@ -212,9 +213,20 @@ class Redactor:
         out.append(text[position:])
         return self("".join(out), replacement)
 
-    def partial_suffix(self, text: str) -> int:
+    def partial_suffix(self, text: str, least: int = 1) -> int:
         """The length of the longest end of `text` that begins some secret (without being all of
-        it): what a stream must hold back until the next piece shows whether the secret follows."""
+        it): what a stream must hold back until the next piece shows whether the secret follows;
+        0 when that end is shorter than `least`. With `least` of 4 or more, one search for the
+        secrets' first `least` characters finds where to look (a streamed key's 11 forms: 1.2 us a
+        piece, where a loop over each took 3.8 us; `SplitGuard`)."""
+        if least >= SPLIT_HOLD_MIN and self.held:
+            heads, longest = self._heads(least)
+            size = len(text)
+            for match in heads.finditer(text, max(0, size - longest + 1)):
+                at = match.start()
+                if any(len(v) > size - at and v.startswith(text[at:]) for v in self.held):
+                    return size - at
+            return 0
         best = 0
         for value in self.held:
             reach = min(len(value) - 1, len(text))
@@ -226,7 +238,13 @@ class Redactor:
                     best = len(text) - at
                     break
                 at = text.find(value[0], at + 1)
-        return best
+        return best if best >= least else 0
+
+    @functools.lru_cache(maxsize=4)  # noqa: B019 (a few Redactors, cached themselves, each with one `least`)
+    def _heads(self, least: int) -> tuple[re.Pattern[str], int]:
+        """The held secrets' first `least` characters as one alternation, and the longest secret's length."""
+        heads = sorted({v[:least] for v in self.held}, key=len, reverse=True)
+        return re.compile("|".join(map(re.escape, heads))), max(map(len, self.held))
 
     def partial_prefix(self, text: str) -> int:
         """The length of the longest beginning of `text` that ends some secret (without being all of
@@ -635,7 +653,7 @@ class SplitGuard:
     """
 
     def __init__(self, redactor: Redactor) -> None:
-        redactor = redactor.plain()
+        redactor = redactor.streamed()
         self._redactor = redactor
         self._keep = max((len(v) for v in redactor.values), default=1)
         self._tail = ""
@@ -644,7 +662,7 @@ class SplitGuard:
     def feed(self, piece: str) -> str:
         tail = self._tail
         combined = tail + self._held + piece
-        hold = self._redactor.partial_suffix(combined)
+        hold = self._redactor.partial_suffix(combined, SPLIT_HOLD_MIN)
         # a beginning of a secret already shown (shorter than SPLIT_HOLD_MIN then) holds its rest
         hold = 0 if hold < SPLIT_HOLD_MIN else min(hold, len(combined) - len(tail))
         shown_until = len(combined) - hold

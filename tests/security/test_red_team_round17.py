@@ -626,7 +626,10 @@ def test_the_gemini_stream_json_policy_denies_what_a_protected_link_leads_to(tmp
 def test_a_command_naming_many_files_lists_each_folder_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Pin (round 17's own search): `touch` of 500 files in one folder lists that folder, `.git` and `.git/hooks`
     once each (`LinkSearch`), not once per file (2,000 files: 11 s before the search was shared, 1 s after)."""
+    from unified.tools._protected import deep_protected_targets
+
     ws = _linked_targets(tmp_path)
+    deep_protected_targets([ws])  # round 18's index of the whole workspace: one walk, reused (its own pin there)
     listed: list[str] = []
     scandir = os.scandir
 

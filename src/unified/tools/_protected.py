@@ -42,7 +42,10 @@ __all__ = [
     "ProtectedPaths",
     "credential_files",
     "credential_ids",
+    "credential_reach",
+    "credential_read",
     "credential_refusal",
+    "deep_protected_targets",
     "hard_linked",
     "linked_from_protected",
     "program_directory",
@@ -500,6 +503,9 @@ def shell_protected(
                         return f"{name} names {candidate}: {reached}"
                 if hit is not None:
                     return f"{name} names {candidate} ({hit})"
+        read = _unread_reason(part, name, scope) or _tree_read_reason(part, name, scope)
+        if read is not None:
+            return read
         git = _git_writes_config(part) or _git_local_repository(part, scope)
         if git is not None:
             return git
@@ -624,6 +630,11 @@ def _may_make(part: SimpleCommand) -> bool:
     )
 
 
+GLOB_CHECK_MAX_ENTRIES = 2_000
+"""The most directory entries looked at to expand one command's wildcards (`~/.net*`, `sub/*`) against the credential
+files; a command whose wildcards reach more is asked."""
+
+
 @dataclass
 class _Scope:
     """What a command's parts are judged in: the places it may run in, the roots, the parts that
@@ -646,6 +657,8 @@ class _Scope:
     """The credential files (`credential_ids`), looked up once per command."""
     makes_link: bool | None = None
     """Whether a part may make a symbolic link (`_may_make_link`), found once per command."""
+    glob_left: int = GLOB_CHECK_MAX_ENTRIES
+    """The entries the expansion of the command's wildcards may still look at (`_bounded_glob`)."""
 
 
 _CLUSTER_MAX = 64
@@ -799,6 +812,416 @@ def _names_protected_from(
         named = credentials.get((info.st_dev, info.st_ino)) if stat.S_ISREG(info.st_mode) else None
         if named is not None:
             return f"a credential file ({named})"
+    return None
+
+
+_TREE_READERS: dict[str, tuple[frozenset[str], frozenset[str]] | None] = {
+    "grep": (frozenset("rR"), frozenset({"--recursive", "--dereference-recursive", "--directories=recurse"})),
+    "egrep": (frozenset("rR"), frozenset({"--recursive", "--dereference-recursive", "--directories=recurse"})),
+    "fgrep": (frozenset("rR"), frozenset({"--recursive", "--dereference-recursive", "--directories=recurse"})),
+    "zgrep": (frozenset("rR"), frozenset({"--recursive", "--dereference-recursive"})),
+    "rg": None,
+    "ag": None,
+    "ack": None,
+    "find": None,
+    "tar": None,
+    "bsdtar": None,
+    "rsync": None,
+    "zip": (frozenset("r"), frozenset({"--recurse-paths"})),
+    "cp": (frozenset("rRa"), frozenset({"--recursive", "--archive"})),
+    "scp": (frozenset("r"), frozenset()),
+    "du": None,
+    "diff": (frozenset("r"), frozenset({"--recursive"})),
+    "ugrep": (frozenset("rR"), frozenset({"--recursive", "--dereference-recursive"})),
+    "ug": (frozenset("rR"), frozenset({"--recursive", "--dereference-recursive"})),
+    "git": (frozenset(), frozenset({"--no-index", "--untracked"})),
+}
+"""Programs that read every file below a directory they name (or below the directory they run in): always (None), or
+with one of these option letters or long options (`git grep --no-index`, `git diff --no-index` read files git
+does not track). Under a rule allowing them a tree holding a credential file, or
+another name of one (a hard link, which no name tells), is asked as the file itself is."""
+
+_NAMES_ONLY = frozenset(
+    {
+        "echo",
+        "printf",
+        "test",
+        "[",
+        "true",
+        "false",
+        ":",
+        "basename",
+        "dirname",
+        "which",
+        "type",
+        "realpath",
+        "readlink",
+    }
+)
+"""Programs that never open the files their words name (`echo $PATH`, `test -f ~/.netrc`): a word of theirs known
+only at run time is no read of a credential file (a substitution in it, `echo "$(cat ~/.netrc)"`, is a part of its
+own, judged)."""
+
+_FOLLOWS = frozenset({"-R", "-L", "--follow", "--dereference-recursive", "--dereference", "-follow", "-h"})
+"""Options with which a tree reader follows symbolic links inside the tree (`grep -R`, `rg -L`, `find -L`, `tar -h`):
+then a link in it to a credential file is read too."""
+
+
+def credential_read(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[Path]) -> str | None:
+    """Why a command a backend calls a read (Codex's read-only commands, run unasked) may read a credential file, or
+    None: a word naming one under another name (a hard link), a word only known at run time that may expand to one
+    (`_unread_reason`), a tree read whole that holds one (`_tree_read_reason`). The write checks of
+    `shell_protected` are not applied: reading `.git/config` is no protected write."""
+    parts = list(parts)
+    places = _places(parts, cwd)
+    if isinstance(places, str):
+        return places
+    scope = _Scope(places, roots, [], entries_left=TREE_CHECK_MAX_ENTRIES)
+    scope.credentials = credential_ids()
+    for part in parts:
+        name = _program(part)
+        if name is None:
+            continue
+        for word in part.words[1:]:
+            for candidate in _path_candidates(word) if word is not None else ():
+                for place in places:
+                    hit = _credential_at(place / candidate, scope.credentials)
+                    if hit is not None:
+                        return f"{name} names {candidate}, {hit}"
+        why = _unread_reason(part, name, scope) or _tree_read_reason(part, name, scope)
+        if why is not None:
+            return why
+    return None
+
+
+def credential_reach(path: Path, roots: Sequence[Path], *, tree: bool) -> str | None:
+    """Why a backend's own read tool given the existing `path` (Claude Code's Read of a file, its Grep of a folder)
+    may read a credential file, or None: the file is one under another name (a hard link), or, for a tool that reads
+    a `tree`, the folder holds one (`_tree_credential`: by path, and by device and inode when a credential file has
+    other names)."""
+    credentials = credential_ids()
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(info.st_mode):
+        return _credential_at(path, credentials)
+    if not tree:
+        return None
+    scope = _Scope([path], roots, [], entries_left=TREE_CHECK_MAX_ENTRIES, credentials=credentials)
+    return _tree_credential(".", path, scope, follows=False)
+
+
+def _unread_reason(part: SimpleCommand, name: str, scope: _Scope) -> str | None:
+    """Why a word of `part` only known at run time may name a credential file (`cat ~/.net*`, `cat $HOME/.netrc`,
+    `cat ~/.{netrc,x}`, `cat sub/*` with `sub/n` a hard link to `~/.netrc`), or None.
+
+    The parser keeps such a word's text (`SimpleCommand.unread`); the word is read as every path it may expand to (a
+    variable, a substitution, a brace or extended pattern may be any text, `/` included; `~` and `$HOME` are the home
+    directory; `*`, `?` and `[...]` one path component's characters) and compared with the credential files, as
+    written and resolved; a word with only wildcards (and `~`) is also expanded now, bounded, and each file it names
+    judged as a literal word is (a hard link, a link to a protected path). An ordinary wildcard (`cat *.py`) names no
+    credential file and stays under the caller's rule."""
+    if not part.unread or name in _NAMES_ONLY:
+        return None
+    reads_trees = _reads_trees(part, name)
+    home = os.environ.get("HOME", "")
+    if scope.credentials is None:
+        scope.credentials = credential_ids()
+    known = {str(path) for path in scope.credentials.values()}
+    with contextlib.suppress(OSError, ValueError):
+        known |= {os.path.realpath(path) for path in list(known)}
+    for text in part.unread:
+        regex, globbed = _unread_pattern(text, home)
+        tail = "(?:/.*)?" if reads_trees else ""
+        for place in scope.places:
+            whole = re.compile(
+                regex + tail if regex.startswith(("/", ".*")) else f"{re.escape(str(place))}/{regex}{tail}"
+            )
+            named = next((path for path in sorted(known) if whole.fullmatch(path)), None)
+            if named is not None:
+                return f"{name} names {clip(text, 60, more='…')}, which may be the credential file {named}"
+            if globbed is None:
+                continue
+            found = _bounded_glob(globbed, place, scope)
+            if isinstance(found, str):
+                return f"{name} names {clip(text, 60, more='…')}, {found}"
+            for path in found:
+                # by device and inode (a link or a hard link to one): one `stat`, not the patterns' search (50
+                # files of `cat src/*.py` took 22 ms that way); reading a protected path is no protected write
+                hit = _credential_at(place / path, scope.credentials)
+                if hit is None and reads_trees:
+                    hit = _tree_credential(path, place, scope, follows=_follows(part))
+                if hit is not None:
+                    return f"{name} names {clip(text, 60, more='…')}, which names {path} ({hit})"
+    return None
+
+
+_UNREAD_WILDCARDS_MAX = 6
+"""The most unknown runs (`*`, a variable) a word's pattern keeps; a word with more may be any path (a search of
+`.*/.*/.*/...` or `[^/]*a[^/]*a...` over a long name backtracks without end)."""
+
+
+def _credential_at(path: Path, credentials: Mapping[tuple[int, int], Path]) -> str | None:
+    """The credential file `path` is (followed through links), by device and inode, or None."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    named = credentials.get((info.st_dev, info.st_ino)) if stat.S_ISREG(info.st_mode) else None
+    return None if named is None else f"a credential file ({named})"
+
+
+def _unread_pattern(text: str, home: str) -> tuple[str, str | None]:
+    """A regex of every path the word written `text` may expand to, and its `glob` pattern when only wildcards and the
+    home directory are unknown in it (else None). Quotes are removed; a `..` component lets anything stand before it
+    (the text cannot tell where `x*/..` or `$D/..` leads)."""
+    out: list[str] = []
+    globbed: list[str] | None = []
+    index, size, quoted = 0, len(text), False
+
+    def literal(chars: str) -> None:
+        out.append(re.escape(chars))
+        if globbed is not None:
+            globbed.append(glob.escape(chars))
+
+    def anything() -> None:
+        nonlocal globbed
+        if not out or out[-1] != ".*":
+            out.append(".*")
+        globbed = None
+
+    def closing(start: int, opening: str, closing_char: str) -> int:
+        depth = 0
+        for at in range(start, size):
+            if text[at] == "\\":
+                continue
+            if text[at] == opening:
+                depth += 1
+            elif text[at] == closing_char:
+                depth -= 1
+                if depth == 0:
+                    return at + 1
+        return size
+
+    last_bracket, last_brace = text.rfind("]"), text.rfind("}")  # one search each: `[[[[...` stays linear
+    if text.startswith("~"):
+        end = text.find("/")
+        end = size if end < 0 else end
+        if end == 1 and home:
+            literal(home)
+        else:  # `~user`, `~+`, `~-`: another directory
+            anything()
+        index = end
+    while index < size:
+        char = text[index]
+        if char == "\\" and index + 1 < size:
+            literal(text[index + 1])
+            index += 2
+        elif char == "'" and not quoted:
+            end = text.find("'", index + 1)
+            end = size if end < 0 else end
+            literal(text[index + 1 : end])
+            index = end + 1
+        elif char == '"':
+            quoted = not quoted
+            index += 1
+        elif char == "$":
+            following = text[index + 1 : index + 2]
+            if following == "{":
+                end = closing(index + 1, "{", "}")
+                (literal(home) if text[index + 2 : end - 1] == "HOME" and home else anything())
+                index = end
+            elif following == "(":
+                index = closing(index + 1, "(", ")")
+                anything()
+            elif following == "'" and not quoted:  # `$'\x2e'`: any text
+                end = index + 2
+                while end < size and text[end] != "'":
+                    end += 2 if text[end] == "\\" else 1
+                index = end + 1
+                anything()
+            elif following == '"':
+                index += 1
+            elif following and (following.isalnum() or following == "_"):
+                match = re.match(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]", text[index + 1 :])
+                variable = match.group() if match else following
+                (literal(home) if variable == "HOME" and home else anything())
+                index += 1 + len(variable)
+            elif following and following in "@*#?$!-[":
+                index += 2 if following != "[" else closing(index + 1, "[", "]") - index
+                anything()
+            else:
+                literal("$")
+                index += 1
+        elif char == "`":
+            end = text.find("`", index + 1)
+            index = size if end < 0 else end + 1
+            anything()
+        elif quoted:
+            literal(char)
+            index += 1
+        elif char in "?*+@!" and text[index + 1 : index + 2] == "(":  # an extended pattern
+            index = closing(index + 1, "(", ")")
+            anything()
+        elif char == "*":
+            out.append("[^/]*")
+            if globbed is not None:
+                globbed.append("*")
+            index += 1
+        elif char == "?":
+            out.append("[^/]")
+            if globbed is not None:
+                globbed.append("?")
+            index += 1
+        elif char == "[" and last_bracket > index + 1:
+            end = text.index("]", index + 2) + 1
+            out.append("[^/]")
+            if globbed is not None:
+                globbed.append("?")
+            index = end
+        elif char == "{" and last_brace > index:
+            end = closing(index, "{", "}")
+            if "," in text[index:end] or ".." in text[index:end]:
+                anything()
+            else:
+                literal(text[index:end])
+            index = end
+        else:
+            literal(char)
+            index += 1
+    if sum(piece in (".*", "[^/]*") for piece in out) > _UNREAD_WILDCARDS_MAX:
+        # `$a/$a/$a/...` or `*a*a*a*...` against a long name backtracks without end: read as any path at all
+        return ".*", None
+    regex = "".join(out)
+    # `..` after anything the text cannot place: what stands before it may be anywhere
+    up = regex.rfind(r"/\.\.")
+    if up >= 0 and (up + 5 == len(regex) or regex[up + 5] == "/"):
+        regex, globbed = ".*" + regex[up + 5 :], None
+    elif regex.startswith(r"\.\.") and (len(regex) == 4 or regex[4] == "/"):
+        regex, globbed = ".*" + regex[4:], None
+    return regex, None if globbed is None else "".join(globbed)
+
+
+def _bounded_glob(pattern: str, place: Path, scope: _Scope) -> list[str] | str:
+    """The paths the wildcard `pattern` matches from `place`, as bash expands it (a name beginning with a dot only
+    where the pattern's component does), looking at no more than `GLOB_CHECK_MAX_ENTRIES` entries for the command."""
+    absolute = pattern.startswith("/")
+    components = [c for c in pattern.split("/") if c]
+    found = ["/" if absolute else ""]
+    for component in components:
+        if not glob.has_magic(component):
+            plain = component.replace("[*]", "*").replace("[?]", "?").replace("[[]", "[")
+            found = [posixpath.join(f, plain) if f else plain for f in found]
+            continue
+        following: list[str] = []
+        for base in found:
+            try:
+                with os.scandir(place / base if base else place) as entries:
+                    names = [entry.name for entry in entries]
+            except (OSError, ValueError):
+                continue
+            scope.glob_left -= len(names)
+            if scope.glob_left < 0:
+                limit = f"{GLOB_CHECK_MAX_ENTRIES:,}"
+                return f"whose wildcards reach too many entries to check for a credential file (over {limit})"
+            hidden = component.startswith(".")
+            following += [
+                posixpath.join(base, n) if base else n
+                for n in names
+                if (hidden or not n.startswith(".")) and fnmatch.fnmatchcase(n, component)
+            ]
+        found = following
+    return [f for f in found if os.path.lexists(place / f)]
+
+
+def _reads_trees(part: SimpleCommand, name: str) -> bool:
+    if name not in _TREE_READERS:
+        return False
+    options = _TREE_READERS[name]
+    if options is None:
+        return True
+    letters, long = options
+    for word in part.words[1:]:
+        if word is None or not word.startswith("-"):
+            continue
+        if word.startswith("--"):
+            if word in long:
+                return True
+        elif letters & set(word[1 : _cluster_end(word)]):
+            return True
+    return name in ("grep", "egrep", "fgrep") and "recurse" in part.words
+
+
+def _follows(part: SimpleCommand) -> bool:
+    return any(
+        w is not None and (w in _FOLLOWS or (w.startswith("-") and not w.startswith("--") and "R" in w))
+        for w in part.words[1:]
+    )
+
+
+def _tree_read_reason(part: SimpleCommand, name: str, scope: _Scope) -> str | None:
+    """Why a tree reader (`_TREE_READERS`: `grep -r`, `rg`, `find`, `tar`) may read a credential file: a directory it
+    names (or the one it runs in, when it names none) holds one, by its path or, when a credential file has other
+    names, as a hard link found by a search of the tree (bounded: past it, asked)."""
+    if not _reads_trees(part, name):
+        return None
+    follows = _follows(part)
+    trees: list[str] = []
+    for place in scope.places:
+        trees += [w for w in part.words[1:] if w is not None and not w.startswith("-") and os.path.isdir(place / w)]
+    for tree in trees or ["."]:
+        for place in scope.places:
+            hit = _tree_credential(tree, place, scope, follows=follows)
+            if hit is not None:
+                return f"{name} reads {tree}, which holds {hit}"
+    return None
+
+
+def _tree_credential(tree: str, place: Path, scope: _Scope, *, follows: bool) -> str | None:
+    """A credential file inside the directory `tree` names from `place` (by its path; or, when a credential file has
+    hard links or links are followed, by device and inode in a bounded search), or None."""
+    if scope.credentials is None:
+        scope.credentials = credential_ids()
+    try:
+        real = Path(os.path.realpath(place / tree))
+        if not os.path.isdir(real):
+            return None
+    except (OSError, ValueError):
+        return None
+    linked = False
+    for path in scope.credentials.values():
+        with contextlib.suppress(OSError, ValueError):
+            if Path(os.path.realpath(path)).is_relative_to(real) or path.is_relative_to(real):
+                return f"the credential file {path}"
+            linked = linked or os.stat(path).st_nlink > 1
+    if not (linked or follows):
+        return None
+    pending = [real]
+    while pending:
+        directory = pending.pop()
+        try:
+            with os.scandir(directory) as entries:
+                listed = list(entries)
+        except OSError:
+            continue
+        scope.entries_left -= len(listed)
+        if scope.entries_left < 0:
+            limit = f"{TREE_CHECK_MAX_ENTRIES:,}"
+            return f"more entries than are searched for another name of a credential file (over {limit})"
+        for entry in listed:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(Path(entry.path))
+                    continue
+                info = entry.stat(follow_symlinks=follows)
+            except OSError:
+                continue
+            named = scope.credentials.get((info.st_dev, info.st_ino)) if stat.S_ISREG(info.st_mode) else None
+            if named is not None:
+                return (
+                    f"{relative_to_roots(Path(entry.path), scope.roots)}, another name of the credential file {named}"
+                )
     return None
 
 
@@ -1217,6 +1640,11 @@ class LinkSearch:
                 hit = data.match(name)
                 if hit is not None:
                     return f"it is {name} ({hit}) through the link {link.relative}"
+        deep = deep_protected_targets(self.roots)
+        for place in (path, *above[:-1]):  # a nested repository's `a/b/.git/hooks/x -> ../../../../scripts/x`
+            deep_link = deep.get(place)
+            if deep_link is not None:
+                return f"a protected link deeper in the workspace leads to it: {deep_link}"
         return None
 
     def _links(self, directory: Path) -> dict[object, list[_Link]] | str:
@@ -1270,6 +1698,60 @@ class LinkSearch:
                 if why is not None:
                     return why
         return None
+
+
+DEEP_LINKS_TTL_S = 10.0
+"""How long the index of the protected links anywhere in the roots (`deep_protected_targets`) is reused. A link made
+meanwhile is a write of a protected path (`.git/hooks/x`), asked itself; the search beside each written file
+(`LinkSearch`) still sees those near it at once."""
+
+_deep_cache: dict[tuple[Path, ...], tuple[float, dict[Path, str]]] = {}
+
+
+def deep_protected_targets(roots: Sequence[Path]) -> dict[Path, str]:
+    """What each protected link anywhere under `roots` leads to (its real path, there or not yet), with the link:
+    `LinkSearch` looks two folders deep beside each folder on a written file's way up, and a nested repository's
+    `a/b/.git/hooks/x -> ../../../../scripts/x` is deeper (round 18). One walk of the roots (`protected_links`'
+    bound, `LINK_SCAN_MAX_ENTRIES`; past it the index is empty and only the search beside the file applies), kept
+    `DEEP_LINKS_TTL_S`."""
+    key = tuple(roots)
+    now = time.monotonic()
+    cached = _deep_cache.get(key)
+    if cached is not None and now - cached[0] < DEEP_LINKS_TTL_S:
+        return cached[1]
+    found: dict[Path, str] = {}
+    left = LINK_SCAN_MAX_ENTRIES
+    data = protected_paths()
+    for root in roots:
+        pending: list[tuple[str, str, bool]] = [(str(root), "", False)]
+        while pending and left >= 0:
+            directory, prefix, inside = pending.pop()
+            try:
+                with os.scandir(directory) as entries:
+                    listed = list(entries)
+            except OSError:
+                continue
+            left -= len(listed)
+            # inside `.git/**` each entry is protected; a folder is looked up only when its name may be one
+            every = inside or (
+                prefix != "" and _may_be_protected(prefix[:-1].rsplit("/", 1)[-1]) and data.match(prefix + _PROBE_NAME)
+            )
+            for entry in listed:
+                if entry.is_symlink():
+                    if not every and not _may_be_protected(entry.name):  # most links: no pattern's search
+                        continue
+                    relative = prefix + entry.name
+                    if data.match(relative) is not None or data.match_holder(relative) is not None:
+                        with contextlib.suppress(OSError, ValueError):
+                            found.setdefault(Path(os.path.realpath(entry.path)), relative)
+                elif entry.is_dir(follow_symlinks=False):
+                    pending.append((entry.path, f"{prefix}{entry.name}/", bool(every)))
+    if left < 0:
+        found = {}
+    if len(_deep_cache) > 16:
+        _deep_cache.clear()
+    _deep_cache[key] = (now, found)
+    return found
 
 
 _PROBE_NAME = "unified-probe-\x01"

@@ -934,18 +934,28 @@ def _elsewhere_verdict(
     return verdict if found is None else _stricter(verdict, found)
 
 
-async def read_outside(workspace: Workspace, paths: Sequence[str]) -> str | None:
+async def read_outside(workspace: Workspace, paths: Sequence[str], *, trees: bool = False) -> str | None:
     """Why a backend's own tool that reads `paths` (Claude Code's Read, Grep, Glob, LS; a command Codex
     parses as reads) must be asked although a rule allows reads: one of them lies outside the workspace
     (as the kernel or as a program normalising `..` first reads it), where unified's own tools never read
-    and the run's credentials live (Claude Code's key file, Codex's auth.json, `~/.aws`). None: all inside."""
+    and the run's credentials live (Claude Code's key file, Codex's auth.json, `~/.aws`), or one is a credential file
+    under another name (a hard link), or, for a tool that reads `trees` (Grep), a folder holding one. None: all
+    inside, none a credential file."""
+    resolved: list[tuple[str, Path]] = []
     for raw in paths:
         for lexical in (False, True):
             try:
-                await workspace.resolve(raw, lexical=lexical)
+                resolved.append((raw, await workspace.resolve(raw, lexical=lexical)))
             except ToolError as exc:
                 shown = clip(raw, 200, more="…")
                 return f"{shown} is not a path in the workspace, so unified does not read it unasked: {exc}"
+    # inside, and still a credential file: a hard link to `~/.netrc` (Read of `docs/n`, Grep of `docs`), round 18
+    for raw, path in dict.fromkeys(resolved):
+        reached = await anyio.to_thread.run_sync(
+            functools.partial(_protected.credential_reach, path, workspace.roots, tree=trees)
+        )
+        if reached is not None:
+            return f"{clip(raw, 200, more='…')} reaches {reached}, so unified does not read it unasked"
     return None
 
 

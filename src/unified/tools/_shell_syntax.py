@@ -89,8 +89,25 @@ it reads the line, so `$\<newline>[_]` is `$[_]` (arithmetic, which runs what `$
 `${x:-$\<newline>(cmd)}` runs cmd; tree-sitter-bash reads a variable named `\<newline>`, or plain text.
 One after a blank (`ls \<newline>  -la`, the usual way to split a long command) is left to the parser."""
 _LEAVES = frozenset({"word", "regex", "string_content", "extglob_pattern", "heredoc_content"})
-_GLOB = re.compile(r"(?<!\\)(?:\\\\)*(?:[*?\[]|\{[^}]*(?:,|\.\.)[^}]*\})")
-"""An unescaped glob character or brace expansion (`{a,b}`, `{1..3}`): the word is made at run time."""
+_WILDCARD = re.compile(r"(?<!\\)(?:\\\\)*[*?\[]")
+
+
+def _is_glob(text: str) -> bool:
+    """Whether a word's unquoted text holds an unescaped wildcard or may be a brace expansion (`{a,b}`, `{1..3}`,
+    and nested, `{x{a}y,.git/config}`, which bash expands to `x{a}y .git/config`: the pattern of round 17 and
+    before, `\\{[^}]*,[^}]*\\}`, read it as one literal word, and a rule for `tee` wrote `.git/config`; it also
+    took quadratic time over `{{{{...`, 33 s for 100,000). Any `{` followed by a `,` or `..` and then a `}` counts,
+    escaped or nested or not: a word read as made at run time is only ever asked more."""
+    if _WILDCARD.search(text):
+        return True
+    opening = text.find("{")
+    if opening < 0:
+        return False
+    closing = text.rfind("}")
+    comma = text.find(",", opening, closing)
+    return comma >= 0 or text.find("..", opening, closing) >= 0
+
+
 _FD_BEFORE = re.compile(rb"(?:^|[\s;&|(){}])(\d+)$")
 """The digits of an explicit descriptor written just before a redirection (`0<<<`, `3<&0`)."""
 _NUMBER = re.compile(r"-?(?:0[xX][0-9a-fA-F]+|[0-9]+(?:#[0-9a-zA-Z@_]+)?)")
@@ -257,6 +274,9 @@ class SimpleCommand:
     paths: tuple[str, ...] = ()
     """The programs on its way run by a path (`./tar`, `/usr/bin/env`), itself or a wrapper."""
     opens: tuple[str, ...] = ()
+    unread: tuple[str, ...] = ()
+    """The text, as written, of each word of its command only known at run time (`~/.net*`, `"$HOME"/.netrc`): what
+    a judge of the files it may name reads (`_protected._unread_reason`); a wrapper's words included."""
 
     @property
     def name(self) -> Word:
@@ -280,7 +300,17 @@ class SimpleCommand:
 
     def shape(self) -> tuple[object, ...]:
         """What an "allow always" answer is scoped to: everything but the source text."""
-        return (self.words, self.unknown, self.writes, self.assigns, self.via, self.open_tail, self.paths, self.opens)
+        return (
+            self.words,
+            self.unknown,
+            self.writes,
+            self.assigns,
+            self.via,
+            self.open_tail,
+            self.paths,
+            self.opens,
+            self.unread,
+        )
 
 
 def command_name(word: str) -> str:
@@ -961,14 +991,24 @@ class _Walker:
                 word_nodes.append(child)
             self.visit(child, _Context())
         word_nodes.extend(ctx.more_words)
-        words = self.words(word_nodes)
+        unread: list[str] = []
+        words = self.words(word_nodes, unread)
         self.resolve(
             words,
-            _Invocation(self.text(node), tuple(assigns), tuple(writes), stdin, self.via, opens=tuple(opens)),
+            _Invocation(
+                self.text(node),
+                tuple(assigns),
+                tuple(writes),
+                stdin,
+                self.via,
+                opens=tuple(opens),
+                unread=tuple(unread),
+            ),
         )
 
-    def words(self, nodes: Sequence[Node]) -> list[Word]:
-        """Literal words; nodes separated only by a line continuation (`r\\<newline>m`) are one word."""
+    def words(self, nodes: Sequence[Node], unread: list[str] | None = None) -> list[Word]:
+        """Literal words; nodes separated only by a line continuation (`r\\<newline>m`) are one word. The text of
+        each word only known at run time is added to `unread`."""
         groups: list[list[Node]] = []
         for node in nodes:
             if groups:
@@ -980,7 +1020,12 @@ class _Walker:
         words: list[Word] = []
         for group in groups:
             parts = [self.literal(n) for n in group]
-            words.append(None if any(p is None for p in parts) else "".join(p for p in parts if p is not None))
+            if any(p is None for p in parts):
+                words.append(None)
+                if unread is not None:
+                    unread.append(self.data[group[0].start_byte : group[-1].end_byte].decode(errors="replace"))
+            else:
+                words.append("".join(p for p in parts if p is not None))
         return words
 
     def literal(self, node: Node) -> Word:
@@ -988,7 +1033,7 @@ class _Walker:
         kind = node.type
         text = self.text(node)
         if kind in ("word", "variable_name"):
-            if _GLOB.search(text) or text.startswith("~") or _UNPARSED_SUBSTITUTION.search(text):
+            if _is_glob(text) or text.startswith("~") or _UNPARSED_SUBSTITUTION.search(text):
                 return None
             return _unescape(text)
         if kind == "number":
@@ -1008,7 +1053,7 @@ class _Walker:
             if any(gap.replace(b"\\\n", b"") for gap in gaps):
                 return None
             unquoted = "".join(self.text(c) if c.type == "word" else "_" for c in children)
-            if _GLOB.search(unquoted):
+            if _is_glob(unquoted):
                 return None
             parts = [self.literal(child) for child in children]
             return None if any(p is None for p in parts) else "".join(p for p in parts if p is not None)
@@ -1186,6 +1231,7 @@ class _Invocation:
     open_tail: bool = False
     placeholder: str | None = None
     opens: tuple[str, ...] = ()
+    unread: tuple[str, ...] = ()
 
     def command(self, words: Sequence[Word]) -> SimpleCommand:
         if self.placeholder is not None:
@@ -1193,7 +1239,15 @@ class _Invocation:
         if words and words[0] is None:
             return self.unknown("its command name is only known at run time")
         return SimpleCommand(
-            tuple(words), self.text, None, self.writes, self.assigns, self.via, self.open_tail, opens=self.opens
+            tuple(words),
+            self.text,
+            None,
+            self.writes,
+            self.assigns,
+            self.via,
+            self.open_tail,
+            opens=self.opens,
+            unread=self.unread,
         )
 
     def unknown(self, reason: str) -> SimpleCommand:

@@ -115,9 +115,12 @@ def _home_expanded(args: Mapping[str, Any], home: Path) -> dict[str, Any]:
 
 def _read_paths(name: str, args: Mapping[str, Any]) -> list[str]:
     """The paths a read tool of the CLI names (unified's names, `policy_call`): Read's and LS's, Grep's
-    and Glob's `path`, and a Glob pattern that leaves its folder (absolute, or with `..`)."""
+    and Glob's `path` (Grep's is `.` when it names none), and a Glob pattern that leaves its folder (absolute, or
+    with `..`)."""
     keys = {"read_file": ("file_path",), "list_dir": ("file_path",), "search": ("path",), "glob": ("path",)}
     paths = [args[key] for key in keys.get(name, ()) if isinstance(args.get(key), str)]
+    if name == "search" and not paths:  # Grep without a path searches the directory it runs in
+        paths.append(".")
     pattern = args.get("pattern")
     if name == "glob" and isinstance(pattern, str) and (pattern.startswith(("/", "~")) or ".." in pattern):
         paths.append(pattern)
@@ -229,7 +232,9 @@ class PermissionBridge:
             )
             if guarded is not None:
                 verdict = Verdict(Decision.ASK_USER, PROTECTED_RULE, guarded)
-            elif (outside := await read_outside(self.workspace, _read_paths(name, paths))) is not None:
+            elif (
+                outside := await read_outside(self.workspace, _read_paths(name, paths), trees=name == "search")
+            ) is not None:
                 verdict = Verdict(Decision.ASK_USER, OUTSIDE_RULE, outside)
         rule = verdict.rule
         shipped_mode_rule = rule is not None and rule.modes is not None and int(rule.priority) == DEFAULT_TIER

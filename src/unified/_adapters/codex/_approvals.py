@@ -39,6 +39,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+import anyio
+
 from unified import _limits as limits
 from unified._adapters.codex._translate import AppServerTranslator, tool_call_of, unwrap_shell
 from unified._binary.jsonrpc import JsonRpcConnection, RpcError, as_dict, as_list
@@ -256,7 +258,17 @@ class ApprovalBridge:
         from unified.tools._runtime import read_outside
 
         workspace = self._workspace()
-        return await read_outside(workspace, _read_paths(params, str(workspace.root)))
+        outside = await read_outside(workspace, _read_paths(params, str(workspace.root)))
+        command = params.get("command")
+        if outside is not None or not isinstance(command, str):
+            return outside
+        # inside the workspace all the same: a hard link to `~/.netrc` (`grep -r pass docs`, `cat docs/*`), round 18
+        from unified.tools import _protected, _shell_syntax
+
+        where = params.get("cwd")
+        cwd = Path(where) if isinstance(where, str) and where else workspace.root
+        parts = _shell_syntax.parse(unwrap_shell(command))
+        return await anyio.to_thread.run_sync(_protected.credential_read, parts, cwd, workspace.roots)
 
     def _policy(
         self, kind: Kind, params: dict[str, Any], guarded: str | None, read_only: bool
