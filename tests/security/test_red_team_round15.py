@@ -39,9 +39,10 @@ from typing import Any, cast
 
 import pytest
 
-from tests.security.test_permission_type_confusion import Wire
+from tests.security.test_permission_type_confusion import Context, Wire
 from tests.security.test_red_team_round7 import _auto_edit, _claude_answer
 from tests.security.test_red_team_round13 import DENY_SECRETS, _linked_workspace
+from unified import ExecuteParams
 from unified.events import PermissionDecision
 from unified.tools import Policy, ToolCall, ToolRuntime
 
@@ -170,14 +171,20 @@ async def test_a_gemini_cli_grep_of_the_workspace_is_denied_under_a_deny_rule(tm
     assert (decision.decision, decision.rule) == ("deny", "no-secrets")
 
 
-async def _codex_read(ws: Path, command: str, actions: list[dict[str, Any]], policy: Policy) -> tuple[str, Any]:
-    """Codex's approval of a command it parses as reads (run unasked when unified agrees), under `policy`."""
+async def codex_read(
+    ws: Path, command: str, actions: list[dict[str, Any]], policy: Policy | None = None, *, mode: str = "auto_edit"
+) -> tuple[dict[str, Any], Any]:
+    """Codex's approval request for a command it parses as reads (run unasked when unified agrees), answered by the
+    bridge in `mode` under `policy` (None: the shipped one): the answer's body and unified's decision."""
     from unified._adapters.codex._approvals import ApprovalBridge
     from unified._adapters.codex._translate import AppServerTranslator
 
     translator = AppServerTranslator(main_thread="T", cwd=str(ws))
     translator.start_turn("U")
-    ctx, wire = _auto_edit(ws), Wire()
+    ctx = (
+        _auto_edit(ws) if mode == "auto_edit" else Context(ExecuteParams(prompt="p", cwd=ws, approval_mode=mode), None)
+    )
+    wire = Wire()
     params = {
         "threadId": "T",
         "turnId": "U",
@@ -190,7 +197,7 @@ async def _codex_read(ws: Path, command: str, actions: list[dict[str, Any]], pol
     await ApprovalBridge(cast(Any, ctx), cast(Any, wire), translator, policy).answer(request)
     [(_, _, body)] = wire.answers()
     [decision] = [e for e in ctx.events if isinstance(e, PermissionDecision)]
-    return body["decision"], decision
+    return body, decision
 
 
 @pytest.mark.parametrize(
@@ -214,16 +221,16 @@ async def test_a_codex_read_that_reaches_a_denied_folder_is_declined(
     """SUCCEEDED before: Codex's read-only commands run unasked in every mode when unified's parse agrees, and the
     caller's rule read the command's text: `rg TOP` printed `secrets/key:TOPSECRET`, `cat docs/l/key` the key."""
     ws = _workspace(tmp_path)
-    answer, decision = await _codex_read(ws, command, actions, DENY_SECRETS)
-    assert answer == "decline"
+    answer, decision = await codex_read(ws, command, actions, DENY_SECRETS)
+    assert answer["decision"] == "decline"
     assert (decision.decision, decision.rule) == ("deny", "no-secrets")
 
 
 async def test_a_codex_read_of_a_folder_holding_nothing_denied_still_runs_unasked(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
     actions = [{"type": "search", "command": "rg TOP docs/a.md", "query": "TOP", "path": "docs/a.md"}]
-    answer, _ = await _codex_read(ws, "rg TOP docs/a.md", actions, DENY_SECRETS)
-    assert answer == "accept"
+    answer, _ = await codex_read(ws, "rg TOP docs/a.md", actions, DENY_SECRETS)
+    assert answer["decision"] == "accept"
 
 
 # --- 2. a path inside a shell command, read as text -----------------------------------------------------------

@@ -28,12 +28,11 @@ from __future__ import annotations
 import base64
 import os
 import random
-import shlex
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.security.test_red_team_round15 import codex_read
 from unified._redaction import REDACTED, SPLIT_HOLD_MIN
 from unified.tools import Policy, ToolCall, ToolRuntime
 from unified.tools._protected import shell_protected
@@ -502,34 +501,6 @@ async def test_a_long_word_in_the_reason_shows_no_secret(tmp_path: Path, monkeyp
     assert KEY not in reason
 
 
-async def _codex_read(ws: Path, command: str, actions: list[dict[str, str]]) -> tuple[dict[str, Any], Any]:
-    """Codex's approval request for a command its parse calls a read, answered by the bridge in default mode."""
-    from typing import cast
-
-    from tests.security.test_permission_type_confusion import Context, Wire
-    from unified import ExecuteParams
-    from unified._adapters.codex._approvals import ApprovalBridge
-    from unified._adapters.codex._translate import AppServerTranslator
-    from unified.events import PermissionDecision
-
-    translator = AppServerTranslator(main_thread="T", cwd=str(ws))
-    translator.start_turn("U")
-    ctx, wire = Context(ExecuteParams(prompt="p", cwd=ws, approval_mode="default"), None), Wire()
-    params = {
-        "threadId": "T",
-        "turnId": "U",
-        "itemId": "call_read",
-        "command": f"/bin/bash -lc {shlex.quote(command)}",
-        "cwd": str(ws),
-        "commandActions": actions,
-    }
-    request = {"method": "item/commandExecution/requestApproval", "id": 0, "params": params}
-    await ApprovalBridge(cast(Any, ctx), cast(Any, wire), translator, None).answer(request)
-    [(_, _, body)] = wire.answers()
-    [decision] = [e for e in ctx.events if isinstance(e, PermissionDecision)]
-    return body, decision
-
-
 @pytest.mark.parametrize(
     ("command", "actions"),
     [
@@ -547,7 +518,7 @@ async def test_codex_reads_of_a_hard_link_to_a_credential_file_are_not_run_unask
     is a pin: a wildcard is no read to `_read_only`, asked before too.)"""
     ws = _home_with_credentials(tmp_path, monkeypatch)
     os.link(tmp_path / "home" / ".netrc", ws / "docs" / "n")
-    body, decision = await _codex_read(ws, command, actions)
+    body, decision = await codex_read(ws, command, actions, mode="default")
     assert body["decision"] == "decline", body
     assert decision.decision == "deny"
 
@@ -557,7 +528,9 @@ async def test_a_codex_read_without_credentials_still_runs_unasked(
 ) -> None:
     """Pin: the read-only table still runs a plain search unasked."""
     ws = _home_with_credentials(tmp_path, monkeypatch)
-    body, decision = await _codex_read(ws, "grep -r print src", [{"type": "search", "command": "grep -r print src"}])
+    body, decision = await codex_read(
+        ws, "grep -r print src", [{"type": "search", "command": "grep -r print src"}], mode="default"
+    )
     assert body["decision"] == "accept", body
     assert decision.decision == "allow"
 
