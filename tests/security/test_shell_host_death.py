@@ -286,3 +286,31 @@ def test_a_scan_of_proc_that_fails_is_made_again(monkeypatch: pytest.MonkeyPatch
     finally:
         process.kill()
         process.wait()
+
+
+@pytest.mark.parametrize("kill", ["kill_owned_group", "kill_marked"])
+@pytest.mark.parametrize("read", ["stat", "environ"])
+def test_a_process_whose_proc_files_cannot_be_read_now_is_looked_at_again(
+    monkeypatch: pytest.MonkeyPatch, kill: str, read: str
+) -> None:
+    """A failure to read one process's `/proc/<pid>/stat` or `environ` (EMFILE, ENOMEM) says nothing about it:
+    before, it read as a process gone or a stranger's, and the kill returned with it running."""
+    process = _just_started("failed-read")
+    target = f"/proc/{process.pid}/{read}"
+    real = Path.read_bytes
+    failures = [OSError(errno.EMFILE, "Too many open files")]
+
+    def read_bytes(path: Path) -> bytes:
+        if str(path) == target and failures:
+            raise failures.pop()
+        return real(path)
+
+    try:
+        monkeypatch.setattr(Path, "read_bytes", read_bytes)
+        kill_owned_group(process.pid, "failed-read") if kill == "kill_owned_group" else kill_marked("failed-read")
+        monkeypatch.undo()
+        assert not failures
+        assert process.poll() == -signal.SIGKILL
+    finally:
+        process.kill()
+        process.wait()

@@ -269,9 +269,12 @@ def _alive(pid: int) -> bool:
 
 
 def _stat_fields(pid: str) -> list[bytes] | None:
+    """The fields of `/proc/<pid>/stat` after the command name; None when there is no such process (any more).
+    Any other failure to read it (no descriptor left, no memory) is raised: a look that could not read a process
+    knows nothing of it, and must not take it for one that is gone (a kill would then leave it running)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
+    except (FileNotFoundError, ProcessLookupError):
         return None
     return stat.rsplit(b")", 1)[1].split()
 
@@ -312,8 +315,10 @@ def _carries(pid: int, needle: bytes) -> bool | None:
             if _mid_exec(pid):
                 return None
             environ = path.read_bytes()  # the exec may have ended between the two reads
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return False  # gone, or another user's
     except OSError:
-        return False
+        return None  # not read now (no descriptor left, say): not known, looked at again
     return needle in environ.split(b"\0")
 
 
@@ -374,7 +379,11 @@ def kill_owned_group(pgid: int, marker: str) -> None:
 
     def ours(pids: list[int]) -> list[int]:
         nonlocal undecided
-        members = [pid for pid in pids if _group_of(pid) == pgid]
+        try:
+            members = [pid for pid in pids if _group_of(pid) == pgid]
+        except OSError:  # a member's group could not be read now: nothing is known, look again
+            undecided = True
+            return []
         marks = [_carries(pid, needle) for pid in members]
         undecided = not any(marks) and None in marks
         return members if any(marks) else []
