@@ -14,6 +14,7 @@ readable conversation is listed with a `problem` and left as it is.
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import re
@@ -49,6 +50,10 @@ CONTINUED_FROM = "unified-continued-from"
 line types it does not know, and keeps them when it appends)."""
 MAX_SESSION_BYTES = 256 * 1024 * 1024
 """A session file larger than this is listed with a problem, not read."""
+BOM_WARNING = (
+    "claude-code session file {path} starts with a UTF-8 byte order mark: unified reads its first line, but the "
+    "claude CLI drops it (the first prompt is lost on resume); remove the 3 bytes EF BB BF at its start to keep it"
+)
 
 
 def project_dir_name(cwd: str) -> str:
@@ -118,6 +123,9 @@ class ParsedSession:
     """What was wrong with the first user line whose message is of a shape the CLI never writes ("message is a
     string, not an object"): with no prompt read, such a file is listed with a problem, not hidden as one that never
     got a prompt."""
+    bom: bool = False
+    """The first line starts with a UTF-8 byte order mark (an editor's save): unified reads the line, but the claude
+    CLI does not (its first prompt is lost on resume), so the listing warns (`BOM_WARNING`)."""
 
     def conversation_lines(self) -> list[dict[str, Any]]:
         """The main conversation's `user` / `assistant` lines, in order."""
@@ -135,7 +143,10 @@ def parse_session(path: Path, *, max_bytes: int | None = None, keep_lines: bool 
     file of up to `max_bytes` as Python objects."""
     parsed = ParsedSession(session_id=path.stem, path=path)
     with open_regular(path, max_bytes=max_bytes) as handle:
-        for data in handle:
+        for number, data in enumerate(handle):
+            if number == 0 and data.startswith(codecs.BOM_UTF8):  # json.loads refuses it: the line was lost unsaid
+                data = data[len(codecs.BOM_UTF8) :]
+                parsed.bom = True
             if not data.strip():
                 continue
             raw = data.decode("utf-8", "replace")  # as the CLI (Node) reads it: a bad byte dropped the line's message
@@ -241,6 +252,7 @@ class SessionFiles:
             extra={
                 **({"skipped_lines": parsed.bad_lines} if parsed.bad_lines else {}),
                 **({"continued_from": parsed.continued_from} if parsed.continued_from is not None else {}),
+                **({"warnings": [BOM_WARNING.format(path=path)]} if parsed.bom else {}),
             },
         )
 
