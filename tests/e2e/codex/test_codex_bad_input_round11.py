@@ -1,7 +1,8 @@
 """Bad input round 11 for codex, the real binary against FakeOpenAI: a run whose app-server is SIGSTOPped (a
 debugger, a ^Z to the wrong process group, a frozen cgroup) took about 9 s to cancel, 5 s of it the wait for an
-answer to `turn/interrupt` that a stopped process cannot give. A stopped process is seen in /proc (state T) and
-ended at once: no interrupt is sent, and it is gone when the cancelled run is."""
+answer to `turn/interrupt` that a stopped process cannot give, 1 s SIGTERM's grace (a stopped process takes no
+SIGTERM). A stopped process is seen in /proc (state T) and ended at once: no interrupt is sent, SIGKILL follows
+SIGTERM with no grace, and it is gone when the cancelled run is."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from tests.e2e.codex.test_codex_bad_input import codex_started
 from tests.hang_guard import HANG_GUARD_S
 from unified import execute
 from unified._binary.jsonrpc import Inbox, JsonRpcConnection
+from unified._binary.process import TERM_GRACE_S, AgentSubprocess
 from unified.events import TextDelta
 from unified.testing import FakeOpenAI
 
@@ -41,6 +43,14 @@ async def test_a_stopped_app_server_is_not_sent_an_interrupt_it_cannot_answer(
         return await start_request(self, method, params, inbox)
 
     monkeypatch.setattr(JsonRpcConnection, "start_request", recorded)
+    graces: list[float] = []
+    wait = AgentSubprocess.wait
+
+    async def waited(self: AgentSubprocess, grace: float) -> int | None:
+        graces.append(grace)
+        return await wait(self, grace)
+
+    monkeypatch.setattr(AgentSubprocess, "wait", waited)
     started = codex_started()
     async with FakeOpenAI([SLOW]) as server:
         params = codex_params(server, workspace, options={"start_process": started, "pool_size": 1})
@@ -58,5 +68,6 @@ async def test_a_stopped_app_server_is_not_sent_an_interrupt_it_cannot_answer(
     assert scope.cancelled_caught
     assert "turn/start" in asked
     assert ("turn/interrupt" in asked) is not stop
+    assert (TERM_GRACE_S in graces) is not stop  # SIGKILL at once: a stopped process takes no SIGTERM
     assert started.processes
     assert started.still_running() == []
