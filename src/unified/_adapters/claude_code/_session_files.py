@@ -52,7 +52,7 @@ MAX_SESSION_BYTES = 256 * 1024 * 1024
 """A session file larger than this is listed with a problem, not read."""
 BOM_WARNING = (
     "claude-code session file {path} starts with a UTF-8 byte order mark: unified reads its first line, but the "
-    "claude CLI drops it (the first prompt is lost on resume); remove the 3 bytes EF BB BF at its start to keep it"
+    "claude CLI drops it (the first prompt); a resume by unified removes the 3 bytes first, or remove EF BB BF by hand"
 )
 
 
@@ -125,7 +125,7 @@ class ParsedSession:
     got a prompt."""
     bom: bool = False
     """The first line starts with a UTF-8 byte order mark (an editor's save): unified reads the line, but the claude
-    CLI does not (its first prompt is lost on resume), so the listing warns (`BOM_WARNING`)."""
+    CLI does not (its first prompt lost), so the listing warns (`BOM_WARNING`) and a resume removes it (`drop_bom`)."""
 
     def conversation_lines(self) -> list[dict[str, Any]]:
         """The main conversation's `user` / `assistant` lines, in order."""
@@ -189,6 +189,20 @@ def parse_session(path: Path, *, max_bytes: int | None = None, keep_lines: bool 
                 parsed.first_prompt = parsed.first_prompt or text
                 parsed.last_prompt = text
     return parsed
+
+
+def drop_bom(path: Path) -> str | None:
+    """Before `claude --resume`: a byte order mark at the file's start removed (the CLI drops the line it starts,
+    the session's first prompt); what was repaired (a `session_repaired` warning), None when there was none."""
+    with open_regular(path, max_bytes=MAX_SESSION_BYTES) as handle:
+        if handle.read(len(codecs.BOM_UTF8)) != codecs.BOM_UTF8:
+            return None
+        rest = handle.read()
+    write_atomically(path, rest, mode=0o600)
+    return (
+        f"claude-code session file {path} started with a UTF-8 byte order mark, which the claude CLI reads as a "
+        "broken line (its first prompt lost): the 3 bytes were removed before the resume"
+    )
 
 
 def write_lines(path: Path, lines: list[dict[str, Any]]) -> None:
