@@ -169,7 +169,9 @@ async def test_fallback_goes_on_when_the_backends_binary_is_missing(home: Path, 
 )
 async def test_bad_conversation_arguments(home: Path, args: tuple[str, ...], phrase: str) -> None:
     (home / "bad.json").write_text('{"format": "something else"}', encoding="utf-8")
-    (home / "good.json").write_text('{"turns": []}', encoding="utf-8")
+    (home / "good.json").write_text(
+        '{"turns": [{"role": "user", "parts": [{"type": "text", "text": "hi"}]}]}', encoding="utf-8"
+    )
     files = {"missing": str(home / "missing.json"), "bad": str(home / "bad.json"), "good": str(home / "good.json")}
     code, out, err = await _unified(*(a.format(**files) for a in args), env=_env(home))
     assert code == EXIT_BAD_INPUT, (out, err)

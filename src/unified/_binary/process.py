@@ -62,7 +62,7 @@ import anyio
 
 from unified._binary.framing import MAX_LINE_BYTES, LineFramer
 from unified._binary.loops import PerLoopLock
-from unified._binary.proctable import Process, descendants, is_still, still_running
+from unified._binary.proctable import Process, descendants, is_still, still_running, stopped
 from unified._binary.strays import MARKER, end_all, find_marked, find_marked_now
 from unified._pgroup import ProcessGroup, pidfd, signal_verified
 from unified._redaction import REDACTED, SPLIT_HOLD_MIN, Redactor, redactor
@@ -391,7 +391,8 @@ class AgentSubprocess(AgentProcess):
         strays = self._descendants()
         if self._exit_code() is None:
             self._signal_group(signal.SIGTERM)
-            if await self.wait(TERM_GRACE_S) is None:
+            # A stopped process (SIGSTOP, a debugger) takes SIGTERM only once continued: its grace is skipped.
+            if stopped(self.popen.pid) or await self.wait(TERM_GRACE_S) is None:
                 strays |= descendants(self.popen.pid)
                 self._signal_group(signal.SIGKILL)
                 await self.wait(KILL_GRACE_S)

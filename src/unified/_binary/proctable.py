@@ -26,6 +26,7 @@ __all__ = [
     "start_time",
     "stat_fields",
     "still_running",
+    "stopped",
 ]
 
 
@@ -62,6 +63,13 @@ def stat_fields(pid: int | str) -> list[bytes] | None:
     """The fields of /proc/<pid>/stat after the command's name (field 3 on), None when it is gone."""
     stat = read_proc(pid, "stat")
     return stat[stat.rfind(b")") + 2 :].split() if stat else None
+
+
+def stopped(pid: int | str) -> bool:
+    """Whether the process is stopped (state `T`: SIGSTOP, a ^Z, a frozen cgroup; `t`: held by a debugger): it
+    answers nothing until it is continued, so a wait for its answer is skipped. False where there is no /proc."""
+    fields = stat_fields(pid)
+    return fields is not None and fields[0] in (b"T", b"t")
 
 
 _PF_KTHREAD = 0x00200000

@@ -311,12 +311,19 @@ def _read_history(path: Path) -> Conversation:
         except UnicodeError:
             raise _fail(f"--history {path} is not UTF-8, nor whole UTF-16: save it as UTF-8", EXIT_BAD_INPUT) from None
     try:
-        return Conversation.from_json(data)
+        conversation = Conversation.from_json(data)
     except ValidationError as exc:
         raise _fail(
             f"--history {path} is not a conversation (unified sessions export REF prints one): {_validation_line(exc)}",
             EXIT_BAD_INPUT,
         ) from None
+    if not conversation.turns:  # `{}` (every field has a default) ran as a fresh session: a wrong file, unsaid
+        raise _fail(
+            f"--history {path} holds no turns: a conversation must hold `turns`, a list of user and model turns "
+            "(unified sessions export REF prints one); leave --history out to start afresh",
+            EXIT_BAD_INPUT,
+        )
+    return conversation
 
 
 def _json_line(data: Any) -> None:

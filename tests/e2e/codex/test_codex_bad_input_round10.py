@@ -43,8 +43,8 @@ async def test_a_launcher_that_prints_before_the_app_server_speaks_is_a_warning_
 async def test_a_stopped_app_server_is_gone_when_its_cancelled_run_is(workspace: Path) -> None:
     """SIGSTOP at the first text (a debugger, a ^Z to the wrong process group, a frozen cgroup), then the run is
     cancelled: a stopped process takes no SIGTERM, answers no interrupt, and must still be gone when the run is,
-    never kept warm in the pool (a pin: this held on the old code too; the cancel takes about 9 s, the interrupt's
-    5 s grace and SIGTERM's 1 s among them, against 3 s for a process that runs)."""
+    never kept warm in the pool (a pin: this held on the old code too; the cancel took about 9 s, the interrupt's
+    5 s grace and SIGTERM's 1 s among them, against 3 s for a process that runs; round 11 skips the interrupt)."""
     started = codex_started()
     async with FakeOpenAI([SLOW]) as server:
         options = {"start_process": started, "pool_size": 1}

@@ -38,6 +38,7 @@ from unified._adapters.claude_code._run import ClaudeRun, RunPlan, SpareLost, pr
 from unified._adapters.claude_code._session_files import (
     CONTINUED_FROM,
     SessionFiles,
+    drop_bom,
     is_prompt,
     parse_session,
     project_dir_name,
@@ -52,6 +53,7 @@ from unified._internal.images import images_not_taken
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
 from unified.conversations import CONTINUE_PROMPT, Conversation, ImagePart, TextPart, UserTurn
 from unified.errors import BackendUnavailable, ConfigurationError
+from unified.events import WarningEvent
 from unified.types import ExecuteParams
 
 __all__ = ["ClaudeCodeBackend"]
@@ -118,6 +120,9 @@ class ClaudeCodeBackend:
         starter = self.options.start_process or start_claude
         if plan.resumed:  # the caller's session: one run at a time continues it (else `session_in_use`)
             async with session_lease(BACKEND, self.launch.home, plan.session_id):
+                path = await anyio.to_thread.run_sync(SessionFiles(self.launch.home).find, plan.session_id)
+                if path is not None and (repair := await anyio.to_thread.run_sync(drop_bom, path)):
+                    await ctx.emit(WarningEvent(code="session_repaired", message=repair))
                 return await ClaudeRun(ctx, self.launch, self.options, starter).run(plan)
         if self.spares is None or plan.resume:
             async with session_lease(BACKEND, self.launch.home, plan.session_id):  # a new session's (see below)

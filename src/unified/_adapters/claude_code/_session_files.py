@@ -14,6 +14,7 @@ readable conversation is listed with a `problem` and left as it is.
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import re
@@ -49,6 +50,10 @@ CONTINUED_FROM = "unified-continued-from"
 line types it does not know, and keeps them when it appends)."""
 MAX_SESSION_BYTES = 256 * 1024 * 1024
 """A session file larger than this is listed with a problem, not read."""
+BOM_WARNING = (
+    "claude-code session file {path} starts with a UTF-8 byte order mark: unified reads its first line, but the "
+    "claude CLI drops it (the first prompt); a resume by unified removes the 3 bytes first, or remove EF BB BF by hand"
+)
 
 
 def project_dir_name(cwd: str) -> str:
@@ -118,6 +123,9 @@ class ParsedSession:
     """What was wrong with the first user line whose message is of a shape the CLI never writes ("message is a
     string, not an object"): with no prompt read, such a file is listed with a problem, not hidden as one that never
     got a prompt."""
+    bom: bool = False
+    """The first line starts with a UTF-8 byte order mark (an editor's save): unified reads the line, but the claude
+    CLI does not (its first prompt lost), so the listing warns (`BOM_WARNING`) and a resume removes it (`drop_bom`)."""
 
     def conversation_lines(self) -> list[dict[str, Any]]:
         """The main conversation's `user` / `assistant` lines, in order."""
@@ -135,7 +143,10 @@ def parse_session(path: Path, *, max_bytes: int | None = None, keep_lines: bool 
     file of up to `max_bytes` as Python objects."""
     parsed = ParsedSession(session_id=path.stem, path=path)
     with open_regular(path, max_bytes=max_bytes) as handle:
-        for data in handle:
+        for number, data in enumerate(handle):
+            if number == 0 and data.startswith(codecs.BOM_UTF8):  # json.loads refuses it: the line was lost unsaid
+                data = data[len(codecs.BOM_UTF8) :]
+                parsed.bom = True
             if not data.strip():
                 continue
             raw = data.decode("utf-8", "replace")  # as the CLI (Node) reads it: a bad byte dropped the line's message
@@ -178,6 +189,20 @@ def parse_session(path: Path, *, max_bytes: int | None = None, keep_lines: bool 
                 parsed.first_prompt = parsed.first_prompt or text
                 parsed.last_prompt = text
     return parsed
+
+
+def drop_bom(path: Path) -> str | None:
+    """Before `claude --resume`: a byte order mark at the file's start removed (the CLI drops the line it starts,
+    the session's first prompt); what was repaired (a `session_repaired` warning), None when there was none."""
+    with open_regular(path, max_bytes=MAX_SESSION_BYTES) as handle:
+        if handle.read(len(codecs.BOM_UTF8)) != codecs.BOM_UTF8:
+            return None
+        rest = handle.read()
+    write_atomically(path, rest, mode=0o600)
+    return (
+        f"claude-code session file {path} started with a UTF-8 byte order mark, which the claude CLI reads as a "
+        "broken line (its first prompt lost): the 3 bytes were removed before the resume"
+    )
 
 
 def write_lines(path: Path, lines: list[dict[str, Any]]) -> None:
@@ -241,6 +266,7 @@ class SessionFiles:
             extra={
                 **({"skipped_lines": parsed.bad_lines} if parsed.bad_lines else {}),
                 **({"continued_from": parsed.continued_from} if parsed.continued_from is not None else {}),
+                **({"warnings": [BOM_WARNING.format(path=path)]} if parsed.bom else {}),
             },
         )
 

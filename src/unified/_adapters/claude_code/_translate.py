@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from unified._binary.jsonrpc import as_list
+from unified._internal.counts import positive_int
 from unified._redaction import clip
 from unified.events import (
     JsonValue,
@@ -115,21 +116,17 @@ def as_object(value: object) -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {}
 
 
-def _int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
 def usage_from_anthropic(usage: object) -> Usage:
     """An Anthropic `usage` object as unified counts it: `input_tokens` are every prompt token
     (fresh, read from the cache, written to it); `output_tokens` exclude the thinking ones."""
     if not isinstance(usage, Mapping):
         return Usage()
-    fresh = _int(usage.get("input_tokens"))
-    read = _int(usage.get("cache_read_input_tokens"))
-    created = _int(usage.get("cache_creation_input_tokens"))
-    output = _int(usage.get("output_tokens"))
+    fresh = positive_int(usage.get("input_tokens"))
+    read = positive_int(usage.get("cache_read_input_tokens"))
+    created = positive_int(usage.get("cache_creation_input_tokens"))
+    output = positive_int(usage.get("output_tokens"))
     details = usage.get("output_tokens_details")
-    thinking = min(output, _int(details.get("thinking_tokens"))) if isinstance(details, Mapping) else 0
+    thinking = min(output, positive_int(details.get("thinking_tokens"))) if isinstance(details, Mapping) else 0
     return Usage(
         input_tokens=fresh + read + created,
         cached_tokens=read,
@@ -147,9 +144,9 @@ def usage_from_model_usage(model_usage: object) -> Usage:
     for entry in model_usage.values():
         if not isinstance(entry, Mapping):
             continue
-        fresh, read = _int(entry.get("inputTokens")), _int(entry.get("cacheReadInputTokens"))
-        created, output = _int(entry.get("cacheCreationInputTokens")), _int(entry.get("outputTokens"))
-        thinking = min(output, _int(entry.get("thinkingTokens")))
+        fresh, read = positive_int(entry.get("inputTokens")), positive_int(entry.get("cacheReadInputTokens"))
+        created, output = positive_int(entry.get("cacheCreationInputTokens")), positive_int(entry.get("outputTokens"))
+        thinking = min(output, positive_int(entry.get("thinkingTokens")))
         total = total + Usage(
             input_tokens=fresh + read + created,
             cached_tokens=read,
@@ -669,8 +666,8 @@ class StreamTranslator:
             delay = message.get("retry_delay_ms")
             return [
                 Retry(
-                    attempt=_int(message.get("attempt")),
-                    max_retries=_int(message.get("max_retries")),
+                    attempt=positive_int(message.get("attempt")),
+                    max_retries=positive_int(message.get("max_retries")),
                     delay_s=_delay_s(delay),
                     status=status if isinstance(status, int) else None,
                     error=str(message.get("error") or "unknown"),

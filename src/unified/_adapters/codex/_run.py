@@ -58,7 +58,7 @@ from unified._adapters.codex._translate import AppServerTranslator, ModelRespons
 from unified._binary.jsonrpc import ConnectionClosed, Inbox, LineProblem, RpcError, as_dict, stream_ended
 from unified._binary.loops import every
 from unified._binary.pool import Lease, pool_key
-from unified._binary.proctable import descendants
+from unified._binary.proctable import descendants, stopped
 from unified._binary.shared import session_lease
 from unified._binary.strays import MARKER
 from unified._text import json_type
@@ -725,9 +725,13 @@ class CodexRun:
     # --- the end ------------------------------------------------------------------------------------
 
     async def _stop_turn(self) -> None:
-        """Interrupt the turn if it still runs, wait briefly for its end, clean up its background terminals."""
+        """Interrupt the turn if it still runs, wait briefly for its end, clean up its background terminals; nothing
+        for a stopped process (it answers nothing: the caller ends it)."""
         connection = self.connection
         if connection is None or connection.closed or self.thread_id is None or not self.turn_id or self.turn_ended:
+            return
+        pid = self.process.pid if self.process is not None else None
+        if pid is not None and stopped(pid):  # SIGSTOPped: it cannot answer; the grace was 5 s of a ~9 s cancel
             return
         try:
             with anyio.move_on_after(INTERRUPT_GRACE_S):

@@ -48,6 +48,7 @@ from unified._files import (
     starts_with_bom,
     write_atomically,
 )
+from unified._internal.counts import positive_int
 from unified._redaction import clip
 from unified._text import json_type, loaded_well_formed
 from unified.errors import AmbiguousSession, CorruptSession, SessionNotFound
@@ -262,11 +263,11 @@ def _read_edges(path: Path) -> tuple[list[bytes], list[bytes]]:
 def usage_from_counts(counts: Mapping[str, Any]) -> Usage:
     """One `gemini` record's `tokens` as Usage."""
     return Usage(
-        input_tokens=_count(counts.get("input")),
-        output_tokens=_count(counts.get("output")),
-        thinking_tokens=_count(counts.get("thoughts")),
-        cached_tokens=_count(counts.get("cached")),
-        tool_use_tokens=_count(counts.get("tool")),
+        input_tokens=positive_int(counts.get("input")),
+        output_tokens=positive_int(counts.get("output")),
+        thinking_tokens=positive_int(counts.get("thoughts")),
+        cached_tokens=positive_int(counts.get("cached")),
+        tool_use_tokens=positive_int(counts.get("tool")),
     )
 
 
@@ -276,10 +277,6 @@ def usage_from_tokens(records: Mapping[str, Mapping[str, Any]]) -> Usage:
     for counts in records.values():
         total += usage_from_counts(counts)
     return total
-
-
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and value > 0 else 0
 
 
 def session_usage(path: Path) -> tuple[Usage, int]:

@@ -34,6 +34,7 @@ from unified._binary.framing import parse_object
 from unified._binary.jsonrpc import as_dict
 from unified._binary.loops import every
 from unified._binary.process import AgentSubprocess
+from unified._internal.counts import positive_int
 from unified.backends import MalformedLine, RunContext, RunOutcome
 from unified.capabilities import snapshot
 from unified.errors import UnifiedError
@@ -182,9 +183,9 @@ class StreamJsonTranslator:
             self.final = dict(data)
             stats = as_dict(data.get("stats"))
             self.usage = Usage(
-                input_tokens=_count(stats.get("input_tokens")),
-                output_tokens=_count(stats.get("output_tokens")),
-                cached_tokens=_count(stats.get("cached")),
+                input_tokens=positive_int(stats.get("input_tokens")),
+                output_tokens=positive_int(stats.get("output_tokens")),
+                cached_tokens=positive_int(stats.get("cached")),
             )
         return []
 
@@ -231,12 +232,6 @@ REFUSALS: Mapping[str, str] = {
     "policy_violation": "the Gemini CLI's policy denied it (its approval mode or a rule of unified's policy file)",
 }
 """The CLI's error types (its `ToolErrorType`) of a call it never ran: denied, not failed."""
-
-
-def _count(value: object) -> int:
-    """A token count of the `result`'s stats; 0 for anything but a whole number above 0 (a string, an
-    object, a float such as NaN or Infinity: a broken CLI's count is not worth an `int()` that raises)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutcome:

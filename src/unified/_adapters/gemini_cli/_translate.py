@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from unified._binary.jsonrpc import as_list
+from unified._internal.counts import positive_int
 from unified.events import (
     DecidedBy,
     PermissionDecision,
@@ -338,10 +339,10 @@ def usage_from_prompt_result(result: Mapping[str, Any]) -> Usage | None:
     if not isinstance(counts, Mapping):
         return None
     return Usage(
-        input_tokens=_int(counts.get("input_tokens")),
-        output_tokens=_int(counts.get("output_tokens")),
-        thinking_tokens=_int(counts.get("thoughts_tokens", counts.get("thinking_tokens"))),
-        cached_tokens=_int(counts.get("cached_tokens", counts.get("cached_content_tokens"))),
+        input_tokens=positive_int(counts.get("input_tokens")),
+        output_tokens=positive_int(counts.get("output_tokens")),
+        thinking_tokens=positive_int(counts.get("thoughts_tokens", counts.get("thinking_tokens"))),
+        cached_tokens=positive_int(counts.get("cached_tokens", counts.get("cached_content_tokens"))),
     )
 
 
@@ -354,10 +355,6 @@ def tool_name_from_call_id(call_id: str, kind: object) -> str:
     if sep and head:
         return head
     return str(kind) if kind else call_id
-
-
-def _int(value: object) -> int:
-    return value if isinstance(value, int) and value > 0 else 0
 
 
 def _text_of(content: object) -> str | None:
