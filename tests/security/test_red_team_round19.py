@@ -192,3 +192,45 @@ async def test_git_naming_the_hard_link_is_asked(tmp_path: Path, monkeypatch: py
     ws = _workspace(tmp_path, monkeypatch)
     decision, reason = await _decide(ws, command)
     assert decision != "allow", reason
+
+
+# 4. new attacks (round 19)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "zip -r x.zip docs",
+        "diff -rN docs src",
+        "tar -chf x.tar docs",
+        "ugrep -rS x docs",
+    ],
+)
+async def test_a_tree_reader_that_follows_links_by_default_or_in_a_cluster_is_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """SUCCEEDED before (allowed by a rule, `~/.netrc` stored or printed): `zip -r` stores and `diff -rN` prints what
+    `docs/n` leads to unless told not to, and `tar -chf`'s `h` and `ugrep -rS`'s `S` (in a cluster) follow links;
+    only `-h`, `-L` and a cluster's `R` were known (`_follows`)."""
+    ws = _workspace(tmp_path, monkeypatch)
+    async with ToolRuntime(ws, policy=_RULES.with_toml(_MORE)) as tools:
+        decision = await tools.decide(ToolCall("1", "run_shell_command", {"command": command}))
+    assert decision.decision != "allow", decision.reason
+    assert "docs/n" in str(decision.reason), decision.reason
+
+
+@pytest.mark.parametrize("command", ["zip -r x.zip src", "tar -cf x.tar docs", "diff -r src src", "ugrep -r x docs"])
+async def test_a_tree_reader_that_keeps_links_or_reaches_none_stays_allowed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """Pin: `tar -cf` and `ugrep -r` store or skip the link, and `src` holds none: the rule applies."""
+    ws = _workspace(tmp_path, monkeypatch)
+    async with ToolRuntime(ws, policy=_RULES.with_toml(_MORE)) as tools:
+        decision = await tools.decide(ToolCall("1", "run_shell_command", {"command": command}))
+    assert decision.decision == "allow", decision.reason
+
+
+_MORE = (
+    '[[rule]]\ntoolName = "run_shell_command"\n'
+    'commandPrefix = ["zip", "diff", "tar", "ugrep", "rsync"]\ndecision = "allow"\n'
+)

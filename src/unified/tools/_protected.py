@@ -866,9 +866,26 @@ _NAMES_ONLY = frozenset(
 only at run time is no read of a credential file (a substitution in it, `echo "$(cat ~/.netrc)"`, is a part of its
 own, judged)."""
 
-_FOLLOWS = frozenset({"-R", "-L", "--follow", "--dereference-recursive", "--dereference", "-follow", "-h"})
+_FOLLOWS = frozenset(
+    {
+        "-R",
+        "-L",
+        "--follow",
+        "--dereference-recursive",
+        "--dereference",
+        "-follow",
+        "-h",
+        "--dereference-files",
+        "--copy-links",
+    }
+)
 """Options with which a tree reader follows symbolic links inside the tree (`grep -R`, `rg -L`, `find -L`, `tar -h`):
 then a link in it to a credential file is read too."""
+_FOLLOW_LETTERS = {"tar": "h", "bsdtar": "hL", "cp": "L", "rsync": "L", "rg": "L", "ugrep": "S", "ug": "S", "du": "L"}
+"""Each program's letters for `_FOLLOWS` inside an option cluster (`tar -chf`, `ugrep -rS`, `cp -rL`), besides `R`."""
+_FOLLOWS_BY_DEFAULT = frozenset({"zip", "diff", "scp"})
+"""Tree readers that follow symbolic links unless told not to: `zip -r` stores a link's target, `diff -rN` prints it
+(round 19: both read `docs/n -> ~/.netrc` under a rule)."""
 
 
 def credential_read(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[Path]) -> str | None:
@@ -1172,8 +1189,13 @@ def _reads_trees(part: SimpleCommand, name: str) -> bool:
 
 
 def _follows(part: SimpleCommand) -> bool:
+    name = _program(part)
+    if name in _FOLLOWS_BY_DEFAULT:
+        return True
+    letters = "R" + _FOLLOW_LETTERS.get(name or "", "")
     return any(
-        w is not None and (w in _FOLLOWS or (w.startswith("-") and not w.startswith("--") and "R" in w))
+        w is not None
+        and (w in _FOLLOWS or (w.startswith("-") and not w.startswith("--") and any(c in w for c in letters)))
         for w in part.words[1:]
     )
 
