@@ -234,3 +234,19 @@ _MORE = (
     '[[rule]]\ntoolName = "run_shell_command"\n'
     'commandPrefix = ["zip", "diff", "tar", "ugrep", "rsync"]\ndecision = "allow"\n'
 )
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["git -C ../h grep machine", "git --work-tree=../h add -A", "git --work-tree ../h grep x", "git -C ../h stage -A"],
+)
+async def test_git_reading_another_work_tree_holding_a_credential_file_is_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """SUCCEEDED before: a dotfiles repository in the home directory (`git -C ../h grep machine`) printed a tracked
+    `~/.netrc` under a rule for `git`; git's tree verbs read the directory `-C` or `--work-tree` names too."""
+    ws = _workspace(tmp_path, monkeypatch)
+    (ws / "hl" / "n").unlink()
+    decision, reason = await _decide(ws, command)
+    assert decision != "allow", reason
+    assert ".netrc" in reason, reason

@@ -1162,10 +1162,11 @@ def _bounded_glob(pattern: str, place: Path, scope: _Scope) -> list[str] | str:
     return [f for f in found if os.path.lexists(place / f)]
 
 
-_GIT_TREE_VERBS = frozenset({"grep", "add", "commit", "stash"})
+_GIT_TREE_VERBS = frozenset({"grep", "add", "stage", "commit", "stash"})
 """git verbs that read the tracked (or every) file of the repository whole without naming it: `git grep` prints the
 worktree's tracked files, `git add -A`, `git commit -a`, `git stash` copy them into objects that `git show` and
-`git diff --cached` print (round 19: a hard link to `~/.netrc` was added and read back unasked)."""
+`git diff --cached` print (round 19: a hard link to `~/.netrc` was added and read back unasked). Their trees are
+the roots and any directory a word names (`git -C ~/dotfiles grep`, `--work-tree=..`)."""
 
 
 def _reads_trees(part: SimpleCommand, name: str) -> bool:
@@ -1209,11 +1210,12 @@ def _tree_read_reason(part: SimpleCommand, name: str, scope: _Scope) -> str | No
     # a program find runs on what it finds (`-exec cat {} +`) opens a symbolic link find itself only lists
     follows = _follows(part) or (name == "find" and scope.runs_found)
     trees: list[str] = []
+    words = [w.split("=", 1)[1] if w.startswith("--work-tree=") else w for w in part.words[1:] if w is not None]
+    for place in scope.places:
+        trees += [w for w in words if not w.startswith("-") and os.path.isdir(place / w)]
     verb = _git_verb(part)
     if verb is not None and verb[0] in _GIT_TREE_VERBS:
-        trees = [str(root) for root in scope.roots]  # the repository's files, wherever the command runs
-    for place in scope.places if not trees else ():
-        trees += [w for w in part.words[1:] if w is not None and not w.startswith("-") and os.path.isdir(place / w)]
+        trees += [str(root) for root in scope.roots]  # the repository's files, wherever the command runs
     for tree in trees or ["."]:
         for place in scope.places:
             hit = _tree_credential(tree, place, scope, follows=follows)
