@@ -36,6 +36,11 @@ _RULES = Policy.default().with_toml(
     'commandPrefix = ["cat", "find", "xargs", "git", "grep", "echo", "ls"]\ndecision = "allow"\n'
 )
 """A caller who lets commands that read run unasked."""
+_MORE = (
+    '[[rule]]\ntoolName = "run_shell_command"\n'
+    'commandPrefix = ["zip", "diff", "tar", "ugrep", "rsync", "rg"]\ndecision = "allow"\n'
+)
+"""More readers of whole trees, added to `_RULES`."""
 
 
 def _workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -230,12 +235,6 @@ async def test_a_tree_reader_that_keeps_links_or_reaches_none_stays_allowed(
     assert decision.decision == "allow", decision.reason
 
 
-_MORE = (
-    '[[rule]]\ntoolName = "run_shell_command"\n'
-    'commandPrefix = ["zip", "diff", "tar", "ugrep", "rsync"]\ndecision = "allow"\n'
-)
-
-
 @pytest.mark.parametrize(
     "command",
     ["git -C ../h grep machine", "git --work-tree=../h add -A", "git --work-tree ../h grep x", "git -C ../h stage -A"],
@@ -250,3 +249,36 @@ async def test_git_reading_another_work_tree_holding_a_credential_file_is_asked(
     decision, reason = await _decide(ws, command)
     assert decision != "allow", reason
     assert ".netrc" in reason, reason
+
+
+@pytest.mark.parametrize(
+    "command", ["grep -R x d2", "rg -L x d2", "find -L d2 -name x", "zip -r x.zip d2", "tar -chf x.tar d2"]
+)
+async def test_a_followed_link_to_a_folder_holding_a_credential_file_is_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """SUCCEEDED before: `d2/s -> ~` under a reader that follows links (`grep -R`, `zip -r`) read `~/.netrc`: the
+    search of the tree compared files only and never entered a linked folder (`_tree_credential`)."""
+    ws = _workspace(tmp_path, monkeypatch)
+    (ws / "d2").mkdir()
+    (ws / "d2" / "s").symlink_to(tmp_path / "h")
+    async with ToolRuntime(ws, policy=_RULES.with_toml(_MORE)) as tools:
+        decision = await tools.decide(ToolCall("1", "run_shell_command", {"command": command}))
+    assert decision.decision != "allow", decision.reason
+    assert "d2/s, a link to a folder holding the credential file" in str(decision.reason), decision.reason
+
+
+@pytest.mark.parametrize("command", ["grep -R x d2", "grep -r x d3", "tar -cf x.tar d3"])
+async def test_a_link_cycle_or_an_unfollowed_link_stays_allowed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """Pin: a folder linking to itself is searched once, not until the bound; a link to the home directory that the
+    reader does not follow (`grep -r`, `tar -c`) stays under the rule."""
+    ws = _workspace(tmp_path, monkeypatch)
+    (ws / "d2" / "sub").mkdir(parents=True)
+    (ws / "d2" / "sub" / "loop").symlink_to("..")
+    (ws / "d3").mkdir()
+    (ws / "d3" / "s").symlink_to(tmp_path / "h")
+    async with ToolRuntime(ws, policy=_RULES.with_toml(_MORE)) as tools:
+        decision = await tools.decide(ToolCall("1", "run_shell_command", {"command": command}))
+    assert decision.decision == "allow", decision.reason

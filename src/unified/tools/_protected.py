@@ -1236,14 +1236,18 @@ def _tree_credential(tree: str, place: Path, scope: _Scope, *, follows: bool) ->
     except (OSError, ValueError):
         return None
     linked = False
+    known: list[tuple[Path, Path]] = []  # each credential file as named and as resolved
     for path in scope.credentials.values():
         with contextlib.suppress(OSError, ValueError):
-            if Path(os.path.realpath(path)).is_relative_to(real) or path.is_relative_to(real):
-                return f"the credential file {path}"
+            known.append((path, Path(os.path.realpath(path))))
             linked = linked or os.stat(path).st_nlink > 1
+    held = _holds_credential(real, known)
+    if held is not None:
+        return f"the credential file {held}"
     if not (linked or follows):
         return None
     pending = [real]
+    entered: set[tuple[int, int]] = set()  # the folders reached through links, each searched once (a cycle)
     while pending:
         directory = pending.pop()
         try:
@@ -1261,7 +1265,17 @@ def _tree_credential(tree: str, place: Path, scope: _Scope, *, follows: bool) ->
                     pending.append(Path(entry.path))
                     continue
                 info = entry.stat(follow_symlinks=follows)
-            except OSError:
+                if follows and stat.S_ISDIR(info.st_mode):  # `d -> ~` under `grep -R`, `zip -r`: followed too
+                    target = Path(os.path.realpath(entry.path))
+                    held = _holds_credential(target, known)
+                    if held is not None:
+                        where = relative_to_roots(Path(entry.path), scope.roots)
+                        return f"{where}, a link to a folder holding the credential file {held}"
+                    if (info.st_dev, info.st_ino) not in entered:
+                        entered.add((info.st_dev, info.st_ino))
+                        pending.append(target)
+                    continue
+            except (OSError, ValueError):
                 continue
             named = scope.credentials.get((info.st_dev, info.st_ino)) if stat.S_ISREG(info.st_mode) else None
             if named is not None:
@@ -1269,6 +1283,11 @@ def _tree_credential(tree: str, place: Path, scope: _Scope, *, follows: bool) ->
                     f"{relative_to_roots(Path(entry.path), scope.roots)}, another name of the credential file {named}"
                 )
     return None
+
+
+def _holds_credential(real: Path, known: Sequence[tuple[Path, Path]]) -> Path | None:
+    """The credential file (as named, as resolved: `known`) inside the resolved folder `real`, or None."""
+    return next((path for path, resolved in known if resolved.is_relative_to(real) or path.is_relative_to(real)), None)
 
 
 def _protected_or_holder(path: Path, roots: Sequence[Path]) -> str | None:
