@@ -13,7 +13,10 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   exist (`_unread_reason`, `SimpleCommand.open_tail`);
 - `git grep`, `git add -A`, `git commit -a`, `git stash` read a hard link to `~/.netrc` in the tree unasked (after
   `git add -A`, `git show` and `git diff --cached` print it): they are tree readers of the workspace now
-  (`_protected._GIT_TREE_VERBS`). What git already holds (a blob committed before) is not judged: docs/tools.md.
+  (`_protected._GIT_TREE_VERBS`). What git already holds (a blob committed before) is not judged: docs/tools.md;
+- (section 4, new) `zip -r` and `diff -rN` follow links unless told not to, and `tar -chf`, `ugrep -rS` follow them
+  by a letter in a cluster: each read `docs/n -> ~/.netrc`; a reader following links never entered a linked folder
+  (`d2/s -> ~` under `grep -R`); `git -C ../home grep` read another work tree's tracked `~/.netrc`.
 
 Attacks that held are kept below their section as pins.
 """
