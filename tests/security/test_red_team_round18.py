@@ -352,7 +352,9 @@ def test_the_deep_index_leaves_other_files_alone_and_is_reused(tmp_path: Path, m
 
     monkeypatch.setattr(os, "scandir", counting)
     for name in ("scripts/y", "docs.md", "a/b/readme"):
-        assert _protected.deep_protected_targets([ws]).get((ws / name).resolve()) is None
+        index = _protected.deep_protected_targets([ws])
+        assert index is not None
+        assert index.get((ws / name).resolve()) is None
         assert shell_protected(parse(f"echo x > {name}"), ws, [ws]) is None, name
     assert walked.count(str(ws)) <= 4  # the index's walk once, the search beside each write
     assert _protected.deep_protected_targets([ws]) is _protected.deep_protected_targets([ws])

@@ -460,6 +460,7 @@ def shell_protected(
         return places
     makers = [part for part in parts if _may_make(part)]
     scope = _Scope(places, roots, makers, entries_left=TREE_CHECK_MAX_ENTRIES, search_path=search_path)
+    scope.runs_found = _runs_found(parts)
     for source in inputs:
         hit = _names_protected(source.split("\0", 1)[0], scope)
         if hit is not None:
@@ -659,6 +660,9 @@ class _Scope:
     """Whether a part may make a symbolic link (`_may_make_link`), found once per command."""
     glob_left: int = GLOB_CHECK_MAX_ENTRIES
     """The entries the expansion of the command's wildcards may still look at (`_bounded_glob`)."""
+    runs_found: bool = False
+    """Whether a part is a program find runs on what it finds (`find docs -exec cat {} +`, `-ok`): it opens a
+    symbolic link find only lists, so find's trees are searched following links (`_tree_read_reason`)."""
 
 
 _CLUSTER_MAX = 64
@@ -862,9 +866,26 @@ _NAMES_ONLY = frozenset(
 only at run time is no read of a credential file (a substitution in it, `echo "$(cat ~/.netrc)"`, is a part of its
 own, judged)."""
 
-_FOLLOWS = frozenset({"-R", "-L", "--follow", "--dereference-recursive", "--dereference", "-follow", "-h"})
+_FOLLOWS = frozenset(
+    {
+        "-R",
+        "-L",
+        "--follow",
+        "--dereference-recursive",
+        "--dereference",
+        "-follow",
+        "-h",
+        "--dereference-files",
+        "--copy-links",
+    }
+)
 """Options with which a tree reader follows symbolic links inside the tree (`grep -R`, `rg -L`, `find -L`, `tar -h`):
 then a link in it to a credential file is read too."""
+_FOLLOW_LETTERS = {"tar": "h", "bsdtar": "hL", "cp": "L", "rsync": "L", "rg": "L", "ugrep": "S", "ug": "S", "du": "L"}
+"""Each program's letters for `_FOLLOWS` inside an option cluster (`tar -chf`, `ugrep -rS`, `cp -rL`), besides `R`."""
+_FOLLOWS_BY_DEFAULT = frozenset({"zip", "diff", "scp"})
+"""Tree readers that follow symbolic links unless told not to: `zip -r` stores a link's target, `diff -rN` prints it
+(round 19: both read `docs/n -> ~/.netrc` under a rule)."""
 
 
 def credential_read(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[Path]) -> str | None:
@@ -876,7 +897,7 @@ def credential_read(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
     places = _places(parts, cwd)
     if isinstance(places, str):
         return places
-    scope = _Scope(places, roots, [], entries_left=TREE_CHECK_MAX_ENTRIES)
+    scope = _Scope(places, roots, [], entries_left=TREE_CHECK_MAX_ENTRIES, runs_found=_runs_found(parts))
     scope.credentials = credential_ids()
     for part in parts:
         name = _program(part)
@@ -922,7 +943,7 @@ def _unread_reason(part: SimpleCommand, name: str, scope: _Scope) -> str | None:
     written and resolved; a word with only wildcards (and `~`) is also expanded now, bounded, and each file it names
     judged as a literal word is (a hard link, a link to a protected path). An ordinary wildcard (`cat *.py`) names no
     credential file and stays under the caller's rule."""
-    if not part.unread or name in _NAMES_ONLY:
+    if not (part.unread or part.open_tail) or name in _NAMES_ONLY:
         return None
     reads_trees = _reads_trees(part, name)
     home = os.environ.get("HOME", "")
@@ -931,6 +952,8 @@ def _unread_reason(part: SimpleCommand, name: str, scope: _Scope) -> str | None:
     known = {str(path) for path in scope.credentials.values()}
     with contextlib.suppress(OSError, ValueError):
         known |= {os.path.realpath(path) for path in list(known)}
+    if part.open_tail and known:  # `echo ~/.netrc | xargs cat`: any name, as `cat $(...)` is
+        return f"{name} takes arguments only known at run time (xargs), which may name the credential file {min(known)}"
     for text in part.unread:
         regex, globbed = _unread_pattern(text, home)
         tail = "(?:/.*)?" if reads_trees else ""
@@ -960,6 +983,10 @@ def _unread_reason(part: SimpleCommand, name: str, scope: _Scope) -> str | None:
 _UNREAD_WILDCARDS_MAX = 6
 """The most unknown runs (`*`, a variable) a word's pattern keeps; a word with more may be any path (a search of
 `.*/.*/.*/...` or `[^/]*a[^/]*a...` over a long name backtracks without end)."""
+
+
+def _runs_found(parts: Sequence[SimpleCommand]) -> bool:
+    return any("find" in part.via or "find -execdir" in part.via for part in parts)
 
 
 def _credential_at(path: Path, credentials: Mapping[tuple[int, int], Path]) -> str | None:
@@ -1135,9 +1162,18 @@ def _bounded_glob(pattern: str, place: Path, scope: _Scope) -> list[str] | str:
     return [f for f in found if os.path.lexists(place / f)]
 
 
+_GIT_TREE_VERBS = frozenset({"grep", "add", "stage", "commit", "stash"})
+"""git verbs that read the tracked (or every) file of the repository whole without naming it: `git grep` prints the
+worktree's tracked files, `git add -A`, `git commit -a`, `git stash` copy them into objects that `git show` and
+`git diff --cached` print (round 19: a hard link to `~/.netrc` was added and read back unasked). Their trees are
+the roots and any directory a word names (`git -C ~/dotfiles grep`, `--work-tree=..`)."""
+
+
 def _reads_trees(part: SimpleCommand, name: str) -> bool:
     if name not in _TREE_READERS:
         return False
+    if name == "git" and (verb := _git_verb(part)) is not None and verb[0] in _GIT_TREE_VERBS:
+        return True
     options = _TREE_READERS[name]
     if options is None:
         return True
@@ -1154,8 +1190,13 @@ def _reads_trees(part: SimpleCommand, name: str) -> bool:
 
 
 def _follows(part: SimpleCommand) -> bool:
+    name = _program(part)
+    if name in _FOLLOWS_BY_DEFAULT:
+        return True
+    letters = "R" + _FOLLOW_LETTERS.get(name or "", "")
     return any(
-        w is not None and (w in _FOLLOWS or (w.startswith("-") and not w.startswith("--") and "R" in w))
+        w is not None
+        and (w in _FOLLOWS or (w.startswith("-") and not w.startswith("--") and any(c in w for c in letters)))
         for w in part.words[1:]
     )
 
@@ -1166,10 +1207,15 @@ def _tree_read_reason(part: SimpleCommand, name: str, scope: _Scope) -> str | No
     names, as a hard link found by a search of the tree (bounded: past it, asked)."""
     if not _reads_trees(part, name):
         return None
-    follows = _follows(part)
+    # a program find runs on what it finds (`-exec cat {} +`) opens a symbolic link find itself only lists
+    follows = _follows(part) or (name == "find" and scope.runs_found)
     trees: list[str] = []
+    words = [w.split("=", 1)[1] if w.startswith("--work-tree=") else w for w in part.words[1:] if w is not None]
     for place in scope.places:
-        trees += [w for w in part.words[1:] if w is not None and not w.startswith("-") and os.path.isdir(place / w)]
+        trees += [w for w in words if not w.startswith("-") and os.path.isdir(place / w)]
+    verb = _git_verb(part)
+    if verb is not None and verb[0] in _GIT_TREE_VERBS:
+        trees += [str(root) for root in scope.roots]  # the repository's files, wherever the command runs
     for tree in trees or ["."]:
         for place in scope.places:
             hit = _tree_credential(tree, place, scope, follows=follows)
@@ -1190,14 +1236,18 @@ def _tree_credential(tree: str, place: Path, scope: _Scope, *, follows: bool) ->
     except (OSError, ValueError):
         return None
     linked = False
+    known: list[tuple[Path, Path]] = []  # each credential file as named and as resolved
     for path in scope.credentials.values():
         with contextlib.suppress(OSError, ValueError):
-            if Path(os.path.realpath(path)).is_relative_to(real) or path.is_relative_to(real):
-                return f"the credential file {path}"
+            known.append((path, Path(os.path.realpath(path))))
             linked = linked or os.stat(path).st_nlink > 1
+    held = _holds_credential(real, known)
+    if held is not None:
+        return f"the credential file {held}"
     if not (linked or follows):
         return None
     pending = [real]
+    entered: set[tuple[int, int]] = set()  # the folders reached through links, each searched once (a cycle)
     while pending:
         directory = pending.pop()
         try:
@@ -1215,7 +1265,17 @@ def _tree_credential(tree: str, place: Path, scope: _Scope, *, follows: bool) ->
                     pending.append(Path(entry.path))
                     continue
                 info = entry.stat(follow_symlinks=follows)
-            except OSError:
+                if follows and stat.S_ISDIR(info.st_mode):  # `d -> ~` under `grep -R`, `zip -r`: followed too
+                    target = Path(os.path.realpath(entry.path))
+                    held = _holds_credential(target, known)
+                    if held is not None:
+                        where = relative_to_roots(Path(entry.path), scope.roots)
+                        return f"{where}, a link to a folder holding the credential file {held}"
+                    if (info.st_dev, info.st_ino) not in entered:
+                        entered.add((info.st_dev, info.st_ino))
+                        pending.append(target)
+                    continue
+            except (OSError, ValueError):
                 continue
             named = scope.credentials.get((info.st_dev, info.st_ino)) if stat.S_ISREG(info.st_mode) else None
             if named is not None:
@@ -1223,6 +1283,11 @@ def _tree_credential(tree: str, place: Path, scope: _Scope, *, follows: bool) ->
                     f"{relative_to_roots(Path(entry.path), scope.roots)}, another name of the credential file {named}"
                 )
     return None
+
+
+def _holds_credential(real: Path, known: Sequence[tuple[Path, Path]]) -> Path | None:
+    """The credential file (as named, as resolved: `known`) inside the resolved folder `real`, or None."""
+    return next((path for path, resolved in known if resolved.is_relative_to(real) or path.is_relative_to(real)), None)
 
 
 def _protected_or_holder(path: Path, roots: Sequence[Path]) -> str | None:
@@ -1236,7 +1301,8 @@ def _protected_or_holder(path: Path, roots: Sequence[Path]) -> str | None:
     return None
 
 
-def _git_writes_config(part: SimpleCommand) -> str | None:
+def _git_verb(part: SimpleCommand) -> tuple[str, list[str]] | None:
+    """A git command's verb and the words after it (`git -C x grep foo`: `grep`, `[foo]`), or None."""
     if _program(part) != "git":
         return None
     words = [w for w in part.words[1:] if w is not None]
@@ -1245,7 +1311,14 @@ def _git_writes_config(part: SimpleCommand) -> str | None:
         index += 2 if words[index] in ("-C", "-c", "--git-dir", "--work-tree", "--namespace") else 1
     if index >= len(words):
         return None
-    verb, rest = words[index], words[index + 1 :]
+    return words[index], words[index + 1 :]
+
+
+def _git_writes_config(part: SimpleCommand) -> str | None:
+    found = _git_verb(part)
+    if found is None:
+        return None
+    verb, rest = found
     if verb == "config":
         if any(w in _GIT_CONFIG_WRITES for w in rest):
             return "git config writes git's configuration (a protected path)"
@@ -1271,17 +1344,12 @@ def _git_local_repository(part: SimpleCommand, scope: _Scope) -> str | None:
     directory of plain files the model wrote: `core.fsmonitor` with `receive.denyCurrentBranch =
     updateInstead` runs a command), none of it under a protected name. A repository named by a
     path, a `file://` URL, or a name that is a directory here is asked; a remote's name is not."""
-    if _program(part) != "git":
+    found = _git_verb(part)
+    if found is None or found[0] not in _GIT_REMOTE_VERBS:
         return None
-    words = [w for w in part.words[1:] if w is not None]
-    index = 0
-    while index < len(words) and words[index].startswith("-"):
-        index += 2 if words[index] in ("-C", "-c", "--git-dir", "--work-tree", "--namespace") else 1
-    if index >= len(words) or words[index] not in _GIT_REMOTE_VERBS:
-        return None
-    verb = words[index]
-    operands = [w for w in words[index + 1 :] if not w.startswith("-")]
-    repos = [w.split("=", 1)[1] for w in words[index + 1 :] if w.startswith("--repo=")] + operands[:1]
+    verb, rest = found
+    operands = [w for w in rest if not w.startswith("-")]
+    repos = [w.split("=", 1)[1] for w in rest if w.startswith("--repo=")] + operands[:1]
     for repo in repos:
         local = repo.startswith("file://") or not _REMOTE_URL.match(repo)
         named = "/" in repo or repo.startswith((".", "~")) or _made_here(repo, part, scope)
@@ -1641,6 +1709,11 @@ class LinkSearch:
                 if hit is not None:
                     return f"it is {name} ({hit}) through the link {link.relative}"
         deep = deep_protected_targets(self.roots)
+        if deep is None:
+            return (
+                f"the workspace holds too many entries to index its protected links (over {LINK_SCAN_MAX_ENTRIES:,}); "
+                "one deeper in it may lead to this file"
+            )
         for place in (path, *above[:-1]):  # a nested repository's `a/b/.git/hooks/x -> ../../../../scripts/x`
             deep_link = deep.get(place)
             if deep_link is not None:
@@ -1705,15 +1778,16 @@ DEEP_LINKS_TTL_S = 10.0
 meanwhile is a write of a protected path (`.git/hooks/x`), asked itself; the search beside each written file
 (`LinkSearch`) still sees those near it at once."""
 
-_deep_cache: dict[tuple[Path, ...], tuple[float, dict[Path, str]]] = {}
+_deep_cache: dict[tuple[Path, ...], tuple[float, dict[Path, str] | None]] = {}
 
 
-def deep_protected_targets(roots: Sequence[Path]) -> dict[Path, str]:
+def deep_protected_targets(roots: Sequence[Path]) -> dict[Path, str] | None:
     """What each protected link anywhere under `roots` leads to (its real path, there or not yet), with the link:
     `LinkSearch` looks two folders deep beside each folder on a written file's way up, and a nested repository's
     `a/b/.git/hooks/x -> ../../../../scripts/x` is deeper (round 18). One walk of the roots (`protected_links`'
-    bound, `LINK_SCAN_MAX_ENTRIES`; past it the index is empty and only the search beside the file applies), kept
-    `DEEP_LINKS_TTL_S`."""
+    bound, `LINK_SCAN_MAX_ENTRIES`), kept `DEEP_LINKS_TTL_S`; None past the bound: what lies past it cannot be
+    vouched for, and `LinkSearch` asks every write it judges (an empty index left a distant link's target writable,
+    round 19)."""
     key = tuple(roots)
     now = time.monotonic()
     cached = _deep_cache.get(key)
@@ -1746,12 +1820,11 @@ def deep_protected_targets(roots: Sequence[Path]) -> dict[Path, str]:
                             found.setdefault(Path(os.path.realpath(entry.path)), relative)
                 elif entry.is_dir(follow_symlinks=False):
                     pending.append((entry.path, f"{prefix}{entry.name}/", bool(every)))
-    if left < 0:
-        found = {}
+    index = found if left >= 0 else None
     if len(_deep_cache) > 16:
         _deep_cache.clear()
-    _deep_cache[key] = (now, found)
-    return found
+    _deep_cache[key] = (now, index)
+    return index
 
 
 _PROBE_NAME = "unified-probe-\x01"
