@@ -14,7 +14,7 @@ from typing import Any
 from unified import backends as registry
 from unified._exports import publish
 from unified._redaction import clip, redactor
-from unified._sessions.records import SessionInfo, SessionStore, by_recency, resolve_ref
+from unified._sessions.records import SessionInfo, SessionStore, by_recency, refuse_empty, resolve_ref
 from unified.backends import SessionLocator
 from unified.conversations import Conversation
 from unified.errors import (
@@ -96,10 +96,7 @@ async def resolve(
     AmbiguousSession (also when several backends match), or the error of an unreadable record;
     with `unreadable` (what `delete` needs), an unreadable record is returned, its `problem` set.
     """
-    if not ref.strip():  # said once, not once for each backend searched
-        raise SessionNotFound(
-            "an empty session reference names no session", hint="pass a short id (`unified sessions list` shows them)"
-        )
+    refuse_empty(ref)  # said once, not once for each backend searched
     locators, unavailable = _locators(backend, store)
     matches: list[SessionInfo] = []
     misses: list[str] = []

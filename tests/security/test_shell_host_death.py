@@ -264,28 +264,39 @@ def test_a_process_looked_at_while_its_environment_is_laid_out_is_killed() -> No
     assert not survivors, f"{len(survivors)} of {WIDE_STARTS} processes killed as they started were left running"
 
 
-@pytest.mark.parametrize("kill", ["kill_owned_group", "kill_marked"])
-def test_a_scan_of_proc_that_fails_is_made_again(monkeypatch: pytest.MonkeyPatch, kill: str) -> None:
-    """A look through /proc that fails (the host out of descriptors: EMFILE) is no proof that nothing of ours
-    runs: each kill looks again rather than return with the process alive."""
-    real = os.scandir
+def _killed_past_one_failure(
+    monkeypatch: pytest.MonkeyPatch, kill: str, marker: str, fail: Callable[[int, list[OSError]], None]
+) -> None:
+    """Start a marked process, have `fail` (given its pid and the one failure to raise) make a look of the kill fail
+    once, kill it: the kill looked again (the failure was raised) and the process is dead."""
     failures = [OSError(errno.EMFILE, "Too many open files")]
-
-    def scandir(path: str) -> Iterator[os.DirEntry[str]]:
-        if failures:
-            raise failures.pop()
-        return real(path)
-
-    process = _just_started("failed-scan")
+    process = _just_started(marker)
     try:
-        monkeypatch.setattr(os, "scandir", scandir)
-        kill_owned_group(process.pid, "failed-scan") if kill == "kill_owned_group" else kill_marked("failed-scan")
+        fail(process.pid, failures)
+        kill_owned_group(process.pid, marker) if kill == "kill_owned_group" else kill_marked(marker)
         monkeypatch.undo()
         assert not failures
         assert process.poll() == -signal.SIGKILL
     finally:
         process.kill()
         process.wait()
+
+
+@pytest.mark.parametrize("kill", ["kill_owned_group", "kill_marked"])
+def test_a_scan_of_proc_that_fails_is_made_again(monkeypatch: pytest.MonkeyPatch, kill: str) -> None:
+    """A look through /proc that fails (the host out of descriptors: EMFILE) is no proof that nothing of ours
+    runs: each kill looks again rather than return with the process alive."""
+    real = os.scandir
+
+    def fail(pid: int, failures: list[OSError]) -> None:
+        def scandir(path: str) -> Iterator[os.DirEntry[str]]:
+            if failures:
+                raise failures.pop()
+            return real(path)
+
+        monkeypatch.setattr(os, "scandir", scandir)
+
+    _killed_past_one_failure(monkeypatch, kill, "failed-scan", fail)
 
 
 @pytest.mark.parametrize("kill", ["kill_owned_group", "kill_marked"])
@@ -295,22 +306,16 @@ def test_a_process_whose_proc_files_cannot_be_read_now_is_looked_at_again(
 ) -> None:
     """A failure to read one process's `/proc/<pid>/stat` or `environ` (EMFILE, ENOMEM) says nothing about it:
     before, it read as a process gone or a stranger's, and the kill returned with it running."""
-    process = _just_started("failed-read")
-    target = f"/proc/{process.pid}/{read}"
     real = Path.read_bytes
-    failures = [OSError(errno.EMFILE, "Too many open files")]
 
-    def read_bytes(path: Path) -> bytes:
-        if str(path) == target and failures:
-            raise failures.pop()
-        return real(path)
+    def fail(pid: int, failures: list[OSError]) -> None:
+        target = f"/proc/{pid}/{read}"
 
-    try:
+        def read_bytes(path: Path) -> bytes:
+            if str(path) == target and failures:
+                raise failures.pop()
+            return real(path)
+
         monkeypatch.setattr(Path, "read_bytes", read_bytes)
-        kill_owned_group(process.pid, "failed-read") if kill == "kill_owned_group" else kill_marked("failed-read")
-        monkeypatch.undo()
-        assert not failures
-        assert process.poll() == -signal.SIGKILL
-    finally:
-        process.kill()
-        process.wait()
+
+    _killed_past_one_failure(monkeypatch, kill, "failed-read", fail)

@@ -31,6 +31,7 @@ __all__ = [
     "SessionProblem",
     "SessionStore",
     "StoredSession",
+    "refuse_empty",
     "resolve_ref",
     "short_id_of",
 ]
@@ -177,6 +178,14 @@ def by_recency(info: SessionInfo) -> str:
     return str(info.updated_at or info.started_at or "")
 
 
+def refuse_empty(ref: str) -> None:
+    """An empty or blank reference names no session: `SessionNotFound`, said once wherever it is given."""
+    if not ref.strip():
+        raise SessionNotFound(
+            "an empty session reference names no session", hint="pass a short id (`unified sessions list` shows them)"
+        )
+
+
 def resolve_ref(ref: str, sessions: Iterable[SessionInfo], backend: str, *, unreadable: bool = False) -> SessionInfo:
     """Pick the session `ref` names: an exact full id, an exact short id, or a unique prefix.
 
@@ -186,9 +195,8 @@ def resolve_ref(ref: str, sessions: Iterable[SessionInfo], backend: str, *, unre
     raises its problem's error (CorruptSession, UnsupportedSessionFormat), unless `unreadable` (a delete:
     what cannot be read must still be removable, named as strictly as any other).
     """
+    refuse_empty(ref)
     wanted = ref.strip().lower()
-    if not wanted:
-        raise SessionNotFound("an empty session reference names no session", hint="pass a short id")
     candidates = list(sessions)
     # The id as written first: ids that differ in case only (another tool's, a hand's) were each an exact match
     # of the other's reference, ambiguous whatever was given, so neither could be resumed, shown or deleted.
