@@ -6,18 +6,24 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   option cluster: `file -bm/home/u/.netrc x` (the key file as file's magic file: its lines come back in warnings) and
   `grep -rf../out/key x .` ran unasked, because the outside-workspace check judged only what follows the cluster's
   first letter (`m/home/u/.netrc`, a path inside); now every letter's value is judged (`_read_only.operands`, as
-  `_reach` does for path rules), and a cluster longer than that bound is no read-only command.
+  `_reach` does for path rules), and a cluster longer than that bound is no read-only command;
+- token files the credential list did not name: `cat ~/.npmrc`, `cat ~/.cargo/credentials.toml`, `head ~/.pgpass`,
+  `cat ~/.vault-token`, ... ran unasked under an allow rule for `cat` (a `~` word is judged against the credential
+  files only), and a hard link to one in the workspace was read by read_file; now they are credential files
+  (`protected_paths.toml`).
 
 Attacks that held are kept below their section as pins.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from tests.security.test_red_team_round7 import _codex_command
+from unified.tools import Policy, ToolCall, ToolRuntime
 from unified.tools._read_only import not_read_only, operands
 
 pytestmark = [pytest.mark.anyio]
@@ -75,3 +81,79 @@ def test_a_pattern_holding_an_equals_sign_is_not_read_as_a_path() -> None:
     """Pin: an operand is judged as written (`grep url=/api src` is no read of /api), an option's value after `=`."""
     assert operands("grep url=/api src") == ["url=/api", "src"]
     assert operands("grep --file=/etc/shadow src") == ["/etc/shadow", "src"]
+
+
+# 2. token files the credential list did not name
+
+
+_TOKEN_FILES = [
+    (".npmrc", "//registry.npmjs.org/:_authToken=npm_SECRETTOKEN1234567890\n"),
+    (".yarnrc.yml", 'npmAuthToken: "SECRETTOKEN1234567890"\n'),
+    (".cargo/credentials.toml", '[registry]\ntoken = "SECRETTOKEN1234567890"\n'),
+    (".pgpass", "db:5432:*:u:SECRETPASSWORD123\n"),
+    (".vault-token", "hvs.SECRETTOKEN1234567890\n"),
+    (".cache/huggingface/token", "hf_SECRETTOKEN1234567890\n"),
+    (".aws/sso/cache/0a1b.json", '{"accessToken": "SECRETTOKEN1234567890"}\n'),
+    (".terraform.d/credentials.tfrc.json", '{"credentials": {"app.terraform.io": {"token": "SECRET"}}}\n'),
+]
+
+_CAT = Policy.default().with_toml(
+    '[[rule]]\ntoolName = "run_shell_command"\ncommandPrefix = ["cat", "head", "grep"]\ndecision = "allow"\n'
+)
+"""A caller who lets commands that read run unasked."""
+
+
+def _home_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, relative: str, content: str) -> tuple[Path, Path]:
+    home = tmp_path / "home"
+    (home / relative).parent.mkdir(parents=True, exist_ok=True)
+    (home / relative).write_text(content)
+    monkeypatch.setenv("HOME", str(home))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "README.md").write_text("readme\n")
+    return home, ws
+
+
+@pytest.mark.parametrize(("relative", "content"), _TOKEN_FILES)
+async def test_a_shell_read_of_a_token_file_is_asked_under_an_allow_rule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, relative: str, content: str
+) -> None:
+    """SUCCEEDED before: `cat ~/.npmrc` (and the others) ran unasked under an allow rule for `cat`, printing the
+    registry's publish token: only `.netrc`, `.aws/credentials`, `.ssh/id_*` and the like were credential files."""
+    _home_with(tmp_path, monkeypatch, relative, content)
+    ws = tmp_path / "ws"
+    async with ToolRuntime(ws, policy=_CAT) as tools:
+        decision = await tools.decide(ToolCall("1", "run_shell_command", {"command": f"cat ~/{relative}"}))
+        assert decision.decision == "deny"
+        assert "credential file" in str(decision.reason)
+        # its absolute path too (some were asked before as protected names: `.npmrc`, `.aws/**`)
+        command = f"grep -r SECRET {tmp_path / 'home' / relative}"
+        assert (await tools.decide(ToolCall("2", "run_shell_command", {"command": command}))).decision == "deny"
+
+
+@pytest.mark.parametrize(("relative", "content"), _TOKEN_FILES[:3])
+async def test_a_hard_link_to_a_token_file_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, relative: str, content: str
+) -> None:
+    """SUCCEEDED before: a hard link in the workspace to `~/.npmrc` (no protected name) was read by read_file."""
+    home, ws = _home_with(tmp_path, monkeypatch, relative, content)
+    os.link(home / relative, ws / "notes.txt")
+    async with ToolRuntime(ws) as tools:
+        [outcome] = await tools.run_batch([ToolCall("1", "read_file", {"file_path": "notes.txt"})])
+    assert outcome.is_error
+    assert "SECRET" not in str(outcome.response)
+    assert "credential file" in str(outcome.response)
+
+
+async def test_reads_beside_the_token_files_stay_allowed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pin: with every token file present, a read of the workspace is still allowed unasked."""
+    home, _ = _home_with(tmp_path, monkeypatch, *_TOKEN_FILES[0])
+    for relative, content in _TOKEN_FILES[1:]:
+        (home / relative).parent.mkdir(parents=True, exist_ok=True)
+        (home / relative).write_text(content)
+    async with ToolRuntime(tmp_path / "ws", policy=_CAT) as tools:
+        for command in ("cat README.md", "grep -r readme .", "head -n 1 README.md"):
+            decision = await tools.decide(ToolCall("1", "run_shell_command", {"command": command}))
+            assert decision.decision == "allow", command
+        [outcome] = await tools.run_batch([ToolCall("1", "read_file", {"file_path": "README.md"})])
+    assert not outcome.is_error
