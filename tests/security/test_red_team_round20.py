@@ -10,7 +10,9 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
 - token files the credential list did not name: `cat ~/.npmrc`, `cat ~/.cargo/credentials.toml`, `head ~/.pgpass`,
   `cat ~/.vault-token`, ... ran unasked under an allow rule for `cat` (a `~` word is judged against the credential
   files only), and a hard link to one in the workspace was read by read_file; now they are credential files
-  (`protected_paths.toml`).
+  (`protected_paths.toml`);
+- (hardening, not shown to run) Claude Code's claude.ai tools (`Artifact`, `Projects`, `RemoteTrigger`, ...), which a
+  Claude login may offer and which send the workspace off the machine, were not in the CLI's `permissions.ask`.
 
 Attacks that held are kept below their section as pins.
 """
@@ -157,3 +159,20 @@ async def test_reads_beside_the_token_files_stay_allowed(tmp_path: Path, monkeyp
             assert decision.decision == "allow", command
         [outcome] = await tools.run_batch([ToolCall("1", "read_file", {"file_path": "README.md"})])
     assert not outcome.is_error
+
+
+# 3. Claude Code's claude.ai tools, offered with a Claude login
+
+
+@pytest.mark.parametrize(
+    "tool", ["Artifact", "Projects", "RemoteTrigger", "ClaudeDesign", "SendFeedback", "PushNotification"]
+)
+def test_claude_codes_tools_that_send_the_workspace_off_the_machine_are_asked(tool: str) -> None:
+    """SUCCEEDED before: not in the CLI's `permissions.ask` settings, so with a Claude login a call of them (an
+    `Artifact` publishing `.env` as a web page, a `Projects` write uploading a `local_path`) was left to the CLI's own
+    judgement and never reached the caller's policy. Now the CLI asks, and the shipped policy asks the caller."""
+    from unified._adapters.claude_code._tools import ask_settings, policy_call
+
+    assert tool in ask_settings([])["permissions"]["ask"]
+    name, _ = policy_call(tool, {"file_path": ".env"})
+    assert Policy.default().evaluate(name, {"file_path": ".env"}, "auto_edit").decision == "ask_user"

@@ -38,9 +38,11 @@ AGENT_TOOLS = frozenset({"Agent", "Task"})
 ASKED: tuple[str, ...] = (
     QUESTION_TOOL,
     "Agent",
+    "Artifact",
     "Bash",
     "BashOutput",
     "KillShell",
+    "ClaudeDesign",
     "CronCreate",
     "CronDelete",
     "Edit",
@@ -55,8 +57,12 @@ ASKED: tuple[str, ...] = (
     "Monitor",
     "NotebookEdit",
     "NotebookRead",
+    "Projects",
+    "PushNotification",
     "Read",
+    "RemoteTrigger",
     "ScheduleWakeup",
+    "SendFeedback",
     "SendMessage",
     "Skill",
     "TaskStop",
@@ -66,7 +72,12 @@ ASKED: tuple[str, ...] = (
     "Write",
 )
 """Every tool of Claude Code 2.1 that acts on the world (files, shell, network, messages to agents,
-schedules, worktrees, workflows) or reads files: the CLI asks the client before each call of them."""
+schedules, worktrees, workflows) or reads files: the CLI asks the client before each call of them. With a Claude
+login (`claude_login`) the CLI may offer claude.ai's tools too, which send what the model chose off the machine:
+`Artifact` publishes a file of the workspace as a web page, `Projects` uploads one (`local_path`) to a project,
+`RemoteTrigger` creates and runs cloud agents, `ClaudeDesign`, `SendFeedback` and `PushNotification` send the
+model's text (2.1.332's `sdk-tools.d.ts`; round 20: they were left to the CLI's own judgement). A name the CLI
+does not offer in a run is a rule that matches nothing."""
 
 _POLICY_NAMES: Mapping[str, str] = {
     "Bash": "run_shell_command",
