@@ -12,7 +12,9 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   files only), and a hard link to one in the workspace was read by read_file; now they are credential files
   (`protected_paths.toml`);
 - (hardening, not shown to run) Claude Code's claude.ai tools (`Artifact`, `Projects`, `RemoteTrigger`, ...), which a
-  Claude login may offer and which send the workspace off the machine, were not in the CLI's `permissions.ask`.
+  Claude login may offer and which send the workspace off the machine, were not in the CLI's `permissions.ask`;
+- a hostile MCP server's tool with `"properties": []` (or another schema no declaration can carry) failed the run
+  at its start with a TypeError; now the tool is left out with a warning.
 
 Attacks that held are kept below their section as pins.
 """
@@ -21,12 +23,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any, cast
 
+import mcp_types
 import pytest
 
 from tests.security.test_red_team_round7 import _codex_command
 from unified.tools import Policy, ToolCall, ToolRuntime
 from unified.tools._read_only import not_read_only, operands
+from unified.types import StdioMcpServer
 
 pytestmark = [pytest.mark.anyio]
 
@@ -176,3 +181,72 @@ def test_claude_codes_tools_that_send_the_workspace_off_the_machine_are_asked(to
     assert tool in ask_settings([])["permissions"]["ask"]
     name, _ = policy_call(tool, {"file_path": ".env"})
     assert Policy.default().evaluate(name, {"file_path": ".env"}, "auto_edit").decision == "ask_user"
+
+
+# 4. an MCP server's input schemas
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    node: dict[str, Any] = {"type": "string"}
+    for _ in range(depth):
+        node = {"type": "array", "items": node}
+    return node
+
+
+@pytest.mark.parametrize(
+    ("schema", "why"),
+    [
+        ({"type": "object", "properties": []}, "properties are not an object"),
+        ({"type": "object", "properties": "x"}, "properties are not an object"),
+        ({"properties": None}, "properties are not an object"),
+        ({"type": "string"}, 'of type "string"'),
+        ({"type": "object", "properties": {"a": {"items": _nested(70)}}}, "deeper than 64"),
+    ],
+)
+async def test_an_mcp_tool_whose_schema_no_declaration_can_carry_is_left_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, schema: dict[str, Any], why: str
+) -> None:
+    """SUCCEEDED before: `ToolSpec.declaration` adds `wait_for_previous` to the schema's `properties`, so a hostile
+    server's `"properties": []` raised a TypeError when the run declared its tools (the run failed at its start,
+    whatever the server's other tools); `type: string` made the API refuse every request. Now that tool is left out
+    with a warning and the others stay."""
+    from unified.tools import _mcp
+
+    tools = [
+        mcp_types.Tool(name="bad", inputSchema=schema),
+        mcp_types.Tool(name="good", inputSchema={"type": "object"}),
+    ]
+
+    async def connect(server: Any, stack: Any, secrets: Any = ()) -> list[Any]:
+        return [_mcp._spec(server.name, cast(Any, None), tool, cast(Any, None)) for tool in tools]
+
+    monkeypatch.setattr(_mcp, "connect_server", connect)
+    async with ToolRuntime(tmp_path) as runtime:
+        [problem] = await runtime.connect_mcp([StdioMcpServer(name="srv", command="unused")])
+        declared = [d["name"] for d in runtime.declarations()]
+    assert "mcp__srv__good" in declared
+    assert "mcp__srv__bad" not in declared
+    assert why in problem.message
+    assert "mcp__srv__bad" in problem.message
+
+
+async def test_an_mcp_tool_with_an_ordinary_schema_is_declared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pin: a schema as servers write them (properties, required, nested objects and arrays) is declared as given."""
+    from unified.tools import _mcp
+
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"q": {"type": "string"}, "opts": {"type": "object", "properties": {"n": {"type": "array"}}}},
+        "required": ["q"],
+    }
+
+    async def connect(server: Any, stack: Any, secrets: Any = ()) -> list[Any]:
+        tool = mcp_types.Tool(name="search", inputSchema=schema)
+        return [_mcp._spec(server.name, cast(Any, None), tool, cast(Any, None))]
+
+    monkeypatch.setattr(_mcp, "connect_server", connect)
+    async with ToolRuntime(tmp_path) as runtime:
+        assert await runtime.connect_mcp([StdioMcpServer(name="srv", command="unused")]) == []
+        [declared] = [d for d in runtime.declarations() if d["name"] == "mcp__srv__search"]
+    assert declared["parameters"]["required"] == ["q"]
+    assert declared["parameters"]["properties"]["opts"] == schema["properties"]["opts"]
