@@ -14,7 +14,9 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
 - (hardening, not shown to run) Claude Code's claude.ai tools (`Artifact`, `Projects`, `RemoteTrigger`, ...), which a
   Claude login may offer and which send the workspace off the machine, were not in the CLI's `permissions.ask`;
 - a hostile MCP server's tool with `"properties": []` (or another schema no declaration can carry) failed the run
-  at its start with a TypeError; now the tool is left out with a warning.
+  at its start with a TypeError; now the tool is left out with a warning;
+- auto_edit wrote `lefthook-local.yml` (and lefthook's other names, its `.lefthook/` scripts), `*.code-workspace` and
+  `.devcontainer.json` unasked: other names of protected files that run later; now protected.
 
 Attacks that held are kept below their section as pins.
 """
@@ -250,3 +252,44 @@ async def test_an_mcp_tool_with_an_ordinary_schema_is_declared(tmp_path: Path, m
         [declared] = [d for d in runtime.declarations() if d["name"] == "mcp__srv__search"]
     assert declared["parameters"]["required"] == ["q"]
     assert declared["parameters"]["properties"]["opts"] == schema["properties"]["opts"]
+
+
+# 5. other names of files that run later
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "lefthook-local.yml",
+        ".lefthook-local.yml",
+        "lefthook.yaml",
+        "lefthook.toml",
+        ".lefthook.json",
+        "lefthook.jsonc",
+        ".config/lefthook.yml",
+        ".config/lefthook-local.yaml",
+        ".lefthook/pre-commit/lint.sh",
+        ".lefthook-local/pre-push/x.sh",
+        "project.code-workspace",
+        ".devcontainer.json",
+    ],
+)
+async def test_another_name_of_a_hook_or_editor_file_is_asked_in_auto_edit(tmp_path: Path, path: str) -> None:
+    """SUCCEEDED before: only `lefthook.yml`, `.lefthook.yml`, `.devcontainer/**` and `.vscode/{tasks,settings,
+    launch}.json` were protected. lefthook reads any of its names and merges `lefthook-local.*` (commands the next
+    `git commit` runs), and runs the scripts of `.lefthook/<hook>/`; a `*.code-workspace` file holds VS Code tasks
+    that run when it is opened; `.devcontainer.json` at the root is a dev container's file as well."""
+    async with ToolRuntime(tmp_path, approval_mode="auto_edit") as runtime:
+        [outcome] = await runtime.run_batch([ToolCall("c1", "write_file", {"file_path": path, "content": "x"})])
+    assert outcome.decision is not None
+    assert (outcome.decision.decision, outcome.decision.rule) == ("deny", "protected-paths")
+    assert not (tmp_path / path).exists()
+
+
+@pytest.mark.parametrize("path", ["docs/lefthook.md.txt", "src/workspace.ts", "devcontainer.md", "config/app.yml"])
+async def test_files_named_like_them_stay_written_unasked(tmp_path: Path, path: str) -> None:
+    """Pin: names beside them are ordinary files."""
+    async with ToolRuntime(tmp_path, approval_mode="auto_edit") as runtime:
+        [outcome] = await runtime.run_batch([ToolCall("c1", "write_file", {"file_path": path, "content": "x"})])
+    assert outcome.decision is not None
+    assert outcome.decision.decision == "allow"
