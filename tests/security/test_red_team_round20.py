@@ -16,7 +16,10 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
 - a hostile MCP server's tool with `"properties": []` (or another schema no declaration can carry) failed the run
   at its start with a TypeError; now the tool is left out with a warning;
 - auto_edit wrote `lefthook-local.yml` (and lefthook's other names, its `.lefthook/` scripts), `*.code-workspace` and
-  `.devcontainer.json` unasked: other names of protected files that run later; now protected.
+  `.devcontainer.json` unasked: other names of protected files that run later; now protected;
+- Claude Code with `excluded_tools=["edit_file"]` still offered `NotebookEdit` (the policy reads it as `edit_file`
+  and auto_edit allowed it); a glob was passed to the CLI as a name. Now every tool the policy reads as an excluded
+  one is disallowed.
 
 Attacks that held are kept below their section as pins.
 """
@@ -293,3 +296,39 @@ async def test_files_named_like_them_stay_written_unasked(tmp_path: Path, path: 
         [outcome] = await runtime.run_batch([ToolCall("c1", "write_file", {"file_path": path, "content": "x"})])
     assert outcome.decision is not None
     assert outcome.decision.decision == "allow"
+
+
+# 6. Claude Code's tools an excluded tool stands for
+
+
+@pytest.mark.parametrize(
+    ("excluded", "taken"),
+    [
+        ("edit_file", {"Edit", "MultiEdit", "NotebookEdit"}),
+        ("read_file", {"Read", "NotebookRead"}),
+        ("invoke_agent", {"Agent", "Task"}),
+        ("write_*", {"Write"}),
+        ("replace", {"Edit", "MultiEdit", "NotebookEdit"}),
+    ],
+)
+def test_an_excluded_tool_takes_every_claude_tool_the_policy_reads_as_it(
+    tmp_path: Path, excluded: str, taken: set[str]
+) -> None:
+    """SUCCEEDED before: `excluded_tools=["edit_file"]` gave `--disallowedTools Edit` alone, so `NotebookEdit`
+    (which the policy reads as `edit_file`, allowed in auto_edit) stayed offered and ran; a glob (`write_*`) was
+    passed as it is, a name the CLI has no tool of, and took nothing away."""
+    from unified._adapters.claude_code._launch import Launch
+    from unified._adapters.claude_code._options import claude_code_options
+    from unified.types import ExecuteParams
+
+    params = ExecuteParams(
+        prompt="x",
+        backend="claude-code",
+        cwd=tmp_path,
+        backend_options={"start_process": print},
+        excluded_tools=(excluded,),
+    )
+    argv = Launch.of(params, claude_code_options(params.backend_options)).argv(session_id="s", resume=False)
+    given = set(argv[argv.index("--disallowedTools") + 1].split(","))
+    assert taken <= given
+    assert "Bash" not in given

@@ -28,6 +28,7 @@ __all__ = [
     "QUESTION_TOOL",
     "ask_settings",
     "claude_tool_name",
+    "disallowed_tools",
     "policy_call",
 ]
 
@@ -118,6 +119,20 @@ def claude_tool_name(name: str) -> str:
     """The Claude Code tool a name stands for: its own name, or unified's name of the same tool
     (for `excluded_tools`, which callers write once for every backend)."""
     return _CLAUDE_NAMES.get(name, name)
+
+
+def disallowed_tools(excluded_tools: Iterable[str]) -> list[str]:
+    """The Claude Code tools `excluded_tools` takes away (`--disallowedTools`): each name as Claude's
+    (`claude_tool_name`), and every tool of the CLI the policy reads as a tool it names, glob patterns too
+    (`edit_file` is `Edit` and `NotebookEdit`, `read_file` is `Read` and `NotebookRead`, `invoke_agent` is `Agent`
+    and `Task`, `write_*` is `Write`). Round 20: `excluded_tools=["edit_file"]` left `NotebookEdit` offered, and
+    the policy, which reads it as `edit_file`, allowed it in auto_edit."""
+    from unified.tools._runtime import is_excluded
+
+    excluded = list(excluded_tools)
+    names = {claude_tool_name(name) for name in excluded}
+    names.update(tool for tool, name in _POLICY_NAMES.items() if is_excluded(name, excluded))
+    return sorted(names)
 
 
 def policy_call(tool: str, args: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
