@@ -19,7 +19,8 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   `.devcontainer.json` unasked: other names of protected files that run later; now protected;
 - Claude Code with `excluded_tools=["edit_file"]` still offered `NotebookEdit` (the policy reads it as `edit_file`
   and auto_edit allowed it); a glob was passed to the CLI as a name. Now every tool the policy reads as an excluded
-  one is disallowed.
+  one is disallowed. The Gemini CLI read a glob in `excluded_tools` (`write_*`) as one tool's name and took nothing;
+  excluding `read_file` left `read_many_files` (e2e: `tests/e2e/gemini_cli/test_gemini_cli_options.py`).
 
 Attacks that held are kept below their section as pins.
 """
@@ -332,3 +333,26 @@ def test_an_excluded_tool_takes_every_claude_tool_the_policy_reads_as_it(
     given = set(argv[argv.index("--disallowedTools") + 1].split(","))
     assert taken <= given
     assert "Bash" not in given
+
+
+@pytest.mark.parametrize(
+    ("excluded", "taken"),
+    [
+        ("write_*", {"write_file"}),
+        ("edit_*", {"replace"}),
+        ("*_file", {"read_file", "write_file"}),
+        ("read_file", {"read_file", "read_many_files"}),
+        ("list_dir", {"list_directory"}),
+    ],
+)
+def test_an_excluded_glob_or_tool_takes_the_gemini_clis_tools_it_names(excluded: str, taken: set[str]) -> None:
+    """SUCCEEDED before: the CLI reads a rule's `toolName` as one name (`*`, `mcp_*`, `mcp_<server>_*` aside), so
+    `excluded_tools=["write_*"]` became a deny rule for no tool and `write_file` stayed offered (and ran in auto_edit,
+    the gate not reading `excluded_tools`); excluding `read_file` left `read_many_files`."""
+    import tomllib
+
+    from unified._adapters.gemini_cli._launch import deny_rules
+
+    denied = {rule["toolName"] for rule in tomllib.loads(deny_rules([excluded]))["rule"]}
+    assert taken <= denied
+    assert "run_shell_command" not in denied
