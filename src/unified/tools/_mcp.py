@@ -24,12 +24,12 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from unified import _limits as limits
-from unified._redaction import Redactor, given_secrets, redactor, secret_values
+from unified._redaction import Redactor, clip, given_secrets, redactor, secret_values
 from unified.tools._base import InlineData, Progress, ToolError, ToolOutput, ToolSpec
 from unified.tools._mcp_transport import FaultWatch, capped_http_client, capped_stdio
 from unified.types import HttpMcpServer, McpServer, SseMcpServer, StdioMcpServer
 
-__all__ = ["connect_server", "tool_name"]
+__all__ = ["connect_server", "schema_problem", "tool_name"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -37,6 +37,21 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 def tool_name(server: str, tool: str) -> str:
     """`mcp__<server>__<tool>`, reduced to the characters and 64-char length function names allow."""
     return f"mcp__{_UNSAFE.sub('_', server)}__{_UNSAFE.sub('_', tool)}"[:64]
+
+
+def schema_problem(schema: dict[str, Any]) -> str | None:
+    """Why a server's input schema cannot be a function declaration's parameters, or None. Such a tool is left out
+    with a warning (`ToolRuntime.connect_mcp`), as a name already taken is: the declaration adds `wait_for_previous`
+    to the schema's `properties`, so `"properties": []` from a hostile server raised a TypeError at the run's start
+    (the run failed, whatever the other tools), and a type other than an object is refused by the API at every turn."""
+    kind = schema.get("type", "object")
+    if kind != "object":
+        return f"its input schema is of type {clip(json.dumps(kind), 40, more='…')}, not an object"
+    if not isinstance(schema.get("properties", {}), dict):
+        return "its input schema's properties are not an object"
+    if limits.too_deep(schema):
+        return f"its input schema is nested deeper than {limits.MAX_JSON_DEPTH} levels"
+    return None
 
 
 def _client(server: McpServer, faults: FaultWatch, clean: Redactor) -> Client:

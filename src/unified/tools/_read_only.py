@@ -20,7 +20,8 @@ from importlib import resources
 
 from unified.tools import _shell_syntax
 from unified.tools._policy import _named
-from unified.tools._protected import _NO_VALUE, _VALUE, _getopt, _unsafe_option
+from unified.tools._protected import _NO_VALUE, _VALUE, _cluster_end, _getopt, _unsafe_option
+from unified.tools._reach import _CLUSTER_MAX, _candidates
 
 __all__ = ["not_read_only", "operands"]
 
@@ -82,6 +83,8 @@ def _part(part: _shell_syntax.SimpleCommand) -> str | None:
     words = part.words
     if not words or any(word is None for word in words):
         return "a word only known at run time"
+    if any(_cluster_end(str(word)) > _CLUSTER_MAX for word in words[1:]):  # `operands` judges no value past it
+        return f"an option cluster longer than {_CLUSTER_MAX} letters"
     argv = [_shell_syntax.command_name(str(words[0])), *(str(word) for word in words[1:])]
     table = _table()
     for size in (2, 1):
@@ -120,12 +123,14 @@ def _takes(valued: tuple[str, ...], option: str) -> int:
 
 def operands(command: str) -> list[str]:
     """Every word of `command`'s commands that may name a path it reads, as written (relative to its
-    directory): each argument, and an option's attached value (`--file=x`, `-fx`). Many are patterns
-    and not paths at all; judged as paths they only make a command that reads outside its directory
-    asked, as Codex's parse names one path of `grep -r x a /etc/passwd` (`a`) and left the rest unasked.
-    Past a `--` every word is an operand as written: `cat a -- --/../../etc/passwd` reads /etc/passwd through
-    a folder named `--` the model made, and the word, read as a long option, was passed over. So is each file
-    a redirection reads (`_shell_syntax.redirected_inputs`)."""
+    directory): each argument, and an option's attached value (`--file=x`, `-fx`), after any letter of a
+    cluster (`_reach._candidates`: `file -bm/home/u/.netrc x` reads the key file as its magic file and prints its
+    lines in warnings; only `m/home/u/.netrc`, a path inside, was judged). Many are patterns and not paths at all;
+    judged as paths they only make a command that reads outside its directory asked, as Codex's parse names one
+    path of `grep -r x a /etc/passwd` (`a`) and left the rest unasked. Past a `--` every word is an operand as
+    written: `cat a -- --/../../etc/passwd` reads /etc/passwd through a folder named `--` the model made, and the
+    word, read as a long option, was passed over. So is each file a redirection reads
+    (`_shell_syntax.redirected_inputs`)."""
     found: list[str] = []
     for part in _shell_syntax.parse(command):
         ended = False
@@ -133,12 +138,10 @@ def operands(command: str) -> list[str]:
             if word is None:
                 continue
             if ended or not word.startswith("-"):
-                found.append(word)
+                found.append(word)  # as written: no program of the table reads an operand `if=x` as dd does
             elif word == "--":
                 ended = True
-            elif "=" in word:
-                found.append(word.split("=", 1)[1])
-            elif not word.startswith("--") and len(word) > 2:
-                found.append(word[2:])
+            else:
+                found.extend(text for text, _ in _candidates(word))
     found.extend(_shell_syntax.redirected_inputs(command))  # `head a - < /etc/shadow` names no path in its words
     return [word for word in found if word]

@@ -413,11 +413,13 @@ class ToolRuntime:
                 errors.append(McpConnectError(server.name, f"MCP server {server.name!r} failed to start: {reason}"))
                 continue
             for spec in specs:
-                if spec.name in self._tools:
-                    # two of its tools with one function name (`a b` and `a_b` are both `a_b`): the
-                    # first stays, and the run goes on with a warning, not a ValueError
-                    taken = f"its tool {spec.name!r} has the name of a tool already offered; it was left out"
-                    errors.append(McpConnectError(server.name, f"MCP server {server.name!r}: {taken}"))
+                # two of its tools with one function name (`a b` and `a_b` are both `a_b`): the first stays; a schema
+                # no declaration can carry: left out. The run goes on with a warning, not a ValueError or TypeError
+                problem = "it has the name of a tool already offered" if spec.name in self._tools else None
+                problem = problem or mcp.schema_problem(spec.schema)
+                if problem is not None:
+                    left_out = f"its tool {spec.name!r} was left out: {problem}"
+                    errors.append(McpConnectError(server.name, f"MCP server {server.name!r}: {left_out}"))
                     continue
                 self.add(spec)
         return errors

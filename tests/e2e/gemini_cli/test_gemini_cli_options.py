@@ -82,6 +82,16 @@ async def test_excluded_tools_are_not_offered(run_gemini: Run, responses: Respon
     assert not [e for e in events if isinstance(e, WarningEvent) and "excluded_tools" in e.message]
 
 
+@pytest.mark.parametrize("excluded", ["write_*", "*_file"])
+async def test_an_excluded_glob_takes_the_tools_it_names(run_gemini: Run, responses: Responses, excluded: str) -> None:
+    """Red team round 20: the CLI reads a rule's `toolName` as one name, so a glob took no tool and `write_file`
+    stayed offered (and, in auto_edit, wrote); now the glob is matched against the CLI's tools (`deny_rules`)."""
+    fake = responses(stream_line(call("write_file", file_path="x.txt", content="x")), stream_line(text("not written")))
+    events = await run_gemini(fake, excluded_tools=(excluded,), approval_mode="auto_edit")
+    _assert_not_found(events, "write_file")
+    assert result_of(events).final_text == "not written"
+
+
 async def test_system_instruction_replaces_the_system_prompt(
     run_gemini: Run, responses: Responses, tmp_path: Path
 ) -> None:

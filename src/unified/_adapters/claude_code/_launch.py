@@ -34,7 +34,7 @@ import platformdirs
 
 from unified._adapters.claude_code._key_file import KeyLease, key_file, lease, mcp_file, system_file
 from unified._adapters.claude_code._options import BACKEND, ClaudeCodeOptions
-from unified._adapters.claude_code._tools import ask_settings, claude_tool_name
+from unified._adapters.claude_code._tools import ask_settings, disallowed_tools
 from unified._binary.environment import EnvPolicy, child_env
 from unified._binary.install import BinarySpec, locate
 from unified._binary.process import AgentSubprocess
@@ -349,7 +349,7 @@ class Launch:
         if self.mcp_path is not None:
             argv += ["--mcp-config", str(self.mcp_path)]
         if params.excluded_tools:
-            argv += ["--disallowedTools", ",".join(sorted({claude_tool_name(n) for n in params.excluded_tools}))]
+            argv += ["--disallowedTools", ",".join(disallowed_tools(params.excluded_tools))]
         for directory in params.include_directories:
             argv += ["--add-dir", str(Path(directory).expanduser().resolve())]
         if self.system_path is not None:

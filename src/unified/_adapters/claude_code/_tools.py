@@ -28,6 +28,7 @@ __all__ = [
     "QUESTION_TOOL",
     "ask_settings",
     "claude_tool_name",
+    "disallowed_tools",
     "policy_call",
 ]
 
@@ -38,9 +39,11 @@ AGENT_TOOLS = frozenset({"Agent", "Task"})
 ASKED: tuple[str, ...] = (
     QUESTION_TOOL,
     "Agent",
+    "Artifact",
     "Bash",
     "BashOutput",
     "KillShell",
+    "ClaudeDesign",
     "CronCreate",
     "CronDelete",
     "Edit",
@@ -55,8 +58,12 @@ ASKED: tuple[str, ...] = (
     "Monitor",
     "NotebookEdit",
     "NotebookRead",
+    "Projects",
+    "PushNotification",
     "Read",
+    "RemoteTrigger",
     "ScheduleWakeup",
+    "SendFeedback",
     "SendMessage",
     "Skill",
     "TaskStop",
@@ -66,7 +73,12 @@ ASKED: tuple[str, ...] = (
     "Write",
 )
 """Every tool of Claude Code 2.1 that acts on the world (files, shell, network, messages to agents,
-schedules, worktrees, workflows) or reads files: the CLI asks the client before each call of them."""
+schedules, worktrees, workflows) or reads files: the CLI asks the client before each call of them. With a Claude
+login (`claude_login`) the CLI may offer claude.ai's tools too, which send what the model chose off the machine:
+`Artifact` publishes a file of the workspace as a web page, `Projects` uploads one (`local_path`) to a project,
+`RemoteTrigger` creates and runs cloud agents, `ClaudeDesign`, `SendFeedback` and `PushNotification` send the
+model's text (2.1.332's `sdk-tools.d.ts`; round 20: they were left to the CLI's own judgement). A name the CLI
+does not offer in a run is a rule that matches nothing."""
 
 _POLICY_NAMES: Mapping[str, str] = {
     "Bash": "run_shell_command",
@@ -107,6 +119,20 @@ def claude_tool_name(name: str) -> str:
     """The Claude Code tool a name stands for: its own name, or unified's name of the same tool
     (for `excluded_tools`, which callers write once for every backend)."""
     return _CLAUDE_NAMES.get(name, name)
+
+
+def disallowed_tools(excluded_tools: Iterable[str]) -> list[str]:
+    """The Claude Code tools `excluded_tools` takes away (`--disallowedTools`): each name as Claude's
+    (`claude_tool_name`), and every tool of the CLI the policy reads as a tool it names, glob patterns too
+    (`edit_file` is `Edit` and `NotebookEdit`, `read_file` is `Read` and `NotebookRead`, `invoke_agent` is `Agent`
+    and `Task`, `write_*` is `Write`). Round 20: `excluded_tools=["edit_file"]` left `NotebookEdit` offered, and
+    the policy, which reads it as `edit_file`, allowed it in auto_edit."""
+    from unified.tools._runtime import is_excluded
+
+    excluded = list(excluded_tools)
+    names = {claude_tool_name(name) for name in excluded}
+    names.update(tool for tool, name in _POLICY_NAMES.items() if is_excluded(name, excluded))
+    return sorted(names)
 
 
 def policy_call(tool: str, args: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:

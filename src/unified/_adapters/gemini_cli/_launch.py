@@ -37,6 +37,7 @@ holds them either (docs/backends/gemini-cli.md, "Keys and the model's commands")
 from __future__ import annotations
 
 import copy
+import fnmatch
 import functools
 import json
 import os
@@ -616,12 +617,38 @@ def policy_rules(excluded_tools: Sequence[str] = (), asked: Sequence[str] = ()) 
     return rules
 
 
+CLI_TOOLS = (
+    "activate_skill", "ask_user", "complete_task", "enter_plan_mode", "exit_plan_mode", "get_internal_docs", "glob",
+    "google_web_search", "grep_search", "invoke_agent", "list_directory", "list_mcp_resources", "read_file",
+    "read_many_files", "read_mcp_resource", "replace", "run_shell_command", "save_memory", "take_snapshot",
+    "tracker_add_dependency", "tracker_create_task", "tracker_get_task", "tracker_list_tasks", "tracker_update_task",
+    "tracker_visualize", "update_topic", "web_fetch", "write_file", "write_todos",
+)  # fmt: skip
+"""The built-in tools of the CLI 0.61 (its `*_TOOL_NAME` constants), which `excluded_tools` patterns are matched
+against (`deny_rules`)."""
+_SIBLINGS: Mapping[str, tuple[str, ...]] = {"read_file": ("read_many_files",)}
+"""The CLI's tools that do what an excluded one does, under another name: `read_many_files` reads files as
+`read_file` does (its entries are judged as `read_file`'s: `_reach.ALSO_JUDGED`)."""
+
+
 def deny_rules(excluded_tools: Sequence[str]) -> str:
     """`excluded_tools` as deny rules (0.61 has no exclude flag; settings are the user's). A deny rule
-    without arguments removes the tool from what the model is offered."""
+    without arguments removes the tool from what the model is offered. The CLI reads a rule's `toolName` as one
+    name (only `*`, `mcp_*` and `mcp_<server>_*` are patterns to it), so a glob (`write_*`, `*_file`) is matched
+    here against its tools, under its names and unified's (`edit_*` takes `replace`), and an excluded tool takes its
+    siblings (`_SIBLINGS`). Round 20: `excluded_tools=["write_*"]` gave a rule for no tool, and `write_file` stayed
+    offered and ran in auto_edit; excluding `read_file` left `read_many_files`."""
+    names: set[str] = set()
+    for pattern in excluded_tools:
+        names.add(CLI_NAMES.get(pattern, pattern))
+        names.update(
+            tool
+            for tool in CLI_TOOLS
+            if fnmatch.fnmatchcase(tool, pattern) or fnmatch.fnmatchcase(ALIASES.get(tool, tool), pattern)
+        )
+    names.update(sibling for name in list(names) for sibling in _SIBLINGS.get(name, ()))
     return "".join(
-        f'[[rule]]\ntoolName = {toml_string(CLI_NAMES.get(name, name))}\ndecision = "deny"\npriority = 999\n\n'
-        for name in sorted(set(excluded_tools))
+        f'[[rule]]\ntoolName = {toml_string(name)}\ndecision = "deny"\npriority = 999\n\n' for name in sorted(names)
     )
 
 
