@@ -50,6 +50,7 @@ from typing import Any
 
 from unified._adapters.gemini_cli._options import GeminiCliOptions
 from unified._adapters.gemini_cli._user_agents import own_subagents
+from unified._adapters.gemini_cli._workspace_settings import workspace_refusal
 from unified._binary.environment import EnvPolicy, FileSignature, cache_file, cache_folder, child_env, file_signature
 from unified._binary.install import BinarySpec, locate, require_node
 from unified._binary.process import AgentSubprocess, PipedEnv
@@ -316,9 +317,19 @@ class Launch:
             binary = locate(GEMINI_CLI, options.gemini_binary, where).path
             require_node(GEMINI_CLI, binary, env)
         fake = options.fake_responses.resolve() if options.fake_responses is not None else None
+        home = Path(env.get("GEMINI_CLI_HOME") or env.get("HOME") or Path.home())
+        system = Path(given.get(SYSTEM_SETTINGS_ENV) or _DEFAULT_SYSTEM_SETTINGS)
+        refusal = workspace_refusal(params.cwd.expanduser().resolve(), env, home, system)
+        if refusal is not None:
+            raise ConfigurationError(
+                f"{refusal}: the gemini CLI would run those commands or start those servers in this folder, which it "
+                "trusts, before and beside anything the run allows",
+                hint="remove them from that file (give MCP servers as the run's mcp_servers), or have the CLI not "
+                "trust the folder (GEMINI_CLI_TRUST_WORKSPACE=false in the env option: it then ignores the "
+                "workspace's settings, and refuses yolo and stdio MCP servers)",
+            )
         subagents: tuple[str, ...] = SUBAGENTS
         if options.policy is not None:  # a file system look only when rules may name them
-            home = Path(env.get("GEMINI_CLI_HOME") or env.get("HOME") or Path.home())
             subagents += tuple(name for name in own_subagents(home, params.cwd.expanduser()) if name not in SUBAGENTS)
         return cls(
             binary=binary,
@@ -372,12 +383,15 @@ class Launch:
         rules += policy_rules(self.excluded_tools, user_rule_tools(self.policy))
         return ["--policy", str(gemini_file("policy", ".toml", rules))]
 
-    def headless_policy_flags(self, *, protect_paths: bool, links: Sequence[str] | None = ()) -> list[str]:
+    def headless_policy_flags(
+        self, mode: ApprovalMode, *, protect_paths: bool, links: Sequence[str] | None = ()
+    ) -> list[str]:
         """stream-json's `--policy` file, where nobody can be asked (the approval mode decides): the
-        `excluded_tools` denied and, with `protect_paths` (all but yolo, where the CLI's autoEdit would
-        approve edits unseen), `write_file`/`replace` of a protected path denied (docs/tools.md), named plainly or
-        through one of `links` the run's folders hold (`linked_protected_rules`; None: they could not be named)."""
-        rules = deny_rules(self.excluded_tools)
+        `excluded_tools` denied, what `mode` would ask about denied (`unasked_denials`) and, with `protect_paths`
+        (all but yolo, where the CLI's autoEdit would approve edits unseen), `write_file`/`replace` of a protected
+        path denied (docs/tools.md), named plainly or through one of `links` the run's folders hold
+        (`linked_protected_rules`; None: they could not be named)."""
+        rules = deny_rules(self.excluded_tools) + unasked_denials(mode)
         if protect_paths:
             rules += protected_path_rules() + linked_protected_rules(links)
         if not rules:
@@ -587,8 +601,9 @@ def policy_rules(excluded_tools: Sequence[str] = (), asked: Sequence[str] = ()) 
 
     - every call that can change anything asks (unified answers, `_permissions.py`): the shell (a rule with
       arguments, which the CLI's "known safe command" heuristics do not override, so `echo hi` asks too),
-      writes and edits, web fetches, memory, skills and every MCP tool; plan mode asks for the edits the
-      CLI would allow there itself (its plan files) and denies the rest, as unified's plan does;
+      writes and edits, web fetches, memory, skills and every MCP tool, in plan too (where unified's plan
+      denies what changes anything): the CLI's own plan-mode denials are below the settings' `tools.allowed`
+      (4.3), so a `tools.allowed: ["run_shell_command"]` ran the model's shell command in plan (measured, 0.61);
     - the read-only tools unified's table allows in every mode run unasked (reported as its rule);
     - `excluded_tools` are denied (a denial without arguments also hides the tool from the model);
     - the `asked` tools (`user_rule_tools`: those a caller's rule may deny or ask for) ask in every mode, yolo
@@ -603,17 +618,43 @@ def policy_rules(excluded_tools: Sequence[str] = (), asked: Sequence[str] = ()) 
     ask = f'decision = "ask_user"\npriority = {_RULE_PRIORITY}\n'
     rules += (
         '[[rule]]\nname = "unified: the shell asks"\ntoolName = "run_shell_command"\nargsPattern = "."\n'
-        f'{ask}modes = ["default", "autoEdit"]\n\n'
+        f"{ask}modes = {ASKING_MODES}\n\n"
         '[[rule]]\nname = "unified: edits ask"\ntoolName = ["write_file", "replace"]\n'
         f"{ask}modes = {ASKING_MODES}\n\n"
         '[[rule]]\nname = "unified: effects ask"\ntoolName = ["web_fetch", "save_memory", "activate_skill"]\n'
-        f'{ask}modes = ["default", "autoEdit"]\n\n'
+        f"{ask}modes = {ASKING_MODES}\n\n"
         '[[rule]]\nname = "unified: MCP tools ask"\ntoolName = "*"\nmcpName = "*"\n'
-        f'{ask}modes = ["default", "autoEdit"]\n\n'
+        f"{ask}modes = {ASKING_MODES}\n\n"
         f'[[rule]]\nname = "unified: read-only"\ntoolName = {json.dumps(list(READ_ONLY_CLI_TOOLS))}\n'
         f'decision = "allow"\npriority = {_RULE_PRIORITY}\nmodes = {ASKING_MODES}\n'
     )
     return rules
+
+
+_UNASKED: Mapping[ApprovalMode, tuple[str, ...]] = {
+    "default": ("run_shell_command", "write_file", "replace", "web_fetch", "save_memory", "activate_skill"),
+    "auto_edit": ("run_shell_command", "web_fetch", "save_memory", "activate_skill"),
+    "plan": ("run_shell_command", "web_fetch", "save_memory", "activate_skill"),
+    "yolo": (),
+}
+"""The CLI's tools that `policy_rules` has ask in each approval mode (plan's edits are the CLI's plan files, left to
+its plan mode): where nobody can be asked (stream-json), each is denied, and so is every MCP tool but in yolo."""
+
+
+def unasked_denials(mode: ApprovalMode) -> str:
+    """Deny rules for what `mode` would ask about, for a run nobody can be asked in (stream-json), at our rules'
+    priority: above the settings' `tools.allowed` (4.3). Without them such a list let the CLI run those calls
+    (measured with 0.61: a workspace's `.gemini/settings.json` `tools.allowed: ["run_shell_command", "write_file"]`
+    ran the model's shell command and write in `default`, which registers neither otherwise)."""
+    tools = _UNASKED[mode]
+    if not tools:
+        return ""
+    deny = f'decision = "deny"\npriority = {_RULE_PRIORITY}\n'
+    why = 'denyMessage = "unified: it needs approval and nobody can answer (the stream-json transport)"\n'
+    return (
+        f'[[rule]]\nname = "unified: nobody can be asked"\ntoolName = {json.dumps(list(tools))}\n{deny}{why}\n'
+        f'[[rule]]\nname = "unified: nobody can be asked (MCP)"\ntoolName = "*"\nmcpName = "*"\n{deny}{why}\n'
+    )
 
 
 def deny_rules(excluded_tools: Sequence[str]) -> str:

@@ -258,7 +258,7 @@ async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutc
     protect = params.approval_mode != "yolo"
     roots = [cwd, *launch.include_directories]
     links = await anyio.to_thread.run_sync(protected_links, roots) if protect else []
-    argv += launch.headless_policy_flags(protect_paths=protect, links=links)
+    argv += launch.headless_policy_flags(params.approval_mode, protect_paths=protect, links=links)
     guard: ResumeGuard | None = None
     session_model = None
     leased = False

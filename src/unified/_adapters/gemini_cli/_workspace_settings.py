@@ -1,0 +1,116 @@
+"""A workspace's own `.gemini/settings.json`: what in it would run commands the caller never gave, and whether the
+CLI reads it at all.
+
+The CLI merges `<cwd>/.gemini/settings.json` into its settings when it trusts the folder: always with folder trust
+off (`security.folderTrust.enabled: false`, which a user sets to run yolo), else when `trustedFolders.json` trusts
+it. Measured with 0.61 and a hostile repository's file: its `tools.discoveryCommand` ran at `session/new` and its
+`mcpServers` were started on both transports, and its `hooks` ran over stream-json (`SessionStart`, `BeforeTool`),
+before or beside anything unified's policy decides; its `tools.allowed`, `general.defaultApprovalMode` and
+`model.name` changed nothing the caller set (unified's policy rules and explicit mode and model are above them). A
+file with such a setting in a folder the CLI would trust is refused before the CLI starts (`workspace_refusal`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from unified._files import read_regular
+
+__all__ = ["workspace_refusal"]
+
+RUNS_COMMANDS = ("hooks", "mcpServers", "tools.discoveryCommand", "tools.callCommand")
+"""The settings with which the CLI runs a command or connects a server of the file's own."""
+_MAX_BYTES = 1 << 20
+
+
+def strip_comments(text: str) -> str:
+    """`text` without its `//` and `/* */` comments (outside strings), as the CLI's strip-json-comments reads it."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        char = text[i]
+        if char == '"':
+            end = i + 1
+            while end < n and text[end] != '"':
+                end += 2 if text[end] == "\\" else 1
+            out.append(text[i : end + 1])
+            i = end + 1
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out)
+
+
+def _settings(path: Path) -> dict[str, Any] | None:
+    """The settings file at `path` as the CLI parses it; None when there is none it could use."""
+    try:
+        data = json.loads(strip_comments(read_regular(path, max_bytes=_MAX_BYTES).decode("utf-8", "replace")))
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _get(settings: Mapping[str, Any] | None, dotted: str) -> object:
+    value: object = settings
+    for key in dotted.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _trusted(cwd: Path, env: Mapping[str, str], home: Path, system: Path) -> bool:
+    """Whether the CLI trusts `cwd` (0.61 `checkPathTrust`): the environment's word, else folder trust off (the
+    system's settings, else the user's), else the longest `trustedFolders.json` rule that holds `cwd`. Unsure (an
+    unreadable trust file, which the CLI refuses to start over): trusted."""
+    if env.get("GEMINI_RESTRICTED_MODE") == "true" or env.get("GEMINI_CLI_TRUST_WORKSPACE") == "false":
+        return False
+    if env.get("GEMINI_CLI_TRUST_WORKSPACE") == "true":
+        return True
+    enabled = _get(_settings(system), "security.folderTrust.enabled")
+    if enabled is None:
+        enabled = _get(_settings(home / ".gemini" / "settings.json"), "security.folderTrust.enabled")
+    if enabled is False:
+        return True
+    trust_file = Path(env.get("GEMINI_CLI_TRUSTED_FOLDERS_PATH") or home / ".gemini" / "trustedFolders.json")
+    if not trust_file.exists():
+        return False
+    rules = _settings(trust_file)
+    if rules is None:
+        return True
+    best, level = -1, None
+    for rule, trust in rules.items():
+        folder = Path(rule).parent if trust == "TRUST_PARENT" else Path(rule)
+        try:
+            holds = cwd.is_relative_to(folder.resolve())
+        except (OSError, ValueError):
+            continue
+        if holds and len(rule) > best:
+            best, level = len(rule), trust
+    return level in ("TRUST_FOLDER", "TRUST_PARENT")
+
+
+def workspace_refusal(cwd: Path, env: Mapping[str, str], home: Path, system: Path) -> str | None:
+    """Why the run must not start in `cwd` (resolved): its `.gemini/settings.json` sets what `RUNS_COMMANDS` names
+    (or is too large to tell) and the CLI would read it (`_trusted`). None when it may: no such file or setting, the
+    user's own settings (a home folder), or a folder the CLI does not trust. `home` is the CLI's, `system` its system
+    settings file."""
+    path = cwd / ".gemini" / "settings.json"
+    if cwd == home.resolve():
+        return None
+    try:
+        too_large = path.stat().st_size > _MAX_BYTES
+    except OSError:
+        return None
+    settings = _settings(path)
+    found = [key for key in RUNS_COMMANDS if _get(settings, key) not in (None, "", {}, [])]
+    if not (found or too_large) or not _trusted(cwd, env, home, system):
+        return None
+    return f"{path} is over 1 MiB, too large to read" if too_large else f"{path} sets {', '.join(found)}"
