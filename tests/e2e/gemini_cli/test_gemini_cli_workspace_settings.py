@@ -4,13 +4,15 @@ and widens no approval the caller set, on either transport."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.gemini_cli.gemini_cli_helpers import Run, call, stream_line, text
-from unified.events import ErrorEvent, Result, ToolResult
+from unified.events import ErrorEvent, Result, ToolResult, WarningEvent
+from unified.types import StdioMcpServer
 
 pytestmark = pytest.mark.anyio
 
@@ -61,6 +63,24 @@ async def test_in_an_untrusted_folder_the_workspace_settings_are_not_refused_and
     assert isinstance(result, Result)
     assert result.status == "success", result.error
     assert sorted(p.name for p in marks.iterdir()) == []
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the CLI decides this; trio: test_gemini_cli_acp.py
+async def test_in_an_untrusted_folder_a_stdio_mcp_server_of_the_run_is_said_missing(
+    run_gemini: Run, responses: Callable[..., Path], workspace: Path, gemini_setup: Path
+) -> None:
+    """SILENT before: the CLI starts no stdio MCP server in a folder it does not trust (its default: folder trust on,
+    the folder not trusted), the run's either; it said nothing over ACP and the model was never offered the tools."""
+    settings_file = gemini_setup / ".gemini" / "settings.json"
+    settings = json.loads(settings_file.read_text())
+    settings["security"]["folderTrust"] = {"enabled": True}
+    settings_file.write_text(json.dumps(settings))
+    server = StdioMcpServer(name="echo", command=sys.executable, args=("-c", "pass"))
+    events = await run_gemini(responses(stream_line(text("fine"))), mcp_servers=(server,))
+    warning = next(e for e in events if isinstance(e, WarningEvent))
+    assert warning.code == "mcp_unavailable"
+    assert warning.message.startswith("MCP server 'echo' is not started: the Gemini CLI starts stdio MCP servers only")
+    assert str(workspace) in warning.message
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])

@@ -50,7 +50,7 @@ from typing import Any
 
 from unified._adapters.gemini_cli._options import GeminiCliOptions
 from unified._adapters.gemini_cli._user_agents import own_subagents
-from unified._adapters.gemini_cli._workspace_settings import workspace_refusal
+from unified._adapters.gemini_cli._workspace_settings import cli_trusts, workspace_refusal
 from unified._binary.environment import EnvPolicy, FileSignature, cache_file, cache_folder, child_env, file_signature
 from unified._binary.install import BinarySpec, locate, require_node
 from unified._binary.process import AgentSubprocess, PipedEnv
@@ -59,7 +59,7 @@ from unified._urls import url_problem
 from unified.errors import BackendUnavailable, ConfigurationError
 from unified.tools import Policy, protected_path_patterns
 from unified.tools._policy import ALIASES, USER_TIER, Decision, Rule, outright_refusal, unasked_refusal
-from unified.types import ApprovalMode, ExecuteParams
+from unified.types import ApprovalMode, ExecuteParams, StdioMcpServer
 
 __all__ = [
     "BACKEND",
@@ -288,6 +288,9 @@ class Launch:
     subagents: tuple[str, ...] = SUBAGENTS
     """The subagents the CLI may run: its own (`SUBAGENTS`) and, with a policy, those the user, the project or an
     extension defines (`_user_agents.own_subagents`), each named in `subagent_rules`."""
+    folder_trusted: bool = True
+    """Whether the CLI trusts the run's cwd (`_workspace_settings.cli_trusts`; looked at only for a run with stdio MCP
+    servers, which it starts only there)."""
 
     @classmethod
     def of(cls, params: ExecuteParams, options: GeminiCliOptions) -> Launch:
@@ -319,7 +322,8 @@ class Launch:
         fake = options.fake_responses.resolve() if options.fake_responses is not None else None
         home = Path(env.get("GEMINI_CLI_HOME") or env.get("HOME") or Path.home())
         system = Path(given.get(SYSTEM_SETTINGS_ENV) or _DEFAULT_SYSTEM_SETTINGS)
-        refusal = workspace_refusal(params.cwd.expanduser().resolve(), env, home, system)
+        cwd = params.cwd.expanduser().resolve()
+        refusal = workspace_refusal(cwd, env, home, system)
         if refusal is not None:
             raise ConfigurationError(
                 f"{refusal}: the gemini CLI would run those commands or start those servers in this folder, which it "
@@ -343,6 +347,8 @@ class Launch:
             max_retries=options.max_retries,
             subagent_silence_s=options.subagent_silence_s,
             subagents=subagents,
+            folder_trusted=not any(isinstance(s, StdioMcpServer) for s in params.mcp_servers)
+            or cli_trusts(cwd, env, home, system),
         )
 
     def model_for(self, session_model: str | None = None) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from unified._files import read_regular
 
-__all__ = ["workspace_refusal"]
+__all__ = ["cli_trusts", "workspace_refusal"]
 
 RUNS_COMMANDS = ("hooks", "mcpServers", "tools.discoveryCommand", "tools.callCommand")
 """The settings with which the CLI runs a command or connects a server of the file's own."""
@@ -66,10 +66,11 @@ def _get(settings: Mapping[str, Any] | None, dotted: str) -> object:
     return value
 
 
-def _trusted(cwd: Path, env: Mapping[str, str], home: Path, system: Path) -> bool:
+def cli_trusts(cwd: Path, env: Mapping[str, str], home: Path, system: Path) -> bool:
     """Whether the CLI trusts `cwd` (0.61 `checkPathTrust`): the environment's word, else folder trust off (the
     system's settings, else the user's), else the longest `trustedFolders.json` rule that holds `cwd`. Unsure (an
-    unreadable trust file, which the CLI refuses to start over): trusted."""
+    unreadable trust file, which the CLI refuses to start over): trusted. In a folder it does not trust the CLI
+    ignores the workspace's settings, refuses yolo and starts no stdio MCP server (the run's too, silently)."""
     if env.get("GEMINI_RESTRICTED_MODE") == "true" or env.get("GEMINI_CLI_TRUST_WORKSPACE") == "false":
         return False
     if env.get("GEMINI_CLI_TRUST_WORKSPACE") == "true":
@@ -99,7 +100,7 @@ def _trusted(cwd: Path, env: Mapping[str, str], home: Path, system: Path) -> boo
 
 def workspace_refusal(cwd: Path, env: Mapping[str, str], home: Path, system: Path) -> str | None:
     """Why the run must not start in `cwd` (resolved): its `.gemini/settings.json` sets what `RUNS_COMMANDS` names
-    (or is too large to tell) and the CLI would read it (`_trusted`). None when it may: no such file or setting, the
+    (or is too large to tell) and the CLI would read it (`cli_trusts`). None when it may: no such file or setting, the
     user's own settings (a home folder), or a folder the CLI does not trust. `home` is the CLI's, `system` its system
     settings file."""
     path = cwd / ".gemini" / "settings.json"
@@ -111,6 +112,6 @@ def workspace_refusal(cwd: Path, env: Mapping[str, str], home: Path, system: Pat
         return None
     settings = _settings(path)
     found = [key for key in RUNS_COMMANDS if _get(settings, key) not in (None, "", {}, [])]
-    if not (found or too_large) or not _trusted(cwd, env, home, system):
+    if not (found or too_large) or not cli_trusts(cwd, env, home, system):
         return None
     return f"{path} is over 1 MiB, too large to read" if too_large else f"{path} sets {', '.join(found)}"
