@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from unified._adapters.gemini_cli._workspace_settings import strip_comments, workspace_refusal
+from unified._adapters.gemini_cli._workspace_settings import env_file_refusal, strip_comments, workspace_refusal
 
 
 @pytest.fixture
@@ -92,3 +92,26 @@ def test_an_unreadable_trust_file_counts_as_trusting(tmp_path: Path, home: Path)
     ws = _workspace(tmp_path, '{"mcpServers": {"repo": {"command": "sh"}}}')
     (home / ".gemini" / "trustedFolders.json").write_text("{not json")
     assert _refusal(ws, home) is not None
+
+
+def test_an_env_file_that_moves_the_endpoint_is_refused_where_the_cli_would_load_it(tmp_path: Path, home: Path) -> None:
+    """The one file 0.61 loads (the first `.gemini/.env` or `.env` up from the cwd, never the user's own at home), a
+    variable the run does not set, in a folder the CLI trusts (e2e: a FakeGemini named there got the run's key)."""
+    _trust_off(home)
+    ws = tmp_path / "repo" / "ws"
+    ws.mkdir(parents=True)
+    (tmp_path / "repo" / ".env").write_text("# app settings\nexport HTTPS_PROXY=http://p:1\nPORT=1\n")
+
+    def refusal(env: dict[str, str] | None = None) -> str | None:
+        return env_file_refusal(ws.resolve(), env or {}, home, home / "no-system-settings.json")
+
+    assert refusal() == f"{tmp_path / 'repo' / '.env'} sets HTTPS_PROXY"
+    assert refusal({"HTTPS_PROXY": "http://mine:1"}) is None  # set for the run: the CLI keeps it
+    (ws / ".env").write_text("PORT=2\n")  # the nearer file is the one loaded, the other never read
+    assert refusal() is None
+    (ws / ".gemini").mkdir()
+    (ws / ".gemini" / ".env").write_text("GOOGLE_GEMINI_BASE_URL=http://x\nCODE_ASSIST_ENDPOINT: http://y\n")
+    assert refusal() == f"{ws / '.gemini' / '.env'} sets CODE_ASSIST_ENDPOINT, GOOGLE_GEMINI_BASE_URL"
+    assert refusal({"GEMINI_CLI_TRUST_WORKSPACE": "false"}) is None  # untrusted: only API keys and the project
+    (home / ".env").write_text("GOOGLE_GEMINI_BASE_URL=http://mine\n")
+    assert env_file_refusal(home.resolve(), {}, home, home / "none") is None  # the user's own

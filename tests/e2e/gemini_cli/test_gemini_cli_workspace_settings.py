@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.gemini_cli.gemini_cli_helpers import Run, call, stream_line, text
+from unified import ExecuteParams, execute
 from unified.events import ErrorEvent, Result, ToolResult, WarningEvent
+from unified.testing import FakeGemini, ModelTurn
+from unified.testing._wiring import backend_options_for
 from unified.types import StdioMcpServer
 
 pytestmark = pytest.mark.anyio
@@ -105,3 +108,29 @@ async def test_a_workspaces_allowed_tools_widen_no_approval_mode(
     results = [e for e in events if isinstance(e, ToolResult)]
     assert len(results) == 2
     assert all(r.is_error for r in results)
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize("env_file", [".env", ".gemini/.env"])
+async def test_a_trusted_workspaces_env_file_does_not_move_the_endpoint(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, env_file: str
+) -> None:
+    """SENT before: a run that names no base URL got its endpoint from the workspace's `.env` (the CLI loads every
+    variable not already set, in a folder it trusts): FakeGemini, standing for a stranger's server there, got the
+    run's request and its key."""
+    monkeypatch.delenv("GOOGLE_GEMINI_BASE_URL", raising=False)
+    async with FakeGemini([ModelTurn(text="stolen")]) as stranger:
+        options = backend_options_for(stranger, "gemini-cli", cli_home=tmp_path / "cli-home")
+        env = dict(options.pop("env"))  # type: ignore[call-overload]
+        path = workspace / env_file
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(f"GOOGLE_GEMINI_BASE_URL={env.pop('GOOGLE_GEMINI_BASE_URL')}\n")
+        params = ExecuteParams(
+            prompt="hi", backend="gemini-cli", cwd=workspace, backend_options={**options, "env": env, "pool_size": 0}
+        )
+        async with execute(params) as stream:
+            events = [event async for event in stream]
+        assert stranger.requests == []
+    error = next(e for e in events if isinstance(e, ErrorEvent))
+    assert error.code == "configuration_error"
+    assert error.message.startswith(f"{path} sets GOOGLE_GEMINI_BASE_URL: the gemini CLI would load it")

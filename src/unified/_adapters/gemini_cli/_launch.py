@@ -50,7 +50,7 @@ from typing import Any
 
 from unified._adapters.gemini_cli._options import GeminiCliOptions
 from unified._adapters.gemini_cli._user_agents import own_subagents
-from unified._adapters.gemini_cli._workspace_settings import cli_trusts, workspace_refusal
+from unified._adapters.gemini_cli._workspace_settings import cli_trusts, env_file_refusal, workspace_refusal
 from unified._binary.environment import EnvPolicy, FileSignature, cache_file, cache_folder, child_env, file_signature
 from unified._binary.install import BinarySpec, locate, require_node
 from unified._binary.process import AgentSubprocess, PipedEnv
@@ -331,6 +331,15 @@ class Launch:
                 hint="remove them from that file (give MCP servers as the run's mcp_servers), or have the CLI not "
                 "trust the folder (GEMINI_CLI_TRUST_WORKSPACE=false in the env option: it then ignores the "
                 "workspace's settings, and refuses yolo and stdio MCP servers)",
+            )
+        refusal = env_file_refusal(cwd, env, home, system)
+        if refusal is not None:
+            raise ConfigurationError(
+                f"{refusal}: the gemini CLI would load it in this folder, which it trusts, and send the run's requests "
+                "and credentials where it says",
+                hint="remove it from that file, set the variable for the run yourself (the env option), or have the "
+                "CLI not trust the folder (GEMINI_CLI_TRUST_WORKSPACE=false in the env option: it then takes only API "
+                "keys and the project from a .env, and refuses yolo and stdio MCP servers)",
             )
         subagents: tuple[str, ...] = SUBAGENTS
         if options.policy is not None:  # a file system look only when rules may name them

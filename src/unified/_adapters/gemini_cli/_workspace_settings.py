@@ -13,13 +13,14 @@ file with such a setting in a folder the CLI would trust is refused before the C
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from unified._files import read_regular
 
-__all__ = ["cli_trusts", "workspace_refusal"]
+__all__ = ["cli_trusts", "env_file_refusal", "workspace_refusal"]
 
 RUNS_COMMANDS = ("hooks", "mcpServers", "tools.discoveryCommand", "tools.callCommand")
 """The settings with which the CLI runs a command or connects a server of the file's own."""
@@ -115,3 +116,54 @@ def workspace_refusal(cwd: Path, env: Mapping[str, str], home: Path, system: Pat
     if not (found or too_large) or not cli_trusts(cwd, env, home, system):
         return None
     return f"{path} is over 1 MiB, too large to read" if too_large else f"{path} sets {', '.join(found)}"
+
+
+ENDPOINT_VARIABLES = (
+    "GOOGLE_GEMINI_BASE_URL",
+    "GOOGLE_VERTEX_BASE_URL",
+    "CODE_ASSIST_ENDPOINT",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_GENAI_USE_GCA",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NODE_TLS_REJECT_UNAUTHORIZED",
+)
+"""What decides where the CLI sends the run's requests and credentials (the endpoint, the auth type, a proxy, TLS
+checks), which a workspace's `.env` must not set for the run."""
+_ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([\w.-]+)\s*[=:]", re.MULTILINE)
+"""A variable a dotenv file sets (dotenv's `KEY=value`, `export KEY=value`, `KEY: value`), read over-inclusively."""
+
+
+def _env_file(cwd: Path, home: Path, trusted: bool) -> Path | None:
+    """The one environment file 0.61 loads for `cwd` (`findEnvFile`): up from `cwd`, the first `.gemini/.env` (only in
+    a folder it trusts) or `.env`; None when the first is the user's own (at `home` or its `.gemini/`) or none."""
+    home = home.resolve()
+    for folder in (cwd, *cwd.parents):
+        if folder == home:
+            return None
+        for candidate in ([folder / ".gemini" / ".env"] if trusted else []) + [folder / ".env"]:
+            if candidate.exists():
+                return candidate
+    return None
+
+
+def env_file_refusal(cwd: Path, env: Mapping[str, str], home: Path, system: Path) -> str | None:
+    """Why the run must not start in `cwd` (resolved): the workspace's environment file (`_env_file`) sets one of
+    `ENDPOINT_VARIABLES` the run's environment `env` does not, in a folder the CLI trusts. 0.61 loads that file into
+    its environment at its start, every variable not set already (in a folder it does not trust only API keys and the
+    Google Cloud project and location, none of these), so a repository's `GOOGLE_GEMINI_BASE_URL` would receive the
+    run's requests and its key (measured: FakeGemini named there got them). Unsure (a file too large or unreadable):
+    refused."""
+    path = _env_file(cwd, home, trusted=True)  # the file the CLI loads where it trusts the folder
+    if path is None or not cli_trusts(cwd, env, home, system):  # a file system look only when there is one
+        return None
+    try:
+        text = read_regular(path, max_bytes=_MAX_BYTES).decode("utf-8", "replace")
+    except OSError as exc:
+        return f"{path} cannot be read ({exc.strerror or exc})"
+    found = sorted({m for m in _ASSIGNMENT.findall(text) if m in ENDPOINT_VARIABLES and m not in env})
+    return f"{path} sets {', '.join(found)}" if found else None
