@@ -386,9 +386,12 @@ class Launch:
         if self.fake_responses is not None:
             flag = "--fake-responses" if self.fake_responses_strict else "--fake-responses-non-strict"
             argv += [flag, str(self.fake_responses)]
-        for directory in self.include_directories:
-            argv += ["--include-directories", str(directory)]
-        return argv + self.policy_flags()
+        return argv + self.directory_flags() + self.policy_flags()
+
+    def directory_flags(self) -> list[str]:
+        """The run's `include_directories` as the CLI's flags, on both transports (stream-json went without them, and
+        its tools refused a read there as outside the workspace, measured)."""
+        return [arg for directory in self.include_directories for arg in ("--include-directories", str(directory))]
 
     def policy_flags(self) -> list[str]:
         """unified's rules for the CLI (`policy_rules`) as a `--policy` file. A file given this way is the
