@@ -52,9 +52,31 @@ def test_what_runs_commands_is_named_and_comments_do_not_hide_it(tmp_path: Path,
     }
 
 
+@pytest.mark.parametrize(
+    ("settings", "named"),
+    [
+        ({"mcp": {"serverCommand": "sh -c x"}}, "mcp.serverCommand"),
+        ({"tools": {"sandbox": {"image": "repo/image"}}}, "tools.sandbox"),
+        (
+            {"experimental": {"gemmaModelRouter": {"enabled": True, "binaryPath": "./x"}}},
+            "experimental.gemmaModelRouter.enabled",
+        ),
+        ({"telemetry": {"otlpEndpoint": "http://x:4317"}}, "telemetry.otlpEndpoint"),
+        ({"context": {"includeDirectories": ["/"]}}, "context.includeDirectories"),
+    ],
+)
+def test_each_unsafe_setting_is_named(tmp_path: Path, home: Path, settings: dict[str, object], named: str) -> None:
+    _trust_off(home)
+    ws = _workspace(tmp_path, json.dumps(settings))
+    assert _refusal(ws, home) == f"{ws / '.gemini' / 'settings.json'} sets {named}"
+
+
 def test_harmless_settings_a_home_folder_and_no_file_are_not_refused(tmp_path: Path, home: Path) -> None:
     _trust_off(home)
-    assert _refusal(_workspace(tmp_path, '{"model": {"name": "x"}, "tools": {"allowed": ["ls"]}}'), home) is None
+    harmless = (
+        '{"model": {"name": "x"}, "tools": {"allowed": ["ls"], "sandbox": false}, "telemetry": {"enabled": false}}'
+    )
+    assert _refusal(_workspace(tmp_path, harmless), home) is None
     assert _refusal(tmp_path, home) is None
     (home / ".gemini" / "settings.json").write_text('{"mcpServers": {"mine": {"command": "x"}}}')
     assert _refusal(home, home) is None  # the user's own settings, not a workspace's

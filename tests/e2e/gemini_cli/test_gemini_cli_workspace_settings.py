@@ -49,6 +49,25 @@ async def test_a_trusted_workspaces_commands_never_run(
     assert "GEMINI_CLI_TRUST_WORKSPACE=false in the env option" in error.message  # the way to run there anyway
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_trusted_workspace_cannot_add_folders_the_tools_reach(
+    run_gemini: Run, responses: Callable[..., Path], workspace: Path, tmp_path: Path
+) -> None:
+    """READ before: the workspace's `context.includeDirectories` added a folder the run never named, and the model's
+    read_file there ran unasked (unified's rule lets reads run; the CLI judged the path against its widened roots)."""
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "secret.txt").write_text("OUTSIDE-SECRET")
+    _hostile(workspace, tmp_path / "marks", context={"includeDirectories": [str(tmp_path / "elsewhere")]})
+    fake = responses(
+        stream_line(call("read_file", file_path=str(tmp_path / "elsewhere" / "secret.txt"))), stream_line(text("ok"))
+    )
+    events = await run_gemini(fake)
+    assert not [e for e in events if isinstance(e, ToolResult) and "OUTSIDE-SECRET" in (e.output or "")]
+    error = next(e for e in events if isinstance(e, ErrorEvent))
+    assert error.code == "configuration_error"
+    assert error.message.startswith(f"{workspace / '.gemini' / 'settings.json'} sets context.includeDirectories")
+
+
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the CLI decides this; trio: test_gemini_cli_acp.py
 async def test_in_an_untrusted_folder_the_workspace_settings_are_not_refused_and_never_run(
     run_gemini: Run, responses: Callable[..., Path], workspace: Path, tmp_path: Path, gemini_setup: Path

@@ -326,8 +326,9 @@ class Launch:
         refusal = workspace_refusal(cwd, env, home, system)
         if refusal is not None:
             raise ConfigurationError(
-                f"{refusal}: the gemini CLI would run those commands or start those servers in this folder, which it "
-                "trusts, before and beside anything the run allows",
+                f"{refusal}: in this folder, which it trusts, the gemini CLI would run commands or servers of that "
+                "file's, send the run's data where it says or let its tools reach folders the run did not name, "
+                "before and beside anything the run allows",
                 hint="remove them from that file (give MCP servers as the run's mcp_servers), or have the CLI not "
                 "trust the folder (GEMINI_CLI_TRUST_WORKSPACE=false in the env option: it then ignores the "
                 "workspace's settings, and refuses yolo and stdio MCP servers)",

@@ -1,13 +1,16 @@
-"""A workspace's own `.gemini/settings.json`: what in it would run commands the caller never gave, and whether the
-CLI reads it at all.
+"""A workspace's own `.gemini/settings.json` and `.env`: what in them would act behind the caller's back, and
+whether the CLI reads them at all.
 
 The CLI merges `<cwd>/.gemini/settings.json` into its settings when it trusts the folder: always with folder trust
 off (`security.folderTrust.enabled: false`, which a user sets to run yolo), else when `trustedFolders.json` trusts
 it. Measured with 0.61 and a hostile repository's file: its `tools.discoveryCommand` ran at `session/new` and its
-`mcpServers` were started on both transports, and its `hooks` ran over stream-json (`SessionStart`, `BeforeTool`),
-before or beside anything unified's policy decides; its `tools.allowed`, `general.defaultApprovalMode` and
-`model.name` changed nothing the caller set (unified's policy rules and explicit mode and model are above them). A
-file with such a setting in a folder the CLI would trust is refused before the CLI starts (`workspace_refusal`).
+`mcpServers` were started on both transports, its `hooks` ran over stream-json (`SessionStart`, `BeforeTool`) and
+its `context.includeDirectories` let the tools read a folder the run never named, each before or beside anything
+unified's policy decides; its `tools.allowed` is now below unified's rules (`_launch.policy_rules`,
+`unasked_denials`), its `general.defaultApprovalMode` and `model.name` below the run's explicit mode and model. The
+other `UNSAFE_SETTINGS` are taken from the CLI's settings schema (a command, a sandbox image, telemetry's endpoint),
+not measured. A file with such a setting in a folder the CLI would trust is refused before the CLI starts
+(`workspace_refusal`), and so is an environment file that would move the endpoint (`env_file_refusal`).
 """
 
 from __future__ import annotations
@@ -22,8 +25,22 @@ from unified._files import read_regular
 
 __all__ = ["cli_trusts", "env_file_refusal", "workspace_refusal"]
 
-RUNS_COMMANDS = ("hooks", "mcpServers", "tools.discoveryCommand", "tools.callCommand")
-"""The settings with which the CLI runs a command or connects a server of the file's own."""
+UNSAFE_SETTINGS = (
+    "hooks",
+    "mcpServers",
+    "mcp.serverCommand",
+    "tools.discoveryCommand",
+    "tools.callCommand",
+    "tools.sandbox",
+    "experimental.gemmaModelRouter.enabled",
+    "telemetry.enabled",
+    "telemetry.otlpEndpoint",
+    "telemetry.outfile",
+    "context.includeDirectories",
+)
+"""The settings (set to anything but false or empty) with which the CLI runs a command or a server of the file's
+own (hooks, MCP servers, tool discovery and calls, a sandbox image, the Gemma router's binary), sends what the run
+does elsewhere (telemetry, prompts included), or lets its tools reach folders the caller never named."""
 _MAX_BYTES = 1 << 20
 
 
@@ -100,7 +117,7 @@ def cli_trusts(cwd: Path, env: Mapping[str, str], home: Path, system: Path) -> b
 
 
 def workspace_refusal(cwd: Path, env: Mapping[str, str], home: Path, system: Path) -> str | None:
-    """Why the run must not start in `cwd` (resolved): its `.gemini/settings.json` sets what `RUNS_COMMANDS` names
+    """Why the run must not start in `cwd` (resolved): its `.gemini/settings.json` sets what `UNSAFE_SETTINGS` names
     (or is too large to tell) and the CLI would read it (`cli_trusts`). None when it may: no such file or setting, the
     user's own settings (a home folder), or a folder the CLI does not trust. `home` is the CLI's, `system` its system
     settings file."""
@@ -112,7 +129,7 @@ def workspace_refusal(cwd: Path, env: Mapping[str, str], home: Path, system: Pat
     except OSError:
         return None
     settings = _settings(path)
-    found = [key for key in RUNS_COMMANDS if _get(settings, key) not in (None, "", {}, [])]
+    found = [key for key in UNSAFE_SETTINGS if _get(settings, key)]
     if not (found or too_large) or not cli_trusts(cwd, env, home, system):
         return None
     return f"{path} is over 1 MiB, too large to read" if too_large else f"{path} sets {', '.join(found)}"
