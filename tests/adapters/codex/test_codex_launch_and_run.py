@@ -167,6 +167,31 @@ def test_mcp_servers_are_the_thread_s_and_always_ask(tmp_path: Path) -> None:
     assert "s3cret" not in repr(started)
 
 
+def test_a_projects_mcp_servers_are_turned_off_and_one_named_like_the_runs_refused(tmp_path: Path) -> None:
+    """Codex starts a repository's `[mcp_servers.*]` (e2e: test_codex_project_config.py): each is turned off in the
+    thread's config, from the cwd's `.codex/config.toml` and those above it up to the project's root (never the
+    user's home's); a name the run's servers use too is refused (Codex would merge the file's table, its `env` say,
+    into the caller's server)."""
+    home = tmp_path / "home"
+    cwd = home / "outer" / "repo" / "sub"
+    cwd.mkdir(parents=True)
+    (home / "outer" / "repo" / ".git").mkdir()
+    folders = {cwd: "near", cwd.parent: "far", home / "outer": "beyond_the_root", home: "users_own"}
+    for folder, name in folders.items():
+        (folder / ".codex").mkdir()
+        (folder / ".codex" / "config.toml").write_text(f'[mcp_servers.{name}]\nurl = "http://127.0.0.1:9/mcp"\n')
+    env = {"HOME": str(home), "OPENAI_API_KEY": "k"}
+    started = launch(cwd, env)
+    off = {"enabled": False, "command": "true"}
+    assert started.project_servers_off == {"near": off, "far": off}
+    mine = StdioMcpServer(name="far", command="python3")
+    with pytest.raises(ConfigurationError, match=r"defines MCP server 'far', which the run's mcp_servers name too"):
+        launch(cwd, env, mcp_servers=(mine,))
+    (cwd / ".codex" / "config.toml").write_text("#" * (1 << 20) + "\n[mcp_servers.hidden]\ncommand = 'sh'\n")
+    with pytest.raises(ConfigurationError, match="is over 1 MiB"):
+        launch(cwd, env)
+
+
 def test_toml_values() -> None:
     assert toml_value({"a": [1, True, "x\n"]}) == '{"a" = [1, true, "x\\n"]}'
 

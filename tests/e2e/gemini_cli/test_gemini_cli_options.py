@@ -92,6 +92,29 @@ async def test_an_excluded_glob_takes_the_tools_it_names(run_gemini: Run, respon
     assert result_of(events).final_text == "not written"
 
 
+@pytest.mark.parametrize("transport", ["acp", "stream-json"])
+async def test_include_directories_are_read_there_and_nowhere_else_new(
+    run_gemini: Run, responses: Responses, tmp_path: Path, transport: str
+) -> None:
+    """REFUSED before over stream-json: its argv lacked `--include-directories`, so the CLI called the included
+    folder outside the workspace."""
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "x.txt").write_text("INCLUDED-X")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "y.txt").write_text("OTHER-Y")
+    fake = responses(
+        stream_line(call("read_file", file_path=str(tmp_path / "inc" / "x.txt"))),
+        stream_line(call("read_file", file_path=str(tmp_path / "other" / "y.txt"))),
+        stream_line(text("done")),
+    )
+    events = await run_gemini(fake, include_directories=(tmp_path / "inc",), backend_options={"transport": transport})
+    included, other = [e for e in events if isinstance(e, ToolResult)]
+    assert (included.is_error, included.output) == (False, "INCLUDED-X")
+    assert other.is_error
+    assert "OTHER-Y" not in (other.output or "")
+    assert "outside the allowed workspace directories" in (other.output or "")
+
+
 async def test_system_instruction_replaces_the_system_prompt(
     run_gemini: Run, responses: Responses, tmp_path: Path
 ) -> None:

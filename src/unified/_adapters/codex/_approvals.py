@@ -425,17 +425,27 @@ class ApprovalBridge:
         name = await self._announce(call_id, params, kind, task)
         mode = self.ctx.params.approval_mode
         guarded = None
-        read_only = kind == "command" and _read_only_command(params)  # judged once: it parses the command
-        if kind == "file" and mode == "auto_edit":
-            guarded = await self._guarded(params, call_id)
-        elif read_only and mode != "yolo":
-            guarded = await self._reads_outside(params)
-        choice, decided_by, rule = self._policy(kind, params, guarded, read_only)
-        reason = None
-        user = await self._user_verdict(kind, params, call_id)
-        if user is not None:  # a user rule outranks the table: its denial stands, its ask is asked in every mode
-            denied, rule, reason = user
-            choice, decided_by = ("deny", "policy") if denied else (None, None)
+        user = None
+        choice: Choice | None
+        decided_by: str | None
+        rule: str | None
+        reason: str | None
+        excluded = self._excluded(name, kind, params, call_id)
+        if excluded is not None:  # Codex cannot stop offering it: every call of it is refused here, in every mode
+            choice, decided_by, rule = "deny", "policy", "excluded_tools"
+            reason = f"the run's excluded_tools names {excluded}"
+        else:
+            read_only = kind == "command" and _read_only_command(params)  # judged once: it parses the command
+            if kind == "file" and mode == "auto_edit":
+                guarded = await self._guarded(params, call_id)
+            elif read_only and mode != "yolo":
+                guarded = await self._reads_outside(params)
+            choice, decided_by, rule = self._policy(kind, params, guarded, read_only)
+            reason = None
+            user = await self._user_verdict(kind, params, call_id)
+            if user is not None:  # a user rule outranks the table: its denial stands, its ask is asked in every mode
+                denied, rule, reason = user
+                choice, decided_by = ("deny", "policy") if denied else (None, None)
         message = None
         stop = False
         warn = None
@@ -491,6 +501,17 @@ class ApprovalBridge:
             await self._steer(params, f"The user denied the {name} call. The user says: {message}")
         answer = {ALLOW_ONCE: "accept", ALLOW_ALWAYS: "acceptForSession", DENY: "decline"}[choice]
         await self._respond(request_id, kind, answer)
+
+    def _excluded(self, name: str, kind: Kind, params: dict[str, Any], call_id: str) -> str | None:
+        """The name under which the run's `excluded_tools` removes this call (Codex's, `exec_command` say, or
+        unified's as the policy reads the call, `run_shell_command` say), None when it does not: Codex 0.171 offers
+        its tools whatever the run excludes, and in yolo an excluded shell ran (measured)."""
+        if not self.ctx.params.excluded_tools:
+            return None
+        from unified.tools._runtime import is_excluded  # the runtime's own reading of excluded_tools
+
+        names = [name, *(tool for tool, _ in self._policy_calls(kind, params, call_id))]
+        return next((n for n in names if is_excluded(n, self.ctx.params.excluded_tools)), None)
 
     def _session_rule(self, kind: Kind, params: dict[str, Any], call_id: str) -> str:
         if kind == "command":

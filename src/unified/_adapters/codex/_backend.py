@@ -62,8 +62,9 @@ class CodexBackend:
             problems.append(
                 UnsupportedOption(
                     "excluded_tools",
-                    "Codex 0.171 cannot remove its own tools; the approval bridge still decides every call that can "
-                    "change anything",
+                    "Codex 0.171 cannot remove its own tools: they are still offered, and unified refuses every "
+                    "command, patch or MCP call of an excluded one (exec_command / run_shell_command, apply_patch / "
+                    "write_file / edit_file, mcp__<server>__<tool>); its other tools still run",
                     False,
                 )
             )

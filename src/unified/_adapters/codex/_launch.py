@@ -31,6 +31,7 @@ import json
 import os
 import platform
 import sys
+import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +43,7 @@ from unified._adapters.codex._options import BACKEND, CodexOptions
 from unified._binary.environment import EnvPolicy, FileSignature, child_env, file_signature, signature
 from unified._binary.install import BinarySpec, locate
 from unified._binary.process import AgentSubprocess
-from unified._files import open_regular, read_regular, read_regular_text, write_atomically
+from unified._files import FileTooLarge, open_regular, read_regular, read_regular_text, write_atomically
 from unified._urls import url_problem
 from unified.errors import BackendUnavailable, ConfigurationError
 from unified.types import ExecuteParams, HttpMcpServer, SseMcpServer, StdioMcpServer
@@ -60,6 +61,7 @@ __all__ = [
     "home_is_prepared",
     "native_binary",
     "prepare_home",
+    "project_mcp_servers_off",
     "start_codex",
     "toml_value",
     "user_codex_home",
@@ -333,6 +335,53 @@ def _mcp_table(server: StdioMcpServer | HttpMcpServer) -> dict[str, Any]:
     return table
 
 
+PROJECT_CONFIG = Path(".codex") / "config.toml"
+"""A project's own Codex settings, which Codex reads in the run's folder and the folders above it."""
+_SERVER_OFF: dict[str, Any] = {"enabled": False, "command": "true"}
+"""What a project's MCP server becomes in a thread's config: turned off (`command` makes the table valid alone, for a
+file Codex did not read: it reads a folder's only up to the project's root)."""
+
+
+def project_mcp_servers_off(cwd: Path, own: Sequence[str] = (), home: Path | None = None) -> dict[str, dict[str, Any]]:
+    """A `mcp_servers` table turning off each MCP server a repository's `.codex/config.toml` names: in `cwd` and
+    the folders above it up to the project's root (the first with a `.git`, as Codex looks), never in `home` (the
+    user's own `~/.codex`) or above it.
+
+    Codex 0.171 starts a project's `[mcp_servers.*]` (its command runs) although it says project-local config is
+    "disabled until the project is trusted" (measured: `command = "sh" args = ["-c", "touch x"]` in the workspace's
+    file ran at `thread/start`), so a repository could run any command, or add tools, the caller never gave. A file
+    that is not TOML is left alone: Codex refuses to open the thread over it. One that names a server the run names
+    too (`own`: Codex would merge the file's table into the caller's, its `env` say) or is too large to read is
+    refused before the run starts."""
+    off: dict[str, dict[str, Any]] = {}
+    for folder in (cwd, *cwd.parents):
+        if folder == home:
+            break
+        path = folder / PROJECT_CONFIG
+        try:
+            data = tomllib.loads(read_regular_text(path, max_bytes=1 << 20))
+        except FileTooLarge:
+            raise ConfigurationError(
+                f"{path} is over 1 MiB: unified cannot tell which MCP servers it would have Codex start",
+                hint="shorten or remove that file (a project's Codex settings), or run in another folder",
+            ) from None
+        except (OSError, ValueError, UnicodeDecodeError):
+            continue
+        servers = data.get("mcp_servers")
+        if not isinstance(servers, dict):
+            servers = {}
+        if clash := sorted(set(servers) & set(own)):
+            raise ConfigurationError(
+                f"{path} defines MCP server {clash[0]!r}, which the run's mcp_servers name too: Codex would merge "
+                "that file's settings into the run's server",
+                hint="give the run's MCP server another name, or remove it from that file",
+            )
+        off.update((name, dict(_SERVER_OFF)) for name in servers)
+        if (folder / ".git").exists():
+            break
+    return off
+
+
 @dataclass(frozen=True, slots=True)
 class Launch:
     """Everything one run's process needs: the binary, the home, the argv overrides, the environment."""
@@ -349,6 +398,9 @@ class Launch:
     mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
     """The run's MCP servers as Codex's tables, by name: the thread's `config` (`_run`), never the process's
     argv or environment (they hold tokens). So a warm process serves runs of any MCP servers."""
+    project_servers_off: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    """The MCP servers a repository's own `.codex/config.toml` names, each turned off in the thread's `config`
+    (`project_mcp_servers_off`): only the caller's servers run."""
     api_key: str | None = field(default=None, repr=False)
     """The run's OpenAI key, given to the process by `account/login/start` (`_run`), never in its environment."""
 
@@ -427,6 +479,8 @@ class Launch:
                     f"MCP server name {server.name!r} cannot be a Codex config key", hint="use letters, digits, - and _"
                 )
             servers[server.name] = _mcp_table(server)
+        home_dir = Path(source.get("HOME") or Path.home()).expanduser().resolve()
+        project_off = project_mcp_servers_off(params.cwd.expanduser().resolve(), tuple(servers), home_dir)
         env = child_env(ENV_POLICY, extra=extra, parent=parent)  # None: the environment, as `child_env` keeps it
         env["CODEX_HOME"] = str(home)
         binary = (
@@ -443,6 +497,7 @@ class Launch:
             base_url=base_url,
             chatgpt=chatgpt,
             mcp_servers=servers,
+            project_servers_off=project_off,
             api_key=key,
         )
 

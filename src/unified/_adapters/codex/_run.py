@@ -452,8 +452,9 @@ class CodexRun:
 
     async def _open(self, cwd: Path) -> None:
         params = thread_params(self.params)
-        if self.launch.mcp_servers:  # the thread's own (`_launch._mcp_table`: their tokens stay off argv and env)
-            params["config"] = {"mcp_servers": self.launch.mcp_servers}
+        if self.launch.mcp_servers or self.launch.project_servers_off:
+            # the thread's own (`_launch._mcp_table`: their tokens stay off argv and env), a repository's turned off
+            params["config"] = {"mcp_servers": {**self.launch.project_servers_off, **self.launch.mcp_servers}}
         if self.options.policy is not None and subagents_refused(self.options.policy, self.params.approval_mode):
             # Codex asks nobody before a spawn: a policy that might refuse one turns the tools off for the thread
             params.setdefault("config", {})["features"] = {"multi_agent": False}

@@ -51,6 +51,7 @@ from typing import Any
 
 from unified._adapters.gemini_cli._options import GeminiCliOptions
 from unified._adapters.gemini_cli._user_agents import own_subagents
+from unified._adapters.gemini_cli._workspace_settings import cli_trusts, env_file_refusal, workspace_refusal
 from unified._binary.environment import EnvPolicy, FileSignature, cache_file, cache_folder, child_env, file_signature
 from unified._binary.install import BinarySpec, locate, require_node
 from unified._binary.process import AgentSubprocess, PipedEnv
@@ -59,7 +60,7 @@ from unified._urls import url_problem
 from unified.errors import BackendUnavailable, ConfigurationError
 from unified.tools import Policy, protected_path_patterns
 from unified.tools._policy import ALIASES, USER_TIER, Decision, Rule, outright_refusal, unasked_refusal
-from unified.types import ApprovalMode, ExecuteParams
+from unified.types import ApprovalMode, ExecuteParams, StdioMcpServer
 
 __all__ = [
     "BACKEND",
@@ -288,6 +289,9 @@ class Launch:
     subagents: tuple[str, ...] = SUBAGENTS
     """The subagents the CLI may run: its own (`SUBAGENTS`) and, with a policy, those the user, the project or an
     extension defines (`_user_agents.own_subagents`), each named in `subagent_rules`."""
+    folder_trusted: bool = True
+    """Whether the CLI trusts the run's cwd (`_workspace_settings.cli_trusts`; looked at only for a run with stdio MCP
+    servers, which it starts only there)."""
 
     @classmethod
     def of(cls, params: ExecuteParams, options: GeminiCliOptions) -> Launch:
@@ -317,9 +321,30 @@ class Launch:
             binary = locate(GEMINI_CLI, options.gemini_binary, where).path
             require_node(GEMINI_CLI, binary, env)
         fake = options.fake_responses.resolve() if options.fake_responses is not None else None
+        home = Path(env.get("GEMINI_CLI_HOME") or env.get("HOME") or Path.home())
+        system = Path(given.get(SYSTEM_SETTINGS_ENV) or _DEFAULT_SYSTEM_SETTINGS)
+        cwd = params.cwd.expanduser().resolve()
+        refusal = workspace_refusal(cwd, env, home, system)
+        if refusal is not None:
+            raise ConfigurationError(
+                f"{refusal}: in this folder, which it trusts, the gemini CLI would run commands or servers of that "
+                "file's, send the run's data where it says or let its tools reach folders the run did not name, "
+                "before and beside anything the run allows",
+                hint="remove them from that file (give MCP servers as the run's mcp_servers), or have the CLI not "
+                "trust the folder (GEMINI_CLI_TRUST_WORKSPACE=false in the env option: it then ignores the "
+                "workspace's settings, and refuses yolo and stdio MCP servers)",
+            )
+        refusal = env_file_refusal(cwd, env, home, system)
+        if refusal is not None:
+            raise ConfigurationError(
+                f"{refusal}: the gemini CLI would load it in this folder, which it trusts, and send the run's requests "
+                "and credentials where it says",
+                hint="remove it from that file, set the variable for the run yourself (the env option), or have the "
+                "CLI not trust the folder (GEMINI_CLI_TRUST_WORKSPACE=false in the env option: it then takes only API "
+                "keys and the project from a .env, and refuses yolo and stdio MCP servers)",
+            )
         subagents: tuple[str, ...] = SUBAGENTS
         if options.policy is not None:  # a file system look only when rules may name them
-            home = Path(env.get("GEMINI_CLI_HOME") or env.get("HOME") or Path.home())
             subagents += tuple(name for name in own_subagents(home, params.cwd.expanduser()) if name not in SUBAGENTS)
         return cls(
             binary=binary,
@@ -333,6 +358,8 @@ class Launch:
             max_retries=options.max_retries,
             subagent_silence_s=options.subagent_silence_s,
             subagents=subagents,
+            folder_trusted=not any(isinstance(s, StdioMcpServer) for s in params.mcp_servers)
+            or cli_trusts(cwd, env, home, system),
         )
 
     def model_for(self, session_model: str | None = None) -> str:
@@ -361,9 +388,12 @@ class Launch:
         if self.fake_responses is not None:
             flag = "--fake-responses" if self.fake_responses_strict else "--fake-responses-non-strict"
             argv += [flag, str(self.fake_responses)]
-        for directory in self.include_directories:
-            argv += ["--include-directories", str(directory)]
-        return argv + self.policy_flags()
+        return argv + self.directory_flags() + self.policy_flags()
+
+    def directory_flags(self) -> list[str]:
+        """The run's `include_directories` as the CLI's flags, on both transports (stream-json went without them, and
+        its tools refused a read there as outside the workspace, measured)."""
+        return [arg for directory in self.include_directories for arg in ("--include-directories", str(directory))]
 
     def policy_flags(self) -> list[str]:
         """unified's rules for the CLI (`policy_rules`) as a `--policy` file. A file given this way is the
@@ -373,12 +403,15 @@ class Launch:
         rules += policy_rules(self.excluded_tools, user_rule_tools(self.policy))
         return ["--policy", str(gemini_file("policy", ".toml", rules))]
 
-    def headless_policy_flags(self, *, protect_paths: bool, links: Sequence[str] | None = ()) -> list[str]:
+    def headless_policy_flags(
+        self, mode: ApprovalMode, *, protect_paths: bool, links: Sequence[str] | None = ()
+    ) -> list[str]:
         """stream-json's `--policy` file, where nobody can be asked (the approval mode decides): the
-        `excluded_tools` denied and, with `protect_paths` (all but yolo, where the CLI's autoEdit would
-        approve edits unseen), `write_file`/`replace` of a protected path denied (docs/tools.md), named plainly or
-        through one of `links` the run's folders hold (`linked_protected_rules`; None: they could not be named)."""
-        rules = deny_rules(self.excluded_tools)
+        `excluded_tools` denied, what `mode` would ask about denied (`unasked_denials`) and, with `protect_paths`
+        (all but yolo, where the CLI's autoEdit would approve edits unseen), `write_file`/`replace` of a protected
+        path denied (docs/tools.md), named plainly or through one of `links` the run's folders hold
+        (`linked_protected_rules`; None: they could not be named)."""
+        rules = deny_rules(self.excluded_tools) + unasked_denials(mode)
         if protect_paths:
             rules += protected_path_rules() + linked_protected_rules(links)
         if not rules:
@@ -588,8 +621,9 @@ def policy_rules(excluded_tools: Sequence[str] = (), asked: Sequence[str] = ()) 
 
     - every call that can change anything asks (unified answers, `_permissions.py`): the shell (a rule with
       arguments, which the CLI's "known safe command" heuristics do not override, so `echo hi` asks too),
-      writes and edits, web fetches, memory, skills and every MCP tool; plan mode asks for the edits the
-      CLI would allow there itself (its plan files) and denies the rest, as unified's plan does;
+      writes and edits, web fetches, memory, skills and every MCP tool, in plan too (where unified's plan
+      denies what changes anything): the CLI's own plan-mode denials are below the settings' `tools.allowed`
+      (4.3), so a `tools.allowed: ["run_shell_command"]` ran the model's shell command in plan (measured, 0.61);
     - the read-only tools unified's table allows in every mode run unasked (reported as its rule);
     - `excluded_tools` are denied (a denial without arguments also hides the tool from the model);
     - the `asked` tools (`user_rule_tools`: those a caller's rule may deny or ask for) ask in every mode, yolo
@@ -604,13 +638,13 @@ def policy_rules(excluded_tools: Sequence[str] = (), asked: Sequence[str] = ()) 
     ask = f'decision = "ask_user"\npriority = {_RULE_PRIORITY}\n'
     rules += (
         '[[rule]]\nname = "unified: the shell asks"\ntoolName = "run_shell_command"\nargsPattern = "."\n'
-        f'{ask}modes = ["default", "autoEdit"]\n\n'
+        f"{ask}modes = {ASKING_MODES}\n\n"
         '[[rule]]\nname = "unified: edits ask"\ntoolName = ["write_file", "replace"]\n'
         f"{ask}modes = {ASKING_MODES}\n\n"
         '[[rule]]\nname = "unified: effects ask"\ntoolName = ["web_fetch", "save_memory", "activate_skill"]\n'
-        f'{ask}modes = ["default", "autoEdit"]\n\n'
+        f"{ask}modes = {ASKING_MODES}\n\n"
         '[[rule]]\nname = "unified: MCP tools ask"\ntoolName = "*"\nmcpName = "*"\n'
-        f'{ask}modes = ["default", "autoEdit"]\n\n'
+        f"{ask}modes = {ASKING_MODES}\n\n"
         f'[[rule]]\nname = "unified: read-only"\ntoolName = {json.dumps(list(READ_ONLY_CLI_TOOLS))}\n'
         f'decision = "allow"\npriority = {_RULE_PRIORITY}\nmodes = {ASKING_MODES}\n'
     )
@@ -629,6 +663,31 @@ against (`deny_rules`)."""
 _SIBLINGS: Mapping[str, tuple[str, ...]] = {"read_file": ("read_many_files",)}
 """The CLI's tools that do what an excluded one does, under another name: `read_many_files` reads files as
 `read_file` does (its entries are judged as `read_file`'s: `_reach.ALSO_JUDGED`)."""
+
+_UNASKED: Mapping[ApprovalMode, tuple[str, ...]] = {
+    "default": ("run_shell_command", "write_file", "replace", "web_fetch", "save_memory", "activate_skill"),
+    "auto_edit": ("run_shell_command", "web_fetch", "save_memory", "activate_skill"),
+    "plan": ("run_shell_command", "web_fetch", "save_memory", "activate_skill"),
+    "yolo": (),
+}
+"""The CLI's tools that `policy_rules` has ask in each approval mode (plan's edits are the CLI's plan files, left to
+its plan mode): where nobody can be asked (stream-json), each is denied, and so is every MCP tool but in yolo."""
+
+
+def unasked_denials(mode: ApprovalMode) -> str:
+    """Deny rules for what `mode` would ask about, for a run nobody can be asked in (stream-json), at our rules'
+    priority: above the settings' `tools.allowed` (4.3). Without them such a list let the CLI run those calls
+    (measured with 0.61: a workspace's `.gemini/settings.json` `tools.allowed: ["run_shell_command", "write_file"]`
+    ran the model's shell command and write in `default`, which registers neither otherwise)."""
+    tools = _UNASKED[mode]
+    if not tools:
+        return ""
+    deny = f'decision = "deny"\npriority = {_RULE_PRIORITY}\n'
+    why = 'denyMessage = "unified: it needs approval and nobody can answer (the stream-json transport)"\n'
+    return (
+        f'[[rule]]\nname = "unified: nobody can be asked"\ntoolName = {json.dumps(list(tools))}\n{deny}{why}\n'
+        f'[[rule]]\nname = "unified: nobody can be asked (MCP)"\ntoolName = "*"\nmcpName = "*"\n{deny}{why}\n'
+    )
 
 
 def deny_rules(excluded_tools: Sequence[str]) -> str:

@@ -46,7 +46,8 @@ EXIT_CODES: dict[int, str] = {
     52: "configuration error (settings.json or a flag)",
     53: "the session hit its turn limit",
     54: "a tool failed fatally",
-    55: "the workspace is not trusted",
+    55: "the workspace is not trusted, and the CLI allows yolo and auto_edit only in a trusted folder: trust it in "
+    "`gemini` (/permissions) or set security.folderTrust.enabled to false in the CLI's settings.json",
     78: "unified's key loader (key_loader.cjs, preloaded by node) could not read the credentials unified piped it",
     130: "cancelled (SIGINT)",
 }

@@ -350,12 +350,21 @@ class SessionSetup:
         return [acp_from_mcp_server(server) for server in self.params.mcp_servers] + self.own_servers
 
     async def _warn_unstartable_mcp(self, cwd: Path) -> None:
-        """Warn about stdio MCP servers whose command cannot run (`command_problem`).
+        """Warn about stdio MCP servers whose command cannot run (`command_problem`) or that the CLI will not start
+        in a folder it does not trust (`Launch.folder_trusted`).
 
         0.61 does not report a failed MCP server over ACP (one stderr line at exit, naming no server),
         so the failure we can see beforehand is ours to report.
         """
         for server in self.params.mcp_servers:
+            if isinstance(server, StdioMcpServer) and not self.launch.folder_trusted:
+                await self.warn_mcp(  # measured with 0.61: not offered, not a word over ACP or in its debug log
+                    server.name,
+                    f"MCP server {server.name!r} is not started: the Gemini CLI starts stdio MCP servers only in a "
+                    f"folder it trusts, and it does not trust {cwd} (trust it in `gemini`, /permissions, or run "
+                    "the server over HTTP); its tools will be missing",
+                )
+                continue
             problem = (
                 command_problem(server.command, cwd, self.launch.env) if isinstance(server, StdioMcpServer) else None
             )

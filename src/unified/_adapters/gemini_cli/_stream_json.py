@@ -252,13 +252,13 @@ async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutc
         )
     # `-p ""` makes the run headless; the CLI takes its stdin, whole, as the prompt (its `input` is empty).
     argv = [str(launch.binary), "-p", "", "--output-format", "stream-json"]
-    argv += ["--approval-mode", STREAM_JSON_MODES[params.approval_mode]]
+    argv += ["--approval-mode", STREAM_JSON_MODES[params.approval_mode], *launch.directory_flags()]
     if launch.fake_responses is not None:
         argv += ["--fake-responses", str(launch.fake_responses)]
     protect = params.approval_mode != "yolo"
     roots = [cwd, *launch.include_directories]
     links = await anyio.to_thread.run_sync(protected_links, roots) if protect else []
-    argv += launch.headless_policy_flags(protect_paths=protect, links=links)
+    argv += launch.headless_policy_flags(params.approval_mode, protect_paths=protect, links=links)
     guard: ResumeGuard | None = None
     session_model = None
     leased = False
