@@ -15,6 +15,7 @@ readable conversation is listed with a `problem` and left as it is.
 from __future__ import annotations
 
 import codecs
+import errno
 import json
 import os
 import re
@@ -193,12 +194,27 @@ def parse_session(path: Path, *, max_bytes: int | None = None, keep_lines: bool 
 
 def drop_bom(path: Path) -> str | None:
     """Before `claude --resume`: a byte order mark at the file's start removed (the CLI drops the line it starts,
-    the session's first prompt); what was repaired (a `session_repaired` warning), None when there was none."""
+    the session's first prompt); what was repaired (a `session_repaired` warning), None when there was none.
+
+    `CorruptSession` when the mark cannot be removed, the file left as it is: a read-only file (its owner's
+    choice, which a rename over it would undo) or one whose folder takes no new file; resumed as it is, the CLI
+    would lose the first prompt unsaid."""
     with open_regular(path, max_bytes=MAX_SESSION_BYTES) as handle:
         if handle.read(len(codecs.BOM_UTF8)) != codecs.BOM_UTF8:
             return None
         rest = handle.read()
-    write_atomically(path, rest, mode=0o600)
+        writable = os.fstat(handle.fileno()).st_mode & stat.S_IWUSR
+    try:
+        if not writable:
+            raise PermissionError(errno.EACCES, "the file is read-only", str(path))
+        write_atomically(path, rest, mode=0o600)
+    except OSError as exc:
+        raise CorruptSession(
+            f"claude-code session file {path} starts with a UTF-8 byte order mark, which the claude CLI reads as a "
+            f"broken line (the session's first prompt lost), and unified could not remove it: {exc.strerror or exc}",
+            hint="make the file and its folder writable, or remove its first 3 bytes (EF BB BF) by hand; then resume",
+            details={"path": str(path), "errno": exc.errno},
+        ) from None
     return (
         f"claude-code session file {path} started with a UTF-8 byte order mark, which the claude CLI reads as a "
         "broken line (its first prompt lost): the 3 bytes were removed before the resume"
