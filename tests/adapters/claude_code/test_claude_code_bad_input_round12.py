@@ -1,7 +1,8 @@
 """Bad input round 12, Claude Code: a session file whose byte order mark cannot be removed before a resume (a
-read-only file, a folder no file can be written in) stopped the run with the OSError of the write, an
-`internal_error`; now a `corrupt_session` error says what is wrong and what to do, the file untouched, no CLI
-started (it would drop the first prompt unsaid)."""
+read-only file, a folder no file can be written in) was replaced by a writable file, or failed as
+`backend_unavailable` not naming the mark; now a `corrupt_session` error says what is wrong and what to do, the
+file untouched, no CLI started (it would drop the first prompt unsaid). And a session's listing showed its last
+prompt as its summary, where every other backend's shows its first."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ from pathlib import Path
 import pytest
 
 from tests.adapters.claude_code.test_claude_code_bad_input_round11 import _resumed, saved
+from tests.adapters.claude_code.test_claude_code_sessions import A, session_lines
 from unified._adapters.claude_code import _session_files
+from unified._adapters.claude_code._session_files import SessionFiles, project_dir_name, write_lines
+from unified._sessions.records import _describe
 from unified.events import ErrorEvent, Result, SessionStarted
 
 
@@ -55,3 +59,16 @@ async def test_a_mark_that_cannot_be_written_away_is_a_clear_error(
     error = _refused(events, path)
     assert "Permission denied" in error.message
     assert path.read_bytes() == body
+
+
+def test_a_listing_shows_the_first_prompt_as_the_other_backends_do(tmp_path: Path) -> None:
+    """`summary` is a backend's own summary of a session (the Gemini CLI writes one; Codex, the API backends and
+    Claude Code none), and a listing shows it or else the first prompt: Claude Code's was its last prompt."""
+    lines = session_lines(A, "the first prompt", "an answer", "/w")
+    later = [{**line, "uuid": f"{line.get('uuid')}-2"} for line in session_lines(A, "a later prompt", "more", "/w")[1:]]
+    write_lines(tmp_path / ".claude" / "projects" / project_dir_name("/w") / f"{A}.jsonl", [*lines, *later])
+    [info] = SessionFiles(tmp_path).list_sessions()
+    assert info.first_prompt == "the first prompt"
+    assert info.summary is None
+    assert "the first prompt" in _describe([info])
+    assert "a later prompt" not in _describe([info])

@@ -115,7 +115,6 @@ class ParsedSession:
     cwd: str | None = None
     model: str | None = None
     first_prompt: str | None = None
-    last_prompt: str | None = None
     started_at: datetime | None = None
     updated_at: datetime | None = None
     continued_from: dict[str, Any] | None = None
@@ -186,9 +185,7 @@ def parse_session(path: Path, *, max_bytes: int | None = None, keep_lines: bool 
                 if message["model"] != "<synthetic>":
                     parsed.model = message["model"]
             elif is_prompt(line):
-                text = prompt_text(message.get("content")) or ""
-                parsed.first_prompt = parsed.first_prompt or text
-                parsed.last_prompt = text
+                parsed.first_prompt = parsed.first_prompt or prompt_text(message.get("content")) or ""
     return parsed
 
 
@@ -274,7 +271,6 @@ class SessionFiles:
             short_id=short_id_of(session_id),
             started_at=parsed.started_at,
             updated_at=updated,
-            summary=parsed.last_prompt,
             first_prompt=parsed.first_prompt,
             cwd=parsed.cwd,
             model=parsed.model,
