@@ -208,6 +208,8 @@ def test_a_rate_limit_notice_alone_is_a_response_that_reported_no_usage() -> Non
     (counted,) = note(t, "thread/tokenUsage/updated", tokenUsage=usage)
     assert counted == ModelResponse(Usage(input_tokens=7, output_tokens=2), None)
     assert t.notification("account/rateLimits/updated", limits) == []  # that response was counted by its usage
+    note(t, "item/started", item={"type": "agentMessage", "id": "m2"})
+    assert t.notification("account/rateLimits/updated", limits) == []  # with usage seen, every response has its own
 
 
 def test_a_rate_limit_notice_is_not_counted_once_a_subagent_may_have_sent_it() -> None:

@@ -295,8 +295,9 @@ class AppServerTranslator:
     _summary_parts: dict[str, int] = field(default_factory=dict)
     _items: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Call id → the item as last seen (for the approval bridge)."""
-    _usage_reported: bool = False
-    """A `thread/tokenUsage/updated` came since the last `account/rateLimits/updated`."""
+    _usage_seen: bool = False
+    """A `thread/tokenUsage/updated` came in this run: from then on Codex sends one for every response (repeating
+    the last figures for a response without usage), which counts it."""
 
     def __post_init__(self) -> None:
         self.threads.setdefault(self.main_thread, _Thread(None))
@@ -370,7 +371,7 @@ class AppServerTranslator:
                 thread.done = False
             return []
         if method == "thread/tokenUsage/updated":
-            self._usage_reported = True
+            self._usage_seen = True
             thread.output = False
             # `last` repeats the previous response's figures when a response reported none, so a
             # response's usage is what the thread's `total` grew by.
@@ -418,15 +419,14 @@ class AppServerTranslator:
         return [TextDelta(text=delta, subagent_task_id=task)]
 
     def _usage_less_response(self) -> list[Item]:
-        """Codex ends each model response with a token count: `thread/tokenUsage/updated` when it has usage to tell,
-        then `account/rateLimits/updated`. The latter alone is a main-thread response that reported no usage (a
-        server or proxy that sends none), counted as one with an empty usage (the guard estimates it from the
-        text); before, such a run counted 1 turn for any number of requests. It names no thread: once a subagent
-        is spawned it could be the subagent's, and is not counted; nor is one with no item of the model's since the
-        last count (a rate-limit notice of the account's, not a response's)."""
-        reported, self._usage_reported = self._usage_reported, False
+        """Codex ends each model response with a token count: `thread/tokenUsage/updated` once it has usage to tell,
+        then `account/rateLimits/updated`. In a run with no usage yet, the latter is a main-thread response that
+        reported none (a server or proxy that sends none), counted as one with an empty usage (the guard estimates
+        it from the text); before, such a run counted 1 turn for any number of requests. It names no thread: once a
+        subagent is spawned it could be the subagent's, and is not counted; nor is one with no item of the model's
+        since the last count (a rate-limit notice of the account's, not a response's)."""
         main = self.threads[self.main_thread]
-        if reported or self.spawned or not main.output:
+        if self._usage_seen or self.spawned or not main.output:
             return []
         main.output = False
         return [ModelResponse(Usage(), None)]
