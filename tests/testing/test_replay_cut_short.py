@@ -1,7 +1,8 @@
 """Bad input round 12: a transcript cassette cut at a line's end (a recording stopped early, lines deleted by hand)
 replayed until its stand-in had played every line, then waited for ever (codex, gemini-cli; `unified replay` never
 returned) or until claude-code's 90 s stall bound ("the model's answer stalled", blamed on the model). Now reading
-it names the line the run would wait at and what never comes, before anything runs."""
+it names the line the run would wait at and what never comes, before anything runs. So for a line the adapter
+sends, repeated by an edit: the stand-in waited for a repeat that never comes."""
 
 from __future__ import annotations
 
@@ -78,3 +79,15 @@ async def test_the_replay_of_a_cut_transcript_fails_at_once(tmp_path: Path) -> N
 def test_every_shipped_transcript_is_whole() -> None:
     for path in TRANSCRIPTS:
         assert describe(path).backend == path.parent.name
+
+
+@pytest.mark.parametrize("source", TRANSCRIPTS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_a_sent_line_repeated_is_refused_naming_both_lines(source: Path, tmp_path: Path) -> None:
+    """A line the adapter sends, repeated by an edit: the stand-in waited for a repeat the adapter never sends, while
+    the adapter waited for the answer (the replay of every shipped transcript so edited hung)."""
+    lines = _lines(source)
+    at = next(i for i, line in enumerate(lines) if json.loads(line).get("dir") == "send")
+    edited = tmp_path / source.name
+    edited.write_text("\n".join([*lines[: at + 1], lines[at], *lines[at + 1 :]]) + "\n", encoding="utf-8")
+    with pytest.raises(ReplayError, match=f"^{edited}:{at + 2}: this line repeats the message of line {at + 1}, "):
+        describe(edited)

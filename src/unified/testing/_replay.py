@@ -446,6 +446,16 @@ def _read_transcript(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
                 f"{path}:{number}: neither {{'dir': 'send'|'recv', 'msg': {{...}}}} "
                 "nor {'dir': 'chat', 'file': ..., 'record': {...}}"
             )
+    sent: tuple[int, object] | None = None
+    for number, entry in zip(numbers[1:], entries, strict=True):
+        if entry["dir"] != "send":
+            continue
+        if sent is not None and entry["msg"] == sent[1]:  # the stand-in waited for a repeat the adapter never sends
+            raise ReplayError(
+                f"{path}:{number}: this line repeats the message of line {sent[0]}, which the adapter sends once: a "
+                "replay would wait for the repeat without end; remove the line, or record the cassette again"
+            )
+        sent = (number, entry["msg"])
     unanswered = _unanswered(str(lines[0].get("backend") or "gemini-cli"), entries)
     if unanswered is not None:
         raise ReplayError(
