@@ -16,7 +16,7 @@ from tests.adapters.claude_code.test_claude_code_sessions import A, session_line
 from unified._adapters.claude_code import _session_files
 from unified._adapters.claude_code._session_files import SessionFiles, project_dir_name, write_lines
 from unified._sessions.records import _describe
-from unified.events import ErrorEvent, Result, SessionStarted
+from unified.events import ErrorEvent, Result, SessionStarted, WarningEvent
 
 
 def _refused(events: list[object], path: Path) -> ErrorEvent:
@@ -72,3 +72,19 @@ def test_a_listing_shows_the_first_prompt_as_the_other_backends_do(tmp_path: Pat
     assert info.summary is None
     assert "the first prompt" in _describe([info])
     assert "a later prompt" not in _describe([info])
+
+
+@pytest.mark.anyio
+async def test_a_marked_file_behind_a_link_is_repaired_where_it_is_and_the_link_kept(tmp_path: Path) -> None:
+    """A session file that is a link (a synced or shared transcript): the repair replaced the link by a copy,
+    leaving the file it named with its mark."""
+    path = saved(tmp_path / "home", bom=True)
+    elsewhere = tmp_path / "synced" / path.name
+    elsewhere.parent.mkdir()
+    path.rename(elsewhere)
+    path.symlink_to(elsewhere)
+    body = elsewhere.read_bytes()[3:]
+    events = await _resumed(tmp_path / "home", tmp_path)
+    assert any(isinstance(e, WarningEvent) and e.code == "session_repaired" for e in events)
+    assert path.is_symlink()
+    assert elsewhere.read_bytes() == body

@@ -195,7 +195,8 @@ def drop_bom(path: Path) -> str | None:
 
     `CorruptSession` when the mark cannot be removed, the file left as it is: a read-only file (its owner's
     choice, which a rename over it would undo) or one whose folder takes no new file; resumed as it is, the CLI
-    would lose the first prompt unsaid."""
+    would lose the first prompt unsaid. A link is followed: the file it names is repaired, the link kept (a rename
+    over the link put a copy in its place, and left the file it named with its mark)."""
     with open_regular(path, max_bytes=MAX_SESSION_BYTES) as handle:
         if handle.read(len(codecs.BOM_UTF8)) != codecs.BOM_UTF8:
             return None
@@ -204,7 +205,7 @@ def drop_bom(path: Path) -> str | None:
     try:
         if not writable:
             raise PermissionError(errno.EACCES, "the file is read-only", str(path))
-        write_atomically(path, rest, mode=0o600)
+        write_atomically(path.resolve(), rest, mode=0o600)
     except OSError as exc:
         raise CorruptSession(
             f"claude-code session file {path} starts with a UTF-8 byte order mark, which the claude CLI reads as a "
