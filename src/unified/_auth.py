@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from unified._files import read_regular
-from unified._urls import url_problem
+from unified._urls import base_url_refusal
 
 __all__ = [
     "ANTHROPIC_MODES",
@@ -172,6 +172,9 @@ class ApiAuth(BaseModel):
     problems: tuple[str, ...] = ()
     hint: str | None = None
     notes: tuple[str, ...] = ()
+    base_url_refused: bool = Field(default=False, exclude=True)
+    """`problems[0]` and `hint` say the base URL is none a request can be sent to (`_urls.base_url_refusal`): a run
+    fails `configuration_error`, as the binary backends' do, not `auth_error` (no credential would help)."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -252,7 +255,7 @@ def resolve_api_auth(
     custom = base_url or env.get("GOOGLE_VERTEX_BASE_URL") or None
     unsendable = _unsendable(key, key_source, custom, "the base_url option" if base_url else "GOOGLE_VERTEX_BASE_URL")
     if unsendable is not None:
-        problems.append(unsendable[0])
+        problems.insert(0, unsendable[0])  # first: a refused base URL is what a run says (`base_url_refused`)
     if key and (chosen_project or chosen_location):
         problems.append("an API key and a project/location were both given: pass one (key: express mode)")
     if key:
@@ -265,6 +268,7 @@ def resolve_api_auth(
             api_key=key,
             key_source=key_source,
             problems=tuple(problems),
+            base_url_refused=unsendable is not None and unsendable[2],
             hint=unsendable[1]
             if unsendable is not None
             else "give an API key alone (express mode: unset GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION) "
@@ -313,6 +317,7 @@ def resolve_api_auth(
         location=chosen_location,
         credentials=source,
         problems=tuple(problems),
+        base_url_refused=unsendable is not None and unsendable[2],
         hint=unsendable[1]
         if unsendable is not None
         else (
@@ -330,19 +335,17 @@ def _gemini_api_auth(env: Mapping[str, str], key: str | None, key_source: str | 
     return _gemini_api_auth_of(key, key_source, base_url or env.get("GOOGLE_GEMINI_BASE_URL") or None, url_source)
 
 
-def _unsendable(key: str | None, key_source: str | None, url: str | None, url_source: str) -> tuple[str, str] | None:
-    """What google-genai could not send, and what to do: a base URL it cannot parse or connect to (an unclosed
-    `[`, a port of letters or past 65535, a scheme but http/https), or a key an HTTP header cannot carry (a line
-    break, a character that is not ASCII). Each failed only at the first request, as `internal_error` ("a bug in
-    unified") or a `stream_interrupted` that said to run again. Neither the URL (a gateway's may carry a token)
-    nor the key is repeated."""
-    if url is not None:
-        why = url_problem(url)
-        if why is not None:
-            return (
-                f"the base URL from {url_source} is not one requests can be sent to: {why}",
-                f"set {url_source} to an http:// or https:// URL (a host, a port of 1-65535, a path)",
-            )
+def _unsendable(
+    key: str | None, key_source: str | None, url: str | None, url_source: str
+) -> tuple[str, str, bool] | None:
+    """What google-genai could not send, what to do, and whether it is the base URL: one it cannot parse or connect
+    to (an unclosed `[`, a port of letters or past 65535, a scheme but http/https), in the words every backend uses
+    (`base_url_refusal`), or a key an HTTP header cannot carry (a line break, a character that is not ASCII). Each
+    failed only at the first request, as `internal_error` ("a bug in unified") or a `stream_interrupted` that said
+    to run again. Neither the URL (a gateway's may carry a token) nor the key is repeated."""
+    refusal = base_url_refusal(url, url_source, "google-genai") if url is not None else None
+    if refusal is not None:
+        return (*refusal, True)
     if key:
         at = next((i for i, ch in enumerate(key) if not " " <= ch <= "~"), None)
         if at is not None:
@@ -350,6 +353,7 @@ def _unsendable(key: str | None, key_source: str | None, url: str | None, url_so
             return (
                 f"the API key from {key_source} holds {what} (at character {at}), which no HTTP header can carry",
                 f"copy the key into {key_source} again, without it",
+                False,
             )
     return None
 
@@ -382,6 +386,7 @@ def _gemini_api_auth_of(key: str | None, key_source: str | None, custom: str | N
         key_source=key_source,
         problems=problems,
         hint=hint,
+        base_url_refused=unsendable is not None and unsendable[2],
     )
 
 

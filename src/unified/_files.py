@@ -127,11 +127,16 @@ def file_in_the_way(path: str | os.PathLike[str] | None) -> Path | None:
 
 def make_way(blocker: Path) -> str:
     """What to do about a file where a folder goes: move it, or (when a folder setting of the environment names the
-    file itself, as `UNIFIED_DATA_DIR=~/notes.txt` does) point that setting at a folder."""
+    file itself, as `UNIFIED_DATA_DIR=~/notes.txt` or `UNIFIED_SESSION_STORE_URL=file:///etc/passwd` do) point that
+    setting at a folder."""
     for name in _FOLDER_SETTINGS:
         value = os.environ.get(name, "").strip()
         if value and Path(value).expanduser().absolute() == blocker.absolute():
             return f"{name} names that file: point {name} at a folder, or move the file away"
+    # A file store's URL naming the file (`file:///etc/passwd`): the advice was to move or remove that file.
+    url = os.environ.get("UNIFIED_SESSION_STORE_URL", "").strip().rstrip("/")
+    if url.replace("file://localhost/", "file:///", 1) == blocker.absolute().as_uri():
+        return "UNIFIED_SESSION_STORE_URL names that file: point UNIFIED_SESSION_STORE_URL at a folder (file:///dir)"
     return "move or remove that file"
 
 

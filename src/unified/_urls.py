@@ -11,7 +11,7 @@ import ipaddress
 import re
 from urllib.parse import urlsplit
 
-__all__ = ["url_problem"]
+__all__ = ["base_url_refusal", "url_problem"]
 
 _IPV4_LIKE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+")
 """A host the HTTP client (httpx) takes for an IPv4 address, and refuses unless it is one (`999.1.1.1`)."""
@@ -46,6 +46,24 @@ def url_problem(url: str) -> str | None:
     if port == 0:
         return "its port is 0"
     return _host_problem(parts.hostname)
+
+
+def base_url_refusal(
+    url: str, source: str, sender: str, *, setting: str | None = None, form: str = "a host, a port of 1-65535, a path"
+) -> tuple[str, str] | None:
+    """(message, hint) of a `configuration_error` for a base URL no request can be sent to, or None for one that
+    can: every backend, binary or API, says it in these words, before anything starts or is sent (the API
+    backends said `auth_error`, though no credential would help). `source` is where the URL came from
+    ("GOOGLE_GEMINI_BASE_URL", "the base_url option"), `sender` what would send to it ("Codex", "google-genai"),
+    `setting` what to change (`source` unless given), `form` what a good URL looks like. The URL itself is never
+    repeated (a gateway's may carry a token)."""
+    why = url_problem(url)
+    if why is None:
+        return None
+    return (
+        f"the base URL in {source} is not one {sender} can send requests to: {why}",
+        f"set {setting or source} to an http:// or https:// URL ({form}), or unset it",
+    )
 
 
 def _host_problem(host: str) -> str | None:

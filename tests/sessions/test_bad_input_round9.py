@@ -212,7 +212,9 @@ def test_a_base_url_with_whitespace_or_a_host_idna_refuses_is_caught_by_the_auth
         auth = resolve_api_auth({"GOOGLE_API_KEY": "k", variable: with_secret}, vertexai=vertex)
         assert not auth.usable
         [problem] = auth.problems
-        assert problem.startswith(f"the base URL from {variable} is not one requests can be sent to: {why}"), problem
+        assert problem.startswith(f"the base URL in {variable} is not one google-genai can send requests to: {why}"), (
+            problem
+        )
         assert SECRET not in problem
         assert SECRET not in auth.describe()
 

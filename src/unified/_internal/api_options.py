@@ -273,7 +273,8 @@ def resolve_api_options(
     """`options_type` parsed from `params.backend_options`, its auth resolved by `unified._auth.resolve_api_auth`.
 
     Options beat the environment; the environment follows google-genai's own names and order
-    (docs/auth.md). Raises ConfigurationError for a bad option (`parse_options`), AuthError
+    (docs/auth.md). Raises ConfigurationError for a bad option (`parse_options`) or a base URL no request can be
+    sent to (`unified._urls.base_url_refusal`), AuthError
     (`auth_error`, naming `backend` and the variable to set) when google-genai would refuse the
     credentials before sending anything. `parsed`: the options already parsed from
     `params.backend_options` (`ParsedOptions`), used as they are.
@@ -294,6 +295,8 @@ def resolve_api_options(
         base_url=options.base_url,
         credentials=options.credentials is not None,
     )
+    if auth.base_url_refused:  # no credential would help: the binary backends' error, in their words
+        raise ConfigurationError(auth.problems[0], hint=auth.hint)
     if auth.problems:
         raise AuthError(f"the {backend} backend cannot authenticate: {'; '.join(auth.problems)}", hint=auth.hint)
     return options.model_copy(

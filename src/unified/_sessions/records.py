@@ -77,6 +77,8 @@ class SessionInfo(BaseModel):
     started_at: datetime | None = None
     updated_at: datetime | None = None
     summary: str | None = None
+    """The backend's own summary of the session (the Gemini CLI writes one), else None: a listing shows it, or the
+    first prompt (`first_prompt`) when there is none, for every backend alike."""
     first_prompt: str | None = None
     cwd: str | None = None
     model: str | None = None

@@ -446,7 +446,59 @@ def _read_transcript(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
                 f"{path}:{number}: neither {{'dir': 'send'|'recv', 'msg': {{...}}}} "
                 "nor {'dir': 'chat', 'file': ..., 'record': {...}}"
             )
+    sent: tuple[int, object] | None = None
+    for number, entry in zip(numbers[1:], entries, strict=True):
+        if entry["dir"] != "send":
+            continue
+        if sent is not None and entry["msg"] == sent[1]:  # the stand-in waited for a repeat the adapter never sends
+            raise ReplayError(
+                f"{path}:{number}: this line repeats the message of line {sent[0]}, which the adapter sends once: a "
+                "replay would wait for the repeat without end; remove the line, or record the cassette again"
+            )
+        sent = (number, entry["msg"])
+    unanswered = _unanswered(str(lines[0].get("backend") or "gemini-cli"), entries)
+    if unanswered is not None:
+        raise ReplayError(
+            f"{path}:{numbers[1 + unanswered[0]]}: the run waits here for {unanswered[1]}, which the transcript "
+            "never gives (it was cut short, or a line of it removed: a replay would wait without end); record the "
+            "cassette again"
+        )
     return lines[0], entries
+
+
+def _unanswered(backend: str, entries: list[dict[str, Any]]) -> tuple[int, str] | None:
+    """The first recorded message the adapter waits on that the transcript never answers, as (its index, what is
+    missing), or None. A transcript cut at a line's end (a recording stopped early, lines deleted by hand) replayed
+    until the stand-in had played everything, then the run waited for ever (codex, gemini-cli) or until its stall
+    bound (claude-code: 90 s, then "the model's answer stalled"). Waited on: the answer to each JSON-RPC request
+    (gemini-cli, codex), the `turn/completed` of a codex thread whose turn started (`turn/start`, a subagent's
+    `turn/started`: the run waits for both), a claude-code user message's
+    `result` and a control request's response."""
+    waiting: dict[object, tuple[int, str]] = {}
+    for index, entry in enumerate(entries):
+        msg, sent = entry.get("msg") or {}, entry["dir"] == "send"
+        if backend == "claude-code":
+            if sent and msg.get("type") == "user":
+                waiting.setdefault("result", (index, "the `result` line after the user message"))
+            elif not sent and msg.get("type") == "result":
+                waiting.pop("result", None)
+            elif sent and msg.get("type") == "control_request":
+                what = f"the answer to the control request {(msg.get('request') or {}).get('subtype')}"
+                waiting[("control", str(msg.get("request_id")))] = (index, what)
+            elif not sent and msg.get("type") == "control_response":
+                waiting.pop(("control", str((msg.get("response") or {}).get("request_id"))), None)
+            continue
+        if sent and "method" in msg and "id" in msg:
+            waiting[("answer", json.dumps(msg["id"]))] = (index, f"the answer to {msg['method']}")
+        elif not sent and "method" not in msg and "id" in msg:
+            waiting.pop(("answer", json.dumps(msg["id"])), None)
+        params = msg.get("params")
+        thread = params.get("threadId") if isinstance(params, dict) else None
+        if backend == "codex" and msg.get("method") == ("turn/start" if sent else "turn/started"):
+            waiting.setdefault(("turn", json.dumps(thread)), (index, f"the `turn/completed` of {msg['method']}'s turn"))
+        elif backend == "codex" and not sent and msg.get("method") == "turn/completed":
+            waiting.pop(("turn", json.dumps(thread)), None)
+    return min(waiting.values(), default=None)
 
 
 def _is_chat_file(file: object) -> bool:

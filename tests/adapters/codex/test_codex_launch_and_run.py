@@ -130,7 +130,7 @@ def test_a_base_url_codex_cannot_send_to_is_refused_before_codex_starts(
     if source == "environment":
         env["OPENAI_BASE_URL"] = url
     named = "the base_url option" if source == "option" else "OPENAI_BASE_URL"
-    with pytest.raises(ConfigurationError, match=f"the base URL from {named} is not one") as raised:
+    with pytest.raises(ConfigurationError, match=f"the base URL in {named} is not one") as raised:
         launch(tmp_path, env, options=options)
     assert why in str(raised.value)
     assert raised.value.hint is not None

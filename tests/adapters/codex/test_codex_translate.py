@@ -192,6 +192,35 @@ def test_usage_is_what_the_threads_total_grew_by() -> None:
     assert usage_from_breakdown({"outputTokens": 5, "reasoningOutputTokens": 7}).output_tokens == 0
 
 
+def test_a_rate_limit_notice_alone_is_a_response_that_reported_no_usage() -> None:
+    """Round 12: Codex sends `account/rateLimits/updated` after every response's token count, after
+    `thread/tokenUsage/updated` when there was usage; alone, it is the only sign of a response without usage."""
+    t = translator()
+    limits: dict[str, Any] = {"rateLimits": {"limitId": "codex"}}
+    assert t.notification("account/rateLimits/updated", limits) == []  # no item of the model's yet
+    note(t, "item/started", item={"type": "userMessage", "id": "u"})
+    assert t.notification("account/rateLimits/updated", limits) == []  # the prompt is not the model's
+    note(t, "item/started", item=command())
+    assert t.notification("account/rateLimits/updated", limits) == [ModelResponse(Usage(), None)]
+    assert t.notification("account/rateLimits/updated", limits) == []  # no new output since
+    note(t, "item/started", item={"type": "agentMessage", "id": "m"})
+    usage = {"total": breakdown(7, 0, 2, 0), "last": breakdown(7, 0, 2, 0)}
+    (counted,) = note(t, "thread/tokenUsage/updated", tokenUsage=usage)
+    assert counted == ModelResponse(Usage(input_tokens=7, output_tokens=2), None)
+    assert t.notification("account/rateLimits/updated", limits) == []  # that response was counted by its usage
+    note(t, "item/started", item={"type": "agentMessage", "id": "m2"})
+    assert t.notification("account/rateLimits/updated", limits) == []  # with usage seen, every response has its own
+
+
+def test_a_rate_limit_notice_is_not_counted_once_a_subagent_may_have_sent_it() -> None:
+    t = translator()
+    spawn = {"type": "collabAgentToolCall", "id": "call_s", "tool": "spawnAgent", "prompt": "Read it"}
+    note(t, "item/started", item={**spawn, "status": "inProgress", "receiverThreadIds": []})
+    note(t, "item/completed", item={**spawn, "status": "completed", "receiverThreadIds": [CHILD]})
+    assert t.spawned
+    assert t.notification("account/rateLimits/updated", {"rateLimits": {}}) == []
+
+
 def test_a_subagent_is_a_task_whose_events_carry_its_id() -> None:
     t = translator()
     spawn = {

@@ -47,6 +47,37 @@ def test_the_users_the_projects_and_the_extensions_agents_are_found(tmp_path: Pa
 
 
 @pytest.mark.parametrize(
+    "front_matter",
+    [
+        "name: >-\n  folded-agent\ndescription: d",
+        "name: |\n  folded-agent\ndescription: d",
+        "name: |-  # a comment\n\n    folded-agent\n",
+        "name: >2\n  folded-agent",
+        "- name: >-\n    folded-agent\n  agent_card_url: https://x",
+        "'name': |+\n  folded-agent\r\ndescription: d",
+    ],
+)
+def test_a_name_written_as_a_block_scalar_is_found(tmp_path: Path, front_matter: str) -> None:
+    """Round 12: `name: >-` (or `|`) with the name on the next line is YAML's block scalar; the name was missed, and
+    a policy's rules did not name that subagent."""
+    _agent(tmp_path / ".gemini" / "agents", "a.md", front_matter)
+    assert own_subagents(tmp_path, tmp_path / "ws") == ("folded-agent",)
+
+
+@pytest.mark.parametrize(
+    "front_matter",
+    [
+        "name: >-\nfolded-agent",  # not indented: no content of the scalar
+        "name: >-\n  two words",
+        "description: >-\n  folded-agent",
+    ],
+)
+def test_a_block_scalar_that_holds_no_single_name_names_nothing(tmp_path: Path, front_matter: str) -> None:
+    _agent(tmp_path / ".gemini" / "agents", "a.md", front_matter)
+    assert own_subagents(tmp_path, tmp_path / "ws") == ()
+
+
+@pytest.mark.parametrize(
     "record", ["{", '{"type": "link", "source": 7}', '["link"]', '{"type": "git", "source": "/x"}']
 )
 def test_an_extension_whose_install_record_names_no_link_is_read_where_it_is(tmp_path: Path, record: str) -> None:

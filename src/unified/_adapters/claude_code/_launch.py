@@ -38,7 +38,7 @@ from unified._adapters.claude_code._tools import ask_settings, disallowed_tools
 from unified._binary.environment import EnvPolicy, child_env
 from unified._binary.install import BinarySpec, locate
 from unified._binary.process import AgentSubprocess
-from unified._urls import url_problem
+from unified._urls import base_url_refusal
 from unified.errors import BackendUnavailable, ConfigurationError
 from unified.types import ExecuteParams, HttpMcpServer, McpServer, SseMcpServer
 
@@ -181,13 +181,10 @@ def _check_base_url(env: Mapping[str, str], options: ClaudeCodeOptions) -> None:
     "API Error: Invalid URL", a `stream_interrupted` that said to check the network and retry."""
     name = _base_url_variable(env)
     url = env.get(name, "")
-    why = url_problem(url) if url else None
-    if why is not None:
-        source = f"{name} of the env option" if name in options.env else name
-        raise ConfigurationError(
-            f"the base URL in {source} is not one Claude Code can send requests to: {why}",
-            hint=f"set {name} to an http:// or https:// URL (a host, a port of 1-65535, a path), or unset it",
-        )
+    source = f"{name} of the env option" if name in options.env else name
+    refusal = base_url_refusal(url, source, "Claude Code", setting=name) if url else None
+    if refusal is not None:
+        raise ConfigurationError(refusal[0], hint=refusal[1])
 
 
 def take_credential(env: dict[str, str]) -> str | None:

@@ -15,6 +15,7 @@ readable conversation is listed with a `problem` and left as it is.
 from __future__ import annotations
 
 import codecs
+import errno
 import json
 import os
 import re
@@ -114,7 +115,6 @@ class ParsedSession:
     cwd: str | None = None
     model: str | None = None
     first_prompt: str | None = None
-    last_prompt: str | None = None
     started_at: datetime | None = None
     updated_at: datetime | None = None
     continued_from: dict[str, Any] | None = None
@@ -185,20 +185,34 @@ def parse_session(path: Path, *, max_bytes: int | None = None, keep_lines: bool 
                 if message["model"] != "<synthetic>":
                     parsed.model = message["model"]
             elif is_prompt(line):
-                text = prompt_text(message.get("content")) or ""
-                parsed.first_prompt = parsed.first_prompt or text
-                parsed.last_prompt = text
+                parsed.first_prompt = parsed.first_prompt or prompt_text(message.get("content")) or ""
     return parsed
 
 
 def drop_bom(path: Path) -> str | None:
     """Before `claude --resume`: a byte order mark at the file's start removed (the CLI drops the line it starts,
-    the session's first prompt); what was repaired (a `session_repaired` warning), None when there was none."""
+    the session's first prompt); what was repaired (a `session_repaired` warning), None when there was none.
+
+    `CorruptSession` when the mark cannot be removed, the file left as it is: a read-only file (its owner's
+    choice, which a rename over it would undo) or one whose folder takes no new file; resumed as it is, the CLI
+    would lose the first prompt unsaid. A link is followed: the file it names is repaired, the link kept (a rename
+    over the link put a copy in its place, and left the file it named with its mark)."""
     with open_regular(path, max_bytes=MAX_SESSION_BYTES) as handle:
         if handle.read(len(codecs.BOM_UTF8)) != codecs.BOM_UTF8:
             return None
         rest = handle.read()
-    write_atomically(path, rest, mode=0o600)
+        writable = os.fstat(handle.fileno()).st_mode & stat.S_IWUSR
+    try:
+        if not writable:
+            raise PermissionError(errno.EACCES, "the file is read-only", str(path))
+        write_atomically(path.resolve(), rest, mode=0o600)
+    except OSError as exc:
+        raise CorruptSession(
+            f"claude-code session file {path} starts with a UTF-8 byte order mark, which the claude CLI reads as a "
+            f"broken line (the session's first prompt lost), and unified could not remove it: {exc.strerror or exc}",
+            hint="make the file and its folder writable, or remove its first 3 bytes (EF BB BF) by hand; then resume",
+            details={"path": str(path), "errno": exc.errno},
+        ) from None
     return (
         f"claude-code session file {path} started with a UTF-8 byte order mark, which the claude CLI reads as a "
         "broken line (its first prompt lost): the 3 bytes were removed before the resume"
@@ -258,7 +272,6 @@ class SessionFiles:
             short_id=short_id_of(session_id),
             started_at=parsed.started_at,
             updated_at=updated,
-            summary=parsed.last_prompt,
             first_prompt=parsed.first_prompt,
             cwd=parsed.cwd,
             model=parsed.model,

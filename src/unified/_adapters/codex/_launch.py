@@ -44,7 +44,7 @@ from unified._binary.environment import EnvPolicy, FileSignature, child_env, fil
 from unified._binary.install import BinarySpec, locate
 from unified._binary.process import AgentSubprocess
 from unified._files import FileTooLarge, open_regular, read_regular, read_regular_text, write_atomically
-from unified._urls import url_problem
+from unified._urls import base_url_refusal
 from unified.errors import BackendUnavailable, ConfigurationError
 from unified.types import ExecuteParams, HttpMcpServer, SseMcpServer, StdioMcpServer
 
@@ -419,12 +419,10 @@ class Launch:
         key = options.api_key or source.get("OPENAI_API_KEY") or None
         base_url = options.base_url or source.get("OPENAI_BASE_URL") or None
         url_source = "the base_url option" if options.base_url else "OPENAI_BASE_URL"
-        why = None if base_url is None else url_problem(base_url)
-        if why is not None:  # else Codex starts, then fails the turn as a `stream_interrupted` "builder error"
-            raise ConfigurationError(
-                f"the base URL from {url_source} is not one Codex can send requests to: {why}",
-                hint=f"set {url_source} to an http:// or https:// URL, as the OpenAI SDKs read it (https://host/v1)",
-            )
+        form = "as the OpenAI SDKs read it: https://host/v1"
+        refusal = None if base_url is None else base_url_refusal(base_url, url_source, "Codex", form=form)
+        if refusal is not None:  # else Codex starts, then fails the turn as a `stream_interrupted` "builder error"
+            raise ConfigurationError(refusal[0], hint=refusal[1])
         overrides: list[tuple[str, Any]] = []
         chatgpt = None
         if key is not None:

@@ -96,15 +96,16 @@ it runs an approved command confined first and, only if that fails, again outsid
 could run twice, or half-work: a write fails silently while the rest goes on). Without a sandbox
 an approved call runs once, as approved; nothing unapproved runs at all."""
 OPT_OUT = [
-    "account/rateLimits/updated",
     "remoteControl/status/changed",
     "thread/started",
     "thread/status/changed",
     "thread/readState/changed",
 ]
 """Notifications unified reads nothing of (a thread's status and read state, `thread/started`: the run knows its
-thread from `thread/start`'s answer, and its subagents' from their spawn item): six of a warm text-only run's 23
-messages, each a wake-up, a read and a parse of the client. They are no sign of progress either."""
+thread from `thread/start`'s answer, and its subagents' from their spawn item): five of a warm text-only run's 23
+messages, each a wake-up, a read and a parse of the client. They are no sign of progress either.
+`account/rateLimits/updated` is read: it ends every model response, the only sign of one that reported no usage
+(`AppServerTranslator._usage_less_response`)."""
 _SILENT = frozenset({"error", "thread/status/changed", "account/rateLimits/updated", "serverRequest/resolved"})
 """Notifications that are no sign of progress (a retry, a status flag)."""
 

@@ -5,7 +5,9 @@ One `AppServerTranslator` per run follows the run's main thread and the subagent
 own `threadId`). It returns events to emit and a few markers the run acts on:
 
 - `ModelResponse`: a model response of some thread finished (`thread/tokenUsage/updated`, whose
-  `last` is that response's usage): the main thread's ends a turn, a subagent's adds to its usage;
+  `last` is that response's usage): the main thread's ends a turn, a subagent's adds to its usage; a
+  response that reported no usage is known by the `account/rateLimits/updated` that follows each
+  response's token count with no `thread/tokenUsage/updated` before it (`_usage_less_response`);
 - `TurnEnded`: a thread's turn ended (`turn/completed`), with its status and error;
 - `Retrying`: Codex is retrying the provider (`error` with `willRetry`), which may last forever.
 
@@ -271,6 +273,8 @@ class _Thread:
     """The thread's total as last reported."""
     responses: int = 0
     done: bool = False
+    output: bool = False
+    """An item of the model's was started since its last response was counted."""
 
 
 @dataclass
@@ -291,6 +295,9 @@ class AppServerTranslator:
     _summary_parts: dict[str, int] = field(default_factory=dict)
     _items: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Call id → the item as last seen (for the approval bridge)."""
+    _usage_seen: bool = False
+    """A `thread/tokenUsage/updated` came in this run: from then on Codex sends one for every response (repeating
+    the last figures for a response without usage), which counts it."""
 
     def __post_init__(self) -> None:
         self.threads.setdefault(self.main_thread, _Thread(None))
@@ -329,6 +336,8 @@ class AppServerTranslator:
         thread_id = params.get("threadId")
         if method in ("configWarning", "warning"):
             return self._warning(method, params)
+        if method == "account/rateLimits/updated":
+            return self._usage_less_response()
         if not self.knows(thread_id):
             return []
         task = self.task_of(thread_id)
@@ -343,7 +352,9 @@ class AppServerTranslator:
             self._summary_parts[item_id] = index if isinstance(index, int) else 0
             return []
         if method == "item/started":
-            return self._started(as_dict(params.get("item")), task)
+            item = as_dict(params.get("item"))
+            thread.output = thread.output or item.get("type") != "userMessage"
+            return self._started(item, task)
         if method == "item/completed":
             return self._completed(as_dict(params.get("item")), task, thread)
         if method == "item/commandExecution/outputDelta":
@@ -360,6 +371,8 @@ class AppServerTranslator:
                 thread.done = False
             return []
         if method == "thread/tokenUsage/updated":
+            self._usage_seen = True
+            thread.output = False
             # `last` repeats the previous response's figures when a response reported none, so a
             # response's usage is what the thread's `total` grew by.
             total = usage_from_breakdown(as_dict(as_dict(params.get("tokenUsage")).get("total")))
@@ -404,6 +417,19 @@ class AppServerTranslator:
             return [Thinking(text=delta, replace=False, subagent_task_id=task)]
         self._streamed[item_id] = seen + delta
         return [TextDelta(text=delta, subagent_task_id=task)]
+
+    def _usage_less_response(self) -> list[Item]:
+        """Codex ends each model response with a token count: `thread/tokenUsage/updated` once it has usage to tell,
+        then `account/rateLimits/updated`. In a run with no usage yet, the latter is a main-thread response that
+        reported none (a server or proxy that sends none), counted as one with an empty usage (the guard estimates
+        it from the text); before, such a run counted 1 turn for any number of requests. It names no thread: once a
+        subagent is spawned it could be the subagent's, and is not counted; nor is one with no item of the model's
+        since the last count (a rate-limit notice of the account's, not a response's)."""
+        main = self.threads[self.main_thread]
+        if self._usage_seen or self.spawned or not main.output:
+            return []
+        main.output = False
+        return [ModelResponse(Usage(), None)]
 
     def _started(self, item: dict[str, Any], task: str | None) -> list[Item]:
         kind = item.get("type")

@@ -56,7 +56,7 @@ from unified._binary.environment import EnvPolicy, FileSignature, cache_file, ca
 from unified._binary.install import BinarySpec, locate, require_node
 from unified._binary.process import AgentSubprocess, PipedEnv
 from unified._files import read_regular
-from unified._urls import url_problem
+from unified._urls import base_url_refusal
 from unified.errors import BackendUnavailable, ConfigurationError
 from unified.tools import Policy, protected_path_patterns
 from unified.tools._policy import ALIASES, USER_TIER, Decision, Rule, outright_refusal, unasked_refusal
@@ -298,15 +298,12 @@ class Launch:
         extra_env = dict(options.env)
         given = ChainMap(extra_env, os.environ)  # looked up, not copied (decoding the environment costs)
         base_url = given.get("GOOGLE_GEMINI_BASE_URL", "")
-        why = url_problem(base_url) if base_url else None
-        if why is not None:  # else the CLI starts and fails session/new: "Invalid custom base URL", a backend_error
-            source = "GOOGLE_GEMINI_BASE_URL of the env option" if "GOOGLE_GEMINI_BASE_URL" in extra_env else None
-            raise ConfigurationError(
-                f"the base URL in {source or 'GOOGLE_GEMINI_BASE_URL'} is not one the gemini CLI can send requests "
-                f"to: {why}",
-                hint="set GOOGLE_GEMINI_BASE_URL to an http:// or https:// URL (a host, a port of 1-65535, a path), "
-                "or unset it",
-            )
+        source = "GOOGLE_GEMINI_BASE_URL" + (" of the env option" if "GOOGLE_GEMINI_BASE_URL" in extra_env else "")
+        url_refusal = (
+            base_url_refusal(base_url, source, "the gemini CLI", setting="GOOGLE_GEMINI_BASE_URL") if base_url else None
+        )
+        if url_refusal is not None:  # else the CLI fails session/new: "Invalid custom base URL", a backend_error
+            raise ConfigurationError(url_refusal[0], hint=url_refusal[1])
         google_key = given.get("GOOGLE_API_KEY", "")
         if not given.get("GEMINI_API_KEY", "").strip() and google_key.strip():
             # The CLI reads only GEMINI_API_KEY; google-genai (and so unified's doctor and routing) GOOGLE_API_KEY too.

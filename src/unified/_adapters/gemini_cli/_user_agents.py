@@ -37,8 +37,14 @@ MAX_NAMES = 128
 _FRONT_MATTER = re.compile(r"\A---\r?\n(.*?)\r?\n---(?:\r?\n|\Z)", re.DOTALL)
 """0.61's `FRONTMATTER_REGEX`: the file starts with it."""
 _NAME = re.compile(r"""(?:^|[\s{,\[-])(["']?)name\1[ \t]*:[ \t]*(["']?)([a-z0-9_-]+)\2(?=[\s,}\]#]|\Z)""", re.MULTILINE)
-"""`name: x`, `- name: 'x'` (a list of remote agents), `{"name": "x", ...}` (a flow mapping). Missed: a name written
-as a block scalar (`name: >-` and the name on the next line)."""
+"""`name: x`, `- name: 'x'` (a list of remote agents), `{"name": "x", ...}` (a flow mapping)."""
+_BLOCK_NAME = re.compile(
+    r"""(?:^|[\s{,\[-])(["']?)name\1[ \t]*:[ \t]*[|>][-+0-9]*[ \t]*(?:#[^\n]*)?\r?\n(?:[ \t]*\r?\n)*"""
+    r"""[ ]+([a-z0-9_-]+)[ \t]*\r?(?=\n|\Z)""",
+    re.MULTILINE,
+)
+"""A name written as a block scalar: `name: >-` (or `|`, `|+`, `>2`, a comment after it), blank lines, then the
+name on an indented line of its own (round 12: missed, so no rule named that subagent)."""
 
 
 def own_subagents(home: Path, cwd: Path) -> tuple[str, ...]:
@@ -89,4 +95,6 @@ def _names_in(path: Path) -> list[str]:
     except (OSError, ValueError):  # NotRegularFile is an OSError
         return []
     found = _FRONT_MATTER.match(text)
-    return [match[3] for match in _NAME.finditer(found[1])] if found else []
+    if not found:
+        return []
+    return [match[3] for match in _NAME.finditer(found[1])] + [match[2] for match in _BLOCK_NAME.finditer(found[1])]
