@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from unified import _limits as limits
 from unified._exports import publish
 from unified._redaction import clip
 from unified.errors import (
@@ -31,6 +32,7 @@ __all__ = [
     "SessionProblem",
     "SessionStore",
     "StoredSession",
+    "clipped_prompt",
     "refuse_empty",
     "resolve_ref",
     "short_id_of",
@@ -83,8 +85,24 @@ class SessionInfo(BaseModel):
     cwd: str | None = None
     model: str | None = None
     path: str | None = Field(default=None, description="Where the session lives (a file, or the store's key).")
+
+    @field_validator("first_prompt")
+    @classmethod
+    def _clipped(cls, prompt: str | None) -> str | None:
+        """Every backend's listing alike (`clipped_prompt`): Claude Code's and Codex's session files gave it
+        whole, so `unified sessions list --json` printed a pasted prompt of megabytes for each session."""
+        return clipped_prompt(prompt)
+
     problem: SessionProblem | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
+
+
+def clipped_prompt(prompt: str | None) -> str | None:
+    """A first prompt as a session's header and listing keep it: at most `limits.MAX_SESSION_PROMPT_CHARS` (every
+    listing reads every header; the whole prompt is in the conversation)."""
+    if prompt is None or len(prompt) <= limits.MAX_SESSION_PROMPT_CHARS:
+        return prompt
+    return clip(prompt, limits.MAX_SESSION_PROMPT_CHARS, more="…")
 
 
 def _now() -> datetime:

@@ -64,6 +64,7 @@ from unified._sessions.records import (
     SessionProblem,
     SessionStore,
     StoredSession,
+    clipped_prompt,
     resolve_ref,
     short_id_of,
 )
@@ -191,20 +192,12 @@ def described(session: StoredSession) -> dict[str, Any]:
         "short_id": session.short_id,
         "model": session.model,
         "cwd": session.cwd,
-        "first_prompt": _clipped_prompt(session.first_prompt),
+        "first_prompt": clipped_prompt(session.first_prompt),
         "created_at": session.created_at.isoformat(),
         "updated_at": session.updated_at.isoformat(),
         "usage": session.usage.model_dump(),
         "turns": session.turns,
     }
-
-
-def _clipped_prompt(prompt: str | None) -> str | None:
-    """The first prompt as a header keeps it: at most `limits.MAX_SESSION_PROMPT_CHARS` (every listing reads
-    every header; the whole prompt is in the conversation)."""
-    if prompt is None or len(prompt) <= limits.MAX_SESSION_PROMPT_CHARS:
-        return prompt
-    return clip(prompt, limits.MAX_SESSION_PROMPT_CHARS, more="…")
 
 
 def serialize(session: StoredSession) -> str:
@@ -292,7 +285,7 @@ def info_of_header(header: dict[str, Any], where: str) -> SessionInfo:
             short_id=short_id_of(session_id),
             started_at=_stamp(header["created_at"]),
             updated_at=_stamp(header["updated_at"]),
-            first_prompt=_clipped_prompt(header.get("first_prompt")),  # an older unified kept it whole
+            first_prompt=clipped_prompt(header.get("first_prompt")),  # an older unified kept it whole
             cwd=header.get("cwd"),
             model=header.get("model"),
             path=where,

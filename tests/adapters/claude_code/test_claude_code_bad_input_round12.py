@@ -13,6 +13,7 @@ import pytest
 
 from tests.adapters.claude_code.test_claude_code_bad_input_round11 import _resumed, saved
 from tests.adapters.claude_code.test_claude_code_sessions import A, session_lines
+from unified import _limits as limits
 from unified._adapters.claude_code import _session_files
 from unified._adapters.claude_code._session_files import SessionFiles, project_dir_name, write_lines
 from unified._sessions.records import _describe
@@ -88,3 +89,46 @@ async def test_a_marked_file_behind_a_link_is_repaired_where_it_is_and_the_link_
     assert any(isinstance(e, WarningEvent) and e.code == "session_repaired" for e in events)
     assert path.is_symlink()
     assert elsewhere.read_bytes() == body
+
+
+def test_a_listing_keeps_a_pasted_first_prompt_as_every_store_keeps_it(tmp_path: Path) -> None:
+    """A listed session's first prompt is clipped to `limits.MAX_SESSION_PROMPT_CHARS` whatever the backend
+    (`records.clipped_prompt`): Claude Code's (and Codex's) gave it whole, so `unified sessions list --json`
+    printed a pasted 200,000-character prompt in full for each such session."""
+    pasted = "lorem ipsum " * 20_000
+    write_lines(
+        tmp_path / ".claude" / "projects" / project_dir_name("/w") / f"{A}.jsonl", session_lines(A, pasted, "ok", "/w")
+    )
+    [info] = SessionFiles(tmp_path).list_sessions()
+    assert info.first_prompt is not None
+    assert len(info.first_prompt) == limits.MAX_SESSION_PROMPT_CHARS
+    assert info.first_prompt.startswith("lorem ipsum lorem")
+
+
+@pytest.mark.parametrize("gone", [FileNotFoundError, PermissionError])
+def test_a_file_gone_or_shut_while_it_was_listed_is_no_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gone: type[OSError]
+) -> None:
+    """A session file whose lines say no time is listed with the file's own time, read after parsing it: a file
+    deleted in between (a `sessions delete` beside the listing) or shut to its reader raised from the listing."""
+    undated = [{k: v for k, v in line.items() if k != "timestamp"} for line in session_lines(A, "hi", "ok", "/w")]
+    path = tmp_path / ".claude" / "projects" / project_dir_name("/w") / f"{A}.jsonl"
+    write_lines(path, undated)
+    parse = _session_files.parse_session
+
+    def parsed_then_gone(*args: object, **kwargs: object) -> object:
+        result = parse(*args, **kwargs)  # type: ignore[arg-type]
+        if gone is FileNotFoundError:
+            path.unlink()
+        else:
+            monkeypatch.setattr(Path, "stat", lambda self, **_: (_ for _ in ()).throw(PermissionError(13, "denied")))
+        return result
+
+    monkeypatch.setattr(_session_files, "parse_session", parsed_then_gone)
+    listed = SessionFiles(tmp_path).list_sessions()
+    if gone is FileNotFoundError:
+        assert listed == []
+    else:
+        [info] = listed
+        assert info.problem is not None
+        assert "denied" in info.problem.message

@@ -265,7 +265,14 @@ class SessionFiles:
                     path, why, "fix or remove that line, or delete the session; it was left unchanged"
                 )
             return None
-        updated = parsed.updated_at or datetime.fromtimestamp(path.stat().st_mtime, UTC)
+        updated = parsed.updated_at
+        if updated is None:  # no line said when: the file's own time, if it is still there
+            try:
+                updated = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+            except FileNotFoundError:
+                return None  # deleted while it was read (a `sessions delete` beside the listing): nothing to list
+            except OSError as exc:
+                return self._unreadable(path, f"cannot be read: {exc}")
         return SessionInfo(
             backend=BACKEND,
             session_id=session_id,
