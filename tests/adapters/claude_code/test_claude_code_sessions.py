@@ -274,3 +274,28 @@ def test_retry_cuts_the_session_before_its_last_prompt(home: Path, tmp_path: Pat
     kept = parse_session(path)
     assert [line["message"]["content"] for line in kept.lines if is_prompt(line)] == ["first"]
     assert len(kept.lines) == len(lines)
+
+
+def test_retry_of_a_linked_session_file_cuts_the_file_it_names_and_keeps_the_link(home: Path, tmp_path: Path) -> None:
+    """A session file that is a link (a synced or shared transcript) is cut where it lives: the retry replaced the
+    link by a cut copy, and the file it named kept the prompt being answered again (bad input round 12's noticed)."""
+    path = Path(str(SessionFiles(home).resolve(A).path))
+    lines = parse_session(path).lines
+    elsewhere = tmp_path / "synced" / path.name
+    elsewhere.parent.mkdir()
+    again = {"type": "user", "uuid": "u9", "parentUuid": "m3", "message": {"role": "user", "content": "again?"}}
+    write_lines(elsewhere, [*lines, again])
+    path.unlink()
+    path.symlink_to(elsewhere)
+    params = ExecuteParams(
+        prompt="",
+        backend="claude-code",
+        cwd=tmp_path,
+        resume=A[:8],
+        retry=True,
+        backend_options={"home": home, "start_process": lambda *a: None},
+    )
+    plan = ClaudeCodeBackend(params)._plan()
+    assert plan.content == "again?"
+    assert path.is_symlink()
+    assert len(parse_session(elsewhere).lines) == len(lines)

@@ -235,8 +235,8 @@ class ClaudeCodeBackend:
         anew = not conversation_from_lines(kept, origin=None).turns
         if anew:
             path.unlink()
-        else:
-            write_lines(path, kept)
+        else:  # written where a link leads (a synced transcript): replacing the link would fork the session
+            write_lines(path.resolve(), kept)
         return (content if isinstance(content, str | list) else str(content)), anew
 
 
