@@ -16,6 +16,7 @@ from unified._adapters.claude_code._conversation import (
     lines_from_conversation,
     message_content,
 )
+from unified._adapters.claude_code._run import RunPlan
 from unified._adapters.claude_code._session_files import (
     SessionFiles,
     is_prompt,
@@ -253,6 +254,19 @@ def test_another_providers_signatures_never_cross_and_their_thought_text_stays()
     assert content[3]["text"].startswith("[server tool google_search was called with")
 
 
+def _retry_plan(home: Path, cwd: Path) -> RunPlan:
+    """What a retry of session A plans (nothing started)."""
+    params = ExecuteParams(
+        prompt="",
+        backend="claude-code",
+        cwd=cwd,
+        resume=A[:8],
+        retry=True,
+        backend_options={"home": home, "start_process": lambda *a: None},
+    )
+    return ClaudeCodeBackend(params)._plan()
+
+
 def test_retry_cuts_the_session_before_its_last_prompt(home: Path, tmp_path: Path) -> None:
     path = Path(str(SessionFiles(home).resolve(A).path))
     lines = parse_session(path).lines
@@ -260,16 +274,7 @@ def test_retry_cuts_the_session_before_its_last_prompt(home: Path, tmp_path: Pat
         path,
         [*lines, {"type": "user", "uuid": "u9", "parentUuid": "m3", "message": {"role": "user", "content": "again?"}}],
     )
-    params = ExecuteParams(
-        prompt="",
-        backend="claude-code",
-        cwd=tmp_path,
-        resume=A[:8],
-        retry=True,
-        backend_options={"home": home, "start_process": lambda *a: None},
-    )
-    backend = ClaudeCodeBackend(params)
-    plan = backend._plan()
+    plan = _retry_plan(home, tmp_path)
     assert (plan.session_id, plan.resume, plan.content) == (A, True, "again?")
     kept = parse_session(path)
     assert [line["message"]["content"] for line in kept.lines if is_prompt(line)] == ["first"]
@@ -287,15 +292,7 @@ def test_retry_of_a_linked_session_file_cuts_the_file_it_names_and_keeps_the_lin
     write_lines(elsewhere, [*lines, again])
     path.unlink()
     path.symlink_to(elsewhere)
-    params = ExecuteParams(
-        prompt="",
-        backend="claude-code",
-        cwd=tmp_path,
-        resume=A[:8],
-        retry=True,
-        backend_options={"home": home, "start_process": lambda *a: None},
-    )
-    plan = ClaudeCodeBackend(params)._plan()
+    plan = _retry_plan(home, tmp_path)
     assert plan.content == "again?"
     assert path.is_symlink()
     assert len(parse_session(elsewhere).lines) == len(lines)
