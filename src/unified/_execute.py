@@ -199,8 +199,7 @@ class _Failover:
                 failed = self._current.name
                 started = ctx.session_id if ctx.session_id != before else None
                 note_gave_out(failed, failure)
-                params = await self._next_params(params, remaining.pop(0), failed, started)
-                left = short_id_of(started) if started else None
+                params, left = await self._next_params(params, remaining.pop(0), failed, started)
                 await ctx.emit(
                     Failover(
                         from_backend=failed,
@@ -217,18 +216,23 @@ class _Failover:
 
     async def _next_params(
         self, params: ExecuteParams, target: str | Fallback, failed: str, session_id: str | None
-    ) -> ExecuteParams:
+    ) -> tuple[ExecuteParams, str | None]:
+        """The parameters the next backend runs with, and the short id of the session left (None: the failed
+        backend recorded none). That short id is the one the backend's own locator gives (its export's origin),
+        which resumes it: not every backend's is the id's head (codex's is its random tail, a UUIDv7's head
+        being its creation time, the same for every session of that millisecond)."""
         from unified import sessions
 
         chosen = target if isinstance(target, Fallback) else Fallback(backend=target)
-        carried, retry = params.history, params.retry
+        carried, retry, left = params.history, params.retry, None
         if session_id is not None:  # the failed backend recorded the run: carry its whole session
             carried = await sessions.locator(failed, params.session_store).export(session_id, str(params.cwd))
             retry = _recorded(carried, params)
+            left = carried.origin.short_id if carried.origin and carried.origin.short_id else short_id_of(session_id)
         elif params.resume is not None:
             carried = await sessions.export(params.resume, store=params.session_store, cwd=str(params.cwd))
         if carried is not None:  # goes to another provider: no secret of the environment or of this run
-            carried = _continuable(redactor().json(carried), failed, chosen.backend, session_id)
+            carried = _continuable(redactor().json(carried), failed, chosen.backend, left)
         same_provider = provider_of_backend(chosen.backend) == provider_of_backend(failed)
         prompt, images = ("", ()) if retry else (params.prompt, params.images)
         following = params.model_copy(
@@ -243,7 +247,7 @@ class _Failover:
                 "images": images,
             }
         )
-        return _as_run_on(following, chosen.backend)
+        return _as_run_on(following, chosen.backend), left
 
 
 def _as_run_on(params: ExecuteParams, backend: str) -> ExecuteParams:
@@ -275,7 +279,7 @@ def _recorded(conversation: Conversation, params: ExecuteParams) -> bool:
     return False
 
 
-def _continuable(carried: Conversation, failed: str, target: str, session_id: str | None) -> Conversation:
+def _continuable(carried: Conversation, failed: str, target: str, left: str | None) -> Conversation:
     """The history a failover carries, checked and put in order as a caller's history is (`check_params`,
     `_with_history_answered`): a history the next backend cannot continue (a repeated call id, a result that
     answers no call, a lone surrogate in a tool's output, more than a run takes, ...) ends the run with a
@@ -288,10 +292,10 @@ def _continuable(carried: Conversation, failed: str, target: str, session_id: st
         answered = carried.with_results_after_calls(unanswered="not run: the backend gave out before it ran")
         problem = _grown(carried, answered)
     if problem is not None:
-        left = f"session {short_id_of(session_id)} of {failed}" if session_id is not None else "the session"
+        where = f"session {left} of {failed}" if left is not None else "the session"
         raise ConfigurationError(
             f"the run cannot go on on {target} after {failed} gave out: the conversation so far cannot be "
-            f"continued: {redact_key_shapes(problem)}; {left} is left as it was",
+            f"continued: {redact_key_shapes(problem)}; {where} is left as it was",
             hint=f"resume it on {failed} (unified run --resume ... on that backend) when it is back",
         )
     return answered

@@ -29,6 +29,7 @@ from unified.conversations import (
     UserTurn,
 )
 from unified.events import Result, UnifiedEvent
+from unified.events import Usage as RunUsage
 from unified.testing import FakeGemini, FunctionCall, Thought, Usage
 from unified.testing import ModelTurn as ScriptTurn
 
@@ -190,3 +191,31 @@ def _rate_limit() -> Any:
     from unified.testing import Fault
 
     return Fault(kind="rate_limit", retry_delay="1s")
+
+
+@pytest.mark.parametrize("backend", API)
+async def test_a_continued_session_keeps_each_turns_usage_on_its_own_turn(lab: Lab, backend: str) -> None:
+    """The carried turns' usage stays in the new session's record (docs/conversations.md). It was lost on both;
+    interactions also counted its turns from zero, filing the new answer's usage on the carried model turn."""
+    history = Conversation(
+        turns=[
+            UserTurn(parts=[TextPart(text="remember heron")]),
+            ModelTurn(
+                provider="google",
+                model=MODEL,
+                usage=RunUsage(input_tokens=111, output_tokens=22),
+                parts=[TextPart(text="ok")],
+            ),
+        ]
+    )
+    lab.server.add(ScriptTurn(text="heron it was.", usage=Usage(input_tokens=7, output_tokens=3)))
+    result = _result(await lab.run(lab.params(backend, "which word?", history=history)))
+    assert result.status == "success", result.error
+    assert result.short_id is not None
+    exported = await sessions.export(result.short_id, cwd=str(lab.workspace))
+    usages = [
+        (turn.usage.input_tokens, turn.usage.output_tokens) if turn.usage else None
+        for turn in exported.turns
+        if isinstance(turn, ModelTurn)
+    ]
+    assert usages == [(111, 22), (7, 3)]

@@ -92,12 +92,17 @@ async def test_an_answered_attempt_or_progress_starts_the_count_again(tmp_path: 
             "[2026-12-03T22:04:32.764Z] [WARN] Attempt {n} failed with 5xx error. Retrying with backoff...\n",
             "backend_error",
         ),
+        (  # the CLI's last attempt at a 5xx: the API's error body, as a quota error's message is written
+            '[2026-12-03T22:04:32.764Z] [WARN] Attempt {n} failed: {{"error":{{"code":500,"message":"An internal '
+            'error has occurred.","status":"INTERNAL"}}}}. Max attempts reached\n',
+            "backend_error",
+        ),
         (
             "[2026-12-03T22:04:32.764Z] [WARN] Attempt {n} failed. Retrying with backoff... Error: terminated\n",
             "stream_interrupted",
         ),
     ],
-    ids=["503", "429", "quota", "5xx", "broken-stream"],
+    ids=["503", "429", "quota", "5xx", "5xx-last", "broken-stream"],
 )
 async def test_an_attempt_past_max_retries_ends_the_prompt_with_its_typed_error(
     tmp_path: Path, line: str, code: str

@@ -77,10 +77,12 @@ __all__ = [
     "chat_records_from_conversation",
     "conversation_from_messages",
     "keep_failed_prompt",
+    "messages_now",
     "open_history",
     "open_retry",
     "project_slug",
     "retried_turn",
+    "undo_cancel_rollback",
 ]
 
 FAILED_TURN = "unifiedFailedTurn"
@@ -507,6 +509,38 @@ def keep_failed_prompt(home: Path, session_id: str, blocks: list[dict[str, Any]]
             turns = turns[:-1]  # the prompt itself, not taken out (yet)
         record = {"$set": {FAILED_TURN: {"prompt": blocks, "after": _last_turn_id(turns)}}}
         append_line(path, (json.dumps(record, ensure_ascii=False) + "\n").encode())
+
+
+SavedMessages = dict[Path, list[dict[str, Any]]]
+"""The messages of each of a session's chat files at one moment (`messages_now`)."""
+
+
+def messages_now(home: Path, session_id: str) -> SavedMessages:
+    """The messages each of the session's chat files holds now (one unified cannot read is left out). Blocking."""
+    saved: SavedMessages = {}
+    for path in session_files(home, session_id):
+        with contextlib.suppress(CorruptSession):
+            saved[path] = read_chat(path).messages
+    return saved
+
+
+def undo_cancel_rollback(saved: SavedMessages) -> None:
+    """Put back what a cancelled prompt took out of the chat files saved just before the cancel.
+
+    On an abort the CLI 0.61 (`GeminiChat.sendMessageStream`) rolls its history back to where the prompt began
+    and writes that to the chat file: the prompt, the model's answers and every tool call that ran are gone. A
+    session left with no prompt cannot even be loaded ("No previous sessions found"), so a cancelled run's
+    `short_id` resumed nothing, and a failover (which cancels the prompt once the CLI's retries are spent) carried
+    nothing of the turn: the next backend ran its tool calls again. When a file now holds a strict beginning of
+    what it held (a rollback, nothing new), the messages as they were go back as a `$set` record, the CLI's own
+    checkpoint form. Blocking."""
+    for path, before in saved.items():
+        try:
+            now = read_chat(path).messages
+        except CorruptSession:
+            continue
+        if len(now) < len(before) and [m.get("id") for m in now] == [m.get("id") for m in before[: len(now)]]:
+            append_line(path, (json.dumps({"$set": {"messages": before}}, ensure_ascii=False) + "\n").encode())
 
 
 def open_retry(path: Path, session_id: str) -> Opening:

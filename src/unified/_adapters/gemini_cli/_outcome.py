@@ -300,11 +300,15 @@ _STATUSES: tuple[tuple[re.Pattern[str], int | None], ...] = (
     (re.compile(r"^Attempt \d+ failed with status (\d{3})\b"), None),
     (re.compile(r"^Attempt \d+ failed with 429 error\b"), 429),
     (re.compile(r"^Attempt \d+ failed with 5xx error\b"), 500),
+    (re.compile(r'^Attempt \d+ failed: \{\s*"error":\s*\{\s*"code":\s*(\d{3})\b'), None),
     (re.compile(r"^Attempt \d+ failed: "), 429),
 )
 """The HTTP status each of the retry loop's lines (0.61) tells: its number, or the one its words stand for. `failed:
 <message>` is its quota error (`RetryableQuotaError`, a 429 it retries after the server's delay; the message may
-run over several lines, `. Retrying after <n>ms...` last)."""
+run over several lines, `. Retrying after <n>ms...` last), or, on the last attempt (`. Max attempts reached`), a
+5xx the server answered, whose message is the API's error body (`{"error":{"code":500,...}}`): its code, else a
+persistent 500 read as an exhausted quota (`rate_limited`, which fails over by default where other backends
+give `backend_error`)."""
 
 
 def _status_of(text: str) -> int | None:

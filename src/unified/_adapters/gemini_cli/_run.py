@@ -21,7 +21,7 @@ from unified._adapters.gemini_cli._acp import AcpConnection
 from unified._adapters.gemini_cli._ask_server import serve_ask_user
 from unified._adapters.gemini_cli._chat_files import gemini_home
 from unified._adapters.gemini_cli._chat_records import ChatRecords
-from unified._adapters.gemini_cli._conversation import Opening, keep_failed_prompt
+from unified._adapters.gemini_cli._conversation import Opening, keep_failed_prompt, messages_now, undo_cancel_rollback
 from unified._adapters.gemini_cli._hold_back import SETTLE_INTERVAL_S, ToolOutputHold
 from unified._adapters.gemini_cli._launch import BACKEND, Launch
 from unified._adapters.gemini_cli._outcome import DEFAULT_BASE_URL, error_from_exit, no_answer, prompt_end
@@ -310,8 +310,11 @@ class AcpRun:
         """`session/cancel`, wait briefly for the prompt to end; else retire the process.
 
         A cold (transient) process is ended by the lease anyway; a warm one that settles keeps
-        serving its other sessions undisturbed.
+        serving its other sessions undisturbed. The CLI takes the cancelled prompt's whole turn out of its chat
+        file; it is put back (`undo_cancel_rollback`), so the session keeps what happened and stays resumable.
         """
+        home = gemini_home(self.launch.env)
+        saved = await anyio.to_thread.run_sync(messages_now, home, self.session_id)
         try:
             await self.connection.notify("session/cancel", {"sessionId": self.session_id})
             with anyio.move_on_after(CANCEL_GRACE_S):
@@ -325,6 +328,8 @@ class AcpRun:
                         await self.connection.respond(message["id"], {"outcome": {"outcome": "cancelled"}})
         except ConnectionClosed:
             pass
+        finally:
+            await anyio.to_thread.run_sync(undo_cancel_rollback, saved)
         self.lease.retire()
 
     async def _warn(self, code: str, message: str) -> None:

@@ -31,7 +31,7 @@ from unified._internal.images import GEMINI_INLINE_TYPES, image_note, taken
 from unified._internal.retry import Failure
 from unified._text import json_type
 from unified.backends import RunOutcome
-from unified.conversations import ImagePart
+from unified.conversations import Conversation, ImagePart, ModelTurn
 from unified.errors import BackendError, ConfigurationError
 from unified.events import Usage
 from unified.sessions import StoredSession
@@ -129,6 +129,21 @@ def _refused_media(contents: list[types.Content]) -> list[str]:
     ]
 
 
+def _carried_usage(history: Conversation, contents: list[dict[str, Any]]) -> dict[str, Any]:
+    """The usage of each model turn of a carried conversation, by the index of its content in the new session, so
+    the record keeps it (docs/conversations.md: per-turn usage is kept, never counted again); none when the
+    contents do not hold one model content per model turn (turns joined in writing them)."""
+    carried = [turn.usage for turn in history.turns if isinstance(turn, ModelTurn)]
+    models = [index for index, content in enumerate(contents) if content.get("role") == "model"]
+    if len(carried) != len(models):
+        return {}
+    return {
+        str(index): usage.model_dump(exclude_defaults=True)
+        for index, usage in zip(models, carried, strict=True)
+        if usage
+    }
+
+
 class GenerateContentTurns:
     """The `TurnClient` of the generate-content backend."""
 
@@ -171,6 +186,7 @@ class GenerateContentTurns:
         stored = session.state.get("contents")
         if stored is None and self.params.history is not None:  # a new session continuing a conversation
             stored = contents_from_conversation(self.params.history)
+            session.state["usage"] = _carried_usage(self.params.history, stored)
         if stored is not None and not isinstance(stored, list):  # else Python's "'int' object is not iterable"
             raise TypeError(f"its contents is {json_type(stored)}, not a list of contents")
         self.contents = [types.Content.model_validate(c) for c in stored or []]

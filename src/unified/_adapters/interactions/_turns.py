@@ -49,6 +49,7 @@ from unified._internal.models import plan_level
 from unified._internal.retry import Failure
 from unified._redaction import clip
 from unified.backends import RunOutcome
+from unified.conversations import Conversation, ModelTurn
 from unified.errors import BackendError, ConfigurationError
 from unified.events import SubagentCompleted, SubagentProgress, SubagentStarted, UnifiedEvent, WarningEvent
 from unified.sessions import StoredSession
@@ -87,6 +88,22 @@ def _refused_images(steps: list[Any]) -> list[str]:
         f"{', '.join(found[:5])}{f' and {len(found) - 5} more' if len(found) > 5 else ''}; "
         "each is sent (and kept) as a text note saying what it was"
     ]
+
+
+def _model_turns(steps: list[dict[str, Any]]) -> int:
+    """How many model turns `steps` make as the session's conversation (`conversation_from_steps`, which export
+    reads with the usage of each turn by its number)."""
+    return sum(isinstance(turn, ModelTurn) for turn in conversation_from_steps(steps, model=None).turns)
+
+
+def _carried_usage(history: Conversation, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """The usage of each model turn of a carried conversation, by its number in the new session's steps, so the
+    record keeps it (docs/conversations.md: per-turn usage is kept, never counted again); none when the steps
+    do not make as many model turns (turns joined in writing them)."""
+    carried = [turn.usage for turn in history.turns if isinstance(turn, ModelTurn)]
+    if len(carried) != _model_turns(steps):
+        return {}
+    return {str(number): usage.model_dump(exclude_defaults=True) for number, usage in enumerate(carried) if usage}
 
 
 class _TurnEvents:
@@ -178,6 +195,7 @@ class InteractionsTurns:
         if seeded:
             assert self.params.history is not None
             stored = steps_from_conversation(self.params.history)
+            session.state["usage"] = _carried_usage(self.params.history, stored)
         pending = list(stored or []) if seeded else list(session.state.get("pending") or [])
         if not seeded:  # a carried history was checked as it was written (`steps_from_conversation`)
             self.history_notes = _refused_images(list(stored or []) + pending)
@@ -215,10 +233,10 @@ class InteractionsTurns:
             self.pending = []  # the server holds it now
             session.state["pending"] = self.pending
         steps = self.translator.model_steps()
-        if steps:
-            usage = session.state.setdefault("usage", {})  # per model turn, for export
-            usage[str(sum(1 for key in usage))] = turn.usage.model_dump(exclude_defaults=True)
         self.history += steps
+        if steps:  # per model turn (its number in the session's conversation, carried turns counted), for export
+            number = _model_turns(self.history) - 1
+            session.state.setdefault("usage", {})[str(number)] = turn.usage.model_dump(exclude_defaults=True)
         session.state["steps"] = self.history
         self.continuation = self.translator.continuation_token if turn.continues else None
 
