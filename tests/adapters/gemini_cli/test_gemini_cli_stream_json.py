@@ -13,6 +13,7 @@ from unified._adapters.gemini_cli import _stream_json
 from unified._adapters.gemini_cli._chat_records import ChatRecords
 from unified._adapters.gemini_cli._outcome import error_from_result
 from unified._adapters.gemini_cli._stream_json import StreamJsonTranslator
+from unified._adapters.gemini_cli._translate import TurnBoundary
 from unified.events import PermissionDecision, ToolResult, ToolUse
 
 
@@ -65,6 +66,28 @@ def test_every_call_gets_one_permission_decision_before_its_result() -> None:
     assert [d.tool_name for d in decisions] == ["read_file", "list_directory", "write_file", "write_file"]
     assert "no tool named 'write_file'" in (decisions[2].reason or "")
     assert "policy denied it" in (decisions[3].reason or "")
+
+
+def _text(value: str) -> dict[str, Any]:
+    return {"type": "message", "role": "assistant", "content": value, "delta": True}
+
+
+@pytest.mark.parametrize(
+    ("lines", "turns"),
+    [
+        ([*LINES[:5], _text("done")], 3),  # a request that only called a tool after another did: counted
+        ([LINES[0], LINES[1], LINES[3], LINES[2], LINES[4], _text("done")], 2),  # two calls of one request
+        ([LINES[0], _text("I will read it."), LINES[1], LINES[2], _text("done")], 2),  # text and a call, one request
+        ([LINES[0], LINES[1], _text("reading"), LINES[2], _text("done")], 2),  # text after its call, same request
+    ],
+    ids=["tool-only-turns", "parallel-calls", "text-then-call", "call-then-text"],
+)
+def test_each_model_request_is_one_turn(lines: list[dict[str, Any]], turns: int) -> None:
+    """Headless, a request's calls are all announced while it streams, before any runs: a `tool_use` after a
+    `tool_result` begins the next request. Before, only text after calls began a turn (tool-only turns: 1, not 3)."""
+    translator = StreamJsonTranslator()
+    items = [item for line in lines for item in translator.event(line)]
+    assert len([i for i in items if isinstance(i, TurnBoundary)]) == turns
 
 
 @pytest.mark.anyio

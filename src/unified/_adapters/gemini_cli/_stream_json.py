@@ -87,7 +87,11 @@ class StreamJsonTranslator:
     usage: Usage | None = None
     final: dict[str, Any] | None = None
     _agents: dict[str, str] = field(default_factory=dict)
-    _after_tools: bool = True
+    _next_request: bool = True
+    """Whether the next text or call is a new model request's (a turn): at first, and once a call was answered.
+    Headless, every call of a request is announced while its answer streams, before any runs, so a `tool_use` after
+    a `tool_result` is the next request's (before, only text after calls began a turn: a request that only called
+    tools after another did was not counted), and text after its own request's call is not."""
     _started: bool = False
     _tools: dict[str, str] = field(default_factory=dict)
     """Calls announced (`tool_use`: id → tool name, for its `permission_decision`), and below those answered: the
@@ -128,18 +132,19 @@ class StreamJsonTranslator:
             text = data.get("content")
             if data.get("role") != "assistant" or not isinstance(text, str) or not text:
                 return []
-            items: list[Item] = [TurnBoundary()] if self._after_tools else []
-            self._after_tools = False
+            items: list[Item] = [TurnBoundary()] if self._next_request else []
+            self._next_request = False
             return [*items, TextDelta(text=text, session_id=sid)]
         if kind == "tool_use":
             call_id = str(data.get("tool_id") or "")
             if call_id in self._tools:
                 return []  # announced already
-            self._after_tools = True
+            boundary: list[Item] = [TurnBoundary()] if self._next_request else []
+            self._next_request = False
             name = str(data.get("tool_name") or "")
             self._tools[call_id] = name
             args = as_dict(data.get("parameters"))
-            uses: list[Item] = [ToolUse(tool_use_id=call_id, name=name, input=args, session_id=sid)]
+            uses: list[Item] = [*boundary, ToolUse(tool_use_id=call_id, name=name, input=args, session_id=sid)]
             if name == "invoke_agent":
                 agent = str(args.get("agent_name") or "subagent")
                 self._agents[call_id] = agent
@@ -158,6 +163,7 @@ class StreamJsonTranslator:
             if call_id not in self._tools or call_id in self._answered:
                 return []  # a result of no call announced, or a second one
             self._answered.add(call_id)
+            self._next_request = True
             is_error = data.get("status") != "success"
             error = data.get("error") if isinstance(data.get("error"), dict) else None
             output = data.get("output") if not is_error else (error or {}).get("message", data.get("output"))
