@@ -146,3 +146,25 @@ def test_any_other_error_in_the_result_stays_a_backend_error() -> None:
     error = error_from_result({"type": "Error", "message": "[API Error: Request contains an invalid argument.]"}, 1)
     assert error.code == "backend_error"
     assert "invalid argument" in error.message
+
+
+@pytest.mark.parametrize(("max_turns", "capped_at"), [(None, None), (1, 1), (2, 5), (3, None)])
+def test_the_first_call_of_request_max_turns_is_past_the_cap(max_turns: int | None, capped_at: int | None) -> None:
+    """Two calls in request 1 (lines 1 and 2), one in request 2 (line 5, after their results): the cap stops the run at
+    the first call of request `max_turns`, never at a second call of a request let through."""
+    lines = [LINES[0], LINES[1], LINES[3], LINES[2], LINES[4], _call("read_file", 5, {"file_path": "a"})]
+    translator = StreamJsonTranslator()
+    turns, capped = 0, None
+    for n, data in enumerate(lines):
+        if translator.past_cap(data, turns, max_turns):
+            capped = n
+            break
+        turns += len([i for i in translator.event(data) if isinstance(i, TurnBoundary)])
+    assert capped == capped_at
+    if capped is not None:
+        translator.event(lines[capped])
+        refused = translator.not_run("not run: the run reached max_turns=1")
+        assert [(type(e).__name__, e.tool_use_id[-1]) for e in refused] == [
+            ("PermissionDecision", lines[capped]["tool_id"][-1]),
+            ("ToolResult", lines[capped]["tool_id"][-1]),
+        ]

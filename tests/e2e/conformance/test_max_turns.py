@@ -23,7 +23,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 NOT_CAPPED = {
     "gemini-cli": "0.61 reads model.maxSessionTurns only from settings files; the system one unified writes is "
     "skipped unless root owns it and every folder above it; emulating it races the CLI's next request",
-    "gemini-cli/stream-json": "as gemini-cli",
     "codex": "0.171's app-server has no limit on model requests; emulating it races codex's next request",
 }
 CAPPED = [column for column in COLUMNS if column.name not in NOT_CAPPED]
