@@ -13,6 +13,7 @@ from unified._adapters.gemini_cli import _stream_json
 from unified._adapters.gemini_cli._chat_records import ChatRecords
 from unified._adapters.gemini_cli._outcome import error_from_result
 from unified._adapters.gemini_cli._stream_json import StreamJsonTranslator
+from unified._adapters.gemini_cli._translate import TurnBoundary
 from unified.events import PermissionDecision, ToolResult, ToolUse
 
 
@@ -65,6 +66,28 @@ def test_every_call_gets_one_permission_decision_before_its_result() -> None:
     assert [d.tool_name for d in decisions] == ["read_file", "list_directory", "write_file", "write_file"]
     assert "no tool named 'write_file'" in (decisions[2].reason or "")
     assert "policy denied it" in (decisions[3].reason or "")
+
+
+def _text(value: str) -> dict[str, Any]:
+    return {"type": "message", "role": "assistant", "content": value, "delta": True}
+
+
+@pytest.mark.parametrize(
+    ("lines", "turns"),
+    [
+        ([*LINES[:5], _text("done")], 3),  # a request that only called a tool after another did: counted
+        ([LINES[0], LINES[1], LINES[3], LINES[2], LINES[4], _text("done")], 2),  # two calls of one request
+        ([LINES[0], _text("I will read it."), LINES[1], LINES[2], _text("done")], 2),  # text and a call, one request
+        ([LINES[0], LINES[1], _text("reading"), LINES[2], _text("done")], 2),  # text after its call, same request
+    ],
+    ids=["tool-only-turns", "parallel-calls", "text-then-call", "call-then-text"],
+)
+def test_each_model_request_is_one_turn(lines: list[dict[str, Any]], turns: int) -> None:
+    """Headless, a request's calls are all announced while it streams, before any runs: a `tool_use` after a
+    `tool_result` begins the next request. Before, only text after calls began a turn (tool-only turns: 1, not 3)."""
+    translator = StreamJsonTranslator()
+    items = [item for line in lines for item in translator.event(line)]
+    assert len([i for i in items if isinstance(i, TurnBoundary)]) == turns
 
 
 @pytest.mark.anyio
@@ -123,3 +146,25 @@ def test_any_other_error_in_the_result_stays_a_backend_error() -> None:
     error = error_from_result({"type": "Error", "message": "[API Error: Request contains an invalid argument.]"}, 1)
     assert error.code == "backend_error"
     assert "invalid argument" in error.message
+
+
+@pytest.mark.parametrize(("max_turns", "capped_at"), [(None, None), (1, 1), (2, 5), (3, None)])
+def test_the_first_call_of_request_max_turns_is_past_the_cap(max_turns: int | None, capped_at: int | None) -> None:
+    """Two calls in request 1 (lines 1 and 2), one in request 2 (line 5, after their results): the cap stops the run at
+    the first call of request `max_turns`, never at a second call of a request let through."""
+    lines = [LINES[0], LINES[1], LINES[3], LINES[2], LINES[4], _call("read_file", 5, {"file_path": "a"})]
+    translator = StreamJsonTranslator()
+    turns, capped = 0, None
+    for n, data in enumerate(lines):
+        if translator.past_cap(data, turns, max_turns):
+            capped = n
+            break
+        turns += len([i for i in translator.event(data) if isinstance(i, TurnBoundary)])
+    assert capped == capped_at
+    if capped is not None:
+        translator.event(lines[capped])
+        refused = translator.not_run("not run: the run reached max_turns=1")
+        assert [(type(e).__name__, e.tool_use_id[-1]) for e in refused] == [
+            ("PermissionDecision", lines[capped]["tool_id"][-1]),
+            ("ToolResult", lines[capped]["tool_id"][-1]),
+        ]

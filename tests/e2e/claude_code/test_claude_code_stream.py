@@ -26,8 +26,33 @@ from unified.events import (
     WarningEvent,
 )
 from unified.testing import FakeAnthropic, Fault, FunctionCall, ModelTurn, Thought, Usage
+from unified.types import ThinkingConfig
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize(
+    ("model", "sent"),
+    [
+        ("claude-sonnet-4-5", {"type": "enabled", "budget_tokens": 3000}),
+        ("claude-haiku-4-5-20251001", {"type": "enabled", "budget_tokens": 3000}),
+        ("claude-opus-4-5", {"type": "enabled", "budget_tokens": 3000}),
+        ("claude-sonnet-4-6", {"type": "adaptive"}),
+        (None, {"type": "adaptive"}),  # the fake's default model, a name the CLI does not know
+    ],
+)
+async def test_a_thinking_budget_is_warned_only_where_the_cli_does_not_send_it(
+    workspace: Path, model: str | None, sent: dict[str, object]
+) -> None:
+    """The `unsupported_option` warning fired for every budget, also for the models the CLI sends it to."""
+    async with FakeAnthropic([ModelTurn(text="hi")]) as server:
+        events = await run_claude(server, workspace, "hi", thinking=ThinkingConfig(budget=3000), model=model)
+        (body,) = server.model_bodies()
+    assert {key: body["thinking"][key] for key in sent} == sent
+    warnings = [e.message for e in events if isinstance(e, WarningEvent) and e.code == "unsupported_option"]
+    assert bool(warnings) == (sent["type"] == "adaptive")
+    if warnings:
+        assert warnings[0].startswith("thinking.budget: Claude Code passes a thinking budget (--max-thinking-tokens)")
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])

@@ -12,40 +12,33 @@ from tests.e2e.gemini_cli.gemini_cli_helpers import Run, stream_line, text
 from unified.events import ErrorEvent, Result
 
 
-@pytest.mark.anyio
-@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the CLI decides this; trio: test_gemini_cli_acp.py
-async def test_yolo_in_an_untrusted_folder_says_to_trust_it(
-    run_gemini: Run, responses: Callable[..., Path], gemini_setup: Path
-) -> None:
+def _distrust(gemini_setup: Path) -> None:
     settings_file = gemini_setup / ".gemini" / "settings.json"
     settings = json.loads(settings_file.read_text())
     settings["security"]["folderTrust"] = {"enabled": True}
     settings_file.write_text(json.dumps(settings))
-    events = await run_gemini(responses(stream_line(text("never"))), approval_mode="yolo")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the CLI decides this; trio: test_gemini_cli_acp.py
+@pytest.mark.parametrize(("transport", "mode"), [("acp", "yolo"), ("stream-json", "yolo"), ("acp", "auto_edit")])
+async def test_yolo_in_an_untrusted_folder_is_refused_before_the_cli_starts(
+    run_gemini: Run, responses: Callable[..., Path], gemini_setup: Path, workspace: Path, transport: str, mode: str
+) -> None:
+    """The CLI started only to refuse it: a `session/set_mode` error (`backend_error`) over ACP, after a session was
+    opened, and exit 55 headless. Now a `configuration_error` before any process, with the same advice."""
+    _distrust(gemini_setup)
+    events = await run_gemini(
+        responses(stream_line(text("never"))), approval_mode=mode, backend_options={"transport": transport}
+    )
     error = next(e for e in events if isinstance(e, ErrorEvent))
     result = events[-1]
     assert isinstance(result, Result)
     assert result.status == "error"
+    assert error.code == "configuration_error"
     assert error.message.startswith(
-        "session/set_mode: Internal error: Cannot enable privileged approval modes in an untrusted folder."
+        f"approval_mode {mode!r}: the gemini CLI allows yolo and auto_edit only in a folder it trusts, "
+        f"and it does not trust {workspace}"
     )
     assert "set security.folderTrust.enabled to false" in error.message  # what to change
-    assert "stderr_tail" in error.details  # the CLI's stderr (empty here) travels with the error
-
-
-@pytest.mark.anyio
-@pytest.mark.parametrize("anyio_backend", ["asyncio"])
-async def test_stream_json_yolo_in_an_untrusted_folder_says_to_trust_it(
-    run_gemini: Run, responses: Callable[..., Path], gemini_setup: Path
-) -> None:
-    """The headless CLI exits 55: the error said only that the workspace is not trusted, not what to change."""
-    settings_file = gemini_setup / ".gemini" / "settings.json"
-    settings = json.loads(settings_file.read_text())
-    settings["security"]["folderTrust"] = {"enabled": True}
-    settings_file.write_text(json.dumps(settings))
-    events = await run_gemini(
-        responses(stream_line(text("never"))), approval_mode="yolo", backend_options={"transport": "stream-json"}
-    )
-    error = next(e for e in events if isinstance(e, ErrorEvent))
-    assert "exit code 55: the workspace is not trusted" in error.message
-    assert "set security.folderTrust.enabled to false" in error.message  # what to change
+    assert not list((gemini_setup / ".gemini").glob("tmp/*/chats/*"))  # no session was opened

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.gemini_cli.gemini_cli_helpers import text
+from tests.e2e.gemini_cli.gemini_cli_helpers import call, stream_line, text
 from unified.events import AssistantMessage, Result, TextDelta, UnifiedEvent
 
 Run = Callable[..., Awaitable[list[UnifiedEvent]]]
@@ -47,3 +47,16 @@ async def test_the_model_s_chunks_arrive_as_text_deltas_in_order(run_gemini: Run
     assert max(i for i, e in enumerate(events) if isinstance(e, TextDelta)) < events.index(
         next(e for e in events if isinstance(e, AssistantMessage))
     )
+
+
+async def test_each_model_request_is_a_turn(run_gemini: Run, responses: Responses) -> None:
+    """Two requests that only call read_file, then the answer: 3 turns (before: 1, only text after calls counted)."""
+    fake = responses(
+        stream_line(call("read_file", file_path="notes.txt")),
+        stream_line(call("read_file", file_path="notes.txt")),
+        stream_line(text("done")),
+    )
+    events = await run_gemini(fake, backend_options={"transport": "stream-json"})
+    result = events[-1]
+    assert isinstance(result, Result), events
+    assert (result.status, result.turns) == ("success", 3), result.error

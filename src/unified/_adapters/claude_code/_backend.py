@@ -32,7 +32,13 @@ import anyio
 
 from unified._adapters.claude_code import _session_files
 from unified._adapters.claude_code._conversation import conversation_from_lines, lines_from_conversation
-from unified._adapters.claude_code._launch import Launch, config_dir, new_session_id, start_claude
+from unified._adapters.claude_code._launch import (
+    Launch,
+    config_dir,
+    new_session_id,
+    start_claude,
+    takes_thinking_budget,
+)
 from unified._adapters.claude_code._options import BACKEND, claude_code_options
 from unified._adapters.claude_code._run import ClaudeRun, RunPlan, SpareLost, prompt_content
 from unified._adapters.claude_code._session_files import (
@@ -88,12 +94,15 @@ class ClaudeCodeBackend:
         if images is not None:
             problems.append(UnsupportedOption("history", images, False))
         thinking = params.thinking
-        if thinking is not None and thinking.budget is not None and thinking.budget > 0:
+        model = params.model or self.launch.env.get("ANTHROPIC_MODEL")
+        budget = thinking is not None and thinking.budget is not None and thinking.budget > 0
+        if budget and not takes_thinking_budget(model):
             problems.append(
                 UnsupportedOption(
                     "thinking.budget",
-                    "Claude Code passes a thinking budget (--max-thinking-tokens) only to models that take one; "
-                    "adaptive-thinking models (the current Claude models, and names it does not know) ignore it",
+                    f"Claude Code passes a thinking budget (--max-thinking-tokens) only to Sonnet 4 and 4.5, Haiku 4.5 "
+                    f"and Opus 4.5; {'its default model' if model is None else repr(model)} thinks adaptively (or "
+                    "not at all) and ignores it; set thinking.level (--effort) instead",
                     False,
                 )
             )

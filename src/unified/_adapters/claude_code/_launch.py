@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import uuid
@@ -52,7 +53,20 @@ __all__ = [
     "default_home",
     "key_helper",
     "start_claude",
+    "takes_thinking_budget",
 ]
+
+_BUDGET_MODELS = re.compile(r"claude-(?:sonnet-4(?:-0|-5)?|haiku-4-5|opus-4-5)(?:-\d{8})?")
+"""The models to which 2.1.332 passes `--max-thinking-tokens` (measured against FakeAnthropic: the request's
+`thinking` is `{"type": "enabled", "budget_tokens": N}`): Sonnet 4 and 4.5, Haiku 4.5, Opus 4.5, with or without a
+date. Every other name it sends `{"type": "adaptive"}` (Sonnet 4.6, Opus 4.6 and later, aliases, names it does not
+know), moves to a newer model (Opus 4 and 4.1 become Opus 5.5) or sends no thinking at all (Claude 3.x)."""
+
+
+def takes_thinking_budget(model: str | None) -> bool:
+    """Whether the pinned CLI passes a thinking budget to `model` (None: the CLI's default, which is adaptive)."""
+    return model is not None and _BUDGET_MODELS.fullmatch(model) is not None
+
 
 PINNED_VERSION = "2.1.332"
 CLAUDE_CODE = BinarySpec(

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from unified._adapters.gemini_cli._options import GeminiCliOptions
+from unified._adapters.gemini_cli._outcome import TRUST_ADVICE
 from unified._adapters.gemini_cli._user_agents import own_subagents
 from unified._adapters.gemini_cli._workspace_settings import cli_trusts, env_file_refusal, workspace_refusal
 from unified._binary.environment import EnvPolicy, FileSignature, cache_file, cache_folder, child_env, file_signature
@@ -339,6 +340,17 @@ class Launch:
                 hint="remove it from that file, set the variable for the run yourself (the env option), or have the "
                 "CLI not trust the folder (GEMINI_CLI_TRUST_WORKSPACE=false in the env option: it then takes only API "
                 "keys and the project from a .env, and refuses yolo and stdio MCP servers)",
+            )
+        if (
+            params.approval_mode in ("yolo", "auto_edit")
+            and options.start_process is None  # a stand-in agent is not the CLI: its trust is not asked
+            and not cli_trusts(cwd, env, home, system)
+        ):
+            # Else the CLI starts only to refuse it: exit 55 headless, a `session/set_mode` error over ACP.
+            raise ConfigurationError(
+                f"approval_mode {params.approval_mode!r}: the gemini CLI allows yolo and auto_edit only in a folder "
+                f"it trusts, and it does not trust {cwd}",
+                hint=f"{TRUST_ADVICE}, or run in a folder it trusts",
             )
         subagents: tuple[str, ...] = SUBAGENTS
         if options.policy is not None:  # a file system look only when rules may name them

@@ -22,6 +22,7 @@ __all__ = [
     "AUTH_HINT",
     "DEFAULT_BASE_URL",
     "EXIT_CODES",
+    "TRUST_ADVICE",
     "PromptEnd",
     "RetryNote",
     "error_from_acp",
@@ -38,6 +39,11 @@ __all__ = [
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 """Where the CLI sends its model requests when GOOGLE_GEMINI_BASE_URL is not set (an API key's service)."""
 
+TRUST_ADVICE = (
+    "trust it in `gemini` (/permissions) or set security.folderTrust.enabled to false in the CLI's settings.json"
+)
+"""What to change for yolo or auto_edit in a folder the CLI does not trust (it allows them only in a trusted one)."""
+
 EXIT_CODES: dict[int, str] = {
     1: "general failure (see the error message)",
     41: "authentication failed: no usable credentials for the selected auth type",
@@ -46,8 +52,7 @@ EXIT_CODES: dict[int, str] = {
     52: "configuration error (settings.json or a flag)",
     53: "the session hit its turn limit",
     54: "a tool failed fatally",
-    55: "the workspace is not trusted, and the CLI allows yolo and auto_edit only in a trusted folder: trust it in "
-    "`gemini` (/permissions) or set security.folderTrust.enabled to false in the CLI's settings.json",
+    55: f"the workspace is not trusted, and the CLI allows yolo and auto_edit only in a trusted folder: {TRUST_ADVICE}",
     78: "unified's key loader (key_loader.cjs, preloaded by node) could not read the credentials unified piped it",
     130: "cancelled (SIGINT)",
 }
@@ -206,8 +211,7 @@ def error_from_acp(exc: RpcError, stderr_tail: str = "") -> UnifiedError:
     if exc.method == "session/set_mode":  # the CLI refuses yolo in a folder it does not trust
         return BackendError(
             text,
-            hint="the CLI allows this approval mode only in a trusted folder: trust it in `gemini` (/permissions) "
-            "or set security.folderTrust.enabled to false in the CLI's settings.json; its stderr has more",
+            hint=f"the CLI allows this approval mode only in a trusted folder: {TRUST_ADVICE}; its stderr has more",
             details=details,
         )
     return BackendError(text, hint="see the message and details.stderr_tail (the CLI's stderr)", details=details)

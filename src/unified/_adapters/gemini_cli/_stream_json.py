@@ -9,6 +9,16 @@ For CLIs (or environments) without ACP. What it loses against ACP: thoughts, per
 (the approval mode alone decides; in `default` mode writes and shell are simply not registered),
 the `ask_user` tool, subagent detail (only the `invoke_agent` call and its result, from the chat file),
 per-turn usage (one total at the end) and images.
+
+`max_turns` is unified's here (0.61 reads `model.maxSessionTurns` only from settings files: see
+docs/backends/gemini-cli.md): headless, the CLI announces each call of a model request while that request streams
+and runs them, then sends the next request, only once it has ended; so the first call of request `max_turns`
+(`StreamJsonTranslator.past_cap`) kills the process at once, before the line is even handled. Its calls are
+answered "not run" (as the shared agent loop does), the run ends `max_turns`, and the session resumes from the chat
+file the CLI wrote up to then (`repair_session` mends what the kill left, with a `session_repaired` warning).
+Measured on 0.61 against FakeGemini, a model that calls read_file for ever, `max_turns=2`: 2 requests in each of 24
+runs, 16 of them two at a time on a machine loaded to 5. In principle it is a race: a request whose stream has
+ended could have its calls run and the next request sent before the kill lands.
 """
 
 from __future__ import annotations
@@ -87,7 +97,11 @@ class StreamJsonTranslator:
     usage: Usage | None = None
     final: dict[str, Any] | None = None
     _agents: dict[str, str] = field(default_factory=dict)
-    _after_tools: bool = True
+    _next_request: bool = True
+    """Whether the next text or call is a new model request's (a turn): at first, and once a call was answered.
+    Headless, every call of a request is announced while its answer streams, before any runs, so a `tool_use` after
+    a `tool_result` is the next request's (before, only text after calls began a turn: a request that only called
+    tools after another did was not counted), and text after its own request's call is not."""
     _started: bool = False
     _tools: dict[str, str] = field(default_factory=dict)
     """Calls announced (`tool_use`: id → tool name, for its `permission_decision`), and below those answered: the
@@ -128,18 +142,19 @@ class StreamJsonTranslator:
             text = data.get("content")
             if data.get("role") != "assistant" or not isinstance(text, str) or not text:
                 return []
-            items: list[Item] = [TurnBoundary()] if self._after_tools else []
-            self._after_tools = False
+            items: list[Item] = [TurnBoundary()] if self._next_request else []
+            self._next_request = False
             return [*items, TextDelta(text=text, session_id=sid)]
         if kind == "tool_use":
             call_id = str(data.get("tool_id") or "")
             if call_id in self._tools:
                 return []  # announced already
-            self._after_tools = True
+            boundary: list[Item] = [TurnBoundary()] if self._next_request else []
+            self._next_request = False
             name = str(data.get("tool_name") or "")
             self._tools[call_id] = name
             args = as_dict(data.get("parameters"))
-            uses: list[Item] = [ToolUse(tool_use_id=call_id, name=name, input=args, session_id=sid)]
+            uses: list[Item] = [*boundary, ToolUse(tool_use_id=call_id, name=name, input=args, session_id=sid)]
             if name == "invoke_agent":
                 agent = str(args.get("agent_name") or "subagent")
                 self._agents[call_id] = agent
@@ -158,6 +173,7 @@ class StreamJsonTranslator:
             if call_id not in self._tools or call_id in self._answered:
                 return []  # a result of no call announced, or a second one
             self._answered.add(call_id)
+            self._next_request = True
             is_error = data.get("status") != "success"
             error = data.get("error") if isinstance(data.get("error"), dict) else None
             output = data.get("output") if not is_error else (error or {}).get("message", data.get("output"))
@@ -188,6 +204,33 @@ class StreamJsonTranslator:
                 cached_tokens=positive_int(stats.get("cached")),
             )
         return []
+
+    def past_cap(self, data: Mapping[str, Any], turns: int, max_turns: int | None) -> bool:
+        """Whether `data` is a call the model makes in request `max_turns` or a later one (`turns`: the requests
+        counted so far, this line not yet handled): the model would go on past the run's cap."""
+        if max_turns is None or data.get("type") != "tool_use" or str(data.get("tool_id") or "") in self._tools:
+            return False
+        return turns + self._next_request >= max_turns
+
+    def not_run(self, reason: str) -> list[PermissionDecision | ToolResult]:
+        """Each call announced and never answered, denied and answered `reason` (the run stopped it), once."""
+        items: list[PermissionDecision | ToolResult] = []
+        for call_id, name in self._tools.items():
+            if call_id not in self._answered:
+                self._answered.add(call_id)
+                sid = self.session_id
+                items += [
+                    PermissionDecision(
+                        tool_use_id=call_id,
+                        tool_name=name,
+                        decision="deny",
+                        decided_by="backend",
+                        reason=reason,
+                        session_id=sid,
+                    ),
+                    ToolResult(tool_use_id=call_id, output=reason, is_error=True, session_id=sid),
+                ]
+        return items
 
     def undecided(self) -> list[PermissionDecision]:
         """The `permission_decision` of each call announced and never answered (the run was cancelled, or the CLI
@@ -291,6 +334,7 @@ async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutc
         raise
     # A new session's lease, once its id comes (`_relocate.session_lease`; a resume's is the backend's).
     leases = contextlib.AsyncExitStack()
+    stopped = False
     try:
         sweep_debug_logs(keep=log.path.name)
         home = gemini_home(launch.env)
@@ -326,7 +370,18 @@ async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutc
                                         await leases.enter_async_context(session_lease(home, str(session_id)))
                             else:  # `init` comes before the first request: anything after it is the model's
                                 retries.progress()
+                            capped = isinstance(data, dict) and translator.past_cap(data, ctx.turns, params.max_turns)
+                            if capped:
+                                # At once, before the line is handled (the module's docstring says why).
+                                child.kill()
                             await _handle_line(ctx, translator, data, folding)
+                            if capped:
+                                stopped = True
+                                for item in translator.not_run(
+                                    f"not run: the run reached max_turns={params.max_turns}"
+                                ):
+                                    await ctx.emit(item)
+                                break
                     finally:
                         done.set()
                         with anyio.CancelScope(shield=True):
@@ -352,6 +407,9 @@ async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutc
     await _emit(ctx, shown, None)
     await ctx.end_message()
     short = short_id_of(translator.session_id) if translator.session_id else None
+    if stopped:
+        said = f"stopped after max_turns={params.max_turns} model requests; the last turn's calls were not run"
+        return RunOutcome(status="max_turns", short_id=short, error=said)
     if final is not None and final.get("status") == "error":
         raise error_from_result(as_dict(final.get("error")), code)
     if final is None or code not in (0, None):
