@@ -21,7 +21,9 @@ def _distrust(gemini_setup: Path) -> None:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the CLI decides this; trio: test_gemini_cli_acp.py
-@pytest.mark.parametrize(("transport", "mode"), [("acp", "yolo"), ("stream-json", "yolo"), ("acp", "auto_edit")])
+@pytest.mark.parametrize(
+    ("transport", "mode"), [("acp", "yolo"), ("stream-json", "yolo"), ("stream-json", "auto_edit")]
+)
 async def test_yolo_in_an_untrusted_folder_is_refused_before_the_cli_starts(
     run_gemini: Run, responses: Callable[..., Path], gemini_setup: Path, workspace: Path, transport: str, mode: str
 ) -> None:
@@ -42,3 +44,17 @@ async def test_yolo_in_an_untrusted_folder_is_refused_before_the_cli_starts(
     )
     assert "set security.folderTrust.enabled to false" in error.message  # what to change
     assert not list((gemini_setup / ".gemini").glob("tmp/*/chats/*"))  # no session was opened
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_auto_edit_over_acp_runs_in_an_untrusted_folder(
+    run_gemini: Run, responses: Callable[..., Path], gemini_setup: Path
+) -> None:
+    """Over ACP unified's auto_edit runs the CLI in its default mode (unified allows the edits), which the CLI
+    allows in any folder: the refusal before the start is yolo's (and stream-json's auto_edit), not this run's."""
+    _distrust(gemini_setup)
+    events = await run_gemini(responses(stream_line(text("ran"))), approval_mode="auto_edit")
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert (result.status, result.final_text) == ("success", "ran")

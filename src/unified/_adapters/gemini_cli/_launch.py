@@ -342,11 +342,12 @@ class Launch:
                 "keys and the project from a .env, and refuses yolo and stdio MCP servers)",
             )
         if (
-            params.approval_mode in ("yolo", "auto_edit")
+            (params.approval_mode == "yolo" or (params.approval_mode == "auto_edit" and options.transport != "acp"))
             and options.start_process is None  # a stand-in agent is not the CLI: its trust is not asked
             and not cli_trusts(cwd, env, home, system)
         ):
-            # Else the CLI starts only to refuse it: exit 55 headless, a `session/set_mode` error over ACP.
+            # Else the CLI starts only to refuse it: exit 55 headless, a `session/set_mode` error over ACP. (Over
+            # ACP, unified's auto_edit runs the CLI's default mode, which needs no trust: it runs there.)
             raise ConfigurationError(
                 f"approval_mode {params.approval_mode!r}: the gemini CLI allows yolo and auto_edit only in a folder "
                 f"it trusts, and it does not trust {cwd}",
