@@ -271,7 +271,6 @@ class _Thread:
     usage: Usage = field(default_factory=Usage)
     total: Usage = field(default_factory=Usage)
     """The thread's total as last reported."""
-    responses: int = 0
     done: bool = False
     output: bool = False
     """An item of the model's was started since its last response was counted."""
@@ -381,7 +380,6 @@ class AppServerTranslator:
                 return []  # a resumed thread's earlier usage (the baseline), or another turn's
             usage = _minus(total, before)
             thread.usage = thread.usage + usage
-            thread.responses += 1
             return [ModelResponse(usage, task)]
         if method == "error":
             error = as_dict(params.get("error"))
