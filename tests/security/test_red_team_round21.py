@@ -5,15 +5,23 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
 - programs that run the rest of their words (`unbuffer`, `rlwrap`, `ifne`, `chronic`, `faketime`, `caffeinate`,
   `setarch`, `gosu`, `pee`, ...) were read as the command itself, so `unbuffer rm x` passed a deny rule for `rm`
   under a broader allow rule; now they are wrappers (`_shell_syntax._WRAPPERS`), and an option of theirs the reader
-  does not know (`rlwrap -z filter`, `entr -s`) is asked.
+  does not know (`rlwrap -z filter`, `entr -s`) is asked;
+- Claude Code's WebFetch under a caller's allow rule fetched cloud metadata (`169.254.169.254`), loopback and
+  private addresses from this machine, in any spelling a WHATWG parser reads (`127.1`, `0x7f.0.0.1`,
+  `[::ffff:a9fe:a9fe]`, `%31%32%37.0.0.1`, `localhost`, `*.internal`, `10.0.0.1.nip.io`); now it is asked, as a
+  protected write is (rule `local-network`), in every mode but yolo.
 
 Attacks that held are kept below their section as pins.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from tests.security.test_red_team_round7 import _claude_answer
+from unified._urls import local_target
 from unified.tools import Policy
 
 pytestmark = [pytest.mark.anyio]
@@ -87,3 +95,57 @@ def test_a_wrapped_command_an_allow_rule_names_still_runs() -> None:
     )
     for command in ("nohup make", "unbuffer make", "chronic make test", "ifne make"):
         assert policy.evaluate(SHELL, {"command": command}, "default").decision == "allow", command
+
+
+# 2. Claude Code's WebFetch of this machine or its network under an allow rule
+
+ALLOW_FETCH = '[[rule]]\ntoolName = "web_fetch"\ndecision = "allow"\npriority = 900\n'
+
+LOCAL_URLS = [
+    "http://169.254.169.254/latest/meta-data/iam/security-credentials/",
+    "http://metadata.google.internal/computeMetadata/v1/",
+    "http://127.0.0.1:8080/admin",
+    "http://127.1/",
+    "http://2130706433/",
+    "http://0x7f.0.0.1/",
+    "http://0177.0.0.1/",
+    "http://%31%32%37.0.0.1/",
+    "http://[::1]/",
+    "http://[::ffff:a9fe:a9fe]/",
+    "http://localhost:3000/",
+    "http://LOCALHOST./",
+    "http://app.localhost/",
+    "http://10.0.0.5/",
+    "http://172.16.3.4/",
+    "http://192.168.1.1/",
+    "http://100.64.0.1/",
+    "http://0/",
+    "http://[fd00::1]/",
+    "http://169.254.169.254.nip.io/",
+    "http://10-0-0-1.sslip.io/",
+    "http://user:pw@192.168.0.1/",
+]
+
+
+@pytest.mark.parametrize("url", LOCAL_URLS)
+async def test_a_claude_web_fetch_of_a_local_address_is_asked_under_an_allow_rule(tmp_path: Path, url: str) -> None:
+    """SUCCEEDED before: the caller's allow rule for web_fetch answered allow, and the CLI fetched the address from
+    this machine (cloud credentials at 169.254.169.254). Now it is asked; nobody to ask here, so denied."""
+    body, decision = await _claude_answer(
+        tmp_path, "WebFetch", {"url": url, "prompt": "x"}, Policy.default().with_toml(ALLOW_FETCH)
+    )
+    assert body["behavior"] == "deny", url
+    assert decision.rule == "local-network"
+    assert local_target(url) is not None
+
+
+@pytest.mark.parametrize(
+    "url", ["https://example.com/", "https://docs.python.org/3/library/", "https://8.8.8.8/", "https://1.2.3.4.nip.io/"]
+)
+async def test_a_claude_web_fetch_of_a_public_address_still_runs_under_an_allow_rule(tmp_path: Path, url: str) -> None:
+    """The pin beside it: a public URL is fetched unasked under the allow rule."""
+    body, decision = await _claude_answer(
+        tmp_path, "WebFetch", {"url": url, "prompt": "x"}, Policy.default().with_toml(ALLOW_FETCH)
+    )
+    assert body == {"behavior": "allow"}
+    assert decision.decision == "allow"

@@ -87,6 +87,10 @@ the user although a rule allowed it (docs/tools.md, "Protected paths")."""
 OUTSIDE_RULE = Rule(tool_names=("*",), decision=Decision.ASK_USER, priority=5.0, name="outside-workspace")
 """Not a row of any table either: the name a decision carries when a backend's own read of a path outside
 the workspace was put to the user although a rule allowed it (docs/tools.md, "Protected paths")."""
+LOCAL_NETWORK_RULE = Rule(tool_names=("*",), decision=Decision.ASK_USER, priority=5.0, name="local-network")
+"""Not a row of any table either: the name a decision carries when a backend's own fetch of a URL on this machine,
+its network or its cloud's metadata service (`unified._urls.local_target`) was put to the user although a rule
+allowed it."""
 
 
 def is_excluded(name: str, excluded_tools: Sequence[str]) -> bool:
