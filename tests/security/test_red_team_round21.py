@@ -9,7 +9,10 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
 - Claude Code's WebFetch under a caller's allow rule fetched cloud metadata (`169.254.169.254`), loopback and
   private addresses from this machine, in any spelling a WHATWG parser reads (`127.1`, `0x7f.0.0.1`,
   `[::ffff:a9fe:a9fe]`, `%31%32%37.0.0.1`, `localhost`, `*.internal`, `10.0.0.1.nip.io`); now it is asked, as a
-  protected write is (rule `local-network`), in every mode but yolo.
+  protected write is (rule `local-network`), in every mode but yolo;
+- an MCP tool is offered as its name cut to 64 characters (and `[^A-Za-z0-9_.-]` made `_`), so a deny or ask rule,
+  or an `excluded_tools` entry, naming its full name matched nothing: the tool ran under a broader allow. Now a
+  literal full name is read as the name offered too (`_policy.offered_names`), for what refuses or asks only.
 
 Attacks that held are kept below their section as pins.
 """
@@ -23,6 +26,8 @@ import pytest
 from tests.security.test_red_team_round7 import _claude_answer
 from unified._urls import local_target
 from unified.tools import Policy
+from unified.tools._mcp import tool_name
+from unified.tools._runtime import is_excluded
 
 pytestmark = [pytest.mark.anyio]
 
@@ -149,3 +154,40 @@ async def test_a_claude_web_fetch_of_a_public_address_still_runs_under_an_allow_
     )
     assert body == {"behavior": "allow"}
     assert decision.decision == "allow"
+
+
+# 3. an MCP tool's full name longer than a function name
+
+LONG_TOOL = "read_a_file_from_the_shared_drive_and_return_its_contents_verbatim"
+
+
+def _mcp_rules(named: str, decision: str) -> Policy:
+    return Policy.default().with_toml(
+        f'[[rule]]\ntoolName = "{named}"\ndecision = "{decision}"\npriority = 900\n'
+        '[[rule]]\ntoolName = "mcp__*"\ndecision = "allow"\npriority = 100\n'
+    )
+
+
+@pytest.mark.parametrize(
+    ("server", "tool"), [("files", LONG_TOOL), ("files", "my tool"), ("my.files", "x" * 80), ("f", "wipe/all")]
+)
+@pytest.mark.parametrize("decision", ["deny", "ask_user"])
+def test_a_rule_naming_an_mcp_tool_by_its_full_name_holds_on_the_name_it_is_offered_as(
+    server: str, tool: str, decision: str
+) -> None:
+    """SUCCEEDED before: the call came as the cut (or cleaned) name, the rule named the full one, and the broader
+    allow ran it."""
+    offered = tool_name(server, tool)
+    full = f"mcp__{server}__{tool}"
+    assert offered != full
+    assert _mcp_rules(full, decision).evaluate(offered, {}, "default").decision == decision
+    assert is_excluded(offered, [full])
+
+
+def test_an_allow_rule_naming_an_mcp_tool_by_its_full_name_does_not_cover_the_cut_name() -> None:
+    """The pin beside it: another tool of the server may be offered under the same first 64 characters (the first
+    offered stays), so an allow rule naming one full name allows nothing it cannot tell apart: asked, as before."""
+    full = f"mcp__files__{LONG_TOOL}"
+    policy = Policy.default().with_toml(f'[[rule]]\ntoolName = "{full}"\ndecision = "allow"\npriority = 900\n')
+    assert policy.evaluate(tool_name("files", LONG_TOOL), {}, "default").decision == "ask_user"
+    assert _mcp_rules("mcp__files__short", "deny").evaluate("mcp__files__other", {}, "default").decision == "allow"

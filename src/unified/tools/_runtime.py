@@ -57,6 +57,7 @@ from unified.tools._policy import (
     Policy,
     Rule,
     Verdict,
+    offered_names,
     plain_path,
     session_rule,
 )
@@ -96,7 +97,8 @@ allowed it."""
 def is_excluded(name: str, excluded_tools: Sequence[str]) -> bool:
     """Whether `excluded_tools` (glob patterns, Gemini CLI names accepted: `ALIASES`) removes our tool `name`:
     the one reading of `ExecuteParams.excluded_tools`, for the runtime and for a tool an adapter serves itself."""
-    return any(fnmatch.fnmatchcase(name, ALIASES.get(pattern, pattern)) for pattern in excluded_tools)
+    patterns = (offered for pattern in excluded_tools for offered in offered_names(pattern))
+    return any(fnmatch.fnmatchcase(name, ALIASES.get(pattern, pattern)) for pattern in patterns)
 
 
 @dataclass(frozen=True)
