@@ -12,22 +12,33 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   protected write is (rule `local-network`), in every mode but yolo;
 - an MCP tool is offered as its name cut to 64 characters (and `[^A-Za-z0-9_.-]` made `_`), so a deny or ask rule,
   or an `excluded_tools` entry, naming its full name matched nothing: the tool ran under a broader allow. Now a
-  literal full name is read as the name offered too (`_policy.offered_names`), for what refuses or asks only.
+  literal full name is read as the name offered too (`_policy.offered_names`), for what refuses or asks only;
+- a relative `PATH` entry of the host (`.`, empty, `bin`, `node_modules/.bin`) reached the commands a model runs
+  (every binary's child and unified's own shell), where it names the command's own directory: a `gzip` the model
+  wrote in the workspace ran for an allowed `rg -z x` (and `./cat` for `cat`), and `_protected.program_directory`,
+  judging absolute entries only, did not ask the write. Now relative entries are left out of every child's `PATH`
+  (`_environ.absolute_search_path`; `os.defpath` when none is left, since an empty `PATH` is the current folder).
 
 Attacks that held are kept below their section as pins.
 """
 
 from __future__ import annotations
 
+import os
+import stat
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.security.test_red_team_round7 import _claude_answer
+from unified._binary.environment import EnvPolicy, child_env
 from unified._urls import local_target
 from unified.tools import Policy
 from unified.tools._mcp import tool_name
+from unified.tools._paths import Workspace
 from unified.tools._runtime import is_excluded
+from unified.tools._shell import ShellConfig
 
 pytestmark = [pytest.mark.anyio]
 
@@ -191,3 +202,42 @@ def test_an_allow_rule_naming_an_mcp_tool_by_its_full_name_does_not_cover_the_cu
     policy = Policy.default().with_toml(f'[[rule]]\ntoolName = "{full}"\ndecision = "allow"\npriority = 900\n')
     assert policy.evaluate(tool_name("files", LONG_TOOL), {}, "default").decision == "ask_user"
     assert _mcp_rules("mcp__files__short", "deny").evaluate("mcp__files__other", {}, "default").decision == "allow"
+
+
+# 4. relative PATH entries in the environment of a model's commands
+
+
+@pytest.mark.parametrize(
+    ("host", "child"),
+    [
+        (".:/usr/bin", "/usr/bin"),
+        ("/usr/local/bin::/usr/bin", "/usr/local/bin:/usr/bin"),
+        ("node_modules/.bin:/usr/bin:bin", "/usr/bin"),
+        (".:bin", os.defpath),
+        ("", os.defpath),
+    ],
+)
+def test_a_relative_path_entry_reaches_no_model_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: str, child: str
+) -> None:
+    """SUCCEEDED before: the entry was passed on as it was, to a binary's child (and its shell) and to unified's."""
+    assert child_env(EnvPolicy(allow=frozenset()), parent={"PATH": host})["PATH"] == child
+    monkeypatch.setenv("PATH", host)
+    assert ShellConfig(workspace=Workspace(tmp_path)).environment()["PATH"] == child
+    assert ShellConfig(workspace=Workspace(tmp_path), env={"PATH": host}).environment()["PATH"] == child
+
+
+@pytest.mark.e2e  # runs bash
+def test_an_allowed_cat_runs_no_cat_the_workspace_holds(tmp_path: Path) -> None:
+    """SUCCEEDED before (with `.` first in the host's PATH): `cat x`, a read-only command, ran the workspace's `cat`
+    (a marker made), as `rg -z` runs its `gzip`; now the command's PATH has no `.`."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    fake = ws / "cat"
+    fake.write_text(f"#!/bin/sh\ntouch {tmp_path / 'marker'}\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    (ws / "x").write_text("x\n")
+    env = ShellConfig(workspace=Workspace(ws), env={"PATH": f".:{os.defpath}"}).environment()
+    done = subprocess.run(["/bin/sh", "-c", "cat x"], cwd=ws, env=env, capture_output=True, check=False, timeout=60)
+    assert not (tmp_path / "marker").exists()
+    assert done.stdout == b"x\n"
