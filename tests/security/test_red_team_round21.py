@@ -17,7 +17,10 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   (every binary's child and unified's own shell), where it names the command's own directory: a `gzip` the model
   wrote in the workspace ran for an allowed `rg -z x` (and `./cat` for `cat`), and `_protected.program_directory`,
   judging absolute entries only, did not ask the write. Now relative entries are left out of every child's `PATH`
-  (`_environ.absolute_search_path`; `os.defpath` when none is left, since an empty `PATH` is the current folder).
+  (`_environ.absolute_search_path`; `os.defpath` when none is left, since an empty `PATH` is the current folder);
+- Codex: an MCP tool its server marks `readOnlyHint` ran unasked in every mode, plan included (unified's approval
+  bridge took the server's word); the hint is the server's claim, so it is now asked as every MCP tool is on the
+  other backends (denied in plan; e2e on the real codex: `test_a_codex_mcp_tool_marked_read_only_is_not_run_unasked`).
 
 Attacks that held are kept below their section as pins.
 """
@@ -27,18 +30,23 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from tests.e2e.codex.conftest import run_codex
 from tests.security.test_red_team_round7 import _claude_answer
 from unified._binary.environment import EnvPolicy, child_env
 from unified._urls import local_target
+from unified.events import PermissionDecision, ToolResult
+from unified.testing import FakeOpenAI, FunctionCall, ModelTurn
 from unified.tools import Policy
 from unified.tools._mcp import tool_name
 from unified.tools._paths import Workspace
 from unified.tools._runtime import is_excluded
 from unified.tools._shell import ShellConfig
+from unified.types import StdioMcpServer
 
 pytestmark = [pytest.mark.anyio]
 
@@ -241,3 +249,33 @@ def test_an_allowed_cat_runs_no_cat_the_workspace_holds(tmp_path: Path) -> None:
     done = subprocess.run(["/bin/sh", "-c", "cat x"], cwd=ws, env=env, capture_output=True, check=False, timeout=60)
     assert not (tmp_path / "marker").exists()
     assert done.stdout == b"x\n"
+
+
+# 5. a Codex MCP tool that says it only reads
+
+
+HINTED_SERVER = Path(__file__).resolve().parents[1] / "e2e" / "codex" / "mcp_read_only_server.py"
+
+
+@pytest.mark.e2e  # runs codex and an MCP server
+@pytest.mark.parametrize("mode", ["plan", "default"])
+async def test_a_codex_mcp_tool_marked_read_only_is_not_run_unasked(tmp_path: Path, mode: str) -> None:
+    """SUCCEEDED before: the bridge allowed `peek` (readOnlyHint) by policy in every mode, and it wrote its marker;
+    now plan denies it and default, with nobody to ask, denies it too."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    marker = tmp_path / "marker"
+    spec = StdioMcpServer(
+        name="hinted",
+        command=sys.executable,
+        args=(str(HINTED_SERVER),),
+        env={"MARKER_FILE": str(marker)},
+        timeout_s=30,
+    )
+    call = FunctionCall(name="mcp__hinted__peek", args={"text": "hi"}, id="call_mcp")
+    async with FakeOpenAI([ModelTurn(function_calls=[call]), ModelTurn(text="done")]) as server:
+        events = await run_codex(server, ws, approval_mode=mode, mcp_servers=(spec,))
+    [decision] = [e for e in events if isinstance(e, PermissionDecision)]
+    assert decision.decision == "deny"
+    assert not marker.exists()
+    assert all(e.is_error for e in events if isinstance(e, ToolResult))
