@@ -5,7 +5,8 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
 - programs that run the rest of their words (`unbuffer`, `rlwrap`, `ifne`, `chronic`, `faketime`, `caffeinate`,
   `setarch`, `gosu`, `pee`, ...) were read as the command itself, so `unbuffer rm x` passed a deny rule for `rm`
   under a broader allow rule; now they are wrappers (`_shell_syntax._WRAPPERS`), and an option of theirs the reader
-  does not know (`rlwrap -z filter`, `entr -s`) is asked;
+  does not know (`rlwrap -z filter`, `entr -s`) is asked, and so is a runner whose options the reader does not
+  follow (`sem`, `bwrap`, `proot`, `daemonize`, `tsp`, `watchexec`, `hyperfine`, ...);
 - Claude Code's WebFetch under a caller's allow rule fetched cloud metadata (`169.254.169.254`), loopback and
   private addresses from this machine, in any spelling a WHATWG parser reads (`127.1`, `0x7f.0.0.1`,
   `[::ffff:a9fe:a9fe]`, `%31%32%37.0.0.1`, `localhost`, `*.internal`, `10.0.0.1.nip.io`); now it is asked, as a
@@ -104,7 +105,18 @@ def test_a_deny_rule_holds_through_a_wrapper(command: str) -> None:
     assert verdict.decision == "deny", command
 
 
-@pytest.mark.parametrize("command", ["rlwrap -z filter cat", "entr -s 'make'", "faketime --date-prog=x now cat"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "rlwrap -z filter cat",
+        "entr -s 'make'",
+        "faketime --date-prog=x now cat",
+        *(
+            f"{runner} rm x"
+            for runner in ("sem", "daemonize", "bwrap", "proot", "capsh --", "tsp", "watchexec", "retry", "hyperfine")
+        ),
+    ],
+)
 def test_a_wrapper_option_that_runs_a_program_of_its_own_is_asked(command: str) -> None:
     """SUCCEEDED before: allowed under the blanket allow beside a deny rule (`rlwrap -z` runs a filter program)."""
     verdict = Policy.default().with_toml(DENY_RM).evaluate(SHELL, {"command": command}, "default")

@@ -1500,6 +1500,13 @@ def _pee(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
         walker.script([script], replace(inv, stdin=None), "pee")
 
 
+def _runs_unread(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    """A program that runs a command of its words by options the reader does not follow (`sem` runs them as a shell
+    script, `bwrap` and `proot` after their own many options): unknown, so a deny rule naming that command is not
+    passed by it."""
+    walker.out.append(inv.unknown(f"{command_name(words[0] or '')} runs a command its options hide from the reader"))
+
+
 def _command_builtin(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
     """`command [-p] cmd` runs cmd; `command -v/-V cmd` only describes it."""
     args = words[1:]
@@ -1933,6 +1940,27 @@ _WRAPPERS: dict[str, _Handler] = {
         _Options(long_valued=frozenset({"what", "who", "why", "mode"}), long_flags=frozenset({"no-pager", "no-legend"}))
     ),
     "pee": _pee,
+    **dict.fromkeys(
+        (
+            "sem",
+            "daemonize",
+            "schedtool",
+            "bwrap",
+            "proot",
+            "fakechroot",
+            "flatpak-spawn",
+            "minijail0",
+            "capsh",
+            "dbus-launch",
+            "mpirun",
+            "mpiexec",
+            "tsp",
+            "watchexec",
+            "retry",
+            "hyperfine",
+        ),
+        _runs_unread,
+    ),
     "su": _login_shell(),
     "runuser": _login_shell(),
     "script": _login_shell(),
