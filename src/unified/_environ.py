@@ -1,5 +1,6 @@
 """The process environment as a cache key: what the per-run work derived from `os.environ` (its secrets,
-a child's admitted variables, unified's folders) is cached on, worked out again only when it changed."""
+a child's admitted variables, unified's folders) is cached on, worked out again only when it changed; and the
+`PATH` a child runs with (`absolute_search_path`)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,19 @@ import os
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-__all__ = ["PerEnvironment", "environ_key"]
+__all__ = ["PerEnvironment", "absolute_search_path", "environ_key"]
 
 T = TypeVar("T")
+
+
+def absolute_search_path(value: str) -> str:
+    """`value` (a `PATH`) without its relative entries (empty, `.`, `bin`, `node_modules/.bin`), for every process
+    a model's command may run in: such an entry names a directory relative to wherever a command runs, so a file
+    the model or a repository wrote in the workspace (`./cat`, `bin/gzip`, which `rg -z` and `file -z` run to
+    decompress) ran in place of the program a later, allowed command names, and no check of a write can tell
+    which directory that is (`_protected.program_directory` judges the absolute entries). With none left,
+    `os.defpath`: an empty `PATH` is itself the current directory."""
+    return os.pathsep.join(entry for entry in value.split(os.pathsep) if os.path.isabs(entry)) or os.defpath
 
 
 def environ_key() -> object:

@@ -1,17 +1,19 @@
-"""Whether a URL the caller gave names an HTTP endpoint: a base URL of the Gemini API, an MCP server's.
+"""Whether a URL the caller gave names an HTTP endpoint: a base URL of the Gemini API, an MCP server's; and whether
+a URL a model asks to fetch names this machine or its network (`local_target`).
 
-One check for both, in unified's words: a URL either fails only at its first request, in the HTTP client's words
-(an `InvalidURL`, an `OverflowError`, `internal_error` or a retry that cannot help), and the URL parser's own
-errors quote the parts a token may stand in.
+One check for both endpoints, in unified's words: a URL either fails only at its first request, in the HTTP
+client's words (an `InvalidURL`, an `OverflowError`, `internal_error` or a retry that cannot help), and the URL
+parser's own errors quote the parts a token may stand in.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-from urllib.parse import urlsplit
+import unicodedata
+from urllib.parse import unquote, urlsplit
 
-__all__ = ["base_url_refusal", "url_problem"]
+__all__ = ["base_url_refusal", "local_target", "url_problem"]
 
 _IPV4_LIKE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+")
 """A host the HTTP client (httpx) takes for an IPv4 address, and refuses unless it is one (`999.1.1.1`)."""
@@ -87,3 +89,73 @@ def _host_problem(host: str) -> str | None:
     except (idna.IDNAError, UnicodeError, ValueError):
         return "its host is not a valid internationalized domain name (IDNA refuses it)"
     return None
+
+
+_LOCAL_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback", "metadata", "instance-data")
+"""Host names that resolve to this machine or its cloud's metadata service; a name ending in `.localhost`,
+`.internal` (`metadata.google.internal`) or `.local` (mDNS) is read as one too."""
+
+_DOTS = str.maketrans({"\u3002": ".", "\uff0e": ".", "\uff61": "."})
+"""The full stops IDNA reads as `.` in a host."""
+
+_EMBEDDED_IPV4 = re.compile(r"(?:^|[.-])((?:[0-9]{1,3}[.-]){3}[0-9]{1,3})(?:$|[.-])")
+"""Four numbers in a host name (`169.254.169.254.nip.io`, `10-0-0-1.sslip.io`): wildcard DNS answers with them."""
+
+
+def local_target(url: str) -> str | None:
+    """Why a fetch of `url` may reach this machine, its network or its cloud's metadata service (a loopback,
+    private, link-local, shared, reserved or unspecified address, or a name that resolves to one), or None. A
+    host is read as a WHATWG URL parser (Node's, the Claude CLI's) reads it: `127.1`, `2130706433`, `0x7f.0.0.1`
+    and `0177.0.0.1` are all 127.0.0.1, and `[::ffff:a9fe:a9fe]` is 169.254.169.254. A name is not looked up
+    (its answer may change by the time the fetch resolves it): one of the names above, or one carrying four
+    numbers that wildcard DNS answers with, counts; any other public name does not."""
+    try:
+        host = urlsplit(url.strip()).hostname or ""
+    except ValueError:
+        return "its host cannot be read"
+    # as the URL parser does before reading it: percent-decoded, mapped as IDNA maps (`１２７。0.0.1` is 127.0.0.1)
+    host = unicodedata.normalize("NFKC", unquote(host)).casefold().translate(_DOTS).rstrip(".")
+    if not host:
+        return "it names no host"
+    address = _ip_address(host)
+    if address is not None:
+        return None if address.is_global else f"its host {host} is a loopback, private or link-local address"
+    if host in _LOCAL_NAMES or host.endswith((".localhost", ".internal", ".local")):
+        return f"its host {host} names this machine or its local network"
+    for embedded in _EMBEDDED_IPV4.findall(host):
+        address = _ip_address(embedded.replace("-", "."))
+        if address is not None and not address.is_global:
+            return f"its host {host} resolves to {address} through wildcard DNS"
+    return None
+
+
+def _ip_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address `host` is, read as the WHATWG URL standard reads an IPv4 host (one to four parts, each decimal,
+    `0x` hex or `0` octal, the last filling the bytes left), or an IPv6 one (an IPv4-mapped one as its IPv4
+    address); None for a name."""
+    if ":" in host:
+        try:
+            v6 = ipaddress.IPv6Address(host.split("%", 1)[0])
+        except ValueError:
+            return None
+        return v6.ipv4_mapped or v6
+    parts = host.split(".")
+    if not 1 <= len(parts) <= 4:
+        return None
+    numbers: list[int] = []
+    for part in parts:
+        base, digits = (16, part[2:]) if part[:2] in ("0x", "0X") else (8, part[1:]) if part[:1] == "0" else (10, part)
+        if digits == "" and base != 10:
+            numbers.append(0)
+            continue
+        try:
+            numbers.append(int(digits, base))
+        except ValueError:
+            return None
+    *first, last = numbers
+    if any(n > 255 for n in first) or last >= 256 ** (5 - len(numbers)):
+        return None
+    value = last
+    for at, number in enumerate(first):
+        value += number << (8 * (3 - at))
+    return ipaddress.IPv4Address(value)

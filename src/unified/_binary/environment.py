@@ -33,7 +33,7 @@ from pathlib import Path
 
 import platformdirs
 
-from unified._environ import PerEnvironment
+from unified._environ import PerEnvironment, absolute_search_path
 from unified._files import write_atomically
 
 __all__ = [
@@ -134,7 +134,8 @@ def child_env(
     home_vars: Iterable[str] = ("HOME",),
 ) -> dict[str, str]:
     """The child's variables: the `parent`'s (default `os.environ`) that `policy` admits, then `extra`,
-    then every one of `home_vars` set to `home` when it is given."""
+    then every one of `home_vars` set to `home` when it is given; its `PATH` without relative entries (the commands
+    of a model it runs inherit it: `absolute_search_path`)."""
     if parent is None:
         env = dict(_admitted(policy))
     else:
@@ -142,6 +143,8 @@ def child_env(
     env.update(extra or {})
     if home is not None:
         env.update(dict.fromkeys(home_vars, str(home)))
+    if "PATH" in env:
+        env["PATH"] = absolute_search_path(env["PATH"])
     name, setting = GIT_SAFETY
     given = env.get(name, "").strip()
     env[name] = f"{given} {setting}" if given and setting not in given else given or setting

@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import re
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from typing import Any
@@ -27,16 +26,16 @@ from unified import _limits as limits
 from unified._redaction import Redactor, clip, given_secrets, redactor, secret_values
 from unified.tools._base import InlineData, Progress, ToolError, ToolOutput, ToolSpec
 from unified.tools._mcp_transport import FaultWatch, capped_http_client, capped_stdio
+from unified.tools._policy import function_name
 from unified.types import HttpMcpServer, McpServer, SseMcpServer, StdioMcpServer
 
 __all__ = ["connect_server", "schema_problem", "tool_name"]
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
-
 
 def tool_name(server: str, tool: str) -> str:
-    """`mcp__<server>__<tool>`, reduced to the characters and 64-char length function names allow."""
-    return f"mcp__{_UNSAFE.sub('_', server)}__{_UNSAFE.sub('_', tool)}"[:64]
+    """`mcp__<server>__<tool>`, reduced to the characters and 64-char length function names allow
+    (`_policy.function_name`, which a rule naming the full name is read through too)."""
+    return function_name(f"mcp__{server}__{tool}")
 
 
 def schema_problem(schema: dict[str, Any]) -> str | None:

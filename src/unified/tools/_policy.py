@@ -46,7 +46,9 @@ __all__ = [
     "PolicyError",
     "Rule",
     "Verdict",
+    "function_name",
     "kills_all",
+    "offered_names",
     "parse_rules",
     "plain_path",
     "session_rule",
@@ -61,6 +63,29 @@ SESSION_PRIORITY = 950
 ALIASES: Mapping[str, str] = {"replace": "edit_file", "grep_search": "search", "list_directory": "list_dir"}
 """Gemini CLI names accepted for our tools: in calls, in `excluded_tools` and in a rule's `toolName`
 (a rule ported from the CLI's policy, `toolName = "replace"`, must not silently match nothing)."""
+
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]")
+
+FUNCTION_NAME_MAX = 64
+"""The longest function name the APIs take: an MCP tool's name is cut to it (`function_name`)."""
+
+
+def function_name(name: str) -> str:
+    """`name` reduced to the characters and length a function name may have: how an MCP tool, `mcp__<server>__<tool>`,
+    is offered to the model and named in its calls (`_mcp.tool_name`)."""
+    return _UNSAFE_NAME.sub("_", name)[:FUNCTION_NAME_MAX]
+
+
+def offered_names(pattern: str) -> tuple[str, ...]:
+    """`pattern` (a rule's toolName, an `excluded_tools` entry) and, when it names one MCP tool by its full name
+    (`mcp__<server>__<tool>` with no glob character) that is longer than a function name or holds characters one
+    cannot, the name that tool is offered as (`function_name`): else a deny rule naming a tool of a long name matched
+    nothing. Only for what refuses or asks: two tools may share the cut name (the first offered stays), so an allow
+    rule naming one by its full name must not cover the other."""
+    if not pattern.startswith("mcp__") or any(c in pattern for c in "*?[") or function_name(pattern) == pattern:
+        return (pattern,)
+    return (pattern, function_name(pattern))
+
 
 _MODES: tuple[ApprovalMode, ...] = ("plan", "default", "auto_edit", "yolo")
 """Approval modes from least to most permissive: an "allow always" holds in its mode and above."""
@@ -111,6 +136,11 @@ class Rule:
             except PatternError as exc:
                 raise PolicyError(f"rule {self.name}: argsPattern: {exc}") from None
 
+    @functools.cached_property
+    def _refused_names(self) -> tuple[str, ...]:
+        """The names a deny or ask rule matches (`offered_names`)."""
+        return tuple(name for pattern in self.tool_names for name in offered_names(pattern))
+
     def match(
         self,
         tool: str,
@@ -123,7 +153,8 @@ class Rule:
         """Whether this rule applies; MAYBE when a shell command has parts only known at run time, or when the
         call's arguments are `unseen` (a backend that does not show them) and the rule reads them: then an
         allow rule that reads them does not apply and any other may."""
-        if not any(fnmatch.fnmatchcase(tool, ALIASES.get(pattern, pattern)) for pattern in self.tool_names):
+        named = self.tool_names if self.decision is Decision.ALLOW else self._refused_names
+        if not any(fnmatch.fnmatchcase(tool, ALIASES.get(pattern, pattern)) for pattern in named):
             return Match.NO
         if self.modes is not None and mode not in self.modes:
             return Match.NO

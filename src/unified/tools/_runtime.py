@@ -57,6 +57,7 @@ from unified.tools._policy import (
     Policy,
     Rule,
     Verdict,
+    offered_names,
     plain_path,
     session_rule,
 )
@@ -87,12 +88,17 @@ the user although a rule allowed it (docs/tools.md, "Protected paths")."""
 OUTSIDE_RULE = Rule(tool_names=("*",), decision=Decision.ASK_USER, priority=5.0, name="outside-workspace")
 """Not a row of any table either: the name a decision carries when a backend's own read of a path outside
 the workspace was put to the user although a rule allowed it (docs/tools.md, "Protected paths")."""
+LOCAL_NETWORK_RULE = Rule(tool_names=("*",), decision=Decision.ASK_USER, priority=5.0, name="local-network")
+"""Not a row of any table either: the name a decision carries when a backend's own fetch of a URL on this machine,
+its network or its cloud's metadata service (`unified._urls.local_target`) was put to the user although a rule
+allowed it."""
 
 
 def is_excluded(name: str, excluded_tools: Sequence[str]) -> bool:
     """Whether `excluded_tools` (glob patterns, Gemini CLI names accepted: `ALIASES`) removes our tool `name`:
     the one reading of `ExecuteParams.excluded_tools`, for the runtime and for a tool an adapter serves itself."""
-    return any(fnmatch.fnmatchcase(name, ALIASES.get(pattern, pattern)) for pattern in excluded_tools)
+    patterns = (offered for pattern in excluded_tools for offered in offered_names(pattern))
+    return any(fnmatch.fnmatchcase(name, ALIASES.get(pattern, pattern)) for pattern in patterns)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from anyio.abc import Process
 from pydantic import Field
 
 from unified import _limits as limits
+from unified._environ import absolute_search_path
 from unified._files import open_regular_fd
 from unified._pgroup import ProcessGroup
 from unified._redaction import REDACTED, SPLIT_HOLD_MIN, Redactor, is_secret, redactor
@@ -452,7 +453,7 @@ class ShellConfig:
     def search_path(self) -> str:
         """The `PATH` commands run with (`environment`'s): a `shell_env` PATH, else this process's. A
         write into one of its directories replaces a program a later command runs (`_protected`)."""
-        return self.env.get("PATH") or SHELL_SETTINGS.get("PATH") or os.environ.get("PATH", "")
+        return absolute_search_path(self.env.get("PATH") or SHELL_SETTINGS.get("PATH") or os.environ.get("PATH", ""))
 
     def environment(self) -> dict[str, str]:
         """What a command's environment holds: allowlisted host variables without secrets, then ours."""
@@ -467,6 +468,7 @@ class ShellConfig:
         }
         env.update(SHELL_SETTINGS)
         env.update(self.env)
+        env["PATH"] = self.search_path()  # its relative entries left out (`absolute_search_path`)
         env[_watchdog.OWNER_VARIABLE] = self.watch.marker
         return env
 

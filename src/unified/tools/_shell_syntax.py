@@ -1476,6 +1476,37 @@ def _flock(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
         walker.resolve(rest, replace(inv, via=(*inv.via, "flock")))
 
 
+_SETARCH_OPTIONS = _Options(flags="vRFZLXBIST3", long_flags=frozenset({"uname-2.6", "verbose"}))
+
+
+def _setarch(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    """`setarch ARCH [opts] cmd args`: the architecture comes before the options."""
+    if len(words) < 2 or words[1] is None:
+        walker.out.append(inv.unknown("setarch: an architecture only known at run time"))
+        return
+    _wrapper(_SETARCH_OPTIONS)(walker, [words[0], *words[2:]], inv)
+
+
+def _pee(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    """`pee 'cmd1' 'cmd2'` (moreutils) runs each argument as a `sh -c` script, its standard input copied to each."""
+    split = _Options(
+        long_flags=frozenset({"ignore-sigpipe", "no-ignore-sigpipe", "ignore-write-errors", "no-ignore-write-errors"})
+    ).split(words[1:])
+    if isinstance(split, str):
+        walker.out.append(inv.unknown(f"pee: {split}"))
+        return
+    walker.out.append(inv.command(words[:1] + split[0]))
+    for script in split[1]:
+        walker.script([script], replace(inv, stdin=None), "pee")
+
+
+def _runs_unread(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    """A program that runs a command of its words by options the reader does not follow (`sem` runs them as a shell
+    script, `bwrap` and `proot` after their own many options): unknown, so a deny rule naming that command is not
+    passed by it."""
+    walker.out.append(inv.unknown(f"{command_name(words[0] or '')} runs a command its options hide from the reader"))
+
+
 def _command_builtin(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
     """`command [-p] cmd` runs cmd; `command -v/-V cmd` only describes it."""
     args = words[1:]
@@ -1869,6 +1900,67 @@ _WRAPPERS: dict[str, _Handler] = {
     "strace": _wrapper(_Options(valued="oepPsSuUabIXE", flags="cCdDfFhiqrtTvVwxyzZk")),
     "ltrace": _wrapper(_Options(valued="oepPsSuUabIXEnAlL", flags="cCdDfFhiqrtTvVwxyzZk")),
     "flock": _flock,
+    # programs that run the rest of their words, each with the options it reads (one it does not is asked:
+    # `rlwrap -z filter` and `entr -s` run a program or shell of their own, `faketime --date-prog` another)
+    "unbuffer": _wrapper(_Options(flags="p")),
+    "rlwrap": _wrapper(_Options(flags="AcinNoIrRUvW", valued="bCDefFgHlOPqsStw", optional_valued="ap")),
+    "ifne": _wrapper(_Options(flags="n")),
+    "chronic": _wrapper(_Options(flags="ev")),
+    "faketime": _wrapper(_Options(flags="mf", valued="p", long_flags=frozenset({"exclude-monotonic"}), positionals=1)),
+    "caffeinate": _wrapper(_Options(flags="dimsu", valued="tw")),
+    "eatmydata": _wrapper(_Options()),
+    "nocache": _wrapper(_Options(valued="n")),
+    "entr": _wrapper(_Options(flags="acdnprz")),
+    "trickle": _wrapper(_Options(flags="hvVs", valued="wtlnduLP")),
+    "cpulimit": _wrapper(
+        _Options(flags="izkv", valued="lpe", long_valued=frozenset({"limit", "pid", "exe"}), separate_command=True)
+    ),
+    "xvfb-run": _wrapper(_Options(flags="al", valued="efnpsw")),
+    "ssh-agent": _wrapper(_Options(flags="csDd", valued="aEOPt")),
+    "sshpass": _wrapper(_Options(flags="ev", valued="fdpP")),
+    "tini": _wrapper(_Options(flags="svgwl", valued="pe")),
+    "dumb-init": _wrapper(
+        _Options(flags="cv", valued="r", long_valued=frozenset({"rewrite"}), long_flags=frozenset({"single-child"}))
+    ),
+    "gosu": _wrapper(_Options(positionals=1, separate_command=True)),
+    "su-exec": _wrapper(_Options(positionals=1, separate_command=True)),
+    "chpst": _wrapper(_Options(flags="vP012", valued="uUbe/nlLmdopfct", separate_command=True)),
+    "setarch": _setarch,
+    "linux32": _wrapper(_SETARCH_OPTIONS),
+    "linux64": _wrapper(_SETARCH_OPTIONS),
+    "run-one": _wrapper(_Options()),
+    "run-this-one": _wrapper(_Options()),
+    "keep-one-running": _wrapper(_Options()),
+    "run-one-constantly": _wrapper(_Options()),
+    "run-one-until-success": _wrapper(_Options()),
+    "run-one-until-failure": _wrapper(_Options()),
+    "lckdo": _wrapper(_Options(flags="qw", valued="W", positionals=1)),
+    "with-lock-ex": _wrapper(_Options(flags="wqf", positionals=1)),
+    "systemd-inhibit": _wrapper(
+        _Options(long_valued=frozenset({"what", "who", "why", "mode"}), long_flags=frozenset({"no-pager", "no-legend"}))
+    ),
+    "pee": _pee,
+    **dict.fromkeys(
+        (
+            "sem",
+            "daemonize",
+            "schedtool",
+            "bwrap",
+            "proot",
+            "fakechroot",
+            "flatpak-spawn",
+            "minijail0",
+            "capsh",
+            "dbus-launch",
+            "mpirun",
+            "mpiexec",
+            "tsp",
+            "watchexec",
+            "retry",
+            "hyperfine",
+        ),
+        _runs_unread,
+    ),
     "su": _login_shell(),
     "runuser": _login_shell(),
     "script": _login_shell(),

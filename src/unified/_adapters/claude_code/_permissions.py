@@ -6,8 +6,9 @@ approval mode) decides each, as it does on the API backends: a rule allows or de
 caller's `on_user_input` is asked (`user_input_request(source=permission)`), else the call is
 denied. A write of a protected path (a file tool's path, what a Bash command writes: docs/tools.md,
 "Protected paths") or of a path outside the workspace is asked whatever rule allows it, in every mode
-but yolo, as on the API backends. Each decision is one `permission_decision`. The answers, as the CLI
-takes them:
+but yolo, as on the API backends; so is a WebFetch of a URL on this machine, its network or its cloud's
+metadata service (`unified._urls.local_target`: the CLI fetches it from here, where the Gemini CLI refuses it).
+Each decision is one `permission_decision`. The answers, as the CLI takes them:
 
 - allow: `{"behavior": "allow"}` (the input the model gave runs);
 - allow with a changed input: `updatedInput` (the CLI runs it, while its history keeps the model's
@@ -43,6 +44,7 @@ from unified._adapters.claude_code._launch import default_home
 from unified._adapters.claude_code._tools import QUESTION_TOOL, policy_call
 from unified._adapters.claude_code._translate import StreamTranslator, as_object
 from unified._binary.jsonrpc import as_list
+from unified._urls import local_target
 from unified.backends import RunContext
 from unified.events import (
     JsonValue,
@@ -57,7 +59,14 @@ from unified.events import (
 from unified.tools import Policy
 from unified.tools._paths import Workspace
 from unified.tools._policy import DEFAULT_TIER, Decision, Verdict, session_rule
-from unified.tools._runtime import OUTSIDE_RULE, PROTECTED_RULE, linked_verdict, protected_write, read_outside
+from unified.tools._runtime import (
+    LOCAL_NETWORK_RULE,
+    OUTSIDE_RULE,
+    PROTECTED_RULE,
+    linked_verdict,
+    protected_write,
+    read_outside,
+)
 
 __all__ = ["Answer", "PermissionBridge", "cli_rule"]
 
@@ -236,6 +245,8 @@ class PermissionBridge:
                 outside := await read_outside(self.workspace, _read_paths(name, paths), trees=name == "search")
             ) is not None:
                 verdict = Verdict(Decision.ASK_USER, OUTSIDE_RULE, outside)
+            elif name == "web_fetch" and (local := local_target(str(args.get("url", "")))) is not None:
+                verdict = Verdict(Decision.ASK_USER, LOCAL_NETWORK_RULE, local)
         rule = verdict.rule
         shipped_mode_rule = rule is not None and rule.modes is not None and int(rule.priority) == DEFAULT_TIER
         by: Literal["policy", "approval_mode"] = "approval_mode" if shipped_mode_rule else "policy"
@@ -271,6 +282,7 @@ class PermissionBridge:
         protected = {
             PROTECTED_RULE: "\nIt writes a protected path: ",
             OUTSIDE_RULE: "\nIt reads outside the workspace: ",
+            LOCAL_NETWORK_RULE: "\nIt fetches from this machine or its network: ",
         }
         why_asked = f"{protected[rule]}{verdict.doubt}." if rule in protected else ""
         prompt = permission_request(

@@ -8,9 +8,9 @@ outside Codex's sandbox: "allow" means allow.
 Who decides (one `permission_decision` per call):
 
 - `policy`: a read-only command (Codex's own parse of it, `commandActions`, is only `read`,
-  `listFiles` and `search`, and unified's own parse agrees: `unified.tools._read_only`) or an MCP tool
-  marked `readOnlyHint` runs without asking, in every mode;
-  in `plan` mode everything else is denied;
+  `listFiles` and `search`, and unified's own parse agrees: `unified.tools._read_only`) runs without asking,
+  in every mode; in `plan` mode everything else is denied, an MCP tool its server marks `readOnlyHint` too
+  (the server's own claim, which a hostile server makes of a tool that writes: asked as on the other backends);
 - `approval_mode`: `yolo` allows everything, `auto_edit` allows patches; and when nobody answers
   (no `on_user_input`, a timeout) the mode decides as elsewhere (default denies). A patch that writes a
   protected path or a path outside the workspace (docs/tools.md, "Protected paths"; a move's destination
@@ -278,9 +278,6 @@ class ApprovalBridge:
         mode = self.ctx.params.approval_mode
         if read_only and guarded is None:
             return "allow_once", "policy", "read-only command (Codex's parse and unified's: reads, listings, searches)"
-        annotations = as_dict(as_dict(params.get("_meta")).get("tool_annotations"))
-        if kind == "mcp" and annotations.get("readOnlyHint") is True:
-            return "allow_once", "policy", "read-only MCP tool (readOnlyHint)"
         if mode == "plan":
             return "deny", "policy", "plan mode: only read-only calls run"
         if mode == "yolo" or (mode == "auto_edit" and kind == "file" and guarded is None):
