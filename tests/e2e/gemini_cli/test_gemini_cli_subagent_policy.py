@@ -23,6 +23,7 @@ import pytest
 from tests.e2e.gemini_cli.gemini_cli_helpers import Run, call, stream_line, text
 from tests.e2e.gemini_cli.test_gemini_cli_mcp_policy import _server
 from tests.hang_guard import HANG_GUARD_S
+from unified._adapters.gemini_cli._user_agents import MAX_BYTES
 from unified.events import (
     ErrorEvent,
     PermissionDecision,
@@ -169,13 +170,15 @@ async def test_a_subagent_of_the_users_own_is_refused_as_the_built_in_ones_are(
 async def test_a_subagent_that_waits_unanswered_ends_the_run(
     run_gemini: Run, responses: Responses, workspace: Path, gemini_setup: Path
 ) -> None:
-    """A subagent unified cannot name (its name a YAML block scalar, which `own_subagents` does not read) is not in
-    unified's rules, so its call of a tool the policy asks about still waits on a question nobody can answer: the
-    bound on a subagent's silence (`subagent_silence_s`, 2 s here) ends the run with a typed error. Before, the run
-    hung."""
+    """A subagent unified cannot name (its name past the first 64 KiB of its file, which `own_subagents` reads alone,
+    behind a long description; a block scalar was this test's way until round 12 taught `own_subagents` to read
+    one) is not in unified's rules, so its call of a tool the policy asks about still
+    waits on a question nobody can answer: the bound on a subagent's silence (`subagent_silence_s`, 2 s here) ends
+    the run with a typed error. Before, the run hung."""
     agents = gemini_setup / ".gemini" / "agents"
     agents.mkdir()
-    (agents / "helper.md").write_text("---\nname: >-\n  helper\ndescription: Runs commands.\n---\nYou run commands.\n")
+    long = "Runs commands. " * (MAX_BYTES // 15 + 1)
+    (agents / "helper.md").write_text(f"---\ndescription: {long}\nname: helper\n---\nYou run commands.\n")
     fake = responses(
         stream_line(call("invoke_agent", agent_name="helper", prompt="do it")),
         stream_line(call("run_shell_command", command="touch sub")),
