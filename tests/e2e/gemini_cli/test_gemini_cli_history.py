@@ -27,7 +27,7 @@ from unified.conversations import (
     ToolResultPart,
     UserTurn,
 )
-from unified.events import Result, SessionStarted, UnifiedEvent
+from unified.events import Result, SessionStarted, UnifiedEvent, WarningEvent
 from unified.testing import FakeGemini, Fault, backend_options_for
 from unified.testing import ModelTurn as ScriptTurn
 
@@ -92,6 +92,9 @@ async def test_history_reaches_the_model_as_earlier_turns(workspace: Path, gemin
         started = next(e for e in events if isinstance(e, SessionStarted))
         assert started.resumed is False
         assert started.short_id is not None
+        # The CLI's empty duplicate of the session unified wrote a minute back is removed unsaid: every continued
+        # conversation has one, and a `session_repaired` warning on each asked nothing of anyone.
+        assert not [e.message for e in events if isinstance(e, WarningEvent) and e.code == "session_repaired"]
         [request] = [r for r in server.requests if r.api_method == "generateContentStream"]
         contents = request.body["contents"]
         roles = [c["role"] for c in contents]

@@ -840,9 +840,13 @@ class ResumeGuard:
     lost messages anyway is restored, and the empty duplicate is removed.
     """
 
-    def __init__(self, home: Path, session_id: str) -> None:
+    def __init__(self, home: Path, session_id: str, *, written: bool = False) -> None:
         self.home = home
         self.session_id = session_id
+        self.written = written
+        """The session is one unified wrote for this run (`_conversation.Opening.written`): its empty duplicate is
+        removed as always, but not reported (a `session_repaired` warning on every continued conversation, which
+        asks nothing of anyone, was noise)."""
         self._backup_dir = Path(platformdirs.user_cache_dir("unified")) / "gemini-cli" / "backups" / session_id
         self._saved: dict[Path, int] = {}
         self.repairs: list[str] = []
@@ -883,6 +887,9 @@ class ResumeGuard:
             for path in session_files(self.home, self.session_id):
                 if path not in known and conversation_size(path) == 0:
                     path.unlink()
-                    self.repairs.append(f"removed the empty duplicate {path.name} (it would get the session deleted)")
+                    if not self.written:
+                        self.repairs.append(
+                            f"removed the empty duplicate {path.name} (it would get the session deleted)"
+                        )
         shutil.rmtree(self._backup_dir, ignore_errors=True)
         return self.repairs

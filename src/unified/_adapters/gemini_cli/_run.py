@@ -80,7 +80,8 @@ class AcpRun:
         self.opening = opening
         """A session written for this run (a continued conversation) or a retried prompt: what to load and say."""
         load = opening.load if opening is not None else None
-        self.setup = SessionSetup(self.connection, ctx, launch, load)
+        written = opening is not None and opening.written
+        self.setup = SessionSetup(self.connection, ctx, launch, load, written=written)
         self.translator = AcpTranslator()
         self._questions = 0
         self._shown: _Shown | None = None

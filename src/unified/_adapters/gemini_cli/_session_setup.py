@@ -206,7 +206,15 @@ def session_model(messages: list[dict[str, Any]]) -> str | None:
 class SessionSetup:
     """Opens one ACP session; `session_id` and `inbox` are set once it is known."""
 
-    def __init__(self, connection: AcpConnection, ctx: RunContext, launch: Launch, load: str | None = None) -> None:
+    def __init__(
+        self,
+        connection: AcpConnection,
+        ctx: RunContext,
+        launch: Launch,
+        load: str | None = None,
+        *,
+        written: bool = False,
+    ) -> None:
         self.connection = connection
         self.own_servers: list[dict[str, Any]] = []
         """ACP entries of unified's own MCP servers for this session (the ask_user server, `_ask_server.py`)."""
@@ -214,6 +222,8 @@ class SessionSetup:
         self.load = load or self.params.resume
         """What `session/load` opens (a resume's ref, or the session a continued conversation was written as);
         None: `session/new`."""
+        self.written = written
+        """`load` is a session unified wrote for this run (`Opening.written`)."""
         self.launch = launch
         self._ctx = ctx
         self.session_id = ""
@@ -428,7 +438,7 @@ class SessionSetup:
         messages = read_chat(Path(str(info.path))).messages
         replayed = replay_count(messages)
         self.model = self.launch.model_for(session_model(messages) or info.model)
-        guard = ResumeGuard(gemini_home(self.launch.env), info.session_id)
+        guard = ResumeGuard(gemini_home(self.launch.env), info.session_id, written=self.written)
         guard.before()
         self._opened(info.session_id)
         await self._warn_unstartable_mcp(cwd)
