@@ -626,6 +626,12 @@ def user_rule_tools(policy: Policy | None) -> tuple[str, ...]:
     return ("*",) if "*" in names else tuple(sorted(names))
 
 
+_EDITS = ("write_file", "replace")
+"""The CLI's edit tools, which `policy_rules` has ask (and `_UNASKED` deny where nobody can be asked)."""
+_EFFECTS = ("web_fetch", "save_memory", "activate_skill")
+"""The CLI's other tools that act on the world, asked (and denied) as the edits are."""
+
+
 def policy_rules(excluded_tools: Sequence[str] = (), asked: Sequence[str] = ()) -> str:
     """The CLI's policy that makes unified the one authority over tool calls (docs/backends/gemini-cli.md).
 
@@ -649,9 +655,9 @@ def policy_rules(excluded_tools: Sequence[str] = (), asked: Sequence[str] = ()) 
     rules += (
         '[[rule]]\nname = "unified: the shell asks"\ntoolName = "run_shell_command"\nargsPattern = "."\n'
         f"{ask}modes = {ASKING_MODES}\n\n"
-        '[[rule]]\nname = "unified: edits ask"\ntoolName = ["write_file", "replace"]\n'
+        f'[[rule]]\nname = "unified: edits ask"\ntoolName = {json.dumps(list(_EDITS))}\n'
         f"{ask}modes = {ASKING_MODES}\n\n"
-        '[[rule]]\nname = "unified: effects ask"\ntoolName = ["web_fetch", "save_memory", "activate_skill"]\n'
+        f'[[rule]]\nname = "unified: effects ask"\ntoolName = {json.dumps(list(_EFFECTS))}\n'
         f"{ask}modes = {ASKING_MODES}\n\n"
         '[[rule]]\nname = "unified: MCP tools ask"\ntoolName = "*"\nmcpName = "*"\n'
         f"{ask}modes = {ASKING_MODES}\n\n"
@@ -675,9 +681,9 @@ _SIBLINGS: Mapping[str, tuple[str, ...]] = {"read_file": ("read_many_files",)}
 `read_file` does (its entries are judged as `read_file`'s: `_reach.ALSO_JUDGED`)."""
 
 _UNASKED: Mapping[ApprovalMode, tuple[str, ...]] = {
-    "default": ("run_shell_command", "write_file", "replace", "web_fetch", "save_memory", "activate_skill"),
-    "auto_edit": ("run_shell_command", "web_fetch", "save_memory", "activate_skill"),
-    "plan": ("run_shell_command", "web_fetch", "save_memory", "activate_skill"),
+    "default": ("run_shell_command", *_EDITS, *_EFFECTS),
+    "auto_edit": ("run_shell_command", *_EFFECTS),
+    "plan": ("run_shell_command", *_EFFECTS),
     "yolo": (),
 }
 """The CLI's tools that `policy_rules` has ask in each approval mode (plan's edits are the CLI's plan files, left to
