@@ -355,3 +355,19 @@ def test_a_codex_retry_never_leaves_out_the_turns_after_the_last_prompt(tmp_path
     with pytest.raises(ConfigurationError, match="ends with tool results"):
         open_history(Rollouts(tmp_path / "home"), params, "openai")
     assert not (tmp_path / "home").exists() or not any((tmp_path / "home").rglob("*.jsonl"))
+
+
+def test_the_interactions_model_turn_count_is_the_conversations() -> None:
+    """`model_turn_count` counts the model turns `conversation_from_steps` builds (the session's turns are numbered
+    by it after every model turn, without building the conversation): the same on every sequence of the step kinds
+    up to five steps long, an unknown or missing kind included."""
+    import itertools
+
+    from unified._adapters.interactions._conversation import conversation_from_steps, model_turn_count
+
+    kinds = ["user_input", "function_result", "thought", "function_call", "", "novel"]
+    for size in range(6):
+        for sequence in itertools.product(kinds, repeat=size):
+            steps = [{"type": kind} if kind else {} for kind in sequence]
+            built = conversation_from_steps(steps, model=None).turns
+            assert model_turn_count(steps) == sum(isinstance(turn, ModelTurn) for turn in built), sequence

@@ -33,9 +33,22 @@ from unified.conversations import (
 )
 from unified.events import Usage
 
-__all__ = ["conversation_from_steps", "steps_from_conversation"]
+__all__ = ["conversation_from_steps", "model_turn_count", "steps_from_conversation"]
 
 _USER_STEPS = frozenset({"user_input", "function_result"})
+
+
+def model_turn_count(steps: Iterable[Mapping[str, Any]]) -> int:
+    """How many model turns `conversation_from_steps` makes of `steps` (a model turn begins at a model step that
+    follows a user's, or none), counted without building them: the session's turns are numbered after every model
+    turn of a run (`_turns.InteractionsTurns`), and building the whole conversation each time cost 6.7 ms a turn at
+    100 turns, growing with every one."""
+    count, after_user = 0, True
+    for step in steps:
+        user = str(step.get("type") or "") in _USER_STEPS
+        count += not user and after_user
+        after_user = user
+    return count
 
 
 def conversation_from_steps(

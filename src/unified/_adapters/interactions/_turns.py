@@ -30,7 +30,11 @@ from unified._adapters.interactions._client import (
     is_api_error,
     is_connection_error,
 )
-from unified._adapters.interactions._conversation import conversation_from_steps, steps_from_conversation
+from unified._adapters.interactions._conversation import (
+    conversation_from_steps,
+    model_turn_count,
+    steps_from_conversation,
+)
 from unified._adapters.interactions._options import DEFAULT_MODEL, InteractionsOptions
 from unified._adapters.interactions._sessions import BACKEND, append_interaction, chain
 from unified._adapters.interactions._translate import (
@@ -90,18 +94,12 @@ def _refused_images(steps: list[Any]) -> list[str]:
     ]
 
 
-def _model_turns(steps: list[dict[str, Any]]) -> int:
-    """How many model turns `steps` make as the session's conversation (`conversation_from_steps`, which export
-    reads with the usage of each turn by its number)."""
-    return sum(isinstance(turn, ModelTurn) for turn in conversation_from_steps(steps, model=None).turns)
-
-
 def _carried_usage(history: Conversation, steps: list[dict[str, Any]]) -> dict[str, Any]:
     """The usage of each model turn of a carried conversation, by its number in the new session's steps, so the
     record keeps it (docs/conversations.md: per-turn usage is kept, never counted again); none when the steps
     do not make as many model turns (turns joined in writing them)."""
     carried = [turn.usage for turn in history.turns if isinstance(turn, ModelTurn)]
-    if len(carried) != _model_turns(steps):
+    if len(carried) != model_turn_count(steps):
         return {}
     return {str(number): usage.model_dump(exclude_defaults=True) for number, usage in enumerate(carried) if usage}
 
@@ -235,7 +233,7 @@ class InteractionsTurns:
         steps = self.translator.model_steps()
         self.history += steps
         if steps:  # per model turn (its number in the session's conversation, carried turns counted), for export
-            number = _model_turns(self.history) - 1
+            number = model_turn_count(self.history) - 1
             session.state.setdefault("usage", {})[str(number)] = turn.usage.model_dump(exclude_defaults=True)
         session.state["steps"] = self.history
         self.continuation = self.translator.continuation_token if turn.continues else None
