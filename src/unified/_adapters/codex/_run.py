@@ -54,6 +54,7 @@ from unified._adapters.codex._outcome import (
 )
 from unified._adapters.codex._pool import ROUTE, CodexConnection, CodexPool
 from unified._adapters.codex._rollouts import codex_short_id, omitted_images
+from unified._adapters.codex._thread_config import thread_config
 from unified._adapters.codex._translate import AppServerTranslator, ModelResponse, Retrying, TurnEnded
 from unified._binary.jsonrpc import ConnectionClosed, Inbox, LineProblem, RpcError, as_dict, stream_ended
 from unified._binary.loops import every
@@ -453,12 +454,11 @@ class CodexRun:
 
     async def _open(self, cwd: Path) -> None:
         params = thread_params(self.params)
-        if self.launch.mcp_servers or self.launch.project_servers_off:
-            # the thread's own (`_launch._mcp_table`: their tokens stay off argv and env), a repository's turned off
-            params["config"] = {"mcp_servers": {**self.launch.project_servers_off, **self.launch.mcp_servers}}
-        if self.options.policy is not None and subagents_refused(self.options.policy, self.params.approval_mode):
-            # Codex asks nobody before a spawn: a policy that might refuse one turns the tools off for the thread
-            params.setdefault("config", {})["features"] = {"multi_agent": False}
+        policy = self.options.policy
+        subagents = policy is None or not subagents_refused(policy, self.params.approval_mode)
+        config = thread_config(self.params, self.options, self.launch, subagents=subagents)
+        if config:
+            params["config"] = config
         opening = self.opening
         try:
             if opening.thread_id is None:
