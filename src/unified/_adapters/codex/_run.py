@@ -53,7 +53,7 @@ from unified._adapters.codex._outcome import (
     provider_down,
 )
 from unified._adapters.codex._pool import ROUTE, CodexConnection, CodexPool
-from unified._adapters.codex._rollouts import codex_short_id, omitted_images
+from unified._adapters.codex._rollouts import codex_short_id, last_total, omitted_images
 from unified._adapters.codex._thread_config import thread_config
 from unified._adapters.codex._translate import AppServerTranslator, ModelResponse, Retrying, TurnEnded
 from unified._binary.jsonrpc import ConnectionClosed, Inbox, LineProblem, RpcError, as_dict, stream_ended
@@ -490,6 +490,10 @@ class CodexRun:
             await self._leases.enter_async_context(session_lease(BACKEND, self.launch.home, thread_id))
         where = str(thread.get("cwd") or answer.get("cwd") or cwd)
         self.translator = AppServerTranslator(main_thread=thread_id, cwd=where)
+        if opening.thread_id is not None and self._rollout is not None:
+            total = await anyio.to_thread.run_sync(last_total, self._rollout)
+            if total is not None:
+                self.translator.resumed_at(total)
         self._started = SessionStarted(
             backend=BACKEND,
             model=str(answer.get("model") or self.params.model or "") or None,

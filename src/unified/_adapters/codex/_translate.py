@@ -301,6 +301,11 @@ class AppServerTranslator:
     def __post_init__(self) -> None:
         self.threads.setdefault(self.main_thread, _Thread(None))
 
+    def resumed_at(self, total: Usage) -> None:
+        """The main thread's total before this run (a resumed thread's, `_rollouts.last_total`): its responses count
+        from there, when Codex does not tell it first."""
+        self.threads[self.main_thread].total = total
+
     # --- who is who ---------------------------------------------------------------------------------
 
     def task_of(self, thread_id: object) -> str | None:
