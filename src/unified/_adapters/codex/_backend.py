@@ -45,15 +45,6 @@ class CodexBackend:
         images = images_not_taken(params.history, "OpenAI")
         if images is not None:
             problems.append(UnsupportedOption("history", images, False))
-        if params.max_turns is not None:
-            problems.append(
-                UnsupportedOption(
-                    "max_turns",
-                    "Codex 0.171 has no per-turn limit on model requests, and a turn/interrupt from outside would "
-                    "race its next request (it runs allowed commands unasked); it is ignored",
-                    False,
-                )
-            )
         if params.thinking is not None and params.thinking.budget is not None:
             problems.append(
                 UnsupportedOption(

@@ -25,6 +25,10 @@ background terminals, and retires the process, which the pool then ends. Ending 
 commands Codex started too, which run in sessions of their own: they are found before and killed after
 (`_processes`). A turn that ended by itself gives the process back to the pool, after ending what the
 run started (`CodexConnection.end_run`); a process the pool does not keep has its stdin closed at once.
+
+`max_turns` is unified's (0.171 has no limit): a call of the main thread's model request `max_turns` is answered
+`cancel` at its approval (`ApprovalBridge._cap`: Codex asks before every command, patch and MCP call), and one Codex
+runs unasked interrupts the turn when it starts (`_unasked_past_cap`); the run ends `max_turns`, the process retired.
 """
 
 from __future__ import annotations
@@ -67,7 +71,7 @@ from unified._version import __version__
 from unified.backends import AgentProcess, RunContext, RunOutcome
 from unified.conversations import Origin
 from unified.errors import AuthError, BackendError, BackendUnavailable, ConfigurationError, RunStopped, SessionNotFound
-from unified.events import SessionStarted, Usage, WarningEvent
+from unified.events import SessionStarted, ToolUse, Usage, WarningEvent
 from unified.types import ExecuteParams, ImageInput
 
 __all__ = ["CodexRun", "Opening", "initialize_params", "thread_params", "user_input"]
@@ -107,6 +111,8 @@ thread from `thread/start`'s answer, and its subagents' from their spawn item): 
 messages, each a wake-up, a read and a parse of the client. They are no sign of progress either.
 `account/rateLimits/updated` is read: it ends every model response, the only sign of one that reported no usage
 (`AppServerTranslator._usage_less_response`)."""
+_ASKED = frozenset({"exec_command", "apply_patch"})
+"""The tools whose every call Codex asks about (with MCP tools): `max_turns` stops them at the approval."""
 _SILENT = frozenset({"error", "thread/status/changed", "account/rateLimits/updated", "serverRequest/resolved"})
 """Notifications that are no sign of progress (a retry, a status flag)."""
 
@@ -613,6 +619,11 @@ class CodexRun:
                 else:
                     item.native = self.ctx.native(message)
                     await self.ctx.emit(item)
+                    if isinstance(item, ToolUse) and not bridge.capped and self._unasked_past_cap(item):
+                        bridge.capped = True
+                        await self.connection.start_request(
+                            "turn/interrupt", {"threadId": self.thread_id, "turnId": self.turn_id}
+                        )
         assert self.process is not None
         assert self.connection is not None
         assert self.lease is not None
@@ -629,11 +640,29 @@ class CodexRun:
         if self._responses == 0:
             await self.ctx.end_turn(Usage())  # nothing reported: the guard estimates from the text, flagged
         short = codex_short_id(self.thread_id)
+        if bridge.capped:
+            said = (
+                f"stopped after max_turns={self.params.max_turns} model requests; the last request's calls were not run"
+            )
+            return RunOutcome(status="max_turns", short_id=short, error=said)
         if main_end.status == "completed":
             return RunOutcome(short_id=short)
         if main_end.status == "interrupted":
             return RunOutcome(status="interrupted", short_id=short)
         raise error_from_turn_error(main_end.error, where=self.where)
+
+    def _unasked_past_cap(self, call: ToolUse) -> bool:
+        """Whether `call` is one Codex runs without asking (`view_image`, its goal tools, a subagent, a web search)
+        made by the main thread's model request `max_turns` or a later one: the turn is interrupted then, which may
+        come after Codex sent the next request (those calls take milliseconds). A command, patch or MCP call is asked
+        first, and stopped surely there (`ApprovalBridge._cap`)."""
+        cap = self.params.max_turns
+        if cap is None or call.subagent_task_id is not None or call.server_side:
+            return False
+        if call.name in _ASKED or call.name.startswith("mcp__"):
+            return False
+        assert self.translator is not None
+        return self.translator.request_of(call.tool_use_id) >= cap
 
     def _rollout_size(self) -> int:
         """How long the thread's rollout is (0 before Codex writes it: a new thread's first turn)."""
