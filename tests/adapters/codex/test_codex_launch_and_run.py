@@ -774,3 +774,50 @@ def test_the_collaboration_mode_follows_the_approval_mode(
         assert mode is None
     else:
         assert mode == {"mode": sent, "settings": {"model": "gpt-5.5", "reasoning_effort": "high"}}
+
+
+def _thread_config(tmp_path: Path, *, subagents: bool = True, **fields: Any) -> dict[str, Any]:
+    from unified._adapters.codex._thread_config import thread_config
+
+    env = {"PATH": "/usr/bin", "HOME": str(tmp_path), "OPENAI_API_KEY": "sk-abc"}
+    options = fields.pop("options", {})
+    params = ExecuteParams(prompt="x", backend="codex", cwd=tmp_path, **fields)
+    parsed = codex_options({"start_process": lambda *a: None, **options})
+    return thread_config(params, parsed, Launch.of(params, parsed, parent=env), subagents=subagents)
+
+
+def test_a_thread_reads_no_repository_instructions_unless_asked(tmp_path: Path) -> None:
+    """A repository's AGENTS.md and skills reached the model before (no key was set)."""
+    assert _thread_config(tmp_path) == {"project_doc_max_bytes": 0, "skills": {"include_instructions": False}}
+    assert _thread_config(tmp_path, options={"project_instructions": True}) == {}
+
+
+@pytest.mark.parametrize(
+    ("excluded", "switched"),
+    [
+        (("view_image",), {"features": {"view_image": False}}),
+        (("run_shell_command",), {"features": {"shell_tool": False}}),
+        (("write_stdin",), {"features": {"shell_tool": False}}),
+        (("update_goal",), {"features": {"goals": False}}),
+        (("ask_user",), {"tools": {"experimental_request_user_input": {"enabled": False}}}),
+        (("spawn_agent",), {"features": {"multi_agent": False}}),
+        (("write_file", "read_file"), {}),  # no key: apply_patch stays, refused per call; Codex has no read_file
+        (
+            ("*",),
+            {
+                "features": {"shell_tool": False, "view_image": False, "goals": False, "multi_agent": False},
+                "tools": {"experimental_request_user_input": {"enabled": False}},
+            },
+        ),
+    ],
+)
+def test_each_excluded_tool_is_switched_off_in_the_threads_config(
+    tmp_path: Path, excluded: tuple[str, ...], switched: dict[str, Any]
+) -> None:
+    config = _thread_config(tmp_path, excluded_tools=excluded, options={"project_instructions": True})
+    assert config == switched
+
+
+def test_a_policy_refusing_subagents_and_an_excluded_shell_share_the_features_table(tmp_path: Path) -> None:
+    config = _thread_config(tmp_path, subagents=False, excluded_tools=("exec_command",))
+    assert config["features"] == {"shell_tool": False, "multi_agent": False}

@@ -256,3 +256,41 @@ def test_a_retry_delay_is_kept_and_an_exit_is_explained() -> None:
     crashed = error_from_exit(-9, "line one\nthe reason\n", "codex app-server exited")
     assert "killed by signal 9 (SIGKILL" in crashed.message
     assert "the reason" in crashed.message
+
+
+def test_last_total_is_the_last_token_count_with_figures(tmp_path: Path) -> None:
+    """A resumed thread counts from it (`_run`): Codex does not tell it for a thread unified wrote from a history."""
+    from unified._adapters.codex._rollouts import TAIL_BYTES, last_total
+
+    def count(info: object) -> str:
+        return json.dumps({"type": "event_msg", "payload": {"type": "token_count", "info": info}})
+
+    figures = {"input_tokens": 18, "cached_input_tokens": 4, "output_tokens": 9, "reasoning_output_tokens": 2}
+    rollout = tmp_path / "rollout.jsonl"
+    lines = ["x" * TAIL_BYTES, count({"total_token_usage": {"input_tokens": 1}}), count({"total_token_usage": figures})]
+    rollout.write_text("\n".join([*lines, count(None), '{"type": "event_msg", "payload": {"type": "task_complete"}}']))
+    total = last_total(rollout)
+    assert total is not None
+    assert (total.input_tokens, total.cached_tokens, total.output_tokens, total.thinking_tokens) == (18, 4, 7, 2)
+    rollout.write_text("\n".join([count({"total_token_usage": figures}), "y" * TAIL_BYTES]))  # beyond the tail read
+    assert last_total(rollout) is None
+    assert last_total(tmp_path / "missing.jsonl") is None
+
+
+def test_a_written_conversation_keeps_each_model_turns_usage(tmp_path: Path) -> None:
+    """LOST before: the rollout written for a history held no usage, so its export had none (docs/conversations.md)."""
+    from unified.events import Usage
+
+    used = Usage(input_tokens=111, output_tokens=22, thinking_tokens=5, cached_tokens=60, cache_creation_tokens=40)
+    conversation = Conversation(
+        turns=[
+            UserTurn(parts=[TextPart(text="q1")]),
+            ModelTurn(provider="anthropic", usage=used, parts=[TextPart(text="a1")]),
+            UserTurn(parts=[TextPart(text="q2")]),
+            ModelTurn(provider="google", parts=[TextPart(text="a2")]),
+        ]
+    )
+    thread = uuid7(T0)
+    read = conversation_from_rollout(read_rollout(write(tmp_path, thread, conversation)))
+    usages = [turn.usage for turn in read.turns if isinstance(turn, ModelTurn)]
+    assert usages == [used, None]

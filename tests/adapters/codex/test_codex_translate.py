@@ -282,3 +282,26 @@ def test_the_main_turns_end_is_reported_once_and_a_late_one_is_dropped() -> None
     assert note(t, "turn/completed", turn={"id": "an-earlier-turn", "status": "interrupted"}) == []
     (ended,) = note(t, "turn/completed", turn={"id": TURN, "status": "failed", "error": {"message": "x"}})
     assert ended == TurnEnded(None, "failed", {"message": "x"}, TURN)
+
+
+def test_a_call_is_numbered_by_the_request_that_made_it_when_its_item_starts() -> None:
+    """`max_turns` refuses a call of request `max_turns` at its approval, which may come after that response's token
+    count: the number is taken when Codex starts the item, not when it asks."""
+    t = translator()
+    note(t, "item/started", item=command())
+    assert t.request_of("call_1") == 1
+    note(t, "thread/tokenUsage/updated", tokenUsage={"total": breakdown(10, 0, 1, 0), "last": breakdown(10, 0, 1, 0)})
+    assert t.request_of("call_1") == 1  # its response was counted since: still the first request's
+    note(t, "item/started", item=command(id="call_2"))
+    assert t.request_of("call_2") == 2
+    assert t.request_of("call_unseen") == 2  # asked about before it started: the request not yet counted
+    note(t, "item/started", thread="a-child-thread", item=command(id="call_3"))
+    assert t.main_responses == 1
+
+
+def test_resumed_at_is_where_a_resumed_threads_responses_count_from() -> None:
+    """A thread unified wrote from a history gets no baseline from Codex: its previous run's 7 tokens counted again."""
+    t = translator()
+    t.resumed_at(Usage(input_tokens=7, output_tokens=3))
+    (response,) = note(t, "thread/tokenUsage/updated", tokenUsage={"total": breakdown(18, 0, 5, 0)})
+    assert response.usage == Usage(input_tokens=11, output_tokens=2)

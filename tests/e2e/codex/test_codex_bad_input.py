@@ -141,13 +141,14 @@ async def test_a_truncated_rollout_resumes_from_what_is_left_and_keeps_its_bytes
         thread = next(e for e in await run_codex(server, workspace, "One.") if isinstance(e, SessionStarted))
         path = rollout(thread.session_id)
         data = path.read_bytes()
-        cut = data[: len(data) * 2 // 3]
+        first = data.index(b"\n") + 1  # the thread's meta line, with Codex's whole base prompt, stays whole
+        cut = data[: first + (len(data) - first) * 2 // 3]
         assert not cut.endswith(b"\n")
         path.write_bytes(cut)
         events = await run_codex(server, workspace, "Two.", resume=thread.short_id)
     last = events[-1]
     assert isinstance(last, Result)
-    assert (last.status, last.final_text) == ("success", "Second.")
+    assert (last.status, last.final_text) == ("success", "Second."), last.error
     assert path.read_bytes().startswith(cut), "Codex appends; nothing before is rewritten"
 
 

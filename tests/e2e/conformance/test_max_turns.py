@@ -23,9 +23,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 NOT_CAPPED = {
     "gemini-cli": "0.61 reads model.maxSessionTurns only from settings files; the system one unified writes is "
     "skipped unless root owns it and every folder above it; emulating it races the CLI's next request",
-    "codex": "0.171's app-server has no limit on model requests, and its notifications do not count them: against "
-    "FakeOpenAI no thread/tokenUsage/updated came between a turn's responses, and commands run while a response "
-    "streams, so a call after a finished call may be the same response's",
 }
 CAPPED = [column for column in COLUMNS if column.name not in NOT_CAPPED]
 MODEL_METHODS = ("generateContentStream", "generateContent", "interactions.create", "messages", "responses")

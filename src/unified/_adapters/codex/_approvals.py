@@ -164,6 +164,8 @@ class ApprovalBridge:
         self.translator = translator
         self.policy = policy
         """The caller's policy: its user rules decide before the table of `_policy` (`_user_verdict`)."""
+        self.capped = False
+        """A call of the model's request `max_turns` was refused, the turn cancelled: the run ends `max_turns`."""
 
     async def answer(self, message: dict[str, Any]) -> None:
         method = str(message.get("method"))
@@ -186,6 +188,28 @@ class ApprovalBridge:
             await self.connection.respond_error(request_id, METHOD_NOT_FOUND, f"unified does not handle {method}")
 
     # --- permission ---------------------------------------------------------------------------------
+
+    async def _cap(self, request_id: Any, kind: Kind, call_id: str, name: str, cap: int) -> None:
+        """A call of the model's request `cap` (or a later one): answering it would have Codex send request `cap` + 1
+        with its result, so it is not run and the turn is cancelled (`cancel`: Codex ends the turn at once and sends
+        nothing more). Codex asks before every command, patch and MCP call, so none runs past the cap."""
+        reason = f"not run: the run reached max_turns={cap}"
+        if call_id:
+            self.translator.decided.add(call_id)
+            self.translator.not_run[call_id] = reason
+            await self.ctx.emit(
+                PermissionDecision(
+                    tool_use_id=call_id,
+                    tool_name=name,
+                    decision="deny",
+                    decided_by="policy",
+                    rule="max_turns",
+                    reason=reason,
+                    stops_run=True,
+                )
+            )
+        self.capped = True
+        await self._respond(request_id, kind, "cancel")
 
     def _mcp_call(self, params: dict[str, Any]) -> str:
         """An MCP approval names no item: the open mcpToolCall of that server, tool and arguments."""
@@ -420,6 +444,10 @@ class ApprovalBridge:
             await self._respond(request_id, kind, "decline")
             return
         name = await self._announce(call_id, params, kind, task)
+        cap = self.ctx.params.max_turns
+        if cap is not None and task is None and (self.capped or self.translator.request_of(call_id) >= cap):
+            await self._cap(request_id, kind, call_id, name, cap)
+            return
         mode = self.ctx.params.approval_mode
         guarded = None
         user = None

@@ -20,6 +20,7 @@ from unified._adapters.codex._pool import CodexPool, default_pool
 from unified._adapters.codex._rollouts import Rollouts
 from unified._adapters.codex._run import CodexRun, Opening
 from unified._adapters.codex._shared_sessions import shared_files
+from unified._adapters.codex._thread_config import refused_per_call
 from unified._binary.shared import run_shared, session_lease, shared_store
 from unified._internal.images import images_not_taken
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
@@ -44,15 +45,6 @@ class CodexBackend:
         images = images_not_taken(params.history, "OpenAI")
         if images is not None:
             problems.append(UnsupportedOption("history", images, False))
-        if params.max_turns is not None:
-            problems.append(
-                UnsupportedOption(
-                    "max_turns",
-                    "Codex 0.171 has no per-turn limit on model requests, and a turn/interrupt from outside would "
-                    "race its next request (it runs allowed commands unasked); it is ignored",
-                    False,
-                )
-            )
         if params.thinking is not None and params.thinking.budget is not None:
             problems.append(
                 UnsupportedOption(
@@ -61,13 +53,14 @@ class CodexBackend:
                     False,
                 )
             )
-        if params.excluded_tools:
+        offered = refused_per_call(params)
+        if offered:
             problems.append(
                 UnsupportedOption(
                     "excluded_tools",
-                    "Codex 0.171 cannot remove its own tools: they are still offered, and unified refuses every "
-                    "command, patch or MCP call of an excluded one (exec_command / run_shell_command, apply_patch / "
-                    "write_file / edit_file, mcp__<server>__<tool>); its other tools still run",
+                    f"Codex 0.171 has no setting that stops offering {', '.join(offered)} (its apply_patch tool, "
+                    "an MCP server's tools): the model is still offered them, and unified refuses each of their "
+                    "calls; the other excluded tools are not offered",
                     False,
                 )
             )

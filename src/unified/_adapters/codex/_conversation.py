@@ -11,7 +11,8 @@ run of model items; the `token_usage_record` that follows one gives its usage.
 UUIDv7) in our CODEX_HOME, which Codex resumes like one of its own (VERIFIED on 0.171: the next
 request carries the written items). Crossing rules (docs/conversations.md): a reasoning item keeps
 its `encrypted_content` only if an OpenAI model made it (`signature_for`), else it goes with its
-summary text alone; a server-side tool of another provider and a generated image are told as text.
+summary text alone; a server-side tool of another provider and a generated image are told as text. A model
+turn's usage follows it as a `token_usage_record`, as Codex writes one per response: the export keeps it on its turn.
 
 **Retry (`ExecuteParams.retry`).** The last user turn is answered again: for a stored session, the
 rollout is cut just before the task of its last user message (the cut-off tail is kept under
@@ -41,7 +42,14 @@ from typing import Any
 from unified._adapters.codex import _rollouts
 from unified._adapters.codex._launch import PINNED_VERSION
 from unified._adapters.codex._options import BACKEND
-from unified._adapters.codex._rollouts import Rollout, Rollouts, codex_short_id, content_parts, user_text
+from unified._adapters.codex._rollouts import (
+    Rollout,
+    Rollouts,
+    codex_short_id,
+    content_parts,
+    rollout_usage,
+    user_text,
+)
 from unified._adapters.codex._run import Opening
 from unified._files import read_regular, write_atomically
 from unified._internal.images import image_note, taken
@@ -113,21 +121,17 @@ def _call_name(payload: dict[str, Any]) -> str:
     return name
 
 
-def _usage(raw: object) -> Usage | None:
-    if not isinstance(raw, dict):
-        return None
-
-    def number(key: str) -> int:
-        value = raw.get(key)
-        return value if isinstance(value, int) and value >= 0 else 0
-
-    reasoning = number("reasoning_output_tokens")
-    return Usage(
-        input_tokens=number("input_tokens"),
-        cached_tokens=number("cached_input_tokens"),
-        output_tokens=max(number("output_tokens") - reasoning, 0),
-        thinking_tokens=reasoning,
-    )
+def _codex_usage(usage: Usage) -> dict[str, int]:
+    """`usage` in the form of Codex's rollouts (`rollout_usage` reads it back): output with the reasoning."""
+    output = usage.output_tokens + usage.thinking_tokens
+    return {
+        "input_tokens": usage.input_tokens,
+        "cached_input_tokens": usage.cached_tokens,
+        "cache_write_input_tokens": usage.cache_creation_tokens,
+        "output_tokens": output,
+        "reasoning_output_tokens": usage.thinking_tokens,
+        "total_tokens": usage.input_tokens + output,
+    }
 
 
 def conversation_from_rollout(rollout: Rollout) -> Conversation:
@@ -180,7 +184,7 @@ def _conversation_from_rollout(rollout: Rollout) -> Conversation:
                 model = payload["model"]
                 continue
             if kind == "token_usage_record" and turns and isinstance(turns[-1], ModelTurn):
-                turns[-1].usage = _usage(payload.get("usage"))
+                turns[-1].usage = rollout_usage(payload.get("usage"))
                 continue
             if kind != "response_item":
                 continue
@@ -397,6 +401,8 @@ def rollout_from_conversation(
     custom: set[str] = set()
     task: str | None = None
     last_text = ""
+    thread_usage: Usage | None = None
+    responses = 0
 
     def close_task() -> None:
         nonlocal task
@@ -431,6 +437,20 @@ def rollout_from_conversation(
                 if item.get("type") == "message":
                     last_text = item["content"][0]["text"]
                 lines.append(_line(ms, "response_item", item))
+            if turn.usage:  # kept on its turn, as Codex records a response's (never counted again by a run)
+                thread_usage = turn.usage if thread_usage is None else thread_usage + turn.usage
+                responses += 1
+                record = {
+                    "thread_id": thread_id,
+                    "turn_id": task or thread_id,
+                    "session_id": thread_id,
+                    "root_turn_id": task or thread_id,
+                    "response_id": f"resp_unified_{responses}",
+                    "usage": _codex_usage(turn.usage),
+                    "turn_token_usage": _codex_usage(turn.usage),
+                    "thread_token_usage": _codex_usage(thread_usage),
+                }
+                lines.append(_line(ms, "token_usage_record", record))
     close_task()
     return "\n".join(lines) + "\n"
 

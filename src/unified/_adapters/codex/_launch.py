@@ -55,6 +55,7 @@ __all__ = [
     "ENV_POLICY",
     "PINNED_VERSION",
     "PROVIDER",
+    "WEB_SEARCH",
     "ChatgptLogin",
     "Launch",
     "codex_home",
@@ -335,6 +336,19 @@ def _mcp_table(server: StdioMcpServer | HttpMcpServer) -> dict[str, Any]:
     return table
 
 
+WEB_SEARCH = ("web_search", "google_web_search")
+"""The names under which `excluded_tools` turns the `web_search` option's hosted search off (Codex's, the Gemini
+CLI's): it is then not turned on."""
+
+
+def _excludes_web_search(params: ExecuteParams) -> bool:
+    if not params.excluded_tools:
+        return False
+    from unified.tools._runtime import is_excluded  # the runtime's own reading of excluded_tools (imported late)
+
+    return any(is_excluded(name, params.excluded_tools) for name in WEB_SEARCH)
+
+
 PROJECT_CONFIG = Path(".codex") / "config.toml"
 """A project's own Codex settings, which Codex reads in the run's folder and the folders above it."""
 _SERVER_OFF: dict[str, Any] = {"enabled": False, "command": "true"}
@@ -461,7 +475,7 @@ class Launch:
             auth = "chatgpt"
         if params.model:
             overrides.append(("model", params.model))
-        if options.web_search != "disabled":
+        if options.web_search != "disabled" and not _excludes_web_search(params):
             overrides.append(("web_search", options.web_search))
         thinking = params.thinking
         if thinking is not None:

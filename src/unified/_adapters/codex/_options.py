@@ -55,6 +55,12 @@ class CodexOptions(BackendOptions):
     """OpenAI's hosted web search (Codex's `web_search`): off unless asked for, since the provider runs it
     on its side with no approval (as the API backends' google_search); `cached` searches OpenAI's index,
     `live` the web. Each search is a server-side `tool_use` / `tool_result` pair."""
+    project_instructions: bool = False
+    """Whether Codex reads the repository's own instructions into the model's context: its `AGENTS.md` (and
+    `AGENTS.override.md`, in the run's folder and those above it up to the project's root) and its skills
+    (`.codex/skills/`, `.agents/skills/`, listed with Codex's bundled ones). Off by default, as on the other agent
+    backends (claude-code reads no workspace CLAUDE.md, the Gemini CLI no GEMINI.md outside a folder it trusts): a
+    repository the caller did not write could instruct the model there."""
     policy: PolicyOption = None
     """The caller's permission policy (a `unified.tools.Policy`, as the other backends take). Its user rules
     (`Policy.with_toml`, `with_file`) decide before the bridge's own table: a deny rule refuses the call naming the

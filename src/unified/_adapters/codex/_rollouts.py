@@ -35,6 +35,7 @@ from unified._adapters.codex._options import BACKEND
 from unified._files import BOM_HINT, NotRegularFile, folder_entries, open_regular, starts_with_bom, write_atomically
 from unified._text import loaded_well_formed
 from unified.errors import CorruptSession, SessionNotFound
+from unified.events import Usage
 from unified.sessions import SessionInfo, SessionProblem, resolve_ref
 
 __all__ = [
@@ -45,9 +46,11 @@ __all__ = [
     "Rollouts",
     "codex_short_id",
     "content_parts",
+    "last_total",
     "omitted_images",
     "read_rollout",
     "rollout_name",
+    "rollout_usage",
     "show_rollout",
     "user_text",
 ]
@@ -63,6 +66,8 @@ OMITTED_IMAGE = "image content omitted because "
 be processed", "... it exceeded the supported size limit; use a smaller image"): it tells nobody else."""
 _CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "<turn_aborted>", "<skills_instructions>")
 _PREVIEW_LINES = 400
+TAIL_BYTES = 1 << 20
+"""How much of a rollout's end `last_total` reads: a turn ends with its token count."""
 """Lines read to list a session (its first prompt is near the top); a `show` reads it all."""
 
 
@@ -379,3 +384,49 @@ def omitted_images(path: Path, offset: int, images: int) -> list[str]:
     except (OSError, ValueError, RecursionError):
         return []
     return []
+
+
+def rollout_usage(raw: object) -> Usage | None:
+    """A usage of Codex's rollouts (`token_usage_record`'s `usage`, `token_count`'s totals) as ours: Codex's output
+    count includes the reasoning tokens, ours does not. None for one that is no object."""
+    if not isinstance(raw, dict):
+        return None
+
+    def number(key: str) -> int:
+        value = raw.get(key)
+        return value if isinstance(value, int) and value >= 0 else 0
+
+    reasoning = number("reasoning_output_tokens")
+    return Usage(
+        input_tokens=number("input_tokens"),
+        cached_tokens=number("cached_input_tokens"),
+        cache_creation_tokens=number("cache_write_input_tokens"),
+        output_tokens=max(number("output_tokens") - reasoning, 0),
+        thinking_tokens=reasoning,
+    )
+
+
+def last_total(path: Path) -> Usage | None:
+    """The thread's token total as its rollout last recorded it (the `total_token_usage` of its last `token_count`
+    with figures, in its last `TAIL_BYTES`), None when there is none or nothing can be read.
+
+    What a resumed thread's usage counts from: Codex 0.171 starts a resumed thread's total there, and tells it
+    (`thread/tokenUsage/updated` of the earlier turn) for a thread it made, but not for one unified wrote from a
+    history (measured: a run resuming such a thread counted the previous run's 7 + its own 11 input tokens)."""
+    try:
+        with open_regular(path) as handle:
+            size = handle.seek(0, 2)
+            handle.seek(max(size - TAIL_BYTES, 0))
+            tail = handle.read(TAIL_BYTES)
+    except OSError:
+        return None
+    for line in reversed(tail.split(b"\n")):
+        if b'"token_count"' not in line:
+            continue
+        with contextlib.suppress(ValueError, RecursionError):
+            record = json.loads(line)
+            payload = record.get("payload") if isinstance(record, dict) else None
+            info = payload.get("info") if isinstance(payload, dict) and payload.get("type") == "token_count" else None
+            if isinstance(info, dict) and isinstance(info.get("total_token_usage"), dict):
+                return rollout_usage(info["total_token_usage"])
+    return None

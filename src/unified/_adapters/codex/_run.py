@@ -25,6 +25,10 @@ background terminals, and retires the process, which the pool then ends. Ending 
 commands Codex started too, which run in sessions of their own: they are found before and killed after
 (`_processes`). A turn that ended by itself gives the process back to the pool, after ending what the
 run started (`CodexConnection.end_run`); a process the pool does not keep has its stdin closed at once.
+
+`max_turns` is unified's (0.171 has no limit): a call of the main thread's model request `max_turns` is answered
+`cancel` at its approval (`ApprovalBridge._cap`: Codex asks before every command, patch and MCP call), and one Codex
+runs unasked interrupts the turn when it starts (`_unasked_past_cap`); the run ends `max_turns`, the process retired.
 """
 
 from __future__ import annotations
@@ -53,7 +57,8 @@ from unified._adapters.codex._outcome import (
     provider_down,
 )
 from unified._adapters.codex._pool import ROUTE, CodexConnection, CodexPool
-from unified._adapters.codex._rollouts import codex_short_id, omitted_images
+from unified._adapters.codex._rollouts import codex_short_id, last_total, omitted_images
+from unified._adapters.codex._thread_config import thread_config
 from unified._adapters.codex._translate import AppServerTranslator, ModelResponse, Retrying, TurnEnded
 from unified._binary.jsonrpc import ConnectionClosed, Inbox, LineProblem, RpcError, as_dict, stream_ended
 from unified._binary.loops import every
@@ -66,7 +71,7 @@ from unified._version import __version__
 from unified.backends import AgentProcess, RunContext, RunOutcome
 from unified.conversations import Origin
 from unified.errors import AuthError, BackendError, BackendUnavailable, ConfigurationError, RunStopped, SessionNotFound
-from unified.events import SessionStarted, Usage, WarningEvent
+from unified.events import SessionStarted, ToolUse, Usage, WarningEvent
 from unified.types import ExecuteParams, ImageInput
 
 __all__ = ["CodexRun", "Opening", "initialize_params", "thread_params", "user_input"]
@@ -106,6 +111,8 @@ thread from `thread/start`'s answer, and its subagents' from their spawn item): 
 messages, each a wake-up, a read and a parse of the client. They are no sign of progress either.
 `account/rateLimits/updated` is read: it ends every model response, the only sign of one that reported no usage
 (`AppServerTranslator._usage_less_response`)."""
+_ASKED = frozenset({"exec_command", "apply_patch"})
+"""The tools whose every call Codex asks about (with MCP tools): `max_turns` stops them at the approval."""
 _SILENT = frozenset({"error", "thread/status/changed", "account/rateLimits/updated", "serverRequest/resolved"})
 """Notifications that are no sign of progress (a retry, a status flag)."""
 
@@ -453,12 +460,11 @@ class CodexRun:
 
     async def _open(self, cwd: Path) -> None:
         params = thread_params(self.params)
-        if self.launch.mcp_servers or self.launch.project_servers_off:
-            # the thread's own (`_launch._mcp_table`: their tokens stay off argv and env), a repository's turned off
-            params["config"] = {"mcp_servers": {**self.launch.project_servers_off, **self.launch.mcp_servers}}
-        if self.options.policy is not None and subagents_refused(self.options.policy, self.params.approval_mode):
-            # Codex asks nobody before a spawn: a policy that might refuse one turns the tools off for the thread
-            params.setdefault("config", {})["features"] = {"multi_agent": False}
+        policy = self.options.policy
+        subagents = policy is None or not subagents_refused(policy, self.params.approval_mode)
+        config = thread_config(self.params, self.options, self.launch, subagents=subagents)
+        if config:
+            params["config"] = config
         opening = self.opening
         try:
             if opening.thread_id is None:
@@ -490,6 +496,10 @@ class CodexRun:
             await self._leases.enter_async_context(session_lease(BACKEND, self.launch.home, thread_id))
         where = str(thread.get("cwd") or answer.get("cwd") or cwd)
         self.translator = AppServerTranslator(main_thread=thread_id, cwd=where)
+        if opening.thread_id is not None and self._rollout is not None:
+            total = await anyio.to_thread.run_sync(last_total, self._rollout)
+            if total is not None:
+                self.translator.resumed_at(total)
         self._started = SessionStarted(
             backend=BACKEND,
             model=str(answer.get("model") or self.params.model or "") or None,
@@ -609,6 +619,11 @@ class CodexRun:
                 else:
                     item.native = self.ctx.native(message)
                     await self.ctx.emit(item)
+                    if isinstance(item, ToolUse) and not bridge.capped and self._unasked_past_cap(item):
+                        bridge.capped = True
+                        await self.connection.start_request(
+                            "turn/interrupt", {"threadId": self.thread_id, "turnId": self.turn_id}
+                        )
         assert self.process is not None
         assert self.connection is not None
         assert self.lease is not None
@@ -625,11 +640,29 @@ class CodexRun:
         if self._responses == 0:
             await self.ctx.end_turn(Usage())  # nothing reported: the guard estimates from the text, flagged
         short = codex_short_id(self.thread_id)
+        if bridge.capped:
+            said = (
+                f"stopped after max_turns={self.params.max_turns} model requests; the last request's calls were not run"
+            )
+            return RunOutcome(status="max_turns", short_id=short, error=said)
         if main_end.status == "completed":
             return RunOutcome(short_id=short)
         if main_end.status == "interrupted":
             return RunOutcome(status="interrupted", short_id=short)
         raise error_from_turn_error(main_end.error, where=self.where)
+
+    def _unasked_past_cap(self, call: ToolUse) -> bool:
+        """Whether `call` is one Codex runs without asking (`view_image`, its goal tools, a subagent, a web search)
+        made by the main thread's model request `max_turns` or a later one: the turn is interrupted then, which may
+        come after Codex sent the next request (those calls take milliseconds). A command, patch or MCP call is asked
+        first, and stopped surely there (`ApprovalBridge._cap`)."""
+        cap = self.params.max_turns
+        if cap is None or call.subagent_task_id is not None or call.server_side:
+            return False
+        if call.name in _ASKED or call.name.startswith("mcp__"):
+            return False
+        assert self.translator is not None
+        return self.translator.request_of(call.tool_use_id) >= cap
 
     def _rollout_size(self) -> int:
         """How long the thread's rollout is (0 before Codex writes it: a new thread's first turn)."""

@@ -294,12 +294,23 @@ class AppServerTranslator:
     _summary_parts: dict[str, int] = field(default_factory=dict)
     _items: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Call id → the item as last seen (for the approval bridge)."""
+    not_run: dict[str, str] = field(default_factory=dict)
+    """Call id → why unified did not run it, when that is not a user's refusal (`max_turns`): its `tool_result`."""
+    main_responses: int = 0
+    """The main thread's model responses counted in this run (its requests that ended)."""
+    _request_of: dict[str, int] = field(default_factory=dict)
+    """A main-thread call's id → the number of the model request that made it (`request_of`)."""
     _usage_seen: bool = False
     """A `thread/tokenUsage/updated` came in this run: from then on Codex sends one for every response (repeating
     the last figures for a response without usage), which counts it."""
 
     def __post_init__(self) -> None:
         self.threads.setdefault(self.main_thread, _Thread(None))
+
+    def resumed_at(self, total: Usage) -> None:
+        """The main thread's total before this run (a resumed thread's, `_rollouts.last_total`): its responses count
+        from there, when Codex does not tell it first."""
+        self.threads[self.main_thread].total = total
 
     # --- who is who ---------------------------------------------------------------------------------
 
@@ -353,6 +364,8 @@ class AppServerTranslator:
         if method == "item/started":
             item = as_dict(params.get("item"))
             thread.output = thread.output or item.get("type") != "userMessage"
+            if task is None and isinstance(item.get("id"), str):
+                self._request_of.setdefault(item["id"], self.main_responses + 1)
             return self._started(item, task)
         if method == "item/completed":
             return self._completed(as_dict(params.get("item")), task, thread)
@@ -380,6 +393,8 @@ class AppServerTranslator:
                 return []  # a resumed thread's earlier usage (the baseline), or another turn's
             usage = _minus(total, before)
             thread.usage = thread.usage + usage
+            if task is None:
+                self.main_responses += 1
             return [ModelResponse(usage, task)]
         if method == "error":
             error = as_dict(params.get("error"))
@@ -427,7 +442,13 @@ class AppServerTranslator:
         if self._usage_seen or self.spawned or not main.output:
             return []
         main.output = False
+        self.main_responses += 1
         return [ModelResponse(Usage(), None)]
+
+    def request_of(self, call_id: str) -> int:
+        """The number of the main thread's model request that made the call `call_id` (counted when Codex started its
+        item, before it asks about it and before that response's token count): the request after those counted."""
+        return self._request_of.get(call_id, self.main_responses + 1)
 
     def _started(self, item: dict[str, Any], task: str | None) -> list[Item]:
         kind = item.get("type")
@@ -487,6 +508,8 @@ class AppServerTranslator:
                 )
             )
         output, is_error, data = tool_result_of(item, self._cwd_of(task))
+        if item_id in self.not_run:  # refused by unified for a reason of its own, not by a user
+            output, is_error = self.not_run[item_id], True
         self.answered.add(item_id)
         events.append(
             ToolResult(
