@@ -13,20 +13,35 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
 - Claude Code's WebFetch of a name that resolves to this machine or its network (`attacker.example` with an A record
   of 169.254.169.254, this machine's own host name) ran under an allow rule: `local_target` reads names without
   looking them up. Now a name is resolved (`_urls.resolves_locally`, 3 s at most); a private answer, or none without
-  a proxy to resolve it, is asked (rule `local-network`).
+  a proxy to resolve it, is asked (rule `local-network`);
+- a hostile repository's own `.git/config` (`core.fsmonitor = <command>`, `core.pager = <command>`): Codex's
+  read-only `git grep`, unasked in every mode (plan too), ran the monitor command (e2e on the real codex), as did an
+  allowed `git status` or `git diff` in any backend's commands or unified's shell, and git writing to a terminal ran
+  the pager. Now every binary's child (`GIT_SAFETY`) and unified's shell (`SHELL_SETTINGS`) set
+  `core.fsmonitor=false` (and the binaries `core.pager=cat`; unified's shell has `GIT_PAGER=cat`) as command-line
+  configuration, which outranks the repository's.
+
+Checked and kept as it was: unified's own shell passes no proxy variable of the host (a proxy password reaches none
+of its commands); the binaries' commands still see one (docs/backends/*.md say so and why).
 
 Attacks that held are kept below their section as pins.
 """
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.e2e.codex.conftest import run_codex
 from tests.security.test_red_team_round7 import _claude_answer
 from unified import _urls
+from unified._binary.environment import EnvPolicy, child_env
+from unified.events import PermissionDecision
+from unified.testing import FakeOpenAI, FunctionCall, ModelTurn
 from unified.tools import Policy
 from unified.tools._paths import Workspace
 from unified.tools._shell import ShellConfig
@@ -310,3 +325,79 @@ def test_a_proxy_url_with_a_password_reaches_no_command_of_unifieds_shell(
     monkeypatch.setenv(name, "http://user:s3cret-pass@proxy.corp.example:3128")
     env = ShellConfig(workspace=Workspace(tmp_path), env_allowlist=("*PROXY*", "*proxy*")).environment()
     assert all("s3cret-pass" not in value for value in env.values())
+
+
+# 4. a hostile repository's own .git/config: core.fsmonitor and core.pager
+
+
+def _hostile_repository(ws: Path, marker: Path) -> None:
+    """A workspace that is a git repository whose own `.git/config` names a command as its filesystem monitor and as
+    its pager (a repository unpacked with its `.git`: no model wrote it, so no protected path was asked)."""
+    env = {"PATH": os.defpath, "HOME": str(ws.parent), "GIT_CONFIG_NOSYSTEM": "1"}
+    for command in (
+        ["git", "init", "-q", "."],
+        ["git", "add", "a.txt"],
+        ["git", "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "x"],
+        ["git", "config", "core.fsmonitor", f"touch {marker}.fsmonitor; echo"],
+        ["git", "config", "core.pager", f"touch {marker}.pager; cat"],
+    ):
+        subprocess.run(command, cwd=ws, env=env, check=True, capture_output=True, timeout=60)
+
+
+def test_every_child_and_command_gets_git_to_run_no_repository_monitor_or_pager(tmp_path: Path) -> None:
+    """SUCCEEDED before (the e2e below): only safe.bareRepository was set. Now both outrank a repository's config."""
+    parameters = child_env(EnvPolicy(allow=frozenset()), parent={})["GIT_CONFIG_PARAMETERS"]
+    assert "'core.fsmonitor'='false'" in parameters
+    assert "'core.pager'='cat'" in parameters
+    env = ShellConfig(workspace=Workspace(tmp_path)).environment()
+    pairs = {env[f"GIT_CONFIG_KEY_{at}"]: env[f"GIT_CONFIG_VALUE_{at}"] for at in range(int(env["GIT_CONFIG_COUNT"]))}
+    assert pairs == {"safe.bareRepository": "explicit", "core.fsmonitor": "false"}
+
+
+@pytest.mark.e2e  # runs git
+@pytest.mark.parametrize("command", ["git grep hello", "git status --short", "git diff"])
+@pytest.mark.parametrize("who", ["binary", "unified"])
+def test_a_git_command_in_a_hostile_repository_runs_none_of_its_commands(
+    tmp_path: Path, command: str, who: str
+) -> None:
+    """SUCCEEDED before: `git grep hello` (Codex's read-only command, unasked in every mode), run with the environment
+    a binary's child gets, ran the repository's `core.fsmonitor` command (the marker made); with a terminal, its
+    `core.pager` too. Now git runs neither."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("hello\n")
+    marker = tmp_path / "marker"
+    _hostile_repository(ws, marker)
+    if who == "binary":
+        env = child_env(EnvPolicy(allow=frozenset()), parent={"PATH": os.defpath}, home=tmp_path, home_vars=("HOME",))
+    else:
+        env = ShellConfig(workspace=Workspace(ws), env={"PATH": os.defpath}).environment()
+    env["GIT_CONFIG_NOSYSTEM"] = "1"
+    leader, follower = os.openpty()  # a terminal, as Codex's exec_command gives with `tty`
+    try:
+        done = subprocess.run(
+            ["/bin/sh", "-c", command], cwd=ws, env=env, stdin=follower, stdout=follower, stderr=follower, timeout=60
+        )
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert done.returncode == 0
+    assert not (tmp_path / "marker.fsmonitor").exists(), command
+    assert not (tmp_path / "marker.pager").exists(), command
+
+
+@pytest.mark.e2e  # runs codex and git
+async def test_codex_read_only_git_grep_in_a_hostile_repository_runs_none_of_its_commands(tmp_path: Path) -> None:
+    """SUCCEEDED before: Codex's read-only `git grep` ran unasked in plan mode, and git ran the repository's
+    `core.fsmonitor` command."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("hello\n")
+    marker = tmp_path / "marker"
+    _hostile_repository(ws, marker)
+    calls = [FunctionCall(name="exec_command", args={"cmd": "git grep hello"})]
+    async with FakeOpenAI([ModelTurn(function_calls=calls), ModelTurn(text="done")]) as server:
+        events = await run_codex(server, ws, approval_mode="plan")
+    [decision] = [e for e in events if isinstance(e, PermissionDecision)]
+    assert decision.decision == "allow"  # a read, as before
+    assert not (tmp_path / "marker.fsmonitor").exists()
