@@ -82,6 +82,7 @@ def _allowing(prefix: str, deny: str | None = None) -> Policy:
         "npm exec rm x",
         "npm exec --yes -- rm x",
         "npm x rm x",
+        "npm exe rm x",
         "pnpm dlx rm x",
         "pnpm exec rm x",
         "pnpm -r --filter app exec rm x",
@@ -122,7 +123,9 @@ def _allowing(prefix: str, deny: str | None = None) -> Policy:
     ],
 )
 def test_a_deny_rule_holds_through_a_package_runner(command: str) -> None:
-    """SUCCEEDED before: the runner was the command, `rm` one of its operands, and the blanket allow ran it."""
+    """SUCCEEDED before: the runner was the command, `rm` one of its operands, and the blanket allow ran it. (npm runs
+    a command it finds on PATH, no package fetched, and takes a command's unique abbreviation: `npm exec rm f`,
+    `npm exe rm f` and `npx --offline rm f` each removed `f`, measured with npm 11.19 offline.)"""
     verdict = Policy.default().with_toml(DENY_RM).evaluate(SHELL, {"command": command}, "default")
     assert verdict.decision == "deny", command
 
@@ -141,6 +144,7 @@ def test_a_deny_rule_holds_through_a_package_runner(command: str) -> None:
         "mise exec node@20 rm x",
         "mise x -c 'rm x'",
         "uv run $CMD x",
+        "bun exec 'rm x'",
     ],
 )
 def test_a_runner_option_the_reader_does_not_follow_is_asked(command: str) -> None:

@@ -1647,6 +1647,15 @@ _PIXI_OPTIONS = _Options(
     long_flags=frozenset({"frozen", "locked", "no-install", "clean-env", "force-activate", "revalidate"}),
 )
 _DEVBOX_OPTIONS = _Options(flags="q", valued="ce", long_valued=frozenset({"config", "env", "env-file"}))
+_BUN_X = _runner(_BUNX_OPTIONS, "x")
+_BUN_EXEC = _runs_own_program("bun exec runs its script in Bun's own shell, which the reader does not follow")
+
+
+def _bun(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    """`bun x cmd` runs cmd (`_runner`); `bun exec SCRIPT` a script in Bun's shell: unknown to deny and ask rules."""
+    (_BUN_EXEC if words[1:2] == ["exec"] else _BUN_X)(walker, words, inv)
+
+
 _VERSION_MANAGER_EXEC = _runner(_Options(), "exec")
 """`asdf exec`, `pyenv exec`, `rbenv exec`, ...: the command found in the tool version's directory."""
 _MISE_EXEC = _command_after(frozenset({"--"}))
@@ -2143,12 +2152,12 @@ _WRAPPERS: dict[str, _Handler] = {
     "uv": _runner(_UV_OPTIONS, "run", "tool run"),
     "uvx": _runner(_UV_OPTIONS),
     "npx": _runner(_NPX_OPTIONS),
-    "npm": _runner(_NPX_OPTIONS, "exec", "x"),
+    "npm": _runner(_NPX_OPTIONS, "exec", "exe", "x"),  # `exe`: npm takes a command's unique abbreviation
     "pnpm": _runner(_PNPM_OPTIONS, "dlx", "exec"),
     "pnpx": _runner(_PNPM_OPTIONS),
     "yarn": _runner(_Options(flags="q", valued="p", long_valued=frozenset({"package"})), "dlx", "exec"),
     "bunx": _runner(_BUNX_OPTIONS),
-    "bun": _runner(_BUNX_OPTIONS, "x"),
+    "bun": _bun,
     **dict.fromkeys(("pipx", "poetry", "pdm", "rye", "pipenv"), _runner(_PYTHON_PROJECT_OPTIONS, "run")),
     "hatch": _runner(_PYTHON_PROJECT_OPTIONS, "run", "env run", scoped=True),
     "pixi": _runner(_PIXI_OPTIONS, "run", "exec"),
