@@ -1512,7 +1512,7 @@ def _runs_unread(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
     walker.out.append(inv.unknown(f"{command_name(words[0] or '')} runs a command its options hide from the reader"))
 
 
-def _runner(options: _Options, *verbs: str, scoped: bool = False) -> _Handler:
+def _runner(options: _Options, *verbs: str, scoped: bool = False, commands: frozenset[str] = frozenset()) -> _Handler:
     """A package or environment manager that runs a command (`uv run rm x`, `npx rm x`, `bundle exec rm x`) after
     its `verbs` (none for `npx`) and the `options` it reads (its own and the verb's, taken in either place).
 
@@ -1520,7 +1520,8 @@ def _runner(options: _Options, *verbs: str, scoped: bool = False) -> _Handler:
     command it runs is a part too, `covered` (`SimpleCommand.covered`), so a deny rule for `rm` holds through it. An
     option it does not know, one that runs a script of its own (`npx -c`), or a command only known at run time makes
     that part unknown: a deny or ask rule that may match is then asked. `scoped`: the command may be written
-    `ENV:cmd` (`hatch run test:rm x`), which is unknown too."""
+    `ENV:cmd` (`hatch run test:rm x`), which is unknown too. `commands`: the runner's own commands, when any other
+    first word is a command it runs (pnpm runs `pnpm shred x` as `pnpm exec shred x`, or a script of that name)."""
     leading = replace(options, positionals=0)
     wanted = [tuple(verb.split()) for verb in verbs]
 
@@ -1532,10 +1533,15 @@ def _runner(options: _Options, *verbs: str, scoped: bool = False) -> _Handler:
         if wanted:
             split = leading.split(args)
             if isinstance(split, str):
-                if any(word in args for verb in wanted for word in verb[:1]):
+                if commands or any(word in args for verb in wanted for word in verb[:1]):
                     walker.out.append(replace(inv.unknown(f"{name}: {split}"), covered=True))
                 return
             verb = next((verb for verb in wanted if tuple(split[1][: len(verb)]) == verb), ())
+            if not verb and commands and split[1] and split[1][0] not in commands:
+                start = len(walker.out)
+                walker.resolve(split[1], replace(inv, via=(*inv.via, name)))
+                walker.out[start:] = [replace(part, covered=True) for part in walker.out[start:]]
+                return
             if not verb:
                 return  # not a verb that runs a command (`uv pip install`, `npm test`)
             args = split[1][len(verb) :]
@@ -1599,11 +1605,27 @@ _NPX_OPTIONS = _Options(
     long_flags=frozenset({"yes", "no", "workspaces", "include-workspace-root", "quiet", "silent"}),
 )
 _PNPM_OPTIONS = _Options(
-    flags="rsw",
+    flags="rswvh",
     valued="FC",
     long_valued=frozenset({"filter", "dir", "resume-from", "reporter", "package", "workspace-concurrency"}),
-    long_flags=frozenset({"recursive", "parallel", "no-bail", "report-summary", "silent", "workspace-root"}),
+    long_flags=frozenset(
+        {"recursive", "parallel", "no-bail", "report-summary", "silent", "workspace-root", "version", "help"}
+    ),
 )
+_PNPM_COMMANDS = frozenset(
+    {
+        *("add", "install", "i", "update", "up", "upgrade", "remove", "rm", "uninstall", "un", "link", "ln", "unlink"),
+        *("import", "rebuild", "rb", "prune", "fetch", "install-test", "it", "patch", "patch-commit", "patch-remove"),
+        *("audit", "list", "ls", "ll", "la", "outdated", "why", "licenses", "run", "run-script", "test", "t", "tst"),
+        *("create", "start", "publish", "pack", "recursive", "m", "multi", "server", "store", "root", "bin", "setup"),
+        *("init", "deploy", "doctor", "config", "c", "get", "set", "env", "cat-file", "cat-index", "find-hash"),
+        *("self-update", "dedupe", "approve-builds", "ignored-builds", "help", "completion", "install-completion"),
+        *("access", "adduser", "bugs", "deprecate", "dist-tag", "docs", "edit", "info", "login", "logout", "owner"),
+        *("ping", "prefix", "profile", "pkg", "repo", "s", "search", "set-script", "star", "stars", "team", "token"),
+        *("unpublish", "unstar", "version", "view", "whoami", "xmas", "sbom", "catalog", "cache", "stage"),
+    }
+)
+"""pnpm's own commands (and those it hands to npm): any other first word it runs as a command (`pnpm shred x`)."""
 _BUNX_OPTIONS = _Options(valued="p", long_valued=frozenset({"package"}), long_flags=frozenset({"bun", "no-install"}))
 _CONDA_OPTIONS = _Options(
     flags="v",
@@ -2153,7 +2175,7 @@ _WRAPPERS: dict[str, _Handler] = {
     "uvx": _runner(_UV_OPTIONS),
     "npx": _runner(_NPX_OPTIONS),
     "npm": _runner(_NPX_OPTIONS, "exec", "exe", "x"),  # `exe`: npm takes a command's unique abbreviation
-    "pnpm": _runner(_PNPM_OPTIONS, "dlx", "exec"),
+    "pnpm": _runner(_PNPM_OPTIONS, "dlx", "exec", commands=_PNPM_COMMANDS),
     "pnpx": _runner(_PNPM_OPTIONS),
     "yarn": _runner(_Options(flags="q", valued="p", long_valued=frozenset({"package"})), "dlx", "exec"),
     "bunx": _runner(_BUNX_OPTIONS),
