@@ -9,11 +9,15 @@ parser's own errors quote the parts a token may stand in.
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
+import socket
 import unicodedata
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["base_url_refusal", "local_target", "url_problem"]
+import anyio
+
+__all__ = ["RESOLVE_TIMEOUT_S", "base_url_refusal", "local_target", "resolves_locally", "url_problem"]
 
 _IPV4_LIKE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+")
 """A host the HTTP client (httpx) takes for an IPv4 address, and refuses unless it is one (`999.1.1.1`)."""
@@ -159,3 +163,47 @@ def _ip_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | No
     for at, number in enumerate(first):
         value += number << (8 * (3 - at))
     return ipaddress.IPv4Address(value)
+
+
+RESOLVE_TIMEOUT_S = 3.0
+"""How long a host name's lookup may take before the fetch is asked (`resolves_locally`)."""
+
+_PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+
+
+async def _addresses(host: str, port: int) -> list[str]:
+    """The addresses `host` resolves to here (the one place a lookup is made: tests give their own answers)."""
+    found = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [str(sockaddr[0]) for *_, sockaddr in found]
+
+
+async def resolves_locally(url: str) -> str | None:
+    """Why a fetch of `url` whose host is a public-looking name (`local_target` found none) may reach this machine or
+    its network: the name resolves here to a loopback, private or link-local address (`attacker.example` with an A
+    record of 169.254.169.254), or it cannot be resolved within `RESOLVE_TIMEOUT_S` and no proxy variable is set
+    (then the fetch would resolve it on this machine too, and its answer is not known); None when every address is
+    global. With a proxy set the proxy resolves the name, so a failure here says nothing and is not asked. The fetch
+    resolves the name again: a name whose answer changes between the two (DNS rebinding) is not caught here."""
+    try:
+        parts = urlsplit(url.strip())
+        host, port = parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return "its host cannot be read"
+    host = unicodedata.normalize("NFKC", unquote(host)).casefold().translate(_DOTS).rstrip(".")
+    if not host or _ip_address(host) is not None:
+        return None  # an address is judged as written (`local_target`)
+    answers: list[str] | None = None
+    with anyio.move_on_after(RESOLVE_TIMEOUT_S):
+        try:
+            answers = await _addresses(host, port)
+        except (OSError, UnicodeError, ValueError):
+            answers = []
+    for answer in answers or ():
+        address = _ip_address(answer.split("%", 1)[0])
+        if address is None or not address.is_global:
+            return f"its host {host} resolves to {answer}, a loopback, private or link-local address"
+    if not answers and not any(os.environ.get(name) for name in _PROXY_VARIABLES):
+        return (
+            f"its host {host} could not be resolved here within {RESOLVE_TIMEOUT_S:g} s, so where it leads is unknown"
+        )
+    return None

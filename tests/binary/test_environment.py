@@ -36,7 +36,7 @@ def test_an_allowlist_passes_the_basics_and_what_the_binary_reads_only() -> None
         "GEMINI_API_KEY": "k",
         "GEMINI_CLI_HOME": "/x",
         "EXTRA": "1",  # what the caller gave the child always passes
-        "GIT_CONFIG_PARAMETERS": "'safe.bareRepository'='explicit'",  # ours, always
+        "GIT_CONFIG_PARAMETERS": GIT_SAFETY[1],  # ours, always
     }
     assert "PATH" in BASIC_ENV
 

@@ -15,7 +15,7 @@ from unified._adapters.claude_code._launch import claude_env
 from unified._adapters.claude_code._options import claude_code_options
 from unified._adapters.codex._launch import ENV_POLICY as CODEX_ENV_POLICY
 from unified._adapters.gemini_cli._launch import gemini_env
-from unified._binary.environment import child_env
+from unified._binary.environment import GIT_SAFETY, child_env
 
 GIT = shutil.which("git")
 
@@ -64,7 +64,7 @@ def test_an_agent_s_git_does_not_obey_a_plain_directory_s_config(
 
 def test_a_caller_s_own_git_parameters_are_kept(tmp_path: Path) -> None:
     env = child_env(CODEX_ENV_POLICY, extra={"GIT_CONFIG_PARAMETERS": "'core.quotepath'='off'"}, parent={})
-    assert env["GIT_CONFIG_PARAMETERS"] == "'core.quotepath'='off' 'safe.bareRepository'='explicit'"
+    assert env["GIT_CONFIG_PARAMETERS"] == f"'core.quotepath'='off' {GIT_SAFETY[1]}"
 
 
 UP = "/".join([".."] * 24)

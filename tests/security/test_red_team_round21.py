@@ -38,6 +38,7 @@ import pytest
 
 from tests.e2e.codex.conftest import run_codex
 from tests.security.test_red_team_round7 import _claude_answer
+from unified import _urls
 from unified._binary.environment import EnvPolicy, child_env
 from unified._urls import local_target
 from unified.events import PermissionDecision, ToolResult
@@ -178,8 +179,16 @@ async def test_a_claude_web_fetch_of_a_local_address_is_asked_under_an_allow_rul
 @pytest.mark.parametrize(
     "url", ["https://example.com/", "https://docs.python.org/3/library/", "https://8.8.8.8/", "https://1.2.3.4.nip.io/"]
 )
-async def test_a_claude_web_fetch_of_a_public_address_still_runs_under_an_allow_rule(tmp_path: Path, url: str) -> None:
-    """The pin beside it: a public URL is fetched unasked under the allow rule."""
+async def test_a_claude_web_fetch_of_a_public_address_still_runs_under_an_allow_rule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    """The pin beside it: a public URL is fetched unasked under the allow rule (its name answered publicly: this
+    machine has no DNS for public names, and round 22 asks a name that does not resolve)."""
+
+    async def public(host: str, port: int) -> list[str]:
+        return ["1.2.3.4" if host.endswith("nip.io") else "93.184.215.14"]
+
+    monkeypatch.setattr(_urls, "_addresses", public)
     body, decision = await _claude_answer(
         tmp_path, "WebFetch", {"url": url, "prompt": "x"}, Policy.default().with_toml(ALLOW_FETCH)
     )

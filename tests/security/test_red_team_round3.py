@@ -187,7 +187,7 @@ priority = 100
 
 def test_every_command_gets_git_to_use_bare_repositories_only_when_named(ws: Path) -> None:
     env = ShellConfig(workspace=_workspace(ws)).environment()
-    assert env["GIT_CONFIG_COUNT"] == "1"
+    assert env["GIT_CONFIG_COUNT"] == "2"
     assert (env["GIT_CONFIG_KEY_0"], env["GIT_CONFIG_VALUE_0"]) == ("safe.bareRepository", "explicit")
 
 

@@ -16,8 +16,9 @@ backend's policy names it.
 3. `home`: an isolated home, every variable of `home_vars` pointing at it (a throwaway home for a
    version probe; a per-run home for a binary whose state must not touch the user's).
 
-Then one setting of ours, whatever the sources said: git uses a bare repository only when told to
-(`GIT_SAFETY`), as unified's own shell has it (`tools._shell.SHELL_SETTINGS`).
+Then settings of ours, whatever the sources said: git uses a bare repository only when told to, and runs no
+command a repository's config names as its filesystem monitor or pager (`GIT_SAFETY`), as unified's own shell
+has it (`tools._shell.SHELL_SETTINGS`).
 
 The backend adds what only it knows (a settings override, a flag in the environment) afterwards.
 """
@@ -115,14 +116,20 @@ class EnvPolicy:
         return name.startswith((*BASIC_PREFIXES, *self.allow_prefixes))
 
 
-GIT_SAFETY = ("GIT_CONFIG_PARAMETERS", "'safe.bareRepository'='explicit'")
+GIT_SAFETY = ("GIT_CONFIG_PARAMETERS", "'safe.bareRepository'='explicit' 'core.fsmonitor'='false' 'core.pager'='cat'")
 """A directory holding `HEAD`, `config`, `objects/` and `refs/` is a bare repository to a git command run
 inside it, and git obeys its config: `core.fsmonitor = <command>` runs at the next `git grep` or `git status`
 there. None of those names is a protected path, so a model that may edit files could write one and have a
 command the policy allows (Codex's read-only `git grep`, a user's `git status` rule) run anything. With
 `safe.bareRepository=explicit` git uses such a directory only when named (`--git-dir`, which is asked). Given
 as command-line configuration (`GIT_CONFIG_PARAMETERS`: the only kind git honours for this setting besides
-the user's own files, and a name no CLI's secret filter drops, as Codex's `*KEY*` drops `GIT_CONFIG_KEY_0`)."""
+the user's own files, and a name no CLI's secret filter drops, as Codex's `*KEY*` drops `GIT_CONFIG_KEY_0`).
+
+The workspace's own `.git/config` may be hostile too (a repository unpacked with its `.git`): its
+`core.fsmonitor` runs at a `git grep`, `git status` or `git diff` (Codex's read-only `git grep`, unasked in every
+mode, plan too; a CLI's own `git status` at its start), and its `core.pager` when git writes to a terminal (Codex's
+`exec_command` with `tty`). Command-line configuration outranks the repository's, so both are set here: no
+filesystem monitor (only slower on a large repository) and `cat` as the pager."""
 
 
 def child_env(

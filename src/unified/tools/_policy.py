@@ -276,6 +276,8 @@ def _allow_all(parts: Sequence[_shell_syntax.SimpleCommand], prefixes: Sequence[
     if not parts:
         return Match.NO
     for part in parts:
+        if part.covered:
+            continue  # a runner's command: its words are on the runner's own part (`_shell_syntax._runner`)
         if part.unknown is not None or part.writes or part.opens or part.assigns:
             return Match.NO
         mass = kills_all(part.words, open_tail=part.open_tail)
@@ -496,6 +498,8 @@ def _allow_each(parts: Sequence[_shell_syntax.SimpleCommand], args: Mapping[str,
     if not parts or not _within_budget(parts, args, pattern):
         return Match.NO
     for part in parts:
+        if part.covered:
+            continue  # as `_allow_all` reads a runner's command
         if part.unknown is not None or part.writes or part.opens or part.assigns or not part.words:
             return Match.NO
         if any(word is None for word in part.words) or kills_all(part.words, open_tail=part.open_tail):

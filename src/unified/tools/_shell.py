@@ -91,14 +91,18 @@ SHELL_SETTINGS: Mapping[str, str] = {
     "PAGER": "cat",
     "GIT_PAGER": "cat",
     "GIT_TERMINAL_PROMPT": "0",
-    "GIT_CONFIG_COUNT": "1",
+    "GIT_CONFIG_COUNT": "2",
     "GIT_CONFIG_KEY_0": "safe.bareRepository",
     "GIT_CONFIG_VALUE_0": "explicit",
+    "GIT_CONFIG_KEY_1": "core.fsmonitor",
+    "GIT_CONFIG_VALUE_1": "false",
 }
 """Set for every command: nothing may wait for a keypress or a password no one will type, and git
 uses a bare repository only when told to (`--git-dir`): a directory of plain files the model wrote
 (`x/HEAD`, `x/config` with `core.fsmonitor = <command>`) is not a repository an allowed `git status`
-run inside it picks up and obeys. (A `.git` directory is a protected path; such a directory is not.)"""
+run inside it picks up and obeys. (A `.git` directory is a protected path; such a directory is not.) Nor does an
+allowed `git status` or `git grep` run the `core.fsmonitor` command of a workspace's own `.git/config` (a hostile
+repository's: `_binary.environment.GIT_SAFETY`)."""
 
 
 async def _open_shielded(command: list[str], **kwargs: Any) -> Process:

@@ -277,6 +277,10 @@ class SimpleCommand:
     unread: tuple[str, ...] = ()
     """The text, as written, of each word of its command only known at run time (`~/.net*`, `"$HOME"/.netrc`): what
     a judge of the files it may name reads (`_protected._unread_reason`); a wrapper's words included."""
+    covered: bool = False
+    """A command a package or environment runner starts (`rm x` of `uv run rm x`), whose words the runner's own part
+    shows too: a deny or ask rule judges it as any command, and an allow rule covering the runner's part (`uv run`)
+    covers it (`_policy._allow_all`), so an allow rule naming the runner means what it did before."""
 
     @property
     def name(self) -> Word:
@@ -310,6 +314,7 @@ class SimpleCommand:
             self.paths,
             self.opens,
             self.unread,
+            self.covered,
         )
 
 
@@ -1507,6 +1512,210 @@ def _runs_unread(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
     walker.out.append(inv.unknown(f"{command_name(words[0] or '')} runs a command its options hide from the reader"))
 
 
+def _runner(options: _Options, *verbs: str, scoped: bool = False, commands: frozenset[str] = frozenset()) -> _Handler:
+    """A package or environment manager that runs a command (`uv run rm x`, `npx rm x`, `bundle exec rm x`) after
+    its `verbs` (none for `npx`) and the `options` it reads (its own and the verb's, taken in either place).
+
+    Its own part keeps every word, as before, so an allow rule naming it (`uv run pytest`) still covers it; the
+    command it runs is a part too, `covered` (`SimpleCommand.covered`), so a deny rule for `rm` holds through it. An
+    option it does not know, one that runs a script of its own (`npx -c`), or a command only known at run time makes
+    that part unknown: a deny or ask rule that may match is then asked. `scoped`: the command may be written
+    `ENV:cmd` (`hatch run test:rm x`), which is unknown too. `commands`: the runner's own commands, when any other
+    first word is a command it runs (pnpm runs `pnpm shred x` as `pnpm exec shred x`, or a script of that name)."""
+    leading = replace(options, positionals=0)
+    wanted = [tuple(verb.split()) for verb in verbs]
+
+    def handle(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+        walker.out.append(inv.command(words))
+        name = command_name(words[0] or "")
+        args = words[1:]
+        verb: tuple[str, ...] = ()
+        if wanted:
+            split = leading.split(args)
+            if isinstance(split, str):
+                if commands or any(word in args for verb in wanted for word in verb[:1]):
+                    walker.out.append(replace(inv.unknown(f"{name}: {split}"), covered=True))
+                return
+            verb = next((verb for verb in wanted if tuple(split[1][: len(verb)]) == verb), ())
+            if not verb and commands and split[1] and split[1][0] not in commands:
+                start = len(walker.out)
+                walker.resolve(split[1], replace(inv, via=(*inv.via, name)))
+                walker.out[start:] = [replace(part, covered=True) for part in walker.out[start:]]
+                return
+            if not verb:
+                return  # not a verb that runs a command (`uv pip install`, `npm test`)
+            args = split[1][len(verb) :]
+        label = " ".join([name, *verb])
+        covered = replace(inv, via=(*inv.via, label))
+        split = options.split(args)
+        start = len(walker.out)
+        if isinstance(split, str):
+            walker.out.append(covered.unknown(f"{label}: {split}"))
+        elif split[1] and scoped and split[1][0] is not None and ":" in split[1][0]:
+            walker.out.append(covered.unknown(f"{label} runs {split[1][0]!r} in an environment the reader cannot see"))
+        elif split[1]:
+            walker.resolve(split[1], covered)
+        walker.out[start:] = [replace(part, covered=True) for part in walker.out[start:]]
+
+    return handle
+
+
+def _runs_own_program(reason: str) -> _Handler:
+    """A runner whose program is not a word of the command (`nix run nixpkgs#hello`): its own part as before, and the
+    program it runs unknown, so a deny or ask rule that may match it is asked."""
+
+    def handle(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+        walker.out.append(inv.command(words))
+        walker.out.append(replace(inv.unknown(reason), covered=True))
+
+    return handle
+
+
+def _command_after(markers: frozenset[str], *, script: bool = False) -> _Handler:
+    """A runner that runs what follows one of its `markers` (`nix shell PKGS -c rm x`, `mise exec node -- rm x`), or
+    with `script` the shell script that is the marker's value (`nix-shell --run 'rm x'`): its own part as before,
+    that command `covered` (`_runner`). Without a marker it runs no command of the line's (an interactive shell)."""
+
+    def handle(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+        walker.out.append(inv.command(words))
+        name = command_name(words[0] or "")
+        at = next((at for at, word in enumerate(words) if word in markers), None)
+        if at is None:
+            marked = [word for word in words if word is not None and word.split("=", 1)[0] in markers]
+            if marked:
+                at, words = 0, ["", marked[0].split("=", 1)[1]]
+        start = len(walker.out)
+        covered = replace(inv, via=(*inv.via, name))
+        if at is None:
+            if any(word is None for word in words):
+                walker.out.append(covered.unknown(f"{name}: an argument only known at run time"))
+        elif script:
+            walker.script(words[at + 1 : at + 2], inv, name)
+        elif words[at + 1 :]:
+            walker.resolve(words[at + 1 :], covered)
+        walker.out[start:] = [replace(part, covered=True) for part in walker.out[start:]]
+
+    return handle
+
+
+_NPX_OPTIONS = _Options(
+    flags="yqs",
+    valued="pw",
+    long_valued=frozenset({"package", "workspace", "prefix", "loglevel"}),
+    long_flags=frozenset({"yes", "no", "workspaces", "include-workspace-root", "quiet", "silent"}),
+)
+_PNPM_OPTIONS = _Options(
+    flags="rswvh",
+    valued="FC",
+    long_valued=frozenset({"filter", "dir", "resume-from", "reporter", "package", "workspace-concurrency"}),
+    long_flags=frozenset(
+        {"recursive", "parallel", "no-bail", "report-summary", "silent", "workspace-root", "version", "help"}
+    ),
+)
+_PNPM_COMMANDS = frozenset(
+    {
+        *("add", "install", "i", "update", "up", "upgrade", "remove", "rm", "uninstall", "un", "link", "ln", "unlink"),
+        *("import", "rebuild", "rb", "prune", "fetch", "install-test", "it", "patch", "patch-commit", "patch-remove"),
+        *("audit", "list", "ls", "ll", "la", "outdated", "why", "licenses", "run", "run-script", "test", "t", "tst"),
+        *("create", "start", "publish", "pack", "recursive", "m", "multi", "server", "store", "root", "bin", "setup"),
+        *("init", "deploy", "doctor", "config", "c", "get", "set", "env", "cat-file", "cat-index", "find-hash"),
+        *("self-update", "dedupe", "approve-builds", "ignored-builds", "help", "completion", "install-completion"),
+        *("access", "adduser", "bugs", "deprecate", "dist-tag", "docs", "edit", "info", "login", "logout", "owner"),
+        *("ping", "prefix", "profile", "pkg", "repo", "s", "search", "set-script", "star", "stars", "team", "token"),
+        *("unpublish", "unstar", "version", "view", "whoami", "xmas", "sbom", "catalog", "cache", "stage"),
+    }
+)
+"""pnpm's own commands (and those it hands to npm): any other first word it runs as a command (`pnpm shred x`)."""
+_BUNX_OPTIONS = _Options(valued="p", long_valued=frozenset({"package"}), long_flags=frozenset({"bun", "no-install"}))
+_CONDA_OPTIONS = _Options(
+    flags="v",
+    valued="npr",
+    long_valued=frozenset({"name", "prefix", "root-prefix"}),
+    long_flags=frozenset({"no-capture-output", "live-stream", "debug-wrapper-scripts", "dev", "verbose"}),
+)
+_UV_OPTIONS = _Options(
+    flags="qvnU",
+    valued="p",
+    long_valued=frozenset(
+        {
+            *("with", "with-editable", "with-requirements", "extra", "package", "python", "group", "only-group"),
+            *("no-group", "index", "default-index", "index-url", "extra-index-url", "find-links", "directory"),
+            *("project", "cache-dir", "color", "config-file", "python-preference", "resolution", "prerelease"),
+            *("exclude-newer", "link-mode", "from", "index-strategy", "keyring-provider", "upgrade-package"),
+        }
+    ),
+    long_flags=frozenset(
+        {
+            *("all-extras", "no-dev", "dev", "all-groups", "no-default-groups", "isolated", "active", "no-sync"),
+            *("locked", "frozen", "offline", "no-project", "no-editable", "exact", "inexact", "upgrade", "reinstall"),
+            *("no-cache", "quiet", "verbose", "native-tls", "no-progress", "no-config", "no-python-downloads"),
+            *("managed-python", "no-managed-python", "compile-bytecode", "refresh", "all-packages", "only-dev"),
+            *("no-install-project", "no-install-workspace", "no-env-file"),
+        }
+    ),
+)
+_PYTHON_PROJECT_OPTIONS = _Options(
+    flags="qvn",
+    valued="CPpe",
+    long_valued=frozenset(
+        {"directory", "project", "python", "venv", "skip", "pyproject", "spec", "pip-args", "environment"}
+    ),
+    long_flags=frozenset({"quiet", "verbose", "no-interaction", "ansi", "no-ansi", "no-plugins", "no-cache"}),
+)
+_PIXI_OPTIONS = _Options(
+    flags="qv",
+    valued="es",
+    long_valued=frozenset({"environment", "manifest-path", "spec"}),
+    long_flags=frozenset({"frozen", "locked", "no-install", "clean-env", "force-activate", "revalidate"}),
+)
+_DEVBOX_OPTIONS = _Options(flags="q", valued="ce", long_valued=frozenset({"config", "env", "env-file"}))
+_BUN_X = _runner(_BUNX_OPTIONS, "x")
+_BUN_EXEC = _runs_own_program("bun exec runs its script in Bun's own shell, which the reader does not follow")
+
+
+def _bun(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    """`bun x cmd` runs cmd (`_runner`); `bun exec SCRIPT` a script in Bun's shell: unknown to deny and ask rules."""
+    (_BUN_EXEC if words[1:2] == ["exec"] else _BUN_X)(walker, words, inv)
+
+
+_VERSION_MANAGER_EXEC = _runner(_Options(), "exec")
+"""`asdf exec`, `pyenv exec`, `rbenv exec`, ...: the command found in the tool version's directory."""
+_MISE_EXEC = _command_after(frozenset({"--"}))
+_MISE_SCRIPT = _command_after(frozenset({"-c", "--command"}), script=True)
+
+
+def _mise(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    """`mise exec|x [TOOL@VERSION...] -- cmd args` (and rtx, its former name), or `-c SCRIPT`; without either it
+    starts a shell, or reads words the reader does not (unknown when some follow)."""
+    verb = next((at for at, word in enumerate(words[1:3], 1) if word in ("exec", "x")), None)
+    if verb is None:
+        walker.out.append(inv.command(words))
+        return
+    if "--" in words:
+        _MISE_EXEC(walker, words, inv)
+    elif any(word in ("-c", "--command") or (word or "").startswith("--command=") for word in words):
+        _MISE_SCRIPT(walker, words, inv)
+    else:
+        walker.out.append(inv.command(words))
+        if words[verb + 1 :]:
+            walker.out.append(replace(inv.unknown(f"{command_name(words[0] or '')} exec without --"), covered=True))
+
+
+_NIX_SHELL = _command_after(frozenset({"-c", "--command"}))
+_NIX_RUN = _runs_own_program("nix run runs the program of a package, which the reader cannot see")
+
+
+def _nix(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    """`nix shell|develop ... -c cmd args` runs cmd; `nix run PACKAGE` the package's own program. Its options may take
+    one or two values (`--option name value`), so the verb is any of its words: what may run a command is judged."""
+    if {"shell", "develop"} & {*words} and {"-c", "--command"} & {*words}:
+        _NIX_SHELL(walker, words, inv)
+    elif "run" in words or None in words[1:]:
+        _NIX_RUN(walker, words, inv)
+    else:
+        walker.out.append(inv.command(words))
+
+
 def _command_builtin(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
     """`command [-p] cmd` runs cmd; `command -v/-V cmd` only describes it."""
     args = words[1:]
@@ -1961,6 +2170,37 @@ _WRAPPERS: dict[str, _Handler] = {
         ),
         _runs_unread,
     ),
+    # package and environment runners (their own part kept: `_runner`)
+    "uv": _runner(_UV_OPTIONS, "run", "tool run"),
+    "uvx": _runner(_UV_OPTIONS),
+    "npx": _runner(_NPX_OPTIONS),
+    "npm": _runner(_NPX_OPTIONS, "exec", "exe", "x"),  # `exe`: npm takes a command's unique abbreviation
+    "pnpm": _runner(_PNPM_OPTIONS, "dlx", "exec", commands=_PNPM_COMMANDS),
+    "pnpx": _runner(_PNPM_OPTIONS),
+    "yarn": _runner(_Options(flags="q", valued="p", long_valued=frozenset({"package"})), "dlx", "exec"),
+    "bunx": _runner(_BUNX_OPTIONS),
+    "bun": _bun,
+    **dict.fromkeys(("pipx", "poetry", "pdm", "rye", "pipenv"), _runner(_PYTHON_PROJECT_OPTIONS, "run")),
+    "hatch": _runner(_PYTHON_PROJECT_OPTIONS, "run", "env run", scoped=True),
+    "pixi": _runner(_PIXI_OPTIONS, "run", "exec"),
+    **dict.fromkeys(("conda", "mamba", "micromamba"), _runner(_CONDA_OPTIONS, "run")),
+    "devbox": _runner(_DEVBOX_OPTIONS, "run"),
+    "direnv": _runner(_Options(positionals=1), "exec"),
+    **dict.fromkeys(("asdf", "pyenv", "rbenv", "nodenv", "goenv", "jenv", "plenv"), _VERSION_MANAGER_EXEC),
+    "bundle": _runner(
+        _Options(long_valued=frozenset({"gemfile"}), long_flags=frozenset({"keep-file-descriptors"})), "exec"
+    ),
+    "mise": _mise,
+    "rtx": _mise,
+    "nix": _nix,
+    "nix-shell": _command_after(frozenset({"--run", "--command"}), script=True),
+    "rustup": _runner(_Options(long_flags=frozenset({"install"}), positionals=1), "run"),
+    "volta": _runner(_Options(long_valued=frozenset({"node", "npm", "yarn", "pnpm"})), "run"),
+    "fnm": _runner(_Options(long_valued=frozenset({"using"})), "exec"),
+    "opam": _runner(_Options(long_valued=frozenset({"switch"})), "exec"),
+    "stack": _runner(_Options(long_valued=frozenset({"package"})), "exec"),
+    "cabal": _runner(_Options(), "exec"),
+    **dict.fromkeys(("doppler", "op", "infisical"), _runner(_Options(), "run")),
     "su": _login_shell(),
     "runuser": _login_shell(),
     "script": _login_shell(),

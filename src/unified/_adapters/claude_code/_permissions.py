@@ -44,7 +44,7 @@ from unified._adapters.claude_code._launch import default_home
 from unified._adapters.claude_code._tools import QUESTION_TOOL, policy_call
 from unified._adapters.claude_code._translate import StreamTranslator, as_object
 from unified._binary.jsonrpc import as_list
-from unified._urls import local_target
+from unified._urls import local_target, resolves_locally
 from unified.backends import RunContext
 from unified.events import (
     JsonValue,
@@ -245,7 +245,9 @@ class PermissionBridge:
                 outside := await read_outside(self.workspace, _read_paths(name, paths), trees=name == "search")
             ) is not None:
                 verdict = Verdict(Decision.ASK_USER, OUTSIDE_RULE, outside)
-            elif name == "web_fetch" and (local := local_target(str(args.get("url", "")))) is not None:
+            elif name == "web_fetch" and (
+                (local := local_target(url := str(args.get("url", ""))) or await resolves_locally(url)) is not None
+            ):
                 verdict = Verdict(Decision.ASK_USER, LOCAL_NETWORK_RULE, local)
         rule = verdict.rule
         shipped_mode_rule = rule is not None and rule.modes is not None and int(rule.priority) == DEFAULT_TIER
