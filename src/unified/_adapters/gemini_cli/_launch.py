@@ -52,7 +52,7 @@ from typing import Any
 from unified._adapters.gemini_cli._options import GeminiCliOptions
 from unified._adapters.gemini_cli._outcome import TRUST_ADVICE
 from unified._adapters.gemini_cli._user_agents import own_subagents
-from unified._adapters.gemini_cli._workspace_settings import cli_trusts, env_file_refusal, workspace_refusal
+from unified._adapters.gemini_cli._workspace_settings import FolderTrust, env_file_refusal, workspace_refusal
 from unified._binary.environment import EnvPolicy, FileSignature, cache_file, cache_folder, child_env, file_signature
 from unified._binary.install import BinarySpec, locate, require_node
 from unified._binary.process import AgentSubprocess, PipedEnv
@@ -65,6 +65,7 @@ from unified.types import ApprovalMode, ExecuteParams, StdioMcpServer
 
 __all__ = [
     "BACKEND",
+    "CLI_MODES",
     "CLI_NAMES",
     "CREDENTIAL_ENV",
     "DEFAULT_MODEL",
@@ -322,7 +323,8 @@ class Launch:
         home = Path(env.get("GEMINI_CLI_HOME") or env.get("HOME") or Path.home())
         system = Path(given.get(SYSTEM_SETTINGS_ENV) or _DEFAULT_SYSTEM_SETTINGS)
         cwd = params.cwd.expanduser().resolve()
-        refusal = workspace_refusal(cwd, env, home, system)
+        folder = FolderTrust(cwd, env, home, system)
+        refusal = workspace_refusal(folder)
         if refusal is not None:
             raise ConfigurationError(
                 f"{refusal}: in this folder, which it trusts, the gemini CLI would run commands or servers of that "
@@ -332,19 +334,13 @@ class Launch:
                 "trust the folder (GEMINI_CLI_TRUST_WORKSPACE=false in the env option: it then ignores the "
                 "workspace's settings, and refuses yolo and stdio MCP servers)",
             )
-        refusal = env_file_refusal(cwd, env, home, system)
-        if refusal is not None:
-            raise ConfigurationError(
-                f"{refusal}: the gemini CLI would load it in this folder, which it trusts, and send the run's requests "
-                "and credentials where it says",
-                hint="remove it from that file, set the variable for the run yourself (the env option), or have the "
-                "CLI not trust the folder (GEMINI_CLI_TRUST_WORKSPACE=false in the env option: it then takes only API "
-                "keys and the project from a .env, and refuses yolo and stdio MCP servers)",
-            )
+        env_refusal = env_file_refusal(folder)
+        if env_refusal is not None:
+            raise ConfigurationError(env_refusal[0], hint=env_refusal[1])
         if (
             (params.approval_mode == "yolo" or (params.approval_mode == "auto_edit" and options.transport != "acp"))
             and options.start_process is None  # a stand-in agent is not the CLI: its trust is not asked
-            and not cli_trusts(cwd, env, home, system)
+            and not folder.trusted
         ):
             # Else the CLI starts only to refuse it: exit 55 headless, a `session/set_mode` error over ACP. (Over
             # ACP, unified's auto_edit runs the CLI's default mode, which needs no trust: it runs there.)
@@ -368,8 +364,7 @@ class Launch:
             max_retries=options.max_retries,
             subagent_silence_s=options.subagent_silence_s,
             subagents=subagents,
-            folder_trusted=not any(isinstance(s, StdioMcpServer) for s in params.mcp_servers)
-            or cli_trusts(cwd, env, home, system),
+            folder_trusted=not any(isinstance(s, StdioMcpServer) for s in params.mcp_servers) or folder.trusted,
         )
 
     def model_for(self, session_model: str | None = None) -> str:
@@ -447,8 +442,12 @@ READ_ONLY_CLI_TOOLS = ("glob", "grep_search", "list_directory", "read_file")
 NEVER_ASKED = ("invoke_agent",)
 """The CLI's tools it runs without asking whatever its policy says (0.61: a delegation's `shouldConfirmExecute`
 is its subagent's, which confirms nothing), so an `ask_user` rule lets them run: only a deny rule stops them."""
-_CLI_MODES: Mapping[ApprovalMode, str] = {"default": "default", "auto_edit": "default", "plan": "plan", "yolo": "yolo"}
-"""unified's approval mode -> the CLI's mode it runs in (`auto_edit` runs the CLI's `default`: `_session_setup`)."""
+CLI_MODES: Mapping[ApprovalMode, str] = {"default": "default", "auto_edit": "default", "plan": "plan", "yolo": "yolo"}
+"""unified's approval mode -> the CLI's mode the run's session is set to (`_session_setup`) and the modes its rules
+are written for. auto_edit runs the CLI in its default mode: its own autoEdit approves every edit without asking anyone
+(its tools skip the policy), so unified's policy could not decide them; in default mode the CLI asks (`policy_rules`)
+and unified's auto_edit allows the edits (`_permissions.py`). yolo stays the CLI's yolo: unified's yolo allows every
+call too, and only there do the CLI's subagents run their own tools (which it can never put to a client)."""
 
 
 def never_asked_denials(policy: Policy | None) -> dict[str, tuple[str, tuple[str, ...]]]:
@@ -460,7 +459,7 @@ def never_asked_denials(policy: Policy | None) -> dict[str, tuple[str, tuple[str
     if policy is None:
         return denials
     for tool in NEVER_ASKED:
-        refusals = {cli: rule for mode, cli in _CLI_MODES.items() if (rule := unasked_refusal(policy, tool, mode))}
+        refusals = {cli: rule for mode, cli in CLI_MODES.items() if (rule := unasked_refusal(policy, tool, mode))}
         if refusals:
             denials[tool] = (next(iter(refusals.values())), tuple(sorted(refusals)))
     return denials
@@ -481,7 +480,7 @@ def outright_denials(policy: Policy | None) -> dict[str, tuple[str, tuple[str, .
         tool = ALIASES.get(name, name)
         refusals = {
             cli: rule
-            for mode, cli in _CLI_MODES.items()
+            for mode, cli in CLI_MODES.items()
             if (rule := outright_refusal(policy, tool, mode, lowest=USER_TIER))
         }
         if refusals:
@@ -515,10 +514,10 @@ def subagent_denials(policy: Policy | None) -> dict[str, str]:
         denials.setdefault(cli_tool_name(name), rule)
     for tool in READ_ONLY_CLI_TOOLS:
         ours = ALIASES.get(tool, tool)
-        refusals = [refusal for mode in _CLI_MODES if (refusal := unasked_refusal(policy, ours, mode)) is not None]
+        refusals = [refusal for mode in CLI_MODES if (refusal := unasked_refusal(policy, ours, mode)) is not None]
         if refusals:
             denials.setdefault(tool, refusals[0])
-    everywhere = set(_CLI_MODES.values())
+    everywhere = set(CLI_MODES.values())
     denied = {tool for tool, (_rule, modes) in cli_denials(policy).items() if set(modes) == everywhere}
     return {tool: rule for tool, rule in denials.items() if tool not in denied}
 
@@ -621,7 +620,7 @@ def user_rule_tools(policy: Policy | None) -> tuple[str, ...]:
         names.update(cli_tool_name(name) for name in rule.tool_names)
     for tool in READ_ONLY_CLI_TOOLS:
         ours = ALIASES.get(tool, tool)
-        if any(policy.evaluate(ours, {}, mode, unseen=True).decision is not Decision.ALLOW for mode in _CLI_MODES):
+        if any(policy.evaluate(ours, {}, mode, unseen=True).decision is not Decision.ALLOW for mode in CLI_MODES):
             names.add(tool)
     return ("*",) if "*" in names else tuple(sorted(names))
 
