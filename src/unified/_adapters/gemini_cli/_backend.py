@@ -19,6 +19,7 @@ backend: `_execute`).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -40,6 +41,7 @@ from unified.backends import RunContext, RunOutcome, UnsupportedOption
 from unified.errors import ConfigurationError
 from unified.events import WarningEvent
 from unified.sessions import SessionInfo
+from unified.tools._protected import credential_aliases
 from unified.types import ExecuteParams
 
 __all__ = ["GeminiCliBackend"]
@@ -189,6 +191,11 @@ class GeminiCliBackend:
             opening = await anyio.to_thread.run_sync(
                 lambda: open_history(self.launch.env, where, history, model=model, retry=params.retry)
             )
+        if params.approval_mode != "yolo":  # unified's yolo allows every call: nothing to ask or deny
+            # The CLI's read tools read another name of a credential file unasked: its rules must name each one.
+            roots = [where, *self.launch.include_directories]
+            aliases = await anyio.to_thread.run_sync(credential_aliases, roots)
+            self.launch = replace(self.launch, credential_aliases=None if aliases is None else tuple(aliases))
         if self.options.transport == "stream-json":
             return await run_stream_json(self.launch, ctx, where)
         argv = self.launch.acp_argv()

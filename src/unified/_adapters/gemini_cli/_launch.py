@@ -46,7 +46,7 @@ import stat
 from collections import ChainMap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from unified._adapters.gemini_cli._options import GeminiCliOptions
@@ -68,6 +68,7 @@ __all__ = [
     "CLI_MODES",
     "CLI_NAMES",
     "CREDENTIAL_ENV",
+    "CREDENTIAL_READERS",
     "DEFAULT_MODEL",
     "ENV_FD_VAR",
     "GEMINI_CLI",
@@ -77,6 +78,7 @@ __all__ = [
     "Launch",
     "cli_denials",
     "cli_tool_name",
+    "credential_alias_rules",
     "credentials_by_pipe",
     "gemini_env",
     "gemini_file",
@@ -291,6 +293,10 @@ class Launch:
     subagents: tuple[str, ...] = SUBAGENTS
     """The subagents the CLI may run: its own (`SUBAGENTS`) and, with a policy, those the user, the project or an
     extension defines (`_user_agents.own_subagents`), each named in `subagent_rules`."""
+    credential_aliases: tuple[str, ...] | None = ()
+    """The entries of the run's folders that are a credential file under another name (`_protected.credential_aliases`,
+    searched when the run starts, `GeminiCliBackend`; None: too many entries to search): the CLI's reads of them are
+    asked (ACP) or denied (stream-json) by `credential_alias_rules`."""
     folder_trusted: bool = True
     """Whether the CLI trusts the run's cwd (`_workspace_settings.cli_trusts`; looked at only for a run with stdio MCP
     servers, which it starts only there)."""
@@ -406,6 +412,7 @@ class Launch:
         rules = policy_denials(cli_denials(self.policy))
         rules += subagent_rules(subagent_denials(self.policy), self.subagents)
         rules += policy_rules(self.excluded_tools, user_rule_tools(self.policy))
+        rules += credential_alias_rules(self.credential_aliases, asking=True)
         return ["--policy", str(gemini_file("policy", ".toml", rules))]
 
     def headless_policy_flags(
@@ -415,10 +422,12 @@ class Launch:
         `excluded_tools` denied, what `mode` would ask about denied (`unasked_denials`) and, with `protect_paths`
         (all but yolo, where the CLI's autoEdit would approve edits unseen), `write_file`/`replace` of a protected
         path denied (docs/tools.md), named plainly or through one of `links` the run's folders hold
-        (`linked_protected_rules`; None: they could not be named)."""
+        (`linked_protected_rules`; None: they could not be named), and so are reads that may reach a credential file
+        under another name (`credential_alias_rules`)."""
         rules = deny_rules(self.excluded_tools) + unasked_denials(mode)
         if protect_paths:
             rules += protected_path_rules() + linked_protected_rules(links)
+            rules += credential_alias_rules(self.credential_aliases, asking=False)
         if not rules:
             return []
         return ["--policy", str(gemini_file("exclude-tools", ".toml", rules))]
@@ -757,9 +766,16 @@ def linked_protected_rules(links: Sequence[str] | None) -> str:
 
 
 def _deny_edits(fragments: Sequence[str], message: str) -> str:
-    """Deny rules for the CLI's edit tools whose `file_path` ends in one of `fragments` (alternatives of a regex; the
-    CLI refuses a quantified group, its ReDoS check), as many as keep each `argsPattern` within what the CLI takes
-    (`_MAX_ARGS_PATTERN`)."""
+    """Deny rules for the CLI's edit tools whose `file_path` ends in one of `fragments` (`_path_rules`)."""
+    return _path_rules(
+        _EDITS, fragments, f'decision = "deny"\npriority = 998\ndenyMessage = {json.dumps(f"unified: {message}")}\n'
+    )
+
+
+def _path_rules(tools: Sequence[str], fragments: Sequence[str], decision: str) -> str:
+    """Rules for `tools` whose `file_path` ends in one of `fragments` (alternatives of a regex; the CLI refuses a
+    quantified group, its ReDoS check), each deciding as the TOML lines `decision` say, as many as keep each
+    `argsPattern` within what the CLI takes (`_MAX_ARGS_PATTERN`)."""
     opening, closing = '"file_path":"(?:[^"]*/|)(?:', ')"'
     groups: list[list[str]] = [[]]
     for fragment in fragments:
@@ -771,13 +787,41 @@ def _deny_edits(fragments: Sequence[str], message: str) -> str:
         args = opening + "|".join(group) + closing
         if len(args) > _MAX_ARGS_PATTERN:
             raise AssertionError(f"one path is too long for the CLI's argsPattern: {args[:80]}...")
-        rules.append(
-            '[[rule]]\ntoolName = ["write_file", "replace"]\n'
-            f"argsPattern = {json.dumps(args)}\n"
-            'decision = "deny"\npriority = 998\n'
-            f"denyMessage = {json.dumps(f'unified: {message}')}\n\n"
-        )
+        rules.append(f"[[rule]]\ntoolName = {json.dumps(list(tools))}\nargsPattern = {json.dumps(args)}\n{decision}\n")
     return "".join(rules)
+
+
+CREDENTIAL_READERS = ("read_many_files", "grep_search")
+"""The CLI's tools that read files no argument names (a glob's matches, a folder's tree): where the workspace holds
+another name of a credential file, each call of them may read it."""
+_CREDENTIAL_WHY = "the workspace holds another name of a credential file (a hard link or a link to one)"
+
+
+def credential_alias_rules(aliases: Sequence[str] | None, *, asking: bool) -> str:
+    """Rules for the CLI's read tools where the run's folders hold `aliases` (`_protected.credential_aliases`: a hard
+    link to `~/.netrc`, a link to one), which the read-only rule (`policy_rules`) would let it read unasked: a
+    `read_file` whose `file_path` ends in the name of one of them (any spelling of a path to it ends so: `docs/n`,
+    `./x/../docs/n`, through a linked folder), and every call of `CREDENTIAL_READERS`, ask (`asking`: ACP, unified
+    decides, `_permissions`) above the read-only rule, in every mode but yolo, or are denied (stream-json, nobody can
+    be asked). None (they could not all be found), or a name no pattern can spell: every read tool's call so. None of
+    them (the usual workspace): no rule, and every read stays unasked. (`glob` and `list_directory` list names only.)"""
+    if aliases is not None and not aliases:
+        return ""
+    if asking:
+        decision = f'decision = "ask_user"\npriority = {_RULE_PRIORITY + 5}\nmodes = {ASKING_MODES}\n'
+    else:
+        why = f"unified: {_CREDENTIAL_WHY}, and nobody can be asked (the stream-json transport)"
+        decision = f'decision = "deny"\npriority = 998\ndenyMessage = {json.dumps(why)}\n'
+    names = sorted({PurePosixPath(alias).name for alias in aliases or ()})
+    if aliases is None or any(
+        _LINK_SAFE.fullmatch(name) is None or len(name) > _MAX_ARGS_PATTERN // 4 for name in names
+    ):
+        readers: tuple[str, ...] = (*CREDENTIAL_READERS, "read_file")
+        return f'[[rule]]\nname = "unified: {_CREDENTIAL_WHY}"\ntoolName = {json.dumps(list(readers))}\n{decision}\n'
+    return (
+        f'[[rule]]\nname = "unified: {_CREDENTIAL_WHY}"\ntoolName = {json.dumps(list(CREDENTIAL_READERS))}\n'
+        f"{decision}\n" + _path_rules(("read_file",), [re.escape(name) for name in names], decision)
+    )
 
 
 @functools.cache

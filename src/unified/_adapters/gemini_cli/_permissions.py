@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from unified._adapters.gemini_cli._acp import AcpConnection
-from unified._adapters.gemini_cli._launch import cli_denials, policy_tool_names
+from unified._adapters.gemini_cli._launch import CREDENTIAL_READERS, cli_denials, policy_tool_names
 from unified._adapters.gemini_cli._translate import AcpTranslator, Item
 from unified._binary.jsonrpc import as_dict, as_list
 from unified.backends import RunContext
@@ -116,8 +116,8 @@ class PermissionGate:
             self._quiet = ToolRuntime(cwd, **common)
         return self._quiet
 
-    async def decide(self, call: ToolCall, *, unseen: bool = False) -> PermissionDecision:
-        return await self.runtime.decide(call, unseen=unseen)
+    async def decide(self, call: ToolCall, *, unseen: bool = False, doubt: str | None = None) -> PermissionDecision:
+        return await self.runtime.decide(call, unseen=unseen, doubt=doubt)
 
     def strictest(self, names: Sequence[str], args: Mapping[str, Any], *, unseen: bool) -> str:
         """Of the readings of one call's tool name (`_launch.policy_tool_names`: an MCP tool whose server names
@@ -176,6 +176,8 @@ class PermissionBridge:
         flush: Callable[[], Awaitable[None]],
         cwd: Path,
         policy: Policy | None = None,
+        *,
+        aliases: Sequence[str] | None = (),
     ) -> None:
         self.ctx = ctx
         self._flush = flush
@@ -189,6 +191,9 @@ class PermissionBridge:
         """The run's MCP servers, whose names tell where the CLI's `mcp_<server>_<tool>` splits."""
         self._shown: dict[str, Any] = {}
         """ACP's view of the call being asked about, added to the prompt's `details`."""
+        self.aliases = aliases
+        """The entries of the run's folders that are a credential file under another name (`Launch.credential_aliases`),
+        whose reads the CLI asks about (`_launch.credential_alias_rules`)."""
 
     async def answer(self, request_id: Any, params: dict[str, Any], raw: Any) -> None:
         await self._flush()  # what came before the prompt goes out before it
@@ -227,7 +232,8 @@ class PermissionBridge:
         # The policy speaks unified's names (an MCP tool's `mcp__<server>__<tool>`, the strictest reading where the
         # run's server names overlap); the events keep the CLI's.
         named = self.gate.strictest(policy_tool_names(tool_name, self.servers), args, unseen=not args)
-        decision = await self.gate.decide(ToolCall(call_id, named, args), unseen=not args)
+        doubt = self._credential_doubt(tool_name)
+        decision = await self.gate.decide(ToolCall(call_id, named, args), unseen=not args, doubt=doubt)
         decision = decision.model_copy(update={"tool_name": tool_name})
         if decision.decision == "allow" and decision.input is not None:
             decision = decision.model_copy(update={"decision": "deny", "input": None, "reason": CHANGED_INPUT})
@@ -250,6 +256,21 @@ class PermissionBridge:
         if decision.decision == "deny":
             for item in self.translator.denied(call_id):
                 await self._deliver(item, raw)
+
+    def _credential_doubt(self, tool_name: str) -> str | None:
+        """Why a read the CLI asks about is asked although unified's table allows reads: the run's folders hold
+        another name of a credential file (`aliases`), the only reason the CLI asks for these reads but a caller's
+        rule. ACP's request for a read carries no arguments, so which file it reads is not known: asked, never
+        allowed by the read-only rule."""
+        if tool_name not in (*CREDENTIAL_READERS, "read_file") or self.aliases == ():
+            return None
+        if self.aliases is None:
+            return "the workspace holds too many entries to tell whether this read reaches a credential file"
+        shown = ", ".join(self.aliases[:3]) + (", ..." if len(self.aliases) > 3 else "")
+        return (
+            f"the workspace holds another name of a credential file ({shown}: a hard link or a link to one), "
+            "which this read may reach, so unified does not read it unasked"
+        )
 
     async def _ask(self, request: PermissionRequest) -> UserInputResponse:
         """The prompt as the API backends put it (`PermissionRequest.to_event`), with ACP's view and the cwd."""

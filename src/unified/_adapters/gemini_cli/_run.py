@@ -163,7 +163,15 @@ class AcpRun:
         sink = _Sink(hold, self.translator, chat)
         self._shown = _Shown(hold, delivery, sink)
         bridge = PermissionBridge(
-            ctx, self.connection, self.translator, self.session_id, sink.deliver, hold.flush, cwd, self.launch.policy
+            ctx,
+            self.connection,
+            self.translator,
+            self.session_id,
+            sink.deliver,
+            hold.flush,
+            cwd,
+            self.launch.policy,
+            aliases=self.launch.credential_aliases,
         )
         sink.relabel = bridge.gate.relabel
         try:
