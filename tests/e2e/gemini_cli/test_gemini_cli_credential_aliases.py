@@ -10,10 +10,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from tests.e2e.gemini_cli.gemini_cli_helpers import call, stream_line, text
-from unified.events import PermissionDecision, ToolResult, UnifiedEvent, UserInputRequest, UserInputResponse
+from tests.hang_guard import HANG_GUARD_S
+from unified.events import PermissionDecision, Result, ToolResult, UnifiedEvent, UserInputRequest, UserInputResponse
 
 Run = Callable[..., Awaitable[list[UnifiedEvent]]]
 Responses = Callable[..., Path]
@@ -103,3 +105,29 @@ async def test_an_asked_read_of_a_hard_link_runs_once_the_user_allows_it(
     (decision,) = _decisions(events).values()
     assert (decision.decision, decision.decided_by) == ("allow", "user")
     assert len(asked) == 1
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"), [("read_file", {"file_path": "n"}), ("grep_search", {"pattern": "password"})]
+)
+async def test_a_subagents_read_of_a_hard_link_is_denied_not_left_hanging(
+    run_gemini: Run, responses: Responses, workspace: Path, tool: str, args: dict[str, Any]
+) -> None:
+    """READ before by the subagent. A subagent cannot be asked (0.61 puts its question on a bus no ACP client answers,
+    and in yolo waited for ever); the asking rules hold in every mode but yolo, where the CLI refuses a subagent's
+    asked call itself: the read is refused, the subagent's ordinary read runs, and the run ends."""
+    os.link(_netrc(), workspace / "n")
+    fake = responses(
+        stream_line(call("invoke_agent", agent_name="generalist", prompt="read it")),
+        stream_line(call(tool, **args)),
+        stream_line(call("read_file", file_path="notes.txt")),
+        stream_line(call("complete_task", result={"response": "finished"})),
+        stream_line(text("done")),
+    )
+    with anyio.fail_after(HANG_GUARD_S):
+        events = await run_gemini(fake, backend_options={"fake_responses_strict": False})
+    outputs = _outputs(events)
+    assert SECRET not in outputs
+    assert "alpha" in outputs  # the subagent's ordinary read ran
+    assert isinstance(events[-1], Result)
+    assert events[-1].status == "success", events[-1].error
