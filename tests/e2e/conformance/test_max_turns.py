@@ -21,8 +21,6 @@ from unified.testing import FunctionCall, ModelTurn
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 NOT_CAPPED = {
-    "gemini-cli": "0.61 reads model.maxSessionTurns only from settings files; the system one unified writes is "
-    "skipped unless root owns it and every folder above it; emulating it races the CLI's next request",
     "codex": "0.171's app-server has no limit on model requests, and its notifications do not count them: against "
     "FakeOpenAI no thread/tokenUsage/updated came between a turn's responses, and commands run while a response "
     "streams, so a call after a finished call may be the same response's",

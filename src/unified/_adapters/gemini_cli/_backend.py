@@ -96,17 +96,6 @@ class GeminiCliBackend:
                     False,
                 )
             )
-        if params.max_turns is not None and self.options.transport == "acp":  # stream-json's is unified's
-            problems.append(
-                UnsupportedOption(
-                    "max_turns",
-                    "gemini 0.61 takes its turn limit only from settings files (model.maxSessionTurns); the system "
-                    "settings file unified writes it reads only when root owns it and every folder above it, and a "
-                    "stop from outside would race the CLI's next model request (it runs allowed calls unasked); "
-                    "the stream-json transport honours it",
-                    False,
-                )
-            )
         if self.options.transport == "stream-json":
             if self.options.policy is not None:
                 problems.append(

@@ -297,6 +297,9 @@ class Launch:
     """The entries of the run's folders that are a credential file under another name (`_protected.credential_aliases`,
     searched when the run starts, `GeminiCliBackend`; None: too many entries to search): the CLI's reads of them are
     asked (ACP) or denied (stream-json) by `credential_alias_rules`."""
+    max_turns: int | None = None
+    """The run's `max_turns` over ACP, which unified keeps (`_permissions.TurnCap`): every call is asked
+    (`policy_flags`), and the first call of request `max_turns` is not run and ends the run."""
     folder_trusted: bool = True
     """Whether the CLI trusts the run's cwd (`_workspace_settings.cli_trusts`; looked at only for a run with stdio MCP
     servers, which it starts only there)."""
@@ -370,6 +373,7 @@ class Launch:
             max_retries=options.max_retries,
             subagent_silence_s=options.subagent_silence_s,
             subagents=subagents,
+            max_turns=params.max_turns if options.transport == "acp" else None,  # stream-json keeps its own
             folder_trusted=not any(isinstance(s, StdioMcpServer) for s in params.mcp_servers) or folder.trusted,
         )
 
@@ -413,6 +417,8 @@ class Launch:
         rules += subagent_rules(subagent_denials(self.policy), self.subagents)
         rules += policy_rules(self.excluded_tools, user_rule_tools(self.policy))
         rules += credential_alias_rules(self.credential_aliases, asking=True)
+        if self.max_turns is not None:
+            rules += _TURN_CAP_RULE
         return ["--policy", str(gemini_file("policy", ".toml", rules))]
 
     def headless_policy_flags(
@@ -789,6 +795,16 @@ def _path_rules(tools: Sequence[str], fragments: Sequence[str], decision: str) -
             raise AssertionError(f"one path is too long for the CLI's argsPattern: {args[:80]}...")
         rules.append(f"[[rule]]\ntoolName = {json.dumps(list(tools))}\nargsPattern = {json.dumps(args)}\n{decision}\n")
     return "".join(rules)
+
+
+_TURN_CAP_RULE = (
+    '[[rule]]\nname = "unified: max_turns counts every call"\ntoolName = "*"\nargsPattern = "."\n'
+    f'decision = "ask_user"\npriority = {_RULE_PRIORITY + 10}\nmodes = {ALL_MODES}\n\n'
+)
+"""The rule of a run with `max_turns` (ACP): every call asks, in every mode, so the CLI waits on unified before each
+one, and no request follows a call unified stops at (`_permissions.TurnCap`). Its calls are unified's policy's to
+decide as ever; with every tool asked, 0.61 refuses a delegation (its own check of it is a question), so such a run
+starts no subagent (`subagent_rules`)."""
 
 
 CREDENTIAL_READERS = ("read_many_files", "grep_search")

@@ -30,6 +30,7 @@ CLI's own (`decided_by="backend"`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,7 +40,7 @@ from unified._adapters.gemini_cli._launch import CREDENTIAL_READERS, cli_denials
 from unified._adapters.gemini_cli._translate import AcpTranslator, Item
 from unified._binary.jsonrpc import as_dict, as_list
 from unified.backends import RunContext
-from unified.errors import RunStopped
+from unified.errors import RunStopped, UnifiedError
 from unified.events import (
     ALLOW_ONCE,
     DENY,
@@ -54,7 +55,7 @@ from unified.types import ExecuteParams
 if TYPE_CHECKING:  # the tool runtime (its shell parser) loads with the first run, not with the adapter
     from unified.tools import PermissionRequest, Policy, ToolCall, ToolRuntime
 
-__all__ = ["PermissionBridge", "PermissionGate", "pick_option"]
+__all__ = ["PermissionBridge", "PermissionGate", "TurnCap", "TurnCapReached", "pick_option"]
 
 Deliver = Callable[[Item, Any], Awaitable[None]]
 CHANGED_INPUT = "the user changed the input, which the Gemini CLI cannot run (denied instead)"
@@ -68,6 +69,41 @@ def pick_option(options: list[dict[str, Any]], choice: str) -> str | None:
             if option.get("kind") == kind and isinstance(option.get("optionId"), str):
                 return str(option["optionId"])
     return None
+
+
+_COUNTED_CALL = re.compile(r".+__.+_\d{10,}_(?P<index>\d+)")
+"""A call id 0.61 makes itself (`<tool>__<tool>_<Date.now()>_<index>`, or `..._synth_<prompt>_...`), when the model's
+call has none: `index` counts the calls of one model request (`Turn.callCounter`), from 0."""
+
+
+class TurnCapReached(UnifiedError):
+    """The model made a call in request `max_turns`: not run, and the run ends `max_turns` (`AcpRun`)."""
+
+
+class TurnCap:
+    """unified's `max_turns` over ACP. 0.61 reads its own limit only from settings files (docs/backends/gemini-cli.md),
+    so a run with `max_turns` has the CLI ask about every call (`_launch.Launch.policy_flags`). Over ACP the CLI runs a
+    request's calls one at a time once its stream has ended, then sends the next request, checking for a cancel just
+    before it: a call it waits on unified for cannot be overtaken by the next request. The first call of request
+    `max_turns` is answered `cancelled` after a `session/cancel` (the stop path of `PermissionBridge.answer`), so the
+    CLI sends no further request, and the run ends `max_turns` (measured on 0.61 against FakeGemini, a model calling
+    read_file for ever, `max_turns=2`: 2 requests in 20 of 20 runs, the session resumed after each).
+
+    Which request a call belongs to: a call id the CLI made (`_COUNTED_CALL`) with index 0 begins a request, a higher
+    index continues it; a call the model named itself (the API gave its id) is counted as a request of its own, so a
+    request with several named calls may end the run a request early, never late."""
+
+    def __init__(self, max_turns: int) -> None:
+        self.max_turns = max_turns
+        self.requests = 0
+        """The model requests whose calls have been asked about so far."""
+
+    def reached(self, call_id: str) -> bool:
+        """Whether the call `call_id`, asked about now, was made in request `max_turns` or later."""
+        counted = _COUNTED_CALL.fullmatch(call_id)
+        if counted is None or int(counted["index"]) == 0 or self.requests == 0:
+            self.requests += 1
+        return self.requests >= self.max_turns
 
 
 class PermissionGate:
@@ -178,6 +214,7 @@ class PermissionBridge:
         policy: Policy | None = None,
         *,
         aliases: Sequence[str] | None = (),
+        max_turns: int | None = None,
     ) -> None:
         self.ctx = ctx
         self._flush = flush
@@ -192,6 +229,7 @@ class PermissionBridge:
         self._shown: dict[str, Any] = {}
         """ACP's view of the call being asked about, added to the prompt's `details`."""
         self.aliases = aliases
+        self.cap = TurnCap(max_turns) if max_turns is not None else None
         """The entries of the run's folders that are a credential file under another name (`Launch.credential_aliases`),
         whose reads the CLI asks about (`_launch.credential_alias_rules`)."""
 
@@ -218,6 +256,8 @@ class PermissionBridge:
         if tool_name == "ask_user" and call_id not in self.translator.ask_user_calls:
             await self._question(request_id, call, call_id, options)
             return
+        if self.cap is not None and self.cap.reached(call_id):
+            await self._stop_at_cap(request_id, call_id, tool_name)
         args = self.translator.args_of(call_id)
         self._shown = {
             "cwd": str(self.cwd),
@@ -256,6 +296,17 @@ class PermissionBridge:
         if decision.decision == "deny":
             for item in self.translator.denied(call_id):
                 await self._deliver(item, raw)
+
+    async def _stop_at_cap(self, request_id: Any, call_id: str, tool_name: str) -> None:
+        """The call of request `max_turns` (`TurnCap`): denied as not run, the prompt cancelled before the CLI is
+        answered (ACP's order: it then sends no further request), and the run ends `max_turns`."""
+        max_turns = self.cap.max_turns if self.cap is not None else 0
+        reason = f"not run: the run reached max_turns={max_turns}"
+        self.translator.mark_decided(call_id)
+        await self.ctx.emit(self.translator.decided(call_id, "deny", "backend", reason))
+        await self.connection.notify("session/cancel", {"sessionId": self.session_id})
+        await self.connection.respond(request_id, {"outcome": {"outcome": "cancelled"}})
+        raise TurnCapReached(f"stopped after max_turns={max_turns} model requests; the last turn's calls were not run")
 
     def _credential_doubt(self, tool_name: str) -> str | None:
         """Why a read the CLI asks about is asked although unified's table allows reads: the run's folders hold
