@@ -13,6 +13,7 @@ import pytest
 from tests.e2e.gemini_cli.test_gemini_cli_acp import result_of
 from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams, execute
+from unified._execute import EventStream
 from unified.events import PermissionDecision, SubagentStarted, ToolResult, UnifiedEvent, WarningEvent
 from unified.testing import FakeGemini, FunctionCall, ModelTurn
 from unified.testing._wiring import backend_options_for
@@ -33,7 +34,7 @@ async def _run(server: FakeGemini, workspace: Path, tmp_path: Path, max_turns: i
         max_turns=max_turns,
         backend_options={**options, "pool_size": 0},
     )
-    async with execute(params) as stream:
+    async with EventStream(params, strict=True) as stream:  # strict: a protocol slip fails the test
         return [event async for event in stream]
 
 
