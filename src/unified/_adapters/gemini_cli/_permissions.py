@@ -15,7 +15,11 @@ carried to it as ACP can:
   the model's input would do what the user did not approve, and a denial's message does not reach the
   model; each gives a `warning(permission_answer_unsupported)`. A denial still never runs;
 - a request that names no tool call (`toolCall.toolCallId`), or a call already decided (one decision per
-  call), is rejected unasked, with a `malformed_line` warning.
+  call), is rejected unasked, with a `malformed_line` warning;
+- in a run with `max_turns` every call asks, and the first of request `max_turns` is not run: the run ends
+  `max_turns` (`TurnCap`);
+- a read the CLI asks about because the run's folders hold another name of a credential file
+  (`_launch.credential_alias_rules`) is put to the caller although reads are allowed (`_credential_doubt`).
 
 unified's own ask_user (`_ask_server.py`: this run's `mcp_<server>_ask_the_user`, shown as `ask_user` by the
 translator) is decided like any call: the shipped `ask-user` rule allows it, so it is never a prompt; an MCP
@@ -33,7 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from unified._adapters.gemini_cli._acp import AcpConnection
 from unified._adapters.gemini_cli._launch import CREDENTIAL_READERS, cli_denials, policy_tool_names
@@ -229,9 +233,10 @@ class PermissionBridge:
         self._shown: dict[str, Any] = {}
         """ACP's view of the call being asked about, added to the prompt's `details`."""
         self.aliases = aliases
-        self.cap = TurnCap(max_turns) if max_turns is not None else None
         """The entries of the run's folders that are a credential file under another name (`Launch.credential_aliases`),
         whose reads the CLI asks about (`_launch.credential_alias_rules`)."""
+        self.cap = TurnCap(max_turns) if max_turns is not None else None
+        """The run's `max_turns`, kept here (`TurnCap`); None: the run sets none."""
 
     async def answer(self, request_id: Any, params: dict[str, Any], raw: Any) -> None:
         await self._flush()  # what came before the prompt goes out before it
@@ -257,7 +262,7 @@ class PermissionBridge:
             await self._question(request_id, call, call_id, options)
             return
         if self.cap is not None and self.cap.reached(call_id):
-            await self._stop_at_cap(request_id, call_id, tool_name)
+            await self._stop_at_cap(request_id, call_id, self.cap.max_turns)
         args = self.translator.args_of(call_id)
         self._shown = {
             "cwd": str(self.cwd),
@@ -297,10 +302,9 @@ class PermissionBridge:
             for item in self.translator.denied(call_id):
                 await self._deliver(item, raw)
 
-    async def _stop_at_cap(self, request_id: Any, call_id: str, tool_name: str) -> None:
+    async def _stop_at_cap(self, request_id: Any, call_id: str, max_turns: int) -> NoReturn:
         """The call of request `max_turns` (`TurnCap`): denied as not run, the prompt cancelled before the CLI is
         answered (ACP's order: it then sends no further request), and the run ends `max_turns`."""
-        max_turns = self.cap.max_turns if self.cap is not None else 0
         reason = f"not run: the run reached max_turns={max_turns}"
         self.translator.mark_decided(call_id)
         await self.ctx.emit(self.translator.decided(call_id, "deny", "backend", reason))
