@@ -40,6 +40,7 @@ __all__ = [
     "PROTECTED_LINK_SCAN_MAX_ENTRIES",
     "LinkSearch",
     "ProtectedPaths",
+    "credential_aliases",
     "credential_files",
     "credential_ids",
     "credential_reach",
@@ -1635,6 +1636,47 @@ def protected_links(roots: Sequence[Path], limit: int = LINK_SCAN_MAX_ENTRIES) -
                                 found.extend(_link_target(entry.path, roots))
                         elif entry.is_dir(follow_symlinks=False):
                             pending.append(Path(entry.path))
+            except OSError:
+                continue
+    return found
+
+
+def credential_aliases(roots: Sequence[Path], limit: int = LINK_SCAN_MAX_ENTRIES) -> list[str] | None:
+    """The entries under `roots` that are a credential file (`credential_ids`) by any name: a hard link to one, a
+    symbolic link (or a chain of them) leading to one, the file itself where a root holds it (a home folder), each
+    relative to the root that holds it; None when the roots hold more than `limit` entries. No directory link is
+    followed (what it leads to inside a root is searched there). For a program whose read tools judge only the text of
+    a path (the Gemini CLI's `--policy` rules on `file_path`). Searched only when a credential file has other names
+    or lies inside a root: without either, no name in the roots can be one, and nothing is listed."""
+    credentials = credential_ids()
+    inside = False
+    linked = False
+    for path in credentials.values():
+        with contextlib.suppress(OSError, ValueError):
+            linked = linked or os.stat(path).st_nlink > 1
+            real = Path(os.path.realpath(path))
+            inside = inside or any(real.is_relative_to(os.path.realpath(root)) for root in roots)
+    if not (linked or inside):
+        return []
+    inodes = {inode for _device, inode in credentials}
+    found: list[str] = []
+    left = limit
+    for root in roots:
+        pending = [root]
+        while pending:
+            directory = pending.pop()
+            try:
+                with os.scandir(directory) as entries:
+                    for entry in entries:
+                        left -= 1
+                        if left < 0:
+                            return None
+                        if entry.is_dir(follow_symlinks=False):
+                            pending.append(Path(entry.path))
+                        elif (entry.is_symlink() or entry.inode() in inodes) and _credential_at(
+                            Path(entry.path), credentials
+                        ):
+                            found.append(Path(entry.path).relative_to(root).as_posix())
             except OSError:
                 continue
     return found

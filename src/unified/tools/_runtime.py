@@ -443,14 +443,17 @@ class ToolRuntime:
         """Function declarations (name, description, JSON-schema parameters) for the model."""
         return [self._tools[name].declaration(family) for name in self.tool_names()]
 
-    async def decide(self, call: ToolCall, *, unseen: bool = False) -> PermissionDecision:
+    async def decide(self, call: ToolCall, *, unseen: bool = False, doubt: str | None = None) -> PermissionDecision:
         """The permission decision for one call, without running it: the policy table, the approval mode,
         the `ask` hook and the "allow always" session rules, exactly as `run_batch` decides its calls.
 
         For a backend whose tools run elsewhere and ask before each call (the Gemini CLI), so that its
         calls get the same answers as the API backends'. A Gemini CLI name is read through `ALIASES`.
         `unseen`: the backend did not show the call's arguments (`Policy.evaluate`: a rule that reads them
-        may apply, so it is asked, never allowed by an allow rule that reads them).
+        may apply, so it is asked, never allowed by an allow rule that reads them). `doubt`: why the backend's call
+        must be asked although a rule allows it, as `read_outside` says for Claude Code's reads (a read that may reach a
+        credential file under another name, the Gemini CLI's `credential_alias_rules`): asked as `OUTSIDE_RULE`, but
+        in yolo, which allows every call.
         """
         args = {k: v for k, v in call.args.items() if k != "wait_for_previous"}
         tool = ALIASES.get(call.name, call.name)
@@ -459,7 +462,7 @@ class ToolRuntime:
             return PermissionDecision(
                 tool_use_id=call.id, tool_name=call.name, decision="deny", decided_by="backend", reason=unjudgeable
             )
-        return await self._decide(call, tool, args, elsewhere=True, unseen=unseen)
+        return await self._decide(call, tool, args, elsewhere=True, unseen=unseen, doubt=doubt)
 
     async def run_batch(self, calls: Sequence[ToolCall], observer: ToolObserver | None = None) -> list[ToolOutcome]:
         """Runs one model turn's calls; outcomes in call order.
@@ -569,10 +572,13 @@ class ToolRuntime:
         *,
         elsewhere: bool = False,
         unseen: bool = False,
+        doubt: str | None = None,
     ) -> PermissionDecision:
         verdict = await linked_verdict(
             self.policy, self.workspace, tool, args, self.approval_mode, unseen=unseen, elsewhere=elsewhere
         )
+        if doubt is not None and verdict.decision is Decision.ALLOW and self.approval_mode != "yolo":
+            verdict = Verdict(Decision.ASK_USER, OUTSIDE_RULE, doubt)
         guarded = None
         if verdict.decision is not Decision.DENY and self.approval_mode != "yolo":
             guarded = await self._protected_write(tool, args, judged, elsewhere=elsewhere)

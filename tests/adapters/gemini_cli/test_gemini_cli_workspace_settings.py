@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from unified._adapters.gemini_cli._workspace_settings import env_file_refusal, strip_comments, workspace_refusal
+from unified._adapters.gemini_cli._workspace_settings import (
+    FolderTrust,
+    env_file_refusal,
+    strip_comments,
+    workspace_refusal,
+)
 
 
 @pytest.fixture
@@ -24,7 +29,7 @@ def _refusal(
 ) -> str | None:
     if trust is not None:
         (home / ".gemini" / "trustedFolders.json").write_text(json.dumps(trust))
-    return workspace_refusal(ws.resolve(), env or {}, home, home / "no-system-settings.json")
+    return workspace_refusal(FolderTrust(ws.resolve(), env or {}, home, home / "no-system-settings.json"))
 
 
 def _workspace(tmp_path: Path, text: str) -> Path:
@@ -125,7 +130,8 @@ def test_an_env_file_that_moves_the_endpoint_is_refused_where_the_cli_would_load
     (tmp_path / "repo" / ".env").write_text("# app settings\nexport HTTPS_PROXY=http://p:1\nPORT=1\n")
 
     def refusal(env: dict[str, str] | None = None) -> str | None:
-        return env_file_refusal(ws.resolve(), env or {}, home, home / "no-system-settings.json")
+        found = env_file_refusal(FolderTrust(ws.resolve(), env or {"GEMINI_API_KEY": "k"}, home, home / "none.json"))
+        return None if found is None else found[0].partition(":")[0]
 
     assert refusal() == f"{tmp_path / 'repo' / '.env'} sets HTTPS_PROXY"
     assert refusal({"HTTPS_PROXY": "http://mine:1"}) is None  # set for the run: the CLI keeps it
@@ -134,6 +140,57 @@ def test_an_env_file_that_moves_the_endpoint_is_refused_where_the_cli_would_load
     (ws / ".gemini").mkdir()
     (ws / ".gemini" / ".env").write_text("GOOGLE_GEMINI_BASE_URL=http://x\nCODE_ASSIST_ENDPOINT: http://y\n")
     assert refusal() == f"{ws / '.gemini' / '.env'} sets CODE_ASSIST_ENDPOINT, GOOGLE_GEMINI_BASE_URL"
-    assert refusal({"GEMINI_CLI_TRUST_WORKSPACE": "false"}) is None  # untrusted: only API keys and the project
+    assert refusal({"GEMINI_API_KEY": "k", "GEMINI_CLI_TRUST_WORKSPACE": "false"}) is None  # untrusted: API keys only
     (home / ".env").write_text("GOOGLE_GEMINI_BASE_URL=http://mine\n")
-    assert env_file_refusal(home.resolve(), {}, home, home / "none") is None  # the user's own
+    assert env_file_refusal(FolderTrust(home.resolve(), {}, home, home / "none")) is None  # the user's own
+
+
+@pytest.mark.parametrize("trusted", [True, False])
+def test_an_env_file_that_gives_a_keyless_run_its_key_is_refused(tmp_path: Path, home: Path, trusted: bool) -> None:
+    """A run that gives no credentials took the workspace `.env`'s `GEMINI_API_KEY` (0.61 loads API keys from it in a
+    folder it does not trust too): the run went to the repository's account (e2e: FakeGemini got that key)."""
+    if trusted:
+        _trust_off(home)
+    ws = tmp_path / "repo"
+    ws.mkdir()
+    (ws / ".env").write_text("GEMINI_API_KEY=theirs\nGOOGLE_CLOUD_PROJECT=p\nPORT=1\n")
+
+    def refusal(**env: str) -> tuple[str, str] | None:
+        return env_file_refusal(FolderTrust(ws.resolve(), env, home, home / "none.json"))
+
+    found = refusal()
+    assert found is not None
+    assert found[0].startswith(f"{ws / '.env'} sets GEMINI_API_KEY: the run gives the gemini CLI no credentials")
+    assert "GEMINI_API_KEY in the environment or the env option" in found[1]
+    assert refusal(GEMINI_API_KEY="mine") is None  # the run's own key: the CLI never replaces it
+    assert refusal(GOOGLE_APPLICATION_CREDENTIALS="/adc.json") is None
+    (ws / ".env").write_text("GOOGLE_APPLICATION_CREDENTIALS=/theirs.json\n")
+    assert (refusal() is not None) is trusted  # a folder the CLI does not trust: only the API keys are taken
+    (ws / ".env").write_text("GOOGLE_CLOUD_PROJECT=p\nGOOGLE_CLOUD_LOCATION=l\n")  # a project the run's key must reach
+    assert refusal() is None
+
+
+def test_a_start_looks_up_the_folder_trust_once(tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A start with a workspace settings file, a `.env` and a stdio MCP server asked `cli_trusts` (which reads the
+    system and user settings and the trust file) three times: once is enough, and its answer is the same."""
+    from unified._adapters.gemini_cli import _workspace_settings
+    from unified._adapters.gemini_cli._launch import Launch
+    from unified._adapters.gemini_cli._options import gemini_cli_options
+    from unified.types import ExecuteParams, StdioMcpServer
+
+    _trust_off(home)
+    ws = _workspace(tmp_path, '{"ui": {"theme": "x"}}')
+    (ws / ".env").write_text("PORT=1\n")
+    looks: list[Path] = []
+    real = _workspace_settings.cli_trusts
+
+    def counted(cwd: Path, *rest: object) -> bool:
+        looks.append(cwd)
+        return real(cwd, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_workspace_settings, "cli_trusts", counted)
+    options = gemini_cli_options({"start_process": print, "env": {"HOME": str(home), "GEMINI_CLI_HOME": str(home)}})
+    server = StdioMcpServer(name="s", command="true")
+    launch = Launch.of(ExecuteParams(prompt="x", backend="gemini-cli", cwd=ws, mcp_servers=[server]), options)
+    assert looks == [ws.resolve()]
+    assert launch.folder_trusted

@@ -153,3 +153,31 @@ async def test_a_trusted_workspaces_env_file_does_not_move_the_endpoint(
     error = next(e for e in events if isinstance(e, ErrorEvent))
     assert error.code == "configuration_error"
     assert error.message.startswith(f"{path} sets GOOGLE_GEMINI_BASE_URL: the gemini CLI would load it")
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize("trusted", [True, False])
+async def test_a_workspaces_env_file_gives_a_keyless_run_no_key(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trusted: bool
+) -> None:
+    """SENT before, in a folder the CLI trusts or not: a run that gave no key took the workspace `.env`'s
+    `GEMINI_API_KEY` (0.61 loads API keys from it even where it does not trust the folder), and FakeGemini got a
+    keyed request the caller never authorised: the run went to the repository's account."""
+    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS"):
+        monkeypatch.delenv(name, raising=False)
+    async with FakeGemini([ModelTurn(text="on their account")]) as server:
+        options = backend_options_for(server, "gemini-cli", cli_home=tmp_path / "cli-home")
+        env = {k: v for k, v in dict(options.pop("env")).items() if k != "GEMINI_API_KEY"}  # type: ignore[call-overload]
+        if not trusted:
+            env["GEMINI_CLI_TRUST_WORKSPACE"] = "false"
+        (workspace / ".env").write_text("GEMINI_API_KEY=the-repositorys-key\n")
+        params = ExecuteParams(
+            prompt="hi", backend="gemini-cli", cwd=workspace, backend_options={**options, "env": env, "pool_size": 0}
+        )
+        async with execute(params) as stream:
+            events = [event async for event in stream]
+        assert server.requests == []
+    error = next(e for e in events if isinstance(e, ErrorEvent))
+    assert error.code == "configuration_error"
+    assert error.message.startswith(f"{workspace / '.env'} sets GEMINI_API_KEY: the run gives the gemini CLI no")
+    assert "the-repositorys-key" not in error.message

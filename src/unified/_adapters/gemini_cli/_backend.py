@@ -19,6 +19,7 @@ backend: `_execute`).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -40,6 +41,7 @@ from unified.backends import RunContext, RunOutcome, UnsupportedOption
 from unified.errors import ConfigurationError
 from unified.events import WarningEvent
 from unified.sessions import SessionInfo
+from unified.tools._protected import credential_aliases
 from unified.types import ExecuteParams
 
 __all__ = ["GeminiCliBackend"]
@@ -91,17 +93,6 @@ class GeminiCliBackend:
                     "thinking",
                     "gemini 0.61 takes thinking settings only from settings files (modelConfigs), which unified "
                     "does not write; the CLI uses its own (budget 8192 on 2.5 models, level high on 3)",
-                    False,
-                )
-            )
-        if params.max_turns is not None and self.options.transport == "acp":  # stream-json's is unified's
-            problems.append(
-                UnsupportedOption(
-                    "max_turns",
-                    "gemini 0.61 takes its turn limit only from settings files (model.maxSessionTurns); the system "
-                    "settings file unified writes it reads only when root owns it and every folder above it, and a "
-                    "stop from outside would race the CLI's next model request (it runs allowed calls unasked); "
-                    "the stream-json transport honours it",
                     False,
                 )
             )
@@ -189,6 +180,11 @@ class GeminiCliBackend:
             opening = await anyio.to_thread.run_sync(
                 lambda: open_history(self.launch.env, where, history, model=model, retry=params.retry)
             )
+        if params.approval_mode != "yolo":  # unified's yolo allows every call: nothing to ask or deny
+            # The CLI's read tools read another name of a credential file unasked: its rules must name each one.
+            roots = [where, *self.launch.include_directories]
+            aliases = await anyio.to_thread.run_sync(credential_aliases, roots)
+            self.launch = replace(self.launch, credential_aliases=None if aliases is None else tuple(aliases))
         if self.options.transport == "stream-json":
             return await run_stream_json(self.launch, ctx, where)
         argv = self.launch.acp_argv()

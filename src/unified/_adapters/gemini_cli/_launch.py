@@ -46,13 +46,13 @@ import stat
 from collections import ChainMap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from unified._adapters.gemini_cli._options import GeminiCliOptions
 from unified._adapters.gemini_cli._outcome import TRUST_ADVICE
 from unified._adapters.gemini_cli._user_agents import own_subagents
-from unified._adapters.gemini_cli._workspace_settings import cli_trusts, env_file_refusal, workspace_refusal
+from unified._adapters.gemini_cli._workspace_settings import FolderTrust, env_file_refusal, workspace_refusal
 from unified._binary.environment import EnvPolicy, FileSignature, cache_file, cache_folder, child_env, file_signature
 from unified._binary.install import BinarySpec, locate, require_node
 from unified._binary.process import AgentSubprocess, PipedEnv
@@ -65,8 +65,10 @@ from unified.types import ApprovalMode, ExecuteParams, StdioMcpServer
 
 __all__ = [
     "BACKEND",
+    "CLI_MODES",
     "CLI_NAMES",
     "CREDENTIAL_ENV",
+    "CREDENTIAL_READERS",
     "DEFAULT_MODEL",
     "ENV_FD_VAR",
     "GEMINI_CLI",
@@ -76,6 +78,7 @@ __all__ = [
     "Launch",
     "cli_denials",
     "cli_tool_name",
+    "credential_alias_rules",
     "credentials_by_pipe",
     "gemini_env",
     "gemini_file",
@@ -290,6 +293,13 @@ class Launch:
     subagents: tuple[str, ...] = SUBAGENTS
     """The subagents the CLI may run: its own (`SUBAGENTS`) and, with a policy, those the user, the project or an
     extension defines (`_user_agents.own_subagents`), each named in `subagent_rules`."""
+    credential_aliases: tuple[str, ...] | None = ()
+    """The entries of the run's folders that are a credential file under another name (`_protected.credential_aliases`,
+    searched when the run starts, `GeminiCliBackend`; None: too many entries to search): the CLI's reads of them are
+    asked (ACP) or denied (stream-json) by `credential_alias_rules`."""
+    max_turns: int | None = None
+    """The run's `max_turns` over ACP, which unified keeps (`_permissions.TurnCap`): every call is asked
+    (`policy_flags`), and the first call of request `max_turns` is not run and ends the run."""
     folder_trusted: bool = True
     """Whether the CLI trusts the run's cwd (`_workspace_settings.cli_trusts`; looked at only for a run with stdio MCP
     servers, which it starts only there)."""
@@ -322,7 +332,8 @@ class Launch:
         home = Path(env.get("GEMINI_CLI_HOME") or env.get("HOME") or Path.home())
         system = Path(given.get(SYSTEM_SETTINGS_ENV) or _DEFAULT_SYSTEM_SETTINGS)
         cwd = params.cwd.expanduser().resolve()
-        refusal = workspace_refusal(cwd, env, home, system)
+        folder = FolderTrust(cwd, env, home, system)
+        refusal = workspace_refusal(folder)
         if refusal is not None:
             raise ConfigurationError(
                 f"{refusal}: in this folder, which it trusts, the gemini CLI would run commands or servers of that "
@@ -332,19 +343,13 @@ class Launch:
                 "trust the folder (GEMINI_CLI_TRUST_WORKSPACE=false in the env option: it then ignores the "
                 "workspace's settings, and refuses yolo and stdio MCP servers)",
             )
-        refusal = env_file_refusal(cwd, env, home, system)
-        if refusal is not None:
-            raise ConfigurationError(
-                f"{refusal}: the gemini CLI would load it in this folder, which it trusts, and send the run's requests "
-                "and credentials where it says",
-                hint="remove it from that file, set the variable for the run yourself (the env option), or have the "
-                "CLI not trust the folder (GEMINI_CLI_TRUST_WORKSPACE=false in the env option: it then takes only API "
-                "keys and the project from a .env, and refuses yolo and stdio MCP servers)",
-            )
+        env_refusal = env_file_refusal(folder)
+        if env_refusal is not None:
+            raise ConfigurationError(env_refusal[0], hint=env_refusal[1])
         if (
             (params.approval_mode == "yolo" or (params.approval_mode == "auto_edit" and options.transport != "acp"))
             and options.start_process is None  # a stand-in agent is not the CLI: its trust is not asked
-            and not cli_trusts(cwd, env, home, system)
+            and not folder.trusted
         ):
             # Else the CLI starts only to refuse it: exit 55 headless, a `session/set_mode` error over ACP. (Over
             # ACP, unified's auto_edit runs the CLI's default mode, which needs no trust: it runs there.)
@@ -368,8 +373,8 @@ class Launch:
             max_retries=options.max_retries,
             subagent_silence_s=options.subagent_silence_s,
             subagents=subagents,
-            folder_trusted=not any(isinstance(s, StdioMcpServer) for s in params.mcp_servers)
-            or cli_trusts(cwd, env, home, system),
+            max_turns=params.max_turns if options.transport == "acp" else None,  # stream-json keeps its own
+            folder_trusted=not any(isinstance(s, StdioMcpServer) for s in params.mcp_servers) or folder.trusted,
         )
 
     def model_for(self, session_model: str | None = None) -> str:
@@ -411,6 +416,9 @@ class Launch:
         rules = policy_denials(cli_denials(self.policy))
         rules += subagent_rules(subagent_denials(self.policy), self.subagents)
         rules += policy_rules(self.excluded_tools, user_rule_tools(self.policy))
+        rules += credential_alias_rules(self.credential_aliases, asking=True)
+        if self.max_turns is not None:
+            rules += _TURN_CAP_RULE
         return ["--policy", str(gemini_file("policy", ".toml", rules))]
 
     def headless_policy_flags(
@@ -420,10 +428,12 @@ class Launch:
         `excluded_tools` denied, what `mode` would ask about denied (`unasked_denials`) and, with `protect_paths`
         (all but yolo, where the CLI's autoEdit would approve edits unseen), `write_file`/`replace` of a protected
         path denied (docs/tools.md), named plainly or through one of `links` the run's folders hold
-        (`linked_protected_rules`; None: they could not be named)."""
+        (`linked_protected_rules`; None: they could not be named), and so are reads that may reach a credential file
+        under another name (`credential_alias_rules`)."""
         rules = deny_rules(self.excluded_tools) + unasked_denials(mode)
         if protect_paths:
             rules += protected_path_rules() + linked_protected_rules(links)
+            rules += credential_alias_rules(self.credential_aliases, asking=False)
         if not rules:
             return []
         return ["--policy", str(gemini_file("exclude-tools", ".toml", rules))]
@@ -447,8 +457,12 @@ READ_ONLY_CLI_TOOLS = ("glob", "grep_search", "list_directory", "read_file")
 NEVER_ASKED = ("invoke_agent",)
 """The CLI's tools it runs without asking whatever its policy says (0.61: a delegation's `shouldConfirmExecute`
 is its subagent's, which confirms nothing), so an `ask_user` rule lets them run: only a deny rule stops them."""
-_CLI_MODES: Mapping[ApprovalMode, str] = {"default": "default", "auto_edit": "default", "plan": "plan", "yolo": "yolo"}
-"""unified's approval mode -> the CLI's mode it runs in (`auto_edit` runs the CLI's `default`: `_session_setup`)."""
+CLI_MODES: Mapping[ApprovalMode, str] = {"default": "default", "auto_edit": "default", "plan": "plan", "yolo": "yolo"}
+"""unified's approval mode -> the CLI's mode the run's session is set to (`_session_setup`) and the modes its rules
+are written for. auto_edit runs the CLI in its default mode: its own autoEdit approves every edit without asking anyone
+(its tools skip the policy), so unified's policy could not decide them; in default mode the CLI asks (`policy_rules`)
+and unified's auto_edit allows the edits (`_permissions.py`). yolo stays the CLI's yolo: unified's yolo allows every
+call too, and only there do the CLI's subagents run their own tools (which it can never put to a client)."""
 
 
 def never_asked_denials(policy: Policy | None) -> dict[str, tuple[str, tuple[str, ...]]]:
@@ -460,7 +474,7 @@ def never_asked_denials(policy: Policy | None) -> dict[str, tuple[str, tuple[str
     if policy is None:
         return denials
     for tool in NEVER_ASKED:
-        refusals = {cli: rule for mode, cli in _CLI_MODES.items() if (rule := unasked_refusal(policy, tool, mode))}
+        refusals = {cli: rule for mode, cli in CLI_MODES.items() if (rule := unasked_refusal(policy, tool, mode))}
         if refusals:
             denials[tool] = (next(iter(refusals.values())), tuple(sorted(refusals)))
     return denials
@@ -481,7 +495,7 @@ def outright_denials(policy: Policy | None) -> dict[str, tuple[str, tuple[str, .
         tool = ALIASES.get(name, name)
         refusals = {
             cli: rule
-            for mode, cli in _CLI_MODES.items()
+            for mode, cli in CLI_MODES.items()
             if (rule := outright_refusal(policy, tool, mode, lowest=USER_TIER))
         }
         if refusals:
@@ -515,10 +529,10 @@ def subagent_denials(policy: Policy | None) -> dict[str, str]:
         denials.setdefault(cli_tool_name(name), rule)
     for tool in READ_ONLY_CLI_TOOLS:
         ours = ALIASES.get(tool, tool)
-        refusals = [refusal for mode in _CLI_MODES if (refusal := unasked_refusal(policy, ours, mode)) is not None]
+        refusals = [refusal for mode in CLI_MODES if (refusal := unasked_refusal(policy, ours, mode)) is not None]
         if refusals:
             denials.setdefault(tool, refusals[0])
-    everywhere = set(_CLI_MODES.values())
+    everywhere = set(CLI_MODES.values())
     denied = {tool for tool, (_rule, modes) in cli_denials(policy).items() if set(modes) == everywhere}
     return {tool: rule for tool, rule in denials.items() if tool not in denied}
 
@@ -621,7 +635,7 @@ def user_rule_tools(policy: Policy | None) -> tuple[str, ...]:
         names.update(cli_tool_name(name) for name in rule.tool_names)
     for tool in READ_ONLY_CLI_TOOLS:
         ours = ALIASES.get(tool, tool)
-        if any(policy.evaluate(ours, {}, mode, unseen=True).decision is not Decision.ALLOW for mode in _CLI_MODES):
+        if any(policy.evaluate(ours, {}, mode, unseen=True).decision is not Decision.ALLOW for mode in CLI_MODES):
             names.add(tool)
     return ("*",) if "*" in names else tuple(sorted(names))
 
@@ -758,9 +772,16 @@ def linked_protected_rules(links: Sequence[str] | None) -> str:
 
 
 def _deny_edits(fragments: Sequence[str], message: str) -> str:
-    """Deny rules for the CLI's edit tools whose `file_path` ends in one of `fragments` (alternatives of a regex; the
-    CLI refuses a quantified group, its ReDoS check), as many as keep each `argsPattern` within what the CLI takes
-    (`_MAX_ARGS_PATTERN`)."""
+    """Deny rules for the CLI's edit tools whose `file_path` ends in one of `fragments` (`_path_rules`)."""
+    return _path_rules(
+        _EDITS, fragments, f'decision = "deny"\npriority = 998\ndenyMessage = {json.dumps(f"unified: {message}")}\n'
+    )
+
+
+def _path_rules(tools: Sequence[str], fragments: Sequence[str], decision: str) -> str:
+    """Rules for `tools` whose `file_path` ends in one of `fragments` (alternatives of a regex; the CLI refuses a
+    quantified group, its ReDoS check), each deciding as the TOML lines `decision` say, as many as keep each
+    `argsPattern` within what the CLI takes (`_MAX_ARGS_PATTERN`)."""
     opening, closing = '"file_path":"(?:[^"]*/|)(?:', ')"'
     groups: list[list[str]] = [[]]
     for fragment in fragments:
@@ -772,13 +793,51 @@ def _deny_edits(fragments: Sequence[str], message: str) -> str:
         args = opening + "|".join(group) + closing
         if len(args) > _MAX_ARGS_PATTERN:
             raise AssertionError(f"one path is too long for the CLI's argsPattern: {args[:80]}...")
-        rules.append(
-            '[[rule]]\ntoolName = ["write_file", "replace"]\n'
-            f"argsPattern = {json.dumps(args)}\n"
-            'decision = "deny"\npriority = 998\n'
-            f"denyMessage = {json.dumps(f'unified: {message}')}\n\n"
-        )
+        rules.append(f"[[rule]]\ntoolName = {json.dumps(list(tools))}\nargsPattern = {json.dumps(args)}\n{decision}\n")
     return "".join(rules)
+
+
+_TURN_CAP_RULE = (
+    '[[rule]]\nname = "unified: max_turns counts every call"\ntoolName = "*"\nargsPattern = "."\n'
+    f'decision = "ask_user"\npriority = {_RULE_PRIORITY + 10}\nmodes = {ALL_MODES}\n\n'
+)
+"""The rule of a run with `max_turns` (ACP): every call asks, in every mode, so the CLI waits on unified before each
+one, and no request follows a call unified stops at (`_permissions.TurnCap`). Its calls are unified's policy's to
+decide as ever; with every tool asked, 0.61 refuses a delegation (its own check of it is a question), so such a run
+starts no subagent (`subagent_rules`)."""
+
+
+CREDENTIAL_READERS = ("read_many_files", "grep_search")
+"""The CLI's tools that read files no argument names (a glob's matches, a folder's tree): where the workspace holds
+another name of a credential file, each call of them may read it."""
+_CREDENTIAL_WHY = "the workspace holds another name of a credential file (a hard link or a link to one)"
+
+
+def credential_alias_rules(aliases: Sequence[str] | None, *, asking: bool) -> str:
+    """Rules for the CLI's read tools where the run's folders hold `aliases` (`_protected.credential_aliases`: a hard
+    link to `~/.netrc`, a link to one), which the read-only rule (`policy_rules`) would let it read unasked: a
+    `read_file` whose `file_path` ends in the name of one of them (any spelling of a path to it ends so: `docs/n`,
+    `./x/../docs/n`, through a linked folder), and every call of `CREDENTIAL_READERS`, ask (`asking`: ACP, unified
+    decides, `_permissions`) above the read-only rule, in every mode but yolo, or are denied (stream-json, nobody can
+    be asked). None (they could not all be found), or a name no pattern can spell: every read tool's call so. None of
+    them (the usual workspace): no rule, and every read stays unasked. (`glob` and `list_directory` list names only.)"""
+    if aliases is not None and not aliases:
+        return ""
+    if asking:
+        decision = f'decision = "ask_user"\npriority = {_RULE_PRIORITY + 5}\nmodes = {ASKING_MODES}\n'
+    else:
+        why = f"unified: {_CREDENTIAL_WHY}, and nobody can be asked (the stream-json transport)"
+        decision = f'decision = "deny"\npriority = 998\ndenyMessage = {json.dumps(why)}\n'
+    names = sorted({PurePosixPath(alias).name for alias in aliases or ()})
+    if aliases is None or any(
+        _LINK_SAFE.fullmatch(name) is None or len(name) > _MAX_ARGS_PATTERN // 4 for name in names
+    ):
+        readers: tuple[str, ...] = (*CREDENTIAL_READERS, "read_file")
+        return f'[[rule]]\nname = "unified: {_CREDENTIAL_WHY}"\ntoolName = {json.dumps(list(readers))}\n{decision}\n'
+    return (
+        f'[[rule]]\nname = "unified: {_CREDENTIAL_WHY}"\ntoolName = {json.dumps(list(CREDENTIAL_READERS))}\n'
+        f"{decision}\n" + _path_rules(("read_file",), [re.escape(name) for name in names], decision)
+    )
 
 
 @functools.cache

@@ -15,7 +15,11 @@ carried to it as ACP can:
   the model's input would do what the user did not approve, and a denial's message does not reach the
   model; each gives a `warning(permission_answer_unsupported)`. A denial still never runs;
 - a request that names no tool call (`toolCall.toolCallId`), or a call already decided (one decision per
-  call), is rejected unasked, with a `malformed_line` warning.
+  call), is rejected unasked, with a `malformed_line` warning;
+- in a run with `max_turns` every call asks, and the first of request `max_turns` is not run: the run ends
+  `max_turns` (`TurnCap`);
+- a read the CLI asks about because the run's folders hold another name of a credential file
+  (`_launch.credential_alias_rules`) is put to the caller although reads are allowed (`_credential_doubt`).
 
 unified's own ask_user (`_ask_server.py`: this run's `mcp_<server>_ask_the_user`, shown as `ask_user` by the
 translator) is decided like any call: the shipped `ask-user` rule allows it, so it is never a prompt; an MCP
@@ -30,16 +34,17 @@ CLI's own (`decided_by="backend"`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from unified._adapters.gemini_cli._acp import AcpConnection
-from unified._adapters.gemini_cli._launch import cli_denials, policy_tool_names
+from unified._adapters.gemini_cli._launch import CREDENTIAL_READERS, cli_denials, policy_tool_names
 from unified._adapters.gemini_cli._translate import AcpTranslator, Item
 from unified._binary.jsonrpc import as_dict, as_list
 from unified.backends import RunContext
-from unified.errors import RunStopped
+from unified.errors import RunStopped, UnifiedError
 from unified.events import (
     ALLOW_ONCE,
     DENY,
@@ -54,7 +59,7 @@ from unified.types import ExecuteParams
 if TYPE_CHECKING:  # the tool runtime (its shell parser) loads with the first run, not with the adapter
     from unified.tools import PermissionRequest, Policy, ToolCall, ToolRuntime
 
-__all__ = ["PermissionBridge", "PermissionGate", "pick_option"]
+__all__ = ["PermissionBridge", "PermissionGate", "TurnCap", "TurnCapReached", "pick_option"]
 
 Deliver = Callable[[Item, Any], Awaitable[None]]
 CHANGED_INPUT = "the user changed the input, which the Gemini CLI cannot run (denied instead)"
@@ -68,6 +73,42 @@ def pick_option(options: list[dict[str, Any]], choice: str) -> str | None:
             if option.get("kind") == kind and isinstance(option.get("optionId"), str):
                 return str(option["optionId"])
     return None
+
+
+_COUNTED_CALL = re.compile(r".+__.+_\d{10,}_(?P<index>\d+)")
+"""A call id 0.61 makes itself (`<tool>__<tool>_<Date.now()>_<index>`, or `..._synth_<prompt>_...`), when the model's
+call has none: `index` counts the calls of one model request (`Turn.callCounter`), from 0."""
+
+
+class TurnCapReached(UnifiedError):
+    """The model made a call in request `max_turns`: not run, and the run ends `max_turns` (`AcpRun`)."""
+
+
+class TurnCap:
+    """unified's `max_turns` over ACP. 0.61 reads its own limit only from settings files (docs/backends/gemini-cli.md),
+    so a run with `max_turns` has the CLI ask about every call (`_launch.Launch.policy_flags`). Over ACP the CLI runs a
+    request's calls one at a time once its stream has ended, then sends the next request, checking for a cancel just
+    before it: a call it waits on unified for cannot be overtaken by the next request. The first call of request
+    `max_turns` is answered `cancelled` after a `session/cancel` (the stop path of `PermissionBridge.answer`), so the
+    CLI sends no further request, and the run ends `max_turns` (measured on 0.61 against FakeGemini, a model calling
+    read_file for ever, `max_turns=2`: 2 requests in 20 of 20 runs, the session resumed after each).
+
+    Which request a call belongs to: a call id the CLI made (`_COUNTED_CALL`) with index 0 begins a request, a higher
+    index continues it; each call the model named itself (the API gave its id) is counted as a request of its own
+    (ACP shows no other sign of where a request ends), so a request with k named calls counts as k: the run may end
+    before its `max_turns`-th request, never after it."""
+
+    def __init__(self, max_turns: int) -> None:
+        self.max_turns = max_turns
+        self.requests = 0
+        """The model requests whose calls have been asked about so far."""
+
+    def reached(self, call_id: str) -> bool:
+        """Whether the call `call_id`, asked about now, was made in request `max_turns` or later."""
+        counted = _COUNTED_CALL.fullmatch(call_id)
+        if counted is None or int(counted["index"]) == 0 or self.requests == 0:
+            self.requests += 1
+        return self.requests >= self.max_turns
 
 
 class PermissionGate:
@@ -116,8 +157,8 @@ class PermissionGate:
             self._quiet = ToolRuntime(cwd, **common)
         return self._quiet
 
-    async def decide(self, call: ToolCall, *, unseen: bool = False) -> PermissionDecision:
-        return await self.runtime.decide(call, unseen=unseen)
+    async def decide(self, call: ToolCall, *, unseen: bool = False, doubt: str | None = None) -> PermissionDecision:
+        return await self.runtime.decide(call, unseen=unseen, doubt=doubt)
 
     def strictest(self, names: Sequence[str], args: Mapping[str, Any], *, unseen: bool) -> str:
         """Of the readings of one call's tool name (`_launch.policy_tool_names`: an MCP tool whose server names
@@ -176,6 +217,9 @@ class PermissionBridge:
         flush: Callable[[], Awaitable[None]],
         cwd: Path,
         policy: Policy | None = None,
+        *,
+        aliases: Sequence[str] | None = (),
+        max_turns: int | None = None,
     ) -> None:
         self.ctx = ctx
         self._flush = flush
@@ -189,6 +233,11 @@ class PermissionBridge:
         """The run's MCP servers, whose names tell where the CLI's `mcp_<server>_<tool>` splits."""
         self._shown: dict[str, Any] = {}
         """ACP's view of the call being asked about, added to the prompt's `details`."""
+        self.aliases = aliases
+        """The entries of the run's folders that are a credential file under another name (`Launch.credential_aliases`),
+        whose reads the CLI asks about (`_launch.credential_alias_rules`)."""
+        self.cap = TurnCap(max_turns) if max_turns is not None else None
+        """The run's `max_turns`, kept here (`TurnCap`); None: the run sets none."""
 
     async def answer(self, request_id: Any, params: dict[str, Any], raw: Any) -> None:
         await self._flush()  # what came before the prompt goes out before it
@@ -213,6 +262,8 @@ class PermissionBridge:
         if tool_name == "ask_user" and call_id not in self.translator.ask_user_calls:
             await self._question(request_id, call, call_id, options)
             return
+        if self.cap is not None and self.cap.reached(call_id):
+            await self._stop_at_cap(request_id, call_id, self.cap.max_turns)
         args = self.translator.args_of(call_id)
         self._shown = {
             "cwd": str(self.cwd),
@@ -227,7 +278,8 @@ class PermissionBridge:
         # The policy speaks unified's names (an MCP tool's `mcp__<server>__<tool>`, the strictest reading where the
         # run's server names overlap); the events keep the CLI's.
         named = self.gate.strictest(policy_tool_names(tool_name, self.servers), args, unseen=not args)
-        decision = await self.gate.decide(ToolCall(call_id, named, args), unseen=not args)
+        doubt = self._credential_doubt(tool_name)
+        decision = await self.gate.decide(ToolCall(call_id, named, args), unseen=not args, doubt=doubt)
         decision = decision.model_copy(update={"tool_name": tool_name})
         if decision.decision == "allow" and decision.input is not None:
             decision = decision.model_copy(update={"decision": "deny", "input": None, "reason": CHANGED_INPUT})
@@ -250,6 +302,31 @@ class PermissionBridge:
         if decision.decision == "deny":
             for item in self.translator.denied(call_id):
                 await self._deliver(item, raw)
+
+    async def _stop_at_cap(self, request_id: Any, call_id: str, max_turns: int) -> NoReturn:
+        """The call of request `max_turns` (`TurnCap`): denied as not run, the prompt cancelled before the CLI is
+        answered (ACP's order: it then sends no further request), and the run ends `max_turns`."""
+        reason = f"not run: the run reached max_turns={max_turns}"
+        self.translator.mark_decided(call_id)
+        await self.ctx.emit(self.translator.decided(call_id, "deny", "backend", reason))
+        await self.connection.notify("session/cancel", {"sessionId": self.session_id})
+        await self.connection.respond(request_id, {"outcome": {"outcome": "cancelled"}})
+        raise TurnCapReached(f"stopped after max_turns={max_turns} model requests; the last turn's calls were not run")
+
+    def _credential_doubt(self, tool_name: str) -> str | None:
+        """Why a read the CLI asks about is asked although unified's table allows reads: the run's folders hold
+        another name of a credential file (`aliases`), the only reason the CLI asks for these reads but a caller's
+        rule. ACP's request for a read carries no arguments, so which file it reads is not known: asked, never
+        allowed by the read-only rule."""
+        if tool_name not in (*CREDENTIAL_READERS, "read_file") or self.aliases == ():
+            return None
+        if self.aliases is None:
+            return "the workspace holds too many entries to tell whether this read reaches a credential file"
+        shown = ", ".join(self.aliases[:3]) + (", ..." if len(self.aliases) > 3 else "")
+        return (
+            f"the workspace holds another name of a credential file ({shown}: a hard link or a link to one), "
+            "which this read may reach, so unified does not read it unasked"
+        )
 
     async def _ask(self, request: PermissionRequest) -> UserInputResponse:
         """The prompt as the API backends put it (`PermissionRequest.to_event`), with ACP's view and the cwd."""

@@ -25,7 +25,7 @@ from unified._adapters.gemini_cli._conversation import Opening, keep_failed_prom
 from unified._adapters.gemini_cli._hold_back import SETTLE_INTERVAL_S, ToolOutputHold
 from unified._adapters.gemini_cli._launch import BACKEND, Launch
 from unified._adapters.gemini_cli._outcome import DEFAULT_BASE_URL, error_from_exit, no_answer, prompt_end
-from unified._adapters.gemini_cli._permissions import PermissionBridge
+from unified._adapters.gemini_cli._permissions import PermissionBridge, TurnCapReached
 from unified._adapters.gemini_cli._relocate import SESSION_ID, session_lease
 from unified._adapters.gemini_cli._replays import Folding, MessageEnd
 from unified._adapters.gemini_cli._retry_watch import WATCH_INTERVAL_S, RetryWatch
@@ -163,7 +163,16 @@ class AcpRun:
         sink = _Sink(hold, self.translator, chat)
         self._shown = _Shown(hold, delivery, sink)
         bridge = PermissionBridge(
-            ctx, self.connection, self.translator, self.session_id, sink.deliver, hold.flush, cwd, self.launch.policy
+            ctx,
+            self.connection,
+            self.translator,
+            self.session_id,
+            sink.deliver,
+            hold.flush,
+            cwd,
+            self.launch.policy,
+            aliases=self.launch.credential_aliases,
+            max_turns=self.launch.max_turns,
         )
         sink.relabel = bridge.gate.relabel
         try:
@@ -211,6 +220,15 @@ class AcpRun:
                 if all(isinstance(exc, UnifiedError) for exc in group.exceptions):
                     raise group.exceptions[0] from None
                 raise
+        except TurnCapReached as reached:
+            # The call of request `max_turns` was answered `cancelled` after a `session/cancel`: the CLI ends the
+            # prompt without another request (`TurnCap`); its turn is kept in the chat file, so the session resumes.
+            with anyio.CancelScope(shield=True):
+                await self._cancel(request_id)
+                await hold.flush(wait=False)
+                await sink.end_message(final=False)
+            await ctx.end_message()
+            return RunOutcome(status="max_turns", short_id=short, error=str(reached))
         except UnifiedError:
             # The caller's permission answer ended the run, the provider cannot be reached or the run's retries
             # are spent (`_retry_watch`), or the run failed: end the prompt (the CLI would retry for minutes),

@@ -20,7 +20,7 @@ import anyio
 
 from unified._adapters.gemini_cli._acp import AcpConnection
 from unified._adapters.gemini_cli._chat_files import ChatFiles, ResumeGuard, gemini_home, read_chat, replay_count
-from unified._adapters.gemini_cli._launch import SYSTEM_SETTINGS_ENV, Launch
+from unified._adapters.gemini_cli._launch import CLI_MODES, SYSTEM_SETTINGS_ENV, Launch
 from unified._adapters.gemini_cli._outcome import error_from_acp
 from unified._adapters.gemini_cli._retry_watch import DebugLog
 from unified._binary.jsonrpc import Inbox, RpcError, as_dict
@@ -31,10 +31,9 @@ from unified._redaction import clip
 from unified.backends import RunContext
 from unified.errors import BackendError
 from unified.events import WarningEvent
-from unified.types import ApprovalMode, HttpMcpServer, McpServer, SseMcpServer, StdioMcpServer
+from unified.types import HttpMcpServer, McpServer, SseMcpServer, StdioMcpServer
 
 __all__ = [
-    "ACP_MODES",
     "OpeningStalled",
     "SessionSetup",
     "acp_from_mcp_server",
@@ -46,12 +45,6 @@ __all__ = [
     "unreachable",
 ]
 
-ACP_MODES: dict[ApprovalMode, str] = {"default": "default", "auto_edit": "default", "yolo": "yolo", "plan": "plan"}
-"""The CLI's mode per approval mode. auto_edit runs the CLI in its default mode: its own autoEdit approves
-every edit without asking anyone (its tools skip the policy), so unified's policy could not decide them;
-in default mode the CLI asks (`_launch.policy_rules`) and unified's auto_edit allows the edits
-(`_permissions.py`). yolo stays the CLI's yolo: unified's yolo allows every call too, and only there do
-the CLI's subagents run their own tools (which it can never put to a client)."""
 REPLAY_QUIET_S = 2.0
 """How long the history replay of `session/load` may pause before we stop waiting for the rest."""
 _REPLAYED = frozenset({"user_message_chunk", "agent_thought_chunk", "agent_message_chunk", "tool_call"})
@@ -428,7 +421,7 @@ class SessionSetup:
     async def _configure(self) -> None:
         # Always a concrete model: without one the CLI's router would pick one with calls of its own.
         await self.request("session/set_model", {"sessionId": self.session_id, "modelId": self.model})
-        mode = ACP_MODES[self.params.approval_mode]
+        mode = CLI_MODES[self.params.approval_mode]
         if mode != "default":
             await self.request("session/set_mode", {"sessionId": self.session_id, "modeId": mode})
 

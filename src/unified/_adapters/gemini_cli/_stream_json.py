@@ -10,10 +10,11 @@ For CLIs (or environments) without ACP. What it loses against ACP: thoughts, per
 the `ask_user` tool, subagent detail (only the `invoke_agent` call and its result, from the chat file),
 per-turn usage (one total at the end) and images.
 
-`max_turns` is unified's here (0.61 reads `model.maxSessionTurns` only from settings files: see
-docs/backends/gemini-cli.md): headless, the CLI announces each call of a model request while that request streams
-and runs them, then sends the next request, only once it has ended; so the first call of request `max_turns`
-(`StreamJsonTranslator.past_cap`) kills the process at once, before the line is even handled. Its calls are
+`max_turns` is unified's here, as over ACP (`_permissions.TurnCap`; 0.61 reads `model.maxSessionTurns` only from
+settings files: see docs/backends/gemini-cli.md), but nobody can be asked here: headless, the CLI announces each
+call of a model request while that request streams and runs them, then sends the next request, only once it has
+ended; so the first call of request `max_turns` (`StreamJsonTranslator.past_cap`) kills the process at once, before
+the line is even handled. Its calls are
 answered "not run" (as the shared agent loop does), the run ends `max_turns`, and the session resumes from the chat
 file the CLI wrote up to then (`repair_session` mends what the kill left, with a `session_repaired` warning).
 Measured on 0.61 against FakeGemini, a model that calls read_file for ever, `max_turns=2`: 2 requests in each of 24

@@ -10,20 +10,23 @@ unified's policy decides; its `tools.allowed` is now below unified's rules (`_la
 `unasked_denials`), its `general.defaultApprovalMode` and `model.name` below the run's explicit mode and model. The
 other `UNSAFE_SETTINGS` are taken from the CLI's settings schema (a command, a sandbox image, telemetry's endpoint),
 not measured. A file with such a setting in a folder the CLI would trust is refused before the CLI starts
-(`workspace_refusal`), and so is an environment file that would move the endpoint (`env_file_refusal`).
+(`workspace_refusal`), and so is an environment file that would move the endpoint, or give a run that names no key
+the repository's own (`env_file_refusal`).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from unified._files import read_regular
 
-__all__ = ["cli_trusts", "env_file_refusal", "workspace_refusal"]
+__all__ = ["FolderTrust", "cli_trusts", "env_file_refusal", "workspace_refusal"]
 
 UNSAFE_SETTINGS = (
     "hooks",
@@ -116,11 +119,28 @@ def cli_trusts(cwd: Path, env: Mapping[str, str], home: Path, system: Path) -> b
     return level in ("TRUST_FOLDER", "TRUST_PARENT")
 
 
-def workspace_refusal(cwd: Path, env: Mapping[str, str], home: Path, system: Path) -> str | None:
-    """Why the run must not start in `cwd` (resolved): its `.gemini/settings.json` sets what `UNSAFE_SETTINGS` names
-    (or is too large to tell) and the CLI would read it (`cli_trusts`). None when it may: no such file or setting, the
-    user's own settings (a home folder), or a folder the CLI does not trust. `home` is the CLI's, `system` its system
-    settings file."""
+@dataclass(frozen=True)
+class FolderTrust:
+    """One start's folder `cwd` (resolved), the CLI's environment `env`, its `home` and its system settings file
+    `system`; `trusted` is `cli_trusts` of them, looked up at most once. A start asked up to four times (the workspace's
+    settings, its `.env`, a mode that needs trust, a stdio MCP server), and each look reads the system and user settings
+    and the trust file."""
+
+    cwd: Path
+    env: Mapping[str, str]
+    home: Path
+    system: Path
+
+    @functools.cached_property
+    def trusted(self) -> bool:
+        return cli_trusts(self.cwd, self.env, self.home, self.system)
+
+
+def workspace_refusal(folder: FolderTrust) -> str | None:
+    """Why the run must not start in `folder.cwd`: its `.gemini/settings.json` sets what `UNSAFE_SETTINGS` names (or is
+    too large to tell) and the CLI would read it (`FolderTrust.trusted`). None when it may: no such file or setting,
+    the user's own settings (a home folder), or a folder the CLI does not trust."""
+    cwd, home = folder.cwd, folder.home
     path = cwd / ".gemini" / "settings.json"
     if cwd == home.resolve():
         return None
@@ -130,7 +150,7 @@ def workspace_refusal(cwd: Path, env: Mapping[str, str], home: Path, system: Pat
         return None
     settings = _settings(path)
     found = [key for key in UNSAFE_SETTINGS if _get(settings, key)]
-    if not (found or too_large) or not cli_trusts(cwd, env, home, system):
+    if not (found or too_large) or not folder.trusted:
         return None
     return f"{path} is over 1 MiB, too large to read" if too_large else f"{path} sets {', '.join(found)}"
 
@@ -168,19 +188,59 @@ def _env_file(cwd: Path, home: Path, trusted: bool) -> Path | None:
     return None
 
 
-def env_file_refusal(cwd: Path, env: Mapping[str, str], home: Path, system: Path) -> str | None:
-    """Why the run must not start in `cwd` (resolved): the workspace's environment file (`_env_file`) sets one of
-    `ENDPOINT_VARIABLES` the run's environment `env` does not, in a folder the CLI trusts. 0.61 loads that file into
-    its environment at its start, every variable not set already (in a folder it does not trust only API keys and the
-    Google Cloud project and location, none of these), so a repository's `GOOGLE_GEMINI_BASE_URL` would receive the
-    run's requests and its key (measured: FakeGemini named there got them). Unsure (a file too large or unreadable):
-    refused."""
-    path = _env_file(cwd, home, trusted=True)  # the file the CLI loads where it trusts the folder
-    if path is None or not cli_trusts(cwd, env, home, system):  # a file system look only when there is one
+KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS")
+"""The credentials the CLI authenticates with (`_launch.CREDENTIAL_ENV`): a workspace's `.env` must not supply them
+to a run that gives none, or the run would go to the repository's account."""
+UNTRUSTED_KEYS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+"""Those of `KEY_VARIABLES` 0.61 takes from a `.env` even in a folder it does not trust (`AUTH_ENV_VAR_WHITELIST`,
+with the Google Cloud project and location, which only pick a project the run's own credentials must reach)."""
+
+
+def env_file_refusal(folder: FolderTrust) -> tuple[str, str] | None:
+    """Why the run must not start in `folder.cwd`: the workspace's environment file (`_env_file`) sets a variable
+    the run's environment `folder.env` does not and 0.61 would take from it: one of `ENDPOINT_VARIABLES` in a folder
+    the CLI trusts, or, in a run that gives no credentials at all, one of `KEY_VARIABLES` (`UNTRUSTED_KEYS` in a folder
+    it does not trust). The CLI loads that file into its environment at its start, every variable not set already (in
+    a folder it does not trust only API keys and the Google Cloud project and location), so a repository's
+    `GOOGLE_GEMINI_BASE_URL` would receive the run's requests and its key (measured: FakeGemini named there got them),
+    and its `GEMINI_API_KEY` would run a keyless run on the repository's account (measured: FakeGemini got the
+    repository's key, trusted folder or not). A run that gives a key keeps it (the file never replaces a variable set),
+    so a `.env` holding an application's own `GOOGLE_API_KEY` is no matter then. Unsure (a file too large or
+    unreadable): refused. The refusal's message and hint."""
+    keyless = not any(folder.env.get(name) for name in KEY_VARIABLES)
+    path = _env_file(folder.cwd, folder.home, trusted=True)  # the file the CLI loads where it trusts the folder
+    if path is None or not (keyless or folder.trusted):  # a file system look only when there is one
         return None
+    if not folder.trusted:
+        path = _env_file(folder.cwd, folder.home, trusted=False)  # an untrusted folder's `.gemini/.env` is not read
+        if path is None:
+            return None
+    watched = (
+        (ENDPOINT_VARIABLES + KEY_VARIABLES if keyless else ENDPOINT_VARIABLES) if folder.trusted else UNTRUSTED_KEYS
+    )
     try:
         text = read_regular(path, max_bytes=_MAX_BYTES).decode("utf-8", "replace")
     except OSError as exc:
-        return f"{path} cannot be read ({exc.strerror or exc})"
-    found = sorted({m for m in _ASSIGNMENT.findall(text) if m in ENDPOINT_VARIABLES and m not in env})
-    return f"{path} sets {', '.join(found)}" if found else None
+        fact = f"{path} cannot be read ({exc.strerror or exc})"
+        found = list(watched)
+    else:
+        found = sorted({m for m in _ASSIGNMENT.findall(text) if m in watched and m not in folder.env})
+        fact = f"{path} sets {', '.join(found)}"
+    if not found:
+        return None
+    untrust = (
+        ", or have the CLI not trust the folder (GEMINI_CLI_TRUST_WORKSPACE=false in the env option: it then takes "
+        "only API keys and the project from a .env, and refuses yolo and stdio MCP servers)"
+    )
+    if not any(name in KEY_VARIABLES for name in found):
+        return (
+            f"{fact}: the gemini CLI would load it in this folder, which it trusts, and send the run's requests and "
+            "credentials where it says",
+            f"remove it from that file, set the variable for the run yourself (the env option){untrust}",
+        )
+    return (
+        f"{fact}: the run gives the gemini CLI no credentials, so it would load them from this file and run on that "
+        "account (a repository's own), sending it the run's prompts and what the model reads",
+        "give the run its own key (GEMINI_API_KEY in the environment or the env option), or remove it from that file "
+        "(a folder the CLI does not trust still gives it the file's API keys)",
+    )

@@ -1,0 +1,133 @@
+"""Another name of a credential file inside the workspace (a hard link to `~/.netrc`, a link to that link) against the
+real gemini CLI: its read tools, which run unasked under unified's read-only rule, ask for it over ACP (nobody answers
+here: denied) and are denied on stream-json (`_launch.credential_alias_rules`, from the workspace searched when the run
+starts); an ordinary read stays unasked on both."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.e2e.gemini_cli.gemini_cli_helpers import call, stream_line, text
+from tests.hang_guard import HANG_GUARD_S
+from unified.events import PermissionDecision, Result, ToolResult, UnifiedEvent, UserInputRequest, UserInputResponse
+
+Run = Callable[..., Awaitable[list[UnifiedEvent]]]
+Responses = Callable[..., Path]
+SECRET = "s3cret-netrc-password"
+
+pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
+
+
+def _netrc() -> Path:
+    path = Path(os.environ["HOME"]) / ".netrc"
+    path.write_text(f"machine example.com login me password {SECRET}\n")
+    path.chmod(0o600)
+    return path
+
+
+def _outputs(events: list[UnifiedEvent]) -> str:
+    return "\n".join(str(e.model_dump()) for e in events if isinstance(e, ToolResult))
+
+
+def _decisions(events: list[UnifiedEvent]) -> dict[str, PermissionDecision]:
+    return {e.tool_use_id: e for e in events if isinstance(e, PermissionDecision)}
+
+
+@pytest.mark.parametrize("transport", ["acp", "stream-json"])
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("read_file", {"file_path": "docs/n"}),
+        ("read_file", {"file_path": "./docs/../docs/s"}),  # a link to the hard link, spelled otherwise
+        ("grep_search", {"pattern": "password"}),
+    ],
+)
+async def test_a_hard_link_to_a_credential_file_is_not_read_unasked(
+    run_gemini: Run, responses: Responses, workspace: Path, transport: str, tool: str, args: dict[str, Any]
+) -> None:
+    """READ before, on both transports: the CLI's read tools gave the model `~/.netrc`'s password through `docs/n`
+    (or a link to it). An ordinary file is still read, unasked, in the same run."""
+    (workspace / "docs").mkdir()
+    os.link(_netrc(), workspace / "docs" / "n")
+    (workspace / "docs" / "s").symlink_to("n")
+    fake = responses(
+        stream_line(call(tool, **args)),
+        stream_line(call("read_file", file_path="notes.txt")),
+        stream_line(text("done")),
+    )
+    events = await run_gemini(fake, backend_options={"transport": transport})
+    outputs = _outputs(events)
+    assert SECRET not in outputs
+    assert "alpha" in outputs  # notes.txt, read
+    first, second = _decisions(events).values()
+    assert (first.tool_name, first.decision, second.decision) == (tool, "deny", "allow")
+    if transport == "acp":  # asked, and nobody answers here
+        assert first.rule == "outside-workspace"
+        assert "docs/n, docs/s: a hard link or a link to one" in (first.reason or "")
+        assert second.rule == "read-only"
+
+
+@pytest.mark.parametrize("transport", ["acp", "stream-json"])
+async def test_a_link_out_of_the_workspace_to_a_credential_file_is_not_read(
+    run_gemini: Run, responses: Responses, workspace: Path, transport: str
+) -> None:
+    """A pin of the CLI's own check (passes on the old code too), which `credential_aliases` relies on to search only
+    when a credential file has other names or lies in the workspace: a symbolic link to `~/.netrc` itself (one name,
+    outside the workspace) is refused as outside the workspace (the CLI resolves links), unasked as it is."""
+    (workspace / "t").symlink_to(_netrc())
+    fake = responses(stream_line(call("read_file", file_path="t")), stream_line(text("done")))
+    events = await run_gemini(fake, backend_options={"transport": transport})
+    outputs = _outputs(events)
+    assert SECRET not in outputs
+    assert "resolves outside the allowed workspace directories" in outputs
+
+
+async def test_an_asked_read_of_a_hard_link_runs_once_the_user_allows_it(
+    run_gemini: Run, responses: Responses, workspace: Path
+) -> None:
+    """Over ACP the read is asked, not broken: allowed by the caller, the CLI reads the file."""
+    os.link(_netrc(), workspace / "n")
+    asked: list[UserInputRequest] = []
+
+    async def allow(request: UserInputRequest) -> UserInputResponse:
+        asked.append(request)
+        return UserInputResponse.allow()
+
+    fake = responses(stream_line(call("read_file", file_path="n")), stream_line(text("done")))
+    events = await run_gemini(fake, on_user_input=allow)
+    assert SECRET in _outputs(events)
+    (decision,) = _decisions(events).values()
+    assert (decision.decision, decision.decided_by) == ("allow", "user")
+    assert len(asked) == 1
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"), [("read_file", {"file_path": "n"}), ("grep_search", {"pattern": "password"})]
+)
+async def test_a_subagents_read_of_a_hard_link_is_denied_not_left_hanging(
+    run_gemini: Run, responses: Responses, workspace: Path, tool: str, args: dict[str, Any]
+) -> None:
+    """READ before by the subagent. A subagent cannot be asked (0.61 puts its question on a bus no ACP client answers,
+    and in yolo waited for ever); the asking rules hold in every mode but yolo, where the CLI refuses a subagent's
+    asked call itself: the read is refused, the subagent's ordinary read runs, and the run ends."""
+    os.link(_netrc(), workspace / "n")
+    fake = responses(
+        stream_line(call("invoke_agent", agent_name="generalist", prompt="read it")),
+        stream_line(call(tool, **args)),
+        stream_line(call("read_file", file_path="notes.txt")),
+        stream_line(call("complete_task", result={"response": "finished"})),
+        stream_line(text("done")),
+    )
+    with anyio.fail_after(HANG_GUARD_S):
+        events = await run_gemini(fake, backend_options={"fake_responses_strict": False})
+    outputs = _outputs(events)
+    assert SECRET not in outputs
+    assert "alpha" in outputs  # the subagent's ordinary read ran
+    assert isinstance(events[-1], Result)
+    assert events[-1].status == "success", events[-1].error
