@@ -33,9 +33,8 @@ from bench.harness import Figure, Outcome, Stopwatch, Timing, cpu_rows, profile_
 from unified._adapters.gemini_cli._acp import AcpPool, initialize_params
 from unified._adapters.gemini_cli._backend import GeminiCliBackend
 from unified._adapters.gemini_cli._backend import _workdir as acp_workdir
-from unified._adapters.gemini_cli._launch import gemini_env
+from unified._adapters.gemini_cli._launch import CLI_MODES, gemini_env
 from unified._adapters.gemini_cli._run import prompt_blocks
-from unified._adapters.gemini_cli._session_setup import ACP_MODES
 from unified.types import ExecuteParams
 
 SESSION = RECORDINGS / "json-output.france.responses"
@@ -100,8 +99,8 @@ def acp_driven(params: ExecuteParams) -> Timing:
         ask(1, "initialize", initialize_params())
         session_id = ask(2, "session/new", {"cwd": str(params.cwd), "mcpServers": []})["sessionId"]
         ask(3, "session/set_model", {"sessionId": session_id, "modelId": launch.model_for()})
-        if ACP_MODES[params.approval_mode] != "default":
-            ask(4, "session/set_mode", {"sessionId": session_id, "modeId": ACP_MODES[params.approval_mode]})
+        if CLI_MODES[params.approval_mode] != "default":
+            ask(4, "session/set_mode", {"sessionId": session_id, "modeId": CLI_MODES[params.approval_mode]})
         ask(5, "session/prompt", {"sessionId": session_id, "prompt": prompt_blocks(params)})
         stdin.close()
         child.wait()
