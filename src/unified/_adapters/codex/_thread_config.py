@@ -22,7 +22,8 @@ tools it offers, the thread's MCP servers. Over stdin, per thread, so a warm pro
   0.171 lists each as a `<root>` of the `<workspace_roots>` in the environment context it gives the model (measured:
   beside the cwd, with the thread's sandbox still off, `danger-full-access`), as the Gemini CLI's
   `--include-directories` and Claude Code's `--add-dir` tell their model; the approval bridge judges a path in one
-  as inside the workspace (`_approvals.ApprovalBridge._workspace`).
+  as inside the workspace (`_approvals.ApprovalBridge._workspace`). Codex writes the environment context once,
+  at a thread's first turn: a resumed thread's model is not told of folders added later (measured).
 - **MCP resources.** With any MCP server Codex 0.171 offers `list_mcp_resources`, `list_mcp_resource_templates`
   and `read_mcp_resource`, and runs them without asking the client; no key turns them off, and interrupting the
   turn comes too late (measured, three runs: the server's resource handler ran 17 ms before unified's `tool_use`
