@@ -821,3 +821,65 @@ def test_each_excluded_tool_is_switched_off_in_the_threads_config(
 def test_a_policy_refusing_subagents_and_an_excluded_shell_share_the_features_table(tmp_path: Path) -> None:
     config = _thread_config(tmp_path, subagents=False, excluded_tools=("exec_command",))
     assert config["features"] == {"shell_tool": False, "multi_agent": False}
+
+
+def _servers() -> tuple[StdioMcpServer, ...]:
+    return tuple(StdioMcpServer(name=name, command="true") for name in ("res", "res__x"))
+
+
+@pytest.mark.parametrize(
+    ("excluded", "disabled"),
+    [
+        (("mcp__res__peek",), {"res": ["peek"]}),
+        (("mcp__res__x__poke", "mcp__res__peek"), {"res__x": ["poke"], "res": ["x__poke", "peek"]}),
+        (("mcp__res__pe*", "mcp__*", "mcp__other__peek", "mcp__res__"), {}),  # patterns, another server's, no tool
+    ],
+)
+def test_an_mcp_tool_named_exactly_is_its_servers_disabled_tools(
+    tmp_path: Path, excluded: tuple[str, ...], disabled: dict[str, list[str]]
+) -> None:
+    """Before: no server's table had `disabled_tools` (the tool was offered, refused per call)."""
+    config = _thread_config(tmp_path, excluded_tools=excluded, mcp_servers=_servers())
+    tables = config["mcp_servers"]
+    assert {name: table["disabled_tools"] for name, table in tables.items() if "disabled_tools" in table} == disabled
+    untouched = _thread_config(tmp_path, mcp_servers=_servers())["mcp_servers"]
+    assert all("disabled_tools" not in table for table in untouched.values())  # the launch's tables stay as they were
+
+
+def test_only_mcp_patterns_are_warned_about_as_refused_per_call(tmp_path: Path) -> None:
+    from unified._adapters.codex._thread_config import refused_per_call
+
+    params = ExecuteParams(
+        prompt="x", backend="codex", cwd=tmp_path, mcp_servers=_servers(), excluded_tools=("mcp__res__peek", "mcp__*")
+    )
+    assert refused_per_call(params) == ["mcp__*"]
+
+
+def test_included_directories_are_the_threads_writable_roots(tmp_path: Path) -> None:
+    """Before: no key (a warning said the folders were not added)."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    config = _thread_config(tmp_path, include_directories=(tmp_path / "sub", tmp_path / "link"))
+    expected = [str((tmp_path / "sub").resolve()), str((tmp_path / "real").resolve())]
+    assert config["sandbox_workspace_write"] == {"writable_roots": expected}
+
+
+def _unsupported(tmp_path: Path, **fields: Any) -> dict[str, str]:
+    from unified._adapters.codex._backend import CodexBackend
+
+    options = {"start_process": lambda *a: None, "api_key": "sk-abc", "pool_size": 0}
+    params = ExecuteParams(prompt="x", backend="codex", cwd=tmp_path, backend_options=options, **fields)
+    return {problem.option: problem.explanation for problem in CodexBackend(params).unsupported_options(params)}
+
+
+@pytest.mark.parametrize("mode", ["default", "auto_edit", "plan", "yolo"])
+def test_mcp_resource_tools_run_unasked_is_a_warning_outside_yolo(tmp_path: Path, mode: str) -> None:
+    """Before: no warning, while Codex read a server's resources without asking."""
+    problems = _unsupported(tmp_path, mcp_servers=_servers(), approval_mode=mode)
+    assert ("read_mcp_resource" in problems.get("mcp_servers", "")) is (mode != "yolo")
+    assert "mcp_servers" not in _unsupported(tmp_path, approval_mode=mode)
+
+
+def test_include_directories_is_no_longer_unsupported(tmp_path: Path) -> None:
+    assert "include_directories" not in _unsupported(tmp_path, include_directories=(tmp_path,))

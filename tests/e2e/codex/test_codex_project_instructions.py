@@ -51,3 +51,26 @@ async def test_project_instructions_lets_codex_read_them(workspace: Path) -> Non
     assert "AGENTS-MARKER-5e1" in body
     for marker in SKILLS.values():
         assert marker in body
+
+
+@pytest.mark.parametrize("git", ["repository", "empty folder", "none"])
+async def test_codex_reads_from_the_run_folder_up_to_the_repositorys_root(workspace: Path, git: str) -> None:
+    """Codex 0.171 (unified passes no root) reads AGENTS.md and `.agents/skills` in every folder from the nearest one
+    above the run's holding a `.git` down to the run's, and `.codex/skills` likewise but only when that `.git` is a
+    repository it recognises (a `.git` file, a folder with a HEAD): under an empty `.git` folder, the kind the
+    earlier tests made, a subfolder run missed the top's `.codex/skills`. With no `.git` above, only the run's own
+    folder is read."""
+    top = _hostile_repository(workspace)
+    if git == "repository":
+        (top / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    elif git == "none":
+        (top / ".git").rmdir()
+    run_folder = top / "pkg" / "mod"
+    run_folder.mkdir(parents=True)
+    (top / "pkg" / "AGENTS.md").write_text("AGENTS-MARKER-middle\n")
+    (run_folder / "AGENTS.md").write_text("AGENTS-MARKER-own\n")
+    body = await _request_body(run_folder, project_instructions=True)
+    assert "AGENTS-MARKER-own" in body
+    for marker in ("AGENTS-MARKER-5e1", "AGENTS-MARKER-middle", SKILLS[".agents/skills/evil2"]):
+        assert (marker in body) is (git != "none"), marker
+    assert (SKILLS[".codex/skills/evil"] in body) is (git == "repository")

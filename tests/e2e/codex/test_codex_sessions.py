@@ -35,7 +35,15 @@ from unified.conversations import (
     ModelTurn as ConvModelTurn,
 )
 from unified.errors import AmbiguousSession, SessionInUse, SessionNotFound
-from unified.events import ErrorEvent, Result, SessionStarted, UnifiedEvent, UserInputRequest, UserInputResponse
+from unified.events import (
+    ErrorEvent,
+    Result,
+    SessionStarted,
+    UnifiedEvent,
+    UserInputRequest,
+    UserInputResponse,
+    WarningEvent,
+)
 from unified.testing import CODEX_MODEL, FAKE_OPENAI_KEY, FakeOpenAI, Fault, FunctionCall, ModelTurn, Thought
 from unified.types import HttpMcpServer
 
@@ -427,5 +435,7 @@ async def test_a_resumed_thread_gets_the_run_s_mcp_servers(workspace: Path) -> N
             got = mcp_echo_server.headers[heard:]
     assert started(again).resumed
     assert result(again).status == "success", result(again).error
-    assert [e for e in again if e.type == "warning"] == []
+    warnings = [e for e in again if isinstance(e, WarningEvent)]
+    assert [e.code for e in warnings] == ["unsupported_option"]  # only that Codex reads resources unasked: it ran
+    assert "read_mcp_resource" in warnings[0].message
     assert any(h.get("authorization") == token for h in got), got

@@ -20,7 +20,7 @@ from unified._adapters.codex._pool import CodexPool, default_pool
 from unified._adapters.codex._rollouts import Rollouts
 from unified._adapters.codex._run import CodexRun, Opening
 from unified._adapters.codex._shared_sessions import shared_files
-from unified._adapters.codex._thread_config import refused_per_call
+from unified._adapters.codex._thread_config import RESOURCE_TOOLS, refused_per_call
 from unified._binary.shared import run_shared, session_lease, shared_store
 from unified._internal.images import images_not_taken
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
@@ -64,10 +64,15 @@ class CodexBackend:
                     False,
                 )
             )
-        if params.include_directories:
+        if params.approval_mode != "yolo" and any(not isinstance(s, SseMcpServer) for s in params.mcp_servers):
             problems.append(
                 UnsupportedOption(
-                    "include_directories", "Codex works in its cwd; other directories are not added", False
+                    "mcp_servers",
+                    f"Codex 0.171 offers the model {', '.join(RESOURCE_TOOLS)} with any MCP server and runs them "
+                    "without asking (no setting turns them off or makes them ask, excluded_tools included): a "
+                    "server's resources are read unasked, each read reported after it ran (decided_by backend); "
+                    "give only servers whose resources anyone may read",
+                    False,
                 )
             )
         if any(isinstance(server, SseMcpServer) for server in params.mcp_servers):

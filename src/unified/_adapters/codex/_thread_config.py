@@ -14,10 +14,25 @@ tools it offers, the thread's MCP servers. Over stdin, per thread, so a warm pro
 - **Excluded tools.** Codex offers its own tools whatever the run excludes; a key of the thread's config turns each
   off (`TOOL_SWITCHES`, measured on 0.171: the tool is gone from the request's `tools`). `apply_patch` has none
   (its form is the model's metadata): the approval bridge refuses each of its calls instead (`_approvals`).
+  An MCP tool named exactly (`mcp__<server>__<tool>`) goes into its server's `disabled_tools` (measured on 0.171:
+  the model's direct call of it answered "unsupported call", and with the server's only tool disabled `tool_search`,
+  which finds the deferred MCP tools, is no longer offered); a pattern cannot name a server's tools before they
+  are listed, so its calls are refused per call, as every excluded MCP call is too.
+- **Included directories.** `include_directories` are the thread's `sandbox_workspace_write.writable_roots`: Codex
+  0.171 lists each as a `<root>` of the `<workspace_roots>` in the environment context it gives the model (measured:
+  beside the cwd, with the thread's sandbox still off, `danger-full-access`), as the Gemini CLI's
+  `--include-directories` and Claude Code's `--add-dir` tell their model; the approval bridge judges a path in one
+  as inside the workspace (`_approvals.ApprovalBridge._workspace`). Codex writes the environment context once,
+  at a thread's first turn: a resumed thread's model is not told of folders added later (measured).
+- **MCP resources.** With any MCP server Codex 0.171 offers `list_mcp_resources`, `list_mcp_resource_templates`
+  and `read_mcp_resource`, and runs them without asking the client; no key turns them off, and interrupting the
+  turn comes too late (measured, three runs: the server's resource handler ran 17 ms before unified's `tool_use`
+  once, under 1 ms after it twice). The backend warns about it (`_backend`): see `RESOURCE_TOOLS`.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +40,15 @@ from unified._adapters.codex._launch import Launch
 from unified._adapters.codex._options import CodexOptions
 from unified.types import ExecuteParams
 
-__all__ = ["TOOL_SWITCHES", "ToolSwitch", "refused_per_call", "switched_off", "thread_config"]
+__all__ = [
+    "RESOURCE_TOOLS",
+    "TOOL_SWITCHES",
+    "ToolSwitch",
+    "mcp_disabled",
+    "refused_per_call",
+    "switched_off",
+    "thread_config",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +81,10 @@ its tools and nothing else off the request. One switch removes its tools togethe
 subagent tools (`spawn_agent`, ...), which `multi_agent` removes with it. Hosted web search is `web_search`
 (`_launch`: not turned on for a run that excludes it)."""
 
+RESOURCE_TOOLS = ("list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource")
+"""The MCP resource tools Codex 0.171 offers with any MCP server and runs unasked: no config key removes them (the
+server's `enabled_tools` / `disabled_tools` name its own tools), nor makes them ask."""
+
 PATCH_TOOLS = ("apply_patch", "write_file", "edit_file")
 """Codex's patch tool and unified's names for what it does: no key removes it."""
 
@@ -75,12 +102,28 @@ def switched_off(params: ExecuteParams) -> list[ToolSwitch]:
     return [switch for switch in TOOL_SWITCHES if any(_excluded(name, params) for name in switch.names)]
 
 
+def mcp_disabled(params: ExecuteParams) -> dict[str, list[str]]:
+    """The tools of each of the run's MCP servers that `excluded_tools` names exactly (`mcp__<server>__<tool>`, no
+    glob character): its `disabled_tools`. A server's name may hold `_`, so each server's prefix is tried."""
+    disabled: dict[str, list[str]] = {}
+    for pattern in params.excluded_tools:
+        if any(char in pattern for char in "*?["):
+            continue
+        for server in params.mcp_servers:
+            tool = pattern.removeprefix(f"mcp__{server.name}__")
+            if tool and tool != pattern:
+                disabled.setdefault(server.name, []).append(tool)
+    return disabled
+
+
 def refused_per_call(params: ExecuteParams) -> list[str]:
     """What the run excludes that Codex still offers, its calls refused by the approval bridge: its patch tool, and
-    the tools of the run's MCP servers (named `mcp__<server>__<tool>`, or by a pattern that may match one)."""
+    the MCP tools a pattern names (`mcp*`, `*`: which of a server's tools match is known only when it lists them);
+    one named exactly is its server's `disabled_tools` (`mcp_disabled`)."""
     names = [name for name in PATCH_TOOLS if _excluded(name, params)]
     if params.mcp_servers:
-        names += [p for p in params.excluded_tools if p.startswith(("mcp", "*", "?", "["))]
+        exact = {f"mcp__{server}__{tool}" for server, tools in mcp_disabled(params).items() for tool in tools}
+        names += [p for p in params.excluded_tools if p.startswith(("mcp", "*", "?", "[")) and p not in exact]
     return names
 
 
@@ -98,9 +141,16 @@ def thread_config(params: ExecuteParams, options: CodexOptions, launch: Launch, 
     if launch.mcp_servers or launch.project_servers_off:
         # the thread's own (`_launch._mcp_table`: their tokens stay off argv and env), a repository's turned off
         config["mcp_servers"] = {**launch.project_servers_off, **launch.mcp_servers}
+        for server, tools in mcp_disabled(params).items():
+            if server in launch.mcp_servers:  # a new table: the launch's is shared by every thread of the process
+                config["mcp_servers"][server] = {**launch.mcp_servers[server], "disabled_tools": tools}
     if not options.project_instructions:
         config["project_doc_max_bytes"] = 0
         _set(config, ("skills", "include_instructions"), False)
+    if params.include_directories:
+        cwd = params.cwd.expanduser()  # relative to the run's folder, as `Workspace` reads them
+        roots = [os.path.realpath(cwd / folder) for folder in params.include_directories]
+        _set(config, ("sandbox_workspace_write", "writable_roots"), roots)
     for switch in switched_off(params):
         _set(config, switch.path, False)
     if not subagents:

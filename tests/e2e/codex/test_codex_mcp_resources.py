@@ -1,0 +1,95 @@
+"""An MCP server's tools and resources on the real Codex 0.171: an excluded tool named exactly is its server's
+`disabled_tools` (not offered, a call of it unknown to Codex); a pattern is refused per call; the resource tools
+Codex runs unasked are a warning, since no setting stops them."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.codex import mcp_resource_server
+from tests.e2e.codex.conftest import run_codex
+from unified.events import PermissionDecision, Result, ToolResult, UnifiedEvent, WarningEvent
+from unified.testing import FakeOpenAI, FunctionCall, ModelTurn
+from unified.types import StdioMcpServer
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+
+def _server(marker: Path) -> StdioMcpServer:
+    return StdioMcpServer(
+        name="res",
+        command=sys.executable,
+        args=(str(mcp_resource_server.__file__),),
+        env={"MARKER_FILE": str(marker)},
+        timeout_s=30,
+    )
+
+
+async def _run(
+    workspace: Path, marker: Path, calls: list[FunctionCall], **fields: Any
+) -> tuple[list[UnifiedEvent], dict[str, str]]:
+    """The run's events, and what Codex sent the model back for each call (by call id)."""
+    async with FakeOpenAI([ModelTurn(function_calls=calls), ModelTurn(text="done")]) as server:
+        events = await run_codex(server, workspace, mcp_servers=(_server(marker),), **fields)
+        second = server.model_requests()[1].body["input"]
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success", result.error
+    outputs = {str(i["call_id"]): str(i["output"]) for i in second if i.get("type") == "function_call_output"}
+    return events, outputs
+
+
+def _warnings(events: list[UnifiedEvent], about: str) -> list[WarningEvent]:
+    return [e for e in events if isinstance(e, WarningEvent) and about in e.message]
+
+
+def _mcp_call(tool: str) -> FunctionCall:
+    return FunctionCall(name=f"mcp__res__{tool}", args={"text": "x"}, id=f"call_{tool}")
+
+
+async def test_an_mcp_tool_excluded_by_name_is_not_offered(workspace: Path, tmp_path: Path) -> None:
+    """Before: offered, and its call refused by the approval bridge, with an `excluded_tools` warning. Now the
+    server's `disabled_tools`: Codex knows no such tool, the other one runs."""
+    calls = [_mcp_call("peek"), _mcp_call("poke")]
+    events, outputs = await _run(
+        workspace, tmp_path / "read", calls, approval_mode="yolo", excluded_tools=("mcp__res__peek",)
+    )
+    assert "unsupported call" in outputs["call_peek"]
+    assert "poked: x" in outputs["call_poke"]
+    assert [e.tool_name for e in events if isinstance(e, PermissionDecision)] == ["mcp__res__poke"]
+    assert not _warnings(events, "excluded_tools")
+
+
+async def test_an_mcp_tool_excluded_by_a_pattern_is_refused_per_call(workspace: Path, tmp_path: Path) -> None:
+    calls = [_mcp_call("peek"), _mcp_call("poke")]
+    events, outputs = await _run(
+        workspace, tmp_path / "read", calls, approval_mode="yolo", excluded_tools=("mcp__res__pe*",)
+    )
+    decisions = {e.tool_name: e for e in events if isinstance(e, PermissionDecision)}
+    assert (decisions["mcp__res__peek"].decision, decisions["mcp__res__peek"].rule) == ("deny", "excluded_tools")
+    assert decisions["mcp__res__poke"].decision == "allow"
+    assert "peeked" not in outputs["call_peek"]
+    (warning,) = _warnings(events, "excluded_tools")
+    assert "mcp__res__pe*" in warning.message
+
+
+async def test_a_resource_read_codex_runs_unasked_is_warned_about(workspace: Path, tmp_path: Path) -> None:
+    """Before: no warning, though Codex reads the resource without asking anyone (no setting stops it)."""
+    marker = tmp_path / "read"
+    read = FunctionCall(name="read_mcp_resource", args={"server": "res", "uri": "note://secret"}, id="call_read")
+    events, outputs = await _run(workspace, marker, [read], approval_mode="default")
+    assert marker.exists()  # Codex 0.171's behaviour, which the warning reports
+    assert json.loads(outputs["call_read"])["contents"][0]["text"] == "the secret note"
+    (decision,) = [e for e in events if isinstance(e, PermissionDecision)]
+    assert (decision.decision, decision.decided_by) == ("allow", "backend")
+    assert [e.tool_use_id for e in events if isinstance(e, ToolResult)] == ["call_read"]
+    (warning,) = _warnings(events, "read_mcp_resource")
+    assert warning.code == "unsupported_option"
+    assert "without asking" in warning.message
+    events, _ = await _run(workspace, tmp_path / "again", [read], approval_mode="yolo")
+    assert not _warnings(events, "read_mcp_resource")  # yolo allows everything: nothing to warn about
