@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.codex import mcp_resource_server
 from tests.e2e.codex.conftest import run_codex
+from tests.harness import mcp_resource_server
 from unified.events import PermissionDecision, Result, ToolResult, UnifiedEvent, WarningEvent
 from unified.testing import FakeOpenAI, FunctionCall, ModelTurn
 from unified.types import StdioMcpServer

@@ -55,12 +55,15 @@ ASKED: tuple[str, ...] = (
     "Glob",
     "Grep",
     "LS",
+    "ListMcpResourcesTool",
     "Monitor",
     "NotebookEdit",
     "NotebookRead",
     "Projects",
     "PushNotification",
     "Read",
+    "ReadMcpResourceDirTool",
+    "ReadMcpResourceTool",
     "RemoteTrigger",
     "ScheduleWakeup",
     "SendFeedback",
@@ -77,8 +80,10 @@ schedules, worktrees, workflows) or reads files: the CLI asks the client before 
 login (`claude_login`) the CLI may offer claude.ai's tools too, which send what the model chose off the machine:
 `Artifact` publishes a file of the workspace as a web page, `Projects` uploads one (`local_path`) to a project,
 `RemoteTrigger` creates and runs cloud agents, `ClaudeDesign`, `SendFeedback` and `PushNotification` send the
-model's text (2.1.332's `sdk-tools.d.ts`; round 20: they were left to the CLI's own judgement). A name the CLI
-does not offer in a run is a rule that matches nothing."""
+model's text (2.1.332's `sdk-tools.d.ts`; round 20: they were left to the CLI's own judgement). The MCP resource
+tools (`ListMcpResourcesTool`, `ReadMcpResourceTool`, `ReadMcpResourceDirTool`) are asked as the servers' tools
+are: the CLI ran them unasked (measured: a server's resource handler ran with no permission request). A name the
+CLI does not offer in a run is a rule that matches nothing."""
 
 _POLICY_NAMES: Mapping[str, str] = {
     "Bash": "run_shell_command",

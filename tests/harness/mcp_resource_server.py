@@ -1,5 +1,6 @@
-"""An MCP server for the codex e2e tests with two tools, `peek` and `poke`, and one resource, `note://secret`, whose
-read makes the file named by MARKER_FILE (what a server's resource handler may do when it runs)."""
+"""An MCP server for the e2e tests (codex, claude-code) with two tools, `peek` and `poke`, and one resource,
+`note://secret`, whose read makes the file named by MARKER_FILE
+(what a server's resource handler may do when it runs)."""
 
 from __future__ import annotations
 
