@@ -25,8 +25,10 @@ __all__ = [
     "UNFIT_ERRORS",
     "credentials_error",
     "error_from_status",
+    "not_its_json",
     "retry_delay",
     "timed_out",
+    "undecodable",
     "unfit_response",
     "unreachable",
     "unreadable_response",
@@ -203,6 +205,25 @@ UNFIT_ERRORS = (TypeError, AttributeError, ValueError, KeyError, IndexError, Ove
 """What reading a wire field of the wrong shape raises (`x.get` on a list, `int()` of an object, `candidates[0]`
 of an object, google-genai's ValidationError): caught at a translator's boundary for one native message, the
 server's fault (`unfit_response`)."""
+
+
+def not_its_json(why: str) -> BackendError:
+    """An answer of status 200 that is not the API's JSON (`why` says what it is): a stream cut in the middle of an
+    event, a proxy's page, a body that does not decode as its `Content-Encoding` says. The answer's fault, not the
+    request's: retried as a dropped stream is (`stream_interrupted`)."""
+    return BackendError(
+        f"the answer from the Gemini API is not its JSON ({why})",
+        hint="a stream cut in the middle of an event, or something other than the Gemini API answered (a "
+        "proxy's page): run again; if it persists, check the URL the backend talks to (GOOGLE_GEMINI_BASE_URL "
+        "or backend_options['base_url'])",
+        code="stream_interrupted",
+        retryable=True,
+    )
+
+
+def undecodable(exc: httpx.DecodingError) -> str:
+    """What `not_its_json` says of a body httpx could not decode (gzip declared, something else sent)."""
+    return f"a body that does not decode as its Content-Encoding says: {exc}"
 
 
 def unfit_response(why: str) -> BackendError:

@@ -36,7 +36,9 @@ from unified._internal.api_errors import (
     RETRYABLE_STATUS,
     credentials_error,
     error_from_status,
+    not_its_json,
     retry_delay,
+    undecodable,
     unreachable,
     unreadable_response,
 )
@@ -125,17 +127,7 @@ def error_from_exception(exc: BaseException, what: str, model: str | None = None
 def failure_from_exception(exc: BaseException) -> Failure | None:
     """What a failed Interactions API call means for the retry policy (None: not a request failure)."""
     if isinstance(exc, UnreadableStream):  # the answer's fault, not the request's: asked again, as a cut stream is
-        return Failure(
-            "transient",
-            BackendError(
-                f"the answer from the Gemini API is not its JSON ({exc})",
-                hint="a stream cut in the middle of an event, or something other than the Gemini API answered (a "
-                "proxy's page): run again; if it persists, check the URL the backend talks to (GOOGLE_GEMINI_BASE_URL "
-                "or backend_options['base_url'])",
-                code="stream_interrupted",
-                retryable=True,
-            ),
-        )
+        return Failure("transient", not_its_json(str(exc)))
     if not is_api_error(exc):
         credentials = credentials_error(exc) or unreadable_response(exc)
         return Failure("fatal", credentials) if credentials is not None else None
@@ -239,9 +231,12 @@ _SSE_LINE = re.compile(r"\ufeff?(?::|(?:event|id|retry)(?::|$))")
 async def sse_events(lines: AsyncIterator[str]) -> AsyncGenerator[dict[str, Any], None]:
     """The JSON events of an SSE body, read to its end (so the connection goes back to the pool)."""
     reader = _SseReader()
-    async for line in lines:
-        if (event := reader.line(line)) is not None:
-            yield event
+    try:
+        async for line in lines:
+            if (event := reader.line(line)) is not None:
+                yield event
+    except httpx.DecodingError as exc:  # not a TransportError: it ended the run as unified's bug
+        raise UnreadableStream(undecodable(exc)) from None
     if (event := reader.end()) is not None:
         yield event
 
@@ -249,9 +244,12 @@ async def sse_events(lines: AsyncIterator[str]) -> AsyncGenerator[dict[str, Any]
 def sse_events_sync(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
     """`sse_events` for the sync client (the trio path, in worker threads)."""
     reader = _SseReader()
-    for line in lines:
-        if (event := reader.line(line)) is not None:
-            yield event
+    try:
+        for line in lines:
+            if (event := reader.line(line)) is not None:
+                yield event
+    except httpx.DecodingError as exc:
+        raise UnreadableStream(undecodable(exc)) from None
     if (event := reader.end()) is not None:
         yield event
 
