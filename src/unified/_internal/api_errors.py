@@ -26,6 +26,7 @@ __all__ = [
     "credentials_error",
     "error_from_status",
     "not_its_json",
+    "redirected",
     "retry_delay",
     "timed_out",
     "undecodable",
@@ -85,6 +86,10 @@ def error_from_status(code: int, status: str | None, message: str, *, body: Any,
             details["retry_after_s"] = delay
         hint = f"wait {delay:g}s and run again" if delay else "wait and run again, or check your quota"
         return RateLimited(f"the Gemini API rate limit was hit: {message}", hint=hint, details=details)
+    if isinstance(code, int) and 300 <= code < 400:  # not an int: a stream's error chunk without its code
+        return redirected(what)
+    if isinstance(code, int) and 200 <= code < 300:  # a success but 200 (204 No Content): no answer, as a proxy's page
+        return not_its_json(f"an answer of status {code}{f' {status}' if status else ''}")
     if code in RETRYABLE_STATUS:
         return BackendError(
             f"the Gemini API failed {what}: {message}",
@@ -218,6 +223,19 @@ def not_its_json(why: str) -> BackendError:
         "or backend_options['base_url'])",
         code="stream_interrupted",
         retryable=True,
+    )
+
+
+def redirected(what: str) -> ConfigurationError:
+    """The base URL answered with a redirect (`what`: its status), which the SDKs do not follow (nor should they: the
+    key would go wherever it points): the URL is not where the API answers. It was `bad_request` "fix the request
+    (model options, tools, thinking settings)" on generate-content, an answer retried as not the API's JSON on
+    Interactions; the request was never the problem, and asking again gets the same redirect."""
+    return ConfigurationError(
+        f"the Gemini API's base URL answered with a redirect {what}, which unified does not follow: it is not the "
+        "URL the API answers at",
+        hint="set base_url (backend_options) or GOOGLE_GEMINI_BASE_URL to the URL the redirect names (often https:// "
+        "where http:// was given)",
     )
 
 

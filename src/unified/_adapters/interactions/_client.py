@@ -37,6 +37,7 @@ from unified._internal.api_errors import (
     credentials_error,
     error_from_status,
     not_its_json,
+    redirected,
     retry_delay,
     undecodable,
     unreachable,
@@ -170,7 +171,10 @@ def _event(data: list[str]) -> dict[str, Any] | None:
 
 def _event_stream(response: httpx.Response) -> None:
     """Raises `UnreadableStream` unless `response` says it is an event stream (a proxy's page of status 200 is
-    `text/html`: its lines are no SSE, and read as such they were no event at all)."""
+    `text/html`: its lines are no SSE, and read as such they were no event at all). A redirect, which the SDK hands
+    over as an answer, is the base URL's fault (`redirected`): asking again gets it again."""
+    if 300 <= response.status_code < 400:
+        raise redirected(f"({response.status_code} {response.reason_phrase})".replace(" )", ")"))
     content_type = response.headers.get("content-type", "")
     if content_type and not content_type.lower().startswith("text/event-stream"):
         raise UnreadableStream(f"an answer of type {clip(content_type, 100)!r}, not an event stream")
