@@ -818,15 +818,20 @@ class FileSessionStore(BlockingSessionStore):
     # -- reading -------------------------------------------------------------------------------------
 
     def _read_header(self, path: Path) -> dict[str, Any]:
-        """The header, reading the first line and the last two bytes (a cut file fails here)."""
+        """The header, reading the first line and the last two bytes (a cut file fails here).
+
+        A record that begins as unified writes one but does not end so (no final newline: saved by an editor or a
+        JSON tool that writes none) is read whole, as a record in another layout is: it was called truncated
+        and left out of every listing and resume, whole as it was; a cut one fails to parse there, and is
+        called truncated then."""
         where = str(path)
         bound = limits.MAX_SESSION_HEADER_BYTES
         with _open_record(path) as handle:
             first = handle.readline(bound + 1)
             size = os.fstat(handle.fileno()).st_size
             handle.seek(max(size - len(_END), 0))
-            end = handle.read()
-            if end != _END:
+            ended = handle.read() == _END
+            if not ended and (size > bound or not first.startswith(_HEADER_PREFIX.encode())):
                 if first.startswith(_HEADER_PREFIX.encode()):
                     raise corrupt_error(where, "it is truncated (it does not end as unified writes it)")
                 raise corrupt_error(where, "it is no session record unified wrote (it neither begins nor ends as one)")
@@ -834,7 +839,7 @@ class FileSessionStore(BlockingSessionStore):
                 line = first.decode("utf-8").rstrip()
             except UnicodeDecodeError as exc:
                 raise corrupt_error(where, f"it is not UTF-8 ({exc})") from exc
-            if line.startswith(_HEADER_PREFIX) and line.endswith(","):
+            if ended and line.startswith(_HEADER_PREFIX) and line.endswith(","):
                 with contextlib.suppress(ValueError, RecursionError):
                     header = readable_json(line, json.loads(line[len(_HEADER_PREFIX) : -1]), where)
                     return checked_header(header, where)
@@ -849,6 +854,8 @@ class FileSessionStore(BlockingSessionStore):
         try:
             document = json.loads(raw.decode("utf-8"))
         except (ValueError, RecursionError, UnicodeDecodeError) as exc:
+            if not ended:
+                raise corrupt_error(where, f"it is truncated (it does not end as unified writes it: {exc})") from exc
             raise corrupt_error(where, f"it is not valid JSON ({exc})") from exc
         if not isinstance(document, dict):
             raise corrupt_error(where, "it is not a JSON object")
