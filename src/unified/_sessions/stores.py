@@ -67,6 +67,7 @@ from unified._sessions.records import (
     clipped_prompt,
     resolve_ref,
     short_id_of,
+    unreadable_why,
 )
 from unified._text import escapes_surrogates, well_formed_json
 from unified.errors import (
@@ -293,7 +294,7 @@ def info_of_header(header: dict[str, Any], where: str) -> SessionInfo:
         )
     except (KeyError, TypeError, ValueError, OverflowError) as exc:  # pydantic's ValidationError is a ValueError
         # OverflowError: `"turns": 1e400` (JSON's number is a float, infinity here) failed every listing of its backend
-        raise corrupt_error(where, f"its header has a wrong or missing field ({type(exc).__name__}: {exc})") from exc
+        raise corrupt_error(where, f"its header has a wrong or missing field ({unreadable_why(exc)})") from exc
 
 
 def _values(text: str) -> int:
