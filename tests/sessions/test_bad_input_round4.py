@@ -382,6 +382,7 @@ def test_an_unreadable_gemini_chat_file_is_deleted_by_its_short_id_and_nothing_e
         (InteractionsOptions, "timeout_s", 1e-9),  # its client gave up before connecting: "could not connect"
         (ClaudeCodeOptions, "request_timeout_s", 0.0004),  # API_TIMEOUT_MS=0
         (CodexOptions, "stream_idle_timeout_s", 0.0004),  # stream_idle_timeout_ms=0
+        (InteractionsOptions, "retry_delay_scale", float("inf")),  # inf * a RetryInfo of 0s: sleep(nan) raised
         (GenerateContentOptions, "temperature", float("nan")),  # sent as the token NaN: no JSON at all
         (GenerateContentOptions, "temperature", float("inf")),
     ],

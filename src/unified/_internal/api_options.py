@@ -125,8 +125,9 @@ class ApiOptions(BackendOptions):
     """Retries of one model request after a retryable failure (not counting the first try)."""
     max_retry_delay_s: float = Field(default=60.0, ge=0)
     """A 429 asking to wait longer than this ends the run at once with `rate_limited`."""
-    retry_delay_scale: float = Field(default=1.0, ge=0)
-    """Multiplies every wait; tests set it small so RetryInfo delays of seconds take milliseconds."""
+    retry_delay_scale: float = Field(default=1.0, ge=0, allow_inf_nan=False)
+    """Multiplies every wait; tests set it small so RetryInfo delays of seconds take milliseconds. Finite: infinity
+    times a RetryInfo of "0s" is NaN, which the sleep refused (ValueError: `internal_error` on a retry)."""
     loop_threshold: int = Field(default=4, ge=2)
     """The same call with the same arguments this many turns in a row is a runaway loop."""
     local_tools: bool = True
