@@ -757,6 +757,14 @@ def _open_record(path: Path) -> BinaryIO:
         raise corrupt_error(str(path), "it is a symbolic link, which the store does not follow") from None
 
 
+def _check_backend(named: str, backend: str, path: Path) -> None:
+    """A record in `backend`'s folder whose header names another backend (edited by hand, or moved) is corrupt:
+    listed under the backend it names, `show` looked for it in that backend's folder ("no interactions session
+    matches ...", with none listed), and a resume saved a second copy there."""
+    if named != backend:
+        raise corrupt_error(str(path), f"it names backend {named!r}, not {backend!r}, whose folder it is in")
+
+
 def _read_record(path: Path) -> bytes:
     """The whole record at `path`; CorruptSession, unread, when it is larger than `limits.MAX_SESSION_RECORD_BYTES`."""
     with _open_record(path) as handle:
@@ -868,6 +876,7 @@ class FileSessionStore(BlockingSessionStore):
             info = info_of_header(self._read_header(path), str(path))
             if info.session_id != path.stem:
                 raise corrupt_error(str(path), f"it names session {info.session_id!r}, not {path.stem!r}")
+            _check_backend(info.backend, backend, path)
             return info
         except FileNotFoundError:
             return None
@@ -957,9 +966,11 @@ class FileSessionStore(BlockingSessionStore):
         for candidate in (path, _flat_of(path), path):
             try:
                 with self._failing("be read"):
-                    return self._read_session(candidate)
+                    session = self._read_session(candidate)
             except FileNotFoundError:
                 continue
+            _check_backend(session.backend, backend, candidate)
+            return session
         raise SessionNotFound(
             f"no {backend} session {session_id!r} in {path.parent.parent}",
             hint="run `unified sessions list` to see the sessions there are",
