@@ -52,7 +52,7 @@ from unified._internal.retry import Failure, retrying
 from unified._internal.stream import estimate_tokens
 from unified._redaction import clip, run_secrets
 from unified._sessions.config import default_store
-from unified._sessions.locator import unreadable_why
+from unified._sessions.records import unreadable_why
 from unified._sessions.stores import save_announced
 from unified.backends import RunContext, RunOutcome
 from unified.errors import CorruptSession, RunStopped, UnifiedError

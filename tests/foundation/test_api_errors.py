@@ -53,6 +53,21 @@ def test_classification(code: int, message: str, kind: type, error_code: str, re
     assert error.details["http_status"] == code
 
 
+@pytest.mark.parametrize(
+    ("code", "error_code", "retryable"),
+    [(301, "configuration_error", False), (308, "configuration_error", False), (204, "stream_interrupted", True)],
+)
+def test_a_redirect_or_a_success_without_an_answer_is_not_the_request_s_fault(
+    code: int, error_code: str, retryable: bool
+) -> None:
+    """They were `bad_request`, hinting "fix the request (model options, tools, thinking settings)": a redirect is the
+    base URL's fault (asking again gets it again), a 204 an answer that holds none (asked again)."""
+    error = error_from_status(code, "Moved", f"{code} Moved. {{}}", body=None, model="gemini-9")
+    assert (error.code, error.retryable) == (error_code, retryable)
+    assert str(code) in error.message
+    assert "fix the request" not in (error.hint or "")
+
+
 def test_rate_limit_says_how_long_to_wait() -> None:
     error = error_from_status(429, "RESOURCE_EXHAUSTED", "quota", body=[RETRY_INFO], model=None)
     assert error.details["retry_after_s"] == 15.0

@@ -44,9 +44,35 @@ async def test_retryinfo_wins_and_a_shown_attempt_is_never_repeated() -> None:
     with pytest.raises(UnifiedError) as raised:
         await retrying(call, classify=classify, options=settings, warn=warn)
     assert calls == 4
-    assert said[0] == "retrying: slow down; retry 1/3 in 4s as the server asked"
+    assert said[0] == "retrying: slow down; retry 1/3 in 0s (the server asked 4s; retry_delay_scale=0)"
     assert "gave up after 4 attempts" in raised.value.message
     calls = 0
     with pytest.raises(UnifiedError):
         await retrying(call, classify=classify, options=settings, warn=warn, shown=lambda: True)
     assert calls == 1
+
+
+@pytest.mark.parametrize(
+    ("scale", "said"),
+    [
+        (1.0, "retry 1/1 in 0.02s as the server asked"),
+        (0.5, "retry 1/1 in 0.01s (the server asked 0.02s; retry_delay_scale=0.5)"),
+    ],
+)
+async def test_the_retry_warning_states_the_wait_it_sleeps(scale: float, said: str) -> None:
+    """A `retry_delay_scale` that shortens the server's RetryInfo is in the warning: it stated the unscaled
+    wait, so a caller read a wait of seconds where milliseconds were slept."""
+    messages: list[str] = []
+
+    async def warn(code: str, message: str) -> None:
+        messages.append(message)
+
+    async def call() -> str:
+        raise Flaky
+
+    def classify(exc: BaseException) -> Failure | None:
+        return Failure("rate_limit", BackendError("slow down"), retry_delay_s=0.02)
+
+    with pytest.raises(UnifiedError):
+        await retrying(call, classify=classify, options=ApiOptions(max_retries=1, retry_delay_scale=scale), warn=warn)
+    assert messages == [f"slow down; {said}"]

@@ -4,7 +4,7 @@ answers no fake server gives on purpose (a proxy's HTML page, an event cut in ha
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -12,9 +12,11 @@ __all__ = ["answering"]
 
 
 @contextmanager
-def answering(status: int, body: bytes, content_type: str = "application/json") -> Iterator[tuple[str, list[str]]]:
-    """A server on 127.0.0.1 answering every GET, POST and DELETE with `status`, `content_type` and `body`, then
-    closing the connection: its base URL, and the paths it was asked (in order)."""
+def answering(
+    status: int, body: bytes, content_type: str = "application/json", headers: Mapping[str, str] | None = None
+) -> Iterator[tuple[str, list[str]]]:
+    """A server on 127.0.0.1 answering every GET, POST and DELETE with `status`, `content_type`, `headers` and
+    `body`, then closing the connection: its base URL, and the paths it was asked (in order)."""
     asked: list[str] = []
 
     class Answer(BaseHTTPRequestHandler):
@@ -23,6 +25,8 @@ def answering(status: int, body: bytes, content_type: str = "application/json") 
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
             self.send_response(status)
             self.send_header("Content-Type", content_type)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Connection", "close")
             self.end_headers()

@@ -366,7 +366,7 @@ def test_an_unreadable_gemini_chat_file_is_deleted_by_its_short_id_and_nothing_e
     assert [s.path for s in ChatFiles().list_sessions()] == [str(kept)]
 
 
-# --- a backend option that must be finite ----------------------------------------------------------------
+# --- a backend option that must be finite (and at least the 1 ms it is sent in) -----------------------------
 
 
 @pytest.mark.parametrize(
@@ -378,6 +378,11 @@ def test_an_unreadable_gemini_chat_file_is_deleted_by_its_short_id_and_nothing_e
         (CodexOptions, "stream_idle_timeout_s", float("inf")),  # round(inf * 1000) for stream_idle_timeout_ms
         (CodexOptions, "stream_idle_timeout_s", 1e300),  # the app-server panicked at start
         (ClaudeCodeOptions, "request_timeout_s", 3e6),  # over a Node timer's 2**31 - 1 ms: it fires at once
+        (GenerateContentOptions, "timeout_s", 0.0004),  # int(0.4): 0 ms, sent by the SDK as no timeout at all
+        (InteractionsOptions, "timeout_s", 1e-9),  # its client gave up before connecting: "could not connect"
+        (ClaudeCodeOptions, "request_timeout_s", 0.0004),  # API_TIMEOUT_MS=0
+        (CodexOptions, "stream_idle_timeout_s", 0.0004),  # stream_idle_timeout_ms=0
+        (InteractionsOptions, "retry_delay_scale", float("inf")),  # inf * a RetryInfo of 0s: sleep(nan) raised
         (GenerateContentOptions, "temperature", float("nan")),  # sent as the token NaN: no JSON at all
         (GenerateContentOptions, "temperature", float("inf")),
     ],

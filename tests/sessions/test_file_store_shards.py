@@ -207,6 +207,25 @@ def test_a_record_cut_short_says_truncated_and_one_of_junk_says_it_is_no_record(
     assert store.path_of(BACKEND, junk.session_id).read_bytes() == bytes(range(256)) * 4  # left as it was
 
 
+def test_a_record_saved_again_without_its_final_newline_is_read_not_called_truncated(tmp_path: Path) -> None:
+    """An editor or a JSON tool that writes no final newline (json.dump, an editor set so) saved the record whole:
+    it was listed as truncated and refused to every resume and show; a record cut short still is truncated."""
+    store = FileSessionStore(tmp_path)
+    kept, cut = stored_session(first_prompt="edited by hand"), stored_session()
+    anyio.run(store.save, kept)
+    anyio.run(store.save, cut)
+    path = store.path_of(BACKEND, kept.session_id)
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))
+    store.path_of(BACKEND, cut.session_id).write_bytes(store.path_of(BACKEND, cut.session_id).read_bytes()[:-3])
+    listed = {info.session_id: info for info in anyio.run(store.list_sessions, BACKEND)}
+    assert listed[kept.session_id].problem is None
+    assert listed[kept.session_id].first_prompt == "edited by hand"
+    problem = listed[cut.session_id].problem
+    assert problem is not None
+    assert "truncated" in problem.message
+    assert anyio.run(store.load, BACKEND, kept.session_id).session_id == kept.session_id
+
+
 def test_a_session_at_both_paths_is_one_session_and_the_shard_s_copy_wins(tmp_path: Path) -> None:
     """What a crash between the move's write and its unlink leaves."""
     store = FileSessionStore(tmp_path)

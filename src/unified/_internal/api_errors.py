@@ -25,8 +25,11 @@ __all__ = [
     "UNFIT_ERRORS",
     "credentials_error",
     "error_from_status",
+    "not_its_json",
+    "redirected",
     "retry_delay",
     "timed_out",
+    "undecodable",
     "unfit_response",
     "unreachable",
     "unreadable_response",
@@ -83,6 +86,10 @@ def error_from_status(code: int, status: str | None, message: str, *, body: Any,
             details["retry_after_s"] = delay
         hint = f"wait {delay:g}s and run again" if delay else "wait and run again, or check your quota"
         return RateLimited(f"the Gemini API rate limit was hit: {message}", hint=hint, details=details)
+    if isinstance(code, int) and 300 <= code < 400:  # not an int: a stream's error chunk without its code
+        return redirected(what)
+    if isinstance(code, int) and 200 <= code < 300:  # a success but 200 (204 No Content): no answer, as a proxy's page
+        return not_its_json(f"an answer of status {code}{f' {status}' if status else ''}")
     if code in RETRYABLE_STATUS:
         return BackendError(
             f"the Gemini API failed {what}: {message}",
@@ -203,6 +210,38 @@ UNFIT_ERRORS = (TypeError, AttributeError, ValueError, KeyError, IndexError, Ove
 """What reading a wire field of the wrong shape raises (`x.get` on a list, `int()` of an object, `candidates[0]`
 of an object, google-genai's ValidationError): caught at a translator's boundary for one native message, the
 server's fault (`unfit_response`)."""
+
+
+def not_its_json(why: str) -> BackendError:
+    """An answer of status 200 that is not the API's JSON (`why` says what it is): a stream cut in the middle of an
+    event, a proxy's page, a body that does not decode as its `Content-Encoding` says. The answer's fault, not the
+    request's: retried as a dropped stream is (`stream_interrupted`)."""
+    return BackendError(
+        f"the answer from the Gemini API is not its JSON ({why})",
+        hint="a stream cut in the middle of an event, or something other than the Gemini API answered (a "
+        "proxy's page): run again; if it persists, check the URL the backend talks to (GOOGLE_GEMINI_BASE_URL "
+        "or backend_options['base_url'])",
+        code="stream_interrupted",
+        retryable=True,
+    )
+
+
+def redirected(what: str) -> ConfigurationError:
+    """The base URL answered with a redirect (`what`: its status), which the SDKs do not follow (nor should they: the
+    key would go wherever it points): the URL is not where the API answers. It was `bad_request` "fix the request
+    (model options, tools, thinking settings)" on generate-content, an answer retried as not the API's JSON on
+    Interactions; the request was never the problem, and asking again gets the same redirect."""
+    return ConfigurationError(
+        f"the Gemini API's base URL answered with a redirect {what}, which unified does not follow: it is not the "
+        "URL the API answers at",
+        hint="set base_url (backend_options) or GOOGLE_GEMINI_BASE_URL to the URL the redirect names (often https:// "
+        "where http:// was given)",
+    )
+
+
+def undecodable(exc: httpx.DecodingError) -> str:
+    """What `not_its_json` says of a body httpx could not decode (gzip declared, something else sent)."""
+    return f"a body that does not decode as its Content-Encoding says: {exc}"
 
 
 def unfit_response(why: str) -> BackendError:

@@ -114,18 +114,20 @@ class ApiOptions(BackendOptions):
     """Set by `resolve_api_options`, never by the caller: what the client is built from."""
     api_version: ApiVersion | None = None
     """None: v1beta on the Gemini API, v1beta1 on Vertex AI."""
-    timeout_s: float = Field(default=90.0, gt=0, allow_inf_nan=False)
+    timeout_s: float = Field(default=90.0, ge=0.001, allow_inf_nan=False)
     """Per attempt: the longest wait to connect (at most 30 s), for the response headers, or between
     two chunks of a stream. Finite: the SDK takes it in whole milliseconds (infinity ended a run in
-    `internal_error`, OverflowError)."""
+    `internal_error`, OverflowError), so at least one: under 1 ms it became 0, which the SDK sends as no
+    timeout at all (generate-content waited for ever) while Interactions' client gave up before connecting."""
     request_deadline_s: float = Field(default=180.0, gt=0)
     """Per model request, over all its attempts: no retry starts after this (the error says what was tried)."""
     max_retries: int = Field(default=3, ge=0)
     """Retries of one model request after a retryable failure (not counting the first try)."""
     max_retry_delay_s: float = Field(default=60.0, ge=0)
     """A 429 asking to wait longer than this ends the run at once with `rate_limited`."""
-    retry_delay_scale: float = Field(default=1.0, ge=0)
-    """Multiplies every wait; tests set it small so RetryInfo delays of seconds take milliseconds."""
+    retry_delay_scale: float = Field(default=1.0, ge=0, allow_inf_nan=False)
+    """Multiplies every wait; tests set it small so RetryInfo delays of seconds take milliseconds. Finite: infinity
+    times a RetryInfo of "0s" is NaN, which the sleep refused (ValueError: `internal_error` on a retry)."""
     loop_threshold: int = Field(default=4, ge=2)
     """The same call with the same arguments this many turns in a row is a runaway loop."""
     local_tools: bool = True

@@ -88,12 +88,22 @@ async def retrying(
                 _tell_what_was_tried(error, attempt + 1, elapsed, options)
                 raise error from exc
             attempt += 1
+            wait = delay * options.retry_delay_scale
             await warn(
                 RETRY_WARNING,
-                f"{error.message}; retry {attempt}/{options.max_retries} in {delay:.3g}s"
-                + (" as the server asked" if asked is not None else ""),
+                f"{error.message}; retry {attempt}/{options.max_retries} in {wait:.3g}s{_why(asked, options)}",
             )
-            await anyio.sleep(delay * options.retry_delay_scale)
+            await anyio.sleep(wait)
+
+
+def _why(asked: float | None, options: ApiOptions) -> str:
+    """Where the announced wait comes from: the server's RetryInfo, scaled when `retry_delay_scale` is not 1
+    (the warning states the wait that is slept, so a shortened one says what the server asked for)."""
+    if asked is None:
+        return ""
+    if options.retry_delay_scale == 1:
+        return " as the server asked"
+    return f" (the server asked {asked:.3g}s; retry_delay_scale={options.retry_delay_scale:g})"
 
 
 def _tell_what_was_tried(error: UnifiedError, attempts: int, elapsed: float, options: ApiOptions) -> None:

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
-
-from unified._redaction import clip
 from unified._sessions.config import default_store
-from unified._sessions.records import SessionInfo, SessionStore, StoredSession, resolve_ref
+from unified._sessions.records import SessionInfo, SessionStore, StoredSession, resolve_ref, unreadable_why
 from unified._sessions.stores import described
 from unified.conversations import Conversation, Origin
 from unified.errors import CorruptSession, UnsupportedSessionFormat
 
-__all__ = ["StoreSessionLocator", "resolve_any", "unreadable_why"]
+__all__ = ["StoreSessionLocator", "resolve_any"]
 
 
 async def resolve_any(store: SessionStore, backend: str, ref: str) -> SessionInfo:
@@ -89,14 +86,3 @@ class StoreSessionLocator:
         info = await resolve_any(self.store, self.backend, ref)
         await self.store.delete(self.backend, info.session_id)
         return info
-
-
-def unreadable_why(exc: Exception) -> str:
-    """Why a stored state could not be read, for an error: pydantic's first error by its field path (never its
-    input, which may be anything the session holds), else the exception's words; export said only its type."""
-    if isinstance(exc, ValidationError):
-        first = exc.errors(include_url=False, include_input=False, include_context=False)[0]
-        why = f"{'.'.join(map(str, first['loc'])) or exc.title}: {first['msg']}"
-    else:
-        why = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
-    return clip(why, 240)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from unified import _limits as limits
 from unified._exports import publish
@@ -36,6 +36,7 @@ __all__ = [
     "refuse_empty",
     "resolve_ref",
     "short_id_of",
+    "unreadable_why",
 ]
 
 
@@ -252,3 +253,14 @@ publish(
     ["SessionInfo", "SessionProblem", "SessionStore", "StoredSession", "resolve_ref", "short_id_of"],
     globals(),
 )
+
+
+def unreadable_why(exc: Exception) -> str:
+    """Why a stored state could not be read, for an error: pydantic's first error by its field path (never its
+    input, which may be anything the session holds), else the exception's words; export said only its type."""
+    if isinstance(exc, ValidationError):
+        first = exc.errors(include_url=False, include_input=False, include_context=False)[0]
+        why = f"{'.'.join(map(str, first['loc'])) or exc.title}: {first['msg']}"
+    else:
+        why = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+    return clip(why, 240)

@@ -67,6 +67,7 @@ from unified._sessions.records import (
     clipped_prompt,
     resolve_ref,
     short_id_of,
+    unreadable_why,
 )
 from unified._text import escapes_surrogates, well_formed_json
 from unified.errors import (
@@ -293,7 +294,7 @@ def info_of_header(header: dict[str, Any], where: str) -> SessionInfo:
         )
     except (KeyError, TypeError, ValueError, OverflowError) as exc:  # pydantic's ValidationError is a ValueError
         # OverflowError: `"turns": 1e400` (JSON's number is a float, infinity here) failed every listing of its backend
-        raise corrupt_error(where, f"its header has a wrong or missing field ({type(exc).__name__}: {exc})") from exc
+        raise corrupt_error(where, f"its header has a wrong or missing field ({unreadable_why(exc)})") from exc
 
 
 def _values(text: str) -> int:
@@ -756,6 +757,14 @@ def _open_record(path: Path) -> BinaryIO:
         raise corrupt_error(str(path), "it is a symbolic link, which the store does not follow") from None
 
 
+def _check_backend(named: str, backend: str, path: Path) -> None:
+    """A record in `backend`'s folder whose header names another backend (edited by hand, or moved) is corrupt:
+    listed under the backend it names, `show` looked for it in that backend's folder ("no interactions session
+    matches ...", with none listed), and a resume saved a second copy there."""
+    if named != backend:
+        raise corrupt_error(str(path), f"it names backend {named!r}, not {backend!r}, whose folder it is in")
+
+
 def _read_record(path: Path) -> bytes:
     """The whole record at `path`; CorruptSession, unread, when it is larger than `limits.MAX_SESSION_RECORD_BYTES`."""
     with _open_record(path) as handle:
@@ -818,15 +827,20 @@ class FileSessionStore(BlockingSessionStore):
     # -- reading -------------------------------------------------------------------------------------
 
     def _read_header(self, path: Path) -> dict[str, Any]:
-        """The header, reading the first line and the last two bytes (a cut file fails here)."""
+        """The header, reading the first line and the last two bytes (a cut file fails here).
+
+        A record that begins as unified writes one but does not end so (no final newline: saved by an editor or a
+        JSON tool that writes none) is read whole, as a record in another layout is: it was called truncated
+        and left out of every listing and resume, whole as it was; a cut one fails to parse there, and is
+        called truncated then."""
         where = str(path)
         bound = limits.MAX_SESSION_HEADER_BYTES
         with _open_record(path) as handle:
             first = handle.readline(bound + 1)
             size = os.fstat(handle.fileno()).st_size
             handle.seek(max(size - len(_END), 0))
-            end = handle.read()
-            if end != _END:
+            ended = handle.read() == _END
+            if not ended and (size > bound or not first.startswith(_HEADER_PREFIX.encode())):
                 if first.startswith(_HEADER_PREFIX.encode()):
                     raise corrupt_error(where, "it is truncated (it does not end as unified writes it)")
                 raise corrupt_error(where, "it is no session record unified wrote (it neither begins nor ends as one)")
@@ -834,7 +848,7 @@ class FileSessionStore(BlockingSessionStore):
                 line = first.decode("utf-8").rstrip()
             except UnicodeDecodeError as exc:
                 raise corrupt_error(where, f"it is not UTF-8 ({exc})") from exc
-            if line.startswith(_HEADER_PREFIX) and line.endswith(","):
+            if ended and line.startswith(_HEADER_PREFIX) and line.endswith(","):
                 with contextlib.suppress(ValueError, RecursionError):
                     header = readable_json(line, json.loads(line[len(_HEADER_PREFIX) : -1]), where)
                     return checked_header(header, where)
@@ -849,6 +863,8 @@ class FileSessionStore(BlockingSessionStore):
         try:
             document = json.loads(raw.decode("utf-8"))
         except (ValueError, RecursionError, UnicodeDecodeError) as exc:
+            if not ended:
+                raise corrupt_error(where, f"it is truncated (it does not end as unified writes it: {exc})") from exc
             raise corrupt_error(where, f"it is not valid JSON ({exc})") from exc
         if not isinstance(document, dict):
             raise corrupt_error(where, "it is not a JSON object")
@@ -860,6 +876,7 @@ class FileSessionStore(BlockingSessionStore):
             info = info_of_header(self._read_header(path), str(path))
             if info.session_id != path.stem:
                 raise corrupt_error(str(path), f"it names session {info.session_id!r}, not {path.stem!r}")
+            _check_backend(info.backend, backend, path)
             return info
         except FileNotFoundError:
             return None
@@ -949,9 +966,11 @@ class FileSessionStore(BlockingSessionStore):
         for candidate in (path, _flat_of(path), path):
             try:
                 with self._failing("be read"):
-                    return self._read_session(candidate)
+                    session = self._read_session(candidate)
             except FileNotFoundError:
                 continue
+            _check_backend(session.backend, backend, candidate)
+            return session
         raise SessionNotFound(
             f"no {backend} session {session_id!r} in {path.parent.parent}",
             hint="run `unified sessions list` to see the sessions there are",

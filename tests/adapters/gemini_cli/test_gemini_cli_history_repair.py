@@ -14,6 +14,7 @@ from unified._adapters.gemini_cli._chat_files import (
     repair_session,
     surplus_responses,
 )
+from unified._adapters.gemini_cli._conversation import messages_now, undo_cancel_rollback
 from unified.testing._wire import history_problem
 
 SESSION = "229f8d4b-5d33-4515-b621-9a127fcdee22"
@@ -148,3 +149,22 @@ def test_a_repaired_file_needs_no_second_repair(isolated_home: Path) -> None:
     assert repair_session(isolated_home / ".gemini", SESSION) != []
     assert repair_session(isolated_home / ".gemini", SESSION) == []
     assert not list(path.parent.glob(".*.repair"))  # the temporary file was renamed over the chat file
+
+
+def test_a_cancel_that_left_no_prompt_puts_the_prompt_in(isolated_home: Path) -> None:
+    """A prompt cancelled before the CLI recorded it leaves a file with its preamble alone, which the CLI cannot
+    load ("No previous sessions found"): the prompt, images and all, becomes its turn; a file that holds a prompt
+    is left byte for byte."""
+    path = _write(isolated_home, [])
+    blocks = [{"type": "text", "text": "first"}, {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}]
+    undo_cancel_rollback(messages_now(isolated_home / ".gemini", SESSION), blocks)
+    preamble, prompt = read_chat(path).messages
+    assert preamble == PREAMBLE
+    assert (prompt["type"], prompt["content"]) == (
+        "user",
+        [{"text": "first"}, {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}}],
+    )
+    assert isinstance(prompt["id"], str)
+    kept = path.read_bytes()
+    undo_cancel_rollback(messages_now(isolated_home / ".gemini", SESSION), blocks)
+    assert path.read_bytes() == kept

@@ -277,6 +277,8 @@ def test_annotations_and_signatures_are_kept_in_the_model_steps() -> None:
 def test_error_event_is_a_failure_signal() -> None:
     signals = translate([created(), {"event_type": "error", "error": {"code": "internal", "message": "boom"}}])
     assert signals[-1] == StreamFailure("internal", "boom")
+    envelope = {"error": {"code": 429, "message": "quota gone", "status": "RESOURCE_EXHAUSTED"}}
+    assert translate([envelope])[-1] == StreamFailure("RESOURCE_EXHAUSTED", "quota gone")  # skipped before
 
 
 def test_open_steps_are_closed_by_the_completed_event() -> None:

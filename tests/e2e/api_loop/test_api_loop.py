@@ -88,7 +88,7 @@ async def test_rate_limit_waits_as_the_server_asks(backend: str, fake: FakeGemin
     fake.inject(Fault(kind="rate_limit", retry_delay="2s"), at_request=0)
     events = await collect(params(backend, fake, workspace))
     (warning,) = warnings(events, "retrying")
-    assert "retry 1/3 in 2s as the server asked" in warning.message
+    assert "retry 1/3 in 0.002s (the server asked 2s; retry_delay_scale=0.001)" in warning.message
     assert result(events).final_text == "after waiting"
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from tests.e2e.conversations.test_backend_pairs import Lab, _result, lab  # noqa: F401 (a fixture)
 from unified import execute, sessions
-from unified.conversations import CONTINUE_PROMPT, Conversation, ToolCallPart, ToolResultPart
+from unified.conversations import CONTINUE_PROMPT, Conversation, TextPart, ToolCallPart, ToolResultPart
 from unified.events import Failover, SessionStarted, ToolResult, ToolUse
 from unified.testing import Fault, FunctionCall
 from unified.testing import ModelTurn as ScriptTurn
@@ -110,3 +110,29 @@ async def test_a_gemini_cli_run_cancelled_after_a_tool_round_resumes_with_it(lab
     assert FACT in sent[0]
     assert sent[0].count(PROMPT) == 1
     assert (lab.workspace / "ran.txt").read_text() == "ran\n"
+
+
+async def test_a_gemini_cli_run_cancelled_before_its_prompt_was_recorded_resumes_with_the_prompt(
+    lab: Lab,  # noqa: F811
+) -> None:
+    """Cancelled as it starts, the CLI has recorded no prompt (or its rollback took it): a session file with no
+    prompt, which the CLI cannot load. The run's `short_id` resumed nothing ("session/load: No previous
+    sessions found for this project"); it now holds the prompt, as `gemini -p` keeps a cancelled prompt."""
+    for _ in range(2):  # whether or not the cancelled run's request reached the model, the resume gets one
+        lab.gemini.add(ScriptTurn(text="heron-4417, resumed."))
+    async with execute(lab.params("gemini-cli", PROMPT)) as stream:
+        async for event in stream:
+            if isinstance(event, SessionStarted):
+                stream.cancel()
+    first = _result([event])
+    assert first.status == "cancelled"
+    assert first.short_id is not None
+    exported = await sessions.export(first.short_id, cwd=str(lab.workspace))
+    assert [p.text for t in exported.turns for p in t.parts if isinstance(p, TextPart)] == [PROMPT]
+
+    before = len(lab.model_requests("gemini-cli"))
+    events = await lab.run(lab.params("gemini-cli", "so?", resume=first.short_id))
+    result = _result(events)
+    assert (result.status, result.final_text) == ("success", "heron-4417, resumed."), result.error
+    [sent] = lab.model_requests("gemini-cli")[before:]
+    assert (sent.count(PROMPT), sent.count("so?")) == (1, 1)

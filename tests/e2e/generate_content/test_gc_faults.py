@@ -27,8 +27,8 @@ async def test_rate_limit_honours_retry_info_with_a_warning_per_retry(harness: H
     events = await harness.run()
     warnings = [e for e in events if isinstance(e, WarningEvent) and e.code == "retrying"]
     assert len(warnings) == 2
-    assert "in 7s" in warnings[0].message
-    assert "in 2.5s" in warnings[1].message
+    assert "in 0.007s (the server asked 7s; retry_delay_scale=0.001)" in warnings[0].message
+    assert "in 0.0025s (the server asked 2.5s; retry_delay_scale=0.001)" in warnings[1].message
     assert result_of(events).status == "success"
     assert len(harness.server.requests_for("generateContentStream")) == 3
 

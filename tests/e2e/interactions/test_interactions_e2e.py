@@ -249,7 +249,7 @@ async def test_rate_limit_is_retried_with_the_servers_delay(fake: FakeGemini, pa
     warnings = of_type(events, "warning")
     assert len(warnings) == 1
     assert warnings[0].code == "retrying"
-    assert "in 2s as the server asked" in warnings[0].message
+    assert "in 0.02s (the server asked 2s; retry_delay_scale=0.01)" in warnings[0].message
     assert events[-1].status == "success"
     assert events[-1].final_text == "after waiting"
     assert len(fake.requests_for("interactions.create")) == 2

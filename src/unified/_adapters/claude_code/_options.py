@@ -42,9 +42,10 @@ class ClaudeCodeOptions(BackendOptions):
     stall_timeout_s: float = Field(default=90.0, gt=0)
     """The longest silence of the CLI while it waits for the model (its own watchdog waits 5 minutes):
     then the turn is interrupted and the run fails with `stream_interrupted` (retryable)."""
-    request_timeout_s: float = Field(default=90.0, gt=0, le=2_147_483)
-    """Per model request, the wait for the response headers (the CLI's API_TIMEOUT_MS, whole milliseconds: at most
-    what a Node timer takes, 2**31 - 1 ms, beyond which Node fires it at once)."""
+    request_timeout_s: float = Field(default=90.0, ge=0.001, le=2_147_483)
+    """Per model request, the wait for the response headers (the CLI's API_TIMEOUT_MS, whole milliseconds: at least
+    one, a smaller one was sent as 0; at most what a Node timer takes, 2**31 - 1 ms, beyond which Node fires it at
+    once)."""
     transcript: TranscriptOption = None
     """A list that receives every stream-json line both ways (`{"dir": "send"|"recv", "msg"}`):
     what `unified record` writes as a cassette; the caller's own list."""

@@ -48,9 +48,10 @@ class CodexOptions(BackendOptions):
     provider_timeout_s: float = Field(default=60.0, gt=0)
     """How long Codex may retry without progress (it retries forever) before the turn is interrupted; a provider it
     cannot connect to at all ends sooner, as `backend_unavailable` (docs/backends/codex.md)."""
-    stream_idle_timeout_s: float = Field(default=120.0, gt=0, le=86_400)
-    """Codex's own limit on silence inside one model stream (`stream_idle_timeout_ms`, whole milliseconds): at most a
-    day (infinity raised OverflowError out of `execute`; 1e300 made the app-server panic at start)."""
+    stream_idle_timeout_s: float = Field(default=120.0, ge=0.001, le=86_400)
+    """Codex's own limit on silence inside one model stream (`stream_idle_timeout_ms`, whole milliseconds): at least
+    one (a smaller one was sent as 0), at most a day (infinity raised OverflowError out of `execute`; 1e300 made the
+    app-server panic at start)."""
     web_search: Literal["disabled", "cached", "live"] = "disabled"
     """OpenAI's hosted web search (Codex's `web_search`): off unless asked for, since the provider runs it
     on its side with no approval (as the API backends' google_search); `cached` searches OpenAI's index,

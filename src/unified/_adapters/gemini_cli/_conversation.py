@@ -527,7 +527,7 @@ def messages_now(home: Path, session_id: str) -> SavedMessages:
     return saved
 
 
-def undo_cancel_rollback(saved: SavedMessages) -> None:
+def undo_cancel_rollback(saved: SavedMessages, blocks: list[dict[str, Any]]) -> None:
     """Put back what a cancelled prompt took out of the chat files saved just before the cancel.
 
     On an abort the CLI 0.61 (`GeminiChat.sendMessageStream`) rolls its history back to where the prompt began
@@ -536,14 +536,36 @@ def undo_cancel_rollback(saved: SavedMessages) -> None:
     `short_id` resumed nothing, and a failover (which cancels the prompt once the CLI's retries are spent) carried
     nothing of the turn: the next backend ran its tool calls again. When a file now holds a strict beginning of
     what it held (a rollback, nothing new), the messages as they were go back as a `$set` record, the CLI's own
-    checkpoint form. Blocking."""
+    checkpoint form.
+
+    A prompt cancelled before the CLI recorded it (or whose record the rollback took with it) leaves a file with
+    no prompt, which the CLI cannot load either: the run's `short_id` (in its `session_started` and `result`)
+    resumed nothing. Such a file gets the prompt (`blocks`) as its one turn, as `gemini -p` keeps a cancelled
+    prompt, so the session resumes (and exports) with it. Blocking."""
     for path, before in saved.items():
         try:
             now = read_chat(path).messages
         except CorruptSession:
             continue
         if len(now) < len(before) and [m.get("id") for m in now] == [m.get("id") for m in before[: len(now)]]:
-            append_line(path, (json.dumps({"$set": {"messages": before}}, ensure_ascii=False) + "\n").encode())
+            now = before
+        elif not any(prompt_text(m) is not None for m in now):
+            stamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            now = [*now, {"id": uuid.uuid4().hex, "timestamp": stamp, "type": "user", "content": _user_content(blocks)}]
+        else:
+            continue
+        append_line(path, (json.dumps({"$set": {"messages": now}}, ensure_ascii=False) + "\n").encode())
+
+
+def _user_content(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A prompt's ACP blocks as the CLI records a user message's content (`_prompt_blocks` reads them back)."""
+    content: list[dict[str, Any]] = []
+    for block in blocks:
+        if block.get("type") == "text":
+            content.append({"text": block.get("text")})
+        elif block.get("type") == "image":
+            content.append({"inlineData": {"mimeType": block.get("mimeType"), "data": block.get("data")}})
+    return content
 
 
 def open_retry(path: Path, session_id: str) -> Opening:

@@ -234,13 +234,13 @@ class AcpRun:
             # are spent (`_retry_watch`), or the run failed: end the prompt (the CLI would retry for minutes),
             # then report it.
             with anyio.CancelScope(shield=True):
-                await self._cancel(request_id)
+                await self._cancel(request_id, blocks)
                 await hold.flush(wait=False)
                 await sink.end_message(final=False)  # text held as a possible retry goes out as it came
             raise
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
-                await self._cancel(request_id)
+                await self._cancel(request_id, blocks)
                 await hold.flush(wait=False)
                 await sink.end_message(final=False)  # text held as a possible retry goes out as it came
             raise
@@ -325,12 +325,13 @@ class AcpRun:
             elif "id" in message and method:
                 await self.connection.respond_error(message["id"], -32601, f"{method} is not supported")
 
-    async def _cancel(self, request_id: int) -> None:
+    async def _cancel(self, request_id: int, blocks: list[dict[str, Any]]) -> None:
         """`session/cancel`, wait briefly for the prompt to end; else retire the process.
 
         A cold (transient) process is ended by the lease anyway; a warm one that settles keeps
         serving its other sessions undisturbed. The CLI takes the cancelled prompt's whole turn out of its chat
-        file; it is put back (`undo_cancel_rollback`), so the session keeps what happened and stays resumable.
+        file; it is put back (`undo_cancel_rollback`, with the prompt itself when the file kept none), so the session
+        keeps what happened and stays resumable.
         """
         home = gemini_home(self.launch.env)
         saved = await anyio.to_thread.run_sync(messages_now, home, self.session_id)
@@ -348,7 +349,7 @@ class AcpRun:
         except ConnectionClosed:
             pass
         finally:
-            await anyio.to_thread.run_sync(undo_cancel_rollback, saved)
+            await anyio.to_thread.run_sync(undo_cancel_rollback, saved, blocks)
         self.lease.retire()
 
     async def _warn(self, code: str, message: str) -> None:

@@ -17,7 +17,9 @@ from google.genai import errors
 from unified._internal.api_errors import (
     credentials_error,
     error_from_status,
+    not_its_json,
     timed_out,
+    undecodable,
     unreachable,
     unreadable_response,
 )
@@ -33,17 +35,9 @@ def failure_from_exception(exc: BaseException, model: str, timeout_s: float) -> 
     if isinstance(exc, errors.APIError):
         return _api_failure(exc, model)
     if isinstance(exc, errors.UnknownApiResponseError):  # a ValueError too, but the answer's fault, not the request's
-        return Failure(
-            "transient",
-            BackendError(
-                f"the answer from the Gemini API is not its JSON ({clip(str(exc), 300)})",
-                hint="a stream cut in the middle of an event, or something other than the Gemini API answered (a "
-                "proxy's page): run again; if it persists, check the URL the backend talks to (GOOGLE_GEMINI_BASE_URL "
-                "or backend_options['base_url'])",
-                code="stream_interrupted",
-                retryable=True,
-            ),
-        )
+        return Failure("transient", not_its_json(clip(str(exc), 300)))
+    if isinstance(exc, httpx.DecodingError):  # not a TransportError: it ended the run as unified's bug
+        return Failure("transient", not_its_json(undecodable(exc)))
     if isinstance(exc, ValueError | TypeError) and _raised_by_genai(exc):
         return Failure(
             "fatal",

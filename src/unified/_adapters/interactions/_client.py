@@ -36,7 +36,10 @@ from unified._internal.api_errors import (
     RETRYABLE_STATUS,
     credentials_error,
     error_from_status,
+    not_its_json,
+    redirected,
     retry_delay,
+    undecodable,
     unreachable,
     unreadable_response,
 )
@@ -125,17 +128,7 @@ def error_from_exception(exc: BaseException, what: str, model: str | None = None
 def failure_from_exception(exc: BaseException) -> Failure | None:
     """What a failed Interactions API call means for the retry policy (None: not a request failure)."""
     if isinstance(exc, UnreadableStream):  # the answer's fault, not the request's: asked again, as a cut stream is
-        return Failure(
-            "transient",
-            BackendError(
-                f"the answer from the Gemini API is not its JSON ({exc})",
-                hint="a stream cut in the middle of an event, or something other than the Gemini API answered (a "
-                "proxy's page): run again; if it persists, check the URL the backend talks to (GOOGLE_GEMINI_BASE_URL "
-                "or backend_options['base_url'])",
-                code="stream_interrupted",
-                retryable=True,
-            ),
-        )
+        return Failure("transient", not_its_json(str(exc)))
     if not is_api_error(exc):
         credentials = credentials_error(exc) or unreadable_response(exc)
         return Failure("fatal", credentials) if credentials is not None else None
@@ -178,7 +171,10 @@ def _event(data: list[str]) -> dict[str, Any] | None:
 
 def _event_stream(response: httpx.Response) -> None:
     """Raises `UnreadableStream` unless `response` says it is an event stream (a proxy's page of status 200 is
-    `text/html`: its lines are no SSE, and read as such they were no event at all)."""
+    `text/html`: its lines are no SSE, and read as such they were no event at all). A redirect, which the SDK hands
+    over as an answer, is the base URL's fault (`redirected`): asking again gets it again."""
+    if 300 <= response.status_code < 400:
+        raise redirected(f"({response.status_code} {response.reason_phrase})".replace(" )", ")"))
     content_type = response.headers.get("content-type", "")
     if content_type and not content_type.lower().startswith("text/event-stream"):
         raise UnreadableStream(f"an answer of type {clip(content_type, 100)!r}, not an event stream")
@@ -239,9 +235,12 @@ _SSE_LINE = re.compile(r"\ufeff?(?::|(?:event|id|retry)(?::|$))")
 async def sse_events(lines: AsyncIterator[str]) -> AsyncGenerator[dict[str, Any], None]:
     """The JSON events of an SSE body, read to its end (so the connection goes back to the pool)."""
     reader = _SseReader()
-    async for line in lines:
-        if (event := reader.line(line)) is not None:
-            yield event
+    try:
+        async for line in lines:
+            if (event := reader.line(line)) is not None:
+                yield event
+    except httpx.DecodingError as exc:  # not a TransportError: it ended the run as unified's bug
+        raise UnreadableStream(undecodable(exc)) from None
     if (event := reader.end()) is not None:
         yield event
 
@@ -249,9 +248,12 @@ async def sse_events(lines: AsyncIterator[str]) -> AsyncGenerator[dict[str, Any]
 def sse_events_sync(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
     """`sse_events` for the sync client (the trio path, in worker threads)."""
     reader = _SseReader()
-    for line in lines:
-        if (event := reader.line(line)) is not None:
-            yield event
+    try:
+        for line in lines:
+            if (event := reader.line(line)) is not None:
+                yield event
+    except httpx.DecodingError as exc:
+        raise UnreadableStream(undecodable(exc)) from None
     if (event := reader.end()) is not None:
         yield event
 

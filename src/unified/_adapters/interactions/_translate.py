@@ -357,9 +357,13 @@ class InteractionsTranslator:
                 return self._stop(int(event.get("index", 0)))
             if kind == "interaction.completed":
                 return self._interaction(event.get("interaction") or {}, final=True)
-            if kind == "error":
+            if kind == "error" or (not kind and isinstance(event.get("error"), Mapping)):
+                # No kind but an `error`: a google.rpc.Status envelope, as a Google front end sends in a stream that
+                # fails after its headers. It was skipped as an unknown kind: the run ended "the interaction stream
+                # dropped", the server's words and code (a 429's quota) lost. Its `status` names the code.
                 error = event.get("error") or {}
-                return [StreamFailure(str(error.get("code") or "error"), str(error.get("message") or "unknown error"))]
+                code = error.get("status") if isinstance(error.get("status"), str) and not kind else error.get("code")
+                return [StreamFailure(str(code or "error"), str(error.get("message") or "unknown error"))]
             return []  # unknown kinds (future additions) are skipped: never fatal
         except _UNFIT as exc:
             raise unfit_response(f"the {_kind_of(event)} event: {_misfit(event, exc)}") from exc
