@@ -1,7 +1,8 @@
 """Bad input through the real `unified` command: one `error:` line, a documented exit code, no traceback.
 
-Each case runs `python -m unified._cli` as a subprocess, as a user's shell would, and a reader that
-leaves (`| head -1`) is a real pipe whose read end is closed.
+The bad files and arguments go through `main()` in this process, as the console script calls it (a subprocess
+each cost ~0.4 s of CPU starting Python and importing unified); one of each, the help, and a reader that leaves
+(`| head -1`, a real pipe whose read end is closed) run `python -m unified._cli` as a user's shell would.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ from pathlib import Path
 import pytest
 
 from tests.hang_guard import HANG_GUARD_S
-
-pytestmark = pytest.mark.e2e  # runs real subprocesses
 
 ROOT = Path(__file__).parents[2]
 TOOL_CALL = ROOT / "cassettes" / "interactions" / "tool-call.yaml"
@@ -33,6 +32,16 @@ def _unified(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
         timeout=HANG_GUARD_S,  # a hang guard only: each case takes a second or two
         check=False,
     )
+
+
+def _in_process(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
+    """`unified ARGS` through `main()` in this process: its exit code and what it wrote."""
+    from unified._cli.main import main
+
+    capsys.readouterr()
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(list(args), code, out, err)
 
 
 def _assert_one_error_line(done: subprocess.CompletedProcess[str], code: int, *phrases: str) -> None:
@@ -73,8 +82,8 @@ def bad_files(tmp_path: Path) -> Path:
         ("missing.yaml", "no such file"),
     ],
 )
-def test_replay_of_a_bad_file(bad_files: Path, name: str, phrase: str) -> None:
-    _assert_one_error_line(_unified("replay", str(bad_files / name)), EXIT_BAD_INPUT, phrase)
+def test_replay_of_a_bad_file(bad_files: Path, name: str, phrase: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _assert_one_error_line(_in_process(capsys, "replay", str(bad_files / name)), EXIT_BAD_INPUT, phrase)
 
 
 @pytest.mark.parametrize(
@@ -95,8 +104,15 @@ def test_replay_of_a_bad_file(bad_files: Path, name: str, phrase: str) -> None:
         (("replay", str(TOOL_CALL), "--cwd", str(TOOL_CALL)), "is not a directory"),
     ],
 )
-def test_bad_arguments(args: tuple[str, ...], phrase: str) -> None:
-    _assert_one_error_line(_unified(*args), EXIT_BAD_INPUT, phrase)
+def test_bad_arguments(args: tuple[str, ...], phrase: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _assert_one_error_line(_in_process(capsys, *args), EXIT_BAD_INPUT, phrase)
+
+
+@pytest.mark.e2e  # runs real subprocesses
+def test_a_bad_file_and_a_bad_argument_through_the_real_command(bad_files: Path) -> None:
+    """The two tests above, one case each, as a user's shell starts the command."""
+    _assert_one_error_line(_unified("replay", str(bad_files / "broken.yaml")), EXIT_BAD_INPUT, "malformed YAML")
+    _assert_one_error_line(_unified("run", "hi", "--bogus"), EXIT_BAD_INPUT, "No such option")
 
 
 def _with_reader_gone(*args: str) -> tuple[int, str]:
@@ -131,6 +147,7 @@ def _with_reader_gone(*args: str) -> tuple[int, str]:
         ("demo", "--backend", "interactions"),
     ],
 )
+@pytest.mark.e2e  # runs real subprocesses
 def test_a_reader_that_left_ends_the_command_quietly(args: tuple[str, ...]) -> None:
     code, stderr = _with_reader_gone(*args)
     if args[0] == "demo" and "--json" in args:  # said before anything reaches stdout: the model is scripted
@@ -139,6 +156,7 @@ def test_a_reader_that_left_ends_the_command_quietly(args: tuple[str, ...]) -> N
     assert code == EXIT_BROKEN_PIPE
 
 
+@pytest.mark.e2e  # runs real subprocesses
 def test_replay_piped_into_head_in_a_shell() -> None:
     command = f'{sys.executable} -m unified._cli replay {TOOL_CALL} --json | head -1; echo "rc=${{PIPESTATUS[0]}}" >&2'
     done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=HANG_GUARD_S, check=False)
@@ -148,6 +166,7 @@ def test_replay_piped_into_head_in_a_shell() -> None:
     assert done.stderr.strip() in ("rc=0", f"rc={EXIT_BROKEN_PIPE}")  # 0 when every event fit in the pipe first
 
 
+@pytest.mark.e2e  # runs real subprocesses
 def test_help_reads_as_usage() -> None:
     done = _unified("run", "--help")
     assert done.returncode == 0

@@ -129,6 +129,7 @@ def _deep(root: Path, levels: int) -> Path:
     return root.joinpath(*["d"] * levels)
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the walks run in a worker thread (`_safe_io.in_worker`)
 @pytest.mark.parametrize("levels", [1_500, 3_000])
 async def test_a_tree_thousands_of_levels_deep_is_walked_to_the_bottom(ws: Path, levels: int) -> None:
     _deep(ws, levels)
@@ -147,6 +148,7 @@ async def test_a_tree_thousands_of_levels_deep_is_walked_to_the_bottom(ws: Path,
     assert not tree.is_error
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the walk runs in a worker thread, not on the loop
 async def test_a_search_rooted_deep_down_reads_its_ignore_rules_one_level_at_a_time(ws: Path) -> None:
     bottom = _deep(ws, 1_500)
     (ws / ".gitignore").write_text("*.log\n")

@@ -75,6 +75,7 @@ def _workspace(tmp_path: Path) -> Path:
         pytest.param("tree", {"path": ".", "depth": 4}, id="tree"),
     ],
 )
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the walk runs in a worker thread (`_safe_io.in_worker`)
 async def test_a_walk_of_the_workspace_leaves_out_what_a_deny_rule_covers(
     tmp_path: Path, tool: str, args: dict[str, Any]
 ) -> None:

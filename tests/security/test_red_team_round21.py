@@ -279,6 +279,7 @@ HINTED_SERVER = Path(__file__).resolve().parents[1] / "e2e" / "codex" / "mcp_rea
 
 
 @pytest.mark.e2e  # runs codex and an MCP server
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the policy's answer; codex on trio: tests/e2e/codex
 @pytest.mark.parametrize("mode", ["plan", "default"])
 async def test_a_codex_mcp_tool_marked_read_only_is_not_run_unasked(tmp_path: Path, mode: str) -> None:
     """SUCCEEDED before: the bridge allowed `peek` (readOnlyHint) by policy in every mode, and it wrote its marker;

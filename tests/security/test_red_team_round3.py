@@ -317,6 +317,7 @@ async def test_a_name_too_long_is_a_clear_error(
 @pytest.mark.parametrize(
     ("tool", "args"), [("search", {"query": "hello"}), ("glob", {"pattern": "**/*.txt"}), ("tree", {})]
 )
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the walk runs in a worker thread (`_safe_io.in_worker`)
 async def test_an_ignore_file_pathspec_or_re2_cannot_compile_is_passed_over(
     ws: Path, bad: str, tool: str, args: dict[str, Any]
 ) -> None:

@@ -633,6 +633,7 @@ def echo(x: dict[str, Any]) -> str:
 
 
 @pytest.mark.parametrize("levels", [65, 100_000])
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # a check of the arguments before any await: no loop in it
 async def test_arguments_nested_too_deep_are_refused_not_raised(ws: Path, levels: int) -> None:
     """SUCCEEDED before (a crash): `run_batch` raised RecursionError from the argsPattern's json.dumps."""
     policy = Policy.default().with_toml('[[rule]]\ntoolName = "*"\nargsPattern = "zzz"\ndecision = "deny"\n')

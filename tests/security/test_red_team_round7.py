@@ -392,6 +392,7 @@ def bytes_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         ("one-line.txt", "SEARCH_TIME_BUDGET_S", -1.0, "it ran for -1 s"),
     ],
 )
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the walk runs in a worker thread (`_safe_io.in_worker`)
 async def test_search_spends_its_budget_inside_one_line(
     ws: Path, monkeypatch: pytest.MonkeyPatch, bytes_read: list[int], setting: str, value: float, note: str, path: str
 ) -> None:

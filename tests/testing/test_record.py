@@ -91,6 +91,7 @@ async def test_a_cassette_suffix_that_does_not_fit_the_backend(tmp_path: Path) -
 @pytest.mark.e2e
 @pytest.mark.gemini_cli
 @pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # a gemini cold start; gemini on trio: tests/e2e/gemini_cli
 async def test_a_gemini_cli_run_records_and_replays(tmp_path: Path) -> None:
     binary = _pinned_gemini()
     workspace = _workspace(tmp_path)

@@ -55,5 +55,6 @@ def workspace(tmp_path: Path) -> Path:
 @pytest.fixture(params=["asyncio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     """Each real-binary run costs a cold start (about a second of CPU): asyncio only, unless a test
-    parametrizes `anyio_backend` itself to cover trio too."""
+    parametrizes `anyio_backend` itself to cover trio too (a plain run, a permission asked and answered, a
+    cancel that leaves no process, a resume from another directory and process, a spare handed across loops)."""
     return str(request.param)

@@ -40,8 +40,7 @@ async def test_a_429_is_retried_by_the_cli_and_announced(workspace: Path) -> Non
     assert result.final_text == "After the retry."
 
 
-@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
-async def test_a_429_asking_for_an_hour_ends_the_run_at_once_rate_limited(anyio_backend: str, workspace: Path) -> None:
+async def test_a_429_asking_for_an_hour_ends_the_run_at_once_rate_limited(workspace: Path) -> None:
     turns = [ModelTurn(text="Never sent.", fault=Fault(kind="rate_limit", retry_delay="3600s"))]
     processes = Processes()
     async with FakeAnthropic(turns) as server:
@@ -95,6 +94,7 @@ async def test_a_stalled_stream_is_interrupted_by_the_watchdog(workspace: Path) 
     assert not any(alive(pid) for pid in processes.pids)
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])  # the cancel on both loops
 async def test_cancel_mid_stream_leaves_no_process(workspace: Path) -> None:
     turns = [ModelTurn(text="A slow answer that takes its time.", text_chunks=6, chunk_delay=1.0)]
     processes = Processes()

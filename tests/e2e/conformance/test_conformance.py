@@ -164,6 +164,8 @@ async def test_scenario(
     assert got == shape, f"{column.name} / {scenario.name}: shape {got}, expected {shape}; events {kinds}"
     if not shape[0].startswith("error "):  # a run refused before it starts has no session
         assert isinstance(next(e for e in run.events if e.type != "warning"), SessionStarted), kinds
+    if scenario is SCENARIOS[0]:  # `session_started.capabilities` is the matrix's row: a consumer reads the levels
+        assert run.started.capabilities == capabilities.snapshot(column.name)  # routing uses (was a run of its own)
     if scenario.final_text is not None:
         assert run.result.final_text == scenario.final_text
     for path, exists in scenario.files.items():
@@ -325,15 +327,3 @@ def test_every_declared_difference_is_observed() -> None:
         )
     ]
     assert not unobserved, "declared but observed by no scenario:\n" + "\n".join(unobserved)
-
-
-@pytest.mark.e2e
-@pytest.mark.parametrize("anyio_backend", ["asyncio"])
-@pytest.mark.parametrize("column", COLUMNS, ids=[c.name for c in COLUMNS])
-async def test_session_started_capabilities_are_the_matrix(
-    anyio_backend: str, column: Column, workspace: Path, request: pytest.FixtureRequest
-) -> None:
-    """`session_started.capabilities` is the matrix's row, so a consumer reads the same levels routing uses."""
-    _ready(column, request)
-    run, _ = await run_scenario(column, SCENARIOS[0], workspace)
-    assert run.started.capabilities == capabilities.snapshot(column.name)

@@ -28,6 +28,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.e2e)
 
 
+@pytest.fixture(params=["asyncio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """Each real-binary run costs a cold start (a second or more of CPU): asyncio only, unless a test parametrizes
+    `anyio_backend` itself to cover trio too: per transport a plain run, a permission asked and answered, a resume
+    and a cancel or kill that leaves no process; and where the loop's own I/O is what the test is about (two runs
+    sharing a warm process, a binary that closes its stdout and runs on, a run cancelled while a person is asked)."""
+    return str(request.param)
+
+
 @pytest.fixture(autouse=True)
 def gemini_setup(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     binary = os.environ.get("UNIFIED_GEMINI_BIN") or str(LOCAL_BINARY)

@@ -46,7 +46,9 @@ from unified.sessions import export
 
 pytestmark = pytest.mark.anyio
 ASYNCIO_ONLY = pytest.mark.parametrize("anyio_backend", ["asyncio"])
-"""For tests whose trio path adds nothing: text, cancellation and the shared warm process run on both."""
+"""For tests whose trio path adds nothing (asyncio is the folder's default too, tests/e2e/gemini_cli/conftest.py):
+text, a permission asked and answered, cancellation and the shared warm process run on both (`BOTH_LOOPS`)."""
+BOTH_LOOPS = pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
 
 Responses = Callable[..., Path]
 
@@ -57,6 +59,7 @@ def result_of(events: Sequence[object]) -> Result:
     return last
 
 
+@BOTH_LOOPS
 async def test_text_and_thoughts(run_gemini: Run, responses: Responses) -> None:
     fake = responses(stream_line(thought("**Planning**\nSay hi politely."), text("Hello "), text("there.")))
     events = await run_gemini(fake)
@@ -113,8 +116,7 @@ async def test_plan_mode_denies_write(run_gemini: Run, responses: Responses, wor
     assert not (workspace / "new.txt").exists()
 
 
-@pytest.mark.parametrize("allow", [True, False])
-@ASYNCIO_ONLY
+@pytest.mark.parametrize(("anyio_backend", "allow"), [("asyncio", True), ("asyncio", False), ("trio", True)])
 async def test_permission_through_on_user_input(
     run_gemini: Run, responses: Responses, workspace: Path, allow: bool
 ) -> None:
@@ -250,6 +252,7 @@ async def test_sampled_recordings_play_through(run_gemini: Run, recording: Path)
 
 @pytest.mark.parametrize("ending", ["cancel", "sigkill"])
 @pytest.mark.parametrize("transport", ["acp", "stream-json"])
+@BOTH_LOOPS
 async def test_a_cancelled_or_killed_run_leaves_no_process(
     responses: Responses, workspace: Path, transport: str, ending: str
 ) -> None:
@@ -296,6 +299,7 @@ async def test_a_cancelled_or_killed_run_leaves_no_process(
             await anyio.sleep(0.05)
 
 
+@BOTH_LOOPS
 async def test_two_concurrent_runs_share_one_warm_process(responses: Responses, workspace: Path) -> None:
     fake = responses(stream_line(text("one")), stream_line(text("two")), stream_line(text("three")))
     pool = AcpPool(size=1)

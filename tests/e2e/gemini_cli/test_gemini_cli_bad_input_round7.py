@@ -17,6 +17,7 @@ from unified.testing import FakeGemini, ModelTurn
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])  # the loop's own pipe reads see the closed stdout
 async def test_a_binary_that_closes_its_stdout_and_runs_on_is_told_so_and_stopped(
     workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -36,6 +36,7 @@ for line in sys.stdin:
 """
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])  # the loop's own pipe reads see the closed stdout
 async def test_a_binary_that_closes_its_stdout_mid_run_and_runs_on_is_told_so_and_stopped(
     workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

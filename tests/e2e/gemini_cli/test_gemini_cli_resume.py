@@ -143,6 +143,7 @@ async def test_resume_in_the_warm_process_that_created_the_session(
     assert conversation(path) == ["remember 7", "same script", "and now?", "same script"]
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])  # no process starts: both loops cost nothing
 async def test_unknown_short_id_fails_before_any_process_starts(tmp_path: Path) -> None:
     from unified import ExecuteParams, execute
 

@@ -16,7 +16,7 @@ from unified.events import AssistantMessage, Result, TextDelta, UnifiedEvent
 Run = Callable[..., Awaitable[list[UnifiedEvent]]]
 Responses = Callable[..., Path]
 
-pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])]
+pytestmark = pytest.mark.anyio
 
 
 def _chunks(*pieces: str) -> str:
@@ -32,6 +32,7 @@ def _chunks(*pieces: str) -> str:
     return json.dumps({"method": "generateContentStream", "response": chunks})
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])  # stream-json's plain run, on both loops
 async def test_the_model_s_chunks_arrive_as_text_deltas_in_order(run_gemini: Run, responses: Responses) -> None:
     pieces = ("Paris ", "is the capital ", "of France.")
     events = await run_gemini(responses(_chunks(*pieces)), backend_options={"transport": "stream-json"})
