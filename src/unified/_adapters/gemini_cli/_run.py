@@ -224,7 +224,7 @@ class AcpRun:
             # The call of request `max_turns` was answered `cancelled` after a `session/cancel`: the CLI ends the
             # prompt without another request (`TurnCap`); its turn is kept in the chat file, so the session resumes.
             with anyio.CancelScope(shield=True):
-                await self._cancel(request_id)
+                await self._cancel(request_id, blocks)
                 await hold.flush(wait=False)
                 await sink.end_message(final=False)
             await ctx.end_message()
