@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+import shlex
+from pathlib import PurePosixPath
 from typing import Any
 
 import pytest
@@ -174,6 +177,51 @@ def test_tool_results_are_what_the_model_read() -> None:
 )
 def test_the_shell_wrapper_is_taken_off(display: str, command: str) -> None:
     assert unwrap_shell(display) == command
+
+
+def _by_shlex(display: str) -> str:
+    """What `unwrap_shell` read before its regular expression: three `shlex` words, a shell, `-c`/`-lc`, the command."""
+    try:
+        parts = shlex.split(display)
+    except ValueError:
+        return display
+    if (
+        len(parts) == 3
+        and PurePosixPath(parts[0]).name in {"bash", "sh", "zsh", "dash"}
+        and parts[1] in ("-c", "-lc", "-l -c")
+    ):
+        return parts[2]
+    return display
+
+
+def test_the_wrapper_is_read_as_shlex_reads_it() -> None:
+    """Codex's usual form is read by a regular expression (shlex took 0.15 s for a 100,000-character display): the
+    same command as `shlex` on 10,000 seeded displays of quotes, escapes, odd spaces and other programs."""
+    rng = random.Random(29)
+    pieces = ["a", " ", "'", '"', "\\", "\n", "\t", "$", "\x0b", "-", "c"]
+    heads = [
+        "/bin/bash -lc ",
+        "/bin/bash -c ",
+        "/bin/zsh -c ",
+        "sh  -c ",
+        "'bash' -c ",
+        "python3 -c ",
+        "/bin/sh -lc",
+        "",
+    ]
+    for _ in range(10_000):
+        quote = rng.choice(["'", '"', ""])
+        body = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 10)))
+        display = rng.choice(heads) + quote + body + (quote if rng.random() < 0.9 else "")
+        assert unwrap_shell(display) == _by_shlex(display), display
+
+
+def test_a_long_display_is_read_without_shlex() -> None:
+    command = "echo " + "x" * 100_000
+    assert unwrap_shell(f"/bin/bash -lc '{command}'") == command
+    assert unwrap_shell(f'/bin/bash -lc "{command} \\"q\\""') == f'{command} "q"'
+    hostile = "ab'cd " * 20_000  # no wrapper and no closing quote: judged as displayed, not split
+    assert unwrap_shell(hostile) == hostile
 
 
 def test_usage_is_what_the_threads_total_grew_by() -> None:

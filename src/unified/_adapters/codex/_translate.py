@@ -22,6 +22,7 @@ becomes a `subagent_started` (task id = the child's thread id) and its turn's en
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -136,8 +137,25 @@ def _minus(after: Usage, before: Usage) -> Usage:
     )
 
 
+_WRAPPED = re.compile(r"""([^\s'"\\]+) (-l?c) (?:'([^']*)'|"([^"\\]*(?:\\.[^"\\]*)*)")""", re.S)
+"""Codex's display of a command, `<shell> -lc '<cmd>'` (or `"<cmd>"` when it holds a `'`), read without `shlex`."""
+_QUOTED_ESCAPE = re.compile(r'\\(["\\])')
+_SPLIT_AT_MOST = 65_536
+"""Longest display `shlex.split` reads when it is not in Codex's usual form: shlex takes about 1.5 us a character
+(0.15 s for the 100,000 characters a fuzzed or hostile command may have, paid at its approval and again at its
+item); a longer one is judged as displayed, the shell invocation that runs."""
+
+
 def unwrap_shell(command: str) -> str:
-    """The command the model gave, from Codex's display of it (`/bin/bash -lc '<cmd>'`)."""
+    """The command the model gave, from Codex's display of it (`/bin/bash -lc '<cmd>'`): what `shlex.split`
+    reads as three words, a shell, `-c`/`-lc` and the command. Codex's usual form is read by one regular
+    expression (the same words `shlex` gives: in double quotes only `\\"` and `\\\\` are escapes)."""
+    wrapped = _WRAPPED.fullmatch(command)
+    if wrapped is not None and PurePosixPath(wrapped[1]).name in _SHELLS:
+        single, double = wrapped[3], wrapped[4]
+        return single if single is not None else _QUOTED_ESCAPE.sub(r"\1", double)
+    if len(command) > _SPLIT_AT_MOST:
+        return command
     try:
         parts = shlex.split(command)
     except ValueError:
